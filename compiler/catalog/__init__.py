@@ -1,0 +1,1 @@
+"""Built-in catalogues: GPUs and model presets, each figure with its source."""

@@ -1,0 +1,148 @@
+"""The GPU catalogue: memory, peak FLOP/s and links of the accelerators parc knows.
+
+Conventions, applied to every entry:
+- Peak FLOP/s are *dense* tensor-core figures (vendor datasheets quote 2:4-sparse figures twice as
+  high; those are never used here).
+- `link_bandwidth` is the intra-node (NVLink / Infinity Fabric) bandwidth of one GPU in *one
+  direction*: datasheets quote the bidirectional total, which is twice this.
+- `hbm` is the memory a training process can see: `nvidia-smi`'s total where it is known, the
+  datasheet figure otherwise.
+- `network` is the node's scale-out fabric used by training collectives (storage NICs excluded).
+
+A spec can define its own GPU (`gpu my-gpu { hbm 96 GiB ... }`) or override one field of an entry
+here (`gpu h100-sxm { hbm 96 GiB }`).
+"""
+
+from __future__ import annotations
+
+GiB = 1 << 30
+MiB = 1 << 20
+GB = 10**9
+TFLOPS = 10**12
+GBps = 10**9  # bytes per second
+Gbps = 10**9 // 8  # bits per second, in bytes per second
+
+# Each entry: the fields of `parc.plan.Gpu`. `generation` keys the achievable-efficiency
+# constants of the time model (one per generation, never per model).
+GPUS: dict[str, dict] = {
+    "a100-40gb": dict(
+        description="NVIDIA A100 SXM4 40 GB",
+        generation="ampere",
+        hbm_bytes=40 * GiB,  # datasheet: 40 GB HBM2 (5 stacks x 8 GiB)
+        bf16_flops=312 * TFLOPS,  # datasheet: 312 TFLOPS BF16 dense (624 sparse)
+        fp8_flops=None,  # Ampere has no FP8 tensor cores
+        link_bandwidth=300 * GBps,  # NVLink 3: 12 links x 25 GB/s per direction (600 GB/s bidir)
+        nvlink_domain=8,  # HGX A100: 8 GPUs on NVSwitch
+        gpus_per_node=8,
+        nics=8,
+        nic_bandwidth=200 * Gbps,  # DGX A100: 8x ConnectX-6 HDR 200 Gb/s for compute
+    ),
+    "a100-80gb": dict(
+        description="NVIDIA A100 SXM4 80 GB",
+        generation="ampere",
+        hbm_bytes=81920 * MiB,  # nvidia-smi: 81,920 MiB (datasheet 80 GB HBM2e)
+        bf16_flops=312 * TFLOPS,  # datasheet: 312 TFLOPS BF16 dense
+        fp8_flops=None,
+        link_bandwidth=300 * GBps,  # NVLink 3, 600 GB/s bidirectional
+        nvlink_domain=8,
+        gpus_per_node=8,
+        nics=8,
+        nic_bandwidth=200 * Gbps,  # DGX A100 / Selene: 8x HDR 200 Gb/s
+    ),
+    "h100-sxm": dict(
+        description="NVIDIA H100 SXM5 80 GB",
+        generation="hopper",
+        hbm_bytes=81559 * MiB,  # nvidia-smi: 81,559 MiB (datasheet 80 GB HBM3)
+        bf16_flops=989 * TFLOPS,  # datasheet: 989.4 TFLOPS BF16 dense (1,979 sparse)
+        fp8_flops=1979 * TFLOPS,  # datasheet: 1,979 TFLOPS FP8 dense (3,958 sparse)
+        link_bandwidth=450 * GBps,  # NVLink 4: 18 links x 25 GB/s per direction (900 GB/s bidir)
+        nvlink_domain=8,  # HGX H100: 8 GPUs on NVSwitch
+        gpus_per_node=8,
+        nics=8,
+        nic_bandwidth=400 * Gbps,  # DGX H100: 8x ConnectX-7 NDR 400 Gb/s
+    ),
+    "h200": dict(
+        description="NVIDIA H200 SXM 141 GB",
+        generation="hopper",
+        hbm_bytes=143771 * MiB,  # nvidia-smi: 143,771 MiB (datasheet 141 GB HBM3e)
+        bf16_flops=989 * TFLOPS,  # datasheet: same compute as H100 SXM
+        fp8_flops=1979 * TFLOPS,  # datasheet
+        link_bandwidth=450 * GBps,  # NVLink 4, 900 GB/s bidirectional
+        nvlink_domain=8,
+        gpus_per_node=8,
+        nics=8,
+        nic_bandwidth=400 * Gbps,  # HGX H200 reference: 8x ConnectX-7 400 Gb/s
+    ),
+    "h800": dict(
+        description="NVIDIA H800 SXM5 80 GB (export variant)",
+        generation="hopper",
+        hbm_bytes=81559 * MiB,  # same HBM3 package as H100 SXM
+        bf16_flops=989 * TFLOPS,  # same compute as H100 SXM
+        fp8_flops=1979 * TFLOPS,
+        link_bandwidth=200 * GBps,  # NVLink cut to 400 GB/s bidirectional (8 links)
+        nvlink_domain=8,
+        gpus_per_node=8,
+        nics=8,
+        nic_bandwidth=400 * Gbps,  # DeepSeek-V3 report: 8x 400 Gb/s InfiniBand per node
+    ),
+    "b200": dict(
+        description="NVIDIA B200 (DGX B200)",
+        generation="blackwell",
+        hbm_bytes=180 * GB,  # DGX B200 datasheet: 1,440 GB for 8 GPUs
+        bf16_flops=2250 * TFLOPS,  # DGX B200: 72 PFLOPS FP8 sparse / 8 / 2 = 4.5 FP8 dense; BF16 half
+        fp8_flops=4500 * TFLOPS,
+        link_bandwidth=900 * GBps,  # NVLink 5: 1.8 TB/s bidirectional
+        nvlink_domain=8,
+        gpus_per_node=8,
+        nics=8,
+        nic_bandwidth=400 * Gbps,  # DGX B200: 8x ConnectX-7 400 Gb/s
+    ),
+    "gb200-nvl72": dict(
+        description="NVIDIA GB200 in an NVL72 rack (18 trays x 4 GPUs, one NVLink domain)",
+        generation="blackwell",
+        hbm_bytes=186 * GB,  # NVL72 datasheet: 13.4 TB HBM3e for 72 GPUs
+        bf16_flops=2500 * TFLOPS,  # NVL72: 360 PFLOPS BF16 sparse / 72 = 5 sparse, 2.5 dense
+        fp8_flops=5000 * TFLOPS,  # NVL72: 720 PFLOPS FP8 sparse / 72 / 2
+        link_bandwidth=900 * GBps,  # NVLink 5: 1.8 TB/s bidirectional per GPU
+        nvlink_domain=72,  # one NVLink switch domain spans the rack
+        gpus_per_node=4,  # a compute tray is the OS node: 2 Grace CPUs + 4 GPUs
+        nics=4,
+        nic_bandwidth=400 * Gbps,  # GB200 compute tray: 4x ConnectX-7 400 Gb/s
+    ),
+    "mi300x": dict(
+        description="AMD Instinct MI300X 192 GB",
+        generation="cdna3",
+        hbm_bytes=192 * GiB,  # datasheet: 192 GB HBM3 (8 stacks x 24 GiB)
+        bf16_flops=1307 * TFLOPS,  # datasheet: 1,307.4 TFLOPS BF16 dense
+        fp8_flops=2615 * TFLOPS,  # datasheet: 2,614.9 TFLOPS FP8 dense
+        link_bandwidth=448 * GBps,  # Infinity Fabric: 7 links x 64 GB/s per direction (896 bidir)
+        nvlink_domain=8,  # 8 GPUs fully connected on the OAM baseboard
+        gpus_per_node=8,
+        nics=8,
+        nic_bandwidth=400 * Gbps,  # typical MI300X platform: 8x 400 Gb/s NICs
+    ),
+}
+
+# Names people write for the same part.
+ALIASES: dict[str, str] = {
+    "a100": "a100-80gb",
+    "a100-sxm4-40gb": "a100-40gb",
+    "a100-sxm4-80gb": "a100-80gb",
+    "h100": "h100-sxm",
+    "h100-sxm5": "h100-sxm",
+    "h100-80gb": "h100-sxm",
+    "h100-sxm5-80gb": "h100-sxm",
+    "h200-sxm": "h200",
+    "gb200": "gb200-nvl72",
+    "b200-sxm": "b200",
+}
+
+# Intra-node links a placement may name, and whether they form an NVLink-class domain.
+LINKS: dict[str, str] = {
+    "nvlink": "NVLink / NVSwitch: the GPU's full intra-node bandwidth",
+    "nvl72": "NVLink switch domain of a GB200 NVL72 rack (72 GPUs)",
+    "xgmi": "AMD Infinity Fabric between the GPUs of one node",
+    "pcie": "PCIe only: no NVLink; intra-node traffic at PCIe Gen5 x16 speed",
+}
+
+PCIE_BANDWIDTH = 64 * GBps  # PCIe Gen5 x16, per direction (128 GB/s bidirectional)

@@ -1,0 +1,77 @@
+"""Checks: an ordered list of small pure functions over a Plan that yield diagnostics.
+
+A rule never changes the plan and never raises; each has a stable code explained by
+`parc codes CODE`. Rules live in the modules of this package, grouped by what they look at, and
+are listed in `RULES` in the order their findings read best (topology before memory).
+
+A warning can be acknowledged in the spec with `allow CODE` on the statement it points at; it is
+then still reported, marked "(allowed)", and never fails `parc check`. An error cannot be allowed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from ..codes import CODES
+from ..diagnostics import Diagnostic, Severity, error
+from ..plan import Plan
+
+Rule = Callable[[Plan], Iterable[Diagnostic]]
+
+RULES: list[Rule] = []
+"""Every rule, in report order. Modules register theirs with `@rule`."""
+
+
+def rule(function: Rule) -> Rule:
+    RULES.append(function)
+    return function
+
+
+def run_checks(plan: Plan) -> list[Diagnostic]:
+    """Every rule's findings, with acknowledged warnings marked."""
+    _load_rule_modules()
+    found: list[Diagnostic] = []
+    for check in RULES:
+        try:
+            found.extend(check(plan))
+        except Exception as exc:  # a rule bug must not hide the other findings
+            found.append(error("E0299", f"internal error in check `{check.__name__}`", None,
+                               notes=(f"{type(exc).__name__}: {exc}",), help="please report this spec"))
+    return apply_allows(plan, found)
+
+
+def apply_allows(plan: Plan, found: list[Diagnostic]) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    for allow in plan.allows:
+        code = CODES.get(allow.code)
+        if code is None:
+            out.append(error("E0217", f"`allow {allow.code}` names no diagnostic code", allow.statement,
+                             help="`parc codes` lists the codes; warnings start with W"))
+        elif code.severity != "warning":
+            out.append(error("E0216", f"`{allow.code}` is an error and cannot be allowed", allow.statement,
+                             help=f"fix the problem instead; `parc codes {allow.code}` explains it"))
+    for d in found:
+        if d.severity is Severity.warning and d.span is not None and any(
+            a.code == d.code and a.statement.covers(d.span) for a in plan.allows
+        ):
+            d = d.model_copy(update={"allowed": True})
+        out.append(d)
+    return out
+
+
+RULE_MODULES: tuple[str, ...] = ()
+"""Modules of this package that hold rules, in report order."""
+
+_loaded = False
+
+
+def _load_rule_modules() -> None:
+    """Import the rule modules once; each registers its rules in RULES at import."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    import importlib
+
+    for name in RULE_MODULES:
+        importlib.import_module(f"{__name__}.{name}")

@@ -1,0 +1,252 @@
+"""The `parc` command.
+
+Exit status: 0 when every spec is clean (warnings allowed), 1 when a spec has errors, 2 for a
+usage error (unknown option, unreadable path). Diagnostics go to stderr as text, or to stdout as
+JSON with `--format json`. Colour is used only on a terminal and never when NO_COLOR is set.
+Heavy modules are imported inside commands so that `parc --help` stays instant.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from . import __version__
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class ParcGroup(click.Group):
+    def list_commands(self, ctx):
+        return list(self.commands)  # definition order: the order a user meets them
+
+
+@click.group(cls=ParcGroup, context_settings=CONTEXT, epilog="""\b
+Examples:
+  parc check specs/llama3-405b.par
+  parc compile specs/llama3-405b.par -o out/llama3-405b
+  parc fmt --check specs/*.par
+  parc codes E0201
+""")
+@click.version_option(__version__, "-V", "--version", prog_name="parc")
+def main() -> None:
+    """parc compiles distributed-training layouts: it checks a .par spec against the model and
+    the hardware, predicts its memory and speed, and generates the PyTorch job that runs it."""
+
+
+def _style(stream):
+    from .diagnostics import Style
+
+    return Style.for_stream(stream)
+
+
+def _report(results, fmt: str) -> int:
+    """Print diagnostics of several compilations; return the exit status."""
+    from .diagnostics import dumps_json, has_errors, render_text, summary_line
+
+    failed = any(has_errors(r.diagnostics) for r in results)
+    if fmt == "json":
+        files = []
+        for r in results:
+            files.append({
+                "file": r.source.path,
+                "ok": not has_errors(r.diagnostics),
+                "holes": [h.name for h in (r.plan.holes if r.plan else ())],
+                "diagnostics": [d.model_dump(mode="json") for d in _sorted(r.diagnostics)],
+            })
+        click.echo(dumps_json({"files": files}), nl=False)
+        return 1 if failed else 0
+    err_style = _style(sys.stderr)
+    for r in results:
+        if r.diagnostics:
+            text = render_text(r.diagnostics, {r.source.path: r.source}, err_style)
+            click.echo(text, err=True, nl=False)
+            click.echo(f"{r.source.path}: {summary_line(r.diagnostics, err_style)}", err=True)
+        if not has_errors(r.diagnostics) and r.plan is not None:
+            click.echo(_ok_line(r.plan))
+    return 1 if failed else 0
+
+
+def _sorted(diagnostics):
+    from .diagnostics import sort_key
+
+    return sorted(diagnostics, key=sort_key)
+
+
+def _ok_line(plan) -> str:
+    layout = " x ".join(f"{a.name} {a.degree if a.degree is not None else '?'}" for a in plan.layout.axes)
+    size = f"{plan.cluster.world_size:,} GPUs" if plan.cluster.world_size else "size open"
+    line = f"{plan.source}: ok ({layout}; {size})"
+    if plan.holes:
+        names = ", ".join(h.name for h in plan.holes)
+        line += f"\n  {len(plan.holes)} hole{'s' if len(plan.holes) != 1 else ''} open: {names} (`parc search` fills them)"
+    return line
+
+
+def _compile_all(paths):
+    """Compile each path; unreadable paths are usage errors (exit 2) reported with the rest."""
+    from .diagnostics import render_text
+    from .pipeline import UnreadableSpec, compile_path
+
+    results = []
+    unreadable = False
+    for path in paths:
+        try:
+            results.append(compile_path(path))
+        except UnreadableSpec as exc:
+            unreadable = True
+            click.echo(render_text([exc.diagnostic], {}, _style(sys.stderr)), err=True, nl=False)
+    return results, unreadable
+
+
+_FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+                       help="text for people (stderr), json for tools (stdout)")
+
+
+@main.command(context_settings=CONTEXT, epilog="""\b
+Examples:
+  parc check specs/llama3-405b.par
+  parc check specs/*.par --format json
+""")
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@_FORMAT
+def check(files, fmt):
+    """Check specs and report every problem at once."""
+    results, unreadable = _compile_all(files)
+    status = _report(results, fmt)
+    sys.exit(2 if unreadable else status)
+
+
+@main.command(context_settings=CONTEXT, epilog="""\b
+Examples:
+  parc compile specs/llama3-405b.par                 # writes out/llama3-405b/
+  parc compile specs/tiny.par -o /tmp/tiny-job
+""")
+@click.argument("file", metavar="FILE")
+@click.option("-o", "--output", "output", type=click.Path(file_okay=False), default=None,
+              help="job directory to write (default: out/<job name>); replaced atomically")
+@_FORMAT
+def compile(file, output, fmt):  # noqa: A001 - the command is called compile
+    """Check a spec and write its job directory."""
+    from .atomic import OutputError, write_tree
+    from .diagnostics import has_errors
+
+    results, unreadable = _compile_all([file])
+    if unreadable:
+        sys.exit(2)
+    result = results[0]
+    if has_errors(result.diagnostics) or result.plan is None:
+        sys.exit(_report(results, fmt))
+    if result.plan.holes:
+        from .diagnostics import error
+
+        names = ", ".join(h.name for h in result.plan.holes)
+        result.diagnostics.append(error(
+            "E0218", f"cannot compile a spec with open holes ({names})", result.plan.holes[0].span,
+            label="still `?`", help=f"run `parc search {file} --write` to fill them, then compile"))
+        sys.exit(_report(results, fmt))
+    from parc.backends import job_files
+
+    directory = output or f"out/{result.plan.launch.job}"
+    files = job_files(result.plan)
+    try:
+        write_tree(directory, files, executable=tuple(n for n in files if n.endswith(".sh")))
+    except (OutputError, OSError) as exc:
+        click.echo(f"error: cannot write `{directory}`: {exc}", err=True)
+        sys.exit(2)
+    if fmt == "text" and result.diagnostics:
+        _report(results, fmt)  # warnings
+    if fmt == "json":
+        from .diagnostics import dumps_json
+
+        click.echo(dumps_json({"output": directory, "files": sorted(files)}), nl=False)
+    else:
+        click.echo(f"wrote {directory}/ ({len(files)} file{'s' if len(files) != 1 else ''})")
+
+
+@main.command(context_settings=CONTEXT, epilog="""\b
+Examples:
+  parc fmt specs/*.par            # rewrite in place
+  parc fmt --check specs/*.par    # CI: exit 1 if any file would change
+""")
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.option("--check", "check_only", is_flag=True, help="write nothing; exit 1 if a file is not formatted")
+@click.option("--diff", "show_diff", is_flag=True, help="print what would change as a unified diff")
+def fmt(files, check_only, show_diff):
+    """Rewrite specs in the canonical layout (comments kept)."""
+    import difflib
+
+    from .atomic import write_file
+    from .diagnostics import has_errors, render_text
+    from .fmt import format_document
+    from .pipeline import UnreadableSpec, read_source
+    from .syntax import parse
+
+    status = 0
+    for path in files:
+        try:
+            source, diagnostics = read_source(path)
+        except UnreadableSpec as exc:
+            click.echo(render_text([exc.diagnostic], {}, _style(sys.stderr)), err=True, nl=False)
+            status = 2
+            continue
+        if not diagnostics:
+            document, diagnostics = parse(source)
+        if has_errors(diagnostics):
+            click.echo(render_text(diagnostics, {path: source}, _style(sys.stderr)), err=True, nl=False)
+            click.echo(f"{path}: not formatted: fix the syntax errors first", err=True)
+            status = max(status, 1)
+            continue
+        formatted = format_document(document)
+        if formatted == source.text:
+            continue
+        if show_diff:
+            click.echo("".join(difflib.unified_diff(
+                source.text.splitlines(keepends=True), formatted.splitlines(keepends=True),
+                fromfile=path, tofile=f"{path} (formatted)")), nl=False)
+        if check_only:
+            click.echo(f"would reformat {path}", err=True)
+            status = max(status, 1)
+        else:
+            write_file(path, formatted)
+            click.echo(f"reformatted {path}", err=True)
+    sys.exit(status)
+
+
+@main.command(context_settings=CONTEXT, epilog="""\b
+Example:
+  parc schema > plan.schema.json
+""")
+def schema():
+    """Print the JSON Schema of the resolved plan (plan.json)."""
+    from .diagnostics import dumps_json
+    from .plan import Plan
+
+    click.echo(dumps_json(Plan.model_json_schema()), nl=False)
+
+
+@main.command(context_settings=CONTEXT, epilog="""\b
+Examples:
+  parc codes            # every code with its title
+  parc codes E0201      # the long explanation of one code
+""")
+@click.argument("code", required=False)
+def codes(code):
+    """List diagnostic codes, or explain one at length."""
+    from .codes import CODES
+    from .suggest import did_you_mean
+
+    if code is None:
+        for entry in CODES.values():
+            click.echo(f"{entry.code}  {entry.severity:<7}  {entry.title}")
+        return
+    entry = CODES.get(code.upper())
+    if entry is None:
+        click.echo(f"error: no diagnostic code `{code}`; {did_you_mean(code.upper(), CODES)}", err=True)
+        sys.exit(2)
+    click.echo(f"{entry.code} ({entry.severity}): {entry.title}\n\n{entry.explanation}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

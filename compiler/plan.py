@@ -1,0 +1,350 @@
+"""The Plan: one resolved, typed description of a training layout, read by every later stage.
+
+Resolution (`resolve.py`) fills in presets, catalogue entries and defaults and derives the facts
+everything else needs (world size, nodes, gradient-accumulation steps, rank <-> coordinates,
+groups) exactly once. Checks, the memory and time models, search and the backends only read a
+Plan; none of them re-derives a fact from the spec.
+
+Vocabulary (kept the same in code, docs and messages):
+- axis: one of tp, pp, dp, cp, ep; its *degree* is how many ranks it spans.
+- rank order: the layout line's order; the first axis written varies fastest, so its groups are
+  consecutive ranks. An axis's *stride* is the rank distance between neighbours on it.
+- group: the ranks that differ only in one axis's coordinate.
+- stage: a pipeline stage (pp coordinate); virtual stages are model chunks on one pp rank.
+
+Units: bytes, bytes per second (one direction), FLOP per second, tokens; never GB or Gb/s.
+A field that is `None` is a hole (`?` in the spec) or depends on one; `holes` lists them.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .source import Span
+
+AxisName = Literal["tp", "pp", "dp", "cp", "ep"]
+AXES: tuple[str, ...] = ("tp", "pp", "dp", "cp", "ep")
+PLAN_VERSION = 1
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", ignored_types=(cached_property,))
+
+
+class Sourced(Frozen):
+    spans: dict[str, Span] = {}
+    """Where each field's value was written (or the preset line it came from), for diagnostics."""
+
+    def span_of(self, *fields: str) -> Span | None:
+        for name in fields:
+            if name in self.spans:
+                return self.spans[name]
+        return None
+
+
+class Model(Sourced):
+    """The network: a decoder-only transformer, dense or mixture-of-experts."""
+
+    name: str
+    """Preset name, or "custom"."""
+    layers: int
+    """Transformer blocks."""
+    hidden: int
+    """Model width h (elements)."""
+    ffn: int
+    """FFN inner size of a dense block; for SwiGLU, the size of each of the two up-projections."""
+    heads: int
+    """Query heads."""
+    kv_heads: int
+    """Key/value heads (GQA); equal to `heads` for multi-head attention."""
+    head_dim: int
+    """Elements per head."""
+    vocab: int
+    """Vocabulary size before padding."""
+    tied_embeddings: bool
+    """The output projection reuses the input embedding matrix."""
+    activation: Literal["gelu", "swiglu"]
+    norm: Literal["layernorm", "rmsnorm"]
+    position: Literal["learned", "rope", "none"]
+    """`learned` adds a seq x hidden embedding table."""
+    experts: int = 0
+    """Routed experts per MoE layer; 0 for a dense model."""
+    top_k: int = 0
+    """Routed experts per token."""
+    expert_ffn: int = 0
+    """FFN inner size of one expert."""
+    shared_experts: int = 0
+    """Always-active experts per MoE layer, each of size `expert_ffn`."""
+    moe_layers: tuple[int, ...] = ()
+    """0-based indices of the MoE layers; the others are dense."""
+    parameters: int
+    """Total parameters (unpadded vocabulary; tied embeddings counted once)."""
+    active_parameters: int
+    """Parameters a token passes through (top-k routed experts only)."""
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0 and bool(self.moe_layers)
+
+    @property
+    def q_size(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def kv_size(self) -> int:
+        return self.kv_heads * self.head_dim
+
+    @property
+    def ffn_matrices(self) -> int:
+        """Weight matrices in one FFN: 3 for SwiGLU (gate, up, down), 2 for GELU."""
+        return 3 if self.activation == "swiglu" else 2
+
+
+class Gpu(Sourced):
+    """One accelerator: from the catalogue (`parc/catalog/gpus.py`) or defined in the spec."""
+
+    name: str
+    description: str
+    generation: str
+    """ampere | hopper | blackwell | cdna3: keys the time model's efficiency constants."""
+    hbm_bytes: int
+    """Device memory a training process can use (bytes)."""
+    bf16_flops: float
+    """Dense BF16 tensor-core peak (FLOP/s)."""
+    fp8_flops: float | None
+    """Dense FP8 peak (FLOP/s); None where the GPU has no FP8 tensor cores."""
+    link_bandwidth: float
+    """Intra-node bandwidth of one GPU, one direction (bytes/s)."""
+    nvlink_domain: int
+    """GPUs that share one NVLink-class domain (8 for HGX, 72 for NVL72)."""
+
+
+class Network(Sourced):
+    """The scale-out fabric between nodes."""
+
+    nics: int
+    """NICs per node used by training traffic."""
+    nic_bandwidth: float
+    """One NIC, one direction (bytes/s)."""
+
+    @property
+    def node_bandwidth(self) -> float:
+        return self.nics * self.nic_bandwidth
+
+
+class Cluster(Sourced):
+    gpu: Gpu
+    gpus_per_node: int
+    """GPUs in one node (one OS instance; a GB200 tray holds 4)."""
+    link: Literal["nvlink", "nvl72", "xgmi", "pcie"]
+    """Intra-node interconnect."""
+    domain_size: int
+    """GPUs reachable at `intra_bandwidth`: the NVLink domain, or 1 over PCIe."""
+    intra_bandwidth: float
+    """Per-GPU bandwidth inside the domain, one direction (bytes/s)."""
+    network: Network
+    world_size: int | None
+    """GPUs in the job; None while the layout has holes and no size is stated."""
+    nodes: int | None
+    """Nodes in the job (world_size / gpus_per_node)."""
+
+
+class Axis(Sourced):
+    """One axis of the layout line, in rank order."""
+
+    name: AxisName
+    degree: int | None
+    """Ranks along the axis; None for a hole."""
+    stride: int | None
+    """Rank distance between neighbours on this axis (product of the degrees written before it)."""
+
+
+class TensorParallel(Sourced):
+    degree: int | None
+    sequence_parallel: bool | None
+    """Norm and dropout activations sharded along the sequence between TP regions."""
+
+
+class PipelineParallel(Sourced):
+    degree: int | None
+    schedule: Literal["gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"] | None
+    virtual_stages: int | None
+    """Model chunks per pp rank: 1 for gpipe/1f1b, 2 for the V schedules."""
+    split: tuple[int, ...] | None
+    """Layers of each virtual stage in model order (pp x virtual_stages entries), or None for even."""
+
+
+class DataParallel(Sourced):
+    degree: int | None
+    sharding: Literal["none", "zero1", "zero2", "zero3", "hsdp"] | None
+    """none = DDP; zero1 shards optimizer states, zero2 also gradients, zero3 (FSDP) also weights;
+    hsdp = zero3 inside `shard` ranks, replicated across `replicate` groups."""
+    replicate: int | None = None
+    shard: int | None = None
+
+
+class ContextParallel(Sourced):
+    degree: int | None
+    flavour: Literal["ring", "all-gather", "all-to-all"]
+    """ring: K/V blocks passed around the cp group; all-gather: K/V gathered once; all-to-all:
+    Ulysses, heads scattered and sequence gathered."""
+
+
+class ExpertParallel(Sourced):
+    degree: int | None
+    folded_over: tuple[AxisName, ...]
+    """Axes whose ranks the expert groups are carved from (empty when ep is a layout axis)."""
+
+
+class Layout(Sourced):
+    axes: tuple[Axis, ...]
+    """The layout line's axes in rank order (first = fastest-varying)."""
+    order_open: bool
+    """`order ?`: search may permute the axes."""
+    tp: TensorParallel
+    pp: PipelineParallel
+    dp: DataParallel
+    cp: ContextParallel
+    ep: ExpertParallel
+
+    def degree(self, name: str) -> int | None:
+        """Degree of an axis (1 when not written)."""
+        return getattr(self, name).degree
+
+    @property
+    def complete(self) -> bool:
+        return all(axis.degree is not None for axis in self.axes) and self.ep.degree is not None
+
+    @property
+    def world_size(self) -> int | None:
+        size = 1
+        for axis in self.axes:
+            if axis.degree is None:
+                return None
+            size *= axis.degree
+        return size
+
+    @property
+    def batch_degree(self) -> int | None:
+        """Ranks that each take a different slice of the batch: dp, and ep when it is a layout axis."""
+        dp = self.dp.degree
+        ep = self.ep.degree if not self.ep.folded_over else 1
+        return None if dp is None or ep is None else dp * ep
+
+    def axis(self, name: str) -> Axis | None:
+        return next((a for a in self.axes if a.name == name), None)
+
+    def coordinates(self, rank: int) -> dict[str, int]:
+        """Coordinate of `rank` on every layout axis."""
+        return {a.name: (rank // a.stride) % a.degree for a in self.axes}
+
+    def rank_of(self, coordinates: dict[str, int]) -> int:
+        return sum(coordinates.get(a.name, 0) * a.stride for a in self.axes)
+
+    def group(self, name: str, rank: int) -> tuple[int, ...]:
+        """The ranks in `rank`'s group on axis `name`, in coordinate order."""
+        if name == "ep" and self.ep.folded_over:
+            return self._folded_group(rank)
+        axis = self.axis(name)
+        if axis is None:
+            return (rank,)
+        base = rank - ((rank // axis.stride) % axis.degree) * axis.stride
+        return tuple(base + i * axis.stride for i in range(axis.degree))
+
+    def _folded_group(self, rank: int) -> tuple[int, ...]:
+        """ep carved from the folded axes' combined index, fastest part first (torchtitan)."""
+        folded = [a for a in self.axes if a.name in self.ep.folded_over]
+        coords = self.coordinates(rank)
+        combined, scale = 0, 1
+        for a in folded:
+            combined += coords[a.name] * scale
+            scale *= a.degree
+        ep = self.ep.degree
+        start = combined - combined % ep
+        ranks = []
+        for index in range(start, start + ep):
+            c = dict(coords)
+            rest = index
+            for a in folded:
+                c[a.name] = rest % a.degree
+                rest //= a.degree
+            ranks.append(self.rank_of(c))
+        return tuple(ranks)
+
+
+class Training(Sourced):
+    seq_len: int
+    """Tokens per sequence."""
+    global_batch: int
+    """Sequences per optimizer step, over the whole job."""
+    micro_batch: int | None
+    """Sequences per micro-batch on one data-parallel rank."""
+    grad_accum: int | None
+    """Micro-batches per step on one pipeline (global_batch / (batch_degree x micro_batch));
+    None when that is not a whole number (a check reports it) or depends on a hole."""
+    precision: Literal["bf16", "fp16", "fp8"]
+    optimizer: Literal["adam", "adamw", "sgd"]
+    recompute: Literal["none", "selective", "full"] | None
+    recompute_layers: int | None = None
+    """With `full N`: layers recomputed per pipeline stage; None = all of them."""
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.global_batch * self.seq_len
+
+
+class EnvVar(Frozen):
+    name: str
+    value: str
+
+
+class Launch(Sourced):
+    """Launcher settings; every string here is validated before it reaches a generated file."""
+
+    job: str
+    image: str | None = None
+    env: tuple[EnvVar, ...] = ()
+    partition: str | None = None
+    account: str | None = None
+    time_limit: str | None = None
+    namespace: str | None = None
+    port: int = 29500
+    steps: int = 10
+
+
+class Hole(Frozen):
+    """A `?` in the spec, for `parc search` to fill."""
+
+    name: str
+    """What is open: an axis ("tp"), "ep", "order", or a setting ("train.micro-batch")."""
+    span: Span
+
+
+class Allow(Frozen):
+    """`allow CODE` on a statement: warnings of that code inside the statement are acknowledged."""
+
+    code: str
+    statement: Span
+
+
+class Plan(Frozen):
+    """A resolved layout. `parc schema` prints this model's JSON Schema."""
+
+    version: int = PLAN_VERSION
+    """Schema version of this JSON (bumped on incompatible change)."""
+    source: str
+    """The spec's path as given on the command line."""
+    model: Model
+    cluster: Cluster
+    layout: Layout
+    training: Training
+    launch: Launch
+    holes: tuple[Hole, ...] = ()
+    allows: tuple[Allow, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        return not self.holes

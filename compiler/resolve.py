@@ -1,0 +1,638 @@
+"""Stage 3, typed IR -> Plan: presets, catalogue entries, defaults and derived facts, once.
+
+Resolution reports what makes a Plan impossible to build (an unknown preset, a custom model
+missing its width, a cluster size that contradicts the layout) and otherwise leaves judgement to
+the checks. Every default it applies is listed in `DEFAULTS` and in the language reference.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePath
+from typing import Any
+
+from .catalog import gpus as gpu_catalog
+from .catalog import models as model_catalog
+from .diagnostics import Diagnostic, Label, error
+from .plan import (
+    Allow,
+    Axis,
+    Cluster,
+    ContextParallel,
+    DataParallel,
+    EnvVar,
+    ExpertParallel,
+    Gpu,
+    Hole,
+    Launch,
+    Layout,
+    Model,
+    Network,
+    PipelineParallel,
+    Plan,
+    TensorParallel,
+    Training,
+)
+from .source import Span
+from .spec import HOLE, MAX_DEGREE, BlockSpec, Located, Spec
+from .suggest import did_you_mean, english_list
+
+DEFAULTS = {
+    "train.micro-batch": "1",
+    "train.precision": "bf16",
+    "train.optimizer": "adamw",
+    "train.recompute": "none",
+    "tp.sequence-parallel": "on",
+    "pp.schedule": "1f1b",
+    "pp.virtual-stages": "1 (2 for interleaved-1f1b, interleaved-zb, zbv and dualpipe-v)",
+    "dp.sharding": "none (DDP)",
+    "cp.flavour": "ring",
+    "model.kv-heads": "heads (multi-head attention)",
+    "model.head-dim": "hidden / heads",
+    "model.tied-embeddings": "off",
+    "model.activation": "swiglu",
+    "model.norm": "rmsnorm",
+    "model.position": "rope",
+    "model.expert-ffn": "ffn",
+    "model.moe-layers": "all (when experts > 0)",
+    "hardware.gpus-per-node": "the GPU's usual node (8; 4 for gb200-nvl72)",
+    "hardware.link": "the GPU's own (nvlink; xgmi for mi300x; nvl72 for gb200-nvl72)",
+    "hardware.network": "the GPU's usual node NICs (e.g. 8 x 400 Gb/s for H100)",
+    "hardware.nodes": "derived from the layout when every degree is known",
+    "job": "the spec's file name",
+    "launch.port": "29500",
+    "launch.steps": "10",
+}
+
+_MULTI_STAGE = ("interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v")
+
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+"""Job, partition, account and namespace names: safe as a shell word, a YAML scalar, a path part."""
+SAFE_IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}$")
+SAFE_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+SAFE_TIME = re.compile(r"^(\d{1,3}-)?\d{1,3}(:\d{2}){0,2}$")
+
+
+class _Resolver:
+    def __init__(self, spec: Spec):
+        self.spec = spec
+        self.diags: list[Diagnostic] = []
+        self.file_span = Span(file=spec.file, start=0, end=0, line=1, col=1, end_line=1, end_col=1)
+
+    def err(self, code: str, message: str, span: Span | None, **fields) -> None:
+        self.diags.append(error(code, message, span or self.file_span, **fields))
+
+    # -----------------------------------------------------------------------------------------
+    def plan(self) -> Plan | None:
+        spec = self.spec
+        if spec.layout is None:
+            self.err("E0209", "the spec has no layout line", None, label="expected a layout",
+                     help="add a line such as `tp 8 x pp 16 x dp 64 on nodes(8 gpus, nvlink)`")
+        if spec.model is None:
+            self.err("E0209", "the spec has no model", None, label="expected a model",
+                     help="add `model llama3-8b` (a preset) or `model { layers 32, hidden 4096, ... }`")
+        if spec.train is None:
+            self.err("E0209", "the spec has no `train` block", None, label="expected `train { ... }`",
+                     help="add `train { seq 8192, global-batch 1024 }`")
+        train = spec.train or BlockSpec(kind="train", span=self.file_span)
+        seq = self.setting(train, "seq")
+        model = self.model(spec.model, seq) if spec.model is not None else None
+        gpu = self.gpu()
+        layout = self.layout(model) if spec.layout is not None else None
+        cluster = self.cluster(gpu, layout) if gpu is not None else None
+        training = self.training(train, layout) if spec.train is not None else None
+        launch = self.launch()
+        if None in (model, gpu, layout, cluster, training, launch):
+            return None
+        try:
+            return Plan(
+                source=spec.file,
+                model=model,
+                cluster=cluster,
+                layout=layout,
+                training=training,
+                launch=launch,
+                holes=tuple(Hole(name=h.value, span=h.span) for h in spec.holes),
+                allows=tuple(Allow(code=a.code.value, statement=a.statement) for a in spec.allows),
+            )
+        except ValueError as exc:  # a value the plan's types reject: a bug, said plainly
+            self.err("E0299", "internal error while building the plan", None,
+                     notes=(str(exc).splitlines()[0],), help="please report this spec")
+            return None
+
+    @staticmethod
+    def setting(block: BlockSpec | None, name: str, default: Any = None) -> Any:
+        if block is None or name not in block.settings:
+            return default
+        return block.settings[name].value
+
+    @staticmethod
+    def span(block: BlockSpec | None, name: str) -> Span | None:
+        if block is None:
+            return None
+        if name in block.settings:
+            return block.settings[name].span
+        return None
+
+    # -----------------------------------------------------------------------------------------
+    def model(self, block: BlockSpec, seq: int | None) -> Model | None:
+        base: dict[str, Any] = {}
+        spans: dict[str, Span] = {}
+        name = "custom"
+        if block.preset is not None:
+            wanted = block.preset.value
+            wanted = model_catalog.ALIASES.get(wanted, wanted)
+            if wanted not in model_catalog.MODELS:
+                self.err("E0202", f"unknown model preset `{block.preset.value}`", block.preset.span,
+                         label="not a preset",
+                         help=did_you_mean(block.preset.value, model_catalog.MODELS)
+                         + "\nor define the model: `model { layers 32, hidden 4096, ffn 14336, heads 32, vocab 128256 }`")
+                return None
+            name = wanted
+            base = dict(model_catalog.MODELS[wanted])
+            spans = {key: block.preset.span for key in base}
+        for key, located in block.settings.items():
+            base[key] = located.value
+            spans[key] = located.span
+        missing = [k for k in ("layers", "hidden", "ffn", "heads", "vocab") if k not in base]
+        if missing:
+            self.err("E0210", "the model is missing " + english_list([f"`{m}`" for m in missing], "and"),
+                     block.span, label="incomplete model",
+                     help="a custom model needs layers, hidden, ffn, heads and vocab, e.g.\n"
+                     "    model { layers 32, hidden 4096, ffn 14336, heads 32, kv-heads 8, vocab 128256 }\n"
+                     "or start from a preset: `model llama3-8b { layers 16 }`")
+            return None
+        heads = base["heads"]
+        kv_heads = base.get("kv_heads", heads)
+        if "head_dim" not in base and base["hidden"] % heads:
+            self.err("E0212", f"hidden {base['hidden']} is not a multiple of heads {heads}",
+                     spans.get("hidden", block.span), label="head size is not whole",
+                     labels=(Label(span=spans.get("heads", block.span), message=f"{heads} heads"),),
+                     help=f"set `head-dim` explicitly, or use a head count that divides {base['hidden']}")
+            return None
+        if kv_heads > heads or heads % kv_heads:
+            self.err("E0212", f"kv-heads {kv_heads} must divide heads {heads}",
+                     spans.get("kv_heads", block.span), label="GQA groups are not whole",
+                     help="choose kv-heads among " + ", ".join(str(d) for d in _divisors(heads)))
+            return None
+        experts = base.get("experts", 0)
+        moe_rule = base.get("moe_layers", "all" if experts else "none")
+        layers = base["layers"]
+        moe_layers = self.moe_layers(moe_rule, layers, spans.get("moe_layers", block.span)) if experts else ()
+        if moe_layers is None:
+            return None
+        top_k = base.get("top_k", 0)
+        if experts and not top_k:
+            self.err("E0210", "a mixture-of-experts model needs `top-k`", block.span, label="experts without top-k",
+                     help="add `top-k 2` (experts per token)")
+            return None
+        if experts and top_k > experts:
+            self.err("E0212", f"top-k {top_k} exceeds {experts} experts", spans.get("top_k", block.span),
+                     label="more experts per token than exist", help=f"choose top-k of at most {experts}")
+            return None
+        fields = dict(
+            name=name,
+            layers=layers,
+            hidden=base["hidden"],
+            ffn=base["ffn"],
+            heads=heads,
+            kv_heads=kv_heads,
+            head_dim=base.get("head_dim", base["hidden"] // heads),
+            vocab=base["vocab"],
+            tied_embeddings=base.get("tied_embeddings", False),
+            activation=base.get("activation", "swiglu"),
+            norm=base.get("norm", "rmsnorm"),
+            position=base.get("position", "rope"),
+            experts=experts,
+            top_k=top_k if experts else 0,
+            expert_ffn=base.get("expert_ffn", base["ffn"]) if experts else 0,
+            shared_experts=base.get("shared_experts", 0) if experts else 0,
+            moe_layers=moe_layers,
+        )
+        total, active = count_parameters(fields, seq or 0)
+        return Model(**fields, parameters=total, active_parameters=active, spans=spans)
+
+    def moe_layers(self, rule, layers: int, span: Span) -> tuple[int, ...] | None:
+        if isinstance(rule, tuple):  # presets write ("from", 3)
+            kind, k = rule
+        elif isinstance(rule, str):
+            kind, k = rule, 0
+        else:
+            kind, k = rule.rule, rule.k
+        if kind == "all":
+            return tuple(range(layers))
+        if kind == "none":
+            return ()
+        if kind == "from":
+            if k >= layers:
+                self.err("E0212", f"moe-layers from {k} leaves no MoE layer in {layers}", span,
+                         label="every layer would be dense", help=f"choose K below {layers}")
+                return None
+            return tuple(range(k, layers))
+        return tuple(i for i in range(layers) if (i + 1) % k == 0)
+
+    # -----------------------------------------------------------------------------------------
+    def gpu(self) -> Gpu | None:
+        block = self.spec.gpu
+        if block is None:
+            hardware_span = self.spec.hardware.span if self.spec.hardware else None
+            self.err("E0209", "the spec names no GPU", hardware_span, label="expected `gpu NAME`",
+                     help="add `hardware { gpu h100-sxm }`; catalogue: " + ", ".join(gpu_catalog.GPUS))
+            return None
+        name = block.preset.value if block.preset else "custom"
+        key = gpu_catalog.ALIASES.get(name, name)
+        spans: dict[str, Span] = {}
+        if key in gpu_catalog.GPUS:
+            entry = dict(gpu_catalog.GPUS[key])
+            spans = {k: block.preset.span for k in entry}
+            name = key
+        elif block.settings:
+            entry = {"description": f"custom GPU `{name}`", "generation": "hopper", "fp8_flops": None}
+        else:
+            self.err("E0202", f"unknown GPU `{name}`", block.preset.span if block.preset else block.span,
+                     label="not in the catalogue",
+                     help=did_you_mean(name, list(gpu_catalog.GPUS) + list(gpu_catalog.ALIASES))
+                     + "\nor define it: `gpu my-gpu { hbm 96 GB, bf16 800 TFLOP/s, link 450 GB/s, nvlink-domain 8 }`")
+            return None
+        renames = {"hbm": "hbm_bytes", "bf16": "bf16_flops", "fp8": "fp8_flops", "link": "link_bandwidth"}
+        for field, located in block.settings.items():
+            entry[renames.get(field, field)] = located.value
+            spans[renames.get(field, field)] = located.span
+        missing = [k for k, f in (("hbm", "hbm_bytes"), ("bf16", "bf16_flops"), ("link", "link_bandwidth"),
+                                  ("nvlink-domain", "nvlink_domain")) if f not in entry]
+        if missing:
+            self.err("E0210", f"GPU `{name}` is missing " + english_list([f"`{m}`" for m in missing], "and"),
+                     block.span, label="incomplete GPU",
+                     help=f"a GPU outside the catalogue needs every figure:\n    gpu {name} {{ hbm 96 GB, bf16 800 TFLOP/s, "
+                     "fp8 1600 TFLOP/s, link 450 GB/s, nvlink-domain 8, generation hopper }")
+            return None
+        entry.pop("gpus_per_node", None)
+        entry.pop("nics", None)
+        entry.pop("nic_bandwidth", None)
+        return Gpu(name=name, spans=spans, **entry)
+
+    def catalog_defaults(self) -> dict:
+        block = self.spec.gpu
+        name = block.preset.value if block and block.preset else ""
+        return gpu_catalog.GPUS.get(gpu_catalog.ALIASES.get(name, name), {})
+
+    # -----------------------------------------------------------------------------------------
+    def layout(self, model: Model | None) -> Layout | None:
+        spec = self.spec
+        written = spec.layout.axes
+        axes: list[Axis] = []
+        stride: int | None = 1
+        for a in written:
+            degree = None if a.degree.value == HOLE else a.degree.value
+            axes.append(Axis(name=a.name, degree=degree, stride=stride, spans={"degree": a.degree.span}))
+            stride = None if stride is None or degree is None else stride * degree
+        if stride is not None and stride > MAX_DEGREE:
+            expression = " x ".join(f"{a.name} {a.degree}" for a in axes)
+            self.err("E0207", f"the layout spans {stride:,} GPUs", spec.layout.span,
+                     label=f"{expression} = {stride:,}",
+                     help=f"parc plans up to {MAX_DEGREE:,} GPUs; check the degrees")
+            return None
+        degrees = {a.name: a.degree for a in axes}
+        options = spec.axis_options
+
+        def opt(axis: str, name: str, default=None):
+            return self.setting(options.get(axis), name, default)
+
+        def opt_spans(axis: str) -> dict[str, Span]:
+            block = options.get(axis)
+            spans = {k: v.span for k, v in block.settings.items()} if block else {}
+            axis_obj = next((a for a in written if a.name == axis), None)
+            if axis_obj is not None:
+                spans["degree"] = axis_obj.degree.span
+            return spans
+
+        def hole(value):
+            return None if value == HOLE else value
+
+        for axis, block in options.items():
+            if axis not in degrees and not (axis == "ep" and spec.ep_fold is not None):
+                self.err("E0211", f"options for `{axis}`, which is not in the layout", block.span,
+                         label=f"`{axis}` has degree 1 here",
+                         help=f"add `{axis}` to the layout line (`... x {axis} 2`) or remove these options")
+
+        sp = hole(opt("tp", "sequence_parallel", True))
+        tp = TensorParallel(degree=degrees.get("tp", 1), sequence_parallel=sp, spans=opt_spans("tp"))
+
+        schedule = hole(opt("pp", "schedule", "1f1b"))
+        v_default = None if schedule is None else (2 if schedule in _MULTI_STAGE else 1)
+        virtual = opt("pp", "virtual_stages", v_default)
+        virtual = hole(virtual)
+        pp = PipelineParallel(degree=degrees.get("pp", 1), schedule=schedule, virtual_stages=virtual,
+                              split=opt("pp", "split"), spans=opt_spans("pp"))
+
+        sharding = opt("dp", "sharding")
+        dp_spans = opt_spans("dp")
+        if sharding == HOLE:
+            dp = DataParallel(degree=degrees.get("dp", 1), sharding=None, spans=dp_spans)
+        else:
+            mode = sharding.mode if sharding is not None else "none"
+            if mode == "hsdp" and sharding.replicate is None:
+                self.err("E0203", "hsdp needs its replicate x shard factors", dp_spans.get("sharding"),
+                         label="how many replicas, sharded over how many ranks?",
+                         help="write `sharding hsdp R x S` with R x S = dp, e.g. `sharding hsdp 8 x 8` for dp 64")
+                return None
+            dp = DataParallel(degree=degrees.get("dp", 1), sharding=mode,
+                              replicate=sharding.replicate if sharding else None,
+                              shard=sharding.shard if sharding else None, spans=dp_spans)
+
+        cp = ContextParallel(degree=degrees.get("cp", 1), flavour=opt("cp", "flavour", "ring"), spans=opt_spans("cp"))
+
+        fold = spec.ep_fold
+        if fold is not None:
+            ep_spans = {"degree": fold.degree.span, "folded_over": fold.span}
+            if "ep" in degrees:
+                self.err("E0211", "`ep` is both a layout axis and folded", fold.span,
+                         label="second definition of ep",
+                         labels=(Label(span=next(a.span for a in written if a.name == "ep"), message="ep in the layout"),),
+                         help="either write ep on the layout line (its own ranks) or fold it (`ep 8 over dp`), not both")
+                return None
+            over = []
+            for target in fold.over:
+                if target.value not in degrees:
+                    self.err("E0211", f"`ep` folds over `{target.value}`, which is not in the layout", target.span,
+                             label="not a layout axis",
+                             help="fold over axes on the layout line: "
+                             + ", ".join(f"`{a}`" for a in degrees if a != "ep"))
+                    return None
+                if target.value in over:
+                    self.err("E0208", f"`{target.value}` is folded twice", target.span, label="repeated",
+                             help="name each axis once")
+                    return None
+                over.append(target.value)
+            # keep the fold in rank order, whatever order it was written in
+            over.sort(key=lambda name: [a.name for a in axes].index(name))
+            ep = ExpertParallel(degree=hole(fold.degree.value), folded_over=tuple(over), spans=ep_spans)
+        else:
+            ep = ExpertParallel(degree=degrees.get("ep", 1), folded_over=(), spans=opt_spans("ep"))
+
+        order = spec.order.value if spec.order else "fixed"
+        layout_spans = {"axes": spec.layout.span}
+        if spec.order:
+            layout_spans["order"] = spec.order.span
+        return Layout(axes=tuple(axes), order_open=order == HOLE, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep,
+                      spans=layout_spans)
+
+    # -----------------------------------------------------------------------------------------
+    def cluster(self, gpu: Gpu, layout: Layout | None) -> Cluster | None:
+        spec = self.spec
+        hw = spec.hardware
+        defaults = self.catalog_defaults()
+        spans: dict[str, Span] = {}
+
+        placed = spec.layout.gpus_per_node if spec.layout else None
+        stated = hw.settings.get("gpus_per_node") if hw else None
+        if placed is not None and stated is not None and placed.value != stated.value:
+            self.err("E0214", f"the layout says {placed.value} GPUs per node, the hardware {stated.value}",
+                     placed.span, label=f"{placed.value} GPUs per node",
+                     labels=(Label(span=stated.span, message=f"{stated.value} GPUs per node"),),
+                     help="state GPUs per node once, on the layout line: `on nodes(8 gpus, nvlink)`")
+            return None
+        chosen = placed or stated
+        gpus_per_node = chosen.value if chosen else defaults.get("gpus_per_node", 8)
+        if chosen:
+            spans["gpus_per_node"] = chosen.span
+
+        link_located = (spec.layout.link if spec.layout else None) or (hw.settings.get("link") if hw else None)
+        default_link = {"mi300x": "xgmi", "gb200-nvl72": "nvl72"}.get(gpu.name, "nvlink")
+        link = link_located.value if link_located else default_link
+        if link_located:
+            spans["link"] = link_located.span
+        if link == "pcie":
+            domain, intra = 1, float(gpu_catalog.PCIE_BANDWIDTH)
+        elif link == "nvl72":
+            domain, intra = gpu.nvlink_domain, gpu.link_bandwidth
+        else:
+            domain, intra = min(gpu.nvlink_domain, gpus_per_node), gpu.link_bandwidth
+
+        net = hw.settings.get("network") if hw else None
+        if net is not None:
+            network = Network(nics=net.value.nics, nic_bandwidth=net.value.nic_bandwidth,
+                              spans={"nics": net.span, "nic_bandwidth": net.span})
+        else:
+            network = Network(nics=defaults.get("nics", gpus_per_node),
+                              nic_bandwidth=defaults.get("nic_bandwidth", 400 * gpu_catalog.Gbps))
+
+        world, nodes = self.world_size(layout, gpus_per_node, spans)
+        if world is None and layout is not None and layout.world_size is None and not self.diags_have("E0302"):
+            return None
+        return Cluster(gpu=gpu, gpus_per_node=gpus_per_node, link=link, domain_size=domain, intra_bandwidth=intra,
+                       network=network, world_size=world, nodes=nodes, spans=spans)
+
+    def diags_have(self, code: str) -> bool:
+        return any(d.code == code for d in self.diags)
+
+    def world_size(self, layout: Layout | None, per_node: int, spans: dict) -> tuple[int | None, int | None]:
+        """The one place world size is decided: stated and derived sizes must agree."""
+        hw = self.spec.hardware
+        nodes_stated = hw.settings.get("nodes") if hw else None
+        gpus_stated = hw.settings.get("gpus") if hw else None
+        stated = None
+        stated_text = ""
+        stated_span = None
+        if nodes_stated is not None and gpus_stated is not None:
+            if nodes_stated.value * per_node != gpus_stated.value:
+                self.err("E0301", f"{nodes_stated.value} nodes of {per_node} GPUs are not {gpus_stated.value} GPUs",
+                         gpus_stated.span, label=f"{gpus_stated.value} GPUs",
+                         labels=(Label(span=nodes_stated.span, message=f"{nodes_stated.value} x {per_node} = "
+                                       f"{nodes_stated.value * per_node}"),),
+                         help="state the cluster size once: `nodes N` or `gpus G`")
+                return None, None
+        if nodes_stated is not None:
+            stated = nodes_stated.value * per_node
+            stated_text = f"{nodes_stated.value} nodes x {per_node} GPUs per node = {stated:,} GPUs"
+            stated_span = nodes_stated.span
+            spans["nodes"] = nodes_stated.span
+        elif gpus_stated is not None:
+            stated = gpus_stated.value
+            stated_text = f"{stated:,} GPUs"
+            stated_span = gpus_stated.span
+            spans["world_size"] = gpus_stated.span
+            if stated % per_node:
+                self.err("E0303", f"{stated:,} GPUs do not fill whole {per_node}-GPU nodes", gpus_stated.span,
+                         label=f"{stated:,} / {per_node} = {stated / per_node:.2f} nodes",
+                         help=f"use a multiple of {per_node}: {stated // per_node * per_node:,} or "
+                         f"{(stated // per_node + 1) * per_node:,} GPUs")
+                return None, None
+        if stated is not None and stated > MAX_DEGREE:
+            self.err("E0207", f"the cluster has {stated:,} GPUs", stated_span, label="too large",
+                     help=f"parc plans up to {MAX_DEGREE:,} GPUs")
+            return None, None
+        derived = layout.world_size if layout is not None else None
+        if layout is not None and derived is None and stated is None:
+            self.err("E0302", "a layout with holes needs the cluster size", self.spec.layout.span,
+                     label="how many GPUs should search fill?",
+                     help="state it in hardware: `hardware { gpu h100-sxm, nodes 1024 }` (or `gpus 8192`)")
+            return None, None
+        if derived is not None and stated is not None and derived != stated:
+            expression = " x ".join(f"{a.name} {a.degree}" for a in layout.axes)
+            self.err("E0301", f"the layout uses {derived:,} GPUs but the cluster has {stated:,}",
+                     self.spec.layout.span, label=f"{expression} = {derived:,} GPUs",
+                     labels=(Label(span=stated_span, message=stated_text),),
+                     help=f"make the product of degrees {stated:,}, or change the cluster size to "
+                     f"{derived // per_node if derived % per_node == 0 else derived / per_node} nodes")
+            return None, None
+        world = stated if stated is not None else derived
+        if world is None:
+            return None, None
+        if world % per_node:
+            expression = " x ".join(f"{a.name} {a.degree}" for a in layout.axes) if layout else ""
+            self.err("E0303", f"{world:,} GPUs do not fill whole {per_node}-GPU nodes", self.spec.layout.span,
+                     label=f"{expression} = {world:,}; {world:,} / {per_node} = {world / per_node:.2f} nodes",
+                     help=f"make the product of degrees a multiple of {per_node}")
+            return None, None
+        return world, world // per_node
+
+    # -----------------------------------------------------------------------------------------
+    def training(self, block: BlockSpec, layout: Layout | None) -> Training | None:
+        spans = {k: v.span for k, v in block.settings.items()}
+        seq = self.setting(block, "seq")
+        batch = self.setting(block, "global_batch")
+        missing = [name for name, value in (("seq", seq), ("global-batch", batch)) if value is None]
+        if missing:
+            self.err("E0210", "`train` is missing " + english_list([f"`{m}`" for m in missing], "and"), block.span,
+                     label="incomplete training settings", help="write `train { seq 8192, global-batch 2048 }`")
+            return None
+        if batch.unit == "tokens":
+            if batch.count % seq:
+                self.err("E0212", f"{batch.count:,} tokens are not whole sequences of {seq:,}",
+                         spans["global_batch"], label=f"{batch.count:,} / {seq:,} = {batch.count / seq:.2f}",
+                         help=f"use a multiple of {seq:,} tokens, e.g. {max(1, batch.count // seq) * seq:,}")
+                return None
+            global_batch = batch.count // seq
+        else:
+            global_batch = batch.count
+        micro = self.setting(block, "micro_batch", 1)
+        micro = None if micro == HOLE else micro
+        recompute = self.setting(block, "recompute")
+        if recompute == HOLE:
+            mode, layers = None, None
+        elif recompute is None:
+            mode, layers = "none", None
+        else:
+            mode, layers = recompute.mode, recompute.layers
+        accum = None
+        degree = layout.batch_degree if layout else None
+        if degree and micro and global_batch % (degree * micro) == 0:
+            accum = global_batch // (degree * micro)
+        return Training(seq_len=seq, global_batch=global_batch, micro_batch=micro, grad_accum=accum,
+                        precision=self.setting(block, "precision", "bf16"),
+                        optimizer=self.setting(block, "optimizer", "adamw"),
+                        recompute=mode, recompute_layers=layers, spans=spans)
+
+    # -----------------------------------------------------------------------------------------
+    def launch(self) -> Launch | None:
+        spec = self.spec
+        block = spec.launch
+        spans: dict[str, Span] = {k: v.span for k, v in block.settings.items()} if block else {}
+        ok = True
+        if spec.job is not None:
+            job = spec.job.value
+            spans["job"] = spec.job.span
+            ok &= self.safe(job, SAFE_NAME, spec.job.span, "job name", "job llama3-405b")
+        else:
+            stem = PurePath(spec.file).stem
+            job = re.sub(r"[^A-Za-z0-9._-]", "-", stem).strip("-._")[:63] or "parc-job"
+            if not job[0].isalnum():
+                job = "job-" + job
+        fields: dict[str, Any] = {}
+        for name, pattern, example in (
+            ("image", SAFE_IMAGE, 'image "nvcr.io/nvidia/pytorch:24.07-py3"'),
+            ("partition", SAFE_NAME, 'partition "batch"'),
+            ("account", SAFE_NAME, 'account "my-team"'),
+            ("namespace", SAFE_NAME, 'namespace "training"'),
+            ("time_limit", SAFE_TIME, 'time-limit "04:00:00"'),
+        ):
+            value = self.setting(block, name)
+            if value is not None:
+                ok &= self.safe(value, pattern, spans[name], name.replace("_", "-"), example)
+                fields[name] = value
+        env = []
+        for var in self.setting(block, "env", ()):
+            if not SAFE_ENV_NAME.match(var.name):
+                ok = False
+                self.err("E0215", f"`{var.name[:40]}` is not a valid environment variable name", spans["env"],
+                         label="letters, digits and _ only", help='write `env NCCL_DEBUG "WARN"`')
+                continue
+            if "\x00" in var.value or len(var.value) > 4096:
+                ok = False
+                self.err("E0215", f"the value of `{var.name}` cannot be passed safely", spans["env"],
+                         label="NUL byte or over 4096 characters", help="shorten the value")
+                continue
+            env.append(EnvVar(name=var.name, value=var.value))
+        if not ok:
+            return None
+        port = self.setting(block, "port", 29500)
+        if not 1024 <= port <= 65535:
+            self.err("E0207", f"port {port} is outside 1024..65535", spans.get("port"), label="not a usable port",
+                     help="write `port 29500`")
+            return None
+        return Launch(job=job, env=tuple(env), port=port, steps=self.setting(block, "steps", 10), spans=spans,
+                      **fields)
+
+    def safe(self, value: str, pattern: re.Pattern, span: Span, what: str, example: str) -> bool:
+        if pattern.match(value):
+            return True
+        shown = value[:40].encode("unicode_escape").decode("ascii")
+        self.err("E0215", f"the {what} `{shown}` contains characters parc will not put in a launcher", span,
+                 label="unsafe characters", notes=(f"allowed: {pattern.pattern}",),
+                 help=f"use letters, digits, `.`, `_` and `-`, e.g. `{example}`")
+        return False
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def count_parameters(model: dict, seq: int) -> tuple[int, int]:
+    """Total and per-token-active parameters: exact shapes, no linear biases.
+
+    Per layer: attention h x (q + 2 kv) + q x h; two norms (a LayerNorm has weight and bias);
+    a dense FFN has 2 (GELU) or 3 (SwiGLU) matrices of h x ffn; a MoE layer has a router h x E and
+    (E + shared) experts of that shape with `expert_ffn`. Plus embeddings (twice when untied),
+    learned positions (seq x h) and the final norm.
+    """
+    h = model["hidden"]
+    q = model["heads"] * model["head_dim"]
+    kv = model["kv_heads"] * model["head_dim"]
+    norm = 2 * h if model["norm"] == "layernorm" else h
+    matrices = 3 if model["activation"] == "swiglu" else 2
+    attention = h * (q + 2 * kv) + q * h + 2 * norm
+    dense_ffn = matrices * h * model["ffn"]
+    expert = matrices * h * model.get("expert_ffn", 0)
+    experts = model.get("experts", 0)
+    shared = model.get("shared_experts", 0)
+    moe_total = h * experts + (experts + shared) * expert
+    moe_active = h * experts + (model.get("top_k", 0) + shared) * expert
+    n_moe = len(model.get("moe_layers", ()))
+    n_dense = model["layers"] - n_moe
+    embed = model["vocab"] * h * (1 if model["tied_embeddings"] else 2)
+    position = seq * h if model["position"] == "learned" else 0
+    common = embed + position + norm + model["layers"] * attention + n_dense * dense_ffn
+    return common + n_moe * moe_total, common + n_moe * moe_active
+
+
+def resolve(spec: Spec) -> tuple[Plan | None, list[Diagnostic]]:
+    """Build the Plan; returns None (with errors) when the spec cannot describe one."""
+    resolver = _Resolver(spec)
+    plan = resolver.plan()
+    return plan, resolver.diags
+
+
+def strip_spans(data: Any) -> Any:
+    """A plan's JSON without source spans: what generated files and golden tests keep."""
+    if isinstance(data, dict):
+        return {k: strip_spans(v) for k, v in data.items() if k not in ("spans", "span", "statement")}
+    if isinstance(data, list):
+        return [strip_spans(v) for v in data]
+    return data
+
+
+def plan_json(plan: Plan) -> dict:
+    return strip_spans(plan.model_dump(mode="json"))
+

@@ -1,0 +1,912 @@
+"""Stage 2, tree -> typed IR: check each statement against the language's keys and value types.
+
+The grammar only knows "a key followed by values". This stage knows which keys each block has,
+what their values mean and which units they take, and so can say "unknown setting `micro_batch`
+in `train`: did you mean `micro-batch`?" or "`hbm` takes bytes: write `80 GB`". The result is a
+`Spec`: what the user wrote, typed and located, with nothing filled in yet (presets, defaults and
+derived facts are the next stage's job, `resolve.py`).
+
+The key tables below are the language reference: `docs/language.md`'s key lists are generated
+from them, so the documentation cannot drift from the parser.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from . import units
+from .diagnostics import Diagnostic, error
+from .source import Span
+from .suggest import did_you_mean, english_list
+from .syntax import Atom, Document, LayoutLine, Setting
+
+HOLE = "?"
+"""A value left open for `parc search` to fill."""
+
+AXES = ("tp", "pp", "dp", "cp", "ep")
+
+MAX_COUNT = 10**9
+"""Largest count parc accepts for a size (hidden, vocab, batch): larger is a typo or an attack."""
+MAX_DEGREE = 1 << 20
+"""Largest degree of one axis (and, in resolve, world size): about a million GPUs."""
+
+T = TypeVar("T")
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Located(Frozen, Generic[T]):
+    """A value and the text it was read from."""
+
+    value: T
+    span: Span
+
+
+# Structured values (the right-hand sides that are more than one number or name).
+
+
+class BatchSize(Frozen):
+    count: int
+    """How many `unit`s per optimizer step."""
+    unit: str
+    """"sequences" or "tokens"."""
+
+
+class Recompute(Frozen):
+    mode: str
+    """none | selective | full."""
+    layers: int | None = None
+    """For `full N`: recompute only N layers per pipeline stage; None = every layer."""
+
+
+class MoeLayers(Frozen):
+    rule: str
+    """all | none | from | every."""
+    k: int = 0
+    """For `from k`: the first k layers are dense. For `every k`: every k-th layer is MoE."""
+
+
+class Sharding(Frozen):
+    mode: str
+    """none | zero1 | zero2 | zero3 | hsdp."""
+    replicate: int | None = None
+    """hsdp only: replica groups (the outer factor of dp)."""
+    shard: int | None = None
+    """hsdp only: ranks each replica is sharded over (the inner factor of dp)."""
+
+
+class Network(Frozen):
+    nics: int
+    """Scale-out NICs per node."""
+    nic_bandwidth: float
+    """Bytes per second of one NIC, one direction."""
+
+
+class EnvVar(Frozen):
+    name: str
+    value: str
+
+
+# ---------------------------------------------------------------------------------------------
+# The IR
+
+
+class AxisSpec(Frozen):
+    name: str
+    degree: Located[int | str]
+    """A degree, or "?"."""
+    span: Span
+
+
+class LayoutSpec(Frozen):
+    """The layout line: axes in rank order (first written = fastest-varying rank)."""
+
+    axes: tuple[AxisSpec, ...]
+    gpus_per_node: Located[int] | None = None
+    link: Located[str] | None = None
+    span: Span
+
+
+class EpFoldSpec(Frozen):
+    """`ep 8 over dp x cp`: expert ranks carved out of other axes instead of a layout factor."""
+
+    degree: Located[int | str]
+    over: tuple[Located[str], ...]
+    span: Span
+
+
+class BlockSpec(Frozen):
+    """A block (`train { ... }`) or preset line (`model llama3-405b`) with checked settings."""
+
+    kind: str
+    preset: Located[str] | None = None
+    settings: dict[str, Located[Any]] = {}
+    """Plan field name (underscored) -> the value as written, converted to base units."""
+    span: Span
+
+
+class AllowSpec(Frozen):
+    code: Located[str]
+    statement: Span
+    """The statement that carries the `allow`: warnings whose span lies inside are acknowledged."""
+
+
+class Spec(Frozen):
+    """Everything a spec says, typed, before presets and defaults."""
+
+    file: str
+    job: Located[str] | None = None
+    layout: LayoutSpec | None = None
+    ep_fold: EpFoldSpec | None = None
+    order: Located[str] | None = None
+    model: BlockSpec | None = None
+    hardware: BlockSpec | None = None
+    gpu: BlockSpec | None = None
+    train: BlockSpec | None = None
+    launch: BlockSpec | None = None
+    axis_options: dict[str, BlockSpec] = {}
+    allows: tuple[AllowSpec, ...] = ()
+    holes: tuple[Located[str], ...] = ()
+    """Where each `?` is: the value names the setting ("tp", "train.micro-batch")."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Key tables
+
+
+@dataclass(frozen=True)
+class Key:
+    """One setting a block accepts."""
+
+    name: str
+    kind: str
+    doc: str
+    example: str
+    holes: bool = False
+    choices: tuple[str, ...] = ()
+    aliases: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def field(self) -> str:
+        return self.name.replace("-", "_")
+
+
+def _enum(name, doc, example, choices, holes=False, aliases=()):
+    return Key(name, "enum", doc, example, holes, tuple(choices), tuple(aliases))
+
+
+MODEL_KEYS = (
+    Key("layers", "count", "transformer blocks", "layers 126"),
+    Key("hidden", "count", "model width h", "hidden 16384"),
+    Key("ffn", "count", "FFN inner size of a dense block (per SwiGLU branch)", "ffn 53248"),
+    Key("heads", "count", "query heads", "heads 128"),
+    Key("kv-heads", "count", "key/value heads (GQA); equal to heads for MHA", "kv-heads 8"),
+    Key("head-dim", "count", "size of one head; default hidden / heads", "head-dim 128"),
+    Key("vocab", "count", "vocabulary size before padding", "vocab 128256"),
+    Key("tied-embeddings", "bool", "output layer shares the input embedding", "tied-embeddings off"),
+    _enum("activation", "FFN activation", "activation swiglu", ("gelu", "swiglu")),
+    _enum("norm", "normalisation layer", "norm rmsnorm", ("layernorm", "rmsnorm")),
+    _enum("position", "position encoding (learned adds seq x hidden weights)", "position rope",
+          ("learned", "rope", "none")),
+    Key("experts", "count0", "routed experts per MoE layer (0 = dense model)", "experts 8"),
+    Key("top-k", "count", "experts each token is routed to", "top-k 2"),
+    Key("expert-ffn", "count", "FFN inner size of one expert", "expert-ffn 14336"),
+    Key("shared-experts", "count0", "always-active experts per MoE layer", "shared-experts 1"),
+    Key("moe-layers", "moe_layers", "which layers are MoE: all, none, from K (first K dense), every K",
+        "moe-layers from 3"),
+)
+
+GPU_KEYS = (
+    Key("hbm", "bytes", "memory a training process can use", "hbm 80 GB"),
+    Key("bf16", "flops", "dense BF16 tensor-core peak", "bf16 989 TFLOP/s"),
+    Key("fp8", "flops", "dense FP8 tensor-core peak", "fp8 1979 TFLOP/s"),
+    Key("link", "bandwidth", "intra-node bandwidth of one GPU, one direction", "link 450 GB/s"),
+    Key("nvlink-domain", "count", "GPUs in one NVLink (or Infinity Fabric) domain", "nvlink-domain 8"),
+    _enum("generation", "architecture generation (keys the time model's efficiency)",
+          "generation hopper", ("ampere", "hopper", "blackwell", "cdna3")),
+)
+
+HARDWARE_KEYS = (
+    Key("gpu", "gpu", "a GPU from the catalogue, or your own in a block", "gpu h100-sxm"),
+    Key("nodes", "count", "nodes in the cluster", "nodes 1024"),
+    Key("gpus", "count", "GPUs in the cluster", "gpus 8192"),
+    Key("gpus-per-node", "count", "GPUs per node (the layout's `on nodes(8 gpus, ...)` says it too)",
+        "gpus-per-node 8"),
+    _enum("link", "intra-node interconnect", "link nvlink", ("nvlink", "nvl72", "xgmi", "pcie")),
+    Key("network", "network", "scale-out NICs per node x bandwidth of one NIC", "network 8 x 400 Gb/s"),
+)
+
+TRAIN_KEYS = (
+    Key("seq", "count", "sequence length in tokens", "seq 8192"),
+    Key("global-batch", "batch", "sequences (default) or tokens per optimizer step",
+        "global-batch 2048"),
+    Key("micro-batch", "count", "sequences per micro-batch on one data-parallel rank",
+        "micro-batch 1", holes=True),
+    _enum("precision", "compute precision of the matmuls", "precision bf16", ("bf16", "fp16", "fp8")),
+    _enum("optimizer", "optimizer (adam/adamw keep fp32 master weights and two moments)",
+          "optimizer adamw", ("adam", "adamw", "sgd")),
+    Key("recompute", "recompute", "activation recomputation: none, selective, full, or full N layers",
+        "recompute selective", holes=True),
+)
+
+TP_KEYS = (
+    Key("sequence-parallel", "bool", "shard norms and dropout along the sequence (Korthikanti 2022)",
+        "sequence-parallel on", holes=True),
+)
+
+SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v")
+PP_KEYS = (
+    _enum("schedule", "pipeline schedule", "schedule 1f1b", SCHEDULES, holes=True,
+          aliases=(("interleaved", "interleaved-1f1b"), ("zero-bubble", "interleaved-zb"),
+                   ("zb-v", "zbv"), ("dualpipev", "dualpipe-v"), ("dualpipe", "dualpipe-v"))),
+    Key("virtual-stages", "count", "model chunks per pipeline rank (interleaved schedules)",
+        "virtual-stages 2", holes=True),
+    Key("split", "list", "layers per stage, in stage order (uneven split)", "split [7, 8, 8, 7]"),
+)
+
+DP_KEYS = (
+    Key("sharding", "sharding", "none (DDP), zero1, zero2, zero3 (= fsdp), or hsdp R x S",
+        "sharding zero1", holes=True),
+)
+
+CP_KEYS = (
+    _enum("flavour", "how attention exchanges K/V across cp ranks", "flavour ring",
+          ("ring", "all-gather", "all-to-all"), aliases=(("ulysses", "all-to-all"), ("allgather", "all-gather"),
+                                                         ("a2a", "all-to-all"), ("flavor", "ring"))),
+)
+
+EP_KEYS: tuple[Key, ...] = ()
+
+LAUNCH_KEYS = (
+    Key("image", "string", "container image for Kubernetes and Slurm (pyxis)", 'image "nvcr.io/nvidia/pytorch:24.07-py3"'),
+    Key("env", "env", "an environment variable set for every rank (repeatable)", 'env NCCL_DEBUG "WARN"'),
+    Key("partition", "string", "Slurm partition", 'partition "batch"'),
+    Key("account", "string", "Slurm account", 'account "my-team"'),
+    Key("time-limit", "string", "Slurm time limit, HH:MM:SS", 'time-limit "04:00:00"'),
+    Key("namespace", "string", "Kubernetes namespace", 'namespace "training"'),
+    Key("port", "count", "rendezvous port", "port 29500"),
+    Key("steps", "count", "training steps the generated job runs", "steps 100"),
+)
+
+TOP_KEYS = {
+    "job": "a name for the job: `job llama3-405b`",
+    "model": "the model: `model llama3-405b` or `model { layers 32 ... }`",
+    "hardware": "the cluster: `hardware { gpu h100-sxm, nodes 1024 }`",
+    "train": "training settings: `train { seq 8192, global-batch 2048 }`",
+    "launch": "launcher settings: `launch { image \"...\" }`",
+    "order": "`order ?` lets search choose the rank order of the layout's axes",
+}
+
+BLOCK_KEYS: dict[str, tuple[Key, ...]] = {
+    "model": MODEL_KEYS,
+    "hardware": HARDWARE_KEYS,
+    "gpu": GPU_KEYS,
+    "train": TRAIN_KEYS,
+    "launch": LAUNCH_KEYS,
+    "tp": TP_KEYS,
+    "pp": PP_KEYS,
+    "dp": DP_KEYS,
+    "cp": CP_KEYS,
+    "ep": EP_KEYS,
+}
+
+# Keys users reach for from other tools, with where parc keeps them.
+_MISPLACED = {
+    "micro-batch": "train", "global-batch": "train", "seq": "train", "recompute": "train",
+    "precision": "train", "optimizer": "train", "schedule": "pp", "virtual-stages": "pp",
+    "sequence-parallel": "tp", "sharding": "dp", "gpu": "hardware", "nodes": "hardware",
+    "network": "hardware", "layers": "model", "hidden": "model", "heads": "model",
+    "flavour": "cp", "image": "launch",
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Building the Spec
+
+
+class _Diagnostics(list):
+    def err(self, code: str, message: str, span: Span, **fields) -> None:
+        self.append(error(code, message, span, **fields))
+
+
+_GLUED = re.compile(r"^(\d[\d_]*(?:\.\d+)?)([A-Za-z][\w\-./]*)$")
+
+
+def build(document: Document) -> tuple[Spec, list[Diagnostic]]:
+    """Check every statement against the key tables; never raises."""
+    diags = _Diagnostics()
+    fields: dict[str, Any] = {"file": document.source.path, "axis_options": {}}
+    allows: list[AllowSpec] = []
+    holes: list[Located[str]] = []
+    seen: dict[str, Span] = {}
+
+    def once(name: str, span: Span) -> bool:
+        if name in seen:
+            diags.err(
+                "E0204", f"`{name}` is set twice", span, label="second setting",
+                labels=_label(seen[name], "first set here"),
+                help=f"keep one `{name}`: a spec states each thing once",
+            )
+            return False
+        seen[name] = span
+        return True
+
+    for statement in document.statements:
+        for code in statement.allow:
+            allows.append(AllowSpec(code=Located(value=code.text, span=code.span), statement=statement.span))
+        if isinstance(statement, LayoutLine):
+            _layout_statement(statement, fields, diags, holes, once)
+            continue
+        key = statement.key
+        if key.kind == "axis":
+            if once(f"{key.text} {{ }}", key.span):
+                fields["axis_options"][key.text] = _block(key.text, statement, diags, holes, key.text)
+            continue
+        name = key.text
+        if name == "job":
+            if once("job", key.span):
+                fields["job"] = _job(statement, diags)
+        elif name in ("model", "hardware", "train", "launch"):
+            if once(name, key.span):
+                block = _block(name, statement, diags, holes, name)
+                fields[name] = block
+                if name == "hardware":
+                    gpu = block.settings.get("gpu")
+                    if gpu is not None:
+                        fields["gpu"] = gpu.value
+                        settings = dict(block.settings)
+                        settings.pop("gpu")
+                        fields["hardware"] = block.model_copy(update={"settings": settings})
+        elif name == "order":
+            if once("order", key.span):
+                fields["order"] = _order(statement, diags, holes)
+        else:
+            _unknown_top(statement, diags)
+    fields["allows"] = tuple(allows)
+    fields["holes"] = tuple(holes)
+    return Spec(**fields), list(diags)
+
+
+def _label(span: Span, message: str):
+    from .diagnostics import Label
+
+    return (Label(span=span, message=message),)
+
+
+def _unknown_top(statement: Setting, diags: _Diagnostics) -> None:
+    name = statement.key.text
+    glued = _GLUED.match(name)
+    if glued:
+        diags.err("E0105", f"`{name}` runs a number into a word", statement.key.span,
+                  label="put a space after the number", help=f"write `{glued[1]} {glued[2]}`")
+        return
+    home = _MISPLACED.get(name.replace("_", "-"))
+    if home:
+        diags.err(
+            "E0201", f"`{name}` belongs inside a `{home}` block", statement.key.span,
+            label="not a top-level statement",
+            help=f"write it as `{home} {{ {name.replace('_', '-')} ... }}`",
+        )
+        return
+    known = list(TOP_KEYS) + list(AXES)
+    diags.err(
+        "E0201", f"unknown statement `{name}`", statement.key.span, label="not a statement parc knows",
+        help=did_you_mean(name, known) + "\nstatements: the layout line (`tp 8 x dp 4 ...`), "
+        + ", ".join(f"`{k}`" for k in TOP_KEYS),
+    )
+
+
+def _job(statement: Setting, diags: _Diagnostics) -> Located[str] | None:
+    if statement.body is not None or len(statement.values) != 1 or statement.values[0].kind not in ("name", "string"):
+        diags.err("E0203", "`job` takes one name", statement.span, label="expected a name or a string",
+                  help="write `job llama3-405b` or `job \"llama 3 405B\"`")
+        return None
+    atom = statement.values[0]
+    text = _unquote(atom.text) if atom.kind == "string" else atom.text
+    return Located(value=text, span=atom.span)
+
+
+def _order(statement: Setting, diags: _Diagnostics, holes: list) -> Located[str] | None:
+    values = statement.values
+    if len(values) == 1 and values[0].kind == "hole":
+        holes.append(Located(value="order", span=values[0].span))
+        return Located(value=HOLE, span=values[0].span)
+    if len(values) == 1 and values[0].kind == "name" and values[0].text == "fixed":
+        return Located(value="fixed", span=values[0].span)
+    diags.err("E0203", "`order` takes `?` or `fixed`", statement.span, label="unexpected value",
+              help="write `order ?` to let `parc search` choose the rank order; the layout line's order is used otherwise")
+    return None
+
+
+def _layout_statement(line: LayoutLine, fields: dict, diags: _Diagnostics, holes: list, once) -> None:
+    axes = []
+    names_seen: dict[str, Span] = {}
+    for term in line.axes:
+        name = term.name.text
+        if name in names_seen:
+            diags.err("E0208", f"axis `{name}` appears twice", term.name.span, label="second time",
+                      labels=_label(names_seen[name], "first here"),
+                      help="write each axis once; its degree is the product you want")
+            continue
+        names_seen[name] = term.name.span
+        degree = _degree(term.degree, name, diags)
+        if degree is None:
+            continue
+        if degree.value == HOLE:
+            holes.append(Located(value=name, span=term.degree.span))
+        axes.append(AxisSpec(name=name, degree=degree, span=term.span))
+
+    if line.over:
+        # `ep 8 over dp x cp`: a fold, not a layout.
+        if len(line.axes) != 1 or line.axes[0].name.text != "ep":
+            diags.err(
+                "E0211", "`over` folds expert parallelism only", line.over_span,
+                label="only `ep N over ...` may fold onto other axes",
+                help="write the layout line without `over` (`tp 8 x dp 4`) and the fold on its own line: `ep 4 over dp`",
+            )
+            return
+        if line.placement is not None:
+            diags.err("E0211", "an `ep ... over` line takes no placement", line.placement.span,
+                      label="placement belongs on the layout line",
+                      help="move `on nodes(...)` to the layout line")
+        over = []
+        for atom in line.over:
+            if atom.text == "ep":
+                diags.err("E0211", "`ep` cannot fold onto itself", atom.span, label="here",
+                          help="fold onto the axes whose ranks hold the experts: `ep 8 over dp x cp`")
+                continue
+            over.append(Located(value=atom.text, span=atom.span))
+        if axes and once("ep", line.span):
+            fields["ep_fold"] = EpFoldSpec(degree=axes[0].degree, over=tuple(over), span=line.span)
+        return
+
+    if not once("layout", line.span):
+        return
+    gpus_per_node = None
+    link = None
+    if line.placement is not None:
+        for arg in line.placement.args:
+            if arg.kind == "gpus":
+                value = _count_atom(arg.value, "gpus per node", diags, limit=MAX_DEGREE)
+                if value is not None:
+                    if gpus_per_node is not None:
+                        diags.err("E0204", "GPUs per node given twice", arg.span, label="second",
+                                  help="write `on nodes(8 gpus, nvlink)`")
+                    gpus_per_node = Located(value=value, span=arg.value.span)
+            else:
+                text = arg.value.text
+                glued = _GLUED.match(text)
+                if glued:
+                    diags.err("E0105", f"`{text}` runs a number into a word", arg.value.span,
+                              label="put a space after the number",
+                              help=f"write `{glued[1]} {glued[2]}`: `on nodes({glued[1]} {glued[2]}, nvlink)`")
+                    continue
+                choices = next(k for k in HARDWARE_KEYS if k.name == "link").choices
+                if text not in choices:
+                    diags.err("E0202", f"unknown link `{text}`", arg.value.span, label="not an intra-node link",
+                              help=did_you_mean(text, choices))
+                    continue
+                if link is not None:
+                    diags.err("E0204", "the link is given twice", arg.span, label="second",
+                              help="write `on nodes(8 gpus, nvlink)`")
+                link = Located(value=text, span=arg.value.span)
+    fields["layout"] = LayoutSpec(axes=tuple(axes), gpus_per_node=gpus_per_node, link=link, span=line.span)
+
+
+def _degree(atom: Atom, axis: str, diags: _Diagnostics) -> Located[int | str] | None:
+    if atom.kind == "hole":
+        return Located(value=HOLE, span=atom.span)
+    value = _count_atom(atom, f"the {axis} degree", diags, limit=MAX_DEGREE)
+    return None if value is None else Located(value=value, span=atom.span)
+
+
+def _count_atom(atom: Atom, what: str, diags: _Diagnostics, limit: int = MAX_COUNT, zero: bool = False) -> int | None:
+    """A whole number in [1, limit] (or [0, limit] with `zero`), with an error otherwise."""
+    if atom.kind == "name":
+        glued = _GLUED.match(atom.text)
+        if glued:
+            diags.err("E0105", f"`{atom.text}` runs a number into a word", atom.span,
+                      label="put a space after the number", help=f"write `{glued[1]} {glued[2]}`")
+            return None
+    if atom.kind != "number":
+        diags.err("E0203", f"{what} must be a number", atom.span, label=f"`{atom.text[:30]}` is not a number",
+                  help="write a whole number, e.g. `8`")
+        return None
+    text = atom.text.replace("_", "")
+    try:
+        number = float(text)
+    except ValueError:  # pragma: no cover - the lexer only admits numbers
+        number = math.nan
+    lowest = 0 if zero else 1
+    if not math.isfinite(number) or number > limit:
+        diags.err("E0207", f"{what} is too large", atom.span, label=f"{atom.text[:30]} is beyond {limit:,}",
+                  help=f"parc accepts up to {limit:,}; check the number")
+        return None
+    if number != int(number):
+        diags.err("E0203", f"{what} must be a whole number", atom.span, label=f"{atom.text} has a fraction",
+                  help=f"write a whole number, e.g. `{max(lowest, int(number))}`")
+        return None
+    value = int(number)
+    if value < lowest:
+        diags.err("E0207", f"{what} must be at least {lowest}", atom.span, label=f"{value} is too small",
+                  help=f"write a number of {lowest} or more")
+        return None
+    return value
+
+
+def _block(kind: str, statement: Setting, diags: _Diagnostics, holes: list, path: str) -> BlockSpec:
+    """`model llama3-405b { layers 4 }`, `train { ... }`, `tp { ... }`, `gpu h100-sxm`."""
+    preset = None
+    keys = BLOCK_KEYS[kind]
+    accepts_preset = kind in ("model", "gpu")
+    if statement.values:
+        first = statement.values[0]
+        if accepts_preset and len(statement.values) == 1 and first.kind == "name":
+            preset = Located(value=first.text, span=first.span)
+        elif accepts_preset:
+            diags.err("E0203", f"`{kind}` takes one preset name", first.span, label="expected a name",
+                      help=f"write `{kind} NAME` or `{kind} NAME {{ overrides }}`, e.g. "
+                      + ("`model llama3-8b { layers 4 }`" if kind == "model" else "`gpu h100-sxm`"))
+        else:
+            diags.err("E0203", f"`{kind}` takes a block, not values", first.span,
+                      label="values here are not allowed",
+                      help=f"write its settings in braces: `{kind} {{ {keys[0].example if keys else ''} }}`")
+    if statement.body is None and not accepts_preset:
+        diags.err("E0203", f"`{kind}` needs a block of settings", statement.span, label="no `{ }` block",
+                  help=f"write `{kind} {{ {keys[0].example if keys else ''} }}`")
+    settings: dict[str, Located[Any]] = {}
+    first_seen: dict[str, Span] = {}
+    for setting in statement.body.settings if statement.body else ():
+        name = setting.key.text
+        key = next((k for k in keys if k.name == name), None)
+        if key is None:
+            _unknown_key(kind, setting, keys, diags)
+            continue
+        if key.field in first_seen and key.kind != "env":
+            diags.err("E0204", f"`{name}` is set twice in `{kind}`", setting.key.span, label="second setting",
+                      labels=_label(first_seen[key.field], "first set here"), help=f"keep one `{name}`")
+            continue
+        first_seen[key.field] = setting.key.span
+        if setting.body is not None and key.kind != "gpu":
+            diags.err("E0203", f"`{name}` takes no block", setting.body.open_span, label="unexpected `{`",
+                      help=f"write `{key.example}`")
+            continue
+        value = _value(key, setting, diags, holes, f"{path}.{name}")
+        if value is None:
+            continue
+        if key.kind == "env":
+            previous = settings.get("env")
+            items = (previous.value if previous else ()) + (value.value,)
+            settings["env"] = Located(value=items, span=value.span)
+        else:
+            settings[key.field] = value
+    return BlockSpec(kind=kind, preset=preset, settings=settings, span=statement.span)
+
+
+def _unknown_key(kind: str, setting: Setting, keys: tuple[Key, ...], diags: _Diagnostics) -> None:
+    name = setting.key.text
+    glued = _GLUED.match(name)
+    if glued:
+        diags.err("E0105", f"`{name}` runs a number into a word", setting.key.span,
+                  label="put a space after the number", help=f"write `{glued[1]} {glued[2]}`")
+        return
+    known = [k.name for k in keys]
+    home = _MISPLACED.get(name.replace("_", "-"))
+    if home and home != kind and name.replace("_", "-") not in known:
+        help_text = f"`{name.replace('_', '-')}` is a setting of `{home}`: move it into `{home} {{ }}`"
+    elif not known:
+        help_text = f"`{kind}` has no settings yet; remove the block"
+    else:
+        help_text = did_you_mean(name, known) + f"\n`{kind}` settings: " + ", ".join(f"`{k}`" for k in known)
+    diags.err("E0201", f"unknown setting `{name}` in `{kind}`", setting.key.span,
+              label=f"not a setting of `{kind}`", help=help_text)
+
+
+def _value(key: Key, setting: Setting, diags: _Diagnostics, holes: list, path: str) -> Located[Any] | None:
+    values = setting.values
+    span = setting.span if not values else _join(values[0].span, values[-1].span)
+    if len(values) == 1 and values[0].kind == "hole":
+        if not key.holes:
+            diags.err("E0206", f"`{key.name}` cannot be left open", values[0].span, label="`?` not allowed here",
+                      help=f"give a value, e.g. `{key.example}`; holes are for layout degrees and tuning knobs")
+            return None
+        holes.append(Located(value=path, span=values[0].span))
+        return Located(value=HOLE, span=values[0].span)
+    if not values and key.kind != "gpu":
+        diags.err("E0203", f"`{key.name}` needs a value", setting.key.span, label="no value",
+                  help=f"write `{key.example}`")
+        return None
+    parsed = _PARSERS[key.kind](key, values, setting, diags)
+    if parsed is None:
+        return None
+    return Located(value=parsed, span=span)
+
+
+def _join(a: Span, b: Span) -> Span:
+    return a.model_copy(update={"end": b.end, "end_line": b.end_line, "end_col": b.end_col})
+
+
+# ---------------------------------------------------------------------------------------------
+# Value parsers: (key, atoms, setting, diagnostics) -> value or None (with a diagnostic)
+
+
+def _one(key: Key, values: tuple[Atom, ...], diags: _Diagnostics) -> Atom | None:
+    if len(values) != 1:
+        diags.err("E0203", f"`{key.name}` takes one value", values[1].span if len(values) > 1 else values[0].span,
+                  label="unexpected extra value", help=f"write `{key.example}`")
+        return None
+    return values[0]
+
+
+def _parse_count(key: Key, values, setting, diags, zero: bool = False):
+    atom = _one(key, values, diags)
+    if atom is None:
+        return None
+    return _count_atom(atom, f"`{key.name}`", diags, zero=zero)
+
+
+def _parse_count0(key, values, setting, diags):
+    return _parse_count(key, values, setting, diags, zero=True)
+
+
+_TRUE = {"on", "true", "yes"}
+_FALSE = {"off", "false", "no"}
+
+
+def _parse_bool(key, values, setting, diags):
+    atom = _one(key, values, diags)
+    if atom is None:
+        return None
+    if atom.kind == "name" and atom.text in _TRUE:
+        return True
+    if atom.kind == "name" and atom.text in _FALSE:
+        return False
+    diags.err("E0203", f"`{key.name}` is on or off", atom.span, label=f"`{atom.text[:30]}` is not on/off",
+              help=f"write `{key.name} on` or `{key.name} off`")
+    return None
+
+
+def _parse_enum(key, values, setting, diags):
+    atom = _one(key, values, diags)
+    if atom is None:
+        return None
+    text = atom.text
+    aliases = dict(key.aliases)
+    if atom.kind == "name" and text in key.choices:
+        return text
+    if atom.kind == "name" and text in aliases:
+        return aliases[text]
+    diags.err("E0202", f"unknown {key.name} `{text[:40]}`", atom.span, label=f"not a {key.name}",
+              help=did_you_mean(text, key.choices + tuple(aliases)))
+    return None
+
+
+def _quantity(key: Key, values, diags, kind: str):
+    if len(values) == 1 and values[0].kind == "name" and _GLUED.match(values[0].text):
+        number, unit = _GLUED.match(values[0].text).groups()
+        diags.err("E0105", f"`{values[0].text}` runs a number into its unit", values[0].span,
+                  label="put a space before the unit", help=f"write `{key.name} {number} {unit}`")
+        return None
+    if len(values) == 1 and values[0].kind == "number":
+        diags.err("E0205", f"`{key.name}` needs a unit", values[0].span, label="which unit?",
+                  help=f"write `{key.example}`; units: " + ", ".join(units.KINDS[kind]))
+        return None
+    if len(values) != 2 or values[0].kind != "number" or values[1].kind != "name":
+        diags.err("E0203", f"`{key.name}` takes a number and a unit", values[0].span,
+                  label="expected a number and a unit", help=f"write `{key.example}`")
+        return None
+    number_atom, unit_atom = values
+    number = float(number_atom.text.replace("_", ""))
+    unit = unit_atom.text
+    table = units.KINDS[kind]
+    if unit not in table:
+        fixed = units.case_fix(unit, kind)
+        other = units.unit_kind(unit)
+        if fixed:
+            help_text = f"units are case-sensitive: write `{key.name} {number_atom.text} {fixed}`"
+        elif other:
+            help_text = f"`{unit}` measures {other}; `{key.name}` takes {kind}: e.g. `{key.example}`"
+        else:
+            help_text = f"units of {kind}: " + ", ".join(f"`{u}`" for u in table)
+        diags.err("E0205", f"`{unit[:30]}` is not a unit of {kind}", unit_atom.span, label="wrong unit",
+                  help=help_text)
+        return None
+    result = number * table[unit]
+    if not math.isfinite(result) or result <= 0 or result > 1e21:
+        diags.err("E0207", f"`{key.name}` is out of range", number_atom.span, label="not a plausible value",
+                  help=f"write a positive value such as `{key.example}`")
+        return None
+    return result
+
+
+def _parse_bytes(key, values, setting, diags):
+    value = _quantity(key, values, diags, "bytes")
+    return None if value is None else int(value)
+
+
+def _parse_bandwidth(key, values, setting, diags):
+    return _quantity(key, values, diags, "bandwidth")
+
+
+def _parse_flops(key, values, setting, diags):
+    return _quantity(key, values, diags, "flops")
+
+
+def _unquote(text: str) -> str:
+    body = text[1:-1]
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m[1], m[1]), body)
+
+
+def _parse_string(key, values, setting, diags):
+    atom = _one(key, values, diags)
+    if atom is None:
+        return None
+    if atom.kind == "string":
+        return _unquote(atom.text)
+    if atom.kind in ("name", "number"):
+        return atom.text
+    diags.err("E0203", f"`{key.name}` takes a string", atom.span, label="expected a string",
+              help=f"write `{key.example}`")
+    return None
+
+
+def _parse_env(key, values, setting, diags):
+    if len(values) != 2 or values[0].kind != "name" or values[1].kind not in ("string", "name", "number"):
+        diags.err("E0203", "`env` takes a name and a value", values[0].span, label="expected NAME \"value\"",
+                  help=f"write `{key.example}`")
+        return None
+    name_atom, value_atom = values
+    value = _unquote(value_atom.text) if value_atom.kind == "string" else value_atom.text
+    return EnvVar(name=name_atom.text, value=value)
+
+
+def _parse_list(key, values, setting, diags):
+    atom = _one(key, values, diags)
+    if atom is None:
+        return None
+    if atom.kind != "list":
+        diags.err("E0203", f"`{key.name}` takes a list", atom.span, label="expected `[...]`",
+                  help=f"write `{key.example}`")
+        return None
+    counts = []
+    for item in atom.items:
+        count = _count_atom(item, f"each entry of `{key.name}`", diags)
+        if count is None:
+            return None
+        counts.append(count)
+    if not counts:
+        diags.err("E0203", f"`{key.name}` is empty", atom.span, label="no entries", help=f"write `{key.example}`")
+        return None
+    return tuple(counts)
+
+
+def _parse_batch(key, values, setting, diags):
+    count = _count_atom(values[0], f"`{key.name}`", diags)
+    if count is None:
+        return None
+    if len(values) == 1:
+        return BatchSize(count=count, unit="sequences")
+    unit_atom = values[1]
+    if len(values) > 2 or unit_atom.kind != "name" or unit_atom.text not in units.BATCH:
+        diags.err("E0205", f"`{key.name}` counts sequences or tokens", unit_atom.span, label="unknown unit",
+                  help=f"write `{key.name} 2048` (sequences) or `{key.name} 16_777_216 tokens`")
+        return None
+    return BatchSize(count=count, unit=units.BATCH[unit_atom.text])
+
+
+_RECOMPUTE = ("none", "selective", "full")
+
+
+def _parse_recompute(key, values, setting, diags):
+    atom = values[0]
+    if atom.kind != "name" or atom.text not in _RECOMPUTE:
+        diags.err("E0202", f"unknown recompute mode `{atom.text[:30]}`", atom.span, label="not a recompute mode",
+                  help=did_you_mean(atom.text, _RECOMPUTE) + "; `full 8` recomputes 8 layers per stage")
+        return None
+    if len(values) == 1:
+        return Recompute(mode=atom.text)
+    if atom.text != "full" or len(values) != 2:
+        diags.err("E0203", "only `full` takes a layer count", values[1].span, label="unexpected value",
+                  help="write `recompute full 8` (8 layers per stage) or `recompute selective`")
+        return None
+    layers = _count_atom(values[1], "the recomputed layer count", diags)
+    return None if layers is None else Recompute(mode="full", layers=layers)
+
+
+def _parse_moe_layers(key, values, setting, diags):
+    atom = values[0]
+    if atom.kind == "name" and atom.text in ("all", "none") and len(values) == 1:
+        return MoeLayers(rule=atom.text)
+    if atom.kind == "name" and atom.text in ("from", "every") and len(values) == 2:
+        k = _count_atom(values[1], f"`moe-layers {atom.text}`", diags, zero=atom.text == "from")
+        return None if k is None else MoeLayers(rule=atom.text, k=k)
+    diags.err("E0203", "`moe-layers` is all, none, from K or every K", atom.span, label="unexpected value",
+              help="write `moe-layers all`, `moe-layers from 3` (first 3 dense) or `moe-layers every 2`")
+    return None
+
+
+_SHARDING = ("none", "ddp", "zero1", "zero2", "zero3", "fsdp", "hsdp")
+
+
+def _parse_sharding(key, values, setting, diags):
+    atom = values[0]
+    if atom.kind != "name" or atom.text not in _SHARDING:
+        diags.err("E0202", f"unknown sharding `{atom.text[:30]}`", atom.span, label="not a dp sharding",
+                  help=did_you_mean(atom.text, _SHARDING) + "; hsdp takes `replicate x shard`: `sharding hsdp 8 x 8`")
+        return None
+    mode = {"ddp": "none", "fsdp": "zero3"}.get(atom.text, atom.text)
+    rest = values[1:]
+    if mode != "hsdp":
+        if rest:
+            diags.err("E0203", f"`{atom.text}` takes no values", rest[0].span, label="unexpected value",
+                      help=f"write `sharding {atom.text}`")
+            return None
+        return Sharding(mode=mode)
+    if not rest:
+        return Sharding(mode="hsdp")
+    if len(rest) != 3 or rest[1].kind != "times":
+        diags.err("E0203", "hsdp takes `replicate x shard`", rest[0].span, label="expected R x S",
+                  help="write `sharding hsdp 8 x 8`: 8 replicas, each sharded over 8 ranks (R x S = dp)")
+        return None
+    replicate = _count_atom(rest[0], "the hsdp replicate degree", diags, limit=MAX_DEGREE)
+    shard = _count_atom(rest[2], "the hsdp shard degree", diags, limit=MAX_DEGREE)
+    if replicate is None or shard is None:
+        return None
+    return Sharding(mode="hsdp", replicate=replicate, shard=shard)
+
+
+def _parse_network(key, values, setting, diags):
+    if len(values) == 4 and values[1].kind == "times":
+        nics = _count_atom(values[0], "the NIC count", diags, limit=1024)
+        bandwidth = _quantity(key, values[2:], diags, "bandwidth")
+        if nics is None or bandwidth is None:
+            return None
+        return Network(nics=nics, nic_bandwidth=bandwidth)
+    if len(values) == 1 and values[0].kind == "name" and "x" in values[0].text:
+        diags.err("E0105", f"`{values[0].text}` needs spaces", values[0].span, label="write `N x BW`",
+                  help=f"write `{key.example}`")
+        return None
+    diags.err("E0203", "`network` is NICs x bandwidth per NIC", values[0].span, label="expected `N x BW unit`",
+              help=f"write `{key.example}`: 8 NICs of 400 Gb/s each")
+    return None
+
+
+def _parse_gpu(key, values, setting, diags):
+    """`gpu h100-sxm`, `gpu h100-sxm { hbm 96 GiB }`, or `gpu my-gpu { ...every field... }`."""
+    if len(values) > 1 or (values and values[0].kind not in ("name", "string")):
+        diags.err("E0203", "`gpu` takes one name", values[0].span if values else setting.span,
+                  label="expected a GPU name", help="write `gpu h100-sxm`, or define one: `gpu my-gpu { hbm 96 GB ... }`")
+        return None
+    if not values:
+        diags.err("E0203", "`gpu` needs a name", setting.key.span, label="which GPU?",
+                  help="write `gpu h100-sxm`; `parc check` lists the catalogue in its help")
+        return None
+    return _block("gpu", setting, diags, [], "hardware.gpu")
+
+
+_PARSERS: dict[str, Callable] = {
+    "count": _parse_count,
+    "count0": _parse_count0,
+    "bool": _parse_bool,
+    "enum": _parse_enum,
+    "bytes": _parse_bytes,
+    "bandwidth": _parse_bandwidth,
+    "flops": _parse_flops,
+    "string": _parse_string,
+    "env": _parse_env,
+    "list": _parse_list,
+    "batch": _parse_batch,
+    "recompute": _parse_recompute,
+    "moe_layers": _parse_moe_layers,
+    "sharding": _parse_sharding,
+    "network": _parse_network,
+    "gpu": _parse_gpu,
+}

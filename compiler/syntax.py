@@ -1,0 +1,540 @@
+"""Stage 1, text -> tree: parse a spec's text into a `Document` of generic statements.
+
+The grammar (`grammar/par.lark`) is LALR, so parsing is fast and its errors are precise. A
+syntax error does not stop the file: parsing restarts at the next top-level statement, and a
+broken block is re-read line by line, so one run reports every syntax error in the file.
+Common mistakes (`tp=8`, a missing `x`, an unclosed `{`) are recognised and get a message written
+for them, ending with valid examples, as Elm does.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Union
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from .diagnostics import Diagnostic, error
+from .source import SourceFile, Span
+
+MAX_SPEC_BYTES = 1 << 20
+"""Specs larger than this are refused before parsing (a real spec is a few hundred bytes)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The tree
+
+
+@dataclass(frozen=True)
+class Atom:
+    """One value as written: a number, a name, a string, `?`, the word `x`, or a `[list]`."""
+
+    kind: str  # "number" | "name" | "string" | "hole" | "times" | "list" | "axis"
+    text: str
+    span: Span
+    items: tuple[Atom, ...] = ()
+
+
+@dataclass(frozen=True)
+class Body:
+    """A `{ ... }` block of settings."""
+
+    settings: tuple[Setting, ...]
+    open_span: Span
+    close_span: Span
+
+
+@dataclass(frozen=True)
+class Setting:
+    """`key value... { body } allow CODE`. An axis block (`tp { ... }`) has a key of kind "axis"."""
+
+    key: Atom
+    values: tuple[Atom, ...]
+    body: Body | None
+    allow: tuple[Atom, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class AxisTerm:
+    name: Atom
+    degree: Atom
+    span: Span
+
+
+@dataclass(frozen=True)
+class NodeArg:
+    kind: str  # "gpus" | "link"
+    value: Atom
+    span: Span
+
+
+@dataclass(frozen=True)
+class Placement:
+    args: tuple[NodeArg, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class LayoutLine:
+    """`tp 8 x pp 16 x dp 64 on nodes(8 gpus, nvlink)`, or `ep 8 over dp x cp`."""
+
+    axes: tuple[AxisTerm, ...]
+    over: tuple[Atom, ...]
+    over_span: Span | None
+    placement: Placement | None
+    allow: tuple[Atom, ...]
+    span: Span
+
+
+Statement = Union[LayoutLine, Setting]
+
+
+@dataclass(frozen=True)
+class Comment:
+    text: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Document:
+    source: SourceFile
+    statements: tuple[Statement, ...]
+    comments: tuple[Comment, ...]
+
+
+# ---------------------------------------------------------------------------------------------
+# The parser
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Lark:
+    grammar = resources.files("parc.grammar").joinpath("par.lark").read_text(encoding="utf-8")
+    return Lark(
+        grammar,
+        parser="lalr",
+        lexer="contextual",
+        start=["start", "statement", "setting"],
+        propagate_positions=True,
+        maybe_placeholders=False,
+    )
+
+
+def parse(source: SourceFile) -> tuple[Document, list[Diagnostic]]:
+    """Parse a whole spec; never raises. Statements that failed to parse are left out."""
+    comments = tuple(_scan_comments(source))
+    try:
+        tree = _parser().parse(source.text, start="start")
+    except UnexpectedInput:
+        statements, diagnostics = _parse_with_recovery(source)
+        return Document(source, tuple(statements), comments), diagnostics
+    builder = _Builder(source, 0)
+    statements = tuple(builder.statement(child) for child in tree.children)
+    return Document(source, statements, comments), []
+
+
+# ---------------------------------------------------------------------------------------------
+# Recovery: one error per broken statement, all statements tried
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    start: int  # offset of the chunk's first character
+    end: int
+    brace_error: Diagnostic | None = None
+
+
+def _strip_strings_and_comments(line: str) -> str:
+    """The line with string contents and comments blanked, for brace counting."""
+    out = []
+    in_string = False
+    escaped = False
+    for c in line:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+            out.append(" ")
+            continue
+        if c == "#":
+            break
+        if c == '"':
+            in_string = True
+        out.append(c)
+    return "".join(out)
+
+
+def _chunks(source: SourceFile) -> list[_Chunk]:
+    """Split the file into top-level statements: a line, or a line through its closing `}`."""
+    chunks: list[_Chunk] = []
+    starts = source.line_starts
+    depth = 0
+    chunk_start: int | None = None
+    open_offset = 0
+    for index, line_start in enumerate(starts):
+        line_end = starts[index + 1] if index + 1 < len(starts) else len(source.text)
+        code = _strip_strings_and_comments(source.text[line_start:line_end].rstrip("\r\n"))
+        if chunk_start is None:
+            if not code.strip():
+                continue
+            chunk_start = line_start
+        for offset, c in enumerate(code):
+            if c == "{":
+                if depth == 0:
+                    open_offset = line_start + offset
+                depth += 1
+            elif c == "}":
+                depth -= 1
+                if depth < 0:
+                    span = source.span(line_start + offset, line_start + offset + 1)
+                    chunks.append(
+                        _Chunk(chunk_start, line_end, error(
+                            "E0106", "unmatched `}`", span, label="no `{` is open here",
+                            help="delete this `}`, or open a block above it: `train {`",
+                        ))
+                    )
+                    depth = 0
+                    chunk_start = None
+                    break
+        if chunk_start is not None and depth == 0:
+            chunks.append(_Chunk(chunk_start, line_end))
+            chunk_start = None
+    if chunk_start is not None:
+        span = source.span(open_offset, open_offset + 1)
+        chunks.append(
+            _Chunk(chunk_start, len(source.text), error(
+                "E0106", "unclosed `{`", span, label="this block is never closed",
+                help="add a `}` on a line of its own after the block's last setting",
+            ))
+        )
+    return chunks
+
+
+def _parse_with_recovery(source: SourceFile) -> tuple[list[Statement], list[Diagnostic]]:
+    statements: list[Statement] = []
+    diagnostics: list[Diagnostic] = []
+    for chunk in _chunks(source):
+        if chunk.brace_error is not None:
+            diagnostics.append(chunk.brace_error)
+            diagnostics.extend(_line_errors(source, chunk))
+            continue
+        text = source.text[chunk.start : chunk.end]
+        try:
+            tree = _parser().parse(text, start="start")
+        except UnexpectedInput as exc:
+            multi_line = "\n" in text.rstrip("\r\n")
+            line_errors = _line_errors(source, chunk) if multi_line else []
+            diagnostics.extend(line_errors or [_classify(exc, source, chunk.start, text)])
+            continue
+        builder = _Builder(source, chunk.start)
+        statements.extend(builder.statement(child) for child in tree.children)
+    return statements, diagnostics
+
+
+def _line_errors(source: SourceFile, chunk: _Chunk) -> list[Diagnostic]:
+    """Re-read a broken multi-line block one line at a time, to report each bad line."""
+    diagnostics: list[Diagnostic] = []
+    offset = chunk.start
+    for number, line in enumerate(source.text[chunk.start : chunk.end].split("\n")):
+        line_offset = offset
+        offset += len(line) + 1
+        code = _strip_strings_and_comments(line)
+        text = line[: len(code)].rstrip()  # the line without its comment
+        if number == 0:
+            # The block's head, closed artificially so that it parses on its own.
+            brace = code.find("{")
+            head = text[:brace] if brace != -1 else text
+            if head.strip():
+                lead = len(head) - len(head.lstrip())
+                diagnostics.extend(_try_parse(source, line_offset + lead, head.strip() + " {}", "statement"))
+            if brace == -1:
+                continue
+            text = " " * (brace + 1) + text[brace + 1 :]
+            code = " " * (brace + 1) + code[brace + 1 :]
+        if "{" in code:
+            continue  # a nested block: its own lines are checked as they come
+        close = code.find("}")
+        if close != -1:
+            text = text[:close]
+        body = text.strip().strip(",").strip()
+        if not body:
+            continue
+        lead = len(text) - len(text.lstrip())
+        for part_offset, part in _split_commas(text.strip(), line_offset + lead):
+            diagnostics.extend(_try_parse(source, part_offset, part, "setting"))
+    return diagnostics
+
+
+def _split_commas(text: str, offset: int):
+    """Split `a 1, b 2` at commas outside strings and lists, keeping each part's offset."""
+    depth = 0
+    in_string = False
+    start = 0
+    for i, c in enumerate(text):
+        if in_string:
+            in_string = c != '"' or text[i - 1] == "\\"
+        elif c == '"':
+            in_string = True
+        elif c == "[":
+            depth += 1
+        elif c == "]":
+            depth -= 1
+        elif c == "," and depth == 0:
+            part = text[start:i]
+            if part.strip():
+                yield offset + start + (len(part) - len(part.lstrip())), part.strip()
+            start = i + 1
+    part = text[start:]
+    if part.strip():
+        yield offset + start + (len(part) - len(part.lstrip())), part.strip()
+
+
+def _try_parse(source: SourceFile, offset: int, text: str, start: str) -> list[Diagnostic]:
+    try:
+        _parser().parse(text, start=start)
+    except UnexpectedInput as exc:
+        return [_classify(exc, source, offset, text)]
+    return []
+
+
+# ---------------------------------------------------------------------------------------------
+# Classifying syntax errors
+
+_EXAMPLES = (
+    "examples of valid statements:\n"
+    "    tp 8 x pp 16 x dp 64 on nodes(8 gpus, nvlink)\n"
+    "    model llama3-405b\n"
+    "    train { seq 8192, global-batch 2048, micro-batch 1 }"
+)
+
+_TERMINAL_WORDS = {
+    "NUMBER": "a number",
+    "NAME": "a name",
+    "STRING": 'a "string"',
+    "HOLE": "`?`",
+    "TIMES": "`x`",
+    "AXIS": "an axis (tp, pp, dp, cp, ep)",
+    "ON": "`on`",
+    "OVER": "`over`",
+    "NODES": "`nodes`",
+    "GPUS": "`gpus`",
+    "ALLOW": "`allow`",
+    "LBRACE": "`{`",
+    "RBRACE": "`}`",
+    "LPAR": "`(`",
+    "RPAR": "`)`",
+    "LSQB": "`[`",
+    "RSQB": "`]`",
+    "COMMA": "`,`",
+    "_NL": "the end of the line",
+    "$END": "the end of the file",
+}
+
+
+def _expected_words(expected) -> str:
+    words = sorted({_TERMINAL_WORDS.get(name, f"`{name.lower()}`") for name in expected})
+    if not words:
+        return "nothing more"
+    if len(words) == 1:
+        return words[0]
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _describe_token(token: Token) -> str:
+    if token.type in ("_NL", "$END"):
+        return _TERMINAL_WORDS[token.type]
+    text = str(token).strip()
+    return f"`{text[:40]}`"
+
+
+_GLUED = re.compile(r"^(\d[\d_]*(?:\.\d+)?)([A-Za-z][\w\-./]*)$")
+
+
+def _classify(exc: UnexpectedInput, source: SourceFile, base: int, text: str | None = None) -> Diagnostic:
+    """Turn a Lark error into a diagnostic written for the mistake it most likely is."""
+    if isinstance(exc, UnexpectedCharacters):
+        pos = base + exc.pos_in_stream
+        char = exc.char
+        span = source.span(pos, pos + 1)
+        if char == "=":
+            before = source.text[source.line_starts[source.position(pos)[0] - 1] : pos].strip()
+            key = before.split()[-1] if before.split() else "key"
+            after = source.text[pos + 1 :].split("\n", 1)[0].strip().split(" ")[0] or "value"
+            return error(
+                "E0103", "settings are written without `=`", span, label="remove this `=`",
+                help=f"write `{key} {after}`: a key, a space, then its value\n{_EXAMPLES}",
+            )
+        if char == '"':
+            line_end = source.text.find("\n", pos)
+            line_end = len(source.text) if line_end == -1 else line_end
+            return error(
+                "E0107", "unterminated string", source.span(pos, line_end),
+                label="this string has no closing `\"` on its line",
+                help='close the string on the same line: `image "nvcr.io/nvidia/pytorch:24.07-py3"`',
+            )
+        shown = repr(char)[1:-1] if not char.isprintable() else char
+        return error(
+            "E0101", f"unexpected character `{shown}`", span, label="parc does not use this character",
+            help=f"parc specs use names, numbers, `x`, `?`, `{{ }}`, `[ ]`, `( )` and `#` comments\n{_EXAMPLES}",
+        )
+    if isinstance(exc, UnexpectedToken):
+        token = exc.token
+        if token.type == "$END":
+            pos = base + (len(text) if text is not None else 0)
+            span = source.span(pos, pos)
+        else:
+            start = base + (token.start_pos or 0)
+            span = source.span(start, start + len(str(token)))
+        expected = set(exc.expected) - {"$END"} if token.type != "$END" else set(exc.expected)
+        history = list(exc.token_history or [])
+        previous = history[-1] if history else None
+        # `tp 8 pp 16`: a missing `x` between two axes.
+        if token.type == "AXIS" and "TIMES" in exc.expected and previous is not None and previous.type in ("NUMBER", "HOLE"):
+            return error(
+                "E0104", "missing `x` between axes", span, label="expected `x` before this axis",
+                help=f"separate axes with `x`: `... {previous} x {token} ...`\n"
+                "    tp 8 x pp 16 x dp 64 on nodes(8 gpus, nvlink)",
+            )
+        glued = _GLUED.match(str(token)) if token.type == "NAME" else None
+        if glued:
+            number, word = glued.groups()
+            return error(
+                "E0105", f"`{token}` runs a number into a word", span,
+                label="put a space after the number",
+                help=f"write `{number} {word}`, e.g. `on nodes(8 gpus, nvlink)` or `hbm 80 GB`",
+            )
+        if token.type == "AXIS" and "NAME" in exc.expected:
+            return error(
+                "E0102", f"`{token}` is an axis name and cannot be used here", span,
+                label="an axis name in a value",
+                help="axes are written on the layout line (`tp 8 x dp 4`) or as blocks (`tp { sequence-parallel on }`)",
+            )
+        if token.type in ("_NL", "$END"):
+            return error(
+                "E0102", "the statement ends too early", span,
+                label=f"expected {_expected_words(expected)}", help=_EXAMPLES,
+            )
+        return error(
+            "E0102", f"unexpected {_describe_token(token)}", span,
+            label=f"expected {_expected_words(expected)}",
+            help=_EXAMPLES,
+        )
+    if isinstance(exc, UnexpectedEOF):
+        pos = base + (len(text) if text is not None else 0)
+        return error(
+            "E0102", "the statement ends too early", source.span(pos, pos),
+            label=f"expected {_expected_words(exc.expected)}", help=_EXAMPLES,
+        )
+    return error("E0102", "cannot parse this statement", source.span(base, base + 1), help=_EXAMPLES)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lark tree -> Document
+
+
+class _Builder:
+    """Build tree nodes from a Lark tree parsed from `source.text[base:]`."""
+
+    def __init__(self, source: SourceFile, base: int):
+        self.source = source
+        self.base = base
+
+    def span(self, start: int, end: int) -> Span:
+        return self.source.span(self.base + start, self.base + end)
+
+    def token_span(self, token: Token) -> Span:
+        return self.span(token.start_pos, token.end_pos)
+
+    def node_span(self, tree: Tree) -> Span:
+        return self.span(tree.meta.start_pos, tree.meta.end_pos)
+
+    def atom(self, item) -> Atom:
+        if isinstance(item, Tree):  # a list
+            tokens = [c for c in item.children if not (isinstance(c, Token) and c.type in ("LSQB", "RSQB", "COMMA"))]
+            return Atom("list", "", self.node_span(item), tuple(self.atom(t) for t in tokens))
+        kind = {
+            "NUMBER": "number", "NAME": "name", "STRING": "string", "HOLE": "hole",
+            "TIMES": "times", "AXIS": "axis",
+        }[item.type]
+        return Atom(kind, str(item), self.token_span(item))
+
+    def statement(self, tree: Tree) -> Statement:
+        if tree.data == "layout":
+            return self.layout(tree)
+        return self.setting(tree)
+
+    def allow(self, tree: Tree) -> tuple[Atom, ...]:
+        return tuple(self.atom(t) for t in tree.children if isinstance(t, Token) and t.type == "NAME")
+
+    def layout(self, tree: Tree) -> LayoutLine:
+        axes: list[AxisTerm] = []
+        over: tuple[Atom, ...] = ()
+        over_span = None
+        placement = None
+        allow: tuple[Atom, ...] = ()
+        for child in tree.children:
+            if isinstance(child, Token):
+                continue
+            if child.data == "axis":
+                name, degree = child.children
+                axes.append(AxisTerm(self.atom(name), self.atom(degree), self.node_span(child)))
+            elif child.data == "over":
+                over = tuple(self.atom(t) for t in child.children if t.type == "AXIS")
+                over_span = self.node_span(child)
+            elif child.data == "placement":
+                args = []
+                for arg in child.children:
+                    if not isinstance(arg, Tree):
+                        continue
+                    value = self.atom(arg.children[0])
+                    args.append(NodeArg("gpus" if arg.data == "node_gpus" else "link", value, self.node_span(arg)))
+                placement = Placement(tuple(args), self.node_span(child))
+            elif child.data == "allow":
+                allow = self.allow(child)
+        return LayoutLine(tuple(axes), over, over_span, placement, allow, self.node_span(tree))
+
+    def setting(self, tree: Tree) -> Setting:
+        children = tree.children
+        key = self.atom(children[0])
+        values: list[Atom] = []
+        body = None
+        allow: tuple[Atom, ...] = ()
+        for child in children[1:]:
+            if isinstance(child, Token):
+                values.append(self.atom(child))
+            elif child.data == "list":
+                values.append(self.atom(child))
+            elif child.data == "body":
+                body = self.body(child)
+            elif child.data == "allow":
+                allow = self.allow(child)
+        return Setting(key, tuple(values), body, allow, self.node_span(tree))
+
+    def body(self, tree: Tree) -> Body:
+        settings = tuple(self.setting(c) for c in tree.children if isinstance(c, Tree))
+        braces = [c for c in tree.children if isinstance(c, Token) and c.type in ("LBRACE", "RBRACE")]
+        return Body(settings, self.token_span(braces[0]), self.token_span(braces[-1]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Comments are not in the tree; `parc fmt` puts them back by position.
+
+
+def _scan_comments(source: SourceFile):
+    text = source.text
+    for index, line_start in enumerate(source.line_starts):
+        line_end = source.line_starts[index + 1] - 1 if index + 1 < len(source.line_starts) else len(text)
+        line = text[line_start:line_end]
+        if "#" not in line:
+            continue
+        code = _strip_strings_and_comments(line)
+        if len(code) < len(line.rstrip("\r")):
+            start = line_start + len(code)
+            yield Comment(line[len(code):].rstrip("\r\n").rstrip(), source.span(start, line_end))

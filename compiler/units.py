@@ -1,0 +1,52 @@
+"""Units a spec may write after a number, and what they multiply it by.
+
+Every quantity inside parc is in base units: bytes, bytes per second, FLOP per second.
+Bits and bytes are both accepted for bandwidth because vendors quote NICs in Gb/s and NVLink in
+GB/s; the case of the `b` decides (`400 Gb/s` = 50 GB/s).
+"""
+
+from __future__ import annotations
+
+BYTES: dict[str, int] = {
+    "B": 1,
+    "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+    "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
+}
+
+BANDWIDTH: dict[str, float] = {
+    "Mb/s": 10**6 / 8, "Gb/s": 10**9 / 8, "Tb/s": 10**12 / 8,
+    "MB/s": 10**6, "GB/s": 10**9, "TB/s": 10**12,
+}
+
+FLOPS: dict[str, float] = {
+    "GFLOP/s": 1e9, "TFLOP/s": 1e12, "PFLOP/s": 1e15,
+    "GFLOPS": 1e9, "TFLOPS": 1e12, "PFLOPS": 1e15,
+}
+
+BATCH: dict[str, str] = {
+    "seqs": "sequences", "sequences": "sequences", "samples": "sequences", "tokens": "tokens",
+}
+
+KINDS: dict[str, dict] = {"bytes": BYTES, "bandwidth": BANDWIDTH, "flops": FLOPS}
+
+EXAMPLES = {"bytes": "80 GB", "bandwidth": "400 Gb/s", "flops": "989 TFLOP/s"}
+
+
+def unit_kind(unit: str) -> str | None:
+    for kind, table in KINDS.items():
+        if unit in table:
+            return kind
+    return None
+
+
+def case_fix(unit: str, kind: str) -> str | None:
+    """`gb` -> `GB`, `gbps` -> `Gb/s`: the unit a user probably meant, if any."""
+    table = KINDS[kind]
+    folded = {u.lower().replace("/", "").replace("ps", "/s"): u for u in table}
+    key = unit.lower().replace("/", "").replace("ps", "/s")
+    if key in folded:
+        return folded[key]
+    for u in table:
+        if u.lower() == unit.lower():
+            return u
+    return None

@@ -1,0 +1,1 @@
+"""The .par grammar, shipped as package data (`par.lark`)."""
