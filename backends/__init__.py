@@ -22,5 +22,7 @@ def plan_files(plan: Plan) -> dict[str, str]:
 
 
 def job_files(plan: Plan) -> dict[str, str]:
-    """Every file `parc compile` writes for this plan."""
-    return plan_files(plan)
+    """Every file `parc compile` writes for this plan (the torch backend's job directory)."""
+    from .torch import job_files as torch_job_files
+
+    return torch_job_files(plan)
