@@ -8,6 +8,7 @@ Heavy modules are imported inside commands so that `parc --help` stays instant.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -22,7 +23,22 @@ class ParcGroup(click.Group):
         return list(self.commands)  # definition order: the order a user meets them
 
 
-@click.group(cls=ParcGroup, context_settings=CONTEXT, epilog="""\b
+class GuardedGroup(ParcGroup):
+    """A bug in parc ends with a short report and status 70, never a traceback for the user."""
+
+    def main(self, *args, **kwargs):
+        try:
+            return super().main(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - the last line of defence
+            if os.environ.get("PARC_DEBUG"):
+                raise
+            sys.stderr.write(f"error: internal error in parc: {type(exc).__name__}: {exc}\n"
+                             "help: this is a bug in parc, not in your spec; set PARC_DEBUG=1 for a traceback "
+                             "and please report it\n")
+            sys.exit(70)
+
+
+@click.group(cls=GuardedGroup, context_settings=CONTEXT, epilog="""\b
 Examples:
   parc check specs/llama3-405b.par
   parc compile specs/llama3-405b.par -o out/llama3-405b

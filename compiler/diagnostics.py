@@ -75,10 +75,10 @@ def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
 
 
 def sort_key(d: Diagnostic) -> tuple:
-    """Source order, so output reads top to bottom and is deterministic."""
+    """Source order, so output reads top to bottom; ties keep the order the stages found them."""
     if d.span is None:
-        return ("", -1, 0, d.code, d.message)
-    return (d.span.file, d.span.start, d.span.end, d.code, d.message)
+        return ("", -1, 0)
+    return (d.span.file, d.span.start, d.span.end)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -139,21 +139,27 @@ def _window(line: str, col: int, width: int) -> tuple[str, int]:
     return prefix + clipped + suffix, col - begin + len(prefix)
 
 
-def _snippet(source: SourceFile, span: Span, label: str, mark: str, paint, gutter: int) -> list[str]:
-    line_text = source.line_text(span.line)
-    col = span.col - 1
-    if span.end_line == span.line:
-        width = max(1, span.end_col - span.col)
-    else:
-        width = max(1, len(line_text) - col)
-    shown, shown_col = _window(line_text, col, width)
-    width = max(1, min(width, len(shown) - shown_col)) if shown_col < len(shown) else 1
+def _snippet_rows(source: SourceFile, marks: list[tuple[Span, str, str, object]], gutter: int) -> list[str]:
+    """One source line and one underline row per span on it (primary first)."""
+    first = marks[0][0]
+    line_text = source.line_text(first.line)
     pad = " " * gutter
-    underline = " " * shown_col + mark * width
-    return [
-        f"{str(span.line).rjust(gutter)} | {_printable(shown)}",
-        f"{pad} | {paint(underline)}{(' ' + paint(label)) if label else ''}",
-    ]
+    rows = []
+    shown_line = None
+    for span, label, mark, paint in marks:
+        col = span.col - 1
+        if span.end_line == span.line:
+            width = max(1, span.end_col - span.col)
+        else:
+            width = max(1, len(line_text) - col)
+        shown, shown_col = _window(line_text, col, width)
+        if shown_line is None:
+            shown_line = shown
+            rows.append(f"{str(span.line).rjust(gutter)} | {_printable(shown)}")
+        width = max(1, min(width, len(shown) - shown_col)) if shown_col < len(shown) else 1
+        underline = " " * shown_col + mark * width
+        rows.append(f"{pad} | {paint(underline)}{(' ' + paint(label)) if label else ''}")
+    return rows
 
 
 def render_text(
@@ -184,15 +190,18 @@ def _render_one(d: Diagnostic, sources: dict[str, SourceFile], style: Style) -> 
         gutter = max(len(str(s.line)) for s in spans)
         pad = " " * gutter
         lines.append(f"{pad} |")
-        lines.extend(_snippet(source, d.span, d.label, "^", paint, gutter))
+        by_line: dict[int, list] = {}
+        by_line.setdefault(d.span.line, []).append((d.span, d.label, "^", paint))
+        elsewhere = []
         for label in d.labels:
-            other = sources.get(label.span.file)
-            if other is None:
-                lines.append(f"{pad} = {label.span}: {label.message}")
-                continue
-            if label.span.file != d.span.file:
-                lines.append(f"{pad} ::: {label.span}")
-            lines.extend(_snippet(other, label.span, label.message, "-", style.blue, gutter))
+            if label.span.file == d.span.file:
+                by_line.setdefault(label.span.line, []).append((label.span, label.message, "-", style.blue))
+            else:
+                elsewhere.append(label)
+        for line in sorted(by_line):
+            lines.extend(_snippet_rows(source, by_line[line], gutter))
+        for label in elsewhere:
+            lines.append(f"{pad} = {label.span}: {label.message}")
         lines.append(f"{pad} |")
     for note in d.notes:
         lines.append(f"{style.bold('note')}: {note}")

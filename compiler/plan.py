@@ -18,7 +18,6 @@ A field that is `None` is a hole (`?` in the spec) or depends on one; `holes` li
 
 from __future__ import annotations
 
-from functools import cached_property
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -31,7 +30,7 @@ PLAN_VERSION = 1
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", ignored_types=(cached_property,))
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class Sourced(Frozen):
@@ -328,6 +327,9 @@ class Allow(Frozen):
 
     code: str
     statement: Span
+    """The statement the `allow` sits on."""
+    code_span: Span
+    """The code as written after `allow`."""
 
 
 class Plan(Frozen):

@@ -85,19 +85,25 @@ class _Resolver:
     # -----------------------------------------------------------------------------------------
     def plan(self) -> Plan | None:
         spec = self.spec
+        if not any((spec.layout, spec.model, spec.hardware, spec.train, spec.job, spec.launch, spec.axis_options)):
+            self.err("E0209", "the spec is empty", None, label="nothing to compile",
+                     help="a spec needs a layout, a model, a GPU and training settings, e.g.\n"
+                     "    tp 8 x pp 16 x dp 64 on nodes(8 gpus, nvlink)\n    model llama3-405b\n"
+                     "    hardware { gpu h100-sxm }\n    train { seq 8192, global-batch 2048 }")
+            return None
         if spec.layout is None:
             self.err("E0209", "the spec has no layout line", None, label="expected a layout",
                      help="add a line such as `tp 8 x pp 16 x dp 64 on nodes(8 gpus, nvlink)`")
         if spec.model is None:
             self.err("E0209", "the spec has no model", None, label="expected a model",
                      help="add `model llama3-8b` (a preset) or `model { layers 32, hidden 4096, ... }`")
-        if spec.train is None:
-            self.err("E0209", "the spec has no `train` block", None, label="expected `train { ... }`",
-                     help="add `train { seq 8192, global-batch 1024 }`")
         train = spec.train or BlockSpec(kind="train", span=self.file_span)
         seq = self.setting(train, "seq")
         model = self.model(spec.model, seq) if spec.model is not None else None
         gpu = self.gpu()
+        if spec.train is None:
+            self.err("E0209", "the spec has no `train` block", None, label="expected `train { ... }`",
+                     help="add `train { seq 8192, global-batch 1024 }`")
         layout = self.layout(model) if spec.layout is not None else None
         cluster = self.cluster(gpu, layout) if gpu is not None else None
         training = self.training(train, layout) if spec.train is not None else None
@@ -113,7 +119,8 @@ class _Resolver:
                 training=training,
                 launch=launch,
                 holes=tuple(Hole(name=h.value, span=h.span) for h in spec.holes),
-                allows=tuple(Allow(code=a.code.value, statement=a.statement) for a in spec.allows),
+                allows=tuple(Allow(code=a.code.value, statement=a.statement, code_span=a.code.span)
+                             for a in spec.allows),
             )
         except ValueError as exc:  # a value the plan's types reject: a bug, said plainly
             self.err("E0299", "internal error while building the plan", None,
@@ -261,7 +268,7 @@ class _Resolver:
         missing = [k for k, f in (("hbm", "hbm_bytes"), ("bf16", "bf16_flops"), ("link", "link_bandwidth"),
                                   ("nvlink-domain", "nvlink_domain")) if f not in entry]
         if missing:
-            self.err("E0210", f"GPU `{name}` is missing " + english_list([f"`{m}`" for m in missing], "and"),
+            self.err("E0210", f"the GPU `{name}` is missing " + english_list([f"`{m}`" for m in missing], "and"),
                      block.span, label="incomplete GPU",
                      help=f"a GPU outside the catalogue needs every figure:\n    gpu {name} {{ hbm 96 GB, bf16 800 TFLOP/s, "
                      "fp8 1600 TFLOP/s, link 450 GB/s, nvlink-domain 8, generation hopper }")
@@ -436,7 +443,8 @@ class _Resolver:
         stated_span = None
         if nodes_stated is not None and gpus_stated is not None:
             if nodes_stated.value * per_node != gpus_stated.value:
-                self.err("E0301", f"{nodes_stated.value} nodes of {per_node} GPUs are not {gpus_stated.value} GPUs",
+                self.err("E0301", f"{plural(nodes_stated.value, 'node')} of {per_node} GPUs are not "
+                         f"{gpus_stated.value:,} GPUs",
                          gpus_stated.span, label=f"{gpus_stated.value} GPUs",
                          labels=(Label(span=nodes_stated.span, message=f"{nodes_stated.value} x {per_node} = "
                                        f"{nodes_stated.value * per_node}"),),
@@ -444,7 +452,7 @@ class _Resolver:
                 return None, None
         if nodes_stated is not None:
             stated = nodes_stated.value * per_node
-            stated_text = f"{nodes_stated.value} nodes x {per_node} GPUs per node = {stated:,} GPUs"
+            stated_text = f"{plural(nodes_stated.value, 'node')} x {per_node} GPUs per node = {stated:,} GPUs"
             stated_span = nodes_stated.span
             spans["nodes"] = nodes_stated.span
         elif gpus_stated is not None:
@@ -474,7 +482,7 @@ class _Resolver:
                      self.spec.layout.span, label=f"{expression} = {derived:,} GPUs",
                      labels=(Label(span=stated_span, message=stated_text),),
                      help=f"make the product of degrees {stated:,}, or change the cluster size to "
-                     f"{derived // per_node if derived % per_node == 0 else derived / per_node} nodes")
+                     + (plural(derived // per_node, "node") if derived % per_node == 0 else f"{derived:,} GPUs"))
             return None, None
         world = stated if stated is not None else derived
         if world is None:
@@ -582,6 +590,10 @@ class _Resolver:
                  label="unsafe characters", notes=(f"allowed: {pattern.pattern}",),
                  help=f"use letters, digits, `.`, `_` and `-`, e.g. `{example}`")
         return False
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
 def _divisors(n: int) -> list[int]:

@@ -223,7 +223,14 @@ def _parse_with_recovery(source: SourceFile) -> tuple[list[Statement], list[Diag
     for chunk in _chunks(source):
         if chunk.brace_error is not None:
             diagnostics.append(chunk.brace_error)
-            diagnostics.extend(_line_errors(source, chunk))
+            if chunk.brace_error.message.startswith("unmatched"):
+                # Whatever precedes the stray `}` on its line is still checked.
+                before = source.text[chunk.start : chunk.brace_error.span.start]
+                if before.strip():
+                    lead = len(before) - len(before.lstrip())
+                    diagnostics.extend(_try_parse(source, chunk.start + lead, before.strip(), "statement"))
+            else:
+                diagnostics.extend(_line_errors(source, chunk))
             continue
         text = source.text[chunk.start : chunk.end]
         try:
@@ -268,7 +275,7 @@ def _line_errors(source: SourceFile, chunk: _Chunk) -> list[Diagnostic]:
             continue
         lead = len(text) - len(text.lstrip())
         for part_offset, part in _split_commas(text.strip(), line_offset + lead):
-            diagnostics.extend(_try_parse(source, part_offset, part, "setting"))
+            diagnostics.extend(_try_parse(source, part_offset, part, "setting", _SETTING_EXAMPLES))
     return diagnostics
 
 
@@ -296,11 +303,11 @@ def _split_commas(text: str, offset: int):
         yield offset + start + (len(part) - len(part.lstrip())), part.strip()
 
 
-def _try_parse(source: SourceFile, offset: int, text: str, start: str) -> list[Diagnostic]:
+def _try_parse(source: SourceFile, offset: int, text: str, start: str, examples: str | None = None) -> list[Diagnostic]:
     try:
         _parser().parse(text, start=start)
     except UnexpectedInput as exc:
-        return [_classify(exc, source, offset, text)]
+        return [_classify(exc, source, offset, text, examples or _EXAMPLES)]
     return []
 
 
@@ -312,6 +319,13 @@ _EXAMPLES = (
     "    tp 8 x pp 16 x dp 64 on nodes(8 gpus, nvlink)\n"
     "    model llama3-405b\n"
     "    train { seq 8192, global-batch 2048, micro-batch 1 }"
+)
+
+_SETTING_EXAMPLES = (
+    "examples of valid settings inside a block:\n"
+    "    micro-batch 2\n"
+    "    sequence-parallel on\n"
+    "    split [31, 32, 32, 31]"
 )
 
 _TERMINAL_WORDS = {
@@ -357,7 +371,8 @@ def _describe_token(token: Token) -> str:
 _GLUED = re.compile(r"^(\d[\d_]*(?:\.\d+)?)([A-Za-z][\w\-./]*)$")
 
 
-def _classify(exc: UnexpectedInput, source: SourceFile, base: int, text: str | None = None) -> Diagnostic:
+def _classify(exc: UnexpectedInput, source: SourceFile, base: int, text: str | None = None,
+              examples: str = _EXAMPLES) -> Diagnostic:
     """Turn a Lark error into a diagnostic written for the mistake it most likely is."""
     if isinstance(exc, UnexpectedCharacters):
         pos = base + exc.pos_in_stream
@@ -369,7 +384,7 @@ def _classify(exc: UnexpectedInput, source: SourceFile, base: int, text: str | N
             after = source.text[pos + 1 :].split("\n", 1)[0].strip().split(" ")[0] or "value"
             return error(
                 "E0103", "settings are written without `=`", span, label="remove this `=`",
-                help=f"write `{key} {after}`: a key, a space, then its value\n{_EXAMPLES}",
+                help=f"write `{key} {after}`: a key, a space, then its value\n{examples}",
             )
         if char == '"':
             line_end = source.text.find("\n", pos)
@@ -382,7 +397,7 @@ def _classify(exc: UnexpectedInput, source: SourceFile, base: int, text: str | N
         shown = repr(char)[1:-1] if not char.isprintable() else char
         return error(
             "E0101", f"unexpected character `{shown}`", span, label="parc does not use this character",
-            help=f"parc specs use names, numbers, `x`, `?`, `{{ }}`, `[ ]`, `( )` and `#` comments\n{_EXAMPLES}",
+            help=f"parc specs use names, numbers, `x`, `?`, `{{ }}`, `[ ]`, `( )` and `#` comments\n{examples}",
         )
     if isinstance(exc, UnexpectedToken):
         token = exc.token
@@ -419,20 +434,20 @@ def _classify(exc: UnexpectedInput, source: SourceFile, base: int, text: str | N
         if token.type in ("_NL", "$END"):
             return error(
                 "E0102", "the statement ends too early", span,
-                label=f"expected {_expected_words(expected)}", help=_EXAMPLES,
+                label=f"expected {_expected_words(expected)}", help=examples,
             )
         return error(
             "E0102", f"unexpected {_describe_token(token)}", span,
             label=f"expected {_expected_words(expected)}",
-            help=_EXAMPLES,
+            help=examples,
         )
     if isinstance(exc, UnexpectedEOF):
         pos = base + (len(text) if text is not None else 0)
         return error(
             "E0102", "the statement ends too early", source.span(pos, pos),
-            label=f"expected {_expected_words(exc.expected)}", help=_EXAMPLES,
+            label=f"expected {_expected_words(exc.expected)}", help=examples,
         )
-    return error("E0102", "cannot parse this statement", source.span(base, base + 1), help=_EXAMPLES)
+    return error("E0102", "cannot parse this statement", source.span(base, base + 1), help=examples)
 
 
 # ---------------------------------------------------------------------------------------------

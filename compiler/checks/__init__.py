@@ -45,10 +45,12 @@ def apply_allows(plan: Plan, found: list[Diagnostic]) -> list[Diagnostic]:
     for allow in plan.allows:
         code = CODES.get(allow.code)
         if code is None:
-            out.append(error("E0217", f"`allow {allow.code}` names no diagnostic code", allow.statement,
+            out.append(error("E0217", f"`allow {allow.code}` names no diagnostic code", allow.code_span,
+                             label="not a code",
                              help="`parc codes` lists the codes; warnings start with W"))
         elif code.severity != "warning":
-            out.append(error("E0216", f"`{allow.code}` is an error and cannot be allowed", allow.statement,
+            out.append(error("E0216", f"`{allow.code}` is an error and cannot be allowed", allow.code_span,
+                             label="an error code",
                              help=f"fix the problem instead; `parc codes {allow.code}` explains it"))
     for d in found:
         if d.severity is Severity.warning and d.span is not None and any(

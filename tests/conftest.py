@@ -1,0 +1,40 @@
+"""Shared test helpers: paths, the example specs, and running the CLI in-process."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = sorted((ROOT / "specs").glob("*.par"))
+GOLDEN = ROOT / "tests" / "golden"
+UPDATE = os.environ.get("PARC_UPDATE_GOLDEN") == "1"
+"""`PARC_UPDATE_GOLDEN=1 pytest tests/...` rewrites golden files instead of comparing them."""
+
+
+def check_golden(path: Path, actual: str) -> None:
+    """Compare with a golden file (or write it when updating); the diff shows in pytest output."""
+    if UPDATE or not path.exists():
+        if not UPDATE:
+            pytest.fail(f"missing golden file {path.relative_to(ROOT)}; run with PARC_UPDATE_GOLDEN=1")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(actual, encoding="utf-8")
+        return
+    expected = path.read_text(encoding="utf-8")
+    assert actual == expected, f"{path.relative_to(ROOT)} differs (PARC_UPDATE_GOLDEN=1 to accept)"
+
+
+def run_cli(*args: str, env: dict | None = None):
+    """Run `parc ARGS` in-process; returns the click Result (exit_code, stdout, stderr)."""
+    from parc.cli import main
+
+    runner = CliRunner()
+    return runner.invoke(main, list(args), env={"NO_COLOR": "1", **(env or {})}, catch_exceptions=False)
+
+
+@pytest.fixture(params=SPECS, ids=[p.stem for p in SPECS])
+def spec_path(request) -> Path:
+    return request.param
