@@ -910,3 +910,49 @@ _PARSERS: dict[str, Callable] = {
     "network": _parse_network,
     "gpu": _parse_gpu,
 }
+
+
+_VALUE_WORDS = {
+    "count": "whole number >= 1",
+    "count0": "whole number >= 0",
+    "bool": "on \\| off",
+    "bytes": "bytes: `80 GB`, `96 GiB`",
+    "bandwidth": "bandwidth: `450 GB/s`, `400 Gb/s`",
+    "flops": "compute: `989 TFLOP/s`",
+    "string": "string or name",
+    "env": 'NAME "value"',
+    "list": "`[n, n, ...]`",
+    "batch": "number [`sequences` \\| `tokens`]",
+    "recompute": "none \\| selective \\| full \\| full N",
+    "moe_layers": "all \\| none \\| from K \\| every K",
+    "sharding": "none \\| zero1 \\| zero2 \\| zero3 \\| fsdp \\| hsdp R x S",
+    "network": "N x bandwidth",
+    "gpu": "catalogue name [`{ overrides }`]",
+}
+
+
+def key_reference() -> str:
+    """The settings of every block as Markdown tables: generated into docs/language.md."""
+    out = []
+    titles = {
+        "model": "`model PRESET { ... }`",
+        "hardware": "`hardware { ... }`",
+        "gpu": "`gpu NAME { ... }` (inside `hardware`)",
+        "train": "`train { ... }`",
+        "tp": "`tp { ... }`",
+        "pp": "`pp { ... }`",
+        "dp": "`dp { ... }`",
+        "cp": "`cp { ... }`",
+        "launch": "`launch { ... }`",
+    }
+    for kind, title in titles.items():
+        out.append(f"### {title}\n")
+        out.append("| key | value | `?` | meaning | example |")
+        out.append("|---|---|---|---|---|")
+        for key in BLOCK_KEYS[kind]:
+            value = " \\| ".join(key.choices) if key.choices else _VALUE_WORDS[key.kind]
+            aliases = ", ".join(f"`{a}` = `{b}`" for a, b in key.aliases)
+            meaning = key.doc + (f" (aliases: {aliases})" if aliases else "")
+            out.append(f"| `{key.name}` | {value} | {'yes' if key.holes else ''} | {meaning} | `{key.example}` |")
+        out.append("")
+    return "\n".join(out)

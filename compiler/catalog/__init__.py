@@ -1,1 +1,28 @@
 """Built-in catalogues: GPUs and model presets, each figure with its source."""
+
+from __future__ import annotations
+
+
+def catalog_reference() -> str:
+    """The GPU catalogue and model presets as Markdown tables: generated into docs/language.md."""
+    from . import gpus, models
+
+    out = ["### GPUs\n", "| name | part | HBM | BF16 dense | FP8 dense | intra-node link (one way) | NVLink domain | "
+           "default node |", "|---|---|---|---|---|---|---|---|"]
+    for name, g in gpus.GPUS.items():
+        fp8 = f"{g['fp8_flops'] / 1e12:,.0f} TFLOP/s" if g["fp8_flops"] else "-"
+        out.append(
+            f"| `{name}` | {g['description']} | {g['hbm_bytes'] / 2**30:,.1f} GiB | {g['bf16_flops'] / 1e12:,.0f} TFLOP/s "
+            f"| {fp8} | {g['link_bandwidth'] / 1e9:,.0f} GB/s | {g['nvlink_domain']} | "
+            f"{g['gpus_per_node']} GPUs, {g['nics']} x {g['nic_bandwidth'] * 8 / 1e9:,.0f} Gb/s |")
+    out.append("\nSources for every figure are comments in `compiler/catalog/gpus.py`. Aliases: "
+               + ", ".join(f"`{a}`" for a in sorted(gpus.ALIASES)) + ".\n")
+    out += ["### Model presets\n", "| name | layers | hidden | ffn | heads | kv heads | vocab | MoE |",
+            "|---|---|---|---|---|---|---|---|"]
+    for name, m in models.MODELS.items():
+        moe = (f"{m['experts']} experts, top-{m['top_k']}, expert ffn {m['expert_ffn']}"
+               + (f", {m['shared_experts']} shared" if m.get("shared_experts") else "")) if m.get("experts") else "-"
+        out.append(f"| `{name}` | {m['layers']} | {m['hidden']:,} | {m['ffn']:,} | {m['heads']} | {m['kv_heads']} "
+                   f"| {m['vocab']:,} | {moe} |")
+    out.append("\nEach preset cites its source in `compiler/catalog/models.py`.\n")
+    return "\n".join(out)

@@ -1,0 +1,40 @@
+"""The compiler never imports torch: `parc` must start fast on a laptop without it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from .conftest import ROOT, SPECS
+
+PROBE = """
+import sys
+from parc.cli import main
+try:
+    main(sys.argv[1:], standalone_mode=False)
+except SystemExit:
+    pass
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "numpy"))
+print("IMPORTED:" + ",".join(heavy))
+"""
+
+
+def imported(*args: str) -> str:
+    result = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120)
+    line = [x for x in result.stdout.splitlines() if x.startswith("IMPORTED:")]
+    assert line, result.stderr
+    return line[0][len("IMPORTED:"):]
+
+
+def test_check_does_not_import_torch():
+    assert imported("check", *[str(p) for p in SPECS]) == ""
+
+
+def test_compile_does_not_import_torch(tmp_path):
+    assert imported("compile", str(ROOT / "specs" / "tiny.par"), "-o", str(tmp_path / "job")) == ""
+
+
+def test_other_commands_do_not_import_torch():
+    for command in (["schema"], ["codes"], ["fmt", "--check", str(ROOT / "specs" / "tiny.par")]):
+        assert imported(*command) == "", command
