@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from ...plan import Plan
+from ...resolve import SAFE_ENV_NAME, SAFE_IMAGE, SAFE_NAME, SAFE_TIME
 from ...stages import pipeline_chunks
 from . import yaml_text
 from .render import render
@@ -81,6 +82,7 @@ def job_shape(plan: Plan) -> JobShape:
     if cluster.nodes * cluster.gpus_per_node != cluster.world_size:
         raise LauncherError(f"{cluster.nodes} nodes x {cluster.gpus_per_node} GPUs per node "
                             f"!= world size {cluster.world_size}")
+    _check_spec_strings(plan)
     env: dict[str, str] = {}
     for var in plan.launch.env:
         env[var.name] = var.value  # dicts keep first-insertion order; the last value wins
@@ -101,6 +103,20 @@ def shape_phrase(shape: JobShape, per_node: str = "GPUs per node") -> str:
     return f"{count(shape.nodes, 'node')} x {shape.gpus_per_node} {per_node} = {count(shape.world_size, 'rank')}"
 
 
+def _check_spec_strings(plan: Plan) -> None:
+    """resolve.py's SAFE_* patterns, matched over the whole string. Resolution should already
+    have refused anything else with a diagnostic; a string that got through anyway (a pattern
+    whose `$` accepts a final newline) stops the backend before it writes a broken file."""
+    launch = plan.launch
+    fields = [("job", launch.job, SAFE_NAME), ("image", launch.image, SAFE_IMAGE),
+              ("partition", launch.partition, SAFE_NAME), ("account", launch.account, SAFE_NAME),
+              ("namespace", launch.namespace, SAFE_NAME), ("time-limit", launch.time_limit, SAFE_TIME)]
+    fields += [("env", var.name, SAFE_ENV_NAME) for var in launch.env]
+    for what, value, pattern in fields:
+        if value is not None and not re.fullmatch(pattern.pattern.lstrip("^").rstrip("$"), value):
+            raise LauncherError(f"the {what} {value!r} is not safe in a launcher")
+
+
 def _printable(text: str) -> str:
     """A file name safe inside a shell comment or a Markdown code span."""
     return re.sub(r"[^A-Za-z0-9._+-]", "_", text) or "spec"
@@ -114,13 +130,13 @@ class Expansion(str):
     """A shell word that expands variables, already double-quoted; never passed to shlex.quote."""
 
 
-_SHELL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_SHELL_SAFE_TAIL = re.compile(r"^[A-Za-z0-9_.:/-]*$")
+_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SHELL_SAFE_TAIL = re.compile(r"[A-Za-z0-9_.:/-]*")
 
 
 def expand(name: str, before: str = "", after: str = "") -> Expansion:
     """`"<before>${name}<after>"`; `before` and `after` are fixed text from this module."""
-    if not _SHELL_NAME.match(name) or not (_SHELL_SAFE_TAIL.match(before) and _SHELL_SAFE_TAIL.match(after)):
+    if not _SHELL_NAME.fullmatch(name) or not (_SHELL_SAFE_TAIL.fullmatch(before) and _SHELL_SAFE_TAIL.fullmatch(after)):
         raise ValueError(f"not a fixed shell expansion: {before!r} ${name} {after!r}")
     return Expansion(f'"{before}${{{name}}}{after}"')
 
@@ -182,6 +198,7 @@ def torchrun_sh(shape: JobShape) -> str:
     )
     return render("launch/torchrun.sh.jinja", shape=shape, multi_node=shape.nodes > 1,
                   shape_phrase=shape_phrase(shape, "processes per node"),
+                  mark_given="endpoint_given=yes; " if shape.nodes > 1 else "",
                   default_host="127.0.0.1", port=shape.port, rdzv_id=shell_word(shape.job),
                   exports=exports(shape), command=command)
 
@@ -235,30 +252,34 @@ def k8s_env_value(value: str) -> str:
 
 
 def pytorchjob(shape: JobShape) -> dict:
-    workdir = f"{K8S_WORKDIR_ROOT}/{shape.job}"
+    """The PyTorchJob as data: one Master pod and `nodes - 1` Worker pods, each running one
+    torchrun over all of its node's GPUs. Each replica gets its own copies (no shared objects)."""
+    name = k8s_name(shape.job, shape.nodes)
     command = ["torchrun"]
-    for flag, value in torchrun_options(shape.nodes, shape.gpus_per_node, "$(MASTER_ADDR):$(MASTER_PORT)",
-                                        k8s_name(shape.job, shape.nodes)):
+    for flag, value in torchrun_options(shape.nodes, shape.gpus_per_node, "$(MASTER_ADDR):$(MASTER_PORT)", name):
         command += [flag, str(value)]
     command.append(TRAIN_SCRIPT)
-    container: dict = {
-        "name": K8S_CONTAINER,
-        "image": shape.image if shape.image is not None else shape.job,
-        "workingDir": workdir,
-        "command": command,
-    }
-    if shape.env:
-        container["env"] = [{"name": name, "value": k8s_env_value(value)} for name, value in shape.env]
-    container["ports"] = [{"name": K8S_PORT_NAME, "containerPort": shape.port, "protocol": "TCP"}]
-    container["resources"] = {"limits": {"nvidia.com/gpu": shape.gpus_per_node}}
-    container["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+
+    def container() -> dict:
+        spec: dict = {
+            "name": K8S_CONTAINER,
+            "image": shape.image if shape.image is not None else shape.job,
+            "workingDir": f"{K8S_WORKDIR_ROOT}/{shape.job}",
+            "command": list(command),
+        }
+        if shape.env:
+            spec["env"] = [{"name": key, "value": k8s_env_value(value)} for key, value in shape.env]
+        spec["ports"] = [{"name": K8S_PORT_NAME, "containerPort": shape.port, "protocol": "TCP"}]
+        spec["resources"] = {"limits": {"nvidia.com/gpu": shape.gpus_per_node}}
+        spec["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+        return spec
 
     def replica(count: int) -> dict:
         return {
             "replicas": count,
             "restartPolicy": "Never",
             "template": {"spec": {
-                "containers": [container],
+                "containers": [container()],
                 # NCCL and DataLoader workers share memory through /dev/shm, 64 MiB by default in a pod
                 "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
             }},
@@ -267,7 +288,7 @@ def pytorchjob(shape: JobShape) -> dict:
     replicas = {"Master": replica(1)}
     if shape.nodes > 1:
         replicas["Worker"] = replica(shape.nodes - 1)
-    metadata = {"name": k8s_name(shape.job, shape.nodes)}
+    metadata = {"name": name}
     if shape.namespace is not None:
         metadata["namespace"] = shape.namespace
     return {
@@ -333,9 +354,9 @@ def _model_line(plan: Plan) -> str:
 def _training_line(plan: Plan) -> str:
     t = plan.training
     recompute = t.recompute if t.recompute_layers is None else f"{t.recompute} {t.recompute_layers}"
+    accumulation = "" if t.grad_accum is None else f", {count(t.grad_accum, 'micro-batch', 'micro-batches')} per step"
     return (f"seq {t.seq_len}, global batch {t.global_batch} sequences ({t.tokens_per_step:,} tokens), "
-            f"micro-batch {t.micro_batch}, {count(t.grad_accum, 'micro-batch', 'micro-batches')} per step, {t.precision}, "
-            f"{t.optimizer}, recompute {recompute}")
+            f"micro-batch {t.micro_batch}{accumulation}, {t.precision}, {t.optimizer}, recompute {recompute}")
 
 
 def _stage_rows(plan: Plan) -> list[tuple[int, int, str]]:

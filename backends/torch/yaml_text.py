@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-_BARE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RESERVED = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
 """Bare words YAML 1.1 reads as booleans or null (compared lower-case)."""
 _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r", "\b": "\\b", "\f": "\\f"}
@@ -41,7 +41,7 @@ def quote(text: str) -> str:
 def _key(name: object) -> str:
     if not isinstance(name, str):
         raise TypeError(f"YAML keys here are strings, not {type(name).__name__}")
-    if _BARE_KEY.match(name) and name.lower() not in _RESERVED:
+    if _BARE_KEY.fullmatch(name) and name.lower() not in _RESERVED:
         return name
     return quote(name)
 
