@@ -113,7 +113,7 @@ def _check_spec_strings(plan: Plan) -> None:
               ("namespace", launch.namespace, SAFE_NAME), ("time-limit", launch.time_limit, SAFE_TIME)]
     fields += [("env", var.name, SAFE_ENV_NAME) for var in launch.env]
     for what, value, pattern in fields:
-        if value is not None and not re.fullmatch(pattern.pattern.lstrip("^").rstrip("$"), value):
+        if value is not None and not pattern.fullmatch(value):  # fullmatch: `$` cannot skip a "\n"
             raise LauncherError(f"the {what} {value!r} is not safe in a launcher")
 
 
