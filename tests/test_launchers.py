@@ -343,3 +343,12 @@ def test_a_string_resolution_should_refuse_never_reaches_a_launcher(job, launch)
             launchers.files(result.plan)
     else:
         assert [d.code for d in result.diagnostics if d.is_error] == ["E0215"]
+
+
+@needs_shellcheck
+def test_shellcheck_passes_for_a_one_node_job(tmp_path):
+    plan = plan_of(spec_text(layout="tp 2 x dp 4 on nodes(8 gpus, nvlink)"))
+    job = write_job(tmp_path, launchers.files(plan))
+    result = subprocess.run(["shellcheck", "--severity=style", str(job / "launch" / "torchrun.sh"),
+                             str(job / "launch" / "slurm.sbatch")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout
