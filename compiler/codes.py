@@ -42,7 +42,7 @@ binary file was passed by mistake. The diagnostic points at the first bad byte.
 """)
 
 register("E0003", "the spec is too large", """
-parc refuses specs over 1 MiB before parsing them. A real spec is a few hundred bytes; a larger
+parc refuses specs over 64 KiB before parsing them. A real spec is a few hundred bytes; a larger
 file is the wrong file or generated junk, and refusing it keeps every command fast and bounded.
 """)
 
@@ -99,6 +99,21 @@ register("E0107", "unterminated string", """
 A string starts with `"` and ends with `"` on the same line. Use `\\"` for a quote inside it:
 
     image "nvcr.io/nvidia/pytorch:24.07-py3"
+""")
+
+register("E0108", "nested too deeply", """
+Blocks and lists may nest at most 16 deep; a real spec nests three deep at most:
+
+    hardware { gpu my-gpu { hbm 80 GB } }
+
+Deeper nesting is refused before parsing, so that a generated or corrupted file cannot exhaust
+the parser's stack. Close the blocks that were left open, or remove the extra brackets.
+""")
+
+register("E0109", "too many syntax errors", """
+parc reports every syntax error in a file, up to 100; past that it stops reading and says
+where. A file with that many broken lines is usually not a spec (a log, a YAML file, a file
+saved in another encoding). Fix the first errors and run `parc check` again.
 """)
 
 register("E0201", "unknown statement or setting", """

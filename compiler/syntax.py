@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from collections.abc import Iterator
 from typing import Union
 
 from lark import Lark, Token, Tree
@@ -21,8 +22,16 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from .diagnostics import Diagnostic, error
 from .source import SourceFile, Span
 
-MAX_SPEC_BYTES = 1 << 20
-"""Specs larger than this are refused before parsing (a real spec is a few hundred bytes)."""
+MAX_SPEC_BYTES = 64 << 10
+"""Specs larger than this are refused before parsing (a real spec is a few hundred bytes).
+Parsing and checking cost about 30 us and 10 KB per statement, so 64 KiB of one-word statements
+stays near 2 s and 200 MB (docs/robustness.md); 1 MiB took 37 s and 2.8 GB."""
+MAX_NESTING = 16
+"""Deepest `{ }` / `[ ]` nesting parc reads (a real spec nests three deep). The tree is built
+recursively, so deeper input is refused before parsing rather than overflowing the stack."""
+MAX_SYNTAX_ERRORS = 100
+"""Error recovery stops after this many syntax errors: past it the input is not a spec, and
+reporting each of 100,000 broken lines would only cost time and memory."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -127,6 +136,9 @@ def _parser() -> Lark:
 def parse(source: SourceFile) -> tuple[Document, list[Diagnostic]]:
     """Parse a whole spec; never raises. Statements that failed to parse are left out."""
     comments = tuple(_scan_comments(source))
+    too_deep = _nesting_error(source)
+    if too_deep is not None:
+        return Document(source, (), comments), [too_deep]
     try:
         tree = _parser().parse(source.text, start="start")
     except UnexpectedInput:
@@ -135,6 +147,29 @@ def parse(source: SourceFile) -> tuple[Document, list[Diagnostic]]:
     builder = _Builder(source, 0)
     statements = tuple(builder.statement(child) for child in tree.children)
     return Document(source, statements, comments), []
+
+
+def _nesting_error(source: SourceFile) -> Diagnostic | None:
+    """An error at the first bracket nested deeper than MAX_NESTING, if any."""
+    text = source.text
+    if text.count("{") + text.count("[") <= MAX_NESTING:
+        return None
+    depth = 0
+    for index, line_start in enumerate(source.line_starts):
+        line_end = source.line_starts[index + 1] if index + 1 < len(source.line_starts) else len(text)
+        for offset, c in enumerate(_strip_strings_and_comments(text[line_start:line_end])):
+            if c in "{[":
+                depth += 1
+                if depth > MAX_NESTING:
+                    at = line_start + offset
+                    return error(
+                        "E0108", f"blocks and lists nest more than {MAX_NESTING} deep", source.span(at, at + 1),
+                        label=f"level {depth}", help="a spec nests at most three deep, e.g. "
+                        "`hardware { gpu my-gpu { hbm 80 GB } }`; close the blocks above",
+                    )
+            elif c in "}]":
+                depth = max(0, depth - 1)
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -171,9 +206,10 @@ def _strip_strings_and_comments(line: str) -> str:
     return "".join(out)
 
 
-def _chunks(source: SourceFile) -> list[_Chunk]:
-    """Split the file into top-level statements: a line, or a line through its closing `}`."""
-    chunks: list[_Chunk] = []
+def _chunks(source: SourceFile) -> Iterator[_Chunk]:
+    """Split the file into top-level statements: a line, or a line through its closing `}`.
+
+    A generator, so that recovery that stops early (MAX_SYNTAX_ERRORS) stops scanning too."""
     starts = source.line_starts
     depth = 0
     chunk_start: int | None = None
@@ -194,33 +230,32 @@ def _chunks(source: SourceFile) -> list[_Chunk]:
                 depth -= 1
                 if depth < 0:
                     span = source.span(line_start + offset, line_start + offset + 1)
-                    chunks.append(
-                        _Chunk(chunk_start, line_end, error(
-                            "E0106", "unmatched `}`", span, label="no `{` is open here",
-                            help="delete this `}`, or open a block above it: `train {`",
-                        ))
-                    )
+                    yield _Chunk(chunk_start, line_end, error(
+                        "E0106", "unmatched `}`", span, label="no `{` is open here",
+                        help="delete this `}`, or open a block above it: `train {`",
+                    ))
                     depth = 0
                     chunk_start = None
                     break
         if chunk_start is not None and depth == 0:
-            chunks.append(_Chunk(chunk_start, line_end))
+            yield _Chunk(chunk_start, line_end)
             chunk_start = None
     if chunk_start is not None:
         span = source.span(open_offset, open_offset + 1)
-        chunks.append(
-            _Chunk(chunk_start, len(source.text), error(
-                "E0106", "unclosed `{`", span, label="this block is never closed",
-                help="add a `}` on a line of its own after the block's last setting",
-            ))
-        )
-    return chunks
+        yield _Chunk(chunk_start, len(source.text), error(
+            "E0106", "unclosed `{`", span, label="this block is never closed",
+            help="add a `}` on a line of its own after the block's last setting",
+        ))
 
 
 def _parse_with_recovery(source: SourceFile) -> tuple[list[Statement], list[Diagnostic]]:
     statements: list[Statement] = []
     diagnostics: list[Diagnostic] = []
+    stopped_at: int | None = None
     for chunk in _chunks(source):
+        if len(diagnostics) >= MAX_SYNTAX_ERRORS:
+            stopped_at = chunk.start
+            break
         if chunk.brace_error is not None:
             diagnostics.append(chunk.brace_error)
             if chunk.brace_error.message.startswith("unmatched"):
@@ -230,26 +265,37 @@ def _parse_with_recovery(source: SourceFile) -> tuple[list[Statement], list[Diag
                     lead = len(before) - len(before.lstrip())
                     diagnostics.extend(_try_parse(source, chunk.start + lead, before.strip(), "statement"))
             else:
-                diagnostics.extend(_line_errors(source, chunk))
+                diagnostics.extend(_line_errors(source, chunk, MAX_SYNTAX_ERRORS - len(diagnostics)))
             continue
         text = source.text[chunk.start : chunk.end]
         try:
             tree = _parser().parse(text, start="start")
         except UnexpectedInput as exc:
             multi_line = "\n" in text.rstrip("\r\n")
-            line_errors = _line_errors(source, chunk) if multi_line else []
+            line_errors = _line_errors(source, chunk, MAX_SYNTAX_ERRORS - len(diagnostics)) if multi_line else []
             diagnostics.extend(line_errors or [_classify(exc, source, chunk.start, text)])
             continue
         builder = _Builder(source, chunk.start)
         statements.extend(builder.statement(child) for child in tree.children)
+    if len(diagnostics) > MAX_SYNTAX_ERRORS:
+        stopped_at = diagnostics[MAX_SYNTAX_ERRORS].span.start
+    if stopped_at is not None:
+        del diagnostics[MAX_SYNTAX_ERRORS:]
+        diagnostics.append(error(
+            "E0109", f"too many syntax errors: parc stopped after {MAX_SYNTAX_ERRORS}",
+            source.span(stopped_at, stopped_at), label="not read from here on",
+            help="fix the errors above first; is this file a spec?",
+        ))
     return statements, diagnostics
 
 
-def _line_errors(source: SourceFile, chunk: _Chunk) -> list[Diagnostic]:
+def _line_errors(source: SourceFile, chunk: _Chunk, limit: int = MAX_SYNTAX_ERRORS) -> list[Diagnostic]:
     """Re-read a broken multi-line block one line at a time, to report each bad line."""
     diagnostics: list[Diagnostic] = []
     offset = chunk.start
     for number, line in enumerate(source.text[chunk.start : chunk.end].split("\n")):
+        if len(diagnostics) > limit:
+            break  # the caller reports that it stopped
         line_offset = offset
         offset += len(line) + 1
         code = _strip_strings_and_comments(line)
