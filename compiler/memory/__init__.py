@@ -1,0 +1,127 @@
+"""The memory model: bytes per rank for every pipeline stage, before anything runs.
+
+Public memory estimators under-report by 30 % to 40x because they skip activations, buffers or
+pipeline stages; this one counts, per rank and per stage, the model states (`states.py`), the
+activations of the micro-batches in flight (`activations.py`, `schedules.py`) and the transient
+buffers (`buffers.py`), from the model's exact shapes, for the runtime parc generates.
+docs/memory-model.md derives every term and compares it with Korthikanti et al., ZeRO and
+Megatron-LM.
+
+Two layers:
+- the core (`model.py`): plain functions over a `Shape` and `Knobs` of numbers, cached piece by
+  piece, fast enough for search (benchmarks/memory_speed.py);
+- this module: the Plan-facing view used by `parc explain` and the memory check, and the
+  "what frees how much" alternatives of the memory error, each a re-run of the core with one
+  change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..plan import Plan
+from .buffers import RESERVE_FIXED, RESERVE_FRACTION, reserve_bytes
+from .inputs import RUNTIMES, Knobs, Shape, knobs_of, missing_knobs, shape_of
+from .model import StageMemory, peak, per_stage
+
+__all__ = [
+    "RUNTIMES", "RESERVE_FIXED", "RESERVE_FRACTION", "Knobs", "Shape", "StageMemory", "Estimate",
+    "Alternative", "estimate", "alternatives", "knobs_of", "shape_of", "missing_knobs", "peak",
+    "per_stage", "reserve_bytes",
+]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The memory of a plan: one entry per pipeline stage."""
+
+    runtime: str
+    stages: tuple[StageMemory, ...]
+    hbm_bytes: int
+    reserve_bytes: int
+    microbatches: int
+    padded_vocab: int
+
+    @property
+    def usable_bytes(self) -> int:
+        return self.hbm_bytes - self.reserve_bytes
+
+    @property
+    def peak(self) -> StageMemory:
+        return max(self.stages, key=lambda s: (s.total, -s.stage))
+
+    @property
+    def peak_bytes(self) -> int:
+        return self.peak.total
+
+    @property
+    def peak_stage(self) -> int:
+        return self.peak.stage
+
+    @property
+    def fits(self) -> bool:
+        return self.peak_bytes <= self.usable_bytes
+
+
+def estimate(plan: Plan, runtime: str = "torch") -> Estimate | None:
+    """Per-stage memory of a plan; None while holes leave a knob open (`missing_knobs`)."""
+    knobs = knobs_of(plan, runtime)
+    if knobs is None:
+        return None
+    from .parameters import padded_vocab
+
+    hbm = plan.cluster.gpu.hbm_bytes
+    return Estimate(runtime=runtime, stages=per_stage(shape_of(plan), knobs), hbm_bytes=hbm,
+                    reserve_bytes=reserve_bytes(hbm), microbatches=knobs.microbatches,
+                    padded_vocab=padded_vocab(plan.model.vocab, knobs.tp, runtime))
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One change to the spec and the peak it would give."""
+
+    change: str
+    """As a user would write it: `recompute selective`, `sharding zero1`, `micro-batch 1`."""
+    peak_bytes: int
+    freed_bytes: int
+
+
+STRONGER_RECOMPUTE = {"none": "selective", "selective": "full"}
+STRONGER_SHARDING = {"none": "zero1", "zero1": "zero2", "zero2": "zero3"}
+
+
+def candidate_changes(k: Knobs, global_batch: int, batch_degree: int) -> list[tuple[str, Knobs]]:
+    """Single changes that keep the layout valid and usually lower memory."""
+    out: list[tuple[str, Knobs]] = []
+    if k.recompute in STRONGER_RECOMPUTE:
+        mode = STRONGER_RECOMPUTE[k.recompute]
+        out.append((f"recompute {mode}", replace(k, recompute=mode, recompute_layers=None)))
+    elif k.recompute == "full" and k.recompute_layers is not None:
+        out.append(("recompute full", replace(k, recompute_layers=None)))
+    if k.sharding in STRONGER_SHARDING and k.dense_replicas > 1:
+        mode = STRONGER_SHARDING[k.sharding]
+        out.append((f"sharding {mode}", replace(k, sharding=mode)))
+    if k.micro_batch > 1:
+        for smaller in (1, k.micro_batch // 2):
+            if smaller >= 1 and smaller < k.micro_batch and global_batch % (batch_degree * smaller) == 0:
+                accum = global_batch // (batch_degree * smaller)
+                out.append((f"micro-batch {smaller}", replace(k, micro_batch=smaller, microbatches=accum)))
+                break
+    if k.tp > 1 and not k.sequence_parallel:
+        out.append(("sequence-parallel on", replace(k, sequence_parallel=True)))
+    return out
+
+
+def alternatives(plan: Plan, runtime: str = "torch") -> list[Alternative]:
+    """What each single change would free on the worst rank, largest first."""
+    knobs = knobs_of(plan, runtime)
+    if knobs is None:
+        return []
+    shape = shape_of(plan)
+    base, _ = peak(shape, knobs)
+    found = []
+    for change, changed in candidate_changes(knobs, plan.training.global_batch, plan.layout.batch_degree or 1):
+        bytes_, _ = peak(shape, changed)
+        if bytes_ < base:
+            found.append(Alternative(change=change, peak_bytes=bytes_, freed_bytes=base - bytes_))
+    return sorted(found, key=lambda a: (-a.freed_bytes, a.change))

@@ -1,0 +1,190 @@
+"""The numbers the memory model reads: a model `Shape` and the layout's `Knobs`.
+
+Search evaluates the memory of ~10^5 candidate layouts a second, so the model never touches a
+pydantic object per evaluation: a Plan is turned into these two frozen, hashable bundles of
+plain numbers once (`shape_of`, `knobs_of`), and a candidate is a `dataclasses.replace` of the
+knobs. Being hashable, both key the caches of the pieces that depend on only part of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from ..plan import Plan
+
+RUNTIMES = ("torch", "megatron", "zero")
+"""Whose memory is modelled:
+
+- torch: the runtime parc generates (DTensor TP/SP, FSDP2, torch.distributed.pipelining,
+  activation checkpointing); the default and the one the checks use.
+- megatron: Megatron-LM's accounting (Korthikanti et al. 2022 activations; bf16 weights, fp32
+  gradients and 12 bytes of optimizer state per parameter), for validating against its formulas.
+- zero: the ZeRO paper's 2 + 2 + 12 bytes per parameter with Megatron's activations.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """The model, as numbers."""
+
+    layers: int
+    hidden: int
+    ffn: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    tied: bool
+    ffn_matrices: int
+    """3 for SwiGLU (gate, up, down), 2 for GELU."""
+    layernorm: bool
+    """LayerNorm (weight and bias, mean and rstd saved) rather than RMSNorm (weight, rstd)."""
+    position_params: int
+    """Learned position table (seq x hidden) on the embedding chunk; 0 for RoPE."""
+    experts: int = 0
+    top_k: int = 0
+    expert_ffn: int = 0
+    shared_experts: int = 0
+    moe: tuple[bool, ...] = ()
+    """Per layer: is it a mixture-of-experts layer."""
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Every cache of the model is keyed by the shape: hash its fields once, not per lookup.
+        object.__setattr__(self, "_hash", hash(tuple(getattr(self, f.name) for f in fields(self)
+                                                    if f.name != "_hash")))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    @property
+    def q(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def kv(self) -> int:
+        return self.kv_heads * self.head_dim
+
+    @property
+    def norm_params(self) -> int:
+        return 2 * self.hidden if self.layernorm else self.hidden
+
+    def is_moe(self, layer: int) -> bool:
+        return bool(self.moe) and self.moe[layer]
+
+
+@dataclass(frozen=True, slots=True)
+class Knobs:
+    """A concrete layout and training setting, as numbers; every field known (no holes)."""
+
+    tp: int
+    pp: int
+    dp: int
+    cp: int = 1
+    ep: int = 1
+    ep_axis: bool = False
+    """ep is its own layout axis (its ranks are extra data-parallel replicas for dense layers)."""
+    ep_over_tp: bool = False
+    """ep is folded over tp among other axes (experts then also spread over the tp ranks)."""
+    virtual_stages: int = 1
+    schedule: str = "1f1b"
+    split: tuple[int, ...] | None = None
+    sequence_parallel: bool = True
+    cp_flavour: str = "ring"
+    sharding: str = "none"
+    hsdp_shard: int = 0
+    """hsdp: ranks each replica is sharded over (the S of R x S)."""
+    seq: int = 2048
+    micro_batch: int = 1
+    microbatches: int = 1
+    """Micro-batches per step on one pipeline (gradient accumulation steps)."""
+    precision: str = "bf16"
+    optimizer: str = "adamw"
+    recompute: str = "none"
+    recompute_layers: int | None = None
+    """With `full`: layers recomputed in each chunk (None = all)."""
+    runtime: str = "torch"
+
+    @property
+    def sp(self) -> bool:
+        """Sequence parallelism in effect (it means nothing without tp)."""
+        return self.sequence_parallel and self.tp > 1
+
+    @property
+    def dense_replicas(self) -> int:
+        """Ranks of one pipeline stage holding the same dense-parameter shard (dp x cp x ep axis)."""
+        return self.dp * self.cp * (self.ep if self.ep_axis else 1)
+
+    @property
+    def expert_replicas(self) -> int:
+        """Ranks of one pipeline stage holding the same experts."""
+        spread = self.dense_replicas * (self.tp if self.ep_over_tp else 1)
+        return max(1, spread // self.ep)
+
+    @property
+    def dense_shard_group(self) -> int:
+        """Ranks a dense parameter's sharded state is split over (ZeRO / FSDP)."""
+        if self.sharding == "none":
+            return 1
+        if self.sharding == "hsdp":
+            return max(1, self.hsdp_shard) * (self.dense_replicas // max(1, self.dp))
+        return self.dense_replicas
+
+    @property
+    def expert_shard_group(self) -> int:
+        if self.sharding == "none":
+            return 1
+        group = self.expert_replicas
+        if self.sharding == "hsdp" and self.dp:
+            group = max(1, group * max(1, self.hsdp_shard) // self.dp)
+        return group
+
+
+def shape_of(plan: Plan) -> Shape:
+    m = plan.model
+    moe = frozenset(m.moe_layers)
+    return Shape(
+        layers=m.layers, hidden=m.hidden, ffn=m.ffn, heads=m.heads, kv_heads=m.kv_heads,
+        head_dim=m.head_dim, vocab=m.vocab, tied=m.tied_embeddings, ffn_matrices=m.ffn_matrices,
+        layernorm=m.norm == "layernorm",
+        position_params=plan.training.seq_len * m.hidden if m.position == "learned" else 0,
+        experts=m.experts, top_k=m.top_k, expert_ffn=m.expert_ffn, shared_experts=m.shared_experts,
+        moe=tuple(i in moe for i in range(m.layers)) if moe else (),
+    )
+
+
+def missing_knobs(plan: Plan) -> list[str]:
+    """What the memory model needs that the plan leaves open (holes), by spec name."""
+    lay, train = plan.layout, plan.training
+    wanted = {
+        "layout degrees": lay.complete,
+        "train.micro-batch": train.micro_batch is not None,
+        "train.recompute": train.recompute is not None,
+        "dp.sharding": lay.dp.sharding is not None,
+        "pp.schedule": lay.pp.schedule is not None,
+        "pp.virtual-stages": lay.pp.virtual_stages is not None,
+        "tp.sequence-parallel": lay.tp.sequence_parallel is not None,
+    }
+    return [name for name, known in wanted.items() if not known]
+
+
+def knobs_of(plan: Plan, runtime: str = "torch") -> Knobs | None:
+    """The plan's knobs, or None while a hole leaves one of them open."""
+    if missing_knobs(plan):
+        return None
+    lay, train = plan.layout, plan.training
+    batch_degree = lay.batch_degree or 1
+    micro = train.micro_batch or 1
+    accum = train.grad_accum
+    if accum is None:  # not divisible: a check reports it; model the whole micro-batches
+        accum = max(1, train.global_batch // (batch_degree * micro))
+    return Knobs(
+        tp=lay.tp.degree or 1, pp=lay.pp.degree or 1, dp=lay.dp.degree or 1, cp=lay.cp.degree or 1,
+        ep=lay.ep.degree or 1, ep_axis=not lay.ep.folded_over and (lay.ep.degree or 1) > 1,
+        ep_over_tp="tp" in lay.ep.folded_over, virtual_stages=lay.pp.virtual_stages or 1,
+        schedule=lay.pp.schedule or "1f1b", split=lay.pp.split,
+        sequence_parallel=bool(lay.tp.sequence_parallel), cp_flavour=lay.cp.flavour,
+        sharding=lay.dp.sharding or "none", hsdp_shard=lay.dp.shard or 0, seq=train.seq_len,
+        micro_batch=micro, microbatches=accum, precision=train.precision, optimizer=train.optimizer,
+        recompute=train.recompute or "none", recompute_layers=train.recompute_layers, runtime=runtime,
+    )

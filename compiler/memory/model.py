@@ -1,0 +1,280 @@
+"""The memory of every pipeline rank: model states + activations in flight + transient buffers.
+
+Pure functions over a `Shape` and `Knobs`; the pieces are cached by the part of the knobs they
+depend on, so a search that changes one knob recomputes one piece:
+
+- parameters per rank (`rank_params`): tp, ep, the chunking (pp, virtual stages, schedule, split);
+- activations per rank (`rank_activations`): tp, sequence parallelism, cp and its flavour, seq,
+  micro-batch, recomputation, and the chunking;
+- micro-batches in flight (`schedules.peak_states`): schedule, pp, virtual stages, micro-batches;
+- model states: plain arithmetic on the parameters and dp, cp, sharding, precision, optimizer.
+
+A rank's peak is the largest, over the undominated schedule states, of
+
+    sum over its chunks c:  held_c x A_c + pending_c x D_c (+ unsharded_c x U_c, zero3)
+
+with A_c the chunk's saved activations per micro-batch, D_c what a micro-batch waiting for its
+weight backward keeps on top (the output gradients the weight backward needs), and U_c
+the chunk's gathered parameters, plus the persistent model states and the transient buffers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from . import activations as act
+from .activations import layer_activations
+from .buffers import backward_working_set, fsdp_buffers, largest_layer
+from .inputs import Knobs, Shape
+from .parameters import Params, chunk_params, chunks_of, padded_vocab
+from .schedules import SINGLE_STAGE, ZERO_BUBBLE, peak_states
+from .states import compute_copy_bytes, model_states
+
+MAX_UNSHARDED_CHUNKS = 3
+"""torch's multi-stage schedules keep at most 3 stages unsharded (`_add_unshard_reshard`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StageMemory:
+    """The worst rank of one pipeline stage (all its ranks hold the same), in bytes."""
+
+    stage: int
+    layers: int
+    params: int
+    grads: int
+    optimizer: int
+    activations: int
+    buffers: int
+    in_flight: int
+    """Chunk-micro-batches whose activations are held at the peak."""
+
+    @property
+    def total(self) -> int:
+        return self.params + self.grads + self.optimizer + self.activations + self.buffers
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkActivations:
+    saved: int
+    """A_c: bytes held per micro-batch in flight."""
+    pending: int
+    """D_c: extra bytes per micro-batch between its input and its weight backward: the output
+    gradients torch's `stage_backward_input` stores for `stage_backward_weight`."""
+
+
+@dataclass(frozen=True, slots=True)
+class RankParams:
+    chunks: tuple
+    """The rank's chunks (`stages.Chunk`), model order."""
+    params: Params
+    per_chunk: tuple[Params, ...]
+    layers: int
+    output: bool
+    largest_layer: Params | None
+
+
+@dataclass(frozen=True, slots=True)
+class RankActivations:
+    chunks: tuple[ChunkActivations, ...]
+    transient: int
+    """The larger of the backward working set of one layer and the loss buffers."""
+
+
+def layer_mode(recompute: str, recompute_layers: int | None, index_in_chunk: int) -> str:
+    """Recompute mode of a layer: `full N` recomputes the first N layers of each chunk."""
+    if recompute == "full" and recompute_layers is not None and index_in_chunk >= recompute_layers:
+        return "none"
+    return recompute
+
+
+@lru_cache(maxsize=4096)
+def rank_params(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str,
+                split: tuple[int, ...] | None, runtime: str) -> tuple[RankParams, ...]:
+    chunks = chunks_of(shape.layers, pp, v, schedule, split, shape.tied)
+    out = []
+    for r in range(pp):
+        mine = tuple(c for c in chunks if c.rank == r)
+        per_chunk = tuple(chunk_params(shape, c, tp, ep, runtime) for c in mine)
+        total = Params()
+        for p in per_chunk:
+            total += p
+        out.append(RankParams(chunks=mine, params=total, per_chunk=per_chunk,
+                              layers=sum(c.layers for c in mine), output=any(c.output for c in mine),
+                              largest_layer=largest_layer(shape, tp, ep, mine)))
+    return tuple(out)
+
+
+def rank_activations(shape: Shape, k: Knobs) -> tuple[RankActivations, ...]:
+    return _rank_activations(shape, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch,
+                             k.runtime, k.recompute, k.recompute_layers, k.pp, k.virtual_stages,
+                             k.schedule, k.split)
+
+
+@lru_cache(maxsize=16384)
+def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
+                      runtime: str, recompute: str, recompute_layers: int | None, pp: int, v: int,
+                      schedule: str, split: tuple[int, ...] | None) -> tuple[RankActivations, ...]:
+    ak = Knobs(tp=tp, pp=1, dp=1, cp=cp, sequence_parallel=sp, cp_flavour=flavour, seq=seq,
+               micro_batch=micro, runtime=runtime)
+    chunks = chunks_of(shape.layers, pp, v, schedule, split, shape.tied)
+    vocab = padded_vocab(shape.vocab, ak.tp, ak.runtime)
+    torch = ak.runtime == "torch"
+    logits = act.logits_buffer(ak, vocab)
+    per_chunk = {}
+    working = {}
+    for chunk in chunks:
+        saved = grads = work = 0
+        for i, layer in enumerate(chunk.layer_range):
+            a = layer_activations(shape, ak, shape.is_moe(layer), layer_mode(recompute, recompute_layers, i))
+            saved += a.saved
+            grads += a.weight_grads
+            if torch:
+                work = max(work, backward_working_set(a))
+        if chunk.embedding:
+            saved += act.embedding_activations(shape, ak)
+        if chunk.output:
+            saved += act.output_activations(shape, ak, vocab)
+            work = max(work, logits)
+        per_chunk[chunk.index] = ChunkActivations(saved=saved, pending=grads if torch else 0)
+        working[chunk.index] = work
+    out = []
+    for r in range(pp):
+        mine = [c.index for c in chunks if c.rank == r]
+        out.append(RankActivations(chunks=tuple(per_chunk[i] for i in mine),
+                                   transient=max((working[i] for i in mine), default=0)))
+    return tuple(out)
+
+
+def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = None,
+                 acts: RankActivations | None = None) -> StageMemory:
+    """The memory of pp rank `rank`."""
+    if params is None:
+        params = rank_params(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)[rank]
+    if acts is None:
+        acts = rank_activations(shape, k)[rank]
+    states = model_states(params.params, k)
+
+    # FSDP's gathered copies: zero2 keeps every layer's from forward to backward; zero3 under a
+    # zero-bubble schedule runs as zero2 (FSDP2 needs reshard_after_forward=False there); under
+    # the other multi-stage schedules torch unshards up to 3 chunks ahead; under gpipe and 1f1b
+    # a chunk stays gathered from a backward to the next forward (per schedule state); with
+    # pp = 1 only the layers in flight are gathered (buffers).
+    persistent = 0
+    copies: list[int] = []
+    if states.unsharded:
+        if k.sharding == "zero2" or (k.pp > 1 and k.schedule in ZERO_BUBBLE):
+            persistent = states.unsharded
+        elif k.pp > 1:
+            copies = [compute_copy_bytes(p, k.precision) for p in params.per_chunk]
+            if k.schedule not in SINGLE_STAGE:
+                persistent = sum(sorted(copies, reverse=True)[:MAX_UNSHARDED_CHUNKS])
+                copies = []
+
+    best = -1
+    best_acts = best_unsharded = best_held = 0
+    chunks = acts.chunks
+    for held, pending, unsharded in peak_states(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank):
+        a = 0
+        u = 0
+        for c, ca in enumerate(chunks):
+            a += held[c] * ca.saved + pending[c] * ca.pending
+            if copies and unsharded[c]:
+                u += copies[c]
+        if a + u > best:
+            best, best_acts, best_unsharded, best_held = a + u, a, u, sum(held)
+
+    buffers = 0
+    if k.runtime == "torch":
+        buffers = acts.transient + fsdp_buffers(params.largest_layer, k)
+    return StageMemory(
+        stage=rank, layers=params.layers, params=states.params + persistent + best_unsharded,
+        grads=states.grads + states.accumulated_grads, optimizer=states.optimizer,
+        activations=best_acts, buffers=buffers, in_flight=best_held,
+    )
+
+
+def _pieces(shape: Shape, k: Knobs):
+    return (rank_params(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime),
+            rank_activations(shape, k))
+
+
+def per_stage(shape: Shape, k: Knobs) -> tuple[StageMemory, ...]:
+    """Every pipeline stage's memory, stage 0 first."""
+    params, acts = _pieces(shape, k)
+    return tuple(stage_memory(shape, k, r, params[r], acts[r]) for r in range(k.pp))
+
+
+def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
+    """(bytes, stage) of the worst rank: what search and the memory check compare with HBM.
+
+    The same totals as `per_stage` (a test holds them equal), without building the breakdown:
+    per rank, model states are a few multiplications and the activation peak over the schedule
+    states is cached per (activations, schedule, micro-batches)."""
+    params, acts = _pieces(shape, k)
+    if k.runtime != "torch" or (k.sharding in ("zero3", "hsdp") and k.pp > 1 and k.schedule in SINGLE_STAGE):
+        best, where = -1, 0
+        for r in range(k.pp):
+            total = stage_memory(shape, k, r, params[r], acts[r]).total
+            if total > best:
+                best, where = total, r
+        return best, where
+    peaks = _activation_peaks(acts, k.schedule, k.pp, k.virtual_stages, k.microbatches)
+    sharding = k.sharding
+    opt = 8 if k.optimizer != "sgd" else 4
+    matmul = 1 if k.precision == "fp8" else 2
+    if sharding != "none":
+        dense_group, expert_group = k.dense_shard_group, k.expert_shard_group
+    zero_bubble = k.pp > 1 and k.schedule in ZERO_BUBBLE
+    best, where = -1, 0
+    for r in range(k.pp):
+        rp = params[r]
+        p = rp.params
+        total = p.linear + p.other + p.expert
+        if sharding == "none":
+            states = (8 + opt) * total
+        else:
+            sharded = (p.linear + p.other) / dense_group + p.expert / expert_group
+            if sharding == "zero1":
+                states = 8 * total + round(opt * sharded)
+            else:
+                states = round(4 * sharded) * 2 + round(opt * sharded)
+                if k.pp > 1:
+                    states += 4 * total
+                if sharding == "zero2" or k.pp == 1 or zero_bubble:
+                    held = (p.linear + p.expert) * matmul + p.other * 2 if sharding == "zero2" or zero_bubble else 0
+                else:
+                    copies = sorted(((c.linear + c.expert) * matmul + c.other * 2 for c in rp.per_chunk),
+                                    reverse=True)
+                    held = sum(copies[:MAX_UNSHARDED_CHUNKS])
+                states += held
+        total_bytes = states + peaks[r] + acts[r].transient + fsdp_buffers(rp.largest_layer, k)
+        if total_bytes > best:
+            best, where = total_bytes, r
+    return best, where
+
+
+_PEAKS: dict[tuple, tuple] = {}
+
+
+def _activation_peaks(acts: tuple[RankActivations, ...], schedule: str, pp: int, v: int, m: int) -> tuple[int, ...]:
+    """Each rank's largest activation bytes over its schedule states (no per-state unsharding).
+    Keyed by the identity of the cached `acts` (kept alive in the entry, so the id stays valid)."""
+    key = (id(acts), schedule, pp, v, m)
+    entry = _PEAKS.get(key)
+    if entry is not None and entry[0] is acts:
+        return entry[1]
+    out = []
+    for r in range(pp):
+        chunks = acts[r].chunks
+        best = 0
+        for held, pending, _ in peak_states(schedule, pp, v, m, r):
+            a = 0
+            for c, ca in enumerate(chunks):
+                a += held[c] * ca.saved + pending[c] * ca.pending
+            best = max(best, a)
+        out.append(best)
+    if len(_PEAKS) > 65536:
+        _PEAKS.clear()
+    _PEAKS[key] = (acts, tuple(out))
+    return _PEAKS[key][1]

@@ -1,0 +1,102 @@
+"""Parameters one rank holds, per chunk, from the exact shapes.
+
+A parameter is one of three kinds, because each is divided and stored differently:
+
+- `linear`: the transformer layers' dense matrices (Q, K, V, output projection, the dense FFN,
+  shared experts), split by tp; the matrices fp8 training casts to 1 byte;
+- `other`: norms, the router, embeddings, the output layer and learned positions; norms and the
+  router are replicated over tp, the embedding and output rows are split by tp (vocab-parallel);
+- `expert`: routed experts, E / ep whole experts per rank (not split by tp: torchtitan's and
+  Megatron-Core's default expert-tensor-parallel degree of 1).
+
+K and V are split by tp only when tp divides the kv heads; otherwise every tp rank holds all of
+them (replicated; a check warns). The vocabulary is padded so that tp divides it (torch) or to a
+multiple of 128 x tp (Megatron-LM's `make-vocab-size-divisible-by`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..stages import Chunk, make_chunks
+from .inputs import Knobs, Shape
+
+MEGATRON_VOCAB_MULTIPLE = 128
+
+
+@dataclass(frozen=True, slots=True)
+class Params:
+    """Parameter counts on one rank (elements)."""
+
+    linear: int = 0
+    other: int = 0
+    expert: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.linear + self.other + self.expert
+
+    def __add__(self, o: Params) -> Params:
+        return Params(self.linear + o.linear, self.other + o.other, self.expert + o.expert)
+
+
+def padded_vocab(vocab: int, tp: int, runtime: str = "torch") -> int:
+    multiple = tp * (MEGATRON_VOCAB_MULTIPLE if runtime != "torch" else 1)
+    return -(-vocab // multiple) * multiple
+
+
+def kv_split(shape: Shape, tp: int) -> bool:
+    """Are the K and V projections split over tp (rather than replicated on every tp rank)?"""
+    return shape.kv_heads % tp == 0
+
+
+@lru_cache(maxsize=4096)
+def layer_params(shape: Shape, tp: int, ep: int, moe: bool) -> Params:
+    """One transformer layer on one rank."""
+    h, m = shape.hidden, shape.ffn_matrices
+    kv = shape.kv // tp if kv_split(shape, tp) else shape.kv
+    attention = h * shape.q // tp + 2 * h * kv + shape.q * h // tp
+    norms = 2 * shape.norm_params
+    if not moe:
+        return Params(linear=attention + m * h * shape.ffn // tp, other=norms)
+    shared = shape.shared_experts * m * h * shape.expert_ffn // tp
+    routed = shape.experts // ep * m * h * shape.expert_ffn if ep <= shape.experts else m * h * shape.expert_ffn
+    return Params(linear=attention + shared, other=norms + h * shape.experts, expert=routed)
+
+
+@lru_cache(maxsize=4096)
+def chunks_of(layers: int, pp: int, v: int, schedule: str, split: tuple[int, ...] | None,
+              tied: bool) -> tuple[Chunk, ...]:
+    return make_chunks(layers, pp, v, schedule, split, tied)
+
+
+@lru_cache(maxsize=16384)
+def chunk_params(shape: Shape, chunk: Chunk, tp: int, ep: int, runtime: str) -> Params:
+    """The parameters of one chunk on one rank, embedding and output layer included."""
+    total = Params()
+    dense = moe = 0
+    for layer in chunk.layer_range:
+        if shape.is_moe(layer):
+            moe += 1
+        else:
+            dense += 1
+    if dense:
+        p = layer_params(shape, tp, ep, False)
+        total += Params(p.linear * dense, p.other * dense, p.expert * dense)
+    if moe:
+        p = layer_params(shape, tp, ep, True)
+        total += Params(p.linear * moe, p.other * moe, p.expert * moe)
+    table = padded_vocab(shape.vocab, tp, runtime) * shape.hidden // tp
+    if chunk.embedding:
+        total += Params(other=table + shape.position_params)
+    if chunk.output:
+        own_table = not shape.tied or chunk.tied_copy  # tied: shared with the embedding, or a copy
+        total += Params(other=shape.norm_params + (table if own_table else 0))
+    return total
+
+
+def rank_chunks(shape: Shape, k: Knobs) -> tuple[tuple[Chunk, ...], ...]:
+    """The chunks each pp rank holds (from `stages.py`, the one definition)."""
+    chunks = chunks_of(shape.layers, k.pp, k.virtual_stages, k.schedule, k.split, shape.tied)
+    return tuple(tuple(c for c in chunks if c.rank == r) for r in range(k.pp))

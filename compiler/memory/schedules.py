@@ -1,0 +1,269 @@
+"""Micro-batches in flight: what each pipeline rank holds at its worst moment, per schedule.
+
+The memory of a pipeline rank depends on the order in which it runs forwards and backwards, so
+this module writes that order down for each schedule exactly as torch 2.13's
+`torch.distributed.pipelining` runs it (tests/test_memory_schedules.py compares every sequence
+with torch's own action lists), then walks it and records, after every action, how many
+micro-batches each local chunk holds:
+
+- `held`: forward done, activations kept (a full backward B, or a weight backward W, frees them);
+- `pending`: input backward I done, weight backward W not yet: torch's `stage_backward_input`
+  runs autograd with `retain_graph=True` and keeps the graph, so such a micro-batch still holds
+  its saved activations (it stays `held`) *and* the output gradients W needs. Recomputed
+  activations are not kept: torch.utils.checkpoint frees them as they are unpacked even with
+  retain_graph (its "Rule 4"), and the weight backward recomputes them again;
+- `unsharded`: zero3 under a single-stage schedule: a chunk's parameters stay gathered from a
+  backward (pipelining sets `reshard_after_backward=False`) until the next forward reshards them.
+
+Orders (p = pp, m = micro-batches, v = chunks per rank, r = pp rank):
+
+- gpipe (Huang et al. 2019): all m forwards, then all m backwards: m held.
+- 1f1b (PipeDream-Flush, Narayanan et al. 2021): min(p - r, m) forwards, then backward-forward
+  pairs: rank r holds min(p - r, m).
+- interleaved-1f1b (Narayanan et al. 2021, Section 2.2; torch's flexible rounds): warm-up of
+  (v - 1) x m_round + 2 (p - 1 - r) chunk-forwards, then forward-backward pairs; rank 0 holds
+  p + (p - 1)/v stage-equivalents, Megatron-LM's (1 + (p - 1)/(p v)) penalty.
+- interleaved-zb (ZB1P, Qi et al. 2024): warm-up (v - 1) x m_round + (p - 1 - r), then F, I and,
+  after r steps, the oldest deferred W.
+- zbv (Qi et al. 2024, Section 6): two chunks in a V; W right after I in the steady state.
+- dualpipe-v (DeepSeek-AI 2024; DualPipe's V-shaped variant): overlapped forward-backward pairs,
+  with input/weight split backwards in its cool-down.
+
+A state is the tuple (held per chunk, pending per chunk, unsharded per chunk); only the states
+no other state dominates are kept, so the memory model takes a max over a handful.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+F, B, I, W = "F", "B", "I", "W"  # noqa: E741 - the schedule papers' names for the four actions
+
+SINGLE_STAGE = ("gpipe", "1f1b")
+MULTI_STAGE = ("interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v")
+ZERO_BUBBLE = ("interleaved-zb", "zbv", "dualpipe-v")
+
+Action = tuple[str, int]
+"""(kind, local chunk index)."""
+
+
+def rounds(pp: int, m: int) -> tuple[int, int]:
+    """torch's interleaved schedules: rounds = max(1, m // pp) of m / rounds micro-batches each."""
+    count = max(1, m // pp)
+    return count, m // count
+
+
+def interleaved_accepts(pp: int, m: int) -> bool:
+    """torch raises unless the micro-batches split into whole rounds."""
+    count, _ = rounds(pp, m)
+    return m % count == 0
+
+
+def gpipe(pp: int, m: int, rank: int) -> list[Action]:
+    return [(F, 0)] * m + [(B, 0)] * m
+
+
+def one_f_one_b(pp: int, m: int, rank: int) -> list[Action]:
+    warmup = min(m, pp - rank)
+    actions: list[Action] = [(F, 0)] * warmup
+    forwards = warmup
+    for _ in range(m - warmup):
+        actions += [(B, 0), (F, 0)]
+        forwards += 1
+    actions += [(B, 0)] * (m - (forwards - warmup))
+    return actions
+
+
+def _looped(pp: int, v: int, m: int, rank: int, zero_bubble: bool) -> list[Action]:
+    """Interleaved 1F1B and ZB1P: chunks visited in rounds of m_round micro-batches."""
+    _, per_round = rounds(pp, m)
+    factor = 1 if zero_bubble else 2
+    warmup = min((v - 1) * per_round + factor * (pp - 1 - rank), m * v)
+    total = m * v
+
+    def forward_chunk(step: int) -> int:
+        return (step // per_round) % v
+
+    def backward_chunk(step: int) -> int:
+        return v - 1 - ((step - warmup) // per_round) % v
+
+    backward = I if zero_bubble else B
+    actions: list[Action] = []
+    done_backwards: list[int] = []
+    weights = 0
+    for step in range(warmup + total):
+        if step < total:
+            actions.append((F, forward_chunk(step)))
+        if step >= warmup:
+            chunk = backward_chunk(step)
+            actions.append((backward, chunk))
+            done_backwards.append(chunk)
+            if zero_bubble and step - warmup >= rank:
+                actions.append((W, done_backwards[weights]))
+                weights += 1
+    if zero_bubble:
+        actions += [(W, c) for c in done_backwards[weights:]]
+    return actions
+
+
+def interleaved_1f1b(pp: int, v: int, m: int, rank: int) -> list[Action]:
+    return _looped(pp, v, m, rank, zero_bubble=False)
+
+
+def interleaved_zb(pp: int, v: int, m: int, rank: int) -> list[Action]:
+    return _looped(pp, v, m, rank, zero_bubble=True)
+
+
+def zbv(pp: int, m: int, rank: int) -> list[Action]:
+    """ZB-V: the schedule is built for at least 2p - 1 micro-batches; the extra ones are dropped."""
+    n = max(2 * pp - 1, m)
+    seq: list[tuple[str, int, int]] = []  # (kind, chunk, micro-batch)
+    f = [0, 0]
+    b = [0, 0]
+
+    def add(kind: str, chunk: int, counter: list[int]) -> None:
+        seq.append((kind, chunk, counter[chunk]))
+        counter[chunk] += 1
+
+    for _ in range(2 * (pp - rank) - 1):
+        add(F, 0, f)
+    for _ in range(rank):
+        add(F, 1, f)
+        add(F, 0, f)
+    for _ in range(pp - rank):
+        add(F, 1, f)
+        seq.append((I, 1, b[1]))
+        add(W, 1, b)
+    while f[1] < f[0] or f[0] < n:
+        if f[0] < n:
+            add(F, 0, f)
+        seq.append((I, 0, b[0]))
+        add(W, 0, b)
+        add(F, 1, f)
+        seq.append((I, 1, b[1]))
+        add(W, 1, b)
+    w = list(b)
+    for _ in range(rank):
+        add(I, 0, b)
+        add(I, 1, b)
+    for _ in range(pp - rank):
+        add(I, 0, b)
+        add(W, 0, w)
+    while w[1] < b[1]:
+        add(W, 1, w)
+    while w[0] < b[0]:
+        add(W, 0, w)
+    return [(kind, chunk) for kind, chunk, micro in seq if micro < m]
+
+
+def dualpipe_v(pp: int, m: int, rank: int) -> list[Action]:
+    """DualPipeV as torch builds it; an overlapped forward-backward pair counts as F then B."""
+    actions: list[Action] = []
+    deferred: list[int] = []
+
+    def weight() -> None:
+        if deferred:
+            actions.append((W, deferred.pop(0)))
+
+    def backward_input(chunk: int) -> None:
+        actions.append((I, chunk))
+        deferred.append(chunk)
+
+    def backward(chunk: int, split: bool) -> None:
+        if split:
+            backward_input(chunk)
+        else:
+            actions.append((B, chunk))
+
+    for _ in range(2 * (pp - rank - 1)):
+        actions.append((F, 0))
+    for _ in range(rank + 1):
+        actions += [(F, 0), (F, 1)]
+    for _ in range(pp - rank - 1):
+        backward_input(1)
+        weight()
+        actions.append((F, 1))
+    for _ in range(m - 2 * pp + rank + 1):
+        actions += [(F, 0), (B, 1), (F, 1), (B, 0)]
+    for _ in range(pp - rank - 1):
+        actions += [(B, 1), (F, 1), (B, 0)]
+    split = False
+    steps = rank + 1
+    for i in range(steps):
+        if i == steps // 2 and rank % 2 == 1:
+            split = True
+        backward(1, split)
+        if i == steps // 2 and rank % 2 == 0:
+            split = True
+        backward(0, split)
+    for _ in range(pp - rank - 1):
+        weight()
+        backward(0, split)
+    for _ in range(rank + 1):
+        weight()
+    return actions
+
+
+def actions(schedule: str, pp: int, v: int, m: int, rank: int) -> list[Action]:
+    """The compute actions of one pp rank, in order. With pp = 1 there is no pipeline: each
+    micro-batch runs forward then backward."""
+    if pp == 1:
+        out: list[Action] = []
+        for _ in range(m):
+            out += [(F, c) for c in range(v)] + [(B, c) for c in reversed(range(v))]
+        return out
+    if schedule == "gpipe":
+        return gpipe(pp, m, rank)
+    if schedule == "1f1b":
+        return one_f_one_b(pp, m, rank)
+    if schedule == "interleaved-1f1b":
+        return interleaved_1f1b(pp, v, m, rank)
+    if schedule == "interleaved-zb":
+        return interleaved_zb(pp, v, m, rank)
+    if schedule == "zbv":
+        return zbv(pp, m, rank)
+    if schedule == "dualpipe-v":
+        return dualpipe_v(pp, m, rank)
+    raise ValueError(f"unknown schedule {schedule}")
+
+
+State = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+
+
+def _dominated(a: State, b: State) -> bool:
+    """Every count of `a` is at most that of `b` (so `a` never needs more memory)."""
+    return all(x <= y for part_a, part_b in zip(a, b, strict=True) for x, y in zip(part_a, part_b, strict=True))
+
+
+@lru_cache(maxsize=65536)
+def peak_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[State, ...]:
+    """The undominated (held, pending, unsharded) states of one rank over a step."""
+    held = [0] * v
+    pending = [0] * v
+    unsharded = [0] * v
+    seen: set[State] = set()
+    for kind, chunk in actions(schedule, pp, v, m, rank):
+        if kind == F:
+            held[chunk] += 1
+            unsharded[chunk] = 0
+        elif kind == B:
+            held[chunk] -= 1
+            unsharded[chunk] = 1
+        elif kind == I:
+            pending[chunk] += 1
+            unsharded[chunk] = 1
+        else:
+            held[chunk] -= 1
+            pending[chunk] -= 1
+        seen.add((tuple(held), tuple(pending), tuple(unsharded)))
+    states = sorted(seen, reverse=True)
+    kept: list[State] = []
+    for s in states:
+        if not any(_dominated(s, other) for other in kept):
+            kept = [o for o in kept if not _dominated(o, s)] + [s]
+    return tuple(sorted(kept))
+
+
+def max_in_flight(schedule: str, pp: int, v: int, m: int, rank: int) -> int:
+    """Most chunk-micro-batches the rank holds at once (for reports)."""
+    return max(sum(h) for h, _, _ in peak_states(schedule, pp, v, m, rank))

@@ -1,0 +1,87 @@
+"""Model states per rank: parameters, gradients and optimizer states, for each dp sharding.
+
+Bytes per parameter element, by runtime (o = optimizer state: 8 for Adam's two fp32 moments,
+4 for SGD's fp32 momentum; sharded = divided over the sharding group, see `Knobs`):
+
+torch (what parc generates; FSDP2 with MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)):
+
+| sharding | params | grads | optimizer | also held |
+|---|---|---|---|---|
+| none (DDP) | 4 | 4 | o | - |
+| zero1 | 4 | 4 | o sharded | - |
+| zero2 (reshard_after_forward=False) | 4 sharded | 4 sharded | o sharded | bf16 copy of every layer, unsharded, forward to backward |
+| zero3, hsdp (reshard_after_forward=True) | 4 sharded | 4 sharded | o sharded | the unsharded layers in flight (see `model.py`) |
+
+The parameters themselves are fp32 (the master copy is the parameter), so there is no separate
+4-byte master as in the ZeRO paper. Under pipeline parallelism, torch.distributed.pipelining runs
+every backward but the step's last with `set_requires_gradient_sync(False)` and
+`set_reshard_after_backward(False)` (`PipelineStage.backward_maybe_with_nosync`), so FSDP2 keeps
+the unsharded gradients, upcast to the fp32 reduce dtype (`FSDPParam.to_accumulated_grad_if_needed`),
+until the step ends: 4 more bytes per unsharded parameter (`accumulated_grads`).
+
+megatron (Megatron-LM `theoretical_memory_usage.py`): bf16 params 2, fp32 main grads 4, fp32 master
+plus moments 12 (= 18 per parameter; the distributed optimizer shards the 12: 6 + 12/d).
+zero (Rajbhandari et al. 2020, Section 3.1): 2 + 2 + 12 = 16; ZeRO-1 4 + 12/d, ZeRO-2 2 + 14/d,
+ZeRO-3 16/d. In both, zero2 also shards gradients and zero3/hsdp also parameters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .inputs import Knobs
+from .parameters import Params
+
+FP32 = 4
+HALF = 2
+FP8 = 1
+
+
+@dataclass(frozen=True, slots=True)
+class States:
+    """Model-state bytes on one rank."""
+
+    params: int
+    grads: int
+    optimizer: int
+    unsharded: int = 0
+    """Bytes of the full (dp-unsharded) compute copy of every parameter the rank holds (FSDP)."""
+    accumulated_grads: int = 0
+    """fp32 unsharded gradients FSDP2 keeps across micro-batches under pipeline parallelism."""
+
+
+def optimizer_bytes(optimizer: str, runtime: str) -> int:
+    """Optimizer state per parameter: moments (torch keeps no separate master), plus a master."""
+    moments = FP32 if optimizer == "sgd" else 2 * FP32
+    return moments if runtime == "torch" else moments + FP32
+
+
+def compute_copy_bytes(p: Params, precision: str) -> int:
+    """An unsharded compute copy: matmul weights in bf16 (1 byte under fp8 all-gather), the rest bf16."""
+    matmul = FP8 if precision == "fp8" else HALF
+    return (p.linear + p.expert) * matmul + p.other * HALF
+
+
+def model_states(p: Params, k: Knobs) -> States:
+    total = p.total
+    sharded = (p.linear + p.other) / k.dense_shard_group + p.expert / k.expert_shard_group
+    opt = optimizer_bytes(k.optimizer, k.runtime)
+    if k.runtime != "torch":
+        param, grad = (HALF, FP32) if k.runtime == "megatron" else (HALF, HALF)
+        shard_params = k.sharding in ("zero3", "hsdp")
+        shard_grads = k.sharding in ("zero2", "zero3", "hsdp")
+        shard_opt = k.sharding != "none"
+        return States(
+            params=round(param * (sharded if shard_params else total)),
+            grads=round(grad * (sharded if shard_grads else total)),
+            optimizer=round(opt * (sharded if shard_opt else total)),
+        )
+    if k.sharding == "none":
+        return States(FP32 * total, FP32 * total, opt * total)
+    if k.sharding == "zero1":
+        return States(FP32 * total, FP32 * total, round(opt * sharded))
+    return States(
+        params=round(FP32 * sharded), grads=round(FP32 * sharded), optimizer=round(opt * sharded),
+        unsharded=compute_copy_bytes(p, k.precision),
+        accumulated_grads=FP32 * total if k.pp > 1 else 0,
+    )
