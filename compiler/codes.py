@@ -264,9 +264,220 @@ The world size must be a multiple of the GPUs per node: parc places whole nodes.
 # ---------------------------------------------------------------------------------------------
 # Layout rules (compiler/checks): E03xx errors, W03xx warnings. Add new codes below this line.
 
+register("E0304", "the tp group crosses an NVLink domain", """
+Tensor parallelism exchanges activations several times per layer, in the critical path, so every
+tp group must sit inside one NVLink domain (8 GPUs of an HGX node, 72 of a GB200 NVL72 rack). The
+group spans `stride x tp` consecutive ranks, where the stride is the product of the degrees
+written before tp in rank order; that span must divide the domain so that no group straddles two:
+
+    dp 2 x tp 8 on nodes(8 gpus, nvlink)   # tp 8 with stride 2 spans 16 ranks: two nodes
+    tp 8 x dp 2 on nodes(8 gpus, nvlink)   # tp 8 spans ranks 0-7: one node
+
+Write tp first, or choose a tp that divides the domain.
+""")
+
+register("W0305", "tensor parallelism over PCIe", """
+The cluster's GPUs are linked by PCIe only (`on nodes(8 gpus, pcie)`), so there is no NVLink
+domain and every tp collective runs at PCIe speed, several times per layer. It works, but tp 1
+with more pipeline or data parallelism is usually faster. Acknowledge with `allow W0305` when tp is
+needed to fit the model.
+""")
+
+register("W0306", "rank order sends heavy traffic over the network", """
+parc estimates how many bytes each GPU sends per step on every axis (tp and cp every layer, ep
+every MoE layer, pp every micro-batch, dp once per step) and which axes' groups cross NVLink
+domains in the written rank order. When another order keeps a heavier axis inside the domain and
+puts a lighter one outside, the warning names that order and the network time it saves:
+
+    dp 16 x cp 2 x tp 8 ...   # cp's groups cross nodes while dp's stay inside
+
+Reorder the layout line (the first axis varies fastest), write `order ?` to let search choose, or
+acknowledge with `allow W0306` on the layout line.
+""")
+
+register("E0310", "tp does not divide the attention heads", """
+Tensor parallelism gives each rank heads / tp whole query heads (the Q projection is split by
+columns, head by head). The help line lists nearby degrees that divide the head count and fit the
+NVLink domain:
+
+    model { heads 40 ... }
+    tp 16 x ...    # 40 / 16 = 2.5 heads per rank: try tp 4, 5 or 8
+""")
+
+register("W0311", "kv heads are replicated", """
+With grouped-query attention the K and V projections have fewer heads than Q. When the degree
+that splits heads (tp, times cp under all-to-all context parallelism) does not divide the kv head
+count, each rank keeps all kv heads it needs instead of a slice: the K/V weights (and their
+activations) are replicated, which costs memory the warning quantifies. Megatron-LM and
+torchtitan do the same. Choose a degree that divides the kv heads, or acknowledge with
+`allow W0311`.
+""")
+
+register("E0312", "tp does not divide the FFN size", """
+The FFN's up-projections are split by columns over tp (and the down-projection by rows), so tp must
+divide the FFN inner size, and the shared experts' size of a mixture-of-experts model. (Routed
+experts are not split by tp: expert parallelism divides them.)
+""")
+
+register("E0313", "tp does not divide the hidden size", """
+Tensor parallelism and sequence parallelism assume the hidden size splits evenly over tp (the
+row-parallel projections' partial sums, Megatron-LM's and torchtitan's layouts). Choose a tp that
+divides the hidden size.
+""")
+
+register("W0314", "the vocabulary is padded", """
+The embedding and output layers are split over tp by vocabulary rows, so the vocabulary is padded
+up to a multiple of tp; the padded rows cost memory and compute and are never predicted. The
+warning gives the padded size and the bytes per rank. It is usually harmless (Megatron-LM pads
+GPT-2's 50,257 tokens to 50,304); acknowledge it with `allow W0314` on the model line.
+""")
+
+register("E0315", "layers do not split evenly over the pipeline", """
+Each pipeline rank holds `layers / (pp x virtual stages)` layers per chunk. When that is not whole,
+write the uneven split explicitly so that the balance is a decision, not an accident:
+
+    pp { split [7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7] }   # 126 layers over 16 stages
+
+The help line proposes a split, or degrees that divide the layer count.
+""")
+
+register("E0316", "the pipeline split does not match", """
+`split` lists the layers of every chunk in model order: pp x virtual-stages entries that sum to
+the model's layer count. The message says which of the two is off.
+""")
+
+register("E0317", "virtual stages do not match the schedule", """
+gpipe and 1f1b run one chunk per pipeline rank (`virtual-stages 1`); interleaved-1f1b and
+interleaved-zb take 2 or more; zbv and dualpipe-v run exactly two chunks per rank in a V
+(torch.distributed.pipelining raises otherwise).
+""")
+
+register("E0318", "the interleaved schedule rejects this micro-batch count", """
+torch's interleaved schedules (interleaved-1f1b, interleaved-zb) group micro-batches into
+rounds = max(1, m // pp) rounds of m / rounds each, and raise unless m is a multiple of the
+number of rounds:
+
+    pp 4, 9 micro-batches: 2 rounds, 9 % 2 = 1   # rejected
+    pp 4, 8 micro-batches: 2 rounds of 4         # accepted
+""")
+
+register("W0319", "interleaved micro-batches are not a multiple of pp", """
+The interleaved schedule of Narayanan et al. 2021 (and Megatron-LM) needs the number of
+micro-batches to be a multiple of pp. torch's flexible version accepts other counts in rounds of
+m / rounds micro-batches, but a round that is not a multiple of pp leaves ranks idle between
+chunks. Make the micro-batches per step (global batch / (dp x micro-batch)) a multiple of pp, or
+acknowledge with `allow W0319`.
+""")
+
+register("E0320", "dualpipe-v needs at least 2 x pp micro-batches", """
+DualPipeV feeds micro-batches from both ends of the V and needs at least as many as pipeline
+stages, 2 x pp (torch.distributed.pipelining raises otherwise).
+""")
+
+register("E0321", "the global batch does not divide over the data-parallel ranks", """
+Every step, each of the batch-parallel ranks (dp, and ep when it is a layout axis) takes
+global-batch / (dp x micro-batch) micro-batches of micro-batch sequences. That must be a whole
+number:
+
+    global-batch 2048, dp 64, micro-batch 3: 2,048 / 192 = 10.67   # not whole
+""")
+
+register("E0322", "fewer micro-batches than pipeline stages", """
+A pipeline of pp stages needs at least pp micro-batches in flight to have every stage busy;
+torch's 1F1B schedule raises with fewer, and any schedule would leave stages idle most of the
+time. Lower the micro-batch size, raise the global batch, or use fewer pipeline stages.
+""")
+
+register("W0323", "the pipeline bubble exceeds 10 %", """
+A pipeline spends (pp - 1) micro-batch slots filling and draining. As a fraction of the ideal
+step (Narayanan et al. 2021): (pp - 1) / m for gpipe and 1f1b, (pp - 1) / (v x m) for the
+interleaved schedule, and a third of that for the zero-bubble schedules (interleaved-zb, zbv,
+dualpipe-v: Qi et al. 2024 fill the bubble with weight-gradient work, to one third when forward,
+input-backward and weight-backward take equal time). Above 10 % the warning says how many
+micro-batches would bring it under. More micro-batches (a smaller micro-batch or a larger global
+batch), more virtual stages or fewer stages shrink it; acknowledge with `allow W0323`.
+""")
+
+register("E0330", "the sequence does not split over context parallelism", """
+Context parallelism gives each cp rank a slice of every sequence. The ring and all-gather flavours
+balance causal attention by giving each rank two chunks, one from each end (Llama 3's and
+Megatron-LM's load balancing), so seq must divide by 2 x cp; all-to-all (Ulysses) needs seq to
+divide by cp.
+""")
+
+register("E0331", "the local sequence does not split over tp under sequence parallelism", """
+Sequence parallelism shards the norm and residual activations along the sequence over the tp
+ranks, so the sequence each cp rank holds (seq / cp) must divide by tp.
+""")
+
+register("E0332", "all-to-all context parallelism needs heads divisible by cp", """
+Ulysses-style context parallelism trades the sequence split for a head split: an all-to-all
+gives each cp rank all tokens of heads / (tp x cp) heads. The query heads each tp rank holds must
+therefore divide by cp. Use the ring or all-gather flavour, or a cp that divides heads / tp.
+""")
+
+register("E0340", "ep does not divide the experts", """
+Expert parallelism gives each ep rank experts / ep whole routed experts, so ep must divide the
+number of routed experts.
+""")
+
+register("E0341", "ep does not fit the axes it folds over", """
+`ep N over A x B` regroups the ranks of axes A and B into expert groups of N ranks (torchtitan's
+and Megatron-Core's MoE parallel folding), so N must divide the product of their degrees:
+
+    dp 16 x cp 2 ..., ep 12 over dp x cp   # 32 ranks do not form groups of 12
+""")
+
+register("E0342", "expert parallelism on a dense model", """
+Expert parallelism spreads the routed experts of mixture-of-experts layers; the model has none.
+Remove ep, or describe the experts in the model (`experts 8, top-k 2`).
+""")
+
+register("E0350", "hsdp replicate x shard is not dp", """
+`sharding hsdp R x S` shards every parameter over S ranks and keeps R replicas of those shards,
+so R x S must equal the dp degree.
+""")
+
+register("W0351", "zero3 with pipeline parallelism re-gathers parameters every micro-batch", """
+Under pipeline parallelism each stage runs a forward for every micro-batch. With zero3 (FSDP with
+reshard_after_forward) the stage's parameters are all-gathered again for every one of those
+forwards, m times per step instead of once, and torch.distributed.pipelining keeps the gradients
+unsharded in fp32 until the step ends (it disables gradient reduction until the last backward),
+so little of zero3's memory saving over zero2 remains. The warning gives the extra all-gather
+volume. zero1 or zero2 usually serve pipelines better; acknowledge with `allow W0351`.
+""")
+
+register("W0352", "zero3 under a zero-bubble schedule runs as zero2", """
+torch's zero-bubble schedules (interleaved-zb, zbv, dualpipe-v) split the backward into input and
+weight gradients. With FSDP2 they give wrong gradients unless parameters stay gathered from
+forward to backward (reshard_after_forward=False, see ../shared/torch-cpu.md caveat 1), so the
+generated runtime runs zero3 as zero2 and the memory model counts it that way. Write
+`sharding zero2` to say so, or acknowledge with `allow W0352`.
+""")
+
+register("W0353", "sharding over a single rank", """
+ZeRO and FSDP shard states over the data-parallel ranks of a stage (dp x cp, and ep when it is a
+layout axis). With only one such rank there is nothing to shard over and the setting only adds
+overhead; use `sharding none`.
+""")
+
 
 # ---------------------------------------------------------------------------------------------
 # Memory (compiler/memory.py and its check): E04xx, W04xx. Add new codes below this line.
+
+register("E0401", "the layout does not fit in GPU memory", """
+parc predicts, for every pipeline stage, the peak memory of its worst rank: parameters, gradients
+and optimizer states (per dp sharding), the activations of the micro-batches the schedule keeps
+in flight (per recompute mode, under tp, sequence parallelism and cp), and transient buffers
+(FSDP gathers, gradient reduction, logits and loss, the backward working set). The peak must fit
+in the GPU's memory minus a reserve for the CUDA context, NCCL buffers and allocator
+fragmentation. The notes give the breakdown of the worst stage; the help line lists single changes
+and how much each frees, computed by re-running the model with that change:
+
+    help: recompute selective frees 31.0 GiB; sharding zero1 frees 40.2 GiB
+
+`parc explain SPEC` prints every stage. docs/memory-model.md derives each term.
+""")
 
 
 # ---------------------------------------------------------------------------------------------

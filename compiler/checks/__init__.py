@@ -61,7 +61,16 @@ def apply_allows(plan: Plan, found: list[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
-RULE_MODULES: tuple[str, ...] = ()
+RULE_MODULES: tuple[str, ...] = (
+    "topology",  # world placement: tp inside NVLink, rank order
+    "tensor",  # tp against heads, kv heads, FFN, hidden, vocabulary
+    "schedule",  # layers over stages, what each pipeline schedule accepts
+    "batch",  # global batch over dp, micro-batches over pp, the bubble
+    "context",  # the sequence over cp and tp
+    "experts",  # experts over ep, ep over its folded axes
+    "sharding",  # hsdp factors, zero3 with pipelines
+    "memory",  # the worst rank's peak against HBM (last: it reads best after the layout rules)
+)
 """Modules of this package that hold rules, in report order."""
 
 _loaded = False

@@ -1,0 +1,139 @@
+"""Pipeline: how layers split over stages and chunks, and what each torch schedule accepts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..diagnostics import Diagnostic, error, warning
+from ..memory.schedules import interleaved_accepts, rounds
+from ..plan import Plan
+from ..stages import V_SCHEDULES, layers_per_chunk
+from . import rule
+from .helpers import axis_span, divisors, first_span, labels, model_label, suggest
+
+INTERLEAVED = ("interleaved-1f1b", "interleaved-zb")
+SINGLE = ("gpipe", "1f1b")
+
+
+def _pp_v(plan: Plan) -> tuple[int, int] | None:
+    pp = plan.layout.pp
+    if pp.degree is None or pp.virtual_stages is None or pp.schedule is None:
+        return None
+    return pp.degree, pp.virtual_stages
+
+
+def balanced_split(layers: int, chunks: int) -> list[int]:
+    """An uneven split that keeps the ends light (they hold the embedding and the loss)."""
+    base, extra = divmod(layers, chunks)
+    sizes = [base] * chunks
+    order = list(range(1, chunks - 1)) + [0, chunks - 1] if chunks > 2 else list(range(chunks))
+    for i in order[:extra]:
+        sizes[i] += 1
+    return sizes
+
+
+@rule
+def layers_split_over_pipeline(plan: Plan) -> Iterator[Diagnostic]:
+    known = _pp_v(plan)
+    if known is None:
+        return
+    pp, v = known
+    chunks = pp * v
+    layers = plan.model.layers
+    split = plan.layout.pp.split
+    pp_spans = plan.layout.pp
+    if split is not None:
+        span = pp_spans.span_of("split")
+        if len(split) != chunks:
+            yield error("E0316", f"split has {len(split)} entries; pp {pp} x {v} virtual stage{'s' if v > 1 else ''} "
+                        f"needs {chunks}", span, label=f"{len(split)} entries",
+                        labels=labels((axis_span(plan, "pp"), f"pp {pp}"),
+                                      (pp_spans.span_of("virtual_stages"), f"{v} chunks per rank")),
+                        help=f"write {chunks} entries summing to {layers}, e.g. "
+                        f"`split [{', '.join(map(str, balanced_split(layers, chunks)))}]`")
+        elif sum(split) != layers:
+            yield error("E0316", f"split sums to {sum(split)} layers; the model has {layers}", span,
+                        label=f"{' + '.join(map(str, split[:4]))}{' + ...' if len(split) > 4 else ''} = {sum(split)}",
+                        labels=labels(model_label(plan, "layers", f"{layers} layers")),
+                        help=f"make the entries sum to {layers}, e.g. "
+                        f"`split [{', '.join(map(str, balanced_split(layers, chunks)))}]`")
+        return
+    if layers % chunks == 0:
+        return
+    sizes = layers_per_chunk(layers, chunks, None)
+    what = f"{pp} stages" + (f" x {v} chunks" if v > 1 else "")
+    options = suggest(divisors(layers), pp, ok=lambda d: d > 1 and layers % (d * v) == 0)
+    help_ = f"write the uneven split: `pp {{ split [{', '.join(map(str, balanced_split(layers, chunks)))}] }}`"
+    if options:
+        help_ += f", or use pp {options}"
+    yield error("E0315", f"{layers} layers do not split evenly over {what}",
+                first_span(axis_span(plan, "pp")), label=f"{layers} / {chunks} = {layers / chunks:.2f} layers per chunk",
+                labels=labels(model_label(plan, "layers", f"{layers} layers"),
+                              (pp_spans.span_of("virtual_stages"), f"{v} chunks per rank")),
+                notes=(f"without a split the first {layers % chunks} chunks would take {sizes[0]} layers and the "
+                       f"others {sizes[-1]}",),
+                help=help_)
+
+
+@rule
+def virtual_stages_match_schedule(plan: Plan) -> Iterator[Diagnostic]:
+    known = _pp_v(plan)
+    if known is None:
+        return
+    pp, v = known
+    schedule = plan.layout.pp.schedule
+    spans = plan.layout.pp
+    span = first_span(spans.span_of("virtual_stages"), spans.span_of("schedule"), axis_span(plan, "pp"))
+    sched_label = labels((spans.span_of("schedule"), f"schedule {schedule}"))
+    if schedule in SINGLE and v != 1:
+        yield error("E0317", f"{schedule} runs one chunk per rank, not {v}", span, label=f"{v} virtual stages",
+                    labels=sched_label,
+                    help="use `schedule interleaved-1f1b` for several chunks per rank, or `virtual-stages 1`")
+    elif schedule in V_SCHEDULES and v != 2:
+        yield error("E0317", f"{schedule} runs exactly 2 chunks per rank in a V, not {v}", span,
+                    label=f"{v} virtual stages", labels=sched_label, help="write `virtual-stages 2` (or leave it out)")
+    elif schedule in INTERLEAVED and v < 2 and pp > 1:
+        yield error("E0317", f"{schedule} needs at least 2 chunks per rank", span, label=f"{v} virtual stage",
+                    labels=sched_label, help="write `virtual-stages 2`, or use `schedule 1f1b`")
+
+
+def microbatches(plan: Plan) -> int | None:
+    return plan.training.grad_accum
+
+
+@rule
+def schedule_accepts_microbatches(plan: Plan) -> Iterator[Diagnostic]:
+    known = _pp_v(plan)
+    m = microbatches(plan)
+    if known is None or m is None:
+        return
+    pp, v = known
+    if pp == 1:
+        return
+    schedule = plan.layout.pp.schedule
+    spans = plan.layout.pp
+    span = first_span(spans.span_of("schedule"), axis_span(plan, "pp"))
+    train = plan.training
+    m_labels = labels((train.span_of("global_batch"), f"global batch {train.global_batch:,}"),
+                      (train.span_of("micro_batch"), f"micro-batch {train.micro_batch}"))
+    arithmetic = (f"micro-batches per step: {train.global_batch:,} / ({plan.layout.batch_degree} x "
+                  f"{train.micro_batch}) = {m}")
+    if schedule in INTERLEAVED and not interleaved_accepts(pp, m):
+        count, _ = rounds(pp, m)
+        good = [x for x in range(max(1, m - 2 * pp), m + 2 * pp + 1) if interleaved_accepts(pp, x) and x % pp == 0]
+        yield error("E0318", f"{schedule} rejects {m} micro-batches over pp {pp}", span,
+                    label=f"{count} rounds; {m} % {count} = {m % count}", labels=m_labels,
+                    notes=(arithmetic, f"torch splits m into max(1, m // pp) = {count} rounds and needs m to be a "
+                           "multiple of it"),
+                    help=f"make the micro-batches per step a multiple of {pp}, e.g. {suggest(good, m)}")
+    elif schedule in INTERLEAVED and m % pp:
+        yield warning("W0319", f"{m} micro-batches are not a multiple of pp {pp}", span,
+                      label=f"{m} % {pp} = {m % pp}", labels=m_labels,
+                      notes=(arithmetic,),
+                      help=f"use {m - m % pp or pp} or {m - m % pp + pp} micro-batches per step "
+                      "(change global-batch or micro-batch), or acknowledge with `allow W0319`")
+    if schedule == "dualpipe-v" and m < 2 * pp:
+        yield error("E0320", f"dualpipe-v needs at least {2 * pp} micro-batches, not {m}", span,
+                    label=f"2 x pp {pp} = {2 * pp}", labels=m_labels, notes=(arithmetic,),
+                    help=f"raise the micro-batches per step to {2 * pp} (a larger global batch or a smaller "
+                    "micro-batch), or use fewer stages")

@@ -1,0 +1,77 @@
+"""Data-parallel sharding: hsdp's factors, and zero3 where the pipeline undoes it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..diagnostics import Diagnostic, error, warning
+from ..memory import knobs_of, shape_of
+from ..memory.model import rank_params
+from ..memory.schedules import ZERO_BUBBLE
+from ..memory.states import compute_copy_bytes
+from ..plan import Plan
+from . import rule
+from .helpers import axis_span, divisors, first_span, gib, labels
+
+
+@rule
+def hsdp_factors(plan: Plan) -> Iterator[Diagnostic]:
+    dp = plan.layout.dp
+    if dp.sharding != "hsdp" or dp.degree is None or dp.replicate is None or dp.shard is None:
+        return
+    if dp.replicate * dp.shard == dp.degree:
+        return
+    pairs = [f"{r} x {dp.degree // r}" for r in divisors(dp.degree) if 1 < r < dp.degree][:4]
+    yield error("E0350", f"hsdp {dp.replicate} x {dp.shard} = {dp.replicate * dp.shard} ranks, but dp is {dp.degree}",
+                dp.span_of("sharding"), label=f"{dp.replicate} x {dp.shard} = {dp.replicate * dp.shard}",
+                labels=labels((axis_span(plan, "dp"), f"dp {dp.degree}")),
+                help=f"write `sharding hsdp R x S` with R x S = {dp.degree}"
+                + (f", e.g. {' or '.join(pairs[:2])}" if pairs else ""))
+
+
+def _sharding_span(plan: Plan):
+    return first_span(plan.layout.dp.span_of("sharding"), axis_span(plan, "dp"))
+
+
+@rule
+def zero3_with_pipeline(plan: Plan) -> Iterator[Diagnostic]:
+    layout = plan.layout
+    if layout.dp.sharding not in ("zero3", "hsdp") or not layout.pp.degree or layout.pp.degree == 1:
+        return
+    k = knobs_of(plan)
+    if k is None:
+        return
+    if k.schedule in ZERO_BUBBLE:
+        yield warning("W0352", f"zero3 under {k.schedule} runs as zero2", _sharding_span(plan),
+                      label="parameters stay gathered from forward to backward",
+                      labels=labels((layout.pp.span_of("schedule"), f"schedule {k.schedule}")),
+                      notes=("torch's zero-bubble schedules give wrong gradients with FSDP2 unless "
+                             "reshard_after_forward=False (../shared/torch-cpu.md, caveat 1)",),
+                      help="write `sharding zero2` to say what runs, or acknowledge with `allow W0352`")
+        return
+    params = rank_params(shape_of(plan), k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, "torch")
+    worst = max(params, key=lambda r: r.params.total)
+    copy = compute_copy_bytes(worst.params, k.precision)
+    group = k.dense_shard_group
+    extra = (k.microbatches - 1) * copy * (group - 1) / max(1, group)
+    grads = 4 * worst.params.total
+    yield warning("W0351", f"zero3 re-gathers each stage's parameters for all {k.microbatches} micro-batches",
+                  _sharding_span(plan), label=f"{k.microbatches} all-gathers per step instead of 1",
+                  labels=labels((axis_span(plan, "pp"), f"pp {k.pp}")),
+                  notes=(f"stage {worst.chunks[0].rank}: {gib(copy)} of bf16 parameters gathered per micro-batch: "
+                         f"{gib(extra)} more all-gather traffic per GPU per step than zero2",
+                         f"torch.distributed.pipelining also keeps {gib(grads)} of fp32 gradients unsharded until the "
+                         "step ends, so zero3 saves little memory over zero2 here"),
+                  help="use `sharding zero2` or `zero1`, or acknowledge with `allow W0351`")
+
+
+@rule
+def sharding_needs_replicas(plan: Plan) -> Iterator[Diagnostic]:
+    sharding = plan.layout.dp.sharding
+    if sharding in (None, "none"):
+        return
+    k = knobs_of(plan)
+    if k is None or k.dense_replicas > 1:
+        return
+    yield warning("W0353", f"{sharding} has a single data-parallel rank to shard over", _sharding_span(plan),
+                  label="dp x cp = 1", help="use `sharding none`, or acknowledge with `allow W0353`")
