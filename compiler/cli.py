@@ -41,6 +41,7 @@ class GuardedGroup(ParcGroup):
 @click.group(cls=GuardedGroup, context_settings=CONTEXT, epilog="""\b
 Examples:
   parc check specs/llama3-405b.par
+  parc explain specs/llama3-405b.par
   parc compile specs/llama3-405b.par -o out/llama3-405b
   parc fmt --check specs/*.par
   parc codes E0201
@@ -132,6 +133,33 @@ def check(files, fmt):
     results, unreadable = _compile_all(files)
     status = _report(results, fmt)
     sys.exit(2 if unreadable else status)
+
+
+@main.command(context_settings=CONTEXT, epilog="""\b
+Examples:
+  parc explain specs/llama3-405b.par
+  parc explain specs/llama3-405b.par --format json | jq .memory.peak_bytes
+""")
+@click.argument("file", metavar="FILE")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text for people or json for tools, both on stdout")
+def explain(file, fmt):
+    """Show the predicted memory of every pipeline stage and the failing rules."""
+    from .diagnostics import dumps_json, has_errors
+    from .explain import build_report, render_report
+
+    results, unreadable = _compile_all([file])
+    if unreadable:
+        sys.exit(2)
+    result = results[0]
+    if result.plan is None:
+        sys.exit(_report(results, fmt))
+    report = build_report(result)
+    if fmt == "json":
+        click.echo(dumps_json(report), nl=False)
+    else:
+        click.echo(render_report(report, result, _style(sys.stdout)), nl=False)
+    sys.exit(1 if has_errors(result.diagnostics) else 0)
 
 
 @main.command(context_settings=CONTEXT, epilog="""\b

@@ -1,0 +1,168 @@
+"""`parc explain`: a plan's predicted numbers as one report, built as data, rendered as text.
+
+The report is a dict (what `--format json` prints, keys sorted by `dumps_json`) assembled from
+sections; the text is one renderer per section, in order. Adding a section (the time model's,
+say) is one builder in `SECTIONS` and one renderer in `TEXT_SECTIONS`.
+
+JSON keys that tools depend on (add keys freely; never rename): `world_size`, `nodes`,
+`memory.per_stage[].{stage, params_bytes, grads_bytes, optimizer_bytes, activations_bytes,
+buffers_bytes, total_bytes}`, `memory.peak_bytes`, `memory.peak_stage`, `memory.hbm_bytes`,
+`diagnostics`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .diagnostics import Severity, Style, as_json, render_text, summary_line
+from .memory import estimate, missing_knobs
+from .pipeline import Compilation
+from .plan import Plan
+
+GiB = 1 << 30
+
+
+# ---------------------------------------------------------------------------------------------
+# Data
+
+
+def layout_text(plan: Plan) -> str:
+    return " x ".join(f"{a.name} {a.degree if a.degree is not None else '?'}" for a in plan.layout.axes)
+
+
+def header_section(compilation: Compilation) -> dict[str, Any]:
+    plan = compilation.plan
+    train = plan.training
+    return {
+        "file": compilation.source.path,
+        "world_size": plan.cluster.world_size,
+        "nodes": plan.cluster.nodes,
+        "gpus_per_node": plan.cluster.gpus_per_node,
+        "gpu": plan.cluster.gpu.name,
+        "layout": layout_text(plan),
+        "model": plan.model.name,
+        "parameters": plan.model.parameters,
+        "seq": train.seq_len,
+        "global_batch": train.global_batch,
+        "micro_batch": train.micro_batch,
+        "microbatches": train.grad_accum,
+        "holes": [h.name for h in plan.holes],
+    }
+
+
+def memory_section(compilation: Compilation) -> dict[str, Any] | None:
+    """Per-stage bytes of the worst rank of each pipeline stage; None while holes are open."""
+    plan = compilation.plan
+    result = estimate(plan)
+    if result is None:
+        return None
+    stages = []
+    for s in result.stages:
+        stages.append({
+            "stage": s.stage,
+            "layers": s.layers,
+            "params_bytes": s.params,
+            "grads_bytes": s.grads,
+            "optimizer_bytes": s.optimizer,
+            "activations_bytes": s.activations,
+            "buffers_bytes": s.buffers,
+            "total_bytes": s.total,
+            "in_flight": s.in_flight,
+            "hbm_fraction": round(s.total / result.hbm_bytes, 4),
+        })
+    return {
+        "runtime": result.runtime,
+        "per_stage": stages,
+        "peak_bytes": result.peak_bytes,
+        "peak_stage": result.peak_stage,
+        "hbm_bytes": result.hbm_bytes,
+        "reserve_bytes": result.reserve_bytes,
+        "usable_bytes": result.usable_bytes,
+        "fits": result.fits,
+        "padded_vocab": result.padded_vocab,
+        "virtual_stages": plan.layout.pp.virtual_stages,
+    }
+
+
+SECTIONS: list[tuple[str, Callable[[Compilation], Any]]] = [
+    ("memory", memory_section),
+]
+"""(key, builder) for every section after the header, in report order."""
+
+
+def build_report(compilation: Compilation) -> dict[str, Any]:
+    """The report as data. Needs a plan (the front end succeeded)."""
+    report = header_section(compilation)
+    for key, builder in SECTIONS:
+        report[key] = builder(compilation)
+    report["diagnostics"] = as_json(compilation.diagnostics)
+    return report
+
+
+# ---------------------------------------------------------------------------------------------
+# Text
+
+
+def _gib(nbytes: int) -> str:
+    return f"{nbytes / GiB:,.1f}"
+
+
+def header_text(report: dict, compilation: Compilation, style: Style) -> list[str]:
+    size = f"{report['world_size']:,} GPUs" if report["world_size"] else "size open"
+    nodes = f"{report['nodes']:,} nodes of {report['gpus_per_node']} {report['gpu']}" if report["nodes"] \
+        else report["gpu"]
+    lines = [style.bold(f"{report['file']}: {report['layout']} on {nodes} ({size})")]
+    accum = report["microbatches"]
+    micro = report["micro_batch"] if report["micro_batch"] is not None else "?"
+    batch = (f"seq {report['seq']:,}, global batch {report['global_batch']:,}, micro-batch {micro}"
+             + (f", {accum} micro-batches per step" if accum else ""))
+    lines.append(f"{report['model']}: {report['parameters'] / 1e9:,.1f} B parameters; {batch}")
+    return lines
+
+
+def memory_text(report: dict, compilation: Compilation, style: Style) -> list[str]:
+    memory = report.get("memory")
+    if memory is None:
+        open_ = ", ".join(missing_knobs(compilation.plan))
+        return [f"memory: not predicted while holes are open ({open_}); `parc search` fills them"]
+    v = memory["virtual_stages"] or 1
+    flight = "in flight" if v == 1 else "chunks in flight"
+    head = ("stage", "layers", "params", "grads", "optimizer", "activations", "buffers", "total", "% HBM", flight)
+    rows = []
+    for s in memory["per_stage"]:
+        rows.append((str(s["stage"]), str(s["layers"]), _gib(s["params_bytes"]), _gib(s["grads_bytes"]),
+                     _gib(s["optimizer_bytes"]), _gib(s["activations_bytes"]), _gib(s["buffers_bytes"]),
+                     _gib(s["total_bytes"]), f"{s['hbm_fraction']:.0%}", str(s["in_flight"])))
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    lines = [style.bold(f"memory per GPU, worst rank of each pipeline stage (GiB; {memory['runtime']} runtime)")]
+    lines.append("  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)))
+    usable = memory["usable_bytes"]
+    for s, row in zip(memory["per_stage"], rows, strict=True):
+        line = "  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True))
+        lines.append(style.red(line) if s["total_bytes"] > usable else line)
+    verdict = "fits" if memory["fits"] else "does not fit"
+    lines.append(f"peak: stage {memory['peak_stage']}, {_gib(memory['peak_bytes'])} GiB of {_gib(usable)} GiB usable "
+                 f"({_gib(memory['hbm_bytes'])} GiB HBM - {_gib(memory['reserve_bytes'])} GiB reserve): {verdict}")
+    return lines
+
+
+def diagnostics_text(report: dict, compilation: Compilation, style: Style) -> list[str]:
+    findings = [d for d in compilation.diagnostics if d.severity is not Severity.note]
+    if not findings:
+        return ["checks: no findings"]
+    text = render_text(compilation.diagnostics, {compilation.source.path: compilation.source}, style)
+    return [style.bold(f"checks: {summary_line(compilation.diagnostics, style)}"), "", text.rstrip("\n")]
+
+
+TEXT_SECTIONS: list[Callable[[dict, Compilation, Style], list[str]]] = [
+    header_text,
+    memory_text,
+    diagnostics_text,
+]
+"""One renderer per section, in order; each returns its lines (blank lines go between)."""
+
+
+def render_report(report: dict, compilation: Compilation, style: Style) -> str:
+    blocks = ["\n".join(render(report, compilation, style)) for render in TEXT_SECTIONS]
+    return "\n\n".join(b for b in blocks if b) + "\n"
