@@ -110,7 +110,8 @@ def _gib(nbytes: int) -> str:
 
 def header_text(report: dict, compilation: Compilation, style: Style) -> list[str]:
     size = f"{report['world_size']:,} GPUs" if report["world_size"] else "size open"
-    nodes = f"{report['nodes']:,} nodes of {report['gpus_per_node']} {report['gpu']}" if report["nodes"] \
+    count = report["nodes"]
+    nodes = f"{count:,} node{'s' if count != 1 else ''} of {report['gpus_per_node']} {report['gpu']}" if count \
         else report["gpu"]
     lines = [style.bold(f"{report['file']}: {report['layout']} on {nodes} ({size})")]
     accum = report["microbatches"]

@@ -1,0 +1,96 @@
+"""`parc explain`: the per-stage table and the failing rules, as text and as JSON.
+
+Golden files tests/checks/explain/<spec>.txt and .json record the output for the example specs
+and for a layout that does not fit (`PARC_UPDATE_GOLDEN=1` rewrites them after an intended
+change). The JSON keys listed in the issue are a contract: they are tested by name here.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from parc import memory
+from parc.pipeline import compile_path
+
+from .conftest import ROOT, check_golden, run_cli
+
+EXPLAIN = ROOT / "tests" / "checks" / "explain"
+CASES = ["specs/llama3-405b.par", "specs/deepseek-v3-like.par", "specs/mixtral-8x7b-5d.par",
+         "specs/llama3-70b-search.par", "tests/checks/explain/too-big.par"]
+CONTRACT_STAGE = {"stage", "params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes", "buffers_bytes",
+                  "total_bytes"}
+
+
+def name_of(path: str) -> str:
+    return path.rsplit("/", 1)[1].removesuffix(".par")
+
+
+@pytest.mark.parametrize("path", CASES, ids=[name_of(p) for p in CASES])
+def test_text_and_json_match_the_golden_record(path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    text = run_cli("explain", path)
+    data = run_cli("explain", path, "--format", "json")
+    check_golden(EXPLAIN / f"{name_of(path)}.txt", text.stdout)
+    check_golden(EXPLAIN / f"{name_of(path)}.json", data.stdout)
+    assert text.exit_code == data.exit_code
+
+
+def test_json_keeps_the_contract_keys(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    report = json.loads(run_cli("explain", "specs/llama3-405b.par", "--format", "json").stdout)
+    assert {"world_size", "nodes", "memory", "diagnostics"} <= set(report)
+    mem = report["memory"]
+    assert {"per_stage", "peak_bytes", "peak_stage", "hbm_bytes"} <= set(mem)
+    assert report["world_size"] == 8192 and report["nodes"] == 1024
+    assert len(mem["per_stage"]) == 16
+    for stage in mem["per_stage"]:
+        assert CONTRACT_STAGE <= set(stage)
+        parts = ("params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes", "buffers_bytes")
+        assert stage["total_bytes"] == sum(stage[p] for p in parts)
+    worst = max(mem["per_stage"], key=lambda s: s["total_bytes"])
+    assert (mem["peak_bytes"], mem["peak_stage"]) == (worst["total_bytes"], worst["stage"])
+
+
+def test_json_numbers_are_the_models(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    report = json.loads(run_cli("explain", "specs/gpt3-175b.par", "--format", "json").stdout)
+    estimate = memory.estimate(compile_path("specs/gpt3-175b.par", checks=False).plan)
+    assert [s["total_bytes"] for s in report["memory"]["per_stage"]] == [s.total for s in estimate.stages]
+    assert report["memory"]["hbm_bytes"] == estimate.hbm_bytes
+
+
+def test_a_layout_that_does_not_fit_exits_1_with_its_table(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    result = run_cli("explain", "tests/checks/explain/too-big.par")
+    assert result.exit_code == 1
+    assert "does not fit" in result.stdout and "error[E0401]" in result.stdout
+    assert "frees" in result.stdout
+    data = json.loads(run_cli("explain", "tests/checks/explain/too-big.par", "--format", "json").stdout)
+    assert not data["memory"]["fits"] and data["diagnostics"][0]["code"] == "E0401"
+
+
+def test_holes_leave_memory_null(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    result = run_cli("explain", "specs/llama3-70b-search.par", "--format", "json")
+    assert result.exit_code == 0
+    report = json.loads(result.stdout)
+    assert report["memory"] is None and "tp" in report["holes"]
+
+
+def test_spec_errors_before_a_plan_exit_1_and_missing_files_2(tmp_path):
+    bad = tmp_path / "bad.par"
+    bad.write_text("tp 8 x\n")
+    assert run_cli("explain", str(bad)).exit_code == 1
+    assert run_cli("explain", str(tmp_path / "missing.par")).exit_code == 2
+
+
+def test_explain_is_deterministic(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    first = run_cli("explain", "specs/mixtral-8x7b-5d.par", "--format", "json").stdout
+    assert first == run_cli("explain", "specs/mixtral-8x7b-5d.par", "--format", "json").stdout
+
+
+def test_help_has_examples():
+    result = run_cli("explain", "--help")
+    assert result.exit_code == 0 and "parc explain specs/" in result.stdout

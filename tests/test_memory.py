@@ -1,0 +1,323 @@
+"""The memory model against the formulas it must agree with, and against itself.
+
+- activations per layer: the torch runtime against the bytes measured in ../shared/torch-cpu.md
+  section 3.8 (exact closed forms for a pre-LN GELU block), the megatron runtime against
+  Korthikanti et al. 2022, Table 2;
+- model states: the zero runtime against the ZeRO paper (16, 4 + 12/N, 2 + 14/N, 16/N bytes per
+  parameter), the megatron runtime against Megatron-LM's theoretical_memory_usage.py (18 or
+  6 + 12/d bytes per parameter on the most loaded shard);
+- micro-batches in flight: 1F1B's min(p - i, m), GPipe's m, and Megatron-LM's interleaving penalty;
+- consistency: parameters over all ranks add up to the model; the fast `peak` equals the per-stage
+  breakdown; a help line's "frees X" equals re-running the model on the edited spec.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import replace
+
+import pytest
+from parc import memory
+from parc.memory.activations import layer_activations, torch_layer
+from parc.memory.inputs import Knobs, Shape
+from parc.memory.model import peak, per_stage, rank_params
+from parc.memory.parameters import Params, padded_vocab
+from parc.memory.schedules import max_in_flight
+from parc.memory.states import model_states
+from parc.pipeline import compile_path, compile_text
+
+from .conftest import ROOT, SPECS
+
+# The model of torch-cpu.md section 3.8: pre-LN, GELU MLP of 4h, LayerNorm, MHA, no positions.
+H, A, S, B = 64, 4, 32, 8
+CPU_MODEL = Shape(layers=4, hidden=H, ffn=4 * H, heads=A, kv_heads=A, head_dim=H // A, vocab=128, tied=False,
+                  ffn_matrices=2, layernorm=True, position_params=0)
+
+
+def knobs(**fields) -> Knobs:
+    base = dict(tp=1, pp=1, dp=1, seq=S, micro_batch=B, sequence_parallel=False)
+    base.update(fields)
+    return Knobs(**base)
+
+
+# ---------------------------------------------------------------------------------------------
+# Activations: torch runtime against the measured closed forms (fp32: 4-byte elements and stats)
+
+
+def measured_single(bytes_per_element: int) -> int:
+    """torch-cpu.md 3.8, CPU flash SDPA: k x 32 sbh + 4 a s b (fp32 LSE) + LN stats, k = bytes / 2."""
+    sbh = S * B * H
+    k = bytes_per_element // 2
+    return k * 32 * sbh + 4 * A * S * B + 4 * S * B * 4
+
+
+@pytest.mark.parametrize("element", [4, 2])
+def test_torch_single_process_layer_matches_the_measurement(element):
+    got = torch_layer(CPU_MODEL, knobs(), False, "none", act=element, stat=4)
+    assert got.saved == measured_single(element)
+
+
+def test_torch_tp_without_sp_matches_the_measurement():
+    t = 2
+    sbh = S * B * H
+    expected = 16 * sbh + 48 * sbh // t + 4 * A * S * B // t + 4 * S * B * 4  # fp32; LN stats replicated
+    assert torch_layer(CPU_MODEL, knobs(tp=t), False, "none", act=4, stat=4).saved == expected
+
+
+def test_torch_tp_with_sp_keeps_the_gathered_norm_output():
+    t = 2
+    sbh = S * B * H
+    expected = 8 * sbh + 56 * sbh // t + 4 * A * S * B // t + 4 * S * B * 4 // t
+    assert torch_layer(CPU_MODEL, knobs(tp=t, sequence_parallel=True), False, "none", act=4, stat=4).saved == expected
+
+
+def test_torch_full_recompute_keeps_the_block_input():
+    assert torch_layer(CPU_MODEL, knobs(), False, "full", act=4, stat=4).saved == S * B * H * 4
+
+
+def test_torch_activations_use_exact_shapes_not_the_4h_mha_shortcut():
+    """GQA shrinks K and V; SwiGLU saves four FFN tensors (w1 out, silu out, w3 out, product)."""
+    llama = Shape(layers=1, hidden=4096, ffn=14336, heads=32, kv_heads=8, head_dim=128, vocab=128256, tied=False,
+                  ffn_matrices=3, layernorm=False, position_params=0)
+    k = knobs(seq=8192, micro_batch=1)
+    tokens = 8192
+    per_token = 2 * (4096 * 4 + 4096 + 2 * 1024 + 4096 + 4 * 14336) + 32 * 4 + 2 * 4  # + LSE + 2 RMS stats
+    assert layer_activations(llama, k, False, "none").saved == tokens * per_token
+
+
+def test_moe_activations_scale_with_top_k():
+    base = Shape(layers=1, hidden=1024, ffn=4096, heads=8, kv_heads=8, head_dim=128, vocab=1000, tied=False,
+                 ffn_matrices=3, layernorm=False, position_params=0, experts=8, top_k=1, expert_ffn=2048, moe=(True,))
+    k = knobs(seq=1024, micro_batch=1)
+    one = layer_activations(base, k, True, "none").saved
+    two = layer_activations(replace(base, top_k=2), k, True, "none").saved
+    tokens = 1024
+    routed_copy = 2 * (2 * 1024 + 4 * 2048) + 8 + 4  # dispatched input, expert output, insides; index, gate
+    assert two - one == tokens * routed_copy
+
+
+def test_recompute_modes_are_ordered():
+    k = knobs(seq=4096, micro_batch=2, tp=4, sequence_parallel=True)
+    none, selective, full = (layer_activations(CPU_MODEL, k, False, m).saved for m in ("none", "selective", "full"))
+    assert none > selective > full > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Activations: megatron runtime is Korthikanti et al. 2022, Table 2 (MHA, FFN 4h, 16-bit)
+
+GPT22B = Shape(layers=48, hidden=6144, ffn=24576, heads=64, kv_heads=64, head_dim=96, vocab=51200, tied=True,
+               ffn_matrices=2, layernorm=True, position_params=0)
+
+
+@pytest.mark.parametrize("t", [1, 2, 8])
+def test_megatron_layer_is_korthikanti(t):
+    s, b, h, a = 2048, 4, 6144, 64
+    sbh = s * b * h
+    mk = dict(seq=s, micro_batch=b, tp=t, runtime="megatron")
+    no_sp = layer_activations(GPT22B, knobs(**mk, sequence_parallel=False), False, "none").saved
+    assert no_sp == round(sbh * (10 + 24 / t + 5 * a * s / (h * t)))
+    if t > 1:
+        sp = layer_activations(GPT22B, knobs(**mk, sequence_parallel=True), False, "none").saved
+        assert sp == round(sbh / t * (34 + 5 * a * s / h))
+        selective = layer_activations(GPT22B, knobs(**mk, sequence_parallel=True), False, "selective").saved
+        assert selective == round(34 * sbh / t)
+    full = layer_activations(GPT22B, knobs(**mk, sequence_parallel=False), False, "full").saved
+    assert full == 2 * sbh
+
+
+def test_torch_differs_from_korthikanti_by_the_documented_terms():
+    """No dropout masks (-2 sbh), flash attention (no 5 a s^2 b; +4 a s b of fp32 logsumexp), fp32
+    LayerNorm statistics (+16 s b): the rest (32 sbh) is the same tensors."""
+    s, b, h, a = 2048, 4, 6144, 64
+    k = dict(seq=s, micro_batch=b, sequence_parallel=False)
+    torch_bytes = layer_activations(GPT22B, knobs(**k), False, "none").saved
+    megatron = layer_activations(GPT22B, knobs(**k, runtime="megatron"), False, "none").saved
+    assert megatron - torch_bytes == 2 * s * b * h + 5 * a * s * s * b - 4 * a * s * b - 16 * s * b
+
+
+# ---------------------------------------------------------------------------------------------
+# Model states
+
+
+PSI = 1_000_000
+
+
+def per_param(runtime: str, sharding: str, n: int) -> float:
+    k = knobs(dp=n, runtime=runtime, sharding=sharding)
+    states = model_states(Params(linear=PSI), k)
+    return (states.params + states.grads + states.optimizer) / PSI
+
+
+@pytest.mark.parametrize("n", [1, 8, 64])
+def test_zero_runtime_is_the_zero_paper(n):
+    assert per_param("zero", "none", n) == 16
+    assert per_param("zero", "zero1", n) == pytest.approx(4 + 12 / n)
+    assert per_param("zero", "zero2", n) == pytest.approx(2 + 14 / n)
+    assert per_param("zero", "zero3", n) == pytest.approx(16 / n)
+
+
+@pytest.mark.parametrize("n", [1, 8, 64])
+def test_megatron_runtime_is_megatrons_bytes_per_parameter(n):
+    assert per_param("megatron", "none", n) == 18
+    assert per_param("megatron", "zero1", n) == pytest.approx(6 + 12 / n)  # distributed optimizer
+
+
+def test_torch_runtime_states_per_sharding():
+    n = 8
+    assert per_param("torch", "none", n) == 16  # fp32 params, fp32 grads, two fp32 moments
+    assert per_param("torch", "zero1", n) == pytest.approx(8 + 8 / n)
+    assert per_param("torch", "zero2", n) == pytest.approx(16 / n)
+    k = knobs(dp=n, sharding="zero2")
+    assert model_states(Params(linear=PSI), k).unsharded == 2 * PSI  # bf16 copy held forward to backward
+    k = knobs(dp=n, sharding="zero3", pp=2)
+    assert model_states(Params(linear=PSI), k).accumulated_grads == 4 * PSI  # pipelining's no-sync grads
+
+
+def test_megatron_most_loaded_shard_matches_theoretical_memory_usage():
+    """Megatron-LM theoretical_memory_usage.compute_weight_and_optimizer_memory for Llama 3 70B,
+    tp 8, pp 4, dp 8, distributed optimizer. Megatron divides the norms by tp and puts the final
+    norm's 1/pp on every stage; parc keeps norms replicated (they are) and the final norm on the
+    last stage: exactly that difference, 1.3 x 10^-4 of the total."""
+    plan = compile_text("tp 8 x pp 4 x dp 8 on nodes(8 gpus, nvlink)\nmodel llama3-70b\nhardware { gpu h100-sxm }\n"
+                        "train { seq 8192, global-batch 256 }\ndp { sharding zero1 }\n", checks=False).plan
+    h, layers, heads, kv, ffn = 8192, 80, 64, 8, 28672
+    tp, pp, dp = 8, 4, 8
+    vocab = padded_vocab(128256, tp, "megatron")
+    attention = 2 * h * h * (1 + kv / heads)
+    layer = 2 * h * (ffn * 1.5 + 1) + attention
+    block = layer * layers + h
+    embedding = h * vocab
+    shard = (block / pp + embedding) / tp
+    megatron = shard * (6 + 12 / dp)
+    # parc: the norms of the stage's 20 layers are replicated over tp, the final norm is not here
+    norms = 2 * h * layers / pp * (1 - 1 / tp)
+    final = h / pp / tp
+    expected = megatron + (norms - final) * (6 + 12 / dp)
+    stage0 = memory.estimate(plan, "megatron").stages[0]
+    assert (stage0.params + stage0.grads + stage0.optimizer) == pytest.approx(expected, abs=2)
+    assert expected / megatron - 1 < 2e-4
+
+
+def test_parameters_over_all_ranks_add_up_to_the_model():
+    for path in SPECS:
+        plan = compile_path(str(path.relative_to(ROOT)), checks=False).plan
+        k = memory.knobs_of(plan)
+        if k is None:
+            continue
+        shape = memory.shape_of(plan)
+        ranks = rank_params(shape, 1, 1, k.pp, k.virtual_stages, k.schedule, k.split, "torch")
+        total = sum(r.params.total for r in ranks)
+        copy = plan.model.tied_embeddings and any(c.tied_copy for r in ranks for c in r.chunks)
+        expected = plan.model.parameters + (plan.model.vocab * plan.model.hidden if copy else 0)
+        assert total == expected, path.name
+
+
+def test_tensor_and_expert_parallelism_divide_what_they_should():
+    plan = compile_path("specs/mixtral-8x7b-5d.par", checks=False).plan
+    shape = memory.shape_of(plan)
+    one = rank_params(shape, 1, 1, 1, 1, "1f1b", None, "torch")[0].params
+    split = rank_params(shape, 2, 8, 1, 1, "1f1b", None, "torch")[0].params
+    assert split.expert * 8 == one.expert  # experts over ep, not tp
+    assert split.linear * 2 == one.linear  # attention over tp (kv 8 heads divide by 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Micro-batches in flight
+
+
+def test_1f1b_stage_i_holds_min_of_p_minus_i_and_m():
+    for pp, m in itertools.product((2, 4, 8), (1, 3, 8, 17)):
+        for rank in range(pp):
+            assert max_in_flight("1f1b", pp, 1, m, rank) == min(pp - rank, m)
+
+
+def test_gpipe_holds_every_micro_batch():
+    for pp, m in itertools.product((2, 4), (1, 5, 16)):
+        assert all(max_in_flight("gpipe", pp, 1, m, r) == m for r in range(pp))
+
+
+@pytest.mark.parametrize(("pp", "v"), [(2, 2), (4, 2), (4, 3), (8, 2)])
+def test_interleaved_first_rank_carries_megatrons_penalty(pp, v):
+    """Rank 0 holds pp + (pp - 1) / v stages' worth: pp x (1 + (pp - 1) / (pp v)), Megatron-LM."""
+    m = 4 * pp
+    chunks = max_in_flight("interleaved-1f1b", pp, v, m, 0)
+    assert chunks / v == pytest.approx(pp * (1 + (pp - 1) / (pp * v)))
+
+
+def test_zero_bubble_keeps_output_gradients_for_deferred_weight_backwards():
+    plan = compile_text(
+        "pp 4 x dp 2 on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware { gpu h100-sxm }\n"
+        "train { seq 4096, global-batch 64 }\npp { schedule PLACE }\ndp { sharding zero1 }\n".replace(
+            "PLACE", "interleaved-1f1b"), checks=False).plan
+    shape, k = memory.shape_of(plan), memory.knobs_of(plan)
+    zb = replace(k, schedule="interleaved-zb")
+    loop = per_stage(shape, k)
+    deferred = per_stage(shape, zb)
+    assert any(d.activations != lo.activations for d, lo in zip(deferred, loop, strict=True))
+
+
+# ---------------------------------------------------------------------------------------------
+# Consistency
+
+
+def test_fast_peak_equals_the_breakdown():
+    rnd = random.Random(7)
+    for path in ("specs/llama3-405b.par", "specs/mixtral-8x7b-5d.par", "specs/deepseek-v3-like.par"):
+        plan = compile_path(path, checks=False).plan
+        shape, base = memory.shape_of(plan), memory.knobs_of(plan)
+        for _ in range(60):
+            schedule = rnd.choice(["gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"])
+            k = replace(base, schedule=schedule, split=None,
+                        virtual_stages=1 if schedule in ("gpipe", "1f1b") else 2,
+                        sharding=rnd.choice(["none", "zero1", "zero2", "zero3", "hsdp"]), hsdp_shard=2,
+                        recompute=rnd.choice(["none", "selective", "full"]),
+                        precision=rnd.choice(["bf16", "fp8"]), microbatches=rnd.choice([base.pp * 2, base.pp * 4]))
+            stages = per_stage(shape, k)
+            worst = max(stages, key=lambda s: (s.total, -s.stage))
+            assert peak(shape, k) == (worst.total, worst.stage)
+
+
+def test_sharding_never_adds_memory_without_a_pipeline():
+    plan = compile_path("specs/llama3-405b.par", checks=False).plan
+    shape = memory.shape_of(plan)
+    k = replace(memory.knobs_of(plan), pp=1, tp=8, dp=1024, split=None, microbatches=2)
+    totals = [peak(shape, replace(k, sharding=s))[0] for s in ("none", "zero1", "zero2", "zero3")]
+    assert totals == sorted(totals, reverse=True)
+
+
+def test_each_spec_estimate_is_whole_and_positive():
+    for path in SPECS:
+        plan = compile_path(str(path.relative_to(ROOT)), checks=False).plan
+        result = memory.estimate(plan)
+        if result is None:
+            assert plan.holes
+            continue
+        assert len(result.stages) == (plan.layout.pp.degree or 1)
+        for s in result.stages:
+            parts = (s.params, s.grads, s.optimizer, s.activations, s.buffers)
+            assert all(isinstance(p, int) and p >= 0 for p in parts)
+            assert s.total == sum(parts) > 0
+        assert result.fits, path.name
+
+
+SPEC = """\
+tp 2 x dp 4 on nodes(8 gpus, nvlink)
+model llama3-70b { layers 20 }
+hardware { gpu h100-sxm }
+train { seq 8192, global-batch 32, micro-batch 2, recompute RECOMPUTE }
+dp { sharding SHARDING }
+"""
+
+
+def test_help_figures_are_the_model_rerun_on_the_edited_spec():
+    def peak_of(recompute="none", sharding="none", micro="2") -> int:
+        text = SPEC.replace("RECOMPUTE", recompute).replace("SHARDING", sharding)
+        return memory.estimate(compile_text(text.replace("micro-batch 2", f"micro-batch {micro}"), checks=False).plan).peak_bytes
+
+    plan = compile_text(SPEC.replace("RECOMPUTE", "none").replace("SHARDING", "none"), checks=False).plan
+    found = {a.change: a.freed_bytes for a in memory.alternatives(plan)}
+    base = peak_of()
+    assert found["recompute selective"] == base - peak_of(recompute="selective")
+    assert found["sharding zero1"] == base - peak_of(sharding="zero1")
+    assert found["micro-batch 1"] == base - peak_of(micro="1")
