@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
@@ -530,8 +531,8 @@ def _count_atom(atom: Atom, what: str, diags: _Diagnostics, limit: int = MAX_COU
         diags.err("E0207", f"{what} is too large", atom.span, label=f"{atom.text[:30]} is beyond {limit:,}",
                   help=f"parc accepts up to {limit:,}; check the number")
         return None
-    if number != int(number):
-        diags.err("E0203", f"{what} must be a whole number", atom.span, label=f"{atom.text} has a fraction",
+    if number != int(number) or not _whole(text):
+        diags.err("E0203", f"{what} must be a whole number", atom.span, label=f"{atom.text[:30]} has a fraction",
                   help=f"write a whole number, e.g. `{max(lowest, int(number))}`")
         return None
     value = int(number)
@@ -540,6 +541,18 @@ def _count_atom(atom: Atom, what: str, diags: _Diagnostics, limit: int = MAX_COU
                   help=f"write a number of {lowest} or more")
         return None
     return value
+
+
+def _whole(text: str) -> bool:
+    """Exactly whole: `1.99999999999999999` rounds to the float 2.0 but is not a count.
+
+    Decimal refuses exponents beyond about 10**18 digits; such a number is either far beyond the
+    limit (already reported) or a tiny fraction that the float check sees as 0."""
+    try:
+        exact = Decimal(text)
+    except InvalidOperation:
+        return True
+    return exact == exact.to_integral_value()
 
 
 def _block(kind: str, statement: Setting, diags: _Diagnostics, holes: list, path: str) -> BlockSpec:
