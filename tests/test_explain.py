@@ -94,3 +94,14 @@ def test_explain_is_deterministic(monkeypatch):
 def test_help_has_examples():
     result = run_cli("explain", "--help")
     assert result.exit_code == 0 and "parc explain specs/" in result.stdout
+
+
+def test_explain_does_not_import_torch():
+    import subprocess
+    import sys
+
+    probe = ("import sys\nfrom parc.cli import main\ntry:\n    main(['explain', 'specs/llama3-405b.par'], "
+             "standalone_mode=False)\nexcept SystemExit:\n    pass\n"
+             "print('HEAVY:' + ','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy'))))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120).stdout
+    assert "HEAVY:\n" in out or out.rstrip().endswith("HEAVY:"), out[-300:]

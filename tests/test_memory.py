@@ -321,3 +321,17 @@ def test_help_figures_are_the_model_rerun_on_the_edited_spec():
     assert found["recompute selective"] == base - peak_of(recompute="selective")
     assert found["sharding zero1"] == base - peak_of(sharding="zero1")
     assert found["micro-batch 1"] == base - peak_of(micro="1")
+
+
+def test_the_document_tables_are_current():
+    """docs/memory-model.md holds the output of docs/memory_table.py (regenerate with --write)."""
+    import importlib.util
+
+    path = ROOT / "docs" / "memory_table.py"
+    spec = importlib.util.spec_from_file_location("memory_table", path)
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    assert table.PUBLISHED.exists(), "../shared/calibration/published.yaml is needed to regenerate the tables"
+    text = (ROOT / "docs" / "memory-model.md").read_text()
+    block = text[text.index(table.BEGIN) + len(table.BEGIN):text.index(table.END)]
+    assert block == "\n" + table.generate(), "stale: run `.venv/bin/python docs/memory_table.py --write`"

@@ -88,6 +88,18 @@ def layer_mode(recompute: str, recompute_layers: int | None, index_in_chunk: int
     return recompute
 
 
+def _layer_kinds(shape: Shape, first: int, layers: int, recompute: str,
+                 recompute_layers: int | None) -> dict[tuple[bool, str], int]:
+    """How many layers of a chunk are of each (MoE?, recompute mode) kind."""
+    if not shape.moe and (recompute != "full" or recompute_layers is None):
+        return {(False, recompute): layers} if layers else {}
+    kinds: dict[tuple[bool, str], int] = {}
+    for i in range(layers):
+        key = (shape.is_moe(first + i), layer_mode(recompute, recompute_layers, i))
+        kinds[key] = kinds.get(key, 0) + 1
+    return kinds
+
+
 @lru_cache(maxsize=4096)
 def rank_params(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str,
                 split: tuple[int, ...] | None, runtime: str) -> tuple[RankParams, ...]:
@@ -125,10 +137,11 @@ def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, se
     working = {}
     for chunk in chunks:
         saved = grads = work = 0
-        for i, layer in enumerate(chunk.layer_range):
-            a = layer_activations(shape, ak, shape.is_moe(layer), layer_mode(recompute, recompute_layers, i))
-            saved += a.saved
-            grads += a.weight_grads
+        for (moe, mode), count in _layer_kinds(shape, chunk.first_layer, chunk.layers, recompute,
+                                               recompute_layers).items():
+            a = layer_activations(shape, ak, moe, mode)
+            saved += count * a.saved
+            grads += count * a.weight_grads
             if torch:
                 work = max(work, backward_working_set(a))
         if chunk.embedding:
@@ -278,3 +291,14 @@ def _activation_peaks(acts: tuple[RankActivations, ...], schedule: str, pp: int,
         _PEAKS.clear()
     _PEAKS[key] = (acts, tuple(out))
     return _PEAKS[key][1]
+
+
+def clear_caches() -> None:
+    """Forget every cached piece (benchmarks measure a cold start with it)."""
+    from . import activations, parameters, schedules
+
+    for function in (rank_params, _rank_activations, activations.layer_activations, activations.embedding_activations,
+                     activations.output_activations, activations.logits_buffer, parameters.layer_params,
+                     parameters.chunk_params, parameters.chunks_of, schedules.peak_states):
+        function.cache_clear()
+    _PEAKS.clear()
