@@ -202,3 +202,38 @@ def test_rules_never_raise_and_never_change_the_plan():
             assert d.help and d.span is not None and d.message == d.message.rstrip(".")
         checked += 1
     assert checked > 150
+
+
+# ---------------------------------------------------------------------------------------------
+# Placement
+
+
+def nvl72(tp: int, dp: int) -> str:
+    return spec(layout=f"tp {tp} x dp {dp} on nodes(4 gpus, nvl72)", gpu="gb200-nvl72", batch=72 * 4 // tp,
+                extra="dp { sharding zero1 }")
+
+
+def test_nvl72_domain_spans_trays():
+    """A GB200 NVL72 rack is one 72-GPU NVLink domain over 18 trays of 4: tp 8 crosses trays
+    but stays in the domain; tp 16 groups straddle racks (72 is not a multiple of 16)."""
+    assert "E0304" not in codes_of(compile_text(nvl72(8, 9)))
+    d = only(compile_text(nvl72(16, 9)), "E0304")
+    assert "straddle" in d.message and "72-GPU" in d.message
+
+
+def test_rank_order_warning_is_silent_when_search_chooses_the_order():
+    text = (GOLDEN / "diagnostics" / "w0306_cp_across_nodes.par").read_text()
+    assert "W0306" in codes_of(compile_text(text))
+    assert "W0306" not in codes_of(compile_text(text + "order ?\n"))
+
+
+def test_rank_order_counts_folded_expert_groups():
+    """ep 4 folded over dp: behind tp 2 x cp 2 its groups cross nodes; with dp before cp they fit
+    beside tp in a node, and cp (lighter here) crosses instead."""
+    base = ("{layout} on nodes(8 gpus, nvlink)\nep 4 over dp\nmodel mixtral-8x7b {{ layers 8 }}\n"
+            "hardware {{ gpu h100-sxm }}\ntrain {{ seq 4096, global-batch 64, recompute full }}\ndp {{ sharding zero1 }}\n")
+    outside = compile_text(base.format(layout="tp 2 x cp 2 x dp 4"))
+    inside = compile_text(base.format(layout="tp 2 x dp 4 x cp 2"))
+    d = only(outside, "W0306")
+    assert "ep" in d.message.split(" traffic")[0] and "tp 2 x dp 4 x cp 2" in d.help
+    assert "W0306" not in codes_of(inside)

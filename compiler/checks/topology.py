@@ -21,6 +21,7 @@ from ..memory.activations import ACT
 from ..memory.inputs import Knobs
 from ..memory.model import rank_params
 from ..plan import Plan
+from ..suggest import english_list
 from . import rule
 from .helpers import axis_span, divisors, labels, layout_span, suggest
 
@@ -195,15 +196,15 @@ def rank_order_traffic(plan: Plan) -> Iterator[Diagnostic]:
     better = _crossing(best_order, folded, k.ep, domain)
     moved_in = sorted(crossing - better, key=lambda a: -traffic.get(a, 0))
     moved_out = sorted(better - crossing)
-    heavy = moved_in[0]
+    heavy = english_list(moved_in, "and")
     text = " x ".join(f"{n} {d}" for n, d in best_order)
-    gb = traffic[heavy] / 1e9
+    sent = ", ".join(f"{a} sends {traffic[a] / 1e9:,.1f} GB" for a in moved_in)
     light = ", ".join(f"{a} ({traffic.get(a, 0) / 1e9:,.1f} GB)" for a in moved_out) or "nothing"
     yield warning("W0306", f"rank order sends {heavy} traffic over the network while lighter axes stay inside "
                   f"the NVLink domain", layout_span(plan),
                   label=f"{heavy} groups cross {domain}-GPU domains",
-                  notes=(f"per GPU per step: {heavy} sends {gb:,.1f} GB; in `{text}` it stays inside and "
-                         f"{light} crosses instead",
+                  notes=(f"per GPU per step: {sent}; in `{text}` {'they stay' if len(moved_in) > 1 else 'it stays'} "
+                         f"inside and {light} crosses instead",
                          f"predicted network time saved: {saved:,.2f} s per step "
                          f"({slow / 1e9:,.0f} GB/s network vs {fast / 1e9:,.0f} GB/s NVLink per GPU)"),
                   help=f"write the layout as `{text}`, or `order ?` to let search choose; "
