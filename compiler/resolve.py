@@ -561,7 +561,7 @@ class _Resolver:
                 fields[name] = value
         env = []
         for var in self.setting(block, "env", ()):
-            if not SAFE_ENV_NAME.match(var.name):
+            if not SAFE_ENV_NAME.fullmatch(var.name):
                 ok = False
                 self.err("E0215", f"`{var.name[:40]}` is not a valid environment variable name", spans["env"],
                          label="letters, digits and _ only", help='write `env NCCL_DEBUG "WARN"`')
@@ -583,7 +583,7 @@ class _Resolver:
                       **fields)
 
     def safe(self, value: str, pattern: re.Pattern, span: Span, what: str, example: str) -> bool:
-        if pattern.match(value):
+        if pattern.fullmatch(value):  # not match: `$` would accept a final "\n"
             return True
         shown = value[:40].encode("unicode_escape").decode("ascii")
         self.err("E0215", f"the {what} `{shown}` contains characters parc will not put in a launcher", span,
