@@ -167,11 +167,13 @@ PYXIS_WORKDIR = Expansion('"--container-workdir=${PWD}"')
 
 def exports(shape: JobShape) -> list[str]:
     """`export NAME=value` lines. A value with `$` or a backtick is literal by design (single
-    quotes), which shellcheck's SC2016 would flag as a likely mistake: that line says so."""
+    quotes), which shellcheck's SC2016 would flag as a likely mistake, and a backslash before a
+    closing quote looks like an attempt to escape it (SC1003): that line says so."""
     lines = []
     for name, value in shape.env:
-        if "$" in value or "`" in value:
-            lines.append("# shellcheck disable=SC2016  # the value is literal text")
+        codes = [code for code, hit in (("SC2016", "$" in value or "`" in value), ("SC1003", "\\" in value)) if hit]
+        if codes:
+            lines.append(f"# shellcheck disable={','.join(codes)}  # the value is literal text")
         lines.append(f"export {name}={shlex.quote(value)}")
     return lines
 
