@@ -36,7 +36,8 @@ def par_string(value: str) -> str:
     return f'"{escaped}"'
 
 
-def spec_text(layout: str = "tp 2 x dp 4 on nodes(4 gpus, nvlink)", launch: str = "", job: str = "t") -> str:
+def spec_text(layout: str = "tp 2 x dp 4 on nodes(4 gpus, nvlink)", launch: str = "", job: str = "t",
+              global_batch: int = 16) -> str:
     return f"""job {job}
 {layout}
 model tiny
@@ -45,7 +46,7 @@ hardware {{
 }}
 train {{
   seq 32
-  global-batch 16
+  global-batch {global_batch}
   micro-batch 2
 }}
 launch {{

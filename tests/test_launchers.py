@@ -51,18 +51,18 @@ def test_files_are_the_four_launchers(path):
     assert set(launchers.files(plan_of_file(path))) == LAUNCHER_FILES
 
 
-SHAPES = [  # layout line -> (nodes, GPUs per node)
-    ("tp 2 x dp 4 on nodes(8 gpus, nvlink)", 1, 8),
-    ("tp 2 x pp 3 x dp 2 on nodes(4 gpus, nvlink)", 3, 4),
-    ("dp 6 on nodes(2 gpus, nvlink)", 3, 2),
-    ("tp 2 x pp 2 x dp 4 on nodes(4 gpus, nvlink)", 4, 4),
-    ("tp 8 x pp 4 x dp 4 on nodes(8 gpus, nvlink)", 16, 8),
+SHAPES = [  # layout line, global batch -> (nodes, GPUs per node)
+    ("tp 2 x dp 4 on nodes(8 gpus, nvlink)", 16, 1, 8),
+    ("tp 2 x dp 6 on nodes(4 gpus, nvlink)", 48, 3, 4),
+    ("dp 6 on nodes(2 gpus, nvlink)", 48, 3, 2),
+    ("tp 2 x pp 2 x dp 4 on nodes(4 gpus, nvlink)", 16, 4, 4),
+    ("tp 2 x pp 4 x dp 16 on nodes(8 gpus, nvlink)", 128, 16, 8),
 ]
 
 
-@pytest.mark.parametrize(("layout", "nodes", "gpus"), SHAPES)
-def test_every_launcher_number_is_the_plans(layout, nodes, gpus):
-    plan = plan_of(spec_text(layout=layout, launch="  port 29611"))
+@pytest.mark.parametrize(("layout", "batch", "nodes", "gpus"), SHAPES)
+def test_every_launcher_number_is_the_plans(layout, batch, nodes, gpus):
+    plan = plan_of(spec_text(layout=layout, launch="  port 29611", global_batch=batch))
     assert (plan.cluster.nodes, plan.cluster.gpus_per_node) == (nodes, gpus)
     files = launchers.files(plan)
 
