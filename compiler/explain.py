@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .diagnostics import Severity, Style, as_json, render_text, summary_line
-from .memory import estimate, missing_knobs
+from .memory import estimate, unpredictable
 from .pipeline import Compilation
 from .plan import Plan
 
@@ -48,6 +48,7 @@ def header_section(compilation: Compilation) -> dict[str, Any]:
         "micro_batch": train.micro_batch,
         "microbatches": train.grad_accum,
         "holes": [h.name for h in plan.holes],
+        "memory_unpredictable": unpredictable(plan),
     }
 
 
@@ -125,8 +126,7 @@ def header_text(report: dict, compilation: Compilation, style: Style) -> list[st
 def memory_text(report: dict, compilation: Compilation, style: Style) -> list[str]:
     memory = report.get("memory")
     if memory is None:
-        open_ = ", ".join(missing_knobs(compilation.plan))
-        return [f"memory: not predicted while holes are open ({open_}); `parc search` fills them"]
+        return [f"memory: not predicted: {unpredictable(compilation.plan)}"]
     v = memory["virtual_stages"] or 1
     flight = "in flight" if v == 1 else "chunks in flight"
     head = ("stage", "layers", "params", "grads", "optimizer", "activations", "buffers", "total", "% HBM", flight)

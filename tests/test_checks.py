@@ -175,7 +175,8 @@ def random_spec(rnd: random.Random) -> str:
         fold = f"\nep {rnd.choice([2, 3, 4, 8])} over {' x '.join(over)}"
     schedule = rnd.choice(["gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"])
     sharding = rnd.choice(["none", "zero1", "zero2", "zero3", "hsdp 2 x 2"])
-    blocks = [f"pp {{ schedule {schedule} }}" if "pp" in names else "",
+    chunks = f", virtual-stages {rnd.choice([2, 3, 5, 8])}" if schedule.startswith("interleaved") else ""
+    blocks = [f"pp {{ schedule {schedule}{chunks} }}" if "pp" in names else "",
               f"dp {{ sharding {sharding} }}" if "dp" in names else "",
               f"cp {{ flavour {rnd.choice(['ring', 'all-gather', 'all-to-all'])} }}" if "cp" in names else "",
               f"tp {{ sequence-parallel {rnd.choice(['on', 'off'])} }}" if "tp" in names else ""]

@@ -335,3 +335,36 @@ def test_the_document_tables_are_current():
     text = (ROOT / "docs" / "memory-model.md").read_text()
     block = text[text.index(table.BEGIN) + len(table.BEGIN):text.index(table.END)]
     assert block == "\n" + table.generate(), "stale: run `.venv/bin/python docs/memory_table.py --write`"
+
+
+def test_long_steps_walk_a_few_repetitions_and_gpipe_is_closed_form():
+    """`peak_states` walks at most a few steady-state repetitions (so 62 million micro-batches
+    cost what 64 do) and gives gpipe in closed form; both equal the full walk."""
+    from parc.memory import schedules as s
+
+    compared = 0
+    for schedule in ("gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"):
+        for pp in (1, 2, 3, 4, 8):
+            v = 1 if schedule in ("gpipe", "1f1b") else 2
+            for m in range(1, 14 * pp + 1):
+                if (schedule == "dualpipe-v" and m < 2 * pp) or (
+                        schedule.startswith("interleaved") and not s.interleaved_accepts(pp, m)):
+                    continue
+                for rank in range(pp):
+                    assert s.peak_states(schedule, pp, v, m, rank) == s.walk_states(schedule, pp, v, m, rank), \
+                        (schedule, pp, m, rank)
+                    compared += 1
+    assert compared > 1000
+
+
+def test_a_huge_step_keeps_its_peak():
+    """62.5 million micro-batches (a fuzzed spec): the same peaks as a short step, gpipe's m."""
+    from parc.memory.schedules import peak_states, weighted_peak
+
+    for schedule in ("gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"):
+        v = 1 if schedule in ("gpipe", "1f1b") else 2
+        states = peak_states(schedule, 8, v, 62_500_000, 0)
+        assert max(sum(h) for h, _, _ in states) == {"gpipe": 62_500_000, "1f1b": 8}.get(schedule, max(
+            sum(h) for h, _, _ in peak_states(schedule, 8, v, 64, 0)))
+        assert weighted_peak(schedule, 8, v, 62_500_000, 0, (1,) * v, (0,) * v)[0] == max(
+            sum(h) for h, _, _ in states)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 from ..diagnostics import Diagnostic, error, warning
@@ -98,9 +99,10 @@ def pipeline_bubble(plan: Plan) -> Iterator[Diagnostic]:
     fraction = bubble_fraction(pp.schedule, pp.degree, pp.virtual_stages, m)
     if fraction <= BUBBLE_LIMIT:
         return
-    needed = m
+    # idle / step <= 10 % when idle / busy <= 1/9: m >= 9 (pp - 1) / v (/ 3 for zero-bubble)
+    needed = max(m, math.ceil(bubble_ratio(pp.schedule, pp.degree, pp.virtual_stages, 1) * 9 - 1e-9))
     while bubble_fraction(pp.schedule, pp.degree, pp.virtual_stages, needed) > BUBBLE_LIMIT:
-        needed += 1
+        needed += 1  # at most once or twice: rounding of the line above
     v = pp.virtual_stages if pp.schedule not in ("gpipe", "1f1b") else 1
     ratio = f"({pp.degree} - 1) / " + (f"({v} x {m})" if v > 1 else f"{m}")
     if pp.schedule in ZERO_BUBBLE:

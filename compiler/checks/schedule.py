@@ -60,6 +60,15 @@ def layers_split_over_pipeline(plan: Plan) -> Iterator[Diagnostic]:
         return
     if layers % chunks == 0:
         return
+    if layers < chunks:
+        most = max(1, layers // pp)
+        yield error("E0315", f"{layers} layers cannot fill {pp} stages x {v} chunks", first_span(
+                    pp_spans.span_of("virtual_stages"), axis_span(plan, "pp")),
+                    label=f"{pp} x {v} = {chunks} chunks for {layers} layers",
+                    labels=labels(model_label(plan, "layers", f"{layers} layers"), (axis_span(plan, "pp"), f"pp {pp}")),
+                    help=f"every chunk needs a layer: use at most {most} virtual stage{'s' if most != 1 else ''} "
+                    f"with pp {pp}" + (f", or at most pp {layers // v}" if layers // v >= 1 and v > 1 else ""))
+        return
     sizes = layers_per_chunk(layers, chunks, None)
     what = f"{pp} stages" + (f" x {v} chunks" if v > 1 else "")
     options = suggest(divisors(layers), pp, ok=lambda d: d > 1 and layers % (d * v) == 0)
@@ -120,7 +129,7 @@ def schedule_accepts_microbatches(plan: Plan) -> Iterator[Diagnostic]:
                   f"{train.micro_batch}) = {m}")
     if schedule in INTERLEAVED and not interleaved_accepts(pp, m):
         count, _ = rounds(pp, m)
-        good = [x for x in range(max(1, m - 2 * pp), m + 2 * pp + 1) if interleaved_accepts(pp, x) and x % pp == 0]
+        good = [x for x in (m // pp * pp + i * pp for i in (-1, 0, 1, 2)) if x > 0 and interleaved_accepts(pp, x)]
         yield error("E0318", f"{schedule} rejects {m} micro-batches over pp {pp}", span,
                     label=f"{count} rounds; {m} % {count} = {m % count}", labels=m_labels,
                     notes=(arithmetic, f"torch splits m into max(1, m // pp) = {count} rounds and needs m to be a "

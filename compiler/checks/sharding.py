@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..diagnostics import Diagnostic, error, warning
-from ..memory import knobs_of, shape_of
+from ..memory import knobs_of, shape_of, unpredictable
 from ..memory.model import rank_params
 from ..memory.schedules import ZERO_BUBBLE
 from ..memory.states import compute_copy_bytes
@@ -39,7 +39,7 @@ def zero3_with_pipeline(plan: Plan) -> Iterator[Diagnostic]:
     if layout.dp.sharding not in ("zero3", "hsdp") or not layout.pp.degree or layout.pp.degree == 1:
         return
     k = knobs_of(plan)
-    if k is None:
+    if k is None or unpredictable(plan) is not None:
         return
     if k.schedule in ZERO_BUBBLE:
         yield warning("W0352", f"zero3 under {k.schedule} runs as zero2", _sharding_span(plan),

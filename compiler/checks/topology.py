@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from itertools import permutations
 
 from ..diagnostics import Diagnostic, error, warning
-from ..memory import knobs_of
+from ..memory import knobs_of, unpredictable
 from ..memory.activations import ACT
 from ..memory.inputs import Knobs
 from ..memory.model import rank_params
@@ -165,7 +165,7 @@ def rank_order_traffic(plan: Plan) -> Iterator[Diagnostic]:
     if layout.order_open or not layout.complete or len(layout.axes) < 2:
         return
     k = knobs_of(plan)
-    if k is None:
+    if k is None or unpredictable(plan) is not None:
         return
     cluster = plan.cluster
     domain = cluster.domain_size

@@ -27,7 +27,7 @@ from .model import StageMemory, peak, per_stage
 __all__ = [
     "RUNTIMES", "RESERVE_FIXED", "RESERVE_FRACTION", "Knobs", "Shape", "StageMemory", "Estimate",
     "Alternative", "estimate", "alternatives", "knobs_of", "shape_of", "missing_knobs", "peak",
-    "per_stage", "reserve_bytes",
+    "per_stage", "reserve_bytes", "unpredictable",
 ]
 
 
@@ -63,8 +63,22 @@ class Estimate:
         return self.peak_bytes <= self.usable_bytes
 
 
+def unpredictable(plan: Plan) -> str | None:
+    """Why the plan's memory cannot be predicted, or None: open holes, or more pipeline chunks
+    than layers (E0315 reports it; a chunk without layers is no stage a runtime can build)."""
+    missing = missing_knobs(plan)
+    if missing:
+        return "holes are open (" + ", ".join(missing) + "); `parc search` fills them"
+    chunks = (plan.layout.pp.degree or 1) * (plan.layout.pp.virtual_stages or 1)
+    if chunks > plan.model.layers:
+        return f"{chunks} pipeline chunks for {plan.model.layers} layers (E0315)"
+    return None
+
+
 def estimate(plan: Plan, runtime: str = "torch") -> Estimate | None:
-    """Per-stage memory of a plan; None while holes leave a knob open (`missing_knobs`)."""
+    """Per-stage memory of a plan; None when it cannot be predicted (`unpredictable`)."""
+    if unpredictable(plan) is not None:
+        return None
     knobs = knobs_of(plan, runtime)
     if knobs is None:
         return None
@@ -115,7 +129,7 @@ def candidate_changes(k: Knobs, global_batch: int, batch_degree: int) -> list[tu
 def alternatives(plan: Plan, runtime: str = "torch") -> list[Alternative]:
     """What each single change would free on the worst rank, largest first."""
     knobs = knobs_of(plan, runtime)
-    if knobs is None:
+    if knobs is None or unpredictable(plan) is not None:
         return []
     shape = shape_of(plan)
     base, _ = peak(shape, knobs)

@@ -28,7 +28,7 @@ from .activations import layer_activations
 from .buffers import backward_working_set, fsdp_buffers, largest_layer
 from .inputs import Knobs, Shape
 from .parameters import Params, chunk_params, chunks_of, padded_vocab
-from .schedules import SINGLE_STAGE, ZERO_BUBBLE, peak_states
+from .schedules import MAX_STATE_CHUNKS, SINGLE_STAGE, ZERO_BUBBLE, peak_states, weighted_peak
 from .states import compute_copy_bytes, model_states
 
 MAX_UNSHARDED_CHUNKS = 3
@@ -187,7 +187,12 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
     best = -1
     best_acts = best_unsharded = best_held = 0
     chunks = acts.chunks
-    for held, pending, unsharded in peak_states(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank):
+    if k.virtual_stages > MAX_STATE_CHUNKS:
+        best_acts, best_held = weighted_peak(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank,
+                                             tuple(c.saved for c in chunks), tuple(c.pending for c in chunks))
+    walk = () if k.virtual_stages > MAX_STATE_CHUNKS else \
+        peak_states(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank)
+    for held, pending, unsharded in walk:
         a = 0
         u = 0
         for c, ca in enumerate(chunks):
@@ -280,6 +285,10 @@ def _activation_peaks(acts: tuple[RankActivations, ...], schedule: str, pp: int,
     out = []
     for r in range(pp):
         chunks = acts[r].chunks
+        if v > MAX_STATE_CHUNKS:
+            out.append(weighted_peak(schedule, pp, v, m, r, tuple(c.saved for c in chunks),
+                                     tuple(c.pending for c in chunks))[0])
+            continue
         best = 0
         for held, pending, _ in peak_states(schedule, pp, v, m, r):
             a = 0

@@ -229,15 +229,50 @@ def actions(schedule: str, pp: int, v: int, m: int, rank: int) -> list[Action]:
 
 State = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
 
+MAX_STATE_CHUNKS = 4
+"""Up to this many chunks per rank the undominated states are enumerated and cached (a few
+dozen); beyond, states have as many dimensions as chunks and `weighted_peak` walks the order
+with the chunks' weights instead (no caching, linear in the actions)."""
+
 
 def _dominated(a: State, b: State) -> bool:
     """Every count of `a` is at most that of `b` (so `a` never needs more memory)."""
     return all(x <= y for part_a, part_b in zip(a, b, strict=True) for x, y in zip(part_a, part_b, strict=True))
 
 
+REPEATS = 4
+"""Steady-state repetitions walked when a step has many micro-batches (see `walk_microbatches`)."""
+
+
+def walk_microbatches(schedule: str, pp: int, m: int) -> int:
+    """A micro-batch count whose walk visits the same states as m's, for m too large to walk.
+
+    After its warm-up every schedule repeats a fixed pattern per micro-batch (per round of
+    m_round for the interleaved ones) and its cool-down mirrors the warm-up, so a few repetitions
+    show every state the full walk would: tests/test_memory.py checks the equality for every m up
+    to 40 pp. gpipe is the exception (it holds all m) and is handled in closed form."""
+    if pp == 1:
+        return min(m, 2)
+    if schedule in ("interleaved-1f1b", "interleaved-zb"):
+        count, per_round = rounds(pp, m)
+        smaller = per_round * REPEATS
+        if count > REPEATS and rounds(pp, smaller) == (REPEATS, per_round):
+            return smaller
+        return m
+    return min(m, (REPEATS + 2) * 2 * pp)
+
+
 @lru_cache(maxsize=65536)
 def peak_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[State, ...]:
     """The undominated (held, pending, unsharded) states of one rank over a step."""
+    if schedule == "gpipe" and pp > 1:  # every forward, then every backward
+        rest = (0,) * (v - 1)
+        return (((m - 1,) + rest, (0,) * v, (1,) + rest), ((m,) + rest, (0,) * v, (0,) * v))
+    return walk_states(schedule, pp, v, walk_microbatches(schedule, pp, m), rank)
+
+
+def walk_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[State, ...]:
+    """Walk every action of the rank and keep the undominated states (no shortcut)."""
     held = [0] * v
     pending = [0] * v
     unsharded = [0] * v
@@ -262,6 +297,30 @@ def peak_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[Stat
         if not any(_dominated(s, other) for other in kept):
             kept = [o for o in kept if not _dominated(o, s)] + [s]
     return tuple(sorted(kept))
+
+
+def weighted_peak(schedule: str, pp: int, v: int, m: int, rank: int, saved: tuple[int, ...],
+                  pending: tuple[int, ...]) -> tuple[int, int]:
+    """(largest sum of held x saved + pending x pending-bytes, chunk micro-batches held then),
+    walking the actions once: for ranks with many chunks, where enumerating states would not do."""
+    if schedule == "gpipe" and pp > 1:
+        return m * saved[0], m
+    total = best = held_now = best_held = 0
+    for kind, chunk in actions(schedule, pp, v, walk_microbatches(schedule, pp, m), rank):
+        if kind == F:
+            total += saved[chunk]
+            held_now += 1
+        elif kind == B:
+            total -= saved[chunk]
+            held_now -= 1
+        elif kind == I:
+            total += pending[chunk]
+        else:
+            total -= saved[chunk] + pending[chunk]
+            held_now -= 1
+        if total > best:
+            best, best_held = total, held_now
+    return best, best_held
 
 
 def max_in_flight(schedule: str, pp: int, v: int, m: int, rank: int) -> int:
