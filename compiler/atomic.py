@@ -2,14 +2,19 @@
 
 Each write goes to a temporary sibling first and is then renamed over the target; `os.replace`
 is atomic on POSIX within one file system, which a sibling guarantees. A directory is swapped in
-two renames; if anything fails in between, the previous directory is put back.
+one step where Linux offers it (renameat2 with RENAME_EXCHANGE), so even a process killed at any
+moment leaves the old tree or the new one in place; elsewhere it takes two renames, and if
+anything fails in between (short of a kill), the previous directory is put back.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -76,6 +81,9 @@ def _swap(staging: Path, target: Path) -> None:
     if not target.exists():
         os.replace(staging, target)
         return
+    if _exchange(staging, target):
+        shutil.rmtree(staging, ignore_errors=True)  # it holds the previous tree now
+        return
     backup = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
     backup.rmdir()
     os.replace(target, backup)
@@ -86,3 +94,24 @@ def _swap(staging: Path, target: Path) -> None:
         raise
     shutil.rmtree(backup, ignore_errors=True)
 
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+"""From <linux/fcntl.h> and <linux/fs.h>: renameat2 relative to the working directory, swapping."""
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two existing paths in one step; False where the system cannot, so the caller falls
+    back to two renames (between which a killed process would leave no directory at all)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # a libc without the wrapper (glibc before 2.28)
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):  # kernel or file system without it
+        return False
+    raise OSError(code, os.strerror(code), str(b))

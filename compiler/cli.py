@@ -253,7 +253,12 @@ def fmt(files, check_only, show_diff):
             click.echo(f"would reformat {path}", err=True)
             status = max(status, 1)
         else:
-            write_file(path, formatted)
+            try:
+                write_file(path, formatted)
+            except OSError as exc:  # the spec is untouched: write_file renames only a complete file
+                click.echo(f"error: cannot write `{path}`: {exc}", err=True)
+                status = 2
+                continue
             click.echo(f"reformatted {path}", err=True)
     sys.exit(status)
 
@@ -290,6 +295,26 @@ def codes(code):
         click.echo(f"error: no diagnostic code `{code}`; {did_you_mean(code.upper(), CODES)}", err=True)
         sys.exit(2)
     click.echo(f"{entry.code} ({entry.severity}): {entry.title}\n\n{entry.explanation}")
+
+
+@main.command(context_settings=CONTEXT, epilog="""\b
+Examples:
+  parc lsp                 # speak LSP on stdin/stdout (what an editor starts)
+  parc lsp --stdio         # the same; the flag editors' LSP clients pass
+Editor set-up: editors/README.md.
+""")
+@click.option("--stdio", is_flag=True, help="use stdin/stdout (the default and only transport)")
+def lsp(stdio):
+    """Run the language server: parc's diagnostics in your editor as you type."""
+    try:
+        import pygls  # noqa: F401
+    except ImportError:
+        click.echo("error: `parc lsp` needs the pygls package, which is not installed\n"
+                   "help: pip install 'parc[lsp]' (or pip install 'pygls>=1.3')", err=True)
+        sys.exit(2)
+    from .lsp import serve_stdio
+
+    serve_stdio()
 
 
 if __name__ == "__main__":  # pragma: no cover
