@@ -368,3 +368,19 @@ def test_a_huge_step_keeps_its_peak():
             sum(h) for h, _, _ in peak_states(schedule, 8, v, 64, 0)))
         assert weighted_peak(schedule, 8, v, 62_500_000, 0, (1,) * v, (0,) * v)[0] == max(
             sum(h) for h, _, _ in states)
+
+
+def test_pipelines_beyond_the_walk_limit_are_not_predicted():
+    from parc.memory import MAX_CHUNKS
+
+    text = ("pp 1024 x dp 2 on nodes(8 gpus, nvlink)\nmodel llama3-8b {{ layers {layers} }}\nhardware {{ gpu h100-sxm }}\n"
+            "train {{ seq 1024, global-batch 4096 }}\n")
+    deep = compile_text(text.format(layers=2048), checks=False).plan
+    assert 1024 > MAX_CHUNKS and memory.estimate(deep) is None
+    assert "1,024 pipeline chunks" in memory.unpredictable(deep)
+    result = compile_text(text.format(layers=2048))
+    assert "E0401" not in codes(result)
+
+
+def codes(result) -> list[str]:
+    return sorted(d.code for d in result.diagnostics)

@@ -12,6 +12,8 @@ from . import rule
 from .helpers import axis_span, divisors, first_span, labels, model_label, suggest
 
 INTERLEAVED = ("interleaved-1f1b", "interleaved-zb")
+MAX_SPLIT_SHOWN = 64
+"""A help line spells out a split of at most this many chunks."""
 SINGLE = ("gpipe", "1f1b")
 
 
@@ -45,18 +47,20 @@ def layers_split_over_pipeline(plan: Plan) -> Iterator[Diagnostic]:
     if split is not None:
         span = pp_spans.span_of("split")
         if len(split) != chunks:
+            example = (f", e.g. `split [{', '.join(map(str, balanced_split(layers, chunks)))}]`"
+                       if chunks <= MAX_SPLIT_SHOWN and chunks <= layers else "")
             yield error("E0316", f"split has {len(split)} entries; pp {pp} x {v} virtual stage{'s' if v > 1 else ''} "
                         f"needs {chunks}", span, label=f"{len(split)} entries",
                         labels=labels((axis_span(plan, "pp"), f"pp {pp}"),
                                       (pp_spans.span_of("virtual_stages"), f"{v} chunks per rank")),
-                        help=f"write {chunks} entries summing to {layers}, e.g. "
-                        f"`split [{', '.join(map(str, balanced_split(layers, chunks)))}]`")
+                        help=f"write {chunks} entries summing to {layers}{example}")
         elif sum(split) != layers:
+            example = (f", e.g. `split [{', '.join(map(str, balanced_split(layers, chunks)))}]`"
+                       if chunks <= MAX_SPLIT_SHOWN and chunks <= layers else "")
             yield error("E0316", f"split sums to {sum(split)} layers; the model has {layers}", span,
                         label=f"{' + '.join(map(str, split[:4]))}{' + ...' if len(split) > 4 else ''} = {sum(split)}",
                         labels=labels(model_label(plan, "layers", f"{layers} layers")),
-                        help=f"make the entries sum to {layers}, e.g. "
-                        f"`split [{', '.join(map(str, balanced_split(layers, chunks)))}]`")
+                        help=f"make the entries sum to {layers}{example}")
         return
     if layers % chunks == 0:
         return
@@ -72,9 +76,12 @@ def layers_split_over_pipeline(plan: Plan) -> Iterator[Diagnostic]:
     sizes = layers_per_chunk(layers, chunks, None)
     what = f"{pp} stages" + (f" x {v} chunks" if v > 1 else "")
     options = suggest(divisors(layers), pp, ok=lambda d: d > 1 and layers % (d * v) == 0)
-    help_ = f"write the uneven split: `pp {{ split [{', '.join(map(str, balanced_split(layers, chunks)))}] }}`"
-    if options:
-        help_ += f", or use pp {options}"
+    if chunks <= MAX_SPLIT_SHOWN:
+        help_ = f"write the uneven split: `pp {{ split [{', '.join(map(str, balanced_split(layers, chunks)))}] }}`"
+        if options:
+            help_ += f", or use pp {options}"
+    else:
+        help_ = f"use pp {options}" if options else f"write a split of {chunks} entries summing to {layers}"
     yield error("E0315", f"{layers} layers do not split evenly over {what}",
                 first_span(axis_span(plan, "pp")), label=f"{layers} / {chunks} = {layers / chunks:.2f} layers per chunk",
                 labels=labels(model_label(plan, "layers", f"{layers} layers"),

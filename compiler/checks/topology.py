@@ -141,16 +141,16 @@ def _crossing(order: tuple[tuple[str, int], ...], folded: tuple[str, ...], ep: i
             crossing.add(name)
         stride *= degree
     if folded and ep > 1:
-        # rank 0's ep group: combined indices 0..ep-1 over the folded axes, fastest first
-        axes = [(n, d) for n, d in order if n in folded]
-        ranks = []
-        for index in range(ep):
-            rank, rest = 0, index
-            for name, degree in axes:
-                rank += (rest % degree) * strides[name]
-                rest //= degree
-            ranks.append(rank)
-        if max(ranks) // domain != 0 or len({r // domain for r in ranks}) > 1:
+        # rank 0's ep group: combined indices 0..ep-1 over the folded axes, fastest first; its
+        # last rank takes the largest coordinate it reaches on each folded axis
+        last, remaining = 0, ep
+        for name, degree in order:
+            if name not in folded or remaining <= 1:
+                continue
+            take = min(degree, remaining)
+            last += (take - 1) * strides[name]
+            remaining = -(-remaining // degree)
+        if last >= domain:
             crossing.add("ep")
     return crossing
 

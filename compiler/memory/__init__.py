@@ -71,7 +71,9 @@ def unpredictable(plan: Plan) -> str | None:
         return "holes are open (" + ", ".join(missing) + "); `parc search` fills them"
     chunks = (plan.layout.pp.degree or 1) * (plan.layout.pp.virtual_stages or 1)
     if chunks > plan.model.layers:
-        return f"{chunks} pipeline chunks for {plan.model.layers} layers (E0315)"
+        return f"{chunks:,} pipeline chunks for {plan.model.layers:,} layers (E0315)"
+    if chunks > MAX_CHUNKS:
+        return f"{chunks:,} pipeline chunks: the model walks pipelines of up to {MAX_CHUNKS} chunks"
     return None
 
 
@@ -99,6 +101,10 @@ class Alternative:
     peak_bytes: int
     freed_bytes: int
 
+
+MAX_CHUNKS = 512
+"""Pipelines with more chunks (pp x virtual stages) are not predicted: the schedule walk is
+quadratic in them, and published runs use at most about a hundred (Narayanan et al.'s 530B: 105)."""
 
 STRONGER_RECOMPUTE = {"none": "selective", "selective": "full"}
 STRONGER_SHARDING = {"none": "zero1", "zero1": "zero2", "zero2": "zero3"}

@@ -27,7 +27,7 @@ from . import activations as act
 from .activations import layer_activations
 from .buffers import backward_working_set, fsdp_buffers, largest_layer
 from .inputs import Knobs, Shape
-from .parameters import Params, chunk_params, chunks_of, padded_vocab
+from .parameters import Params, by_rank, chunk_params, chunks_of, padded_vocab
 from .schedules import MAX_STATE_CHUNKS, SINGLE_STAGE, ZERO_BUBBLE, peak_states, weighted_peak
 from .states import compute_copy_bytes, model_states
 
@@ -105,8 +105,7 @@ def rank_params(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str,
                 split: tuple[int, ...] | None, runtime: str) -> tuple[RankParams, ...]:
     chunks = chunks_of(shape.layers, pp, v, schedule, split, shape.tied)
     out = []
-    for r in range(pp):
-        mine = tuple(c for c in chunks if c.rank == r)
+    for mine in by_rank(chunks, pp):
         per_chunk = tuple(chunk_params(shape, c, tp, ep, runtime) for c in mine)
         total = Params()
         for p in per_chunk:
@@ -152,10 +151,9 @@ def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, se
         per_chunk[chunk.index] = ChunkActivations(saved=saved, pending=grads if torch else 0)
         working[chunk.index] = work
     out = []
-    for r in range(pp):
-        mine = [c.index for c in chunks if c.rank == r]
-        out.append(RankActivations(chunks=tuple(per_chunk[i] for i in mine),
-                                   transient=max((working[i] for i in mine), default=0)))
+    for mine in by_rank(chunks, pp):
+        out.append(RankActivations(chunks=tuple(per_chunk[c.index] for c in mine),
+                                   transient=max((working[c.index] for c in mine), default=0)))
     return tuple(out)
 
 

@@ -98,5 +98,12 @@ def chunk_params(shape: Shape, chunk: Chunk, tp: int, ep: int, runtime: str) -> 
 
 def rank_chunks(shape: Shape, k: Knobs) -> tuple[tuple[Chunk, ...], ...]:
     """The chunks each pp rank holds (from `stages.py`, the one definition)."""
-    chunks = chunks_of(shape.layers, k.pp, k.virtual_stages, k.schedule, k.split, shape.tied)
-    return tuple(tuple(c for c in chunks if c.rank == r) for r in range(k.pp))
+    return by_rank(chunks_of(shape.layers, k.pp, k.virtual_stages, k.schedule, k.split, shape.tied), k.pp)
+
+
+def by_rank(chunks: tuple[Chunk, ...], pp: int) -> tuple[tuple[Chunk, ...], ...]:
+    """The chunks of each pp rank, in model order (one pass over the chunks)."""
+    ranks: list[list[Chunk]] = [[] for _ in range(pp)]
+    for c in chunks:
+        ranks[c.rank].append(c)
+    return tuple(tuple(r) for r in ranks)

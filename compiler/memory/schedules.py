@@ -235,11 +235,6 @@ dozen); beyond, states have as many dimensions as chunks and `weighted_peak` wal
 with the chunks' weights instead (no caching, linear in the actions)."""
 
 
-def _dominated(a: State, b: State) -> bool:
-    """Every count of `a` is at most that of `b` (so `a` never needs more memory)."""
-    return all(x <= y for part_a, part_b in zip(a, b, strict=True) for x, y in zip(part_a, part_b, strict=True))
-
-
 REPEATS = 4
 """Steady-state repetitions walked when a step has many micro-batches (see `walk_microbatches`)."""
 
@@ -250,7 +245,7 @@ def walk_microbatches(schedule: str, pp: int, m: int) -> int:
     After its warm-up every schedule repeats a fixed pattern per micro-batch (per round of
     m_round for the interleaved ones) and its cool-down mirrors the warm-up, so a few repetitions
     show every state the full walk would: tests/test_memory.py checks the equality for every m up
-    to 40 pp. gpipe is the exception (it holds all m) and is handled in closed form."""
+    to 14 pp. gpipe (it holds all m) and 1f1b are in closed form."""
     if pp == 1:
         return min(m, 2)
     if schedule in ("interleaved-1f1b", "interleaved-zb"):
@@ -259,15 +254,18 @@ def walk_microbatches(schedule: str, pp: int, m: int) -> int:
         if count > REPEATS and rounds(pp, smaller) == (REPEATS, per_round):
             return smaller
         return m
-    return min(m, (REPEATS + 2) * 2 * pp)
+    return min(m, 4 * pp + REPEATS)
 
 
 @lru_cache(maxsize=65536)
 def peak_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[State, ...]:
     """The undominated (held, pending, unsharded) states of one rank over a step."""
+    rest = (0,) * (v - 1)
     if schedule == "gpipe" and pp > 1:  # every forward, then every backward
-        rest = (0,) * (v - 1)
         return (((m - 1,) + rest, (0,) * v, (1,) + rest), ((m,) + rest, (0,) * v, (0,) * v))
+    if schedule == "1f1b" and pp > 1:  # warm-up of min(p - r, m) forwards, then B-F pairs
+        warm = min(pp - rank, m)
+        return (((warm - 1,) + rest, (0,) * v, (1,) + rest), ((warm,) + rest, (0,) * v, (0,) * v))
     return walk_states(schedule, pp, v, walk_microbatches(schedule, pp, m), rank)
 
 
@@ -291,12 +289,15 @@ def walk_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[Stat
             held[chunk] -= 1
             pending[chunk] -= 1
         seen.add((tuple(held), tuple(pending), tuple(unsharded)))
-    states = sorted(seen, reverse=True)
-    kept: list[State] = []
-    for s in states:
-        if not any(_dominated(s, other) for other in kept):
-            kept = [o for o in kept if not _dominated(o, s)] + [s]
-    return tuple(sorted(kept))
+    # Largest total first: a state can only be dominated by one listed before it.
+    flat = sorted(((h + p + u, (h, p, u)) for h, p, u in seen), key=lambda e: (-sum(e[0]), e[0]))
+    kept: list[tuple[int, ...]] = []
+    out: list[State] = []
+    for counts, state in flat:
+        if not any(all(x <= y for x, y in zip(counts, other, strict=True)) for other in kept):
+            kept.append(counts)
+            out.append(state)
+    return tuple(sorted(out))
 
 
 def weighted_peak(schedule: str, pp: int, v: int, m: int, rank: int, saved: tuple[int, ...],
@@ -305,6 +306,8 @@ def weighted_peak(schedule: str, pp: int, v: int, m: int, rank: int, saved: tupl
     walking the actions once: for ranks with many chunks, where enumerating states would not do."""
     if schedule == "gpipe" and pp > 1:
         return m * saved[0], m
+    if schedule == "1f1b" and pp > 1:
+        return min(pp - rank, m) * saved[0], min(pp - rank, m)
     total = best = held_now = best_held = 0
     for kind, chunk in actions(schedule, pp, v, walk_microbatches(schedule, pp, m), rank):
         if kind == F:
