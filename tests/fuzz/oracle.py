@@ -95,11 +95,12 @@ def invoke(args: list[str], time_limit: float | None = None):
     try:
         with _time_limit(time_limit):
             result = runner.invoke(main, args, env={"NO_COLOR": "1", "PARC_DEBUG": "1"}, catch_exceptions=True)
-    except Hang:
-        return None, "", "", Failure("timeout", command, f"over {time_limit:.0f} s")
+    except Hang:  # raised inside parc, so the traceback says where it was stuck
+        return None, "", "", Failure("timeout", command, f"over {time_limit:.0f} s\n{traceback.format_exc()}")
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         if isinstance(result.exception, Hang):
-            return None, "", "", Failure("timeout", command, f"over {time_limit:.0f} s")
+            detail = "".join(traceback.format_exception(*result.exc_info))
+            return None, "", "", Failure("timeout", command, f"over {time_limit:.0f} s\n{detail}")
         detail = "".join(traceback.format_exception(*result.exc_info))
         return None, result.stdout, result.stderr, Failure("exception", command, detail)
     status = result.exit_code
