@@ -13,7 +13,9 @@ Per rank, torch runtime (Megatron's and ZeRO's formulas have no such terms):
   default prefetch of one layer), in bf16; zero2 and zero3 reduce-scatter each layer's gradients
   from an unsharded fp32 copy (reduce_dtype=fp32); under pipelining gradients are accumulated
   unsharded instead (a model state, see `states.py`);
-- DDP and zero1: the bf16 cast of the layer being computed (the fp32 parameters are the master).
+- DDP and zero1: the bf16 cast of the layer being computed (the fp32 parameters are the master)
+  and the reduction buffer of one layer's fp32 gradients (`replicate`, like FSDP2, all-reduces
+  per layer group).
 
 The reserve is what the process cannot use for tensors: the CUDA context, cuBLAS workspaces,
 NCCL's communicator buffers, and the caching allocator's fragmentation. It is two global
@@ -61,9 +63,9 @@ def fsdp_buffers(layer: Params | None, k: Knobs) -> int:
     if layer is None:
         return 0
     copy = compute_copy_bytes(layer, k.precision)
+    reduce = FP32 * layer.total  # one layer's fp32 gradients in the reduction buffer
     if k.sharding in ("none", "zero1"):
-        return copy
+        return copy + reduce
     per_layer_gather = k.sharding in ("zero3", "hsdp") and (k.pp == 1 or k.schedule in ("gpipe", "1f1b"))
     gathered = 2 * copy if per_layer_gather else 0
-    reduce = FP32 * layer.total if k.pp == 1 else 0
-    return gathered + reduce
+    return gathered + (reduce if k.pp == 1 else 0)
