@@ -22,7 +22,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from parc.source import SourceFile
 from parc.syntax import Atom, Body, LayoutLine, Setting, parse
 from parc.units import BANDWIDTH, BATCH, BYTES, FLOPS
@@ -252,7 +251,7 @@ def test_units_need_a_number_before_them(tokenized):
     for path, lines in tokenized.items():
         text = path.read_text(encoding="utf-8").removeprefix("\ufeff").split("\n")
         for line, tokens in zip(text, lines, strict=False):
-            for start, end, scopes in tokens:
+            for start, _end, scopes in tokens:
                 if UNIT in scopes:
                     found += 1
                     before = line[:start].rstrip()
