@@ -1,0 +1,808 @@
+"""How close the time model comes to published training runs; fits its global constants.
+
+    .venv/bin/python benchmarks/fidelity.py            # predicted vs reported, stored constants
+    .venv/bin/python benchmarks/fidelity.py --fit      # refit the constants and print both
+    .venv/bin/python benchmarks/fidelity.py --write    # refit, rewrite compiler/calibration.py's
+                                                       # fitted block and docs/time-model.md
+
+Each run of ../shared/calibration/published.yaml is written as a .par spec (`row_spec`) and goes
+through the real front end (`parc.pipeline.compile_text`) and `parc.timing`, as a user's spec
+would. The predicted step time becomes TFLOP/s per GPU in the row's *own* FLOP convention
+(conventions.md: Narayanan's HFU with recomputation and non-causal attention, Korthikanti's MFU,
+Megatron-Core's 2024 non-causal model FLOPs), so "predicted vs reported" compares like with like.
+
+What a row does not state is filled with the documented default of the software that produced it
+(Megatron-LM), and each such fill is listed in the table's notes. Rows whose layout is not
+published (tp, pp, dp unknown) are left out, with the reason printed.
+
+The fit: least squares on log(predicted / reported) over the fitted rows, by Nelder-Mead on
+bounded, transformed parameters, from a fixed start (deterministic). Only the constants named in
+`calibration.FITTED_NAMES` move; no constant is per model or per row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import statistics
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PUBLISHED = ROOT.parent / "shared" / "calibration" / "published.yaml"
+DOC = ROOT / "docs" / "time-model.md"
+CONSTANTS_FILE = ROOT / "compiler" / "calibration.py"
+BEGIN_FIT = "# BEGIN FITTED (written by benchmarks/fidelity.py --write; do not edit by hand)"
+END_FIT = "# END FITTED"
+
+sys.path.insert(0, str(ROOT))
+
+from parc import timing  # noqa: E402
+from parc.calibration import DEFAULT, FITTED_NAMES, FIXED_SOURCES, Constants  # noqa: E402
+from parc.memory.inputs import knobs_of, shape_of  # noqa: E402
+from parc.pipeline import compile_text  # noqa: E402
+
+GPUS = {"A100-SXM4-80GB": "a100-80gb", "H100-SXM5-80GB": "h100-sxm"}
+
+UNFUSED_GROUPS = ("narayanan2021_table1", "korthikanti2022_table5", "korthikanti2022_abstract")
+"""Runs from before FlashAttention (Dao et al., May 2022): Megatron-LM materialised the s x s
+scores (Korthikanti et al.'s own activation formula carries their 5as/h term). The language has
+no setting for the attention kernel, so this fact is passed to the time model here."""
+
+TP_OVERLAP = {"korthikanti2022_table5": "backward", "korthikanti2022_abstract": "backward",
+              "megatron_readme_h100_2024": "all"}
+"""Which tensor-parallel collectives the run's Megatron-LM overlapped with GEMMs. Narayanan et al.
+2021 ran the April 2021 code (examples/sc21), before the asynchronous input-gradient all-reduce."""
+TP_OVERLAP_SOURCE = {
+    "backward": "Megatron-LM's asynchronous input-gradient all-reduce / reduce-scatter under the "
+                "weight-gradient GEMM, on by default since late 2021",
+    "all": "--tp-comm-overlap, stated in the Megatron-LM README",
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# The published conventions (conventions.md), transcribed independently of parc's FLOP counter
+
+
+def narayanan_hfu_flops(B, s, L, h, V) -> float:
+    """Narayanan et al. 2021, Eq. 3: fwd + bwd + full-recompute forward, non-causal attention."""
+    return 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h))
+
+
+def korthikanti_model_flops(B, s, L, h, V) -> float:
+    """Korthikanti et al. 2022, Eq. 7 (model FLOPs, no recomputation, non-causal)."""
+    return 72 * B * L * s * h * h * (1 + s / (6 * h) + V / (12 * h * L))
+
+
+def megatron_core_flops(B, s, L, h, V, F, heads, kv_heads, q, swiglu) -> float:
+    """Megatron-Core `num_floating_point_operations` before 2025-03-06 (non-causal)."""
+    return 12 * B * s * L * h * h * ((1 + kv_heads / heads + s / h) * (q / h)
+                                     + (F / h) * (1.5 if swiglu else 1) + V / (2 * L * h))
+
+
+# ---------------------------------------------------------------------------------------------
+# Rows as specs
+
+
+@dataclass
+class Row:
+    id: str
+    group: str
+    convention: str
+    gpus: int
+    peak: float
+    reported_tflops: float
+    """TFLOP/s per GPU in the row's convention, as published (or from its reported MFU or step)."""
+    reported_from: str
+    spec: str
+    software: object
+    assumptions: list[str] = field(default_factory=list)
+    fitted: bool = True
+    conv_flops: float = 0.0
+    """FLOPs per step in the row's convention."""
+    plan: object = None
+    findings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Skipped:
+    id: str
+    reason: str
+
+
+def _recompute(text, assumptions) -> str:
+    if text is None:
+        assumptions.append("recompute none (Megatron-LM's default; unstated)")
+        return "none"
+    return "full" if text.startswith("full") else "selective" if text.startswith("selective") else "none"
+
+
+def row_spec(entry: dict) -> Row | Skipped:
+    """The .par text of one published run, with the facts it had to assume."""
+    m, lay, hw = entry["model"], entry["layout"], entry["hardware"]
+    if lay["tp"] is None or lay["pp"] is None or lay["dp"] is None:
+        return Skipped(entry["id"], "tp, pp and dp are not published for this run (strong-scaling "
+                                    "endpoints quoted in text); any layout would be a guess")
+    notes: list[str] = []
+    h, heads, layers = m["hidden"], m["heads"], m["layers"]
+    ffn = m["ffn"]
+    if ffn is None:
+        ffn = 4 * h
+        notes.append("ffn 4h (Megatron-LM's default `ffn_hidden_size`)")
+    kv = m["kv_heads"]
+    if kv is None:
+        kv = heads
+        notes.append("kv-heads = heads (no --group-query-attention)")
+    micro = lay["micro_batch"]
+    if micro is None:
+        micro = 1
+        notes.append("micro-batch 1")
+    tp, pp, dp = lay["tp"], lay["pp"], lay["dp"]
+    batch = lay["global_batch"]
+    fitted = entry["completeness"] == "full"
+    if batch is None:
+        batch = dp * micro * (lay.get("grad_accum") or 0)
+        if not batch:  # Korthikanti's 2,240-GPU runs: the 280-GPU run's micro-batches per pipeline
+            batch = dp * 280
+        notes.append(f"global batch {batch:,} (unpublished: the 280-GPU run's 280 micro-batches per pipeline)")
+    recompute = _recompute(lay["recompute"], notes)
+    sp = lay["sequence_parallel"]
+    if sp is None:
+        sp = tp > 1
+        notes.append("sequence parallelism on (required by --tp-comm-overlap)")
+    vpp = lay["vpp"]
+    if vpp is None and lay["pipeline_schedule"] is None and pp > 1:
+        notes.append("1f1b without interleaving (no virtual stages stated)")
+    schedule = "interleaved-1f1b" if vpp and vpp > 1 else "1f1b"
+    sharding = lay["zero_or_fsdp"]
+    if sharding is None:
+        if entry["group"] == "megatron_readme_h100_2024":
+            sharding = "zero1"
+            notes.append("zero1 (--overlap-param-gather needs the distributed optimizer)")
+        else:
+            sharding = "none"
+            notes.append("no optimizer sharding (unstated)")
+    else:
+        sharding = "none" if sharding.startswith("none") else sharding
+    precision = "fp16" if "fp16" in (lay["precision"] or "") else "bf16"
+    gpu = GPUS[hw["gpu"]]
+    network = "8 x 200 Gb/s" if gpu.startswith("a100") else "8 x 400 Gb/s"
+    axes = [(name, degree) for name, degree in (("tp", tp), ("dp", dp), ("pp", pp)) if degree > 1] or [("tp", 1)]
+    layout = " x ".join(f"{n} {d}" for n, d in axes)
+    gelu = "swiglu" not in (m["arch"] or "").lower()
+    lines = [
+        f"# {entry['source']['title']}: {entry['source']['locator']}",
+        f"job {re.sub(r'[^A-Za-z0-9._-]', '-', entry['id'])}",
+        f"{layout} on nodes({hw['gpus_per_node']} gpus, nvlink)",
+        "model {",
+        f"  layers {layers}, hidden {h}, ffn {ffn}, heads {heads}, kv-heads {kv}, vocab {m['vocab']}",
+        f"  activation {'gelu' if gelu else 'swiglu'}, norm layernorm, position learned, tied-embeddings on",
+        "}",
+        f"hardware {{ gpu {gpu}, network {network} }}",
+        "train {",
+        f"  seq {m['seq_len']}, global-batch {batch}, micro-batch {micro}",
+        f"  precision {precision}, optimizer adam, recompute {recompute}",
+        "}",
+    ]
+    if tp > 1:
+        lines.append(f"tp {{ sequence-parallel {'on' if sp else 'off'} }}")
+    if pp > 1:
+        lines.append(f"pp {{ schedule {schedule}" + (f", virtual-stages {vpp}" if schedule != "1f1b" else "") + " }")
+    if dp > 1:
+        lines.append(f"dp {{ sharding {sharding} }}")
+    spec = "\n".join(lines) + "\n"
+
+    out = entry["outcomes"]["reported"]
+    peak = hw["peak_tflops_dense_at_precision"]
+    conv = entry["flop_convention"]
+    s, V = m["seq_len"], m["vocab"]
+    if conv == "narayanan_hfu":
+        flops_step = narayanan_hfu_flops(batch, s, layers, h, V)
+    elif conv == "korthikanti_mfu_hfu":
+        flops_step = korthikanti_model_flops(batch, s, layers, h, V)
+    elif conv == "megatron_core_model_flops":
+        flops_step = megatron_core_flops(batch, s, layers, h, V, ffn, heads, kv, heads * (m["head_dim"] or h // heads),
+                                         not gelu)
+    else:
+        return Skipped(entry["id"], f"FLOP convention `{conv}` has no formula here")
+    gpus = hw["num_gpus"]
+    if out.get("tflops_per_gpu") is not None:
+        reported, source = float(out["tflops_per_gpu"]), "reported TFLOP/s"
+    elif out.get("mfu_pct") is not None:
+        reported, source = out["mfu_pct"] / 100 * peak, "reported MFU"
+    elif out.get("step_time_s") is not None:
+        reported, source = flops_step / (out["step_time_s"] * gpus) / 1e12, "reported step time"
+    else:
+        return Skipped(entry["id"], "no throughput reported")
+    attention = "unfused" if entry["group"] in UNFUSED_GROUPS else "flash"
+    if attention == "unfused":
+        notes.append("unfused attention (pre-FlashAttention Megatron-LM; not expressible in a spec)")
+    overlap = TP_OVERLAP.get(entry["group"], "none")
+    if overlap != "none" and tp > 1:
+        notes.append(f"tp overlap: {overlap} ({TP_OVERLAP_SOURCE[overlap]}; not expressible in a spec)")
+    software = timing.Software(attention=attention, tp_overlap=overlap, selective="attention-core")
+    return Row(id=entry["id"], group=entry["group"], convention=conv, gpus=gpus, peak=peak,
+               reported_tflops=reported, reported_from=source, spec=spec, software=software,
+               assumptions=notes, fitted=fitted, conv_flops=flops_step)
+
+
+def load_rows(path: Path = PUBLISHED) -> tuple[list[Row], list[Skipped]]:
+    import yaml
+
+    rows, skipped = [], []
+    for entry in yaml.safe_load(path.read_text()):
+        row = row_spec(entry)
+        if isinstance(row, Skipped):
+            skipped.append(row)
+            continue
+        result = compile_text(row.spec, path=f"{row.id}.par")
+        if result.plan is None:
+            skipped.append(Skipped(row.id, "the spec does not compile: "
+                                   + "; ".join(d.message for d in result.diagnostics if d.is_error)))
+            continue
+        row.plan = result.plan
+        row.findings = sorted({d.code for d in result.diagnostics if d.is_error})
+        rows.append(row)
+    return rows, skipped
+
+
+# ---------------------------------------------------------------------------------------------
+# Prediction and error
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A row's numbers, built once (the fit evaluates each row thousands of times)."""
+
+    shape: object
+    knobs: object
+    hardware: object
+    geometry: object
+
+
+def prepare(row: Row) -> Prepared:
+    plan = row.plan
+    hw = timing.hardware_of(plan)
+    return Prepared(shape=shape_of(plan), knobs=knobs_of(plan, "megatron"), hardware=hw,
+                    geometry=timing.geometry_of(plan, hw))
+
+
+def predicted_step(row: Row, prepared: Prepared, constants: Constants) -> timing.Breakdown:
+    return timing.step_time(prepared.shape, prepared.knobs, prepared.hardware, prepared.geometry,
+                            constants, row.software)
+
+
+def predicted_tflops(row: Row, step: float) -> float:
+    return row.conv_flops / (step * row.gpus) / 1e12
+
+
+def log_errors(rows, prepared, constants) -> list[float]:
+    return [math.log(predicted_tflops(r, predicted_step(r, p, constants).step) / r.reported_tflops)
+            for r, p in zip(rows, prepared, strict=True)]
+
+
+# ---------------------------------------------------------------------------------------------
+# The fit
+
+
+BOUNDS = {
+    "gemm_ampere": (0.3, 1.0),
+    "gemm_hopper": (0.3, 1.0),
+    "intensity_half": (0.005, 5.0),
+    "flash_attention": (0.2, 1.0),
+    "kernel_overhead": (0.0, 1e-4),
+}
+"""Physical ranges: an efficiency or a fraction lies in (0, 1]; the intensity scale is positive."""
+
+START = {"gemm_ampere": 0.8, "gemm_hopper": 0.75, "intensity_half": 0.5, "flash_attention": 0.75,
+         "kernel_overhead": 5e-6}
+
+
+def _to_unit(name, value):
+    lo, hi = BOUNDS[name]
+    x = min(max((value - lo) / (hi - lo), 1e-9), 1 - 1e-9)
+    return math.log(x / (1 - x))
+
+
+def _from_unit(name, z):
+    lo, hi = BOUNDS[name]
+    return lo + (hi - lo) / (1 + math.exp(-z))
+
+
+def objective(rows, prepared, base: Constants, z: list[float]) -> float:
+    values = {n: _from_unit(n, zi) for n, zi in zip(FITTED_NAMES, z, strict=True)}
+    errors = log_errors(rows, prepared, base.with_values(values))
+    return sum(e * e for e in errors) / len(errors)
+
+
+def nelder_mead(f, x0: list[float], step: float = 0.5, iterations: int = 600, tolerance: float = 1e-10):
+    """The textbook simplex method (Nelder and Mead 1965), deterministic."""
+    n = len(x0)
+    simplex = [list(x0)] + [[x0[j] + (step if j == i else 0.0) for j in range(n)] for i in range(n)]
+    values = [f(p) for p in simplex]
+    for _ in range(iterations):
+        order = sorted(range(n + 1), key=lambda i: values[i])
+        simplex = [simplex[i] for i in order]
+        values = [values[i] for i in order]
+        if values[-1] - values[0] < tolerance:
+            break
+        centroid = [sum(p[j] for p in simplex[:-1]) / n for j in range(n)]
+        worst = simplex[-1]
+        reflected = [c + (c - w) for c, w in zip(centroid, worst, strict=True)]
+        fr = f(reflected)
+        if fr < values[0]:
+            expanded = [c + 2 * (c - w) for c, w in zip(centroid, worst, strict=True)]
+            fe = f(expanded)
+            simplex[-1], values[-1] = (expanded, fe) if fe < fr else (reflected, fr)
+        elif fr < values[-2]:
+            simplex[-1], values[-1] = reflected, fr
+        else:
+            contracted = [c + 0.5 * (w - c) for c, w in zip(centroid, worst, strict=True)]
+            fc = f(contracted)
+            if fc < values[-1]:
+                simplex[-1], values[-1] = contracted, fc
+            else:
+                best = simplex[0]
+                simplex = [best] + [[b + 0.5 * (p - b) for b, p in zip(best, q, strict=True)] for q in simplex[1:]]
+                values = [values[0]] + [f(p) for p in simplex[1:]]
+    i = min(range(n + 1), key=lambda i: values[i])
+    return simplex[i], values[i]
+
+
+def fit(rows: list[Row], prepared: list[Prepared], base: Constants = DEFAULT) -> Constants:
+    fitted = [(r, p) for r, p in zip(rows, prepared, strict=True) if r.fitted]
+    rs, ps = [r for r, _ in fitted], [p for _, p in fitted]
+    z = [_to_unit(n, START[n]) for n in FITTED_NAMES]
+    best = float("inf")
+    for _ in range(4):  # restart from the best point until the simplex stops improving
+        z, value = nelder_mead(lambda x: objective(rs, ps, base, x), z)
+        timing.clear_caches()
+        if best - value < 1e-9:
+            break
+        best = value
+    values = {n: float(f"{_from_unit(n, zi):.4g}") for n, zi in zip(FITTED_NAMES, z, strict=True)}
+    return base.with_values(values)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reports
+
+TEMPLATE = """\
+# The time model
+
+<!-- Generated by `.venv/bin/python benchmarks/fidelity.py --write`; edit the script, not this file. -->
+
+`parc.timing` predicts, for any complete plan, the time of one optimizer step and where it goes
+(computation, recomputation, each axis's exposed communication, the pipeline bubble, the
+optimizer step), the tokens per second, model and hardware TFLOP/s per GPU, MFU and HFU, the
+bubble fraction and the bytes each GPU sends on each axis. `parc explain SPEC` prints it beside
+the memory table; `--format json` carries it under `time` and `throughput`.
+
+Everything is derived from the model's exact shapes, the layout, the GPU's datasheet figures and
+a handful of global constants; no number is keyed by model or by run. This page states every
+formula and constant, and compares the model with published runs. Code: `compiler/flops.py`
+(FLOPs), `compiler/timing.py` (the model), `compiler/calibration.py` (the constants),
+`benchmarks/fidelity.py` (this page, the fit).
+
+## Inputs
+
+- **Shape** and **Knobs**: the memory model's bundles of numbers (`parc.memory.inputs`): model
+  shapes; tp, pp, dp, cp, ep, virtual stages, schedule, split, sequence parallelism, cp flavour,
+  sharding, seq, micro-batch, micro-batches per step `m`, precision, optimizer, recomputation.
+  Which layers each pipeline rank holds comes from `compiler/stages.py` (through the memory
+  model's `rank_params`, which also gives each rank's parameters).
+- **Hardware**: dense BF16 (and FP8) peak, HBM bandwidth, per-GPU bandwidth inside the fast level
+  (the NVLink domain: the node, or 72 GPUs on NVL72; PCIe inside a node), and each GPU's share of
+  its node's NICs (node bandwidth / GPUs per node). The catalogue has no HBM bandwidth, so
+  `timing.HBM_BANDWIDTH` holds the datasheet figures (A100 40 GB 1.555 TB/s, A100 80 GB
+  2.039 TB/s, H100 SXM and H800 3.35 TB/s, H200 4.8 TB/s, B200 and GB200 8 TB/s, MI300X
+  5.3 TB/s); a GPU defined in a spec takes its generation's.
+- **Geometry**: for each group (tp, cp, ep, pp; the dense-gradient group dp x cp (x ep when ep is
+  a layout axis); the expert-gradient group; HSDP's shard and replicate groups) its size `n` and
+  the number `k` of its ranks inside one fast level, from the rank order: an axis of degree `d`
+  and stride `st` contributes `min(d, level / st)` ranks to a level when `st < level`. ep folded
+  over other axes takes their fastest ranks (torchtitan's and Megatron-Core's folding).
+- **Software**: what the training program does that a spec cannot say. parc's runtime (the
+  default): FlashAttention (causal half skipped), no tensor-parallel overlap, selective
+  recomputation of norms, RoPE and activations. The fidelity runs set it per source (below).
+
+## One layer, one micro-batch, one GPU
+
+Tokens on the GPU: `n = micro-batch x seq / cp`; sequence-parallel shard `sp = tp` under
+sequence parallelism, else 1; per-GPU widths `q = heads x head_dim / tp`, `kv = kv_heads x
+head_dim / tp` (or unsplit when tp does not divide the KV heads).
+
+**GEMMs** (forward; the input-gradient and weight-gradient GEMMs have the same shapes' FLOPs, so
+the backward takes twice the forward's GEMM time, split into B (input) and W (weight)):
+
+| GEMM | m x k x n |
+|---|---|
+| Q, K, V | n x h x (q + 2 kv) |
+| attention output | n x q x h |
+| dense FFN up (and gate) | n x h x (matrices - 1) F / tp |
+| dense FFN down | n x F / tp x h |
+| MoE router | (n / sp) x h x E |
+| routed experts (E / ep local, grouped) | (n / sp) top_k / (E / ep) x h x (matrices - 1) F_e, and x F_e x h |
+| shared experts | as a dense FFN of size shared x F_e, split over tp |
+
+Routed experts are whole on each rank (expert tensor parallelism 1, the memory model's
+convention) and routing is balanced. A GEMM of `2mkn` FLOPs takes
+
+    t = 2mkn / (peak x e),   e = e_gen x I / (I + c x peak / B_hbm),   I = 2mkn / (b (mk + kn + mn))
+
+with `I` its arithmetic intensity (FLOPs per byte of the three matrices, `b` bytes per element:
+2, or 1 for fp8), `peak / B_hbm` the GPU's ridge point, `e_gen` the generation's ceiling
+(`gemm_ampere`, `gemm_hopper`) and `c` = `intensity_half`: efficiency is half its ceiling where
+the intensity is `c` ridge points. Every kernel also costs `kernel_overhead` seconds (launch,
+ramp-up, the tail of its last wave): 4 GEMM kernels per dense layer forward, 7 (+2 with shared
+experts) per MoE layer, 6 memory-bound kernels, 1 attention kernel; the backward twice the GEMMs.
+Under fp8 the linear layers run at the FP8 peak (attention stays BF16) and Transformer Engine's
+casts move 4 bytes per element of each GEMM input forward and of each output gradient backward.
+
+**Attention core.** FlashAttention: `4 q n (s/2)` FLOPs forward (causal; context-parallel blocks
+load-balanced), at `peak x e_gen x flash_attention`; the backward runs 2.5x the forward's
+products (it recomputes the scores; Dao 2023). Unfused (Megatron-LM before mid-2022): per head
+and sequence two batched GEMMs `(s/cp) x head_dim x s` and `(s/cp) x s x head_dim` on the full
+square, timed as GEMMs; backward twice; plus the scores' memory traffic, 9 bytes per score
+element forward (scale-mask-softmax, dropout and its mask) and 11 backward.
+
+**Memory-bound work**, at `B_hbm x hbm_efficiency`, 2-byte elements: two norms (read and write
+h) and two residual adds (3h) per token on `n / sp` tokens; the activation function (read
+`matrices - 1` inner widths, write one) on n tokens (on the routed copies in MoE layers, plus 4h
+per routed copy for dispatch and combine); RoPE (read and write q and k). The backward moves
+twice the forward's bytes.
+
+**Recomputation.** full: the forward again (its communication included) before the backward;
+`full N` recomputes the first N layers of each chunk (the memory model's rule). selective, parc's
+runtime: the norms, RoPE and activations again (memory-bound, no matrix products); selective,
+Megatron-LM (Korthikanti et al. 2022): the attention core's forward again.
+
+**Embedding and output layer.** The vocab-parallel embedding writes `n h` and all-reduces (reduce-
+scatters under sp) its partial sums over tp. The output layer: final norm, the logits GEMM `n x h
+x V / tp` (V padded as the runtime pads it), cross-entropy at 12 bytes per logit (fp32
+probabilities), and its tp communication (sp: all-gather forward, reduce-scatter backward; else
+an all-reduce backward).
+
+## Communication
+
+A group of `n` ranks, `k` of them inside one fast level. Bandwidths, one direction:
+inside the level `B_in = intra x bus_nvlink`; to other levels `B_out = nic x bus_network`, the
+GPU's own share of its node's NICs (every GPU of a node communicates at once in these collectives).
+
+- ring collectives run at `B_ring = B_in` when the group fits in one level, else
+  `min(B_in, k x B_out)` (the ring's crossing hops use the NICs of the group's k GPUs in a level);
+- all-reduce of S bytes: `2 (n-1)/n S / B_ring + 2 ceil(log2 n) a`;
+- all-gather or reduce-scatter of the full S bytes: `(n-1)/n S / B_ring + (n-1) a`;
+- all-to-all, S bytes leaving each rank: `max((k-1)/n S / B_in, (n-k)/n S / B_out) + (n-1) a`;
+- point-to-point: `S / B_in` inside a level, else `S / B_out`, plus `a`;
+
+with `a` the latency per algorithm step (`latency_intra` inside a level, `latency_inter` across).
+Bytes sent per GPU: all-reduce `2 (n-1)/n S`, all-gather, reduce-scatter and all-to-all
+`(n-1)/n S`, point-to-point S.
+
+Per axis, with `S_act = 2 n h` (one micro-batch's activations):
+
+- **tp**, per layer: without sequence parallelism 2 all-reduces of `S_act` forward and 2 backward;
+  with it 2 all-gathers and 2 reduce-scatters each way (a MoE layer without shared experts has
+  one pair: its routed experts are not split over tp). Exposed, unless the runtime overlaps them
+  with independent GEMMs: Megatron-LM since late 2021 hides the backward ones under the weight-
+  gradient GEMMs, `--tp-comm-overlap` the forward ones under the forward GEMMs too; then only
+  what outlasts those GEMMs shows.
+- **cp**, per layer: ring: `cp - 1` steps each passing one K/V block `2 n 2 kv` (backward: with
+  dK, dV, twice that), each step overlapped with one block of attention; only the excess shows.
+  all-gather: K and V gathered forward, their gradients reduce-scattered backward, exposed.
+  all-to-all (Ulysses): Q, K, V and the output re-sharded each way, exposed.
+- **ep**, per MoE layer: dispatch and combine all-to-alls of `2 (n/sp) top_k h` bytes forward and
+  again backward, exposed; under dualpipe-v they overlap the other micro-batch's computation and
+  only what exceeds the layer's computation shows (DeepSeek-AI 2024).
+- **pp**, per micro-batch: each chunk boundary sends `2 n h / tp` bytes forward and as many
+  backward (the scatter-gather optimisation of Narayanan et al. 2021; sequence-parallel
+  activations are already sharded), on the critical path.
+- **dp**, per step, on each rank's parameters (dense ones over the dense group, experts over the
+  expert group), gradients reduced in fp32 (4 bytes) and parameters gathered in bf16 (2 bytes):
+  none (DDP): all-reduce; zero1/zero2: reduce-scatter, then all-gather after the step; zero3:
+  all-gather before every micro-batch's forward and backward, one reduce-scatter per step; hsdp:
+  zero3 over the shard group plus an all-reduce of the shard over the replicas. Gradient
+  reductions overlap the last micro-batch's backward, the post-step gather the next step's first
+  forward, zero3's gathers the piece of work before them; only the excess shows.
+
+## The pipeline and the step
+
+Each pipeline rank's time per micro-batch is the sum over its chunks of forward F, input
+backward B (with recomputation), weight backward W and the exposed tp, cp, ep and pp
+communication. The slowest rank sets the pace: `step = m x T_slowest + bubble + dp + optimizer`.
+The bubble, from that rank's per-chunk F, B, W (v chunks per rank, p = pp; exposed communication
+counted in F and B):
+
+| schedule | bubble | source |
+|---|---|---|
+| gpipe, 1f1b, interleaved-1f1b | (p - 1)(F + B + W); fraction (p - 1) / (v m) | Huang et al. 2019; Narayanan et al. 2021 |
+| interleaved-zb (ZB1P) | (p - 1)(F + B - W) | Qi et al. 2023, "Zero Bubble Pipeline Parallelism", ZB-H1 |
+| zbv | (p - 1)(F + B - 2W) | Qi et al. 2023 (ZB-V, arXiv:2401.10241 v2) |
+| dualpipe-v | (p - 1)(F&B + B_full - 3W) = (p - 1)(F + 2B - W) | DeepSeek-AI 2024, DeepSeek-V3 report, Table 2 |
+
+(DualPipe's F&B, an overlapped forward-backward pair, is taken as F + B + W, and its B is the full
+backward B + W; none is ever negative.) `bubble_fraction` is the bubble over `m x T_slowest`.
+
+The optimizer step moves 34 bytes of HBM per parameter the rank updates under Adam (read fp32
+weight, gradient and two moments, write weight and moments and the bf16 copy, read the gradient
+again for the norm), 18 under SGD; ZeRO divides the parameters by the sharding group.
+
+## Throughput, MFU and HFU
+
+- tokens per second = global batch x seq / step; per GPU, divided by the world size;
+- model FLOPs per token (PaLM / Llama 3): `3 x forward`, causal attention (`s / 2` keys), no
+  recomputation, i.e. `6 N + 6 L q s` with N the parameters that take part in a matrix product
+  (active experts, the output layer; not the embedding lookup);
+- hardware FLOPs per token: the FLOPs executed, recomputed matrix products included (and the full
+  square of unfused attention);
+- MFU and HFU divide by the dense peak of the training precision (FP8 peak under fp8, as NeMo
+  reports FP8 runs; BF16 otherwise).
+
+## Constants
+
+@CONSTANTS@
+
+`gemm_efficiency` of Blackwell and CDNA3 GPUs is Hopper's: no published run here to fit on.
+
+## Calibration
+
+The fit minimises the mean squared `log(predicted / reported)` over the @N_FITTED@ runs of
+`../shared/calibration/published.yaml` marked `completeness: full`, by Nelder-Mead on the
+constants mapped to their ranges (@BOUNDS@) from a fixed start (@START@); the
+other constants are fixed from the sources above. An earlier fit that also freed
+`flash_attention`, the bus efficiencies and a tensor-parallel overlap fraction drove each to a
+bound of its range (0.2, 1, 1): the runs cannot tell those apart from the GEMM constants, so they
+are fixed from kernel and NCCL measurements, and tensor-parallel overlap became a window (what
+outlasts the overlapping GEMMs shows) rather than a fraction.
+
+Each run is written as a spec (layout, custom model, hardware, training settings) and compiled by
+`parc.pipeline.compile_text`; its predicted step time becomes TFLOP/s per GPU in the run's own
+FLOP convention (`conventions.md`): Narayanan et al.'s HFU (`96 B s L h^2 (1 + s/6h + V/16Lh)`:
+recomputation counted, non-causal); Korthikanti et al.'s model FLOPs (`72 B L s h^2 (1 + s/6h +
+V/12hL)`; compared with the reported MFU, or with the reported step time where no MFU is given);
+Megatron-Core's 2024 model FLOPs (non-causal). The runs' software, which a spec cannot state, is
+set from the sources: Narayanan 2021 and Korthikanti 2022 predate FlashAttention (unfused
+attention); Korthikanti 2022 used Megatron-LM's overlap of backward tensor-parallel
+communication, the 2024 table `--tp-comm-overlap`; Megatron-LM's selective recomputation is the
+attention core's.
+
+Unstated fields take Megatron-LM's defaults, listed per run in the last column: FFN 4h, no GQA,
+micro-batch 1, no recomputation, sequence parallelism on with tensor parallelism (required by
+`--tp-comm-overlap`), the distributed optimizer (required by `--overlap-param-gather`) and 1F1B
+without interleaving. The last matters: the README does not say whether its pipelined runs
+interleaved; with v virtual stages their bubble would be v times smaller. Korthikanti et al.'s
+2,240-GPU runs (`partial`: global batch not published) are evaluated with the 280-GPU run's 280
+micro-batches per pipeline and are not fitted.
+
+Left out:
+
+@SKIPPED@
+
+Fitted runs: median |error| **@MEDIAN@**, worst **@WORST@** (`@WORST_ID@`). All @N_ALL@ evaluated
+runs: median @ALL_MEDIAN@, worst @ALL_WORST@ (`@ALL_WORST_ID@`).
+
+@TABLE@
+
+"bubble" and "exposed comm" are fractions of the predicted step.
+
+### Where the model is weakest
+
+- The worst run, Megatron-LM's 2024 32B (tp 8, dp 48, 4 micro-batches per step), is predicted
+  slow because of its data-parallel traffic: each GPU reduce-scatters 16 GB of fp32 gradients and
+  gathers 8 GB of bf16 parameters through its own 400 Gb/s NIC, and the model lets only the last
+  micro-batch's backward and the first forward hide them. The real run hid more or moved less
+  (bf16 gradient reduction would halve it); the published table does not say which.
+- The smallest 2024 runs (1.7B, 7.1B, tp 1-2) come out fast: their kernels are short, and what
+  that costs beyond `kernel_overhead` (host-side launch gaps, the data loader, logging, all in
+  the README's end-to-end numbers) is not modelled.
+
+## A check that was not fitted: one layer (Korthikanti et al. 2022, Table 4)
+
+One 22B layer (h 6144, 64 heads, s 2048, micro-batch 4) on 8 A100s with tp 8, unfused attention,
+Megatron-LM's backward overlap; measured milliseconds from `conventions.md`:
+
+@LAYER_CHECK@
+
+## The example specs
+
+The time model on every spec in `specs/` (parc's runtime: FlashAttention, no tensor-parallel
+overlap):
+
+@SPECS@
+
+## Not modelled
+
+- Memory-bandwidth contention between communication kernels and computation (NCCL's SMs are
+  counted as free), and network congestion beyond the NIC share (a fat-tree without
+  oversubscription is assumed).
+- DeepSeek-V3's node-limited routing and NVLink forwarding (its all-to-all carries at most 4
+  nodes' worth of each token over InfiniBand) and FP8 dispatch: the ep all-to-all is charged in
+  full over the NICs.
+- Load imbalance between experts (routing is balanced), data loading, logging, checkpointing.
+- Blackwell and CDNA3 efficiencies (no calibration data), and FP8 GEMM efficiency beyond the
+  casts (FP8 GEMMs take the BF16 ceiling).
+"""
+
+
+
+@dataclass
+class Result:
+    row: Row
+    breakdown: timing.Breakdown
+    predicted: float
+
+    @property
+    def error(self) -> float:
+        return self.predicted / self.row.reported_tflops - 1
+
+
+def evaluate(rows, prepared, constants) -> list[Result]:
+    out = []
+    for r, p in zip(rows, prepared, strict=True):
+        b = predicted_step(r, p, constants)
+        out.append(Result(r, b, predicted_tflops(r, b.step)))
+    return out
+
+
+def summary(results: list[Result]) -> tuple[float, float, str]:
+    errors = [abs(x.error) for x in results]
+    worst = max(results, key=lambda x: abs(x.error))
+    return statistics.median(errors), max(errors), worst.row.id
+
+
+def table(results: list[Result]) -> str:
+    head = "| run | GPUs | layout | convention | reported | predicted | error | step (s) | bubble | exposed comm | assumed |"
+    lines = [head, "|" + "---|" * 11]
+    for x in results:
+        k = x.row.plan.layout
+        layout = " ".join(f"{a.name}{a.degree}" for a in k.axes)
+        b = x.breakdown
+        comm = sum(b.exposed.values())
+        conv = {"narayanan_hfu": "HFU (Narayanan)", "korthikanti_mfu_hfu": "MFU (Korthikanti)",
+                "megatron_core_model_flops": "MFU (Megatron-Core 2024)"}[x.row.convention]
+        mark = "" if x.row.fitted else " (not fitted)"
+        lines.append(
+            f"| {x.row.id}{mark} | {x.row.gpus:,} | {layout} | {conv} | {x.row.reported_tflops:.1f} "
+            f"({x.row.reported_from}) | {x.predicted:.1f} | {x.error:+.1%} | {b.step:.2f} | "
+            f"{b.bubble / b.step:.1%} | {comm / b.step:.1%} | {'; '.join(x.row.assumptions) or '-'} |")
+    return "\n".join(lines)
+
+
+def constants_table(constants: Constants, n_fitted: int) -> str:
+    lines = ["| constant | value | where it comes from |", "|---|---|---|"]
+    for name, value in constants.as_dict().items():
+        if name in FITTED_NAMES:
+            lo, hi = BOUNDS[name]
+            source = f"fitted on the {n_fitted} complete published runs (bounds {lo}-{hi})"
+        else:
+            source = "fixed: " + FIXED_SOURCES[name]
+        lines.append(f"| `{name}` | {value:.4g} | {source} |")
+    return "\n".join(lines)
+
+
+def layer_check(constants: Constants) -> str:
+    """Korthikanti et al. 2022, Table 4: one 22B layer (h 6144, 64 heads, s 2048, micro-batch 4)
+    on 8 A100s with tp 8; measured forward / backward milliseconds (conventions.md). Not fitted."""
+    from parc.memory.inputs import Shape
+
+    shape = Shape(layers=1, hidden=6144, ffn=24576, heads=64, kv_heads=64, head_dim=96, vocab=51200, tied=True,
+                  ffn_matrices=2, layernorm=True, position_params=2048 * 6144)
+    hw = timing.Hardware(generation="ampere", bf16=312e12, fp8=None, hbm=2.039e12, intra=300e9, nic=25e9, level=8)
+    tp = timing.link(timing.Group(8, 8), hw, constants)
+    none = timing.link(timing.Group(), hw, constants)
+    measured = {"baseline": (7.7, 11.9), "sequence parallel": (7.2, 11.8), "full recompute": (7.7, 19.5),
+                "selective recompute": (7.7, 13.2), "selective + sequence parallel": (7.2, 13.1)}
+    lines = ["| setup | measured fwd / bwd (ms) | predicted fwd / bwd (ms) |", "|---|---|---|"]
+    for name, (mf, mb) in measured.items():
+        sp = "sequence parallel" in name
+        w = timing.layer_work(shape, False, 8, sp, 1, "ring", 2048, 4, 1, "fp16", "unfused", hw, constants)
+        x = timing.exposed(w, tp, none, none, False, "backward", constants)
+        fwd = w.forward + x.tp_f
+        bwd = w.backward_input + w.backward_weight + x.tp_b
+        if "full" in name:
+            bwd += w.forward + x.tp_f
+        elif "selective" in name:
+            bwd += w.selective_core
+        lines.append(f"| {name} | {mf} / {mb} | {fwd * 1e3:.1f} / {bwd * 1e3:.1f} |")
+    return "\n".join(lines)
+
+
+def specs_table(constants: Constants) -> str:
+    from parc.pipeline import compile_path
+
+    lines = ["| spec | GPUs | step (s) | tokens/s per GPU | model TFLOP/s per GPU | MFU | HFU | bubble | "
+             "exposed tp / pp / dp / cp / ep (s) |", "|" + "---|" * 9]
+    for path in sorted((ROOT / "specs").glob("*.par")):
+        result = compile_path(str(path.relative_to(ROOT)))
+        p = timing.predict(result.plan, constants) if result.plan is not None else None
+        if p is None:
+            lines.append(f"| `{path.name}` | - | holes open | | | | | | |")
+            continue
+        b = p.breakdown
+        comm = " / ".join(f"{b.exposed[a]:.2f}" for a in ("tp", "pp", "dp", "cp", "ep"))
+        lines.append(f"| `{path.name}` | {p.world:,} | {b.step:.3g} | {p.tokens_per_second_per_gpu:,.0f} | "
+                     f"{p.model_flops_per_gpu / 1e12:.0f} | {p.mfu:.1%} | {p.hfu:.1%} | "
+                     f"{b.bubble_fraction:.1%} | {comm} |")
+    return "\n".join(lines)
+
+
+def generate(constants: Constants = DEFAULT) -> str:
+    """The whole of docs/time-model.md."""
+    rows, skipped = load_rows()
+    prepared = [prepare(r) for r in rows]
+    results = evaluate(rows, prepared, constants)
+    fitted = [x for x in results if x.row.fitted]
+    median, worst, worst_id = summary(fitted)
+    others = [x for x in results if not x.row.fitted]
+    all_median, all_worst, all_worst_id = summary(results)
+    skipped_text = "\n".join(f"- `{s.id}`: {s.reason}" for s in skipped) or "- none"
+    values = {
+        "CONSTANTS": constants_table(constants, len(fitted)),
+        "TABLE": table(results),
+        "N_FITTED": str(len(fitted)), "N_OTHER": str(len(others)), "N_ALL": str(len(results)),
+        "MEDIAN": f"{median:.1%}", "WORST": f"{worst:.1%}", "WORST_ID": worst_id,
+        "ALL_MEDIAN": f"{all_median:.1%}", "ALL_WORST": f"{all_worst:.1%}", "ALL_WORST_ID": all_worst_id,
+        "SKIPPED": skipped_text, "LAYER_CHECK": layer_check(constants), "SPECS": specs_table(constants),
+        "BOUNDS": ", ".join(f"`{n}` {lo:g}-{hi:g}" for n, (lo, hi) in BOUNDS.items() if n in FITTED_NAMES),
+        "START": ", ".join(f"`{n}` {START[n]:g}" for n in FITTED_NAMES),
+    }
+    text = TEMPLATE
+    for key, value in values.items():
+        text = text.replace(f"@{key}@", value)
+    return text
+
+
+def write_constants(constants: Constants) -> None:
+    text = CONSTANTS_FILE.read_text()
+    start, end = text.index(BEGIN_FIT), text.index(END_FIT)
+    body = "\n".join(f"    {k}={v!r}," for k, v in constants.as_dict().items())
+    block = f"{BEGIN_FIT}\nDEFAULT = Constants(\n{body}\n)\n"
+    CONSTANTS_FILE.write_text(text[:start] + block + text[end:])
+
+
+def print_results(results: list[Result], title: str) -> None:
+    print(f"\n{title}")
+    print(f"{'run':44} {'GPUs':>6} {'reported':>9} {'predicted':>9} {'error':>7}  {'bubble':>6} {'comm':>6}  from")
+    for x in results:
+        b = x.breakdown
+        mark = "" if x.row.fitted else " *"
+        print(f"{x.row.id + mark:44} {x.row.gpus:6,} {x.row.reported_tflops:9.1f} {x.predicted:9.1f} "
+              f"{x.error:+7.1%}  {b.bubble / b.step:6.1%} {sum(b.exposed.values()) / b.step:6.1%}  {x.row.reported_from}")
+    fitted = [x for x in results if x.row.fitted]
+    median, worst, worst_id = summary(fitted)
+    print(f"fitted rows ({len(fitted)}): median |error| {median:.1%}, worst {worst:.1%} ({worst_id})")
+    if len(fitted) < len(results):
+        median, worst, worst_id = summary(results)
+        print(f"all rows ({len(results)}, * = not fitted): median |error| {median:.1%}, worst {worst:.1%} ({worst_id})")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--fit", action="store_true", help="refit the constants and print both tables")
+    parser.add_argument("--write", action="store_true", help="refit, then rewrite the constants and the doc")
+    args = parser.parse_args(argv)
+    rows, skipped = load_rows()
+    prepared = [prepare(r) for r in rows]
+    print_results(evaluate(rows, prepared, DEFAULT), "stored constants: " + ", ".join(
+        f"{n}={getattr(DEFAULT, n):.4g}" for n in FITTED_NAMES))
+    for s in skipped:
+        print(f"left out: {s.id}: {s.reason}")
+    if not (args.fit or args.write):
+        return 0
+    constants = fit(rows, prepared)
+    print_results(evaluate(rows, prepared, constants), "refitted: " + ", ".join(
+        f"{n}={getattr(constants, n):.4g}" for n in FITTED_NAMES))
+    if args.write:
+        write_constants(constants)
+        from parc.atomic import write_file
+
+        write_file(str(DOC), generate(constants))
+        print(f"wrote {CONSTANTS_FILE.relative_to(ROOT)} and {DOC.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

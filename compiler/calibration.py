@@ -1,0 +1,90 @@
+"""The time model's global constants: a handful of numbers, each with where it came from.
+
+Nothing here is keyed by model or by run. Some constants are fitted by `benchmarks/fidelity.py`
+on the published runs of `../shared/calibration/published.yaml` (least squares on the log error
+of TFLOP/s per GPU); the others are fixed from a stated source because the published runs cannot
+tell them apart. `python benchmarks/fidelity.py --write` refits and rewrites the block between the
+markers below and `docs/time-model.md`; a test fails when either is stale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+
+@dataclass(frozen=True)
+class Constants:
+    """Every number the time model uses that is not a count of the model or a datasheet figure."""
+
+    gemm_ampere: float
+    """Achievable fraction of dense peak for a large GEMM on Ampere (A100)."""
+    gemm_hopper: float
+    """Achievable fraction of dense peak for a large GEMM on Hopper (H100, H200, H800)."""
+    intensity_half: float
+    """GEMM arithmetic intensity (FLOP per byte moved) at which efficiency is half its ceiling,
+    in units of the GPU's ridge point (peak FLOP/s / HBM bytes/s)."""
+    flash_attention: float
+    """FlashAttention's throughput relative to the GEMM ceiling (softmax and masking inside the
+    kernel keep it below a plain GEMM)."""
+    kernel_overhead: float
+    """Seconds each kernel costs beyond its arithmetic and bytes: launch, ramp-up and the tail of
+    its last wave. Small kernels (small models, short micro-batches) pay it most."""
+    bus_nvlink: float
+    """Achieved fraction of NVLink (or xGMI, PCIe) bandwidth in collectives: NCCL bus bandwidth
+    over link bandwidth."""
+    bus_network: float
+    """Achieved fraction of NIC bandwidth in collectives that cross nodes."""
+    hbm_efficiency: float
+    """Achieved fraction of HBM bandwidth in memory-bound kernels (norms, activations, softmax)."""
+    latency_intra: float
+    """Seconds per algorithm step of a collective inside an NVLink domain or node."""
+    latency_inter: float
+    """Seconds per algorithm step of a collective that crosses nodes."""
+
+    def gemm_efficiency(self, generation: str) -> float:
+        """Ceiling for a generation. Blackwell and CDNA3 have no published run here to fit on:
+        they take Hopper's value, an assumption `docs/time-model.md` states."""
+        return self.gemm_ampere if generation == "ampere" else self.gemm_hopper
+
+    def with_values(self, values: dict[str, float]) -> Constants:
+        return replace(self, **values)
+
+    def as_dict(self) -> dict[str, float]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+FITTED_NAMES: tuple[str, ...] = (
+    "gemm_ampere", "gemm_hopper", "intensity_half", "kernel_overhead",
+)
+"""The constants `benchmarks/fidelity.py` fits; the rest are fixed below with their sources."""
+
+FIXED_SOURCES: dict[str, str] = {
+    "flash_attention": "FlashAttention-2 runs forward+backward at 50-73 % of A100 peak counting the "
+                       "backward's 2.5x FLOPs (Dao 2023, Section 4.1); FlashAttention-3 reaches 75 % of "
+                       "H100 peak forward (Shah et al. 2024); against the ~0.8 GEMM ceiling: 0.75",
+    "bus_nvlink": "nccl-tests all_reduce bus bandwidth on one node: ~230-240 GB/s of A100's 300 GB/s "
+                  "NVLink, ~360-370 GB/s of H100's 450 GB/s (without NVLink SHARP): 0.8",
+    "bus_network": "nccl-tests across InfiniBand nodes reach 90-96 % of the NICs' line rate "
+                   "(e.g. ~23-24 GB/s per 200 Gb/s HDR port, ~46-48 GB/s per 400 Gb/s NDR port): 0.92",
+    "hbm_efficiency": "STREAM-like copy kernels reach 80-90 % of HBM peak on A100 and H100 "
+                      "(NVIDIA's bandwidthTest and published STREAM results); 0.8 taken",
+    "latency_intra": "NCCL small-message all-reduce on one 8-GPU NVSwitch node takes ~10-20 us "
+                     "for 2(n-1) = 14 ring steps: ~1 us per step",
+    "latency_inter": "NCCL small-message collectives across InfiniBand nodes: ~5 us per step "
+                     "(one network round of a few microseconds plus the proxy thread)",
+}
+
+# BEGIN FITTED (written by benchmarks/fidelity.py --write; do not edit by hand)
+DEFAULT = Constants(
+    gemm_ampere=0.8376,
+    gemm_hopper=0.8064,
+    intensity_half=1.443,
+    flash_attention=0.75,
+    kernel_overhead=3.312e-05,
+    bus_nvlink=0.8,
+    bus_network=0.92,
+    hbm_efficiency=0.8,
+    latency_intra=1e-06,
+    latency_inter=5e-06,
+)
+# END FITTED

@@ -1,0 +1,97 @@
+"""FLOPs of a decoder-only transformer, counted from its exact shapes.
+
+One place defines how much arithmetic a token costs, so the time model, MFU and HFU agree with
+each other. A multiply-add is 2 FLOPs. Only matrix products are counted (norms, activations and
+softmax are memory-bound work that the time model charges by bytes, not FLOPs). Per token and
+per layer, forward:
+
+- attention projections: Q, K, V and output, `2 h (q + 2 kv) + 2 q h`, with q = heads x head_dim
+  and kv = kv_heads x head_dim (GQA);
+- attention core: Q K^T and P V, `4 q c` for a query that attends to c keys; causal attention
+  over s tokens attends to s / 2 keys on average (the PaLM and Llama 3 convention);
+- dense FFN: `2 h F` per weight matrix, 3 matrices for SwiGLU and 2 for GELU;
+- MoE FFN: the router `2 h E` plus `top_k + shared` experts of size `expert_ffn`;
+- logits: `2 h V` once per token (the input embedding is a lookup, not a product).
+
+Backward costs twice the forward (one product for the input gradient, one for the weight
+gradient), so a training step costs 3x forward. These functions take numbers (the memory model's
+`Shape`), never a pydantic object, because search evaluates them ~10^5 times a second.
+"""
+
+from __future__ import annotations
+
+from .memory.inputs import Shape
+
+# `Shape` is the memory model's bundle of numbers (`parc.memory.inputs`): one description of the
+# model shared by the memory model, the time model and search.
+
+
+def moe_count(shape: Shape) -> int:
+    return sum(shape.moe)
+
+
+def dense_count(shape: Shape) -> int:
+    return shape.layers - moe_count(shape)
+
+
+# --- forward FLOPs of one token through one piece ---------------------------------------------
+
+def attention_projection_flops(shape: Shape) -> int:
+    return 2 * shape.hidden * (shape.q + 2 * shape.kv) + 2 * shape.q * shape.hidden
+
+
+def attention_core_flops(shape: Shape, keys: float) -> float:
+    """Q K^T and P V for one query token attending to `keys` keys."""
+    return 4.0 * shape.q * keys
+
+
+def causal_keys(seq: int) -> float:
+    """Average keys per query under a causal mask: s / 2 (PaLM, Llama 3)."""
+    return seq / 2.0
+
+
+def dense_ffn_flops(shape: Shape) -> int:
+    return 2 * shape.hidden * shape.ffn * shape.ffn_matrices
+
+
+def router_flops(shape: Shape) -> int:
+    return 2 * shape.hidden * shape.experts
+
+
+def expert_flops(shape: Shape) -> int:
+    """One expert applied to one token."""
+    return 2 * shape.hidden * shape.expert_ffn * shape.ffn_matrices
+
+
+def moe_ffn_flops(shape: Shape) -> int:
+    return router_flops(shape) + (shape.top_k + shape.shared_experts) * expert_flops(shape)
+
+
+def logits_flops(shape: Shape) -> int:
+    return 2 * shape.hidden * shape.vocab
+
+
+def layer_forward_flops(shape: Shape, moe: bool, keys: float) -> float:
+    ffn = moe_ffn_flops(shape) if moe else dense_ffn_flops(shape)
+    return attention_projection_flops(shape) + attention_core_flops(shape, keys) + ffn
+
+
+def forward_flops_per_token(shape: Shape, keys: float) -> float:
+    """Every layer plus the logits, for a token attending to `keys` keys."""
+    per_layer = (dense_count(shape) * layer_forward_flops(shape, False, keys)
+                 + moe_count(shape) * layer_forward_flops(shape, True, keys))
+    return per_layer + logits_flops(shape)
+
+
+def model_flops_per_token(shape: Shape, seq: int) -> float:
+    """Training FLOPs per token in the PaLM / Llama 3 MFU convention: 3x forward, causal
+    attention, no recomputation. Equals `6 N + 6 L q s` with N the parameters that take part in a
+    matrix product (active experts, the output layer; not the embedding lookup or the norms)."""
+    return 3.0 * forward_flops_per_token(shape, causal_keys(seq))
+
+
+def matmul_parameters(shape: Shape) -> int:
+    """Active parameters that multiply a token (the N of `6 N`)."""
+    per_dense = attention_projection_flops(shape) // 2 + dense_ffn_flops(shape) // 2
+    per_moe = attention_projection_flops(shape) // 2 + moe_ffn_flops(shape) // 2
+    return dense_count(shape) * per_dense + moe_count(shape) * per_moe + logits_flops(shape) // 2

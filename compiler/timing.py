@@ -1,0 +1,945 @@
+"""The time model: step time and where it goes, throughput, MFU and HFU, before anything runs.
+
+Everything is derived from the exact shapes (`flops.py`, the memory model's `Shape`), the layout
+(`Knobs`, and the rank order for which links a group spans), the hardware's datasheet figures and
+a handful of global constants (`calibration.py`, fitted on published runs by
+`benchmarks/fidelity.py`). docs/time-model.md states every formula; the outline:
+
+- per layer and micro-batch on one GPU (`layer_work`): GEMM seconds from FLOPs / (peak x
+  efficiency), the efficiency a function of the GEMM's arithmetic intensity and the GPU
+  generation; attention core (FlashAttention, or the unfused products of 2021-22 Megatron);
+  memory-bound work (norms, activations, residuals, softmax) from bytes / HBM bandwidth; and the
+  bytes of every collective it issues on tp, cp and ep;
+- per collective (`Link`): ring or all-to-all time over the slowest link its group spans, NVLink
+  inside a domain or the node's NICs (shared by its GPUs) across nodes, plus a latency per step;
+- per pipeline rank (`rank_times`): the sum over its chunks (from `stages.py` via the memory
+  model's `rank_params`), with each axis's exposed communication;
+- per step (`step_time`): micro-batches x the slowest rank, plus the schedule's bubble (Qi et al.
+  2023/2024 for the zero-bubble schedules, DeepSeek-AI 2024 for DualPipe), plus the exposed
+  data-parallel communication and the optimizer step.
+
+Search evaluates ~10^5 layouts a second, so the core is plain functions over frozen bundles of
+numbers, cached by the part of the layout each depends on: `layer_work` (tp, sp, cp, seq,
+micro-batch, ep, precision), `Link` times (group size and placement), `rank_times` (the chunking
+and recomputation). `predict(plan)` is the Plan-facing wrapper `parc explain` uses.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from . import flops
+from .calibration import DEFAULT, Constants
+from .memory.inputs import Knobs, Shape, knobs_of, shape_of
+from .memory.model import layer_mode, rank_params
+from .memory.parameters import kv_split, padded_vocab
+from .plan import AXES, Plan
+
+ACT = 2
+"""Bytes of an activation element (bf16/fp16; fp8 training keeps activations in bf16)."""
+GRAD = 4
+"""Bytes of a gradient element when reduced across data-parallel ranks (fp32: Megatron-LM forces
+it under bf16, FSDP2's reduce dtype in parc's runtime)."""
+PARAM = 2
+"""Bytes of a parameter element when gathered (the bf16 compute copy)."""
+OPTIMIZER_BYTES = {"adam": 34, "adamw": 34, "sgd": 18}
+"""HBM bytes the optimizer step moves per parameter. Adam: read fp32 weight, gradient and two
+moments (16), write weight and moments (12), write the bf16 copy (2), read the gradient once more
+for the global norm (4). SGD: read weight and gradient, write weight, copy, norm (18)."""
+FLASH_BACKWARD = 2.5
+"""FlashAttention's backward runs 5 matrix products to the forward's 2 (it recomputes the scores;
+Dao 2023, FlashAttention-2, Section 3.1.2)."""
+SOFTMAX_FORWARD_BYTES = 9
+"""Unfused attention, per score element, forward: scale-mask-softmax reads and writes 2 bytes,
+dropout reads 2, writes 2 and a 1-byte mask (Megatron-LM's fused softmax plus dropout)."""
+SOFTMAX_BACKWARD_BYTES = 11
+"""Backward: dropout reads the gradient and the mask and writes (5), softmax reads the gradient and
+the probabilities and writes (6)."""
+FP8_CAST_BYTES = 4
+"""Per element of an fp8 GEMM input: read 2 bytes, write the fp8 copy and its transpose."""
+MEMORY_KERNELS = 6
+"""Memory-bound kernels of a layer's forward: two norms, two residual adds, the activation, RoPE
+(the backward runs as many, each twice the bytes)."""
+CROSS_ENTROPY_BYTES = 12
+"""Per logit: forward reads the bf16 logit and writes an fp32 probability (6), backward reads the
+probability and writes a bf16 gradient (6)."""
+
+HBM_BANDWIDTH = {
+    "a100-40gb": 1.555e12,  # datasheet: 1,555 GB/s HBM2
+    "a100-80gb": 2.039e12,  # datasheet: 2,039 GB/s HBM2e (SXM)
+    "h100-sxm": 3.35e12,  # datasheet: 3.35 TB/s HBM3
+    "h200": 4.8e12,  # datasheet: 4.8 TB/s HBM3e
+    "h800": 3.35e12,  # same HBM3 as H100 SXM
+    "b200": 8.0e12,  # DGX B200 datasheet: 64 TB/s for 8 GPUs
+    "gb200-nvl72": 8.0e12,  # NVL72 datasheet: 576 TB/s for 72 GPUs
+    "mi300x": 5.3e12,  # datasheet: 5.3 TB/s HBM3
+}
+"""HBM bandwidth (bytes/s) of the catalogue's GPUs. The catalogue (`catalog/gpus.py`) does not carry
+it and `Gpu` admits no new field, so it lives here; a GPU defined in a spec takes its generation's."""
+HBM_BY_GENERATION = {"ampere": 2.039e12, "hopper": 3.35e12, "blackwell": 8.0e12, "cdna3": 5.3e12}
+
+SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v")
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs as numbers
+
+
+@dataclass(frozen=True, slots=True)
+class Hardware:
+    """One GPU and its links, as numbers."""
+
+    generation: str
+    bf16: float
+    """Dense BF16 peak, FLOP/s (fp16 runs at the same rate)."""
+    fp8: float | None
+    hbm: float
+    """HBM bytes/s."""
+    intra: float
+    """Per-GPU bandwidth inside the fast level (NVLink domain, or the node), one direction."""
+    nic: float
+    """Per-GPU share of the node's NICs, one direction: node bandwidth / GPUs per node (every GPU
+    of a node talks at once in the collectives modelled here)."""
+    level: int
+    """GPUs reached at `intra` bandwidth: the NVLink domain (72 on NVL72), else the node."""
+
+
+def hardware_of(plan: Plan) -> Hardware:
+    cluster, gpu = plan.cluster, plan.cluster.gpu
+    hbm = HBM_BANDWIDTH.get(gpu.name) or HBM_BY_GENERATION.get(gpu.generation, 3.35e12)
+    return Hardware(
+        generation=gpu.generation, bf16=gpu.bf16_flops, fp8=gpu.fp8_flops, hbm=hbm,
+        intra=cluster.intra_bandwidth, nic=cluster.network.node_bandwidth / cluster.gpus_per_node,
+        level=max(cluster.domain_size, cluster.gpus_per_node))
+
+
+@dataclass(frozen=True, slots=True)
+class Software:
+    """What the training program does that a spec does not say: facts of the runtime, not of the
+    layout. The defaults are what parc generates (PyTorch: SDPA FlashAttention, plain DTensor
+    tensor parallelism); benchmarks/fidelity.py sets them per published run from its source."""
+
+    attention: str = "flash"
+    """"flash": fused attention that skips the masked half (causal); "unfused": the s x s scores
+    are materialised and the full square computed (Megatron-LM before mid-2022)."""
+    selective: str = "elementwise"
+    """What `recompute selective` repeats: "elementwise" (parc's runtime: an op-level policy that
+    saves the matmul outputs and recomputes norms, RoPE and activations) or "attention-core"
+    (Megatron-LM, Korthikanti et al. 2022: the attention core)."""
+    tp_overlap: str = "none"
+    """Which tensor-parallel collectives run under an independent GEMM, a fraction
+    the GEMM's time then hiding as much of them: "none" (plain DTensor TP); "backward" (Megatron-LM
+    since late 2021: the input-gradient all-reduce or reduce-scatter runs under the weight-gradient
+    GEMM); "all" (Megatron-Core's --tp-comm-overlap, torch's async TP: forward too)."""
+
+
+PARC = Software()
+"""The program parc generates."""
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """A communication group: its size and how many of its ranks share one fast level."""
+
+    size: int = 1
+    local: int = 1
+
+    @property
+    def inside(self) -> bool:
+        return self.local >= self.size
+
+
+@dataclass(frozen=True, slots=True)
+class Geometry:
+    """Where each communication group's ranks sit (from the rank order)."""
+
+    tp: Group = Group()
+    cp: Group = Group()
+    ep: Group = Group()
+    pp: Group = Group()
+    dense: Group = Group()
+    """Ranks that hold the same dense parameters: dp x cp (x ep when ep is a layout axis)."""
+    expert: Group = Group()
+    """Ranks that hold the same experts."""
+    shard: Group = Group()
+    """hsdp: the ranks a replica is sharded over."""
+    replicate: Group = Group()
+    """hsdp: the replicas."""
+
+
+Part = tuple[int, int]
+"""(degree, stride) of one axis, or of one factor of an axis."""
+
+
+def _local(parts: list[Part], level: int) -> int:
+    """Members of a group (the product of `parts`) inside one block of `level` consecutive ranks.
+    Exact when the strides are products of the earlier degrees (parc's rank order)."""
+    k = 1
+    for degree, stride in parts:
+        if stride < level:
+            k *= min(degree, max(1, level // stride))
+    return k
+
+
+def _group(parts: list[Part], level: int) -> Group:
+    size = math.prod(d for d, _ in parts) if parts else 1
+    return Group(size=size, local=min(size, _local(parts, level)))
+
+
+def _take(parts: list[Part], count: int) -> tuple[list[Part], list[Part]]:
+    """Split the fastest `count` ranks off a list of parts (fastest first): (taken, rest)."""
+    taken, rest = [], []
+    for degree, stride in sorted(parts, key=lambda p: p[1]):
+        if count <= 1:
+            rest.append((degree, stride))
+        elif degree <= count:
+            taken.append((degree, stride))
+            count //= degree
+        else:
+            taken.append((count, stride))
+            rest.append((degree // count, stride * count))
+            count = 1
+    return taken, rest
+
+
+@lru_cache(maxsize=4096)
+def geometry(axes: tuple[tuple[str, int], ...], ep_fold: tuple[str, ...], ep: int, hsdp_shard: int,
+             level: int) -> Geometry:
+    """Groups of a layout written as (axis, degree) in rank order; `ep_fold` names the axes ep is
+    carved from (empty when ep is a layout axis)."""
+    parts: dict[str, Part] = {}
+    stride = 1
+    for name, degree in axes:
+        parts[name] = (degree, stride)
+        stride *= degree
+
+    def of(*names: str) -> list[Part]:
+        return [parts[n] for n in names if n in parts]
+
+    dense = of("dp", "cp") + ([] if ep_fold else of("ep"))
+    if ep_fold:
+        ep_parts, rest = _take(of(*ep_fold), ep)
+        spread = [p for n, p in parts.items() if n in ("dp", "cp") and n not in ep_fold]
+        expert = rest + spread
+    else:
+        ep_parts, expert = of("ep"), of("dp", "cp")
+    shard_parts, replicate_parts = [], []
+    if hsdp_shard and "dp" in parts:
+        degree, st = parts["dp"]
+        shard_parts = [(hsdp_shard, st)] + of("cp") + ([] if ep_fold else of("ep"))
+        replicate_parts = [(max(1, degree // hsdp_shard), st * hsdp_shard)]
+    return Geometry(
+        tp=_group(of("tp"), level), cp=_group(of("cp"), level), ep=_group(ep_parts, level),
+        pp=_group(of("pp"), level), dense=_group(dense, level), expert=_group(expert, level),
+        shard=_group(shard_parts, level), replicate=_group(replicate_parts, level))
+
+
+def geometry_of(plan: Plan, hw: Hardware) -> Geometry:
+    lay = plan.layout
+    axes = tuple((a.name, a.degree or 1) for a in lay.axes)
+    shard = lay.dp.shard or 0 if lay.dp.sharding == "hsdp" else 0
+    return geometry(axes, tuple(lay.ep.folded_over), lay.ep.degree or 1, shard, hw.level)
+
+
+# ---------------------------------------------------------------------------------------------
+# Collectives
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """How fast one group communicates: ring bandwidth, the two all-to-all paths, step latency."""
+
+    size: int
+    ring: float
+    """Bus bandwidth of a ring collective: NVLink inside the level; across levels the ring's
+    crossing hops share the NICs of the group's GPUs in one level (local x per-GPU NIC share)."""
+    near: float
+    """All-to-all traffic to ranks in the same level."""
+    far: float
+    """All-to-all and point-to-point traffic to other levels: this GPU's NIC share."""
+    local: int
+    latency: float
+
+    def all_reduce(self, nbytes: float) -> float:
+        n = self.size
+        if n <= 1 or nbytes <= 0:
+            return 0.0
+        return 2 * (n - 1) / n * nbytes / self.ring + 2 * math.ceil(math.log2(n)) * self.latency
+
+    def all_gather(self, nbytes: float) -> float:
+        """Also reduce-scatter: `nbytes` is the full (gathered) tensor."""
+        n = self.size
+        if n <= 1 or nbytes <= 0:
+            return 0.0
+        return (n - 1) / n * nbytes / self.ring + (n - 1) * self.latency
+
+    def all_to_all(self, nbytes: float) -> float:
+        """`nbytes` leaves each rank, spread evenly over the group."""
+        n = self.size
+        if n <= 1 or nbytes <= 0:
+            return 0.0
+        near = (min(self.local, n) - 1) / n * nbytes / self.near
+        far = (n - min(self.local, n)) / n * nbytes / self.far
+        return max(near, far) + (n - 1) * self.latency
+
+    def send(self, nbytes: float) -> float:
+        """Point-to-point to a neighbour (pipeline): over NVLink only when the whole group is inside."""
+        if self.size <= 1 or nbytes <= 0:
+            return 0.0
+        bandwidth = self.near if self.local >= self.size else self.far
+        return nbytes / bandwidth + self.latency
+
+
+def sent_all_reduce(n: int, nbytes: float) -> float:
+    return 2 * (n - 1) / n * nbytes if n > 1 else 0.0
+
+
+def sent_all_gather(n: int, nbytes: float) -> float:
+    return (n - 1) / n * nbytes if n > 1 else 0.0
+
+
+@lru_cache(maxsize=16384)
+def link(group: Group, hw: Hardware, c: Constants) -> Link:
+    intra, far = hw.intra * c.bus_nvlink, hw.nic * c.bus_network
+    ring = intra if group.inside else min(intra, group.local * far)
+    latency = c.latency_intra if group.inside else c.latency_inter
+    return Link(size=group.size, ring=ring, near=intra, far=far, local=group.local, latency=latency)
+
+
+# ---------------------------------------------------------------------------------------------
+# One layer, one micro-batch, one GPU
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """Seconds of computation and bytes of communication of one piece (a layer, the embedding or
+    the output layer) for one micro-batch on one GPU."""
+
+    gemm: float = 0.0
+    """Forward GEMMs; the input-gradient and the weight-gradient GEMMs take as long each."""
+    attention_f: float = 0.0
+    attention_b: float = 0.0
+    memory_f: float = 0.0
+    """Memory-bound kernels, forward (norms, activation, residuals, RoPE, softmax when unfused)."""
+    memory_b: float = 0.0
+    selective_core: float = 0.0
+    """Selective recomputation as Megatron-LM does it (Korthikanti et al. 2022): the attention
+    core's forward again."""
+    selective_elementwise: float = 0.0
+    """Selective recomputation as parc's runtime does it: norms, RoPE and activation functions
+    again (their inputs are saved)."""
+    tp_bytes: float = 0.0
+    """Tensor the tp collectives carry (micro-batch activations, b x s/cp x h, 16-bit)."""
+    tp_all_reduce: tuple[int, int] = (0, 0)
+    """All-reduces of `tp_bytes` (forward, backward): without sequence parallelism."""
+    tp_gather: tuple[int, int] = (0, 0)
+    """All-gathers plus reduce-scatters of `tp_bytes` (forward, backward): with it."""
+    cp_flavour: str = "ring"
+    cp_bytes: tuple[float, float] = (0.0, 0.0)
+    """ring: K and V of one block per ring step (forward; backward adds dK, dV); all-gather: the
+    gathered K and V; all-to-all: what each rank sends (Q, K, V in, output back)."""
+    ep_bytes: float = 0.0
+    """Bytes one all-to-all sends from this GPU (routed tokens x top-k x h); 2 forward, 2 backward."""
+    moe: bool = False
+
+    @property
+    def forward(self) -> float:
+        return self.gemm + self.attention_f + self.memory_f
+
+    @property
+    def backward_input(self) -> float:
+        return self.gemm + self.attention_b + self.memory_b
+
+    @property
+    def backward_weight(self) -> float:
+        return self.gemm
+
+
+def matmul_peak(hw: Hardware, precision: str) -> float:
+    return hw.fp8 if precision == "fp8" and hw.fp8 else hw.bf16
+
+
+def gemm_efficiency(m: float, k: float, n: float, element: int, peak: float, hw: Hardware,
+                    c: Constants) -> float:
+    """Achievable fraction of peak for an (m x k) @ (k x n) product: the generation's ceiling
+    times intensity / (intensity + half), intensity = FLOPs / bytes of the three matrices and
+    half = `intensity_half` x the ridge point (peak / HBM bandwidth)."""
+    intensity = 2 * m * k * n / (element * (m * k + k * n + m * n))
+    half = c.intensity_half * peak / hw.hbm
+    return c.gemm_efficiency(hw.generation) * intensity / (intensity + half)
+
+
+def gemm_seconds(m: float, k: float, n: float, precision: str, hw: Hardware, c: Constants) -> float:
+    if m <= 0 or k <= 0 or n <= 0:
+        return 0.0
+    peak = matmul_peak(hw, precision)
+    element = 1 if peak != hw.bf16 else 2
+    return 2 * m * k * n / (peak * gemm_efficiency(m, k, n, element, peak, hw, c))
+
+
+def memory_seconds(nbytes: float, hw: Hardware, c: Constants) -> float:
+    return nbytes / (hw.hbm * c.hbm_efficiency)
+
+
+@lru_cache(maxsize=16384)
+def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
+               ep: int, precision: str, attention: str, hw: Hardware, c: Constants) -> Work:
+    """One transformer layer. `attention` is "flash" (fused, causal work skipped: what parc's
+    runtime runs) or "unfused" (the s x s scores materialised, as Megatron-LM did before 2022)."""
+    h, t = shape.hidden, tp
+    n = seq * micro / cp
+    shard = t if sp and t > 1 else 1
+    q = shape.q / t
+    kv = shape.kv / t if kv_split(shape, t) else shape.kv
+    up = shape.ffn_matrices - 1
+    routed = n / shard
+    # (kernels, m, k, n) of the forward GEMMs; a grouped expert GEMM is one kernel for all experts
+    gemms: list[tuple[int, float, float, float, float]] = [(1, 1, n, h, q + 2 * kv), (1, 1, n, q, h)]
+    elements = 10 * h * n / shard  # two norms (read + write h) and two residual adds (3h) per token
+    recomputable = 4 * h * n / shard  # the norms; selective recomputation also redoes the activations
+    if not shape.position_params:  # RoPE (or no position code: the same few bytes)
+        elements += 2 * (q + kv) * n
+        recomputable += 2 * (q + kv) * n
+    if moe:
+        local = max(1, shape.experts // ep)
+        assigned = routed * shape.top_k  # balanced routing: what this GPU's experts receive
+        per_expert = assigned / local
+        f = shape.expert_ffn
+        gemms.append((1, 1, routed, h, shape.experts))
+        gemms += [(1, local, per_expert, h, up * f), (1, local, per_expert, f, h)]
+        elements += assigned * (up + 1) * f + 4 * assigned * h  # activation; dispatch/combine copies
+        recomputable += assigned * (up + 1) * f
+        if shape.shared_experts:
+            fs = shape.shared_experts * f / t
+            gemms += [(1, 1, n, h, up * fs), (1, 1, n, fs, h)]
+            elements += n * (up + 1) * fs
+            recomputable += n * (up + 1) * fs
+    else:
+        f = shape.ffn / t
+        gemms += [(1, 1, n, h, up * f), (1, 1, n, f, h)]
+        elements += n * (up + 1) * f
+        recomputable += n * (up + 1) * f
+    gemm = sum(count * gemm_seconds(m, k, nn, precision, hw, c) + kernels * c.kernel_overhead
+               for kernels, count, m, k, nn in gemms)
+    cast_f = cast_b = 0.0
+    if precision == "fp8" and hw.fp8:
+        # Transformer Engine casts each GEMM input to fp8 and keeps a transposed copy for the
+        # other backward GEMM: read 2 bytes, write 1 + 1, per element of the activation forward and
+        # of the output gradient backward (weights are cast once per step and not counted).
+        cast_f = sum(count * FP8_CAST_BYTES * m * k for _, count, m, k, _ in gemms)
+        cast_b = sum(count * FP8_CAST_BYTES * m * nn for _, count, m, _, nn in gemms)
+    memory_f = memory_seconds(ACT * elements + cast_f, hw, c) + MEMORY_KERNELS * c.kernel_overhead
+    memory_b = memory_seconds(2 * ACT * elements + cast_b, hw, c) + MEMORY_KERNELS * c.kernel_overhead
+    elementwise = memory_seconds(ACT * recomputable, hw, c) + (MEMORY_KERNELS - 2) * c.kernel_overhead
+    heads = shape.heads / t
+    if attention == "flash":
+        keys = seq / 2  # causal; with cp the blocks are load-balanced (zig-zag)
+        core = flops.attention_core_flops(shape, keys) / t * n
+        attention_f = core / (hw.bf16 * c.gemm_efficiency(hw.generation) * c.flash_attention)
+        attention_b = FLASH_BACKWARD * attention_f + c.kernel_overhead
+        attention_f += c.kernel_overhead
+        core_again = attention_f
+    else:
+        d = shape.head_dim
+        rows = seq / cp  # one sequence's queries on this rank; each head's products are batched
+        per_head = gemm_seconds(rows, d, seq, "bf16", hw, c) + gemm_seconds(rows, seq, d, "bf16", hw, c)
+        attention_f = micro * heads * per_head + 2 * c.kernel_overhead  # two batched products
+        scores = heads * n * seq
+        softmax_f = memory_seconds(SOFTMAX_FORWARD_BYTES * scores, hw, c) + 2 * c.kernel_overhead
+        attention_b = 2 * attention_f
+        memory_f += softmax_f
+        memory_b += memory_seconds(SOFTMAX_BACKWARD_BYTES * scores, hw, c) + 2 * c.kernel_overhead
+        core_again = attention_f + softmax_f
+
+    tp_bytes = ACT * n * h if t > 1 else 0.0
+    pairs = 1 if moe and not shape.shared_experts else 2  # routed experts are not split over tp
+    reduce = (0, 0) if sp or t == 1 else (pairs, pairs)
+    gather = (2 * pairs, 2 * pairs) if sp and t > 1 else (0, 0)
+
+    cp_bytes = (0.0, 0.0)
+    if cp > 1:
+        kv_block = ACT * n * 2 * kv
+        if flavour == "ring":
+            cp_bytes = (kv_block, 2 * kv_block)
+        elif flavour == "all-gather":
+            cp_bytes = (cp * kv_block, cp * kv_block)
+        else:
+            sent = ACT * n * (2 * q + 2 * kv)
+            cp_bytes = (sent, sent)
+    ep_bytes = ACT * routed * shape.top_k * h if moe and ep > 1 else 0.0
+    return Work(gemm=gemm, attention_f=attention_f, attention_b=attention_b, memory_f=memory_f,
+                memory_b=memory_b, selective_core=core_again, selective_elementwise=elementwise,
+                tp_bytes=tp_bytes, tp_all_reduce=reduce, tp_gather=gather, cp_flavour=flavour,
+                cp_bytes=cp_bytes, ep_bytes=ep_bytes, moe=moe)
+
+
+@lru_cache(maxsize=4096)
+def embedding_work(shape: Shape, tp: int, sp: bool, cp: int, seq: int, micro: int, hw: Hardware,
+                   c: Constants) -> Work:
+    """Vocab-parallel lookup: its partial sums are all-reduced (reduce-scattered under sp) over tp."""
+    n = seq * micro / cp
+    h = shape.hidden
+    memory_f = memory_seconds(ACT * n * h, hw, c)
+    tp_bytes = ACT * n * h if tp > 1 else 0.0
+    sp_on = sp and tp > 1
+    return Work(memory_f=memory_f, memory_b=memory_seconds((ACT + 4) * n * h, hw, c), tp_bytes=tp_bytes,
+                tp_all_reduce=(1, 0) if tp > 1 and not sp_on else (0, 0),
+                tp_gather=(1, 0) if sp_on else (0, 0))
+
+
+@lru_cache(maxsize=4096)
+def output_work(shape: Shape, tp: int, sp: bool, cp: int, seq: int, micro: int, vocab: int,
+                precision: str, hw: Hardware, c: Constants) -> Work:
+    """Final norm, the vocab-parallel logits and the cross-entropy. Under sp the norm's output is
+    all-gathered forward and its gradient reduce-scattered backward; without, the input gradient
+    is all-reduced backward."""
+    n = seq * micro / cp
+    h = shape.hidden
+    shard = tp if sp and tp > 1 else 1
+    gemm = gemm_seconds(n, h, vocab / tp, precision, hw, c) + c.kernel_overhead
+    logits = n * vocab / tp
+    memory_f = memory_seconds(ACT * 2 * h * n / shard + CROSS_ENTROPY_BYTES / 2 * logits, hw, c)
+    memory_b = memory_seconds(ACT * 4 * h * n / shard + CROSS_ENTROPY_BYTES / 2 * logits, hw, c)
+    sp_on = sp and tp > 1
+    return Work(gemm=gemm, memory_f=memory_f, memory_b=memory_b, tp_bytes=ACT * n * h if tp > 1 else 0.0,
+                tp_all_reduce=(0, 1) if tp > 1 and not sp_on else (0, 0),
+                tp_gather=(1, 1) if sp_on else (0, 0))
+
+
+# ---------------------------------------------------------------------------------------------
+# Communication of one piece
+
+
+@dataclass(frozen=True, slots=True)
+class Exposed:
+    """Seconds of communication left on the critical path, and bytes this GPU sent, per piece."""
+
+    tp_f: float = 0.0
+    tp_b: float = 0.0
+    cp_f: float = 0.0
+    cp_b: float = 0.0
+    ep_f: float = 0.0
+    ep_b: float = 0.0
+    tp_sent: tuple[float, float] = (0.0, 0.0)
+    cp_sent: tuple[float, float] = (0.0, 0.0)
+    ep_sent: tuple[float, float] = (0.0, 0.0)
+
+
+@lru_cache(maxsize=16384)
+def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_tp: str,
+            c: Constants) -> Exposed:
+    """Exposed time of one piece's tp, cp and ep communication.
+
+    tp: waits for its data, except where the runtime overlaps it with an independent GEMM
+    (`Software.tp_overlap`): then only what outlasts the GEMMs shows (forward: the layer's
+    forward GEMMs; backward: its weight-gradient GEMMs). cp ring: each of the cp - 1 steps
+    passes one K/V block while one block of attention computes; only the excess shows. cp
+    all-gather and all-to-all wait for their data (exposed). ep: the dispatch and combine
+    all-to-alls wait for their tokens, unless DualPipe overlaps them with the other micro-batch's
+    computation (`overlap_ep`)."""
+    tp_time = []
+    tp_sent = []
+    for direction in (0, 1):
+        ar, ag = work.tp_all_reduce[direction], work.tp_gather[direction]
+        tp_time.append(ar * tp.all_reduce(work.tp_bytes) + ag * tp.all_gather(work.tp_bytes))
+        tp_sent.append(ar * sent_all_reduce(tp.size, work.tp_bytes)
+                       + ag * sent_all_gather(tp.size, work.tp_bytes))
+    tp_f, tp_b = tp_time
+    if overlap_tp == "all":
+        tp_f = max(0.0, tp_f - work.gemm)
+    if overlap_tp in ("all", "backward"):
+        tp_b = max(0.0, tp_b - work.backward_weight)
+    cp_f = cp_b = 0.0
+    cp_sent = (0.0, 0.0)
+    n = cp.size
+    if n > 1:
+        fwd, bwd = work.cp_bytes
+        if work.cp_flavour == "ring":
+            step_f, step_b = fwd / cp.ring + cp.latency, bwd / cp.ring + cp.latency
+            cp_f = (n - 1) * max(0.0, step_f - work.attention_f / n)
+            cp_b = (n - 1) * max(0.0, step_b - work.attention_b / n)
+            cp_sent = ((n - 1) * fwd, (n - 1) * bwd)
+        elif work.cp_flavour == "all-gather":
+            cp_f, cp_b = cp.all_gather(fwd), cp.all_gather(bwd)
+            cp_sent = (sent_all_gather(n, fwd), sent_all_gather(n, bwd))
+        else:
+            cp_f, cp_b = cp.all_to_all(fwd), cp.all_to_all(bwd)
+            cp_sent = (sent_all_gather(n, fwd), sent_all_gather(n, bwd))
+    ep_f = ep_b = 0.0
+    ep_sent = (0.0, 0.0)
+    if work.ep_bytes and ep.size > 1:
+        one = ep.all_to_all(work.ep_bytes)
+        ep_f = ep_b = 2 * one
+        sent = 2 * sent_all_gather(ep.size, work.ep_bytes)
+        ep_sent = (sent, sent)
+        if overlap_ep:
+            compute = work.forward + work.backward_input + work.backward_weight
+            hidden_ep = max(0.0, ep_f + ep_b - compute)
+            ep_f = ep_b = hidden_ep / 2
+    return Exposed(tp_f=tp_f, tp_b=tp_b, cp_f=cp_f, cp_b=cp_b,
+                   ep_f=ep_f, ep_b=ep_b, tp_sent=tuple(tp_sent), cp_sent=cp_sent, ep_sent=ep_sent)
+
+
+# ---------------------------------------------------------------------------------------------
+# One pipeline rank, one micro-batch
+
+
+@dataclass(frozen=True, slots=True)
+class RankTimes:
+    """Seconds one pipeline rank spends on one micro-batch (all its chunks), and what it sends."""
+
+    forward: float
+    backward_input: float
+    backward_weight: float
+    recompute: float
+    comm_f: dict = field(default_factory=dict)
+    """Exposed seconds per axis in the forward (tp, cp, ep, pp)."""
+    comm_b: dict = field(default_factory=dict)
+    sent: dict = field(default_factory=dict)
+    """Bytes this GPU sends per micro-batch, per axis."""
+    chunks: int = 1
+    params_dense: int = 0
+    params_expert: int = 0
+
+    @property
+    def compute(self) -> float:
+        return self.forward + self.backward_input + self.backward_weight
+
+    @property
+    def exposed_f(self) -> float:
+        return sum(self.comm_f.values())
+
+    @property
+    def exposed_b(self) -> float:
+        return sum(self.comm_b.values())
+
+    @property
+    def total(self) -> float:
+        return self.compute + self.recompute + self.exposed_f + self.exposed_b
+
+
+def _add(target: dict, key: str, value: float) -> None:
+    target[key] = target.get(key, 0.0) + value
+
+
+def rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants,
+               sw: Software) -> tuple[RankTimes, ...]:
+    """Every pipeline rank's per-micro-batch times, from its chunks (`stages.py`)."""
+    vocab = padded_vocab(shape.vocab, k.tp, k.runtime)
+    ranks = rank_params(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)
+    links = (link(geo.tp, hw, c), link(geo.cp, hw, c), link(geo.ep, hw, c))
+    overlap_ep = k.schedule == "dualpipe-v"
+    sp = k.sp
+    works = {}
+    for moe in (False, True):
+        if moe and not shape.moe:
+            continue
+        w = layer_work(shape, moe, k.tp, sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
+                       k.precision, sw.attention, hw, c)
+        works[moe] = (w, exposed(w, *links, overlap_ep, sw.tp_overlap, c))
+    emb = embedding_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch, hw, c)
+    out = output_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch, vocab, k.precision, hw, c)
+    emb_x = exposed(emb, *links, False, sw.tp_overlap, c)
+    out_x = exposed(out, *links, False, sw.tp_overlap, c)
+    pp_link = link(geo.pp, hw, c)
+    boundary = ACT * k.seq * k.micro_batch / k.cp * shape.hidden / k.tp
+    last = k.pp * k.virtual_stages - 1
+    result = []
+    for rank in ranks:
+        fwd = bwd = wgt = rec = 0.0
+        comm_f: dict[str, float] = {}
+        comm_b: dict[str, float] = {}
+        sent: dict[str, float] = {}
+        pieces: list[tuple[Work, Exposed, str]] = []
+        for chunk in rank.chunks:
+            if chunk.embedding:
+                pieces.append((emb, emb_x, "none"))
+            for i in range(chunk.layers):
+                moe = shape.is_moe(chunk.first_layer + i)
+                w, x = works[moe]
+                pieces.append((w, x, layer_mode(k.recompute, k.recompute_layers, i)))
+            if chunk.output:
+                pieces.append((out, out_x, "none"))
+        for w, x, mode in pieces:
+            fwd += w.forward
+            bwd += w.backward_input
+            wgt += w.backward_weight
+            _add(comm_f, "tp", x.tp_f)
+            _add(comm_b, "tp", x.tp_b)
+            _add(comm_f, "cp", x.cp_f)
+            _add(comm_b, "cp", x.cp_b)
+            _add(comm_f, "ep", x.ep_f)
+            _add(comm_b, "ep", x.ep_b)
+            _add(sent, "tp", x.tp_sent[0] + x.tp_sent[1])
+            _add(sent, "cp", x.cp_sent[0] + x.cp_sent[1])
+            _add(sent, "ep", x.ep_sent[0] + x.ep_sent[1])
+            if mode == "full":  # the forward again, its communication included, before the backward
+                rec += w.forward
+                _add(comm_b, "tp", x.tp_f)
+                _add(comm_b, "cp", x.cp_f)
+                _add(comm_b, "ep", x.ep_f)
+                _add(sent, "tp", x.tp_sent[0])
+                _add(sent, "cp", x.cp_sent[0])
+                _add(sent, "ep", x.ep_sent[0])
+            elif mode == "selective":
+                rec += w.selective_core if sw.selective == "attention-core" else w.selective_elementwise
+        sends_f = sum(1 for ch in rank.chunks if ch.index != last)
+        sends_b = sum(1 for ch in rank.chunks if ch.index != 0)
+        one = pp_link.send(boundary)
+        comm_f["pp"] = sends_f * one
+        comm_b["pp"] = sends_b * one
+        sent["pp"] = (sends_f + sends_b) * boundary if k.pp > 1 else 0.0
+        p = rank.params
+        result.append(RankTimes(forward=fwd, backward_input=bwd, backward_weight=wgt, recompute=rec,
+                                comm_f=comm_f, comm_b=comm_b, sent=sent, chunks=len(rank.chunks),
+                                params_dense=p.linear + p.other, params_expert=p.expert))
+    return tuple(result)
+
+
+# ---------------------------------------------------------------------------------------------
+# The bubble
+
+
+def bubble_seconds(schedule: str, pp: int, f: float, b: float, w: float) -> float:
+    """Idle time of the slowest rank in one step. `f`, `b`, `w`: one chunk's forward, input
+    backward (recomputation included) and weight backward for one micro-batch.
+
+    - gpipe, 1f1b, interleaved-1f1b: (p - 1)(F + B + W); per chunk, so interleaving v chunks
+      divides the bubble by v (Narayanan et al. 2021): fraction (p - 1) / (v m).
+    - interleaved-zb (ZB1P, Qi et al. 2023, "Zero Bubble Pipeline Parallelism", ZB-H1):
+      (p - 1)(F + B - W): the deferred weight backwards fill the cool-down.
+    - zbv (ZB-V, Qi et al. 2023, arXiv v2): (p - 1)(F + B - 2W), zero when F = B = W.
+    - dualpipe-v (DeepSeek-AI 2024, DeepSeek-V3 report, Table 2, with PP/2 - 1 = p - 1 for the V
+      variant on p ranks): (p - 1)(F&B + B' - 3W), F&B the overlapped forward-and-backward pair
+      = F + B + W and B' the full backward B + W: (p - 1)(F + 2B - W).
+    Never negative."""
+    if pp <= 1:
+        return 0.0
+    if schedule == "interleaved-zb":
+        per = f + b - w
+    elif schedule == "zbv":
+        per = f + b - 2 * w
+    elif schedule == "dualpipe-v":
+        per = f + 2 * b - w
+    else:
+        per = f + b + w
+    return (pp - 1) * max(0.0, per)
+
+
+# ---------------------------------------------------------------------------------------------
+# Data parallelism and the optimizer step
+
+
+def dp_exposed(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, replicate: Link) -> tuple[float, float]:
+    """(exposed seconds, bytes sent) of one step's data-parallel communication on one rank.
+
+    Gradients are reduced while the last micro-batch's backward runs (buckets overlap it);
+    ZeRO's parameter all-gather after the step overlaps the next step's first forward; ZeRO-3 and
+    HSDP gather the parameters before each micro-batch's forward and backward, overlapped with
+    the previous piece of work; only what exceeds its window is exposed."""
+    pd, pe = r.params_dense, r.params_expert
+    back = r.backward_input + r.backward_weight + r.recompute
+    fwd = r.forward
+    mode = k.sharding
+    if mode == "none":
+        t = dense.all_reduce(GRAD * pd) + expert.all_reduce(GRAD * pe)
+        return max(0.0, t - back), sent_all_reduce(dense.size, GRAD * pd) + sent_all_reduce(expert.size, GRAD * pe)
+    if mode in ("zero1", "zero2"):
+        rs = dense.all_gather(GRAD * pd) + expert.all_gather(GRAD * pe)
+        ag = dense.all_gather(PARAM * pd) + expert.all_gather(PARAM * pe)
+        sent = (sent_all_gather(dense.size, (GRAD + PARAM) * pd)
+                + sent_all_gather(expert.size, (GRAD + PARAM) * pe))
+        return max(0.0, rs - back) + max(0.0, ag - fwd), sent
+    group = shard if mode == "hsdp" else dense
+    ag = group.all_gather(PARAM * pd) + expert.all_gather(PARAM * pe)
+    rs = group.all_gather(GRAD * pd) + expert.all_gather(GRAD * pe)
+    m = k.microbatches
+    exposed_s = m * (max(0.0, ag - fwd) + max(0.0, ag - back)) + max(0.0, rs - back)
+    sent = (2 * m * sent_all_gather(group.size, PARAM * pd) + sent_all_gather(group.size, GRAD * pd)
+            + 2 * m * sent_all_gather(expert.size, PARAM * pe) + sent_all_gather(expert.size, GRAD * pe))
+    if mode == "hsdp" and replicate.size > 1:
+        shard_bytes = GRAD * pd / max(1, group.size)
+        exposed_s += replicate.all_reduce(shard_bytes)
+        sent += sent_all_reduce(replicate.size, shard_bytes)
+    return exposed_s, sent
+
+
+def optimizer_seconds(r: RankTimes, k: Knobs, hw: Hardware, c: Constants) -> float:
+    updated = r.params_dense / k.dense_shard_group + r.params_expert / k.expert_shard_group
+    return memory_seconds(OPTIMIZER_BYTES.get(k.optimizer, 34) * updated, hw, c)
+
+
+# ---------------------------------------------------------------------------------------------
+# One step
+
+
+@dataclass(frozen=True, slots=True)
+class Breakdown:
+    """One optimizer step on the slowest rank. The parts sum to `step`."""
+
+    step: float
+    compute: float
+    recompute: float
+    bubble: float
+    optimizer: float
+    exposed: dict
+    """Exposed communication seconds per axis (tp, pp, dp, cp, ep)."""
+    sent: dict
+    """Bytes one GPU (of the slowest stage) sends per step, per axis."""
+    bubble_fraction: float
+    """Bubble / (micro-batches x one micro-batch's time): (p - 1) / m for 1f1b."""
+    stage: int
+    """The pp rank that sets the pace."""
+    microbatches: int
+
+
+def step_time(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants = DEFAULT,
+              sw: Software = PARC) -> Breakdown:
+    ranks = rank_times(shape, k, hw, geo, c, sw)
+    slow = max(range(len(ranks)), key=lambda i: (ranks[i].total, -i))
+    r = ranks[slow]
+    m = k.microbatches
+    v = r.chunks
+    f = (r.forward + r.exposed_f) / v
+    b = (r.backward_input + r.recompute + r.exposed_b) / v
+    w = r.backward_weight / v
+    bubble = bubble_seconds(k.schedule, k.pp, f, b, w)
+    links = (link(geo.dense, hw, c), link(geo.expert, hw, c), link(geo.shard, hw, c), link(geo.replicate, hw, c))
+    tail_rank, tail, dp_s, dp_sent, opt = slow, -1.0, 0.0, 0.0, 0.0
+    for i, rank in enumerate(ranks):
+        exposed_dp, sent_dp = dp_exposed(rank, k, *links)
+        o = optimizer_seconds(rank, k, hw, c)
+        if exposed_dp + o > tail:
+            tail_rank, tail, dp_s, dp_sent, opt = i, exposed_dp + o, exposed_dp, sent_dp, o
+    del tail_rank
+    exposed_axes = {axis: m * (r.comm_f.get(axis, 0.0) + r.comm_b.get(axis, 0.0)) for axis in AXES}
+    exposed_axes["dp"] = dp_s
+    sent = {axis: m * r.sent.get(axis, 0.0) for axis in AXES}
+    sent["dp"] = dp_sent
+    compute = m * r.compute
+    recompute = m * r.recompute
+    step = compute + recompute + sum(exposed_axes.values()) + bubble + opt
+    per_micro = r.total
+    return Breakdown(step=step, compute=compute, recompute=recompute, bubble=bubble, optimizer=opt,
+                     exposed=exposed_axes, sent=sent,
+                     bubble_fraction=bubble / (m * per_micro) if per_micro > 0 else 0.0,
+                     stage=slow, microbatches=m)
+
+
+def hardware_flops_per_token(shape: Shape, k: Knobs, sw: Software) -> float:
+    """FLOPs the GPUs execute per token: 3x forward with the attention actually computed
+    (causal half under FlashAttention, the full square unfused), plus the matrix products
+    recomputation repeats (none for parc's elementwise selective policy)."""
+    keys = flops.causal_keys(k.seq) if sw.attention == "flash" else float(k.seq)
+    total = 3.0 * flops.forward_flops_per_token(shape, keys)
+    if k.recompute == "selective" and sw.selective == "attention-core":
+        total += shape.layers * flops.attention_core_flops(shape, keys)
+    elif k.recompute == "full":
+        ranks = rank_params(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)
+        for rank in ranks:
+            for chunk in rank.chunks:
+                for i in range(chunk.layers):
+                    if layer_mode(k.recompute, k.recompute_layers, i) == "full":
+                        total += flops.layer_forward_flops(shape, shape.is_moe(chunk.first_layer + i), keys)
+    return total
+
+
+# ---------------------------------------------------------------------------------------------
+# The Plan-facing view
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A plan's predicted step, as `parc explain` shows it."""
+
+    breakdown: Breakdown
+    world: int
+    tokens_per_step: int
+    model_flops_per_token: float
+    hardware_flops_per_token: float
+    peak: float
+    """Dense peak FLOP/s per GPU that MFU and HFU divide by (the fp8 peak under fp8 training)."""
+
+    @property
+    def step_seconds(self) -> float:
+        return self.breakdown.step
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens_per_step / self.breakdown.step
+
+    @property
+    def tokens_per_second_per_gpu(self) -> float:
+        return self.tokens_per_second / self.world
+
+    @property
+    def model_flops_per_gpu(self) -> float:
+        return self.tokens_per_second_per_gpu * self.model_flops_per_token
+
+    @property
+    def hardware_flops_per_gpu(self) -> float:
+        return self.tokens_per_second_per_gpu * self.hardware_flops_per_token
+
+    @property
+    def mfu(self) -> float:
+        return self.model_flops_per_gpu / self.peak
+
+    @property
+    def hfu(self) -> float:
+        return self.hardware_flops_per_gpu / self.peak
+
+    def time_json(self) -> dict:
+        b = self.breakdown
+        return {
+            "step_seconds": _r(b.step),
+            "compute_seconds": _r(b.compute),
+            "recompute_seconds": _r(b.recompute),
+            "bubble_seconds": _r(b.bubble),
+            "bubble_fraction": _r(b.bubble_fraction),
+            "optimizer_seconds": _r(b.optimizer),
+            "exposed_comm_seconds": {a: _r(b.exposed[a]) for a in AXES},
+            "comm_bytes": {a: int(round(b.sent[a])) for a in AXES},
+            "slowest_stage": b.stage,
+            "microbatches": b.microbatches,
+        }
+
+    def throughput_json(self) -> dict:
+        return {
+            "tokens_per_second": _r(self.tokens_per_second),
+            "tokens_per_second_per_gpu": _r(self.tokens_per_second_per_gpu),
+            "model_tflops_per_gpu": _r(self.model_flops_per_gpu / 1e12),
+            "hardware_tflops_per_gpu": _r(self.hardware_flops_per_gpu / 1e12),
+            "mfu": _r(self.mfu),
+            "hfu": _r(self.hfu),
+            "peak_tflops_per_gpu": _r(self.peak / 1e12),
+        }
+
+
+def _r(x: float) -> float:
+    """Six significant digits: stable JSON across platforms, precise enough for any report."""
+    return float(f"{x:.6g}")
+
+
+def predict(plan: Plan, constants: Constants = DEFAULT, sw: Software = PARC,
+            runtime: str = "torch") -> Prediction | None:
+    """The time model for a plan; None while holes leave a knob open."""
+    knobs = knobs_of(plan, runtime)
+    if knobs is None or plan.cluster.world_size is None:
+        return None
+    shape = shape_of(plan)
+    hw = hardware_of(plan)
+    geo = geometry_of(plan, hw)
+    breakdown = step_time(shape, knobs, hw, geo, constants, sw)
+    return Prediction(
+        breakdown=breakdown, world=plan.cluster.world_size,
+        tokens_per_step=plan.training.tokens_per_step,
+        model_flops_per_token=flops.model_flops_per_token(shape, knobs.seq),
+        hardware_flops_per_token=hardware_flops_per_token(shape, knobs, sw),
+        peak=matmul_peak(hw, knobs.precision))
+
+
+def clear_caches() -> None:
+    for cached in (geometry, link, layer_work, embedding_work, output_work, exposed):
+        cached.cache_clear()
