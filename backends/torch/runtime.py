@@ -1,9 +1,409 @@
-"""Runtime files of the generated job: parallel.py, model.py, train.py."""
+"""Runtime files of the generated job: parallel.py, model.py, train.py.
+
+Each file is one Jinja2 template in `templates/`; this module computes every value they print
+from the Plan (the templates only choose code and place values). What the runtime does with a
+layout is described in docs/runtime.md; the pipeline chunks come from `parc.stages` only.
+
+Vocabulary of the generated code: the *mesh* lists the layout's axes slowest first (the reverse
+of the layout line, whose first axis varies fastest); *data* ranks are those that hold the same
+dense parameters but see different tokens (dp, cp, and ep when it is a layout axis).
+"""
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 from ...plan import Plan
+from ...stages import V_SCHEDULES, pipeline_chunks
+from .render import render
+
+SCHEDULE_CLASSES = {
+    "gpipe": "ScheduleGPipe",
+    "1f1b": "Schedule1F1B",
+    "interleaved-1f1b": "ScheduleInterleaved1F1B",
+    "interleaved-zb": "ScheduleInterleavedZeroBubble",
+    "zbv": "ScheduleZBVZeroBubble",
+    "dualpipe-v": "ScheduleDualPipeV",
+}
+LOOPED = {"gpipe": "ScheduleLoopedBFS", "1f1b": "ScheduleInterleaved1F1B"}
+"""The multi-chunk schedule torch runs for gpipe and 1f1b when a spec asks for virtual stages."""
+ZERO_BUBBLE = ("interleaved-zb", "zbv", "dualpipe-v")
+DATA_AXES = ("dp", "cp", "ep")
+"""Axes whose ranks see different tokens: a dense parameter's gradient is averaged over them."""
+STATE_KEYS = {"adamw": ("exp_avg", "exp_avg_sq"), "adam": ("exp_avg", "exp_avg_sq"), "sgd": ("momentum_buffer",)}
+HAS_STEP = {"adamw": True, "adam": True, "sgd": False}
+DEFAULT_LR = "3e-4"
+INIT_STD = 0.02
+NORM_EPS = "1e-5"
+ROPE_THETA = "10000.0"
 
 
 def files(plan: Plan) -> dict[str, str]:
-    return {}
+    layout = Layout.of(plan)
+    return {
+        "model.py": render("model.py.jinja", **model_context(plan)),
+        "parallel.py": render("parallel.py.jinja", **parallel_context(plan, layout)),
+        "train.py": render("train.py.jinja", **train_context(plan, layout)),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# The mesh
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The plan's layout as the generated code sees it: mesh dims and the derived degrees."""
+
+    dims: tuple[str, ...]
+    """Mesh dim names, slowest first."""
+    shape: tuple[int, ...]
+    degrees: dict[str, int]
+    """Degree of every layout axis (1 when absent)."""
+    data_dims: tuple[str, ...]
+    """Mesh dims of degree > 1 whose ranks see different tokens, in mesh order."""
+
+    @classmethod
+    def of(cls, plan: Plan) -> Layout:
+        lay = plan.layout
+        degrees = {name: lay.degree(name) or 1 for name in ("tp", "pp", "dp", "cp")}
+        degrees["ep"] = lay.ep.degree or 1
+        dims: list[str] = []
+        shape: list[int] = []
+        for axis in reversed(lay.axes):
+            if axis.name == "dp" and lay.dp.sharding == "hsdp":
+                dims += ["dp_replicate", "dp_shard"]
+                shape += [lay.dp.replicate, lay.dp.shard]
+            else:
+                dims.append(axis.name)
+                shape.append(axis.degree)
+        if "dp" not in {a.name for a in lay.axes}:
+            # A data-parallel dim of size 1: replicate()/fully_shard() need a mesh even with
+            # one replica (they carry mixed precision and, with cp or ep, the gradient reduction).
+            dims.insert(0, "dp")
+            shape.insert(0, 1)
+        data = tuple(d for d, n in zip(dims, shape) if n > 1 and (d in DATA_AXES or d.startswith("dp_"))
+                     and not (d == "ep" and lay.ep.folded_over))
+        return cls(tuple(dims), tuple(shape), degrees, data)
+
+    def size(self, dim: str) -> int:
+        return self.shape[self.dims.index(dim)]
+
+    @property
+    def data_degree(self) -> int:
+        return math.prod(self.size(d) for d in self.data_dims)
+
+
+def _tuple(values) -> str:
+    """A Python tuple literal (one element keeps its comma)."""
+    values = list(values)
+    if len(values) == 1:
+        return f"({values[0]!r},)"
+    return "(" + ", ".join(repr(v) for v in values) + ")"
+
+
+def data_mesh_code(plan: Plan, layout: Layout) -> tuple[list[str], str]:
+    """Lines building `data`, the mesh replicate()/fully_shard() reduce over, and its description."""
+    hsdp = plan.layout.dp.sharding == "hsdp"
+    if hsdp:
+        shard = [d for d in layout.data_dims if d != "dp_replicate"]
+        if shard == ["dp_shard"]:
+            return ['data = world["dp_replicate", "dp_shard"]'], "2-D (replicate, shard) mesh of hsdp"
+        name = "_".join(shard)
+        return [f'world[{", ".join(repr(d) for d in shard)}]._flatten("{name}")',
+                f'data = world["dp_replicate", "{name}"]'], "2-D (replicate, shard) mesh of hsdp"
+    dims = layout.data_dims
+    if not dims:
+        return ['data = world["dp"]  # one replica'], "one rank: no gradient exchange"
+    if len(dims) == 1:
+        return [f'data = world["{dims[0]}"]'], f"the {dims[0]} ranks"
+    name = "_".join(dims)
+    return [f'data = world[{", ".join(repr(d) for d in dims)}]._flatten("{name}")'], \
+        f"{' x '.join(dims)} flattened: a dense parameter's replicas"
+
+
+def ep_mesh(plan: Plan, layout: Layout) -> tuple[list[int], list[int]]:
+    """Permutation and shape turning the world's rank grid into (rest, edp, ep)."""
+    lay = plan.layout
+    ep = layout.degrees["ep"]
+    folded_axes = lay.ep.folded_over or ("ep",)
+    folded = [d for d in layout.dims if d in folded_axes or (d.startswith("dp_") and "dp" in folded_axes)]
+    data = [d for d in layout.dims if d not in folded and (d in DATA_AXES or d.startswith("dp_"))]
+    other = [d for d in layout.dims if d not in folded and d not in data]
+    order = other + data + folded
+    permutation = [layout.dims.index(d) for d in order]
+    rest = math.prod(layout.size(d) for d in other)
+    edp = math.prod(layout.size(d) for d in data) * math.prod(layout.size(d) for d in folded) // ep
+    return permutation, [rest, edp, ep]
+
+
+# ---------------------------------------------------------------------------------------------
+# Contexts
+
+
+def model_context(plan: Plan) -> dict:
+    m = plan.model
+    moe_layers = set(m.moe_layers) if m.is_moe else set()
+    parts = [f"{m.layers} layers, hidden {m.hidden}, {m.heads} heads of {m.head_dim}"]
+    if m.kv_heads != m.heads:
+        parts.append(f"{m.kv_heads} kv heads (GQA)")
+    parts.append(f"{m.activation} FFN {m.ffn}, {m.norm}, {m.position} positions, vocabulary {m.vocab}")
+    if m.tied_embeddings:
+        parts.append("tied embeddings")
+    if m.is_moe:
+        parts.append(f"{len(moe_layers)} MoE layers of {m.experts} experts (top-{m.top_k}, FFN {m.expert_ffn}"
+                     + (f", {m.shared_experts} shared" if m.shared_experts else "") + ")")
+    return dict(
+        job=plan.launch.job,
+        description=_wrap("Model: " + "; ".join(parts) + "."),
+        layers=m.layers, hidden=m.hidden, ffn=m.ffn, heads=m.heads, kv_heads=m.kv_heads, head_dim=m.head_dim,
+        vocab=m.vocab, seq_len=plan.training.seq_len, tied=m.tied_embeddings, activation=m.activation,
+        norm=m.norm, position=m.position, norm_eps=NORM_EPS, rope_theta=ROPE_THETA,
+        moe=m.is_moe, experts=m.experts, top_k=m.top_k, expert_ffn=m.expert_ffn,
+        shared_experts=m.shared_experts, moe_layers=_tuple(sorted(moe_layers)) if moe_layers else "()",
+        dense_layers=len(moe_layers) < m.layers,
+        init_std=repr(INIT_STD), output_init_std=repr(INIT_STD / math.sqrt(2 * m.layers)),
+    )
+
+
+def _wrap(text: str, width: int = 96) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width))
+
+
+def parallel_context(plan: Plan, layout: Layout) -> dict:
+    m, lay, t = plan.model, plan.layout, plan.training
+    deg = layout.degrees
+    tp, pp, cp, ep = deg["tp"] > 1, deg["pp"] > 1, deg["cp"] > 1, deg["ep"] > 1
+    sharding = lay.dp.sharding or "none"
+    schedule = lay.pp.schedule or "1f1b"
+    v = lay.pp.virtual_stages or 1
+    chunks = pipeline_chunks(plan) if pp else ()
+    multi = pp and (v > 1 or schedule not in ("gpipe", "1f1b"))
+    schedule_class = (LOOPED.get(schedule, SCHEDULE_CLASSES[schedule]) if v > 1 else SCHEDULE_CLASSES[schedule]) \
+        if pp else ""
+    zero_bubble = pp and schedule in ZERO_BUBBLE
+    reshard = sharding == "zero3" or sharding == "hsdp"
+    reshard_note = ""
+    if reshard and zero_bubble:
+        reshard = False
+        reshard_note = (f"{schedule} splits the backward into input and weight gradients: FSDP2 needs "
+                        "reshard_after_forward=False or its gradients are wrong (torch-cpu.md caveat 1)")
+    tied = m.tied_embeddings
+    v_schedule = schedule in V_SCHEDULES
+    data_lines, data_mesh_text = data_mesh_code(plan, layout)
+    batch_degree = lay.batch_degree or 1
+    batch_dims = []
+    if sharding == "hsdp":
+        batch_dims += [("dp_replicate", lay.dp.shard * (deg["ep"] if "ep" in layout.dims else 1)),
+                       ("dp_shard", deg["ep"] if "ep" in layout.dims else 1)]
+    elif deg["dp"] > 1:
+        batch_dims.append(("dp", deg["ep"] if "ep" in layout.dims and deg["ep"] > 1 else 1))
+    if "ep" in layout.dims and deg["ep"] > 1:
+        batch_dims.append(("ep", 1))
+    cp_flavour = lay.cp.flavour if cp else ""
+    cp_balanced = cp and cp_flavour != "all-to-all"
+    local_kv = m.kv_heads // deg["tp"] if m.kv_heads % deg["tp"] == 0 else m.kv_heads
+    permutation, ep_shape = ep_mesh(plan, layout) if ep else ([], [])
+    reports = []
+    if pp:
+        reports.append("last_stage")
+    if tp:
+        reports.append('meshes.tp.get_local_rank() == 0')
+    optimizer = t.optimizer
+    ctx = dict(
+        job=plan.launch.job,
+        layout_text=_layout_text(plan),
+        rank_order=_rank_order(plan),
+        mesh_text=", ".join(f"{d} {n}" for d, n in zip(layout.dims, layout.shape)),
+        sequence=_sequence(plan, layout, sharding, reshard, tp, pp, cp, ep),
+        imports=_parallel_imports(plan, layout, sharding, tp, pp, cp, ep, schedule_class),
+        mesh_dims=_tuple(layout.dims), mesh_shape=_tuple(layout.shape), world_size=plan.cluster.world_size,
+        data_degree=layout.data_degree,
+        data_text=" x ".join(f"{d} {layout.size(d)}" for d in layout.data_dims) or "none (one replica)",
+        data_mesh_code=data_lines, data_mesh_text=data_mesh_text,
+        global_batch=t.global_batch, local_batch=t.global_batch // batch_degree, batch_degree=batch_degree,
+        micro_batch=t.micro_batch, grad_accum=t.grad_accum, batch_dims=_tuple(batch_dims) if batch_dims else "()",
+        tp=tp, sp=tp and bool(lay.tp.sequence_parallel), pp=pp, cp=cp, ep=ep,
+        moe=m.is_moe, dense_layers=len(m.moe_layers) < m.layers if m.is_moe else True,
+        shared_experts=m.shared_experts, activation=m.activation, position=m.position, tied=tied,
+        heads=m.heads, kv_heads=m.kv_heads, experts=m.experts,
+        schedule_class=schedule_class, multi_stage=multi,
+        chunks=[dict(index=c.index, rank=c.rank, start=c.first_layer, stop=c.first_layer + c.layers,
+                     embedding=c.embedding, output=c.output) for c in chunks],
+        cp_degree=deg["cp"], cp_flavour=cp_flavour, cp_balanced=cp_balanced,
+        cp_chunk=t.seq_len // (2 * deg["cp"] if cp_balanced else deg["cp"]) if cp else 0,
+        cp_class={"ring": "RingAttention", "all-gather": "AllGatherAttention", "all-to-all": "AllToAllAttention"}.get(
+            cp_flavour, ""),
+        cp_repeat_kv=cp and cp_flavour == "all-to-all" and local_kv % deg["cp"] != 0,
+        ep_degree=deg["ep"], local_experts=m.experts // deg["ep"] if ep else 0,
+        ep_permutation=_tuple(permutation) if ep else "()", ep_shape=_tuple(ep_shape) if ep else "()",
+        recompute=t.recompute or "none", recompute_layers=t.recompute_layers,
+        recompute_text=_recompute_text(t.recompute or "none", t.recompute_layers),
+        sharding=sharding, sharding_text=_sharding_text(sharding, reshard, zero_bubble),
+        wrapper="replicate" if sharding in ("none", "zero1") else "fully_shard",
+        reshard=reshard, reshard_note=reshard_note,
+        tied_copy=tied and pp and not v_schedule, tied_local=tied and pp and v_schedule,
+        reports_loss_expr=" and ".join(reports) or "True",
+        state_keys=_tuple(STATE_KEYS[optimizer]),
+        state_keys_all=(("step",) if HAS_STEP[optimizer] else ()) + STATE_KEYS[optimizer],
+    )
+    return ctx
+
+
+def train_context(plan: Plan, layout: Layout) -> dict:
+    t = plan.training
+    precision = t.precision
+    notes = {
+        "bf16": "the spec's precision (bf16)",
+        "fp16": "the spec asks for fp16, which this runtime runs as bf16 (no loss scaling)",
+        "fp8": "the spec asks for fp8, which this runtime runs as bf16 (no fp8 matmuls)",
+    }
+    return dict(
+        job=plan.launch.job, layout_text=_layout_text(plan), world_size=plan.cluster.world_size,
+        nodes=plan.cluster.nodes, gpus_per_node=plan.cluster.gpus_per_node, seq_len=t.seq_len,
+        vocab=plan.model.vocab, global_batch=t.global_batch, tokens_per_step=t.tokens_per_step,
+        steps=plan.launch.steps, precision=precision, lr=DEFAULT_LR,
+        precision_auto="bf16 on cuda" + ("" if precision == "bf16" else f" (the spec says {precision})")
+        + ", fp32 on cpu",
+        precision_note=notes[precision], optimizer=t.optimizer,
+        cp=layout.degrees["cp"] > 1,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Words
+
+
+def _layout_text(plan: Plan) -> str:
+    text = " x ".join(f"{a.name} {a.degree}" for a in plan.layout.axes)
+    ep = plan.layout.ep
+    if ep.folded_over and ep.degree and ep.degree > 1:
+        text += f", ep {ep.degree} over {' x '.join(ep.folded_over)}"
+    return text
+
+
+def _rank_order(plan: Plan) -> str:
+    parts = [f"{a.name} (stride {a.stride})" for a in plan.layout.axes]
+    return ("the layout line's first axis varies fastest: " + ", then ".join(parts)) if parts else "one rank"
+
+
+def _recompute_text(mode: str, layers: int | None) -> str:
+    if mode == "selective":
+        return "selective: an op-level policy keeps matmul and attention outputs, recomputes the rest"
+    if mode == "full" and layers:
+        return f"full {layers}: the first {layers} blocks of each chunk keep only their input"
+    return "full: every block keeps only its input"
+
+
+def _sharding_text(mode: str, reshard: bool, zero_bubble: bool) -> str:
+    return {
+        "none": "none (DDP): replicate() keeps whole fp32 parameters and gradients on every data rank "
+                "and all-reduces the gradients",
+        "zero1": "zero1: replicate() all-reduces whole gradients; ShardedOptimizer keeps 1/n of the "
+                 "optimizer state per rank",
+        "zero2": "zero2: fully_shard(reshard_after_forward=False)",
+        "zero3": "zero3: fully_shard(reshard_after_forward=True)" if reshard else
+                 "zero3, run as zero2 under a zero-bubble schedule: fully_shard(reshard_after_forward=False)",
+        "hsdp": "hsdp: fully_shard over a 2-D (replicate, shard) mesh" + ("" if reshard else
+                ", reshard_after_forward=False under a zero-bubble schedule"),
+    }[mode]
+
+
+def _sequence(plan: Plan, layout: Layout, sharding: str, reshard: bool, tp, pp, cp, ep) -> list[str]:
+    steps = ["build the model on the meta device (no memory)"]
+    if pp:
+        steps.append("split_pipeline: keep this rank's chunks (parc.stages.pipeline_chunks)")
+    if tp:
+        steps.append("apply_tensor_parallel: " + ("column/row-parallel projections, sequence-parallel norms"
+                                                   if plan.layout.tp.sequence_parallel else
+                                                   "column/row-parallel projections"))
+    if ep:
+        steps.append("apply_expert_parallel: experts sharded over ep, tokens sent with all_to_all_single")
+    if cp:
+        steps.append(f"apply_context_parallel: {plan.layout.cp.flavour} attention over the cp ranks")
+    mode = plan.training.recompute or "none"
+    if mode != "none":
+        steps.append(f"apply_activation_checkpointing: {_recompute_text(mode, plan.training.recompute_layers)}")
+    steps.append("apply_data_parallel: " + {"none": "replicate() (DDP)", "zero1": "replicate() + ShardedOptimizer",
+                                            "zero2": "fully_shard(reshard_after_forward=False)",
+                                            "zero3": f"fully_shard(reshard_after_forward={reshard})",
+                                            "hsdp": f"fully_shard on (replicate, shard), reshard_after_forward={reshard}",
+                                            }[sharding])
+    steps.append("materialize: allocate the shards, fill them from model.initial_value")
+    if pp:
+        steps.append("build_schedule: PipelineStage per chunk and the spec's schedule")
+    return [f"{i}. {s}" for i, s in enumerate(steps, 1)]
+
+
+def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep, schedule_class) -> list[list[str]]:
+    """The import lines of parallel.py in ruff's (isort) order: stdlib, torch, the job's own."""
+    recompute = plan.training.recompute or "none"
+    stdlib = []
+    if pp:
+        stdlib.append("import copy")
+    stdlib.append("from dataclasses import dataclass")
+    if recompute == "selective":
+        stdlib.append("from functools import partial")
+    froms: dict[str, set[str]] = {}
+
+    def add(module: str, *names: str) -> None:
+        froms.setdefault(module, set()).update(names)
+
+    plain = ["import torch", "import torch.distributed as dist"]
+    if cp or ep:
+        plain.append("import torch.distributed._functional_collectives as ft_c")
+    plain.append("import torch.nn.functional as F")
+    if sharding in ("none", "zero1"):
+        add("torch.distributed._composable.replicate_with_fsdp", "replicate")
+    if recompute != "none":
+        add("torch.distributed.algorithms._checkpoint.checkpoint_wrapper", "checkpoint_wrapper")
+    add("torch.distributed.checkpoint.state_dict", "StateDictOptions", "get_model_state_dict", "set_model_state_dict")
+    if sharding != "zero1":
+        add("torch.distributed.checkpoint.state_dict", "get_optimizer_state_dict", "set_optimizer_state_dict")
+    add("torch.distributed.device_mesh", "DeviceMesh", "init_device_mesh")
+    add("torch.distributed.fsdp", "MixedPrecisionPolicy")
+    if sharding not in ("none", "zero1"):
+        add("torch.distributed.fsdp", "fully_shard")
+    if pp:
+        add("torch.distributed.pipelining", "PipelineStage", schedule_class)
+    add("torch.distributed.tensor", "DTensor", "distribute_tensor")
+    if ep:
+        add("torch.distributed.tensor", "Shard", "distribute_module")
+    if tp:
+        add("torch.distributed.tensor", "Replicate", "Shard")
+        names = ["ColwiseParallel", "RowwiseParallel", "loss_parallel", "parallelize_module"]
+        if plan.layout.tp.sequence_parallel:
+            names += ["PrepareModuleInput", "SequenceParallel"]
+            if plan.model.is_moe:
+                names.append("PrepareModuleInputOutput")
+        add("torch.distributed.tensor.parallel", *names)
+    if recompute == "selective":
+        add("torch.utils.checkpoint", "CheckpointPolicy", "create_selective_checkpoint_contexts")
+    if cp and plan.layout.cp.flavour == "ring":
+        add("torch.utils.checkpoint", "checkpoint as recompute_in_backward")
+    add("torch", "nn")
+    third = plain + [_from_line(module, names) for module, names in sorted(froms.items(), key=lambda kv: _module_key(kv[0]))]
+    return [["from __future__ import annotations"], stdlib, third, ["import model"]]
+
+
+def _module_key(module: str) -> tuple:
+    return tuple(module.split("."))
+
+
+def _name_key(name: str) -> tuple:
+    """isort's order within one `from` import: CONSTANTS, Classes, functions."""
+    base = name.split(" as ")[0]
+    kind = 0 if base.isupper() else 1 if base[:1].isupper() else 2
+    return (kind, base.lower())
+
+
+def _from_line(module: str, names: set[str]) -> str:
+    ordered = sorted(names, key=_name_key)
+    line = f"from {module} import {', '.join(ordered)}"
+    if len(line) <= 88:
+        return line
+    body = "".join(f"    {n},\n" for n in ordered)
+    return f"from {module} import (\n{body})"

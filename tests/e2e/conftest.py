@@ -1,0 +1,18 @@
+"""Shared fixtures of the end-to-end tests: one work directory and the references, per session."""
+
+from __future__ import annotations
+
+import pytest
+
+from .harness import compile_job, train
+
+
+@pytest.fixture(scope="session")
+def workdir(tmp_path_factory):
+    return tmp_path_factory.mktemp("e2e")
+
+
+@pytest.fixture(scope="session")
+def reference(workdir):
+    """The dense model of tests/e2e/specs trained in one process on the whole batch."""
+    return train(compile_job("reference", workdir), 1).check()

@@ -1,0 +1,164 @@
+"""Compile a spec of tests/e2e/specs, run its generated job with torchrun on CPU, read what it logged.
+
+Also a command line for trying one case by hand:
+
+    .venv/bin/python -m tests.e2e.harness SPEC [train.py options]     # e.g. tp2-dp4-sp
+
+prints the per-step losses and the largest gradient difference against the reference.
+
+Parity, the question every end-to-end test asks: the per-step losses of a run and of the
+single-process reference agree within LOSS_TOLERANCE (absolute, float32), and so do the
+gradients of steps 0 and 1 (the second one computed after the first optimizer step), each
+element within GRAD_ATOL + GRAD_RTOL x |reference|.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+SPECS = ROOT / "tests" / "e2e" / "specs"
+TORCHRUN = Path(sys.executable).with_name("torchrun")
+LOSS_TOLERANCE = 2e-5
+GRAD_ATOL = 2e-6
+GRAD_RTOL = 1e-4
+LR = "1e-3"
+"""Large enough that four AdamW steps change the loss visibly."""
+STEPS = 4
+RUN_TIMEOUT = 240
+"""Seconds for one torchrun (8 processes start in about 10 s on 2 shared cores)."""
+
+
+@dataclass
+class Run:
+    returncode: int
+    output: str
+    seconds: float
+    records: list[dict] = field(default_factory=list)
+    grads: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)
+
+    @property
+    def losses(self) -> dict[int, float]:
+        return {r["step"]: r["loss"] for r in self.records if "loss" in r}
+
+    def check(self) -> Run:
+        assert self.returncode == 0, f"torchrun exited {self.returncode}:\n{self.output[-6000:]}"
+        return self
+
+
+def compile_job(spec: str, directory: Path) -> Path:
+    """`parc compile` of tests/e2e/specs/SPEC.par into directory/SPEC (through the library)."""
+    from parc.atomic import write_tree
+    from parc.backends import job_files
+    from parc.pipeline import compile_path
+
+    result = compile_path(str(SPECS / f"{spec}.par"))
+    assert result.ok, [d.message for d in result.diagnostics if d.is_error]
+    out = directory / spec
+    write_tree(str(out), job_files(result.plan))
+    return out
+
+
+def plan_of(spec: str):
+    from parc.pipeline import compile_path
+
+    return compile_path(str(SPECS / f"{spec}.par")).plan
+
+
+def torchrun(job: Path, nproc: int, *args: str, out: Path | None = None, timeout: float = RUN_TIMEOUT,
+             grads: bool = True) -> Run:
+    """Run train.py of `job` with `nproc` CPU processes; logs and gradients go under `out`."""
+    out = out or job / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "log.jsonl"
+    log.unlink(missing_ok=True)
+    command = [str(TORCHRUN), "--standalone", "--nproc-per-node", str(nproc), "train.py", "--device", "cpu",
+               "--log-json", str(log), "--timeout", "120", *args]
+    if grads:
+        command += ["--save-grads", str(out / "grads")]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(command, cwd=job, env=env, capture_output=True, text=True, timeout=timeout)
+        code, output = done.returncode, done.stdout + done.stderr
+    except subprocess.TimeoutExpired as exc:
+        code, output = -9, f"timed out after {timeout} s\n{exc.stdout or ''}{exc.stderr or ''}"
+    run = Run(code, output, time.perf_counter() - started)
+    if log.exists():
+        run.records = [json.loads(line) for line in log.read_text().splitlines()]
+    for step in (0, 1):
+        merged: dict[str, torch.Tensor] = {}
+        for path in sorted((out / "grads").glob(f"grads-step{step}-rank*.pt")):
+            merged.update(torch.load(path))
+        if merged:
+            run.grads[step] = merged
+    return run
+
+
+def train(job: Path, nproc: int, *args: str, **kwargs) -> Run:
+    return torchrun(job, nproc, "--steps", str(STEPS), "--lr", LR, *args, **kwargs)
+
+
+def loss_differences(run: Run, reference: Run) -> dict[int, float]:
+    return {step: abs(loss - reference.losses[step]) for step, loss in run.losses.items()}
+
+
+def grad_difference(run: Run, reference: Run, step: int) -> tuple[float, str]:
+    """The largest gradient error relative to the tolerance (<= 1 passes), and where it is."""
+    worst, where = 0.0, ""
+    ref = reference.grads[step]
+    got = run.grads[step]
+    names = set(ref) | set(got)
+    aliases = {"output.weight": "tok_embeddings.weight"}  # a tied pipeline's last-stage copy
+    for name in sorted(names):
+        mine = got.get(name)
+        theirs = ref.get(name, ref.get(aliases.get(name, ""), None))
+        assert mine is not None, f"step {step}: no gradient for {name}"
+        assert theirs is not None, f"step {step}: unexpected parameter {name}"
+        assert mine.shape == theirs.shape, f"{name}: shape {tuple(mine.shape)} != {tuple(theirs.shape)}"
+        error = ((mine - theirs).abs() / (GRAD_ATOL + GRAD_RTOL * theirs.abs())).max().item()
+        if error > worst:
+            worst, where = error, name
+    return worst, where
+
+
+def assert_parity(run: Run, reference: Run, steps: range | None = None) -> None:
+    run.check()
+    steps = steps if steps is not None else range(STEPS)
+    assert sorted(run.losses) == list(steps), f"logged steps {sorted(run.losses)}:\n{run.output[-3000:]}"
+    for step, diff in loss_differences(run, reference).items():
+        assert diff <= LOSS_TOLERANCE, (f"step {step}: loss {run.losses[step]:.7f} vs reference "
+                                        f"{reference.losses[step]:.7f} (|diff| {diff:.2e})")
+    for step in run.grads:
+        error, name = grad_difference(run, reference, step)
+        assert error <= 1.0, f"step {step}: gradient of {name} off by {error:.2f} x tolerance"
+
+
+def main(argv: list[str]) -> None:
+    import tempfile
+
+    spec, *extra = argv
+    plan = plan_of(spec)
+    reference_spec = "reference-moe" if plan.model.is_moe else "reference"
+    with tempfile.TemporaryDirectory() as tmp:
+        ref = train(compile_job(reference_spec, Path(tmp)), 1).check()
+        run = train(compile_job(spec, Path(tmp)), plan.cluster.world_size, *extra)
+        print(run.output[-4000:] if run.returncode else "", end="")
+        print(f"{spec}: exit {run.returncode} in {run.seconds:.1f} s")
+        for step, loss in sorted(run.losses.items()):
+            print(f"  step {step}: loss {loss:.7f}  reference {ref.losses.get(step, float('nan')):.7f}")
+        for step in sorted(run.grads):
+            error, name = grad_difference(run, ref, step)
+            print(f"  step {step}: worst gradient {error:.3f} x tolerance ({name})")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
