@@ -317,5 +317,59 @@ def lsp(stdio):
     serve_stdio()
 
 
+@main.command(context_settings=CONTEXT, epilog="""\b
+Examples:
+  parc report specs/llama3-405b.par -o report.html
+  parc report specs/tiny.par                       # writes out/tiny-report.html
+  parc report specs/tiny.par -o - > tiny.html
+""")
+@click.argument("file", metavar="FILE")
+@click.option("-o", "--output", "output", default=None, metavar="PATH",
+              help="HTML file to write (default: out/<job name>-report.html; - for stdout)")
+def report(file, output):
+    """Write one self-contained HTML page with pictures of the layout: the device grid, the
+    pipeline schedule, memory per stage and where the step time goes."""
+    from .atomic import write_file
+    from .diagnostics import error, has_errors
+
+    results, unreadable = _compile_all([file])
+    if unreadable:
+        sys.exit(2)
+    result = results[0]
+    if result.plan is not None and result.plan.holes and not has_errors(result.diagnostics):
+        names = ", ".join(h.name for h in result.plan.holes)
+        result.diagnostics.append(error(
+            "E0218", f"cannot draw a report for a spec with open holes ({names})", result.plan.holes[0].span,
+            label="still `?`", help=f"run `parc search {file} --write` to fill them, then report"))
+    if has_errors(result.diagnostics) or result.plan is None:
+        sys.exit(_report(results, "text"))
+    from .report import build_page
+
+    page = build_page(result)
+    if output == "-":
+        click.echo(page, nl=False)
+    else:
+        path = output or f"out/{result.plan.launch.job}-report.html"
+        try:
+            if output is None:
+                os.makedirs("out", exist_ok=True)
+            write_file(path, page)
+        except OSError as exc:
+            click.echo(f"error: cannot write `{path}`: {exc.strerror or exc}", err=True)
+            sys.exit(2)
+        click.echo(f"wrote {path}", err=True)
+    if result.diagnostics:
+        _report_warnings(result)
+
+
+def _report_warnings(result) -> None:
+    """Warnings (never errors here) to stderr, as `parc check` prints them."""
+    from .diagnostics import render_text, summary_line
+
+    style = _style(sys.stderr)
+    click.echo(render_text(result.diagnostics, {result.source.path: result.source}, style), err=True, nl=False)
+    click.echo(f"{result.source.path}: {summary_line(result.diagnostics, style)}", err=True)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .memory import schedules as orders
-from .stages import chunk_rank
+from .stages import V_SCHEDULES, chunk_rank
 
 FORWARD, BACKWARD, INPUT, WEIGHT = "F", "B", "I", "W"
 """F forward; B full backward (input and weight gradients); I input-gradient backward; W weight
@@ -197,7 +197,7 @@ def drawable_microbatches(schedule: str, pp: int, v: int, m: int, budget: int = 
     per_micro = pp * v * (3 if schedule in orders.ZERO_BUBBLE else 2)
     if m * per_micro <= budget or pp == 1:
         return m
-    rounds = max(2, budget // (per_micro * pp))
+    rounds = max(2 if schedule in V_SCHEDULES else 1, budget // (per_micro * pp))
     shown = min(m, rounds * pp)
     while shown > pp and not orders.interleaved_accepts(pp, shown):
         shown -= pp

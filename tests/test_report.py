@@ -1,0 +1,221 @@
+"""`parc report`: the page's content, its determinism and self-containment, and a real browser.
+
+The browser tests load each page in Debian's headless Chromium with a fresh profile: the DOM
+after load must hold the pictures (and the inline script must have run: it marks the body), the
+console must stay silent (the page's Content-Security-Policy turns any attempt to fetch something
+into a console error, and Chromium logs console messages to stderr with --enable-logging), and
+the screenshot must be a real picture with the stage colours in it.
+"""
+
+from __future__ import annotations
+
+import colorsys
+import html
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from parc.pipeline import compile_path, compile_text
+from parc.report import DETAIL_GPUS, build_page, stage_colour
+from parc.svg import el, number, render
+
+from .conftest import ROOT, run_cli
+
+COMPLETE = [p.relative_to(ROOT) for p in sorted((ROOT / "specs").glob("*.par")) if "search" not in p.stem]
+
+
+@pytest.fixture(autouse=True)
+def in_root(monkeypatch):
+    """Specs are named relative to the project's root, as a user would type them."""
+    monkeypatch.chdir(ROOT)
+
+
+def page_of(name: str) -> str:
+    compilation = compile_path(f"specs/{name}.par")
+    assert compilation.ok, compilation.diagnostics
+    return build_page(compilation)
+
+
+# ---------------------------------------------------------------------------------------------
+# The SVG writer
+
+
+def test_writer_escapes_every_string():
+    tree = el("g", {"data-x": 'a"<b>&'}, el("title", None, "</title><script>alert(1)</script>"))
+    text = render(tree)
+    assert text == ('<g data-x="a&quot;&lt;b&gt;&amp;"><title>&lt;/title&gt;&lt;script&gt;alert(1)'
+                    '&lt;/script&gt;</title></g>')
+    with pytest.raises(ValueError):
+        render(el("script", None, "x = '</script>'"))
+
+
+def test_numbers_are_stable_text():
+    assert [number(v) for v in (1, 1.0, 1.005, 2.5, -0.001, 1 / 3, 1e-9)] == ["1", "1", "1", "2.5", "0", "0.33", "0"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The page as text
+
+
+@pytest.mark.parametrize("spec", COMPLETE, ids=[p.stem for p in COMPLETE])
+def test_page_is_deterministic_and_self_contained(spec):
+    first = build_page(compile_path(str(spec)))
+    assert first == build_page(compile_path(str(spec)))
+    # Nothing from elsewhere: no URL but the SVG namespace, no src/href attributes, no imports.
+    urls = set(re.findall(r"https?://[^\s\"')<>]+", first))
+    assert urls <= {"http://www.w3.org/2000/svg"}, urls
+    assert not re.search(r"\s(src|href)=", first)
+    assert "@import" not in first and "@font-face" not in first
+    assert set(re.findall(r"url\(([^)]*)\)", first)) <= {"#idle"}
+    assert "default-src 'none'" in html.unescape(first)
+    assert not re.search(r"20\d\d-\d\d-\d\d|\d\d:\d\d:\d\d", first), "a timestamp in the page"
+    assert str(ROOT) not in first, "an absolute path in the page"
+
+
+@pytest.mark.parametrize("spec", COMPLETE, ids=[p.stem for p in COMPLETE])
+def test_every_picture_is_there(spec):
+    from parc.schedule import drawable_microbatches, rank_orders
+
+    compilation = compile_path(str(spec))
+    plan = compilation.plan
+    page = build_page(compilation)
+    world = plan.cluster.world_size
+    assert page.count('<g class="gpu"') == min(world, DETAIL_GPUS // plan.cluster.gpus_per_node
+                                               * plan.cluster.gpus_per_node if world > DETAIL_GPUS else world)
+    pp = plan.layout.degree("pp") or 1
+    v = plan.layout.pp.virtual_stages or 1
+    schedule = plan.layout.pp.schedule
+    shown = drawable_microbatches(schedule, pp, v, plan.training.grad_accum)
+    blocks = sum(len(a) for a in rank_orders(schedule, pp, v, shown))
+    assert page.count('<g class="op op-') == blocks
+    assert "Blocks are placed with the time model's per-chunk times" in page
+    assert page.count('<g class="bar">') == pp
+    assert '<svg xmlns="http://www.w3.org/2000/svg"' in page and 'class="steptime"' in page
+    for stage in range(min(pp, 3)):
+        assert f'fill="{stage_colour(stage, pp)}"' in page
+
+
+def test_a_16k_gpu_layout_is_aggregated():
+    page = page_of("llama3-405b-128k")
+    assert page.count('<g class="gpu"') == DETAIL_GPUS
+    assert page.count('<g class="node">') == 2048
+    assert "16,384 GPUs are too many to draw one by one" in page
+    assert "one cell per node for all 2,048 nodes" in page
+    assert len(page) < 1_500_000
+
+
+def test_groups_are_outlined_or_said_to_be_strided():
+    tiny = page_of("tiny")
+    assert tiny.count('class="group-tp"') == 4  # 8 ranks, tp 2
+    mixtral = page_of("mixtral-8x7b-5d")
+    assert "cp groups are strided (rank distance 2)" in mixtral and 'class="group-cp"' not in mixtral
+    assert mixtral.count('class="group-tp"') == 128
+    deepseek = page_of("deepseek-v3-like")
+    assert deepseek.count('class="group-ep"') == 8  # ranks 0-511: 8 groups of 64 consecutive ranks
+    hover = re.search(r'data-info="(rank 9 [^"]*)"', mixtral)[1]
+    assert hover == "rank 9 (node 1, gpu 1): tp 1, cp 0, dp 2, pp 0; ep 4 (group of ranks 1-15 step 2)"
+
+
+def test_strings_from_the_spec_are_escaped(tmp_path):
+    weird = tmp_path / 'a<b>&"c.par'
+    weird.write_text((ROOT / "specs" / "tiny.par").read_text(encoding="utf-8"), encoding="utf-8")
+    page = build_page(compile_path(str(weird)))
+    assert "a<b>" not in page and "a&lt;b&gt;&amp;" in page
+
+
+def test_cli_writes_the_page_and_refuses_holes(tmp_path):
+    out = tmp_path / "r.html"
+    result = run_cli("report", "specs/tiny.par", "-o", str(out))
+    assert result.exit_code == 0, result.stderr
+    assert out.read_text(encoding="utf-8") == page_of("tiny")
+    result = run_cli("report", str(ROOT / "specs" / "llama3-70b-search.par"), "-o", str(tmp_path / "x.html"))
+    assert result.exit_code == 1 and "error[E0218]: cannot draw a report for a spec with open holes" in result.stderr
+    assert not (tmp_path / "x.html").exists()
+    bad = compile_text("tp 2 x\n", path="bad.par")
+    assert not bad.ok
+    (tmp_path / "bad.par").write_text("tp 2 x\n", encoding="utf-8")
+    result = run_cli("report", str(tmp_path / "bad.par"), "-o", str(tmp_path / "y.html"))
+    assert result.exit_code == 1 and not (tmp_path / "y.html").exists()
+    result = run_cli("report", "--help")
+    assert "parc report specs/llama3-405b.par -o report.html" in result.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# A real browser
+
+
+def chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.skip("Chromium is not installed (`apt-get install chromium`; .ci/run installs it)")
+
+
+def browse(page: Path, tmp: Path, *mode: str) -> subprocess.CompletedProcess:
+    profile = tmp / f"profile-{len(list(tmp.iterdir()))}"
+    command = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
+               f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", *mode, page.as_uri()]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def console_messages(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if ":CONSOLE" in line]
+
+
+def test_the_console_check_can_fail(tmp_path):
+    """The harness itself: a page that logs, throws and fetches is caught."""
+    page = tmp_path / "bad.html"
+    page.write_text('<!doctype html><meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+                    'script-src \'unsafe-inline\'"><body><script>console.error("boom"); '
+                    'fetch("https://example.invalid/x"); missing();</script>', encoding="utf-8")
+    messages = console_messages(browse(page, tmp_path, "--dump-dom").stderr)
+    text = "\n".join(messages)
+    assert "boom" in text and "missing is not defined" in text and "Content Security Policy" in text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["tiny", "mixtral-8x7b-5d", "llama3-405b-128k"])
+def test_page_in_headless_chromium(name, tmp_path):
+    from PIL import Image
+
+    page = tmp_path / f"{name}.html"
+    html = page_of(name)
+    page.write_text(html, encoding="utf-8")
+    loaded = browse(page, tmp_path, "--dump-dom")
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert console_messages(loaded.stderr) == []
+    dom = loaded.stdout
+    assert 'data-ready="1"' in dom, "the inline script did not run to its end"
+    for picture in ("grid", "timeline", "memory", "steptime"):
+        assert f'class="{picture}"' in dom
+    assert dom.count('class="gpu"') == html.count('class="gpu"') > 0
+    assert dom.count('class="op op-') == html.count('class="op op-') > 0
+
+    shot = tmp_path / f"{name}.png"
+    taken = browse(page, tmp_path, f"--screenshot={shot}", "--window-size=1200,1600")
+    assert taken.returncode == 0 and shot.exists(), taken.stderr[-2000:]
+    assert console_messages(taken.stderr) == []
+    image = Image.open(shot).convert("RGB")
+    assert image.size == (1200, 1600)
+    colours = image.getcolors(maxcolors=1 << 20)
+    assert len(colours) > 200, "a blank or nearly blank screenshot"
+    white = sum(n for n, c in colours if c == (255, 255, 255))
+    assert white < 0.9 * image.size[0] * image.size[1]
+    present = {c for _, c in colours}
+    pp = compile_path(str(ROOT / "specs" / f"{name}.par")).plan.layout.degree("pp")
+    assert _hsl_rgb(stage_colour(0, pp)) in present or any(
+        _close(_hsl_rgb(stage_colour(0, pp)), c) for c in present), "stage 0's colour is not on screen"
+
+
+def _hsl_rgb(text: str) -> tuple[int, int, int]:
+    h, s, l = map(float, re.match(r"hsl\((\d+) (\d+)% (\d+)%\)", text).groups())  # noqa: E741
+    r, g, b = colorsys.hls_to_rgb(h / 360, l / 100, s / 100)
+    return round(r * 255), round(g * 255), round(b * 255)
+
+
+def _close(a, b) -> bool:
+    return all(abs(x - y) <= 2 for x, y in zip(a, b, strict=True))
