@@ -12,8 +12,14 @@ munge`; .ci/run installs them).
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+
 import pytest
 
+from .e2e.harness import RUN_TIMEOUT, assert_parity
+from .launcher_runs import collect, compile_tiny, reference, train_args
 from .slurm import INSTALL, LocalSlurm, missing_binaries
 
 pytestmark = pytest.mark.skipif(bool(missing_binaries()),
@@ -43,6 +49,7 @@ def test_the_harness_runs_a_two_node_job_with_gpus(slurm, tmp_path):
     (tmp_path / "trivial.sbatch").write_text(TRIVIAL, encoding="utf-8")
     result = slurm.run("trivial.sbatch", tmp_path, "harness-%j.out", args=("a b", "c"), timeout=60)
     assert (result.state, result.exit_code) == ("COMPLETED", "0:0"), result.output + slurm.logs()
+    assert sorted(slurm.hostnames(result.node_list)) == sorted(slurm.node_names)
     lines = result.output.splitlines()
     first = sorted(slurm.node_names)[0]  # Slurm lists an allocation's nodes in name order
     assert lines[0] == f"first={first}"
@@ -57,3 +64,22 @@ def test_a_failing_job_is_reported_as_failed(slurm, tmp_path):
                                           encoding="utf-8")
     result = slurm.run("fail.sbatch", tmp_path, "fail-%j.out", timeout=60)
     assert (result.state, result.exit_code, result.output) == ("FAILED", "3:0", "before\n")
+
+
+@pytest.mark.e2e
+def test_generated_sbatch_runs_tiny_to_completion_like_one_process(slurm, tmp_path):
+    expected = reference()
+    job = compile_tiny(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    # sbatch hands the submitting environment to the job: torchrun from this virtual environment
+    env = {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "PYTHONUNBUFFERED": "1"}
+    result = slurm.run("launch/slurm.sbatch", job, "tiny-%j.out", args=tuple(train_args(out)), env=env,
+                       timeout=RUN_TIMEOUT)
+    assert (result.state, result.exit_code) == ("COMPLETED", "0:0"), result.output[-6000:] + slurm.logs()
+    run = collect(out, 0, result.output, 0.0)
+    assert_parity(run, expected)
+    assert sorted(run.grads) == [0, 1], "no gradients were saved: the parity check would be vacuous"
+    # the allocation had both nodes, and srun (one task per node) ran a torchrun on each: train.py's
+    # start-up guard stops (exit 2) any rank whose WORLD_SIZE or LOCAL_WORLD_SIZE is not 8 and 4
+    assert sorted(slurm.hostnames(result.node_list)) == sorted(slurm.node_names)

@@ -75,6 +75,8 @@ class JobResult:
     state: str
     exit_code: str
     output: str
+    node_list: str
+    """The allocation as Slurm writes it (`vm,runsc`, `node-[1-2]`); "" when unknown."""
 
 
 @dataclass
@@ -214,8 +216,8 @@ class LocalSlurm:
             raise SlurmError(f"sbatch failed: {result.stderr.strip()}")
         return result.stdout.strip().split(";")[0]
 
-    def wait(self, job_id: str, timeout: float) -> tuple[str, str]:
-        """Poll squeue until the job leaves the queue; return its final state and exit code."""
+    def wait(self, job_id: str, timeout: float) -> tuple[str, str, str]:
+        """Poll squeue until the job leaves the queue; return its final state, exit code and nodes."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             queued = subprocess.run(["squeue", "-h", "-j", job_id], env=self.env, capture_output=True, text=True,
@@ -229,16 +231,22 @@ class LocalSlurm:
         info = subprocess.run(["scontrol", "show", "job", job_id], env=self.env, capture_output=True, text=True,
                               timeout=30).stdout
         fields = dict(word.split("=", 1) for word in info.split() if "=" in word)
-        return fields.get("JobState", "UNKNOWN"), fields.get("ExitCode", "?")
+        return fields.get("JobState", "UNKNOWN"), fields.get("ExitCode", "?"), fields.get("NodeList", "")
+
+    def hostnames(self, node_list: str) -> list[str]:
+        """`scontrol show hostnames`: a node list expanded to names."""
+        out = subprocess.run(["scontrol", "show", "hostnames", node_list], env=self.env, capture_output=True,
+                             text=True, timeout=30).stdout
+        return out.split()
 
     def run(self, script: str, cwd: Path, output: str, args: tuple[str, ...] = (), env: dict | None = None,
             timeout: float = 300) -> JobResult:
         """Submit, wait, and read the job's output file (`output`, with %j for the job id)."""
         job_id = self.submit(script, cwd, args, env)
-        state, exit_code = self.wait(job_id, timeout)
+        state, exit_code, node_list = self.wait(job_id, timeout)
         path = cwd / output.replace("%j", job_id)
         text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
-        return JobResult(job_id=job_id, state=state, exit_code=exit_code, output=text)
+        return JobResult(job_id=job_id, state=state, exit_code=exit_code, output=text, node_list=node_list)
 
     # -----------------------------------------------------------------------------------------
     def close(self) -> None:

@@ -1,0 +1,63 @@
+"""Running a generated job through its launchers, and the reference it must agree with.
+
+The reference and the parity check are the runtime's end-to-end harness (tests/e2e/harness.py):
+the tiny model trained in one process on the whole batch, and `assert_parity` on the per-step
+losses and the gradients of steps 0 and 1. Here only the launch differs: the job is started by
+launch/torchrun.sh as two "nodes" or by launch/slurm.sbatch, with the harness's training options.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+from parc.atomic import write_tree
+from parc.backends import job_files
+from parc.pipeline import compile_path
+
+from .conftest import ROOT
+from .e2e import harness
+
+TINY = ROOT / "specs" / "tiny.par"
+
+
+def train_args(out: Path) -> list[str]:
+    """train.py options of a parity run: the harness's steps and learning rate, logs under `out`."""
+    return ["--device", "cpu", "--steps", str(harness.STEPS), "--lr", harness.LR, "--timeout", "120",
+            "--log-json", str(out / "log.jsonl"), "--save-grads", str(out / "grads")]
+
+
+def compile_tiny(directory: Path) -> Path:
+    result = compile_path(str(TINY))
+    assert result.ok, [d.message for d in result.diagnostics if d.is_error]
+    job = directory / "tiny"
+    write_tree(str(job), job_files(result.plan), executable=("launch/torchrun.sh",))
+    return job
+
+
+def collect(out: Path, returncode: int, output: str, seconds: float) -> harness.Run:
+    """What a run left under `out` (train_args' log and gradients), as the harness's Run."""
+    run = harness.Run(returncode, output, seconds)
+    log = out / "log.jsonl"
+    if log.exists():
+        run.records = [json.loads(line) for line in log.read_text().splitlines()]
+    for step in (0, 1):
+        merged: dict[str, torch.Tensor] = {}
+        for path in sorted((out / "grads").glob(f"grads-step{step}-rank*.pt")):
+            merged.update(torch.load(path))
+        if merged:
+            run.grads[step] = merged
+    return run
+
+
+@functools.lru_cache(maxsize=1)
+def reference() -> harness.Run:
+    """The single-process reference run, once per test process."""
+    directory = Path(tempfile.mkdtemp(prefix="parc-reference-"))
+    atexit.register(shutil.rmtree, directory, True)
+    return harness.train(harness.compile_job("reference", directory), 1).check()
