@@ -371,5 +371,86 @@ def _report_warnings(result) -> None:
     click.echo(f"{result.source.path}: {summary_line(result.diagnostics, style)}", err=True)
 
 
+@main.command(context_settings=CONTEXT, epilog="""\b
+Examples:
+  parc diff specs/old.par specs/new.par
+  parc diff specs/llama3-405b.par --against origin/main
+  parc diff specs/llama3-405b.par --against HEAD~1 --format md > comment.md
+  parc diff a.par b.par --format json --max-slowdown 5
+\b
+Exit status: 0 ok; 1 the new spec has errors or does not fit in memory;
+2 usage error (unreadable file, unknown revision); 3 slower than --max-slowdown.
+""")
+@click.argument("files", nargs=-1, required=True, metavar="OLD NEW | SPEC --against REV")
+@click.option("--against", "against", default=None, metavar="REV",
+              help="compare SPEC with its version at a git revision (read with `git show REV:path`)")
+@click.option("--format", "fmt", type=click.Choice(["text", "md", "json"]), default="text", show_default=True,
+              help="text for people, md for a pull-request comment, json for tools")
+@click.option("--max-slowdown", "max_slowdown", type=click.FloatRange(min=0), default=None, metavar="PCT",
+              help="exit 3 when the predicted step time grows by more than PCT percent")
+def diff(files, against, fmt, max_slowdown):
+    """Compare two specs: the facts that changed and their predicted effect on memory and speed."""
+    from .diagnostics import dumps_json, has_errors, render_text, summary_line
+    from .diff import Side, build, render_markdown
+    from .diff import render_text as diff_text
+    from .pipeline import UnreadableSpec, compile_path, compile_text
+
+    if against is not None and len(files) != 1:
+        raise click.UsageError("with --against give one spec: parc diff SPEC --against REV")
+    if against is None and len(files) != 2:
+        raise click.UsageError("give two specs (parc diff OLD NEW) or one with --against REV")
+    style = _style(sys.stderr)
+    try:
+        new = compile_path(files[-1])
+        if against is None:
+            old = compile_path(files[0])
+            old_label = files[0]
+        else:
+            old_label = f"{against}:{files[0]}"
+            text = _git_show(against, files[0])
+            old = None if text is None else compile_text(text, path=old_label)
+    except UnreadableSpec as exc:
+        click.echo(render_text([exc.diagnostic], {}, style), err=True, nl=False)
+        sys.exit(2)
+    for result in (old, new):
+        if result is not None and has_errors(result.diagnostics):
+            click.echo(render_text(result.diagnostics, {result.source.path: result.source}, style), err=True, nl=False)
+            click.echo(f"{result.source.path}: {summary_line(result.diagnostics, style)}", err=True)
+    data = build(Side.of(old_label, old) if old is not None else None, Side.of(files[-1], new), max_slowdown)
+    if fmt == "json":
+        click.echo(dumps_json(data), nl=False)
+    elif fmt == "md":
+        click.echo(render_markdown(data), nl=False)
+    else:
+        click.echo(diff_text(data), nl=False)
+    sys.exit(data["status"])
+
+
+def _git_show(rev: str, path: str) -> str | None:
+    """The spec's text at a git revision; None when the file did not exist there (a new spec)."""
+    import subprocess
+
+    directory, name = os.path.split(path)
+    try:
+        done = subprocess.run(["git", "show", f"{rev}:./{name}"], cwd=directory or ".", capture_output=True,
+                              timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        click.echo(f"error: cannot run git: {exc}", err=True)
+        sys.exit(2)
+    if done.returncode == 0:
+        try:
+            return done.stdout.decode("utf-8")
+        except UnicodeDecodeError:
+            click.echo(f"error: `{rev}:{path}` is not UTF-8 text", err=True)
+            sys.exit(2)
+    message = done.stderr.decode("utf-8", "replace").strip()
+    if "exists on disk, but not in" in message or "does not exist in" in message:
+        return None
+    click.echo(f"error: cannot read `{path}` at `{rev}`: {message.splitlines()[-1] if message else 'git failed'}\n"
+               f"help: check the revision (`git log --oneline -1 {rev}`); in CI, fetch it first "
+               "(`git fetch origin main`)", err=True)
+    sys.exit(2)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
