@@ -238,3 +238,10 @@ def test_crd_excerpt_records_its_source():
     note = (Path(CRD).parent / "SOURCE.md").read_text(encoding="utf-8")
     assert "c20bf65e03b85543c0b2ff25b14c7e335cce34f9" in note
     assert "manifests/base/crds/kubeflow.org_pytorchjobs.yaml" in note
+
+
+def test_without_an_image_the_manifest_names_a_valid_local_image():
+    job = load(plan_of(spec_text(job="My_Job.V2")))
+    image = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["image"]
+    assert image == "my-job-v2"
+    assert re.fullmatch(r"[a-z0-9]+([._-][a-z0-9]+)*", image)  # a Docker repository name

@@ -247,6 +247,12 @@ def k8s_name(job: str, nodes: int) -> str:
     return name[: DNS_LABEL_MAX - len(longest_suffix)].rstrip("-")
 
 
+def default_image(shape: JobShape) -> str:
+    """The spec's image, else a local name the README's `docker build` gives the job's image
+    (the Kubernetes name: lower-case, so also a valid image reference)."""
+    return shape.image if shape.image is not None else k8s_name(shape.job, shape.nodes)
+
+
 def k8s_env_value(value: str) -> str:
     """Kubernetes expands `$(NAME)` in env values and reads `$$` as `$`: doubling every `$`
     passes the value through unchanged."""
@@ -265,7 +271,7 @@ def pytorchjob(shape: JobShape) -> dict:
     def container() -> dict:
         spec: dict = {
             "name": K8S_CONTAINER,
-            "image": shape.image if shape.image is not None else shape.job,
+            "image": default_image(shape),
             "workingDir": f"{K8S_WORKDIR_ROOT}/{shape.job}",
             "command": list(command),
         }
@@ -388,7 +394,7 @@ def readme(plan: Plan, shape: JobShape) -> str:
     ]
     return render("README.md.jinja", plan=plan, shape=shape, summary=summary, stages=_stage_rows(plan),
                   k8s_name=k8s_name(shape.job, shape.nodes), workdir=f"{K8S_WORKDIR_ROOT}/{shape.job}",
-                  image=shape.image if shape.image is not None else shape.job, train_script=TRAIN_SCRIPT,
+                  image=default_image(shape), train_script=TRAIN_SCRIPT,
                   env=shape.env, multi_node=shape.nodes > 1, shape_phrase=shape_phrase(shape),
                   rdzv_backend=RDZV_BACKEND, nodes=count(shape.nodes, "node"),
                   workers=count(shape.nodes - 1, "Worker pod"), nodes_number=shape.nodes)
