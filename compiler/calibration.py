@@ -9,7 +9,7 @@ markers below and `docs/time-model.md`; a test fails when either is stale.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,16 @@ class Constants:
     latency_inter: float
     """Seconds per algorithm step of a collective that crosses nodes."""
 
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # the constants key the time model's caches: hash them once, not per lookup
+        object.__setattr__(self, "_hash", hash(tuple(getattr(self, f.name) for f in fields(self)
+                                                    if f.name != "_hash")))
+
+    def __hash__(self) -> int:
+        return self._hash
+
     def gemm_efficiency(self, generation: str) -> float:
         """Ceiling for a generation. Blackwell and CDNA3 have no published run here to fit on:
         they take Hopper's value, an assumption `docs/time-model.md` states."""
@@ -50,7 +60,7 @@ class Constants:
         return replace(self, **values)
 
     def as_dict(self) -> dict[str, float]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "_hash"}
 
 
 FITTED_NAMES: tuple[str, ...] = (

@@ -27,14 +27,15 @@ and recomputation). `predict(plan)` is the Plan-facing wrapper `parc explain` us
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 
 from . import flops
 from .calibration import DEFAULT, Constants
+from .memory import unpredictable
 from .memory.inputs import Knobs, Shape, knobs_of, shape_of
-from .memory.model import layer_mode, rank_params
-from .memory.parameters import kv_split, padded_vocab
+from .memory.model import layer_mode
+from .memory.parameters import chunks_of, kv_split, layer_params, padded_vocab
 from .plan import AXES, Plan
 
 ACT = 2
@@ -87,6 +88,12 @@ SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dual
 # Inputs as numbers
 
 
+def _hash_once(obj) -> None:
+    """Frozen bundles that key the caches hash their fields once, not per lookup (as the memory
+    model's `Shape` does)."""
+    object.__setattr__(obj, "_hash", hash(tuple(getattr(obj, f.name) for f in fields(obj) if f.name != "_hash")))
+
+
 @dataclass(frozen=True, slots=True)
 class Hardware:
     """One GPU and its links, as numbers."""
@@ -104,6 +111,14 @@ class Hardware:
     of a node talks at once in the collectives modelled here)."""
     level: int
     """GPUs reached at `intra` bandwidth: the NVLink domain (72 on NVL72), else the node."""
+
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _hash_once(self)
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 def hardware_of(plan: Plan) -> Hardware:
@@ -126,13 +141,21 @@ class Software:
     are materialised and the full square computed (Megatron-LM before mid-2022)."""
     selective: str = "elementwise"
     """What `recompute selective` repeats: "elementwise" (parc's runtime: an op-level policy that
-    saves the matmul outputs and recomputes norms, RoPE and activations) or "attention-core"
-    (Megatron-LM, Korthikanti et al. 2022: the attention core)."""
+    saves most matmul outputs and recomputes norms, RoPE, activations and the attention output
+    projection) or "attention-core" (Megatron-LM, Korthikanti et al. 2022: the attention core)."""
     tp_overlap: str = "none"
-    """Which tensor-parallel collectives run under an independent GEMM, a fraction
-    the GEMM's time then hiding as much of them: "none" (plain DTensor TP); "backward" (Megatron-LM
+    """Which tensor-parallel collectives run under an independent GEMM, whose time then hides as
+    much of them: "none" (plain DTensor TP); "backward" (Megatron-LM
     since late 2021: the input-gradient all-reduce or reduce-scatter runs under the weight-gradient
     GEMM); "all" (Megatron-Core's --tp-comm-overlap, torch's async TP: forward too)."""
+
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _hash_once(self)
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 PARC = Software()
@@ -167,6 +190,14 @@ class Geometry:
     """hsdp: the ranks a replica is sharded over."""
     replicate: Group = Group()
     """hsdp: the replicas."""
+
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _hash_once(self)
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 Part = tuple[int, int]
@@ -328,8 +359,9 @@ class Work:
     """Selective recomputation as Megatron-LM does it (Korthikanti et al. 2022): the attention
     core's forward again."""
     selective_elementwise: float = 0.0
-    """Selective recomputation as parc's runtime does it: norms, RoPE and activation functions
-    again (their inputs are saved)."""
+    """Selective recomputation as parc's runtime does it (`SelectivePolicy` in
+    backends/torch/templates/parallel.py.jinja keeps the Q/K/V, attention and FFN up-projection
+    outputs): norms, RoPE, activation functions and the attention output projection again."""
     tp_bytes: float = 0.0
     """Tensor the tp collectives carry (micro-batch activations, b x s/cp x h, 16-bit)."""
     tp_all_reduce: tuple[int, int] = (0, 0)
@@ -355,6 +387,14 @@ class Work:
     @property
     def backward_weight(self) -> float:
         return self.gemm
+
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _hash_once(self)
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 def matmul_peak(hw: Hardware, precision: str) -> float:
@@ -432,7 +472,10 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
         cast_b = sum(count * FP8_CAST_BYTES * m * nn for _, count, m, _, nn in gemms)
     memory_f = memory_seconds(ACT * elements + cast_f, hw, c) + MEMORY_KERNELS * c.kernel_overhead
     memory_b = memory_seconds(2 * ACT * elements + cast_b, hw, c) + MEMORY_KERNELS * c.kernel_overhead
-    elementwise = memory_seconds(ACT * recomputable, hw, c) + (MEMORY_KERNELS - 2) * c.kernel_overhead
+    # parc's selective policy also re-runs the attention output projection: its output feeds the
+    # second norm, whose backward needs it (torch's checkpoint stops before the FFN down-projection)
+    elementwise = (memory_seconds(ACT * recomputable, hw, c) + (MEMORY_KERNELS - 2) * c.kernel_overhead
+                   + gemm_seconds(n, q, h, precision, hw, c) + c.kernel_overhead)
     heads = shape.heads / t
     if attention == "flash":
         keys = seq / 2  # causal; with cp the blocks are load-balanced (zig-zag)
@@ -526,6 +569,14 @@ class Exposed:
     cp_sent: tuple[float, float] = (0.0, 0.0)
     ep_sent: tuple[float, float] = (0.0, 0.0)
 
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _hash_once(self)
+
+    def __hash__(self) -> int:
+        return self._hash
+
 
 @lru_cache(maxsize=16384)
 def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_tp: str,
@@ -587,6 +638,82 @@ def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_
 
 
 @dataclass(frozen=True, slots=True)
+class Load:
+    """What one pipeline rank holds, as counts: its time is a sum over these."""
+
+    pieces: tuple[tuple[bool, str, int], ...]
+    """(MoE layer?, recompute mode, how many layers) over the rank's chunks."""
+    embedding: bool
+    output: bool
+    chunks: int
+    sends_f: int
+    """Chunk boundaries this rank sends activations across (forward), and gradients (backward)."""
+    sends_b: int
+    params_dense: int
+    params_expert: int
+
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _hash_once(self)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
+def _chunk_kinds(shape: Shape, first: int, layers: int, recompute: str,
+                 recompute_layers: int | None) -> list[tuple[tuple[bool, str], int]]:
+    """Layers of a chunk by (MoE?, recompute mode); in closed form for dense models, so that a
+    hostile layer count costs nothing (`full N` recomputes the first N layers of each chunk)."""
+    if not shape.moe:
+        if recompute == "full" and recompute_layers is not None:
+            full = min(recompute_layers, layers)
+            return [((False, "full"), full), ((False, "none"), layers - full)]
+        return [((False, recompute), layers)]
+    kinds: dict[tuple[bool, str], int] = {}
+    for i in range(layers):
+        key = (shape.is_moe(first + i), layer_mode(recompute, recompute_layers, i))
+        kinds[key] = kinds.get(key, 0) + 1
+    return list(kinds.items())
+
+
+@lru_cache(maxsize=4096)
+def rank_loads(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str, split: tuple[int, ...] | None,
+               runtime: str, recompute: str, recompute_layers: int | None) -> tuple[Load, ...]:
+    """Each pipeline rank's load, from its chunks (`stages.py`, through the memory model's cached
+    `chunks_of`); parameters counted as the memory model's `chunk_params` counts them, but from
+    the layer counts, so that a hostile layer count costs nothing."""
+    last = pp * v - 1
+    chunks = chunks_of(shape.layers, pp, v, schedule, split, shape.tied)
+    table = padded_vocab(shape.vocab, tp, runtime) * shape.hidden // tp
+    per_layer = {moe: layer_params(shape, tp, ep, moe) for moe in ((False, True) if shape.moe else (False,))}
+    loads = []
+    for rank in range(pp):
+        mine = [ch for ch in chunks if ch.rank == rank]
+        kinds: dict[tuple[bool, str], int] = {}
+        dense = other = expert = 0
+        for chunk in mine:
+            for key, count in _chunk_kinds(shape, chunk.first_layer, chunk.layers, recompute, recompute_layers):
+                kinds[key] = kinds.get(key, 0) + count
+            if chunk.embedding:
+                other += table + shape.position_params
+            if chunk.output:
+                other += shape.norm_params + (table if not shape.tied or chunk.tied_copy else 0)
+        for (moe, _), count in kinds.items():
+            p = per_layer[moe]
+            dense += count * p.linear
+            other += count * p.other
+            expert += count * p.expert
+        loads.append(Load(
+            pieces=tuple((moe, mode, count) for (moe, mode), count in sorted(kinds.items()) if count),
+            embedding=any(ch.embedding for ch in mine), output=any(ch.output for ch in mine),
+            chunks=len(mine), sends_f=sum(1 for ch in mine if ch.index != last),
+            sends_b=sum(1 for ch in mine if ch.index != 0),
+            params_dense=dense + other, params_expert=expert))
+    return tuple(loads)
+
+
+@dataclass(frozen=True, slots=True)
 class RankTimes:
     """Seconds one pipeline rank spends on one micro-batch (all its chunks), and what it sends."""
 
@@ -594,11 +721,11 @@ class RankTimes:
     backward_input: float
     backward_weight: float
     recompute: float
-    comm_f: dict = field(default_factory=dict)
-    """Exposed seconds per axis in the forward (tp, cp, ep, pp)."""
-    comm_b: dict = field(default_factory=dict)
-    sent: dict = field(default_factory=dict)
-    """Bytes this GPU sends per micro-batch, per axis."""
+    exposed_f: tuple[float, float, float, float]
+    """Exposed seconds in the forward on tp, cp, ep, pp."""
+    exposed_b: tuple[float, float, float, float]
+    sent: tuple[float, float, float, float]
+    """Bytes this GPU sends per micro-batch on tp, cp, ep, pp."""
     chunks: int = 1
     params_dense: int = 0
     params_expert: int = 0
@@ -608,94 +735,88 @@ class RankTimes:
         return self.forward + self.backward_input + self.backward_weight
 
     @property
-    def exposed_f(self) -> float:
-        return sum(self.comm_f.values())
-
-    @property
-    def exposed_b(self) -> float:
-        return sum(self.comm_b.values())
-
-    @property
     def total(self) -> float:
-        return self.compute + self.recompute + self.exposed_f + self.exposed_b
+        return self.compute + self.recompute + sum(self.exposed_f) + sum(self.exposed_b)
 
 
-def _add(target: dict, key: str, value: float) -> None:
-    target[key] = target.get(key, 0.0) + value
+RANK_AXES = ("tp", "cp", "ep", "pp")
+
+
+@lru_cache(maxsize=16384)
+def _piece(work: Work, x: Exposed, mode: str, selective: str) -> tuple[float, ...]:
+    """One piece's contribution: f, b, w, recompute, exposed f (tp, cp, ep), exposed b, sent."""
+    f_tp, f_cp, f_ep = x.tp_f, x.cp_f, x.ep_f
+    b_tp, b_cp, b_ep = x.tp_b, x.cp_b, x.ep_b
+    s_tp, s_cp, s_ep = x.tp_sent[0] + x.tp_sent[1], x.cp_sent[0] + x.cp_sent[1], x.ep_sent[0] + x.ep_sent[1]
+    rec = 0.0
+    if mode == "full":  # the forward again, its communication included, before the backward
+        rec = work.forward
+        b_tp, b_cp, b_ep = b_tp + f_tp, b_cp + f_cp, b_ep + f_ep
+        s_tp, s_cp, s_ep = s_tp + x.tp_sent[0], s_cp + x.cp_sent[0], s_ep + x.ep_sent[0]
+    elif mode == "selective":
+        rec = work.selective_core if selective == "attention-core" else work.selective_elementwise
+    return (work.forward, work.backward_input, work.backward_weight, rec, f_tp, f_cp, f_ep,
+            b_tp, b_cp, b_ep, s_tp, s_cp, s_ep)
+
+
+def rank_time(load: Load, dense: tuple | None, moe: tuple | None, emb: tuple, out: tuple, pp_send: float,
+              boundary: float, selective: str) -> RankTimes:
+    acc = [0.0] * 13
+    for is_moe, mode, count in load.pieces:
+        work, x = moe if is_moe else dense
+        for i, value in enumerate(_piece(work, x, mode, selective)):
+            acc[i] += count * value
+    for present, (work, x) in ((load.embedding, emb), (load.output, out)):
+        if present:
+            for i, value in enumerate(_piece(work, x, "none", selective)):
+                acc[i] += value
+    pp_f, pp_b = load.sends_f * pp_send, load.sends_b * pp_send
+    return RankTimes(forward=acc[0], backward_input=acc[1], backward_weight=acc[2], recompute=acc[3],
+                     exposed_f=(acc[4], acc[5], acc[6], pp_f), exposed_b=(acc[7], acc[8], acc[9], pp_b),
+                     sent=(acc[10], acc[11], acc[12], (load.sends_f + load.sends_b) * boundary if pp_send else 0.0),
+                     chunks=load.chunks, params_dense=load.params_dense, params_expert=load.params_expert)
 
 
 def rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants,
-               sw: Software) -> tuple[RankTimes, ...]:
-    """Every pipeline rank's per-micro-batch times, from its chunks (`stages.py`)."""
-    vocab = padded_vocab(shape.vocab, k.tp, k.runtime)
-    ranks = rank_params(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)
+               sw: Software) -> tuple[tuple[Load, ...], dict[Load, RankTimes]]:
+    """Every pipeline rank's load, and the per-micro-batch times of each distinct load. Cached
+    on everything but the micro-batch count and the sharding, which only the step's sum uses."""
+    return _rank_times(shape, k.tp, k.pp, k.cp, k.ep, k.sp, k.cp_flavour, k.seq, k.micro_batch, k.precision,
+                       k.virtual_stages, k.schedule, k.split, k.runtime, k.recompute, k.recompute_layers,
+                       hw, geo, c, sw)
+
+
+@lru_cache(maxsize=16384)
+def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flavour: str, seq: int,
+                micro: int, precision: str, v: int, schedule: str, split: tuple[int, ...] | None, runtime: str,
+                recompute: str, recompute_layers: int | None, hw: Hardware, geo: Geometry, c: Constants,
+                sw: Software) -> tuple[tuple[Load, ...], dict[Load, RankTimes]]:
+    k = Knobs(tp=tp, pp=pp, dp=1, cp=cp, ep=ep, virtual_stages=v, schedule=schedule, split=split,
+              sequence_parallel=sp, cp_flavour=flavour, seq=seq, micro_batch=micro, precision=precision,
+              recompute=recompute, recompute_layers=recompute_layers, runtime=runtime)
+    loads = rank_loads(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime,
+                       k.recompute, k.recompute_layers)
     links = (link(geo.tp, hw, c), link(geo.cp, hw, c), link(geo.ep, hw, c))
     overlap_ep = k.schedule == "dualpipe-v"
     sp = k.sp
-    works = {}
+    pieces = []
     for moe in (False, True):
         if moe and not shape.moe:
+            pieces.append(None)
             continue
         w = layer_work(shape, moe, k.tp, sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
                        k.precision, sw.attention, hw, c)
-        works[moe] = (w, exposed(w, *links, overlap_ep, sw.tp_overlap, c))
+        pieces.append((w, exposed(w, *links, overlap_ep, sw.tp_overlap, c)))
     emb = embedding_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch, hw, c)
-    out = output_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch, vocab, k.precision, hw, c)
-    emb_x = exposed(emb, *links, False, sw.tp_overlap, c)
-    out_x = exposed(out, *links, False, sw.tp_overlap, c)
-    pp_link = link(geo.pp, hw, c)
+    out = output_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch, padded_vocab(shape.vocab, k.tp, k.runtime),
+                      k.precision, hw, c)
+    emb = (emb, exposed(emb, *links, False, sw.tp_overlap, c))
+    out = (out, exposed(out, *links, False, sw.tp_overlap, c))
     boundary = ACT * k.seq * k.micro_batch / k.cp * shape.hidden / k.tp
-    last = k.pp * k.virtual_stages - 1
-    result = []
-    for rank in ranks:
-        fwd = bwd = wgt = rec = 0.0
-        comm_f: dict[str, float] = {}
-        comm_b: dict[str, float] = {}
-        sent: dict[str, float] = {}
-        pieces: list[tuple[Work, Exposed, str]] = []
-        for chunk in rank.chunks:
-            if chunk.embedding:
-                pieces.append((emb, emb_x, "none"))
-            for i in range(chunk.layers):
-                moe = shape.is_moe(chunk.first_layer + i)
-                w, x = works[moe]
-                pieces.append((w, x, layer_mode(k.recompute, k.recompute_layers, i)))
-            if chunk.output:
-                pieces.append((out, out_x, "none"))
-        for w, x, mode in pieces:
-            fwd += w.forward
-            bwd += w.backward_input
-            wgt += w.backward_weight
-            _add(comm_f, "tp", x.tp_f)
-            _add(comm_b, "tp", x.tp_b)
-            _add(comm_f, "cp", x.cp_f)
-            _add(comm_b, "cp", x.cp_b)
-            _add(comm_f, "ep", x.ep_f)
-            _add(comm_b, "ep", x.ep_b)
-            _add(sent, "tp", x.tp_sent[0] + x.tp_sent[1])
-            _add(sent, "cp", x.cp_sent[0] + x.cp_sent[1])
-            _add(sent, "ep", x.ep_sent[0] + x.ep_sent[1])
-            if mode == "full":  # the forward again, its communication included, before the backward
-                rec += w.forward
-                _add(comm_b, "tp", x.tp_f)
-                _add(comm_b, "cp", x.cp_f)
-                _add(comm_b, "ep", x.ep_f)
-                _add(sent, "tp", x.tp_sent[0])
-                _add(sent, "cp", x.cp_sent[0])
-                _add(sent, "ep", x.ep_sent[0])
-            elif mode == "selective":
-                rec += w.selective_core if sw.selective == "attention-core" else w.selective_elementwise
-        sends_f = sum(1 for ch in rank.chunks if ch.index != last)
-        sends_b = sum(1 for ch in rank.chunks if ch.index != 0)
-        one = pp_link.send(boundary)
-        comm_f["pp"] = sends_f * one
-        comm_b["pp"] = sends_b * one
-        sent["pp"] = (sends_f + sends_b) * boundary if k.pp > 1 else 0.0
-        p = rank.params
-        result.append(RankTimes(forward=fwd, backward_input=bwd, backward_weight=wgt, recompute=rec,
-                                comm_f=comm_f, comm_b=comm_b, sent=sent, chunks=len(rank.chunks),
-                                params_dense=p.linear + p.other, params_expert=p.expert))
-    return tuple(result)
+    pp_send = link(geo.pp, hw, c).send(boundary) if k.pp > 1 else 0.0
+    times = {load: rank_time(load, pieces[0], pieces[1], emb, out, pp_send, boundary, sw.selective)
+             for load in dict.fromkeys(loads)}
+    return loads, times
 
 
 # ---------------------------------------------------------------------------------------------
@@ -797,52 +918,53 @@ class Breakdown:
 
 def step_time(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants = DEFAULT,
               sw: Software = PARC) -> Breakdown:
-    ranks = rank_times(shape, k, hw, geo, c, sw)
-    slow = max(range(len(ranks)), key=lambda i: (ranks[i].total, -i))
-    r = ranks[slow]
+    loads, times = rank_times(shape, k, hw, geo, c, sw)
+    slow_load = max(times, key=lambda load: times[load].total)  # first of equals: dicts keep rank order
+    r = times[slow_load]
     m = k.microbatches
     v = r.chunks
-    f = (r.forward + r.exposed_f) / v
-    b = (r.backward_input + r.recompute + r.exposed_b) / v
+    f = (r.forward + sum(r.exposed_f)) / v
+    b = (r.backward_input + r.recompute + sum(r.exposed_b)) / v
     w = r.backward_weight / v
     bubble = bubble_seconds(k.schedule, k.pp, f, b, w)
     links = (link(geo.dense, hw, c), link(geo.expert, hw, c), link(geo.shard, hw, c), link(geo.replicate, hw, c))
-    tail_rank, tail, dp_s, dp_sent, opt = slow, -1.0, 0.0, 0.0, 0.0
-    for i, rank in enumerate(ranks):
+    tail, dp_s, dp_sent, opt = -1.0, 0.0, 0.0, 0.0
+    for rank in times.values():
         exposed_dp, sent_dp = dp_exposed(rank, k, *links)
         o = optimizer_seconds(rank, k, hw, c)
         if exposed_dp + o > tail:
-            tail_rank, tail, dp_s, dp_sent, opt = i, exposed_dp + o, exposed_dp, sent_dp, o
-    del tail_rank
-    exposed_axes = {axis: m * (r.comm_f.get(axis, 0.0) + r.comm_b.get(axis, 0.0)) for axis in AXES}
+            tail, dp_s, dp_sent, opt = exposed_dp + o, exposed_dp, sent_dp, o
+    exposed_axes = {axis: m * (r.exposed_f[i] + r.exposed_b[i]) for i, axis in enumerate(RANK_AXES)}
     exposed_axes["dp"] = dp_s
-    sent = {axis: m * r.sent.get(axis, 0.0) for axis in AXES}
+    sent = {axis: m * r.sent[i] for i, axis in enumerate(RANK_AXES)}
     sent["dp"] = dp_sent
     compute = m * r.compute
     recompute = m * r.recompute
     step = compute + recompute + sum(exposed_axes.values()) + bubble + opt
     per_micro = r.total
     return Breakdown(step=step, compute=compute, recompute=recompute, bubble=bubble, optimizer=opt,
-                     exposed=exposed_axes, sent=sent,
+                     exposed={a: exposed_axes[a] for a in AXES}, sent={a: sent[a] for a in AXES},
                      bubble_fraction=bubble / (m * per_micro) if per_micro > 0 else 0.0,
-                     stage=slow, microbatches=m)
+                     stage=loads.index(slow_load), microbatches=m)
 
 
 def hardware_flops_per_token(shape: Shape, k: Knobs, sw: Software) -> float:
     """FLOPs the GPUs execute per token: 3x forward with the attention actually computed
     (causal half under FlashAttention, the full square unfused), plus the matrix products
-    recomputation repeats (none for parc's elementwise selective policy)."""
+    recomputation repeats (the attention output projection under parc's selective policy)."""
     keys = flops.causal_keys(k.seq) if sw.attention == "flash" else float(k.seq)
     total = 3.0 * flops.forward_flops_per_token(shape, keys)
     if k.recompute == "selective" and sw.selective == "attention-core":
         total += shape.layers * flops.attention_core_flops(shape, keys)
+    elif k.recompute == "selective":
+        total += shape.layers * 2 * shape.q * shape.hidden
     elif k.recompute == "full":
-        ranks = rank_params(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)
-        for rank in ranks:
-            for chunk in rank.chunks:
-                for i in range(chunk.layers):
-                    if layer_mode(k.recompute, k.recompute_layers, i) == "full":
-                        total += flops.layer_forward_flops(shape, shape.is_moe(chunk.first_layer + i), keys)
+        loads = rank_loads(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime,
+                           k.recompute, k.recompute_layers)
+        for load in loads:
+            for moe, mode, count in load.pieces:
+                if mode == "full":
+                    total += count * flops.layer_forward_flops(shape, moe, keys)
     return total
 
 
@@ -924,7 +1046,10 @@ def _r(x: float) -> float:
 
 def predict(plan: Plan, constants: Constants = DEFAULT, sw: Software = PARC,
             runtime: str = "torch") -> Prediction | None:
-    """The time model for a plan; None while holes leave a knob open."""
+    """The time model for a plan; None when it cannot be predicted: holes are open, or the
+    pipeline cannot be built (the memory model's `unpredictable` says why)."""
+    if unpredictable(plan) is not None:
+        return None
     knobs = knobs_of(plan, runtime)
     if knobs is None or plan.cluster.world_size is None:
         return None
@@ -941,5 +1066,6 @@ def predict(plan: Plan, constants: Constants = DEFAULT, sw: Software = PARC,
 
 
 def clear_caches() -> None:
-    for cached in (geometry, link, layer_work, embedding_work, output_work, exposed):
+    for cached in (geometry, link, layer_work, embedding_work, output_work, exposed, rank_loads, _piece,
+                   _rank_times):
         cached.cache_clear()

@@ -1,0 +1,365 @@
+"""The time model: FLOP counts, collectives, group placement, bubbles, the step's breakdown and
+the directions every knob must move it. Fidelity against published runs is tests/test_fidelity.py."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+from parc import flops, timing
+from parc.calibration import DEFAULT
+from parc.memory.inputs import knobs_of, shape_of
+from parc.pipeline import compile_path, compile_text
+
+from .conftest import ROOT, SPECS
+
+BASE = """\
+{layout} on nodes({per_node} gpus, nvlink)
+model {model}
+hardware {{ gpu {gpu} }}
+train {{ seq {seq}, global-batch {batch}, micro-batch {micro}, recompute {recompute}, precision {precision} }}
+{extra}
+"""
+
+
+def plan_of(layout="tp 8 x pp 4 x dp 4", model="llama3-8b", gpu="h100-sxm", seq=4096, batch=256, micro=1,
+            recompute="none", precision="bf16", extra="", per_node=8):
+    text = BASE.format(layout=layout, model=model, gpu=gpu, seq=seq, batch=batch, micro=micro,
+                       recompute=recompute, precision=precision, extra=extra, per_node=per_node)
+    result = compile_text(text, path="t.par", checks=False)  # the time model reads the plan only
+    assert result.plan is not None, [d.message for d in result.diagnostics]
+    return result.plan
+
+
+def predict(**kwargs) -> timing.Prediction:
+    sw = kwargs.pop("sw", timing.PARC)
+    prediction = timing.predict(plan_of(**kwargs), sw=sw)
+    assert prediction is not None
+    return prediction
+
+
+# ---------------------------------------------------------------------------------------------
+# FLOPs
+
+
+def test_model_flops_are_6n_plus_causal_attention():
+    plan = compile_path(str(ROOT / "specs" / "llama3-405b.par"), checks=False).plan
+    shape = shape_of(plan)
+    m = plan.model
+    n = flops.matmul_parameters(shape)
+    # N = every parameter but the embedding table and the norms (the output layer is untied)
+    norms = (2 * m.layers + 1) * m.hidden
+    assert n == m.parameters - m.vocab * m.hidden - norms
+    seq = plan.training.seq_len
+    # 3 x forward: 2 FLOPs per matmul parameter, and 4 q (s/2) for causal attention
+    expected = 6 * n + 3 * m.layers * 4 * m.heads * m.head_dim * seq / 2
+    assert flops.model_flops_per_token(shape, seq) == pytest.approx(expected, rel=1e-12)
+    # Llama 3 405B at 8K: about 2.53e12 FLOPs per token (6 x 405e9 plus attention)
+    assert flops.model_flops_per_token(shape, seq) == pytest.approx(2.53e12, rel=0.01)
+
+
+def test_moe_counts_only_active_experts():
+    plan = compile_path(str(ROOT / "specs" / "mixtral-8x7b-5d.par"), checks=False).plan
+    shape = shape_of(plan)
+    m = plan.model
+    n = flops.matmul_parameters(shape)
+    norms = (2 * m.layers + 1) * m.hidden
+    assert n == m.active_parameters - m.vocab * m.hidden - norms
+
+
+# ---------------------------------------------------------------------------------------------
+# Collectives and where groups sit
+
+
+def _local_by_enumeration(plan, axis: str, level: int) -> tuple[int, int]:
+    group = plan.layout.group(axis, 0)
+    return len(group), sum(1 for r in group if r // level == 0)
+
+
+@pytest.mark.parametrize("layout,fold", [
+    ("tp 8 x pp 4 x dp 4", ""),
+    ("dp 4 x tp 8 x pp 4", ""),
+    ("tp 2 x cp 2 x dp 16 x pp 4", "ep 8 over cp x dp"),
+    ("dp 64 x pp 2", "ep 16 over dp"),
+    ("tp 4 x ep 4 x dp 4", ""),
+    ("pp 4 x tp 2 x dp 8", ""),
+])
+def test_group_placement_matches_the_ranks(layout, fold):
+    model = "mixtral-8x7b" if "ep" in layout or fold else "llama3-8b"
+    plan = plan_of(layout=layout, model=model, extra=fold, batch=1024)
+    hw = timing.hardware_of(plan)
+    geo = timing.geometry_of(plan, hw)
+    for axis in ("tp", "pp", "cp", "ep"):
+        size, local = _local_by_enumeration(plan, axis, hw.level)
+        group = getattr(geo, axis)
+        assert (group.size, group.local) == (size, local), axis
+
+
+def test_a_ring_inside_a_node_runs_at_nvlink_speed():
+    hw = timing.Hardware("hopper", 989e12, None, 3.35e12, intra=450e9, nic=50e9, level=8)
+    link = timing.link(timing.Group(8, 8), hw, DEFAULT)
+    s = 1e9
+    expected = 2 * 7 / 8 * s / (450e9 * DEFAULT.bus_nvlink) + 2 * 3 * DEFAULT.latency_intra
+    assert link.all_reduce(s) == pytest.approx(expected)
+    assert link.all_gather(s) == pytest.approx(7 / 8 * s / (450e9 * DEFAULT.bus_nvlink) + 7 * DEFAULT.latency_intra)
+
+
+def test_across_nodes_a_ring_gets_the_nics_of_its_gpus_in_a_node():
+    hw = timing.Hardware("hopper", 989e12, None, 3.35e12, intra=450e9, nic=50e9, level=8)
+    one = timing.link(timing.Group(64, 1), hw, DEFAULT)  # one rank per node: one NIC
+    eight = timing.link(timing.Group(64, 8), hw, DEFAULT)  # eight per node: the node's eight NICs
+    assert one.ring == pytest.approx(50e9 * DEFAULT.bus_network)
+    assert eight.ring == pytest.approx(min(450e9 * DEFAULT.bus_nvlink, 8 * 50e9 * DEFAULT.bus_network))
+    assert one.all_reduce(1e9) > 5 * eight.all_reduce(1e9)
+
+
+def test_all_to_all_splits_near_and_far_traffic():
+    hw = timing.Hardware("hopper", 989e12, None, 3.35e12, intra=450e9, nic=50e9, level=8)
+    inside = timing.link(timing.Group(8, 8), hw, DEFAULT).all_to_all(1e9)
+    across = timing.link(timing.Group(64, 8), hw, DEFAULT).all_to_all(1e9)
+    assert inside == pytest.approx(7 / 8 * 1e9 / (450e9 * DEFAULT.bus_nvlink) + 7 * DEFAULT.latency_intra)
+    assert across == pytest.approx(56 / 64 * 1e9 / (50e9 * DEFAULT.bus_network) + 63 * DEFAULT.latency_inter)
+
+
+def test_tensor_parallelism_across_nodes_is_slower():
+    fast = predict(layout="tp 8 x dp 8 x pp 2")
+    slow = predict(layout="dp 8 x tp 8 x pp 2")
+    assert slow.breakdown.exposed["tp"] > 5 * fast.breakdown.exposed["tp"]
+    assert slow.step_seconds > fast.step_seconds
+
+
+def test_a_faster_network_shortens_dp_exposure():
+    plan = plan_of(layout="tp 8 x dp 16", model="llama3-70b", batch=64, extra="dp { sharding zero1 }")
+    hw = timing.hardware_of(plan)
+    shape, k, geo = shape_of(plan), knobs_of(plan), timing.geometry_of(plan, hw)
+    slow = timing.step_time(shape, k, replace(hw, nic=12.5e9), geo)
+    fast = timing.step_time(shape, k, hw, geo)
+    assert slow.exposed["dp"] > fast.exposed["dp"]
+    assert slow.sent["dp"] == fast.sent["dp"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Bubble
+
+
+def test_bubble_formulas_per_schedule():
+    f = b = w = 1.0
+    p = 8
+    assert timing.bubble_seconds("1f1b", p, f, b, w) == 7 * 3
+    assert timing.bubble_seconds("gpipe", p, f, b, w) == 7 * 3
+    assert timing.bubble_seconds("interleaved-zb", p, f, b, w) == 7 * 1  # a third of 1F1B's
+    assert timing.bubble_seconds("zbv", p, f, b, w) == 0
+    assert timing.bubble_seconds("dualpipe-v", p, f, b, w) == 7 * 2
+    assert timing.bubble_seconds("zbv", p, 1.0, 1.0, 2.0) == 0  # never negative
+    assert timing.bubble_seconds("1f1b", 1, f, b, w) == 0
+
+
+@pytest.mark.parametrize("schedule,v", [("1f1b", 1), ("gpipe", 1), ("interleaved-1f1b", 2), ("interleaved-1f1b", 4)])
+def test_bubble_fraction_is_p_minus_1_over_v_m(schedule, v):
+    # 32 layers on 4 stages x v chunks divide evenly; 16 micro-batches
+    extra = f"pp {{ schedule {schedule}, virtual-stages {v} }}" if v > 1 else f"pp {{ schedule {schedule} }}"
+    p = predict(layout="tp 8 x pp 4 x dp 2", batch=32, extra=extra)
+    b = p.breakdown
+    assert b.microbatches == 16
+    # the slowest rank holds the embedding or the output layer, so take its own per-micro-batch time
+    assert b.bubble_fraction == pytest.approx(3 / (v * 16), rel=0.08)
+
+
+def test_zero_bubble_schedules_cut_the_bubble():
+    common = dict(layout="tp 8 x pp 4 x dp 2", batch=32)
+    one = predict(**common, extra="pp { schedule 1f1b }").breakdown
+    zb = predict(**common, extra="pp { schedule interleaved-zb, virtual-stages 2 }").breakdown
+    zbv = predict(**common, extra="pp { schedule zbv }").breakdown
+    assert zb.bubble < one.bubble / 2
+    assert zbv.bubble < one.bubble / 4
+
+
+# ---------------------------------------------------------------------------------------------
+# The step
+
+
+@pytest.mark.parametrize("path", [p for p in SPECS if "search" not in p.name], ids=lambda p: p.stem)
+def test_breakdown_sums_to_the_step(path):
+    plan = compile_path(str(path), checks=False).plan
+    p = timing.predict(plan)
+    b = p.breakdown
+    parts = b.compute + b.recompute + b.bubble + b.optimizer + sum(b.exposed.values())
+    assert parts == pytest.approx(b.step, rel=1e-12)
+    assert all(v >= 0 for v in b.exposed.values()) and all(v >= 0 for v in b.sent.values())
+    assert p.tokens_per_second == pytest.approx(plan.training.tokens_per_step / b.step)
+    assert p.tokens_per_second_per_gpu * plan.cluster.world_size == pytest.approx(p.tokens_per_second)
+    assert p.mfu == pytest.approx(p.model_flops_per_gpu / p.peak)
+    assert p.hfu >= p.mfu
+    json_time, json_rate = p.time_json(), p.throughput_json()
+    assert set(json_time["exposed_comm_seconds"]) == set(json_time["comm_bytes"]) == {"tp", "pp", "dp", "cp", "ep"}
+    assert 0 < json_rate["mfu"] < 1
+
+
+def test_holes_give_no_prediction():
+    plan = compile_path(str(ROOT / "specs" / "llama3-70b-search.par"), checks=False).plan
+    assert timing.predict(plan) is None
+
+
+def test_recomputation_costs_time_in_order():
+    none = predict(recompute="none")
+    selective = predict(recompute="selective")
+    full = predict(recompute="full")
+    assert none.breakdown.recompute == 0
+    assert 0 < selective.breakdown.recompute < full.breakdown.recompute
+    assert none.step_seconds < selective.step_seconds < full.step_seconds
+    assert none.hfu == pytest.approx(none.mfu)
+    # full recomputation repeats the forward: HFU ~ 4/3 MFU (the logits are not recomputed)
+    assert 1.25 < full.hfu / full.mfu < 4 / 3
+
+
+def test_megatron_selective_recomputes_the_attention_core():
+    ours = predict(recompute="selective", seq=8192, batch=128)
+    megatron = predict(recompute="selective", seq=8192, batch=128, sw=timing.Software(selective="attention-core"))
+    assert megatron.hardware_flops_per_token > ours.hardware_flops_per_token
+
+
+def test_sequence_parallelism_saves_memory_bound_time():
+    on = predict(extra="tp { sequence-parallel on }")
+    off = predict(extra="tp { sequence-parallel off }")
+    assert on.breakdown.compute < off.breakdown.compute
+    assert on.breakdown.sent["tp"] == pytest.approx(off.breakdown.sent["tp"], rel=0.05)
+
+
+def test_tp_overlap_hides_communication():
+    plain = predict()
+    overlapped = predict(sw=timing.Software(tp_overlap="all"))
+    backward = predict(sw=timing.Software(tp_overlap="backward"))
+    assert overlapped.breakdown.exposed["tp"] < backward.breakdown.exposed["tp"] < plain.breakdown.exposed["tp"]
+    assert overlapped.breakdown.sent["tp"] == plain.breakdown.sent["tp"]
+
+
+def test_more_micro_batches_shrink_the_bubble_fraction():
+    small = predict(batch=64).breakdown
+    large = predict(batch=256).breakdown
+    assert large.microbatches == 4 * small.microbatches
+    assert large.bubble_fraction == pytest.approx(small.bubble_fraction / 4, rel=1e-9)
+
+
+def test_zero3_moves_more_bytes_than_zero1():
+    z1 = predict(layout="tp 8 x dp 16", extra="dp { sharding zero1 }").breakdown
+    z3 = predict(layout="tp 8 x dp 16", extra="dp { sharding zero3 }").breakdown
+    ddp = predict(layout="tp 8 x dp 16", extra="dp { sharding none }").breakdown
+    assert z3.sent["dp"] > z1.sent["dp"]
+    assert ddp.sent["dp"] == pytest.approx(z1.sent["dp"] * 8 / 6, rel=1e-9)  # AR 2 x 4 B vs RS 4 B + AG 2 B
+    assert z3.optimizer < ddp.optimizer
+
+
+def test_fp8_is_faster_but_not_twice():
+    bf16 = predict(model="llama3-70b", layout="tp 8 x pp 8 x dp 2", batch=64)
+    fp8 = predict(model="llama3-70b", layout="tp 8 x pp 8 x dp 2", batch=64, precision="fp8")
+    assert bf16.breakdown.compute / 2 < fp8.breakdown.compute < bf16.breakdown.compute
+    assert fp8.peak == 2 * bf16.peak or fp8.peak == pytest.approx(1979e12)
+
+
+def test_longer_sequences_cost_more_attention_per_token():
+    short = predict(seq=2048, batch=512, micro=8)  # the same tokens per micro-batch and micro-batches
+    long = predict(seq=16384, batch=64, micro=1)
+    assert long.tokens_per_second < short.tokens_per_second
+    assert long.model_flops_per_token > short.model_flops_per_token
+
+
+def test_context_parallel_ring_hides_behind_long_attention():
+    p = predict(layout="tp 8 x cp 2 x dp 4", seq=65536, batch=8, extra="cp { flavour ring }")
+    assert p.breakdown.sent["cp"] > 0
+    # each step's K/V block arrives while a block computes: only step latencies show
+    assert p.breakdown.exposed["cp"] < 1e-3 * p.step_seconds
+    gathered = predict(layout="tp 8 x cp 2 x dp 4", seq=65536, batch=8, extra="cp { flavour all-gather }")
+    assert gathered.breakdown.exposed["cp"] > 0
+
+
+def test_dualpipe_hides_expert_all_to_all():
+    common = dict(model="mixtral-8x7b", layout="dp 16 x pp 4", batch=256, seq=4096)
+    plain = predict(**common, extra="ep 8 over dp\npp { schedule 1f1b }").breakdown
+    dual = predict(**common, extra="ep 8 over dp\npp { schedule dualpipe-v }").breakdown
+    assert plain.exposed["ep"] > 0 and plain.sent["ep"] > 0
+    assert dual.exposed["ep"] < plain.exposed["ep"]
+
+
+def test_faster_gpus_are_faster():
+    a100 = predict(gpu="a100-80gb")
+    h100 = predict(gpu="h100-sxm")
+    b200 = predict(gpu="b200")
+    assert a100.step_seconds > h100.step_seconds > b200.step_seconds
+
+
+def test_unfused_attention_is_slower():
+    flash = predict(seq=8192, batch=64)
+    unfused = predict(seq=8192, batch=64, sw=timing.Software(attention="unfused"))
+    assert unfused.step_seconds > flash.step_seconds
+    assert unfused.hardware_flops_per_token > flash.hardware_flops_per_token  # the masked half runs
+
+
+def test_korthikanti_layer_timings():
+    """One 22B layer on 8 A100s, Korthikanti et al. 2022 Table 4 (not fitted): within 15 %."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import fidelity
+
+    table = fidelity.layer_check(DEFAULT)
+    for line in table.splitlines()[2:]:
+        _, measured, predicted, _ = line.split("|")[1:]
+        for m, p in zip(measured.split("/"), predicted.split("/"), strict=True):
+            assert abs(float(p) / float(m) - 1) < 0.15, line
+
+
+def test_search_can_reuse_pieces_between_candidates():
+    """A candidate that changes only the batch reuses the layer pieces (cached by their inputs)."""
+    plan = plan_of()
+    shape, k, hw = shape_of(plan), knobs_of(plan), timing.hardware_of(plan)
+    geo = timing.geometry_of(plan, hw)
+    timing.clear_caches()
+    timing.step_time(shape, k, hw, geo)
+    before = timing.layer_work.cache_info().misses
+    timing.step_time(shape, replace(k, microbatches=k.microbatches * 2), hw, geo)
+    assert timing.layer_work.cache_info().misses == before
+
+
+def test_time_model_does_not_import_torch_or_numpy():
+    code = ("import sys; from parc.pipeline import compile_path; from parc import timing; "
+            "timing.predict(compile_path('specs/llama3-405b.par').plan); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy')))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_deterministic():
+    a = predict().time_json()
+    timing.clear_caches()
+    b = predict().time_json()
+    assert a == b
+    assert all(math.isfinite(v) for v in a["exposed_comm_seconds"].values())
+
+
+@pytest.mark.parametrize("path", [p for p in SPECS if "search" not in p.name], ids=lambda p: p.stem)
+def test_rank_loads_agree_with_the_memory_model(path):
+    """Layers and parameters per pipeline rank are the memory model's (one definition of stages)."""
+    from parc.memory.model import rank_params
+
+    plan = compile_path(str(path), checks=False).plan
+    shape, k = shape_of(plan), knobs_of(plan)
+    loads = timing.rank_loads(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime,
+                              k.recompute, k.recompute_layers)
+    ranks = rank_params(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)
+    assert len(loads) == len(ranks)
+    for load, rank in zip(loads, ranks, strict=True):
+        assert sum(count for _, _, count in load.pieces) == rank.layers
+        assert load.params_dense == rank.params.linear + rank.params.other
+        assert load.params_expert == rank.params.expert
+        assert load.chunks == len(rank.chunks)
+
+
+def test_a_hostile_layer_count_is_predicted_at_once():
+    plan = plan_of(model="llama3-8b { layers 100000000 }", layout="tp 8 x pp 4 x dp 4", recompute="full 3")
+    import time
+
+    start = time.perf_counter()
+    p = timing.predict(plan)
+    assert time.perf_counter() - start < 1.0
+    assert p is not None and math.isfinite(p.step_seconds)
