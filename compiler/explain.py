@@ -7,7 +7,10 @@ say) is one builder in `SECTIONS` and one renderer in `TEXT_SECTIONS`.
 JSON keys that tools depend on (add keys freely; never rename): `world_size`, `nodes`,
 `memory.per_stage[].{stage, params_bytes, grads_bytes, optimizer_bytes, activations_bytes,
 buffers_bytes, total_bytes}`, `memory.peak_bytes`, `memory.peak_stage`, `memory.hbm_bytes`,
-`diagnostics`.
+`time.{step_seconds, compute_seconds, recompute_seconds, bubble_seconds, bubble_fraction,
+exposed_comm_seconds.{tp, pp, dp, cp, ep}, comm_bytes.{tp, pp, dp, cp, ep}}`,
+`throughput.{tokens_per_second, tokens_per_second_per_gpu, model_tflops_per_gpu,
+hardware_tflops_per_gpu, mfu, hfu}`, `diagnostics`.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from typing import Any
 from .diagnostics import Severity, Style, as_json, render_text, summary_line
 from .memory import estimate, unpredictable
 from .pipeline import Compilation
-from .plan import Plan
+from .plan import AXES, Plan
+from .timing import predict
 
 GiB = 1 << 30
 
@@ -86,8 +90,21 @@ def memory_section(compilation: Compilation) -> dict[str, Any] | None:
     }
 
 
+def time_section(compilation: Compilation) -> dict[str, Any] | None:
+    """The predicted step and where it goes (`parc.timing`); None while holes are open."""
+    prediction = predict(compilation.plan)
+    return None if prediction is None else prediction.time_json()
+
+
+def throughput_section(compilation: Compilation) -> dict[str, Any] | None:
+    prediction = predict(compilation.plan)
+    return None if prediction is None else prediction.throughput_json()
+
+
 SECTIONS: list[tuple[str, Callable[[Compilation], Any]]] = [
     ("memory", memory_section),
+    ("time", time_section),
+    ("throughput", throughput_section),
 ]
 """(key, builder) for every section after the header, in report order."""
 
@@ -148,6 +165,50 @@ def memory_text(report: dict, compilation: Compilation, style: Style) -> list[st
     return lines
 
 
+def time_text(report: dict, compilation: Compilation, style: Style) -> list[str]:
+    time, rate = report.get("time"), report.get("throughput")
+    if time is None:
+        return [f"time: not predicted: {unpredictable(compilation.plan) or 'the layout is incomplete'}"]
+    step = time["step_seconds"]
+    rows = [("compute", time["compute_seconds"], None), ("recompute", time["recompute_seconds"], None),
+            ("bubble", time["bubble_seconds"], None)]
+    for axis in AXES:
+        seconds, sent = time["exposed_comm_seconds"][axis], time["comm_bytes"][axis]
+        if seconds or sent:
+            rows.append((f"{axis} exposed", seconds, sent))
+    rows.append(("optimizer", time["optimizer_seconds"], None))
+    lines = [style.bold(f"time per step, slowest pipeline stage ({time['slowest_stage']}): {_seconds(step)}")]
+    lines.append(f"{'part':>12}  {'seconds':>9}  {'share':>6}  {'sent per GPU':>12}")
+    for name, seconds, sent in rows:
+        moved = _bytes(sent) if sent else ""
+        lines.append(f"{name:>12}  {_seconds(seconds):>9}  {seconds / step:>6.1%}  {moved:>12}".rstrip())
+    lines.append(f"bubble: {time['bubble_fraction']:.3f} of the busy time; "
+                 f"{rate['tokens_per_second']:,.0f} tokens/s ({rate['tokens_per_second_per_gpu']:,.0f} per GPU)")
+    lines.append(f"{_flops(rate['model_tflops_per_gpu'])} model TFLOP/s per GPU, MFU {rate['mfu']:.1%}; "
+                 f"{_flops(rate['hardware_tflops_per_gpu'])} hardware TFLOP/s, HFU {rate['hfu']:.1%} "
+                 f"(peak {_flops(rate['peak_tflops_per_gpu'])})")
+    return lines
+
+
+def _bytes(n: float) -> str:
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:,.1f} {unit}"
+    return f"{n:,.0f} B"
+
+
+def _flops(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
+def _seconds(x: float) -> str:
+    if x == 0:
+        return "0"
+    if x >= 1:
+        return f"{x:,.2f} s"
+    return f"{x * 1e3:.3g} ms" if x >= 1e-3 else f"{x * 1e6:.3g} us"
+
+
 def diagnostics_text(report: dict, compilation: Compilation, style: Style) -> list[str]:
     findings = [d for d in compilation.diagnostics if d.severity is not Severity.note]
     if not findings:
@@ -159,6 +220,7 @@ def diagnostics_text(report: dict, compilation: Compilation, style: Style) -> li
 TEXT_SECTIONS: list[Callable[[dict, Compilation, Style], list[str]]] = [
     header_text,
     memory_text,
+    time_text,
     diagnostics_text,
 ]
 """One renderer per section, in order; each returns its lines (blank lines go between)."""
