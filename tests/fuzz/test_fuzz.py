@@ -63,13 +63,13 @@ OPEN = sorted((corpus.REGRESSIONS.parent / "open").glob("*.par"))
 @pytest.mark.parametrize("path", OPEN, ids=[p.stem for p in OPEN])
 def test_open_findings(tmp_path, path):
     """Inputs that still break parc in code this suite does not own: `check` alone, as a process
-    held to 1 GiB and 20 s (one of them grew past 8 GB in a minute)."""
+    held to 1 GiB and 10 s (one of them grew past 8 GB in a minute)."""
     from ..test_limits import run_bounded
 
     try:
-        run = run_bounded(["check", str(path)], tmp_path, timeout=20)
+        run = run_bounded(["check", str(path)], tmp_path, timeout=10)
     except subprocess.TimeoutExpired:
-        pytest.fail("over 20 s")
+        pytest.fail("over 10 s")
     assert run.status in (0, 1), run.stderr[-2000:]
     assert "internal error" not in run.stderr and "E0299" not in run.stderr, run.stderr[-2000:]
 
