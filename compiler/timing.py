@@ -12,16 +12,26 @@ a handful of global constants (`calibration.py`, fitted on published runs by
   bytes of every collective it issues on tp, cp and ep;
 - per collective (`Link`): ring or all-to-all time over the slowest link its group spans, NVLink
   inside a domain or the node's NICs (shared by its GPUs) across nodes, plus a latency per step;
-- per pipeline rank (`rank_times`): the sum over its chunks (from `stages.py` via the memory
-  model's `rank_params`), with each axis's exposed communication;
+- per pipeline rank (`rank_loads`, `rank_times`): the sum over its chunks (from `stages.py`, via
+  the memory model's `chunks_of`), with each axis's exposed communication;
 - per step (`step_time`): micro-batches x the slowest rank, plus the schedule's bubble (Qi et al.
-  2023/2024 for the zero-bubble schedules, DeepSeek-AI 2024 for DualPipe), plus the exposed
+  2023 for the zero-bubble schedules, DeepSeek-AI 2024 for DualPipe), plus the exposed
   data-parallel communication and the optimizer step.
 
-Search evaluates ~10^5 layouts a second, so the core is plain functions over frozen bundles of
-numbers, cached by the part of the layout each depends on: `layer_work` (tp, sp, cp, seq,
-micro-batch, ep, precision), `Link` times (group size and placement), `rank_times` (the chunking
-and recomputation). `predict(plan)` is the Plan-facing wrapper `parc explain` uses.
+Search evaluates ~10^5 layouts a second, so the core is plain functions over frozen, hashable
+bundles of numbers (`Shape`, `Knobs`, `Hardware`, `Geometry`, `Software`, `Constants`), cached by
+the part of the layout each depends on:
+
+- `geometry(axes, ep_fold, ep, hsdp_shard, level)`: the groups' placement, per rank order;
+- `layer_work`: tp, sequence parallelism, cp, seq, micro-batch, ep, precision;
+- `link`: a group's size and placement;
+- `rank_loads`: the chunking and the recomputation;
+- `rank_times`: all of the above but the micro-batch count and the dp sharding, so candidates that
+  differ only in the global batch or the sharding reuse every per-rank time;
+- `step_time(shape, knobs, hardware, geometry, constants, software)`: one `Breakdown`, no pydantic
+  object built (benchmarks/timing_speed.py measures the rate).
+
+`predict(plan)` is the Plan-facing wrapper `parc explain` uses.
 """
 
 from __future__ import annotations
