@@ -161,6 +161,38 @@ def test_every_command_is_bounded(tmp_path, name, command):
         assert run.status == status, run.stderr[-3000:]
 
 
+MIXTRAL = (ROOT / "specs" / "mixtral-8x7b-5d.par").read_text()
+LARGEST = 999_999_999
+"""One below MAX_COUNT: the largest value every count accepts, so the models must not loop over it."""
+LARGEST_SETTINGS = {
+    **{f"model.{key}": MIXTRAL.replace("model mixtral-8x7b", f"model mixtral-8x7b {{ {key} {LARGEST} }}")
+       for key in ("hidden", "ffn", "heads", "kv-heads", "head-dim", "vocab", "experts", "top-k", "expert-ffn",
+                   "shared-experts")},
+    # model.layers: tracked as the open finding tests/fuzz/open/layers_999999999.par (the memory model).
+    "train.seq": MIXTRAL.replace("seq 32768", f"seq {LARGEST}"),
+    "train.global-batch": MIXTRAL.replace("global-batch 512", f"global-batch {LARGEST}"),
+    "train.global-batch tokens": MIXTRAL.replace("global-batch 512", f"global-batch {LARGEST} tokens"),
+    "train.micro-batch": MIXTRAL.replace("micro-batch 1", f"micro-batch {LARGEST}"),
+    "train.recompute full": MIXTRAL.replace("recompute full", f"recompute full {LARGEST}"),
+    "pp.virtual-stages": MIXTRAL.replace("virtual-stages 2", f"virtual-stages {LARGEST}"),
+    "hardware.nodes": MIXTRAL.replace("nodes 32", f"nodes {LARGEST}"),
+    "launch.steps": MIXTRAL + f"\nlaunch {{ steps {LARGEST} }}\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(LARGEST_SETTINGS))
+def test_the_largest_count_of_every_setting_is_bounded(tmp_path, name):
+    """Found by the fuzzer: a valid but huge count (virtual-stages, micro-batches, layers) once made
+    the memory model walk every one of them for minutes and gigabytes."""
+    text = LARGEST_SETTINGS[name]
+    assert str(LARGEST) in text
+    spec = tmp_path / "largest.par"
+    spec.write_text(text)
+    run = run_bounded(["check", str(spec)], tmp_path, timeout=TIME_LIMIT_S)
+    assert "Traceback" not in run.stderr and "internal error" not in run.stderr, run.stderr[-3000:]
+    assert run.status in (0, 1), run.stderr[-3000:]
+
+
 def test_the_memory_bound_is_enforced(tmp_path):
     """The harness can fail: in 24 MiB of address space parc cannot even start (it needs ~45)."""
     spec = tmp_path / "tiny.par"
