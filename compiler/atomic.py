@@ -28,7 +28,7 @@ class OutputError(Exception):
 
 
 def write_file(path: str | os.PathLike, data: str | bytes) -> None:
-    target = Path(path)
+    target = Path(os.path.realpath(path))  # through a symlink: rewrite its target, keep the link
     payload = data.encode("utf-8") if isinstance(data, str) else data
     fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     try:

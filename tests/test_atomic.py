@@ -197,6 +197,17 @@ def test_fmt_writes_the_formatted_text_and_keeps_the_mode(tmp_path):
     assert spec.stat().st_mode & 0o777 == 0o640 and siblings(tmp_path) == ["messy.par"]
 
 
+def test_fmt_through_a_symlink_rewrites_the_target_and_keeps_the_link(tmp_path):
+    real = tmp_path / "real.par"
+    real.write_text(MESSY)
+    link = tmp_path / "link.par"
+    link.symlink_to("real.par")
+    assert run_cli("fmt", str(link)).exit_code == 0
+    assert link.is_symlink() and real.read_text() != MESSY
+    assert run_cli("fmt", "--check", str(real)).exit_code == 0
+    assert siblings(tmp_path) == ["link.par", "real.par"]
+
+
 def test_fmt_of_several_files_stops_at_none_and_reports_the_one_it_could_not_write(tmp_path, monkeypatch):
     good, bad = tmp_path / "a.par", tmp_path / "b.par"
     good.write_text(MESSY)
