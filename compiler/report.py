@@ -29,8 +29,9 @@ from .svg import Element, el, number, render
 
 DETAIL_GPUS = 512
 """Up to this many GPUs every GPU is drawn; beyond, the first nodes in detail plus an overview."""
-TIMELINE_BLOCKS = 6000
-"""Most blocks the schedule picture draws; longer steps show whole rounds (`drawable_microbatches`)."""
+TIMELINE_BLOCKS_PER_STAGE = 160
+"""Most blocks the schedule picture draws on one stage's row, so each stays wide enough to read;
+longer steps show whole rounds of micro-batches (`drawable_microbatches`)."""
 GiB = 1 << 30
 
 INK = "#1d2430"
@@ -349,7 +350,7 @@ def timeline_picture(plan: Plan) -> tuple[Element, dict[str, Any]]:
     v = layout.pp.virtual_stages or 1
     schedule = layout.pp.schedule or "1f1b"
     m = plan.training.grad_accum or 1
-    shown = drawable_microbatches(schedule, pp, v, m, TIMELINE_BLOCKS)
+    shown = drawable_microbatches(schedule, pp, v, m, TIMELINE_BLOCKS_PER_STAGE * pp)
     durations = chunk_durations(plan)
     timed = durations is not None
     if durations is None:
@@ -642,7 +643,7 @@ def build_page(compilation: Compilation) -> str:
     picture, tl = timeline_picture(plan)
     text = f"{tl['schedule']} over {tl['pp']} stage{'s' if tl['pp'] != 1 else ''}"
     if tl["v"] > 1:
-        text += f" with {tl['v']} chunks per stage (lighter = second chunk)"
+        text += f" with {tl['v']} chunks per stage (lighter = {'second chunk' if tl['v'] == 2 else 'later chunks'})"
     text += f"; {tl['m']} micro-batches per step"
     if tl["shown"] < tl["m"]:
         text += (f", the first {tl['shown']} drawn (too many blocks to draw them all; the whole step fills and "

@@ -87,7 +87,7 @@ def test_every_picture_is_there(spec):
     pp = plan.layout.degree("pp") or 1
     v = plan.layout.pp.virtual_stages or 1
     schedule = plan.layout.pp.schedule
-    shown = drawable_microbatches(schedule, pp, v, plan.training.grad_accum)
+    shown = drawable_microbatches(schedule, pp, v, plan.training.grad_accum, 160 * pp)
     blocks = sum(len(a) for a in rank_orders(schedule, pp, v, shown))
     assert page.count('<g class="op op-') == blocks
     assert "Blocks are placed with the time model's per-chunk times" in page
@@ -219,3 +219,18 @@ def _hsl_rgb(text: str) -> tuple[int, int, int]:
 
 def _close(a, b) -> bool:
     return all(abs(x - y) <= 2 for x, y in zip(a, b, strict=True))
+
+
+def test_report_and_diff_do_not_import_torch(tmp_path):
+    """The `parc` command never imports torch (nor numpy, nor pygls outside `parc lsp`)."""
+    import sys
+
+    probe = ("import sys\nfrom parc.cli import main\n"
+             "try:\n    main(sys.argv[1:], standalone_mode=False)\nexcept SystemExit:\n    pass\n"
+             "print('IMPORTED:' + ','.join(sorted(m for m in sys.modules "
+             "if m.split('.')[0] in ('torch', 'numpy', 'pygls'))))\n")
+    for args in (["report", "specs/tiny.par", "-o", str(tmp_path / "r.html")],
+                 ["diff", "specs/tiny.par", "specs/mixtral-8x7b-5d.par"]):
+        done = subprocess.run([sys.executable, "-c", probe, *args], cwd=ROOT, capture_output=True, text=True,
+                              timeout=120)
+        assert "IMPORTED:\n" in done.stdout, (args, done.stdout[-300:], done.stderr[-300:])
