@@ -16,3 +16,9 @@ def workdir(tmp_path_factory):
 def reference(workdir):
     """The dense model of tests/e2e/specs trained in one process on the whole batch."""
     return train(compile_job("reference", workdir), 1).check()
+
+
+@pytest.fixture(scope="session")
+def reference_moe(workdir):
+    """tiny-moe trained in one process on the whole batch."""
+    return train(compile_job("reference-moe", workdir), 1).check()

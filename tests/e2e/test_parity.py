@@ -33,3 +33,16 @@ DENSE = [
 def test_dense_layout_matches_one_process(spec, workdir, reference):
     run = train(compile_job(spec, workdir), plan_of(spec).cluster.world_size)
     assert_parity(run, reference)
+
+
+MOE = [
+    "ep2-over-dp",  # ep folded over dp 4 (2 groups of 2), zero2
+    "ep2-axis",     # ep 2 x dp 2, DDP
+    "moe-4d",       # tp 2 (SP) x dp 2 x pp 2 (1F1B), ep 2 over dp, zero2, selective recompute
+]
+
+
+@pytest.mark.parametrize("spec", MOE)
+def test_moe_layout_matches_one_process(spec, workdir, reference_moe):
+    run = train(compile_job(spec, workdir), plan_of(spec).cluster.world_size)
+    assert_parity(run, reference_moe)
