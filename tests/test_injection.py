@@ -274,6 +274,25 @@ def test_every_python_file_parses_and_values_are_only_string_literals(jobs):
             f"{path.name}: a spec string changed the program"
 
 
+ACCEPTED_TRICKY_NAMES = ["os.system", "import", "null", "1e3", "0x1F", "007", "a.b-c_d", "True", "None",
+                         "x" * 63, "exec"]
+"""Job names SAFE_NAME accepts that are code, numbers or keywords if pasted into Python or YAML."""
+
+
+@pytest.mark.parametrize("job", ACCEPTED_TRICKY_NAMES)
+def test_an_accepted_job_name_is_only_ever_a_string(tmp_path, job):
+    status, out, stderr = compile_spec(tmp_path, "tricky", TINY.replace("job tiny", f"job {par_string(job)}"))
+    assert status == 0, stderr
+    status, twin, stderr = compile_spec(tmp_path, "plain", TINY.replace("job tiny", "job plain-name"))
+    assert status == 0, stderr
+    sources = files_of(out, ".py")
+    assert sources, "the runtime writes Python files"
+    for path in sources:
+        assert python_shape(path.read_text()) == python_shape((twin / path.relative_to(out)).read_text()), path.name
+    for path in files_of(out, ".yaml"):
+        assert mask(yaml.safe_load(path.read_text())) == mask(yaml.safe_load((twin / path.relative_to(out)).read_text()))
+
+
 def test_python_shape_catches_an_injected_statement():
     """The comparison can fail: a value pasted into code changes the tree, a quoted one does not."""
     payload = "x'; import os; os.system('id'); '"
