@@ -44,7 +44,6 @@ from . import flops
 from .calibration import DEFAULT, Constants
 from .memory import unpredictable
 from .memory.inputs import Knobs, Shape, knobs_of, shape_of
-from .memory.model import layer_mode
 from .memory.parameters import chunks_of, kv_split, layer_params, padded_vocab
 from .plan import AXES, Plan
 
@@ -673,18 +672,18 @@ class Load:
 
 def _chunk_kinds(shape: Shape, first: int, layers: int, recompute: str,
                  recompute_layers: int | None) -> list[tuple[tuple[bool, str], int]]:
-    """Layers of a chunk by (MoE?, recompute mode); in closed form for dense models, so that a
+    """Layers of a chunk by (MoE?, recompute mode), counted without a loop over layers so that a
     hostile layer count costs nothing (`full N` recomputes the first N layers of each chunk)."""
-    if not shape.moe:
-        if recompute == "full" and recompute_layers is not None:
-            full = min(recompute_layers, layers)
-            return [((False, "full"), full), ((False, "none"), layers - full)]
-        return [((False, recompute), layers)]
-    kinds: dict[tuple[bool, str], int] = {}
-    for i in range(layers):
-        key = (shape.is_moe(first + i), layer_mode(recompute, recompute_layers, i))
-        kinds[key] = kinds.get(key, 0) + 1
-    return list(kinds.items())
+    if recompute == "full" and recompute_layers is not None:
+        spans = ((first, min(recompute_layers, layers), "full"),
+                 (first + min(recompute_layers, layers), layers - min(recompute_layers, layers), "none"))
+    else:
+        spans = ((first, layers, recompute),)
+    kinds = []
+    for start, count, mode in spans:
+        moe = sum(shape.moe[start:start + count]) if shape.moe else 0
+        kinds += [((False, mode), count - moe), ((True, mode), moe)]
+    return kinds
 
 
 @lru_cache(maxsize=4096)
@@ -704,7 +703,8 @@ def rank_loads(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str, s
         dense = other = expert = 0
         for chunk in mine:
             for key, count in _chunk_kinds(shape, chunk.first_layer, chunk.layers, recompute, recompute_layers):
-                kinds[key] = kinds.get(key, 0) + count
+                if count:
+                    kinds[key] = kinds.get(key, 0) + count
             if chunk.embedding:
                 other += table + shape.position_params
             if chunk.output:

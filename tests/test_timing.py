@@ -363,3 +363,24 @@ def test_a_hostile_layer_count_is_predicted_at_once():
     p = timing.predict(plan)
     assert time.perf_counter() - start < 1.0
     assert p is not None and math.isfinite(p.step_seconds)
+
+
+@pytest.mark.parametrize("recompute,n", [("full", 3), ("full", None), ("selective", None), ("none", None),
+                                         ("full", 100)])
+def test_chunk_kinds_follow_the_memory_models_recompute_rule(recompute, n):
+    """`full N` recomputes the first N layers of each chunk: counted in closed form here, walked
+    layer by layer by the memory model's `layer_mode`."""
+    from parc.memory.model import layer_mode
+
+    plan = compile_path(str(ROOT / "specs" / "deepseek-v3-like.par"), checks=False).plan
+    shape = shape_of(plan)
+    for first, layers in ((0, 5), (2, 4), (7, 1), (10, 20)):
+        walked: dict = {}
+        for i in range(layers):
+            key = (shape.is_moe(first + i), layer_mode(recompute, n, i))
+            walked[key] = walked.get(key, 0) + 1
+        counted: dict = {}
+        for key, count in timing._chunk_kinds(shape, first, layers, recompute, n):
+            if count:
+                counted[key] = counted.get(key, 0) + count
+        assert counted == walked, (first, layers)
