@@ -406,7 +406,8 @@ formula and constant, and compares the model with published runs. Code: `compile
   over other axes takes their fastest ranks (torchtitan's and Megatron-Core's folding).
 - **Software**: what the training program does that a spec cannot say. parc's runtime (the
   default): FlashAttention (causal half skipped), no tensor-parallel overlap, selective
-  recomputation of norms, RoPE and activations. The fidelity runs set it per source (below).
+  recomputation of norms, RoPE, activations and the attention output projection. The fidelity
+  runs set it per source (below).
 
 ## One layer, one micro-batch, one GPU
 
@@ -456,8 +457,11 @@ twice the forward's bytes.
 
 **Recomputation.** full: the forward again (its communication included) before the backward;
 `full N` recomputes the first N layers of each chunk (the memory model's rule). selective, parc's
-runtime: the norms, RoPE and activations again (memory-bound, no matrix products); selective,
-Megatron-LM (Korthikanti et al. 2022): the attention core's forward again.
+runtime (`SelectivePolicy` in the generated `parallel.py` keeps the Q, K, V, attention and FFN
+up-projection outputs): the norms, RoPE and activations again, and the attention output
+projection, whose output the second norm's backward needs (torch's checkpoint stops before the
+FFN down-projection); selective, Megatron-LM (Korthikanti et al. 2022): the attention core's
+forward again.
 
 **Embedding and output layer.** The vocab-parallel embedding writes `n h` and all-reduces (reduce-
 scatters under sp) its partial sums over tp. The output layer: final norm, the logits GEMM `n x h
