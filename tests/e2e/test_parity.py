@@ -19,7 +19,7 @@ DENSE = [
     "zero1",     # dp 4, sharded optimizer states, selective recomputation
     "zero2",     # dp 4
     "hsdp",      # dp 4 as hsdp 2 x 2
-    "tp2-dp4-sp",        # tensor + sequence parallelism inside FSDP
+    # tp2-dp4-sp (tensor + sequence parallelism inside FSDP) runs in test_checkpoint.py
     "tp2-pp2-dp2-1f1b",  # 3-D: 1F1B over an uneven split, ZeRO-1
     "pp4-interleaved",   # interleaved 1F1B, 2 virtual stages per rank
     "zbv",               # a zero-bubble schedule (ZB-V) with FSDP
