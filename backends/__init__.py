@@ -26,3 +26,10 @@ def job_files(plan: Plan) -> dict[str, str]:
     from .torch import job_files as torch_job_files
 
     return torch_job_files(plan)
+
+
+def job_diagnostics(plan: Plan):
+    """Findings of the backend about a checked plan: what the generated job cannot run as written."""
+    from .torch import job_diagnostics as torch_job_diagnostics
+
+    return torch_job_diagnostics(plan)

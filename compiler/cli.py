@@ -190,8 +190,11 @@ def compile(file, output, fmt):  # noqa: A001 - the command is called compile
             "E0218", f"cannot compile a spec with open holes ({names})", result.plan.holes[0].span,
             label="still `?`", help=f"run `parc search {file} --write` to fill them, then compile"))
         sys.exit(_report(results, fmt))
-    from parc.backends import job_files
+    from parc.backends import job_diagnostics, job_files
 
+    result.diagnostics.extend(job_diagnostics(result.plan))
+    if has_errors(result.diagnostics):
+        sys.exit(_report(results, fmt))
     directory = output or f"out/{result.plan.launch.job}"
     files = job_files(result.plan)
     try:

@@ -482,3 +482,31 @@ and how much each frees, computed by re-running the model with that change:
 
 # ---------------------------------------------------------------------------------------------
 # Time model, search and review tools: E05xx, W05xx. Add new codes below this line.
+
+
+# ---------------------------------------------------------------------------------------------
+# Code generation (backends/torch, `parc compile`): E06xx, W06xx. Add new codes below this line.
+
+register("W0601", "the precision runs as bf16 in the generated runtime", """
+The generated PyTorch runtime imports torch alone. It computes in bf16 (FSDP2's
+MixedPrecisionPolicy, fp32 parameters and gradient reductions) whatever the spec's precision:
+fp8 matmuls need torchao's float8 training recipe, and fp16 needs loss scaling, neither of which
+the runtime implements. The memory and time models still describe the precision written.
+Write `precision bf16`, or acknowledge with `allow W0601` on the precision line.
+""")
+
+register("E0602", "ep folded over an axis that is not data-parallel", """
+The generated runtime carves expert groups from ranks that see different tokens: dp and cp (or
+ep as its own layout axis). Folding ep over tp or pp would put ranks that hold the same tokens,
+or different layers, in one group; the runtime does not generate that layout.
+
+    ep 8 over dp x cp    # supported
+    ep 8 over tp x dp    # E0602
+""")
+
+register("E0603", "tp does not divide the kv heads (generated runtime)", """
+The generated runtime splits the K and V projections over tp by whole heads, like the Q
+projection. When tp does not divide the kv head count, Megatron-LM and torchtitan replicate the
+kv heads on every tp rank (W0311 describes the memory); the generated runtime does not. Choose
+a tp that divides the kv heads.
+""")

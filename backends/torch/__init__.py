@@ -10,9 +10,15 @@ for data formats (JSON, YAML), from data serialised in Python; templates compute
 
 from __future__ import annotations
 
+from ...diagnostics import Diagnostic
 from ...plan import Plan
 from .. import plan_files
 from . import launchers, runtime
+
+
+def job_diagnostics(plan: Plan) -> list[Diagnostic]:
+    """What the generated job cannot run as the plan says (E06xx errors, W06xx warnings)."""
+    return runtime.diagnostics(plan)
 
 
 def job_files(plan: Plan) -> dict[str, str]:

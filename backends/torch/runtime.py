@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ...diagnostics import Diagnostic, Severity, error, warning
 from ...plan import Plan
 from ...stages import V_SCHEDULES, pipeline_chunks
 from .render import render
@@ -83,7 +84,7 @@ class Layout:
             # one replica (they carry mixed precision and, with cp or ep, the gradient reduction).
             dims.insert(0, "dp")
             shape.insert(0, 1)
-        data = tuple(d for d, n in zip(dims, shape) if n > 1 and (d in DATA_AXES or d.startswith("dp_"))
+        data = tuple(d for d, n in zip(dims, shape, strict=True) if n > 1 and (d in DATA_AXES or d.startswith("dp_"))
                      and not (d == "ep" and lay.ep.folded_over))
         return cls(tuple(dims), tuple(shape), degrees, data)
 
@@ -217,7 +218,7 @@ def parallel_context(plan: Plan, layout: Layout) -> dict:
         job=plan.launch.job,
         layout_text=_layout_text(plan),
         rank_order=_rank_order(plan),
-        mesh_text=", ".join(f"{d} {n}" for d, n in zip(layout.dims, layout.shape)),
+        mesh_text=", ".join(f"{d} {n}" for d, n in zip(layout.dims, layout.shape, strict=True)),
         sequence=_sequence(plan, layout, sharding, reshard, tp, pp, cp, ep),
         imports=_parallel_imports(plan, layout, sharding, tp, pp, cp, ep, schedule_class),
         mesh_dims=_tuple(layout.dims), mesh_shape=_tuple(layout.shape), world_size=plan.cluster.world_size,
@@ -407,3 +408,49 @@ def _from_line(module: str, names: set[str]) -> str:
         return line
     body = "".join(f"    {n},\n" for n in ordered)
     return f"from {module} import (\n{body})"
+
+
+# ---------------------------------------------------------------------------------------------
+# What the generated runtime cannot do: said at compile time, never silently
+
+
+def diagnostics(plan: Plan) -> list[Diagnostic]:
+    """Findings about this plan that concern the generated runtime only (E06xx, W06xx)."""
+    found: list[Diagnostic] = []
+    t, lay, m = plan.training, plan.layout, plan.model
+    if t.precision in ("fp8", "fp16"):
+        what = {"fp8": "fp8 matmuls need torchao's float8 training, which the generated code does not "
+                       "import (it uses torch alone)",
+                "fp16": "fp16 needs loss scaling, which the generated runtime does not implement"}[t.precision]
+        found.append(warning(
+            "W0601", f"precision {t.precision} runs as bf16 in the generated runtime", t.span_of("precision"),
+            label=f"{t.precision} asked for", notes=(what,),
+            help="write `precision bf16` to say what runs, or acknowledge with `allow W0601`"))
+    ep = lay.ep
+    outside = [a for a in ep.folded_over if a not in ("dp", "cp")]
+    if outside and (ep.degree or 1) > 1:
+        found.append(error(
+            "E0602", f"the generated runtime cannot fold ep over {' x '.join(outside)}", ep.span_of("folded_over"),
+            label="not a data-parallel axis",
+            notes=("expert groups are carved from ranks that see different tokens (dp, cp); "
+                   f"the ranks of {' x '.join(outside)} hold the same tokens or different layers",),
+            help="fold ep over dp and/or cp (`ep N over dp`), or make ep its own layout axis"))
+    tp = lay.degree("tp") or 1
+    if tp > 1 and m.kv_heads % tp:
+        found.append(error(
+            "E0603", f"tp {tp} does not divide the {m.kv_heads} kv heads", lay.tp.span_of("degree"),
+            label="K and V would be split inside a head",
+            notes=("the generated runtime splits the K and V projections by whole heads over tp; "
+                   "it does not replicate kv heads (W0311's layout)",),
+            help=f"use a tp that divides {m.kv_heads}"))
+    return _allowed(plan, found)
+
+
+def _allowed(plan: Plan, found: list[Diagnostic]) -> list[Diagnostic]:
+    out = []
+    for d in found:
+        if d.severity is Severity.warning and d.span is not None and any(
+                a.code == d.code and a.statement.covers(d.span) for a in plan.allows):
+            d = d.model_copy(update={"allowed": True})
+        out.append(d)
+    return out

@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from parc.backends.torch import runtime
 from parc.pipeline import compile_path
 from parc.stages import pipeline_chunks
