@@ -22,3 +22,9 @@ def reference(workdir):
 def reference_moe(workdir):
     """tiny-moe trained in one process on the whole batch."""
     return train(compile_job("reference-moe", workdir), 1).check()
+
+
+@pytest.fixture(scope="session")
+def reference_gpt(workdir):
+    """The GPT-style tiny model (tied, learned positions, GELU, LayerNorm) in one process."""
+    return train(compile_job("reference-gpt", workdir), 1).check()

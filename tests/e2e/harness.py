@@ -6,10 +6,17 @@ Also a command line for trying one case by hand:
 
 prints the per-step losses and the largest gradient difference against the reference.
 
-Parity, the question every end-to-end test asks: the per-step losses of a run and of the
-single-process reference agree within LOSS_TOLERANCE (absolute, float32), and so do the
-gradients of steps 0 and 1 (the second one computed after the first optimizer step), each
-element within GRAD_ATOL + GRAD_RTOL x |reference|.
+Parity, the question every end-to-end test asks, in float32:
+- the per-step losses of a run and of the single-process reference differ by at most
+  LOSS_TOLERANCE (absolute; the losses are about 5.5);
+- the gradients of step 0 agree element by element within GRAD_ATOL + GRAD_RTOL x |reference|
+  (rounding: observed differences are about 1e-6 of the norm);
+- the gradients of step 1, computed after the first AdamW step, agree per parameter within
+  STEP1_RTOL in norm: ||g - g_ref|| <= STEP1_RTOL x ||g_ref||. The first AdamW update is
+  g / (|g| + eps), so rounding-level differences in near-zero gradients become parameter
+  differences of up to lr x 1e-1, and step 1's gradients differ by up to ~1e-4 of their norm
+  with every layout correct; the bugs this is for (a gradient summed twice, an expert gradient
+  halved, a missing all-gather, an unsynchronised norm) are off by 1e-2 to 1e2.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ TORCHRUN = Path(sys.executable).with_name("torchrun")
 LOSS_TOLERANCE = 2e-5
 GRAD_ATOL = 2e-6
 GRAD_RTOL = 1e-4
+STEP1_RTOL = 1e-3
 LR = "1e-3"
 """Large enough that four AdamW steps change the loss visibly."""
 STEPS = 4
@@ -112,19 +120,21 @@ def loss_differences(run: Run, reference: Run) -> dict[int, float]:
 
 
 def grad_difference(run: Run, reference: Run, step: int) -> tuple[float, str]:
-    """The largest gradient error relative to the tolerance (<= 1 passes), and where it is."""
+    """The largest gradient error as a multiple of its tolerance (<= 1 passes), and where."""
     worst, where = 0.0, ""
     ref = reference.grads[step]
     got = run.grads[step]
-    names = set(ref) | set(got)
     aliases = {"output.weight": "tok_embeddings.weight"}  # a tied pipeline's last-stage copy
-    for name in sorted(names):
+    for name in sorted(set(ref) | set(got)):
         mine = got.get(name)
         theirs = ref.get(name, ref.get(aliases.get(name, ""), None))
         assert mine is not None, f"step {step}: no gradient for {name}"
         assert theirs is not None, f"step {step}: unexpected parameter {name}"
         assert mine.shape == theirs.shape, f"{name}: shape {tuple(mine.shape)} != {tuple(theirs.shape)}"
-        error = ((mine - theirs).abs() / (GRAD_ATOL + GRAD_RTOL * theirs.abs())).max().item()
+        if step == 0:
+            error = ((mine - theirs).abs() / (GRAD_ATOL + GRAD_RTOL * theirs.abs())).max().item()
+        else:
+            error = ((mine - theirs).norm() / (STEP1_RTOL * theirs.norm() + 1e-12)).item()
         if error > worst:
             worst, where = error, name
     return worst, where
@@ -147,7 +157,7 @@ def main(argv: list[str]) -> None:
 
     spec, *extra = argv
     plan = plan_of(spec)
-    reference_spec = "reference-moe" if plan.model.is_moe else "reference"
+    reference_spec = "reference-moe" if plan.model.is_moe else "reference-gpt" if plan.model.tied_embeddings else "reference"
     with tempfile.TemporaryDirectory() as tmp:
         ref = train(compile_job(reference_spec, Path(tmp)), 1).check()
         run = train(compile_job(spec, Path(tmp)), plan.cluster.world_size, *extra)

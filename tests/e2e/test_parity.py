@@ -46,3 +46,15 @@ MOE = [
 def test_moe_layout_matches_one_process(spec, workdir, reference_moe):
     run = train(compile_job(spec, workdir), plan_of(spec).cluster.world_size)
     assert_parity(run, reference_moe)
+
+
+GPT = [
+    "gpt-tp2-cp2-pp2",  # tied copy across pp, learned positions under tp + cp, full 2 recompute
+    "gpt-dualpipe",     # DualPipeV: both tied ends on rank 0; zero2
+]
+
+
+@pytest.mark.parametrize("spec", GPT)
+def test_gpt_style_layout_matches_one_process(spec, workdir, reference_gpt):
+    run = train(compile_job(spec, workdir), plan_of(spec).cluster.world_size)
+    assert_parity(run, reference_gpt)
