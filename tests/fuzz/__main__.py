@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
 
     rng = random.Random(args.seed)
     seeds = corpus.seeds()
+    clean = [seed for seed in seeds if _clean(seed)]
     pool: list[bytes] = list(seeds)
     seen_codes: set[frozenset[str]] = set()
     tried = 0
@@ -58,15 +59,22 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="parc-fuzz-work-"))
     try:
         while time.monotonic() < deadline:
-            data = rng.choice(pool if rng.random() < 0.5 else seeds)
-            stack = 1
-            while stack < args.max_stack and rng.random() < 0.5:
-                stack += 1  # half the inputs carry one mutation, so many still reach code generation
-            for _ in range(stack):
-                level = rng.choice(mutate.LEVELS)
-                data, op = mutate.mutate(data, rng, seeds, level)
-                per_level[level] += 1
+            if clean and rng.random() < 0.3:
+                # A clean spec and one tree mutation: most such inputs still resolve, so they reach
+                # the checks, the memory and time models and code generation.
+                data, op = mutate.mutate(rng.choice(clean), rng, seeds, "tree")
+                per_level["tree"] += 1
                 per_op[op] += 1
+            else:
+                data = rng.choice(pool if rng.random() < 0.5 else seeds)
+                stack = 1
+                while stack < args.max_stack and rng.random() < 0.5:
+                    stack += 1  # half the inputs carry one mutation
+                for _ in range(stack):
+                    level = rng.choice(mutate.LEVELS)
+                    data, op = mutate.mutate(data, rng, seeds, level)
+                    per_level[level] += 1
+                    per_op[op] += 1
             _empty(work)
             outcome = oracle.check_input(data, work)
             found = list(outcome.failures)
@@ -94,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     elapsed = time.monotonic() - started
-    print(f"\nparc fuzz: seed {args.seed}, {elapsed / 60:.1f} min, {len(seeds)} seeds")
+    print(f"\nparc fuzz: seed {args.seed}, {elapsed / 60:.1f} min, {len(seeds)} seeds ({len(clean)} clean)")
     print(f"inputs tried:         {tried:,} ({tried / elapsed:.0f}/s)")
     print(f"subprocess samples:   {subprocess_runs:,}")
     print("mutations applied:    " + ", ".join(f"{k} {v:,}" for k, v in sorted(per_level.items())))
@@ -104,6 +112,15 @@ def main(argv: list[str] | None = None) -> int:
     for signature, (_failure, data) in failures.items():
         print(f"  {signature}  ({len(data)} bytes)")
     return 1 if failures else 0
+
+
+def _clean(data: bytes) -> bool:
+    from parc.pipeline import compile_text
+
+    try:
+        return compile_text(data.decode("utf-8")).ok
+    except UnicodeDecodeError:
+        return False
 
 
 def _empty(directory: Path) -> None:
