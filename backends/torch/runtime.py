@@ -80,10 +80,14 @@ class Layout:
                 dims.append(axis.name)
                 shape.append(axis.degree)
         if "dp" not in {a.name for a in lay.axes}:
-            # A data-parallel dim of size 1: replicate()/fully_shard() need a mesh even with
-            # one replica (they carry mixed precision and, with cp or ep, the gradient reduction).
+            # A data-parallel dim of size 1: fully_shard needs a mesh even with one replica (it
+            # carries mixed precision and, with cp or ep, the gradient reduction).
             dims.insert(0, "dp")
             shape.insert(0, 1)
+        if (lay.dp.sharding or "none") in ("none", "zero1"):
+            # DDP semantics through FSDP2: a (replicate, shard) mesh whose shard dim has one rank.
+            dims.append("dp_shard")
+            shape.append(1)
         data = tuple(d for d, n in zip(dims, shape, strict=True) if n > 1 and (d in DATA_AXES or d.startswith("dp_"))
                      and not (d == "ep" and lay.ep.folded_over))
         return cls(tuple(dims), tuple(shape), degrees, data)
@@ -104,39 +108,50 @@ def _tuple(values) -> str:
     return "(" + ", ".join(repr(v) for v in values) + ")"
 
 
-def data_mesh_code(plan: Plan, layout: Layout) -> tuple[list[str], str]:
-    """Lines building `data`, the mesh replicate()/fully_shard() reduce over, and its description."""
-    hsdp = plan.layout.dp.sharding == "hsdp"
-    if hsdp:
+def data_mesh_code(plan: Plan, layout: Layout) -> tuple[list[str], str, bool]:
+    """Lines building `data`, the mesh fully_shard reduces gradients over (and, for zero1,
+    `replicas`, its data-parallel dim), its description, and whether it is 2-D."""
+    sharding = plan.layout.dp.sharding or "none"
+    lines = []
+    if sharding == "hsdp":
         shard = [d for d in layout.data_dims if d != "dp_replicate"]
         if shard == ["dp_shard"]:
-            return ['data = world["dp_replicate", "dp_shard"]'], "2-D (replicate, shard) mesh of hsdp"
+            return ['data = world["dp_replicate", "dp_shard"]'], "hsdp's 2-D (replicate, shard) mesh", True
         name = "_".join(shard)
         return [f'world[{", ".join(repr(d) for d in shard)}]._flatten("{name}")',
-                f'data = world["dp_replicate", "{name}"]'], "2-D (replicate, shard) mesh of hsdp"
-    dims = layout.data_dims
-    if not dims:
-        return ['data = world["dp"]  # one replica'], "one rank: no gradient exchange"
+                f'data = world["dp_replicate", "{name}"]'], "hsdp's 2-D (replicate, shard) mesh", True
+    dims = layout.data_dims or ("dp",)
     if len(dims) == 1:
-        return [f'data = world["{dims[0]}"]'], f"the {dims[0]} ranks"
-    name = "_".join(dims)
-    return [f'data = world[{", ".join(repr(d) for d in dims)}]._flatten("{name}")'], \
-        f"{' x '.join(dims)} flattened: a dense parameter's replicas"
+        name = dims[0]
+    else:
+        name = "_".join(dims)
+        lines.append(f'{"replicas = " if sharding == "zero1" else ""}'
+                     f'world[{", ".join(repr(d) for d in dims)}]._flatten("{name}")')
+    what = " x ".join(f"{d} {layout.size(d)}" for d in dims)
+    if sharding in ("none", "zero1"):
+        if sharding == "zero1" and len(dims) == 1:
+            lines.append(f'replicas = world["{name}"]')
+        lines.append(f'data = world["{name}", "dp_shard"]  # replicate over {what}, shards of one rank')
+        return lines, f"({what}) replicas x shards of one rank (DDP semantics)", True
+    lines.append(f'data = world["{name}"]')
+    return lines, f"{what}, sharded", False
 
 
 def ep_mesh(plan: Plan, layout: Layout) -> tuple[list[int], list[int]]:
-    """Permutation and shape turning the world's rank grid into (rest, edp, ep)."""
+    """Permutation and shape turning the world's rank grid into (rest, edp, edp_shard, ep);
+    edp_shard has one rank (DDP-style reduction of expert gradients)."""
     lay = plan.layout
     ep = layout.degrees["ep"]
     folded_axes = lay.ep.folded_over or ("ep",)
-    folded = [d for d in layout.dims if d in folded_axes or (d.startswith("dp_") and "dp" in folded_axes)]
+    folded = [d for d in layout.dims if (d in folded_axes or (d.startswith("dp_") and "dp" in folded_axes))
+              and layout.size(d) > 1]
     data = [d for d in layout.dims if d not in folded and (d in DATA_AXES or d.startswith("dp_"))]
     other = [d for d in layout.dims if d not in folded and d not in data]
     order = other + data + folded
     permutation = [layout.dims.index(d) for d in order]
     rest = math.prod(layout.size(d) for d in other)
     edp = math.prod(layout.size(d) for d in data) * math.prod(layout.size(d) for d in folded) // ep
-    return permutation, [rest, edp, ep]
+    return permutation, [rest, edp, 1, ep]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -186,7 +201,9 @@ def parallel_context(plan: Plan, layout: Layout) -> dict:
     schedule_class = (LOOPED.get(schedule, SCHEDULE_CLASSES[schedule]) if v > 1 else SCHEDULE_CLASSES[schedule]) \
         if pp else ""
     zero_bubble = pp and schedule in ZERO_BUBBLE
-    reshard = sharding == "zero3" or sharding == "hsdp"
+    # zero2 keeps the gathered (bf16) weights from forward to backward; the others free them
+    # (none and zero1 included: their "gathered" weights are a local bf16 cast).
+    reshard = sharding != "zero2"
     reshard_note = ""
     if reshard and zero_bubble:
         reshard = False
@@ -194,7 +211,7 @@ def parallel_context(plan: Plan, layout: Layout) -> dict:
                         "reshard_after_forward=False or its gradients are wrong (torch-cpu.md caveat 1)")
     tied = m.tied_embeddings
     v_schedule = schedule in V_SCHEDULES
-    data_lines, data_mesh_text = data_mesh_code(plan, layout)
+    data_lines, data_mesh_text, data_2d = data_mesh_code(plan, layout)
     batch_degree = lay.batch_degree or 1
     batch_dims = []
     if sharding == "hsdp":
@@ -224,7 +241,10 @@ def parallel_context(plan: Plan, layout: Layout) -> dict:
         mesh_dims=_tuple(layout.dims), mesh_shape=_tuple(layout.shape), world_size=plan.cluster.world_size,
         data_degree=layout.data_degree,
         data_text=" x ".join(f"{d} {layout.size(d)}" for d in layout.data_dims) or "none (one replica)",
-        data_mesh_code=data_lines, data_mesh_text=data_mesh_text,
+        data_mesh_code=data_lines, data_mesh_text=data_mesh_text, data_2d=data_2d,
+        expert_mesh_expr='experts["edp", "edp_shard"]' if sharding in ("none", "zero1") else 'experts["edp"]',
+        expert_mesh_text="edp replicas x shards of one rank" if sharding in ("none", "zero1")
+        else "edp, sharded",
         global_batch=t.global_batch, local_batch=t.global_batch // batch_degree, batch_degree=batch_degree,
         micro_batch=t.micro_batch, grad_accum=t.grad_accum, batch_dims=_tuple(batch_dims) if batch_dims else "()",
         tp=tp, sp=tp and bool(lay.tp.sequence_parallel), pp=pp, cp=cp, ep=ep,
@@ -244,8 +264,7 @@ def parallel_context(plan: Plan, layout: Layout) -> dict:
         recompute=t.recompute or "none", recompute_layers=t.recompute_layers,
         recompute_text=_recompute_text(t.recompute or "none", t.recompute_layers),
         sharding=sharding, sharding_text=_sharding_text(sharding, reshard, zero_bubble),
-        wrapper="replicate" if sharding in ("none", "zero1") else "fully_shard",
-        reshard=reshard, reshard_note=reshard_note,
+        wrapper="fully_shard", reshard=reshard, reshard_note=reshard_note,
         tied_copy=tied and pp and not v_schedule, tied_local=tied and pp and v_schedule,
         reports_loss_expr=" and ".join(reports) or "True",
         state_keys=_tuple(STATE_KEYS[optimizer]),
@@ -300,16 +319,16 @@ def _recompute_text(mode: str, layers: int | None) -> str:
 
 
 def _sharding_text(mode: str, reshard: bool, zero_bubble: bool) -> str:
+    keep = "" if reshard else " (reshard_after_forward=False under a zero-bubble schedule)"
     return {
-        "none": "none (DDP): replicate() keeps whole fp32 parameters and gradients on every data rank "
-                "and all-reduces the gradients",
-        "zero1": "zero1: replicate() all-reduces whole gradients; ShardedOptimizer keeps 1/n of the "
-                 "optimizer state per rank",
+        "none": "none (DDP): fully_shard over (replicas, shards of one rank) keeps whole fp32 "
+                "parameters and gradients on every data rank and all-reduces the gradients" + keep,
+        "zero1": "zero1: as none (whole parameters and all-reduced gradients), and ShardedOptimizer "
+                 "keeps 1/n of the optimizer state per data rank" + keep,
         "zero2": "zero2: fully_shard(reshard_after_forward=False)",
         "zero3": "zero3: fully_shard(reshard_after_forward=True)" if reshard else
                  "zero3, run as zero2 under a zero-bubble schedule: fully_shard(reshard_after_forward=False)",
-        "hsdp": "hsdp: fully_shard over a 2-D (replicate, shard) mesh" + ("" if reshard else
-                ", reshard_after_forward=False under a zero-bubble schedule"),
+        "hsdp": "hsdp: fully_shard over a 2-D (replicate, shard) mesh" + keep,
     }[mode]
 
 
@@ -328,7 +347,8 @@ def _sequence(plan: Plan, layout: Layout, sharding: str, reshard: bool, tp, pp, 
     mode = plan.training.recompute or "none"
     if mode != "none":
         steps.append(f"apply_activation_checkpointing: {_recompute_text(mode, plan.training.recompute_layers)}")
-    steps.append("apply_data_parallel: " + {"none": "replicate() (DDP)", "zero1": "replicate() + ShardedOptimizer",
+    steps.append("apply_data_parallel: " + {"none": "fully_shard over replicas x shards of one rank (DDP)",
+                                            "zero1": "as none, plus ShardedOptimizer",
                                             "zero2": "fully_shard(reshard_after_forward=False)",
                                             "zero3": f"fully_shard(reshard_after_forward={reshard})",
                                             "hsdp": f"fully_shard on (replicate, shard), reshard_after_forward={reshard}",
@@ -357,17 +377,13 @@ def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep,
     if cp or ep:
         plain.append("import torch.distributed._functional_collectives as ft_c")
     plain.append("import torch.nn.functional as F")
-    if sharding in ("none", "zero1"):
-        add("torch.distributed._composable.replicate_with_fsdp", "replicate")
     if recompute != "none":
         add("torch.distributed.algorithms._checkpoint.checkpoint_wrapper", "checkpoint_wrapper")
     add("torch.distributed.checkpoint.state_dict", "StateDictOptions", "get_model_state_dict", "set_model_state_dict")
     if sharding != "zero1":
         add("torch.distributed.checkpoint.state_dict", "get_optimizer_state_dict", "set_optimizer_state_dict")
     add("torch.distributed.device_mesh", "DeviceMesh", "init_device_mesh")
-    add("torch.distributed.fsdp", "MixedPrecisionPolicy")
-    if sharding not in ("none", "zero1"):
-        add("torch.distributed.fsdp", "fully_shard")
+    add("torch.distributed.fsdp", "MixedPrecisionPolicy", "fully_shard")
     if pp:
         add("torch.distributed.pipelining", "PipelineStage", schedule_class)
     add("torch.distributed.tensor", "DTensor", "distribute_tensor")

@@ -70,10 +70,13 @@ def test_dry_run_prints_the_plans_coordinates_and_groups(workdir):
     assert "rank    7:" in run.output
     chunks = pipeline_chunks(plan)
     for rank, info in ranks.items():
-        assert info["coordinates"] == plan.layout.coordinates(rank)
+        mesh_only = {"dp_shard": 0}  # zero1's shard dim of one rank
+        assert info["coordinates"] == {**plan.layout.coordinates(rank), **mesh_only}
         for axis in ("tp", "pp", "dp"):
             assert info["groups"][axis] == list(plan.layout.group(axis, rank)), (rank, axis)
-        assert info["groups"]["data"] == list(plan.layout.group("dp", rank))
+        # zero1: gradients all-reduced over the dp ranks (FSDP2 with shards of one rank)
+        assert info["groups"]["data_replicate"] == list(plan.layout.group("dp", rank))
+        assert info["groups"]["data_shard"] == [rank]
         mine = [c for c in chunks if c.rank == info["coordinates"]["pp"]]
         assert info["layers"] == [list(c.layer_range) for c in mine]
     assert not any("loss" in r for r in run.records)  # no training
