@@ -67,7 +67,7 @@ BATCH_DIMS = (('dp', 1),)
 class Meshes:
     world: DeviceMesh
     data: DeviceMesh
-    """the dp ranks"""
+    """The mesh fully_shard reduces gradients over: dp 4, sharded."""
     tp: DeviceMesh
 
 
@@ -142,7 +142,9 @@ def apply_data_parallel(part: nn.Module, meshes: Meshes, compute_dtype: torch.dt
     mp = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32)
     for block in part.layers.values():
         fully_shard(block, mesh=meshes.data, reshard_after_forward=True, mp_policy=mp)
+
     fully_shard(part, mesh=meshes.data, reshard_after_forward=True, mp_policy=mp)
+
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,7 +227,7 @@ def forward_backward(rt: Runtime, inputs: torch.Tensor, targets: torch.Tensor) -
 
 def finish_gradients(rt: Runtime) -> None:
     """Called after forward_backward, before the optimizer step."""
-    # replicate/fully_shard reduced the gradients during backward: nothing left to do.
+    # fully_shard reduced the gradients during backward: nothing left to do.
 
 
 def full_gradients(rt: Runtime) -> dict[str, torch.Tensor]:
