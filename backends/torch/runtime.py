@@ -100,12 +100,21 @@ class Layout:
         return math.prod(self.size(d) for d in self.data_dims)
 
 
+def _literal(value) -> str:
+    """A Python literal, strings in double quotes (the generated code's style)."""
+    if isinstance(value, str):
+        return '"' + value + '"'
+    if isinstance(value, tuple):
+        return _tuple(value)
+    return repr(value)
+
+
 def _tuple(values) -> str:
     """A Python tuple literal (one element keeps its comma)."""
     values = list(values)
     if len(values) == 1:
-        return f"({values[0]!r},)"
-    return "(" + ", ".join(repr(v) for v in values) + ")"
+        return f"({_literal(values[0])},)"
+    return "(" + ", ".join(_literal(v) for v in values) + ")"
 
 
 def data_mesh_code(plan: Plan, layout: Layout) -> tuple[list[str], str, bool]:
@@ -118,7 +127,7 @@ def data_mesh_code(plan: Plan, layout: Layout) -> tuple[list[str], str, bool]:
         if shard == ["dp_shard"]:
             return ['data = world["dp_replicate", "dp_shard"]'], "hsdp's 2-D (replicate, shard) mesh", True
         name = "_".join(shard)
-        return [f'world[{", ".join(repr(d) for d in shard)}]._flatten("{name}")',
+        return [f'world[{", ".join(_literal(d) for d in shard)}]._flatten("{name}")',
                 f'data = world["dp_replicate", "{name}"]'], "hsdp's 2-D (replicate, shard) mesh", True
     dims = layout.data_dims or ("dp",)
     if len(dims) == 1:
@@ -126,7 +135,7 @@ def data_mesh_code(plan: Plan, layout: Layout) -> tuple[list[str], str, bool]:
     else:
         name = "_".join(dims)
         lines.append(f'{"replicas = " if sharding == "zero1" else ""}'
-                     f'world[{", ".join(repr(d) for d in dims)}]._flatten("{name}")')
+                     f'world[{", ".join(_literal(d) for d in dims)}]._flatten("{name}")')
     what = " x ".join(f"{d} {layout.size(d)}" for d in dims)
     if sharding in ("none", "zero1"):
         if sharding == "zero1" and len(dims) == 1:
@@ -177,10 +186,17 @@ def model_context(plan: Plan) -> dict:
         vocab=m.vocab, seq_len=plan.training.seq_len, tied=m.tied_embeddings, activation=m.activation,
         norm=m.norm, position=m.position, norm_eps=NORM_EPS, rope_theta=ROPE_THETA,
         moe=m.is_moe, experts=m.experts, top_k=m.top_k, expert_ffn=m.expert_ffn,
-        shared_experts=m.shared_experts, moe_layers=_tuple(sorted(moe_layers)) if moe_layers else "()",
+        shared_experts=m.shared_experts, moe_layers=_layers_literal(sorted(moe_layers)),
         dense_layers=len(moe_layers) < m.layers,
         init_std=repr(INIT_STD), output_init_std=repr(INIT_STD / math.sqrt(2 * m.layers)),
     )
+
+
+def _layers_literal(layers: list[int]) -> str:
+    """`range(a, b)` for consecutive layers, else a tuple."""
+    if layers and layers == list(range(layers[0], layers[-1] + 1)):
+        return f"range({layers[0]}, {layers[-1] + 1})"
+    return _tuple(layers)
 
 
 def _wrap(text: str, width: int = 96) -> str:
@@ -234,7 +250,7 @@ def parallel_context(plan: Plan, layout: Layout) -> dict:
     ctx = dict(
         job=plan.launch.job,
         layout_text=_layout_text(plan),
-        rank_order=_rank_order(plan),
+        rank_order=_wrap("Rank order: " + _rank_order(plan) + "."),
         mesh_text=", ".join(f"{d} {n}" for d, n in zip(layout.dims, layout.shape, strict=True)),
         sequence=_sequence(plan, layout, sharding, reshard, tp, pp, cp, ep),
         imports=_parallel_imports(plan, layout, sharding, tp, pp, cp, ep, schedule_class),
@@ -348,7 +364,8 @@ def _sequence(plan: Plan, layout: Layout, sharding: str, reshard: bool, tp, pp, 
     if mode != "none":
         steps.append(f"apply_activation_checkpointing: {_recompute_text(mode, plan.training.recompute_layers)}")
     steps.append("apply_data_parallel: " + {"none": "fully_shard over replicas x shards of one rank (DDP)",
-                                            "zero1": "as none, plus ShardedOptimizer",
+                                            "zero1": "fully_shard over replicas x shards of one rank, "
+                                                     "ShardedOptimizer (ZeRO-1)",
                                             "zero2": "fully_shard(reshard_after_forward=False)",
                                             "zero3": f"fully_shard(reshard_after_forward={reshard})",
                                             "hsdp": f"fully_shard on (replicate, shard), reshard_after_forward={reshard}",
