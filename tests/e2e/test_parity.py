@@ -39,6 +39,7 @@ MOE = [
     "ep2-over-dp",  # ep folded over dp 4 (2 groups of 2), zero2
     "ep2-axis",     # ep 2 x dp 2, DDP
     "moe-4d",       # tp 2 (SP) x dp 2 x pp 2 (1F1B), ep 2 over dp, zero2, selective recompute
+    "moe-ep-over-cp-dp",  # cp 2 (ring) x dp 2, ep 4 over cp x dp, zero3
 ]
 
 

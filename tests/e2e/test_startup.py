@@ -82,11 +82,16 @@ def test_dry_run_prints_the_plans_coordinates_and_groups(workdir):
     assert not any("loss" in r for r in run.records)  # no training
 
 
-def test_dry_run_expert_groups_follow_the_plans_fold(workdir):
-    plan, ranks, _ = _dry_run("moe-4d", workdir)  # ep 2 over dp, with tp and pp around it
+@pytest.mark.parametrize("spec", ["moe-4d", "moe-ep-over-cp-dp"])
+def test_dry_run_expert_groups_follow_the_plans_fold(spec, workdir):
+    """ep 2 over dp with tp and pp around it; ep 4 over cp x dp."""
+    plan, ranks, _ = _dry_run(spec, workdir)
     for rank, info in ranks.items():
         assert info["groups"]["ep"] == list(plan.layout.group("ep", rank)), rank
-        # edp: the data-parallel ranks holding the same experts (same place in their ep group)
+        # edp: the data ranks (same coordinates but dp and cp) at the same place in their ep group
+        mine = plan.layout.coordinates(rank)
         place = plan.layout.group("ep", rank).index(rank)
-        same = [r for r in plan.layout.group("dp", rank) if plan.layout.group("ep", r).index(r) == place]
-        assert info["groups"]["edp"] == same, rank
+        same = [r for r in range(plan.cluster.world_size)
+                if all(v == mine[a] for a, v in plan.layout.coordinates(r).items() if a not in ("dp", "cp"))
+                and plan.layout.group("ep", r).index(r) == place]
+        assert sorted(info["groups"]["edp"]) == same, rank
