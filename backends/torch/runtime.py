@@ -279,7 +279,8 @@ def parallel_context(plan: Plan, layout: Layout) -> dict:
         ep_permutation=_tuple(permutation) if ep else "()", ep_shape=_tuple(ep_shape) if ep else "()",
         recompute=t.recompute or "none", recompute_layers=t.recompute_layers,
         recompute_text=_recompute_text(t.recompute or "none", t.recompute_layers),
-        sharding=sharding, sharding_text=_sharding_text(sharding, reshard, zero_bubble),
+        sharding=sharding, sharding_text=_wrap(_sharding_text(sharding, reshard, zero_bubble) + ".", 92)
+        .replace("\n", "\n    "),
         wrapper="fully_shard", reshard=reshard, reshard_note=reshard_note,
         tied_copy=tied and pp and not v_schedule, tied_local=tied and pp and v_schedule,
         reports_loss_expr=" and ".join(reports) or "True",

@@ -129,23 +129,21 @@ def apply_tensor_parallel(part: nn.Module, tp_mesh: DeviceMesh) -> None:
     top["tok_embeddings"] = RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(1))
     top["norm"] = SequenceParallel()
     top["output"] = ColwiseParallel(input_layouts=Shard(1), output_layouts=Shard(-1), use_local_output=False)
-
     parallelize_module(part, tp_mesh, top)
 
 
 # ---------------------------------------------------------------------------------------------
-# Data parallelism: zero3: fully_shard(reshard_after_forward=True)
+# Data parallelism (zero3)
 
 
 def apply_data_parallel(part: nn.Module, meshes: Meshes, compute_dtype: torch.dtype) -> None:
+    """zero3: fully_shard(reshard_after_forward=True)."""
     # Parameters stay fp32 (the optimizer's master copy); compute runs in compute_dtype and
     # gradients are reduced in fp32.
     mp = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32)
     for block in part.layers.values():
         fully_shard(block, mesh=meshes.data, reshard_after_forward=True, mp_policy=mp)
-
     fully_shard(part, mesh=meshes.data, reshard_after_forward=True, mp_policy=mp)
-
 
 
 # ---------------------------------------------------------------------------------------------

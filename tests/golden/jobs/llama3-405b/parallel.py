@@ -206,11 +206,9 @@ def apply_tensor_parallel(part: nn.Module, tp_mesh: DeviceMesh) -> None:
     top = {}
     if part.tok_embeddings is not None:
         top["tok_embeddings"] = RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(1))
-
     if part.output is not None:
         top["norm"] = SequenceParallel()
         top["output"] = ColwiseParallel(input_layouts=Shard(1), output_layouts=Shard(-1), use_local_output=False)
-
     parallelize_module(part, tp_mesh, top)
 
 
@@ -296,18 +294,18 @@ def apply_activation_checkpointing(part: nn.Module) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Data parallelism: zero1: as none (whole parameters and all-reduced gradients), and ShardedOptimizer keeps 1/n of the optimizer state per data rank
+# Data parallelism (zero1)
 
 
 def apply_data_parallel(part: nn.Module, meshes: Meshes, compute_dtype: torch.dtype) -> None:
+    """zero1: as none (whole parameters and all-reduced gradients), and ShardedOptimizer keeps 1/n
+    of the optimizer state per data rank."""
     # Parameters stay fp32 (the optimizer's master copy); compute runs in compute_dtype and
     # gradients are reduced in fp32.
     mp = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32)
     for block in part.layers.values():
         fully_shard(block, mesh=meshes.data, reshard_after_forward=True, mp_policy=mp)
-
     fully_shard(part, mesh=meshes.data, reshard_after_forward=True, mp_policy=mp)
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -405,7 +403,6 @@ def forward_backward(rt: Runtime, inputs: torch.Tensor, targets: torch.Tensor) -
             target=targets if rt.last_stage else None,
             losses=losses if rt.last_stage else None,
         )
-
     if not losses:
         return torch.zeros((), device=inputs.device)
     return torch.stack([local_value(loss).detach() for loss in losses]).mean()

@@ -181,27 +181,25 @@ def apply_tensor_parallel(part: nn.Module, tp_mesh: DeviceMesh) -> None:
     top = {}
     if part.tok_embeddings is not None:
         top["tok_embeddings"] = RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(1))
-
     if part.output is not None:
         top["norm"] = SequenceParallel()
         top["output"] = ColwiseParallel(input_layouts=Shard(1), output_layouts=Shard(-1), use_local_output=False)
-
     parallelize_module(part, tp_mesh, top)
 
 
 # ---------------------------------------------------------------------------------------------
-# Data parallelism: none (DDP): fully_shard over (replicas, shards of one rank) keeps whole fp32 parameters and gradients on every data rank and all-reduces the gradients
+# Data parallelism (none)
 
 
 def apply_data_parallel(part: nn.Module, meshes: Meshes, compute_dtype: torch.dtype) -> None:
+    """none (DDP): fully_shard over (replicas, shards of one rank) keeps whole fp32 parameters and
+    gradients on every data rank and all-reduces the gradients."""
     # Parameters stay fp32 (the optimizer's master copy); compute runs in compute_dtype and
     # gradients are reduced in fp32.
     mp = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32)
     for block in part.layers.values():
         fully_shard(block, mesh=meshes.data, reshard_after_forward=True, mp_policy=mp)
-
     fully_shard(part, mesh=meshes.data, reshard_after_forward=True, mp_policy=mp)
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,7 +296,6 @@ def forward_backward(rt: Runtime, inputs: torch.Tensor, targets: torch.Tensor) -
             target=targets if rt.last_stage else None,
             losses=losses if rt.last_stage else None,
         )
-
     if not losses:
         return torch.zeros((), device=inputs.device)
     return torch.stack([local_value(loss).detach() for loss in losses]).mean()
