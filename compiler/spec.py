@@ -341,8 +341,7 @@ def build(document: Document) -> tuple[Spec, list[Diagnostic]]:
         return True
 
     for statement in document.statements:
-        for code in statement.allow:
-            allows.append(AllowSpec(code=Located(value=code.text, span=code.span), statement=statement.span))
+        allows.extend(_allows(statement))
         if isinstance(statement, LayoutLine):
             _layout_statement(statement, fields, diags, holes, once)
             continue
@@ -374,6 +373,16 @@ def build(document: Document) -> tuple[Spec, list[Diagnostic]]:
     fields["allows"] = tuple(allows)
     fields["holes"] = tuple(holes)
     return Spec(**fields), list(diags)
+
+
+def _allows(statement) -> list[AllowSpec]:
+    """`allow CODE` on a statement or on any setting inside its blocks, each with its own span."""
+    found = [AllowSpec(code=Located(value=code.text, span=code.span), statement=statement.span)
+             for code in statement.allow]
+    body = getattr(statement, "body", None)
+    for inner in body.settings if body is not None else ():
+        found.extend(_allows(inner))
+    return found
 
 
 def _label(span: Span, message: str):

@@ -163,3 +163,9 @@ def test_uneven_split_is_used():
     chunks = pipeline_chunks(spec("llama3-405b"))
     assert [c.layers for c in chunks] == [7] + [8] * 14 + [7]
     assert sum(c.layers for c in chunks) == 126
+
+
+def test_allow_inside_a_block_is_kept():
+    text = BASE.replace("train { seq 32, global-batch 16 }", "train {\n  seq 32\n  global-batch 16 allow W0323\n}")
+    plan = plan_of(text)
+    assert [(a.code, a.statement.line) for a in plan.allows] == [("W0323", 6)]
