@@ -751,6 +751,10 @@ def _quantity(key: Key, values, diags, kind: str):
 
 def _parse_bytes(key, values, setting, diags):
     value = _quantity(key, values, diags, "bytes")
+    if value is not None and value < 1:  # `hbm 1e-20 GB` is positive but rounds to 0 bytes
+        diags.err("E0207", f"`{key.name}` is less than one byte", values[0].span, label="not a plausible value",
+                  help=f"write a positive value such as `{key.example}`")
+        return None
     return None if value is None else int(value)
 
 
