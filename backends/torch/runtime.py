@@ -307,6 +307,7 @@ def train_context(plan: Plan, layout: Layout) -> dict:
         + ", fp32 on cpu",
         precision_note=notes[precision], optimizer=t.optimizer,
         cp=layout.degrees["cp"] > 1,
+        gpu=plan.cluster.gpu.name, gpu_bytes=plan.cluster.gpu.hbm_bytes,
     )
 
 

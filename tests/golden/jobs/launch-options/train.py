@@ -53,6 +53,9 @@ GLOBAL_BATCH = 16
 TOKENS_PER_STEP = 512
 STEPS = 3
 PLAN_PRECISION = "bf16"
+PLAN_GPU = "h100-sxm"
+PLAN_GPU_BYTES = 85520809984
+"""Memory of the GPU `parc check` fitted the layout into."""
 GRADIENT_STEPS = (0, 1)
 """Steps whose gradients --save-grads writes."""
 
@@ -109,6 +112,10 @@ def check_launch(args: argparse.Namespace) -> None:
         if torch.cuda.device_count() < local:
             fail(f"this node has {torch.cuda.device_count()} visible GPUs for {local} processes "
                  "(check CUDA_VISIBLE_DEVICES)")
+        memory = torch.cuda.get_device_properties(int(os.environ["LOCAL_RANK"])).total_memory
+        if memory < 0.9 * PLAN_GPU_BYTES and os.environ["RANK"] == "0":  # not a small rounding gap
+            print(f"warning: the plan was checked for {PLAN_GPU} GPUs with {PLAN_GPU_BYTES / 2**30:.0f} GiB; "
+                  f"this GPU has {memory / 2**30:.0f} GiB", file=sys.stderr, flush=True)
     elif local != GPUS_PER_NODE and os.environ["RANK"] == "0":
         print(f"note: {local} processes on this node where the plan has {GPUS_PER_NODE} GPUs per node "
               "(allowed on CPU: nodes are simulated)", file=sys.stderr, flush=True)
