@@ -10,6 +10,7 @@ from ..memory.schedules import ZERO_BUBBLE
 from ..plan import Plan
 from . import rule
 from .helpers import axis_span, divisors, first_span, labels, suggest
+from .predicates import microbatches_fill_pipeline
 
 BUBBLE_LIMIT = 0.10
 
@@ -70,7 +71,7 @@ def global_batch_divides(plan: Plan) -> Iterator[Diagnostic]:
 def enough_microbatches(plan: Plan) -> Iterator[Diagnostic]:
     pp = plan.layout.pp.degree
     m = plan.training.grad_accum
-    if not pp or pp == 1 or m is None or m >= pp:
+    if not pp or m is None or microbatches_fill_pipeline(m, pp):
         return
     train = plan.training
     degree = plan.layout.batch_degree or 1

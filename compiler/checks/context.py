@@ -8,11 +8,12 @@ from ..diagnostics import Diagnostic, error
 from ..plan import Plan
 from . import rule
 from .helpers import axis_span, divisors, labels, model_label, suggest
-
-
-def _chunks_per_rank(flavour: str) -> int:
-    """Load-balanced flavours give each cp rank two chunks, one from each end of the sequence."""
-    return 1 if flavour == "all-to-all" else 2
+from .predicates import (
+    all_to_all_splits_heads,
+    cp_chunks_per_rank,
+    local_sequence_splits,
+    sequence_splits,
+)
 
 
 @rule
@@ -21,8 +22,8 @@ def sequence_splits_over_cp(plan: Plan) -> Iterator[Diagnostic]:
     if not cp or cp == 1:
         return
     seq = plan.training.seq_len
-    parts = _chunks_per_rank(plan.layout.cp.flavour) * cp
-    if seq % parts == 0:
+    parts = cp_chunks_per_rank(plan.layout.cp.flavour) * cp
+    if sequence_splits(seq, cp, plan.layout.cp.flavour):
         return
     flavour = plan.layout.cp.flavour
     why = f"2 x cp {cp} (the {flavour} flavour balances causal attention with two chunks per rank)" \
@@ -46,7 +47,7 @@ def local_sequence_splits_over_tp(plan: Plan) -> Iterator[Diagnostic]:
     if seq % cp:
         return  # E0330 says it
     local = seq // cp
-    if local % tp == 0:
+    if local_sequence_splits(seq, cp, tp, True):
         return
     yield error("E0331", f"the {local:,} tokens of each cp rank do not split over tp {tp} under sequence parallelism",
                 axis_span(plan, "tp"), label=f"{local:,} / {tp} = {local / tp:,.2f}",
@@ -64,7 +65,7 @@ def all_to_all_heads(plan: Plan) -> Iterator[Diagnostic]:
     if heads % tp:
         return  # E0310 says it
     local = heads // tp
-    if local % cp == 0:
+    if all_to_all_splits_heads(heads, tp, cp, "all-to-all"):
         return
     choices = suggest(divisors(local), cp, ok=lambda d: d > 1)
     yield error("E0332", f"all-to-all cp {cp} does not divide the {local} heads of each tp rank",

@@ -9,6 +9,7 @@ from ..diagnostics import Diagnostic, error
 from ..plan import Plan
 from . import rule
 from .helpers import axis_span, divisors, labels, model_label, suggest
+from .predicates import ep_fits_folded, experts_problem
 
 
 @rule
@@ -18,12 +19,13 @@ def experts_divisible_by_ep(plan: Plan) -> Iterator[Diagnostic]:
         return
     model = plan.model
     span = axis_span(plan, "ep")
-    if not model.is_moe:
+    problem = experts_problem(model.is_moe, model.experts, ep)
+    if problem is None:
+        return
+    if problem == "E0342":
         yield error("E0342", f"ep {ep} on `{model.name}`, a dense model with no experts", span,
                     label="nothing to spread", labels=labels(model_label(plan, "layers", "a dense model")),
                     help="remove ep, or describe the experts in the model (`experts 8, top-k 2`)")
-        return
-    if model.experts % ep == 0:
         return
     choices = suggest(divisors(model.experts), ep, ok=lambda d: d > 1)
     yield error("E0340", f"ep {ep} does not divide {model.experts} experts", span,
@@ -42,7 +44,7 @@ def ep_fits_folded_axes(plan: Plan) -> Iterator[Diagnostic]:
     if any(d is None for d in degrees):
         return
     ranks = prod(degrees)
-    if ranks % ep == 0:
+    if ep_fits_folded(ep, ranks):
         return
     expression = " x ".join(f"{n} {d}" for n, d in zip(folded, degrees, strict=True))
     experts = plan.model.experts or ep

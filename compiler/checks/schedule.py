@@ -10,11 +10,16 @@ from ..plan import Plan
 from ..stages import V_SCHEDULES, layers_per_chunk
 from . import rule
 from .helpers import axis_span, divisors, first_span, labels, model_label, suggest
+from .predicates import (
+    INTERLEAVED,
+    SINGLE,
+    layers_fill_chunks,
+    schedule_rejects_microbatches,
+    virtual_stages_fit,
+)
 
-INTERLEAVED = ("interleaved-1f1b", "interleaved-zb")
 MAX_SPLIT_SHOWN = 64
 """A help line spells out a split of at most this many chunks."""
-SINGLE = ("gpipe", "1f1b")
 
 
 def _pp_v(plan: Plan) -> tuple[int, int] | None:
@@ -44,6 +49,8 @@ def layers_split_over_pipeline(plan: Plan) -> Iterator[Diagnostic]:
     layers = plan.model.layers
     split = plan.layout.pp.split
     pp_spans = plan.layout.pp
+    if layers_fill_chunks(layers, pp, v, split) is None:
+        return
     if split is not None:
         span = pp_spans.span_of("split")
         if len(split) != chunks:
@@ -61,8 +68,6 @@ def layers_split_over_pipeline(plan: Plan) -> Iterator[Diagnostic]:
                         label=f"{' + '.join(map(str, split[:4]))}{' + ...' if len(split) > 4 else ''} = {sum(split)}",
                         labels=labels(model_label(plan, "layers", f"{layers} layers")),
                         help=f"make the entries sum to {layers}{example}")
-        return
-    if layers % chunks == 0:
         return
     if layers < chunks:
         most = max(1, layers // pp)
@@ -101,6 +106,8 @@ def virtual_stages_match_schedule(plan: Plan) -> Iterator[Diagnostic]:
     spans = plan.layout.pp
     span = first_span(spans.span_of("virtual_stages"), spans.span_of("schedule"), axis_span(plan, "pp"))
     sched_label = labels((spans.span_of("schedule"), f"schedule {schedule}"))
+    if virtual_stages_fit(schedule, pp, v):
+        return
     if schedule in SINGLE and v != 1:
         yield error("E0317", f"{schedule} runs one chunk per rank, not {v}", span, label=f"{v} virtual stages",
                     labels=sched_label,
@@ -134,7 +141,8 @@ def schedule_accepts_microbatches(plan: Plan) -> Iterator[Diagnostic]:
                       (train.span_of("micro_batch"), f"micro-batch {train.micro_batch}"))
     arithmetic = (f"micro-batches per step: {train.global_batch:,} / ({plan.layout.batch_degree} x "
                   f"{train.micro_batch}) = {m}")
-    if schedule in INTERLEAVED and not interleaved_accepts(pp, m):
+    problem = schedule_rejects_microbatches(schedule, pp, m)
+    if problem == "E0318":
         count, _ = rounds(pp, m)
         good = [x for x in (m // pp * pp + i * pp for i in (-1, 0, 1, 2)) if x > 0 and interleaved_accepts(pp, x)]
         yield error("E0318", f"{schedule} rejects {m} micro-batches over pp {pp}", span,
@@ -148,7 +156,7 @@ def schedule_accepts_microbatches(plan: Plan) -> Iterator[Diagnostic]:
                       notes=(arithmetic,),
                       help=f"use {m - m % pp or pp} or {m - m % pp + pp} micro-batches per step "
                       "(change global-batch or micro-batch), or acknowledge with `allow W0319`")
-    if schedule == "dualpipe-v" and m < 2 * pp:
+    if problem == "E0320":
         yield error("E0320", f"dualpipe-v needs at least {2 * pp} micro-batches, not {m}", span,
                     label=f"2 x pp {pp} = {2 * pp}", labels=m_labels, notes=(arithmetic,),
                     help=f"raise the micro-batches per step to {2 * pp} (a larger global batch or a smaller "

@@ -12,6 +12,7 @@ from ..memory.states import compute_copy_bytes
 from ..plan import Plan
 from . import rule
 from .helpers import axis_span, divisors, first_span, gib, labels
+from .predicates import hsdp_factors_match
 
 
 @rule
@@ -19,7 +20,7 @@ def hsdp_factors(plan: Plan) -> Iterator[Diagnostic]:
     dp = plan.layout.dp
     if dp.sharding != "hsdp" or dp.degree is None or dp.replicate is None or dp.shard is None:
         return
-    if dp.replicate * dp.shard == dp.degree:
+    if hsdp_factors_match(dp.replicate, dp.shard, dp.degree):
         return
     pairs = [f"{r} x {dp.degree // r}" for r in divisors(dp.degree) if 1 < r < dp.degree][:4]
     yield error("E0350", f"hsdp {dp.replicate} x {dp.shard} = {dp.replicate * dp.shard} ranks, but dp is {dp.degree}",

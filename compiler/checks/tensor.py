@@ -9,6 +9,7 @@ from ..memory.parameters import padded_vocab
 from ..plan import Plan
 from . import rule
 from .helpers import axis_span, divisors, gib, labels, model_label, suggest
+from .predicates import tp_ffn_sizes, tp_splits
 
 
 def _tp(plan: Plan) -> int | None:
@@ -40,7 +41,7 @@ def _tp_help(plan: Plan, n: int, tp: int, what: str) -> str:
 def heads_divisible_by_tp(plan: Plan) -> Iterator[Diagnostic]:
     tp = _tp(plan)
     heads = plan.model.heads
-    if tp is None or heads % tp == 0:
+    if tp is None or tp_splits(heads, tp):
         return
     yield error("E0310", f"tp {tp} does not divide {heads} attention heads", axis_span(plan, "tp"),
                 label=f"{heads} / {tp} = {heads / tp:.2f} heads per rank",
@@ -80,13 +81,10 @@ def ffn_divisible_by_tp(plan: Plan) -> Iterator[Diagnostic]:
     if tp is None:
         return
     model = plan.model
-    sizes = []
-    if len(model.moe_layers) < model.layers:
-        sizes.append(("ffn", model.ffn, "FFN size"))
-    if model.is_moe and model.shared_experts:
-        sizes.append(("expert_ffn", model.expert_ffn, "shared-expert FFN size"))
+    sizes = tp_ffn_sizes(model.layers, len(model.moe_layers), model.ffn, model.is_moe, model.shared_experts,
+                         model.expert_ffn)
     for field, size, what in sizes:
-        if size % tp:
+        if not tp_splits(size, tp):
             yield error("E0312", f"tp {tp} does not divide the {what} {size:,}", axis_span(plan, "tp"),
                         label=f"{size:,} / {tp} = {size / tp:,.2f}",
                         labels=labels(model_label(plan, field, f"{what} {size:,}")),
@@ -97,7 +95,7 @@ def ffn_divisible_by_tp(plan: Plan) -> Iterator[Diagnostic]:
 def hidden_divisible_by_tp(plan: Plan) -> Iterator[Diagnostic]:
     tp = _tp(plan)
     hidden = plan.model.hidden
-    if tp is None or hidden % tp == 0:
+    if tp is None or tp_splits(hidden, tp):
         return
     yield error("E0313", f"tp {tp} does not divide the hidden size {hidden:,}", axis_span(plan, "tp"),
                 label=f"{hidden:,} / {tp} = {hidden / tp:,.2f}",

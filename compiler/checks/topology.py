@@ -24,11 +24,7 @@ from ..plan import Plan
 from ..suggest import english_list
 from . import rule
 from .helpers import axis_span, divisors, labels, layout_span, suggest
-
-
-def _span_crosses(stride: int, degree: int, domain: int) -> bool:
-    span = stride * degree
-    return degree > 1 and (span > domain or domain % span != 0)
+from .predicates import crosses_domain
 
 
 @rule
@@ -48,7 +44,7 @@ def tp_inside_nvlink_domain(plan: Plan) -> Iterator[Diagnostic]:
         return
     domain = cluster.domain_size
     stride = axis.stride
-    if not _span_crosses(stride, tp, domain):
+    if not crosses_domain(stride, tp, domain):
         return
     span = stride * tp
     inner = [a for a in plan.layout.axes if a.stride is not None and a.stride < stride]
@@ -137,7 +133,7 @@ def _crossing(order: tuple[tuple[str, int], ...], folded: tuple[str, ...], ep: i
     strides = {}
     for name, degree in order:
         strides[name] = stride
-        if _span_crosses(stride, degree, domain):
+        if crosses_domain(stride, degree, domain):
             crossing.add(name)
         stride *= degree
     if folded and ep > 1:
