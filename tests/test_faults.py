@@ -12,11 +12,11 @@ FAULT_RANK, it kills the process as the optimizer starts step FAULT_AT_STEP. The
 passes `--resume` only once a checkpoint exists, because train.py's `--resume` refuses an empty
 checkpoint directory, so one command line cannot serve a first attempt and its restarts.
 
-A restart needs one more thing the runtime does not do yet: torchrun keeps its store across
-attempts, so a restarted gloo group reads the dead group's addresses and cannot connect
-(reproduced with a 20-line script; the generated job is no different). The wrapper gives each
-attempt its own store prefix, as train.py should; the strict-xfail tests below run the job as
-generated and pass the day train.py does this itself (docs/robustness.md, "the job under faults").
+A restart needs one more thing: torchrun keeps its store across attempts, so a restarted gloo
+group would read the dead group's addresses and could not connect (reproduced with a 20-line
+script). train.py gives each attempt its own store prefix (TORCHELASTIC_RESTART_COUNT) and
+`--resume` starts from step 0 when there is no checkpoint yet; the wrapper's own prefixing
+(FAULT_PREFIX_STORE) stays as a second path and steps aside when train.py passes a store.
 """
 
 from __future__ import annotations
@@ -88,6 +88,8 @@ WRAPPER = textwrap.dedent('''\
         real_init = dist.init_process_group
 
         def init_process_group(backend, timeout=timedelta(minutes=5), **kwargs):
+            if "store" in kwargs:  # train.py prefixes the store itself
+                return real_init(backend, timeout=timeout, **kwargs)
             store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
                                   int(os.environ["WORLD_SIZE"]), is_master=False, timeout=timeout)
             return real_init(backend, timeout=timeout, store=dist.PrefixStore(f"attempt-{attempt}", store),
@@ -187,14 +189,10 @@ def test_a_killed_rank_resumes_from_the_last_checkpoint_with_the_same_losses(job
     _assert_resumed(*_killed_run(job, "killed", prefix_store=True), uninterrupted)
 
 
-@pytest.mark.xfail(strict=True, reason="train.py reuses torchrun's store across restarts: a restarted gloo "
-                   "group reads the dead group's addresses (docs/robustness.md)")
 def test_a_killed_rank_resumes_with_the_runtime_as_generated(job, uninterrupted):
     _assert_resumed(*_killed_run(job, "as-generated", prefix_store=False), uninterrupted)
 
 
-@pytest.mark.xfail(strict=True, reason="train.py's --resume refuses an empty checkpoint directory, so the same "
-                   "command line cannot start a job and resume it after a restart (docs/robustness.md)")
 def test_resume_with_no_checkpoint_yet_starts_from_step_zero(job, uninterrupted):
     log = job.parent / "resume-empty.jsonl"
     status, output, _ = torchrun(job, "train.py", "--steps", "2", "--lr", "1e-3", "--log-json", str(log),

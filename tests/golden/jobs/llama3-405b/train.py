@@ -16,7 +16,7 @@ Options (docs/runtime.md in the parc repository describes them):
     --precision {auto,fp32,bf16}   auto: bf16 on cuda, fp32 on cpu
     --checkpoint-dir DIR       save DCP checkpoints to DIR/step-N
     --checkpoint-every N       also every N steps (default: only after the last step)
-    --resume                   continue from the newest DIR/step-N, written by any layout
+    --resume                   continue from the newest DIR/step-N (written by any layout), if any
     --log-json FILE            rank 0 appends one JSON object per step
     --save-grads DIR           write every parameter's full gradient at steps 0 and 1
     --timeout SECONDS          collective timeout (default 300)
@@ -121,15 +121,30 @@ def check_launch(args: argparse.Namespace) -> None:
               "(allowed on CPU: nodes are simulated)", file=sys.stderr, flush=True)
 
 
+def rendezvous(timeout: timedelta) -> dict:
+    """init_process_group's store arguments. torchrun keeps one store for all attempts of a job
+    (`--max-restarts`): a restarted group must not read the keys of the group that died, so each
+    attempt gets its own key prefix."""
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT")
+    if attempt is None:
+        return {}  # not under torchrun's agent: the environment's rendezvous as it is
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    agent_store = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world,
+                          is_master=not agent_store and rank == 0, timeout=timeout)
+    return {"store": dist.PrefixStore(f"attempt-{attempt}", store), "rank": rank, "world_size": world}
+
+
 def start(args: argparse.Namespace) -> torch.device:
     timeout = timedelta(seconds=args.timeout)
+    store = rendezvous(timeout)
     if args.device == "cuda":
         device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
         torch.cuda.set_device(device)
-        dist.init_process_group("nccl", timeout=timeout, device_id=device)
+        dist.init_process_group("nccl", timeout=timeout, device_id=device, **store)
     else:
         device = torch.device("cpu")
-        dist.init_process_group("gloo", timeout=timeout)
+        dist.init_process_group("gloo", timeout=timeout, **store)
     return device
 
 
@@ -211,9 +226,13 @@ def save_checkpoint(rt: parallel.Runtime, optimizer, directory: Path, step: int)
 
 
 def load_checkpoint(rt: parallel.Runtime, optimizer, directory: Path) -> int:
+    """The step to continue from: 0 when DIR holds no checkpoint yet, so that one command line
+    starts a job and resumes it after a restart."""
     latest = latest_checkpoint(directory)
     if latest is None:
-        raise SystemExit(f"error: no step-N checkpoint in {directory}")
+        if dist.get_rank() == 0:
+            print(f"no checkpoint in {directory} yet: starting from step 0", flush=True)
+        return 0
     state = checkpoint_state(rt, optimizer, 0)
     dcp.load(state, checkpoint_id=str(latest[1]))
     parallel.load_model_state(rt, state["model"])
