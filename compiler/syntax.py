@@ -25,7 +25,7 @@ from .source import SourceFile, Span
 MAX_SPEC_BYTES = 64 << 10
 """Specs larger than this are refused before parsing (a real spec is a few hundred bytes).
 Parsing and checking cost about 30 us and 10 KB per statement, so 64 KiB of one-word statements
-takes 2 to 4 s and 200 MB (docs/robustness.md); 1 MiB took 37 s and 2.8 GB."""
+takes 2 to 4.5 s and 200 MB (docs/robustness.md); 1 MiB took 37 s and 2.8 GB."""
 MAX_NESTING = 16
 """Deepest `{ }` / `[ ]` nesting parc reads (a real spec nests three deep). The tree is built
 recursively, so deeper input is refused before parsing rather than overflowing the stack."""
