@@ -20,7 +20,7 @@ from . import corpus, mutate, oracle
 
 SEEDS = corpus.seeds()
 REGRESSIONS = corpus.regression_paths()
-FAST = settings(max_examples=60, deadline=None, derandomize=True, database=None,
+FAST = settings(max_examples=100, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 """Derandomized: the suite's run is the same every time (new inputs come from the long run)."""
 
