@@ -134,7 +134,15 @@ def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, se
     logits = act.logits_buffer(ak, vocab)
     per_chunk = {}
     working = {}
+    alike: dict[tuple, tuple[ChunkActivations, int]] = {}
     for chunk in chunks:
+        # Chunks of equal size and ends hold the same (the layer kinds depend on the first layer
+        # only through the MoE pattern): compute each kind of chunk once (interleaving makes many).
+        signature = (chunk.layers, chunk.embedding, chunk.output, chunk.first_layer if shape.moe else 0)
+        known = alike.get(signature)
+        if known is not None:
+            per_chunk[chunk.index], working[chunk.index] = known
+            continue
         saved = grads = work = 0
         for (moe, mode), count in _layer_kinds(shape, chunk.first_layer, chunk.layers, recompute,
                                                recompute_layers).items():
@@ -150,6 +158,7 @@ def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, se
             work = max(work, logits)
         per_chunk[chunk.index] = ChunkActivations(saved=saved, pending=grads if torch else 0)
         working[chunk.index] = work
+        alike[signature] = (per_chunk[chunk.index], work)
     out = []
     for mine in by_rank(chunks, pp):
         out.append(RankActivations(chunks=tuple(per_chunk[c.index] for c in mine),
@@ -270,6 +279,15 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
     return best, where
 
 
+def activation_floor(shape: Shape, k: Knobs) -> int:
+    """The least `peak` can be under any dp sharding: the worst rank's activations in flight plus
+    its transient buffers (model states and FSDP buffers only add to it). Search tests it once
+    for all the shardings of a layout before predicting each."""
+    acts = rank_activations(shape, k)
+    peaks = _activation_peaks(acts, k.schedule, k.pp, k.virtual_stages, k.microbatches)
+    return max(peaks[r] + acts[r].transient for r in range(k.pp))
+
+
 _PEAKS: dict[tuple, tuple] = {}
 
 
@@ -306,6 +324,7 @@ def clear_caches() -> None:
 
     for function in (rank_params, _rank_activations, activations.layer_activations, activations.embedding_activations,
                      activations.output_activations, activations.logits_buffer, parameters.layer_params,
-                     parameters.chunk_params, parameters.chunks_of, schedules.peak_states):
+                     parameters.chunk_params, parameters.chunks_of, schedules.peak_states,
+                     schedules._walked_actions):
         function.cache_clear()
     _PEAKS.clear()

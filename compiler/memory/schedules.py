@@ -291,13 +291,28 @@ def walk_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[Stat
         seen.add((tuple(held), tuple(pending), tuple(unsharded)))
     # Largest total first: a state can only be dominated by one listed before it.
     flat = sorted(((h + p + u, (h, p, u)) for h, p, u in seen), key=lambda e: (-sum(e[0]), e[0]))
-    kept: list[tuple[int, ...]] = []
+    # Counts packed into one integer, a field per count with a guard bit on top: `other`
+    # dominates `counts` when subtracting field by field leaves every guard bit set (no field
+    # borrows), one integer operation instead of a comparison per count (long walks keep
+    # thousands of states).
+    width = max((max(counts) for counts, _ in flat), default=0).bit_length() + 1
+    guard = sum(1 << (i * width + width - 1) for i in range(3 * v))
+    kept: list[int] = []
     out: list[State] = []
     for counts, state in flat:
-        if not any(all(x <= y for x, y in zip(counts, other, strict=True)) for other in kept):
-            kept.append(counts)
+        packed = 0
+        for i, c in enumerate(counts):
+            packed |= c << (i * width)
+        if not any(((other | guard) - packed) & guard == guard for other in kept):
+            kept.append(packed)
             out.append(state)
     return tuple(sorted(out))
+
+
+@lru_cache(maxsize=1024)
+def _walked_actions(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[Action, ...]:
+    """`actions`, kept: `weighted_peak` walks the same order with the weights of many layouts."""
+    return tuple(actions(schedule, pp, v, m, rank))
 
 
 def weighted_peak(schedule: str, pp: int, v: int, m: int, rank: int, saved: tuple[int, ...],
@@ -309,7 +324,7 @@ def weighted_peak(schedule: str, pp: int, v: int, m: int, rank: int, saved: tupl
     if schedule == "1f1b" and pp > 1:
         return min(pp - rank, m) * saved[0], min(pp - rank, m)
     total = best = held_now = best_held = 0
-    for kind, chunk in actions(schedule, pp, v, walk_microbatches(schedule, pp, m), rank):
+    for kind, chunk in _walked_actions(schedule, pp, v, walk_microbatches(schedule, pp, m), rank):
         if kind == F:
             total += saved[chunk]
             held_now += 1
