@@ -19,6 +19,7 @@ Options (docs/runtime.md in the parc repository describes them):
     --resume                   continue from the newest DIR/step-N (written by any layout), if any
     --log-json FILE            rank 0 appends one JSON object per step
     --save-grads DIR           write every parameter's full gradient at steps 0 and 1
+    --measure-memory FILE      write what every rank's tensors take in the last step (JSON, tests)
     --timeout SECONDS          collective timeout (default 300)
 
 Exit status: 0 done, 2 launched in a way that does not match the plan, 1 anything else.
@@ -33,12 +34,17 @@ import re
 import resource
 import sys
 import time
+from contextlib import contextmanager, nullcontext
 from datetime import timedelta
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
+from torch import nn
+from torch.distributed._functional_collectives import AsyncCollectiveTensor
+from torch.distributed.fsdp import FSDPModule
+from torch.distributed.tensor import DTensor
 
 import parallel
 
@@ -74,6 +80,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--log-json", type=Path)
     parser.add_argument("--save-grads", type=Path)
+    parser.add_argument("--measure-memory", type=Path)
     parser.add_argument("--timeout", type=float, default=300.0)
     args = parser.parse_args(argv)
     if args.resume and args.checkpoint_dir is None:
@@ -294,6 +301,191 @@ def dry_run(args: argparse.Namespace, meshes: parallel.Meshes) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# Memory measurement (--measure-memory): the bytes this rank's tensors take, for comparing with
+# parc's memory model (docs/memory-model.md). It only observes: the step computes the same.
+
+
+def plain(t: torch.Tensor) -> torch.Tensor:
+    """The tensor holding the data of a DTensor or AsyncCollectiveTensor (wrappers have no storage)."""
+    while isinstance(t, DTensor | AsyncCollectiveTensor):
+        t = t._local_tensor if isinstance(t, DTensor) else t.trigger_wait()
+    return t
+
+
+def storage_bytes(tensors) -> int:
+    """Bytes of the distinct storages under `tensors`: views of one buffer count once, freed
+    buffers (FSDP resizes them to 0) count 0."""
+    found = {}
+    for t in tensors:
+        storage = plain(t).untyped_storage()
+        found[storage.data_ptr()] = storage.nbytes()
+    return sum(size for ptr, size in found.items() if ptr)
+
+
+def gathered_buffers(parts: list[nn.Module]) -> list[torch.Tensor]:
+    """FSDP2's buffers of gathered (unsharded) parameters (private state: `all_gather_outputs`)."""
+    out = []
+    for part in parts:
+        for module in part.modules():
+            if isinstance(module, FSDPModule):
+                for group in module._get_fsdp_state()._fsdp_param_groups:
+                    for param in group.fsdp_params:
+                        out += param.all_gather_outputs
+    return out
+
+
+def sac_tensors(storage: dict) -> list[torch.Tensor]:
+    """The outputs a selective-checkpointing policy kept (torch.utils.checkpoint's cache)."""
+    out = []
+    for entries in storage.values():
+        for entry in entries.values():
+            for leaf in torch.utils._pytree.tree_leaves(entry):
+                if isinstance(getattr(leaf, "val", None), torch.Tensor):
+                    out.append(leaf.val)
+    return out
+
+
+class MemoryMeter:
+    """Per rank, in the last step (run two: a pipeline's first step also runs one forward and
+    backward of its own to infer shapes): parameter shards; gradients after the backward;
+    optimizer states after the step (Adam's scalar step counters apart); what building a
+    checkpoint's state dict allocates; the most bytes of gathered parameters held at once
+    (sampled after every block's forward and whenever backward reads a saved tensor); and, per
+    chunk forward (one micro-batch), the bytes
+    each block saves for backward, metered with saved_tensors_hooks, plus under selective
+    recomputation the outputs the policy keeps (torch's cache, invisible to the hooks).
+    Parameters, their views and FSDP's gathered copies are not activations and are skipped;
+    backward (recomputation) is not metered."""
+
+    def __init__(self, rt: parallel.Runtime) -> None:
+        self.rt = rt
+        pp_rank = rt.meshes.world.get_local_rank("pp") if "pp" in parallel.MESH_DIMS else 0
+        chunks = [c.index for c in getattr(parallel, "CHUNKS", ()) if c.pp_rank == pp_rank]
+        self.saved: dict[tuple, dict[int, int]] = {}
+        """(chunk, micro-batch, block name or "rest") -> {storage pointer: bytes}"""
+        self.forwards: dict[int, int] = {}
+        self.current: tuple[int, int] | None = None
+        self.block: str | None = None
+        self.caches: list[tuple[tuple, dict]] = []
+        self.gathered_peak = 0
+        self.active = False
+        self.report: dict = {"rank": dist.get_rank(), "chunks": chunks or [0]}
+        for chunk, part in zip(chunks or [0], rt.parts, strict=True):
+            part.register_forward_pre_hook(lambda module, args, chunk=chunk: self.start(chunk, args))
+            for name, block in part.layers.items():
+                block.register_forward_pre_hook(lambda module, args, name=name: self.enter(name))
+                block.register_forward_hook(lambda module, args, out: self.leave())
+                keeps = getattr(block, "checkpoint_fn", None)
+                if keeps is not None and "context_fn" in keeps.keywords:
+                    contexts = keeps.keywords["context_fn"]
+                    keeps.keywords["context_fn"] = lambda contexts=contexts: self.selective(contexts)
+
+    def observing(self) -> bool:
+        """In the metered step's forward (not in its backward, where recomputation runs)."""
+        return self.active and torch._C._current_graph_task_id() == -1
+
+    def start(self, chunk: int, args: tuple) -> None:
+        if not self.observing():
+            return
+        if any(isinstance(a, torch.Tensor) and a.is_meta for a in args):
+            self.current = None  # a pipeline stage inferring its shapes on meta tensors
+            return
+        self.current = (chunk, self.forwards.get(chunk, 0))
+        self.forwards[chunk] = self.current[1] + 1
+
+    def enter(self, name: str) -> None:
+        if self.observing():
+            self.block = name
+
+    def leave(self) -> None:
+        if not self.observing():
+            return
+        for key, cache in self.caches:
+            found = self.saved.setdefault(key, {})
+            for t in sac_tensors(cache):
+                storage = plain(t).untyped_storage()
+                found[storage.data_ptr()] = storage.nbytes()
+        self.caches = []
+        self.block = None
+        self.sample_gathered()
+
+    def sample_gathered(self) -> None:
+        self.gathered_peak = max(self.gathered_peak, storage_bytes(gathered_buffers(self.rt.parts)))
+
+    def selective(self, contexts):
+        made = contexts()
+        if self.observing() and self.current is not None:
+            self.caches.append(((*self.current, self.block), made[0].storage))
+        return made
+
+    def pack(self, t: torch.Tensor) -> torch.Tensor:
+        if self.current is None or not self.observing() or isinstance(t, nn.Parameter) \
+                or isinstance(t._base, nn.Parameter):
+            return t
+        data = plain(t)
+        storage = data.untyped_storage()
+        params = {plain(p).untyped_storage().data_ptr() for part in self.rt.parts for p in part.parameters()}
+        if storage.data_ptr() in params:
+            return t
+        found = self.saved.setdefault((*self.current, self.block or "rest"), {})
+        if data.is_floating_point():
+            found[storage.data_ptr()] = storage.nbytes()
+        else:  # token ids and targets are slices of the step's batch: count the slice, not the batch
+            found[(data.data_ptr(), data.numel())] = data.numel() * data.element_size()
+        return t
+
+    def unpack(self, t: torch.Tensor) -> torch.Tensor:
+        if self.active:
+            self.sample_gathered()  # in backward: what FSDP holds gathered while a layer runs it
+        return t
+
+    @contextmanager
+    def metering(self):
+        """The context the metered step's forward and backward run in."""
+        self.active = True
+        try:
+            with torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack):
+                yield
+        finally:
+            self.active = False
+
+    def after_backward(self) -> None:
+        params = [p for part in self.rt.parts for p in part.parameters()]
+        self.report["params_bytes"] = storage_bytes(params)
+        self.report["grads_bytes"] = storage_bytes(p.grad for p in params if p.grad is not None)
+
+    def after_step(self, optimizer) -> None:
+        inner = getattr(optimizer, "inner", None)
+        states = [v for o in ([inner] if inner is not None else optimizer.optimizers) for s in o.state.values()
+                  for v in s.values() if isinstance(v, torch.Tensor)]
+        self.report["optimizer_bytes"] = storage_bytes(v for v in states if v.dim() > 0)
+        self.report["optimizer_step_bytes"] = storage_bytes(v for v in states if v.dim() == 0)
+        # A checkpoint's state dict: what it allocates beyond the tensors that already exist.
+        existing = {plain(t).untyped_storage().data_ptr() for t in states}
+        existing |= {plain(p).untyped_storage().data_ptr() for part in self.rt.parts for p in part.parameters()}
+        state = parallel.optimizer_state(self.rt, optimizer)
+        built = [v for v in state.values() if isinstance(v, torch.Tensor) and v.dim() > 0
+                 and plain(v).untyped_storage().data_ptr() not in existing]
+        self.report["checkpoint_extra_bytes"] = storage_bytes(built)
+
+    def write(self, path: Path) -> None:
+        self.report["gathered_peak_bytes"] = self.gathered_peak
+        self.report["coordinates"] = dict(zip(parallel.MESH_DIMS, self.rt.meshes.world.get_coordinate(), strict=True))
+        activations: dict[tuple[int, int], dict] = {}
+        for (chunk, micro, block), found in sorted(self.saved.items(), key=lambda kv: (kv[0][0], kv[0][1], str(kv[0][2]))):
+            record = activations.setdefault((chunk, micro), {"chunk": chunk, "microbatch": micro, "layers": {}, "rest": 0})
+            if block == "rest":
+                record["rest"] = sum(found.values())
+            else:
+                record["layers"][block] = sum(found.values())
+        self.report["activations"] = list(activations.values())
+        everyone = [None] * dist.get_world_size()
+        dist.all_gather_object(everyone, self.report)
+        if dist.get_rank() == 0:
+            path.write_text(json.dumps(everyone, indent=1, sort_keys=True) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -307,19 +499,26 @@ def main(argv: list[str] | None = None) -> None:
     rt = parallel.parallelize(meshes, device, compute_dtype(args, device), args.seed)
     optimizer = parallel.build_optimizer(rt, lambda params: make_optimizer(params, args.lr))
     first = load_checkpoint(rt, optimizer, args.checkpoint_dir) if args.resume else 0
+    meter = MemoryMeter(rt) if args.measure_memory is not None else None
     for step in range(first, args.steps):
         started = time.perf_counter()
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(args, step)
         inputs, targets = local_batch(rt, step, args.seed, device)
-        loss = parallel.forward_backward(rt, inputs, targets)
+        metered = meter is not None and step == args.steps - 1
+        with meter.metering() if metered else nullcontext():
+            loss = parallel.forward_backward(rt, inputs, targets)
         parallel.finish_gradients(rt)
+        if metered:
+            meter.after_backward()
         if args.save_grads is not None and step in GRADIENT_STEPS:
             grads = parallel.full_gradients(rt)
             if parallel.writes_gradients(rt):
                 args.save_grads.mkdir(parents=True, exist_ok=True)
                 torch.save(grads, args.save_grads / f"grads-step{step}-rank{dist.get_rank()}.pt")
         optimizer.step()
+        if metered:
+            meter.after_step(optimizer)
         optimizer.zero_grad()
         value = global_loss(rt, loss, device)
         elapsed = time.perf_counter() - started
@@ -329,6 +528,8 @@ def main(argv: list[str] | None = None) -> None:
         due = args.checkpoint_every and done % args.checkpoint_every == 0
         if args.checkpoint_dir is not None and (due or done == args.steps):
             save_checkpoint(rt, optimizer, args.checkpoint_dir, done)
+    if meter is not None:
+        meter.write(args.measure_memory)
     finish(0)
 
 
