@@ -4,9 +4,11 @@ The model is cut into `pp x virtual_stages` chunks in layer order. Chunk `c` liv
 `c % pp` for the loop schedules (gpipe, 1f1b, interleaved-1f1b, interleaved-zb), and on rank `c`
 or `2pp - 1 - c` for the V schedules (zbv, dualpipe-v), which fold the second half back so that
 rank 0 holds both the first and the last chunk. The embedding sits on chunk 0, the final norm
-and output layer on the last chunk; with tied embeddings and pp > 1 both ends hold a copy of the
-embedding matrix (Megatron-LM's convention) whose gradients are summed; the V schedules put
-both ends on rank 0, which then needs no copy.
+and output layer on the last chunk; with tied embeddings and pp > 1 the last chunk holds a copy
+of the embedding matrix (Megatron-LM's convention) whose gradients are summed with the first's.
+The V schedules put both ends on rank 0, which still holds two copies: each chunk is its own
+pipeline stage and FSDP2 unit, and FSDP2 cannot share a parameter between two units (the
+generated runtime adds the two gradients locally instead of over a group; docs/runtime.md).
 
 An explicit `split` gives the layers of each chunk in model order. Without one, layers are
 spread evenly; when they do not divide, the first chunks take one more layer each (and the
@@ -38,7 +40,7 @@ class Chunk:
     output: bool
     """Holds the final norm and the output projection (last chunk)."""
     tied_copy: bool
-    """Holds a second copy of a tied embedding matrix (last chunk, pp > 1)."""
+    """Holds a second copy of a tied embedding matrix (last chunk, pp > 1, whichever rank)."""
 
     @property
     def layer_range(self) -> range:
@@ -76,7 +78,7 @@ def make_chunks(layers: int, pp: int, v: int, schedule: str | None, split: tuple
         last = c == count - 1
         rank = chunk_rank(c, pp, schedule)
         chunks.append(Chunk(index=c, rank=rank, first_layer=first, layers=size, embedding=c == 0,
-                            output=last, tied_copy=last and tied and rank != 0))
+                            output=last, tied_copy=last and tied and pp > 1))
         first += size
     return tuple(chunks)
 

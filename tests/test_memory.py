@@ -93,8 +93,11 @@ def test_moe_activations_scale_with_top_k():
     one = layer_activations(base, k, True, "none").saved
     two = layer_activations(replace(base, top_k=2), k, True, "none").saved
     tokens = 1024
-    routed_copy = 2 * (2 * 1024 + 4 * 2048) + 8 + 4  # dispatched input, expert output, insides; index, gate
-    assert two - one == tokens * routed_copy
+    # per routed copy (bf16): the expert's input rows, its returned output and the gated product
+    # (3h), its insides (4 F_e); the fp32 gate weight, the int64 token and order indices, and the
+    # router's top-k index and gate; renormalising two gates also keeps their fp32 sum per token
+    routed_copy = 2 * (3 * 1024 + 4 * 2048) + 4 + 2 * 8 + 8 + 4
+    assert two - one == tokens * (routed_copy + 4)
 
 
 def test_recompute_modes_are_ordered():

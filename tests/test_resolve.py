@@ -154,7 +154,7 @@ def test_chunks_loop_and_v_layouts():
     assert [(c.rank, c.first_layer, c.layers) for c in loop] == [(0, 0, 2), (1, 2, 2), (0, 4, 2), (1, 6, 2)]
     v = make_chunks(8, 2, 2, "zbv", None, tied=True)
     assert [c.rank for c in v] == [0, 1, 1, 0]
-    assert v[-1].output and not v[-1].tied_copy  # rank 0 holds both ends: no copy
+    assert v[-1].output and v[-1].tied_copy  # rank 0 holds both ends, each chunk its own copy
     tied = make_chunks(8, 2, 1, "1f1b", None, tied=True)
     assert tied[-1].tied_copy and tied[0].embedding
 

@@ -41,6 +41,8 @@ class Estimate:
     reserve_bytes: int
     microbatches: int
     padded_vocab: int
+    """tp x the vocabulary rows of the fullest tp rank (the torch runtime pads nothing; Megatron-LM
+    pads to a multiple of 128 x tp)."""
 
     @property
     def usable_bytes(self) -> int:

@@ -1,34 +1,39 @@
 """Activations saved for backward, per layer and per micro-batch, from the exact shapes.
 
-torch runtime (what parc generates). Counted tensor by tensor from what autograd saves, and
-checked against the measured bytes of `../shared/torch-cpu.md` section 3.8 (pre-LN GELU block,
-exact to the byte on CPU; see tests/test_memory.py). Per token on one rank, with t = tp, and
-h/t where sequence parallelism shards a tensor along the sequence ("h/sp"):
+torch runtime (what parc generates). Counted tensor by tensor from what autograd saves, checked
+against the bytes the generated runtime saves on CPU (tests/e2e/test_memory_real.py meters them
+with saved_tensors_hooks: every layer within 0.2 %, most to the byte) and against the closed forms
+of `../shared/torch-cpu.md` section 3.8 (tests/test_memory.py). Per token on one rank, with t =
+tp, and h/t where sequence parallelism shards a tensor along the sequence ("h/sp"):
 
 | tensor | elements | saved by |
 |---|---|---|
 | norm inputs (2) | h/sp each | the norms' backward |
 | norm outputs (2) | h each | Q/K/V and FFN input projections: torch's sequence parallelism saves the all-gathered tensor, Megatron the sharded one |
 | q, k, v | (q + 2 kv)/t | flash-style SDPA (k, v replicated when tp does not divide kv heads) |
-| attention output | q/t | SDPA and the output projection (one storage) |
+| attention output | q/t | SDPA, and the output projection: the same storage, or with RoPE a copy (q/t more) |
 | logsumexp | heads/t, fp32 | SDPA: no s x s scores are stored (flash-style kernel) |
 | FFN inside | 4 F/t (SwiGLU: w1 out, silu out, w3 out, product) or 2 F/t (GELU: in, out) | the activation function, the product, w2 |
 | norm statistics | 1 (RMSNorm) or 2 (LayerNorm) per norm, fp32, /sp | the norms |
 
-No dropout (none of the modelled models uses it). Context parallelism divides the tokens by cp;
-the all-gather flavour saves the gathered K and V (cp x the local ones); all-to-all (Ulysses)
-saves the attention output twice (before and after the reverse all-to-all). A MoE layer replaces
-the FFN with: router probabilities (fp32, E per token) and top-k indices, the k routed copies of
-each token (dispatched input and expert output), the experts' insides (as a dense FFN of size
-expert_ffn, per routed copy), and the shared experts as a dense FFN. Routing is assumed balanced:
-each rank's experts receive top_k copies of as many tokens as the rank routes.
+Per layer, whatever the batch: RoPE's cos and sin tables (fp32, seq/cp x head_dim/2, one pair
+per rotation of q and of k). On CPU RMSNorm is not fused and also keeps x x rstd (h/sp per norm;
+`Knobs.device`). No dropout (none of the modelled models uses it). Context parallelism divides
+the tokens by cp; the all-gather flavour saves the gathered K and V (cp x the local ones);
+all-to-all (Ulysses) saves the attention output twice (before and after the reverse all-to-all);
+the runtime's ring keeps the cp K/V blocks and its fp32 merges (`_attention`). A MoE layer
+replaces the FFN with: its (gathered) input, the router's fp32 probabilities, top-k indices and
+gates, and per routed copy the expert's input rows, insides (as a dense FFN of size expert_ffn),
+returned output and gated product, an fp32 gate weight and int64 indices (`torch_layer`); the
+shared experts as a dense FFN. Routing is assumed balanced: each rank's experts receive top_k
+copies of as many tokens as the rank routes (all of its tokens: every tp rank routes them).
 
 Recomputation (the contract the generated runtime implements):
 - selective: an op-level policy (torch.utils.checkpoint's selective checkpointing) that saves the
   block input, q/k/v, the attention output and logsumexp, and the FFN's up-projection outputs
-  (plus, in MoE layers, router outputs, dispatched tokens and expert outputs, which would cost an
-  all-to-all to recompute); norms, RoPE, activation functions and the output projections are
-  recomputed;
+  (plus, in MoE layers, the router's and experts' matmul outputs and the tokens the all-to-alls
+  bring, which would cost an all-to-all to recompute; under ring attention the received K/V
+  blocks); norms, RoPE, activation functions and the output projections are recomputed;
 - full: only the block input (h/sp per token).
 
 megatron runtime: Korthikanti et al. 2022, Table 2, generalised to an FFN of size F as in
@@ -73,13 +78,20 @@ class Tokens:
     tokens: float
     """Tokens of one micro-batch on this rank: seq x micro-batch / cp."""
     routed: float
-    """Tokens this rank routes in a MoE layer (sequence-sharded under sequence parallelism)."""
+    """Tokens this rank routes in a MoE layer: all of its tokens (the runtime gathers a
+    sequence-parallel MoE input, and every tp rank routes the whole local sequence)."""
     sp: int
     q: float
     kv: float
     """Elements per token of K (or V) saved by attention on this rank."""
     o: float
     heads: float
+
+
+def activation_bytes(precision: str) -> int:
+    """Bytes of a saved activation element: 2 (bf16; fp8 training keeps activations in bf16), 4
+    when the runtime computes in fp32."""
+    return FP32 if precision == "fp32" else ACT
 
 
 def _tokens(shape: Shape, k: Knobs) -> Tokens:
@@ -95,45 +107,81 @@ def _tokens(shape: Shape, k: Knobs) -> Tokens:
         o = 2 * o
     else:
         kv_saved = kv
-    return Tokens(tokens=tokens, routed=tokens / sp, sp=sp, q=shape.q / t, kv=kv_saved, o=o,
-                  heads=shape.heads / t)
+    return Tokens(tokens=tokens, routed=tokens, sp=sp, q=shape.q / t, kv=kv_saved, o=o, heads=shape.heads / t)
 
 
-def torch_layer(shape: Shape, k: Knobs, moe: bool, mode: str, act: int = 2, stat: int = 4) -> LayerActivations:
-    """The torch formulas; `act` and `stat` (bytes of an activation and of a norm statistic) are
-    parameters so that tests can check the fp32 measurements of torch-cpu.md section 3.8."""
-    ACT = act  # noqa: N806 - the same name as the module constant, locally overridable
+def _attention(shape: Shape, k: Knobs, n: Tokens, act: int) -> tuple[float, float, float]:
+    """(saved per token without recomputation, saved per token under the selective policy,
+    saved per layer whatever the tokens) of the attention after the first norm's output.
+
+    SDPA (no cp, all-gather, all-to-all): flash-style q, k, v, output and an fp32 logsumexp;
+    with RoPE the output projection saves a contiguous copy of the output (rotary q is a fresh
+    (batch, heads, seq, dim) tensor and attention's output follows its layout), and each layer
+    keeps the cos/sin tables of the two rotations (fp32, seq/cp x head_dim/2 each, twice).
+
+    Ring (the runtime's own, blocks in fp32 and recomputed in backward): q and the cp stacked
+    K/V blocks as the blocks' checkpoint inputs, and from the log-sum-exp merges of the cp
+    blocks, fp32: 2cp - 2 outputs (q wide) and 4cp - 4 log-sum-exps and merge factors (heads
+    wide); the output projection saves its (copied) input. Selective keeps q, k, v and the
+    received blocks (the ring's all-to-alls are kept outputs)."""
+    c = k.cp
+    tables = 2 * (k.seq / c) * shape.head_dim * FP32 if shape.rope else 0
+    if c > 1 and k.cp_flavour == "ring":
+        full = act * (n.q + c * 2 * n.kv + n.o) + FP32 * (n.q * (2 * c - 2) + n.heads * (4 * c - 4))
+        selective = act * (n.q + c * 2 * n.kv)
+        return full, selective, tables
+    copy = n.o if shape.rope and not (c > 1 and k.cp_flavour == "all-to-all") else 0
+    lse = n.heads * FP32
+    full = act * (n.q + 2 * n.kv + n.o + copy) + lse
+    selective = act * (n.q + 2 * n.kv + shape.q / k.tp) + lse
+    return full, selective, tables
+
+
+def torch_layer(shape: Shape, k: Knobs, moe: bool, mode: str, act: int | None = None, stat: int = 4) -> LayerActivations:
+    """The torch formulas; `act` and `stat` (bytes of an activation and of a norm statistic)
+    default to the knobs' precision and fp32 (tests pass them to check torch-cpu.md's closed forms).
+
+    On CPU (`k.device == "cpu"`) RMSNorm is not fused (torch 2.13 has a fused kernel for CUDA
+    only): its composite also keeps the normalised x x rstd, h/sp per token per norm."""
+    ACT = act if act is not None else activation_bytes(k.precision)  # noqa: N806 - the module constant, per call
     n = _tokens(shape, k)
     h, t, m = shape.hidden, k.tp, shape.ffn_matrices
     inside = 2 * (m - 1)  # FFN tensors saved per inner element: 4 SwiGLU, 2 GELU
     up = m - 1  # up-projection outputs: 2 SwiGLU (w1, w3), 1 GELU
     stats = (2 if shape.layernorm else 1) * 2 * stat / n.sp
-    lse = n.heads * FP32
-    attention_full = ACT * (h / n.sp + h + n.q + 2 * n.kv + n.o) + lse
-    attention_sel = ACT * (h / n.sp + n.q + 2 * n.kv + shape.q / t) + lse
+    unfused = h / n.sp if k.device == "cpu" and not shape.layernorm else 0
+    norm = ACT * (h / n.sp + unfused)  # a norm's input (and, on CPU, its normalised input)
+    attention, attention_kept, tables = _attention(shape, k, n, ACT)
+    attention_full = norm + ACT * h + attention  # the norm's (gathered) output feeds Q, K and V
+    attention_sel = ACT * h / n.sp + attention_kept  # the block input, kept by the checkpoint
     grads_attn = ACT * (n.q + 2 * n.kv + h + h / n.sp)  # q/k/v and output-projection outputs, norm1
     if moe:
         e, topk, fe, shared = shape.experts, shape.top_k, shape.expert_ffn, shape.shared_experts
         routed = n.routed
-        router = routed * (e * FP32 + topk * (INDEX + FP32))  # probabilities, indices, gates
-        moe_in = ACT * (routed * h + (n.tokens * h if shared and k.sp else 0))
-        experts_full = ACT * routed * topk * (2 * h + inside * fe)
-        experts_sel = ACT * routed * topk * (2 * h + up * fe)
+        copies = routed * topk  # sent, and received when routing is balanced
+        exchanged = k.ep > 1  # tokens travel by all-to-all (kept outputs under selective)
+        # softmax probabilities, top-k indices and gates (and their sum, to renormalise them)
+        router = routed * (e * FP32 + topk * (INDEX + FP32) + (FP32 if topk > 1 else 0))
+        indices = copies * INDEX * (4 if exchanged else 2)  # token and order; the dispatcher's two
+        # per copy: the expert's input rows and insides, the returned output and its gated product
+        experts_full = copies * (ACT * (3 * h + inside * fe) + FP32) + indices
+        # per copy: the experts' up- and down-projection outputs, the two all-to-alls' outputs
+        experts_sel = ACT * copies * (up * fe + h + (2 * h if exchanged else 0))
         shared_full = ACT * n.tokens * inside * shared * fe / t
         shared_sel = ACT * n.tokens * up * shared * fe / t
-        ffn_full = ACT * n.tokens * h / n.sp + moe_in + router + experts_full + shared_full
-        ffn_sel = router + experts_sel + shared_sel
+        moe_in = ACT * routed * h  # the (gathered) normalised input, kept by the router and experts
+        ffn_full = n.tokens * norm + moe_in + router + experts_full + shared_full
+        ffn_sel = ACT * routed * e + experts_sel + shared_sel  # the router's matmul output
         grads_ffn = ACT * (routed * topk * (up * fe + h) + n.tokens * (up * shared * fe / t + h)) \
             + routed * e * FP32
         working = ACT * (routed * topk * (h + m * fe) + n.tokens * (h + m * shared * fe / t))
     else:
-        ffn_full = ACT * (h / n.sp + h + inside * shape.ffn / t)
+        ffn_full = norm + ACT * (h + inside * shape.ffn / t)
         ffn_sel = ACT * up * shape.ffn / t
         grads_ffn = ACT * (up * shape.ffn / t + h + h / n.sp)
         working = ACT * n.tokens * (h + m * shape.ffn / t)
         ffn_full, ffn_sel, grads_ffn = (x * n.tokens for x in (ffn_full, ffn_sel, grads_ffn))
-    per_token_full = attention_full + stats
-    full = n.tokens * per_token_full + ffn_full
+    full = n.tokens * (attention_full + stats) + tables + ffn_full
     if mode == "none":
         saved = full
     elif mode == "selective":
@@ -175,22 +223,27 @@ def layer_activations(shape: Shape, k: Knobs, moe: bool, mode: str) -> LayerActi
 
 @lru_cache(maxsize=4096)
 def embedding_activations(shape: Shape, k: Knobs) -> int:
-    """The first chunk: token ids (Megatron also a 1-byte dropout mask of the embedding output)."""
+    """The first chunk: token ids, and learned positions' ids (one sequence's worth); Megatron
+    also a 1-byte dropout mask of the embedding output."""
     tokens = k.seq * k.micro_batch / k.cp
     if k.runtime == "torch":
-        return round(tokens * INDEX)
+        positions = k.seq / k.cp if shape.position_params else 0
+        return round((tokens + positions) * INDEX)
     return round((INDEX * tokens + tokens * shape.hidden) / k.tp)
 
 
 @lru_cache(maxsize=4096)
 def output_activations(shape: Shape, k: Knobs, vocab: int) -> int:
-    """The last chunk: final norm, its output and the fp32 log-softmax of the vocab-parallel loss."""
+    """The last chunk: final norm, its output, the fp32 log-softmax of the vocab-parallel loss, the
+    targets (int64) and the loss's fp32 total weight. `vocab` / tp rows: the fullest tp rank."""
     tokens = k.seq * k.micro_batch / k.cp
     h, t = shape.hidden, k.tp
     if k.runtime == "torch":
+        act = activation_bytes(k.precision)
         sp = t if k.sp else 1
         stats = (2 if shape.layernorm else 1) * FP32 / sp
-        return round(tokens * (ACT * (h / sp + h) + stats + FP32 * vocab / t))
+        unfused = h / sp if k.device == "cpu" and not shape.layernorm else 0
+        return round(tokens * (act * (h / sp + unfused + h) + stats + FP32 * vocab / t + INDEX) + FP32)
     return round(4 * tokens * (h + vocab) / t)  # Megatron: "inputs to output layer and CE loss"
 
 
@@ -201,4 +254,4 @@ def logits_buffer(k: Knobs, vocab: int) -> int:
     if k.runtime != "torch":
         return 0
     tokens = k.seq * k.micro_batch / k.cp
-    return round(tokens * vocab / k.tp * (ACT + FP32))
+    return round(tokens * vocab / k.tp * (activation_bytes(k.precision) + FP32))

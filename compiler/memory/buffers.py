@@ -10,12 +10,13 @@ Per rank, torch runtime (Megatron's and ZeRO's formulas have no such terms):
   on the rank that holds the output layer (the fp32 log-softmax itself is a saved activation);
   the larger of this and the working set counts, since they do not overlap in time;
 - FSDP: without pipelining, zero3 holds the layer it runs plus the one it prefetches (FSDP2's
-  default prefetch of one layer), in bf16; zero2 and zero3 reduce-scatter each layer's gradients
+  default prefetch of one layer), in bf16, and every mode but zero2 the root's parameters
+  (embedding, final norm, output layer: FSDP2 does not reshard a root after forward); zero2 and zero3 reduce-scatter each layer's gradients
   from an unsharded fp32 copy (reduce_dtype=fp32); under pipelining gradients are accumulated
   unsharded instead (a model state, see `states.py`);
 - DDP and zero1: the bf16 cast of the layer being computed (the fp32 parameters are the master)
-  and the reduction buffer of one layer's fp32 gradients (`replicate`, like FSDP2, all-reduces
-  per layer group).
+  and the reduction buffer of one layer's fp32 gradients (the runtime's DDP is FSDP2 on shards
+  of one rank, which all-reduces per layer).
 
 The reserve is what the process cannot use for tensors: the CUDA context, cuBLAS workspaces,
 NCCL's communicator buffers, and the caching allocator's fragmentation. It is two global
@@ -58,14 +59,23 @@ def largest_layer(shape: Shape, tp: int, ep: int, chunks: tuple[Chunk, ...]) -> 
     return max((layer_params(shape, tp, ep, moe) for moe in kinds), key=lambda p: p.total)
 
 
-def fsdp_buffers(layer: Params | None, k: Knobs) -> int:
+def fsdp_buffers(layer: Params | None, k: Knobs, root: Params | None = None) -> int:
     """Per-layer parameter and gradient buffers of the data-parallel wrapper (see above)."""
-    if layer is None:
-        return 0
-    copy = compute_copy_bytes(layer, k.precision)
-    reduce = FP32 * layer.total  # one layer's fp32 gradients in the reduction buffer
-    if k.sharding in ("none", "zero1"):
-        return copy + reduce
-    per_layer_gather = k.sharding in ("zero3", "hsdp") and (k.pp == 1 or k.schedule in ("gpipe", "1f1b"))
-    gathered = 2 * copy if per_layer_gather else 0
-    return gathered + (reduce if k.pp == 1 else 0)
+    reduce = FP32 * layer.total if layer is not None and (k.pp == 1 or k.sharding in ("none", "zero1")) else 0
+    return gathered_buffers(layer, k, root) + reduce  # one layer's fp32 gradients being reduced
+
+
+def gathered_buffers(layer: Params | None, k: Knobs, root: Params | None = None) -> int:
+    """Gathered parameters counted as buffers: the layers in flight without pipelining and under
+    gpipe and 1f1b (the one computed and, for zero3 and hsdp, the one FSDP2 prefetches), and
+    without pipelining the root's parameters:
+    FSDP2 does not reshard a root module after its forward (they would be gathered again at once
+    for backward), so the embedding, final norm and output layer stay gathered through the step
+    (zero2 holds every copy as a model state already, see `model.py`)."""
+    held = compute_copy_bytes(root, k.precision) if root is not None and k.pp == 1 and k.sharding != "zero2" else 0
+    # Under the other schedules every layer's copy is held already (a model state, `model.py`).
+    per_layer = k.sharding != "zero2" and (k.pp == 1 or k.schedule in ("gpipe", "1f1b"))
+    if layer is None or not per_layer:
+        return held
+    # zero3 and hsdp also gather the next layer ahead; a shard of one rank copies when it computes
+    return held + compute_copy_bytes(layer, k.precision) * (2 if k.sharding in ("zero3", "hsdp") else 1)

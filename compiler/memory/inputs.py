@@ -47,6 +47,9 @@ class Shape:
     shared_experts: int = 0
     moe: tuple[bool, ...] = ()
     """Per layer: is it a mixture-of-experts layer."""
+    rope: bool = False
+    """Rotary positions: the runtime's rotation saves its cos/sin tables and hands attention a
+    fresh (batch, heads, seq, dim) q, so the output projection's input is a copy of attention's."""
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -99,6 +102,11 @@ class Knobs:
     microbatches: int = 1
     """Micro-batches per step on one pipeline (gradient accumulation steps)."""
     precision: str = "bf16"
+    """bf16, fp16 or fp8 as a spec says; also fp32 (the generated runtime's `--precision fp32`,
+    and what it computes in on CPU): 4-byte activations and compute copies."""
+    device: str = "cuda"
+    """cuda, or cpu for checking the model against the runtime on CPU: CPU kernels save a few
+    tensors differently (RMSNorm is not fused there; see `activations.py`)."""
     optimizer: str = "adamw"
     recompute: str = "none"
     recompute_layers: int | None = None
@@ -149,7 +157,7 @@ def shape_of(plan: Plan) -> Shape:
         layernorm=m.norm == "layernorm",
         position_params=plan.training.seq_len * m.hidden if m.position == "learned" else 0,
         experts=m.experts, top_k=m.top_k, expert_ffn=m.expert_ffn, shared_experts=m.shared_experts,
-        moe=tuple(i in moe for i in range(m.layers)) if moe else (),
+        moe=tuple(i in moe for i in range(m.layers)) if moe else (), rope=m.position == "rope",
     )
 
 

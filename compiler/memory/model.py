@@ -27,9 +27,9 @@ from . import activations as act
 from .activations import layer_activations
 from .buffers import backward_working_set, fsdp_buffers, largest_layer
 from .inputs import Knobs, Shape
-from .parameters import Params, by_rank, chunk_params, chunks_of, padded_vocab
+from .parameters import Params, by_rank, chunk_params, chunks_of, layer_params, padded_vocab
 from .schedules import MAX_STATE_CHUNKS, SINGLE_STAGE, ZERO_BUBBLE, peak_states, weighted_peak
-from .states import compute_copy_bytes, model_states
+from .states import checkpoint_gather_bytes, compute_copy_bytes, model_states
 
 MAX_UNSHARDED_CHUNKS = 3
 """torch's multi-stage schedules keep at most 3 stages unsharded (`_add_unshard_reshard`)."""
@@ -48,6 +48,10 @@ class StageMemory:
     buffers: int
     in_flight: int
     """Chunk-micro-batches whose activations are held at the peak."""
+    checkpoint: int = 0
+    """Bytes while a checkpoint is saved or loaded: the parameters (and copies held between
+    steps), the optimizer states and what building the state dict gathers (ZeRO-1: whole
+    optimizer states). Between steps, outside `total`, the step's peak."""
 
     @property
     def total(self) -> int:
@@ -72,6 +76,9 @@ class RankParams:
     layers: int
     output: bool
     largest_layer: Params | None
+    root: Params = Params()
+    """What the chunks hold outside their layers (embeddings, final norm, output layer): FSDP2
+    keeps a root module's parameters gathered from its forward to its backward."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,24 +117,39 @@ def rank_params(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str,
         total = Params()
         for p in per_chunk:
             total += p
+        layered = Params()
+        for c in mine:
+            for layer in c.layer_range:
+                layered += layer_params(shape, tp, ep, shape.is_moe(layer))
         out.append(RankParams(chunks=mine, params=total, per_chunk=per_chunk,
                               layers=sum(c.layers for c in mine), output=any(c.output for c in mine),
-                              largest_layer=largest_layer(shape, tp, ep, mine)))
+                              largest_layer=largest_layer(shape, tp, ep, mine),
+                              root=Params(total.linear - layered.linear, total.other - layered.other,
+                                          total.expert - layered.expert)))
     return tuple(out)
+
+
+def activation_knobs(tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int, runtime: str, ep: int = 1,
+                     precision: str = "bf16", device: str = "cuda") -> Knobs:
+    """The knobs a layer's activations depend on, and only those (they key its cache). Layers
+    do not depend on bf16, fp16 or fp8 (all keep bf16 activations); fp32 they do."""
+    return Knobs(tp=tp, pp=1, dp=1, cp=cp, ep=ep, sequence_parallel=sp, cp_flavour=flavour, seq=seq,
+                 micro_batch=micro, runtime=runtime, precision="fp32" if precision == "fp32" else "bf16",
+                 device=device)
 
 
 def rank_activations(shape: Shape, k: Knobs) -> tuple[RankActivations, ...]:
     return _rank_activations(shape, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch,
                              k.runtime, k.recompute, k.recompute_layers, k.pp, k.virtual_stages,
-                             k.schedule, k.split)
+                             k.schedule, k.split, k.ep if shape.moe else 1, k.precision, k.device)
 
 
 @lru_cache(maxsize=16384)
 def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
                       runtime: str, recompute: str, recompute_layers: int | None, pp: int, v: int,
-                      schedule: str, split: tuple[int, ...] | None) -> tuple[RankActivations, ...]:
-    ak = Knobs(tp=tp, pp=1, dp=1, cp=cp, sequence_parallel=sp, cp_flavour=flavour, seq=seq,
-               micro_batch=micro, runtime=runtime)
+                      schedule: str, split: tuple[int, ...] | None, ep: int = 1, precision: str = "bf16",
+                      device: str = "cuda") -> tuple[RankActivations, ...]:
+    ak = activation_knobs(tp, sp, cp, flavour, seq, micro, runtime, ep, precision, device)
     chunks = chunks_of(shape.layers, pp, v, schedule, split, shape.tied)
     vocab = padded_vocab(shape.vocab, ak.tp, ak.runtime)
     torch = ak.runtime == "torch"
@@ -175,11 +197,13 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
         acts = rank_activations(shape, k)[rank]
     states = model_states(params.params, k)
 
-    # FSDP's gathered copies: zero2 keeps every layer's from forward to backward; zero3 under a
-    # zero-bubble schedule runs as zero2 (FSDP2 needs reshard_after_forward=False there); under
-    # the other multi-stage schedules torch unshards up to 3 chunks ahead; under gpipe and 1f1b
-    # a chunk stays gathered from a backward to the next forward (per schedule state); with
-    # pp = 1 only the layers in flight are gathered (buffers).
+    # FSDP's gathered copies (every sharding mode: none and zero1 run on FSDP2 with shards of
+    # one rank, whose compute copy is a buffer of its own): zero2 keeps every layer's from
+    # forward to backward; under a zero-bubble schedule every mode does (FSDP2 needs
+    # reshard_after_forward=False there); under the other multi-stage schedules torch unshards
+    # up to 3 chunks ahead; under gpipe and 1f1b a chunk stays gathered from a backward to the
+    # next forward (per schedule state); with pp = 1 only the layers in flight and the root's
+    # parameters are gathered (buffers).
     persistent = 0
     copies: list[int] = []
     if states.unsharded:
@@ -211,11 +235,12 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
 
     buffers = 0
     if k.runtime == "torch":
-        buffers = acts.transient + fsdp_buffers(params.largest_layer, k)
+        buffers = acts.transient + fsdp_buffers(params.largest_layer, k, params.root)
     return StageMemory(
         stage=rank, layers=params.layers, params=states.params + persistent + best_unsharded,
         grads=states.grads + states.accumulated_grads, optimizer=states.optimizer,
         activations=best_acts, buffers=buffers, in_flight=best_held,
+        checkpoint=states.params + persistent + states.optimizer + checkpoint_gather_bytes(params.params, k),
     )
 
 
@@ -237,17 +262,20 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
     per rank, model states are a few multiplications and the activation peak over the schedule
     states is cached per (activations, schedule, micro-batches)."""
     params, acts = _pieces(shape, k)
-    if k.runtime != "torch" or (k.sharding in ("zero3", "hsdp") and k.pp > 1 and k.schedule in SINGLE_STAGE):
+    if k.runtime != "torch":
         best, where = -1, 0
         for r in range(k.pp):
             total = stage_memory(shape, k, r, params[r], acts[r]).total
             if total > best:
                 best, where = total, r
         return best, where
-    peaks = _activation_peaks(acts, k.schedule, k.pp, k.virtual_stages, k.microbatches)
+    # gpipe and 1f1b keep a chunk's copies gathered from a backward to the next forward: walked
+    # with the activations, state by state (as `stage_memory` does)
+    walked = k.sharding != "zero2" and k.pp > 1 and k.schedule in SINGLE_STAGE and k.virtual_stages <= MAX_STATE_CHUNKS
+    peaks = None if walked else _activation_peaks(acts, k.schedule, k.pp, k.virtual_stages, k.microbatches)
     sharding = k.sharding
     opt = 8 if k.optimizer != "sgd" else 4
-    matmul = 1 if k.precision == "fp8" else 2
+    precision = k.precision
     if sharding != "none":
         dense_group, expert_group = k.dense_shard_group, k.expert_shard_group
     zero_bubble = k.pp > 1 and k.schedule in ZERO_BUBBLE
@@ -266,17 +294,34 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
                 states = round(4 * sharded) * 2 + round(opt * sharded)
                 if k.pp > 1:
                     states += 4 * total
-                if sharding == "zero2" or k.pp == 1 or zero_bubble:
-                    held = (p.linear + p.expert) * matmul + p.other * 2 if sharding == "zero2" or zero_bubble else 0
-                else:
-                    copies = sorted(((c.linear + c.expert) * matmul + c.other * 2 for c in rp.per_chunk),
-                                    reverse=True)
-                    held = sum(copies[:MAX_UNSHARDED_CHUNKS])
-                states += held
-        total_bytes = states + peaks[r] + acts[r].transient + fsdp_buffers(rp.largest_layer, k)
+        # gathered copies held across layers
+        if walked:
+            held = _walked_with_copies(acts[r].chunks, tuple(compute_copy_bytes(c, precision) for c in rp.per_chunk),
+                                       k.schedule, k.pp, k.virtual_stages, k.microbatches, r)
+        else:
+            held = peaks[r]
+            if sharding == "zero2" or zero_bubble:
+                states += compute_copy_bytes(p, precision)
+            elif k.pp > 1 and k.schedule not in SINGLE_STAGE:
+                copies = sorted((compute_copy_bytes(c, precision) for c in rp.per_chunk), reverse=True)
+                states += sum(copies[:MAX_UNSHARDED_CHUNKS])
+        total_bytes = states + held + acts[r].transient + fsdp_buffers(rp.largest_layer, k, rp.root)
         if total_bytes > best:
             best, where = total_bytes, r
     return best, where
+
+
+@lru_cache(maxsize=16384)
+def _walked_with_copies(chunks: tuple[ChunkActivations, ...], copies: tuple[int, ...], schedule: str, pp: int,
+                        v: int, m: int, rank: int) -> int:
+    """The largest activations plus gathered chunk copies over a rank's schedule states."""
+    best = 0
+    for held, pending, unsharded in peak_states(schedule, pp, v, m, rank):
+        a = 0
+        for c, ca in enumerate(chunks):
+            a += held[c] * ca.saved + pending[c] * ca.pending + (copies[c] if unsharded[c] else 0)
+        best = max(best, a)
+    return best
 
 
 def activation_floor(shape: Shape, k: Knobs) -> int:
@@ -324,7 +369,7 @@ def clear_caches() -> None:
 
     for function in (rank_params, _rank_activations, activations.layer_activations, activations.embedding_activations,
                      activations.output_activations, activations.logits_buffer, parameters.layer_params,
-                     parameters.chunk_params, parameters.chunks_of, schedules.peak_states,
+                     parameters.chunk_params, parameters.chunks_of, schedules.peak_states, _walked_with_copies,
                      schedules._walked_actions):
         function.cache_clear()
     _PEAKS.clear()

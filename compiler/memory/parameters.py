@@ -10,8 +10,10 @@ A parameter is one of three kinds, because each is divided and stored differentl
   Megatron-Core's default expert-tensor-parallel degree of 1).
 
 K and V are split by tp only when tp divides the kv heads; otherwise every tp rank holds all of
-them (replicated; a check warns). The vocabulary is padded so that tp divides it (torch) or to a
-multiple of 128 x tp (Megatron-LM's `make-vocab-size-divisible-by`).
+them (replicated; a check warns). The vocabulary: Megatron-LM pads it to a multiple of 128 x tp
+(`make-vocab-size-divisible-by`); the torch runtime does not pad, DTensor gives the first tp ranks
+ceil(V / tp) rows and the last ones fewer, and the model counts the fullest rank: V' / tp rows with
+V' = V rounded up to a multiple of tp (`padded_vocab`), which is that rank's exact share.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class Params:
 
 
 def padded_vocab(vocab: int, tp: int, runtime: str = "torch") -> int:
+    """Megatron-LM's padded vocabulary; for torch, tp x the rows of the fullest tp rank."""
     multiple = tp * (MEGATRON_VOCAB_MULTIPLE if runtime != "torch" else 1)
     return -(-vocab // multiple) * multiple
 

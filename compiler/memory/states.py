@@ -7,8 +7,8 @@ torch (what parc generates; FSDP2 with MixedPrecisionPolicy(param_dtype=bf16, re
 
 | sharding | params | grads | optimizer | also held |
 |---|---|---|---|---|
-| none (DDP) | 4 | 4 | o | - |
-| zero1 | 4 | 4 | o sharded | - |
+| none (DDP) | 4 | 4 | o | the compute copy (FSDP2 on a shard of one rank), as zero3 holds it |
+| zero1 | 4 | 4 | o sharded | as none; a checkpoint gathers o more (`checkpoint_gather_bytes`) |
 | zero2 (reshard_after_forward=False) | 4 sharded | 4 sharded | o sharded | bf16 copy of every layer, unsharded, forward to backward |
 | zero3, hsdp (reshard_after_forward=True) | 4 sharded | 4 sharded | o sharded | the unsharded layers in flight (see `model.py`) |
 
@@ -57,9 +57,23 @@ def optimizer_bytes(optimizer: str, runtime: str) -> int:
 
 
 def compute_copy_bytes(p: Params, precision: str) -> int:
-    """An unsharded compute copy: matmul weights in bf16 (1 byte under fp8 all-gather), the rest bf16."""
+    """An unsharded compute copy: matmul weights in bf16 (1 byte under fp8 all-gather), the rest
+    bf16; fp32 when the runtime computes in fp32 (FSDP2 still copies into its own buffer)."""
+    if precision == "fp32":
+        return FP32 * p.total
     matmul = FP8 if precision == "fp8" else HALF
     return (p.linear + p.expert) * matmul + p.other * HALF
+
+
+def checkpoint_gather_bytes(p: Params, k: Knobs) -> int:
+    """What building a checkpoint's state dict allocates on top of the model states, while it is
+    saved or loaded (torch runtime). ZeRO-1 gathers whole, parameter-shaped optimizer states for
+    every parameter at once (so that any layout can read them): o bytes per parameter. The
+    other modes hand DCP the sharded tensors they hold. Not part of the step's peak: a checkpoint
+    is written between steps, when gradients are freed and no activations are held."""
+    if k.runtime != "torch" or k.sharding != "zero1":
+        return 0
+    return optimizer_bytes(k.optimizer, k.runtime) * p.total
 
 
 def model_states(p: Params, k: Knobs) -> States:
@@ -76,12 +90,15 @@ def model_states(p: Params, k: Knobs) -> States:
             grads=round(grad * (sharded if shard_grads else total)),
             optimizer=round(opt * (sharded if shard_opt else total)),
         )
+    # none and zero1 run on FSDP2 too (a mesh of replicas x shards of one rank): its compute
+    # copy is a separate buffer, held or freed like zero3's (see `model.py`)
+    copy = compute_copy_bytes(p, k.precision)
     if k.sharding == "none":
-        return States(FP32 * total, FP32 * total, opt * total)
+        return States(FP32 * total, FP32 * total, opt * total, unsharded=copy)
     if k.sharding == "zero1":
-        return States(FP32 * total, FP32 * total, round(opt * sharded))
+        return States(FP32 * total, FP32 * total, round(opt * sharded), unsharded=copy)
     return States(
         params=round(FP32 * sharded), grads=round(FP32 * sharded), optimizer=round(opt * sharded),
-        unsharded=compute_copy_bytes(p, k.precision),
+        unsharded=copy,
         accumulated_grads=FP32 * total if k.pp > 1 else 0,
     )
