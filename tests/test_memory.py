@@ -275,7 +275,8 @@ def test_fast_peak_equals_the_breakdown():
                         virtual_stages=1 if schedule in ("gpipe", "1f1b") else 2,
                         sharding=rnd.choice(["none", "zero1", "zero2", "zero3", "hsdp"]), hsdp_shard=2,
                         recompute=rnd.choice(["none", "selective", "full"]),
-                        precision=rnd.choice(["bf16", "fp8"]), microbatches=rnd.choice([base.pp * 2, base.pp * 4]))
+                        precision=rnd.choice(["bf16", "fp8", "fp32"]), device=rnd.choice(["cuda", "cpu"]),
+                        microbatches=rnd.choice([base.pp * 2, base.pp * 4]))
             stages = per_stage(shape, k)
             worst = max(stages, key=lambda s: (s.total, -s.stage))
             assert peak(shape, k) == (worst.total, worst.stage)
