@@ -146,10 +146,21 @@ def microbatch_bytes(record: dict) -> int:
 
 
 @cache
-def _measured(spec: str) -> tuple[dict, ...]:
+def _workdir() -> Path:
+    """One directory for the process's jobs, removed at exit (the tests and `main` share it)."""
+    import atexit
+    import shutil
     import tempfile
 
-    return tuple(measure(spec, Path(tempfile.mkdtemp(prefix="parc-memory-"))))
+    path = Path(tempfile.mkdtemp(prefix="parc-memory-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
+@cache
+def _measured(spec: str) -> tuple[dict, ...]:
+    """Each case is launched once per process, whichever test asks first."""
+    return tuple(measure(spec, _workdir()))
 
 
 @pytest.fixture(params=CASES)
