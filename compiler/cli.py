@@ -42,6 +42,7 @@ class GuardedGroup(ParcGroup):
 Examples:
   parc check specs/llama3-405b.par
   parc explain specs/llama3-405b.par
+  parc search specs/llama3-70b-search.par --write
   parc compile specs/llama3-405b.par -o out/llama3-405b
   parc fmt --check specs/*.par
   parc codes E0201
@@ -160,6 +161,31 @@ def explain(file, fmt):
     else:
         click.echo(render_report(report, result, _style(sys.stdout)), nl=False)
     sys.exit(1 if has_errors(result.diagnostics) else 0)
+
+
+@main.command(context_settings=CONTEXT, epilog="""\b
+Examples:
+  parc search specs/llama3-70b-search.par
+  parc search specs/llama3-70b-search.par --top 20
+  parc search specs/llama3-70b-search.par --write     # fill the `?` in place, for review as a diff
+  parc search specs/llama3-70b-search.par --format json | jq '.candidates[0].values'
+\b
+Exit status: 0 a layout was found (and written with --write); 1 the spec has
+errors, or no layout passes the checks and fits in memory; 2 usage error.
+""")
+@click.argument("file", metavar="FILE")
+@click.option("--top", "top", type=click.IntRange(1, 100), default=10, show_default=True, metavar="N",
+              help="how many layouts to list")
+@click.option("--write", "write", is_flag=True,
+              help="put the best layout's values into FILE in place (atomically; comments and layout kept)")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text for people or json for tools, both on stdout")
+def search(file, top, write, fmt):
+    """Fill every `?` of a spec with the layouts predicted fastest that pass every check and fit in
+    memory, and say why each runner-up lost."""
+    from .search.command import run
+
+    sys.exit(run(file, top, write, fmt))
 
 
 @main.command(context_settings=CONTEXT, epilog="""\b

@@ -483,6 +483,37 @@ and how much each frees, computed by re-running the model with that change:
 # ---------------------------------------------------------------------------------------------
 # Time model, search and review tools: E05xx, W05xx. Add new codes below this line.
 
+register("E0501", "no assignment of the holes passes the layout rules", """
+`parc search` tried every value of every `?` (degrees whose product is the cluster size, rank
+orders, micro-batches, recomputation, sharding, schedules) and each assignment breaks a layout
+rule: usually the values written beside the holes leave nothing valid (a written `tp 16` on
+8-GPU nodes, a `split` whose length no pp fits, a global batch the data-parallel ranks cannot
+share). The notes count the assignments each rule rejected first, most common first:
+
+    error[E0501]: no assignment of the holes passes the layout rules
+    note: E0304: 2,016 of 2,688 (75%): the tp group crosses an NVLink domain
+    note: E0350: 480 of 2,688 (18%): hsdp replicate x shard is not dp
+
+Change or open (`?`) the values the most frequent rule names (here: tp written last in the rank
+order); `parc codes CODE` explains each.
+""")
+
+register("E0502", "no valid layout fits in GPU memory", """
+Some assignments of the holes pass every layout rule, but the memory model predicts that each
+needs more than the GPU's memory (minus the reserve), as `parc check` would report E0401 for it.
+The note gives the least memory any of them needs. Leave `recompute ?`, `sharding ?` and
+`micro-batch ?` open so that search may trade speed for memory, or use more GPUs or GPUs with
+more memory.
+""")
+
+register("E0503", "the search space is too large", """
+After the layout rules, the space still holds more candidates than one search walks (a million
+groups of layouts, or a few hundred thousand pipeline-rank evaluations of the memory and time
+models: minutes on a small machine at most). This keeps every `parc search` bounded in time and
+memory, whatever the spec. Write the values you already know instead of `?` (for example
+`tp 8` inside a node, or `order fixed`), and search the rest.
+""")
+
 
 # ---------------------------------------------------------------------------------------------
 # Code generation (backends/torch, `parc compile`): E06xx, W06xx. Add new codes below this line.

@@ -1,0 +1,120 @@
+"""`parc search`: fill every `?` of a spec with the layouts predicted fastest, and say why.
+
+    space.py    which values each `?` ranges over; the canonical order of assignments
+    engine.py   the search: rules as pruning, a lower bound on step time, exact evaluation
+    fill.py     an assignment written back into the spec's text, verified by re-parsing
+    explain.py  why each runner-up lost to the winner, from the two time breakdowns
+    render.py   the table, the JSON, the diagnostics of a search that finds nothing
+    progress.py the progress bar of a search that runs longer than a second
+
+The engine ranks candidates on plain numbers, with the checks' own conditions
+(`checks/predicates.py`), the memory model's `peak` and the time model's `step_time`. The best
+N are then written into the spec's text and run through the real front end (parse, resolve,
+every check, `parc explain`'s predictions), so what search prints about a layout is exactly what
+`parc check` and `parc explain` say about the spec `--write` produces. docs/search.md describes
+the space, the pruning and the tie-break.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..diagnostics import Diagnostic, has_errors
+from ..memory import Estimate, estimate
+from ..pipeline import Compilation
+from ..timing import Prediction, predict
+from .engine import Engine, SpaceTooLarge, Stats
+from .fill import FillError, fill, verify
+from .space import Assignment, Space, build_space, hole_values
+
+SPARES = 4
+"""Candidates kept beyond the N asked for, in case the real front end rejects one the fast path
+accepted (it never should: tests/test_search_rules.py; a rejection is counted and shown)."""
+
+
+@dataclass
+class Candidate:
+    """One of the best layouts, as the real front end sees the spec filled with it."""
+
+    rank: int
+    assignment: Assignment
+    values: dict[str, str]
+    """Each hole's value as written into the spec."""
+    text: str
+    """The spec with every `?` filled."""
+    compilation: Compilation
+    prediction: Prediction
+    memory: Estimate
+    fast_step: float
+    """The step time the engine ranked it by (equal to `prediction`'s; a test holds them equal)."""
+    pareto: bool = False
+    """No other listed candidate is at least as fast with no more memory (and better in one)."""
+    lost_because: str | None = None
+
+    @property
+    def step(self) -> float:
+        return self.prediction.breakdown.step
+
+    @property
+    def peak_bytes(self) -> int:
+        return self.memory.peak_bytes
+
+
+@dataclass
+class SearchResult:
+    space: Space
+    stats: Stats
+    candidates: list[Candidate] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    """Why nothing was found (E0501-E0503); empty when there are candidates."""
+    rejected: list[str] = field(default_factory=list)
+    """Candidates the fast path accepted but the front end did not (a bug when not empty)."""
+
+    @property
+    def winner(self) -> Candidate | None:
+        return self.candidates[0] if self.candidates else None
+
+
+def search(compilation: Compilation, top: int = 10,
+           progress: Callable[[int, int], None] | None = None) -> SearchResult:
+    """The best `top` assignments of a spec's holes. The compilation must have a plan and no
+    errors (the caller reports those as `parc check` does)."""
+    from .explain import explain_losses, mark_pareto
+    from .render import no_candidate, too_large
+
+    if compilation.plan is None or has_errors(compilation.diagnostics):
+        raise ValueError("search needs a spec without errors")
+    space = build_space(compilation)
+    engine = Engine(space, keep=top + SPARES, progress=progress)
+    try:
+        outcome = engine.run()
+    except SpaceTooLarge as exc:
+        return SearchResult(space=space, stats=exc.stats, diagnostics=[too_large(space, exc)])
+    result = SearchResult(space=space, stats=outcome.stats)
+    for found in outcome.found:
+        if len(result.candidates) == top:
+            break
+        text = fill(space, found.assignment)
+        try:
+            checked = verify(space, found.assignment, text)
+        except FillError as exc:
+            result.rejected.append(str(exc))
+            continue
+        if has_errors(checked.diagnostics):
+            codes = sorted({d.code for d in checked.diagnostics if d.is_error})
+            result.rejected.append(f"{hole_values(space, found.assignment)}: parc check reports {', '.join(codes)}")
+            continue
+        prediction, memory = predict(checked.plan), estimate(checked.plan)
+        result.candidates.append(Candidate(
+            rank=len(result.candidates) + 1, assignment=found.assignment, values=hole_values(space, found.assignment),
+            text=text, compilation=checked, prediction=prediction, memory=memory, fast_step=found.step))
+    if not result.candidates:
+        result.diagnostics.append(no_candidate(space, outcome))
+        return result
+    mark_pareto(result.candidates)
+    explain_losses(space, result.candidates)
+    return result
+
+
+__all__ = ["Candidate", "SearchResult", "search", "fill", "build_space"]

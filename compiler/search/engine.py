@@ -1,0 +1,797 @@
+"""The search: enumerate the holes' values, prune with the rules, bound, evaluate, rank.
+
+Candidates are never built as Plans. They are visited as a tree of plain numbers, each level
+pruned by the checks' own conditions (`checks/predicates.py`) before the next is expanded:
+
+1. degrees: every ordered factorisation of the cluster size over the open axes (and a folded
+   ep's divisors); tp against the model and the NVLink domain, cp against the sequence, ep
+   against the experts, the batch against dp (E0304, E0310-E0313, E0321, E0330, E0332,
+   E0340-E0342);
+2. pipeline: schedule and virtual stages (E0315-E0317; chunks the memory model predicts);
+3. micro-batch: whole micro-batches, enough for the pipeline, accepted by the schedule
+   (E0318, E0320-E0322); sequence parallelism (E0331); recomputation;
+4. rank order: permutations passing E0304; orders that place every group alike (the same
+   `timing.Geometry`) share one evaluation;
+5. sharding: none, zero1-3, hsdp R x S.
+
+A *group* is everything but the rank order and the sharding: one compute time. Each group gets
+a lower bound on the step time of all its candidates: the time model itself, run with every
+communication group of size 1 (no communication, no data-parallel traffic) and the optimizer
+step at its cheapest sharding. Communication only adds time and the pipeline bubble only grows
+with it, so the bound never exceeds a candidate's step time. Groups are visited in order of
+their bound; a group is evaluated (memory for each sharding, then step time for each order and
+sharding that fits) only while its bound can still beat the N-th best step time found, and the
+scan stops at the first group that cannot. The top N is therefore exact; which is exact and
+which is a bound is listed in docs/search.md.
+
+Some assignments are the same layout or dominated by one, and are folded into it without an
+evaluation (exact, each tested): with pp 1 every schedule predicts the same step and at least
+the memory of `1f1b`; with tp 1 sequence parallelism means nothing; sharding over a single
+data-parallel rank (W0353) is `none` or worse.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .. import timing
+from ..calibration import DEFAULT
+from ..checks import predicates as rules
+from ..memory import MAX_CHUNKS
+from ..memory.buffers import reserve_bytes
+from ..memory.inputs import Knobs, shape_of
+from ..memory.model import activation_floor, peak, rank_activations
+from ..memory.model import clear_caches as clear_memory_caches
+from ..memory.parameters import padded_vocab
+from ..memory.schedules import weighted_peak
+from ..timing import SCHEDULES
+from .space import RECOMPUTE, SEQUENCE_PARALLEL, SHARDING, Assignment, Space, canonical_key
+
+UNPREDICTED = "unpredicted"
+"""Not a rule: pipelines of more chunks than the memory model predicts (`memory.MAX_CHUNKS`); parc
+check accepts them without a memory prediction, search cannot rank them."""
+BOUND_SLACK = 1e-9
+"""A group is skipped when its bound exceeds the N-th best step by more than this fraction, so
+floating-point rounding in the bound's sums can never drop a candidate that ties."""
+MAX_GROUPS = 250_000
+"""Most groups one search keeps (about 60 MB): beyond, the space is too large (E0503)."""
+MAX_DEGREE_TUPLES = 2_000_000
+"""Most degree assignments one search walks."""
+CACHE_WORK = 25_000
+"""The memory model's caches are emptied after every this many pipeline-rank evaluations: a
+search through deep pipelines would otherwise keep gigabytes of schedule states."""
+MAX_WORK = 400_000
+"""Most pipeline-rank evaluations of the memory and time models one search makes (a memory or
+time prediction costs one per pipeline rank, a memory floor one): a few minutes on a 2-core
+machine at worst. The 16,384-GPU benchmark needs about 10,000; a search that would need more
+stops with E0503."""
+
+
+class SpaceTooLarge(Exception):
+    """The space after the rules exceeds what one search walks (E0503)."""
+
+    def __init__(self, what: str, count: int, limit: int, stats: Stats):
+        super().__init__(f"{what}: more than {limit:,}")
+        self.what, self.count, self.limit, self.stats = what, count, limit, stats
+
+
+@dataclass
+class Stats:
+    """How the space was cut. Counts are assignments (one value for every hole); rank orders
+    that differ only in where axes of degree 1 sit are one order."""
+
+    raw: int = 0
+    """The complete space: every value of every hole (degrees multiplying to the cluster)."""
+    pruned: Counter = field(default_factory=Counter)
+    """Assignments a rule rejected, by the code of the first rule that fails."""
+    merged: int = 0
+    """Valid assignments folded into an equivalent or dominating one without evaluation."""
+    bounded: int = 0
+    """Valid assignments in groups whose lower bound could not reach the top N."""
+    out_of_memory: int = 0
+    """Valid assignments whose memory was predicted and does not fit (E0401)."""
+    timed: int = 0
+    """Valid assignments that fit and whose step time was predicted."""
+    groups: int = 0
+    bound_evaluations: int = 0
+    memory_evaluations: int = 0
+    time_evaluations: int = 0
+    """Calls of the time model (rank orders with the same geometry share one)."""
+    work: int = 0
+    """Pipeline ranks the memory and time models evaluated (`MAX_WORK`)."""
+
+    @property
+    def valid(self) -> int:
+        """Assignments that pass every layout rule (memory not yet known for all of them)."""
+        return self.merged + self.bounded + self.out_of_memory + self.timed
+
+    def as_json(self) -> dict:
+        return {"raw": self.raw, "valid": self.valid, "pruned_by_rule": dict(sorted(self.pruned.items())),
+                "merged": self.merged, "bounded": self.bounded, "out_of_memory": self.out_of_memory,
+                "timed": self.timed, "groups": self.groups, "bound_evaluations": self.bound_evaluations,
+                "memory_evaluations": self.memory_evaluations, "time_evaluations": self.time_evaluations,
+                "work": self.work}
+
+
+@dataclass(frozen=True)
+class Found:
+    """One evaluated candidate, as the fast path predicted it."""
+
+    step: float
+    peak_bytes: int
+    key: tuple
+    assignment: Assignment
+
+    @property
+    def rank_key(self) -> tuple:
+        """The documented order: step time ascending (tokens/s descending), then peak memory
+        ascending, then the canonical order of the assignment."""
+        return (self.step, self.peak_bytes, self.key)
+
+
+@dataclass
+class Outcome:
+    found: list[Found]
+    """The best candidates, best first (up to the number asked for, plus a few spares)."""
+    stats: Stats
+    smallest_peak: int | None
+    """The least memory any evaluated candidate needs (when none fits)."""
+    usable_bytes: int
+
+
+class _Degrees:
+    """One degree assignment that passed the degree rules, with what its subtree shares."""
+
+    __slots__ = ("index", "degrees", "ep", "batch_degree", "orders", "order_weight", "orders_raw",
+                 "shardings", "shardings_raw", "classes", "opt_cache")
+
+    def __init__(self, index, degrees, ep, batch_degree):
+        self.index = index
+        self.degrees = degrees
+        self.ep = ep
+        self.batch_degree = batch_degree
+        self.orders: list[tuple[str, ...]] = []
+        self.order_weight = 1
+        self.orders_raw = 1
+        self.shardings: list[tuple[str, int]] = []
+        self.shardings_raw = 1
+        self.classes: dict[int, list] = {}
+        self.opt_cache: dict = {}
+
+
+class Engine:
+    """One search over one space; `run()` returns the best candidates and the statistics."""
+
+    def __init__(self, space: Space, keep: int, progress: Callable[[int, int], None] | None = None):
+        self.space = space
+        self.keep = keep
+        self.progress = progress
+        plan = space.plan
+        self.plan = plan
+        self.model = plan.model
+        self.shape = shape_of(plan)
+        self.hw = timing.hardware_of(plan)
+        self.constants = DEFAULT
+        self.software = timing.PARC
+        self.usable = plan.cluster.gpu.hbm_bytes - reserve_bytes(plan.cluster.gpu.hbm_bytes)
+        self.domain = plan.cluster.domain_size
+        self.pcie = plan.cluster.link == "pcie"
+        train, lay = plan.training, plan.layout
+        self.seq, self.global_batch = train.seq_len, train.global_batch
+        self.flavour = lay.cp.flavour
+        self.split = lay.pp.split
+        self.stats = Stats()
+        self.ep_axis = "ep" in space.axes
+        self.fixed = dict(precision=train.precision, optimizer=train.optimizer,
+                          recompute_layers=train.recompute_layers, cp_flavour=self.flavour, seq=self.seq,
+                          split=self.split, ep_over_tp="tp" in space.ep_fold)
+        self.best: list[Found] = []
+        self._piece_cache: dict = {}
+        self._load_cache: dict = {}
+        c, hw = self.constants, self.hw
+        self.inside_is_fastest = (c.latency_intra <= c.latency_inter
+                                  and hw.intra * c.bus_nvlink >= hw.nic * c.bus_network)
+        """Links inside a fast level beat links across it (true of every catalogue GPU): the
+        bound may then take the inside link as the fastest an order can give."""
+        self.smallest_peak: int | None = None
+
+    # -----------------------------------------------------------------------------------------
+    # Level 1: degrees
+
+    def _factorisations(self):
+        """(layout degrees, ep) for every way to fill the open degrees (the raw space)."""
+        space = self.space
+        rest = space.world
+        for d in space.fixed.values():
+            if rest % d:
+                return
+            rest //= d
+        opened = space.open_axes
+
+        def fill(i: int, remaining: int, chosen: dict):
+            if i == len(opened) - 1:
+                yield {**chosen, opened[i]: remaining}
+                return
+            for d in _divisors(remaining):
+                chosen[opened[i]] = d
+                yield from fill(i + 1, remaining // d, chosen)
+            chosen.pop(opened[i], None)
+
+        if not opened:
+            if rest != 1:
+                return
+            layouts = [dict(space.fixed)]
+        else:
+            layouts = ({**space.fixed, **c} for c in fill(0, rest, {}))
+        for layout in layouts:
+            degrees = {a: layout[a] for a in space.axes}
+            if space.ep_open:
+                folded = math.prod(degrees[a] for a in space.ep_fold)
+                for ep in _divisors(folded):
+                    yield degrees, ep
+            else:
+                yield degrees, (degrees["ep"] if self.ep_axis else space.ep_fixed)
+
+    def _degree_problem(self, degrees: dict, ep: int) -> str | None:
+        """The first degree rule that fails, in the checks' report order."""
+        model = self.model
+        tp, cp = degrees.get("tp", 1), degrees.get("cp", 1)
+        if tp > 1 and not self.pcie:
+            # with `order ?` tp can go first (stride 1, the best placement); else as written
+            if self.space.order_open and rules.crosses_domain(1, tp, self.domain):
+                return "E0304"
+            if not self.space.order_open and self._order_problem(degrees, self.space.axes):
+                return "E0304"
+        if not rules.tp_splits(model.heads, tp):
+            return "E0310"
+        for _, size, _ in rules.tp_ffn_sizes(model.layers, len(model.moe_layers), model.ffn, model.is_moe,
+                                             model.shared_experts, model.expert_ffn):
+            if not rules.tp_splits(size, tp):
+                return "E0312"
+        if not rules.tp_splits(model.hidden, tp):
+            return "E0313"
+        if degrees.get("pp", 1) > model.layers:  # no chunk count fits: E0315, or E0316 with a split
+            return rules.layers_fill_chunks(model.layers, degrees["pp"], 1, self.split)
+        batch_degree = degrees.get("dp", 1) * (degrees.get("ep", 1) if self.ep_axis else 1)
+        if self.global_batch % batch_degree:
+            return "E0321"
+        if not rules.sequence_splits(self.seq, cp, self.flavour):
+            return "E0330"
+        if not rules.all_to_all_splits_heads(model.heads, tp, cp, self.flavour):
+            return "E0332"
+        problem = rules.experts_problem(model.is_moe, model.experts, ep)
+        if problem:
+            return problem
+        if self.space.ep_fold and not rules.ep_fits_folded(ep, math.prod(degrees[a] for a in self.space.ep_fold)):
+            return "E0341"
+        mode, replicate, shard = self.space.fixed_sharding
+        if not self.space.sharding_open and mode == "hsdp" and not rules.hsdp_factors_match(
+                replicate, shard, degrees.get("dp", 1)):
+            return "E0350"
+        return None
+
+    def _orders(self, item: _Degrees) -> None:
+        """Rank orders that keep tp inside the NVLink domain (E0304), and the raw orders each
+        stands for (the positions of the axes of degree 1)."""
+        space = self.space
+        degrees = item.degrees
+        orders = space.orders(degrees)
+        moving = sum(1 for a in space.axes if degrees[a] > 1)
+        total = math.factorial(len(space.axes)) if space.order_open else 1
+        item.order_weight = total // math.factorial(moving) if space.order_open else 1
+        item.orders_raw = total
+        item.orders = [order for order in orders if self._order_problem(degrees, order) is None]
+
+    def _shardings(self, item: _Degrees, dense_replicas: int, expert_replicas: int) -> list[tuple[str, int]]:
+        space = self.space
+        dp = item.degrees.get("dp", 1)
+        if not space.sharding_open:
+            mode, _, shard = space.fixed_sharding
+            return [(mode, shard if mode == "hsdp" else 0)]
+        options = [(mode, 0) for mode in SHARDING]
+        options += [("hsdp", s) for s in _divisors(dp) if 1 < s < dp]
+        return options
+
+    # -----------------------------------------------------------------------------------------
+    # Levels 2-3: pipeline, micro-batch, sequence parallelism, recomputation
+
+    def _pipelines(self, pp: int) -> tuple[list[tuple[str, int]], list[tuple[str, int, str]], int]:
+        """(valid (schedule, v), rejected (schedule, v, code), raw count) for a pp degree."""
+        space = self.space
+        layers = self.model.layers
+        valid, rejected, raw = [], [], 0
+        for schedule in space.schedules:
+            for v in space.virtual_stage_choices(schedule, pp):
+                raw += 1
+                problem = self._pipeline_problem(pp, schedule, v, layers)
+                if problem:
+                    rejected.append((schedule, v, problem))
+                else:
+                    valid.append((schedule, v))
+        return valid, rejected, raw
+
+    def _pipeline_problem(self, pp: int, schedule: str, v: int, layers: int) -> str | None:
+        problem = rules.layers_fill_chunks(layers, pp, v, self.split)
+        if problem is None and not rules.virtual_stages_fit(schedule, pp, v):
+            problem = "E0317"
+        if problem is None and pp * v > MAX_CHUNKS:
+            problem = UNPREDICTED
+        return problem
+
+    def _micro_problem(self, batch_degree: int, pp: int, schedule: str, micro: int) -> tuple[int | None, str | None]:
+        """(micro-batches per step, the first batch or schedule rule that fails)."""
+        m = rules.microbatches_per_step(self.global_batch, batch_degree, micro)
+        if m is None:
+            return None, "E0321"
+        if not rules.microbatches_fill_pipeline(m, pp):
+            return m, "E0322"
+        return m, rules.schedule_rejects_microbatches(schedule, pp, m)
+
+    def _order_problem(self, degrees: dict, order: tuple[str, ...]) -> str | None:
+        """E0304 for one rank order: tp's groups leave the NVLink domain."""
+        tp = degrees.get("tp", 1)
+        if tp <= 1 or self.pcie:
+            return None
+        stride = 1
+        for name in order:
+            if name == "tp":
+                break
+            stride *= degrees[name]
+        return "E0304" if rules.crosses_domain(stride, tp, self.domain) else None
+
+    def rule_problem(self, a: Assignment) -> str | None:
+        """The first rule a whole assignment fails, checked as `run` checks each level (used by
+        tests to compare search's pruning with `parc check`)."""
+        degrees = {name: degree for name, degree in a.degrees}
+        problem = self._degree_problem(degrees, a.ep)
+        if problem:
+            return problem
+        pp, tp, cp = degrees.get("pp", 1), degrees.get("tp", 1), degrees.get("cp", 1)
+        problem = self._pipeline_problem(pp, a.schedule, a.virtual_stages, self.model.layers)
+        if problem:
+            return problem
+        batch_degree = degrees.get("dp", 1) * (degrees.get("ep", 1) if self.ep_axis else 1)
+        _, problem = self._micro_problem(batch_degree, pp, a.schedule, a.micro)
+        if problem:
+            return problem
+        if not rules.local_sequence_splits(self.seq, cp, tp, a.sequence_parallel):
+            return "E0331"
+        return self._order_problem(degrees, a.order)
+
+    def run(self) -> Outcome:
+        space, stats = self.space, self.stats
+        groups = []
+        tuples = 0
+        pipelines_by_pp: dict[int, tuple] = {}
+        n_micro, n_sp, n_rec = len(space.micro), len(space.sequence_parallel), len(space.recompute)
+        for degrees, ep in self._factorisations():
+            tuples += 1
+            if tuples > MAX_DEGREE_TUPLES:
+                raise SpaceTooLarge("degree assignments", tuples, MAX_DEGREE_TUPLES, stats)
+            pp, dp = degrees.get("pp", 1), degrees.get("dp", 1)
+            if pp not in pipelines_by_pp:
+                pipelines_by_pp[pp] = self._pipelines(pp)
+            pipes, bad_pipes, pipes_raw = pipelines_by_pp[pp]
+            orders_raw = math.factorial(len(space.axes)) if space.order_open else 1
+            shard_raw = (len(SHARDING) + sum(1 for s in _divisors(dp) if 1 < s < dp)) if space.sharding_open else 1
+            below_pipe = orders_raw * n_micro * n_sp * n_rec * shard_raw
+            stats.raw += pipes_raw * below_pipe
+            problem = self._degree_problem(degrees, ep)
+            if problem:
+                stats.pruned[problem] += pipes_raw * below_pipe
+                continue
+            for _, _, code in bad_pipes:
+                stats.pruned[code] += below_pipe
+            if not pipes:
+                continue
+            item = _Degrees(tuples, degrees, ep, dp * (degrees.get("ep", 1) if self.ep_axis else 1))
+            self._orders(item)
+            tp, cp = degrees.get("tp", 1), degrees.get("cp", 1)
+            below_order = n_rec * shard_raw
+            e0304 = (len(space.orders(degrees)) - len(item.orders)) * item.order_weight
+            if not item.orders:
+                stats.pruned["E0304"] += len(pipes) * n_micro * n_sp * orders_raw * n_rec * shard_raw
+                continue
+            dense_replicas = dp * cp * (ep if self.ep_axis else 1)
+            spread = dense_replicas * (tp if "tp" in space.ep_fold else 1)
+            expert_replicas = max(1, spread // ep)
+            item.shardings = self._shardings(item, dense_replicas, expert_replicas)
+            single_rank = dense_replicas == 1 and expert_replicas == 1
+            n_orders_valid = len(item.orders) * item.order_weight
+            canonical_pipe = ("1f1b", 1) if ("1f1b", 1) in pipes else pipes[0]
+            for schedule, v in pipes:
+                merged_pipe = pp == 1 and (schedule, v) != canonical_pipe
+                for micro in space.micro:
+                    m, problem = self._micro_problem(item.batch_degree, pp, schedule, micro)
+                    if problem:
+                        stats.pruned[problem] += n_sp * orders_raw * below_order
+                        continue
+                    for sp in space.sequence_parallel:
+                        if not rules.local_sequence_splits(self.seq, cp, tp, sp):
+                            stats.pruned["E0331"] += orders_raw * below_order
+                            continue
+                        stats.pruned["E0304"] += e0304 * below_order
+                        merged_sp = tp == 1 and len(space.sequence_parallel) > 1 and sp != SEQUENCE_PARALLEL[0]
+                        for recompute in space.recompute:
+                            valid_here = n_orders_valid * len(item.shardings)
+                            if merged_pipe or merged_sp:
+                                stats.merged += valid_here
+                                continue
+                            if single_rank and space.sharding_open:
+                                stats.merged += n_orders_valid * (len(item.shardings) - 1)
+                            groups.append((item, schedule, v, micro, m, sp, recompute))
+                            if len(groups) > MAX_GROUPS:
+                                raise SpaceTooLarge("groups", len(groups), MAX_GROUPS, stats)
+        stats.groups = len(groups)
+        return self._scan(groups)
+
+    # -----------------------------------------------------------------------------------------
+    # Bounds and evaluation
+
+    def _knobs(self, item: _Degrees, schedule, v, micro, m, sp, recompute, sharding="none", shard=0) -> Knobs:
+        d = item.degrees
+        return Knobs(tp=d.get("tp", 1), pp=d.get("pp", 1), dp=d.get("dp", 1), cp=d.get("cp", 1), ep=item.ep,
+                     ep_axis=self.ep_axis and item.ep > 1, virtual_stages=v, schedule=schedule,
+                     sequence_parallel=sp, sharding=sharding, hsdp_shard=shard, micro_batch=micro,
+                     microbatches=m, recompute=recompute, **self.fixed)
+
+    @staticmethod
+    def _with_sharding(k: Knobs, sharding: str, shard: int) -> Knobs:
+        if sharding == k.sharding and shard == k.hsdp_shard:
+            return k
+        return Knobs(tp=k.tp, pp=k.pp, dp=k.dp, cp=k.cp, ep=k.ep, ep_axis=k.ep_axis, ep_over_tp=k.ep_over_tp,
+                     virtual_stages=k.virtual_stages, schedule=k.schedule, split=k.split,
+                     sequence_parallel=k.sequence_parallel, cp_flavour=k.cp_flavour, sharding=sharding,
+                     hsdp_shard=shard, seq=k.seq, micro_batch=k.micro_batch, microbatches=k.microbatches,
+                     precision=k.precision, optimizer=k.optimizer, recompute=k.recompute,
+                     recompute_layers=k.recompute_layers, runtime=k.runtime)
+
+    def _group_shardings(self, item: _Degrees, k: Knobs) -> list[tuple[str, int]]:
+        if self.space.sharding_open and k.dense_replicas == 1 and k.expert_replicas == 1:
+            return [("none", 0)]
+        return item.shardings
+
+    def _optimizer_floor(self, item, k: Knobs, loads) -> float:
+        """The cheapest optimizer step over the group's shardings (it depends on the chunking and
+        the sharding only: a `Load` carries the parameters `optimizer_seconds` reads)."""
+        key = (k.schedule, k.virtual_stages)
+        if key in item.opt_cache:
+            return item.opt_cache[key]
+        best = math.inf
+        for sharding, shard in self._group_shardings(item, k):
+            ks = self._with_sharding(k, sharding, shard)
+            slowest = max(timing.optimizer_seconds(load, ks, self.hw, self.constants) for load in loads)
+            best = min(best, slowest)
+        item.opt_cache[key] = best
+        return best
+
+    def _pieces(self, tp: int, sp: bool, cp: int, micro: int, ep: int) -> dict:
+        """Per-micro-batch seconds of one layer per (MoE?, recompute mode), and of the embedding
+        and the output layer, from the time model's own pieces (`timing._piece`) with the
+        communication of `_bound_links`, as (forward, input backward, weight backward,
+        recomputation, exposed in the forward, exposed in the backward)."""
+        key = (tp, sp, cp, micro, ep)
+        cached = self._piece_cache.get(key)
+        if cached is not None:
+            return cached
+        shape, hw, c, sw = self.shape, self.hw, self.constants, self.software
+        precision = self.fixed["precision"]
+        links = self._bound_links(tp, cp)
+
+        def summed(work, mode):
+            x = timing.exposed(work, *links, False, sw.tp_overlap, c)
+            p = timing._piece(work, x, mode, sw.selective)
+            return (p[0], p[1], p[2], p[3], p[4] + p[5] + p[6], p[7] + p[8] + p[9])
+
+        out = {}
+        for moe in ((False, True) if shape.moe else (False,)):
+            work = timing.layer_work(shape, moe, tp, sp, cp, self.flavour, self.seq, micro, ep, precision,
+                                     sw.attention, hw, c)
+            for mode in RECOMPUTE:
+                out[(moe, mode)] = summed(work, mode)
+        vocab = padded_vocab(shape.vocab, tp, "torch")
+        out["embedding"] = summed(timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c), "none")
+        out["output"] = summed(timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab, precision, hw, c),
+                               "none")
+        if len(self._piece_cache) > 65536:
+            self._piece_cache.clear()
+        self._piece_cache[key] = out
+        return out
+
+    def _bound_links(self, tp: int, cp: int) -> tuple:
+        """The tp, cp and ep links of the bound. tp: the rank order never matters, since E0304
+        keeps every tp group inside one NVLink domain (except over PCIe, where tp counts nothing
+        here); cp ring and all-gather: as if the group were inside a domain, the fastest any
+        order can place it (their time only grows on slower links); cp all-to-all and ep: nothing
+        (an all-to-all split over NVLink and the network can beat one inside a node)."""
+        hw, c = self.hw, self.constants
+        null = timing.link(timing.Group(), hw, c)
+        tp_link = null if self.pcie or tp == 1 else timing.link(timing.Group(tp, tp), hw, c)
+        cp_link = null
+        if cp > 1 and self.flavour != "all-to-all" and self.inside_is_fastest:
+            cp_link = timing.link(timing.Group(cp, cp), hw, c)
+        return tp_link, cp_link, null
+
+    def _loads(self, item, schedule, v, micro, sp, recompute) -> list[tuple]:
+        """Each distinct pipeline rank's per-micro-batch sums (as `_pieces`, plus its chunks and
+        parameters), as `timing.rank_time` adds them up (pp sends left out: they only add)."""
+        d = item.degrees
+        tp, pp, cp = d.get("tp", 1), d.get("pp", 1), d.get("cp", 1)
+        pieces = self._pieces(tp, sp and tp > 1, cp, micro, item.ep)
+        key = (tp, item.ep, pp, v, schedule, recompute)
+        distinct = self._load_cache.get(key)
+        if distinct is None:
+            distinct = self._load_cache[key] = tuple(dict.fromkeys(timing.rank_loads(
+                self.shape, tp, item.ep, pp, v, schedule, self.split, "torch", recompute,
+                self.fixed["recompute_layers"])))
+        out = []
+        for load in distinct:
+            f = bi = bw = rec = xf = xb = 0.0
+            for is_moe, mode, count in load.pieces:
+                p = pieces[(is_moe, mode)]
+                f, bi, bw = f + count * p[0], bi + count * p[1], bw + count * p[2]
+                rec, xf, xb = rec + count * p[3], xf + count * p[4], xb + count * p[5]
+            for present, name in ((load.embedding, "embedding"), (load.output, "output")):
+                if present:
+                    p = pieces[name]
+                    f, bi, bw, rec, xf, xb = f + p[0], bi + p[1], bw + p[2], rec + p[3], xf + p[4], xb + p[5]
+            out.append((f, bi, bw, rec, xf, xb, load))
+        return out
+
+    @staticmethod
+    def _core(schedule: str, pp: int, m: int, loads: list[tuple]) -> float:
+        """m x the busiest rank + the smallest bubble of any rank (`step_time`'s F, B, W)."""
+        busiest, bubble = 0.0, math.inf
+        for f, bi, bw, rec, xf, xb, load in loads:
+            busiest = max(busiest, f + bi + bw + rec + xf + xb)
+            v = load.chunks
+            bubble = min(bubble, timing.bubble_seconds(schedule, pp, (f + xf) / v, (bi + rec + xb) / v, bw / v))
+        return m * busiest + bubble
+
+    def bound(self, item, schedule, v, micro, m, sp, recompute) -> float:
+        """A lower bound on the step time of every candidate of a group (see the module doc):
+        `step_time`'s sum for the slowest rank, m x (F + B + W) + bubble + the data-parallel tail,
+        with the communication of `_bound_links`, the bubble at its smallest over the ranks, no
+        data-parallel communication and the optimizer at its cheapest sharding."""
+        loads = self._loads(item, schedule, v, micro, sp, recompute)
+        floor = item.opt_cache.get((schedule, v))
+        if floor is None:
+            k = self._knobs(item, schedule, v, micro, m, sp, recompute)
+            floor = self._optimizer_floor(item, k, [entry[-1] for entry in loads])
+        return self._core(schedule, item.degrees.get("pp", 1), m, loads) + floor
+
+    def _best_links(self, item: _Degrees, shard: int) -> tuple:
+        """The dense, expert, hsdp shard and replicate links, each with as many ranks inside one
+        fast level as the best of the rank orders gives it: data-parallel time only grows with
+        fewer, so no order's tail is shorter than with these."""
+        key = ("links", shard)
+        cached = item.opt_cache.get(key)
+        if cached is not None:
+            return cached
+        groups = [cls[1] for cls in self._classes(item, shard)]
+        links = []
+        for name in ("dense", "expert", "shard", "replicate"):
+            size = getattr(groups[0], name).size
+            local = max(getattr(g, name).local for g in groups)
+            links.append(timing.link(timing.Group(size, local), self.hw, self.constants))
+        item.opt_cache[key] = tuple(links)
+        return item.opt_cache[key]
+
+    def _optimizer(self, item: _Degrees, r, k: Knobs) -> float:
+        """`timing.optimizer_seconds` of one rank, kept per parameters and sharding."""
+        key = ("opt", r.params_dense, r.params_expert, k.sharding, k.hsdp_shard)
+        cached = item.opt_cache.get(key)
+        if cached is None:
+            cached = item.opt_cache[key] = timing.optimizer_seconds(r, k, self.hw, self.constants)
+        return cached
+
+    def _parts(self, group) -> tuple:
+        """What the bounds of a group's shardings share: its knobs, the busiest-rank-and-bubble
+        core, each rank's times, and its shardings."""
+        item, schedule, v, micro, m, sp, recompute = group
+        loads = self._loads(item, schedule, v, micro, sp, recompute)
+        k = self._knobs(item, schedule, v, micro, m, sp, recompute)
+        core = self._core(schedule, item.degrees.get("pp", 1), m, loads)
+        times = [timing.RankTimes(forward=f, backward_input=bi, backward_weight=bw, recompute=rec,
+                                  exposed_f=(xf, 0.0, 0.0, 0.0), exposed_b=(xb, 0.0, 0.0, 0.0),
+                                  sent=(0.0, 0.0, 0.0, 0.0), chunks=load.chunks, params_dense=load.params_dense,
+                                  params_expert=load.params_expert)
+                 for f, bi, bw, rec, xf, xb, load in loads]
+        return k, core, times, self._group_shardings(item, k)
+
+    def refine(self, group, threshold: float) -> tuple[float, tuple]:
+        """Per sharding of a group, a lower bound: first the coarse one with that sharding's
+        optimizer step; then, cheapest first until the rest cannot beat the best so far, tightened
+        with the data-parallel tail (`_tail`). Returns the group's tightest bound and, per
+        sharding, (bounds, whether each is tightened)."""
+        item = group[0]
+        k, core, times, shardings = self._parts(group)
+        bounds = []
+        for sharding, shard in shardings:
+            ks = self._with_sharding(k, sharding, shard)
+            bounds.append(core + max(self._optimizer(item, r, ks) for r in times))
+        tight = [False] * len(bounds)
+        best = math.inf
+        for j in sorted(range(len(bounds)), key=bounds.__getitem__):
+            if bounds[j] >= best or bounds[j] > threshold * (1 + BOUND_SLACK):
+                break
+            bounds[j], tight[j] = self._tail(item, k, core, times, shardings[j]), True
+            best = min(best, bounds[j])
+        return min(bounds), (tuple(bounds), tuple(tight))
+
+    def _tail(self, item: _Degrees, k: Knobs, core: float, times: list, sharding: tuple[str, int]) -> float:
+        """The core plus the data-parallel tail `step_time` charges for this sharding on
+        `_best_links` (the optimizer step alone where inside links are not the faster ones)."""
+        ks = self._with_sharding(k, *sharding)
+        if not self.inside_is_fastest:
+            return core + max(self._optimizer(item, r, ks) for r in times)
+        links = self._best_links(item, sharding[1])
+        return core + max(timing.dp_exposed(r, ks, *links)[0] + self._optimizer(item, r, ks) for r in times)
+
+    def _classes(self, item: _Degrees, shard: int) -> list:
+        """Rank orders grouped by the placement they give every group: [(order, geometry, weight)]."""
+        cached = item.classes.get(shard)
+        if cached is not None:
+            return cached
+        fold = self.space.ep_fold
+        seen: dict = {}
+        out = []
+        for order in item.orders:
+            axes = tuple((name, item.degrees[name]) for name in order)
+            folded = tuple(sorted(fold, key=order.index))
+            geo = timing.geometry(axes, folded, item.ep, shard, self.hw.level)
+            if geo in seen:
+                out[seen[geo]][2] += item.order_weight
+                continue
+            seen[geo] = len(out)
+            out.append([order, geo, item.order_weight])
+        item.classes[shard] = out
+        return out
+
+    def _scan(self, groups: list) -> Outcome:
+        """Best first: every group enters a queue at its coarse bound; when one comes out it is
+        refined per sharding and queued again; when a refined one comes out it is evaluated. The
+        scan ends when the smallest bound left cannot reach the top."""
+        stats = self.stats
+        total = len(groups)
+        queue = []
+        for i, group in enumerate(groups):
+            queue.append((self.bound(*group), i, None))
+            if self.progress is not None and i % 512 == 0:
+                self.progress(i, 2 * total)
+        stats.bound_evaluations = total
+        heapq.heapify(queue)
+        threshold = math.inf
+        done = 0
+        while queue:
+            lower, i, refined = heapq.heappop(queue)
+            if lower > threshold * (1 + BOUND_SLACK):
+                heapq.heappush(queue, (lower, i, refined))
+                break
+            if refined is None:
+                tighter, refined = self.refine(groups[i], threshold)
+                heapq.heappush(queue, (tighter, i, refined))
+                continue
+            done += 1
+            if self.progress is not None and done % 64 == 0:
+                self.progress(total + done, 2 * total)
+            threshold = self._evaluate(groups[i], refined, threshold)
+        for _, i, _refined in queue:
+            stats.bounded += self._group_size(groups[i])
+        if self.progress is not None:
+            self.progress(2 * total, 2 * total)
+        return Outcome(found=self.best, stats=stats, smallest_peak=self.smallest_peak, usable_bytes=self.usable)
+
+    def _group_size(self, group) -> int:
+        item = group[0]
+        k = self._knobs(*group)
+        return len(item.orders) * item.order_weight * len(self._group_shardings(item, k))
+
+    def _evaluate(self, group, refined, threshold) -> float:
+        """Memory, then step time, of a group's candidates whose bound can still reach the top."""
+        stats = self.stats
+        item = group[0]
+        bounds, tight = refined
+        k0, core, times, shardings = self._parts(group)
+        n_orders = len(item.orders) * item.order_weight
+        floor = None
+        for j, (sharding, shard) in enumerate(shardings):
+            lower = bounds[j]
+            if lower <= threshold * (1 + BOUND_SLACK) and not tight[j]:
+                lower = self._tail(item, k0, core, times, (sharding, shard))
+            if lower > threshold * (1 + BOUND_SLACK):
+                stats.bounded += n_orders
+                continue
+            if floor is None:
+                floor = self._activation_floor(k0)
+            if floor > self.usable:  # no sharding can fit: the activations alone do not
+                stats.out_of_memory += n_orders
+                self._note_smallest(floor)
+                continue
+            k = self._with_sharding(k0, sharding, shard)
+            stats.memory_evaluations += 1
+            self._work(k.pp)
+            peak_bytes, _ = peak(self.shape, k)
+            if peak_bytes > self.usable:
+                stats.out_of_memory += n_orders
+                self._note_smallest(peak_bytes)
+                continue
+            for order, geo, weight in self._classes(item, shard):
+                stats.time_evaluations += 1
+                self._work(k.pp)
+                stats.timed += weight
+                step = timing.step_time(self.shape, k, self.hw, geo, self.constants, self.software).step
+                if len(self.best) >= self.keep and step > threshold:
+                    continue
+                threshold = self._keep(step, peak_bytes, item, order, k, sharding, shard)
+        return threshold
+
+    def _activation_floor(self, k: Knobs) -> int:
+        """The least memory any sharding of these knobs needs, in three steps, each run only when
+        the one before fits. First without walking the schedule: every schedule holds, when a rank
+        runs its first backward, the activations of micro-batch 0 on each of its chunks (it went
+        forward through all of them and the backward starts from the last), so the sum over a
+        rank's chunks plus its transient buffers is a floor. Then the first and the last rank's
+        activations at their worst moment (`schedules.weighted_peak`: one walk each, where the
+        memory model walks every rank). Then the memory model's `activation_floor`."""
+        self.stats.memory_evaluations += 1
+        self._work(1)
+        acts = rank_activations(self.shape, k)
+        floor = max(sum(c.saved for c in a.chunks) + a.transient for a in acts)
+        if floor > self.usable:
+            return floor
+        for rank in sorted({0, k.pp - 1}):
+            chunks = acts[rank].chunks
+            held, _ = weighted_peak(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank,
+                                    tuple(c.saved for c in chunks), tuple(c.pending for c in chunks))
+            floor = max(floor, held + acts[rank].transient)
+        if floor > self.usable:
+            return floor
+        self._work(k.pp)
+        return activation_floor(self.shape, k)
+
+    def _work(self, ranks: int) -> None:
+        before = self.stats.work
+        self.stats.work += ranks
+        if self.stats.work // CACHE_WORK != before // CACHE_WORK:
+            clear_memory_caches()  # deep pipelines fill them fast: keep the process's memory bounded
+        if self.stats.work > MAX_WORK:
+            raise SpaceTooLarge("pipeline-rank evaluations", self.stats.work, MAX_WORK, self.stats)
+
+    def _note_smallest(self, nbytes: int) -> None:
+        if self.smallest_peak is None or nbytes < self.smallest_peak:
+            self.smallest_peak = nbytes
+
+    def _keep(self, step, peak_bytes, item, order, k, sharding, shard) -> float:
+        assignment = Assignment(
+            degrees=tuple((name, item.degrees[name]) for name in order), ep=item.ep, micro=k.micro_batch,
+            recompute=k.recompute, sharding=sharding, shard=shard, schedule=k.schedule,
+            virtual_stages=k.virtual_stages, sequence_parallel=k.sequence_parallel)
+        found = Found(step=step, peak_bytes=peak_bytes, key=canonical_key(self.space, assignment),
+                      assignment=assignment)
+        keys = [f.rank_key for f in self.best]
+        self.best.insert(bisect.bisect(keys, found.rank_key), found)
+        del self.best[self.keep:]
+        return self.best[-1].step if len(self.best) >= self.keep else math.inf
+
+
+_DIVISORS: dict[int, tuple[int, ...]] = {}
+
+
+def _divisors(n: int) -> tuple[int, ...]:
+    cached = _DIVISORS.get(n)
+    if cached is None:
+        small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+        cached = tuple(sorted(set(small + [n // d for d in small])))
+        if len(_DIVISORS) > 4096:
+            _DIVISORS.clear()
+        _DIVISORS[n] = cached
+    return cached
+
+
+__all__ = ["Engine", "Found", "Outcome", "SpaceTooLarge", "Stats", "RECOMPUTE", "SCHEDULES"]

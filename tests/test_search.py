@@ -1,0 +1,228 @@
+"""`parc search`: the table and the JSON (golden files), `--write` (in place, only the `?`, atomic),
+the diagnostics of a search that finds nothing, the progress bar, exit codes.
+
+Regenerate the golden files with `PARC_UPDATE_GOLDEN=1 .venv/bin/pytest tests/test_search.py`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from parc.pipeline import compile_path
+from parc.search.progress import ProgressBar
+
+from .conftest import GOLDEN, ROOT, check_golden, run_cli
+
+SEARCH = GOLDEN / "search"
+OUTPUTS = ["specs/llama3-70b-search.par", "tests/golden/search/specs/five-axes.par",
+           "tests/golden/search/specs/moe-fold.par"]
+DIAGNOSTICS = sorted((SEARCH / "diagnostics").glob("*.par"))
+
+
+@pytest.mark.parametrize("path", OUTPUTS, ids=[Path(p).stem for p in OUTPUTS])
+def test_text_and_json_output(path):
+    text = run_cli("search", path)
+    assert text.exit_code == 0, text.stderr
+    assert text.stderr == ""  # no progress bar off a terminal
+    check_golden(SEARCH / f"{Path(path).stem}.txt", text.stdout)
+    data = run_cli("search", path, "--format", "json")
+    assert data.exit_code == 0
+    check_golden(SEARCH / f"{Path(path).stem}.json", data.stdout)
+    report = json.loads(data.stdout)
+    assert report["winner"] == report["candidates"][0]["values"]
+    assert len(report["candidates"]) == 10 and report["rejected"] == []
+    assert any(c["pareto"] for c in report["candidates"]) and report["candidates"][0]["pareto"]
+    assert all(c["lost_because"] for c in report["candidates"][1:])
+    steps = [c["step_seconds"] for c in report["candidates"]]
+    assert steps == sorted(steps)
+
+
+def test_the_output_is_the_same_every_time():
+    first = run_cli("search", "tests/golden/search/specs/schedules.par", "--top", "20")
+    second = run_cli("search", "tests/golden/search/specs/schedules.par", "--top", "20")
+    assert first.exit_code == 0 and first.stdout == second.stdout
+    assert first.stdout.count("\n  ") >= 20
+
+
+def test_a_runner_up_names_the_parts_that_grew_and_the_holes_behind_them():
+    report = json.loads(run_cli("search", "specs/llama3-70b-search.par", "--format", "json", "--top", "30").stdout)
+    lines = [c["lost_because"] for c in report["candidates"][1:]]
+    assert all(line.startswith(("+", "same step time", "ties")) for line in lines)
+    assert any("% step time: exposed tp" in line and "tp 4 vs 2" in line for line in lines)
+    assert any("sharding" in line for line in lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# --write
+
+
+def _copy(tmp_path: Path, path: str) -> Path:
+    target = tmp_path / Path(path).name
+    shutil.copyfile(ROOT / path, target)
+    return target
+
+
+def test_write_fills_every_hole_in_place(tmp_path):
+    spec = _copy(tmp_path, "specs/llama3-70b-search.par")
+    before = spec.read_text()
+    hole_lines = {h.span.line for h in compile_path(str(spec)).spec.holes}
+    winner = json.loads(run_cli("search", str(spec), "--format", "json").stdout)["winner"]
+    result = run_cli("search", str(spec), "--write")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == f"wrote {spec}\n"
+    after = spec.read_text()
+    for number, (old, new) in enumerate(zip(before.splitlines(), after.splitlines(), strict=True), start=1):
+        if number not in hole_lines:
+            assert old == new  # comments and layout untouched
+        else:
+            assert "?" in old and "?" not in new
+    assert f"tp {winner['tp']} x pp {winner['pp']} x dp {winner['dp']} on nodes(8 gpus, nvlink)" in after
+    assert f"micro-batch {winner['train.micro-batch']}" in after
+    check = run_cli("check", str(spec))
+    assert check.exit_code == 0 and "holes open" not in check.stdout
+    assert run_cli("fmt", "--check", str(spec)).exit_code == 0  # parc fmt leaves it as it is
+    again = run_cli("search", str(spec), "--write")
+    assert again.exit_code == 0 and "nothing written" in again.stderr and spec.read_text() == after
+
+
+def test_write_reorders_the_layout_line_for_order_and_keeps_its_comment(tmp_path):
+    spec = _copy(tmp_path, "tests/golden/search/specs/five-axes.par")
+    assert run_cli("search", str(spec), "--write").exit_code == 0
+    result = compile_path(str(spec))
+    assert result.plan is not None and not result.plan.holes
+    assert not [d for d in result.diagnostics if d.is_error]
+    text = spec.read_text()
+    layout = next(line for line in text.splitlines() if "on nodes(" in line)
+    assert layout.endswith("on nodes(8 gpus, nvlink)  # rank order chosen below")
+    assert "order fixed  # search picks the rank order" in text
+    assert run_cli("fmt", "--check", str(spec)).exit_code == 0
+
+
+@pytest.mark.parametrize("failing", ["replace", "fsync"])
+def test_a_failed_write_leaves_the_spec_byte_identical(tmp_path, monkeypatch, failing):
+    """Failure injected mid-write (after the new text is in a temporary file, or while it is
+    flushed): the spec keeps every byte, no temporary file stays, exit status 2."""
+    import parc.atomic
+
+    spec = _copy(tmp_path, "specs/llama3-70b-search.par")
+    before = spec.read_bytes()
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device (injected)")
+
+    monkeypatch.setattr(parc.atomic.os, failing, broken)
+    result = run_cli("search", str(spec), "--write")
+    assert result.exit_code == 2
+    assert "cannot write" in result.stderr and "injected" in result.stderr
+    assert spec.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [spec.name]
+
+
+def test_write_refuses_a_spec_that_changed_while_search_ran(tmp_path, monkeypatch):
+    import parc.search as search_module
+
+    spec = _copy(tmp_path, "specs/llama3-70b-search.par")
+    real = search_module.search
+
+    def search_while_someone_edits(*args, **kwargs):
+        result = real(*args, **kwargs)
+        spec.write_text(spec.read_text() + "# edited meanwhile\n")
+        return result
+
+    monkeypatch.setattr(search_module, "search", search_while_someone_edits)
+    result = run_cli("search", str(spec), "--write")
+    assert result.exit_code == 2 and "changed while search ran" in result.stderr
+    assert spec.read_text().endswith("# edited meanwhile\n") and "?" in spec.read_text()
+
+
+def test_write_keeps_a_symlinked_spec_a_symlink(tmp_path):
+    target = _copy(tmp_path, "specs/llama3-70b-search.par")
+    link = tmp_path / "link.par"
+    os.symlink(target.name, link)
+    assert run_cli("search", str(link), "--write").exit_code == 0
+    assert link.is_symlink() and not compile_path(str(target)).plan.holes
+
+
+# ---------------------------------------------------------------------------------------------
+# Nothing found, errors, usage
+
+
+@pytest.mark.parametrize("case", DIAGNOSTICS, ids=[c.stem for c in DIAGNOSTICS])
+def test_a_search_that_finds_nothing_says_why(case):
+    """Golden: tests/golden/diagnostics/<name>.search.stderr (with the other diagnostics, so that
+    every code has a golden case there)."""
+    relative = str(case.relative_to(ROOT))
+    check = run_cli("check", relative)
+    assert check.exit_code == 0, "the spec itself is clean; only search finds nothing"
+    result = run_cli("search", relative)
+    assert result.exit_code == 1
+    code = case.stem.split("_")[0].upper()
+    assert f"error[{code}]" in result.stderr and "help:" in result.stderr
+    check_golden(GOLDEN / "diagnostics" / f"{case.stem}.search.stderr", result.stderr)
+    data = json.loads(run_cli("search", relative, "--format", "json").stdout)
+    assert [d["code"] for d in data["diagnostics"]] == [code] and data["candidates"] == []
+
+
+def test_a_spec_with_errors_is_reported_as_check_reports_it():
+    result = run_cli("search", "tests/golden/diagnostics/e0310_tp_does_not_divide_heads.par")
+    check = run_cli("check", "tests/golden/diagnostics/e0310_tp_does_not_divide_heads.par")
+    assert result.exit_code == check.exit_code == 1 and result.stderr == check.stderr
+
+
+def test_usage_errors_exit_2(tmp_path):
+    assert run_cli("search", str(tmp_path / "missing.par")).exit_code == 2
+    assert run_cli("search", "specs/llama3-70b-search.par", "--top", "0").exit_code == 2
+    assert run_cli("search").exit_code == 2
+
+
+def test_help_has_examples():
+    result = run_cli("search", "--help")
+    assert result.exit_code == 0 and "parc search specs/llama3-70b-search.par --write" in result.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# The progress bar
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_progress_bar_waits_a_second_then_draws_and_erases_itself():
+    stream, clock = FakeTerminal(), Clock()
+    bar = ProgressBar(stream, clock=clock)
+    clock.now = 0.5
+    bar(10, 100)
+    assert stream.getvalue() == ""  # a short search shows nothing
+    clock.now = 1.2
+    bar(40, 100)
+    drawn = stream.getvalue()
+    assert drawn.startswith("\rsearching [") and " 40%" in drawn and "1.2 s" in drawn
+    clock.now = 1.25
+    bar(41, 100)
+    assert stream.getvalue() == drawn  # at most ten redraws a second
+    bar.close()
+    assert stream.getvalue().endswith("\r" + " " * (len(drawn) - 1) + "\r")
+
+
+def test_no_progress_bar_off_a_terminal():
+    stream, clock = io.StringIO(), Clock()
+    bar = ProgressBar(stream, clock=clock)
+    clock.now = 5.0
+    bar(50, 100)
+    bar.close()
+    assert stream.getvalue() == ""
