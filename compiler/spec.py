@@ -37,6 +37,10 @@ MAX_COUNT = 10**9
 MAX_DEGREE = 1 << 20
 """Largest degree of one axis (and, in resolve, world size): about a million GPUs."""
 
+MAX_LAYERS = 1 << 16
+"""Largest layer count: the deepest published models have a few hundred; the memory and time
+models and the generated pipeline split look at layers one by one."""
+
 T = TypeVar("T")
 
 
@@ -174,6 +178,8 @@ class Key:
     holes: bool = False
     choices: tuple[str, ...] = ()
     aliases: tuple[tuple[str, str], ...] = ()
+    limit: int = MAX_COUNT
+    """Largest value accepted (counts only)."""
 
     @property
     def field(self) -> str:
@@ -185,7 +191,8 @@ def _enum(name, doc, example, choices, holes=False, aliases=()):
 
 
 MODEL_KEYS = (
-    Key("layers", "count", "transformer blocks", "layers 126"),
+    Key("layers", "count", "transformer blocks (at most 65,536: the models walk them one by one)",
+        "layers 126", limit=MAX_LAYERS),
     Key("hidden", "count", "model width h", "hidden 16384"),
     Key("ffn", "count", "FFN inner size of a dense block (per SwiGLU branch)", "ffn 53248"),
     Key("heads", "count", "query heads", "heads 128"),
@@ -672,7 +679,7 @@ def _parse_count(key: Key, values, setting, diags, zero: bool = False):
     atom = _one(key, values, diags)
     if atom is None:
         return None
-    return _count_atom(atom, f"`{key.name}`", diags, zero=zero)
+    return _count_atom(atom, f"`{key.name}`", diags, limit=key.limit, zero=zero)
 
 
 def _parse_count0(key, values, setting, diags):

@@ -10,7 +10,6 @@ checks nothing fails too.
 from __future__ import annotations
 
 import random
-import subprocess
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -53,25 +52,6 @@ def test_mutated_inputs_keep_every_invariant(tmp_path_factory, level, mutation):
 def test_regression_inputs(tmp_path, path):
     data = path.read_bytes()
     _assert_clean(oracle.check_input(data, tmp_path), data)
-
-
-OPEN = sorted((corpus.REGRESSIONS.parent / "open").glob("*.par"))
-
-
-@pytest.mark.xfail(strict=True, reason="open findings for the owners of other modules (docs/robustness.md); "
-                   "when one passes, move it to tests/fuzz/regressions/")
-@pytest.mark.parametrize("path", OPEN, ids=[p.stem for p in OPEN])
-def test_open_findings(tmp_path, path):
-    """Inputs that still break parc in code this suite does not own: `check` alone, as a process
-    held to 1 GiB and 10 s (one of them grew past 8 GB in a minute)."""
-    from ..test_limits import run_bounded
-
-    try:
-        run = run_bounded(["check", str(path)], tmp_path, timeout=10)
-    except subprocess.TimeoutExpired:
-        pytest.fail("over 10 s")
-    assert run.status in (0, 1), run.stderr[-2000:]
-    assert "internal error" not in run.stderr and "E0299" not in run.stderr, run.stderr[-2000:]
 
 
 def test_subprocess_sample(tmp_path):
