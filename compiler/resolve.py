@@ -639,12 +639,17 @@ def resolve(spec: Spec) -> tuple[Plan | None, list[Diagnostic]]:
 def strip_spans(data: Any) -> Any:
     """A plan's JSON without source spans: what generated files and golden tests keep."""
     if isinstance(data, dict):
-        return {k: strip_spans(v) for k, v in data.items() if k not in ("spans", "span", "statement")}
+        return {k: strip_spans(v) for k, v in data.items()
+                if k not in ("spans", "statement") and not k.endswith("span")}
     if isinstance(data, list):
         return [strip_spans(v) for v in data]
     return data
 
 
 def plan_json(plan: Plan) -> dict:
-    return strip_spans(plan.model_dump(mode="json"))
+    """The plan as generated files keep it: no spans, and the spec named by its file name only, so
+    the output is the same wherever the spec was compiled from (no absolute paths)."""
+    data = strip_spans(plan.model_dump(mode="json"))
+    data["source"] = PurePath(plan.source).name
+    return data
 

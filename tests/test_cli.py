@@ -215,3 +215,11 @@ def test_piped_output_has_no_escape_codes(tmp_path):
     bad.write_text("tp=8\n")
     result = run("check", str(bad), env={"NO_COLOR": ""})
     assert "\x1b[" not in result.stderr
+
+
+def test_plan_json_has_no_machine_paths(tmp_path):
+    out = tmp_path / "job"
+    assert run_cli("compile", str((ROOT / "specs" / "tiny.par").resolve()), "-o", str(out)).exit_code == 0
+    text = (out / "plan.json").read_text()
+    assert str(ROOT) not in text and str(tmp_path) not in text
+    assert json.loads(text)["source"] == "tiny.par"
