@@ -325,11 +325,12 @@ row-parallel projections' partial sums, Megatron-LM's and torchtitan's layouts).
 divides the hidden size.
 """)
 
-register("W0314", "the vocabulary is padded", """
-The embedding and output layers are split over tp by vocabulary rows, so the vocabulary is padded
-up to a multiple of tp; the padded rows cost memory and compute and are never predicted. The
-warning gives the padded size and the bytes per rank. It is usually harmless (Megatron-LM pads
-GPT-2's 50,257 tokens to 50,304); acknowledge it with `allow W0314` on the model line.
+register("W0314", "the vocabulary splits unevenly over tp", """
+The embedding and output layers are split over tp by vocabulary rows. When tp does not divide the
+vocabulary, parc's runtime gives some ranks one row more than others (it does not pad); the
+fullest rank sets the memory figure and the slowest output projection. It is usually harmless:
+Megatron-LM pads instead (GPT-2's 50,257 tokens to 50,304), which costs the same on every rank.
+Acknowledge it with `allow W0314` on the model line, or choose a vocabulary that tp divides.
 """)
 
 register("E0315", "layers do not split evenly over the pipeline", """

@@ -105,19 +105,20 @@ def hidden_divisible_by_tp(plan: Plan) -> Iterator[Diagnostic]:
 
 @rule
 def vocabulary_padding(plan: Plan) -> Iterator[Diagnostic]:
+    """The runtime splits the vocabulary rows unevenly (torch's Shard(0) of a non-divisible size)
+    rather than padding them: the fullest tp rank holds ceil(vocab / tp) rows."""
     tp = _tp(plan)
     vocab = plan.model.vocab
     if tp is None or vocab % tp == 0:
         return
-    padded = padded_vocab(vocab, tp)
-    extra = padded - vocab
+    fullest = padded_vocab(vocab, tp) // tp
     tables = 1 if plan.model.tied_embeddings else 2
-    per_rank = extra * plan.model.hidden // tp * tables * 16  # fp32 weights, grads and Adam moments
     span, _ = model_label(plan, "vocab", "")
-    yield warning("W0314", f"vocabulary {vocab:,} is padded to {padded:,} to split over tp {tp}", span,
-                  label=f"{extra} unused rows",
+    yield warning("W0314", f"vocabulary {vocab:,} does not split evenly over tp {tp}", span,
+                  label=f"{vocab:,} / {tp} = {vocab / tp:,.2f} rows per rank",
                   labels=labels((axis_span(plan, "tp"), f"tp {tp}")),
-                  notes=(f"{extra} padding rows in {'the tied embedding' if tables == 1 else 'the embedding and the output layer'}: "
-                         f"up to {per_rank / (1 << 20):,.1f} MiB of model states on the ranks that hold them",),
-                  help="harmless (Megatron-LM pads GPT-2's 50,257 to 50,304); acknowledge with `allow W0314` "
-                  "on the model line")
+                  notes=(f"tp ranks hold {fullest:,} or fewer rows of {'the tied embedding' if tables == 1 else 'the embedding and the output layer'}; "
+                         f"the memory model counts the fullest rank. Megatron-LM instead pads the vocabulary "
+                         f"(GPT-2's 50,257 to 50,304), which costs the same memory on every rank",),
+                  help=f"harmless; a vocabulary of {padded_vocab(vocab, tp):,} splits evenly; acknowledge with "
+                  "`allow W0314` on the model line")
