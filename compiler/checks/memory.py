@@ -27,6 +27,15 @@ def fits_in_memory(plan: Plan) -> Iterator[Diagnostic]:
     if result is None or result.fits:
         return
     worst = result.peak
+    if result.usable_bytes <= 0:
+        gpu = plan.cluster.gpu
+        yield error("E0401", f"the {gpu.name}'s {gib(result.hbm_bytes)} of memory is less than the "
+                    f"{gib(result.reserve_bytes)} parc reserves", gpu.span_of("hbm_bytes") or layout_span(plan),
+                    label="nothing left for the model",
+                    notes=(f"the reserve is 2 GiB for the CUDA context and allocator plus 5 % of HBM; "
+                           f"the worst rank would need {gib(worst.total)}",),
+                    help="state the GPU's real memory, e.g. `hbm 80 GB`, or pick a catalogue GPU")
+        return
     over = [s for s in result.stages if s.total > result.usable_bytes]
     pp = len(result.stages)
     where = f"stage {worst.stage} of {pp}" if pp > 1 else "every rank"
