@@ -272,7 +272,7 @@ def fmt(files, check_only, show_diff):
             status = max(status, 1)
             continue
         formatted = format_document(document)
-        if formatted == source.text:
+        if formatted == source.text and not _starts_with_bom(path):
             continue
         if show_diff:
             click.echo("".join(difflib.unified_diff(
@@ -290,6 +290,12 @@ def fmt(files, check_only, show_diff):
                 continue
             click.echo(f"reformatted {path}", err=True)
     sys.exit(status)
+
+
+def _starts_with_bom(path: str) -> bool:
+    """The canonical text has no byte-order mark (read_source drops it, so compare the bytes)."""
+    with open(path, "rb") as handle:
+        return handle.read(3) == b"\xef\xbb\xbf"
 
 
 @main.command(context_settings=CONTEXT, epilog="""\b

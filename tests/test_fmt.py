@@ -76,3 +76,11 @@ def test_fmt_refuses_a_spec_with_syntax_errors(tmp_path):
 def test_comments_stay_where_they_were():
     text = "# head\n\ntp 2 x dp 4  # layout\n# before model\nmodel tiny\ntrain {\n  # inside\n  seq 32  # s\n}  # after\n"
     assert fmt(text) == text
+
+
+def test_fmt_drops_a_byte_order_mark(tmp_path):
+    spec = tmp_path / "bom.par"
+    spec.write_bytes(b"\xef\xbb\xbftp 2 x dp 4\n")
+    assert run_cli("fmt", "--check", str(spec)).exit_code == 1
+    assert run_cli("fmt", str(spec)).exit_code == 0
+    assert spec.read_bytes() == b"tp 2 x dp 4\n"
