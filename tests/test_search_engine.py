@@ -34,8 +34,8 @@ class BruteForce(Engine):
         for group in groups:
             coarse = self.bound(*group)
             _, refined = self.refine(group, math.inf)
-            k, core, times, shardings = self._parts(group)
-            tails = [self._tail(group[0], k, core, times, sharding) for sharding in shardings]
+            _, core, times, shardings, knobs = self._parts(group)
+            tails = [self._tail(group[0], ks, core, times) for ks in knobs]
             before = len(self.steps)
             self._evaluate(group, refined, math.inf)
             for j, sharding in enumerate(shardings):

@@ -58,8 +58,8 @@ check accepts them without a memory prediction, search cannot rank them."""
 BOUND_SLACK = 1e-9
 """A group is skipped when its bound exceeds the N-th best step by more than this fraction, so
 floating-point rounding in the bound's sums can never drop a candidate that ties."""
-MAX_GROUPS = 250_000
-"""Most groups one search keeps (about 60 MB): beyond, the space is too large (E0503)."""
+MAX_GROUPS = 600_000
+"""Most groups one search keeps (about 150 MB with what they share): beyond, the space is too large (E0503)."""
 MAX_DEGREE_TUPLES = 2_000_000
 """Most degree assignments one search walks."""
 CACHE_WORK = 25_000
@@ -592,7 +592,7 @@ class Engine:
 
     def _parts(self, group) -> tuple:
         """What the bounds of a group's shardings share: its knobs, the busiest-rank-and-bubble
-        core, each rank's times, and its shardings."""
+        core, each rank's times, its shardings and their knobs."""
         item, schedule, v, micro, m, sp, recompute = group
         loads = self._loads(item, schedule, v, micro, sp, recompute)
         k = self._knobs(item, schedule, v, micro, m, sp, recompute)
@@ -602,7 +602,8 @@ class Engine:
                                   sent=(0.0, 0.0, 0.0, 0.0), chunks=load.chunks, params_dense=load.params_dense,
                                   params_expert=load.params_expert)
                  for f, bi, bw, rec, xf, xb, load in loads]
-        return k, core, times, self._group_shardings(item, k)
+        shardings = self._group_shardings(item, k)
+        return k, core, times, shardings, [self._with_sharding(k, *sharding) for sharding in shardings]
 
     def refine(self, group, threshold: float) -> tuple[float, tuple]:
         """Per sharding of a group, a lower bound: first the coarse one with that sharding's
@@ -610,27 +611,23 @@ class Engine:
         with the data-parallel tail (`_tail`). Returns the group's tightest bound and, per
         sharding, (bounds, whether each is tightened)."""
         item = group[0]
-        k, core, times, shardings = self._parts(group)
-        bounds = []
-        for sharding, shard in shardings:
-            ks = self._with_sharding(k, sharding, shard)
-            bounds.append(core + max(self._optimizer(item, r, ks) for r in times))
+        _, core, times, _, knobs = self._parts(group)
+        bounds = [core + max(self._optimizer(item, r, ks) for r in times) for ks in knobs]
         tight = [False] * len(bounds)
         best = math.inf
         for j in sorted(range(len(bounds)), key=bounds.__getitem__):
             if bounds[j] >= best or bounds[j] > threshold * (1 + BOUND_SLACK):
                 break
-            bounds[j], tight[j] = self._tail(item, k, core, times, shardings[j]), True
+            bounds[j], tight[j] = self._tail(item, knobs[j], core, times), True
             best = min(best, bounds[j])
         return min(bounds), (tuple(bounds), tuple(tight))
 
-    def _tail(self, item: _Degrees, k: Knobs, core: float, times: list, sharding: tuple[str, int]) -> float:
+    def _tail(self, item: _Degrees, ks: Knobs, core: float, times: list) -> float:
         """The core plus the data-parallel tail `step_time` charges for this sharding on
         `_best_links` (the optimizer step alone where inside links are not the faster ones)."""
-        ks = self._with_sharding(k, *sharding)
         if not self.inside_is_fastest:
             return core + max(self._optimizer(item, r, ks) for r in times)
-        links = self._best_links(item, sharding[1])
+        links = self._best_links(item, ks.hsdp_shard)
         return core + max(timing.dp_exposed(r, ks, *links)[0] + self._optimizer(item, r, ks) for r in times)
 
     def _classes(self, item: _Degrees, shard: int) -> list:
@@ -674,6 +671,13 @@ class Engine:
                 heapq.heappush(queue, (lower, i, refined))
                 break
             if refined is None:
+                # Memory first: a group whose activations alone do not fit is out whatever its
+                # sharding, and that costs less to learn than its bounds per sharding.
+                floor = self._quick_floor(self._knobs(*groups[i]))
+                if floor > self.usable:
+                    stats.out_of_memory += self._group_size(groups[i])
+                    self._note_smallest(floor)
+                    continue
                 tighter, refined = self.refine(groups[i], threshold)
                 heapq.heappush(queue, (tighter, i, refined))
                 continue
@@ -697,23 +701,24 @@ class Engine:
         stats = self.stats
         item = group[0]
         bounds, tight = refined
-        k0, core, times, shardings = self._parts(group)
+        k0, core, times, shardings, knobs = self._parts(group)
         n_orders = len(item.orders) * item.order_weight
         floor = None
-        for j, (sharding, shard) in enumerate(shardings):
+        for j, ((sharding, shard), k) in enumerate(zip(shardings, knobs, strict=True)):
             lower = bounds[j]
             if lower <= threshold * (1 + BOUND_SLACK) and not tight[j]:
-                lower = self._tail(item, k0, core, times, (sharding, shard))
+                lower = self._tail(item, k, core, times)
             if lower > threshold * (1 + BOUND_SLACK):
                 stats.bounded += n_orders
                 continue
             if floor is None:
-                floor = self._activation_floor(k0)
+                stats.memory_evaluations += 1
+                self._work(k0.pp)
+                floor = activation_floor(self.shape, k0)
             if floor > self.usable:  # no sharding can fit: the activations alone do not
                 stats.out_of_memory += n_orders
                 self._note_smallest(floor)
                 continue
-            k = self._with_sharding(k0, sharding, shard)
             stats.memory_evaluations += 1
             self._work(k.pp)
             peak_bytes, _ = peak(self.shape, k)
@@ -731,14 +736,14 @@ class Engine:
                 threshold = self._keep(step, peak_bytes, item, order, k, sharding, shard)
         return threshold
 
-    def _activation_floor(self, k: Knobs) -> int:
-        """The least memory any sharding of these knobs needs, in three steps, each run only when
-        the one before fits. First without walking the schedule: every schedule holds, when a rank
-        runs its first backward, the activations of micro-batch 0 on each of its chunks (it went
-        forward through all of them and the backward starts from the last), so the sum over a
-        rank's chunks plus its transient buffers is a floor. Then the first and the last rank's
-        activations at their worst moment (`schedules.weighted_peak`: one walk each, where the
-        memory model walks every rank). Then the memory model's `activation_floor`."""
+    def _quick_floor(self, k: Knobs) -> int:
+        """A floor on the memory of every sharding of these knobs, cheaper than the memory
+        model's `activation_floor`, in two steps (the second only when the first fits). First
+        without walking the schedule: every schedule holds, when a rank runs its first backward,
+        the activations of micro-batch 0 on each of its chunks (it went forward through all of
+        them and the backward starts from the last), so the sum over a rank's chunks plus its
+        transient buffers is a floor. Then the first and the last rank's activations at their
+        worst moment (`schedules.weighted_peak`: one walk each, where the model walks every rank)."""
         self.stats.memory_evaluations += 1
         self._work(1)
         acts = rank_activations(self.shape, k)
@@ -750,10 +755,7 @@ class Engine:
             held, _ = weighted_peak(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank,
                                     tuple(c.saved for c in chunks), tuple(c.pending for c in chunks))
             floor = max(floor, held + acts[rank].transient)
-        if floor > self.usable:
-            return floor
-        self._work(k.pp)
-        return activation_floor(self.shape, k)
+        return floor
 
     def _work(self, ranks: int) -> None:
         before = self.stats.work
