@@ -78,7 +78,7 @@ def _report(results, fmt: str) -> int:
     err_style = _style(sys.stderr)
     for r in results:
         if r.diagnostics:
-            text = render_text(r.diagnostics, {r.source.path: r.source}, err_style)
+            text = render_text(r.diagnostics, {r.source.path: r.source}, err_style, brief_allowed=True)
             click.echo(text, err=True, nl=False)
             click.echo(f"{r.source.path}: {summary_line(r.diagnostics, err_style)}", err=True)
         if not has_errors(r.diagnostics) and r.plan is not None:
@@ -94,6 +94,9 @@ def _sorted(diagnostics):
 
 def _ok_line(plan) -> str:
     layout = " x ".join(f"{a.name} {a.degree if a.degree is not None else '?'}" for a in plan.layout.axes)
+    ep = plan.layout.ep
+    if ep.folded_over:
+        layout += f", ep {ep.degree if ep.degree is not None else '?'} over {' x '.join(ep.folded_over)}"
     size = f"{plan.cluster.world_size:,} GPUs" if plan.cluster.world_size else "size open"
     line = f"{plan.source}: ok ({layout}; {size})"
     if plan.holes:

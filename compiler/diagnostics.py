@@ -163,14 +163,21 @@ def _snippet_rows(source: SourceFile, marks: list[tuple[Span, str, str, object]]
 
 
 def render_text(
-    diagnostics: Sequence[Diagnostic], sources: dict[str, SourceFile], style: Style
+    diagnostics: Sequence[Diagnostic], sources: dict[str, SourceFile], style: Style, brief_allowed: bool = False
 ) -> str:
-    """rustc-style text: location, message, the line with the span underlined, help."""
+    """rustc-style text: location, message, the line with the span underlined, help.
+
+    With `brief_allowed`, a warning the spec acknowledged is one line: it was read in review
+    already, and `parc explain` shows it in full."""
     out: list[str] = []
     for d in sorted(diagnostics, key=sort_key):
+        if brief_allowed and d.allowed:
+            where = f"{d.span}: " if d.span else ""
+            out.append(f"{where}{d.severity.value}[{d.code}] (allowed): {d.message}")
+            continue
         out.extend(_render_one(d, sources, style))
         out.append("")
-    return "\n".join(out)
+    return "\n".join(out) + ("\n" if out and out[-1] != "" else "")
 
 
 def _render_one(d: Diagnostic, sources: dict[str, SourceFile], style: Style) -> list[str]:
