@@ -167,7 +167,11 @@ class _Degrees:
 class Engine:
     """One search over one space; `run()` returns the best candidates and the statistics."""
 
-    def __init__(self, space: Space, keep: int, progress: Callable[[int, int], None] | None = None):
+    def __init__(self, space: Space, keep: int, progress: Callable[[int, int], None] | None = None,
+                 software: timing.Software = timing.PARC, runtime: str = "torch", ceiling: float = math.inf):
+        """`keep` the best candidates; `software` and `runtime` are the time and memory models'
+        (parc's runtime unless a study says otherwise); with a `ceiling`, every candidate at most
+        that fast is kept (up to `keep`), which ranks a given layout in its space."""
         self.space = space
         self.keep = keep
         self.progress = progress
@@ -177,7 +181,9 @@ class Engine:
         self.shape = shape_of(plan)
         self.hw = timing.hardware_of(plan)
         self.constants = DEFAULT
-        self.software = timing.PARC
+        self.software = software
+        self.runtime = runtime
+        self.ceiling = ceiling
         self.usable = plan.cluster.gpu.hbm_bytes - reserve_bytes(plan.cluster.gpu.hbm_bytes)
         self.domain = plan.cluster.domain_size
         self.pcie = plan.cluster.link == "pcie"
@@ -189,7 +195,7 @@ class Engine:
         self.ep_axis = "ep" in space.axes
         self.fixed = dict(precision=train.precision, optimizer=train.optimizer,
                           recompute_layers=train.recompute_layers, cp_flavour=self.flavour, seq=self.seq,
-                          split=self.split, ep_over_tp="tp" in space.ep_fold)
+                          split=self.split, ep_over_tp="tp" in space.ep_fold, runtime=runtime)
         self.best: list[Found] = []
         self._piece_cache: dict = {}
         self._load_cache: dict = {}
@@ -494,7 +500,7 @@ class Engine:
                                      sw.attention, hw, c)
             for mode in RECOMPUTE:
                 out[(moe, mode)] = summed(work, mode)
-        vocab = padded_vocab(shape.vocab, tp, "torch")
+        vocab = padded_vocab(shape.vocab, tp, self.runtime)
         out["embedding"] = summed(timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c), "none")
         out["output"] = summed(timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab, precision, hw, c),
                                "none")
@@ -527,7 +533,7 @@ class Engine:
         distinct = self._load_cache.get(key)
         if distinct is None:
             distinct = self._load_cache[key] = tuple(dict.fromkeys(timing.rank_loads(
-                self.shape, tp, item.ep, pp, v, schedule, self.split, "torch", recompute,
+                self.shape, tp, item.ep, pp, v, schedule, self.split, self.runtime, recompute,
                 self.fixed["recompute_layers"])))
         out = []
         for load in distinct:
@@ -663,7 +669,7 @@ class Engine:
                 self.progress(i, 2 * total)
         stats.bound_evaluations = total
         heapq.heapify(queue)
-        threshold = math.inf
+        threshold = self.ceiling
         done = 0
         while queue:
             lower, i, refined = heapq.heappop(queue)
@@ -711,6 +717,8 @@ class Engine:
             if lower > threshold * (1 + BOUND_SLACK):
                 stats.bounded += n_orders
                 continue
+            if floor is None and self.runtime != "torch":
+                floor = 0  # the floors count parc's runtime's transient buffers
             if floor is None:
                 stats.memory_evaluations += 1
                 self._work(k0.pp)
@@ -731,7 +739,7 @@ class Engine:
                 self._work(k.pp)
                 stats.timed += weight
                 step = timing.step_time(self.shape, k, self.hw, geo, self.constants, self.software).step
-                if len(self.best) >= self.keep and step > threshold:
+                if step > (threshold if len(self.best) >= self.keep else self.ceiling):
                     continue
                 threshold = self._keep(step, peak_bytes, item, order, k, sharding, shard)
         return threshold
@@ -743,7 +751,11 @@ class Engine:
         the activations of micro-batch 0 on each of its chunks (it went forward through all of
         them and the backward starts from the last), so the sum over a rank's chunks plus its
         transient buffers is a floor. Then the first and the last rank's activations at their
-        worst moment (`schedules.weighted_peak`: one walk each, where the model walks every rank)."""
+        worst moment (`schedules.weighted_peak`: one walk each, where the model walks every rank).
+        Only for parc's runtime (the floors count its transient buffers, which the others' do not
+        have)."""
+        if self.runtime != "torch":
+            return 0
         self.stats.memory_evaluations += 1
         self._work(1)
         acts = rank_activations(self.shape, k)
@@ -779,7 +791,7 @@ class Engine:
         keys = [f.rank_key for f in self.best]
         self.best.insert(bisect.bisect(keys, found.rank_key), found)
         del self.best[self.keep:]
-        return self.best[-1].step if len(self.best) >= self.keep else math.inf
+        return min(self.ceiling, self.best[-1].step if len(self.best) >= self.keep else math.inf)
 
 
 _DIVISORS: dict[int, tuple[int, ...]] = {}

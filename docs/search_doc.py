@@ -1,0 +1,573 @@
+"""Generate docs/search.md: what `parc search` searches, how, and how its choices compare with
+published layouts.
+
+    .venv/bin/python docs/search_doc.py           # print the document
+    .venv/bin/python docs/search_doc.py --write   # rewrite docs/search.md
+    .venv/bin/python docs/search_doc.py --check   # exit 1 when docs/search.md is stale
+
+The sizes of the benchmark's space are computed by running the search. The quality study takes
+every published run of ../shared/calibration/published.yaml whose layout is published, writes
+it as a spec with `benchmarks/fidelity.py` (`load_rows`, the calibration's own specs), opens its
+degrees (and, in a second search, its micro-batch and recomputation) as `?`, and ranks the
+published layout among all the layouts of that space. Timings are not generated (they depend on
+the machine): they are quoted from benchmarks/search_speed.py in the template below.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "search.md"
+sys.path.insert(0, str(ROOT))
+
+from parc import timing  # noqa: E402
+from parc.calibration import DEFAULT  # noqa: E402
+from parc.diff import value_text  # noqa: E402
+from parc.memory.inputs import knobs_of, shape_of  # noqa: E402
+from parc.memory.model import peak  # noqa: E402
+from parc.pipeline import compile_text  # noqa: E402
+from parc.search import engine as search_engine  # noqa: E402
+from parc.search.engine import Engine  # noqa: E402
+from parc.search.explain import loss_line  # noqa: E402
+from parc.search.fill import fill  # noqa: E402
+from parc.search.space import Assignment, build_space, hole_values  # noqa: E402
+
+
+def _fidelity():
+    return _load("fidelity", ROOT / "benchmarks" / "fidelity.py")
+
+
+def _load(name: str, path: Path):
+    """A script of benchmarks/ as a module (they are scripts, not a package)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while it executes
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---------------------------------------------------------------------------------------------
+# The quality study
+
+def runtime_of(row) -> str:
+    """Whose memory a run is judged by: Megatron-LM's accounting (Korthikanti et al. 2022: the
+    attention scores materialised) for the runs before FlashAttention, parc's runtime's
+    (FlashAttention, `parc check`'s) for the others. Time: as benchmarks/fidelity.py models each
+    run (its `Software`: attention kernel, tensor-parallel overlap, what selective recomputes)."""
+    return "megatron" if row.software.attention == "unfused" else "torch"
+
+
+def study_spec(row, variant: str) -> tuple[str, Assignment]:
+    """The row's calibration spec with its degrees (and, for variant "knobs", its micro-batch and
+    recomputation) as `?`, and the published assignment of those holes."""
+    plan = row.plan
+    lay, train = plan.layout, plan.training
+    lines = []
+    for line in row.spec.splitlines():
+        if re.match(r"^(tp|pp|dp) \d+.* on nodes\(", line):
+            line = re.sub(r"^.* on nodes\(", "tp ? x dp ? x pp ? on nodes(", line)
+        elif line.startswith("hardware {"):
+            line = line.replace(" }", f", gpus {plan.cluster.world_size} }}")
+        elif re.match(r"^(tp|pp|dp) \{", line):
+            continue
+        elif variant == "knobs" and "micro-batch" in line:
+            line = re.sub(r"micro-batch \d+", "micro-batch ?", line)
+        elif variant == "knobs" and "recompute" in line:
+            line = re.sub(r"recompute \w+", "recompute ?", line)
+        lines.append(line)
+    published_sp = row.entry_sp if row.entry_sp is not None else True
+    lines.append(f"tp {{ sequence-parallel {'on' if published_sp else 'off'} }}")
+    interleaved = lay.pp.schedule not in ("1f1b", "gpipe")
+    lines.append(f"pp {{ schedule {lay.pp.schedule}" + (", virtual-stages ?" if interleaved else "") + " }")
+    lines.append(f"dp {{ sharding {lay.dp.sharding} }}")
+    published = Assignment(
+        degrees=(("tp", lay.tp.degree), ("dp", lay.dp.degree), ("pp", lay.pp.degree)), ep=1,
+        micro=train.micro_batch, recompute=train.recompute, sharding=lay.dp.sharding, shard=0,
+        schedule=lay.pp.schedule, virtual_stages=lay.pp.virtual_stages, sequence_parallel=published_sp)
+    return "\n".join(lines) + "\n", published
+
+
+def _predict(space, a: Assignment, software, runtime: str) -> SimpleNamespace | None:
+    """One assignment as the study's models see it (None when parc check rejects it)."""
+    result = compile_text(fill(space, a), path=f"{a}.par")
+    errors = sorted({d.code for d in result.diagnostics if d.is_error and d.code != "E0401"})
+    if errors:
+        return SimpleNamespace(errors=errors)
+    plan = result.plan
+    shape, knobs = shape_of(plan), knobs_of(plan, runtime)
+    hw = timing.hardware_of(plan)
+    breakdown = timing.step_time(shape, knobs, hw, timing.geometry_of(plan, hw), DEFAULT, software)
+    nbytes, _ = peak(shape, knobs)
+    return SimpleNamespace(errors=[], values=hole_values(space, a), step=breakdown.step, peak_bytes=nbytes,
+                           prediction=SimpleNamespace(breakdown=breakdown), assignment=a)
+
+
+def rank(row, variant: str) -> dict:
+    text, published = study_spec(row, variant)
+    compilation = compile_text(text, path=f"{row.id}.par")
+    assert compilation.plan is not None and not [d for d in compilation.diagnostics if d.is_error], \
+        (row.id, [d.message for d in compilation.diagnostics if d.is_error])
+    space = build_space(compilation)
+    runtime = runtime_of(row)
+    mine = _predict(space, published, row.software, runtime)
+    out = {"row": row, "variant": variant, "published": published, "space": space}
+    if mine.errors:
+        out["rejected"] = mine.errors
+        return out
+    usable = compilation.plan.cluster.gpu.hbm_bytes - search_engine.reserve_bytes(compilation.plan.cluster.gpu.hbm_bytes)
+    out["fits"] = mine.peak_bytes <= usable
+    out["mine"] = mine
+    engine = Engine(space, keep=10**9, software=row.software, runtime=runtime,
+                    ceiling=mine.step * (1 + 1e-9))
+    outcome = engine.run()
+    faster = [f for f in outcome.found if f.step < mine.step * (1 - 1e-9)]
+    out["rank"] = len(faster) + 1
+    out["valid"] = outcome.stats.valid
+    best = _predict(space, outcome.found[0].assignment, row.software, runtime) if outcome.found else mine
+    if not faster:
+        best = mine
+    out["winner"] = best
+    return out
+
+
+def study() -> list[dict]:
+    fidelity = _fidelity()
+    import yaml
+
+    entries = {e["id"]: e for e in yaml.safe_load(fidelity.PUBLISHED.read_text())}
+    rows, _ = fidelity.load_rows()
+    results = []
+    for row in rows:
+        row.entry_sp = entries[row.id]["layout"]["sequence_parallel"]
+        for variant in ("degrees", "knobs"):
+            results.append(rank(row, variant))
+    return results
+
+
+def _layout(a: Assignment, knobs: bool) -> str:
+    text = " x ".join(f"{n} {d}" for n, d in a.degrees if d > 1) or "1 GPU"
+    if a.schedule not in ("1f1b", "gpipe") and a.virtual_stages > 1:
+        text += f" (v {a.virtual_stages})"
+    if knobs:
+        text += f", mb {a.micro}, {a.recompute}"
+    return text
+
+
+def study_table(results: list[dict]) -> str:
+    by_row: dict[str, dict] = {}
+    for r in results:
+        by_row.setdefault(r["row"].id, {})[r["variant"]] = r
+    lines = ["| run | GPUs | published | rank (degrees open) | best layout found | its gain | "
+             "rank (+ micro-batch, recompute) | best layout found | its gain |",
+             "|---|--:|---|--:|---|--:|--:|---|--:|"]
+    for run_id, pair in by_row.items():
+        degrees, knobs = pair["degrees"], pair["knobs"]
+        cells = [f"`{run_id}`", f"{degrees['row'].gpus:,}", _layout(degrees["published"], True)]
+        for r, show_knobs in ((degrees, False), (knobs, True)):
+            if "rejected" in r:
+                cells += [f"rejected ({', '.join(r['rejected'])})", "", ""]
+                continue
+            fits = "" if r["fits"] else " (does not fit)"
+            cells.append(f"{r['rank']:,} of {r['valid']:,}{fits}")
+            winner = r["winner"]
+            if r["rank"] == 1:
+                cells += ["the published one", ""]
+            else:
+                gain = r["mine"].step / winner.step - 1
+                cells += [_layout(winner.assignment, show_knobs), f"{gain:+.1%}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def study_reasons(results: list[dict]) -> str:
+    """Why the best layout found beats the published one, per run ranked below 1 (the same line
+    `parc search` prints for a runner-up)."""
+    lines = []
+    for r in results:
+        if "rejected" in r or r["rank"] == 1:
+            continue
+        line = loss_line(r["winner"], r["mine"])
+        opened = "degrees" if r["variant"] == "degrees" else "degrees, micro-batch, recompute"
+        lines.append(f"- `{r['row'].id}` ({opened} open): the published layout's {line}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# The benchmark's space
+
+def benchmark_lines() -> str:
+    module = _load("search_speed", ROOT / "benchmarks" / "search_speed.py")
+    compilation = compile_text(module.BENCHMARK, path="benchmark.par")
+    from parc.search import search
+
+    result = search(compilation, top=10)
+    s = result.stats
+    pruned = ", ".join(f"{code} {count:,}" for code, count in sorted(s.pruned.items(), key=lambda kv: (-kv[1], kv[0])))
+    w = result.winner
+    return "\n".join([
+        "```par", module.BENCHMARK.rstrip("\n"), "```", "",
+        "| | assignments |", "|---|--:|",
+        f"| the complete space (every value of every hole, degrees multiplying to 16,384) | {s.raw:,} |",
+        f"| rejected by a layout rule (the first that fails: {pruned}) | {sum(s.pruned.values()):,} |",
+        f"| pass every layout rule | {s.valid:,} |",
+        f"| ... folded into an equal or better layout without evaluation | {s.merged:,} |",
+        f"| ... in groups whose lower bound cannot reach the top 10 | {s.bounded:,} |",
+        f"| ... whose memory was predicted and does not fit | {s.out_of_memory:,} |",
+        f"| ... timed (their step time predicted; rank orders with the same placement share one) | {s.timed:,} |",
+        "",
+        f"{s.groups:,} groups were bounded, {s.memory_evaluations:,} memory predictions (floors included) and "
+        f"{s.time_evaluations:,} step-time predictions made. The winner: "
+        + ", ".join(f"{k} {v}" for k, v in w.values.items())
+        + f": {w.prediction.tokens_per_second:,.0f} tokens/s, {value_text('s', w.step)} per step, "
+          f"MFU {w.prediction.mfu:.1%}, {value_text('bytes', w.peak_bytes)} peak.",
+    ])
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+
+TEMPLATE = """\
+# parc search
+
+<!-- Generated by `.venv/bin/python docs/search_doc.py --write`; edit the script, not this file. -->
+
+`parc search SPEC` fills every `?` of a spec with the assignments that pass every check, ranked by
+predicted tokens per second among those that fit in memory. It prints the best ten (`--top N`)
+with their peak memory, step time, MFU, bubble and exposed communication, marks the Pareto
+frontier of memory against throughput, and says in one line per runner-up why it lost to the
+winner. `--write` puts the winner's values into the spec in place; `--format json` gives tools
+the same as data.
+
+```
+parc search specs/llama3-70b-search.par
+parc search specs/llama3-70b-search.par --top 20
+parc search specs/llama3-70b-search.par --write      # fill the `?` in place, review it as a diff
+parc search specs/llama3-70b-search.par --format json | jq '.candidates[0].values'
+```
+
+Exit status: 0 a layout was found (and written with `--write`); 1 the spec has errors (printed
+as `parc check` prints them) or nothing passes the checks and fits (E0501-E0503); 2 usage error.
+Code: `compiler/search/` (`space.py` the space, `engine.py` the search, `fill.py` writing back,
+`explain.py` the runner-up lines, `render.py` the output), `compiler/checks/predicates.py` (the
+rules' conditions, shared with `parc check`).
+
+## The space
+
+Every `?` of the spec, and only those (a written value is never changed):
+
+| hole | values |
+|---|---|
+| a degree: `tp ?`, `pp ?`, `dp ?`, `cp ?`, `ep ?` on the layout line | every positive integer; the layout's degrees multiply to the cluster size (`hardware { nodes N }` or `gpus N`, E0302), so in practice every ordered factorisation of it over the open axes |
+| `ep ? over dp x cp` | every divisor of the ranks it folds over |
+| `order ?` | every rank order of the layout's axes; orders that differ only in where axes of degree 1 sit are one order (they place every group alike) |
+| `micro-batch ?` | 1 to 16 sequences |
+| `recompute ?` | none, selective, full |
+| `sharding ?` | none, zero1, zero2, zero3, and hsdp R x S for every R x S = dp with 1 < S < dp |
+| `schedule ?` | gpipe, 1f1b, interleaved-1f1b, interleaved-zb, zbv, dualpipe-v |
+| `virtual-stages ?` | 1 to layers / pp chunks per rank (at most the memory model's 512 chunks per pipeline); with `schedule ?` and no `virtual-stages`, each schedule's default (2 for the four multi-chunk schedules, else 1) |
+| `sequence-parallel ?` | on, off |
+
+The *complete space* is every combination of these values; its size is the "assignments" the
+output's first line counts. Sequence parallelism in a layout without tp and the schedule of a
+layout without pp mean nothing, but they are still assignments: search folds them (below).
+
+## How the space is cut
+
+Candidates are never built as Plans. The engine walks the space as a tree of plain numbers and
+cuts each level with the checks' own conditions (`checks/predicates.py`, called by the rules of
+`parc check` and by search alike; tests/test_search_rules.py compiles random assignments of nine
+spaces through the real front end and finds search and `parc check` agree on every one):
+
+1. degrees: E0304 (tp inside the NVLink domain: with `order ?` tp can always go first), E0310,
+   E0312, E0313 (tp against the model), E0315/E0316 (no more stages than layers), E0321 (the
+   batch over dp), E0330, E0332 (cp against the sequence and the heads), E0340-E0342 (experts),
+   E0350 (written hsdp factors);
+2. pipeline: E0315-E0317 (layers over pp x v chunks, what each schedule accepts);
+3. micro-batch: E0321, E0322 (enough micro-batches), E0318, E0320 (what torch's schedules accept);
+   sequence parallelism: E0331; recomputation;
+4. rank order: E0304 per order;
+5. sharding.
+
+Everything but the rank order and the sharding is a *group*: one computation per micro-batch.
+
+| what | kind | why it is safe |
+|---|---|---|
+| the layout rules above | exact | the same conditions as `parc check` (tested) |
+| pp 1: only `1f1b` (the others are folded into it) | exact | with one stage every schedule predicts the same step time and at least 1f1b's memory (tested for every schedule and sharding) |
+| tp 1: only `sequence-parallel on` | exact | without tp it changes nothing (tested) |
+| dp x cp = 1: only `sharding none` | exact | nothing to shard over (W0353); the others are as fast or slower and use as much memory or more (tested) |
+| rank orders that give every group the same placement share one evaluation | exact | the time model reads the order only through that placement (`timing.Geometry`); memory never reads it |
+| memory floors, before the memory model proper: the activations of one micro-batch on every chunk of a rank (every schedule holds them when a rank starts its first backward), then the first and last rank's activations at their worst moment, then the memory model's `activation_floor` | exact rejections | each is at most the peak of every sharding (`peak` adds model states and buffers to them), so a layout rejected by one does not fit |
+| a lower bound on the step time of each group | bound | the time model's own pieces with its tp communication (the rank order cannot change it: E0304 keeps tp groups inside a domain), cp ring and all-gather traffic at NVLink speed (no order is faster), no cp all-to-all, ep or pp traffic, the smallest bubble of any rank and the cheapest optimizer step; refined per sharding with the data-parallel tail at the best placement any order gives each data-parallel group |
+| groups visited cheapest bound first; the scan stops when the cheapest bound left exceeds the N-th best step time found | exact for the top N | a skipped candidate's step is at least its bound, so it cannot enter the top N (tests/test_search_engine.py compares the top 10 with an evaluation of every candidate on four spaces, and checks every bound against every step it bounds) |
+| pipelines of more than 512 chunks | excluded | the memory model does not predict them (`memory.MAX_CHUNKS`), so they cannot be ranked; `parc check` accepts them without a memory check |
+
+Only the bounds are approximations, and they only decide what need not be evaluated: every
+candidate shown was evaluated exactly, and the top N is the exact top N of the whole space.
+
+## Ranking and ties
+
+Candidates are ranked by predicted tokens per second (the global batch is fixed, so by step time
+ascending), then by peak memory ascending, then by a canonical order of the assignment: each
+hole's value by its position in its domain (the holes in the order they are written): degrees
+and micro-batches ascending; recompute none, selective, full; sharding none, zero1, zero2, zero3,
+then hsdp by S; schedules in the order of the table above; sequence parallelism on, off; rank
+orders in permutation order of the written one, so the written order wins a tie. The same spec
+gives byte-identical output (tested).
+
+## Output
+
+The table lists, per candidate, the layout in its rank order, each open knob, tokens/s, step
+time, MFU, the peak memory of the worst rank, the bubble's share of the busy time and the
+exposed communication. `*` marks the Pareto frontier of peak memory and tokens/s: no listed
+candidate is as fast with less memory. The mark is exact for the whole space: a layout that
+dominates a listed one is at least as fast, so it is listed too.
+
+The best candidates are then written into the spec's text and run through the real front end
+(parse, resolve, every check, `parc explain`'s predictions): what search prints about a layout is
+what `parc check` and `parc explain` say about the spec `--write` produces, including its
+warnings.
+
+Each runner-up gets one line from the two predicted step breakdowns (compute, recomputation,
+bubble, optimizer, exposed communication per axis): the parts that grew most, each with the holes
+whose values differ and that the part depends on, and what it saves in memory:
+
+    #5  +8.3 % step time: exposed tp +482.0 ms (3.0x; tp 4 vs 2; micro-batch 2 vs 1); also dp 256 vs 512; needs 2.4 GiB less memory
+
+## --write
+
+Only the `?` tokens change: each is replaced by its value where it stands; for `order ?` the
+layout line's axis terms are put in the chosen order (its placement, `allow` and comment stay)
+and the `?` becomes `fixed`. Every other byte, comments and layout included, is kept, so a
+formatted spec stays formatted (`parc fmt --check` passes). The filled text is parsed again and
+its Plan compared with the winner before anything is written; the spec is re-read first and
+left alone if it changed while search ran; the new text goes to a temporary file renamed over the
+spec (`compiler/atomic.py`), so a failure at any point leaves the spec byte-identical
+(tests/test_search.py injects one while the temporary file is flushed and one at the rename).
+
+## Limits
+
+A search walks at most @MAX_GROUPS@ groups (after the rules) and makes at most @MAX_WORK@
+pipeline-rank evaluations of the memory and time models; beyond either it stops with E0503 and
+asks for values instead of `?`. The memory model's caches are emptied as a search through deep
+pipelines fills them. tests/test_limits.py runs two spaces of more than 10^12 assignments in a
+process of 1 GiB: one answers (2.4 x 10^12 assignments, 983,040 GPUs: about 10 s and 170 MB
+measured), one finds that nothing passes the rules (E0501).
+
+| code | when |
+|---|---|
+| E0501 | no assignment passes the layout rules; the notes count the rejections per rule |
+| E0502 | valid layouts exist, none fits in memory; the note says how much each needs at least |
+| E0503 | the space is too large to walk |
+
+## Speed
+
+The issue's target: the complete space of a 16,384-GPU cluster in under a second on the 2-core
+development machine. The benchmark spec, Llama 3 405B on Meta's 16,384 H100s with every hole
+open:
+
+@BENCHMARK@
+
+`benchmarks/search_speed.py` measured on 2026-12-01 (cold caches, best of 3, CPU seconds of the
+process; Python 3.11):
+
+| spec | assignments | valid | groups | memory predictions | step-time predictions | CPU s | assignments / s | valid / s |
+|---|--:|--:|--:|--:|--:|--:|--:|--:|
+| Llama 3 405B, 16,384 H100 (the target) | 6.47e10 | 20,245,200 | 12,120 | 7,198 | 50 | 0.65 | 1.0e11 | 31,211,666 |
+| specs/llama3-70b-search.par, 1,024 H100 | 20,592 | 1,350 | 150 | 61 | 15 | 0.02 | 9.2e5 | 60,419 |
+| Mixtral 8x7B, 16,384 H100, ep over dp x cp | 7.57e9 | 21,175,440 | 139,860 | 194 | 102 | 1.89 | 4.0e9 | 11,199,077 |
+| Megatron 1T, 16,384 H100 (deep pipelines) | 6.62e10 | 30,755,280 | 49,440 | 12,741 | 99 | 7.80 | 8.5e9 | 3,941,169 |
+| Llama 3 405B with 120 layers, 983,040 H100 | 2.37e12 | 571,550,160 | 301,329 | 64,778 | 32 | 9.70 | 2.4e11 | 58,939,103 |
+
+The whole `parc search` command on the target spec, Python's start-up and the front end
+included, took 0.97 s wall (0.27 s of it is what any `parc` command costs: `parc check` on the
+same spec). The search itself is the 0.65 s of the table, the top ten's trip through the front
+end included. The deep-pipeline row is slower because the memory model walks each pipeline
+rank's schedule (64 ranks here) for every layout that passes the floors.
+
+How it got there (cProfile on the target): the rules cut 99.97 % of the space before any model
+runs; the bound first used `timing.rank_times` with every group of size 1 (110 us a group) and
+is now summed from the time model's cached per-layer pieces (about 15 us); tightening it per
+sharding with the data-parallel tail cut the memory predictions from 32,000 to 7,000 and the
+step-time predictions from 2,400 to 50; testing a layout's activations once before its shardings,
+and a floor before the full walk, removed most of the rest. In the memory model (same results,
+tested): chunks of equal size are computed once (interleaving made many), and the Pareto filter
+over schedule states compares packed integers (Megatron 1T's 16,384-GPU search: 212 s to 8 s).
+
+## Quality: published layouts
+
+Every run of `../shared/calibration/published.yaml` whose layout is published (29; the two
+strong-scaling endpoints have no layout) is written as a spec by `benchmarks/fidelity.py` (the
+time model's calibration specs), then searched twice: with its degrees open (`tp ? x dp ? x
+pp ?` on its GPUs, with `virtual-stages ?` for the interleaved runs, since the chunks per rank
+follow pp), and with its micro-batch and recomputation open too. Held fixed: the model, the
+GPUs and their network, the global batch, sequence length, precision, optimizer, the pipeline
+schedule, the data-parallel sharding and sequence parallelism, all as the run had them (or as
+the calibration assumes where the source is silent: benchmarks/fidelity.py lists each
+assumption). Time is predicted as the calibration predicts each run (its attention kernel,
+tensor-parallel overlap and selective recomputation); memory with Megatron-LM's accounting
+(the attention scores materialised) for the runs before FlashAttention, with parc's runtime's
+for the 2024 ones. "Rank" is the published layout's place among all valid assignments of that
+space that fit ("of" counts the valid assignments); the gain is the best layout's tokens/s over
+the published one's.
+
+@STUDY_TABLE@
+
+Why the best layout found beats the published one, where it does (the line `parc search` prints
+for a runner-up):
+
+@STUDY_REASONS@
+
+What the ranks say:
+
+- **With the degrees open, the published layout is first in @FIRST@ of the @RUNS@ runs and within
+  3 % of the best in @WITHIN3@.** The ranking reproduces the published practice: tensor
+  parallelism up to the node for the large models, pipeline stages across nodes, dp for the
+  rest.
+- **Less tensor parallelism, a deeper pipeline:** where the published layout is not first with
+  its degrees open, the best layout found uses a smaller tp in @TP_COUNT@
+  (@TP_GAPS@). This is a finding about the model: it charges
+  tensor-parallel collectives as exposed beyond the GEMMs each run's code overlapped them with
+  (none in 2021, the backward ones in 2022, all in 2024), while a deeper pipeline costs it only
+  a small bubble and point-to-point traffic; Narayanan et al.'s guideline, from their
+  measurements on the same hardware, is the opposite (their Takeaway #1: tensor parallelism up
+  to the GPUs of a server, pipeline parallelism across servers). The gaps are within the time
+  model's error on these runs (docs/time-model.md: median 2.3 %, worst 21 %, on the 32B row,
+  one of the largest gaps here), so they do not show that the published choices were slower.
+- **Full recomputation ranks far down once recomputation is open** (Narayanan et al.'s runs:
+  @RECOMPUTE_RANKS@): by Megatron-LM's own memory accounting these layouts fit with no
+  recomputation, or with selective, and recomputing every layer costs a forward pass. This is a
+  finding about the published choice, not the model: the 2021 scripts recomputed every layer for
+  every size (`--activations-checkpoint-method uniform`), and Korthikanti et al. 2022 then
+  measured that selective recomputation with sequence parallelism removes most of that
+  overhead; the `korthikanti22_*` rows agree (@TWINS@).
+- **The 2024 README's micro-batch** is not published (the calibration assumes 1); with it open
+  the model prefers @MICRO@. That ranks the calibration's assumption, not a published choice.
+- **Memory:** @MEMORY@
+"""
+
+
+NAMES = {"narayanan2021_table1": "Narayanan et al. 2021", "megatron_readme_h100_2024": "the 2024 README",
+         "korthikanti2022_table5": "Korthikanti et al. 2022", "korthikanti2022_abstract": "Korthikanti et al. 2022"}
+
+
+def _short(run_id: str) -> str:
+    """"145B", "175B (full recomputation)"."""
+    size = re.search(r"\d+(\.\d+)?[BT]", run_id)[0]
+    return size + (" (full recomputation)" if run_id.endswith("full_recompute") else "")
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _gain(r: dict) -> float:
+    return r["mine"].step / r["winner"].step - 1
+
+
+def facts(results: list[dict]) -> dict[str, str]:
+    """The numbers the discussion quotes, from the study (so that it cannot go stale)."""
+    degrees = [r for r in results if r["variant"] == "degrees" and "rejected" not in r]
+    knobs = [r for r in results if r["variant"] == "knobs" and "rejected" not in r]
+    lost = [r for r in degrees if r["rank"] > 1]
+    smaller_tp = [r for r in lost if r["winner"].assignment.degree("tp") < r["published"].degree("tp")]
+    gaps = ", ".join(f"{_short(r['row'].id)} of {NAMES[r['row'].group]} {_gain(r):+.1%}" for r in smaller_tp)
+    twins = []
+    for r in knobs:
+        if r["row"].id.startswith("korthikanti22") and r["row"].id.endswith("full_recompute"):
+            twin = next(t for t in knobs if t["row"].id == r["row"].id.replace("full_recompute", "selective_sp"))
+            twins.append((r["rank"] >= twin["rank"], _short(r["row"].id), r["rank"], twin["rank"]))
+    if all(ok for ok, *_ in twins):
+        twins_text = "each full-recomputation run ranks at or below its selective twin"
+    else:
+        twins_text = "; ".join(f"{name}: full {a}, selective {b}" for _, name, a, b in twins)
+    full = [r for r in knobs if r["row"].group == "narayanan2021_table1" and r["rank"] > 1
+            and r["winner"].assignment.recompute != "full"]
+    ranks = sorted(r["rank"] for r in full)
+    gains = sorted(_gain(r) for r in full)
+    micro = [r for r in knobs if r["row"].group == "megatron_readme_h100_2024" and r["rank"] > 1
+             and r["winner"].assignment.micro != r["published"].micro]
+    micros = sorted({r["winner"].assignment.micro for r in micro})
+    return {
+        "@RUNS@": str(len(degrees)),
+        "@FIRST@": str(sum(1 for r in degrees if r["rank"] == 1)),
+        "@WITHIN3@": str(sum(1 for r in degrees if r["rank"] == 1 or _gain(r) <= 0.03)),
+        "@TP_GAPS@": gaps,
+        "@TP_COUNT@": f"{len(smaller_tp)} of these {len(lost)}",
+        "@TWINS@": twins_text,
+        "@RECOMPUTE_RANKS@": (f"{len(full)} of the {sum(1 for r in knobs if r['row'].group == 'narayanan2021_table1')} "
+                              f"rank {_ordinal(ranks[0])} to {_ordinal(ranks[-1])}, {gains[0]:.0%} to {gains[-1]:.0%} "
+                              "slower than the best") if full else "none",
+        "@MICRO@": (f"micro-batches of {' or '.join(map(str, micros))} in {len(micro)} of its runs, "
+                    f"{min(_gain(r) for r in micro):.0%} to {max(_gain(r) for r in micro):.0%} faster") if micro else "1",
+        "@MEMORY@": memory_fact(degrees),
+    }
+
+
+def memory_fact(degrees: list[dict]) -> str:
+    from parc.memory import estimate
+
+    misfits = [r for r in degrees if not r["fits"]]
+    if not misfits:
+        return "every published layout fits as the calibration writes it."
+    parts, lowered = [], []
+    for r in misfits:
+        plan = r["row"].plan
+        runtime = runtime_of(r["row"])
+        needed = estimate(plan, runtime).peak_bytes
+        selective = compile_text(r["row"].spec.replace(f"recompute {plan.training.recompute}", "recompute selective"))
+        with_selective = estimate(selective.plan, runtime).peak_bytes
+        usable = estimate(plan, runtime).usable_bytes
+        parts.append(f"{r['row'].id} needs {value_text('bytes', needed)}")
+        lowered.append(f"{value_text('bytes', with_selective)}")
+    return (f"{len(misfits)} published layouts do not fit in memory as the calibration writes them "
+            f"({'; '.join(parts)}, against {value_text('bytes', usable)} usable), all of the 2024 README "
+            "without recomputation, which it does not state. parc's runtime keeps fp32 master weights "
+            "on every data-parallel rank under zero1 (6 bytes per parameter with the bf16 copy), where "
+            "Megatron-Core's distributed optimizer shards them; with selective recomputation they need "
+            f"{', '.join(lowered)}. The runs must have recomputed, or fit only with Megatron-Core's sharded master "
+            "weights: a limit of comparing a Megatron run with parc's runtime. Their rank is still shown "
+            "(by time, among the layouts that fit).")
+
+
+def generate() -> str:
+    results = study()
+    text = TEMPLATE.replace("@BENCHMARK@", benchmark_lines())
+    for key, value in facts(results).items():
+        text = text.replace(key, value)
+    text = text.replace("@STUDY_TABLE@", study_table(results))
+    text = text.replace("@STUDY_REASONS@", study_reasons(results))
+    text = text.replace("@MAX_GROUPS@", f"{search_engine.MAX_GROUPS:,}")
+    text = text.replace("@MAX_WORK@", f"{search_engine.MAX_WORK:,}")
+    return text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="rewrite docs/search.md")
+    parser.add_argument("--check", action="store_true", help="exit 1 when docs/search.md is stale")
+    args = parser.parse_args()
+    text = generate()
+    if args.write:
+        from parc.atomic import write_file
+
+        write_file(DOC, text)
+    elif args.check:
+        if not DOC.exists() or DOC.read_text() != text:
+            sys.stderr.write("docs/search.md is stale: run .venv/bin/python docs/search_doc.py --write\n")
+            sys.exit(1)
+    else:
+        sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()
