@@ -10,7 +10,7 @@ failure are injected at every step of that sequence, one run per step:
   up, yet the output path holds exactly the old or exactly the new tree, never a mix or nothing
   (the leftover temporary sibling is harmless and named `.NAME.*`).
 
-`parc search --write` gets the same tests once the command exists (issue 6).
+`parc search --write` gets the same tests in tests/test_search_write.py (issue 6).
 """
 
 from __future__ import annotations
@@ -340,13 +340,13 @@ def test_fmt_killed_at_every_step_leaves_the_old_or_the_new_spec(tmp_path, when)
 
 
 def test_search_write_is_atomic_too():
-    """TO COMPLETE WITH ISSUE 6: `parc search --write` rewrites the spec through atomic.write_file;
-    it gets the fault and kill tests above once the command exists."""
-    from parc.cli import main
+    """Issue 6: `parc search --write` rewrites the spec through atomic.write_file; its fault and
+    kill tests, with this file's harness, are in tests/test_search_write.py."""
+    from . import test_search_write
 
-    if "search" not in main.commands:
-        pytest.skip("`parc search` does not exist yet (issue 6): its --write waits for it")
-    pytest.fail("parc search exists: add it to the fault and kill tests of this file")
+    assert test_search_write.Faults is Faults and test_search_write._killed_run is _killed_run
+    names = [n for n in dir(test_search_write) if n.startswith("test_")]
+    assert any("fault_at_every_step" in n for n in names) and any("killed_at_every_step" in n for n in names)
 
 
 def test_write_tree_refuses_paths_outside_before_touching_anything(tmp_path):
