@@ -284,7 +284,7 @@ layout without pp mean nothing, but they are still assignments: search folds the
 
 Candidates are never built as Plans. The engine walks the space as a tree of plain numbers and
 cuts each level with the checks' own conditions (`checks/predicates.py`, called by the rules of
-`parc check` and by search alike; tests/test_search_rules.py compiles random assignments of nine
+`parc check` and by search alike; tests/test_search_rules.py compiles random assignments of eight
 spaces through the real front end and finds search and `parc check` agree on every one):
 
 1. degrees: E0304 (tp inside the NVLink domain: with `order ?` tp can always go first), E0310,
@@ -343,6 +343,9 @@ whose values differ and that the part depends on, and what it saves in memory:
 
     #5  +8.3 % step time: exposed tp +482.0 ms (3.0x; tp 4 vs 2; micro-batch 2 vs 1); also dp 256 vs 512; needs 2.4 GiB less memory
 
+A search that runs longer than a second draws a progress bar on stderr, only when stderr is a
+terminal, and erases it when it ends, so what a pipe or a file receives is the same every time.
+
 ## --write
 
 Only the `?` tokens change: each is replaced by its value where it stands; for `order ?` the
@@ -352,7 +355,9 @@ formatted spec stays formatted (`parc fmt --check` passes). The filled text is p
 its Plan compared with the winner before anything is written; the spec is re-read first and
 left alone if it changed while search ran; the new text goes to a temporary file renamed over the
 spec (`compiler/atomic.py`), so a failure at any point leaves the spec byte-identical
-(tests/test_search.py injects one while the temporary file is flushed and one at the rename).
+(tests/test_search_write.py injects an I/O error at every file-system step of the write, and
+kills a real `parc search --write` before and after each: the spec is always the old text or the
+filled one).
 
 ## Limits
 

@@ -132,11 +132,11 @@ def test_with_tp_1_sequence_parallelism_changes_nothing():
     assert peak(shape, off) == peak(shape, k)
 
 
+@pytest.mark.parametrize("layout", ["tp 8 x dp 1", "tp 2 x pp 4 x dp 1"])
 @pytest.mark.parametrize("sharding", ["zero1", "zero2", "zero3"])
-def test_sharding_over_a_single_rank_is_never_better_than_none(sharding):
+def test_sharding_over_a_single_rank_is_never_better_than_none(sharding, layout):
     """W0353's case: dp x cp = 1, so sharding has nothing to shard over."""
-    shape, k, hw, geo = _knobs_of_text(BASE.replace("tp 2 x dp 4", "tp 2 x pp 4 x dp 1").replace("sharding zero1",
-                                                                                          "sharding none"))
+    shape, k, hw, geo = _knobs_of_text(BASE.replace("tp 2 x dp 4", layout).replace("sharding zero1", "sharding none"))
     sharded = replace(k, sharding=sharding)
     assert timing.step_time(shape, sharded, hw, geo).step >= timing.step_time(shape, k, hw, geo).step
     assert peak(shape, sharded)[0] >= peak(shape, k)[0]
