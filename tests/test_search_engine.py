@@ -242,3 +242,23 @@ def test_fill_writes_every_hole_and_nothing_else():
     for before, after in zip(original, filled, strict=True):
         if "?" not in before:
             assert before == after
+
+
+@pytest.mark.parametrize("path", ["tests/golden/search/specs/five-axes.par", "tests/golden/search/specs/schedules.par",
+                                  "tests/golden/search/specs/moe-fold.par"])
+def test_the_memory_floors_never_exceed_a_peak(path):
+    """Search rejects a layout when a floor of its memory does not fit; each floor must be at
+    most the memory model's peak under every sharding (sampled groups of three spaces)."""
+    import random
+
+    from parc.memory.model import activation_floor
+
+    engine = Engine(_space(path), keep=1)
+    groups = []
+    engine._scan = lambda found: groups.extend(found)
+    engine.run()
+    for group in random.Random(path).sample(groups, min(150, len(groups))):
+        k, _, _, _, knobs = engine._parts(group)
+        quick, full = engine._quick_floor(k), activation_floor(engine.shape, k)
+        peaks = [peak(engine.shape, ks)[0] for ks in knobs]
+        assert quick <= full <= min(peaks), (group, quick, full, peaks)
