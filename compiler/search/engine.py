@@ -14,15 +14,17 @@ pruned by the checks' own conditions (`checks/predicates.py`) before the next is
    `timing.Geometry`) share one evaluation;
 5. sharding: none, zero1-3, hsdp R x S.
 
-A *group* is everything but the rank order and the sharding: one compute time. Each group gets
-a lower bound on the step time of all its candidates: the time model itself, run with every
-communication group of size 1 (no communication, no data-parallel traffic) and the optimizer
-step at its cheapest sharding. Communication only adds time and the pipeline bubble only grows
-with it, so the bound never exceeds a candidate's step time. Groups are visited in order of
-their bound; a group is evaluated (memory for each sharding, then step time for each order and
-sharding that fits) only while its bound can still beat the N-th best step time found, and the
-scan stops at the first group that cannot. The top N is therefore exact; which is exact and
-which is a bound is listed in docs/search.md.
+A *group* is everything but the rank order and the sharding: one computation per micro-batch.
+Each group enters a queue at a lower bound on the step time of all its candidates (`bound`):
+the time model's own pieces with the communication no rank order can avoid (tp inside its
+domain, cp at NVLink speed), the smallest bubble of any rank and the cheapest optimizer step.
+Communication only adds time and the bubble only grows with it, so the bound never exceeds a
+candidate's step. When a group comes out of the queue, memory floors first (a group whose
+activations alone do not fit is out, whatever its sharding), then a tighter bound per sharding
+with the data-parallel tail at the best placement any order gives (`refine`), and back into the
+queue; when it comes out again, memory per sharding, then step time per order that fits
+(`_evaluate`). The scan stops when the cheapest bound left cannot beat the N-th best step
+found, so the top N is exact; docs/search.md lists what is exact and what is a bound.
 
 Some assignments are the same layout or dominated by one, and are folded into it without an
 evaluation (exact, each tested): with pp 1 every schedule predicts the same step and at least
@@ -293,7 +295,8 @@ class Engine:
         item.orders_raw = total
         item.orders = [order for order in orders if self._order_problem(degrees, order) is None]
 
-    def _shardings(self, item: _Degrees, dense_replicas: int, expert_replicas: int) -> list[tuple[str, int]]:
+    def _shardings(self, item: _Degrees) -> list[tuple[str, int]]:
+        """The written sharding, or every mode and every hsdp factorisation of dp."""
         space = self.space
         dp = item.degrees.get("dp", 1)
         if not space.sharding_open:
@@ -406,7 +409,7 @@ class Engine:
             dense_replicas = dp * cp * (ep if self.ep_axis else 1)
             spread = dense_replicas * (tp if "tp" in space.ep_fold else 1)
             expert_replicas = max(1, spread // ep)
-            item.shardings = self._shardings(item, dense_replicas, expert_replicas)
+            item.shardings = self._shardings(item)
             single_rank = dense_replicas == 1 and expert_replicas == 1
             n_orders_valid = len(item.orders) * item.order_weight
             canonical_pipe = ("1f1b", 1) if ("1f1b", 1) in pipes else pipes[0]
