@@ -252,3 +252,13 @@ def test_the_speed_benchmark_runs():
                            "--only-target"], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "llama3-405b, 16,384 H100 (the target)" in done.stdout and "hsdp" in done.stdout
+
+
+def test_the_written_winner_compiles(tmp_path):
+    """Search proposes only what the generated runtime runs: the filled spec passes `parc compile`."""
+    spec = tmp_path / "search.par"
+    shutil.copy(ROOT / "specs" / "llama3-70b-search.par", spec)
+    assert run_cli("search", str(spec), "--write").exit_code == 0
+    result = run_cli("compile", str(spec), "-o", str(tmp_path / "job"))
+    assert result.exit_code == 0, result.stderr
+    assert "error" not in result.stderr

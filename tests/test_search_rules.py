@@ -13,6 +13,7 @@ import random
 from pathlib import Path
 
 import pytest
+from parc.backends import job_diagnostics
 from parc.diagnostics import has_errors
 from parc.pipeline import compile_path, compile_text
 from parc.search.engine import UNPREDICTED, Engine, _divisors
@@ -81,7 +82,11 @@ def _neighbour(space, groups, rng: random.Random) -> Assignment:
         degrees[x] //= moved
         degrees[y] *= moved
         ep = degrees["ep"] if "ep" in degrees else a.ep
-        return replace(a, degrees=tuple((n, degrees[n]) for n, _ in a.degrees), ep=ep)
+        moved_a = replace(a, degrees=tuple((n, degrees[n]) for n, _ in a.degrees), ep=ep)
+        dp = degrees.get("dp", 1)
+        if a.sharding == "hsdp" and not (1 < a.shard < dp and dp % a.shard == 0):
+            moved_a = replace(moved_a, sharding="none", shard=0)  # hsdp's factors follow dp, as search's do
+        return moved_a
     if field == "micro":
         return replace(a, micro=rng.choice(space.micro))
     if field == "schedule":
@@ -120,7 +125,10 @@ def test_search_rejects_exactly_what_check_rejects(path: Path):
     for a in draws:
         problem = engine.rule_problem(a)
         result = compile_text(fill(space, a), path=compilation.source.path)
-        errors = sorted({d.code for d in result.diagnostics if d.is_error and d.code != "E0401"})
+        found = list(result.diagnostics)
+        if result.plan is not None and not has_errors(found):
+            found += job_diagnostics(result.plan)  # what `parc compile` adds for the runtime
+        errors = sorted({d.code for d in found if d.is_error and d.code != "E0401"})
         if problem == UNPREDICTED:  # parc check accepts it without a memory prediction; search cannot rank it
             assert not errors, (a, errors)
             continue

@@ -76,6 +76,13 @@ class SearchResult:
         return self.candidates[0] if self.candidates else None
 
 
+def job_diagnostics(plan):
+    """What `parc compile` adds for the generated runtime (imported late: a backend module)."""
+    from ..backends import job_diagnostics as backend_diagnostics
+
+    return backend_diagnostics(plan)
+
+
 def search(compilation: Compilation, top: int = 10,
            progress: Callable[[int, int], None] | None = None) -> SearchResult:
     """The best `top` assignments of a spec's holes. The compilation must have a plan and no
@@ -104,6 +111,10 @@ def search(compilation: Compilation, top: int = 10,
         if has_errors(checked.diagnostics):
             codes = sorted({d.code for d in checked.diagnostics if d.is_error})
             result.rejected.append(f"{hole_values(space, found.assignment)}: parc check reports {', '.join(codes)}")
+            continue
+        backend = [d.code for d in job_diagnostics(checked.plan) if d.is_error]
+        if backend:
+            result.rejected.append(f"{hole_values(space, found.assignment)}: parc compile reports {', '.join(backend)}")
             continue
         prediction, memory = predict(checked.plan), estimate(checked.plan)
         result.candidates.append(Candidate(

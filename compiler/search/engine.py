@@ -353,6 +353,13 @@ class Engine:
             stride *= degrees[name]
         return "E0304" if rules.crosses_domain(stride, tp, self.domain) else None
 
+    def _runtime_problem(self, degrees: dict) -> str | None:
+        """What `parc compile` refuses for the generated runtime although `parc check` accepts it:
+        the checks allow replicated kv heads (W0311), the runtime splits K and V by whole heads
+        (E0603). Search proposes only what parc can run."""
+        tp = degrees.get("tp", 1)
+        return "E0603" if tp > 1 and self.model.kv_heads % tp else None
+
     def rule_problem(self, a: Assignment) -> str | None:
         """The first rule a whole assignment fails, checked as `run` checks each level (used by
         tests to compare search's pruning with `parc check`)."""
@@ -370,7 +377,7 @@ class Engine:
             return problem
         if not rules.local_sequence_splits(self.seq, cp, tp, a.sequence_parallel):
             return "E0331"
-        return self._order_problem(degrees, a.order)
+        return self._order_problem(degrees, a.order) or self._runtime_problem(degrees)
 
     def run(self) -> Outcome:
         space, stats = self.space, self.stats
@@ -390,7 +397,7 @@ class Engine:
             shard_raw = (len(SHARDING) + sum(1 for s in _divisors(dp) if 1 < s < dp)) if space.sharding_open else 1
             below_pipe = orders_raw * n_micro * n_sp * n_rec * shard_raw
             stats.raw += pipes_raw * below_pipe
-            problem = self._degree_problem(degrees, ep)
+            problem = self._degree_problem(degrees, ep) or self._runtime_problem(degrees)
             if problem:
                 stats.pruned[problem] += pipes_raw * below_pipe
                 continue
