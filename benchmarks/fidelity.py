@@ -523,8 +523,8 @@ counted in F and B):
 | schedule | bubble | source |
 |---|---|---|
 | gpipe, 1f1b, interleaved-1f1b | (p - 1)(F + B + W); fraction (p - 1) / (v m) | Huang et al. 2019; Narayanan et al. 2021 |
-| interleaved-zb (ZB1P) | (p - 1)(F + B - W) | Qi et al. 2023, "Zero Bubble Pipeline Parallelism", ZB-H1 |
-| zbv | (p - 1)(F + B - 2W) | Qi et al. 2023 (ZB-V, arXiv:2401.10241 v2) |
+| interleaved-zb (ZB1P) | (p - 1)(F + B - W): a bound; a step replays torch's order (below) | Qi et al. 2023, "Zero Bubble Pipeline Parallelism", ZB-H1 |
+| zbv | (p - 1)(F + B - 2W): a bound; a step replays torch's order (below) | Qi et al. 2023 (ZB-V, arXiv:2401.10241 v2) |
 | dualpipe-v | (p - 1)(F&B + B_full - 3W) = (p - 1)(F + 2B - W) | DeepSeek-AI 2024, DeepSeek-V3 report, Table 2 |
 
 (DualPipe's F&B, an overlapped forward-backward pair, is taken as F + B + W, and its B is the full
@@ -533,11 +533,12 @@ backward B + W; none is ever negative.) `bubble_fraction` is the bubble over `m 
 **The papers' zero-bubble figures are bounds for torch's orders.** `compiler/schedule.py` replays
 the action order torch 2.13 executes for each schedule (the memory model checks it action by
 action against torch's own lists). For gpipe, 1f1b and interleaved-1f1b the replay idles exactly
-the closed form above; for the zero-bubble schedules the papers analyse their own hand-placed
-orders, and torch's orders idle longer. parc keeps the papers' analyses, as the calibration data
-predates these schedules, and reports the gap here (`tests/test_bubble_runtime.py` checks that the
-closed forms are exact where stated and lower bounds otherwise). Idle per rank over one step, as a
-share of the busy time, m = 2p micro-batches, v = 2:
+the closed form above. The zero-bubble papers analyse their own hand-placed orders, and torch's
+orders idle longer, so for interleaved-zb and zbv a step's bubble is the replay of torch's order
+with the rank's F, B, W (`timing.runtime_bubble_seconds`): exact up to 8 pipeline ranks, scaled by
+p - 1 beyond (within 10 % of a full replay at 16 ranks), never below the paper's figure, which
+search keeps as its lower bound (`tests/test_bubble_runtime.py`). Idle per rank over one step, as
+a share of the busy time, m = 2p micro-batches, v = 2:
 
 @BUBBLE_GAP@
 

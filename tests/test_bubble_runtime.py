@@ -41,3 +41,27 @@ def test_paper_formula_is_a_lower_bound(schedule, pp, m, f, b, w):
     if m % pp:
         pytest.skip("multiples of pp only")
     assert bubble_seconds(schedule, pp, f, b, w) <= replay_idle(schedule, pp, 2, m, f, b, w) + 1e-9
+
+
+@pytest.mark.parametrize("schedule", ["interleaved-zb", "zbv"])
+@pytest.mark.parametrize("pp, m", [(2, 4), (4, 8), (4, 12), (8, 16), (8, 8)])
+@pytest.mark.parametrize("f, b, w", TIMES)
+def test_the_step_uses_the_runtime_order(schedule, pp, m, f, b, w):
+    """Up to 8 ranks the step's bubble is the replay of torch's order, exactly."""
+    from parc.timing import runtime_bubble_seconds
+
+    assert runtime_bubble_seconds(schedule, pp, 2, m, f, b, w) == pytest.approx(
+        replay_idle(schedule, pp, 2, m, f, b, w), rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize("schedule", ["interleaved-zb", "zbv"])
+@pytest.mark.parametrize("f, b, w", TIMES)
+def test_deeper_pipelines_scale_the_replay_and_stay_above_the_papers(schedule, f, b, w):
+    from parc.timing import runtime_bubble_seconds
+
+    for pp in (16, 32):
+        m = 2 * pp
+        predicted = runtime_bubble_seconds(schedule, pp, 2, m, f, b, w)
+        assert predicted >= bubble_seconds(schedule, pp, f, b, w)
+        if pp == 16:  # replayable here: the scaling stays within 10 % of the bubble
+            assert predicted == pytest.approx(replay_idle(schedule, pp, 2, m, f, b, w), rel=0.10)
