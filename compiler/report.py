@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from . import __version__
+from .checks.helpers import gib
 from .diagnostics import Style, render_text
 from .pipeline import Compilation
 from .plan import Plan
@@ -81,10 +81,6 @@ def seconds(value: float) -> str:
     if value >= 1e-3:
         return f"{value * 1e3:,.3g} ms"
     return f"{value * 1e6:,.3g} us"
-
-
-def gib(value: float) -> str:
-    return f"{value / GiB:,.1f} GiB"
 
 
 def count(value: float) -> str:
@@ -705,7 +701,7 @@ def build_page(compilation: Compilation) -> str:
         main.add(el("pre", None, text.rstrip("\n")))
     else:
         main.add(el("p", {"class": "caption"}, "no findings"))
-    main.add(el("footer", None, f"parc {__version__} report for {compilation.source.path}. Predictions come from "
+    main.add(el("footer", None, f"parc report for {compilation.source.path}. Predictions come from "
                                 "parc's memory and time models (docs/memory-model.md, docs/time-model.md)."))
 
     html = el("html", {"lang": "en"},

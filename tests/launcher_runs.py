@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import atexit
 import functools
-import json
 import shutil
 import tempfile
 from pathlib import Path
 
-import torch
 from parc.atomic import write_tree
 from parc.backends import job_files
 from parc.pipeline import compile_path
@@ -40,19 +38,8 @@ def compile_tiny(directory: Path) -> Path:
     return job
 
 
-def collect(out: Path, returncode: int, output: str, seconds: float) -> harness.Run:
-    """What a run left under `out` (train_args' log and gradients), as the harness's Run."""
-    run = harness.Run(returncode, output, seconds)
-    log = out / "log.jsonl"
-    if log.exists():
-        run.records = [json.loads(line) for line in log.read_text().splitlines()]
-    for step in (0, 1):
-        merged: dict[str, torch.Tensor] = {}
-        for path in sorted((out / "grads").glob(f"grads-step{step}-rank*.pt")):
-            merged.update(torch.load(path))
-        if merged:
-            run.grads[step] = merged
-    return run
+collect = harness.collect
+"""What a run left under `out`, as the harness's Run (the e2e harness's own reader)."""
 
 
 @functools.lru_cache(maxsize=1)

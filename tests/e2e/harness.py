@@ -99,7 +99,13 @@ def torchrun(job: Path, nproc: int, *args: str, out: Path | None = None, timeout
         code, output = done.returncode, done.stdout + done.stderr
     except subprocess.TimeoutExpired as exc:
         code, output = -9, f"timed out after {timeout} s\n{exc.stdout or ''}{exc.stderr or ''}"
-    run = Run(code, output, time.perf_counter() - started)
+    return collect(out, code, output, time.perf_counter() - started)
+
+
+def collect(out: Path, returncode: int, output: str, seconds: float) -> Run:
+    """What a run left under `out` (train.py's JSON log and saved gradients), as a Run."""
+    run = Run(returncode, output, seconds)
+    log = out / "log.jsonl"
     if log.exists():
         run.records = [json.loads(line) for line in log.read_text().splitlines()]
     for step in (0, 1):
