@@ -23,6 +23,7 @@ bounded, transformed parameters, from a fixed start (deterministic). Only the co
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import re
 import statistics
@@ -222,7 +223,12 @@ def row_spec(entry: dict) -> Row | Skipped:
     overlap = TP_OVERLAP.get(entry["group"], "none")
     if overlap != "none" and tp > 1:
         notes.append(f"tp overlap: {overlap} ({TP_OVERLAP_SOURCE[overlap]}; not expressible in a spec)")
-    software = timing.Software(attention=attention, tp_overlap=overlap, selective="attention-core")
+    grad_bytes = 2 if precision == "fp16" else 4
+    if precision == "fp16" and dp > 1:
+        notes.append("fp16 gradients reduced in fp16 (Megatron-LM reduces in the parameters' dtype; "
+                     "only bf16 forces fp32)")
+    software = timing.Software(attention=attention, tp_overlap=overlap, selective="attention-core",
+                               grad_bytes=grad_bytes)
     return Row(id=entry["id"], group=entry["group"], convention=conv, gpus=gpus, peak=peak,
                reported_tflops=reported, reported_from=source, spec=spec, software=software,
                assumptions=notes, fitted=fitted, conv_flops=flops_step)
@@ -505,7 +511,9 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   backward (the scatter-gather optimisation of Narayanan et al. 2021; sequence-parallel
   activations are already sharded), on the critical path.
 - **dp**, per step, on each rank's parameters (dense ones over the dense group, experts over the
-  expert group), gradients reduced in fp32 (4 bytes) and parameters gathered in bf16 (2 bytes):
+  expert group), gradients reduced in fp32 (4 bytes: FSDP2's reduce dtype in parc's runtime,
+  forced by Megatron-LM under bf16; Megatron-LM's fp16 runs reduce in fp16, 2 bytes) and
+  parameters gathered in bf16 (2 bytes):
   none (DDP): all-reduce; zero1/zero2: reduce-scatter, then all-gather after the step; zero3:
   all-gather before every micro-batch's forward and backward, one reduce-scatter per step; hsdp:
   zero3 over the shard group plus an all-reduce of the shard over the replicas. Gradient
@@ -612,14 +620,22 @@ Fitting on the other sources' runs and predicting the held-out source's:
 
 ### Where the model is weakest
 
-- The worst run, Megatron-LM's 2024 32B (tp 8, dp 48, 4 micro-batches per step), is predicted
-  slow because of its data-parallel traffic: each GPU reduce-scatters 16 GB of fp32 gradients and
-  gathers 8 GB of bf16 parameters through its own 400 Gb/s NIC, and the model lets only the last
-  micro-batch's backward and the first forward hide them. The real run hid more or moved less
-  (bf16 gradient reduction would halve it); the published table does not say which.
-- The smallest 2024 runs (1.7B, 7.1B, tp 1-2) come out fast: their kernels are short, and what
-  that costs beyond `kernel_overhead` (host-side launch gaps, the data loader, logging, all in
-  the README's end-to-end numbers) is not modelled.
+The worst run, Megatron-LM's 2024 32B (tp 8, dp 48, 4 micro-batches per step), is predicted slow
+because of its data-parallel traffic: each GPU reduce-scatters 16 GB of fp32 gradients and gathers
+8 GB of bf16 parameters through its own 400 Gb/s NIC, and the model lets only the last
+micro-batch's backward and the first forward hide them. The real run hid more or moved less, and
+the published table leaves out the two settings that decide which. The same physics under other
+values of those settings (computed by the script, not fitted; the fit keeps the assumed ones):
+
+@SENSITIVITY@
+
+A larger micro-batch means fewer, longer backward passes, and the last one hides more of the
+reduction; bf16 reduction halves its bytes. Neither is stated, so the row keeps Megatron-LM's
+plainest reading and its error. (`parc check` flags any variant that would not fit in memory.)
+
+The smallest 2024 runs (1.7B, 7.1B, tp 1-2) come out fast: their kernels are short, and what that
+costs beyond `kernel_overhead` (host-side launch gaps, the data loader, logging, all in the
+README's end-to-end numbers) is not modelled.
 
 ## A check that was not fitted: one layer (Korthikanti et al. 2022, Table 4)
 
@@ -771,6 +787,31 @@ def cross_validation(rows: list[Row], prepared: list[Prepared]) -> str:
     return "\n".join(lines)
 
 
+def sensitivity(result: Result, constants: Constants) -> str:
+    """The worst run again under other values of the facts its source leaves out: how much of its
+    error an unstated setting could carry (shown, never used to pick a value)."""
+    row = result.row
+    variants = [("as assumed (micro-batch 1, fp32 gradient reduction)", row.spec, row.software)]
+    for micro in (2, 4):
+        spec = re.sub(r"micro-batch \d+", f"micro-batch {micro}", row.spec)
+        variants.append((f"micro-batch {micro}", spec, row.software))
+    bf16 = dataclasses.replace(row.software, grad_bytes=2)
+    variants.append(("gradients reduced in bf16 (half the bytes)", row.spec, bf16))
+    lines = ["| variant | micro-batches per step | exposed dp (s) | step (s) | predicted | error | parc check |",
+             "|---|---|---|---|---|---|---|"]
+    for name, spec, software in variants:
+        compiled = compile_text(spec, path=f"{row.id}.par")
+        if compiled.plan is None:
+            continue
+        variant = dataclasses.replace(row, spec=spec, software=software, plan=compiled.plan)
+        b = predicted_step(variant, prepare(variant), constants)
+        predicted = predicted_tflops(variant, b.step)
+        errors = sorted({d.code for d in compiled.diagnostics if d.is_error})
+        lines.append(f"| {name} | {b.microbatches} | {b.exposed['dp']:.3f} | {b.step:.3f} | {predicted:.1f} | "
+                     f"{predicted / row.reported_tflops - 1:+.1%} | {', '.join(errors) or 'ok'} |")
+    return "\n".join(lines)
+
+
 def bubble_gap() -> str:
     """Paper closed form vs a replay of torch's order, for a few F:B:W ratios."""
     from parc.schedule import Durations, simulate
@@ -806,6 +847,7 @@ def generate(constants: Constants = DEFAULT) -> str:
         "SKIPPED": skipped_text, "LAYER_CHECK": layer_check(constants), "SPECS": specs_table(constants),
         "CROSS": cross_validation(rows, prepared),
         "BUBBLE_GAP": bubble_gap(),
+        "SENSITIVITY": sensitivity(max(fitted, key=lambda x: abs(x.error)), constants),
         "BOUNDS": ", ".join(f"`{n}` {lo:g}-{hi:g}" for n, (lo, hi) in BOUNDS.items() if n in FITTED_NAMES),
         "START": ", ".join(f"`{n}` {START[n]:g}" for n in FITTED_NAMES),
     }

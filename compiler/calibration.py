@@ -86,11 +86,11 @@ FIXED_SOURCES: dict[str, str] = {
 
 # BEGIN FITTED (written by benchmarks/fidelity.py --write; do not edit by hand)
 DEFAULT = Constants(
-    gemm_ampere=0.8376,
-    gemm_hopper=0.8064,
-    intensity_half=1.443,
+    gemm_ampere=0.8253,
+    gemm_hopper=0.8004,
+    intensity_half=1.355,
     flash_attention=0.75,
-    kernel_overhead=3.312e-05,
+    kernel_overhead=3.412e-05,
     bus_nvlink=0.8,
     bus_network=0.92,
     hbm_efficiency=0.8,

@@ -49,9 +49,6 @@ from .plan import AXES, Plan
 
 ACT = 2
 """Bytes of an activation element (bf16/fp16; fp8 training keeps activations in bf16)."""
-GRAD = 4
-"""Bytes of a gradient element when reduced across data-parallel ranks (fp32: Megatron-LM forces
-it under bf16, FSDP2's reduce dtype in parc's runtime)."""
 PARAM = 2
 """Bytes of a parameter element when gathered (the bf16 compute copy)."""
 OPTIMIZER_BYTES = {"adam": 34, "adamw": 34, "sgd": 18}
@@ -157,6 +154,11 @@ class Software:
     much of them: "none" (plain DTensor TP); "backward" (Megatron-LM
     since late 2021: the input-gradient all-reduce or reduce-scatter runs under the weight-gradient
     GEMM); "all" (Megatron-Core's --tp-comm-overlap, torch's async TP: forward too)."""
+    grad_bytes: int = 4
+    """Bytes of a gradient element as data-parallel ranks reduce it: 4 in parc's runtime (FSDP2's
+    reduce dtype is fp32) and in Megatron-LM under bf16 (it forces fp32 accumulation and
+    reduction); 2 in Megatron-LM under fp16, which reduces in the parameters' dtype unless told
+    `--accumulate-allreduce-grads-in-fp32`."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -899,7 +901,8 @@ def _replayed_idle_per_rank(schedule: str, pp: int, v: int, rounds: int, f: floa
 # Data parallelism and the optimizer step
 
 
-def dp_exposed(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, replicate: Link) -> tuple[float, float]:
+def dp_exposed(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, replicate: Link,
+               grad: int = PARC.grad_bytes) -> tuple[float, float]:
     """(exposed seconds, bytes sent) of one step's data-parallel communication on one rank.
 
     Gradients are reduced while the last micro-batch's backward runs (buckets overlap it);
@@ -911,23 +914,23 @@ def dp_exposed(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, r
     fwd = r.forward
     mode = k.sharding
     if mode == "none":
-        t = dense.all_reduce(GRAD * pd) + expert.all_reduce(GRAD * pe)
-        return max(0.0, t - back), sent_all_reduce(dense.size, GRAD * pd) + sent_all_reduce(expert.size, GRAD * pe)
+        t = dense.all_reduce(grad * pd) + expert.all_reduce(grad * pe)
+        return max(0.0, t - back), sent_all_reduce(dense.size, grad * pd) + sent_all_reduce(expert.size, grad * pe)
     if mode in ("zero1", "zero2"):
-        rs = dense.all_gather(GRAD * pd) + expert.all_gather(GRAD * pe)
+        rs = dense.all_gather(grad * pd) + expert.all_gather(grad * pe)
         ag = dense.all_gather(PARAM * pd) + expert.all_gather(PARAM * pe)
-        sent = (sent_all_gather(dense.size, (GRAD + PARAM) * pd)
-                + sent_all_gather(expert.size, (GRAD + PARAM) * pe))
+        sent = (sent_all_gather(dense.size, (grad + PARAM) * pd)
+                + sent_all_gather(expert.size, (grad + PARAM) * pe))
         return max(0.0, rs - back) + max(0.0, ag - fwd), sent
     group = shard if mode == "hsdp" else dense
     ag = group.all_gather(PARAM * pd) + expert.all_gather(PARAM * pe)
-    rs = group.all_gather(GRAD * pd) + expert.all_gather(GRAD * pe)
+    rs = group.all_gather(grad * pd) + expert.all_gather(grad * pe)
     m = k.microbatches
     exposed_s = m * (max(0.0, ag - fwd) + max(0.0, ag - back)) + max(0.0, rs - back)
-    sent = (2 * m * sent_all_gather(group.size, PARAM * pd) + sent_all_gather(group.size, GRAD * pd)
-            + 2 * m * sent_all_gather(expert.size, PARAM * pe) + sent_all_gather(expert.size, GRAD * pe))
+    sent = (2 * m * sent_all_gather(group.size, PARAM * pd) + sent_all_gather(group.size, grad * pd)
+            + 2 * m * sent_all_gather(expert.size, PARAM * pe) + sent_all_gather(expert.size, grad * pe))
     if mode == "hsdp" and replicate.size > 1:
-        shard_bytes = GRAD * pd / max(1, group.size)
+        shard_bytes = grad * pd / max(1, group.size)
         exposed_s += replicate.all_reduce(shard_bytes)
         sent += sent_all_reduce(replicate.size, shard_bytes)
     return exposed_s, sent
@@ -976,7 +979,7 @@ def step_time(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants 
     links = (link(geo.dense, hw, c), link(geo.expert, hw, c), link(geo.shard, hw, c), link(geo.replicate, hw, c))
     tail, dp_s, dp_sent, opt = -1.0, 0.0, 0.0, 0.0
     for rank in times.values():
-        exposed_dp, sent_dp = dp_exposed(rank, k, *links)
+        exposed_dp, sent_dp = dp_exposed(rank, k, *links, sw.grad_bytes)
         o = optimizer_seconds(rank, k, hw, c)
         if exposed_dp + o > tail:
             tail, dp_s, dp_sent, opt = exposed_dp + o, exposed_dp, sent_dp, o

@@ -252,6 +252,18 @@ def test_zero3_moves_more_bytes_than_zero1():
     assert z3.optimizer < ddp.optimizer
 
 
+def test_gradients_reduced_in_two_bytes_move_half_the_gradient_bytes():
+    """Megatron-LM's fp16 runs reduce gradients in fp16; parc's runtime and bf16 Megatron in fp32."""
+    layout, extra = "tp 8 x dp 16", "dp { sharding none }"
+    fp32 = predict(layout=layout, extra=extra).breakdown
+    fp16 = predict(layout=layout, extra=extra, sw=timing.Software(grad_bytes=2)).breakdown
+    assert timing.PARC.grad_bytes == 4
+    assert fp16.sent["dp"] == pytest.approx(fp32.sent["dp"] / 2, rel=1e-9)  # DDP: all-reduce of gradients only
+    assert fp16.exposed["dp"] <= fp32.exposed["dp"]
+    z1 = predict(layout=layout, extra="dp { sharding zero1 }", sw=timing.Software(grad_bytes=2)).breakdown
+    assert z1.sent["dp"] == pytest.approx(fp16.sent["dp"], rel=1e-9)  # RS 2 B + AG 2 B = AR 2 x 2 B
+
+
 def test_fp8_is_faster_but_not_twice():
     bf16 = predict(model="llama3-70b", layout="tp 8 x pp 8 x dp 2", batch=64)
     fp8 = predict(model="llama3-70b", layout="tp 8 x pp 8 x dp 2", batch=64, precision="fp8")
