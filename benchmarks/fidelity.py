@@ -41,7 +41,7 @@ END_FIT = "# END FITTED"
 sys.path.insert(0, str(ROOT))
 
 from parc import timing  # noqa: E402
-from parc.calibration import DEFAULT, FITTED_NAMES, FIXED_SOURCES, Constants  # noqa: E402
+from parc.calibration import DEFAULT, EAGER_FITTED, FITTED_NAMES, FIXED_SOURCES, Constants  # noqa: E402
 from parc.memory.inputs import knobs_of, shape_of  # noqa: E402
 from parc.pipeline import compile_text  # noqa: E402
 
@@ -227,7 +227,7 @@ def row_spec(entry: dict) -> Row | Skipped:
     if precision == "fp16" and dp > 1:
         notes.append("fp16 gradients reduced in fp16 (Megatron-LM reduces in the parameters' dtype; "
                      "only bf16 forces fp32)")
-    software = timing.Software(attention=attention, tp_overlap=overlap, selective="attention-core",
+    software = timing.Software(attention=attention, tp_overlap=overlap, selective="attention-core", kernels="fused",
                                grad_bytes=grad_bytes)
     return Row(id=entry["id"], group=entry["group"], convention=conv, gpus=gpus, peak=peak,
                reported_tflops=reported, reported_from=source, spec=spec, software=software,
@@ -299,11 +299,12 @@ BOUNDS = {
     "intensity_half": (0.005, 5.0),
     "flash_attention": (0.2, 1.0),
     "kernel_overhead": (0.0, 1e-4),
+    "eager_efficiency": (0.3, 1.0),
 }
 """Physical ranges: an efficiency or a fraction lies in (0, 1]; the intensity scale is positive."""
 
 START = {"gemm_ampere": 0.8, "gemm_hopper": 0.75, "intensity_half": 0.5, "flash_attention": 0.75,
-         "kernel_overhead": 5e-6}
+         "kernel_overhead": 5e-6, "eager_efficiency": 0.8}
 
 
 def _to_unit(name, value):
@@ -370,6 +371,132 @@ def fit(rows: list[Row], prepared: list[Prepared], base: Constants = DEFAULT) ->
         best = value
     values = {n: float(f"{_from_unit(n, zi):.4g}") for n, zi in zip(FITTED_NAMES, z, strict=True)}
     return base.with_values(values)
+
+
+# ---------------------------------------------------------------------------------------------
+# parc's own runtime: eager PyTorch, against torchtitan's published runs
+
+TORCHTITAN_A100 = "pytorch/torchtitan `docs/performance.md` @ 0413364 (64 A100 80 GB, FSDP2)"
+TORCHTITAN_H100 = "pytorch/torchtitan `docs/performance.md` @ eaea6f6 (H100, FSDP2, Tables 1 and 3)"
+LLAMA2_13B = ("model { layers 40, hidden 5120, ffn 13824, heads 40, kv-heads 40, vocab 32000, "
+              "activation swiglu, norm rmsnorm, position rope, tied-embeddings off }")
+LLAMA2_70B = ("model { layers 80, hidden 8192, ffn 28672, heads 64, kv-heads 8, vocab 32000, "
+              "activation swiglu, norm rmsnorm, position rope, tied-embeddings off }")
+
+
+@dataclass(frozen=True)
+class EagerRun:
+    """A torchtitan run: eager PyTorch with FSDP2 and SDPA, the software parc generates."""
+
+    id: str
+    source: str
+    model: str
+    gpus: int
+    gpu: str
+    seq: int
+    local_batch: int
+    recompute: str
+    """parc's recomputation: exact for none, full and torchtitan's "selective layer" (every
+    second layer in full = `full L/2`); torchtitan's "selective op" keeps every other matmul
+    output, which parc's own selective policy does not, so those runs are not fitted."""
+    torchtitan_ac: str
+    reported: float
+    """Tokens per second per GPU (torchtitan's WPS and TPS/GPU)."""
+    fitted: bool
+    note: str = ""
+
+    def spec(self, network: str) -> str:
+        return "\n".join([
+            f"job {self.id}",
+            f"dp {self.gpus} on nodes({min(self.gpus, 8)} gpus, nvlink)",
+            self.model,
+            f"hardware {{ gpu {self.gpu}, network {network} }}",
+            "train {",
+            f"  seq {self.seq}, global-batch {self.gpus * self.local_batch}, micro-batch {self.local_batch}",
+            f"  precision bf16, optimizer adamw, recompute {self.recompute}",
+            "}",
+            "dp { sharding zero3 }",
+        ]) + "\n"
+
+
+POWER_CAPPED = ("500 W power limit and HBM2e (2.4 TB/s): peak between the H100 NVL's and SXM's "
+                "(torchtitan's footnote); predicted at the SXM's 700 W figures, not fitted")
+EAGER_RUNS = (
+    EagerRun("llama3_8b_64xA100_ac_layer", TORCHTITAN_A100, "model llama3-8b", 64, "a100-80gb", 8192, 1,
+             "full 16", "selective layer", 2904, True),
+    EagerRun("llama3_8b_64xA100_ac_op", TORCHTITAN_A100, "model llama3-8b", 64, "a100-80gb", 8192, 1,
+             "selective", "selective op", 2973, False, "torchtitan's op policy differs from parc's"),
+    EagerRun("llama3_70b_64xA100_ac_full", TORCHTITAN_A100, "model llama3-70b", 64, "a100-80gb", 8192, 1,
+             "full", "full", 331, True),
+    EagerRun("llama2_13b_64xA100_no_ac", TORCHTITAN_A100, LLAMA2_13B, 64, "a100-80gb", 4096, 2,
+             "none", "no", 2162, True),
+    EagerRun("llama2_13b_64xA100_ac_layer", TORCHTITAN_A100, LLAMA2_13B, 64, "a100-80gb", 4096, 2,
+             "full 20", "selective layer", 1914, True),
+    EagerRun("llama2_13b_64xA100_ac_op", TORCHTITAN_A100, LLAMA2_13B, 64, "a100-80gb", 4096, 2,
+             "selective", "selective op", 1904, False, "torchtitan's op policy differs from parc's"),
+    EagerRun("llama2_70b_64xA100_ac_op", TORCHTITAN_A100, LLAMA2_70B, 64, "a100-80gb", 4096, 1,
+             "selective", "selective op", 355, False, "torchtitan's op policy differs from parc's"),
+    EagerRun("llama2_70b_64xA100_ac_full", TORCHTITAN_A100, LLAMA2_70B, 64, "a100-80gb", 4096, 2,
+             "full", "full", 353, True),
+    EagerRun("llama3_8b_8xH100_ac_op", TORCHTITAN_H100, "model llama3-8b", 8, "h100-sxm", 8192, 2,
+             "selective", "selective op", 5762, False, POWER_CAPPED),
+    EagerRun("llama3_8b_128xH100_ac_op", TORCHTITAN_H100, "model llama3-8b", 128, "h100-sxm", 8192, 2,
+             "selective", "selective op", 5605, False, POWER_CAPPED),
+)
+"""torchtitan's FSDP2 runs without torch.compile or Float8 (compiled runs fuse kernels; parc's
+runtime does not compile). Llama 3.1 8B has Llama 3 8B's shapes."""
+
+EAGER_NETWORKS = {"a100-80gb": ("8 x 200 Gb/s", "4 x 100 Gb/s"), "h100-sxm": ("8 x 400 Gb/s",)}
+"""The A100 cluster's network is not published: each run is predicted on both, and the doc says
+how far apart they are; the H100 hosts have 400 Gb/s per GPU (Grand Teton, as stated)."""
+
+
+def eager_plans(run: EagerRun) -> list:
+    plans = []
+    for network in EAGER_NETWORKS[run.gpu]:
+        compiled = compile_text(run.spec(network), path=f"{run.id}.par")
+        assert compiled.plan is not None, run.id
+        plans.append(compiled.plan)
+    return plans
+
+
+def eager_predicted(plans: list, constants: Constants) -> list[float]:
+    return [timing.predict(plan, constants).tokens_per_second_per_gpu for plan in plans]
+
+
+def fit_eager(base: Constants) -> Constants:
+    """`eager_efficiency` alone, on the fitted torchtitan runs, the other constants held."""
+    runs = [(r, eager_plans(r)) for r in EAGER_RUNS if r.fitted]
+
+    def objective_eager(z: list[float]) -> float:
+        constants = base.with_values({"eager_efficiency": _from_unit("eager_efficiency", z[0])})
+        errors = [math.log(eager_predicted(plans, constants)[0] / r.reported) for r, plans in runs]
+        return sum(e * e for e in errors) / len(errors)
+
+    z, _ = nelder_mead(objective_eager, [_to_unit("eager_efficiency", START["eager_efficiency"])])
+    timing.clear_caches()
+    return base.with_values({"eager_efficiency": float(f"{_from_unit('eager_efficiency', z[0]):.4g}")})
+
+
+def eager_table(constants: Constants) -> tuple[str, float, float]:
+    """The torchtitan runs predicted for parc's runtime; (table, median and worst |error| of the
+    fitted ones)."""
+    lines = ["| run | GPUs | model, seq, local batch | torchtitan AC (parc) | reported tokens/s/GPU | "
+             "predicted | error | other network | note |", "|" + "---|" * 9]
+    fitted_errors = []
+    for run in EAGER_RUNS:
+        values = eager_predicted(eager_plans(run), constants)
+        error = values[0] / run.reported - 1
+        if run.fitted:
+            fitted_errors.append(abs(error))
+        other = f"{values[1] / run.reported - 1:+.1%}" if len(values) > 1 else "-"
+        model = run.model.removeprefix("model ") if run.model.startswith("model ") and "{" not in run.model \
+            else ("llama2-13b" if run.model == LLAMA2_13B else "llama2-70b")
+        mark = "" if run.fitted else " (not fitted)"
+        lines.append(f"| {run.id}{mark} | {run.gpus} x {run.gpu} | {model}, {run.seq}, {run.local_batch} | "
+                     f"{run.torchtitan_ac} (`{run.recompute}`) | {run.reported:,.0f} | {values[0]:,.0f} | "
+                     f"{error:+.1%} | {other} | {run.note or '-'} |")
+    return "\n".join(lines), statistics.median(fitted_errors), max(fitted_errors)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -644,10 +771,33 @@ Megatron-LM's backward overlap; measured milliseconds from `conventions.md`:
 
 @LAYER_CHECK@
 
+## parc's own runtime: eager PyTorch
+
+The runs above are Megatron-LM's: fused kernels, Transformer Engine, tuned GEMM epilogues. The
+job parc generates is eager PyTorch (FSDP2, DTensor, SDPA; one kernel per elementwise op) and
+computes more slowly. `parc explain` and `parc search` predict parc's runtime, so its
+computation (GEMMs, attention, memory-bound kernels, recomputation; not its communication) takes
+1 / `eager_efficiency` as long. The constant is fitted on torchtitan's published FSDP2 runs, the
+same software stack, without torch.compile or Float8, with every other constant held at its value
+above; runs whose recomputation parc cannot state exactly, and runs on power-capped GPUs, are
+shown but not fitted. One A100 fit serves every generation (Hopper is not separable from the
+power cap in torchtitan's H100 runs). "other network": the A100 cluster's network is unpublished;
+the same run predicted on 4 x 100 Gb/s instead of 8 x 200 Gb/s per node.
+
+`eager_efficiency` = **@EAGER@**; fitted runs: median |error| **@EAGER_MEDIAN@**, worst **@EAGER_WORST@**.
+
+@EAGER_TABLE@
+
+torchtitan's "selective op" checkpointing keeps every other matmul output and recomputes the
+rest (over a third of the forward GEMM FLOPs again); parc's `recompute selective` keeps all of them
+(`SelectivePolicy` in the generated `parallel.py`), so those runs come out fast by about that
+much. The H100 runs ran at a 500 W power limit on HBM2e parts whose peak torchtitan puts between
+the H100 NVL's and the SXM's; parc's catalogue has the 700 W SXM.
+
 ## The example specs
 
-The time model on every spec in `specs/` (parc's runtime: FlashAttention, no tensor-parallel
-overlap):
+The time model on every spec in `specs/` (parc's runtime: eager PyTorch, FlashAttention, no
+tensor-parallel overlap):
 
 @SPECS@
 
@@ -715,6 +865,11 @@ def constants_table(constants: Constants, n_fitted: int) -> str:
         if name in FITTED_NAMES:
             lo, hi = BOUNDS[name]
             source = f"fitted on the {n_fitted} complete published runs (bounds {lo}-{hi})"
+        elif name in EAGER_FITTED:
+            lo, hi = BOUNDS[name]
+            n_eager = sum(r.fitted for r in EAGER_RUNS)
+            source = (f"fitted on {n_eager} of torchtitan's A100 runs, the others held (bounds {lo}-{hi}); "
+                      "applies to parc's runtime only (below)")
         else:
             source = "fixed: " + FIXED_SOURCES[name]
         lines.append(f"| `{name}` | {value:.4g} | {source} |")
@@ -838,6 +993,7 @@ def generate(constants: Constants = DEFAULT) -> str:
     others = [x for x in results if not x.row.fitted]
     all_median, all_worst, all_worst_id = summary(results)
     skipped_text = "\n".join(f"- `{s.id}`: {s.reason}" for s in skipped) or "- none"
+    eager = eager_table(constants)
     values = {
         "CONSTANTS": constants_table(constants, len(fitted)),
         "TABLE": table(results),
@@ -847,6 +1003,8 @@ def generate(constants: Constants = DEFAULT) -> str:
         "SKIPPED": skipped_text, "LAYER_CHECK": layer_check(constants), "SPECS": specs_table(constants),
         "CROSS": cross_validation(rows, prepared),
         "BUBBLE_GAP": bubble_gap(),
+        "EAGER": f"{constants.eager_efficiency:.4g}",
+        "EAGER_TABLE": eager[0], "EAGER_MEDIAN": f"{eager[1]:.1%}", "EAGER_WORST": f"{eager[2]:.1%}",
         "SENSITIVITY": sensitivity(max(fitted, key=lambda x: abs(x.error)), constants),
         "BOUNDS": ", ".join(f"`{n}` {lo:g}-{hi:g}" for n, (lo, hi) in BOUNDS.items() if n in FITTED_NAMES),
         "START": ", ".join(f"`{n}` {START[n]:g}" for n in FITTED_NAMES),
@@ -894,9 +1052,12 @@ def main(argv=None) -> int:
         print(f"left out: {s.id}: {s.reason}")
     if not (args.fit or args.write):
         return 0
-    constants = fit(rows, prepared)
+    constants = fit_eager(fit(rows, prepared))
     print_results(evaluate(rows, prepared, constants), "refitted: " + ", ".join(
-        f"{n}={getattr(constants, n):.4g}" for n in FITTED_NAMES))
+        f"{n}={getattr(constants, n):.4g}" for n in FITTED_NAMES + EAGER_FITTED))
+    table_text, median, worst = eager_table(constants)
+    print(f"\nparc's runtime (eager PyTorch) against torchtitan, eager_efficiency={constants.eager_efficiency:.4g}: "
+          f"median |error| {median:.1%}, worst {worst:.1%} (fitted runs)\n{table_text}")
     if args.write:
         write_constants(constants)
         from parc.atomic import write_file

@@ -2,9 +2,11 @@
 
 Nothing here is keyed by model or by run. Some constants are fitted by `benchmarks/fidelity.py`
 on the published runs of `../shared/calibration/published.yaml` (least squares on the log error
-of TFLOP/s per GPU); the others are fixed from a stated source because the published runs cannot
-tell them apart. `python benchmarks/fidelity.py --write` refits and rewrites the block between the
-markers below and `docs/time-model.md`; a test fails when either is stale.
+of TFLOP/s per GPU); `eager_efficiency`, the speed of parc's own eager-PyTorch runtime relative to
+those fused-kernel runs, is fitted afterwards on torchtitan's published runs; the others are fixed
+from a stated source because the published runs cannot tell them apart.
+`python benchmarks/fidelity.py --write` refits and rewrites the block between the markers below
+and `docs/time-model.md`; a test fails when either is stale.
 """
 
 from __future__ import annotations
@@ -40,6 +42,11 @@ class Constants:
     """Seconds per algorithm step of a collective inside an NVLink domain or node."""
     latency_inter: float
     """Seconds per algorithm step of a collective that crosses nodes."""
+    eager_efficiency: float
+    """Speed of an eager PyTorch step's computation (parc's generated runtime; torchtitan without
+    torch.compile) relative to the fused-kernel Megatron-LM runs the GEMM constants are fitted on:
+    one kernel per elementwise op, no fused GEMM epilogues, no Transformer Engine. Fitted by
+    `benchmarks/fidelity.py` on torchtitan's published FSDP2 runs, with the others held fixed."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -66,7 +73,12 @@ class Constants:
 FITTED_NAMES: tuple[str, ...] = (
     "gemm_ampere", "gemm_hopper", "intensity_half", "kernel_overhead",
 )
-"""The constants `benchmarks/fidelity.py` fits; the rest are fixed below with their sources."""
+"""The constants `benchmarks/fidelity.py` fits on the published Megatron-LM runs; the rest are
+fixed below with their sources, but for `EAGER_FITTED`."""
+
+EAGER_FITTED: tuple[str, ...] = ("eager_efficiency",)
+"""Fitted afterwards, on torchtitan's runs (eager PyTorch, the software parc generates), with the
+constants above held at their values."""
 
 FIXED_SOURCES: dict[str, str] = {
     "flash_attention": "FlashAttention-2 runs forward+backward at 50-73 % of A100 peak counting the "
@@ -96,5 +108,6 @@ DEFAULT = Constants(
     hbm_efficiency=0.8,
     latency_intra=1e-06,
     latency_inter=5e-06,
+    eager_efficiency=0.8411,
 )
 # END FITTED

@@ -18,7 +18,6 @@ from .source import SourceFile
 from .spec import Spec
 from .syntax import Document
 
-
 _INDEPENDENT = {"E0202", "E0212", "E0214", "E0215"}
 """Resolution findings that stay true whatever a broken statement elsewhere meant."""
 

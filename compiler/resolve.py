@@ -34,7 +34,7 @@ from .plan import (
     Training,
 )
 from .source import Span
-from .spec import HOLE, MAX_DEGREE, BlockSpec, Located, Spec
+from .spec import HOLE, MAX_DEGREE, BlockSpec, Spec
 from .suggest import did_you_mean, english_list
 
 DEFAULTS = {

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 from . import units
 from .diagnostics import Diagnostic, error
 from .source import Span
-from .suggest import did_you_mean, english_list
+from .suggest import did_you_mean
 from .syntax import Atom, Document, LayoutLine, Setting
 
 HOLE = "?"

@@ -10,11 +10,10 @@ for them, ending with valid examples, as Elm does.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from collections.abc import Iterator
-from typing import Union
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -100,7 +99,7 @@ class LayoutLine:
     span: Span
 
 
-Statement = Union[LayoutLine, Setting]
+Statement = LayoutLine | Setting
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ the part of the layout each depends on:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 
 from . import flops
@@ -154,6 +154,11 @@ class Software:
     much of them: "none" (plain DTensor TP); "backward" (Megatron-LM
     since late 2021: the input-gradient all-reduce or reduce-scatter runs under the weight-gradient
     GEMM); "all" (Megatron-Core's --tp-comm-overlap, torch's async TP: forward too)."""
+    kernels: str = "eager"
+    """"eager": plain PyTorch, one kernel per op (parc's runtime, torchtitan without
+    torch.compile): its computation runs at `eager_efficiency` of the fitted speed. "fused":
+    Megatron-LM with fused kernels and Transformer Engine, the runs the GEMM constants were
+    fitted on."""
     grad_bytes: int = 4
     """Bytes of a gradient element as data-parallel ranks reduce it: 4 in parc's runtime (FSDP2's
     reduce dtype is fp32) and in Megatron-LM under bf16 (it forces fp32 accumulation and
@@ -562,6 +567,17 @@ def output_work(shape: Shape, tp: int, sp: bool, cp: int, seq: int, micro: int, 
                 tp_gather=(1, 1) if sp_on else (0, 0))
 
 
+def slowed(work: Work, sw: Software, c: Constants) -> Work:
+    """The piece as the runtime's kernels compute it: eager PyTorch takes 1 / `eager_efficiency`
+    as long as the fused kernels the constants were fitted on; its communication is the same."""
+    if sw.kernels == "fused" or c.eager_efficiency == 1.0:
+        return work
+    f = 1.0 / c.eager_efficiency
+    return replace(work, gemm=work.gemm * f, attention_f=work.attention_f * f, attention_b=work.attention_b * f,
+                   memory_f=work.memory_f * f, memory_b=work.memory_b * f,
+                   selective_core=work.selective_core * f, selective_elementwise=work.selective_elementwise * f)
+
+
 # ---------------------------------------------------------------------------------------------
 # Communication of one piece
 
@@ -816,12 +832,12 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
         if moe and not shape.moe:
             pieces.append(None)
             continue
-        w = layer_work(shape, moe, k.tp, sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
-                       k.precision, sw.attention, hw, c)
+        w = slowed(layer_work(shape, moe, k.tp, sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
+                              k.precision, sw.attention, hw, c), sw, c)
         pieces.append((w, exposed(w, *links, overlap_ep, sw.tp_overlap, c)))
-    emb = embedding_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch, hw, c)
-    out = output_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch, padded_vocab(shape.vocab, k.tp, k.runtime),
-                      k.precision, hw, c)
+    emb = slowed(embedding_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch, hw, c), sw, c)
+    out = slowed(output_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch,
+                             padded_vocab(shape.vocab, k.tp, k.runtime), k.precision, hw, c), sw, c)
     emb = (emb, exposed(emb, *links, False, sw.tp_overlap, c))
     out = (out, exposed(out, *links, False, sw.tp_overlap, c))
     boundary = ACT * k.seq * k.micro_batch / k.cp * shape.hidden / k.tp

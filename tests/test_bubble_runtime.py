@@ -10,7 +10,6 @@ DualPipe-V overlaps a forward with a backward on GPUs, which a sequential replay
 from __future__ import annotations
 
 import pytest
-
 from parc.schedule import Durations, simulate
 from parc.timing import bubble_seconds
 

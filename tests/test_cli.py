@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from parc.diagnostics import Style
 
 from .conftest import ROOT, SPECS, run_cli

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from parc.codes import CODES
 from parc.diagnostics import Style, render_text
 from parc.pipeline import compile_path

@@ -12,7 +12,7 @@ import statistics
 import sys
 
 import pytest
-from parc.calibration import DEFAULT, FITTED_NAMES
+from parc.calibration import DEFAULT, EAGER_FITTED, FITTED_NAMES
 
 from .conftest import ROOT
 
@@ -122,6 +122,42 @@ def test_the_fit_is_deterministic_and_starts_from_fixed_values(fidelity):
         assert lo < getattr(DEFAULT, name) < hi, name  # not stuck at a bound
         z = fidelity._to_unit(name, getattr(DEFAULT, name))
         assert math.isclose(fidelity._from_unit(name, z), getattr(DEFAULT, name), rel_tol=1e-9)
+
+
+def test_parc_runtime_matches_torchtitan_after_the_eager_fit(fidelity):
+    """parc's runtime is eager PyTorch: with `eager_efficiency` fitted on torchtitan's A100 runs,
+    the fitted runs are predicted within a few per cent; with the Megatron-fitted speed alone
+    (eager_efficiency 1) they would all come out 15-25 % fast."""
+    assert 0.5 < DEFAULT.eager_efficiency < 1.0
+    _, median, worst = fidelity.eager_table(DEFAULT)
+    assert median < 0.05 and worst < 0.08
+    fused_speed = DEFAULT.with_values({"eager_efficiency": 1.0})
+    for run in fidelity.EAGER_RUNS:
+        if run.fitted:
+            plans = fidelity.eager_plans(run)
+            assert fidelity.eager_predicted(plans, fused_speed)[0] > 1.1 * run.reported, run.id
+
+
+def test_stored_eager_efficiency_is_the_fits_optimum(fidelity):
+    runs = [(r, fidelity.eager_plans(r)) for r in fidelity.EAGER_RUNS if r.fitted]
+
+    def loss(constants):
+        errors = [math.log(fidelity.eager_predicted(plans, constants)[0] / r.reported) for r, plans in runs]
+        return sum(e * e for e in errors)
+
+    best = loss(DEFAULT)
+    for factor in (0.98, 1.02):
+        assert loss(DEFAULT.with_values({"eager_efficiency": DEFAULT.eager_efficiency * factor})) >= best - 1e-9
+    assert EAGER_FITTED == ("eager_efficiency",)
+
+
+def test_megatron_rows_are_predicted_with_fused_kernels(fidelity, rows):
+    """The eager constant never touches the published Megatron-LM runs the other constants fit."""
+    evaluated, _, prepared = rows
+    assert all(r.software.kernels == "fused" for r in evaluated)
+    slow = DEFAULT.with_values({"eager_efficiency": 0.5})
+    for r, p in list(zip(evaluated, prepared, strict=True))[:3]:
+        assert fidelity.predicted_step(r, p, slow).step == fidelity.predicted_step(r, p, DEFAULT).step
 
 
 @pytest.mark.slow

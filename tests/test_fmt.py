@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from parc.fmt import format_document
 from parc.resolve import strip_spans
 from parc.source import SourceFile

@@ -12,7 +12,6 @@ import random
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from parc.diagnostics import Style, render_text
 from parc.fmt import format_document
 from parc.pipeline import compile_text

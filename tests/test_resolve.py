@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from parc.pipeline import compile_path, compile_text
 from parc.stages import make_chunks, pipeline_chunks
 

@@ -264,6 +264,19 @@ def test_gradients_reduced_in_two_bytes_move_half_the_gradient_bytes():
     assert z1.sent["dp"] == pytest.approx(fp16.sent["dp"], rel=1e-9)  # RS 2 B + AG 2 B = AR 2 x 2 B
 
 
+def test_eager_kernels_slow_the_computation_not_the_communication():
+    """parc's runtime (eager PyTorch) computes at `eager_efficiency` of the fused-kernel speed the
+    GEMM constants were fitted on; its collectives are the same."""
+    layout, extra = "tp 8 x dp 16", "dp { sharding zero1 }"
+    eager = predict(layout=layout, extra=extra).breakdown
+    fused = predict(layout=layout, extra=extra, sw=timing.Software(kernels="fused")).breakdown
+    assert timing.PARC.kernels == "eager"
+    assert eager.compute == pytest.approx(fused.compute / DEFAULT.eager_efficiency, rel=1e-9)
+    assert eager.recompute == pytest.approx(fused.recompute / DEFAULT.eager_efficiency, rel=1e-9)
+    assert eager.sent == fused.sent
+    assert eager.step > fused.step
+
+
 def test_fp8_is_faster_but_not_twice():
     bf16 = predict(model="llama3-70b", layout="tp 8 x pp 8 x dp 2", batch=64)
     fp8 = predict(model="llama3-70b", layout="tp 8 x pp 8 x dp 2", batch=64, precision="fp8")

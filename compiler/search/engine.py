@@ -506,14 +506,15 @@ class Engine:
 
         out = {}
         for moe in ((False, True) if shape.moe else (False,)):
-            work = timing.layer_work(shape, moe, tp, sp, cp, self.flavour, self.seq, micro, ep, precision,
-                                     sw.attention, hw, c)
+            work = timing.slowed(timing.layer_work(shape, moe, tp, sp, cp, self.flavour, self.seq, micro, ep,
+                                                   precision, sw.attention, hw, c), sw, c)
             for mode in RECOMPUTE:
                 out[(moe, mode)] = summed(work, mode)
         vocab = padded_vocab(shape.vocab, tp, self.runtime)
-        out["embedding"] = summed(timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c), "none")
-        out["output"] = summed(timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab, precision, hw, c),
-                               "none")
+        out["embedding"] = summed(timing.slowed(timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c),
+                                                sw, c), "none")
+        out["output"] = summed(timing.slowed(timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab, precision,
+                                                                hw, c), sw, c), "none")
         if len(self._piece_cache) > 65536:
             self._piece_cache.clear()
         self._piece_cache[key] = out
