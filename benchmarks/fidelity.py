@@ -789,9 +789,9 @@ the same run predicted on 4 x 100 Gb/s instead of 8 x 200 Gb/s per node.
 @EAGER_TABLE@
 
 torchtitan's "selective op" checkpointing keeps every other matmul output and recomputes the
-rest (over a third of the forward GEMM FLOPs again); parc's `recompute selective` keeps all of them
-(`SelectivePolicy` in the generated `parallel.py`), so those runs come out fast by about that
-much. The H100 runs ran at a 500 W power limit on HBM2e parts whose peak torchtitan puts between
+rest (over a third of the forward GEMM FLOPs again); parc's `recompute selective` keeps every
+matmul output but the attention output projection's (`SelectivePolicy` in the generated
+`parallel.py`), so those runs come out fast by about that much. The H100 runs ran at a 500 W power limit on HBM2e parts whose peak torchtitan puts between
 the H100 NVL's and the SXM's; parc's catalogue has the 700 W SXM.
 
 ## The example specs
