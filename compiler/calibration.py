@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 
+from .frozen import hash_once
+
 
 @dataclass(frozen=True)
 class Constants:
@@ -51,9 +53,7 @@ class Constants:
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        # the constants key the time model's caches: hash them once, not per lookup
-        object.__setattr__(self, "_hash", hash(tuple(getattr(self, f.name) for f in fields(self)
-                                                    if f.name != "_hash")))
+        hash_once(self)
 
     def __hash__(self) -> int:
         return self._hash

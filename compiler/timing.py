@@ -37,11 +37,12 @@ the part of the layout each depends on:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from . import flops
 from .calibration import DEFAULT, Constants
+from .frozen import hash_once
 from .memory import unpredictable
 from .memory.inputs import Knobs, Shape, knobs_of, shape_of
 from .memory.parameters import chunks_of, kv_split, layer_params, padded_vocab
@@ -94,12 +95,6 @@ SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dual
 # Inputs as numbers
 
 
-def _hash_once(obj) -> None:
-    """Frozen bundles that key the caches hash their fields once, not per lookup (as the memory
-    model's `Shape` does)."""
-    object.__setattr__(obj, "_hash", hash(tuple(getattr(obj, f.name) for f in fields(obj) if f.name != "_hash")))
-
-
 @dataclass(frozen=True, slots=True)
 class Hardware:
     """One GPU and its links, as numbers."""
@@ -121,7 +116,7 @@ class Hardware:
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _hash_once(self)
+        hash_once(self)
 
     def __hash__(self) -> int:
         return self._hash
@@ -168,7 +163,7 @@ class Software:
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _hash_once(self)
+        hash_once(self)
 
     def __hash__(self) -> int:
         return self._hash
@@ -210,7 +205,7 @@ class Geometry:
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _hash_once(self)
+        hash_once(self)
 
     def __hash__(self) -> int:
         return self._hash
@@ -407,7 +402,7 @@ class Work:
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _hash_once(self)
+        hash_once(self)
 
     def __hash__(self) -> int:
         return self._hash
@@ -599,7 +594,7 @@ class Exposed:
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _hash_once(self)
+        hash_once(self)
 
     def __hash__(self) -> int:
         return self._hash
@@ -682,7 +677,7 @@ class Load:
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _hash_once(self)
+        hash_once(self)
 
     def __hash__(self) -> int:
         return self._hash

@@ -8,8 +8,9 @@ knobs. Being hashable, both key the caches of the pieces that depend on only par
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
+from ..frozen import hash_once
 from ..plan import Plan
 
 RUNTIMES = ("torch", "megatron", "zero")
@@ -53,9 +54,7 @@ class Shape:
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        # Every cache of the model is keyed by the shape: hash its fields once, not per lookup.
-        object.__setattr__(self, "_hash", hash(tuple(getattr(self, f.name) for f in fields(self)
-                                                    if f.name != "_hash")))
+        hash_once(self)
 
     def __hash__(self) -> int:
         return self._hash
