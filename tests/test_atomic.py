@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import parc.atomic as atomic
@@ -165,27 +166,38 @@ def test_compile_interrupted_by_ctrl_c_keeps_the_old_job(tmp_path, monkeypatch):
 # fmt
 
 
-def test_fmt_with_a_fault_at_every_step_keeps_the_spec(tmp_path, monkeypatch):
+def rewrite_with_a_fault_at_every_step(tmp_path: Path, monkeypatch, name: str, text: str,
+                                       command: Callable[[str], tuple[str, ...]],
+                                       written: Callable[[str], bool]) -> None:
+    """Run the command that rewrites a spec (NAME holding TEXT) once per file-system call it
+    makes, failing that call: each run exits 2 with a message and leaves the spec byte-identical,
+    mode included, with no sibling; the first run past the last call succeeds and `written`
+    accepts what it wrote."""
     steps = 0
     for fail_at in range(1, 30):
         work = tmp_path / str(fail_at)
         work.mkdir()
-        spec = work / "messy.par"
-        spec.write_text(MESSY)
+        spec = work / name
+        spec.write_text(text)
         spec.chmod(0o640)
         with monkeypatch.context() as patch:
             faults = Faults(patch, fail_at)
-            result = run_cli("fmt", str(spec))
+            result = run_cli(*command(str(spec)))
         if fail_at > len(faults.calls):
-            assert result.exit_code == 0 and spec.read_text() != MESSY
+            assert result.exit_code == 0 and written(spec.read_text())
             break
         steps += 1
         where = f"fault in {faults.calls[-1]} (call {fail_at})"
         assert result.exit_code == 2, (where, result.stderr)
         assert "cannot write" in result.stderr and "injected fault" in result.stderr, where
-        assert spec.read_text() == MESSY and siblings(work) == ["messy.par"], where
+        assert spec.read_text() == text and siblings(work) == [name], where
         assert spec.stat().st_mode & 0o777 == 0o640, where
     assert steps >= 4
+
+
+def test_fmt_with_a_fault_at_every_step_keeps_the_spec(tmp_path, monkeypatch):
+    rewrite_with_a_fault_at_every_step(tmp_path, monkeypatch, "messy.par", MESSY,
+                                       lambda spec: ("fmt", spec), lambda new: new != MESSY)
 
 
 def test_fmt_writes_the_formatted_text_and_keeps_the_mode(tmp_path):
@@ -344,7 +356,8 @@ def test_search_write_is_atomic_too():
     kill tests, with this file's harness, are in tests/test_search_write.py."""
     from . import test_search_write
 
-    assert test_search_write.Faults is Faults and test_search_write._killed_run is _killed_run
+    assert test_search_write.rewrite_with_a_fault_at_every_step is rewrite_with_a_fault_at_every_step
+    assert test_search_write._killed_run is _killed_run
     names = [n for n in dir(test_search_write) if n.startswith("test_")]
     assert any("fault_at_every_step" in n for n in names) and any("killed_at_every_step" in n for n in names)
 

@@ -14,7 +14,7 @@ import signal
 import pytest
 
 from .conftest import ROOT, run_cli
-from .test_atomic import Faults, _killed_run, siblings
+from .test_atomic import _killed_run, rewrite_with_a_fault_at_every_step, siblings
 
 SPEC = (ROOT / "specs" / "llama3-70b-search.par").read_text()
 
@@ -30,26 +30,8 @@ def _filled(tmp_path) -> str:
 
 def test_search_write_with_a_fault_at_every_step_keeps_the_spec(tmp_path, monkeypatch):
     filled = _filled(tmp_path)
-    steps = 0
-    for fail_at in range(1, 30):
-        work = tmp_path / str(fail_at)
-        work.mkdir()
-        spec = work / "search.par"
-        spec.write_text(SPEC)
-        spec.chmod(0o640)
-        with monkeypatch.context() as patch:
-            faults = Faults(patch, fail_at)
-            result = run_cli("search", str(spec), "--write")
-        if fail_at > len(faults.calls):
-            assert result.exit_code == 0 and spec.read_text() == filled
-            break
-        steps += 1
-        where = f"fault in {faults.calls[-1]} (call {fail_at})"
-        assert result.exit_code == 2, (where, result.stderr)
-        assert "cannot write" in result.stderr and "injected fault" in result.stderr, where
-        assert spec.read_text() == SPEC and siblings(work) == ["search.par"], where
-        assert spec.stat().st_mode & 0o777 == 0o640, where
-    assert steps >= 4
+    rewrite_with_a_fault_at_every_step(tmp_path, monkeypatch, "search.par", SPEC,
+                                       lambda spec: ("search", spec, "--write"), lambda new: new == filled)
 
 
 @pytest.mark.slow
