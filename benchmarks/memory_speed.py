@@ -31,14 +31,19 @@ train { seq 8192, global-batch 1024 }
 """
 
 
-def grid(base: memory.Knobs, layers: int) -> list[memory.Knobs]:
+SHARDINGS = ("none", "zero1", "zero2", "zero3")
+
+
+def grid(base: memory.Knobs, layers: int, shardings: tuple[str, ...] = SHARDINGS) -> list[memory.Knobs]:
+    """Every tp x pp x dp of 1,024 GPUs that divides the layers and the batch, with micro-batch,
+    recomputation, sharding and schedule (benchmarks/timing_speed.py times the same grid)."""
     out = []
     for tp, pp in itertools.product((1, 2, 4, 8), (1, 2, 4, 5, 8, 10, 16)):
         if layers % pp or 1024 % (tp * pp):
             continue
         dp = 1024 // (tp * pp)
         for micro, recompute, sharding, schedule in itertools.product(
-                (1, 2, 4), ("none", "selective", "full"), ("none", "zero1", "zero2", "zero3"),
+                (1, 2, 4), ("none", "selective", "full"), shardings,
                 ("1f1b", "interleaved-1f1b")):
             if 1024 % (dp * micro):
                 continue

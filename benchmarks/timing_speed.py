@@ -12,7 +12,6 @@ per-layer piece. Prints a table; nothing is asserted.
 
 from __future__ import annotations
 
-import itertools
 import sys
 import time
 from dataclasses import replace
@@ -25,34 +24,20 @@ from parc.memory.inputs import knobs_of, shape_of  # noqa: E402
 from parc.memory.model import clear_caches as clear_memory_caches  # noqa: E402
 from parc.pipeline import compile_text  # noqa: E402
 
-SPEC = """\
-tp 8 x pp 4 x dp 32 on nodes(8 gpus, nvlink)
-model llama3-70b
-hardware { gpu h100-sxm }
-train { seq 8192, global-batch 1024 }
-"""
+from benchmarks.memory_speed import SPEC  # noqa: E402
+from benchmarks.memory_speed import grid as memory_grid  # noqa: E402
+
+ORDERS = (("tp", "dp", "pp"), ("tp", "pp", "dp"))
 
 
 def grid(base, layers: int, hw: timing.Hardware):
+    """benchmarks/memory_speed.py's grid without zero2 (the time model treats it as zero1), each
+    layout in two rank orders."""
     out = []
-    for tp, pp in itertools.product((1, 2, 4, 8), (1, 2, 4, 5, 8, 10, 16)):
-        if layers % pp or 1024 % (tp * pp):
-            continue
-        dp = 1024 // (tp * pp)
-        for order in (("tp", "dp", "pp"), ("tp", "pp", "dp")):
-            degrees = {"tp": tp, "pp": pp, "dp": dp}
-            geo = timing.geometry(tuple((a, degrees[a]) for a in order), (), 1, 0, hw.level)
-            for micro, recompute, sharding, schedule in itertools.product(
-                    (1, 2, 4), ("none", "selective", "full"), ("none", "zero1", "zero3"),
-                    ("1f1b", "interleaved-1f1b")):
-                if 1024 % (dp * micro):
-                    continue
-                v = 2 if schedule != "1f1b" and layers % (pp * 2) == 0 else 1
-                if v == 1 and schedule != "1f1b":
-                    continue
-                k = replace(base, tp=tp, pp=pp, dp=dp, micro_batch=micro, microbatches=1024 // (dp * micro),
-                            recompute=recompute, sharding=sharding, schedule=schedule, virtual_stages=v)
-                out.append((k, geo))
+    for k in memory_grid(base, layers, ("none", "zero1", "zero3")):
+        degrees = {"tp": k.tp, "pp": k.pp, "dp": k.dp}
+        for order in ORDERS:
+            out.append((k, timing.geometry(tuple((a, degrees[a]) for a in order), (), 1, 0, hw.level)))
     return out
 
 
