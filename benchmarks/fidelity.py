@@ -378,10 +378,16 @@ def fit(rows: list[Row], prepared: list[Prepared], base: Constants = DEFAULT) ->
 
 TORCHTITAN_A100 = "pytorch/torchtitan `docs/performance.md` @ 0413364 (64 A100 80 GB, FSDP2)"
 TORCHTITAN_H100 = "pytorch/torchtitan `docs/performance.md` @ eaea6f6 (H100, FSDP2, Tables 1 and 3)"
-LLAMA2_13B = ("model { layers 40, hidden 5120, ffn 13824, heads 40, kv-heads 40, vocab 32000, "
-              "activation swiglu, norm rmsnorm, position rope, tied-embeddings off }")
-LLAMA2_70B = ("model { layers 80, hidden 8192, ffn 28672, heads 64, kv-heads 8, vocab 32000, "
-              "activation swiglu, norm rmsnorm, position rope, tied-embeddings off }")
+EAGER_MODELS = {
+    "llama3-8b": "model llama3-8b",
+    "llama3-70b": "model llama3-70b",
+    "llama2-13b": "model { layers 40, hidden 5120, ffn 13824, heads 40, kv-heads 40, vocab 32000, "
+                  "activation swiglu, norm rmsnorm, position rope, tied-embeddings off }",
+    "llama2-70b": "model { layers 80, hidden 8192, ffn 28672, heads 64, kv-heads 8, vocab 32000, "
+                  "activation swiglu, norm rmsnorm, position rope, tied-embeddings off }",
+}
+"""The model line of each torchtitan run's spec (Llama 2: Touvron et al. 2023, Table 1 and the
+released configs)."""
 
 
 @dataclass(frozen=True)
@@ -391,6 +397,7 @@ class EagerRun:
     id: str
     source: str
     model: str
+    """A key of `EAGER_MODELS`."""
     gpus: int
     gpu: str
     seq: int
@@ -409,7 +416,7 @@ class EagerRun:
         return "\n".join([
             f"job {self.id}",
             f"dp {self.gpus} on nodes({min(self.gpus, 8)} gpus, nvlink)",
-            self.model,
+            EAGER_MODELS[self.model],
             f"hardware {{ gpu {self.gpu}, network {network} }}",
             "train {",
             f"  seq {self.seq}, global-batch {self.gpus * self.local_batch}, micro-batch {self.local_batch}",
@@ -422,25 +429,25 @@ class EagerRun:
 POWER_CAPPED = ("500 W power limit and HBM2e (2.4 TB/s): peak between the H100 NVL's and SXM's "
                 "(torchtitan's footnote); predicted at the SXM's 700 W figures, not fitted")
 EAGER_RUNS = (
-    EagerRun("llama3_8b_64xA100_ac_layer", TORCHTITAN_A100, "model llama3-8b", 64, "a100-80gb", 8192, 1,
+    EagerRun("llama3_8b_64xA100_ac_layer", TORCHTITAN_A100, "llama3-8b", 64, "a100-80gb", 8192, 1,
              "full 16", "selective layer", 2904, True),
-    EagerRun("llama3_8b_64xA100_ac_op", TORCHTITAN_A100, "model llama3-8b", 64, "a100-80gb", 8192, 1,
+    EagerRun("llama3_8b_64xA100_ac_op", TORCHTITAN_A100, "llama3-8b", 64, "a100-80gb", 8192, 1,
              "selective", "selective op", 2973, False, "torchtitan's op policy differs from parc's"),
-    EagerRun("llama3_70b_64xA100_ac_full", TORCHTITAN_A100, "model llama3-70b", 64, "a100-80gb", 8192, 1,
+    EagerRun("llama3_70b_64xA100_ac_full", TORCHTITAN_A100, "llama3-70b", 64, "a100-80gb", 8192, 1,
              "full", "full", 331, True),
-    EagerRun("llama2_13b_64xA100_no_ac", TORCHTITAN_A100, LLAMA2_13B, 64, "a100-80gb", 4096, 2,
+    EagerRun("llama2_13b_64xA100_no_ac", TORCHTITAN_A100, "llama2-13b", 64, "a100-80gb", 4096, 2,
              "none", "no", 2162, True),
-    EagerRun("llama2_13b_64xA100_ac_layer", TORCHTITAN_A100, LLAMA2_13B, 64, "a100-80gb", 4096, 2,
+    EagerRun("llama2_13b_64xA100_ac_layer", TORCHTITAN_A100, "llama2-13b", 64, "a100-80gb", 4096, 2,
              "full 20", "selective layer", 1914, True),
-    EagerRun("llama2_13b_64xA100_ac_op", TORCHTITAN_A100, LLAMA2_13B, 64, "a100-80gb", 4096, 2,
+    EagerRun("llama2_13b_64xA100_ac_op", TORCHTITAN_A100, "llama2-13b", 64, "a100-80gb", 4096, 2,
              "selective", "selective op", 1904, False, "torchtitan's op policy differs from parc's"),
-    EagerRun("llama2_70b_64xA100_ac_op", TORCHTITAN_A100, LLAMA2_70B, 64, "a100-80gb", 4096, 1,
+    EagerRun("llama2_70b_64xA100_ac_op", TORCHTITAN_A100, "llama2-70b", 64, "a100-80gb", 4096, 1,
              "selective", "selective op", 355, False, "torchtitan's op policy differs from parc's"),
-    EagerRun("llama2_70b_64xA100_ac_full", TORCHTITAN_A100, LLAMA2_70B, 64, "a100-80gb", 4096, 2,
+    EagerRun("llama2_70b_64xA100_ac_full", TORCHTITAN_A100, "llama2-70b", 64, "a100-80gb", 4096, 2,
              "full", "full", 353, True),
-    EagerRun("llama3_8b_8xH100_ac_op", TORCHTITAN_H100, "model llama3-8b", 8, "h100-sxm", 8192, 2,
+    EagerRun("llama3_8b_8xH100_ac_op", TORCHTITAN_H100, "llama3-8b", 8, "h100-sxm", 8192, 2,
              "selective", "selective op", 5762, False, POWER_CAPPED),
-    EagerRun("llama3_8b_128xH100_ac_op", TORCHTITAN_H100, "model llama3-8b", 128, "h100-sxm", 8192, 2,
+    EagerRun("llama3_8b_128xH100_ac_op", TORCHTITAN_H100, "llama3-8b", 128, "h100-sxm", 8192, 2,
              "selective", "selective op", 5605, False, POWER_CAPPED),
 )
 """torchtitan's FSDP2 runs without torch.compile or Float8 (compiled runs fuse kernels; parc's
@@ -490,10 +497,8 @@ def eager_table(constants: Constants) -> tuple[str, float, float]:
         if run.fitted:
             fitted_errors.append(abs(error))
         other = f"{values[1] / run.reported - 1:+.1%}" if len(values) > 1 else "-"
-        model = run.model.removeprefix("model ") if run.model.startswith("model ") and "{" not in run.model \
-            else ("llama2-13b" if run.model == LLAMA2_13B else "llama2-70b")
         mark = "" if run.fitted else " (not fitted)"
-        lines.append(f"| {run.id}{mark} | {run.gpus} x {run.gpu} | {model}, {run.seq}, {run.local_batch} | "
+        lines.append(f"| {run.id}{mark} | {run.gpus} x {run.gpu} | {run.model}, {run.seq}, {run.local_batch} | "
                      f"{run.torchtitan_ac} (`{run.recompute}`) | {run.reported:,.0f} | {values[0]:,.0f} | "
                      f"{error:+.1%} | {other} | {run.note or '-'} |")
     return "\n".join(lines), statistics.median(fitted_errors), max(fitted_errors)
@@ -791,8 +796,9 @@ the same run predicted on 4 x 100 Gb/s instead of 8 x 200 Gb/s per node.
 torchtitan's "selective op" checkpointing keeps every other matmul output and recomputes the
 rest (over a third of the forward GEMM FLOPs again); parc's `recompute selective` keeps every
 matmul output but the attention output projection's (`SelectivePolicy` in the generated
-`parallel.py`), so those runs come out fast by about that much. The H100 runs ran at a 500 W power limit on HBM2e parts whose peak torchtitan puts between
-the H100 NVL's and the SXM's; parc's catalogue has the 700 W SXM.
+`parallel.py`), so those runs come out fast by about that much. The H100 runs ran at a 500 W
+power limit on HBM2e parts whose peak torchtitan puts between the H100 NVL's and the SXM's;
+parc's catalogue has the 700 W SXM.
 
 ## The example specs
 
