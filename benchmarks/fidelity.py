@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import math
 import re
 import statistics
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,211 +40,44 @@ BEGIN_FIT = "# BEGIN FITTED (written by benchmarks/fidelity.py --write; do not e
 END_FIT = "# END FITTED"
 
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from parc import timing  # noqa: E402
 from parc.calibration import DEFAULT, EAGER_FITTED, FITTED_NAMES, FIXED_SOURCES, Constants  # noqa: E402
 from parc.memory.inputs import knobs_of, shape_of  # noqa: E402
 from parc.pipeline import compile_text  # noqa: E402
+from published import Run, Skipped, row_spec  # noqa: E402
 
-GPUS = {"A100-SXM4-80GB": "a100-80gb", "H100-SXM5-80GB": "h100-sxm"}
-
-UNFUSED_GROUPS = ("narayanan2021_table1", "korthikanti2022_table5", "korthikanti2022_abstract")
-"""Runs from before FlashAttention (Dao et al., May 2022): Megatron-LM materialised the s x s
-scores (Korthikanti et al.'s own activation formula carries their 5as/h term). The language has
-no setting for the attention kernel, so this fact is passed to the time model here."""
-
-TP_OVERLAP = {"korthikanti2022_table5": "backward", "korthikanti2022_abstract": "backward",
-              "megatron_readme_h100_2024": "all"}
-"""Which tensor-parallel collectives the run's Megatron-LM overlapped with GEMMs. Narayanan et al.
-2021 ran the April 2021 code (examples/sc21), before the asynchronous input-gradient all-reduce."""
-TP_OVERLAP_SOURCE = {
-    "backward": "Megatron-LM's asynchronous input-gradient all-reduce / reduce-scatter under the "
-                "weight-gradient GEMM, on by default since late 2021",
-    "all": "--tp-comm-overlap, stated in the Megatron-LM README",
-}
-
-
-# ---------------------------------------------------------------------------------------------
-# The published conventions (conventions.md), transcribed independently of parc's FLOP counter
-
-
-def narayanan_hfu_flops(B, s, L, h, V) -> float:
-    """Narayanan et al. 2021, Eq. 3: fwd + bwd + full-recompute forward, non-causal attention."""
-    return 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h))
-
-
-def korthikanti_model_flops(B, s, L, h, V) -> float:
-    """Korthikanti et al. 2022, Eq. 7 (model FLOPs, no recomputation, non-causal)."""
-    return 72 * B * L * s * h * h * (1 + s / (6 * h) + V / (12 * h * L))
-
-
-def megatron_core_flops(B, s, L, h, V, F, heads, kv_heads, q, swiglu) -> float:
-    """Megatron-Core `num_floating_point_operations` before 2025-03-06 (non-causal)."""
-    return 12 * B * s * L * h * h * ((1 + kv_heads / heads + s / h) * (q / h)
-                                     + (F / h) * (1.5 if swiglu else 1) + V / (2 * L * h))
+Row = Run
+"""A published run as the fit sees it (`published.Run`)."""
 
 
 # ---------------------------------------------------------------------------------------------
 # Rows as specs
 
 
-@dataclass
-class Row:
-    id: str
-    group: str
-    convention: str
-    gpus: int
-    peak: float
-    reported_tflops: float
-    """TFLOP/s per GPU in the row's convention, as published (or from its reported MFU or step)."""
-    reported_from: str
-    spec: str
-    software: object
-    assumptions: list[str] = field(default_factory=list)
-    fitted: bool = True
-    conv_flops: float = 0.0
-    """FLOPs per step in the row's convention."""
-    plan: object = None
-    findings: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Skipped:
-    id: str
-    reason: str
-
-
-def _recompute(text, assumptions) -> str:
-    if text is None:
-        assumptions.append("recompute none (Megatron-LM's default; unstated)")
-        return "none"
-    return "full" if text.startswith("full") else "selective" if text.startswith("selective") else "none"
-
-
-def row_spec(entry: dict) -> Row | Skipped:
-    """The .par text of one published run, with the facts it had to assume."""
-    m, lay, hw = entry["model"], entry["layout"], entry["hardware"]
-    if lay["tp"] is None or lay["pp"] is None or lay["dp"] is None:
-        return Skipped(entry["id"], "tp, pp and dp are not published for this run (strong-scaling "
-                                    "endpoints quoted in text); any layout would be a guess")
-    notes: list[str] = []
-    h, heads, layers = m["hidden"], m["heads"], m["layers"]
-    ffn = m["ffn"]
-    if ffn is None:
-        ffn = 4 * h
-        notes.append("ffn 4h (Megatron-LM's default `ffn_hidden_size`)")
-    kv = m["kv_heads"]
-    if kv is None:
-        kv = heads
-        notes.append("kv-heads = heads (no --group-query-attention)")
-    micro = lay["micro_batch"]
-    if micro is None:
-        micro = 1
-        notes.append("micro-batch 1")
-    tp, pp, dp = lay["tp"], lay["pp"], lay["dp"]
-    batch = lay["global_batch"]
-    fitted = entry["completeness"] == "full"
-    if batch is None:
-        batch = dp * micro * (lay.get("grad_accum") or 0)
-        if not batch:  # Korthikanti's 2,240-GPU runs: the 280-GPU run's micro-batches per pipeline
-            batch = dp * 280
-        notes.append(f"global batch {batch:,} (unpublished: the 280-GPU run's 280 micro-batches per pipeline)")
-    recompute = _recompute(lay["recompute"], notes)
-    sp = lay["sequence_parallel"]
-    if sp is None:
-        sp = tp > 1
-        notes.append("sequence parallelism on (required by --tp-comm-overlap)")
-    vpp = lay["vpp"]
-    if vpp is None and lay["pipeline_schedule"] is None and pp > 1:
-        notes.append("1f1b without interleaving (no virtual stages stated)")
-    schedule = "interleaved-1f1b" if vpp and vpp > 1 else "1f1b"
-    sharding = lay["zero_or_fsdp"]
-    if sharding is None:
-        if entry["group"] == "megatron_readme_h100_2024":
-            sharding = "zero1"
-            notes.append("zero1 (--overlap-param-gather needs the distributed optimizer)")
-        else:
-            sharding = "none"
-            notes.append("no optimizer sharding (unstated)")
-    else:
-        sharding = "none" if sharding.startswith("none") else sharding
-    precision = "fp16" if "fp16" in (lay["precision"] or "") else "bf16"
-    gpu = GPUS[hw["gpu"]]
-    network = "8 x 200 Gb/s" if gpu.startswith("a100") else "8 x 400 Gb/s"
-    axes = [(name, degree) for name, degree in (("tp", tp), ("dp", dp), ("pp", pp)) if degree > 1] or [("tp", 1)]
-    layout = " x ".join(f"{n} {d}" for n, d in axes)
-    gelu = "swiglu" not in (m["arch"] or "").lower()
-    lines = [
-        f"# {entry['source']['title']}: {entry['source']['locator']}",
-        f"job {re.sub(r'[^A-Za-z0-9._-]', '-', entry['id'])}",
-        f"{layout} on nodes({hw['gpus_per_node']} gpus, nvlink)",
-        "model {",
-        f"  layers {layers}, hidden {h}, ffn {ffn}, heads {heads}, kv-heads {kv}, vocab {m['vocab']}",
-        f"  activation {'gelu' if gelu else 'swiglu'}, norm layernorm, position learned, tied-embeddings on",
-        "}",
-        f"hardware {{ gpu {gpu}, network {network} }}",
-        "train {",
-        f"  seq {m['seq_len']}, global-batch {batch}, micro-batch {micro}",
-        f"  precision {precision}, optimizer adam, recompute {recompute}",
-        "}",
-    ]
-    if tp > 1:
-        lines.append(f"tp {{ sequence-parallel {'on' if sp else 'off'} }}")
-    if pp > 1:
-        lines.append(f"pp {{ schedule {schedule}" + (f", virtual-stages {vpp}" if schedule != "1f1b" else "") + " }")
-    if dp > 1:
-        lines.append(f"dp {{ sharding {sharding} }}")
-    spec = "\n".join(lines) + "\n"
-
-    out = entry["outcomes"]["reported"]
-    peak = hw["peak_tflops_dense_at_precision"]
-    conv = entry["flop_convention"]
-    s, V = m["seq_len"], m["vocab"]
-    if conv == "narayanan_hfu":
-        flops_step = narayanan_hfu_flops(batch, s, layers, h, V)
-    elif conv == "korthikanti_mfu_hfu":
-        flops_step = korthikanti_model_flops(batch, s, layers, h, V)
-    elif conv == "megatron_core_model_flops":
-        flops_step = megatron_core_flops(batch, s, layers, h, V, ffn, heads, kv, heads * (m["head_dim"] or h // heads),
-                                         not gelu)
-    else:
-        return Skipped(entry["id"], f"FLOP convention `{conv}` has no formula here")
-    gpus = hw["num_gpus"]
-    if out.get("tflops_per_gpu") is not None:
-        reported, source = float(out["tflops_per_gpu"]), "reported TFLOP/s"
-    elif out.get("mfu_pct") is not None:
-        reported, source = out["mfu_pct"] / 100 * peak, "reported MFU"
-    elif out.get("step_time_s") is not None:
-        reported, source = flops_step / (out["step_time_s"] * gpus) / 1e12, "reported step time"
-    else:
-        return Skipped(entry["id"], "no throughput reported")
-    attention = "unfused" if entry["group"] in UNFUSED_GROUPS else "flash"
-    if attention == "unfused":
-        notes.append("unfused attention (pre-FlashAttention Megatron-LM; not expressible in a spec)")
-    overlap = TP_OVERLAP.get(entry["group"], "none")
-    if overlap != "none" and tp > 1:
-        notes.append(f"tp overlap: {overlap} ({TP_OVERLAP_SOURCE[overlap]}; not expressible in a spec)")
-    grad_bytes = 2 if precision == "fp16" else 4
-    if precision == "fp16" and dp > 1:
-        notes.append("fp16 gradients reduced in fp16 (Megatron-LM reduces in the parameters' dtype; "
-                     "only bf16 forces fp32)")
-    software = timing.Software(attention=attention, tp_overlap=overlap, selective="attention-core", kernels="fused",
-                               grad_bytes=grad_bytes)
-    return Row(id=entry["id"], group=entry["group"], convention=conv, gpus=gpus, peak=peak,
-               reported_tflops=reported, reported_from=source, spec=spec, software=software,
-               assumptions=notes, fitted=fitted, conv_flops=flops_step)
-
-
 def load_rows(path: Path = PUBLISHED) -> tuple[list[Row], list[Skipped]]:
+    """Every run of a file in published.yaml's schema as a compiled spec, or why it is left out."""
     import yaml
 
     rows, skipped = [], []
-    for entry in yaml.safe_load(path.read_text()):
-        row = row_spec(entry)
+    try:
+        entries = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise SystemExit(f"fidelity: cannot read {path}: {e}") from None
+    if isinstance(entries, dict):  # a file that wraps its list (`runs: [...]`)
+        entries = next((v for v in entries.values() if isinstance(v, list)), [])
+    entries = [e for e in entries or [] if isinstance(e, dict)]
+    for entry in entries:
+        row = row_spec(entry, entries)
         if isinstance(row, Skipped):
             skipped.append(row)
             continue
-        result = compile_text(row.spec, path=f"{row.id}.par")
+        try:
+            result = compile_text(row.spec, path=f"{row.id}.par")
+        except Exception as e:  # noqa: BLE001 - one odd row must not end the evaluation of the rest
+            skipped.append(Skipped(row.id, f"parc failed on its spec ({type(e).__name__}: {e})"))
+            continue
         if result.plan is None:
             skipped.append(Skipped(row.id, "the spec does not compile: "
                                    + "; ".join(d.message for d in result.diagnostics if d.is_error)))
@@ -714,24 +548,40 @@ bound of its range (0.2, 1, 1): the runs cannot tell those apart from the GEMM c
 are fixed from kernel and NCCL measurements, and tensor-parallel overlap became a window (what
 outlasts the overlapping GEMMs shows) rather than a fraction.
 
-Each run is written as a spec (layout, custom model, hardware, training settings) and compiled by
-`parc.pipeline.compile_text`; its predicted step time becomes TFLOP/s per GPU in the run's own
-FLOP convention (`conventions.md`): Narayanan et al.'s HFU (`96 B s L h^2 (1 + s/6h + V/16Lh)`:
-recomputation counted, non-causal); Korthikanti et al.'s model FLOPs (`72 B L s h^2 (1 + s/6h +
-V/12hL)`; compared with the reported MFU, or with the reported step time where no MFU is given);
-Megatron-Core's 2024 model FLOPs (non-causal). The runs' software, which a spec cannot state, is
-set from the sources: Narayanan 2021 and Korthikanti 2022 predate FlashAttention (unfused
-attention); Korthikanti 2022 used Megatron-LM's overlap of backward tensor-parallel
-communication, the 2024 table `--tp-comm-overlap`; Megatron-LM's selective recomputation is the
-attention core's.
+Each run is written as a spec (layout, custom model, hardware, training settings) by
+`benchmarks/published.py` and compiled by `parc.pipeline.compile_text`; its predicted step time
+becomes TFLOP/s per GPU in the run's own FLOP convention (`conventions.md`): Narayanan et al.'s
+HFU (`96 B s L h^2 (1 + s/6h + V/16Lh)`: recomputation counted, non-causal); Korthikanti et al.'s
+model FLOPs (`72 B L s h^2 (1 + s/6h + V/12hL)`; compared with the reported MFU, or with the
+reported step time where no MFU is given); Megatron-Core's 2024 model FLOPs (non-causal). The
+runs' software, which a spec cannot state, is read from the source: runs published up to 2022
+predate FlashAttention in training frameworks (unfused attention); Megatron-LM overlaps the
+backward tensor-parallel collectives since late 2021, and the 2024 table states
+`--tp-comm-overlap`; Megatron-LM's selective recomputation is the attention core's.
 
 Unstated fields take Megatron-LM's defaults, listed per run in the last column: FFN 4h, no GQA,
-micro-batch 1, no recomputation, sequence parallelism on with tensor parallelism (required by
-`--tp-comm-overlap`), the distributed optimizer (required by `--overlap-param-gather`) and 1F1B
-without interleaving. The last matters: the README does not say whether its pipelined runs
-interleaved; with v virtual stages their bubble would be v times smaller. Korthikanti et al.'s
-2,240-GPU runs (`partial`: global batch not published) are evaluated with the 280-GPU run's 280
-micro-batches per pipeline and are not fitted.
+micro-batch 1, no recomputation, sequence parallelism on with tensor parallelism, the
+distributed optimizer (required by `--overlap-param-gather`) and 1F1B without interleaving. The
+last matters: the README does not say whether its pipelined runs interleaved; with v virtual
+stages their bubble would be v times smaller. Korthikanti et al.'s 2,240-GPU runs (`partial`:
+global batch not published) borrow the micro-batches per pipeline of the run of the same model
+and tp x pp that states them (the 280-GPU run's 280) and are not fitted.
+
+**Any file in the same schema** (the larger set of published runs kept apart to check the model,
+say) is evaluated with the stored constants, without refitting, by
+`benchmarks/fidelity.py --published FILE` (`--json` for one record per run). `published.py` reads
+every field of the schema: the GPU from its name (any catalogue part; TPUs are left out, with the
+reason), its peak and memory where they differ from the catalogue's, the network from the
+hardware note; dense, GQA, MoE (experts, top-k, expert FFN, shared experts, leading dense
+layers) and MLA models (as attention of the published heads); tp, pp, dp, cp and ep (folded over
+the data-parallel ranks, or its own axis when the degrees multiply to the GPUs only with it);
+schedules (1F1B, interleaved, zero bubble, DualPipe) with uneven layer splits; sharding,
+recomputation and precision from their words; and every FLOP convention of `conventions.md`
+(Megatron-Core's causal count after 2025-03-06, Megatron-Bridge, NeMo, torchtitan, PaLM,
+MegaScale, BLOOM's 8N), comparing on TFLOP/s, MFU, HFU, step time or tokens per second, whichever
+the row publishes; a row with an unknown convention is compared on its step time. torchtitan's
+runs take parc's eager-runtime speed. A row that cannot be expressed is listed with the reason,
+never dropped silently (`tests/test_published.py`).
 
 Left out:
 
@@ -855,8 +705,7 @@ def table(results: list[Result]) -> str:
         layout = " ".join(f"{a.name}{a.degree}" for a in k.axes)
         b = x.breakdown
         comm = sum(b.exposed.values())
-        conv = {"narayanan_hfu": "HFU (Narayanan)", "korthikanti_mfu_hfu": "MFU (Korthikanti)",
-                "megatron_core_model_flops": "MFU (Megatron-Core 2024)"}[x.row.convention]
+        conv = x.row.convention
         mark = "" if x.row.fitted else " (not fitted)"
         lines.append(
             f"| {x.row.id}{mark} | {x.row.gpus:,} | {layout} | {conv} | {x.row.reported_tflops:.1f} "
@@ -1029,31 +878,60 @@ def write_constants(constants: Constants) -> None:
     CONSTANTS_FILE.write_text(text[:start] + block + text[end:])
 
 
-def print_results(results: list[Result], title: str) -> None:
+def as_json(results: list[Result], skipped: list[Skipped]) -> dict:
+    """Each run's prediction beside its reported figure, the facts assumed, and what was left out."""
+    runs = []
+    for x in results:
+        b = x.breakdown
+        runs.append({"id": x.row.id, "gpus": x.row.gpus, "convention": x.row.convention,
+                     "reported_tflops_per_gpu": round(x.row.reported_tflops, 3), "reported_from": x.row.reported_from,
+                     "predicted_tflops_per_gpu": round(x.predicted, 3), "error": round(x.error, 5),
+                     "step_seconds": round(b.step, 6), "bubble_fraction": round(b.bubble / b.step, 5),
+                     "exposed_comm_fraction": round(sum(b.exposed.values()) / b.step, 5),
+                     "fitted": x.row.fitted, "findings": x.row.findings, "assumptions": x.row.assumptions,
+                     "spec": x.row.spec})
+    errors = [abs(x.error) for x in results]
+    return {"runs": runs, "left_out": [{"id": s.id, "reason": s.reason} for s in skipped],
+            "median_abs_error": round(statistics.median(errors), 5) if errors else None,
+            "worst_abs_error": round(max(errors), 5) if errors else None}
+
+
+def print_results(results: list[Result], title: str, calibration: bool = True) -> None:
     print(f"\n{title}")
     print(f"{'run':44} {'GPUs':>6} {'reported':>9} {'predicted':>9} {'error':>7}  {'bubble':>6} {'comm':>6}  from")
     for x in results:
         b = x.breakdown
-        mark = "" if x.row.fitted else " *"
+        mark = "" if x.row.fitted or not calibration else " *"
         print(f"{x.row.id + mark:44} {x.row.gpus:6,} {x.row.reported_tflops:9.1f} {x.predicted:9.1f} "
               f"{x.error:+7.1%}  {b.bubble / b.step:6.1%} {sum(b.exposed.values()) / b.step:6.1%}  {x.row.reported_from}")
-    fitted = [x for x in results if x.row.fitted]
-    median, worst, worst_id = summary(fitted)
-    print(f"fitted rows ({len(fitted)}): median |error| {median:.1%}, worst {worst:.1%} ({worst_id})")
+    fitted = [x for x in results if x.row.fitted] if calibration else []
+    if fitted:
+        median, worst, worst_id = summary(fitted)
+        print(f"fitted rows ({len(fitted)}): median |error| {median:.1%}, worst {worst:.1%} ({worst_id})")
     if len(fitted) < len(results):
         median, worst, worst_id = summary(results)
-        print(f"all rows ({len(results)}, * = not fitted): median |error| {median:.1%}, worst {worst:.1%} ({worst_id})")
+        print(f"all rows ({len(results)}{', * = not fitted' if calibration else ''}): median |error| {median:.1%}, worst {worst:.1%} ({worst_id})")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--published", type=Path, default=PUBLISHED, metavar="YAML",
+                        help="runs to evaluate, in published.yaml's schema (default: the calibration set)")
+    parser.add_argument("--json", action="store_true", help="print every run's prediction as JSON")
     parser.add_argument("--fit", action="store_true", help="refit the constants and print both tables")
     parser.add_argument("--write", action="store_true", help="refit, then rewrite the constants and the doc")
     args = parser.parse_args(argv)
-    rows, skipped = load_rows()
+    if args.write and args.published != PUBLISHED:
+        parser.error("--write fits on the calibration set only; evaluate another file without it")
+    rows, skipped = load_rows(args.published)
     prepared = [prepare(r) for r in rows]
-    print_results(evaluate(rows, prepared, DEFAULT), "stored constants: " + ", ".join(
-        f"{n}={getattr(DEFAULT, n):.4g}" for n in FITTED_NAMES))
+    results = evaluate(rows, prepared, DEFAULT)
+    if args.json:
+        print(json.dumps(as_json(results, skipped), indent=1))
+        return 0
+    if results:
+        print_results(results, "stored constants: " + ", ".join(
+            f"{n}={getattr(DEFAULT, n):.4g}" for n in FITTED_NAMES), calibration=args.published == PUBLISHED)
     for s in skipped:
         print(f"left out: {s.id}: {s.reason}")
     if not (args.fit or args.write):

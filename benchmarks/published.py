@@ -1,0 +1,818 @@
+"""A published training run, in published.yaml's schema, as a parc spec.
+
+The calibration set beside conventions.md and the larger set kept apart to check the model share
+one schema, so everything here works from the schema and the words of each row, never from its
+id or its source: which GPU, network, model family, schedule, sharding and recomputation a row
+means is read from its fields (and, for the facts a spec cannot state, such as the attention
+kernel or tensor-parallel overlap, from its source's year and text). Whatever a row leaves out
+is filled with the producing software's documented default and listed in `Run.assumptions`; a
+row that cannot be expressed becomes `Skipped`, with the reason, never an exception.
+
+A row becomes:
+- the `.par` text (layout, model, hardware, training settings) that parc compiles as a user's
+  spec would be compiled;
+- the runtime facts (`timing.Software`) the time model needs and a spec does not say;
+- the FLOPs per step in the row's *own* convention (conventions.md), so that predicted and
+  reported TFLOP/s per GPU compare like with like; the reported figure in that convention, from
+  whichever of TFLOP/s, MFU, HFU, step time or tokens per second the row publishes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from parc import timing
+from parc.catalog.gpus import ALIASES as GPU_ALIASES
+from parc.catalog.gpus import GPUS
+
+# ---------------------------------------------------------------------------------------------
+# What a row is turned into
+
+
+@dataclass
+class Run:
+    id: str
+    group: str
+    convention: str
+    gpus: int
+    peak: float
+    """Dense peak TFLOP/s at the row's precision (the row's own figure, else the catalogue's)."""
+    reported_tflops: float
+    """TFLOP/s per GPU in the row's convention, as published or from its MFU, step time, ..."""
+    reported_from: str
+    spec: str
+    software: timing.Software
+    assumptions: list[str] = field(default_factory=list)
+    fitted: bool = True
+    conv_flops: float = 0.0
+    """FLOPs per step in the row's convention."""
+    plan: object = None
+    findings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Skipped:
+    id: str
+    reason: str
+
+
+class Unusable(Exception):
+    """A row that cannot be written as a spec; its message is the reason."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the row's words
+
+
+def _words(*parts) -> str:
+    """Every string in the given fields (nested lists and dicts too), lower-cased, one text."""
+    out: list[str] = []
+
+    def walk(x):
+        if isinstance(x, str):
+            out.append(x)
+        elif isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, (list, tuple)):
+            for v in x:
+                walk(v)
+        elif x is not None and not isinstance(x, bool):
+            out.append(str(x))
+
+    for p in parts:
+        walk(p)
+    return " ".join(out).lower()
+
+
+def source_text(entry: dict) -> str:
+    """What the source says about its software: title, locator, evidence, notes, extras."""
+    lay = entry.get("layout") or {}
+    return _words(entry.get("group"), entry.get("source"), entry.get("notes"), lay.get("extra"),
+                  (entry.get("model") or {}).get("extra"))
+
+
+def source_year(entry: dict) -> int | None:
+    """The year the run was published: the first 20xx in the source's title (else its locator)."""
+    src = entry.get("source") or {}
+    for text in (src.get("title"), src.get("locator"), entry.get("group"), entry.get("id")):
+        found = re.findall(r"(?<!\d)(20[12]\d)(?!\d)", str(text or ""))
+        if found:
+            return int(found[0])
+    return None
+
+
+def _int(value, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise Unusable(f"`{name}` is not a number ({value!r})")
+    if isinstance(value, (int, float)):
+        if math.isfinite(value) and float(value).is_integer() and value >= 0:
+            return int(value)
+        raise Unusable(f"`{name}` is not a whole number ({value!r})")
+    found = re.match(r"\s*(\d+)(?![\d.])", str(value))  # "8 (stated)", not "2.5" or "-3"
+    if found:
+        return int(found.group(1))
+    raise Unusable(f"`{name}` is not a whole number ({value!r})")
+
+
+# ---------------------------------------------------------------------------------------------
+# Hardware
+
+
+def gpu_key(name: str, memory_gb) -> str:
+    """The catalogue entry a row's GPU name means (the closest part: overrides adjust it)."""
+    n = re.sub(r"[\s_]+", "-", (name or "").lower())
+    if "tpu" in n:
+        raise Unusable(f"{name}: a TPU; parc models GPUs in NVLink domains with NICs, not TPU "
+                       "pods' ICI tori")
+    if n in GPUS:
+        return n
+    if n in GPU_ALIASES:
+        return GPU_ALIASES[n]
+    for pattern, key in (("gb300", "gb200-nvl72"), ("gb200", "gb200-nvl72"), ("b300", "b200"), ("b200", "b200"),
+                         ("h200", "h200"), ("h800", "h800"), ("h100", "h100-sxm"), ("h20", "h800"),
+                         ("mi3", "mi300x")):
+        if pattern in n:
+            return key
+    if "a100" in n or "a800" in n:
+        return "a100-40gb" if ("40" in n or memory_gb == 40) else "a100-80gb"
+    if "v100" in n:
+        return "a100-40gb"
+    raise Unusable(f"GPU `{name}` is not one parc's catalogue knows, and the row gives no figures to define it")
+
+
+def _catalogue_peak(key: str, precision: str) -> float:
+    g = GPUS[key]
+    flops = g["fp8_flops"] if precision == "fp8" and g["fp8_flops"] else g["bf16_flops"]
+    return flops / 1e12
+
+
+def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str, int, float]:
+    """The spec's `hardware { ... }` block, the GPU key, GPUs per node and the peak (TFLOP/s)."""
+    name = hw.get("gpu") or ""
+    memory = hw.get("gpu_memory_gb")
+    key = gpu_key(name, memory)
+    g = GPUS[key]
+    overrides: list[str] = []
+    lowered = name.lower()
+    if "v100" in lowered:
+        overrides += ["bf16 125 TFLOP/s", "link 150 GB/s", "generation ampere"]
+        notes.append("V100: 125 TFLOP/s fp16, Ampere's efficiency constants (Volta is not calibrated)")
+    if "a800" in lowered or "h20" in re.sub(r"h200", "", lowered):
+        notes.append(f"{name}: the {g['description']}'s figures with the row's peak")
+    peak = hw.get("peak_tflops_dense_at_precision")
+    if isinstance(peak, (int, float)) and peak > 0:
+        catalogue = _catalogue_peak(key, precision) if "v100" not in lowered else 125
+        if abs(peak - catalogue) > 0.5:
+            overrides.append(f"{'fp8' if precision == 'fp8' and g['fp8_flops'] else 'bf16'} {peak:g} TFLOP/s")
+    else:
+        peak = _catalogue_peak(key, precision) if "v100" not in lowered else 125
+        if name:
+            notes.append(f"peak {peak:,.0f} TFLOP/s (the catalogue's {g['description']}; the row states none)")
+    if isinstance(memory, (int, float)) and memory > 0 and abs(memory * 1e9 - g["hbm_bytes"]) > 0.1 * g["hbm_bytes"]:
+        overrides.append(f"hbm {memory:g} GB")
+    per_node = _int(hw.get("gpus_per_node"), "gpus_per_node") or g["gpus_per_node"]
+    network = network_of(hw, per_node, g, notes)
+    gpu = f"gpu {key}" + (f" {{ {', '.join(overrides)} }}" if overrides else "")
+    return f"hardware {{ {gpu}, network {network} }}", key, per_node, float(peak)
+
+
+def network_of(hw: dict, per_node: int, gpu: dict, notes: list[str]) -> str:
+    """The node's scale-out NICs from the hardware note ("8x200Gb/s HDR", "3.2 Tbps", ...)."""
+    text = _words(hw.get("note"), hw.get("network")).replace("×", "x")
+    found = re.search(r"(\d+)\s*x\s*(\d+(?:\.\d+)?)\s*(g|t)(?:b|bit)", text)
+    if found:
+        count, rate, unit = int(found.group(1)), float(found.group(2)), found.group(3)
+        return f"{count} x {rate * (1000 if unit == 't' else 1):g} Gb/s"
+    found = re.search(r"(\d+(?:\.\d+)?)\s*(g|t)(?:b|bit)[/ps]*\s*(?:\w+\s+){0,3}per\s+gpu", text)
+    if found:
+        rate = float(found.group(1)) * (1000 if found.group(2) == "t" else 1)
+        return f"{per_node} x {rate:g} Gb/s"
+    found = re.search(r"(\d+(?:\.\d+)?)\s*t(?:b|bit)[/ps]*\s*(?:\w+\s+){0,3}per\s+node", text)
+    if found:
+        total = float(found.group(1)) * 1000
+        return f"{per_node} x {total / per_node:g} Gb/s"
+    nic = gpu["nic_bandwidth"] * 8 / 1e9
+    nics = gpu["nics"] * per_node // gpu["gpus_per_node"] or 1
+    notes.append(f"network {nics} x {nic:g} Gb/s per node (unstated: the {gpu['description']}'s usual node)")
+    return f"{nics} x {nic:g} Gb/s"
+
+
+# ---------------------------------------------------------------------------------------------
+# The model
+
+
+@dataclass(frozen=True)
+class Dims:
+    """The model's shapes as the FLOP conventions need them."""
+
+    layers: int
+    hidden: int
+    ffn: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    seq: int
+    swiglu: bool
+    tied: bool
+    experts: int = 0
+    top_k: int = 0
+    expert_ffn: int = 0
+    shared_experts: int = 0
+    dense_layers: int = 0
+    learned_positions: bool = False
+    params_b: float | None = None
+
+    @property
+    def moe_layers(self) -> int:
+        return self.layers - self.dense_layers if self.experts else 0
+
+    @property
+    def q(self) -> int:
+        return self.heads * self.head_dim
+
+    def attention_params(self) -> int:
+        return self.hidden * (2 * self.q + 2 * self.kv_heads * self.head_dim)
+
+    def ffn_params(self, width: int) -> int:
+        return (3 if self.swiglu else 2) * self.hidden * width
+
+    def active_ffn_params_total(self) -> int:
+        """FFN weights one token passes through, summed over the layers."""
+        dense = (self.layers - self.moe_layers) * self.ffn_params(self.ffn)
+        routed = self.moe_layers * (self.top_k + self.shared_experts) * self.ffn_params(self.expert_ffn)
+        router = self.moe_layers * self.hidden * self.experts
+        return dense + routed + router
+
+    def matmul_params(self) -> int:
+        """Weights in matrix products per token: attention, active FFN, the output layer."""
+        return self.layers * self.attention_params() + self.active_ffn_params_total() + self.vocab * self.hidden
+
+    def total_params(self) -> int:
+        """Every weight (all experts, both embeddings unless tied, learned positions)."""
+        dense = (self.layers - self.moe_layers) * self.ffn_params(self.ffn)
+        experts = self.moe_layers * ((self.experts + self.shared_experts) * self.ffn_params(self.expert_ffn)
+                                     + self.hidden * self.experts)
+        embed = self.vocab * self.hidden * (1 if self.tied else 2)
+        positions = self.seq * self.hidden if self.learned_positions else 0
+        return self.layers * (self.attention_params() + 4 * self.hidden) + dense + experts + embed + positions
+
+
+def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
+    """The spec's `model { ... }` block, and the shapes the FLOP conventions read."""
+    missing = [k for k in ("layers", "hidden", "heads", "vocab", "seq_len") if m.get(k) is None]
+    if missing:
+        raise Unusable("the model's " + ", ".join(f"`{k}`" for k in missing) + " not published")
+    layers, h, heads = _int(m["layers"], "layers"), _int(m["hidden"], "hidden"), _int(m["heads"], "heads")
+    vocab, seq = _int(m["vocab"], "vocab"), _int(m["seq_len"], "seq_len")
+    arch = _words(m.get("arch"), m.get("name"))
+    llama_like = any(w in arch for w in ("llama", "swiglu", "mixtral", "mistral", "qwen", "deepseek", "nemotron-h",
+                                         "gemma", "rmsnorm", "rope", "silu", "glu"))
+    gelu_stated = "gelu" in arch and "geglu" not in arch
+    swiglu = llama_like and not gelu_stated or "swiglu" in arch
+    kv = _int(m.get("kv_heads"), "kv_heads")
+    if kv is None:
+        kv = heads
+        notes.append("kv-heads = heads (no grouped-query attention stated)")
+    head_dim = _int(m.get("head_dim"), "head_dim")
+    if head_dim is None:
+        if h % heads:
+            raise Unusable(f"hidden {h} is not a multiple of {heads} heads and no head_dim is published")
+        head_dim = h // heads
+    if "mla" in arch or "latent" in arch:
+        notes.append("multi-head latent attention modelled as attention with the published heads and "
+                     "head size (parc has no MLA)")
+    experts = _int(m.get("experts"), "experts") or 0
+    top_k = _int(m.get("top_k"), "top_k") or (1 if experts else 0)
+    ffn = _int(m.get("ffn"), "ffn")
+    expert_ffn = _int(m.get("moe_ffn"), "moe_ffn")
+    if experts and expert_ffn is None:
+        expert_ffn = ffn
+    if ffn is None and experts and expert_ffn:
+        ffn = expert_ffn
+    if ffn is None:
+        if swiglu:
+            ffn = 256 * math.ceil(int(2 * 4 * h / 3) / 256)
+            notes.append(f"ffn {ffn} (unstated: 8h/3 rounded up to 256, the Llama rule)")
+        else:
+            ffn = 4 * h
+            notes.append("ffn 4h (Megatron-LM's default `ffn_hidden_size`)")
+    if experts and not expert_ffn:
+        raise Unusable("a mixture-of-experts model without an expert FFN size")
+    shared = _int(m.get("shared_experts"), "shared_experts") or 0
+    dense_layers = _int(m.get("dense_layers"), "dense_layers") or 0
+    if experts and dense_layers >= layers:
+        raise Unusable(f"{dense_layers} dense layers of {layers}: no layer is a mixture of experts")
+    learned = not llama_like and "rope" not in arch and "rotary" not in arch
+    tied = not llama_like if "untied" not in arch else False
+    if "tied" in arch and "untied" not in arch:
+        tied = True
+    dims = Dims(layers=layers, hidden=h, ffn=ffn, heads=heads, kv_heads=kv, head_dim=head_dim, vocab=vocab,
+                seq=seq, swiglu=swiglu, tied=tied, experts=experts, top_k=top_k, expert_ffn=expert_ffn or 0,
+                shared_experts=shared, dense_layers=dense_layers, learned_positions=learned,
+                params_b=m.get("params_b") if isinstance(m.get("params_b"), (int, float)) else None)
+    fields = [f"layers {layers}, hidden {h}, ffn {ffn}, heads {heads}, kv-heads {kv}, vocab {vocab}"]
+    if head_dim * heads != h:
+        fields.append(f"head-dim {head_dim}")
+    fields.append(f"activation {'swiglu' if swiglu else 'gelu'}, norm {'rmsnorm' if llama_like else 'layernorm'}, "
+                  f"position {'learned' if learned else 'rope'}, tied-embeddings {'on' if tied else 'off'}")
+    if experts:
+        layers_rule = f"from {dense_layers}" if dense_layers else "all"
+        fields.append(f"experts {experts}, top-k {top_k}, expert-ffn {expert_ffn}, shared-experts {shared}, "
+                      f"moe-layers {layers_rule}")
+    return "model {\n  " + "\n  ".join(fields) + "\n}", dims
+
+
+# ---------------------------------------------------------------------------------------------
+# FLOP conventions (conventions.md), transcribed independently of parc's FLOP counter.
+# Each gives FLOPs per sequence; "hardware" variants count recomputation where the source does.
+
+
+def narayanan_hfu(d: Dims) -> float:
+    """Narayanan et al. 2021, Eq. 3: fwd + bwd + full-recompute forward, non-causal attention."""
+    s, L, h, V = d.seq, d.layers, d.hidden, d.vocab
+    return 96 * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h))
+
+
+def korthikanti_model(d: Dims) -> float:
+    """Korthikanti et al. 2022, Eq. 7 (model FLOPs, no recomputation, non-causal)."""
+    s, L, h, V = d.seq, d.layers, d.hidden, d.vocab
+    return 72 * L * s * h * h * (1 + s / (6 * h) + V / (12 * h * L))
+
+
+def korthikanti_selective_hardware(d: Dims) -> float:
+    """Korthikanti et al. 2022, Eq. 8: selective recomputation adds the attention scores again."""
+    s, L, h, V = d.seq, d.layers, d.hidden, d.vocab
+    return 72 * L * s * h * h * (1 + s / (3 * h) + V / (12 * h * L))
+
+
+def megatron_core(d: Dims, causal: bool) -> float:
+    """Megatron-Core `num_floating_point_operations`: non-causal (`s/h`) up to 2025-03-06, causal
+    (`s/2h`) after; dense and MoE layers each with their own FFN term."""
+    s, L, h = d.seq, d.layers, d.hidden
+    attention = (1 + d.kv_heads / d.heads + s / ((2 if causal else 1) * h)) * (d.q / h)
+    gate = 1.5 if d.swiglu else 1.0
+    ffn_widths = (L - d.moe_layers) * d.ffn + d.moe_layers * (d.top_k + d.shared_experts) * d.expert_ffn
+    mlp = ffn_widths / L / h * gate
+    return 12 * s * L * h * h * (attention + mlp + d.vocab / (2 * L * h))
+
+
+def nemo_noncausal(d: Dims) -> float:
+    """NeMo / DGX Cloud READMEs: `s (attn + mlp + 6 V h)`, GPT and Llama forms, non-causal."""
+    s, L, h = d.seq, d.layers, d.hidden
+    if d.swiglu:
+        attn = 12 * L * h * h * (1 + d.kv_heads / d.heads + s / h)
+        widths = (L - d.moe_layers) * d.ffn + d.moe_layers * (d.top_k + d.shared_experts) * d.expert_ffn
+        mlp = 18 * widths * h
+    else:
+        attn = 24 * L * h * h + 12 * L * h * s
+        mlp = 48 * L * h * h
+    return s * (attn + mlp + 6 * d.vocab * h)
+
+
+def torchtitan_flops(d: Dims) -> float:
+    """torchtitan: `6 N_non-embedding + 12 l heads head_dim s` per token (non-causal)."""
+    return d.seq * (6 * d.matmul_params() + 12 * d.layers * d.heads * d.head_dim * d.seq)
+
+
+def palm_flops(d: Dims) -> float:
+    """PaLM, Appendix B (Llama 3's and MegaScale's MFU): `6 N + 12 L H Q T` per token, no
+    rematerialisation; N the weights in matrix products (the embedding lookup is not one)."""
+    return d.seq * (6 * d.matmul_params() + 12 * d.layers * d.heads * d.head_dim * d.seq)
+
+
+def bloom_flops(d: Dims) -> float:
+    """Megatron-DeepSpeed's throughput for BLOOM: about 8 N per token (4 x 2: the recompute
+    forward counted, attention's s^2 term ignored), N the published parameter count."""
+    n = d.params_b * 1e9 if d.params_b else d.total_params()
+    return d.seq * 8 * n
+
+
+@dataclass(frozen=True)
+class Convention:
+    label: str
+    model: object
+    """Dims -> FLOPs per sequence in the convention's own counting."""
+    hardware: object = None
+    """Dims -> FLOPs per sequence with recomputation, where the source defines it (HFU)."""
+    utilisation: str = "mfu"
+    """What the convention's own "% of peak" means: "mfu" or "hfu"."""
+
+
+CONVENTIONS: dict[str, Convention] = {
+    "narayanan_hfu": Convention("HFU (Narayanan)", narayanan_hfu, narayanan_hfu, "hfu"),
+    "korthikanti_mfu_hfu": Convention("MFU (Korthikanti)", korthikanti_model, korthikanti_selective_hardware),
+    "megatron_core_model_flops": Convention("MFU (Megatron-Core)", lambda d: megatron_core(d, causal=False)),
+    "bridge_causal": Convention("MFU (Megatron-Bridge, causal)", lambda d: megatron_core(d, causal=True)),
+    "nemo_dgxc_noncausal": Convention("MFU (NeMo DGXC)", nemo_noncausal),
+    "torchtitan": Convention("MFU (torchtitan)", torchtitan_flops),
+    "palm_mfu": Convention("MFU (PaLM)", palm_flops),
+    "megascale_mfu": Convention("MFU (PaLM, MegaScale)", palm_flops),
+    "bloom_hfu_4x": Convention("HFU (8N, BLOOM)", bloom_flops, bloom_flops, "hfu"),
+}
+STEP_ONLY = Convention("step time (no FLOP convention)", palm_flops)
+"""For rows whose convention is unknown but whose step time or tokens per second is published:
+any FLOP count gives the same ratio of predicted to reported, so PaLM's serves as the unit."""
+
+
+def convention_of(entry: dict) -> tuple[str, Convention]:
+    key = entry.get("flop_convention") or "unspecified"
+    if key == "megatron_core_model_flops" and _megatron_causal(entry):
+        return key, Convention("MFU (Megatron-Core, causal)", lambda d: megatron_core(d, causal=True))
+    if key in CONVENTIONS:
+        return key, CONVENTIONS[key]
+    return key, STEP_ONLY
+
+
+def _megatron_causal(entry: dict) -> bool:
+    """Megatron-Core counted attention causally from 2025-03-06 (commit 8873b55d6a): the
+    ModelZoo and Bridge tables, and any source dated 2025 or later."""
+    text = source_text(entry)
+    year = source_year(entry)
+    if re.search(r"non[- ]?causal", text):
+        return False
+    return "causal" in text or "modelzoo" in text.replace(" ", "") or "bridge" in text \
+        or (year is not None and year >= 2025)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reported figure
+
+
+def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch: int, gpus: int,
+                    peak: float, recompute: str) -> tuple[float, str]:
+    """TFLOP/s per GPU in the row's convention, and which published number it came from."""
+    model = conv.model(per_seq) * batch
+    hardware = conv.hardware(per_seq) * batch if conv.hardware else None
+    if conv is STEP_ONLY:
+        order = ("step", "tokens")
+    else:
+        order = ("tflops", "mfu", "pct", "hfu", "step", "tokens", "aggregate")
+
+    def number(*names):
+        for n in names:
+            v = out.get(n)
+            if isinstance(v, str):  # YAML 1.1 reads "3.0e6" as a string
+                try:
+                    v = float(v.replace(",", ""))
+                except ValueError:
+                    continue
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0:
+                return float(v)
+        return None
+
+    for kind in order:
+        if kind == "tflops":
+            v = number("tflops_per_gpu", "model_tflops_per_gpu", "achieved_tflops_per_gpu")
+            if v:
+                return v, "reported TFLOP/s"
+        elif kind == "mfu":
+            v = number("mfu_pct", "mfu")
+            if v:
+                return (v if v > 1 else 100 * v) / 100 * peak, "reported MFU"
+        elif kind == "pct":
+            v = number("pct_of_peak")
+            if v:
+                return v / 100 * peak, "reported % of peak"
+        elif kind == "hfu" and hardware:
+            v = number("hfu_pct", "hfu")
+            if v and (recompute == "selective" or conv.utilisation == "hfu"):
+                return (v if v > 1 else 100 * v) / 100 * peak * model / hardware, "reported HFU"
+        elif kind == "step":
+            v = number("step_time_s", "iteration_time_s", "step_s", "iteration_s")
+            if v:
+                return model / (v * gpus) / 1e12, "reported step time"
+        elif kind == "tokens":
+            v = number("tokens_per_s_per_gpu", "tokens_per_sec_per_gpu", "tokens_per_gpu_per_s")
+            if v:
+                return model / (batch * per_seq.seq) * v / 1e12, "reported tokens/s per GPU"
+            v = number("tokens_per_s", "tokens_per_sec", "throughput_tokens_per_s")
+            if v:
+                return model / (batch * per_seq.seq) * v / gpus / 1e12, "reported tokens/s"
+        elif kind == "aggregate":
+            v = number("aggregate_pflops")
+            if v:
+                return v * 1000 / gpus, "reported aggregate PFLOP/s"
+    raise Unusable(f"no throughput reported that the FLOP convention `{key}` can be compared on")
+
+
+# ---------------------------------------------------------------------------------------------
+# The runtime facts a spec cannot state
+
+
+MEGATRON_WORDS = ("megatron", "nemo", "bridge", "megascale", "nvidia")
+
+
+def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str]) -> tuple[timing.Software, str]:
+    """The training program's facts, from its source: kernels, attention, overlap, gradients.
+    Returns them and the family ("megatron", "torchtitan" or "other") whose defaults fill gaps."""
+    text = source_text(entry)
+    year = source_year(entry)
+    family = ("torchtitan" if "torchtitan" in text else "megatron" if any(w in text for w in MEGATRON_WORDS)
+              else "other")
+    flash_stated = "flash" in text and "no flash" not in text
+    unfused = not flash_stated and year is not None and year <= 2022
+    if unfused:
+        notes.append(f"unfused attention (published {year}, before FlashAttention was in training "
+                     "frameworks; not expressible in a spec)")
+    compact = text.replace("_", "-")
+    if "tp-comm-overlap" in compact or "tp comm overlap" in compact or "async tp" in compact or "async-tp" in compact:
+        overlap, why = "all", "tensor-parallel communication overlap stated in the source"
+    elif family == "megatron" and (year is None or year >= 2022):
+        overlap, why = "backward", ("Megatron-LM's asynchronous input-gradient all-reduce / reduce-scatter "
+                                    "under the weight-gradient GEMM, on by default since late 2021")
+    else:
+        overlap, why = "none", ""
+    if overlap != "none" and tp > 1:
+        notes.append(f"tp overlap: {overlap} ({why}; not expressible in a spec)")
+    grad_bytes = 4
+    if precision == "fp16" and family != "torchtitan":
+        grad_bytes = 2
+        if dp > 1:
+            notes.append("fp16 gradients reduced in fp16 (Megatron-LM reduces in the parameters' dtype; "
+                         "only bf16 forces fp32)")
+    if "grad-reduce-in-bf16" in compact or "bf16 gradient reduc" in compact:
+        grad_bytes = 2
+    software = timing.Software(
+        attention="unfused" if unfused else "flash",
+        selective="elementwise" if family == "torchtitan" else "attention-core",
+        tp_overlap=overlap,
+        kernels="eager" if family == "torchtitan" else "fused",
+        grad_bytes=grad_bytes,
+    )
+    return software, family
+
+
+# ---------------------------------------------------------------------------------------------
+# Layout and training settings
+
+
+def precision_of(lay: dict) -> str:
+    text = _words(lay.get("precision"))
+    if "fp8" in text or "float8" in text:
+        return "fp8"
+    if "fp16" in text and "bf16" not in text:
+        return "fp16"
+    return "bf16"
+
+
+def recompute_of(lay: dict, layers: int, family: str, notes: list[str]) -> str:
+    text = _words(lay.get("recompute"))
+    if not text:
+        notes.append("recompute none (unstated; the frameworks' default)")
+        return "none"
+    if text.startswith(("none", "no ", "off", "false", "disabled")) or text in ("no", "0"):
+        return "none"
+    if "selective" in text and ("layer" in text and "op" not in text.split()):
+        notes.append(f"selective per layer = full recomputation of every second layer (`full {layers // 2}`)")
+        return f"full {layers // 2}"
+    if "selective" in text:
+        if family == "torchtitan":
+            notes.append("torchtitan's per-op policy as parc's `selective`, which keeps more matmul outputs")
+        return "selective"
+    if "full" in text or "uniform" in text or "block" in text or "every layer" in text:
+        count = re.search(r"(\d+)\s*(?:of\s*\d+\s*)?layers?", text)
+        if count and 0 < int(count.group(1)) < layers and "every" not in text:
+            return f"full {int(count.group(1))}"
+        return "full"
+    notes.append(f"recompute `{lay.get('recompute')}` read as none")
+    return "none"
+
+
+def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
+    raw = lay.get("zero_or_fsdp")
+    words = _words(raw).replace("_", "-").replace(" ", "")
+    if raw is None:
+        if family == "megatron" and ("overlap-param-gather" in text.replace("_", "-") or "param-gather" in text
+                                     or "distributed optimizer" in text or "distributed-optimizer" in text):
+            notes.append("zero1 (--overlap-param-gather needs the distributed optimizer)")
+            return "zero1"
+        if family == "torchtitan":
+            notes.append("zero3 (torchtitan shards with FSDP2)")
+            return "zero3"
+        notes.append("no optimizer sharding (unstated)")
+        return "none"
+    if words.startswith(("none", "no", "ddp", "false")):
+        return "none"
+    if "hsdp" in words or "hybrid" in words:
+        return "hsdp"
+    if "zero3" in words or "zero-3" in words or "stage3" in words or "fsdp" in words or "fullshard" in words:
+        return "zero3"
+    if "zero2" in words or "zero-2" in words or "stage2" in words or "shardgrad" in words:
+        return "zero2"
+    if "zero1" in words or "zero-1" in words or "stage1" in words or "distributed" in words or "distopt" in words:
+        return "zero1"
+    notes.append(f"sharding `{raw}` read as none")
+    return "none"
+
+
+def schedule_of(lay: dict, pp: int, notes: list[str]) -> tuple[str, int]:
+    """The pipeline schedule and virtual stages per rank."""
+    text = _words(lay.get("pipeline_schedule")).replace("_", "-")
+    vpp = _int(lay.get("vpp"), "vpp") or 1
+    if pp == 1:
+        return "1f1b", 1
+    if "dualpipe" in text:
+        return "dualpipe-v", 2
+    if "zbv" in text or "zb-v" in text or ("zero" in text and "bubble" in text and "v" in text.split()):
+        return "zbv", 2
+    if "zero" in text and "bubble" in text or "zb" in text.split() or "zb1p" in text or "zb-h" in text:
+        if vpp < 2:
+            notes.append("interleaved-zb with 2 virtual stages (torch's zero-bubble schedule interleaves; "
+                         "parc has no single-chunk one)")
+        return "interleaved-zb", max(vpp, 2)
+    if "gpipe" in text:
+        return "gpipe", 1
+    if "interleav" in text or vpp > 1:
+        if vpp < 2:
+            notes.append("virtual stages 2 (interleaving stated, the number of virtual stages not)")
+            vpp = 2
+        return "interleaved-1f1b", vpp
+    if not text or text in ("n/a", "none"):
+        notes.append("1f1b without interleaving (no schedule or virtual stages stated)")
+    return "1f1b", 1
+
+
+def split_of(layers: int, chunks: int) -> list[int] | None:
+    """Layers per pipeline chunk when they do not divide evenly: the first and last chunks, which
+    also hold the embedding and the output layer, take the fewer (Llama 3's split)."""
+    if layers % chunks == 0:
+        return None
+    base, extra = divmod(layers, chunks)
+    if base == 0:
+        raise Unusable(f"{layers} layers cannot fill {chunks} pipeline chunks")
+    order = sorted(range(chunks), key=lambda i: (i in (0, chunks - 1), abs(i - (chunks - 1) / 2)))
+    sizes = [base] * chunks
+    for i in order[:extra]:
+        sizes[i] += 1
+    return sizes
+
+
+def layout_of(lay: dict, gpus: int, notes: list[str]) -> dict:
+    """Degrees of every axis, with the one a row leaves out derived from its GPU count."""
+    deg = {a: _int(lay.get(a), a) for a in ("tp", "pp", "dp", "cp", "ep")}
+    for a in ("cp", "ep"):
+        deg[a] = deg[a] or 1
+    known = [a for a in ("tp", "pp", "dp") if deg[a] is not None]
+    if len(known) == 3:
+        pass
+    elif len(known) == 2 and gpus:
+        missing = next(a for a in ("tp", "pp", "dp") if deg[a] is None)
+        rest = math.prod(deg[a] for a in known) * deg["cp"]
+        if gpus % rest:
+            raise Unusable(f"{gpus} GPUs are not a multiple of the published degrees ({rest})")
+        deg[missing] = gpus // rest
+        notes.append(f"{missing} {deg[missing]} (unstated: GPUs / the other degrees)")
+    else:
+        raise Unusable("tp, pp and dp are not published for this run; any layout would be a guess")
+    for a, d in deg.items():
+        if d == 0:
+            raise Unusable(f"`{a}` is 0")
+    dense = deg["tp"] * deg["pp"] * deg["dp"] * deg["cp"]
+    deg["ep_axis"] = False
+    if deg["ep"] > 1 and gpus and dense * deg["ep"] == gpus and dense != gpus:
+        deg["ep_axis"] = True  # dp counts the non-expert replicas only; ep is its own axis
+    elif gpus and dense != gpus:
+        raise Unusable(f"the published degrees multiply to {dense:,} GPUs, not the {gpus:,} the run used")
+    return deg
+
+
+# ---------------------------------------------------------------------------------------------
+# A whole row
+
+
+def row_spec(entry: dict, others: list[dict] = ()) -> Run | Skipped:
+    """The .par text of one published run, with the facts it had to assume; never raises.
+    `others`, the rest of the file, may lend a missing global batch (`sibling_micro_batches`)."""
+    try:
+        return _row_spec(entry, others)
+    except Unusable as e:
+        return Skipped(str(entry.get("id", "?")), str(e))
+    except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError) as e:
+        return Skipped(str(entry.get("id", "?")), f"the row does not follow the schema ({type(e).__name__}: {e})")
+
+
+def sibling_micro_batches(entry: dict, others: list[dict]) -> tuple[int, str] | None:
+    """Micro-batches per pipeline from another run of the same model and model-parallel layout
+    that publishes its global batch (Korthikanti et al. quote the 2,240-GPU 530B run's
+    throughput without its batch; the 280-GPU run of the same configuration states it)."""
+    m, lay = entry.get("model") or {}, entry.get("layout") or {}
+    same = ("layers", "hidden", "heads", "seq_len")
+    title = (entry.get("source") or {}).get("title")
+    for other in sorted(others, key=lambda o: (o.get("source") or {}).get("title") != title):
+        om, ol = other.get("model") or {}, other.get("layout") or {}
+        if other is entry or any(om.get(k) != m.get(k) for k in same):
+            continue
+        if (ol.get("tp"), ol.get("pp")) != (lay.get("tp"), lay.get("pp")):
+            continue
+        batch, dp, micro = ol.get("global_batch"), ol.get("dp"), ol.get("micro_batch") or 1
+        if isinstance(batch, int) and isinstance(dp, int) and dp > 0 and batch % (dp * micro) == 0:
+            return batch // (dp * micro), str(other.get("id"))
+    return None
+
+
+def _row_spec(entry: dict, others: list[dict]) -> Run:
+    run_id = str(entry["id"])
+    m, lay, hw = entry.get("model") or {}, entry.get("layout") or {}, entry.get("hardware") or {}
+    out = (entry.get("outcomes") or {}).get("reported") or {}
+    src = entry.get("source") or {}
+    notes: list[str] = []
+    gpus = _int(hw.get("num_gpus"), "num_gpus")
+    deg = layout_of(lay, gpus or 0, notes)
+    tp, pp, dp, cp, ep = deg["tp"], deg["pp"], deg["dp"], deg["cp"], deg["ep"]
+    gpus = gpus or tp * pp * dp * cp * (ep if deg["ep_axis"] else 1)
+    precision = precision_of(lay)
+    model_text, dims = model_block(m, notes)
+    software, family = software_of(entry, precision, tp, dp * cp, notes)
+    hardware_text, key, per_node, peak = hardware_block(hw, precision, notes)
+    if precision == "fp8" and not GPUS[key]["fp8_flops"]:
+        raise Unusable(f"fp8 on {GPUS[key]['description']}, which has no FP8 tensor cores")
+    text = source_text(entry)
+
+    micro = _int(lay.get("micro_batch"), "micro_batch")
+    batch = _int(lay.get("global_batch"), "global_batch")
+    accum = _int(lay.get("grad_accum"), "grad_accum")
+    replicas = dp * (ep if deg["ep_axis"] else 1)
+    if micro is None:
+        if batch and accum and batch % (replicas * accum) == 0:
+            micro = batch // (replicas * accum)
+        else:
+            micro = 1
+            notes.append("micro-batch 1")
+    if batch is None:
+        borrowed = None if accum else sibling_micro_batches(entry, others)
+        if accum:
+            batch = replicas * micro * accum
+        elif borrowed:
+            batch = replicas * micro * borrowed[0]
+            notes.append(f"global batch {batch:,} (unpublished: {borrowed[1]}'s {borrowed[0]:,} micro-batches "
+                         "per pipeline)")
+        else:
+            raise Unusable("the global batch is not published (nor gradient-accumulation steps)")
+    if batch % (replicas * micro):
+        raise Unusable(f"global batch {batch} is not a multiple of {replicas} replicas x micro-batch {micro}")
+    recompute = recompute_of(lay, dims.layers, family, notes)
+    sp = lay.get("sequence_parallel")
+    if sp is None:
+        sp = tp > 1
+        if tp > 1:
+            notes.append("sequence parallelism on (the frameworks' choice with tensor parallelism)")
+    schedule, vpp = schedule_of(lay, pp, notes)
+    sharding = sharding_of(lay, family, text, notes)
+    if _int(lay.get("expert_tp"), "expert_tp") not in (None, 1):
+        notes.append(f"expert tensor parallelism {lay.get('expert_tp')} not modelled: experts whole on each rank")
+
+    axes = [("tp", tp), ("cp", cp)] + ([("ep", ep)] if deg["ep_axis"] else []) + [("dp", dp), ("pp", pp)]
+    written = [(n, d) for n, d in axes if d > 1] or [("tp", 1)]
+    layout = " x ".join(f"{n} {d}" for n, d in written)
+    link = "nvl72" if key == "gb200-nvl72" else "xgmi" if key == "mi300x" else "nvlink"
+    lines = [
+        "# " + ": ".join(str(x) for x in (src.get("title"), src.get("locator")) if x).replace("\n", " "),
+        f"job {re.sub(r'[^A-Za-z0-9._-]', '-', run_id)[:60] or 'run'}",
+        f"{layout} on nodes({per_node} gpus, {link})",
+    ]
+    if ep > 1 and not deg["ep_axis"]:
+        folded = [n for n, d in (("cp", cp), ("dp", dp)) if d > 1]
+        if not folded or (cp * dp) % ep:
+            raise Unusable(f"ep {ep} does not divide the data-parallel ranks ({dp} x cp {cp}) it folds over")
+        lines.append(f"ep {ep} over {' x '.join(folded)}")
+    lines += [
+        model_text,
+        hardware_text,
+        "train {",
+        f"  seq {dims.seq}, global-batch {batch}, micro-batch {micro}",
+        f"  precision {precision}, optimizer adam, recompute {recompute}",
+        "}",
+    ]
+    if tp > 1:
+        lines.append(f"tp {{ sequence-parallel {'on' if sp else 'off'} }}")
+    if pp > 1:
+        split = split_of(dims.layers, pp * vpp)
+        options = [f"schedule {schedule}"] + ([f"virtual-stages {vpp}"] if schedule != "1f1b" else [])
+        if split:
+            options.append(f"split [{', '.join(map(str, split))}]")
+            notes.append(f"layers split {min(split)}-{max(split)} per stage (uneven; the lighter at the ends)")
+        lines.append(f"pp {{ {', '.join(options)} }}")
+    if dp * cp > 1 and sharding != "hsdp":
+        lines.append(f"dp {{ sharding {sharding} }}")
+    elif sharding == "hsdp":
+        notes.append("hsdp read as zero3 over all data-parallel ranks (the shard group is not published)")
+        lines.append("dp { sharding zero3 }")
+    if cp > 1:
+        flavour = "all-to-all" if "ulysses" in text or "all-to-all" in text else \
+            "all-gather" if "all-gather" in text and "context" in text else "ring"
+        lines.append(f"cp {{ flavour {flavour} }}")
+    spec = "\n".join(lines) + "\n"
+
+    key_conv, conv = convention_of(entry)
+    if conv is STEP_ONLY:
+        notes.append(f"FLOP convention `{key_conv}` unknown: compared on the step time")
+    reported, source = reported_tflops(out, conv, key_conv, dims, batch, gpus, peak, recompute)
+    return Run(id=run_id, group=str(entry.get("group", "")), convention=conv.label, gpus=gpus, peak=peak,
+               reported_tflops=reported, reported_from=source, spec=spec, software=software, assumptions=notes,
+               fitted=entry.get("completeness") == "full", conv_flops=conv.model(dims) * batch)

@@ -1,0 +1,236 @@
+"""benchmarks/published.py: any row of published.yaml's schema becomes a spec, or a reason.
+
+The calibration set exercises three sources; the set kept apart to check the model holds others
+(conventions.md names their FLOP conventions and GPUs). `tests/data/published_schema_cases.yaml`
+holds rows of that schema with real models' shapes on other GPUs, conventions, axes and
+schedules, plus broken rows; its throughput figures are made up (plumbing, not accuracy).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from .conftest import ROOT
+
+CASES = ROOT / "tests" / "data" / "published_schema_cases.yaml"
+LEFT_OUT = {"tpu_palm", "no_throughput", "model_unpublished", "words_for_numbers", "degrees_disagree",
+            "unknown_gpu"}
+
+
+def _load(name):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses resolve their module by name
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def published():
+    return _load("published")
+
+
+@pytest.fixture(scope="module")
+def fidelity():
+    return _load("fidelity")
+
+
+@pytest.fixture(scope="module")
+def cases(fidelity):
+    rows, skipped = fidelity.load_rows(CASES)
+    results = fidelity.evaluate(rows, [fidelity.prepare(r) for r in rows], fidelity.DEFAULT)
+    return {r.row.id: r for r in results}, {s.id: s.reason for s in skipped}
+
+
+def test_every_row_is_predicted_or_left_out_with_its_reason(cases):
+    results, skipped = cases
+    assert set(skipped) == LEFT_OUT
+    assert len(results) == 12  # the 19 mappings less the 6 left out, and "not a mapping" ignored
+    for run_id, x in results.items():
+        assert math.isfinite(x.predicted) and x.predicted > 0, run_id
+        assert x.row.plan.cluster.world_size == x.row.gpus, run_id
+    assert "TPU" in skipped["tpu_palm"] and "Gaudi 3" in skipped["unknown_gpu"]
+    assert "8 GPUs, not the 16" in skipped["degrees_disagree"]
+    assert "`layers`, `hidden`, `heads`, `vocab`" in skipped["model_unpublished"]
+    assert "'eight'" in skipped["words_for_numbers"]
+
+
+def spec_of(cases, run_id):
+    return cases[0][run_id].row.spec
+
+
+def test_hardware_is_read_from_the_gpu_name_note_and_figures(cases):
+    assert "on nodes(4 gpus, nvl72)" in spec_of(cases, "gb200_llama405b_bridge")
+    assert "gpu gb200-nvl72" in spec_of(cases, "gb200_llama405b_bridge")
+    assert "gpu h100-sxm { hbm 96 GB }" in spec_of(cases, "h100_hbm2e_torchtitan")
+    assert "gpu a100-40gb, network 4 x 200 Gb/s" in spec_of(cases, "a100_40gb_bloom_zero2")
+    assert "on nodes(8 gpus, xgmi)" in spec_of(cases, "mi300x_step_only")
+    assert "gpu h800" in spec_of(cases, "h800_deepseek_dualpipe")
+    v100 = spec_of(cases, "ulysses_grad_accum")
+    assert "bf16 125 TFLOP/s" in v100 and "hbm 32 GB" in v100 and "link 150 GB/s" in v100
+    assert "network 8 x 400 Gb/s" in spec_of(cases, "llama3_405b_cp_allgather")  # one 400 Gb/s NIC per GPU
+    torchtitan = cases[0]["h100_hbm2e_torchtitan"].row
+    assert torchtitan.peak == 989 and any("states none" in a for a in torchtitan.assumptions)
+
+
+def test_layouts_axes_and_schedules(cases):
+    assert "tp 2 x dp 16 x pp 4" in spec_of(cases, "h800_mixtral_folded_ep")
+    assert "ep 8 over dp" in spec_of(cases, "h800_mixtral_folded_ep")
+    assert spec_of(cases, "ep_as_axis").splitlines()[2].startswith("ep 8 x dp 4")
+    assert "tp 8 x cp 16 x dp 8 x pp 16" in spec_of(cases, "llama3_405b_cp_allgather")
+    assert "cp { flavour all-gather }" in spec_of(cases, "llama3_405b_cp_allgather")
+    assert "cp { flavour all-to-all }" in spec_of(cases, "ulysses_grad_accum")
+    assert "split [7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7]" in spec_of(cases, "llama3_405b_cp_allgather")
+    assert "schedule dualpipe-v, virtual-stages 2, split [1, 2," in spec_of(cases, "h800_deepseek_dualpipe")
+    assert "schedule interleaved-zb, virtual-stages 2" in spec_of(cases, "zero_bubble_gpt")
+    assert "schedule interleaved-1f1b, virtual-stages 5" in spec_of(cases, "b200_llama70b_fp8_nemo")
+    assert "tp 8 x dp 16 x pp 8" in spec_of(cases, "tp_unstated")
+    assert "global-batch 32, micro-batch 1" in spec_of(cases, "ulysses_grad_accum")  # dp 8 x cp 8 ... x 4 steps
+    assert "sharding zero2" in spec_of(cases, "a100_40gb_bloom_zero2")
+    assert "sharding zero3" in spec_of(cases, "mi300x_step_only")
+    assert "precision fp8" in spec_of(cases, "b200_llama70b_fp8_nemo")
+    deepseek = spec_of(cases, "h800_deepseek_dualpipe")
+    assert "experts 256, top-k 8, expert-ffn 2048, shared-experts 1, moe-layers from 3" in deepseek
+    assert "head-dim 128" in deepseek
+
+
+def test_runtime_facts_come_from_the_source(cases):
+    results = cases[0]
+    titan = results["h100_hbm2e_torchtitan"].row.software
+    assert titan.kernels == "eager" and titan.selective == "elementwise" and titan.attention == "flash"
+    bloom = results["a100_40gb_bloom_zero2"].row.software
+    assert bloom.attention == "unfused" and bloom.kernels == "fused"  # published 2022
+    assert results["h800_mixtral_folded_ep"].row.software.tp_overlap == "backward"  # Megatron since late 2021
+    assert results["llama3_405b_cp_allgather"].row.software.tp_overlap == "none"
+    assert results["ulysses_grad_accum"].row.software.grad_bytes == 2  # fp16
+
+
+def test_reported_figures_in_each_convention(cases, published):
+    results = cases[0]
+    assert results["h800_mixtral_folded_ep"].row.reported_tflops == pytest.approx(0.35 * 989)
+    assert results["tp_unstated"].row.reported_from == "reported % of peak"
+    assert results["ulysses_grad_accum"].row.reported_tflops == pytest.approx(0.40 * 125)
+    deepseek = results["h800_deepseek_dualpipe"].row  # "3.0e6" is a string to YAML 1.1
+    assert deepseek.reported_from == "reported tokens/s"
+    step_only = results["mi300x_step_only"].row
+    assert step_only.reported_from == "reported step time"
+    assert step_only.reported_tflops == pytest.approx(step_only.conv_flops / (40 * 64) / 1e12)
+
+
+def llama(published, **over):
+    fields = dict(layers=80, hidden=8192, ffn=28672, heads=64, kv_heads=8, head_dim=128, vocab=128256, seq=8192,
+                  swiglu=True, tied=False)
+    fields.update(over)
+    return published.Dims(**fields)
+
+
+def test_conventions_reproduce_the_arithmetic_in_conventions_md(published):
+    """conventions.md checks each convention against a published pair: Bridge Llama 3 70B
+    4.49e11 and 405B 2.52e12 FLOPs per token (causal); NeMo GPT-3 175B 1.077e12 and Llama 3 70B
+    4.81e11 (non-causal)."""
+    conv = published.CONVENTIONS
+    l70 = llama(published)
+    l405 = llama(published, layers=126, hidden=16384, ffn=53248, heads=128)
+    gpt3 = published.Dims(layers=96, hidden=12288, ffn=49152, heads=96, kv_heads=96, head_dim=128, vocab=51200,
+                          seq=2048, swiglu=False, tied=True)
+    assert conv["bridge_causal"].model(l70) / 8192 == pytest.approx(4.49e11, rel=2e-3)
+    assert conv["bridge_causal"].model(l405) / 8192 == pytest.approx(2.52e12, rel=2e-3)
+    assert conv["nemo_dgxc_noncausal"].model(gpt3) / 2048 == pytest.approx(1.077e12, rel=2e-3)
+    assert conv["nemo_dgxc_noncausal"].model(l70) / 8192 == pytest.approx(4.81e11, rel=2e-3)
+    # 1619 tokens/s per GPU x 4.49e11 = 727 TFLOP/s (Megatron-Bridge's Llama 3 70B row)
+    assert 1619 * conv["bridge_causal"].model(l70) / 8192 / 1e12 == pytest.approx(727, rel=3e-3)
+
+
+def test_megatron_core_convention_is_non_causal_before_2025(published):
+    d = llama(published)
+    noncausal = published.megatron_core(d, causal=False)
+    causal = published.megatron_core(d, causal=True)
+    assert noncausal > causal
+    assert noncausal - causal == pytest.approx(12 * 8192 * 80 * 8192**2 * (8192 / (2 * 8192)))
+
+    def entry(title, notes=()):
+        return {"source": {"title": title}, "notes": list(notes), "flop_convention": "megatron_core_model_flops"}
+
+    assert published.convention_of(entry("Megatron-LM README 2024"))[1].label == "MFU (Megatron-Core)"
+    assert "causal" in published.convention_of(entry("Megatron-LM ModelZoo 2025"))[1].label
+    assert published.convention_of(entry("x", ["attention counted non-causal"]))[1].label == "MFU (Megatron-Core)"
+
+
+def test_parameter_counts_match_llama3_8b(published):
+    """Llama 3 8B: 8,030,261,248 weights; 525,336,576 of them the input embedding."""
+    d = llama(published, layers=32, hidden=4096, ffn=14336, heads=32)
+    norms = 32 * 2 * 4096 + 4096
+    assert d.matmul_params() + norms == 8_030_261_248 - 525_336_576
+    assert d.total_params() == pytest.approx(8_030_261_248, rel=1e-4)
+
+
+def test_korthikanti_hardware_over_model_flops_is_the_published_hfu_over_mfu(published):
+    """22B (s 2048, h 6144, L 48, V 51200): HFU 43.7 % against MFU 41.5 % (Table 5)."""
+    d = published.Dims(layers=48, hidden=6144, ffn=24576, heads=64, kv_heads=64, head_dim=96, vocab=51200, seq=2048,
+                       swiglu=False, tied=True)
+    ratio = published.korthikanti_selective_hardware(d) / published.korthikanti_model(d)
+    assert ratio == pytest.approx(43.7 / 41.5, rel=2e-3)
+
+
+def test_split_puts_the_lighter_stages_at_the_ends(published):
+    assert published.split_of(126, 16) == [7] + [8] * 14 + [7]
+    assert published.split_of(128, 16) is None
+    assert sum(published.split_of(61, 32)) == 61
+    with pytest.raises(published.Unusable):
+        published.split_of(10, 16)
+
+
+def test_calibration_rows_are_the_same_specs_as_before(fidelity):
+    """The general reader writes the calibration set exactly as the fitted constants assume."""
+    rows, skipped = fidelity.load_rows()
+    by_id = {r.id: r for r in rows}
+    assert len(rows) == 29 and len(skipped) == 2
+    assert by_id["korthikanti22_530B_2240gpu_selective_sp"].spec.count("global-batch 2240") == 1
+    assert any("korthikanti22_530B_selective_sp's 280 micro-batches" in a
+               for a in by_id["korthikanti22_530B_2240gpu_selective_sp"].assumptions)
+
+
+def test_cli_evaluates_another_file_as_json():
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "fidelity.py"), "--published", str(CASES), "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    data = json.loads(out)
+    assert {r["id"] for r in data["left_out"]} == LEFT_OUT
+    assert len(data["runs"]) == 12 and data["median_abs_error"] > 0
+    refused = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "fidelity.py"), "--published", str(CASES),
+                              "--write"], capture_output=True, text=True)
+    assert refused.returncode == 2 and "calibration set only" in refused.stderr
+
+
+JUNK = st.one_of(st.none(), st.integers(-5, 10**7), st.floats(allow_nan=True, allow_infinity=True),
+                 st.text(max_size=12), st.booleans(), st.lists(st.integers(0, 9), max_size=3))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_damage_to_a_row_gives_a_run_or_a_reason(published, data):
+    """Replace a few fields of a real row with junk: the reader returns a Run or a Skipped, and a
+    Run's spec goes through parc without an exception."""
+    from parc.pipeline import compile_text
+
+    entries = [e for e in yaml.safe_load(CASES.read_text()) if isinstance(e, dict)]
+    entry = json.loads(json.dumps(data.draw(st.sampled_from(entries))))
+    for _ in range(data.draw(st.integers(1, 4))):
+        section = data.draw(st.sampled_from(["model", "layout", "hardware"]))
+        keys = sorted(entry[section])
+        entry[section][data.draw(st.sampled_from(keys))] = data.draw(JUNK)
+    run = published.row_spec(entry, entries)
+    assert isinstance(run, (published.Run, published.Skipped))
+    if isinstance(run, published.Run):
+        compile_text(run.spec, path="x.par")
+    else:
+        assert run.reason
