@@ -70,9 +70,28 @@ FP8_CAST_BYTES = 4
 MEMORY_KERNELS = 6
 """Memory-bound kernels of a layer's forward: two norms, two residual adds, the activation, RoPE
 (the backward runs as many, each twice the bytes)."""
-CROSS_ENTROPY_BYTES = 12
-"""Per logit: forward reads the bf16 logit and writes an fp32 probability (6), backward reads the
-probability and writes a bf16 gradient (6)."""
+
+
+def cross_entropy_bytes(kernels: str, tp: int) -> tuple[int, int]:
+    """HBM bytes per logit of the loss, forward and backward, counted op by op in each runtime
+    (the logits GEMM writes its bf16 output; these are the kernels after it, all in fp32).
+
+    Megatron-LM (`_VocabParallelCrossEntropy`, unfused, the default): cast to fp32 (read 2, write
+    4), max (4), subtract the max (8), exp in place (8), sum (4), divide in place to keep the
+    softmax (8): 38; backward, multiply by the loss gradient in place (8) and the cast's backward
+    (read 4, write 2): 14.
+
+    parc's runtime casts the logits to fp32 (6) and calls `F.cross_entropy`. Without tensor
+    parallelism that is torch's log-softmax kernel (max, sum of exp, write: read 12, write 4) and
+    a gather: 22; backward, the NLL gradient (write 4), the log-softmax backward (read the
+    gradient twice and the output once, write: 16) and the cast's backward (6): 26. Under
+    tensor parallelism `loss_parallel` runs it as separate ops on the vocabulary shard: max (4),
+    subtract (8), exp (8), sum (4), subtract the log-sum-exp (8): 38; backward, zeros (4), exp of
+    the log-probabilities (8), add (12), multiply (8) and the cast's backward (6): 38."""
+    if kernels == "fused":
+        return 38, 14
+    return (22, 26) if tp == 1 else (38, 38)
+
 
 HBM_BANDWIDTH = {
     "a100-40gb": 1.555e12,  # datasheet: 1,555 GB/s HBM2
@@ -545,7 +564,7 @@ def embedding_work(shape: Shape, tp: int, sp: bool, cp: int, seq: int, micro: in
 
 @lru_cache(maxsize=4096)
 def output_work(shape: Shape, tp: int, sp: bool, cp: int, seq: int, micro: int, vocab: int,
-                precision: str, hw: Hardware, c: Constants) -> Work:
+                precision: str, kernels: str, hw: Hardware, c: Constants) -> Work:
     """Final norm, the vocab-parallel logits and the cross-entropy. Under sp the norm's output is
     all-gathered forward and its gradient reduce-scattered backward; without, the input gradient
     is all-reduced backward."""
@@ -554,8 +573,9 @@ def output_work(shape: Shape, tp: int, sp: bool, cp: int, seq: int, micro: int, 
     shard = tp if sp and tp > 1 else 1
     gemm = gemm_seconds(n, h, vocab / tp, precision, hw, c) + c.kernel_overhead
     logits = n * vocab / tp
-    memory_f = memory_seconds(ACT * 2 * h * n / shard + CROSS_ENTROPY_BYTES / 2 * logits, hw, c)
-    memory_b = memory_seconds(ACT * 4 * h * n / shard + CROSS_ENTROPY_BYTES / 2 * logits, hw, c)
+    loss_f, loss_b = cross_entropy_bytes(kernels, tp)
+    memory_f = memory_seconds(ACT * 2 * h * n / shard + loss_f * logits, hw, c)
+    memory_b = memory_seconds(ACT * 4 * h * n / shard + loss_b * logits, hw, c)
     sp_on = sp and tp > 1
     return Work(gemm=gemm, memory_f=memory_f, memory_b=memory_b, tp_bytes=ACT * n * h if tp > 1 else 0.0,
                 tp_all_reduce=(0, 1) if tp > 1 and not sp_on else (0, 0),
@@ -832,7 +852,7 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
         pieces.append((w, exposed(w, *links, overlap_ep, sw.tp_overlap, c)))
     emb = slowed(embedding_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch, hw, c), sw, c)
     out = slowed(output_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch,
-                             padded_vocab(shape.vocab, k.tp, k.runtime), k.precision, hw, c), sw, c)
+                             padded_vocab(shape.vocab, k.tp, k.runtime), k.precision, sw.kernels, hw, c), sw, c)
     emb = (emb, exposed(emb, *links, False, sw.tp_overlap, c))
     out = (out, exposed(out, *links, False, sw.tp_overlap, c))
     boundary = ACT * k.seq * k.micro_batch / k.cp * shape.hidden / k.tp

@@ -87,7 +87,7 @@ def test_narayanan_convention_reproduces_the_aggregate(fidelity):
 
 def test_accuracy_on_the_published_runs(fidelity, rows):
     """The achieved figures (docs/time-model.md): median |error| well under the 10 % target; the
-    worst run (Megatron-LM 2024 32B, data-parallel traffic) is about 21 %."""
+    worst run (Megatron-LM 2024 32B, data-parallel traffic) is about 20 %."""
     evaluated, _, prepared = rows
     results = fidelity.evaluate(evaluated, prepared, DEFAULT)
     fitted = [abs(x.error) for x in results if x.row.fitted]

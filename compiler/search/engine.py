@@ -514,7 +514,7 @@ class Engine:
         out["embedding"] = summed(timing.slowed(timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c),
                                                 sw, c), "none")
         out["output"] = summed(timing.slowed(timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab, precision,
-                                                                hw, c), sw, c), "none")
+                                                                sw.kernels, hw, c), sw, c), "none")
         if len(self._piece_cache) > 65536:
             self._piece_cache.clear()
         self._piece_cache[key] = out
