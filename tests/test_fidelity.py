@@ -87,12 +87,12 @@ def test_narayanan_convention_reproduces_the_aggregate(fidelity):
 
 def test_accuracy_on_the_published_runs(fidelity, rows):
     """The achieved figures (docs/time-model.md): median |error| well under the 10 % target; the
-    worst run (Megatron-LM 2024 32B, data-parallel traffic) is about 20 %."""
+    worst run (Megatron-LM 2024 32B, data-parallel traffic) just inside the 20 % one (19.7 %)."""
     evaluated, _, prepared = rows
     results = fidelity.evaluate(evaluated, prepared, DEFAULT)
     fitted = [abs(x.error) for x in results if x.row.fitted]
-    assert statistics.median(fitted) < 0.05
-    assert max(fitted) < 0.25
+    assert statistics.median(fitted) < 0.05  # the issue's target: 10 %
+    assert max(fitted) <= 0.20  # the issue's target
     assert sum(e > 0.15 for e in fitted) <= 1
 
 
