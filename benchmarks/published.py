@@ -674,6 +674,10 @@ def layout_of(lay: dict, gpus: int, notes: list[str]) -> dict:
         if d == 0:
             raise Unusable(f"`{a}` is 0")
     dense = deg["tp"] * deg["pp"] * deg["dp"] * deg["cp"]
+    if gpus and dense != gpus and deg["cp"] > 1 and dense == gpus * deg["cp"] and deg["dp"] % deg["cp"] == 0:
+        deg["dp"] //= deg["cp"]  # a "dp" that counts the context-parallel ranks too (GPUs / (tp x pp))
+        dense = gpus
+        notes.append(f"dp {deg['dp']}: the published dp {deg['dp'] * deg['cp']} counts the cp ranks too")
     deg["ep_axis"] = False
     if deg["ep"] > 1 and gpus and dense * deg["ep"] == gpus and dense != gpus:
         deg["ep_axis"] = True  # dp counts the non-expert replicas only; ep is its own axis
@@ -770,7 +774,10 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     axes = [("tp", tp), ("cp", cp)] + ([("ep", ep)] if deg["ep_axis"] else []) + [("dp", dp), ("pp", pp)]
     written = [(n, d) for n, d in axes if d > 1] or [("tp", 1)]
     layout = " x ".join(f"{n} {d}" for n, d in written)
-    link = "nvl72" if key == "gb200-nvl72" else "xgmi" if key == "mi300x" else "nvlink"
+    pcie = "pcie" in _words(hw.get("gpu"))
+    if pcie:
+        notes.append("PCIe part: intra-node traffic over PCIe; HBM bandwidth of the SXM part")
+    link = "pcie" if pcie else "nvl72" if key == "gb200-nvl72" else "xgmi" if key == "mi300x" else "nvlink"
     lines = [
         "# " + ": ".join(str(x) for x in (src.get("title"), src.get("locator")) if x).replace("\n", " "),
         f"job {re.sub(r'[^A-Za-z0-9._-]', '-', run_id)[:60] or 'run'}",

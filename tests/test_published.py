@@ -55,7 +55,7 @@ def cases(fidelity):
 def test_every_row_is_predicted_or_left_out_with_its_reason(cases):
     results, skipped = cases
     assert set(skipped) == LEFT_OUT
-    assert len(results) == 12  # the 19 mappings less the 6 left out, and "not a mapping" ignored
+    assert len(results) == 14  # the 20 mappings less the 6 left out, and "not a mapping" ignored
     for run_id, x in results.items():
         assert math.isfinite(x.predicted) and x.predicted > 0, run_id
         assert x.row.plan.cluster.world_size == x.row.gpus, run_id
@@ -95,6 +95,8 @@ def test_layouts_axes_and_schedules(cases):
     assert "schedule interleaved-zb, virtual-stages 2" in spec_of(cases, "zero_bubble_gpt")
     assert "schedule interleaved-1f1b, virtual-stages 5" in spec_of(cases, "b200_llama70b_fp8_nemo")
     assert "tp 8 x dp 16 x pp 8" in spec_of(cases, "tp_unstated")
+    assert "tp 2 x cp 4 x dp 8 on" in spec_of(cases, "dp_includes_cp")  # the published dp 32 counted cp
+    assert "on nodes(8 gpus, pcie)" in spec_of(cases, "h100_pcie")
     assert "global-batch 32, micro-batch 1" in spec_of(cases, "ulysses_grad_accum")  # dp 8 x cp 8 ... x 4 steps
     assert "sharding zero2" in spec_of(cases, "a100_40gb_bloom_zero2")
     assert "sharding zero3" in spec_of(cases, "mi300x_step_only")
@@ -205,7 +207,7 @@ def test_cli_evaluates_another_file_as_json():
                          capture_output=True, text=True, check=True).stdout
     data = json.loads(out)
     assert {r["id"] for r in data["left_out"]} == LEFT_OUT
-    assert len(data["runs"]) == 12 and data["median_abs_error"] > 0
+    assert len(data["runs"]) == 14 and data["median_abs_error"] > 0
     refused = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "fidelity.py"), "--published", str(CASES),
                               "--write"], capture_output=True, text=True)
     assert refused.returncode == 2 and "calibration set only" in refused.stderr
