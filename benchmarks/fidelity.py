@@ -48,15 +48,11 @@ from parc.memory.inputs import knobs_of, shape_of  # noqa: E402
 from parc.pipeline import compile_text  # noqa: E402
 from published import Run, Skipped, row_spec  # noqa: E402
 
-Row = Run
-"""A published run as the fit sees it (`published.Run`)."""
-
-
 # ---------------------------------------------------------------------------------------------
 # Rows as specs
 
 
-def load_rows(path: Path = PUBLISHED) -> tuple[list[Row], list[Skipped]]:
+def load_rows(path: Path = PUBLISHED) -> tuple[list[Run], list[Skipped]]:
     """Every run of a file in published.yaml's schema as a compiled spec, or why it is left out."""
     import yaml
 
@@ -102,19 +98,19 @@ class Prepared:
     geometry: object
 
 
-def prepare(row: Row) -> Prepared:
+def prepare(row: Run) -> Prepared:
     plan = row.plan
     hw = timing.hardware_of(plan)
     return Prepared(shape=shape_of(plan), knobs=knobs_of(plan, "megatron"), hardware=hw,
                     geometry=timing.geometry_of(plan, hw))
 
 
-def predicted_step(row: Row, prepared: Prepared, constants: Constants) -> timing.Breakdown:
+def predicted_step(row: Run, prepared: Prepared, constants: Constants) -> timing.Breakdown:
     return timing.step_time(prepared.shape, prepared.knobs, prepared.hardware, prepared.geometry,
                             constants, row.software)
 
 
-def predicted_tflops(row: Row, step: float) -> float:
+def predicted_tflops(row: Run, step: float) -> float:
     return row.conv_flops / (step * row.gpus) / 1e12
 
 
@@ -192,7 +188,7 @@ def nelder_mead(f, x0: list[float], step: float = 0.5, iterations: int = 600, to
     return simplex[i], values[i]
 
 
-def fit(rows: list[Row], prepared: list[Prepared], base: Constants = DEFAULT) -> Constants:
+def fit(rows: list[Run], prepared: list[Prepared], base: Constants = DEFAULT) -> Constants:
     fitted = [(r, p) for r, p in zip(rows, prepared, strict=True) if r.fitted]
     rs, ps = [r for r, _ in fitted], [p for _, p in fitted]
     z = [_to_unit(n, START[n]) for n in FITTED_NAMES]
@@ -679,7 +675,7 @@ tensor-parallel overlap):
 
 @dataclass
 class Result:
-    row: Row
+    row: Run
     breakdown: timing.Breakdown
     predicted: float
 
@@ -787,7 +783,7 @@ HELD_OUT_GROUPS = ("narayanan2021_table1", "korthikanti2022_table5")
 cannot be held out: without it nothing fixes `gemm_hopper`)."""
 
 
-def cross_validation(rows: list[Row], prepared: list[Prepared]) -> str:
+def cross_validation(rows: list[Run], prepared: list[Prepared]) -> str:
     """Leave one source out: fit on the other sources' runs, predict the held-out ones."""
     lines = ["| held-out source | runs | median abs. error | worst | constants fitted without it |",
              "|---|---|---|---|---|"]

@@ -638,6 +638,16 @@ def schedule_of(lay: dict, pp: int, notes: list[str]) -> tuple[str, int]:
     return "1f1b", 1
 
 
+def cp_flavour(text: str) -> str:
+    """How context-parallel ranks exchange K/V: Ulysses' all-to-all, an all-gather (Llama 3's),
+    else the ring (Megatron-LM's and torch's default)."""
+    if "ulysses" in text or "all-to-all" in text:
+        return "all-to-all"
+    if "all-gather" in text and "context" in text:
+        return "all-gather"
+    return "ring"
+
+
 def split_of(layers: int, chunks: int) -> list[int] | None:
     """Layers per pipeline chunk when they do not divide evenly: the first and last chunks, which
     also hold the embedding and the output layer, take the fewer (Llama 3's split)."""
@@ -720,6 +730,34 @@ def sibling_micro_batches(entry: dict, others: list[dict]) -> tuple[int, str] | 
     return None
 
 
+def batch_of(entry: dict, replicas: int, others: list[dict], notes: list[str]) -> tuple[int, int]:
+    """Micro-batch and global batch (sequences): as published, else from gradient accumulation,
+    else borrowed from a sibling run (`sibling_micro_batches`)."""
+    lay = entry.get("layout") or {}
+    micro = _int(lay.get("micro_batch"), "micro_batch")
+    batch = _int(lay.get("global_batch"), "global_batch")
+    accum = _int(lay.get("grad_accum"), "grad_accum")
+    if micro is None:
+        if batch and accum and batch % (replicas * accum) == 0:
+            micro = batch // (replicas * accum)
+        else:
+            micro = 1
+            notes.append("micro-batch 1")
+    if batch is None:
+        borrowed = None if accum else sibling_micro_batches(entry, others)
+        if accum:
+            batch = replicas * micro * accum
+        elif borrowed:
+            batch = replicas * micro * borrowed[0]
+            notes.append(f"global batch {batch:,} (unpublished: {borrowed[1]}'s {borrowed[0]:,} micro-batches "
+                         "per pipeline)")
+        else:
+            raise Unusable("the global batch is not published (nor gradient-accumulation steps)")
+    if micro == 0 or batch % (replicas * micro):
+        raise Unusable(f"global batch {batch} is not a multiple of {replicas} replicas x micro-batch {micro}")
+    return micro, batch
+
+
 def _row_spec(entry: dict, others: list[dict]) -> Run:
     run_id = str(entry["id"])
     m, lay, hw = entry.get("model") or {}, entry.get("layout") or {}, entry.get("hardware") or {}
@@ -738,28 +776,7 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
         raise Unusable(f"fp8 on {GPUS[key]['description']}, which has no FP8 tensor cores")
     text = source_text(entry)
 
-    micro = _int(lay.get("micro_batch"), "micro_batch")
-    batch = _int(lay.get("global_batch"), "global_batch")
-    accum = _int(lay.get("grad_accum"), "grad_accum")
-    replicas = dp * (ep if deg["ep_axis"] else 1)
-    if micro is None:
-        if batch and accum and batch % (replicas * accum) == 0:
-            micro = batch // (replicas * accum)
-        else:
-            micro = 1
-            notes.append("micro-batch 1")
-    if batch is None:
-        borrowed = None if accum else sibling_micro_batches(entry, others)
-        if accum:
-            batch = replicas * micro * accum
-        elif borrowed:
-            batch = replicas * micro * borrowed[0]
-            notes.append(f"global batch {batch:,} (unpublished: {borrowed[1]}'s {borrowed[0]:,} micro-batches "
-                         "per pipeline)")
-        else:
-            raise Unusable("the global batch is not published (nor gradient-accumulation steps)")
-    if batch % (replicas * micro):
-        raise Unusable(f"global batch {batch} is not a multiple of {replicas} replicas x micro-batch {micro}")
+    micro, batch = batch_of(entry, dp * (ep if deg["ep_axis"] else 1), others, notes)
     recompute = recompute_of(lay, dims.layers, family, notes)
     sp = lay.get("sequence_parallel")
     if sp is None:
@@ -805,15 +822,13 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
             options.append(f"split [{', '.join(map(str, split))}]")
             notes.append(f"layers split {min(split)}-{max(split)} per stage (uneven; the lighter at the ends)")
         lines.append(f"pp {{ {', '.join(options)} }}")
-    if dp * cp > 1 and sharding != "hsdp":
-        lines.append(f"dp {{ sharding {sharding} }}")
-    elif sharding == "hsdp":
+    if sharding == "hsdp":
         notes.append("hsdp read as zero3 over all data-parallel ranks (the shard group is not published)")
-        lines.append("dp { sharding zero3 }")
+        sharding = "zero3"
+    if dp * cp > 1:
+        lines.append(f"dp {{ sharding {sharding} }}")
     if cp > 1:
-        flavour = "all-to-all" if "ulysses" in text or "all-to-all" in text else \
-            "all-gather" if "all-gather" in text and "context" in text else "ring"
-        lines.append(f"cp {{ flavour {flavour} }}")
+        lines.append(f"cp {{ flavour {cp_flavour(text)} }}")
     spec = "\n".join(lines) + "\n"
 
     key_conv, conv = convention_of(entry)
