@@ -181,21 +181,34 @@ def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str
     return f"hardware {{ {gpu}, network {network} }}", key, per_node, float(peak)
 
 
+RATE = r"(\d+(?:\.\d+)?)\s*(?:([GT])(?:b/s|bps|bit/s|bits?|b)(?![A-Za-z])|G(?=\s*(?i:ib|infiniband|roce|nics?|ethernet)\b))"
+"""A link rate in bits: "200Gb/s", "400 Gbps", "3.2 Tbps", "400G RoCE"; never "80GB" (bytes)."""
+GENERATIONS = {"edr": 100, "hdr": 200, "ndr": 400, "xdr": 800}
+"""InfiniBand generations by name, Gb/s per port."""
+
+
 def network_of(hw: dict, per_node: int, gpu: dict, notes: list[str]) -> str:
-    """The node's scale-out NICs from the hardware note ("8x200Gb/s HDR", "3.2 Tbps", ...)."""
-    text = _words(hw.get("note"), hw.get("network")).replace("×", "x")
-    found = re.search(r"(\d+)\s*x\s*(\d+(?:\.\d+)?)\s*(g|t)(?:b|bit)", text)
+    """The node's scale-out NICs from the hardware note: "8x200Gb/s HDR IB per node", "one 400 Gb/s
+    NIC per GPU", "3.2 Tbps per node", "8x NDR"; else the catalogue node's, noted."""
+    text = " ".join(str(hw.get(k) or "") for k in ("note", "network")).replace("×", "x")
+
+    def rate(m) -> float:
+        return float(m.group(1)) * (1000 if m.group(2) == "T" else 1)
+
+    found = re.search(r"(\d+)\s*x\s*" + RATE, text)
     if found:
-        count, rate, unit = int(found.group(1)), float(found.group(2)), found.group(3)
-        return f"{count} x {rate * (1000 if unit == 't' else 1):g} Gb/s"
-    found = re.search(r"(\d+(?:\.\d+)?)\s*(g|t)(?:b|bit)[/ps]*\s*(?:\w+\s+){0,3}per\s+gpu", text)
+        count = int(found.group(1))
+        return f"{count} x {float(found.group(2)) * (1000 if found.group(3) == 'T' else 1):g} Gb/s"
+    found = re.search(RATE + r"[\w\s/-]{0,40}?\bper\s+(gpu|node)", text, flags=re.I)
+    if found and (found.group(2) or "G") in "GT":
+        unit = found.group(2) or "G"
+        value = float(found.group(1)) * (1000 if unit.upper() == "T" else 1)
+        if found.group(3).lower() == "gpu":
+            return f"{per_node} x {value:g} Gb/s"
+        return f"{per_node} x {value / per_node:g} Gb/s"
+    found = re.search(r"(\d+)\s*x\s*(edr|hdr|ndr|xdr)\b", text, flags=re.I)
     if found:
-        rate = float(found.group(1)) * (1000 if found.group(2) == "t" else 1)
-        return f"{per_node} x {rate:g} Gb/s"
-    found = re.search(r"(\d+(?:\.\d+)?)\s*t(?:b|bit)[/ps]*\s*(?:\w+\s+){0,3}per\s+node", text)
-    if found:
-        total = float(found.group(1)) * 1000
-        return f"{per_node} x {total / per_node:g} Gb/s"
+        return f"{int(found.group(1))} x {GENERATIONS[found.group(2).lower()]} Gb/s"
     nic = gpu["nic_bandwidth"] * 8 / 1e9
     nics = gpu["nics"] * per_node // gpu["gpus_per_node"] or 1
     notes.append(f"network {nics} x {nic:g} Gb/s per node (unstated: the {gpu['description']}'s usual node)")
@@ -273,8 +286,8 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     arch = _words(m.get("arch"), m.get("name"))
     llama_like = any(w in arch for w in ("llama", "swiglu", "mixtral", "mistral", "qwen", "deepseek", "nemotron-h",
                                          "gemma", "rmsnorm", "rope", "silu", "glu"))
-    gelu_stated = "gelu" in arch and "geglu" not in arch
-    swiglu = llama_like and not gelu_stated or "swiglu" in arch
+    plain = ("gelu" in arch and "geglu" not in arch) or "relu" in arch  # GELU, (squared) ReLU: 2 matrices
+    swiglu = any(w in arch for w in ("swiglu", "geglu", "silu")) or (llama_like and not plain)
     kv = _int(m.get("kv_heads"), "kv_heads")
     if kv is None:
         kv = heads
@@ -288,7 +301,9 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
         notes.append("multi-head latent attention modelled as attention with the published heads and "
                      "head size (parc has no MLA)")
     experts = _int(m.get("experts"), "experts") or 0
-    top_k = _int(m.get("top_k"), "top_k") or (1 if experts else 0)
+    top_k = _int(m.get("top_k"), "top_k") or 0
+    if experts and not top_k:
+        raise Unusable("a mixture-of-experts model without its top-k (experts per token)")
     ffn = _int(m.get("ffn"), "ffn")
     expert_ffn = _int(m.get("moe_ffn"), "moe_ffn")
     if experts and expert_ffn is None:
@@ -308,7 +323,8 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     dense_layers = _int(m.get("dense_layers"), "dense_layers") or 0
     if experts and dense_layers >= layers:
         raise Unusable(f"{dense_layers} dense layers of {layers}: no layer is a mixture of experts")
-    learned = not llama_like and "rope" not in arch and "rotary" not in arch
+    alibi = "alibi" in arch
+    learned = not llama_like and not alibi and "rope" not in arch and "rotary" not in arch
     tied = not llama_like if "untied" not in arch else False
     if "tied" in arch and "untied" not in arch:
         tied = True
@@ -320,7 +336,8 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     if head_dim * heads != h:
         fields.append(f"head-dim {head_dim}")
     fields.append(f"activation {'swiglu' if swiglu else 'gelu'}, norm {'rmsnorm' if llama_like else 'layernorm'}, "
-                  f"position {'learned' if learned else 'rope'}, tied-embeddings {'on' if tied else 'off'}")
+                  f"position {'learned' if learned else 'none' if alibi else 'rope'}, "
+                  f"tied-embeddings {'on' if tied else 'off'}")
     if experts:
         layers_rule = f"from {dense_layers}" if dense_layers else "all"
         fields.append(f"experts {experts}, top-k {top_k}, expert-ffn {expert_ffn}, shared-experts {shared}, "
@@ -485,8 +502,9 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
                 return (v if v > 1 else 100 * v) / 100 * peak * model / hardware, "reported HFU"
         elif kind == "step":
             v = number("step_time_s", "iteration_time_s", "step_s", "iteration_s")
-            if v:
-                return model / (v * gpus) / 1e12, "reported step time"
+            ms = number("step_time_ms", "iteration_time_ms")
+            if v or ms:
+                return model / ((v or ms / 1000) * gpus) / 1e12, "reported step time"
         elif kind == "tokens":
             v = number("tokens_per_s_per_gpu", "tokens_per_sec_per_gpu", "tokens_per_gpu_per_s")
             if v:
@@ -494,6 +512,9 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
             v = number("tokens_per_s", "tokens_per_sec", "throughput_tokens_per_s")
             if v:
                 return model / (batch * per_seq.seq) * v / gpus / 1e12, "reported tokens/s"
+            v = number("samples_per_s", "sequences_per_s", "samples_per_sec")
+            if v:
+                return model / batch * v / gpus / 1e12, "reported sequences/s"
         elif kind == "aggregate":
             v = number("aggregate_pflops")
             if v:
@@ -568,7 +589,7 @@ def recompute_of(lay: dict, layers: int, family: str, notes: list[str]) -> str:
         return "none"
     if text.startswith(("none", "no ", "off", "false", "disabled")) or text in ("no", "0"):
         return "none"
-    if "selective" in text and ("layer" in text and "op" not in text.split()):
+    if re.search(r"selective[\s_-]*layer|every (?:other|2nd|second) layer", text):
         notes.append(f"selective per layer = full recomputation of every second layer (`full {layers // 2}`)")
         return f"full {layers // 2}"
     if "selective" in text:
@@ -586,7 +607,7 @@ def recompute_of(lay: dict, layers: int, family: str, notes: list[str]) -> str:
 
 def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
     raw = lay.get("zero_or_fsdp")
-    words = _words(raw).replace("_", "-").replace(" ", "")
+    words = re.sub(r"[^a-z0-9]", "", _words(raw))  # "ZeRO-3", "zero_3", "full_shard": one spelling
     if raw is None:
         if family == "megatron" and ("overlap-param-gather" in text.replace("_", "-") or "param-gather" in text
                                      or "distributed optimizer" in text or "distributed-optimizer" in text):
@@ -601,12 +622,14 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
         return "none"
     if "hsdp" in words or "hybrid" in words:
         return "hsdp"
-    if "zero3" in words or "zero-3" in words or "stage3" in words or "fsdp" in words or "fullshard" in words:
+    if any(w in words for w in ("zero3", "stage3", "fullshard")):
         return "zero3"
-    if "zero2" in words or "zero-2" in words or "stage2" in words or "shardgrad" in words:
+    if any(w in words for w in ("zero2", "stage2", "shardgrad")):
         return "zero2"
-    if "zero1" in words or "zero-1" in words or "stage1" in words or "distributed" in words or "distopt" in words:
+    if any(w in words for w in ("zero1", "stage1", "distributed", "distopt")):
         return "zero1"
+    if "fsdp" in words:
+        return "zero3"
     notes.append(f"sharding `{raw}` read as none")
     return "none"
 
@@ -614,7 +637,9 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
 def schedule_of(lay: dict, pp: int, notes: list[str]) -> tuple[str, int]:
     """The pipeline schedule and virtual stages per rank."""
     text = _words(lay.get("pipeline_schedule")).replace("_", "-")
-    vpp = _int(lay.get("vpp"), "vpp") or 1
+    vpp = _int(lay.get("vpp"), "vpp")
+    stated = re.search(r"(?:vpp|virtual[ -]?(?:pipeline[ -]?)?(?:stages?|chunks?)?)\s*[=:]?\s*(\d+)", text)
+    vpp = vpp or (int(stated.group(1)) if stated else 1)
     if pp == 1:
         return "1f1b", 1
     if "dualpipe" in text:

@@ -236,3 +236,51 @@ def test_any_damage_to_a_row_gives_a_run_or_a_reason(published, data):
         compile_text(run.spec, path="x.par")
     else:
         assert run.reason
+
+
+@pytest.mark.parametrize("note, network", [
+    ("Selene DGX A100, 8x200Gb/s HDR IB per node", "8 x 200 Gb/s"),
+    ("one 400 Gb/s RoCE NIC per GPU", "8 x 400 Gb/s"),
+    ("3.2 Tbps of InfiniBand per node", "8 x 400 Gb/s"),
+    ("4x NDR", "4 x 400 Gb/s"),
+    ("8× 200G InfiniBand NICs", "8 x 200 Gb/s"),
+    ("8 x 80GB GPUs", None),  # bytes of memory, not a link
+    ("H100 SKU not stated in README", None),
+])
+def test_network_is_read_from_the_hardware_note(published, note, network):
+    notes = []
+    got = published.network_of({"note": note}, 8, published.GPUS["a100-80gb"], notes)
+    assert got == (network or "8 x 200 Gb/s")
+    assert bool(notes) == (network is None)  # the catalogue's node is an assumption, listed
+
+
+def test_words_of_layouts_and_models(published):
+    notes = []
+    assert published.schedule_of({"pipeline_schedule": "interleaved 1F1B (vpp 4)"}, 8, notes) == ("interleaved-1f1b", 4)
+    assert published.schedule_of({"pipeline_schedule": "ZB-V"}, 8, notes) == ("zbv", 2)
+    assert published.recompute_of({"recompute": "selective, every layer"}, 32, "megatron", notes) == "selective"
+    assert published.recompute_of({"recompute": "selective layer"}, 32, "torchtitan", notes) == "full 16"
+    assert published.recompute_of({"recompute": "full, 10 layers"}, 32, "megatron", notes) == "full 10"
+    for raw, expected in (("ZeRO-3", "zero3"), ("shard_grad_op", "zero2"), ("distributed optimizer", "zero1"),
+                          ("FSDP2", "zero3"), ("none (DDP)", "none")):
+        assert published.sharding_of({"zero_or_fsdp": raw}, "other", "", notes) == expected, raw
+    text, dims = published.model_block({"layers": 96, "hidden": 18432, "heads": 96, "kv_heads": 8, "vocab": 256000,
+                                        "seq_len": 4096, "ffn": 73728, "arch": "Nemotron-4: squared ReLU, RoPE, GQA"},
+                                       notes)
+    assert not dims.swiglu and "activation gelu" in text and "position rope" in text
+    _, bloom = published.model_block({"layers": 70, "hidden": 14336, "heads": 112, "vocab": 250880, "seq_len": 2048,
+                                      "arch": "BLOOM: ALiBi, GeLU"}, notes)
+    assert not bloom.learned_positions
+    with pytest.raises(published.Unusable, match="top-k"):
+        published.model_block({"layers": 2, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 16, "experts": 8,
+                                "moe_ffn": 32}, notes)
+
+
+def test_throughput_in_other_units(published):
+    d = llama(published)
+    conv = published.CONVENTIONS["palm_mfu"]
+    per_seq = conv.model(d)
+    by_ms = published.reported_tflops({"step_time_ms": 2000}, conv, "palm_mfu", d, 64, 32, 989, "none")
+    by_samples = published.reported_tflops({"samples_per_s": 32}, conv, "palm_mfu", d, 64, 32, 989, "none")
+    assert by_ms[0] == pytest.approx(per_seq * 64 / 2 / 32 / 1e12)
+    assert by_samples[0] == pytest.approx(by_ms[0])
