@@ -559,11 +559,17 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                          "only bf16 forces fp32)")
     if "grad-reduce-in-bf16" in compact or "bf16 gradient reduc" in compact:
         grad_bytes = 2
+    kernels = "fused"
+    if family == "torchtitan":
+        compiled = "torch.compile" in text or re.search(r"\bcompiled?\b", text)
+        kernels = "fused" if compiled else "eager"
+        if compiled:
+            notes.append("torch.compile: fused kernels' speed (the eager runtime's without it)")
     software = timing.Software(
         attention="unfused" if unfused else "flash",
         selective="elementwise" if family == "torchtitan" else "attention-core",
         tp_overlap=overlap,
-        kernels="eager" if family == "torchtitan" else "fused",
+        kernels=kernels,
         grad_bytes=grad_bytes,
     )
     return software, family

@@ -117,6 +117,16 @@ def test_runtime_facts_come_from_the_source(cases):
     assert results["ulysses_grad_accum"].row.software.grad_bytes == 2  # fp16
 
 
+def test_torchtitan_with_torch_compile_runs_at_the_fused_speed(published):
+    entry = {"group": "torchtitan_h100", "source": {"title": "pytorch/torchtitan performance 2024"},
+             "layout": {"extra": "FSDP2, torch.compile"}}
+    notes = []
+    software, family = published.software_of(entry, "bf16", 1, 8, notes)
+    assert family == "torchtitan" and software.kernels == "fused" and any("compile" in n for n in notes)
+    entry["layout"]["extra"] = "FSDP2"
+    assert published.software_of(entry, "bf16", 1, 8, [])[0].kernels == "eager"
+
+
 def test_reported_figures_in_each_convention(cases, published):
     results = cases[0]
     assert results["h800_mixtral_folded_ep"].row.reported_tflops == pytest.approx(0.35 * 989)
