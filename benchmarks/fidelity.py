@@ -581,7 +581,7 @@ recomputation and precision from their words; and every FLOP convention of `conv
 (Megatron-Core's causal count after 2025-03-06, Megatron-Bridge, NeMo, torchtitan, PaLM,
 MegaScale, BLOOM's 8N), comparing on TFLOP/s, MFU, HFU, step time or tokens per second, whichever
 the row publishes; a row with an unknown convention is compared on its step time. torchtitan's
-runs take parc's eager-runtime speed. A row that cannot be expressed is listed with the reason,
+runs take parc's eager-runtime speed (the fused one under torch.compile). A row that cannot be expressed is listed with the reason,
 never dropped silently (`tests/test_published.py`).
 
 Left out:
