@@ -283,6 +283,10 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
         raise Unusable("the model's " + ", ".join(f"`{k}`" for k in missing) + " not published")
     layers, h, heads = _int(m["layers"], "layers"), _int(m["hidden"], "hidden"), _int(m["heads"], "heads")
     vocab, seq = _int(m["vocab"], "vocab"), _int(m["seq_len"], "seq_len")
+    zero = [k for k, v in (("layers", layers), ("hidden", h), ("heads", heads), ("vocab", vocab), ("seq_len", seq))
+            if v == 0]
+    if zero:
+        raise Unusable("the model's " + ", ".join(f"`{k}`" for k in zero) + " is 0")
     arch = _words(m.get("arch"), m.get("name"))
     llama_like = any(w in arch for w in ("llama", "swiglu", "mixtral", "mistral", "qwen", "deepseek", "nemotron-h",
                                          "gemma", "rmsnorm", "rope", "silu", "glu"))
