@@ -1,8 +1,8 @@
 """A published training run, in published.yaml's schema, as a parc spec.
 
 The calibration set beside conventions.md and the larger set kept apart to check the model share
-one schema, so everything here works from the schema and the words of each row, never from its
-id or its source: which GPU, network, model family, schedule, sharding and recomputation a row
+one schema, so everything here works from the schema and the words of each row, never from a
+table keyed by its id or its source group: which GPU, network, model family, schedule, sharding and recomputation a row
 means is read from its fields (and, for the facts a spec cannot state, such as the attention
 kernel or tensor-parallel overlap, from its source's year and text). Whatever a row leaves out
 is filled with the producing software's documented default and listed in `Run.assumptions`; a
@@ -95,9 +95,10 @@ def source_text(entry: dict) -> str:
 
 
 def source_year(entry: dict) -> int | None:
-    """The year the run was published: the first 20xx in the source's title (else its locator)."""
+    """The year the run was published: the first 20xx in the source's title (else its locator or
+    the group's name)."""
     src = entry.get("source") or {}
-    for text in (src.get("title"), src.get("locator"), entry.get("group"), entry.get("id")):
+    for text in (src.get("title"), src.get("locator"), entry.get("group")):
         found = re.findall(r"(?<!\d)(20[12]\d)(?!\d)", str(text or ""))
         if found:
             return int(found[0])
@@ -134,8 +135,7 @@ def gpu_key(name: str, memory_gb) -> str:
     if n in GPU_ALIASES:
         return GPU_ALIASES[n]
     for pattern, key in (("gb300", "gb200-nvl72"), ("gb200", "gb200-nvl72"), ("b300", "b200"), ("b200", "b200"),
-                         ("h200", "h200"), ("h800", "h800"), ("h100", "h100-sxm"), ("h20", "h800"),
-                         ("mi3", "mi300x")):
+                         ("h200", "h200"), ("h800", "h800"), ("h100", "h100-sxm"), ("mi3", "mi300x")):
         if pattern in n:
             return key
     if "a100" in n or "a800" in n:
@@ -162,8 +162,8 @@ def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str
     if "v100" in lowered:
         overrides += ["bf16 125 TFLOP/s", "link 150 GB/s", "generation ampere"]
         notes.append("V100: 125 TFLOP/s fp16, Ampere's efficiency constants (Volta is not calibrated)")
-    if "a800" in lowered or "h20" in re.sub(r"h200", "", lowered):
-        notes.append(f"{name}: the {g['description']}'s figures with the row's peak")
+    if "a800" in lowered:
+        overrides.append("link 200 GB/s")  # the A800: an A100 with NVLink cut to 400 GB/s bidirectional
     peak = hw.get("peak_tflops_dense_at_precision")
     if isinstance(peak, (int, float)) and peak > 0:
         catalogue = _catalogue_peak(key, precision) if "v100" not in lowered else 125
@@ -191,9 +191,6 @@ def network_of(hw: dict, per_node: int, gpu: dict, notes: list[str]) -> str:
     """The node's scale-out NICs from the hardware note: "8x200Gb/s HDR IB per node", "one 400 Gb/s
     NIC per GPU", "3.2 Tbps per node", "8x NDR"; else the catalogue node's, noted."""
     text = " ".join(str(hw.get(k) or "") for k in ("note", "network")).replace("×", "x")
-
-    def rate(m) -> float:
-        return float(m.group(1)) * (1000 if m.group(2) == "T" else 1)
 
     found = re.search(r"(\d+)\s*x\s*" + RATE, text)
     if found:
