@@ -46,7 +46,7 @@ from parc import timing  # noqa: E402
 from parc.calibration import DEFAULT, EAGER_FITTED, FITTED_NAMES, FIXED_SOURCES, Constants  # noqa: E402
 from parc.memory.inputs import knobs_of, shape_of  # noqa: E402
 from parc.pipeline import compile_text  # noqa: E402
-from published import Run, Skipped, row_spec  # noqa: E402
+from published import Run, Skipped, compiled, row_spec  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
 # Rows as specs
@@ -69,17 +69,10 @@ def load_rows(path: Path = PUBLISHED) -> tuple[list[Run], list[Skipped]]:
         if isinstance(row, Skipped):
             skipped.append(row)
             continue
-        try:
-            result = compile_text(row.spec, path=f"{row.id}.par")
-        except Exception as e:  # noqa: BLE001 - one odd row must not end the evaluation of the rest
-            skipped.append(Skipped(row.id, f"parc failed on its spec ({type(e).__name__}: {e})"))
+        row = compiled(row)
+        if isinstance(row, Skipped):
+            skipped.append(row)
             continue
-        if result.plan is None:
-            skipped.append(Skipped(row.id, "the spec does not compile: "
-                                   + "; ".join(d.message for d in result.diagnostics if d.is_error)))
-            continue
-        row.plan = result.plan
-        row.findings = sorted({d.code for d in result.diagnostics if d.is_error})
         rows.append(row)
     return rows, skipped
 
@@ -580,7 +573,11 @@ schedules (1F1B, interleaved, zero bubble, DualPipe) with uneven layer splits; s
 recomputation and precision from their words; and every FLOP convention of `conventions.md`
 (Megatron-Core's causal count after 2025-03-06, Megatron-Bridge, NeMo, torchtitan, PaLM,
 MegaScale, BLOOM's 8N), comparing on TFLOP/s, MFU, HFU, step time or tokens per second, whichever
-the row publishes; a row with an unknown convention is compared on its step time. torchtitan's
+the row publishes; a row with an unknown convention is compared on its step time. A run that ran
+fitted in memory: where a row leaves recomputation out and the layout would not fit without it,
+as the run's runtime keeps memory (Megatron-LM's accounting with FlashAttention for fused-kernel
+runs, parc's own for eager ones), it is predicted with the least recomputation that fits
+(selective, then the fewest fully recomputed layers per chunk, then all). torchtitan's
 runs take parc's eager-runtime speed (the fused one under torch.compile). A row that cannot be expressed is listed with the reason,
 never dropped silently (`tests/test_published.py`).
 

@@ -50,6 +50,8 @@ class Run:
     """FLOPs per step in the row's convention."""
     plan: object = None
     findings: list[str] = field(default_factory=list)
+    recompute_stated: bool = True
+    """False when the row leaves recomputation out (then `compiled` picks the least that fits)."""
 
 
 @dataclass
@@ -592,7 +594,7 @@ def precision_of(lay: dict) -> str:
 def recompute_of(lay: dict, layers: int, family: str, notes: list[str]) -> str:
     text = _words(lay.get("recompute"))
     if not text:
-        notes.append("recompute none (unstated; the frameworks' default)")
+        notes.append(UNSTATED_RECOMPUTE)
         return "none"
     if text.startswith(("none", "no ", "off", "false", "disabled")) or text in ("no", "0"):
         return "none"
@@ -619,6 +621,9 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
         if family == "megatron" and ("overlap-param-gather" in text.replace("_", "-") or "param-gather" in text
                                      or "distributed optimizer" in text or "distributed-optimizer" in text):
             notes.append("zero1 (--overlap-param-gather needs the distributed optimizer)")
+            return "zero1"
+        if family == "megatron" and ("nemo" in text or "bridge" in text):
+            notes.append("zero1 (the distributed optimizer: NeMo's and Megatron-Bridge's default)")
             return "zero1"
         if family == "torchtitan":
             notes.append("zero3 (torchtitan shards with FSDP2)")
@@ -869,4 +874,72 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     reported, source = reported_tflops(out, conv, key_conv, dims, batch, gpus, peak, recompute)
     return Run(id=run_id, group=str(entry.get("group", "")), convention=conv.label, gpus=gpus, peak=peak,
                reported_tflops=reported, reported_from=source, spec=spec, software=software, assumptions=notes,
-               fitted=entry.get("completeness") == "full", conv_flops=conv.model(dims) * batch)
+               fitted=entry.get("completeness") == "full", conv_flops=conv.model(dims) * batch,
+               recompute_stated=bool(_words(lay.get("recompute"))))
+
+
+UNSTATED_RECOMPUTE = "recompute none (unstated; the frameworks' default)"
+
+
+def least_recompute_that_fits(spec: str, runtime: str, compile_spec):
+    """The cheapest recomputation under which the spec fits in memory as `runtime` keeps it:
+    selective, then full recomputation of the first N layers of each pipeline chunk for the
+    smallest N (memory falls as N grows), then every layer; None if even that does not fit."""
+    def fits(mode: str):
+        text = spec.replace("recompute none", f"recompute {mode}", 1)
+        result = compile_spec(text)
+        return (mode, text, result) if result.plan is not None and fits_memory(result.plan, runtime) else None
+
+    if (found := fits("selective")):
+        return found
+    plan = compile_spec(spec).plan
+    pp = plan.layout.pp
+    per_chunk = -(-plan.model.layers // ((pp.degree or 1) * (pp.virtual_stages or 1)))
+    lo, hi, best = 1, per_chunk - 1, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if (found := fits(f"full {mid}")):
+            best, hi = found, mid - 1
+        else:
+            lo = mid + 1
+    return best or fits("full")
+
+
+def fits_memory(plan, runtime: str) -> bool:
+    from parc import memory
+
+    estimate = memory.estimate(plan, runtime)
+    return estimate is None or estimate.fits
+
+
+def compiled(run: Run) -> Run | Skipped:
+    """The run's spec through parc's front end and checks. A run that ran fitted in memory: where
+    the row does not state its recomputation and none would not fit as its runtime keeps memory
+    (Megatron-LM's accounting for fused-kernel runs, parc's runtime's for eager ones), the least
+    that fits (`least_recompute_that_fits`) is what it must have used."""
+    from parc.pipeline import compile_text
+
+    def compile_spec(spec: str):
+        try:
+            return compile_text(spec, path=f"{run.id}.par")
+        except Exception as e:  # noqa: BLE001 - one odd row must not end the evaluation of the others
+            raise Unusable(f"parc failed on its spec ({type(e).__name__}: {e})") from None
+
+    runtime = ("torch" if run.software.kernels == "eager"
+               else "megatron-flash" if run.software.attention == "flash" else "megatron")
+    try:
+        result = compile_spec(run.spec)
+        if result.plan is None:
+            return Skipped(run.id, "the spec does not compile: "
+                           + "; ".join(d.message for d in result.diagnostics if d.is_error))
+        if not run.recompute_stated and not fits_memory(result.plan, runtime):
+            found = least_recompute_that_fits(run.spec, runtime, compile_spec)
+            if found:
+                mode, run.spec, result = found
+                run.assumptions = [f"recompute {mode} (unstated; the least that fits in memory)"
+                                   if a == UNSTATED_RECOMPUTE else a for a in run.assumptions]
+    except Unusable as e:
+        return Skipped(run.id, str(e))
+    run.plan = result.plan
+    run.findings = sorted({d.code for d in result.diagnostics if d.is_error})
+    return run

@@ -139,6 +139,18 @@ def test_torch_differs_from_korthikanti_by_the_documented_terms():
     assert megatron - torch_bytes == 2 * s * b * h + 5 * a * s * s * b - 4 * a * s * b - 16 * s * b
 
 
+def test_megatron_with_flash_attention_keeps_the_log_sum_exp_not_the_scores():
+    """Megatron-LM since FlashAttention: Korthikanti's layer without the 5 a s^2 b / t of scores,
+    softmax and dropout mask, plus 4 bytes of log-sum-exp per query and head; the same states."""
+    s, b, h, a, t = 2048, 4, 6144, 64, 8
+    k = dict(seq=s, micro_batch=b, tp=t, sequence_parallel=True)
+    flash = layer_activations(GPT22B, knobs(**k, runtime="megatron-flash"), False, "none").saved
+    assert flash == round(34 * s * b * h / t + 4 * a * s * b / t)
+    selective = layer_activations(GPT22B, knobs(**k, runtime="megatron"), False, "selective").saved
+    assert flash - selective == round(4 * a * s * b / t)
+    assert per_param("megatron-flash", "zero1", 8) == per_param("megatron", "zero1", 8)
+
+
 # ---------------------------------------------------------------------------------------------
 # Model states
 

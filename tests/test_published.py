@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import re
 import subprocess
 import sys
 
@@ -55,7 +56,7 @@ def cases(fidelity):
 def test_every_row_is_predicted_or_left_out_with_its_reason(cases):
     results, skipped = cases
     assert set(skipped) == LEFT_OUT
-    assert len(results) == 14  # the 20 mappings less the 6 left out, and "not a mapping" ignored
+    assert len(results) == 15  # the 21 mappings less the 6 left out, and "not a mapping" ignored
     for run_id, x in results.items():
         assert math.isfinite(x.predicted) and x.predicted > 0, run_id
         assert x.row.plan.cluster.world_size == x.row.gpus, run_id
@@ -217,7 +218,7 @@ def test_cli_evaluates_another_file_as_json():
                          capture_output=True, text=True, check=True).stdout
     data = json.loads(out)
     assert {r["id"] for r in data["left_out"]} == LEFT_OUT
-    assert len(data["runs"]) == 14 and data["median_abs_error"] > 0
+    assert len(data["runs"]) == 15 and data["median_abs_error"] > 0
     refused = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "fidelity.py"), "--published", str(CASES),
                               "--write"], capture_output=True, text=True)
     assert refused.returncode == 2 and "calibration set only" in refused.stderr
@@ -294,3 +295,24 @@ def test_throughput_in_other_units(published):
     by_samples = published.reported_tflops({"samples_per_s": 32}, conv, "palm_mfu", d, 64, 32, 989, "none")
     assert by_ms[0] == pytest.approx(per_seq * 64 / 2 / 32 / 1e12)
     assert by_samples[0] == pytest.approx(by_ms[0])
+
+
+def test_unstated_recomputation_is_the_least_that_fits(cases):
+    """A run that ran fitted in memory: Llama 3 70B, FSDP over 64 GB200, micro-batch 2 at 8K does
+    not fit without recomputation as Megatron-LM keeps activations (with FlashAttention), so the
+    row is predicted with the fewest fully recomputed layers that fit."""
+    from parc import memory
+    from parc.pipeline import compile_text
+
+    run = cases[0]["gb200_fsdp_recompute_unstated"].row
+    found = re.search(r"recompute full (\d+)", run.spec)
+    assert found and any("the least that fits in memory" in a for a in run.assumptions)
+    n = int(found.group(1))
+
+    def fits(mode):
+        plan = compile_text(run.spec.replace(f"recompute full {n}", f"recompute {mode}"), path="x.par").plan
+        return memory.estimate(plan, "megatron-flash").fits
+
+    assert fits(f"full {n}") and not fits(f"full {n - 1}") and not fits("selective") and not fits("none")
+    stated = cases[0]["gb200_llama405b_bridge"].row  # "recompute: full" is kept as written
+    assert "recompute full\n" in stated.spec

@@ -37,7 +37,8 @@ Recomputation (the contract the generated runtime implements):
 - full: only the block input (h/sp per token).
 
 megatron runtime: Korthikanti et al. 2022, Table 2, generalised to an FFN of size F as in
-`../shared/calibration/conventions.md` (16-bit activations, dropout, no flash attention, MHA).
+`../shared/calibration/conventions.md` (16-bit activations, dropout, no flash attention, MHA);
+megatron-flash: the same with FlashAttention, which keeps only the log-sum-exp of the scores.
 """
 
 from __future__ import annotations
@@ -198,7 +199,10 @@ def _megatron_layer(shape: Shape, k: Knobs, moe: bool, mode: str) -> LayerActiva
     t, h = k.tp, shape.hidden
     tokens = k.seq * k.micro_batch / k.cp
     ffn = shape.ffn if not moe else shape.top_k * shape.expert_ffn + shape.shared_experts * shape.expert_ffn
-    scores = 5 * shape.heads * k.seq * tokens / t
+    if k.runtime == "megatron-flash":  # only the fp32 log-sum-exp of each query and head
+        scores = FP32 * shape.heads * tokens / t
+    else:  # scores and softmax (2 + 2 bytes) and the dropout mask (1) per score element
+        scores = 5 * shape.heads * k.seq * tokens / t
     if k.sp:
         body = tokens * (18 * h + 4 * ffn) / t
     else:

@@ -13,13 +13,15 @@ from dataclasses import dataclass, field
 from ..frozen import hash_once
 from ..plan import Plan
 
-RUNTIMES = ("torch", "megatron", "zero")
+RUNTIMES = ("torch", "megatron", "megatron-flash", "zero")
 """Whose memory is modelled:
 
 - torch: the runtime parc generates (DTensor TP/SP, FSDP2, torch.distributed.pipelining,
   activation checkpointing); the default and the one the checks use.
 - megatron: Megatron-LM's accounting (Korthikanti et al. 2022 activations; bf16 weights, fp32
   gradients and 12 bytes of optimizer state per parameter), for validating against its formulas.
+- megatron-flash: the same with FlashAttention (Megatron-LM since 2023): the attention scores
+  are never stored, only their log-sum-exp; for judging whether a published run fitted.
 - zero: the ZeRO paper's 2 + 2 + 12 bytes per parameter with Megatron's activations.
 """
 

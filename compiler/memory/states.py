@@ -81,7 +81,7 @@ def model_states(p: Params, k: Knobs) -> States:
     sharded = (p.linear + p.other) / k.dense_shard_group + p.expert / k.expert_shard_group
     opt = optimizer_bytes(k.optimizer, k.runtime)
     if k.runtime != "torch":
-        param, grad = (HALF, FP32) if k.runtime == "megatron" else (HALF, HALF)
+        param, grad = (HALF, FP32) if k.runtime.startswith("megatron") else (HALF, HALF)
         shard_params = k.sharding in ("zero3", "hsdp")
         shard_grads = k.sharding in ("zero2", "zero3", "hsdp")
         shard_opt = k.sharding != "none"
