@@ -398,8 +398,11 @@ with `I` its arithmetic intensity (FLOPs per byte of the three matrices, `b` byt
 2, or 1 for fp8), `peak / B_hbm` the GPU's ridge point, `e_gen` the generation's ceiling
 (`gemm_ampere`, `gemm_hopper`) and `c` = `intensity_half`: efficiency is half its ceiling where
 the intensity is `c` ridge points. Every kernel also costs `kernel_overhead` seconds (launch,
-ramp-up, the tail of its last wave): 4 GEMM kernels per dense layer forward, 7 (+2 with shared
-experts) per MoE layer, 6 memory-bound kernels, 1 attention kernel; the backward twice the GEMMs.
+ramp-up, the tail of its last wave): 4 GEMM kernels per dense layer forward; in a MoE layer the
+router's, the shared experts' and the routed experts' products, the last as one grouped kernel
+per matrix in Megatron-LM but one kernel per local expert and matrix in parc's runtime, which
+loops over its E / ep experts (with an activation kernel each, two under SwiGLU); 6
+memory-bound kernels, 1 attention kernel; the backward twice the GEMMs.
 Under fp8 the linear layers run at the FP8 peak (attention stays BF16) and Transformer Engine's
 casts move 4 bytes per element of each GEMM input forward and of each output gradient backward.
 
@@ -762,7 +765,7 @@ def layer_check(constants: Constants) -> str:
     lines = ["| setup | measured fwd / bwd (ms) | predicted fwd / bwd (ms) |", "|---|---|---|"]
     for name, (mf, mb) in measured.items():
         sp = "sequence parallel" in name
-        w = timing.layer_work(shape, False, 8, sp, 1, "ring", 2048, 4, 1, "fp16", "unfused", hw, constants)
+        w = timing.layer_work(shape, False, 8, sp, 1, "ring", 2048, 4, 1, "fp16", "unfused", "fused", hw, constants)
         x = timing.exposed(w, tp, none, none, False, "backward", constants)
         fwd = w.forward + x.tp_f
         bwd = w.backward_input + w.backward_weight + x.tp_b

@@ -455,9 +455,12 @@ def memory_seconds(nbytes: float, hw: Hardware, c: Constants) -> float:
 
 @lru_cache(maxsize=16384)
 def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
-               ep: int, precision: str, attention: str, hw: Hardware, c: Constants) -> Work:
+               ep: int, precision: str, attention: str, kernels: str, hw: Hardware, c: Constants) -> Work:
     """One transformer layer. `attention` is "flash" (fused, causal work skipped: what parc's
-    runtime runs) or "unfused" (the s x s scores materialised, as Megatron-LM did before 2022)."""
+    runtime runs) or "unfused" (the s x s scores materialised, as Megatron-LM did before 2022).
+    `kernels` ("eager" or "fused", `Software.kernels`) decides how routed experts launch: parc's
+    runtime loops over its local experts, a kernel per matrix product and activation each;
+    Megatron-LM's grouped GEMM is one kernel per matrix for all of them."""
     h, t = shape.hidden, tp
     n = seq * micro / cp
     shard = t if sp and t > 1 else 1
@@ -465,20 +468,23 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     kv = shape.kv / t if kv_split(shape, t) else shape.kv
     up = shape.ffn_matrices - 1
     routed = n / shard
-    # (kernels, m, k, n) of the forward GEMMs; a grouped expert GEMM is one kernel for all experts
+    # (kernels, count, m, k, n) of the forward GEMMs
     gemms: list[tuple[int, float, float, float, float]] = [(1, 1, n, h, q + 2 * kv), (1, 1, n, q, h)]
     elements = 10 * h * n / shard  # two norms (read + write h) and two residual adds (3h) per token
     recomputable = 4 * h * n / shard  # the norms; selective recomputation also redoes the activations
     if not shape.position_params:  # RoPE (or no position code: the same few bytes)
         elements += 2 * (q + kv) * n
         recomputable += 2 * (q + kv) * n
+    loop_kernels = 0  # activation kernels of an expert loop, one per expert (two for SwiGLU)
     if moe:
         local = max(1, shape.experts // ep)
         assigned = routed * shape.top_k  # balanced routing: what this GPU's experts receive
         per_expert = assigned / local
         f = shape.expert_ffn
         gemms.append((1, 1, routed, h, shape.experts))
-        gemms += [(1, local, per_expert, h, up * f), (1, local, per_expert, f, h)]
+        looped = local if kernels == "eager" else 0  # parc's runtime: one expert after another
+        gemms += [(looped * up or 1, local, per_expert, h, up * f), (looped or 1, local, per_expert, f, h)]
+        loop_kernels = looped * up
         elements += assigned * (up + 1) * f + 4 * assigned * h  # activation; dispatch/combine copies
         recomputable += assigned * (up + 1) * f
         if shape.shared_experts:
@@ -500,8 +506,8 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
         # of the output gradient backward (weights are cast once per step and not counted).
         cast_f = sum(count * FP8_CAST_BYTES * m * k for _, count, m, k, _ in gemms)
         cast_b = sum(count * FP8_CAST_BYTES * m * nn for _, count, m, _, nn in gemms)
-    memory_f = memory_seconds(ACT * elements + cast_f, hw, c) + MEMORY_KERNELS * c.kernel_overhead
-    memory_b = memory_seconds(2 * ACT * elements + cast_b, hw, c) + MEMORY_KERNELS * c.kernel_overhead
+    memory_f = memory_seconds(ACT * elements + cast_f, hw, c) + (MEMORY_KERNELS + loop_kernels) * c.kernel_overhead
+    memory_b = memory_seconds(2 * ACT * elements + cast_b, hw, c) + (MEMORY_KERNELS + loop_kernels) * c.kernel_overhead
     # parc's selective policy also re-runs the attention output projection: its output feeds the
     # second norm, whose backward needs it (torch's checkpoint stops before the FFN down-projection)
     elementwise = (memory_seconds(ACT * recomputable, hw, c) + (MEMORY_KERNELS - 2) * c.kernel_overhead
@@ -848,7 +854,7 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
             pieces.append(None)
             continue
         w = slowed(layer_work(shape, moe, k.tp, sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
-                              k.precision, sw.attention, hw, c), sw, c)
+                              k.precision, sw.attention, sw.kernels, hw, c), sw, c)
         pieces.append((w, exposed(w, *links, overlap_ep, sw.tp_overlap, c)))
     emb = slowed(embedding_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch, hw, c), sw, c)
     out = slowed(output_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch,

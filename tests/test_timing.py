@@ -279,6 +279,21 @@ def test_eager_kernels_slow_the_computation_not_the_communication():
     assert eager.step > fused.step
 
 
+def test_parc_runtime_launches_a_kernel_per_local_expert():
+    """parc's generated experts run one after another (a matmul per expert and matrix, and its
+    activation kernels); Megatron-LM's grouped GEMM is one kernel per matrix for all of them."""
+    plan = plan_of(layout="dp 8", model="mixtral-8x7b")
+    s, hw = shape_of(plan), timing.hardware_of(plan)
+    args = (s, True, 1, False, 1, "ring", 4096, 1, 2, "bf16", "flash")
+    eager = timing.layer_work(*args, "eager", hw, DEFAULT)
+    fused = timing.layer_work(*args, "fused", hw, DEFAULT)
+    local, up = 8 // 2, 2  # 4 experts on each of the 2 expert ranks; SwiGLU: gate and up
+    assert eager.gemm - fused.gemm == pytest.approx((local * up - 1 + local - 1) * DEFAULT.kernel_overhead)
+    assert eager.memory_f - fused.memory_f == pytest.approx(local * up * DEFAULT.kernel_overhead)
+    dense = [timing.layer_work(s, False, *args[2:], k, hw, DEFAULT) for k in ("eager", "fused")]
+    assert dense[0] == dense[1]
+
+
 def test_the_loss_moves_the_bytes_of_each_runtimes_ops():
     """Per logit: Megatron-LM's vocab-parallel cross-entropy 38 + 14 bytes, torch's
     F.cross_entropy 22 + 26, loss_parallel's separate ops 38 + 38; all far above one fused pass."""

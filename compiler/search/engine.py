@@ -507,7 +507,7 @@ class Engine:
         out = {}
         for moe in ((False, True) if shape.moe else (False,)):
             work = timing.slowed(timing.layer_work(shape, moe, tp, sp, cp, self.flavour, self.seq, micro, ep,
-                                                   precision, sw.attention, hw, c), sw, c)
+                                                   precision, sw.attention, sw.kernels, hw, c), sw, c)
             for mode in RECOMPUTE:
                 out[(moe, mode)] = summed(work, mode)
         vocab = padded_vocab(shape.vocab, tp, self.runtime)
