@@ -580,9 +580,9 @@ the row publishes; a row with an unknown convention is compared on its step time
 fitted in memory: where a row leaves recomputation out and the layout would not fit without it,
 as the run's runtime keeps memory (Megatron-LM's accounting with FlashAttention for fused-kernel
 runs, parc's own for eager ones), it is predicted with the least recomputation that fits
-(selective, then the fewest fully recomputed layers per chunk, then all). torchtitan's
-runs take parc's eager-runtime speed (the fused one under torch.compile). A row that cannot be expressed is listed with the reason,
-never dropped silently (`tests/test_published.py`).
+(selective, then the fewest fully recomputed layers per chunk, then all). torchtitan's runs take
+parc's eager-runtime speed (the fused one under torch.compile). A row that cannot be expressed is
+listed with the reason, never dropped silently (`tests/test_published.py`).
 
 Left out:
 

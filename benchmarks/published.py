@@ -167,12 +167,12 @@ def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str
     if "a800" in lowered:
         overrides.append("link 200 GB/s")  # the A800: an A100 with NVLink cut to 400 GB/s bidirectional
     peak = hw.get("peak_tflops_dense_at_precision")
+    catalogue = _catalogue_peak(key, precision) if "v100" not in lowered else 125
     if isinstance(peak, (int, float)) and peak > 0:
-        catalogue = _catalogue_peak(key, precision) if "v100" not in lowered else 125
         if abs(peak - catalogue) > 0.5:
             overrides.append(f"{'fp8' if precision == 'fp8' and g['fp8_flops'] else 'bf16'} {peak:g} TFLOP/s")
     else:
-        peak = _catalogue_peak(key, precision) if "v100" not in lowered else 125
+        peak = catalogue
         if name:
             notes.append(f"peak {peak:,.0f} TFLOP/s (the catalogue's {g['description']}; the row states none)")
     if isinstance(memory, (int, float)) and memory > 0 and abs(memory * 1e9 - g["hbm_bytes"]) > 0.1 * g["hbm_bytes"]:
@@ -881,7 +881,7 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
 UNSTATED_RECOMPUTE = "recompute none (unstated; the frameworks' default)"
 
 
-def least_recompute_that_fits(spec: str, runtime: str, compile_spec):
+def least_recompute_that_fits(spec: str, plan, runtime: str, compile_spec):
     """The cheapest recomputation under which the spec fits in memory as `runtime` keeps it:
     selective, then full recomputation of the first N layers of each pipeline chunk for the
     smallest N (memory falls as N grows), then every layer; None if even that does not fit."""
@@ -892,7 +892,6 @@ def least_recompute_that_fits(spec: str, runtime: str, compile_spec):
 
     if (found := fits("selective")):
         return found
-    plan = compile_spec(spec).plan
     pp = plan.layout.pp
     per_chunk = -(-plan.model.layers // ((pp.degree or 1) * (pp.virtual_stages or 1)))
     lo, hi, best = 1, per_chunk - 1, None
@@ -933,7 +932,7 @@ def compiled(run: Run) -> Run | Skipped:
             return Skipped(run.id, "the spec does not compile: "
                            + "; ".join(d.message for d in result.diagnostics if d.is_error))
         if not run.recompute_stated and not fits_memory(result.plan, runtime):
-            found = least_recompute_that_fits(run.spec, runtime, compile_spec)
+            found = least_recompute_that_fits(run.spec, result.plan, runtime, compile_spec)
             if found:
                 mode, run.spec, result = found
                 run.assumptions = [f"recompute {mode} (unstated; the least that fits in memory)"

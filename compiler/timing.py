@@ -482,9 +482,11 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
         per_expert = assigned / local
         f = shape.expert_ffn
         gemms.append((1, 1, routed, h, shape.experts))
-        looped = local if kernels == "eager" else 0  # parc's runtime: one expert after another
-        gemms += [(looped * up or 1, local, per_expert, h, up * f), (looped or 1, local, per_expert, f, h)]
-        loop_kernels = looped * up
+        if kernels == "eager":  # parc's runtime: one expert after another, each matrix its own kernel
+            up_kernels, down_kernels, loop_kernels = local * up, local, local * up
+        else:  # a grouped GEMM per matrix
+            up_kernels = down_kernels = 1
+        gemms += [(up_kernels, local, per_expert, h, up * f), (down_kernels, local, per_expert, f, h)]
         elements += assigned * (up + 1) * f + 4 * assigned * h  # activation; dispatch/combine copies
         recomputable += assigned * (up + 1) * f
         if shape.shared_experts:
