@@ -1,7 +1,7 @@
 """The time model's global constants: a handful of numbers, each with where it came from.
 
 Nothing here is keyed by model or by run. Some constants are fitted by `benchmarks/fidelity.py`
-on the published runs of `../shared/calibration/published.yaml` (least squares on the log error
+on the published runs of `benchmarks/data/published.yaml` (least squares on the log error
 of TFLOP/s per GPU); `eager_efficiency`, the speed of parc's own eager-PyTorch runtime relative to
 those fused-kernel runs, is fitted afterwards on torchtitan's published runs; the others are fixed
 from a stated source because the published runs cannot tell them apart.

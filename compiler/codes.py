@@ -451,7 +451,7 @@ volume. zero1 or zero2 usually serve pipelines better; acknowledge with `allow W
 register("W0352", "zero3 under a zero-bubble schedule runs as zero2", """
 torch's zero-bubble schedules (interleaved-zb, zbv, dualpipe-v) split the backward into input and
 weight gradients. With FSDP2 they give wrong gradients unless parameters stay gathered from
-forward to backward (reshard_after_forward=False, see ../shared/torch-cpu.md caveat 1), so the
+forward to backward (reshard_after_forward=False, see docs/torch-cpu.md caveat 1), so the
 generated runtime runs zero3 as zero2 and the memory model counts it that way. Write
 `sharding zero2` to say so, or acknowledge with `allow W0352`.
 """)

@@ -6,7 +6,7 @@
 The published formulas are transcribed here, independently of parc's code, so the tables compare
 two implementations: Korthikanti et al. 2022 (Table 2) for activations per layer, Megatron-LM's
 `theoretical_memory_usage.py` for the first pipeline stage, and the ZeRO paper for bytes per
-parameter. The runs are the dense GPT rows of ../shared/calibration/published.yaml (Narayanan et
+parameter. The runs are the dense GPT rows of benchmarks/data/published.yaml (Narayanan et
 al. 2021 Table 1, Korthikanti et al. 2022 Table 5). tests/test_memory.py fails when the tables in
 the document are stale.
 """
@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PUBLISHED = ROOT.parent / "shared" / "calibration" / "published.yaml"
+PUBLISHED = ROOT / "benchmarks" / "data" / "published.yaml"
 DOC = ROOT / "docs" / "memory-model.md"
 BEGIN = "<!-- BEGIN GENERATED: .venv/bin/python docs/memory_table.py --write -->"
 END = "<!-- END GENERATED -->"

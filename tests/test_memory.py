@@ -1,6 +1,6 @@
 """The memory model against the formulas it must agree with, and against itself.
 
-- activations per layer: the torch runtime against the bytes measured in ../shared/torch-cpu.md
+- activations per layer: the torch runtime against the bytes measured in docs/torch-cpu.md
   section 3.8 (exact closed forms for a pre-LN GELU block), the megatron runtime against
   Korthikanti et al. 2022, Table 2;
 - model states: the zero runtime against the ZeRO paper (16, 4 + 12/N, 2 + 14/N, 16/N bytes per
@@ -347,7 +347,7 @@ def test_the_document_tables_are_current():
     spec = importlib.util.spec_from_file_location("memory_table", path)
     table = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(table)
-    assert table.PUBLISHED.exists(), "../shared/calibration/published.yaml is needed to regenerate the tables"
+    assert table.PUBLISHED.exists(), "benchmarks/data/published.yaml is needed to regenerate the tables"
     text = (ROOT / "docs" / "memory-model.md").read_text()
     block = text[text.index(table.BEGIN) + len(table.BEGIN):text.index(table.END)]
     assert block == "\n" + table.generate(), "stale: run `.venv/bin/python docs/memory_table.py --write`"

@@ -47,7 +47,7 @@ def zero3_with_pipeline(plan: Plan) -> Iterator[Diagnostic]:
                       label="parameters stay gathered from forward to backward",
                       labels=labels((layout.pp.span_of("schedule"), f"schedule {k.schedule}")),
                       notes=("torch's zero-bubble schedules give wrong gradients with FSDP2 unless "
-                             "reshard_after_forward=False (../shared/torch-cpu.md, caveat 1)",),
+                             "reshard_after_forward=False (docs/torch-cpu.md, caveat 1)",),
                       help="write `sharding zero2` to say what runs, or acknowledge with `allow W0352`")
         return
     params = rank_params(shape_of(plan), k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, "torch")

@@ -3,7 +3,7 @@
 torch runtime (what parc generates). Counted tensor by tensor from what autograd saves, checked
 against the bytes the generated runtime saves on CPU (tests/e2e/test_memory_real.py meters them
 with saved_tensors_hooks: every layer within 0.2 %, most to the byte) and against the closed forms
-of `../shared/torch-cpu.md` section 3.8 (tests/test_memory.py). Per token on one rank, with t =
+of `docs/torch-cpu.md` section 3.8 (tests/test_memory.py). Per token on one rank, with t =
 tp, and h/t where sequence parallelism shards a tensor along the sequence ("h/sp"):
 
 | tensor | elements | saved by |
@@ -37,7 +37,7 @@ Recomputation (the contract the generated runtime implements):
 - full: only the block input (h/sp per token).
 
 megatron runtime: Korthikanti et al. 2022, Table 2, generalised to an FFN of size F as in
-`../shared/calibration/conventions.md` (16-bit activations, dropout, no flash attention, MHA);
+`benchmarks/data/conventions.md` (16-bit activations, dropout, no flash attention, MHA);
 megatron-flash: the same with FlashAttention, which keeps only the log-sum-exp of the scores.
 """
 
