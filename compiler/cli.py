@@ -308,9 +308,9 @@ Example:
 def schema():
     """Print the JSON Schema of the resolved plan (plan.json)."""
     from .diagnostics import dumps_json
-    from .plan import Plan
+    from .plan import plan_json_schema
 
-    click.echo(dumps_json(Plan.model_json_schema()), nl=False)
+    click.echo(dumps_json(plan_json_schema()), nl=False)
 
 
 @main.command(context_settings=CONTEXT, epilog="""\b

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 class Span(BaseModel):
     """A half-open range `[start, end)` of characters in one source file."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     file: str
     """The path as the user gave it (never made absolute: output must not depend on cwd)."""

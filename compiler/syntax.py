@@ -9,13 +9,16 @@ for them, ending with valid examples, as Elm does.
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
 from lark import Lark, Token, Tree
+from lark import __version__ as lark_version
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from .diagnostics import Diagnostic, error
@@ -119,6 +122,23 @@ class Document:
 # The parser
 
 
+def _grammar_cache() -> str | bool:
+    """Where Lark keeps its analysed grammar between runs: building the LALR tables is most of a
+    cold `parc check`. Lark stores the grammar's and options' SHA-256 in the file and rebuilds
+    (and rewrites) it whenever they differ, so a changed grammar or Lark never loads a stale table;
+    an unwritable folder only costs the rebuild. `PARC_CACHE_DIR` moves it; empty turns it off."""
+    folder = os.environ.get("PARC_CACHE_DIR")
+    if folder is None:
+        folder = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "parc")
+    if not folder:
+        return False
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return False
+    return os.path.join(folder, "grammar-lark%s-py%d%d.pickle" % (lark_version, *sys.version_info[:2]))
+
+
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
     grammar = resources.files("parc.grammar").joinpath("par.lark").read_text(encoding="utf-8")
@@ -129,6 +149,7 @@ def _parser() -> Lark:
         start=["start", "statement", "setting"],
         propagate_positions=True,
         maybe_placeholders=False,
+        cache=_grammar_cache(),
     )
 
 
