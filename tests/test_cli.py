@@ -222,3 +222,19 @@ def test_plan_json_has_no_machine_paths(tmp_path):
     text = (out / "plan.json").read_text()
     assert str(ROOT) not in text and str(tmp_path) not in text
     assert json.loads(text)["source"] == "tiny.par"
+
+
+def test_the_grammar_cache_is_written_reused_and_survives_damage(tmp_path):
+    """A cold `parc check` loads Lark's analysed grammar from PARC_CACHE_DIR; a damaged cache file
+    is rebuilt silently (Lark checks the grammar's SHA-256 stored in it), never a traceback."""
+    env = {**os.environ, "PARC_CACHE_DIR": str(tmp_path / "cache"), "NO_COLOR": "1"}
+    command = [sys.executable, "-m", "parc", "check", str(ROOT / "specs" / "tiny.par")]
+    first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    cached = list((tmp_path / "cache").glob("grammar-*.pickle"))
+    assert first.returncode == 0 and len(cached) == 1, first.stderr
+    cached[0].write_bytes(b"not a pickle\n" + b"\0" * 64)
+    damaged = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert (damaged.returncode, damaged.stdout, damaged.stderr) == (0, first.stdout, first.stderr)
+    assert cached[0].read_bytes().startswith(b"not a pickle") is False, "the damaged cache was not rewritten"
+    off = subprocess.run(command, env={**env, "PARC_CACHE_DIR": ""}, capture_output=True, text=True, timeout=120)
+    assert off.stdout == first.stdout
