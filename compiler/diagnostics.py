@@ -14,8 +14,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from enum import Enum
 
-from pydantic import BaseModel, ConfigDict
-
+from .record import Record
 from .source import SourceFile, Span
 
 
@@ -25,19 +24,15 @@ class Severity(str, Enum):
     note = "note"
 
 
-class Label(BaseModel):
+class Label(Record):
     """A secondary span with a short explanation ("heads = 40 comes from here")."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     span: Span
     message: str
 
 
-class Diagnostic(BaseModel):
+class Diagnostic(Record):
     """One problem found in a spec."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     code: str
     """Stable identifier (E0201, W0305, ...): `parc codes CODE` explains it at length."""

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from .record import Record, json_schema
 from .source import Span
 
 AxisName = Literal["tp", "pp", "dp", "cp", "ep"]
@@ -29,8 +28,8 @@ AXES: tuple[str, ...] = ("tp", "pp", "dp", "cp", "ep")
 PLAN_VERSION = 1
 
 
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class Frozen(Record):
+    """A value of the Plan: frozen, keyword-only (`parc.record`)."""
 
 
 class Sourced(Frozen):
@@ -352,42 +351,7 @@ class Plan(Frozen):
         return not self.holes
 
 
+
 def plan_json_schema() -> dict:
-    """The JSON Schema of `plan.json`, each field described by the docstring written under it.
-
-    The models do not ask pydantic to read those docstrings (`use_attribute_docstrings`): pydantic
-    would parse this module's source at every start of `parc`, a tenth of a cold `parc check`. Only
-    the schema needs them, so they are read here, from the same source, when it is printed."""
-    import ast
-    import inspect
-
-    schema = Plan.model_json_schema()
-    classes = {name: cls for name, cls in globals().items()
-               if isinstance(cls, type) and issubclass(cls, BaseModel)}
-    from .source import Span
-
-    classes["Span"] = Span
-    for name, definition in [("Plan", schema), *schema.get("$defs", {}).items()]:
-        cls = classes.get(name)
-        if cls is None:
-            continue
-        for field, doc in _attribute_docstrings(cls, ast, inspect).items():
-            prop = definition.get("properties", {}).get(field)
-            if prop is not None:
-                prop.setdefault("description", doc)
-    return schema
-
-
-def _attribute_docstrings(cls: type, ast, inspect) -> dict[str, str]:
-    """{field: docstring} for `field: T` followed by a string literal, over the class and its bases."""
-    found: dict[str, str] = {}
-    for base in reversed(cls.__mro__):
-        if not (isinstance(base, type) and issubclass(base, BaseModel)) or base is BaseModel:
-            continue
-        body = ast.parse(inspect.cleandoc("\n" + inspect.getsource(base))).body[0].body
-        for statement, after in zip(body, body[1:]):
-            if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
-                    and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
-                    and isinstance(after.value.value, str)):
-                found[statement.target.id] = inspect.cleandoc(after.value.value)
-    return found
+    """The JSON Schema of `plan.json` (`parc schema`), each field described by its docstring."""
+    return json_schema(Plan)

@@ -11,13 +11,11 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict
+from .record import Record
 
 
-class Span(BaseModel):
+class Span(Record):
     """A half-open range `[start, end)` of characters in one source file."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     file: str
     """The path as the user gave it (never made absolute: output must not depend on cwd)."""

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict
 
 from . import units
 from .diagnostics import Diagnostic, error
+from .record import Record
 from .source import Span
 from .suggest import did_you_mean
 from .syntax import Atom, Document, LayoutLine, Setting
@@ -44,8 +44,8 @@ models and the generated pipeline split look at layers one by one."""
 T = TypeVar("T")
 
 
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class Frozen(Record):
+    """A value of the spec IR: frozen, keyword-only (`parc.record`)."""
 
 
 class Located(Frozen, Generic[T]):
