@@ -118,7 +118,7 @@ def _field_docstrings(cls: type) -> dict[str, str]:
         if not issubclass(base, Record) or base is Record:
             continue
         body = ast.parse(inspect.cleandoc("\n" + inspect.getsource(base))).body[0].body
-        for statement, after in zip(body, body[1:]):
+        for statement, after in zip(body, body[1:], strict=False):
             if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
                     and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
                     and isinstance(after.value.value, str)):

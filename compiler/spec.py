@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Generic, TypeVar
 
-
 from . import units
 from .diagnostics import Diagnostic, error
 from .record import Record

@@ -136,7 +136,8 @@ def _grammar_cache() -> str | bool:
         os.makedirs(folder, exist_ok=True)
     except OSError:
         return False
-    return os.path.join(folder, "grammar-lark%s-py%d%d.pickle" % (lark_version, *sys.version_info[:2]))
+    major, minor = sys.version_info[:2]
+    return os.path.join(folder, f"grammar-lark{lark_version}-py{major}{minor}.pickle")
 
 
 @lru_cache(maxsize=1)
