@@ -244,11 +244,12 @@ def compile(file, output, fmt):  # noqa: A001 - the command is called compile
 @main.command(context_settings=CONTEXT, epilog="""\b
 Examples:
   parc fmt specs/*.par            # rewrite in place
+  parc fmt --diff specs/*.par     # print what would change; write nothing
   parc fmt --check specs/*.par    # CI: exit 1 if any file would change
 """)
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @click.option("--check", "check_only", is_flag=True, help="write nothing; exit 1 if a file is not formatted")
-@click.option("--diff", "show_diff", is_flag=True, help="print what would change as a unified diff")
+@click.option("--diff", "show_diff", is_flag=True, help="write nothing; print what would change as a unified diff")
 def fmt(files, check_only, show_diff):
     """Rewrite specs in the canonical layout (comments kept)."""
     import difflib
@@ -284,7 +285,7 @@ def fmt(files, check_only, show_diff):
         if check_only:
             click.echo(f"would reformat {path}", err=True)
             status = max(status, 1)
-        else:
+        elif not show_diff:  # --diff only shows; it never writes
             try:
                 write_file(path, formatted)
             except OSError as exc:  # the spec is untouched: write_file renames only a complete file
