@@ -142,6 +142,22 @@ def test_cli_writes_the_page_and_refuses_holes(tmp_path):
     assert "parc report specs/llama3-405b.par -o report.html" in result.stdout
 
 
+def test_report_files_are_0644_like_compiles(tmp_path, monkeypatch):
+    """Issue 17: the report was written 0600 (mkstemp's mode) while compile writes 0644."""
+    out = tmp_path / "r.html"
+    assert run_cli("report", "specs/tiny.par", "-o", str(out)).exit_code == 0
+    assert out.stat().st_mode & 0o777 == 0o644
+    spec = ROOT / "specs" / "tiny.par"
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("report", str(spec))
+    assert result.exit_code == 0, result.stderr
+    default = tmp_path / "out" / "tiny-report.html"
+    assert "wrote out/tiny-report.html" in result.stderr
+    assert default.stat().st_mode & 0o777 == 0o644
+    assert run_cli("compile", str(spec), "-o", str(tmp_path / "job")).exit_code == 0
+    assert (tmp_path / "job" / "plan.json").stat().st_mode & 0o777 == 0o644
+
+
 # ---------------------------------------------------------------------------------------------
 # A real browser
 
