@@ -105,3 +105,24 @@ def test_explain_does_not_import_torch():
              "print('HEAVY:' + ','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy'))))")
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120).stdout
     assert "HEAVY:\n" in out or out.rstrip().endswith("HEAVY:"), out[-300:]
+
+
+def test_explain_takes_several_files_like_check(monkeypatch, tmp_path):
+    """Issue 17: `parc explain a.par b.par` rejected the second file."""
+    monkeypatch.chdir(ROOT)
+    one = run_cli("explain", "specs/tiny.par").stdout
+    two = run_cli("explain", "specs/llama3-405b.par").stdout
+    both = run_cli("explain", "specs/tiny.par", "specs/llama3-405b.par")
+    assert both.exit_code == 0, both.stderr
+    assert both.stdout == one + "\n" + two
+    data = json.loads(run_cli("explain", "specs/tiny.par", "specs/llama3-405b.par", "--format", "json").stdout)
+    assert [r["file"] for r in data["files"]] == ["specs/tiny.par", "specs/llama3-405b.par"]
+    assert data["files"][1] == json.loads(run_cli("explain", "specs/llama3-405b.par", "--format", "json").stdout)
+    bad = tmp_path / "bad.par"
+    bad.write_text("tp 8 x\n")
+    mixed = run_cli("explain", "specs/tiny.par", str(bad), "--format", "json")
+    assert mixed.exit_code == 1
+    entries = json.loads(mixed.stdout)["files"]
+    assert entries[0]["file"] == "specs/tiny.par" and entries[1]["ok"] is False and entries[1]["diagnostics"]
+    missing = run_cli("explain", "specs/tiny.par", str(tmp_path / "missing.par"))
+    assert missing.exit_code == 2 and missing.stdout == one
