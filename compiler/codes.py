@@ -2,7 +2,7 @@
 
 Codes are stable: a code is never reused for a different problem. Ranges:
 E00xx reading files, E01xx syntax, E02xx names and values, E03xx layout rules,
-E04xx memory, W03xx/W04xx warnings (which a spec may acknowledge with `allow CODE`).
+E04xx memory, W02xx/W03xx/W04xx warnings (which a spec may acknowledge with `allow CODE`).
 """
 
 from __future__ import annotations
@@ -233,6 +233,21 @@ register("E0218", "holes left open at compile time", """
 `parc compile` generates code for one concrete layout, so every `?` must be filled first.
 `parc search SPEC --write` fills them with the best layout it finds and rewrites the spec, so the
 choice is reviewed as a diff before it is compiled.
+""")
+
+register("W0240", "`allow` of a warning that is not reported on its statement", """
+`allow CODE` acknowledges a warning on the statement it sits on. When the rules run and that
+warning is not reported there, the `allow` hides nothing: either the layout changed and the
+acknowledgement is stale, or it names the wrong code (`allow W0306`, rank-order traffic, where
+the pipeline bubble, W0323, was meant), or it sits on a different statement than the one the
+warning points at. A reader of the spec would believe a problem was reviewed that is not there.
+
+    tp 8 x pp 16 x dp 64 on nodes(8 gpus, nvlink) allow W0306
+                                                        ^^^^^ W0306 does not fire on this statement
+
+Remove the `allow`, or move it to the statement that `parc check` underlines for the warning.
+It is judged only once every hole is filled (a rule may fire for the filled layout), and not for
+the generated runtime's W06xx warnings, which `parc compile` reports.
 """)
 
 register("E0299", "internal error", """
