@@ -250,3 +250,63 @@ def test_report_and_diff_do_not_import_torch(tmp_path):
         done = subprocess.run([sys.executable, "-c", probe, *args], cwd=ROOT, capture_output=True, text=True,
                               timeout=120)
         assert "IMPORTED:\n" in done.stdout, (args, done.stdout[-300:], done.stderr[-300:])
+
+
+def _reference_font():
+    """Text widths measured with a real font, not the report's own estimate: DejaVu Sans (what
+    Chromium draws system-ui with on Debian), else Pillow's bundled sans."""
+    from PIL import ImageFont
+
+    dejavu = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+    return ImageFont.truetype(str(dejavu), 10) if dejavu.exists() else ImageFont.load_default(size=10)
+
+
+LABELLED = re.compile(r'<rect x="([\d.]+)" y="[\d.]+" width="([\d.]+)"[^>]*/>'
+                      r'<text x="([\d.]+)" y="[\d.]+" text-anchor="middle" class="blocklabel"[^>]*>([^<]*)</text>')
+
+
+@pytest.mark.parametrize("spec", COMPLETE, ids=[p.stem for p in COMPLETE])
+def test_no_label_overflows_its_segment(spec):
+    """Issue 17: "tp exposed 8.1%" ran over its segment of the step bar. Every label inside a
+    block or bar segment, measured in a real font, stays inside its rectangle."""
+    font = _reference_font()
+    page = build_page(compile_path(str(spec)))
+    labels = LABELLED.findall(page)
+    assert labels
+    for x, width, centre, text in labels:
+        x, width, centre = float(x), float(width), float(centre)
+        measured = font.getlength(html.unescape(text))
+        assert abs(centre - (x + width / 2)) < 0.02, text
+        assert measured <= width, f"`{text}` is {measured:.1f} px in a {width:.1f} px segment"
+
+
+def test_narrow_segments_keep_a_short_label_and_stage_0_backwards_get_numbers():
+    page = page_of("llama3-405b")
+    bar = page[page.index('class="steptime"'):]
+    assert '>tp 8.1%</text>' in bar or '>8.1%</text>' in bar, "the tp segment lost its share"
+    ops = re.findall(r'<g class="op op-B"><title>stage 0: [^,]*, micro-batch (\d+)[^<]*</title><rect [^>]*/>'
+                     r'(<text[^>]*>(\d+)</text>)?', page)
+    assert ops
+    first = [m for m, _, label in ops if int(m) < 10]
+    assert first and all(label == m for m, _, label in ops if int(m) < 10)
+
+
+def test_the_header_card_counts_allowed_warnings():
+    """Issue 17: the card said "0 / 0 errors / warnings" while Checks listed an allowed W0323."""
+    page = page_of("llama3-405b")
+    assert "<b>0 / 1</b><span>errors / warnings (1 allowed)</span>" in page
+
+
+def test_one_bubble_figure_in_the_page(monkeypatch):
+    """The header card, the step bar and the schedule's caption give the bubble as explain does."""
+    import json
+
+    report = json.loads(run_cli("explain", "specs/llama3-405b.par", "--format", "json").stdout)
+    from parc.human import percent
+
+    share = percent(report["time"]["bubble_share"])
+    page = page_of("llama3-405b")
+    assert f"<b>{share}</b><span>pipeline bubble (idle share of the step)</span>" in page
+    assert f">bubble {share}</text>" in page
+    assert f"the bubble, idle share of the whole step, is {share}" in page
+    assert "of busy time" not in page
