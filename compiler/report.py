@@ -65,13 +65,21 @@ GROUP_STYLES = {
 # Colours and numbers
 
 
+STAGE_PALETTE = ("#e69f00", "#56b4e9", "#0072b2", "#f0e442", "#cc79a7", "#d55e00", "#009e73")
+"""Okabe and Ito's colour-blind-safe colours (2008; their black left out: outlines are dark),
+ordered so that neighbours stay furthest apart for protan, deutan and tritan viewers too."""
+STAGE_SHADES = (0.0, 0.3, -0.4)
+"""Each round of seven stages is mixed toward white (+) or black (-) by this much, so stages 0,
+7 and 14 differ as well; neighbours always differ in hue."""
+
+
 def stage_colour(stage: int, stages: int) -> str:
-    """Evenly spaced hues, so neighbouring stages differ and any pp degree gets distinct colours."""
-    if stages <= 1:
-        return "hsl(210 55% 62%)"
-    hue = round(stage * 330 / stages + 200) % 360
-    light = 58 if stage % 2 == 0 else 68
-    return f"hsl({hue} 60% {light}%)"
+    """A stage's colour: neighbouring stages differ in hue from a colour-blind-safe palette, and
+    stages a palette apart differ in lightness; the same stage has the same colour at any pp."""
+    r, g, b = (int(STAGE_PALETTE[stage % 7][i:i + 2], 16) for i in (1, 3, 5))
+    t = STAGE_SHADES[(stage // 7) % len(STAGE_SHADES)]
+    mixed = [round(c + (255 - c) * t) if t > 0 else round(c * (1 + t)) for c in (r, g, b)]
+    return "#" + "".join(f"{c:02x}" for c in mixed)
 
 
 def seconds(value: float) -> str:
@@ -426,6 +434,11 @@ def timeline_picture(plan: Plan) -> tuple[Element, dict[str, Any]]:
 # Memory and time
 
 
+MIN_PART_PX = 2.0
+"""A non-zero part of a memory bar is drawn at least this tall: a sharded optimizer's 0.4 GiB next
+to 67 GiB would be a fraction of a pixel, invisible (the legend gives its size)."""
+
+
 def memory_picture(memory: dict) -> Element:
     stages = memory["per_stage"]
     n = len(stages)
@@ -457,17 +470,17 @@ def memory_picture(memory: dict) -> Element:
         g = el("g", {"class": "bar"})
         parts = "; ".join(f"{name} {gib(s[key])}" for key, name, _ in MEMORY_PARTS)
         g.add(el("title", None, f"stage {s['stage']}: {gib(s['total_bytes'])} ({parts})"))
-        for key, _, colour in MEMORY_PARTS:
-            h = s[key] * scale
+        for key, name, colour in MEMORY_PARTS:
+            h = max(s[key] * scale, MIN_PART_PX) if s[key] > 0 else 0.0
             y -= h
-            g.add(el("rect", {"x": x, "y": y, "width": bar_w, "height": h, "fill": colour}))
+            g.add(el("rect", {"x": x, "y": y, "width": bar_w, "height": h, "fill": colour, "class": f"part-{key}"}))
         if s["total_bytes"] > usable:
             g.add(el("rect", {"x": x - 1, "y": y - 1, "width": bar_w + 2, "height": base - y + 1, "fill": "none",
                               "stroke": "#d62728", "stroke-width": 2}))
         svg.add(g)
         if bar_w >= 30:
             svg.add(el("text", {"x": x + bar_w / 2, "y": y - 4, "text-anchor": "middle", "class": "label small"},
-                       f"{s['total_bytes'] / GiB:,.1f}"))
+                       gib(s["total_bytes"])))
         if n <= 32 or i % max(1, n // 16) == 0:
             svg.add(el("text", {"x": x + bar_w / 2, "y": base + 14, "text-anchor": "middle", "class": "label small"},
                        str(s["stage"])))
@@ -695,10 +708,14 @@ def build_page(compilation: Compilation) -> str:
         main.add(el("p", {"class": "caption"},
                     f"The worst rank of each pipeline stage ({memory['runtime']} runtime), stacked by kind, against "
                     f"{gib(memory['hbm_bytes'])} HBM less a {gib(memory['reserve_bytes'])} reserve. Peak: stage "
-                    f"{memory['peak_stage']}, {gib(memory['peak_bytes'])}: ", verdict, "."))
+                    f"{memory['peak_stage']}, {gib(memory['peak_bytes'])}: ", verdict,
+                    f". A part smaller than {MIN_PART_PX:g} px is drawn {MIN_PART_PX:g} px tall so that none is "
+                    "hidden; hover a bar for its bytes. The legend gives each part at the peak stage."))
         legend = el("div", {"class": "legend"})
-        for _, name, colour in MEMORY_PARTS:
-            legend.add(el("span", {"class": "key"}, el("i", {"style": f"background:{colour}"}), name))
+        peak = next(s for s in memory["per_stage"] if s["stage"] == memory["peak_stage"])
+        for key, name, colour in MEMORY_PARTS:
+            legend.add(el("span", {"class": "key"}, el("i", {"style": f"background:{colour}"}),
+                          f"{name} {gib(peak[key])}"))
         main.add(legend)
         main.add(memory_picture(memory))
 

@@ -228,9 +228,8 @@ def test_page_in_headless_chromium(name, tmp_path):
 
 
 def _hsl_rgb(text: str) -> tuple[int, int, int]:
-    h, s, l = map(float, re.match(r"hsl\((\d+) (\d+)% (\d+)%\)", text).groups())  # noqa: E741
-    r, g, b = colorsys.hls_to_rgb(h / 360, l / 100, s / 100)
-    return round(r * 255), round(g * 255), round(b * 255)
+    """A CSS colour as RGB (the report writes #rrggbb)."""
+    return tuple(int(text[i:i + 2], 16) for i in (1, 3, 5))
 
 
 def _close(a, b) -> bool:
@@ -310,3 +309,70 @@ def test_one_bubble_figure_in_the_page(monkeypatch):
     assert f">bubble {share}</text>" in page
     assert f"the bubble, idle share of the whole step, is {share}" in page
     assert "of busy time" not in page
+
+
+# Colour vision: Machado, Oliveira and Fernandes (2009), full severity, on linear RGB; then CIELAB
+# (D65) and the CIE76 distance. Written out here, independent of the report's own palette code.
+CVD = {
+    "normal": ((1, 0, 0), (0, 1, 0), (0, 0, 1)),
+    "protan": ((0.152286, 1.052583, -0.204868), (0.114503, 0.786281, 0.099216), (-0.003882, -0.048116, 1.051998)),
+    "deutan": ((0.367322, 0.860646, -0.227968), (0.280085, 0.672501, 0.047413), (-0.011820, 0.042940, 0.968881)),
+    "tritan": ((1.255528, -0.076749, -0.178779), (-0.078411, 0.930809, 0.147602), (0.004733, 0.691367, 0.303900)),
+}
+
+
+def _lab(rgb: tuple[int, int, int], vision: str) -> tuple[float, float, float]:
+    linear = [c / 255 / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in rgb]
+    m = CVD[vision]
+    r, g, b = (min(1.0, max(0.0, sum(m[i][j] * linear[j] for j in range(3)))) for i in range(3))
+    x = (0.4124564 * r + 0.3575761 * g + 0.1804375 * b) / 0.95047
+    y = 0.2126729 * r + 0.7151522 * g + 0.0721750 * b
+    z = (0.0193339 * r + 0.1191920 * g + 0.9503041 * b) / 1.08883
+
+    def f(t: float) -> float:
+        return t ** (1 / 3) if t > 216 / 24389 else (24389 / 27 * t + 16) / 116
+
+    return 116 * f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))
+
+
+def _distance(a: str, b: str, vision: str) -> float:
+    import math
+
+    return math.dist(_lab(_hsl_rgb(a), vision), _lab(_hsl_rgb(b), vision))
+
+
+MIN_NEIGHBOUR_DISTANCE = 15.0
+"""CIE76 distance every two neighbouring stages keep, for every kind of colour vision (about 2.3
+is a just-noticeable difference; the old evenly spaced hues fell below 3)."""
+
+
+def test_neighbouring_stage_colours_stay_apart_for_every_colour_vision():
+    """Issue 17: stages 0/1 and 12-14 were hard to tell apart. For 1..64 stages, neighbours are
+    far apart in CIELAB for normal, protan, deutan and tritan vision (simulated), and no two
+    stages among 21 in a row share a colour."""
+    checked = 0
+    for pp in range(1, 65):
+        colours = [stage_colour(stage, pp) for stage in range(pp)]
+        for vision in CVD:
+            for a, b in zip(colours, colours[1:]):
+                assert _distance(a, b, vision) >= MIN_NEIGHBOUR_DISTANCE, (pp, vision, a, b)
+                checked += 1
+        for i in range(pp):
+            assert colours[i] not in colours[i + 1:i + 21], (pp, i)
+    assert checked == 4 * sum(range(64))
+
+
+def test_optimizer_memory_is_visible_in_the_memory_picture():
+    """Issue 17: zero1's 0.4 GiB of optimizer states per GPU next to 67 GiB drew under a pixel."""
+    import json
+
+    page = page_of("llama3-405b")
+    report = json.loads(run_cli("explain", "specs/llama3-405b.par", "--format", "json").stdout)
+    stages = report["memory"]["per_stage"]
+    assert all(0 < s["optimizer_bytes"] < s["total_bytes"] / 50 for s in stages)
+    heights = [float(h) for h in re.findall(r'height="([\d.]+)" fill="[^"]+" class="part-optimizer_bytes"', page)]
+    assert len(heights) == len(stages) and min(heights) >= 2
+    peak = next(s for s in stages if s["stage"] == report["memory"]["peak_stage"])
+    from parc.human import size
+
+    assert f"optimizer states {size(peak['optimizer_bytes'])}" in page
