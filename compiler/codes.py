@@ -405,12 +405,14 @@ time. Lower the micro-batch size, raise the global batch, or use fewer pipeline 
 """)
 
 register("W0323", "the pipeline bubble exceeds 10 %", """
-A pipeline spends (pp - 1) micro-batch slots filling and draining. As a fraction of the ideal
-step (Narayanan et al. 2021): (pp - 1) / m for gpipe and 1f1b, (pp - 1) / (v x m) for the
-interleaved schedule, and a third of that for the zero-bubble schedules (interleaved-zb, zbv,
-dualpipe-v: Qi et al. 2024 fill the bubble with weight-gradient work, to one third when forward,
-input-backward and weight-backward take equal time). Above 10 % the warning says how many
-micro-batches would bring it under. More micro-batches (a smaller micro-batch or a larger global
+A pipeline spends (pp - 1) micro-batch slots filling and draining. The bubble is, everywhere in
+parc, that idle time as a share of the step: idle / (busy + idle). The idle/busy ratio is
+(Narayanan et al. 2021) (pp - 1) / m for gpipe and 1f1b, (pp - 1) / (v x m) for the interleaved
+schedule, and a third of that for the zero-bubble schedules (interleaved-zb, zbv, dualpipe-v: Qi
+et al. 2024 fill the bubble with weight-gradient work, to one third when forward, input-backward
+and weight-backward take equal time). The warning uses this closed form, without communication;
+`parc explain` gives the time model's share, with communication in the step and, for the
+zero-bubble schedules, the idle time of the order torch runs. Above 10 % the warning says how many micro-batches would bring it under. More micro-batches (a smaller micro-batch or a larger global
 batch), more virtual stages or fewer stages shrink it; acknowledge with `allow W0323`.
 """)
 
