@@ -499,7 +499,9 @@ counted in F and B):
 | dualpipe-v | (p - 1)(F&B + B_full - 3W) = (p - 1)(F + 2B - W) | DeepSeek-AI 2024, DeepSeek-V3 report, Table 2 |
 
 (DualPipe's F&B, an overlapped forward-backward pair, is taken as F + B + W, and its B is the full
-backward B + W; none is ever negative.) `bubble_fraction` is the bubble over `m x T_slowest`.
+backward B + W; none is ever negative.) The bubble parc reports (explain, check, diff, search,
+report, the table of specs below) is its share of the step, `bubble_share` = bubble / step;
+`bubble_fraction` (also `idle_busy_ratio`) is the bubble over `m x T_slowest`, the idle/busy ratio.
 
 **The papers' zero-bubble figures are bounds for torch's orders.** `compiler/schedule.py` replays
 the action order torch 2.13 executes for each schedule (the memory model checks it action by
@@ -778,6 +780,7 @@ def layer_check(constants: Constants) -> str:
 
 
 def specs_table(constants: Constants) -> str:
+    from parc.human import percent
     from parc.pipeline import compile_path
 
     lines = ["| spec | GPUs | step (s) | tokens/s per GPU | model TFLOP/s per GPU | MFU | HFU | bubble | "
@@ -791,8 +794,8 @@ def specs_table(constants: Constants) -> str:
         b = p.breakdown
         comm = " / ".join(f"{b.exposed[a]:.2f}" for a in ("tp", "pp", "dp", "cp", "ep"))
         lines.append(f"| `{path.name}` | {p.world:,} | {b.step:.3g} | {p.tokens_per_second_per_gpu:,.0f} | "
-                     f"{p.model_flops_per_gpu / 1e12:.0f} | {p.mfu:.1%} | {p.hfu:.1%} | "
-                     f"{b.bubble_fraction:.1%} | {comm} |")
+                     f"{p.model_flops_per_gpu / 1e12:.3g} | {percent(p.mfu)} | {percent(p.hfu)} | "
+                     f"{percent(b.bubble_share)} | {comm} |")
     return "\n".join(lines)
 
 

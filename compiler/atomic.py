@@ -23,6 +23,10 @@ MARKER = "plan.json"
 """A directory parc wrote holds this file; parc refuses to replace any other non-empty directory."""
 
 
+NEW_FILE_MODE = 0o644
+"""The mode of a file parc creates (a report, a spec written anew); a file it rewrites keeps its own."""
+
+
 class OutputError(Exception):
     """The output location cannot be written (exists and is not parc's, permissions, ...)."""
 
@@ -38,6 +42,8 @@ def write_file(path: str | os.PathLike, data: str | bytes) -> None:
             os.fsync(handle.fileno())
         if target.exists():
             shutil.copymode(target, temp)
+        else:  # mkstemp makes 0600; a new file is readable by all, as compile's files are
+            os.chmod(temp, NEW_FILE_MODE)
         os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -142,28 +142,42 @@ def check(files, fmt):
 @main.command(context_settings=CONTEXT, epilog="""\b
 Examples:
   parc explain specs/llama3-405b.par
+  parc explain specs/tiny.par specs/llama3-405b.par
   parc explain specs/llama3-405b.par --format json | jq .memory.peak_bytes
+\b
+With several files, text reports follow one another and JSON is {"files": [report, ...]}
+(a file whose front end failed has its `parc check --format json` entry instead).
 """)
-@click.argument("file", metavar="FILE")
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text for people or json for tools, both on stdout")
-def explain(file, fmt):
-    """Show the predicted memory of every pipeline stage and the failing rules."""
+def explain(files, fmt):
+    """Show the predicted memory of every pipeline stage, the step time and the failing rules."""
     from .diagnostics import dumps_json, has_errors
     from .explain import build_report, render_report
 
-    results, unreadable = _compile_all([file])
-    if unreadable:
-        sys.exit(2)
-    result = results[0]
-    if result.plan is None:
-        sys.exit(_report(results, fmt))
-    report = build_report(result)
-    if fmt == "json":
-        click.echo(dumps_json(report), nl=False)
-    else:
-        click.echo(render_report(report, result, _style(sys.stdout)), nl=False)
-    sys.exit(1 if has_errors(result.diagnostics) else 0)
+    results, unreadable = _compile_all(files)
+    status = 2 if unreadable else 0
+    reports = []
+    for result in results:
+        if result.plan is None:  # no plan to explain: its errors, as check prints them
+            if fmt == "json":
+                reports.append({"file": result.source.path, "ok": False, "holes": [],
+                                "diagnostics": [d.model_dump(mode="json") for d in _sorted(result.diagnostics)]})
+            else:
+                _report([result], fmt)
+        else:
+            report = build_report(result)
+            if fmt == "json":
+                reports.append(report)
+            else:
+                click.echo(("\n" if reports else "") + render_report(report, result, _style(sys.stdout)), nl=False)
+                reports.append(report)
+        if has_errors(result.diagnostics):
+            status = max(status, 1)
+    if fmt == "json" and reports:
+        click.echo(dumps_json(reports[0] if len(files) == 1 else {"files": reports}), nl=False)
+    sys.exit(status)
 
 
 @main.command(context_settings=CONTEXT, epilog="""\b
@@ -244,11 +258,12 @@ def compile(file, output, fmt):  # noqa: A001 - the command is called compile
 @main.command(context_settings=CONTEXT, epilog="""\b
 Examples:
   parc fmt specs/*.par            # rewrite in place
+  parc fmt --diff specs/*.par     # print what would change; write nothing
   parc fmt --check specs/*.par    # CI: exit 1 if any file would change
 """)
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @click.option("--check", "check_only", is_flag=True, help="write nothing; exit 1 if a file is not formatted")
-@click.option("--diff", "show_diff", is_flag=True, help="print what would change as a unified diff")
+@click.option("--diff", "show_diff", is_flag=True, help="write nothing; print what would change as a unified diff")
 def fmt(files, check_only, show_diff):
     """Rewrite specs in the canonical layout (comments kept)."""
     import difflib
@@ -284,7 +299,7 @@ def fmt(files, check_only, show_diff):
         if check_only:
             click.echo(f"would reformat {path}", err=True)
             status = max(status, 1)
-        else:
+        elif not show_diff:  # --diff only shows; it never writes
             try:
                 write_file(path, formatted)
             except OSError as exc:  # the spec is untouched: write_file renames only a complete file

@@ -2,7 +2,7 @@
 
 Codes are stable: a code is never reused for a different problem. Ranges:
 E00xx reading files, E01xx syntax, E02xx names and values, E03xx layout rules,
-E04xx memory, W03xx/W04xx warnings (which a spec may acknowledge with `allow CODE`).
+E04xx memory, W02xx/W03xx/W04xx warnings (which a spec may acknowledge with `allow CODE`).
 """
 
 from __future__ import annotations
@@ -235,6 +235,21 @@ register("E0218", "holes left open at compile time", """
 choice is reviewed as a diff before it is compiled.
 """)
 
+register("W0240", "`allow` of a warning that is not reported on its statement", """
+`allow CODE` acknowledges a warning on the statement it sits on. When the rules run and that
+warning is not reported there, the `allow` hides nothing: either the layout changed and the
+acknowledgement is stale, or it names the wrong code (`allow W0306`, rank-order traffic, where
+the pipeline bubble, W0323, was meant), or it sits on a different statement than the one the
+warning points at. A reader of the spec would believe a problem was reviewed that is not there.
+
+    tp 8 x pp 16 x dp 64 on nodes(8 gpus, nvlink) allow W0306
+                                                        ^^^^^ W0306 does not fire on this statement
+
+Remove the `allow`, or move it to the statement that `parc check` underlines for the warning.
+It is judged only once every hole is filled (a rule may fire for the filled layout), and not for
+the generated runtime's W06xx warnings, which `parc compile` reports.
+""")
+
 register("E0299", "internal error", """
 parc hit a bug while processing this spec. The other findings are still reported. Please report
 the spec that caused it.
@@ -390,12 +405,14 @@ time. Lower the micro-batch size, raise the global batch, or use fewer pipeline 
 """)
 
 register("W0323", "the pipeline bubble exceeds 10 %", """
-A pipeline spends (pp - 1) micro-batch slots filling and draining. As a fraction of the ideal
-step (Narayanan et al. 2021): (pp - 1) / m for gpipe and 1f1b, (pp - 1) / (v x m) for the
-interleaved schedule, and a third of that for the zero-bubble schedules (interleaved-zb, zbv,
-dualpipe-v: Qi et al. 2024 fill the bubble with weight-gradient work, to one third when forward,
-input-backward and weight-backward take equal time). Above 10 % the warning says how many
-micro-batches would bring it under. More micro-batches (a smaller micro-batch or a larger global
+A pipeline spends (pp - 1) micro-batch slots filling and draining. The bubble is, everywhere in
+parc, that idle time as a share of the step: idle / (busy + idle). The idle/busy ratio is
+(Narayanan et al. 2021) (pp - 1) / m for gpipe and 1f1b, (pp - 1) / (v x m) for the interleaved
+schedule, and a third of that for the zero-bubble schedules (interleaved-zb, zbv, dualpipe-v: Qi
+et al. 2024 fill the bubble with weight-gradient work, to one third when forward, input-backward
+and weight-backward take equal time). The warning uses this closed form, without communication;
+`parc explain` gives the time model's share, with communication in the step and, for the
+zero-bubble schedules, the idle time of the order torch runs. Above 10 % the warning says how many micro-batches would bring it under. More micro-batches (a smaller micro-batch or a larger global
 batch), more virtual stages or fewer stages shrink it; acknowledge with `allow W0323`.
 """)
 

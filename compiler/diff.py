@@ -149,7 +149,7 @@ def predictions(report: dict | None) -> dict[str, float | None]:
         return values
     time, rate, memory = report.get("time"), report.get("throughput"), report.get("memory")
     if time is not None:
-        values.update({"step time": time["step_seconds"], "bubble": time["bubble_fraction"],
+        values.update({"step time": time["step_seconds"], "bubble": time["bubble_share"],  # of the step
                        "compute": time["compute_seconds"], "recompute": time["recompute_seconds"],
                        "bubble time": time["bubble_seconds"], "optimizer": time["optimizer_seconds"]})
         for axis in AXES:

@@ -11,6 +11,12 @@ buffers_bytes, total_bytes}`, `memory.peak_bytes`, `memory.peak_stage`, `memory.
 exposed_comm_seconds.{tp, pp, dp, cp, ep}, comm_bytes.{tp, pp, dp, cp, ep}}`,
 `throughput.{tokens_per_second, tokens_per_second_per_gpu, model_tflops_per_gpu,
 hardware_tflops_per_gpu, mfu, hfu}`, `diagnostics`.
+
+The bubble has one definition everywhere parc prints it (explain, W0323, diff, search, report):
+the pipeline's idle time as a share of the step, `time.bubble_share` = bubble_seconds /
+step_seconds. `time.bubble_fraction` is kept for tools but is the idle/busy ratio (bubble over
+the micro-batches' busy time, (p - 1) / m for 1F1B); `time.idle_busy_ratio` is the same number
+under a name that says so.
 """
 
 from __future__ import annotations
@@ -19,13 +25,12 @@ from collections.abc import Callable
 from typing import Any
 
 from .diagnostics import Severity, Style, as_json, render_text, summary_line
+from .human import byte_unit, in_unit, percent, size
+from .human import count as count_text
 from .memory import estimate, unpredictable
 from .pipeline import Compilation
 from .plan import AXES, Plan
 from .timing import predict
-
-GiB = 1 << 30
-
 
 # ---------------------------------------------------------------------------------------------
 # Data
@@ -122,10 +127,6 @@ def build_report(compilation: Compilation) -> dict[str, Any]:
 # Text
 
 
-def _gib(nbytes: int) -> str:
-    return f"{nbytes / GiB:,.1f}"
-
-
 def header_text(report: dict, compilation: Compilation, style: Style) -> list[str]:
     size = f"{report['world_size']:,} GPUs" if report["world_size"] else "size open"
     count = report["nodes"]
@@ -136,7 +137,7 @@ def header_text(report: dict, compilation: Compilation, style: Style) -> list[st
     micro = report["micro_batch"] if report["micro_batch"] is not None else "?"
     batch = (f"seq {report['seq']:,}, global batch {report['global_batch']:,}, micro-batch {micro}"
              + (f", {accum} micro-batches per step" if accum else ""))
-    lines.append(f"{report['model']}: {report['parameters'] / 1e9:,.1f} B parameters; {batch}")
+    lines.append(f"{report['model']}: {count_text(report['parameters'])} parameters; {batch}")
     return lines
 
 
@@ -147,21 +148,26 @@ def memory_text(report: dict, compilation: Compilation, style: Style) -> list[st
     v = memory["virtual_stages"] or 1
     flight = "in flight" if v == 1 else "chunks in flight"
     head = ("stage", "layers", "params", "grads", "optimizer", "activations", "buffers", "total", "% HBM", flight)
+    unit = byte_unit(memory["peak_bytes"])  # one unit for the table, scaled to its largest cell
     rows = []
     for s in memory["per_stage"]:
-        rows.append((str(s["stage"]), str(s["layers"]), _gib(s["params_bytes"]), _gib(s["grads_bytes"]),
-                     _gib(s["optimizer_bytes"]), _gib(s["activations_bytes"]), _gib(s["buffers_bytes"]),
-                     _gib(s["total_bytes"]), f"{s['hbm_fraction']:.0%}", str(s["in_flight"])))
+        rows.append((str(s["stage"]), str(s["layers"]), in_unit(s["params_bytes"], unit), in_unit(s["grads_bytes"], unit),
+                     in_unit(s["optimizer_bytes"], unit), in_unit(s["activations_bytes"], unit),
+                     in_unit(s["buffers_bytes"], unit), in_unit(s["total_bytes"], unit),
+                     percent(s["total_bytes"] / memory["hbm_bytes"], 0), str(s["in_flight"])))
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-    lines = [style.bold(f"memory per GPU, worst rank of each pipeline stage (GiB; {memory['runtime']} runtime)")]
+    lines = [style.bold(f"memory per GPU, worst rank of each pipeline stage ({unit[0]}; {memory['runtime']} runtime)")]
     lines.append("  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)))
     usable = memory["usable_bytes"]
     for s, row in zip(memory["per_stage"], rows, strict=True):
         line = "  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True))
         lines.append(style.red(line) if s["total_bytes"] > usable else line)
     verdict = "fits" if memory["fits"] else "does not fit"
-    lines.append(f"peak: stage {memory['peak_stage']}, {_gib(memory['peak_bytes'])} GiB of {_gib(usable)} GiB usable "
-                 f"({_gib(memory['hbm_bytes'])} GiB HBM - {_gib(memory['reserve_bytes'])} GiB reserve): {verdict}")
+    lines.append(f"peak: stage {memory['peak_stage']}, {size(memory['peak_bytes'])} of {size(usable)} usable "
+                 f"({size(memory['hbm_bytes'])} HBM - {size(memory['reserve_bytes'])} reserve): {verdict}")
+    lines.append(f"{flight}: {'chunk-' if v > 1 else ''}micro-batches whose saved activations the stage holds at its "
+                 "peak; the one being worked on counts under buffers (its working set), so a stage whose peak "
+                 "falls between a backward and the next forward (the last 1F1B stage) can show 0")
     return lines
 
 
@@ -181,11 +187,11 @@ def time_text(report: dict, compilation: Compilation, style: Style) -> list[str]
     lines.append(f"{'part':>12}  {'seconds':>9}  {'share':>6}  {'sent per GPU':>12}")
     for name, seconds, sent in rows:
         moved = _bytes(sent) if sent else ""
-        lines.append(f"{name:>12}  {_seconds(seconds):>9}  {seconds / step:>6.1%}  {moved:>12}".rstrip())
-    lines.append(f"bubble: {time['bubble_fraction']:.3f} of the busy time; "
+        lines.append(f"{name:>12}  {_seconds(seconds):>9}  {percent(seconds / step):>6}  {moved:>12}".rstrip())
+    lines.append(f"bubble: {percent(time['bubble_share'])} of the step (idle/busy ratio {time['idle_busy_ratio']:.3f}); "
                  f"{rate['tokens_per_second']:,.0f} tokens/s ({rate['tokens_per_second_per_gpu']:,.0f} per GPU)")
-    lines.append(f"{_flops(rate['model_tflops_per_gpu'])} model TFLOP/s per GPU, MFU {rate['mfu']:.1%}; "
-                 f"{_flops(rate['hardware_tflops_per_gpu'])} hardware TFLOP/s, HFU {rate['hfu']:.1%} "
+    lines.append(f"{_flops(rate['model_tflops_per_gpu'])} model TFLOP/s per GPU, MFU {percent(rate['mfu'])}; "
+                 f"{_flops(rate['hardware_tflops_per_gpu'])} hardware TFLOP/s, HFU {percent(rate['hfu'])} "
                  f"(peak {_flops(rate['peak_tflops_per_gpu'])})")
     return lines
 

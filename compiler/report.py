@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .checks.helpers import gib
+from .human import count, percent
+from .human import size as gib
 from .diagnostics import Style, render_text
 from .pipeline import Compilation
 from .plan import Plan
@@ -64,13 +65,21 @@ GROUP_STYLES = {
 # Colours and numbers
 
 
+STAGE_PALETTE = ("#e69f00", "#56b4e9", "#0072b2", "#f0e442", "#cc79a7", "#d55e00", "#009e73")
+"""Okabe and Ito's colour-blind-safe colours (2008; their black left out: outlines are dark),
+ordered so that neighbours stay furthest apart for protan, deutan and tritan viewers too."""
+STAGE_SHADES = (0.0, 0.3, -0.4)
+"""Each round of seven stages is mixed toward white (+) or black (-) by this much, so stages 0,
+7 and 14 differ as well; neighbours always differ in hue."""
+
+
 def stage_colour(stage: int, stages: int) -> str:
-    """Evenly spaced hues, so neighbouring stages differ and any pp degree gets distinct colours."""
-    if stages <= 1:
-        return "hsl(210 55% 62%)"
-    hue = round(stage * 330 / stages + 200) % 360
-    light = 58 if stage % 2 == 0 else 68
-    return f"hsl({hue} 60% {light}%)"
+    """A stage's colour: neighbouring stages differ in hue from a colour-blind-safe palette, and
+    stages a palette apart differ in lightness; the same stage has the same colour at any pp."""
+    r, g, b = (int(STAGE_PALETTE[stage % 7][i:i + 2], 16) for i in (1, 3, 5))
+    t = STAGE_SHADES[(stage // 7) % len(STAGE_SHADES)]
+    mixed = [round(c + (255 - c) * t) if t > 0 else round(c * (1 + t)) for c in (r, g, b)]
+    return "#" + "".join(f"{c:02x}" for c in mixed)
 
 
 def seconds(value: float) -> str:
@@ -83,15 +92,29 @@ def seconds(value: float) -> str:
     return f"{value * 1e6:,.3g} us"
 
 
-def count(value: float) -> str:
-    for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if value >= scale:
-            return f"{value / scale:,.1f} {unit}"
-    return f"{value:,.0f}"
+LABEL_PX = 10
+"""Font size of the labels inside blocks and bar segments (`svg text.blocklabel`)."""
+
+_NARROW, _WIDE = set("ijlft.,:;|!() '"), set("mwMW%@=<>^~#&+")
 
 
-def percent(value: float) -> str:
-    return f"{value * 100:.1f}%"
+def text_width(text: str, font_px: float = LABEL_PX) -> float:
+    """An upper bound on the width of `text` in pixels: advance widths per class of character,
+    each at least DejaVu Sans's (the widest common UI sans font, Debian's default for system-ui):
+    narrow 0.40 em, wide 1.0 em, other capitals 0.80 em, the rest 0.64 em (digits are 0.636)."""
+    em = 0.0
+    for ch in text:
+        em += 0.40 if ch in _NARROW else 1.0 if ch in _WIDE else 0.80 if ch.isupper() else 0.64
+    return em * font_px
+
+
+def fitting_label(width: float, *choices: str) -> str | None:
+    """The first label that fits inside a segment `width` pixels wide (2 px either side), or None:
+    a label must never run over its segment's edges (the title still says everything)."""
+    for text in choices:
+        if text_width(text) + 4 <= width:
+            return text
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -387,9 +410,10 @@ def timeline_picture(plan: Plan) -> tuple[Element, dict[str, Any]]:
         g = el("g", {"class": f"op op-{a.kind}"})
         g.add(el("title", None, title))
         g.add(el("rect", {"x": x, "y": y + 1, "width": w, "height": row_h - 2, "fill": fill, "stroke": "#ffffff", "stroke-width": 0.5 if w > 2 else 0}))
-        if w >= 14 and row_h >= 14:
+        label = fitting_label(w, str(a.micro)) if row_h >= 14 else None
+        if label is not None:
             g.add(el("text", {"x": x + w / 2, "y": y + row_h / 2 + 4, "text-anchor": "middle", "class": "blocklabel",
-                              "fill": "#1d2430" if fill in LIGHT else "#ffffff"}, str(a.micro)))
+                              "fill": "#1d2430" if fill in LIGHT else "#ffffff"}, label))
         blocks.add(g)
     svg.add(blocks)
     axis_y = top + pp * row_h + 4
@@ -408,6 +432,11 @@ def timeline_picture(plan: Plan) -> tuple[Element, dict[str, Any]]:
 
 # ---------------------------------------------------------------------------------------------
 # Memory and time
+
+
+MIN_PART_PX = 2.0
+"""A non-zero part of a memory bar is drawn at least this tall: a sharded optimizer's 0.4 GiB next
+to 67 GiB would be a fraction of a pixel, invisible (the legend gives its size)."""
 
 
 def memory_picture(memory: dict) -> Element:
@@ -441,17 +470,17 @@ def memory_picture(memory: dict) -> Element:
         g = el("g", {"class": "bar"})
         parts = "; ".join(f"{name} {gib(s[key])}" for key, name, _ in MEMORY_PARTS)
         g.add(el("title", None, f"stage {s['stage']}: {gib(s['total_bytes'])} ({parts})"))
-        for key, _, colour in MEMORY_PARTS:
-            h = s[key] * scale
+        for key, name, colour in MEMORY_PARTS:
+            h = max(s[key] * scale, MIN_PART_PX) if s[key] > 0 else 0.0
             y -= h
-            g.add(el("rect", {"x": x, "y": y, "width": bar_w, "height": h, "fill": colour}))
+            g.add(el("rect", {"x": x, "y": y, "width": bar_w, "height": h, "fill": colour, "class": f"part-{key}"}))
         if s["total_bytes"] > usable:
             g.add(el("rect", {"x": x - 1, "y": y - 1, "width": bar_w + 2, "height": base - y + 1, "fill": "none",
                               "stroke": "#d62728", "stroke-width": 2}))
         svg.add(g)
         if bar_w >= 30:
             svg.add(el("text", {"x": x + bar_w / 2, "y": y - 4, "text-anchor": "middle", "class": "label small"},
-                       f"{s['total_bytes'] / GiB:,.1f}"))
+                       gib(s["total_bytes"])))
         if n <= 32 or i % max(1, n // 16) == 0:
             svg.add(el("text", {"x": x + bar_w / 2, "y": base + 14, "text-anchor": "middle", "class": "label small"},
                        str(s["stage"])))
@@ -499,9 +528,11 @@ def time_picture(time: dict) -> Element:
         g = el("g", {"class": "part"})
         g.add(el("title", None, f"{name}: {seconds(value)} ({percent(value / total)})"))
         g.add(el("rect", {"x": x, "y": 8, "width": w, "height": bar_h, "fill": colour}))
-        if w > 70:
+        share = percent(value / total)
+        label = fitting_label(w, f"{name} {share}", f"{name.split()[0]} {share}", share)
+        if label is not None:
             g.add(el("text", {"x": x + w / 2, "y": 8 + bar_h / 2 + 4, "text-anchor": "middle", "class": "blocklabel",
-                              "fill": "#1d2430" if colour in LIGHT else "#ffffff"}, f"{name} {percent(value / total)}"))
+                              "fill": "#1d2430" if colour in LIGHT else "#ffffff"}, label))
         svg.add(g)
         x += w
     svg.add(el("text", {"x": 10, "y": bar_h + 32, "class": "label small"}, "0"))
@@ -575,6 +606,16 @@ def figure(value: str, label: str, bad: bool = False) -> Element:
     return el("div", {"class": "figure"}, el("b", {"class": "bad"} if bad else None, value), el("span", None, label))
 
 
+def findings_figure(diagnostics) -> Element:
+    """Errors and warnings as `parc check` counts them, allowed warnings included and said to be
+    allowed: a card reading 0 while the Checks section lists an allowed W0323 misleads."""
+    errors = sum(1 for d in diagnostics if d.is_error)
+    warnings = [d for d in diagnostics if d.severity.value == "warning"]
+    allowed = sum(1 for d in warnings if d.allowed)
+    label = "errors / warnings" + (f" ({allowed} allowed)" if allowed else "")
+    return figure(f"{errors} / {len(warnings)}", label, bad=errors > 0)
+
+
 def build_page(compilation: Compilation) -> str:
     """The whole page as text. Needs a complete plan (no holes) without errors."""
     from .explain import build_report
@@ -600,13 +641,11 @@ def build_page(compilation: Compilation) -> str:
         figures.add(figure(f"{throughput['tokens_per_second']:,.0f}", "tokens/s"))
         figures.add(figure(percent(throughput["mfu"]), f"MFU ({throughput['model_tflops_per_gpu']:,.0f} TFLOP/s per GPU)"))
     if time is not None:
-        figures.add(figure(percent(time["bubble_fraction"]), "pipeline bubble (of busy time)"))
+        figures.add(figure(percent(time["bubble_share"]), "pipeline bubble (idle share of the step)"))
     if memory is not None:
         figures.add(figure(gib(memory["peak_bytes"]), f"peak memory (stage {memory['peak_stage']}) of "
                            f"{gib(memory['usable_bytes'])} usable", bad=not memory["fits"]))
-    errors = sum(1 for d in compilation.diagnostics if d.is_error)
-    warnings = sum(1 for d in compilation.diagnostics if not d.is_error and not d.allowed)
-    figures.add(figure(f"{errors} / {warnings}", "errors / warnings", bad=errors > 0))
+    figures.add(findings_figure(compilation.diagnostics))
     main.add(figures)
 
     main.add(el("h2", {"id": "devices"}, "Devices"))
@@ -646,7 +685,10 @@ def build_page(compilation: Compilation) -> str:
                  "drains the same way, with a longer steady state between)")
     text += (". Blocks are placed with the time model's per-chunk times" if tl["timed"] else
              ". Blocks take one unit each (the time model cannot time this plan)")
-    text += (f"; hatched = idle: {percent(tl['idle'])} of the drawn stage-time. Numbers are micro-batches.")
+    text += f"; hatched = idle ({percent(tl['idle'])} of the drawn stage-time"
+    if time is not None:
+        text += f"; the bubble, idle share of the whole step, is {percent(time['bubble_share'])}"
+    text += "). Numbers are micro-batches."
     if tl["schedule"] == "dualpipe-v":
         text += " DualPipe-V's overlapped forward-backward pairs are drawn one after the other."
     main.add(el("p", {"class": "caption"}, text))
@@ -666,10 +708,14 @@ def build_page(compilation: Compilation) -> str:
         main.add(el("p", {"class": "caption"},
                     f"The worst rank of each pipeline stage ({memory['runtime']} runtime), stacked by kind, against "
                     f"{gib(memory['hbm_bytes'])} HBM less a {gib(memory['reserve_bytes'])} reserve. Peak: stage "
-                    f"{memory['peak_stage']}, {gib(memory['peak_bytes'])}: ", verdict, "."))
+                    f"{memory['peak_stage']}, {gib(memory['peak_bytes'])}: ", verdict,
+                    f". A part smaller than {MIN_PART_PX:g} px is drawn {MIN_PART_PX:g} px tall so that none is "
+                    "hidden; hover a bar for its bytes. The legend gives each part at the peak stage."))
         legend = el("div", {"class": "legend"})
-        for _, name, colour in MEMORY_PARTS:
-            legend.add(el("span", {"class": "key"}, el("i", {"style": f"background:{colour}"}), name))
+        peak = next(s for s in memory["per_stage"] if s["stage"] == memory["peak_stage"])
+        for key, name, colour in MEMORY_PARTS:
+            legend.add(el("span", {"class": "key"}, el("i", {"style": f"background:{colour}"}),
+                          f"{name} {gib(peak[key])}"))
         main.add(legend)
         main.add(memory_picture(memory))
 

@@ -186,6 +186,9 @@ class Key:
 
 
 def _enum(name, doc, example, choices, holes=False, aliases=()):
+    """An alias is another real name of exactly one choice (`ulysses` for all-to-all); never a key's
+    name (`flavor`), a family naming several choices (`zero-bubble`, `interleaved`) or a
+    different thing (`dualpipe` keeps two copies of the weights; dualpipe-v does not)."""
     return Key(name, "enum", doc, example, holes, tuple(choices), tuple(aliases))
 
 
@@ -252,8 +255,7 @@ TP_KEYS = (
 SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v")
 PP_KEYS = (
     _enum("schedule", "pipeline schedule", "schedule 1f1b", SCHEDULES, holes=True,
-          aliases=(("interleaved", "interleaved-1f1b"), ("zero-bubble", "interleaved-zb"),
-                   ("zb-v", "zbv"), ("dualpipev", "dualpipe-v"), ("dualpipe", "dualpipe-v"))),
+          aliases=(("zb-v", "zbv"), ("dualpipev", "dualpipe-v"))),
     Key("virtual-stages", "count", "model chunks per pipeline rank (interleaved schedules)",
         "virtual-stages 2", holes=True),
     Key("split", "list", "layers per stage, in stage order (uneven split)", "split [7, 8, 8, 7]"),
@@ -267,7 +269,7 @@ DP_KEYS = (
 CP_KEYS = (
     _enum("flavour", "how attention exchanges K/V across cp ranks", "flavour ring",
           ("ring", "all-gather", "all-to-all"), aliases=(("ulysses", "all-to-all"), ("allgather", "all-gather"),
-                                                         ("a2a", "all-to-all"), ("flavor", "ring"))),
+                                                         ("a2a", "all-to-all"))),
 )
 
 EP_KEYS: tuple[Key, ...] = ()

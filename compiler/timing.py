@@ -998,10 +998,17 @@ class Breakdown:
     sent: dict
     """Bytes one GPU (of the slowest stage) sends per step, per axis."""
     bubble_fraction: float
-    """Bubble / (micro-batches x one micro-batch's time): (p - 1) / m for 1f1b."""
+    """The idle/busy ratio, bubble / (micro-batches x one micro-batch's time): (p - 1) / m for
+    1f1b. Not "the bubble" parc reports: that is `bubble_share`."""
     stage: int
     """The pp rank that sets the pace."""
     microbatches: int
+
+    @property
+    def bubble_share(self) -> float:
+        """The bubble as parc reports it everywhere: the pipeline's idle time as a share of the
+        step (bubble / step), so it adds up with the other parts of the step to 100 %."""
+        return self.bubble / self.step if self.step > 0 else 0.0
 
 
 def step_time(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants = DEFAULT,
@@ -1107,7 +1114,9 @@ class Prediction:
             "compute_seconds": _r(b.compute),
             "recompute_seconds": _r(b.recompute),
             "bubble_seconds": _r(b.bubble),
-            "bubble_fraction": _r(b.bubble_fraction),
+            "bubble_fraction": _r(b.bubble_fraction),  # kept for tools: the idle/busy ratio
+            "bubble_share": _r(b.bubble_share),
+            "idle_busy_ratio": _r(b.bubble_fraction),
             "optimizer_seconds": _r(b.optimizer),
             "exposed_comm_seconds": {a: _r(b.exposed[a]) for a in AXES},
             "comm_bytes": {a: int(round(b.sent[a])) for a in AXES},

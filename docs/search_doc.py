@@ -327,10 +327,12 @@ gives byte-identical output (tested).
 ## Output
 
 The table lists, per candidate, the layout in its rank order, each open knob, tokens/s, step
-time, MFU, the peak memory of the worst rank, the bubble's share of the busy time and the
-exposed communication. `*` marks the Pareto frontier of peak memory and tokens/s: no listed
-candidate is as fast with less memory. The mark is exact for the whole space: a layout that
-dominates a listed one is at least as fast, so it is listed too.
+time, MFU, the peak memory of the worst rank, the bubble (the idle share of the step, as
+everywhere in parc) and the exposed communication. `*` marks the Pareto frontier of peak memory
+and tokens/s: no listed candidate is as fast with less memory. The mark is exact for the whole
+space: a layout that dominates a listed one is at least as fast, so it is listed too. A spec
+without `?` has nothing to search: search says so and prints the layout's own prediction, the
+same figures `parc explain` prints.
 
 The best candidates are then written into the spec's text and run through the real front end
 (parse, resolve, every check, `parc explain`'s predictions): what search prints about a layout is

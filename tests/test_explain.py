@@ -8,6 +8,7 @@ change). The JSON keys listed in the issue are a contract: they are tested by na
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from parc import memory
@@ -105,3 +106,79 @@ def test_explain_does_not_import_torch():
              "print('HEAVY:' + ','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy'))))")
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120).stdout
     assert "HEAVY:\n" in out or out.rstrip().endswith("HEAVY:"), out[-300:]
+
+
+def test_explain_takes_several_files_like_check(monkeypatch, tmp_path):
+    """Issue 17: `parc explain a.par b.par` rejected the second file."""
+    monkeypatch.chdir(ROOT)
+    one = run_cli("explain", "specs/tiny.par").stdout
+    two = run_cli("explain", "specs/llama3-405b.par").stdout
+    both = run_cli("explain", "specs/tiny.par", "specs/llama3-405b.par")
+    assert both.exit_code == 0, both.stderr
+    assert both.stdout == one + "\n" + two
+    data = json.loads(run_cli("explain", "specs/tiny.par", "specs/llama3-405b.par", "--format", "json").stdout)
+    assert [r["file"] for r in data["files"]] == ["specs/tiny.par", "specs/llama3-405b.par"]
+    assert data["files"][1] == json.loads(run_cli("explain", "specs/llama3-405b.par", "--format", "json").stdout)
+    bad = tmp_path / "bad.par"
+    bad.write_text("tp 8 x\n")
+    mixed = run_cli("explain", "specs/tiny.par", str(bad), "--format", "json")
+    assert mixed.exit_code == 1
+    entries = json.loads(mixed.stdout)["files"]
+    assert entries[0]["file"] == "specs/tiny.par" and entries[1]["ok"] is False and entries[1]["diagnostics"]
+    missing = run_cli("explain", "specs/tiny.par", str(tmp_path / "missing.par"))
+    assert missing.exit_code == 2 and missing.stdout == one
+
+
+def test_units_scale_down_for_a_tiny_model(monkeypatch):
+    """Issue 17: `parc explain specs/tiny.par` printed "0.0 B parameters", every memory cell 0.0
+    GiB and MFU 0.0 %."""
+    monkeypatch.chdir(ROOT)
+    text = run_cli("explain", "specs/tiny.par").stdout
+    data = json.loads(run_cli("explain", "specs/tiny.par", "--format", "json").stdout)
+    params = data["parameters"]
+    assert 1e3 <= params < 1e6
+    assert f"tiny: {params / 1e3:,.1f} K parameters;" in text
+    peak = data["memory"]["peak_bytes"]
+    assert (1 << 20) <= peak < (1 << 30)
+    assert "(MiB; torch runtime)" in text and f"peak: stage {data['memory']['peak_stage']}, {peak / (1 << 20):,.1f} MiB" in text
+    table = text.split("in flight\n", 1)[1].split("peak:", 1)[0].splitlines()
+    assert table and all(float(cell) > 0 for row in table for cell in row.split()[2:8])
+    mfu = data["throughput"]["mfu"]
+    assert 0 < mfu < 1e-3
+    assert "MFU 0.0%" not in text and f"MFU {mfu * 100:.2g}%" in text
+    big = run_cli("explain", "specs/llama3-405b.par").stdout
+    assert "405.9 B parameters" in big and "(GiB; torch runtime)" in big
+
+
+def test_the_in_flight_column_has_a_legend(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    text = run_cli("explain", "specs/llama3-405b.par").stdout
+    data = json.loads(run_cli("explain", "specs/llama3-405b.par", "--format", "json").stdout)
+    assert data["memory"]["per_stage"][-1]["in_flight"] == 0
+    assert "in flight: micro-batches whose saved activations the stage holds at its peak; the one being worked on " \
+           "counts under buffers" in text
+
+
+def test_one_bubble_definition_in_explain_diff_and_w0323(monkeypatch):
+    """Issue 17: explain said 31.7 % and "0.469 of the busy time", diff 46.9 %, W0323 32 %."""
+    from parc.human import percent
+
+    monkeypatch.chdir(ROOT)
+    old, new = "specs/llama3-405b.par", "tests/golden/diff/llama3-405b-pp8.par"
+    shares = []
+    for path in (old, new):
+        time = json.loads(run_cli("explain", path, "--format", "json").stdout)["time"]
+        assert time["bubble_share"] == pytest.approx(time["bubble_seconds"] / time["step_seconds"], rel=1e-5)
+        assert time["idle_busy_ratio"] == time["bubble_fraction"]  # the other figure, under its own name
+        shares.append(time["bubble_share"])
+        text = run_cli("explain", path).stdout
+        assert f"bubble: {percent(time['bubble_share'])} of the step (idle/busy ratio" in text
+        assert "busy time" not in text
+        check = run_cli("check", path).stderr
+        for found in re.findall(r"the pipeline bubble is (\d+)% of the step", check):
+            assert abs(int(found) - 100 * time["bubble_share"]) < 1.5  # closed form, before communication
+    diff = run_cli("diff", old, new, "--format", "json")
+    bubble = next(m for m in json.loads(diff.stdout)["metrics"] if m["name"] == "bubble")
+    assert (bubble["old"], bubble["new"]) == tuple(shares)
+    row = next(line for line in run_cli("diff", old, new).stdout.splitlines() if line.strip().startswith("bubble "))
+    assert row.split()[1:3] == [percent(s) for s in shares]

@@ -63,6 +63,18 @@ def test_fmt_diff(tmp_path):
     assert "-tp 2  x dp 4" in result.stdout and "+tp 2 x dp 4" in result.stdout
 
 
+def test_fmt_diff_alone_never_writes(tmp_path):
+    messy = tmp_path / "messy.par"
+    messy.write_text("tp 2  x dp 4\n")
+    before = messy.stat().st_mtime_ns
+    result = run_cli("fmt", "--diff", str(messy))
+    assert result.exit_code == 0
+    assert "-tp 2  x dp 4" in result.stdout and "+tp 2 x dp 4" in result.stdout
+    assert messy.read_text() == "tp 2  x dp 4\n", "--diff must not write"
+    assert messy.stat().st_mtime_ns == before
+    assert "reformatted" not in result.stderr
+
+
 def test_fmt_refuses_a_spec_with_syntax_errors(tmp_path):
     broken = tmp_path / "broken.par"
     original = "tp=2\nmodel   tiny\n"

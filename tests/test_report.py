@@ -142,6 +142,22 @@ def test_cli_writes_the_page_and_refuses_holes(tmp_path):
     assert "parc report specs/llama3-405b.par -o report.html" in result.stdout
 
 
+def test_report_files_are_0644_like_compiles(tmp_path, monkeypatch):
+    """Issue 17: the report was written 0600 (mkstemp's mode) while compile writes 0644."""
+    out = tmp_path / "r.html"
+    assert run_cli("report", "specs/tiny.par", "-o", str(out)).exit_code == 0
+    assert out.stat().st_mode & 0o777 == 0o644
+    spec = ROOT / "specs" / "tiny.par"
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("report", str(spec))
+    assert result.exit_code == 0, result.stderr
+    default = tmp_path / "out" / "tiny-report.html"
+    assert "wrote out/tiny-report.html" in result.stderr
+    assert default.stat().st_mode & 0o777 == 0o644
+    assert run_cli("compile", str(spec), "-o", str(tmp_path / "job")).exit_code == 0
+    assert (tmp_path / "job" / "plan.json").stat().st_mode & 0o777 == 0o644
+
+
 # ---------------------------------------------------------------------------------------------
 # A real browser
 
@@ -212,9 +228,8 @@ def test_page_in_headless_chromium(name, tmp_path):
 
 
 def _hsl_rgb(text: str) -> tuple[int, int, int]:
-    h, s, l = map(float, re.match(r"hsl\((\d+) (\d+)% (\d+)%\)", text).groups())  # noqa: E741
-    r, g, b = colorsys.hls_to_rgb(h / 360, l / 100, s / 100)
-    return round(r * 255), round(g * 255), round(b * 255)
+    """A CSS colour as RGB (the report writes #rrggbb)."""
+    return tuple(int(text[i:i + 2], 16) for i in (1, 3, 5))
 
 
 def _close(a, b) -> bool:
@@ -234,3 +249,130 @@ def test_report_and_diff_do_not_import_torch(tmp_path):
         done = subprocess.run([sys.executable, "-c", probe, *args], cwd=ROOT, capture_output=True, text=True,
                               timeout=120)
         assert "IMPORTED:\n" in done.stdout, (args, done.stdout[-300:], done.stderr[-300:])
+
+
+def _reference_font():
+    """Text widths measured with a real font, not the report's own estimate: DejaVu Sans (what
+    Chromium draws system-ui with on Debian), else Pillow's bundled sans."""
+    from PIL import ImageFont
+
+    dejavu = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+    return ImageFont.truetype(str(dejavu), 10) if dejavu.exists() else ImageFont.load_default(size=10)
+
+
+LABELLED = re.compile(r'<rect x="([\d.]+)" y="[\d.]+" width="([\d.]+)"[^>]*/>'
+                      r'<text x="([\d.]+)" y="[\d.]+" text-anchor="middle" class="blocklabel"[^>]*>([^<]*)</text>')
+
+
+@pytest.mark.parametrize("spec", COMPLETE, ids=[p.stem for p in COMPLETE])
+def test_no_label_overflows_its_segment(spec):
+    """Issue 17: "tp exposed 8.1%" ran over its segment of the step bar. Every label inside a
+    block or bar segment, measured in a real font, stays inside its rectangle."""
+    font = _reference_font()
+    page = build_page(compile_path(str(spec)))
+    labels = LABELLED.findall(page)
+    assert labels
+    for x, width, centre, text in labels:
+        x, width, centre = float(x), float(width), float(centre)
+        measured = font.getlength(html.unescape(text))
+        assert abs(centre - (x + width / 2)) < 0.02, text
+        assert measured <= width, f"`{text}` is {measured:.1f} px in a {width:.1f} px segment"
+
+
+def test_narrow_segments_keep_a_short_label_and_stage_0_backwards_get_numbers():
+    page = page_of("llama3-405b")
+    bar = page[page.index('class="steptime"'):]
+    assert '>tp 8.1%</text>' in bar or '>8.1%</text>' in bar, "the tp segment lost its share"
+    ops = re.findall(r'<g class="op op-B"><title>stage 0: [^,]*, micro-batch (\d+)[^<]*</title><rect [^>]*/>'
+                     r'(<text[^>]*>(\d+)</text>)?', page)
+    assert ops
+    first = [m for m, _, label in ops if int(m) < 10]
+    assert first and all(label == m for m, _, label in ops if int(m) < 10)
+
+
+def test_the_header_card_counts_allowed_warnings():
+    """Issue 17: the card said "0 / 0 errors / warnings" while Checks listed an allowed W0323."""
+    page = page_of("llama3-405b")
+    assert "<b>0 / 1</b><span>errors / warnings (1 allowed)</span>" in page
+
+
+def test_one_bubble_figure_in_the_page(monkeypatch):
+    """The header card, the step bar and the schedule's caption give the bubble as explain does."""
+    import json
+
+    report = json.loads(run_cli("explain", "specs/llama3-405b.par", "--format", "json").stdout)
+    from parc.human import percent
+
+    share = percent(report["time"]["bubble_share"])
+    page = page_of("llama3-405b")
+    assert f"<b>{share}</b><span>pipeline bubble (idle share of the step)</span>" in page
+    assert f">bubble {share}</text>" in page
+    assert f"the bubble, idle share of the whole step, is {share}" in page
+    assert "of busy time" not in page
+
+
+# Colour vision: Machado, Oliveira and Fernandes (2009), full severity, on linear RGB; then CIELAB
+# (D65) and the CIE76 distance. Written out here, independent of the report's own palette code.
+CVD = {
+    "normal": ((1, 0, 0), (0, 1, 0), (0, 0, 1)),
+    "protan": ((0.152286, 1.052583, -0.204868), (0.114503, 0.786281, 0.099216), (-0.003882, -0.048116, 1.051998)),
+    "deutan": ((0.367322, 0.860646, -0.227968), (0.280085, 0.672501, 0.047413), (-0.011820, 0.042940, 0.968881)),
+    "tritan": ((1.255528, -0.076749, -0.178779), (-0.078411, 0.930809, 0.147602), (0.004733, 0.691367, 0.303900)),
+}
+
+
+def _lab(rgb: tuple[int, int, int], vision: str) -> tuple[float, float, float]:
+    linear = [c / 255 / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in rgb]
+    m = CVD[vision]
+    r, g, b = (min(1.0, max(0.0, sum(m[i][j] * linear[j] for j in range(3)))) for i in range(3))
+    x = (0.4124564 * r + 0.3575761 * g + 0.1804375 * b) / 0.95047
+    y = 0.2126729 * r + 0.7151522 * g + 0.0721750 * b
+    z = (0.0193339 * r + 0.1191920 * g + 0.9503041 * b) / 1.08883
+
+    def f(t: float) -> float:
+        return t ** (1 / 3) if t > 216 / 24389 else (24389 / 27 * t + 16) / 116
+
+    return 116 * f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))
+
+
+def _distance(a: str, b: str, vision: str) -> float:
+    import math
+
+    return math.dist(_lab(_hsl_rgb(a), vision), _lab(_hsl_rgb(b), vision))
+
+
+MIN_NEIGHBOUR_DISTANCE = 15.0
+"""CIE76 distance every two neighbouring stages keep, for every kind of colour vision (about 2.3
+is a just-noticeable difference; the old evenly spaced hues fell below 3)."""
+
+
+def test_neighbouring_stage_colours_stay_apart_for_every_colour_vision():
+    """Issue 17: stages 0/1 and 12-14 were hard to tell apart. For 1..64 stages, neighbours are
+    far apart in CIELAB for normal, protan, deutan and tritan vision (simulated), and no two
+    stages among 21 in a row share a colour."""
+    checked = 0
+    for pp in range(1, 65):
+        colours = [stage_colour(stage, pp) for stage in range(pp)]
+        for vision in CVD:
+            for a, b in zip(colours, colours[1:]):
+                assert _distance(a, b, vision) >= MIN_NEIGHBOUR_DISTANCE, (pp, vision, a, b)
+                checked += 1
+        for i in range(pp):
+            assert colours[i] not in colours[i + 1:i + 21], (pp, i)
+    assert checked == 4 * sum(range(64))
+
+
+def test_optimizer_memory_is_visible_in_the_memory_picture():
+    """Issue 17: zero1's 0.4 GiB of optimizer states per GPU next to 67 GiB drew under a pixel."""
+    import json
+
+    page = page_of("llama3-405b")
+    report = json.loads(run_cli("explain", "specs/llama3-405b.par", "--format", "json").stdout)
+    stages = report["memory"]["per_stage"]
+    assert all(0 < s["optimizer_bytes"] < s["total_bytes"] / 50 for s in stages)
+    heights = [float(h) for h in re.findall(r'height="([\d.]+)" fill="[^"]+" class="part-optimizer_bytes"', page)]
+    assert len(heights) == len(stages) and min(heights) >= 2
+    peak = next(s for s in stages if s["stage"] == report["memory"]["peak_stage"])
+    from parc.human import size
+
+    assert f"optimizer states {size(peak['optimizer_bytes'])}" in page

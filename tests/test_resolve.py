@@ -168,3 +168,43 @@ def test_allow_inside_a_block_is_kept():
     text = BASE.replace("train { seq 32, global-batch 16 }", "train {\n  seq 32\n  global-batch 16 allow W0323\n}")
     plan = plan_of(text)
     assert [(a.code, a.statement.line) for a in plan.allows] == [("W0323", 6)]
+
+
+def every_key():
+    from parc.spec import BLOCK_KEYS
+
+    return [key for keys in BLOCK_KEYS.values() for key in keys]
+
+
+def test_aliases_are_other_names_of_exactly_one_thing():
+    """Issue 17: `cp { flavour flavor }` was `ring` (an alias table entry `flavor = ring`).
+
+    An alias is a real name of exactly one choice: never the name of a key, never a prefix that
+    fits two choices (`a100`: 40 or 80 GB), never a family or a different schedule."""
+    from parc.catalog import gpus, models
+    from parc.spec import TOP_KEYS
+
+    keys = every_key()
+    key_names = {key.name for key in keys} | set(TOP_KEYS)
+    tables = [(dict(key.aliases), key.choices) for key in keys if key.aliases]
+    tables += [(gpus.ALIASES, tuple(gpus.GPUS)), (models.ALIASES, tuple(models.MODELS))]
+    assert len(tables) >= 4
+    for aliases, choices in tables:
+        assert aliases
+        for alias, target in aliases.items():
+            assert target in choices, (alias, target)
+            assert alias not in key_names, f"alias `{alias}` is a key's name"
+            assert alias not in choices, alias
+            fits = [c for c in choices if c.startswith(alias + "-")]
+            assert len(fits) <= 1, f"alias `{alias}` fits {fits}"
+
+
+@pytest.mark.parametrize("text, code", [
+    ("cp { flavour flavor }", "E0202"), ("pp { schedule zero-bubble }", "E0202"),
+    ("pp { schedule dualpipe }", "E0202"), ("pp { schedule interleaved }", "E0202"), ("hardware { gpu a100, nodes 1 }", "E0"),
+])
+def test_removed_aliases_are_rejected_with_a_suggestion(text, code):
+    result = compile_text(f"tp 2 x cp 2 x pp 2 on nodes(8 gpus, nvlink)\nmodel tiny\n{text}\n", path="x.par")
+    errors = [d for d in result.diagnostics if d.severity.value == "error"]
+    assert errors and errors[0].code.startswith(code), result.diagnostics
+    assert "did you mean" in (errors[0].help or "") or "`" in (errors[0].help or "")

@@ -262,3 +262,40 @@ def test_the_written_winner_compiles(tmp_path):
     result = run_cli("compile", str(spec), "-o", str(tmp_path / "job"))
     assert result.exit_code == 0, result.stderr
     assert "error" not in result.stderr
+
+
+def explain_figures(text: str) -> tuple[str, str, str]:
+    """tokens/s, MFU and bubble as `parc explain` prints them."""
+    import re
+
+    bubble, tokens = re.search(r"^bubble: (\S+%) of the step .*; ([\d,]+) tokens/s", text, re.M).groups()
+    mfu = re.search(r"MFU (\S+%);", text)[1]
+    return tokens, mfu, bubble
+
+
+def test_a_spec_without_holes_says_so_and_prints_explains_prediction(monkeypatch):
+    """Issue 17: `winner: ` (empty), "rejected by ... E0304 0", and an MFU that differed from
+    explain's for the same layout (two roundings)."""
+    monkeypatch.chdir(ROOT)
+    result = run_cli("search", "specs/llama3-405b.par")
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    assert "holes: none: the spec has no `?` to fill, so there is nothing to search" in out
+    assert "winner:" not in out
+    assert "rejected by the first rule" not in out
+    row = next(line for line in out.splitlines() if line.startswith("  1  "))
+    tokens, mfu, bubble = explain_figures(run_cli("explain", "specs/llama3-405b.par").stdout)
+    cells = row.split()
+    assert tokens in cells and mfu in cells and bubble in cells, (row, tokens, mfu, bubble)
+    assert "`parc check` on the spec: 1 allowed" in out
+
+
+def test_search_figures_equal_explains_for_the_written_winner(tmp_path):
+    """The winner's row and `parc explain` of the spec search wrote print the same figures."""
+    spec = tmp_path / "s.par"
+    shutil.copy(ROOT / "tests" / "golden" / "search" / "specs" / "five-axes.par", spec)
+    result = run_cli("search", str(spec), "--write", "--top", "1")
+    assert result.exit_code == 0, result.stderr
+    row = next(line for line in result.stdout.splitlines() if line.startswith("  1  ")).split()
+    tokens, mfu, bubble = explain_figures(run_cli("explain", str(spec)).stdout)
+    assert tokens in row and mfu in row and bubble in row, (row, tokens, mfu, bubble)

@@ -123,9 +123,8 @@ GPUS: dict[str, dict] = {
     ),
 }
 
-# Names people write for the same part.
+# Names people write for the same part; never one that fits two parts (`a100`: 40 or 80 GB).
 ALIASES: dict[str, str] = {
-    "a100": "a100-80gb",
     "a100-sxm4-40gb": "a100-40gb",
     "a100-sxm4-80gb": "a100-80gb",
     "h100": "h100-sxm",

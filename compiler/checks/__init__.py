@@ -5,7 +5,8 @@ A rule never changes the plan and never raises; each has a stable code explained
 are listed in `RULES` in the order their findings read best (topology before memory).
 
 A warning can be acknowledged in the spec with `allow CODE` on the statement it points at; it is
-then still reported, marked "(allowed)", and never fails `parc check`. An error cannot be allowed.
+then still reported, marked "(allowed)", and never fails `parc check`. An error cannot be allowed,
+and an `allow` of a warning that does not fire on its statement is itself a warning (W0240).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from ..codes import CODES
-from ..diagnostics import Diagnostic, Severity, error
+from ..diagnostics import Diagnostic, Severity, error, warning
 from ..plan import Plan
 
 Rule = Callable[[Plan], Iterable[Diagnostic]]
@@ -52,13 +53,42 @@ def apply_allows(plan: Plan, found: list[Diagnostic]) -> list[Diagnostic]:
             out.append(error("E0216", f"`{allow.code}` is an error and cannot be allowed", allow.code_span,
                              label="an error code",
                              help=f"fix the problem instead; `parc codes {allow.code}` explains it"))
+    used: set[int] = set()
     for d in found:
-        if d.severity is Severity.warning and d.span is not None and any(
-            a.code == d.code and a.statement.covers(d.span) for a in plan.allows
-        ):
+        covering = [i for i, a in enumerate(plan.allows)
+                    if d.severity is Severity.warning and d.span is not None
+                    and a.code == d.code and a.statement.covers(d.span)]
+        if covering:
+            used.update(covering)
             d = d.model_copy(update={"allowed": True})
         out.append(d)
+    out.extend(unused_allows(plan, used))
     return out
+
+
+def unused_allows(plan: Plan, used: set[int]) -> list[Diagnostic]:
+    """W0240 for an `allow` of a real warning that no rule reported on its statement: a stale
+    acknowledgement (the layout changed) or the wrong code hides nothing and misleads a reader.
+
+    Judged only when every rule could run (no holes: a rule may fire once they are filled) and
+    only for the rules' own codes (W06xx come from the generated runtime, at compile time)."""
+    if plan.holes:
+        return []
+    out = []
+    for i, allow in enumerate(plan.allows):
+        code = CODES.get(allow.code)
+        if code is None or code.severity != "warning" or i in used or not code.code.startswith(RULE_WARNINGS):
+            continue
+        out.append(warning("W0240", f"`allow {allow.code}` acknowledges a warning that is not reported here",
+                           allow.code_span, label=f"{allow.code} does not fire on this statement",
+                           notes=(f"{allow.code}: {code.title}",),
+                           help=f"remove `allow {allow.code}`, or move it to the statement the warning points at "
+                                f"(`parc check` shows where; `parc codes {allow.code}` explains it)"))
+    return out
+
+
+RULE_WARNINGS = ("W03", "W04")
+"""Prefixes of the warnings the rules of this package emit (the ones `unused_allows` can judge)."""
 
 
 RULE_MODULES: tuple[str, ...] = (

@@ -116,7 +116,8 @@ def pipeline_bubble(plan: Plan) -> Iterator[Diagnostic]:
                                 (train.span_of("global_batch"), f"{m} micro-batches per step")),
                   notes=(f"idle / busy = {ratio} = {r:.3f} (Narayanan et al. 2021); idle / step = {r:.3f} / "
                          f"{1 + r:.3f} = {fraction:.1%}: the end stages wait {pp.degree - 1} slot{'s' if pp.degree > 2 else ''} while the pipeline "
-                         "fills and drains",),
+                         "fills and drains (no communication counted; `parc explain` gives the time model's share, "
+                         "communication in the step)",),
                   help=f"{needed} or more micro-batches per step bring it under {BUBBLE_LIMIT:.0%} (a larger global "
                   "batch or a smaller micro-batch); an interleaved schedule divides it by its virtual stages; "
                   "acknowledge with `allow W0323`")

@@ -11,6 +11,7 @@ from ..codes import CODES
 from ..diagnostics import Diagnostic, Style, as_json, error, summary_line
 from ..diagnostics import render_text as render_diagnostic_text
 from ..diff import _table, value_text
+from ..human import percent
 from ..plan import AXES
 from . import Candidate, SearchResult
 from .engine import UNPREDICTED, Outcome, SpaceTooLarge
@@ -36,14 +37,10 @@ def _exposed(c: Candidate) -> float:
     return sum(c.prediction.breakdown.exposed.values())
 
 
-def _pct(x: float) -> str:
-    return f"{x * 100:.1f}%"
-
-
 def space_lines(result: SearchResult) -> list[str]:
     s = result.stats
     lines = [f"space: {s.raw:,} assignments of the holes; {s.valid:,} pass the layout rules"]
-    pruned = sorted(s.pruned.items(), key=lambda kv: (-kv[1], kv[0]))
+    pruned = sorted(((code, n) for code, n in s.pruned.items() if n), key=lambda kv: (-kv[1], kv[0]))
     if pruned:
         shown = ", ".join(f"{code} {count:,}" for code, count in pruned[:6])
         more = f", {len(pruned) - 6} more" if len(pruned) > 6 else ""
@@ -57,11 +54,16 @@ def render_text(result: SearchResult, style: Style) -> str:
     space = result.space
     plan = space.plan
     cluster = plan.cluster
-    holes = ", ".join(LABELS.get(h, h) for h in space.holes) or "none"
+    holes = ", ".join(LABELS.get(h, h) for h in space.holes)
+    written = not space.holes  # nothing to search: the layout as written, predicted as explain does
     lines = [style.bold(f"parc search {space.compilation.source.path}: {plan.model.name} on {cluster.world_size:,} "
-                        f"{cluster.gpu.name} ({cluster.nodes:,} nodes of {cluster.gpus_per_node})"),
-             f"holes: {holes}"]
-    lines += space_lines(result)
+                        f"{cluster.gpu.name} ({cluster.nodes:,} nodes of {cluster.gpus_per_node})")]
+    if written:
+        lines.append("holes: none: the spec has no `?` to fill, so there is nothing to search "
+                     "(the prediction below is the layout as written, as `parc explain` gives it)")
+    else:
+        lines.append(f"holes: {holes}")
+        lines += space_lines(result)
     if not result.candidates:
         return "\n".join(lines) + "\n"
     shown_knobs = [(h, title) for h, title in KNOB_COLUMNS if h in space.holes]
@@ -69,17 +71,22 @@ def render_text(result: SearchResult, style: Style) -> str:
         "tokens/s", "step", "MFU", "peak memory", "bubble", "exposed comm", "pareto"]
     rows = [head]
     for c in result.candidates:
-        b = c.prediction.breakdown
+        # The figures `parc explain` prints come from the rounded JSON; formatting the same numbers
+        # keeps both tools' text identical (rounding twice once made 35.7 % here and 35.8 % there).
+        time, rate = c.prediction.time_json(), c.prediction.throughput_json()
         rows.append([str(c.rank), layout_text(space, c)] + [c.values[h] for h, _ in shown_knobs] + [
-            f"{c.prediction.tokens_per_second:,.0f}", value_text("s", c.step), _pct(c.prediction.mfu),
-            value_text("bytes", c.peak_bytes), _pct(b.bubble_fraction), value_text("s", _exposed(c)),
+            f"{rate['tokens_per_second']:,.0f}", value_text("s", time["step_seconds"]), percent(rate["mfu"]),
+            value_text("bytes", c.peak_bytes), percent(time["bubble_share"]), value_text("s", _exposed(c)),
             "*" if c.pareto else ""])
     first_number = 2 + len(shown_knobs)
     table = _table(rows, set(range(first_number, first_number + 6)) | {0})
     usable = result.candidates[0].memory.usable_bytes
-    lines += ["", f"top {len(result.candidates)} by predicted tokens/s (peak memory of the worst rank, "
-              f"{value_text('bytes', usable)} usable per GPU):"]
+    what = "the layout as written" if written else f"top {len(result.candidates)} by predicted tokens/s"
+    lines += ["", f"{what} (peak memory of the worst rank, {value_text('bytes', usable)} usable per GPU; "
+              "bubble = idle share of the step):"]
     lines += table
+    if written:
+        return "\n".join(lines + _check_lines(result.winner, "the spec", style)) + "\n"
     lines.append("  * on the Pareto frontier of peak memory and tokens/s: nothing in the whole space is as fast "
                  "with less memory")
     if len(result.candidates) > 1:
@@ -89,18 +96,22 @@ def render_text(result: SearchResult, style: Style) -> str:
     winner = result.winner
     values = ", ".join(f"{LABELS.get(h, h)} {v}" for h, v in winner.values.items())
     lines += ["", style.bold(f"winner: {values}")]
-    diagnostics = winner.compilation.diagnostics
-    if diagnostics:
-        lines.append(f"`parc check` on the filled spec: {summary_line(diagnostics, style)}")
-        lines.append(render_diagnostic_text(diagnostics, {winner.compilation.source.path: winner.compilation.source}, style)
-                     .rstrip("\n"))
-    else:
-        lines.append("`parc check` on the filled spec: no findings")
+    lines += _check_lines(winner, "the filled spec", style)[1:]
     if result.rejected:
         lines.append(f"note: {len(result.rejected)} candidate(s) the fast checks accepted were rejected by "
                      "`parc check` (a bug in parc; please report it):")
         lines += [f"  {r}" for r in result.rejected]
     return "\n".join(lines) + "\n"
+
+
+def _check_lines(candidate: Candidate, what: str, style: Style) -> list[str]:
+    """A blank line, then what `parc check` says about the candidate's spec."""
+    diagnostics = candidate.compilation.diagnostics
+    if not diagnostics:
+        return ["", f"`parc check` on {what}: no findings"]
+    source = candidate.compilation.source
+    return ["", f"`parc check` on {what}: {summary_line(diagnostics, style)}",
+            render_diagnostic_text(diagnostics, {source.path: source}, style).rstrip("\n")]
 
 
 def candidate_json(space: Space, c: Candidate) -> dict:
@@ -116,7 +127,8 @@ def candidate_json(space: Space, c: Candidate) -> dict:
         "mfu": c.prediction.throughput_json()["mfu"],
         "peak_bytes": c.peak_bytes,
         "usable_bytes": c.memory.usable_bytes,
-        "bubble_fraction": c.prediction.time_json()["bubble_fraction"],
+        "bubble_fraction": c.prediction.time_json()["bubble_fraction"],  # kept: the idle/busy ratio
+        "bubble_share": c.prediction.time_json()["bubble_share"],  # the bubble: idle share of the step
         "exposed_comm_seconds": c.prediction.time_json()["exposed_comm_seconds"],
         "exposed_comm_total_seconds": float(f"{sum(b.exposed.values()):.6g}"),
         "time": c.prediction.time_json(),
