@@ -42,6 +42,7 @@ DEFAULTS = {
     "train.precision": "bf16",
     "train.optimizer": "adamw",
     "train.recompute": "none",
+    "train.clip-grad-norm": "off",
     "tp.sequence-parallel": "on",
     "pp.schedule": "1f1b",
     "pp.virtual-stages": "1 (2 for interleaved-1f1b, interleaved-zb, zbv and dualpipe-v)",

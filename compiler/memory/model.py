@@ -32,7 +32,6 @@ from .schedules import MAX_STATE_CHUNKS, peak_states, weighted_peak
 from .states import checkpoint_gather_bytes, compute_copy_bytes, model_states
 
 
-
 @dataclass(frozen=True, slots=True)
 class StageMemory:
     """The worst rank of one pipeline stage (all its ranks hold the same), in bytes."""
