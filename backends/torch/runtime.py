@@ -229,8 +229,7 @@ def parallel_context(plan: Plan, layout: Layout) -> dict:
                         "reshard_after_forward=False or its gradients are wrong (torch-cpu.md caveat 1)")
     elif reshard and pp:
         reshard = False
-        reshard_note = ("pipelining runs a forward per micro-batch: the weights stay gathered for the "
-                        "whole step (one all-gather per step, as torchtitan does)")
+        reshard_note = "under pipelining the weights stay gathered for the whole step (torchtitan's choice)"
     tied = m.tied_embeddings
     v_schedule = schedule in V_SCHEDULES
     data_lines, data_mesh_text, data_2d = data_mesh_code(plan, layout)

@@ -19,7 +19,6 @@ that for an all-reduce). Collectives over groups of one rank move nothing and ar
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -32,26 +31,28 @@ FP32, BF16 = 4, 2
 TOLERANCE = 0.01
 
 
-def model_counts(job: Path, plan) -> dict:
-    """Parameters of the model as written: per layer, and the root's (embedding, final norm,
-    output); with the stages' layer ranges from parc's pipeline split."""
+def meta_model(job: Path):
+    """The job's model.py Transformer on the meta device: the model as written, no runtime."""
     import importlib.util
 
     import torch
 
-    spec = importlib.util.spec_from_file_location(f"model_{job.name.replace('-', '_')}", job / "model.py")
+    spec = importlib.util.spec_from_file_location(f"model_of_{job.name.replace('-', '_')}", job / "model.py")
     module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(job))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(job))
+    spec.loader.exec_module(module)
     with torch.device("meta"):
-        net = module.Transformer()
-    layers = {int(name): sum(p.numel() for p in block.parameters()) for name, block in net.layers.items()}
-    embedding = sum(p.numel() for p in net.tok_embeddings.parameters())
-    head = sum(p.numel() for p in net.norm.parameters()) + sum(p.numel() for p in net.output.parameters())
-    return {"layers": layers, "embedding": embedding, "head": head,
+        return module.Transformer()
+
+
+def model_counts(job: Path) -> dict:
+    """Parameters of the model as written: per layer, the embedding, the head (final norm and
+    output), the normalisation weights, every tensor's size, and the total."""
+    net = meta_model(job)
+    return {"layers": {int(name): sum(p.numel() for p in block.parameters()) for name, block in net.layers.items()},
+            "embedding": sum(p.numel() for p in net.tok_embeddings.parameters()),
+            "head": sum(p.numel() for p in net.norm.parameters()) + sum(p.numel() for p in net.output.parameters()),
+            "norms": sum(p.numel() for name, p in net.named_parameters() if "norm" in name),
+            "sizes": [p.numel() for p in net.parameters()],
             "total": sum(p.numel() for p in net.parameters())}
 
 
@@ -65,13 +66,14 @@ def recorded(spec: str, tmp: Path) -> tuple[Path, object, list[dict]]:
     return job, plan, json.loads(out.read_text())
 
 
-def table(record: dict) -> dict[tuple[str, str], tuple[int, int]]:
-    """(kind, axis) -> (bytes, count) of one rank, groups of one rank left out."""
-    out: dict[tuple[str, str], tuple[int, int]] = {}
+def table(record: dict, by_dtype: bool = False) -> dict[tuple, tuple[int, int]]:
+    """(kind, axis[, dtype]) -> (bytes, count) of one rank, groups of one rank left out."""
+    out: dict[tuple, tuple[int, int]] = {}
     for c in record["collectives"]:
         if c["group_size"] > 1:
-            b, n = out.get((c["kind"], c["axis"]), (0, 0))
-            out[(c["kind"], c["axis"])] = (b + c["bytes"], n + c["count"])
+            key = (c["kind"], c["axis"], c["dtype"]) if by_dtype else (c["kind"], c["axis"])
+            b, n = out.get(key, (0, 0))
+            out[key] = (b + c["bytes"], n + c["count"])
     return out
 
 
@@ -85,76 +87,61 @@ def assert_matches(got: dict, expected: dict, where: str) -> None:
 
 
 DP_CASES = {
-    # spec: expected (kind, axis) -> (bytes, count) for P parameters, U FSDP units (blocks and
-    # the root), m micro-batches per step, S shard ranks
-    "traffic-none": lambda P, U, m, S: {("all_reduce", "dp"): (FP32 * P, U)},
-    "traffic-zero1": lambda P, U, m, S: {("all_reduce", "dp"): (FP32 * P, U),
-                                         ("all_gather", "dp"): (FP32 * P, "params")},
-    "traffic-zero2": lambda P, U, m, S: {("reduce_scatter", "dp"): (m * FP32 * P, m * U),
-                                         ("all_gather", "dp"): (BF16 * P, U)},
-    "traffic-zero3": lambda P, U, m, S: {("reduce_scatter", "dp"): (m * FP32 * P, m * U),
-                                         ("all_gather", "dp"): (m * 2 * BF16 * P, m * 2 * U)},
-    "traffic-hsdp": lambda P, U, m, S: {("reduce_scatter", "dp_shard"): (m * FP32 * P, m * U),
-                                        ("all_gather", "dp_shard"): (m * 2 * BF16 * P, m * 2 * U),
-                                        ("all_reduce", "dp_replicate"): (FP32 * P / S, U)},
+    # spec -> expected (kind, axis) -> (bytes, calls), from P parameters, U FSDP units (the
+    # blocks and the root), m micro-batches per step, n data ranks, S hsdp shard ranks
+    "traffic-none": lambda P, U, m, n, S, sizes: {("all_reduce", "dp"): (FP32 * P, U)},
+    # ZeRO-1 also gathers every updated parameter tensor (one call each), its slices padded to
+    # ceil(numel / n) elements
+    "traffic-zero1": lambda P, U, m, n, S, sizes: {("all_reduce", "dp"): (FP32 * P, U),
+                                                   ("all_gather", "dp"): (FP32 * sum(-(-k // n) * n for k in sizes),
+                                                                          len(sizes))},
+    "traffic-zero2": lambda P, U, m, n, S, sizes: {("reduce_scatter", "dp"): (m * FP32 * P, m * U),
+                                                   ("all_gather", "dp"): (BF16 * P, U)},
+    "traffic-zero3": lambda P, U, m, n, S, sizes: {("reduce_scatter", "dp"): (m * FP32 * P, m * U),
+                                                   ("all_gather", "dp"): (m * 2 * BF16 * P, m * 2 * U)},
+    "traffic-hsdp": lambda P, U, m, n, S, sizes: {("reduce_scatter", "dp_shard"): (m * FP32 * P, m * U),
+                                                  ("all_gather", "dp_shard"): (m * 2 * BF16 * P, m * 2 * U),
+                                                  ("all_reduce", "dp_replicate"): (FP32 * P / S, U)},
 }
 
 
 @pytest.mark.parametrize("spec", sorted(DP_CASES))
 def test_data_parallel_traffic_per_step_matches_the_table(spec, tmp_path):
     job, plan, ranks = recorded(spec, tmp_path)
-    counts = model_counts(job, plan)
-    P, U = counts["total"], len(counts["layers"]) + 1
-    m = plan.training.grad_accum
-    S = plan.layout.dp.shard or 1
-    expected = DP_CASES[spec](P, U, m, S)
-    if ("all_gather", "dp") in expected and expected[("all_gather", "dp")][1] == "params":
-        # ZeRO-1 gathers every parameter tensor after the step (one call each), its slices
-        # padded to ceil(numel / n) elements
-        n = plan.layout.dp.degree
-        shapes = parameter_sizes(job)
-        expected[("all_gather", "dp")] = (FP32 * sum(-(-k // n) * n for k in shapes), len(shapes))
+    counts = model_counts(job)
+    expected = DP_CASES[spec](counts["total"], len(counts["layers"]) + 1, plan.training.grad_accum,
+                              plan.layout.dp.degree, plan.layout.dp.shard or 1, counts["sizes"])
     assert len(ranks) == plan.cluster.world_size
     for record in ranks:
         assert_matches(table(record), expected, f"{spec} rank {record['rank']}")
 
 
-def parameter_sizes(job: Path) -> list[int]:
-    import importlib.util
-
-    import torch
-
-    spec = importlib.util.spec_from_file_location(f"sizes_{job.name.replace('-', '_')}", job / "model.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    with torch.device("meta"):
-        return [p.numel() for p in module.Transformer().parameters()]
-
-
 def test_tensor_parallel_traffic_per_step_matches_the_table(tmp_path):
-    """tp 2 without sequence parallelism (Megatron's f and g): per layer and micro-batch, two
-    all-reduces of the (micro-batch, seq, hidden) activations forward (after wo and w2) and two
-    backward (the input gradients of the column-parallel wq/wk/wv and w1/w3); the
-    vocabulary-parallel embedding all-reduces its output forward, the column-parallel output
-    layer its input gradient backward; loss_parallel all-reduces three (micro-batch, seq)
-    statistics forward (the max, the sum of exponentials, the target logit) and none backward.
-    The data-parallel gradients (DDP) are each tp rank's half of the tp-split weights."""
+    """tp 2 without sequence parallelism (Megatron's f and g operators, one per module as
+    torch's ColwiseParallel and RowwiseParallel place them): per layer and micro-batch, two
+    all-reduces of the (micro-batch, seq, hidden) activations forward (after wo and w2) and five
+    backward (the input gradients of the column-parallel wq, wk, wv, w1 and w3, each its own
+    module; Megatron fuses QKV and w1/w3 into two); the vocabulary-parallel embedding
+    all-reduces its output forward and the column-parallel output layer its input gradient
+    backward; loss_parallel all-reduces three (micro-batch, seq) fp32 statistics forward (the
+    max, the sum of exponentials, the target logit). DDP then all-reduces each tp rank's
+    gradients: half of every tp-split matrix, and the norms, which tp replicates, whole."""
     job, plan, ranks = recorded("traffic-tp2-dp2", tmp_path)
     m, L = plan.training.grad_accum, plan.model.layers
     tokens = plan.training.micro_batch * plan.training.seq_len
     activation = tokens * plan.model.hidden * BF16
-    expected_tp = {("all_reduce", "tp"): (m * ((4 * L + 2) * activation + 3 * tokens * FP32), m * (4 * L + 2 + 3))}
-    counts = model_counts(job, plan)
+    per_micro = 7 * L + 2
+    counts = model_counts(job)
+    norms = counts["norms"]
+    assert 0 < norms < counts["total"]
+    expected = {
+        ("all_reduce", "tp", "bfloat16"): (m * per_micro * activation, m * per_micro),
+        ("all_reduce", "tp", "float32"): (m * 3 * tokens * FP32, m * 3),
+        ("all_reduce", "dp", "float32"): (FP32 * ((counts["total"] - norms) / 2 + norms), L + 1),
+    }
+    assert len(ranks) == plan.cluster.world_size
     for record in ranks:
-        got = table(record)
-        tp_part = {k: v for k, v in got.items() if k[1] == "tp"}
-        assert_matches(tp_part, expected_tp, f"tp rank {record['rank']}")
-        dp_part = {k: v for k, v in got.items() if k[1] == "dp"}
-        assert set(dp_part) == {("all_reduce", "dp")}
-        size, count = dp_part[("all_reduce", "dp")]
-        assert count == L + 1
-        # the tp-split matrices are halved; norms are replicated over tp (whole on every rank)
-        assert FP32 * counts["total"] / 2 < size < FP32 * counts["total"]
+        assert_matches(table(record, by_dtype=True), expected, f"tp rank {record['rank']}")
 
 
 def test_pipeline_traffic_per_step_matches_the_table(tmp_path):
@@ -165,7 +152,7 @@ def test_pipeline_traffic_per_step_matches_the_table(tmp_path):
     job, plan, ranks = recorded("traffic-pp2-dp2", tmp_path)
     from parc.stages import pipeline_chunks
 
-    counts = model_counts(job, plan)
+    counts = model_counts(job)
     m = plan.training.grad_accum
     activation = plan.training.micro_batch * plan.training.seq_len * plan.model.hidden * BF16
     chunks = pipeline_chunks(plan)
