@@ -16,6 +16,7 @@ Options (docs/runtime.md in the parc repository describes them):
     --precision {auto,fp32,bf16}   auto: bf16 on cuda, fp32 on cpu
     --checkpoint-dir DIR       save DCP checkpoints to DIR/step-N
     --checkpoint-every N       also every N steps (default: only after the last step)
+    --async-checkpoint         write checkpoints in the background (dcp.async_save) while training goes on
     --resume                   continue from the newest DIR/step-N (written by any layout), if any
     --log-every N              log (and synchronise with the host) every N steps and after the last (default 10)
     --log-json FILE            rank 0 appends one JSON object per logged step
@@ -83,6 +84,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto")
     parser.add_argument("--checkpoint-dir", type=Path)
     parser.add_argument("--checkpoint-every", type=int, default=0)
+    parser.add_argument("--async-checkpoint", action="store_true")
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--log-every", type=int, default=10)
     parser.add_argument("--log-json", type=Path)
@@ -158,7 +160,9 @@ def start(args: argparse.Namespace) -> torch.device:
     if args.device == "cuda":
         device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
         torch.cuda.set_device(device)
-        dist.init_process_group("nccl", timeout=timeout, device_id=device, **store)
+        # an asynchronous checkpoint's background writer runs its collectives on gloo
+        backend = "cpu:gloo,cuda:nccl" if args.async_checkpoint else "nccl"
+        dist.init_process_group(backend, timeout=timeout, device_id=device, **store)
     else:
         device = torch.device("cpu")
         dist.init_process_group("gloo", timeout=timeout, **store)
@@ -233,16 +237,41 @@ def checkpoint_state(rt: parallel.Runtime, optimizer, step: int) -> dict:
             "progress": {"step": step}}
 
 
-def save_checkpoint(rt: parallel.Runtime, optimizer, directory: Path, step: int) -> None:
-    """Written under step-N.partial and renamed once every rank has finished."""
-    final = directory / f"step-{step}"
-    partial = directory / f"step-{step}.partial"
-    dcp.save(checkpoint_state(rt, optimizer, step), checkpoint_id=str(partial))
-    dist.barrier()
-    if dist.get_rank() == 0:
-        partial.rename(final)
-        print(f"saved {final}", flush=True)
-    dist.barrier()
+class Checkpointer:
+    """Writes DIR/step-N under step-N.partial and renames it once every rank has finished. With
+    --async-checkpoint, dcp.async_save copies the state to host memory and writes it from a
+    background thread while training goes on; the write is finished (waited for, renamed) at
+    the next save and before the job exits, so at most one is in flight."""
+
+    def __init__(self, directory: Path | None, asynchronous: bool) -> None:
+        self.directory = directory
+        self.asynchronous = asynchronous
+        self.pending: tuple | None = None
+
+    def save(self, rt: parallel.Runtime, optimizer, step: int) -> None:
+        self.finish()
+        final = self.directory / f"step-{step}"
+        partial = self.directory / f"step-{step}.partial"
+        state = checkpoint_state(rt, optimizer, step)
+        if self.asynchronous:
+            self.pending = (dcp.async_save(state, checkpoint_id=str(partial)), partial, final)
+        else:
+            dcp.save(state, checkpoint_id=str(partial))
+            self.pending = (None, partial, final)
+            self.finish()
+
+    def finish(self) -> None:
+        if self.pending is None:
+            return
+        writing, partial, final = self.pending
+        self.pending = None
+        if writing is not None:
+            writing.result()
+        dist.barrier()
+        if dist.get_rank() == 0:
+            partial.rename(final)
+            print(f"saved {final}", flush=True)
+        dist.barrier()
 
 
 def load_checkpoint(rt: parallel.Runtime, optimizer, directory: Path) -> int:
@@ -661,6 +690,7 @@ def main(argv: list[str] | None = None) -> None:
     meter = MemoryMeter(rt) if args.measure_memory is not None else None
     norm_of = parallel.GradientNorm(rt)
     recorder = CollectiveRecorder(rt) if args.record_collectives is not None else None
+    checkpointer = Checkpointer(args.checkpoint_dir, args.async_checkpoint)
     window_start, window_steps = time.perf_counter(), 0
     for step in range(first, args.steps):
         for group in optimizer.param_groups:
@@ -703,7 +733,8 @@ def main(argv: list[str] | None = None) -> None:
             window_start, window_steps = time.perf_counter(), 0
         due = args.checkpoint_every and done % args.checkpoint_every == 0
         if args.checkpoint_dir is not None and (due or done == args.steps):
-            save_checkpoint(rt, optimizer, args.checkpoint_dir, done)
+            checkpointer.save(rt, optimizer, done)
+    checkpointer.finish()
     if meter is not None:
         meter.write(args.measure_memory)
     finish(0)
