@@ -456,13 +456,16 @@ register("E0350", "hsdp replicate x shard is not dp", """
 so R x S must equal the dp degree.
 """)
 
-register("W0351", "zero3 with pipeline parallelism re-gathers parameters every micro-batch", """
-Under pipeline parallelism each stage runs a forward for every micro-batch. With zero3 (FSDP with
-reshard_after_forward) the stage's parameters are all-gathered again for every one of those
-forwards, m times per step instead of once, and torch.distributed.pipelining keeps the gradients
-unsharded in fp32 until the step ends (it disables gradient reduction until the last backward),
-so little of zero3's memory saving over zero2 remains. The warning gives the extra all-gather
-volume. zero1 or zero2 usually serve pipelines better; acknowledge with `allow W0351`.
+register("W0351", "zero3 with pipeline parallelism keeps the parameters gathered for the whole step", """
+Under pipeline parallelism each stage runs a forward for every micro-batch. Resharding the
+parameters after each forward (zero3's reshard_after_forward) would all-gather them again for
+every one of those forwards, m times per step instead of once, so the generated runtime turns it
+off under pipelining, as torchtitan does: the stage's parameters are gathered at the step's first
+forward and stay gathered until its last backward, and torch.distributed.pipelining keeps the
+gradients unsharded in fp32 until the step ends (it disables gradient reduction until the last
+backward). So zero3 under pipelining holds what zero2 holds while a step runs, and saves only the
+sharded parameters between steps; the memory model counts it that way. Write `sharding zero2` to
+say what runs, or acknowledge with `allow W0351`.
 """)
 
 register("W0352", "zero3 under a zero-bubble schedule runs as zero2", """

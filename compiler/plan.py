@@ -288,6 +288,8 @@ class Training(Sourced):
     recompute: Literal["none", "selective", "full"] | None
     recompute_layers: int | None = None
     """With `full N`: layers recomputed per pipeline stage; None = all of them."""
+    clip_grad_norm: float | None = None
+    """Largest global L2 norm of the gradients (torch's clip_grad_norm_); None = no clipping."""
 
     @property
     def tokens_per_step(self) -> int:

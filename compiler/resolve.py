@@ -42,6 +42,7 @@ DEFAULTS = {
     "train.precision": "bf16",
     "train.optimizer": "adamw",
     "train.recompute": "none",
+    "train.clip-grad-norm": "off",
     "tp.sequence-parallel": "on",
     "pp.schedule": "1f1b",
     "pp.virtual-stages": "1 (2 for interleaved-1f1b, interleaved-zb, zbv and dualpipe-v)",
@@ -530,7 +531,8 @@ class _Resolver:
         return Training(seq_len=seq, global_batch=global_batch, micro_batch=micro, grad_accum=accum,
                         precision=self.setting(block, "precision", "bf16"),
                         optimizer=self.setting(block, "optimizer", "adamw"),
-                        recompute=mode, recompute_layers=layers, spans=spans)
+                        recompute=mode, recompute_layers=layers,
+                        clip_grad_norm=self.setting(block, "clip_grad_norm", 0.0) or None, spans=spans)
 
     # -----------------------------------------------------------------------------------------
     def launch(self) -> Launch | None:

@@ -245,6 +245,8 @@ TRAIN_KEYS = (
           "optimizer adamw", ("adam", "adamw", "sgd")),
     Key("recompute", "recompute", "activation recomputation: none, selective, full, or full N layers",
         "recompute selective", holes=True),
+    Key("clip-grad-norm", "norm", "clip the gradients' global L2 norm to this (off: no clipping)",
+        "clip-grad-norm 1.0"),
 )
 
 TP_KEYS = (
@@ -926,6 +928,26 @@ def _parse_gpu(key, values, setting, diags):
     return _block("gpu", setting, diags, [], "hardware.gpu")
 
 
+def _parse_norm(key, values, setting, diags):
+    """A positive real number, or off (None is returned only with a diagnostic: off is 0.0)."""
+    atom = _one(key, values, diags)
+    if atom is None:
+        return None
+    if atom.kind == "name" and atom.text in _FALSE:
+        return 0.0
+    number = math.nan
+    if atom.kind == "number":
+        try:
+            number = float(atom.text.replace("_", ""))
+        except ValueError:  # pragma: no cover - the lexer only admits numbers
+            pass
+    if not (math.isfinite(number) and number > 0):
+        diags.err("E0203", f"`{key.name}` must be a positive number or off", atom.span,
+                  label=f"`{atom.text[:30]}` is not a positive number", help=f"write `{key.example}`")
+        return None
+    return number
+
+
 _PARSERS: dict[str, Callable] = {
     "count": _parse_count,
     "count0": _parse_count0,
@@ -943,6 +965,7 @@ _PARSERS: dict[str, Callable] = {
     "sharding": _parse_sharding,
     "network": _parse_network,
     "gpu": _parse_gpu,
+    "norm": _parse_norm,
 }
 
 
@@ -962,6 +985,7 @@ _VALUE_WORDS = {
     "sharding": "none \\| zero1 \\| zero2 \\| zero3 \\| fsdp \\| hsdp R x S",
     "network": "N x bandwidth",
     "gpu": "catalogue name [`{ overrides }`]",
+    "norm": "positive number \\| off",
 }
 
 

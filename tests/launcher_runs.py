@@ -27,7 +27,7 @@ TINY = ROOT / "specs" / "tiny.par"
 def train_args(out: Path) -> list[str]:
     """train.py options of a parity run: the harness's steps and learning rate, logs under `out`."""
     return ["--device", "cpu", "--steps", str(harness.STEPS), "--lr", harness.LR, "--timeout", "120",
-            "--log-json", str(out / "log.jsonl"), "--save-grads", str(out / "grads")]
+            "--log-json", str(out / "log.jsonl"), "--log-every", "1", "--save-grads", str(out / "grads")]
 
 
 def compile_tiny(directory: Path) -> Path:

@@ -35,7 +35,7 @@ from .conftest import run_cli
 
 pytestmark = pytest.mark.e2e
 
-TORCHRUN = Path(sys.executable).with_name("torchrun")
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
 SPEC = """\
 # Four CPU ranks: two pipeline stages (1F1B) x two ZeRO-1 data-parallel replicas.
 job faults
@@ -98,7 +98,7 @@ WRAPPER = textwrap.dedent('''\
 
 def torchrun(job: Path, script: str, *args: str, nproc: int = RANKS, env: dict | None = None,
              launcher: tuple[str, ...] = ("--standalone",), timeout: float = RUN_TIMEOUT):
-    command = [str(TORCHRUN), *launcher, "--nproc-per-node", str(nproc), script, "--device", "cpu", *args]
+    command = [*TORCHRUN, *launcher, "--nproc-per-node", str(nproc), script, "--device", "cpu", *args]
     started = time.monotonic()
     done = subprocess.run(command, cwd=job, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", **(env or {})})
@@ -125,7 +125,7 @@ def job(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def uninterrupted(job) -> dict[int, float]:
     log = job.parent / "uninterrupted.jsonl"
-    status, output, _ = torchrun(job, "train.py", "--steps", str(STEPS), "--lr", "1e-3", "--log-json", str(log),
+    status, output, _ = torchrun(job, "train.py", "--steps", str(STEPS), "--lr", "1e-3", "--log-json", str(log), "--log-every", "1",
                                  "--checkpoint-dir", str(job.parent / "ck-uninterrupted"),
                                  "--checkpoint-every", str(EVERY))
     assert status == 0, output[-6000:]
@@ -148,7 +148,7 @@ def _killed_run(job: Path, name: str, launcher=("--standalone",)):
     log = job.parent / f"{name}.jsonl"
     env = {"FAULT_RANK": str(KILL_RANK), "FAULT_AT_STEP": str(KILL_AT_STEP)}
     status, output, seconds = torchrun(job, "fault_wrapper.py", "--steps", str(STEPS), "--lr", "1e-3",
-                                       "--log-json", str(log), "--checkpoint-dir", str(checkpoints),
+                                       "--log-json", str(log), "--log-every", "1", "--checkpoint-dir", str(checkpoints),
                                        "--checkpoint-every", str(EVERY), "--resume", env=env,
                                        launcher=(*launcher, "--max-restarts", "1"))
     return status, output, losses(log), checkpoints
@@ -180,7 +180,7 @@ def test_a_killed_rank_resumes_under_other_rendezvous(job, uninterrupted, launch
 
 def test_resume_with_no_checkpoint_yet_starts_from_step_zero(job, uninterrupted):
     log = job.parent / "resume-empty.jsonl"
-    status, output, _ = torchrun(job, "train.py", "--steps", "2", "--lr", "1e-3", "--log-json", str(log),
+    status, output, _ = torchrun(job, "train.py", "--steps", "2", "--lr", "1e-3", "--log-json", str(log), "--log-every", "1",
                                  "--checkpoint-dir", str(job.parent / "ck-empty"), "--resume")
     assert status == 0, output[-3000:]
     assert [s for s, _ in losses(log)] == [0, 1]

@@ -167,15 +167,15 @@ def test_running_a_script_passes_every_value_through_and_runs_no_payload(jobs, t
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     record = tmp_path / "calls.jsonl"
-    for command in ("torchrun", "srun", "scontrol"):
+    for command in ("python3", "srun", "scontrol"):  # the scripts run torchrun as python3 -m
         _fake(bin_dir, command, record)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "MASTER_", "V"))}
     env.update(PATH=f"{bin_dir}:/usr/bin:/bin", SLURM_JOB_NODELIST="node-1", SLURM_JOB_NUM_NODES="2",
-               SLURM_GPUS_ON_NODE="4", SLURM_JOB_ID="7")
+               SLURM_GPUS_ON_NODE="4", SLURM_JOB_ID="7", SLURM_CPUS_ON_NODE="8")
     result = subprocess.run(["bash", str(job / script)], cwd=job, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     calls = [json.loads(line) for line in record.read_text(encoding="utf-8").splitlines()]
-    launched = [c for c in calls if c["cmd"] in ("torchrun", "srun")]
+    launched = [c for c in calls if c["cmd"] in ("python3", "srun")]
     assert launched, calls
     assert launched[0]["env"] == {f"V{i}": v for i, v in enumerate(HOSTILE)}
     assert not list(job.rglob(CANARY)) and not list(tmp_path.glob(CANARY)), "a payload ran"

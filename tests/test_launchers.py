@@ -99,7 +99,7 @@ def test_every_launcher_number_is_the_plans(layout, batch, nodes, gpus):
     assert f"= {nodes * gpus} ranks" in readme
 
 
-FIXED_TEXT = re.compile(r">&2|exit 2|shift 2|head -n 1|--kill-on-bad-exit=1|c10d|127\.0\.0\.1|\[0\]|-gt 0|\$\{1#|\$[12]\b|\$\{?[12]:")
+FIXED_TEXT = re.compile(r"python3|>&2|exit 2|shift 2|head -n 1|--kill-on-bad-exit=1|c10d|127\.0\.0\.1|\[0\]|-gt 0|\$\{1#|\$[12]\b|\$\{?[12]:")
 """Numbers that are part of the scripts' fixed text, not facts about the job."""
 
 
@@ -210,13 +210,30 @@ def run_torchrun_sh(plan, tmp_path, *args, **env):
     job = write_job(tmp_path / "job", launchers.files(plan))
     record = tmp_path / "torchrun.jsonl"
     bin_dir = tmp_path / "bin"
-    fake_command(bin_dir, "torchrun", record, ENV_NAMES)
+    fake_command(bin_dir, "python3", record, ENV_NAMES)
     result = subprocess.run(["bash", str(job / "launch" / "torchrun.sh"), *args], cwd=tmp_path,
                             env=clean_env(PATH=f"{bin_dir}:/usr/bin:/bin", **env),
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     (call,) = records(record)
+    assert call["argv"][:2] == ["-m", "torch.distributed.run"], "torchrun is the interpreter's module"
+    call["argv"] = call["argv"][2:]
     return job, call, result.stderr
+
+
+def test_torchrun_sh_needs_no_torchrun_on_path_and_honours_python(tmp_path):
+    """Issue 17: the script runs `$PYTHON -m torch.distributed.run`; PATH has no torchrun here."""
+    plan = plan_of(spec_text(layout="tp 2 x dp 4 on nodes(8 gpus, nvlink)"))
+    job = write_job(tmp_path / "job", launchers.files(plan))
+    record = tmp_path / "calls.jsonl"
+    interpreter = fake_command(tmp_path / "elsewhere", "my-python", record)
+    result = subprocess.run(["bash", str(job / "launch" / "torchrun.sh"), "--device", "cpu"], cwd=tmp_path,
+                            env=clean_env(PATH="/usr/bin:/bin", PYTHON=str(interpreter)),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    (call,) = records(record)
+    assert call["argv"][:4] == ["-m", "torch.distributed.run", "--nnodes", "1"]
+    assert call["argv"][-2:] == ["--device", "cpu"]
 
 
 def option(argv: list[str], flag: str) -> str:
@@ -266,10 +283,11 @@ def run_sbatch_script(plan, tmp_path, *args, cwd=None):
     (job / "train.py").touch()  # the script only checks that it is submitted from the job directory
     record = tmp_path / "calls.jsonl"
     bin_dir = tmp_path / "bin"
-    fake_command(bin_dir, "srun", record, ENV_NAMES)
+    fake_command(bin_dir, "srun", record, [*ENV_NAMES, "OMP_NUM_THREADS"])
     fake_command(bin_dir, "scontrol", record, stdout="gpu-node-17\ngpu-node-18\n")
     env = clean_env(PATH=f"{bin_dir}:/usr/bin:/bin", SLURM_JOB_NODELIST="gpu-node-[17-18]",
-                    SLURM_JOB_NUM_NODES="2", SLURM_GPUS_ON_NODE="4", SLURM_JOB_ID="4711")
+                    SLURM_JOB_NUM_NODES="2", SLURM_GPUS_ON_NODE="4", SLURM_JOB_ID="4711",
+                    SLURM_CPUS_ON_NODE="96")
     result = subprocess.run(["bash", str(job / "launch" / "slurm.sbatch"), *args], cwd=cwd or job, env=env,
                             capture_output=True, text=True, timeout=60)
     return result, records(record)
@@ -280,10 +298,19 @@ def test_slurm_script_runs_one_torchrun_per_node_with_the_first_host(hostile_pla
     assert result.returncode == 0, result.stderr
     scontrol, srun = calls
     assert scontrol["argv"] == ["show", "hostnames", "gpu-node-[17-18]"]
-    assert srun["argv"] == ["--kill-on-bad-exit=1", "torchrun", "--nnodes", "2", "--nproc-per-node", "4",
+    assert srun["argv"] == ["--kill-on-bad-exit=1", "--cpus-per-task=96", "--gpu-bind=none",
+                            "python3", "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "4",
                             "--rdzv-backend", "c10d", "--rdzv-endpoint", "gpu-node-17:29500",
                             "--rdzv-id", "4711", "train.py", "--device", "cpu", "a b"]
     assert {k: srun["env"][k] for k in HOSTILE_VALUES} == HOSTILE_VALUES
+    assert srun["env"]["OMP_NUM_THREADS"] == "24", "96 CPUs shared by 4 ranks"
+
+
+def test_slurm_script_keeps_a_given_omp_num_threads(tmp_path):
+    plan = plan_of(spec_text(launch='  env OMP_NUM_THREADS "7"'))
+    result, calls = run_sbatch_script(plan, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert calls[-1]["env"]["OMP_NUM_THREADS"] == "7"
 
 
 def test_slurm_script_with_an_image_runs_torchrun_in_the_container(tmp_path):
@@ -291,8 +318,10 @@ def test_slurm_script_with_an_image_runs_torchrun_in_the_container(tmp_path):
     assert result.returncode == 0, result.stderr
     srun = calls[-1]["argv"]
     job = str(tmp_path / "job")
-    assert srun[:5] == ["--kill-on-bad-exit=1", "--container-image=nvcr.io/nvidia/pytorch:24.07-py3",
-                        f"--container-mounts={job}:{job}", f"--container-workdir={job}", "torchrun"]
+    assert srun[:9] == ["--kill-on-bad-exit=1", "--cpus-per-task=96", "--gpu-bind=none",
+                         "--container-image=nvcr.io/nvidia/pytorch:24.07-py3",
+                         f"--container-mounts={job}:{job}", f"--container-workdir={job}", "python3", "-m",
+                         "torch.distributed.run"]
     assert option(srun, "--rdzv-endpoint") == "gpu-node-17:29510"
 
 
@@ -352,3 +381,13 @@ def test_shellcheck_passes_for_a_one_node_job(tmp_path):
     result = subprocess.run(["shellcheck", "--severity=style", str(job / "launch" / "torchrun.sh"),
                              str(job / "launch" / "slurm.sbatch")], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
+
+
+@pytest.mark.parametrize(("layout", "numpy"), [("tp 2 x dp 4 on nodes(8 gpus, nvlink)", False),
+                                               ("tp 2 x pp 2 x dp 2 on nodes(8 gpus, nvlink)", True)])
+def test_readme_names_every_python_dependency_of_the_job(layout, numpy):
+    """numpy exactly when the job pipelines (torch.distributed.pipelining's object p2p needs it)."""
+    readme = launchers.files(plan_of(spec_text(layout=layout)))["README.md"]
+    section = readme[readme.index("- Python packages"):readme.index("- `launch/torchrun.sh`")]
+    named = re.findall(r"^  - `([a-z]+)`", section, re.M)
+    assert named == (["torch", "numpy"] if numpy else ["torch"])

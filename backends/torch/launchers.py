@@ -161,6 +161,18 @@ def sbatch_value(value: str | int) -> str:
     return text
 
 
+SRUN_BINDING = [
+    Expansion('"--cpus-per-task=${SLURM_CPUS_ON_NODE}"'),
+    "--gpu-bind=none",
+]
+"""One srun task per node (`#SBATCH --ntasks-per-node=1`), torchrun's agent, which starts one worker per GPU: the task gets
+every CPU of its (exclusive) node, not Slurm's default of one, which on clusters that bind tasks
+to CPUs would put all of a node's ranks on one core; and every GPU of the node, unbound
+(`--gpu-bind=none`), since each worker takes `cuda:LOCAL_RANK` itself (train.py)."""
+OMP_THREADS = 'export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$((SLURM_CPUS_ON_NODE / SLURM_GPUS_ON_NODE))}"'
+"""CPU threads per rank: the node's CPUs shared by its ranks (torchrun would set 1), unless the
+spec's environment or the submitting shell sets OMP_NUM_THREADS."""
+
 PYXIS_MOUNT = Expansion('"--container-mounts=${PWD}:${PWD}"')
 PYXIS_WORKDIR = Expansion('"--container-workdir=${PWD}"')
 
@@ -192,9 +204,22 @@ def torchrun_options(nnodes: str | int, nproc_per_node: str | int, endpoint: str
     ]
 
 
+def python() -> Expansion:
+    """The interpreter that starts torchrun's agent: `$PYTHON`, else `python3` from PATH.
+    `python -m torch.distributed.run` is torchrun itself, without needing its console script
+    on PATH (a virtual environment that is not activated, a module system, a container whose
+    entry points were not installed): the agent and its workers run in the interpreter that has
+    PyTorch."""
+    return Expansion('"${PYTHON:-python3}"')
+
+
+TORCHRUN = ["-m", "torch.distributed.run"]
+"""torchrun as a module of `python()`."""
+
+
 def torchrun_sh(shape: JobShape) -> str:
     command = shell_command(
-        ["exec", "torchrun"],
+        ["exec", python(), *TORCHRUN],
         torchrun_options(shape.nodes, shape.gpus_per_node, expand("rdzv_endpoint"), expand("rdzv_id")),
         [expand("job_dir", after=f"/{TRAIN_SCRIPT}"), Expansion('"$@"')],
     )
@@ -217,18 +242,18 @@ def slurm_sbatch(shape: JobShape) -> str:
     for flag, value in (("partition", shape.partition), ("account", shape.account), ("time", shape.time_limit)):
         if value is not None:
             directives.append((flag, sbatch_value(value)))
-    srun = ["srun", "--kill-on-bad-exit=1"]
+    srun = ["srun", "--kill-on-bad-exit=1", *SRUN_BINDING]
     if shape.image is not None:  # pyxis/enroot: the job directory mounted at the same path
         srun += [f"--container-image={shape.image}", PYXIS_MOUNT, PYXIS_WORKDIR]
     command = shell_command(
-        srun + ["torchrun"],
+        srun + [python(), *TORCHRUN],
         torchrun_options(expand("SLURM_JOB_NUM_NODES"), expand("SLURM_GPUS_ON_NODE"),
                          expand("head_node", after=f":{shape.port}"), expand("SLURM_JOB_ID")),
         [TRAIN_SCRIPT, Expansion('"$@"')],
     )
     lines = [f"#SBATCH --{flag}" + ("" if value is None else f"={value}") for flag, value in directives]
     return render("launch/slurm.sbatch.jinja", shape=shape, directives=lines, exports=exports(shape),
-                  shape_phrase=shape_phrase(shape),
+                  shape_phrase=shape_phrase(shape), threads=OMP_THREADS,
                   train_script=TRAIN_SCRIPT, command=command)
 
 
@@ -381,6 +406,17 @@ def _stage_rows(plan: Plan) -> list[tuple[int, int, str]]:
     return rows
 
 
+def python_dependencies(plan: Plan) -> list[tuple[str, str]]:
+    """Every Python distribution the job imports, with why: PyTorch always; numpy when the
+    layout pipelines, because torch.distributed.pipelining exchanges the stages' shapes as
+    pickled objects and torch's object collectives convert them through numpy."""
+    needs = [("torch", "PyTorch with torch.distributed (NCCL on GPUs, gloo on CPU)")]
+    if plan.layout.pp.degree and plan.layout.pp.degree > 1:
+        needs.append(("numpy", "torch.distributed.pipelining's shape exchange (torch's object "
+                               "send/receive) imports it"))
+    return needs
+
+
 def readme(plan: Plan, shape: JobShape) -> str:
     cluster = plan.cluster
     summary = [
@@ -397,6 +433,7 @@ def readme(plan: Plan, shape: JobShape) -> str:
                   image=default_image(shape), train_script=TRAIN_SCRIPT,
                   env=shape.env, multi_node=shape.nodes > 1, shape_phrase=shape_phrase(shape),
                   rdzv_backend=RDZV_BACKEND, nodes=count(shape.nodes, "node"),
+                  dependencies=python_dependencies(plan),
                   workers=count(shape.nodes - 1, "Worker pod"), nodes_number=shape.nodes)
 
 

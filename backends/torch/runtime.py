@@ -218,13 +218,18 @@ def parallel_context(plan: Plan, layout: Layout) -> dict:
         if pp else ""
     zero_bubble = pp and schedule in ZERO_BUBBLE
     # zero2 keeps the gathered (bf16) weights from forward to backward; the others free them
-    # (none and zero1 included: their "gathered" weights are a local bf16 cast).
+    # (none and zero1 included: their "gathered" weights are a local bf16 cast). Under pipelining
+    # every mode keeps them (torchtitan's choice): a stage runs a forward per micro-batch, and
+    # resharding after each would gather the weights again for every one of them.
     reshard = sharding != "zero2"
     reshard_note = ""
     if reshard and zero_bubble:
         reshard = False
         reshard_note = (f"{schedule} splits the backward into input and weight gradients: FSDP2 needs "
                         "reshard_after_forward=False or its gradients are wrong (torch-cpu.md caveat 1)")
+    elif reshard and pp:
+        reshard = False
+        reshard_note = "under pipelining the weights stay gathered for the whole step (torchtitan's choice)"
     tied = m.tied_embeddings
     v_schedule = schedule in V_SCHEDULES
     data_lines, data_mesh_text, data_2d = data_mesh_code(plan, layout)
@@ -282,6 +287,7 @@ def parallel_context(plan: Plan, layout: Layout) -> dict:
         sharding=sharding, sharding_text=_wrap(_sharding_text(sharding, reshard, zero_bubble) + ".", 92)
         .replace("\n", "\n    "),
         wrapper="fully_shard", reshard=reshard, reshard_note=reshard_note,
+        accumulation_text=_wrap(_accumulation_text(sharding), 92).replace("\n", "\n    "),
         tied_copy=tied and pp and not v_schedule, tied_local=tied and pp and v_schedule,
         reports_loss_expr=" and ".join(reports) or "True",
         state_keys=_tuple(STATE_KEYS[optimizer]),
@@ -308,6 +314,7 @@ def train_context(plan: Plan, layout: Layout) -> dict:
         precision_note=notes[precision], optimizer=t.optimizer,
         cp=layout.degrees["cp"] > 1,
         gpu=plan.cluster.gpu.name, gpu_bytes=plan.cluster.gpu.hbm_bytes,
+        clip_grad_norm=repr(t.clip_grad_norm),
     )
 
 
@@ -337,7 +344,8 @@ def _recompute_text(mode: str, layers: int | None) -> str:
 
 
 def _sharding_text(mode: str, reshard: bool, zero_bubble: bool) -> str:
-    keep = "" if reshard else " (reshard_after_forward=False under a zero-bubble schedule)"
+    keep = "" if reshard else (" (reshard_after_forward=False under a zero-bubble schedule)" if zero_bubble
+                               else " (reshard_after_forward=False under pipelining)")
     return {
         "none": "none (DDP): fully_shard over (replicas, shards of one rank) keeps whole fp32 "
                 "parameters and gradients on every data rank and all-reduces the gradients" + keep,
@@ -345,9 +353,24 @@ def _sharding_text(mode: str, reshard: bool, zero_bubble: bool) -> str:
                  "keeps 1/n of the optimizer state per data rank" + keep,
         "zero2": "zero2: fully_shard(reshard_after_forward=False)",
         "zero3": "zero3: fully_shard(reshard_after_forward=True)" if reshard else
-                 "zero3, run as zero2 under a zero-bubble schedule: fully_shard(reshard_after_forward=False)",
+                 "zero3, run as zero2 under " + ("a zero-bubble schedule" if zero_bubble else "pipelining")
+                 + ": fully_shard(reshard_after_forward=False)",
         "hsdp": "hsdp: fully_shard over a 2-D (replicate, shard) mesh" + keep,
     }[mode]
+
+
+def _accumulation_text(mode: str) -> str:
+    """What a micro-batch's backward communicates (docs/runtime.md, the traffic table)."""
+    return {
+        "none": "DDP: gradients accumulate locally; only the last micro-batch's backward all-reduces them",
+        "zero1": "zero1: gradients accumulate locally; only the last micro-batch's backward reduces them",
+        "zero2": "zero2: every micro-batch reduce-scatters its gradients; the gathered weights stay "
+                 "until the last micro-batch's backward, so they are all-gathered once per step",
+        "zero3": "zero3: every micro-batch gathers the weights for forward and backward and "
+                 "reduce-scatters its gradients",
+        "hsdp": "hsdp: every micro-batch reduce-scatters over the shard group; only the last one "
+                "all-reduces the gradient shards over the replicas",
+    }[mode] + "."
 
 
 def _sequence(plan: Plan, layout: Layout, sharding: str, reshard: bool, tp, pp, cp, ep) -> list[str]:

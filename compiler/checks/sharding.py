@@ -53,17 +53,17 @@ def zero3_with_pipeline(plan: Plan) -> Iterator[Diagnostic]:
     params = rank_params(shape_of(plan), k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, "torch")
     worst = max(params, key=lambda r: r.params.total)
     copy = compute_copy_bytes(worst.params, k.precision)
-    group = k.dense_shard_group
-    extra = (k.microbatches - 1) * copy * (group - 1) / max(1, group)
     grads = 4 * worst.params.total
-    yield warning("W0351", f"zero3 re-gathers each stage's parameters for all {k.microbatches} micro-batches",
-                  _sharding_span(plan), label=f"{k.microbatches} all-gathers per step instead of 1",
+    yield warning("W0351", "zero3 under pipelining keeps each stage's parameters gathered for the whole step",
+                  _sharding_span(plan), label="gathered once per step, held until the last backward",
                   labels=labels((axis_span(plan, "pp"), f"pp {k.pp}")),
-                  notes=(f"stage {worst.chunks[0].rank}: {gib(copy)} of bf16 parameters gathered per micro-batch: "
-                         f"{gib(extra)} more all-gather traffic per GPU per step than zero2",
+                  notes=(f"stage {worst.chunks[0].rank}: {gib(copy)} of bf16 parameters stay gathered from the first "
+                         f"forward to the last backward (reshard_after_forward is off under pipelining, as in "
+                         "torchtitan: otherwise they would be gathered again for each of the "
+                         f"{k.microbatches} micro-batches)",
                          f"torch.distributed.pipelining also keeps {gib(grads)} of fp32 gradients unsharded until the "
-                         "step ends, so zero3 saves little memory over zero2 here"),
-                  help="use `sharding zero2` or `zero1`, or acknowledge with `allow W0351`")
+                         "step ends, so zero3 saves only the sharded parameters between steps over zero2"),
+                  help="write `sharding zero2` to say what runs, or acknowledge with `allow W0351`")
 
 
 @rule

@@ -28,11 +28,8 @@ from .activations import layer_activations
 from .buffers import backward_working_set, fsdp_buffers, largest_layer
 from .inputs import Knobs, Shape
 from .parameters import Params, by_rank, chunk_params, chunks_of, layer_params, padded_vocab
-from .schedules import MAX_STATE_CHUNKS, SINGLE_STAGE, ZERO_BUBBLE, peak_states, weighted_peak
+from .schedules import MAX_STATE_CHUNKS, peak_states, weighted_peak
 from .states import checkpoint_gather_bytes, compute_copy_bytes, model_states
-
-MAX_UNSHARDED_CHUNKS = 3
-"""torch's multi-stage schedules keep at most 3 stages unsharded (`_add_unshard_reshard`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +185,14 @@ def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, se
     return tuple(out)
 
 
+def keeps_gathered(k: Knobs) -> bool:
+    """Whether FSDP2 holds every layer's gathered compute copy for the whole step: zero2
+    (reshard_after_forward=False), and every mode under pipelining (the runtime turns
+    reshard_after_forward off there, and torch's stages skip the reshard after every backward
+    but the step's last)."""
+    return k.sharding == "zero2" or k.pp > 1
+
+
 def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = None,
                  acts: RankActivations | None = None) -> StageMemory:
     """The memory of pp rank `rank`."""
@@ -199,45 +204,34 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
 
     # FSDP's gathered copies (every sharding mode: none and zero1 run on FSDP2 with shards of
     # one rank, whose compute copy is a buffer of its own): zero2 keeps every layer's from
-    # forward to backward; under a zero-bubble schedule every mode does (FSDP2 needs
-    # reshard_after_forward=False there); under the other multi-stage schedules torch unshards
-    # up to 3 chunks ahead; under gpipe and 1f1b a chunk stays gathered from a backward to the
-    # next forward (per schedule state); with pp = 1 only the layers in flight and the root's
-    # parameters are gathered (buffers).
+    # forward to backward; under pipelining every mode does (the runtime sets
+    # reshard_after_forward=False there, as torchtitan does, and torch's stages keep them
+    # gathered until the step's last backward); with pp = 1 only the layers in flight and the
+    # root's parameters are gathered (buffers).
     persistent = 0
-    copies: list[int] = []
-    if states.unsharded:
-        if k.sharding == "zero2" or (k.pp > 1 and k.schedule in ZERO_BUBBLE):
-            persistent = states.unsharded
-        elif k.pp > 1:
-            copies = [compute_copy_bytes(p, k.precision) for p in params.per_chunk]
-            if k.schedule not in SINGLE_STAGE:
-                persistent = sum(sorted(copies, reverse=True)[:MAX_UNSHARDED_CHUNKS])
-                copies = []
+    if states.unsharded and keeps_gathered(k):
+        persistent = states.unsharded
 
     best = -1
-    best_acts = best_unsharded = best_held = 0
+    best_acts = best_held = 0
     chunks = acts.chunks
     if k.virtual_stages > MAX_STATE_CHUNKS:
         best_acts, best_held = weighted_peak(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank,
                                              tuple(c.saved for c in chunks), tuple(c.pending for c in chunks))
     walk = () if k.virtual_stages > MAX_STATE_CHUNKS else \
         peak_states(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank)
-    for held, pending, unsharded in walk:
+    for held, pending, _ in walk:
         a = 0
-        u = 0
         for c, ca in enumerate(chunks):
             a += held[c] * ca.saved + pending[c] * ca.pending
-            if copies and unsharded[c]:
-                u += copies[c]
-        if a + u > best:
-            best, best_acts, best_unsharded, best_held = a + u, a, u, sum(held)
+        if a > best:
+            best, best_acts, best_held = a, a, sum(held)
 
     buffers = 0
     if k.runtime == "torch":
         buffers = acts.transient + fsdp_buffers(params.largest_layer, k, params.root)
     return StageMemory(
-        stage=rank, layers=params.layers, params=states.params + persistent + best_unsharded,
+        stage=rank, layers=params.layers, params=states.params + persistent,
         grads=states.grads + states.accumulated_grads, optimizer=states.optimizer,
         activations=best_acts, buffers=buffers, in_flight=best_held,
         checkpoint=states.params + persistent + states.optimizer + checkpoint_gather_bytes(params.params, k),
@@ -269,16 +263,12 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
             if total > best:
                 best, where = total, r
         return best, where
-    # gpipe and 1f1b keep a chunk's copies gathered from a backward to the next forward: walked
-    # with the activations, state by state (as `stage_memory` does)
-    walked = k.sharding != "zero2" and k.pp > 1 and k.schedule in SINGLE_STAGE and k.virtual_stages <= MAX_STATE_CHUNKS
-    peaks = None if walked else _activation_peaks(acts, k.schedule, k.pp, k.virtual_stages, k.microbatches)
+    peaks = _activation_peaks(acts, k.schedule, k.pp, k.virtual_stages, k.microbatches)
     sharding = k.sharding
     opt = 8 if k.optimizer != "sgd" else 4
     precision = k.precision
     if sharding != "none":
         dense_group, expert_group = k.dense_shard_group, k.expert_shard_group
-    zero_bubble = k.pp > 1 and k.schedule in ZERO_BUBBLE
     best, where = -1, 0
     for r in range(k.pp):
         rp = params[r]
@@ -295,33 +285,13 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
                 if k.pp > 1:
                     states += 4 * total
         # gathered copies held across layers
-        if walked:
-            held = _walked_with_copies(acts[r].chunks, tuple(compute_copy_bytes(c, precision) for c in rp.per_chunk),
-                                       k.schedule, k.pp, k.virtual_stages, k.microbatches, r)
-        else:
-            held = peaks[r]
-            if sharding == "zero2" or zero_bubble:
-                states += compute_copy_bytes(p, precision)
-            elif k.pp > 1 and k.schedule not in SINGLE_STAGE:
-                copies = sorted((compute_copy_bytes(c, precision) for c in rp.per_chunk), reverse=True)
-                states += sum(copies[:MAX_UNSHARDED_CHUNKS])
+        held = peaks[r]
+        if keeps_gathered(k):
+            states += compute_copy_bytes(p, precision)
         total_bytes = states + held + acts[r].transient + fsdp_buffers(rp.largest_layer, k, rp.root)
         if total_bytes > best:
             best, where = total_bytes, r
     return best, where
-
-
-@lru_cache(maxsize=16384)
-def _walked_with_copies(chunks: tuple[ChunkActivations, ...], copies: tuple[int, ...], schedule: str, pp: int,
-                        v: int, m: int, rank: int) -> int:
-    """The largest activations plus gathered chunk copies over a rank's schedule states."""
-    best = 0
-    for held, pending, unsharded in peak_states(schedule, pp, v, m, rank):
-        a = 0
-        for c, ca in enumerate(chunks):
-            a += held[c] * ca.saved + pending[c] * ca.pending + (copies[c] if unsharded[c] else 0)
-        best = max(best, a)
-    return best
 
 
 def activation_floor(shape: Shape, k: Knobs) -> int:
@@ -369,7 +339,7 @@ def clear_caches() -> None:
 
     for function in (rank_params, _rank_activations, activations.layer_activations, activations.embedding_activations,
                      activations.output_activations, activations.logits_buffer, parameters.layer_params,
-                     parameters.chunk_params, parameters.chunks_of, schedules.peak_states, _walked_with_copies,
+                     parameters.chunk_params, parameters.chunks_of, schedules.peak_states,
                      schedules._walked_actions):
         function.cache_clear()
     _PEAKS.clear()

@@ -33,7 +33,7 @@ def _timed(command, cwd, env=None):
 
 def test_wrong_world_size_stops_fast_with_a_clear_message(workdir):
     job = compile_job("ddp8", workdir)
-    done, seconds = _timed([str(TORCHRUN), "--standalone", "--nproc-per-node", "2", "train.py", "--device", "cpu"],
+    done, seconds = _timed([*TORCHRUN, "--standalone", "--nproc-per-node", "2", "train.py", "--device", "cpu"],
                            job)
     assert done.returncode != 0
     assert "needs WORLD_SIZE=8" in done.stderr and "torchrun started 2 processes" in done.stderr

@@ -216,7 +216,8 @@ def forward_backward(rt: Runtime, inputs: torch.Tensor, targets: torch.Tensor) -
     """Forward and backward of this rank's LOCAL_BATCH sequences; returns its mean loss."""
     net = rt.parts[0]
     total = torch.zeros((), device=inputs.device)
-    for x, y in zip(inputs.chunk(GRAD_ACCUM), targets.chunk(GRAD_ACCUM), strict=True):
+    for index, (x, y) in enumerate(zip(inputs.chunk(GRAD_ACCUM), targets.chunk(GRAD_ACCUM), strict=True)):
+        start_micro_batch(net, last=index == GRAD_ACCUM - 1)
         with loss_parallel():
             loss = cross_entropy(net(x), y) / GRAD_ACCUM
             loss.backward()
@@ -224,9 +225,63 @@ def forward_backward(rt: Runtime, inputs: torch.Tensor, targets: torch.Tensor) -
     return total
 
 
+def start_micro_batch(net: nn.Module, last: bool) -> None:
+    """zero3: every micro-batch gathers the weights for forward and backward and reduce-scatters
+    its gradients."""
+    pass
+
+
 def finish_gradients(rt: Runtime) -> None:
     """Called after forward_backward, before the optimizer step."""
     # fully_shard reduced the gradients during backward: nothing left to do.
+
+
+class GradientNorm:
+    """The global L2 norm of the whole model's gradients, every element counted once: each rank
+    sums the squares of its local gradient shards, weighted by 1 / (how many ranks hold that
+    parameter's elements: data replicas, tp-replicated norms), and one
+    all-reduce over the world adds them up. The weights are counted once at start-up from
+    every rank's shard sizes, so no placement rule is restated here."""
+
+    def __init__(self, rt: Runtime) -> None:
+        held: dict[str, int] = {}
+        whole: dict[str, int] = {}
+        mine = []
+        self.device = next(rt.parts[0].parameters()).device
+        for part in rt.parts:
+            for name, param in part.named_parameters():
+                key = canonical_name(fqn(name))
+                held[key] = held.get(key, 0) + local_value(param).numel()
+                whole[key] = param.numel()
+                mine.append((key, param))
+        everyone: list = [None] * dist.get_world_size()
+        dist.all_gather_object(everyone, held)
+        copies = {key: sum(h.get(key, 0) for h in everyone) / whole[key] for key in whole}
+        self.params = [param for _, param in mine]
+        self.weights = [1.0 / copies[key] for key, _ in mine]
+
+    def __call__(self) -> torch.Tensor:
+        """Collective over the world; stays on the device (no host sync)."""
+        squares = [w * local_value(p.grad).detach().float().square().sum()
+                   for p, w in zip(self.params, self.weights, strict=True) if p.grad is not None]
+        total = torch.stack(squares).sum() if squares else torch.zeros((), device=self.device)
+        dist.all_reduce(total)
+        return total.sqrt()
+
+    def clip(self, max_norm: float) -> torch.Tensor:
+        """torch.nn.utils.clip_grad_norm_'s rule (scale by max_norm / (norm + 1e-6) when that is
+        below 1) on every local gradient shard; returns the norm before clipping."""
+        norm = self()
+        scale = (max_norm / (norm + 1e-6)).clamp(max=1.0)
+        grads = [local_value(p.grad) for p in self.params if p.grad is not None]
+        if grads:
+            torch._foreach_mul_(grads, scale.to(grads[0].device))
+        return norm
+
+
+def canonical_name(name: str) -> str:
+    """A parameter's name in the model as written."""
+    return name
 
 
 def full_gradients(rt: Runtime) -> dict[str, torch.Tensor]:

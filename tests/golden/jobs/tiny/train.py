@@ -16,10 +16,13 @@ Options (docs/runtime.md in the parc repository describes them):
     --precision {auto,fp32,bf16}   auto: bf16 on cuda, fp32 on cpu
     --checkpoint-dir DIR       save DCP checkpoints to DIR/step-N
     --checkpoint-every N       also every N steps (default: only after the last step)
+    --async-checkpoint         write checkpoints in the background (dcp.async_save) while training goes on
     --resume                   continue from the newest DIR/step-N (written by any layout), if any
-    --log-json FILE            rank 0 appends one JSON object per step
-    --save-grads DIR           write every parameter's full gradient at steps 0 and 1
+    --log-every N              log (and synchronise with the host) every N steps and after the last (default 10)
+    --log-json FILE            rank 0 appends one JSON object per logged step
+    --save-grads DIR           write every parameter's full gradient at every step (tests)
     --measure-memory FILE      write what every rank's tensors take in the last step (JSON, tests)
+    --record-collectives FILE  write every collective the last step issues, per axis (JSON, tests)
     --timeout SECONDS          collective timeout (default 300)
 
 Exit status: 0 done, 2 launched in a way that does not match the plan, 1 anything else.
@@ -28,6 +31,8 @@ Exit status: 0 done, 2 launched in a way that does not match the plan, 1 anythin
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import importlib
 import json
 import os
 import re
@@ -40,10 +45,12 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
+import torch.distributed._functional_collectives as funcol
 import torch.distributed.checkpoint as dcp
 from torch import nn
 from torch.distributed._functional_collectives import AsyncCollectiveTensor
 from torch.distributed.fsdp import FSDPModule
+from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import DTensor
 
 import parallel
@@ -62,8 +69,8 @@ PLAN_PRECISION = "bf16"
 PLAN_GPU = "h100-sxm"
 PLAN_GPU_BYTES = 85520809984
 """Memory of the GPU `parc check` fitted the layout into."""
-GRADIENT_STEPS = (0, 1)
-"""Steps whose gradients --save-grads writes."""
+CLIP_GRAD_NORM = None
+"""The spec's `train { clip-grad-norm }`: the gradients' global L2 norm is clipped to it (None: not clipped)."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -77,14 +84,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto")
     parser.add_argument("--checkpoint-dir", type=Path)
     parser.add_argument("--checkpoint-every", type=int, default=0)
+    parser.add_argument("--async-checkpoint", action="store_true")
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--log-every", type=int, default=10)
     parser.add_argument("--log-json", type=Path)
     parser.add_argument("--save-grads", type=Path)
     parser.add_argument("--measure-memory", type=Path)
+    parser.add_argument("--record-collectives", type=Path)
     parser.add_argument("--timeout", type=float, default=300.0)
     args = parser.parse_args(argv)
     if args.resume and args.checkpoint_dir is None:
         parser.error("--resume needs --checkpoint-dir")
+    if args.log_every < 1:
+        parser.error("--log-every needs a number of steps >= 1")
     return args
 
 
@@ -148,7 +160,9 @@ def start(args: argparse.Namespace) -> torch.device:
     if args.device == "cuda":
         device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
         torch.cuda.set_device(device)
-        dist.init_process_group("nccl", timeout=timeout, device_id=device, **store)
+        # an asynchronous checkpoint's background writer runs its collectives on gloo
+        backend = "cpu:gloo,cuda:nccl" if args.async_checkpoint else "nccl"
+        dist.init_process_group(backend, timeout=timeout, device_id=device, **store)
     else:
         device = torch.device("cpu")
         dist.init_process_group("gloo", timeout=timeout, **store)
@@ -172,24 +186,27 @@ def compute_dtype(args: argparse.Namespace, device: torch.device) -> torch.dtype
 
 
 # ---------------------------------------------------------------------------------------------
-# Data: the same global batch for every layout; each rank takes its slice
+# Data: the same global batch for every layout; each rank makes only its own sequences
 
 
-def synthetic_batch(step: int, seed: int) -> torch.Tensor:
-    """GLOBAL_BATCH sequences of SEQ_LEN + 1 tokens: arithmetic progressions modulo the
-    vocabulary with 10 % random tokens, so that the loss has something to learn."""
-    generator = torch.Generator().manual_seed((seed << 32) + step)
-    first = torch.randint(VOCAB, (GLOBAL_BATCH, 1), generator=generator)
-    stride = torch.randint(1, 8, (GLOBAL_BATCH, 1), generator=generator)
+def synthetic_sequence(step: int, seed: int, row: int) -> torch.Tensor:
+    """Sequence `row` of step `step`'s global batch, SEQ_LEN + 1 tokens: an arithmetic
+    progression modulo the vocabulary with 10 % random tokens, so that the loss has something
+    to learn. Each sequence has its own generator (seeded by seed, step and row), so a rank
+    makes only the rows it trains on and every layout sees the same global batch."""
+    generator = torch.Generator().manual_seed(((seed * 1_000_003 + step) * GLOBAL_BATCH + row) % 2**63)
+    first = torch.randint(VOCAB, (1,), generator=generator)
+    stride = torch.randint(1, 8, (1,), generator=generator)
     tokens = (first + stride * torch.arange(SEQ_LEN + 1)) % VOCAB
     noise = torch.rand(tokens.shape, generator=generator) < 0.1
     return torch.where(noise, torch.randint(VOCAB, tokens.shape, generator=generator), tokens)
 
 
 def local_batch(rt: parallel.Runtime, step: int, seed: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    tokens = synthetic_batch(step, seed)[rt.rows]
+    """This rank's rows of the global batch (all its micro-batches), made here and nowhere else."""
+    tokens = torch.stack([synthetic_sequence(step, seed, row) for row in range(rt.rows.start, rt.rows.stop)])
     inputs, targets = tokens[:, :-1], tokens[:, 1:]
-    return inputs.to(device), targets.to(device)
+    return inputs.to(device, non_blocking=True), targets.to(device, non_blocking=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -220,16 +237,41 @@ def checkpoint_state(rt: parallel.Runtime, optimizer, step: int) -> dict:
             "progress": {"step": step}}
 
 
-def save_checkpoint(rt: parallel.Runtime, optimizer, directory: Path, step: int) -> None:
-    """Written under step-N.partial and renamed once every rank has finished."""
-    final = directory / f"step-{step}"
-    partial = directory / f"step-{step}.partial"
-    dcp.save(checkpoint_state(rt, optimizer, step), checkpoint_id=str(partial))
-    dist.barrier()
-    if dist.get_rank() == 0:
-        partial.rename(final)
-        print(f"saved {final}", flush=True)
-    dist.barrier()
+class Checkpointer:
+    """Writes DIR/step-N under step-N.partial and renames it once every rank has finished. With
+    --async-checkpoint, dcp.async_save copies the state to host memory and writes it from a
+    background thread while training goes on; the write is finished (waited for, renamed) at
+    the next save and before the job exits, so at most one is in flight."""
+
+    def __init__(self, directory: Path | None, asynchronous: bool) -> None:
+        self.directory = directory
+        self.asynchronous = asynchronous
+        self.pending: tuple | None = None
+
+    def save(self, rt: parallel.Runtime, optimizer, step: int) -> None:
+        self.finish()
+        final = self.directory / f"step-{step}"
+        partial = self.directory / f"step-{step}.partial"
+        state = checkpoint_state(rt, optimizer, step)
+        if self.asynchronous:
+            self.pending = (dcp.async_save(state, checkpoint_id=str(partial)), partial, final)
+        else:
+            dcp.save(state, checkpoint_id=str(partial))
+            self.pending = (None, partial, final)
+            self.finish()
+
+    def finish(self) -> None:
+        if self.pending is None:
+            return
+        writing, partial, final = self.pending
+        self.pending = None
+        if writing is not None:
+            writing.result()
+        dist.barrier()
+        if dist.get_rank() == 0:
+            partial.rename(final)
+            print(f"saved {final}", flush=True)
+        dist.barrier()
 
 
 def load_checkpoint(rt: parallel.Runtime, optimizer, directory: Path) -> int:
@@ -260,23 +302,25 @@ def peak_memory(device: torch.device) -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def global_loss(rt: parallel.Runtime, loss: torch.Tensor, device: torch.device) -> float:
-    """Mean over the whole batch: each reporting rank's mean loss, averaged."""
-    value = loss.detach().float().reshape(1) if rt.reports_loss else torch.zeros(1, device=device)
-    dist.all_reduce(value)
-    return value.item() / parallel.DATA_DEGREE
-
-
-def global_peak(device: torch.device) -> int:
-    value = torch.tensor([peak_memory(device)], dtype=torch.float64, device=device)
-    dist.all_reduce(value, op=dist.ReduceOp.MAX)
-    return int(value.item())
+def summarize(rt: parallel.Runtime, loss: torch.Tensor, norm: torch.Tensor,
+              device: torch.device) -> tuple[float, int, float]:
+    """(mean loss over the whole batch, largest peak memory over the ranks, gradient norm):
+    each reporting rank's mean loss and every rank's peak in one all-gather, read back in one
+    host sync, at logging steps only. The norm is already global (the same on every rank)."""
+    value = loss.detach().double().reshape(1) if rt.reports_loss else torch.zeros(1, dtype=torch.float64, device=device)
+    peak = torch.tensor([float(peak_memory(device))], dtype=torch.float64, device=device)
+    mine = torch.cat([value, peak, norm.detach().double().reshape(1)])
+    everyone = torch.empty(dist.get_world_size() * 3, dtype=torch.float64, device=device)
+    dist.all_gather_into_tensor(everyone, mine)
+    rows = everyone.view(-1, 3).cpu()
+    return rows[:, 0].sum().item() / parallel.DATA_DEGREE, int(rows[:, 1].max().item()), rows[0, 2].item()
 
 
 def log(args: argparse.Namespace, record: dict) -> None:
     if dist.get_rank() != 0:
         return
-    print(f"step {record['step']:>5}  loss {record['loss']:.6f}  {record['tokens_per_s']:,.0f} tokens/s  "
+    norm = f"  grad norm {record['grad_norm']:.4f}" if "grad_norm" in record else ""
+    print(f"step {record['step']:>5}  loss {record['loss']:.6f}{norm}  {record['tokens_per_s']:,.0f} tokens/s  "
           f"peak {record['peak_memory_bytes'] / 2**30:.2f} GiB  {record['step_time_s']:.2f} s", flush=True)
     if args.log_json is not None:
         with args.log_json.open("a") as handle:
@@ -486,6 +530,150 @@ class MemoryMeter:
 
 
 # ---------------------------------------------------------------------------------------------
+# Collective recording (--record-collectives): what this rank sends and receives in the last
+# step, for comparing with the traffic table of docs/runtime.md and with parc's time model. It
+# only observes: every collective runs as it would.
+
+
+RECORDED = {
+    # torch.distributed (FSDP2, the ZeRO-1 optimizer, pipelining's p2p, the loop)
+    (dist, "all_reduce"): "all_reduce", (dist, "all_gather_into_tensor"): "all_gather",
+    (dist, "all_gather_single"): "all_gather", (dist, "reduce_scatter_tensor"): "reduce_scatter",
+    (dist, "reduce_scatter_single"): "reduce_scatter", (dist, "all_to_all_single"): "all_to_all",
+    (dist, "broadcast"): "broadcast", (dist, "batch_isend_irecv"): "p2p",
+    ("torch.distributed.pipelining.schedules", "_batch_p2p"): "p2p",
+    ("torch.distributed.pipelining.schedules", "_sorted_batch_p2p"): "p2p",
+    # functional collectives (DTensor's redistributions under tp, the cp and ep exchanges)
+    (funcol, "all_reduce"): "all_reduce", (funcol, "all_gather_tensor"): "all_gather",
+    (funcol, "all_gather_single"): "all_gather", (funcol, "all_gather_tensor_autograd"): "all_gather",
+    (funcol, "reduce_scatter_tensor"): "reduce_scatter", (funcol, "reduce_scatter_single"): "reduce_scatter",
+    (funcol, "reduce_scatter_tensor_autograd"): "reduce_scatter", (funcol, "all_to_all_single"): "all_to_all",
+    (funcol, "all_to_all_single_autograd"): "all_to_all",
+}
+"""(module, function) -> kind. Functions are looked up on their module at call time by torch
+(`dist.all_gather_single`, `funcol.all_gather_single`), so wrapping the module attribute sees
+every call; a wrapped function calling another wrapped one is counted once (the outer call)."""
+
+
+def payload(kind: str, args: tuple, kwargs: dict) -> list[tuple[torch.Tensor, object]]:
+    """(tensor whose bytes are the collective's payload, group) pairs: the whole reduced,
+    gathered or scattered buffer (the output of an all-gather, the input of a
+    reduce-scatter), the sent tensors of point-to-point operations."""
+    group = kwargs.get("group", kwargs.get("group_name"))
+    if kind == "p2p":
+        # batch_isend_irecv([P2POp, ...]): the sends (isend itself stays unwrapped: P2POp
+        # accepts only torch's own function)
+        return [(op.tensor, op.group) for op in args[0] if op.op is dist.isend]
+    tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+    if kind == "all_gather" and len(tensors) >= 2:  # (output, input)
+        return [(tensors[0], group)]
+    if kind == "all_gather" and tensors:  # functional: the input, times the group's size
+        return [(tensors[0], ("gather", group if group is not None else args[-1]))]
+    if kind == "reduce_scatter" and len(tensors) >= 2 and tensors[0].numel() < tensors[1].numel():
+        return [(tensors[1], group)]  # (output, input)
+    if tensors:
+        if group is None:
+            group = next((a for a in (*args[1:], *kwargs.values())
+                          if isinstance(a, dist.ProcessGroup | DeviceMesh | str | list | tuple)), None)
+        return [(tensors[0], group)]
+    return []
+
+
+class CollectiveRecorder:
+    """Per (kind, axis, dtype, group size): the payload bytes and the number of calls in the
+    recorded step. The axis is the mesh dim (or flattened dims, or `world`) whose group the
+    collective ran on, named from this rank's meshes."""
+
+    def __init__(self, rt: parallel.Runtime) -> None:
+        self.rt = rt
+        self.axes = axis_names(rt.meshes)
+        self.active = False
+        self.depth = 0
+        self.found: dict[tuple, list[int]] = {}
+        for (module, name), kind in RECORDED.items():
+            if isinstance(module, str):  # pipelining's p2p batches (sends of one kind skip batch_isend_irecv)
+                module = importlib.import_module(module)
+            original = getattr(module, name, None)
+            if original is None:
+                continue
+            setattr(module, name, self.wrap(original, kind))
+
+    def wrap(self, original, kind: str):
+        def recording(*args, **kwargs):
+            if self.active and self.depth == 0:
+                for tensor, group in payload(kind, args, kwargs):
+                    self.note(kind, tensor, group)
+            self.depth += 1
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.depth -= 1
+        return recording
+
+    @contextmanager
+    def paused(self):
+        active, self.active = self.active, False
+        try:
+            yield
+        finally:
+            self.active = active
+
+    def note(self, kind: str, tensor: torch.Tensor, group) -> None:
+        gathered = isinstance(group, tuple) and len(group) == 2 and group[0] == "gather"
+        if gathered:
+            group = group[1]
+        ranks = group_ranks(group)
+        data = parallel.local_value(tensor) if isinstance(tensor, DTensor) else tensor
+        size = data.numel() * data.element_size() * (len(ranks) if gathered else 1)
+        key = (kind, self.axes.get(ranks, "other"), str(data.dtype).removeprefix("torch."), len(ranks))
+        entry = self.found.setdefault(key, [0, 0])
+        entry[0] += size
+        entry[1] += 1
+
+    def write(self, path: Path) -> None:
+        mine = {"rank": dist.get_rank(),
+                "coordinates": dict(zip(parallel.MESH_DIMS, self.rt.meshes.world.get_coordinate(), strict=True)),
+                "collectives": [{"kind": k, "axis": a, "dtype": d, "group_size": n, "bytes": b, "count": c}
+                                for (k, a, d, n), (b, c) in sorted(self.found.items())]}
+        self.active = False
+        everyone = [None] * dist.get_world_size()
+        dist.all_gather_object(everyone, mine)
+        if dist.get_rank() == 0:
+            path.write_text(json.dumps(everyone, indent=1, sort_keys=True) + "\n")
+
+
+def group_ranks(group) -> tuple[int, ...]:
+    """The global ranks of a collective's group, however torch passed it."""
+    if group is None:
+        return tuple(range(dist.get_world_size()))
+    if isinstance(group, DeviceMesh):
+        return tuple(dist.get_process_group_ranks(group.get_group()))
+    if isinstance(group, tuple) and len(group) == 2 and isinstance(group[0], DeviceMesh):
+        return tuple(dist.get_process_group_ranks(group[0].get_group(group[1])))
+    if isinstance(group, str):
+        group = dist.distributed_c10d._resolve_process_group(group)
+    if isinstance(group, dist.ProcessGroup):
+        return tuple(dist.get_process_group_ranks(group))
+    return tuple(range(dist.get_world_size()))
+
+
+def axis_names(meshes: parallel.Meshes) -> dict[tuple[int, ...], str]:
+    """This rank's groups -> the name of their axis: the world mesh's dims first, then the
+    derived meshes (data, flattened data dims, expert groups)."""
+    names: dict[tuple[int, ...], str] = {}
+    candidates = [(meshes.world, name) for name in parallel.MESH_DIMS]
+    for field in dataclasses.fields(meshes):
+        mesh = getattr(meshes, field.name)
+        if isinstance(mesh, DeviceMesh) and mesh is not meshes.world:
+            candidates += [(mesh, name) for name in mesh.mesh_dim_names or ()]
+    for mesh, name in candidates:
+        ranks = tuple(dist.get_process_group_ranks(mesh.get_group(name)))
+        names.setdefault(ranks, name)
+    names.setdefault(tuple(range(dist.get_world_size())), "world")
+    return names
+
+
+# ---------------------------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -500,34 +688,53 @@ def main(argv: list[str] | None = None) -> None:
     optimizer = parallel.build_optimizer(rt, lambda params: make_optimizer(params, args.lr))
     first = load_checkpoint(rt, optimizer, args.checkpoint_dir) if args.resume else 0
     meter = MemoryMeter(rt) if args.measure_memory is not None else None
+    norm_of = parallel.GradientNorm(rt)
+    recorder = CollectiveRecorder(rt) if args.record_collectives is not None else None
+    checkpointer = Checkpointer(args.checkpoint_dir, args.async_checkpoint)
+    window_start, window_steps = time.perf_counter(), 0
     for step in range(first, args.steps):
-        started = time.perf_counter()
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(args, step)
         inputs, targets = local_batch(rt, step, args.seed, device)
         metered = meter is not None and step == args.steps - 1
+        if recorder is not None:
+            recorder.active = step == args.steps - 1
         with meter.metering() if metered else nullcontext():
             loss = parallel.forward_backward(rt, inputs, targets)
         parallel.finish_gradients(rt)
         if metered:
             meter.after_backward()
-        if args.save_grads is not None and step in GRADIENT_STEPS:
+        if args.save_grads is not None:
             grads = parallel.full_gradients(rt)
             if parallel.writes_gradients(rt):
                 args.save_grads.mkdir(parents=True, exist_ok=True)
                 torch.save(grads, args.save_grads / f"grads-step{step}-rank{dist.get_rank()}.pt")
+        done = step + 1
+        logging = done % args.log_every == 0 or done == args.steps
+        norm = None
+        if CLIP_GRAD_NORM is not None:
+            norm = norm_of.clip(CLIP_GRAD_NORM)
+        elif logging:
+            with recorder.paused() if recorder is not None else nullcontext():  # logging, not the step's traffic
+                norm = norm_of()
         optimizer.step()
         if metered:
             meter.after_step(optimizer)
         optimizer.zero_grad()
-        value = global_loss(rt, loss, device)
-        elapsed = time.perf_counter() - started
-        log(args, {"step": step, "loss": value, "lr": learning_rate(args, step), "step_time_s": elapsed,
-                   "tokens_per_s": TOKENS_PER_STEP / elapsed, "peak_memory_bytes": global_peak(device)})
-        done = step + 1
+        if recorder is not None and recorder.active:
+            recorder.write(args.record_collectives)  # the step's traffic, not the logging's
+        window_steps += 1
+        if logging:  # the only host syncs of the loop
+            value, peak, grad_norm = summarize(rt, loss, norm, device)
+            elapsed = time.perf_counter() - window_start
+            log(args, {"step": step, "loss": value, "lr": learning_rate(args, step), "grad_norm": grad_norm,
+                       "step_time_s": elapsed / window_steps, "tokens_per_s": TOKENS_PER_STEP * window_steps / elapsed,
+                       "peak_memory_bytes": peak})
+            window_start, window_steps = time.perf_counter(), 0
         due = args.checkpoint_every and done % args.checkpoint_every == 0
         if args.checkpoint_dir is not None and (due or done == args.steps):
-            save_checkpoint(rt, optimizer, args.checkpoint_dir, done)
+            checkpointer.save(rt, optimizer, done)
+    checkpointer.finish()
     if meter is not None:
         meter.write(args.measure_memory)
     finish(0)

@@ -41,7 +41,7 @@ export NCCL_DEBUG=WARN
 export PARC_NOTE='it'"'"'s "quoted", $HOME stays literal, `so` does $(this)
 and a second line'
 
-exec torchrun \
+exec "${PYTHON:-python3}" -m torch.distributed.run \
   --nnodes 2 \
   --nproc-per-node 4 \
   --rdzv-backend c10d \

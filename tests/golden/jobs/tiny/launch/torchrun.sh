@@ -35,7 +35,7 @@ if [[ -z $endpoint_given ]]; then
        "on a cluster pass --rdzv-endpoint FIRST_NODE:$port on every node" >&2
 fi
 
-exec torchrun \
+exec "${PYTHON:-python3}" -m torch.distributed.run \
   --nnodes 2 \
   --nproc-per-node 4 \
   --rdzv-backend c10d \
