@@ -40,26 +40,28 @@ def status(key: str) -> int:
     raise KeyError(key)
 
 
-def attention_under_test(world: int):
-    """(name, callable (q, k, v) -> out) of the job this process runs in."""
+def attention_under_test(world: int, mesh, length: int):
+    """(name, callable (q, k, v) -> out) of the job this process runs in, for `length` tokens per
+    rank (the job's CP_CHUNK, its spec's tokens per chunk, is set to match: an implementation may
+    derive the chunks' positions from it)."""
     import model
 
     if world == 1:
         return "causal_attention", model.causal_attention
-    from torch.distributed.device_mesh import init_device_mesh
-
     import parallel
 
-    mesh = init_device_mesh("cpu", (world,), mesh_dim_names=("cp",))
     names = [name for name in FLAVOURS if hasattr(parallel, name)]
     assert len(names) == 1, names
+    parallel.CP_CHUNK = length if names[0] == "AllToAllAttention" else length // 2  # load-balanced: 2 chunks
     return names[0], getattr(parallel, names[0])(mesh, torch.device("cpu"))
 
 
-def peak(attention, length: int, seed: int) -> tuple[int, int]:
-    """(peak bytes of one forward + backward at `length` tokens per rank, bytes of its gradients)."""
+def peak(world: int, mesh, length: int, seed: int) -> tuple[str, int, int]:
+    """(attention, peak bytes of one forward + backward at `length` tokens per rank, bytes of its
+    gradients)."""
     import model
 
+    name, attention = attention_under_test(world, mesh, length)
     generator = torch.Generator().manual_seed(seed)
 
     def tensor(heads: int) -> torch.Tensor:
@@ -77,7 +79,7 @@ def peak(attention, length: int, seed: int) -> tuple[int, int]:
     out.backward(grad)
     top = status("VmHWM") - resident
     floor = sum(t.grad.numel() * t.grad.element_size() for t in (q, k, v))
-    return top, floor
+    return name, top, floor
 
 
 def main() -> None:
@@ -87,13 +89,17 @@ def main() -> None:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world > 1:
         dist.init_process_group("gloo")
-    name, attention = attention_under_test(world)
-    peak(attention, lengths[0] // 2, 0)  # warm-up: lazy initialisation, the collectives' first buffers
+    mesh = None
+    if world > 1:
+        from torch.distributed.device_mesh import init_device_mesh
+
+        mesh = init_device_mesh("cpu", (world,), mesh_dim_names=("cp",))
+    name, _, _ = peak(world, mesh, lengths[0] // 2, 0)  # warm-up: lazy initialisation, first buffers
     peaks, floors = [], []
     for length in lengths:
-        runs = [peak(attention, length, seed) for seed in range(REPEATS)]
-        peaks.append(min(top for top, _ in runs))
-        floors.append(runs[0][1])
+        runs = [peak(world, mesh, length, seed) for seed in range(REPEATS)]
+        peaks.append(min(top for _, top, _ in runs))
+        floors.append(runs[0][2])
     if world > 1:
         everyone: list = [None] * world
         dist.all_gather_object(everyone, peaks)
