@@ -400,8 +400,9 @@ class Work:
     """All-gathers plus reduce-scatters of `tp_bytes` (forward, backward): with it."""
     cp_flavour: str = "ring"
     cp_bytes: tuple[float, float] = (0.0, 0.0)
-    """ring: K and V of one block per ring step (forward; backward adds dK, dV); all-gather: the
-    gathered K and V; all-to-all: what each rank sends (Q, K, V in, output back)."""
+    """ring: K and V of one block per ring step (forward; backward adds dK, dV, which take one
+    more step home); all-gather: the gathered K and V; all-to-all: what each rank sends (Q, K, V
+    in, output back)."""
     ep_bytes: float = 0.0
     """Bytes one all-to-all sends from this GPU (routed tokens x top-k x h); 2 forward, 2 backward."""
     moe: bool = False
@@ -659,9 +660,10 @@ def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_
         fwd, bwd = work.cp_bytes
         if work.cp_flavour == "ring":
             step_f, step_b = fwd / cp.ring + cp.latency, bwd / cp.ring + cp.latency
+            home = bwd / 2  # the last dK/dV shift, back to its owner after the last block
             cp_f = (n - 1) * max(0.0, step_f - work.attention_f / n)
-            cp_b = (n - 1) * max(0.0, step_b - work.attention_b / n)
-            cp_sent = ((n - 1) * fwd, (n - 1) * bwd)
+            cp_b = (n - 1) * max(0.0, step_b - work.attention_b / n) + home / cp.ring + cp.latency
+            cp_sent = ((n - 1) * fwd, (n - 1) * bwd + home)
         elif work.cp_flavour == "all-gather":
             cp_f, cp_b = cp.all_gather(fwd), cp.all_gather(bwd)
             cp_sent = (sent_all_gather(n, fwd), sent_all_gather(n, bwd))

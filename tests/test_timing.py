@@ -327,8 +327,9 @@ def test_longer_sequences_cost_more_attention_per_token():
 def test_context_parallel_ring_hides_behind_long_attention():
     p = predict(layout="tp 8 x cp 2 x dp 4", seq=65536, batch=8, extra="cp { flavour ring }")
     assert p.breakdown.sent["cp"] > 0
-    # each step's K/V block arrives while a block computes: only step latencies show
-    assert p.breakdown.exposed["cp"] < 1e-3 * p.step_seconds
+    # each step's K/V block arrives while a block computes: only step latencies show, and in
+    # backward the last dK/dV shift home, after the last block (about 1 % here)
+    assert p.breakdown.exposed["cp"] < 2e-2 * p.step_seconds
     gathered = predict(layout="tp 8 x cp 2 x dp 4", seq=65536, batch=8, extra="cp { flavour all-gather }")
     assert gathered.breakdown.exposed["cp"] > 0
 

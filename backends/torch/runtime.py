@@ -416,7 +416,7 @@ def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep,
         froms.setdefault(module, set()).update(names)
 
     plain = ["import torch", "import torch.distributed as dist"]
-    if cp or ep:
+    if (cp and plan.layout.cp.flavour != "ring") or ep:  # the ring exchanges with c10d itself
         plain.append("import torch.distributed._functional_collectives as ft_c")
     plain.append("import torch.nn.functional as F")
     if recompute != "none":
@@ -441,8 +441,6 @@ def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep,
         add("torch.distributed.tensor.parallel", *names)
     if recompute == "selective":
         add("torch.utils.checkpoint", "CheckpointPolicy", "create_selective_checkpoint_contexts")
-    if cp and plan.layout.cp.flavour == "ring":
-        add("torch.utils.checkpoint", "checkpoint as recompute_in_backward")
     add("torch", "nn")
     third = plain + [_from_line(module, names) for module, names in sorted(froms.items(), key=lambda kv: _module_key(kv[0]))]
     return [["from __future__ import annotations"], stdlib, third, ["import model"]]

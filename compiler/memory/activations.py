@@ -16,24 +16,24 @@ tp, and h/t where sequence parallelism shards a tensor along the sequence ("h/sp
 | FFN inside | 4 F/t (SwiGLU: w1 out, silu out, w3 out, product) or 2 F/t (GELU: in, out) | the activation function, the product, w2 |
 | norm statistics | 1 (RMSNorm) or 2 (LayerNorm) per norm, fp32, /sp | the norms |
 
-Per layer, whatever the batch: RoPE's cos and sin tables (fp32, seq/cp x head_dim/2, one pair
-per rotation of q and of k). On CPU RMSNorm is not fused and also keeps x x rstd (h/sp per norm;
-`Knobs.device`). No dropout (none of the modelled models uses it). Context parallelism divides
-the tokens by cp; the all-gather flavour saves the gathered K and V (cp x the local ones);
-all-to-all (Ulysses) saves the attention output twice (before and after the reverse all-to-all);
-the runtime's ring keeps the cp K/V blocks and its fp32 merges (`_attention`). A MoE layer
-replaces the FFN with: its (gathered) input, the router's fp32 probabilities, top-k indices and
-gates, and per routed copy the expert's input rows, insides (as a dense FFN of size expert_ffn),
-returned output and gated product, an fp32 gate weight and int64 indices (`torch_layer`); the
-shared experts as a dense FFN. Routing is assumed balanced: each rank's experts receive top_k
-copies of as many tokens as the rank routes (all of its tokens: every tp rank routes them).
+Per layer, whatever the batch: RoPE's cos and sin tables (fp32, seq/cp x head_dim/2, one pair per
+rotation of q and of k). On CPU RMSNorm is not fused and also keeps x x rstd (h/sp per norm;
+`Knobs.device`). No dropout (none of the modelled models uses it). Context parallelism divides the
+tokens by cp; the all-gather flavour saves the gathered K and V (cp x the local ones); all-to-all
+(Ulysses) saves the attention output twice (before and after the reverse all-to-all); the ring keeps
+only its own K/V (`_attention`). A MoE layer replaces the FFN with: its (gathered) input, the
+router's fp32 probabilities, top-k indices and gates, and per routed copy the expert's input rows,
+insides (as a dense FFN of size expert_ffn), returned output and gated product, an fp32 gate weight
+and int64 indices (`torch_layer`); the shared experts as a dense FFN. Routing is assumed balanced:
+each rank's experts receive top_k copies of as many tokens as the rank routes (all of its tokens:
+every tp rank routes them).
 
 Recomputation (the contract the generated runtime implements):
 - selective: an op-level policy (torch.utils.checkpoint's selective checkpointing) that saves the
   block input, q/k/v, the attention output and logsumexp, and the FFN's up-projection outputs
   (plus, in MoE layers, the router's and experts' matmul outputs and the tokens the all-to-alls
-  bring, which would cost an all-to-all to recompute; under ring attention the received K/V
-  blocks); norms, RoPE, activation functions and the output projections are recomputed;
+  bring, which would cost an all-to-all to recompute); norms, RoPE, activation functions and the
+  output projections are recomputed;
 - full: only the block input (h/sp per token).
 
 megatron runtime: Korthikanti et al. 2022, Table 2, generalised to an FFN of size F as in
@@ -115,22 +115,16 @@ def _attention(shape: Shape, k: Knobs, n: Tokens, act: int) -> tuple[float, floa
     """(saved per token without recomputation, saved per token under the selective policy,
     saved per layer whatever the tokens) of the attention after the first norm's output.
 
-    SDPA (no cp, all-gather, all-to-all): flash-style q, k, v, output and an fp32 logsumexp;
-    with RoPE the output projection saves a contiguous copy of the output (rotary q is a fresh
-    (batch, heads, seq, dim) tensor and attention's output follows its layout), and each layer
-    keeps the cos/sin tables of the two rotations (fp32, seq/cp x head_dim/2 each, twice).
-
-    Ring (the runtime's own, blocks in fp32 and recomputed in backward): q and the cp stacked
-    K/V blocks as the blocks' checkpoint inputs, and from the log-sum-exp merges of the cp
-    blocks, fp32: 2cp - 2 outputs (q wide) and 4cp - 4 log-sum-exps and merge factors (heads
-    wide); the output projection saves its (copied) input. Selective keeps q, k, v and the
-    received blocks (the ring's all-to-alls are kept outputs)."""
+    Every flavour (no cp, ring, all-gather, all-to-all) runs the fused kernel blockwise and keeps
+    flash-style q, k, v, the merged output and its fp32 log-sum-exp, never scores (the runtime's
+    `block_attention` / `ring_attention` operators; the ring's K/V blocks and their merges are
+    transients, gone when the forward returns, and selective recomputation keeps the operator's
+    two outputs, not its blocks'). With RoPE the output projection saves a contiguous copy of
+    the output (rotary q is a fresh (batch, heads, seq, dim) tensor and attention's output
+    follows its layout), and each layer keeps the cos/sin tables of the two rotations (fp32,
+    seq/cp x head_dim/2 each, twice)."""
     c = k.cp
     tables = 2 * (k.seq / c) * shape.head_dim * FP32 if shape.rope else 0
-    if c > 1 and k.cp_flavour == "ring":
-        full = act * (n.q + c * 2 * n.kv + n.o) + FP32 * (n.q * (2 * c - 2) + n.heads * (4 * c - 4))
-        selective = act * (n.q + c * 2 * n.kv)
-        return full, selective, tables
     copy = n.o if shape.rope and not (c > 1 and k.cp_flavour == "all-to-all") else 0
     lse = n.heads * FP32
     full = act * (n.q + 2 * n.kv + n.o + copy) + lse

@@ -72,9 +72,152 @@ def rotate(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).type_as(x)
 
 
-def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+# ---------------------------------------------------------------------------------------------
+# Attention kernels. Every attention of the job, with context parallelism or without, is a list of
+# blocks (query rows x key rows: whole below the causal diagonal, causal on it, skipped above),
+# each computed by SDPA's fused kernel, which returns the block's fp32 log-sum-exp instead of
+# keeping its scores: torch's flash kernel on CPU, flash on CUDA (the memory-efficient kernel when
+# flash cannot run: fp32, head_dim > 256). Blocks of the same query rows merge exactly by their
+# log-sum-exps, and the backward calls the kernel's own backward once per block with the merged
+# output and log-sum-exp, which is exact: a row's softmax over all its blocks is
+# exp(score - merged lse), and the kernel's backward needs nothing else of the forward. No
+# (seq x seq) tensor exists at any time; what autograd keeps is q, k, v, the output and the lse.
 
+Blocks = list[int]
+"""Flattened (first row, end row, first key, end key, causal) quintuples of one attention."""
+
+
+def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                    causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """One block: (output in q's dtype and layout, fp32 log-sum-exp (batch, heads, rows)).
+    Grouped-query attention runs without repeating K/V except in the memory-efficient kernel."""
+    if q.device.type == "cpu":
+        return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal)
+    if flash_kernel(q):
+        out, lse, *_ = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, causal)
+        return out, lse
+    k, v = repeat_kv(k, q.shape[1]), repeat_kv(v, q.shape[1])
+    out, lse, *_ = torch.ops.aten._scaled_dot_product_efficient_attention(q, k, v, None, True, 0.0, causal)
+    return out, lse[..., :q.shape[2]]  # the kernel pads the rows of its log-sum-exp
+
+
+def fused_attention_backward(grad: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                             out: torch.Tensor, lse: torch.Tensor,
+                             causal: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(dq, dk, dv) of one block, given the output and log-sum-exp of the whole attention."""
+    if q.device.type == "cpu":
+        return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
+            grad, q, k, v, out, lse, 0.0, causal)
+    rows, keys = q.shape[2], k.shape[2]
+    no_seed = torch.zeros((), dtype=torch.int64, device=q.device)  # dropout 0: never read
+    if flash_kernel(q):
+        return torch.ops.aten._scaled_dot_product_flash_attention_backward(
+            grad, q, k, v, out, lse, None, None, rows, keys, 0.0, causal, no_seed, no_seed)[:3]
+    group = q.shape[1] // k.shape[1]
+    padded = F.pad(lse, (0, -rows % 32))
+    dq, dk, dv, _ = torch.ops.aten._scaled_dot_product_efficient_attention_backward(
+        grad, q, repeat_kv(k, q.shape[1]), repeat_kv(v, q.shape[1]), None, out, padded, no_seed, no_seed,
+        0.0, [True, True, True, False], causal)
+    return dq, fold_kv(dk, group), fold_kv(dv, group)
+
+
+def flash_kernel(q: torch.Tensor) -> bool:
+    """Whether CUDA's flash kernel takes q (16-bit, head_dim up to 256)."""
+    return q.dtype in (torch.float16, torch.bfloat16) and q.shape[-1] <= 256
+
+
+def repeat_kv(t: torch.Tensor, heads: int) -> torch.Tensor:
+    """K or V with one head per query head (the memory-efficient kernel has no grouped heads)."""
+    return t if t.shape[1] == heads else t.repeat_interleave(heads // t.shape[1], dim=1)
+
+
+def fold_kv(grad: torch.Tensor, group: int) -> torch.Tensor:
+    """The gradient of repeat_kv: the heads of a group summed back onto their kv head."""
+    if group == 1:
+        return grad
+    batch, heads, length, dim = grad.shape
+    return grad.view(batch, heads // group, group, length, dim).sum(dim=2)
+
+
+def quintuples(blocks: Blocks) -> list[tuple[int, int, int, int, bool]]:
+    return [(blocks[i], blocks[i + 1], blocks[i + 2], blocks[i + 3], bool(blocks[i + 4]))
+            for i in range(0, len(blocks), 5)]
+
+
+def attend_blocks(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, blocks: Blocks,
+                  out: torch.Tensor | None = None,
+                  lse: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Merge the blocks of k/v into the fp32 accumulators (out, lse) of q's rows (fresh ones when
+    None: output 0, log-sum-exp -inf, in q's layout) and return them."""
+    if out is None:
+        out = torch.zeros_like(q, dtype=torch.float32)
+        lse = torch.full(q.shape[:3], float("-inf"), dtype=torch.float32, device=q.device)
+    for row0, row1, key0, key1, causal in quintuples(blocks):
+        block, block_lse = fused_attention(q[:, :, row0:row1], k[:, :, key0:key1], v[:, :, key0:key1], causal)
+        rows_out, rows_lse = out[:, :, row0:row1], lse[:, :, row0:row1]
+        merged = torch.logaddexp(rows_lse, block_lse)
+        rows_out.mul_((rows_lse - merged).exp_()[..., None]).add_(block * (block_lse - merged).exp_()[..., None])
+        rows_lse.copy_(merged)
+    return out, lse
+
+
+def blocks_backward(grad: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                    out: torch.Tensor, lse: torch.Tensor, blocks: Blocks, dq: torch.Tensor,
+                    dk: torch.Tensor, dv: torch.Tensor) -> None:
+    """Add the blocks' gradients to the fp32 accumulators dq, dk, dv."""
+    for row0, row1, key0, key1, causal in quintuples(blocks):
+        rows = slice(row0, row1)
+        block_dq, block_dk, block_dv = fused_attention_backward(
+            grad[:, :, rows], q[:, :, rows], k[:, :, key0:key1], v[:, :, key0:key1], out[:, :, rows],
+            lse[:, :, rows].contiguous(), causal)
+        dq[:, :, rows] += block_dq
+        dk[:, :, key0:key1] += block_dk
+        dv[:, :, key0:key1] += block_dv
+
+
+@torch.library.custom_op("parc::block_attention", mutates_args=())
+def block_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                    blocks: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention of q to the blocks of k/v: (output in q's dtype, fp32 log-sum-exp). One operator,
+    so selective recomputation keeps its two outputs instead of each block's."""
+    if len(blocks) == 5:  # one block: the kernel's own output, as SDPA returns it
+        return fused_attention(q, k, v, bool(blocks[4]))
+    out, lse = attend_blocks(q, k, v, blocks)
+    return out.to(q.dtype), lse
+
+
+@block_attention.register_fake
+def _(q, k, v, blocks):
+    return torch.empty_like(q), q.new_empty(q.shape[:3], dtype=torch.float32)
+
+
+def save_attention(ctx, inputs, output) -> None:
+    q, k, v, blocks = inputs[:4]
+    ctx.blocks = blocks
+    ctx.extra = inputs[4:]
+    ctx.save_for_backward(q, k, v, *output)
+
+
+def block_attention_backward(ctx, grad: torch.Tensor, grad_lse: torch.Tensor | None):
+    """The log-sum-exp output is a by-product for the caller to ignore: grad_lse is not used."""
+    q, k, v, out, lse = ctx.saved_tensors
+    grad = grad.to(out.dtype)
+    if len(ctx.blocks) == 5:
+        return (*fused_attention_backward(grad, q, k, v, out, lse, bool(ctx.blocks[4])), None)
+    dq = torch.zeros_like(q, dtype=torch.float32)
+    dk = torch.zeros_like(k, dtype=torch.float32)
+    dv = torch.zeros_like(v, dtype=torch.float32)
+    blocks_backward(grad, q, k, v, out, lse, ctx.blocks, dq, dk, dv)
+    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), None
+
+
+block_attention.register_autograd(block_attention_backward, setup_context=save_attention)
+
+
+def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Causal attention over the whole sequence: one causal block."""
+    length = q.shape[2]
+    return block_attention(q, k, v, [0, length, 0, length, 1])[0]
 
 class Attention(nn.Module):
     def __init__(self) -> None:

@@ -223,10 +223,7 @@ SAVED_MODULES = (
 """Modules whose matmul outputs are kept; everything else in a block is recomputed."""
 MATMULS = {torch.ops.aten.mm.default, torch.ops.aten.addmm.default, torch.ops.aten.bmm.default}
 SAVED_OPS = {
-    torch.ops.aten._scaled_dot_product_flash_attention.default,
-    torch.ops.aten._scaled_dot_product_efficient_attention.default,
-    torch.ops.aten._scaled_dot_product_cudnn_attention.default,
-    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,
+    torch.ops.parc.block_attention.default,
 }
 
 

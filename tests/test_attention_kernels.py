@@ -1,0 +1,120 @@
+"""The generated job's attention blocks (issue 13, point 1) against a hand-written reference.
+
+Every attention of the job is a list of blocks computed by the fused kernel and merged by their
+log-sum-exps (model.py's `block_attention`); context parallelism only decides the blocks. Here
+the generated model.py and parallel.py are imported (definitions only) and, on one process:
+- plain causal attention, and the blocks the all-gather flavour gives each cp rank, match a
+  softmax over explicitly masked scores written below (outputs and the gradients of q, k, v:
+  the backward, one kernel backward per block with the merged output and log-sum-exp, is exact);
+- the blocks the ring gives each rank for each source rank's K/V, merged in ring order, match it
+  too (the ring's exchange itself runs in tests/e2e/test_parity.py).
+Grouped-query attention (tiny: 4 heads, 2 kv heads) runs without repeating K and V.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+import torch
+
+from tests.e2e.harness import compile_job
+
+CHUNK = 8
+"""Tokens per load-balanced chunk (a cp rank holds two)."""
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory):
+    """(model, parallel of the ring job, parallel of the all-gather job), imported."""
+    root = tmp_path_factory.mktemp("attention")
+    modules = []
+    for spec in ("cp2-ring", "cp2-all-gather"):
+        directory = str(compile_job(spec, root))
+        sys.path.insert(0, directory)
+        try:
+            for name in ("model", "parallel"):
+                sys.modules.pop(name, None)
+            modules.append((importlib.import_module("model"), importlib.import_module("parallel")))
+        finally:
+            sys.path.remove(directory)
+            for name in ("model", "parallel"):
+                sys.modules.pop(name, None)
+    (model, ring), (_, gather) = modules
+    return model, ring, gather
+
+
+def reference(q, k, v, q_positions, k_positions):
+    """Softmax attention over explicitly masked scores, K/V heads repeated for their query heads."""
+    group = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    hidden = k_positions[None, :] > q_positions[:, None]
+    return scores.masked_fill(hidden, float("-inf")).softmax(-1) @ v
+
+
+def inputs(model, length: int, seed: int):
+    generator = torch.Generator().manual_seed(seed)
+
+    def tensor(heads):
+        return torch.randn(2, heads, length, model.HEAD_DIM, generator=generator, dtype=torch.float64).float()
+
+    return tensor(model.HEADS), tensor(model.KV_HEADS), tensor(model.KV_HEADS), tensor(model.HEADS)
+
+
+def rank_positions(rank: int, n: int) -> torch.Tensor:
+    """The positions a cp rank holds: chunks rank and 2n-1-rank."""
+    return torch.cat([torch.arange(rank * CHUNK, (rank + 1) * CHUNK),
+                      torch.arange((2 * n - 1 - rank) * CHUNK, (2 * n - rank) * CHUNK)])
+
+
+def gradients(out, grad, tensors):
+    return torch.autograd.grad(out, tensors, grad)
+
+
+def assert_close(got, want):
+    assert len(got) == len(want) > 0
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a, b, atol=2e-5, rtol=1e-4)
+
+
+def test_plain_causal_attention_matches_the_reference(job):
+    model, _, _ = job
+    q, k, v, grad = inputs(model, 4 * CHUNK, 0)
+    tensors = [t.requires_grad_() for t in (q, k, v)]
+    positions = torch.arange(q.shape[2])
+    out = model.causal_attention(q, k, v)
+    want = reference(q, k, v, positions, positions)
+    assert_close([out, *gradients(out, grad, tensors)], [want, *gradients(want, grad, tensors)])
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_all_gather_blocks_match_the_reference(job, n):
+    model, _, gather = job
+    _, k, v, _ = inputs(model, 2 * n * CHUNK, 1)  # the whole sequence, in position order
+    for rank in range(n):
+        q, _, _, grad = inputs(model, 2 * CHUNK, 2 + rank)
+        tensors = [t.requires_grad_() for t in (q, k, v)]
+        blocks = gather.gathered_blocks(rank, n, CHUNK)
+        out = model.block_attention(q, k, v, blocks)[0]
+        want = reference(q, k, v, rank_positions(rank, n), torch.arange(2 * n * CHUNK))
+        assert_close([out, *gradients(out, grad, tensors)], [want, *gradients(want, grad, tensors)])
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_ring_blocks_match_the_reference(job, n):
+    model, ring, _ = job
+    kv = [inputs(model, 2 * CHUNK, 10 + source)[1:3] for source in range(n)]  # each rank's K, V
+    k_positions = torch.cat([rank_positions(source, n) for source in range(n)])
+    k_all = torch.cat([k for k, _ in kv], dim=2)
+    v_all = torch.cat([v for _, v in kv], dim=2)
+    for rank in range(n):
+        q = inputs(model, 2 * CHUNK, 20 + rank)[0]
+        out = lse = None
+        for step in range(n):  # the order the ring brings the blocks in
+            source = (rank - step) % n
+            k, v = kv[source]
+            out, lse = model.attend_blocks(q, k, v, ring.ring_blocks(rank, source, CHUNK), out, lse)
+        want = reference(q, k_all, v_all, rank_positions(rank, n), k_positions)
+        assert_close([out], [want])
