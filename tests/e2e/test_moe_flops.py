@@ -1,0 +1,103 @@
+"""Under tensor parallelism each tp rank routes only its own tokens: the routed experts' FLOPs
+per tp rank are 1/tp of one process's, counted by torch.utils.flop_counter.FlopCounterMode
+around every GroupedExperts forward of the generated job (torchrun on CPU, gloo).
+
+The tp 1 case is tiny-moe on one rank; the tp 2 cases run the same model and tokens with and
+without sequence parallelism. Before this change every tp rank routed the whole sequence and
+the ratio was 1, not 1/2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from parc.atomic import write_tree
+from parc.backends import job_files
+from parc.pipeline import compile_path
+
+pytestmark = pytest.mark.e2e
+
+TORCHRUN = Path(sys.executable).with_name("torchrun")
+
+SPEC = """job {name}
+{layout}
+model tiny-moe {{
+  moe-layers from 1
+  shared-experts 1
+}}
+hardware {{
+  gpu h100-sxm
+}}
+train {{
+  seq 32
+  global-batch 4
+  micro-batch 4
+}}
+{options}
+"""
+
+PROBE = '''
+"""Forward of the job's model on fixed tokens; FLOPs of the routed experts on this rank."""
+import json, os, sys
+import torch
+import torch.distributed as dist
+from torch.utils.flop_counter import FlopCounterMode
+import model, parallel
+
+dist.init_process_group("gloo")
+meshes = parallel.build_meshes("cpu")
+rt = parallel.parallelize(meshes, torch.device("cpu"), torch.float32, 0)
+counted = []
+
+def enter(module, args):
+    module._flops = FlopCounterMode(display=False)
+    module._flops.__enter__()
+
+def leave(module, args, output):
+    module._flops.__exit__(None, None, None)
+    counted.append(module._flops.get_total_flops())
+
+for part in rt.parts:
+    for block in part.layers.values():
+        if hasattr(block.feed_forward, "experts"):
+            block.feed_forward.experts.register_forward_pre_hook(enter)
+            block.feed_forward.experts.register_forward_hook(leave)
+tokens = torch.randint(0, model.VOCAB, (4, model.SEQ_LEN), generator=torch.Generator().manual_seed(0))
+with torch.no_grad():
+    rt.parts[0](tokens)
+with open(os.path.join(sys.argv[1], f"flops-{dist.get_rank()}.json"), "w") as f:
+    json.dump(counted, f)
+dist.destroy_process_group()
+'''
+
+
+def expert_flops(tmp_path: Path, name: str, layout: str, ranks: int, options: str = "") -> list[list[int]]:
+    """Per rank, the routed experts' FLOPs of each MoE layer in one forward."""
+    spec = tmp_path / f"{name}.par"
+    spec.write_text(SPEC.format(name=name, layout=layout, options=options))
+    result = compile_path(str(spec))
+    assert result.ok, [d.message for d in result.diagnostics if d.is_error]
+    job = tmp_path / name
+    write_tree(str(job), job_files(result.plan))
+    (job / "probe.py").write_text(PROBE)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([str(TORCHRUN), "--standalone", "--nproc-per-node", str(ranks), "probe.py", str(job)],
+                          cwd=job, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return [json.loads((job / f"flops-{rank}.json").read_text()) for rank in range(ranks)]
+
+
+@pytest.mark.parametrize("sp", ["off", "on"])
+def test_expert_flops_per_tp_rank_are_one_over_tp(tmp_path, sp):
+    [whole] = expert_flops(tmp_path, "tp1", "dp 1 on nodes(1 gpus, nvlink)", 1)
+    assert len(whole) == 3 and all(f > 0 for f in whole)  # layers 1-3 are MoE
+    shards = expert_flops(tmp_path, f"tp2-sp-{sp}", "tp 2 on nodes(2 gpus, nvlink)", 2,
+                          f"tp {{\n  sequence-parallel {sp}\n}}")
+    for rank, flops in enumerate(shards):
+        assert flops == [f // 2 for f in whole], f"tp rank {rank}: {flops} vs one process {whole}"
