@@ -24,10 +24,11 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
-from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from parc.backends import job_files  # noqa: E402
 from parc.pipeline import compile_path  # noqa: E402
+
+from .host_syncs import HostSyncs  # noqa: E402
 
 SPEC = """job moe-unit
 dp 1 on nodes(1 gpus, nvlink)
@@ -83,57 +84,6 @@ def moe_layer(model, seed: int = 0):
 
 # ---------------------------------------------------------------------------------------------
 # Host syncs
-
-DATA_DEPENDENT = {
-    torch.ops.aten._local_scalar_dense.default,
-    torch.ops.aten.nonzero.default,
-    torch.ops.aten.bincount.default,
-    torch.ops.aten.masked_select.default,
-    torch.ops.aten._unique2.default,
-    torch.ops.aten.unique_consecutive.default,
-}
-
-
-class HostSyncs(TorchDispatchMode):
-    """Counts reads of device data by the host while active."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.count = 0
-        self.seen: list[str] = []
-        self._patched: dict[str, object] = {}
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        data_dependent = func in DATA_DEPENDENT or (
-            func.overloadpacket is torch.ops.aten.repeat_interleave
-            and isinstance(args[0] if func is torch.ops.aten.repeat_interleave.Tensor else args[1], torch.Tensor)
-            and kwargs.get("output_size") is None)
-        if data_dependent:
-            self.note(str(func))
-        return func(*args, **kwargs)
-
-    def note(self, what: str) -> None:
-        self.count += 1
-        self.seen.append(what)
-
-    def __enter__(self):
-        for method in ("tolist", "item"):
-            original = getattr(torch.Tensor, method)
-            self._patched[method] = original
-
-            def counted(t, *a, _original=original, _method=method, **k):
-                self.note(_method)
-                return _original(t, *a, **k)
-
-            setattr(torch.Tensor, method, counted)
-        return super().__enter__()
-
-    def __exit__(self, *exc):
-        for method, original in self._patched.items():
-            setattr(torch.Tensor, method, original)
-        return super().__exit__(*exc)
-
 
 def test_the_sync_counter_sees_what_the_old_router_did():
     """The counter is not blind: bincount, tolist and a tensor-valued repeat_interleave (the
