@@ -55,6 +55,8 @@ DEFAULTS = {
     "model.position": "rope",
     "model.expert-ffn": "ffn",
     "model.moe-layers": "all (when experts > 0)",
+    "model.moe-balance": "none (aux-free: rate 0.001; aux-loss: coefficient 0.01)",
+    "model.capacity-factor": "none (dropless)",
     "hardware.gpus-per-node": "the GPU's usual node (8; 4 for gb200-nvl72)",
     "hardware.link": "the GPU's own (nvlink; xgmi for mi300x; nvl72 for gb200-nvl72)",
     "hardware.network": "the GPU's usual node NICs (e.g. 8 x 400 Gb/s for H100)",
