@@ -78,6 +78,15 @@ class Model(Sourced):
     """Always-active experts per MoE layer, each of size `expert_ffn`."""
     moe_layers: tuple[int, ...] = ()
     """0-based indices of the MoE layers; the others are dense."""
+    moe_balance: Literal["none", "aux-free", "aux-loss"] = "none"
+    """Load balancing of the routed experts: none; aux-free, DeepSeek-V3's per-expert bias added to
+    the scores for the top-k choice only and moved by `balance_rate` x sign(mean load - load) after
+    each optimizer step; aux-loss, the Switch Transformer's loss E x sum_i f_i P_i x `balance_rate`."""
+    balance_rate: float = 0.0
+    """aux-free: the bias step (gamma); aux-loss: the loss coefficient (alpha); 0 for none."""
+    capacity_factor: float = 0.0
+    """Expert capacity = ceil(factor x routed copies / experts) per routing rank and micro-batch;
+    copies beyond it are dropped (the token keeps its residual). 0: dropless."""
     parameters: int
     """Total parameters (unpadded vocabulary; tied embeddings counted once)."""
     active_parameters: int

@@ -56,6 +56,8 @@ DEFAULTS = {
     "model.position": "rope",
     "model.expert-ffn": "ffn",
     "model.moe-layers": "all (when experts > 0)",
+    "model.moe-balance": "none (aux-free: rate 0.001; aux-loss: coefficient 0.01)",
+    "model.capacity-factor": "none (dropless)",
     "hardware.gpus-per-node": "the GPU's usual node (8; 4 for gb200-nvl72)",
     "hardware.link": "the GPU's own (nvlink; xgmi for mi300x; nvl72 for gb200-nvl72)",
     "hardware.network": "the GPU's usual node NICs (e.g. 8 x 400 Gb/s for H100)",
@@ -216,9 +218,24 @@ class _Resolver:
             expert_ffn=base.get("expert_ffn", base["ffn"]) if experts else 0,
             shared_experts=base.get("shared_experts", 0) if experts else 0,
             moe_layers=moe_layers,
+            **self.moe_routing(base, spans, block, bool(experts)),
         )
         total, active = count_parameters(fields, seq or 0)
         return Model(**fields, parameters=total, active_parameters=active, spans=spans)
+
+    def moe_routing(self, base: dict, spans: dict, block: BlockSpec, moe: bool) -> dict:
+        """Balancing and capacity of the routed experts; on a dense model they are an error
+        (a preset's MoE fields only matter with experts, but these are written by the user)."""
+        balance, factor = base.get("moe_balance"), base.get("capacity_factor", 0.0)
+        if not moe:
+            for name, given in (("moe_balance", balance), ("capacity_factor", factor)):
+                if given and name in spans:
+                    self.err("E0212", f"`{name.replace('_', '-')}` on a dense model", spans[name],
+                             label="no routed experts to balance",
+                             help="remove it, or make the model MoE: `experts 8, top-k 2`")
+            return {}
+        return dict(moe_balance=balance.mode if balance else "none",
+                    balance_rate=balance.rate if balance else 0.0, capacity_factor=factor)
 
     def moe_layers(self, rule, layers: int, span: Span) -> tuple[int, ...] | None:
         if isinstance(rule, tuple):  # presets write ("from", 3)

@@ -78,6 +78,13 @@ class MoeLayers(Frozen):
     """For `from k`: the first k layers are dense. For `every k`: every k-th layer is MoE."""
 
 
+class MoeBalance(Frozen):
+    mode: str
+    """none | aux-free (DeepSeek-V3's bias update) | aux-loss (Switch Transformer's loss)."""
+    rate: float = 0.0
+    """aux-free: the bias step per optimizer step (gamma); aux-loss: the loss coefficient (alpha)."""
+
+
 class Sharding(Frozen):
     mode: str
     """none | zero1 | zero2 | zero3 | hsdp."""
@@ -212,6 +219,11 @@ MODEL_KEYS = (
     Key("shared-experts", "count0", "always-active experts per MoE layer", "shared-experts 1"),
     Key("moe-layers", "moe_layers", "which layers are MoE: all, none, from K (first K dense), every K",
         "moe-layers from 3"),
+    Key("moe-balance", "moe_balance", "load balancing of the routed experts: none, aux-free [RATE] "
+        "(DeepSeek-V3 bias update, default rate 0.001) or aux-loss [COEFF] (Switch loss, default 0.01)",
+        "moe-balance aux-free 0.001"),
+    Key("capacity-factor", "factor", "expert capacity as a multiple of an even share of the routed "
+        "tokens; copies beyond it are dropped (default: none, dropless)", "capacity-factor 1.25"),
 )
 
 GPU_KEYS = (
@@ -869,6 +881,55 @@ def _parse_moe_layers(key, values, setting, diags):
     return None
 
 
+MOE_BALANCE_DEFAULTS = {"none": 0.0, "aux-free": 0.001, "aux-loss": 0.01}
+"""Default rate of each balancing mode: DeepSeek-V3's bias step gamma (2024, section 2.1.2) and
+the Switch Transformer's loss coefficient alpha (Fedus et al. 2021, section 2.2)."""
+_MOE_BALANCE_ALIASES = {"aux-loss-free": "aux-free", "loss-free": "aux-free", "switch": "aux-loss",
+                        "off": "none"}
+
+
+def _fraction_atom(atom: Atom, what: str, diags, example: str, limit: float) -> float | None:
+    """A decimal number in (0, limit], with an error otherwise."""
+    if atom.kind != "number":
+        diags.err("E0203", f"{what} must be a number", atom.span, label=f"`{atom.text[:30]}` is not a number",
+                  help=f"write `{example}`")
+        return None
+    number = float(atom.text.replace("_", ""))
+    if not math.isfinite(number) or number <= 0 or number > limit:
+        diags.err("E0207", f"{what} is out of range", atom.span, label=f"{atom.text[:30]} is not in (0, {limit:g}]",
+                  help=f"write a positive number of at most {limit:g}, e.g. `{example}`")
+        return None
+    return number
+
+
+def _parse_moe_balance(key, values, setting, diags):
+    atom = values[0]
+    mode = _MOE_BALANCE_ALIASES.get(atom.text, atom.text) if atom.kind == "name" else ""
+    if mode not in MOE_BALANCE_DEFAULTS:
+        diags.err("E0202", f"unknown load balancing `{atom.text[:30]}`", atom.span, label="not a balancing mode",
+                  help=did_you_mean(atom.text, tuple(MOE_BALANCE_DEFAULTS)) + " (e.g. `moe-balance aux-free 0.001`)")
+        return None
+    if len(values) == 1:
+        return MoeBalance(mode=mode, rate=MOE_BALANCE_DEFAULTS[mode])
+    if mode == "none" or len(values) != 2:
+        diags.err("E0203", f"`moe-balance {mode}` takes {'no rate' if mode == 'none' else 'one rate'}",
+                  values[1 if mode == "none" else 2].span, label="unexpected value",
+                  help=f"write `moe-balance {mode}`" + ("" if mode == "none" else f" {MOE_BALANCE_DEFAULTS[mode]}"))
+        return None
+    rate = _fraction_atom(values[1], f"the {mode} rate", diags, f"moe-balance {mode} {MOE_BALANCE_DEFAULTS[mode]}",
+                          limit=1.0)
+    return None if rate is None else MoeBalance(mode=mode, rate=rate)
+
+
+def _parse_factor(key, values, setting, diags):
+    atom = _one(key, values, diags)
+    if atom is None:
+        return None
+    if atom.kind == "name" and atom.text in ("none", "off"):
+        return 0.0
+    return _fraction_atom(atom, f"`{key.name}`", diags, key.example, limit=1024.0)
+
+
 _SHARDING = ("none", "ddp", "zero1", "zero2", "zero3", "fsdp", "hsdp")
 
 
@@ -962,6 +1023,8 @@ _PARSERS: dict[str, Callable] = {
     "batch": _parse_batch,
     "recompute": _parse_recompute,
     "moe_layers": _parse_moe_layers,
+    "moe_balance": _parse_moe_balance,
+    "factor": _parse_factor,
     "sharding": _parse_sharding,
     "network": _parse_network,
     "gpu": _parse_gpu,
@@ -982,6 +1045,8 @@ _VALUE_WORDS = {
     "batch": "number [`sequences` \\| `tokens`]",
     "recompute": "none \\| selective \\| full \\| full N",
     "moe_layers": "all \\| none \\| from K \\| every K",
+    "moe_balance": "none \\| aux-free [RATE] \\| aux-loss [COEFF]",
+    "factor": "number > 0 \\| none",
     "sharding": "none \\| zero1 \\| zero2 \\| zero3 \\| fsdp \\| hsdp R x S",
     "network": "N x bandwidth",
     "gpu": "catalogue name [`{ overrides }`]",

@@ -468,7 +468,7 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     q = shape.q / t
     kv = shape.kv / t if kv_split(shape, t) else shape.kv
     up = shape.ffn_matrices - 1
-    routed = n / shard
+    routed = n / t  # each tp rank routes its own share of the tokens (sequence-parallel or not)
     # (kernels, count, m, k, n) of the forward GEMMs
     gemms: list[tuple[int, float, float, float, float]] = [(1, 1, n, h, q + 2 * kv), (1, 1, n, q, h)]
     elements = 10 * h * n / shard  # two norms (read + write h) and two residual adds (3h) per token
@@ -479,7 +479,8 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     loop_kernels = 0  # activation kernels of an expert loop, one per expert (two for SwiGLU)
     if moe:
         local = max(1, shape.experts // ep)
-        assigned = routed * shape.top_k  # balanced routing: what this GPU's experts receive
+        # balanced routing: what this GPU's experts receive (a capacity factor under 1 drops some)
+        assigned = routed * shape.top_k * (min(1.0, shape.capacity_factor) if shape.capacity_factor else 1.0)
         per_expert = assigned / local
         f = shape.expert_ffn
         gemms.append((1, 1, routed, h, shape.experts))
@@ -539,6 +540,9 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     pairs = 1 if moe and not shape.shared_experts else 2  # routed experts are not split over tp
     reduce = (0, 0) if sp or t == 1 else (pairs, pairs)
     gather = (2 * pairs, 2 * pairs) if sp and t > 1 else (0, 0)
+    if moe and t > 1 and not sp:
+        # the routed result is all-gathered in forward, the input's gradient in backward
+        gather = (gather[0] + 1, gather[1] + 1)
 
     cp_bytes = (0.0, 0.0)
     if cp > 1:
@@ -550,7 +554,7 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
         else:
             sent = ACT * n * (2 * q + 2 * kv)
             cp_bytes = (sent, sent)
-    ep_bytes = ACT * routed * shape.top_k * h if moe and ep > 1 else 0.0
+    ep_bytes = ACT * assigned * h if moe and ep > 1 else 0.0
     return Work(gemm=gemm, attention_f=attention_f, attention_b=attention_b, memory_f=memory_f,
                 memory_b=memory_b, selective_core=core_again, selective_elementwise=elementwise,
                 tp_bytes=tp_bytes, tp_all_reduce=reduce, tp_gather=gather, cp_flavour=flavour,

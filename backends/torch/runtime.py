@@ -148,13 +148,15 @@ def data_mesh_code(plan: Plan, layout: Layout) -> tuple[list[str], str, bool]:
 
 def ep_mesh(plan: Plan, layout: Layout) -> tuple[list[int], list[int]]:
     """Permutation and shape turning the world's rank grid into (rest, edp, edp_shard, ep);
-    edp_shard has one rank (DDP-style reduction of expert gradients)."""
+    edp_shard has one rank (DDP-style reduction of expert gradients). tp counts as data: each
+    tp rank routes its own share of the tokens through the (whole) experts."""
     lay = plan.layout
     ep = layout.degrees["ep"]
     folded_axes = lay.ep.folded_over or ("ep",)
     folded = [d for d in layout.dims if (d in folded_axes or (d.startswith("dp_") and "dp" in folded_axes))
               and layout.size(d) > 1]
-    data = [d for d in layout.dims if d not in folded and (d in DATA_AXES or d.startswith("dp_"))]
+    data = [d for d in layout.dims if d not in folded and (d in DATA_AXES or d.startswith("dp_")
+                                                           or (d == "tp" and plan.model.is_moe))]
     other = [d for d in layout.dims if d not in folded and d not in data]
     order = other + data + folded
     permutation = [layout.dims.index(d) for d in order]
@@ -187,6 +189,12 @@ def model_context(plan: Plan) -> dict:
         norm=m.norm, position=m.position, norm_eps=NORM_EPS, rope_theta=ROPE_THETA,
         moe=m.is_moe, experts=m.experts, top_k=m.top_k, expert_ffn=m.expert_ffn,
         shared_experts=m.shared_experts, moe_layers=_layers_literal(sorted(moe_layers)),
+        moe_balance=m.moe_balance, balance_rate=repr(m.balance_rate), capacity_factor=m.capacity_factor,
+        balance_text={"none": "no load balancing",
+                      "aux-free": "auxiliary-loss-free load balancing (DeepSeek-V3's expert bias)",
+                      "aux-loss": "the Switch Transformer's auxiliary loss"}[m.moe_balance],
+        capacity_text=f"capacity factor {m.capacity_factor:g} (copies beyond it dropped)" if m.capacity_factor
+        else "dropless (no capacity limit)",
         dense_layers=len(moe_layers) < m.layers,
         init_std=repr(INIT_STD), output_init_std=repr(INIT_STD / math.sqrt(2 * m.layers)),
     )
@@ -245,7 +253,10 @@ def parallel_context(plan: Plan, layout: Layout) -> dict:
     cp_flavour = lay.cp.flavour if cp else ""
     cp_balanced = cp and cp_flavour != "all-to-all"
     local_kv = m.kv_heads // deg["tp"] if m.kv_heads % deg["tp"] == 0 else m.kv_heads
-    permutation, ep_shape = ep_mesh(plan, layout) if ep else ([], [])
+    # Experts get their own gradient mesh under ep, and under tp (each tp rank routes its own
+    # tokens, so tp ranks are data ranks to the experts).
+    expert_grid = ep or (tp and m.is_moe)
+    permutation, ep_shape = ep_mesh(plan, layout) if expert_grid else ([], [])
     reports = []
     if pp:
         reports.append("last_stage")
@@ -280,8 +291,12 @@ def parallel_context(plan: Plan, layout: Layout) -> dict:
         cp_class={"ring": "RingAttention", "all-gather": "AllGatherAttention", "all-to-all": "AllToAllAttention"}.get(
             cp_flavour, ""),
         cp_repeat_kv=cp and cp_flavour == "all-to-all" and local_kv % deg["cp"] != 0,
+        expert_grid=expert_grid, moe_balance=m.moe_balance if m.is_moe else "none",
+        balance_text="world" if not pp else "every dim but pp",
+        balance_dims=_tuple(d for d in layout.dims if d != "pp"),
         ep_degree=deg["ep"], local_experts=m.experts // deg["ep"] if ep else 0,
-        ep_permutation=_tuple(permutation) if ep else "()", ep_shape=_tuple(ep_shape) if ep else "()",
+        ep_permutation=_tuple(permutation) if expert_grid else "()",
+        ep_shape=_tuple(ep_shape) if expert_grid else "()",
         recompute=t.recompute or "none", recompute_layers=t.recompute_layers,
         recompute_text=_recompute_text(t.recompute or "none", t.recompute_layers),
         sharding=sharding, sharding_text=_wrap(_sharding_text(sharding, reshard, zero_bubble) + ".", 92)
@@ -436,8 +451,7 @@ def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep,
         names = ["ColwiseParallel", "RowwiseParallel", "loss_parallel", "parallelize_module"]
         if plan.layout.tp.sequence_parallel:
             names += ["PrepareModuleInput", "SequenceParallel"]
-            if plan.model.is_moe:
-                names.append("PrepareModuleInputOutput")
+
         add("torch.distributed.tensor.parallel", *names)
     if recompute == "selective":
         add("torch.utils.checkpoint", "CheckpointPolicy", "create_selective_checkpoint_contexts")

@@ -16,17 +16,18 @@ tp, and h/t where sequence parallelism shards a tensor along the sequence ("h/sp
 | FFN inside | 4 F/t (SwiGLU: w1 out, silu out, w3 out, product) or 2 F/t (GELU: in, out) | the activation function, the product, w2 |
 | norm statistics | 1 (RMSNorm) or 2 (LayerNorm) per norm, fp32, /sp | the norms |
 
-Per layer, whatever the batch: RoPE's cos and sin tables (fp32, seq/cp x head_dim/2, one pair per
-rotation of q and of k). On CPU RMSNorm is not fused and also keeps x x rstd (h/sp per norm;
-`Knobs.device`). No dropout (none of the modelled models uses it). Context parallelism divides the
-tokens by cp; the all-gather flavour saves the gathered K and V (cp x the local ones); all-to-all
-(Ulysses) saves the attention output twice (before and after the reverse all-to-all); the ring keeps
-only its own K/V (`_attention`). A MoE layer replaces the FFN with: its (gathered) input, the
-router's fp32 probabilities, top-k indices and gates, and per routed copy the expert's input rows,
-insides (as a dense FFN of size expert_ffn), returned output and gated product, an fp32 gate weight
-and int64 indices (`torch_layer`); the shared experts as a dense FFN. Routing is assumed balanced:
-each rank's experts receive top_k copies of as many tokens as the rank routes (all of its tokens:
-every tp rank routes them).
+Per layer, whatever the batch: RoPE's cos and sin tables (fp32, seq/cp x head_dim/2, one pair
+per rotation of q and of k). On CPU RMSNorm is not fused and also keeps x x rstd (h/sp per norm;
+`Knobs.device`). No dropout (none of the modelled models uses it). Context parallelism divides
+the tokens by cp; the all-gather flavour saves the gathered K and V (cp x the local ones);
+all-to-all (Ulysses) saves the attention output twice (before and after the reverse all-to-all);
+the ring keeps only its own K/V (`_attention`). A MoE layer replaces the FFN with: its (gathered)
+input, the router's fp32 probabilities, top-k indices and gates, and per routed copy the
+expert's input rows, insides (as a dense FFN of size expert_ffn), returned output and gated
+product, an fp32 gate weight and int64 indices (`torch_layer`); the shared experts as a dense
+FFN. Routing is assumed balanced: each rank's experts receive top_k copies of as many tokens as
+the rank routes (its tp rank's share: each tp rank routes its own tokens), times the capacity
+factor when that is under 1.
 
 Recomputation (the contract the generated runtime implements):
 - selective: an op-level policy (torch.utils.checkpoint's selective checkpointing) that saves the
@@ -79,8 +80,8 @@ class Tokens:
     tokens: float
     """Tokens of one micro-batch on this rank: seq x micro-batch / cp."""
     routed: float
-    """Tokens this rank routes in a MoE layer: all of its tokens (the runtime gathers a
-    sequence-parallel MoE input, and every tp rank routes the whole local sequence)."""
+    """Tokens this rank routes in a MoE layer: its tp rank's share of the micro-batch (with
+    sequence parallelism the shard it holds, without it the runtime slices one)."""
     sp: int
     q: float
     kv: float
@@ -108,7 +109,7 @@ def _tokens(shape: Shape, k: Knobs) -> Tokens:
         o = 2 * o
     else:
         kv_saved = kv
-    return Tokens(tokens=tokens, routed=tokens, sp=sp, q=shape.q / t, kv=kv_saved, o=o, heads=shape.heads / t)
+    return Tokens(tokens=tokens, routed=tokens / t, sp=sp, q=shape.q / t, kv=kv_saved, o=o, heads=shape.heads / t)
 
 
 def _attention(shape: Shape, k: Knobs, n: Tokens, act: int) -> tuple[float, float, float]:
@@ -154,22 +155,28 @@ def torch_layer(shape: Shape, k: Knobs, moe: bool, mode: str, act: int | None = 
         e, topk, fe, shared = shape.experts, shape.top_k, shape.expert_ffn, shape.shared_experts
         routed = n.routed
         copies = routed * topk  # sent, and received when routing is balanced
+        # a capacity factor under 1 drops copies even when routing is balanced
+        kept = copies * min(1.0, shape.capacity_factor) if shape.capacity_factor else copies
         exchanged = k.ep > 1  # tokens travel by all-to-all (kept outputs under selective)
         # softmax probabilities, top-k indices and gates (and their sum, to renormalise them)
         router = routed * (e * FP32 + topk * (INDEX + FP32) + (FP32 if topk > 1 else 0))
         indices = copies * INDEX * (4 if exchanged else 2)  # token and order; the dispatcher's two
-        # per copy: the expert's input rows and insides, the returned output and its gated product
-        experts_full = copies * (ACT * (3 * h + inside * fe) + FP32) + indices
+        # the experts' input rows: without ep, views of the gathered copies (dropped ones too)
+        rows = kept if exchanged else copies
+        # per copy: the expert's insides, the returned output and its gated product
+        experts_full = ACT * rows * h + kept * (ACT * (2 * h + inside * fe) + FP32) + indices
         # per copy: the experts' up- and down-projection outputs, the two all-to-alls' outputs
-        experts_sel = ACT * copies * (up * fe + h + (2 * h if exchanged else 0))
+        experts_sel = ACT * kept * (up * fe + h + (2 * h if exchanged else 0))
         shared_full = ACT * n.tokens * inside * shared * fe / t
         shared_sel = ACT * n.tokens * up * shared * fe / t
-        moe_in = ACT * routed * h  # the (gathered) normalised input, kept by the router and experts
+        # the normalised input: the routed share, kept by the router and experts, and the whole
+        # (gathered) input the tp-split shared experts keep
+        moe_in = ACT * h * (routed + (n.tokens if shared and t > 1 else 0))
         ffn_full = n.tokens * norm + moe_in + router + experts_full + shared_full
         ffn_sel = ACT * routed * e + experts_sel + shared_sel  # the router's matmul output
-        grads_ffn = ACT * (routed * topk * (up * fe + h) + n.tokens * (up * shared * fe / t + h)) \
+        grads_ffn = ACT * (kept * (up * fe + h) + n.tokens * (up * shared * fe / t + h)) \
             + routed * e * FP32
-        working = ACT * (routed * topk * (h + m * fe) + n.tokens * (h + m * shared * fe / t))
+        working = ACT * (kept * (h + m * fe) + n.tokens * (h + m * shared * fe / t))
     else:
         ffn_full = norm + ACT * (h + inside * shape.ffn / t)
         ffn_sel = ACT * up * shape.ffn / t

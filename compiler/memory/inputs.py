@@ -48,6 +48,8 @@ class Shape:
     top_k: int = 0
     expert_ffn: int = 0
     shared_experts: int = 0
+    capacity_factor: float = 0.0
+    """The MoE capacity factor (0: dropless): under 1 it drops routed copies."""
     moe: tuple[bool, ...] = ()
     """Per layer: is it a mixture-of-experts layer."""
     rope: bool = False
@@ -126,8 +128,10 @@ class Knobs:
 
     @property
     def expert_replicas(self) -> int:
-        """Ranks of one pipeline stage holding the same experts."""
-        spread = self.dense_replicas * (self.tp if self.ep_over_tp else 1)
+        """Ranks of one pipeline stage holding the same experts. parc's runtime counts the tp
+        ranks among them (each routes its own tokens through whole experts: their gradients
+        are reduced, and sharded, over tp too); Megatron-LM's only when ep is folded over tp."""
+        spread = self.dense_replicas * (self.tp if self.ep_over_tp or self.runtime == "torch" else 1)
         return max(1, spread // self.ep)
 
     @property
@@ -158,6 +162,7 @@ def shape_of(plan: Plan) -> Shape:
         layernorm=m.norm == "layernorm",
         position_params=plan.training.seq_len * m.hidden if m.position == "learned" else 0,
         experts=m.experts, top_k=m.top_k, expert_ffn=m.expert_ffn, shared_experts=m.shared_experts,
+        capacity_factor=m.capacity_factor,
         moe=tuple(i in moe for i in range(m.layers)) if moe else (), rope=m.position == "rope",
     )
 

@@ -40,6 +40,7 @@ MOE = [
     "ep2-axis",     # ep 2 x dp 2, DDP
     "moe-4d",       # tp 2 (SP) x dp 2 x pp 2 (1F1B), ep 2 over dp, zero2, selective recompute
     "moe-ep-over-cp-dp",  # cp 2 (ring) x dp 2, ep 4 over cp x dp, zero3
+    "moe-tp2-dp2",  # tp 2 without SP: each tp rank routes half the sequence, DDP
 ]
 
 
@@ -47,6 +48,23 @@ MOE = [
 def test_moe_layout_matches_one_process(spec, workdir, reference_moe):
     run = train(compile_job(spec, workdir), plan_of(spec).cluster.world_size)
     assert_parity(run, reference_moe)
+
+
+BALANCED_MOE = [
+    ("moe-tp2-aux-loss", "reference-moe-aux-loss"),  # Switch loss, tp 2 (SP), one micro-batch
+    ("moe-ep2-aux-free", "reference-moe-aux-free"),  # DeepSeek-V3 bias, ep 2 x dp 2, 2 micro-batches
+]
+
+
+@pytest.mark.parametrize(("spec", "reference_spec"), BALANCED_MOE)
+def test_balanced_moe_layout_matches_one_process_with_the_same_balancing(spec, reference_spec, workdir,
+                                                                          reference_moe):
+    reference = train(compile_job(reference_spec, workdir), 1).check()
+    # the balancing changes the training (else this case would prove nothing about it)
+    changed = max(abs(reference.losses[s] - reference_moe.losses[s]) for s in reference.losses)
+    assert changed > 1e-6, "the balanced reference trains exactly like the unbalanced one"
+    run = train(compile_job(spec, workdir), plan_of(spec).cluster.world_size)
+    assert_parity(run, reference)
 
 
 GPT = [
