@@ -11,7 +11,8 @@ of a stage holds the same shapes, so the rehearsed rank stands for its stage):
 
 - parameters, gradients, optimizer states: the model's `model_states` against the tracker's
   sharded parameters after the step, gradients after the backward (FSDP2's accumulated
-  unsharded fp32 gradients included), optimizer states after the step;
+  unsharded fp32 gradients included), optimizer states after the step (less Adam's scalar
+  step counters, which torch keeps on the host for GPU parameters);
 - peak: the model's stage total (params + grads + optimizer + activations + buffers) against
   the tracker's peak, which counts everything the rank's tensors held at its worst moment.
 """
@@ -106,7 +107,8 @@ def predicted(plan: Plan, stage: int) -> dict[str, int]:
 
 def rehearsed(record: dict) -> dict[str, int]:
     return {"parameters": record["after_step"]["parameters"], "gradients": record["after_backward"]["gradients"],
-            "optimizer_states": record["after_step"]["optimizer_states"], "peak": record["peak"]["total"]}
+            "optimizer_states": record["after_step"]["optimizer_states"] - record["optimizer_step_counters"],
+            "peak": record["peak"]["total"]}
 
 
 def compare(plan: Plan, records: list[dict]) -> list[Row]:
