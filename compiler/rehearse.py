@@ -10,8 +10,8 @@ Compared per rank (the memory model predicts the worst rank of each pipeline sta
 of a stage holds the same shapes, so the rehearsed rank stands for its stage):
 
 - parameters, gradients, optimizer states: the model's `model_states` against the tracker's
-  sharded parameters after the step, gradients after the backward (FSDP2's accumulated
-  unsharded fp32 gradients included), optimizer states after the step (less Adam's scalar
+  sharded parameters after the step, gradients after the step's last backward (FSDP2's
+  accumulated unsharded fp32 gradients are freed by then: they count in the peak), optimizer states after the step (less Adam's scalar
   step counters, which torch keeps on the host for GPU parameters);
 - peak: the model's stage total (params + grads + optimizer + activations + buffers) against
   the tracker's peak, which counts everything the rank's tensors held at its worst moment.
@@ -101,7 +101,7 @@ def predicted(plan: Plan, stage: int) -> dict[str, int]:
                          knobs.runtime)[stage]
     states = model_states(params.params, knobs)
     memory = estimate(plan).stages[stage]
-    return {"parameters": states.params, "gradients": states.grads + states.accumulated_grads,
+    return {"parameters": states.params, "gradients": states.grads,
             "optimizer_states": states.optimizer, "peak": memory.total}
 
 
