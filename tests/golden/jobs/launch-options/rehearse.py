@@ -37,7 +37,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, unset_fake_temporarily
+from torch._subclasses import fake_tensor
 from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
 from torch.distributed.tensor._sharding_prop import ShardingPropagator
 from torch.testing._internal.distributed.fake_pg import FakeStore
@@ -61,7 +61,7 @@ def join_fake_world(rank: int, device_type: str) -> parallel.Meshes:
     return parallel.build_meshes(device_type)
 
 
-def allocate_only(mode: FakeTensorMode):
+def allocate_only(mode: fake_tensor.FakeTensorMode):
     """parallel.materialize for a rehearsal: the shards get storage (fake), not values."""
     def materialize(part: nn.Module, device: torch.device, seed: int) -> None:
         with mode:
@@ -183,7 +183,7 @@ def rehearse_rank(args, train) -> dict:
     device = torch.device("cuda", 0) if real else torch.device("cpu")
     if real:
         torch.cuda.set_device(device)
-    mode = FakeTensorMode(allow_non_fake_inputs=True) if not real else None
+    mode = fake_tensor.FakeTensorMode(allow_non_fake_inputs=True) if not real else None
     if mode is not None:
         parallel.materialize = allocate_only(mode)
         untracked_propagation()

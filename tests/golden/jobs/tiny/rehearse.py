@@ -37,13 +37,13 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, unset_fake_temporarily
+from torch._subclasses import fake_tensor
 from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+from torch.distributed.pipelining import _utils as pipeline_utils
+from torch.distributed.pipelining import schedules
+from torch.distributed.pipelining import stage as pipeline_stage
 from torch.distributed.tensor._sharding_prop import ShardingPropagator
 from torch.testing._internal.distributed.fake_pg import FakeStore
-from torch.distributed.pipelining import schedules, stage as pipeline_stage
-from torch.distributed.pipelining._utils import (InferenceMode, _StageBackwardMeta, _StageForwardMeta,
-                                                 extract_tensor_meta)
 
 import parallel
 
@@ -67,7 +67,7 @@ def join_fake_world(rank: int, device_type: str) -> parallel.Meshes:
     return parallel.build_meshes(device_type)
 
 
-def allocate_only(mode: FakeTensorMode):
+def allocate_only(mode: fake_tensor.FakeTensorMode):
     """parallel.materialize for a rehearsal: the shards get storage (fake), not values."""
     def materialize(part: nn.Module, device: torch.device, seed: int) -> None:
         with mode:
@@ -82,11 +82,14 @@ def shapes_from_plan(device: torch.device) -> None:
     for dynamic inference (no stage is given shapes), as in the real job."""
     def warmup(self, stages, has_backward, p2p_done) -> None:
         for s in stages:
-            s._inference_mode = InferenceMode.DYNAMIC
+            s._inference_mode = pipeline_utils.InferenceMode.DYNAMIC
 
     def receive(self, src_stage: int):
-        meta = (extract_tensor_meta(torch.empty(BOUNDARY_SHAPE, dtype=COMPUTE_DTYPE, device=self.device)),)
-        return _StageForwardMeta(meta) if src_stage < self.stage_index else _StageBackwardMeta(meta)
+        meta = (pipeline_utils.extract_tensor_meta(torch.empty(BOUNDARY_SHAPE, dtype=COMPUTE_DTYPE,
+                                                               device=self.device)),)
+        if src_stage < self.stage_index:
+            return pipeline_utils._StageForwardMeta(meta)
+        return pipeline_utils._StageBackwardMeta(meta)
 
     for cls in (schedules.PipelineScheduleSingle, schedules.PipelineScheduleMulti):
         cls._warmup_p2p = warmup
@@ -208,7 +211,7 @@ def rehearse_rank(args, train) -> dict:
     device = torch.device("cuda", 0) if real else torch.device("cpu")
     if real:
         torch.cuda.set_device(device)
-    mode = FakeTensorMode(allow_non_fake_inputs=True) if not real else None
+    mode = fake_tensor.FakeTensorMode(allow_non_fake_inputs=True) if not real else None
     if mode is not None:
         parallel.materialize = allocate_only(mode)
         untracked_propagation()
