@@ -72,6 +72,15 @@ def test_a_rank_of_an_8192_rank_job_builds_and_steps():
     assert record["peak"]["total"] >= record["after_step"]["total"] > 0
 
 
+def test_the_last_stage_keeps_no_logits_between_steps():
+    """torch's schedule.step keeps the last stage's output of every micro-batch unless told
+    return_outputs=False (found by this rehearsal): 4 micro-batches of fp32 logits, each
+    micro-batch 2 x seq 64 x 32768 / tp 8 vocabulary rows x 4 bytes, would stay held after the step."""
+    logits = 2 * 64 * (32768 // 8) * 4
+    [record] = rehearse(FAST_SPEC, 8191)["ranks"]
+    assert record["after_step"]["activations"] < 4 * logits
+
+
 def test_model_states_are_the_closed_form_and_the_models():
     """Rank 8191 holds layer 3 and the output layer (tp 8, zero3 over dp 256), fp32 shards:
     attention 4 x 2048 x 2048 and SwiGLU 3 x 2048 x 4096 weights over tp x dp = 2048 ranks,
