@@ -415,6 +415,57 @@ def report(file, output):
         _report_warnings(result)
 
 
+@main.command(context_settings=CONTEXT, epilog="""\b
+Examples:
+  parc rehearse specs/tiny.par --rank 5
+  parc rehearse specs/llama3-405b.par --rank 5000 --format json
+  parc rehearse specs/tiny.par --ranks classes --tolerance 10
+""")
+@click.argument("file", metavar="SPEC")
+@click.option("--rank", "rank", type=click.IntRange(min=0), default=None, metavar="R",
+              help="the rank to rehearse (default 0)")
+@click.option("--ranks", "ranks", type=click.Choice(["classes"]), default=None,
+              help="one rank of every class (pipeline stage, tp, cp and ep position)")
+@click.option("--steps", "steps", type=click.IntRange(min=1), default=None, metavar="N",
+              help="optimizer steps (default 2)")
+@click.option("--tolerance", "tolerance", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              metavar="PCT", help="exit 1 when a category differs from the prediction by more")
+@click.option("--timeout", "timeout", type=click.FloatRange(min=1), default=3600.0, show_default=True,
+              metavar="SECONDS", help="stop a rehearsal that runs longer")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text for people or json for tools, both on stdout")
+def rehearse(file, rank, ranks, steps, tolerance, timeout, fmt):
+    """Run one rank of the generated job at its real world size in one process (fake process
+    group and tensors; needs torch) and compare its memory with the prediction."""
+    from .diagnostics import dumps_json, has_errors
+    from .rehearse import RehearsalError, compare, render, report, run
+
+    if rank is not None and ranks is not None:
+        click.echo("error: give --rank or --ranks, not both", err=True)
+        sys.exit(2)
+    results, unreadable = _compile_all([file])
+    if unreadable:
+        sys.exit(2)
+    result = results[0]
+    if has_errors(result.diagnostics) or result.plan is None or result.plan.holes:
+        sys.exit(_report(results, "text") or 1)
+    plan = result.plan
+    if rank is not None and rank >= plan.cluster.world_size:
+        click.echo(f"error: --rank {rank} is not a rank of this job (0..{plan.cluster.world_size - 1})", err=True)
+        sys.exit(2)
+    from parc.backends import job_files
+
+    try:
+        records = run(job_files(plan), rank, ranks == "classes", steps, timeout)
+    except RehearsalError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    rows = compare(plan, records)
+    doc = report(plan, records, rows, tolerance)
+    click.echo(dumps_json(doc) if fmt == "json" else render(plan, rows, tolerance), nl=fmt != "json")
+    sys.exit(0 if doc["within_tolerance"] else 1)
+
+
 def _report_warnings(result) -> None:
     """Warnings (never errors here) to stderr, as `parc check` prints them."""
     from .diagnostics import render_text, summary_line

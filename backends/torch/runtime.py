@@ -46,6 +46,7 @@ def files(plan: Plan) -> dict[str, str]:
         "model.py": render("model.py.jinja", **model_context(plan)),
         "parallel.py": render("parallel.py.jinja", **parallel_context(plan, layout)),
         "train.py": render("train.py.jinja", **train_context(plan, layout)),
+        "rehearse.py": render("rehearse.py.jinja", **rehearse_context(plan, layout)),
     }
 
 
@@ -330,6 +331,20 @@ def train_context(plan: Plan, layout: Layout) -> dict:
         cp=layout.degrees["cp"] > 1,
         gpu=plan.cluster.gpu.name, gpu_bytes=plan.cluster.gpu.hbm_bytes,
         clip_grad_norm=repr(t.clip_grad_norm),
+    )
+
+
+def rehearse_context(plan: Plan, layout: Layout) -> dict:
+    """rehearse.py's values: the shapes a fake world cannot send (docs/runtime.md, rehearsal)."""
+    deg = layout.degrees
+    t = plan.training
+    sp = deg["tp"] > 1 and bool(plan.layout.tp.sequence_parallel)
+    local_tokens = t.seq_len // deg["cp"]
+    return dict(
+        job=plan.launch.job, layout_text=_layout_text(plan), world_size=plan.cluster.world_size,
+        microbatches=t.grad_accum, pp=deg["pp"] > 1, sp=sp, ep=deg["ep"] > 1, moe=plan.model.is_moe,
+        local_tokens=local_tokens,
+        boundary_shape=_tuple((t.micro_batch, local_tokens // (deg["tp"] if sp else 1), plan.model.hidden)),
     )
 
 

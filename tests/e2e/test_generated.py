@@ -1,6 +1,6 @@
 """Static checks of the generated runtime (fast: nothing is launched).
 
-For every spec in specs/ and tests/e2e/specs without holes: parallel.py, model.py and train.py
+For every spec in specs/ and tests/e2e/specs without holes: parallel.py, model.py, train.py and rehearse.py
 pass `ruff check` (pyflakes, pycodestyle, isort, bugbear, pyupgrade) and py_compile, import only
 torch, the standard library and each other, come out byte-identical twice, carry the plan's
 mesh and pipeline chunks as data, and contain no code for axes the layout does not use.
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SPECS = sorted((ROOT / "specs").glob("*.par")) + sorted((ROOT / "tests" / "e2e" / "specs").glob("*.par"))
 RUFF = Path(sys.executable).with_name("ruff")
 RUFF_RULES = ["--isolated", "--select", "E,F,W,I,B,UP", "--ignore", "E501", "--target-version", "py310"]
-RUNTIME_FILES = ("model.py", "parallel.py", "train.py")
+RUNTIME_FILES = ("model.py", "parallel.py", "train.py", "rehearse.py")
 
 
 def _plan(path: Path):
@@ -56,7 +56,7 @@ def test_ruff_and_py_compile(generated):
 
 def test_imports_only_torch_and_the_standard_library(generated):
     _, files, _ = generated
-    allowed = set(sys.stdlib_module_names) | {"torch", "model", "parallel", "__future__"}
+    allowed = set(sys.stdlib_module_names) | {"torch", "model", "parallel", "rehearse", "__future__"}
     for name, text in files.items():
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.Import):

@@ -10,7 +10,7 @@ Options (docs/runtime.md in the parc repository describes them):
 
     --device {cuda,cpu}        cuda: NCCL, one GPU per LOCAL_RANK (default); cpu: gloo
     --dry-run                  build the device mesh, print every rank's coordinates and groups
-    --steps N                  optimizer steps (default 3)
+    --steps N                  optimizer steps (default 3; 2 with --rehearse)
     --seed S                   seed of the initial weights and the synthetic data (default 0)
     --lr LR, --warmup N        peak learning rate (default 3e-4), linear warm-up steps (default 0)
     --precision {auto,fp32,bf16}   auto: bf16 on cuda, fp32 on cpu
@@ -24,6 +24,10 @@ Options (docs/runtime.md in the parc repository describes them):
     --measure-memory FILE      write what every rank's tensors take in the last step (JSON, tests)
     --record-collectives FILE  write every collective the last step issues, per axis (JSON, tests)
     --timeout SECONDS          collective timeout (default 300)
+    --rehearse                 no torchrun: rehearse one rank at the real world size in one process
+                               (fake process group and tensors; rehearse.py), print its memory (JSON)
+    --rank R | --ranks classes the rank to rehearse (default 0), or one of every class of ranks
+    --rehearse-json FILE       write the rehearsal's JSON to FILE instead of stdout
 
 Exit status: 0 done, 2 launched in a way that does not match the plan, 1 anything else.
 """
@@ -77,7 +81,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=f"train job {JOB} ({LAYOUT})")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--dry-run", action="store_true")
-    parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--steps", type=int)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--lr", type=float, default=3e-4)
     parser.add_argument("--warmup", type=int, default=0)
@@ -92,7 +96,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--measure-memory", type=Path)
     parser.add_argument("--record-collectives", type=Path)
     parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--rehearse", action="store_true")
+    parser.add_argument("--rank", type=int, default=0)
+    parser.add_argument("--ranks", choices=("classes",))
+    parser.add_argument("--rehearse-json", type=Path)
     args = parser.parse_args(argv)
+    if args.steps is None:
+        args.steps = 2 if args.rehearse else STEPS  # a rehearsal's second step holds the optimizer states
     if args.resume and args.checkpoint_dir is None:
         parser.error("--resume needs --checkpoint-dir")
     if args.log_every < 1:
@@ -678,6 +688,9 @@ def axis_names(meshes: parallel.Meshes) -> dict[tuple[int, ...], str]:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.rehearse:
+        import rehearse
+        sys.exit(rehearse.main(args, sys.modules[__name__]))
     check_launch(args)
     device = start(args)
     meshes = parallel.build_meshes(device.type)

@@ -297,6 +297,7 @@ def forward_backward(rt: Runtime, inputs: torch.Tensor, targets: torch.Tensor) -
             *([inputs] if rt.first_stage else []),
             target=targets if rt.last_stage else None,
             losses=losses if rt.last_stage else None,
+            return_outputs=False,  # else the last stage keeps every micro-batch's fp32 logits until the next step
         )
     if not losses:
         return torch.zeros((), device=inputs.device)

@@ -1,0 +1,144 @@
+"""`parc rehearse`: run one rank of the generated job at its real world size and put its
+measured memory beside the memory model's prediction.
+
+The job's own `train.py --rehearse` (backends/torch/templates/rehearse.py.jinja) does the
+work in a child process with the current interpreter, so that `parc` never imports torch:
+a fake process group at the plan's world size, fake tensors, torch's FSDPMemTracker. This
+module only writes the job to a temporary directory, starts that process, and compares.
+
+Compared per rank (the memory model predicts the worst rank of each pipeline stage; every rank
+of a stage holds the same shapes, so the rehearsed rank stands for its stage):
+
+- parameters, gradients, optimizer states: the model's `model_states` against the tracker's
+  sharded parameters after the step, gradients after the step's last backward (FSDP2's
+  accumulated unsharded fp32 gradients are freed by then: they count in the peak), optimizer states after the step (less Adam's scalar
+  step counters, which torch keeps on the host for GPU parameters);
+- peak: the model's stage total (params + grads + optimizer + activations + buffers) against
+  the tracker's peak, which counts everything the rank's tensors held at its worst moment.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .plan import Plan
+
+CATEGORIES = ("parameters", "gradients", "optimizer_states", "peak")
+
+
+class RehearsalError(Exception):
+    """The rehearsal could not run (no torch, the job failed): a message for the user."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One category of one rank: predicted and rehearsed bytes."""
+
+    rank: int
+    stage: int
+    category: str
+    predicted: int
+    rehearsed: int
+
+    @property
+    def difference_percent(self) -> float:
+        """(predicted - rehearsed) / rehearsed: negative when the model says less than the job holds."""
+        if self.rehearsed == 0:
+            return 0.0 if self.predicted == 0 else 100.0
+        return 100.0 * (self.predicted - self.rehearsed) / self.rehearsed
+
+
+def torch_available() -> bool:
+    return importlib.util.find_spec("torch") is not None
+
+
+def run(files: dict[str, str], rank: int | None, classes: bool, steps: int | None, timeout: float) -> list[dict]:
+    """Write the job to a temporary directory and run `train.py --rehearse` there."""
+    if not torch_available():
+        raise RehearsalError("the rehearsal runs the generated PyTorch job and torch is not installed; "
+                             "install the torch extra: pip install 'parc[torch]'")
+    with tempfile.TemporaryDirectory(prefix="parc-rehearse-") as tmp:
+        for name, text in files.items():
+            path = Path(tmp) / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        out = Path(tmp) / "rehearsal.json"
+        command = [sys.executable, "train.py", "--rehearse", "--rehearse-json", str(out), "--device", "cpu"]
+        command += ["--ranks", "classes"] if classes else ["--rank", str(rank or 0)]
+        if steps is not None:
+            command += ["--steps", str(steps)]
+        env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+        try:
+            done = subprocess.run(command, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            raise RehearsalError(f"the rehearsal did not finish within {timeout:.0f} s") from exc
+        if done.returncode != 0 or not out.exists():
+            tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
+            raise RehearsalError(f"the rehearsal failed (exit {done.returncode}):\n{tail}")
+        return json.loads(out.read_text())
+
+
+def pp_stage(plan: Plan, record: dict) -> int:
+    return int(record["coordinates"].get("pp", 0))
+
+
+def predicted(plan: Plan, stage: int) -> dict[str, int]:
+    """The memory model's bytes for one rank of pipeline stage `stage`, in rehearsal categories."""
+    from .memory import estimate, knobs_of, shape_of
+    from .memory.model import rank_params
+    from .memory.states import model_states
+
+    knobs = knobs_of(plan)
+    shape = shape_of(plan)
+    params = rank_params(shape, knobs.tp, knobs.ep, knobs.pp, knobs.virtual_stages, knobs.schedule, knobs.split,
+                         knobs.runtime)[stage]
+    states = model_states(params.params, knobs)
+    memory = estimate(plan).stages[stage]
+    return {"parameters": states.params, "gradients": states.grads,
+            "optimizer_states": states.optimizer, "peak": memory.total}
+
+
+def rehearsed(record: dict) -> dict[str, int]:
+    return {"parameters": record["after_step"]["parameters"], "gradients": record["after_backward"]["gradients"],
+            "optimizer_states": record["after_step"]["optimizer_states"] - record["optimizer_step_counters"],
+            "peak": record["peak"]["total"]}
+
+
+def compare(plan: Plan, records: list[dict]) -> list[Row]:
+    rows = []
+    for record in records:
+        stage = pp_stage(plan, record)
+        want, got = predicted(plan, stage), rehearsed(record)
+        rows += [Row(record["rank"], stage, c, want[c], got[c]) for c in CATEGORIES]
+    return rows
+
+
+def report(plan: Plan, records: list[dict], rows: list[Row], tolerance: float) -> dict:
+    """The JSON document of `parc rehearse --format json`."""
+    return {
+        "job": plan.launch.job, "world_size": plan.cluster.world_size, "tolerance_percent": tolerance,
+        "within_tolerance": all(abs(r.difference_percent) <= tolerance for r in rows),
+        "rows": [{"rank": r.rank, "stage": r.stage, "category": r.category, "predicted_bytes": r.predicted,
+                  "rehearsed_bytes": r.rehearsed, "difference_percent": round(r.difference_percent, 2)}
+                 for r in rows],
+        "ranks": records,
+    }
+
+
+def render(plan: Plan, rows: list[Row], tolerance: float) -> str:
+    gib = 2 ** 30
+    lines = [f"rehearsal of {plan.launch.job} at {plan.cluster.world_size:,} ranks (fake process group, "
+             "fake tensors; torch's FSDPMemTracker)", "",
+             f"{'rank':>6} {'stage':>5}  {'category':<17} {'predicted':>12} {'rehearsed':>12} {'diff':>8}"]
+    for r in rows:
+        flag = "" if abs(r.difference_percent) <= tolerance else "  past tolerance"
+        lines.append(f"{r.rank:>6} {r.stage:>5}  {r.category:<17} {r.predicted / gib:>8.2f} GiB "
+                     f"{r.rehearsed / gib:>8.2f} GiB {r.difference_percent:>+7.1f}%{flag}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,183 @@
+"""The rehearsal (issue 15): one rank of the generated job at its real world size, in one process.
+
+`train.py --rehearse` joins a fake process group as rank R of the plan's world, runs the job's
+own code on fake tensors and reports the bytes torch's FSDPMemTracker saw, by category;
+`parc rehearse` compares them with the memory model. Checked here:
+
+- the fast case (default run): a small model at 8,192 ranks (tests/data/specs/rehearse-8k.par),
+  rank 8191 (the last pipeline stage, with the loss) builds and steps; its coordinates are the
+  plan's; its parameter bytes equal a closed form written out below, and parameters, gradients
+  and optimizer states equal the memory model's to the byte; `parc rehearse`'s exit status
+  follows its tolerance;
+- `--ranks classes` picks one rank of every (pp, tp, cp, ep position) class, checked against
+  the plan's own coordinates and ep groups (`plan.layout`), not the generated mesh code;
+- without torch, `parc rehearse` says so in one line (no traceback);
+- slow: the shipped full-size specs at their real world sizes (first, middle and last pipeline
+  stage of Llama 3 405B at 8,192 ranks; 405B at 128K on 16,384; Mixtral 5-D; DeepSeek-V3-like).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT, run_cli
+
+FAST_SPEC = "tests/data/specs/rehearse-8k.par"
+
+
+def plan_of(spec: str):
+    from parc.pipeline import compile_text
+
+    result = compile_text((ROOT / spec).read_text(encoding="utf-8"), spec)
+    assert result.ok, [d.message for d in result.diagnostics]
+    return result.plan
+
+
+@cache
+def rehearse(spec: str, rank: int) -> dict:
+    """`parc rehearse SPEC --rank R --format json` (tolerance high: the exit status is tested apart)."""
+    result = run_cli("rehearse", spec, "--rank", str(rank), "--format", "json", "--tolerance", "1000")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def same_place(record: dict, coordinates: dict) -> bool:
+    """The rehearsed rank sits where the plan puts it (the mesh may add dims of size 1)."""
+    extra = {k: v for k, v in record["coordinates"].items() if k not in coordinates}
+    return all(record["coordinates"].get(k) == v for k, v in coordinates.items()) and not any(extra.values())
+
+
+def rows_of(doc: dict) -> dict[str, dict]:
+    rows = {row["category"]: row for row in doc["rows"]}
+    assert set(rows) == {"parameters", "gradients", "optimizer_states", "peak"}
+    return rows
+
+
+def test_a_rank_of_an_8192_rank_job_builds_and_steps():
+    plan = plan_of(FAST_SPEC)
+    assert plan.cluster.world_size == 8192
+    doc = rehearse(FAST_SPEC, 8191)
+    [record] = doc["ranks"]
+    assert record["rank"] == 8191 and record["steps"] == 2
+    assert same_place(record, plan.layout.coordinates(8191))
+    for moment in ("after_backward", "after_step", "checkpoint", "peak"):
+        snapshot = record[moment]
+        assert snapshot["total"] == sum(v for k, v in snapshot.items() if k != "total"), moment
+    assert record["peak"]["total"] >= record["after_step"]["total"] > 0
+
+
+def test_the_last_stage_keeps_no_logits_between_steps():
+    """torch's schedule.step keeps the last stage's output of every micro-batch unless told
+    return_outputs=False (found by this rehearsal): 4 micro-batches of fp32 logits, each
+    micro-batch 2 x seq 64 x 32768 / tp 8 vocabulary rows x 4 bytes, would stay held after the step."""
+    logits = 2 * 64 * (32768 // 8) * 4
+    [record] = rehearse(FAST_SPEC, 8191)["ranks"]
+    assert record["after_step"]["activations"] < 4 * logits
+
+
+def test_model_states_are_the_closed_form_and_the_models():
+    """Rank 8191 holds layer 3 and the output layer (tp 8, zero3 over dp 256), fp32 shards:
+    attention 4 x 2048 x 2048 and SwiGLU 3 x 2048 x 4096 weights over tp x dp = 2048 ranks,
+    two block norms and the final norm (2048 each) over dp, the output layer 32768 x 2048 over
+    2048 ranks."""
+    linear = (4 * 2048 * 2048 + 3 * 2048 * 4096) // 2048
+    norms = 3 * 2048 // 256
+    output = 32768 * 2048 // 2048
+    params = 4 * (linear + norms + output)
+    rows = rows_of(rehearse(FAST_SPEC, 8191))
+    assert rows["parameters"]["rehearsed_bytes"] == params
+    assert rows["gradients"]["rehearsed_bytes"] == params  # fp32 gradients, sharded alike
+    assert rows["optimizer_states"]["rehearsed_bytes"] == 2 * params  # Adam's two fp32 moments
+    for category in ("parameters", "gradients", "optimizer_states"):
+        assert rows[category]["predicted_bytes"] == rows[category]["rehearsed_bytes"], category
+
+
+def test_exit_status_follows_the_tolerance():
+    doc = rehearse(FAST_SPEC, 8191)
+    worst = max(abs(row["difference_percent"]) for row in doc["rows"])
+    assert worst > 0  # the peak differs (docs/memory-model.md, rehearsal)
+    assert doc["within_tolerance"] is True  # at 1000 %
+    from parc.rehearse import Row
+
+    rows = [Row(r["rank"], r["stage"], r["category"], r["predicted_bytes"], r["rehearsed_bytes"]) for r in doc["rows"]]
+    assert max(abs(r.difference_percent) for r in rows) == pytest.approx(worst, abs=0.01)
+
+
+def test_rehearse_without_torch_is_one_clear_line(monkeypatch):
+    import parc.rehearse
+
+    monkeypatch.setattr(parc.rehearse, "torch_available", lambda: False)
+    result = run_cli("rehearse", FAST_SPEC)
+    assert result.exit_code == 2
+    assert "torch is not installed" in result.stderr and "pip install 'parc[torch]'" in result.stderr
+    assert "Traceback" not in result.output + result.stderr
+
+
+def test_a_rank_outside_the_world_is_a_usage_error():
+    result = run_cli("rehearse", FAST_SPEC, "--rank", "8192")
+    assert result.exit_code == 2 and "0..8191" in result.stderr
+    result = run_cli("rehearse", FAST_SPEC, "--rank", "1", "--ranks", "classes")
+    assert result.exit_code == 2 and "not both" in result.stderr
+
+
+def expected_classes(plan) -> list[int]:
+    """The lowest rank of every (pp, tp, cp, ep position) class, from the plan's coordinates."""
+    first: dict[tuple, int] = {}
+    ep = (plan.layout.ep.degree or 1) > 1
+    for rank in range(plan.cluster.world_size):
+        c = plan.layout.coordinates(rank)
+        position = plan.layout.group("ep", rank).index(rank) if ep else 0
+        first.setdefault((c.get("pp", 0), c.get("tp", 0), c.get("cp", 0), position), rank)
+    return sorted(first.values())
+
+
+@pytest.mark.parametrize("spec", [FAST_SPEC, "specs/mixtral-8x7b-5d.par"])
+def test_rank_classes_are_the_plans(spec, tmp_path):
+    plan = plan_of(spec)
+    from parc.backends import job_files
+
+    for name, text in job_files(plan).items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    code = "import json, rehearse; print(json.dumps(rehearse.class_ranks()))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    classes = json.loads(done.stdout)
+    expected = expected_classes(plan)
+    assert classes and classes == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# The shipped specs at full size (slow: README, "Rehearsal", says how long each takes here)
+
+FULL_SIZE = [
+    ("specs/llama3-405b.par", 0),        # pp stage 0 (embedding), tp 0, dp 0
+    ("specs/llama3-405b.par", 5059),     # pp stage 8, tp 3, dp 39
+    ("specs/llama3-405b.par", 8191),     # pp stage 15 (output layer and loss), tp 7, dp 63
+    ("specs/llama3-405b-128k.par", 0),
+    ("specs/llama3-405b-128k.par", 16383),
+    ("specs/mixtral-8x7b-5d.par", 0),
+    ("specs/mixtral-8x7b-5d.par", 255),
+    ("specs/deepseek-v3-like.par", 0),
+    ("specs/deepseek-v3-like.par", 2047),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec,rank", FULL_SIZE, ids=[f"{Path(s).stem}-{r}" for s, r in FULL_SIZE])
+def test_full_size_rank_builds_steps_and_holds_the_models_states(spec, rank):
+    plan = plan_of(spec)
+    assert rank < plan.cluster.world_size
+    doc = rehearse(spec, rank)
+    [record] = doc["ranks"]
+    assert same_place(record, plan.layout.coordinates(rank))
+    rows = rows_of(doc)
+    for category in ("parameters", "gradients", "optimizer_states"):
+        assert rows[category]["predicted_bytes"] == rows[category]["rehearsed_bytes"], category
