@@ -235,6 +235,16 @@ register("E0218", "holes left open at compile time", """
 choice is reviewed as a diff before it is compiled.
 """)
 
+register("E0219", "an option the target does not have", """
+`target NAME { ... }` takes the options of that runtime only: `compile` is torchtitan's
+(torch.compile), `flash-attention` Megatron-LM's (`--use-flash-attn`), `tp-overlap` and
+`grad-reduce` belong to torchtitan and megatron. parc's own job (`target torch`) has none: it is
+eager PyTorch with fp32 gradient reduction.
+
+    target torchtitan { compile on }     # ok
+    target megatron { compile on }       # E0219: Megatron-LM has no torch.compile switch
+""")
+
 register("E0299", "internal error", """
 parc hit a bug while processing this spec. The other findings are still reported. Please report
 the spec that caused it.
@@ -460,6 +470,40 @@ register("W0353", "sharding over a single rank", """
 ZeRO and FSDP shard states over the data-parallel ranks of a stage (dp x cp, and ep when it is a
 layout axis). With only one such rank there is nothing to shard over and the setting only adds
 overhead; use `sharding none`.
+""")
+
+
+register("E0360", "the target has no such pipeline schedule", """
+Each runtime implements its own set of pipeline schedules. Megatron-Core runs 1F1B and the
+interleaved 1F1B (`--num-layers-per-virtual-pipeline-stage`) only; torchtitan and parc's own job
+run every schedule of torch.distributed.pipelining. Choose a schedule the target has, or change
+the target (`parc codes` and docs/targets.md list them).
+""")
+
+register("E0361", "the target has no such context-parallel flavour", """
+torchtitan's context parallelism is torch's `context_parallel`: K/V blocks passed around a ring
+(rotate method `alltoall`) or gathered (`allgather`); it has no all-to-all (Ulysses) flavour that
+scatters heads. Megatron-Core has all three (`--cp-comm-type p2p | all_gather | a2a`).
+""")
+
+register("E0362", "the target has no such data-parallel sharding", """
+torchtitan shards with FSDP2 only (zero3, zero2 as `fsdp_reshard_after_forward never`, hsdp, or
+plain replication): it has no optimizer-only sharding (zero1). Megatron-LM has DDP, the
+distributed optimizer (zero1, `--use-distributed-optimizer`) and FSDP (zero3), no zero2 or hsdp.
+""")
+
+register("E0363", "the target cannot fold ep over that axis", """
+Expert parallelism folded onto other axes must use axes the runtime can carve expert groups
+from. parc's own job folds over dp and cp only (E0602); torchtitan and Megatron-Core also borrow
+tp ranks, never pp.
+""")
+
+register("E0364", "the target builds its device mesh in a fixed rank order", """
+torchtitan builds its mesh as [pp, dp_replicate, dp_shard, cp, tp] (slowest first) and
+Megatron-Core as `tp-cp-ep-dp-pp` (fastest first): in both, tp is the fastest-varying axis, then
+cp, then dp, then pp. A layout line written in another order would put different ranks in each
+group than the runtime does, so parc's predictions would describe another job. Write the axes
+in the runtime's order, e.g. `tp 8 x cp 2 x dp 4 x pp 2`.
 """)
 
 
