@@ -586,3 +586,31 @@ projection. When tp does not divide the kv head count, Megatron-LM and torchtita
 kv heads on every tp rank (W0311 describes the memory); the generated runtime does not. Choose
 a tp that divides the kv heads.
 """)
+
+
+register("E0610", "torchtitan has no registered config for this model", """
+torchtitan 0.3 builds a job from a registered config (`--module llama3 --config llama3_70b`):
+the model's shape comes from the registry and cannot be changed on the command line. parc
+generates torchtitan jobs for the models torchtitan registers with the same shape: `llama3-8b`,
+`llama3-70b` and `llama3-405b`, unchanged. Other models need `target torch` (parc's own job).
+""")
+
+register("E0611", "the precision differs from torchtitan's registered config", """
+torchtitan's registered `llama3_405b` config converts the linear layers to float8 in its model
+spec, which the command line cannot change; the 8B and 70B configs train in bf16. The spec's
+precision must say what the job will run: `precision fp8` for llama3-405b, `bf16` for the others.
+""")
+
+register("E0612", "torchtitan recomputes all layers or none", """
+torchtitan 0.3's activation checkpointing is `full`, `selective` (per-op) or `none` for every
+layer; it has no "first N layers of each stage" (`recompute full N`). Write `recompute full`
+or `recompute selective`.
+""")
+
+register("E0613", "torchtitan cannot place layers as this pipeline split does", """
+torchtitan spreads `layers + a + b` over the pipeline's stages, the first stages one more, and
+gives the first stage `a` fewer layers (its embedding) and the last `b` fewer (its output layer):
+`pipeline_parallel_first_stage_less_layers` and `..._last_stage_less_layers`. A `split` that no
+a and b reproduce (or a virtual-stage count no `pipeline_parallel_layers_per_stage` gives) cannot
+be expressed; use an even split or one with lighter ends.
+""")

@@ -70,9 +70,9 @@ RUNTIMES: dict[str, Runtime] = {
         kernels="eager", selective="elementwise", tp_overlap="none",
         # torchtitan passes the schedule name to torch's get_schedule_class: every schedule torch has
         schedules=ALL_SCHEDULES,
-        # torch's context_parallel passes K/V around the ring (rotate method alltoall) or gathers
-        # them (allgather); it has no Ulysses head scatter
-        cp_flavours=("ring", "all-gather"),
+        # torch's context_parallel with its default rotate method, allgather (torchtitan 0.3 has
+        # no option for the ring's alltoall rotation), and no Ulysses head scatter
+        cp_flavours=("all-gather",),
         # FSDP2 only: dp_shard (zero3, or zero2 with reshard_after_forward never), dp_replicate
         # (DDP), both (HSDP); no optimizer-only sharding
         shardings=("none", "zero2", "zero3", "hsdp"),
