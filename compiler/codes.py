@@ -614,3 +614,17 @@ gives the first stage `a` fewer layers (its embedding) and the last `b` fewer (i
 a and b reproduce (or a virtual-stage count no `pipeline_parallel_layers_per_stage` gives) cannot
 be expressed; use an even split or one with lighter ends.
 """)
+
+register("E0620", "Megatron-LM cannot place layers as this pipeline split does", """
+Megatron-LM spreads layers evenly over the pipeline's stages; the only unevenness it takes is a
+different count on the first and the last stage (`--decoder-first-pipeline-num-layers`,
+`--decoder-last-pipeline-num-layers`), and none with virtual stages. Use an even split, or one
+where only the two ends differ.
+""")
+
+register("E0621", "Megatron-Core folds ep over tp only as the fastest part of the fold", """
+Megatron-Core carves expert-parallel groups from the dense ranks in its order tp-cp-dp: with
+expert tensor parallelism 1 the expert group takes the tp ranks first (`ep N over tp x cp x dp`);
+with expert tensor parallelism equal to tp it leaves tp out (`ep N over cp x dp`). tp after
+another axis in the fold is neither.
+""")
