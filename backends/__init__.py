@@ -21,15 +21,19 @@ def plan_files(plan: Plan) -> dict[str, str]:
     return {"plan.json": dumps_json(plan_json(plan))}
 
 
-def job_files(plan: Plan) -> dict[str, str]:
-    """Every file `parc compile` writes for this plan (the torch backend's job directory)."""
-    from .torch import job_files as torch_job_files
+def _backend(plan: Plan):
+    """The plan's target's code generator (`target torch | torchtitan | megatron`)."""
+    import importlib
 
-    return torch_job_files(plan)
+    return importlib.import_module(f"{__name__}.{plan.target.name}")
+
+
+def job_files(plan: Plan) -> dict[str, str]:
+    """Every file `parc compile` writes for this plan (its target backend's job directory)."""
+    return _backend(plan).job_files(plan)
 
 
 def job_diagnostics(plan: Plan):
     """Findings of the backend about a checked plan: what the generated job cannot run as written."""
-    from .torch import job_diagnostics as torch_job_diagnostics
-
-    return torch_job_diagnostics(plan)
+    backend = _backend(plan)
+    return backend.job_diagnostics(plan) if hasattr(backend, "job_diagnostics") else backend.diagnostics(plan)

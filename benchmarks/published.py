@@ -578,6 +578,25 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     return software, family
 
 
+def target_line(software: timing.Software, family: str, precision: str) -> str:
+    """The spec's `target` statement carrying those facts (compiler/targets.py derives the
+    time model's `Software` back from it): torchtitan runs as `target torchtitan`, Megatron-LM's
+    and the other frameworks' fused-kernel runs as `target megatron` with the options in which
+    they differ from its defaults."""
+    name = "torchtitan" if family == "torchtitan" else "megatron"
+    options = []
+    if name == "torchtitan" and software.kernels == "fused":
+        options.append("compile on")
+    if name == "megatron" and software.attention == "unfused":
+        options.append("flash-attention off")
+    if software.tp_overlap != ("backward" if name == "megatron" else "none"):
+        options.append(f"tp-overlap {software.tp_overlap}")
+    default_grad = 2 if name == "megatron" and precision == "fp16" else 4
+    if software.grad_bytes != default_grad:
+        options.append(f"grad-reduce {'bf16' if software.grad_bytes == 2 else 'fp32'}")
+    return f"target {name}" + (f" {{ {', '.join(options)} }}" if options else "")
+
+
 # ---------------------------------------------------------------------------------------------
 # Layout and training settings
 
@@ -845,6 +864,7 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     lines += [
         model_text,
         hardware_text,
+        target_line(software, family, precision),
         "train {",
         f"  seq {dims.seq}, global-batch {batch}, micro-batch {micro}",
         f"  precision {precision}, optimizer adam, recompute {recompute}",
@@ -924,13 +944,15 @@ def compiled(run: Run) -> Run | Skipped:
         except Exception as e:  # noqa: BLE001 - one odd row must not end the evaluation of the others
             raise Unusable(f"parc failed on its spec ({type(e).__name__}: {e})") from None
 
-    runtime = ("torch" if run.software.kernels == "eager"
-               else "megatron-flash" if run.software.attention == "flash" else "megatron")
+    from parc import targets
+
     try:
         result = compile_spec(run.spec)
         if result.plan is None:
             return Skipped(run.id, "the spec does not compile: "
                            + "; ".join(d.message for d in result.diagnostics if d.is_error))
+        run.software = targets.software_of(result.plan)  # the spec's `target` states them
+        runtime = targets.memory_runtime(result.plan.target)
         if not run.recompute_stated and not fits_memory(result.plan, runtime):
             found = least_recompute_that_fits(run.spec, result.plan, runtime, compile_spec)
             if found:

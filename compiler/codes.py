@@ -250,6 +250,16 @@ It is judged only once every hole is filled (a rule may fire for the filled layo
 the generated runtime's W06xx warnings, which `parc compile` reports.
 """)
 
+register("E0219", "an option the target does not have", """
+`target NAME { ... }` takes the options of that runtime only: `compile` is torchtitan's
+(torch.compile), `flash-attention` Megatron-LM's (`--use-flash-attn`), `tp-overlap` and
+`grad-reduce` belong to torchtitan and megatron. parc's own job (`target torch`) has none: it is
+eager PyTorch with fp32 gradient reduction.
+
+    target torchtitan { compile on }     # ok
+    target megatron { compile on }       # E0219: Megatron-LM has no torch.compile switch
+""")
+
 register("E0299", "internal error", """
 parc hit a bug while processing this spec. The other findings are still reported. Please report
 the spec that caused it.
@@ -483,6 +493,40 @@ overhead; use `sharding none`.
 """)
 
 
+register("E0360", "the target has no such pipeline schedule", """
+Each runtime implements its own set of pipeline schedules. Megatron-Core runs 1F1B and the
+interleaved 1F1B (`--num-layers-per-virtual-pipeline-stage`) only; torchtitan and parc's own job
+run every schedule of torch.distributed.pipelining. Choose a schedule the target has, or change
+the target (`parc codes` and docs/targets.md list them).
+""")
+
+register("E0361", "the target has no such context-parallel flavour", """
+torchtitan's context parallelism is torch's `context_parallel`: K/V blocks passed around a ring
+(rotate method `alltoall`) or gathered (`allgather`); it has no all-to-all (Ulysses) flavour that
+scatters heads. Megatron-Core has all three (`--cp-comm-type p2p | all_gather | a2a`).
+""")
+
+register("E0362", "the target has no such data-parallel sharding", """
+torchtitan shards with FSDP2 only (zero3, zero2 as `fsdp_reshard_after_forward never`, hsdp, or
+plain replication): it has no optimizer-only sharding (zero1). Megatron-LM has DDP, the
+distributed optimizer (zero1, `--use-distributed-optimizer`) and FSDP (zero3), no zero2 or hsdp.
+""")
+
+register("E0363", "the target cannot fold ep over that axis", """
+Expert parallelism folded onto other axes must use axes the runtime can carve expert groups
+from. parc's own job folds over dp and cp only (E0602); torchtitan and Megatron-Core also borrow
+tp ranks, never pp.
+""")
+
+register("E0364", "the target builds its device mesh in a fixed rank order", """
+torchtitan builds its mesh as [pp, dp_replicate, dp_shard, cp, tp] (slowest first) and
+Megatron-Core as `tp-cp-ep-dp-pp` (fastest first): in both, tp is the fastest-varying axis, then
+cp, then dp, then pp. A layout line written in another order would put different ranks in each
+group than the runtime does, so parc's predictions would describe another job. Write the axes
+in the runtime's order, e.g. `tp 8 x cp 2 x dp 4 x pp 2`.
+""")
+
+
 # ---------------------------------------------------------------------------------------------
 # Memory (compiler/memory.py and its check): E04xx, W04xx. Add new codes below this line.
 
@@ -561,4 +605,46 @@ The generated runtime splits the K and V projections over tp by whole heads, lik
 projection. When tp does not divide the kv head count, Megatron-LM and torchtitan replicate the
 kv heads on every tp rank (W0311 describes the memory); the generated runtime does not. Choose
 a tp that divides the kv heads.
+""")
+
+
+register("E0610", "torchtitan has no registered config for this model", """
+torchtitan 0.3 builds a job from a registered config (`--module llama3 --config llama3_70b`):
+the model's shape comes from the registry and cannot be changed on the command line. parc
+generates torchtitan jobs for the models torchtitan registers with the same shape: `llama3-8b`,
+`llama3-70b` and `llama3-405b`, unchanged. Other models need `target torch` (parc's own job).
+""")
+
+register("E0611", "the precision differs from torchtitan's registered config", """
+torchtitan's registered `llama3_405b` config converts the linear layers to float8 in its model
+spec, which the command line cannot change; the 8B and 70B configs train in bf16. The spec's
+precision must say what the job will run: `precision fp8` for llama3-405b, `bf16` for the others.
+""")
+
+register("E0612", "torchtitan recomputes all layers or none", """
+torchtitan 0.3's activation checkpointing is `full`, `selective` (per-op) or `none` for every
+layer; it has no "first N layers of each stage" (`recompute full N`). Write `recompute full`
+or `recompute selective`.
+""")
+
+register("E0613", "torchtitan cannot place layers as this pipeline split does", """
+torchtitan spreads `layers + a + b` over the pipeline's stages, the first stages one more, and
+gives the first stage `a` fewer layers (its embedding) and the last `b` fewer (its output layer):
+`pipeline_parallel_first_stage_less_layers` and `..._last_stage_less_layers`. A `split` that no
+a and b reproduce (or a virtual-stage count no `pipeline_parallel_layers_per_stage` gives) cannot
+be expressed; use an even split or one with lighter ends.
+""")
+
+register("E0620", "Megatron-LM cannot place layers as this pipeline split does", """
+Megatron-LM spreads layers evenly over the pipeline's stages; the only unevenness it takes is a
+different count on the first and the last stage (`--decoder-first-pipeline-num-layers`,
+`--decoder-last-pipeline-num-layers`), and none with virtual stages. Use an even split, or one
+where only the two ends differ.
+""")
+
+register("E0621", "Megatron-Core folds ep over tp only as the fastest part of the fold", """
+Megatron-Core carves expert-parallel groups from the dense ranks in its order tp-cp-dp: with
+expert tensor parallelism 1 the expert group takes the tp ranks first (`ep N over tp x cp x dp`);
+with expert tensor parallelism equal to tp it leaves tp out (`ep N over cp x dp`). tp after
+another axis in the fold is neither.
 """)

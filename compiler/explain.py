@@ -51,6 +51,7 @@ def header_section(compilation: Compilation) -> dict[str, Any]:
         "gpu": plan.cluster.gpu.name,
         "layout": layout_text(plan),
         "model": plan.model.name,
+        "target": plan.target.name,
         "parameters": plan.model.parameters,
         "seq": train.seq_len,
         "global_batch": train.global_batch,
@@ -133,6 +134,8 @@ def header_text(report: dict, compilation: Compilation, style: Style) -> list[st
     nodes = f"{count:,} node{'s' if count != 1 else ''} of {report['gpus_per_node']} {report['gpu']}" if count \
         else report["gpu"]
     lines = [style.bold(f"{report['file']}: {report['layout']} on {nodes} ({size})")]
+    if report["target"] != "torch":
+        lines.append(f"target {report['target']}: predicted as {report['target']} runs it (docs/targets.md)")
     accum = report["microbatches"]
     micro = report["micro_batch"] if report["micro_batch"] is not None else "?"
     batch = (f"seq {report['seq']:,}, global batch {report['global_batch']:,}, micro-batch {micro}"

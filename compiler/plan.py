@@ -324,6 +324,22 @@ class Launch(Sourced):
     steps: int = 10
 
 
+class Target(Sourced):
+    """The training program that runs the layout (`target NAME { options }`); its runtime facts
+    live in `compiler/targets.py`."""
+
+    name: Literal["torch", "torchtitan", "megatron"] = "torch"
+    """torch: the job parc generates; torchtitan; megatron (Megatron-LM / Megatron-Core)."""
+    compile: bool = False
+    """torchtitan's `compile.enable`: torch.compile fuses the model's kernels."""
+    flash_attention: bool = True
+    """Megatron-LM's `--use-flash-attn`; off: the s x s scores are materialised (before 2022)."""
+    tp_overlap: Literal["none", "backward", "all"] | None = None
+    """Tensor-parallel communication hidden under GEMMs; None: the target's default."""
+    grad_reduce: Literal["fp32", "bf16"] | None = None
+    """Dtype of data-parallel gradient reduction; None: the target's default for the precision."""
+
+
 class Hole(Frozen):
     """A `?` in the spec, for `parc search` to fill."""
 
@@ -354,6 +370,7 @@ class Plan(Frozen):
     layout: Layout
     training: Training
     launch: Launch
+    target: Target = Target()
     holes: tuple[Hole, ...] = ()
     allows: tuple[Allow, ...] = ()
 

@@ -349,11 +349,14 @@ def chunk_durations(plan: Plan):
     from .memory.inputs import knobs_of, shape_of
     from .schedule import Durations
 
-    knobs = knobs_of(plan, "torch")
+    from .targets import memory_runtime, software_of
+
+    knobs = knobs_of(plan, memory_runtime(plan.target))
     if knobs is None:
         return None
     hw = timing.hardware_of(plan)
-    loads, times = timing.rank_times(shape_of(plan), knobs, hw, timing.geometry_of(plan, hw), DEFAULT, timing.PARC)
+    loads, times = timing.rank_times(shape_of(plan), knobs, hw, timing.geometry_of(plan, hw), DEFAULT,
+                                     software_of(plan))
     ranks = [times[load] for load in loads]
     f = tuple((r.forward + sum(r.exposed_f)) / r.chunks for r in ranks)
     b = tuple((r.backward_input + r.recompute + sum(r.exposed_b)) / r.chunks for r in ranks)

@@ -30,9 +30,11 @@ from .plan import (
     Network,
     PipelineParallel,
     Plan,
+    Target,
     TensorParallel,
     Training,
 )
+from . import targets
 from .source import Span
 from .spec import HOLE, MAX_DEGREE, BlockSpec, Spec
 from .suggest import did_you_mean, english_list
@@ -111,7 +113,8 @@ class _Resolver:
         cluster = self.cluster(gpu, layout) if gpu is not None else None
         training = self.training(train, layout) if spec.train is not None else None
         launch = self.launch()
-        if None in (model, gpu, layout, cluster, training, launch):
+        target = self.target()
+        if None in (model, gpu, layout, cluster, training, launch, target):
             return None
         try:
             return Plan(
@@ -121,6 +124,7 @@ class _Resolver:
                 layout=layout,
                 training=training,
                 launch=launch,
+                target=target,
                 holes=tuple(Hole(name=h.value, span=h.span) for h in spec.holes),
                 allows=tuple(Allow(code=a.code.value, statement=a.statement, code_span=a.code.span)
                              for a in spec.allows),
@@ -552,6 +556,36 @@ class _Resolver:
                         clip_grad_norm=self.setting(block, "clip_grad_norm", 0.0) or None, spans=spans)
 
     # -----------------------------------------------------------------------------------------
+    def target(self) -> Target | None:
+        """`target NAME { options }`: the runtime, and only the options that runtime has."""
+        block = self.spec.target
+        if block is None:
+            return Target()
+        if block.preset is None:
+            self.err("E0203", "`target` needs the runtime's name", block.span, label="no name",
+                     help="write `target torch`, `target torchtitan` or `target megatron`")
+            return None
+        name = block.preset.value
+        if name not in targets.TARGETS:
+            self.err("E0202", f"unknown target `{name}`", block.preset.span, label="not a target",
+                     help=did_you_mean(name, targets.TARGETS) + "\ntargets: "
+                     + ", ".join(f"`{t}`" for t in targets.TARGETS))
+            return None
+        accepted = targets.runtime(name).options
+        ok = True
+        for field, value in block.settings.items():
+            option = field.replace("_", "-")
+            if option not in accepted:
+                ok = False
+                have = ", ".join(f"`{o}`" for o in accepted) or "none"
+                self.err("E0219", f"target `{name}` has no option `{option}`", value.span,
+                         label=f"not an option of {name}",
+                         help=f"remove it; `{name}` options: {have}")
+        if not ok:
+            return None
+        spans = {"name": block.preset.span} | {k: v.span for k, v in block.settings.items()}
+        return Target(name=name, spans=spans, **{k: v.value for k, v in block.settings.items()})
+
     def launch(self) -> Launch | None:
         spec = self.spec
         block = spec.launch

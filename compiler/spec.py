@@ -163,6 +163,7 @@ class Spec(Frozen):
     gpu: BlockSpec | None = None
     train: BlockSpec | None = None
     launch: BlockSpec | None = None
+    target: BlockSpec | None = None
     axis_options: dict[str, BlockSpec] = {}
     allows: tuple[AllowSpec, ...] = ()
     holes: tuple[Located[str], ...] = ()
@@ -299,6 +300,16 @@ LAUNCH_KEYS = (
     Key("steps", "count", "training steps the generated job runs", "steps 100"),
 )
 
+TARGET_KEYS = (
+    Key("compile", "bool", "torchtitan: torch.compile the model (fused kernels)", "compile on"),
+    Key("flash-attention", "bool", "megatron: `--use-flash-attn` (off: unfused attention, before 2022)",
+        "flash-attention off"),
+    _enum("tp-overlap", "tensor-parallel communication hidden under GEMMs (default: the target's)",
+          "tp-overlap all", ("none", "backward", "all")),
+    _enum("grad-reduce", "dtype of the data-parallel gradient reduction (default: the target's)",
+          "grad-reduce bf16", ("fp32", "bf16")),
+)
+
 TOP_KEYS = {
     "job": "a name for the job: `job llama3-405b`",
     "model": "the model: `model llama3-405b` or `model { layers 32 ... }`",
@@ -306,6 +317,7 @@ TOP_KEYS = {
     "train": "training settings: `train { seq 8192, global-batch 2048 }`",
     "launch": "launcher settings: `launch { image \"...\" }`",
     "order": "`order ?` lets search choose the rank order of the layout's axes",
+    "target": "the runtime: `target torch`, `target torchtitan { compile on }`, `target megatron`",
 }
 
 BLOCK_KEYS: dict[str, tuple[Key, ...]] = {
@@ -314,6 +326,7 @@ BLOCK_KEYS: dict[str, tuple[Key, ...]] = {
     "gpu": GPU_KEYS,
     "train": TRAIN_KEYS,
     "launch": LAUNCH_KEYS,
+    "target": TARGET_KEYS,
     "tp": TP_KEYS,
     "pp": PP_KEYS,
     "dp": DP_KEYS,
@@ -387,6 +400,9 @@ def build(document: Document) -> tuple[Spec, list[Diagnostic]]:
                         settings = dict(block.settings)
                         settings.pop("gpu")
                         fields["hardware"] = block.model_copy(update={"settings": settings})
+        elif name == "target":
+            if once("target", key.span):
+                fields["target"] = _block("target", statement, diags, holes, "target")
         elif name == "order":
             if once("order", key.span):
                 fields["order"] = _order(statement, diags, holes)
@@ -590,7 +606,7 @@ def _block(kind: str, statement: Setting, diags: _Diagnostics, holes: list, path
     """`model llama3-405b { layers 4 }`, `train { ... }`, `tp { ... }`, `gpu h100-sxm`."""
     preset = None
     keys = BLOCK_KEYS[kind]
-    accepts_preset = kind in ("model", "gpu")
+    accepts_preset = kind in ("model", "gpu", "target")
     if statement.values:
         first = statement.values[0]
         if accepts_preset and len(statement.values) == 1 and first.kind == "name":
@@ -598,7 +614,8 @@ def _block(kind: str, statement: Setting, diags: _Diagnostics, holes: list, path
         elif accepts_preset:
             diags.err("E0203", f"`{kind}` takes one preset name", first.span, label="expected a name",
                       help=f"write `{kind} NAME` or `{kind} NAME {{ overrides }}`, e.g. "
-                      + ("`model llama3-8b { layers 4 }`" if kind == "model" else "`gpu h100-sxm`"))
+                      + {"model": "`model llama3-8b { layers 4 }`", "gpu": "`gpu h100-sxm`"}.get(
+                          kind, "`target torchtitan { compile on }`"))
         else:
             diags.err("E0203", f"`{kind}` takes a block, not values", first.span,
                       label="values here are not allowed",
@@ -1067,6 +1084,7 @@ def key_reference() -> str:
         "dp": "`dp { ... }`",
         "cp": "`cp { ... }`",
         "launch": "`launch { ... }`",
+        "target": "`target NAME { ... }` (NAME: torch, torchtitan, megatron)",
     }
     for kind, title in titles.items():
         out.append(f"### {title}\n")

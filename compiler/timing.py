@@ -1147,12 +1147,17 @@ def _r(x: float) -> float:
     return float(f"{x:.6g}")
 
 
-def predict(plan: Plan, constants: Constants = DEFAULT, sw: Software = PARC,
-            runtime: str = "torch") -> Prediction | None:
+def predict(plan: Plan, constants: Constants = DEFAULT, sw: Software | None = None,
+            runtime: str | None = None) -> Prediction | None:
     """The time model for a plan; None when it cannot be predicted: holes are open, or the
-    pipeline cannot be built (the memory model's `unpredictable` says why)."""
+    pipeline cannot be built (the memory model's `unpredictable` says why). The software and
+    the memory runtime are the plan's target's (`compiler/targets.py`) unless given."""
     if unpredictable(plan) is not None:
         return None
+    from .targets import memory_runtime, software_of
+
+    sw = sw or software_of(plan)
+    runtime = runtime or memory_runtime(plan.target)
     knobs = knobs_of(plan, runtime)
     if knobs is None or plan.cluster.world_size is None:
         return None

@@ -99,6 +99,7 @@ RULE_MODULES: tuple[str, ...] = (
     "context",  # the sequence over cp and tp
     "experts",  # experts over ep, ep over its folded axes
     "sharding",  # hsdp factors, zero3 with pipelines
+    "target",  # what the target runtime cannot run (compiler/targets.py)
     "memory",  # the worst rank's peak against HBM (last: it reads best after the layout rules)
 )
 """Modules of this package that hold rules, in report order."""

@@ -79,10 +79,12 @@ def unpredictable(plan: Plan) -> str | None:
     return None
 
 
-def estimate(plan: Plan, runtime: str = "torch") -> Estimate | None:
-    """Per-stage memory of a plan; None when it cannot be predicted (`unpredictable`)."""
+def estimate(plan: Plan, runtime: str | None = None) -> Estimate | None:
+    """Per-stage memory of a plan; None when it cannot be predicted (`unpredictable`). The
+    runtime's accounting is the plan's target's (`targets.memory_runtime`) unless given."""
     if unpredictable(plan) is not None:
         return None
+    runtime = runtime or _target_runtime(plan)
     knobs = knobs_of(plan, runtime)
     if knobs is None:
         return None
@@ -134,8 +136,15 @@ def candidate_changes(k: Knobs, global_batch: int, batch_degree: int) -> list[tu
     return out
 
 
-def alternatives(plan: Plan, runtime: str = "torch") -> list[Alternative]:
+def _target_runtime(plan: Plan) -> str:
+    from ..targets import memory_runtime
+
+    return memory_runtime(plan.target)
+
+
+def alternatives(plan: Plan, runtime: str | None = None) -> list[Alternative]:
     """What each single change would free on the worst rank, largest first."""
+    runtime = runtime or _target_runtime(plan)
     knobs = knobs_of(plan, runtime)
     if knobs is None or unpredictable(plan) is not None:
         return []

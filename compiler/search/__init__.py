@@ -93,7 +93,11 @@ def search(compilation: Compilation, top: int = 10,
     if compilation.plan is None or has_errors(compilation.diagnostics):
         raise ValueError("search needs a spec without errors")
     space = build_space(compilation)
-    engine = Engine(space, keep=top + SPARES, progress=progress)
+    from ..targets import memory_runtime, software_of
+
+    plan = compilation.plan  # the target's runtime facts: its time and memory models
+    engine = Engine(space, keep=top + SPARES, progress=progress, software=software_of(plan),
+                    runtime=memory_runtime(plan.target))
     try:
         outcome = engine.run()
     except SpaceTooLarge as exc:

@@ -1,0 +1,85 @@
+"""What the target runtime cannot run: its schedules, cp flavours, shardings, ep folding and the
+rank order its device mesh is built in (`compiler/targets.py` holds each runtime's facts)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..diagnostics import Diagnostic, error
+from ..plan import Plan
+from ..targets import runtime
+from . import rule
+from .helpers import axis_span, labels, layout_span
+
+
+def _target_label(plan: Plan) -> tuple:
+    return labels((plan.target.span_of("name"), f"target {plan.target.name}"))
+
+
+def _names(values: tuple[str, ...]) -> str:
+    return ", ".join(f"`{v}`" for v in values)
+
+
+@rule
+def target_schedule(plan: Plan) -> Iterator[Diagnostic]:
+    rt, pp = runtime(plan.target), plan.layout.pp
+    if not pp.degree or pp.degree == 1 or pp.schedule is None or pp.schedule in rt.schedules:
+        return
+    yield error("E0360", f"target {rt.name} has no `{pp.schedule}` pipeline schedule",
+                pp.span_of("schedule") or axis_span(plan, "pp"), label=f"not a schedule of {rt.name}",
+                labels=_target_label(plan),
+                help=f"use `schedule {rt.schedules[-1]}` (`{rt.name}` runs {_names(rt.schedules)})")
+
+
+@rule
+def target_cp_flavour(plan: Plan) -> Iterator[Diagnostic]:
+    rt, cp = runtime(plan.target), plan.layout.cp
+    if not cp.degree or cp.degree == 1 or cp.flavour in rt.cp_flavours:
+        return
+    yield error("E0361", f"target {rt.name} has no `{cp.flavour}` context parallelism",
+                cp.span_of("flavour") or axis_span(plan, "cp"), label=f"not a flavour of {rt.name}",
+                labels=_target_label(plan),
+                help=f"use `cp {{ flavour {rt.cp_flavours[0]} }}` (`{rt.name}` has {_names(rt.cp_flavours)})")
+
+
+@rule
+def target_sharding(plan: Plan) -> Iterator[Diagnostic]:
+    rt, dp = runtime(plan.target), plan.layout.dp
+    if dp.sharding is None or dp.sharding in rt.shardings:
+        return
+    yield error("E0362", f"target {rt.name} has no `{dp.sharding}` sharding", dp.span_of("sharding"),
+                label=f"not a sharding of {rt.name}", labels=_target_label(plan),
+                help=f"use one of {_names(rt.shardings)}")
+
+
+@rule
+def target_ep_fold(plan: Plan) -> Iterator[Diagnostic]:
+    rt, ep = runtime(plan.target), plan.layout.ep
+    if plan.target.name == "torch":
+        return  # the generated job's own rule says it (E0602)
+    if plan.layout.axis("ep") is not None and plan.target.name == "torchtitan":
+        yield error("E0363", "target torchtitan has no expert-parallel layout axis", axis_span(plan, "ep"),
+                    label="ep written as its own axis", labels=_target_label(plan),
+                    help="fold it over the data-parallel ranks instead: `ep N over dp` "
+                    "(torchtitan's ep borrows from dp_shard, cp and tp)")
+        return
+    outside = [a for a in ep.folded_over if a not in rt.ep_fold]
+    if outside:
+        yield error("E0363", f"target {rt.name} cannot fold ep over {' x '.join(outside)}",
+                    ep.span_of("folded_over") or axis_span(plan, "ep"), label=f"not foldable in {rt.name}",
+                    labels=_target_label(plan), help=f"fold ep over {' x '.join(rt.ep_fold)} only")
+
+
+@rule
+def target_rank_order(plan: Plan) -> Iterator[Diagnostic]:
+    rt = runtime(plan.target)
+    if rt.rank_order is None or plan.layout.order_open:
+        return
+    written = [a.name for a in plan.layout.axes if a.degree != 1 and a.name in rt.rank_order]
+    wanted = [a for a in rt.rank_order if a in written]
+    if written == wanted:
+        return
+    order = " x ".join(f"{a} {getattr(plan.layout, a).degree or '?'}" for a in wanted)
+    yield error("E0364", f"target {rt.name} builds its mesh as {' x '.join(rt.rank_order)} (fastest first)",
+                layout_span(plan), label=f"written as {' x '.join(written)}", labels=_target_label(plan),
+                help=f"write the layout as `{order}`")

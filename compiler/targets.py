@@ -1,0 +1,145 @@
+"""The runtimes a spec can target, and what each one does that a layout does not say.
+
+A spec names the program that will run it with `target torch | torchtitan | megatron` (default
+`torch`, the job parc generates). The runtime decides facts the time and memory models need and a
+layout line cannot carry: whether kernels are fused, what selective recomputation repeats, which
+tensor-parallel collectives hide under GEMMs, the dtype gradients are reduced in, how the
+activations are kept. It also decides what can be run at all: a pipeline schedule the runtime
+does not implement, a context-parallel flavour it lacks, a rank order it cannot build.
+
+This module is the one place that knowledge lives: one frozen `Runtime` record per target, read
+from the Plan's `target` section by explain, search, diff, the memory check and the benchmarks
+(`benchmarks/published.py` writes `target ...` into the specs of published runs instead of passing
+these facts on the side). Each fact cites the runtime's own option or source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .plan import Plan, Target
+
+TARGETS = ("torch", "torchtitan", "megatron")
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """What one training program does and can do."""
+
+    name: str
+    description: str
+    kernels: str
+    """"eager" (one kernel per op, plain PyTorch) or "fused" (Megatron-LM's fused kernels and
+    Transformer Engine); `compile on` makes torchtitan's "fused" (torch.compile)."""
+    selective: str
+    """What `recompute selective` repeats: "elementwise" (an op-level policy that keeps matmul
+    outputs: parc's `SelectivePolicy`, torchtitan's selective op AC) or "attention-core"
+    (Megatron-LM's `--recompute-granularity selective`, Korthikanti et al. 2022)."""
+    tp_overlap: str
+    """Default tensor-parallel overlap: "none", "backward" (Megatron-LM's asynchronous
+    input-gradient all-reduce under the weight-gradient GEMM, default since late 2021) or "all"."""
+    schedules: tuple[str, ...]
+    """Pipeline schedules it implements (parc's names)."""
+    cp_flavours: tuple[str, ...]
+    """Context-parallel flavours it implements."""
+    shardings: tuple[str, ...]
+    """Data-parallel shardings it implements."""
+    ep_fold: tuple[str, ...]
+    """Axes expert parallelism may be folded over."""
+    rank_order: tuple[str, ...] | None
+    """The fixed rank order its device mesh is built in (fastest first), or None when any order
+    can be built (parc's own DeviceMesh follows the layout line)."""
+    options: tuple[str, ...]
+    """`target NAME { ... }` options it accepts."""
+    fp16_grad_bytes: int
+    """Bytes of a gradient element reduced under fp16: Megatron-LM reduces in the parameters'
+    dtype (2) unless told `--accumulate-allreduce-grads-in-fp32`; FSDP2 reduces in fp32 (4)."""
+
+
+ALL_SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v")
+
+RUNTIMES: dict[str, Runtime] = {
+    "torch": Runtime(
+        name="torch", description="the PyTorch job parc generates (DTensor, FSDP2, torch.distributed.pipelining)",
+        kernels="eager", selective="elementwise", tp_overlap="none", schedules=ALL_SCHEDULES,
+        cp_flavours=("ring", "all-gather", "all-to-all"), shardings=("none", "zero1", "zero2", "zero3", "hsdp"),
+        ep_fold=("dp", "cp"), rank_order=None, options=(), fp16_grad_bytes=4),
+    "torchtitan": Runtime(
+        name="torchtitan", description="torchtitan 0.3 (FSDP2, DTensor TP, torch.distributed.pipelining, "
+        "torch's context_parallel)",
+        kernels="eager", selective="elementwise", tp_overlap="none",
+        # torchtitan passes the schedule name to torch's get_schedule_class: every schedule torch has
+        schedules=ALL_SCHEDULES,
+        # torch's context_parallel with its default rotate method, allgather (torchtitan 0.3 has
+        # no option for the ring's alltoall rotation), and no Ulysses head scatter
+        cp_flavours=("all-gather",),
+        # FSDP2 only: dp_shard (zero3, or zero2 with reshard_after_forward never), dp_replicate
+        # (DDP), both (HSDP); no optimizer-only sharding
+        shardings=("none", "zero2", "zero3", "hsdp"),
+        # ParallelDims: efsdp * ep == dp_shard * cp * tp, ep borrows from FSDP, cp and TP
+        ep_fold=("dp", "cp", "tp"),
+        # ParallelDims.build_mesh: ["pp", "dp_replicate", "dp_shard", "cp", "tp"], slowest first
+        rank_order=("tp", "cp", "dp", "pp"),
+        options=("compile", "tp-overlap", "grad-reduce"), fp16_grad_bytes=4),
+    "megatron": Runtime(
+        name="megatron", description="Megatron-LM / Megatron-Core (pretrain_gpt.py, Transformer Engine)",
+        kernels="fused", selective="attention-core", tp_overlap="backward",
+        # Megatron-Core's get_forward_backward_func: no pipelining, 1F1B, interleaved 1F1B
+        schedules=("1f1b", "interleaved-1f1b"),
+        # --cp-comm-type p2p | all_gather | a2a
+        cp_flavours=("ring", "all-gather", "all-to-all"),
+        # DDP, --use-distributed-optimizer (ZeRO-1), --use-torch-fsdp2 (ZeRO-3)
+        shardings=("none", "zero1", "zero3"),
+        # MoE parallel folding: expert groups carved from tp x cp x dp
+        ep_fold=("dp", "cp", "tp"),
+        # RankGenerator's default order "tp-cp-ep-dp-pp"
+        rank_order=("tp", "cp", "ep", "dp", "pp"),
+        options=("flash-attention", "tp-overlap", "grad-reduce"), fp16_grad_bytes=2),
+}
+
+
+def runtime(target: Target | str) -> Runtime:
+    return RUNTIMES[target if isinstance(target, str) else target.name]
+
+
+def kernels(target: Target) -> str:
+    if target.name == "torchtitan":
+        return "fused" if target.compile else "eager"
+    return runtime(target).kernels
+
+
+def attention(target: Target) -> str:
+    """"flash", or "unfused" for Megatron-LM without `--use-flash-attn` (before mid-2022)."""
+    return "flash" if target.flash_attention else "unfused"
+
+
+def tp_overlap(target: Target) -> str:
+    return target.tp_overlap or runtime(target).tp_overlap
+
+
+def grad_bytes(target: Target, precision: str) -> int:
+    """Bytes of a gradient element as data-parallel ranks reduce it."""
+    if target.grad_reduce is not None:
+        return 4 if target.grad_reduce == "fp32" else 2
+    return runtime(target).fp16_grad_bytes if precision == "fp16" else 4
+
+
+def memory_runtime(target: Target) -> str:
+    """How the memory model keeps activations for this target (`memory.estimate`'s runtime):
+    "torch" for eager PyTorch (what autograd saves op by op); the fused-kernel accounting of
+    Korthikanti et al. 2022 for Megatron-LM ("megatron", or "megatron-flash" with FlashAttention's
+    log-sum-exp instead of the scores) and for torchtitan under torch.compile, whose fused
+    elementwise kernels keep no more than Megatron-LM's."""
+    if kernels(target) == "eager":
+        return "torch"
+    return "megatron-flash" if target.flash_attention else "megatron"
+
+
+def software_of(plan: Plan):
+    """The time model's `Software` bundle for the plan's target."""
+    from .timing import Software
+
+    target = plan.target
+    return Software(attention=attention(target), selective=runtime(target).selective,
+                    tp_overlap=tp_overlap(target), kernels=kernels(target),
+                    grad_bytes=grad_bytes(target, plan.training.precision))

@@ -1,0 +1,151 @@
+"""`target torch | torchtitan | megatron`: the language, the runtime facts the Plan carries
+(compiler/targets.py), what explain and the memory model read from them, and the published-run
+reader stating its runs' software as a `target` instead of passing it on the side.
+
+The rule cases (E0360-E0364) live with the other rules: tests/golden/diagnostics/e036*.par and
+their clean neighbours in tests/checks/ (test_checks.py, test_diagnostics_golden.py).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+import yaml
+from parc import targets, timing
+from parc.memory import estimate
+from parc.pipeline import compile_text
+
+from .conftest import ROOT
+
+BASE = """\
+tp 8 x dp 4 x pp 4 on nodes(8 gpus, nvlink)
+model llama3-70b
+hardware { gpu h100-sxm }
+train { seq 8192, global-batch 256, micro-batch 1, precision PRECISION, recompute selective }
+dp { sharding zero1 }
+TARGET
+"""
+
+
+def plan_of(target: str = "", precision: str = "bf16", base: str = BASE):
+    result = compile_text(base.replace("TARGET", target).replace("PRECISION", precision), path="t.par")
+    assert result.plan is not None, [d.message for d in result.diagnostics]
+    return result
+
+
+def test_default_target_is_torch_and_keeps_parcs_software():
+    plan = plan_of().plan
+    assert plan.target.name == "torch"
+    assert targets.software_of(plan) == timing.PARC
+    assert targets.memory_runtime(plan.target) == "torch"
+
+
+# Hand-written: what each runtime does, from its documentation (docs/targets.md cites each).
+EXPECTED = {
+    "target torch": dict(kernels="eager", selective="elementwise", tp_overlap="none", attention="flash", grad=4),
+    "target torchtitan": dict(kernels="eager", selective="elementwise", tp_overlap="none", attention="flash",
+                              grad=4),
+    "target torchtitan { compile on, tp-overlap all }": dict(kernels="fused", selective="elementwise",
+                                                             tp_overlap="all", attention="flash", grad=4),
+    "target megatron": dict(kernels="fused", selective="attention-core", tp_overlap="backward",
+                            attention="flash", grad=4),
+    "target megatron { flash-attention off, tp-overlap none, grad-reduce bf16 }": dict(
+        kernels="fused", selective="attention-core", tp_overlap="none", attention="unfused", grad=2),
+}
+
+
+@pytest.mark.parametrize("line", sorted(EXPECTED))
+def test_each_target_carries_its_runtime_facts(line):
+    expected = EXPECTED[line]
+    sw = targets.software_of(plan_of(line).plan)
+    assert (sw.kernels, sw.selective, sw.tp_overlap, sw.attention, sw.grad_bytes) == (
+        expected["kernels"], expected["selective"], expected["tp_overlap"], expected["attention"], expected["grad"])
+
+
+def test_fp16_gradients_reduce_in_the_runtimes_dtype():
+    """Megatron-LM reduces fp16 gradients in fp16 unless told otherwise; FSDP2 always in fp32."""
+    assert targets.software_of(plan_of("target megatron", "fp16").plan).grad_bytes == 2
+    assert targets.software_of(plan_of("target torchtitan", "fp16").plan).grad_bytes == 4
+    assert targets.software_of(plan_of("target megatron { grad-reduce fp32 }", "fp16").plan).grad_bytes == 4
+
+
+def test_explain_and_memory_predict_the_targets_job():
+    """Fused kernels and overlapped tp make Megatron-LM's step shorter than parc's eager job on the
+    same layout; its memory is Megatron's accounting (padded vocabulary, fp32 gradient buffer)."""
+    torch_plan, megatron_plan = plan_of().plan, plan_of("target megatron").plan
+    t, m = timing.predict(torch_plan), timing.predict(megatron_plan)
+    assert m.step_seconds < t.step_seconds
+    # the same as asking the time model for those facts explicitly
+    explicit = timing.predict(torch_plan, sw=targets.software_of(megatron_plan), runtime="megatron-flash")
+    assert explicit.step_seconds == m.step_seconds
+    assert estimate(torch_plan).runtime == "torch" and estimate(megatron_plan).runtime == "megatron-flash"
+    assert estimate(megatron_plan).padded_vocab % 128 == 0
+
+
+def test_explain_json_names_the_target():
+    from click.testing import CliRunner
+    from parc.cli import main
+
+    path = ROOT / "tests" / "checks" / "e0360_target_schedule.clean.par"
+    out = CliRunner().invoke(main, ["explain", str(path.relative_to(ROOT)), "--format", "json"])
+    assert '"target": "megatron"' in out.output
+
+
+def test_every_runtime_option_is_a_spec_key():
+    from parc.spec import TARGET_KEYS
+
+    keys = {k.name for k in TARGET_KEYS}
+    options = {o for rt in targets.RUNTIMES.values() for o in rt.options}
+    assert options and options <= keys
+    assert set(targets.TARGETS) == set(targets.RUNTIMES)
+
+
+def test_unknown_target_and_missing_name_are_diagnosed():
+    result = compile_text(BASE.replace("TARGET", "target megatorn").replace("PRECISION", "bf16"), path="t.par")
+    (d,) = [d for d in result.diagnostics if d.is_error]
+    assert d.code == "E0202" and "megatron" in d.help and d.span.line == 6
+    result = compile_text(BASE.replace("TARGET", "target { compile on }").replace("PRECISION", "bf16"), path="t.par")
+    assert [d.code for d in result.diagnostics if d.is_error] == ["E0203"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The published-run reader
+
+
+def _load(name):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+PUBLISHED_FILES = [ROOT / "benchmarks" / "data" / "megatron_bridge_25_11.yaml",
+                   ROOT / "tests" / "data" / "published_schema_cases.yaml"]
+
+
+def test_published_specs_state_the_software_the_reader_infers():
+    """Each row's software as the reader infers it from the source's words and year equals what
+    the compiled spec's `target` statement gives back: nothing is passed on the side."""
+    published = _load("published")
+    checked = 0
+    for path in PUBLISHED_FILES:
+        entries = yaml.safe_load(path.read_text())
+        if isinstance(entries, dict):
+            entries = next(v for v in entries.values() if isinstance(v, list))
+        entries = [e for e in entries if isinstance(e, dict)]
+        for entry in entries:
+            run = published.row_spec(entry, entries)
+            if isinstance(run, published.Skipped):
+                continue
+            inferred = run.software
+            assert "\ntarget " in run.spec
+            done = published.compiled(run)
+            if isinstance(done, published.Skipped):
+                continue
+            assert done.software == inferred, (run.id, run.spec)
+            checked += 1
+    assert checked >= 20

@@ -1,0 +1,199 @@
+"""`target megatron`: the generated pretrain_gpt.py options against Megatron-LM core_v0.16.0's
+option list (tests/data, with its source), megatron-core's own TransformerConfig and its rank
+generator (megatron-core 0.16 from .ci/install-targets; those tests skip without it).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from parc.backends import job_diagnostics, job_files
+from parc.backends import megatron as backend
+from parc.pipeline import compile_path, compile_text
+
+from .conftest import ROOT
+
+FLAGS = {line for line in (ROOT / "tests" / "data" / "megatron_lm_core_v0.16.0_flags.txt").read_text().splitlines()
+         if line.startswith("--")}
+HAVE_MCORE = importlib.util.find_spec("megatron.core") is not None
+
+LAYOUTS = {
+    "dense-vpp-zero1": ("tp 8 x dp 4 x pp 4 on nodes(8 gpus, nvlink)", "llama3-70b", "",
+                        "train { seq 8192, global-batch 256, micro-batch 1, recompute selective }\n"
+                        "dp { sharding zero1 }\npp { schedule interleaved-1f1b, virtual-stages 5 }\n"),
+    "cp-fsdp-fp8-overlap": ("tp 4 x cp 2 x dp 4 on nodes(8 gpus, nvlink)", "llama3-8b",
+                            " { tp-overlap all, grad-reduce bf16 }",
+                            "train { seq 16384, global-batch 64, micro-batch 1, precision fp8, recompute full }\n"
+                            "dp { sharding zero3 }\ncp { flavour all-to-all }\n"),
+    "uneven-1f1b": ("tp 8 x dp 2 x pp 16 on nodes(8 gpus, nvlink)", "llama3-405b", "",
+                    "train { seq 8192, global-batch 256, micro-batch 1, recompute full 2 }\ndp { sharding zero1 }\n"
+                    "pp { schedule 1f1b, split [7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7] }\n"),
+    "moe-ep-over-dp": ("tp 2 x dp 8 on nodes(8 gpus, nvlink)\nep 8 over dp", "mixtral-8x7b", "",
+                       "train { seq 4096, global-batch 64, micro-batch 1, recompute full }\ndp { sharding zero1 }\n"),
+    "moe-ep-over-tp": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nep 8 over tp x dp", "mixtral-8x7b", "",
+                       "train { seq 4096, global-batch 64, micro-batch 1, recompute full }\ndp { sharding zero1 }\n"),
+    "fp16-2021": ("tp 8 x dp 2 x pp 8 on nodes(8 gpus, nvlink)", "gpt3-175b",
+                  " { flash-attention off, tp-overlap none }",
+                  "train { seq 2048, global-batch 128, micro-batch 1, precision fp16, recompute full }\n"
+                  "tp { sequence-parallel off }\n"),
+}
+
+
+def compiled(name: str):
+    layout, model, options, rest = LAYOUTS[name]
+    text = f"{layout}\nmodel {model}\nhardware {{ gpu h100-sxm }}\ntarget megatron{options}\n{rest}"
+    result = compile_text(text, path=f"{name}.par")
+    # whether it fits in memory is not what these cases are about (E0401)
+    errors = [d for d in result.diagnostics + job_diagnostics(result.plan) if d.is_error and d.code != "E0401"]
+    assert result.plan is not None and not errors, [d.message for d in errors]
+    return result.plan
+
+
+def options(plan) -> dict[str, str | None]:
+    return {option: value for option, value in backend.arguments(plan)}
+
+
+SHIPPED = sorted(p for p in (ROOT / "specs").glob("*.par") if "\ntarget megatron" in p.read_text())
+
+
+def test_the_flag_list_is_megatrons():
+    assert len(FLAGS) > 600 and "--tensor-model-parallel-size" in FLAGS
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_every_option_is_one_of_megatron_lms(name):
+    names = [option for option, _ in backend.arguments(compiled(name))]
+    assert names and set(names) <= FLAGS, sorted(set(names) - FLAGS)
+    assert len(names) == len(set(names))
+
+
+def test_shipped_megatron_specs_use_megatron_lms_options():
+    assert SHIPPED
+    for path in SHIPPED:
+        result = compile_path(str(path.relative_to(ROOT)))
+        assert result.ok, path
+        names = [option for option, _ in backend.arguments(result.plan)]
+        assert set(names) <= FLAGS
+
+
+def transformer_config(plan):
+    """megatron-core's TransformerConfig from the generated options, as Megatron-LM builds it:
+    each option's name with `-` as `_` is the config field (core_transformer_config_from_args),
+    and the few renamed ones are translated as there."""
+    import torch
+    from megatron.core.transformer import TransformerConfig
+
+    o = options(plan)
+    fields = {f: getattr(TransformerConfig, "__dataclass_fields__")[f] for f in TransformerConfig.__dataclass_fields__}
+    kwargs = {}
+    for option, value in o.items():
+        name = option[2:].replace("-", "_")
+        if name in fields and value is not None:
+            kind = type(fields[name].default) if fields[name].default is not None else int
+            kwargs[name] = value if kind is str else (int(value) if value.lstrip("-").isdigit() else value)
+        elif name in fields:
+            kwargs[name] = True
+    kwargs.pop("recompute_granularity", None)
+    if "--recompute-granularity" in o:
+        kwargs["recompute_granularity"] = o["--recompute-granularity"]
+    if "--num-experts" in o:
+        kwargs["num_moe_experts"] = int(o["--num-experts"])
+    if "--disable-bias-linear" in o:  # its parser's dest is add_bias_linear
+        kwargs["add_bias_linear"] = False
+    if "--swiglu" in o:
+        kwargs.update(gated_linear_unit=True, activation_func=torch.nn.functional.silu)
+    kwargs.pop("fp8", None)
+    if "--fp8-format" in o:
+        kwargs["fp8"] = o["--fp8-format"]
+    if "--num-layers-per-virtual-pipeline-stage" in o:
+        per = int(o["--num-layers-per-virtual-pipeline-stage"])
+        kwargs["virtual_pipeline_model_parallel_size"] = plan.model.layers // (plan.layout.pp.degree * per)
+    pp = int(o["--pipeline-model-parallel-size"])
+    if pp > 1:
+        kwargs["pipeline_dtype"] = torch.bfloat16 if "--bf16" in o else torch.float16
+    kwargs["params_dtype"] = torch.bfloat16 if "--bf16" in o else torch.float16
+    from megatron.core.transformer.enums import AttnBackend
+
+    kwargs["attention_backend"] = AttnBackend[o["--attention-backend"]]
+    for unused in ("num_query_groups",):
+        kwargs.setdefault(unused, None)
+    return TransformerConfig(**{k: v for k, v in kwargs.items() if k in fields})
+
+
+@pytest.mark.skipif(not HAVE_MCORE, reason="megatron-core not installed (.ci/install-targets)")
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_megatron_cores_transformer_config_accepts_the_values(name):
+    plan = compiled(name)
+    c = transformer_config(plan)
+    lay, m = plan.layout, plan.model
+    assert (c.num_layers, c.hidden_size, c.ffn_hidden_size, c.num_attention_heads) == (m.layers, m.hidden, m.ffn, m.heads)
+    assert (c.tensor_model_parallel_size, c.pipeline_model_parallel_size, c.context_parallel_size,
+            c.expert_model_parallel_size) == (lay.tp.degree, lay.pp.degree or 1, lay.cp.degree or 1, lay.ep.degree or 1)
+    assert c.sequence_parallel == bool(lay.tp.sequence_parallel and lay.tp.degree > 1)
+    assert (c.num_query_groups or m.heads) == m.kv_heads
+    assert (c.virtual_pipeline_model_parallel_size or 1) == (lay.pp.virtual_stages or 1)
+    if plan.training.recompute == "full":
+        assert c.recompute_granularity == "full"
+        layers = plan.training.recompute_layers
+        assert (c.recompute_method, c.recompute_num_layers) == (("uniform", 1) if layers is None else ("block", layers))
+    if m.is_moe:
+        assert (c.num_moe_experts, c.moe_router_topk, c.moe_ffn_hidden_size) == (m.experts, m.top_k, m.expert_ffn)
+        assert c.expert_tensor_parallel_size == backend.expert_tp(plan)
+
+
+@pytest.mark.skipif(not HAVE_MCORE, reason="megatron-core not installed (.ci/install-targets)")
+@pytest.mark.parametrize("name", sorted(LAYOUTS) + [p.stem for p in SHIPPED])
+def test_megatron_cores_rank_groups_are_parcs(name):
+    """megatron-core's RankGenerator (order tp-cp-ep-dp-pp, as initialize_model_parallel builds its
+    groups) gives every rank the same tp, cp, dp, pp and expert groups as parc's rank order."""
+    from megatron.core.parallel_state import RankGenerator
+
+    plan = compiled(name) if name in LAYOUTS else compile_path(f"specs/{name}.par").plan
+    lay = plan.layout
+    tp, pp, cp, dp, ep = (lay.tp.degree or 1, lay.pp.degree or 1, lay.cp.degree or 1, lay.dp.degree or 1,
+                          lay.ep.degree or 1)
+    dense = RankGenerator(tp=tp, ep=1, dp=dp, pp=pp, cp=cp, order="tp-cp-ep-dp-pp")
+    compared = 0
+    for axis, token in (("tp", "tp"), ("cp", "cp"), ("dp", "dp"), ("pp", "pp")):
+        for group in dense.get_ranks(token):
+            assert sorted(plan.layout.group(axis, group[0])) == sorted(group), (axis, group)
+            compared += 1
+    if ep > 1:
+        etp = backend.expert_tp(plan)
+        experts = RankGenerator(tp=etp, ep=ep, dp=tp * cp * dp // (etp * ep), pp=pp, cp=1, order="tp-cp-ep-dp-pp")
+        for group in experts.get_ranks("ep"):
+            assert sorted(plan.layout.group("ep", group[0])) == sorted(group), ("ep", group)
+            compared += 1
+    assert compared > 0
+
+
+def test_what_megatron_cannot_express_is_refused():
+    text = ("tp 2 x dp 2 x pp 4 on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware { gpu h100-sxm }\n"
+            "target megatron\ntrain { seq 4096, global-batch 32, micro-batch 1, recompute full }\n"
+            "pp { schedule 1f1b, split [7, 9, 7, 9] }\ndp { sharding zero1 }\n")
+    plan = compile_text(text, path="x.par").plan
+    assert [d.code for d in job_diagnostics(plan)] == ["E0620"]
+
+
+def test_the_entry_point_hands_megatron_the_generated_options(tmp_path: Path):
+    """train.py as generated, with a pretrain_gpt.py that records its sys.argv."""
+    plan = compiled("moe-ep-over-dp")
+    files = job_files(plan)
+    for name in ("train.py", "megatron.args"):
+        (tmp_path / name).write_text(files[name])
+    checkout = tmp_path / "Megatron-LM"
+    checkout.mkdir()
+    (checkout / "pretrain_gpt.py").write_text("import json, sys\nprint(json.dumps(sys.argv))\n")
+    out = subprocess.run([sys.executable, str(tmp_path / "train.py"), "--log-interval", "1"], capture_output=True,
+                         text=True, check=True, env={"MEGATRON_LM": str(checkout)})
+    expected = [word for option, value in backend.arguments(plan) for word in ([option] if value is None
+                                                                               else [option, value])]
+    argv = json.loads(out.stdout)
+    assert Path(argv[0]).name == "pretrain_gpt.py" and argv[1:] == [*expected, "--log-interval", "1"]
+    missing = subprocess.run([sys.executable, str(tmp_path / "train.py")], capture_output=True, text=True, env={})
+    assert missing.returncode != 0 and "MEGATRON_LM" in missing.stderr
