@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/fidelity.py --write    # refit, rewrite compiler/calibration.py's
                                                        # fitted block and docs/time-model.md
 
-Each run of ../shared/calibration/published.yaml is written as a .par spec (`row_spec`) and goes
+Each run of benchmarks/data/published.yaml is written as a .par spec (`row_spec`) and goes
 through the real front end (`parc.pipeline.compile_text`) and `parc.timing`, as a user's spec
 would. The predicted step time becomes TFLOP/s per GPU in the row's *own* FLOP convention
 (conventions.md: Narayanan's HFU with recomputation and non-causal attention, Korthikanti's MFU,
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PUBLISHED = ROOT.parent / "shared" / "calibration" / "published.yaml"
+PUBLISHED = ROOT / "benchmarks" / "data" / "published.yaml"
 DOC = ROOT / "docs" / "time-model.md"
 CONSTANTS_FILE = ROOT / "compiler" / "calibration.py"
 BEGIN_FIT = "# BEGIN FITTED (written by benchmarks/fidelity.py --write; do not edit by hand)"
@@ -537,7 +537,7 @@ again for the norm), 18 under SGD; ZeRO divides the parameters by the sharding g
 ## Calibration
 
 The fit minimises the mean squared `log(predicted / reported)` over the @N_FITTED@ runs of
-`../shared/calibration/published.yaml` marked `completeness: full`, by Nelder-Mead on the
+`benchmarks/data/published.yaml` marked `completeness: full`, by Nelder-Mead on the
 constants mapped to their ranges (@BOUNDS@) from a fixed start (@START@); the
 other constants are fixed from the sources above. An earlier fit that also freed
 `flash_attention`, the bus efficiencies and a tensor-parallel overlap fraction drove each to a

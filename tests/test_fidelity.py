@@ -1,7 +1,7 @@
 """benchmarks/fidelity.py: the published runs as specs, their conventions, the fit, the document.
 
-The calibration data lives outside the repository (../shared/calibration/published.yaml); these
-tests need it, as the memory model's document test does.
+The calibration data lives in the repository (benchmarks/data/published.yaml, a copy of the
+project's calibration rows); nothing here reads ../shared.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def fidelity():
     module = importlib.util.module_from_spec(spec)
     sys.modules["fidelity"] = module  # its dataclasses resolve their module by name
     spec.loader.exec_module(module)
-    assert module.PUBLISHED.exists(), "../shared/calibration/published.yaml is needed"
+    assert module.PUBLISHED.exists(), "benchmarks/data/published.yaml is needed"
     return module
 
 
