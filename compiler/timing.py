@@ -1001,23 +1001,22 @@ def dp_exposed(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, r
     """(exposed seconds, bytes sent) of one step's data-parallel communication on one rank.
 
     Each window is counted once: the collectives that share it (zero3's backward gather and its
-    reduce-scatter under one micro-batch's backward; the dense and the expert sets) queue on the
-    same link, and only what their sum exceeds the window by shows. Per micro-batch windows
-    repeat m times; the last backward and the next step's first forward once."""
+    reduce-scatter under one micro-batch's backward; the dense and the expert sets; the last
+    micro-batch's per-micro-batch traffic and the once-per-step reductions under that same
+    backward; the post-step gather and the first micro-batch's forward gather under one forward)
+    queue on the same link, and only what their sum exceeds the window by shows."""
     ledger = dp_ledger(r, k, dense, expert, shard, replicate, grad)
     links = {(dense.size, dense.local): dense, (expert.size, expert.local): expert,
              (shard.size, shard.local): shard, (replicate.size, replicate.local): replicate}
     m = k.microbatches
     back = r.backward_input + r.backward_weight + r.recompute
-    length = {"forward": r.forward, "backward": back, "last_backward": back, "after_step": r.forward}
-    busy: dict[str, float] = {}
+    busy = dict.fromkeys(("forward", "backward", "last_backward", "after_step"), 0.0)
     for c in ledger:
         reps = m if c.window in ("forward", "backward") else 1
-        busy[c.window] = busy.get(c.window, 0.0) + c.count / reps * collective_seconds(c, links[(c.size, c.local)])
+        busy[c.window] += c.count / reps * collective_seconds(c, links[(c.size, c.local)])
     exposed_s = 0.0
-    for window, t in busy.items():
-        reps = m if window in ("forward", "backward") else 1
-        exposed_s += reps * max(0.0, t - length[window])
+    for window, once, length in (("forward", "after_step", r.forward), ("backward", "last_backward", back)):
+        exposed_s += (m - 1) * max(0.0, busy[window] - length) + max(0.0, busy[window] + busy[once] - length)
     return exposed_s, sum(c.sent_per_step for c in ledger)
 
 
