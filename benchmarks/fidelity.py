@@ -473,15 +473,43 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
 - **pp**, per micro-batch: each chunk boundary sends `2 n h / tp` bytes forward and as many
   backward (the scatter-gather optimisation of Narayanan et al. 2021; sequence-parallel
   activations are already sharded), on the critical path.
-- **dp**, per step, on each rank's parameters (dense ones over the dense group, experts over the
-  expert group), gradients reduced in fp32 (4 bytes: FSDP2's reduce dtype in parc's runtime,
+- **dp**: the traffic contract parc's runtime and this model share (docs/runtime.md has the
+  runtime side), per optimizer step, per parameter P a rank holds (dense ones over the dense
+  group dp x cp (x ep as an axis), or hsdp's shard group; experts over the expert group), m
+  micro-batches, gradients reduced in fp32 (4 bytes: FSDP2's reduce dtype in parc's runtime,
   forced by Megatron-LM under bf16; Megatron-LM's fp16 runs reduce in fp16, 2 bytes) and
-  parameters gathered in bf16 (2 bytes):
-  none (DDP): all-reduce; zero1/zero2: reduce-scatter, then all-gather after the step; zero3:
-  all-gather before every micro-batch's forward and backward, one reduce-scatter per step; hsdp:
-  zero3 over the shard group plus an all-reduce of the shard over the replicas. Gradient
-  reductions overlap the last micro-batch's backward, the post-step gather the next step's first
-  forward, zero3's gathers the piece of work before them; only the excess shows.
+  parameters gathered in bf16 (2 bytes); ring bytes sent per rank are (n - 1)/n of the payload:
+
+  | sharding | collectives per step | window |
+  |---|---|---|
+  | none (DDP) | 1 all-reduce of 4P (last micro-batch only; the others accumulate locally) | last backward |
+  | zero1 | 1 reduce-scatter of 4P + 1 all-gather of 2P | last backward; next step's first forward |
+  | zero2 | m reduce-scatters of 4P + 1 all-gather of 2P | each backward; next step's first forward |
+  | zero3 | m all-gathers of 2P (forward) + m more (backward, only when pp = 1: reshard_after_forward is off under pp) + m reduce-scatters of 4P | each forward; each backward |
+  | hsdp R x S | zero3 over S + 1 all-reduce of the 4P / S shard over R | as zero3; last backward |
+
+  `timing.dp_ledger` writes this table as frozen `ledger.Collective` records (axis, kind,
+  payload, calls per step, group, window); the exposure is a reduction over them in which each
+  window is counted once: the collectives sharing a window (zero3's backward gather and its
+  reduce-scatter; dense and expert sets; the last micro-batch's per-micro-batch reductions with
+  the once-per-step ones) queue on one link, and only what their sum exceeds the window by shows.
+
+## Physical bounds
+
+Every prediction satisfies step >= FLOPs / peak (MFU and HFU <= 1), step >= HBM traffic /
+bandwidth, and step >= the bytes each link class carries / its bandwidth, per GPU. The last is
+enforced by construction (`timing.step_time`): each rank's ledger (the dp records above plus one
+record per axis for the tp, cp, ep and pp traffic of its m micro-batches) is split over the links
+(`ledger.Collective.link_bytes`): a group of n ranks, k inside one fast level, spans N = n / k
+levels; a hierarchical ring collective of S bytes puts (N - 1)/N x S / k per GPU on the NIC (each
+node takes in the other nodes' part once, over its k GPUs' NICs) and (k - 1)/k x S on NVLink (or
+PCIe), twice that for an all-reduce; an all-to-all (n - k)/n x S on the NIC; a ring of sends one
+hop in k. The bytes over each link's bandwidth times its bus efficiency (`bus_nvlink`,
+`bus_network`) is that rank's floor; when the windowed model above comes out shorter than the
+busiest rank's floor (different axes' traffic, each hidden in its own window, leaves through the
+same NICs), the difference is exposed communication, charged to the axes by their bytes on that
+link. `tests/test_bounds.py` checks all three bounds on the plan's datasheet figures over random
+layouts (hypothesis), every shipped spec and search's winners at 1K-16K GPUs.
 
 ## The pipeline and the step
 
