@@ -595,6 +595,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         selective="elementwise" if family == "torchtitan" else "attention-core",
         tp_overlap=overlap,
         kernels=kernels,
+        fp8="linear",  # Transformer Engine (Megatron-LM, NeMo) and torchao's float8 (torchtitan)
         grad_bytes=grad_bytes,
     )
     return software, family

@@ -174,6 +174,11 @@ class Software:
     torch.compile): its computation runs at `eager_efficiency` of the fitted speed. "fused":
     Megatron-LM with fused kernels and Transformer Engine, the runs the GEMM constants were
     fitted on."""
+    fp8: str = "none"
+    """Which GEMMs an fp8 spec runs in fp8: "none" (parc's runtime has no fp8 matmuls and runs
+    an fp8 spec in bf16, `backends/torch/runtime.py`), or "linear" (Transformer Engine in
+    Megatron-LM and NeMo, torchao's float8 in torchtitan: the transformer layers' linear
+    layers; attention and the output layer stay bf16 in both)."""
     grad_bytes: int = 4
     """Bytes of a gradient element as data-parallel ranks reduce it: 4 in parc's runtime (FSDP2's
     reduce dtype is fp32) and in Megatron-LM under bf16 (it forces fp32 accumulation and
@@ -428,6 +433,11 @@ class Work:
         return self._hash
 
 
+def gemm_precision(precision: str, sw: Software) -> str:
+    """The precision the layers' linear GEMMs run in: fp8 only where the runtime has fp8 GEMMs."""
+    return precision if precision != "fp8" or sw.fp8 == "linear" else "bf16"
+
+
 def matmul_peak(hw: Hardware, precision: str) -> float:
     return hw.fp8 if precision == "fp8" and hw.fp8 else hw.bf16
 
@@ -468,7 +478,10 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     q = shape.q / t
     kv = shape.kv / t if kv_split(shape, t) else shape.kv
     up = shape.ffn_matrices - 1
-    routed = n / shard
+    # routed tokens per tp rank: each tp rank routes its own 1/tp of the tokens (parc's runtime
+    # routes per tp shard; Megatron-Core requires sequence parallelism with MoE under tp), so
+    # expert computation and the ep all-to-alls are 1/tp per rank, never repeated on each
+    routed = n / t
     # (kernels, count, m, k, n) of the forward GEMMs
     gemms: list[tuple[int, float, float, float, float]] = [(1, 1, n, h, q + 2 * kv), (1, 1, n, q, h)]
     elements = 10 * h * n / shard  # two norms (read + write h) and two residual adds (3h) per token
@@ -520,8 +533,16 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
         keys = seq / 2  # causal; with cp the blocks are load-balanced (zig-zag)
         core = flops.attention_core_flops(shape, keys) / t * n
         attention_f = core / (hw.bf16 * c.gemm_efficiency(hw.generation) * c.flash_attention)
-        attention_b = FLASH_BACKWARD * attention_f + c.kernel_overhead
-        attention_f += c.kernel_overhead
+        # ring attention runs one kernel per ring step, forward and backward, and merges each
+        # step's partial output by its log-sum-exp (read the running output and the step's, write
+        # one: 3 x 2 bytes per output element); the backward accumulates dK and dV per step in
+        # fp32 (read and write 2 x 4 bytes per K/V element)
+        steps = cp if flavour == "ring" and cp > 1 else 1
+        attention_b = FLASH_BACKWARD * attention_f + steps * c.kernel_overhead
+        attention_f += steps * c.kernel_overhead
+        if steps > 1:
+            attention_f += memory_seconds((steps - 1) * 3 * ACT * n * q, hw, c)
+            attention_b += memory_seconds((steps - 1) * 2 * 4 * n * 2 * kv, hw, c)
         core_again = attention_f
     else:
         d = shape.head_dim
@@ -857,11 +878,11 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
             pieces.append(None)
             continue
         w = slowed(layer_work(shape, moe, k.tp, sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
-                              k.precision, sw.attention, sw.kernels, hw, c), sw, c)
+                              gemm_precision(k.precision, sw), sw.attention, sw.kernels, hw, c), sw, c)
         pieces.append((w, exposed(w, *links, overlap_ep, sw.tp_overlap, c)))
     emb = slowed(embedding_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch, hw, c), sw, c)
     out = slowed(output_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch,
-                             padded_vocab(shape.vocab, k.tp, k.runtime), k.precision, sw.kernels, hw, c), sw, c)
+                             padded_vocab(shape.vocab, k.tp, k.runtime), "bf16", sw.kernels, hw, c), sw, c)
     emb = (emb, exposed(emb, *links, False, sw.tp_overlap, c))
     out = (out, exposed(out, *links, False, sw.tp_overlap, c))
     boundary = ACT * k.seq * k.micro_batch / k.cp * shape.hidden / k.tp

@@ -173,11 +173,16 @@ def test_the_document_is_current(fidelity):
 
 
 def test_a_published_table_never_fitted_on(fidelity):
-    """Megatron-Bridge's published rows (benchmarks/data/, never fitted): every row is read, and the
-    dense Llama runs on H100, the GPU generation the Hopper constants were fitted on, come within
-    15 % (docs/time-model.md shows them all, MoE runs far off included)."""
+    """Megatron-Bridge's published rows (benchmarks/data/, never fitted, so out of sample): every
+    row is read and predicted, and every dense Llama row on every GPU (H100, B200, GB200: 8 rows,
+    not a chosen few) comes within 25 %, their median within 15 % (docs/time-model.md shows them
+    all, the MoE runs far off included)."""
+    import statistics
+
     rows, skipped = fidelity.load_rows(fidelity.BRIDGE)
     assert not skipped and len(rows) == 16
     results = fidelity.evaluate(rows, [fidelity.prepare(r) for r in rows], DEFAULT)
-    h100_dense = [x for x in results if "h100" in x.row.id and not x.row.plan.model.experts]
-    assert len(h100_dense) == 3 and all(abs(x.error) < 0.15 for x in h100_dense)
+    assert len(results) == 16 and all(math.isfinite(x.error) for x in results)
+    dense = [abs(x.error) for x in results if not x.row.plan.model.experts]
+    assert len(dense) == 8
+    assert statistics.median(dense) < 0.15 and max(dense) < 0.25
