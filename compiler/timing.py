@@ -53,6 +53,11 @@ ACT = 2
 """Bytes of an activation element (bf16/fp16; fp8 training keeps activations in bf16)."""
 PARAM = 2
 """Bytes of a parameter element when gathered (the bf16 compute copy)."""
+DP_BUCKET = 40_000_000
+"""Elements of one data-parallel bucket outside FSDP, at least `DP_BUCKET_PER_RANK` x the group
+size: Megatron-LM's distributed optimizer (the traffic contract's anchor for DDP's and zero1's
+flat buffers) sizes its buckets max(40M, 1M x dp) elements."""
+DP_BUCKET_PER_RANK = 1_000_000
 OPTIMIZER_BYTES = {"adam": 34, "adamw": 34, "sgd": 18}
 """HBM bytes the optimizer step moves per parameter. Adam: read fp32 weight, gradient and two
 moments (16), write weight and moments (12), write the bf16 copy (2), read the gradient once more
@@ -802,6 +807,8 @@ class RankTimes:
     chunks: int = 1
     params_dense: int = 0
     params_expert: int = 0
+    layers: int = 0
+    """Transformer layers the rank holds (FSDP2 gathers and reduces each on its own)."""
 
     @property
     def compute(self) -> float:
@@ -847,7 +854,8 @@ def rank_time(load: Load, dense: tuple | None, moe: tuple | None, emb: tuple, ou
     return RankTimes(forward=acc[0], backward_input=acc[1], backward_weight=acc[2], recompute=acc[3],
                      exposed_f=(acc[4], acc[5], acc[6], pp_f), exposed_b=(acc[7], acc[8], acc[9], pp_b),
                      sent=(acc[10], acc[11], acc[12], (load.sends_f + load.sends_b) * boundary if pp_send else 0.0),
-                     chunks=load.chunks, params_dense=load.params_dense, params_expert=load.params_expert)
+                     chunks=load.chunks, params_dense=load.params_dense, params_expert=load.params_expert,
+                     layers=sum(count for _, _, count in load.pieces))
 
 
 def rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants,
@@ -982,10 +990,16 @@ def dp_ledger(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, re
     m, mode = k.microbatches, k.sharding
     sets = ((r.params_dense, shard if mode == "hsdp" else dense), (r.params_expert, expert))
     out: list[Collective] = []
+    units = r.layers + 1  # FSDP2 wraps each transformer layer, and the root (embedding, output)
 
     def add(kind: str, payload: float, count: int, lk: Link, window: str) -> None:
+        """`payload` per logical collective, issued in calls: one per FSDP unit (zero2, zero3,
+        hsdp), or per bucket (DDP's and the distributed optimizer's flat buffers, `DP_BUCKET`).
+        Each call pays the ring's per-step latency, which at a thousand ranks is milliseconds."""
         if payload > 0 and count > 0 and lk.size > 1:
-            out.append(Collective("dp", kind, payload, count, lk.size, lk.local, window))
+            bucket = max(DP_BUCKET, DP_BUCKET_PER_RANK * lk.size) * (grad if kind != "all_gather" else PARAM)
+            calls = units if mode in ("zero2", "zero3", "hsdp") else max(1, math.ceil(payload / bucket))
+            out.append(Collective("dp", kind, payload / calls, count * calls, lk.size, lk.local, window))
 
     for params, lk in sets:
         if mode == "none":

@@ -207,13 +207,23 @@ dp {{
     return next(iter(steps.values())), knobs
 
 
-# sharding -> [(kind, bytes per parameter, calls per step as a function of m and pp)]
+# sharding -> [(kind, bytes per parameter, collectives per step as a function of m and pp)]
 CONTRACT = {
     "none": [("all_reduce", 4, lambda m, pp: 1)],
     "zero1": [("reduce_scatter", 4, lambda m, pp: 1), ("all_gather", 2, lambda m, pp: 1)],
     "zero2": [("reduce_scatter", 4, lambda m, pp: m), ("all_gather", 2, lambda m, pp: 1)],
     "zero3": [("all_gather", 2, lambda m, pp: m * (2 if pp == 1 else 1)), ("reduce_scatter", 4, lambda m, pp: m)],
 }
+LLAMA3_8B_LAYERS = 32
+BUCKET = 40_000_000  # elements: Megatron-LM's max(40M, 1M x dp) with dp 16
+
+
+def _calls(sharding: str, elements: float, pp: int) -> int:
+    """Calls one logical collective is issued in: one per FSDP unit (each layer the rank holds,
+    plus the root) for zero2/zero3, one per 40M-element bucket for DDP and zero1."""
+    if sharding in ("zero2", "zero3"):
+        return LLAMA3_8B_LAYERS // pp + 1
+    return math.ceil(elements / BUCKET)
 
 
 @pytest.mark.parametrize("pp", [1, 2])
@@ -232,16 +242,36 @@ def test_the_dp_ledger_is_the_traffic_contract(sharding, pp):
         calls_bytes[0] += c.count
         calls_bytes[1] += c.count * c.sent
     want: dict[str, list[float]] = {}
-    for kind, per_param, calls in CONTRACT[sharding]:
+    for kind, per_param, collectives in CONTRACT[sharding]:
         n = 16
         wire = (2 if kind == "all_reduce" else 1) * (n - 1) / n
         w = want.setdefault(kind, [0, 0.0])
-        w[0] += calls(m, pp)
-        w[1] += calls(m, pp) * wire * per_param * params
+        w[0] += collectives(m, pp) * _calls(sharding, params, pp)
+        w[1] += collectives(m, pp) * wire * per_param * params
     assert set(got) == set(want)
     for kind in want:
         assert got[kind][0] == want[kind][0], kind
         assert got[kind][1] == pytest.approx(want[kind][1], rel=0.01), kind
+
+
+def test_a_thousand_rank_ring_pays_its_latency_per_call():
+    """zero3 over 1,536 ranks gathers and reduces layer by layer: each call is a ring of 1,535
+    steps across nodes. 97 units x 3 collectives x 1,535 steps x 5 us is over 2 s a step that
+    bandwidth alone would not show."""
+    plan = _plan(ZERO3_175B)
+    shape, knobs = shape_of(plan), knobs_of(plan, "torch")
+    hw = timing.hardware_of(plan)
+    _, steps = timing.rank_steps(shape, knobs, hw, timing.geometry_of(plan, hw))
+    (rank,) = steps.values()
+    calls = sum(c.count for c in rank.ledger.collectives if c.axis == "dp")
+    assert calls == 3 * (96 + 1)
+    latency = calls * 1535 * 5e-6
+    assert latency > 2.0
+    geo = timing.geometry_of(plan, hw)
+    lk = timing.link(geo.dense, hw, timing.DEFAULT)
+    seconds = sum(c.count * timing.collective_seconds(c, lk) for c in rank.ledger.collectives)
+    bandwidth = sum(c.count * c.sent for c in rank.ledger.collectives) / lk.ring
+    assert seconds == pytest.approx(bandwidth + latency, rel=1e-6)
 
 
 def test_the_backward_window_is_counted_once():
