@@ -183,6 +183,8 @@ def test_zero_bubble_schedules_cut_the_bubble():
 
 @pytest.mark.parametrize("path", [p for p in SPECS if "search" not in p.name], ids=lambda p: p.stem)
 def test_breakdown_sums_to_the_step(path):
+    """Bookkeeping: the parts add up to the step. Its independent partner is
+    tests/test_bounds.py, which holds the same steps to the datasheet's FLOPs, HBM and links."""
     plan = compile_path(str(path), checks=False).plan
     p = timing.predict(plan)
     b = p.breakdown
@@ -248,7 +250,10 @@ def test_zero3_moves_more_bytes_than_zero1():
     z3 = predict(layout="tp 8 x dp 16", extra="dp { sharding zero3 }").breakdown
     ddp = predict(layout="tp 8 x dp 16", extra="dp { sharding none }").breakdown
     assert z3.sent["dp"] > z1.sent["dp"]
-    assert ddp.sent["dp"] == pytest.approx(z1.sent["dp"] * 8 / 6, rel=1e-9)  # AR 2 x 4 B vs RS 4 B + AG 2 B
+    # the traffic contract's figures (docs/time-model.md), written here by hand, not read from
+    # the code: DDP all-reduces fp32 gradients (2 x 4 B per parameter), zero1 reduce-scatters
+    # them (4 B) and gathers bf16 parameters (2 B); tests/test_bounds.py checks every sharding
+    assert ddp.sent["dp"] == pytest.approx(z1.sent["dp"] * 8 / 6, rel=1e-9)
     assert z3.optimizer < ddp.optimizer
 
 
@@ -343,6 +348,20 @@ def test_context_parallel_ring_hides_behind_long_attention():
     assert p.breakdown.exposed["cp"] < 1e-3 * p.step_seconds
     gathered = predict(layout="tp 8 x cp 2 x dp 4", seq=65536, batch=8, extra="cp { flavour all-gather }")
     assert gathered.breakdown.exposed["cp"] > 0
+
+
+def test_context_parallel_ring_shows_at_short_sequences_across_nodes():
+    """The other side of the ring: across nodes (dp 8 fills each node, so every cp hop crosses a
+    NIC) and at 8K tokens, a K/V block (8 MB at Llama 3 8B's 1,024 K/V width and 2,048 tokens per
+    rank: ~180 us over a 400 Gb/s NIC) takes longer to arrive than a block of attention takes to
+    compute (~34 GFLOP: ~60 us), and the excess shows; it shrinks as the sequence grows."""
+    exposed = []
+    for seq in (8192, 32768, 131072):
+        p = predict(layout="dp 8 x cp 4", seq=seq, batch=8, extra="cp { flavour ring }")
+        assert p.breakdown.sent["cp"] > 0
+        exposed.append(p.breakdown.exposed["cp"] / p.step_seconds)
+    assert exposed[0] > 0.01
+    assert exposed == sorted(exposed, reverse=True)
 
 
 def test_dualpipe_hides_expert_all_to_all():
