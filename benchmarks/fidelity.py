@@ -401,12 +401,14 @@ the backward takes twice the forward's GEMM time, split into B (input) and W (we
 | attention output | n x q x h |
 | dense FFN up (and gate) | n x h x (matrices - 1) F / tp |
 | dense FFN down | n x F / tp x h |
-| MoE router | (n / sp) x h x E |
-| routed experts (E / ep local, grouped) | (n / sp) top_k / (E / ep) x h x (matrices - 1) F_e, and x F_e x h |
+| MoE router | (n / tp) x h x E |
+| routed experts (E / ep local, grouped) | (n / tp) top_k / (E / ep) x h x (matrices - 1) F_e, and x F_e x h |
 | shared experts | as a dense FFN of size shared x F_e, split over tp |
 
 Routed experts are whole on each rank (expert tensor parallelism 1, the memory model's
-convention) and routing is balanced. A GEMM of `2mkn` FLOPs takes
+convention) and routing is balanced; each tp rank routes its own 1/tp of the tokens (parc's
+runtime routes per tp shard; Megatron-Core requires sequence parallelism with MoE under tp), so
+expert computation and the ep all-to-alls are 1/tp per rank. A GEMM of `2mkn` FLOPs takes
 
     t = 2mkn / (peak x e),   e = e_gen x I / (I + c x peak / B_hbm),   I = 2mkn / (b (mk + kn + mn))
 
@@ -419,12 +421,19 @@ router's, the shared experts' and the routed experts' products, the last as one 
 per matrix in Megatron-LM but one kernel per local expert and matrix in parc's runtime, which
 loops over its E / ep experts (with an activation kernel each, two under SwiGLU); 6
 memory-bound kernels, 1 attention kernel; the backward twice the GEMMs.
-Under fp8 the linear layers run at the FP8 peak (attention stays BF16) and Transformer Engine's
-casts move 4 bytes per element of each GEMM input forward and of each output gradient backward.
+Under fp8, only where the runtime has fp8 GEMMs (`Software.fp8`): Transformer Engine (Megatron-LM,
+NeMo) and torchao's float8 (torchtitan) run the transformer layers' linear layers at the FP8 peak
+(attention and the output layer stay BF16) and their casts move 4 bytes per element of each GEMM
+input forward and of each output gradient backward; parc's runtime has no fp8 matmuls and runs an
+fp8 spec in BF16 (its MFU still divides by the FP8 peak, the convention of fp8 reports).
 
 **Attention core.** FlashAttention: `4 q n (s/2)` FLOPs forward (causal; context-parallel blocks
 load-balanced), at `peak x e_gen x flash_attention`; the backward runs 2.5x the forward's
-products (it recomputes the scores; Dao 2023). Unfused (Megatron-LM before mid-2022): per head
+products (it recomputes the scores; Dao 2023). Ring context parallelism runs one attention
+kernel per ring step each way (cp kernels, each paying `kernel_overhead`) and merges each step's
+partial output by its log-sum-exp (read the running and the new output, write one: 3 x 2 bytes
+per output element per step after the first); its backward accumulates dK and dV in fp32 per
+step (2 x 4 bytes per K/V element, read and written). Unfused (Megatron-LM before mid-2022): per head
 and sequence two batched GEMMs `(s/cp) x head_dim x s` and `(s/cp) x s x head_dim` on the full
 square, timed as GEMMs; backward twice; plus the scores' memory traffic, 9 bytes per score
 element forward (scale-mask-softmax, dropout and its mask) and 11 backward.
@@ -504,6 +513,10 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   | zero3 | m all-gathers of 2P (forward) + m more (backward, only when pp = 1: reshard_after_forward is off under pp) + m reduce-scatters of 4P | each forward; each backward |
   | hsdp R x S | zero3 over S + 1 all-reduce of the 4P / S shard over R | as zero3; last backward |
 
+  Each is issued in calls: one per FSDP unit (each layer the rank holds, plus the root) under
+  zero2, zero3 and hsdp; one per bucket of max(40M, 1M x n) elements (Megatron-LM's distributed
+  optimizer, the contract's anchor) under DDP and zero1; each call pays its ring's latency
+  ((n - 1) steps for a gather or reduce-scatter: at 1,536 ranks across nodes about 8 ms).
   `timing.dp_ledger` writes this table as frozen `ledger.Collective` records (axis, kind,
   payload, calls per step, group, window); the exposure is a reduction over them in which each
   window is counted once: the collectives sharing a window (zero3's backward gather and its
