@@ -234,13 +234,25 @@ class EagerRun:
     """Tokens per second per GPU (torchtitan's WPS and TPS/GPU)."""
     fitted: bool
     note: str = ""
+    power_cap_w: int = 0
+    """A power limit the source states (0: the GPU's own). The clock falls to hold it: dynamic
+    power goes as f V^2 and the voltage with the clock near the top of the DVFS curve, so the
+    clock, and the dense peak, scale as (cap / TDP)^(1/3) (500 W of the H100 SXM's 700 W: 0.894,
+    884 TFLOP/s, between the H100 NVL's 835 at 400 W and the SXM's 989, as the source says)."""
+
+    def gpu_line(self) -> str:
+        if not self.power_cap_w:
+            return f"gpu {self.gpu}"
+        tdp, peak = GPU_POWER[self.gpu]
+        derated = peak * (self.power_cap_w / tdp) ** (1 / 3)
+        return f"gpu {self.gpu} {{ bf16 {derated:.0f} TFLOP/s }}"
 
     def spec(self, network: str) -> str:
         return "\n".join([
             f"job {self.id}",
             f"dp {self.gpus} on nodes({min(self.gpus, 8)} gpus, nvlink)",
             EAGER_MODELS[self.model],
-            f"hardware {{ gpu {self.gpu}, network {network} }}",
+            f"hardware {{ {self.gpu_line()}, network {network} }}",
             "train {",
             f"  seq {self.seq}, global-batch {self.gpus * self.local_batch}, micro-batch {self.local_batch}",
             f"  precision bf16, optimizer adamw, recompute {self.recompute}",
@@ -249,8 +261,12 @@ class EagerRun:
         ]) + "\n"
 
 
-POWER_CAPPED = ("500 W power limit and HBM2e (2.4 TB/s): peak between the H100 NVL's and SXM's "
-                "(torchtitan's footnote); predicted at the SXM's 700 W figures, not fitted")
+GPU_POWER = {"h100-sxm": (700, 989)}
+"""Board power (W) and dense BF16 peak (TFLOP/s) of the datasheet part, for `power_cap_w`."""
+POWER_CAPPED = ("500 W power limit and HBM2e (2.4 TB/s) stated (torchtitan's footnote): peak derated "
+                "to 884 TFLOP/s by the clock's cube-root law; HBM at the SXM's 3.35 TB/s (a spec "
+                "cannot state HBM bandwidth). Not fitted for another stated fact: torchtitan's "
+                "op-level selective recomputation, which parc's policy differs from")
 EAGER_RUNS = (
     EagerRun("llama3_8b_64xA100_ac_layer", TORCHTITAN_A100, "llama3-8b", 64, "a100-80gb", 8192, 1,
              "full 16", "selective layer", 2904, True),
@@ -269,9 +285,9 @@ EAGER_RUNS = (
     EagerRun("llama2_70b_64xA100_ac_full", TORCHTITAN_A100, "llama2-70b", 64, "a100-80gb", 4096, 2,
              "full", "full", 353, True),
     EagerRun("llama3_8b_8xH100_ac_op", TORCHTITAN_H100, "llama3-8b", 8, "h100-sxm", 8192, 2,
-             "selective", "selective op", 5762, False, POWER_CAPPED),
+             "selective", "selective op", 5762, False, POWER_CAPPED, power_cap_w=500),
     EagerRun("llama3_8b_128xH100_ac_op", TORCHTITAN_H100, "llama3-8b", 128, "h100-sxm", 8192, 2,
-             "selective", "selective op", 5605, False, POWER_CAPPED),
+             "selective", "selective op", 5605, False, POWER_CAPPED, power_cap_w=500),
 )
 """torchtitan's FSDP2 runs without torch.compile or Float8 (compiled runs fuse kernels; parc's
 runtime does not compile). Llama 3.1 8B has Llama 3 8B's shapes."""
@@ -385,12 +401,14 @@ the backward takes twice the forward's GEMM time, split into B (input) and W (we
 | attention output | n x q x h |
 | dense FFN up (and gate) | n x h x (matrices - 1) F / tp |
 | dense FFN down | n x F / tp x h |
-| MoE router | (n / sp) x h x E |
-| routed experts (E / ep local, grouped) | (n / sp) top_k / (E / ep) x h x (matrices - 1) F_e, and x F_e x h |
+| MoE router | (n / tp) x h x E |
+| routed experts (E / ep local, grouped) | (n / tp) top_k / (E / ep) x h x (matrices - 1) F_e, and x F_e x h |
 | shared experts | as a dense FFN of size shared x F_e, split over tp |
 
 Routed experts are whole on each rank (expert tensor parallelism 1, the memory model's
-convention) and routing is balanced. A GEMM of `2mkn` FLOPs takes
+convention) and routing is balanced; each tp rank routes its own 1/tp of the tokens (parc's
+runtime routes per tp shard; Megatron-Core requires sequence parallelism with MoE under tp), so
+expert computation and the ep all-to-alls are 1/tp per rank. A GEMM of `2mkn` FLOPs takes
 
     t = 2mkn / (peak x e),   e = e_gen x I / (I + c x peak / B_hbm),   I = 2mkn / (b (mk + kn + mn))
 
@@ -403,12 +421,19 @@ router's, the shared experts' and the routed experts' products, the last as one 
 per matrix in Megatron-LM but one kernel per local expert and matrix in parc's runtime, which
 loops over its E / ep experts (with an activation kernel each, two under SwiGLU); 6
 memory-bound kernels, 1 attention kernel; the backward twice the GEMMs.
-Under fp8 the linear layers run at the FP8 peak (attention stays BF16) and Transformer Engine's
-casts move 4 bytes per element of each GEMM input forward and of each output gradient backward.
+Under fp8, only where the runtime has fp8 GEMMs (`Software.fp8`): Transformer Engine (Megatron-LM,
+NeMo) and torchao's float8 (torchtitan) run the transformer layers' linear layers at the FP8 peak
+(attention and the output layer stay BF16) and their casts move 4 bytes per element of each GEMM
+input forward and of each output gradient backward; parc's runtime has no fp8 matmuls and runs an
+fp8 spec in BF16 (its MFU still divides by the FP8 peak, the convention of fp8 reports).
 
 **Attention core.** FlashAttention: `4 q n (s/2)` FLOPs forward (causal; context-parallel blocks
 load-balanced), at `peak x e_gen x flash_attention`; the backward runs 2.5x the forward's
-products (it recomputes the scores; Dao 2023). Unfused (Megatron-LM before mid-2022): per head
+products (it recomputes the scores; Dao 2023). Ring context parallelism runs one attention
+kernel per ring step each way (cp kernels, each paying `kernel_overhead`) and merges each step's
+partial output by its log-sum-exp (read the running and the new output, write one: 3 x 2 bytes
+per output element per step after the first); its backward accumulates dK and dV in fp32 per
+step (2 x 4 bytes per K/V element, read and written). Unfused (Megatron-LM before mid-2022): per head
 and sequence two batched GEMMs `(s/cp) x head_dim x s` and `(s/cp) x s x head_dim` on the full
 square, timed as GEMMs; backward twice; plus the scores' memory traffic, 9 bytes per score
 element forward (scale-mask-softmax, dropout and its mask) and 11 backward.
@@ -473,15 +498,47 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
 - **pp**, per micro-batch: each chunk boundary sends `2 n h / tp` bytes forward and as many
   backward (the scatter-gather optimisation of Narayanan et al. 2021; sequence-parallel
   activations are already sharded), on the critical path.
-- **dp**, per step, on each rank's parameters (dense ones over the dense group, experts over the
-  expert group), gradients reduced in fp32 (4 bytes: FSDP2's reduce dtype in parc's runtime,
+- **dp**: the traffic contract parc's runtime and this model share (docs/runtime.md has the
+  runtime side), per optimizer step, per parameter P a rank holds (dense ones over the dense
+  group dp x cp (x ep as an axis), or hsdp's shard group; experts over the expert group), m
+  micro-batches, gradients reduced in fp32 (4 bytes: FSDP2's reduce dtype in parc's runtime,
   forced by Megatron-LM under bf16; Megatron-LM's fp16 runs reduce in fp16, 2 bytes) and
-  parameters gathered in bf16 (2 bytes):
-  none (DDP): all-reduce; zero1/zero2: reduce-scatter, then all-gather after the step; zero3:
-  all-gather before every micro-batch's forward and backward, one reduce-scatter per step; hsdp:
-  zero3 over the shard group plus an all-reduce of the shard over the replicas. Gradient
-  reductions overlap the last micro-batch's backward, the post-step gather the next step's first
-  forward, zero3's gathers the piece of work before them; only the excess shows.
+  parameters gathered in bf16 (2 bytes); ring bytes sent per rank are (n - 1)/n of the payload:
+
+  | sharding | collectives per step | window |
+  |---|---|---|
+  | none (DDP) | 1 all-reduce of 4P (last micro-batch only; the others accumulate locally) | last backward |
+  | zero1 | 1 reduce-scatter of 4P + 1 all-gather of 2P | last backward; next step's first forward |
+  | zero2 | m reduce-scatters of 4P + 1 all-gather of 2P | each backward; next step's first forward |
+  | zero3 | m all-gathers of 2P (forward) + m more (backward, only when pp = 1: reshard_after_forward is off under pp) + m reduce-scatters of 4P | each forward; each backward |
+  | hsdp R x S | zero3 over S + 1 all-reduce of the 4P / S shard over R | as zero3; last backward |
+
+  Each is issued in calls: one per FSDP unit (each layer the rank holds, plus the root) under
+  zero2, zero3 and hsdp; one per bucket of max(40M, 1M x n) elements (Megatron-LM's distributed
+  optimizer, the contract's anchor) under DDP and zero1; each call pays its ring's latency
+  ((n - 1) steps for a gather or reduce-scatter: at 1,536 ranks across nodes about 8 ms).
+  `timing.dp_ledger` writes this table as frozen `ledger.Collective` records (axis, kind,
+  payload, calls per step, group, window); the exposure is a reduction over them in which each
+  window is counted once: the collectives sharing a window (zero3's backward gather and its
+  reduce-scatter; dense and expert sets; the last micro-batch's per-micro-batch reductions with
+  the once-per-step ones) queue on one link, and only what their sum exceeds the window by shows.
+
+## Physical bounds
+
+Every prediction satisfies step >= FLOPs / peak (MFU and HFU <= 1), step >= HBM traffic /
+bandwidth, and step >= the bytes each link class carries / its bandwidth, per GPU. The last is
+enforced by construction (`timing.step_time`): each rank's ledger (the dp records above plus one
+record per axis for the tp, cp, ep and pp traffic of its m micro-batches) is split over the links
+(`ledger.Collective.link_bytes`): a group of n ranks, k inside one fast level, spans N = n / k
+levels; a hierarchical ring collective of S bytes puts (N - 1)/N x S / k per GPU on the NIC (each
+node takes in the other nodes' part once, over its k GPUs' NICs) and (k - 1)/k x S on NVLink (or
+PCIe), twice that for an all-reduce; an all-to-all (n - k)/n x S on the NIC; a ring of sends one
+hop in k. The bytes over each link's bandwidth times its bus efficiency (`bus_nvlink`,
+`bus_network`) is that rank's floor; when the windowed model above comes out shorter than the
+busiest rank's floor (different axes' traffic, each hidden in its own window, leaves through the
+same NICs), the difference is exposed communication, charged to the axes by their bytes on that
+link. `tests/test_bounds.py` checks all three bounds on the plan's datasheet figures over random
+layouts (hypothesis), every shipped spec and search's winners at 1K-16K GPUs.
 
 ## The pipeline and the step
 
@@ -655,12 +712,16 @@ computes more slowly. `parc explain` and `parc search` predict parc's runtime, s
 computation (GEMMs, attention, memory-bound kernels, recomputation; not its communication) takes
 1 / `eager_efficiency` as long. The constant is fitted on torchtitan's published FSDP2 runs, the
 same software stack, without torch.compile or Float8, with every other constant held at its value
-above; runs whose recomputation parc cannot state exactly, and runs on power-capped GPUs, are
-shown but not fitted. One A100 fit serves every generation (Hopper is not separable from the
-power cap in torchtitan's H100 runs). "other network": the A100 cluster's network is unpublished;
+above; runs whose recomputation parc cannot state exactly (torchtitan's op-level selective
+policy, a fact each such row states) are shown but not fitted, and no row is left out for its
+error. The two H100 runs state a 500 W power cap: they are predicted on a derated peak (the
+clock, and with it the peak, as (cap / TDP)^(1/3): 884 of 989 TFLOP/s; `EagerRun.power_cap_w`),
+not excluded for it; they use the op-level policy, so they are not fitted either. One A100 fit
+serves every generation. "other network": the A100 cluster's network is unpublished;
 the same run predicted on 4 x 100 Gb/s instead of 8 x 200 Gb/s per node.
 
-`eager_efficiency` = **@EAGER@**; fitted runs: median |error| **@EAGER_MEDIAN@**, worst **@EAGER_WORST@**.
+`eager_efficiency` = **@EAGER@**; fitted runs: median |error| **@EAGER_MEDIAN@**, worst **@EAGER_WORST@**
+in sample. Out of sample (fitted on the other four, each run predicted): @EAGER_HELD_OUT@.
 
 @EAGER_TABLE@
 
@@ -804,19 +865,55 @@ HELD_OUT_GROUPS = ("narayanan2021_table1", "korthikanti2022_table5")
 cannot be held out: without it nothing fixes `gemm_hopper`)."""
 
 
-def cross_validation(rows: list[Run], prepared: list[Prepared]) -> str:
-    """Leave one source out: fit on the other sources' runs, predict the held-out ones."""
-    lines = ["| held-out source | runs | median abs. error | worst | constants fitted without it |",
-             "|---|---|---|---|---|"]
+def held_out_errors(rows: list[Run], prepared: list[Prepared]) -> list[tuple[str, list[float], Constants]]:
+    """Leave one source out: per held-out source, fit on the other sources' runs and return the
+    held-out runs' |errors| and the constants fitted without them."""
+    out = []
     for group in HELD_OUT_GROUPS:
         train = [(r, p) for r, p in zip(rows, prepared, strict=True) if r.fitted and r.group != group]
         test = [(r, p) for r, p in zip(rows, prepared, strict=True) if r.fitted and r.group == group]
         constants = fit([r for r, _ in train], [p for _, p in train])
         errors = [abs(x.error) for x in evaluate([r for r, _ in test], [p for _, p in test], constants)]
-        values = ", ".join(f"{n} {getattr(constants, n):.4g}" for n in FITTED_NAMES)
-        lines.append(f"| {group} | {len(test)} | {statistics.median(errors):.1%} | {max(errors):.1%} | {values} |")
+        out.append((group, errors, constants))
     timing.clear_caches()
+    return out
+
+
+def cross_validation(rows: list[Run], prepared: list[Prepared]) -> str:
+    """The leave-one-source-out table."""
+    lines = ["| held-out source | runs | median abs. error | worst | constants fitted without it |",
+             "|---|---|---|---|---|"]
+    for group, errors, constants in held_out_errors(rows, prepared):
+        values = ", ".join(f"{n} {getattr(constants, n):.4g}" for n in FITTED_NAMES)
+        lines.append(f"| {group} | {len(errors)} | {statistics.median(errors):.1%} | {max(errors):.1%} | {values} |")
     return "\n".join(lines)
+
+
+def eager_held_out_line(base: Constants) -> str:
+    held = eager_held_out(base)
+    errors = [abs(e) for _, e in held]
+    return (f"median |error| **{statistics.median(errors):.1%}**, worst **{max(errors):.1%}** "
+            f"({', '.join(f'`{i}` {e:+.1%}' for i, e in held)})")
+
+
+def eager_held_out(base: Constants) -> list[tuple[str, float]]:
+    """Leave one torchtitan run out: `eager_efficiency` fitted on the other fitted runs, the
+    held-out run's signed error. The fit's quality out of sample, not on its own runs."""
+    fitted = [r for r in EAGER_RUNS if r.fitted]
+    out = []
+    for held in fitted:
+        runs = [(r, eager_plans(r)) for r in fitted if r is not held]
+
+        def objective_eager(z: list[float], runs=runs) -> float:
+            constants = base.with_values({"eager_efficiency": _from_unit("eager_efficiency", z[0])})
+            errors = [math.log(eager_predicted(plans, constants)[0] / r.reported) for r, plans in runs]
+            return sum(e * e for e in errors) / len(errors)
+
+        z, _ = nelder_mead(objective_eager, [_to_unit("eager_efficiency", START["eager_efficiency"])])
+        constants = base.with_values({"eager_efficiency": _from_unit("eager_efficiency", z[0])})
+        out.append((held.id, eager_predicted(eager_plans(held), constants)[0] / held.reported - 1))
+    timing.clear_caches()
+    return out
 
 
 def sensitivity(result: Result, constants: Constants) -> str:
@@ -913,6 +1010,7 @@ def generate(constants: Constants = DEFAULT) -> str:
         "BUBBLE_GAP": bubble_gap(),
         "EAGER": f"{constants.eager_efficiency:.4g}",
         "EAGER_TABLE": eager[0], "EAGER_MEDIAN": f"{eager[1]:.1%}", "EAGER_WORST": f"{eager[2]:.1%}",
+        "EAGER_HELD_OUT": eager_held_out_line(constants),
         "SENSITIVITY": sensitivity(max(fitted, key=lambda x: abs(x.error)), constants),
         **bridge_check(constants),
         "BOUNDS": ", ".join(f"`{n}` {lo:g}-{hi:g}" for n, (lo, hi) in BOUNDS.items() if n in FITTED_NAMES),

@@ -183,28 +183,50 @@ def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str
     return f"hardware {{ {gpu}, network {network} }}", key, per_node, float(peak)
 
 
-RATE = r"(\d+(?:\.\d+)?)\s*(?:([GT])(?:b/s|bps|bit/s|bits?|b)(?![A-Za-z])|G(?=\s*(?i:ib|infiniband|roce|nics?|ethernet)\b))"
-"""A link rate in bits: "200Gb/s", "400 Gbps", "3.2 Tbps", "400G RoCE"; never "80GB" (bytes)."""
+RATE = (r"(\d+(?:\.\d+)?)\s*(?:([GT])(?:(b/s|bps|bit/s|bits?|b)|(B/s|Bps|[Bb]ytes?/s))(?![A-Za-z])"
+        r"|(G)(?=\s*(?i:ib|infiniband|roce|nics?|ethernet)\b))")
+"""A link rate with its unit: bits ("200Gb/s", "400 Gbps", "3.2 Tbps", "400G RoCE") or bytes per
+second ("50 GB/s", "400 GBps"). The unit's case is the unit: b is a bit, B a byte. A size without
+"/s" ("80GB") is memory, never a link."""
 GENERATIONS = {"edr": 100, "hdr": 200, "ndr": 400, "xdr": 800}
 """InfiniBand generations by name, Gb/s per port."""
+NOT_NETWORK = ("nvlink", "nvswitch", "pcie", "xgmi", "infinity fabric", "hbm")
+"""Words that make a rate in a hardware note a scale-up or memory figure, not the NICs'."""
+
+
+def rate_gbits(found: re.Match, offset: int = 0) -> float:
+    """Gb/s of a `RATE` match (groups from `offset`): bytes are 8 bits, T is 1,000 G."""
+    value, prefix, bits, nbytes = (found.group(offset + i) for i in (1, 2, 3, 4))
+    scale = 1000 if prefix == "T" else 1
+    return float(value) * scale * (8 if nbytes else 1)
+
+
+def _network_rates(text: str) -> list[re.Match]:
+    """Rate phrases that speak of the network, not of NVLink, PCIe or memory."""
+    kept = []
+    for found in re.finditer(r"(?:(\d+)\s*x\s*)?" + RATE, text):
+        before = text[max(0, found.start() - 16):found.start()].lower()
+        if not any(word in before for word in NOT_NETWORK):
+            kept.append(found)
+    return kept
 
 
 def network_of(hw: dict, per_node: int, gpu: dict, notes: list[str]) -> str:
     """The node's scale-out NICs from the hardware note: "8x200Gb/s HDR IB per node", "one 400 Gb/s
-    NIC per GPU", "3.2 Tbps per node", "8x NDR"; else the catalogue node's, noted."""
+    NIC per GPU", "3.2 Tbps per node", "IB 8x50 GB/s per node" (eight 400 Gb/s NICs: bytes are
+    read as bytes), "8x NDR"; else the catalogue node's, noted."""
     text = " ".join(str(hw.get(k) or "") for k in ("note", "network")).replace("×", "x")
-
-    found = re.search(r"(\d+)\s*x\s*" + RATE, text)
-    if found:
-        count = int(found.group(1))
-        return f"{count} x {float(found.group(2)) * (1000 if found.group(3) == 'T' else 1):g} Gb/s"
-    found = re.search(RATE + r"[\w\s/-]{0,40}?\bper\s+(gpu|node)", text, flags=re.I)
-    if found and (found.group(2) or "G") in "GT":
-        unit = found.group(2) or "G"
-        value = float(found.group(1)) * (1000 if unit.upper() == "T" else 1)
-        if found.group(3).lower() == "gpu":
-            return f"{per_node} x {value:g} Gb/s"
-        return f"{per_node} x {value / per_node:g} Gb/s"
+    for found in _network_rates(text):
+        gbits = rate_gbits(found, 1)
+        if found.group(1):  # "8 x 200 Gb/s": a count of NICs, each at the rate
+            return f"{int(found.group(1))} x {gbits:g} Gb/s"
+        scope = re.match(r"[\w\s/-]{0,40}?\bper\s+(gpu|node)", text[found.end():], flags=re.I)
+        if scope and scope.group(1).lower() == "gpu":
+            return f"{per_node} x {gbits:g} Gb/s"
+        if scope:
+            return f"{per_node} x {gbits / per_node:g} Gb/s"
+        if found.group(6):  # "200G InfiniBand": one port's rate, no count
+            continue
     found = re.search(r"(\d+)\s*x\s*(edr|hdr|ndr|xdr)\b", text, flags=re.I)
     if found:
         return f"{int(found.group(1))} x {GENERATIONS[found.group(2).lower()]} Gb/s"
@@ -573,6 +595,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         selective="elementwise" if family == "torchtitan" else "attention-core",
         tp_overlap=overlap,
         kernels=kernels,
+        fp8="linear",  # Transformer Engine (Megatron-LM, NeMo) and torchao's float8 (torchtitan)
         grad_bytes=grad_bytes,
     )
     return software, family

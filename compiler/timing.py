@@ -43,6 +43,7 @@ from functools import lru_cache
 from . import flops
 from .calibration import DEFAULT, Constants
 from .frozen import hash_once
+from .ledger import Bounds, Collective, Ledger
 from .memory import unpredictable
 from .memory.inputs import Knobs, Shape, knobs_of, shape_of
 from .memory.parameters import chunks_of, kv_split, layer_params, padded_vocab
@@ -52,6 +53,11 @@ ACT = 2
 """Bytes of an activation element (bf16/fp16; fp8 training keeps activations in bf16)."""
 PARAM = 2
 """Bytes of a parameter element when gathered (the bf16 compute copy)."""
+DP_BUCKET = 40_000_000
+"""Elements of one data-parallel bucket outside FSDP, at least `DP_BUCKET_PER_RANK` x the group
+size: Megatron-LM's distributed optimizer (the traffic contract's anchor for DDP's and zero1's
+flat buffers) sizes its buckets max(40M, 1M x dp) elements."""
+DP_BUCKET_PER_RANK = 1_000_000
 OPTIMIZER_BYTES = {"adam": 34, "adamw": 34, "sgd": 18}
 """HBM bytes the optimizer step moves per parameter. Adam: read fp32 weight, gradient and two
 moments (16), write weight and moments (12), write the bf16 copy (2), read the gradient once more
@@ -173,6 +179,11 @@ class Software:
     torch.compile): its computation runs at `eager_efficiency` of the fitted speed. "fused":
     Megatron-LM with fused kernels and Transformer Engine, the runs the GEMM constants were
     fitted on."""
+    fp8: str = "none"
+    """Which GEMMs an fp8 spec runs in fp8: "none" (parc's runtime has no fp8 matmuls and runs
+    an fp8 spec in bf16, `backends/torch/runtime.py`), or "linear" (Transformer Engine in
+    Megatron-LM and NeMo, torchao's float8 in torchtitan: the transformer layers' linear
+    layers; attention and the output layer stay bf16 in both)."""
     grad_bytes: int = 4
     """Bytes of a gradient element as data-parallel ranks reduce it: 4 in parc's runtime (FSDP2's
     reduce dtype is fp32) and in Megatron-LM under bf16 (it forces fp32 accumulation and
@@ -428,6 +439,11 @@ class Work:
         return self._hash
 
 
+def gemm_precision(precision: str, sw: Software) -> str:
+    """The precision the layers' linear GEMMs run in: fp8 only where the runtime has fp8 GEMMs."""
+    return precision if precision != "fp8" or sw.fp8 == "linear" else "bf16"
+
+
 def matmul_peak(hw: Hardware, precision: str) -> float:
     return hw.fp8 if precision == "fp8" and hw.fp8 else hw.bf16
 
@@ -468,7 +484,10 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     q = shape.q / t
     kv = shape.kv / t if kv_split(shape, t) else shape.kv
     up = shape.ffn_matrices - 1
-    routed = n / t  # each tp rank routes its own share of the tokens (sequence-parallel or not)
+    # routed tokens per tp rank: each tp rank routes its own 1/tp of the tokens (parc's runtime
+    # routes per tp shard; Megatron-Core requires sequence parallelism with MoE under tp), so
+    # expert computation and the ep all-to-alls are 1/tp per rank, never repeated on each
+    routed = n / t
     # (kernels, count, m, k, n) of the forward GEMMs
     gemms: list[tuple[int, float, float, float, float]] = [(1, 1, n, h, q + 2 * kv), (1, 1, n, q, h)]
     elements = 10 * h * n / shard  # two norms (read + write h) and two residual adds (3h) per token
@@ -521,8 +540,16 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
         keys = seq / 2  # causal; with cp the blocks are load-balanced (zig-zag)
         core = flops.attention_core_flops(shape, keys) / t * n
         attention_f = core / (hw.bf16 * c.gemm_efficiency(hw.generation) * c.flash_attention)
-        attention_b = FLASH_BACKWARD * attention_f + c.kernel_overhead
-        attention_f += c.kernel_overhead
+        # ring attention runs one kernel per ring step, forward and backward, and merges each
+        # step's partial output by its log-sum-exp (read the running output and the step's, write
+        # one: 3 x 2 bytes per output element); the backward accumulates dK and dV per step in
+        # fp32 (read and write 2 x 4 bytes per K/V element)
+        steps = cp if flavour == "ring" and cp > 1 else 1
+        attention_b = FLASH_BACKWARD * attention_f + steps * c.kernel_overhead
+        attention_f += steps * c.kernel_overhead
+        if steps > 1:
+            attention_f += memory_seconds((steps - 1) * 3 * ACT * n * q, hw, c)
+            attention_b += memory_seconds((steps - 1) * 2 * 4 * n * 2 * kv, hw, c)
         core_again = attention_f
     else:
         d = shape.head_dim
@@ -786,6 +813,8 @@ class RankTimes:
     chunks: int = 1
     params_dense: int = 0
     params_expert: int = 0
+    layers: int = 0
+    """Transformer layers the rank holds (FSDP2 gathers and reduces each on its own)."""
 
     @property
     def compute(self) -> float:
@@ -831,7 +860,8 @@ def rank_time(load: Load, dense: tuple | None, moe: tuple | None, emb: tuple, ou
     return RankTimes(forward=acc[0], backward_input=acc[1], backward_weight=acc[2], recompute=acc[3],
                      exposed_f=(acc[4], acc[5], acc[6], pp_f), exposed_b=(acc[7], acc[8], acc[9], pp_b),
                      sent=(acc[10], acc[11], acc[12], (load.sends_f + load.sends_b) * boundary if pp_send else 0.0),
-                     chunks=load.chunks, params_dense=load.params_dense, params_expert=load.params_expert)
+                     chunks=load.chunks, params_dense=load.params_dense, params_expert=load.params_expert,
+                     layers=sum(count for _, _, count in load.pieces))
 
 
 def rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants,
@@ -862,11 +892,11 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
             pieces.append(None)
             continue
         w = slowed(layer_work(shape, moe, k.tp, sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
-                              k.precision, sw.attention, sw.kernels, hw, c), sw, c)
+                              gemm_precision(k.precision, sw), sw.attention, sw.kernels, hw, c), sw, c)
         pieces.append((w, exposed(w, *links, overlap_ep, sw.tp_overlap, c)))
     emb = slowed(embedding_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch, hw, c), sw, c)
     out = slowed(output_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch,
-                             padded_vocab(shape.vocab, k.tp, k.runtime), k.precision, sw.kernels, hw, c), sw, c)
+                             padded_vocab(shape.vocab, k.tp, k.runtime), "bf16", sw.kernels, hw, c), sw, c)
     emb = (emb, exposed(emb, *links, False, sw.tp_overlap, c))
     out = (out, exposed(out, *links, False, sw.tp_overlap, c))
     boundary = ACT * k.seq * k.micro_batch / k.cp * shape.hidden / k.tp
@@ -946,39 +976,89 @@ def _replayed_idle_per_rank(schedule: str, pp: int, v: int, rounds: int, f: floa
 # Data parallelism and the optimizer step
 
 
+def dp_ledger(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, replicate: Link,
+              grad: int = PARC.grad_bytes) -> tuple[Collective, ...]:
+    """The data-parallel collectives of one rank over one step, by the traffic contract that
+    parc's runtime and this model share (docs/time-model.md, docs/runtime.md). Per parameter set
+    P (dense over the dense group, or hsdp's shard group; experts over the expert group), `grad`
+    bytes per reduced element, `PARAM` per gathered one, m micro-batches:
+
+    - none (DDP): all-reduce of the gradients once per step (the last micro-batch; the others
+      accumulate locally);
+    - zero1: reduce-scatter of the gradients and all-gather of the updated parameters, once
+      per step (Megatron-LM's distributed optimizer);
+    - zero2: reduce-scatter every micro-batch, all-gather once per step;
+    - zero3 (FSDP2): every micro-batch an all-gather before the forward, another before the
+      backward only when `reshard_after_forward` is on (off under pp > 1, as torchtitan runs it),
+      and a reduce-scatter of the gradients;
+    - hsdp: zero3 over the shard group plus one all-reduce of the sharded gradients over the
+      replicas per step."""
+    m, mode = k.microbatches, k.sharding
+    sets = ((r.params_dense, shard if mode == "hsdp" else dense), (r.params_expert, expert))
+    out: list[Collective] = []
+    units = r.layers + 1  # FSDP2 wraps each transformer layer, and the root (embedding, output)
+
+    def add(kind: str, payload: float, count: int, lk: Link, window: str) -> None:
+        """`payload` per logical collective, issued in calls: one per FSDP unit (zero2, zero3,
+        hsdp), or per bucket (DDP's and the distributed optimizer's flat buffers, `DP_BUCKET`).
+        Each call pays the ring's per-step latency, which at a thousand ranks is milliseconds."""
+        if payload > 0 and count > 0 and lk.size > 1:
+            bucket = max(DP_BUCKET, DP_BUCKET_PER_RANK * lk.size) * (grad if kind != "all_gather" else PARAM)
+            calls = units if mode in ("zero2", "zero3", "hsdp") else max(1, math.ceil(payload / bucket))
+            out.append(Collective("dp", kind, payload / calls, count * calls, lk.size, lk.local, window))
+
+    for params, lk in sets:
+        if mode == "none":
+            add("all_reduce", grad * params, 1, lk, "last_backward")
+        elif mode == "zero1":
+            add("reduce_scatter", grad * params, 1, lk, "last_backward")
+            add("all_gather", PARAM * params, 1, lk, "after_step")
+        elif mode == "zero2":
+            add("reduce_scatter", grad * params, m, lk, "backward")
+            add("all_gather", PARAM * params, 1, lk, "after_step")
+        else:
+            add("all_gather", PARAM * params, m, lk, "forward")
+            if k.pp <= 1:
+                add("all_gather", PARAM * params, m, lk, "backward")
+            add("reduce_scatter", grad * params, m, lk, "backward")
+    if mode == "hsdp" and replicate.size > 1 and r.params_dense:
+        add("all_reduce", grad * r.params_dense / max(1, shard.size), 1, replicate, "last_backward")
+    return tuple(out)
+
+
+def collective_seconds(c: Collective, lk: Link) -> float:
+    """One call's time on its link."""
+    if c.kind == "all_reduce":
+        return lk.all_reduce(c.payload)
+    if c.kind == "all_to_all":
+        return lk.all_to_all(c.payload)
+    if c.kind == "send":
+        return lk.send(c.payload)
+    return lk.all_gather(c.payload)
+
+
 def dp_exposed(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, replicate: Link,
                grad: int = PARC.grad_bytes) -> tuple[float, float]:
     """(exposed seconds, bytes sent) of one step's data-parallel communication on one rank.
 
-    Gradients are reduced while the last micro-batch's backward runs (buckets overlap it);
-    ZeRO's parameter all-gather after the step overlaps the next step's first forward; ZeRO-3 and
-    HSDP gather the parameters before each micro-batch's forward and backward, overlapped with
-    the previous piece of work; only what exceeds its window is exposed."""
-    pd, pe = r.params_dense, r.params_expert
-    back = r.backward_input + r.backward_weight + r.recompute
-    fwd = r.forward
-    mode = k.sharding
-    if mode == "none":
-        t = dense.all_reduce(grad * pd) + expert.all_reduce(grad * pe)
-        return max(0.0, t - back), sent_all_reduce(dense.size, grad * pd) + sent_all_reduce(expert.size, grad * pe)
-    if mode in ("zero1", "zero2"):
-        rs = dense.all_gather(grad * pd) + expert.all_gather(grad * pe)
-        ag = dense.all_gather(PARAM * pd) + expert.all_gather(PARAM * pe)
-        sent = (sent_all_gather(dense.size, (grad + PARAM) * pd)
-                + sent_all_gather(expert.size, (grad + PARAM) * pe))
-        return max(0.0, rs - back) + max(0.0, ag - fwd), sent
-    group = shard if mode == "hsdp" else dense
-    ag = group.all_gather(PARAM * pd) + expert.all_gather(PARAM * pe)
-    rs = group.all_gather(grad * pd) + expert.all_gather(grad * pe)
+    Each window is counted once: the collectives that share it (zero3's backward gather and its
+    reduce-scatter under one micro-batch's backward; the dense and the expert sets; the last
+    micro-batch's per-micro-batch traffic and the once-per-step reductions under that same
+    backward; the post-step gather and the first micro-batch's forward gather under one forward)
+    queue on the same link, and only what their sum exceeds the window by shows."""
+    ledger = dp_ledger(r, k, dense, expert, shard, replicate, grad)
+    links = {(dense.size, dense.local): dense, (expert.size, expert.local): expert,
+             (shard.size, shard.local): shard, (replicate.size, replicate.local): replicate}
     m = k.microbatches
-    exposed_s = m * (max(0.0, ag - fwd) + max(0.0, ag - back)) + max(0.0, rs - back)
-    sent = (2 * m * sent_all_gather(group.size, PARAM * pd) + sent_all_gather(group.size, grad * pd)
-            + 2 * m * sent_all_gather(expert.size, PARAM * pe) + sent_all_gather(expert.size, grad * pe))
-    if mode == "hsdp" and replicate.size > 1:
-        shard_bytes = grad * pd / max(1, group.size)
-        exposed_s += replicate.all_reduce(shard_bytes)
-        sent += sent_all_reduce(replicate.size, shard_bytes)
-    return exposed_s, sent
+    back = r.backward_input + r.backward_weight + r.recompute
+    busy = dict.fromkeys(("forward", "backward", "last_backward", "after_step"), 0.0)
+    for c in ledger:
+        reps = m if c.window in ("forward", "backward") else 1
+        busy[c.window] += c.count / reps * collective_seconds(c, links[(c.size, c.local)])
+    exposed_s = 0.0
+    for window, once, length in (("forward", "after_step", r.forward), ("backward", "last_backward", back)):
+        exposed_s += (m - 1) * max(0.0, busy[window] - length) + max(0.0, busy[window] + busy[once] - length)
+    return exposed_s, sum(c.sent_per_step for c in ledger)
 
 
 def optimizer_seconds(r: RankTimes, k: Knobs, hw: Hardware, c: Constants) -> float:
@@ -1009,6 +1089,8 @@ class Breakdown:
     stage: int
     """The pp rank that sets the pace."""
     microbatches: int
+    bounds: Bounds = Bounds(0.0, 0.0)
+    """The link floor of the busiest rank (`link_bounds`): `step` is never below `bounds.links`."""
 
     @property
     def bubble_share(self) -> float:
@@ -1017,9 +1099,67 @@ class Breakdown:
         return self.bubble / self.step if self.step > 0 else 0.0
 
 
+def path_ledger(r: RankTimes, k: Knobs, geo: Geometry) -> tuple[Collective, ...]:
+    """The tp, cp, ep and pp traffic of one rank over one step, one record per axis: what the
+    rank sends per micro-batch (`RankTimes.sent`, from the per-layer model) as the collective
+    kind the axis uses, m calls per step. Its exposure is the per-layer model's; the record
+    carries its bytes to the link bounds."""
+    flavour = {"ring": "send", "all-gather": "all_gather"}.get(k.cp_flavour, "all_to_all")
+    kinds = {"tp": "all_gather", "cp": flavour, "ep": "all_to_all", "pp": "send"}
+    groups = {"tp": geo.tp, "cp": geo.cp, "ep": geo.ep, "pp": geo.pp}
+    out = []
+    for i, axis in enumerate(RANK_AXES):
+        sent, g = r.sent[i], groups[axis]
+        if sent <= 0 or g.size <= 1:
+            continue
+        kind = kinds[axis]
+        # the payload whose ring traffic is `sent` (tp's all-reduces are counted as the
+        # reduce-scatter and all-gather pair they run as: the same bytes on the same links)
+        payload = sent if kind == "send" else sent * g.size / (g.size - 1)
+        out.append(Collective(axis, kind, payload, k.microbatches, g.size, g.local, "path"))
+    return tuple(out)
+
+
+def link_bounds(ledger: Ledger, hw: Hardware, c: Constants) -> Bounds:
+    """The seconds the ledger's bytes need on each link class at the bandwidth the collectives
+    reach (the datasheet's times the bus efficiencies: tighter than the datasheet itself)."""
+    intra, nic = ledger.link_bytes()
+    return Bounds(intra=intra / (hw.intra * c.bus_nvlink), nic=nic / (hw.nic * c.bus_network))
+
+
+@dataclass(frozen=True, slots=True)
+class RankStep:
+    """One pipeline rank's step: its ledger, its data-parallel exposure and optimizer step."""
+
+    times: RankTimes
+    ledger: Ledger
+    dp_exposed: float
+    optimizer: float
+    bounds: Bounds
+
+
+def rank_steps(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants = DEFAULT,
+               sw: Software = PARC) -> tuple[tuple[Load, ...], dict[Load, RankStep]]:
+    loads, times = rank_times(shape, k, hw, geo, c, sw)
+    links = (link(geo.dense, hw, c), link(geo.expert, hw, c), link(geo.shard, hw, c), link(geo.replicate, hw, c))
+    out = {}
+    for load, r in times.items():
+        ledger = Ledger(path_ledger(r, k, geo) + dp_ledger(r, k, *links, sw.grad_bytes))
+        exposed_dp, _ = dp_exposed(r, k, *links, sw.grad_bytes)
+        out[load] = RankStep(times=r, ledger=ledger, dp_exposed=exposed_dp, optimizer=optimizer_seconds(r, k, hw, c),
+                             bounds=link_bounds(ledger, hw, c))
+    return loads, out
+
+
 def step_time(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants = DEFAULT,
               sw: Software = PARC) -> Breakdown:
-    loads, times = rank_times(shape, k, hw, geo, c, sw)
+    """One step. The per-layer model's exposure is then held to the links: a step can never be
+    shorter than any rank's bytes need on its NVLink (or PCIe) and on its NIC share, whatever the
+    windows they were meant to hide in (different axes' collectives queue on the same NIC). What
+    a link needs beyond the modelled step is exposed communication, charged to the axes in
+    proportion to the bytes they put on that link."""
+    loads, steps = rank_steps(shape, k, hw, geo, c, sw)
+    times = {load: s.times for load, s in steps.items()}
     slow_load = max(times, key=lambda load: times[load].total)  # first of equals: dicts keep rank order
     r = times[slow_load]
     m = k.microbatches
@@ -1028,25 +1168,34 @@ def step_time(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants 
     b = (r.backward_input + r.recompute + sum(r.exposed_b)) / v
     w = r.backward_weight / v
     bubble = runtime_bubble_seconds(k.schedule, k.pp, v, m, f, b, w)
-    links = (link(geo.dense, hw, c), link(geo.expert, hw, c), link(geo.shard, hw, c), link(geo.replicate, hw, c))
-    tail, dp_s, dp_sent, opt = -1.0, 0.0, 0.0, 0.0
-    for rank in times.values():
-        exposed_dp, sent_dp = dp_exposed(rank, k, *links, sw.grad_bytes)
-        o = optimizer_seconds(rank, k, hw, c)
-        if exposed_dp + o > tail:
-            tail, dp_s, dp_sent, opt = exposed_dp + o, exposed_dp, sent_dp, o
+    tail, dp_s, opt, tail_step = -1.0, 0.0, 0.0, steps[slow_load]
+    for rank in steps.values():
+        if rank.dp_exposed + rank.optimizer > tail:
+            tail, dp_s, opt, tail_step = rank.dp_exposed + rank.optimizer, rank.dp_exposed, rank.optimizer, rank
     exposed_axes = {axis: m * (r.exposed_f[i] + r.exposed_b[i]) for i, axis in enumerate(RANK_AXES)}
     exposed_axes["dp"] = dp_s
     sent = {axis: m * r.sent[i] for i, axis in enumerate(RANK_AXES)}
-    sent["dp"] = dp_sent
+    sent["dp"] = tail_step.ledger.sent("dp")
     compute = m * r.compute
     recompute = m * r.recompute
     step = compute + recompute + sum(exposed_axes.values()) + bubble + opt
+    # the links' floor: the busiest link of any rank
+    floor_rank = max(steps.values(), key=lambda s: s.bounds.links)
+    bounds = floor_rank.bounds
+    if bounds.links > step:
+        which = 1 if bounds.nic >= bounds.intra else 0
+        shares = {axis: floor_rank.ledger.link_bytes(axis)[which] for axis in AXES}
+        total = sum(shares.values())
+        deficit = bounds.links - step
+        for axis in AXES:
+            exposed_axes[axis] = exposed_axes.get(axis, 0.0) + deficit * shares[axis] / total
+        step = compute + recompute + sum(exposed_axes.values()) + bubble + opt
+        step = max(step, bounds.links)  # rounding in the shares never undercuts the floor
     per_micro = r.total
     return Breakdown(step=step, compute=compute, recompute=recompute, bubble=bubble, optimizer=opt,
-                     exposed={a: exposed_axes[a] for a in AXES}, sent={a: sent[a] for a in AXES},
+                     exposed={a: exposed_axes.get(a, 0.0) for a in AXES}, sent={a: sent[a] for a in AXES},
                      bubble_fraction=bubble / (m * per_micro) if per_micro > 0 else 0.0,
-                     stage=loads.index(slow_load), microbatches=m)
+                     stage=loads.index(slow_load), microbatches=m, bounds=bounds)
 
 
 def hardware_flops_per_token(shape: Shape, k: Knobs, sw: Software) -> float:

@@ -256,6 +256,12 @@ def test_any_damage_to_a_row_gives_a_run_or_a_reason(published, data):
     ("4x NDR", "4 x 400 Gb/s"),
     ("8× 200G InfiniBand NICs", "8 x 200 Gb/s"),
     ("8 x 80GB GPUs", None),  # bytes of memory, not a link
+    # GB/s is bytes, Gb/s bits: eight NICs of 50 GB/s are eight 400 Gb/s NICs, not 6.25 Gb/s ones
+    ("IB 8x50 GB/s per node", "8 x 400 Gb/s"),
+    ("400 GB/s of InfiniBand per node", "8 x 400 Gb/s"),
+    ("25 GB/s per GPU", "8 x 200 Gb/s"),
+    ("NVLink 900 GB/s, IB 8x50 GB/s per node", "8 x 400 Gb/s"),  # NVLink's rate is not the network's
+    ("NVLink 600 GB/s per GPU", None),
     ("H100 SKU not stated in README", None),
 ])
 def test_network_is_read_from_the_hardware_note(published, note, network):

@@ -238,7 +238,7 @@ def test_the_search_document_is_current():
     import subprocess
     import sys
 
-    assert (ROOT / "benchmarks" / "data" / "published.yaml").is_file(), "the study reads benchmarks/data/published.yaml"
+    assert (ROOT / "benchmarks" / "data" / "published.yaml").exists(), "the study needs the calibration rows"
     done = subprocess.run([sys.executable, str(ROOT / "docs" / "search_doc.py"), "--check"], capture_output=True,
                           text=True, timeout=600, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -183,6 +183,8 @@ def test_zero_bubble_schedules_cut_the_bubble():
 
 @pytest.mark.parametrize("path", [p for p in SPECS if "search" not in p.name], ids=lambda p: p.stem)
 def test_breakdown_sums_to_the_step(path):
+    """Bookkeeping: the parts add up to the step. Its independent partner is
+    tests/test_bounds.py, which holds the same steps to the datasheet's FLOPs, HBM and links."""
     plan = compile_path(str(path), checks=False).plan
     p = timing.predict(plan)
     b = p.breakdown
@@ -248,7 +250,10 @@ def test_zero3_moves_more_bytes_than_zero1():
     z3 = predict(layout="tp 8 x dp 16", extra="dp { sharding zero3 }").breakdown
     ddp = predict(layout="tp 8 x dp 16", extra="dp { sharding none }").breakdown
     assert z3.sent["dp"] > z1.sent["dp"]
-    assert ddp.sent["dp"] == pytest.approx(z1.sent["dp"] * 8 / 6, rel=1e-9)  # AR 2 x 4 B vs RS 4 B + AG 2 B
+    # the traffic contract's figures (docs/time-model.md), written here by hand, not read from
+    # the code: DDP all-reduces fp32 gradients (2 x 4 B per parameter), zero1 reduce-scatters
+    # them (4 B) and gathers bf16 parameters (2 B); tests/test_bounds.py checks every sharding
+    assert ddp.sent["dp"] == pytest.approx(z1.sent["dp"] * 8 / 6, rel=1e-9)
     assert z3.optimizer < ddp.optimizer
 
 
@@ -311,10 +316,22 @@ def test_the_loss_moves_the_bytes_of_each_runtimes_ops():
 
 
 def test_fp8_is_faster_but_not_twice():
-    bf16 = predict(model="llama3-70b", layout="tp 8 x pp 8 x dp 2", batch=64)
-    fp8 = predict(model="llama3-70b", layout="tp 8 x pp 8 x dp 2", batch=64, precision="fp8")
+    """Under a runtime with fp8 linear layers (Transformer Engine, torchao) the linear GEMMs run
+    at the fp8 peak; attention and the output layer stay bf16, so less than twice as fast."""
+    linear = timing.Software(fp8="linear")
+    bf16 = predict(model="llama3-70b", layout="tp 8 x pp 8 x dp 2", batch=64, sw=linear)
+    fp8 = predict(model="llama3-70b", layout="tp 8 x pp 8 x dp 2", batch=64, precision="fp8", sw=linear)
     assert bf16.breakdown.compute / 2 < fp8.breakdown.compute < bf16.breakdown.compute
     assert fp8.peak == 2 * bf16.peak or fp8.peak == pytest.approx(1979e12)
+
+
+def test_parc_runtime_runs_an_fp8_spec_in_bf16():
+    """parc's generated job has no fp8 matmuls (backends/torch/runtime.py says so when it
+    compiles an fp8 spec): its computation takes as long as under bf16."""
+    assert timing.PARC.fp8 == "none"
+    bf16 = predict(model="llama3-70b", layout="tp 8 x pp 8 x dp 2", batch=64)
+    fp8 = predict(model="llama3-70b", layout="tp 8 x pp 8 x dp 2", batch=64, precision="fp8")
+    assert fp8.breakdown.compute == pytest.approx(bf16.breakdown.compute, rel=1e-12)
 
 
 def test_longer_sequences_cost_more_attention_per_token():
@@ -332,6 +349,20 @@ def test_context_parallel_ring_hides_behind_long_attention():
     assert p.breakdown.exposed["cp"] < 2e-2 * p.step_seconds
     gathered = predict(layout="tp 8 x cp 2 x dp 4", seq=65536, batch=8, extra="cp { flavour all-gather }")
     assert gathered.breakdown.exposed["cp"] > 0
+
+
+def test_context_parallel_ring_shows_at_short_sequences_across_nodes():
+    """The other side of the ring: across nodes (dp 8 fills each node, so every cp hop crosses a
+    NIC) and at 8K tokens, a K/V block (8 MB at Llama 3 8B's 1,024 K/V width and 2,048 tokens per
+    rank: ~180 us over a 400 Gb/s NIC) takes longer to arrive than a block of attention takes to
+    compute (~34 GFLOP: ~60 us), and the excess shows; it shrinks as the sequence grows."""
+    exposed = []
+    for seq in (8192, 32768, 131072):
+        p = predict(layout="dp 8 x cp 4", seq=seq, batch=8, extra="cp { flavour ring }")
+        assert p.breakdown.sent["cp"] > 0
+        exposed.append(p.breakdown.exposed["cp"] / p.step_seconds)
+    assert exposed[0] > 0.01
+    assert exposed == sorted(exposed, reverse=True)
 
 
 def test_dualpipe_hides_expert_all_to_all():
@@ -445,3 +476,38 @@ def test_chunk_kinds_follow_the_memory_models_recompute_rule(recompute, n):
             if count:
                 counted[key] = counted.get(key, 0) + count
         assert counted == walked, (first, layers)
+
+
+def test_ring_attention_pays_each_ring_step():
+    """Ring attention launches a kernel per ring step (forward and backward) and merges each
+    step's output by its log-sum-exp: at a fixed sequence, each GPU's attention time times cp
+    grows with cp (it would be flat if the kernel were charged once, as the issue found), while
+    the all-gather flavour's one kernel keeps it flat up to its gathered K/V."""
+    plan = plan_of(layout="cp 8", seq=8192)
+    s, hw = shape_of(plan), timing.hardware_of(plan)
+
+    def per_sequence(cp, flavour):
+        w = timing.layer_work(s, False, 1, False, cp, flavour, 8192, 1, 1, "bf16", "flash", "eager", hw, DEFAULT)
+        return cp * (w.attention_f + w.attention_b)
+
+    ring = [per_sequence(cp, "ring") for cp in (1, 2, 4, 8)]
+    assert ring == sorted(ring) and ring[-1] > 1.02 * ring[0]
+    # each extra ring step costs at least a kernel launch each way
+    assert ring[-1] - ring[0] >= 8 * (8 - 1) * 2 * DEFAULT.kernel_overhead * 0.999
+
+
+def test_moe_experts_are_split_over_tp_ranks_by_tokens():
+    """Each tp rank routes its own 1/tp of the tokens (with or without sequence parallelism), so
+    a MoE layer's GEMMs per rank are about 1/tp of tp 1's (the attention's by its heads, the
+    experts' by their tokens): summed over the tp ranks, within what smaller GEMMs and the
+    fixed launch costs add; before, without sequence parallelism, every tp rank ran every token
+    through its experts."""
+    plan = plan_of(layout="tp 2 x dp 4", model="mixtral-8x7b")
+    s, hw = shape_of(plan), timing.hardware_of(plan)
+
+    def gemm(tp, sp):
+        return timing.layer_work(s, True, tp, sp, 1, "ring", 4096, 1, 1, "bf16", "flash", "fused", hw, DEFAULT).gemm
+
+    assert gemm(2, False) == pytest.approx(gemm(2, True), rel=1e-12)  # sp changes nothing here
+    assert gemm(1, False) <= 2 * gemm(2, False) < 1.25 * gemm(1, False)
+    assert gemm(1, False) <= 4 * gemm(4, False) < 2 * gemm(1, False)  # 256-token expert GEMMs

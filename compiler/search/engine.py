@@ -507,13 +507,14 @@ class Engine:
         out = {}
         for moe in ((False, True) if shape.moe else (False,)):
             work = timing.slowed(timing.layer_work(shape, moe, tp, sp, cp, self.flavour, self.seq, micro, ep,
-                                                   precision, sw.attention, sw.kernels, hw, c), sw, c)
+                                                   timing.gemm_precision(precision, sw), sw.attention, sw.kernels,
+                                                   hw, c), sw, c)
             for mode in RECOMPUTE:
                 out[(moe, mode)] = summed(work, mode)
         vocab = padded_vocab(shape.vocab, tp, self.runtime)
         out["embedding"] = summed(timing.slowed(timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c),
                                                 sw, c), "none")
-        out["output"] = summed(timing.slowed(timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab, precision,
+        out["output"] = summed(timing.slowed(timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab, "bf16",
                                                                 sw.kernels, hw, c), sw, c), "none")
         if len(self._piece_cache) > 65536:
             self._piece_cache.clear()

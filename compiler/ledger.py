@@ -1,0 +1,116 @@
+"""The step's ledger: every collective one rank issues in one optimizer step, and the bytes each
+puts on each link class, as frozen records the time model reduces and tests compare.
+
+Why a record and not a number: the time model, the physical bounds and the runtime's recorded
+collectives must agree on the same facts (which axis, which collective, how many bytes, how many
+times per step, in which overlap window). `timing.dp_ledger` writes the data-parallel part by the
+traffic contract of docs/time-model.md; `timing.step_ledger` adds the per-micro-batch traffic of
+tp, cp, ep and pp; `link_bytes` splits each record over the links it crosses.
+
+Links (one direction, per GPU):
+
+- `intra`: the fast level (NVLink or NVL72 domain; PCIe when the node has no NVLink);
+- `nic`: this GPU's share of its node's NICs. A node's GPUs run the same collectives at once, so
+  the bytes leaving a node divided by its GPUs is what each GPU's share must carry.
+
+A group of `n` ranks with `k` inside one fast level spans `N = ceil(n / k)` levels. Hierarchical
+ring collectives (NCCL's tree/ring across nodes after a reduce inside each node) move, per GPU,
+`(N - 1) / N x S / k` over the NIC for an all-gather or reduce-scatter of S bytes (twice that for
+an all-reduce) and `(k - 1) / k x S` (twice) inside the level. An all-to-all sends `(n - k) / n x S`
+over the NIC and `(k - 1) / n x S` inside. A ring of point-to-point sends (ring attention, the
+pipeline's chain) crosses a level boundary on one hop in k: `1 / k` of its bytes per GPU on
+average go over the NIC.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send")
+WINDOWS = ("forward", "backward", "last_backward", "after_step", "path")
+"""Where a collective may hide: under each micro-batch's forward or backward (`forward`,
+`backward`), under the last micro-batch's backward only (`last_backward`: ddp and zero1 reduce
+once per step), under the next step's first forward (`after_step`: the post-optimizer gather), or
+on the critical path (`path`: tp, cp, ep, pp traffic, whose exposure the per-layer model sets)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Collective:
+    """One kind of collective one rank issues: `count` calls per step on a group of `size`
+    ranks, `local` of them inside one fast level. `payload` is the full tensor of one call: the
+    all-reduced tensor, the gathered tensor of an all-gather, the unreduced tensor of a
+    reduce-scatter, the bytes leaving a rank in an all-to-all or a send (a ring of sends: all
+    its steps)."""
+
+    axis: str
+    kind: str
+    payload: float
+    count: int
+    size: int
+    local: int
+    window: str
+
+    @property
+    def sent(self) -> float:
+        """Bytes this rank sends per call (ring algorithms; docs/time-model.md)."""
+        n = self.size
+        if n <= 1 or self.payload <= 0:
+            return 0.0
+        if self.kind == "all_reduce":
+            return 2 * (n - 1) / n * self.payload
+        if self.kind == "send":
+            return self.payload
+        return (n - 1) / n * self.payload
+
+    @property
+    def sent_per_step(self) -> float:
+        return self.count * self.sent
+
+    def link_bytes(self) -> tuple[float, float]:
+        """(intra, nic) bytes this rank's GPU carries per call, by the rules of the module doc."""
+        n, k, s = self.size, min(self.local, self.size), self.payload
+        if n <= 1 or s <= 0:
+            return 0.0, 0.0
+        if self.kind == "send":
+            return (s, 0.0) if k >= n else (s - s / k, s / k)
+        if self.kind == "all_to_all":
+            return (k - 1) / n * s, (n - k) / n * s
+        twice = 2 if self.kind == "all_reduce" else 1
+        if k >= n:
+            return twice * (n - 1) / n * s, 0.0
+        levels = math.ceil(n / k)
+        return twice * (k - 1) / k * s, twice * (levels - 1) / levels * s / k
+
+
+@dataclass(frozen=True, slots=True)
+class Ledger:
+    """The collectives of one rank over one step."""
+
+    collectives: tuple[Collective, ...]
+
+    def sent(self, axis: str) -> float:
+        return sum(c.sent_per_step for c in self.collectives if c.axis == axis)
+
+    def link_bytes(self, axis: str | None = None) -> tuple[float, float]:
+        """(intra, nic) bytes per step, of one axis or of all."""
+        intra = nic = 0.0
+        for c in self.collectives:
+            if axis is None or c.axis == axis:
+                a, b = c.link_bytes()
+                intra += c.count * a
+                nic += c.count * b
+        return intra, nic
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """Seconds one step cannot undercut on one rank, each from one physical resource:
+    `intra` and `nic` the ledger's bytes over each link class's datasheet bandwidth."""
+
+    intra: float
+    nic: float
+
+    @property
+    def links(self) -> float:
+        return max(self.intra, self.nic)
