@@ -226,7 +226,7 @@ def budget_text(report: dict, compilation: Compilation, style: Style) -> list[st
         if not part["gpu_hours"]:
             continue
         row = (f"{run_budget.part_label(name):>12}  {part['days']:>8,.2f}  "
-               f"{run_budget.hours_text(part['gpu_hours']):>16}")
+               f"{run_budget.hours_text(part['gpu_hours']):>19}")
         if cost is not None:
             row += f"  {run_budget.dollars(part['cost']):>10}"
         lines.append(row)

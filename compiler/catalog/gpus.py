@@ -66,7 +66,7 @@ GPUS: dict[str, dict] = {
         nics=8,
         nic_bandwidth=400 * Gbps,  # DGX H100: 8x ConnectX-7 NDR 400 Gb/s
         price=98.32 / 8,  # AWS p5.48xlarge (8x H100 SXM) on-demand, us-east-1: $98.32/h
-        price_source="AWS p5.48xlarge on-demand list price, us-east-1, July 2023 ($98.32/h for 8 GPUs)",
+        price_source="AWS p5.48xlarge on-demand list price, us-east-1, July 2023: $98.32/h for 8 GPUs",
     ),
     "h200": dict(
         description="NVIDIA H200 SXM 141 GB",
