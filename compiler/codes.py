@@ -260,6 +260,17 @@ eager PyTorch with fp32 gradient reduction.
     target megatron { compile on }       # E0219: Megatron-LM has no torch.compile switch
 """)
 
+register("E0230", "the training budget is stated twice", """
+A run's length is one number: either the tokens it trains on or its optimizer steps. Each one
+determines the other through the global batch (steps = tokens / (global batch x seq), rounded up),
+so stating both could contradict:
+
+    train { seq 8192, global-batch 2048, tokens 15T, steps 900000 }
+
+Keep one: `tokens 15T` (the usual way papers state a budget) or `steps 894070`. `parc explain`
+then shows the time to train, the GPU-hours and, with a `price`, the cost.
+""")
+
 register("E0299", "internal error", """
 parc hit a bug while processing this spec. The other findings are still reported. Please report
 the spec that caused it.

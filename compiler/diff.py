@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from . import budget as run_budget
 from .diagnostics import has_errors
 from .pipeline import Compilation
 from .plan import Plan
@@ -118,6 +119,12 @@ def facts(plan: Plan) -> dict[str, str]:
     if layout.dp.sharding == "hsdp":
         sharding += f" {layout.dp.replicate} x {layout.dp.shard}"
     out["dp sharding"] = sharding
+    if train.budget_tokens is not None:
+        out["training budget"] = f"{run_budget.tokens_text(train.budget_tokens)} tokens"
+    elif train.budget_steps is not None:
+        out["training budget"] = f"{train.budget_steps:,} steps"
+    if cluster.price is not None:
+        out["price"] = f"${cluster.price:,.2f} per GPU-hour"
     return out
 
 
@@ -139,6 +146,10 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("optimizer", "s", "lower"),
     *((f"exposed {a}", "s", "lower") for a in AXES),
     *((f"sent {a}", "bytes", "lower") for a in AXES),
+    ("time to train", "days", "lower"),
+    ("GPU-hours", "gpu-hours", "lower"),
+    ("cost", "dollars", "lower"),
+    *((f"GPU-hours {run_budget.part_label(p)}", "gpu-hours", "lower") for p in run_budget.PARTS),
 )
 """Every prediction compared, in the order shown."""
 
@@ -160,6 +171,11 @@ def predictions(report: dict | None) -> dict[str, float | None]:
         values["MFU"] = rate["mfu"]
     if memory is not None:
         values["peak memory"] = memory["peak_bytes"]
+    budget = report.get("budget")
+    if budget is not None:
+        values.update({"time to train": budget["days"], "GPU-hours": budget["gpu_hours"], "cost": budget["cost"]})
+        for part in run_budget.PARTS:
+            values[f"GPU-hours {run_budget.part_label(part)}"] = budget["parts"][part]["gpu_hours"]
     return values
 
 
@@ -250,6 +266,12 @@ def value_text(unit: str, value: float | None) -> str:
         return f"{value * 1e6:,.0f} us"
     if unit == "fraction":
         return f"{value * 100:.1f}%"
+    if unit == "days":
+        return f"{value:,.1f} days"
+    if unit == "gpu-hours":
+        return run_budget.hours_text(value)
+    if unit == "dollars":
+        return run_budget.dollars(value)
     if unit == "bytes":
         for scale, name in ((GiB, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
             if abs(value) >= scale:
@@ -317,6 +339,13 @@ def summary(diff: dict) -> str:
         parts.append(f"peak memory {value_text('bytes', peak['old'])} -> {value_text('bytes', peak['new'])}")
     elif peak["new"] is not None:
         parts.append(f"peak memory {value_text('bytes', peak['new'])}")
+    days, cost = metric(diff, "time to train"), metric(diff, "cost")
+    if days["new"] is not None:
+        before = f"{value_text('days', days['old'])} -> " if days["old"] is not None else ""
+        parts.append(f"time to train {before}{value_text('days', days['new'])}")
+    if cost["new"] is not None:
+        before = f"{value_text('dollars', cost['old'])} -> " if cost["old"] is not None else ""
+        parts.append(f"cost {before}{value_text('dollars', cost['new'])}")
     fits = diff["new"]["fits"]
     if fits is not None:
         parts.append("fits" if fits else "DOES NOT FIT")

@@ -16,7 +16,10 @@ The bubble has one definition everywhere parc prints it (explain, W0323, diff, s
 the pipeline's idle time as a share of the step, `time.bubble_share` = bubble_seconds /
 step_seconds. `time.bubble_fraction` is kept for tools but is the idle/busy ratio (bubble over
 the micro-batches' busy time, (p - 1) / m for 1F1B); `time.idle_busy_ratio` is the same number
-under a name that says so.
+under a name that says so. `budget` (null without `tokens`/`steps` in
+`train`): `{stated, steps, tokens, tokens_per_step, seconds, days, gpu_hours, price_per_gpu_hour,
+price_source, cost, parts.{compute, recompute, bubble, tp, pp, dp, cp, ep, optimizer}.{days,
+gpu_hours, cost}, excludes}`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from . import budget as run_budget
 from .diagnostics import Severity, Style, as_json, render_text, summary_line
 from .human import byte_unit, in_unit, percent, size
 from .human import count as count_text
@@ -107,10 +111,20 @@ def throughput_section(compilation: Compilation) -> dict[str, Any] | None:
     return None if prediction is None else prediction.throughput_json()
 
 
+def budget_section(compilation: Compilation) -> dict[str, Any] | None:
+    """The whole run's time, GPU-hours and cost (`parc.budget`); None without a stated budget."""
+    plan = compilation.plan
+    if run_budget.steps_for(plan) is None:
+        return None
+    result = run_budget.budget(plan, predict(plan))
+    return None if result is None else result.json()
+
+
 SECTIONS: list[tuple[str, Callable[[Compilation], Any]]] = [
     ("memory", memory_section),
     ("time", time_section),
     ("throughput", throughput_section),
+    ("budget", budget_section),
 ]
 """(key, builder) for every section after the header, in report order."""
 
@@ -199,6 +213,36 @@ def time_text(report: dict, compilation: Compilation, style: Style) -> list[str]
     return lines
 
 
+def budget_text(report: dict, compilation: Compilation, style: Style) -> list[str]:
+    """The run's length, GPU-hours and cost, and the step's breakdown scaled to the run."""
+    budget = report.get("budget")
+    if budget is None:
+        return []
+    stated = "stated" if budget["stated"] == "tokens" else "from the stated steps"
+    lines = [style.bold(f"training budget: {run_budget.tokens_text(budget['tokens'])} tokens ({stated}) = "
+                        f"{budget['steps']:,} steps of {budget['tokens_per_step']:,} tokens")]
+    cost = budget["cost"]
+    head = (f"time to train {run_budget.days_text(budget['days'])} on {report['world_size']:,} GPUs; "
+            f"{run_budget.hours_text(budget['gpu_hours'])}")
+    if cost is None:
+        lines.append(head + "; cost unknown: no price for this GPU (add `price 2.50 $/gpu-hour` to `hardware`)")
+    else:
+        source = "stated" if budget["price_source"] == "spec" else budget["price_source"]
+        lines.append(head + f"; cost {run_budget.dollars(cost)} at ${budget['price_per_gpu_hour']:,.2f} per "
+                     f"GPU-hour ({source})")
+    lines.append(f"{'part':>12}  {'days':>8}  {'GPU-hours':>16}" + (f"  {'cost':>10}" if cost is not None else ""))
+    for name, part in budget["parts"].items():
+        if not part["gpu_hours"]:
+            continue
+        row = (f"{run_budget.part_label(name):>12}  {part['days']:>8,.2f}  "
+               f"{run_budget.hours_text(part['gpu_hours']):>19}")
+        if cost is not None:
+            row += f"  {run_budget.dollars(part['cost']):>10}"
+        lines.append(row)
+    lines.append(f"({budget['excludes']})")
+    return lines
+
+
 def _bytes(n: float) -> str:
     for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if n >= size:
@@ -230,6 +274,7 @@ TEXT_SECTIONS: list[Callable[[dict, Compilation, Style], list[str]]] = [
     header_text,
     memory_text,
     time_text,
+    budget_text,
     diagnostics_text,
 ]
 """One renderer per section, in order; each returns its lines (blank lines go between)."""

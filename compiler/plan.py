@@ -157,6 +157,10 @@ class Cluster(Sourced):
     """GPUs in the job; None while the layout has holes and no size is stated."""
     nodes: int | None
     """Nodes in the job (world_size / gpus_per_node)."""
+    price: float | None = None
+    """Dollars per GPU-hour (the spec's `price`, else the catalogue's list price); None if unknown."""
+    price_source: str | None = None
+    """Where `price` comes from: "spec", or the catalogue entry's source and date."""
 
 
 class Axis(Sourced):
@@ -299,6 +303,10 @@ class Training(Sourced):
     """With `full N`: layers recomputed per pipeline stage; None = all of them."""
     clip_grad_norm: float | None = None
     """Largest global L2 norm of the gradients (torch's clip_grad_norm_); None = no clipping."""
+    budget_tokens: int | None = None
+    """`tokens N`: tokens the whole run trains on; None when no budget (or `steps`) is stated."""
+    budget_steps: int | None = None
+    """`steps N`: optimizer steps of the whole run; None when no budget (or `tokens`) is stated."""
 
     @property
     def tokens_per_step(self) -> int:

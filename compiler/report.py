@@ -10,7 +10,8 @@ Four pictures, each built as data with `svg.py` and drawn from facts computed el
   micro-batches, placed by `schedule.py` with the time model's per-chunk times; idle time is
   hatched, so the bubble shows;
 - memory per stage as stacked bars against the usable HBM (`parc explain`'s memory section);
-- the step-time breakdown (`parc explain`'s time section).
+- the step-time breakdown (`parc explain`'s time section), and with a training budget in the
+  spec the whole run's days, GPU-hours and cost in the same breakdown (`parc explain`'s budget).
 
 The page needs nothing from the network (no fonts, scripts or images from elsewhere), carries no
 timestamp, and is byte-identical for the same spec and parc version.
@@ -21,9 +22,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from . import budget as run_budget
+from .diagnostics import Style, render_text
 from .human import count, percent
 from .human import size as gib
-from .diagnostics import Style, render_text
 from .pipeline import Compilation
 from .plan import Plan
 from .svg import Element, el, number, render
@@ -348,7 +350,6 @@ def chunk_durations(plan: Plan):
     from .calibration import DEFAULT
     from .memory.inputs import knobs_of, shape_of
     from .schedule import Durations
-
     from .targets import memory_runtime, software_of
 
     knobs = knobs_of(plan, memory_runtime(plan.target))
@@ -605,6 +606,41 @@ SCRIPT = """
 """
 
 
+def budget_block(budget: dict, world: int) -> Element:
+    """The run's days, GPU-hours and cost, part by part as the step-time table."""
+    block = el("section", {"id": "budget-section"})
+    block.add(el("h2", {"id": "budget"}, "Training budget"))
+    price = budget["price_per_gpu_hour"]
+    where = "stated in the spec" if budget["price_source"] == "spec" else budget["price_source"]
+    cost = (f" and cost {run_budget.dollars(budget['cost'])} at ${price:,.2f} per GPU-hour ({where})"
+            if budget["cost"] is not None else "; no price is known for this GPU (state `price` in `hardware`)")
+    block.add(el("p", {"class": "caption"},
+                 f"{run_budget.tokens_text(budget['tokens'])} tokens in {budget['steps']:,} steps of "
+                 f"{budget['tokens_per_step']:,} tokens on {world:,} GPUs take {run_budget.days_text(budget['days'])}, "
+                 f"{run_budget.hours_text(budget['gpu_hours'])}{cost}. The predicted step times the steps: "
+                 f"{budget['excludes']}."))
+    table = el("table", {"class": "budget"})
+    head = el("tr", None, el("th", None, "part"), el("th", None, "days"), el("th", None, "GPU-hours"))
+    if budget["cost"] is not None:
+        head.add(el("th", None, "cost"))
+    table.add(head)
+    colours = {key: colour for key, _, colour in TIME_PARTS}
+    for name, part in budget["parts"].items():
+        if not part["gpu_hours"]:
+            continue
+        colour = colours.get(name) or colours.get(f"{name}_seconds", GRID)
+        row = el("tr", None, el("td", None, el("i", {"style": f"display:inline-block;width:10px;height:10px;"
+                                                              f"background:{colour};margin-right:6px"}),
+                                 run_budget.part_label(name)),
+                 el("td", {"class": "num"}, f"{part['days']:,.2f}"),
+                 el("td", {"class": "num"}, run_budget.hours_text(part["gpu_hours"])))
+        if budget["cost"] is not None:
+            row.add(el("td", {"class": "num"}, run_budget.dollars(part["cost"])))
+        table.add(row)
+    block.add(table)
+    return block
+
+
 def figure(value: str, label: str, bad: bool = False) -> Element:
     return el("div", {"class": "figure"}, el("b", {"class": "bad"} if bad else None, value), el("span", None, label))
 
@@ -645,6 +681,12 @@ def build_page(compilation: Compilation) -> str:
         figures.add(figure(percent(throughput["mfu"]), f"MFU ({throughput['model_tflops_per_gpu']:,.0f} TFLOP/s per GPU)"))
     if time is not None:
         figures.add(figure(percent(time["bubble_share"]), "pipeline bubble (idle share of the step)"))
+    budget = data.get("budget")
+    if budget is not None:
+        figures.add(figure(run_budget.days_text(budget["days"]), "time to train"))
+        figures.add(figure(run_budget.hours_text(budget["gpu_hours"]), "for the whole run"))
+        if budget["cost"] is not None:
+            figures.add(figure(run_budget.dollars(budget["cost"]), f"cost at ${budget['price_per_gpu_hour']:,.2f} per GPU-hour"))
     if memory is not None:
         figures.add(figure(gib(memory["peak_bytes"]), f"peak memory (stage {memory['peak_stage']}) of "
                            f"{gib(memory['usable_bytes'])} usable", bad=not memory["fits"]))
@@ -743,6 +785,9 @@ def build_page(compilation: Compilation) -> str:
                          el("td", {"class": "num"}, seconds(value)), el("td", {"class": "num"}, percent(value / total)),
                          el("td", {"class": "num"}, moved)))
         main.add(table)
+
+    if budget is not None:
+        main.add(budget_block(budget, world))
 
     main.add(el("h2", {"id": "checks"}, "Checks"))
     if compilation.diagnostics:

@@ -298,6 +298,8 @@ class _Resolver:
         entry.pop("gpus_per_node", None)
         entry.pop("nics", None)
         entry.pop("nic_bandwidth", None)
+        entry.pop("price", None)
+        entry.pop("price_source", None)
         return Gpu(name=name, spans=spans, **entry)
 
     def catalog_defaults(self) -> dict:
@@ -449,8 +451,13 @@ class _Resolver:
         world, nodes = self.world_size(layout, gpus_per_node, spans)
         if world is None and layout is not None and layout.world_size is None and not self.diags_have("E0302"):
             return None
+        price = hw.settings.get("price") if hw else None
+        if price is not None:
+            spans["price"] = price.span
         return Cluster(gpu=gpu, gpus_per_node=gpus_per_node, link=link, domain_size=domain, intra_bandwidth=intra,
-                       network=network, world_size=world, nodes=nodes, spans=spans)
+                       network=network, world_size=world, nodes=nodes, spans=spans,
+                       price=price.value if price else defaults.get("price"),
+                       price_source="spec" if price else defaults.get("price_source"))
 
     def diags_have(self, code: str) -> bool:
         return any(d.code == code for d in self.diags)
@@ -545,6 +552,13 @@ class _Resolver:
             mode, layers = "none", None
         else:
             mode, layers = recompute.mode, recompute.layers
+        tokens, steps = block.settings.get("tokens"), block.settings.get("steps")
+        if tokens is not None and steps is not None:
+            self.err("E0230", "the training budget is stated twice", steps.span, label="`steps` here",
+                     labels=(Label(span=tokens.span, message="and `tokens` here"),),
+                     help="state the budget once: `tokens 15T` (the run's steps follow from the global batch) "
+                     "or `steps 250000`")
+            return None
         accum = None
         degree = layout.batch_degree if layout else None
         if degree and micro and global_batch % (degree * micro) == 0:
@@ -553,7 +567,8 @@ class _Resolver:
                         precision=self.setting(block, "precision", "bf16"),
                         optimizer=self.setting(block, "optimizer", "adamw"),
                         recompute=mode, recompute_layers=layers,
-                        clip_grad_norm=self.setting(block, "clip_grad_norm", 0.0) or None, spans=spans)
+                        clip_grad_norm=self.setting(block, "clip_grad_norm", 0.0) or None, spans=spans,
+                        budget_tokens=tokens.value if tokens else None, budget_steps=steps.value if steps else None)
 
     # -----------------------------------------------------------------------------------------
     def target(self) -> Target | None:

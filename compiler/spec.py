@@ -40,6 +40,12 @@ MAX_LAYERS = 1 << 16
 """Largest layer count: the deepest published models have a few hundred; the memory and time
 models and the generated pipeline split look at layers one by one."""
 
+MAX_TOKENS = 10**18
+"""Largest token budget: a thousand times the largest published pre-training run."""
+
+MAX_PRICE = 10**4
+"""Largest price of one GPU-hour in dollars: a hundred times any cloud's list price."""
+
 T = TypeVar("T")
 
 
@@ -245,6 +251,8 @@ HARDWARE_KEYS = (
         "gpus-per-node 8"),
     _enum("link", "intra-node interconnect", "link nvlink", ("nvlink", "nvl72", "xgmi", "pcie")),
     Key("network", "network", "scale-out NICs per node x bandwidth of one NIC", "network 8 x 400 Gb/s"),
+    Key("price", "price", "price of one GPU-hour, for the training budget's cost (overrides the catalogue's)",
+        "price 2.50 $/gpu-hour"),
 )
 
 TRAIN_KEYS = (
@@ -260,6 +268,10 @@ TRAIN_KEYS = (
         "recompute selective", holes=True),
     Key("clip-grad-norm", "norm", "clip the gradients' global L2 norm to this (off: no clipping)",
         "clip-grad-norm 1.0"),
+    Key("tokens", "tokens", "training budget: tokens the whole run trains on (`K`, `M`, `B`, `T` = 10^3 ... 10^12)",
+        "tokens 15T", limit=MAX_TOKENS),
+    Key("steps", "count", "training budget: optimizer steps of the whole run (instead of `tokens`)",
+        "steps 250000"),
 )
 
 TP_KEYS = (
@@ -993,6 +1005,61 @@ def _parse_network(key, values, setting, diags):
     return None
 
 
+_TOKEN_COUNT = re.compile(r"^(\d[\d_]*(?:\.\d+)?)([A-Za-z]+)$")
+
+
+def _parse_tokens(key, values, setting, diags):
+    """`tokens 15T`, `tokens 15 T`, `tokens 15_000_000_000_000` or `tokens 1.5e13`: a whole count."""
+    help_text = f"write `{key.name} 15T` (15 x 10^12), `{key.name} 300B` or a plain number; " \
+        "suffixes: " + ", ".join(f"`{s}`" for s in units.TOKEN_SCALES)
+    atoms = values
+    if len(atoms) == 1 and atoms[0].kind == "name" and _TOKEN_COUNT.match(atoms[0].text):
+        number_text, suffix = _TOKEN_COUNT.match(atoms[0].text).groups()
+        suffix_span = atoms[0].span
+    elif len(atoms) == 2 and atoms[0].kind == "number" and atoms[1].kind == "name":
+        number_text, suffix, suffix_span = atoms[0].text, atoms[1].text, atoms[1].span
+    elif len(atoms) == 1 and atoms[0].kind == "number":
+        number_text, suffix, suffix_span = atoms[0].text, "", atoms[0].span
+    else:
+        diags.err("E0203", f"`{key.name}` takes one count", atoms[0].span, label="expected a count such as `15T`",
+                  help=help_text)
+        return None
+    if suffix and suffix not in units.TOKEN_SCALES:
+        diags.err("E0205", f"`{suffix[:30]}` is not a multiplier of a token count", suffix_span,
+                  label="not K, M, B, T or P", help=help_text)
+        return None
+    exact = Decimal(number_text.replace("_", "")) * units.TOKEN_SCALES.get(suffix, 1)
+    if not exact.is_finite() or exact > key.limit:
+        diags.err("E0207", f"`{key.name}` is too large", atoms[0].span, label=f"beyond {key.limit:.0e} tokens",
+                  help=f"parc accepts up to {key.limit:.0e} tokens; check the number")
+        return None
+    if exact != exact.to_integral_value() or exact < 1:
+        diags.err("E0207", f"`{key.name}` is not a whole number of tokens", atoms[0].span,
+                  label="not a whole count of at least 1", help=help_text)
+        return None
+    return int(exact)
+
+
+def _parse_price(key, values, setting, diags):
+    """`price 2.50 $/gpu-hour`: dollars per GPU-hour, positive and below `MAX_PRICE`."""
+    units_text = ", ".join(f"`{u}`" for u in units.PRICES)
+    if len(values) != 2 or values[0].kind != "number" or values[1].kind != "name":
+        diags.err("E0203", f"`{key.name}` takes a number and a unit", values[0].span,
+                  label="expected a number and `$/gpu-hour`", help=f"write `{key.example}`")
+        return None
+    number_atom, unit_atom = values
+    if unit_atom.text not in units.PRICES:
+        diags.err("E0205", f"`{unit_atom.text[:30]}` is not a unit of price", unit_atom.span, label="wrong unit",
+                  help=f"prices are per GPU-hour: write `{key.name} {number_atom.text} $/gpu-hour`; units: {units_text}")
+        return None
+    value = float(number_atom.text.replace("_", "")) * units.PRICES[unit_atom.text]
+    if not math.isfinite(value) or value <= 0 or value > MAX_PRICE:
+        diags.err("E0207", f"`{key.name}` is out of range", number_atom.span, label="not a plausible price",
+                  help=f"write a positive price of at most {MAX_PRICE:,} $ per GPU-hour, e.g. `{key.example}`")
+        return None
+    return value
+
+
 def _parse_gpu(key, values, setting, diags):
     """`gpu h100-sxm`, `gpu h100-sxm { hbm 96 GiB }`, or `gpu my-gpu { ...every field... }`."""
     if len(values) > 1 or (values and values[0].kind not in ("name", "string")):
@@ -1046,6 +1113,8 @@ _PARSERS: dict[str, Callable] = {
     "network": _parse_network,
     "gpu": _parse_gpu,
     "norm": _parse_norm,
+    "tokens": _parse_tokens,
+    "price": _parse_price,
 }
 
 
@@ -1068,6 +1137,8 @@ _VALUE_WORDS = {
     "network": "N x bandwidth",
     "gpu": "catalogue name [`{ overrides }`]",
     "norm": "positive number \\| off",
+    "tokens": "count [`K` \\| `M` \\| `B` \\| `T` \\| `P`]: `15T`",
+    "price": "dollars per GPU-hour: `2.50 $/gpu-hour`",
 }
 
 

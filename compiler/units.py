@@ -50,3 +50,14 @@ def case_fix(unit: str, kind: str) -> str | None:
         if u.lower() == unit.lower():
             return u
     return None
+
+
+TOKEN_SCALES: dict[str, int] = {"K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12, "P": 10**15}
+"""Decimal multipliers a token budget may carry, as papers write them: `15T` = 15 x 10^12 tokens
+(Llama 3), `300B` = 3 x 10^11 (GPT-3). `B` is billion, as in model and token counts, not bytes."""
+
+PRICES: dict[str, float] = {
+    "$/gpu-hour": 1.0, "$/GPU-hour": 1.0, "$/gpu-hr": 1.0, "$/gpu-h": 1.0,
+    "USD/gpu-hour": 1.0, "usd/gpu-hour": 1.0,
+}
+"""Units of a price: US dollars per GPU-hour, the unit clouds list GPU capacity in."""

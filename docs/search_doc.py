@@ -324,6 +324,15 @@ then hsdp by S; schedules in the order of the table above; sequence parallelism 
 orders in permutation order of the written one, so the written order wins a tie. The same spec
 gives byte-identical output (tested).
 
+**Indistinguishable runners-up.** The ranking is only as sharp as the time model. A runner-up
+whose predicted step is within 5.3 % of the winner's (the larger median error of the
+leave-one-source-out fits in docs/time-model.md, kept as `TIME_MODEL_SPREAD` in
+`compiler/search/ranking.py`) is marked indistinguishable (`indistinguishable` in the JSON, a
+paragraph in the text): the prediction cannot order it against #1. Search then names the one to
+benchmark against #1 first: the indistinguishable runner-up least like the winner (the largest
+summed difference of the step's parts), because layouts made of the same parts share the model's
+errors while dissimilar ones are where an error flips the order (`benchmark_first` in the JSON).
+
 ## Output
 
 The table lists, per candidate, the layout in its rank order, each open knob, tokens/s, step

@@ -8,14 +8,18 @@ def catalog_reference() -> str:
     from . import gpus, models
 
     out = ["### GPUs\n", "| name | part | HBM | BF16 dense | FP8 dense | intra-node link (one way) | NVLink domain | "
-           "default node |", "|---|---|---|---|---|---|---|---|"]
+           "default node | list price |", "|---|---|---|---|---|---|---|---|---|"]
     for name, g in gpus.GPUS.items():
         fp8 = f"{g['fp8_flops'] / 1e12:,.0f} TFLOP/s" if g["fp8_flops"] else "-"
+        price = f"${g['price']:,.2f}/GPU-hour" if g.get("price") else "-"
         out.append(
             f"| `{name}` | {g['description']} | {g['hbm_bytes'] / 2**30:,.1f} GiB | {g['bf16_flops'] / 1e12:,.0f} TFLOP/s "
             f"| {fp8} | {g['link_bandwidth'] / 1e9:,.0f} GB/s | {g['nvlink_domain']} | "
-            f"{g['gpus_per_node']} GPUs, {g['nics']} x {g['nic_bandwidth'] * 8 / 1e9:,.0f} Gb/s |")
-    out.append("\nSources for every figure are comments in `compiler/catalog/gpus.py`. Aliases: "
+            f"{g['gpus_per_node']} GPUs, {g['nics']} x {g['nic_bandwidth'] * 8 / 1e9:,.0f} Gb/s | {price} |")
+    out.append("\nSources for every figure are comments in `compiler/catalog/gpus.py`. List prices (dollars per "
+               "GPU-hour, on demand) are the default of `hardware { price ... }`: "
+               + "; ".join(f"`{name}`: {g['price_source']}" for name, g in gpus.GPUS.items() if g.get("price"))
+               + ". Where none is listed, state one. Aliases: "
                + ", ".join(f"`{a}`" for a in sorted(gpus.ALIASES)) + ".\n")
     out += ["### Model presets\n", "| name | layers | hidden | ffn | heads | kv heads | vocab | MoE |",
             "|---|---|---|---|---|---|---|---|"]

@@ -9,6 +9,11 @@ Conventions, applied to every entry:
   datasheet figure otherwise.
 - `network` is the node's scale-out fabric used by training collectives (storage NICs excluded).
 
+- `price` (dollars per GPU-hour) is a public on-demand list price with its source and date, the
+  default of `hardware { price ... }` for the training budget's cost. Entries without a price
+  checked against a public list have none: a spec states its own (`price 2.50 $/gpu-hour`), which
+  is what anyone with a negotiated or reserved rate should do anyway.
+
 A spec can define its own GPU (`gpu my-gpu { hbm 96 GiB ... }`) or override one field of an entry
 here (`gpu h100-sxm { hbm 96 GiB }`).
 """
@@ -60,6 +65,8 @@ GPUS: dict[str, dict] = {
         gpus_per_node=8,
         nics=8,
         nic_bandwidth=400 * Gbps,  # DGX H100: 8x ConnectX-7 NDR 400 Gb/s
+        price=98.32 / 8,  # AWS p5.48xlarge (8x H100 SXM) on-demand, us-east-1: $98.32/h
+        price_source="AWS p5.48xlarge on-demand list price, us-east-1, July 2023: $98.32/h for 8 GPUs",
     ),
     "h200": dict(
         description="NVIDIA H200 SXM 141 GB",

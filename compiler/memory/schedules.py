@@ -270,41 +270,58 @@ def peak_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[Stat
 
 
 def walk_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[State, ...]:
-    """Walk every action of the rank and keep the undominated states (no shortcut)."""
+    """Walk every action of the rank and keep the undominated states (no shortcut).
+
+    A state that the very next action only adds to (an input-gradient `I`, or a forward `F` of a
+    chunk whose copy is not held gathered) is dominated by the state after it and never kept,
+    so it is not collected: the walk's candidates halve and the result is the same."""
     held = [0] * v
     pending = [0] * v
     unsharded = [0] * v
     seen: set[State] = set()
+    previous: State | None = None
     for kind, chunk in actions(schedule, pp, v, m, rank):
         if kind == F:
+            grows = unsharded[chunk] == 0
             held[chunk] += 1
             unsharded[chunk] = 0
         elif kind == B:
+            grows = False
             held[chunk] -= 1
             unsharded[chunk] = 1
         elif kind == I:
+            grows = True
             pending[chunk] += 1
             unsharded[chunk] = 1
         else:
+            grows = False
             held[chunk] -= 1
             pending[chunk] -= 1
-        seen.add((tuple(held), tuple(pending), tuple(unsharded)))
+        if previous is not None and not grows:
+            seen.add(previous)
+        previous = (tuple(held), tuple(pending), tuple(unsharded))
+    if previous is not None:
+        seen.add(previous)
     # Largest total first: a state can only be dominated by one listed before it.
     flat = sorted(((h + p + u, (h, p, u)) for h, p, u in seen), key=lambda e: (-sum(e[0]), e[0]))
     # Counts packed into one integer, a field per count with a guard bit on top: `other`
     # dominates `counts` when subtracting field by field leaves every guard bit set (no field
     # borrows), one integer operation instead of a comparison per count (long walks keep
-    # thousands of states).
+    # thousands of states). Kept states carry their guard bits already.
     width = max((max(counts) for counts, _ in flat), default=0).bit_length() + 1
-    guard = sum(1 << (i * width + width - 1) for i in range(3 * v))
+    shifts = [i * width for i in range(3 * v)]
+    guard = sum(1 << (shift + width - 1) for shift in shifts)
     kept: list[int] = []
     out: list[State] = []
     for counts, state in flat:
         packed = 0
-        for i, c in enumerate(counts):
-            packed |= c << (i * width)
-        if not any(((other | guard) - packed) & guard == guard for other in kept):
-            kept.append(packed)
+        for c, shift in zip(counts, shifts):
+            packed |= c << shift
+        for other in kept:
+            if (other - packed) & guard == guard:
+                break
+        else:
+            kept.append(packed | guard)
             out.append(state)
     return tuple(sorted(out))
 

@@ -51,6 +51,8 @@ class Candidate:
     pareto: bool = False
     """No other listed candidate is at least as fast with no more memory (and better in one)."""
     lost_because: str | None = None
+    indistinguishable: bool = False
+    """Its predicted step is within the time model's error band of the winner's (`ranking.py`)."""
 
     @property
     def step(self) -> float:
@@ -70,6 +72,8 @@ class SearchResult:
     """Why nothing was found (E0501-E0503); empty when there are candidates."""
     rejected: list[str] = field(default_factory=list)
     """Candidates the fast path accepted but the front end did not (a bug when not empty)."""
+    benchmark_first: Candidate | None = None
+    """The indistinguishable runner-up to benchmark against the winner first (`ranking.py`)."""
 
     @property
     def winner(self) -> Candidate | None:
@@ -88,6 +92,7 @@ def search(compilation: Compilation, top: int = 10,
     """The best `top` assignments of a spec's holes. The compilation must have a plan and no
     errors (the caller reports those as `parc check` does)."""
     from .explain import explain_losses, mark_pareto
+    from .ranking import mark_indistinguishable
     from .render import no_candidate, too_large
 
     if compilation.plan is None or has_errors(compilation.diagnostics):
@@ -129,6 +134,7 @@ def search(compilation: Compilation, top: int = 10,
         return result
     mark_pareto(result.candidates)
     explain_losses(space, result.candidates)
+    result.benchmark_first = mark_indistinguishable(result.candidates)
     return result
 
 

@@ -16,6 +16,7 @@ from ..plan import AXES
 from . import Candidate, SearchResult
 from .engine import UNPREDICTED, Outcome, SpaceTooLarge
 from .explain import LABELS
+from .ranking import TIME_MODEL_SPREAD, benchmark_line
 from .space import AXIS_HOLES, Space
 
 KNOB_COLUMNS = (
@@ -93,6 +94,9 @@ def render_text(result: SearchResult, style: Style) -> str:
         lines += ["", "why each lost to #1:"]
         width = len(str(result.candidates[-1].rank))
         lines += [f"  #{str(c.rank).ljust(width)}  {c.lost_because}" for c in result.candidates[1:]]
+        honest = benchmark_line(result.candidates, result.benchmark_first)
+        if honest:
+            lines += ["", honest]
     winner = result.winner
     values = ", ".join(f"{LABELS.get(h, h)} {v}" for h, v in winner.values.items())
     lines += ["", style.bold(f"winner: {values}")]
@@ -135,6 +139,7 @@ def candidate_json(space: Space, c: Candidate) -> dict:
         "throughput": c.prediction.throughput_json(),
         "pareto": c.pareto,
         "lost_because": c.lost_because,
+        "indistinguishable": c.indistinguishable,
         "diagnostics": as_json(c.compilation.diagnostics),
     }
 
@@ -148,6 +153,8 @@ def render_json(result: SearchResult, written: bool = False) -> dict:
         "space": result.stats.as_json(),
         "candidates": [candidate_json(space, c) for c in result.candidates],
         "winner": result.winner.values if result.winner else None,
+        "error_band": TIME_MODEL_SPREAD,
+        "benchmark_first": result.benchmark_first.rank if result.benchmark_first else None,
         "written": written,
         "rejected": result.rejected,
         "diagnostics": as_json(result.diagnostics),
