@@ -21,9 +21,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .diagnostics import Style, render_text
 from .human import count, percent
 from .human import size as gib
-from .diagnostics import Style, render_text
 from .pipeline import Compilation
 from .plan import Plan
 from .svg import Element, el, number, render
@@ -470,7 +470,7 @@ def memory_picture(memory: dict) -> Element:
         g = el("g", {"class": "bar"})
         parts = "; ".join(f"{name} {gib(s[key])}" for key, name, _ in MEMORY_PARTS)
         g.add(el("title", None, f"stage {s['stage']}: {gib(s['total_bytes'])} ({parts})"))
-        for key, name, colour in MEMORY_PARTS:
+        for key, _, colour in MEMORY_PARTS:
             h = max(s[key] * scale, MIN_PART_PX) if s[key] > 0 else 0.0
             y -= h
             g.add(el("rect", {"x": x, "y": y, "width": bar_w, "height": h, "fill": colour, "class": f"part-{key}"}))

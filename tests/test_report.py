@@ -9,7 +9,6 @@ the screenshot must be a real picture with the stage colours in it.
 
 from __future__ import annotations
 
-import colorsys
 import html
 import re
 import shutil
@@ -354,7 +353,7 @@ def test_neighbouring_stage_colours_stay_apart_for_every_colour_vision():
     for pp in range(1, 65):
         colours = [stage_colour(stage, pp) for stage in range(pp)]
         for vision in CVD:
-            for a, b in zip(colours, colours[1:]):
+            for a, b in zip(colours[:-1], colours[1:], strict=True):
                 assert _distance(a, b, vision) >= MIN_NEIGHBOUR_DISTANCE, (pp, vision, a, b)
                 checked += 1
         for i in range(pp):
