@@ -375,3 +375,33 @@ def test_optimizer_memory_is_visible_in_the_memory_picture():
     from parc.human import size
 
     assert f"optimizer states {size(peak['optimizer_bytes'])}" in page
+
+
+MEASURE = """<script>(function () {
+  var over = [], count = 0;
+  document.querySelectorAll("text.blocklabel").forEach(function (label) {
+    var box = label.previousElementSibling, width = parseFloat(box.getAttribute("width"));
+    var x = parseFloat(box.getAttribute("x")), text = label.getBBox();
+    count += 1;
+    if (text.x < x - 0.5 || text.x + text.width > x + width + 0.5) {
+      over.push(label.textContent + " " + text.width.toFixed(1) + "/" + width.toFixed(1));
+    }
+  });
+  document.body.setAttribute("data-labels", String(count));
+  document.body.setAttribute("data-overflow", over.join(";"));
+})();</script>"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["llama3-405b", "tiny"])
+def test_labels_stay_inside_their_segments_in_chromium(name, tmp_path):
+    """The label geometry as a browser lays it out: every block and bar label's box lies inside
+    its rectangle (Chromium's own text layout, not the report's width estimate)."""
+    page = tmp_path / f"{name}.html"
+    page.write_text(page_of(name).replace("</body>", MEASURE + "</body>"), encoding="utf-8")
+    loaded = browse(page, tmp_path, "--dump-dom")
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert console_messages(loaded.stderr) == []
+    count = int(re.search(r'data-labels="(\d+)"', loaded.stdout)[1])
+    assert count > 0
+    assert 'data-overflow=""' in loaded.stdout, re.search(r'data-overflow="([^"]*)"', loaded.stdout)[1]
