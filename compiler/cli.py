@@ -158,25 +158,27 @@ def explain(files, fmt):
 
     results, unreadable = _compile_all(files)
     status = 2 if unreadable else 0
-    reports = []
+    entries = []  # JSON: a report per file, or check's entry for a file without a plan
+    shown = 0
     for result in results:
-        if result.plan is None:  # no plan to explain: its errors, as check prints them
+        if has_errors(result.diagnostics):
+            status = max(status, 1)
+        if result.plan is None:  # nothing to explain: its errors, as check prints them
             if fmt == "json":
-                reports.append({"file": result.source.path, "ok": False, "holes": [],
+                entries.append({"file": result.source.path, "ok": False, "holes": [],
                                 "diagnostics": [d.model_dump(mode="json") for d in _sorted(result.diagnostics)]})
             else:
                 _report([result], fmt)
+            continue
+        report = build_report(result)
+        if fmt == "json":
+            entries.append(report)
         else:
-            report = build_report(result)
-            if fmt == "json":
-                reports.append(report)
-            else:
-                click.echo(("\n" if reports else "") + render_report(report, result, _style(sys.stdout)), nl=False)
-                reports.append(report)
-        if has_errors(result.diagnostics):
-            status = max(status, 1)
-    if fmt == "json" and reports:
-        click.echo(dumps_json(reports[0] if len(files) == 1 else {"files": reports}), nl=False)
+            click.echo(("\n" if shown else "") + render_report(report, result, _style(sys.stdout)), nl=False)
+        shown += 1
+    if fmt == "json" and entries:
+        single = len(files) == 1 and results[0].plan is not None  # one file: its report, as always
+        click.echo(dumps_json(entries[0] if single else {"files": entries}), nl=False)
     sys.exit(status)
 
 

@@ -474,7 +474,7 @@ def memory_picture(memory: dict) -> Element:
         g = el("g", {"class": "bar"})
         parts = "; ".join(f"{name} {gib(s[key])}" for key, name, _ in MEMORY_PARTS)
         g.add(el("title", None, f"stage {s['stage']}: {gib(s['total_bytes'])} ({parts})"))
-        for key, name, colour in MEMORY_PARTS:
+        for key, _, colour in MEMORY_PARTS:
             h = max(s[key] * scale, MIN_PART_PX) if s[key] > 0 else 0.0
             y -= h
             g.add(el("rect", {"x": x, "y": y, "width": bar_w, "height": h, "fill": colour, "class": f"part-{key}"}))
@@ -482,9 +482,10 @@ def memory_picture(memory: dict) -> Element:
             g.add(el("rect", {"x": x - 1, "y": y - 1, "width": bar_w + 2, "height": base - y + 1, "fill": "none",
                               "stroke": "#d62728", "stroke-width": 2}))
         svg.add(g)
-        if bar_w >= 30:
+        total = fitting_label(bar_w + bar_gap, gib(s["total_bytes"]))  # never over the next bar's label
+        if total is not None:
             svg.add(el("text", {"x": x + bar_w / 2, "y": y - 4, "text-anchor": "middle", "class": "label small"},
-                       gib(s["total_bytes"])))
+                       total))
         if n <= 32 or i % max(1, n // 16) == 0:
             svg.add(el("text", {"x": x + bar_w / 2, "y": base + 14, "text-anchor": "middle", "class": "label small"},
                        str(s["stage"])))

@@ -182,3 +182,11 @@ def test_one_bubble_definition_in_explain_diff_and_w0323(monkeypatch):
     assert (bubble["old"], bubble["new"]) == tuple(shares)
     row = next(line for line in run_cli("diff", old, new).stdout.splitlines() if line.strip().startswith("bubble "))
     assert row.split()[1:3] == [percent(s) for s in shares]
+
+
+def test_one_file_without_a_plan_keeps_checks_json(tmp_path):
+    bad = tmp_path / "bad.par"
+    bad.write_text("tp 8 x\n")
+    result = run_cli("explain", str(bad), "--format", "json")
+    assert result.exit_code == 1
+    assert json.loads(result.stdout) == json.loads(run_cli("check", str(bad), "--format", "json").stdout)

@@ -9,7 +9,6 @@ the screenshot must be a real picture with the stage colours in it.
 
 from __future__ import annotations
 
-import colorsys
 import html
 import re
 import shutil
@@ -354,7 +353,7 @@ def test_neighbouring_stage_colours_stay_apart_for_every_colour_vision():
     for pp in range(1, 65):
         colours = [stage_colour(stage, pp) for stage in range(pp)]
         for vision in CVD:
-            for a, b in zip(colours, colours[1:]):
+            for a, b in zip(colours[:-1], colours[1:], strict=True):
                 assert _distance(a, b, vision) >= MIN_NEIGHBOUR_DISTANCE, (pp, vision, a, b)
                 checked += 1
         for i in range(pp):
@@ -376,3 +375,33 @@ def test_optimizer_memory_is_visible_in_the_memory_picture():
     from parc.human import size
 
     assert f"optimizer states {size(peak['optimizer_bytes'])}" in page
+
+
+MEASURE = """<script>(function () {
+  var over = [], count = 0;
+  document.querySelectorAll("text.blocklabel").forEach(function (label) {
+    var box = label.previousElementSibling, width = parseFloat(box.getAttribute("width"));
+    var x = parseFloat(box.getAttribute("x")), text = label.getBBox();
+    count += 1;
+    if (text.x < x - 0.5 || text.x + text.width > x + width + 0.5) {
+      over.push(label.textContent + " " + text.width.toFixed(1) + "/" + width.toFixed(1));
+    }
+  });
+  document.body.setAttribute("data-labels", String(count));
+  document.body.setAttribute("data-overflow", over.join(";"));
+})();</script>"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["llama3-405b", "tiny"])
+def test_labels_stay_inside_their_segments_in_chromium(name, tmp_path):
+    """The label geometry as a browser lays it out: every block and bar label's box lies inside
+    its rectangle (Chromium's own text layout, not the report's width estimate)."""
+    page = tmp_path / f"{name}.html"
+    page.write_text(page_of(name).replace("</body>", MEASURE + "</body>"), encoding="utf-8")
+    loaded = browse(page, tmp_path, "--dump-dom")
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert console_messages(loaded.stderr) == []
+    count = int(re.search(r'data-labels="(\d+)"', loaded.stdout)[1])
+    assert count > 0
+    assert 'data-overflow=""' in loaded.stdout, re.search(r'data-overflow="([^"]*)"', loaded.stdout)[1]
