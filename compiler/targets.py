@@ -54,6 +54,10 @@ class Runtime:
     fp16_grad_bytes: int
     """Bytes of a gradient element reduced under fp16: Megatron-LM reduces in the parameters'
     dtype (2) unless told `--accumulate-allreduce-grads-in-fp32`; FSDP2 reduces in fp32 (4)."""
+    fp8: str = "none"
+    """Which GEMMs an fp8 spec runs in fp8 (the time model's `Software.fp8`): "none" (parc's job
+    has no fp8 matmuls: an fp8 spec runs in bf16, W0601) or "linear" (Transformer Engine in
+    Megatron-LM, torchao's float8 in torchtitan: the transformer layers' linear layers)."""
 
 
 ALL_SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v")
@@ -80,7 +84,7 @@ RUNTIMES: dict[str, Runtime] = {
         ep_fold=("dp", "cp", "tp"),
         # ParallelDims.build_mesh: ["pp", "dp_replicate", "dp_shard", "cp", "tp"], slowest first
         rank_order=("tp", "cp", "dp", "pp"),
-        options=("compile", "tp-overlap", "grad-reduce"), fp16_grad_bytes=4),
+        options=("compile", "tp-overlap", "grad-reduce"), fp16_grad_bytes=4, fp8="linear"),
     "megatron": Runtime(
         name="megatron", description="Megatron-LM / Megatron-Core (pretrain_gpt.py, Transformer Engine)",
         kernels="fused", selective="attention-core", tp_overlap="backward",
@@ -94,7 +98,7 @@ RUNTIMES: dict[str, Runtime] = {
         ep_fold=("dp", "cp", "tp"),
         # RankGenerator's default order "tp-cp-ep-dp-pp"
         rank_order=("tp", "cp", "ep", "dp", "pp"),
-        options=("flash-attention", "tp-overlap", "grad-reduce"), fp16_grad_bytes=2),
+        options=("flash-attention", "tp-overlap", "grad-reduce"), fp16_grad_bytes=2, fp8="linear"),
 }
 
 
@@ -141,5 +145,5 @@ def software_of(plan: Plan):
 
     target = plan.target
     return Software(attention=attention(target), selective=runtime(target).selective,
-                    tp_overlap=tp_overlap(target), kernels=kernels(target),
+                    tp_overlap=tp_overlap(target), kernels=kernels(target), fp8=runtime(target).fp8,
                     grad_bytes=grad_bytes(target, plan.training.precision))

@@ -41,7 +41,7 @@ GROWTH = 2.5
 
 
 def measure(job: Path, nproc: int) -> dict:
-    command = [str(TORCHRUN), "--standalone", "--nproc-per-node", str(nproc),
+    command = [*TORCHRUN, "--standalone", "--nproc-per-node", str(nproc),
                str(ROOT / "tests" / "attention_peak.py"), str(job), *map(str, LENGTHS)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": "65536", "PYTHONUNBUFFERED": "1"}
     done = subprocess.run(command, cwd=job, env=env, capture_output=True, text=True, timeout=600)
