@@ -414,7 +414,9 @@ class Engine:
                 stats.pruned["E0304"] += len(pipes) * n_micro * n_sp * orders_raw * n_rec * shard_raw
                 continue
             dense_replicas = dp * cp * (ep if self.ep_axis else 1)
-            spread = dense_replicas * (tp if "tp" in space.ep_fold else 1)
+            # as `Knobs.expert_replicas` counts them (parc's runtime: the tp ranks too), so that
+            # a group merged here is the one `_group_shardings` evaluates once
+            spread = dense_replicas * (tp if "tp" in space.ep_fold or self.runtime == "torch" else 1)
             expert_replicas = max(1, spread // ep)
             item.shardings = self._shardings(item)
             single_rank = dense_replicas == 1 and expert_replicas == 1
