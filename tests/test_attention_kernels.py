@@ -118,3 +118,31 @@ def test_ring_blocks_match_the_reference(job, n):
             out, lse = model.attend_blocks(q, k, v, ring.ring_blocks(rank, source, CHUNK), out, lse)
         want = reference(q, k_all, v_all, rank_positions(rank, n), k_positions)
         assert_close([out], [want])
+
+
+def test_grouped_query_attention_reaches_the_kernel_without_repeated_heads(job):
+    """The fused kernel itself receives K and V with their own (fewer) heads, forward and backward."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    model, _, gather = job
+    assert model.KV_HEADS < model.HEADS
+    kernels = {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,
+               torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default}
+    seen = []
+
+    class Kernels(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func in kernels:
+                query, key = (args[1], args[2]) if "backward" in str(func) else (args[0], args[1])
+                seen.append((query.shape[1], key.shape[1]))
+            return func(*args, **(kwargs or {}))
+
+    q, _, _, grad = inputs(model, 2 * CHUNK, 3)  # rank 1 of cp 2: two chunks of queries ...
+    _, k, v, _ = inputs(model, 4 * CHUNK, 4)  # ... over the whole sequence's K and V
+    blocks = gather.gathered_blocks(1, 2, CHUNK)
+    with Kernels():  # the operator's own steps, which a dispatch mode sees outside the operator
+        out, lse = model.attend_blocks(q, k, v, blocks)
+        dq, dk, dv = (torch.zeros_like(t) for t in (q, k, v))
+        model.blocks_backward(grad, q, k, v, out.to(q.dtype), lse, blocks, dq, dk, dv)
+    assert len(seen) == 2 * len(model.quintuples(blocks)) > 0
+    assert set(seen) == {(model.HEADS, model.KV_HEADS)}
