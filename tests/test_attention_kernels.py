@@ -8,7 +8,8 @@ the generated model.py and parallel.py are imported (definitions only) and, on o
   the backward, one kernel backward per block with the merged output and log-sum-exp, is exact);
 - the blocks the ring gives each rank for each source rank's K/V, merged in ring order, match it
   too (the ring's exchange itself runs in tests/e2e/test_parity.py).
-Grouped-query attention (tiny: 4 heads, 2 kv heads) runs without repeating K and V.
+Grouped-query attention (tiny: 4 heads, 2 kv heads) reaches the kernel without repeated K and V,
+and selective recomputation keeps the attention operator's outputs instead of attending again.
 """
 
 from __future__ import annotations
@@ -118,3 +119,80 @@ def test_ring_blocks_match_the_reference(job, n):
             out, lse = model.attend_blocks(q, k, v, ring.ring_blocks(rank, source, CHUNK), out, lse)
         want = reference(q, k_all, v_all, rank_positions(rank, n), k_positions)
         assert_close([out], [want])
+
+
+def test_grouped_query_attention_reaches_the_kernel_without_repeated_heads(job):
+    """The fused kernel itself receives K and V with their own (fewer) heads, forward and backward."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    model, _, gather = job
+    assert model.KV_HEADS < model.HEADS
+    kernels = {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,
+               torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default}
+    seen = []
+
+    class Kernels(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func in kernels:
+                query, key = (args[1], args[2]) if "backward" in str(func) else (args[0], args[1])
+                seen.append((query.shape[1], key.shape[1]))
+            return func(*args, **(kwargs or {}))
+
+    q, _, _, grad = inputs(model, 2 * CHUNK, 3)  # rank 1 of cp 2: two chunks of queries ...
+    _, k, v, _ = inputs(model, 4 * CHUNK, 4)  # ... over the whole sequence's K and V
+    blocks = gather.gathered_blocks(1, 2, CHUNK)
+    with Kernels():  # the operator's own steps, which a dispatch mode sees outside the operator
+        out, lse = model.attend_blocks(q, k, v, blocks)
+        dq, dk, dv = (torch.zeros_like(t) for t in (q, k, v))
+        model.blocks_backward(grad, q, k, v, out.to(q.dtype), lse, blocks, dq, dk, dv)
+    assert len(seen) == 2 * len(model.quintuples(blocks)) > 0
+    assert set(seen) == {(model.HEADS, model.KV_HEADS)}
+
+
+def test_selective_recomputation_keeps_the_attention_operator(tmp_path, monkeypatch):
+    """Under `recompute selective` the policy keeps the attention operators' two outputs: the
+    blocks are attended once, not again in backward (the memory model counts the output and the
+    log-sum-exp, not each block's). Plain checkpointing, for contrast, attends them twice."""
+    from functools import partial
+
+    from parc.atomic import write_tree
+    from parc.backends import job_files
+    from parc.pipeline import compile_text
+    from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts
+
+    from tests.e2e.harness import SPECS
+
+    text = (SPECS / "cp2-ring.par").read_text().replace("micro-batch 16", "micro-batch 16\n  recompute selective")
+    result = compile_text(text, "cp2-ring-selective.par")
+    assert result.ok
+    write_tree(str(tmp_path), job_files(result.plan))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        for name in ("model", "parallel"):
+            sys.modules.pop(name, None)
+        model, parallel = importlib.import_module("model"), importlib.import_module("parallel")
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in ("model", "parallel"):
+            sys.modules.pop(name, None)
+    assert {torch.ops.parc.block_attention.default, torch.ops.parc.ring_attention.default} <= parallel.SAVED_OPS
+
+    calls = []
+    attend = model.attend_blocks
+    monkeypatch.setattr(model, "attend_blocks", lambda *args: calls.append(1) or attend(*args))
+    blocks = [0, CHUNK, 0, CHUNK, 1, CHUNK, 2 * CHUNK, 0, CHUNK, 0, CHUNK, 2 * CHUNK, CHUNK, 2 * CHUNK, 1]
+
+    def attention(q, k, v):
+        return model.block_attention(q.sin(), k, v, blocks)[0].cos()  # recomputable ops around it
+
+    counts = []
+    for context in (partial(create_selective_checkpoint_contexts, parallel.SelectivePolicy()), None):
+        q, k, v, grad = inputs(model, 2 * CHUNK, 5)
+        tensors = [t.requires_grad_() for t in (q, k, v)]
+        calls.clear()
+        kwargs = {"context_fn": context} if context else {}
+        out = checkpoint(attention, *tensors, use_reentrant=False, **kwargs)
+        out.backward(grad)
+        assert all(t.grad is not None for t in tensors)
+        counts.append(len(calls))
+    assert counts == [1, 2]

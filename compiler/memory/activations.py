@@ -2,9 +2,10 @@
 
 torch runtime (what parc generates). Counted tensor by tensor from what autograd saves, checked
 against the bytes the generated runtime saves on CPU (tests/e2e/test_memory_real.py meters them
-with saved_tensors_hooks: every layer within 0.2 %, most to the byte) and against the closed forms
-of `docs/torch-cpu.md` section 3.8 (tests/test_memory.py). Per token on one rank, with t =
-tp, and h/t where sequence parallelism shards a tensor along the sequence ("h/sp"):
+with saved_tensors_hooks: every layer to the byte, MoE layers on average over the ranks) and
+against the closed forms of `docs/torch-cpu.md` section 3.8 (tests/test_memory.py). Per token
+on one rank, with t = tp, and h/t where sequence parallelism shards a tensor along the sequence
+("h/sp"):
 
 | tensor | elements | saved by |
 |---|---|---|

@@ -192,9 +192,7 @@ def _(q, k, v, blocks):
 
 
 def save_attention(ctx, inputs, output) -> None:
-    q, k, v, blocks = inputs[:4]
-    ctx.blocks = blocks
-    ctx.extra = inputs[4:]
+    q, k, v, ctx.blocks = inputs
     ctx.save_for_backward(q, k, v, *output)
 
 
