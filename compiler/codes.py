@@ -622,11 +622,12 @@ different count on the first and the last stage (`--decoder-first-pipeline-num-l
 where only the two ends differ.
 """)
 
-register("E0621", "Megatron-Core folds ep over tp only as the fastest part of the fold", """
-Megatron-Core carves expert-parallel groups from the dense ranks in its order tp-cp-dp: with
-expert tensor parallelism 1 the expert group takes the tp ranks first (`ep N over tp x cp x dp`);
-with expert tensor parallelism equal to tp it leaves tp out (`ep N over cp x dp`). tp after
-another axis in the fold is neither.
+register("E0621", "Megatron-Core cannot carve expert groups from those axes", """
+Megatron-Core carves expert-parallel groups from all the dense ranks in its order tp-cp-dp:
+with expert tensor parallelism 1 the expert group takes consecutive ranks of tp x cp x dp
+(`ep N over tp x cp x dp`); with expert tensor parallelism equal to tp, of cp x dp
+(`ep N over cp x dp`). A fold that leaves out cp or dp (when their degree is above 1) would
+group other ranks than Megatron-Core does.
 """)
 
 
