@@ -182,3 +182,13 @@ def test_each_backend_refuses_what_its_runtime_cannot_run(code):
     assert [d.code for d in found if d.is_error] == [code], [d.message for d in found]
     (d,) = found
     assert d.span is not None and d.help
+
+
+def test_diff_lists_a_target_change_and_its_effect(tmp_path):
+    from .conftest import run_cli
+
+    old = (ROOT / "specs" / "tiny.par").read_text().replace("tp 2 x pp 2 x dp 2", "tp 2 x dp 2 x pp 2")
+    (tmp_path / "old.par").write_text(old)
+    (tmp_path / "new.par").write_text(old + "target megatron\n")
+    out = run_cli("diff", str(tmp_path / "old.par"), str(tmp_path / "new.par")).stdout
+    assert "target  torch  ->  megatron" in out and "step time" in out
