@@ -73,10 +73,14 @@ def diagnostics(plan: Plan) -> list[Diagnostic]:
                          help="use an even split, or one where only the first and last stages differ "
                          "(`--decoder-first-pipeline-num-layers`, `--decoder-last-pipeline-num-layers`), "
                          "without virtual stages"))
-    if lay.ep.folded_over and "tp" in lay.ep.folded_over and lay.ep.folded_over[0] != "tp":
-        out.append(error("E0621", "Megatron-Core folds ep over tp only as the fastest part of the fold",
-                         lay.ep.span_of("folded_over"), label="tp written after another axis",
-                         help="write `ep N over tp x cp x dp` (expert tp 1) or `ep N over cp x dp` (expert tp = tp)"))
+    dense = [a for a in ("cp", "dp") if (getattr(lay, a).degree or 1) > 1]
+    fold = list(lay.ep.folded_over)
+    if fold and fold not in (dense, ["tp", *dense]):
+        written = " x ".join(fold)
+        out.append(error("E0621", f"Megatron-Core cannot carve expert groups from {written} alone",
+                         lay.ep.span_of("folded_over"), label=f"over {written}",
+                         help=f"write `ep N over {' x '.join(dense)}` (expert tp = tp) or "
+                         f"`ep N over {' x '.join(['tp', *dense])}` (expert tp 1)"))
     return out
 
 

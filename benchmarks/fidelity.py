@@ -734,8 +734,8 @@ parc's catalogue has the 700 W SXM.
 
 ## The example specs
 
-The time model on every spec in `specs/` (parc's runtime: eager PyTorch, FlashAttention, no
-tensor-parallel overlap):
+The time model on every spec in `specs/`, each as its `target` runs it (docs/targets.md; parc's
+runtime, eager PyTorch with FlashAttention and no tensor-parallel overlap, unless the spec says):
 
 @SPECS@
 

@@ -207,6 +207,49 @@ def search(file, top, write, fmt):
     sys.exit(run(file, top, write, fmt))
 
 
+@main.command("import", context_settings=CONTEXT, epilog="""\b
+Examples:
+  parc import job/torchtitan.args > llama.par        # a torchtitan 0.3 command line
+  parc import launch_gpt.sh --dp 16 -o gpt.par       # a Megatron-LM launch script
+  parc import config.json                            # a Hugging Face model: the model block
+""")
+@click.argument("file", metavar="FILE")
+@click.option("-o", "--output", "output", default=None, metavar="PATH", help="write the spec here (default: stdout)")
+@click.option("--gpu", default="h100-sxm", show_default=True, help="the GPU (no imported file says it)")
+@click.option("--gpus-per-node", "gpus_per_node", type=click.IntRange(1, 1024), default=8, show_default=True)
+@click.option("--dp", type=click.IntRange(1, 1 << 20), default=1, show_default=True,
+              help="data-parallel degree of a Megatron-LM job (its arguments derive it from the world size)")
+def import_(file, output, gpu, gpus_per_node, dp):
+    """Write a spec from a torchtitan command line, a Megatron-LM launch script or a config.json;
+    options parc has no setting for are reported (W0701), never dropped."""
+    from .atomic import write_file
+    from .diagnostics import has_errors, render_text
+    from .fmt import format_document
+    from .importer import Defaults, import_source
+    from .pipeline import UnreadableSpec, read_source
+    from .syntax import parse
+
+    try:
+        source, diagnostics = read_source(file)
+    except UnreadableSpec as exc:
+        click.echo(render_text([exc.diagnostic], {}, _style(sys.stderr)), err=True, nl=False)
+        sys.exit(2)
+    result = import_source(source, Defaults(gpu=gpu, gpus_per_node=gpus_per_node, dp=dp))
+    diagnostics = diagnostics + result.diagnostics
+    if diagnostics:
+        click.echo(render_text(diagnostics, {file: source}, _style(sys.stderr)), err=True, nl=False)
+    if result.text is None or has_errors(diagnostics):
+        sys.exit(1)
+    from .source import SourceFile
+
+    document, _ = parse(SourceFile("<import>", result.text))
+    text = format_document(document)
+    if output:
+        write_file(output, text)
+    else:
+        click.echo(text, nl=False)
+
+
 @main.command(context_settings=CONTEXT, epilog="""\b
 Examples:
   parc compile specs/llama3-405b.par                 # writes out/llama3-405b/

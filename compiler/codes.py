@@ -653,9 +653,27 @@ different count on the first and the last stage (`--decoder-first-pipeline-num-l
 where only the two ends differ.
 """)
 
-register("E0621", "Megatron-Core folds ep over tp only as the fastest part of the fold", """
-Megatron-Core carves expert-parallel groups from the dense ranks in its order tp-cp-dp: with
-expert tensor parallelism 1 the expert group takes the tp ranks first (`ep N over tp x cp x dp`);
-with expert tensor parallelism equal to tp it leaves tp out (`ep N over cp x dp`). tp after
-another axis in the fold is neither.
+register("E0621", "Megatron-Core cannot carve expert groups from those axes", """
+Megatron-Core carves expert-parallel groups from all the dense ranks in its order tp-cp-dp:
+with expert tensor parallelism 1 the expert group takes consecutive ranks of tp x cp x dp
+(`ep N over tp x cp x dp`); with expert tensor parallelism equal to tp, of cp x dp
+(`ep N over cp x dp`). A fold that leaves out cp or dp (when their degree is above 1) would
+group other ranks than Megatron-Core does.
+""")
+
+
+# ---------------------------------------------------------------------------------------------
+# `parc import` (compiler/importer.py): E07xx, W07xx.
+
+register("W0701", "an option parc does not import", """
+`parc import` reads a torchtitan command line, a Megatron-LM launch script or a Hugging Face
+config.json into a spec. An option or key that no parc setting describes (a logging interval,
+a learning rate, a data path, a bias in the attention) is reported at its file:line instead of
+being dropped silently: check that the spec describes the job you meant.
+""")
+
+register("E0702", "a file parc cannot import", """
+The file is none of the three kinds `parc import` reads (a torchtitan 0.3 command line, a
+Megatron-LM pretrain_gpt.py command line, a Hugging Face config.json), or it lacks what a spec
+needs (the layer count, a registered model, an explicit degree).
 """)

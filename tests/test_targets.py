@@ -149,3 +149,46 @@ def test_published_specs_state_the_software_the_reader_infers():
             assert done.software == inferred, (run.id, run.spec)
             checked += 1
     assert checked >= 20
+
+
+# ---------------------------------------------------------------------------------------------
+# What each backend refuses at `parc compile` (E061x torchtitan, E062x megatron)
+
+REFUSED = {
+    "E0610": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)", "llama3-8b { layers 16 }", "torchtitan", "recompute full", ""),
+    "E0611": ("tp 8 x dp 4 on nodes(8 gpus, nvlink)", "llama3-70b", "torchtitan", "precision fp8, recompute full", ""),
+    "E0612": ("tp 8 x dp 4 on nodes(8 gpus, nvlink)", "llama3-70b", "torchtitan", "recompute full 10", ""),
+    "E0613": ("tp 8 x dp 2 x pp 4 on nodes(8 gpus, nvlink)", "llama3-70b", "torchtitan", "recompute full",
+              "pp { schedule 1f1b, split [30, 10, 10, 30] }"),
+    "E0620": ("tp 8 x dp 2 x pp 4 on nodes(8 gpus, nvlink)", "llama3-70b", "megatron", "recompute full",
+              "pp { schedule 1f1b, split [18, 22, 18, 22] }"),
+    "E0621": ("tp 2 x cp 2 x dp 4 on nodes(8 gpus, nvlink)\nep 4 over dp", "mixtral-8x7b", "megatron",
+              "recompute full", ""),
+}
+
+
+@pytest.mark.parametrize("code", sorted(REFUSED))
+def test_each_backend_refuses_what_its_runtime_cannot_run(code):
+    from parc.backends import job_diagnostics
+
+    layout, model, target, train, extra = REFUSED[code]
+    text = (f"{layout}\nmodel {model}\nhardware {{ gpu h200 }}\ntarget {target}\n"
+            f"train {{ seq 4096, global-batch 64, micro-batch 1, {train} }}\ndp {{ sharding zero3 }}\n{extra}\n")
+    if target == "megatron":
+        text = text.replace("zero3", "zero1")
+    result = compile_text(text, path="x.par")
+    assert result.plan is not None
+    found = job_diagnostics(result.plan)
+    assert [d.code for d in found if d.is_error] == [code], [d.message for d in found]
+    (d,) = found
+    assert d.span is not None and d.help
+
+
+def test_diff_lists_a_target_change_and_its_effect(tmp_path):
+    from .conftest import run_cli
+
+    old = (ROOT / "specs" / "tiny.par").read_text().replace("tp 2 x pp 2 x dp 2", "tp 2 x dp 2 x pp 2")
+    (tmp_path / "old.par").write_text(old)
+    (tmp_path / "new.par").write_text(old + "target megatron\n")
+    out = run_cli("diff", str(tmp_path / "old.par"), str(tmp_path / "new.par")).stdout
+    assert "target  torch  ->  megatron" in out and "step time" in out

@@ -64,6 +64,12 @@ def target_ep_fold(plan: Plan) -> Iterator[Diagnostic]:
                     "(torchtitan's ep borrows from dp_shard, cp and tp)")
         return
     outside = [a for a in ep.folded_over if a not in rt.ep_fold]
+    borrowed = [a for a in ("tp", "cp", "dp") if (getattr(plan.layout, a).degree or 1) > 1]
+    if not outside and plan.target.name == "torchtitan" and ep.folded_over and list(ep.folded_over) != borrowed:
+        yield error("E0363", f"torchtitan's ep borrows from all of {' x '.join(borrowed)}",
+                    ep.span_of("folded_over") or axis_span(plan, "ep"), label="a part of them",
+                    labels=_target_label(plan), help=f"write `ep {ep.degree} over {' x '.join(borrowed)}`")
+        return
     if outside:
         yield error("E0363", f"target {rt.name} cannot fold ep over {' x '.join(outside)}",
                     ep.span_of("folded_over") or axis_span(plan, "ep"), label=f"not foldable in {rt.name}",

@@ -51,6 +51,7 @@ from ..memory.model import activation_floor, peak, rank_activations
 from ..memory.model import clear_caches as clear_memory_caches
 from ..memory.parameters import padded_vocab
 from ..memory.schedules import weighted_peak
+from ..targets import runtime
 from ..timing import SCHEDULES
 from .space import RECOMPUTE, SEQUENCE_PARALLEL, SHARDING, Assignment, Space, canonical_key
 
@@ -302,8 +303,10 @@ class Engine:
         if not space.sharding_open:
             mode, _, shard = space.fixed_sharding
             return [(mode, shard if mode == "hsdp" else 0)]
-        options = [(mode, 0) for mode in SHARDING]
-        options += [("hsdp", s) for s in _divisors(dp) if 1 < s < dp]
+        allowed = runtime(self.plan.target).shardings  # what the target runs (E0362)
+        options = [(mode, 0) for mode in SHARDING if mode in allowed]
+        if "hsdp" in allowed:
+            options += [("hsdp", s) for s in _divisors(dp) if 1 < s < dp]
         return options
 
     # -----------------------------------------------------------------------------------------

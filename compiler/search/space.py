@@ -29,6 +29,7 @@ from ..memory import MAX_CHUNKS
 from ..pipeline import Compilation
 from ..plan import Plan
 from ..spec import HOLE, Spec
+from ..targets import runtime
 from ..timing import SCHEDULES
 
 MICRO_BATCHES = tuple(range(1, 17))
@@ -168,7 +169,9 @@ def build_space(compilation: Compilation) -> Space:
         recompute=RECOMPUTE if train.recompute is None else (train.recompute,),
         sharding_open=lay.dp.sharding is None,
         fixed_sharding=(lay.dp.sharding or "none", lay.dp.replicate or 0, lay.dp.shard or 0),
-        schedules=SCHEDULES if lay.pp.schedule is None else (lay.pp.schedule,),
+        # an open schedule ranges over what the target runs (compiler/targets.py, E0360)
+        schedules=tuple(s for s in SCHEDULES if s in runtime(plan.target).schedules) if lay.pp.schedule is None
+        else (lay.pp.schedule,),
         v_open=v_open, v_written=v_written,
         sequence_parallel=SEQUENCE_PARALLEL if lay.tp.sequence_parallel is None else (lay.tp.sequence_parallel,),
         holes=holes,

@@ -1,0 +1,428 @@
+"""`parc import FILE`: an existing job's configuration as a `.par` spec.
+
+Three inputs, recognised by their content:
+- a torchtitan 0.3 command line (`torchtitan.args` as `parc compile` writes it, or any file of
+  its `--section.key value` options): the whole spec, `target torchtitan`;
+- a Megatron-LM launch script or argument file (pretrain_gpt.py's `--option value`, shell line
+  continuations and comments allowed): the whole spec, `target megatron`;
+- a Hugging Face `config.json`: the model block.
+
+Each option is read back exactly as the backends write it (backends/torchtitan.py,
+backends/megatron.py), so importing a generated job and compiling the spec gives the same
+settings (tests/test_import.py). An option parc has no setting for is reported as W0701 at its
+file:line, never dropped silently; what the file does not say (the GPU, the node shape) comes
+from `--gpu` and `--gpus-per-node` and is written as a comment in the spec.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+
+from .catalog import models as model_catalog
+from .diagnostics import Diagnostic, error, warning
+from .source import SourceFile, Span
+
+MODEL_FIELDS = ("layers", "hidden", "ffn", "heads", "kv_heads", "head_dim", "vocab", "tied_embeddings",
+                "activation", "norm", "position", "experts", "top_k", "expert_ffn", "shared_experts", "moe_layers")
+
+
+@dataclass
+class Option:
+    value: str | None
+    span: Span
+
+
+@dataclass
+class Imported:
+    """The spec text, or None when the file could not be read as any of the three kinds."""
+
+    kind: str
+    text: str | None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+@dataclass
+class Defaults:
+    """What none of the imported files says: the cluster."""
+
+    gpu: str = "h100-sxm"
+    gpus_per_node: int = 8
+    dp: int = 1
+    """Megatron-LM derives dp from the world size, which its arguments do not hold."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading options with their place in the file
+
+
+_TOKEN = re.compile(r"""'[^']*'|"[^"]*"|[^\s'"]+""")
+
+
+def read_options(source: SourceFile) -> tuple[dict[str, Option], list[tuple[str, Span]]]:
+    """`--name [value]` pairs in the order written (a later one wins), and the other words
+    (a torchtitan subcommand, the program's name) with their spans. `#` starts a comment; a
+    trailing backslash continues the line."""
+    words: list[tuple[str, Span]] = []
+    offset = 0
+    for line in source.text.splitlines(keepends=True):
+        body = line.split("#", 1)[0] if not line.lstrip().startswith("#") else ""
+        for m in _TOKEN.finditer(body):
+            word = m.group(0)
+            if word == "\\":
+                continue
+            words.append((word.strip("'\""), source.span(offset + m.start(), offset + m.end())))
+        offset += len(line)
+    options: dict[str, Option] = {}
+    others: list[tuple[str, Span]] = []
+    i = 0
+    while i < len(words):
+        word, span = words[i]
+        if word.startswith("--"):
+            name, _, inline = word.partition("=")
+            value = inline or None
+            if value is None and i + 1 < len(words) and not words[i + 1][0].startswith("--") and \
+                    not words[i + 1][0].startswith("activation-checkpoint:"):
+                value = words[i + 1][0]
+                i += 1
+            options[name] = Option(value, span)
+        else:
+            others.append((word, span))
+        i += 1
+    return options, others
+
+
+def _unused(options: dict[str, Option], used: set[str], what: str) -> list[Diagnostic]:
+    return [warning("W0701", f"`{name}` is not imported: parc has no setting for it", o.span,
+                    label=f"not a {what} option parc reads",
+                    help="check the spec against the job; docs/targets.md lists the options parc maps")
+            for name, o in options.items() if name not in used]
+
+
+# ---------------------------------------------------------------------------------------------
+# The model block
+
+
+def model_text(fields: dict) -> str:
+    """`model PRESET` when the shape is a preset's, else a full `model { ... }` block."""
+    for name, preset in model_catalog.MODELS.items():
+        full = {"head_dim": preset["hidden"] // preset["heads"], "experts": 0, "top_k": 0, "expert_ffn": 0,
+                "shared_experts": 0, "kv_heads": preset.get("kv_heads", preset["heads"])} | preset
+        if all(fields.get(k) == full.get(k) for k in ("layers", "hidden", "ffn", "heads", "kv_heads", "vocab",
+                                                      "tied_embeddings", "activation", "norm", "position")) \
+                and fields.get("experts", 0) == full.get("experts", 0) and fields.get("head_dim") in (None, full["head_dim"]):
+            return f"model {name}"
+    parts = [f"layers {fields['layers']}", f"hidden {fields['hidden']}", f"ffn {fields['ffn']}",
+             f"heads {fields['heads']}", f"kv-heads {fields.get('kv_heads', fields['heads'])}"]
+    if fields.get("head_dim") and fields["head_dim"] * fields["heads"] != fields["hidden"]:
+        parts.append(f"head-dim {fields['head_dim']}")
+    parts += [f"vocab {fields['vocab']}", f"tied-embeddings {'on' if fields['tied_embeddings'] else 'off'}",
+              f"activation {fields['activation']}", f"norm {fields['norm']}", f"position {fields['position']}"]
+    if fields.get("experts"):
+        parts += [f"experts {fields['experts']}", f"top-k {fields['top_k']}", f"expert-ffn {fields['expert_ffn']}"]
+        if fields.get("shared_experts"):
+            parts.append(f"shared-experts {fields['shared_experts']}")
+        if fields.get("moe_from"):
+            parts.append(f"moe-layers from {fields['moe_from']}")
+    return "model {\n" + "".join(f"  {p}\n" for p in parts) + "}"
+
+
+HF_USED = {"num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
+           "head_dim", "vocab_size", "tie_word_embeddings", "hidden_act", "rms_norm_eps", "layer_norm_eps",
+           "layer_norm_epsilon", "rope_theta", "num_local_experts", "num_experts_per_tok", "moe_intermediate_size",
+           "n_routed_experts", "n_shared_experts", "first_k_dense_replace", "num_experts"}
+HF_METADATA = {"architectures", "model_type", "torch_dtype", "dtype", "transformers_version", "bos_token_id",
+               "eos_token_id", "pad_token_id", "initializer_range", "use_cache", "max_position_embeddings",
+               "attention_dropout", "hidden_dropout", "output_router_logits", "router_aux_loss_coef",
+               "router_jitter_noise", "_name_or_path", "pretraining_tp", "mlp_bias", "attention_bias"}
+"""Keys that describe no shape parc models (ids, dtypes, initialisation, training-time knobs);
+`attention_bias`/`mlp_bias` false is parc's own (no linear biases), true is reported."""
+
+
+def import_hf(source: SourceFile) -> Imported:
+    try:
+        config = json.loads(source.text)
+    except json.JSONDecodeError as exc:
+        return Imported("hf", None, [error("E0702", f"not JSON: {exc.msg}", source.span(exc.pos, exc.pos + 1),
+                                           label="here", help="pass a Hugging Face config.json")])
+    if not isinstance(config, dict):
+        return Imported("hf", None, [error("E0702", "config.json is not an object", source.span(0, 1),
+                                           label="expected `{`", help="pass a Hugging Face config.json")])
+
+    def span(key: str) -> Span:
+        at = source.text.find(f'"{key}"')
+        return source.span(at, at + len(key) + 2) if at >= 0 else source.span(0, 0)
+
+    diags = []
+    missing = [k for k in ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads",
+                           "vocab_size") if not isinstance(config.get(k), int)]
+    if missing:
+        return Imported("hf", None, [error("E0702", f"config.json has no {', '.join(missing)}", source.span(0, 1),
+                                           label="not a decoder's config", help="pass a decoder model's config.json")])
+    act = str(config.get("hidden_act", "silu"))
+    heads = config["num_attention_heads"]
+    fields = {
+        "layers": config["num_hidden_layers"], "hidden": config["hidden_size"], "ffn": config["intermediate_size"],
+        "heads": heads, "kv_heads": config.get("num_key_value_heads") or heads,
+        "head_dim": config.get("head_dim") or config["hidden_size"] // heads, "vocab": config["vocab_size"],
+        "tied_embeddings": bool(config.get("tie_word_embeddings", False)),
+        "activation": "swiglu" if act in ("silu", "swish") else "gelu",
+        "norm": "rmsnorm" if "rms_norm_eps" in config else "layernorm",
+        "position": "rope" if "rope_theta" in config or config.get("model_type") in ("llama", "mistral", "mixtral",
+                                                                                    "qwen2", "qwen3") else "learned",
+    }
+    experts = config.get("num_local_experts") or config.get("n_routed_experts") or config.get("num_experts") or 0
+    if experts:
+        fields.update(experts=experts, top_k=config.get("num_experts_per_tok", 1),
+                      expert_ffn=config.get("moe_intermediate_size") or config["intermediate_size"],
+                      shared_experts=config.get("n_shared_experts") or 0,
+                      moe_from=config.get("first_k_dense_replace") or 0)
+    if act not in ("silu", "swish", "gelu", "gelu_new", "gelu_pytorch_tanh"):
+        diags.append(warning("W0701", f"activation `{act}` is imported as gelu", span("hidden_act"),
+                             label="not silu or gelu", help="check the model block's `activation`"))
+    for key in config:
+        if key in HF_USED or (key in HF_METADATA and config[key] in (False, None) or key in HF_METADATA
+                              and key not in ("attention_bias", "mlp_bias")):
+            continue
+        diags.append(warning("W0701", f"`{key}` is not imported: parc's model has no such field", span(key),
+                             label="not imported", help="check that the model parc describes is the one meant"))
+    return Imported("hf", model_text(fields) + "\n", diags)
+
+
+# ---------------------------------------------------------------------------------------------
+# torchtitan
+
+
+def import_torchtitan(source: SourceFile, defaults: Defaults) -> Imported:
+    from .backends import torchtitan as backend
+
+    options, others = read_options(source)
+    used: set[str] = set()
+
+    def get(name: str, default=None):
+        used.add(name)
+        o = options.get(name)
+        return default if o is None else (o.value if o.value is not None else True)
+
+    def flag(on: str, off: str, default: bool) -> bool:
+        used.update((on, off))
+        if on in options:
+            return True
+        return False if off in options else default
+
+    diags: list[Diagnostic] = []
+    config = get("--config")
+    get("--module")
+    model = next((m for m, (_, c) in backend.CONFIGS.items() if c == config), None)
+    if model is None:
+        span = options["--config"].span if "--config" in options else source.span(0, 0)
+        return Imported("torchtitan", None, [error("E0702", f"torchtitan config `{config}` has no parc model preset",
+                                                   span, label="not a llama3 registered config",
+                                                   help="parc imports llama3_8b, llama3_70b and llama3_405b")])
+    layers = model_catalog.MODELS[model]["layers"]
+    tp, cp = int(get("--parallelism.tensor-parallel-degree", 1)), int(get("--parallelism.context-parallel-degree", 1))
+    pp, ep = int(get("--parallelism.pipeline-parallel-degree", 1)), int(get("--parallelism.expert-parallel-degree", 1))
+    replicate = int(get("--parallelism.data-parallel-replicate-degree", 1))
+    shard = int(get("--parallelism.data-parallel-shard-degree", -1))
+    if shard < 0:
+        diags.append(error("E0702", "the shard degree is -1 (the leftover ranks): parc needs the world size",
+                           options.get("--parallelism.data-parallel-shard-degree", Option(None, source.span(0, 0))).span,
+                           label="-1", help="write the degree explicitly"))
+        return Imported("torchtitan", None, diags)
+    dp = replicate * shard
+    reshard = get("--parallelism.fsdp-reshard-after-forward", "default")
+    sharding = ("none" if shard == 1 else f"hsdp {replicate} x {shard}" if replicate > 1
+                else "zero2" if reshard == "never" else "zero3")
+    sp = flag("--parallelism.enable-sequence-parallel", "--parallelism.no-enable-sequence-parallel", True)
+    seq, batch = int(get("--training.seq-len", 2048)), int(get("--training.global-batch-size", -1))
+    local = int(get("--training.local-batch-size", 8))
+    micro = int(get("--parallelism.pipeline-parallel-microbatch-size", 1)) if pp > 1 else local
+    if batch < 0:
+        batch = local * dp
+    recompute = "selective"
+    for word, _ in others:
+        if word.startswith("activation-checkpoint:"):
+            recompute = word.split(":", 1)[1]
+    recompute = {"memory-budget": "selective"}.get(recompute, recompute)
+    lines = [f"# imported from {source.path} (torchtitan 0.3 options) by `parc import`",
+             f"# not in the file: the GPU ({defaults.gpu}) and {defaults.gpus_per_node} GPUs per node"]
+    axes = [(n, d) for n, d in (("tp", tp), ("cp", cp), ("dp", dp), ("pp", pp)) if d > 1] or [("dp", 1)]
+    lines.append(" x ".join(f"{n} {d}" for n, d in axes) + f" on nodes({defaults.gpus_per_node} gpus, nvlink)")
+    if ep > 1:
+        lines.append(f"ep {ep} over " + " x ".join(n for n, d in (("tp", tp), ("cp", cp), ("dp", dp)) if d > 1))
+    lines += [f"model {model}", f"hardware {{ gpu {defaults.gpu} }}", "train {",
+              f"  seq {seq}, global-batch {batch}, micro-batch {micro}",
+              f"  precision {'fp8' if config in backend.FLOAT8_CONFIGS else 'bf16'}, optimizer adamw, recompute {recompute}",
+              "}"]
+    options_line = []
+    if flag("--compile.enable", "--compile.no-enable", False):
+        options_line.append("compile on")
+    if flag("--compile.enable-async-tensor-parallel", "--compile.no-enable-async-tensor-parallel", False):
+        options_line.append("tp-overlap all")
+    lines.append("target torchtitan" + (f" {{ {', '.join(options_line)} }}" if options_line else ""))
+    if tp > 1:
+        lines.append(f"tp {{ sequence-parallel {'on' if sp else 'off'} }}")
+    if dp > 1:
+        lines.append(f"dp {{ sharding {sharding} }}")
+    if cp > 1:
+        lines.append("cp { flavour all-gather }")
+    if pp > 1:
+        schedule_name = get("--parallelism.pipeline-parallel-schedule", "1F1B")
+        schedule = next((k for k, v in backend.SCHEDULES.items() if v.lower() == str(schedule_name).lower()), None)
+        if schedule is None:
+            diags.append(error("E0702", f"pipeline schedule `{schedule_name}` has no parc name",
+                               options["--parallelism.pipeline-parallel-schedule"].span, label="unknown schedule",
+                               help=f"parc knows {', '.join(backend.SCHEDULES.values())}"))
+            return Imported("torchtitan", None, diags)
+        a = int(get("--parallelism.pipeline-parallel-first-stage-less-layers", 1))
+        b = int(get("--parallelism.pipeline-parallel-last-stage-less-layers", 1))
+        per = get("--parallelism.pipeline-parallel-layers-per-stage")
+        single = schedule in ("gpipe", "1f1b")
+        stages = math.ceil((layers + a + b) / int(per)) if per else pp * (1 if single else 2)
+        v = stages // pp
+        split = backend.torchtitan_split(layers, stages, a, b)
+        opts = [f"schedule {schedule}"] + ([f"virtual-stages {v}"] if not single else [])
+        if split and len(set(split)) > 1:
+            opts.append(f"split [{', '.join(map(str, split))}]")
+        lines.append(f"pp {{ {', '.join(opts)} }}")
+    steps = get("--training.steps")
+    if steps is not None:
+        lines.append(f"launch {{ steps {steps} }}")
+    used.add("--training.disable-cuda-graphs")  # parc's model has no CUDA graphs either way
+    diags += _unused(options, used, "torchtitan")
+    for word, span in others:
+        if not word.startswith("activation-checkpoint:"):
+            diags.append(warning("W0701", f"`{word}` is not imported: parc has no setting for it", span,
+                                 label="not an option", help="check the spec against the job"))
+    return Imported("torchtitan", "\n".join(lines) + "\n", diags)
+
+
+# ---------------------------------------------------------------------------------------------
+# Megatron-LM
+
+
+def import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
+    options, others = read_options(source)
+    used: set[str] = set()
+
+    def get(name: str, default=None):
+        used.add(name)
+        o = options.get(name)
+        return default if o is None else (o.value if o.value is not None else True)
+
+    def has(name: str) -> bool:
+        used.add(name)
+        return name in options
+
+    diags: list[Diagnostic] = []
+    need = [n for n in ("--num-layers", "--hidden-size", "--num-attention-heads", "--seq-length") if n not in options]
+    if need:
+        return Imported("megatron", None, [error("E0702", f"no {', '.join(need)} in the arguments", source.span(0, 0),
+                                                 label="not a pretrain_gpt.py command line",
+                                                 help="pass the launch script or argument file of a Megatron-LM job")])
+    layers, hidden, heads = int(get("--num-layers")), int(get("--hidden-size")), int(get("--num-attention-heads"))
+    swiglu = has("--swiglu")
+    ffn = int(get("--ffn-hidden-size", 4 * hidden))
+    kv = int(get("--num-query-groups", heads)) if has("--group-query-attention") else heads
+    used.add("--num-query-groups")
+    position = {"rope": "rope", "learned_absolute": "learned", "none": "none"}.get(
+        get("--position-embedding-type", "learned_absolute"), "learned")
+    fields = {"layers": layers, "hidden": hidden, "ffn": ffn, "heads": heads, "kv_heads": kv,
+              "head_dim": int(get("--kv-channels", hidden // heads)), "vocab": int(get("--vocab-size", 50257)),
+              "tied_embeddings": not has("--untie-embeddings-and-output-weights"),
+              "activation": "swiglu" if swiglu else "gelu",
+              "norm": "rmsnorm" if get("--normalization", "LayerNorm") == "RMSNorm" else "layernorm",
+              "position": position}
+    if has("--num-experts"):
+        expert_ffn = int(get("--moe-ffn-hidden-size", ffn))
+        fields.update(experts=int(get("--num-experts")), top_k=int(get("--moe-router-topk", 2)), expert_ffn=expert_ffn,
+                      shared_experts=int(get("--moe-shared-expert-intermediate-size", 0)) // expert_ffn)
+        freq = get("--moe-layer-freq")
+        if isinstance(freq, str) and freq.startswith("["):
+            fields["moe_from"] = freq.strip("[]").split(",").index("1")
+    used.update(("--tokenizer-type", "--mock-data", "--disable-bias-linear", "--moe-grouped-gemm",
+                 "--max-position-embeddings", "--group-query-attention"))
+    tp, pp = int(get("--tensor-model-parallel-size", 1)), int(get("--pipeline-model-parallel-size", 1))
+    cp, ep = int(get("--context-parallel-size", 1)), int(get("--expert-model-parallel-size", 1))
+    etp = int(get("--expert-tensor-parallel-size", tp))
+    world = int(get("--world-size", 0)) or None
+    dp_words = [o for o in ("--data-parallel-size",) if o in options]
+    if not dp_words and world is None:
+        dp = defaults.dp
+    else:
+        dp = int(get("--data-parallel-size", 0)) or (world // (tp * pp * cp))
+    micro, batch = int(get("--micro-batch-size", 1)), int(get("--global-batch-size", 0)) or int(get("--micro-batch-size", 1)) * dp
+    precision = "fp8" if has("--fp8-format") else "fp16" if has("--fp16") else "bf16"
+    has("--bf16")
+    granularity, method, count = get("--recompute-granularity"), get("--recompute-method"), get("--recompute-num-layers")
+    recompute = ("none" if granularity is None else "selective" if granularity == "selective"
+                 else "full" if method in (None, "uniform") else f"full {count}")
+    if "--vocab-size" not in options:
+        diags.append(warning("W0701", "no `--vocab-size`: the vocabulary is taken as GPT-2's 50,257", source.span(0, 0),
+                             label="the tokenizer decides it", help="edit `vocab` in the spec's model block"))
+    lines = [f"# imported from {source.path} (Megatron-LM pretrain_gpt.py options) by `parc import`",
+             f"# not in the file: the GPU ({defaults.gpu}), {defaults.gpus_per_node} GPUs per node"
+             + ("" if dp_words or world else f", and dp {dp} (`parc import --dp`)")]
+    axes = [(n, d) for n, d in (("tp", tp), ("cp", cp), ("dp", dp), ("pp", pp)) if d > 1] or [("dp", 1)]
+    lines.append(" x ".join(f"{n} {d}" for n, d in axes) + f" on nodes({defaults.gpus_per_node} gpus, nvlink)")
+    if ep > 1:
+        fold = [n for n, d in (("tp", tp), ("cp", cp), ("dp", dp)) if d > 1 and (n != "tp" or etp == 1)]
+        lines.append(f"ep {ep} over {' x '.join(fold)}")
+    lines += [model_text(fields), f"hardware {{ gpu {defaults.gpu} }}", "train {",
+              f"  seq {int(get('--seq-length'))}, global-batch {batch}, micro-batch {micro}",
+              f"  precision {precision}, optimizer {'sgd' if get('--optimizer', 'adam') == 'sgd' else 'adamw'}, "
+              f"recompute {recompute}", "}"]
+    target = []
+    if get("--attention-backend", "auto") == "unfused":
+        target.append("flash-attention off")
+    if has("--tp-comm-overlap"):
+        target.append("tp-overlap all")
+    elif has("--no-async-tensor-model-parallel-allreduce"):
+        target.append("tp-overlap none")
+    if has("--grad-reduce-in-bf16"):
+        target.append("grad-reduce bf16")
+    elif has("--accumulate-allreduce-grads-in-fp32") and precision == "fp16":
+        target.append("grad-reduce fp32")
+    lines.append("target megatron" + (f" {{ {', '.join(target)} }}" if target else ""))
+    if tp > 1:
+        lines.append(f"tp {{ sequence-parallel {'on' if has('--sequence-parallel') else 'off'} }}")
+    if dp * cp > 1:
+        sharding = "zero1" if has("--use-distributed-optimizer") else "zero3" if has("--use-torch-fsdp2") else "none"
+        lines.append(f"dp {{ sharding {sharding} }}")
+    if cp > 1:
+        flavour = {"p2p": "ring", "all_gather": "all-gather", "a2a": "all-to-all"}.get(get("--cp-comm-type", "p2p"), "ring")
+        lines.append(f"cp {{ flavour {flavour} }}")
+    if pp > 1:
+        per = get("--num-layers-per-virtual-pipeline-stage")
+        opts = [f"schedule interleaved-1f1b, virtual-stages {layers // (pp * int(per))}"] if per else ["schedule 1f1b"]
+        first, last = get("--decoder-first-pipeline-num-layers"), get("--decoder-last-pipeline-num-layers")
+        if first or last:
+            f_, l_ = int(first or 0), int(last or 0)
+            middle = (layers - f_ - l_) // (pp - 2) if pp > 2 else 0
+            opts.append(f"split [{', '.join(map(str, [f_] + [middle] * (pp - 2) + [l_]))}]")
+        lines.append(f"pp {{ {', '.join(opts)} }}")
+    steps = get("--train-iters")
+    if steps is not None:
+        lines.append(f"launch {{ steps {steps} }}")
+    diags += _unused(options, used, "Megatron-LM")
+    return Imported("megatron", "\n".join(lines) + "\n", diags)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def import_source(source: SourceFile, defaults: Defaults | None = None) -> Imported:
+    """Recognise the file by its content and import it."""
+    defaults = defaults or Defaults()
+    text = source.text.lstrip()
+    if text.startswith("{"):
+        return import_hf(source)
+    if "--parallelism." in text or "--module" in text or "--training." in text:
+        return import_torchtitan(source, defaults)
+    if "--num-layers" in text or "--tensor-model-parallel-size" in text or "pretrain_gpt" in text:
+        return import_megatron(source, defaults)
+    return Imported("unknown", None, [error(
+        "E0702", "not a torchtitan command line, a Megatron-LM launch script or a config.json", source.span(0, 0),
+        label="unrecognised", help="pass torchtitan.args, a pretrain_gpt.py launch script, or config.json")])

@@ -1,0 +1,147 @@
+"""`parc import`: a generated torchtitan or Megatron-LM job imported back gives the same
+settings; a Hugging Face config.json gives the model; what parc cannot read is reported with
+file:line (W0701), never dropped.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from parc.backends import job_files
+from parc.importer import Defaults, import_source
+from parc.pipeline import compile_text
+from parc.source import SourceFile
+
+from .conftest import ROOT, run_cli
+from .test_targets_megatron import LAYOUTS as MEGATRON_LAYOUTS
+from .test_targets_megatron import compiled as megatron_compiled
+from .test_targets_torchtitan import LAYOUTS as TITAN_LAYOUTS
+from .test_targets_torchtitan import compiled as titan_compiled
+
+
+def settings(plan) -> dict:
+    """The facts a job's configuration carries (not the cluster, which no imported file says, and
+    adam = adamw: Megatron's one Adam is AdamW)."""
+    lay, t = plan.layout, plan.training
+    return {
+        "model": plan.model.model_dump(exclude={"spans", "name"}),
+        "axes": [(a.name, a.degree) for a in lay.axes if a.degree != 1],
+        "sp": lay.tp.sequence_parallel if (lay.tp.degree or 1) > 1 else None,
+        "pp": (lay.pp.schedule, lay.pp.virtual_stages, tuple(c for c in (lay.pp.split or ()))) if (lay.pp.degree or 1) > 1
+        else None,
+        "dp": (lay.dp.sharding, lay.dp.replicate, lay.dp.shard) if (lay.dp.degree or 1) * (lay.cp.degree or 1) > 1
+        else None,
+        "cp": lay.cp.flavour if (lay.cp.degree or 1) > 1 else None,
+        "ep": (lay.ep.degree, lay.ep.folded_over),
+        "train": (t.seq_len, t.global_batch, t.micro_batch, t.precision, t.recompute, t.recompute_layers,
+                  "adam" if t.optimizer == "adamw" else t.optimizer),
+        "target": plan.target.model_dump(exclude={"spans"}),
+        "steps": plan.launch.steps,
+    }
+
+
+def reimport(plan, name: str, dp: int = 1):
+    source = SourceFile(name, job_files(plan)[name])
+    imported = import_source(source, Defaults(gpu=plan.cluster.gpu.name, gpus_per_node=plan.cluster.gpus_per_node,
+                                              dp=dp))
+    assert imported.text is not None, [d.message for d in imported.diagnostics]
+    assert not imported.diagnostics, [d.message for d in imported.diagnostics]
+    result = compile_text(imported.text, path="imported.par")
+    assert result.plan is not None, [d.message for d in result.diagnostics if d.is_error]
+    return result.plan
+
+
+def _normalise(plan, s: dict) -> dict:
+    # an even split is written by neither backend; parc's plan keeps `split` only when stated
+    if s["pp"]:
+        from parc.stages import pipeline_chunks
+
+        layers = tuple(c.layers for c in sorted(pipeline_chunks(plan), key=lambda c: c.index))
+        s["pp"] = (s["pp"][0], s["pp"][1], layers)
+    return s
+
+
+@pytest.mark.parametrize("name", sorted(TITAN_LAYOUTS))
+def test_torchtitan_round_trip(name):
+    plan = titan_compiled(name)
+    again = reimport(plan, "torchtitan.args")
+    assert _normalise(again, settings(again)) == _normalise(plan, settings(plan))
+
+
+@pytest.mark.parametrize("name", sorted(MEGATRON_LAYOUTS))
+def test_megatron_round_trip(name):
+    plan = megatron_compiled(name)
+    again = reimport(plan, "megatron.args", dp=plan.layout.dp.degree or 1)
+    assert _normalise(again, settings(again)) == _normalise(plan, settings(plan))
+
+
+def test_shipped_specs_round_trip():
+    checked = 0
+    for path in sorted((ROOT / "specs").glob("*.par")):
+        text = path.read_text()
+        for target, name in (("torchtitan", "torchtitan.args"), ("megatron", "megatron.args")):
+            if f"\ntarget {target}" in text:
+                plan = compile_text(text, path=path.name).plan
+                again = reimport(plan, name, dp=plan.layout.dp.degree or 1)
+                assert _normalise(again, settings(again)) == _normalise(plan, settings(plan)), path
+                checked += 1
+    assert checked >= 2
+
+
+HF_LLAMA3_8B = {  # meta-llama/Meta-Llama-3-8B config.json, as published
+    "architectures": ["LlamaForCausalLM"], "attention_bias": False, "attention_dropout": 0.0, "bos_token_id": 128000,
+    "eos_token_id": 128001, "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02,
+    "intermediate_size": 14336, "max_position_embeddings": 8192, "model_type": "llama", "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 8, "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+    "rope_scaling": None, "rope_theta": 500000.0, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "transformers_version": "4.40.0.dev0", "use_cache": True, "vocab_size": 128256,
+}
+
+HF_MIXTRAL = {  # mistralai/Mixtral-8x7B-v0.1 config.json, as published
+    "architectures": ["MixtralForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2,
+    "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336,
+    "max_position_embeddings": 32768, "model_type": "mixtral", "num_attention_heads": 32, "num_experts_per_tok": 2,
+    "num_hidden_layers": 32, "num_key_value_heads": 8, "num_local_experts": 8, "output_router_logits": False,
+    "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "router_aux_loss_coef": 0.02, "sliding_window": None,
+    "tie_word_embeddings": False, "torch_dtype": "bfloat16", "transformers_version": "4.36.0.dev0",
+    "use_cache": True, "vocab_size": 32000,
+}
+
+SPEC = "dp 8 on nodes(8 gpus, nvlink)\n{model}\nhardware {{ gpu h100-sxm }}\ntrain {{ seq 4096, global-batch 8 }}\n"
+
+
+@pytest.mark.parametrize(("config", "preset"), [(HF_LLAMA3_8B, "llama3-8b"), (HF_MIXTRAL, "mixtral-8x7b")])
+def test_hf_config_gives_the_models_shape(config, preset):
+    text = json.dumps(config, indent=2)
+    imported = import_source(SourceFile("config.json", text))
+    assert imported.text is not None
+    ours = compile_text(SPEC.format(model=imported.text.strip()), path="a.par", checks=False).plan.model
+    theirs = compile_text(SPEC.format(model=f"model {preset}"), path="b.par", checks=False).plan.model
+    assert ours.model_dump(exclude={"spans"}) == theirs.model_dump(exclude={"spans"})
+    # keys parc has no field for are reported where they are written, none silently dropped
+    reported = {d.message.split("`")[1] for d in imported.diagnostics}
+    assert reported == {k for k in config if k in ("rope_scaling", "sliding_window")}
+    for d in imported.diagnostics:
+        assert d.code == "W0701" and text.splitlines()[d.span.line - 1].strip().startswith(f'"{d.message.split("`")[1]}"')
+
+
+def test_unknown_options_are_reported_with_their_line(tmp_path):
+    script = tmp_path / "launch.sh"
+    script.write_text("#!/bin/bash\ntorchrun --nproc-per-node 8 pretrain_gpt.py \\\n"
+                      "  --num-layers 32 --hidden-size 4096 --num-attention-heads 32 \\\n"
+                      "  --seq-length 4096 --vocab-size 32000 --lr 3e-4 \\\n"
+                      "  --tensor-model-parallel-size 2 --data-path /data/x  # the corpus\n")
+    result = run_cli("import", str(script), "--dp", "4")
+    assert result.exit_code == 0
+    assert "tp 2 x dp 4" in result.stdout
+    for option, line in (("--lr", 4), ("--data-path", 5), ("--nproc-per-node", 2)):
+        assert f"{script}:{line}:" in result.stderr and f"`{option}` is not imported" in result.stderr
+    assert "torchrun" in result.stderr and "pretrain_gpt.py" in result.stderr  # the words around the options
+
+
+def test_unrecognised_file_is_an_error(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("hello\n")
+    result = run_cli("import", str(path))
+    assert result.exit_code == 1 and "E0702" in result.stderr and result.stdout == ""
