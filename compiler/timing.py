@@ -993,10 +993,16 @@ def dp_ledger(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, re
       and a reduce-scatter of the gradients;
     - hsdp: zero3 over the shard group plus one all-reduce of the sharded gradients over the
       replicas per step."""
-    m, mode = k.microbatches, k.sharding
-    sets = ((r.params_dense, shard if mode == "hsdp" else dense), (r.params_expert, expert))
+    return _dp_ledger(r.params_dense, r.params_expert, r.layers, k.microbatches, k.sharding, k.pp,
+                      dense, expert, shard, replicate, grad)
+
+
+@lru_cache(maxsize=65536)
+def _dp_ledger(params_dense: int, params_expert: int, layers: int, m: int, mode: str, pp: int, dense: Link,
+               expert: Link, shard: Link, replicate: Link, grad: int) -> tuple[Collective, ...]:
+    sets = ((params_dense, shard if mode == "hsdp" else dense), (params_expert, expert))
     out: list[Collective] = []
-    units = r.layers + 1  # FSDP2 wraps each transformer layer, and the root (embedding, output)
+    units = layers + 1  # FSDP2 wraps each transformer layer, and the root (embedding, output)
 
     def add(kind: str, payload: float, count: int, lk: Link, window: str) -> None:
         """`payload` per logical collective, issued in calls: one per FSDP unit (zero2, zero3,
@@ -1018,11 +1024,11 @@ def dp_ledger(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, re
             add("all_gather", PARAM * params, 1, lk, "after_step")
         else:
             add("all_gather", PARAM * params, m, lk, "forward")
-            if k.pp <= 1:
+            if pp <= 1:
                 add("all_gather", PARAM * params, m, lk, "backward")
             add("reduce_scatter", grad * params, m, lk, "backward")
-    if mode == "hsdp" and replicate.size > 1 and r.params_dense:
-        add("all_reduce", grad * r.params_dense / max(1, shard.size), 1, replicate, "last_backward")
+    if mode == "hsdp" and replicate.size > 1 and params_dense:
+        add("all_reduce", grad * params_dense / max(1, shard.size), 1, replicate, "last_backward")
     return tuple(out)
 
 
@@ -1047,16 +1053,21 @@ def dp_exposed(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, r
     backward; the post-step gather and the first micro-batch's forward gather under one forward)
     queue on the same link, and only what their sum exceeds the window by shows."""
     ledger = dp_ledger(r, k, dense, expert, shard, replicate, grad)
+    back = r.backward_input + r.backward_weight + r.recompute
+    return _dp_exposed(ledger, k.microbatches, r.forward, back, dense, expert, shard, replicate)
+
+
+@lru_cache(maxsize=65536)
+def _dp_exposed(ledger: tuple[Collective, ...], m: int, forward: float, back: float, dense: Link, expert: Link,
+                shard: Link, replicate: Link) -> tuple[float, float]:
     links = {(dense.size, dense.local): dense, (expert.size, expert.local): expert,
              (shard.size, shard.local): shard, (replicate.size, replicate.local): replicate}
-    m = k.microbatches
-    back = r.backward_input + r.backward_weight + r.recompute
     busy = dict.fromkeys(("forward", "backward", "last_backward", "after_step"), 0.0)
     for c in ledger:
         reps = m if c.window in ("forward", "backward") else 1
         busy[c.window] += c.count / reps * collective_seconds(c, links[(c.size, c.local)])
     exposed_s = 0.0
-    for window, once, length in (("forward", "after_step", r.forward), ("backward", "last_backward", back)):
+    for window, once, length in (("forward", "after_step", forward), ("backward", "last_backward", back)):
         exposed_s += (m - 1) * max(0.0, busy[window] - length) + max(0.0, busy[window] + busy[once] - length)
     return exposed_s, sum(c.sent_per_step for c in ledger)
 
@@ -1324,5 +1335,5 @@ def predict(plan: Plan, constants: Constants = DEFAULT, sw: Software | None = No
 
 def clear_caches() -> None:
     for cached in (geometry, link, layer_work, embedding_work, output_work, exposed, rank_loads, _piece,
-                   _rank_times):
+                   _rank_times, _dp_ledger, _dp_exposed):
         cached.cache_clear()

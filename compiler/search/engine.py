@@ -623,7 +623,8 @@ class Engine:
         times = [timing.RankTimes(forward=f, backward_input=bi, backward_weight=bw, recompute=rec,
                                   exposed_f=(xf, 0.0, 0.0, 0.0), exposed_b=(xb, 0.0, 0.0, 0.0),
                                   sent=(0.0, 0.0, 0.0, 0.0), chunks=load.chunks, params_dense=load.params_dense,
-                                  params_expert=load.params_expert)
+                                  params_expert=load.params_expert,
+                                  layers=sum(count for _, _, count in load.pieces))
                  for f, bi, bw, rec, xf, xb, load in loads]
         shardings = self._group_shardings(item, k)
         return k, core, times, shardings, [self._with_sharding(k, *sharding) for sharding in shardings]
