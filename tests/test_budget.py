@@ -204,3 +204,19 @@ def test_report_page_has_the_budget():
     assert 'id="budget"' in page and "time to train" in page and "M GPU-hours" in page
     assert "for 8 GPUs" in page  # the catalogue price's source, shown with the cost
     assert 'id="budget"' not in build_page(compile_path(str(ROOT / "specs/tiny.par")))
+
+
+def test_search_states_each_candidates_budget(tmp_path):
+    text = (ROOT / "specs/llama3-70b-search.par").read_text(encoding="utf-8")
+    at = text.index("}", text.index("train {"))
+    path = tmp_path / "search.par"
+    path.write_text(text[:at] + "  tokens 2T\n" + text[at:], encoding="utf-8")
+    data = json.loads(run_cli("search", str(path), "--format", "json").stdout)
+    assert data["candidates"]
+    for c in data["candidates"]:
+        budget = c["budget"]
+        assert budget["steps"] == math.ceil(2e12 / (1024 * 8192))
+        assert budget["days"] == pytest.approx(budget["steps"] * c["step_seconds"] / 86400, rel=1e-5)
+        assert budget["gpu_hours"] == pytest.approx(1024 * budget["steps"] * c["step_seconds"] / 3600, rel=1e-5)
+    text_out = run_cli("search", str(path)).stdout
+    assert "training budget: 2T tokens in " in text_out and "GPU-hours" in text_out
