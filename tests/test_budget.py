@@ -65,8 +65,10 @@ def test_a_decimal_budget_and_steps():
 @pytest.mark.parametrize(("budget", "code", "words"), [
     (", tokens 15X", "E0205", "is not a multiplier"),
     (", tokens 15 tokens", "E0205", "is not a multiplier"),
-    (", tokens 0.5", "E0207", "whole number"),
+    (", tokens 1.5", "E0207", "whole number"),
+    (", tokens 0T", "E0207", "at least 1 token"),
     (", tokens 5000P", "E0207", "too large"),
+    (", tokens 1e99999999999", "E0207", "too large"),
     (", tokens", "E0203", "needs a value"),
     (", tokens 15T, steps 10", "E0230", "stated twice"),
     (", steps 0", "E0207", "at least 1"),
