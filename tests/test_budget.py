@@ -222,3 +222,23 @@ def test_search_states_each_candidates_budget(tmp_path):
         assert budget["gpu_hours"] == pytest.approx(1024 * budget["steps"] * c["step_seconds"] / 3600, rel=1e-5)
     text_out = run_cli("search", str(path)).stdout
     assert "training budget: 2T tokens in " in text_out and "GPU-hours" in text_out
+
+
+@pytest.mark.slow
+def test_budget_table_in_headless_chromium(tmp_path):
+    """The report's budget section loads in a real browser: its table is in the DOM after load,
+    one row per non-zero part, and the console stays silent (tests/test_report.py's harness)."""
+    from .test_report import browse, console_messages
+
+    page = tmp_path / "llama3-405b.html"
+    html = build_page(compile_path(str(ROOT / "specs/llama3-405b.par")))
+    page.write_text(html, encoding="utf-8")
+    loaded = browse(page, tmp_path, "--dump-dom")
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert console_messages(loaded.stderr) == []
+    dom = loaded.stdout
+    table = dom.split('<table class="budget">', 1)[1].split("</table>", 1)[0]
+    report = json.loads(run_cli("explain", str(ROOT / "specs/llama3-405b.par"), "--format", "json").stdout)
+    rows = [p for p in report["budget"]["parts"].values() if p["gpu_hours"]]
+    assert rows and table.count("<tr>") == len(rows) + 1
+    assert "time to train" in dom and 'data-ready="1"' in dom
