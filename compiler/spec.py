@@ -1028,14 +1028,21 @@ def _parse_tokens(key, values, setting, diags):
         diags.err("E0205", f"`{suffix[:30]}` is not a multiplier of a token count", suffix_span,
                   label="not K, M, B, T or P", help=help_text)
         return None
-    exact = Decimal(number_text.replace("_", "")) * units.TOKEN_SCALES.get(suffix, 1)
+    try:
+        exact = Decimal(number_text.replace("_", "")) * units.TOKEN_SCALES.get(suffix, 1)
+    except ArithmeticError:  # an exponent beyond Decimal's range: `1e99999999999`
+        exact = Decimal("Infinity")
     if not exact.is_finite() or exact > key.limit:
         diags.err("E0207", f"`{key.name}` is too large", atoms[0].span, label=f"beyond {key.limit:.0e} tokens",
                   help=f"parc accepts up to {key.limit:.0e} tokens; check the number")
         return None
-    if exact != exact.to_integral_value() or exact < 1:
+    if exact < 1:
+        diags.err("E0207", f"`{key.name}` must be at least 1 token", atoms[0].span, label="too small",
+                  help=help_text)
+        return None
+    if exact != exact.to_integral_value():
         diags.err("E0207", f"`{key.name}` is not a whole number of tokens", atoms[0].span,
-                  label="not a whole count of at least 1", help=help_text)
+                  label="has a fraction of a token", help=help_text)
         return None
     return int(exact)
 

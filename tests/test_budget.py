@@ -65,8 +65,10 @@ def test_a_decimal_budget_and_steps():
 @pytest.mark.parametrize(("budget", "code", "words"), [
     (", tokens 15X", "E0205", "is not a multiplier"),
     (", tokens 15 tokens", "E0205", "is not a multiplier"),
-    (", tokens 0.5", "E0207", "whole number"),
+    (", tokens 1.5", "E0207", "whole number"),
+    (", tokens 0T", "E0207", "at least 1 token"),
     (", tokens 5000P", "E0207", "too large"),
+    (", tokens 1e99999999999", "E0207", "too large"),
     (", tokens", "E0203", "needs a value"),
     (", tokens 15T, steps 10", "E0230", "stated twice"),
     (", steps 0", "E0207", "at least 1"),
@@ -204,3 +206,39 @@ def test_report_page_has_the_budget():
     assert 'id="budget"' in page and "time to train" in page and "M GPU-hours" in page
     assert "for 8 GPUs" in page  # the catalogue price's source, shown with the cost
     assert 'id="budget"' not in build_page(compile_path(str(ROOT / "specs/tiny.par")))
+
+
+def test_search_states_each_candidates_budget(tmp_path):
+    text = (ROOT / "specs/llama3-70b-search.par").read_text(encoding="utf-8")
+    at = text.index("}", text.index("train {"))
+    path = tmp_path / "search.par"
+    path.write_text(text[:at] + "  tokens 2T\n" + text[at:], encoding="utf-8")
+    data = json.loads(run_cli("search", str(path), "--format", "json").stdout)
+    assert data["candidates"]
+    for c in data["candidates"]:
+        budget = c["budget"]
+        assert budget["steps"] == math.ceil(2e12 / (1024 * 8192))
+        assert budget["days"] == pytest.approx(budget["steps"] * c["step_seconds"] / 86400, rel=1e-5)
+        assert budget["gpu_hours"] == pytest.approx(1024 * budget["steps"] * c["step_seconds"] / 3600, rel=1e-5)
+    text_out = run_cli("search", str(path)).stdout
+    assert "training budget: 2T tokens in " in text_out and "GPU-hours" in text_out
+
+
+@pytest.mark.slow
+def test_budget_table_in_headless_chromium(tmp_path):
+    """The report's budget section loads in a real browser: its table is in the DOM after load,
+    one row per non-zero part, and the console stays silent (tests/test_report.py's harness)."""
+    from .test_report import browse, console_messages
+
+    page = tmp_path / "llama3-405b.html"
+    html = build_page(compile_path(str(ROOT / "specs/llama3-405b.par")))
+    page.write_text(html, encoding="utf-8")
+    loaded = browse(page, tmp_path, "--dump-dom")
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert console_messages(loaded.stderr) == []
+    dom = loaded.stdout
+    table = dom.split('<table class="budget">', 1)[1].split("</table>", 1)[0]
+    report = json.loads(run_cli("explain", str(ROOT / "specs/llama3-405b.par"), "--format", "json").stdout)
+    rows = [p for p in report["budget"]["parts"].values() if p["gpu_hours"]]
+    assert rows and table.count("<tr>") == len(rows) + 1
+    assert "time to train" in dom and 'data-ready="1"' in dom

@@ -7,6 +7,7 @@ Both forms are deterministic: no timings, no paths beyond the one given, numbers
 
 from __future__ import annotations
 
+from .. import budget as run_budget
 from ..codes import CODES
 from ..diagnostics import Diagnostic, Style, as_json, error, summary_line
 from ..diagnostics import render_text as render_diagnostic_text
@@ -100,6 +101,12 @@ def render_text(result: SearchResult, style: Style) -> str:
     winner = result.winner
     values = ", ".join(f"{LABELS.get(h, h)} {v}" for h, v in winner.values.items())
     lines += ["", style.bold(f"winner: {values}")]
+    budget = run_budget.budget(winner.compilation.plan, winner.prediction)
+    if budget is not None:
+        cost = f", {run_budget.dollars(budget.cost)}" if budget.cost is not None else ""
+        lines.append(f"training budget: {run_budget.tokens_text(budget.tokens)} tokens in "
+                     f"{run_budget.days_text(budget.days)}, {run_budget.hours_text(budget.gpu_hours)}{cost} "
+                     f"(`parc explain` on the filled spec has the breakdown)")
     lines += _check_lines(winner, "the filled spec", style)[1:]
     if result.rejected:
         lines.append(f"note: {len(result.rejected)} candidate(s) the fast checks accepted were rejected by "
@@ -140,8 +147,15 @@ def candidate_json(space: Space, c: Candidate) -> dict:
         "pareto": c.pareto,
         "lost_because": c.lost_because,
         "indistinguishable": c.indistinguishable,
+        "budget": _budget_json(c),
         "diagnostics": as_json(c.compilation.diagnostics),
     }
+
+
+def _budget_json(c: Candidate) -> dict | None:
+    """`parc explain`'s budget section for the filled spec; None without `tokens`/`steps`."""
+    budget = run_budget.budget(c.compilation.plan, c.prediction)
+    return None if budget is None else budget.json()
 
 
 def render_json(result: SearchResult, written: bool = False) -> dict:
