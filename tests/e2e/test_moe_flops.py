@@ -32,6 +32,7 @@ SPEC = """job {name}
 model tiny-moe {{
   moe-layers from 1
   shared-experts 1
+  {moe}
 }}
 hardware {{
   gpu h100-sxm
@@ -91,11 +92,12 @@ dist.destroy_process_group()
 '''
 
 
-def probe(tmp_path: Path, name: str, layout: str, ranks: int, options: str = "", micro: int = 4) -> list[dict]:
+def probe(tmp_path: Path, name: str, layout: str, ranks: int, options: str = "", micro: int = 4,
+          moe: str = "") -> list[dict]:
     """Per rank, of each MoE layer in one forward: the routed experts' FLOPs ("flops") and the
     host syncs ("syncs", what each was)."""
     spec = tmp_path / f"{name}.par"
-    spec.write_text(SPEC.format(name=name, layout=layout, options=options, micro=micro))
+    spec.write_text(SPEC.format(name=name, layout=layout, options=options, micro=micro, moe=moe))
     result = compile_path(str(spec))
     assert result.ok, [d.message for d in result.diagnostics if d.is_error]
     job = tmp_path / name
@@ -128,6 +130,8 @@ def test_expert_flops_per_tp_rank_are_one_over_tp(tmp_path, sp):
     assert_one_sync_per_layer([one, *shards])
 
 
-def test_one_host_sync_per_moe_layer_under_expert_parallelism(tmp_path):
-    """The dispatcher reads both count tables at once: the layer's one sync."""
-    assert_one_sync_per_layer(probe(tmp_path, "ep2", "ep 2 on nodes(2 gpus, nvlink)", 2, micro=2))
+@pytest.mark.parametrize("moe", ["", "moe-balance aux-free 0.001\n  capacity-factor 1.0"])
+def test_one_host_sync_per_moe_layer_under_expert_parallelism(tmp_path, moe):
+    """The dispatcher reads both count tables at once: the layer's one sync (also with the
+    aux-free bias and a capacity limit, whose dropped copies stay behind)."""
+    assert_one_sync_per_layer(probe(tmp_path, "ep2", "ep 2 on nodes(2 gpus, nvlink)", 2, micro=2, moe=moe))
