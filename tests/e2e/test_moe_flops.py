@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from parc.atomic import write_tree
 from parc.backends import job_files
 from parc.pipeline import compile_path
@@ -31,7 +30,7 @@ SPEC = """job {name}
 {layout}
 model tiny-moe {{
   moe-layers from 1
-  shared-experts 1
+  shared-experts {shared}
   {moe}
 }}
 hardware {{
@@ -93,11 +92,12 @@ dist.destroy_process_group()
 
 
 def probe(tmp_path: Path, name: str, layout: str, ranks: int, options: str = "", micro: int = 4,
-          moe: str = "") -> list[dict]:
+          moe: str = "", shared: int = 1) -> list[dict]:
     """Per rank, of each MoE layer in one forward: the routed experts' FLOPs ("flops") and the
     host syncs ("syncs", what each was)."""
     spec = tmp_path / f"{name}.par"
-    spec.write_text(SPEC.format(name=name, layout=layout, options=options, micro=micro, moe=moe))
+    spec.write_text(SPEC.format(name=name, layout=layout, options=options, micro=micro, moe=moe,
+                                 shared=shared))
     result = compile_path(str(spec))
     assert result.ok, [d.message for d in result.diagnostics if d.is_error]
     job = tmp_path / name
@@ -123,8 +123,9 @@ def test_expert_flops_per_tp_rank_are_one_over_tp(tmp_path, sp):
     [one] = probe(tmp_path, "tp1", "dp 1 on nodes(1 gpus, nvlink)", 1)
     whole = one["flops"]
     assert len(whole) == 3 and all(f > 0 for f in whole)  # layers 1-3 are MoE
+    # with SP, no shared experts: the MoE block is then the routed path alone
     shards = probe(tmp_path, f"tp2-sp-{sp}", "tp 2 on nodes(2 gpus, nvlink)", 2,
-                   f"tp {{\n  sequence-parallel {sp}\n}}")
+                   f"tp {{\n  sequence-parallel {sp}\n}}", shared=0 if sp == "on" else 1)
     for rank, found in enumerate(shards):
         assert found["flops"] == [f // 2 for f in whole], f"tp rank {rank}: {found['flops']} vs one process {whole}"
     assert_one_sync_per_layer([one, *shards])
