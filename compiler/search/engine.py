@@ -417,12 +417,12 @@ class Engine:
                 stats.pruned["E0304"] += len(pipes) * n_micro * n_sp * orders_raw * n_rec * shard_raw
                 continue
             dense_replicas = dp * cp * (ep if self.ep_axis else 1)
-            # as `Knobs.expert_replicas` counts them (parc's runtime: the tp ranks too), so that
-            # a group merged here is the one `_group_shardings` evaluates once
-            spread = dense_replicas * (tp if "tp" in space.ep_fold or self.runtime == "torch" else 1)
+            # as Knobs.expert_replicas: parc's runtime counts tp ranks as the experts' data ranks
+            moe = bool(self.shape.moe)
+            spread = dense_replicas * (tp if "tp" in space.ep_fold or (moe and self.runtime == "torch") else 1)
             expert_replicas = max(1, spread // ep)
             item.shardings = self._shardings(item)
-            single_rank = dense_replicas == 1 and expert_replicas == 1
+            single_rank = dense_replicas == 1 and (expert_replicas == 1 or not moe)
             n_orders_valid = len(item.orders) * item.order_weight
             canonical_pipe = ("1f1b", 1) if ("1f1b", 1) in pipes else pipes[0]
             for schedule, v in pipes:
@@ -473,7 +473,7 @@ class Engine:
                      recompute_layers=k.recompute_layers, runtime=k.runtime)
 
     def _group_shardings(self, item: _Degrees, k: Knobs) -> list[tuple[str, int]]:
-        if self.space.sharding_open and k.dense_replicas == 1 and k.expert_replicas == 1:
+        if self.space.sharding_open and k.dense_replicas == 1 and (k.expert_replicas == 1 or not self.shape.moe):
             return [("none", 0)]
         return item.shardings
 

@@ -5,7 +5,9 @@ and 4; pp 2 x dp 4 (1F1B, ZeRO-1) resumes from the step-2 checkpoint and runs st
 DCP reshards the 2-D (FSDP x TP) parameters and optimizer states into whole per-stage ones, and
 ZeRO-1 slices them again. Both runs' losses must match the uninterrupted single-process run.
 Losing the optimizer state (moments or step count) would show in the step-3 loss and in the
-gradients of steps 2 and 3, which are compared too.
+gradients of steps 2 and 3, which are compared too. A MoE job
+with auxiliary-loss-free balancing saves its routers' expert bias under ep 2 x dp 2 and resumes
+in one process.
 """
 
 from __future__ import annotations
@@ -47,5 +49,27 @@ def test_asynchronous_checkpoints_resume_like_synchronous_ones(workdir, referenc
     resume_dir = workdir / "checkpoints-async-resume"
     shutil.copytree(saved / "step-2", resume_dir / "step-2")
     second = train(job, 1, "--checkpoint-dir", str(resume_dir), "--resume", out=workdir / "async-resume-run")
+    assert_parity(second, reference, steps=range(2, 4))
+    assert "resumed from" in second.output
+
+
+def test_aux_free_expert_bias_resumes_under_another_layout(workdir):
+    """The routers' expert bias is model state: ep 2 x dp 2 saves it after step 2, one process
+    resumes from it and steps 2 and 3 match the uninterrupted single-process run."""
+    import torch.distributed.checkpoint as dcp
+
+    reference = train(compile_job("reference-moe-aux-free", workdir), 1).check()
+    saved = workdir / "checkpoints-ep2-aux-free"
+    first = train(compile_job("moe-ep2-aux-free", workdir), 4, "--checkpoint-dir", str(saved),
+                  "--checkpoint-every", "2", out=workdir / "save-aux-free", grads=False)
+    assert_parity(first, reference)
+    keys = dcp.FileSystemReader(str(saved / "step-2")).read_metadata().state_dict_metadata
+    biases = [k for k in keys if k.endswith("feed_forward.expert_bias")]
+    assert len(biases) == 3, sorted(keys)  # layers 1-3
+
+    resume_dir = workdir / "checkpoints-aux-free-one"
+    shutil.copytree(saved / "step-2", resume_dir / "step-2")
+    second = train(compile_job("reference-moe-aux-free", workdir), 1, "--checkpoint-dir", str(resume_dir),
+                   "--resume", out=workdir / "resume-aux-free", grads=False)
     assert_parity(second, reference, steps=range(2, 4))
     assert "resumed from" in second.output

@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from parc.atomic import write_tree
 from parc.backends import job_files
 from parc.pipeline import compile_path
@@ -31,7 +30,8 @@ SPEC = """job {name}
 {layout}
 model tiny-moe {{
   moe-layers from 1
-  shared-experts 1
+  shared-experts {shared}
+  {moe}
 }}
 hardware {{
   gpu h100-sxm
@@ -91,11 +91,13 @@ dist.destroy_process_group()
 '''
 
 
-def probe(tmp_path: Path, name: str, layout: str, ranks: int, options: str = "", micro: int = 4) -> list[dict]:
+def probe(tmp_path: Path, name: str, layout: str, ranks: int, options: str = "", micro: int = 4,
+          moe: str = "", shared: int = 1) -> list[dict]:
     """Per rank, of each MoE layer in one forward: the routed experts' FLOPs ("flops") and the
     host syncs ("syncs", what each was)."""
     spec = tmp_path / f"{name}.par"
-    spec.write_text(SPEC.format(name=name, layout=layout, options=options, micro=micro))
+    spec.write_text(SPEC.format(name=name, layout=layout, options=options, micro=micro, moe=moe,
+                                 shared=shared))
     result = compile_path(str(spec))
     assert result.ok, [d.message for d in result.diagnostics if d.is_error]
     job = tmp_path / name
@@ -121,13 +123,16 @@ def test_expert_flops_per_tp_rank_are_one_over_tp(tmp_path, sp):
     [one] = probe(tmp_path, "tp1", "dp 1 on nodes(1 gpus, nvlink)", 1)
     whole = one["flops"]
     assert len(whole) == 3 and all(f > 0 for f in whole)  # layers 1-3 are MoE
+    # with SP, no shared experts: the MoE block is then the routed path alone
     shards = probe(tmp_path, f"tp2-sp-{sp}", "tp 2 on nodes(2 gpus, nvlink)", 2,
-                   f"tp {{\n  sequence-parallel {sp}\n}}")
+                   f"tp {{\n  sequence-parallel {sp}\n}}", shared=0 if sp == "on" else 1)
     for rank, found in enumerate(shards):
         assert found["flops"] == [f // 2 for f in whole], f"tp rank {rank}: {found['flops']} vs one process {whole}"
     assert_one_sync_per_layer([one, *shards])
 
 
-def test_one_host_sync_per_moe_layer_under_expert_parallelism(tmp_path):
-    """The dispatcher reads both count tables at once: the layer's one sync."""
-    assert_one_sync_per_layer(probe(tmp_path, "ep2", "ep 2 on nodes(2 gpus, nvlink)", 2, micro=2))
+@pytest.mark.parametrize("moe", ["", "moe-balance aux-free 0.001\n  capacity-factor 1.0"])
+def test_one_host_sync_per_moe_layer_under_expert_parallelism(tmp_path, moe):
+    """The dispatcher reads both count tables at once: the layer's one sync (also with the
+    aux-free bias and a capacity limit, whose dropped copies stay behind)."""
+    assert_one_sync_per_layer(probe(tmp_path, "ep2", "ep 2 on nodes(2 gpus, nvlink)", 2, micro=2, moe=moe))

@@ -53,6 +53,7 @@ def test_moe_layout_matches_one_process(spec, workdir, reference_moe):
 BALANCED_MOE = [
     ("moe-tp2-aux-loss", "reference-moe-aux-loss"),  # Switch loss, tp 2 (SP), one micro-batch
     ("moe-ep2-aux-free", "reference-moe-aux-free"),  # DeepSeek-V3 bias, ep 2 x dp 2, 2 micro-batches
+    ("moe-pp2-aux-free", "reference-moe-aux-free"),  # ... under pp 2 x dp 2 (1F1B): loads over non-pp ranks
 ]
 
 

@@ -88,10 +88,11 @@ def test_dry_run_expert_groups_follow_the_plans_fold(spec, workdir):
     plan, ranks, _ = _dry_run(spec, workdir)
     for rank, info in ranks.items():
         assert info["groups"]["ep"] == list(plan.layout.group("ep", rank)), rank
-        # edp: the data ranks (same coordinates but dp and cp) at the same place in their ep group
+        # edp: the data ranks and the tp ranks (each tp rank routes its own tokens), i.e. the same
+        # coordinates but dp, cp and tp, at the same place in their ep group
         mine = plan.layout.coordinates(rank)
         place = plan.layout.group("ep", rank).index(rank)
         same = [r for r in range(plan.cluster.world_size)
-                if all(v == mine[a] for a, v in plan.layout.coordinates(r).items() if a not in ("dp", "cp"))
+                if all(v == mine[a] for a, v in plan.layout.coordinates(r).items() if a not in ("dp", "cp", "tp"))
                 and plan.layout.group("ep", r).index(r) == place]
         assert sorted(info["groups"]["edp"]) == same, rank
