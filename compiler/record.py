@@ -52,9 +52,11 @@ class Record:
             if type(value := getattr(self, name)) is list:
                 object.__setattr__(self, name, tuple(value))
 
-    def model_dump(self, mode: str = "python") -> dict[str, Any]:
-        """The fields as a dict, recursively; `mode="json"` gives JSON types (lists, enum values)."""
-        return {f.name: _dump(getattr(self, f.name), mode == "json") for f in dataclasses.fields(self)}
+    def model_dump(self, mode: str = "python", exclude: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
+        """The fields as a dict, recursively, less the top-level fields in `exclude`;
+        `mode="json"` gives JSON types (lists, enum values)."""
+        return {f.name: _dump(getattr(self, f.name), mode == "json")
+                for f in dataclasses.fields(self) if f.name not in exclude}
 
     def model_copy(self, update: dict[str, Any] | None = None):
         """A copy with some fields replaced (not re-checked, as pydantic's `model_copy`)."""

@@ -68,7 +68,7 @@ def test_the_one_to_benchmark_first_is_the_least_like_the_winner(searched):
 def test_the_text_says_what_to_run(monkeypatch):
     monkeypatch.chdir(ROOT)
     text = " ".join(run_cli("search", "specs/llama3-70b-search.par").stdout.split())
-    assert "within the time model's error band (5.3% of the step" in text
+    assert f"within the time model's error band ({TIME_MODEL_SPREAD:.1%} of the step" in text
     assert "A short benchmark can: time a few steps of #1 and #" in text and "launch { steps 20 }" in text
 
 

@@ -59,4 +59,5 @@ def test_records_are_frozen_keyword_only_and_reject_unknown_fields():
     with pytest.raises(TypeError):
         Point(x=1.0, y=2)
     assert p.model_dump("json") == {"x": 1.0, "tags": ["a"], "spans": {}}
+    assert p.model_dump(exclude={"spans", "tags"}) == {"x": 1.0}
     assert p.model_copy(update={"x": 5.0}) == Point(x=5.0, tags=("a",))
