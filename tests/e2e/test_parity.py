@@ -1,7 +1,7 @@
 """Generated jobs run with torchrun on CPU (gloo) train exactly like one process.
 
 Each case compiles a spec of tests/e2e/specs, runs 4 steps on as many CPU processes as its
-layout has ranks, and compares the per-step losses and the gradients of steps 0 and 1 with the
+layout has ranks, and compares the per-step losses and the gradients of every step with the
 single-process reference (harness.assert_parity states the tolerances).
 """
 
