@@ -2,7 +2,7 @@
 
 The reference and the parity check are the runtime's end-to-end harness (tests/e2e/harness.py):
 the tiny model trained in one process on the whole batch, and `assert_parity` on the per-step
-losses and the gradients of steps 0 and 1. Here only the launch differs: the job is started by
+losses and the gradients of every step. Here only the launch differs: the job is started by
 launch/torchrun.sh as two "nodes" or by launch/slurm.sbatch, with the harness's training options.
 """
 

@@ -1,7 +1,7 @@
 """Generated jobs run with torchrun on CPU (gloo) train exactly like one process.
 
 Each case compiles a spec of tests/e2e/specs, runs 4 steps on as many CPU processes as its
-layout has ranks, and compares the per-step losses and the gradients of steps 0 and 1 with the
+layout has ranks, and compares the per-step losses and the gradients of every step with the
 single-process reference (harness.assert_parity states the tolerances).
 """
 
@@ -86,7 +86,8 @@ BF16_LOSS_TOLERANCE = 2e-3
 
 BF16_GRAD_RTOL = 5e-2
 """Per parameter, ||g_bf16 - g_fp32|| / ||g_fp32|| at step 0: bf16 keeps 8 bits of mantissa
-(relative rounding 4e-3 per operation); observed up to about 1e-2 over the tiny model's 8 layers."""
+(relative rounding 4e-3 per operation): a bound for the tiny model's 8 layers, not a fitted figure
+(the test passes with it; the observed maximum was not recorded)."""
 
 
 def test_bf16_compute_runs_and_stays_close(workdir, reference):
