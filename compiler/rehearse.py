@@ -14,7 +14,9 @@ of a stage holds the same shapes, so the rehearsed rank stands for its stage):
   accumulated unsharded fp32 gradients are freed by then: they count in the peak), optimizer states after the step (less Adam's scalar
   step counters, which torch keeps on the host for GPU parameters);
 - peak: the model's stage total (params + grads + optimizer + activations + buffers) against
-  the tracker's peak, which counts everything the rank's tensors held at its worst moment.
+  the tracker's peak over the steps, before the checkpoint's state dict is built (the model
+  counts a checkpoint apart, `StageMemory.checkpoint`): everything the rank's tensors held at
+  its worst moment.
 """
 
 from __future__ import annotations
@@ -108,7 +110,7 @@ def predicted(plan: Plan, stage: int) -> dict[str, int]:
 def rehearsed(record: dict) -> dict[str, int]:
     return {"parameters": record["after_step"]["parameters"], "gradients": record["after_backward"]["gradients"],
             "optimizer_states": record["after_step"]["optimizer_states"] - record["optimizer_step_counters"],
-            "peak": record["peak"]["total"]}
+            "peak": record["step_peak"]["total"]}
 
 
 def compare(plan: Plan, records: list[dict]) -> list[Row]:

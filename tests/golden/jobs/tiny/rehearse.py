@@ -236,6 +236,7 @@ def rehearse_rank(args, train) -> dict:
                 if step == args.steps - 1:
                     record["after_step"] = device_snapshot(tracker, "current")
                     record["optimizer_step_counters"] = step_counters(optimizers)
+                    record["step_peak"] = device_snapshot(tracker, "peak")  # before the checkpoint
                     state = train.checkpoint_state(rt, optimizer, step + 1)  # what a save builds
                     record["checkpoint"] = device_snapshot(tracker, "current")
                     del state
