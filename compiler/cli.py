@@ -495,6 +495,12 @@ def rehearse(file, rank, ranks, steps, tolerance, timeout, fmt):
     if has_errors(result.diagnostics) or result.plan is None or result.plan.holes:
         sys.exit(_report(results, "text") or 1)
     plan = result.plan
+    from .memory import unpredictable
+
+    why = unpredictable(plan)
+    if why is not None:
+        click.echo(f"error: parc cannot predict this plan's memory to compare with: {why}", err=True)
+        sys.exit(2)
     if rank is not None and rank >= plan.cluster.world_size:
         click.echo(f"error: --rank {rank} is not a rank of this job (0..{plan.cluster.world_size - 1})", err=True)
         sys.exit(2)

@@ -14,7 +14,9 @@ of a stage holds the same shapes, so the rehearsed rank stands for its stage):
   accumulated unsharded fp32 gradients are freed by then: they count in the peak), optimizer states after the step (less Adam's scalar
   step counters, which torch keeps on the host for GPU parameters);
 - peak: the model's stage total (params + grads + optimizer + activations + buffers) against
-  the tracker's peak, which counts everything the rank's tensors held at its worst moment.
+  the tracker's peak over the steps, before the checkpoint's state dict is built (the model
+  counts a checkpoint apart, `StageMemory.checkpoint`): everything the rank's tensors held at
+  its worst moment.
 """
 
 from __future__ import annotations
@@ -108,7 +110,7 @@ def predicted(plan: Plan, stage: int) -> dict[str, int]:
 def rehearsed(record: dict) -> dict[str, int]:
     return {"parameters": record["after_step"]["parameters"], "gradients": record["after_backward"]["gradients"],
             "optimizer_states": record["after_step"]["optimizer_states"] - record["optimizer_step_counters"],
-            "peak": record["peak"]["total"]}
+            "peak": record["step_peak"]["total"]}
 
 
 def compare(plan: Plan, records: list[dict]) -> list[Row]:
@@ -132,13 +134,20 @@ def report(plan: Plan, records: list[dict], rows: list[Row], tolerance: float) -
     }
 
 
+def size(n: int) -> str:
+    """Bytes in the largest binary unit that keeps a whole number in front."""
+    for unit, scale in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if abs(n) >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n} B"
+
+
 def render(plan: Plan, rows: list[Row], tolerance: float) -> str:
-    gib = 2 ** 30
     lines = [f"rehearsal of {plan.launch.job} at {plan.cluster.world_size:,} ranks (fake process group, "
              "fake tensors; torch's FSDPMemTracker)", "",
              f"{'rank':>6} {'stage':>5}  {'category':<17} {'predicted':>12} {'rehearsed':>12} {'diff':>8}"]
     for r in rows:
         flag = "" if abs(r.difference_percent) <= tolerance else "  past tolerance"
-        lines.append(f"{r.rank:>6} {r.stage:>5}  {r.category:<17} {r.predicted / gib:>8.2f} GiB "
-                     f"{r.rehearsed / gib:>8.2f} GiB {r.difference_percent:>+7.1f}%{flag}")
+        lines.append(f"{r.rank:>6} {r.stage:>5}  {r.category:<17} {size(r.predicted):>12} {size(r.rehearsed):>12} "
+                     f"{r.difference_percent:>+7.1f}%{flag}")
     return "\n".join(lines) + "\n"

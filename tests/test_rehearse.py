@@ -126,6 +126,14 @@ def test_a_rank_outside_the_world_is_a_usage_error():
     assert result.exit_code == 2 and "not both" in result.stderr
 
 
+def test_ranks_classes_runs_each_class(tmp_path):
+    """A dp-only layout is one class: `--ranks classes` rehearses rank 0 alone, in its own process."""
+    result = run_cli("rehearse", "tests/e2e/specs/fsdp8.par", "--ranks", "classes", "--tolerance", "1000")
+    assert result.exit_code == 0, result.output
+    lines = [line.split() for line in result.stdout.splitlines() if line.strip().startswith("0 ")]
+    assert [line[2] for line in lines] == ["parameters", "gradients", "optimizer_states", "peak"]
+
+
 def expected_classes(plan) -> list[int]:
     """The lowest rank of every (pp, tp, cp, ep position) class, from the plan's coordinates."""
     first: dict[tuple, int] = {}

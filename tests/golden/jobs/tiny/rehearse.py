@@ -236,10 +236,12 @@ def rehearse_rank(args, train) -> dict:
                 if step == args.steps - 1:
                     record["after_step"] = device_snapshot(tracker, "current")
                     record["optimizer_step_counters"] = step_counters(optimizers)
+                    record["step_peak"] = device_snapshot(tracker, "peak")  # before the checkpoint
+                optimizer.zero_grad()
+                if step == args.steps - 1:  # train.py saves after zero_grad
                     state = train.checkpoint_state(rt, optimizer, step + 1)  # what a save builds
                     record["checkpoint"] = device_snapshot(tracker, "current")
                     del state
-                optimizer.zero_grad()
         record["peak"] = device_snapshot(tracker, "peak")
     record["build_s"] = round(built, 3)
     record["step_s"] = round((time.perf_counter() - started - built) / args.steps, 3)
