@@ -17,12 +17,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from lark import Lark, Token, Tree
-from lark import __version__ as lark_version
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
-
 from .diagnostics import Diagnostic, error
+from .lark_import import lark_without_regex
 from .source import SourceFile, Span
+
+lark = lark_without_regex()
+Lark, Token, Tree, lark_version = lark.Lark, lark.Token, lark.Tree, lark.__version__
+UnexpectedCharacters, UnexpectedEOF = lark.exceptions.UnexpectedCharacters, lark.exceptions.UnexpectedEOF
+UnexpectedInput, UnexpectedToken = lark.exceptions.UnexpectedInput, lark.exceptions.UnexpectedToken
 
 MAX_SPEC_BYTES = 64 << 10
 """Specs larger than this are refused before parsing (a real spec is a few hundred bytes).
