@@ -498,8 +498,16 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
 - **pp**, per micro-batch: each chunk boundary sends `2 n h / tp` bytes forward and as many
   backward (the scatter-gather optimisation of Narayanan et al. 2021; sequence-parallel
   activations are already sharded), on the critical path.
-- **dp**: the traffic contract parc's runtime and this model share (docs/runtime.md has the
-  runtime side), per optimizer step, per parameter P a rank holds (dense ones over the dense
+- **dp**: what the runtime that moves the bytes issues (`Software.dp_runtime`, from the spec's
+  `target`). Megatron-LM (`target megatron`, the published runs this model is fitted on) follows
+  the traffic contract below. parc's own job and torchtitan (FSDP2 and torch's pipelining;
+  docs/runtime.md's table, which tests/e2e/test_collectives.py checks against the collectives
+  the running job records) differ in three places: every sharding issues one call per FSDP
+  unit; zero1 all-reduces the fp32 gradients (4P) and then gathers every updated parameter in
+  fp32 (4P), one call per parameter tensor, about 12 bytes on the wire per parameter where the
+  distributed optimizer moves 6; and under pp > 1 torch's stages gather the weights once and
+  reduce once per step in every sharding. The contract, per optimizer step, per parameter P a
+  rank holds (dense ones over the dense
   group dp x cp (x ep as an axis), or hsdp's shard group; experts over the expert group), m
   micro-batches, gradients reduced in fp32 (4 bytes: FSDP2's reduce dtype in parc's runtime,
   forced by Megatron-LM under bf16; Megatron-LM's fp16 runs reduce in fp16, 2 bytes) and

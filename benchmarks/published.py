@@ -596,6 +596,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         tp_overlap=overlap,
         kernels=kernels,
         fp8="linear",  # Transformer Engine (Megatron-LM, NeMo) and torchao's float8 (torchtitan)
+        dp_runtime="torch" if family == "torchtitan" else "megatron",
         grad_bytes=grad_bytes,
     )
     return software, family

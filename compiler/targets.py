@@ -54,6 +54,10 @@ class Runtime:
     fp16_grad_bytes: int
     """Bytes of a gradient element reduced under fp16: Megatron-LM reduces in the parameters'
     dtype (2) unless told `--accumulate-allreduce-grads-in-fp32`; FSDP2 reduces in fp32 (4)."""
+    dp_runtime: str = "torch"
+    """Whose data-parallel traffic the time model charges (`Software.dp_runtime`): "torch"
+    (FSDP2 and torch.distributed.pipelining: parc's job and torchtitan) or "megatron" (its DDP
+    and distributed optimizer)."""
     fp8: str = "none"
     """Which GEMMs an fp8 spec runs in fp8 (the time model's `Software.fp8`): "none" (parc's job
     has no fp8 matmuls: an fp8 spec runs in bf16, W0601) or "linear" (Transformer Engine in
@@ -98,7 +102,8 @@ RUNTIMES: dict[str, Runtime] = {
         ep_fold=("dp", "cp", "tp"),
         # RankGenerator's default order "tp-cp-ep-dp-pp"
         rank_order=("tp", "cp", "ep", "dp", "pp"),
-        options=("flash-attention", "tp-overlap", "grad-reduce"), fp16_grad_bytes=2, fp8="linear"),
+        options=("flash-attention", "tp-overlap", "grad-reduce"), fp16_grad_bytes=2, fp8="linear",
+        dp_runtime="megatron"),
 }
 
 
@@ -146,4 +151,5 @@ def software_of(plan: Plan):
     target = plan.target
     return Software(attention=attention(target), selective=runtime(target).selective,
                     tp_overlap=tp_overlap(target), kernels=kernels(target), fp8=runtime(target).fp8,
+                    dp_runtime=runtime(target).dp_runtime,
                     grad_bytes=grad_bytes(target, plan.training.precision))

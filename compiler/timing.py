@@ -52,6 +52,11 @@ from .plan import AXES, Plan
 ACT = 2
 """Bytes of an activation element (bf16/fp16; fp8 training keeps activations in bf16)."""
 PARAM = 2
+FP32 = 4
+PARAM_TENSORS_PER_LAYER = 9
+"""Parameter tensors of one layer of parc's model.py (wq, wk, wv, wo, w1, w2, w3 and two norm
+weights; the root's embedding, final norm and output are about as many): parc's zero1 gathers
+its updated parameters one tensor at a time."""
 """Bytes of a parameter element when gathered (the bf16 compute copy)."""
 DP_BUCKET = 40_000_000
 """Elements of one data-parallel bucket outside FSDP, at least `DP_BUCKET_PER_RANK` x the group
@@ -184,6 +189,11 @@ class Software:
     an fp8 spec in bf16, `backends/torch/runtime.py`), or "linear" (Transformer Engine in
     Megatron-LM and NeMo, torchao's float8 in torchtitan: the transformer layers' linear
     layers; attention and the output layer stay bf16 in both)."""
+    dp_runtime: str = "torch"
+    """Who moves the data-parallel bytes, and so which traffic the ledger charges (`dp_ledger`):
+    "torch" (parc's job and torchtitan: FSDP2 for every sharding, torch.distributed.pipelining,
+    docs/runtime.md's traffic table) or "megatron" (Megatron-LM's DDP and distributed
+    optimizer: the traffic contract of docs/time-model.md)."""
     grad_bytes: int = 4
     """Bytes of a gradient element as data-parallel ranks reduce it: 4 in parc's runtime (FSDP2's
     reduce dtype is fp32) and in Megatron-LM under bf16 (it forces fp32 accumulation and
@@ -977,11 +987,20 @@ def _replayed_idle_per_rank(schedule: str, pp: int, v: int, rounds: int, f: floa
 
 
 def dp_ledger(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, replicate: Link,
-              grad: int = PARC.grad_bytes) -> tuple[Collective, ...]:
-    """The data-parallel collectives of one rank over one step, by the traffic contract that
-    parc's runtime and this model share (docs/time-model.md, docs/runtime.md). Per parameter set
-    P (dense over the dense group, or hsdp's shard group; experts over the expert group), `grad`
-    bytes per reduced element, `PARAM` per gathered one, m micro-batches:
+              grad: int = PARC.grad_bytes, runtime: str = PARC.dp_runtime) -> tuple[Collective, ...]:
+    """The data-parallel collectives of one rank over one step: what the runtime that moves them
+    issues (`Software.dp_runtime`). Per parameter set P (dense over the dense group, or hsdp's
+    shard group; experts over the expert group), `grad` bytes per reduced element, `PARAM` per
+    gathered one, m micro-batches.
+
+    parc's runtime ("torch", the table of docs/runtime.md, checked against the collectives the
+    running job records in tests/e2e/test_collectives.py): FSDP2 for every sharding, so one call
+    per FSDP unit; zero1 all-reduces the gradients (FSDP2 over the replicas) and then all-gathers
+    every updated parameter in fp32, one call per parameter tensor; under pp > 1 torch's stages
+    reduce and reshard only after the last backward and `reshard_after_forward` is off, so every
+    sharding gathers its weights once and reduces once per step. Otherwise as below.
+
+    Megatron-LM ("megatron", the traffic contract of docs/time-model.md):
 
     - none (DDP): all-reduce of the gradients once per step (the last micro-batch; the others
       accumulate locally);
@@ -994,31 +1013,41 @@ def dp_ledger(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, re
     - hsdp: zero3 over the shard group plus one all-reduce of the sharded gradients over the
       replicas per step."""
     return _dp_ledger(r.params_dense, r.params_expert, r.layers, k.microbatches, k.sharding, k.pp,
-                      dense, expert, shard, replicate, grad)
+                      dense, expert, shard, replicate, grad, runtime)
 
 
 @lru_cache(maxsize=65536)
 def _dp_ledger(params_dense: int, params_expert: int, layers: int, m: int, mode: str, pp: int, dense: Link,
-               expert: Link, shard: Link, replicate: Link, grad: int) -> tuple[Collective, ...]:
+               expert: Link, shard: Link, replicate: Link, grad: int, runtime: str = "torch") -> tuple[Collective, ...]:
     sets = ((params_dense, shard if mode == "hsdp" else dense), (params_expert, expert))
     out: list[Collective] = []
     units = layers + 1  # FSDP2 wraps each transformer layer, and the root (embedding, output)
+    torch_runtime = runtime == "torch"
 
-    def add(kind: str, payload: float, count: int, lk: Link, window: str) -> None:
-        """`payload` per logical collective, issued in calls: one per FSDP unit (zero2, zero3,
-        hsdp), or per bucket (DDP's and the distributed optimizer's flat buffers, `DP_BUCKET`).
-        Each call pays the ring's per-step latency, which at a thousand ranks is milliseconds."""
+    def add(kind: str, payload: float, count: int, lk: Link, window: str, calls: int = 0) -> None:
+        """`payload` per logical collective, issued in calls: one per FSDP unit (every sharding
+        in parc's runtime; zero2, zero3 and hsdp in Megatron-LM's), or per bucket (Megatron's
+        DDP and distributed-optimizer flat buffers, `DP_BUCKET`), or as given. Each call pays
+        the ring's per-step latency, which at a thousand ranks is milliseconds."""
         if payload > 0 and count > 0 and lk.size > 1:
             bucket = max(DP_BUCKET, DP_BUCKET_PER_RANK * lk.size) * (grad if kind != "all_gather" else PARAM)
-            calls = units if mode in ("zero2", "zero3", "hsdp") else max(1, math.ceil(payload / bucket))
+            if not calls:
+                per_unit = torch_runtime or mode in ("zero2", "zero3", "hsdp")
+                calls = units if per_unit else max(1, math.ceil(payload / bucket))
             out.append(Collective("dp", kind, payload / calls, count * calls, lk.size, lk.local, window))
 
     for params, lk in sets:
         if mode == "none":
             add("all_reduce", grad * params, 1, lk, "last_backward")
+        elif mode == "zero1" and torch_runtime:
+            add("all_reduce", grad * params, 1, lk, "last_backward")
+            add("all_gather", FP32 * params, 1, lk, "after_step", calls=PARAM_TENSORS_PER_LAYER * units)
         elif mode == "zero1":
             add("reduce_scatter", grad * params, 1, lk, "last_backward")
             add("all_gather", PARAM * params, 1, lk, "after_step")
+        elif torch_runtime and pp > 1:  # zero2, zero3, hsdp under torch's pipeline stages
+            add("all_gather", PARAM * params, 1, lk, "after_step")
+            add("reduce_scatter", grad * params, 1, lk, "last_backward")
         elif mode == "zero2":
             add("reduce_scatter", grad * params, m, lk, "backward")
             add("all_gather", PARAM * params, 1, lk, "after_step")
@@ -1044,7 +1073,7 @@ def collective_seconds(c: Collective, lk: Link) -> float:
 
 
 def dp_exposed(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, replicate: Link,
-               grad: int = PARC.grad_bytes) -> tuple[float, float]:
+               grad: int = PARC.grad_bytes, runtime: str = PARC.dp_runtime) -> tuple[float, float]:
     """(exposed seconds, bytes sent) of one step's data-parallel communication on one rank.
 
     Each window is counted once: the collectives that share it (zero3's backward gather and its
@@ -1052,7 +1081,7 @@ def dp_exposed(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, r
     micro-batch's per-micro-batch traffic and the once-per-step reductions under that same
     backward; the post-step gather and the first micro-batch's forward gather under one forward)
     queue on the same link, and only what their sum exceeds the window by shows."""
-    ledger = dp_ledger(r, k, dense, expert, shard, replicate, grad)
+    ledger = dp_ledger(r, k, dense, expert, shard, replicate, grad, runtime)
     back = r.backward_input + r.backward_weight + r.recompute
     return _dp_exposed(ledger, k.microbatches, r.forward, back, dense, expert, shard, replicate)
 
@@ -1155,8 +1184,8 @@ def rank_steps(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants
     links = (link(geo.dense, hw, c), link(geo.expert, hw, c), link(geo.shard, hw, c), link(geo.replicate, hw, c))
     out = {}
     for load, r in times.items():
-        ledger = Ledger(path_ledger(r, k, geo) + dp_ledger(r, k, *links, sw.grad_bytes))
-        exposed_dp, _ = dp_exposed(r, k, *links, sw.grad_bytes)
+        ledger = Ledger(path_ledger(r, k, geo) + dp_ledger(r, k, *links, sw.grad_bytes, sw.dp_runtime))
+        exposed_dp, _ = dp_exposed(r, k, *links, sw.grad_bytes, sw.dp_runtime)
         out[load] = RankStep(times=r, ledger=ledger, dp_exposed=exposed_dp, optimizer=optimizer_seconds(r, k, hw, c),
                              bounds=link_bounds(ledger, hw, c))
     return loads, out

@@ -246,15 +246,22 @@ def test_more_micro_batches_shrink_the_bubble_fraction():
 
 
 def test_zero3_moves_more_bytes_than_zero1():
-    z1 = predict(layout="tp 8 x dp 16", extra="dp { sharding zero1 }").breakdown
-    z3 = predict(layout="tp 8 x dp 16", extra="dp { sharding zero3 }").breakdown
-    ddp = predict(layout="tp 8 x dp 16", extra="dp { sharding none }").breakdown
+    megatron = timing.Software(dp_runtime="megatron")
+    z1 = predict(layout="tp 8 x dp 16", extra="dp { sharding zero1 }", sw=megatron).breakdown
+    z3 = predict(layout="tp 8 x dp 16", extra="dp { sharding zero3 }", sw=megatron).breakdown
+    ddp = predict(layout="tp 8 x dp 16", extra="dp { sharding none }", sw=megatron).breakdown
     assert z3.sent["dp"] > z1.sent["dp"]
     # the traffic contract's figures (docs/time-model.md), written here by hand, not read from
-    # the code: DDP all-reduces fp32 gradients (2 x 4 B per parameter), zero1 reduce-scatters
-    # them (4 B) and gathers bf16 parameters (2 B); tests/test_bounds.py checks every sharding
+    # the code: DDP all-reduces fp32 gradients (2 x 4 B per parameter), Megatron's zero1
+    # reduce-scatters them (4 B) and gathers bf16 parameters (2 B); tests/test_bounds.py checks
+    # every sharding
     assert ddp.sent["dp"] == pytest.approx(z1.sent["dp"] * 8 / 6, rel=1e-9)
     assert z3.optimizer < ddp.optimizer
+    # parc's runtime (docs/runtime.md): its zero1 all-reduces the fp32 gradients (2 x 4 B) and
+    # then gathers the updated parameters in fp32 (4 B): 12 B against DDP's 8
+    ours = predict(layout="tp 8 x dp 16", extra="dp { sharding zero1 }").breakdown
+    ours_ddp = predict(layout="tp 8 x dp 16", extra="dp { sharding none }").breakdown
+    assert ours_ddp.sent["dp"] == pytest.approx(ours.sent["dp"] * 8 / 12, rel=1e-9)
 
 
 def test_gradients_reduced_in_two_bytes_move_half_the_gradient_bytes():
@@ -265,7 +272,8 @@ def test_gradients_reduced_in_two_bytes_move_half_the_gradient_bytes():
     assert timing.PARC.grad_bytes == 4
     assert fp16.sent["dp"] == pytest.approx(fp32.sent["dp"] / 2, rel=1e-9)  # DDP: all-reduce of gradients only
     assert fp16.exposed["dp"] <= fp32.exposed["dp"]
-    z1 = predict(layout=layout, extra="dp { sharding zero1 }", sw=timing.Software(grad_bytes=2)).breakdown
+    z1 = predict(layout=layout, extra="dp { sharding zero1 }",
+                 sw=timing.Software(grad_bytes=2, dp_runtime="megatron")).breakdown
     assert z1.sent["dp"] == pytest.approx(fp16.sent["dp"], rel=1e-9)  # RS 2 B + AG 2 B = AR 2 x 2 B
 
 

@@ -652,7 +652,7 @@ class Engine:
         if not self.inside_is_fastest:
             return core + max(self._optimizer(item, r, ks) for r in times)
         links = self._best_links(item, ks.hsdp_shard)
-        return core + max(timing.dp_exposed(r, ks, *links)[0] + self._optimizer(item, r, ks) for r in times)
+        return core + max(timing.dp_exposed(r, ks, *links, self.software.grad_bytes, self.software.dp_runtime)[0] + self._optimizer(item, r, ks) for r in times)
 
     def _classes(self, item: _Degrees, shard: int) -> list:
         """Rank orders grouped by the placement they give every group: [(order, geometry, weight)]."""
