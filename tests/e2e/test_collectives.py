@@ -105,8 +105,31 @@ DP_CASES = {
 }
 
 
+def model_dp_ledger(plan) -> dict[str, tuple[float, int]]:
+    """The time model's data-parallel ledger of the plan's rank 0: kind -> (payload bytes per
+    step, calls per step), as `parc explain` charges it (timing.rank_steps with the target's
+    software: parc's job here)."""
+    from parc import timing
+    from parc.memory.inputs import knobs_of, shape_of
+    from parc.targets import software_of
+
+    hw = timing.hardware_of(plan)
+    _, steps = timing.rank_steps(shape_of(plan), knobs_of(plan, "torch"), hw, timing.geometry_of(plan, hw),
+                                 sw=software_of(plan))
+    out: dict[str, tuple[float, int]] = {}
+    for c in next(iter(steps.values())).ledger.collectives:
+        if c.axis == "dp" and c.size > 1:
+            b, n = out.get(c.kind, (0.0, 0))
+            out[c.kind] = (b + c.payload * c.count, n + c.count)
+    return out
+
+
 @pytest.mark.parametrize("spec", sorted(DP_CASES))
 def test_data_parallel_traffic_per_step_matches_the_table(spec, tmp_path):
+    """The recorded collectives equal the table; and the time model's ledger (what `parc
+    explain` charges) equals them: bytes within 1 % and calls exactly per kind, over the data
+    axes, except zero1's per-tensor gather, whose calls the model counts as 9 tensors per FSDP
+    unit (`timing.PARAM_TENSORS_PER_LAYER`), not the model's exact tensor count."""
     job, plan, ranks = recorded(spec, tmp_path)
     counts = model_counts(job)
     expected = DP_CASES[spec](counts["total"], len(counts["layers"]) + 1, plan.training.grad_accum,
@@ -114,6 +137,17 @@ def test_data_parallel_traffic_per_step_matches_the_table(spec, tmp_path):
     assert len(ranks) == plan.cluster.world_size
     for record in ranks:
         assert_matches(table(record), expected, f"{spec} rank {record['rank']}")
+    by_kind: dict[str, tuple[int, int]] = {}
+    for (kind, _axis), (size, count) in table(ranks[0]).items():
+        b, n = by_kind.get(kind, (0, 0))
+        by_kind[kind] = (b + size, n + count)
+    ledger = model_dp_ledger(plan)
+    assert ledger and set(ledger) == set(by_kind), (ledger, by_kind)
+    for kind, (size, count) in by_kind.items():
+        model_bytes, model_calls = ledger[kind]
+        assert abs(model_bytes - size) <= TOLERANCE * size, f"{spec} {kind}: model {model_bytes:,.0f}, job {size:,}"
+        if (spec, kind) != ("traffic-zero1", "all_gather"):
+            assert model_calls == count, f"{spec} {kind}: model {model_calls} calls, job {count}"
 
 
 def test_tensor_parallel_traffic_per_step_matches_the_table(tmp_path):
