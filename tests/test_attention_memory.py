@@ -54,8 +54,8 @@ def measure(job: Path, nproc: int) -> dict:
 @pytest.mark.parametrize(("spec", "nproc", "attention"), [
     ("reference", 1, "causal_attention"),
     ("cp2-ring", 2, "RingAttention"),
-    pytest.param("cp2-all-gather", 2, "AllGatherAttention", marks=pytest.mark.slow),
-    pytest.param("cp2-all-to-all", 2, "AllToAllAttention", marks=pytest.mark.slow),
+    pytest.param("cp2-all-gather", 2, "AllGatherAttention", marks=pytest.mark.long),
+    pytest.param("cp2-all-to-all", 2, "AllToAllAttention", marks=pytest.mark.long),
 ])
 def test_attention_peak_grows_linearly_with_sequence(spec, nproc, attention, tmp_path):
     report = measure(compile_job(spec, tmp_path), nproc)

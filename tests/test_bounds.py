@@ -371,7 +371,7 @@ def test_random_layouts_stay_within_physics(text):
     _check_random(text)
 
 
-@pytest.mark.slow
+@pytest.mark.long
 @settings(max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck))
 @given(layouts())
 def test_thousands_of_random_layouts_stay_within_physics(text):
@@ -408,7 +408,7 @@ def _open_every_hole(text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize("name", ["llama3-70b-search", "llama3-405b", "gpt3-175b", "llama3-405b-128k"])
 def test_the_search_winner_of_each_shipped_spec_stays_within_physics(name):
     from parc.search import search

@@ -132,7 +132,7 @@ def test_the_step_bubble_is_torchs_own_order_replayed_independently_fast(schedul
     _torch_replay_check(schedule, 4, 8, 0.7, 1.5, 1.1)
 
 
-@pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize("schedule", ["interleaved-zb", "zbv", "interleaved-1f1b"])
 @pytest.mark.parametrize("pp, m", [(2, 4), (4, 8), (4, 12), (8, 16)])
 @pytest.mark.parametrize("f, b, w", TIMES)

@@ -97,7 +97,7 @@ def test_accuracy_on_the_published_runs(fidelity, rows):
     assert max(fitted) <= 0.25
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_each_source_is_predicted_by_a_fit_without_it(fidelity, rows):
     """Out of sample: the constants fitted without a source predict its runs with median |error|
     under 8 % and none beyond 15 % (the issue's targets for held-out runs: 8 % and 20 %)."""

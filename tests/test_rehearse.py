@@ -178,7 +178,7 @@ FULL_SIZE = [
 ]
 
 
-@pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize("spec,rank", FULL_SIZE, ids=[f"{Path(s).stem}-{r}" for s, r in FULL_SIZE])
 def test_full_size_rank_builds_steps_and_holds_the_models_states(spec, rank):
     plan = plan_of(spec)
