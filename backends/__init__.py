@@ -21,6 +21,19 @@ def plan_files(plan: Plan) -> dict[str, str]:
     return {"plan.json": dumps_json(plan_json(plan))}
 
 
+def launched_job(plan: Plan, own: dict[str, str]) -> dict[str, str]:
+    """A target's job directory: its own files (configuration, entry point, README), the torch
+    backend's torchrun/Slurm/Kubernetes launchers, which start any target's `train.py` the same
+    way, and `plan.json`; sorted, so the output is the same whatever the order of `own`."""
+    from .torch import launchers
+
+    shape = launchers.job_shape(plan)
+    files = {**own, "launch/torchrun.sh": launchers.torchrun_sh(shape),
+             "launch/slurm.sbatch": launchers.slurm_sbatch(shape), "launch/k8s.yaml": launchers.k8s_yaml(shape),
+             **plan_files(plan)}
+    return dict(sorted(files.items()))
+
+
 def _backend(plan: Plan):
     """The plan's target's code generator (`target torch | torchtitan | megatron`)."""
     import importlib

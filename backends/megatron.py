@@ -19,8 +19,7 @@ from __future__ import annotations
 from ..diagnostics import Diagnostic, error
 from ..plan import Plan
 from ..stages import pipeline_chunks
-from . import plan_files
-from .torch import launchers
+from . import launched_job
 
 CP_COMM = {"ring": "p2p", "all-gather": "all_gather", "all-to-all": "a2a"}
 """parc's cp flavour -> Megatron-Core's `--cp-comm-type`."""
@@ -216,14 +215,4 @@ def readme(plan: Plan) -> str:
 
 
 def job_files(plan: Plan) -> dict[str, str]:
-    shape = launchers.job_shape(plan)
-    files = {
-        "megatron.args": args_text(plan),
-        "train.py": ENTRY,
-        "launch/torchrun.sh": launchers.torchrun_sh(shape),
-        "launch/slurm.sbatch": launchers.slurm_sbatch(shape),
-        "launch/k8s.yaml": launchers.k8s_yaml(shape),
-        "README.md": readme(plan),
-    }
-    files.update(plan_files(plan))
-    return dict(sorted(files.items()))
+    return launched_job(plan, {"megatron.args": args_text(plan), "train.py": ENTRY, "README.md": readme(plan)})

@@ -23,8 +23,7 @@ from ..catalog import models as model_catalog
 from ..diagnostics import Diagnostic, error
 from ..plan import Plan
 from ..stages import pipeline_chunks
-from . import plan_files
-from .torch import launchers
+from . import launched_job
 
 SCHEDULES = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved-1f1b": "Interleaved1F1B",
              "interleaved-zb": "InterleavedZeroBubble", "zbv": "ZBVZeroBubble", "dualpipe-v": "DualPipeV"}
@@ -247,14 +246,4 @@ def readme(plan: Plan) -> str:
 
 
 def job_files(plan: Plan) -> dict[str, str]:
-    shape = launchers.job_shape(plan)
-    files = {
-        "torchtitan.args": args_text(plan),
-        "train.py": ENTRY,
-        "launch/torchrun.sh": launchers.torchrun_sh(shape),
-        "launch/slurm.sbatch": launchers.slurm_sbatch(shape),
-        "launch/k8s.yaml": launchers.k8s_yaml(shape),
-        "README.md": readme(plan),
-    }
-    files.update(plan_files(plan))
-    return dict(sorted(files.items()))
+    return launched_job(plan, {"torchtitan.args": args_text(plan), "train.py": ENTRY, "README.md": readme(plan)})
