@@ -81,6 +81,9 @@ def installed(tmp_path_factory):
     work.mkdir()
     for spec in ("tiny.par", "llama3-405b.par", "llama3-70b-search.par"):
         shutil.copy(ROOT / "specs" / spec, work / spec)
+    from .test_import import HF_LLAMA3_8B
+
+    (work / "config.json").write_text(json.dumps(HF_LLAMA3_8B))
     deps = os.pathsep.join(site.getsitepackages())
     env = {**os.environ, "PYTHONPATH": deps, "NO_COLOR": "1"}
     where = subprocess.run([str(venv / "bin" / "python"), "-c", "import parc; print(parc.__file__)"],
@@ -119,6 +122,10 @@ RUNS = {
     "report": (["report", "tiny.par", "-o", "tiny.html"], None),
     "codes": (["codes", "E0201"], "E0201"),
     "schema": (["schema"], "\"title\": \"Plan\""),
+    "import": (["import", "config.json"], "model llama3-8b"),
+    # the rehearsal itself (minutes of fake-tensor work) is tests/test_rehearse.py's; from the
+    # wheel, that the command is there and starts
+    "rehearse": (["rehearse", "--help"], "SPEC"),
 }
 
 
