@@ -61,7 +61,7 @@ def test_aux_free_expert_bias_resumes_under_another_layout(workdir):
     reference = train(compile_job("reference-moe-aux-free", workdir), 1).check()
     saved = workdir / "checkpoints-ep2-aux-free"
     first = train(compile_job("moe-ep2-aux-free", workdir), 4, "--checkpoint-dir", str(saved),
-                  "--checkpoint-every", "2", out=workdir / "save-aux-free", grads=False)
+                  "--checkpoint-every", "2", out=workdir / "save-aux-free")
     assert_parity(first, reference)
     keys = dcp.FileSystemReader(str(saved / "step-2")).read_metadata().state_dict_metadata
     biases = [k for k in keys if k.endswith("feed_forward.expert_bias")]
@@ -70,6 +70,6 @@ def test_aux_free_expert_bias_resumes_under_another_layout(workdir):
     resume_dir = workdir / "checkpoints-aux-free-one"
     shutil.copytree(saved / "step-2", resume_dir / "step-2")
     second = train(compile_job("reference-moe-aux-free", workdir), 1, "--checkpoint-dir", str(resume_dir),
-                   "--resume", out=workdir / "resume-aux-free", grads=False)
+                   "--resume", out=workdir / "resume-aux-free")
     assert_parity(second, reference, steps=range(2, 4))
     assert "resumed from" in second.output
