@@ -36,7 +36,7 @@ from .plan import (
 )
 from . import targets
 from .source import Span
-from .spec import HOLE, MAX_DEGREE, BlockSpec, Spec
+from .spec import HOLE, MAX_DEGREE, BlockSpec, Located, Spec
 from .suggest import did_you_mean, english_list
 
 DEFAULTS = {
@@ -263,6 +263,13 @@ class _Resolver:
     # -----------------------------------------------------------------------------------------
     def gpu(self) -> Gpu | None:
         block = self.spec.gpu
+        question = self.spec.cluster.gpu if self.spec.cluster else None
+        if block is None and question is not None:
+            # `gpu ?`: the rest of the spec is checked on the first GPU search will try
+            # (search answers the question itself: compiler/search/cluster.py)
+            first = question.choices[0] if question.choices else None
+            name = first.value if first else next(iter(gpu_catalog.GPUS))
+            block = BlockSpec(kind="gpu", preset=first or Located(value=name, span=question.span), span=question.span)
         if block is None:
             hardware_span = self.spec.hardware.span if self.spec.hardware else None
             self.err("E0209", "the spec names no GPU", hardware_span, label="expected `gpu NAME`",
@@ -500,6 +507,9 @@ class _Resolver:
                      help=f"parc plans up to {MAX_DEGREE:,} GPUs")
             return None, None
         derived = layout.world_size if layout is not None else None
+        asked = self.spec.cluster is not None and self.spec.cluster.size is not None
+        if layout is not None and derived is None and stated is None and asked:
+            return None, None  # `nodes ?` with open degrees: only search can size it (no plan)
         if layout is not None and derived is None and stated is None:
             self.err("E0302", "a layout with holes needs the cluster size", self.spec.layout.span,
                      label="how many GPUs should search fill?",

@@ -150,6 +150,28 @@ class BlockSpec(Frozen):
     span: Span
 
 
+class ClusterHole(Frozen):
+    """`nodes ? in 16 to 2048`, `gpus ?`, `gpu ?` or `gpu ? in [h100-sxm, a100-80gb]`: a cluster
+    question for `parc search` (compiler/search/cluster.py). `span` covers the whole value, which
+    `--write` replaces with the answer."""
+
+    key: str
+    """"nodes", "gpus" or "gpu"."""
+    low: int = 1
+    high: int = 0
+    """The size range (nodes or GPUs, inclusive); 0 = the default ceiling."""
+    choices: tuple[Located[str], ...] = ()
+    """`gpu ? in [...]`: the GPUs to consider; empty = every catalogue entry."""
+    span: Span
+
+
+class ClusterQuestion(Frozen):
+    """The cluster holes of a spec: its size, its GPU, or both."""
+
+    size: ClusterHole | None = None
+    gpu: ClusterHole | None = None
+
+
 class AllowSpec(Frozen):
     code: Located[str]
     statement: Span
@@ -174,6 +196,9 @@ class Spec(Frozen):
     allows: tuple[AllowSpec, ...] = ()
     holes: tuple[Located[str], ...] = ()
     """Where each `?` is: the value names the setting ("tp", "train.micro-batch")."""
+    cluster: ClusterQuestion | None = None
+    """`nodes ?`, `gpus ?`, `gpu ?` in `hardware`: not in `holes` (those are the layout's); the
+    hardware block and `gpu` carry no setting for them, so resolution sees an unstated size."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -244,9 +269,12 @@ GPU_KEYS = (
 )
 
 HARDWARE_KEYS = (
-    Key("gpu", "gpu", "a GPU from the catalogue, or your own in a block", "gpu h100-sxm"),
-    Key("nodes", "count", "nodes in the cluster", "nodes 1024"),
-    Key("gpus", "count", "GPUs in the cluster", "gpus 8192"),
+    Key("gpu", "gpu", "a GPU from the catalogue, or your own in a block; `gpu ?` or "
+        "`gpu ? in [h100-sxm, a100-80gb]` lets search choose", "gpu h100-sxm", holes=True),
+    Key("nodes", "count", "nodes in the cluster; `nodes ?` or `nodes ? in 1 to 2048` lets search choose",
+        "nodes 1024", holes=True),
+    Key("gpus", "count", "GPUs in the cluster; `gpus ?` or `gpus ? in 8 to 4096` lets search choose",
+        "gpus 8192", holes=True),
     Key("gpus-per-node", "count", "GPUs per node (the layout's `on nodes(8 gpus, ...)` says it too)",
         "gpus-per-node 8"),
     _enum("link", "intra-node interconnect", "link nvlink", ("nvlink", "nvl72", "xgmi", "pcie")),
@@ -272,6 +300,12 @@ TRAIN_KEYS = (
         "tokens 15T", limit=MAX_TOKENS),
     Key("steps", "count", "training budget: optimizer steps of the whole run (instead of `tokens`)",
         "steps 250000"),
+    Key("deadline", "duration", "cluster search: the run must finish within this (`days`, `hours`, `weeks`)",
+        "deadline 60 days"),
+    Key("budget", "money", "cluster search: the run may cost at most this many dollars (`K`, `M`, `B`)",
+        "budget $2.5M"),
+    _enum("objective", "cluster search: what the answer minimises (default: the fewest GPUs)",
+          "objective cost", ("time", "cost", "tokens-per-dollar")),
 )
 
 TP_KEYS = (
@@ -406,6 +440,8 @@ def build(document: Document) -> tuple[Spec, list[Diagnostic]]:
                 block = _block(name, statement, diags, holes, name)
                 fields[name] = block
                 if name == "hardware":
+                    block = _cluster_question(block, fields)
+                    fields[name] = block
                     gpu = block.settings.get("gpu")
                     if gpu is not None:
                         fields["gpu"] = gpu.value
@@ -423,6 +459,17 @@ def build(document: Document) -> tuple[Spec, list[Diagnostic]]:
     fields["allows"] = tuple(allows)
     fields["holes"] = tuple(holes)
     return Spec(**fields), list(diags)
+
+
+def _cluster_question(block: BlockSpec, fields: dict) -> BlockSpec:
+    """Move `nodes ?`, `gpus ?` and `gpu ?` out of `hardware` into `Spec.cluster`."""
+    asked = {k: v.value for k, v in block.settings.items() if isinstance(v.value, ClusterHole)}
+    if not asked:
+        return block
+    sizes = [asked[k] for k in ("nodes", "gpus") if k in asked]
+    fields["cluster"] = ClusterQuestion(size=sizes[0] if sizes else None, gpu=asked.get("gpu"))
+    settings = {k: v for k, v in block.settings.items() if k not in asked}
+    return block.model_copy(update={"settings": settings})
 
 
 def _allows(statement) -> list[AllowSpec]:
@@ -686,6 +733,9 @@ def _unknown_key(kind: str, setting: Setting, keys: tuple[Key, ...], diags: _Dia
 def _value(key: Key, setting: Setting, diags: _Diagnostics, holes: list, path: str) -> Located[Any] | None:
     values = setting.values
     span = setting.span if not values else _join(values[0].span, values[-1].span)
+    if values and values[0].kind == "hole" and path in CLUSTER_HOLES:
+        hole = _parse_cluster_hole(key, values, span, diags)
+        return None if hole is None else Located(value=hole, span=span)
     if len(values) == 1 and values[0].kind == "hole":
         if not key.holes:
             diags.err("E0206", f"`{key.name}` cannot be left open", values[0].span, label="`?` not allowed here",
@@ -701,6 +751,56 @@ def _value(key: Key, setting: Setting, diags: _Diagnostics, holes: list, path: s
     if parsed is None:
         return None
     return Located(value=parsed, span=span)
+
+
+CLUSTER_HOLES = ("hardware.nodes", "hardware.gpus", "hardware.gpu")
+"""Settings whose `?` asks search for the cluster (compiler/search/cluster.py)."""
+MAX_NODES_DEFAULT = 16_384
+"""Default ceiling of `nodes ?`: the largest cluster `parc search` considers unless told."""
+
+
+def _parse_cluster_hole(key: Key, values: tuple[Atom, ...], span: Span, diags: _Diagnostics) -> ClusterHole | None:
+    """`nodes ?`, `nodes ? in 16 to 2048`, `gpu ?`, `gpu ? in [h100-sxm, a100-80gb]`."""
+    name = key.name
+    if name == "gpu":
+        example = "gpu ? in [h100-sxm, a100-80gb]"
+        if len(values) == 1:
+            return ClusterHole(key=name, span=span)
+        if len(values) == 3 and values[1].kind == "name" and values[1].text == "in" and values[2].kind == "list" \
+                and values[2].items and all(item.kind in ("name", "string") for item in values[2].items):
+            choices = tuple(Located(value=_unquote(i.text) if i.kind == "string" else i.text, span=i.span)
+                            for i in values[2].items)
+            seen: set[str] = set()
+            for choice in choices:
+                if choice.value in seen:
+                    diags.err("E0208", f"`{choice.value}` is listed twice", choice.span, label="repeated",
+                              help="name each GPU once")
+                    return None
+                seen.add(choice.value)
+            return ClusterHole(key=name, choices=choices, span=span)
+        diags.err("E0203", "`gpu ?` takes an optional list of GPUs", values[1].span, label="expected `in [GPU, ...]`",
+                  help=f"write `gpu ?` (every catalogue GPU) or `{example}`")
+        return None
+    unit = "node" if name == "nodes" else "GPU"
+    example = f"{name} ? in 1 to 2048" if name == "nodes" else f"{name} ? in 8 to 16384"
+    if len(values) == 1:
+        return ClusterHole(key=name, span=span)
+    shape_ok = (len(values) == 5 and values[1].kind == "name" and values[1].text == "in"
+                and values[3].kind == "name" and values[3].text == "to")
+    if not shape_ok:
+        diags.err("E0203", f"`{name} ?` takes an optional range", values[1].span, label="expected `in LOW to HIGH`",
+                  help=f"write `{name} ?` or `{example}`")
+        return None
+    limit = MAX_DEGREE if name == "gpus" else MAX_DEGREE // 4
+    low = _count_atom(values[2], f"the smallest {unit} count", diags, limit=limit)
+    high = _count_atom(values[4], f"the largest {unit} count", diags, limit=limit)
+    if low is None or high is None:
+        return None
+    if low > high:
+        diags.err("E0207", f"the range of `{name} ?` is empty", _join(values[2].span, values[4].span),
+                  label=f"{low:,} is above {high:,}", help=f"write the smaller count first: `{name} ? in {high} to {low}`")
+        return None
+    return ClusterHole(key=name, low=low, high=high, span=span)
 
 
 def _join(a: Span, b: Span) -> Span:
@@ -1067,6 +1167,76 @@ def _parse_price(key, values, setting, diags):
     return value
 
 
+_MONEY = re.compile(r"^\$(\d[\d_]*(?:\.\d+)?)([A-Za-z]*)$")
+MAX_MONEY = 10**13
+"""Largest spending cap in dollars: ten trillion, beyond any training run."""
+
+
+def _parse_duration(key, values, setting, diags):
+    """`deadline 60 days`: seconds; a positive number and a unit of time."""
+    units_text = ", ".join(f"`{u}`" for u in units.DURATIONS)
+    if len(values) == 1 and values[0].kind == "name" and _GLUED.match(values[0].text):
+        number, unit = _GLUED.match(values[0].text).groups()
+        diags.err("E0105", f"`{values[0].text}` runs a number into its unit", values[0].span,
+                  label="put a space before the unit", help=f"write `{key.name} {number} {unit}`")
+        return None
+    if len(values) == 1 and values[0].kind == "number":
+        diags.err("E0205", f"`{key.name}` needs a unit", values[0].span, label="days? hours?",
+                  help=f"write `{key.name} {values[0].text} days`; units: {units_text}")
+        return None
+    if len(values) != 2 or values[0].kind != "number" or values[1].kind != "name":
+        diags.err("E0203", f"`{key.name}` takes a number and a unit", values[0].span,
+                  label="expected a number and `days`", help=f"write `{key.example}`")
+        return None
+    number_atom, unit_atom = values
+    if unit_atom.text not in units.DURATIONS:
+        fixed = next((u for u in units.DURATIONS if u.lower() == unit_atom.text.lower()), None)
+        help_text = (f"units are lowercase: write `{key.name} {number_atom.text} {fixed}`" if fixed else
+                     f"write `{key.name} {number_atom.text} days`; units: {units_text}")
+        diags.err("E0205", f"`{unit_atom.text[:30]}` is not a unit of time", unit_atom.span, label="wrong unit",
+                  help=help_text)
+        return None
+    value = float(number_atom.text.replace("_", "")) * units.DURATIONS[unit_atom.text]
+    if not math.isfinite(value) or value <= 0 or value > 100 * 365 * 86_400:
+        diags.err("E0207", f"`{key.name}` is out of range", number_atom.span, label="not a plausible duration",
+                  help=f"write a positive duration of at most a century, e.g. `{key.example}`")
+        return None
+    return value
+
+
+def _parse_money(key, values, setting, diags):
+    """`budget $2.5M`, `budget $750K`, `budget $2_500_000` or `budget 2.5M USD`: dollars."""
+    scales = ", ".join(f"`{s}`" for s in units.MONEY_SCALES)
+    help_text = f"write dollars with a `$`: `{key.example}`, `budget $750K` or `budget $2_500_000`; multipliers: {scales}"
+    atoms = values
+    number_text = suffix = None
+    if len(atoms) == 1 and atoms[0].kind == "name" and _MONEY.match(atoms[0].text):
+        number_text, suffix = _MONEY.match(atoms[0].text).groups()
+    elif len(atoms) == 2 and atoms[1].kind == "name" and atoms[1].text in ("USD", "usd", "$"):
+        if atoms[0].kind == "number":
+            number_text, suffix = atoms[0].text, ""
+        elif atoms[0].kind == "name" and _GLUED.match(atoms[0].text):
+            number_text, suffix = _GLUED.match(atoms[0].text).groups()
+    if number_text is None:
+        first = atoms[0]
+        if len(atoms) == 1 and first.kind in ("number", "name") and (first.kind == "number" or _GLUED.match(first.text)):
+            diags.err("E0205", f"`{key.name}` needs a currency", first.span, label="dollars?", help=help_text)
+        else:
+            diags.err("E0205", f"`{' '.join(a.text for a in atoms)[:30]}` is not an amount of dollars", first.span,
+                      label="expected `$` and a number", help=help_text)
+        return None
+    if suffix not in units.MONEY_SCALES and suffix != "":
+        diags.err("E0205", f"`{suffix[:30]}` is not a multiplier of dollars", atoms[0].span,
+                  label="not K, M or B", help=help_text)
+        return None
+    value = float(number_text.replace("_", "")) * units.MONEY_SCALES.get(suffix, 1)
+    if not math.isfinite(value) or value <= 0 or value > MAX_MONEY:
+        diags.err("E0207", f"`{key.name}` is out of range", atoms[0].span, label="not a plausible amount",
+                  help=f"write a positive amount of at most ${MAX_MONEY:,}, e.g. `{key.example}`")
+        return None
+    return value
+
+
 def _parse_gpu(key, values, setting, diags):
     """`gpu h100-sxm`, `gpu h100-sxm { hbm 96 GiB }`, or `gpu my-gpu { ...every field... }`."""
     if len(values) > 1 or (values and values[0].kind not in ("name", "string")):
@@ -1122,6 +1292,8 @@ _PARSERS: dict[str, Callable] = {
     "norm": _parse_norm,
     "tokens": _parse_tokens,
     "price": _parse_price,
+    "duration": _parse_duration,
+    "money": _parse_money,
 }
 
 
@@ -1146,6 +1318,8 @@ _VALUE_WORDS = {
     "norm": "positive number \\| off",
     "tokens": "count [`K` \\| `M` \\| `B` \\| `T` \\| `P`]: `15T`",
     "price": "dollars per GPU-hour: `2.50 $/gpu-hour`",
+    "duration": "number and `days` \\| `hours` \\| `weeks`: `60 days`",
+    "money": "dollars: `$2.5M`, `$750K`",
 }
 
 

@@ -61,3 +61,13 @@ PRICES: dict[str, float] = {
     "USD/gpu-hour": 1.0, "usd/gpu-hour": 1.0,
 }
 """Units of a price: US dollars per GPU-hour, the unit clouds list GPU capacity in."""
+
+DURATIONS: dict[str, float] = {
+    "days": 86_400.0, "day": 86_400.0, "d": 86_400.0,
+    "hours": 3_600.0, "hour": 3_600.0, "h": 3_600.0,
+    "weeks": 604_800.0, "week": 604_800.0,
+}
+"""Units of a deadline, in seconds (no months or years: their length varies)."""
+
+MONEY_SCALES: dict[str, int] = {"K": 10**3, "k": 10**3, "M": 10**6, "B": 10**9}
+"""Decimal multipliers of a dollar amount: `$2.5M`, `$750K`."""

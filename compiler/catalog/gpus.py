@@ -41,6 +41,8 @@ GPUS: dict[str, dict] = {
         gpus_per_node=8,
         nics=8,
         nic_bandwidth=200 * Gbps,  # DGX A100: 8x ConnectX-6 HDR 200 Gb/s for compute
+        price=32.7726 / 8,  # AWS p4d.24xlarge (8x A100 40 GB) on-demand, us-east-1: $32.7726/h
+        price_source="AWS p4d.24xlarge on-demand list price, us-east-1: $32.77/h for 8 GPUs",
     ),
     "a100-80gb": dict(
         description="NVIDIA A100 SXM4 80 GB",
@@ -53,6 +55,8 @@ GPUS: dict[str, dict] = {
         gpus_per_node=8,
         nics=8,
         nic_bandwidth=200 * Gbps,  # DGX A100 / Selene: 8x HDR 200 Gb/s
+        price=40.9657 / 8,  # AWS p4de.24xlarge (8x A100 80 GB) on-demand, us-east-1: $40.9657/h
+        price_source="AWS p4de.24xlarge on-demand list price, us-east-1: $40.97/h for 8 GPUs",
     ),
     "h100-sxm": dict(
         description="NVIDIA H100 SXM5 80 GB",
