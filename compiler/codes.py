@@ -590,6 +590,31 @@ memory, whatever the spec. Write the values you already know instead of `?` (for
 `tp 8` inside a node, or `order fixed`), and search the rest.
 """)
 
+register("E0504", "a cluster question needs the run's length", """
+`nodes ?`, `gpus ?` and `gpu ?` ask `parc search` for a cluster, and clusters are compared by the
+time and the cost of the whole run (compiler/budget.py): steps x the predicted step time. Without
+the run's length there is nothing to compare:
+
+    hardware { gpu ?, nodes ? }
+    train { seq 8192, global-batch 2048 }                 # E0504: how long a run?
+    train { seq 8192, global-batch 2048, tokens 15T }     # ok
+
+State `tokens` (or `steps`) in `train`. docs/search.md, "Cluster questions", describes the search.
+""")
+
+register("E0505", "no cluster meets the constraints", """
+`parc search` tried the clusters a spec asks about (`nodes ?`, `gpu ?`) and none meets its
+constraints: the `deadline` (time to train), the `budget` (the run's cost), or no layout fits on
+any cluster of the range. The label says the best reachable figure, so the fix is concrete:
+
+    train { tokens 15T, deadline 10 days }
+    error[E0505]: no cluster finishes within 10 days
+      label: the fastest reachable is 41 days
+    help: allow at least 41 days (`deadline 41 days`), widen the cluster range, or train on fewer tokens
+
+Relax the constraint to the figure given, widen `nodes ? in LOW to HIGH`, or add GPUs to
+`gpu ? in [...]`. The search assumes more GPUs never make the best layout slower (docs/search.md).
+""")
 
 # ---------------------------------------------------------------------------------------------
 # Code generation (backends/torch, `parc compile`): E06xx, W06xx. Add new codes below this line.

@@ -23,6 +23,11 @@ def run(path: str, top: int, write: bool, fmt: str) -> int:
     if unreadable:
         return 2
     compilation = results[0]
+    if compilation.spec is not None and compilation.spec.cluster is not None \
+            and not has_errors(compilation.diagnostics):
+        from .cluster_command import run_cluster
+
+        return run_cluster(path, compilation, write, fmt)
     if compilation.plan is None or has_errors(compilation.diagnostics):
         return cli._report(results, fmt)
     bar = ProgressBar(sys.stderr)
@@ -56,10 +61,14 @@ def run(path: str, top: int, write: bool, fmt: str) -> int:
 
 def _write(path: str, compilation, result) -> int:
     """Put the winner's text in place atomically, unless the spec changed while search ran."""
-    from ..atomic import write_file
-
     if not result.space.holes:
         return 0
+    return write_answer(path, compilation, result.winner.text)
+
+
+def write_answer(path: str, compilation, text: str) -> int:
+    """Write `text` over the spec atomically, unless the spec changed since it was compiled."""
+    from ..atomic import write_file
     try:
         with open(path, "rb") as handle:
             current = handle.read().decode("utf-8")
@@ -70,7 +79,6 @@ def _write(path: str, compilation, result) -> int:
         click.echo(f"error: `{path}` changed while search ran; nothing written\n"
                    f"help: run `parc search {path} --write` again", err=True)
         return 2
-    text = result.winner.text
     if current.startswith("\ufeff"):
         text = "\ufeff" + text
     try:

@@ -1,0 +1,196 @@
+"""Cluster questions (`nodes ?`, `gpu ?`, deadline, budget, objective): issue 18 points 2 and 5.
+
+The references are computed here without the outer search: every node count of the range is
+written into a fully specified spec and run through the front end and the time model
+(`parc explain`'s path), and the steps of the run are counted by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from parc.budget import budget
+from parc.pipeline import compile_text
+from parc.search.cluster import ladder, search_cluster
+from parc.timing import predict
+
+from .conftest import run_cli
+
+TOKENS = 100 * 10**9
+BATCH, SEQ = 512, 8192
+
+
+def question(hardware: str, train_extra: str = "", tokens: str = "tokens 100B", dp: str = "?") -> str:
+    return (f"job q\ntp 8 x pp 2 x dp {dp} on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware {{\n{hardware}\n}}\n"
+            f"train {{ seq {SEQ}, global-batch {BATCH}, micro-batch 1, {tokens}{train_extra} }}\n")
+
+
+def reference(gpu: str, nodes: int, price: str = ""):
+    """The run on one cluster, written out in full: (days, cost) or None when it does not compile."""
+    if nodes * 8 % 16:
+        return None
+    text = question(f"gpu {gpu}\nnodes {nodes}\n{price}", dp=str(nodes * 8 // 16))
+    c = compile_text(text)
+    if c.plan is None or any(d.is_error for d in c.diagnostics):
+        return None
+    prediction = predict(c.plan)
+    run = budget(c.plan, prediction)
+    steps = math.ceil(TOKENS / (BATCH * SEQ))  # by hand: the run sees at least 100B tokens
+    assert run.steps == steps
+    days = steps * prediction.breakdown.step / 86_400
+    assert run.days == pytest.approx(days)
+    return days, run.cost
+
+
+def brute(gpu: str, high: int, price: str = "") -> dict[int, tuple]:
+    out = {n: reference(gpu, n, price) for n in range(1, high + 1)}
+    return {n: r for n, r in out.items() if r is not None}
+
+
+def test_a_deadline_needs_exactly_the_nodes_the_step_time_says():
+    every = brute("h100-sxm", 64)
+    assert len(every) >= 4
+    ordered = sorted(every)
+    # a deadline between the 3rd and the 4th feasible cluster's time: exactly the 4th meets it
+    target = ordered[3]
+    deadline_days = (every[ordered[2]][0] + every[target][0]) / 2
+    smallest = min(n for n, (days, _) in every.items() if days <= deadline_days)
+    assert smallest == target
+    text = question(f"gpu h100-sxm\nnodes ? in 1 to 64", f", deadline {deadline_days * 24:.3f} hours")
+    c = compile_text(text)
+    assert not any(d.is_error for d in c.diagnostics)
+    result = search_cluster(c)
+    assert not result.diagnostics
+    assert result.chosen.probe.nodes == target
+    assert result.chosen.days == pytest.approx(every[target][0])
+    # the candidate rule never drops a cluster that compiles
+    assert set(every) <= {p.probe.nodes for p in result.points} | set(range(1, 65)) - set()
+    assert set(every) <= set(_candidates(c))
+
+
+def _candidates(c) -> list[int]:
+    from parc.search.cluster import _nodes_for
+
+    return _nodes_for(c.spec, c.spec.cluster, "h100-sxm", 8)
+
+
+def test_the_answer_compiles_and_write_fills_the_holes(tmp_path):
+    spec = tmp_path / "q.par"
+    spec.write_text(question("gpu ? in [h100-sxm, a100-80gb]\nnodes ? in 1 to 64", ", deadline 20 days"))
+    done = run_cli("search", str(spec), "--write")
+    assert done.exit_code == 0, done.output
+    filled = spec.read_text()
+    assert "?" not in filled
+    c = compile_text(filled)
+    assert c.plan is not None and not any(d.is_error for d in c.diagnostics)
+    from parc.backends import job_diagnostics
+
+    assert not [d for d in job_diagnostics(c.plan) if d.is_error]
+    # the fewest GPUs that finish within 20 days, over both GPUs (computed by hand)
+    best = min((n * 8, g, n) for g in ("h100-sxm", "a100-80gb") for n, (days, _) in brute(g, 64).items()
+               if days <= 20)
+    assert f"nodes {best[2]}\n" in filled and f"gpu {best[1]}\n" in filled
+
+
+def test_objective_cost_prefers_the_cheaper_gpu():
+    text = question("gpu ? in [h100-sxm, a100-80gb]\nnodes ? in 1 to 64", ", deadline 30 days, objective cost")
+    result = search_cluster(compile_text(text))
+    runs = [(cost, g, n) for g in ("h100-sxm", "a100-80gb") for n, (days, cost) in brute(g, 64).items()
+            if days <= 30]
+    cheapest = min(runs)
+    assert cheapest[1] == "a100-80gb"  # at list prices the A100's GPU-hour is 2.4x cheaper, its step 2.2x slower
+    assert (result.chosen.probe.gpu, result.chosen.probe.nodes) == (cheapest[1], cheapest[2])
+    assert result.chosen.cost == pytest.approx(cheapest[0])
+    # at one price for both, the faster GPU is the cheaper run
+    same = question("gpu ? in [h100-sxm, a100-80gb]\nnodes ? in 1 to 64\nprice 2.00 $/gpu-hour",
+                    ", deadline 30 days, objective cost")
+    assert search_cluster(compile_text(same)).chosen.probe.gpu == "h100-sxm"
+
+
+def test_frontier_is_the_pareto_set_of_the_points_tried():
+    text = question("gpu ? in [h100-sxm, a100-80gb]\nnodes ? in 1 to 64", ", objective time")
+    result = search_cluster(compile_text(text))
+    priced = [p for p in result.points if p.ok and p.cost is not None]
+    assert len(priced) >= 4 and result.frontier
+    for p in priced:
+        dominated = any(q.days <= p.days and q.cost <= p.cost and (q.days, q.cost) != (p.days, p.cost)
+                        for q in priced)
+        assert p.frontier == (not dominated)
+    assert result.chosen.days == min(p.days for p in priced)
+
+
+def test_an_infeasible_deadline_says_the_fastest_reachable_time():
+    text = question("gpu h100-sxm\nnodes ? in 1 to 8", ", deadline 2 days")
+    c = compile_text(text)
+    result = search_cluster(c)
+    fastest = min(days for days, _ in brute("h100-sxm", 8).values())
+    [d] = result.diagnostics
+    assert d.code == "E0505" and "within 2.0 days" in d.message
+    assert f"{fastest:.1f} days" in d.label and d.help.startswith("allow at least")
+    assert (d.span.line, d.span.col) == (8, text.splitlines()[7].index("2 days") + 1)
+
+
+def test_a_budget_too_small_says_the_cheapest():
+    text = question("gpu h100-sxm\nnodes ? in 1 to 8", ", budget $10K")
+    result = search_cluster(compile_text(text))
+    [d] = result.diagnostics
+    cheapest = min(cost for _, cost in brute("h100-sxm", 8).values())
+    assert d.code == "E0505" and "$10.00 k" in d.message
+    from parc.budget import dollars
+
+    assert dollars(cheapest) in d.label
+
+
+def test_a_cluster_question_needs_the_runs_length():
+    text = question("gpu h100-sxm\nnodes ?", tokens="recompute none")
+    [d] = search_cluster(compile_text(text)).diagnostics
+    assert d.code == "E0504" and "tokens" in d.help
+
+
+@pytest.mark.parametrize(("train", "code", "needle"), [
+    (", deadline 60 months", "E0205", "months"),
+    (", deadline 60", "E0205", "needs a unit"),
+    (", deadline 60days", "E0105", "runs a number"),
+    (", budget 2.5M", "E0205", "needs a currency"),
+    (", budget $2.5X", "E0205", "multiplier"),
+    (", budget $0", "E0207", "out of range"),
+    (", objective speed", "E0202", "objective"),
+])
+def test_bad_constraints_are_located_diagnostics(train, code, needle):
+    c = compile_text(question("gpu h100-sxm\nnodes ?", train))
+    errors = [d for d in c.diagnostics if d.is_error]
+    assert [d.code for d in errors] == [code]
+    assert needle in errors[0].message and errors[0].help and errors[0].span.line == 8
+
+
+@pytest.mark.parametrize(("hardware", "code"), [
+    ("gpu h100-sxm\nnodes ? in 8 to 2", "E0207"),
+    ("gpu h100-sxm\nnodes ? from 2", "E0203"),
+    ("gpu ? in [h100-sxm, h100-sxm]\nnodes 4", "E0208"),
+    ("gpu ? of h100-sxm\nnodes 4", "E0203"),
+])
+def test_bad_cluster_holes_are_located_diagnostics(hardware, code):
+    c = compile_text(question(hardware))
+    assert [d.code for d in c.diagnostics if d.is_error] == [code]
+
+
+def test_units_of_the_constraints():
+    c = compile_text(question("gpu h100-sxm\nnodes ?", ", deadline 2 weeks, budget $2.5M"))
+    settings = c.spec.train.settings
+    assert settings["deadline"].value == 14 * 86_400 and settings["budget"].value == 2.5e6
+
+
+def test_ladder_takes_one_node_count_per_doubling():
+    assert ladder([1, 2, 3, 4, 6, 8, 12, 16, 24, 48, 100]) == [1, 2, 4, 8, 16, 48, 100]
+
+
+def test_json_output_is_deterministic(tmp_path):
+    spec = tmp_path / "q.par"
+    spec.write_text(question("gpu ? in [h100-sxm, a100-80gb]\nnodes ? in 1 to 16", ", objective cost"))
+    first = run_cli("search", str(spec), "--format", "json")
+    second = run_cli("search", str(spec), "--format", "json")
+    assert first.exit_code == 0 and first.output == second.output
+    data = json.loads(first.output)
+    assert data["cluster"]["chosen"]["gpu"] == "a100-80gb" and data["cluster"]["points"]
