@@ -15,18 +15,20 @@ rule below is a *necessary* condition, so a count outside the set has no valid l
     dp divides the global batch (E0321)        tp divides the heads, tp <= the NVLink domain (E0312, E0304)
     pp divides the layers (E0315)              cp divides the sequence (E0330)     ep divides the experts (E0340)
 
-and whole nodes inside the asked range. The best time to train is taken as non-increasing along
-the sorted candidates (more GPUs never make the best layout slower), so the smallest cluster that
-meets a deadline is found by bisection, and the largest that stays within a budget likewise:
-O(log n) layout searches per GPU instead of one per node count. The frontier of time against cost
-is drawn over the clusters evaluated: a ladder of the smallest candidate of every power-of-two
-band of node counts, the largest candidate, and the bisection's probes.
+and whole nodes inside the asked range. The outer search first evaluates a ladder: the smallest
+candidate of every power-of-two band of node counts (1, 2-3, 4-7, ...) and the largest. The
+ladder shows in which band each boundary lies: where layouts start to fit in memory (and where
+they stop: a batch too small to share), where the deadline is first met, where the budget is last
+kept. Inside that one band the best time (and cost) is taken as monotone in the node count, and
+the boundary is found by bisection: O(log n) layout searches per GPU instead of one per node count.
+Across bands nothing is assumed (the ladder evaluates each), so a node count that forces an
+awkward layout (5 nodes: pp 10) cannot mislead the search beyond its own band. The frontier of
+time against cost is drawn over every cluster evaluated.
 """
 
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from ..catalog import gpus as gpu_catalog
@@ -285,6 +287,47 @@ def ladder(nodes: list[int]) -> list[int]:
     return picks
 
 
+def probe_bands(nodes: list[int], point_at, c: Constraints) -> None:
+    """Evaluate the ladder, then bisect inside the doubling band where each boundary lies: where
+    layouts start to fit (and stop: a batch too small for the cluster), where the deadline is
+    first met, where the budget is last kept. Monotonicity is assumed only inside one band."""
+    rungs = ladder(nodes)
+    for n in rungs:
+        point_at(n)
+    ok = [i for i, n in enumerate(rungs) if point_at(n).ok]
+    if not ok:
+        return
+
+    def between(rung: int) -> list[int]:
+        """The candidates after rung-1 up to and including rung (one band)."""
+        lo = nodes.index(rungs[rung - 1]) + 1 if rung > 0 else 0
+        return nodes[lo:nodes.index(rungs[rung]) + 1]
+
+    def after(rung: int) -> list[int]:
+        """The candidates from rung up to the next rung (exclusive)."""
+        lo = nodes.index(rungs[rung])
+        hi = nodes.index(rungs[rung + 1]) if rung + 1 < len(rungs) else len(nodes)
+        return nodes[lo:hi]
+
+    first, last = ok[0], ok[-1]
+    band = between(first)
+    _first_true(band, lambda n: point_at(n).ok)
+    band = after(last)
+    _first_true(band, lambda n: not point_at(n).ok)
+    if c.deadline is not None:
+        meeting = [i for i in ok if _meets_deadline(point_at(rungs[i]), c)]
+        if meeting:
+            band = between(meeting[0])
+            _first_true(band, lambda n: _meets_deadline(point_at(n), c))
+    if c.budget is not None:
+        within = [i for i in ok if _within_budget(point_at(rungs[i]), c)]
+        if within:
+            band = after(within[-1])
+            over = _first_true(band, lambda n: point_at(n).ok and not _within_budget(point_at(n), c))
+            if over > 0:
+                point_at(band[over - 1])
+
+
 def search_cluster(compilation: Compilation) -> ClusterResult:
     """The cluster that best answers the spec's question, and the time-cost frontier."""
     spec = compilation.spec
@@ -306,18 +349,7 @@ def search_cluster(compilation: Compilation) -> ClusterResult:
         def point_at(n: int, gpu=gpu, per_node=per_node) -> Point:
             return evaluate_once(Probe(gpu=gpu, nodes=n, gpus_per_node=per_node))
 
-        for n in ladder(nodes):
-            point_at(n)
-        # the smallest cluster that fits in memory at all, then the smallest that meets the deadline
-        first_ok = _first_true(nodes, lambda n: point_at(n).ok)
-        if first_ok < len(nodes) and constraints.deadline is not None:
-            rest = nodes[first_ok:]
-            _first_true(rest, lambda n: _meets_deadline(point_at(n), constraints))
-        if first_ok < len(nodes) and constraints.budget is not None:
-            rest = nodes[first_ok:]
-            over = _first_true(rest, lambda n: point_at(n).ok and not _within_budget(point_at(n), constraints))
-            if over > 0:
-                point_at(rest[over - 1])
+        probe_bands(nodes, point_at, constraints)
     result.points = sorted(evaluate_once.seen.values(), key=lambda p: (gpu_order(result, p), p.probe.nodes))
     _mark_frontier(result.points)
     feasible = [p for p in result.points if _meets_deadline(p, constraints) and _within_budget(p, constraints)]
@@ -422,5 +454,3 @@ def _infeasible(spec: Spec, result: ClusterResult) -> Diagnostic:
                  help="state the rate you pay in hardware: `price 2.50 $/gpu-hour`")
 
 
-def first_index(nodes: list[int], n: int) -> int:
-    return bisect_left(nodes, n)
