@@ -111,6 +111,55 @@ def main() -> None:
     for r in rows:
         print("  ".join(c.ljust(w) if i in (0, 12) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths,
                                                                                                 strict=True))))
+    if not args.only_target:
+        cluster_table(args.repeat)
+
+
+CLUSTER_SPECS = {
+    "llama3-70b-search.par, nodes ? (1-16,384), deadline 90 days":
+        (ROOT / "specs" / "llama3-70b-search.par").read_text()
+        .replace("  nodes 128", "  nodes ?").replace("  global-batch 1024", "  global-batch 1024\n  tokens 15T\n"
+                                                      "  deadline 90 days"),
+    "llama3-8b tp 8 x pp 2 x dp ?, gpu ? in [h100-sxm, a100-80gb], nodes ? (1-16,384), objective cost": """\
+job q
+tp 8 x pp 2 x dp ? on nodes(8 gpus, nvlink)
+model llama3-8b
+hardware { gpu ? in [h100-sxm, a100-80gb], nodes ? }
+train { seq 8192, global-batch 512, micro-batch 1, tokens 100B, deadline 30 days, objective cost }
+""",
+    "llama3-405b every hole open, nodes ? (1-16,384), deadline 120 days":
+        BENCHMARK.replace("nodes 2048", "nodes ?").replace("recompute ? }", "recompute ?, tokens 15.6T, deadline 120 days }"),
+}
+"""Issue 18's cluster target: `nodes ?` over 1-16,384 nodes answered in under 5 s."""
+
+
+def cluster_table(repeat: int) -> None:
+    """The outer search over clusters (`compiler/search/cluster.py`): CPU seconds of one cold
+    `search_cluster`, the node counts the candidate rule leaves and the clusters evaluated."""
+    from parc.search.cluster import search_cluster
+
+    rows = [("cluster question", "candidates", "evaluated", "CPU s", "wall s", "answer")]
+    for name, text in CLUSTER_SPECS.items():
+        best_cpu = best_wall = float("inf")
+        for _ in range(repeat):
+            compilation = compile_text(text, path="benchmark.par")
+            timing.clear_caches()
+            clear_memory_caches()
+            search_engine._DIVISORS.clear()
+            wall, cpu = time.perf_counter(), time.process_time()
+            result = search_cluster(compilation)
+            best_cpu = min(best_cpu, time.process_time() - cpu)
+            best_wall = min(best_wall, time.perf_counter() - wall)
+        chosen = result.chosen
+        answer = f"{chosen.probe.nodes:,} nodes of {chosen.probe.gpu}, {chosen.layout}" if chosen else \
+            result.diagnostics[0].code
+        rows.append((name, f"{sum(result.candidates.values()):,}", f"{len(result.points):,}", f"{best_cpu:.2f}",
+                     f"{best_wall:.2f}", answer))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    print()
+    for r in rows:
+        print("  ".join(c.ljust(w) if i in (0, 5) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths,
+                                                                                               strict=True))).rstrip())
 
 
 if __name__ == "__main__":
