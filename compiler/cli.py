@@ -434,6 +434,11 @@ def report(file, output):
     if unreadable:
         sys.exit(2)
     result = results[0]
+    cluster = None
+    if result.spec is not None and result.spec.cluster is not None and not has_errors(result.diagnostics):
+        from .report import answer_cluster  # the question's answer, drawn with its frontier
+
+        result, cluster = answer_cluster(result)
     if result.plan is not None and result.plan.holes and not has_errors(result.diagnostics):
         names = ", ".join(h.name for h in result.plan.holes)
         result.diagnostics.append(error(
@@ -443,7 +448,7 @@ def report(file, output):
         sys.exit(_report(results, "text"))
     from .report import build_page
 
-    page = build_page(result)
+    page = build_page(result, cluster)
     if output == "-":
         click.echo(page, nl=False)
     else:

@@ -656,8 +656,44 @@ def findings_figure(diagnostics) -> Element:
     return figure(f"{errors} / {len(warnings)}", label, bad=errors > 0)
 
 
-def build_page(compilation: Compilation) -> str:
-    """The whole page as text. Needs a complete plan (no holes) without errors."""
+def answer_cluster(compilation: Compilation):
+    """A spec that asks for its cluster: (the chosen cluster's spec compiled, the search), or the
+    question with the search's diagnostics when nothing meets its constraints."""
+    from .pipeline import compile_text
+    from .search.cluster import search_cluster
+
+    cluster = search_cluster(compilation)
+    if cluster.diagnostics:
+        compilation.diagnostics.extend(cluster.diagnostics)
+        return compilation, None
+    return compile_text(cluster.chosen.text, compilation.source.path), cluster
+
+
+def cluster_block(cluster) -> Element:
+    """The cluster question's answer and its time-cost frontier (`frontier.py`)."""
+    from .frontier import frontier_picture, frontier_table
+    from .search.cluster_command import constraints_text
+
+    block = el("section", {"id": "cluster-section"})
+    block.add(el("h2", {"id": "cluster"}, "Cluster"))
+    chosen = cluster.chosen
+    picture, drawn = frontier_picture(cluster.points, chosen)
+    unpriced = sum(1 for p in cluster.points if p.ok and p.cost is None)
+    block.add(el("p", {"class": "caption"},
+                 f"The spec asks for its cluster; search tried {len(cluster.points)} clusters ({constraints_text(cluster)}) "
+                 f"and answers {chosen.probe.nodes:,} nodes of {chosen.probe.gpu} (ringed): the page below is that "
+                 "spec. Each dot is a cluster at its best layout: the run's cost against its time to train; the line "
+                 "joins the frontier (no cluster tried is both faster and cheaper), whose points are labelled; hover "
+                 "a dot for its layout. The table names every point."
+                 + (f" {unpriced} clusters without a known price are not drawn." if unpriced else "")))
+    block.add(picture)
+    block.add(frontier_table(drawn, chosen))
+    return block
+
+
+def build_page(compilation: Compilation, cluster=None) -> str:
+    """The whole page as text. Needs a complete plan (no holes) without errors; `cluster`, the
+    answer of a cluster question (`search/cluster.py`) whose chosen spec this is, adds its frontier."""
     from .explain import build_report
 
     plan = compilation.plan
@@ -693,6 +729,8 @@ def build_page(compilation: Compilation) -> str:
                            f"{gib(memory['usable_bytes'])} usable", bad=not memory["fits"]))
     figures.add(findings_figure(compilation.diagnostics))
     main.add(figures)
+    if cluster is not None:
+        main.add(cluster_block(cluster))
 
     main.add(el("h2", {"id": "devices"}, "Devices"))
     grid, facts = device_grid(plan)

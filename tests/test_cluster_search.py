@@ -194,3 +194,70 @@ def test_json_output_is_deterministic(tmp_path):
     assert first.exit_code == 0 and first.output == second.output
     data = json.loads(first.output)
     assert data["cluster"]["chosen"]["gpu"] == "a100-80gb" and data["cluster"]["points"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The frontier in `parc report`, laid out by a real browser
+
+FRONTIER_MEASURE = """<script>(function () {
+  var svg = document.querySelector("svg.frontier"), view = svg.getBoundingClientRect();
+  var labels = Array.prototype.slice.call(svg.querySelectorAll("text.pointlabel"));
+  var dots = Array.prototype.slice.call(svg.querySelectorAll("g.point circle"));
+  var texts = Array.prototype.slice.call(svg.querySelectorAll("text"));
+  var bad = [];
+  function box(e) { return e.getBoundingClientRect(); }
+  function hit(a, b) { return a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5; }
+  texts.forEach(function (t) {
+    var r = box(t);
+    if (r.left < view.left - 0.5 || r.right > view.right + 0.5 || r.top < view.top - 0.5 || r.bottom > view.bottom + 0.5) {
+      bad.push("outside: " + t.textContent);
+    }
+  });
+  labels.forEach(function (a, i) {
+    labels.slice(i + 1).forEach(function (b) { if (hit(box(a), box(b))) bad.push(a.textContent + " / " + b.textContent); });
+    dots.forEach(function (d) { if (hit(box(a), box(d))) bad.push(a.textContent + " over a dot"); });
+  });
+  document.body.setAttribute("data-frontier-labels", String(labels.length));
+  document.body.setAttribute("data-frontier-bad", bad.join(";"));
+})();</script>"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("objective", ["cost", "time"])
+def test_frontier_picture_in_headless_chromium(objective, tmp_path):
+    """Every label of the frontier lies inside the picture and overlaps no other label and no dot,
+    as Chromium lays the text out (not the report's own width estimate)."""
+    import re
+
+    from .test_report import browse, console_messages
+
+    spec = tmp_path / "q.par"
+    spec.write_text(question("gpu ? in [h100-sxm, a100-80gb]\nnodes ? in 1 to 64",
+                             f", deadline 30 days, objective {objective}"))
+    page = tmp_path / "q.html"
+    done = run_cli("report", str(spec), "-o", str(page))
+    assert done.exit_code == 0, done.output
+    html = page.read_text()
+    result = search_cluster(compile_text(spec.read_text()))
+    front = [p for p in result.points if p.frontier]
+    assert len(front) >= 3
+    assert html.count('class="label pointlabel') == len(front) or "#" in html
+    page.write_text(html.replace("</body>", FRONTIER_MEASURE + "</body>"), encoding="utf-8")
+    loaded = browse(page, tmp_path, "--dump-dom", "--window-size=1200,1600")
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert console_messages(loaded.stderr) == []
+    count = int(re.search(r'data-frontier-labels="(\d+)"', loaded.stdout)[1])
+    assert count == len(front)
+    assert 'data-frontier-bad=""' in loaded.stdout, re.search(r'data-frontier-bad="([^"]*)"', loaded.stdout)[1]
+    assert 'class="point chosen' in html and "(answer)" in html
+
+
+def test_frontier_axes_are_in_human_units():
+    from parc.frontier import frontier_picture
+    from parc.svg import render
+
+    result = search_cluster(compile_text(question("gpu ? in [h100-sxm, a100-80gb]\nnodes ? in 1 to 64",
+                                                  ", objective cost")))
+    svg = render(frontier_picture(result.points, result.chosen)[0])
+    assert " days<" in svg and "$" in svg and " k<" in svg
+    assert svg.count("<circle") == sum(1 for p in result.points if p.ok and p.cost is not None) + 1
