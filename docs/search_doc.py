@@ -370,6 +370,43 @@ spec (`compiler/atomic.py`), so a failure at any point leaves the spec byte-iden
 kills a real `parc search --write` before and after each: the spec is always the old text or the
 filled one).
 
+## Cluster questions
+
+A spec may leave its cluster open: `nodes ?` (or `gpus ?`), optionally in a range
+(`nodes ? in 16 to 2048`; by default 1 to 16,384 nodes), and `gpu ?`, over the whole catalogue or
+a list (`gpu ? in [h100-sxm, a100-80gb]`). The constraints and the objective are in `train`:
+`deadline 60 days`, `budget $2.5M`, `objective time | cost | tokens-per-dollar` (docs/language.md).
+Clusters are compared by the whole run (docs/budget.md), so the spec states `tokens` or `steps`
+(E0504). Code: `compiler/search/cluster.py`.
+
+Each cluster search tries is a layout search (everything above) on the spec's own text with the
+cluster written in, so each point is a spec `parc check` passes and `parc compile` accepts, and
+its time and cost are what `parc explain` says of it. The outer search never scans node counts:
+
+| step | what |
+|---|---|
+| candidates | the node counts whose GPUs some layout can fill: GPUs = (product of the written degrees) x the open degrees, with dp a divisor of the global batch (E0321), tp a divisor of the heads within the NVLink domain (E0312, E0304), pp a divisor of the layers (E0315), cp of the sequence (E0330), ep of the experts (E0340), in whole nodes inside the range. Each condition is necessary, so a count left out has no valid layout |
+| ladder | the smallest candidate of every power-of-two band of node counts (1, 2-3, 4-7, ...) and the largest: at most 15 layout searches per GPU over 1-16,384 nodes |
+| bisection | inside the one band where each boundary lies (where layouts start and stop fitting, where the deadline is first met, where the budget is last kept), the best time and cost are taken as monotone in the node count and the boundary is found by bisection |
+| answer | among the clusters evaluated that meet the deadline and the budget: the fewest GPUs (no objective), the shortest time (`time`), the lowest cost (`cost`; with the tokens fixed, the most tokens per dollar is the same run, so `tokens-per-dollar` ranks alike); ties go to fewer GPUs, then the GPU listed first |
+| frontier | the clusters evaluated with a known cost that no other is both faster and cheaper than (`*` in the table, a line in `parc report`'s picture) |
+
+The monotonicity is an assumption, and it does not hold across bands: a node count whose only
+layouts are awkward (5 nodes of a 80-layer model: pp 5 or 10) can be slower than a smaller one,
+which is why the ladder evaluates every band and bisects inside one. Inside a band a count that
+breaks it can still be missed: the answer is then a larger cluster than the smallest that
+qualifies, never one that does not meet the constraints (every point shown was evaluated).
+`tests/test_cluster_search.py` compares the answers with a scan of every node count of the
+range through the front end and the time model.
+
+When nothing qualifies, E0505 says what is reachable: the fastest time to train (at the largest
+cluster that fits) for a deadline, the lowest cost for a budget. Prices: the spec's `price`
+(for every GPU), else the catalogue's list price (docs/budget.md); a cluster without a price has
+an unknown cost: it can answer the fewest-GPUs and time objectives but not `cost`.
+
+`benchmarks/search_speed.py` prints a second table, the cluster questions, each a cold
+`search_cluster` over 1-16,384 nodes.
+
 ## Limits
 
 A search walks at most @MAX_GROUPS@ groups (after the rules) and makes at most @MAX_WORK@
