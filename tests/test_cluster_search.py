@@ -261,3 +261,20 @@ def test_frontier_axes_are_in_human_units():
     svg = render(frontier_picture(result.points, result.chosen)[0])
     assert " days<" in svg and "$" in svg and " k<" in svg
     assert svg.count("<circle") == sum(1 for p in result.points if p.ok and p.cost is not None) + 1
+
+
+def test_fmt_keeps_the_question_and_lsp_explains_the_new_keys():
+    from parc.lsp import formatted as format_text
+    from parc.lsp import hover_text
+
+    text = question("gpu ? in [h100-sxm, a100-80gb]\nnodes ? in 1 to 64",
+                    ", deadline 30 days, budget $2.5M, objective cost")
+    formatted = format_text(text)
+    assert format_text(formatted) == formatted
+    assert "gpu ? in [h100-sxm, a100-80gb]" in formatted and "nodes ? in 1 to 64" in formatted
+    assert "budget $2.5M" in formatted and "deadline 30 days" in formatted
+    before, after = compile_text(text).spec, compile_text(formatted).spec
+    assert before.cluster.size.high == after.cluster.size.high == 64
+    assert before.train.settings["budget"].value == after.train.settings["budget"].value
+    assert "deadline" in hover_text("deadline") and "`tokens-per-dollar`" in hover_text("objective")
+    assert "nodes ?" in hover_text("nodes") and hover_text("E0505").startswith("**E0505**")
