@@ -1191,8 +1191,16 @@ def _parse_duration(key, values, setting, diags):
     number_atom, unit_atom = values
     if unit_atom.text not in units.DURATIONS:
         fixed = next((u for u in units.DURATIONS if u.lower() == unit_atom.text.lower()), None)
-        help_text = (f"units are lowercase: write `{key.name} {number_atom.text} {fixed}`" if fixed else
-                     f"write `{key.name} {number_atom.text} days`; units: {units_text}")
+        calendar = {"month": 30, "months": 30, "mo": 30, "year": 365, "years": 365, "y": 365, "yr": 365}
+        per = calendar.get(unit_atom.text.lower())
+        if fixed:
+            help_text = f"units are lowercase: write `{key.name} {number_atom.text} {fixed}`"
+        elif per:
+            days = float(number_atom.text.replace("_", "")) * per
+            help_text = (f"months and years differ in length: write days, e.g. `{key.name} {days:.0f} days`; "
+                         f"units: {units_text}")
+        else:
+            help_text = f"write `{key.name} {number_atom.text} days`; units: {units_text}"
         diags.err("E0205", f"`{unit_atom.text[:30]}` is not a unit of time", unit_atom.span, label="wrong unit",
                   help=help_text)
         return None

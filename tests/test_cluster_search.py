@@ -278,3 +278,36 @@ def test_fmt_keeps_the_question_and_lsp_explains_the_new_keys():
     assert before.train.settings["budget"].value == after.train.settings["budget"].value
     assert "deadline" in hover_text("deadline") and "`tokens-per-dollar`" in hover_text("objective")
     assert "nodes ?" in hover_text("nodes") and hover_text("E0505").startswith("**E0505**")
+
+
+# ---------------------------------------------------------------------------------------------
+# Golden files: the output of a cluster search, and its diagnostics
+
+from .conftest import GOLDEN, ROOT, check_golden  # noqa: E402
+
+CLUSTER = GOLDEN / "cluster"
+CLUSTER_DIAGNOSTICS = sorted(CLUSTER.glob("e05*.par"))
+
+
+@pytest.mark.parametrize("case", CLUSTER_DIAGNOSTICS, ids=[c.stem for c in CLUSTER_DIAGNOSTICS])
+def test_a_cluster_search_that_finds_nothing_says_why(case):
+    """Golden: tests/golden/diagnostics/<name>.search.stderr (beside the other codes' cases)."""
+    assert CLUSTER_DIAGNOSTICS
+    relative = str(case.relative_to(ROOT))
+    assert run_cli("check", relative).exit_code == 0, "the spec itself is clean; only search finds nothing"
+    result = run_cli("search", relative)
+    assert result.exit_code == 1
+    code = case.stem.split("_")[0].upper()
+    assert f"error[{code}]" in result.stderr and "help:" in result.stderr
+    check_golden(GOLDEN / "diagnostics" / f"{case.stem}.search.stderr", result.stderr)
+    data = json.loads(run_cli("search", relative, "--format", "json").stdout)
+    assert [d["code"] for d in data["diagnostics"]] == [code] and data["cluster"]["chosen"] is None
+
+
+def test_cluster_search_output_is_golden():
+    relative = str((CLUSTER / "plan-cost.par").relative_to(ROOT))
+    text = run_cli("search", relative)
+    assert text.exit_code == 0
+    check_golden(CLUSTER / "plan-cost.txt", text.stdout)
+    data = run_cli("search", relative, "--format", "json")
+    check_golden(CLUSTER / "plan-cost.json", data.stdout)

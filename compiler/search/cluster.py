@@ -448,7 +448,8 @@ def _infeasible(spec: Spec, result: ClusterResult) -> Diagnostic:
                      train["budget"].span, label=f"the cheapest is {dollars(cheapest.cost)}",
                      labels=(Label(span=hole.span, message=f"the cheapest: {cheapest.probe.nodes:,} nodes of "
                                    f"{cheapest.probe.gpu}"),),
-                     help=f"raise the budget to {dollars(cheapest.cost)} or more, or relax the deadline")
+                     help=f"raise the budget to {dollars(cheapest.cost)} or more"
+                     + (", or relax the deadline" if c.deadline is not None else ""))
     return error("E0505", "no cluster has a price to compare costs by", hole.span,
                  label="cost is unknown",
                  help="state the rate you pay in hardware: `price 2.50 $/gpu-hour`")
