@@ -125,7 +125,7 @@ class _Resolver:
                 training=training,
                 launch=launch,
                 target=target,
-                holes=tuple(Hole(name=h.value, span=h.span) for h in spec.holes),
+                holes=tuple(Hole(name=h.value, span=h.span) for h in spec.holes) + self.cluster_holes(),
                 allows=tuple(Allow(code=a.code.value, statement=a.statement, code_span=a.code.span)
                              for a in spec.allows),
             )
@@ -456,7 +456,9 @@ class _Resolver:
                               nic_bandwidth=defaults.get("nic_bandwidth", 400 * gpu_catalog.Gbps))
 
         world, nodes = self.world_size(layout, gpus_per_node, spans)
-        if world is None and layout is not None and layout.world_size is None and not self.diags_have("E0302"):
+        asked = self.spec.cluster is not None and self.spec.cluster.size is not None
+        if world is None and layout is not None and layout.world_size is None and not self.diags_have("E0302") \
+                and not asked:
             return None
         price = hw.settings.get("price") if hw else None
         if price is not None:
@@ -465,6 +467,13 @@ class _Resolver:
                        network=network, world_size=world, nodes=nodes, spans=spans,
                        price=price.value if price else defaults.get("price"),
                        price_source="spec" if price else defaults.get("price_source"))
+
+    def cluster_holes(self) -> tuple[Hole, ...]:
+        """`nodes ?`, `gpus ?`, `gpu ?`: holes only `parc search` fills (compiler/search/cluster.py)."""
+        question = self.spec.cluster
+        if question is None:
+            return ()
+        return tuple(Hole(name=f"hardware.{h.key}", span=h.span) for h in (question.size, question.gpu) if h)
 
     def diags_have(self, code: str) -> bool:
         return any(d.code == code for d in self.diags)

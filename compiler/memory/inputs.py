@@ -178,6 +178,7 @@ def missing_knobs(plan: Plan) -> list[str]:
         "pp.schedule": lay.pp.schedule is not None,
         "pp.virtual-stages": lay.pp.virtual_stages is not None,
         "tp.sequence-parallel": lay.tp.sequence_parallel is not None,
+        "the cluster": not any(h.name.startswith("hardware.") for h in plan.holes),
     }
     return [name for name, known in wanted.items() if not known]
 

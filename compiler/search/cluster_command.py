@@ -54,7 +54,7 @@ def constraints_text(result: ClusterResult) -> str:
 
 
 def render_text(result: ClusterResult) -> str:
-    counts = ", ".join(f"{gpu}: {n:,} node counts" for gpu, n in result.candidates.items())
+    counts = ", ".join(f"{gpu}: {n:,} node count{'' if n == 1 else 's'}" for gpu, n in result.candidates.items())
     lines = [f"cluster search: {len(result.points)} clusters evaluated of the candidates ({counts}); "
              f"{constraints_text(result)}", ""]
     header = ("", "gpu", "nodes", "GPUs", "layout", "step", "time to train", "GPU-hours", "cost")
