@@ -66,7 +66,6 @@ def test_a_deadline_needs_exactly_the_nodes_the_step_time_says():
     assert result.chosen.probe.nodes == target
     assert result.chosen.days == pytest.approx(every[target][0])
     # the candidate rule never drops a cluster that compiles
-    assert set(every) <= {p.probe.nodes for p in result.points} | set(range(1, 65)) - set()
     assert set(every) <= set(_candidates(c))
 
 
@@ -311,3 +310,43 @@ def test_cluster_search_output_is_golden():
     check_golden(CLUSTER / "plan-cost.txt", text.stdout)
     data = run_cli("search", relative, "--format", "json")
     check_golden(CLUSTER / "plan-cost.json", data.stdout)
+
+
+def test_cluster_write_with_a_fault_at_every_step_keeps_the_spec(tmp_path, monkeypatch):
+    """`--write` of a cluster answer goes through the same atomic write as the layout search's."""
+    from .test_atomic import rewrite_with_a_fault_at_every_step
+
+    text = question("gpu ? in [h100-sxm, a100-80gb]\nnodes ? in 1 to 16", ", objective cost")
+    chosen = search_cluster(compile_text(text)).chosen.text
+    rewrite_with_a_fault_at_every_step(tmp_path, monkeypatch, "q.par", text,
+                                       lambda spec: ("search", spec, "--write"), lambda new: new == chosen)
+
+
+def test_a_gpu_count_hole_answers_in_gpus():
+    every = brute("h100-sxm", 32)
+    deadline_days = sorted(days for days, _ in every.values())[-2] * 1.0001
+    text = question("gpu h100-sxm\ngpus ? in 8 to 256", f", deadline {deadline_days * 24:.4f} hours")
+    result = search_cluster(compile_text(text))
+    smallest = min(n for n, (days, _) in every.items() if days <= deadline_days)
+    assert result.chosen.probe.nodes == smallest
+    assert f"gpus {smallest * 8}\n" in result.chosen.text and "?" not in result.chosen.text
+
+
+def test_the_candidate_rule_keeps_every_cluster_with_a_valid_layout():
+    """With every degree open, a node count left out by the rule has no layout passing the rules:
+    the layout search on that cluster (the real rules, `checks/predicates.py`) finds none (E0501)."""
+    from parc.search import search
+    from parc.search.cluster import _nodes_for
+
+    text = ("job q\ntp ? x pp ? x dp ? on nodes(4 gpus, nvlink)\nmodel llama3-8b\nhardware {\n"
+            "gpu h100-sxm\nnodes ? in 1 to 40\n}\ntrain { seq 4096, global-batch 96, micro-batch 1, tokens 1B }\n")
+    c = compile_text(text)
+    kept = set(_nodes_for(c.spec, c.spec.cluster, "h100-sxm", 4))
+    valid = set()
+    for n in range(1, 41):
+        filled = compile_text(text.replace("nodes ? in 1 to 40", f"nodes {n}"))
+        found = search(filled, top=1)
+        if not any(d.code == "E0501" for d in found.diagnostics):
+            valid.add(n)
+    assert len(valid) >= 10 and len(kept) < 40
+    assert valid <= kept, sorted(valid - kept)
