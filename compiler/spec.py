@@ -440,7 +440,7 @@ def build(document: Document) -> tuple[Spec, list[Diagnostic]]:
                 block = _block(name, statement, diags, holes, name)
                 fields[name] = block
                 if name == "hardware":
-                    block = _cluster_question(block, fields)
+                    block = _cluster_question(block, fields, diags)
                     fields[name] = block
                     gpu = block.settings.get("gpu")
                     if gpu is not None:
@@ -461,12 +461,17 @@ def build(document: Document) -> tuple[Spec, list[Diagnostic]]:
     return Spec(**fields), list(diags)
 
 
-def _cluster_question(block: BlockSpec, fields: dict) -> BlockSpec:
+def _cluster_question(block: BlockSpec, fields: dict, diags: _Diagnostics) -> BlockSpec:
     """Move `nodes ?`, `gpus ?` and `gpu ?` out of `hardware` into `Spec.cluster`."""
     asked = {k: v.value for k, v in block.settings.items() if isinstance(v.value, ClusterHole)}
     if not asked:
         return block
     sizes = [asked[k] for k in ("nodes", "gpus") if k in asked]
+    if sizes and "nodes" in block.settings and "gpus" in block.settings:
+        other = block.settings["gpus" if sizes[0].key == "nodes" else "nodes"]
+        diags.err("E0204", "the cluster size is stated twice", other.span, label="a second size",
+                  labels=_label(sizes[0].span, f"`{sizes[0].key} ?` asks for it"),
+                  help=f"keep `{sizes[0].key} ?` and remove the other: search fills one size")
     fields["cluster"] = ClusterQuestion(size=sizes[0] if sizes else None, gpu=asked.get("gpu"))
     settings = {k: v for k, v in block.settings.items() if k not in asked}
     return block.model_copy(update={"settings": settings})

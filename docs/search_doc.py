@@ -405,7 +405,20 @@ cluster that fits) for a deadline, the lowest cost for a budget. Prices: the spe
 an unknown cost: it can answer the fewest-GPUs and time objectives but not `cost`.
 
 `benchmarks/search_speed.py` prints a second table, the cluster questions, each a cold
-`search_cluster` over 1-16,384 nodes.
+`search_cluster` over 1-16,384 nodes (measured on 2026-12-01 on the shared 2-core development
+machine, CPU seconds of the process, one run each):
+
+| cluster question | candidates | clusters evaluated | CPU s | answer |
+|---|--:|--:|--:|---|
+| specs/llama3-70b-search.par with `nodes ?`, `tokens 15T`, `deadline 90 days` | 27 | 17 | 0.31 | 256 nodes of h100-sxm, tp 2 x pp 1 x dp 1024 |
+| Llama 3 8B `tp 8 x pp 2 x dp ?`, `gpu ? in [h100-sxm, a100-80gb]`, `objective cost` | 20 | 20 | 0.09 | 4 nodes of a100-80gb, tp 8 x pp 2 x dp 2 |
+| the 405B benchmark above with `nodes ?`, `tokens 15.6T`, `deadline 120 days` | 70 | 20 | 24.6 | 1,536 nodes of h100-sxm, tp 8 x pp 6 x dp 256 |
+
+The first two meet the issue's 5 s target with room to spare. The third does not: it is 20
+layout searches of the every-hole space (up to 131,072 GPUs), about 1.2 s each, so it is as fast
+as the layout search is (the section below) times the ladder's length. The ladder's points
+below the answer and above it are what the frontier is drawn from; a search that skipped them
+would answer the deadline with about half the layout searches but draw no frontier.
 
 ## Limits
 
