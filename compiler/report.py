@@ -686,8 +686,12 @@ def cluster_block(cluster) -> Element:
                  "joins the frontier (no cluster tried is both faster and cheaper), whose points are labelled; hover "
                  "a dot for its layout. The table names every point."
                  + (f" {unpriced} clusters without a known price are not drawn." if unpriced else "")))
-    block.add(picture)
-    block.add(frontier_table(drawn, chosen))
+    if drawn:
+        block.add(picture)
+        block.add(frontier_table(drawn, chosen))
+    else:
+        block.add(el("p", {"class": "caption"}, "No cluster tried has a known price, so there is no cost to draw: "
+                                                "state one in `hardware` (`price 2.50 $/gpu-hour`)."))
     return block
 
 

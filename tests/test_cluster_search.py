@@ -169,6 +169,7 @@ def test_bad_constraints_are_located_diagnostics(train, code, needle):
     ("gpu h100-sxm\nnodes ? from 2", "E0203"),
     ("gpu ? in [h100-sxm, h100-sxm]\nnodes 4", "E0208"),
     ("gpu ? of h100-sxm\nnodes 4", "E0203"),
+    ("gpu h100-sxm\nnodes ?\ngpus 64", "E0204"),
 ])
 def test_bad_cluster_holes_are_located_diagnostics(hardware, code):
     c = compile_text(question(hardware))
@@ -350,3 +351,12 @@ def test_the_candidate_rule_keeps_every_cluster_with_a_valid_layout():
             valid.add(n)
     assert len(valid) >= 10 and len(kept) < 40
     assert valid <= kept, sorted(valid - kept)
+
+
+def test_report_without_prices_says_so(tmp_path):
+    spec = tmp_path / "q.par"
+    spec.write_text(question("gpu h200\nnodes ? in 1 to 8"))
+    page = tmp_path / "q.html"
+    assert run_cli("report", str(spec), "-o", str(page)).exit_code == 0
+    html = page.read_text()
+    assert "no cost to draw" in html and 'class="frontier"' not in html
