@@ -267,6 +267,12 @@ class _Resolver:
         if block is None and question is not None:
             # `gpu ?`: the rest of the spec is checked on the first GPU search will try
             # (search answers the question itself: compiler/search/cluster.py)
+            for choice in question.choices:
+                if gpu_catalog.ALIASES.get(choice.value, choice.value) not in gpu_catalog.GPUS:
+                    self.err("E0202", f"unknown GPU `{choice.value}`", choice.span, label="not in the catalogue",
+                             help=did_you_mean(choice.value, list(gpu_catalog.GPUS) + list(gpu_catalog.ALIASES))
+                             + "\n`gpu ? in [...]` chooses among catalogue GPUs")
+                    return None
             first = question.choices[0] if question.choices else None
             name = first.value if first else next(iter(gpu_catalog.GPUS))
             block = BlockSpec(kind="gpu", preset=first or Located(value=name, span=question.span), span=question.span)

@@ -170,6 +170,7 @@ def test_bad_constraints_are_located_diagnostics(train, code, needle):
     ("gpu ? in [h100-sxm, h100-sxm]\nnodes 4", "E0208"),
     ("gpu ? of h100-sxm\nnodes 4", "E0203"),
     ("gpu h100-sxm\nnodes ?\ngpus 64", "E0204"),
+    ("gpu ? in [h100-sxm, h100-sxn]\nnodes 4", "E0202"),
 ])
 def test_bad_cluster_holes_are_located_diagnostics(hardware, code):
     c = compile_text(question(hardware))
