@@ -80,6 +80,8 @@ class Point:
     price_source: str | None = None
     tokens: int = 0
     layout: str = ""
+    values: dict = field(default_factory=dict)
+    """The layout search's values for the spec's other holes (`search()`'s `Candidate.values`)."""
     frontier: bool = False
 
     @property
@@ -227,6 +229,7 @@ def evaluate(compilation: Compilation, question: ClusterQuestion, probe: Probe) 
     winner = result.winner
     run = budget(winner.compilation.plan, winner.prediction)
     point.text = winner.text
+    point.values = dict(winner.values)
     point.step = winner.step
     point.layout = " x ".join(f"{a.name} {a.degree}" for a in winner.compilation.plan.layout.axes)
     if run is not None:

@@ -79,6 +79,8 @@ def render_text(result: ClusterResult) -> str:
     if chosen is not None:
         lines.append(f"answer: {chosen.probe.nodes:,} nodes of {chosen.probe.gpu} ({chosen.probe.gpus:,} GPUs), "
                      f"{chosen.layout}: {days_text(chosen.days)}, {hours_text(chosen.gpu_hours)}, {_cost(chosen)}")
+        if chosen.values:
+            lines.append("with " + ", ".join(f"{k} {v}" for k, v in chosen.values.items()))
         if chosen.price_source:
             lines.append(f"price: {chosen.price_source}")
     return "\n".join(lines) + "\n"
@@ -92,7 +94,7 @@ def point_json(p: Point) -> dict:
         "reason": p.reason, "step_s": None if p.step is None else _r(p.step),
         "days": None if p.days is None else _r(p.days),
         "gpu_hours": None if p.gpu_hours is None else _r(p.gpu_hours),
-        "cost": None if p.cost is None else _r(p.cost), "frontier": p.frontier,
+        "cost": None if p.cost is None else _r(p.cost), "frontier": p.frontier, "values": p.values,
     }
 
 
