@@ -361,3 +361,24 @@ def test_report_without_prices_says_so(tmp_path):
     assert run_cli("report", str(spec), "-o", str(page)).exit_code == 0
     html = page.read_text()
     assert "no cost to draw" in html and 'class="frontier"' not in html
+
+
+def test_the_model_states_floor_is_below_every_predicted_peak():
+    """The floor that skips clusters too small to hold the model never exceeds the memory model's
+    peak of a real layout: the shipped specs (both runtimes) and the clusters of a question."""
+    from parc.memory import estimate
+    from parc.search.cluster import states_floor
+
+    from .conftest import ROOT as root
+
+    plans = []
+    for path in sorted((root / "specs").glob("*.par")):
+        c = compile_text(path.read_text())
+        if c.plan is not None and not c.plan.holes and not any(d.is_error for d in c.diagnostics):
+            plans.append(c.plan)
+    for n in (2, 4, 8):
+        plans.append(compile_text(question(f"gpu h100-sxm\nnodes {n}", dp=str(n * 8 // 16))).plan)
+    assert len(plans) >= 8
+    for plan in plans:
+        peak = estimate(plan).peak_bytes
+        assert 0 < states_floor(plan) <= peak, plan.launch.job

@@ -222,6 +222,12 @@ def evaluate(compilation: Compilation, question: ClusterQuestion, probe: Probe) 
     if filled.plan is None or has_errors(filled.diagnostics):
         point.reason = ", ".join(sorted({d.code for d in filled.diagnostics if d.is_error})) or "no plan"
         return point
+    floor = states_floor(filled.plan)
+    if floor > filled.plan.cluster.gpu.hbm_bytes:
+        from ..human import size
+
+        point.reason = f"E0502: the model states alone need {size(floor)} per GPU"
+        return point
     result = search(filled, top=1)
     if result.winner is None:
         point.reason = ", ".join(sorted({d.code for d in result.diagnostics})) or "no layout"
@@ -236,6 +242,18 @@ def evaluate(compilation: Compilation, question: ClusterQuestion, probe: Probe) 
         point.days, point.gpu_hours, point.cost = run.days, run.gpu_hours, run.cost
         point.price_source, point.tokens = run.price_source, run.tokens
     return point
+
+
+def states_floor(plan) -> int:
+    """A floor on any layout's peak memory per GPU: the parameters (4 bytes each: fp32 in parc's
+    runtime, bf16 plus an fp32 master in Megatron's) and their optimizer states
+    (`memory.states`), spread evenly over every GPU. Every layout holds at least these bytes in
+    all, so its fullest GPU holds at least their average: a cluster below it needs no search."""
+    from ..memory.states import FP32, optimizer_bytes
+    from ..targets import memory_runtime
+
+    per_parameter = FP32 + optimizer_bytes(plan.training.optimizer, memory_runtime(plan.target))
+    return plan.model.parameters * per_parameter // plan.cluster.world_size
 
 
 # ---------------------------------------------------------------------------------------------

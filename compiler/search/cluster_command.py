@@ -62,7 +62,7 @@ def render_text(result: ClusterResult) -> str:
     for p in result.points:
         mark = (">" if p is result.chosen else " ") + ("*" if p.frontier else " ")
         if not p.ok:
-            rows.append((mark, p.probe.gpu, f"{p.probe.nodes:,}", f"{p.probe.gpus:,}", f"no layout ({p.reason})",
+            rows.append((mark, p.probe.gpu, f"{p.probe.nodes:,}", f"{p.probe.gpus:,}", f"no layout ({p.reason.split(':')[0]})",
                          "", "", "", ""))
             continue
         rows.append((mark, p.probe.gpu, f"{p.probe.nodes:,}", f"{p.probe.gpus:,}", p.layout, f"{p.step:.2f} s",
