@@ -382,3 +382,14 @@ def test_the_model_states_floor_is_below_every_predicted_peak():
     for plan in plans:
         peak = estimate(plan).peak_bytes
         assert 0 < states_floor(plan) <= peak, plan.launch.job
+
+
+def test_objective_time_within_a_budget_is_the_fastest_affordable_run():
+    runs = [(days, cost, g, n) for g in ("h100-sxm", "a100-80gb") for n, (days, cost) in brute(g, 64).items()]
+    costs = sorted(cost for _, cost, _, _ in runs)
+    cap = costs[len(costs) // 2]  # half the runs are affordable
+    best = min((days, g, n) for days, cost, g, n in runs if cost <= cap)
+    text = question("gpu ? in [h100-sxm, a100-80gb]\nnodes ? in 1 to 64", f", budget ${cap:.2f}, objective time")
+    result = search_cluster(compile_text(text))
+    assert (result.chosen.probe.gpu, result.chosen.probe.nodes) == (best[1], best[2])
+    assert result.chosen.cost <= cap
