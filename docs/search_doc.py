@@ -400,6 +400,12 @@ qualifies, never one that does not meet the constraints (every point shown was e
 `tests/test_cluster_search.py` compares the answers with a scan of every node count of the
 range through the front end and the time model.
 
+The text output is a table of the clusters evaluated (`>` the answer, `*` the frontier) and the
+answer with its layout's values; `--format json` gives `cluster.points` (each with `gpu`,
+`nodes`, `gpus`, `layout`, `values`, `step_s`, `days`, `gpu_hours`, `cost`, `frontier`, and
+`reason` when no layout fits), `cluster.chosen` and `cluster.text` (the filled spec that `--write`
+writes, atomically as above: the cluster's and the layout's `?` at once).
+
 When nothing qualifies, E0505 says what is reachable: the fastest time to train (at the largest
 cluster that fits) for a deadline, the lowest cost for a budget. Prices: the spec's `price`
 (for every GPU), else the catalogue's list price (docs/budget.md); a cluster without a price has
