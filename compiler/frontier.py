@@ -138,7 +138,7 @@ def frontier_picture(points: list, chosen) -> tuple[Element, list]:
 
 def _place(text: str, px: float, py: float, taken: list) -> tuple | None:
     """The first free spot for a label next to its dot: (x, y, anchor), box; None if none."""
-    w, h = _text_width(text), LABEL_PX + 2
+    w = _text_width(text)
     for dx, dy, anchor in ((10, 4, "start"), (-10, 4, "end"), (0, -10, "middle"), (0, 18, "middle"),
                            (10, -8, "start"), (10, 16, "start"), (-10, -8, "end"), (-10, 16, "end")):
         tx, ty = px + dx, py + dy

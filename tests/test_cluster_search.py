@@ -10,7 +10,6 @@ import json
 import math
 
 import pytest
-
 from parc.budget import budget
 from parc.pipeline import compile_text
 from parc.search.cluster import ladder, search_cluster
@@ -58,7 +57,7 @@ def test_a_deadline_needs_exactly_the_nodes_the_step_time_says():
     deadline_days = (every[ordered[2]][0] + every[target][0]) / 2
     smallest = min(n for n, (days, _) in every.items() if days <= deadline_days)
     assert smallest == target
-    text = question(f"gpu h100-sxm\nnodes ? in 1 to 64", f", deadline {deadline_days * 24:.3f} hours")
+    text = question("gpu h100-sxm\nnodes ? in 1 to 64", f", deadline {deadline_days * 24:.3f} hours")
     c = compile_text(text)
     assert not any(d.is_error for d in c.diagnostics)
     result = search_cluster(c)
