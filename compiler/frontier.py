@@ -6,7 +6,7 @@ cheaper) is joined by a line and each of its points is labelled with its cluster
 answer is ringed. Points off the frontier are light, named by their hover title. Axes are in
 human units (dollars with k/M/B, days or hours), on a log scale where the values span more than a
 factor of three. Label boxes are placed greedily (right, left, above, below the dot) so that none
-overlaps another label, a dot, or the picture's edge; a label with no free place is replaced by
+overlaps another label, a dot, the frontier's line or the picture's edge; a label with no free place is replaced by
 its number, and the table under the picture names every point.
 """
 
@@ -105,6 +105,7 @@ def frontier_picture(points: list, chosen) -> tuple[Element, list]:
         svg.add(el("polyline", {"points": " ".join(f"{number(x(p.cost))},{number(y(p.days))}" for p in front),
                                 "fill": "none", "stroke": FRONTIER, "stroke-width": 1.5}))
     taken = [(x(p.cost) - 5, y(p.days) - 5, x(p.cost) + 5, y(p.days) + 5) for p in drawn]
+    taken += _line_boxes([(x(p.cost), y(p.days)) for p in front])
     labels = el("g", {"class": "pointlabels"})
     for index, p in enumerate(drawn, start=1):
         px, py = x(p.cost), y(p.days)
@@ -134,6 +135,17 @@ def frontier_picture(points: list, chosen) -> tuple[Element, list]:
                                "fill": CHOSEN if p is chosen else "#1d2430"}, text))
     svg.add(labels)
     return svg, drawn
+
+
+def _line_boxes(points: list[tuple[float, float]]) -> list[tuple]:
+    """Small boxes along the frontier's line, so that no label is drawn across it."""
+    boxes = []
+    for (x1, y1), (x2, y2) in zip(points, points[1:], strict=False):
+        steps = max(1, int(math.hypot(x2 - x1, y2 - y1) // 4))
+        for i in range(steps + 1):
+            px, py = x1 + (x2 - x1) * i / steps, y1 + (y2 - y1) * i / steps
+            boxes.append((px - 1.5, py - 1.5, px + 1.5, py + 1.5))
+    return boxes
 
 
 def _place(text: str, px: float, py: float, taken: list) -> tuple | None:
