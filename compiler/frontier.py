@@ -119,13 +119,17 @@ def frontier_picture(points: list, chosen) -> tuple[Element, list]:
         if p is chosen:
             dot.add(el("circle", {"cx": px, "cy": py, "r": 8, "fill": "none", "stroke": CHOSEN, "stroke-width": 2}))
         svg.add(dot)
+    # the answer's label is placed first, so that it always gets a spot of its own
+    numbered = sorted(enumerate(drawn, start=1), key=lambda item: item[1] is not chosen)
+    for index, p in numbered:
         if not (p.frontier or p is chosen):
             continue
-        text = point_name(p) + (" (answer)" if p is chosen else "")
-        placed = _place(text, px, py, taken)
-        if placed is None:
-            text = f"#{index}"
+        px, py = x(p.cost), y(p.days)
+        choices = [point_name(p) + " (answer)", "answer"] if p is chosen else [point_name(p), f"#{index}"]
+        for text in choices:
             placed = _place(text, px, py, taken)
+            if placed is not None:
+                break
         if placed is None:
             continue
         (tx, ty, anchor), box = placed

@@ -249,7 +249,7 @@ def test_frontier_picture_in_headless_chromium(objective, tmp_path):
     count = int(re.search(r'data-frontier-labels="(\d+)"', loaded.stdout)[1])
     assert count == len(front)
     assert 'data-frontier-bad=""' in loaded.stdout, re.search(r'data-frontier-bad="([^"]*)"', loaded.stdout)[1]
-    assert 'class="point chosen' in html and "(answer)" in html
+    assert 'class="point chosen' in html and 'class="label pointlabel answer"' in html
 
 
 def test_frontier_axes_are_in_human_units():
