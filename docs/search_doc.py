@@ -385,7 +385,7 @@ its time and cost are what `parc explain` says of it. The outer search never sca
 
 | step | what |
 |---|---|
-| candidates | the node counts whose GPUs some layout can fill: GPUs = (product of the written degrees) x the open degrees, with dp a divisor of the global batch (E0321), tp a divisor of the heads within the NVLink domain (E0312, E0304), pp a divisor of the layers (E0315), cp of the sequence (E0330), ep of the experts (E0340), in whole nodes inside the range. Each condition is necessary, so a count left out has no valid layout |
+| candidates | the node counts whose GPUs some layout can fill: GPUs = (product of the written degrees) x the open degrees, with dp a divisor of the global batch (E0321), tp a divisor of the heads within the NVLink domain (E0310, E0304), pp a divisor of the layers (E0315; with a written `split`, its length), cp of the sequence (E0330), ep of the experts (E0340), in whole nodes inside the range. Each condition is necessary, so a count left out has no valid layout |
 | ladder | the smallest candidate of every power-of-two band of node counts (1, 2-3, 4-7, ...) and the largest: at most 15 layout searches per GPU over 1-16,384 nodes |
 | floor | a cluster whose GPUs cannot hold the model's parameters and optimizer states even spread evenly over all of them (4 bytes per parameter plus the optimizer's, `memory/states.py`) gets no layout search: no layout fits it (E0502). The floor is tested to be below the memory model's peak of every shipped spec |
 | bisection | inside the one band where each boundary lies (where layouts start and stop fitting, where the deadline is first met, where the budget is last kept), the best time and cost are taken as monotone in the node count and the boundary is found by bisection |

@@ -392,3 +392,16 @@ def test_objective_time_within_a_budget_is_the_fastest_affordable_run():
     result = search_cluster(compile_text(text))
     assert (result.chosen.probe.gpu, result.chosen.probe.nodes) == (best[1], best[2])
     assert result.chosen.cost <= cap
+
+
+def test_a_written_split_sets_the_stages_of_the_candidates():
+    from parc.search.cluster import _nodes_for
+
+    text = ("job q\ntp 8 x pp ? x dp ? on nodes(8 gpus, nvlink)\nmodel llama3-8b { layers 30 }\nhardware {\n"
+            "gpu h100-sxm\nnodes ? in 1 to 64\n}\ntrain { seq 8192, global-batch 64, micro-batch 1, tokens 1B }\n"
+            "pp { split [7, 8, 8, 7] }\n")
+    c = compile_text(text)
+    kept = _nodes_for(c.spec, c.spec.cluster, "h100-sxm", 8)
+    assert kept == [4 * d for d in (1, 2, 4, 8, 16)]  # pp 4 (30 layers: 4 does not divide them) x dp | 64
+    result = search_cluster(c)
+    assert result.chosen is not None and "pp 4" in result.chosen.layout

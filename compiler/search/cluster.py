@@ -12,8 +12,9 @@ Candidates (docs/search.md, "Cluster questions"): the GPU counts some layout can
 rule below is a *necessary* condition, so a count outside the set has no valid layout at all:
 
     GPUs = (product of the written degrees) x dp x tp x pp x cp x ep (the open ones)
-    dp divides the global batch (E0321)        tp divides the heads, tp <= the NVLink domain (E0312, E0304)
-    pp divides the layers (E0315)              cp divides the sequence (E0330)     ep divides the experts (E0340)
+    dp divides the global batch (E0321)        tp divides the heads, tp <= the NVLink domain (E0310, E0304)
+    pp divides the layers (E0315; with a written `split`, pp is its length, E0316)
+    cp divides the sequence (E0330)            ep divides the experts (E0340)
 
 and whole nodes inside the asked range. The outer search first evaluates a ladder: the smallest
 candidate of every power-of-two band of node counts (1, 2-3, 4-7, ...) and the largest. The
@@ -182,7 +183,12 @@ def _model_facts(spec: Spec, gpu: str, gpus_per_node: int) -> dict | None:
         domain = 1
     elif link == "nvl72" or gpu == "gb200-nvl72":
         domain = entry.get("nvlink_domain", gpus_per_node)
-    return {"choices": degree_choices((model, seq, max(1, sequences), domain))}
+    choices = degree_choices((model, seq, max(1, sequences), domain))
+    pp_options = spec.axis_options.get("pp")
+    split = pp_options.settings.get("split") if pp_options else None
+    if split is not None:  # a written split fixes the stages (E0316), whatever divides the layers
+        choices["pp"] = [len(split.value)]
+    return {"choices": choices}
 
 
 def _gpus_per_node(spec: Spec, gpu: str) -> int:
