@@ -234,6 +234,36 @@ def test_a_generated_flavour_is_the_plans_model(titan, name, tmp_path, monkeypat
     assert config.loss.loss_fn.global_vocab_size == m.vocab
 
 
+@pytest.mark.slow
+def test_a_generated_flavour_runs_a_forward_pass(titan, tmp_path, monkeypatch):
+    """The generated module's model on real tensors: torchtitan builds it on the CPU, initialises
+    it and runs a forward pass with its own (flex) attention masks over a tiny MoE shape with a
+    shared expert (about 40 s: flex attention compiles on the CPU; its backward needs a GPU).
+    At initialisation the logits are near zero, so the loss is near ln(vocab)."""
+    import math
+
+    import torch
+
+    config_manager, _, _ = titan
+    text = ("dp 2 on nodes(2 gpus, nvlink)\nmodel tiny-moe { shared-experts 1 }\nhardware { gpu h100-sxm }\n"
+            "target torchtitan\ntrain { seq 64, global-batch 4, micro-batch 1, recompute none }\n"
+            "dp { sharding zero3 }\n")
+    plan = compile_text(text, path="tiny.par").plan
+    assert not job_diagnostics(plan) and backend._registered(plan) is None
+    config = parse(config_manager, plan, tmp_path, monkeypatch)
+    torch.manual_seed(0)
+    model = config.model_spec.model.build()
+    model.init_states()
+    assert sum(p.numel() for p in model.parameters()) == plan.model.parameters
+    tokens = torch.randint(0, plan.model.vocab, (2, plan.training.seq_len))
+    positions = torch.arange(plan.training.seq_len).repeat(2, 1)
+    with torch.no_grad():
+        logits = model(tokens, positions, model.get_attention_masks(positions))
+    assert logits.shape == (2, plan.training.seq_len, plan.model.vocab)
+    loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), tokens.roll(-1, 1).flatten())
+    assert abs(loss.item() - math.log(plan.model.vocab)) < 0.25, loss.item()
+
+
 def test_what_torchtitan_cannot_express_is_refused():
     text = ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nmodel llama3-8b { layers 16, norm layernorm }\n"
             "hardware { gpu h100-sxm }\ntarget torchtitan\n"
