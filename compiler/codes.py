@@ -644,17 +644,23 @@ a tp that divides the kv heads.
 """)
 
 
-register("E0610", "torchtitan has no registered config for this model", """
-torchtitan 0.3 builds a job from a registered config (`--module llama3 --config llama3_70b`):
-the model's shape comes from the registry and cannot be changed on the command line. parc
-generates torchtitan jobs for the models torchtitan registers with the same shape: `llama3-8b`,
-`llama3-70b` and `llama3-405b`, unchanged. Other models need `target torch` (parc's own job).
+register("E0610", "torchtitan cannot build this model", """
+torchtitan 0.3 builds a job from a config function (`--module llama3 --config llama3_70b`). For
+the shapes it registers (`llama3-8b`, `llama3-70b`, `llama3-405b` unchanged) parc names that
+config; for any other shape it generates `parc_torchtitan.py`, a config built from torchtitan's
+llama3 decoder (dense) or qwen3 decoder (MoE, per-layer MoE or dense FFN, no q/k norms) with the
+spec's layers, width, heads, kv heads, head size, FFN, vocabulary, tied embeddings and experts.
+Those decoders have SwiGLU, RMSNorm and RoPE and a dropless router balanced by the expert bias
+or not at all, so they cannot build a GELU FFN, LayerNorm, learned or no positions, an auxiliary
+balancing loss or an expert capacity (GPT-3, Megatron's 1T model): use `target torch` or
+`target megatron` for those.
 """)
 
 register("E0611", "the precision differs from torchtitan's registered config", """
 torchtitan's registered `llama3_405b` config converts the linear layers to float8 in its model
 spec, which the command line cannot change; the 8B and 70B configs train in bf16. The spec's
 precision must say what the job will run: `precision fp8` for llama3-405b, `bf16` for the others.
+The flavour parc generates for any other shape (`parc_torchtitan.py`) trains in bf16.
 """)
 
 register("E0612", "torchtitan recomputes all layers or none", """

@@ -44,7 +44,8 @@ def test_facts_and_effects_of_the_pp8_change():
     data = json.loads(run_cli("diff", *PAIRS["llama3-405b-pp8"], "--format", "json").stdout)
     changed = {f["name"]: (f["old"], f["new"]) for f in data["facts"] if f["changed"]}
     assert changed["pp degree"] == ("16", "8") and changed["dp degree"] == ("64", "128")
-    assert changed["schedule"] == ("1f1b", "interleaved-1f1b") and changed["recompute"] == ("selective", "full")
+    assert changed["virtual stages"] == ("4", "2") and changed["recompute"] == ("selective", "full")
+    assert "schedule" not in changed and "dp sharding" not in changed
     assert changed["micro-batches per step"] == ("32", "16")
     assert "rank order" not in changed and "gpu" not in changed
     metrics = {m["name"]: m for m in data["metrics"]}

@@ -150,10 +150,16 @@ def test_units_scale_down_for_a_tiny_model(monkeypatch):
     assert "405.9 B parameters" in big and "(GiB; torch runtime)" in big
 
 
-def test_the_in_flight_column_has_a_legend(monkeypatch):
+def test_the_in_flight_column_has_a_legend(monkeypatch, tmp_path):
     monkeypatch.chdir(ROOT)
-    text = run_cli("explain", "specs/llama3-405b.par").stdout
-    data = json.loads(run_cli("explain", "specs/llama3-405b.par", "--format", "json").stdout)
+    # llama3-405b under 1F1B (the shipped spec interleaves 4 chunks per rank)
+    spec = (ROOT / "specs/llama3-405b.par").read_text()
+    start = spec.index("  schedule interleaved-1f1b")
+    end = spec.index("\n}", start)
+    one_f_one_b = spec[:start] + "  schedule 1f1b\n  split [7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7]" + spec[end:]
+    (tmp_path / "llama3-405b.par").write_text(one_f_one_b)
+    text = run_cli("explain", str(tmp_path / "llama3-405b.par")).stdout
+    data = json.loads(run_cli("explain", str(tmp_path / "llama3-405b.par"), "--format", "json").stdout)
     assert data["memory"]["per_stage"][-1]["in_flight"] <= 1  # the last 1F1B stage: 0 or 1 by where its peak falls
     assert "in flight: micro-batches whose saved activations the stage holds at its peak; the one being worked on " \
            "counts under buffers" in text

@@ -155,7 +155,7 @@ def test_published_specs_state_the_software_the_reader_infers():
 # What each backend refuses at `parc compile` (E061x torchtitan, E062x megatron)
 
 REFUSED = {
-    "E0610": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)", "llama3-8b { layers 16 }", "torchtitan", "recompute full", ""),
+    "E0610": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)", "llama3-8b { layers 16, activation gelu }", "torchtitan", "recompute full", ""),
     "E0611": ("tp 8 x dp 4 on nodes(8 gpus, nvlink)", "llama3-70b", "torchtitan", "precision fp8, recompute full", ""),
     "E0612": ("tp 8 x dp 4 on nodes(8 gpus, nvlink)", "llama3-70b", "torchtitan", "recompute full 10", ""),
     "E0613": ("tp 8 x dp 2 x pp 4 on nodes(8 gpus, nvlink)", "llama3-70b", "torchtitan", "recompute full",

@@ -58,10 +58,25 @@ LAYOUTS = {
              "train { seq 8192, global-batch 2048, micro-batch 1, precision fp8, recompute full }\n"
              "dp { sharding zero2 }\npp { schedule 1f1b, split [7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7] }\n"),
 }
+CUSTOM_LAYOUTS = {  # not in LAYOUTS: tests/test_import.py round-trips those (parc import reads registered configs)
+    # shapes torchtitan registers no config for: parc generates the flavour (parc_torchtitan.py)
+    "custom-dense": ("tp 2 x dp 2 x pp 2 on nodes(8 gpus, nvlink)",
+                     "llama3-8b { layers 10, hidden 2048, heads 16, kv-heads 4, ffn 5632, vocab 32000, "
+                     "tied-embeddings true }", "",
+                     "train { seq 4096, global-batch 32, micro-batch 1, recompute selective }\n"
+                     "dp { sharding zero3 }\npp { schedule 1f1b }\n"),
+    "custom-moe": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nep 8 over tp x dp",
+                   "deepseek-v3-like { layers 5, moe-balance aux-free 0.001 }", "",
+                   "train { seq 4096, global-batch 32, micro-batch 1, recompute full }\ndp { sharding zero3 }\n"),
+    "mixtral": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nep 8 over tp x dp", "mixtral-8x7b { layers 4 }", "",
+                "train { seq 4096, global-batch 32, micro-batch 1, recompute full }\ndp { sharding zero3 }\n"),
+}
+CUSTOM = sorted(CUSTOM_LAYOUTS)
+ALL = {**LAYOUTS, **CUSTOM_LAYOUTS}
 
 
 def compiled(name: str):
-    layout, model, options, rest = LAYOUTS[name]
+    layout, model, options, rest = ALL[name]
     result = compile_text(layout + "\n" + HEAD.format(model=model, options=options) + rest, path=f"{name}.par")
     errors = [d for d in result.diagnostics if d.is_error]
     assert result.plan is not None and not errors, [d.message for d in errors]
@@ -79,16 +94,27 @@ def argv(plan) -> list[str]:
 SHIPPED = sorted(p for p in (ROOT / "specs").glob("*.par") if "\ntarget torchtitan" in p.read_text())
 
 
-PARSED = sorted(n for n in LAYOUTS if n != "405b")
+PARSED = sorted(n for n in ALL if n != "405b")
 """torchtitan's registered llama3_405b config swaps in float8 linears while it is built, which
 raises on a machine without an SM89 GPU: its options are checked by the split test only."""
 
 
+def parse(config_manager, plan, job_dir: Path, monkeypatch):
+    """torchtitan's ConfigManager on the generated options, the job's own files importable as
+    train.py makes them (its directory first on sys.path): parc_torchtitan.py when generated."""
+    files = job_files(plan)
+    if f"{backend.MODULE}.py" in files:
+        (job_dir / f"{backend.MODULE}.py").write_text(files[f"{backend.MODULE}.py"])
+        monkeypatch.syspath_prepend(str(job_dir))
+        monkeypatch.delitem(sys.modules, backend.MODULE, raising=False)
+    return config_manager().parse_args(argv(plan))
+
+
 @pytest.mark.parametrize("name", PARSED)
-def test_torchtitans_config_manager_parses_the_generated_options(titan, name):
+def test_torchtitans_config_manager_parses_the_generated_options(titan, name, tmp_path, monkeypatch):
     config_manager, parallel_dims, _ = titan
     plan = compiled(name)
-    config = config_manager().parse_args(argv(plan))
+    config = parse(config_manager, plan, tmp_path, monkeypatch)
     p, t, lay = config.parallelism, config.training, plan.layout
     assert (p.tensor_parallel_degree, p.pipeline_parallel_degree, p.context_parallel_degree,
             p.expert_parallel_degree) == (lay.tp.degree, lay.pp.degree or 1, lay.cp.degree or 1, lay.ep.degree or 1)
@@ -108,7 +134,7 @@ def test_torchtitans_config_manager_parses_the_generated_options(titan, name):
     assert dims.world_size == plan.cluster.world_size
 
 
-@pytest.mark.parametrize("name", sorted(LAYOUTS))
+@pytest.mark.parametrize("name", sorted(ALL))
 def test_torchtitans_pipeline_split_is_parcs(titan, name):
     _, _, pipeline_parallel = titan
     plan = compiled(name)
@@ -161,7 +187,7 @@ def test_torchtitans_mesh_groups_are_parcs_rank_order(titan, name):
     assert check_mesh(parallel_dims, compiled(name)) > 0
 
 
-def test_shipped_torchtitan_specs(titan):
+def test_shipped_torchtitan_specs(titan, tmp_path, monkeypatch):
     """Every shipped spec that targets torchtitan parses, is accepted, and has parc's groups."""
     config_manager, parallel_dims, _ = titan
     assert SHIPPED
@@ -169,17 +195,91 @@ def test_shipped_torchtitan_specs(titan):
         result = compile_path(str(path.relative_to(ROOT)))
         assert result.ok, path
         plan = result.plan
-        config = config_manager().parse_args(argv(plan))
+        config = parse(config_manager, plan, tmp_path, monkeypatch)
         parallel_dims.from_config(config.parallelism, plan.cluster.world_size)
         assert check_mesh(parallel_dims, plan) > 0
 
 
-def test_what_torchtitan_cannot_express_is_refused():
-    text = ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nmodel llama3-8b { layers 16 }\nhardware { gpu h100-sxm }\n"
-            "target torchtitan\ntrain { seq 4096, global-batch 32, micro-batch 1, recompute full 2 }\n"
+@pytest.mark.parametrize("name", CUSTOM)
+def test_a_generated_flavour_is_the_plans_model(titan, name, tmp_path, monkeypatch):
+    """A shape torchtitan does not register: the command line names the generated module, which
+    registers a config torchtitan's ConfigManager loads, and torchtitan's own model built from it
+    on the meta device has exactly parc's parameter count (resolve.count_parameters: an
+    independent closed form) and parc's layer kinds, heads and vocabulary."""
+    import torch
+
+    config_manager, _, _ = titan
+    plan = compiled(name)
+    assert backend._registered(plan) is None
+    assert argv(plan)[:4] == ["--module", backend.MODULE, "--config", "parc_job"]
+    config = parse(config_manager, plan, tmp_path, monkeypatch)
+    assert sys.modules[backend.MODULE].__file__ == str(tmp_path / f"{backend.MODULE}.py")
+    with torch.device("meta"):
+        model = config.model_spec.model.build()
+    m = plan.model
+    assert sum(p.numel() for p in model.parameters()) == m.parameters
+    blocks = list(model.layers.values())
+    assert len(blocks) == m.layers
+    moe = [i for i, b in enumerate(blocks) if getattr(b, "moe", None) is not None]
+    assert moe == list(m.moe_layers)
+    assert (blocks[0].attention.n_heads, blocks[0].attention.n_kv_heads) == (m.heads, m.kv_heads)
+    assert model.tok_embeddings.weight.shape == (m.vocab, m.hidden)
+    assert (model.lm_head.weight is model.tok_embeddings.weight) == m.tied_embeddings
+    if moe:
+        layer = blocks[moe[0]].moe
+        assert (layer.router.top_k, layer.load_balance_coeff) == (
+            m.top_k, m.balance_rate if m.moe_balance == "aux-free" else None)
+        assert (layer.shared_experts is not None) == (m.shared_experts > 0)
+    # the loss's vocabulary is the model's
+    assert config.loss.loss_fn.global_vocab_size == m.vocab
+
+
+@pytest.mark.slow
+def test_a_generated_flavour_runs_a_forward_pass(titan, tmp_path, monkeypatch):
+    """The generated module's model on real tensors: torchtitan builds it on the CPU, initialises
+    it and runs a forward pass with its own (flex) attention masks over a tiny MoE shape with a
+    shared expert (about 40 s: flex attention compiles on the CPU; its backward needs a GPU).
+    At initialisation the logits are near zero, so the loss is near ln(vocab)."""
+    import math
+
+    import torch
+
+    config_manager, _, _ = titan
+    text = ("dp 2 on nodes(2 gpus, nvlink)\nmodel tiny-moe { shared-experts 1 }\nhardware { gpu h100-sxm }\n"
+            "target torchtitan\ntrain { seq 64, global-batch 4, micro-batch 1, recompute none }\n"
             "dp { sharding zero3 }\n")
+    plan = compile_text(text, path="tiny.par").plan
+    assert not job_diagnostics(plan) and backend._registered(plan) is None
+    config = parse(config_manager, plan, tmp_path, monkeypatch)
+    torch.manual_seed(0)
+    model = config.model_spec.model.build()
+    model.init_states()
+    assert sum(p.numel() for p in model.parameters()) == plan.model.parameters
+    tokens = torch.randint(0, plan.model.vocab, (2, plan.training.seq_len))
+    positions = torch.arange(plan.training.seq_len).repeat(2, 1)
+    with torch.no_grad():
+        logits = model(tokens, positions, model.get_attention_masks(positions))
+    assert logits.shape == (2, plan.training.seq_len, plan.model.vocab)
+    loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), tokens.roll(-1, 1).flatten())
+    assert abs(loss.item() - math.log(plan.model.vocab)) < 0.25, loss.item()
+
+
+def test_what_torchtitan_cannot_express_is_refused():
+    text = ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nmodel llama3-8b { layers 16, norm layernorm }\n"
+            "hardware { gpu h100-sxm }\ntarget torchtitan\n"
+            "train { seq 4096, global-batch 32, micro-batch 1, recompute full 2 }\ndp { sharding zero3 }\n")
     plan = compile_text(text, path="x.par").plan
     assert sorted(d.code for d in job_diagnostics(plan)) == ["E0610", "E0612"]
+    # an unregistered shape is expressed (a generated flavour); fp8 only with the registered 405b
+    custom = text.replace(", norm layernorm", "").replace("recompute full 2", "recompute full")
+    assert not job_diagnostics(compile_text(custom, path="x.par").plan)
+    fp8 = custom.replace("recompute full", "precision fp8, recompute full")
+    assert [d.code for d in job_diagnostics(compile_text(fp8, path="x.par").plan)] == ["E0611"]
+    for model in ("gpt3-175b", "megatron-1t", "mixtral-8x7b { moe-balance aux-loss 0.01 }",
+                  "mixtral-8x7b { capacity-factor 1.25 }"):
+        plan = compile_text(custom.replace("llama3-8b { layers 16 }", model), path="x.par").plan
+        assert plan is not None, model
+        assert "E0610" in [d.code for d in job_diagnostics(plan)], model
 
 
 def test_the_entry_point_hands_torchtitan_the_generated_options(tmp_path: Path):

@@ -3,7 +3,7 @@
 Layout: tp 8 x pp 16 x dp 64.
 Rank order: the layout line's first axis varies fastest: tp (stride 1), then pp (stride 8), then
 dp (stride 128).
-init_device_mesh lists dims slowest first, so the mesh is dp 64, pp 16, tp 8, dp_shard 1.
+init_device_mesh lists dims slowest first, so the mesh is dp 64, pp 16, tp 8.
 
 Each model chunk this rank holds goes through one linear sequence (`parallelize`):
 
@@ -11,7 +11,7 @@ Each model chunk this rank holds goes through one linear sequence (`parallelize`
     2. split_pipeline: keep this rank's chunks (parc.stages.pipeline_chunks)
     3. apply_tensor_parallel: column/row-parallel projections, sequence-parallel norms
     4. apply_activation_checkpointing: selective: an op-level policy keeps matmul and attention outputs, recomputes the rest
-    5. apply_data_parallel: fully_shard over replicas x shards of one rank, ShardedOptimizer (ZeRO-1)
+    5. apply_data_parallel: fully_shard(reshard_after_forward=False)
     6. materialize: allocate the shards, fill them from model.initial_value
     7. build_schedule: PipelineStage per chunk and the spec's schedule
 
@@ -36,11 +36,13 @@ from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
 from torch.distributed.checkpoint.state_dict import (
     StateDictOptions,
     get_model_state_dict,
+    get_optimizer_state_dict,
     set_model_state_dict,
+    set_optimizer_state_dict,
 )
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-from torch.distributed.pipelining import PipelineStage, Schedule1F1B
+from torch.distributed.pipelining import PipelineStage, ScheduleInterleaved1F1B
 from torch.distributed.tensor import DTensor, Replicate, Shard, distribute_tensor
 from torch.distributed.tensor.parallel import (
     ColwiseParallel,
@@ -57,8 +59,8 @@ from torch.utils.checkpoint import (
 
 import model
 
-MESH_DIMS = ("dp", "pp", "tp", "dp_shard")
-MESH_SHAPE = (64, 16, 8, 1)
+MESH_DIMS = ("dp", "pp", "tp")
+MESH_SHAPE = (64, 16, 8)
 WORLD_SIZE = 8192
 DATA_DEGREE = 64
 """Ranks a dense parameter's gradient is averaged over: dp 64."""
@@ -70,7 +72,7 @@ GRAD_ACCUM = 32
 """Micro-batches per step (the pipeline's n_microbatches)."""
 BATCH_DIMS = (("dp", 1),)
 """(mesh dim, weight): this rank's batch slice is the weighted sum of its coordinates."""
-SCHEDULE = Schedule1F1B
+SCHEDULE = ScheduleInterleaved1F1B
 MICROBATCHES = GRAD_ACCUM
 
 
@@ -86,22 +88,70 @@ class Chunk:
 
 
 CHUNKS = (
-    Chunk(index=0, pp_rank=0, layers=range(0, 7), embedding=True, output=False),
-    Chunk(index=1, pp_rank=1, layers=range(7, 15), embedding=False, output=False),
-    Chunk(index=2, pp_rank=2, layers=range(15, 23), embedding=False, output=False),
-    Chunk(index=3, pp_rank=3, layers=range(23, 31), embedding=False, output=False),
-    Chunk(index=4, pp_rank=4, layers=range(31, 39), embedding=False, output=False),
-    Chunk(index=5, pp_rank=5, layers=range(39, 47), embedding=False, output=False),
-    Chunk(index=6, pp_rank=6, layers=range(47, 55), embedding=False, output=False),
-    Chunk(index=7, pp_rank=7, layers=range(55, 63), embedding=False, output=False),
-    Chunk(index=8, pp_rank=8, layers=range(63, 71), embedding=False, output=False),
-    Chunk(index=9, pp_rank=9, layers=range(71, 79), embedding=False, output=False),
-    Chunk(index=10, pp_rank=10, layers=range(79, 87), embedding=False, output=False),
-    Chunk(index=11, pp_rank=11, layers=range(87, 95), embedding=False, output=False),
-    Chunk(index=12, pp_rank=12, layers=range(95, 103), embedding=False, output=False),
-    Chunk(index=13, pp_rank=13, layers=range(103, 111), embedding=False, output=False),
-    Chunk(index=14, pp_rank=14, layers=range(111, 119), embedding=False, output=False),
-    Chunk(index=15, pp_rank=15, layers=range(119, 126), embedding=False, output=True),
+    Chunk(index=0, pp_rank=0, layers=range(0, 1), embedding=True, output=False),
+    Chunk(index=1, pp_rank=1, layers=range(1, 3), embedding=False, output=False),
+    Chunk(index=2, pp_rank=2, layers=range(3, 5), embedding=False, output=False),
+    Chunk(index=3, pp_rank=3, layers=range(5, 7), embedding=False, output=False),
+    Chunk(index=4, pp_rank=4, layers=range(7, 9), embedding=False, output=False),
+    Chunk(index=5, pp_rank=5, layers=range(9, 11), embedding=False, output=False),
+    Chunk(index=6, pp_rank=6, layers=range(11, 13), embedding=False, output=False),
+    Chunk(index=7, pp_rank=7, layers=range(13, 15), embedding=False, output=False),
+    Chunk(index=8, pp_rank=8, layers=range(15, 17), embedding=False, output=False),
+    Chunk(index=9, pp_rank=9, layers=range(17, 19), embedding=False, output=False),
+    Chunk(index=10, pp_rank=10, layers=range(19, 21), embedding=False, output=False),
+    Chunk(index=11, pp_rank=11, layers=range(21, 23), embedding=False, output=False),
+    Chunk(index=12, pp_rank=12, layers=range(23, 25), embedding=False, output=False),
+    Chunk(index=13, pp_rank=13, layers=range(25, 27), embedding=False, output=False),
+    Chunk(index=14, pp_rank=14, layers=range(27, 29), embedding=False, output=False),
+    Chunk(index=15, pp_rank=15, layers=range(29, 31), embedding=False, output=False),
+    Chunk(index=16, pp_rank=0, layers=range(31, 33), embedding=False, output=False),
+    Chunk(index=17, pp_rank=1, layers=range(33, 35), embedding=False, output=False),
+    Chunk(index=18, pp_rank=2, layers=range(35, 37), embedding=False, output=False),
+    Chunk(index=19, pp_rank=3, layers=range(37, 39), embedding=False, output=False),
+    Chunk(index=20, pp_rank=4, layers=range(39, 41), embedding=False, output=False),
+    Chunk(index=21, pp_rank=5, layers=range(41, 43), embedding=False, output=False),
+    Chunk(index=22, pp_rank=6, layers=range(43, 45), embedding=False, output=False),
+    Chunk(index=23, pp_rank=7, layers=range(45, 47), embedding=False, output=False),
+    Chunk(index=24, pp_rank=8, layers=range(47, 49), embedding=False, output=False),
+    Chunk(index=25, pp_rank=9, layers=range(49, 51), embedding=False, output=False),
+    Chunk(index=26, pp_rank=10, layers=range(51, 53), embedding=False, output=False),
+    Chunk(index=27, pp_rank=11, layers=range(53, 55), embedding=False, output=False),
+    Chunk(index=28, pp_rank=12, layers=range(55, 57), embedding=False, output=False),
+    Chunk(index=29, pp_rank=13, layers=range(57, 59), embedding=False, output=False),
+    Chunk(index=30, pp_rank=14, layers=range(59, 61), embedding=False, output=False),
+    Chunk(index=31, pp_rank=15, layers=range(61, 63), embedding=False, output=False),
+    Chunk(index=32, pp_rank=0, layers=range(63, 65), embedding=False, output=False),
+    Chunk(index=33, pp_rank=1, layers=range(65, 67), embedding=False, output=False),
+    Chunk(index=34, pp_rank=2, layers=range(67, 69), embedding=False, output=False),
+    Chunk(index=35, pp_rank=3, layers=range(69, 71), embedding=False, output=False),
+    Chunk(index=36, pp_rank=4, layers=range(71, 73), embedding=False, output=False),
+    Chunk(index=37, pp_rank=5, layers=range(73, 75), embedding=False, output=False),
+    Chunk(index=38, pp_rank=6, layers=range(75, 77), embedding=False, output=False),
+    Chunk(index=39, pp_rank=7, layers=range(77, 79), embedding=False, output=False),
+    Chunk(index=40, pp_rank=8, layers=range(79, 81), embedding=False, output=False),
+    Chunk(index=41, pp_rank=9, layers=range(81, 83), embedding=False, output=False),
+    Chunk(index=42, pp_rank=10, layers=range(83, 85), embedding=False, output=False),
+    Chunk(index=43, pp_rank=11, layers=range(85, 87), embedding=False, output=False),
+    Chunk(index=44, pp_rank=12, layers=range(87, 89), embedding=False, output=False),
+    Chunk(index=45, pp_rank=13, layers=range(89, 91), embedding=False, output=False),
+    Chunk(index=46, pp_rank=14, layers=range(91, 93), embedding=False, output=False),
+    Chunk(index=47, pp_rank=15, layers=range(93, 95), embedding=False, output=False),
+    Chunk(index=48, pp_rank=0, layers=range(95, 97), embedding=False, output=False),
+    Chunk(index=49, pp_rank=1, layers=range(97, 99), embedding=False, output=False),
+    Chunk(index=50, pp_rank=2, layers=range(99, 101), embedding=False, output=False),
+    Chunk(index=51, pp_rank=3, layers=range(101, 103), embedding=False, output=False),
+    Chunk(index=52, pp_rank=4, layers=range(103, 105), embedding=False, output=False),
+    Chunk(index=53, pp_rank=5, layers=range(105, 107), embedding=False, output=False),
+    Chunk(index=54, pp_rank=6, layers=range(107, 109), embedding=False, output=False),
+    Chunk(index=55, pp_rank=7, layers=range(109, 111), embedding=False, output=False),
+    Chunk(index=56, pp_rank=8, layers=range(111, 113), embedding=False, output=False),
+    Chunk(index=57, pp_rank=9, layers=range(113, 115), embedding=False, output=False),
+    Chunk(index=58, pp_rank=10, layers=range(115, 117), embedding=False, output=False),
+    Chunk(index=59, pp_rank=11, layers=range(117, 119), embedding=False, output=False),
+    Chunk(index=60, pp_rank=12, layers=range(119, 121), embedding=False, output=False),
+    Chunk(index=61, pp_rank=13, layers=range(121, 123), embedding=False, output=False),
+    Chunk(index=62, pp_rank=14, layers=range(123, 125), embedding=False, output=False),
+    Chunk(index=63, pp_rank=15, layers=range(125, 126), embedding=False, output=True),
 )
 
 
@@ -113,21 +163,17 @@ CHUNKS = (
 class Meshes:
     world: DeviceMesh
     data: DeviceMesh
-    """The mesh fully_shard reduces gradients over: (dp 64) replicas x shards of one rank (DDP semantics)."""
-    replicas: DeviceMesh
-    """The data-parallel ranks as one dim: ZeRO-1 shards the optimizer states over them."""
+    """The mesh fully_shard reduces gradients over: dp 64, sharded."""
     tp: DeviceMesh
     pp: DeviceMesh
 
 
 def build_meshes(device_type: str) -> Meshes:
     world = init_device_mesh(device_type, MESH_SHAPE, mesh_dim_names=MESH_DIMS)
-    replicas = world["dp"]
-    data = world["dp", "dp_shard"]  # replicate over dp 64, shards of one rank
+    data = world["dp"]
     return Meshes(
         world=world,
         data=data,
-        replicas=replicas,
         tp=world["tp"],
         pp=world["pp"],
     )
@@ -138,8 +184,7 @@ def describe(meshes: Meshes) -> dict:
     world = meshes.world
     coordinates = dict(zip(MESH_DIMS, world.get_coordinate(), strict=True))
     groups = {name: dist.get_process_group_ranks(world.get_group(name)) for name in MESH_DIMS}
-    groups["data_replicate"] = dist.get_process_group_ranks(meshes.data.get_group(0))
-    groups["data_shard"] = dist.get_process_group_ranks(meshes.data.get_group(1))
+    groups["data"] = dist.get_process_group_ranks(meshes.data.get_group())
     chunks = [c.index for c in CHUNKS if c.pp_rank == coordinates["pp"]]
     layers = [list(c.layers) for c in CHUNKS if c.pp_rank == coordinates["pp"]]
     return {"rank": dist.get_rank(), "coordinates": coordinates, "groups": groups, "chunks": chunks,
@@ -291,16 +336,14 @@ def apply_activation_checkpointing(part: nn.Module) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Data parallelism (zero1)
+# Data parallelism (zero2)
 
 
 def apply_data_parallel(part: nn.Module, meshes: Meshes, compute_dtype: torch.dtype) -> None:
-    """zero1: as none (whole parameters and all-reduced gradients), and ShardedOptimizer keeps 1/n
-    of the optimizer state per data rank (reshard_after_forward=False under pipelining)."""
+    """zero2: fully_shard(reshard_after_forward=False)."""
     # Parameters stay fp32 (the optimizer's master copy); compute runs in compute_dtype and
     # gradients are reduced in fp32.
     mp = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32)
-    # under pipelining the weights stay gathered for the whole step (torchtitan's choice)
     for block in part.layers.values():
         fully_shard(block, mesh=meshes.data, reshard_after_forward=False, mp_policy=mp)
     fully_shard(part, mesh=meshes.data, reshard_after_forward=False, mp_policy=mp)
@@ -334,7 +377,7 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 def build_schedule(parts: list[tuple[Chunk, nn.Module]], meshes: Meshes, device: torch.device):
     stages = [PipelineStage(part, chunk.index, len(CHUNKS), device, group=meshes.pp.get_group())
               for chunk, part in parts]
-    return SCHEDULE(stages[0], n_microbatches=MICROBATCHES, loss_fn=cross_entropy)
+    return SCHEDULE(stages, n_microbatches=MICROBATCHES, loss_fn=cross_entropy)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -479,121 +522,45 @@ def writes_gradients(rt: Runtime) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
-# Optimizer (ZeRO-1: states sharded over the data-parallel ranks)
+# Optimizer
 
 
-@dataclass
-class Slice:
-    """This rank's contiguous share of one parameter (its local tensor, flattened)."""
+class Optimizers:
+    """One torch optimizer per model chunk (state dicts are built per chunk)."""
 
-    name: str
-    param: nn.Parameter
-    group: dist.ProcessGroup
-    ranks: int
-    chunk: int
-    start: int
-    end: int
-    piece: torch.Tensor
-    """A view of the parameter's storage: the optimizer updates it in place."""
-
-
-STATE_KEYS = ("exp_avg", "exp_avg_sq")
-"""The optimizer's per-parameter tensors ("step" is a scalar)."""
-
-
-class ShardedOptimizer:
-    """ZeRO-1: every rank of a parameter's data-parallel group keeps the optimizer state of
-    1/n of it and updates that slice; the updated slices are all-gathered back into the
-    replicated parameter. Gradients arrive already averaged (fully_shard over replicas)."""
-
-    def __init__(self, parts: list[nn.Module], make, meshes: Meshes) -> None:
-        self.slices: list[Slice] = []
-        for part in parts:
-            for name, param in part.named_parameters():
-                mesh = meshes.replicas
-                ranks, rank = mesh.size(), mesh.get_local_rank()
-                data = local_value(param)
-                chunk = -(-data.numel() // ranks)
-                start = min(rank * chunk, data.numel())
-                end = min(start + chunk, data.numel())
-                piece = data.detach().view(-1)[start:end]
-                self.slices.append(Slice(fqn(name), param, mesh.get_group(), ranks, chunk, start, end, piece))
-        self.inner = make([s.piece for s in self.slices if s.end > s.start])
-        self.param_groups = self.inner.param_groups
-        self.steps = 0
-
-    def zero_grad(self) -> None:
-        for s in self.slices:
-            s.param.grad = None
-            s.piece.grad = None
+    def __init__(self, optimizers: list) -> None:
+        self.optimizers = optimizers
+        self.param_groups = [g for o in optimizers for g in o.param_groups]
 
     def step(self) -> None:
-        for s in self.slices:
-            if s.end > s.start:
-                s.piece.grad = local_value(s.param.grad).detach().reshape(-1)[s.start:s.end]
-        self.inner.step()
-        self.steps += 1
-        for s in self.slices:
-            data = local_value(s.param).detach().view(-1)
-            data.copy_(self.gather(s, s.piece)[: data.numel()])
+        for o in self.optimizers:
+            o.step()
 
-    def gather(self, s: Slice, piece: torch.Tensor) -> torch.Tensor:
-        """All ranks' slices of one parameter-shaped tensor, concatenated (collective)."""
-        padded = torch.zeros(s.chunk, dtype=piece.dtype, device=piece.device)
-        padded[: piece.numel()] = piece
-        out = torch.empty(s.chunk * s.ranks, dtype=piece.dtype, device=piece.device)
-        dist.all_gather_single(out, padded, group=s.group)
-        return out
-
-    def state_dict(self) -> dict:
-        """torch's flattened optimizer state dict (StateDictOptions(flatten_optimizer_state_dict=True)),
-        with whole parameter-shaped states, so that any layout can load it."""
-        settings = {k: v for k, v in self.inner.param_groups[0].items() if k != "params"}
-        out = {}
-        for s in self.slices:
-            state = self.inner.state.get(s.piece, {}) if s.end > s.start else {}
-            data = local_value(s.param)
-            for key in STATE_KEYS:
-                piece = state.get(key)
-                if piece is None:
-                    piece = torch.zeros(s.end - s.start, dtype=data.dtype, device=data.device)
-                whole = self.gather(s, piece.reshape(-1))[: data.numel()].view_as(data)
-                if isinstance(s.param, DTensor):
-                    whole = DTensor.from_local(whole, s.param.device_mesh, s.param.placements,
-                                               shape=s.param.shape, stride=s.param.stride())
-                out[f"state.{s.name}.{key}"] = whole
-            out[f"state.{s.name}.step"] = torch.tensor(float(self.steps))
-            for key, value in settings.items():
-                out[f"param_groups.{s.name}.{key}"] = value
-        return out
-
-    def load_state_dict(self, state: dict) -> None:
-        for s in self.slices:
-            self.steps = int(state[f"state.{s.name}.step"].item())
-            if s.end <= s.start:
-                continue
-            slot = self.inner.state[s.piece]
-            for key in STATE_KEYS:
-                whole = local_value(state[f"state.{s.name}.{key}"]).reshape(-1)
-                slot[key] = whole[s.start:s.end].clone()
-            slot["step"] = torch.tensor(float(self.steps))
-        for group in self.inner.param_groups:
-            for key in group:
-                if key != "params" and self.slices:
-                    group[key] = state[f"param_groups.{self.slices[0].name}.{key}"]
+    def zero_grad(self) -> None:
+        for o in self.optimizers:
+            o.zero_grad(set_to_none=True)
 
 
-def build_optimizer(rt: Runtime, make) -> ShardedOptimizer:
-    """make(params) -> a torch optimizer; here over this rank's slices only."""
-    return ShardedOptimizer(rt.parts, make, rt.meshes)
+FLAT = StateDictOptions(flatten_optimizer_state_dict=True)
+"""Optimizer states keyed by parameter FQN: loadable by any layout, pipelined or not."""
 
 
-def optimizer_state(rt: Runtime, optimizer: ShardedOptimizer) -> dict:
-    return optimizer.state_dict()
+def build_optimizer(rt: Runtime, make) -> Optimizers:
+    """make(params) -> a torch optimizer."""
+    return Optimizers([make(list(part.parameters())) for part in rt.parts])
 
 
-def load_optimizer_state(rt: Runtime, optimizer: ShardedOptimizer, state: dict) -> None:
-    optimizer.load_state_dict(state)
+def optimizer_state(rt: Runtime, optimizer: Optimizers) -> dict:
+    state = {}
+    for part, o in zip(rt.parts, optimizer.optimizers, strict=True):
+        state.update(get_optimizer_state_dict(part, o, options=FLAT))
+    return state
+
+
+def load_optimizer_state(rt: Runtime, optimizer: Optimizers, state: dict) -> None:
+    for part, o in zip(rt.parts, optimizer.optimizers, strict=True):
+        mine = get_optimizer_state_dict(part, o, options=FLAT)
+        set_optimizer_state_dict(part, o, {key: state[key] for key in mine}, options=FLAT)
 
 
 # ---------------------------------------------------------------------------------------------
