@@ -73,8 +73,10 @@ def gathered_buffers(layer: Params | None, k: Knobs, root: Params | None = None)
     for backward), so the embedding, final norm and output layer stay gathered through the step
     (zero2 holds every copy as a model state already, see `model.py`)."""
     held = compute_copy_bytes(root, k.precision) if root is not None and k.pp == 1 and k.sharding != "zero2" else 0
-    # Under the other schedules every layer's copy is held already (a model state, `model.py`).
-    per_layer = k.sharding != "zero2" and (k.pp == 1 or k.schedule in ("gpipe", "1f1b"))
+    # Under pipelining every layer's copy is held already (a model state, `model.keeps_gathered`:
+    # the runtime turns reshard_after_forward off there, whatever the schedule; the rehearsal of
+    # zero1 and zero3 under 1F1B shows no layer gathered beyond them).
+    per_layer = k.sharding != "zero2" and k.pp == 1
     if layer is None or not per_layer:
         return held
     # zero3 and hsdp also gather the next layer ahead; a shard of one rank copies when it computes
