@@ -101,6 +101,7 @@ def test_only_the_embedding_moment_above_the_rest_adds(llama):
 def test_the_loss_backward_holds_three_fp32_logits(llama):
     plan, shape, k = llama
     assert logits_buffer(replace(k, pp=1, split=None), V) == 3 * S * (V // T) * 4
+    assert logits_buffer(replace(k, pp=1, split=None, tp=1), V) == 2 * S * V * 4  # plain cross_entropy
 
 
 def test_nccl_buffers_per_communicator():

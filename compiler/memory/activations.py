@@ -266,10 +266,12 @@ def logits_buffer(k: Knobs, vocab: int) -> int:
     torch's vocabulary-parallel `_nll_loss_and_log_softmax_backward` (torch 2.13,
     distributed/tensor/parallel/loss.py): `grad_input = zeros_like(x)`, the sum
     `grad_input + exp(x)` and its product with the output gradient. The forward's moment
-    (bf16 logits and their fp32 cast, 6 bytes a logit) is smaller. The loss is not chunked."""
+    (bf16 logits and their fp32 cast, 6 bytes a logit) is smaller. Without tp the plain
+    `F.cross_entropy` backward holds two (`nll_loss_backward`'s gradient and
+    `_log_softmax_backward_data`'s). The loss is not chunked."""
     if k.runtime != "torch":
         return 0
-    return 3 * logits_bytes(k, vocab)
+    return (3 if k.tp > 1 else 2) * logits_bytes(k, vocab)
 
 
 @lru_cache(maxsize=4096)
