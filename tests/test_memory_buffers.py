@@ -20,9 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-
-from parc.memory import estimate, knobs_of, per_stage, shape_of
-from parc.memory import gpu
+from parc.memory import estimate, gpu, knobs_of, per_stage, shape_of
 from parc.memory.activations import embedding_backward_buffer, logits_buffer
 from parc.memory.model import rank_activations
 
