@@ -82,6 +82,8 @@ def memory_section(compilation: Compilation) -> dict[str, Any] | None:
             "optimizer_bytes": s.optimizer,
             "activations_bytes": s.activations,
             "buffers_bytes": s.buffers,
+            "p2p_bytes": s.p2p,
+            "embedding_backward_bytes": s.embedding_backward,
             "total_bytes": s.total,
             "in_flight": s.in_flight,
             "hbm_fraction": round(s.total / result.hbm_bytes, 4),
@@ -95,6 +97,11 @@ def memory_section(compilation: Compilation) -> dict[str, Any] | None:
         "reserve_bytes": result.reserve_bytes,
         "usable_bytes": result.usable_bytes,
         "fits": result.fits,
+        "predicted_max_memory_reserved_bytes": result.predicted_reserved_bytes,
+        "reserved_limit_bytes": result.reserved_limit_bytes,
+        "overheads": ({"cuda_context_bytes": result.overheads.cuda_context, "nccl_bytes": result.overheads.nccl,
+                       "cublas_bytes": result.overheads.cublas, "fragmentation_bytes": result.overheads.fragmentation}
+                      if result.overheads is not None else None),
         "padded_vocab": result.padded_vocab,
         "virtual_stages": plan.layout.pp.virtual_stages,
     }
@@ -164,13 +171,15 @@ def memory_text(report: dict, compilation: Compilation, style: Style) -> list[st
         return [f"memory: not predicted: {unpredictable(compilation.plan)}"]
     v = memory["virtual_stages"] or 1
     flight = "in flight" if v == 1 else "chunks in flight"
-    head = ("stage", "layers", "params", "grads", "optimizer", "activations", "buffers", "total", "% HBM", flight)
+    head = ("stage", "layers", "params", "grads", "optimizer", "activations", "buffers", "p2p", "emb bwd", "total",
+            "% HBM", flight)
     unit = byte_unit(memory["peak_bytes"])  # one unit for the table, scaled to its largest cell
     rows = []
     for s in memory["per_stage"]:
         rows.append((str(s["stage"]), str(s["layers"]), in_unit(s["params_bytes"], unit), in_unit(s["grads_bytes"], unit),
                      in_unit(s["optimizer_bytes"], unit), in_unit(s["activations_bytes"], unit),
-                     in_unit(s["buffers_bytes"], unit), in_unit(s["total_bytes"], unit),
+                     in_unit(s["buffers_bytes"], unit), in_unit(s["p2p_bytes"], unit),
+                     in_unit(s["embedding_backward_bytes"], unit), in_unit(s["total_bytes"], unit),
                      percent(s["total_bytes"] / memory["hbm_bytes"], 0), str(s["in_flight"])))
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
     lines = [style.bold(f"memory per GPU, worst rank of each pipeline stage ({unit[0]}; {memory['runtime']} runtime)")]
@@ -182,6 +191,12 @@ def memory_text(report: dict, compilation: Compilation, style: Style) -> list[st
     verdict = "fits" if memory["fits"] else "does not fit"
     lines.append(f"peak: stage {memory['peak_stage']}, {size(memory['peak_bytes'])} of {size(usable)} usable "
                  f"({size(memory['hbm_bytes'])} HBM - {size(memory['reserve_bytes'])} reserve): {verdict}")
+    o = memory["overheads"]
+    if o is not None:
+        lines.append(f"predicted torch.cuda.max_memory_reserved(): {size(memory['predicted_max_memory_reserved_bytes'])} "
+                     f"(peak + cuBLAS workspaces {size(o['cublas_bytes'])} + allocator fragmentation "
+                     f"{size(o['fragmentation_bytes'])}) of {size(memory['reserved_limit_bytes'])} (HBM less the CUDA "
+                     f"context {size(o['cuda_context_bytes'])} and NCCL buffers {size(o['nccl_bytes'])})")
     lines.append(f"{flight}: {'chunk-' if v > 1 else ''}micro-batches whose saved activations the stage holds at its "
                  "peak; the one being worked on counts under buffers (its working set), so a stage whose peak "
                  "falls between a backward and the next forward (the last 1F1B stage) can show 0")

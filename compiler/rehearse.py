@@ -13,7 +13,9 @@ of a stage holds the same shapes, so the rehearsed rank stands for its stage):
   sharded parameters after the step, gradients after the step's last backward (FSDP2's
   accumulated unsharded fp32 gradients are freed by then: they count in the peak), optimizer states after the step (less Adam's scalar
   step counters, which torch keeps on the host for GPU parameters);
-- peak: the model's stage total (params + grads + optimizer + activations + buffers) against
+- beyond states: the peak less parameters and optimizer states (activations, gradients,
+  temporaries, buffers): the part the model derives rather than counts;
+- peak: the model's stage total (every category) against
   the tracker's peak over the steps, before the checkpoint's state dict is built (the model
   counts a checkpoint apart, `StageMemory.checkpoint`): everything the rank's tensors held at
   its worst moment.
@@ -32,7 +34,7 @@ from pathlib import Path
 
 from .plan import Plan
 
-CATEGORIES = ("parameters", "gradients", "optimizer_states", "peak")
+CATEGORIES = ("parameters", "gradients", "optimizer_states", "beyond_states", "peak")
 
 
 class RehearsalError(Exception):
@@ -92,25 +94,37 @@ def pp_stage(plan: Plan, record: dict) -> int:
 
 
 def predicted(plan: Plan, stage: int) -> dict[str, int]:
-    """The memory model's bytes for one rank of pipeline stage `stage`, in rehearsal categories."""
-    from .memory import estimate, knobs_of, shape_of
+    """The memory model's bytes for one rank of pipeline stage `stage`, in rehearsal categories,
+    for the rehearsal's own conditions: fake tensors on CPU (`Knobs.device = "fake"`: the same
+    kernels' memory as a GPU, but torch's decompositions where a fake tensor has no kernel; the
+    one that differs is the embedding's backward, `activations.embedding_backward_buffer`)."""
+    from dataclasses import replace
+
+    from .memory import knobs_of, per_stage, shape_of
     from .memory.model import rank_params
     from .memory.states import model_states
 
-    knobs = knobs_of(plan)
+    knobs = replace(knobs_of(plan), device="fake")
     shape = shape_of(plan)
     params = rank_params(shape, knobs.tp, knobs.ep, knobs.pp, knobs.virtual_stages, knobs.schedule, knobs.split,
                          knobs.runtime)[stage]
     states = model_states(params.params, knobs)
-    memory = estimate(plan).stages[stage]
+    memory = per_stage(shape, knobs)[stage]
     return {"parameters": states.params, "gradients": states.grads,
-            "optimizer_states": states.optimizer, "peak": memory.total}
+            "optimizer_states": states.optimizer, "peak": memory.total,
+            "beyond_states": memory.total - memory.params - memory.optimizer}
 
 
 def rehearsed(record: dict) -> dict[str, int]:
+    """The tracker's figures; `beyond_states` is the step's peak less the parameters (sharded and
+    gathered) and optimizer states held then: activations, gradients (FSDP2's accumulated ones
+    included) and every temporary and buffer, against the model's total less the same."""
+    peak = record["step_peak"]
     return {"parameters": record["after_step"]["parameters"], "gradients": record["after_backward"]["gradients"],
             "optimizer_states": record["after_step"]["optimizer_states"] - record["optimizer_step_counters"],
-            "peak": record["step_peak"]["total"]}
+            "peak": peak["total"],
+            "beyond_states": peak["total"] - peak["parameters"] - peak["gathered_parameters"]
+            - peak["optimizer_states"]}
 
 
 def compare(plan: Plan, records: list[dict]) -> list[Row]:

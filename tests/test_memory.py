@@ -311,7 +311,7 @@ def test_each_spec_estimate_is_whole_and_positive():
             continue
         assert len(result.stages) == (plan.layout.pp.degree or 1)
         for s in result.stages:
-            parts = (s.params, s.grads, s.optimizer, s.activations, s.buffers)
+            parts = (s.params, s.grads, s.optimizer, s.activations, s.buffers, s.p2p, s.embedding_backward)
             assert all(isinstance(p, int) and p >= 0 for p in parts)
             assert s.total == sum(parts) > 0
         assert result.fits, path.name

@@ -13,12 +13,24 @@ from .helpers import gib, labels, layout_span
 
 def breakdown(stage) -> str:
     return (f"params {gib(stage.params)} + grads {gib(stage.grads)} + optimizer {gib(stage.optimizer)} "
-            f"+ activations {gib(stage.activations)} + buffers {gib(stage.buffers)} = {gib(stage.total)}")
+            f"+ activations {gib(stage.activations)} + buffers {gib(stage.buffers)}"
+            + (f" + p2p {gib(stage.p2p)}" if stage.p2p else "")
+            + (f" + embedding backward {gib(stage.embedding_backward)}" if stage.embedding_backward else "")
+            + f" = {gib(stage.total)}")
 
 
 def in_flight(count: int, chunks: int) -> str:
     what = "micro-batch" if chunks == 1 else "chunk micro-batch"
     return f"activations of {count} {what}{'es' if count != 1 else ''} in flight"
+
+
+def reserve_note(result) -> str:
+    """What the reserve is made of (docs/memory-model.md, section 4: each a sourced figure)."""
+    o = result.overheads
+    if o is None:
+        return f"the reserve is {gib(result.reserve_bytes)}"
+    return (f"the reserve is the CUDA context {gib(o.cuda_context)}, NCCL buffers {gib(o.nccl)}, cuBLAS "
+            f"workspaces {gib(o.cublas)} and the allocator's fragmentation {gib(o.fragmentation)} (5 % of HBM)")
 
 
 @rule
@@ -32,8 +44,7 @@ def fits_in_memory(plan: Plan) -> Iterator[Diagnostic]:
         yield error("E0401", f"the {gpu.name}'s {gib(result.hbm_bytes)} of memory is less than the "
                     f"{gib(result.reserve_bytes)} parc reserves", gpu.span_of("hbm_bytes") or layout_span(plan),
                     label="nothing left for the model",
-                    notes=(f"the reserve is 2 GiB for the CUDA context and allocator plus 5 % of HBM; "
-                           f"the worst rank would need {gib(worst.total)}",),
+                    notes=(reserve_note(result) + f"; the worst rank would need {gib(worst.total)}",),
                     help="state the GPU's real memory, e.g. `hbm 80 GB`, or pick a catalogue GPU")
         return
     over = [s for s in result.stages if s.total > result.usable_bytes]

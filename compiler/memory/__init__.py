@@ -21,13 +21,14 @@ from dataclasses import dataclass, replace
 
 from ..plan import Plan
 from .buffers import RESERVE_FIXED, RESERVE_FRACTION, reserve_bytes
+from .gpu import Overheads, overheads
 from .inputs import RUNTIMES, Knobs, Shape, knobs_of, missing_knobs, shape_of
 from .model import StageMemory, peak, per_stage
 
 __all__ = [
     "RUNTIMES", "RESERVE_FIXED", "RESERVE_FRACTION", "Knobs", "Shape", "StageMemory", "Estimate",
     "Alternative", "estimate", "alternatives", "knobs_of", "shape_of", "missing_knobs", "peak",
-    "per_stage", "reserve_bytes", "unpredictable",
+    "per_stage", "reserve_bytes", "unpredictable", "Overheads", "overheads", "layout_overheads",
 ]
 
 
@@ -43,6 +44,21 @@ class Estimate:
     padded_vocab: int
     """tp x the vocabulary rows of the fullest tp rank (the torch runtime pads nothing; Megatron-LM
     pads to a multiple of 128 x tp)."""
+    overheads: Overheads | None = None
+    """What the GPU holds beyond the tensors (`gpu.py`); `reserve_bytes` is their sum."""
+
+    @property
+    def predicted_reserved_bytes(self) -> int:
+        """What `torch.cuda.max_memory_reserved()` would report on the worst rank: its peak of
+        tensors, cuBLAS workspaces and the allocator's rounding and fragmentation."""
+        inside = self.overheads.inside_allocator if self.overheads is not None else 0
+        return self.peak_bytes + inside
+
+    @property
+    def reserved_limit_bytes(self) -> int:
+        """HBM less what the driver and NCCL hold: the most `max_memory_reserved` can reach."""
+        outside = self.overheads.outside_allocator if self.overheads is not None else self.reserve_bytes
+        return self.hbm_bytes - outside
 
     @property
     def usable_bytes(self) -> int:
@@ -91,9 +107,17 @@ def estimate(plan: Plan, runtime: str | None = None) -> Estimate | None:
     from .parameters import padded_vocab
 
     hbm = plan.cluster.gpu.hbm_bytes
+    gpu = layout_overheads(plan)
     return Estimate(runtime=runtime, stages=per_stage(shape_of(plan), knobs), hbm_bytes=hbm,
-                    reserve_bytes=reserve_bytes(hbm), microbatches=knobs.microbatches,
-                    padded_vocab=padded_vocab(plan.model.vocab, knobs.tp, runtime))
+                    reserve_bytes=gpu.total, microbatches=knobs.microbatches,
+                    padded_vocab=padded_vocab(plan.model.vocab, knobs.tp, runtime), overheads=gpu)
+
+
+def layout_overheads(plan: Plan) -> Overheads:
+    """The GPU overheads of the plan's layout: one NCCL communicator per axis of degree > 1
+    (hsdp's replicate groups a second data-parallel one)."""
+    degrees = {axis: plan.layout.degree(axis) or 1 for axis in ("tp", "pp", "dp", "cp", "ep")}
+    return overheads(plan.cluster.gpu.hbm_bytes, degrees)
 
 
 @dataclass(frozen=True)

@@ -253,11 +253,53 @@ def output_activations(shape: Shape, k: Knobs, vocab: int) -> int:
     return round(4 * tokens * (h + vocab) / t)  # Megatron: "inputs to output layer and CE loss"
 
 
+def logits_bytes(k: Knobs, vocab: int) -> int:
+    """One micro-batch's fp32 logits on one rank (tokens x vocab / tp rows; the model returns
+    `output(h).float()`)."""
+    return round(k.seq * k.micro_batch / k.cp * vocab / k.tp * FP32)
+
+
 @lru_cache(maxsize=4096)
 def logits_buffer(k: Knobs, vocab: int) -> int:
-    """Transient beyond the saved log-softmax: the bf16 logits and the fp32 gradient of the loss
-    input during the loss backward (torch only; Megatron's formula has no transient terms)."""
+    """Transient of the loss's backward beyond the saved log-softmax (torch only; Megatron's
+    formula has no transient terms): three fp32 tensors of the logits' shape at once, in
+    torch's vocabulary-parallel `_nll_loss_and_log_softmax_backward` (torch 2.13,
+    distributed/tensor/parallel/loss.py): `grad_input = zeros_like(x)`, the sum
+    `grad_input + exp(x)` and its product with the output gradient. The forward's moment
+    (bf16 logits and their fp32 cast, 6 bytes a logit) is smaller. Without tp the plain
+    `F.cross_entropy` backward holds two (`nll_loss_backward`'s gradient and
+    `_log_softmax_backward_data`'s). The loss is not chunked."""
     if k.runtime != "torch":
         return 0
+    return (3 if k.tp > 1 else 2) * logits_bytes(k, vocab)
+
+
+@lru_cache(maxsize=4096)
+def embedding_backward_buffer(shape: Shape, k: Knobs) -> int:
+    """Transient of the vocabulary-parallel embedding's backward (torch, tp > 1): DTensor has no
+    vocabulary-sharded strategy for `embedding_dense_backward` (torch 2.13,
+    `distributed/tensor/_ops/_embedding_ops.py`: column-sharded, batch-sharded or Partial), so
+    each tp rank computes the gradient of the *whole* vocabulary, V x h, as a Partial and
+    reduce-scatters it into its V/t rows. On a GPU the native kernel
+    (`embedding_backward_cuda_kernel`) writes it in the gradient's dtype (bf16) and sums each
+    index's rows in an fp32 buffer of at most one row per token first; under fake tensors on CPU
+    (the rehearsal, `k.device == "fake"`) torch's decomposition (`torch._decomp`,
+    `embedding_dense_backward`) builds it in fp32 and then casts, both alive at the cast
+    (measured: 8,405,385,216 + 4,202,692,608 bytes at Llama 3 405B's embedding). Alive with it:
+    the embedding output's gradient, all-gathered over the sequence (tokens x h)."""
+    if k.runtime != "torch" or k.tp == 1:
+        return 0
+    act = activation_bytes(k.precision)
     tokens = k.seq * k.micro_batch / k.cp
-    return round(tokens * vocab / k.tp * (activation_bytes(k.precision) + FP32))
+    if k.device == "fake":
+        scratch = shape.vocab * shape.hidden * FP32 if act != FP32 else 0
+    else:
+        scratch = round(tokens * shape.hidden * FP32)
+    return shape.vocab * shape.hidden * act + scratch + round(tokens * shape.hidden * act)
+
+
+def boundary_bytes(shape: Shape, k: Knobs) -> int:
+    """One micro-batch of the residual stream one pipeline stage sends the next (and its gradient
+    back): micro-batch x tokens of this rank (/ tp under sequence parallelism) x hidden."""
+    sp = k.tp if k.sp else 1
+    return round(k.micro_batch * k.seq / k.cp / sp * shape.hidden * activation_bytes(k.precision))

@@ -6,9 +6,10 @@ Per rank, torch runtime (Megatron's and ZeRO's formulas have no such terms):
   (the block's output gradient, all-gathered, and the FFN's inner gradients: h + 3 F/t per token
   for SwiGLU, h + 2 F/t for GELU) plus, under recomputation, the layer's rematerialised
   activations; one layer at a time, so the largest layer counts;
-- the loss: the bf16 logits and the fp32 gradient of the loss input, s x b x vocab / tp each,
-  on the rank that holds the output layer (the fp32 log-softmax itself is a saved activation);
-  the larger of this and the working set counts, since they do not overlap in time;
+- the loss: three fp32 tensors of the logits' shape in the vocabulary-parallel loss's backward
+  (two without tp), s x b x vocab / tp each, on the rank that holds the output layer (the fp32
+  log-softmax itself is a saved activation; `activations.logits_buffer`); the larger of this
+  and the working set counts, since they do not overlap in time;
 - FSDP: without pipelining, zero3 holds the layer it runs plus the one it prefetches (FSDP2's
   default prefetch of one layer), in bf16, and every mode but zero2 the root's parameters
   (embedding, final norm, output layer: FSDP2 does not reshard a root after forward); zero2 and zero3 reduce-scatter each layer's gradients
@@ -19,9 +20,10 @@ Per rank, torch runtime (Megatron's and ZeRO's formulas have no such terms):
   of one rank, which all-reduces per layer).
 
 The reserve is what the process cannot use for tensors: the CUDA context, cuBLAS workspaces,
-NCCL's communicator buffers, and the caching allocator's fragmentation. It is two global
-constants, not fitted yet (no measurement of the generated runtime on a GPU exists): the memory
-check compares each rank's peak with HBM minus the reserve.
+NCCL's communicator buffers, and the caching allocator's fragmentation, each a sourced figure
+in `gpu.py`; the memory check compares each rank's peak with HBM minus their sum for the plan's
+layout. `RESERVE_FIXED` and `RESERVE_FRACTION` remain the allowance search uses before it knows
+a candidate's communicators (at least every shipped layout's figure; a test holds it).
 """
 
 from __future__ import annotations
@@ -66,15 +68,17 @@ def fsdp_buffers(layer: Params | None, k: Knobs, root: Params | None = None) -> 
 
 
 def gathered_buffers(layer: Params | None, k: Knobs, root: Params | None = None) -> int:
-    """Gathered parameters counted as buffers: the layers in flight without pipelining and under
-    gpipe and 1f1b (the one computed and, for zero3 and hsdp, the one FSDP2 prefetches), and
+    """Gathered parameters counted as buffers: the layers in flight without pipelining (the one
+    computed and, for zero3 and hsdp, the one FSDP2 prefetches), and
     without pipelining the root's parameters:
     FSDP2 does not reshard a root module after its forward (they would be gathered again at once
     for backward), so the embedding, final norm and output layer stay gathered through the step
     (zero2 holds every copy as a model state already, see `model.py`)."""
     held = compute_copy_bytes(root, k.precision) if root is not None and k.pp == 1 and k.sharding != "zero2" else 0
-    # Under the other schedules every layer's copy is held already (a model state, `model.py`).
-    per_layer = k.sharding != "zero2" and (k.pp == 1 or k.schedule in ("gpipe", "1f1b"))
+    # Under pipelining every layer's copy is held already (a model state, `model.keeps_gathered`:
+    # the runtime turns reshard_after_forward off there, whatever the schedule; the rehearsal of
+    # zero1 and zero3 under 1F1B shows no layer gathered beyond them).
+    per_layer = k.sharding != "zero2" and k.pp == 1
     if layer is None or not per_layer:
         return held
     # zero3 and hsdp also gather the next layer ahead; a shard of one rank copies when it computes

@@ -109,7 +109,10 @@ class Knobs:
     and what it computes in on CPU): 4-byte activations and compute copies."""
     device: str = "cuda"
     """cuda, or cpu for checking the model against the runtime on CPU: CPU kernels save a few
-    tensors differently (RMSNorm is not fused there; see `activations.py`)."""
+    tensors differently (RMSNorm is not fused there; see `activations.py`); or fake for the
+    rehearsal's fake tensors on CPU (`parc rehearse`): a GPU's kernels' memory except where a
+    fake tensor runs torch's decomposition instead (the embedding's backward builds the whole
+    vocabulary's gradient in fp32 first, `activations.embedding_backward_buffer`)."""
     optimizer: str = "adamw"
     recompute: str = "none"
     recompute_layers: int | None = None

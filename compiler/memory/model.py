@@ -45,6 +45,13 @@ class StageMemory:
     buffers: int
     in_flight: int
     """Chunk-micro-batches whose activations are held at the peak."""
+    p2p: int = 0
+    """Pipelining's receive buffers (`p2p_buffers`): allocated for every micro-batch when the
+    stage sets up and kept across steps."""
+    embedding_backward: int = 0
+    """How far the vocabulary-parallel embedding's backward (the whole vocabulary's gradient,
+    `activations.embedding_backward_buffer`) rises above the layers' working set counted in
+    `buffers`: the two are alive at different moments, so only the excess adds."""
     checkpoint: int = 0
     """Bytes while a checkpoint is saved or loaded: the parameters (and copies held between
     steps), the optimizer states and what building the state dict gathers (ZeRO-1: whole
@@ -52,7 +59,8 @@ class StageMemory:
 
     @property
     def total(self) -> int:
-        return self.params + self.grads + self.optimizer + self.activations + self.buffers
+        return (self.params + self.grads + self.optimizer + self.activations + self.buffers + self.p2p
+                + self.embedding_backward)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +70,15 @@ class ChunkActivations:
     pending: int
     """D_c: extra bytes per micro-batch between its input and its weight backward: the output
     gradients torch's `stage_backward_input` stores for `stage_backward_weight`."""
+    output: int = 0
+    """Held per micro-batch in flight beside what autograd saves: a pipeline stage keeps its
+    output in `fwd_cache` from the forward to the backward (`PipelineStage.forward_one_chunk`;
+    the residual stream, or the last chunk's fp32 logits). 0 without pipelining."""
+
+    @property
+    def held(self) -> int:
+        """Bytes per micro-batch in flight: saved activations and the stage's kept output."""
+        return self.saved + self.output
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +100,10 @@ class RankActivations:
     chunks: tuple[ChunkActivations, ...]
     transient: int
     """The larger of the backward working set of one layer and the loss buffers."""
+    embedding_backward: int = 0
+    """What is alive beyond the rest during the embedding's backward: the whole vocabulary's
+    gradient and the gathered output gradient (0 without the embedding). The stage counts how
+    far it rises above the layers' moment (`StageMemory.embedding_backward`)."""
 
 
 def layer_mode(recompute: str, recompute_layers: int | None, index_in_chunk: int) -> str:
@@ -153,6 +174,7 @@ def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, se
     logits = act.logits_buffer(ak, vocab)
     per_chunk = {}
     working = {}
+    embedding: dict[int, int] = {}
     alike: dict[tuple, tuple[ChunkActivations, int]] = {}
     for chunk in chunks:
         # Chunks of equal size and ends hold the same (the layer kinds depend on the first layer
@@ -172,17 +194,50 @@ def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, se
                 work = max(work, backward_working_set(a))
         if chunk.embedding:
             saved += act.embedding_activations(shape, ak)
+            embedding[chunk.index] = act.embedding_backward_buffer(shape, ak)
         if chunk.output:
             saved += act.output_activations(shape, ak, vocab)
             work = max(work, logits)
-        per_chunk[chunk.index] = ChunkActivations(saved=saved, pending=grads if torch else 0)
+        output = 0
+        if torch and pp > 1:
+            output = act.logits_bytes(ak, vocab) if chunk.output else act.boundary_bytes(shape, ak)
+        per_chunk[chunk.index] = ChunkActivations(saved=saved, pending=grads if torch else 0, output=output)
         working[chunk.index] = work
         alike[signature] = (per_chunk[chunk.index], work)
     out = []
     for mine in by_rank(chunks, pp):
         out.append(RankActivations(chunks=tuple(per_chunk[c.index] for c in mine),
-                                   transient=max((working[c.index] for c in mine), default=0)))
+                                   transient=max((working[c.index] for c in mine), default=0),
+                                   embedding_backward=max((embedding.get(c.index, 0) for c in mine), default=0)))
     return tuple(out)
+
+
+def transient_buffers(transient: int, params: RankParams, k: Knobs) -> int:
+    """The working set of the rank's worst moment with the data-parallel wrapper's buffers.
+    Without pipelining FSDP2 gathers and reduces around every layer while it computes, so its
+    buffers add to the working set. Under pipelining every layer stays gathered (a model state)
+    and gradients are reduced once, in the step's last backward, after each layer's backward
+    is done (post-backward hook): that reduction is a moment of its own, not on top of a
+    layer's working set or the loss's (measured by the rehearsal: at the last stage's peak, the
+    loss's backward, no reduction buffer is alive)."""
+    wrapper = fsdp_buffers(params.largest_layer, k, params.root)
+    if k.pp > 1:
+        return max(transient, wrapper)
+    return transient + wrapper
+
+
+def p2p_buffers(shape: Shape, k: Knobs, chunks: tuple) -> int:
+    """torch.distributed.pipelining's receive buffers on one rank: every stage but the first
+    allocates one input buffer per micro-batch (`_setup_forward_recv_info`), every stage but the
+    last one output-gradient buffer per micro-batch (`_create_grad_recv_info`), each of the
+    boundary shape, when it first runs, and keeps them across steps. Counted per chunk (a V
+    schedule's two chunks on one rank allocate theirs too; torch then passes the tensor
+    locally, so this is the most they hold)."""
+    if k.runtime != "torch" or k.pp == 1:
+        return 0
+    last = k.pp * k.virtual_stages - 1
+    ends = sum((c.index > 0) + (c.index < last) for c in chunks)
+    return ends * k.microbatches * act.boundary_bytes(shape, k)
 
 
 def keeps_gathered(k: Knobs) -> bool:
@@ -217,23 +272,25 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
     chunks = acts.chunks
     if k.virtual_stages > MAX_STATE_CHUNKS:
         best_acts, best_held = weighted_peak(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank,
-                                             tuple(c.saved for c in chunks), tuple(c.pending for c in chunks))
+                                             tuple(c.held for c in chunks), tuple(c.pending for c in chunks))
     walk = () if k.virtual_stages > MAX_STATE_CHUNKS else \
         peak_states(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank)
     for held, pending, _ in walk:
         a = 0
         for c, ca in enumerate(chunks):
-            a += held[c] * ca.saved + pending[c] * ca.pending
+            a += held[c] * ca.held + pending[c] * ca.pending
         if a > best:
             best, best_acts, best_held = a, a, sum(held)
 
     buffers = 0
     if k.runtime == "torch":
-        buffers = acts.transient + fsdp_buffers(params.largest_layer, k, params.root)
+        buffers = transient_buffers(acts.transient, params, k)
+    embedding_rise = max(0, acts.embedding_backward - buffers)
     return StageMemory(
         stage=rank, layers=params.layers, params=states.params + persistent,
         grads=states.grads + states.accumulated_grads, optimizer=states.optimizer,
         activations=best_acts, buffers=buffers, in_flight=best_held,
+        p2p=p2p_buffers(shape, k, params.chunks), embedding_backward=embedding_rise,
         checkpoint=states.params + persistent + states.optimizer + checkpoint_gather_bytes(params.params, k),
     )
 
@@ -288,7 +345,8 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
         held = peaks[r]
         if keeps_gathered(k):
             states += compute_copy_bytes(p, precision)
-        total_bytes = states + held + acts[r].transient + fsdp_buffers(rp.largest_layer, k, rp.root)
+        buffers = max(transient_buffers(acts[r].transient, rp, k), acts[r].embedding_backward)  # two moments: a layer's backward, the embedding's
+        total_bytes = states + held + buffers + p2p_buffers(shape, k, rp.chunks)
         if total_bytes > best:
             best, where = total_bytes, r
     return best, where
@@ -300,7 +358,7 @@ def activation_floor(shape: Shape, k: Knobs) -> int:
     for all the shardings of a layout before predicting each."""
     acts = rank_activations(shape, k)
     peaks = _activation_peaks(acts, k.schedule, k.pp, k.virtual_stages, k.microbatches)
-    return max(peaks[r] + acts[r].transient for r in range(k.pp))
+    return max(peaks[r] + max(acts[r].transient, acts[r].embedding_backward) for r in range(k.pp))
 
 
 _PEAKS: dict[tuple, tuple] = {}
@@ -317,14 +375,14 @@ def _activation_peaks(acts: tuple[RankActivations, ...], schedule: str, pp: int,
     for r in range(pp):
         chunks = acts[r].chunks
         if v > MAX_STATE_CHUNKS:
-            out.append(weighted_peak(schedule, pp, v, m, r, tuple(c.saved for c in chunks),
+            out.append(weighted_peak(schedule, pp, v, m, r, tuple(c.held for c in chunks),
                                      tuple(c.pending for c in chunks))[0])
             continue
         best = 0
         for held, pending, _ in peak_states(schedule, pp, v, m, r):
             a = 0
             for c, ca in enumerate(chunks):
-                a += held[c] * ca.saved + pending[c] * ca.pending
+                a += held[c] * ca.held + pending[c] * ca.pending
             best = max(best, a)
         out.append(best)
     if len(_PEAKS) > 65536:
@@ -338,7 +396,8 @@ def clear_caches() -> None:
     from . import activations, parameters, schedules
 
     for function in (rank_params, _rank_activations, activations.layer_activations, activations.embedding_activations,
-                     activations.output_activations, activations.logits_buffer, parameters.layer_params,
+                     activations.output_activations, activations.logits_buffer,
+                     activations.embedding_backward_buffer, parameters.layer_params,
                      parameters.chunk_params, parameters.chunks_of, schedules.peak_states,
                      schedules._walked_actions):
         function.cache_clear()

@@ -1,0 +1,116 @@
+"""What a GPU holds beyond the tensors the memory model counts, each a figure with its source.
+
+The model's stage total is what `torch.cuda.max_memory_allocated()` would report for the rank:
+the tensors alive at its worst moment. A GPU also holds:
+
+outside torch's caching allocator (not in `max_memory_reserved`, but not usable for tensors):
+
+- the CUDA context: driver state and the kernels loaded so far, about 400 MiB per process
+  with CUDA >= 11.7's lazy module loading (PyTorch's default; pytorch/pytorch#109888, ptrblck:
+  "around 400MB if CUDA >= 11.7 is used and lazy module loading enabled"; before 11.7 over
+  1 GB);
+- NCCL's buffers, per communicator the rank joins: NCCL_BUFFSIZE (4 MiB by default, NCCL's
+  environment-variable documentation) for every channel to every peer it exchanges with.
+  Rings and trees (all-gather, reduce-scatter, all-reduce over tp, dp, cp) talk to two peers
+  per channel over up to NCCL_MAX_NCHANNELS = 32 channels; point-to-point (pipelining) and
+  all-to-all (ep) give each peer NCCL_NCHANNELS_PER_NET_PEER = 2 channels. These are upper
+  figures from NCCL's defaults, not measurements;
+
+inside the caching allocator (in `max_memory_reserved`):
+
+- cuBLAS workspaces: 32 MiB per (handle, stream) on Hopper and later (PyTorch's
+  `CublasHandlePool.cpp`: ":4096:8", "32MiB for Hopper"; 8 MiB + 128 KiB before), allocated
+  through the caching allocator; two: the forward's thread and autograd's device thread
+  each take a handle;
+- the allocator's rounding and fragmentation: what it has reserved from the driver beyond the
+  bytes allocated (`max_memory_reserved - max_memory_allocated`), taken as FRAGMENTATION of HBM
+  (Megatron-LM's estimator adds 5 % for the same reason). Requests are rounded to 512 bytes,
+  and above 1 MiB carved from 2 MiB or 20 MiB segments, so rounding alone is well under 1 %;
+  what remains is blocks freed between steps that a larger request cannot reuse. Not fitted:
+  no GPU measurement of the generated runtime exists yet (benchmarks/gpu_rehearse.py is ready
+  to take one).
+
+So parc predicts `max_memory_reserved` = the worst rank's peak + cuBLAS workspaces +
+fragmentation, and the memory check asks that it fit in HBM less the context and NCCL's
+buffers. `reserve_bytes` is the difference between HBM and what the model's tensors may use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MiB = 1 << 20
+
+CUDA_CONTEXT = 400 * MiB
+"""pytorch/pytorch#109888: ~400 MB with CUDA >= 11.7 and lazy module loading."""
+
+NCCL_BUFFSIZE = 4 * MiB
+"""NCCL's documented default for NCCL_BUFFSIZE."""
+
+NCCL_RING_CHANNELS = 32
+"""NCCL_MAX_NCHANNELS' default: the most channels a collective uses."""
+
+NCCL_P2P_CHANNELS = 2
+"""NCCL_NCHANNELS_PER_NET_PEER's default: channels per peer for send/recv and all-to-all."""
+
+CUBLAS_WORKSPACE = 32 * MiB
+"""PyTorch's default cuBLAS workspace on Hopper and later (CublasHandlePool.cpp, ":4096:8")."""
+
+CUBLAS_HANDLES = 2
+"""The forward's thread and autograd's device thread."""
+
+FRAGMENTATION = 0.05
+"""Reserved beyond allocated, as a fraction of HBM (Megatron-LM's 5 % allowance; not fitted)."""
+
+RING_AXES = ("tp", "cp", "dp")
+"""Axes whose collectives run as rings (all-gather, reduce-scatter, all-reduce)."""
+PEER_AXES = ("pp", "ep")
+"""Axes that exchange point to point: pipelining's send/recv, ep's all-to-all."""
+
+
+@dataclass(frozen=True, slots=True)
+class Overheads:
+    """A GPU's memory beyond the model's tensors, by source (bytes)."""
+
+    cuda_context: int
+    nccl: int
+    cublas: int
+    fragmentation: int
+
+    @property
+    def outside_allocator(self) -> int:
+        """Held by the driver and NCCL: never in `max_memory_reserved`."""
+        return self.cuda_context + self.nccl
+
+    @property
+    def inside_allocator(self) -> int:
+        """Reserved by torch's caching allocator beyond the model's tensors."""
+        return self.cublas + self.fragmentation
+
+    @property
+    def total(self) -> int:
+        return self.outside_allocator + self.inside_allocator
+
+
+def nccl_communicator_bytes(axis: str, degree: int) -> int:
+    """NCCL's buffers for one communicator of `degree` ranks (0 for a group of one)."""
+    if degree <= 1:
+        return 0
+    if axis in PEER_AXES:
+        peers = 2 if axis == "pp" else degree - 1  # the stages before and after; every other ep rank
+        peers = min(peers, degree - 1)
+        return NCCL_BUFFSIZE * NCCL_P2P_CHANNELS * peers
+    return NCCL_BUFFSIZE * NCCL_RING_CHANNELS * min(2, degree - 1)
+
+
+def overheads(hbm: int, degrees: dict[str, int] | None) -> Overheads:
+    """The overheads of one rank; `degrees` maps axes (tp, pp, dp, cp, ep) to their degrees;
+    None for the most any layout needs (each axis a communicator of eight or more ranks, ep
+    all-to-all over 64), which search uses before a layout is chosen."""
+    if degrees is None:
+        nccl = sum(nccl_communicator_bytes(a, 8) for a in RING_AXES) + nccl_communicator_bytes("pp", 8) \
+            + nccl_communicator_bytes("ep", 64)
+    else:
+        nccl = sum(nccl_communicator_bytes(a, degrees.get(a, 1)) for a in (*RING_AXES, *PEER_AXES))
+    return Overheads(cuda_context=CUDA_CONTEXT, nccl=nccl, cublas=CUBLAS_WORKSPACE * CUBLAS_HANDLES,
+                     fragmentation=round(FRAGMENTATION * hbm))

@@ -1,0 +1,144 @@
+"""Issue 15, point 3: what the job holds beyond model states and saved activations, and what the
+GPU holds beyond the tensors. Closed forms written out here from torch's source (the figures
+the rehearsal measured are in tests/test_rehearse.py):
+
+- pipelining's receive buffers: every stage but the first keeps one input buffer per
+  micro-batch, every stage but the last one output-gradient buffer per micro-batch, each of the
+  boundary shape (torch/distributed/pipelining/stage.py, `_setup_forward_recv_info`,
+  `_create_grad_recv_info`);
+- a stage keeps its output per micro-batch in flight (`fwd_cache`): the residual stream, or on
+  the last stage the fp32 logits;
+- the embedding's backward under tp computes the whole vocabulary's gradient (DTensor has no
+  vocabulary-sharded strategy for `embedding_dense_backward`);
+- the loss's backward holds three fp32 tensors of the logits' shape (`_nll_loss_and_log_softmax_backward`);
+- the GPU: CUDA context, NCCL per communicator, cuBLAS workspaces, fragmentation; the memory check
+  compares the predicted `max_memory_reserved` with HBM less what lies outside the allocator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from parc.memory import estimate, gpu, knobs_of, per_stage, shape_of
+from parc.memory.activations import embedding_backward_buffer, logits_buffer
+from parc.memory.model import rank_activations
+
+from .conftest import ROOT
+
+GiB = 1 << 30
+MiB = 1 << 20
+
+# Llama 3 405B: h 16,384, V 128,256, seq 8,192, micro-batch 1, tp 8 with SP, pp 16, 32 micro-batches
+H, V, S, T, PP, M = 16384, 128256, 8192, 8, 16, 32
+BOUNDARY = 1 * S // T * H * 2  # bf16 residual stream, sequence-sharded over tp
+
+
+def plan_of(spec: str):
+    from parc.pipeline import compile_text
+
+    result = compile_text((ROOT / spec).read_text(encoding="utf-8"), spec)
+    assert result.ok, [d.message for d in result.diagnostics]
+    return result.plan
+
+
+@pytest.fixture(scope="module")
+def llama():
+    plan = plan_of("specs/llama3-405b.par")
+    return plan, shape_of(plan), knobs_of(plan)
+
+
+def test_receive_buffers_are_one_per_micro_batch_and_direction(llama):
+    plan, shape, k = llama
+    assert (k.pp, k.microbatches, k.tp, k.seq) == (PP, M, T, S)
+    stages = per_stage(shape, k)
+    assert BOUNDARY == 33_554_432
+    assert stages[0].p2p == M * BOUNDARY  # gradients from stage 1 only
+    assert stages[PP - 1].p2p == M * BOUNDARY  # inputs from stage 14 only
+    middle = [s.p2p for s in stages[1:-1]]
+    assert middle and all(p == 2 * M * BOUNDARY for p in middle)  # 2 GiB on every middle stage
+    assert 2 * M * BOUNDARY == 2 * GiB
+
+
+def test_no_receive_buffers_without_pipelining():
+    plan = plan_of("specs/llama3-70b-torchtitan.par")
+    k = knobs_of(plan)
+    assert k.pp == 1
+    assert all(s.p2p == 0 for s in per_stage(shape_of(plan), k))
+
+
+def test_each_stage_keeps_its_output_per_micro_batch(llama):
+    plan, shape, k = llama
+    ranks = rank_activations(shape, k)
+    first, last = ranks[0].chunks[0], ranks[-1].chunks[0]
+    assert first.output == BOUNDARY
+    assert last.output == S * (V // T) * 4  # fp32 logits, 16,032 vocabulary rows
+    one = rank_activations(shape, replace(k, pp=1, split=None, microbatches=1))[0].chunks[0]
+    assert one.output == 0  # without pipelining nothing keeps the model's output
+
+
+def test_embedding_backward_is_the_whole_vocabulary(llama):
+    plan, shape, k = llama
+    gpu_bytes = embedding_backward_buffer(shape, k)
+    fake_bytes = embedding_backward_buffer(shape, replace(k, device="fake"))
+    gathered = S * H * 2  # the embedding output's gradient, all sequence positions
+    assert gpu_bytes == V * H * 2 + S * H * 4 + gathered
+    # what the rehearsal measured at the 405B embedding under fake tensors: fp32 then bf16
+    assert fake_bytes == 8_405_385_216 + 4_202_692_608 + gathered
+    assert embedding_backward_buffer(shape, replace(k, tp=1)) == 0  # a plain embedding's gradient is its own
+
+
+def test_only_the_embedding_moment_above_the_rest_adds(llama):
+    plan, shape, k = llama
+    stages = per_stage(shape, replace(k, device="fake"))
+    assert stages[0].embedding_backward > 0 and all(s.embedding_backward == 0 for s in stages[1:])
+    raw = embedding_backward_buffer(shape, replace(k, device="fake"))
+    assert stages[0].buffers + stages[0].embedding_backward == raw
+
+
+def test_the_loss_backward_holds_three_fp32_logits(llama):
+    plan, shape, k = llama
+    assert logits_buffer(replace(k, pp=1, split=None), V) == 3 * S * (V // T) * 4
+    assert logits_buffer(replace(k, pp=1, split=None, tp=1), V) == 2 * S * V * 4  # plain cross_entropy
+
+
+def test_nccl_buffers_per_communicator():
+    assert gpu.NCCL_BUFFSIZE == 4 * MiB
+    assert gpu.nccl_communicator_bytes("tp", 1) == 0
+    assert gpu.nccl_communicator_bytes("tp", 2) == 4 * MiB * 32 * 1  # a ring of two: one peer
+    assert gpu.nccl_communicator_bytes("dp", 64) == 4 * MiB * 32 * 2
+    assert gpu.nccl_communicator_bytes("pp", 16) == 4 * MiB * 2 * 2
+    assert gpu.nccl_communicator_bytes("ep", 64) == 4 * MiB * 2 * 63
+
+
+def test_explain_predicts_max_memory_reserved_and_checks_it(llama):
+    plan, shape, k = llama
+    result = estimate(plan)
+    o = result.overheads
+    assert o.cuda_context == 400 * MiB and o.cublas == 2 * 32 * MiB
+    assert o.nccl == 2 * 256 * MiB + 16 * MiB  # tp 8 and dp 64 rings, pp's two peers
+    assert o.fragmentation == round(0.05 * result.hbm_bytes)
+    assert result.reserve_bytes == o.cuda_context + o.nccl + o.cublas + o.fragmentation
+    assert result.predicted_reserved_bytes == result.peak_bytes + o.cublas + o.fragmentation
+    assert result.reserved_limit_bytes == result.hbm_bytes - o.cuda_context - o.nccl
+    # fits exactly when the predicted max_memory_reserved fits beside the context and NCCL
+    assert result.fits == (result.predicted_reserved_bytes <= result.reserved_limit_bytes)
+    for hbm in (result.peak_bytes, result.peak_bytes * 21 // 20, result.peak_bytes * 11 // 10):
+        small = replace(result, hbm_bytes=hbm, overheads=replace(o, fragmentation=round(0.05 * hbm)),
+                        reserve_bytes=o.cuda_context + o.nccl + o.cublas + round(0.05 * hbm))
+        assert small.fits == (small.predicted_reserved_bytes <= small.reserved_limit_bytes)
+    assert not replace(result, hbm_bytes=result.peak_bytes).fits
+
+
+def test_search_allowance_covers_the_shipped_layouts():
+    """Search compares candidates with HBM less `reserve_bytes(hbm)` before it knows their
+    communicators; it must not call a layout fitting that the check then refuses."""
+    from parc.memory import reserve_bytes
+
+    specs = sorted((ROOT / "specs").glob("*.par"))
+    assert specs
+    for path in specs:
+        plan = plan_of(str(path.relative_to(ROOT)))
+        result = estimate(plan)
+        if result is not None:
+            assert result.reserve_bytes <= reserve_bytes(result.hbm_bytes), path.name
