@@ -85,7 +85,7 @@ with torch.no_grad():
             p.to_local().copy_(distribute_tensor(full, p.device_mesh, p.placements, src_data_rank=None).to_local())
         else:
             p.copy_(full)
-opt = torch.optim.AdamW(net.parameters(), lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
+opt = torch.optim.AdamW(net.parameters(), lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1, fused=True)
 local = generated.GLOBAL_BATCH // world
 micro = generated.parallel.MICRO_BATCH
 times = []
