@@ -303,6 +303,7 @@ def parallel_context(plan: Plan, layout: Layout) -> dict:
         sharding=sharding, sharding_text=_wrap(_sharding_text(sharding, reshard, zero_bubble) + ".", 92)
         .replace("\n", "\n    "),
         wrapper="fully_shard", reshard=reshard, reshard_note=reshard_note,
+        plain_alone=_plain_alone(layout, sharding, tp, ep),
         accumulation_text=_wrap(_accumulation_text(sharding), 92).replace("\n", "\n    "),
         tied_copy=tied and pp and not v_schedule, tied_local=tied and pp and v_schedule,
         reports_loss_expr=" and ".join(reports) or "True",
@@ -424,11 +425,19 @@ def _sequence(plan: Plan, layout: Layout, sharding: str, reshard: bool, tp, pp, 
                                             "zero2": "fully_shard(reshard_after_forward=False)",
                                             "zero3": f"fully_shard(reshard_after_forward={reshard})",
                                             "hsdp": f"fully_shard on (replicate, shard), reshard_after_forward={reshard}",
-                                            }[sharding])
+                                            }[sharding]
+                 + ("; in fp32 plain tensors (one data rank)" if _plain_alone(layout, sharding, tp, ep) else ""))
     steps.append("materialize: allocate the shards, fill them from model.initial_value")
     if pp:
         steps.append("build_schedule: PipelineStage per chunk and the spec's schedule")
     return [f"{i}. {s}" for i, s in enumerate(steps, 1)]
+
+
+def _plain_alone(layout: Layout, sharding: str, tp: bool, ep: bool) -> bool:
+    """Whether the job may skip fully_shard when it computes in fp32: one data rank (no gradient
+    to reduce), no tp (FSDP turns tp's partial gradients into their parameters' placements) and no
+    ep (experts have their own data mesh); zero1 keeps its ShardedOptimizer over FSDP."""
+    return layout.data_degree == 1 and not tp and not ep and sharding != "zero1"
 
 
 def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep, schedule_class) -> list[list[str]]:
@@ -456,6 +465,8 @@ def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep,
         add("torch.distributed.checkpoint.state_dict", "get_optimizer_state_dict", "set_optimizer_state_dict")
     add("torch.distributed.device_mesh", "DeviceMesh", "init_device_mesh")
     add("torch.distributed.fsdp", "MixedPrecisionPolicy", "fully_shard")
+    if not pp and _plain_alone(layout, sharding, tp, ep):
+        add("torch.distributed.fsdp", "FSDPModule")
     if pp:
         add("torch.distributed.pipelining", "PipelineStage", schedule_class)
     add("torch.distributed.tensor", "DTensor", "distribute_tensor")

@@ -706,7 +706,7 @@ def main(argv: list[str] | None = None) -> None:
     norm_of = parallel.GradientNorm(rt)
     recorder = CollectiveRecorder(rt) if args.record_collectives is not None else None
     checkpointer = Checkpointer(args.checkpoint_dir, args.async_checkpoint)
-    window_start, window_steps = time.perf_counter(), 0
+    window_start, window_cpu, window_steps = time.perf_counter(), time.process_time(), 0
     for step in range(first, args.steps):
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(args, step)
@@ -741,11 +741,11 @@ def main(argv: list[str] | None = None) -> None:
         window_steps += 1
         if logging:  # the only host syncs of the loop
             value, peak, grad_norm = summarize(rt, loss, norm, device)
-            elapsed = time.perf_counter() - window_start
+            elapsed, cpu = time.perf_counter() - window_start, time.process_time() - window_cpu
             log(args, {"step": step, "loss": value, "lr": learning_rate(args, step), "grad_norm": grad_norm,
                        "step_time_s": elapsed / window_steps, "tokens_per_s": TOKENS_PER_STEP * window_steps / elapsed,
-                       "peak_memory_bytes": peak})
-            window_start, window_steps = time.perf_counter(), 0
+                       "cpu_time_s": cpu / window_steps, "peak_memory_bytes": peak})
+            window_start, window_cpu, window_steps = time.perf_counter(), time.process_time(), 0
         due = args.checkpoint_every and done % args.checkpoint_every == 0
         if args.checkpoint_dir is not None and (due or done == args.steps):
             checkpointer.save(rt, optimizer, done)
