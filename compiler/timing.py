@@ -43,7 +43,7 @@ from functools import lru_cache
 from . import flops
 from .calibration import DEFAULT, Constants
 from .frozen import hash_once
-from .ledger import Bounds, Collective, Ledger, merged
+from .ledger import Bounds, Collective, Compute, Ledger, merged
 from .memory import unpredictable
 from .memory.inputs import Knobs, Shape, knobs_of, shape_of
 from .memory.parameters import chunks_of, kv_split, layer_params, padded_vocab
@@ -1260,6 +1260,72 @@ def path_ledger(r: RankTimes, k: Knobs, geo: Geometry, shape: Shape | None = Non
     return tuple(out)
 
 
+# ---------------------------------------------------------------------------------------------
+# The compute side of the ledger
+
+
+@lru_cache(maxsize=16384)
+def piece_flops(shape: Shape, moe: bool, tp: int, cp: int, seq: int, micro: int, vocab: int,
+                attention: str) -> tuple[float, float, float, float]:
+    """FLOPs one rank executes for one micro-batch of one layer (`vocab` 0) or of the output
+    layer (`vocab` the padded vocabulary): (forward GEMMs, forward attention core, the attention
+    output projection alone, which parc's selective policy recomputes, 0). GEMMs as shaped on the
+    rank: the tp shards of Q (and K, V when tp divides the kv heads), the output projection and
+    the FFN; routed experts on this tp rank's own tokens (n / tp, balanced routing, a capacity
+    factor under 1 dropping copies); the router; shared experts split over tp. The attention core
+    as the kernel runs it: flash skips the causal half (s / 2 keys per query on average, also
+    under cp's load-balanced chunks), unfused computes the full square."""
+    n = seq * micro / cp
+    h = shape.hidden
+    if vocab:
+        return 2 * n * h * vocab / tp, 0.0, 0.0, 0.0
+    q = shape.q / tp
+    kv = shape.kv / tp if kv_split(shape, tp) else shape.kv
+    out_projection = 2 * n * q * h
+    gemm = 2 * n * h * (q + 2 * kv) + out_projection
+    if moe:
+        routed = n / tp
+        kept = min(1.0, shape.capacity_factor) if shape.capacity_factor else 1.0
+        gemm += routed * flops.router_flops(shape) + routed * shape.top_k * kept * flops.expert_flops(shape)
+        gemm += n * shape.shared_experts * flops.expert_flops(shape) / tp
+    else:
+        gemm += 2 * n * h * shape.ffn * shape.ffn_matrices / tp
+    keys = flops.causal_keys(seq) if attention == "flash" else float(seq)
+    return gemm, n * flops.attention_core_flops(shape, keys) / tp, out_projection, 0.0
+
+
+def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Compute, ...]:
+    """The FLOPs of one pipeline rank over one step, per op kind: every GEMM backward twice its
+    forward (input and weight gradients); the flash attention backward `FLASH_BACKWARD` times its
+    forward (it recomputes the scores: five products to the forward's two), unfused twice;
+    recomputation as `_piece` charges it (full: the forward again; parc's selective policy: the
+    attention output projection; Megatron-LM's: the attention core)."""
+    m = k.microbatches
+    gemm = [0.0, 0.0, 0.0]
+    core = [0.0, 0.0, 0.0]
+    back = FLASH_BACKWARD if sw.attention == "flash" else 2.0
+    for moe, mode, count in load.pieces:
+        g, a, wo, _ = piece_flops(shape, moe, k.tp, k.cp, k.seq, k.micro_batch, 0, sw.attention)
+        gemm[0] += count * g
+        gemm[1] += count * 2 * g
+        core[0] += count * a
+        core[1] += count * back * a
+        if mode == "full":
+            gemm[2] += count * g
+            core[2] += count * a
+        elif mode == "selective" and sw.selective == "attention-core":
+            core[2] += count * a
+        elif mode == "selective":
+            gemm[2] += count * wo
+    if load.output:
+        g = piece_flops(shape, False, k.tp, k.cp, k.seq, k.micro_batch, padded_vocab(shape.vocab, k.tp, k.runtime),
+                        sw.attention)[0]
+        gemm[0] += g
+        gemm[1] += 2 * g
+    return (Compute("gemm", m * gemm[0], m * gemm[1], m * gemm[2]),
+            Compute("attention", m * core[0], m * core[1], m * core[2]))
+
+
 def link_bounds(ledger: Ledger, hw: Hardware, c: Constants) -> Bounds:
     """The seconds the ledger's bytes need on each link class at the bandwidth the collectives
     reach (the datasheet's times the bus efficiencies: tighter than the datasheet itself)."""
@@ -1284,7 +1350,8 @@ def rank_steps(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants
     links = (link(geo.dense, hw, c), link(geo.expert, hw, c), link(geo.shard, hw, c), link(geo.replicate, hw, c))
     out = {}
     for load, r in times.items():
-        ledger = Ledger(path_ledger(r, k, geo, shape, load) + dp_ledger(r, k, *links, sw.grad_bytes, sw.dp_runtime))
+        ledger = Ledger(path_ledger(r, k, geo, shape, load) + dp_ledger(r, k, *links, sw.grad_bytes, sw.dp_runtime),
+                        compute_ledger(shape, k, load, sw))
         exposed_dp, _ = dp_exposed(r, k, *links, sw.grad_bytes, sw.dp_runtime)
         out[load] = RankStep(times=r, ledger=ledger, dp_exposed=exposed_dp, optimizer=optimizer_seconds(r, k, hw, c),
                              bounds=link_bounds(ledger, hw, c))
@@ -1464,5 +1531,5 @@ def predict(plan: Plan, constants: Constants = DEFAULT, sw: Software | None = No
 
 def clear_caches() -> None:
     for cached in (geometry, link, layer_work, embedding_work, output_work, exposed, rank_loads, _piece,
-                   _rank_times, _dp_ledger, _dp_exposed):
+                   _rank_times, _dp_ledger, _dp_exposed, piece_flops):
         cached.cache_clear()
