@@ -660,9 +660,11 @@ def tp_calls(shape: Shape, piece: str, sp: bool, tp: int, runtime: str, work: Wo
     parallelism, where the gradient of the replicated input is then only sliced; forward the
     row-parallel wo and w2 all-reduce (reduce-scatter under sp) their outputs, and under sp the
     two norms' outputs are all-gathered forward and their gradients backward (the backward of a
-    reduce-scatter). Megatron-LM fuses QKV and the FFN's up-projections: the f/g pairs of
-    `Work.tp_all_reduce` / `Work.tp_gather`, one collective per pair each way. MoE layers
-    under torch are charged the pairs as well (their routed part is not split over tp).
+    reduce-scatter). A MoE layer under torch: the same for attention and its shared experts
+    (its routed experts are not split over tp); without sp each tp rank routes its share of the
+    replicated sequence: the routed result is all-gathered forward and the input's gradient
+    backward. Megatron-LM fuses QKV and the FFN's up-projections: the f/g pairs of
+    `Work.tp_all_reduce` / `Work.tp_gather`, one collective per pair each way.
     Embedding (vocabulary-parallel): all-reduce forward, or reduce-scatter forward and its
     backward all-gather under sp. Output layer: its input gradient all-reduced backward, or under
     sp the norm's output all-gathered forward and its gradient reduce-scattered backward."""
@@ -672,12 +674,17 @@ def tp_calls(shape: Shape, piece: str, sp: bool, tp: int, runtime: str, work: Wo
         return (("forward", "reduce_scatter", 1), ("backward", "all_gather", 1)) if sp else (("forward", "all_reduce", 1),)
     if piece == "output":
         return (("forward", "all_gather", 1), ("backward", "reduce_scatter", 1)) if sp else (("backward", "all_reduce", 1),)
-    if piece == "dense" and runtime == "torch":
-        column = 3 + (shape.ffn_matrices - 1)
+    if runtime == "torch" and piece in ("dense", "moe"):
+        # row-parallel outputs (wo, w2) and column-parallel inputs (wq, wk, wv, w1, w3); a MoE
+        # layer's routed experts are not split over tp, only its shared experts are
+        split_ffn = piece == "dense" or shape.shared_experts > 0
+        row = 1 + split_ffn
+        column = 3 + (shape.ffn_matrices - 1) * split_ffn
         if sp:
-            return (("forward", "all_gather", 2), ("forward", "reduce_scatter", 2), ("backward", "all_gather", 2),
-                    ("backward", "all_reduce", column))
-        return (("forward", "all_reduce", 2), ("backward", "all_reduce", column))
+            return (("forward", "all_gather", row), ("forward", "reduce_scatter", row),
+                    ("backward", "all_gather", row), ("backward", "all_reduce", column))
+        routing = ((("forward", "all_gather", 1), ("backward", "all_gather", 1)) if piece == "moe" else ())
+        return (("forward", "all_reduce", row), ("backward", "all_reduce", column)) + routing
     return pair_calls(work)
 
 
@@ -996,6 +1003,11 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
         # the expert-count exchange before each dispatch: one int64 per (ep rank, local expert)
         counts = ((Collective("ep", "all_to_all", 8 * shape.experts, 1, ep_l.size, ep_l.local, "path", 1,
                               "forward"),) if moe and ep_l.size > 1 else ())
+        if moe and tp_l.size > 1 and sw.dp_runtime == "torch":
+            # each tp rank routes its own tokens: the router's gradient is summed over tp per
+            # micro-batch (the runtime's SumGradient), in the compute dtype
+            counts += (Collective("tp", "all_reduce", ACT * shape.experts * shape.hidden, 1, tp_l.size,
+                                  tp_l.local, "path", 1, "backward"),)
         calls = tp_calls(shape, "moe" if moe else "dense", sp_on, k.tp, sw.dp_runtime, w)
         pieces.append((w, exposed(w, *links, overlap_ep, sw.tp_overlap, c, calls, counts)))
     emb = slowed(embedding_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch, hw, c), sw, c)

@@ -232,14 +232,16 @@ def assert_ledger_is_the_job(spec: str, tmp: Path) -> None:
 FAST = ("traffic-tp2-sp", "traffic-pp2-zbv", "cp2-ring", "ep2-over-dp")
 """One case per kind in the default run; the others are `long`."""
 LEDGER_CASES = FAST + ("traffic-tp2-dp2", "traffic-pp2-dp2", "traffic-pp2-1f1b", "traffic-pp2-interleaved",
-                       "traffic-pp2-zb", "traffic-pp2-dualpipe", "cp2-all-gather", "cp2-all-to-all", "ep2-axis")
+                       "traffic-pp2-zb", "traffic-pp2-dualpipe", "cp2-all-gather", "cp2-all-to-all", "ep2-axis",
+                       "traffic-moe-tp2", "moe-tp2-dp2", "moe-4d")
 
 
 @pytest.mark.parametrize("spec", [s if s in FAST else pytest.param(s, marks=pytest.mark.long) for s in LEDGER_CASES])
 def test_the_ledger_is_what_the_job_issues(spec, tmp_path):
     """The time model's ledger of every rank (tp with and without sp, each pipeline schedule,
-    each cp flavour, ep as an axis and folded over dp with MoE layers, and the data-parallel
-    collectives alongside) equals the collectives the running job records in one step, per
+    each cp flavour, ep as an axis and folded over dp with MoE layers, MoE under tp with and
+    without sp, tp x dp x pp with ep folded over dp, and the data-parallel collectives
+    alongside) equals the collectives the running job records in one step, per
     (axis, kind): calls exactly, bytes within 1 %."""
     assert_ledger_is_the_job(spec, tmp_path)
 
