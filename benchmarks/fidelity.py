@@ -572,8 +572,9 @@ layers held, `S = 2 b (s / cp) h` (bf16 activations), `m` micro-batches per step
 
 | family | calls (kind x count, phase) | payload |
 |---|---|---|
-| tp, no sp, dense layer | all-reduce x 2 forward; all-reduce x (3 + FFN matrices - 1) backward | S |
-| tp + sp, dense layer | all-gather x 2 + reduce-scatter x 2 forward; all-gather x 2 + all-reduce x (3 + FFN matrices - 1) backward | S |
+| tp, no sp, dense layer | all-reduce x row forward (row = 2: wo, w2); all-reduce x column backward (column = 3 + FFN matrices - 1: wq, wk, wv, w1, w3) | S |
+| tp + sp, dense layer | all-gather x row + reduce-scatter x row forward; all-gather x row + all-reduce x column backward | S |
+| tp, MoE layer | as dense with row = 1 + [shared experts], column = 3 + (FFN matrices - 1) x [shared experts]; no sp: + all-gather forward and backward (routing); + all-reduce backward (router gradient) | S; 2 E h |
 | tp, embedding | all-reduce forward (sp: reduce-scatter forward, all-gather backward) | S |
 | tp, output layer | all-reduce backward (sp: all-gather forward, reduce-scatter backward); loss_parallel: all-reduce x 3 forward | S; 4 b s / cp each |
 | tp + sp, per step | all-reduce of each norm's gradient (2 per layer + the final norm; x2 with LayerNorm's bias) | 4 h |
@@ -584,14 +585,17 @@ layers held, `S = 2 b (s / cp) h` (bf16 activations), `m` micro-batches per step
 | pp | send per chunk boundary to another rank, forward and backward (ZB-V and DualPipe-V keep the V's turn on one rank: no send there) | 2 b (s / cp) h / tp |
 | dp | `dp_ledger` (above); experts: one FSDP unit per MoE layer | as above |
 
-Megatron-LM (`dp_runtime = "megatron"`) differs in tp only (the f/g pairs above). Under tp, MoE
-layers are charged the pairs in both runtimes; parc's job issues more there (the token
-split/gather over tp and the router gradient's all-reduce), which the ledger does not yet hold.
+A MoE layer under tp: attention and the shared experts as a dense layer's (without shared
+experts: one row-parallel output, 3 column-parallel inputs); without sp one all-gather of the
+routed result forward and of the input's gradient backward (each tp rank routes its share of the
+sequence); the router's gradient (2 E h bytes) all-reduced over tp backward. Megatron-LM
+(`dp_runtime = "megatron"`) differs in tp only (the f/g pairs above).
 
 tests/e2e/test_collectives.py runs the generated job (torchrun on CPU, `--record-collectives`)
 for tp with and without sp, every pipeline schedule (gpipe, 1f1b, interleaved-1f1b,
 interleaved-zb, zbv, dualpipe-v), each cp flavour, ep as an axis and folded over dp (MoE
-layers), with the data-parallel collectives alongside, and asserts per rank and (axis, kind) that
+layers), MoE under tp with and without sp, tp x pp x dp with ep folded over dp, with the
+data-parallel collectives alongside, and asserts per rank and (axis, kind) that
 the calls equal the ledger's and the bytes are within 1 % (ep's token exchanges: the mean over
 ranks, since only the mean is balanced). tests/e2e/test_flops_ledger.py counts one micro-batch
 of the generated model with `torch.utils.flop_counter.FlopCounterMode` (dense and MoE): the
