@@ -594,8 +594,9 @@ sequence); the router's gradient (2 E h bytes) all-reduced over tp backward. Meg
 tests/e2e/test_collectives.py runs the generated job (torchrun on CPU, `--record-collectives`)
 for tp with and without sp, every pipeline schedule (gpipe, 1f1b, interleaved-1f1b,
 interleaved-zb, zbv, dualpipe-v), each cp flavour, ep as an axis and folded over dp (MoE
-layers), MoE under tp with and without sp, tp x pp x dp with ep folded over dp, with the
-data-parallel collectives alongside, and asserts per rank and (axis, kind) that
+layers), MoE under tp with and without sp, with the data-parallel collectives alongside
+(parc's job keeps routed experts whole on every tp rank: their gradients are reduced over tp x
+the data ranks, `Geometry.expert_tp`), and asserts per rank and (axis, kind) that
 the calls equal the ledger's and the bytes are within 1 % (ep's token exchanges: the mean over
 ranks, since only the mean is balanced). tests/e2e/test_flops_ledger.py counts one micro-batch
 of the generated model with `torch.utils.flop_counter.FlopCounterMode` (dense and MoE): the

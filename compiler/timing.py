@@ -236,7 +236,10 @@ class Geometry:
     dense: Group = Group()
     """Ranks that hold the same dense parameters: dp x cp (x ep when ep is a layout axis)."""
     expert: Group = Group()
-    """Ranks that hold the same experts."""
+    """Ranks that hold the same experts (Megatron-LM: tp splits the experts too)."""
+    expert_tp: Group = Group()
+    """The same with tp folded in: parc's runtime keeps routed experts whole on every tp rank,
+    which are then data ranks to them (checked against the running job's reductions)."""
     shard: Group = Group()
     """hsdp: the ranks a replica is sharded over."""
     replicate: Group = Group()
@@ -315,6 +318,7 @@ def geometry(axes: tuple[tuple[str, int], ...], ep_fold: tuple[str, ...], ep: in
     return Geometry(
         tp=_group(of("tp"), level), cp=_group(of("cp"), level), ep=_group(ep_parts, level),
         pp=_group(of("pp"), level), dense=_group(dense, level), expert=_group(expert, level),
+        expert_tp=_group(expert + ([] if "tp" in ep_fold else of("tp")), level),
         shard=_group(shard_parts, level), replicate=_group(replicate_parts, level))
 
 
@@ -1359,7 +1363,8 @@ class RankStep:
 def rank_steps(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants = DEFAULT,
                sw: Software = PARC) -> tuple[tuple[Load, ...], dict[Load, RankStep]]:
     loads, times = rank_times(shape, k, hw, geo, c, sw)
-    links = (link(geo.dense, hw, c), link(geo.expert, hw, c), link(geo.shard, hw, c), link(geo.replicate, hw, c))
+    experts = geo.expert_tp if sw.dp_runtime == "torch" else geo.expert
+    links = (link(geo.dense, hw, c), link(experts, hw, c), link(geo.shard, hw, c), link(geo.replicate, hw, c))
     out = {}
     for load, r in times.items():
         ledger = Ledger(path_ledger(r, k, geo, shape, load) + dp_ledger(r, k, *links, sw.grad_bytes, sw.dp_runtime),
