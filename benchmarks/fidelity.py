@@ -482,9 +482,14 @@ Bytes sent per GPU: all-reduce `2 (n-1)/n S`, all-gather, reduce-scatter and all
 
 Per axis, with `S_act = 2 n h` (one micro-batch's activations):
 
-- **tp**, per layer: without sequence parallelism 2 all-reduces of `S_act` forward and 2 backward;
-  with it 2 all-gathers and 2 reduce-scatters each way (a MoE layer without shared experts has
-  one pair: its routed experts are not split over tp). Exposed, unless the runtime overlaps them
+- **tp**, per layer: Megatron-LM (fused QKV and up-projections): without sequence parallelism
+  2 all-reduces of `S_act` forward and 2 backward; with it 2 all-gathers and 2 reduce-scatters
+  each way (a MoE layer without shared experts has one pair: its routed experts are not split
+  over tp). parc's job and torchtitan (torch's DTensor, one ColwiseParallel module per
+  projection) all-reduce each column-parallel module's input gradient backward: 3 + (FFN
+  matrices - 1) all-reduces (5 for SwiGLU), also under sequence parallelism, which adds 2
+  all-gathers backward (the backward of its forward reduce-scatters) and keeps 2 all-gathers and
+  2 reduce-scatters forward: the ledger's table below, checked against the running job. Exposed, unless the runtime overlaps them
   with independent GEMMs: Megatron-LM since late 2021 hides the backward ones under the weight-
   gradient GEMMs, `--tp-comm-overlap` the forward ones under the forward GEMMs too; then only
   what outlasts those GEMMs shows.
@@ -531,12 +536,79 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   reduce-scatter; dense and expert sets; the last micro-batch's per-micro-batch reductions with
   the once-per-step ones) queue on one link, and only what their sum exceeds the window by shows.
 
+## The ledger
+
+`compiler/ledger.py` holds what one rank does in one step, as frozen records the time model
+reduces and the tests compare with the running job:
+
+- `Collective(axis, kind, payload, count, size, local, window, micro, phase)`: one kind of
+  call, `count` calls per step (`micro` per micro-batch; 0 for once-per-step calls), on a group of
+  `size` ranks of which `local` share a fast level, each moving `payload` bytes (the whole
+  reduced, gathered or scattered buffer, the bytes leaving a rank in an all-to-all, the sent
+  tensor of a send), in an overlap `window` (`forward`, `backward`, `last_backward`,
+  `after_step`, or `path`: tp, cp, ep and pp traffic, whose exposure the per-layer model sets)
+  and `phase` (`forward`, `backward`, `recompute`, `step`). `sent` and `link_bytes` give the
+  bytes a rank sends and the bytes per link class (below).
+- `Compute(op, forward, backward, recompute, hbm_bytes)`: FLOPs per step per op kind (`gemm`,
+  `attention`), as the rank executes them: GEMMs as shaped on the rank (tp shards, the rank's
+  routed tokens), attention's causal half under flash (the full square unfused), backward twice
+  the forward for GEMMs and `FLASH_BACKWARD` (2.5: the scores recomputed) for flash attention,
+  recomputation as charged in the step. `hbm_bytes` is not filled yet (memory-bound kernels are
+  charged by time in `layer_work`).
+- `Ledger(collectives, compute)`: `sent(axis)`, `link_bytes(axis)`, `flops(op)`.
+
+`timing.rank_steps` builds one ledger per distinct pipeline rank from per-layer-kind closed forms
+(never per-op lists: search evaluates them ~10^5 times a second): `piece_collectives` turns one
+piece's `Work` (a layer kind, the embedding, the output layer) into its records per micro-batch;
+`exposed` reduces its times from those records (`collective_seconds` on the axis's link), so the
+bytes are derived once; `rank_time` adds the pieces' records times their layer counts, the
+pipeline's sends and, under full recomputation, the forward's calls again; `path_ledger` scales
+them to the step and adds the once-per-step calls; `dp_ledger` writes the data-parallel ones;
+`compute_ledger` the FLOPs. The link floor, the per-axis bytes `parc explain` reports and the
+FLOPs bound of tests/test_bounds.py are reductions over it.
+
+Per family, for parc's job (Software `dp_runtime = "torch"`), per micro-batch on one rank, L
+layers held, `S = 2 b (s / cp) h` (bf16 activations), `m` micro-batches per step:
+
+| family | calls (kind x count, phase) | payload |
+|---|---|---|
+| tp, no sp, dense layer | all-reduce x row forward (row = 2: wo, w2); all-reduce x column backward (column = 3 + FFN matrices - 1: wq, wk, wv, w1, w3) | S |
+| tp + sp, dense layer | all-gather x row + reduce-scatter x row forward; all-gather x row + all-reduce x column backward | S |
+| tp, MoE layer | as dense with row = 1 + [shared experts], column = 3 + (FFN matrices - 1) x [shared experts]; no sp: + all-gather forward and backward (routing); + all-reduce backward (router gradient) | S; 2 E h |
+| tp, embedding | all-reduce forward (sp: reduce-scatter forward, all-gather backward) | S |
+| tp, output layer | all-reduce backward (sp: all-gather forward, reduce-scatter backward); loss_parallel: all-reduce x 3 forward | S; 4 b s / cp each |
+| tp + sp, per step | all-reduce of each norm's gradient (2 per layer + the final norm; x2 with LayerNorm's bias) | 4 h |
+| cp ring | send x (cp - 1) forward; send x (2 cp - 1) backward (K/V shifts, then dK/dV shifts, one home) | one K/V block, 2 b (s / cp) 2 kv |
+| cp all-gather | all-gather forward; reduce-scatter backward | cp K/V blocks |
+| cp all-to-all | all-to-all x 2 forward (Q/K/V in, output back); x 2 backward | 2 b (s / cp)(2 q + 2 kv) / 2 (mean of the two) |
+| ep, MoE layer | all-to-all (expert counts, int64) forward; all-to-all x 2 forward (dispatch, combine); x 2 backward | 8 E; 2 (b s / cp / tp) top_k h |
+| pp | send per chunk boundary to another rank, forward and backward (ZB-V and DualPipe-V keep the V's turn on one rank: no send there) | 2 b (s / cp) h / tp |
+| dp | `dp_ledger` (above); experts: one FSDP unit per MoE layer | as above |
+
+A MoE layer under tp: attention and the shared experts as a dense layer's (without shared
+experts: one row-parallel output, 3 column-parallel inputs); without sp one all-gather of the
+routed result forward and of the input's gradient backward (each tp rank routes its share of the
+sequence); the router's gradient (2 E h bytes) all-reduced over tp backward. Megatron-LM
+(`dp_runtime = "megatron"`) differs in tp only (the f/g pairs above).
+
+tests/e2e/test_collectives.py runs the generated job (torchrun on CPU, `--record-collectives`)
+for tp with and without sp, every pipeline schedule (gpipe, 1f1b, interleaved-1f1b,
+interleaved-zb, zbv, dualpipe-v), each cp flavour, ep as an axis and folded over dp (MoE
+layers), MoE under tp with and without sp, with the data-parallel collectives alongside
+(parc's job keeps routed experts whole on every tp rank: their gradients are reduced over tp x
+the data ranks, `Geometry.expert_tp`), and asserts per rank and (axis, kind) that
+the calls equal the ledger's and the bytes are within 1 % (ep's token exchanges: the mean over
+ranks, since only the mean is balanced). tests/e2e/test_flops_ledger.py counts one micro-batch
+of the generated model with `torch.utils.flop_counter.FlopCounterMode` (dense and MoE): the
+GEMM FLOPs equal the ledger's (1e-9), the attention FLOPs are exactly twice the ledger's (the
+counter's formula ignores the causal mask that the kernel skips).
+
 ## Physical bounds
 
 Every prediction satisfies step >= FLOPs / peak (MFU and HFU <= 1), step >= HBM traffic /
 bandwidth, and step >= the bytes each link class carries / its bandwidth, per GPU. The last is
-enforced by construction (`timing.step_time`): each rank's ledger (the dp records above plus one
-record per axis for the tp, cp, ep and pp traffic of its m micro-batches) is split over the links
+enforced by construction (`timing.step_time`): each rank's ledger (the dp records above plus
+the tp, cp, ep and pp records of its m micro-batches, "The ledger" above) is split over the links
 (`ledger.Collective.link_bytes`): a group of n ranks, k inside one fast level, spans N = n / k
 levels; a hierarchical ring collective of S bytes puts (N - 1)/N x S / k per GPU on the NIC (each
 node takes in the other nodes' part once, over its k GPUs' NICs) and (k - 1)/k x S on NVLink (or

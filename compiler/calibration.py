@@ -98,16 +98,16 @@ FIXED_SOURCES: dict[str, str] = {
 
 # BEGIN FITTED (written by benchmarks/fidelity.py --write; do not edit by hand)
 DEFAULT = Constants(
-    gemm_ampere=0.8099,
+    gemm_ampere=0.81,
     gemm_hopper=0.7909,
-    intensity_half=1.273,
+    intensity_half=1.274,
     flash_attention=0.75,
-    kernel_overhead=2.513e-05,
+    kernel_overhead=2.508e-05,
     bus_nvlink=0.8,
     bus_network=0.92,
     hbm_efficiency=0.8,
     latency_intra=1e-06,
     latency_inter=5e-06,
-    eager_efficiency=0.8537,
+    eager_efficiency=0.8536,
 )
 # END FITTED

@@ -28,6 +28,9 @@ import math
 from dataclasses import dataclass
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send")
+PHASES = ("forward", "backward", "recompute", "step")
+"""When a path collective runs: in a micro-batch's forward, its backward, the forward again
+before the backward under full recomputation, or once per step (`step`)."""
 WINDOWS = ("forward", "backward", "last_backward", "after_step", "path")
 """Where a collective may hide: under each micro-batch's forward or backward (`forward`,
 `backward`), under the last micro-batch's backward only (`last_backward`: ddp and zero1 reduce
@@ -50,6 +53,20 @@ class Collective:
     size: int
     local: int
     window: str
+    micro: int = 0
+    """Calls per micro-batch (0: issued per step, not per micro-batch)."""
+    phase: str = "step"
+    """`PHASES`: where in a micro-batch the call runs (the data-parallel records: `step`)."""
+
+    def scaled(self, times: int) -> Collective:
+        """The same calls `times` over (a piece's records for all the layers of one kind)."""
+        return Collective(self.axis, self.kind, self.payload, self.count * times, self.size, self.local,
+                          self.window, self.micro * times, self.phase)
+
+    def per_step(self, microbatches: int) -> Collective:
+        """A micro-batch's record (count = calls per micro-batch) over a step."""
+        return Collective(self.axis, self.kind, self.payload, self.count * microbatches, self.size, self.local,
+                          self.window, self.count, self.phase)
 
     @property
     def sent(self) -> float:
@@ -83,14 +100,60 @@ class Collective:
         return twice * (k - 1) / k * s, twice * (levels - 1) / levels * s / k
 
 
+def merged(records: list[Collective] | tuple[Collective, ...]) -> tuple[Collective, ...]:
+    """Records of the same call (axis, kind, payload, group, window, phase) summed into one,
+    in first-seen order (deterministic): a rank's pieces issue the same calls layer after layer."""
+    out: dict[tuple, Collective] = {}
+    for c in records:
+        if c.count <= 0:
+            continue
+        key = (c.axis, c.kind, c.payload, c.size, c.local, c.window, c.phase)
+        seen = out.get(key)
+        out[key] = c if seen is None else Collective(c.axis, c.kind, c.payload, seen.count + c.count, c.size,
+                                                      c.local, c.window, seen.micro + c.micro, c.phase)
+    return tuple(out.values())
+
+
+OPS = ("gemm", "attention", "memory")
+"""Compute op kinds: matrix products (GEMMs), the attention core (flash: the causal half),
+memory-bound kernels (norms, activations, residuals, RoPE, softmax, casts, the loss)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Compute:
+    """One kind of computation one rank does in one step: FLOPs of the forward, the backward
+    (input and weight gradients) and the recomputation, and the HBM bytes of memory-bound
+    kernels (forward plus backward plus recomputation). FLOPs are those the runtime executes:
+    GEMMs as shaped on this rank (tp shards, routed tokens), attention with the causal half
+    skipped; memory-bound kernels carry bytes, not FLOPs."""
+
+    op: str
+    forward: float = 0.0
+    backward: float = 0.0
+    recompute: float = 0.0
+    hbm_bytes: float = 0.0
+
+    @property
+    def flops(self) -> float:
+        return self.forward + self.backward + self.recompute
+
+
 @dataclass(frozen=True, slots=True)
 class Ledger:
-    """The collectives of one rank over one step."""
+    """The collectives and the compute of one rank over one step."""
 
     collectives: tuple[Collective, ...]
+    compute: tuple[Compute, ...] = ()
 
     def sent(self, axis: str) -> float:
         return sum(c.sent_per_step for c in self.collectives if c.axis == axis)
+
+    def flops(self, op: str | None = None) -> float:
+        """FLOPs per step on this rank, of one op kind or of all."""
+        return sum(x.flops for x in self.compute if op is None or x.op == op)
+
+    def hbm_bytes(self) -> float:
+        return sum(x.hbm_bytes for x in self.compute)
 
     def link_bytes(self, axis: str | None = None) -> tuple[float, float]:
         """(intra, nic) bytes per step, of one axis or of all."""

@@ -43,7 +43,7 @@ from functools import lru_cache
 from . import flops
 from .calibration import DEFAULT, Constants
 from .frozen import hash_once
-from .ledger import Bounds, Collective, Ledger
+from .ledger import Bounds, Collective, Compute, Ledger, merged
 from .memory import unpredictable
 from .memory.inputs import Knobs, Shape, knobs_of, shape_of
 from .memory.parameters import chunks_of, kv_split, layer_params, padded_vocab
@@ -236,7 +236,10 @@ class Geometry:
     dense: Group = Group()
     """Ranks that hold the same dense parameters: dp x cp (x ep when ep is a layout axis)."""
     expert: Group = Group()
-    """Ranks that hold the same experts."""
+    """Ranks that hold the same experts (Megatron-LM: tp splits the experts too)."""
+    expert_tp: Group = Group()
+    """The same with tp folded in: parc's runtime keeps routed experts whole on every tp rank,
+    which are then data ranks to them (checked against the running job's reductions)."""
     shard: Group = Group()
     """hsdp: the ranks a replica is sharded over."""
     replicate: Group = Group()
@@ -315,6 +318,7 @@ def geometry(axes: tuple[tuple[str, int], ...], ep_fold: tuple[str, ...], ep: in
     return Geometry(
         tp=_group(of("tp"), level), cp=_group(of("cp"), level), ep=_group(ep_parts, level),
         pp=_group(of("pp"), level), dense=_group(dense, level), expert=_group(expert, level),
+        expert_tp=_group(expert + ([] if "tp" in ep_fold else of("tp")), level),
         shard=_group(shard_parts, level), replicate=_group(replicate_parts, level))
 
 
@@ -647,9 +651,92 @@ def slowed(work: Work, sw: Software, c: Constants) -> Work:
 # Communication of one piece
 
 
+TpCalls = tuple[tuple[str, str, int], ...]
+"""(phase, kind, calls per micro-batch) of one piece's tp collectives of `Work.tp_bytes`."""
+
+
+def tp_calls(shape: Shape, piece: str, sp: bool, tp: int, runtime: str, work: Work) -> TpCalls:
+    """The tensor-parallel collectives of one piece per micro-batch, as the runtime issues them.
+
+    torch (DTensor: parc's job, torchtitan), per dense layer, checked against the running job's
+    recorded collectives (tests/e2e/test_collectives.py): each ColwiseParallel module (wq, wk,
+    wv, w1 and w3 for SwiGLU) all-reduces its own input gradient backward, also under sequence
+    parallelism, where the gradient of the replicated input is then only sliced; forward the
+    row-parallel wo and w2 all-reduce (reduce-scatter under sp) their outputs, and under sp the
+    two norms' outputs are all-gathered forward and their gradients backward (the backward of a
+    reduce-scatter). A MoE layer under torch: the same for attention and its shared experts
+    (its routed experts are not split over tp); without sp each tp rank routes its share of the
+    replicated sequence: the routed result is all-gathered forward and the input's gradient
+    backward. Megatron-LM fuses QKV and the FFN's up-projections: the f/g pairs of
+    `Work.tp_all_reduce` / `Work.tp_gather`, one collective per pair each way.
+    Embedding (vocabulary-parallel): all-reduce forward, or reduce-scatter forward and its
+    backward all-gather under sp. Output layer: its input gradient all-reduced backward, or under
+    sp the norm's output all-gathered forward and its gradient reduce-scattered backward."""
+    if tp <= 1 or not work.tp_bytes:
+        return ()
+    if piece == "embedding":
+        return (("forward", "reduce_scatter", 1), ("backward", "all_gather", 1)) if sp else (("forward", "all_reduce", 1),)
+    if piece == "output":
+        return (("forward", "all_gather", 1), ("backward", "reduce_scatter", 1)) if sp else (("backward", "all_reduce", 1),)
+    if runtime == "torch" and piece in ("dense", "moe"):
+        # row-parallel outputs (wo, w2) and column-parallel inputs (wq, wk, wv, w1, w3); a MoE
+        # layer's routed experts are not split over tp, only its shared experts are
+        split_ffn = piece == "dense" or shape.shared_experts > 0
+        row = 1 + split_ffn
+        column = 3 + (shape.ffn_matrices - 1) * split_ffn
+        if sp:
+            return (("forward", "all_gather", row), ("forward", "reduce_scatter", row),
+                    ("backward", "all_gather", row), ("backward", "all_reduce", column))
+        routing = ((("forward", "all_gather", 1), ("backward", "all_gather", 1)) if piece == "moe" else ())
+        return (("forward", "all_reduce", row), ("backward", "all_reduce", column)) + routing
+    return pair_calls(work)
+
+
+def pair_calls(work: Work) -> TpCalls:
+    """Megatron-LM's tp collectives of a piece: its f/g pairs (`Work.tp_all_reduce`, and
+    `Work.tp_gather` as all-gathers and reduce-scatters in turn)."""
+    out = []
+    for phase, i in (("forward", 0), ("backward", 1)):
+        ar, g = work.tp_all_reduce[i], work.tp_gather[i]
+        out += [(phase, "all_reduce", ar), (phase, "all_gather", g - g // 2), (phase, "reduce_scatter", g // 2)]
+    return tuple(x for x in out if x[2])
+
+
+def piece_collectives(work: Work, tp: Link, cp: Link, ep: Link, calls: TpCalls | None = None,
+                      extra: tuple[Collective, ...] = ()) -> tuple[Collective, ...]:
+    """Every collective one piece issues per micro-batch on one rank, from the per-layer closed
+    forms of `layer_work` (docs/time-model.md, "The ledger"): the tp calls (`tp_calls`; without
+    them, the pairs of the Work), cp's exchange (ring: cp - 1 K/V shifts forward, cp - 1 K/V and
+    cp dK/dV shifts backward, each one block; all-gather: the gathered K/V forward and its
+    reduce-scatter backward; all-to-all: Q/K/V in and the output back, each way), ep's dispatch
+    and combine all-to-alls forward and again backward, and `extra` (the loss's statistics, the
+    expert-count exchange). Times, bytes sent and link bytes are all read from these records."""
+    out: list[Collective] = list(extra)
+    if tp.size > 1 and work.tp_bytes:
+        out += [Collective("tp", kind, work.tp_bytes, n, tp.size, tp.local, "path", n, phase)
+                for phase, kind, n in (pair_calls(work) if calls is None else calls)]
+    n = cp.size
+    if n > 1:
+        fwd, bwd = work.cp_bytes
+        if work.cp_flavour == "ring":
+            out += [Collective("cp", "send", fwd, n - 1, n, cp.local, "path", n - 1, "forward"),
+                    Collective("cp", "send", bwd / 2, 2 * n - 1, n, cp.local, "path", 2 * n - 1, "backward")]
+        elif work.cp_flavour == "all-gather":
+            out += [Collective("cp", "all_gather", fwd, 1, n, cp.local, "path", 1, "forward"),
+                    Collective("cp", "reduce_scatter", bwd, 1, n, cp.local, "path", 1, "backward")]
+        else:
+            out += [Collective("cp", "all_to_all", fwd / 2, 2, n, cp.local, "path", 2, "forward"),
+                    Collective("cp", "all_to_all", bwd / 2, 2, n, cp.local, "path", 2, "backward")]
+    if work.ep_bytes and ep.size > 1:
+        out += [Collective("ep", "all_to_all", work.ep_bytes, 2, ep.size, ep.local, "path", 2, phase)
+                for phase in ("forward", "backward")]
+    return tuple(c for c in out if c.count > 0 and c.size > 1 and c.payload > 0)
+
+
 @dataclass(frozen=True, slots=True)
 class Exposed:
-    """Seconds of communication left on the critical path, and bytes this GPU sent, per piece."""
+    """Seconds of communication left on the critical path, and bytes this GPU sent, per piece;
+    `collectives` are the piece's records per micro-batch they are reduced from."""
 
     tp_f: float = 0.0
     tp_b: float = 0.0
@@ -660,6 +747,7 @@ class Exposed:
     tp_sent: tuple[float, float] = (0.0, 0.0)
     cp_sent: tuple[float, float] = (0.0, 0.0)
     ep_sent: tuple[float, float] = (0.0, 0.0)
+    collectives: tuple[Collective, ...] = ()
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -672,58 +760,47 @@ class Exposed:
 
 @lru_cache(maxsize=16384)
 def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_tp: str,
-            c: Constants) -> Exposed:
-    """Exposed time of one piece's tp, cp and ep communication.
+            c: Constants, calls: TpCalls | None = None, extra: tuple[Collective, ...] = ()) -> Exposed:
+    """Exposed time of one piece's tp, cp and ep communication, reduced from its records
+    (`piece_collectives`): each record's calls at `collective_seconds` on its axis's link.
 
     tp: waits for its data, except where the runtime overlaps it with an independent GEMM
     (`Software.tp_overlap`): then only what outlasts the GEMMs shows (forward: the layer's
     forward GEMMs; backward: its weight-gradient GEMMs). cp ring: each of the cp - 1 steps
-    passes one K/V block while one block of attention computes; only the excess shows. cp
-    all-gather and all-to-all wait for their data (exposed). ep: the dispatch and combine
-    all-to-alls wait for their tokens, unless DualPipe overlaps them with the other micro-batch's
-    computation (`overlap_ep`)."""
-    tp_time = []
-    tp_sent = []
-    for direction in (0, 1):
-        ar, ag = work.tp_all_reduce[direction], work.tp_gather[direction]
-        tp_time.append(ar * tp.all_reduce(work.tp_bytes) + ag * tp.all_gather(work.tp_bytes))
-        tp_sent.append(ar * sent_all_reduce(tp.size, work.tp_bytes)
-                       + ag * sent_all_gather(tp.size, work.tp_bytes))
-    tp_f, tp_b = tp_time
+    passes one K/V block (and backward its dK/dV too) while one block of attention computes;
+    only the excess shows, plus the last dK/dV shift home. cp all-gather and all-to-all wait for
+    their data (exposed). ep: the dispatch and combine all-to-alls wait for their tokens, unless
+    DualPipe overlaps them with the other micro-batch's computation (`overlap_ep`)."""
+    records = piece_collectives(work, tp, cp, ep, calls, extra)
+    links = {"tp": tp, "cp": cp, "ep": ep}
+    time = {(axis, phase): 0.0 for axis in links for phase in ("forward", "backward")}
+    sent = dict.fromkeys(time, 0.0)
+    for r in records:
+        key = (r.axis, r.phase)
+        sent[key] += r.count * r.sent
+        if r.axis == "cp" and r.kind == "send":
+            continue  # the ring's overlap, below
+        time[key] += r.count * collective_seconds(r, links[r.axis])
+    tp_f, tp_b = time[("tp", "forward")], time[("tp", "backward")]
     if overlap_tp == "all":
         tp_f = max(0.0, tp_f - work.gemm)
     if overlap_tp in ("all", "backward"):
         tp_b = max(0.0, tp_b - work.backward_weight)
-    cp_f = cp_b = 0.0
-    cp_sent = (0.0, 0.0)
+    cp_f, cp_b = time[("cp", "forward")], time[("cp", "backward")]
     n = cp.size
-    if n > 1:
-        fwd, bwd = work.cp_bytes
-        if work.cp_flavour == "ring":
-            step_f, step_b = fwd / cp.ring + cp.latency, bwd / cp.ring + cp.latency
-            home = bwd / 2  # the last dK/dV shift, back to its owner after the last block
-            cp_f = (n - 1) * max(0.0, step_f - work.attention_f / n)
-            cp_b = (n - 1) * max(0.0, step_b - work.attention_b / n) + home / cp.ring + cp.latency
-            cp_sent = ((n - 1) * fwd, (n - 1) * bwd + home)
-        elif work.cp_flavour == "all-gather":
-            cp_f, cp_b = cp.all_gather(fwd), cp.all_gather(bwd)
-            cp_sent = (sent_all_gather(n, fwd), sent_all_gather(n, bwd))
-        else:
-            cp_f, cp_b = cp.all_to_all(fwd), cp.all_to_all(bwd)
-            cp_sent = (sent_all_gather(n, fwd), sent_all_gather(n, bwd))
-    ep_f = ep_b = 0.0
-    ep_sent = (0.0, 0.0)
-    if work.ep_bytes and ep.size > 1:
-        one = ep.all_to_all(work.ep_bytes)
-        ep_f = ep_b = 2 * one
-        sent = 2 * sent_all_gather(ep.size, work.ep_bytes)
-        ep_sent = (sent, sent)
-        if overlap_ep:
-            compute = work.forward + work.backward_input + work.backward_weight
-            hidden_ep = max(0.0, ep_f + ep_b - compute)
-            ep_f = ep_b = hidden_ep / 2
-    return Exposed(tp_f=tp_f, tp_b=tp_b, cp_f=cp_f, cp_b=cp_b,
-                   ep_f=ep_f, ep_b=ep_b, tp_sent=tuple(tp_sent), cp_sent=cp_sent, ep_sent=ep_sent)
+    if n > 1 and work.cp_flavour == "ring":
+        block = work.cp_bytes[0]
+        shift = block / cp.ring + cp.latency
+        cp_f = (n - 1) * max(0.0, shift - work.attention_f / n)
+        cp_b = (n - 1) * max(0.0, 2 * block / cp.ring + cp.latency - work.attention_b / n) + shift
+    ep_f, ep_b = time[("ep", "forward")], time[("ep", "backward")]
+    if overlap_ep and ep_f + ep_b:
+        compute = work.forward + work.backward_input + work.backward_weight
+        ep_f = ep_b = max(0.0, ep_f + ep_b - compute) / 2
+    return Exposed(tp_f=tp_f, tp_b=tp_b, cp_f=cp_f, cp_b=cp_b, ep_f=ep_f, ep_b=ep_b,
+                   tp_sent=(sent[("tp", "forward")], sent[("tp", "backward")]),
+                   cp_sent=(sent[("cp", "forward")], sent[("cp", "backward")]),
+                   ep_sent=(sent[("ep", "forward")], sent[("ep", "backward")]), collectives=records)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -776,8 +853,10 @@ def rank_loads(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str, s
     """Each pipeline rank's load, from its chunks (`stages.py`, through the memory model's cached
     `chunks_of`); parameters counted as the memory model's `chunk_params` counts them, but from
     the layer counts, so that a hostile layer count costs nothing."""
-    last = pp * v - 1
     chunks = chunks_of(shape.layers, pp, v, schedule, split, shape.tied)
+    # a boundary is a send only between ranks: ZB-V and DualPipe-V keep both chunks of the V's
+    # turn on one rank, and pass the activation on locally (checked against the recorded p2p)
+    owner = {ch.index: ch.rank for ch in chunks}
     table = padded_vocab(shape.vocab, tp, runtime) * shape.hidden // tp
     per_layer = {moe: layer_params(shape, tp, ep, moe) for moe in ((False, True) if shape.moe else (False,))}
     loads = []
@@ -801,8 +880,8 @@ def rank_loads(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str, s
         loads.append(Load(
             pieces=tuple((moe, mode, count) for (moe, mode), count in sorted(kinds.items()) if count),
             embedding=any(ch.embedding for ch in mine), output=any(ch.output for ch in mine),
-            chunks=len(mine), sends_f=sum(1 for ch in mine if ch.index != last),
-            sends_b=sum(1 for ch in mine if ch.index != 0),
+            chunks=len(mine), sends_f=sum(1 for ch in mine if owner.get(ch.index + 1, rank) != rank),
+            sends_b=sum(1 for ch in mine if owner.get(ch.index - 1, rank) != rank),
             params_dense=dense + other, params_expert=expert))
     return tuple(loads)
 
@@ -825,6 +904,11 @@ class RankTimes:
     params_expert: int = 0
     layers: int = 0
     """Transformer layers the rank holds (FSDP2 gathers and reduces each on its own)."""
+    moe_layers: int = 0
+    """Of which MoE layers: the FSDP units that hold experts."""
+    collectives: tuple[Collective, ...] = ()
+    """The tp, cp, ep and pp collectives of one micro-batch on this rank (every piece's records
+    times its layers, the pipeline's sends, full recomputation's forward calls again)."""
 
     @property
     def compute(self) -> float:
@@ -855,23 +939,37 @@ def _piece(work: Work, x: Exposed, mode: str, selective: str) -> tuple[float, ..
             b_tp, b_cp, b_ep, s_tp, s_cp, s_ep)
 
 
+def _recomputed(records: tuple[Collective, ...]) -> list[Collective]:
+    """Full recomputation runs the forward again before the backward, its collectives with it."""
+    return [replace(c, phase="recompute") for c in records if c.phase == "forward"]
+
+
 def rank_time(load: Load, dense: tuple | None, moe: tuple | None, emb: tuple, out: tuple, pp_send: float,
-              boundary: float, selective: str) -> RankTimes:
+              boundary: float, selective: str, pp_link: Link | None = None) -> RankTimes:
     acc = [0.0] * 13
+    records: list[Collective] = []
     for is_moe, mode, count in load.pieces:
         work, x = moe if is_moe else dense
         for i, value in enumerate(_piece(work, x, mode, selective)):
             acc[i] += count * value
+        records += [c.scaled(count) for c in x.collectives]
+        if mode == "full":
+            records += [c.scaled(count) for c in _recomputed(x.collectives)]
     for present, (work, x) in ((load.embedding, emb), (load.output, out)):
         if present:
             for i, value in enumerate(_piece(work, x, "none", selective)):
                 acc[i] += value
+            records += x.collectives
     pp_f, pp_b = load.sends_f * pp_send, load.sends_b * pp_send
+    if pp_send and pp_link is not None:
+        records += [Collective("pp", "send", boundary, n, pp_link.size, pp_link.local, "path", n, phase)
+                    for phase, n in (("forward", load.sends_f), ("backward", load.sends_b)) if n]
     return RankTimes(forward=acc[0], backward_input=acc[1], backward_weight=acc[2], recompute=acc[3],
                      exposed_f=(acc[4], acc[5], acc[6], pp_f), exposed_b=(acc[7], acc[8], acc[9], pp_b),
                      sent=(acc[10], acc[11], acc[12], (load.sends_f + load.sends_b) * boundary if pp_send else 0.0),
                      chunks=load.chunks, params_dense=load.params_dense, params_expert=load.params_expert,
-                     layers=sum(count for _, _, count in load.pieces))
+                     layers=sum(count for _, _, count in load.pieces),
+                     moe_layers=sum(count for is_moe, _, count in load.pieces if is_moe), collectives=merged(records))
 
 
 def rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants,
@@ -896,6 +994,9 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
     links = (link(geo.tp, hw, c), link(geo.cp, hw, c), link(geo.ep, hw, c))
     overlap_ep = k.schedule == "dualpipe-v"
     sp = k.sp
+    sp_on = sp and k.tp > 1
+    tokens = k.seq * k.micro_batch / k.cp
+    tp_l, ep_l = links[0], links[2]
     pieces = []
     for moe in (False, True):
         if moe and not shape.moe:
@@ -903,15 +1004,31 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
             continue
         w = slowed(layer_work(shape, moe, k.tp, sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
                               gemm_precision(k.precision, sw), sw.attention, sw.kernels, hw, c), sw, c)
-        pieces.append((w, exposed(w, *links, overlap_ep, sw.tp_overlap, c)))
+        # the expert-count exchange before each dispatch: one int64 per (ep rank, local expert)
+        counts = ((Collective("ep", "all_to_all", 8 * shape.experts, 1, ep_l.size, ep_l.local, "path", 1,
+                              "forward"),) if moe and ep_l.size > 1 else ())
+        if moe and tp_l.size > 1 and sw.dp_runtime == "torch":
+            # each tp rank routes its own tokens: the router's gradient is summed over tp per
+            # micro-batch (the runtime's SumGradient), in the compute dtype
+            counts += (Collective("tp", "all_reduce", ACT * shape.experts * shape.hidden, 1, tp_l.size,
+                                  tp_l.local, "path", 1, "backward"),)
+        calls = tp_calls(shape, "moe" if moe else "dense", sp_on, k.tp, sw.dp_runtime, w)
+        pieces.append((w, exposed(w, *links, overlap_ep, sw.tp_overlap, c, calls, counts)))
     emb = slowed(embedding_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch, hw, c), sw, c)
     out = slowed(output_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch,
                              padded_vocab(shape.vocab, k.tp, k.runtime), "bf16", sw.kernels, hw, c), sw, c)
-    emb = (emb, exposed(emb, *links, False, sw.tp_overlap, c))
-    out = (out, exposed(out, *links, False, sw.tp_overlap, c))
-    boundary = ACT * k.seq * k.micro_batch / k.cp * shape.hidden / k.tp
-    pp_send = link(geo.pp, hw, c).send(boundary) if k.pp > 1 else 0.0
-    times = {load: rank_time(load, pieces[0], pieces[1], emb, out, pp_send, boundary, sw.selective)
+    # vocabulary-parallel cross-entropy: the max, the sum of exponentials and the target logit
+    # of every token all-reduced over tp in fp32 (torch's loss_parallel, Megatron-LM's alike)
+    loss = ((Collective("tp", "all_reduce", FP32 * tokens, 3, tp_l.size, tp_l.local, "path", 3, "forward"),)
+            if tp_l.size > 1 else ())
+    emb = (emb, exposed(emb, *links, False, sw.tp_overlap, c,
+                        tp_calls(shape, "embedding", sp_on, k.tp, sw.dp_runtime, emb)))
+    out = (out, exposed(out, *links, False, sw.tp_overlap, c,
+                        tp_calls(shape, "output", sp_on, k.tp, sw.dp_runtime, out), loss))
+    boundary = ACT * tokens * shape.hidden / k.tp
+    pp_link = link(geo.pp, hw, c)
+    pp_send = pp_link.send(boundary) if k.pp > 1 else 0.0
+    times = {load: rank_time(load, pieces[0], pieces[1], emb, out, pp_send, boundary, sw.selective, pp_link)
              for load in dict.fromkeys(loads)}
     return loads, times
 
@@ -1013,16 +1130,17 @@ def dp_ledger(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, re
     - hsdp: zero3 over the shard group plus one all-reduce of the sharded gradients over the
       replicas per step."""
     return _dp_ledger(r.params_dense, r.params_expert, r.layers, k.microbatches, k.sharding, k.pp,
-                      dense, expert, shard, replicate, grad, runtime)
+                      dense, expert, shard, replicate, grad, runtime, r.moe_layers or r.layers)
 
 
 @lru_cache(maxsize=65536)
 def _dp_ledger(params_dense: int, params_expert: int, layers: int, m: int, mode: str, pp: int, dense: Link,
-               expert: Link, shard: Link, replicate: Link, grad: int, runtime: str = "torch") -> tuple[Collective, ...]:
-    sets = ((params_dense, shard if mode == "hsdp" else dense), (params_expert, expert))
+               expert: Link, shard: Link, replicate: Link, grad: int, runtime: str = "torch",
+               moe_layers: int = 0) -> tuple[Collective, ...]:
+    sets = ((params_dense, shard if mode == "hsdp" else dense, layers + 1), (params_expert, expert, moe_layers))
     out: list[Collective] = []
-    units = layers + 1  # FSDP2 wraps each transformer layer, and the root (embedding, output)
     torch_runtime = runtime == "torch"
+    units = layers + 1  # FSDP2 wraps each transformer layer, and the root (embedding, output)
 
     def add(kind: str, payload: float, count: int, lk: Link, window: str, calls: int = 0) -> None:
         """`payload` per logical collective, issued in calls: one per FSDP unit (every sharding
@@ -1036,7 +1154,7 @@ def _dp_ledger(params_dense: int, params_expert: int, layers: int, m: int, mode:
                 calls = units if per_unit else max(1, math.ceil(payload / bucket))
             out.append(Collective("dp", kind, payload / calls, count * calls, lk.size, lk.local, window))
 
-    for params, lk in sets:
+    for params, lk, units in sets:  # experts: one FSDP unit per MoE layer
         if mode == "none":
             add("all_reduce", grad * params, 1, lk, "last_backward")
         elif mode == "zero1" and torch_runtime:
@@ -1056,6 +1174,7 @@ def _dp_ledger(params_dense: int, params_expert: int, layers: int, m: int, mode:
             if pp <= 1:
                 add("all_gather", PARAM * params, m, lk, "backward")
             add("reduce_scatter", grad * params, m, lk, "backward")
+    units = layers + 1
     if mode == "hsdp" and replicate.size > 1 and params_dense:
         add("all_reduce", grad * params_dense / max(1, shard.size), 1, replicate, "last_backward")
     return tuple(out)
@@ -1139,25 +1258,88 @@ class Breakdown:
         return self.bubble / self.step if self.step > 0 else 0.0
 
 
-def path_ledger(r: RankTimes, k: Knobs, geo: Geometry) -> tuple[Collective, ...]:
-    """The tp, cp, ep and pp traffic of one rank over one step, one record per axis: what the
-    rank sends per micro-batch (`RankTimes.sent`, from the per-layer model) as the collective
-    kind the axis uses, m calls per step. Its exposure is the per-layer model's; the record
-    carries its bytes to the link bounds."""
-    flavour = {"ring": "send", "all-gather": "all_gather"}.get(k.cp_flavour, "all_to_all")
-    kinds = {"tp": "all_gather", "cp": flavour, "ep": "all_to_all", "pp": "send"}
-    groups = {"tp": geo.tp, "cp": geo.cp, "ep": geo.ep, "pp": geo.pp}
-    out = []
-    for i, axis in enumerate(RANK_AXES):
-        sent, g = r.sent[i], groups[axis]
-        if sent <= 0 or g.size <= 1:
-            continue
-        kind = kinds[axis]
-        # the payload whose ring traffic is `sent` (tp's all-reduces are counted as the
-        # reduce-scatter and all-gather pair they run as: the same bytes on the same links)
-        payload = sent if kind == "send" else sent * g.size / (g.size - 1)
-        out.append(Collective(axis, kind, payload, k.microbatches, g.size, g.local, "path"))
+def path_ledger(r: RankTimes, k: Knobs, geo: Geometry, shape: Shape | None = None,
+                load: Load | None = None) -> tuple[Collective, ...]:
+    """The tp, cp, ep and pp collectives of one rank over one step: the rank's per-micro-batch
+    records (`RankTimes.collectives`, from the per-layer closed forms) m times, and, under
+    sequence parallelism, the once-per-step all-reduce over tp of the gradients of the norms,
+    which sp keeps replicated (one call per norm weight or bias: two norms per layer, the final
+    norm on the output chunk). Their exposure is the per-layer model's; the records carry their
+    bytes to the link bounds and the runtime comparison."""
+    m = k.microbatches
+    out = [c.per_step(m) for c in r.collectives]
+    if shape is not None and load is not None and k.sp and geo.tp.size > 1:
+        tensors = 2 if shape.layernorm else 1
+        norms = (2 * r.layers + (1 if load.output else 0)) * tensors
+        out.append(Collective("tp", "all_reduce", FP32 * shape.hidden, norms, geo.tp.size, geo.tp.local,
+                              "last_backward"))
     return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# The compute side of the ledger
+
+
+@lru_cache(maxsize=16384)
+def piece_flops(shape: Shape, moe: bool, tp: int, cp: int, seq: int, micro: int, vocab: int,
+                attention: str) -> tuple[float, float, float, float]:
+    """FLOPs one rank executes for one micro-batch of one layer (`vocab` 0) or of the output
+    layer (`vocab` the padded vocabulary): (forward GEMMs, forward attention core, the attention
+    output projection alone, which parc's selective policy recomputes, 0). GEMMs as shaped on the
+    rank: the tp shards of Q (and K, V when tp divides the kv heads), the output projection and
+    the FFN; routed experts on this tp rank's own tokens (n / tp, balanced routing, a capacity
+    factor under 1 dropping copies); the router; shared experts split over tp. The attention core
+    as the kernel runs it: flash skips the causal half (s / 2 keys per query on average, also
+    under cp's load-balanced chunks), unfused computes the full square."""
+    n = seq * micro / cp
+    h = shape.hidden
+    if vocab:
+        return 2 * n * h * vocab / tp, 0.0, 0.0, 0.0
+    q = shape.q / tp
+    kv = shape.kv / tp if kv_split(shape, tp) else shape.kv
+    out_projection = 2 * n * q * h
+    gemm = 2 * n * h * (q + 2 * kv) + out_projection
+    if moe:
+        routed = n / tp
+        kept = min(1.0, shape.capacity_factor) if shape.capacity_factor else 1.0
+        gemm += routed * flops.router_flops(shape) + routed * shape.top_k * kept * flops.expert_flops(shape)
+        gemm += n * shape.shared_experts * flops.expert_flops(shape) / tp
+    else:
+        gemm += 2 * n * h * shape.ffn * shape.ffn_matrices / tp
+    keys = flops.causal_keys(seq) if attention == "flash" else float(seq)
+    return gemm, n * flops.attention_core_flops(shape, keys) / tp, out_projection, 0.0
+
+
+def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Compute, ...]:
+    """The FLOPs of one pipeline rank over one step, per op kind: every GEMM backward twice its
+    forward (input and weight gradients); the flash attention backward `FLASH_BACKWARD` times its
+    forward (it recomputes the scores: five products to the forward's two), unfused twice;
+    recomputation as `_piece` charges it (full: the forward again; parc's selective policy: the
+    attention output projection; Megatron-LM's: the attention core)."""
+    m = k.microbatches
+    gemm = [0.0, 0.0, 0.0]
+    core = [0.0, 0.0, 0.0]
+    back = FLASH_BACKWARD if sw.attention == "flash" else 2.0
+    for moe, mode, count in load.pieces:
+        g, a, wo, _ = piece_flops(shape, moe, k.tp, k.cp, k.seq, k.micro_batch, 0, sw.attention)
+        gemm[0] += count * g
+        gemm[1] += count * 2 * g
+        core[0] += count * a
+        core[1] += count * back * a
+        if mode == "full":
+            gemm[2] += count * g
+            core[2] += count * a
+        elif mode == "selective" and sw.selective == "attention-core":
+            core[2] += count * a
+        elif mode == "selective":
+            gemm[2] += count * wo
+    if load.output:
+        g = piece_flops(shape, False, k.tp, k.cp, k.seq, k.micro_batch, padded_vocab(shape.vocab, k.tp, k.runtime),
+                        sw.attention)[0]
+        gemm[0] += g
+        gemm[1] += 2 * g
+    return (Compute("gemm", m * gemm[0], m * gemm[1], m * gemm[2]),
+            Compute("attention", m * core[0], m * core[1], m * core[2]))
 
 
 def link_bounds(ledger: Ledger, hw: Hardware, c: Constants) -> Bounds:
@@ -1181,10 +1363,12 @@ class RankStep:
 def rank_steps(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants = DEFAULT,
                sw: Software = PARC) -> tuple[tuple[Load, ...], dict[Load, RankStep]]:
     loads, times = rank_times(shape, k, hw, geo, c, sw)
-    links = (link(geo.dense, hw, c), link(geo.expert, hw, c), link(geo.shard, hw, c), link(geo.replicate, hw, c))
+    experts = geo.expert_tp if sw.dp_runtime == "torch" else geo.expert
+    links = (link(geo.dense, hw, c), link(experts, hw, c), link(geo.shard, hw, c), link(geo.replicate, hw, c))
     out = {}
     for load, r in times.items():
-        ledger = Ledger(path_ledger(r, k, geo) + dp_ledger(r, k, *links, sw.grad_bytes, sw.dp_runtime))
+        ledger = Ledger(path_ledger(r, k, geo, shape, load) + dp_ledger(r, k, *links, sw.grad_bytes, sw.dp_runtime),
+                        compute_ledger(shape, k, load, sw))
         exposed_dp, _ = dp_exposed(r, k, *links, sw.grad_bytes, sw.dp_runtime)
         out[load] = RankStep(times=r, ledger=ledger, dp_exposed=exposed_dp, optimizer=optimizer_seconds(r, k, hw, c),
                              bounds=link_bounds(ledger, hw, c))
@@ -1364,5 +1548,5 @@ def predict(plan: Plan, constants: Constants = DEFAULT, sw: Software | None = No
 
 def clear_caches() -> None:
     for cached in (geometry, link, layer_work, embedding_work, output_work, exposed, rank_loads, _piece,
-                   _rank_times, _dp_ledger, _dp_exposed):
+                   _rank_times, _dp_ledger, _dp_exposed, piece_flops):
         cached.cache_clear()

@@ -4,16 +4,17 @@ traffic contract (docs/time-model.md).
 Every prediction must satisfy, on the datasheet figures read from the plan (not from the time
 model's own bundles):
 
-- step >= FLOPs / peak: MFU and HFU never exceed 1;
+- step >= FLOPs / peak: MFU and HFU never exceed 1, and every rank's step is at least its
+  ledger's FLOPs (`Ledger.flops`, GEMMs and attention as the rank executes them) over the peak;
 - step >= HBM traffic / bandwidth: each micro-batch reads every bf16 weight a rank holds at least
   twice (forward, and backward for the input gradients);
 - step >= bytes over each link class / its bandwidth: the ledger's NVLink (or PCIe) bytes and its
   NIC bytes per GPU (the node's NIC bandwidth over its GPUs).
 
 The data-parallel ledger is compared with a table written here from the contract (bytes within
-1 %, counts exact). The runtime's recorded collectives (another part of issue 14) are to be
-compared with the same record; until the recorder lands, the reference is this hand-written
-first-principles table.
+1 %, counts exact). The whole ledger (every axis) is compared with the running job's recorded
+collectives in tests/e2e/test_collectives.py, and its FLOPs with torch's FlopCounterMode in
+tests/e2e/test_flops_ledger.py.
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ def assert_within_physics(plan) -> timing.Prediction:
     for rank in steps.values():
         held = rank.times.params_dense + rank.times.params_expert
         assert step >= knobs.microbatches * 2 * 2 * held / hbm
+        assert rank.ledger.flops() > 0
+        assert step >= rank.ledger.flops() / peak * (1 - 1e-9)
         intra_bytes, nic_bytes = rank.ledger.link_bytes()
         assert step >= intra_bytes / intra * (1 - 1e-9)
         assert step >= nic_bytes / nic * (1 - 1e-9)

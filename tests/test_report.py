@@ -296,7 +296,10 @@ def test_narrow_segments_keep_a_short_label_and_stage_0_backwards_get_numbers(tm
     assert compilation.ok, compilation.diagnostics
     page = build_page(compilation)
     bar = page[page.index('class="steptime"'):]
-    assert f'>tp {tp}</text>' in bar or f'>{tp}</text>' in bar, f"the tp segment lost its share ({tp})"
+    # the segment's label: full when it is wide enough (parc's tp traffic as the job issues it
+    # makes it 14 % of this step), short or the share alone when narrow; never without its share
+    labels = (f'>tp exposed {tp}</text>', f'>tp {tp}</text>', f'>{tp}</text>')
+    assert any(label in bar for label in labels), f"the tp segment lost its share ({tp})"
     ops = re.findall(r'<g class="op op-B"><title>stage 0: [^,]*, micro-batch (\d+)[^<]*</title><rect [^>]*/>'
                      r'(<text[^>]*>(\d+)</text>)?', page)
     assert ops

@@ -150,6 +150,103 @@ def test_data_parallel_traffic_per_step_matches_the_table(spec, tmp_path):
             assert model_calls == count, f"{spec} {kind}: model {model_calls} calls, job {count}"
 
 
+# ---------------------------------------------------------------------------------------------
+# The time model's whole ledger against the running job, per family
+
+
+def model_ledgers(plan) -> dict[int, object]:
+    """pp stage -> the time model's ledger of that stage's ranks (`timing.rank_steps`, what
+    `parc explain` charges, with the target's software: parc's job here)."""
+    from parc import timing
+    from parc.memory.inputs import knobs_of, shape_of
+    from parc.targets import software_of
+
+    hw = timing.hardware_of(plan)
+    loads, steps = timing.rank_steps(shape_of(plan), knobs_of(plan, "torch"), hw, timing.geometry_of(plan, hw),
+                                     sw=software_of(plan))
+    return {stage: steps[load].ledger for stage, load in enumerate(loads)}
+
+
+def ledger_table(ledger) -> dict[tuple[str, str], tuple[float, int]]:
+    """(axis, kind) -> (payload bytes per step, calls per step) of the model's ledger, in the
+    recorder's kinds: a pipeline send is pipelining's p2p; ring attention's shift is an
+    all_to_all_single with one non-empty split (the runtime's `RingShift`)."""
+    out: dict[tuple[str, str], tuple[float, int]] = {}
+    for c in ledger.collectives:
+        if c.size <= 1 or c.count <= 0:
+            continue
+        kind = {"pp": "p2p", "cp": "all_to_all"}.get(c.axis, c.kind) if c.kind == "send" else c.kind
+        b, n = out.get((c.axis, kind), (0.0, 0))
+        out[(c.axis, kind)] = (b + c.payload * c.count, n + c.count)
+    return out
+
+
+def recorded_table(record: dict) -> dict[tuple[str, str], tuple[int, int]]:
+    """(axis, kind) -> (bytes, calls) of one rank's recorded step, on the ledger's axes: the tp,
+    pp and ep groups by name (and all-to-alls on a data group, module below); the cp group's 16-bit traffic (its fp32 reductions are the
+    gradients' over the data ranks, which are the cp ranks when dp is 1); every other group
+    (dp, dp_shard, dp_replicate, edp, the flattened data dims) is data parallelism."""
+    out: dict[tuple[str, str], tuple[int, int]] = {}
+    for c in record["collectives"]:
+        if c["group_size"] <= 1:
+            continue
+        axis = c["axis"]
+        if axis not in ("tp", "pp", "ep") and not (axis == "cp" and c["dtype"] != "float32"):
+            # data parallelism never issues an all-to-all: one on a data group is ep's, folded
+            # over that whole data axis (its group is the axis's and carries its name)
+            axis = "ep" if c["kind"] == "all_to_all" else "dp"
+        b, n = out.get((axis, c["kind"]), (0, 0))
+        out[(axis, c["kind"])] = (b + c["bytes"], n + c["count"])
+    return out
+
+
+ROUTED = ("ep", "all_to_all")
+"""Under balanced routing, which the model assumes: each rank's dispatch forward and combine
+backward send its own token copies (exact), while the combine forward and dispatch backward
+carry what its experts received, balanced only on average: their bytes are compared as the mean
+over the ranks (counts per rank, exactly)."""
+
+
+def assert_ledger_is_the_job(spec: str, tmp: Path) -> None:
+    _, plan, ranks = recorded(spec, tmp)
+    ledgers = model_ledgers(plan)
+    assert len(ranks) == plan.cluster.world_size and ledgers
+    totals: dict[tuple[str, str], list[float]] = {}
+    for record in ranks:
+        got = recorded_table(record)
+        expected = ledger_table(ledgers[record["coordinates"].get("pp", 0)])
+        assert expected, "an empty ledger would check nothing"
+        where = f"{spec} rank {record['rank']}"
+        assert set(got) == set(expected), f"{where}: job {sorted(got)} != ledger {sorted(expected)}"
+        for key, (size, count) in expected.items():
+            real_size, real_count = got[key]
+            assert real_count == count, f"{where} {key}: job {real_count} calls, ledger {count}"
+            if key == ROUTED:
+                pair = totals.setdefault(key, [0.0, 0.0])
+                pair[0] += real_size
+                pair[1] += size
+                continue
+            assert abs(real_size - size) <= TOLERANCE * size, f"{where} {key}: job {real_size:,} bytes, ledger {size:,.0f}"
+    for key, (real, model) in totals.items():
+        assert abs(real - model) <= TOLERANCE * model, f"{spec} {key}: job {real:,.0f} bytes over the ranks, ledger {model:,.0f}"
+
+
+FAST = ("traffic-tp2-sp", "traffic-pp2-zbv", "cp2-ring", "ep2-over-dp")
+"""One case per kind in the default run; the others are `long`."""
+LEDGER_CASES = FAST + ("traffic-tp2-dp2", "traffic-pp2-dp2", "traffic-pp2-1f1b", "traffic-pp2-interleaved",
+                       "traffic-pp2-zb", "traffic-pp2-dualpipe", "cp2-all-gather", "cp2-all-to-all", "ep2-axis",
+                       "traffic-moe-tp2", "moe-tp2-dp2")
+
+
+@pytest.mark.parametrize("spec", [s if s in FAST else pytest.param(s, marks=pytest.mark.long) for s in LEDGER_CASES])
+def test_the_ledger_is_what_the_job_issues(spec, tmp_path):
+    """The time model's ledger of every rank (tp with and without sp, each pipeline schedule,
+    each cp flavour, ep as an axis and folded over dp with MoE layers, MoE under tp with and
+    without sp, and the data-parallel collectives alongside) equals the collectives the running job records in one step, per
+    (axis, kind): calls exactly, bytes within 1 %."""
+    assert_ledger_is_the_job(spec, tmp_path)
+
+
 def test_tensor_parallel_traffic_per_step_matches_the_table(tmp_path):
     """tp 2 without sequence parallelism (Megatron's f and g operators, one per module as
     torch's ColwiseParallel and RowwiseParallel place them): per layer and micro-batch, two

@@ -567,6 +567,9 @@ RECORDED = {
 every call; a wrapped function calling another wrapped one is counted once (the outer call)."""
 
 
+REDUCE_OPS = ("sum", "avg", "max", "min", "product")
+
+
 def payload(kind: str, args: tuple, kwargs: dict) -> list[tuple[torch.Tensor, object]]:
     """(tensor whose bytes are the collective's payload, group) pairs: the whole reduced,
     gathered or scattered buffer (the output of an all-gather, the input of a
@@ -584,9 +587,13 @@ def payload(kind: str, args: tuple, kwargs: dict) -> list[tuple[torch.Tensor, ob
     if kind == "reduce_scatter" and len(tensors) >= 2 and tensors[0].numel() < tensors[1].numel():
         return [(tensors[1], group)]  # (output, input)
     if tensors:
-        if group is None:
-            group = next((a for a in (*args[1:], *kwargs.values())
-                          if isinstance(a, dist.ProcessGroup | DeviceMesh | str | list | tuple)), None)
+        if group is None:  # a mesh or group, then a group name, then a list of ranks (split
+            # sizes are lists too, and reduce ops strings)
+            rest = [a for a in (*args[1:], *kwargs.values()) if not (isinstance(a, str) and a in REDUCE_OPS)]
+            for kinds in (dist.ProcessGroup | DeviceMesh, str, list | tuple):
+                group = next((a for a in rest if isinstance(a, kinds)), None)
+                if group is not None:
+                    break
         return [(tensors[0], group)]
     return []
 
