@@ -23,11 +23,13 @@ output, ...). A model of your own runs under this file if it keeps those names a
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass
 from functools import partial
 
 import torch
 import torch.distributed as dist
+import torch.distributed._shard.sharded_tensor as st
 import torch.nn.functional as F
 from torch import nn
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
@@ -42,6 +44,7 @@ from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B
 from torch.distributed.tensor import DTensor, Replicate, Shard, distribute_tensor
+from torch.distributed.tensor._utils import compute_local_shape_and_global_offset
 from torch.distributed.tensor.parallel import (
     ColwiseParallel,
     PrepareModuleInput,
@@ -302,8 +305,209 @@ def apply_data_parallel(part: nn.Module, meshes: Meshes, compute_dtype: torch.dt
     mp = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32)
     # under pipelining the weights stay gathered for the whole step (torchtitan's choice)
     for block in part.layers.values():
-        fully_shard(block, mesh=meshes.data, reshard_after_forward=False, mp_policy=mp)
-    fully_shard(part, mesh=meshes.data, reshard_after_forward=False, mp_policy=mp)
+        # zero1: FSDP2 over this rank alone (mixed precision; gradients land in the buckets'
+        # views unreduced); reduce_gradients reduce-scatters them.
+        fully_shard(block, mesh=meshes.world["dp_shard"], reshard_after_forward=False, mp_policy=mp)
+    fully_shard(part, mesh=meshes.world["dp_shard"], reshard_after_forward=False, mp_policy=mp)
+
+
+@dataclass
+class Entry:
+    """One parameter in a bucket: its local tensor (tp/ep shard) at [start, start + numel)."""
+
+    name: str
+    param: nn.Parameter
+    start: int
+    numel: int
+
+
+class Bucket:
+    """Megatron-Core's param-and-grad buffer for one model chunk and data-parallel group (the
+    dense parameters over the data ranks, the experts' over edp): every parameter's local
+    gradient is a view of one flat fp32 buffer (FSDP2 over a shard group of one rank
+    accumulates into it), padded to a multiple of the group's n ranks; rank r owns the
+    contiguous shard [r size/n, (r+1) size/n). Allocated once; every step reuses the buffers:
+    the reduce-scatter's output (fp32), the fp32 master shard the optimizer updates, and the
+    compute-dtype shard of the all-gather of the updated parameters, whose flat output is the
+    gradient buffer's storage (as Megatron-Core can reuse its grad buffer for the gather)."""
+
+    def __init__(self, params: list[tuple[str, nn.Parameter]], mesh: DeviceMesh, compute_dtype: torch.dtype) -> None:
+        self.group = mesh.get_group()
+        self.ranks = mesh.size()
+        self.entries: list[Entry] = []
+        offset = 0
+        for name, param in params:
+            self.entries.append(Entry(name, param, offset, local_value(param).numel()))
+            offset += self.entries[-1].numel
+        self.size = -(-offset // self.ranks) * self.ranks
+        shard = self.size // self.ranks
+        self.lo = mesh.get_local_rank() * shard
+        self.hi = self.lo + shard
+        like = local_value(params[0][1])
+        self.grads = like.new_zeros(self.size, dtype=torch.float32)
+        self.grad_shard = like.new_zeros(shard, dtype=torch.float32)
+        # The all-gather of the updated parameters writes into the gradient buffer's storage
+        # (free after the optimizer step; zero_grad clears it before the next backward).
+        self.gathered = self.grads.view(compute_dtype)[: self.size]
+        self.piece = like.new_zeros(shard, dtype=compute_dtype)
+        self.main = self.shard_of_parameters()
+        self.main.grad = self.grad_shard
+        self.views: list[torch.Tensor] = []
+        for e in self.entries:
+            view = self.grads[e.start:e.start + e.numel].view(local_value(e.param).shape)
+            if isinstance(e.param, DTensor):
+                view = DTensor.from_local(view, e.param.device_mesh, e.param.placements,
+                                          shape=e.param.shape, stride=e.param.stride())
+            self.views.append(view)
+            e.param.grad = view
+
+    def collect(self) -> None:
+        """Gradients that are not the bucket's views any more are copied in and the views put
+        back: torch 2.13's PipelineStage sets every grad to None after its first step's shape
+        inference (which had accumulated into the views), and FSDP2 then allocates new ones."""
+        for e, view in zip(self.entries, self.views, strict=True):
+            grad = e.param.grad
+            local = local_value(view)
+            if grad is None:
+                local.zero_()
+            elif local_value(grad).data_ptr() != local.data_ptr():
+                local.copy_(local_value(grad))
+            e.param.grad = view
+
+    def overlap(self, e: Entry) -> tuple[int, int]:
+        """The part of e's local tensor (flat, its own coordinates) in this rank's shard."""
+        a, b = max(self.lo, e.start), min(self.hi, e.start + e.numel)
+        return (a - e.start, b - e.start) if a < b else (0, 0)
+
+    def shard_of_parameters(self) -> torch.Tensor:
+        """This rank's shard of the parameters' current values, fp32 (the master copy)."""
+        out = self.grad_shard.new_zeros(self.hi - self.lo)
+        with torch.no_grad():
+            for e in self.entries:
+                a, b = self.overlap(e)
+                if b > a:
+                    out[e.start + a - self.lo:e.start + b - self.lo] = local_value(e.param).detach().reshape(-1)[a:b]
+        return out
+
+    def scatter_parameters(self) -> None:
+        """Copy the all-gathered flat buffer into the parameters (FSDP2 casts them for compute)."""
+        with torch.no_grad():
+            for e in self.entries:
+                local_value(e.param).detach().view(-1).copy_(self.gathered[e.start:e.start + e.numel])
+
+    def boxes(self, e: Entry) -> list[tuple[list[int], list[int], int]]:
+        """This rank's shard of e as rectangular blocks of the parameter's global shape:
+        (global offsets, sizes, flat offset in the shard). A contiguous range of a row-major
+        tensor is at most 2 ndim - 1 blocks."""
+        a, b = self.overlap(e)
+        local = local_value(e.param)
+        if isinstance(e.param, DTensor):
+            _, origin = compute_local_shape_and_global_offset(e.param.shape, e.param.device_mesh, e.param.placements)
+        else:
+            origin = (0,) * local.dim()
+        out = []
+        for offsets, sizes, flat in row_major_blocks(list(local.shape), a, b):
+            out.append(([o + g for o, g in zip(offsets, origin, strict=True)], sizes, e.start + flat - self.lo))
+        return out
+
+    def sharded(self, e: Entry, state: torch.Tensor, layout: list) -> st.ShardedTensor:
+        """One flat state tensor's share of e as a ShardedTensor of e's global shape whose local
+        shards are views of `state` (nothing is copied; DCP writes and loads them in place).
+        layout: every rank's blocks of e (global metadata, gathered once)."""
+        device = state.device
+        local = [st.Shard(state[flat:flat + math.prod(sizes)].view(sizes),
+                          st.ShardMetadata(offsets, sizes, f"rank:{dist.get_rank()}/{device}"))
+                 for offsets, sizes, flat in self.boxes(e)]
+        metadata = st.ShardedTensorMetadata(
+            [st.ShardMetadata(offsets, sizes, f"rank:{rank}/{device}") for rank, offsets, sizes in layout],
+            e.param.shape, st.TensorProperties(dtype=state.dtype))
+        # The base class's constructor: ShardedTensor's own expects a rank's blocks listed under
+        # its rank, and tp replicas hold the same blocks (listed once, DCP writes them once).
+        out = st.ShardedTensorBase._init_from_local_shards_and_global_metadata(local, metadata)
+        out._prepare_init(process_group=None, init_rrefs=False)
+        return out
+
+
+def row_major_blocks(shape: list[int], a: int, b: int) -> list[tuple[list[int], list[int], int]]:
+    """The flat range [a, b) of a row-major tensor of `shape` as (offsets, sizes, flat start) blocks."""
+    if a >= b:
+        return []
+    if len(shape) == 1:
+        return [([a], [b - a], a)]
+    inner = math.prod(shape[1:])
+    out = []
+    if a % inner:  # the partial first row
+        row, end = a // inner, min(b, (a // inner + 1) * inner)
+        out += [([row] + o, [1] + s, row * inner + f) for o, s, f in row_major_blocks(shape[1:], a - row * inner, end - row * inner)]
+        a = end
+    first, last = a // inner, b // inner
+    if last > first:  # whole rows
+        out.append(([first] + [0] * (len(shape) - 1), [last - first] + shape[1:], first * inner))
+        a = last * inner
+    if a < b:  # the partial last row
+        row = a // inner
+        out += [([row] + o, [1] + s, row * inner + f) for o, s, f in row_major_blocks(shape[1:], 0, b - row * inner)]
+    return out
+
+
+def build_buckets(parts: list[nn.Module], meshes: Meshes, compute_dtype: torch.dtype) -> list[Bucket]:
+    """One bucket per model chunk and data-parallel group, parameters in model order."""
+    buckets = []
+    for part in parts:
+        groups: dict[str, list] = {}
+        for name, param in part.named_parameters():
+            groups.setdefault("replicas", []).append((fqn(name), param))
+        for key, params in groups.items():
+            buckets.append(Bucket(params, getattr(meshes, key), compute_dtype))
+    return buckets
+
+
+def reduce_gradients(rt: Runtime) -> None:
+    """One reduce-scatter per bucket (fp32, summed) after the last micro-batch's backward (not
+    overlapped with it), then divided by DATA_DEGREE: this rank's shard of the mean gradient."""
+    for b in rt.buckets:
+        b.collect()
+        if b.ranks > 1:
+            dist.reduce_scatter_tensor(b.grad_shard, b.grads, group=b.group)
+        else:
+            b.grad_shard.copy_(b.grads)
+        b.grad_shard.div_(DATA_DEGREE)
+
+
+@dataclass
+class Segment:
+    """A part of a bucket's reduced gradient shard that belongs to one parameter (GradientNorm)."""
+
+    grad: torch.Tensor
+
+
+def gradient_segments(rt: Runtime, weights: dict[int, float]) -> tuple[list[Segment], list[float]]:
+    """zero1's gradients for the norm and clipping: each parameter's part of this rank's reduced
+    shard, weighted by the parameter's weight x the bucket's ranks (each element is on one of
+    them)."""
+    segments, scaled = [], []
+    for b in rt.buckets:
+        for e in b.entries:
+            lo, hi = b.overlap(e)
+            if hi > lo:
+                segments.append(Segment(b.grad_shard[e.start + lo - b.lo:e.start + hi - b.lo]))
+                scaled.append(weights[id(e.param)] * b.ranks)
+    return segments, scaled
+
+
+def gathered_gradients(rt: Runtime) -> dict[str, torch.Tensor]:
+    """Every parameter's whole mean gradient from the buckets' reduced shards (tests; collective)."""
+    grads = {}
+    for b in rt.buckets:
+        whole = torch.empty_like(b.grads)
+        dist.all_gather_into_tensor(whole, b.grad_shard, group=b.group)
+        for e in b.entries:
+            grad = whole[e.start:e.start + e.numel].view(local_value(e.param).shape)
+            if isinstance(e.param, DTensor):
+                grad = DTensor.from_local(grad, e.param.device_mesh, e.param.placements,
+                                          shape=e.param.shape, stride=e.param.stride()).full_tensor()
+            grads[e.name] = grad.detach().cpu().clone()
+    return grads
 
 
 # ---------------------------------------------------------------------------------------------
@@ -353,6 +557,8 @@ class Runtime:
     schedule: object
     first_stage: bool
     last_stage: bool
+    buckets: list | None = None
+    """zero1: the flat parameter-and-gradient buckets (build_buckets)."""
 
 
 def parallelize(meshes: Meshes, device: torch.device, compute_dtype: torch.dtype, seed: int) -> Runtime:
@@ -376,6 +582,7 @@ def parallelize(meshes: Meshes, device: torch.device, compute_dtype: torch.dtype
         schedule=build_schedule(chunks, meshes, device),
         first_stage=any(chunk.embedding for chunk, _ in chunks),
         last_stage=last_stage,
+        buckets=build_buckets(parts, meshes, compute_dtype),
     )
 
 
@@ -409,7 +616,7 @@ def forward_backward(rt: Runtime, inputs: torch.Tensor, targets: torch.Tensor) -
 
 def finish_gradients(rt: Runtime) -> None:
     """Called after forward_backward, before the optimizer step."""
-    # fully_shard reduced the gradients during backward: nothing left to do.
+    reduce_gradients(rt)
 
 
 class GradientNorm:
@@ -435,6 +642,8 @@ class GradientNorm:
         copies = {key: sum(h.get(key, 0) for h in everyone) / whole[key] for key in whole}
         self.params = [param for _, param in mine]
         self.weights = [1.0 / copies[key] for key, _ in mine]
+        # zero1: the reduced gradients are the buckets' shards, each element on one data rank.
+        self.params, self.weights = gradient_segments(rt, {id(p): w for p, w in zip(self.params, self.weights, strict=True)})
 
     def __call__(self) -> torch.Tensor:
         """Collective over the world; stays on the device (no host sync)."""
@@ -462,14 +671,7 @@ def canonical_name(name: str) -> str:
 
 def full_gradients(rt: Runtime) -> dict[str, torch.Tensor]:
     """Every parameter's whole gradient (gathered from its shards), for tests; collective."""
-    grads = {}
-    for part in rt.parts:
-        for name, param in part.named_parameters():
-            grad = param.grad
-            if isinstance(grad, DTensor):
-                grad = grad.full_tensor()
-            grads[fqn(name)] = grad.detach().cpu().clone()
-    return grads
+    return gathered_gradients(rt)
 
 
 def writes_gradients(rt: Runtime) -> bool:
@@ -482,117 +684,107 @@ def writes_gradients(rt: Runtime) -> bool:
 # Optimizer (ZeRO-1: states sharded over the data-parallel ranks)
 
 
-@dataclass
-class Slice:
-    """This rank's contiguous share of one parameter (its local tensor, flattened)."""
-
-    name: str
-    param: nn.Parameter
-    group: dist.ProcessGroup
-    ranks: int
-    chunk: int
-    start: int
-    end: int
-    piece: torch.Tensor
-    """A view of the parameter's storage: the optimizer updates it in place."""
-
-
 STATE_KEYS = ("exp_avg", "exp_avg_sq")
 """The optimizer's per-parameter tensors ("step" is a scalar)."""
 
 
-class ShardedOptimizer:
-    """ZeRO-1: every rank of a parameter's data-parallel group keeps the optimizer state of
-    1/n of it and updates that slice; the updated slices are all-gathered back into the
-    replicated parameter. Gradients arrive already averaged (fully_shard over replicas)."""
+class DistributedOptimizer:
+    """ZeRO-1 as Megatron-Core's distributed optimizer does it, over the flat buckets of
+    `rt.buckets` (one per model chunk and data-parallel group, built once in parallelize):
+    finish_gradients reduce-scatters each bucket's fp32 gradients (reduce_gradients), the
+    torch optimizer updates this rank's fp32 master shard of each bucket (one flat tensor per
+    bucket, its states as flat as it), and `step` all-gathers the updated shards in the compute
+    dtype into the bucket's reused flat buffer and copies them into the parameters."""
 
-    def __init__(self, parts: list[nn.Module], make, meshes: Meshes) -> None:
-        self.slices: list[Slice] = []
-        for part in parts:
-            for name, param in part.named_parameters():
-                mesh = meshes.replicas
-                ranks, rank = mesh.size(), mesh.get_local_rank()
-                data = local_value(param)
-                chunk = -(-data.numel() // ranks)
-                start = min(rank * chunk, data.numel())
-                end = min(start + chunk, data.numel())
-                piece = data.detach().view(-1)[start:end]
-                self.slices.append(Slice(fqn(name), param, mesh.get_group(), ranks, chunk, start, end, piece))
-        self.inner = make([s.piece for s in self.slices if s.end > s.start])
+    def __init__(self, buckets: list[Bucket], make) -> None:
+        self.buckets = buckets
+        self.inner = make([b.main for b in buckets])
         self.param_groups = self.inner.param_groups
         self.steps = 0
+        # The states exist from the start (zeros, as torch's first step would make them): a
+        # checkpoint's state dict is views of them, so that DCP loads in place.
+        fused = bool(self.inner.defaults.get("fused")) or bool(self.inner.defaults.get("capturable"))
+        for b in buckets:
+            slot = self.inner.state[b.main]
+            for key in STATE_KEYS:
+                slot[key] = torch.zeros_like(b.main)
+            slot["step"] = torch.zeros((), dtype=torch.float32, device=b.main.device if fused else "cpu")
 
     def zero_grad(self) -> None:
-        for s in self.slices:
-            s.param.grad = None
-            s.piece.grad = None
+        """The gradients stay views of the buckets (FSDP2 accumulates into them): zeroed, not freed."""
+        for b in self.buckets:
+            b.grads.zero_()
 
     def step(self) -> None:
-        for s in self.slices:
-            if s.end > s.start:
-                s.piece.grad = local_value(s.param.grad).detach().reshape(-1)[s.start:s.end]
         self.inner.step()
         self.steps += 1
-        for s in self.slices:
-            data = local_value(s.param).detach().view(-1)
-            data.copy_(self.gather(s, s.piece)[: data.numel()])
-
-    def gather(self, s: Slice, piece: torch.Tensor) -> torch.Tensor:
-        """All ranks' slices of one parameter-shaped tensor, concatenated (collective)."""
-        padded = torch.zeros(s.chunk, dtype=piece.dtype, device=piece.device)
-        padded[: piece.numel()] = piece
-        out = torch.empty(s.chunk * s.ranks, dtype=piece.dtype, device=piece.device)
-        dist.all_gather_single(out, padded, group=s.group)
-        return out
+        for b in self.buckets:
+            b.piece.copy_(b.main)
+            if b.ranks > 1:
+                dist.all_gather_into_tensor(b.gathered, b.piece, group=b.group)
+            else:
+                b.gathered.copy_(b.piece)
+            b.scatter_parameters()
 
     def state_dict(self) -> dict:
-        """torch's flattened optimizer state dict (StateDictOptions(flatten_optimizer_state_dict=True)),
-        with whole parameter-shaped states, so that any layout can load it."""
+        """torch's flattened, FQN-keyed optimizer state dict (as StateDictOptions(
+        flatten_optimizer_state_dict=True) names it), each state a ShardedTensor of the
+        parameter's global shape whose local shards are views of this rank's flat states: a save
+        writes every rank's own shard and allocates nothing, and DCP reshards it into any layout."""
         settings = {k: v for k, v in self.inner.param_groups[0].items() if k != "params"}
+        layout = self.layout()
         out = {}
-        for s in self.slices:
-            state = self.inner.state.get(s.piece, {}) if s.end > s.start else {}
-            data = local_value(s.param)
-            for key in STATE_KEYS:
-                piece = state.get(key)
-                if piece is None:
-                    piece = torch.zeros(s.end - s.start, dtype=data.dtype, device=data.device)
-                whole = self.gather(s, piece.reshape(-1))[: data.numel()].view_as(data)
-                if isinstance(s.param, DTensor):
-                    whole = DTensor.from_local(whole, s.param.device_mesh, s.param.placements,
-                                               shape=s.param.shape, stride=s.param.stride())
-                out[f"state.{s.name}.{key}"] = whole
-            out[f"state.{s.name}.step"] = torch.tensor(float(self.steps))
-            for key, value in settings.items():
-                out[f"param_groups.{s.name}.{key}"] = value
+        for b in self.buckets:
+            state = self.inner.state[b.main]
+            for entry in b.entries:
+                lo, hi = b.overlap(entry)
+                for key in STATE_KEYS if hi > lo else ():  # (DCP drops a ShardedTensor with no local shard)
+                    out[f"state.{entry.name}.{key}"] = b.sharded(entry, state[key], layout[entry.name])
+                out[f"state.{entry.name}.step"] = torch.tensor(float(self.steps))
+                for key, value in settings.items():
+                    out[f"param_groups.{entry.name}.{key}"] = value
         return out
 
+    def layout(self) -> dict[str, list]:
+        """Every rank's blocks of every parameter (a ShardedTensor's global metadata), gathered
+        over the world once (tp replicas hold the same blocks: listed once)."""
+        if getattr(self, "blocks", None) is None:
+            mine = {e.name: [(offsets, sizes) for offsets, sizes, _ in b.boxes(e)]
+                    for b in self.buckets for e in b.entries}
+            everyone: list = [None] * dist.get_world_size()
+            dist.all_gather_object(everyone, mine)
+            self.blocks: dict[str, list] = {}
+            for rank, blocks in enumerate(everyone):
+                for name, found in blocks.items():
+                    listed = self.blocks.setdefault(name, [])
+                    listed += [(rank, o, s) for o, s in found if all((o, s) != (lo, ls) for _, lo, ls in listed)]
+        return self.blocks
+
     def load_state_dict(self, state: dict) -> None:
-        for s in self.slices:
-            self.steps = int(state[f"state.{s.name}.step"].item())
-            if s.end <= s.start:
-                continue
-            slot = self.inner.state[s.piece]
-            for key in STATE_KEYS:
-                whole = local_value(state[f"state.{s.name}.{key}"]).reshape(-1)
-                slot[key] = whole[s.start:s.end].clone()
-            slot["step"] = torch.tensor(float(self.steps))
+        """After dcp.load filled the states in place (state_dict's views) and the model's
+        weights were loaded: the step counters, the settings, and the master shards again."""
+        for b in self.buckets:
+            b.main.copy_(b.shard_of_parameters())
+            for entry in b.entries:
+                self.steps = int(state[f"state.{entry.name}.step"].item())
+            self.inner.state[b.main]["step"].fill_(float(self.steps))
+        names = [e.name for b in self.buckets for e in b.entries]
         for group in self.inner.param_groups:
             for key in group:
-                if key != "params" and self.slices:
-                    group[key] = state[f"param_groups.{self.slices[0].name}.{key}"]
+                if key != "params" and names:
+                    group[key] = state[f"param_groups.{names[0]}.{key}"]
 
 
-def build_optimizer(rt: Runtime, make) -> ShardedOptimizer:
-    """make(params) -> a torch optimizer; here over this rank's slices only."""
-    return ShardedOptimizer(rt.parts, make, rt.meshes)
+def build_optimizer(rt: Runtime, make) -> DistributedOptimizer:
+    """make(params) -> a torch optimizer; here over this rank's master shards only."""
+    return DistributedOptimizer(rt.buckets, make)
 
 
-def optimizer_state(rt: Runtime, optimizer: ShardedOptimizer) -> dict:
+def optimizer_state(rt: Runtime, optimizer: DistributedOptimizer) -> dict:
     return optimizer.state_dict()
 
 
-def load_optimizer_state(rt: Runtime, optimizer: ShardedOptimizer, state: dict) -> None:
+def load_optimizer_state(rt: Runtime, optimizer: DistributedOptimizer, state: dict) -> None:
     optimizer.load_state_dict(state)
 
 
