@@ -440,7 +440,7 @@ def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep,
     if pp:
         stdlib.append("import copy")
     if sharding == "zero1":
-        stdlib.append("import math")
+        stdlib += ["import itertools", "import math"]
     stdlib.append("from dataclasses import dataclass")
     if recompute == "selective":
         stdlib.append("from functools import partial")
@@ -454,7 +454,6 @@ def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep,
         plain.append("import torch.distributed._functional_collectives as ft_c")
     if sharding == "zero1":  # sharded optimizer states in checkpoints
         plain.append("import torch.distributed._shard.sharded_tensor as st")
-        add("torch.distributed.tensor._utils", "compute_local_shape_and_global_offset")
     plain.append("import torch.nn.functional as F")
     if recompute != "none":
         add("torch.distributed.algorithms._checkpoint.checkpoint_wrapper", "checkpoint_wrapper")
