@@ -23,6 +23,7 @@ output, ...). A model of your own runs under this file if it keeps those names a
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 from dataclasses import dataclass
 from functools import partial
@@ -44,7 +45,6 @@ from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B
 from torch.distributed.tensor import DTensor, Replicate, Shard, distribute_tensor
-from torch.distributed.tensor._utils import compute_local_shape_and_global_offset
 from torch.distributed.tensor.parallel import (
     ColwiseParallel,
     PrepareModuleInput,
@@ -401,13 +401,24 @@ class Bucket:
         tensor is at most 2 ndim - 1 blocks."""
         a, b = self.overlap(e)
         local = local_value(e.param)
-        if isinstance(e.param, DTensor):
-            _, origin = compute_local_shape_and_global_offset(e.param.shape, e.param.device_mesh, e.param.placements)
-        else:
-            origin = (0,) * local.dim()
+        origin, _ = local_block(e.param)
         out = []
         for offsets, sizes, flat in row_major_blocks(list(local.shape), a, b):
             out.append(([o + g for o, g in zip(offsets, origin, strict=True)], sizes, e.start + flat - self.lo))
+        return out
+
+    def layouts(self) -> list[list[tuple[Entry, list[int], list[int]]]]:
+        """The bucket as every coordinate of its parameters' mesh (tp, ep) lays it out: per
+        coordinate, each entry's local shape and global offset there."""
+        first = self.entries[0].param
+        grid = tuple(first.device_mesh.shape) if isinstance(first, DTensor) else ()
+        out = []
+        for coordinate in itertools.product(*(range(n) for n in grid)):
+            rows = []
+            for e in self.entries:
+                origin, shape = local_block(e.param, coordinate if isinstance(e.param, DTensor) else None)
+                rows.append((e, shape, origin))
+            out.append(rows)
         return out
 
     def sharded(self, e: Entry, state: torch.Tensor, layout: list) -> st.ShardedTensor:
@@ -426,6 +437,25 @@ class Bucket:
         out = st.ShardedTensorBase._init_from_local_shards_and_global_metadata(local, metadata)
         out._prepare_init(process_group=None, init_rrefs=False)
         return out
+
+
+def local_block(param: nn.Parameter, coordinate: tuple[int, ...] | None = None) -> tuple[list[int], list[int]]:
+    """(global offset, shape) of the local tensor of the rank at `coordinate` of the parameter's
+    mesh (this rank's by default): DTensor's torch.chunk split, ceil-sized pieces, per sharded
+    mesh dim in order, by arithmetic alone (no tensor op: it also runs on a rehearsal's fake
+    tensors)."""
+    shape, offset = list(param.shape), [0] * param.dim()
+    if not isinstance(param, DTensor):
+        return offset, shape
+    coordinate = param.device_mesh.get_coordinate() if coordinate is None else coordinate
+    for i, (placement, index) in enumerate(zip(param.placements, coordinate, strict=True)):
+        if placement.is_shard():
+            d, n = placement.dim, param.device_mesh.size(i)
+            chunk = -(-shape[d] // n)
+            start = min(index * chunk, shape[d])
+            offset[d] += start
+            shape[d] = max(0, min(chunk, shape[d] - start))
+    return offset, shape
 
 
 def row_major_blocks(shape: list[int], a: int, b: int) -> list[tuple[list[int], list[int], int]]:
@@ -746,18 +776,27 @@ class DistributedOptimizer:
         return out
 
     def layout(self) -> dict[str, list]:
-        """Every rank's blocks of every parameter (a ShardedTensor's global metadata), gathered
-        over the world once (tp replicas hold the same blocks: listed once)."""
+        """Every rank's blocks of every parameter (a ShardedTensor's global metadata), computed
+        here for each coordinate of the parameters' mesh and each rank of the bucket's group
+        (no communication: it also runs in a rehearsal; tp replicas' identical blocks once)."""
         if getattr(self, "blocks", None) is None:
-            mine = {e.name: [(offsets, sizes) for offsets, sizes, _ in b.boxes(e)]
-                    for b in self.buckets for e in b.entries}
-            everyone: list = [None] * dist.get_world_size()
-            dist.all_gather_object(everyone, mine)
             self.blocks: dict[str, list] = {}
-            for rank, blocks in enumerate(everyone):
-                for name, found in blocks.items():
-                    listed = self.blocks.setdefault(name, [])
-                    listed += [(rank, o, s) for o, s in found if all((o, s) != (lo, ls) for _, lo, ls in listed)]
+            for b in self.buckets:
+                for entries in b.layouts():
+                    size = -(-sum(math.prod(shape) for _, shape, _ in entries) // b.ranks) * b.ranks
+                    shard, start = size // b.ranks, 0
+                    for e, shape, origin in entries:
+                        end = start + math.prod(shape)
+                        listed = self.blocks.setdefault(e.name, [])
+                        for rank in range(start // shard, -(-end // shard)) if end > start else ():
+                            a, z = max(start, rank * shard), min(end, (rank + 1) * shard)
+                            for offsets, sizes, _ in row_major_blocks(shape, a - start, z - start):
+                                block = ([o + g for o, g in zip(offsets, origin, strict=True)], sizes)
+                                if block not in listed:
+                                    listed.append(block)
+                        start = end
+            rank = dist.get_rank()
+            self.blocks = {name: [(rank, o, z) for o, z in blocks] for name, blocks in self.blocks.items()}
         return self.blocks
 
     def load_state_dict(self, state: dict) -> None:
