@@ -109,3 +109,19 @@ def test_zero1_saves_shards_and_resumes_under_other_dp_degrees_and_shardings(wor
                        out=workdir / f"resume-zero1-{spec}")
         assert_parity(second, reference, steps=range(2, 4))
         assert "resumed from" in second.output
+
+
+def test_zero1_moe_with_tp_and_ep_saves_shards_one_process_resumes(workdir, reference_moe):
+    """zero1 under tp 2 (SP) x dp 2 with ep 2 over dp: the dense bucket mixes tp-split and
+    tp-replicated parameters and the experts have their own bucket over edp; one process
+    resumes from its step-2 checkpoint and steps 2 and 3 match the uninterrupted run."""
+    saved = workdir / "checkpoints-moe-zero1"
+    first = train(compile_job("moe-tp2-ep2-zero1", workdir), 4, "--checkpoint-dir", str(saved),
+                  "--checkpoint-every", "2", out=workdir / "save-moe-zero1")
+    assert_parity(first, reference_moe)
+    resume_dir = workdir / "checkpoints-moe-zero1-one"
+    shutil.copytree(saved / "step-2", resume_dir / "step-2")
+    second = train(compile_job("reference-moe", workdir), 1, "--checkpoint-dir", str(resume_dir), "--resume",
+                   out=workdir / "resume-moe-zero1")
+    assert_parity(second, reference_moe, steps=range(2, 4))
+    assert "resumed from" in second.output
