@@ -410,13 +410,18 @@ class Bucket:
     def layouts(self) -> list[list[tuple[Entry, list[int], list[int]]]]:
         """The bucket as every coordinate of its parameters' mesh (tp, ep) lays it out: per
         coordinate, each entry's local shape and global offset there."""
-        first = self.entries[0].param
-        grid = tuple(first.device_mesh.shape) if isinstance(first, DTensor) else ()
+        dims: dict[str, int] = {}  # every mesh dim any parameter is laid out on (by name)
+        for e in self.entries:
+            if isinstance(e.param, DTensor):
+                dims.update(zip(e.param.device_mesh.mesh_dim_names, e.param.device_mesh.shape, strict=True))
         out = []
-        for coordinate in itertools.product(*(range(n) for n in grid)):
+        for point in itertools.product(*(range(n) for n in dims.values())):
+            at = dict(zip(dims, point, strict=True))
             rows = []
             for e in self.entries:
-                origin, shape = local_block(e.param, coordinate if isinstance(e.param, DTensor) else None)
+                coordinate = tuple(at[name] for name in e.param.device_mesh.mesh_dim_names) \
+                    if isinstance(e.param, DTensor) else None
+                origin, shape = local_block(e.param, coordinate)
                 rows.append((e, shape, origin))
             out.append(rows)
         return out
