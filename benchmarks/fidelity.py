@@ -507,12 +507,12 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   `target`). Megatron-LM (`target megatron`, the published runs this model is fitted on) follows
   the traffic contract below. parc's own job and torchtitan (FSDP2 and torch's pipelining;
   docs/runtime.md's table, which tests/e2e/test_collectives.py checks against the collectives
-  the running job records) differ in three places: every sharding issues one call per FSDP
-  unit; zero1 all-reduces the fp32 gradients (4P) and then gathers every updated parameter in
-  fp32 (4P), one call per parameter tensor, about 12 bytes on the wire per parameter where the
-  distributed optimizer moves 6; and under pp > 1 torch's stages gather the weights once and
-  reduce once per step in every sharding. The contract, per optimizer step, per parameter P a
-  rank holds (dense ones over the dense
+  the running job records) differ in two places: every FSDP sharding issues one call per FSDP
+  unit, and zero1 (parc's distributed optimizer over flat buckets) one call per bucket, one
+  bucket per model chunk and parameter set (dense, experts), moving the contract's bytes (4P
+  reduce-scattered + 2P gathered) in fewer, larger calls; and under pp > 1 torch's stages
+  gather the weights once and reduce once per step in every FSDP sharding. The contract, per
+  optimizer step, per parameter P a rank holds (dense ones over the dense
   group dp x cp (x ep as an axis), or hsdp's shard group; experts over the expert group), m
   micro-batches, gradients reduced in fp32 (4 bytes: FSDP2's reduce dtype in parc's runtime,
   forced by Megatron-LM under bf16; Megatron-LM's fp16 runs reduce in fp16, 2 bytes) and

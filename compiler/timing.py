@@ -53,10 +53,6 @@ ACT = 2
 """Bytes of an activation element (bf16/fp16; fp8 training keeps activations in bf16)."""
 PARAM = 2
 FP32 = 4
-PARAM_TENSORS_PER_LAYER = 9
-"""Parameter tensors of one layer of parc's model.py (wq, wk, wv, wo, w1, w2, w3 and two norm
-weights; the root's embedding, final norm and output are about as many): parc's zero1 gathers
-its updated parameters one tensor at a time."""
 """Bytes of a parameter element when gathered (the bf16 compute copy)."""
 DP_BUCKET = 40_000_000
 """Elements of one data-parallel bucket outside FSDP, at least `DP_BUCKET_PER_RANK` x the group
@@ -1112,8 +1108,10 @@ def dp_ledger(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, re
 
     parc's runtime ("torch", the table of docs/runtime.md, checked against the collectives the
     running job records in tests/e2e/test_collectives.py): FSDP2 for every sharding, so one call
-    per FSDP unit; zero1 all-reduces the gradients (FSDP2 over the replicas) and then all-gathers
-    every updated parameter in fp32, one call per parameter tensor; under pp > 1 torch's stages
+    per FSDP unit; zero1 is a distributed optimizer over flat buckets, one per model chunk and
+    parameter set (`chunks` per rank): one reduce-scatter of the fp32 gradients after the last
+    backward and one all-gather of the updated parameters in the compute dtype per bucket and
+    step (the same bytes as Megatron-LM's, in fewer, larger calls); under pp > 1 torch's stages
     reduce and reshard only after the last backward and `reshard_after_forward` is off, so every
     sharding gathers its weights once and reduces once per step. Otherwise as below.
 
@@ -1130,13 +1128,14 @@ def dp_ledger(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, re
     - hsdp: zero3 over the shard group plus one all-reduce of the sharded gradients over the
       replicas per step."""
     return _dp_ledger(r.params_dense, r.params_expert, r.layers, k.microbatches, k.sharding, k.pp,
-                      dense, expert, shard, replicate, grad, runtime, r.moe_layers or r.layers)
+                      dense, expert, shard, replicate, grad, runtime, r.moe_layers or r.layers,
+                      max(1, k.virtual_stages) if k.pp > 1 else 1)
 
 
 @lru_cache(maxsize=65536)
 def _dp_ledger(params_dense: int, params_expert: int, layers: int, m: int, mode: str, pp: int, dense: Link,
                expert: Link, shard: Link, replicate: Link, grad: int, runtime: str = "torch",
-               moe_layers: int = 0) -> tuple[Collective, ...]:
+               moe_layers: int = 0, chunks: int = 1) -> tuple[Collective, ...]:
     sets = ((params_dense, shard if mode == "hsdp" else dense, layers + 1), (params_expert, expert, moe_layers))
     out: list[Collective] = []
     torch_runtime = runtime == "torch"
@@ -1157,9 +1156,9 @@ def _dp_ledger(params_dense: int, params_expert: int, layers: int, m: int, mode:
     for params, lk, units in sets:  # experts: one FSDP unit per MoE layer
         if mode == "none":
             add("all_reduce", grad * params, 1, lk, "last_backward")
-        elif mode == "zero1" and torch_runtime:
-            add("all_reduce", grad * params, 1, lk, "last_backward")
-            add("all_gather", FP32 * params, 1, lk, "after_step", calls=PARAM_TENSORS_PER_LAYER * units)
+        elif mode == "zero1" and torch_runtime:  # one flat bucket per model chunk and parameter set
+            add("reduce_scatter", grad * params, 1, lk, "last_backward", calls=chunks)
+            add("all_gather", PARAM * params, 1, lk, "after_step", calls=chunks)
         elif mode == "zero1":
             add("reduce_scatter", grad * params, 1, lk, "last_backward")
             add("all_gather", PARAM * params, 1, lk, "after_step")

@@ -220,27 +220,28 @@ CONTRACT = {
     "zero3": [("all_gather", 2, lambda m, pp: m * (2 if pp == 1 else 1)), ("reduce_scatter", 4, lambda m, pp: m)],
 }
 # parc's runtime (the table of docs/runtime.md, which tests/e2e/test_collectives.py checks
-# against the collectives the running job records): FSDP2 in every mode; zero1 gathers the
-# updated parameters in fp32; under pp torch's stages gather once and reduce once per step.
+# against the collectives the running job records): FSDP2 in every mode but zero1, a distributed
+# optimizer over flat buckets (fp32 reduce-scatter, compute-dtype all-gather, one call per bucket:
+# one bucket per model chunk); under pp torch's stages gather once and reduce once per step.
 RUNTIME = {
     "none": [("all_reduce", 4, lambda m, pp: 1)],
-    "zero1": [("all_reduce", 4, lambda m, pp: 1), ("all_gather", 4, lambda m, pp: 1)],
+    "zero1": [("reduce_scatter", 4, lambda m, pp: 1), ("all_gather", 2, lambda m, pp: 1)],
     "zero2": [("reduce_scatter", 4, lambda m, pp: m if pp == 1 else 1), ("all_gather", 2, lambda m, pp: 1)],
     "zero3": [("all_gather", 2, lambda m, pp: 2 * m if pp == 1 else 1),
               ("reduce_scatter", 4, lambda m, pp: m if pp == 1 else 1)],
 }
 LLAMA3_8B_LAYERS = 32
 BUCKET = 40_000_000  # elements: Megatron-LM's max(40M, 1M x dp) with dp 16
-TENSORS_PER_LAYER = 9  # parc's model.py: wq, wk, wv, wo, w1, w2, w3, two norms
 
 
 def _calls(sharding: str, elements: float, pp: int, dp_runtime: str, kind: str) -> int:
     """Calls one logical collective is issued in: one per FSDP unit (each layer the rank holds,
-    plus the root) for zero2/zero3 and for every sharding of parc's runtime (whose zero1 gathers
-    tensor by tensor), one per 40M-element bucket for Megatron's DDP and zero1."""
+    plus the root) for zero2/zero3 and for every FSDP sharding of parc's runtime, one per bucket
+    for parc's zero1 (one bucket: the rank's one model chunk), one per 40M-element bucket for
+    Megatron's DDP and zero1."""
     units = LLAMA3_8B_LAYERS // pp + 1
     if dp_runtime == "torch":
-        return TENSORS_PER_LAYER * units if (sharding, kind) == ("zero1", "all_gather") else units
+        return 1 if sharding == "zero1" else units
     if sharding in ("zero2", "zero3"):
         return units
     return math.ceil(elements / BUCKET)

@@ -275,8 +275,10 @@ def parallel_context(plan: Plan, layout: Layout) -> dict:
         data_degree=layout.data_degree,
         data_text=" x ".join(f"{d} {layout.size(d)}" for d in layout.data_dims) or "none (one replica)",
         data_mesh_code=data_lines, data_mesh_text=data_mesh_text, data_2d=data_2d,
-        expert_mesh_expr='experts["edp", "edp_shard"]' if sharding in ("none", "zero1") else 'experts["edp"]',
-        expert_mesh_text="edp replicas x shards of one rank" if sharding in ("none", "zero1")
+        expert_mesh_expr={"none": 'experts["edp", "edp_shard"]', "zero1": 'experts["edp_shard"]'}.get(
+            sharding, 'experts["edp"]'),
+        expert_mesh_text="this rank alone (zero1: the experts' bucket is reduce-scattered over edp)"
+        if sharding == "zero1" else "edp replicas x shards of one rank" if sharding == "none"
         else "edp, sharded",
         global_batch=t.global_batch, local_batch=t.global_batch // batch_degree, batch_degree=batch_degree,
         micro_batch=t.micro_batch, grad_accum=t.grad_accum, batch_dims=_tuple(batch_dims) if batch_dims else "()",
@@ -446,6 +448,8 @@ def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep,
     stdlib = []
     if pp:
         stdlib.append("import copy")
+    if sharding == "zero1":
+        stdlib += ["import itertools", "import math"]
     stdlib.append("from dataclasses import dataclass")
     if recompute == "selective":
         stdlib.append("from functools import partial")
@@ -457,6 +461,8 @@ def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep,
     plain = ["import torch", "import torch.distributed as dist"]
     if (cp and plan.layout.cp.flavour != "ring") or ep:  # the ring exchanges with c10d itself
         plain.append("import torch.distributed._functional_collectives as ft_c")
+    if sharding == "zero1":  # sharded optimizer states in checkpoints
+        plain.append("import torch.distributed._shard.sharded_tensor as st")
     plain.append("import torch.nn.functional as F")
     if recompute != "none":
         add("torch.distributed.algorithms._checkpoint.checkpoint_wrapper", "checkpoint_wrapper")

@@ -29,7 +29,7 @@ from .buffers import backward_working_set, fsdp_buffers, largest_layer
 from .inputs import Knobs, Shape
 from .parameters import Params, by_rank, chunk_params, chunks_of, layer_params, padded_vocab
 from .schedules import MAX_STATE_CHUNKS, peak_states, weighted_peak
-from .states import checkpoint_gather_bytes, compute_copy_bytes, model_states
+from .states import checkpoint_gather_bytes, compute_copy_bytes, model_states, zero1_buffer_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,7 +336,7 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
         else:
             sharded = (p.linear + p.other) / dense_group + p.expert / expert_group
             if sharding == "zero1":
-                states = 8 * total + round(opt * sharded)
+                states = 8 * total + round(opt * sharded) + zero1_buffer_bytes(p, k)
             else:
                 states = round(4 * sharded) * 2 + round(opt * sharded)
                 if k.pp > 1:

@@ -8,12 +8,16 @@ torch (what parc generates; FSDP2 with MixedPrecisionPolicy(param_dtype=bf16, re
 | sharding | params | grads | optimizer | also held |
 |---|---|---|---|---|
 | none (DDP) | 4 | 4 | o | the compute copy (FSDP2 on a shard of one rank), as zero3 holds it |
-| zero1 | 4 | 4 | o sharded | as none; a checkpoint gathers o more (`checkpoint_gather_bytes`) |
+| zero1 | 4 | 4 (one flat buffer) | (o + 8 + w) sharded | the distributed optimizer's buffers (`zero1_buffer_bytes`) |
 | zero2 (reshard_after_forward=False) | 4 sharded | 4 sharded | o sharded | bf16 copy of every layer, unsharded, forward to backward |
 | zero3, hsdp (reshard_after_forward=True) | 4 sharded | 4 sharded | o sharded | the unsharded layers in flight (see `model.py`) |
 
 The parameters themselves are fp32 (the master copy is the parameter), so there is no separate
-4-byte master as in the ZeRO paper. Under pipeline parallelism, torch.distributed.pipelining runs
+4-byte master as in the ZeRO paper, except under zero1: its distributed optimizer (parallel.py's
+`Bucket`) keeps per bucket an fp32 master shard (4 sharded), the reduce-scatter's fp32 output
+(4 sharded), and the all-gather's compute-dtype (w: 2, or 4 when computing in fp32) input shard
+(w sharded), all allocated once and counted under `optimizer`; the all-gather's flat output is
+the gradient buffer's storage (free after the step), so it costs nothing more. Under pipeline parallelism, torch.distributed.pipelining runs
 every backward but the step's last with `set_requires_gradient_sync(False)` and
 `set_reshard_after_backward(False)` (`PipelineStage.backward_maybe_with_nosync`), so FSDP2 keeps
 the unsharded gradients, upcast to the fp32 reduce dtype (`FSDPParam.to_accumulated_grad_if_needed`),
@@ -67,13 +71,19 @@ def compute_copy_bytes(p: Params, precision: str) -> int:
 
 def checkpoint_gather_bytes(p: Params, k: Knobs) -> int:
     """What building a checkpoint's state dict allocates on top of the model states, while it is
-    saved or loaded (torch runtime). ZeRO-1 gathers whole, parameter-shaped optimizer states for
-    every parameter at once (so that any layout can read them): o bytes per parameter. The
-    other modes hand DCP the sharded tensors they hold. Not part of the step's peak: a checkpoint
-    is written between steps, when gradients are freed and no activations are held."""
-    if k.runtime != "torch" or k.sharding != "zero1":
-        return 0
-    return optimizer_bytes(k.optimizer, k.runtime) * p.total
+    saved or loaded (torch runtime): nothing in any mode. Every mode hands DCP the shards it
+    holds; zero1's are ShardedTensor views of its flat states (before, zero1 gathered whole
+    moments: o bytes per parameter)."""
+    return 0
+
+
+def zero1_buffer_bytes(p: Params, k: Knobs) -> int:
+    """zero1's distributed-optimizer buffers beyond the moments (torch runtime): fp32 master and
+    reduced-gradient shards and the compute-dtype all-gather shard (its output reuses the
+    gradient buffer)."""
+    w = FP32 if k.precision == "fp32" else HALF
+    sharded = (p.linear + p.other) / k.dense_shard_group + p.expert / k.expert_shard_group
+    return round((2 * FP32 + w) * sharded)
 
 
 def model_states(p: Params, k: Knobs) -> States:
@@ -96,7 +106,7 @@ def model_states(p: Params, k: Knobs) -> States:
     if k.sharding == "none":
         return States(FP32 * total, FP32 * total, opt * total, unsharded=copy)
     if k.sharding == "zero1":
-        return States(FP32 * total, FP32 * total, round(opt * sharded), unsharded=copy)
+        return States(FP32 * total, FP32 * total, round(opt * sharded) + zero1_buffer_bytes(p, k), unsharded=copy)
     return States(
         params=round(FP32 * sharded), grads=round(FP32 * sharded), optimizer=round(opt * sharded),
         unsharded=copy,

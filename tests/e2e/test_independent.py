@@ -7,7 +7,11 @@ form, grouped-query causal attention written out as softmax(q k^T / sqrt(d)) v, 
 embeddings), the synthetic data from its formula, and the training step from torch's own AdamW,
 with the initial weights copied by name from model.initial_value (the weights every layout
 starts from). The generated single-process run and a tp 2 x pp 2 x dp 2 run must then agree
-with it within the harness's tolerances: losses and gradients of every step.
+with it within the harness's tolerances: losses and gradients of every step. The mixture of
+experts is written the same way (`mixture_of_experts`: the router's softmax, top-k with
+renormalised gates, every expert computed densely and weighted, the shared expert) and
+compared with the generated tiny-moe job in one process and under tp 2 (SP) x dp 2 with ep 2
+over dp.
 """
 
 from __future__ import annotations
@@ -53,6 +57,26 @@ def rope(x, theta):
     return torch.cat([x1 * angles.cos() - x2 * angles.sin(), x1 * angles.sin() + x2 * angles.cos()], dim=-1)
 
 
+def swiglu(w: dict, p: str, x: torch.Tensor) -> torch.Tensor:
+    return (F.silu(x @ w[p + "w1.weight"].T) * (x @ w[p + "w3.weight"].T)) @ w[p + "w2.weight"].T
+
+
+def mixture_of_experts(w: dict, p: str, x: torch.Tensor, m) -> torch.Tensor:
+    """Top-k routing written densely: every expert computes every token, and token t takes
+    sum over its k chosen experts e of gate(t, e) x expert_e(t), the gates being the router's
+    fp32 softmax probabilities of the chosen experts renormalised to sum to 1 (no balancing,
+    no capacity limit: the spec's `moe-balance none`); plus the shared expert on every token."""
+    probs = (x @ w[p + "router.weight"].T).float().softmax(-1)
+    gates, chosen = probs.topk(m.TOP_K, dim=-1)
+    gates = gates / gates.sum(-1, keepdim=True)
+    weight = torch.zeros_like(probs).scatter_add(-1, chosen, gates)  # (batch, seq, experts)
+    routed = torch.zeros_like(x)
+    for e in range(m.EXPERTS):
+        expert = (F.silu(x @ w[p + "experts.w1"][e]) * (x @ w[p + "experts.w3"][e])) @ w[p + "experts.w2"][e]
+        routed = routed + weight[..., e:e + 1] * expert
+    return routed + swiglu(w, p + "shared_experts.", x)
+
+
 def decoder_loss(w: dict, tokens: torch.Tensor, m) -> torch.Tensor:
     """The tiny decoder, by hand: mean next-token cross-entropy over the batch."""
     inputs, targets = tokens[:, :-1], tokens[:, 1:]
@@ -72,8 +96,10 @@ def decoder_loss(w: dict, tokens: torch.Tensor, m) -> torch.Tensor:
         attention = scores.masked_fill(~causal, float("-inf")).softmax(-1) @ v
         h = h + attention.transpose(1, 2).reshape(batch, seq, -1) @ w[p + "attention.wo.weight"].T
         x = rms_norm(h, w[p + "ffn_norm.weight"], m.NORM_EPS)
-        gate = F.silu(x @ w[p + "feed_forward.w1.weight"].T) * (x @ w[p + "feed_forward.w3.weight"].T)
-        h = h + gate @ w[p + "feed_forward.w2.weight"].T
+        if i in getattr(m, "MOE_LAYERS", ()):
+            h = h + mixture_of_experts(w, p + "feed_forward.", x, m)
+        else:
+            h = h + swiglu(w, p + "feed_forward.", x)
     logits = rms_norm(h, w["norm.weight"], m.NORM_EPS) @ w["output.weight"].T
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
@@ -92,8 +118,18 @@ def hand_run(job: Path, plan) -> Run:
                    p + "attention.wk.weight": (m.KV_HEADS * m.HEAD_DIM, m.HIDDEN),
                    p + "attention.wv.weight": (m.KV_HEADS * m.HEAD_DIM, m.HIDDEN),
                    p + "attention.wo.weight": (m.HIDDEN, m.HEADS * m.HEAD_DIM),
-                   p + "feed_forward.w1.weight": (m.FFN, m.HIDDEN), p + "feed_forward.w3.weight": (m.FFN, m.HIDDEN),
-                   p + "feed_forward.w2.weight": (m.HIDDEN, m.FFN)}
+                   }
+        if i in getattr(m, "MOE_LAYERS", ()):
+            f, shared = p + "feed_forward.", m.SHARED_EXPERTS * m.EXPERT_FFN
+            shapes |= {f + "router.weight": (m.EXPERTS, m.HIDDEN),
+                       f + "experts.w1": (m.EXPERTS, m.HIDDEN, m.EXPERT_FFN),
+                       f + "experts.w3": (m.EXPERTS, m.HIDDEN, m.EXPERT_FFN),
+                       f + "experts.w2": (m.EXPERTS, m.EXPERT_FFN, m.HIDDEN),
+                       f + "shared_experts.w1.weight": (shared, m.HIDDEN), f + "shared_experts.w3.weight": (shared, m.HIDDEN),
+                       f + "shared_experts.w2.weight": (m.HIDDEN, shared)}
+        else:
+            shapes |= {p + "feed_forward.w1.weight": (m.FFN, m.HIDDEN), p + "feed_forward.w3.weight": (m.FFN, m.HIDDEN),
+                       p + "feed_forward.w2.weight": (m.HIDDEN, m.FFN)}
     weights = {name: m.initial_value(name, torch.Size(shape), 0, torch.device("cpu")).requires_grad_()
                for name, shape in shapes.items()}
     optimizer = torch.optim.AdamW(list(weights.values()), lr=float(LR), betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
@@ -119,3 +155,20 @@ def test_generated_job_matches_the_hand_written_decoder(spec, workdir, by_hand):
     assert sorted(by_hand.grads) == list(range(STEPS)) and by_hand.grads[0]
     run = train(compile_job(spec, workdir), plan_of(spec).cluster.world_size)
     assert_parity(run, by_hand)
+
+
+@pytest.fixture(scope="module")
+def moe_by_hand(workdir):
+    return hand_run(compile_job("reference-moe", workdir), plan_of("reference-moe"))
+
+
+@pytest.mark.parametrize("spec", ["reference-moe", "moe-tp2-ep2-zero1"])
+def test_generated_moe_job_matches_the_hand_written_mixture_of_experts(spec, workdir, moe_by_hand):
+    """tiny-moe (4 experts, top-2, one shared expert, layer 0 dense) by hand against the
+    generated job in one process and under tp 2 (SP) x dp 2 with ep 2 over dp (zero1):
+    losses and the gradients of every parameter (the router's and every expert's included)."""
+    assert sorted(moe_by_hand.grads) == list(range(STEPS))
+    assert any(".experts." in name for name in moe_by_hand.grads[0])
+    run = train(compile_job(spec, workdir), plan_of(spec).cluster.world_size)
+    assert set(run.grads[0]) == set(moe_by_hand.grads[0])
+    assert_parity(run, moe_by_hand)

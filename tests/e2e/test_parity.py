@@ -41,6 +41,7 @@ MOE = [
     "moe-4d",       # tp 2 (SP) x dp 2 x pp 2 (1F1B), ep 2 over dp, zero2, selective recompute
     "moe-ep-over-cp-dp",  # cp 2 (ring) x dp 2, ep 4 over cp x dp, zero3
     "moe-tp2-dp2",  # tp 2 without SP: each tp rank routes half the sequence, DDP
+    "moe-tp2-ep2-zero1",  # tp 2 (SP), ep 2 over dp 2, zero1: the experts' bucket over edp
 ]
 
 

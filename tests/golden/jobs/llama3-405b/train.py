@@ -514,14 +514,17 @@ class MemoryMeter:
         inner = getattr(optimizer, "inner", None)
         states = [v for o in ([inner] if inner is not None else optimizer.optimizers) for s in o.state.values()
                   for v in s.values() if isinstance(v, torch.Tensor)]
+        # zero1's distributed optimizer: master and reduced-gradient shards, the all-gather's shard
+        states += [t for b in getattr(optimizer, "buckets", ()) for t in (b.main, b.grad_shard, b.piece)]
         self.report["optimizer_bytes"] = storage_bytes(v for v in states if v.dim() > 0)
         self.report["optimizer_step_bytes"] = storage_bytes(v for v in states if v.dim() == 0)
         # A checkpoint's state dict: what it allocates beyond the tensors that already exist.
         existing = {plain(t).untyped_storage().data_ptr() for t in states}
         existing |= {plain(p).untyped_storage().data_ptr() for part in self.rt.parts for p in part.parameters()}
         state = parallel.optimizer_state(self.rt, optimizer)
-        built = [v for v in state.values() if isinstance(v, torch.Tensor) and v.dim() > 0
-                 and plain(v).untyped_storage().data_ptr() not in existing]
+        tensors = [s.tensor for v in state.values() for s in (v.local_shards() if hasattr(v, "local_shards") else ())]
+        tensors += [v for v in state.values() if isinstance(v, torch.Tensor) and not hasattr(v, "local_shards")]
+        built = [v for v in tensors if v.dim() > 0 and plain(v).untyped_storage().data_ptr() not in existing]
         self.report["checkpoint_extra_bytes"] = storage_bytes(built)
 
     def write(self, path: Path) -> None:
