@@ -251,14 +251,18 @@ def test_the_memory_floors_never_exceed_a_peak(path):
     most the memory model's peak under every sharding (sampled groups of three spaces)."""
     import random
 
-    from parc.memory.model import activation_floor
+    from parc.memory.model import activation_floor, activation_floors
 
     engine = Engine(_space(path), keep=1)
     groups = []
     engine._scan = lambda found: groups.extend(found)
     engine.run()
+    assert groups
     for group in random.Random(path).sample(groups, min(150, len(groups))):
         k, _, _, _, knobs = engine._parts(group)
-        quick, full = engine._quick_floor(k), activation_floor(engine.shape, k)
+        quick, full = engine._quick_floor(k, group[0]), activation_floor(engine.shape, k)
+        states = engine._states_floor(group[0], k)
+        with_states = max(a + s for a, s in zip(activation_floors(engine.shape, k), states, strict=True))
         peaks = [peak(engine.shape, ks)[0] for ks in knobs]
-        assert quick <= full <= min(peaks), (group, quick, full, peaks)
+        assert full <= with_states <= min(peaks), (group, full, with_states, peaks)
+        assert quick <= with_states, (group, quick, with_states)

@@ -264,43 +264,54 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
                 best, where = total, r
         return best, where
     peaks = _activation_peaks(acts, k.schedule, k.pp, k.virtual_stages, k.microbatches)
-    sharding = k.sharding
-    opt = 8 if k.optimizer != "sgd" else 4
-    precision = k.precision
-    if sharding != "none":
-        dense_group, expert_group = k.dense_shard_group, k.expert_shard_group
+    groups = (k.dense_shard_group, k.expert_shard_group) if k.sharding != "none" else (1, 1)
     best, where = -1, 0
     for r in range(k.pp):
         rp = params[r]
-        p = rp.params
-        total = p.linear + p.other + p.expert
-        if sharding == "none":
-            states = (8 + opt) * total
-        else:
-            sharded = (p.linear + p.other) / dense_group + p.expert / expert_group
-            if sharding == "zero1":
-                states = 8 * total + round(opt * sharded)
-            else:
-                states = round(4 * sharded) * 2 + round(opt * sharded)
-                if k.pp > 1:
-                    states += 4 * total
-        # gathered copies held across layers
-        held = peaks[r]
-        if keeps_gathered(k):
-            states += compute_copy_bytes(p, precision)
-        total_bytes = states + held + acts[r].transient + fsdp_buffers(rp.largest_layer, k, rp.root)
+        total_bytes = (state_bytes(rp.params, k, groups) + peaks[r] + acts[r].transient
+                       + fsdp_buffers(rp.largest_layer, k, rp.root))
         if total_bytes > best:
             best, where = total_bytes, r
     return best, where
+
+
+def state_bytes(p: Params, k: Knobs, groups: tuple[int, int]) -> int:
+    """What one rank of parc's runtime holds for its parameters `p` between and during steps:
+    parameters, gradients and optimizer states under k's sharding over `groups` (the dense and
+    expert shard groups), plus the gathered compute copies FSDP2 keeps across layers
+    (`keeps_gathered`). `peak`'s model states; search also takes its least over a layout's
+    shardings as a floor (it never decreases as `p` grows: each term is a rounding of a
+    non-negative multiple)."""
+    sharding = k.sharding
+    opt = 8 if k.optimizer != "sgd" else 4
+    total = p.linear + p.other + p.expert
+    if sharding == "none":
+        states = (8 + opt) * total
+    else:
+        sharded = (p.linear + p.other) / groups[0] + p.expert / groups[1]
+        if sharding == "zero1":
+            states = 8 * total + round(opt * sharded)
+        else:
+            states = round(4 * sharded) * 2 + round(opt * sharded)
+            if k.pp > 1:
+                states += 4 * total
+    if keeps_gathered(k):
+        states += compute_copy_bytes(p, k.precision)
+    return states
 
 
 def activation_floor(shape: Shape, k: Knobs) -> int:
     """The least `peak` can be under any dp sharding: the worst rank's activations in flight plus
     its transient buffers (model states and FSDP buffers only add to it). Search tests it once
     for all the shardings of a layout before predicting each."""
+    return max(activation_floors(shape, k))
+
+
+def activation_floors(shape: Shape, k: Knobs) -> tuple[int, ...]:
+    """`activation_floor` per pp rank (search adds each rank's least model states to it)."""
     acts = rank_activations(shape, k)
     peaks = _activation_peaks(acts, k.schedule, k.pp, k.virtual_stages, k.microbatches)
-    return max(peaks[r] + acts[r].transient for r in range(k.pp))
+    return tuple(peaks[r] + acts[r].transient for r in range(k.pp))
 
 
 _PEAKS: dict[tuple, tuple] = {}
@@ -331,6 +342,19 @@ def _activation_peaks(acts: tuple[RankActivations, ...], schedule: str, pp: int,
         _PEAKS.clear()
     _PEAKS[key] = (acts, tuple(out))
     return _PEAKS[key][1]
+
+
+def trim_caches() -> None:
+    """Forget what grows with a pipeline's depth (each rank's activations, the schedules' action
+    lists, the activation peaks keyed by them), and keep the undominated schedule states (a few
+    small tuples per rank, which the next layouts of a search share: walking them again is most
+    of a deep search's cost) and the per-layer pieces. A long search calls it to bound its
+    memory."""
+    from . import schedules
+
+    _rank_activations.cache_clear()
+    schedules._walked_actions.cache_clear()
+    _PEAKS.clear()
 
 
 def clear_caches() -> None:

@@ -47,8 +47,8 @@ from ..checks import predicates as rules
 from ..memory import MAX_CHUNKS
 from ..memory.buffers import reserve_bytes
 from ..memory.inputs import Knobs, shape_of
-from ..memory.model import activation_floor, peak, rank_activations
-from ..memory.model import clear_caches as clear_memory_caches
+from ..memory.model import activation_floors, peak, rank_activations, rank_params, state_bytes
+from ..memory.model import trim_caches
 from ..memory.parameters import padded_vocab
 from ..memory.schedules import weighted_peak
 from ..targets import runtime
@@ -66,8 +66,10 @@ MAX_GROUPS = 600_000
 MAX_DEGREE_TUPLES = 2_000_000
 """Most degree assignments one search walks."""
 CACHE_WORK = 25_000
-"""The memory model's caches are emptied after every this many pipeline-rank evaluations: a
-search through deep pipelines would otherwise keep gigabytes of schedule states."""
+"""The memory model's per-rank caches are emptied after every this many pipeline-rank
+evaluations (`memory.model.trim_caches`): a search through deep pipelines would otherwise keep
+gigabytes of per-rank activations and action lists. The schedule states stay: they are small
+and walking them again cost more than half of a deep search."""
 MAX_WORK = 400_000
 """Most pipeline-rank evaluations of the memory and time models one search makes (a memory or
 time prediction costs one per pipeline rank, a memory floor one): a few minutes on a 2-core
@@ -697,7 +699,7 @@ class Engine:
             if refined is None:
                 # Memory first: a group whose activations alone do not fit is out whatever its
                 # sharding, and that costs less to learn than its bounds per sharding.
-                floor = self._quick_floor(self._knobs(*groups[i]))
+                floor = self._quick_floor(self._knobs(*groups[i]), groups[i][0])
                 if floor > self.usable:
                     stats.out_of_memory += self._group_size(groups[i])
                     self._note_smallest(floor)
@@ -740,7 +742,8 @@ class Engine:
             if floor is None:
                 stats.memory_evaluations += 1
                 self._work(k0.pp)
-                floor = activation_floor(self.shape, k0)
+                states = self._states_floor(item, k0)
+                floor = max(a + b for a, b in zip(activation_floors(self.shape, k0), states, strict=True))
             if floor > self.usable:  # no sharding can fit: the activations alone do not
                 stats.out_of_memory += n_orders
                 self._note_smallest(floor)
@@ -762,12 +765,32 @@ class Engine:
                 threshold = self._keep(step, peak_bytes, item, order, k, sharding, shard)
         return threshold
 
-    def _quick_floor(self, k: Knobs) -> int:
+    def _states_floor(self, item: _Degrees, k: Knobs) -> tuple[int, ...]:
+        """Per pp rank, the least model states (`memory.model.state_bytes`) of any of the group's
+        shardings: `peak` adds exactly these states to each rank's activations and buffers, so a
+        rank's activation floor plus them is still a floor. They depend on the degrees, the
+        chunking and the sharding only: kept per (schedule, virtual stages) for the degrees.
+        Zeros outside parc's runtime (the floors are its)."""
+        if self.runtime != "torch":
+            return (0,) * k.pp
+        key = ("states", k.schedule, k.virtual_stages)
+        cached = item.opt_cache.get(key)
+        if cached is None:
+            params = rank_params(self.shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)
+            knobs = [self._with_sharding(k, *s) for s in self._group_shardings(item, k)]
+            groups = [(ks.dense_shard_group, ks.expert_shard_group) if ks.sharding != "none" else (1, 1)
+                      for ks in knobs]
+            cached = item.opt_cache[key] = tuple(
+                min(state_bytes(rp.params, ks, g) for ks, g in zip(knobs, groups, strict=True)) for rp in params)
+        return cached
+
+    def _quick_floor(self, k: Knobs, item: _Degrees) -> int:
         """A floor on the memory of every sharding of these knobs, cheaper than the memory
-        model's `activation_floor`, in two steps (the second only when the first fits). First
-        without walking the schedule: every schedule holds, when a rank runs its first backward,
-        the activations of micro-batch 0 on each of its chunks (it went forward through all of
-        them and the backward starts from the last), so the sum over a rank's chunks plus its
+        model's `activation_floors`, in two steps (the second only when the first fits), each
+        rank's least model states over the shardings (`_states_floor`) added. First without
+        walking the schedule: every schedule holds, when a rank runs its first backward, the
+        activations of micro-batch 0 on each of its chunks (it went forward through all of them
+        and the backward starts from the last), so the sum over a rank's chunks plus its
         transient buffers is a floor. Then the first and the last rank's activations at their
         worst moment (`schedules.weighted_peak`: one walk each, where the model walks every rank).
         Only for parc's runtime (the floors count its transient buffers, which the others' do not
@@ -777,21 +800,22 @@ class Engine:
         self.stats.memory_evaluations += 1
         self._work(1)
         acts = rank_activations(self.shape, k)
-        floor = max(sum(c.saved for c in a.chunks) + a.transient for a in acts)
+        states = self._states_floor(item, k)
+        floor = max(sum(c.saved for c in a.chunks) + a.transient + s for a, s in zip(acts, states, strict=True))
         if floor > self.usable:
             return floor
         for rank in sorted({0, k.pp - 1}):
             chunks = acts[rank].chunks
             held, _ = weighted_peak(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank,
                                     tuple(c.saved for c in chunks), tuple(c.pending for c in chunks))
-            floor = max(floor, held + acts[rank].transient)
+            floor = max(floor, held + acts[rank].transient + states[rank])
         return floor
 
     def _work(self, ranks: int) -> None:
         before = self.stats.work
         self.stats.work += ranks
         if self.stats.work // CACHE_WORK != before // CACHE_WORK:
-            clear_memory_caches()  # deep pipelines fill them fast: keep the process's memory bounded
+            trim_caches()  # deep pipelines fill them fast: keep the process's memory bounded
         if self.stats.work > MAX_WORK:
             raise SpaceTooLarge("pipeline-rank evaluations", self.stats.work, MAX_WORK, self.stats)
 
