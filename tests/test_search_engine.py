@@ -266,3 +266,30 @@ def test_the_memory_floors_never_exceed_a_peak(path):
         peaks = [peak(engine.shape, ks)[0] for ks in knobs]
         assert full <= with_states <= min(peaks), (group, full, with_states, peaks)
         assert quick <= with_states, (group, quick, with_states)
+
+
+@pytest.mark.parametrize("path", ["tests/golden/search/specs/five-axes.par", "tests/golden/search/specs/moe-fold.par",
+                                  "tests/golden/search/specs/moe-fixed-ep.par"])
+def test_single_rank_is_what_sharding_spreads_over(path):
+    """`is_single_rank`, the one predicate the fold and the groups' shardings read, holds exactly
+    when every sharding of the degrees shards over one rank (the memory model's shard groups)."""
+    from parc.search.engine import is_single_rank
+
+    engine = Engine(_space(path), keep=1)
+    groups = []
+    engine._scan = lambda found: groups.extend(found)
+    engine.run()
+    items = {id(g[0]): g for g in groups}
+    assert items
+    seen = set()
+    for group in items.values():
+        item = group[0]
+        k = engine._knobs(*group)
+        spread = {(ks.dense_shard_group, ks.expert_shard_group if engine.shape.moe else 1)
+                  for ks in (engine._with_sharding(k, *s) for s in item.shardings if s[0] != "none")}
+        assert item.single_rank == is_single_rank(k, bool(engine.shape.moe)) == (spread <= {(1, 1)}), (item.degrees, spread)
+        assert engine._group_shardings(item, k) == ([("none", 0)] if item.single_rank else item.shardings)
+        seen.add(item.single_rank)
+    assert False in seen
+    if path.endswith("five-axes.par"):
+        assert True in seen

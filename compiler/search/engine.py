@@ -153,7 +153,7 @@ class _Degrees:
     """One degree assignment that passed the degree rules, with what its subtree shares."""
 
     __slots__ = ("index", "degrees", "ep", "batch_degree", "orders", "order_weight", "orders_raw",
-                 "shardings", "shardings_raw", "classes", "opt_cache")
+                 "shardings", "shardings_raw", "classes", "opt_cache", "single_rank")
 
     def __init__(self, index, degrees, ep, batch_degree):
         self.index = index
@@ -167,6 +167,8 @@ class _Degrees:
         self.shardings_raw = 1
         self.classes: dict[int, list] = {}
         self.opt_cache: dict = {}
+        self.single_rank = False
+        """Every sharding spreads over a single rank (`is_single_rank`)."""
 
 
 class Engine:
@@ -418,15 +420,13 @@ class Engine:
             if not item.orders:
                 stats.pruned["E0304"] += len(pipes) * n_micro * n_sp * orders_raw * n_rec * shard_raw
                 continue
-            dense_replicas = dp * cp * (ep if self.ep_axis else 1)
-            # as Knobs.expert_replicas: parc's runtime counts tp ranks as the experts' data ranks
-            moe = bool(self.shape.moe)
-            spread = dense_replicas * (tp if "tp" in space.ep_fold or (moe and self.runtime == "torch") else 1)
-            expert_replicas = max(1, spread // ep)
             item.shardings = self._shardings(item)
-            single_rank = dense_replicas == 1 and (expert_replicas == 1 or not moe)
+            canonical_pipe = canonical_pipe_of(pipes)
+            # the replicas depend on the degrees only: any pipeline and micro-batch will do
+            item.single_rank = is_single_rank(self._knobs(item, *canonical_pipe, space.micro[0], 1, True, "none"),
+                                              bool(self.shape.moe))
+            single_rank = item.single_rank
             n_orders_valid = len(item.orders) * item.order_weight
-            canonical_pipe = ("1f1b", 1) if ("1f1b", 1) in pipes else pipes[0]
             for schedule, v in pipes:
                 merged_pipe = pp == 1 and (schedule, v) != canonical_pipe
                 for micro in space.micro:
@@ -475,7 +475,10 @@ class Engine:
                      recompute_layers=k.recompute_layers, runtime=k.runtime)
 
     def _group_shardings(self, item: _Degrees, k: Knobs) -> list[tuple[str, int]]:
-        if self.space.sharding_open and k.dense_replicas == 1 and (k.expert_replicas == 1 or not self.shape.moe):
+        """The shardings a group's candidates take: only `none` where sharding spreads over a
+        single rank (`is_single_rank`, decided once per degrees in `run`; the others are folded
+        into it)."""
+        if self.space.sharding_open and item.single_rank:
             return [("none", 0)]
         return item.shardings
 
@@ -834,6 +837,20 @@ class Engine:
         self.best.insert(bisect.bisect(keys, found.rank_key), found)
         del self.best[self.keep:]
         return min(self.ceiling, self.best[-1].step if len(self.best) >= self.keep else math.inf)
+
+
+def is_single_rank(k: Knobs, moe: bool) -> bool:
+    """Whether a sharding of these knobs spreads over a single rank (W0353): one dense replica
+    and, in an MoE model, one expert replica, as `Knobs.dense_replicas` and
+    `Knobs.expert_replicas` count them (in parc's runtime tp ranks are expert replicas). Then
+    every sharding is `none` or worse, and search folds them into `none`; the one predicate both
+    the fold's count (`Engine.run`) and the groups' shardings (`Engine._group_shardings`) read."""
+    return k.dense_replicas == 1 and (k.expert_replicas == 1 or not moe)
+
+
+def canonical_pipe_of(pipes: list[tuple[str, int]]) -> tuple[str, int]:
+    """The (schedule, virtual stages) the others are folded into when pp is 1."""
+    return ("1f1b", 1) if ("1f1b", 1) in pipes else pipes[0]
 
 
 _DIVISORS: dict[int, tuple[int, ...]] = {}
