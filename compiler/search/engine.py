@@ -489,9 +489,11 @@ class Engine:
         if key in item.opt_cache:
             return item.opt_cache[key]
         best = math.inf
+        # ranks holding the same parameters take the same step: one of each
+        distinct = list({(load.params_dense, load.params_expert): load for load in loads}.values())
         for sharding, shard in self._group_shardings(item, k):
             ks = self._with_sharding(k, sharding, shard)
-            slowest = max(timing.optimizer_seconds(load, ks, self.hw, self.constants) for load in loads)
+            slowest = max(timing.optimizer_seconds(load, ks, self.hw, self.constants) for load in distinct)
             best = min(best, slowest)
         item.opt_cache[key] = best
         return best
@@ -694,6 +696,7 @@ class Engine:
         heapq.heapify(queue)
         threshold = self.ceiling
         done = 0
+        unnoted = []  # rejected by their family's floor, their own not computed
         while queue:
             lower, i, refined = heapq.heappop(queue)
             if lower > threshold * (1 + BOUND_SLACK):
@@ -701,7 +704,12 @@ class Engine:
                 break
             if refined is None:
                 # Memory first: a group whose activations alone do not fit is out whatever its
-                # sharding, and that costs less to learn than its bounds per sharding.
+                # sharding, and that costs less to learn than its bounds per sharding; its
+                # family's floor first, shared by its micro-batches and recomputation modes.
+                if self.runtime == "torch" and self._family_floor(groups[i]) > self.usable:
+                    stats.out_of_memory += self._group_size(groups[i])
+                    unnoted.append(groups[i])
+                    continue
                 floor = self._quick_floor(self._knobs(*groups[i]), groups[i][0])
                 if floor > self.usable:
                     stats.out_of_memory += self._group_size(groups[i])
@@ -716,14 +724,18 @@ class Engine:
             threshold = self._evaluate(groups[i], refined, threshold)
         for _, i, _refined in queue:
             stats.bounded += self._group_size(groups[i])
+        if not self.best:  # "each needs at least": the least of their own floors, as without families
+            for group in unnoted:
+                self._note_smallest(self._quick_floor(self._knobs(*group), group[0]))
         if self.progress is not None:
             self.progress(2 * total, 2 * total)
         return Outcome(found=self.best, stats=stats, smallest_peak=self.smallest_peak, usable_bytes=self.usable)
 
     def _group_size(self, group) -> int:
+        """Candidates of a group: its rank orders times its shardings (`_group_shardings`)."""
         item = group[0]
-        k = self._knobs(*group)
-        return len(item.orders) * item.order_weight * len(self._group_shardings(item, k))
+        shardings = 1 if self.space.sharding_open and item.single_rank else len(item.shardings)
+        return len(item.orders) * item.order_weight * shardings
 
     def _evaluate(self, group, refined, threshold) -> float:
         """Memory, then step time, of a group's candidates whose bound can still reach the top."""
@@ -783,8 +795,39 @@ class Engine:
             knobs = [self._with_sharding(k, *s) for s in self._group_shardings(item, k)]
             groups = [(ks.dense_shard_group, ks.expert_shard_group) if ks.sharding != "none" else (1, 1)
                       for ks in knobs]
-            cached = item.opt_cache[key] = tuple(
-                min(state_bytes(rp.params, ks, g) for ks, g in zip(knobs, groups, strict=True)) for rp in params)
+            least: dict = {}  # ranks holding the same parameters hold the same states: one of each
+            for rp in params:
+                if rp.params not in least:
+                    least[rp.params] = min(state_bytes(rp.params, ks, g) for ks, g in zip(knobs, groups, strict=True))
+            cached = item.opt_cache[key] = tuple(least[rp.params] for rp in params)
+        return cached
+
+    def _first_floor(self, k: Knobs, item: _Degrees) -> int:
+        """`_quick_floor`'s first step: per rank, one micro-batch's activations on each of its
+        chunks, its transient buffers and its least model states; the largest over the ranks.
+        It never decreases as the micro-batch grows (every term is per token or constant;
+        tests/test_search_engine.py holds it over sampled groups), which `_family_floor` uses."""
+        self.stats.memory_evaluations += 1
+        self._work(1)
+        acts = rank_activations(self.shape, k)
+        states = self._states_floor(item, k)
+        return max(sum(c.saved for c in a.chunks) + a.transient + s for a, s in zip(acts, states, strict=True))
+
+    def _family_floor(self, group) -> int:
+        """A floor on the memory of every group that differs from this one only in its
+        micro-batch and recomputation: the least, over the recomputation modes, of
+        `_first_floor` at the smallest micro-batch of the space (it only grows with the
+        micro-batch). One computation rejects a whole family of out-of-memory groups (a large
+        space's cheapest bounds are mostly layouts whose activations do not fit). Kept per
+        (schedule, virtual stages, sequence parallelism) for the degrees."""
+        item, schedule, v, _, _, sp, _ = group
+        key = ("family", schedule, v, sp)
+        cached = item.opt_cache.get(key)
+        if cached is None:
+            micro = self.space.micro[0]
+            cached = item.opt_cache[key] = min(
+                self._first_floor(self._knobs(item, schedule, v, micro, 1, sp, recompute), item)
+                for recompute in self.space.recompute)
         return cached
 
     def _quick_floor(self, k: Knobs, item: _Degrees) -> int:
@@ -800,13 +843,11 @@ class Engine:
         have)."""
         if self.runtime != "torch":
             return 0
-        self.stats.memory_evaluations += 1
-        self._work(1)
-        acts = rank_activations(self.shape, k)
-        states = self._states_floor(item, k)
-        floor = max(sum(c.saved for c in a.chunks) + a.transient + s for a, s in zip(acts, states, strict=True))
+        floor = self._first_floor(k, item)
         if floor > self.usable:
             return floor
+        acts = rank_activations(self.shape, k)
+        states = self._states_floor(item, k)
         for rank in sorted({0, k.pp - 1}):
             chunks = acts[rank].chunks
             held, _ = weighted_peak(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank,
