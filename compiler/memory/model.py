@@ -141,48 +141,73 @@ def rank_activations(shape: Shape, k: Knobs) -> tuple[RankActivations, ...]:
                              k.schedule, k.split, k.ep if shape.moe else 1, k.precision, k.device)
 
 
+ChunkSignature = tuple[int, bool, bool, int]
+"""(layers, embedding?, output?, first layer when the model is MoE, else 0): chunks of equal
+signature hold the same activations (the layer kinds depend on the first layer only through
+the MoE pattern)."""
+
+
+def _signature(shape: Shape, chunk) -> ChunkSignature:
+    return (chunk.layers, chunk.embedding, chunk.output, chunk.first_layer if shape.moe else 0)
+
+
+@lru_cache(maxsize=4096)
+def rank_signatures(shape: Shape, pp: int, v: int, schedule: str,
+                    split: tuple[int, ...] | None) -> tuple[tuple[ChunkSignature, ...], ...]:
+    """Each pp rank's chunks as signatures, model order (interleaving makes many alike)."""
+    chunks = chunks_of(shape.layers, pp, v, schedule, split, shape.tied)
+    return tuple(tuple(_signature(shape, c) for c in mine) for mine in by_rank(chunks, pp))
+
+
+@lru_cache(maxsize=65536)
+def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recompute: str,
+                       recompute_layers: int | None) -> tuple[ChunkActivations, int]:
+    """(a chunk's activations, its backward working set) for one signature."""
+    layers, embedding, output, first = signature
+    vocab = padded_vocab(shape.vocab, ak.tp, ak.runtime)
+    torch = ak.runtime == "torch"
+    saved = grads = work = 0
+    for (moe, mode), count in _layer_kinds(shape, first, layers, recompute, recompute_layers).items():
+        a = layer_activations(shape, ak, moe, mode)
+        saved += count * a.saved
+        grads += count * a.weight_grads
+        if torch:
+            work = max(work, backward_working_set(a))
+    if embedding:
+        saved += act.embedding_activations(shape, ak)
+    if output:
+        saved += act.output_activations(shape, ak, vocab)
+        work = max(work, act.logits_buffer(ak, vocab))
+    return ChunkActivations(saved=saved, pending=grads if torch else 0), work
+
+
 @lru_cache(maxsize=16384)
 def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
                       runtime: str, recompute: str, recompute_layers: int | None, pp: int, v: int,
                       schedule: str, split: tuple[int, ...] | None, ep: int = 1, precision: str = "bf16",
                       device: str = "cuda") -> tuple[RankActivations, ...]:
     ak = activation_knobs(tp, sp, cp, flavour, seq, micro, runtime, ep, precision, device)
-    chunks = chunks_of(shape.layers, pp, v, schedule, split, shape.tied)
-    vocab = padded_vocab(shape.vocab, ak.tp, ak.runtime)
-    torch = ak.runtime == "torch"
-    logits = act.logits_buffer(ak, vocab)
-    per_chunk = {}
-    working = {}
-    alike: dict[tuple, tuple[ChunkActivations, int]] = {}
-    for chunk in chunks:
-        # Chunks of equal size and ends hold the same (the layer kinds depend on the first layer
-        # only through the MoE pattern): compute each kind of chunk once (interleaving makes many).
-        signature = (chunk.layers, chunk.embedding, chunk.output, chunk.first_layer if shape.moe else 0)
-        known = alike.get(signature)
-        if known is not None:
-            per_chunk[chunk.index], working[chunk.index] = known
-            continue
-        saved = grads = work = 0
-        for (moe, mode), count in _layer_kinds(shape, chunk.first_layer, chunk.layers, recompute,
-                                               recompute_layers).items():
-            a = layer_activations(shape, ak, moe, mode)
-            saved += count * a.saved
-            grads += count * a.weight_grads
-            if torch:
-                work = max(work, backward_working_set(a))
-        if chunk.embedding:
-            saved += act.embedding_activations(shape, ak)
-        if chunk.output:
-            saved += act.output_activations(shape, ak, vocab)
-            work = max(work, logits)
-        per_chunk[chunk.index] = ChunkActivations(saved=saved, pending=grads if torch else 0)
-        working[chunk.index] = work
-        alike[signature] = (per_chunk[chunk.index], work)
     out = []
-    for mine in by_rank(chunks, pp):
-        out.append(RankActivations(chunks=tuple(per_chunk[c.index] for c in mine),
-                                   transient=max((working[c.index] for c in mine), default=0)))
+    for mine in rank_signatures(shape, pp, v, schedule, split):
+        pieces = [_chunk_activations(shape, ak, sig, recompute, recompute_layers) for sig in mine]
+        out.append(RankActivations(chunks=tuple(c for c, _ in pieces), transient=max((w for _, w in pieces), default=0)))
     return tuple(out)
+
+
+def first_backward_floors(shape: Shape, k: Knobs) -> dict[tuple[ChunkSignature, ...], int]:
+    """Per distinct rank (its chunks' signatures), what it holds when it runs its first backward
+    in every schedule: one micro-batch's activations on each of its chunks, plus its transient
+    buffers; the same sums as `rank_activations`' without building every rank (search's cheapest
+    memory floor, `Engine._first_floor`)."""
+    ak = activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
+                          k.ep if shape.moe else 1, k.precision, k.device)
+    out: dict[tuple[ChunkSignature, ...], int] = {}
+    for mine in rank_signatures(shape, k.pp, k.virtual_stages, k.schedule, k.split):
+        if mine in out:
+            continue
+        pieces = [_chunk_activations(shape, ak, sig, k.recompute, k.recompute_layers) for sig in mine]
+        out[mine] = sum(c.saved for c, _ in pieces) + max((w for _, w in pieces), default=0)
+    return out
 
 
 def keeps_gathered(k: Knobs) -> bool:
@@ -361,7 +386,7 @@ def clear_caches() -> None:
     """Forget every cached piece (benchmarks measure a cold start with it)."""
     from . import activations, parameters, schedules
 
-    for function in (rank_params, _rank_activations, activations.layer_activations, activations.embedding_activations,
+    for function in (rank_params, _rank_activations, _chunk_activations, rank_signatures, activations.layer_activations, activations.embedding_activations,
                      activations.output_activations, activations.logits_buffer, parameters.layer_params,
                      parameters.chunk_params, parameters.chunks_of, schedules.peak_states,
                      schedules._walked_actions):

@@ -47,7 +47,8 @@ from ..checks import predicates as rules
 from ..memory import MAX_CHUNKS
 from ..memory.buffers import reserve_bytes
 from ..memory.inputs import Knobs, shape_of
-from ..memory.model import activation_floors, peak, rank_activations, rank_params, state_bytes
+from ..memory.model import (activation_floors, first_backward_floors, peak, rank_activations, rank_params,
+                            rank_signatures, state_bytes)
 from ..memory.model import trim_caches
 from ..memory.parameters import padded_vocab
 from ..memory.schedules import weighted_peak
@@ -809,9 +810,10 @@ class Engine:
         tests/test_search_engine.py holds it over sampled groups), which `_family_floor` uses."""
         self.stats.memory_evaluations += 1
         self._work(1)
-        acts = rank_activations(self.shape, k)
+        held = first_backward_floors(self.shape, k)
         states = self._states_floor(item, k)
-        return max(sum(c.saved for c in a.chunks) + a.transient + s for a, s in zip(acts, states, strict=True))
+        signatures = rank_signatures(self.shape, k.pp, k.virtual_stages, k.schedule, k.split)
+        return max(held[mine] + s for mine, s in zip(signatures, states, strict=True))
 
     def _family_floor(self, group) -> int:
         """A floor on the memory of every group that differs from this one only in its
