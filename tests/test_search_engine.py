@@ -321,3 +321,30 @@ def test_a_familys_floor_never_exceeds_its_groups_floors(path):
         assert family <= own <= engine._quick_floor(k, item) <= min(peak(engine.shape, ks)[0] for ks in knobs)
         checked += 1
     assert checked
+
+
+def _every_hole_open(path: str, gpus: int) -> str:
+    """benchmarks/search_speed.py's spec with every hole open, for a shipped spec on `gpus` GPUs."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("search_speed", ROOT / "benchmarks" / "search_speed.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.every_hole_open(ROOT / path, gpus)
+
+
+@pytest.mark.parametrize("path,gpus", [("specs/tiny.par", 8),
+                                       pytest.param("specs/llama3-70b-torchtitan.par", 32, marks=pytest.mark.long),
+                                       pytest.param("specs/mixtral-8x7b-5d.par", 32, marks=pytest.mark.long)])
+def test_shipped_specs_with_every_hole_open_rank_as_brute_force_does(path, gpus, monkeypatch):
+    """The fast path (bounds, memory floors, families) against every candidate evaluated: the
+    same winner and runners-up, in the same order, for shipped specs at small GPU counts."""
+    monkeypatch.setattr(engine_module, "MAX_WORK", 10**12)
+    space = build_space(compile_text(_every_hole_open(path, gpus), path="every-hole.par"))
+    fast = Engine(space, keep=10).run()
+    brute = BruteForce(space, keep=10**9)
+    brute.steps = []
+    everything = brute.run()
+    assert everything.found, path
+    assert [f.rank_key for f in fast.found] == [f.rank_key for f in everything.found[:10]]
+    assert fast.stats.valid == everything.stats.valid
