@@ -20,7 +20,9 @@ the time model's own pieces with the communication no rank order can avoid (tp i
 domain, cp at NVLink speed), the smallest bubble of any rank and the cheapest optimizer step.
 Communication only adds time and the bubble only grows with it, so the bound never exceeds a
 candidate's step. When a group comes out of the queue, memory floors first (a group whose
-activations alone do not fit is out, whatever its sharding), then a tighter bound per sharding
+activations and least model states over its shardings do not fit is out, whatever its
+sharding; its family's floor, the least over the recomputation modes of the same layout at the
+smallest micro-batch, is tried first and rejects all its members at once), then a tighter bound per sharding
 with the data-parallel tail at the best placement any order gives (`refine`), and back into the
 queue; when it comes out again, memory per sharding, then step time per order that fits
 (`_evaluate`). The scan stops when the cheapest bound left cannot beat the N-th best step
@@ -47,9 +49,16 @@ from ..checks import predicates as rules
 from ..memory import MAX_CHUNKS
 from ..memory.buffers import reserve_bytes
 from ..memory.inputs import Knobs, shape_of
-from ..memory.model import (activation_floors, first_backward_floors, peak, rank_activations, rank_params,
-                            rank_signatures, state_bytes)
-from ..memory.model import trim_caches
+from ..memory.model import (
+    activation_floors,
+    first_backward_floors,
+    peak,
+    rank_activations,
+    rank_params,
+    rank_signatures,
+    state_bytes,
+    trim_caches,
+)
 from ..memory.parameters import padded_vocab
 from ..memory.schedules import weighted_peak
 from ..targets import runtime
