@@ -348,3 +348,23 @@ def test_shipped_specs_with_every_hole_open_rank_as_brute_force_does(path, gpus,
     assert everything.found, path
     assert [f.rank_key for f in fast.found] == [f.rank_key for f in everything.found[:10]]
     assert fast.stats.valid == everything.stats.valid
+
+
+def test_searches_over_cluster_sizes_share_the_time_models_pieces_and_rank_the_same():
+    """An outer search over cluster sizes calls the engine once per size: the per-layer pieces
+    and rank loads are shared between them, and a search after another ranks as a cold one."""
+    text = (ROOT / "specs" / "llama3-70b-search.par").read_text()
+    sizes = [text.replace("nodes 128", f"nodes {n}") for n in (128, 64)]
+    assert sizes[0] != sizes[1]
+    engine_module.clear_caches()
+    first = Engine(build_space(compile_text(sizes[0], path="a.par")), keep=10)
+    first.run()
+    warm = Engine(build_space(compile_text(sizes[1], path="b.par")), keep=10)
+    assert warm._piece_cache is first._piece_cache and warm._piece_cache
+    warm_found = warm.run().found
+    engine_module.clear_caches()
+    timing.clear_caches()
+    cold = Engine(build_space(compile_text(sizes[1], path="b.par")), keep=10)
+    assert cold._piece_cache is not first._piece_cache
+    cold_found = cold.run().found
+    assert cold_found and [f.rank_key for f in warm_found] == [f.rank_key for f in cold_found]

@@ -214,8 +214,9 @@ class Engine:
                           recompute_layers=train.recompute_layers, cp_flavour=self.flavour, seq=self.seq,
                           split=self.split, ep_over_tp="tp" in space.ep_fold, runtime=runtime)
         self.best: list[Found] = []
-        self._piece_cache: dict = {}
-        self._load_cache: dict = {}
+        self._piece_cache, self._load_cache = _shared_caches(
+            (self.shape, self.hw, self.constants, software, runtime, self.pcie, self.flavour, self.seq, self.split,
+             train.precision, train.recompute_layers))
         c, hw = self.constants, self.hw
         self.inside_is_fastest = (c.latency_intra <= c.latency_inter
                                   and hw.intra * c.bus_nvlink >= hw.nic * c.bus_network)
@@ -898,6 +899,29 @@ def is_single_rank(k: Knobs, moe: bool) -> bool:
     every sharding is `none` or worse, and search folds them into `none`; the one predicate both
     the fold's count (`Engine.run`) and the groups' shardings (`Engine._group_shardings`) read."""
     return k.dense_replicas == 1 and (k.expert_replicas == 1 or not moe)
+
+
+_SHARED: dict[tuple, tuple[dict, dict]] = {}
+"""The time model's per-layer pieces and the ranks' loads of every search in this process, per
+everything they depend on besides their own keys: an outer search over cluster sizes (`nodes ?`)
+calls the engine once per size, and the pieces of a (tp, cp, micro-batch, ...) are the same at
+every size."""
+
+
+def _shared_caches(context: tuple) -> tuple[dict, dict]:
+    """(pieces, loads) caches for searches of this model, hardware and software."""
+    caches = _SHARED.get(context)
+    if caches is None:
+        if len(_SHARED) >= 16:
+            _SHARED.clear()
+        caches = _SHARED[context] = ({}, {})
+    return caches
+
+
+def clear_caches() -> None:
+    """Forget the pieces and loads shared between searches (benchmarks measure a cold start)."""
+    _SHARED.clear()
+    _DIVISORS.clear()
 
 
 def canonical_pipe_of(pipes: list[tuple[str, int]]) -> tuple[str, int]:
