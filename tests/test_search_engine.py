@@ -298,8 +298,8 @@ def test_single_rank_is_what_sharding_spreads_over(path):
 @pytest.mark.parametrize("path", ["tests/golden/search/specs/five-axes.par", "tests/golden/search/specs/schedules.par",
                                   "tests/golden/search/specs/moe-fold.par"])
 def test_a_familys_floor_never_exceeds_its_groups_floors(path):
-    """Search rejects every micro-batch and recomputation of a layout when their family's floor
-    does not fit (`Engine._family_floor`): it must be at most each member's own first floor and
+    """Search rejects every micro-batch of a group when their family's floor does not fit
+    (`Engine._family_floor`): it must be at most each member's own first floor and
     peak under every sharding. It rests on the first floor never decreasing as the micro-batch
     grows, checked here directly too (sampled groups of three spaces, every micro-batch)."""
     import random
@@ -308,7 +308,7 @@ def test_a_familys_floor_never_exceeds_its_groups_floors(path):
     groups = []
     engine._scan = lambda found: groups.extend(found)
     engine.run()
-    assert len(engine.space.micro) > 1 and len(engine.space.recompute) > 1
+    assert len(engine.space.micro) > 1
     checked = 0
     for group in random.Random(path).sample(groups, min(60, len(groups))):
         item, schedule, v, _, m, sp, recompute = group

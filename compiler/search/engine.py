@@ -21,8 +21,8 @@ domain, cp at NVLink speed), the smallest bubble of any rank and the cheapest op
 Communication only adds time and the bubble only grows with it, so the bound never exceeds a
 candidate's step. When a group comes out of the queue, memory floors first (a group whose
 activations and least model states over its shardings do not fit is out, whatever its
-sharding; its family's floor, the least over the recomputation modes of the same layout at the
-smallest micro-batch, is tried first and rejects all its members at once), then a tighter bound per sharding
+sharding; its family's floor, the same group at the smallest micro-batch, is tried first and
+rejects all its micro-batches at once), then a tighter bound per sharding
 with the data-parallel tail at the best placement any order gives (`refine`), and back into the
 queue; when it comes out again, memory per sharding, then step time per order that fits
 (`_evaluate`). The scan stops when the cheapest bound left cannot beat the N-th best step
@@ -827,19 +827,19 @@ class Engine:
 
     def _family_floor(self, group) -> int:
         """A floor on the memory of every group that differs from this one only in its
-        micro-batch and recomputation: the least, over the recomputation modes, of
-        `_first_floor` at the smallest micro-batch of the space (it only grows with the
-        micro-batch). One computation rejects a whole family of out-of-memory groups (a large
-        space's cheapest bounds are mostly layouts whose activations do not fit). Kept per
-        (schedule, virtual stages, sequence parallelism) for the degrees."""
-        item, schedule, v, _, _, sp, _ = group
-        key = ("family", schedule, v, sp)
+        micro-batch: `_first_floor` at the smallest micro-batch of the space (it only grows with
+        the micro-batch). One computation rejects a whole family of out-of-memory groups (a
+        large space's cheapest bounds are mostly layouts whose activations do not fit; taking
+        the least over the recomputation modes or sequence parallelism too was measured to cost
+        more floors than it saves). Kept per (schedule, virtual stages, sequence parallelism,
+        recomputation) for the degrees."""
+        item, schedule, v, _, _, sp, recompute = group
+        key = ("family", schedule, v, sp, recompute)
         cached = item.opt_cache.get(key)
         if cached is None:
             micro = self.space.micro[0]
-            cached = item.opt_cache[key] = min(
-                self._first_floor(self._knobs(item, schedule, v, micro, 1, sp, recompute), item)
-                for recompute in self.space.recompute)
+            cached = item.opt_cache[key] = self._first_floor(
+                self._knobs(item, schedule, v, micro, 1, sp, recompute), item)
         return cached
 
     def _quick_floor(self, k: Knobs, item: _Degrees) -> int:
