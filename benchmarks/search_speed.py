@@ -47,6 +47,34 @@ train { seq 8192, global-batch 2048, micro-batch ?, recompute ? }
 """ + EVERY_HOLE
 """The spec the issue's target is about (also in docs/search.md)."""
 
+SHIPPED_GPUS = 16_384
+
+
+def every_hole_open(path: Path, gpus: int = SHIPPED_GPUS) -> str:
+    """A shipped spec's model, GPU, node shape, sequence and batch on `gpus` GPUs with every hole
+    open (degrees, ep folded over dp x cp for an MoE model, order, micro-batch, recomputation,
+    schedule, virtual stages, sequence parallelism, sharding), in parc's runtime."""
+    import re
+
+    text = path.read_text()
+
+    def value(pattern: str) -> str:
+        return re.search(pattern, text, re.MULTILINE).group(1).strip()
+
+    model = value(r"^model\s+([\w.-]+)")
+    gpu = value(r"^\s*gpu\s+([\w.-]+)")
+    seq = value(r"^\s*seq\s+([^#\n]+)")
+    batch = value(r"^\s*global-batch\s+([^#\n]+)")
+    node = value(r" on (nodes\([^)]*\))")
+    per_node = int(re.search(r"(\d+) gpus", node).group(1))
+    moe = re.search(r"^ep\s", text, re.MULTILINE) is not None
+    degrees = ("tp ? x cp ? x pp ? x dp ?" if moe else "tp ? x cp ? x pp ? x dp ? x ep ?") + f" on {node}"
+    return (f"job {path.stem}-every-hole\n{degrees}\n" + ("ep ? over dp x cp\n" if moe else "")
+            + f"order ?\nmodel {model}\nhardware {{ gpu {gpu}, nodes {gpus // per_node} }}\n"
+            + f"train {{ seq {seq}, global-batch {batch}, "
+            + "micro-batch ?, recompute ? }\n" + EVERY_HOLE)
+
+
 SPECS = {
     "llama3-405b, 16,384 H100 (the target)": BENCHMARK,
     "llama3-70b-search.par, 1,024 H100": (ROOT / "specs" / "llama3-70b-search.par").read_text(),
@@ -69,6 +97,8 @@ hardware { gpu h100-sxm, nodes 122_880 }
 train { seq 131072, global-batch 15_728_640, micro-batch ?, recompute ? }
 """ + EVERY_HOLE,
 }
+SPECS.update({f"{path.name}, every hole, 16,384 GPUs": every_hole_open(path)
+              for path in sorted((ROOT / "specs").glob("*.par"))})
 
 
 def measure(text: str, repeat: int) -> tuple[float, float, object]:
@@ -78,7 +108,7 @@ def measure(text: str, repeat: int) -> tuple[float, float, object]:
         compilation = compile_text(text, path="benchmark.par")
         timing.clear_caches()
         clear_memory_caches()
-        search_engine._DIVISORS.clear()
+        search_engine.clear_caches()
         wall, cpu = time.perf_counter(), time.process_time()
         result = search(compilation, top=10)
         best_cpu = min(best_cpu, time.process_time() - cpu)

@@ -251,14 +251,120 @@ def test_the_memory_floors_never_exceed_a_peak(path):
     most the memory model's peak under every sharding (sampled groups of three spaces)."""
     import random
 
-    from parc.memory.model import activation_floor
+    from parc.memory.model import activation_floor, activation_floors
 
     engine = Engine(_space(path), keep=1)
     groups = []
     engine._scan = lambda found: groups.extend(found)
     engine.run()
+    assert groups
     for group in random.Random(path).sample(groups, min(150, len(groups))):
         k, _, _, _, knobs = engine._parts(group)
-        quick, full = engine._quick_floor(k), activation_floor(engine.shape, k)
+        quick, full = engine._quick_floor(k, group[0]), activation_floor(engine.shape, k)
+        states = engine._states_floor(group[0], k)
+        with_states = max(a + s for a, s in zip(activation_floors(engine.shape, k), states, strict=True))
         peaks = [peak(engine.shape, ks)[0] for ks in knobs]
-        assert quick <= full <= min(peaks), (group, quick, full, peaks)
+        assert full <= with_states <= min(peaks), (group, full, with_states, peaks)
+        assert quick <= with_states, (group, quick, with_states)
+
+
+@pytest.mark.parametrize("path", ["tests/golden/search/specs/five-axes.par", "tests/golden/search/specs/moe-fold.par",
+                                  "tests/golden/search/specs/moe-fixed-ep.par"])
+def test_single_rank_is_what_sharding_spreads_over(path):
+    """`is_single_rank`, the one predicate the fold and the groups' shardings read, holds exactly
+    when every sharding of the degrees shards over one rank (the memory model's shard groups)."""
+    from parc.search.engine import is_single_rank
+
+    engine = Engine(_space(path), keep=1)
+    groups = []
+    engine._scan = lambda found: groups.extend(found)
+    engine.run()
+    items = {id(g[0]): g for g in groups}
+    assert items
+    seen = set()
+    for group in items.values():
+        item = group[0]
+        k = engine._knobs(*group)
+        spread = {(ks.dense_shard_group, ks.expert_shard_group if engine.shape.moe else 1)
+                  for ks in (engine._with_sharding(k, *s) for s in item.shardings if s[0] != "none")}
+        assert item.single_rank == is_single_rank(k, bool(engine.shape.moe)) == (spread <= {(1, 1)}), (item.degrees, spread)
+        assert engine._group_shardings(item, k) == ([("none", 0)] if item.single_rank else item.shardings)
+        seen.add(item.single_rank)
+    assert False in seen
+    if path.endswith("five-axes.par"):
+        assert True in seen
+
+
+@pytest.mark.parametrize("path", ["tests/golden/search/specs/five-axes.par", "tests/golden/search/specs/schedules.par",
+                                  "tests/golden/search/specs/moe-fold.par"])
+def test_a_familys_floor_never_exceeds_its_groups_floors(path):
+    """Search rejects every micro-batch of a group when their family's floor does not fit
+    (`Engine._family_floor`): it must be at most each member's own first floor and
+    peak under every sharding. It rests on the first floor never decreasing as the micro-batch
+    grows, checked here directly too (sampled groups of three spaces, every micro-batch)."""
+    import random
+
+    engine = Engine(_space(path), keep=1)
+    groups = []
+    engine._scan = lambda found: groups.extend(found)
+    engine.run()
+    assert len(engine.space.micro) > 1
+    checked = 0
+    for group in random.Random(path).sample(groups, min(60, len(groups))):
+        item, schedule, v, _, m, sp, recompute = group
+        family = engine._family_floor(group)
+        floors = [engine._first_floor(engine._knobs(item, schedule, v, micro, m, sp, recompute), item)
+                  for micro in engine.space.micro]
+        assert floors == sorted(floors), (group, floors)
+        k, _, _, _, knobs = engine._parts(group)
+        own = engine._first_floor(k, item)
+        assert family <= own <= engine._quick_floor(k, item) <= min(peak(engine.shape, ks)[0] for ks in knobs)
+        checked += 1
+    assert checked
+
+
+def _every_hole_open(path: str, gpus: int) -> str:
+    """benchmarks/search_speed.py's spec with every hole open, for a shipped spec on `gpus` GPUs."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("search_speed", ROOT / "benchmarks" / "search_speed.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.every_hole_open(ROOT / path, gpus)
+
+
+@pytest.mark.parametrize("path,gpus", [("specs/tiny.par", 8),
+                                       pytest.param("specs/llama3-70b-torchtitan.par", 32, marks=pytest.mark.long),
+                                       pytest.param("specs/mixtral-8x7b-5d.par", 32, marks=pytest.mark.long)])
+def test_shipped_specs_with_every_hole_open_rank_as_brute_force_does(path, gpus, monkeypatch):
+    """The fast path (bounds, memory floors, families) against every candidate evaluated: the
+    same winner and runners-up, in the same order, for shipped specs at small GPU counts."""
+    monkeypatch.setattr(engine_module, "MAX_WORK", 10**12)
+    space = build_space(compile_text(_every_hole_open(path, gpus), path="every-hole.par"))
+    fast = Engine(space, keep=10).run()
+    brute = BruteForce(space, keep=10**9)
+    brute.steps = []
+    everything = brute.run()
+    assert everything.found, path
+    assert [f.rank_key for f in fast.found] == [f.rank_key for f in everything.found[:10]]
+    assert fast.stats.valid == everything.stats.valid
+
+
+def test_searches_over_cluster_sizes_share_the_time_models_pieces_and_rank_the_same():
+    """An outer search over cluster sizes calls the engine once per size: the per-layer pieces
+    and rank loads are shared between them, and a search after another ranks as a cold one."""
+    text = (ROOT / "specs" / "llama3-70b-search.par").read_text()
+    sizes = [text.replace("nodes 128", f"nodes {n}") for n in (128, 64)]
+    assert sizes[0] != sizes[1]
+    engine_module.clear_caches()
+    first = Engine(build_space(compile_text(sizes[0], path="a.par")), keep=10)
+    first.run()
+    warm = Engine(build_space(compile_text(sizes[1], path="b.par")), keep=10)
+    assert warm._piece_cache is first._piece_cache and warm._piece_cache
+    warm_found = warm.run().found
+    engine_module.clear_caches()
+    timing.clear_caches()
+    cold = Engine(build_space(compile_text(sizes[1], path="b.par")), keep=10)
+    assert cold._piece_cache is not first._piece_cache
+    cold_found = cold.run().found
+    assert cold_found and [f.rank_key for f in warm_found] == [f.rank_key for f in cold_found]

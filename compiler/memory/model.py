@@ -162,54 +162,90 @@ def rank_activations(shape: Shape, k: Knobs) -> tuple[RankActivations, ...]:
                              k.schedule, k.split, k.ep if shape.moe else 1, k.precision, k.device)
 
 
+ChunkSignature = tuple[int, bool, bool, int]
+"""(layers, embedding?, output?, first layer when the model is MoE, else 0): chunks of equal
+signature hold the same activations (the layer kinds depend on the first layer only through
+the MoE pattern)."""
+
+
+def _signature(shape: Shape, chunk) -> ChunkSignature:
+    return (chunk.layers, chunk.embedding, chunk.output, chunk.first_layer if shape.moe else 0)
+
+
+@lru_cache(maxsize=4096)
+def rank_signatures(shape: Shape, pp: int, v: int, schedule: str,
+                    split: tuple[int, ...] | None) -> tuple[tuple[ChunkSignature, ...], ...]:
+    """Each pp rank's chunks as signatures, model order (interleaving makes many alike)."""
+    chunks = chunks_of(shape.layers, pp, v, schedule, split, shape.tied)
+    return tuple(tuple(_signature(shape, c) for c in mine) for mine in by_rank(chunks, pp))
+
+
+@dataclass(frozen=True)
+class ChunkPieces:
+    """What one chunk signature holds: its activations, its backward working set, and the
+    embedding's backward buffer when the chunk has the embedding."""
+
+    activations: ChunkActivations
+    working: int
+    embedding_backward: int
+
+
+@lru_cache(maxsize=65536)
+def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recompute: str,
+                       recompute_layers: int | None, pipelined: bool) -> ChunkPieces:
+    """The activations, working set and embedding backward buffer of one chunk signature."""
+    layers, embedding, output, first = signature
+    vocab = padded_vocab(shape.vocab, ak.tp, ak.runtime)
+    torch = ak.runtime == "torch"
+    saved = grads = work = embedding_buffer = 0
+    for (moe, mode), count in _layer_kinds(shape, first, layers, recompute, recompute_layers).items():
+        a = layer_activations(shape, ak, moe, mode)
+        saved += count * a.saved
+        grads += count * a.weight_grads
+        if torch:
+            work = max(work, backward_working_set(a))
+    if embedding:
+        saved += act.embedding_activations(shape, ak)
+        embedding_buffer = act.embedding_backward_buffer(shape, ak)
+    if output:
+        saved += act.output_activations(shape, ak, vocab)
+        work = max(work, act.logits_buffer(ak, vocab))
+    kept = 0
+    if torch and pipelined:
+        kept = act.logits_bytes(ak, vocab) if output else act.boundary_bytes(shape, ak)
+    return ChunkPieces(ChunkActivations(saved=saved, pending=grads if torch else 0, output=kept), work,
+                       embedding_buffer)
+
+
 @lru_cache(maxsize=16384)
 def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
                       runtime: str, recompute: str, recompute_layers: int | None, pp: int, v: int,
                       schedule: str, split: tuple[int, ...] | None, ep: int = 1, precision: str = "bf16",
                       device: str = "cuda") -> tuple[RankActivations, ...]:
     ak = activation_knobs(tp, sp, cp, flavour, seq, micro, runtime, ep, precision, device)
-    chunks = chunks_of(shape.layers, pp, v, schedule, split, shape.tied)
-    vocab = padded_vocab(shape.vocab, ak.tp, ak.runtime)
-    torch = ak.runtime == "torch"
-    logits = act.logits_buffer(ak, vocab)
-    per_chunk = {}
-    working = {}
-    embedding: dict[int, int] = {}
-    alike: dict[tuple, tuple[ChunkActivations, int]] = {}
-    for chunk in chunks:
-        # Chunks of equal size and ends hold the same (the layer kinds depend on the first layer
-        # only through the MoE pattern): compute each kind of chunk once (interleaving makes many).
-        signature = (chunk.layers, chunk.embedding, chunk.output, chunk.first_layer if shape.moe else 0)
-        known = alike.get(signature)
-        if known is not None:
-            per_chunk[chunk.index], working[chunk.index] = known
-            continue
-        saved = grads = work = 0
-        for (moe, mode), count in _layer_kinds(shape, chunk.first_layer, chunk.layers, recompute,
-                                               recompute_layers).items():
-            a = layer_activations(shape, ak, moe, mode)
-            saved += count * a.saved
-            grads += count * a.weight_grads
-            if torch:
-                work = max(work, backward_working_set(a))
-        if chunk.embedding:
-            saved += act.embedding_activations(shape, ak)
-            embedding[chunk.index] = act.embedding_backward_buffer(shape, ak)
-        if chunk.output:
-            saved += act.output_activations(shape, ak, vocab)
-            work = max(work, logits)
-        output = 0
-        if torch and pp > 1:
-            output = act.logits_bytes(ak, vocab) if chunk.output else act.boundary_bytes(shape, ak)
-        per_chunk[chunk.index] = ChunkActivations(saved=saved, pending=grads if torch else 0, output=output)
-        working[chunk.index] = work
-        alike[signature] = (per_chunk[chunk.index], work)
     out = []
-    for mine in by_rank(chunks, pp):
-        out.append(RankActivations(chunks=tuple(per_chunk[c.index] for c in mine),
-                                   transient=max((working[c.index] for c in mine), default=0),
-                                   embedding_backward=max((embedding.get(c.index, 0) for c in mine), default=0)))
+    for mine in rank_signatures(shape, pp, v, schedule, split):
+        pieces = [_chunk_activations(shape, ak, sig, recompute, recompute_layers, pp > 1) for sig in mine]
+        out.append(RankActivations(chunks=tuple(p.activations for p in pieces),
+                                   transient=max((p.working for p in pieces), default=0),
+                                   embedding_backward=max((p.embedding_backward for p in pieces), default=0)))
     return tuple(out)
+
+
+def first_backward_floors(shape: Shape, k: Knobs) -> dict[tuple[ChunkSignature, ...], int]:
+    """Per distinct rank (its chunks' signatures), a floor under what it holds when it runs its
+    first backward in every schedule: one micro-batch's saved activations on each of its chunks,
+    plus its working set; never more than `rank_activations`' sums give, without building every
+    rank (search's cheapest memory floor, `Engine._first_floor`)."""
+    ak = activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
+                          k.ep if shape.moe else 1, k.precision, k.device)
+    out: dict[tuple[ChunkSignature, ...], int] = {}
+    for mine in rank_signatures(shape, k.pp, k.virtual_stages, k.schedule, k.split):
+        if mine in out:
+            continue
+        pieces = [_chunk_activations(shape, ak, sig, k.recompute, k.recompute_layers, k.pp > 1) for sig in mine]
+        out[mine] = sum(p.activations.saved for p in pieces) + max((p.working for p in pieces), default=0)
+    return out
 
 
 def transient_buffers(transient: int, params: RankParams, k: Knobs) -> int:
@@ -321,44 +357,55 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
                 best, where = total, r
         return best, where
     peaks = _activation_peaks(acts, k.schedule, k.pp, k.virtual_stages, k.microbatches)
-    sharding = k.sharding
-    opt = 8 if k.optimizer != "sgd" else 4
-    precision = k.precision
-    if sharding != "none":
-        dense_group, expert_group = k.dense_shard_group, k.expert_shard_group
+    groups = (k.dense_shard_group, k.expert_shard_group) if k.sharding != "none" else (1, 1)
     best, where = -1, 0
     for r in range(k.pp):
         rp = params[r]
-        p = rp.params
-        total = p.linear + p.other + p.expert
-        if sharding == "none":
-            states = (8 + opt) * total
-        else:
-            sharded = (p.linear + p.other) / dense_group + p.expert / expert_group
-            if sharding == "zero1":
-                states = 8 * total + round(opt * sharded) + zero1_buffer_bytes(p, k)
-            else:
-                states = round(4 * sharded) * 2 + round(opt * sharded)
-                if k.pp > 1:
-                    states += 4 * total
-        # gathered copies held across layers
-        held = peaks[r]
-        if keeps_gathered(k):
-            states += compute_copy_bytes(p, precision)
-        buffers = max(transient_buffers(acts[r].transient, rp, k), acts[r].embedding_backward)  # two moments: a layer's backward, the embedding's
-        total_bytes = states + held + buffers + p2p_buffers(shape, k, rp.chunks)
+        # two moments: a layer's backward (with the wrapper's buffers), the embedding's backward
+        buffers = max(transient_buffers(acts[r].transient, rp, k), acts[r].embedding_backward)
+        total_bytes = state_bytes(rp.params, k, groups) + peaks[r] + buffers + p2p_buffers(shape, k, rp.chunks)
         if total_bytes > best:
             best, where = total_bytes, r
     return best, where
+
+
+def state_bytes(p: Params, k: Knobs, groups: tuple[int, int]) -> int:
+    """What one rank of parc's runtime holds for its parameters `p` between and during steps:
+    parameters, gradients and optimizer states under k's sharding over `groups` (the dense and
+    expert shard groups; zero1's flat buckets too), plus the gathered compute copies FSDP2 keeps
+    across layers (`keeps_gathered`). `peak`'s model states; search also takes its least over a
+    layout's shardings as a floor (it never decreases as `p` grows: each term is a rounding of a
+    non-negative multiple)."""
+    sharding = k.sharding
+    opt = 8 if k.optimizer != "sgd" else 4
+    total = p.linear + p.other + p.expert
+    if sharding == "none":
+        states = (8 + opt) * total
+    else:
+        sharded = (p.linear + p.other) / groups[0] + p.expert / groups[1]
+        if sharding == "zero1":
+            states = 8 * total + round(opt * sharded) + zero1_buffer_bytes(p, k)
+        else:
+            states = round(4 * sharded) * 2 + round(opt * sharded)
+            if k.pp > 1:
+                states += 4 * total
+    if keeps_gathered(k):
+        states += compute_copy_bytes(p, k.precision)
+    return states
 
 
 def activation_floor(shape: Shape, k: Knobs) -> int:
     """The least `peak` can be under any dp sharding: the worst rank's activations in flight plus
     its transient buffers (model states and FSDP buffers only add to it). Search tests it once
     for all the shardings of a layout before predicting each."""
+    return max(activation_floors(shape, k))
+
+
+def activation_floors(shape: Shape, k: Knobs) -> tuple[int, ...]:
+    """`activation_floor` per pp rank (search adds each rank's least model states to it)."""
     acts = rank_activations(shape, k)
     peaks = _activation_peaks(acts, k.schedule, k.pp, k.virtual_stages, k.microbatches)
-    return max(peaks[r] + max(acts[r].transient, acts[r].embedding_backward) for r in range(k.pp))
+    return tuple(peaks[r] + max(acts[r].transient, acts[r].embedding_backward) for r in range(k.pp))
 
 
 _PEAKS: dict[tuple, tuple] = {}
@@ -391,11 +438,24 @@ def _activation_peaks(acts: tuple[RankActivations, ...], schedule: str, pp: int,
     return _PEAKS[key][1]
 
 
+def trim_caches() -> None:
+    """Forget what grows with a pipeline's depth (each rank's activations, the schedules' action
+    lists, the activation peaks keyed by them), and keep the undominated schedule states (a few
+    small tuples per rank, which the next layouts of a search share: walking them again is most
+    of a deep search's cost) and the per-layer pieces. A long search calls it to bound its
+    memory."""
+    from . import schedules
+
+    _rank_activations.cache_clear()
+    schedules._walked_actions.cache_clear()
+    _PEAKS.clear()
+
+
 def clear_caches() -> None:
     """Forget every cached piece (benchmarks measure a cold start with it)."""
     from . import activations, parameters, schedules
 
-    for function in (rank_params, _rank_activations, activations.layer_activations, activations.embedding_activations,
+    for function in (rank_params, _rank_activations, _chunk_activations, rank_signatures, activations.layer_activations, activations.embedding_activations,
                      activations.output_activations, activations.logits_buffer,
                      activations.embedding_backward_buffer, parameters.layer_params,
                      parameters.chunk_params, parameters.chunks_of, schedules.peak_states,

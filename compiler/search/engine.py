@@ -20,7 +20,9 @@ the time model's own pieces with the communication no rank order can avoid (tp i
 domain, cp at NVLink speed), the smallest bubble of any rank and the cheapest optimizer step.
 Communication only adds time and the bubble only grows with it, so the bound never exceeds a
 candidate's step. When a group comes out of the queue, memory floors first (a group whose
-activations alone do not fit is out, whatever its sharding), then a tighter bound per sharding
+activations and least model states over its shardings do not fit is out, whatever its
+sharding; its family's floor, the same group at the smallest micro-batch, is tried first and
+rejects all its micro-batches at once), then a tighter bound per sharding
 with the data-parallel tail at the best placement any order gives (`refine`), and back into the
 queue; when it comes out again, memory per sharding, then step time per order that fits
 (`_evaluate`). The scan stops when the cheapest bound left cannot beat the N-th best step
@@ -47,8 +49,16 @@ from ..checks import predicates as rules
 from ..memory import MAX_CHUNKS
 from ..memory.buffers import reserve_bytes
 from ..memory.inputs import Knobs, shape_of
-from ..memory.model import activation_floor, peak, rank_activations
-from ..memory.model import clear_caches as clear_memory_caches
+from ..memory.model import (
+    activation_floors,
+    first_backward_floors,
+    peak,
+    rank_activations,
+    rank_params,
+    rank_signatures,
+    state_bytes,
+    trim_caches,
+)
 from ..memory.parameters import padded_vocab
 from ..memory.schedules import weighted_peak
 from ..targets import runtime
@@ -66,8 +76,10 @@ MAX_GROUPS = 600_000
 MAX_DEGREE_TUPLES = 2_000_000
 """Most degree assignments one search walks."""
 CACHE_WORK = 25_000
-"""The memory model's caches are emptied after every this many pipeline-rank evaluations: a
-search through deep pipelines would otherwise keep gigabytes of schedule states."""
+"""The memory model's per-rank caches are emptied after every this many pipeline-rank
+evaluations (`memory.model.trim_caches`): a search through deep pipelines would otherwise keep
+gigabytes of per-rank activations and action lists. The schedule states stay: they are small
+and walking them again cost more than half of a deep search."""
 MAX_WORK = 400_000
 """Most pipeline-rank evaluations of the memory and time models one search makes (a memory or
 time prediction costs one per pipeline rank, a memory floor one): a few minutes on a 2-core
@@ -151,7 +163,7 @@ class _Degrees:
     """One degree assignment that passed the degree rules, with what its subtree shares."""
 
     __slots__ = ("index", "degrees", "ep", "batch_degree", "orders", "order_weight", "orders_raw",
-                 "shardings", "shardings_raw", "classes", "opt_cache")
+                 "shardings", "shardings_raw", "classes", "opt_cache", "single_rank")
 
     def __init__(self, index, degrees, ep, batch_degree):
         self.index = index
@@ -165,6 +177,8 @@ class _Degrees:
         self.shardings_raw = 1
         self.classes: dict[int, list] = {}
         self.opt_cache: dict = {}
+        self.single_rank = False
+        """Every sharding spreads over a single rank (`is_single_rank`)."""
 
 
 class Engine:
@@ -200,8 +214,9 @@ class Engine:
                           recompute_layers=train.recompute_layers, cp_flavour=self.flavour, seq=self.seq,
                           split=self.split, ep_over_tp="tp" in space.ep_fold, runtime=runtime)
         self.best: list[Found] = []
-        self._piece_cache: dict = {}
-        self._load_cache: dict = {}
+        self._piece_cache, self._load_cache = _shared_caches(
+            (self.shape, self.hw, self.constants, software, runtime, self.pcie, self.flavour, self.seq, self.split,
+             train.precision, train.recompute_layers))
         c, hw = self.constants, self.hw
         self.inside_is_fastest = (c.latency_intra <= c.latency_inter
                                   and hw.intra * c.bus_nvlink >= hw.nic * c.bus_network)
@@ -416,15 +431,13 @@ class Engine:
             if not item.orders:
                 stats.pruned["E0304"] += len(pipes) * n_micro * n_sp * orders_raw * n_rec * shard_raw
                 continue
-            dense_replicas = dp * cp * (ep if self.ep_axis else 1)
-            # as Knobs.expert_replicas: parc's runtime counts tp ranks as the experts' data ranks
-            moe = bool(self.shape.moe)
-            spread = dense_replicas * (tp if "tp" in space.ep_fold or (moe and self.runtime == "torch") else 1)
-            expert_replicas = max(1, spread // ep)
             item.shardings = self._shardings(item)
-            single_rank = dense_replicas == 1 and (expert_replicas == 1 or not moe)
+            canonical_pipe = canonical_pipe_of(pipes)
+            # the replicas depend on the degrees only: any pipeline and micro-batch will do
+            item.single_rank = is_single_rank(self._knobs(item, *canonical_pipe, space.micro[0], 1, True, "none"),
+                                              bool(self.shape.moe))
+            single_rank = item.single_rank
             n_orders_valid = len(item.orders) * item.order_weight
-            canonical_pipe = ("1f1b", 1) if ("1f1b", 1) in pipes else pipes[0]
             for schedule, v in pipes:
                 merged_pipe = pp == 1 and (schedule, v) != canonical_pipe
                 for micro in space.micro:
@@ -473,7 +486,10 @@ class Engine:
                      recompute_layers=k.recompute_layers, runtime=k.runtime)
 
     def _group_shardings(self, item: _Degrees, k: Knobs) -> list[tuple[str, int]]:
-        if self.space.sharding_open and k.dense_replicas == 1 and (k.expert_replicas == 1 or not self.shape.moe):
+        """The shardings a group's candidates take: only `none` where sharding spreads over a
+        single rank (`is_single_rank`, decided once per degrees in `run`; the others are folded
+        into it)."""
+        if self.space.sharding_open and item.single_rank:
             return [("none", 0)]
         return item.shardings
 
@@ -484,9 +500,11 @@ class Engine:
         if key in item.opt_cache:
             return item.opt_cache[key]
         best = math.inf
+        # ranks holding the same parameters take the same step: one of each
+        distinct = list({(load.params_dense, load.params_expert): load for load in loads}.values())
         for sharding, shard in self._group_shardings(item, k):
             ks = self._with_sharding(k, sharding, shard)
-            slowest = max(timing.optimizer_seconds(load, ks, self.hw, self.constants) for load in loads)
+            slowest = max(timing.optimizer_seconds(load, ks, self.hw, self.constants) for load in distinct)
             best = min(best, slowest)
         item.opt_cache[key] = best
         return best
@@ -689,6 +707,7 @@ class Engine:
         heapq.heapify(queue)
         threshold = self.ceiling
         done = 0
+        unnoted = []  # rejected by their family's floor, their own not computed
         while queue:
             lower, i, refined = heapq.heappop(queue)
             if lower > threshold * (1 + BOUND_SLACK):
@@ -696,8 +715,13 @@ class Engine:
                 break
             if refined is None:
                 # Memory first: a group whose activations alone do not fit is out whatever its
-                # sharding, and that costs less to learn than its bounds per sharding.
-                floor = self._quick_floor(self._knobs(*groups[i]))
+                # sharding, and that costs less to learn than its bounds per sharding; its
+                # family's floor first, shared by its micro-batches and recomputation modes.
+                if self.runtime == "torch" and self._family_floor(groups[i]) > self.usable:
+                    stats.out_of_memory += self._group_size(groups[i])
+                    unnoted.append(groups[i])
+                    continue
+                floor = self._quick_floor(self._knobs(*groups[i]), groups[i][0])
                 if floor > self.usable:
                     stats.out_of_memory += self._group_size(groups[i])
                     self._note_smallest(floor)
@@ -711,14 +735,18 @@ class Engine:
             threshold = self._evaluate(groups[i], refined, threshold)
         for _, i, _refined in queue:
             stats.bounded += self._group_size(groups[i])
+        if not self.best:  # "each needs at least": the least of their own floors, as without families
+            for group in unnoted:
+                self._note_smallest(self._quick_floor(self._knobs(*group), group[0]))
         if self.progress is not None:
             self.progress(2 * total, 2 * total)
         return Outcome(found=self.best, stats=stats, smallest_peak=self.smallest_peak, usable_bytes=self.usable)
 
     def _group_size(self, group) -> int:
+        """Candidates of a group: its rank orders times its shardings (`_group_shardings`)."""
         item = group[0]
-        k = self._knobs(*group)
-        return len(item.orders) * item.order_weight * len(self._group_shardings(item, k))
+        shardings = 1 if self.space.sharding_open and item.single_rank else len(item.shardings)
+        return len(item.orders) * item.order_weight * shardings
 
     def _evaluate(self, group, refined, threshold) -> float:
         """Memory, then step time, of a group's candidates whose bound can still reach the top."""
@@ -740,7 +768,8 @@ class Engine:
             if floor is None:
                 stats.memory_evaluations += 1
                 self._work(k0.pp)
-                floor = activation_floor(self.shape, k0)
+                states = self._states_floor(item, k0)
+                floor = max(a + b for a, b in zip(activation_floors(self.shape, k0), states, strict=True))
             if floor > self.usable:  # no sharding can fit: the activations alone do not
                 stats.out_of_memory += n_orders
                 self._note_smallest(floor)
@@ -762,36 +791,87 @@ class Engine:
                 threshold = self._keep(step, peak_bytes, item, order, k, sharding, shard)
         return threshold
 
-    def _quick_floor(self, k: Knobs) -> int:
+    def _states_floor(self, item: _Degrees, k: Knobs) -> tuple[int, ...]:
+        """Per pp rank, the least model states (`memory.model.state_bytes`) of any of the group's
+        shardings: `peak` adds exactly these states to each rank's activations and buffers, so a
+        rank's activation floor plus them is still a floor. They depend on the degrees, the
+        chunking and the sharding only: kept per (schedule, virtual stages) for the degrees.
+        Zeros outside parc's runtime (the floors are its)."""
+        if self.runtime != "torch":
+            return (0,) * k.pp
+        key = ("states", k.schedule, k.virtual_stages)
+        cached = item.opt_cache.get(key)
+        if cached is None:
+            params = rank_params(self.shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)
+            knobs = [self._with_sharding(k, *s) for s in self._group_shardings(item, k)]
+            groups = [(ks.dense_shard_group, ks.expert_shard_group) if ks.sharding != "none" else (1, 1)
+                      for ks in knobs]
+            least: dict = {}  # ranks holding the same parameters hold the same states: one of each
+            for rp in params:
+                if rp.params not in least:
+                    least[rp.params] = min(state_bytes(rp.params, ks, g) for ks, g in zip(knobs, groups, strict=True))
+            cached = item.opt_cache[key] = tuple(least[rp.params] for rp in params)
+        return cached
+
+    def _first_floor(self, k: Knobs, item: _Degrees) -> int:
+        """`_quick_floor`'s first step: per rank, one micro-batch's activations on each of its
+        chunks, its transient buffers and its least model states; the largest over the ranks.
+        It never decreases as the micro-batch grows (every term is per token or constant;
+        tests/test_search_engine.py holds it over sampled groups), which `_family_floor` uses."""
+        self.stats.memory_evaluations += 1
+        self._work(1)
+        held = first_backward_floors(self.shape, k)
+        states = self._states_floor(item, k)
+        signatures = rank_signatures(self.shape, k.pp, k.virtual_stages, k.schedule, k.split)
+        return max(held[mine] + s for mine, s in zip(signatures, states, strict=True))
+
+    def _family_floor(self, group) -> int:
+        """A floor on the memory of every group that differs from this one only in its
+        micro-batch: `_first_floor` at the smallest micro-batch of the space (it only grows with
+        the micro-batch). One computation rejects a whole family of out-of-memory groups (a
+        large space's cheapest bounds are mostly layouts whose activations do not fit; taking
+        the least over the recomputation modes or sequence parallelism too was measured to cost
+        more floors than it saves). Kept per (schedule, virtual stages, sequence parallelism,
+        recomputation) for the degrees."""
+        item, schedule, v, _, _, sp, recompute = group
+        key = ("family", schedule, v, sp, recompute)
+        cached = item.opt_cache.get(key)
+        if cached is None:
+            micro = self.space.micro[0]
+            cached = item.opt_cache[key] = self._first_floor(
+                self._knobs(item, schedule, v, micro, 1, sp, recompute), item)
+        return cached
+
+    def _quick_floor(self, k: Knobs, item: _Degrees) -> int:
         """A floor on the memory of every sharding of these knobs, cheaper than the memory
-        model's `activation_floor`, in two steps (the second only when the first fits). First
-        without walking the schedule: every schedule holds, when a rank runs its first backward,
-        the activations of micro-batch 0 on each of its chunks (it went forward through all of
-        them and the backward starts from the last), so the sum over a rank's chunks plus its
+        model's `activation_floors`, in two steps (the second only when the first fits), each
+        rank's least model states over the shardings (`_states_floor`) added. First without
+        walking the schedule: every schedule holds, when a rank runs its first backward, the
+        activations of micro-batch 0 on each of its chunks (it went forward through all of them
+        and the backward starts from the last), so the sum over a rank's chunks plus its
         transient buffers is a floor. Then the first and the last rank's activations at their
         worst moment (`schedules.weighted_peak`: one walk each, where the model walks every rank).
         Only for parc's runtime (the floors count its transient buffers, which the others' do not
         have)."""
         if self.runtime != "torch":
             return 0
-        self.stats.memory_evaluations += 1
-        self._work(1)
-        acts = rank_activations(self.shape, k)
-        floor = max(sum(c.saved for c in a.chunks) + a.transient for a in acts)
+        floor = self._first_floor(k, item)
         if floor > self.usable:
             return floor
+        acts = rank_activations(self.shape, k)
+        states = self._states_floor(item, k)
         for rank in sorted({0, k.pp - 1}):
             chunks = acts[rank].chunks
             held, _ = weighted_peak(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank,
                                     tuple(c.saved for c in chunks), tuple(c.pending for c in chunks))
-            floor = max(floor, held + acts[rank].transient)
+            floor = max(floor, held + acts[rank].transient + states[rank])
         return floor
 
     def _work(self, ranks: int) -> None:
         before = self.stats.work
         self.stats.work += ranks
         if self.stats.work // CACHE_WORK != before // CACHE_WORK:
-            clear_memory_caches()  # deep pipelines fill them fast: keep the process's memory bounded
+            trim_caches()  # deep pipelines fill them fast: keep the process's memory bounded
         if self.stats.work > MAX_WORK:
             raise SpaceTooLarge("pipeline-rank evaluations", self.stats.work, MAX_WORK, self.stats)
 
@@ -810,6 +890,43 @@ class Engine:
         self.best.insert(bisect.bisect(keys, found.rank_key), found)
         del self.best[self.keep:]
         return min(self.ceiling, self.best[-1].step if len(self.best) >= self.keep else math.inf)
+
+
+def is_single_rank(k: Knobs, moe: bool) -> bool:
+    """Whether a sharding of these knobs spreads over a single rank (W0353): one dense replica
+    and, in an MoE model, one expert replica, as `Knobs.dense_replicas` and
+    `Knobs.expert_replicas` count them (in parc's runtime tp ranks are expert replicas). Then
+    every sharding is `none` or worse, and search folds them into `none`; the one predicate both
+    the fold's count (`Engine.run`) and the groups' shardings (`Engine._group_shardings`) read."""
+    return k.dense_replicas == 1 and (k.expert_replicas == 1 or not moe)
+
+
+_SHARED: dict[tuple, tuple[dict, dict]] = {}
+"""The time model's per-layer pieces and the ranks' loads of every search in this process, per
+everything they depend on besides their own keys: an outer search over cluster sizes (`nodes ?`)
+calls the engine once per size, and the pieces of a (tp, cp, micro-batch, ...) are the same at
+every size."""
+
+
+def _shared_caches(context: tuple) -> tuple[dict, dict]:
+    """(pieces, loads) caches for searches of this model, hardware and software."""
+    caches = _SHARED.get(context)
+    if caches is None:
+        if len(_SHARED) >= 16:
+            _SHARED.clear()
+        caches = _SHARED[context] = ({}, {})
+    return caches
+
+
+def clear_caches() -> None:
+    """Forget the pieces and loads shared between searches (benchmarks measure a cold start)."""
+    _SHARED.clear()
+    _DIVISORS.clear()
+
+
+def canonical_pipe_of(pipes: list[tuple[str, int]]) -> tuple[str, int]:
+    """The (schedule, virtual stages) the others are folded into when pp is 1."""
+    return ("1f1b", 1) if ("1f1b", 1) in pipes else pipes[0]
 
 
 _DIVISORS: dict[int, tuple[int, ...]] = {}
