@@ -120,13 +120,12 @@ BOUNDS = {
     "gemm_ampere": (0.3, 1.0),
     "gemm_hopper": (0.3, 1.0),
     "intensity_half": (0.005, 5.0),
-    "flash_attention": (0.2, 1.0),
     "kernel_overhead": (0.0, 1e-4),
     "eager_efficiency": (0.3, 1.0),
 }
 """Physical ranges: an efficiency or a fraction lies in (0, 1]; the intensity scale is positive."""
 
-START = {"gemm_ampere": 0.8, "gemm_hopper": 0.75, "intensity_half": 0.5, "flash_attention": 0.75,
+START = {"gemm_ampere": 0.8, "gemm_hopper": 0.75, "intensity_half": 0.5,
          "kernel_overhead": 5e-6, "eager_efficiency": 0.8}
 
 
@@ -420,7 +419,7 @@ ramp-up, the tail of its last wave): 4 GEMM kernels per dense layer forward; in 
 router's, the shared experts' and the routed experts' products, the last as one grouped kernel
 per matrix in Megatron-LM but one kernel per local expert and matrix in parc's runtime, which
 loops over its E / ep experts (with an activation kernel each, two under SwiGLU); 6
-memory-bound kernels, 1 attention kernel; the backward twice the GEMMs.
+memory-bound kernels, the attention kernels (below); the backward twice the GEMMs.
 Under fp8, only where the runtime has fp8 GEMMs (`Software.fp8`): Transformer Engine (Megatron-LM,
 NeMo) and torchao's float8 (torchtitan) run the transformer layers' linear layers at the FP8 peak
 (attention and the output layer stay BF16) and their casts move 4 bytes per element of each GEMM
@@ -428,12 +427,33 @@ input forward and of each output gradient backward; parc's runtime has no fp8 ma
 fp8 spec in BF16 (its MFU still divides by the FP8 peak, the convention of fp8 reports).
 
 **Attention core.** FlashAttention: `4 q n (s/2)` FLOPs forward (causal; context-parallel blocks
-load-balanced), at `peak x e_gen x flash_attention`; the backward runs 2.5x the forward's
-products (it recomputes the scores; Dao 2023). Ring context parallelism runs one attention
-kernel per ring step each way (cp kernels, each paying `kernel_overhead`) and merges each step's
-partial output by its log-sum-exp (read the running and the new output, write one: 3 x 2 bytes
-per output element per step after the first); its backward accumulates dK and dV in fp32 per
-step (2 x 4 bytes per K/V element, read and written). Unfused (Megatron-LM before mid-2022): per head
+load-balanced); the backward runs 2.5x the forward's products (it recomputes the scores; Dao
+2023), and the hardware FLOPs count them so. Each kernel runs at its own fraction of the BF16
+peak, by the keys it walks `s`, the head dim `d`, the mask and the direction
+(`compiler/kernels.py`):
+
+    e = plateau x s / (s + half) x head(d) x [causal: causal x s / (s + causal_half)]
+
+with `head(d) = [d / (d + head_half)] / [128 / (128 + head_half)]` (d > 128 taken as 128). The
+kernel is the runtime's: torch's SDPA runs FlashAttention-2 (parc's runtime, torchtitan);
+Transformer Engine (Megatron-LM, NeMo: the fused runtimes) FlashAttention-2 on Ampere and cuDNN's
+fused attention on Hopper. Each curve's constants are fitted by `benchmarks/kernel_fit.py` on the
+kernel benchmarks transcribed in `benchmarks/data/attention_kernels.yaml` (the FlashAttention-3
+paper's Figures 5 and 6 on H100: every bar within 10 % for head dims 64 and 128; the A100
+plateaus of the FlashAttention-2 paper, 73 % forward and 63 % backward), never on training runs:
+
+@ATTENTION@
+
+Blackwell and CDNA3 take Hopper's fractions of their own peak (no published sweep here). The
+attention kernel is the same fused kernel in eager PyTorch, so `eager_efficiency` does not slow
+it. Without context parallelism, and under all-gather and all-to-all, a layer runs one causal
+kernel over `s` keys each way. Ring context parallelism (zig-zag load-balanced) runs cp kernels
+each way, each an equal share of the rank's work: the diagonal step causal over `s / cp` keys,
+the others unmasked, half of them over `s / cp` keys and half over `s / 2cp`; each kernel pays
+`kernel_overhead`, and each step's partial output is merged by its log-sum-exp (read the running
+and the new output, write one: 3 x 2 bytes per output element per step after the first); its
+backward accumulates dK and dV in fp32 per step (2 x 4 bytes per K/V element, read and written).
+Unfused (Megatron-LM before mid-2022): per head
 and sequence two batched GEMMs `(s/cp) x head_dim x s` and `(s/cp) x s x head_dim` on the full
 square, timed as GEMMs; backward twice; plus the scores' memory traffic, 9 bytes per score
 element forward (scale-mask-softmax, dropout and its mask) and 11 backward.
@@ -996,6 +1016,21 @@ def bridge_check(constants: Constants) -> dict[str, str]:
     return {"BRIDGE_TABLE": "\n".join(lines), "BRIDGE_SUMMARY": summary_text}
 
 
+def attention_table() -> str:
+    """The stored attention curves' constants, for the doc."""
+    from dataclasses import fields as dc_fields
+
+    from parc import kernels
+
+    names = [f.name for f in dc_fields(kernels.AttentionCurve)]
+    lines = ["| curve | " + " | ".join(f"`{n}`" for n in names) + " |", "|" + "---|" * (len(names) + 1)]
+    for label, curve in (("FlashAttention-2, Hopper (`FA2_HOPPER`)", kernels.FA2_HOPPER),
+                         ("cuDNN, Hopper (`CUDNN_HOPPER`)", kernels.CUDNN_HOPPER),
+                         ("FlashAttention-2, Ampere (`FA2_AMPERE`)", kernels.FA2_AMPERE)):
+        lines.append(f"| {label} | " + " | ".join(f"{getattr(curve, n):.4g}" for n in names) + " |")
+    return "\n".join(lines)
+
+
 def generate(constants: Constants = DEFAULT) -> str:
     """The whole of docs/time-model.md."""
     rows, skipped = load_rows()
@@ -1016,6 +1051,7 @@ def generate(constants: Constants = DEFAULT) -> str:
         "SKIPPED": skipped_text, "LAYER_CHECK": layer_check(constants), "SPECS": specs_table(constants),
         "CROSS": cross_validation(rows, prepared),
         "BUBBLE_GAP": bubble_gap(),
+        "ATTENTION": attention_table(),
         "EAGER": f"{constants.eager_efficiency:.4g}",
         "EAGER_TABLE": eager[0], "EAGER_MEDIAN": f"{eager[1]:.1%}", "EAGER_WORST": f"{eager[2]:.1%}",
         "EAGER_HELD_OUT": eager_held_out_line(constants),

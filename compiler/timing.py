@@ -40,7 +40,7 @@ import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from . import flops
+from . import flops, kernels as kernel_model
 from .calibration import DEFAULT, Constants
 from .frozen import hash_once
 from .ledger import Bounds, Collective, Ledger
@@ -67,9 +67,7 @@ OPTIMIZER_BYTES = {"adam": 34, "adamw": 34, "sgd": 18}
 """HBM bytes the optimizer step moves per parameter. Adam: read fp32 weight, gradient and two
 moments (16), write weight and moments (12), write the bf16 copy (2), read the gradient once more
 for the global norm (4). SGD: read weight and gradient, write weight, copy, norm (18)."""
-FLASH_BACKWARD = 2.5
-"""FlashAttention's backward runs 5 matrix products to the forward's 2 (it recomputes the scores;
-Dao 2023, FlashAttention-2, Section 3.1.2)."""
+FLASH_BACKWARD = flops.FLASH_BACKWARD
 SOFTMAX_FORWARD_BYTES = 9
 """Unfused attention, per score element, forward: scale-mask-softmax reads and writes 2 bytes,
 dropout reads 2, writes 2 and a 1-byte mask (Megatron-LM's fused softmax plus dropout)."""
@@ -117,6 +115,9 @@ HBM_BANDWIDTH = {
 """HBM bandwidth (bytes/s) of the catalogue's GPUs. The catalogue (`catalog/gpus.py`) does not carry
 it and `Gpu` admits no new field, so it lives here; a GPU defined in a spec takes its generation's."""
 HBM_BY_GENERATION = {"ampere": 2.039e12, "hopper": 3.35e12, "blackwell": 8.0e12, "cdna3": 5.3e12}
+SMS_BY_GENERATION = {"ampere": 108, "hopper": 132, "blackwell": 148, "cdna3": 304}
+"""SMs (compute units) of a GPU defined in a spec without the catalogue's `sms`: its generation's
+flagship (A100, H100, B200, MI300X)."""
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v")
 
@@ -142,6 +143,8 @@ class Hardware:
     of a node talks at once in the collectives modelled here)."""
     level: int
     """GPUs reached at `intra` bandwidth: the NVLink domain (72 on NVL72), else the node."""
+    sms: int = 132
+    """Streaming multiprocessors: the width of one wave of GEMM tiles (`kernels.wave_efficiency`)."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -158,7 +161,8 @@ def hardware_of(plan: Plan) -> Hardware:
     return Hardware(
         generation=gpu.generation, bf16=gpu.bf16_flops, fp8=gpu.fp8_flops, hbm=hbm,
         intra=cluster.intra_bandwidth, nic=cluster.network.node_bandwidth / cluster.gpus_per_node,
-        level=max(cluster.domain_size, cluster.gpus_per_node))
+        level=max(cluster.domain_size, cluster.gpus_per_node),
+        sms=gpu.sms or SMS_BY_GENERATION.get(gpu.generation, 132))
 
 
 @dataclass(frozen=True, slots=True)
@@ -480,6 +484,38 @@ def memory_seconds(nbytes: float, hw: Hardware, c: Constants) -> float:
     return nbytes / (hw.hbm * c.hbm_efficiency)
 
 
+def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: int, n: float, kernels: str,
+                            hw: Hardware) -> tuple[float, float, int]:
+    """Forward and backward seconds of the fused attention kernels of one layer and micro-batch,
+    and how many kernels each way. The kernel is the runtime's (`kernels.attention_curve`: torch's
+    SDPA, FlashAttention-2, for eager PyTorch; Transformer Engine's for the fused runtimes), each
+    kernel at its own efficiency for the keys it walks, the head dim and the mask. Causal work is
+    half the square (`flops.causal_keys`); the backward runs `FLASH_BACKWARD` x the forward's
+    products. Ring context parallelism (zig-zag load-balanced, torch's and Megatron-Core's) runs
+    cp kernels each way, each an equal share of the rank's work: the diagonal step causal over
+    s / cp keys, the others unmasked, half of them over s / cp keys (the later query chunk against
+    both of the peer's chunks) and half over s / 2cp (both query chunks against the peer's earlier
+    chunk). All-gather and all-to-all context parallelism run one causal kernel over all s keys."""
+    curve = kernel_model.attention_curve("sdpa" if kernels == "eager" else "te", hw.generation)
+    d = shape.head_dim
+    work = flops.attention_core_flops(shape, flops.causal_keys(seq)) / tp * n
+    back = flops.FLASH_BACKWARD * work
+
+    def seconds(flop: float, keys: float, causal: bool, backward: bool) -> float:
+        return flop / (hw.bf16 * curve.efficiency(keys, d, causal, backward))
+
+    if flavour != "ring" or cp == 1:
+        return seconds(work, seq, True, False), seconds(back, seq, True, True), 1
+    block, share = seq / cp, 1.0 / cp
+    rest = (cp - 1) * share / 2
+
+    def direction(flop: float, backward: bool) -> float:
+        return (seconds(share * flop, block, True, backward) + seconds(rest * flop, block, False, backward)
+                + seconds(rest * flop, block / 2, False, backward))
+
+    return direction(work, False), direction(back, True), cp
+
+
 @lru_cache(maxsize=16384)
 def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
                ep: int, precision: str, attention: str, kernels: str, hw: Hardware, c: Constants) -> Work:
@@ -547,15 +583,11 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
                    + gemm_seconds(n, q, h, precision, hw, c) + c.kernel_overhead)
     heads = shape.heads / t
     if attention == "flash":
-        keys = seq / 2  # causal; with cp the blocks are load-balanced (zig-zag)
-        core = flops.attention_core_flops(shape, keys) / t * n
-        attention_f = core / (hw.bf16 * c.gemm_efficiency(hw.generation) * c.flash_attention)
-        # ring attention runs one kernel per ring step, forward and backward, and merges each
-        # step's partial output by its log-sum-exp (read the running output and the step's, write
-        # one: 3 x 2 bytes per output element); the backward accumulates dK and dV per step in
-        # fp32 (read and write 2 x 4 bytes per K/V element)
-        steps = cp if flavour == "ring" and cp > 1 else 1
-        attention_b = FLASH_BACKWARD * attention_f + steps * c.kernel_overhead
+        attention_f, attention_b, steps = flash_attention_seconds(shape, t, cp, flavour, seq, n, kernels, hw)
+        # ring attention merges each step's partial output by its log-sum-exp (read the running
+        # output and the step's, write one: 3 x 2 bytes per output element); the backward
+        # accumulates dK and dV per step in fp32 (read and write 2 x 4 bytes per K/V element)
+        attention_b += steps * c.kernel_overhead
         attention_f += steps * c.kernel_overhead
         if steps > 1:
             attention_f += memory_seconds((steps - 1) * 3 * ACT * n * q, hw, c)
@@ -637,10 +669,11 @@ def slowed(work: Work, sw: Software, c: Constants) -> Work:
     as long as the fused kernels the constants were fitted on; its communication is the same."""
     if sw.kernels == "fused" or c.eager_efficiency == 1.0:
         return work
+    # the attention kernel is the same fused kernel in eager PyTorch (SDPA), timed from its own
+    # published speed (`kernels.attention_curve`), so it is not slowed
     f = 1.0 / c.eager_efficiency
-    return replace(work, gemm=work.gemm * f, attention_f=work.attention_f * f, attention_b=work.attention_b * f,
-                   memory_f=work.memory_f * f, memory_b=work.memory_b * f,
-                   selective_core=work.selective_core * f, selective_elementwise=work.selective_elementwise * f)
+    return replace(work, gemm=work.gemm * f, memory_f=work.memory_f * f, memory_b=work.memory_b * f,
+                   selective_elementwise=work.selective_elementwise * f)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1240,10 +1273,13 @@ def step_time(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants 
 
 def hardware_flops_per_token(shape: Shape, k: Knobs, sw: Software) -> float:
     """FLOPs the GPUs execute per token: 3x forward with the attention actually computed
-    (causal half under FlashAttention, the full square unfused), plus the matrix products
+    (causal half under FlashAttention, whose backward runs 2.5x its forward; the full square
+    unfused), plus the matrix products
     recomputation repeats (the attention output projection under parc's selective policy)."""
     keys = flops.causal_keys(k.seq) if sw.attention == "flash" else float(k.seq)
     total = 3.0 * flops.forward_flops_per_token(shape, keys)
+    if sw.attention == "flash":  # the backward recomputes the scores: 2.5x the forward's, not 2x
+        total += (flops.FLASH_BACKWARD - 2.0) * shape.layers * flops.attention_core_flops(shape, keys)
     if k.recompute == "selective" and sw.selective == "attention-core":
         total += shape.layers * flops.attention_core_flops(shape, keys)
     elif k.recompute == "selective":

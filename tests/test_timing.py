@@ -212,7 +212,12 @@ def test_recomputation_costs_time_in_order():
     assert none.breakdown.recompute == 0
     assert 0 < selective.breakdown.recompute < full.breakdown.recompute
     assert none.step_seconds < selective.step_seconds < full.step_seconds
-    assert none.hfu == pytest.approx(none.mfu)
+    # without recomputation the hardware runs the model's FLOPs plus FlashAttention's backward
+    # recomputing the scores: 2.5x the attention core's forward instead of 2x (Dao 2023)
+    plan = plan_of()
+    shape = shape_of(plan)
+    core = 4 * shape.q * 4096 / 2  # one token's causal attention core, forward, per layer
+    assert none.hardware_flops_per_token - none.model_flops_per_token == pytest.approx(0.5 * shape.layers * core)
     # full recomputation repeats the forward: HFU ~ 4/3 MFU (the logits are not recomputed)
     assert 1.25 < full.hfu / full.mfu < 4 / 3
 
@@ -279,14 +284,16 @@ def test_gradients_reduced_in_two_bytes_move_half_the_gradient_bytes():
 
 def test_eager_kernels_slow_the_computation_not_the_communication():
     """parc's runtime (eager PyTorch) computes at `eager_efficiency` of the fused-kernel speed the
-    GEMM constants were fitted on; its collectives are the same."""
+    GEMM constants were fitted on, but for the attention kernel, the same FlashAttention-2 in both
+    on A100 and timed from its own published speed; its collectives are the same."""
     layout, extra = "tp 8 x dp 16", "dp { sharding zero1 }"
-    eager = predict(layout=layout, extra=extra).breakdown
-    fused = predict(layout=layout, extra=extra, sw=timing.Software(kernels="fused")).breakdown
+    eager = predict(layout=layout, extra=extra, gpu="a100-80gb").breakdown
+    fused = predict(layout=layout, extra=extra, gpu="a100-80gb", sw=timing.Software(kernels="fused")).breakdown
     assert timing.PARC.kernels == "eager"
-    # the computation, less the loss (whose ops differ between the runtimes, below), is slowed
-    loss_gap = fused.compute / DEFAULT.eager_efficiency
-    assert loss_gap < eager.compute < 1.02 * loss_gap
+    # the computation but attention (and the loss, whose ops differ between the runtimes, below)
+    # is slowed: between the fused time and the fused time all slowed
+    slowed_all = fused.compute / DEFAULT.eager_efficiency
+    assert fused.compute + 0.8 * (slowed_all - fused.compute) < eager.compute < slowed_all
     assert eager.recompute == pytest.approx(fused.recompute / DEFAULT.eager_efficiency, rel=1e-9)
     assert eager.sent == fused.sent
     assert eager.step > fused.step
@@ -304,7 +311,9 @@ def test_parc_runtime_launches_a_kernel_per_local_expert():
     assert eager.gemm - fused.gemm == pytest.approx((local * up - 1 + local - 1) * DEFAULT.kernel_overhead)
     assert eager.memory_f - fused.memory_f == pytest.approx(local * up * DEFAULT.kernel_overhead)
     dense = [timing.layer_work(s, False, *args[2:], k, hw, DEFAULT) for k in ("eager", "fused")]
-    assert dense[0] == dense[1]
+    # dense layers differ only in the attention kernel (torch's SDPA against Transformer Engine's)
+    same = {"attention_f": 0.0, "attention_b": 0.0, "selective_core": 0.0}
+    assert replace(dense[0], **same) == replace(dense[1], **same)
 
 
 def test_the_loss_moves_the_bytes_of_each_runtimes_ops():
@@ -517,5 +526,5 @@ def test_moe_experts_are_split_over_tp_ranks_by_tokens():
         return timing.layer_work(s, True, tp, sp, 1, "ring", 4096, 1, 1, "bf16", "flash", "fused", hw, DEFAULT).gemm
 
     assert gemm(2, False) == pytest.approx(gemm(2, True), rel=1e-12)  # sp changes nothing here
-    assert gemm(1, False) <= 2 * gemm(2, False) < 1.25 * gemm(1, False)
+    assert gemm(1, False) <= 2 * gemm(2, False) < 1.3 * gemm(1, False)
     assert gemm(1, False) <= 4 * gemm(4, False) < 2 * gemm(1, False)  # 256-token expert GEMMs
