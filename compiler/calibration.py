@@ -92,15 +92,15 @@ FIXED_SOURCES: dict[str, str] = {
 
 # BEGIN FITTED (written by benchmarks/fidelity.py --write; do not edit by hand)
 DEFAULT = Constants(
-    gemm_ampere=0.8143,
-    gemm_hopper=0.8019,
-    intensity_half=1.339,
-    kernel_overhead=2.295e-05,
+    gemm_ampere=0.8572,
+    gemm_hopper=0.8366,
+    intensity_half=1.559,
+    kernel_overhead=1.794e-05,
     bus_nvlink=0.8,
     bus_network=0.92,
     hbm_efficiency=0.8,
     latency_intra=1e-06,
     latency_inter=5e-06,
-    eager_efficiency=0.8386,
+    eager_efficiency=0.8095,
 )
 # END FITTED

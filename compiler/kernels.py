@@ -27,7 +27,8 @@ take them in waves, and the last, partial wave runs at the speed of a full one. 
 N SMs the kernel takes ceil(T / N) waves for T / N waves' worth of work: efficiency
 T / (ceil(T / N) N). A 133-tile GEMM on 132 SMs takes two waves for 1.01 waves of work. The tile
 is 128 x 128 (cuBLAS's and CUTLASS's common BF16 tile on Ampere and Hopper); grouped GEMMs (one
-kernel over all local experts) pool their tiles into one launch.
+kernel over all local experts) pool their tiles into one launch; an output of fewer tiles than
+SMs is split along its reduction (split-K) as far as the reduction is long enough.
 """
 
 from __future__ import annotations
@@ -48,6 +49,24 @@ def wave_efficiency(m: float, n: float, sms: int, groups: float = 1.0) -> float:
     tiles = math.ceil(m / TILE_M) * math.ceil(n / TILE_N) * max(1, round(groups))
     waves = math.ceil(tiles / sms)
     return tiles / (waves * sms)
+
+
+SPLIT_K_MIN = 512
+"""Shortest reduction one split-K slice keeps: cuBLAS splits the inner dimension of a GEMM whose
+output has too few tiles to fill the GPU, down to a few hundred elements per slice (eight 64-wide
+k-steps), and the partial sums are then added by a reduction."""
+
+
+def gemm_wave_efficiency(m: float, k: float, n: float, sms: int, groups: float = 1.0) -> float:
+    """Wave quantisation of a GEMM as a cuBLAS-like library launches it: an output with fewer
+    tiles than SMs is split along k (split-K, at most k / `SPLIT_K_MIN` slices, no more than fill
+    the SMs), then the tiles run in waves (`wave_efficiency`)."""
+    if m <= 0 or n <= 0 or sms <= 0:
+        return 1.0
+    tiles = math.ceil(m / TILE_M) * math.ceil(n / TILE_N) * max(1, round(groups))
+    split = max(1, min(sms // tiles, int(k // SPLIT_K_MIN))) if tiles < sms else 1
+    total = tiles * split
+    return total / (math.ceil(total / sms) * sms)
 
 
 @dataclass(frozen=True)

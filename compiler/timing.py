@@ -463,21 +463,27 @@ def matmul_peak(hw: Hardware, precision: str) -> float:
 
 
 def gemm_efficiency(m: float, k: float, n: float, element: int, peak: float, hw: Hardware,
-                    c: Constants) -> float:
+                    c: Constants, groups: float = 1.0) -> float:
     """Achievable fraction of peak for an (m x k) @ (k x n) product: the generation's ceiling
     times intensity / (intensity + half), intensity = FLOPs / bytes of the three matrices and
-    half = `intensity_half` x the ridge point (peak / HBM bandwidth)."""
+    half = `intensity_half` x the ridge point (peak / HBM bandwidth), times the fraction of the
+    SMs its tiles keep busy (`kernels.gemm_wave_efficiency`: wave quantisation, split-K when the
+    output has fewer tiles than SMs). `groups` products of this shape launched as one grouped
+    kernel share their waves."""
     intensity = 2 * m * k * n / (element * (m * k + k * n + m * n))
     half = c.intensity_half * peak / hw.hbm
-    return c.gemm_efficiency(hw.generation) * intensity / (intensity + half)
+    waves = kernel_model.gemm_wave_efficiency(m, k, n, hw.sms, groups)
+    return c.gemm_efficiency(hw.generation) * intensity / (intensity + half) * waves
 
 
-def gemm_seconds(m: float, k: float, n: float, precision: str, hw: Hardware, c: Constants) -> float:
+def gemm_seconds(m: float, k: float, n: float, precision: str, hw: Hardware, c: Constants,
+                 groups: float = 1.0) -> float:
+    """One (m x k) @ (k x n) product (each of `groups` in a grouped kernel)."""
     if m <= 0 or k <= 0 or n <= 0:
         return 0.0
     peak = matmul_peak(hw, precision)
     element = 1 if peak != hw.bf16 else 2
-    return 2 * m * k * n / (peak * gemm_efficiency(m, k, n, element, peak, hw, c))
+    return 2 * m * k * n / (peak * gemm_efficiency(m, k, n, element, peak, hw, c, groups))
 
 
 def memory_seconds(nbytes: float, hw: Hardware, c: Constants) -> float:
@@ -566,8 +572,10 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
         gemms += [(1, 1, n, h, up * f), (1, 1, n, f, h)]
         elements += n * (up + 1) * f
         recomputable += n * (up + 1) * f
-    gemm = sum(count * gemm_seconds(m, k, nn, precision, hw, c) + kernels * c.kernel_overhead
-               for kernels, count, m, k, nn in gemms)
+    # a product repeated `count` times in one kernel (a grouped GEMM) shares its waves; in
+    # `count` kernels (an expert loop) each fills the GPU alone
+    gemm = sum(count * gemm_seconds(m, k, nn, precision, hw, c, count if kernels == 1 else 1)
+               + kernels * c.kernel_overhead for kernels, count, m, k, nn in gemms)
     cast_f = cast_b = 0.0
     if precision == "fp8" and hw.fp8:
         # Transformer Engine casts each GEMM input to fp8 and keeps a transposed copy for the
@@ -596,7 +604,9 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     else:
         d = shape.head_dim
         rows = seq / cp  # one sequence's queries on this rank; each head's products are batched
-        per_head = gemm_seconds(rows, d, seq, "bf16", hw, c) + gemm_seconds(rows, seq, d, "bf16", hw, c)
+        batch = micro * heads  # each product is one batched kernel over heads and sequences
+        per_head = (gemm_seconds(rows, d, seq, "bf16", hw, c, batch)
+                    + gemm_seconds(rows, seq, d, "bf16", hw, c, batch))
         attention_f = micro * heads * per_head + 2 * c.kernel_overhead  # two batched products
         scores = heads * n * seq
         softmax_f = memory_seconds(SOFTMAX_FORWARD_BYTES * scores, hw, c) + 2 * c.kernel_overhead

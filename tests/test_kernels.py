@@ -134,3 +134,25 @@ def test_ring_steps_run_at_their_block_length():
     published = (1 / 8 / 260 + 7 / 16 / 350 + 7 / 16 / 309) * 333
     assert published > 1.04
     assert 8 * ring / one == pytest.approx(published, rel=0.05)
+
+
+def test_split_k_fills_an_underfilled_grid():
+    """A 256 x 8192 x 1024 product has 2 x 8 = 16 output tiles on 132 SMs: split-K cuts its 8192-long
+    reduction into 8 slices (132 // 16 = 8, and 8192 / 512 = 16 allows it): 128 tiles, one wave of
+    132. A short reduction (k = 1024) allows only 2 slices: 32 tiles."""
+    assert kernels.gemm_wave_efficiency(256, 8192, 1024, 132) == pytest.approx(128 / 132)
+    assert kernels.gemm_wave_efficiency(256, 1024, 1024, 132) == pytest.approx(32 / 132)
+    # a full grid is not split: 133 tiles stay two waves
+    assert kernels.gemm_wave_efficiency(7 * 128, 8192, 19 * 128, 132) == pytest.approx(133 / 264)
+
+
+def test_a_gemm_one_tile_past_a_wave_takes_two_waves_of_time():
+    """The time model's GEMM of 133 tiles on an H100 (132 SMs) takes about twice the 132-tile one
+    (1.008x the work), where a model without waves would charge 1.008x."""
+    plan = _plan(2048, 1)
+    hw = timing.hardware_of(plan)
+    assert hw.sms == 132
+    one = timing.gemm_seconds(11 * 128, 8192, 12 * 128, "bf16", hw, DEFAULT)
+    two = timing.gemm_seconds(7 * 128, 8192, 19 * 128, "bf16", hw, DEFAULT)
+    # 2 x 133 / 132 from the waves; the two shapes' arithmetic intensities differ by a few percent
+    assert 1.95 < two / one < 2.2

@@ -308,7 +308,10 @@ def test_parc_runtime_launches_a_kernel_per_local_expert():
     eager = timing.layer_work(*args, "eager", hw, DEFAULT)
     fused = timing.layer_work(*args, "fused", hw, DEFAULT)
     local, up = 8 // 2, 2  # 4 experts on each of the 2 expert ranks; SwiGLU: gate and up
-    assert eager.gemm - fused.gemm == pytest.approx((local * up - 1 + local - 1) * DEFAULT.kernel_overhead)
+    # at least the extra launches; more where one expert's tiles fill the SMs' waves worse than
+    # the grouped kernel's pooled tiles
+    launches = (local * up - 1 + local - 1) * DEFAULT.kernel_overhead
+    assert launches * 0.999 <= eager.gemm - fused.gemm
     assert eager.memory_f - fused.memory_f == pytest.approx(local * up * DEFAULT.kernel_overhead)
     dense = [timing.layer_work(s, False, *args[2:], k, hw, DEFAULT) for k in ("eager", "fused")]
     # dense layers differ only in the attention kernel (torch's SDPA against Transformer Engine's)
