@@ -369,7 +369,8 @@ formula and constant, and compares the model with published runs. Code: `compile
   sharding, seq, micro-batch, micro-batches per step `m`, precision, optimizer, recomputation.
   Which layers each pipeline rank holds comes from `compiler/stages.py` (through the memory
   model's `rank_params`, which also gives each rank's parameters).
-- **Hardware**: dense BF16 (and FP8) peak, HBM bandwidth, per-GPU bandwidth inside the fast level
+- **Hardware**: dense BF16 (and FP8) peak, HBM bandwidth, the SM count (the catalogue's `sms`; a
+  GPU defined in a spec takes its generation's), per-GPU bandwidth inside the fast level
   (the NVLink domain: the node, or 72 GPUs on NVL72; PCIe inside a node), and each GPU's share of
   its node's NICs (node bandwidth / GPUs per node). The catalogue has no HBM bandwidth, so
   `timing.HBM_BANDWIDTH` holds the datasheet figures (A100 40 GB 1.555 TB/s, A100 80 GB
@@ -405,13 +406,26 @@ the backward takes twice the forward's GEMM time, split into B (input) and W (we
 | shared experts | as a dense FFN of size shared x F_e, split over tp |
 
 Routed experts are whole on each rank (expert tensor parallelism 1, the memory model's
-convention) and routing is balanced; each tp rank routes its own 1/tp of the tokens (parc's
-runtime routes per tp shard; Megatron-Core requires sequence parallelism with MoE under tp), so
-expert computation and the ep all-to-alls are 1/tp per rank. A GEMM of `2mkn` FLOPs takes
+convention); each tp rank routes its own 1/tp of the tokens (parc's runtime routes per tp shard;
+Megatron-Core requires sequence parallelism with MoE under tp), so expert computation and the ep
+all-to-alls are 1/tp per rank. The busiest expert rank sets the pace of the layer (the
+all-to-alls wait for it): with `C = (n / tp) top_k` routed copies per rank on average, spread at
+random at best over ep ranks, it receives `C (1 + z sqrt((1 - 1/ep) / C))`, with
+`z = Phi^-1((ep - 0.375) / (ep + 0.25))` the expected largest of ep standard normals (Blom 1958;
+the loads are near-normal, a multinomial's variance; tests/test_kernels.py checks it against a
+simulated random router); a balancing loss or bias drives the router towards
+random spreading, never below, so this floor is charged whatever the spec's balancing; a capacity
+factor caps it), and its expert GEMMs, activation, dispatch copies and all-to-all bytes are
+charged at that load. A GEMM of `2mkn` FLOPs takes
 
-    t = 2mkn / (peak x e),   e = e_gen x I / (I + c x peak / B_hbm),   I = 2mkn / (b (mk + kn + mn))
+    t = 2mkn / (peak x e),   e = e_gen x I / (I + c x peak / B_hbm) x W,   I = 2mkn / (b (mk + kn + mn))
 
-with `I` its arithmetic intensity (FLOPs per byte of the three matrices, `b` bytes per element:
+with `W` the fraction of the SMs its output tiles keep busy (`compiler/kernels.py`): T tiles of
+128 x 128 on N SMs run in ceil(T / N) waves, `W = T / (ceil(T / N) N)` (133 tiles on an H100's
+132 SMs: two waves for 1.008 waves of work); an output of fewer tiles than SMs is split along
+its reduction (split-K, slices of at least 512) until the SMs are filled; a grouped kernel (one
+launch over all local experts) pools its experts' tiles, a loop of per-expert kernels does not.
+`I` is its arithmetic intensity (FLOPs per byte of the three matrices, `b` bytes per element:
 2, or 1 for fp8), `peak / B_hbm` the GPU's ridge point, `e_gen` the generation's ceiling
 (`gemm_ampere`, `gemm_hopper`) and `c` = `intensity_half`: efficiency is half its ceiling where
 the intensity is `c` ridge points. Every kernel also costs `kernel_overhead` seconds (launch,

@@ -69,6 +69,25 @@ def gemm_wave_efficiency(m: float, k: float, n: float, sms: int, groups: float =
     return total / (math.ceil(total / sms) * sms)
 
 
+def routing_imbalance(copies: float, ranks: int, capacity_factor: float = 0.0) -> float:
+    """Expected load of the busiest of `ranks` expert ranks over the mean, when each holds `copies`
+    routed token copies on average and the router spreads them at random: the rank loads are
+    near-normal with variance copies x (1 - 1/ranks) (a multinomial's), and the largest of `ranks`
+    such loads sits, in expectation, Phi^-1((ranks - 0.375) / (ranks + 0.25)) standard deviations
+    above the mean (Blom's 1958 approximation of the largest normal order statistic; it tends to
+    the balls-into-bins sqrt(2 ln ranks) of Raab and Steger 1998).
+    A load-balancing loss or bias drives the router towards this, never below it, so it is the
+    floor of the imbalance, charged whatever the spec's balancing; a capacity factor caps the
+    busiest rank at `capacity_factor` x the mean (copies past it are dropped)."""
+    if ranks <= 1 or copies <= 0:
+        return 1.0
+    from statistics import NormalDist  # here: `parc` starts without the statistics module
+
+    z = NormalDist().inv_cdf((ranks - 0.375) / (ranks + 0.25))
+    margin = 1.0 + z * math.sqrt((1.0 - 1.0 / ranks) / copies)
+    return min(margin, max(capacity_factor, 1.0)) if capacity_factor else margin
+
+
 @dataclass(frozen=True)
 class AttentionCurve:
     """One fused-attention kernel's throughput as a fraction of dense BF16 peak."""

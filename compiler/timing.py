@@ -551,7 +551,10 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     if moe:
         local = max(1, shape.experts // ep)
         # balanced routing: what this GPU's experts receive (a capacity factor under 1 drops some)
-        assigned = routed * shape.top_k * (min(1.0, shape.capacity_factor) if shape.capacity_factor else 1.0)
+        mean = routed * shape.top_k * (min(1.0, shape.capacity_factor) if shape.capacity_factor else 1.0)
+        # the busiest expert rank sets the pace (the all-to-alls wait for it): routed copies land
+        # on ranks at random at best, so its load exceeds the mean by the balls-into-bins margin
+        assigned = mean * kernel_model.routing_imbalance(mean, ep, shape.capacity_factor)
         per_expert = assigned / local
         f = shape.expert_ffn
         gemms.append((1, 1, routed, h, shape.experts))

@@ -156,3 +156,26 @@ def test_a_gemm_one_tile_past_a_wave_takes_two_waves_of_time():
     two = timing.gemm_seconds(7 * 128, 8192, 19 * 128, "bf16", hw, DEFAULT)
     # 2 x 133 / 132 from the waves; the two shapes' arithmetic intensities differ by a few percent
     assert 1.95 < two / one < 2.2
+
+
+def test_routing_imbalance_matches_a_simulated_random_router():
+    """The closed form against a seeded simulation of a router that sends each token to top_k
+    distinct experts at random, experts dealt to ep ranks in blocks: the busiest rank's mean
+    excess over the average load, within 20 % of the simulated one."""
+    np = pytest.importorskip("numpy")
+    rng = np.random.default_rng(0)
+    cases = [(512, 64, 8, 16), (2048, 128, 8, 8), (256, 8, 2, 4)]
+    assert cases
+    for tokens, experts, top_k, ep in cases:
+        trials = 200
+        choice = np.argsort(rng.random((trials, tokens, experts)), axis=2)[:, :, :top_k]
+        load = np.zeros((trials, experts))
+        for t in range(trials):
+            np.add.at(load[t], choice[t].ravel(), 1)
+        per_rank = load.reshape(trials, ep, experts // ep).sum(axis=2)
+        simulated = float((per_rank.max(axis=1) / per_rank.mean(axis=1)).mean()) - 1
+        predicted = kernels.routing_imbalance(tokens * top_k / ep, ep) - 1
+        assert simulated > 0.01
+        assert predicted == pytest.approx(simulated, rel=0.20)
+    assert kernels.routing_imbalance(1000, 1) == 1.0
+    assert kernels.routing_imbalance(64, 64, capacity_factor=1.25) == 1.25  # capped
