@@ -505,7 +505,14 @@ GPU's own share of its node's NICs (every GPU of a node communicates at once in 
 
 - ring collectives run at `B_ring = B_in` when the group fits in one level, else
   `min(B_in, k x B_out)` (the ring's crossing hops use the NICs of the group's k GPUs in a level);
-- all-reduce of S bytes: `2 (n-1)/n S / B_ring + 2 ceil(log2 n) a`;
+- all-reduce of S bytes: NCCL's choice, the faster of its ring and its tree by their own cost
+  models (its tuner, `src/graph/tuning.cc`). Ring: `2 (n-1)/n S / B_ring` plus 2 (n - 1) steps,
+  of which 2 (N - 1) cross levels (N = n / k levels spanned) at `latency_inter` and the rest stay
+  inside at `latency_intra`: latency linear in n. Tree (a double binary tree across levels, a
+  chain inside each): `2 S / (0.9 B_ring)` (NCCL's tree bus bandwidth is 0.9x its ring's and the
+  whole buffer goes up and down) plus `2 ((k - 1) latency_intra + ceil(log2 N) latency_inter)`:
+  latency logarithmic in the levels. Inside one level the ring always wins; across levels the
+  tree wins below a crossover size that grows with N (about 5 GB at 128 nodes of 8 H100s);
 - all-gather or reduce-scatter of the full S bytes: `(n-1)/n S / B_ring + (n-1) a`;
 - all-to-all, S bytes leaving each rank: `max((k-1)/n S / B_in, (n-k)/n S / B_out) + (n-1) a`;
 - point-to-point: `S / B_in` inside a level, else `S / B_out`, plus `a`;

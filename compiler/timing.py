@@ -347,12 +347,39 @@ class Link:
     """All-to-all and point-to-point traffic to other levels: this GPU's NIC share."""
     local: int
     latency: float
+    """Seconds per algorithm step: across levels when the group spans several, else inside one."""
+    step_near: float = 0.0
+    """Seconds per algorithm step between ranks of one level (a spanning group's inner hops)."""
+
+    @property
+    def levels(self) -> int:
+        """Fast levels (nodes, NVLink domains) the group spans."""
+        return max(1, math.ceil(self.size / max(1, min(self.local, self.size))))
 
     def all_reduce(self, nbytes: float) -> float:
+        """NCCL's choice: the faster of its ring and its tree by their own cost models (what its
+        tuner does for every call, `src/graph/tuning.cc`)."""
         n = self.size
         if n <= 1 or nbytes <= 0:
             return 0.0
-        return 2 * (n - 1) / n * nbytes / self.ring + 2 * math.ceil(math.log2(n)) * self.latency
+        return min(self.ring_all_reduce(nbytes), self.tree_all_reduce(nbytes))
+
+    def ring_all_reduce(self, nbytes: float) -> float:
+        """2 (n - 1) steps, each moving 1/n of the buffer: bandwidth-optimal, latency linear in n;
+        of the steps, 2 (N - 1) cross levels (N the levels spanned), the rest stay inside."""
+        n, crossing = self.size, 2 * (self.levels - 1)
+        inner = self.step_near if crossing else self.latency
+        return 2 * (n - 1) / n * nbytes / self.ring + (2 * (n - 1) - crossing) * inner + crossing * self.latency
+
+    def tree_all_reduce(self, nbytes: float) -> float:
+        """NCCL's double binary tree across levels, a chain inside each: a reduce up and a
+        broadcast down, 2 ((k - 1) inner steps + ceil(log2 N) crossing steps), latency
+        logarithmic in the levels; the whole buffer goes up and down at `TREE_BUS` of the ring's
+        bus bandwidth (NCCL's own model: tree bus bandwidth 0.9x, algorithm bandwidth half)."""
+        levels, k = self.levels, max(1, min(self.local, self.size))
+        inner = self.step_near if levels > 1 else self.latency
+        steps = 2 * ((k - 1) * inner + math.ceil(math.log2(levels)) * self.latency)
+        return 2 * nbytes / (TREE_BUS * self.ring) + steps
 
     def all_gather(self, nbytes: float) -> float:
         """Also reduce-scatter: `nbytes` is the full (gathered) tensor."""
@@ -378,6 +405,12 @@ class Link:
         return nbytes / bandwidth + self.latency
 
 
+TREE_BUS = 0.9
+"""NCCL's tree all-reduce bus bandwidth relative to its ring's (`busBw * .9` in NCCL's
+`src/graph/tuning.cc`): each rank sends and receives the whole buffer once up and once down the
+tree (algorithm bandwidth half the bus bandwidth), where the ring moves 2 (n - 1)/n of it."""
+
+
 def sent_all_reduce(n: int, nbytes: float) -> float:
     return 2 * (n - 1) / n * nbytes if n > 1 else 0.0
 
@@ -391,7 +424,8 @@ def link(group: Group, hw: Hardware, c: Constants) -> Link:
     intra, far = hw.intra * c.bus_nvlink, hw.nic * c.bus_network
     ring = intra if group.inside else min(intra, group.local * far)
     latency = c.latency_intra if group.inside else c.latency_inter
-    return Link(size=group.size, ring=ring, near=intra, far=far, local=group.local, latency=latency)
+    return Link(size=group.size, ring=ring, near=intra, far=far, local=group.local, latency=latency,
+                step_near=c.latency_intra)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ published kernel speed."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -179,3 +180,44 @@ def test_routing_imbalance_matches_a_simulated_random_router():
         assert predicted == pytest.approx(simulated, rel=0.20)
     assert kernels.routing_imbalance(1000, 1) == 1.0
     assert kernels.routing_imbalance(64, 64, capacity_factor=1.25) == 1.25  # capped
+
+
+def _link(gpus: int, per_node: int = 8) -> timing.Link:
+    hw = timing.Hardware("hopper", 989e12, None, 3.35e12, intra=450e9, nic=50e9, level=8)
+    return timing.link(timing.Group(gpus, min(gpus, per_node)), hw, DEFAULT)
+
+
+def _crossover(lk: timing.Link) -> float:
+    """The message size at which ring and tree all-reduce cost the same (bisection on a log
+    scale); 0 where the ring always wins."""
+    lo, hi = 1.0, 1e13
+    if lk.ring_all_reduce(lo) <= lk.tree_all_reduce(lo):
+        return 0.0
+    for _ in range(200):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if lk.tree_all_reduce(mid) < lk.ring_all_reduce(mid) else (lo, mid)
+    return lo
+
+
+def test_all_reduce_picks_ring_or_tree_as_nccl_does():
+    """NCCL's documented behaviour (its tuner, src/graph/tuning.cc; the 2.4 release notes on
+    double binary trees): inside one node the ring; across nodes the tree for small and
+    medium messages, whose latency grows with log2(nodes) where the ring's grows with the ranks,
+    and the ring for large ones, whose bandwidth term is lower; the crossover grows with the
+    node count. Hand-computed at 1,024 GPUs (128 nodes, 1 us inside, 5 us across): the ring's
+    latency 2 x 896 x 1 us + 2 x 127 x 5 us = 3.062 ms, the tree's 2 (7 x 1 us + 7 x 5 us) = 84 us."""
+    node = _link(8)
+    assert _crossover(node) == 0.0  # the ring always, inside a node
+    big = _link(1024)
+    assert big.levels == 128
+    assert big.ring_all_reduce(1.0) == pytest.approx(
+        2 * 896 * DEFAULT.latency_intra + 2 * 127 * DEFAULT.latency_inter, rel=1e-6)
+    assert big.tree_all_reduce(1.0) == pytest.approx(2 * (7 * DEFAULT.latency_intra + 7 * DEFAULT.latency_inter),
+                                                     rel=1e-6)
+    small = 1 << 20
+    assert big.all_reduce(small) == big.tree_all_reduce(small) < big.ring_all_reduce(small)
+    huge = 1 << 40
+    assert big.all_reduce(huge) == big.ring_all_reduce(huge) < big.tree_all_reduce(huge)
+    crossovers = [_crossover(_link(n)) for n in (16, 128, 1024, 8192)]
+    assert all(x > 0 for x in crossovers)
+    assert crossovers == sorted(crossovers) and crossovers[-1] > 10 * crossovers[0]

@@ -102,7 +102,8 @@ def test_a_ring_inside_a_node_runs_at_nvlink_speed():
     hw = timing.Hardware("hopper", 989e12, None, 3.35e12, intra=450e9, nic=50e9, level=8)
     link = timing.link(timing.Group(8, 8), hw, DEFAULT)
     s = 1e9
-    expected = 2 * 7 / 8 * s / (450e9 * DEFAULT.bus_nvlink) + 2 * 3 * DEFAULT.latency_intra
+    # NCCL's ring: 2 (n - 1) steps (inside one node NCCL never picks its tree)
+    expected = 2 * 7 / 8 * s / (450e9 * DEFAULT.bus_nvlink) + 2 * 7 * DEFAULT.latency_intra
     assert link.all_reduce(s) == pytest.approx(expected)
     assert link.all_gather(s) == pytest.approx(7 / 8 * s / (450e9 * DEFAULT.bus_nvlink) + 7 * DEFAULT.latency_intra)
 
