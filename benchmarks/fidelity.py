@@ -233,6 +233,11 @@ class EagerRun:
     """Tokens per second per GPU (torchtitan's WPS and TPS/GPU)."""
     fitted: bool
     note: str = ""
+    cp: int = 1
+    """Context-parallel degree (torchtitan's ring attention, zig-zag load balanced)."""
+    compiled: bool = False
+    """torch.compile (and, in the rows that state it, torchao's Float8 linears: `precision`)."""
+    precision: str = "bf16"
     power_cap_w: int = 0
     """A power limit the source states (0: the GPU's own). The clock falls to hold it: dynamic
     power goes as f V^2 and the voltage with the clock near the top of the DVFS curve, so the
@@ -247,17 +252,19 @@ class EagerRun:
         return f"gpu {self.gpu} {{ bf16 {derated:.0f} TFLOP/s }}"
 
     def spec(self, network: str) -> str:
+        dp = self.gpus // self.cp
+        axes = " x ".join(a for a in (f"dp {dp}" if dp > 1 else "", f"cp {self.cp}" if self.cp > 1 else "") if a)
         return "\n".join([
             f"job {self.id}",
-            f"dp {self.gpus} on nodes({min(self.gpus, 8)} gpus, nvlink)",
+            f"{axes} on nodes({min(self.gpus, 8)} gpus, nvlink)",
             EAGER_MODELS[self.model],
             f"hardware {{ {self.gpu_line()}, network {network} }}",
             "train {",
-            f"  seq {self.seq}, global-batch {self.gpus * self.local_batch}, micro-batch {self.local_batch}",
-            f"  precision bf16, optimizer adamw, recompute {self.recompute}",
+            f"  seq {self.seq}, global-batch {dp * self.local_batch}, micro-batch {self.local_batch}",
+            f"  precision {self.precision}, optimizer adamw, recompute {self.recompute}",
             "}",
             "dp { sharding zero3 }",
-        ]) + "\n"
+        ] + (["target torchtitan { compile on }"] if self.compiled else [])) + "\n"
 
 
 GPU_POWER = {"h100-sxm": (700, 989)}
@@ -266,6 +273,10 @@ POWER_CAPPED = ("500 W power limit and HBM2e (2.4 TB/s) stated (torchtitan's foo
                 "to 884 TFLOP/s by the clock's cube-root law; HBM at the SXM's 3.35 TB/s (a spec "
                 "cannot state HBM bandwidth). Not fitted for another stated fact: torchtitan's "
                 "op-level selective recomputation, which parc's policy differs from")
+TORCHTITAN_H100_CP = ("pytorch/torchtitan `docs/performance.md`, Table 2 (FSDP + CP + torch.compile + Float8, "
+                      "Llama 3.1 8B, 8 H100, local batch 1, full AC; read from the main branch)")
+LONG_SEQUENCE = ("long-sequence check, not fitted: torch.compile and Float8 are not parc's runtime; the 500 W "
+                 "cap and HBM as in Table 1")
 EAGER_RUNS = (
     EagerRun("llama3_8b_64xA100_ac_layer", TORCHTITAN_A100, "llama3-8b", 64, "a100-80gb", 8192, 1,
              "full 16", "selective layer", 2904, True),
@@ -287,6 +298,14 @@ EAGER_RUNS = (
              "selective", "selective op", 5762, False, POWER_CAPPED, power_cap_w=500),
     EagerRun("llama3_8b_128xH100_ac_op", TORCHTITAN_H100, "llama3-8b", 128, "h100-sxm", 8192, 2,
              "selective", "selective op", 5605, False, POWER_CAPPED, power_cap_w=500),
+    EagerRun("llama3_8b_8xH100_cp1_32k", TORCHTITAN_H100_CP, "llama3-8b", 8, "h100-sxm", 32768, 1,
+             "full", "full", 3890, False, LONG_SEQUENCE, cp=1, compiled=True, precision="fp8", power_cap_w=500),
+    EagerRun("llama3_8b_8xH100_cp2_64k", TORCHTITAN_H100_CP, "llama3-8b", 8, "h100-sxm", 65536, 1,
+             "full", "full", 2540, False, LONG_SEQUENCE, cp=2, compiled=True, precision="fp8", power_cap_w=500),
+    EagerRun("llama3_8b_8xH100_cp4_128k", TORCHTITAN_H100_CP, "llama3-8b", 8, "h100-sxm", 131072, 1,
+             "full", "full", 1071, False, LONG_SEQUENCE, cp=4, compiled=True, precision="fp8", power_cap_w=500),
+    EagerRun("llama3_8b_8xH100_cp8_256k", TORCHTITAN_H100_CP, "llama3-8b", 8, "h100-sxm", 262144, 1,
+             "full", "full", 548, False, LONG_SEQUENCE, cp=8, compiled=True, precision="fp8", power_cap_w=500),
 )
 """torchtitan's FSDP2 runs without torch.compile or Float8 (compiled runs fuse kernels; parc's
 runtime does not compile). Llama 3.1 8B has Llama 3 8B's shapes."""
@@ -449,9 +468,9 @@ peak, by the keys it walks `s`, the head dim `d`, the mask and the direction
     e = plateau x s / (s + half) x head(d) x [causal: causal x s / (s + causal_half)]
 
 with `head(d) = [d / (d + head_half)] / [128 / (128 + head_half)]` (d > 128 taken as 128). The
-kernel is the runtime's: torch's SDPA runs FlashAttention-2 (parc's runtime, torchtitan);
-Transformer Engine (Megatron-LM, NeMo: the fused runtimes) FlashAttention-2 on Ampere and cuDNN's
-fused attention on Hopper. Each curve's constants are fitted by `benchmarks/kernel_fit.py` on the
+kernel is the runtime's (`Software.attention`): torch's SDPA runs FlashAttention-2 (parc's
+runtime, torchtitan with or without torch.compile); Transformer Engine (Megatron-LM, NeMo)
+FlashAttention-2 on Ampere and cuDNN's fused attention on Hopper. Each curve's constants are fitted by `benchmarks/kernel_fit.py` on the
 kernel benchmarks transcribed in `benchmarks/data/attention_kernels.yaml` (the FlashAttention-3
 paper's Figures 5 and 6 on H100: every bar within 10 % for head dims 64 and 128; the A100
 plateaus of the FlashAttention-2 paper, 73 % forward and 63 % backward), never on training runs:
@@ -769,7 +788,11 @@ error. The two H100 runs state a 500 W power cap: they are predicted on a derate
 clock, and with it the peak, as (cap / TDP)^(1/3): 884 of 989 TFLOP/s; `EagerRun.power_cap_w`),
 not excluded for it; they use the op-level policy, so they are not fitted either. One A100 fit
 serves every generation. "other network": the A100 cluster's network is unpublished;
-the same run predicted on 4 x 100 Gb/s instead of 8 x 200 Gb/s per node.
+the same run predicted on 4 x 100 Gb/s instead of 8 x 200 Gb/s per node. The last four rows, torchtitan's
+context-parallel table (Llama 3.1 8B on one H100 node, 32K to 256K tokens, cp 1 to 8, with
+torch.compile and Float8, so not parc's runtime and not fitted), check the long-sequence physics
+(attention by key length, ring steps at their block length) on runs no constant was fitted on;
+they remain 24-68 % too fast, the largest at 128K-256K where ring attention dominates.
 
 `eager_efficiency` = **@EAGER@**; fitted runs: median |error| **@EAGER_MEDIAN@**, worst **@EAGER_WORST@**
 in sample. Out of sample (fitted on the other four, each run predicted): @EAGER_HELD_OUT@.
@@ -804,8 +827,8 @@ runtime, eager PyTorch with FlashAttention and no tensor-parallel overlap, unles
   checkpointing.
 - Blackwell and CDNA3 efficiencies (no calibration data; their attention kernels take Hopper's
   fractions of their own peak), and FP8 GEMM efficiency beyond the casts (FP8 GEMMs take the
-  BF16 ceiling). torchtitan under torch.compile is timed with the fused runtimes' attention
-  curve (cuDNN on Hopper), though its SDPA may still pick FlashAttention-2.
+  BF16 ceiling). torch's SDPA is taken to run its FlashAttention-2 backend on every generation
+  (its cuDNN backend, when a torch version prefers it on Hopper, is faster).
 - Tile shapes other than 128 x 128 and stream-K: cuBLAS picks among several tiles per shape; the
   wave model takes one and lets split-K fill an under-filled grid.
 """

@@ -172,8 +172,11 @@ class Software:
     tensor parallelism); benchmarks/fidelity.py sets them per published run from its source."""
 
     attention: str = "flash"
-    """"flash": fused attention that skips the masked half (causal); "unfused": the s x s scores
-    are materialised and the full square computed (Megatron-LM before mid-2022)."""
+    """"flash": fused attention that skips the masked half (causal), torch's SDPA (its flash
+    backend is FlashAttention-2: parc's runtime, torchtitan with or without torch.compile);
+    "flash-te": the same through Transformer Engine (Megatron-LM, NeMo: FlashAttention-2 on
+    Ampere, cuDNN's fused attention on Hopper and later); "unfused": the s x s scores are
+    materialised and the full square computed (Megatron-LM before mid-2022)."""
     selective: str = "elementwise"
     """What `recompute selective` repeats: "elementwise" (parc's runtime: an op-level policy that
     saves most matmul outputs and recomputes norms, RoPE, activations and the attention output
@@ -524,11 +527,11 @@ def memory_seconds(nbytes: float, hw: Hardware, c: Constants) -> float:
     return nbytes / (hw.hbm * c.hbm_efficiency)
 
 
-def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: int, n: float, kernels: str,
+def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: int, n: float, attention: str,
                             hw: Hardware) -> tuple[float, float, int]:
     """Forward and backward seconds of the fused attention kernels of one layer and micro-batch,
-    and how many kernels each way. The kernel is the runtime's (`kernels.attention_curve`: torch's
-    SDPA, FlashAttention-2, for eager PyTorch; Transformer Engine's for the fused runtimes), each
+    and how many kernels each way. The kernel is the runtime's (`Software.attention`,
+    `kernels.attention_curve`: torch's SDPA, FlashAttention-2, or Transformer Engine's), each
     kernel at its own efficiency for the keys it walks, the head dim and the mask. Causal work is
     half the square (`flops.causal_keys`); the backward runs `FLASH_BACKWARD` x the forward's
     products. Ring context parallelism (zig-zag load-balanced, torch's and Megatron-Core's) runs
@@ -536,7 +539,7 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
     s / cp keys, the others unmasked, half of them over s / cp keys (the later query chunk against
     both of the peer's chunks) and half over s / 2cp (both query chunks against the peer's earlier
     chunk). All-gather and all-to-all context parallelism run one causal kernel over all s keys."""
-    curve = kernel_model.attention_curve("sdpa" if kernels == "eager" else "te", hw.generation)
+    curve = kernel_model.attention_curve("te" if attention == "flash-te" else "sdpa", hw.generation)
     d = shape.head_dim
     work = flops.attention_core_flops(shape, flops.causal_keys(seq)) / tp * n
     back = flops.FLASH_BACKWARD * work
@@ -559,8 +562,9 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
 @lru_cache(maxsize=16384)
 def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
                ep: int, precision: str, attention: str, kernels: str, hw: Hardware, c: Constants) -> Work:
-    """One transformer layer. `attention` is "flash" (fused, causal work skipped: what parc's
-    runtime runs) or "unfused" (the s x s scores materialised, as Megatron-LM did before 2022).
+    """One transformer layer. `attention` is "flash" (fused, causal work skipped: torch's SDPA,
+    what parc's runtime runs), "flash-te" (the same through Transformer Engine) or "unfused" (the
+    s x s scores materialised, as Megatron-LM did before 2022).
     `kernels` ("eager" or "fused", `Software.kernels`) decides how routed experts launch: parc's
     runtime loops over its local experts, a kernel per matrix product and activation each;
     Megatron-LM's grouped GEMM is one kernel per matrix for all of them."""
@@ -627,8 +631,8 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     elementwise = (memory_seconds(ACT * recomputable, hw, c) + (MEMORY_KERNELS - 2) * c.kernel_overhead
                    + gemm_seconds(n, q, h, precision, hw, c) + c.kernel_overhead)
     heads = shape.heads / t
-    if attention == "flash":
-        attention_f, attention_b, steps = flash_attention_seconds(shape, t, cp, flavour, seq, n, kernels, hw)
+    if attention != "unfused":
+        attention_f, attention_b, steps = flash_attention_seconds(shape, t, cp, flavour, seq, n, attention, hw)
         # ring attention merges each step's partial output by its log-sum-exp (read the running
         # output and the step's, write one: 3 x 2 bytes per output element); the backward
         # accumulates dK and dV per step in fp32 (read and write 2 x 4 bytes per K/V element)
@@ -1323,9 +1327,10 @@ def hardware_flops_per_token(shape: Shape, k: Knobs, sw: Software) -> float:
     (causal half under FlashAttention, whose backward runs 2.5x its forward; the full square
     unfused), plus the matrix products
     recomputation repeats (the attention output projection under parc's selective policy)."""
-    keys = flops.causal_keys(k.seq) if sw.attention == "flash" else float(k.seq)
+    flash = sw.attention != "unfused"
+    keys = flops.causal_keys(k.seq) if flash else float(k.seq)
     total = 3.0 * flops.forward_flops_per_token(shape, keys)
-    if sw.attention == "flash":  # the backward recomputes the scores: 2.5x the forward's, not 2x
+    if flash:  # the backward recomputes the scores: 2.5x the forward's, not 2x
         total += (flops.FLASH_BACKWARD - 2.0) * shape.layers * flops.attention_core_flops(shape, keys)
     if k.recompute == "selective" and sw.selective == "attention-core":
         total += shape.layers * flops.attention_core_flops(shape, keys)
