@@ -221,3 +221,26 @@ def test_all_reduce_picks_ring_or_tree_as_nccl_does():
     crossovers = [_crossover(_link(n)) for n in (16, 128, 1024, 8192)]
     assert all(x > 0 for x in crossovers)
     assert crossovers == sorted(crossovers) and crossovers[-1] > 10 * crossovers[0]
+
+
+def test_expert_all_to_all_shares_the_nic_with_data_parallel_traffic():
+    """Mixtral on 64 H100 (8 nodes, 8 x 100 Gb/s each), ep 64 over dp 64, zero3: the step's NIC
+    floor carries the expert all-to-alls' and FSDP's bytes together. By hand from the bytes each
+    GPU sends: an all-to-all over n = 64 ranks, k = 8 per node, puts (n - k)/(n - 1) of what it
+    sends on the NIC; a hierarchical ring gather or reduce-scatter n/(n - 1) x (N - 1)/(N k) of it
+    (N = 8 nodes)."""
+    text = "\n".join([
+        "dp 64 on nodes(8 gpus, nvlink)", "ep 64 over dp", "model mixtral-8x7b",
+        "hardware { gpu h100-sxm, network 8 x 100 Gb/s }",
+        "train {", "  seq 4096, global-batch 64, micro-batch 1", "  precision bf16, optimizer adamw, recompute full",
+        "}", "dp { sharding zero3 }"]) + "\n"
+    compiled = compile_text(text, path="moe.par")
+    assert compiled.plan is not None, compiled.diagnostics
+    b = timing.predict(compiled.plan).breakdown
+    n, k, nodes = 64, 8, 8
+    ep_nic = b.sent["ep"] * (n - k) / (n - 1)
+    dp_nic = b.sent["dp"] * n / (n - 1) * (nodes - 1) / (nodes * k)
+    assert ep_nic > 0 and dp_nic > 0
+    nic = 100e9 / 8 * DEFAULT.bus_network  # one 100 Gb/s NIC per GPU
+    assert b.bounds.nic == pytest.approx((ep_nic + dp_nic) / nic, rel=0.02)
+    assert b.step >= b.bounds.nic * 0.999
