@@ -495,7 +495,12 @@ element forward (scale-mask-softmax, dropout and its mask) and 11 backward.
 h) and two residual adds (3h) per token on `n / sp` tokens; the activation function (read
 `matrices - 1` inner widths, write one) on n tokens (on the routed copies in MoE layers, plus 4h
 per routed copy for dispatch and combine); RoPE (read and write q and k). The backward moves
-twice the forward's bytes.
+twice the forward's bytes. Those are the fused kernels' bytes; eager PyTorch (parc's runtime,
+torchtitan without torch.compile) runs two of them op by op, counted from the generated
+model.py's own ops: the rotary embedding (cast to fp32, four products, a sum and a difference
+on the halves, a concatenation, a cast back: 48 bytes per query/key element forward and 46
+backward) and SwiGLU (`silu(w1 x) * w3 x`: 10 bytes per inner element
+forward and 18 backward); `timing.EAGER_ROPE_BYTES`, `EAGER_SWIGLU_BYTES`.
 
 **Recomputation.** full: the forward again (its communication included) before the backward;
 `full N` recomputes the first N layers of each chunk (the memory model's rule). selective, parc's

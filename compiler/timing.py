@@ -76,6 +76,17 @@ SOFTMAX_BACKWARD_BYTES = 11
 the probabilities and writes (6)."""
 FP8_CAST_BYTES = 4
 """Per element of an fp8 GEMM input: read 2 bytes, write the fp8 copy and its transpose."""
+EAGER_ROPE_BYTES = (44, 38)
+"""Bytes per query/key element that parc's eager rotary embedding (`rotate` in the generated
+model.py: cast to fp32, four products and a sum and a difference on the halves, a concatenation,
+a cast back) moves beyond the one fused read and write the fused runtimes charge (4 bytes):
+forward 6 (cast) + 4 x 4 (products) + 2 x 6 (sum, difference) + 8 (cat) + 6 (cast back) = 48;
+backward 6 + 4 + 16 + 6 + 8 + 6 = 46 against the fused 8 (autograd's casts, products, the
+negation, the accumulation of the two paths into each half and the halves' scatter)."""
+EAGER_SWIGLU_BYTES = (4, 6)
+"""Bytes per FFN inner element that eager SwiGLU (`silu(w1 x) * w3 x`: silu reads and writes, the
+product reads both and writes) moves beyond the fused kernel's read of two and write of one (6):
+forward 10 - 6, backward 18 - 12."""
 MEMORY_KERNELS = 6
 """Memory-bound kernels of a layer's forward: two norms, two residual adds, the activation, RoPE
 (the backward runs as many, each twice the bytes)."""
@@ -624,11 +635,27 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
         # of the output gradient backward (weights are cast once per step and not counted).
         cast_f = sum(count * FP8_CAST_BYTES * m * k for _, count, m, k, _ in gemms)
         cast_b = sum(count * FP8_CAST_BYTES * m * nn for _, count, m, _, nn in gemms)
-    memory_f = memory_seconds(ACT * elements + cast_f, hw, c) + (MEMORY_KERNELS + loop_kernels) * c.kernel_overhead
-    memory_b = memory_seconds(2 * ACT * elements + cast_b, hw, c) + (MEMORY_KERNELS + loop_kernels) * c.kernel_overhead
+    # eager PyTorch runs the rotary embedding and SwiGLU op by op: their extra bytes (their extra
+    # launches queue ahead asynchronously behind the GEMMs; `kernel_overhead`, fitted on GEMM-bound
+    # runs, is a GEMM's ramp and tail, not charged to them)
+    eager_f = eager_b = 0.0
+    if kernels == "eager":
+        if not shape.position_params:
+            eager_f += EAGER_ROPE_BYTES[0] * (q + kv) * n
+            eager_b += EAGER_ROPE_BYTES[1] * (q + kv) * n
+        if up == 2:
+            inner = (assigned * shape.expert_ffn + n * shape.shared_experts * shape.expert_ffn / t) if moe \
+                else n * shape.ffn / t
+            eager_f += EAGER_SWIGLU_BYTES[0] * inner
+            eager_b += EAGER_SWIGLU_BYTES[1] * inner
+    memory_f = (memory_seconds(ACT * elements + cast_f + eager_f, hw, c)
+                + (MEMORY_KERNELS + loop_kernels) * c.kernel_overhead)
+    memory_b = (memory_seconds(2 * ACT * elements + cast_b + eager_b, hw, c)
+                + (MEMORY_KERNELS + loop_kernels) * c.kernel_overhead)
     # parc's selective policy also re-runs the attention output projection: its output feeds the
     # second norm, whose backward needs it (torch's checkpoint stops before the FFN down-projection)
-    elementwise = (memory_seconds(ACT * recomputable, hw, c) + (MEMORY_KERNELS - 2) * c.kernel_overhead
+    elementwise = (memory_seconds(ACT * recomputable + eager_f, hw, c)
+                   + (MEMORY_KERNELS - 2) * c.kernel_overhead
                    + gemm_seconds(n, q, h, precision, hw, c) + c.kernel_overhead)
     heads = shape.heads / t
     if attention != "unfused":

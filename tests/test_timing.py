@@ -175,7 +175,9 @@ def test_zero_bubble_schedules_cut_the_bubble():
     zb = predict(**common, extra="pp { schedule interleaved-zb, virtual-stages 2 }").breakdown
     zbv = predict(**common, extra="pp { schedule zbv }").breakdown
     assert zb.bubble < one.bubble / 2
-    assert zbv.bubble < one.bubble / 4
+    # ZB-V's bubble grows with what the input backward outlasts the weight backward by (eager
+    # PyTorch's element-wise backward bytes land on B, not W): about a quarter of 1F1B's here
+    assert zbv.bubble < one.bubble / 3
 
 
 # ---------------------------------------------------------------------------------------------
@@ -292,9 +294,10 @@ def test_eager_kernels_slow_the_computation_not_the_communication():
     fused = predict(layout=layout, extra=extra, gpu="a100-80gb", sw=timing.Software(kernels="fused")).breakdown
     assert timing.PARC.kernels == "eager"
     # the computation but attention (and the loss, whose ops differ between the runtimes, below)
-    # is slowed: between the fused time and the fused time all slowed
+    # is slowed, and eager PyTorch's op-by-op rotary embedding and SwiGLU move more bytes: more
+    # than the fused time slowed but for attention, within a few percent of it all slowed
     slowed_all = fused.compute / DEFAULT.eager_efficiency
-    assert fused.compute + 0.8 * (slowed_all - fused.compute) < eager.compute < slowed_all
+    assert fused.compute + 0.8 * (slowed_all - fused.compute) < eager.compute < 1.1 * slowed_all
     assert eager.recompute == pytest.approx(fused.recompute / DEFAULT.eager_efficiency, rel=1e-9)
     assert eager.sent == fused.sent
     assert eager.step > fused.step
@@ -313,10 +316,12 @@ def test_parc_runtime_launches_a_kernel_per_local_expert():
     # the grouped kernel's pooled tiles
     launches = (local * up - 1 + local - 1) * DEFAULT.kernel_overhead
     assert launches * 0.999 <= eager.gemm - fused.gemm
-    assert eager.memory_f - fused.memory_f == pytest.approx(local * up * DEFAULT.kernel_overhead)
+    # the loop's activation kernels, plus eager PyTorch's op-by-op rotary embedding and SwiGLU
+    assert eager.memory_f - fused.memory_f > local * up * DEFAULT.kernel_overhead
     dense = [timing.layer_work(s, False, *args[2:], k, hw, DEFAULT) for k in ("eager", "fused")]
-    # dense layers differ only in the attention kernel (torch's SDPA against Transformer Engine's)
-    same = {"attention_f": 0.0, "attention_b": 0.0, "selective_core": 0.0}
+    # dense layers differ only in the element-wise bytes of eager PyTorch's rotary embedding and
+    # SwiGLU (the attention kernel is SDPA's in both here)
+    same = {"memory_f": 0.0, "memory_b": 0.0, "selective_elementwise": 0.0}
     assert replace(dense[0], **same) == replace(dense[1], **same)
 
 
