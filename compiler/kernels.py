@@ -34,6 +34,7 @@ SMs is split along its reduction (split-K) as far as the reduction is long enoug
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from dataclasses import dataclass
 
 TILE_M = 128
@@ -69,6 +70,15 @@ def gemm_wave_efficiency(m: float, k: float, n: float, sms: int, groups: float =
     return total / (math.ceil(total / sms) * sms)
 
 
+@lru_cache(maxsize=256)
+def _largest_normal(ranks: int) -> float:
+    """Blom's expected largest of `ranks` standard normals (search asks for a few ep degrees
+    millions of times: cached)."""
+    from statistics import NormalDist  # here: `parc` starts without the statistics module
+
+    return NormalDist().inv_cdf((ranks - 0.375) / (ranks + 0.25))
+
+
 def routing_imbalance(copies: float, ranks: int, capacity_factor: float = 0.0) -> float:
     """Expected load of the busiest of `ranks` expert ranks over the mean, when each holds `copies`
     routed token copies on average and the router spreads them at random: the rank loads are
@@ -81,10 +91,7 @@ def routing_imbalance(copies: float, ranks: int, capacity_factor: float = 0.0) -
     busiest rank at `capacity_factor` x the mean (copies past it are dropped)."""
     if ranks <= 1 or copies <= 0:
         return 1.0
-    from statistics import NormalDist  # here: `parc` starts without the statistics module
-
-    z = NormalDist().inv_cdf((ranks - 0.375) / (ranks + 0.25))
-    margin = 1.0 + z * math.sqrt((1.0 - 1.0 / ranks) / copies)
+    margin = 1.0 + _largest_normal(ranks) * math.sqrt((1.0 - 1.0 / ranks) / copies)
     return min(margin, max(capacity_factor, 1.0)) if capacity_factor else margin
 
 
