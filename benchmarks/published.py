@@ -591,7 +591,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         if compiled:
             notes.append("torch.compile: fused kernels' speed (the eager runtime's without it)")
     software = timing.Software(
-        attention="unfused" if unfused else "flash",
+        attention="unfused" if unfused else ("flash" if family == "torchtitan" else "flash-te"),
         selective="elementwise" if family == "torchtitan" else "attention-core",
         tp_overlap=overlap,
         kernels=kernels,

@@ -27,9 +27,6 @@ class Constants:
     intensity_half: float
     """GEMM arithmetic intensity (FLOP per byte moved) at which efficiency is half its ceiling,
     in units of the GPU's ridge point (peak FLOP/s / HBM bytes/s)."""
-    flash_attention: float
-    """FlashAttention's throughput relative to the GEMM ceiling (softmax and masking inside the
-    kernel keep it below a plain GEMM)."""
     kernel_overhead: float
     """Seconds each kernel costs beyond its arithmetic and bytes: launch, ramp-up and the tail of
     its last wave. Small kernels (small models, short micro-batches) pay it most."""
@@ -81,9 +78,6 @@ EAGER_FITTED: tuple[str, ...] = ("eager_efficiency",)
 constants above held at their values."""
 
 FIXED_SOURCES: dict[str, str] = {
-    "flash_attention": "FlashAttention-2 runs forward+backward at 50-73 % of A100 peak counting the "
-                       "backward's 2.5x FLOPs (Dao 2023, Section 4.1); FlashAttention-3 reaches 75 % of "
-                       "H100 peak forward (Shah et al. 2024); against the ~0.8 GEMM ceiling: 0.75",
     "bus_nvlink": "nccl-tests all_reduce bus bandwidth on one node: ~230-240 GB/s of A100's 300 GB/s "
                   "NVLink, ~360-370 GB/s of H100's 450 GB/s (without NVLink SHARP): 0.8",
     "bus_network": "nccl-tests across InfiniBand nodes reach 90-96 % of the NICs' line rate "
@@ -98,16 +92,15 @@ FIXED_SOURCES: dict[str, str] = {
 
 # BEGIN FITTED (written by benchmarks/fidelity.py --write; do not edit by hand)
 DEFAULT = Constants(
-    gemm_ampere=0.81,
-    gemm_hopper=0.7909,
-    intensity_half=1.274,
-    flash_attention=0.75,
-    kernel_overhead=2.508e-05,
+    gemm_ampere=0.8588,
+    gemm_hopper=0.8372,
+    intensity_half=1.569,
+    kernel_overhead=1.779e-05,
     bus_nvlink=0.8,
     bus_network=0.92,
     hbm_efficiency=0.8,
     latency_intra=1e-06,
     latency_inter=5e-06,
-    eager_efficiency=0.8536,
+    eager_efficiency=0.8524,
 )
 # END FITTED

@@ -45,6 +45,13 @@ def attention_core_flops(shape: Shape, keys: float) -> float:
     return 4.0 * shape.q * keys
 
 
+FLASH_BACKWARD = 2.5
+"""Attention core FLOPs executed backward per forward FLOP under FlashAttention: the backward
+runs 5 matrix products to the forward's 2 (it recomputes the scores rather than storing them;
+Dao 2023, FlashAttention-2, Section 3.1.2). The kernel benchmarks the time model's attention
+curves are fitted on count their backward FLOPs the same way."""
+
+
 def causal_keys(seq: int) -> float:
     """Average keys per query under a causal mask: s / 2 (PaLM, Llama 3)."""
     return seq / 2.0

@@ -127,6 +127,9 @@ class Gpu(Sourced):
     """Intra-node bandwidth of one GPU, one direction (bytes/s)."""
     nvlink_domain: int
     """GPUs that share one NVLink-class domain (8 for HGX, 72 for NVL72)."""
+    sms: int | None = None
+    """Streaming multiprocessors (compute units on AMD): the GEMM wave-quantisation model's
+    parallel width; None (a GPU defined in a spec) takes its generation's (`timing.SMS_BY_GENERATION`)."""
 
 
 class Network(Sourced):

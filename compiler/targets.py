@@ -118,8 +118,12 @@ def kernels(target: Target) -> str:
 
 
 def attention(target: Target) -> str:
-    """"flash", or "unfused" for Megatron-LM without `--use-flash-attn` (before mid-2022)."""
-    return "flash" if target.flash_attention else "unfused"
+    """"flash" (torch's SDPA: FlashAttention-2), "flash-te" (Megatron-LM: Transformer Engine's
+    fused attention, cuDNN's on Hopper), or "unfused" for Megatron-LM without `--use-flash-attn`
+    (before mid-2022)."""
+    if not target.flash_attention:
+        return "unfused"
+    return "flash-te" if target.name == "megatron" else "flash"
 
 
 def tp_overlap(target: Target) -> str:

@@ -40,7 +40,7 @@ import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from . import flops
+from . import flops, kernels as kernel_model
 from .calibration import DEFAULT, Constants
 from .frozen import hash_once
 from .ledger import Bounds, Collective, Compute, Ledger, merged
@@ -63,9 +63,7 @@ OPTIMIZER_BYTES = {"adam": 34, "adamw": 34, "sgd": 18}
 """HBM bytes the optimizer step moves per parameter. Adam: read fp32 weight, gradient and two
 moments (16), write weight and moments (12), write the bf16 copy (2), read the gradient once more
 for the global norm (4). SGD: read weight and gradient, write weight, copy, norm (18)."""
-FLASH_BACKWARD = 2.5
-"""FlashAttention's backward runs 5 matrix products to the forward's 2 (it recomputes the scores;
-Dao 2023, FlashAttention-2, Section 3.1.2)."""
+FLASH_BACKWARD = flops.FLASH_BACKWARD
 SOFTMAX_FORWARD_BYTES = 9
 """Unfused attention, per score element, forward: scale-mask-softmax reads and writes 2 bytes,
 dropout reads 2, writes 2 and a 1-byte mask (Megatron-LM's fused softmax plus dropout)."""
@@ -74,6 +72,17 @@ SOFTMAX_BACKWARD_BYTES = 11
 the probabilities and writes (6)."""
 FP8_CAST_BYTES = 4
 """Per element of an fp8 GEMM input: read 2 bytes, write the fp8 copy and its transpose."""
+EAGER_ROPE_BYTES = (44, 38)
+"""Bytes per query/key element that parc's eager rotary embedding (`rotate` in the generated
+model.py: cast to fp32, four products and a sum and a difference on the halves, a concatenation,
+a cast back) moves beyond the one fused read and write the fused runtimes charge (4 bytes):
+forward 6 (cast) + 4 x 4 (products) + 2 x 6 (sum, difference) + 8 (cat) + 6 (cast back) = 48;
+backward 6 + 4 + 16 + 6 + 8 + 6 = 46 against the fused 8 (autograd's casts, products, the
+negation, the accumulation of the two paths into each half and the halves' scatter)."""
+EAGER_SWIGLU_BYTES = (4, 6)
+"""Bytes per FFN inner element that eager SwiGLU (`silu(w1 x) * w3 x`: silu reads and writes, the
+product reads both and writes) moves beyond the fused kernel's read of two and write of one (6):
+forward 10 - 6, backward 18 - 12."""
 MEMORY_KERNELS = 6
 """Memory-bound kernels of a layer's forward: two norms, two residual adds, the activation, RoPE
 (the backward runs as many, each twice the bytes)."""
@@ -113,6 +122,9 @@ HBM_BANDWIDTH = {
 """HBM bandwidth (bytes/s) of the catalogue's GPUs. The catalogue (`catalog/gpus.py`) does not carry
 it and `Gpu` admits no new field, so it lives here; a GPU defined in a spec takes its generation's."""
 HBM_BY_GENERATION = {"ampere": 2.039e12, "hopper": 3.35e12, "blackwell": 8.0e12, "cdna3": 5.3e12}
+SMS_BY_GENERATION = {"ampere": 108, "hopper": 132, "blackwell": 148, "cdna3": 304}
+"""SMs (compute units) of a GPU defined in a spec without the catalogue's `sms`: its generation's
+flagship (A100, H100, B200, MI300X)."""
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v")
 
@@ -138,6 +150,8 @@ class Hardware:
     of a node talks at once in the collectives modelled here)."""
     level: int
     """GPUs reached at `intra` bandwidth: the NVLink domain (72 on NVL72), else the node."""
+    sms: int = 132
+    """Streaming multiprocessors: the width of one wave of GEMM tiles (`kernels.wave_efficiency`)."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -154,7 +168,8 @@ def hardware_of(plan: Plan) -> Hardware:
     return Hardware(
         generation=gpu.generation, bf16=gpu.bf16_flops, fp8=gpu.fp8_flops, hbm=hbm,
         intra=cluster.intra_bandwidth, nic=cluster.network.node_bandwidth / cluster.gpus_per_node,
-        level=max(cluster.domain_size, cluster.gpus_per_node))
+        level=max(cluster.domain_size, cluster.gpus_per_node),
+        sms=gpu.sms or SMS_BY_GENERATION.get(gpu.generation, 132))
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,8 +179,11 @@ class Software:
     tensor parallelism); benchmarks/fidelity.py sets them per published run from its source."""
 
     attention: str = "flash"
-    """"flash": fused attention that skips the masked half (causal); "unfused": the s x s scores
-    are materialised and the full square computed (Megatron-LM before mid-2022)."""
+    """"flash": fused attention that skips the masked half (causal), torch's SDPA (its flash
+    backend is FlashAttention-2: parc's runtime, torchtitan with or without torch.compile);
+    "flash-te": the same through Transformer Engine (Megatron-LM, NeMo: FlashAttention-2 on
+    Ampere, cuDNN's fused attention on Hopper and later); "unfused": the s x s scores are
+    materialised and the full square computed (Megatron-LM before mid-2022)."""
     selective: str = "elementwise"
     """What `recompute selective` repeats: "elementwise" (parc's runtime: an op-level policy that
     saves most matmul outputs and recomputes norms, RoPE, activations and the attention output
@@ -343,12 +361,39 @@ class Link:
     """All-to-all and point-to-point traffic to other levels: this GPU's NIC share."""
     local: int
     latency: float
+    """Seconds per algorithm step: across levels when the group spans several, else inside one."""
+    step_near: float = 0.0
+    """Seconds per algorithm step between ranks of one level (a spanning group's inner hops)."""
+
+    @property
+    def levels(self) -> int:
+        """Fast levels (nodes, NVLink domains) the group spans."""
+        return max(1, math.ceil(self.size / max(1, min(self.local, self.size))))
 
     def all_reduce(self, nbytes: float) -> float:
+        """NCCL's choice: the faster of its ring and its tree by their own cost models (what its
+        tuner does for every call, `src/graph/tuning.cc`)."""
         n = self.size
         if n <= 1 or nbytes <= 0:
             return 0.0
-        return 2 * (n - 1) / n * nbytes / self.ring + 2 * math.ceil(math.log2(n)) * self.latency
+        return min(self.ring_all_reduce(nbytes), self.tree_all_reduce(nbytes))
+
+    def ring_all_reduce(self, nbytes: float) -> float:
+        """2 (n - 1) steps, each moving 1/n of the buffer: bandwidth-optimal, latency linear in n;
+        of the steps, 2 (N - 1) cross levels (N the levels spanned), the rest stay inside."""
+        n, crossing = self.size, 2 * (self.levels - 1)
+        inner = self.step_near if crossing else self.latency
+        return 2 * (n - 1) / n * nbytes / self.ring + (2 * (n - 1) - crossing) * inner + crossing * self.latency
+
+    def tree_all_reduce(self, nbytes: float) -> float:
+        """NCCL's double binary tree across levels, a chain inside each: a reduce up and a
+        broadcast down, 2 ((k - 1) inner steps + ceil(log2 N) crossing steps), latency
+        logarithmic in the levels; the whole buffer goes up and down at `TREE_BUS` of the ring's
+        bus bandwidth (NCCL's own model: tree bus bandwidth 0.9x, algorithm bandwidth half)."""
+        levels, k = self.levels, max(1, min(self.local, self.size))
+        inner = self.step_near if levels > 1 else self.latency
+        steps = 2 * ((k - 1) * inner + math.ceil(math.log2(levels)) * self.latency)
+        return 2 * nbytes / (TREE_BUS * self.ring) + steps
 
     def all_gather(self, nbytes: float) -> float:
         """Also reduce-scatter: `nbytes` is the full (gathered) tensor."""
@@ -374,6 +419,12 @@ class Link:
         return nbytes / bandwidth + self.latency
 
 
+TREE_BUS = 0.9
+"""NCCL's tree all-reduce bus bandwidth relative to its ring's (`busBw * .9` in NCCL's
+`src/graph/tuning.cc`): each rank sends and receives the whole buffer once up and once down the
+tree (algorithm bandwidth half the bus bandwidth), where the ring moves 2 (n - 1)/n of it."""
+
+
 def sent_all_reduce(n: int, nbytes: float) -> float:
     return 2 * (n - 1) / n * nbytes if n > 1 else 0.0
 
@@ -387,7 +438,8 @@ def link(group: Group, hw: Hardware, c: Constants) -> Link:
     intra, far = hw.intra * c.bus_nvlink, hw.nic * c.bus_network
     ring = intra if group.inside else min(intra, group.local * far)
     latency = c.latency_intra if group.inside else c.latency_inter
-    return Link(size=group.size, ring=ring, near=intra, far=far, local=group.local, latency=latency)
+    return Link(size=group.size, ring=ring, near=intra, far=far, local=group.local, latency=latency,
+                step_near=c.latency_intra)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -459,32 +511,71 @@ def matmul_peak(hw: Hardware, precision: str) -> float:
 
 
 def gemm_efficiency(m: float, k: float, n: float, element: int, peak: float, hw: Hardware,
-                    c: Constants) -> float:
+                    c: Constants, groups: float = 1.0) -> float:
     """Achievable fraction of peak for an (m x k) @ (k x n) product: the generation's ceiling
     times intensity / (intensity + half), intensity = FLOPs / bytes of the three matrices and
-    half = `intensity_half` x the ridge point (peak / HBM bandwidth)."""
+    half = `intensity_half` x the ridge point (peak / HBM bandwidth), times the fraction of the
+    SMs its tiles keep busy (`kernels.gemm_wave_efficiency`: wave quantisation, split-K when the
+    output has fewer tiles than SMs). `groups` products of this shape launched as one grouped
+    kernel share their waves."""
     intensity = 2 * m * k * n / (element * (m * k + k * n + m * n))
     half = c.intensity_half * peak / hw.hbm
-    return c.gemm_efficiency(hw.generation) * intensity / (intensity + half)
+    waves = kernel_model.gemm_wave_efficiency(m, k, n, hw.sms, groups)
+    return c.gemm_efficiency(hw.generation) * intensity / (intensity + half) * waves
 
 
-def gemm_seconds(m: float, k: float, n: float, precision: str, hw: Hardware, c: Constants) -> float:
+def gemm_seconds(m: float, k: float, n: float, precision: str, hw: Hardware, c: Constants,
+                 groups: float = 1.0) -> float:
+    """One (m x k) @ (k x n) product (each of `groups` in a grouped kernel)."""
     if m <= 0 or k <= 0 or n <= 0:
         return 0.0
     peak = matmul_peak(hw, precision)
     element = 1 if peak != hw.bf16 else 2
-    return 2 * m * k * n / (peak * gemm_efficiency(m, k, n, element, peak, hw, c))
+    return 2 * m * k * n / (peak * gemm_efficiency(m, k, n, element, peak, hw, c, groups))
 
 
 def memory_seconds(nbytes: float, hw: Hardware, c: Constants) -> float:
     return nbytes / (hw.hbm * c.hbm_efficiency)
 
 
+def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: int, n: float, attention: str,
+                            hw: Hardware) -> tuple[float, float, int]:
+    """Forward and backward seconds of the fused attention kernels of one layer and micro-batch,
+    and how many kernels each way. The kernel is the runtime's (`Software.attention`,
+    `kernels.attention_curve`: torch's SDPA, FlashAttention-2, or Transformer Engine's), each
+    kernel at its own efficiency for the keys it walks, the head dim and the mask. Causal work is
+    half the square (`flops.causal_keys`); the backward runs `FLASH_BACKWARD` x the forward's
+    products. Ring context parallelism (zig-zag load-balanced, torch's and Megatron-Core's) runs
+    cp kernels each way, each an equal share of the rank's work: the diagonal step causal over
+    s / cp keys, the others unmasked, half of them over s / cp keys (the later query chunk against
+    both of the peer's chunks) and half over s / 2cp (both query chunks against the peer's earlier
+    chunk). All-gather and all-to-all context parallelism run one causal kernel over all s keys."""
+    curve = kernel_model.attention_curve("te" if attention == "flash-te" else "sdpa", hw.generation)
+    d = shape.head_dim
+    work = flops.attention_core_flops(shape, flops.causal_keys(seq)) / tp * n
+    back = flops.FLASH_BACKWARD * work
+
+    def seconds(flop: float, keys: float, causal: bool, backward: bool) -> float:
+        return flop / (hw.bf16 * curve.efficiency(keys, d, causal, backward))
+
+    if flavour != "ring" or cp == 1:
+        return seconds(work, seq, True, False), seconds(back, seq, True, True), 1
+    block, share = seq / cp, 1.0 / cp
+    rest = (cp - 1) * share / 2
+
+    def direction(flop: float, backward: bool) -> float:
+        return (seconds(share * flop, block, True, backward) + seconds(rest * flop, block, False, backward)
+                + seconds(rest * flop, block / 2, False, backward))
+
+    return direction(work, False), direction(back, True), cp
+
+
 @lru_cache(maxsize=16384)
 def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
                ep: int, precision: str, attention: str, kernels: str, hw: Hardware, c: Constants) -> Work:
-    """One transformer layer. `attention` is "flash" (fused, causal work skipped: what parc's
-    runtime runs) or "unfused" (the s x s scores materialised, as Megatron-LM did before 2022).
+    """One transformer layer. `attention` is "flash" (fused, causal work skipped: torch's SDPA,
+    what parc's runtime runs), "flash-te" (the same through Transformer Engine) or "unfused" (the
+    s x s scores materialised, as Megatron-LM did before 2022).
     `kernels` ("eager" or "fused", `Software.kernels`) decides how routed experts launch: parc's
     runtime loops over its local experts, a kernel per matrix product and activation each;
     Megatron-LM's grouped GEMM is one kernel per matrix for all of them."""
@@ -509,7 +600,10 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     if moe:
         local = max(1, shape.experts // ep)
         # balanced routing: what this GPU's experts receive (a capacity factor under 1 drops some)
-        assigned = routed * shape.top_k * (min(1.0, shape.capacity_factor) if shape.capacity_factor else 1.0)
+        mean = routed * shape.top_k * (min(1.0, shape.capacity_factor) if shape.capacity_factor else 1.0)
+        # the busiest expert rank sets the pace (the all-to-alls wait for it): routed copies land
+        # on ranks at random at best, so its load exceeds the mean by the balls-into-bins margin
+        assigned = mean * kernel_model.routing_imbalance(mean, ep, shape.capacity_factor)
         per_expert = assigned / local
         f = shape.expert_ffn
         gemms.append((1, 1, routed, h, shape.experts))
@@ -530,8 +624,10 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
         gemms += [(1, 1, n, h, up * f), (1, 1, n, f, h)]
         elements += n * (up + 1) * f
         recomputable += n * (up + 1) * f
-    gemm = sum(count * gemm_seconds(m, k, nn, precision, hw, c) + kernels * c.kernel_overhead
-               for kernels, count, m, k, nn in gemms)
+    # a product repeated `count` times in one kernel (a grouped GEMM) shares its waves; in
+    # `count` kernels (an expert loop) each fills the GPU alone
+    gemm = sum(count * gemm_seconds(m, k, nn, precision, hw, c, count if kernels == 1 else 1)
+               + kernels * c.kernel_overhead for kernels, count, m, k, nn in gemms)
     cast_f = cast_b = 0.0
     if precision == "fp8" and hw.fp8:
         # Transformer Engine casts each GEMM input to fp8 and keeps a transposed copy for the
@@ -539,23 +635,35 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
         # of the output gradient backward (weights are cast once per step and not counted).
         cast_f = sum(count * FP8_CAST_BYTES * m * k for _, count, m, k, _ in gemms)
         cast_b = sum(count * FP8_CAST_BYTES * m * nn for _, count, m, _, nn in gemms)
-    memory_f = memory_seconds(ACT * elements + cast_f, hw, c) + (MEMORY_KERNELS + loop_kernels) * c.kernel_overhead
-    memory_b = memory_seconds(2 * ACT * elements + cast_b, hw, c) + (MEMORY_KERNELS + loop_kernels) * c.kernel_overhead
+    # eager PyTorch runs the rotary embedding and SwiGLU op by op: their extra bytes (their extra
+    # launches queue ahead asynchronously behind the GEMMs; `kernel_overhead`, fitted on GEMM-bound
+    # runs, is a GEMM's ramp and tail, not charged to them)
+    eager_f = eager_b = 0.0
+    if kernels == "eager":
+        if not shape.position_params:
+            eager_f += EAGER_ROPE_BYTES[0] * (q + kv) * n
+            eager_b += EAGER_ROPE_BYTES[1] * (q + kv) * n
+        if up == 2:
+            inner = (assigned * shape.expert_ffn + n * shape.shared_experts * shape.expert_ffn / t) if moe \
+                else n * shape.ffn / t
+            eager_f += EAGER_SWIGLU_BYTES[0] * inner
+            eager_b += EAGER_SWIGLU_BYTES[1] * inner
+    memory_f = (memory_seconds(ACT * elements + cast_f + eager_f, hw, c)
+                + (MEMORY_KERNELS + loop_kernels) * c.kernel_overhead)
+    memory_b = (memory_seconds(2 * ACT * elements + cast_b + eager_b, hw, c)
+                + (MEMORY_KERNELS + loop_kernels) * c.kernel_overhead)
     # parc's selective policy also re-runs the attention output projection: its output feeds the
     # second norm, whose backward needs it (torch's checkpoint stops before the FFN down-projection)
-    elementwise = (memory_seconds(ACT * recomputable, hw, c) + (MEMORY_KERNELS - 2) * c.kernel_overhead
+    elementwise = (memory_seconds(ACT * recomputable + eager_f, hw, c)
+                   + (MEMORY_KERNELS - 2) * c.kernel_overhead
                    + gemm_seconds(n, q, h, precision, hw, c) + c.kernel_overhead)
     heads = shape.heads / t
-    if attention == "flash":
-        keys = seq / 2  # causal; with cp the blocks are load-balanced (zig-zag)
-        core = flops.attention_core_flops(shape, keys) / t * n
-        attention_f = core / (hw.bf16 * c.gemm_efficiency(hw.generation) * c.flash_attention)
-        # ring attention runs one kernel per ring step, forward and backward, and merges each
-        # step's partial output by its log-sum-exp (read the running output and the step's, write
-        # one: 3 x 2 bytes per output element); the backward accumulates dK and dV per step in
-        # fp32 (read and write 2 x 4 bytes per K/V element)
-        steps = cp if flavour == "ring" and cp > 1 else 1
-        attention_b = FLASH_BACKWARD * attention_f + steps * c.kernel_overhead
+    if attention != "unfused":
+        attention_f, attention_b, steps = flash_attention_seconds(shape, t, cp, flavour, seq, n, attention, hw)
+        # ring attention merges each step's partial output by its log-sum-exp (read the running
+        # output and the step's, write one: 3 x 2 bytes per output element); the backward
+        # accumulates dK and dV per step in fp32 (read and write 2 x 4 bytes per K/V element)
+        attention_b += steps * c.kernel_overhead
         attention_f += steps * c.kernel_overhead
         if steps > 1:
             attention_f += memory_seconds((steps - 1) * 3 * ACT * n * q, hw, c)
@@ -564,7 +672,9 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     else:
         d = shape.head_dim
         rows = seq / cp  # one sequence's queries on this rank; each head's products are batched
-        per_head = gemm_seconds(rows, d, seq, "bf16", hw, c) + gemm_seconds(rows, seq, d, "bf16", hw, c)
+        batch = micro * heads  # each product is one batched kernel over heads and sequences
+        per_head = (gemm_seconds(rows, d, seq, "bf16", hw, c, batch)
+                    + gemm_seconds(rows, seq, d, "bf16", hw, c, batch))
         attention_f = micro * heads * per_head + 2 * c.kernel_overhead  # two batched products
         scores = heads * n * seq
         softmax_f = memory_seconds(SOFTMAX_FORWARD_BYTES * scores, hw, c) + 2 * c.kernel_overhead
@@ -637,10 +747,11 @@ def slowed(work: Work, sw: Software, c: Constants) -> Work:
     as long as the fused kernels the constants were fitted on; its communication is the same."""
     if sw.kernels == "fused" or c.eager_efficiency == 1.0:
         return work
+    # the attention kernel is the same fused kernel in eager PyTorch (SDPA), timed from its own
+    # published speed (`kernels.attention_curve`), so it is not slowed
     f = 1.0 / c.eager_efficiency
-    return replace(work, gemm=work.gemm * f, attention_f=work.attention_f * f, attention_b=work.attention_b * f,
-                   memory_f=work.memory_f * f, memory_b=work.memory_b * f,
-                   selective_core=work.selective_core * f, selective_elementwise=work.selective_elementwise * f)
+    return replace(work, gemm=work.gemm * f, memory_f=work.memory_f * f, memory_b=work.memory_b * f,
+                   selective_elementwise=work.selective_elementwise * f)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1423,10 +1534,14 @@ def step_time(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants 
 
 def hardware_flops_per_token(shape: Shape, k: Knobs, sw: Software) -> float:
     """FLOPs the GPUs execute per token: 3x forward with the attention actually computed
-    (causal half under FlashAttention, the full square unfused), plus the matrix products
+    (causal half under FlashAttention, whose backward runs 2.5x its forward; the full square
+    unfused), plus the matrix products
     recomputation repeats (the attention output projection under parc's selective policy)."""
-    keys = flops.causal_keys(k.seq) if sw.attention == "flash" else float(k.seq)
+    flash = sw.attention != "unfused"
+    keys = flops.causal_keys(k.seq) if flash else float(k.seq)
     total = 3.0 * flops.forward_flops_per_token(shape, keys)
+    if flash:  # the backward recomputes the scores: 2.5x the forward's, not 2x
+        total += (flops.FLASH_BACKWARD - 2.0) * shape.layers * flops.attention_core_flops(shape, keys)
     if k.recompute == "selective" and sw.selective == "attention-core":
         total += shape.layers * flops.attention_core_flops(shape, keys)
     elif k.recompute == "selective":

@@ -51,7 +51,7 @@ def test_unstated_fields_are_listed_as_assumptions(rows):
     assert any("ffn 4h" in a for a in megatron.assumptions)
     assert any("zero1" in a for a in megatron.assumptions)
     assert "sharding zero1" in megatron.spec and "schedule 1f1b" in megatron.spec
-    assert megatron.software.attention == "flash" and megatron.software.tp_overlap == "all"
+    assert megatron.software.attention == "flash-te" and megatron.software.tp_overlap == "all"
     narayanan = by_id["narayanan21_t1_1T"]
     assert narayanan.software.attention == "unfused" and narayanan.software.tp_overlap == "none"
     assert "recompute full" in narayanan.spec and "sequence-parallel off" in narayanan.spec

@@ -50,7 +50,7 @@ EXPECTED = {
     "target torchtitan { compile on, tp-overlap all }": dict(kernels="fused", selective="elementwise",
                                                              tp_overlap="all", attention="flash", grad=4),
     "target megatron": dict(kernels="fused", selective="attention-core", tp_overlap="backward",
-                            attention="flash", grad=4),
+                            attention="flash-te", grad=4),
     "target megatron { flash-attention off, tp-overlap none, grad-reduce bf16 }": dict(
         kernels="fused", selective="attention-core", tp_overlap="none", attention="unfused", grad=2),
 }

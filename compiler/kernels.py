@@ -1,0 +1,161 @@
+"""How fast the two kernel families that carry a transformer's FLOPs run, by shape.
+
+The time model charges every matrix product and every attention kernel at a fraction of the
+GPU's dense peak. That fraction is not one number: it depends on the kernel's shape, and the
+published runs it is fitted on cannot tell the shapes apart, so each dependence here is derived
+from a physical mechanism and its constants from published kernel measurements, never from the
+training runs.
+
+**Attention** (FlashAttention-style fused kernels). The kernel streams K and V blocks past each
+block of queries; its throughput grows with the key length (the prologue, the epilogue and the
+softmax rescaling are amortised over a longer loop) and saturates:
+
+    e(s, d) = plateau x s / (s + half) x head(d) x [causal: causal x s / (s + causal_half)]
+
+with `s` the keys each query block walks (the sequence, or one ring-attention block), `plateau`
+and `half` per direction (the backward is slower: it recomputes the scores and writes dQ, dK, dV),
+`head(d) = [d / (d + head_half)] / [128 / (128 + head_half)]` for head dim d <= 128 (fewer FLOPs
+per byte of Q, K, V loaded; d > 128 is taken as 128), and a causal mask costing the diagonal
+blocks' wasted half and the imbalance between short and long query rows. The constants are fitted
+by `benchmarks/kernel_fit.py` on the kernel benchmarks transcribed in
+`benchmarks/data/attention_kernels.yaml` (FlashAttention-3 paper, Figures 5 and 6, H100; the
+FlashAttention-2 paper's A100 plateaus), and `tests/test_kernels.py` checks the curves against
+those figures.
+
+**GEMMs** (wave quantisation). A GEMM's output is cut into tiles, one thread block each; the SMs
+take them in waves, and the last, partial wave runs at the speed of a full one. With T tiles on
+N SMs the kernel takes ceil(T / N) waves for T / N waves' worth of work: efficiency
+T / (ceil(T / N) N). A 133-tile GEMM on 132 SMs takes two waves for 1.01 waves of work. The tile
+is 128 x 128 (cuBLAS's and CUTLASS's common BF16 tile on Ampere and Hopper); grouped GEMMs (one
+kernel over all local experts) pool their tiles into one launch; an output of fewer tiles than
+SMs is split along its reduction (split-K) as far as the reduction is long enough.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from dataclasses import dataclass
+
+TILE_M = 128
+TILE_N = 128
+"""Output tile of one thread block (rows x columns)."""
+
+
+def wave_efficiency(m: float, n: float, sms: int, groups: float = 1.0) -> float:
+    """Fraction of the SMs' time a GEMM's tiles fill: tiles / (waves x SMs). `groups` identical
+    products launched as one grouped kernel pool their tiles."""
+    if m <= 0 or n <= 0 or sms <= 0:
+        return 1.0
+    tiles = math.ceil(m / TILE_M) * math.ceil(n / TILE_N) * max(1, round(groups))
+    waves = math.ceil(tiles / sms)
+    return tiles / (waves * sms)
+
+
+SPLIT_K_MIN = 512
+"""Shortest reduction one split-K slice keeps: cuBLAS splits the inner dimension of a GEMM whose
+output has too few tiles to fill the GPU, down to a few hundred elements per slice (eight 64-wide
+k-steps), and the partial sums are then added by a reduction."""
+
+
+def gemm_wave_efficiency(m: float, k: float, n: float, sms: int, groups: float = 1.0) -> float:
+    """Wave quantisation of a GEMM as a cuBLAS-like library launches it: an output with fewer
+    tiles than SMs is split along k (split-K, at most k / `SPLIT_K_MIN` slices, no more than fill
+    the SMs), then the tiles run in waves (`wave_efficiency`)."""
+    if m <= 0 or n <= 0 or sms <= 0:
+        return 1.0
+    tiles = math.ceil(m / TILE_M) * math.ceil(n / TILE_N) * max(1, round(groups))
+    split = max(1, min(sms // tiles, int(k // SPLIT_K_MIN))) if tiles < sms else 1
+    total = tiles * split
+    return total / (math.ceil(total / sms) * sms)
+
+
+@lru_cache(maxsize=256)
+def _largest_normal(ranks: int) -> float:
+    """Blom's expected largest of `ranks` standard normals (search asks for a few ep degrees
+    millions of times: cached)."""
+    from statistics import NormalDist  # here: `parc` starts without the statistics module
+
+    return NormalDist().inv_cdf((ranks - 0.375) / (ranks + 0.25))
+
+
+def routing_imbalance(copies: float, ranks: int, capacity_factor: float = 0.0) -> float:
+    """Expected load of the busiest of `ranks` expert ranks over the mean, when each holds `copies`
+    routed token copies on average and the router spreads them at random: the rank loads are
+    near-normal with variance copies x (1 - 1/ranks) (a multinomial's), and the largest of `ranks`
+    such loads sits, in expectation, Phi^-1((ranks - 0.375) / (ranks + 0.25)) standard deviations
+    above the mean (Blom's 1958 approximation of the largest normal order statistic; it tends to
+    the balls-into-bins sqrt(2 ln ranks) of Raab and Steger 1998).
+    A load-balancing loss or bias drives the router towards this, never below it, so it is the
+    floor of the imbalance, charged whatever the spec's balancing; a capacity factor caps the
+    busiest rank at `capacity_factor` x the mean (copies past it are dropped)."""
+    if ranks <= 1 or copies <= 0:
+        return 1.0
+    margin = 1.0 + _largest_normal(ranks) * math.sqrt((1.0 - 1.0 / ranks) / copies)
+    return min(margin, max(capacity_factor, 1.0)) if capacity_factor else margin
+
+
+@dataclass(frozen=True)
+class AttentionCurve:
+    """One fused-attention kernel's throughput as a fraction of dense BF16 peak."""
+
+    forward: float
+    """Plateau (long keys, head dim 128, no mask), forward."""
+    backward: float
+    """Plateau, backward (FLOPs counted as 2.5x the forward's)."""
+    forward_half: float
+    """Keys at which the forward reaches half its plateau."""
+    backward_half: float
+    causal: float
+    """Plateau of the causal kernel relative to the unmasked one."""
+    causal_half: float
+    """Keys at which the causal penalty reaches half its plateau."""
+    head_half: float
+    """Head dim at which the head-dim factor d / (d + head_half) is one half."""
+
+    def efficiency(self, keys: float, head_dim: int, causal: bool, backward: bool) -> float:
+        s = max(float(keys), 1.0)
+        plateau, half = (self.backward, self.backward_half) if backward else (self.forward, self.forward_half)
+        d = min(head_dim, 128)
+        head = (d / (d + self.head_half)) / (128 / (128 + self.head_half))
+        e = plateau * s / (s + half) * head
+        if causal:
+            e *= self.causal * s / (s + self.causal_half)
+        return e
+
+
+# BEGIN FITTED (written by benchmarks/kernel_fit.py --write; do not edit by hand)
+FA2_HOPPER = AttentionCurve(forward=0.364, backward=0.3327, forward_half=59.71, backward_half=273.7, causal=1, causal_half=334.5, head_half=18.54)
+CUDNN_HOPPER = AttentionCurve(forward=0.5967, backward=0.5479, forward_half=80.41, backward_half=376.1, causal=1, causal_half=318.3, head_half=106.4)
+# END FITTED
+
+A100_PLATEAU = {"forward": 0.73, "backward": 0.63}
+"""FlashAttention-2 on A100 (Dao 2023, Section 4.1): up to 73 % of peak forward and 63 % backward,
+the best of its sequence sweep (16k keys, head dim 128, no mask)."""
+
+SWEEP_KEYS = 16384
+"""The longest sequence of the published sweeps, where "up to" is reached."""
+
+
+def _ampere(curve: AttentionCurve) -> AttentionCurve:
+    """FlashAttention-2 on Ampere: the Hopper curve's shape, plateaus set so that the curve at the
+    sweep's longest sequence equals the paper's stated fractions."""
+    f = A100_PLATEAU["forward"] * (SWEEP_KEYS + curve.forward_half) / SWEEP_KEYS
+    b = A100_PLATEAU["backward"] * (SWEEP_KEYS + curve.backward_half) / SWEEP_KEYS
+    return AttentionCurve(forward=f, backward=b, forward_half=curve.forward_half,
+                          backward_half=curve.backward_half, causal=curve.causal,
+                          causal_half=curve.causal_half, head_half=curve.head_half)
+
+
+FA2_AMPERE = _ampere(FA2_HOPPER)
+
+
+def attention_curve(kernel: str, generation: str) -> AttentionCurve:
+    """The curve of the kernel a runtime runs on a generation. "sdpa" (torch's
+    scaled_dot_product_attention: its flash backend is FlashAttention-2, parc's runtime and
+    torchtitan) and "te" (Transformer Engine: FlashAttention-2 on Ampere, cuDNN's fused attention
+    on Hopper and later). Blackwell and CDNA3 have no published sweep here: they take Hopper's
+    fractions of their own peak, an assumption docs/time-model.md states."""
+    if generation == "ampere":
+        return FA2_AMPERE
+    return CUDNN_HOPPER if kernel == "te" else FA2_HOPPER
