@@ -867,21 +867,32 @@ def _parse_enum(key, values, setting, diags):
     return None
 
 
-def _quantity(key: Key, values, diags, kind: str):
+def _number_and_unit(key: Key, values, diags, missing_label: str, missing_help: str, shape_label: str):
+    """(number atom, unit atom) of a `KEY NUMBER UNIT` setting, or None with the shape's error
+    said: a number glued to its unit (E0105), a number without a unit (E0205), anything else
+    (E0203). Shared by quantities (`hbm 80 GB`) and durations (`deadline 60 days`)."""
     if len(values) == 1 and values[0].kind == "name" and _GLUED.match(values[0].text):
         number, unit = _GLUED.match(values[0].text).groups()
         diags.err("E0105", f"`{values[0].text}` runs a number into its unit", values[0].span,
                   label="put a space before the unit", help=f"write `{key.name} {number} {unit}`")
         return None
     if len(values) == 1 and values[0].kind == "number":
-        diags.err("E0205", f"`{key.name}` needs a unit", values[0].span, label="which unit?",
-                  help=f"write `{key.example}`; units: " + ", ".join(units.KINDS[kind]))
+        diags.err("E0205", f"`{key.name}` needs a unit", values[0].span, label=missing_label, help=missing_help)
         return None
     if len(values) != 2 or values[0].kind != "number" or values[1].kind != "name":
         diags.err("E0203", f"`{key.name}` takes a number and a unit", values[0].span,
-                  label="expected a number and a unit", help=f"write `{key.example}`")
+                  label=shape_label, help=f"write `{key.example}`")
         return None
-    number_atom, unit_atom = values
+    return values[0], values[1]
+
+
+def _quantity(key: Key, values, diags, kind: str):
+    atoms = _number_and_unit(key, values, diags, "which unit?",
+                             f"write `{key.example}`; units: " + ", ".join(units.KINDS[kind]),
+                             "expected a number and a unit")
+    if atoms is None:
+        return None
+    number_atom, unit_atom = atoms
     number = float(number_atom.text.replace("_", ""))
     unit = unit_atom.text
     table = units.KINDS[kind]
@@ -1180,20 +1191,12 @@ MAX_MONEY = 10**13
 def _parse_duration(key, values, setting, diags):
     """`deadline 60 days`: seconds; a positive number and a unit of time."""
     units_text = ", ".join(f"`{u}`" for u in units.DURATIONS)
-    if len(values) == 1 and values[0].kind == "name" and _GLUED.match(values[0].text):
-        number, unit = _GLUED.match(values[0].text).groups()
-        diags.err("E0105", f"`{values[0].text}` runs a number into its unit", values[0].span,
-                  label="put a space before the unit", help=f"write `{key.name} {number} {unit}`")
+    atoms = _number_and_unit(key, values, diags, "days? hours?",
+                             f"write `{key.name} {values[0].text} days`; units: {units_text}",
+                             "expected a number and `days`")
+    if atoms is None:
         return None
-    if len(values) == 1 and values[0].kind == "number":
-        diags.err("E0205", f"`{key.name}` needs a unit", values[0].span, label="days? hours?",
-                  help=f"write `{key.name} {values[0].text} days`; units: {units_text}")
-        return None
-    if len(values) != 2 or values[0].kind != "number" or values[1].kind != "name":
-        diags.err("E0203", f"`{key.name}` takes a number and a unit", values[0].span,
-                  label="expected a number and `days`", help=f"write `{key.example}`")
-        return None
-    number_atom, unit_atom = values
+    number_atom, unit_atom = atoms
     if unit_atom.text not in units.DURATIONS:
         fixed = next((u for u in units.DURATIONS if u.lower() == unit_atom.text.lower()), None)
         calendar = {"month": 30, "months": 30, "mo": 30, "year": 365, "years": 365, "y": 365, "yr": 365}
