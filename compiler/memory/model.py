@@ -28,7 +28,7 @@ from .activations import layer_activations
 from .buffers import backward_working_set, fsdp_buffers, largest_layer
 from .inputs import Knobs, Shape
 from .parameters import Params, by_rank, chunk_params, chunks_of, layer_params, padded_vocab
-from .schedules import MAX_STATE_CHUNKS, peak_states, weighted_peak
+from .schedules import MAX_STATE_CHUNKS, peak_states, receive_buffers, weighted_peak
 from .states import checkpoint_gather_bytes, compute_copy_bytes, model_states
 
 
@@ -46,8 +46,8 @@ class StageMemory:
     in_flight: int
     """Chunk-micro-batches whose activations are held at the peak."""
     p2p: int = 0
-    """Pipelining's receive buffers (`p2p_buffers`): allocated for every micro-batch when the
-    stage sets up and kept across steps."""
+    """Pipelining's receive buffers alive at the rank's worst moment (`p2p_buffers`): posted
+    and not yet used, or read by the running backward."""
     embedding_backward: int = 0
     """How far the vocabulary-parallel embedding's backward (the whole vocabulary's gradient,
     `activations.embedding_backward_buffer`) rises above the layers' working set counted in
@@ -226,18 +226,22 @@ def transient_buffers(transient: int, params: RankParams, k: Knobs) -> int:
     return transient + wrapper
 
 
-def p2p_buffers(shape: Shape, k: Knobs, chunks: tuple) -> int:
-    """torch.distributed.pipelining's receive buffers on one rank: every stage but the first
-    allocates one input buffer per micro-batch (`_setup_forward_recv_info`), every stage but the
-    last one output-gradient buffer per micro-batch (`_create_grad_recv_info`), each of the
-    boundary shape, when it first runs, and keeps them across steps. Counted per chunk (a V
-    schedule's two chunks on one rank allocate theirs too; torch then passes the tensor
-    locally, so this is the most they hold)."""
+def p2p_buffers(shape: Shape, k: Knobs, rank: int) -> int:
+    """Pipelining's receive buffers alive at once on pp rank `rank`, each one boundary tensor.
+
+    torch 2.13's PipelineStage would allocate one activation and one output-gradient buffer per
+    micro-batch and chunk at its first step and keep them across steps (8 GiB at Llama 3 405B);
+    the generated job's `ReceiveOnDemandStage` allocates a buffer when its receive is posted and
+    drops it once handed to the forward or backward. What remains is what the schedule's
+    receives hold before use (`schedules.receive_buffers`, walked on torch's own lowering:
+    multi-stage schedules post a receive when the sender runs, ahead of its use), plus the
+    output gradient a running full backward reads. A consumed activation is the stage input
+    autograd saves and a zero-bubble input backward's gradient is kept for its weight backward:
+    both are counted with the activations (`held`, `pending`), not here."""
     if k.runtime != "torch" or k.pp == 1:
         return 0
-    last = k.pp * k.virtual_stages - 1
-    ends = sum((c.index > 0) + (c.index < last) for c in chunks)
-    return ends * k.microbatches * act.boundary_bytes(shape, k)
+    live = receive_buffers(k.schedule, k.pp, k.virtual_stages, k.microbatches)[rank]
+    return live * act.boundary_bytes(shape, k)
 
 
 def keeps_gathered(k: Knobs) -> bool:
@@ -290,7 +294,7 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
         stage=rank, layers=params.layers, params=states.params + persistent,
         grads=states.grads + states.accumulated_grads, optimizer=states.optimizer,
         activations=best_acts, buffers=buffers, in_flight=best_held,
-        p2p=p2p_buffers(shape, k, params.chunks), embedding_backward=embedding_rise,
+        p2p=p2p_buffers(shape, k, rank), embedding_backward=embedding_rise,
         checkpoint=states.params + persistent + states.optimizer + checkpoint_gather_bytes(params.params, k),
     )
 
@@ -346,7 +350,7 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
         if keeps_gathered(k):
             states += compute_copy_bytes(p, precision)
         buffers = max(transient_buffers(acts[r].transient, rp, k), acts[r].embedding_backward)  # two moments: a layer's backward, the embedding's
-        total_bytes = states + held + buffers + p2p_buffers(shape, k, rp.chunks)
+        total_bytes = states + held + buffers + p2p_buffers(shape, k, r)
         if total_bytes > best:
             best, where = total_bytes, r
     return best, where

@@ -418,13 +418,20 @@ def _fsdp_rounds(ops: list[tuple[str, int, int]], active: int = 3) -> list[tuple
     return reduced
 
 
-def _turns(schedule: str, ops: list[tuple]) -> list[tuple]:
+def _turns(schedule: str, pp: int, rank: int, ops: list[tuple]) -> list[tuple]:
     """The lowering's turns: one action each, but dualpipe-v's overlapped pairs (a forward
-    right before a full backward: torch's OVERLAP_F_B) run in one turn, once both are ready."""
+    right before a full backward: torch's OVERLAP_F_B) run in one turn, once both are ready;
+    torch leaves the last rank's first steady-state pair apart ("to further reduce bubble
+    size")."""
     turns: list[tuple] = []
+    apart = schedule == "dualpipe-v" and rank == pp - 1
     i = 0
     while i < len(ops):
-        if schedule == "dualpipe-v" and ops[i][0] == F and i + 1 < len(ops) and ops[i + 1][0] == B:
+        if schedule == "dualpipe-v" and ops[i][0] == F and i + 1 < len(ops) and ops[i + 1][0] == B and apart:
+            apart = False
+            turns += [(ops[i],), (ops[i + 1],)]
+            i += 2
+        elif schedule == "dualpipe-v" and ops[i][0] == F and i + 1 < len(ops) and ops[i + 1][0] == B:
             turns.append((ops[i], ops[i + 1]))
             i += 2
         else:
@@ -440,7 +447,7 @@ def _lowered(schedule: str, pp: int, v: int, m: int) -> dict[int, list[tuple]]:
     schedules' default, `defer_pp_recv=False`)."""
     stages = pp * v
     owner = {_stage_of(schedule, pp, r, c): r for r in range(pp) for c in range(v)}
-    todo = {r: _turns(schedule, _fsdp_rounds(_indexed(schedule, pp, v, m, r))) for r in range(pp)}
+    todo = {r: _turns(schedule, pp, r, _fsdp_rounds(_indexed(schedule, pp, v, m, r))) for r in range(pp)}
     done: dict[int, set] = {r: set() for r in range(pp)}
     lowered: dict[int, list[tuple]] = {r: [] for r in range(pp)}
 
