@@ -388,15 +388,16 @@ def _fsdp_rounds(ops: list[tuple[str, int, int]], active: int = 3) -> list[tuple
     stage's last backward), which every `_PipelineScheduleRuntime` applies: they add no
     dependency but each takes a turn of the lowering's lockstep, so they shift when a rank
     posts its receives."""
+    nexts: list[list[int]] = [[]] * len(ops)  # per position: the stages next used, nearest first
+    order: list[int] = []
+    for i in range(len(ops) - 1, -1, -1):
+        stage = ops[i][1]
+        order = [stage] + [s for s in order if s != stage]
+        nexts[i] = order[:active]
     out: list[tuple] = []
     held: list[int] = []
     for i, op in enumerate(ops):
-        upcoming: list[int] = []
-        for later in ops[i:]:
-            if later[1] not in upcoming:
-                upcoming.append(later[1])
-                if len(upcoming) == active:
-                    break
+        upcoming = nexts[i]
         for stage in [s for s in held if s not in upcoming]:
             held.remove(stage)
             out.append(("RESHARD", stage, None))
