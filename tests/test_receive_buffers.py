@@ -63,6 +63,7 @@ def cases():
                 if name.startswith("interleaved") and not parc_schedules.interleaved_accepts(pp, m):
                     continue
                 yield name, pp, 2, m
+    yield "interleaved-1f1b", 16, 4, 32  # Llama 3 405B's layout (specs/llama3-405b.par)
 
 
 @pytest.mark.parametrize(("name", "pp", "v", "m"), list(cases()))
