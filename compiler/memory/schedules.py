@@ -408,7 +408,7 @@ def _fsdp_rounds(ops: list[tuple[str, int, int]], active: int = 3) -> list[tuple
     for stage in held:
         out.append(("RESHARD", stage, None))
     lasts = {}
-    for i, (kind, stage, micro) in enumerate(out):
+    for i, (kind, stage, _micro) in enumerate(out):
         if kind in (B, W):
             lasts[stage] = i
     reduced: list[tuple] = []
