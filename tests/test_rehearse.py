@@ -14,8 +14,8 @@ own code on fake tensors and reports the bytes torch's FSDPMemTracker saw, by ca
 - without torch, `parc rehearse` says so in one line (no traceback);
 - real widths (default run): Llama 3 405B's widths at 8,192 ranks with one layer per stage
   (tests/data/specs/rehearse-405b-16.par): rank 0's peak within 5 % of the model, no receive
-  buffer held after the step, and the
-  verdict never "fits" where the rehearsed peak overflows; slow: its middle and last stage;
+  buffer held after the step, and the verdict never "fits" where the rehearsed peak
+  overflows; slow: its middle and last stage;
 - long: the shipped full-size specs at their real world sizes (first, middle and last pipeline
   stage of Llama 3 405B at 8,192 ranks; 405B at 128K on 16,384; Mixtral 5-D; DeepSeek-V3-like).
 """
