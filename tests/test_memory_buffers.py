@@ -71,14 +71,30 @@ def test_no_receive_buffers_without_pipelining():
     assert all(s.p2p == 0 for s in per_stage(shape_of(plan), k))
 
 
-def test_each_stage_keeps_its_output_per_micro_batch(llama):
+def test_each_stage_keeps_its_output_and_received_input_per_micro_batch(llama):
+    """Output: `fwd_cache`'s stage output. Received input: with receive buffers allocated on
+    demand, the received tensor is a tensor of its own per micro-batch in flight (the stage's
+    autograd leaf, kept until the backward); stage 0's input is the token ids."""
     plan, shape, k = llama
     ranks = rank_activations(shape, k)
-    first, last = ranks[0].chunks[0], ranks[-1].chunks[0]
+    first, last = ranks[0].chunks[0], ranks[-1].chunks[-1]  # stage 0, stage 63 (4 chunks per rank)
     assert first.output == BOUNDARY
     assert last.output == S * (V // T) * 4  # fp32 logits, 16,032 vocabulary rows
+    assert first.received == 0
+    assert all(c.received == BOUNDARY for r in ranks for c in r.chunks if c is not first)
     one = rank_activations(shape, replace(k, pp=1, split=None, microbatches=1))[0].chunks[0]
-    assert one.output == 0  # without pipelining nothing keeps the model's output
+    assert one.output == 0 and one.received == 0  # without pipelining nothing keeps either
+
+
+def test_a_v_chunk_fed_on_its_own_rank_receives_nothing():
+    """zbv: stage pp - 1 hands its output to stage pp on the same rank (set_local_fwd_input: a
+    detached view of the output the previous chunk already keeps), so only the receiving
+    chunks hold a received input."""
+    from parc.memory.schedules import receives_from_another_rank
+    pp = 4
+    assert [receives_from_another_rank("zbv", pp, s) for s in range(2 * pp)] == \
+        [False, True, True, True, False, True, True, True]
+    assert [receives_from_another_rank("interleaved-1f1b", pp, s) for s in range(2 * pp)] == [False] + [True] * 7
 
 
 def test_embedding_backward_is_the_whole_vocabulary(llama):

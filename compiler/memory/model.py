@@ -28,7 +28,7 @@ from .activations import layer_activations
 from .buffers import backward_working_set, fsdp_buffers, largest_layer
 from .inputs import Knobs, Shape
 from .parameters import Params, by_rank, chunk_params, chunks_of, layer_params, padded_vocab
-from .schedules import MAX_STATE_CHUNKS, peak_states, receive_buffers, weighted_peak
+from .schedules import MAX_STATE_CHUNKS, peak_states, receive_buffers, receives_from_another_rank, weighted_peak
 from .states import checkpoint_gather_bytes, compute_copy_bytes, model_states
 
 
@@ -74,11 +74,19 @@ class ChunkActivations:
     """Held per micro-batch in flight beside what autograd saves: a pipeline stage keeps its
     output in `fwd_cache` from the forward to the backward (`PipelineStage.forward_one_chunk`;
     the residual stream, or the last chunk's fp32 logits). 0 without pipelining."""
+    received: int = 0
+    """Held per micro-batch in flight by a chunk that receives its input from another rank: the
+    received tensor, the stage's autograd leaf, kept in `fwd_cache` until the backward (the
+    residual stream). torch's stage kept it in its per-micro-batch receive buffer (the old `p2p`
+    term); allocated on demand, it is a tensor of its own per micro-batch in flight: the
+    rehearsal of the middle 405B stage dropped by 55 buffers, not the 63 the receive buffers
+    alone account for. 0 for the first stage and for a V's chunk fed on its own rank."""
 
     @property
     def held(self) -> int:
-        """Bytes per micro-batch in flight: saved activations and the stage's kept output."""
-        return self.saved + self.output
+        """Bytes per micro-batch in flight: saved activations, the stage's kept output and its
+        received input."""
+        return self.saved + self.output + self.received
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +187,8 @@ def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, se
     for chunk in chunks:
         # Chunks of equal size and ends hold the same (the layer kinds depend on the first layer
         # only through the MoE pattern): compute each kind of chunk once (interleaving makes many).
-        signature = (chunk.layers, chunk.embedding, chunk.output, chunk.first_layer if shape.moe else 0)
+        receives = torch and pp > 1 and receives_from_another_rank(schedule, pp, chunk.index)
+        signature = (chunk.layers, chunk.embedding, chunk.output, chunk.first_layer if shape.moe else 0, receives)
         known = alike.get(signature)
         if known is not None:
             per_chunk[chunk.index], working[chunk.index] = known
@@ -201,7 +210,9 @@ def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, se
         output = 0
         if torch and pp > 1:
             output = act.logits_bytes(ak, vocab) if chunk.output else act.boundary_bytes(shape, ak)
-        per_chunk[chunk.index] = ChunkActivations(saved=saved, pending=grads if torch else 0, output=output)
+        received = act.boundary_bytes(shape, ak) if receives else 0
+        per_chunk[chunk.index] = ChunkActivations(saved=saved, pending=grads if torch else 0, output=output,
+                                                  received=received)
         working[chunk.index] = work
         alike[signature] = (per_chunk[chunk.index], work)
     out = []
@@ -235,9 +246,10 @@ def p2p_buffers(shape: Shape, k: Knobs, rank: int) -> int:
     drops it once handed to the forward or backward. What remains is what the schedule's
     receives hold before use (`schedules.receive_buffers`, walked on torch's own lowering:
     multi-stage schedules post a receive when the sender runs, ahead of its use), plus the
-    output gradient a running full backward reads. A consumed activation is the stage input
-    autograd saves and a zero-bubble input backward's gradient is kept for its weight backward:
-    both are counted with the activations (`held`, `pending`), not here."""
+    output gradient a running full backward reads. A consumed activation is the stage's input,
+    kept per micro-batch in flight (`ChunkActivations.received`), and a zero-bubble input
+    backward's gradient is kept for its weight backward (`pending`): both are counted with the
+    activations, not here."""
     if k.runtime != "torch" or k.pp == 1:
         return 0
     live = receive_buffers(k.schedule, k.pp, k.virtual_stages, k.microbatches)[rank]
