@@ -2,10 +2,10 @@
 GPU holds beyond the tensors. Closed forms written out here from torch's source (the figures
 the rehearsal measured are in tests/test_rehearse.py):
 
-- pipelining's receive buffers: every stage but the first keeps one input buffer per
-  micro-batch, every stage but the last one output-gradient buffer per micro-batch, each of the
-  boundary shape (torch/distributed/pipelining/stage.py, `_setup_forward_recv_info`,
-  `_create_grad_recv_info`);
+- pipelining's receive buffers: torch's stage would keep one per micro-batch, chunk and
+  direction (torch/distributed/pipelining/stage.py, `_setup_forward_recv_info`,
+  `_create_grad_recv_info`); the job allocates them on demand, so only the receives alive at
+  once count;
 - a stage keeps its output per micro-batch in flight (`fwd_cache`): the residual stream, or on
   the last stage the fp32 logits;
 - the embedding's backward under tp computes the whole vocabulary's gradient (DTensor has no
@@ -48,16 +48,20 @@ def llama():
     return plan, shape_of(plan), knobs_of(plan)
 
 
-def test_receive_buffers_are_one_per_micro_batch_and_direction(llama):
+def test_receive_buffers_are_those_alive_at_once_not_one_per_micro_batch(llama):
+    """torch's PipelineStage would keep 32 micro-batches x (4 chunks) x 2 directions of 32 MiB
+    (8 GiB); the job's ReceiveOnDemandStage holds only the receives posted ahead of use.
+    Interleaved 1F1B over 16 x 4 chunks as torch lowers it (tests/test_receive_buffers.py
+    walks torch's own lowering for this layout): rank 0 receives every chunk's input from rank
+    15 ahead of use (16 at once), the middle ranks 3 or 4, the last rank 9."""
     plan, shape, k = llama
-    assert (k.pp, k.microbatches, k.tp, k.seq) == (PP, M, T, S)
+    assert (k.pp, k.virtual_stages, k.microbatches, k.tp, k.seq) == (PP, 4, M, T, S)
     stages = per_stage(shape, k)
     assert BOUNDARY == 33_554_432
-    assert stages[0].p2p == M * BOUNDARY  # gradients from stage 1 only
-    assert stages[PP - 1].p2p == M * BOUNDARY  # inputs from stage 14 only
-    middle = [s.p2p for s in stages[1:-1]]
-    assert middle and all(p == 2 * M * BOUNDARY for p in middle)  # 2 GiB on every middle stage
-    assert 2 * M * BOUNDARY == 2 * GiB
+    live = [s.p2p // BOUNDARY for s in stages]
+    assert all(s.p2p % BOUNDARY == 0 for s in stages)
+    assert live == [16, 3, 3, 3, 3, 3, 3, 4, 3, 3, 3, 3, 3, 3, 3, 9]
+    assert max(s.p2p for s in stages) == 512 * MiB  # was 8 GiB on the middle ranks
 
 
 def test_no_receive_buffers_without_pipelining():
@@ -67,14 +71,30 @@ def test_no_receive_buffers_without_pipelining():
     assert all(s.p2p == 0 for s in per_stage(shape_of(plan), k))
 
 
-def test_each_stage_keeps_its_output_per_micro_batch(llama):
+def test_each_stage_keeps_its_output_and_received_input_per_micro_batch(llama):
+    """Output: `fwd_cache`'s stage output. Received input: with receive buffers allocated on
+    demand, the received tensor is a tensor of its own per micro-batch in flight (the stage's
+    autograd leaf, kept until the backward); stage 0's input is the token ids."""
     plan, shape, k = llama
     ranks = rank_activations(shape, k)
-    first, last = ranks[0].chunks[0], ranks[-1].chunks[0]
+    first, last = ranks[0].chunks[0], ranks[-1].chunks[-1]  # stage 0, stage 63 (4 chunks per rank)
     assert first.output == BOUNDARY
     assert last.output == S * (V // T) * 4  # fp32 logits, 16,032 vocabulary rows
+    assert first.received == 0
+    assert all(c.received == BOUNDARY for r in ranks for c in r.chunks if c is not first)
     one = rank_activations(shape, replace(k, pp=1, split=None, microbatches=1))[0].chunks[0]
-    assert one.output == 0  # without pipelining nothing keeps the model's output
+    assert one.output == 0 and one.received == 0  # without pipelining nothing keeps either
+
+
+def test_a_v_chunk_fed_on_its_own_rank_receives_nothing():
+    """zbv: stage pp - 1 hands its output to stage pp on the same rank (set_local_fwd_input: a
+    detached view of the output the previous chunk already keeps), so only the receiving
+    chunks hold a received input."""
+    from parc.memory.schedules import receives_from_another_rank
+    pp = 4
+    assert [receives_from_another_rank("zbv", pp, s) for s in range(2 * pp)] == \
+        [False, True, True, True, False, True, True, True]
+    assert [receives_from_another_rank("interleaved-1f1b", pp, s) for s in range(2 * pp)] == [False] + [True] * 7
 
 
 def test_embedding_backward_is_the_whole_vocabulary(llama):

@@ -475,6 +475,8 @@ def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep,
         add("torch.distributed.fsdp", "FSDPModule")
     if pp:
         add("torch.distributed.pipelining", "PipelineStage", schedule_class)
+        add("torch.distributed.pipelining._utils", "_make_tensor_from_meta")
+        add("torch.distributed.pipelining.stage", "_RecvInfo")
     add("torch.distributed.tensor", "DTensor", "distribute_tensor")
     if ep:
         add("torch.distributed.tensor", "Shard", "distribute_module")

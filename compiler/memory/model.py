@@ -28,7 +28,7 @@ from .activations import layer_activations
 from .buffers import backward_working_set, fsdp_buffers, largest_layer
 from .inputs import Knobs, Shape
 from .parameters import Params, by_rank, chunk_params, chunks_of, layer_params, padded_vocab
-from .schedules import MAX_STATE_CHUNKS, peak_states, weighted_peak
+from .schedules import MAX_STATE_CHUNKS, peak_states, receive_buffers, receives_from_another_rank, weighted_peak
 from .states import checkpoint_gather_bytes, compute_copy_bytes, model_states, zero1_buffer_bytes
 
 
@@ -46,8 +46,8 @@ class StageMemory:
     in_flight: int
     """Chunk-micro-batches whose activations are held at the peak."""
     p2p: int = 0
-    """Pipelining's receive buffers (`p2p_buffers`): allocated for every micro-batch when the
-    stage sets up and kept across steps."""
+    """Pipelining's receive buffers alive at the rank's worst moment (`p2p_buffers`): posted
+    and not yet used, or read by the running backward."""
     embedding_backward: int = 0
     """How far the vocabulary-parallel embedding's backward (the whole vocabulary's gradient,
     `activations.embedding_backward_buffer`) rises above the layers' working set counted in
@@ -74,11 +74,19 @@ class ChunkActivations:
     """Held per micro-batch in flight beside what autograd saves: a pipeline stage keeps its
     output in `fwd_cache` from the forward to the backward (`PipelineStage.forward_one_chunk`;
     the residual stream, or the last chunk's fp32 logits). 0 without pipelining."""
+    received: int = 0
+    """Held per micro-batch in flight by a chunk that receives its input from another rank: the
+    received tensor, the stage's autograd leaf, kept in `fwd_cache` until the backward (the
+    residual stream). torch's stage kept it in its per-micro-batch receive buffer (the old `p2p`
+    term); allocated on demand, it is a tensor of its own per micro-batch in flight: the
+    rehearsal of the middle 405B stage dropped by 55 buffers, not the 63 the receive buffers
+    alone account for. 0 for the first stage and for a V's chunk fed on its own rank."""
 
     @property
     def held(self) -> int:
-        """Bytes per micro-batch in flight: saved activations and the stage's kept output."""
-        return self.saved + self.output
+        """Bytes per micro-batch in flight: saved activations, the stage's kept output and its
+        received input."""
+        return self.saved + self.output + self.received
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,14 +170,15 @@ def rank_activations(shape: Shape, k: Knobs) -> tuple[RankActivations, ...]:
                              k.schedule, k.split, k.ep if shape.moe else 1, k.precision, k.device)
 
 
-ChunkSignature = tuple[int, bool, bool, int]
-"""(layers, embedding?, output?, first layer when the model is MoE, else 0): chunks of equal
-signature hold the same activations (the layer kinds depend on the first layer only through
-the MoE pattern)."""
+ChunkSignature = tuple[int, bool, bool, int, bool]
+"""(layers, embedding?, output?, first layer when the model is MoE, else 0, input received from
+another pp rank?): chunks of equal signature hold the same activations (the layer kinds depend
+on the first layer only through the MoE pattern)."""
 
 
-def _signature(shape: Shape, chunk) -> ChunkSignature:
-    return (chunk.layers, chunk.embedding, chunk.output, chunk.first_layer if shape.moe else 0)
+def _signature(shape: Shape, chunk, schedule: str, pp: int) -> ChunkSignature:
+    receives = pp > 1 and receives_from_another_rank(schedule, pp, chunk.index)
+    return (chunk.layers, chunk.embedding, chunk.output, chunk.first_layer if shape.moe else 0, receives)
 
 
 @lru_cache(maxsize=4096)
@@ -177,7 +186,7 @@ def rank_signatures(shape: Shape, pp: int, v: int, schedule: str,
                     split: tuple[int, ...] | None) -> tuple[tuple[ChunkSignature, ...], ...]:
     """Each pp rank's chunks as signatures, model order (interleaving makes many alike)."""
     chunks = chunks_of(shape.layers, pp, v, schedule, split, shape.tied)
-    return tuple(tuple(_signature(shape, c) for c in mine) for mine in by_rank(chunks, pp))
+    return tuple(tuple(_signature(shape, c, schedule, pp) for c in mine) for mine in by_rank(chunks, pp))
 
 
 @dataclass(frozen=True)
@@ -194,7 +203,7 @@ class ChunkPieces:
 def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recompute: str,
                        recompute_layers: int | None, pipelined: bool) -> ChunkPieces:
     """The activations, working set and embedding backward buffer of one chunk signature."""
-    layers, embedding, output, first = signature
+    layers, embedding, output, first, receives = signature
     vocab = padded_vocab(shape.vocab, ak.tp, ak.runtime)
     torch = ak.runtime == "torch"
     saved = grads = work = embedding_buffer = 0
@@ -210,11 +219,12 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
     if output:
         saved += act.output_activations(shape, ak, vocab)
         work = max(work, act.logits_buffer(ak, vocab))
-    kept = 0
+    kept = received = 0
     if torch and pipelined:
         kept = act.logits_bytes(ak, vocab) if output else act.boundary_bytes(shape, ak)
-    return ChunkPieces(ChunkActivations(saved=saved, pending=grads if torch else 0, output=kept), work,
-                       embedding_buffer)
+        received = act.boundary_bytes(shape, ak) if receives else 0
+    return ChunkPieces(ChunkActivations(saved=saved, pending=grads if torch else 0, output=kept,
+                                        received=received), work, embedding_buffer)
 
 
 @lru_cache(maxsize=16384)
@@ -262,18 +272,23 @@ def transient_buffers(transient: int, params: RankParams, k: Knobs) -> int:
     return transient + wrapper
 
 
-def p2p_buffers(shape: Shape, k: Knobs, chunks: tuple) -> int:
-    """torch.distributed.pipelining's receive buffers on one rank: every stage but the first
-    allocates one input buffer per micro-batch (`_setup_forward_recv_info`), every stage but the
-    last one output-gradient buffer per micro-batch (`_create_grad_recv_info`), each of the
-    boundary shape, when it first runs, and keeps them across steps. Counted per chunk (a V
-    schedule's two chunks on one rank allocate theirs too; torch then passes the tensor
-    locally, so this is the most they hold)."""
+def p2p_buffers(shape: Shape, k: Knobs, rank: int) -> int:
+    """Pipelining's receive buffers alive at once on pp rank `rank`, each one boundary tensor.
+
+    torch 2.13's PipelineStage would allocate one activation and one output-gradient buffer per
+    micro-batch and chunk at its first step and keep them across steps (8 GiB at Llama 3 405B);
+    the generated job's `ReceiveOnDemandStage` allocates a buffer when its receive is posted and
+    drops it once handed to the forward or backward. What remains is what the schedule's
+    receives hold before use (`schedules.receive_buffers`, walked on torch's own lowering:
+    multi-stage schedules post a receive when the sender runs, ahead of its use), plus the
+    output gradient a running full backward reads. A consumed activation is the stage's input,
+    kept per micro-batch in flight (`ChunkActivations.received`), and a zero-bubble input
+    backward's gradient is kept for its weight backward (`pending`): both are counted with the
+    activations, not here."""
     if k.runtime != "torch" or k.pp == 1:
         return 0
-    last = k.pp * k.virtual_stages - 1
-    ends = sum((c.index > 0) + (c.index < last) for c in chunks)
-    return ends * k.microbatches * act.boundary_bytes(shape, k)
+    live = receive_buffers(k.schedule, k.pp, k.virtual_stages, k.microbatches)[rank]
+    return live * act.boundary_bytes(shape, k)
 
 
 def keeps_gathered(k: Knobs) -> bool:
@@ -326,7 +341,7 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
         stage=rank, layers=params.layers, params=states.params + persistent,
         grads=states.grads + states.accumulated_grads, optimizer=states.optimizer,
         activations=best_acts, buffers=buffers, in_flight=best_held,
-        p2p=p2p_buffers(shape, k, params.chunks), embedding_backward=embedding_rise,
+        p2p=p2p_buffers(shape, k, rank), embedding_backward=embedding_rise,
         checkpoint=states.params + persistent + states.optimizer + checkpoint_gather_bytes(params.params, k),
     )
 
@@ -363,7 +378,7 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
         rp = params[r]
         # two moments: a layer's backward (with the wrapper's buffers), the embedding's backward
         buffers = max(transient_buffers(acts[r].transient, rp, k), acts[r].embedding_backward)
-        total_bytes = state_bytes(rp.params, k, groups) + peaks[r] + buffers + p2p_buffers(shape, k, rp.chunks)
+        total_bytes = state_bytes(rp.params, k, groups) + peaks[r] + buffers + p2p_buffers(shape, k, r)
         if total_bytes > best:
             best, where = total_bytes, r
     return best, where
@@ -459,6 +474,6 @@ def clear_caches() -> None:
                      activations.output_activations, activations.logits_buffer,
                      activations.embedding_backward_buffer, parameters.layer_params,
                      parameters.chunk_params, parameters.chunks_of, schedules.peak_states,
-                     schedules._walked_actions):
+                     schedules._walked_actions, schedules.receive_buffers):
         function.cache_clear()
     _PEAKS.clear()

@@ -361,3 +361,180 @@ def weighted_peak(schedule: str, pp: int, v: int, m: int, rank: int, saved: tupl
 def max_in_flight(schedule: str, pp: int, v: int, m: int, rank: int) -> int:
     """Most chunk-micro-batches the rank holds at once (for reports)."""
     return max(sum(h) for h, _, _ in peak_states(schedule, pp, v, m, rank))
+
+
+def _stage_of(schedule: str, pp: int, rank: int, chunk: int) -> int:
+    """The global stage index of a rank's local chunk: a V for zbv and dualpipe-v, loops else."""
+    if schedule in ("zbv", "dualpipe-v"):
+        return rank if chunk == 0 else 2 * pp - 1 - rank
+    return chunk * pp + rank
+
+
+def receives_from_another_rank(schedule: str, pp: int, stage: int) -> bool:
+    """Whether global stage `stage` gets its input by a receive: every stage but the first,
+    except a V's turn (stage pp, on the same rank as stage pp - 1: torch passes the tensor)."""
+    if stage == 0:
+        return False
+    if schedule in ("zbv", "dualpipe-v"):
+        return stage != pp
+    return True
+
+
+def _indexed(schedule: str, pp: int, v: int, m: int, rank: int) -> list[tuple[str, int, int]]:
+    """`actions` as (kind, stage, micro-batch): torch numbers each chunk's forwards, input (or
+    full) backwards and weight backwards in micro-batch order."""
+    seen: dict[tuple[str, int], int] = {}
+    out = []
+    for kind, chunk in actions(schedule, pp, v, m, rank):
+        key = ("B" if kind in (B, I) else kind, chunk)
+        micro = seen.get(key, 0)
+        seen[key] = micro + 1
+        out.append((kind, _stage_of(schedule, pp, rank, chunk), micro))
+    return out
+
+
+def _fsdp_rounds(ops: list[tuple[str, int, int]], active: int = 3) -> list[tuple]:
+    """torch's `_add_unshard_reshard` (3 stages prefetched) and `_add_reduce_grad` (after a
+    stage's last backward), which every `_PipelineScheduleRuntime` applies: they add no
+    dependency but each takes a turn of the lowering's lockstep, so they shift when a rank
+    posts its receives."""
+    nexts: list[list[int]] = [[]] * len(ops)  # per position: the stages next used, nearest first
+    order: list[int] = []
+    for i in range(len(ops) - 1, -1, -1):
+        stage = ops[i][1]
+        order = [stage] + [s for s in order if s != stage]
+        nexts[i] = order[:active]
+    out: list[tuple] = []
+    held: list[int] = []
+    for i, op in enumerate(ops):
+        upcoming = nexts[i]
+        for stage in [s for s in held if s not in upcoming]:
+            held.remove(stage)
+            out.append(("RESHARD", stage, None))
+        for stage in [s for s in upcoming if s not in held]:
+            held.append(stage)
+            out.append(("UNSHARD", stage, None))
+        out.append(op)
+    for stage in held:
+        out.append(("RESHARD", stage, None))
+    lasts = {}
+    for i, (kind, stage, _micro) in enumerate(out):
+        if kind in (B, W):
+            lasts[stage] = i
+    reduced: list[tuple] = []
+    for i, op in enumerate(out):
+        reduced.append(op)
+        if lasts.get(op[1]) == i and op[0] in (B, W):
+            reduced.append(("REDUCE_GRAD", op[1], None))
+    return reduced
+
+
+def _turns(schedule: str, pp: int, rank: int, ops: list[tuple]) -> list[tuple]:
+    """The lowering's turns: one action each, but dualpipe-v's overlapped pairs (a forward
+    right before a full backward: torch's OVERLAP_F_B) run in one turn, once both are ready;
+    torch leaves the last rank's first steady-state pair apart ("to further reduce bubble
+    size")."""
+    turns: list[tuple] = []
+    apart = schedule == "dualpipe-v" and rank == pp - 1
+    i = 0
+    while i < len(ops):
+        if schedule == "dualpipe-v" and ops[i][0] == F and i + 1 < len(ops) and ops[i + 1][0] == B and apart:
+            apart = False
+            turns += [(ops[i],), (ops[i + 1],)]
+            i += 2
+        elif schedule == "dualpipe-v" and ops[i][0] == F and i + 1 < len(ops) and ops[i + 1][0] == B:
+            turns.append((ops[i], ops[i + 1]))
+            i += 2
+        else:
+            turns.append((ops[i],))
+            i += 1
+    return turns
+
+
+def _lowered(schedule: str, pp: int, v: int, m: int) -> dict[int, list[tuple]]:
+    """Every rank's actions with its receives, as torch 2.13's `_add_send_recv` places them: in
+    lockstep turns over the ranks, a compute action runs once its input is there, and the
+    matching receive goes into the receiver's list right when the sender runs (ASAP: the
+    schedules' default, `defer_pp_recv=False`)."""
+    stages = pp * v
+    owner = {_stage_of(schedule, pp, r, c): r for r in range(pp) for c in range(v)}
+    todo = {r: _turns(schedule, pp, r, _fsdp_rounds(_indexed(schedule, pp, v, m, r))) for r in range(pp)}
+    done: dict[int, set] = {r: set() for r in range(pp)}
+    lowered: dict[int, list[tuple]] = {r: [] for r in range(pp)}
+
+    def ready(rank: int, op: tuple) -> bool:
+        kind, stage, micro = op
+        if kind == F and stage != 0:
+            return ("RECV_F", stage, micro) in done[rank] or (F, stage - 1, micro) in done[rank]
+        if kind in (B, I) and stage != stages - 1:
+            return ("RECV_B", stage, micro) in done[rank] or (I, stage + 1, micro) in done[rank] \
+                or (B, stage + 1, micro) in done[rank]
+        return True
+
+    heads = {r: 0 for r in range(pp)}
+    while any(heads[r] < len(todo[r]) for r in range(pp)):
+        progress = False
+        for r in range(pp):
+            if heads[r] == len(todo[r]):
+                continue
+            turn = todo[r][heads[r]]
+            if not all(ready(r, op) for op in turn):
+                continue
+            for op in turn:
+                lowered[r].append(op)
+                done[r].add(op)
+            for kind, stage, micro in turn:
+                peer = None
+                if kind == F and stage != stages - 1 and owner[stage + 1] != r:
+                    peer, recv = owner[stage + 1], ("RECV_F", stage + 1, micro)
+                elif kind in (B, I) and stage != 0 and owner[stage - 1] != r:
+                    peer, recv = owner[stage - 1], ("RECV_B", stage - 1, micro)
+                if peer is not None:
+                    lowered[peer].append(recv)
+                    done[peer].add(recv)
+            heads[r] += 1
+            progress = True
+        if not progress:
+            raise ValueError(f"{schedule}: the actions cannot be lowered")
+    return lowered
+
+
+def live_receives(lowered: list[tuple]) -> int:
+    """The most receive buffers one rank holds at once when each is allocated as its receive is
+    posted and let go once used (the generated job's `ReceiveOnDemandStage`): received, not yet
+    consumed, plus the output gradient the running backward reads. A forward's input becomes
+    the stage input saved for backward (counted with the activations) and an input backward's
+    gradient is kept for the weight backward (counted as pending), so neither is counted after."""
+    alive = best = 0
+    received: set = set()
+    for kind, stage, micro in lowered:
+        if kind in ("RECV_F", "RECV_B"):
+            alive += 1
+            received.add((kind, stage, micro))
+            best = max(best, alive)
+        elif kind == F and ("RECV_F", stage, micro) in received:
+            alive -= 1
+        elif kind in (B, I) and ("RECV_B", stage, micro) in received:
+            alive -= 1
+    return best
+
+
+@lru_cache(maxsize=4096)
+def receive_buffers(schedule: str, pp: int, v: int, m: int) -> tuple[int, ...]:
+    """Per pp rank, the most receive buffers alive at once (`live_receives`), each one boundary
+    tensor. Single-stage schedules post a receive right before the computation that uses it
+    (`Schedule1F1B`, `ScheduleGPipe`): one output gradient during a backward, on every rank but
+    the last. Multi-stage schedules post receives when the sender runs, ahead of use: the
+    lowering is walked (over `walk_microbatches`' micro-batches when m is large: the steady
+    state repeats)."""
+    if pp == 1:
+        return (0,)
+    if schedule in SINGLE_STAGE:
+        return tuple(int(r < pp - 1) for r in range(pp))
+    try:
+        lowered = _lowered(schedule, pp, v, walk_microbatches(schedule, pp, m))
+    except ValueError:
+        # a layout torch refuses (dualpipe-v under 2 pp micro-batches: E0320 says so); the
+        # bound: every receive of the step at once, one per micro-batch, chunk and direction
+        return (2 * v * m,) * pp
+    return tuple(live_receives(lowered[r]) for r in range(pp))

@@ -97,6 +97,15 @@ def shapes_from_plan(device: torch.device) -> None:
     pipeline_stage.PipelineStage._send_meta = lambda self, meta, dst_stage: None
 
 
+def held_receive_buffers(rt) -> int:
+    """Receive buffers the rank's stages hold: torch's PipelineStage keeps one per micro-batch,
+    chunk and direction across steps; the job's ReceiveOnDemandStage none between uses."""
+    stages = getattr(rt.schedule, "_stages", None) or [rt.schedule._stage]
+    infos = [info for s in stages for group in (s.args_recv_info, s.grad_recv_info)
+             for recv in group.values() for info in recv]
+    return sum(not info.is_root_arg and info.buffer is not None for info in infos)
+
+
 # ---------------------------------------------------------------------------------------------
 # The tracker
 
@@ -236,6 +245,7 @@ def rehearse_rank(args, train) -> dict:
                 if step == args.steps - 1:
                     record["after_step"] = device_snapshot(tracker, "current")
                     record["optimizer_step_counters"] = step_counters(optimizers)
+                    record["receive_buffers_held"] = held_receive_buffers(rt)
                     record["step_peak"] = device_snapshot(tracker, "peak")  # before the checkpoint
                 optimizer.zero_grad()
                 if step == args.steps - 1:  # train.py saves after zero_grad
