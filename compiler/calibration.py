@@ -92,15 +92,15 @@ FIXED_SOURCES: dict[str, str] = {
 
 # BEGIN FITTED (written by benchmarks/fidelity.py --write; do not edit by hand)
 DEFAULT = Constants(
-    gemm_ampere=0.8588,
-    gemm_hopper=0.8372,
-    intensity_half=1.569,
-    kernel_overhead=1.779e-05,
+    gemm_ampere=0.8592,
+    gemm_hopper=0.8374,
+    intensity_half=1.571,
+    kernel_overhead=1.772e-05,
     bus_nvlink=0.8,
     bus_network=0.92,
     hbm_efficiency=0.8,
     latency_intra=1e-06,
     latency_inter=5e-06,
-    eager_efficiency=0.8524,
+    eager_efficiency=0.8521,
 )
 # END FITTED
