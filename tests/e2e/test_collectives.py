@@ -248,11 +248,12 @@ def test_the_ledger_is_what_the_job_issues(spec, tmp_path):
 
 
 def test_tensor_parallel_traffic_per_step_matches_the_table(tmp_path):
-    """tp 2 without sequence parallelism (Megatron's f and g operators, one per module as
-    torch's ColwiseParallel and RowwiseParallel place them): per layer and micro-batch, two
-    all-reduces of the (micro-batch, seq, hidden) activations forward (after wo and w2) and five
-    backward (the input gradients of the column-parallel wq, wk, wv, w1 and w3, each its own
-    module; Megatron fuses QKV and w1/w3 into two); the vocabulary-parallel embedding
+    """tp 2 without sequence parallelism (Megatron's f and g operators, one pair per attention and
+    per FFN): per layer and micro-batch, two all-reduces of the (micro-batch, seq, hidden)
+    activations forward (after wo and w2) and two backward (the input gradients of attention
+    and of the FFN: their column-parallel wq, wk, wv and w1, w3 receive a Replicate DTensor,
+    whose Partial gradients are summed on the rank and all-reduced once per module, as
+    Megatron's fused QKV and w1/w3 are; not one per linear); the vocabulary-parallel embedding
     all-reduces its output forward and the column-parallel output layer its input gradient
     backward; loss_parallel all-reduces three (micro-batch, seq) fp32 statistics forward (the
     max, the sum of exponentials, the target logit). DDP then all-reduces each tp rank's
@@ -261,7 +262,7 @@ def test_tensor_parallel_traffic_per_step_matches_the_table(tmp_path):
     m, L = plan.training.grad_accum, plan.model.layers
     tokens = plan.training.micro_batch * plan.training.seq_len
     activation = tokens * plan.model.hidden * BF16
-    per_micro = 7 * L + 2
+    per_micro = 4 * L + 2
     counts = model_counts(job)
     norms = counts["norms"]
     assert 0 < norms < counts["total"]
