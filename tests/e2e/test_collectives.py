@@ -276,6 +276,33 @@ def test_tensor_parallel_traffic_per_step_matches_the_table(tmp_path):
         assert_matches(table(record, by_dtype=True), expected, f"tp rank {record['rank']}")
 
 
+def test_sequence_parallel_traffic_per_step_matches_the_table(tmp_path):
+    """tp 2 with sequence parallelism, one collective per module each way (Megatron's f/g pairs:
+    attention's and the FFN's input is gathered once into a Replicate DTensor, so the Partial
+    input gradients of wq, wk, wv and of w1, w3 are summed on the rank and reduce-scattered
+    once, not all-reduced once per linear): per layer and micro-batch, two all-gathers (the
+    inputs of attention and the FFN) and two reduce-scatters (wo's and w2's outputs) of the
+    (micro-batch, seq, hidden) activations forward, and the same backward; the embedding
+    reduce-scatters forward and all-gathers backward, the output layer the reverse. In fp32:
+    loss_parallel's three (micro-batch, seq) statistics per micro-batch, and once per step each
+    norm's gradient (the norms are replicated over tp, each rank saw half the sequence)."""
+    job, plan, ranks = recorded("traffic-tp2-sp", tmp_path)
+    m, L = plan.training.grad_accum, plan.model.layers
+    tokens = plan.training.micro_batch * plan.training.seq_len
+    activation = tokens * plan.model.hidden * BF16
+    per_micro = 4 * L + 2
+    norms = model_counts(job)["norms"]
+    assert norms > 0
+    expected = {
+        ("all_gather", "tp", "bfloat16"): (m * per_micro * activation, m * per_micro),
+        ("reduce_scatter", "tp", "bfloat16"): (m * per_micro * activation, m * per_micro),
+        ("all_reduce", "tp", "float32"): (m * 3 * tokens * FP32 + norms * FP32, m * 3 + 2 * L + 1),
+    }
+    assert len(ranks) == plan.cluster.world_size
+    for record in ranks:
+        assert_matches(table(record, by_dtype=True), expected, f"tp rank {record['rank']}")
+
+
 def test_pipeline_traffic_per_step_matches_the_table(tmp_path):
     """pp 2 (gpipe) x dp 2 under zero3: each micro-batch's activations (micro-batch, seq,
     hidden) go forward once and their gradients backward once; the weights are gathered once
