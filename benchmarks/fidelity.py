@@ -550,14 +550,15 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
 - **tp**, per layer: Megatron-LM (fused QKV and up-projections): without sequence parallelism
   2 all-reduces of `S_act` forward and 2 backward; with it 2 all-gathers and 2 reduce-scatters
   each way (a MoE layer without shared experts has one pair: its routed experts are not split
-  over tp). parc's job and torchtitan (torch's DTensor, one ColwiseParallel module per
-  projection) all-reduce each column-parallel module's input gradient backward: 3 + (FFN
-  matrices - 1) all-reduces (5 for SwiGLU), also under sequence parallelism, which adds 2
-  all-gathers backward (the backward of its forward reduce-scatters) and keeps 2 all-gathers and
-  2 reduce-scatters forward: the ledger's table below, checked against the running job. Exposed, unless the runtime overlaps them
-  with independent GEMMs: Megatron-LM since late 2021 hides the backward ones under the weight-
-  gradient GEMMs, `--tp-comm-overlap` the forward ones under the forward GEMMs too; then only
-  what outlasts those GEMMs shows.
+  over tp). parc's job and torchtitan (torch's DTensor) issue the same pairs: attention, the
+  dense FFN and the shared experts take a Replicate DTensor (`PrepareModuleInput`,
+  `use_local_output=False`), so their column-parallel linears' Partial input gradients are
+  summed on the rank and redistributed once (one all-reduce, or one reduce-scatter under sp);
+  handed local tensors, each ColwiseParallel module would all-reduce its own input gradient
+  (5 per SwiGLU layer). The ledger's table below is checked against the running job. Exposed,
+  unless the runtime overlaps them with independent GEMMs: Megatron-LM since late 2021 hides
+  the backward ones under the weight-gradient GEMMs, `--tp-comm-overlap` the forward ones under
+  the forward GEMMs too; then only what outlasts those GEMMs shows.
 - **cp**, per layer: ring: `cp - 1` steps each passing one K/V block `2 n 2 kv` (backward: with
   dK, dV, twice that), each step overlapped with one block of attention; only the excess shows.
   all-gather: K and V gathered forward, their gradients reduce-scattered backward, exposed.
@@ -637,9 +638,9 @@ layers held, `S = 2 b (s / cp) h` (bf16 activations), `m` micro-batches per step
 
 | family | calls (kind x count, phase) | payload |
 |---|---|---|
-| tp, no sp, dense layer | all-reduce x row forward (row = 2: wo, w2); all-reduce x column backward (column = 3 + FFN matrices - 1: wq, wk, wv, w1, w3) | S |
-| tp + sp, dense layer | all-gather x row + reduce-scatter x row forward; all-gather x row + all-reduce x column backward | S |
-| tp, MoE layer | as dense with row = 1 + [shared experts], column = 3 + (FFN matrices - 1) x [shared experts]; no sp: + all-gather forward and backward (routing); + all-reduce backward (router gradient) | S; 2 E h |
+| tp, no sp, dense layer | all-reduce x 2 forward (wo, w2); all-reduce x 2 backward (the input gradients of attention and of the FFN) | S |
+| tp + sp, dense layer | all-gather x 2 + reduce-scatter x 2 forward (the inputs of attention and the FFN gathered, wo's and w2's outputs scattered); the same backward | S |
+| tp, MoE layer | as dense with 1 + [shared experts] pairs (attention, the shared experts); no sp: + all-gather forward and backward (routing); + all-reduce backward (router gradient) | S; 2 E h |
 | tp, embedding | all-reduce forward (sp: reduce-scatter forward, all-gather backward) | S |
 | tp, output layer | all-reduce backward (sp: all-gather forward, reduce-scatter backward); loss_parallel: all-reduce x 3 forward | S; 4 b s / cp each |
 | tp + sp, per step | all-reduce of each norm's gradient (2 per layer + the final norm; x2 with LayerNorm's bias) | 4 h |
@@ -650,11 +651,11 @@ layers held, `S = 2 b (s / cp) h` (bf16 activations), `m` micro-batches per step
 | pp | send per chunk boundary to another rank, forward and backward (ZB-V and DualPipe-V keep the V's turn on one rank: no send there) | 2 b (s / cp) h / tp |
 | dp | `dp_ledger` (above); experts: one FSDP unit per MoE layer | as above |
 
-A MoE layer under tp: attention and the shared experts as a dense layer's (without shared
-experts: one row-parallel output, 3 column-parallel inputs); without sp one all-gather of the
-routed result forward and of the input's gradient backward (each tp rank routes its share of the
-sequence); the router's gradient (2 E h bytes) all-reduced over tp backward. Megatron-LM
-(`dp_runtime = "megatron"`) differs in tp only (the f/g pairs above).
+A MoE layer under tp: attention and the shared experts as a dense layer's attention and FFN
+(without shared experts: attention's pair only); without sp one all-gather of the routed result
+forward and of the input's gradient backward (each tp rank routes its share of the sequence);
+the router's gradient (2 E h bytes) all-reduced over tp backward. Megatron-LM
+(`dp_runtime = "megatron"`) is charged the same tp calls less that router all-reduce.
 
 tests/e2e/test_collectives.py runs the generated job (torchrun on CPU, `--record-collectives`)
 for tp with and without sp, every pipeline schedule (gpipe, 1f1b, interleaved-1f1b,

@@ -762,20 +762,19 @@ TpCalls = tuple[tuple[str, str, int], ...]
 """(phase, kind, calls per micro-batch) of one piece's tp collectives of `Work.tp_bytes`."""
 
 
-def tp_calls(shape: Shape, piece: str, sp: bool, tp: int, runtime: str, work: Work) -> TpCalls:
+def tp_calls(piece: str, sp: bool, tp: int, work: Work) -> TpCalls:
     """The tensor-parallel collectives of one piece per micro-batch, as the runtime issues them.
 
-    torch (DTensor: parc's job, torchtitan), per dense layer, checked against the running job's
-    recorded collectives (tests/e2e/test_collectives.py): each ColwiseParallel module (wq, wk,
-    wv, w1 and w3 for SwiGLU) all-reduces its own input gradient backward, also under sequence
-    parallelism, where the gradient of the replicated input is then only sliced; forward the
-    row-parallel wo and w2 all-reduce (reduce-scatter under sp) their outputs, and under sp the
-    two norms' outputs are all-gathered forward and their gradients backward (the backward of a
-    reduce-scatter). A MoE layer under torch: the same for attention and its shared experts
-    (its routed experts are not split over tp); without sp each tp rank routes its share of the
-    replicated sequence: the routed result is all-gathered forward and the input's gradient
-    backward. Megatron-LM fuses QKV and the FFN's up-projections: the f/g pairs of
-    `Work.tp_all_reduce` / `Work.tp_gather`, one collective per pair each way.
+    A decoder layer (dense or MoE): Megatron-LM's f/g pairs (`pair_calls`), one collective per
+    pair each way. Megatron-LM fuses QKV and the FFN's up-projections; parc's job and torchtitan
+    (DTensor) hand attention, the dense FFN and the shared experts a Replicate DTensor, so that
+    the column-parallel linears' Partial input gradients are summed on the rank and
+    redistributed once (`block_plan` in backends/torch/templates/parallel.py.jinja), checked
+    against the running job's recorded collectives (tests/e2e/test_collectives.py): forward the
+    module's input is all-gathered under sp and its row-parallel output all-reduced
+    (reduce-scattered under sp); backward the reverse. A MoE layer's routed experts are not split
+    over tp; without sp each tp rank routes its share of the replicated sequence: the routed
+    result is all-gathered forward and the input's gradient backward (in `Work.tp_gather`).
     Embedding (vocabulary-parallel): all-reduce forward, or reduce-scatter forward and its
     backward all-gather under sp. Output layer: its input gradient all-reduced backward, or under
     sp the norm's output all-gathered forward and its gradient reduce-scattered backward."""
@@ -785,17 +784,6 @@ def tp_calls(shape: Shape, piece: str, sp: bool, tp: int, runtime: str, work: Wo
         return (("forward", "reduce_scatter", 1), ("backward", "all_gather", 1)) if sp else (("forward", "all_reduce", 1),)
     if piece == "output":
         return (("forward", "all_gather", 1), ("backward", "reduce_scatter", 1)) if sp else (("backward", "all_reduce", 1),)
-    if runtime == "torch" and piece in ("dense", "moe"):
-        # row-parallel outputs (wo, w2) and column-parallel inputs (wq, wk, wv, w1, w3); a MoE
-        # layer's routed experts are not split over tp, only its shared experts are
-        split_ffn = piece == "dense" or shape.shared_experts > 0
-        row = 1 + split_ffn
-        column = 3 + (shape.ffn_matrices - 1) * split_ffn
-        if sp:
-            return (("forward", "all_gather", row), ("forward", "reduce_scatter", row),
-                    ("backward", "all_gather", row), ("backward", "all_reduce", column))
-        routing = ((("forward", "all_gather", 1), ("backward", "all_gather", 1)) if piece == "moe" else ())
-        return (("forward", "all_reduce", row), ("backward", "all_reduce", column)) + routing
     return pair_calls(work)
 
 
@@ -1119,7 +1107,7 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
             # micro-batch (the runtime's SumGradient), in the compute dtype
             counts += (Collective("tp", "all_reduce", ACT * shape.experts * shape.hidden, 1, tp_l.size,
                                   tp_l.local, "path", 1, "backward"),)
-        calls = tp_calls(shape, "moe" if moe else "dense", sp_on, k.tp, sw.dp_runtime, w)
+        calls = tp_calls("moe" if moe else "dense", sp_on, k.tp, w)
         pieces.append((w, exposed(w, *links, overlap_ep, sw.tp_overlap, c, calls, counts)))
     emb = slowed(embedding_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch, hw, c), sw, c)
     out = slowed(output_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch,
@@ -1129,9 +1117,9 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
     loss = ((Collective("tp", "all_reduce", FP32 * tokens, 3, tp_l.size, tp_l.local, "path", 3, "forward"),)
             if tp_l.size > 1 else ())
     emb = (emb, exposed(emb, *links, False, sw.tp_overlap, c,
-                        tp_calls(shape, "embedding", sp_on, k.tp, sw.dp_runtime, emb)))
+                        tp_calls("embedding", sp_on, k.tp, emb)))
     out = (out, exposed(out, *links, False, sw.tp_overlap, c,
-                        tp_calls(shape, "output", sp_on, k.tp, sw.dp_runtime, out), loss))
+                        tp_calls("output", sp_on, k.tp, out), loss))
     boundary = ACT * tokens * shape.hidden / k.tp
     pp_link = link(geo.pp, hw, c)
     pp_send = pp_link.send(boundary) if k.pp > 1 else 0.0

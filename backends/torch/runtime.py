@@ -482,9 +482,9 @@ def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep,
         add("torch.distributed.tensor", "Shard", "distribute_module")
     if tp:
         add("torch.distributed.tensor", "Replicate", "Shard")
-        names = ["ColwiseParallel", "RowwiseParallel", "loss_parallel", "parallelize_module"]
+        names = ["ColwiseParallel", "PrepareModuleInput", "RowwiseParallel", "loss_parallel", "parallelize_module"]
         if plan.layout.tp.sequence_parallel:
-            names += ["PrepareModuleInput", "SequenceParallel"]
+            names += ["SequenceParallel"]
 
         add("torch.distributed.tensor.parallel", *names)
     if recompute == "selective":

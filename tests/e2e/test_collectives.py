@@ -246,11 +246,12 @@ def test_the_ledger_is_what_the_job_issues(spec, tmp_path):
 
 
 def test_tensor_parallel_traffic_per_step_matches_the_table(tmp_path):
-    """tp 2 without sequence parallelism (Megatron's f and g operators, one per module as
-    torch's ColwiseParallel and RowwiseParallel place them): per layer and micro-batch, two
-    all-reduces of the (micro-batch, seq, hidden) activations forward (after wo and w2) and five
-    backward (the input gradients of the column-parallel wq, wk, wv, w1 and w3, each its own
-    module; Megatron fuses QKV and w1/w3 into two); the vocabulary-parallel embedding
+    """tp 2 without sequence parallelism (Megatron's f and g operators, one pair per attention and
+    per FFN): per layer and micro-batch, two all-reduces of the (micro-batch, seq, hidden)
+    activations forward (after wo and w2) and two backward (the input gradients of attention
+    and of the FFN: their column-parallel wq, wk, wv and w1, w3 receive a Replicate DTensor,
+    whose Partial gradients are summed on the rank and all-reduced once per module, as
+    Megatron's fused QKV and w1/w3 are; not one per linear); the vocabulary-parallel embedding
     all-reduces its output forward and the column-parallel output layer its input gradient
     backward; loss_parallel all-reduces three (micro-batch, seq) fp32 statistics forward (the
     max, the sum of exponentials, the target logit). DDP then all-reduces each tp rank's
@@ -259,7 +260,7 @@ def test_tensor_parallel_traffic_per_step_matches_the_table(tmp_path):
     m, L = plan.training.grad_accum, plan.model.layers
     tokens = plan.training.micro_batch * plan.training.seq_len
     activation = tokens * plan.model.hidden * BF16
-    per_micro = 7 * L + 2
+    per_micro = 4 * L + 2
     counts = model_counts(job)
     norms = counts["norms"]
     assert 0 < norms < counts["total"]
@@ -267,6 +268,33 @@ def test_tensor_parallel_traffic_per_step_matches_the_table(tmp_path):
         ("all_reduce", "tp", "bfloat16"): (m * per_micro * activation, m * per_micro),
         ("all_reduce", "tp", "float32"): (m * 3 * tokens * FP32, m * 3),
         ("all_reduce", "dp", "float32"): (FP32 * ((counts["total"] - norms) / 2 + norms), L + 1),
+    }
+    assert len(ranks) == plan.cluster.world_size
+    for record in ranks:
+        assert_matches(table(record, by_dtype=True), expected, f"tp rank {record['rank']}")
+
+
+def test_sequence_parallel_traffic_per_step_matches_the_table(tmp_path):
+    """tp 2 with sequence parallelism, one collective per module each way (Megatron's f/g pairs:
+    attention's and the FFN's input is gathered once into a Replicate DTensor, so the Partial
+    input gradients of wq, wk, wv and of w1, w3 are summed on the rank and reduce-scattered
+    once, not all-reduced once per linear): per layer and micro-batch, two all-gathers (the
+    inputs of attention and the FFN) and two reduce-scatters (wo's and w2's outputs) of the
+    (micro-batch, seq, hidden) activations forward, and the same backward; the embedding
+    reduce-scatters forward and all-gathers backward, the output layer the reverse. In fp32:
+    loss_parallel's three (micro-batch, seq) statistics per micro-batch, and once per step each
+    norm's gradient (the norms are replicated over tp, each rank saw half the sequence)."""
+    job, plan, ranks = recorded("traffic-tp2-sp", tmp_path)
+    m, L = plan.training.grad_accum, plan.model.layers
+    tokens = plan.training.micro_batch * plan.training.seq_len
+    activation = tokens * plan.model.hidden * BF16
+    per_micro = 4 * L + 2
+    norms = model_counts(job)["norms"]
+    assert norms > 0
+    expected = {
+        ("all_gather", "tp", "bfloat16"): (m * per_micro * activation, m * per_micro),
+        ("reduce_scatter", "tp", "bfloat16"): (m * per_micro * activation, m * per_micro),
+        ("all_reduce", "tp", "float32"): (m * 3 * tokens * FP32 + norms * FP32, m * 3 + 2 * L + 1),
     }
     assert len(ranks) == plan.cluster.world_size
     for record in ranks:

@@ -227,23 +227,36 @@ def split_pipeline(whole: nn.Module, pp_rank: int) -> list[tuple[Chunk, nn.Modul
 
 def block_plan(block: nn.Module) -> dict:
     """Column-parallel Q/K/V and FFN up-projections, row-parallel output projections
-    (Megatron-LM's split); norms and residuals sharded along the sequence."""
+    (Megatron-LM's split); norms and residuals sharded along the sequence.
+
+    Attention and the dense FFN take the block's input
+    (sharded along the sequence) as a Replicate DTensor (`block_input`, as torchtitan):
+    the column-parallel linears inside see a DTensor, their input gradients are Partial
+    DTensors that autograd sums on the rank, and the module's input redistributes the sum
+    once backward (a reduce-scatter): Megatron-LM's f/g pair, one collective per module each
+    way. Handed a local tensor, each ColwiseParallel would all-reduce its own input gradient:
+    one collective per linear."""
     plan = {
         "attention_norm": SequenceParallel(),
-        "attention": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),),
-                                        use_local_output=True),
+        "attention": block_input(),
         "attention.wq": ColwiseParallel(),
         "attention.wk": ColwiseParallel(),
         "attention.wv": ColwiseParallel(),
         "attention.wo": RowwiseParallel(output_layouts=Shard(1)),
         "ffn_norm": SequenceParallel(),
     }
-    plan["feed_forward"] = PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),),
-                                              use_local_output=True)
+    plan["feed_forward"] = block_input()
     plan["feed_forward.w1"] = ColwiseParallel()
     plan["feed_forward.w2"] = RowwiseParallel(output_layouts=Shard(1))
     plan["feed_forward.w3"] = ColwiseParallel()
     return plan
+
+
+def block_input() -> PrepareModuleInput:
+    """The input of a module whose first linears are column-parallel, all-gathered: a
+    Replicate DTensor that stays a DTensor (use_local_output=False, the default)."""
+    return PrepareModuleInput(input_layouts=(Shard(1),),
+                              desired_input_layouts=(Replicate(),), use_local_output=False)
 
 
 def apply_tensor_parallel(part: nn.Module, tp_mesh: DeviceMesh) -> None:
