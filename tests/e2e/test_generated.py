@@ -108,7 +108,7 @@ ABSENT = {
     "tp": ("parallelize_module", "apply_tensor_parallel", "loss_parallel"),
     "pp": ("pipelining", "PipelineStage", "CHUNKS", "split_pipeline"),
     "cp": ("apply_context_parallel", "Attention(", "sequence_positions"),
-    "ep": ("TokenDispatcher", "apply_expert_parallel", "all_to_all_single(x"),
+    "ep": ("TokenDispatcher", "apply_expert_parallel", "AllToAll.apply(x["),
 }
 
 
