@@ -27,6 +27,25 @@ def check_golden(path: Path, actual: str) -> None:
     assert actual == expected, f"{path.relative_to(ROOT)} differs (PARC_UPDATE_GOLDEN=1 to accept)"
 
 
+def assert_search_finds_nothing(case: Path) -> dict:
+    """A clean spec whose search finds nothing: `parc check` passes, `parc search` exits 1 with
+    the error named by the case's file name (`e0505_...` -> E0505) and a help line, golden in
+    tests/golden/diagnostics/<name>.search.stderr, and the JSON reports that one code; returns
+    the JSON for the caller's own checks."""
+    import json
+
+    relative = str(case.relative_to(ROOT))
+    assert run_cli("check", relative).exit_code == 0, "the spec itself is clean; only search finds nothing"
+    result = run_cli("search", relative)
+    assert result.exit_code == 1
+    code = case.stem.split("_")[0].upper()
+    assert f"error[{code}]" in result.stderr and "help:" in result.stderr
+    check_golden(GOLDEN / "diagnostics" / f"{case.stem}.search.stderr", result.stderr)
+    data = json.loads(run_cli("search", relative, "--format", "json").stdout)
+    assert [d["code"] for d in data["diagnostics"]] == [code]
+    return data
+
+
 def run_cli(*args: str, env: dict | None = None):
     """Run `parc ARGS` in-process; returns the click Result (exit_code, stdout, stderr)."""
     from parc.cli import main

@@ -283,7 +283,7 @@ def test_fmt_keeps_the_question_and_lsp_explains_the_new_keys():
 # ---------------------------------------------------------------------------------------------
 # Golden files: the output of a cluster search, and its diagnostics
 
-from .conftest import GOLDEN, ROOT, check_golden  # noqa: E402
+from .conftest import GOLDEN, ROOT, assert_search_finds_nothing, check_golden  # noqa: E402
 
 CLUSTER = GOLDEN / "cluster"
 CLUSTER_DIAGNOSTICS = sorted(CLUSTER.glob("e05*.par"))
@@ -293,15 +293,7 @@ CLUSTER_DIAGNOSTICS = sorted(CLUSTER.glob("e05*.par"))
 def test_a_cluster_search_that_finds_nothing_says_why(case):
     """Golden: tests/golden/diagnostics/<name>.search.stderr (beside the other codes' cases)."""
     assert CLUSTER_DIAGNOSTICS
-    relative = str(case.relative_to(ROOT))
-    assert run_cli("check", relative).exit_code == 0, "the spec itself is clean; only search finds nothing"
-    result = run_cli("search", relative)
-    assert result.exit_code == 1
-    code = case.stem.split("_")[0].upper()
-    assert f"error[{code}]" in result.stderr and "help:" in result.stderr
-    check_golden(GOLDEN / "diagnostics" / f"{case.stem}.search.stderr", result.stderr)
-    data = json.loads(run_cli("search", relative, "--format", "json").stdout)
-    assert [d["code"] for d in data["diagnostics"]] == [code] and data["cluster"]["chosen"] is None
+    assert assert_search_finds_nothing(case)["cluster"]["chosen"] is None
 
 
 def test_cluster_search_output_is_golden():

@@ -16,7 +16,7 @@ import pytest
 from parc.pipeline import compile_path
 from parc.search.progress import ProgressBar
 
-from .conftest import GOLDEN, ROOT, check_golden, run_cli
+from .conftest import GOLDEN, ROOT, assert_search_finds_nothing, check_golden, run_cli
 
 SEARCH = GOLDEN / "search"
 OUTPUTS = ["specs/llama3-70b-search.par", "tests/golden/search/specs/five-axes.par",
@@ -156,16 +156,7 @@ def test_write_keeps_a_symlinked_spec_a_symlink(tmp_path):
 def test_a_search_that_finds_nothing_says_why(case):
     """Golden: tests/golden/diagnostics/<name>.search.stderr (with the other diagnostics, so that
     every code has a golden case there)."""
-    relative = str(case.relative_to(ROOT))
-    check = run_cli("check", relative)
-    assert check.exit_code == 0, "the spec itself is clean; only search finds nothing"
-    result = run_cli("search", relative)
-    assert result.exit_code == 1
-    code = case.stem.split("_")[0].upper()
-    assert f"error[{code}]" in result.stderr and "help:" in result.stderr
-    check_golden(GOLDEN / "diagnostics" / f"{case.stem}.search.stderr", result.stderr)
-    data = json.loads(run_cli("search", relative, "--format", "json").stdout)
-    assert [d["code"] for d in data["diagnostics"]] == [code] and data["candidates"] == []
+    assert assert_search_finds_nothing(case)["candidates"] == []
 
 
 def test_a_spec_with_errors_is_reported_as_check_reports_it():
