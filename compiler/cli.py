@@ -298,7 +298,7 @@ def compile(file, output, fmt):  # noqa: A001 - the command is called compile
 
         click.echo(dumps_json({"output": directory, "files": sorted(files)}), nl=False)
     else:
-        click.echo(f"wrote {directory}/ ({len(files)} file{'s' if len(files) != 1 else ''})")
+        click.echo(f"wrote {directory.rstrip('/')}/ ({len(files)} file{'s' if len(files) != 1 else ''})")  # `-o job/`: job/
 
 
 @main.command(context_settings=CONTEXT, epilog="""\b
