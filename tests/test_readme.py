@@ -128,3 +128,32 @@ def test_the_regeneration_commands_exist():
             assert option in (ROOT / script).read_text(), (script, option)
     assert in_readme("python -m tests.golden_jobs") and (ROOT / "tests" / "golden_jobs.py").is_file()
     assert in_readme("python -m tests.fuzz --minutes 30") and (ROOT / "tests" / "fuzz" / "__main__.py").is_file()
+
+
+def test_the_example_specs_figures_are_parcs():
+    """The predicted throughputs the README's example table quotes are what `parc explain` says
+    today, to the digits written: Meta's convention for the Llama 3 runs (a hand count of PaLM's
+    MFU FLOPs, tests/test_targets_specs.py), hardware TFLOP/s for Megatron's 1T."""
+    import json
+
+    from .test_targets_specs import LLAMA3_405B, palm_flops_per_token
+
+    def explained(spec: str) -> dict:
+        done = run(f"parc explain {spec} --format json", ROOT)
+        return json.loads(done.stdout)
+
+    quoted = {
+        "specs/llama3-405b.par": r"`specs/llama3-405b\.par` \|[^|]*: (\d+) predicted vs 430",
+        "specs/llama3-405b-128k.par": r"`specs/llama3-405b-128k\.par` \|[^|]*\((\d+) predicted vs 380",
+        "specs/megatron-1t.par": r"`specs/megatron-1t\.par` \|[^|]*\(([\d.]+) predicted vs 163",
+    }
+    for spec, pattern in quoted.items():
+        written = re.search(pattern, README)
+        assert written, f"the README's row for {spec} no longer quotes a prediction this way"
+        report = explained(spec)
+        t = report["throughput"]
+        if "megatron" in spec:
+            predicted = f"{t['hardware_tflops_per_gpu']:.1f}"
+        else:
+            predicted = f"{t['tokens_per_second_per_gpu'] * palm_flops_per_token(LLAMA3_405B, report['seq']) / 1e12:.0f}"
+        assert written[1] == predicted, f"README says {written[1]} for {spec}, parc predicts {predicted}: update the README"
