@@ -6,6 +6,8 @@ file:line (W0701), never dropped.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from parc.backends import job_files
@@ -252,3 +254,10 @@ def test_importing_reads_the_module_without_running_it(tmp_path):
     job = _flavour_job(tmp_path, lambda t: "raise SystemExit('executed')\n" + t)
     result = run_cli("import", str(job / "torchtitan.args"))
     assert result.exit_code == 0 and "layers 10" in result.stdout
+    # and the module's imports (torch, torchtitan) are never loaded: `parc` does not import torch
+    probe = ("import sys\nfrom parc.cli import main\ntry:\n    main(['import', sys.argv[1]])\n"
+             "except SystemExit as exc:\n    assert not exc.code, exc.code\nprint(sorted(m for m in sys.modules "
+             "if m.split('.')[0] in ('torch', 'torchtitan')))")
+    done = subprocess.run([sys.executable, "-c", probe, str(job / "torchtitan.args")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
