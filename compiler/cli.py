@@ -237,7 +237,8 @@ def import_(file, output, gpu, gpus_per_node, dp):
     result = import_source(source, Defaults(gpu=gpu, gpus_per_node=gpus_per_node, dp=dp))
     diagnostics = diagnostics + result.diagnostics
     if diagnostics:
-        click.echo(render_text(diagnostics, {file: source}, _style(sys.stderr)), err=True, nl=False)
+        sources = {file: source} | {other.path: other for other in result.sources}
+        click.echo(render_text(diagnostics, sources, _style(sys.stderr)), err=True, nl=False)
     if result.text is None or has_errors(diagnostics):
         sys.exit(1)
     from .source import SourceFile
@@ -297,7 +298,7 @@ def compile(file, output, fmt):  # noqa: A001 - the command is called compile
 
         click.echo(dumps_json({"output": directory, "files": sorted(files)}), nl=False)
     else:
-        click.echo(f"wrote {directory}/ ({len(files)} file{'s' if len(files) != 1 else ''})")
+        click.echo(f"wrote {directory.rstrip('/')}/ ({len(files)} file{'s' if len(files) != 1 else ''})")  # `-o job/`: job/
 
 
 @main.command(context_settings=CONTEXT, epilog="""\b

@@ -707,4 +707,10 @@ register("E0702", "a file parc cannot import", """
 The file is none of the three kinds `parc import` reads (a torchtitan 0.3 command line, a
 Megatron-LM pretrain_gpt.py command line, a Hugging Face config.json), or it lacks what a spec
 needs (the layer count, a registered model, an explicit degree).
+
+A torchtitan command line with `--module parc_torchtitan --config parc_job` names the flavour
+module `parc compile` writes for a shape torchtitan does not register. parc reads it from the
+command line's folder without running it (it is parsed, and only literals such as `LAYERS = 32`
+are read), so the module must be beside the command line, define the `--config` function, and
+give the model's shape as literal constants whose MoE layers a `moe-layers` rule can state.
 """)

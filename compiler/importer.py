@@ -2,7 +2,10 @@
 
 Three inputs, recognised by their content:
 - a torchtitan 0.3 command line (`torchtitan.args` as `parc compile` writes it, or any file of
-  its `--section.key value` options): the whole spec, `target torchtitan`;
+  its `--section.key value` options): the whole spec, `target torchtitan`. A registered config
+  (`--config llama3_8b`) gives the model preset; the flavour module parc generates for any other
+  shape (`--module parc_torchtitan --config parc_job`) is read from the command line's folder,
+  statically (parsed with `ast`, never imported or run: it imports torch and torchtitan);
 - a Megatron-LM launch script or argument file (pretrain_gpt.py's `--option value`, shell line
   continuations and comments allowed): the whole spec, `target megatron`;
 - a Hugging Face `config.json`: the model block.
@@ -16,9 +19,12 @@ from `--gpu` and `--gpus-per-node` and is written as a comment in the spec.
 
 from __future__ import annotations
 
+import ast
 import json
 import math
+import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .catalog import models as model_catalog
@@ -42,6 +48,21 @@ class Imported:
     kind: str
     text: str | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    sources: list[SourceFile] = field(default_factory=list)
+    """Other files read besides the one imported (a torchtitan flavour module): diagnostics may
+    point into them, so the renderer needs their text."""
+
+
+Reader = Callable[[str], "str | None"]
+"""The text of a file named by a path (relative paths as the imported file's own), None when absent."""
+
+
+def read_file(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 @dataclass
@@ -126,7 +147,64 @@ def model_text(fields: dict) -> str:
             parts.append(f"shared-experts {fields['shared_experts']}")
         if fields.get("moe_from"):
             parts.append(f"moe-layers from {fields['moe_from']}")
+        elif fields.get("moe_rule"):
+            parts.append(f"moe-layers {fields['moe_rule']}")
+        if fields.get("moe_balance"):
+            parts.append(f"moe-balance {fields['moe_balance']}")
     return "model {\n" + "".join(f"  {p}\n" for p in parts) + "}"
+
+
+SPEC_KEYS = (("layers", "layers"), ("hidden", "hidden"), ("ffn", "ffn"), ("heads", "heads"), ("kv_heads", "kv-heads"),
+             ("head_dim", "head-dim"), ("vocab", "vocab"), ("tied_embeddings", "tied-embeddings"),
+             ("experts", "experts"), ("top_k", "top-k"), ("expert_ffn", "expert-ffn"),
+             ("shared_experts", "shared-experts"))
+
+
+def preset_model_text(name: str, fields: dict) -> str:
+    """`model NAME`, or `model NAME { ... }` with each field whose value differs from what the
+    preset's catalogue entry gives (its own value, else the spec's default: kv-heads = heads,
+    head-dim = hidden / heads, expert-ffn = ffn). `fields` hold resolved values, with the MoE
+    layers and balancing as spec text (`moe_rule`, `moe_balance`)."""
+    preset = model_catalog.MODELS[name]
+    defaults = {"kv_heads": fields["heads"], "head_dim": fields["hidden"] // fields["heads"], "tied_embeddings": False,
+                "activation": "swiglu", "norm": "rmsnorm", "position": "rope", "experts": 0, "top_k": 0,
+                "expert_ffn": fields["ffn"], "shared_experts": 0}
+    moe = bool(fields.get("experts"))
+    parts = [f"{key} {_spec_value(fields[f])}" for f, key in SPEC_KEYS + tuple((k, k) for k in ("activation", "norm", "position"))
+             if (moe or f not in ("top_k", "expert_ffn", "shared_experts")) and preset.get(f, defaults.get(f)) != fields[f]]
+    if moe and moe_rule_text(preset.get("moe_layers", "all")) != fields["moe_rule"]:
+        parts.append(f"moe-layers {fields['moe_rule']}")
+    if moe and fields.get("moe_balance"):
+        parts.append(f"moe-balance {fields['moe_balance']}")
+    return f"model {name}" + (" {\n" + "".join(f"  {p}\n" for p in parts) + "}" if parts else "")
+
+
+def _spec_value(value) -> str:
+    return ("on" if value else "off") if isinstance(value, bool) else str(value)
+
+
+def moe_rule_text(rule) -> str | None:
+    """A catalogue entry's `moe_layers` (`"all"`, `("from", 3)`) as spec text."""
+    if isinstance(rule, tuple):
+        return f"{rule[0]} {rule[1]}"
+    return rule
+
+
+def moe_rule(layers: int, indices: tuple[int, ...]) -> str | None:
+    """The spec's `moe-layers` rule (all, none, from K, every K) that selects exactly these
+    0-based layer indices, None when no rule does. The rules are resolve.py's `moe_layers`;
+    tests/test_import.py round-trips every form through it."""
+    chosen = tuple(sorted(indices))
+    if chosen == tuple(range(layers)):
+        return "all"
+    if not chosen:
+        return "none"
+    if chosen == tuple(range(chosen[0], layers)):
+        return f"from {chosen[0]}"
+    every = chosen[0] + 1
+    if chosen == tuple(i for i in range(layers) if (i + 1) % every == 0):
+        return f"every {every}"
+    return None
 
 
 HF_USED = {"num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
@@ -195,7 +273,147 @@ def import_hf(source: SourceFile) -> Imported:
 # torchtitan
 
 
-def import_torchtitan(source: SourceFile, defaults: Defaults) -> Imported:
+FLAVOUR_SHAPE = {"LAYERS": "layers", "DIM": "hidden", "FFN": "ffn", "HEADS": "heads", "KV_HEADS": "kv_heads",
+                 "HEAD_DIM": "head_dim", "VOCAB": "vocab", "EXPERTS": "experts", "TOP_K": "top_k",
+                 "EXPERT_FFN": "expert_ffn", "SHARED_FFN": "shared_ffn"}
+"""The flavour module's constants (backends/torchtitan.py, FLAVOUR) that are whole numbers, with
+the model field each one is; TIED, MOE_LAYERS and BALANCE_RATE are read on their own."""
+
+_FLAVOUR_NAME = re.compile(r"model `([^`]+)` as torchtitan's")
+"""The preset the generated module's docstring names (`custom` for a `model { ... }` block)."""
+
+
+@dataclass
+class Flavour:
+    """What a flavour module says about the model: resolved fields for `model_text`, the
+    preset it names, and the sequence its RoPE table is built for."""
+
+    fields: dict
+    preset: str | None
+    max_seq: int | None
+    max_seq_span: Span | None
+
+
+def _constants(tree: ast.Module, module: SourceFile) -> dict[str, tuple[object, Span]]:
+    """Top-level `NAME = literal` assignments with their spans; a value that is not a literal
+    (a call, a name) is kept as the `_NOT_LITERAL` marker so that it is reported, not executed."""
+    out: dict[str, tuple[object, Span]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                value = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                value = _NOT_LITERAL
+            out[node.targets[0].id] = (value, _node_span(module, node))
+    return out
+
+
+_NOT_LITERAL = object()
+
+
+def _node_span(module: SourceFile, node: ast.stmt) -> Span:
+    """The span of a statement (ast's columns count UTF-8 bytes; spans count characters)."""
+    def offset(line: int, col: int) -> int:
+        return module.line_starts[line - 1] + len(module.line_text(line).encode()[:col].decode(errors="ignore"))
+
+    return module.span(offset(node.lineno, node.col_offset), offset(node.end_lineno or node.lineno,
+                                                                     node.end_col_offset or node.col_offset))
+
+
+def read_flavour(module: SourceFile, config: str, config_span: Span) -> tuple[Flavour | None, list[Diagnostic]]:
+    """The model of a generated flavour module, read statically: `ast` parses the file and
+    evaluates literals only, so nothing in it runs (it imports torch and torchtitan, which the
+    `parc` command never does). The model is torchtitan's llama3 (dense) or qwen3 (MoE)
+    decoder, so SwiGLU, RMSNorm and RoPE are what the decoder is, not settings; the norm epsilon
+    and RoPE theta parc's own job fixes are compared and reported when they differ."""
+    from .backends.torch.runtime import NORM_EPS, ROPE_THETA
+
+    where = module.span(0, 0)
+    try:
+        tree = ast.parse(module.text, filename=module.path)
+    except SyntaxError as exc:
+        line = exc.lineno or 1
+        at = module.line_starts[min(line, len(module.line_starts)) - 1] + max((exc.offset or 1) - 1, 0)
+        return None, [error("E0702", f"the flavour module is not Python: {exc.msg}", module.span(at, at + 1),
+                            label="here", help="import the job folder `parc compile` wrote, with its parc_torchtitan.py")]
+    functions = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    if config not in functions:
+        return None, [error("E0702", f"the flavour module has no function `{config}`", config_span,
+                            label=f"not defined in {os.path.basename(module.path)}",
+                            help="`--config` names the function of the `--module` file that returns the job config "
+                                 "(parc writes `parc_job`)")]
+    constants = _constants(tree, module)
+    diags: list[Diagnostic] = []
+
+    def whole(name: str) -> int | None:
+        value, span = constants.get(name, (None, where))
+        if type(value) is not int or value < 0:
+            diags.append(error("E0702", f"`{name}` is not a whole number in the flavour module", span,
+                               label="parc reads the model's shape from literals",
+                               help=f"write `{name} = <count>`, as the module `parc compile` generates"))
+            return None
+        return value
+
+    shape = {field_: whole(name) for name, field_ in FLAVOUR_SHAPE.items()}
+    tied, tied_span = constants.get("TIED", (None, where))
+    if not isinstance(tied, bool):
+        diags.append(error("E0702", "`TIED` is not True or False in the flavour module", tied_span,
+                           label="tied embeddings", help="write `TIED = False` (or True)"))
+    indices, moe_span = constants.get("MOE_LAYERS", (None, where))
+    if not isinstance(indices, (tuple, list)) or not all(type(i) is int for i in indices):
+        diags.append(error("E0702", "`MOE_LAYERS` is not a tuple of layer indices", moe_span,
+                           label="0-based MoE layers", help="write `MOE_LAYERS = ()` for a dense model"))
+    rate, rate_span = constants.get("BALANCE_RATE", (None, where))
+    if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 1):
+        diags.append(error("E0702", "`BALANCE_RATE` is not None or a rate in (0, 1]", rate_span,
+                           label="the expert-bias step", help="write `BALANCE_RATE = None` or `BALANCE_RATE = 0.001`"))
+    if diags:
+        return None, diags
+    fields = {k: v for k, v in shape.items() if k != "shared_ffn"} | {
+        "tied_embeddings": tied, "activation": "swiglu", "norm": "rmsnorm", "position": "rope"}
+    if not fields["heads"] or not fields["layers"]:
+        return None, [error("E0702", "the flavour module has no layers or no heads", constants["LAYERS"][1],
+                            label="an empty model", help="import the module `parc compile` generated")]
+    if fields["experts"] and indices:
+        rule = moe_rule(fields["layers"], tuple(indices))
+        if rule is None:
+            return None, [error("E0702", f"MoE layers {tuple(indices)} are not all, none, from K or every K", moe_span,
+                                label="no `moe-layers` rule selects these",
+                                help="parc's model states MoE layers as `moe-layers from 3` (first 3 dense) or "
+                                     "`every 2`; write the indices one of them gives")]
+        if not fields["expert_ffn"] or shape["shared_ffn"] % fields["expert_ffn"]:
+            return None, [error("E0702", "`SHARED_FFN` is not a whole number of experts of `EXPERT_FFN`",
+                                constants["SHARED_FFN"][1], label="shared experts are expert-sized",
+                                help="write `SHARED_FFN = shared experts x EXPERT_FFN`")]
+        fields |= {"moe_rule": rule, "shared_experts": shape["shared_ffn"] // fields["expert_ffn"],
+                   "moe_balance": f"aux-free {rate!r}" if rate is not None else None}
+    else:
+        fields |= {"experts": 0, "top_k": 0, "expert_ffn": 0, "shared_experts": 0}
+    for name, ours in (("NORM_EPS", NORM_EPS), ("ROPE_THETA", ROPE_THETA)):
+        value, span = constants.get(name, (None, where))
+        if not isinstance(value, (int, float)) or float(value) != float(ours):
+            diags.append(warning("W0701", f"`{name}` is not imported: parc's job uses {ours}", span,
+                                 label="parc's model has no such setting",
+                                 help="check that the job parc describes is the one meant"))
+    seq, seq_span = constants.get("MAX_SEQ", (None, None))
+    docstring = ast.get_docstring(tree) or ""
+    named = _FLAVOUR_NAME.search(docstring)
+    preset = named.group(1) if named and named.group(1) in model_catalog.MODELS else None
+    return Flavour(fields, preset, seq if type(seq) is int else None, seq_span), diags
+
+
+def flavour_model_text(flavour: Flavour) -> str:
+    """The model block: the preset the module names, with what differs from it, else a full block."""
+    if flavour.preset is not None:
+        return preset_model_text(flavour.preset, flavour.fields)
+    text = model_text(flavour.fields)
+    # a preset's shape: that preset, with what the shape comparison leaves out (top-k, balancing)
+    return text if "{" in text else preset_model_text(text.split()[1], flavour.fields)
+
+
+
+
+def import_torchtitan(source: SourceFile, defaults: Defaults, read: Reader = read_file) -> Imported:
     from .backends import torchtitan as backend
 
     options, others = read_options(source)
@@ -213,15 +431,32 @@ def import_torchtitan(source: SourceFile, defaults: Defaults) -> Imported:
         return False if off in options else default
 
     diags: list[Diagnostic] = []
-    config = get("--config")
-    get("--module")
+    config, module_name = get("--config"), get("--module")
     model = next((m for m, (_, c) in backend.CONFIGS.items() if c == config), None)
-    if model is None:
+    sources: list[SourceFile] = []
+    flavour = None
+    if model is None and isinstance(module_name, str) and isinstance(config, str) \
+            and module_name not in {m for m, _ in backend.CONFIGS.values()}:
+        module = _module_source(source, module_name, read)
+        if module is None:
+            path = _module_path(source, module_name)
+            return Imported("torchtitan", None, [error(
+                "E0702", f"the flavour module `{module_name}` is not beside the command line ({path})",
+                options["--module"].span, label="no such file",
+                help=f"import the command line from the job folder `parc compile` wrote, next to {os.path.basename(path)}")])
+        sources.append(module)
+        flavour, found = read_flavour(module, config, options["--config"].span)
+        diags += found
+        if flavour is None:
+            return Imported("torchtitan", None, diags, sources)
+    elif model is None:
         span = options["--config"].span if "--config" in options else source.span(0, 0)
         return Imported("torchtitan", None, [error("E0702", f"torchtitan config `{config}` has no parc model preset",
                                                    span, label="not a llama3 registered config",
-                                                   help="parc imports llama3_8b, llama3_70b and llama3_405b")])
-    layers = model_catalog.MODELS[model]["layers"]
+                                                   help="parc imports llama3_8b, llama3_70b and llama3_405b, and "
+                                                        "the flavour module it generates for other shapes "
+                                                        "(`--module parc_torchtitan --config parc_job`)")])
+    layers = flavour.fields["layers"] if flavour else model_catalog.MODELS[model]["layers"]
     tp, cp = int(get("--parallelism.tensor-parallel-degree", 1)), int(get("--parallelism.context-parallel-degree", 1))
     pp, ep = int(get("--parallelism.pipeline-parallel-degree", 1)), int(get("--parallelism.expert-parallel-degree", 1))
     replicate = int(get("--parallelism.data-parallel-replicate-degree", 1))
@@ -230,7 +465,7 @@ def import_torchtitan(source: SourceFile, defaults: Defaults) -> Imported:
         diags.append(error("E0702", "the shard degree is -1 (the leftover ranks): parc needs the world size",
                            options.get("--parallelism.data-parallel-shard-degree", Option(None, source.span(0, 0))).span,
                            label="-1", help="write the degree explicitly"))
-        return Imported("torchtitan", None, diags)
+        return Imported("torchtitan", None, diags, sources)
     dp = replicate * shard
     reshard = get("--parallelism.fsdp-reshard-after-forward", "default")
     sharding = ("none" if shard == 1 else f"hsdp {replicate} x {shard}" if replicate > 1
@@ -238,6 +473,10 @@ def import_torchtitan(source: SourceFile, defaults: Defaults) -> Imported:
     sp = flag("--parallelism.enable-sequence-parallel", "--parallelism.no-enable-sequence-parallel", True)
     seq, batch = int(get("--training.seq-len", 2048)), int(get("--training.global-batch-size", -1))
     local = int(get("--training.local-batch-size", 8))
+    if flavour and flavour.max_seq is not None and flavour.max_seq != seq:
+        diags.append(warning("W0701", f"`MAX_SEQ = {flavour.max_seq}` is not imported: the spec's sequence is "
+                             f"`--training.seq-len` ({seq})", flavour.max_seq_span, label="the RoPE table's length",
+                             help="compile the spec again so that the module and the command line agree"))
     micro = int(get("--parallelism.pipeline-parallel-microbatch-size", 1)) if pp > 1 else local
     if batch < 0:
         batch = local * dp
@@ -252,7 +491,7 @@ def import_torchtitan(source: SourceFile, defaults: Defaults) -> Imported:
     lines.append(" x ".join(f"{n} {d}" for n, d in axes) + f" on nodes({defaults.gpus_per_node} gpus, nvlink)")
     if ep > 1:
         lines.append(f"ep {ep} over " + " x ".join(n for n, d in (("tp", tp), ("cp", cp), ("dp", dp)) if d > 1))
-    lines += [f"model {model}", f"hardware {{ gpu {defaults.gpu} }}", "train {",
+    lines += [flavour_model_text(flavour) if flavour else f"model {model}", f"hardware {{ gpu {defaults.gpu} }}", "train {",
               f"  seq {seq}, global-batch {batch}, micro-batch {micro}",
               f"  precision {'fp8' if config in backend.FLOAT8_CONFIGS else 'bf16'}, optimizer adamw, recompute {recompute}",
               "}"]
@@ -275,7 +514,7 @@ def import_torchtitan(source: SourceFile, defaults: Defaults) -> Imported:
             diags.append(error("E0702", f"pipeline schedule `{schedule_name}` has no parc name",
                                options["--parallelism.pipeline-parallel-schedule"].span, label="unknown schedule",
                                help=f"parc knows {', '.join(backend.SCHEDULES.values())}"))
-            return Imported("torchtitan", None, diags)
+            return Imported("torchtitan", None, diags, sources)
         a = int(get("--parallelism.pipeline-parallel-first-stage-less-layers", 1))
         b = int(get("--parallelism.pipeline-parallel-last-stage-less-layers", 1))
         per = get("--parallelism.pipeline-parallel-layers-per-stage")
@@ -296,7 +535,19 @@ def import_torchtitan(source: SourceFile, defaults: Defaults) -> Imported:
         if not word.startswith("activation-checkpoint:"):
             diags.append(warning("W0701", f"`{word}` is not imported: parc has no setting for it", span,
                                  label="not an option", help="check the spec against the job"))
-    return Imported("torchtitan", "\n".join(lines) + "\n", diags)
+    return Imported("torchtitan", "\n".join(lines) + "\n", diags, sources)
+
+
+def _module_path(source: SourceFile, module: str) -> str:
+    """Where torchtitan finds `--module a.b`: a/b.py in train.py's folder, which is the command
+    line's (torchtitan.args sits beside train.py in the job folder)."""
+    return os.path.join(os.path.dirname(source.path), *module.split(".")) + ".py"
+
+
+def _module_source(source: SourceFile, module: str, read: Reader) -> SourceFile | None:
+    path = _module_path(source, module)
+    text = read(path)
+    return None if text is None else SourceFile(path, text)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -413,14 +664,15 @@ def import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
 # ---------------------------------------------------------------------------------------------
 
 
-def import_source(source: SourceFile, defaults: Defaults | None = None) -> Imported:
-    """Recognise the file by its content and import it."""
+def import_source(source: SourceFile, defaults: Defaults | None = None, read: Reader = read_file) -> Imported:
+    """Recognise the file by its content and import it; `read` reads the other files it names
+    (a torchtitan flavour module), from disk unless given."""
     defaults = defaults or Defaults()
     text = source.text.lstrip()
     if text.startswith("{"):
         return import_hf(source)
     if "--parallelism." in text or "--module" in text or "--training." in text:
-        return import_torchtitan(source, defaults)
+        return import_torchtitan(source, defaults, read)
     if "--num-layers" in text or "--tensor-model-parallel-size" in text or "pretrain_gpt" in text:
         return import_megatron(source, defaults)
     return Imported("unknown", None, [error(

@@ -6,6 +6,8 @@ file:line (W0701), never dropped.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from parc.backends import job_files
@@ -16,6 +18,8 @@ from parc.source import SourceFile
 from .conftest import ROOT, run_cli
 from .test_targets_megatron import LAYOUTS as MEGATRON_LAYOUTS
 from .test_targets_megatron import compiled as megatron_compiled
+from .test_targets_torchtitan import CUSTOM_LAYOUTS as TITAN_CUSTOM_LAYOUTS
+from .test_targets_torchtitan import HEAD as TITAN_HEAD
 from .test_targets_torchtitan import LAYOUTS as TITAN_LAYOUTS
 from .test_targets_torchtitan import compiled as titan_compiled
 
@@ -145,3 +149,115 @@ def test_unrecognised_file_is_an_error(tmp_path):
     path.write_text("hello\n")
     result = run_cli("import", str(path))
     assert result.exit_code == 1 and "E0702" in result.stderr and result.stdout == ""
+
+
+# ---------------------------------------------------------------------------------------------
+# A generated torchtitan flavour module (parc_torchtitan.py) read back
+
+
+FLAVOUR_LAYOUTS = TITAN_CUSTOM_LAYOUTS | {
+    # a `model { ... }` block of no preset, MoE on every second layer, with a bias step
+    "block-every-2": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nep 8 over tp x dp",
+                      "{ layers 6, hidden 1024, ffn 4096, heads 8, kv-heads 2, head-dim 64, vocab 50000, experts 16, "
+                      "top-k 4, expert-ffn 512, shared-experts 2, moe-layers every 2, moe-balance aux-free 0.0005 }",
+                      "", "train { seq 2048, global-batch 16, micro-batch 1, recompute full }\ndp { sharding zero3 }\n"),
+}
+
+
+EXPLAIN_FACTS = ("model", "layout", "parameters", "world_size", "seq", "global_batch", "micro_batch", "memory", "time")
+"""The `parc explain --format json` fields a round trip keeps (the file's name is the one that differs)."""
+
+
+@pytest.mark.parametrize("name", sorted(FLAVOUR_LAYOUTS))
+def test_generated_flavour_round_trips_through_the_command_line(name, tmp_path):
+    """`parc compile` a shape torchtitan registers no config for, `parc import` the job folder's
+    command line (which loads parc_torchtitan.py), and explain both specs: same model, layout,
+    parameter count, memory and time."""
+    layout, model, options, rest = FLAVOUR_LAYOUTS[name]
+    original = tmp_path / f"{name}.par"
+    original.write_text(layout + "\n" + TITAN_HEAD.format(model=model, options=options) + rest)
+    job = tmp_path / "job"
+    assert run_cli("compile", str(original), "-o", str(job)).exit_code == 0
+    assert "--module parc_torchtitan" in (job / "torchtitan.args").read_text()
+    imported = tmp_path / "imported.par"
+    result = run_cli("import", str(job / "torchtitan.args"), "-o", str(imported))
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == ""  # nothing in the module or the options went unread
+    explained = [json.loads(run_cli("explain", str(p), "--format", "json").stdout) for p in (original, imported)]
+    facts = [{k: e[k] for k in EXPLAIN_FACTS} for e in explained]
+    assert facts[0]["model"] == (model.split()[0] if model[0] != "{" else "custom") and facts[0]["parameters"] > 0
+    assert facts[1] == facts[0]
+
+
+@pytest.mark.parametrize("name", sorted(TITAN_CUSTOM_LAYOUTS))
+def test_generated_flavour_gives_the_same_settings(name):
+    """The in-process import (the module handed over by `read`) gives every model field."""
+    plan = titan_compiled(name)
+    files = job_files(plan)
+    source = SourceFile("job/torchtitan.args", files["torchtitan.args"])
+    imported = import_source(source, Defaults(gpu=plan.cluster.gpu.name, gpus_per_node=plan.cluster.gpus_per_node),
+                             read=lambda path: files.get(path.removeprefix("job/")))
+    assert imported.text is not None and not imported.diagnostics, [d.message for d in imported.diagnostics]
+    again = compile_text(imported.text, path="imported.par").plan
+    assert again.model.model_dump(exclude={"spans"}) == plan.model.model_dump(exclude={"spans"})
+    assert _normalise(again, settings(again)) == _normalise(plan, settings(plan))
+
+
+def _flavour_job(tmp_path, edit=None):
+    """The custom-dense job written to tmp_path/job, its module optionally edited."""
+    files = job_files(titan_compiled("custom-dense"))
+    job = tmp_path / "job"
+    job.mkdir()
+    for file in ("torchtitan.args", "parc_torchtitan.py"):
+        (job / file).write_text(files[file])
+    if edit:
+        module = job / "parc_torchtitan.py"
+        module.write_text(edit(module.read_text()))
+    return job
+
+
+def test_missing_flavour_module_is_an_error_at_the_module_option(tmp_path):
+    job = _flavour_job(tmp_path)
+    (job / "parc_torchtitan.py").unlink()
+    result = run_cli("import", str(job / "torchtitan.args"))
+    assert result.exit_code == 1 and result.stdout == ""
+    assert f"{job / 'torchtitan.args'}:3:1: error[E0702]" in result.stderr
+    assert "parc_torchtitan.py" in result.stderr and "help:" in result.stderr
+
+
+@pytest.mark.parametrize(("edit", "line", "words"), [
+    (lambda t: t.replace("LAYERS = 10\n", "LAYERS = layers()\n"), 23, "`LAYERS` is not a whole number"),
+    (lambda t: t.replace("MOE_LAYERS = ()\nEXPERTS = 0\nTOP_K = 0\nEXPERT_FFN = 0",
+                         "MOE_LAYERS = (0, 2)\nEXPERTS = 8\nTOP_K = 2\nEXPERT_FFN = 512"), 34, "MoE layers (0, 2)"),
+    (lambda t: t.replace("def parc_job():", "def other_job():"), 4, "no function `parc_job`"),
+    (lambda t: t.replace("HEADS = 16\n", "HEADS = 16 +\n"), 25, "not Python"),
+])
+def test_unreadable_flavour_is_an_error_at_its_line(tmp_path, edit, line, words):
+    job = _flavour_job(tmp_path, edit)
+    where = job / ("torchtitan.args" if "parc_job" in words else "parc_torchtitan.py")
+    result = run_cli("import", str(job / "torchtitan.args"))
+    assert result.exit_code == 1 and result.stdout == "", result.stdout
+    assert f"{where}:{line}:" in result.stderr and "error[E0702]" in result.stderr and words in result.stderr
+    assert "help:" in result.stderr
+
+
+def test_flavour_settings_parc_does_not_model_are_reported(tmp_path):
+    job = _flavour_job(tmp_path, lambda t: t.replace("NORM_EPS = 1e-5", "NORM_EPS = 1e-6"))
+    result = run_cli("import", str(job / "torchtitan.args"))
+    assert result.exit_code == 0 and "layers 10" in result.stdout
+    assert f"{job / 'parc_torchtitan.py'}:32:" in result.stderr and "warning[W0701]" in result.stderr
+    assert "NORM_EPS" in result.stderr
+
+
+def test_importing_reads_the_module_without_running_it(tmp_path):
+    """The module is parsed, never executed: a statement that would fail when run changes nothing."""
+    job = _flavour_job(tmp_path, lambda t: "raise SystemExit('executed')\n" + t)
+    result = run_cli("import", str(job / "torchtitan.args"))
+    assert result.exit_code == 0 and "layers 10" in result.stdout
+    # and the module's imports (torch, torchtitan) are never loaded: `parc` does not import torch
+    probe = ("import sys\nfrom parc.cli import main\ntry:\n    main(['import', sys.argv[1]])\n"
+             "except SystemExit as exc:\n    assert not exc.code, exc.code\nprint(sorted(m for m in sys.modules "
+             "if m.split('.')[0] in ('torch', 'torchtitan')))")
+    done = subprocess.run([sys.executable, "-c", probe, str(job / "torchtitan.args")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"

@@ -13,44 +13,50 @@ in one process.
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
-from .harness import assert_parity, compile_job, train
+from .harness import Run, assert_parity, compile_job, train
 
 pytestmark = pytest.mark.e2e
 
 
-def test_resume_under_another_layout(workdir, reference):
-    saved = workdir / "checkpoints-tp2-dp4"
-    first = train(compile_job("tp2-dp4-sp", workdir), 8, "--checkpoint-dir", str(saved),
-                  "--checkpoint-every", "2", out=workdir / "save-run")
-    assert_parity(first, reference)
+def save_checkpoints(workdir: Path, spec: str, ranks: int, reference: Run, name: str, *options: str) -> Path:
+    """Train SPEC on RANKS processes, saving DCP checkpoints after steps 2 and 4 under
+    workdir/checkpoints-NAME; the run must match the uninterrupted reference. Returns the folder."""
+    saved = workdir / f"checkpoints-{name}"
+    run = train(compile_job(spec, workdir), ranks, "--checkpoint-dir", str(saved), "--checkpoint-every", "2",
+                *options, out=workdir / f"save-{name}")
+    assert_parity(run, reference)
     assert sorted(p.name for p in saved.iterdir()) == ["step-2", "step-4"]
+    return saved
 
-    resume_dir = workdir / "checkpoints-pp2-dp4"
+
+def resume_elsewhere(workdir: Path, saved: Path, spec: str, ranks: int, reference: Run, name: str) -> Path:
+    """Copy the step-2 checkpoint into a fresh folder (workdir/checkpoints-NAME), resume SPEC on
+    RANKS processes from it: steps 2 and 3 (losses and gradients) must match the uninterrupted
+    reference, so nothing of the model or optimizer state was lost. Returns the new folder."""
+    resume_dir = workdir / f"checkpoints-{name}"
     shutil.copytree(saved / "step-2", resume_dir / "step-2")
-    second = train(compile_job("pp2-dp4", workdir), 8, "--checkpoint-dir", str(resume_dir), "--resume",
-                   out=workdir / "resume-run")
-    assert_parity(second, reference, steps=range(2, 4))
-    assert "resumed from" in second.output
-    assert (resume_dir / "step-4").is_dir()
+    run = train(compile_job(spec, workdir), ranks, "--checkpoint-dir", str(resume_dir), "--resume",
+                out=workdir / f"resume-{name}")
+    assert_parity(run, reference, steps=range(2, 4))
+    assert "resumed from" in run.output
+    return resume_dir
+
+
+def test_resume_under_another_layout(workdir, reference):
+    saved = save_checkpoints(workdir, "tp2-dp4-sp", 8, reference, "tp2-dp4")
+    resumed = resume_elsewhere(workdir, saved, "pp2-dp4", 8, reference, "pp2-dp4")
+    assert (resumed / "step-4").is_dir()
 
 
 def test_asynchronous_checkpoints_resume_like_synchronous_ones(workdir, reference):
     """--async-checkpoint (dcp.async_save, written in the background while training goes on):
     both checkpoints are complete and renamed, and resuming from the first continues exactly."""
-    job = compile_job("reference", workdir)
-    saved = workdir / "checkpoints-async"
-    first = train(job, 1, "--checkpoint-dir", str(saved), "--checkpoint-every", "2", "--async-checkpoint",
-                  out=workdir / "async-save-run")
-    assert_parity(first, reference)
-    assert sorted(p.name for p in saved.iterdir()) == ["step-2", "step-4"]
-    resume_dir = workdir / "checkpoints-async-resume"
-    shutil.copytree(saved / "step-2", resume_dir / "step-2")
-    second = train(job, 1, "--checkpoint-dir", str(resume_dir), "--resume", out=workdir / "async-resume-run")
-    assert_parity(second, reference, steps=range(2, 4))
-    assert "resumed from" in second.output
+    saved = save_checkpoints(workdir, "reference", 1, reference, "async", "--async-checkpoint")
+    resume_elsewhere(workdir, saved, "reference", 1, reference, "async-resume")
 
 
 def test_aux_free_expert_bias_resumes_under_another_layout(workdir):
@@ -59,20 +65,11 @@ def test_aux_free_expert_bias_resumes_under_another_layout(workdir):
     import torch.distributed.checkpoint as dcp
 
     reference = train(compile_job("reference-moe-aux-free", workdir), 1).check()
-    saved = workdir / "checkpoints-ep2-aux-free"
-    first = train(compile_job("moe-ep2-aux-free", workdir), 4, "--checkpoint-dir", str(saved),
-                  "--checkpoint-every", "2", out=workdir / "save-aux-free")
-    assert_parity(first, reference)
+    saved = save_checkpoints(workdir, "moe-ep2-aux-free", 4, reference, "ep2-aux-free")
     keys = dcp.FileSystemReader(str(saved / "step-2")).read_metadata().state_dict_metadata
     biases = [k for k in keys if k.endswith("feed_forward.expert_bias")]
     assert len(biases) == 3, sorted(keys)  # layers 1-3
-
-    resume_dir = workdir / "checkpoints-aux-free-one"
-    shutil.copytree(saved / "step-2", resume_dir / "step-2")
-    second = train(compile_job("reference-moe-aux-free", workdir), 1, "--checkpoint-dir", str(resume_dir),
-                   "--resume", out=workdir / "resume-aux-free")
-    assert_parity(second, reference, steps=range(2, 4))
-    assert "resumed from" in second.output
+    resume_elsewhere(workdir, saved, "reference-moe-aux-free", 1, reference, "aux-free-one")
 
 
 def test_zero1_saves_shards_and_resumes_under_other_dp_degrees_and_shardings(workdir, reference):
@@ -85,10 +82,7 @@ def test_zero1_saves_shards_and_resumes_under_other_dp_degrees_and_shardings(wor
 
     import torch.distributed.checkpoint as dcp
 
-    saved = workdir / "checkpoints-zero1-dp4"
-    first = train(compile_job("zero1", workdir), 4, "--checkpoint-dir", str(saved), "--checkpoint-every", "2",
-                  out=workdir / "save-zero1")
-    assert_parity(first, reference)
+    saved = save_checkpoints(workdir, "zero1", 4, reference, "zero1-dp4")
     metadata = dcp.FileSystemReader(str(saved / "step-2")).read_metadata().state_dict_metadata
     moments = {k: v for k, v in metadata.items() if k.startswith("optimizer.state.") and k.endswith(".exp_avg")}
     assert moments, sorted(metadata)
@@ -103,25 +97,12 @@ def test_zero1_saves_shards_and_resumes_under_other_dp_degrees_and_shardings(wor
     assert split >= 3, "the large matrices lie across rank boundaries"
 
     for spec, ranks in (("zero1-dp2", 2), ("fsdp8", 8)):
-        resume_dir = workdir / f"checkpoints-zero1-to-{spec}"
-        shutil.copytree(saved / "step-2", resume_dir / "step-2")
-        second = train(compile_job(spec, workdir), ranks, "--checkpoint-dir", str(resume_dir), "--resume",
-                       out=workdir / f"resume-zero1-{spec}")
-        assert_parity(second, reference, steps=range(2, 4))
-        assert "resumed from" in second.output
+        resume_elsewhere(workdir, saved, spec, ranks, reference, f"zero1-to-{spec}")
 
 
 def test_zero1_moe_with_tp_and_ep_saves_shards_one_process_resumes(workdir, reference_moe):
     """zero1 under tp 2 (SP) x dp 2 with ep 2 over dp: the dense bucket mixes tp-split and
     tp-replicated parameters and the experts have their own bucket over edp; one process
     resumes from its step-2 checkpoint and steps 2 and 3 match the uninterrupted run."""
-    saved = workdir / "checkpoints-moe-zero1"
-    first = train(compile_job("moe-tp2-ep2-zero1", workdir), 4, "--checkpoint-dir", str(saved),
-                  "--checkpoint-every", "2", out=workdir / "save-moe-zero1")
-    assert_parity(first, reference_moe)
-    resume_dir = workdir / "checkpoints-moe-zero1-one"
-    shutil.copytree(saved / "step-2", resume_dir / "step-2")
-    second = train(compile_job("reference-moe", workdir), 1, "--checkpoint-dir", str(resume_dir), "--resume",
-                   out=workdir / "resume-moe-zero1")
-    assert_parity(second, reference_moe, steps=range(2, 4))
-    assert "resumed from" in second.output
+    saved = save_checkpoints(workdir, "moe-tp2-ep2-zero1", 4, reference_moe, "moe-zero1")
+    resume_elsewhere(workdir, saved, "reference-moe", 1, reference_moe, "moe-zero1-one")
