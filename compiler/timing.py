@@ -1413,12 +1413,28 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Co
     forward (input and weight gradients); the flash attention backward `FLASH_BACKWARD` times its
     forward (it recomputes the scores: five products to the forward's two), unfused twice;
     recomputation as `_piece` charges it (full: the forward again; parc's selective policy: the
-    attention output projection; Megatron-LM's: the attention core)."""
+    attention output projection; Megatron-LM's: the attention core). Each record carries its
+    HBM bytes (`hbm.py`), and a fourth, `optimizer`, the optimizer step's."""
+    from . import hbm
+
     m = k.microbatches
     gemm = [0.0, 0.0, 0.0]
     core = [0.0, 0.0, 0.0]
+    moved = {"gemm": 0.0, "attention": 0.0, "memory": 0.0}
     back = FLASH_BACKWARD if sw.attention == "flash" else 2.0
     for moe, mode, count in load.pieces:
+        piece = hbm.layer_bytes(shape, moe, k.tp, k.sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
+                                gemm_precision(k.precision, sw), sw.attention, sw.kernels)
+        moved["gemm"] += count * (piece.gemm_f + piece.gemm_b)
+        moved["attention"] += count * (piece.attention_f + piece.attention_b)
+        moved["memory"] += count * (piece.memory_f + piece.memory_b)
+        again = hbm.recomputed(piece, mode, sw.selective)
+        if mode == "full":
+            moved["gemm"] += count * piece.gemm_f
+            moved["attention"] += count * piece.attention_f
+            moved["memory"] += count * piece.memory_f
+        elif mode == "selective":
+            moved["attention" if sw.selective == "attention-core" else "memory"] += count * again
         g, a, wo, _ = piece_flops(shape, moe, k.tp, k.cp, k.seq, k.micro_batch, 0, sw.attention)
         gemm[0] += count * g
         gemm[1] += count * 2 * g
@@ -1432,19 +1448,28 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Co
         elif mode == "selective":
             gemm[2] += count * wo
     if load.output:
-        g = piece_flops(shape, False, k.tp, k.cp, k.seq, k.micro_batch, padded_vocab(shape.vocab, k.tp, k.runtime),
-                        sw.attention)[0]
+        vocab = padded_vocab(shape.vocab, k.tp, k.runtime)
+        g = piece_flops(shape, False, k.tp, k.cp, k.seq, k.micro_batch, vocab, sw.attention)[0]
         gemm[0] += g
         gemm[1] += 2 * g
-    return (Compute("gemm", m * gemm[0], m * gemm[1], m * gemm[2]),
-            Compute("attention", m * core[0], m * core[1], m * core[2]))
+        out = hbm.output_bytes(shape, k.tp, k.sp, k.cp, k.seq, k.micro_batch, vocab, sw.kernels)
+        moved["gemm"] += out.gemm_f + out.gemm_b
+        moved["memory"] += out.memory_f + out.memory_b
+    if load.embedding:
+        moved["memory"] += hbm.embedding_bytes(shape, k.tp, k.cp, k.seq, k.micro_batch).total
+    updated = load.params_dense / k.dense_shard_group + load.params_expert / k.expert_shard_group
+    return (Compute("gemm", m * gemm[0], m * gemm[1], m * gemm[2], m * moved["gemm"]),
+            Compute("attention", m * core[0], m * core[1], m * core[2], m * moved["attention"]),
+            Compute("memory", hbm_bytes=m * moved["memory"]),
+            Compute("optimizer", hbm_bytes=OPTIMIZER_BYTES.get(k.optimizer, 34) * updated))
 
 
 def link_bounds(ledger: Ledger, hw: Hardware, c: Constants) -> Bounds:
     """The seconds the ledger's bytes need on each link class at the bandwidth the collectives
     reach (the datasheet's times the bus efficiencies: tighter than the datasheet itself)."""
     intra, nic = ledger.link_bytes()
-    return Bounds(intra=intra / (hw.intra * c.bus_nvlink), nic=nic / (hw.nic * c.bus_network))
+    return Bounds(intra=intra / (hw.intra * c.bus_nvlink), nic=nic / (hw.nic * c.bus_network),
+                  hbm=ledger.hbm_bytes() / hw.hbm)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1651,4 +1676,8 @@ def predict(plan: Plan, constants: Constants = DEFAULT, sw: Software | None = No
 def clear_caches() -> None:
     for cached in (geometry, link, layer_work, embedding_work, output_work, exposed, rank_loads, _piece,
                    _rank_times, _dp_ledger, _dp_exposed, piece_flops):
+        cached.cache_clear()
+    from . import hbm
+
+    for cached in (hbm.layer_bytes, hbm.embedding_bytes, hbm.output_bytes):
         cached.cache_clear()
