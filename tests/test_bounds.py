@@ -6,8 +6,11 @@ model's own bundles):
 
 - step >= FLOPs / peak: MFU and HFU never exceed 1, and every rank's step is at least its
   ledger's FLOPs (`Ledger.flops`, GEMMs and attention as the rank executes them) over the peak;
-- step >= HBM traffic / bandwidth: each micro-batch reads every bf16 weight a rank holds at least
-  twice (forward, and backward for the input gradients);
+- step >= HBM traffic / bandwidth: the ledger's HBM bytes (`Ledger.hbm_bytes`: GEMM operands,
+  attention IO, memory-bound kernels, the loss, recomputation, the optimizer step, the
+  collectives' buffers; `parc/hbm.py`) over the datasheet's bandwidth, and, independently of the
+  ledger, each micro-batch reads every bf16 weight a rank holds at least twice (forward, and
+  backward for the input gradients);
 - step >= bytes over each link class / its bandwidth: the ledger's NVLink (or PCIe) bytes and its
   NIC bytes per GPU (the node's NIC bandwidth over its GPUs).
 
@@ -65,6 +68,9 @@ def assert_within_physics(plan) -> timing.Prediction:
     for rank in steps.values():
         held = rank.times.params_dense + rank.times.params_expert
         assert step >= knobs.microbatches * 2 * 2 * held / hbm
+        moved = rank.ledger.hbm_bytes()
+        assert moved >= knobs.microbatches * 2 * 2 * held  # the ledger counts at least the weights
+        assert step >= moved / hbm * (1 - 1e-9)
         assert rank.ledger.flops() > 0
         assert step >= rank.ledger.flops() / peak * (1 - 1e-9)
         intra_bytes, nic_bytes = rank.ledger.link_bytes()
