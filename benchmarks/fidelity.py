@@ -619,9 +619,31 @@ reduces and the tests compare with the running job:
   `attention`), as the rank executes them: GEMMs as shaped on the rank (tp shards, the rank's
   routed tokens), attention's causal half under flash (the full square unfused), backward twice
   the forward for GEMMs and `FLASH_BACKWARD` (2.5: the scores recomputed) for flash attention,
-  recomputation as charged in the step. `hbm_bytes` is not filled yet (memory-bound kernels are
-  charged by time in `layer_work`).
-- `Ledger(collectives, compute)`: `sent(axis)`, `link_bytes(axis)`, `flops(op)`.
+  recomputation as charged in the step. `hbm_bytes`: every byte the op kind reads and writes in
+  HBM over the step (`compiler/hbm.py`, below); a fourth record, `optimizer`, carries the
+  optimizer step's bytes.
+- `Ledger(collectives, compute)`: `sent(axis)`, `link_bytes(axis)`, `flops(op)`,
+  `hbm_bytes(op)` (one op kind, `"collectives"`, or everything).
+
+**HBM bytes** (`compiler/hbm.py`, per layer kind, one micro-batch, one rank; n tokens, q, kv, f
+the rank's widths, 2-byte elements, 1 for an fp8 GEMM's inputs): every GEMM reads its two operands
+and writes its result, e (mk + kn + mn), as the runtime launches them (eager PyTorch: Q, K, V and
+SwiGLU's gate and up apart; fused runtimes: one QKV and one gate-up product; each local expert's
+weights once, its rows at balanced routing); its backward twice that (the input-gradient and
+weight-gradient products read and write the same three matrices). Flash attention moves
+O(seq x head dim), never the scores: forward reads Q, K, V and writes O and an fp32 log-sum-exp per
+query and head; backward a pre-pass (read O, dO; write their fp32 row sums), then reads Q, K, V, O,
+dO and both fp32 vectors and writes dQ, dK, dV; ring cp runs cp kernels, the diagonal over the
+rank's block and the others over 3/4 of it on average (zig-zag halves); the unfused kernel writes
+and reads the scores. Memory-bound kernels, the loss and the fp8 casts are the bytes the time
+model charges them; the embedding reads its rows and writes the activation, and scatter-adds the
+gradient into an fp32 table. Recomputation moves its forward's bytes again (parc's selective
+policy: its elementwise kernels and the output projection), the optimizer step
+`OPTIMIZER_BYTES` per parameter updated, and each collective reads its input buffer and writes
+its output once. tests/test_hbm.py compares one Llama 3 8B layer with a count written by hand
+kernel by kernel; tests/e2e/test_hbm_ledger.py compares the GEMM operand bytes with what a
+`TorchDispatchMode` records of every mm, addmm and bmm of the running generated model (dense and
+MoE, forward and backward: equal, in elements).
 
 `timing.rank_steps` builds one ledger per distinct pipeline rank from per-layer-kind closed forms
 (never per-op lists: search evaluates them ~10^5 times a second): `piece_collectives` turns one
@@ -630,8 +652,8 @@ piece's `Work` (a layer kind, the embedding, the output layer) into its records 
 bytes are derived once; `rank_time` adds the pieces' records times their layer counts, the
 pipeline's sends and, under full recomputation, the forward's calls again; `path_ledger` scales
 them to the step and adds the once-per-step calls; `dp_ledger` writes the data-parallel ones;
-`compute_ledger` the FLOPs. The link floor, the per-axis bytes `parc explain` reports and the
-FLOPs bound of tests/test_bounds.py are reductions over it.
+`compute_ledger` the FLOPs and the HBM bytes. The link floor, the per-axis bytes `parc explain`
+reports and the FLOPs and HBM bounds of tests/test_bounds.py are reductions over it.
 
 Per family, for parc's job (Software `dp_runtime = "torch"`), per micro-batch on one rank, L
 layers held, `S = 2 b (s / cp) h` (bf16 activations), `m` micro-batches per step:
@@ -672,7 +694,10 @@ counter's formula ignores the causal mask that the kernel skips).
 ## Physical bounds
 
 Every prediction satisfies step >= FLOPs / peak (MFU and HFU <= 1), step >= HBM traffic /
-bandwidth, and step >= the bytes each link class carries / its bandwidth, per GPU. The last is
+bandwidth (the ledger's `hbm_bytes()`: it holds by construction of the GEMM model, whose time is
+(FLOPs / peak + `intensity_half` x bytes / bandwidth) / efficiency with `intensity_half` > 1,
+and of the memory-bound kernels' at `hbm_efficiency` < 1; the shipped specs' HBM floors are 4-16 %
+of it), and step >= the bytes each link class carries / its bandwidth, per GPU. The last is
 enforced by construction (`timing.step_time`): each rank's ledger (the dp records above plus
 the tp, cp, ep and pp records of its m micro-batches, "The ledger" above) is split over the links
 (`ledger.Collective.link_bytes`): a group of n ranks, k inside one fast level, spans N = n / k
