@@ -694,10 +694,10 @@ counter's formula ignores the causal mask that the kernel skips).
 ## Physical bounds
 
 Every prediction satisfies step >= FLOPs / peak (MFU and HFU <= 1), step >= HBM traffic /
-bandwidth (the ledger's `hbm_bytes()`: it holds by construction of the GEMM model, whose time is
-(FLOPs / peak + `intensity_half` x bytes / bandwidth) / efficiency with `intensity_half` > 1,
-and of the memory-bound kernels' at `hbm_efficiency` < 1; the shipped specs' HBM floors are 4-16 %
-of their steps), and step >= the bytes each link class carries / its bandwidth, per GPU. The last is
+bandwidth (the ledger's `hbm_bytes()`; not forced: it holds with a wide margin because a GEMM's
+time is (FLOPs / peak + `intensity_half` x its fused operands' bytes / bandwidth) / efficiency
+with `intensity_half` > 1 and memory-bound kernels run at `hbm_efficiency` < 1; the shipped
+specs' HBM floors are 4-16 % of their steps, and tests/test_bounds.py checks it), and step >= the bytes each link class carries / its bandwidth, per GPU. The last is
 enforced by construction (`timing.step_time`): each rank's ledger (the dp records above plus
 the tp, cp, ep and pp records of its m micro-batches, "The ledger" above) is split over the links
 (`ledger.Collective.link_bytes`): a group of n ranks, k inside one fast level, spans N = n / k
