@@ -239,17 +239,17 @@ class EagerRun:
     """torch.compile (and, in the rows that state it, torchao's Float8 linears: `precision`)."""
     precision: str = "bf16"
     power_cap_w: int = 0
-    """A power limit the source states (0: the GPU's own). The clock falls to hold it: dynamic
-    power goes as f V^2 and the voltage with the clock near the top of the DVFS curve, so the
-    clock, and the dense peak, scale as (cap / TDP)^(1/3) (500 W of the H100 SXM's 700 W: 0.894,
-    884 TFLOP/s, between the H100 NVL's 835 at 400 W and the SXM's 989, as the source says)."""
+    """A power limit the source states (0: the GPU's own), written into the spec as
+    `power-limit`: the compiler derates the peak (`parc.power`, (cap / TDP)^(1/3): 500 W of the
+    H100 SXM's 700 W is 0.894, 884 TFLOP/s)."""
+    hbm_bandwidth: str = ""
+    """HBM bandwidth the source states when its part differs from the catalogue's (torchtitan's
+    H100s: HBM2e at 2.4 TB/s), written into the spec as `hbm-bandwidth`."""
 
-    def gpu_line(self) -> str:
-        if not self.power_cap_w:
-            return f"gpu {self.gpu}"
-        tdp, peak = GPU_POWER[self.gpu]
-        derated = peak * (self.power_cap_w / tdp) ** (1 / 3)
-        return f"gpu {self.gpu} {{ bf16 {derated:.0f} TFLOP/s }}"
+    def hardware_lines(self) -> list[str]:
+        """The hardware block's facts of the source beyond the GPU's name: stated in the spec."""
+        return ([f"power-limit {self.power_cap_w} W"] if self.power_cap_w else []) + \
+            ([f"hbm-bandwidth {self.hbm_bandwidth}"] if self.hbm_bandwidth else [])
 
     def spec(self, network: str) -> str:
         dp = self.gpus // self.cp
@@ -258,7 +258,7 @@ class EagerRun:
             f"job {self.id}",
             f"{axes} on nodes({min(self.gpus, 8)} gpus, nvlink)",
             EAGER_MODELS[self.model],
-            f"hardware {{ {self.gpu_line()}, network {network} }}",
+            "hardware { " + ", ".join([f"gpu {self.gpu}", f"network {network}"] + self.hardware_lines()) + " }",
             "train {",
             f"  seq {self.seq}, global-batch {dp * self.local_batch}, micro-batch {self.local_batch}",
             f"  precision {self.precision}, optimizer adamw, recompute {self.recompute}",
@@ -267,11 +267,9 @@ class EagerRun:
         ] + (["target torchtitan { compile on }"] if self.compiled else [])) + "\n"
 
 
-GPU_POWER = {"h100-sxm": (700, 989)}
-"""Board power (W) and dense BF16 peak (TFLOP/s) of the datasheet part, for `power_cap_w`."""
-POWER_CAPPED = ("500 W power limit and HBM2e (2.4 TB/s) stated (torchtitan's footnote): peak derated "
-                "to 884 TFLOP/s by the clock's cube-root law; HBM at the SXM's 3.35 TB/s (a spec "
-                "cannot state HBM bandwidth). Not fitted for another stated fact: torchtitan's "
+POWER_CAPPED = ("500 W power limit and HBM2e (2.4 TB/s) stated (torchtitan's footnote), both in the spec "
+                "(`power-limit 500 W`, `hbm-bandwidth 2.4 TB/s`): peak derated to 884 TFLOP/s by the "
+                "clock's cube-root law. Not fitted for another stated fact: torchtitan's "
                 "op-level selective recomputation, which parc's policy differs from")
 TORCHTITAN_H100_CP = ("pytorch/torchtitan `docs/performance.md`, Table 2 (FSDP + CP + torch.compile + Float8, "
                       "Llama 3.1 8B, 8 H100, local batch 1, full AC; read from the main branch)")
@@ -295,17 +293,23 @@ EAGER_RUNS = (
     EagerRun("llama2_70b_64xA100_ac_full", TORCHTITAN_A100, "llama2-70b", 64, "a100-80gb", 4096, 2,
              "full", "full", 353, True),
     EagerRun("llama3_8b_8xH100_ac_op", TORCHTITAN_H100, "llama3-8b", 8, "h100-sxm", 8192, 2,
-             "selective", "selective op", 5762, False, POWER_CAPPED, power_cap_w=500),
+             "selective", "selective op", 5762, False, POWER_CAPPED, power_cap_w=500,
+             hbm_bandwidth="2.4 TB/s"),
     EagerRun("llama3_8b_128xH100_ac_op", TORCHTITAN_H100, "llama3-8b", 128, "h100-sxm", 8192, 2,
-             "selective", "selective op", 5605, False, POWER_CAPPED, power_cap_w=500),
+             "selective", "selective op", 5605, False, POWER_CAPPED, power_cap_w=500,
+             hbm_bandwidth="2.4 TB/s"),
     EagerRun("llama3_8b_8xH100_cp1_32k", TORCHTITAN_H100_CP, "llama3-8b", 8, "h100-sxm", 32768, 1,
-             "full", "full", 3890, False, LONG_SEQUENCE, cp=1, compiled=True, precision="fp8", power_cap_w=500),
+             "full", "full", 3890, False, LONG_SEQUENCE, cp=1, compiled=True, precision="fp8", power_cap_w=500,
+             hbm_bandwidth="2.4 TB/s"),
     EagerRun("llama3_8b_8xH100_cp2_64k", TORCHTITAN_H100_CP, "llama3-8b", 8, "h100-sxm", 65536, 1,
-             "full", "full", 2540, False, LONG_SEQUENCE, cp=2, compiled=True, precision="fp8", power_cap_w=500),
+             "full", "full", 2540, False, LONG_SEQUENCE, cp=2, compiled=True, precision="fp8", power_cap_w=500,
+             hbm_bandwidth="2.4 TB/s"),
     EagerRun("llama3_8b_8xH100_cp4_128k", TORCHTITAN_H100_CP, "llama3-8b", 8, "h100-sxm", 131072, 1,
-             "full", "full", 1071, False, LONG_SEQUENCE, cp=4, compiled=True, precision="fp8", power_cap_w=500),
+             "full", "full", 1071, False, LONG_SEQUENCE, cp=4, compiled=True, precision="fp8", power_cap_w=500,
+             hbm_bandwidth="2.4 TB/s"),
     EagerRun("llama3_8b_8xH100_cp8_256k", TORCHTITAN_H100_CP, "llama3-8b", 8, "h100-sxm", 262144, 1,
-             "full", "full", 548, False, LONG_SEQUENCE, cp=8, compiled=True, precision="fp8", power_cap_w=500),
+             "full", "full", 548, False, LONG_SEQUENCE, cp=8, compiled=True, precision="fp8", power_cap_w=500,
+             hbm_bandwidth="2.4 TB/s"),
 )
 """torchtitan's FSDP2 runs without torch.compile or Float8 (compiled runs fuse kernels; parc's
 runtime does not compile). Llama 3.1 8B has Llama 3 8B's shapes."""
@@ -394,7 +398,13 @@ formula and constant, and compares the model with published runs. Code: `compile
   its node's NICs (node bandwidth / GPUs per node). The catalogue has no HBM bandwidth, so
   `timing.HBM_BANDWIDTH` holds the datasheet figures (A100 40 GB 1.555 TB/s, A100 80 GB
   2.039 TB/s, H100 SXM and H800 3.35 TB/s, H200 4.8 TB/s, B200 and GB200 8 TB/s, MI300X
-  5.3 TB/s); a GPU defined in a spec takes its generation's.
+  5.3 TB/s); a GPU defined in a spec takes its generation's, and `hardware { hbm-bandwidth
+  2.4 TB/s }` overrides either (a part with slower memory). `hardware { power-limit 500 W }`
+  derates both dense peaks by the clock a power-limited GPU sustains, (limit / board power)^(1/3)
+  (`parc.power`: near the top of the voltage-frequency curve power goes as f V^2 with V ~ f, so
+  as f^3; HBM has its own clock and is not derated; a limit at or above the board power changes
+  nothing; board powers from the datasheets, H100 SXM 700 W, A100 400 W). MFU and HFU still
+  divide by the datasheet peak.
 - **Geometry**: for each group (tp, cp, ep, pp; the dense-gradient group dp x cp (x ep when ep is
   a layout axis); the expert-gradient group; HSDP's shard and replicate groups) its size `n` and
   the number `k` of its ranks inside one fast level, from the rank order: an axis of degree `d`
@@ -887,9 +897,10 @@ speed) takes 1 / `eager_efficiency` as long. The constant is fitted on torchtita
 same software stack, without torch.compile or Float8, with every other constant held at its value
 above; runs whose recomputation parc cannot state exactly (torchtitan's op-level selective
 policy, a fact each such row states) are shown but not fitted, and no row is left out for its
-error. The two H100 runs state a 500 W power cap: they are predicted on a derated peak (the
-clock, and with it the peak, as (cap / TDP)^(1/3): 884 of 989 TFLOP/s; `EagerRun.power_cap_w`),
-not excluded for it; they use the op-level policy, so they are not fitted either. One A100 fit
+error. The H100 runs state a 500 W power cap and HBM2e at 2.4 TB/s: their specs say so
+(`hardware { power-limit 500 W, hbm-bandwidth 2.4 TB/s }`), and the compiler derates the peak
+(the clock, and with it the peak, as (cap / TDP)^(1/3): 884 of 989 TFLOP/s; `parc.power`), not
+excluded for it; they use the op-level policy, so they are not fitted either. One A100 fit
 serves every generation. "other network": the A100 cluster's network is unpublished;
 the same run predicted on 4 x 100 Gb/s instead of 8 x 200 Gb/s per node. The last four rows, torchtitan's
 context-parallel table (Llama 3.1 8B on one H100 node, 32K to 256K tokens, cp 1 to 8, with

@@ -163,10 +163,17 @@ class Hardware:
 
 
 def hardware_of(plan: Plan) -> Hardware:
+    """The plan's GPU and links as numbers: the spec's `hbm-bandwidth` over the datasheet's, the
+    dense peaks derated under the spec's `power-limit` (`power.clock_fraction`)."""
+    from .power import BOARD_POWER, clock_fraction
+
     cluster, gpu = plan.cluster, plan.cluster.gpu
-    hbm = HBM_BANDWIDTH.get(gpu.name) or HBM_BY_GENERATION.get(gpu.generation, 3.35e12)
+    hbm = (cluster.hbm_bandwidth or HBM_BANDWIDTH.get(gpu.name)
+           or HBM_BY_GENERATION.get(gpu.generation, 3.35e12))
+    clock = clock_fraction(cluster.power_limit, BOARD_POWER.get(gpu.name))
     return Hardware(
-        generation=gpu.generation, bf16=gpu.bf16_flops, fp8=gpu.fp8_flops, hbm=hbm,
+        generation=gpu.generation, bf16=gpu.bf16_flops * clock,
+        fp8=gpu.fp8_flops * clock if gpu.fp8_flops else gpu.fp8_flops, hbm=hbm,
         intra=cluster.intra_bandwidth, nic=cluster.network.node_bandwidth / cluster.gpus_per_node,
         level=max(cluster.domain_size, cluster.gpus_per_node),
         sms=gpu.sms or SMS_BY_GENERATION.get(gpu.generation, 132))
@@ -1583,7 +1590,8 @@ class Prediction:
     model_flops_per_token: float
     hardware_flops_per_token: float
     peak: float
-    """Dense peak FLOP/s per GPU that MFU and HFU divide by (the fp8 peak under fp8 training)."""
+    """Dense peak FLOP/s per GPU that MFU and HFU divide by (the fp8 peak under fp8 training; the
+    datasheet's, whatever the power limit)."""
 
     @property
     def step_seconds(self) -> float:
@@ -1670,7 +1678,14 @@ def predict(plan: Plan, constants: Constants = DEFAULT, sw: Software | None = No
         tokens_per_step=plan.training.tokens_per_step,
         model_flops_per_token=flops.model_flops_per_token(shape, knobs.seq),
         hardware_flops_per_token=hardware_flops_per_token(shape, knobs, sw),
-        peak=matmul_peak(hw, knobs.precision))
+        peak=datasheet_peak(plan, knobs.precision))
+
+
+def datasheet_peak(plan: Plan, precision: str) -> float:
+    """The dense peak MFU and HFU divide by: the datasheet's, not a power limit's derated one
+    (a run under a limit pays for it in MFU, as published MFUs count)."""
+    gpu = plan.cluster.gpu
+    return gpu.fp8_flops if precision == "fp8" and gpu.fp8_flops else gpu.bf16_flops
 
 
 def clear_caches() -> None:
