@@ -150,7 +150,7 @@ first definition.
 register("E0205", "missing or wrong unit", """
 Quantities carry units, written after the number with a space. Bytes: B, KB, MB, GB, TB, KiB,
 MiB, GiB, TiB. Bandwidth: Mb/s, Gb/s, Tb/s (bits) and MB/s, GB/s, TB/s (bytes). Compute:
-GFLOP/s, TFLOP/s, PFLOP/s. Batch sizes count sequences unless followed by `tokens`.
+GFLOP/s, TFLOP/s, PFLOP/s. Power: W, kW. Batch sizes count sequences unless followed by `tokens`.
 
     hbm 80 GB
     network 8 x 400 Gb/s
