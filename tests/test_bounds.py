@@ -429,7 +429,7 @@ def _open_every_hole(text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.long
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["llama3-70b-search", "llama3-405b", "gpt3-175b", "llama3-405b-128k"])
 def test_the_search_winner_of_each_shipped_spec_stays_within_physics(name):
     from parc.search import search
