@@ -196,8 +196,6 @@ class Bounds:
 
     intra: float
     nic: float
-    hbm: float = 0.0
-    """The ledger's HBM bytes over the datasheet's HBM bandwidth."""
 
     @property
     def links(self) -> float:

@@ -40,7 +40,7 @@ import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from . import flops, kernels as kernel_model
+from . import flops, hbm, kernels as kernel_model
 from .calibration import DEFAULT, Constants
 from .frozen import hash_once
 from .ledger import Bounds, Collective, Compute, Ledger, merged
@@ -1422,8 +1422,6 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Co
     recomputation as `_piece` charges it (full: the forward again; parc's selective policy: the
     attention output projection; Megatron-LM's: the attention core). Each record carries its
     HBM bytes (`hbm.py`), and a fourth, `optimizer`, the optimizer step's."""
-    from . import hbm
-
     m = k.microbatches
     gemm = [0.0, 0.0, 0.0]
     core = [0.0, 0.0, 0.0]
@@ -1475,8 +1473,7 @@ def link_bounds(ledger: Ledger, hw: Hardware, c: Constants) -> Bounds:
     """The seconds the ledger's bytes need on each link class at the bandwidth the collectives
     reach (the datasheet's times the bus efficiencies: tighter than the datasheet itself)."""
     intra, nic = ledger.link_bytes()
-    return Bounds(intra=intra / (hw.intra * c.bus_nvlink), nic=nic / (hw.nic * c.bus_network),
-                  hbm=ledger.hbm_bytes() / hw.hbm)
+    return Bounds(intra=intra / (hw.intra * c.bus_nvlink), nic=nic / (hw.nic * c.bus_network))
 
 
 @dataclass(frozen=True, slots=True)
@@ -1692,7 +1689,5 @@ def clear_caches() -> None:
     for cached in (geometry, link, layer_work, embedding_work, output_work, exposed, rank_loads, _piece,
                    _rank_times, _dp_ledger, _dp_exposed, piece_flops):
         cached.cache_clear()
-    from . import hbm
-
     for cached in (hbm.layer_bytes, hbm.embedding_bytes, hbm.output_bytes):
         cached.cache_clear()
