@@ -651,9 +651,11 @@ gradient into an fp32 table. Recomputation moves its forward's bytes again (parc
 policy: its elementwise kernels and the output projection), the optimizer step
 `OPTIMIZER_BYTES` per parameter updated, and each collective reads its input buffer and writes
 its output once. tests/test_hbm.py compares one Llama 3 8B layer with a count written by hand
-kernel by kernel; tests/e2e/test_hbm_ledger.py compares the GEMM operand bytes with what a
-`TorchDispatchMode` records of every mm, addmm and bmm of the running generated model (dense and
-MoE, forward and backward: equal, in elements).
+kernel by kernel; tests/e2e/test_hbm_ledger.py runs the generated model in bf16 under a
+`TorchDispatchMode` and compares the bytes handed to every mm, addmm and bmm, and to the attention
+operator and the flash kernel's backward, with the ledger's GEMM and attention bytes (dense and
+MoE, forward and backward: equal; the attention after adding FlashAttention-2's preprocessing
+pass, which torch's CPU kernel runs inside its one call).
 
 `timing.rank_steps` builds one ledger per distinct pipeline rank from per-layer-kind closed forms
 (never per-op lists: search evaluates them ~10^5 times a second): `piece_collectives` turns one
