@@ -811,7 +811,9 @@ say) is evaluated with the stored constants, without refitting, by
 `benchmarks/fidelity.py --published FILE` (`--json` for one record per run). `published.py` reads
 every field of the schema: the GPU from its name (any catalogue part; TPUs are left out, with the
 reason), its peak and memory where they differ from the catalogue's, the network from the
-hardware note; dense, GQA, MoE (experts, top-k, expert FFN, shared experts, leading dense
+hardware note, a stated power cap and HBM bandwidth (the optional fields `power_limit_w` and
+`hbm_bandwidth_tbps`, or the note's "500 W power cap", "HBM2e (2.4 TB/s)") as the spec's
+`power-limit` and `hbm-bandwidth`, which the compiler derates; dense, GQA, MoE (experts, top-k, expert FFN, shared experts, leading dense
 layers) and MLA models (as attention of the published heads); tp, pp, dp, cp and ep (folded over
 the data-parallel ranks, or its own axis when the degrees multiply to the GPUs only with it);
 schedules (1F1B, interleaved, zero bubble, DualPipe) with uneven layer splits; sharding,
