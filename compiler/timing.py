@@ -1589,6 +1589,8 @@ class Prediction:
     peak: float
     """Dense peak FLOP/s per GPU that MFU and HFU divide by (the fp8 peak under fp8 training; the
     datasheet's, whatever the power limit)."""
+    sustained: float = 0.0
+    """The peak the GPU sustains under the spec's power limit (`power.clock_fraction`); 0: none."""
 
     @property
     def step_seconds(self) -> float:
@@ -1644,7 +1646,8 @@ class Prediction:
             "mfu": _r(self.mfu),
             "hfu": _r(self.hfu),
             "peak_tflops_per_gpu": _r(self.peak / 1e12),
-        }
+        } | ({"sustained_peak_tflops_per_gpu": _r(self.sustained / 1e12)}
+             if 0 < self.sustained < self.peak else {})
 
 
 def _r(x: float) -> float:
@@ -1675,7 +1678,7 @@ def predict(plan: Plan, constants: Constants = DEFAULT, sw: Software | None = No
         tokens_per_step=plan.training.tokens_per_step,
         model_flops_per_token=flops.model_flops_per_token(shape, knobs.seq),
         hardware_flops_per_token=hardware_flops_per_token(shape, knobs, sw),
-        peak=datasheet_peak(plan, knobs.precision))
+        peak=datasheet_peak(plan, knobs.precision), sustained=matmul_peak(hw, knobs.precision))
 
 
 def datasheet_peak(plan: Plan, precision: str) -> float:

@@ -130,3 +130,21 @@ def test_the_language_server_explains_them():
 
     assert "power limit" in hover_text("power-limit")
     assert "HBM bandwidth" in hover_text("hbm-bandwidth")
+
+
+def test_explain_states_the_peak_the_limit_leaves():
+    """`parc explain` keeps MFU against the datasheet's 989 and says the sustained peak; without
+    a limit the JSON has no such field (fields are added, never renamed)."""
+    capped = timing.predict(_plan("power-limit 500 W")).throughput_json()
+    assert capped["peak_tflops_per_gpu"] == 989
+    assert capped["sustained_peak_tflops_per_gpu"] == pytest.approx(884.07, abs=0.01)
+    assert "sustained_peak_tflops_per_gpu" not in timing.predict(_plan()).throughput_json()
+
+
+def test_explain_text_says_the_sustained_peak(tmp_path):
+    from .conftest import run_cli
+
+    spec = tmp_path / "p.par"
+    spec.write_text(BASE.format(gpu="h100-sxm", extra="  power-limit 500 W\n"))
+    result = run_cli("explain", str(spec))
+    assert "(peak 989; 884 under the power limit)" in result.stdout
