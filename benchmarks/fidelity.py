@@ -709,8 +709,9 @@ Every prediction satisfies step >= FLOPs / peak (MFU and HFU <= 1), step >= HBM 
 bandwidth (the ledger's `hbm_bytes()`; not forced: it holds with a wide margin because a GEMM's
 time is (FLOPs / peak + `intensity_half` x its fused operands' bytes / bandwidth) / efficiency
 with `intensity_half` > 1 and memory-bound kernels run at `hbm_efficiency` < 1; the shipped
-specs' HBM floors are 4-16 % of their steps, and tests/test_bounds.py checks it), and step >= the bytes each link class carries / its bandwidth, per GPU. The last is
-enforced by construction (`timing.step_time`): each rank's ledger (the dp records above plus
+specs' HBM floors are 5-17 % of their steps, and tests/test_bounds.py checks it), and
+step >= the bytes each link class carries / its bandwidth, per GPU. The last is enforced by
+construction (`timing.step_time`): each rank's ledger (the dp records above plus
 the tp, cp, ep and pp records of its m micro-batches, "The ledger" above) is split over the links
 (`ledger.Collective.link_bytes`): a group of n ranks, k inside one fast level, spans N = n / k
 levels; a hierarchical ring collective of S bytes puts (N - 1)/N x S / k per GPU on the NIC (each
