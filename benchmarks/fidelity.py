@@ -239,17 +239,17 @@ class EagerRun:
     """torch.compile (and, in the rows that state it, torchao's Float8 linears: `precision`)."""
     precision: str = "bf16"
     power_cap_w: int = 0
-    """A power limit the source states (0: the GPU's own). The clock falls to hold it: dynamic
-    power goes as f V^2 and the voltage with the clock near the top of the DVFS curve, so the
-    clock, and the dense peak, scale as (cap / TDP)^(1/3) (500 W of the H100 SXM's 700 W: 0.894,
-    884 TFLOP/s, between the H100 NVL's 835 at 400 W and the SXM's 989, as the source says)."""
+    """A power limit the source states (0: the GPU's own), written into the spec as
+    `power-limit`: the compiler derates the peak (`parc.power`, (cap / TDP)^(1/3): 500 W of the
+    H100 SXM's 700 W is 0.894, 884 TFLOP/s)."""
+    hbm_bandwidth: str = ""
+    """HBM bandwidth the source states when its part differs from the catalogue's (torchtitan's
+    H100s: HBM2e at 2.4 TB/s), written into the spec as `hbm-bandwidth`."""
 
-    def gpu_line(self) -> str:
-        if not self.power_cap_w:
-            return f"gpu {self.gpu}"
-        tdp, peak = GPU_POWER[self.gpu]
-        derated = peak * (self.power_cap_w / tdp) ** (1 / 3)
-        return f"gpu {self.gpu} {{ bf16 {derated:.0f} TFLOP/s }}"
+    def hardware_lines(self) -> list[str]:
+        """The hardware block's facts of the source beyond the GPU's name: stated in the spec."""
+        return ([f"power-limit {self.power_cap_w} W"] if self.power_cap_w else []) + \
+            ([f"hbm-bandwidth {self.hbm_bandwidth}"] if self.hbm_bandwidth else [])
 
     def spec(self, network: str) -> str:
         dp = self.gpus // self.cp
@@ -258,7 +258,7 @@ class EagerRun:
             f"job {self.id}",
             f"{axes} on nodes({min(self.gpus, 8)} gpus, nvlink)",
             EAGER_MODELS[self.model],
-            f"hardware {{ {self.gpu_line()}, network {network} }}",
+            "hardware { " + ", ".join([f"gpu {self.gpu}", f"network {network}"] + self.hardware_lines()) + " }",
             "train {",
             f"  seq {self.seq}, global-batch {dp * self.local_batch}, micro-batch {self.local_batch}",
             f"  precision {self.precision}, optimizer adamw, recompute {self.recompute}",
@@ -267,11 +267,9 @@ class EagerRun:
         ] + (["target torchtitan { compile on }"] if self.compiled else [])) + "\n"
 
 
-GPU_POWER = {"h100-sxm": (700, 989)}
-"""Board power (W) and dense BF16 peak (TFLOP/s) of the datasheet part, for `power_cap_w`."""
-POWER_CAPPED = ("500 W power limit and HBM2e (2.4 TB/s) stated (torchtitan's footnote): peak derated "
-                "to 884 TFLOP/s by the clock's cube-root law; HBM at the SXM's 3.35 TB/s (a spec "
-                "cannot state HBM bandwidth). Not fitted for another stated fact: torchtitan's "
+POWER_CAPPED = ("500 W power limit and HBM2e (2.4 TB/s) stated (torchtitan's footnote), both in the spec "
+                "(`power-limit 500 W`, `hbm-bandwidth 2.4 TB/s`): peak derated to 884 TFLOP/s by the "
+                "clock's cube-root law. Not fitted for another stated fact: torchtitan's "
                 "op-level selective recomputation, which parc's policy differs from")
 TORCHTITAN_H100_CP = ("pytorch/torchtitan `docs/performance.md`, Table 2 (FSDP + CP + torch.compile + Float8, "
                       "Llama 3.1 8B, 8 H100, local batch 1, full AC; read from the main branch)")
@@ -295,17 +293,23 @@ EAGER_RUNS = (
     EagerRun("llama2_70b_64xA100_ac_full", TORCHTITAN_A100, "llama2-70b", 64, "a100-80gb", 4096, 2,
              "full", "full", 353, True),
     EagerRun("llama3_8b_8xH100_ac_op", TORCHTITAN_H100, "llama3-8b", 8, "h100-sxm", 8192, 2,
-             "selective", "selective op", 5762, False, POWER_CAPPED, power_cap_w=500),
+             "selective", "selective op", 5762, False, POWER_CAPPED, power_cap_w=500,
+             hbm_bandwidth="2.4 TB/s"),
     EagerRun("llama3_8b_128xH100_ac_op", TORCHTITAN_H100, "llama3-8b", 128, "h100-sxm", 8192, 2,
-             "selective", "selective op", 5605, False, POWER_CAPPED, power_cap_w=500),
+             "selective", "selective op", 5605, False, POWER_CAPPED, power_cap_w=500,
+             hbm_bandwidth="2.4 TB/s"),
     EagerRun("llama3_8b_8xH100_cp1_32k", TORCHTITAN_H100_CP, "llama3-8b", 8, "h100-sxm", 32768, 1,
-             "full", "full", 3890, False, LONG_SEQUENCE, cp=1, compiled=True, precision="fp8", power_cap_w=500),
+             "full", "full", 3890, False, LONG_SEQUENCE, cp=1, compiled=True, precision="fp8", power_cap_w=500,
+             hbm_bandwidth="2.4 TB/s"),
     EagerRun("llama3_8b_8xH100_cp2_64k", TORCHTITAN_H100_CP, "llama3-8b", 8, "h100-sxm", 65536, 1,
-             "full", "full", 2540, False, LONG_SEQUENCE, cp=2, compiled=True, precision="fp8", power_cap_w=500),
+             "full", "full", 2540, False, LONG_SEQUENCE, cp=2, compiled=True, precision="fp8", power_cap_w=500,
+             hbm_bandwidth="2.4 TB/s"),
     EagerRun("llama3_8b_8xH100_cp4_128k", TORCHTITAN_H100_CP, "llama3-8b", 8, "h100-sxm", 131072, 1,
-             "full", "full", 1071, False, LONG_SEQUENCE, cp=4, compiled=True, precision="fp8", power_cap_w=500),
+             "full", "full", 1071, False, LONG_SEQUENCE, cp=4, compiled=True, precision="fp8", power_cap_w=500,
+             hbm_bandwidth="2.4 TB/s"),
     EagerRun("llama3_8b_8xH100_cp8_256k", TORCHTITAN_H100_CP, "llama3-8b", 8, "h100-sxm", 262144, 1,
-             "full", "full", 548, False, LONG_SEQUENCE, cp=8, compiled=True, precision="fp8", power_cap_w=500),
+             "full", "full", 548, False, LONG_SEQUENCE, cp=8, compiled=True, precision="fp8", power_cap_w=500,
+             hbm_bandwidth="2.4 TB/s"),
 )
 """torchtitan's FSDP2 runs without torch.compile or Float8 (compiled runs fuse kernels; parc's
 runtime does not compile). Llama 3.1 8B has Llama 3 8B's shapes."""
@@ -394,7 +398,13 @@ formula and constant, and compares the model with published runs. Code: `compile
   its node's NICs (node bandwidth / GPUs per node). The catalogue has no HBM bandwidth, so
   `timing.HBM_BANDWIDTH` holds the datasheet figures (A100 40 GB 1.555 TB/s, A100 80 GB
   2.039 TB/s, H100 SXM and H800 3.35 TB/s, H200 4.8 TB/s, B200 and GB200 8 TB/s, MI300X
-  5.3 TB/s); a GPU defined in a spec takes its generation's.
+  5.3 TB/s); a GPU defined in a spec takes its generation's, and `hardware { hbm-bandwidth
+  2.4 TB/s }` overrides either (a part with slower memory). `hardware { power-limit 500 W }`
+  derates both dense peaks by the clock a power-limited GPU sustains, (limit / board power)^(1/3)
+  (`parc.power`: near the top of the voltage-frequency curve power goes as f V^2 with V ~ f, so
+  as f^3; HBM has its own clock and is not derated; a limit at or above the board power changes
+  nothing; board powers from the datasheets, H100 SXM 700 W, A100 400 W). MFU and HFU still
+  divide by the datasheet peak.
 - **Geometry**: for each group (tp, cp, ep, pp; the dense-gradient group dp x cp (x ep when ep is
   a layout axis); the expert-gradient group; HSDP's shard and replicate groups) its size `n` and
   the number `k` of its ranks inside one fast level, from the rank order: an axis of degree `d`
@@ -619,9 +629,33 @@ reduces and the tests compare with the running job:
   `attention`), as the rank executes them: GEMMs as shaped on the rank (tp shards, the rank's
   routed tokens), attention's causal half under flash (the full square unfused), backward twice
   the forward for GEMMs and `FLASH_BACKWARD` (2.5: the scores recomputed) for flash attention,
-  recomputation as charged in the step. `hbm_bytes` is not filled yet (memory-bound kernels are
-  charged by time in `layer_work`).
-- `Ledger(collectives, compute)`: `sent(axis)`, `link_bytes(axis)`, `flops(op)`.
+  recomputation as charged in the step. `hbm_bytes`: every byte the op kind reads and writes in
+  HBM over the step (`compiler/hbm.py`, below); a fourth record, `optimizer`, carries the
+  optimizer step's bytes.
+- `Ledger(collectives, compute)`: `sent(axis)`, `link_bytes(axis)`, `flops(op)`,
+  `hbm_bytes(op)` (one op kind, `"collectives"`, or everything).
+
+**HBM bytes** (`compiler/hbm.py`, per layer kind, one micro-batch, one rank; n tokens, q, kv, f
+the rank's widths, 2-byte elements, 1 for an fp8 GEMM's inputs): every GEMM reads its two operands
+and writes its result, e (mk + kn + mn), as the runtime launches them (eager PyTorch: Q, K, V and
+SwiGLU's gate and up apart; fused runtimes: one QKV and one gate-up product; each local expert's
+weights once, its rows at balanced routing); its backward twice that (the input-gradient and
+weight-gradient products read and write the same three matrices). Flash attention moves
+O(seq x head dim), never the scores: forward reads Q, K, V and writes O and an fp32 log-sum-exp per
+query and head; backward a pre-pass (read O, dO; write their fp32 row sums), then reads Q, K, V, O,
+dO and both fp32 vectors and writes dQ, dK, dV; ring cp runs cp kernels, the diagonal over the
+rank's block and the others over 3/4 of it on average (zig-zag halves); the unfused kernel writes
+and reads the scores. Memory-bound kernels, the loss and the fp8 casts are the bytes the time
+model charges them; the embedding reads its rows and writes the activation, and scatter-adds the
+gradient into an fp32 table. Recomputation moves its forward's bytes again (parc's selective
+policy: its elementwise kernels and the output projection), the optimizer step
+`OPTIMIZER_BYTES` per parameter updated, and each collective reads its input buffer and writes
+its output once. tests/test_hbm.py compares one Llama 3 8B layer with a count written by hand
+kernel by kernel; tests/e2e/test_hbm_ledger.py runs the generated model in bf16 under a
+`TorchDispatchMode` and compares the bytes handed to every mm, addmm and bmm, and to the attention
+operator and the flash kernel's backward, with the ledger's GEMM and attention bytes (dense and
+MoE, forward and backward: equal; the attention after adding FlashAttention-2's preprocessing
+pass, which torch's CPU kernel runs inside its one call).
 
 `timing.rank_steps` builds one ledger per distinct pipeline rank from per-layer-kind closed forms
 (never per-op lists: search evaluates them ~10^5 times a second): `piece_collectives` turns one
@@ -630,8 +664,8 @@ piece's `Work` (a layer kind, the embedding, the output layer) into its records 
 bytes are derived once; `rank_time` adds the pieces' records times their layer counts, the
 pipeline's sends and, under full recomputation, the forward's calls again; `path_ledger` scales
 them to the step and adds the once-per-step calls; `dp_ledger` writes the data-parallel ones;
-`compute_ledger` the FLOPs. The link floor, the per-axis bytes `parc explain` reports and the
-FLOPs bound of tests/test_bounds.py are reductions over it.
+`compute_ledger` the FLOPs and the HBM bytes. The link floor, the per-axis bytes `parc explain`
+reports and the FLOPs and HBM bounds of tests/test_bounds.py are reductions over it.
 
 Per family, for parc's job (Software `dp_runtime = "torch"`), per micro-batch on one rank, L
 layers held, `S = 2 b (s / cp) h` (bf16 activations), `m` micro-batches per step:
@@ -672,8 +706,12 @@ counter's formula ignores the causal mask that the kernel skips).
 ## Physical bounds
 
 Every prediction satisfies step >= FLOPs / peak (MFU and HFU <= 1), step >= HBM traffic /
-bandwidth, and step >= the bytes each link class carries / its bandwidth, per GPU. The last is
-enforced by construction (`timing.step_time`): each rank's ledger (the dp records above plus
+bandwidth (the ledger's `hbm_bytes()`; not forced: it holds with a wide margin because a GEMM's
+time is (FLOPs / peak + `intensity_half` x its fused operands' bytes / bandwidth) / efficiency
+with `intensity_half` > 1 and memory-bound kernels run at `hbm_efficiency` < 1; the shipped
+specs' HBM floors are 5-17 % of their steps, and tests/test_bounds.py checks it), and
+step >= the bytes each link class carries / its bandwidth, per GPU. The last is enforced by
+construction (`timing.step_time`): each rank's ledger (the dp records above plus
 the tp, cp, ep and pp records of its m micro-batches, "The ledger" above) is split over the links
 (`ledger.Collective.link_bytes`): a group of n ranks, k inside one fast level, spans N = n / k
 levels; a hierarchical ring collective of S bytes puts (N - 1)/N x S / k per GPU on the NIC (each
@@ -774,7 +812,9 @@ say) is evaluated with the stored constants, without refitting, by
 `benchmarks/fidelity.py --published FILE` (`--json` for one record per run). `published.py` reads
 every field of the schema: the GPU from its name (any catalogue part; TPUs are left out, with the
 reason), its peak and memory where they differ from the catalogue's, the network from the
-hardware note; dense, GQA, MoE (experts, top-k, expert FFN, shared experts, leading dense
+hardware note, a stated power cap and HBM bandwidth (the optional fields `power_limit_w` and
+`hbm_bandwidth_tbps`, or the note's "500 W power cap", "HBM2e (2.4 TB/s)") as the spec's
+`power-limit` and `hbm-bandwidth`, which the compiler derates; dense, GQA, MoE (experts, top-k, expert FFN, shared experts, leading dense
 layers) and MLA models (as attention of the published heads); tp, pp, dp, cp and ep (folded over
 the data-parallel ranks, or its own axis when the degrees multiply to the GPUs only with it);
 schedules (1F1B, interleaved, zero bubble, DualPipe) with uneven layer splits; sharding,
@@ -862,9 +902,10 @@ speed) takes 1 / `eager_efficiency` as long. The constant is fitted on torchtita
 same software stack, without torch.compile or Float8, with every other constant held at its value
 above; runs whose recomputation parc cannot state exactly (torchtitan's op-level selective
 policy, a fact each such row states) are shown but not fitted, and no row is left out for its
-error. The two H100 runs state a 500 W power cap: they are predicted on a derated peak (the
-clock, and with it the peak, as (cap / TDP)^(1/3): 884 of 989 TFLOP/s; `EagerRun.power_cap_w`),
-not excluded for it; they use the op-level policy, so they are not fitted either. One A100 fit
+error. The H100 runs state a 500 W power cap and HBM2e at 2.4 TB/s: their specs say so
+(`hardware { power-limit 500 W, hbm-bandwidth 2.4 TB/s }`), and the compiler derates the peak
+(the clock, and with it the peak, as (cap / TDP)^(1/3): 884 of 989 TFLOP/s; `parc.power`), not
+excluded for it; they use the op-level policy, so they are not fitted either. One A100 fit
 serves every generation. "other network": the A100 cluster's network is unpublished;
 the same run predicted on 4 x 100 Gb/s instead of 8 x 200 Gb/s per node. The last four rows, torchtitan's
 context-parallel table (Llama 3.1 8B on one H100 node, 32K to 256K tokens, cp 1 to 8, with

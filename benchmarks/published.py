@@ -180,7 +180,38 @@ def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str
     per_node = _int(hw.get("gpus_per_node"), "gpus_per_node") or g["gpus_per_node"]
     network = network_of(hw, per_node, g, notes)
     gpu = f"gpu {key}" + (f" {{ {', '.join(overrides)} }}" if overrides else "")
-    return f"hardware {{ {gpu}, network {network} }}", key, per_node, float(peak)
+    limits = "".join(f", {line}" for line in power_and_memory(hw, notes))
+    return f"hardware {{ {gpu}, network {network}{limits} }}", key, per_node, float(peak)
+
+
+POWER = r"(\d+(?:\.\d+)?)\s*W\b"
+"""A power figure in watts ("500 W", "500W"), which a hardware note states as a limit or cap."""
+
+
+def power_and_memory(hw: dict, notes: list[str]) -> list[str]:
+    """The spec's `power-limit` and `hbm-bandwidth` lines from a row's hardware: the optional
+    fields `power_limit_w` and `hbm_bandwidth_tbps`, else a note's "500 W power cap" / "power
+    limit 500W" and "HBM2e (2.4 TB/s)" / "2.4 TB/s HBM" (the compiler derates the peak,
+    `parc.power`; bytes per second, never bits, for memory)."""
+    out = []
+    text = " ".join(str(hw.get(k) or "") for k in ("note", "network"))
+    watts = hw.get("power_limit_w")
+    if not isinstance(watts, (int, float)) or watts <= 0:
+        found = (re.search(POWER + r"[\w\s-]{0,20}?\b(?:power|cap|limit)", text, flags=re.I)
+                 or re.search(r"\b(?:power\s+(?:cap|limit)|capped)\D{0,20}?" + POWER, text, flags=re.I))
+        watts = float(found.group(1)) if found else None
+    if watts:
+        out.append(f"power-limit {watts:g} W")
+        notes.append(f"power limit {watts:g} W stated: the peak is derated by the compiler")
+    tbps = hw.get("hbm_bandwidth_tbps")
+    if not isinstance(tbps, (int, float)) or tbps <= 0:
+        found = (re.search(r"\bHBM[\w\s(,-]{0,12}?(\d+(?:\.\d+)?)\s*TB/s", text)
+                 or re.search(r"(\d+(?:\.\d+)?)\s*TB/s\)?\s*(?:of\s+)?HBM", text))
+        tbps = float(found.group(1)) if found else None
+    if tbps:
+        out.append(f"hbm-bandwidth {tbps:g} TB/s")
+        notes.append(f"HBM bandwidth {tbps:g} TB/s stated")
+    return out
 
 
 RATE = (r"(\d+(?:\.\d+)?)\s*(?:([GT])(?:(b/s|bps|bit/s|bits?|b)|(B/s|Bps|[Bb]ytes?/s))(?![A-Za-z])"

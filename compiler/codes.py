@@ -150,7 +150,7 @@ first definition.
 register("E0205", "missing or wrong unit", """
 Quantities carry units, written after the number with a space. Bytes: B, KB, MB, GB, TB, KiB,
 MiB, GiB, TiB. Bandwidth: Mb/s, Gb/s, Tb/s (bits) and MB/s, GB/s, TB/s (bytes). Compute:
-GFLOP/s, TFLOP/s, PFLOP/s. Batch sizes count sequences unless followed by `tokens`.
+GFLOP/s, TFLOP/s, PFLOP/s. Power: W, kW. Batch sizes count sequences unless followed by `tokens`.
 
     hbm 80 GB
     network 8 x 400 Gb/s
@@ -537,6 +537,20 @@ group than the runtime does, so parc's predictions would describe another job. W
 in the runtime's order, e.g. `tp 8 x cp 2 x dp 4 x pp 2`.
 """)
 
+register("E0370", "a power limit parc cannot derate", """
+`hardware { power-limit 500 W }` runs every GPU under that power limit (`nvidia-smi -pl`). At
+its limit a GPU lowers its clock until its power fits; near the top of its voltage-frequency
+curve power goes as the cube of the clock, so the clock, and the dense peak every prediction is
+built on, fall as (limit / board power)^(1/3) (docs/time-model.md). Two limits cannot be
+modelled so: one on a GPU defined in the spec, whose board power parc does not know (write the
+peak it sustains instead, `gpu my-gpu { bf16 700 TFLOP/s ... }`), and one below a quarter of
+the board power, below what the drivers accept and where the law no longer holds.
+
+    hardware {
+      gpu h100-sxm
+      power-limit 500 W
+    }
+""")
 
 # ---------------------------------------------------------------------------------------------
 # Memory (compiler/memory.py and its check): E04xx, W04xx. Add new codes below this line.

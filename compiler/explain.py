@@ -224,7 +224,9 @@ def time_text(report: dict, compilation: Compilation, style: Style) -> list[str]
                  f"{rate['tokens_per_second']:,.0f} tokens/s ({rate['tokens_per_second_per_gpu']:,.0f} per GPU)")
     lines.append(f"{_flops(rate['model_tflops_per_gpu'])} model TFLOP/s per GPU, MFU {percent(rate['mfu'])}; "
                  f"{_flops(rate['hardware_tflops_per_gpu'])} hardware TFLOP/s, HFU {percent(rate['hfu'])} "
-                 f"(peak {_flops(rate['peak_tflops_per_gpu'])})")
+                 f"(peak {_flops(rate['peak_tflops_per_gpu'])}"
+                 + (f"; {_flops(rate['sustained_peak_tflops_per_gpu'])} under the power limit"
+                    if "sustained_peak_tflops_per_gpu" in rate else "") + ")")
     return lines
 
 

@@ -84,6 +84,19 @@ class Collective:
     def sent_per_step(self) -> float:
         return self.count * self.sent
 
+    @property
+    def hbm_bytes(self) -> float:
+        """HBM bytes one call moves on this rank: it reads its input buffer and writes its output
+        once (an all-gather reads its shard and writes the gathered tensor, a reduce-scatter the
+        reverse; an all-reduce and an all-to-all read and write the whole tensor; a send is read
+        by its sender and written by its receiver, which in a ring is this rank too)."""
+        n, s = self.size, self.payload
+        if n <= 1 or s <= 0:
+            return 0.0
+        if self.kind in ("all_gather", "reduce_scatter"):
+            return s + s / n
+        return 2 * s
+
     def link_bytes(self) -> tuple[float, float]:
         """(intra, nic) bytes this rank's GPU carries per call, by the rules of the module doc."""
         n, k, s = self.size, min(self.local, self.size), self.payload
@@ -114,16 +127,19 @@ def merged(records: list[Collective] | tuple[Collective, ...]) -> tuple[Collecti
     return tuple(out.values())
 
 
-OPS = ("gemm", "attention", "memory")
+OPS = ("gemm", "attention", "memory", "optimizer")
 """Compute op kinds: matrix products (GEMMs), the attention core (flash: the causal half),
-memory-bound kernels (norms, activations, residuals, RoPE, softmax, casts, the loss)."""
+memory-bound kernels (norms, activations, residuals, RoPE, softmax, casts, the embedding, the
+loss), the optimizer step (bytes only)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Compute:
     """One kind of computation one rank does in one step: FLOPs of the forward, the backward
     (input and weight gradients) and the recomputation, and the HBM bytes of memory-bound
-    kernels (forward plus backward plus recomputation). FLOPs are those the runtime executes:
+    kernels (forward plus backward plus recomputation). `hbm_bytes` is every byte the op kind
+    reads and writes in HBM over the step, forward, backward and recomputation (`hbm.py`,
+    GEMM operands and attention IO included). FLOPs are those the runtime executes:
     GEMMs as shaped on this rank (tp shards, routed tokens), attention with the causal half
     skipped; memory-bound kernels carry bytes, not FLOPs."""
 
@@ -152,8 +168,15 @@ class Ledger:
         """FLOPs per step on this rank, of one op kind or of all."""
         return sum(x.flops for x in self.compute if op is None or x.op == op)
 
-    def hbm_bytes(self) -> float:
-        return sum(x.hbm_bytes for x in self.compute)
+    def hbm_bytes(self, op: str | None = None) -> float:
+        """HBM bytes per step on this rank: of one compute op kind, of the collectives'
+        buffers (`"collectives"`), or of everything (the HBM bound's numerator)."""
+        out = 0.0
+        if op is None or op == "collectives":
+            out += sum(c.count * c.hbm_bytes for c in self.collectives)
+        if op != "collectives":
+            out += sum(x.hbm_bytes for x in self.compute if op is None or x.op == op)
+        return out
 
     def link_bytes(self, axis: str | None = None) -> tuple[float, float]:
         """(intra, nic) bytes per step, of one axis or of all."""

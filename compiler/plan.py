@@ -164,6 +164,11 @@ class Cluster(Sourced):
     """Dollars per GPU-hour (the spec's `price`, else the catalogue's list price); None if unknown."""
     price_source: str | None = None
     """Where `price` comes from: "spec", or the catalogue entry's source and date."""
+    power_limit: float | None = None
+    """Each GPU's power limit (W), the spec's `power-limit`; None: the board's own. The time
+    model derates the peak by `power.clock_fraction`."""
+    hbm_bandwidth: float | None = None
+    """HBM bytes/s of one GPU, the spec's `hbm-bandwidth`; None: the catalogue's datasheet figure."""
 
 
 class Axis(Sourced):

@@ -469,10 +469,40 @@ class _Resolver:
         price = hw.settings.get("price") if hw else None
         if price is not None:
             spans["price"] = price.span
+        limit = self.power_limit(hw, gpu, spans)
+        memory = hw.settings.get("hbm_bandwidth") if hw else None
+        if memory is not None:
+            spans["hbm_bandwidth"] = memory.span
         return Cluster(gpu=gpu, gpus_per_node=gpus_per_node, link=link, domain_size=domain, intra_bandwidth=intra,
                        network=network, world_size=world, nodes=nodes, spans=spans,
                        price=price.value if price else defaults.get("price"),
-                       price_source="spec" if price else defaults.get("price_source"))
+                       price_source="spec" if price else defaults.get("price_source"),
+                       power_limit=limit, hbm_bandwidth=memory.value if memory is not None else None)
+
+    def power_limit(self, hw, gpu: Gpu, spans: dict) -> float | None:
+        """The spec's `power-limit`, when the derating law applies to it (`power.py`): the GPU's
+        board power must be known and the limit at least `LOWEST_SHARE` of it (E0370)."""
+        from . import power
+
+        stated = hw.settings.get("power_limit") if hw else None
+        if stated is None:
+            return None
+        board = power.BOARD_POWER.get(gpu.name)
+        if board is None:
+            known = ", ".join(sorted(power.BOARD_POWER))
+            self.err("E0370", f"parc does not know the board power of `{gpu.name}`", stated.span,
+                     label="no board power to derate from",
+                     help=f"a power limit applies to a catalogue GPU ({known}); for your own GPU, "
+                          f"write the peak it sustains: `gpu {gpu.name} {{ bf16 ... TFLOP/s }}`")
+            return None
+        if stated.value < power.LOWEST_SHARE * board:
+            self.err("E0370", f"a {stated.value:g} W limit is below what a {board:g} W `{gpu.name}` accepts",
+                     stated.span, label="too low to model",
+                     help=f"write a limit of at least {power.LOWEST_SHARE * board:g} W, e.g. "
+                          f"`power-limit {0.7 * board:g} W`")
+            return None
+        spans["power_limit"] = stated.span
+        return stated.value
 
     def cluster_holes(self) -> tuple[Hole, ...]:
         """`nodes ?`, `gpus ?`, `gpu ?`: holes only `parc search` fills (compiler/search/cluster.py)."""

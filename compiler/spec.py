@@ -281,6 +281,10 @@ HARDWARE_KEYS = (
     Key("network", "network", "scale-out NICs per node x bandwidth of one NIC", "network 8 x 400 Gb/s"),
     Key("price", "price", "price of one GPU-hour, for the training budget's cost (overrides the catalogue's)",
         "price 2.50 $/gpu-hour"),
+    Key("power-limit", "power", "each GPU's power limit (`nvidia-smi -pl`): the peak falls as "
+        "(limit / board power)^(1/3)", "power-limit 500 W"),
+    Key("hbm-bandwidth", "bandwidth", "HBM bandwidth of one GPU (overrides the catalogue's: a part "
+        "with slower memory)", "hbm-bandwidth 2.4 TB/s"),
 )
 
 TRAIN_KEYS = (
@@ -385,7 +389,7 @@ _MISPLACED = {
     "micro-batch": "train", "global-batch": "train", "seq": "train", "recompute": "train",
     "precision": "train", "optimizer": "train", "schedule": "pp", "virtual-stages": "pp",
     "sequence-parallel": "tp", "sharding": "dp", "gpu": "hardware", "nodes": "hardware",
-    "network": "hardware", "layers": "model", "hidden": "model", "heads": "model",
+    "network": "hardware", "power-limit": "hardware", "hbm-bandwidth": "hardware", "layers": "model", "hidden": "model", "heads": "model",
     "flavour": "cp", "image": "launch",
 }
 
@@ -933,6 +937,10 @@ def _parse_flops(key, values, setting, diags):
     return _quantity(key, values, diags, "flops")
 
 
+def _parse_power(key, values, setting, diags):
+    return _quantity(key, values, diags, "power")
+
+
 def _unquote(text: str) -> str:
     body = text[1:-1]
     return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m[1], m[1]), body)
@@ -1294,6 +1302,7 @@ _PARSERS: dict[str, Callable] = {
     "bytes": _parse_bytes,
     "bandwidth": _parse_bandwidth,
     "flops": _parse_flops,
+    "power": _parse_power,
     "string": _parse_string,
     "env": _parse_env,
     "list": _parse_list,
@@ -1320,6 +1329,7 @@ _VALUE_WORDS = {
     "bytes": "bytes: `80 GB`, `96 GiB`",
     "bandwidth": "bandwidth: `450 GB/s`, `400 Gb/s`",
     "flops": "compute: `989 TFLOP/s`",
+    "power": "watts: `500 W`, `1.2 kW`",
     "string": "string or name",
     "env": 'NAME "value"',
     "list": "`[n, n, ...]`",

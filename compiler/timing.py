@@ -40,7 +40,7 @@ import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from . import flops, kernels as kernel_model
+from . import flops, hbm, kernels as kernel_model
 from .calibration import DEFAULT, Constants
 from .frozen import hash_once
 from .ledger import Bounds, Collective, Compute, Ledger, merged
@@ -163,10 +163,17 @@ class Hardware:
 
 
 def hardware_of(plan: Plan) -> Hardware:
+    """The plan's GPU and links as numbers: the spec's `hbm-bandwidth` over the datasheet's, the
+    dense peaks derated under the spec's `power-limit` (`power.clock_fraction`)."""
+    from .power import BOARD_POWER, clock_fraction
+
     cluster, gpu = plan.cluster, plan.cluster.gpu
-    hbm = HBM_BANDWIDTH.get(gpu.name) or HBM_BY_GENERATION.get(gpu.generation, 3.35e12)
+    hbm = (cluster.hbm_bandwidth or HBM_BANDWIDTH.get(gpu.name)
+           or HBM_BY_GENERATION.get(gpu.generation, 3.35e12))
+    clock = clock_fraction(cluster.power_limit, BOARD_POWER.get(gpu.name))
     return Hardware(
-        generation=gpu.generation, bf16=gpu.bf16_flops, fp8=gpu.fp8_flops, hbm=hbm,
+        generation=gpu.generation, bf16=gpu.bf16_flops * clock,
+        fp8=gpu.fp8_flops * clock if gpu.fp8_flops else gpu.fp8_flops, hbm=hbm,
         intra=cluster.intra_bandwidth, nic=cluster.network.node_bandwidth / cluster.gpus_per_node,
         level=max(cluster.domain_size, cluster.gpus_per_node),
         sms=gpu.sms or SMS_BY_GENERATION.get(gpu.generation, 132))
@@ -1413,12 +1420,26 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Co
     forward (input and weight gradients); the flash attention backward `FLASH_BACKWARD` times its
     forward (it recomputes the scores: five products to the forward's two), unfused twice;
     recomputation as `_piece` charges it (full: the forward again; parc's selective policy: the
-    attention output projection; Megatron-LM's: the attention core)."""
+    attention output projection; Megatron-LM's: the attention core). Each record carries its
+    HBM bytes (`hbm.py`), and a fourth, `optimizer`, the optimizer step's."""
     m = k.microbatches
     gemm = [0.0, 0.0, 0.0]
     core = [0.0, 0.0, 0.0]
+    moved = {"gemm": 0.0, "attention": 0.0, "memory": 0.0}
     back = FLASH_BACKWARD if sw.attention == "flash" else 2.0
     for moe, mode, count in load.pieces:
+        piece = hbm.layer_bytes(shape, moe, k.tp, k.sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
+                                gemm_precision(k.precision, sw), sw.attention, sw.kernels)
+        moved["gemm"] += count * (piece.gemm_f + piece.gemm_b)
+        moved["attention"] += count * (piece.attention_f + piece.attention_b)
+        moved["memory"] += count * (piece.memory_f + piece.memory_b)
+        again = hbm.recomputed(piece, mode, sw.selective)
+        if mode == "full":
+            moved["gemm"] += count * piece.gemm_f
+            moved["attention"] += count * piece.attention_f
+            moved["memory"] += count * piece.memory_f
+        elif mode == "selective":
+            moved["attention" if sw.selective == "attention-core" else "memory"] += count * again
         g, a, wo, _ = piece_flops(shape, moe, k.tp, k.cp, k.seq, k.micro_batch, 0, sw.attention)
         gemm[0] += count * g
         gemm[1] += count * 2 * g
@@ -1432,12 +1453,20 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Co
         elif mode == "selective":
             gemm[2] += count * wo
     if load.output:
-        g = piece_flops(shape, False, k.tp, k.cp, k.seq, k.micro_batch, padded_vocab(shape.vocab, k.tp, k.runtime),
-                        sw.attention)[0]
+        vocab = padded_vocab(shape.vocab, k.tp, k.runtime)
+        g = piece_flops(shape, False, k.tp, k.cp, k.seq, k.micro_batch, vocab, sw.attention)[0]
         gemm[0] += g
         gemm[1] += 2 * g
-    return (Compute("gemm", m * gemm[0], m * gemm[1], m * gemm[2]),
-            Compute("attention", m * core[0], m * core[1], m * core[2]))
+        out = hbm.output_bytes(shape, k.tp, k.sp, k.cp, k.seq, k.micro_batch, vocab, sw.kernels)
+        moved["gemm"] += out.gemm_f + out.gemm_b
+        moved["memory"] += out.memory_f + out.memory_b
+    if load.embedding:
+        moved["memory"] += hbm.embedding_bytes(shape, k.tp, k.cp, k.seq, k.micro_batch).total
+    updated = load.params_dense / k.dense_shard_group + load.params_expert / k.expert_shard_group
+    return (Compute("gemm", m * gemm[0], m * gemm[1], m * gemm[2], m * moved["gemm"]),
+            Compute("attention", m * core[0], m * core[1], m * core[2], m * moved["attention"]),
+            Compute("memory", hbm_bytes=m * moved["memory"]),
+            Compute("optimizer", hbm_bytes=OPTIMIZER_BYTES.get(k.optimizer, 34) * updated))
 
 
 def link_bounds(ledger: Ledger, hw: Hardware, c: Constants) -> Bounds:
@@ -1558,7 +1587,10 @@ class Prediction:
     model_flops_per_token: float
     hardware_flops_per_token: float
     peak: float
-    """Dense peak FLOP/s per GPU that MFU and HFU divide by (the fp8 peak under fp8 training)."""
+    """Dense peak FLOP/s per GPU that MFU and HFU divide by (the fp8 peak under fp8 training; the
+    datasheet's, whatever the power limit)."""
+    sustained: float = 0.0
+    """The peak the GPU sustains under the spec's power limit (`power.clock_fraction`); 0: none."""
 
     @property
     def step_seconds(self) -> float:
@@ -1614,7 +1646,8 @@ class Prediction:
             "mfu": _r(self.mfu),
             "hfu": _r(self.hfu),
             "peak_tflops_per_gpu": _r(self.peak / 1e12),
-        }
+        } | ({"sustained_peak_tflops_per_gpu": _r(self.sustained / 1e12)}
+             if 0 < self.sustained < self.peak else {})
 
 
 def _r(x: float) -> float:
@@ -1645,10 +1678,19 @@ def predict(plan: Plan, constants: Constants = DEFAULT, sw: Software | None = No
         tokens_per_step=plan.training.tokens_per_step,
         model_flops_per_token=flops.model_flops_per_token(shape, knobs.seq),
         hardware_flops_per_token=hardware_flops_per_token(shape, knobs, sw),
-        peak=matmul_peak(hw, knobs.precision))
+        peak=datasheet_peak(plan, knobs.precision), sustained=matmul_peak(hw, knobs.precision))
+
+
+def datasheet_peak(plan: Plan, precision: str) -> float:
+    """The dense peak MFU and HFU divide by: the datasheet's, not a power limit's derated one
+    (a run under a limit pays for it in MFU, as published MFUs count)."""
+    gpu = plan.cluster.gpu
+    return gpu.fp8_flops if precision == "fp8" and gpu.fp8_flops else gpu.bf16_flops
 
 
 def clear_caches() -> None:
     for cached in (geometry, link, layer_work, embedding_work, output_work, exposed, rank_loads, _piece,
                    _rank_times, _dp_ledger, _dp_exposed, piece_flops):
+        cached.cache_clear()
+    for cached in (hbm.layer_bytes, hbm.embedding_bytes, hbm.output_bytes):
         cached.cache_clear()

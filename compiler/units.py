@@ -23,13 +23,16 @@ FLOPS: dict[str, float] = {
     "GFLOPS": 1e9, "TFLOPS": 1e12, "PFLOPS": 1e15,
 }
 
+POWER: dict[str, float] = {"W": 1.0, "kW": 1e3}
+"""Watts: a GPU's power limit (`power-limit 500 W`)."""
+
 BATCH: dict[str, str] = {
     "seqs": "sequences", "sequences": "sequences", "samples": "sequences", "tokens": "tokens",
 }
 
-KINDS: dict[str, dict] = {"bytes": BYTES, "bandwidth": BANDWIDTH, "flops": FLOPS}
+KINDS: dict[str, dict] = {"bytes": BYTES, "bandwidth": BANDWIDTH, "flops": FLOPS, "power": POWER}
 
-EXAMPLES = {"bytes": "80 GB", "bandwidth": "400 Gb/s", "flops": "989 TFLOP/s"}
+EXAMPLES = {"bytes": "80 GB", "bandwidth": "400 Gb/s", "flops": "989 TFLOP/s", "power": "500 W"}
 
 
 def unit_kind(unit: str) -> str | None:

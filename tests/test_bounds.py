@@ -6,8 +6,11 @@ model's own bundles):
 
 - step >= FLOPs / peak: MFU and HFU never exceed 1, and every rank's step is at least its
   ledger's FLOPs (`Ledger.flops`, GEMMs and attention as the rank executes them) over the peak;
-- step >= HBM traffic / bandwidth: each micro-batch reads every bf16 weight a rank holds at least
-  twice (forward, and backward for the input gradients);
+- step >= HBM traffic / bandwidth: the ledger's HBM bytes (`Ledger.hbm_bytes`: GEMM operands,
+  attention IO, memory-bound kernels, the loss, recomputation, the optimizer step, the
+  collectives' buffers; `parc/hbm.py`) over the datasheet's bandwidth, and, independently of the
+  ledger, each micro-batch reads every bf16 weight a rank holds at least twice (forward, and
+  backward for the input gradients);
 - step >= bytes over each link class / its bandwidth: the ledger's NVLink (or PCIe) bytes and its
   NIC bytes per GPU (the node's NIC bandwidth over its GPUs).
 
@@ -41,11 +44,19 @@ def _plan(text: str):
     return compiled.plan
 
 
+BOARD_WATTS = {"h100-sxm": 700, "a100-80gb": 400}
+"""Datasheet board power of the GPUs the random layouts draw, for their power limits."""
+
+
 def _datasheet(plan) -> tuple[float, float, float, float]:
-    """(peak FLOP/s, HBM bytes/s, intra-node bytes/s, NIC bytes/s per GPU) of the plan's cluster."""
+    """(peak FLOP/s, HBM bytes/s, intra-node bytes/s, NIC bytes/s per GPU) of the plan's cluster:
+    under a power limit the clock, and the peak, fall as (limit / board power)^(1/3)."""
     cluster, gpu = plan.cluster, plan.cluster.gpu
-    hbm = timing.HBM_BANDWIDTH.get(gpu.name) or timing.HBM_BY_GENERATION[gpu.generation]
-    peak = max(gpu.bf16_flops, gpu.fp8_flops or 0.0)
+    hbm = cluster.hbm_bandwidth or timing.HBM_BANDWIDTH.get(gpu.name) or timing.HBM_BY_GENERATION[gpu.generation]
+    clock = 1.0
+    if cluster.power_limit:
+        clock = min(1.0, cluster.power_limit / BOARD_WATTS[gpu.name]) ** (1 / 3)
+    peak = max(gpu.bf16_flops, gpu.fp8_flops or 0.0) * clock
     return peak, hbm, cluster.intra_bandwidth, cluster.network.node_bandwidth / cluster.gpus_per_node
 
 
@@ -56,7 +67,7 @@ def assert_within_physics(plan) -> timing.Prediction:
     step = prediction.step_seconds
     peak, hbm, intra, nic = _datasheet(plan)
     assert prediction.mfu <= 1.0 and prediction.hfu <= 1.0
-    assert prediction.hardware_flops_per_gpu * step / peak <= step * (1 + 1e-9)
+    assert prediction.hardware_flops_per_gpu * step / peak <= step * (1 + 1e-9)  # HFU at the derated peak
     shape, knobs = shape_of(plan), knobs_of(plan, "torch")
     hw = timing.hardware_of(plan)
     geo = timing.geometry_of(plan, hw)
@@ -65,6 +76,9 @@ def assert_within_physics(plan) -> timing.Prediction:
     for rank in steps.values():
         held = rank.times.params_dense + rank.times.params_expert
         assert step >= knobs.microbatches * 2 * 2 * held / hbm
+        moved = rank.ledger.hbm_bytes()
+        assert moved >= knobs.microbatches * 2 * 2 * held  # the ledger counts at least the weights
+        assert step >= moved / hbm * (1 - 1e-9)
         assert rank.ledger.flops() > 0
         assert step >= rank.ledger.flops() / peak * (1 - 1e-9)
         intra_bytes, nic_bytes = rank.ledger.link_bytes()
@@ -341,6 +355,8 @@ def layouts(draw):
     gpu = draw(st.sampled_from(["a100-80gb", "h100-sxm"]))
     recompute = draw(st.sampled_from(["full", "selective", "none"]))
     link = draw(st.sampled_from(["nvlink", "pcie"]))
+    limits = draw(st.sampled_from(["", "power-limit 300 W", "hbm-bandwidth 1.2 TB/s",
+                                   "power-limit 350 W, hbm-bandwidth 2.4 TB/s"]))
     text = f"""job r
 {layout} on nodes({gpus_per_node} gpus, {link})
 model {model}
@@ -348,6 +364,7 @@ hardware {{
   gpu {gpu}
   nodes {nodes}
   network {nics} x {rate} Gb/s
+  {limits}
 }}
 train {{
   seq {seq}
@@ -412,7 +429,7 @@ def _open_every_hole(text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.long
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["llama3-70b-search", "llama3-405b", "gpt3-175b", "llama3-405b-128k"])
 def test_the_search_winner_of_each_shipped_spec_stays_within_physics(name):
     from parc.search import search

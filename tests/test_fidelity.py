@@ -26,6 +26,18 @@ def fidelity():
     sys.modules["fidelity"] = module  # its dataclasses resolve their module by name
     spec.loader.exec_module(module)
     assert module.PUBLISHED.exists(), "benchmarks/data/published.yaml is needed"
+    # the leave-one-source-out fits depend on the rows alone (each fit starts from fixed values,
+    # not from the stored constants): the document's table and the out-of-sample test share them
+    fits: dict[tuple, list] = {}
+    refit = module.held_out_errors
+
+    def held_out_errors(rows, prepared):
+        key = tuple((r.id, r.spec, r.fitted) for r in rows)
+        if key not in fits:
+            fits[key] = refit(rows, prepared)
+        return fits[key]
+
+    module.held_out_errors = held_out_errors
     return module
 
 
@@ -97,10 +109,12 @@ def test_accuracy_on_the_published_runs(fidelity, rows):
     assert max(fitted) <= 0.25
 
 
-@pytest.mark.long
+@pytest.mark.slow
 def test_each_source_is_predicted_by_a_fit_without_it(fidelity, rows):
-    """Out of sample: the constants fitted without a source predict its runs with median |error|
-    under 8 % and none beyond 15 % (the issue's targets for held-out runs: 8 % and 20 %)."""
+    """Out of sample, the measure of the fit (in the default run: the in-sample test above is only
+    a sanity check): the constants fitted without a source predict its runs with median |error|
+    under 8 % and none beyond 15 % (the issue's targets for held-out runs: 8 % and 20 %). Slow:
+    two refits, shared with the document's table (`fidelity` fixture)."""
     evaluated, _, prepared = rows
     held = fidelity.held_out_errors(evaluated, prepared)
     assert len(held) == len(fidelity.HELD_OUT_GROUPS) >= 2

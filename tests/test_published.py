@@ -322,3 +322,31 @@ def test_unstated_recomputation_is_the_least_that_fits(cases):
     assert fits(f"full {n}") and not fits(f"full {n - 1}") and not fits("selective") and not fits("none")
     stated = cases[0]["gb200_llama405b_bridge"].row  # "recompute: full" is kept as written
     assert "recompute full\n" in stated.spec
+
+
+@pytest.mark.parametrize("hardware, lines", [
+    ({"note": "Grand Teton, 500W power cap, HBM2e (2.4 TB/s)"}, ["power-limit 500 W", "hbm-bandwidth 2.4 TB/s"]),
+    ({"note": "8x400Gb/s, power limit 450 W"}, ["power-limit 450 W"]),
+    ({"note": "GPUs capped at 600 W"}, ["power-limit 600 W"]),
+    ({"note": "2.4 TB/s HBM"}, ["hbm-bandwidth 2.4 TB/s"]),
+    ({"power_limit_w": 500, "hbm_bandwidth_tbps": 2.4}, ["power-limit 500 W", "hbm-bandwidth 2.4 TB/s"]),
+    ({"note": "Selene DGX A100, 8x200Gb/s HDR IB per node"}, []),
+    ({"note": "NVLink 900 GB/s, IB 8x50 GB/s per node"}, []),  # bandwidth, but not memory's
+])
+def test_power_limits_and_hbm_bandwidth_reach_the_spec(published, hardware, lines):
+    """A row that states a power cap or its HBM bandwidth (fields, or words of its note) says so
+    in its spec's hardware block, which the compiler derates (parc.power): no benchmark-side
+    correction. The block compiles."""
+    from parc.pipeline import compile_text
+
+    notes = []
+    assert published.power_and_memory(hardware, notes) == lines
+    assert len(notes) == len(lines)
+    block, _, _, _ = published.hardware_block({"gpu": "H100 SXM", "num_gpus": 8, **hardware}, "bf16", [])
+    for line in lines:
+        assert line in block
+    text = f"job r\ndp 8 on nodes(8 gpus, nvlink)\nmodel llama3-8b\n{block}\ntrain {{ seq 8192, global-batch 8 }}\n"
+    plan = compile_text(text, path="r.par", checks=False).plan
+    assert plan is not None
+    assert (plan.cluster.power_limit is not None) == any(x.startswith("power-limit") for x in lines)
+    assert (plan.cluster.hbm_bandwidth is not None) == any(x.startswith("hbm-bandwidth") for x in lines)

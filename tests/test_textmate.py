@@ -24,13 +24,13 @@ from pathlib import Path
 import pytest
 from parc.source import SourceFile
 from parc.syntax import Atom, Body, LayoutLine, Setting, parse
-from parc.units import BANDWIDTH, BATCH, BYTES, DURATIONS, FLOPS
+from parc.units import BANDWIDTH, BATCH, BYTES, DURATIONS, FLOPS, POWER
 
 from .conftest import ROOT
 
 EDITOR = ROOT / "editors" / "textmate"
 GRAMMAR = EDITOR / "par.tmLanguage.json"
-UNITS = set(BYTES) | set(BANDWIDTH) | set(FLOPS) | set(BATCH) | {u for u in DURATIONS if len(u) > 1}
+UNITS = set(BYTES) | set(BANDWIDTH) | set(FLOPS) | set(POWER) | set(BATCH) | {u for u in DURATIONS if len(u) > 1}
 AXES = {"tp", "pp", "dp", "cp", "ep"}
 
 AXIS = "entity.name.type.axis.par"

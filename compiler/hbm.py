@@ -1,0 +1,258 @@
+"""HBM bytes of every op one rank runs in one step: the third resource of the physical bounds.
+
+Why a ledger of bytes and not only of seconds: a GPU cannot finish a step faster than its HBM
+moves the step's bytes (`step >= HBM bytes / bandwidth`, issue 14 point 1). The time model
+charges memory-bound kernels by their bytes and GEMMs by FLOPs at an efficiency that falls with
+arithmetic intensity; the bound has to hold whatever those fitted figures are, so the bytes are
+counted here from the shapes alone, op by op, and `Ledger.hbm_bytes` reduces them.
+
+What one layer moves on one rank for one micro-batch (n = seq x micro / cp tokens, q and kv the
+rank's query and key/value widths, f its FFN shard, e the GEMM element: 2 bytes, or 1 for the
+inputs of an fp8 GEMM):
+
+- **GEMMs** (`gemm_bytes`): each (m x k) @ (k x n) product reads A and B and writes C:
+  e (mk + kn + mn). Its backward is two products of the same three shapes: the input gradient
+  reads dC and B and writes dA, the weight gradient reads A and dC and writes dB. Biases,
+  gradient accumulation into an existing buffer and the GEMM's own tile re-reads are not counted
+  (the count is a floor: what any kernel must read and write at least once).
+- **Attention** (flash kernels, `attention_bytes`): O(seq x head dim), never the scores. Forward
+  reads Q, K, V and writes O and the log-sum-exp (fp32, one per query and head); backward reads
+  Q, K, V, O, dO and the log-sum-exp and writes dQ, dK, dV, after a pre-pass that reads O and dO
+  and writes their row sums (fp32). Ring context parallelism runs cp kernels each way: the
+  diagonal step over the rank's own block, the others (zig-zag halves) over 3/4 of it on average
+  (one query half against both key halves, or both query halves against one key half). The
+  unfused kernel of Megatron-LM before 2022 writes and reads the s x s scores through its two
+  batched products.
+- **Memory-bound kernels**: the same element counts the time model charges (norms, residuals,
+  activations, RoPE, eager PyTorch's op-by-op extras, fp8 casts, the unfused softmax, ring
+  attention's merges and fp32 dK/dV accumulation), forward 2 bytes an element, backward twice.
+- **The loss** (`timing.cross_entropy_bytes` per logit), the embedding lookup (read the rows,
+  write the activation; backward: an fp32 scatter-add into the table's gradient).
+- **Recomputation**: full recomputation moves the forward's bytes again; parc's selective policy
+  its elementwise kernels and the attention output projection; Megatron-LM's the attention core.
+- **The optimizer step**: `timing.OPTIMIZER_BYTES` per parameter the rank updates.
+- **Collectives** (`ledger.Collective.hbm_bytes`): each call reads its input buffer and writes
+  its output buffer once.
+
+Routed experts are counted at balanced routing (the mean rank's load, as the FLOP ledger): the
+busiest rank moves more, so the bound stays a bound.
+
+Checked against: a Llama 3 8B layer counted kernel by kernel by hand (tests/test_hbm.py); the
+bytes the running generated model hands to every matrix product and to its attention kernels,
+recorded with a `TorchDispatchMode` (tests/e2e/test_hbm_ledger.py, dense and MoE); and the step
+time, which never undercuts bytes / bandwidth (tests/test_bounds.py). Not checked by a recording:
+ring attention's per-step IO (the 3/4 zig-zag average) and the collectives' buffer IO.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .memory.inputs import Shape
+from .memory.parameters import kv_split
+
+LSE = 4
+"""Bytes of the log-sum-exp a flash kernel keeps per query and head (fp32)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PieceBytes:
+    """HBM bytes of one piece (a layer, the embedding, the output layer) for one micro-batch on one
+    rank, by op kind and direction; `recompute_*` are what each recomputation mode moves again."""
+
+    gemm_f: float = 0.0
+    gemm_b: float = 0.0
+    attention_f: float = 0.0
+    attention_b: float = 0.0
+    memory_f: float = 0.0
+    memory_b: float = 0.0
+    selective_elementwise: float = 0.0
+    """parc's selective policy: its elementwise kernels and the attention output projection."""
+    selective_core: float = 0.0
+    """Megatron-LM's selective recomputation: the attention core's forward."""
+
+    @property
+    def forward(self) -> float:
+        return self.gemm_f + self.attention_f + self.memory_f
+
+    @property
+    def backward(self) -> float:
+        return self.gemm_b + self.attention_b + self.memory_b
+
+    @property
+    def total(self) -> float:
+        return self.forward + self.backward
+
+
+def gemm_bytes(m: float, k: float, n: float, element_in: float = 2, element_out: float = 2) -> tuple[float, float]:
+    """(forward, backward) HBM bytes of an (m x k) @ (k x n) product: the forward reads A and B
+    and writes C; the backward's input gradient reads dC and B and writes dA, its weight gradient
+    reads A and dC and writes dB (the outputs in the compute dtype, the inputs in the GEMM's)."""
+    forward = element_in * (m * k + k * n) + element_out * m * n
+    backward = element_in * (m * n + k * n) + element_out * m * k + element_in * (m * k + m * n) + element_out * k * n
+    return forward, backward
+
+
+def _gemms(shape: Shape, moe: bool, tp: int, ep: int, n: float, kernels: str) -> list[tuple[float, float, float, float]]:
+    """(count, m, k, n) of one layer's forward GEMMs on one rank, as the runtime launches them:
+    eager PyTorch (parc's job, torchtitan) has a linear layer per projection, so Q, K and V are
+    three products that each read the input, and SwiGLU's gate and up are two; fused runtimes
+    (Megatron-LM) run one QKV and one gate-up product. Routed experts at balanced routing: every
+    local expert's weights are read once, its share of the rank's copies its rows."""
+    h = shape.hidden
+    q = shape.q / tp
+    kv = shape.kv / tp if kv_split(shape, tp) else shape.kv
+    up = shape.ffn_matrices - 1
+    split = kernels == "eager"
+    out = [(1.0, n, h, q), (2.0, n, h, kv)] if split else [(1.0, n, h, q + 2 * kv)]
+    out.append((1.0, n, q, h))
+
+    def ffn(count: float, m: float, f: float) -> None:
+        out.extend([(count * up, m, h, f)] if split else [(count, m, h, up * f)])
+        out.append((count, m, f, h))
+
+    if moe:
+        routed = n / tp
+        kept = min(1.0, shape.capacity_factor) if shape.capacity_factor else 1.0
+        copies = routed * shape.top_k * kept
+        local = max(1, shape.experts // ep)
+        out.append((1.0, routed, h, shape.experts))
+        ffn(local, copies / local, shape.expert_ffn)
+        if shape.shared_experts:
+            ffn(1.0, n, shape.shared_experts * shape.expert_ffn / tp)
+    else:
+        ffn(1.0, n, shape.ffn / tp)
+    return out
+
+
+def attention_bytes(shape: Shape, tp: int, cp: int, flavour: str, seq: int, micro: int,
+                    attention: str) -> tuple[float, float]:
+    """(forward, backward) HBM bytes of one layer's attention core on one rank (module doc)."""
+    n = seq * micro / cp
+    q = shape.q / tp
+    kv = shape.kv / tp if kv_split(shape, tp) else shape.kv
+    heads = shape.heads / tp
+    if attention == "unfused":
+        keys = micro * seq  # every query of a sequence against all its keys
+        scores = heads * n * seq
+        forward = 2 * (n * q + keys * kv + scores) + 2 * (scores + keys * kv + n * q)
+        return forward, 2 * forward
+    kv_elems = n * kv
+    if cp > 1 and flavour == "all-gather":
+        kv_elems = cp * n * kv  # the gathered keys and values
+    forward = 2 * (n * q + 2 * kv_elems + n * q) + LSE * n * heads
+    backward = (2 * (2 * n * q) + LSE * n * heads  # pre-pass: read O and dO, write their row sums
+                + 2 * (3 * n * q + 2 * kv_elems) + 2 * LSE * n * heads  # read Q K V O dO, the sums
+                + 2 * (n * q + 2 * kv_elems))  # write dQ dK dV
+    if cp > 1 and flavour == "ring":
+        steps = 1 + 0.75 * (cp - 1)
+        return steps * forward, steps * backward
+    return forward, backward
+
+
+@lru_cache(maxsize=16384)
+def layer_bytes(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
+                ep: int, precision: str, attention: str, kernels: str) -> PieceBytes:
+    """One transformer layer on one rank for one micro-batch (module doc)."""
+    from . import timing
+
+    h = shape.hidden
+    n = seq * micro / cp
+    shard = tp if sp and tp > 1 else 1
+    q = shape.q / tp
+    kv = shape.kv / tp if kv_split(shape, tp) else shape.kv
+    up = shape.ffn_matrices - 1
+    fp8 = precision == "fp8"
+    gemms = _gemms(shape, moe, tp, ep, n, kernels)
+    gemm_f = gemm_b = 0.0
+    for count, m, k, nn in gemms:
+        f, b = gemm_bytes(m, k, nn, 1 if fp8 else 2)
+        gemm_f += count * f
+        gemm_b += count * b
+    out_projection = gemm_bytes(n, q, h, 1 if fp8 else 2)[0]
+    # memory-bound kernels: the element counts of `timing.layer_work`
+    elements = 10 * h * n / shard
+    recomputable = 4 * h * n / shard
+    if not shape.position_params:
+        elements += 2 * (q + kv) * n
+        recomputable += 2 * (q + kv) * n
+    if moe:
+        copies = n / tp * shape.top_k * (min(1.0, shape.capacity_factor) if shape.capacity_factor else 1.0)
+        inner = copies * shape.expert_ffn + n * shape.shared_experts * shape.expert_ffn / tp
+        elements += copies * (up + 1) * shape.expert_ffn + 4 * copies * h
+        recomputable += copies * (up + 1) * shape.expert_ffn
+        if shape.shared_experts:
+            fs = shape.shared_experts * shape.expert_ffn / tp
+            elements += n * (up + 1) * fs
+            recomputable += n * (up + 1) * fs
+    else:
+        inner = n * shape.ffn / tp
+        elements += n * (up + 1) * shape.ffn / tp
+        recomputable += n * (up + 1) * shape.ffn / tp
+    extra_f = extra_b = 0.0
+    if fp8:  # Transformer Engine's casts, once per GEMM input as its fused products see it
+        fused = _gemms(shape, moe, tp, ep, n, "fused")
+        extra_f += sum(count * timing.FP8_CAST_BYTES * m * k for count, m, k, _ in fused)
+        extra_b += sum(count * timing.FP8_CAST_BYTES * m * nn for count, m, _, nn in fused)
+    eager_f = eager_b = 0.0
+    if kernels == "eager":
+        if not shape.position_params:
+            eager_f += timing.EAGER_ROPE_BYTES[0] * (q + kv) * n
+            eager_b += timing.EAGER_ROPE_BYTES[1] * (q + kv) * n
+        if up == 2:
+            eager_f += timing.EAGER_SWIGLU_BYTES[0] * inner
+            eager_b += timing.EAGER_SWIGLU_BYTES[1] * inner
+    memory_f = timing.ACT * elements + extra_f + eager_f
+    memory_b = 2 * timing.ACT * elements + extra_b + eager_b
+    attention_f, attention_b = attention_bytes(shape, tp, cp, flavour, seq, micro, attention)
+    core_again = attention_f
+    if attention == "unfused":
+        scores = shape.heads / tp * n * seq
+        memory_f += timing.SOFTMAX_FORWARD_BYTES * scores
+        memory_b += timing.SOFTMAX_BACKWARD_BYTES * scores
+        core_again += timing.SOFTMAX_FORWARD_BYTES * scores
+    elif cp > 1 and flavour == "ring":
+        memory_f += (cp - 1) * 3 * timing.ACT * n * q  # merge each step's output by its log-sum-exp
+        memory_b += (cp - 1) * 2 * 4 * n * 2 * kv  # accumulate dK, dV per step in fp32
+    return PieceBytes(gemm_f=gemm_f, gemm_b=gemm_b, attention_f=attention_f, attention_b=attention_b,
+                      memory_f=memory_f, memory_b=memory_b,
+                      selective_elementwise=timing.ACT * recomputable + eager_f + out_projection,
+                      selective_core=core_again)
+
+
+@lru_cache(maxsize=4096)
+def embedding_bytes(shape: Shape, tp: int, cp: int, seq: int, micro: int) -> PieceBytes:
+    """The vocab-parallel lookup: read each token's row of the rank's shard and write the
+    activation; backward, read the activation's gradient and scatter-add it into the fp32 table
+    gradient (read and write 4 bytes an element)."""
+    n = seq * micro / cp
+    h = shape.hidden
+    return PieceBytes(memory_f=2 * 2 * n * h, memory_b=(2 + 4 + 4) * n * h)
+
+
+@lru_cache(maxsize=4096)
+def output_bytes(shape: Shape, tp: int, sp: bool, cp: int, seq: int, micro: int, vocab: int,
+                 kernels: str) -> PieceBytes:
+    """The final norm, the logits GEMM (bf16, as the runtimes run it) and the loss
+    (`timing.cross_entropy_bytes` per logit)."""
+    from . import timing
+
+    n = seq * micro / cp
+    h = shape.hidden
+    shard = tp if sp and tp > 1 else 1
+    gemm_f, gemm_b = gemm_bytes(n, h, vocab / tp)
+    logits = n * vocab / tp
+    loss_f, loss_b = timing.cross_entropy_bytes(kernels, tp)
+    return PieceBytes(gemm_f=gemm_f, gemm_b=gemm_b, memory_f=timing.ACT * 2 * h * n / shard + loss_f * logits,
+                      memory_b=timing.ACT * 4 * h * n / shard + loss_b * logits)
+
+
+def recomputed(piece: PieceBytes, mode: str, selective: str) -> float:
+    """What a recomputation mode moves again (`timing._piece`'s rule)."""
+    if mode == "full":
+        return piece.forward
+    if mode == "selective":
+        return piece.selective_core if selective == "attention-core" else piece.selective_elementwise
+    return 0.0
+

@@ -1,0 +1,150 @@
+"""`hardware { power-limit ..., hbm-bandwidth ... }`: the spec states a power-limited GPU or a part
+with slower memory, and every prediction follows (compiler/power.py, docs/language.md).
+
+The expected figures are written here from the law and the datasheets, not read from parc: a
+500 W limit on the 700 W H100 SXM sustains (500 / 700)^(1/3) of its clock, 884 of 989 TFLOP/s,
+the figure benchmarks/fidelity.py applied by hand before the compiler could state it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from parc import timing
+from parc.pipeline import compile_text
+
+from .test_bounds import assert_within_physics
+
+BASE = """job p
+dp 8 on nodes(8 gpus, nvlink)
+model llama3-8b
+hardware {{
+  gpu {gpu}
+{extra}}}
+train {{
+  seq 8192
+  global-batch 16
+  micro-batch 2
+  recompute full
+}}
+dp {{
+  sharding zero3
+}}
+"""
+
+
+def _compiled(extra: str = "", gpu: str = "h100-sxm"):
+    lines = "".join(f"  {line}\n" for line in extra.split("\n") if line)
+    return compile_text(BASE.format(gpu=gpu, extra=lines), path="p.par", checks=False)
+
+
+def _plan(extra: str = "", gpu: str = "h100-sxm"):
+    compiled = _compiled(extra, gpu)
+    assert compiled.plan is not None, [d.message for d in compiled.diagnostics]
+    assert not [d for d in compiled.diagnostics if d.is_error], [d.message for d in compiled.diagnostics]
+    return compiled.plan
+
+
+def test_a_500_w_limit_derates_the_h100s_peak_by_the_cube_root_law():
+    hw = timing.hardware_of(_plan("power-limit 500 W"))
+    assert hw.bf16 == pytest.approx(989e12 * (500 / 700) ** (1 / 3), rel=1e-12)
+    assert hw.bf16 / 1e12 == pytest.approx(884, abs=0.5)
+    assert hw.fp8 == pytest.approx(1979e12 * (500 / 700) ** (1 / 3), rel=1e-12)
+    assert hw.hbm == 3.35e12  # HBM keeps its own clock
+    assert timing.hardware_of(_plan("power-limit 0.5 kW")).bf16 == hw.bf16
+
+
+def test_a_limit_at_or_above_the_board_power_changes_nothing():
+    free = timing.predict(_plan())
+    for limit in ("700 W", "1 kW"):
+        capped = timing.predict(_plan(f"power-limit {limit}"))
+        assert capped.step_seconds == free.step_seconds
+
+
+def test_the_limit_slows_the_computation_not_the_links():
+    """Each part of the compute is timed at the derated peak or at HBM speed: the step grows, but
+    by at most 1 / (the clock's share); MFU still divides by the datasheet's 989."""
+    free = timing.predict(_plan())
+    capped = timing.predict(_plan("power-limit 500 W"))
+    clock = (500 / 700) ** (1 / 3)
+    b0, b1 = free.breakdown, capped.breakdown
+    assert b0.compute < b1.compute <= b0.compute / clock * (1 + 1e-9)
+    assert b1.sent == b0.sent
+    assert capped.peak == free.peak == 989e12
+    assert capped.mfu < free.mfu
+    assert_within_physics(_plan("power-limit 500 W"))
+
+
+def test_hbm_bandwidth_replaces_the_catalogues():
+    plan = _plan("hbm-bandwidth 2.4 TB/s")
+    assert timing.hardware_of(plan).hbm == 2.4e12
+    free = timing.predict(_plan())
+    slow = timing.predict(plan)
+    assert slow.breakdown.optimizer == pytest.approx(free.breakdown.optimizer * 3.35 / 2.4, rel=1e-12)
+    assert slow.breakdown.compute > free.breakdown.compute
+    assert_within_physics(plan)
+
+
+def test_both_survive_the_formatter():
+    from parc.lsp import formatted as format_text
+
+    text = BASE.format(gpu="h100-sxm", extra="  power-limit   500 W\n  hbm-bandwidth 2.4   TB/s\n")
+    formatted = format_text(text)
+    assert "power-limit 500 W" in formatted and "hbm-bandwidth 2.4 TB/s" in formatted
+    assert format_text(formatted) == formatted
+    plan = compile_text(formatted, path="p.par", checks=False).plan
+    assert plan.cluster.power_limit == 500 and plan.cluster.hbm_bandwidth == 2.4e12
+
+
+@pytest.mark.parametrize("extra, code, col, help_has", [
+    ("power-limit 500 w", "E0205", 19, "power-limit 500 W"),  # case of the unit
+    ("power-limit 500", "E0205", 15, "power-limit 500 W"),  # no unit
+    ("power-limit 500 GB", "E0205", 19, "power-limit 500 W"),  # bytes are not power
+    ("power-limit 500W", "E0105", 15, "power-limit 500 W"),  # glued
+    ("hbm-bandwidth 2.4 GB", "E0205", 21, "hbm-bandwidth 2.4 TB/s"),
+    ("power-limit 100 W", "E0370", 15, "at least 175 W"),  # below a quarter of 700 W
+])
+def test_bad_values_are_located_with_a_fix(extra, code, col, help_has):
+    compiled = _compiled(extra)
+    (d,) = [d for d in compiled.diagnostics if d.is_error]
+    assert d.code == code
+    assert (d.span.line, d.span.col) == (6, col)
+    assert help_has in d.help
+
+
+def test_a_gpu_defined_in_the_spec_has_no_board_power_to_derate():
+    gpu = "mine { hbm 96 GB, bf16 800 TFLOP/s, link 450 GB/s, nvlink-domain 8, generation hopper }"
+    compiled = _compiled("power-limit 500 W", gpu=gpu)
+    (d,) = [d for d in compiled.diagnostics if d.is_error]
+    assert d.code == "E0370" and "board power" in d.message
+    assert "bf16" in d.help
+
+
+def test_the_codes_are_registered_and_explained():
+    from parc.codes import CODES
+
+    assert len(CODES["E0370"].explanation) > 200
+
+
+def test_the_language_server_explains_them():
+    from parc.lsp import hover_text
+
+    assert "power limit" in hover_text("power-limit")
+    assert "HBM bandwidth" in hover_text("hbm-bandwidth")
+
+
+def test_explain_states_the_peak_the_limit_leaves():
+    """`parc explain` keeps MFU against the datasheet's 989 and says the sustained peak; without
+    a limit the JSON has no such field (fields are added, never renamed)."""
+    capped = timing.predict(_plan("power-limit 500 W")).throughput_json()
+    assert capped["peak_tflops_per_gpu"] == 989
+    assert capped["sustained_peak_tflops_per_gpu"] == pytest.approx(884.07, abs=0.01)
+    assert "sustained_peak_tflops_per_gpu" not in timing.predict(_plan()).throughput_json()
+
+
+def test_explain_text_says_the_sustained_peak(tmp_path):
+    from .conftest import run_cli
+
+    spec = tmp_path / "p.par"
+    spec.write_text(BASE.format(gpu="h100-sxm", extra="  power-limit 500 W\n"))
+    result = run_cli("explain", str(spec))
+    assert "(peak 989; 884 under the power limit)" in result.stdout
