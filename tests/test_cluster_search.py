@@ -534,3 +534,23 @@ def test_mfu_never_exceeds_the_kernel_ceiling_on_shipped_specs():
         seen += 1
         assert prediction.mfu <= kernel_ceiling(c.plan.cluster.gpu.generation), path.name
     assert seen >= 8
+
+
+from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
+
+from .test_bounds import _plan, layouts  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(layouts())
+def test_mfu_never_exceeds_the_kernel_ceiling_on_random_layouts(text):
+    """The floor's premise on tests/test_bounds.py's random layouts (models dense and MoE, every
+    sharding, recomputation, order, both GPUs, NVLink and PCIe)."""
+    from parc.search.cluster import kernel_ceiling
+    from parc.timing import predict
+
+    plan = _plan(text)
+    assume(plan is not None)
+    prediction = predict(plan)
+    assume(prediction is not None)
+    assert prediction.mfu <= kernel_ceiling(plan.cluster.gpu.generation)
