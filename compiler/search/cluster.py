@@ -16,15 +16,34 @@ rule below is a *necessary* condition, so a count outside the set has no valid l
     pp divides the layers (E0315; with a written `split`, pp is its length, E0316)
     cp divides the sequence (E0330)            ep divides the experts (E0340)
 
-and whole nodes inside the asked range. The outer search first evaluates a ladder: the smallest
-candidate of every power-of-two band of node counts (1, 2-3, 4-7, ...) and the largest. The
-ladder shows in which band each boundary lies: where layouts start to fit in memory (and where
-they stop: a batch too small to share), where the deadline is first met, where the budget is last
-kept. Inside that one band the best time (and cost) is taken as monotone in the node count, and
-the boundary is found by bisection: O(log n) layout searches per GPU instead of one per node count.
-Across bands nothing is assumed (the ladder evaluates each), so a node count that forces an
-awkward layout (5 nodes: pp 10) cannot mislead the search beyond its own band. The frontier of
-time against cost is drawn over every cluster evaluated.
+and whole nodes inside the asked range.
+
+The answer is exact: the cluster an exhaustive scan of every candidate would choose
+(tests/test_cluster_search.py holds them equal). Nothing is assumed about how the best time
+varies with the node count, because it is not monotone: divisibility decides which layouts a
+count allows (405B: 1,792 nodes train in 88 days, 2,048 in 101; 504 nodes take 351 days, 448
+take 348). What makes the scan cheap is what it does not search:
+
+1. floors (`Floors`), per GPU, none of them depending on the node count: the model states
+   spread over every GPU (a cluster that cannot hold them has no layout) and the model's FLOPs
+   at the fastest any kernel runs (`kernel_ceiling`: no layout on g GPUs steps faster than
+   FLOPs / (g x peak x ceiling)). A cluster whose floor misses the deadline or the budget, or
+   cannot beat the best answer found so far under the objective (`answer_limit`), is ruled out
+   without a layout search;
+2. ceilings: every other cluster the answer depends on is searched only for a layout at most
+   as slow as that limit (the engine's own bounds prune everything slower before any memory or
+   time evaluation); finding none proves the cluster cannot be the answer, at about half the
+   cost of a full search;
+3. order: candidates are visited best floor first (the fewest GPUs, the fastest floor, the
+   cheapest), so the best answer found early rules out the most;
+4. the ladder: the smallest candidate of every power-of-two band of node counts (1, 2-3, 4-7,
+   ...) and the largest, each that its floors let meet the constraints, is searched in full
+   first: the frontier of time against cost spans the range, and its points are the first
+   incumbents.
+
+The frontier is drawn over the clusters listed: the ladder's and every cluster searched for the
+answer that has a layout within its ceiling (a cluster ruled out is slower or dearer than the
+question allows, or than the answer).
 """
 
 from __future__ import annotations
