@@ -103,6 +103,8 @@ class Point:
     values: dict = field(default_factory=dict)
     """The layout search's values for the spec's other holes (`search()`'s `Candidate.values`)."""
     frontier: bool = False
+    searched: bool = False
+    """Whether a layout search ran (not when the front end or the memory floor answered)."""
 
     @property
     def ok(self) -> bool:
@@ -261,6 +263,7 @@ def evaluate(compilation: Compilation, question: ClusterQuestion, probe: Probe,
         point.reason = f"E0502: the model states alone need {size(floor)} per GPU"
         return point
     result = search(filled, top=1, ceiling=ceiling)
+    point.searched = True
     if result.winner is None:
         if ceiling < math.inf:
             return None
@@ -454,6 +457,7 @@ class _Evaluator:
         self.missed: dict[tuple[str, int], float] = {}
         """Clusters with no layout at most this fast (the ceiling they were searched under)."""
         self.searches = 0
+        """Layout searches run (in full or under a ceiling)."""
 
     def __call__(self, probe: Probe, ceiling: float = math.inf) -> Point | None:
         key = (probe.gpu, probe.nodes)
@@ -461,8 +465,8 @@ class _Evaluator:
             return self.seen[key]
         if ceiling <= self.missed.get(key, -1.0):
             return None
-        self.searches += 1
         point = evaluate(self.compilation, self.question, probe, ceiling)
+        self.searches += point is None or point.searched
         if point is None:
             self.missed[key] = ceiling
         else:
@@ -539,7 +543,9 @@ def find_answer(space: _Space, evaluate_once: _Evaluator, c: Constraints, result
             best = p
     for probe in sorted(space.probes, key=lambda p: _visit_key(p, space, c.objective)):
         floors = space.floors[probe.gpu]
-        if floors is None:
+        if floors is None:  # no floors: only the fewest-GPUs objective's own rule applies
+            if c.objective == "gpus" and best is not None and probe.gpus > best.probe.gpus:
+                continue
             point = evaluate_once(probe)
         else:
             limit = answer_limit(probe, floors, c, best)
