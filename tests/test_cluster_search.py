@@ -554,3 +554,51 @@ def test_mfu_never_exceeds_the_kernel_ceiling_on_random_layouts(text):
     prediction = predict(plan)
     assume(prediction is not None)
     assert prediction.mfu <= kernel_ceiling(plan.cluster.gpu.generation)
+
+
+LLAMA_405B_EVERY_HOLE = """job q
+tp ? x cp ? x pp ? x dp ? x ep ? on nodes(8 gpus, nvlink)
+order ?
+model llama3-405b
+hardware { gpu h100-sxm, nodes NODES }
+train { seq 8192, global-batch 2048, micro-batch ?, recompute ?, tokens 15.6T@TRAIN@ }
+tp { sequence-parallel ? }
+pp { schedule ?, virtual-stages ? }
+dp { sharding ? }
+"""
+"""benchmarks/search_speed.py's `nodes ?` row: Llama 3 405B, every layout hole open, 1-16,384 nodes."""
+
+
+@pytest.mark.long
+def test_the_405b_every_hole_questions_equal_an_exhaustive_scan():
+    """The benchmark's question and three more on it, against the layout search on every candidate
+    node count (70 of them; about 6 minutes on the shared 2-core box). Its best time is far from
+    monotone: 126 layers leave pp 8 out, so 16,384 nodes train in 97 days and 14,336 in 20. The
+    previous outer search (bisection in a doubling band) answered 1,792 nodes (88 days) to the
+    time objective and found no cluster within 30 days."""
+    from parc.search import search
+    from parc.search.cluster import _nodes_for
+
+    question = LLAMA_405B_EVERY_HOLE.replace("NODES", "?")
+    c = compile_text(question.replace("@TRAIN@", ""))
+    nodes = _nodes_for(c.spec, c.spec.cluster, "h100-sxm", 8)
+    assert len(nodes) == 70
+    scan = {}
+    for n in nodes:
+        filled = compile_text(LLAMA_405B_EVERY_HOLE.replace("NODES", str(n)).replace("@TRAIN@", ""))
+        if filled.plan is None or any(d.is_error for d in filled.diagnostics):
+            continue
+        found = search(filled, top=1)
+        if found.winner is not None:
+            run = budget(found.winner.compilation.plan, found.winner.prediction)
+            scan[n] = (run.days, run.cost)
+    assert scan[14336][0] < scan[16384][0] / 4
+    cases = [(", deadline 120 days", lambda n, d, c: (n,), lambda d, c: d <= 120),
+             (", deadline 30 days", lambda n, d, c: (n,), lambda d, c: d <= 30),
+             (", deadline 120 days, objective time", lambda n, d, c: (d, n), lambda d, c: d <= 120),
+             (", deadline 120 days, objective cost", lambda n, d, c: (c, d, n), lambda d, c: d <= 120)]
+    for extra, key, ok in cases:
+        want = min((key(n, d, cost), n) for n, (d, cost) in scan.items() if ok(d, cost))[1]
+        result = search_cluster(compile_text(question.replace("@TRAIN@", extra)))
+        assert result.chosen.probe.nodes == want, extra
+        assert result.chosen.days == pytest.approx(scan[want][0], rel=1e-9)
