@@ -430,6 +430,7 @@ load average of 15-20, CPU seconds of the process, best of 5, against the previo
 | specs/llama3-70b-search.par with `nodes ?`, `tokens 15T`, `deadline 90 days` | 27 | 16 / 8 | 17 / 8 | 0.15 / 0.06 | 256 nodes of h100-sxm, tp 2 x pp 1 x dp 1024 |
 | Llama 3 8B `tp 8 x pp 2 x dp ?`, `gpu ? in [h100-sxm, a100-80gb]`, `objective cost` | 20 | 20 / 20 | 20 / 20 | 0.07 / 0.08 | 4 nodes of a100-80gb, tp 8 x pp 2 x dp 2 |
 | the 405B benchmark above with `nodes ?`, `tokens 15.6T`, `deadline 120 days` | 70 | 17 / 13 | 20 / 9 | 6.81 / 4.37 | 1,536 nodes of h100-sxm, tp 8 x pp 6 x dp 256 |
+| the same with `objective time` (CPU s: one run before, best of 3 now) | 70 | 17 / 17 | 20 / 10 | 8.09 / 6.75 | 14,336 nodes of h100-sxm, tp 8 x cp 8 x pp 14 x dp 128 (20 days; before: 1,792 nodes, 88 days) |
 
 The 405B question's 13 layout searches: the ladder's 1,024 to 16,384 nodes in full (what the
 frontier is drawn from: 1,024 is slower than the deadline but cheaper; the four above the answer
@@ -441,6 +442,15 @@ the FLOPs floor already misses 120 days (and 1-7 nodes cannot hold the model's s
 evaluates 12,075 memory floors and peaks (146,742 and 32,943 before). Single runs on the loaded
 machine measure 4.3-5.8 s: the target is met only as fast as the layout search itself is, and
 97 % of the time is spent in it.
+
+The time objective needs more searches: its floor (FLOPs at the kernel ceiling) is far below the
+best step at 10,000 nodes and more, where 2,048 sequences leave each GPU a few hundred tokens and
+the step is communication and bubble, so the 10 candidates from 3,584 to 12,288 nodes are each
+searched under the best time so far before 14,336 is known to win. The previous search answered
+it with 1,792 nodes (88 days; the exhaustive answer is 14,336 nodes, 20 days: 126 layers leave
+pp 8 out, so 16,384 nodes take 97), and answered `deadline 30 days` with E0505 where 7,168 nodes
+take 28 days; a `long` test (`pytest -m long`) holds these four 405B answers equal to a scan of
+all 70 candidates.
 
 ## Limits
 
