@@ -51,6 +51,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ..budget import SECONDS_PER_DAY, SECONDS_PER_HOUR
 from ..catalog import gpus as gpu_catalog
 from ..diagnostics import Diagnostic, Label, error, has_errors
 from ..pipeline import Compilation, compile_text
@@ -336,10 +337,6 @@ class Floors:
         return None if self.price is None else self.price * gpus * self.steps / SECONDS_PER_HOUR
 
 
-SECONDS_PER_HOUR = 3_600
-SECONDS_PER_DAY = 86_400
-
-
 def kernel_ceiling(generation: str) -> float:
     """The largest fraction of the matrix peak the time model lets any FLOP run at: a GEMM at most
     at its generation's fitted ceiling (`Constants.gemm_efficiency`, times factors <= 1:
@@ -416,19 +413,6 @@ def answer_limit(probe: Probe, floors: Floors, c: Constraints, best: Point | Non
         limit = min(limit, best.cost / floors.rate(probe.gpus))
     elif probe.gpus > best.probe.gpus:
         return None
-    return limit
-
-
-def frontier_limit(probe: Probe, floors: Floors, points: list[Point]) -> float:
-    """The slowest step at which this cluster is not dominated by a cluster already evaluated
-    (one at least as fast and as cheap): beyond it, it is not on the time-cost frontier."""
-    rate = floors.rate(probe.gpus)
-    if rate is None:
-        return math.inf
-    limit = math.inf
-    for q in points:
-        if q.ok and q.cost is not None:
-            limit = min(limit, max(q.days * SECONDS_PER_DAY / floors.steps, q.cost / rate))
     return limit
 
 
