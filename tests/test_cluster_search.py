@@ -602,3 +602,16 @@ def test_the_405b_every_hole_questions_equal_an_exhaustive_scan():
         result = search_cluster(compile_text(question.replace("@TRAIN@", extra)))
         assert result.chosen.probe.nodes == want, extra
         assert result.chosen.days == pytest.approx(scan[want][0], rel=1e-9)
+
+
+def test_a_search_under_a_ceiling_finds_the_same_winner_or_none():
+    """`search(ceiling=...)`, what the outer search asks where only a fast enough layout matters:
+    at or above the winner's step it returns the full search's winner; just below, nothing."""
+    from parc.search import search
+
+    c = compile_text(OPEN.replace("GPU", "gpu h100-sxm").replace("NODES", "nodes 12").replace("@TRAIN@", ""))
+    full = search(c, top=1).winner
+    assert full is not None
+    under = search(c, top=1, ceiling=full.step * (1 + 1e-9)).winner
+    assert under is not None and under.assignment == full.assignment and under.step == full.step
+    assert search(c, top=1, ceiling=full.step * (1 - 1e-6)).winner is None
