@@ -382,24 +382,30 @@ Clusters are compared by the whole run (docs/budget.md), so the spec states `tok
 
 Each cluster search tries is a layout search (everything above) on the spec's own text with the
 cluster written in, so each point is a spec `parc check` passes and `parc compile` accepts, and
-its time and cost are what `parc explain` says of it. The outer search never scans node counts:
+its time and cost are what `parc explain` says of it. The answer is exact: the cluster a scan of
+every candidate node count would choose. What keeps it cheap is what it does not search:
 
 | step | what |
 |---|---|
 | candidates | the node counts whose GPUs some layout can fill: GPUs = (product of the written degrees) x the open degrees, with dp a divisor of the global batch (E0321), tp a divisor of the heads within the NVLink domain (E0310, E0304), pp a divisor of the layers (E0315; with a written `split`, its length), cp of the sequence (E0330), ep of the experts (E0340), in whole nodes inside the range. Each condition is necessary, so a count left out has no valid layout |
-| ladder | the smallest candidate of every power-of-two band of node counts (1, 2-3, 4-7, ...) and the largest: at most 15 layout searches per GPU over 1-16,384 nodes |
-| floor | a cluster whose GPUs cannot hold the model's parameters and optimizer states even spread evenly over all of them (4 bytes per parameter plus the optimizer's, `memory/states.py`) gets no layout search: no layout fits it (E0502). The floor is tested to be below the memory model's peak of every shipped spec |
-| bisection | inside the one band where each boundary lies (where layouts start and stop fitting, where the deadline is first met, where the budget is last kept), the best time and cost are taken as monotone in the node count and the boundary is found by bisection |
-| answer | among the clusters evaluated that meet the deadline and the budget: the fewest GPUs (no objective), the shortest time (`time`), the lowest cost (`cost`; with the tokens fixed, the most tokens per dollar is the same run, so `tokens-per-dollar` ranks alike); ties are broken by the other figures, then by the GPU listed first and the fewer nodes |
-| frontier | the clusters evaluated with a known cost that no other is both faster and cheaper than (`*` in the table, a line in `parc report`'s picture) |
+| floors | per GPU, read once (none depends on the node count): the model's parameters and optimizer states spread evenly over every GPU (4 bytes per parameter plus the optimizer's, `memory/states.py`; a cluster that cannot hold them has no layout, E0502), and the model's FLOPs per step at the fastest any kernel runs in the time model (the GEMM ceiling fitted for the generation, or an attention kernel's plateau: on g GPUs no layout steps faster than FLOPs / (g x peak x ceiling)). Both are tested below every cluster's predicted peak and step |
+| ladder | the smallest candidate of every power-of-two band of node counts (1, 2-3, 4-7, ...) and the largest, each that its floors let meet the deadline and the budget, searched in full: the frontier spans the range, and its points are the first answers to beat |
+| answer | every other candidate in the order its floor ranks it under the objective (the fewest GPUs, the fastest floor, the cheapest); one whose floor misses the deadline or the budget, or cannot beat the best answer so far, is ruled out without a search; the rest are searched only for a layout within that limit (a ceiling on the step time: the layout search's own bounds prune everything slower before any memory or time evaluation), and a search that finds none proves the cluster cannot be the answer at about half the cost of a full one |
+| objective | among the clusters that meet the deadline and the budget: the fewest GPUs (no objective), the shortest time (`time`), the lowest cost (`cost`; with the tokens fixed, the most tokens per dollar is the same run, so `tokens-per-dollar` ranks alike); ties are broken by the other figures, then by the GPU listed first and the fewer nodes |
+| frontier | the clusters listed (the ladder's and those found within their limit) with a known cost that no other is both faster and cheaper than (`*` in the table, a line in `parc report`'s picture) |
 
-The monotonicity is an assumption, and it does not hold across bands: a node count whose only
-layouts are awkward (5 nodes of a 80-layer model: pp 5 or 10) can be slower than a smaller one,
-which is why the ladder evaluates every band and bisects inside one. Inside a band a count that
-breaks it can still be missed: the answer is then a larger cluster than the smallest that
-qualifies, never one that does not meet the constraints (every point shown was evaluated).
-`tests/test_cluster_search.py` compares the answers with a scan of every node count of the
-range through the front end and the time model.
+Nothing is assumed about how the best time varies with the node count, because it does not vary
+monotonically: divisibility decides which layouts a count allows. Llama 3 405B on H100s (the
+every-hole benchmark below): 1,792 nodes train in 88 days and 2,048 in 101; 504 nodes take 351
+days and 448 take 348. The previous outer search bisected inside a doubling band on the
+assumption that the best time was monotone there; on `tests/test_cluster_search.py`'s
+every-hole Llama 3 8B (30 layers, batch 120) over 1-40 nodes of two GPUs, where 9 nodes are
+slower than 8 and 16 slower than 15, it missed the answer of 4 of 6 questions. The test compares
+every answer (objectives fewest GPUs, time and cost, with deadlines and budgets) with a scan of
+every node count through the front end and the layout search, and holds the floors under every
+cluster's step. Monotonicity would hold only for a layout that stays valid when dp grows with the
+cluster, which the batch's divisors, the pipeline's micro-batch minimum and the memory floors
+(fewer ranks to shard over) all break.
 
 The text output is a table of the clusters evaluated (`>` the answer, `*` the frontier) and the
 answer with its layout's values; `--format json` gives `cluster.points` (each with `gpu`,
@@ -407,26 +413,44 @@ answer with its layout's values; `--format json` gives `cluster.points` (each wi
 `reason` when no layout fits), `cluster.chosen` and `cluster.text` (the filled spec that `--write`
 writes, atomically as above: the cluster's and the layout's `?` at once).
 
-When nothing qualifies, E0505 says what is reachable: the fastest time to train (at the largest
-cluster that fits) for a deadline, the lowest cost for a budget. Prices: the spec's `price`
-(for every GPU), else the catalogue's list price (docs/budget.md); a cluster without a price has
-an unknown cost: it can answer the fewest-GPUs and time objectives but not `cost`.
+When nothing qualifies, E0505 says what is reachable: the fastest time to train for a deadline,
+the lowest cost within the deadline for a budget, each found by the same exact search with that
+objective and the other constraint dropped. Prices: the spec's `price` (for every GPU), else the
+catalogue's list price (docs/budget.md); a cluster without a price has an unknown cost: it can
+answer the fewest-GPUs and time objectives but not `cost`.
 
 `benchmarks/search_speed.py` prints a second table, the cluster questions, each a cold
-`search_cluster` over 1-16,384 nodes (measured on 2026-12-01 on the shared 2-core development
-machine, CPU seconds of the process, one run each):
+`search_cluster` over 1-16,384 nodes (every cache emptied first, the layout search's shared
+pieces and loads too). Measured on 2026-12-02 on the shared 2-core development machine under a
+load average of 15-20, CPU seconds of the process, best of 5, against the previous outer search
+(a ladder with bisection inside one band, assuming monotonicity) in the same process:
 
-| cluster question | candidates | clusters evaluated | CPU s | answer |
-|---|--:|--:|--:|---|
-| specs/llama3-70b-search.par with `nodes ?`, `tokens 15T`, `deadline 90 days` | 27 | 17 | 0.31 | 256 nodes of h100-sxm, tp 2 x pp 1 x dp 1024 |
-| Llama 3 8B `tp 8 x pp 2 x dp ?`, `gpu ? in [h100-sxm, a100-80gb]`, `objective cost` | 20 | 20 | 0.09 | 4 nodes of a100-80gb, tp 8 x pp 2 x dp 2 |
-| the 405B benchmark above with `nodes ?`, `tokens 15.6T`, `deadline 120 days` | 70 | 20 | 24.6 | 1,536 nodes of h100-sxm, tp 8 x pp 6 x dp 256 |
+| cluster question | candidates | layout searches before / now | clusters listed before / now | CPU s before / now | answer |
+|---|--:|--:|--:|--:|---|
+| specs/llama3-70b-search.par with `nodes ?`, `tokens 15T`, `deadline 90 days` | 27 | 16 / 8 | 17 / 8 | 0.15 / 0.06 | 256 nodes of h100-sxm, tp 2 x pp 1 x dp 1024 |
+| Llama 3 8B `tp 8 x pp 2 x dp ?`, `gpu ? in [h100-sxm, a100-80gb]`, `objective cost` | 20 | 20 / 20 | 20 / 20 | 0.07 / 0.08 | 4 nodes of a100-80gb, tp 8 x pp 2 x dp 2 |
+| the 405B benchmark above with `nodes ?`, `tokens 15.6T`, `deadline 120 days` | 70 | 17 / 13 | 20 / 9 | 6.81 / 4.37 | 1,536 nodes of h100-sxm, tp 8 x pp 6 x dp 256 |
+| the same with `objective time` (CPU s: one run before, best of 3 now) | 70 | 17 / 17 | 20 / 10 | 8.09 / 6.75 | 14,336 nodes of h100-sxm, tp 8 x cp 8 x pp 14 x dp 128 (20 days; before: 1,792 nodes, 88 days) |
 
-The first two meet the issue's 5 s target with room to spare. The third does not: it is 20
-layout searches of the every-hole space (up to 131,072 GPUs), about 1.2 s each, so it is as fast
-as the layout search is (the section below) times the ladder's length. The ladder's points
-below the answer and above it are what the frontier is drawn from; a search that skipped them
-would answer the deadline with about half the layout searches but draw no frontier.
+The 405B question's 13 layout searches: the ladder's 1,024 to 16,384 nodes in full (what the
+frontier is drawn from: 1,024 is slower than the deadline but cheaper; the four above the answer
+are faster and dearer), the 7 candidates between 576 and 1,344 nodes under the deadline's
+ceiling (none has a layout that fast: each search stops at the bounds, about half a full one),
+and the answer, 1,536. The other 57 candidates never reach the layout search: below 576 nodes
+the FLOPs floor already misses 120 days (and 1-7 nodes cannot hold the model's states: 1, 2 and
+4, the ladder's, are listed as such), above 1,536 they have more GPUs than the answer. Summed over the searches, the layout search bounds 98,970 groups and
+evaluates 12,075 memory floors and peaks (146,742 and 32,943 before). Single runs on the loaded
+machine measure 4.3-5.8 s: the target is met only as fast as the layout search itself is, and
+97 % of the time is spent in it.
+
+The time objective needs more searches: its floor (FLOPs at the kernel ceiling) is far below the
+best step at 10,000 nodes and more, where 2,048 sequences leave each GPU a few hundred tokens and
+the step is communication and bubble, so the 10 candidates from 3,584 to 12,288 nodes are each
+searched under the best time so far before 14,336 is known to win. The previous search answered
+it with 1,792 nodes (88 days; the exhaustive answer is 14,336 nodes, 20 days: 126 layers leave
+pp 8 out, so 16,384 nodes take 97), and answered `deadline 30 days` with E0505 where 7,168 nodes
+take 28 days; a `long` test (`pytest -m long`) holds these four 405B answers equal to a scan of
+all 70 candidates.
 
 ## Limits
 

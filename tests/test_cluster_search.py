@@ -397,3 +397,221 @@ def test_a_written_split_sets_the_stages_of_the_candidates():
     assert kept == [4 * d for d in (1, 2, 4, 8, 16)]  # pp 4 (30 layers: 4 does not divide them) x dp | 64
     result = search_cluster(c)
     assert result.chosen is not None and "pp 4" in result.chosen.layout
+
+
+# ---------------------------------------------------------------------------------------------
+# The outer search against an exhaustive scan: every node count, no floors, no ceilings
+
+OPEN = ("job q\ntp ? x pp ? x dp ? on nodes(4 gpus, nvlink)\nmodel llama3-8b { layers 30 }\nhardware {\nGPU\nNODES\n}\n"
+        "train { seq 4096, global-batch 120, micro-batch ?, recompute ?, tokens 20B@TRAIN@ }\n")
+"""Every layout hole open, a batch of 120 and 30 layers: the best time is not monotone in the node
+count (9 nodes are slower than 8, 16 and 18 than 15, 25 than 20, 36 than 30: divisibility)."""
+OPEN_GPUS = ("a100-80gb", "h100-sxm")
+OPEN_NODES = 40
+
+
+def exhaustive(gpu: str) -> dict[int, tuple[float, float, float]]:
+    """node count -> (days, cost, step) of the fastest layout, for every node count of the range
+    whose spec compiles and has a layout: the layout search on the spec written out in full, no
+    outer search."""
+    from parc.search import search
+
+    out = {}
+    for n in range(1, OPEN_NODES + 1):
+        c = compile_text(OPEN.replace("GPU", f"gpu {gpu}").replace("NODES", f"nodes {n}").replace("@TRAIN@", ""))
+        if c.plan is None or any(d.is_error for d in c.diagnostics):
+            continue
+        found = search(c, top=1)
+        if found.winner is None:
+            continue
+        run = budget(found.winner.compilation.plan, found.winner.prediction)
+        out[n] = (run.days, run.cost, found.winner.step)
+    return out
+
+
+@pytest.fixture(scope="module")
+def every_cluster() -> dict[tuple[str, int], tuple[float, float, float]]:
+    table = {(g, n): r for g in OPEN_GPUS for n, r in exhaustive(g).items()}
+    assert len(table) >= 20
+    return table
+
+
+def _reference_answer(table, deadline, budget_, objective):
+    """The objective's best over every cluster meeting the constraints (docs/search.md's keys)."""
+    feasible = [(g, n, days, cost) for (g, n), (days, cost, _) in table.items()
+                if (deadline is None or days <= deadline) and (budget_ is None or cost <= budget_)]
+    rank = OPEN_GPUS.index
+
+    def key(item):
+        g, n, days, cost = item
+        gpus = n * 4
+        if objective == "time":
+            return (days, gpus, rank(g), n)
+        if objective == "cost":
+            return (cost, days, rank(g), n)
+        return (gpus, cost, days, rank(g), n)
+
+    return min(feasible, key=key) if feasible else None
+
+
+def test_the_best_time_is_not_monotone_in_the_node_count(every_cluster):
+    """What makes bisection wrong here (the old outer search assumed monotonicity in a band)."""
+    a100 = {n: days for (g, n), (days, _, _) in every_cluster.items() if g == "a100-80gb"}
+    assert a100[9] > a100[8] and a100[16] > a100[15] and a100[25] > a100[20] and a100[36] > a100[30]
+
+
+@pytest.mark.parametrize(("objective", "deadline_q", "budget_q"), [
+    ("gpus", 0.3, None),      # the fewest GPUs within a deadline
+    ("gpus", 0.5, 0.5),
+    ("time", None, 0.5),      # the fastest run within a budget
+    ("time", 0.6, 0.4),
+    ("cost", 0.5, None),      # the cheapest within a deadline
+    ("cost", 0.7, 0.8),
+])
+def test_the_outer_search_equals_an_exhaustive_scan(every_cluster, objective, deadline_q, budget_q):
+    """With a deadline and a budget placed at quantiles of the scan's own times and costs, the
+    answer (cluster, time and cost) is the exhaustive scan's, over both GPUs and every node count
+    of 1-40, while fewer layout searches run than there are clusters."""
+    days = sorted(v[0] for v in every_cluster.values())
+    costs = sorted(v[1] for v in every_cluster.values())
+    deadline = None if deadline_q is None else days[int(deadline_q * len(days))] * 1.0001
+    budget_ = None if budget_q is None else costs[int(budget_q * len(costs))] * 1.0001
+    want = _reference_answer(every_cluster, deadline, budget_, objective)
+    assert want is not None
+    extra = (f", deadline {deadline * 24:.6f} hours" if deadline else "") + \
+            (f", budget ${budget_:.2f}" if budget_ else "") + (f", objective {objective}" if objective != "gpus" else "")
+    text = (OPEN.replace("GPU", f"gpu ? in [{', '.join(OPEN_GPUS)}]").replace("NODES", f"nodes ? in 1 to {OPEN_NODES}")
+            .replace("@TRAIN@", extra))
+    c = compile_text(text)
+    assert not any(d.is_error for d in c.diagnostics)
+    result = search_cluster(c)
+    assert not result.diagnostics
+    got = result.chosen
+    assert (got.probe.gpu, got.probe.nodes) == want[:2]
+    # the deadline and budget text round-trip through hours and cents: equal within that
+    assert got.days == pytest.approx(want[2], rel=1e-9) and got.cost == pytest.approx(want[3], rel=1e-9)
+    assert result.searches < sum(result.candidates.values())
+    # every point shown is the scan's own figure for that cluster
+    for p in result.points:
+        if p.ok:
+            assert (p.days, p.cost) == pytest.approx(every_cluster[(p.probe.gpu, p.probe.nodes)][:2], rel=1e-9)
+
+
+def test_the_floors_are_below_every_clusters_best_step(every_cluster):
+    """The floor that rules clusters out without a search (FLOPs at the fastest kernel, the model
+    states) is below the best step and the peak of every cluster of the scan."""
+    from parc.search.cluster import Probe, floors_of
+
+    text = OPEN.replace("NODES", f"nodes ? in 1 to {OPEN_NODES}").replace("@TRAIN@", "")
+    for gpu in OPEN_GPUS:
+        c = compile_text(text.replace("GPU", f"gpu {gpu}"))
+        floors = floors_of(c, c.spec.cluster, [Probe(gpu=gpu, nodes=1, gpus_per_node=4)])
+        assert floors is not None
+        steps = [(n, step) for (g, n), (_, _, step) in every_cluster.items() if g == gpu]
+        assert steps
+        for n, step in steps:
+            assert floors.fits(n * 4)
+            assert floors.step(n * 4) <= step
+        # and not vacuous: within a factor of 3 of the fastest cluster's step
+        n, step = min(steps, key=lambda item: item[1])
+        assert floors.step(n * 4) > step / 3
+
+
+def test_mfu_never_exceeds_the_kernel_ceiling_on_shipped_specs():
+    from parc.search.cluster import kernel_ceiling
+    from parc.timing import predict
+
+    from .conftest import ROOT as root
+
+    seen = 0
+    for path in sorted((root / "specs").glob("*.par")):
+        c = compile_text(path.read_text())
+        if c.plan is None or c.plan.holes or any(d.is_error for d in c.diagnostics):
+            continue
+        prediction = predict(c.plan)
+        if prediction is None:
+            continue
+        seen += 1
+        assert prediction.mfu <= kernel_ceiling(c.plan.cluster.gpu.generation), path.name
+    assert seen >= 8
+
+
+from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
+
+from .test_bounds import _plan, layouts  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(layouts())
+def test_mfu_never_exceeds_the_kernel_ceiling_on_random_layouts(text):
+    """The floor's premise on tests/test_bounds.py's random layouts (models dense and MoE, every
+    sharding, recomputation, order, both GPUs, NVLink and PCIe)."""
+    from parc.search.cluster import kernel_ceiling
+    from parc.timing import predict
+
+    plan = _plan(text)
+    assume(plan is not None)
+    prediction = predict(plan)
+    assume(prediction is not None)
+    assert prediction.mfu <= kernel_ceiling(plan.cluster.gpu.generation)
+
+
+LLAMA_405B_EVERY_HOLE = """job q
+tp ? x cp ? x pp ? x dp ? x ep ? on nodes(8 gpus, nvlink)
+order ?
+model llama3-405b
+hardware { gpu h100-sxm, nodes NODES }
+train { seq 8192, global-batch 2048, micro-batch ?, recompute ?, tokens 15.6T@TRAIN@ }
+tp { sequence-parallel ? }
+pp { schedule ?, virtual-stages ? }
+dp { sharding ? }
+"""
+"""benchmarks/search_speed.py's `nodes ?` row: Llama 3 405B, every layout hole open, 1-16,384 nodes."""
+
+
+@pytest.mark.long
+def test_the_405b_every_hole_questions_equal_an_exhaustive_scan():
+    """The benchmark's question and three more on it, against the layout search on every candidate
+    node count (70 of them; about 6 minutes on the shared 2-core box). Its best time is far from
+    monotone: 126 layers leave pp 8 out, so 16,384 nodes train in 97 days and 14,336 in 20. The
+    previous outer search (bisection in a doubling band) answered 1,792 nodes (88 days) to the
+    time objective and found no cluster within 30 days."""
+    from parc.search import search
+    from parc.search.cluster import _nodes_for
+
+    question = LLAMA_405B_EVERY_HOLE.replace("NODES", "?")
+    c = compile_text(question.replace("@TRAIN@", ""))
+    nodes = _nodes_for(c.spec, c.spec.cluster, "h100-sxm", 8)
+    assert len(nodes) == 70
+    scan = {}
+    for n in nodes:
+        filled = compile_text(LLAMA_405B_EVERY_HOLE.replace("NODES", str(n)).replace("@TRAIN@", ""))
+        if filled.plan is None or any(d.is_error for d in filled.diagnostics):
+            continue
+        found = search(filled, top=1)
+        if found.winner is not None:
+            run = budget(found.winner.compilation.plan, found.winner.prediction)
+            scan[n] = (run.days, run.cost)
+    assert scan[14336][0] < scan[16384][0] / 4
+    cases = [(", deadline 120 days", lambda n, d, c: (n,), lambda d, c: d <= 120),
+             (", deadline 30 days", lambda n, d, c: (n,), lambda d, c: d <= 30),
+             (", deadline 120 days, objective time", lambda n, d, c: (d, n), lambda d, c: d <= 120),
+             (", deadline 120 days, objective cost", lambda n, d, c: (c, d, n), lambda d, c: d <= 120)]
+    for extra, key, ok in cases:
+        want = min((key(n, d, cost), n) for n, (d, cost) in scan.items() if ok(d, cost))[1]
+        result = search_cluster(compile_text(question.replace("@TRAIN@", extra)))
+        assert result.chosen.probe.nodes == want, extra
+        assert result.chosen.days == pytest.approx(scan[want][0], rel=1e-9)
+
+
+def test_a_search_under_a_ceiling_finds_the_same_winner_or_none():
+    """`search(ceiling=...)`, what the outer search asks where only a fast enough layout matters:
+    at or above the winner's step it returns the full search's winner; just below, nothing."""
+    from parc.search import search
+
+    c = compile_text(OPEN.replace("GPU", "gpu h100-sxm").replace("NODES", "nodes 12").replace("@TRAIN@", ""))
+    full = search(c, top=1).winner
+    assert full is not None
+    under = search(c, top=1, ceiling=full.step * (1 + 1e-9)).winner
+    assert under is not None and under.assignment == full.assignment and under.step == full.step
+    assert search(c, top=1, ceiling=full.step * (1 - 1e-6)).winner is None

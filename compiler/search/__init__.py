@@ -17,6 +17,7 @@ the space, the pruning and the tie-break.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -88,9 +89,12 @@ def job_diagnostics(plan):
 
 
 def search(compilation: Compilation, top: int = 10,
-           progress: Callable[[int, int], None] | None = None) -> SearchResult:
+           progress: Callable[[int, int], None] | None = None, ceiling: float = math.inf) -> SearchResult:
     """The best `top` assignments of a spec's holes. The compilation must have a plan and no
-    errors (the caller reports those as `parc check` does)."""
+    errors (the caller reports those as `parc check` does). With a `ceiling` (seconds per step)
+    only layouts at most that fast are looked for (the engine's own bound prunes the rest): the
+    outer cluster search asks so where a slower layout could not change its answer; finding none
+    then means "none that fast", not that nothing fits."""
     from .explain import explain_losses, mark_pareto
     from .ranking import mark_indistinguishable
     from .render import no_candidate, too_large
@@ -102,7 +106,7 @@ def search(compilation: Compilation, top: int = 10,
 
     plan = compilation.plan  # the target's runtime facts: its time and memory models
     engine = Engine(space, keep=top + SPARES, progress=progress, software=software_of(plan),
-                    runtime=memory_runtime(plan.target))
+                    runtime=memory_runtime(plan.target), ceiling=ceiling)
     try:
         outcome = engine.run()
     except SpaceTooLarge as exc:

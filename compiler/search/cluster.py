@@ -16,15 +16,34 @@ rule below is a *necessary* condition, so a count outside the set has no valid l
     pp divides the layers (E0315; with a written `split`, pp is its length, E0316)
     cp divides the sequence (E0330)            ep divides the experts (E0340)
 
-and whole nodes inside the asked range. The outer search first evaluates a ladder: the smallest
-candidate of every power-of-two band of node counts (1, 2-3, 4-7, ...) and the largest. The
-ladder shows in which band each boundary lies: where layouts start to fit in memory (and where
-they stop: a batch too small to share), where the deadline is first met, where the budget is last
-kept. Inside that one band the best time (and cost) is taken as monotone in the node count, and
-the boundary is found by bisection: O(log n) layout searches per GPU instead of one per node count.
-Across bands nothing is assumed (the ladder evaluates each), so a node count that forces an
-awkward layout (5 nodes: pp 10) cannot mislead the search beyond its own band. The frontier of
-time against cost is drawn over every cluster evaluated.
+and whole nodes inside the asked range.
+
+The answer is exact: the cluster an exhaustive scan of every candidate would choose
+(tests/test_cluster_search.py holds them equal). Nothing is assumed about how the best time
+varies with the node count, because it is not monotone: divisibility decides which layouts a
+count allows (405B: 1,792 nodes train in 88 days, 2,048 in 101; 504 nodes take 351 days, 448
+take 348). What makes the scan cheap is what it does not search:
+
+1. floors (`Floors`), per GPU, none of them depending on the node count: the model states
+   spread over every GPU (a cluster that cannot hold them has no layout) and the model's FLOPs
+   at the fastest any kernel runs (`kernel_ceiling`: no layout on g GPUs steps faster than
+   FLOPs / (g x peak x ceiling)). A cluster whose floor misses the deadline or the budget, or
+   cannot beat the best answer found so far under the objective (`answer_limit`), is ruled out
+   without a layout search;
+2. ceilings: every other cluster the answer depends on is searched only for a layout at most
+   as slow as that limit (the engine's own bounds prune everything slower before any memory or
+   time evaluation); finding none proves the cluster cannot be the answer, at about half the
+   cost of a full search;
+3. order: candidates are visited best floor first (the fewest GPUs, the fastest floor, the
+   cheapest), so the best answer found early rules out the most;
+4. the ladder: the smallest candidate of every power-of-two band of node counts (1, 2-3, 4-7,
+   ...) and the largest, each that its floors let meet the constraints, is searched in full
+   first: the frontier of time against cost spans the range, and its points are the first
+   incumbents.
+
+The frontier is drawn over the clusters listed: the ladder's and every cluster searched for the
+answer that has a layout within its ceiling (a cluster ruled out is slower or dearer than the
+question allows, or than the answer).
 """
 
 from __future__ import annotations
@@ -32,6 +51,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ..budget import SECONDS_PER_DAY, SECONDS_PER_HOUR
 from ..catalog import gpus as gpu_catalog
 from ..diagnostics import Diagnostic, Label, error, has_errors
 from ..pipeline import Compilation, compile_text
@@ -84,6 +104,8 @@ class Point:
     values: dict = field(default_factory=dict)
     """The layout search's values for the spec's other holes (`search()`'s `Candidate.values`)."""
     frontier: bool = False
+    searched: bool = False
+    """Whether a layout search ran (not when the front end or the memory floor answered)."""
 
     @property
     def ok(self) -> bool:
@@ -103,6 +125,10 @@ class ClusterResult:
     points: list[Point] = field(default_factory=list)
     chosen: Point | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    searches: int = 0
+    """Layout searches run (in full or under a ceiling)."""
+    ruled_out: int = 0
+    """Candidates not listed: ruled out by their floors, or with no layout under their ceiling."""
 
     @property
     def frontier(self) -> list[Point]:
@@ -217,8 +243,11 @@ def fill_cluster(text: str, question: ClusterQuestion, probe: Probe) -> str:
     return text
 
 
-def evaluate(compilation: Compilation, question: ClusterQuestion, probe: Probe) -> Point:
-    """The layout search on the spec filled with one cluster: its best layout and its budget."""
+def evaluate(compilation: Compilation, question: ClusterQuestion, probe: Probe,
+             ceiling: float = math.inf) -> Point | None:
+    """The layout search on the spec filled with one cluster: its best layout and its budget.
+    With a `ceiling` (seconds per step), only a layout at most that fast is looked for: None when
+    there is none (the cluster cannot be the answer; whether anything slower fits is not asked)."""
     from ..budget import budget
     from . import search
 
@@ -234,8 +263,11 @@ def evaluate(compilation: Compilation, question: ClusterQuestion, probe: Probe) 
 
         point.reason = f"E0502: the model states alone need {size(floor)} per GPU"
         return point
-    result = search(filled, top=1)
+    result = search(filled, top=1, ceiling=ceiling)
+    point.searched = True
     if result.winner is None:
+        if ceiling < math.inf:
+            return None
         point.reason = ", ".join(sorted({d.code for d in result.diagnostics})) or "no layout"
         return point
     winner = result.winner
@@ -250,16 +282,148 @@ def evaluate(compilation: Compilation, question: ClusterQuestion, probe: Probe) 
     return point
 
 
-def states_floor(plan) -> int:
-    """A floor on any layout's peak memory per GPU: the parameters (4 bytes each: fp32 in parc's
-    runtime, bf16 plus an fp32 master in Megatron's) and their optimizer states
-    (`memory.states`), spread evenly over every GPU. Every layout holds at least these bytes in
-    all, so its fullest GPU holds at least their average: a cluster below it needs no search."""
+def state_bytes(plan) -> int:
+    """The parameters (4 bytes each: fp32 in parc's runtime, bf16 plus an fp32 master in
+    Megatron's) and their optimizer states (`memory.states`), all GPUs together: every layout
+    holds at least these bytes in all, whatever the cluster."""
     from ..memory.states import FP32, optimizer_bytes
     from ..targets import memory_runtime
 
-    per_parameter = FP32 + optimizer_bytes(plan.training.optimizer, memory_runtime(plan.target))
-    return plan.model.parameters * per_parameter // plan.cluster.world_size
+    return plan.model.parameters * (FP32 + optimizer_bytes(plan.training.optimizer, memory_runtime(plan.target)))
+
+
+def states_floor(plan) -> int:
+    """A floor on any layout's peak memory per GPU: `state_bytes` spread evenly over every GPU.
+    Its fullest GPU holds at least their average: a cluster below it needs no search."""
+    return state_bytes(plan) // plan.cluster.world_size
+
+
+# ---------------------------------------------------------------------------------------------
+# Floors: what no layout on one GPU beats, at any node count
+
+SLACK = 1e-9
+"""Relative slack on every limit compared with a floor or passed as a ceiling, so that rounding
+in the floors' and the limits' arithmetic can never rule out a cluster that ties."""
+
+
+@dataclass(frozen=True)
+class Floors:
+    """Bounds every layout on one GPU type obeys, at any node count. None of these numbers depends
+    on the node count (the model, the batch, the run's steps, the GPU's peak and price), so they
+    are read once per GPU from one compiled cluster; a cluster whose floor already misses a
+    constraint (or cannot beat the best answer so far) is ruled out without a layout search."""
+
+    state_bytes: int
+    """`state_bytes`: the model states of any layout, all GPUs together."""
+    hbm_bytes: int
+    gpu_seconds: float
+    """GPU-seconds of one step at the fastest any kernel runs: the model's FLOPs per step
+    (`Prediction`'s 6N + attention, `flops.model_flops_per_token`) over the peak MFU divides by,
+    times `kernel_ceiling`. On g GPUs no layout steps faster than gpu_seconds / g (see
+    `kernel_ceiling`): a prediction's step is at least this floor."""
+    steps: int
+    """Optimizer steps of the run (`budget.steps_for`): the batch is fixed, so they are too."""
+    price: float | None
+
+    def fits(self, gpus: int) -> bool:
+        """`states_floor`'s test, with the same integer arithmetic."""
+        return self.state_bytes // gpus <= self.hbm_bytes
+
+    def step(self, gpus: int) -> float:
+        return self.gpu_seconds / gpus
+
+    def rate(self, gpus: int) -> float | None:
+        """Dollars the run costs per second of step time (cost = rate x step), None unpriced."""
+        return None if self.price is None else self.price * gpus * self.steps / SECONDS_PER_HOUR
+
+
+def kernel_ceiling(generation: str) -> float:
+    """The largest fraction of the matrix peak the time model lets any FLOP run at: a GEMM at most
+    at its generation's fitted ceiling (`Constants.gemm_efficiency`, times factors <= 1:
+    intensity, waves), a fused attention kernel at most at its curve's plateau (`kernels`,
+    times factors <= 1; and at the BF16 peak, never above the matrix peak). Every FLOP the MFU
+    convention counts is executed by some rank (the backward at least twice the forward,
+    recomputation only adds), the busiest rank does at least the average and a step is at least
+    its rank's computation, so MFU <= this ceiling; tests/test_cluster_search.py holds it on the
+    random layouts of tests/test_bounds.py and the shipped specs."""
+    from ..calibration import DEFAULT
+    from ..kernels import attention_curve
+
+    curves = [attention_curve(kernel, generation) for kernel in ("sdpa", "te")]
+    return max([DEFAULT.gemm_efficiency(generation)] + [x for c in curves for x in (c.forward, c.backward)])
+
+
+def floors_of(compilation: Compilation, question: ClusterQuestion, probes: list[Probe]) -> Floors | None:
+    """The floors of one GPU, read from the first of its clusters whose spec resolves (the front
+    end only: no checks, no search); None when none does (its clusters are then searched
+    without floors)."""
+    from ..budget import steps_for
+    from ..flops import model_flops_per_token
+    from ..memory.inputs import shape_of
+    from ..timing import hardware_of, matmul_peak
+
+    for probe in probes[:4]:
+        filled = compile_text(fill_cluster(compilation.source.text, question, probe), compilation.source.path,
+                              checks=False)
+        plan = filled.plan
+        if plan is None or has_errors(filled.diagnostics) or plan.model is None:
+            continue
+        stated = steps_for(plan)
+        if stated is None:
+            return None
+        train = plan.training
+        hw = hardware_of(plan)
+        fastest = matmul_peak(hw, train.precision) * kernel_ceiling(hw.generation)
+        return Floors(state_bytes=state_bytes(plan), hbm_bytes=plan.cluster.gpu.hbm_bytes,
+                      gpu_seconds=model_flops_per_token(shape_of(plan), train.seq_len) * train.tokens_per_step / fastest,
+                      steps=stated[1], price=plan.cluster.price)
+    return None
+
+
+def constraint_limit(probe: Probe, floors: Floors, c: Constraints) -> float | None:
+    """The slowest step (seconds) at which this cluster meets the deadline and the budget; None
+    when it can meet neither whatever its step (a budget on a GPU without a price)."""
+    limit = math.inf
+    if c.deadline is not None:
+        limit = min(limit, c.deadline / floors.steps)
+    if c.budget is not None:
+        rate = floors.rate(probe.gpus)
+        if rate is None:
+            return None
+        limit = min(limit, c.budget / rate)
+    return limit
+
+
+def answer_limit(probe: Probe, floors: Floors, c: Constraints, best: Point | None) -> float | None:
+    """The slowest step at which this cluster could still be the answer: the constraints' limit
+    and, under the objective, the best answer found so far's (`_objective_key`: a cluster with
+    more GPUs than the best never wins the fewest GPUs; a slower run never wins on time; a dearer
+    one never on cost). None when it cannot be the answer at any step."""
+    limit = constraint_limit(probe, floors, c)
+    if limit is None:
+        return None
+    cost_objective = c.objective in ("cost", "tokens-per-dollar")
+    if cost_objective and floors.price is None:
+        return None  # an unpriced cluster is never chosen by cost
+    if best is None:
+        return limit
+    if c.objective == "time":
+        limit = min(limit, best.days * SECONDS_PER_DAY / floors.steps)
+    elif cost_objective:
+        limit = min(limit, best.cost / floors.rate(probe.gpus))
+    elif probe.gpus > best.probe.gpus:
+        return None
+    return limit
+
+
+def within(probe: Probe, floors: Floors | None, limit: float | None) -> bool:
+    """Whether the cluster's floors allow a step within `limit` (memory first): if not, no layout
+    search can find one."""
+    if floors is None:
+        return True
+    if limit is None or not floors.fits(probe.gpus):
+        return False
+    return floors.step(probe.gpus) <= limit * (1 + SLACK)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -267,17 +431,32 @@ def states_floor(plan) -> int:
 
 
 class _Evaluator:
-    """Evaluates each cluster once, in the order asked (memoised)."""
+    """Evaluates each cluster once (memoised): in full, or under a ceiling. A search under a
+    ceiling that finds nothing is remembered with its ceiling, so a later ask at or under it is
+    answered without a search, and one above it searches again."""
 
     def __init__(self, compilation: Compilation, question: ClusterQuestion):
         self.compilation, self.question = compilation, question
         self.seen: dict[tuple[str, int], Point] = {}
+        self.missed: dict[tuple[str, int], float] = {}
+        """Clusters with no layout at most this fast (the ceiling they were searched under)."""
+        self.searches = 0
+        """Layout searches run (in full or under a ceiling)."""
 
-    def __call__(self, probe: Probe) -> Point:
+    def __call__(self, probe: Probe, ceiling: float = math.inf) -> Point | None:
         key = (probe.gpu, probe.nodes)
-        if key not in self.seen:
-            self.seen[key] = evaluate(self.compilation, self.question, probe)
-        return self.seen[key]
+        if key in self.seen:
+            return self.seen[key]
+        if ceiling <= self.missed.get(key, -1.0):
+            return None
+        point = evaluate(self.compilation, self.question, probe, ceiling)
+        self.searches += point is None or point.searched
+        if point is None:
+            self.missed[key] = ceiling
+        else:
+            self.seen[key] = point
+            self.missed.pop(key, None)
+        return point
 
 
 def _meets_deadline(point: Point, c: Constraints) -> bool:
@@ -288,17 +467,11 @@ def _within_budget(point: Point, c: Constraints) -> bool:
     return point.ok and (c.budget is None or (point.cost is not None and point.cost <= c.budget * (1 + 1e-12)))
 
 
-def _first_true(nodes: list[int], test) -> int:
-    """The index of the first node count for which `test` holds, assuming it holds from some
-    index on (monotone); len(nodes) when it never does. Each call of `test` is one search."""
-    lo, hi = 0, len(nodes)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if test(nodes[mid]):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+def _feasible(point: Point, c: Constraints) -> bool:
+    """Meets the constraints and can be ranked by the objective (cost objectives need a price)."""
+    if not (_meets_deadline(point, c) and _within_budget(point, c)):
+        return False
+    return point.cost is not None or c.objective not in ("cost", "tokens-per-dollar")
 
 
 def ladder(nodes: list[int]) -> list[int]:
@@ -314,45 +487,71 @@ def ladder(nodes: list[int]) -> list[int]:
     return picks
 
 
-def probe_bands(nodes: list[int], point_at, c: Constraints) -> None:
-    """Evaluate the ladder, then bisect inside the doubling band where each boundary lies: where
-    layouts start to fit (and stop: a batch too small for the cluster), where the deadline is
-    first met, where the budget is last kept. Monotonicity is assumed only inside one band."""
-    rungs = ladder(nodes)
-    for n in rungs:
-        point_at(n)
-    ok = [i for i, n in enumerate(rungs) if point_at(n).ok]
-    if not ok:
-        return
+@dataclass
+class _Space:
+    """Every candidate cluster of a question, with its GPU's floors."""
 
-    def between(rung: int) -> list[int]:
-        """The candidates after rung-1 up to and including rung (one band)."""
-        lo = nodes.index(rungs[rung - 1]) + 1 if rung > 0 else 0
-        return nodes[lo:nodes.index(rungs[rung]) + 1]
+    probes: list[Probe]
+    rungs: list[Probe]
+    floors: dict[str, Floors | None]
+    gpu_rank: dict[str, int]
 
-    def after(rung: int) -> list[int]:
-        """The candidates from rung up to the next rung (exclusive)."""
-        lo = nodes.index(rungs[rung])
-        hi = nodes.index(rungs[rung + 1]) if rung + 1 < len(rungs) else len(nodes)
-        return nodes[lo:hi]
 
-    first, last = ok[0], ok[-1]
-    band = between(first)
-    _first_true(band, lambda n: point_at(n).ok)
-    band = after(last)
-    _first_true(band, lambda n: not point_at(n).ok)
-    if c.deadline is not None:
-        meeting = [i for i in ok if _meets_deadline(point_at(rungs[i]), c)]
-        if meeting:
-            band = between(meeting[0])
-            _first_true(band, lambda n: _meets_deadline(point_at(n), c))
-    if c.budget is not None:
-        within = [i for i in ok if _within_budget(point_at(rungs[i]), c)]
-        if within:
-            band = after(within[-1])
-            over = _first_true(band, lambda n: point_at(n).ok and not _within_budget(point_at(n), c))
-            if over > 0:
-                point_at(band[over - 1])
+def draw_ladder(space: _Space, evaluate_once: _Evaluator, c: Constraints) -> None:
+    """The frontier's skeleton: every rung of the ladder (one cluster per doubling band of node
+    counts, and the largest) whose floors can meet the constraints, searched in full, so that the
+    time-cost frontier spans the range. A rung whose floors miss the deadline or the budget is
+    left out: it is slower or dearer than the question allows, whatever its layout."""
+    for probe in space.rungs:
+        floors = space.floors[probe.gpu]
+        if floors is not None and floors.fits(probe.gpus) and not within(probe, floors,
+                                                                          constraint_limit(probe, floors, c)):
+            continue
+        evaluate_once(probe)
+
+
+def find_answer(space: _Space, evaluate_once: _Evaluator, c: Constraints, result: ClusterResult) -> Point | None:
+    """The best feasible cluster under the objective, equal to an exhaustive scan of every
+    candidate (tests/test_cluster_search.py holds it so). Every candidate is visited in the order
+    its objective's floor ranks it, and ruled out without a search where its floors cannot meet
+    the constraints or beat the best found so far; the rest are searched under that limit as a
+    ceiling (the engine's own bounds then prune whatever is slower). Nothing is assumed about how
+    the best time varies with the node count: it is not monotone (divisibility: 1,792 nodes can
+    beat 2,048, docs/search.md)."""
+    def key(p: Point) -> tuple:
+        return _objective_key(p, c.objective, result)
+
+    best = None
+    for p in evaluate_once.seen.values():
+        if _feasible(p, c) and (best is None or key(p) < key(best)):
+            best = p
+    for probe in sorted(space.probes, key=lambda p: _visit_key(p, space, c.objective)):
+        floors = space.floors[probe.gpu]
+        if floors is None:  # no floors: only the fewest-GPUs objective's own rule applies
+            if c.objective == "gpus" and best is not None and probe.gpus > best.probe.gpus:
+                continue
+            point = evaluate_once(probe)
+        else:
+            limit = answer_limit(probe, floors, c, best)
+            if not within(probe, floors, limit):
+                continue
+            point = evaluate_once(probe, limit * (1 + SLACK))
+        if point is not None and _feasible(point, c) and (best is None or key(point) < key(best)):
+            best = point
+    return best
+
+
+def _visit_key(probe: Probe, space: _Space, objective: str) -> tuple:
+    """Candidates whose floor is best under the objective first (the fewest GPUs; the fastest
+    floor; the cheapest), so that the best answer found early rules out the most."""
+    tail = (probe.gpus, space.gpu_rank[probe.gpu], probe.nodes)
+    floors = space.floors[probe.gpu]
+    if floors is None or objective == "gpus":
+        return (0.0, *tail)
+    if objective == "time":
+        return (floors.step(probe.gpus) * floors.steps, *tail)
+    rate = floors.rate(probe.gpus)
+    return ((floors.step(probe.gpus) * rate) if rate is not None else math.inf, *tail)
 
 
 def search_cluster(compilation: Compilation) -> ClusterResult:
@@ -366,25 +565,30 @@ def search_cluster(compilation: Compilation) -> ClusterResult:
         result.diagnostics.append(missing)
         return result
     evaluate_once = _Evaluator(compilation, question)
+    space = _Space(probes=[], rungs=[], floors={}, gpu_rank={})
     for gpu in gpu_names(question, spec):
         per_node = _gpus_per_node(spec, gpu)
         nodes = _nodes_for(spec, question, gpu, per_node)
         result.candidates[gpu] = len(nodes)
-        if not nodes:
-            continue
-
-        def point_at(n: int, gpu=gpu, per_node=per_node) -> Point:
-            return evaluate_once(Probe(gpu=gpu, nodes=n, gpus_per_node=per_node))
-
-        probe_bands(nodes, point_at, constraints)
+        space.gpu_rank[gpu] = len(space.gpu_rank)
+        probes = [Probe(gpu=gpu, nodes=n, gpus_per_node=per_node) for n in nodes]
+        space.floors[gpu] = floors_of(compilation, question, probes) if probes else None
+        space.probes += probes
+        rungs = set(ladder(nodes))
+        space.rungs += [p for p in probes if p.nodes in rungs]
+    draw_ladder(space, evaluate_once, constraints)
+    result.chosen = find_answer(space, evaluate_once, constraints, result)
+    if result.chosen is None:
+        # what the diagnostic states, exactly: the fastest run, and the cheapest within the deadline
+        find_answer(space, evaluate_once, Constraints(deadline=None, budget=None, objective="time"), result)
+        if constraints.budget is not None:
+            find_answer(space, evaluate_once, Constraints(deadline=constraints.deadline, budget=None,
+                                                          objective="cost"), result)
     result.points = sorted(evaluate_once.seen.values(), key=lambda p: (gpu_order(result, p), p.probe.nodes))
+    result.searches = evaluate_once.searches
+    result.ruled_out = sum(result.candidates.values()) - len(result.points)
     _mark_frontier(result.points)
-    feasible = [p for p in result.points if _meets_deadline(p, constraints) and _within_budget(p, constraints)]
-    if constraints.objective in ("cost", "tokens-per-dollar"):
-        feasible = [p for p in feasible if p.cost is not None]
-    if feasible:
-        result.chosen = min(feasible, key=lambda p: _objective_key(p, constraints.objective, result))
-    else:
+    if result.chosen is None:
         result.diagnostics.append(_infeasible(spec, result))
     return result
 

@@ -55,7 +55,9 @@ def constraints_text(result: ClusterResult) -> str:
 
 def render_text(result: ClusterResult) -> str:
     counts = ", ".join(f"{gpu}: {n:,} node count{'' if n == 1 else 's'}" for gpu, n in result.candidates.items())
-    lines = [f"cluster search: {len(result.points)} clusters evaluated of the candidates ({counts}); "
+    ruled = (f"; {result.ruled_out:,} ruled out (a floor, or no layout within the answer's limit)"
+             if result.ruled_out else "")
+    lines = [f"cluster search: {len(result.points)} clusters evaluated of the candidates ({counts}){ruled}; "
              f"{constraints_text(result)}", ""]
     header = ("", "gpu", "nodes", "GPUs", "layout", "step", "time to train", "GPU-hours", "cost")
     rows = [header]
