@@ -70,6 +70,34 @@ def gemm_wave_efficiency(m: float, k: float, n: float, sms: int, groups: float =
     return total / (math.ceil(total / sms) * sms)
 
 
+def padded_rows(rows: float, balanced: bool = False) -> float:
+    """Rows one expert's GEMMs compute: its tokens padded to whole tiles (`TILE_M`). A thread
+    block computes a full tile whatever rows it holds, and a grouped kernel cannot share a tile
+    between experts (MegaBlocks, Gale et al. 2023, Section 5.1, pads each expert to its 128-row
+    block for the same reason). With the load exactly even each expert holds `rows`; with a
+    random router its count varies and the remainder past the last full tile is near-uniform,
+    wasting (TILE_M - 1) / 2 rows in expectation. An expert that receives anything fills at
+    least one tile."""
+    if rows <= 0:
+        return 0.0
+    if balanced:
+        return math.ceil(rows / TILE_M - 1e-9) * TILE_M
+    return max(float(TILE_M), rows + (TILE_M - 1) / 2)
+
+
+GROUPED_STREAMS = 4
+"""CUDA streams Transformer Engine's grouped GEMM spreads its per-expert GEMMs over
+(`GroupedLinear` -> `general_grouped_gemm` -> `nvte_multi_stream_cublas_gemm`, one cuBLAS GEMM
+per expert, round-robin over `nvte_get_num_compute_streams()` = 4 streams,
+transformer_engine/common/util/multi_stream.cpp)."""
+
+
+def grouped_rounds(local: int) -> int:
+    """Sequential rounds of a grouped GEMM over `local` experts: `GROUPED_STREAMS` GEMMs run at a
+    time, sharing the SMs' waves; each round pays one kernel's ramp and tail."""
+    return max(1, math.ceil(local / GROUPED_STREAMS))
+
+
 @lru_cache(maxsize=256)
 def _largest_normal(ranks: int) -> float:
     """Blom's expected largest of `ranks` standard normals (search asks for a few ep degrees
