@@ -248,12 +248,12 @@ def test_expert_all_to_all_shares_the_nic_with_data_parallel_traffic():
 
 def test_padded_rows_match_a_simulated_random_router():
     """Each expert's GEMM rows run in whole 128-row tiles: the expected padded rows of a random
-    router's experts (closed form: the load plus half a tile, at least one tile) against a seeded
-    simulation of top-k distinct experts per token, within 3 %; an exactly even load is padded
-    to the next whole tile."""
+    router's experts (closed form: a near-normal load's expected tile count) against a seeded
+    simulation of top-k distinct experts per token, within 2 %, at loads inside a tile, across a
+    tile boundary and many tiles long; an exactly even load is padded to the next whole tile."""
     np = pytest.importorskip("numpy")
     rng = np.random.default_rng(1)
-    cases = [(4096, 64, 8), (8192, 128, 8), (2048, 128, 8), (1024, 128, 8)]
+    cases = [(3000, 64, 8), (8192, 128, 8), (1500, 128, 8), (2000, 128, 8), (6000, 32, 4), (600, 8, 2)]
     assert cases
     for tokens, experts, top_k in cases:
         trials = 20
@@ -263,7 +263,7 @@ def test_padded_rows_match_a_simulated_random_router():
             np.add.at(load[t], choice[t].ravel(), 1)
         simulated = float((np.maximum(1, np.ceil(load / kernels.TILE_M)) * kernels.TILE_M).mean())
         predicted = kernels.padded_rows(tokens * top_k / experts)
-        assert predicted == pytest.approx(simulated, rel=0.03), (tokens, experts, top_k)
+        assert predicted == pytest.approx(simulated, rel=0.02), (tokens, experts, top_k, predicted, simulated)
     assert kernels.padded_rows(200, balanced=True) == 256
     assert kernels.padded_rows(256, balanced=True) == 256
     assert kernels.padded_rows(0) == 0.0
