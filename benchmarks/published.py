@@ -882,7 +882,15 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     ]
     if ep > 1 and not deg["ep_axis"]:
         folded = [n for n, d in (("cp", cp), ("dp", dp)) if d > 1]
-        if not folded or (cp * dp) % ep:
+        expert_tp = _int(lay.get("expert_tp"), "expert_tp")
+        if (family == "megatron" and tp > 1 and (tp * cp * dp) % ep == 0
+                and (expert_tp == 1 or (cp * dp) % ep)):
+            # Megatron-Core's expert mesh regroups the tp x cp x dp ranks, tp fastest: with expert
+            # tensor parallelism 1 an ep group takes the tp ranks first (ep 8 over tp 2 x dp 4
+            # stays in one node), and ep may exceed the data ranks (ep 32 over tp 2 x dp 16)
+            folded = ["tp"] + folded
+            notes.append(f"ep {ep} over tp x cp x dp (Megatron-Core's expert mesh with expert tensor parallelism 1)")
+        elif not folded or (cp * dp) % ep:
             raise Unusable(f"ep {ep} does not divide the data-parallel ranks ({dp} x cp {cp}) it folds over")
         lines.append(f"ep {ep} over {' x '.join(folded)}")
     lines += [
@@ -916,9 +924,14 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     if conv is STEP_ONLY:
         notes.append(f"FLOP convention `{key_conv}` unknown: compared on the step time")
     reported, source = reported_tflops(out, conv, key_conv, dims, batch, gpus, peak, recompute)
+    fitted = entry.get("completeness") == "full"
+    if fitted and dims.experts and "deepep" in text.replace(" ", ""):
+        fitted = False
+        notes.append("not fitted: the row states DeepEP's dispatcher (one RDMA copy per destination node, "
+                     "forwarded over NVLink, in its own kernels), not the all-to-all the model charges")
     return Run(id=run_id, group=str(entry.get("group", "")), convention=conv.label, gpus=gpus, peak=peak,
                reported_tflops=reported, reported_from=source, spec=spec, software=software, assumptions=notes,
-               fitted=entry.get("completeness") == "full", conv_flops=conv.model(dims) * batch,
+               fitted=fitted, conv_flops=conv.model(dims) * batch,
                recompute_stated=bool(_words(lay.get("recompute"))))
 
 
