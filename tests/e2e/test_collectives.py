@@ -245,8 +245,10 @@ LEDGER_CASES = FAST + ("traffic-tp2-dp2", "traffic-pp2-dp2", "traffic-pp2-1f1b",
 def test_the_ledger_is_what_the_job_issues(spec, tmp_path):
     """The time model's ledger of every rank (tp with and without sp, each pipeline schedule,
     each cp flavour, ep as an axis and folded over dp with MoE layers, MoE under tp with and
-    without sp, and the data-parallel collectives alongside) equals the collectives the running job records in one step, per
-    (axis, kind): calls exactly, bytes within 1 %."""
+    without sp, and the data-parallel collectives alongside; moe-4d: tp 2 (sp) x dp 2 x pp 2 with
+    ep 2 folded over dp, zero2 and selective recomputation, whose replay re-issues tp's gathers
+    and the expert-count exchange) equals the collectives the running job records in one step,
+    per (axis, kind): calls exactly, bytes within 1 %."""
     assert_ledger_is_the_job(spec, tmp_path)
 
 
