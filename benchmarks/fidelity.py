@@ -821,7 +821,7 @@ Left out:
 
 Fitted runs: median |error| **@MEDIAN@**, 90th percentile **@P90@**, worst **@WORST@**
 (`@WORST_ID@`). All @N_ALL@ evaluated runs: median @ALL_MEDIAN@, p90 @ALL_P90@, worst @ALL_WORST@
-(`@ALL_WORST_ID@`).
+(`@ALL_WORST_ID@`). @MOE_SUMMARY@
 
 @TABLE@
 
@@ -1205,6 +1205,19 @@ def attention_table() -> str:
     return "\n".join(lines)
 
 
+def moe_summary(results: list[Result]) -> str:
+    """The mixture-of-experts rows: none is fitted (each states DeepEP's dispatcher), so their
+    errors with the stored constants are out of sample."""
+    moe = [x for x in results if x.row.plan.model.experts]
+    if not moe:
+        return ""
+    errors = [abs(x.error) for x in moe]
+    worst = max(moe, key=lambda x: abs(x.error))
+    fitted = sum(1 for x in moe if x.row.fitted)
+    return (f"Mixture-of-experts runs ({len(moe)}, {fitted} fitted): median |error| {statistics.median(errors):.1%}, "
+            f"worst {max(errors):.1%} (`{worst.row.id}`): " + ", ".join(f"`{x.row.id}` {x.error:+.1%}" for x in moe) + ".")
+
+
 def generate(constants: Constants = DEFAULT) -> str:
     """The whole of docs/time-model.md."""
     rows, skipped = load_rows()
@@ -1225,6 +1238,7 @@ def generate(constants: Constants = DEFAULT) -> str:
         "ALL_P90": f"{p90([abs(x.error) for x in results]):.1%}",
         "ALL_MEDIAN": f"{all_median:.1%}", "ALL_WORST": f"{all_worst:.1%}", "ALL_WORST_ID": all_worst_id,
         "SKIPPED": skipped_text, "LAYER_CHECK": layer_check(constants), "SPECS": specs_table(constants),
+        "MOE_SUMMARY": moe_summary(results),
         "CROSS": cross_validation(rows, prepared),
         "BUBBLE_GAP": bubble_gap(),
         "ATTENTION": attention_table(),

@@ -537,6 +537,9 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
             v = number("tokens_per_s", "tokens_per_sec", "throughput_tokens_per_s")
             if v:
                 return model / (batch * per_seq.seq) * v / gpus / 1e12, "reported tokens/s"
+            v = number("gpu_hours_per_trillion_tokens")
+            if v:  # DeepSeek-V3's report: "each trillion tokens requires 180K H800 GPU hours"
+                return model / (batch * per_seq.seq) * 1e12 / (v * 3600) / 1e12, "reported GPU hours per trillion tokens"
             v = number("samples_per_s", "sequences_per_s", "samples_per_sec")
             if v:
                 return model / batch * v / gpus / 1e12, "reported sequences/s"

@@ -208,7 +208,7 @@ def test_calibration_rows_are_the_same_specs_as_before(fidelity):
     """The general reader writes the calibration set exactly as the fitted constants assume."""
     rows, skipped = fidelity.load_rows()
     by_id = {r.id: r for r in rows}
-    assert len(rows) == 33 and len(skipped) == 3
+    assert len(rows) == 34 and len(skipped) == 3
     assert by_id["korthikanti22_530B_2240gpu_selective_sp"].spec.count("global-batch 2240") == 1
     assert any("korthikanti22_530B_selective_sp's 280 micro-batches" in a
                for a in by_id["korthikanti22_530B_2240gpu_selective_sp"].assumptions)
@@ -335,6 +335,10 @@ def test_moe_rows_fold_ep_as_megatron_core_does_and_deepep_rows_are_not_fitted(f
     assert len(moe) == 4
     assert "ep 8 over tp x dp" in moe["modelzoo_qwen3_235b_intranode_ep8_deepep_tp4"].spec
     assert "ep 32 over tp x dp" in moe["modelzoo_qwen3_235b_crossnode_ep32_deepep"].spec
-    for r in moe.values():
+    deepseek = next(r for r in rows if r.id == "deepseek_v3_pretraining_2048xH800")
+    assert "ep 64 over dp" in deepseek.spec and "dualpipe-v" in deepseek.spec
+    # 180K H800 GPU hours per trillion tokens: 1e12 / (180e3 x 3600) = 1,543 tokens/s per GPU
+    assert deepseek.reported_from == "reported GPU hours per trillion tokens"
+    for r in [*moe.values(), deepseek]:
         assert not r.fitted
         assert any(a.startswith("not fitted: the row states DeepEP") for a in r.assumptions), r.id
