@@ -1391,21 +1391,21 @@ def dp_exposed(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, r
 
 
 def nic_busy(r: RankTimes, lk: Link) -> tuple[float, float]:
-    """Seconds of one micro-batch's forward and backward (recomputation included) that the
-    tp, cp, ep and pp collectives keep this GPU's NIC share busy: their NIC bytes
-    (`Collective.link_bytes`) at the NIC's rate (`lk.far`, the bandwidth of a link that
-    crosses nodes). Data-parallel traffic hidden under those windows queues behind them on the
+    """Seconds of one micro-batch's forward and backward (recomputation included) windows that
+    the tp, cp, ep and pp collectives keep this GPU's NIC share busy: per axis, its NIC bytes
+    (`Collective.link_bytes`) at the NIC's rate (`lk.far`, the bandwidth of a link that crosses
+    nodes), less the part of it the axis leaves exposed (that part lengthens the step outside
+    the window). Data-parallel traffic hidden under those windows queues behind them on the
     same NIC (issue 14, point 3), so only the rest of the window can hide it."""
     if lk.far <= 0:
         return 0.0, 0.0
-    f = b = 0.0
+    nic = {(axis, phase): 0.0 for axis in RANK_AXES for phase in (0, 1)}
     for c in r.collectives:
-        nic = c.micro * c.link_bytes()[1]
-        if c.phase == "forward":
-            f += nic
-        else:
-            b += nic
-    return f / lk.far, b / lk.far
+        if c.axis in RANK_AXES:
+            nic[(c.axis, 0 if c.phase == "forward" else 1)] += c.micro * c.link_bytes()[1] / lk.far
+    exposed = (r.exposed_f, r.exposed_b)
+    return tuple(sum(max(0.0, nic[(axis, phase)] - exposed[phase][i]) for i, axis in enumerate(RANK_AXES))
+                 for phase in (0, 1))
 
 
 @lru_cache(maxsize=65536)
