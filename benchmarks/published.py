@@ -19,6 +19,7 @@ A row becomes:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
@@ -593,6 +594,9 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         kernels = "fused" if compiled else "eager"
         if compiled:
             notes.append("torch.compile: fused kernels' speed (the eager runtime's without it)")
+    balanced = "force-load-balancing" in compact or "forced balance" in text
+    if balanced:
+        notes.append("routing exactly balanced (stated: Megatron-Core's --moe-router-force-load-balancing)")
     software = timing.Software(
         attention="unfused" if unfused else ("flash" if family == "torchtitan" else "flash-te"),
         selective="elementwise" if family == "torchtitan" else "attention-core",
@@ -601,6 +605,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         fp8="linear",  # Transformer Engine (Megatron-LM, NeMo) and torchao's float8 (torchtitan)
         dp_runtime="torch" if family == "torchtitan" else "megatron",
         grad_bytes=grad_bytes,
+        balanced_routing=balanced,
     )
     return software, family
 
@@ -991,7 +996,9 @@ def compiled(run: Run) -> Run | Skipped:
         if result.plan is None:
             return Skipped(run.id, "the spec does not compile: "
                            + "; ".join(d.message for d in result.diagnostics if d.is_error))
-        run.software = targets.software_of(result.plan)  # the spec's `target` states them
+        # the spec's `target` states them; forced load balancing is a benchmark switch no spec states
+        run.software = dataclasses.replace(targets.software_of(result.plan),
+                                           balanced_routing=run.software.balanced_routing)
         runtime = targets.memory_runtime(result.plan.target)
         if not run.recompute_stated and not fits_memory(result.plan, runtime):
             found = least_recompute_that_fits(run.spec, result.plan, runtime, compile_spec)
