@@ -445,22 +445,31 @@ the loads are near-normal, a multinomial's variance; tests/test_kernels.py check
 simulated random router); a balancing loss or bias drives the router towards
 random spreading, never below, so this floor is charged whatever the spec's balancing; a capacity
 factor caps it), and its expert GEMMs, activation, dispatch copies and all-to-all bytes are
-charged at that load. A GEMM of `2mkn` FLOPs takes
+charged at that load (`Software.balanced_routing`, Megatron-Core's forced load balancing and
+the recorded ranks' mean in the ledger test, charges the mean). Each expert's GEMM rows run in
+whole 128-row tiles (`kernels.padded_rows`; MegaBlocks, Gale et al. 2023, pads each expert to
+its block for the same reason): an exactly even load is padded to the next tile, a random
+router's expert wastes half a tile in expectation (its remainder past the last full tile is
+near-uniform), and an expert that receives anything fills at least one tile (checked against
+a simulated router). A GEMM of `2mkn` FLOPs takes
 
     t = 2mkn / (peak x e),   e = e_gen x I / (I + c x peak / B_hbm) x W,   I = 2mkn / (b (mk + kn + mn))
 
 with `W` the fraction of the SMs its output tiles keep busy (`compiler/kernels.py`): T tiles of
 128 x 128 on N SMs run in ceil(T / N) waves, `W = T / (ceil(T / N) N)` (133 tiles on an H100's
 132 SMs: two waves for 1.008 waves of work); an output of fewer tiles than SMs is split along
-its reduction (split-K, slices of at least 512) until the SMs are filled; a grouped kernel (one
-launch over all local experts) pools its experts' tiles, a loop of per-expert kernels does not.
+its reduction (split-K, slices of at least 512) until the SMs are filled; a grouped kernel
+pools its experts' tiles, a loop of per-expert kernels does not. Transformer Engine's grouped
+GEMM (Megatron-LM's `--moe-grouped-gemm`) is one cuBLAS GEMM per local expert, round-robin over
+4 CUDA streams (`nvte_multi_stream_cublas_gemm`; `nvte_get_num_compute_streams` = 4): 4
+experts' tiles share the SMs' waves at a time, in ceil(E_local / 4) rounds.
 `I` is its arithmetic intensity (FLOPs per byte of the three matrices, `b` bytes per element:
 2, or 1 for fp8), `peak / B_hbm` the GPU's ridge point, `e_gen` the generation's ceiling
 (`gemm_ampere`, `gemm_hopper`) and `c` = `intensity_half`: efficiency is half its ceiling where
 the intensity is `c` ridge points. Every kernel also costs `kernel_overhead` seconds (launch,
 ramp-up, the tail of its last wave): 4 GEMM kernels per dense layer forward; in a MoE layer the
-router's, the shared experts' and the routed experts' products, the last as one grouped kernel
-per matrix in Megatron-LM but one kernel per local expert and matrix in parc's runtime, which
+router's, the shared experts' and the routed experts' products, the last as ceil(E_local / 4)
+rounds per matrix in Megatron-LM but one kernel per local expert and matrix in parc's runtime, which
 loops over its E / ep experts (with an activation kernel each, two under SwiGLU); 6
 memory-bound kernels, the attention kernels (below); the backward twice the GEMMs.
 Under fp8, only where the runtime has fp8 GEMMs (`Software.fp8`): Transformer Engine (Megatron-LM,
@@ -503,9 +512,17 @@ element forward (scale-mask-softmax, dropout and its mask) and 11 backward.
 
 **Memory-bound work**, at `B_hbm x hbm_efficiency`, 2-byte elements: two norms (read and write
 h) and two residual adds (3h) per token on `n / sp` tokens; the activation function (read
-`matrices - 1` inner widths, write one) on n tokens (on the routed copies in MoE layers, plus 4h
-per routed copy for dispatch and combine); RoPE (read and write q and k). The backward moves
-twice the forward's bytes. Those are the fused kernels' bytes; eager PyTorch (parc's runtime,
+`matrices - 1` inner widths, write one) on n tokens (on the routed copies in MoE layers); RoPE
+(read and write q and k). The backward moves twice the forward's bytes. In a MoE layer, besides:
+the router's fp32 scores, 22 bytes per (token, expert) forward (cast, softmax, top-k, the
+balancing statistic) and 30 backward (`timing.ROUTER_BYTES`, 4 kernels each way); and the
+dispatcher's permutations, in passes over the routed copies (`top_k x n / tp x h` 16-bit
+elements, `timing.PERMUTE_PASSES`): Megatron-Core's dispatcher (the Megatron-Core MoE docs'
+permute / unpermute, `moe_utils.permute`, `unpermute`, `sort_chunks_by_idxs`) gathers the
+copies into expert order (2 passes) and sums them back into their tokens (1), and with ep > 1
+and several experts per rank re-sorts the received copies into expert order and back (+4); its
+backward scatters (1), gathers (2), computes the gates' gradient (2) and re-sorts (+4). parc's
+runtime is charged 4 passes forward and 8 backward. Those are the fused kernels' bytes; eager PyTorch (parc's runtime,
 torchtitan without torch.compile) runs two of them op by op, counted from the generated
 model.py's own ops: the rotary embedding (cast to fp32, four products, a sum and a difference
 on the halves, a concatenation, a cast back: 48 bytes per query/key element forward and 46
@@ -576,6 +593,12 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
 - **ep**, per MoE layer: dispatch and combine all-to-alls of `2 (n/sp) top_k h` bytes forward and
   again backward, exposed; under dualpipe-v they overlap the other micro-batch's computation and
   only what exceeds the layer's computation shows (DeepSeek-AI 2024).
+- **Selective recomputation in parc's runtime** replays a block's forward up to the FFN's
+  activation, serving its saved ops (Q/K/V and up-projection matmuls, the attention kernel, the
+  token exchanges) from its cache and running the rest again, collectives included: tp's
+  attention pair (its input's all-gather and the output projection's reduce-scatter under sp,
+  the all-reduce without), under sp each FFN input's all-gather, and ep's expert-count exchange
+  (`timing.selective_replay`; found by recording the moe-4d job, tests/e2e/test_collectives.py).
 - **pp**, per micro-batch: each chunk boundary sends `2 n h / tp` bytes forward and as many
   backward (the scatter-gather optimisation of Narayanan et al. 2021; sequence-parallel
   activations are already sharded), on the critical path.
@@ -611,6 +634,9 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   window is counted once: the collectives sharing a window (zero3's backward gather and its
   reduce-scatter; dense and expert sets; the last micro-batch's per-micro-batch reductions with
   the once-per-step ones) queue on one link, and only what their sum exceeds the window by shows.
+  A window whose data-parallel traffic crosses the NIC is shortened by the NIC time the tp, cp,
+  ep and pp collectives of that micro-batch's forward (or backward) take on it (`timing.nic_busy`):
+  different axes' traffic in one window queues on the same NIC.
 
 ## The ledger
 
@@ -835,7 +861,7 @@ Left out:
 
 Fitted runs: median |error| **@MEDIAN@**, 90th percentile **@P90@**, worst **@WORST@**
 (`@WORST_ID@`). All @N_ALL@ evaluated runs: median @ALL_MEDIAN@, p90 @ALL_P90@, worst @ALL_WORST@
-(`@ALL_WORST_ID@`).
+(`@ALL_WORST_ID@`). @MOE_SUMMARY@
 
 @TABLE@
 
@@ -885,11 +911,15 @@ what was assumed (the least recomputation that fits, `published.compiled`).
 @BRIDGE_TABLE@
 
 @BRIDGE_SUMMARY@ The model knows nothing of Blackwell (B200 and GB200 take Hopper's GEMM
-efficiency, with no run to fit on), and mixtures of small experts show what it leaves out: the
-dispatcher's host synchronisation on token counts, the permutation and index kernels, per-expert
-GEMM launches and all-to-all latency at small messages. With experts of FFN 768 (Qwen3-30B-A3B)
-these outweigh the experts' own matrix products, and the model is several times too fast; with
-large experts (Qwen3-235B-A22B on GB200) it is within a few per cent.
+efficiency, with no run to fit on). The router's fp32 kernels, the dispatcher's permutations,
+per-expert tile padding and Transformer Engine's per-expert GEMMs (above) moved the MoE rows'
+median from 52 % to 49 % (Qwen3-30B-A3B: +125 % to +112 % on H100, +191 % to +145 % on B200,
++40 % to +29 % on GB200). What remains points at a cost per micro-batch that the model does not
+have: the B200 and GB200 Qwen3-30B-A3B rows run the same layout with 1 and 4 sequences per
+micro-batch and differ 2.6x in tokens per second, where the model's physics gives 1.3x. The
+dispatcher's host synchronisation on the token counts (each MoE layer's forward waits for the
+host, which then issues the layer's several hundred kernels) is the likely cause; it is not
+modelled.
 
 ## parc's own runtime: eager PyTorch
 
@@ -937,13 +967,16 @@ runtime, eager PyTorch with FlashAttention and no tensor-parallel overlap, unles
 - Memory-bandwidth contention between communication kernels and computation (NCCL's SMs are
   counted as free), and network congestion beyond the NIC share (a fat-tree without
   oversubscription is assumed).
-- DeepSeek-V3's node-limited routing and NVLink forwarding (its all-to-all carries at most 4
-  nodes' worth of each token over InfiniBand) and FP8 dispatch: the ep all-to-all is charged in
-  full over the NICs.
+- DeepSeek-V3's node-limited routing and DeepEP's NVLink forwarding (its all-to-all carries one
+  copy of a token per destination node over InfiniBand) and FP8 dispatch: the ep all-to-all is
+  charged in full over the NICs. Rows that state DeepEP are evaluated but not fitted.
+- The host: kernel launch rates and the MoE dispatcher's device-to-host synchronisation.
 - Load imbalance between experts beyond a random router's (the balls-into-bins floor above is
   charged whatever the spec's balancing says; how far an unbalanced router strays above it
-  depends on the model and its training, which no closed form gives); data loading, logging,
-  checkpointing.
+  depends on the model and its training, which no closed form gives). The ModelZoo's
+  long-context Qwen3-235B rows measure it: with the router forced to an even load the runs are
+  1.09x (128K) to 1.25x (16K) faster than dropless, where the random-router floor makes 1.01x.
+  Data loading, logging, checkpointing.
 - Blackwell and CDNA3 efficiencies (no calibration data; their attention kernels take Hopper's
   fractions of their own peak), and FP8 GEMM efficiency beyond the casts (FP8 GEMMs take the
   BF16 ceiling). torch's SDPA is taken to run its FlashAttention-2 backend on every generation
@@ -1215,6 +1248,19 @@ def attention_table() -> str:
     return "\n".join(lines)
 
 
+def moe_summary(results: list[Result]) -> str:
+    """The mixture-of-experts rows: none is fitted (each states DeepEP's dispatcher), so their
+    errors with the stored constants are out of sample."""
+    moe = [x for x in results if x.row.plan.model.experts]
+    if not moe:
+        return ""
+    errors = [abs(x.error) for x in moe]
+    worst = max(moe, key=lambda x: abs(x.error))
+    fitted = sum(1 for x in moe if x.row.fitted)
+    return (f"Mixture-of-experts runs ({len(moe)}, {fitted} fitted): median |error| {statistics.median(errors):.1%}, "
+            f"worst {max(errors):.1%} (`{worst.row.id}`): " + ", ".join(f"`{x.row.id}` {x.error:+.1%}" for x in moe) + ".")
+
+
 def generate(constants: Constants = DEFAULT) -> str:
     """The whole of docs/time-model.md."""
     rows, skipped = load_rows()
@@ -1235,6 +1281,7 @@ def generate(constants: Constants = DEFAULT) -> str:
         "ALL_P90": f"{p90([abs(x.error) for x in results]):.1%}",
         "ALL_MEDIAN": f"{all_median:.1%}", "ALL_WORST": f"{all_worst:.1%}", "ALL_WORST_ID": all_worst_id,
         "SKIPPED": skipped_text, "LAYER_CHECK": layer_check(constants), "SPECS": specs_table(constants),
+        "MOE_SUMMARY": moe_summary(results),
         "CROSS": cross_validation(rows, prepared),
         "BUBBLE_GAP": bubble_gap(),
         "ATTENTION": attention_table(),

@@ -19,6 +19,7 @@ A row becomes:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
@@ -568,6 +569,9 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
             v = number("tokens_per_s", "tokens_per_sec", "throughput_tokens_per_s")
             if v:
                 return model / (batch * per_seq.seq) * v / gpus / 1e12, "reported tokens/s"
+            v = number("gpu_hours_per_trillion_tokens")
+            if v:  # DeepSeek-V3's report: "each trillion tokens requires 180K H800 GPU hours"
+                return model / (batch * per_seq.seq) * 1e12 / (v * 3600) / 1e12, "reported GPU hours per trillion tokens"
             v = number("samples_per_s", "sequences_per_s", "samples_per_sec")
             if v:
                 return model / batch * v / gpus / 1e12, "reported sequences/s"
@@ -621,6 +625,9 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         kernels = "fused" if compiled else "eager"
         if compiled:
             notes.append("torch.compile: fused kernels' speed (the eager runtime's without it)")
+    balanced = "force-load-balancing" in compact or "forced balance" in text
+    if balanced:
+        notes.append("routing exactly balanced (stated: Megatron-Core's --moe-router-force-load-balancing)")
     software = timing.Software(
         attention="unfused" if unfused else ("flash" if family == "torchtitan" else "flash-te"),
         selective="elementwise" if family == "torchtitan" else "attention-core",
@@ -629,6 +636,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         fp8="linear",  # Transformer Engine (Megatron-LM, NeMo) and torchao's float8 (torchtitan)
         dp_runtime="torch" if family == "torchtitan" else "megatron",
         grad_bytes=grad_bytes,
+        balanced_routing=balanced,
     )
     return software, family
 
@@ -913,7 +921,15 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     ]
     if ep > 1 and not deg["ep_axis"]:
         folded = [n for n, d in (("cp", cp), ("dp", dp)) if d > 1]
-        if not folded or (cp * dp) % ep:
+        expert_tp = _int(lay.get("expert_tp"), "expert_tp")
+        if (family == "megatron" and tp > 1 and (tp * cp * dp) % ep == 0
+                and (expert_tp == 1 or (cp * dp) % ep)):
+            # Megatron-Core's expert mesh regroups the tp x cp x dp ranks, tp fastest: with expert
+            # tensor parallelism 1 an ep group takes the tp ranks first (ep 8 over tp 2 x dp 4
+            # stays in one node), and ep may exceed the data ranks (ep 32 over tp 2 x dp 16)
+            folded = ["tp"] + folded
+            notes.append(f"ep {ep} over tp x cp x dp (Megatron-Core's expert mesh with expert tensor parallelism 1)")
+        elif not folded or (cp * dp) % ep:
             raise Unusable(f"ep {ep} does not divide the data-parallel ranks ({dp} x cp {cp}) it folds over")
         lines.append(f"ep {ep} over {' x '.join(folded)}")
     lines += [
@@ -947,9 +963,14 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     if conv is STEP_ONLY:
         notes.append(f"FLOP convention `{key_conv}` unknown: compared on the step time")
     reported, source = reported_tflops(out, conv, key_conv, dims, batch, gpus, peak, recompute)
+    fitted = entry.get("completeness") == "full"
+    if fitted and dims.experts and "deepep" in text.replace(" ", ""):
+        fitted = False
+        notes.append("not fitted: the row states DeepEP's dispatcher (one RDMA copy per destination node, "
+                     "forwarded over NVLink, in its own kernels), not the all-to-all the model charges")
     return Run(id=run_id, group=str(entry.get("group", "")), convention=conv.label, gpus=gpus, peak=peak,
                reported_tflops=reported, reported_from=source, spec=spec, software=software, assumptions=notes,
-               fitted=entry.get("completeness") == "full", conv_flops=conv.model(dims) * batch,
+               fitted=fitted, conv_flops=conv.model(dims) * batch,
                recompute_stated=bool(_words(lay.get("recompute"))))
 
 
@@ -1006,7 +1027,9 @@ def compiled(run: Run) -> Run | Skipped:
         if result.plan is None:
             return Skipped(run.id, "the spec does not compile: "
                            + "; ".join(d.message for d in result.diagnostics if d.is_error))
-        run.software = targets.software_of(result.plan)  # the spec's `target` states them
+        # the spec's `target` states them; forced load balancing is a benchmark switch no spec states
+        run.software = dataclasses.replace(targets.software_of(result.plan),
+                                           balanced_routing=run.software.balanced_routing)
         runtime = targets.memory_runtime(result.plan.target)
         if not run.recompute_stated and not fits_memory(result.plan, runtime):
             found = least_recompute_that_fits(run.spec, result.plan, runtime, compile_spec)

@@ -26,10 +26,11 @@ those figures.
 take them in waves, and the last, partial wave runs at the speed of a full one. With T tiles on
 N SMs the kernel takes ceil(T / N) waves for T / N waves' worth of work: efficiency
 T / (ceil(T / N) N). A 133-tile GEMM on 132 SMs takes two waves for 1.01 waves of work. The tile
-is 128 x 128 (cuBLAS's and CUTLASS's common BF16 tile on Ampere and Hopper); grouped GEMMs (one
-kernel over all local experts) pool their tiles into one launch; an output of fewer tiles than
-SMs is split along its reduction (split-K) as far as the reduction is long enough.
-"""
+is 128 x 128 (cuBLAS's and CUTLASS's common BF16 tile on Ampere and Hopper); GEMMs that run at
+once pool their tiles (Transformer Engine's grouped GEMM runs its per-expert GEMMs four at a time,
+`GROUPED_STREAMS`); an output of fewer tiles than SMs is split along its reduction (split-K) as
+far as the reduction is long enough. A partial tile costs a whole one: each expert's rows are
+padded to whole tiles (`padded_rows`)."""
 
 from __future__ import annotations
 
@@ -68,6 +69,41 @@ def gemm_wave_efficiency(m: float, k: float, n: float, sms: int, groups: float =
     split = max(1, min(sms // tiles, int(k // SPLIT_K_MIN))) if tiles < sms else 1
     total = tiles * split
     return total / (math.ceil(total / sms) * sms)
+
+
+@lru_cache(maxsize=4096)
+def padded_rows(rows: float, balanced: bool = False) -> float:
+    """Rows one expert's GEMMs compute: its tokens padded to whole tiles (`TILE_M`). A thread
+    block computes a full tile whatever rows it holds, and a grouped kernel cannot share a tile
+    between experts (MegaBlocks, Gale et al. 2023, Section 5.1, pads each expert to its 128-row
+    block for the same reason). With the load exactly even each expert holds `rows`, padded to
+    the next tile. A random router's expert receives a near-normal load of mean `rows` and
+    variance `rows` (a multinomial's, many tokens each choosing it with a small probability),
+    so its expected tile count is sum over j >= 0 of P(load > j TILE_M): a whole tile for any
+    expert that receives anything, and on average about half a tile of padding once the load's
+    spread covers a tile."""
+    if rows <= 0:
+        return 0.0
+    if balanced:
+        return math.ceil(rows / TILE_M - 1e-9) * TILE_M
+    from statistics import NormalDist  # here: `parc` starts without the statistics module
+
+    load = NormalDist(rows, math.sqrt(rows))
+    last = int((rows + 8 * math.sqrt(rows)) // TILE_M) + 1
+    return TILE_M * (1.0 + sum(1.0 - load.cdf(j * TILE_M) for j in range(1, last + 1)))
+
+
+GROUPED_STREAMS = 4
+"""CUDA streams Transformer Engine's grouped GEMM spreads its per-expert GEMMs over
+(`GroupedLinear` -> `general_grouped_gemm` -> `nvte_multi_stream_cublas_gemm`, one cuBLAS GEMM
+per expert, round-robin over `nvte_get_num_compute_streams()` = 4 streams,
+transformer_engine/common/util/multi_stream.cpp)."""
+
+
+def grouped_rounds(local: int) -> int:
+    """Sequential rounds of a grouped GEMM over `local` experts: `GROUPED_STREAMS` GEMMs run at a
+    time, sharing the SMs' waves; each round pays one kernel's ramp and tail."""
+    return max(1, math.ceil(local / GROUPED_STREAMS))
 
 
 @lru_cache(maxsize=256)

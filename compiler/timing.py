@@ -83,6 +83,32 @@ EAGER_SWIGLU_BYTES = (4, 6)
 """Bytes per FFN inner element that eager SwiGLU (`silu(w1 x) * w3 x`: silu reads and writes, the
 product reads both and writes) moves beyond the fused kernel's read of two and write of one (6):
 forward 10 - 6, backward 18 - 12."""
+ROUTER_BYTES = (22, 30)
+"""HBM bytes per (routed token, expert) of the router's memory-bound kernels, which work on the
+E scores of every token in fp32 (parc's runtime casts the logits with `.float()`; Megatron-Core
+routes in fp32): forward, the cast (read 2, write 4), the softmax (read 4, write 4), top-k
+(read 4) and the load-balancing statistic's mean (read 4): 22; backward, the gates' gradient
+scattered into the E scores (write 4), the balancing term's gradient added (read 4, write 4),
+the softmax backward (read the probabilities and the gradient, write: 12) and the cast's
+backward (read 4, write 2): 30. The logits GEMM itself is one of the layer's GEMMs."""
+ROUTER_KERNELS = 4
+"""Memory-bound kernels of the router each way (cast, softmax, top-k, the balancing statistic)."""
+PERMUTE_PASSES = {"fused": ((3, 5), (4, 4)), "eager": ((4, 8), (0, 0))}
+"""Passes over the routed token copies (each `top_k x tokens x h` elements, 16-bit) that the
+dispatcher's permutations make, forward and backward, per runtime: (plain, extra when ep > 1
+and a rank holds several experts).
+
+Megatron-Core's token dispatcher (`MoEAlltoAllTokenDispatcher`, the Megatron-Core MoE docs'
+"permute / unpermute"; Megatron-Core `moe_utils.permute`, `unpermute`, `sort_chunks_by_idxs`):
+forward, `permute` gathers each token's copies into expert order (read, write: 2), `unpermute`
+reads every copy back, weights it by its gate and sums it into its token (1); with ep > 1 and
+several local experts the received copies are re-sorted from source-rank order into expert order
+after the dispatch and back before the combine (`sort_chunks_by_idxs`, read and write each: +4).
+Backward: `permute`'s gradient is a scatter-add of the copies' gradients into their tokens (1),
+`unpermute`'s a gather of each token's gradient into its copies (2) plus the gates' gradient, a
+dot product of each copy with its gradient (read both: 2): 5, and the re-sorts again (+4).
+parc's runtime ("eager": index_select and index_add_ per expert) is charged 4 passes forward
+and 8 backward, as before this model."""
 MEMORY_KERNELS = 6
 """Memory-bound kernels of a layer's forward: two norms, two residual adds, the activation, RoPE
 (the backward runs as many, each twice the bytes)."""
@@ -220,6 +246,11 @@ class Software:
     reduce dtype is fp32) and in Megatron-LM under bf16 (it forces fp32 accumulation and
     reduction); 2 in Megatron-LM under fp16, which reduces in the parameters' dtype unless told
     `--accumulate-allreduce-grads-in-fp32`."""
+    balanced_routing: bool = False
+    """The router's load is exactly even over the expert ranks: Megatron-Core's benchmark mode
+    `--moe-router-force-load-balancing`, and what the mean over a job's recorded ranks measures
+    (tests/e2e/test_collectives.py). Otherwise the busiest expert rank carries the random
+    router's expected excess (`kernels.routing_imbalance`), which sets the pace."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -579,13 +610,15 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
 
 @lru_cache(maxsize=16384)
 def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
-               ep: int, precision: str, attention: str, kernels: str, hw: Hardware, c: Constants) -> Work:
+               ep: int, precision: str, attention: str, kernels: str, hw: Hardware, c: Constants,
+               balanced: bool = False) -> Work:
     """One transformer layer. `attention` is "flash" (fused, causal work skipped: torch's SDPA,
     what parc's runtime runs), "flash-te" (the same through Transformer Engine) or "unfused" (the
     s x s scores materialised, as Megatron-LM did before 2022).
     `kernels` ("eager" or "fused", `Software.kernels`) decides how routed experts launch: parc's
     runtime loops over its local experts, a kernel per matrix product and activation each;
-    Megatron-LM's grouped GEMM is one kernel per matrix for all of them."""
+    Megatron-LM's grouped GEMM is one kernel per matrix for all of them. `balanced`
+    (`Software.balanced_routing`): every expert rank receives the mean load."""
     h, t = shape.hidden, tp
     n = seq * micro / cp
     shard = t if sp and t > 1 else 1
@@ -604,23 +637,36 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
         elements += 2 * (q + kv) * n
         recomputable += 2 * (q + kv) * n
     loop_kernels = 0  # activation kernels of an expert loop, one per expert (two for SwiGLU)
+    moe_f = moe_b = 0.0  # bytes of the router's and the permutations' kernels, forward and backward
+    moe_kernels = 0
     if moe:
         local = max(1, shape.experts // ep)
         # balanced routing: what this GPU's experts receive (a capacity factor under 1 drops some)
         mean = routed * shape.top_k * (min(1.0, shape.capacity_factor) if shape.capacity_factor else 1.0)
         # the busiest expert rank sets the pace (the all-to-alls wait for it): routed copies land
         # on ranks at random at best, so its load exceeds the mean by the balls-into-bins margin
-        assigned = mean * kernel_model.routing_imbalance(mean, ep, shape.capacity_factor)
-        per_expert = assigned / local
+        assigned = mean * (1.0 if balanced else kernel_model.routing_imbalance(mean, ep, shape.capacity_factor))
+        # each expert's rows run in whole tiles (`kernels.padded_rows`)
+        per_expert = kernel_model.padded_rows(assigned / local, balanced)
         f = shape.expert_ffn
         gemms.append((1, 1, routed, h, shape.experts))
         if kernels == "eager":  # parc's runtime: one expert after another, each matrix its own kernel
             up_kernels, down_kernels, loop_kernels = local * up, local, local * up
-        else:  # a grouped GEMM per matrix
-            up_kernels = down_kernels = 1
-        gemms += [(up_kernels, local, per_expert, h, up * f), (down_kernels, local, per_expert, f, h)]
-        elements += assigned * (up + 1) * f + 4 * assigned * h  # activation; dispatch/combine copies
+            pooled = 1
+        else:  # Transformer Engine's grouped GEMM: one GEMM per expert over a few streams
+            up_kernels = down_kernels = kernel_model.grouped_rounds(local)
+            pooled = min(local, kernel_model.GROUPED_STREAMS)
+        gemms += [(up_kernels, local, per_expert, h, up * f, pooled),
+                  (down_kernels, local, per_expert, f, h, pooled)]
+        elements += assigned * (up + 1) * f  # the activation
         recomputable += assigned * (up + 1) * f
+        (plain_f, plain_b), (sort_f, sort_b) = PERMUTE_PASSES["eager" if kernels == "eager" else "fused"]
+        sorted_ = ep > 1 and local > 1
+        moe_f = (ROUTER_BYTES[0] * routed * shape.experts
+                 + ACT * (plain_f + (sort_f if sorted_ else 0)) * assigned * h)
+        moe_b = (ROUTER_BYTES[1] * routed * shape.experts
+                 + ACT * (plain_b + (sort_b if sorted_ else 0)) * assigned * h)
+        moe_kernels = ROUTER_KERNELS
         if shape.shared_experts:
             fs = shape.shared_experts * f / t
             gemms += [(1, 1, n, h, up * fs), (1, 1, n, fs, h)]
@@ -633,15 +679,16 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
         recomputable += n * (up + 1) * f
     # a product repeated `count` times in one kernel (a grouped GEMM) shares its waves; in
     # `count` kernels (an expert loop) each fills the GPU alone
-    gemm = sum(count * gemm_seconds(m, k, nn, precision, hw, c, count if kernels == 1 else 1)
-               + kernels * c.kernel_overhead for kernels, count, m, k, nn in gemms)
+    gemms = [g if len(g) == 6 else (*g, g[1] if g[0] == 1 else 1) for g in gemms]
+    gemm = sum(count * gemm_seconds(m, k, nn, precision, hw, c, pooled)
+               + kernels * c.kernel_overhead for kernels, count, m, k, nn, pooled in gemms)
     cast_f = cast_b = 0.0
     if precision == "fp8" and hw.fp8:
         # Transformer Engine casts each GEMM input to fp8 and keeps a transposed copy for the
         # other backward GEMM: read 2 bytes, write 1 + 1, per element of the activation forward and
         # of the output gradient backward (weights are cast once per step and not counted).
-        cast_f = sum(count * FP8_CAST_BYTES * m * k for _, count, m, k, _ in gemms)
-        cast_b = sum(count * FP8_CAST_BYTES * m * nn for _, count, m, _, nn in gemms)
+        cast_f = sum(count * FP8_CAST_BYTES * m * k for _, count, m, k, _, _ in gemms)
+        cast_b = sum(count * FP8_CAST_BYTES * m * nn for _, count, m, _, nn, _ in gemms)
     # eager PyTorch runs the rotary embedding and SwiGLU op by op: their extra bytes (their extra
     # launches queue ahead asynchronously behind the GEMMs; `kernel_overhead`, fitted on GEMM-bound
     # runs, is a GEMM's ramp and tail, not charged to them)
@@ -655,10 +702,10 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
                 else n * shape.ffn / t
             eager_f += EAGER_SWIGLU_BYTES[0] * inner
             eager_b += EAGER_SWIGLU_BYTES[1] * inner
-    memory_f = (memory_seconds(ACT * elements + cast_f + eager_f, hw, c)
-                + (MEMORY_KERNELS + loop_kernels) * c.kernel_overhead)
-    memory_b = (memory_seconds(2 * ACT * elements + cast_b + eager_b, hw, c)
-                + (MEMORY_KERNELS + loop_kernels) * c.kernel_overhead)
+    memory_f = (memory_seconds(ACT * elements + cast_f + eager_f + moe_f, hw, c)
+                + (MEMORY_KERNELS + loop_kernels + moe_kernels) * c.kernel_overhead)
+    memory_b = (memory_seconds(2 * ACT * elements + cast_b + eager_b + moe_b, hw, c)
+                + (MEMORY_KERNELS + loop_kernels + moe_kernels) * c.kernel_overhead)
     # parc's selective policy also re-runs the attention output projection: its output feeds the
     # second norm, whose backward needs it (torch's checkpoint stops before the FFN down-projection)
     elementwise = (memory_seconds(ACT * recomputable + eager_f, hw, c)
@@ -1046,17 +1093,51 @@ def _recomputed(records: tuple[Collective, ...]) -> list[Collective]:
     return [replace(c, phase="recompute") for c in records if c.phase == "forward"]
 
 
+def selective_replay(work: Work, records: tuple[Collective, ...]) -> tuple[Collective, ...]:
+    """The collectives parc's selective recomputation issues again, per micro-batch (phase
+    `recompute`). Its policy (`SelectivePolicy` in backends/torch/templates/parallel.py.jinja)
+    replays a block's forward in the backward up to the last tensor the backward needs (the FFN's
+    activation), serving the saved ops (the Q/K/V and up-projection matmuls, the attention
+    kernel, the token exchanges) from its cache and running everything else again, collectives
+    included: tp's attention pair (the input's all-gather and the output projection's
+    reduce-scatter under sp; the output projection's all-reduce without) and, under sp, the
+    all-gather of each FFN input split over tp (the dense FFN, the shared experts); ep's
+    expert-count exchange (an int64 all-to-all, needed for the dispatch's splits). Not replayed:
+    the FFN's down-projection and its reduction, which the backward does not need. Checked
+    against the recorded moe-4d job (tests/e2e/test_collectives.py)."""
+    out: list[Collective] = []
+    tp = next((c for c in records if c.axis == "tp" and c.payload == work.tp_bytes and c.phase == "forward"), None)
+    if tp is not None:
+        if work.tp_all_reduce[0]:
+            out.append(Collective("tp", "all_reduce", work.tp_bytes, 1, tp.size, tp.local, "path", 1, "recompute"))
+        else:
+            gathers = work.tp_gather[0] // 2  # the f/g pairs: attention, and the FFN split over tp
+            out += [Collective("tp", "all_gather", work.tp_bytes, gathers, tp.size, tp.local, "path", gathers,
+                               "recompute"),
+                    Collective("tp", "reduce_scatter", work.tp_bytes, 1, tp.size, tp.local, "path", 1, "recompute")]
+    out += [replace(c, phase="recompute") for c in records
+            if c.axis == "ep" and c.phase == "forward" and c.payload != work.ep_bytes]
+    return tuple(c for c in out if c.count > 0)
+
+
 def rank_time(load: Load, dense: tuple | None, moe: tuple | None, emb: tuple, out: tuple, pp_send: float,
               boundary: float, selective: str, pp_link: Link | None = None) -> RankTimes:
+    """`dense` and `moe`: (Work, Exposed, selective replay, its (tp, ep) seconds) of a layer."""
     acc = [0.0] * 13
     records: list[Collective] = []
     for is_moe, mode, count in load.pieces:
-        work, x = moe if is_moe else dense
+        work, x, replay, (replay_tp, replay_ep) = moe if is_moe else dense
         for i, value in enumerate(_piece(work, x, mode, selective)):
             acc[i] += count * value
         records += [c.scaled(count) for c in x.collectives]
         if mode == "full":
             records += [c.scaled(count) for c in _recomputed(x.collectives)]
+        elif mode == "selective" and selective == "elementwise" and replay:
+            records += [c.scaled(count) for c in replay]
+            acc[7] += count * replay_tp  # exposed backward tp, ep; bytes sent on tp, ep
+            acc[9] += count * replay_ep
+            acc[10] += count * sum(c.count * c.sent for c in replay if c.axis == "tp")
+            acc[12] += count * sum(c.count * c.sent for c in replay if c.axis == "ep")
     for present, (work, x) in ((load.embedding, emb), (load.output, out)):
         if present:
             for i, value in enumerate(_piece(work, x, "none", selective)):
@@ -1105,7 +1186,8 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
             pieces.append(None)
             continue
         w = slowed(layer_work(shape, moe, k.tp, sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
-                              gemm_precision(k.precision, sw), sw.attention, sw.kernels, hw, c), sw, c)
+                              gemm_precision(k.precision, sw), sw.attention, sw.kernels, hw, c,
+                              sw.balanced_routing), sw, c)
         # the expert-count exchange before each dispatch: one int64 per (ep rank, local expert)
         counts = ((Collective("ep", "all_to_all", 8 * shape.experts, 1, ep_l.size, ep_l.local, "path", 1,
                               "forward"),) if moe and ep_l.size > 1 else ())
@@ -1115,7 +1197,11 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
             counts += (Collective("tp", "all_reduce", ACT * shape.experts * shape.hidden, 1, tp_l.size,
                                   tp_l.local, "path", 1, "backward"),)
         calls = tp_calls("moe" if moe else "dense", sp_on, k.tp, w)
-        pieces.append((w, exposed(w, *links, overlap_ep, sw.tp_overlap, c, calls, counts)))
+        x = exposed(w, *links, overlap_ep, sw.tp_overlap, c, calls, counts)
+        replay = selective_replay(w, x.collectives)
+        seconds = tuple(sum(r.count * collective_seconds(r, tp_l if axis == "tp" else ep_l)
+                            for r in replay if r.axis == axis) for axis in ("tp", "ep"))
+        pieces.append((w, x, replay, seconds))
     emb = slowed(embedding_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch, hw, c), sw, c)
     out = slowed(output_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch,
                              padded_vocab(shape.vocab, k.tp, k.runtime), "bf16", sw.kernels, hw, c), sw, c)
@@ -1307,20 +1393,44 @@ def dp_exposed(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, r
     queue on the same link, and only what their sum exceeds the window by shows."""
     ledger = dp_ledger(r, k, dense, expert, shard, replicate, grad, runtime)
     back = r.backward_input + r.backward_weight + r.recompute
-    return _dp_exposed(ledger, k.microbatches, r.forward, back, dense, expert, shard, replicate)
+    return _dp_exposed(ledger, k.microbatches, r.forward, back, dense, expert, shard, replicate,
+                       nic_busy(r, dense))
+
+
+def nic_busy(r: RankTimes, lk: Link) -> tuple[float, float]:
+    """Seconds of one micro-batch's forward and backward (recomputation included) windows that
+    the tp, cp, ep and pp collectives keep this GPU's NIC share busy: per axis, its NIC bytes
+    (`Collective.link_bytes`) at the NIC's rate (`lk.far`, the bandwidth of a link that crosses
+    nodes), less the part of it the axis leaves exposed (that part lengthens the step outside
+    the window). Data-parallel traffic hidden under those windows queues behind them on the
+    same NIC (issue 14, point 3), so only the rest of the window can hide it."""
+    if lk.far <= 0:
+        return 0.0, 0.0
+    nic = {(axis, phase): 0.0 for axis in RANK_AXES for phase in (0, 1)}
+    for c in r.collectives:
+        if c.axis in RANK_AXES:
+            nic[(c.axis, 0 if c.phase == "forward" else 1)] += c.micro * c.link_bytes()[1] / lk.far
+    exposed = (r.exposed_f, r.exposed_b)
+    return tuple(sum(max(0.0, nic[(axis, phase)] - exposed[phase][i]) for i, axis in enumerate(RANK_AXES))
+                 for phase in (0, 1))
 
 
 @lru_cache(maxsize=65536)
 def _dp_exposed(ledger: tuple[Collective, ...], m: int, forward: float, back: float, dense: Link, expert: Link,
-                shard: Link, replicate: Link) -> tuple[float, float]:
+                shard: Link, replicate: Link, busy_nic: tuple[float, float] = (0.0, 0.0)) -> tuple[float, float]:
     links = {(dense.size, dense.local): dense, (expert.size, expert.local): expert,
              (shard.size, shard.local): shard, (replicate.size, replicate.local): replicate}
     busy = dict.fromkeys(("forward", "backward", "last_backward", "after_step"), 0.0)
+    on_nic = dict.fromkeys(busy, False)
     for c in ledger:
         reps = m if c.window in ("forward", "backward") else 1
         busy[c.window] += c.count / reps * collective_seconds(c, links[(c.size, c.local)])
+        on_nic[c.window] = on_nic[c.window] or c.link_bytes()[1] > 0
     exposed_s = 0.0
-    for window, once, length in (("forward", "after_step", forward), ("backward", "last_backward", back)):
+    for (window, once, length), taken in zip((("forward", "after_step", forward), ("backward", "last_backward", back)),
+                                             busy_nic, strict=True):
+        if on_nic[window] or on_nic[once]:  # the window's NIC time the other axes' traffic takes
+            length = max(0.0, length - taken)
         exposed_s += (m - 1) * max(0.0, busy[window] - length) + max(0.0, busy[window] + busy[once] - length)
     return exposed_s, sum(c.sent_per_step for c in ledger)
 

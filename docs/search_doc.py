@@ -6,7 +6,9 @@ published layouts.
     .venv/bin/python docs/search_doc.py --check   # exit 1 when docs/search.md is stale
 
 The sizes of the benchmark's space are computed by running the search. The quality study takes
-every published run of benchmarks/data/published.yaml whose layout is published, writes
+every dense published run of benchmarks/data/published.yaml whose layout is published (the
+mixture-of-experts rows fold ep over other axes, which this study's degree holes do not open;
+none of them is fitted either), writes
 it as a spec with `benchmarks/fidelity.py` (`load_rows`, the calibration's own specs), opens its
 degrees (and, in a second search, its micro-batch and recomputation) as `?`, and ranks the
 published layout among all the layouts of that space. Timings are not generated (they depend on
@@ -146,6 +148,8 @@ def study() -> list[dict]:
     rows, _ = fidelity.load_rows()
     results = []
     for row in rows:
+        if row.plan.model.experts:
+            continue
         row.entry_sp = entries[row.id]["layout"]["sequence_parallel"]
         for variant in ("degrees", "knobs"):
             results.append(rank(row, variant))
@@ -535,8 +539,9 @@ over schedule states compares packed integers (Megatron 1T's 16,384-GPU search: 
 
 ## Quality: published layouts
 
-Every run of `benchmarks/data/published.yaml` whose layout is published (29; the two
-strong-scaling endpoints have no layout) is written as a spec by `benchmarks/fidelity.py` (the
+Every dense run of `benchmarks/data/published.yaml` whose layout is published (29; the two
+strong-scaling endpoints have no layout; the mixture-of-experts rows fold ep over other axes,
+which these degree holes do not open) is written as a spec by `benchmarks/fidelity.py` (the
 time model's calibration specs), then searched twice: with its degrees open (`tp ? x dp ? x
 pp ?` on its GPUs, with `virtual-stages ?` for the interleaved runs, since the chunks per rank
 follow pp), and with its micro-batch and recomputation open too. Held fixed: the model, the

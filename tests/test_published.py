@@ -86,7 +86,8 @@ def test_hardware_is_read_from_the_gpu_name_note_and_figures(cases):
 
 def test_layouts_axes_and_schedules(cases):
     assert "tp 2 x dp 16 x pp 4" in spec_of(cases, "h800_mixtral_folded_ep")
-    assert "ep 8 over dp" in spec_of(cases, "h800_mixtral_folded_ep")
+    # expert tensor parallelism 1 with tp 2: Megatron-Core's expert mesh takes the tp ranks first
+    assert "ep 8 over tp x dp" in spec_of(cases, "h800_mixtral_folded_ep")
     assert spec_of(cases, "ep_as_axis").splitlines()[2].startswith("ep 8 x dp 4")
     assert "tp 8 x cp 16 x dp 8 x pp 16" in spec_of(cases, "llama3_405b_cp_allgather")
     assert "cp { flavour all-gather }" in spec_of(cases, "llama3_405b_cp_allgather")
@@ -207,7 +208,7 @@ def test_calibration_rows_are_the_same_specs_as_before(fidelity):
     """The general reader writes the calibration set exactly as the fitted constants assume."""
     rows, skipped = fidelity.load_rows()
     by_id = {r.id: r for r in rows}
-    assert len(rows) == 29 and len(skipped) == 2
+    assert len(rows) == 42 and len(skipped) == 3
     assert by_id["korthikanti22_530B_2240gpu_selective_sp"].spec.count("global-batch 2240") == 1
     assert any("korthikanti22_530B_selective_sp's 280 micro-batches" in a
                for a in by_id["korthikanti22_530B_2240gpu_selective_sp"].assumptions)
@@ -350,3 +351,28 @@ def test_power_limits_and_hbm_bandwidth_reach_the_spec(published, hardware, line
     assert plan is not None
     assert (plan.cluster.power_limit is not None) == any(x.startswith("power-limit") for x in lines)
     assert (plan.cluster.hbm_bandwidth is not None) == any(x.startswith("hbm-bandwidth") for x in lines)
+
+
+def test_moe_rows_fold_ep_as_megatron_core_does_and_deepep_rows_are_not_fitted(fidelity):
+    """The ModelZoo's Qwen3-235B rows state expert tensor parallelism 1: Megatron-Core's expert
+    mesh then takes the tp ranks first, so "EP 8" with tp 2 stays inside a node (the table's
+    "intra-node EP") and "EP 32" spans tp 2 x dp 16. The long-context rows' "forced balance"
+    figures run with `Software.balanced_routing`. Rows that state DeepEP's dispatcher are
+    evaluated but not fitted (a stated fact the model does not express), with the reason."""
+    rows, _ = fidelity.load_rows()
+    moe = {r.id: r for r in rows if r.group == "megatron_moe_modelzoo_qwen3"}
+    assert len(moe) == 12
+    # the long-context table's "forced balance" figures: routing exactly even, stated
+    forced = [r for r in moe.values() if r.id.endswith("forced_balance")]
+    assert len(forced) == 4 and all(r.software.balanced_routing for r in forced)
+    assert not any(r.software.balanced_routing for r in moe.values() if r not in forced)
+    assert "ep 8 over cp x dp" in moe["modelzoo_qwen3_235b_longctx_32k_cp2_dropless"].spec
+    assert "ep 8 over tp x dp" in moe["modelzoo_qwen3_235b_intranode_ep8_deepep_tp4"].spec
+    assert "ep 32 over tp x dp" in moe["modelzoo_qwen3_235b_crossnode_ep32_deepep"].spec
+    deepseek = next(r for r in rows if r.id == "deepseek_v3_pretraining_2048xH800")
+    assert "ep 64 over dp" in deepseek.spec and "dualpipe-v" in deepseek.spec
+    # 180K H800 GPU hours per trillion tokens: 1e12 / (180e3 x 3600) = 1,543 tokens/s per GPU
+    assert deepseek.reported_from == "reported GPU hours per trillion tokens"
+    for r in [*moe.values(), deepseek]:
+        assert not r.fitted
+        assert any(a.startswith("not fitted: the row states DeepEP") for a in r.assumptions), r.id

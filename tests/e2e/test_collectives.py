@@ -154,26 +154,20 @@ def test_data_parallel_traffic_per_step_matches_the_table(spec, tmp_path):
 
 def model_ledgers(plan, balanced: bool = False) -> dict[int, object]:
     """pp stage -> the time model's ledger of that stage's ranks (`timing.rank_steps`, what
-    `parc explain` charges, with the target's software: parc's job here). `balanced`: with the
-    routing imbalance the model charges the busiest expert rank (parc.kernels.routing_imbalance)
-    set to 1, i.e. what a rank receives on average, which is what the mean over the recorded
-    ranks measures."""
-    from parc import kernels, timing
+    `parc explain` charges, with the target's software: parc's job here). `balanced`: routing
+    exactly even over the expert ranks (`Software.balanced_routing`), i.e. what a rank receives
+    on average, which is what the mean over the recorded ranks measures (the model otherwise
+    charges the busiest expert rank's expected excess)."""
+    from dataclasses import replace
+
+    from parc import timing
     from parc.memory.inputs import knobs_of, shape_of
     from parc.targets import software_of
 
-    busiest = kernels.routing_imbalance
-    if balanced:
-        kernels.routing_imbalance = lambda *args, **kwargs: 1.0
-    timing.clear_caches()
-    try:
-        hw = timing.hardware_of(plan)
-        loads, steps = timing.rank_steps(shape_of(plan), knobs_of(plan, "torch"), hw, timing.geometry_of(plan, hw),
-                                         sw=software_of(plan))
-        return {stage: steps[load].ledger for stage, load in enumerate(loads)}
-    finally:
-        kernels.routing_imbalance = busiest
-        timing.clear_caches()
+    hw = timing.hardware_of(plan)
+    sw = replace(software_of(plan), balanced_routing=balanced)
+    loads, steps = timing.rank_steps(shape_of(plan), knobs_of(plan, "torch"), hw, timing.geometry_of(plan, hw), sw=sw)
+    return {stage: steps[load].ledger for stage, load in enumerate(loads)}
 
 
 def ledger_table(ledger) -> dict[tuple[str, str], tuple[float, int]]:
@@ -244,15 +238,17 @@ FAST = ("traffic-tp2-sp", "traffic-pp2-zbv", "cp2-ring", "ep2-over-dp")
 """One case per kind in the default run; the others are `long`."""
 LEDGER_CASES = FAST + ("traffic-tp2-dp2", "traffic-pp2-dp2", "traffic-pp2-1f1b", "traffic-pp2-interleaved",
                        "traffic-pp2-zb", "traffic-pp2-dualpipe", "cp2-all-gather", "cp2-all-to-all", "ep2-axis",
-                       "traffic-moe-tp2", "moe-tp2-dp2")
+                       "traffic-moe-tp2", "moe-tp2-dp2", "moe-4d")
 
 
 @pytest.mark.parametrize("spec", [s if s in FAST else pytest.param(s, marks=pytest.mark.long) for s in LEDGER_CASES])
 def test_the_ledger_is_what_the_job_issues(spec, tmp_path):
     """The time model's ledger of every rank (tp with and without sp, each pipeline schedule,
     each cp flavour, ep as an axis and folded over dp with MoE layers, MoE under tp with and
-    without sp, and the data-parallel collectives alongside) equals the collectives the running job records in one step, per
-    (axis, kind): calls exactly, bytes within 1 %."""
+    without sp, and the data-parallel collectives alongside; moe-4d: tp 2 (sp) x dp 2 x pp 2 with
+    ep 2 folded over dp, zero2 and selective recomputation, whose replay re-issues tp's gathers
+    and the expert-count exchange) equals the collectives the running job records in one step,
+    per (axis, kind): calls exactly, bytes within 1 %."""
     assert_ledger_is_the_job(spec, tmp_path)
 
 

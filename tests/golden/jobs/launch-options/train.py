@@ -618,11 +618,12 @@ class CollectiveRecorder:
             original = getattr(module, name, None)
             if original is None:
                 continue
-            setattr(module, name, self.wrap(original, kind))
+            op = getattr(torch.ops._c10d_functional, FUNCTIONAL_OPS.get(name, ""), None) if module is funcol else None
+            setattr(module, name, self.wrap(original, kind, op.default if op is not None else None))
 
-    def wrap(self, original, kind: str):
+    def wrap(self, original, kind: str, op=None):
         def recording(*args, **kwargs):
-            if self.active and self.depth == 0:
+            if self.active and self.depth == 0 and not served_from_cache(op):
                 for tensor, group in payload(kind, args, kwargs):
                     self.note(kind, tensor, group)
             self.depth += 1
@@ -647,7 +648,8 @@ class CollectiveRecorder:
         ranks = group_ranks(group)
         data = parallel.local_value(tensor) if isinstance(tensor, DTensor) else tensor
         size = data.numel() * data.element_size() * (len(ranks) if gathered else 1)
-        key = (kind, self.axes.get(ranks, "other"), str(data.dtype).removeprefix("torch."), len(ranks))
+        axis = self.axes.get(group_name(group)) or self.axes.get(ranks, "other")
+        key = (kind, axis, str(data.dtype).removeprefix("torch."), len(ranks))
         entry = self.found.setdefault(key, [0, 0])
         entry[0] += size
         entry[1] += 1
@@ -679,18 +681,49 @@ def group_ranks(group) -> tuple[int, ...]:
     return tuple(range(dist.get_world_size()))
 
 
-def axis_names(meshes: parallel.Meshes) -> dict[tuple[int, ...], str]:
-    """This rank's groups -> the name of their axis: the world mesh's dims first, then the
-    derived meshes (data, flattened data dims, expert groups)."""
-    names: dict[tuple[int, ...], str] = {}
+FUNCTIONAL_OPS = {"all_to_all_single": "all_to_all_single", "all_gather_tensor": "all_gather_into_tensor",
+                  "reduce_scatter_tensor": "reduce_scatter_tensor", "all_reduce": "all_reduce"}
+"""Functional collectives -> their op (`torch.ops._c10d_functional`), which selective
+checkpointing's policy may save."""
+
+
+def served_from_cache(op) -> bool:
+    """Whether a collective is replayed by selective recomputation from its cache: inside the
+    replay (torch's _CachedTorchDispatchMode on the dispatch stack), an op the policy saved
+    (parallel.SAVED_OPS: the token exchanges) returns its stored output and moves nothing."""
+    if op is None or op not in getattr(parallel, "SAVED_OPS", ()):
+        return False
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    return any(type(mode).__name__ == "_CachedTorchDispatchMode" for mode in _get_current_dispatch_mode_stack())
+
+
+def group_name(group) -> str | None:
+    """The name of a collective's process group, however torch passed it (None for the world)."""
+    if isinstance(group, DeviceMesh):
+        group = group.get_group()
+    elif isinstance(group, tuple) and len(group) == 2 and isinstance(group[0], DeviceMesh):
+        group = group[0].get_group(group[1])
+    if isinstance(group, str):
+        return group
+    return group.group_name if isinstance(group, dist.ProcessGroup) else None
+
+
+def axis_names(meshes: parallel.Meshes) -> dict[tuple[int, ...] | str, str]:
+    """This rank's groups -> the name of their axis: by process group first (two axes may hold
+    the same ranks, e.g. the experts' data group and tp when ep takes all the data ranks), then
+    by ranks; the world mesh's dims first, then the derived meshes (data, flattened data dims,
+    expert groups)."""
+    names: dict[tuple[int, ...] | str, str] = {}
     candidates = [(meshes.world, name) for name in parallel.MESH_DIMS]
     for field in dataclasses.fields(meshes):
         mesh = getattr(meshes, field.name)
         if isinstance(mesh, DeviceMesh) and mesh is not meshes.world:
             candidates += [(mesh, name) for name in mesh.mesh_dim_names or ()]
     for mesh, name in candidates:
-        ranks = tuple(dist.get_process_group_ranks(mesh.get_group(name)))
-        names.setdefault(ranks, name)
+        group = mesh.get_group(name)
+        names.setdefault(group.group_name, name)
+        names.setdefault(tuple(dist.get_process_group_ranks(group)), name)
     names.setdefault(tuple(range(dist.get_world_size())), "world")
     return names
 
