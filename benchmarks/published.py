@@ -453,6 +453,13 @@ def torchtitan_flops(d: Dims) -> float:
     return d.seq * (6 * d.matmul_params() + 12 * d.layers * d.heads * d.head_dim * d.seq)
 
 
+def llm_foundry_mfu(d: Dims) -> float:
+    """llm-foundry's MFU (scripts/train/benchmarking/README.md): `3 (2 N s + 4 l h s^2)` per
+    sequence, N every parameter the model has (embedding and learned positions too), attention
+    counted over the full square (non-causal)."""
+    return d.seq * (6 * d.total_params() + 12 * d.layers * d.hidden * d.seq)
+
+
 def palm_flops(d: Dims) -> float:
     """PaLM, Appendix B (Llama 3's and MegaScale's MFU): `6 N + 12 L H Q T` per token, no
     rematerialisation; N the weights in matrix products (the embedding lookup is not one)."""
@@ -485,6 +492,7 @@ CONVENTIONS: dict[str, Convention] = {
     "nemo_dgxc_noncausal": Convention("MFU (NeMo DGXC)", nemo_noncausal),
     "torchtitan": Convention("MFU (torchtitan)", torchtitan_flops),
     "palm_mfu": Convention("MFU (PaLM)", palm_flops),
+    "llm_foundry_mfu": Convention("MFU (llm-foundry)", llm_foundry_mfu),
     "megascale_mfu": Convention("MFU (PaLM, MegaScale)", palm_flops),
     "bloom_hfu_4x": Convention("HFU (8N, BLOOM)", bloom_flops, bloom_flops, "hfu"),
 }
@@ -583,6 +591,9 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
 
 
 MEGATRON_WORDS = ("megatron", "nemo", "bridge", "megascale", "nvidia")
+TORCH_FSDP_WORDS = ("llm-foundry", "composer", "torch fsdp")
+"""Sources whose runs are eager PyTorch with torch's FSDP and flash-attn's FlashAttention-2
+(MosaicML's llm-foundry through Composer): the runtime facts of `target torch`, parc's own job."""
 
 
 def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str]) -> tuple[timing.Software, str]:
@@ -591,7 +602,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     text = source_text(entry)
     year = source_year(entry)
     family = ("torchtitan" if "torchtitan" in text else "megatron" if any(w in text for w in MEGATRON_WORDS)
-              else "other")
+              else "torch" if any(w in text for w in TORCH_FSDP_WORDS) else "other")
     flash_stated = "flash" in text and "no flash" not in text
     unfused = not flash_stated and year is not None and year <= 2022
     if unfused:
@@ -616,18 +627,20 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     if "grad-reduce-in-bf16" in compact or "bf16 gradient reduc" in compact:
         grad_bytes = 2
     kernels = "fused"
+    if family == "torch":
+        kernels = "eager"
     if family == "torchtitan":
         compiled = "torch.compile" in text or re.search(r"\bcompiled?\b", text)
         kernels = "fused" if compiled else "eager"
         if compiled:
             notes.append("torch.compile: fused kernels' speed (the eager runtime's without it)")
     software = timing.Software(
-        attention="unfused" if unfused else ("flash" if family == "torchtitan" else "flash-te"),
-        selective="elementwise" if family == "torchtitan" else "attention-core",
+        attention="unfused" if unfused else ("flash" if family in ("torchtitan", "torch") else "flash-te"),
+        selective="elementwise" if family in ("torchtitan", "torch") else "attention-core",
         tp_overlap=overlap,
         kernels=kernels,
         fp8="linear",  # Transformer Engine (Megatron-LM, NeMo) and torchao's float8 (torchtitan)
-        dp_runtime="torch" if family == "torchtitan" else "megatron",
+        dp_runtime="torch" if family in ("torchtitan", "torch") else "megatron",
         grad_bytes=grad_bytes,
     )
     return software, family
@@ -638,6 +651,8 @@ def target_line(software: timing.Software, family: str, precision: str) -> str:
     time model's `Software` back from it): torchtitan runs as `target torchtitan`, Megatron-LM's
     and the other frameworks' fused-kernel runs as `target megatron` with the options in which
     they differ from its defaults."""
+    if family == "torch":
+        return "target torch"  # its runtime facts are `target torch`'s; it takes no options
     name = "torchtitan" if family == "torchtitan" else "megatron"
     options = []
     if name == "torchtitan" and software.kernels == "fused":
