@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from parc import timing
 from parc.catalog.gpus import ALIASES as GPU_ALIASES
@@ -52,6 +52,8 @@ class Run:
     findings: list[str] = field(default_factory=list)
     recompute_stated: bool = True
     """False when the row leaves recomputation out (then `compiled` picks the least that fits)."""
+    source_words: str = ""
+    """What the row's source says about its software (`source_text`), for the facts a spec cannot state."""
 
 
 @dataclass
@@ -965,7 +967,7 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     return Run(id=run_id, group=str(entry.get("group", "")), convention=conv.label, gpus=gpus, peak=peak,
                reported_tflops=reported, reported_from=source, spec=spec, software=software, assumptions=notes,
                fitted=entry.get("completeness") == "full", conv_flops=conv.model(dims) * batch,
-               recompute_stated=bool(_words(lay.get("recompute"))))
+               recompute_stated=bool(_words(lay.get("recompute"))), source_words=text)
 
 
 UNSTATED_RECOMPUTE = "recompute none (unstated; the frameworks' default)"
@@ -1001,6 +1003,21 @@ def fits_memory(plan, runtime: str) -> bool:
     return estimate is None or estimate.fits
 
 
+TRITON_ATTENTION = re.compile(r"attn[_-]impl:?\s*triton|flash ?attention in triton|triton flash")
+"""How a source states that its runs used FlashAttention in Triton (llm-foundry's `attn_impl: triton`)."""
+
+
+def stated_attention_kernel(software: timing.Software, run: Run) -> timing.Software:
+    """The attention kernel a row's source states, where a spec's `target` cannot say it: a run of
+    eager PyTorch with FlashAttention in Triton runs `target torch`'s facts with that kernel
+    (`Software.attention` "flash-triton"); every other row keeps its target's."""
+    if software.attention == "flash" and TRITON_ATTENTION.search(run.source_words):
+        run.assumptions.append("attention: FlashAttention in Triton, as the source states "
+                               "(`kernels.TRITON_SLOWDOWN`; not expressible in a spec)")
+        return replace(software, attention="flash-triton")
+    return software
+
+
 def compiled(run: Run) -> Run | Skipped:
     """The run's spec through parc's front end and checks. A run that ran fitted in memory: where
     the row does not state its recomputation and none would not fit as its runtime keeps memory
@@ -1021,7 +1038,7 @@ def compiled(run: Run) -> Run | Skipped:
         if result.plan is None:
             return Skipped(run.id, "the spec does not compile: "
                            + "; ".join(d.message for d in result.diagnostics if d.is_error))
-        run.software = targets.software_of(result.plan)  # the spec's `target` states them
+        run.software = stated_attention_kernel(targets.software_of(result.plan), run)  # the spec's `target`
         runtime = targets.memory_runtime(result.plan.target)
         if not run.recompute_stated and not fits_memory(result.plan, runtime):
             found = least_recompute_that_fits(run.spec, result.plan, runtime, compile_spec)

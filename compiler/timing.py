@@ -189,8 +189,9 @@ class Software:
     """"flash": fused attention that skips the masked half (causal), torch's SDPA (its flash
     backend is FlashAttention-2: parc's runtime, torchtitan with or without torch.compile);
     "flash-te": the same through Transformer Engine (Megatron-LM, NeMo: FlashAttention-2 on
-    Ampere, cuDNN's fused attention on Hopper and later); "unfused": the s x s scores are
-    materialised and the full square computed (Megatron-LM before mid-2022)."""
+    Ampere, cuDNN's fused attention on Hopper and later); "flash-triton": FlashAttention in
+    Triton (llm-foundry's `attn_impl: triton`, `kernels.TRITON_SLOWDOWN`); "unfused": the s x s
+    scores are materialised and the full square computed (Megatron-LM before mid-2022)."""
     selective: str = "elementwise"
     """What `recompute selective` repeats: "elementwise" (parc's runtime: an op-level policy that
     saves most matmul outputs and recomputes norms, RoPE, activations and the attention output
@@ -545,6 +546,14 @@ def memory_seconds(nbytes: float, hw: Hardware, c: Constants) -> float:
     return nbytes / (hw.hbm * c.hbm_efficiency)
 
 
+ATTENTION_KERNELS = {"flash-te": "te", "flash-triton": "triton"}
+"""`Software.attention` -> the kernel curve it runs (`kernels.attention_curve`); "flash": "sdpa"."""
+
+CAUSAL_SKIPPING = ("flash", "flash-triton")
+"""Fused kernels that skip the masked half of a causal square and recompute the scores in the
+backward (`FLASH_BACKWARD`)."""
+
+
 def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: int, n: float, attention: str,
                             hw: Hardware) -> tuple[float, float, int]:
     """Forward and backward seconds of the fused attention kernels of one layer and micro-batch,
@@ -557,7 +566,7 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
     s / cp keys, the others unmasked, half of them over s / cp keys (the later query chunk against
     both of the peer's chunks) and half over s / 2cp (both query chunks against the peer's earlier
     chunk). All-gather and all-to-all context parallelism run one causal kernel over all s keys."""
-    curve = kernel_model.attention_curve("te" if attention == "flash-te" else "sdpa", hw.generation)
+    curve = kernel_model.attention_curve(ATTENTION_KERNELS.get(attention, "sdpa"), hw.generation)
     d = shape.head_dim
     work = flops.attention_core_flops(shape, flops.causal_keys(seq)) / tp * n
     back = flops.FLASH_BACKWARD * work
@@ -1411,7 +1420,7 @@ def piece_flops(shape: Shape, moe: bool, tp: int, cp: int, seq: int, micro: int,
         gemm += n * shape.shared_experts * flops.expert_flops(shape) / tp
     else:
         gemm += 2 * n * h * shape.ffn * shape.ffn_matrices / tp
-    keys = flops.causal_keys(seq) if attention == "flash" else float(seq)
+    keys = flops.causal_keys(seq) if attention in CAUSAL_SKIPPING else float(seq)
     return gemm, n * flops.attention_core_flops(shape, keys) / tp, out_projection, 0.0
 
 
@@ -1426,7 +1435,7 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Co
     gemm = [0.0, 0.0, 0.0]
     core = [0.0, 0.0, 0.0]
     moved = {"gemm": 0.0, "attention": 0.0, "memory": 0.0}
-    back = FLASH_BACKWARD if sw.attention == "flash" else 2.0
+    back = FLASH_BACKWARD if sw.attention in CAUSAL_SKIPPING else 2.0
     for moe, mode, count in load.pieces:
         piece = hbm.layer_bytes(shape, moe, k.tp, k.sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
                                 gemm_precision(k.precision, sw), sw.attention, sw.kernels)
