@@ -1313,7 +1313,10 @@ def dp_exposed(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, r
     reduce-scatter under one micro-batch's backward; the dense and the expert sets; the last
     micro-batch's per-micro-batch traffic and the once-per-step reductions under that same
     backward; the post-step gather and the first micro-batch's forward gather under one forward)
-    queue on the same link, and only what their sum exceeds the window by shows."""
+    queue on the same link, and only what their sum exceeds the window by shows.
+
+    FSDP's per-unit collectives add the fill of a two-stage pipeline (`fsdp_fill`): the first
+    unit's gather has no computation before it, the last unit's reduce-scatter none after it."""
     ledger = dp_ledger(r, k, dense, expert, shard, replicate, grad, runtime)
     back = r.backward_input + r.backward_weight + r.recompute
     return _dp_exposed(ledger, k.microbatches, r.forward, back, dense, expert, shard, replicate)
@@ -1331,7 +1334,26 @@ def _dp_exposed(ledger: tuple[Collective, ...], m: int, forward: float, back: fl
     exposed_s = 0.0
     for window, once, length in (("forward", "after_step", forward), ("backward", "last_backward", back)):
         exposed_s += (m - 1) * max(0.0, busy[window] - length) + max(0.0, busy[window] + busy[once] - length)
+        units = max((c.count / m for c in ledger if c.window == window), default=0)
+        exposed_s += m * fsdp_fill(busy[window], length, units)
     return exposed_s, sum(c.sent_per_step for c in ledger)
+
+
+def fsdp_fill(busy: float, length: float, units: float) -> float:
+    """Seconds of one micro-batch's per-unit collectives that no computation can hide, beyond
+    what their sum exceeds the window by. FSDP (torch's FSDP1 and FSDP2; Megatron-LM's FSDP alike)
+    gathers each unit's weights one unit ahead (prefetch depth 1: `backward_prefetch`
+    BACKWARD_PRE, FSDP2's default) and reduce-scatters each unit's gradients when its backward
+    ends, so the window is a two-stage pipeline of `units` equal stages, communication c = busy /
+    units and computation w = length / units each: it takes c + (units - 1) max(c, w) + w, i.e.
+    exposes units x max(0, c - w) (the sum's excess, charged by the caller) plus min(c, w): in the
+    forward the first unit's gather, which has nothing to hide under; in the backward the first
+    gather and the last reduce-scatter, which runs after the last gradient is computed (Zhao et al.
+    2023, "PyTorch FSDP", Section 3.3 and Fig. 5: the first all-gather and the last
+    reduce-scatter are not overlapped). Zero without per-unit calls (`units` 0) adds nothing."""
+    if units < 1 or busy <= 0:
+        return 0.0
+    return min(busy, length) / units
 
 
 def optimizer_seconds(r: RankTimes, k: Knobs, hw: Hardware, c: Constants) -> float:
