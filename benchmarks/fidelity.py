@@ -42,13 +42,12 @@ END_FIT = "# END FITTED"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import fsdp_check  # noqa: E402
 from parc import timing  # noqa: E402
 from parc.calibration import DEFAULT, EAGER_FITTED, FITTED_NAMES, FIXED_SOURCES, Constants  # noqa: E402
 from parc.memory.inputs import knobs_of, shape_of  # noqa: E402
 from parc.pipeline import compile_text  # noqa: E402
 from published import Run, Skipped, compiled, row_spec  # noqa: E402
-
-import fsdp_check  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
 # Rows as specs

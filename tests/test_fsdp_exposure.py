@@ -7,7 +7,6 @@ its backward ends)."""
 from __future__ import annotations
 
 import pytest
-
 from parc import timing
 
 
