@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from parc import timing
 from parc.catalog.gpus import ALIASES as GPU_ALIASES
@@ -53,6 +53,8 @@ class Run:
     findings: list[str] = field(default_factory=list)
     recompute_stated: bool = True
     """False when the row leaves recomputation out (then `compiled` picks the least that fits)."""
+    source_words: str = ""
+    """What the row's source says about its software (`source_text`), for the facts a spec cannot state."""
 
 
 @dataclass
@@ -454,6 +456,13 @@ def torchtitan_flops(d: Dims) -> float:
     return d.seq * (6 * d.matmul_params() + 12 * d.layers * d.heads * d.head_dim * d.seq)
 
 
+def llm_foundry_mfu(d: Dims) -> float:
+    """llm-foundry's MFU (scripts/train/benchmarking/README.md): `3 (2 N s + 4 l h s^2)` per
+    sequence, N every parameter the model has (embedding and learned positions too), attention
+    counted over the full square (non-causal)."""
+    return d.seq * (6 * d.total_params() + 12 * d.layers * d.hidden * d.seq)
+
+
 def palm_flops(d: Dims) -> float:
     """PaLM, Appendix B (Llama 3's and MegaScale's MFU): `6 N + 12 L H Q T` per token, no
     rematerialisation; N the weights in matrix products (the embedding lookup is not one)."""
@@ -486,6 +495,7 @@ CONVENTIONS: dict[str, Convention] = {
     "nemo_dgxc_noncausal": Convention("MFU (NeMo DGXC)", nemo_noncausal),
     "torchtitan": Convention("MFU (torchtitan)", torchtitan_flops),
     "palm_mfu": Convention("MFU (PaLM)", palm_flops),
+    "llm_foundry_mfu": Convention("MFU (llm-foundry)", llm_foundry_mfu),
     "megascale_mfu": Convention("MFU (PaLM, MegaScale)", palm_flops),
     "bloom_hfu_4x": Convention("HFU (8N, BLOOM)", bloom_flops, bloom_flops, "hfu"),
 }
@@ -587,6 +597,9 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
 
 
 MEGATRON_WORDS = ("megatron", "nemo", "bridge", "megascale", "nvidia")
+TORCH_FSDP_WORDS = ("llm-foundry", "composer", "torch fsdp")
+"""Sources whose runs are eager PyTorch with torch's FSDP and flash-attn's FlashAttention-2
+(MosaicML's llm-foundry through Composer): the runtime facts of `target torch`, parc's own job."""
 
 
 def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str]) -> tuple[timing.Software, str]:
@@ -595,7 +608,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     text = source_text(entry)
     year = source_year(entry)
     family = ("torchtitan" if "torchtitan" in text else "megatron" if any(w in text for w in MEGATRON_WORDS)
-              else "other")
+              else "torch" if any(w in text for w in TORCH_FSDP_WORDS) else "other")
     flash_stated = "flash" in text and "no flash" not in text
     unfused = not flash_stated and year is not None and year <= 2022
     if unfused:
@@ -620,6 +633,8 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     if "grad-reduce-in-bf16" in compact or "bf16 gradient reduc" in compact:
         grad_bytes = 2
     kernels = "fused"
+    if family == "torch":
+        kernels = "eager"
     if family == "torchtitan":
         compiled = "torch.compile" in text or re.search(r"\bcompiled?\b", text)
         kernels = "fused" if compiled else "eager"
@@ -629,12 +644,12 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     if balanced:
         notes.append("routing exactly balanced (stated: Megatron-Core's --moe-router-force-load-balancing)")
     software = timing.Software(
-        attention="unfused" if unfused else ("flash" if family == "torchtitan" else "flash-te"),
-        selective="elementwise" if family == "torchtitan" else "attention-core",
+        attention="unfused" if unfused else ("flash" if family in ("torchtitan", "torch") else "flash-te"),
+        selective="elementwise" if family in ("torchtitan", "torch") else "attention-core",
         tp_overlap=overlap,
         kernels=kernels,
         fp8="linear",  # Transformer Engine (Megatron-LM, NeMo) and torchao's float8 (torchtitan)
-        dp_runtime="torch" if family == "torchtitan" else "megatron",
+        dp_runtime="torch" if family in ("torchtitan", "torch") else "megatron",
         grad_bytes=grad_bytes,
         balanced_routing=balanced,
     )
@@ -646,6 +661,8 @@ def target_line(software: timing.Software, family: str, precision: str) -> str:
     time model's `Software` back from it): torchtitan runs as `target torchtitan`, Megatron-LM's
     and the other frameworks' fused-kernel runs as `target megatron` with the options in which
     they differ from its defaults."""
+    if family == "torch":
+        return "target torch"  # its runtime facts are `target torch`'s; it takes no options
     name = "torchtitan" if family == "torchtitan" else "megatron"
     options = []
     if name == "torchtitan" and software.kernels == "fused":
@@ -971,7 +988,7 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     return Run(id=run_id, group=str(entry.get("group", "")), convention=conv.label, gpus=gpus, peak=peak,
                reported_tflops=reported, reported_from=source, spec=spec, software=software, assumptions=notes,
                fitted=fitted, conv_flops=conv.model(dims) * batch,
-               recompute_stated=bool(_words(lay.get("recompute"))))
+               recompute_stated=bool(_words(lay.get("recompute"))), source_words=text)
 
 
 UNSTATED_RECOMPUTE = "recompute none (unstated; the frameworks' default)"
@@ -1007,6 +1024,21 @@ def fits_memory(plan, runtime: str) -> bool:
     return estimate is None or estimate.fits
 
 
+TRITON_ATTENTION = re.compile(r"attn[_-]impl:?\s*triton|flash ?attention in triton|triton flash")
+"""How a source states that its runs used FlashAttention in Triton (llm-foundry's `attn_impl: triton`)."""
+
+
+def stated_attention_kernel(software: timing.Software, run: Run) -> timing.Software:
+    """The attention kernel a row's source states, where a spec's `target` cannot say it: a run of
+    eager PyTorch with FlashAttention in Triton runs `target torch`'s facts with that kernel
+    (`Software.attention` "flash-triton"); every other row keeps its target's."""
+    if software.attention == "flash" and TRITON_ATTENTION.search(run.source_words):
+        run.assumptions.append("attention: FlashAttention in Triton, as the source states "
+                               "(`kernels.TRITON_SLOWDOWN`; not expressible in a spec)")
+        return replace(software, attention="flash-triton")
+    return software
+
+
 def compiled(run: Run) -> Run | Skipped:
     """The run's spec through parc's front end and checks. A run that ran fitted in memory: where
     the row does not state its recomputation and none would not fit as its runtime keeps memory
@@ -1027,8 +1059,9 @@ def compiled(run: Run) -> Run | Skipped:
         if result.plan is None:
             return Skipped(run.id, "the spec does not compile: "
                            + "; ".join(d.message for d in result.diagnostics if d.is_error))
-        # the spec's `target` states them; forced load balancing is a benchmark switch no spec states
-        run.software = dataclasses.replace(targets.software_of(result.plan),
+        # the spec's `target` states them; the attention kernel a source states and forced load
+        # balancing are benchmark facts no spec states
+        run.software = dataclasses.replace(stated_attention_kernel(targets.software_of(result.plan), run),
                                            balanced_routing=run.software.balanced_routing)
         runtime = targets.memory_runtime(result.plan.target)
         if not run.recompute_stated and not fits_memory(result.plan, runtime):

@@ -101,6 +101,6 @@ DEFAULT = Constants(
     hbm_efficiency=0.8,
     latency_intra=1e-06,
     latency_inter=5e-06,
-    eager_efficiency=0.8521,
+    eager_efficiency=0.8548,
 )
 # END FITTED

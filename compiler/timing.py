@@ -215,8 +215,9 @@ class Software:
     """"flash": fused attention that skips the masked half (causal), torch's SDPA (its flash
     backend is FlashAttention-2: parc's runtime, torchtitan with or without torch.compile);
     "flash-te": the same through Transformer Engine (Megatron-LM, NeMo: FlashAttention-2 on
-    Ampere, cuDNN's fused attention on Hopper and later); "unfused": the s x s scores are
-    materialised and the full square computed (Megatron-LM before mid-2022)."""
+    Ampere, cuDNN's fused attention on Hopper and later); "flash-triton": FlashAttention in
+    Triton (llm-foundry's `attn_impl: triton`, `kernels.TRITON_SLOWDOWN`); "unfused": the s x s
+    scores are materialised and the full square computed (Megatron-LM before mid-2022)."""
     selective: str = "elementwise"
     """What `recompute selective` repeats: "elementwise" (parc's runtime: an op-level policy that
     saves most matmul outputs and recomputes norms, RoPE, activations and the attention output
@@ -576,6 +577,14 @@ def memory_seconds(nbytes: float, hw: Hardware, c: Constants) -> float:
     return nbytes / (hw.hbm * c.hbm_efficiency)
 
 
+ATTENTION_KERNELS = {"flash-te": "te", "flash-triton": "triton"}
+"""`Software.attention` -> the kernel curve it runs (`kernels.attention_curve`); "flash": "sdpa"."""
+
+CAUSAL_SKIPPING = ("flash", "flash-triton")
+"""Fused kernels that skip the masked half of a causal square and recompute the scores in the
+backward (`FLASH_BACKWARD`)."""
+
+
 def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: int, n: float, attention: str,
                             hw: Hardware) -> tuple[float, float, int]:
     """Forward and backward seconds of the fused attention kernels of one layer and micro-batch,
@@ -588,7 +597,7 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
     s / cp keys, the others unmasked, half of them over s / cp keys (the later query chunk against
     both of the peer's chunks) and half over s / 2cp (both query chunks against the peer's earlier
     chunk). All-gather and all-to-all context parallelism run one causal kernel over all s keys."""
-    curve = kernel_model.attention_curve("te" if attention == "flash-te" else "sdpa", hw.generation)
+    curve = kernel_model.attention_curve(ATTENTION_KERNELS.get(attention, "sdpa"), hw.generation)
     d = shape.head_dim
     work = flops.attention_core_flops(shape, flops.causal_keys(seq)) / tp * n
     back = flops.FLASH_BACKWARD * work
@@ -1390,7 +1399,10 @@ def dp_exposed(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, r
     reduce-scatter under one micro-batch's backward; the dense and the expert sets; the last
     micro-batch's per-micro-batch traffic and the once-per-step reductions under that same
     backward; the post-step gather and the first micro-batch's forward gather under one forward)
-    queue on the same link, and only what their sum exceeds the window by shows."""
+    queue on the same link, and only what their sum exceeds the window by shows.
+
+    FSDP's per-unit collectives add the fill of a two-stage pipeline (`fsdp_fill`): the first
+    unit's gather has no computation before it, the last unit's reduce-scatter none after it."""
     ledger = dp_ledger(r, k, dense, expert, shard, replicate, grad, runtime)
     back = r.backward_input + r.backward_weight + r.recompute
     return _dp_exposed(ledger, k.microbatches, r.forward, back, dense, expert, shard, replicate,
@@ -1432,7 +1444,26 @@ def _dp_exposed(ledger: tuple[Collective, ...], m: int, forward: float, back: fl
         if on_nic[window] or on_nic[once]:  # the window's NIC time the other axes' traffic takes
             length = max(0.0, length - taken)
         exposed_s += (m - 1) * max(0.0, busy[window] - length) + max(0.0, busy[window] + busy[once] - length)
+        units = max((c.count / m for c in ledger if c.window == window), default=0)
+        exposed_s += m * fsdp_fill(busy[window], length, units)
     return exposed_s, sum(c.sent_per_step for c in ledger)
+
+
+def fsdp_fill(busy: float, length: float, units: float) -> float:
+    """Seconds of one micro-batch's per-unit collectives that no computation can hide, beyond
+    what their sum exceeds the window by. FSDP (torch's FSDP1 and FSDP2; Megatron-LM's FSDP alike)
+    gathers each unit's weights one unit ahead (prefetch depth 1: `backward_prefetch`
+    BACKWARD_PRE, FSDP2's default) and reduce-scatters each unit's gradients when its backward
+    ends, so the window is a two-stage pipeline of `units` equal stages, communication c = busy /
+    units and computation w = length / units each: it takes c + (units - 1) max(c, w) + w, i.e.
+    exposes units x max(0, c - w) (the sum's excess, charged by the caller) plus min(c, w): in the
+    forward the first unit's gather, which has nothing to hide under; in the backward the first
+    gather and the last reduce-scatter, which runs after the last gradient is computed (Zhao et al.
+    2023, "PyTorch FSDP", Section 3.3 and Fig. 5: the first all-gather and the last
+    reduce-scatter are not overlapped). Zero without per-unit calls (`units` 0) adds nothing."""
+    if units < 1 or busy <= 0:
+        return 0.0
+    return min(busy, length) / units
 
 
 def optimizer_seconds(r: RankTimes, k: Knobs, hw: Hardware, c: Constants) -> float:
@@ -1521,7 +1552,7 @@ def piece_flops(shape: Shape, moe: bool, tp: int, cp: int, seq: int, micro: int,
         gemm += n * shape.shared_experts * flops.expert_flops(shape) / tp
     else:
         gemm += 2 * n * h * shape.ffn * shape.ffn_matrices / tp
-    keys = flops.causal_keys(seq) if attention == "flash" else float(seq)
+    keys = flops.causal_keys(seq) if attention in CAUSAL_SKIPPING else float(seq)
     return gemm, n * flops.attention_core_flops(shape, keys) / tp, out_projection, 0.0
 
 
@@ -1536,7 +1567,7 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Co
     gemm = [0.0, 0.0, 0.0]
     core = [0.0, 0.0, 0.0]
     moved = {"gemm": 0.0, "attention": 0.0, "memory": 0.0}
-    back = FLASH_BACKWARD if sw.attention == "flash" else 2.0
+    back = FLASH_BACKWARD if sw.attention in CAUSAL_SKIPPING else 2.0
     for moe, mode, count in load.pieces:
         piece = hbm.layer_bytes(shape, moe, k.tp, k.sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
                                 gemm_precision(k.precision, sw), sw.attention, sw.kernels)
