@@ -19,7 +19,6 @@ A row becomes:
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 from dataclasses import dataclass, field, replace
@@ -1061,7 +1060,7 @@ def compiled(run: Run) -> Run | Skipped:
                            + "; ".join(d.message for d in result.diagnostics if d.is_error))
         # the spec's `target` states them; the attention kernel a source states and forced load
         # balancing are benchmark facts no spec states
-        run.software = dataclasses.replace(stated_attention_kernel(targets.software_of(result.plan), run),
+        run.software = replace(stated_attention_kernel(targets.software_of(result.plan), run),
                                            balanced_routing=run.software.balanced_routing)
         runtime = targets.memory_runtime(result.plan.target)
         if not run.recompute_stated and not fits_memory(result.plan, runtime):
