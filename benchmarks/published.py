@@ -1061,7 +1061,7 @@ def compiled(run: Run) -> Run | Skipped:
         # the spec's `target` states them; the attention kernel a source states and forced load
         # balancing are benchmark facts no spec states
         run.software = replace(stated_attention_kernel(targets.software_of(result.plan), run),
-                                           balanced_routing=run.software.balanced_routing)
+                               balanced_routing=run.software.balanced_routing)
         runtime = targets.memory_runtime(result.plan.target)
         if not run.recompute_stated and not fits_memory(result.plan, runtime):
             found = least_recompute_that_fits(run.spec, result.plan, runtime, compile_spec)
