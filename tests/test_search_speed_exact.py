@@ -81,3 +81,48 @@ def test_receive_buffers_counted_while_lowering_are_those_of_the_full_lowering(n
             schedules.live_receives(lowered[r]) for r in range(pp))
         checked += 1
     assert checked
+
+
+PIPE_SPACES = ["tests/golden/search/specs/five-axes.par", "tests/golden/search/specs/moe-fold.par",
+               "specs/llama3-70b-search.par"]
+
+
+def _engine(path: str, **kwargs):
+    from parc.pipeline import compile_path
+    from parc.search.engine import Engine
+    from parc.search.space import build_space
+
+    return Engine(build_space(compile_path(path)), keep=14, **kwargs)
+
+
+@pytest.mark.parametrize("path", PIPE_SPACES)
+def test_sets_of_pipelines_rank_and_count_as_groups_bounded_one_by_one(path):
+    """The scan with the pipelines of a layout queued as one set (`pipes_bound`) against the
+    scan with every group queued at its own bound: the same top, the same statistics."""
+    one_by_one = _engine(path)
+    one_by_one.pipe_sets = False
+    plain = one_by_one.run()
+    sets = _engine(path)
+    assert sets.pipe_sets
+    fast = sets.run()
+    assert plain.found
+    assert [f.rank_key for f in fast.found] == [f.rank_key for f in plain.found]
+    assert fast.stats.as_json() == plain.stats.as_json()
+    assert fast.smallest_peak == plain.smallest_peak
+    assert plain.stats.group_bounds == plain.stats.groups
+    if "llama3-70b-search" not in path:  # its schedule is written: one pipeline per pp
+        assert fast.stats.pipe_set_bounds and fast.stats.group_bounds < plain.stats.group_bounds
+
+
+@pytest.mark.parametrize("path", PIPE_SPACES[:2])
+def test_a_set_of_pipelines_bound_is_below_each_of_its_groups_bound(path):
+    engine = _engine(path)
+    groups = []
+    engine._scan = lambda found: groups.extend(found)
+    engine.run()
+    assert groups
+    checked = 0
+    for group in groups:
+        assert engine.pipes_bound(*group) <= engine.bound(*group), group
+        checked += 1
+    assert checked
