@@ -455,26 +455,33 @@ class Engine:
                                               bool(self.shape.moe))
             single_rank = item.single_rank
             n_orders_valid = len(item.orders) * item.order_weight
+            # what depends on fewer of the loops' values than the loops, once per degrees
+            micro_problems: dict[tuple[str, int], tuple] = {}  # per (schedule, micro): every v alike
+            splits = {sp: rules.local_sequence_splits(self.seq, cp, tp, sp) for sp in space.sequence_parallel}
+            valid_here = n_orders_valid * len(item.shardings)
+            folded_shardings = n_orders_valid * (len(item.shardings) - 1) if single_rank and space.sharding_open else 0
             for schedule, v in pipes:
                 merged_pipe = pp == 1 and (schedule, v) != canonical_pipe
                 for micro in space.micro:
-                    m, problem = self._micro_problem(item.batch_degree, pp, schedule, micro)
+                    found = micro_problems.get((schedule, micro))
+                    if found is None:
+                        found = micro_problems[(schedule, micro)] = self._micro_problem(
+                            item.batch_degree, pp, schedule, micro)
+                    m, problem = found
                     if problem:
                         stats.pruned[problem] += n_sp * orders_raw * below_order
                         continue
                     for sp in space.sequence_parallel:
-                        if not rules.local_sequence_splits(self.seq, cp, tp, sp):
+                        if not splits[sp]:
                             stats.pruned["E0331"] += orders_raw * below_order
                             continue
                         stats.pruned["E0304"] += e0304 * below_order
                         merged_sp = tp == 1 and len(space.sequence_parallel) > 1 and sp != SEQUENCE_PARALLEL[0]
+                        if merged_pipe or merged_sp:
+                            stats.merged += valid_here * n_rec
+                            continue
                         for recompute in space.recompute:
-                            valid_here = n_orders_valid * len(item.shardings)
-                            if merged_pipe or merged_sp:
-                                stats.merged += valid_here
-                                continue
-                            if single_rank and space.sharding_open:
-                                stats.merged += n_orders_valid * (len(item.shardings) - 1)
+                            stats.merged += folded_shardings
                             groups.append((item, schedule, v, micro, m, sp, recompute))
                             if len(groups) > MAX_GROUPS:
                                 raise SpaceTooLarge("groups", len(groups), MAX_GROUPS, stats)
@@ -517,11 +524,20 @@ class Engine:
         if key in item.opt_cache:
             return item.opt_cache[key]
         best = math.inf
-        # ranks holding the same parameters take the same step: one of each
+        # ranks holding the same parameters take the same step: one of each; and the step of
+        # some parameters under a sharding is the same in every pipeline (`_optimizer`'s cache)
         distinct = list({(load.params_dense, load.params_expert): load for load in loads}.values())
+        cache = item.opt_cache
         for sharding, shard in self._group_shardings(item, k):
-            ks = self._with_sharding(k, sharding, shard)
-            slowest = max(timing.optimizer_seconds(load, ks, self.hw, self.constants) for load in distinct)
+            ks = None
+            slowest = -math.inf
+            for load in distinct:
+                seconds = cache.get(("opt", load.params_dense, load.params_expert, sharding, shard))
+                if seconds is None:
+                    if ks is None:
+                        ks = self._with_sharding(k, sharding, shard)
+                    seconds = self._optimizer(item, load, ks)
+                slowest = max(slowest, seconds)
             best = min(best, slowest)
         item.opt_cache[key] = best
         return best
@@ -870,12 +886,17 @@ class Engine:
         cached = item.opt_cache.get(key)
         if cached is None:
             params = rank_params(self.shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)
-            knobs = [self._with_sharding(k, *s) for s in self._group_shardings(item, k)]
-            groups = [(ks.dense_shard_group, ks.expert_shard_group) if ks.sharding != "none" else (1, 1)
-                      for ks in knobs]
-            least: dict = {}  # ranks holding the same parameters hold the same states: one of each
+            knobs = None
+            # ranks holding the same parameters hold the same states, in every pipeline of these
+            # degrees (`state_bytes` reads the parameters, the sharding and its groups, pp, the
+            # optimizer and the precision): one least per parameters, kept with the degrees
+            least = item.opt_cache.setdefault("least states", {})
             for rp in params:
                 if rp.params not in least:
+                    if knobs is None:
+                        knobs = [self._with_sharding(k, *s) for s in self._group_shardings(item, k)]
+                        groups = [(ks.dense_shard_group, ks.expert_shard_group) if ks.sharding != "none" else (1, 1)
+                                  for ks in knobs]
                     least[rp.params] = min(state_bytes(rp.params, ks, g) for ks, g in zip(knobs, groups, strict=True))
             cached = item.opt_cache[key] = tuple(least[rp.params] for rp in params)
         return cached
