@@ -232,6 +232,11 @@ def _placement(schedule: str, pp: int, v: int, m: int) -> tuple[tuple[int, Actio
     return tuple(program)
 
 
+def clear_caches() -> None:
+    """Forget the placement orders (benchmarks measure a cold start)."""
+    _placement.cache_clear()
+
+
 def drawable_microbatches(schedule: str, pp: int, v: int, m: int, budget: int = 6000) -> int:
     """The micro-batches a picture can show within `budget` blocks: m itself when it fits, else a
     multiple of pp (whole rounds for the interleaved schedules, at least 2 pp for the V ones),
