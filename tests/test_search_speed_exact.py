@@ -68,7 +68,8 @@ def test_simulate_and_makespan_are_the_plain_list_scheduling(name, pp, v):
 
 
 @pytest.mark.parametrize("name,pp,v", [(s, pp, v) for s, pp, v in SHAPES if pp > 1 and s not in ("gpipe", "1f1b")]
-                         + [("interleaved-zb", 16, 4), ("interleaved-1f1b", 16, 8)])
+                         + [pytest.param("interleaved-zb", 16, 4, marks=pytest.mark.slow),
+                            pytest.param("interleaved-1f1b", 16, 8, marks=pytest.mark.slow)])
 def test_receive_buffers_counted_while_lowering_are_those_of_the_full_lowering(name, pp, v):
     checked = 0
     for m in MICRO + (48, 64):
