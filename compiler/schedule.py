@@ -193,13 +193,14 @@ def makespan(schedule: str, pp: int, v: int, m: int, durations: Durations) -> fl
     return best
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=64)
 def _placement(schedule: str, pp: int, v: int, m: int) -> tuple[tuple[int, Action, tuple[tuple[int, bool], ...]], ...]:
     """The list-scheduling pass without the clock: which action is placed when does not depend on
     the durations (a rank runs its next action once the actions it needs are placed, whatever
     they took), so the pass is done once per (schedule, pp, v, m) and `simulate` only adds up
     times along it. Each entry: (rank, action, (index of each needed entry, whether it ran on
-    another rank and so pays the p2p time))."""
+    another rank and so pays the p2p time)). A few dozen kept: a deep interleaved order is
+    megabytes, and the time model replays at most 8 ranks."""
     per_rank = rank_orders(schedule, pp, v, m)
     last = pp * v - 1
     done: dict[tuple[str, int, int], tuple[int, int]] = {}  # (stream, chunk, micro) -> (rank, index)
