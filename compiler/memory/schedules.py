@@ -602,7 +602,7 @@ def _walked_receives(schedule: str, pp: int, v: int, m: int) -> tuple[int, ...] 
             if not ready:
                 blocked[r] = True
                 continue
-            for code, stage, micro in turn:  # an input that came by a receive is used
+            for code, stage, _micro in turn:  # an input that came by a receive is used
                 if (stage != 0 and owner[stage - 1] != r) if code == 0 else (stage != last and owner[stage + 1] != r):
                     alive[r] -= 1
             for code, stage, micro in turn:  # the inputs this turn makes, received where another rank runs them
