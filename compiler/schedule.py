@@ -21,6 +21,7 @@ memory model counts it the same way), so the drawing shows its order, not its ov
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .memory import schedules as orders
 from .stages import V_SCHEDULES, chunk_rank
@@ -150,44 +151,91 @@ def dependencies(action: Action, last_chunk: int) -> list[tuple[str, int, int]]:
 
 
 def simulate(schedule: str, pp: int, v: int, m: int, durations: Durations) -> Timeline:
-    """Place every rank's actions in time (see the module's docstring)."""
+    """Place every rank's actions in time (see the module's docstring): each action starts when
+    its rank is free and its inputs have arrived, in the order `_placement` found."""
     if pp == 1:
         v = max(1, v)
+    program = _placement(schedule, pp, v, m)
+    ends = [0.0] * len(program)
+    clock = [0.0] * pp
+    blocks: list[Block] = []
+    p2p = durations.p2p
+    for index, (rank, action, needs) in enumerate(program):
+        ready = clock[rank]
+        for source, crosses in needs:
+            ready = max(ready, ends[source] + (p2p if crosses else 0.0))
+        end = ready + durations.of(rank, action.kind)
+        blocks.append(Block(rank, action, ready, end))
+        ends[index] = end
+        clock[rank] = end
+    makespan = max((b.end for b in blocks), default=0.0)
+    return Timeline(schedule, pp, v, m, tuple(blocks), makespan)
+
+
+def makespan(schedule: str, pp: int, v: int, m: int, durations: Durations) -> float:
+    """`simulate(...).makespan` without building the blocks (the time model replays schedules
+    for their length only): the same additions in the same order, so the same number."""
+    if pp == 1:
+        v = max(1, v)
+    ends: list[float] = []
+    clock = [0.0] * pp
+    p2p = durations.p2p
+    of = durations.of
+    best = 0.0
+    for rank, action, needs in _placement(schedule, pp, v, m):
+        ready = clock[rank]
+        for source, crosses in needs:
+            ready = max(ready, ends[source] + (p2p if crosses else 0.0))
+        end = ready + of(rank, action.kind)
+        ends.append(end)
+        clock[rank] = end
+        best = max(best, end)
+    return best
+
+
+@lru_cache(maxsize=64)
+def _placement(schedule: str, pp: int, v: int, m: int) -> tuple[tuple[int, Action, tuple[tuple[int, bool], ...]], ...]:
+    """The list-scheduling pass without the clock: which action is placed when does not depend on
+    the durations (a rank runs its next action once the actions it needs are placed, whatever
+    they took), so the pass is done once per (schedule, pp, v, m) and `simulate` only adds up
+    times along it. Each entry: (rank, action, (index of each needed entry, whether it ran on
+    another rank and so pays the p2p time)). A few dozen kept: a deep interleaved order is
+    megabytes, and the time model replays at most 8 ranks."""
     per_rank = rank_orders(schedule, pp, v, m)
     last = pp * v - 1
-    done: dict[tuple[str, int, int], tuple[int, float]] = {}  # (stream, chunk, micro) -> (rank, end)
-    clock = [0.0] * pp
+    done: dict[tuple[str, int, int], tuple[int, int]] = {}  # (stream, chunk, micro) -> (rank, index)
     cursor = [0] * pp
-    blocks: list[Block] = []
+    program: list[tuple[int, Action, tuple[tuple[int, bool], ...]]] = []
     remaining = sum(len(a) for a in per_rank)
     while remaining:
         progressed = False
         for rank in range(pp):
             while cursor[rank] < len(per_rank[rank]):
                 action = per_rank[rank][cursor[rank]]
-                ready = clock[rank]
-                blocked = False
+                needs = []
                 for need in dependencies(action, last):
                     if need not in done:
-                        blocked = True
                         break
-                    source, end = done[need]
-                    ready = max(ready, end + (durations.p2p if source != rank else 0.0))
-                if blocked:
-                    break
-                end = ready + durations.of(rank, action.kind)
-                blocks.append(Block(rank, action, ready, end))
-                stream = WEIGHT if action.kind == WEIGHT else (FORWARD if action.kind == FORWARD else BACKWARD)
-                done[(stream, action.chunk, action.micro)] = (rank, end)
-                clock[rank] = end
-                cursor[rank] += 1
-                remaining -= 1
-                progressed = True
+                    source, index = done[need]
+                    needs.append((index, source != rank))
+                else:
+                    stream = WEIGHT if action.kind == WEIGHT else (FORWARD if action.kind == FORWARD else BACKWARD)
+                    done[(stream, action.chunk, action.micro)] = (rank, len(program))
+                    program.append((rank, action, tuple(needs)))
+                    cursor[rank] += 1
+                    remaining -= 1
+                    progressed = True
+                    continue
+                break
         if not progressed:
             stuck = [(r, per_rank[r][cursor[r]]) for r in range(pp) if cursor[r] < len(per_rank[r])]
             raise ScheduleError(f"{schedule} with pp {pp}, v {v}, m {m} deadlocks at {stuck[:3]}")
-    makespan = max((b.end for b in blocks), default=0.0)
-    return Timeline(schedule, pp, v, m, tuple(blocks), makespan)
+    return tuple(program)
+
+
+def clear_caches() -> None:
+    """Forget the placement orders (benchmarks measure a cold start)."""
+    _placement.cache_clear()
 
 
 def drawable_microbatches(schedule: str, pp: int, v: int, m: int, budget: int = 6000) -> int:

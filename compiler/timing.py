@@ -1289,11 +1289,10 @@ def runtime_bubble_seconds(schedule: str, pp: int, v: int, m: int, f: float, b: 
 @lru_cache(maxsize=8192)
 def _replayed_idle_per_rank(schedule: str, pp: int, v: int, rounds: int, f: float, w: float) -> float:
     """Idle of torch's order per extra pipeline rank, in units of the input backward B."""
-    from .schedule import Durations, simulate
+    from .schedule import Durations, makespan
 
     m = pp * rounds
-    timeline = simulate(schedule, pp, v, m, Durations.uniform(pp, f, 1.0, w))
-    return (timeline.makespan - m * v * (f + 1.0 + w)) / (pp - 1)
+    return (makespan(schedule, pp, v, m, Durations.uniform(pp, f, 1.0, w)) - m * v * (f + 1.0 + w)) / (pp - 1)
 
 
 # ---------------------------------------------------------------------------------------------

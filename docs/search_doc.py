@@ -479,44 +479,79 @@ benchmark spec, Llama 3 405B on Meta's 16,384 H100s with every hole open:
 
 @BENCHMARK@
 
-`benchmarks/search_speed.py` measured on 2026-12-01 on the 2-core development machine, shared
-with seven other sessions at the time (cold caches, best of 1, CPU seconds of the process, which
-other people's work does not count; wall seconds were 3 to 10 times more; Python 3.11). The
-first rows are the benchmark's own spaces; then every shipped spec (`specs/*.par`: its model,
-GPU, node shape, sequence and batch) on 16,384 GPUs with every hole open, in parc's runtime
-(`every_hole_open`):
+`benchmarks/search_speed.py` measured on 2026-12-02 on the 2-core development machine, shared
+with seven other sessions at the time (load average about 8: cold caches, best of 1, CPU seconds
+of the process, which other people's work does not count but which vary by some 20 % from run
+to run on so loaded a machine; wall seconds were 5 to 15 times more; Python 3.11). The first
+rows are the benchmark's own spaces; then every shipped spec (`specs/*.par`: its model, GPU,
+node shape, sequence and batch) on 16,384 GPUs with every hole open, in parc's runtime
+(`every_hole_open`). "bounded alone" counts the groups given their own bound, "sets" the sets
+of pipelines bounded as one (below); "before" is the same day's tree before this round's
+changes, measured the same way:
 
-| spec | assignments | valid | groups | memory predictions | step-time predictions | CPU s | before (same day) |
-|---|--:|--:|--:|--:|--:|--:|--:|
-| Llama 3 405B, 16,384 H100 (the target) | 6.47e10 | 20,245,200 | 12,120 | 1,842 | 98 | 0.56 | 1.65 |
-| specs/llama3-70b-search.par, 1,024 H100 | 20,592 | 1,350 | 150 | 63 | 15 | 0.03 | 0.06 |
-| Mixtral 8x7B, 16,384 H100, ep over dp x cp | 7.57e9 | 21,175,440 | 139,860 | 2,224 | 2,272 | 3.51 | 4.32 |
-| Megatron 1T, 16,384 H100 (deep pipelines) | 6.62e10 | 30,755,280 | 49,440 | 6,009 | 599 | 4.99 | 20.09 |
-| Llama 3 405B with 120 layers, 983,040 H100 | 2.37e12 | 571,550,160 | 301,329 | 27,265 | 79 | 12.17 | 26.52 |
-| deepseek-v3-like.par, every hole | 1.42e10 | 11,069,136 | 16,659 | 4,256 | 1,542 | 2.87 | |
-| gpt3-175b.par, every hole | 4.97e10 | 40,111,380 | 66,951 | 8,213 | 2,045 | 6.36 | |
-| llama3-405b-128k.par, every hole | 6.47e10 | 9,844,800 | 6,930 | 225 | 27 | 0.26 | |
-| llama3-405b.par, every hole | 6.47e10 | 20,245,200 | 12,120 | 1,842 | 98 | 0.60 | |
-| llama3-70b-search.par, every hole | 4.14e10 | 24,201,600 | 34,080 | 2,057 | 247 | 1.72 | |
-| llama3-70b-torchtitan.par, every hole | 4.14e10 | 8,447,640 | 14,445 | 817 | 28 | 0.70 | |
-| megatron-1t.par, every hole | 6.62e10 | 41,741,160 | 72,159 | 3,314 | 637 | 4.14 | |
-| mixtral-8x7b-5d.par, every hole | 7.57e9 | 11,876,448 | 91,560 | 5,790 | 1,668 | 4.92 | |
-| tiny.par, every hole (E0501: a batch of 16 cannot fill 16,384 GPUs) | 4.41e9 | 0 | 0 | 0 | 0 | 0.01 | |
+| spec | assignments | valid | groups | bounded alone | sets | memory predictions | step-time predictions | CPU s | before (same day) |
+|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|
+| Llama 3 405B, 16,384 H100 (the target) | 6.47e10 | 20,245,200 | 12,120 | 3,720 | 930 | 1,770 | 80 | 0.69 | 0.75 |
+| specs/llama3-70b-search.par, 1,024 H100 | 20,592 | 1,350 | 150 | 150 | 0 | 48 | 15 | 0.06 | 0.03 |
+| Mixtral 8x7B, 16,384 H100, ep over dp x cp | 7.57e9 | 21,175,440 | 139,860 | 7,830 | 16,680 | 749 | 479 | 1.82 | 3.23 |
+| Megatron 1T, 16,384 H100 (deep pipelines) | 6.62e10 | 30,755,280 | 49,440 | 12,390 | 4,395 | 5,829 | 301 | 6.50 | 9.09 |
+| Llama 3 405B with 120 layers, 983,040 H100 | 2.37e12 | 571,550,160 | 301,329 | 87,213 | 34,293 | 19,815 | 17 | 6.85 | 13.36 |
+| deepseek-v3-like.par, every hole | 1.42e10 | 6,426,864 | 8,721 | 8,721 | 0 | 3,287 | 997 | 2.09 | 2.73 |
+| gpt3-175b.par, every hole | 4.97e10 | 40,111,380 | 66,951 | 8,419 | 4,584 | 8,079 | 2,243 | 6.01 | 8.49 |
+| llama3-405b-128k.par, every hole | 6.47e10 | 9,844,800 | 6,930 | 690 | 525 | 37 | 19 | 0.18 | 0.31 |
+| llama3-405b.par, every hole | 6.47e10 | 20,245,200 | 12,120 | 3,720 | 930 | 1,770 | 80 | 0.63 | 0.87 |
+| llama3-70b-search.par, every hole | 4.14e10 | 24,201,600 | 34,080 | 3,155 | 2,715 | 1,876 | 231 | 1.16 | 2.38 |
+| llama3-70b-torchtitan.par, every hole | 4.14e10 | 8,447,640 | 14,445 | 1,037 | 1,056 | 893 | 27 | 0.54 | 0.88 |
+| megatron-1t.par, every hole | 6.62e10 | 41,741,160 | 72,159 | 8,147 | 6,600 | 2,920 | 455 | 2.97 | 5.22 |
+| mixtral-8x7b-5d.par, every hole | 7.57e9 | 11,876,448 | 91,560 | 6,898 | 10,500 | 2,106 | 126 | 2.20 | 4.03 |
+| tiny.par, every hole (E0501: a batch of 16 cannot fill 16,384 GPUs) | 4.41e9 | 0 | 0 | 0 | 0 | 0 | 0 | 0.01 | 0.02 |
 
 The targets are met for the Llama 3 405B spaces, llama3-70b-torchtitan and tiny, and not for
-the others: five shipped spaces take 1.7 to 6.4 s (target 1 s), the benchmark's Mixtral and
-Megatron 1T rows 3.5 and 5.0 s, and the 983,040-GPU space 12 s (target 2 s). Every top 10 above is the same (step, peak memory, assignment, indistinguishable
-mark) as before these changes (compared on this machine for all fourteen rows; the "before"
-column is the same day's tree before them, for the benchmark's own rows).
-Where the rest goes (cProfile): in the spaces of many groups (Mixtral, gpt3, the 983,040-GPU
-space) the step-time bound of every group, computed before the scan (about 30 us a group), and
-the memory floors of the groups whose bound is low but whose activations do not fit; in the
-spaces of many step-time predictions (Mixtral, gpt3, deepseek-v3-like) the time model itself,
-a third of it replaying the schedule for the bubble (`schedule.simulate`). The leads: a bound per
-layout shared by its micro-batches (so most groups are never bounded one by one) and a
-cheaper schedule replay.
+the others: six shipped spaces take 1.2 to 6.0 s (target 1 s), the benchmark's Mixtral and
+Megatron 1T rows 1.8 and 6.5 s, and the 983,040-GPU space 6.9 s (target 2 s). Every search
+result above (the top 10 as the front end sees it: step, peak memory, every hole's value, the
+indistinguishable and Pareto marks, why each lost, and every count of the statistics) is
+byte-for-byte the one before this round's changes, compared on this machine for all fourteen
+rows.
 
-What this round changed (each exact; tests/test_search_engine.py): the memory floors add each
+What this round changed (each exact, each tested in tests/test_search_speed_exact.py against
+the plain computation it replaces):
+
+- **Sets of pipelines.** The groups of a layout that differ only in their pipeline (schedule
+  and virtual stages; the same degrees, micro-batch, sequence parallelism and recomputation)
+  enter the scan as one set, at a bound none of them beats: m x the mean over the pp ranks of
+  one micro-batch's work (every layer, the embedding and the output layer sit on exactly one
+  rank whatever the chunking, so the ranks' sums add up to the same total; the busiest rank's
+  is at least the mean; the bubble and the optimizer step only add), shaved by 1e-9 for
+  rounding. Only when the set comes out of the queue are its groups bounded one by one. The
+  set enters at (its bound, its first group's index), so no group comes out later or earlier
+  than it would have on its own: the same order, the same statistics, the same top (the test
+  runs the scan both ways). The 983,040-GPU space bounds 87,213 groups and 34,293 sets instead
+  of 301,329 groups. With `recompute full N` (recomputed layers per chunk) sets are not used.
+- **The schedule replay** (`schedule.simulate`, which the time model runs for the zero-bubble
+  schedules' bubble): which action is placed when does not depend on the durations, so the
+  list-scheduling pass is done once per (schedule, pp, v, m) and kept; a replay only adds times
+  along it, and `schedule.makespan` does so without building the blocks (5x faster).
+- **The memory model's schedules**: undominated states and receive buffers kept per *walked*
+  micro-batch count (many micro-batch counts of a search walk the same few); receive buffers
+  counted while lowering, on flags, instead of building the lowered lists and walking them;
+  the FSDP prefetch rounds keep only the nearest three stages.
+- **Floors per parameters**: the optimizer-step and model-state floors keep each parameter
+  count's value across the pipelines of a layout (they depend on the parameters and the
+  sharding only).
+- **The enumeration** checks a micro-batch once per schedule (every virtual-stage count alike)
+  and sequence splits once per layout.
+
+Where the rest goes (cProfile, after these changes): in Megatron 1T and gpt3, the memory
+predictions of the candidates that reach the top (`peak`, half of it the lowering of deep
+interleaved pipelines for their receive buffers, about 0.3 s each for pp 32 and 16 chunks a
+rank) and the data-parallel tail of the per-sharding bounds (`timing.dp_exposed`); in the
+983,040-GPU space, the enumeration of its 301,329 groups (a quarter) and the memory floors of the
+layouts whose bound is low but whose activations do not fit (a quarter). The leads: a floor
+for the receive buffers (so that only a winner's pipeline is lowered), sets over the
+micro-batches too, and enumerating a layout's groups only when its set comes out.
+
+The round before (each exact; tests/test_search_engine.py): the memory floors add each
 rank's least model states over the group's shardings (Megatron 1T's layouts mostly fail on
 states, not activations: its memory predictions fell from 24,177 to 7,311 and the pipeline
 walks from 8,618 to 1,876); the memory model's schedule states are kept when a long search

@@ -474,6 +474,7 @@ def clear_caches() -> None:
                      activations.output_activations, activations.logits_buffer,
                      activations.embedding_backward_buffer, parameters.layer_params,
                      parameters.chunk_params, parameters.chunks_of, schedules.peak_states,
-                     schedules._walked_actions, schedules.receive_buffers):
+                     schedules._walked_actions, schedules.receive_buffers, schedules._walked_states,
+                     schedules._walked_receives):
         function.cache_clear()
     _PEAKS.clear()

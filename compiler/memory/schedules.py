@@ -266,7 +266,14 @@ def peak_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[Stat
     if schedule == "1f1b" and pp > 1:  # warm-up of min(p - r, m) forwards, then B-F pairs
         warm = min(pp - rank, m)
         return (((warm - 1,) + rest, (0,) * v, (1,) + rest), ((warm,) + rest, (0,) * v, (0,) * v))
-    return walk_states(schedule, pp, v, walk_microbatches(schedule, pp, m), rank)
+    return _walked_states(schedule, pp, v, walk_microbatches(schedule, pp, m), rank)
+
+
+@lru_cache(maxsize=65536)
+def _walked_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[State, ...]:
+    """`walk_states`, kept per walked micro-batch count: the many m of one search that walk the
+    same few micro-batches (`walk_microbatches`) share one walk."""
+    return walk_states(schedule, pp, v, m, rank)
 
 
 def walk_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[State, ...]:
@@ -399,15 +406,21 @@ def _fsdp_rounds(ops: list[tuple[str, int, int]], active: int = 3) -> list[tuple
     dependency but each takes a turn of the lowering's lockstep, so they shift when a rank
     posts its receives."""
     nexts: list[list[int]] = [[]] * len(ops)  # per position: the stages next used, nearest first
-    order: list[int] = []
+    order: list[int] = []  # the nearest `active` of them: the rest never reach a later position's
     for i in range(len(ops) - 1, -1, -1):
         stage = ops[i][1]
-        order = [stage] + [s for s in order if s != stage]
-        nexts[i] = order[:active]
+        if not order or order[0] != stage:  # else the same stages, the same list
+            order = ([stage] + [s for s in order if s != stage])[:active]
+        nexts[i] = order
     out: list[tuple] = []
     held: list[int] = []
+    previous = None
     for i, op in enumerate(ops):
         upcoming = nexts[i]
+        if upcoming is previous:  # held is already what is upcoming: nothing to gather or free
+            out.append(op)
+            continue
+        previous = upcoming
         for stage in [s for s in held if s not in upcoming]:
             held.remove(stage)
             out.append(("RESHARD", stage, None))
@@ -472,13 +485,19 @@ def _lowered(schedule: str, pp: int, v: int, m: int) -> dict[int, list[tuple]]:
         return True
 
     heads = {r: 0 for r in range(pp)}
-    while any(heads[r] < len(todo[r]) for r in range(pp)):
+    # A rank whose turn was not ready stays so until a receive arrives (only its own turns and
+    # its peers' receives change what it has done): it is skipped until then, which changes no
+    # turn's place, only the checks that would fail again.
+    blocked = [False] * pp
+    unfinished = sum(1 for r in range(pp) if todo[r])
+    while unfinished:
         progress = False
         for r in range(pp):
-            if heads[r] == len(todo[r]):
+            if blocked[r] or heads[r] == len(todo[r]):
                 continue
             turn = todo[r][heads[r]]
             if not all(ready(r, op) for op in turn):
+                blocked[r] = True
                 continue
             for op in turn:
                 lowered[r].append(op)
@@ -492,7 +511,9 @@ def _lowered(schedule: str, pp: int, v: int, m: int) -> dict[int, list[tuple]]:
                 if peer is not None:
                     lowered[peer].append(recv)
                     done[peer].add(recv)
+                    blocked[peer] = False
             heads[r] += 1
+            unfinished -= heads[r] == len(todo[r])
             progress = True
         if not progress:
             raise ValueError(f"{schedule}: the actions cannot be lowered")
@@ -531,10 +552,75 @@ def receive_buffers(schedule: str, pp: int, v: int, m: int) -> tuple[int, ...]:
         return (0,)
     if schedule in SINGLE_STAGE:
         return tuple(int(r < pp - 1) for r in range(pp))
-    try:
-        lowered = _lowered(schedule, pp, v, walk_microbatches(schedule, pp, m))
-    except ValueError:
+    walked = _walked_receives(schedule, pp, v, walk_microbatches(schedule, pp, m))
+    if walked is None:
         # a layout torch refuses (dualpipe-v under 2 pp micro-batches: E0320 says so); the
         # bound: every receive of the step at once, one per micro-batch, chunk and direction
         return (2 * v * m,) * pp
-    return tuple(live_receives(lowered[r]) for r in range(pp))
+    return walked
+
+
+@lru_cache(maxsize=4096)
+def _walked_receives(schedule: str, pp: int, v: int, m: int) -> tuple[int, ...] | None:
+    """`live_receives` of every rank of `_lowered`, kept per walked micro-batch count (the many
+    m of a search that walk the same few share one lowering); None where torch refuses.
+
+    Counted while lowering, on flags instead of lists of operations (a deep pipeline lowers
+    hundreds of thousands of them; tests/test_receive_buffers.py holds the two equal): an
+    input is there for the forward (backward) of stage s, micro-batch i once stage s - 1's
+    forward (s + 1's backward) of i has run, on whichever rank; the receive that brought it is
+    alive on its rank from when the sender runs until that forward (backward) runs."""
+    stages = pp * v
+    owner = [0] * stages
+    for r in range(pp):
+        for c in range(v):
+            owner[_stage_of(schedule, pp, r, c)] = r
+    codes = {F: 0, B: 1, I: 1}
+    todo = []  # per rank, its turns: ((0 forward / 1 backward, stage, micro), ...); () takes a turn only
+    for r in range(pp):
+        todo.append([tuple((codes[kind], stage, micro) for kind, stage, micro in turn if kind in codes)
+                     for turn in _turns(schedule, pp, r, _fsdp_rounds(_indexed(schedule, pp, v, m, r)))])
+    m = 1 + max((micro for turns in todo for turn in turns for _, _, micro in turn), default=0)
+    arrived = [bytearray(stages * m), bytearray(stages * m)]  # forward, backward inputs there
+    alive, best = [0] * pp, [0] * pp
+    heads = [0] * pp
+    blocked = [False] * pp
+    last = stages - 1
+    unfinished = sum(1 for r in range(pp) if todo[r])
+    while unfinished:
+        progress = False
+        for r in range(pp):
+            turns = todo[r]
+            if blocked[r] or heads[r] == len(turns):
+                continue
+            turn = turns[heads[r]]
+            ready = True
+            for code, stage, micro in turn:
+                if (stage != 0 if code == 0 else stage != last) and not arrived[code][stage * m + micro]:
+                    ready = False
+                    break
+            if not ready:
+                blocked[r] = True
+                continue
+            for code, stage, _micro in turn:  # an input that came by a receive is used
+                if (stage != 0 and owner[stage - 1] != r) if code == 0 else (stage != last and owner[stage + 1] != r):
+                    alive[r] -= 1
+            for code, stage, micro in turn:  # the inputs this turn makes, received where another rank runs them
+                if code == 0 and stage != last:
+                    to = stage + 1
+                elif code == 1 and stage != 0:
+                    to = stage - 1
+                else:
+                    continue
+                arrived[code][to * m + micro] = 1
+                peer = owner[to]
+                if peer != r:
+                    alive[peer] += 1
+                    best[peer] = max(best[peer], alive[peer])
+                    blocked[peer] = False
+            heads[r] += 1
+            unfinished -= heads[r] == len(turns)
+            progress = True
+        if not progress:
+            return None
+    return tuple(best)

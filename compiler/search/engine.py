@@ -68,6 +68,11 @@ from .space import RECOMPUTE, SEQUENCE_PARALLEL, SHARDING, Assignment, Space, ca
 UNPREDICTED = "unpredicted"
 """Not a rule: pipelines of more chunks than the memory model predicts (`memory.MAX_CHUNKS`); parc
 check accepts them without a memory prediction, search cannot rank them."""
+PIPES = "pipes"
+"""The scan's mark of a queued set of pipelines (`Engine.pipes_bound`)."""
+PIPES_SLACK = 1e-9
+"""`pipes_bound` is shaved by this fraction: its total and the busiest rank's sum add the same
+pieces in another order, so they may differ in the last bits."""
 BOUND_SLACK = 1e-9
 """A group is skipped when its bound exceeds the N-th best step by more than this fraction, so
 floating-point rounding in the bound's sums can never drop a candidate that ties."""
@@ -114,6 +119,12 @@ class Stats:
     """Valid assignments that fit and whose step time was predicted."""
     groups: int = 0
     bound_evaluations: int = 0
+    """Groups bounded before the scan, each by its own bound (`Engine.bound`) or with the other
+    pipelines of its layout by theirs (`Engine.pipes_bound`): every group."""
+    group_bounds: int = 0
+    """Of which groups bounded on their own (a set's groups when the set came out)."""
+    pipe_set_bounds: int = 0
+    """Sets of pipelines bounded as one (`Engine.pipes_bound`)."""
     memory_evaluations: int = 0
     time_evaluations: int = 0
     """Calls of the time model (rank orders with the same geometry share one)."""
@@ -223,6 +234,12 @@ class Engine:
         """Links inside a fast level beat links across it (true of every catalogue GPU): the
         bound may then take the inside link as the fastest an order can give."""
         self.smallest_peak: int | None = None
+        moe_layers = sum(self.shape.moe) if self.shape.moe else 0
+        self._layer_counts = tuple((moe, n) for moe, n in ((False, self.shape.layers - moe_layers),
+                                                            (True, moe_layers)) if n)
+        self.pipe_sets = train.recompute_layers is None
+        """Whether groups that differ only in their pipeline enter the scan as one set at
+        `pipes_bound` (not with `full N`: its recomputed layers per rank follow the chunking)."""
 
     # -----------------------------------------------------------------------------------------
     # Level 1: degrees
@@ -438,26 +455,33 @@ class Engine:
                                               bool(self.shape.moe))
             single_rank = item.single_rank
             n_orders_valid = len(item.orders) * item.order_weight
+            # what depends on fewer of the loops' values than the loops, once per degrees
+            micro_problems: dict[tuple[str, int], tuple] = {}  # per (schedule, micro): every v alike
+            splits = {sp: rules.local_sequence_splits(self.seq, cp, tp, sp) for sp in space.sequence_parallel}
+            valid_here = n_orders_valid * len(item.shardings)
+            folded_shardings = n_orders_valid * (len(item.shardings) - 1) if single_rank and space.sharding_open else 0
             for schedule, v in pipes:
                 merged_pipe = pp == 1 and (schedule, v) != canonical_pipe
                 for micro in space.micro:
-                    m, problem = self._micro_problem(item.batch_degree, pp, schedule, micro)
+                    found = micro_problems.get((schedule, micro))
+                    if found is None:
+                        found = micro_problems[(schedule, micro)] = self._micro_problem(
+                            item.batch_degree, pp, schedule, micro)
+                    m, problem = found
                     if problem:
                         stats.pruned[problem] += n_sp * orders_raw * below_order
                         continue
                     for sp in space.sequence_parallel:
-                        if not rules.local_sequence_splits(self.seq, cp, tp, sp):
+                        if not splits[sp]:
                             stats.pruned["E0331"] += orders_raw * below_order
                             continue
                         stats.pruned["E0304"] += e0304 * below_order
                         merged_sp = tp == 1 and len(space.sequence_parallel) > 1 and sp != SEQUENCE_PARALLEL[0]
+                        if merged_pipe or merged_sp:
+                            stats.merged += valid_here * n_rec
+                            continue
                         for recompute in space.recompute:
-                            valid_here = n_orders_valid * len(item.shardings)
-                            if merged_pipe or merged_sp:
-                                stats.merged += valid_here
-                                continue
-                            if single_rank and space.sharding_open:
-                                stats.merged += n_orders_valid * (len(item.shardings) - 1)
+                            stats.merged += folded_shardings
                             groups.append((item, schedule, v, micro, m, sp, recompute))
                             if len(groups) > MAX_GROUPS:
                                 raise SpaceTooLarge("groups", len(groups), MAX_GROUPS, stats)
@@ -500,11 +524,20 @@ class Engine:
         if key in item.opt_cache:
             return item.opt_cache[key]
         best = math.inf
-        # ranks holding the same parameters take the same step: one of each
+        # ranks holding the same parameters take the same step: one of each; and the step of
+        # some parameters under a sharding is the same in every pipeline (`_optimizer`'s cache)
         distinct = list({(load.params_dense, load.params_expert): load for load in loads}.values())
+        cache = item.opt_cache
         for sharding, shard in self._group_shardings(item, k):
-            ks = self._with_sharding(k, sharding, shard)
-            slowest = max(timing.optimizer_seconds(load, ks, self.hw, self.constants) for load in distinct)
+            ks = None
+            slowest = -math.inf
+            for load in distinct:
+                seconds = cache.get(("opt", load.params_dense, load.params_expert, sharding, shard))
+                if seconds is None:
+                    if ks is None:
+                        ks = self._with_sharding(k, sharding, shard)
+                    seconds = self._optimizer(item, load, ks)
+                slowest = max(slowest, seconds)
             best = min(best, slowest)
         item.opt_cache[key] = best
         return best
@@ -606,6 +639,26 @@ class Engine:
             floor = self._optimizer_floor(item, k, [entry[-1] for entry in loads])
         return self._core(schedule, item.degrees.get("pp", 1), m, loads) + floor
 
+    def pipes_bound(self, item, schedule, v, micro, m, sp, recompute) -> float:
+        """A lower bound on `bound` for every pipeline (schedule, virtual stages) of these degrees,
+        micro-batch, sequence parallelism and recomputation: m x the mean over the pp ranks of
+        a micro-batch's work. Every layer, the embedding and the output layer sit on exactly one
+        rank whatever the chunking, so the ranks' sums add up to the same total for every
+        pipeline, and the busiest rank's is at least their mean; the bubble and the optimizer
+        step only add (`bound`). Shaved by `PIPES_SLACK` for the sums' rounding. Only where every
+        layer of a chunk is recomputed alike (`pipe_sets`)."""
+        d = item.degrees
+        tp, pp = d.get("tp", 1), d.get("pp", 1)
+        pieces = self._pieces(tp, sp and tp > 1, d.get("cp", 1), micro, item.ep)
+        total = 0.0
+        for name, count in self._layer_counts:
+            p = pieces[(name, recompute)]
+            total += count * (p[0] + p[1] + p[2] + p[3] + p[4] + p[5])
+        for name in ("embedding", "output"):
+            p = pieces[name]
+            total += p[0] + p[1] + p[2] + p[3] + p[4] + p[5]
+        return m * total / pp * (1 - PIPES_SLACK)
+
     def _best_links(self, item: _Degrees, shard: int) -> tuple:
         """The dense, expert, hsdp shard and replicate links, each with as many ranks inside one
         fast level as the best of the rank orders gives it: data-parallel time only grows with
@@ -693,16 +746,40 @@ class Engine:
         return out
 
     def _scan(self, groups: list) -> Outcome:
-        """Best first: every group enters a queue at its coarse bound; when one comes out it is
+        """Best first: every group enters a queue at its coarse bound (or, with the other
+        pipelines of its degrees, micro-batch, sequence parallelism and recomputation, at their
+        `pipes_bound`, and at its own only when that comes out); when one comes out it is
         refined per sharding and queued again; when a refined one comes out it is evaluated. The
-        scan ends when the smallest bound left cannot reach the top."""
+        scan ends when the smallest bound left cannot reach the top.
+
+        A set of pipelines enters at (its bound, its first group's index): never after any of its
+        groups would have come out, so the groups come out in the same order as if each had
+        entered on its own, and every count and answer is the same (tests/test_search_speed_exact.py
+        runs both)."""
         stats = self.stats
         total = len(groups)
         queue = []
-        for i, group in enumerate(groups):
-            queue.append((self.bound(*group), i, None))
-            if self.progress is not None and i % 512 == 0:
-                self.progress(i, 2 * total)
+        members: dict[int, list[int]] = {}  # a set's first group index -> its groups' indices
+        if self.pipe_sets:
+            sets: dict[tuple, list[int]] = {}
+            for i, (item, _, _, micro, _, sp, recompute) in enumerate(groups):
+                sets.setdefault((item.index, micro, sp, recompute), []).append(i)
+            for n, indices in enumerate(sets.values()):
+                if self.progress is not None and n % 512 == 0:
+                    self.progress(indices[0], 2 * total)
+                if len(indices) > 1:
+                    members[indices[0]] = indices
+                    queue.append((self.pipes_bound(*groups[indices[0]]), indices[0], PIPES))
+                    stats.pipe_set_bounds += 1
+                else:
+                    queue.append((self.bound(*groups[indices[0]]), indices[0], None))
+                    stats.group_bounds += 1
+        else:
+            for i, group in enumerate(groups):
+                queue.append((self.bound(*group), i, None))
+                if self.progress is not None and i % 512 == 0:
+                    self.progress(i, 2 * total)
+            stats.group_bounds = total
         stats.bound_evaluations = total
         heapq.heapify(queue)
         threshold = self.ceiling
@@ -713,6 +790,11 @@ class Engine:
             if lower > threshold * (1 + BOUND_SLACK):
                 heapq.heappush(queue, (lower, i, refined))
                 break
+            if refined is PIPES:  # its groups enter at their own bounds
+                for j in members.pop(i):
+                    heapq.heappush(queue, (self.bound(*groups[j]), j, None))
+                    stats.group_bounds += 1
+                continue
             if refined is None:
                 # Memory first: a group whose activations alone do not fit is out whatever its
                 # sharding, and that costs less to learn than its bounds per sharding; its
@@ -733,8 +815,9 @@ class Engine:
             if self.progress is not None and done % 64 == 0:
                 self.progress(total + done, 2 * total)
             threshold = self._evaluate(groups[i], refined, threshold)
-        for _, i, _refined in queue:
-            stats.bounded += self._group_size(groups[i])
+        for _, i, refined in queue:
+            for j in (members[i] if refined is PIPES else (i,)):
+                stats.bounded += self._group_size(groups[j])
         if not self.best:  # "each needs at least": the least of their own floors, as without families
             for group in unnoted:
                 self._note_smallest(self._quick_floor(self._knobs(*group), group[0]))
@@ -803,12 +886,17 @@ class Engine:
         cached = item.opt_cache.get(key)
         if cached is None:
             params = rank_params(self.shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)
-            knobs = [self._with_sharding(k, *s) for s in self._group_shardings(item, k)]
-            groups = [(ks.dense_shard_group, ks.expert_shard_group) if ks.sharding != "none" else (1, 1)
-                      for ks in knobs]
-            least: dict = {}  # ranks holding the same parameters hold the same states: one of each
+            knobs = None
+            # ranks holding the same parameters hold the same states, in every pipeline of these
+            # degrees (`state_bytes` reads the parameters, the sharding and its groups, pp, the
+            # optimizer and the precision): one least per parameters, kept with the degrees
+            least = item.opt_cache.setdefault("least states", {})
             for rp in params:
                 if rp.params not in least:
+                    if knobs is None:
+                        knobs = [self._with_sharding(k, *s) for s in self._group_shardings(item, k)]
+                        groups = [(ks.dense_shard_group, ks.expert_shard_group) if ks.sharding != "none" else (1, 1)
+                                  for ks in knobs]
                     least[rp.params] = min(state_bytes(rp.params, ks, g) for ks, g in zip(knobs, groups, strict=True))
             cached = item.opt_cache[key] = tuple(least[rp.params] for rp in params)
         return cached
