@@ -194,6 +194,10 @@ def test_json_output_is_deterministic(tmp_path):
     assert first.exit_code == 0 and first.output == second.output
     data = json.loads(first.output)
     assert data["cluster"]["chosen"]["gpu"] == "a100-80gb" and data["cluster"]["points"]
+    # the counts: every candidate is listed or ruled out; each listed cluster with a layout was searched
+    cluster = data["cluster"]
+    assert cluster["ruled_out"] == sum(cluster["candidates"].values()) - len(cluster["points"])
+    assert cluster["searches"] >= sum(1 for p in cluster["points"] if p["layout"]) > 0
 
 
 # ---------------------------------------------------------------------------------------------
