@@ -24,10 +24,12 @@ varies with the node count, because it is not monotone: divisibility decides whi
 count allows (405B: 1,792 nodes train in 88 days, 2,048 in 101; 504 nodes take 351 days, 448
 take 348). What makes the scan cheap is what it does not search:
 
-1. floors (`Floors`), per GPU, none of them depending on the node count: the model states
+1. floors (`Floors`), per GPU: the model states
    spread over every GPU (a cluster that cannot hold them has no layout) and the model's FLOPs
    at the fastest any kernel runs (`kernel_ceiling`: no layout on g GPUs steps faster than
-   FLOPs / (g x peak x ceiling)). A cluster whose floor misses the deadline or the budget, or
+   FLOPs / (g x peak x ceiling)); and, per GPU count of a dense model, the busiest rank's layers
+   at the time model's own kernel times for the best degrees that count allows
+   (`ComputeFloor`). A cluster whose floor misses the deadline or the budget, or
    cannot beat the best answer found so far under the objective (`answer_limit`), is ruled out
    without a layout search;
 2. ceilings: every other cluster the answer depends on is searched only for a layout at most
@@ -308,10 +310,11 @@ in the floors' and the limits' arithmetic can never rule out a cluster that ties
 
 @dataclass(frozen=True)
 class Floors:
-    """Bounds every layout on one GPU type obeys, at any node count. None of these numbers depends
-    on the node count (the model, the batch, the run's steps, the GPU's peak and price), so they
-    are read once per GPU from one compiled cluster; a cluster whose floor already misses a
-    constraint (or cannot beat the best answer so far) is ruled out without a layout search."""
+    """Bounds every layout on one GPU type obeys. The numbers here do not depend on the node
+    count (the model, the batch, the run's steps, the GPU's peak and price), so they are read
+    once per GPU from one compiled cluster; `compute` answers per GPU count. A cluster whose
+    floor already misses a constraint (or cannot beat the best answer so far) is ruled out
+    without a layout search."""
 
     state_bytes: int
     """`state_bytes`: the model states of any layout, all GPUs together."""
