@@ -624,7 +624,8 @@ def test_a_search_under_a_ceiling_finds_the_same_winner_or_none():
 @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 @given(layouts())
 def test_the_compute_floor_is_below_the_step_on_random_layouts(text):
-    """`ComputeFloor`'s premise, step >= (B / dp) x (L / pp) x one layer's kernels per sequence,
+    """`ComputeFloor`'s premise, step >= (B / dp) x (L / pp) x one layer's kernels and exposed tp
+    communication per sequence,
     on tests/test_bounds.py's random dense layouts: the floor over the layout's own degrees,
     micro-batch and sequence parallelism is at most its predicted step."""
     from parc.search.cluster import ComputeFloor
@@ -639,7 +640,8 @@ def test_the_compute_floor_is_below_the_step_on_random_layouts(text):
     floor = ComputeFloor(plan, degrees).at(plan.cluster.world_size)
     assume(floor > 0)
     assert floor <= prediction.breakdown.step * (1 + 1e-9)
-    assert floor <= prediction.breakdown.compute * (1 + 1e-9)  # it is the layers' share of the compute
+    # it is the layers' share of the compute and of the exposed tp communication
+    assert floor <= (prediction.breakdown.compute + prediction.breakdown.exposed["tp"]) * (1 + 1e-9)
 
 
 def test_the_compute_floor_sees_the_small_gemms_of_a_large_cluster():

@@ -349,11 +349,14 @@ class ComputeFloor:
 
     A step is at least m x (the slowest rank's computation, recomputation and exposed
     communication per micro-batch) (`timing.step_time`: the bubble, the data-parallel tail, the
-    optimizer and the links' floor only add), so at least m x the computation of the rank with
-    the most layers, which holds at least L / pp of the L identical dense layers. With m x micro
-    = B / dp (the global batch's sequences per replica, E0321), that is
-    (B / dp) x (L / pp) x layer(tp, sp, cp, micro) / micro, where layer is `timing.layer_work`'s
-    forward, input backward and weight backward as the runtime's kernels run them (`slowed`).
+    optimizer and the links' floor only add), so at least m x the computation and exposed tp
+    communication of the rank with the most layers, which holds at least L / pp of the L
+    identical dense layers. With m x micro = B / dp (the global batch's sequences per replica,
+    E0321), that is (B / dp) x (L / pp) x layer(tp, sp, cp, micro) / micro, where layer is
+    `timing.layer_work`'s forward, input backward and weight backward as the runtime's kernels
+    run them (`slowed`) plus the exposed time of the layer's tp collectives (`timing.exposed`,
+    with the runtime's tp overlap) on a tp group inside its NVLink domain, where E0304 puts it
+    (a group across nodes only waits longer).
     No layout at the GPU count does better than the least of this over every assignment of the
     degrees that multiplies to it (the candidate rule's choices, or the written degrees), every
     micro-batch the space allows that divides the batch and fills the pipeline (E0321, E0322),
@@ -380,18 +383,24 @@ class ComputeFloor:
         self.memo: dict[int, float] = {}
 
     def layer(self, tp: int, cp: int, micro: int) -> float:
-        """Seconds of one dense layer's kernels per sequence: the least over sequence parallelism."""
+        """Seconds of one dense layer's kernels and exposed tp communication per sequence: the
+        least over sequence parallelism."""
         key = (tp, cp, micro)
         if key not in self.per_sequence:
             from ..calibration import DEFAULT
-            from ..timing import gemm_precision, layer_work, slowed
+            from ..timing import Group, exposed, gemm_precision, layer_work, link, slowed, tp_calls
 
+            alone = link(Group(), self.hw, DEFAULT)
+            tp_link = link(Group(size=tp, local=tp), self.hw, DEFAULT)  # inside its NVLink domain (E0304)
             best = math.inf
             for sp in self.sp:
-                w = slowed(layer_work(self.shape, False, tp, sp and tp > 1, cp, self.flavour, self.seq, micro, 1,
+                sp_on = sp and tp > 1
+                w = slowed(layer_work(self.shape, False, tp, sp_on, cp, self.flavour, self.seq, micro, 1,
                                       gemm_precision(self.precision, self.sw), self.sw.attention, self.sw.kernels,
                                       self.hw, DEFAULT), self.sw, DEFAULT)
-                best = min(best, (w.forward + w.backward_input + w.backward_weight) / micro)
+                x = exposed(w, tp_link, alone, alone, False, self.sw.tp_overlap, DEFAULT,
+                            tp_calls("dense", sp_on, tp, w))
+                best = min(best, (w.forward + w.backward_input + w.backward_weight + x.tp_f + x.tp_b) / micro)
             self.per_sequence[key] = best
         return self.per_sequence[key]
 
