@@ -194,6 +194,10 @@ def test_json_output_is_deterministic(tmp_path):
     assert first.exit_code == 0 and first.output == second.output
     data = json.loads(first.output)
     assert data["cluster"]["chosen"]["gpu"] == "a100-80gb" and data["cluster"]["points"]
+    # the counts: every candidate is listed or ruled out; each listed cluster with a layout was searched
+    cluster = data["cluster"]
+    assert cluster["ruled_out"] == sum(cluster["candidates"].values()) - len(cluster["points"])
+    assert cluster["searches"] >= sum(1 for p in cluster["points"] if p["layout"]) > 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -615,3 +619,42 @@ def test_a_search_under_a_ceiling_finds_the_same_winner_or_none():
     under = search(c, top=1, ceiling=full.step * (1 + 1e-9)).winner
     assert under is not None and under.assignment == full.assignment and under.step == full.step
     assert search(c, top=1, ceiling=full.step * (1 - 1e-6)).winner is None
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(layouts())
+def test_the_compute_floor_is_below_the_step_on_random_layouts(text):
+    """`ComputeFloor`'s premise, step >= (B / dp) x (L / pp) x one layer's kernels and exposed tp
+    communication per sequence,
+    on tests/test_bounds.py's random dense layouts: the floor over the layout's own degrees,
+    micro-batch and sequence parallelism is at most its predicted step."""
+    from parc.search.cluster import ComputeFloor
+
+    plan = _plan(text)
+    assume(plan is not None and not plan.model.experts and plan.layout.pp.split is None)
+    assume((plan.layout.ep.degree or 1) == 1)
+    prediction = predict(plan)
+    assume(prediction is not None)
+    lay = plan.layout
+    degrees = {name: [getattr(lay, name).degree or 1] for name in ("tp", "cp", "pp", "dp")}
+    floor = ComputeFloor(plan, degrees).at(plan.cluster.world_size)
+    assume(floor > 0)
+    assert floor <= prediction.breakdown.step * (1 + 1e-9)
+    # it is the layers' share of the compute and of the exposed tp communication
+    assert floor <= (prediction.breakdown.compute + prediction.breakdown.exposed["tp"]) * (1 + 1e-9)
+
+
+def test_the_compute_floor_sees_the_small_gemms_of_a_large_cluster():
+    """At 12,288 nodes the 405B's 2,048 sequences leave each GPU a thousand tokens per
+    micro-batch: the compute floor is more than twice FLOPs at the kernel ceiling, and still
+    below the layout search's best step there."""
+    from parc.search import search
+    from parc.search.cluster import Probe, floors_of
+
+    c = compile_text(LLAMA_405B_EVERY_HOLE.replace("NODES", "?").replace("@TRAIN@", ""))
+    floors = floors_of(c, c.spec.cluster, [Probe(gpu="h100-sxm", nodes=12288, gpus_per_node=8)])
+    gpus = 12288 * 8
+    assert floors.compute is not None
+    assert floors.step(gpus) > 2 * floors.gpu_seconds / gpus
+    best = search(compile_text(LLAMA_405B_EVERY_HOLE.replace("NODES", "12288").replace("@TRAIN@", "")), top=1).winner
+    assert best is not None and floors.step(gpus) <= best.step

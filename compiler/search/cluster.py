@@ -24,10 +24,12 @@ varies with the node count, because it is not monotone: divisibility decides whi
 count allows (405B: 1,792 nodes train in 88 days, 2,048 in 101; 504 nodes take 351 days, 448
 take 348). What makes the scan cheap is what it does not search:
 
-1. floors (`Floors`), per GPU, none of them depending on the node count: the model states
+1. floors (`Floors`), per GPU: the model states
    spread over every GPU (a cluster that cannot hold them has no layout) and the model's FLOPs
    at the fastest any kernel runs (`kernel_ceiling`: no layout on g GPUs steps faster than
-   FLOPs / (g x peak x ceiling)). A cluster whose floor misses the deadline or the budget, or
+   FLOPs / (g x peak x ceiling)); and, per GPU count of a dense model, the busiest rank's layers
+   at the time model's own kernel times for the best degrees that count allows
+   (`ComputeFloor`). A cluster whose floor misses the deadline or the budget, or
    cannot beat the best answer found so far under the objective (`answer_limit`), is ruled out
    without a layout search;
 2. ceilings: every other cluster the answer depends on is searched only for a layout at most
@@ -308,10 +310,11 @@ in the floors' and the limits' arithmetic can never rule out a cluster that ties
 
 @dataclass(frozen=True)
 class Floors:
-    """Bounds every layout on one GPU type obeys, at any node count. None of these numbers depends
-    on the node count (the model, the batch, the run's steps, the GPU's peak and price), so they
-    are read once per GPU from one compiled cluster; a cluster whose floor already misses a
-    constraint (or cannot beat the best answer so far) is ruled out without a layout search."""
+    """Bounds every layout on one GPU type obeys. The numbers here do not depend on the node
+    count (the model, the batch, the run's steps, the GPU's peak and price), so they are read
+    once per GPU from one compiled cluster; `compute` answers per GPU count. A cluster whose
+    floor already misses a constraint (or cannot beat the best answer so far) is ruled out
+    without a layout search."""
 
     state_bytes: int
     """`state_bytes`: the model states of any layout, all GPUs together."""
@@ -324,17 +327,106 @@ class Floors:
     steps: int
     """Optimizer steps of the run (`budget.steps_for`): the batch is fixed, so they are too."""
     price: float | None
+    compute: ComputeFloor | None = None
+    """The layers' kernel time at the best degrees a GPU count allows (dense models)."""
 
     def fits(self, gpus: int) -> bool:
         """`states_floor`'s test, with the same integer arithmetic."""
         return self.state_bytes // gpus <= self.hbm_bytes
 
     def step(self, gpus: int) -> float:
-        return self.gpu_seconds / gpus
+        flops = self.gpu_seconds / gpus
+        return flops if self.compute is None else max(flops, self.compute.at(gpus))
 
     def rate(self, gpus: int) -> float | None:
         """Dollars the run costs per second of step time (cost = rate x step), None unpriced."""
         return None if self.price is None else self.price * gpus * self.steps / SECONDS_PER_HOUR
+
+
+class ComputeFloor:
+    """A floor on the step at a GPU count from the time model's own kernel times: the busiest
+    pipeline rank's layers, computed, for every micro-batch.
+
+    A step is at least m x (the slowest rank's computation, recomputation and exposed
+    communication per micro-batch) (`timing.step_time`: the bubble, the data-parallel tail, the
+    optimizer and the links' floor only add), so at least m x the computation and exposed tp
+    communication of the rank with the most layers, which holds at least L / pp of the L
+    identical dense layers. With m x micro = B / dp (the global batch's sequences per replica,
+    E0321), that is (B / dp) x (L / pp) x layer(tp, sp, cp, micro) / micro, where layer is
+    `timing.layer_work`'s forward, input backward and weight backward as the runtime's kernels
+    run them (`slowed`) plus the exposed time of the layer's tp collectives (`timing.exposed`,
+    with the runtime's tp overlap) on a tp group inside its NVLink domain, where E0304 puts it
+    (a group across nodes only waits longer).
+    No layout at the GPU count does better than the least of this over every assignment of the
+    degrees that multiplies to it (the candidate rule's choices, or the written degrees), every
+    micro-batch the space allows that divides the batch and fills the pipeline (E0321, E0322),
+    and sequence parallelism on and off unless written. Unlike FLOPs at the kernel ceiling it
+    sees what the degrees force: at 10,000 nodes 2,048 sequences leave each GPU a few hundred
+    tokens, in small GEMMs far from their ceiling. Dense models only (MoE: routing imbalance and
+    expert GEMMs vary by rank; `floors_of` leaves them to the FLOPs floor)."""
+
+    def __init__(self, plan, degrees: dict[str, list[int]]):
+        from ..memory.inputs import shape_of
+        from ..targets import software_of
+        from ..timing import hardware_of
+        from .space import MICRO_BATCHES, SEQUENCE_PARALLEL
+
+        train, lay = plan.training, plan.layout
+        self.shape, self.hw, self.sw = shape_of(plan), hardware_of(plan), software_of(plan)
+        self.degrees = degrees
+        self.layers = self.shape.layers
+        self.batch = train.global_batch
+        self.seq, self.precision, self.flavour = train.seq_len, train.precision, lay.cp.flavour
+        self.micro = MICRO_BATCHES if train.micro_batch is None else (train.micro_batch,)
+        self.sp = SEQUENCE_PARALLEL if lay.tp.sequence_parallel is None else (lay.tp.sequence_parallel,)
+        self.per_sequence: dict[tuple[int, int, int], float] = {}
+        self.memo: dict[int, float] = {}
+
+    def layer(self, tp: int, cp: int, micro: int) -> float:
+        """Seconds of one dense layer's kernels and exposed tp communication per sequence: the
+        least over sequence parallelism."""
+        key = (tp, cp, micro)
+        if key not in self.per_sequence:
+            from ..calibration import DEFAULT
+            from ..timing import Group, exposed, gemm_precision, layer_work, link, slowed, tp_calls
+
+            alone = link(Group(), self.hw, DEFAULT)
+            tp_link = link(Group(size=tp, local=tp), self.hw, DEFAULT)  # inside its NVLink domain (E0304)
+            best = math.inf
+            for sp in self.sp:
+                sp_on = sp and tp > 1
+                w = slowed(layer_work(self.shape, False, tp, sp_on, cp, self.flavour, self.seq, micro, 1,
+                                      gemm_precision(self.precision, self.sw), self.sw.attention, self.sw.kernels,
+                                      self.hw, DEFAULT), self.sw, DEFAULT)
+                x = exposed(w, tp_link, alone, alone, False, self.sw.tp_overlap, DEFAULT,
+                            tp_calls("dense", sp_on, tp, w))
+                best = min(best, (w.forward + w.backward_input + w.backward_weight + x.tp_f + x.tp_b) / micro)
+            self.per_sequence[key] = best
+        return self.per_sequence[key]
+
+    def at(self, gpus: int) -> float:
+        if gpus not in self.memo:
+            self.memo[gpus] = self._least(gpus)
+        return self.memo[gpus]
+
+    def _least(self, gpus: int) -> float:
+        from ..checks.predicates import microbatches_fill_pipeline, microbatches_per_step
+
+        d = self.degrees
+        best = math.inf
+        for tp in d["tp"]:
+            for cp in d["cp"]:
+                for pp in d["pp"]:
+                    rest = gpus // (tp * cp * pp) if gpus % (tp * cp * pp) == 0 else 0
+                    if rest not in d["dp"] or self.layers % pp:
+                        continue
+                    dp = rest
+                    for micro in self.micro:
+                        m = microbatches_per_step(self.batch, dp, micro)
+                        if m is None or not microbatches_fill_pipeline(m, pp):
+                            continue
+                        best = min(best, self.batch / dp * self.layers / pp * self.layer(tp, cp, micro))
+        return 0.0 if best == math.inf else best
 
 
 def kernel_ceiling(generation: str) -> float:
@@ -376,8 +468,31 @@ def floors_of(compilation: Compilation, question: ClusterQuestion, probes: list[
         fastest = matmul_peak(hw, train.precision) * kernel_ceiling(hw.generation)
         return Floors(state_bytes=state_bytes(plan), hbm_bytes=plan.cluster.gpu.hbm_bytes,
                       gpu_seconds=model_flops_per_token(shape_of(plan), train.seq_len) * train.tokens_per_step / fastest,
-                      steps=stated[1], price=plan.cluster.price)
+                      steps=stated[1], price=plan.cluster.price,
+                      compute=compute_floor(compilation.spec, plan, probe))
     return None
+
+
+def compute_floor(spec: Spec, plan, probe: Probe) -> ComputeFloor | None:
+    """`ComputeFloor` over the degrees some layout can take (the candidate rule's choices, the
+    written degrees as they are); None for a model with experts, a written pipeline split, a
+    batch in whole sequences unknown, or an ep axis."""
+    from ..memory.inputs import shape_of
+
+    shape = shape_of(plan)
+    if shape.experts or any(shape.moe) or plan.layout.pp.split is not None or not plan.training.global_batch:
+        return None
+    facts = _model_facts(spec, probe.gpu, probe.gpus_per_node)
+    if facts is None:
+        return None
+    degrees: dict[str, list[int]] = {}
+    for axis in spec.layout.axes:
+        degrees[axis.name] = facts["choices"][axis.name] if axis.degree.value == HOLE else [axis.degree.value]
+    if degrees.get("ep", [1]) != [1] or spec.ep_fold is not None:
+        return None
+    for name in ("tp", "cp", "pp", "dp"):
+        degrees.setdefault(name, [1])
+    return ComputeFloor(plan, degrees)
 
 
 def constraint_limit(probe: Probe, floors: Floors, c: Constraints) -> float | None:

@@ -108,6 +108,7 @@ def render_json(result: ClusterResult, written: bool = False) -> dict:
         "cluster": {
             "objective": c.objective, "deadline_days": None if c.deadline is None else c.deadline / 86_400,
             "budget": c.budget, "candidates": result.candidates,
+            "searches": result.searches, "ruled_out": result.ruled_out,
             "points": [point_json(p) for p in result.points],
             "chosen": None if result.chosen is None else point_json(result.chosen),
             "text": None if result.chosen is None else result.chosen.text,
