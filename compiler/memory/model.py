@@ -27,7 +27,7 @@ from . import activations as act
 from .activations import layer_activations
 from .buffers import backward_working_set, fsdp_buffers, largest_layer
 from .inputs import Knobs, Shape
-from .parameters import Params, by_rank, chunk_params, chunks_of, layer_params, padded_vocab
+from .parameters import Params, by_rank, chunk_params, chunks_of, fsdp_padding, layer_params, padded_vocab
 from .schedules import MAX_STATE_CHUNKS, peak_states, receive_buffers, receives_from_another_rank, weighted_peak
 from .states import checkpoint_gather_bytes, compute_copy_bytes, model_states, zero1_buffer_bytes
 
@@ -291,6 +291,13 @@ def p2p_buffers(shape: Shape, k: Knobs, rank: int) -> int:
     return live * act.boundary_bytes(shape, k)
 
 
+def rank_padding(shape: Shape, k: Knobs, params: RankParams) -> Params:
+    """The rows FSDP2 pads on this rank's parameters (`fsdp_padding`; sharded modes only)."""
+    if k.runtime != "torch" or k.sharding not in ("zero2", "zero3", "hsdp"):
+        return Params()
+    return fsdp_padding(shape, params.chunks, k.tp, k.ep, k.dense_shard_group, k.expert_shard_group, k.runtime)
+
+
 def keeps_gathered(k: Knobs) -> bool:
     """Whether FSDP2 holds every layer's gathered compute copy for the whole step: zero2
     (reshard_after_forward=False), and every mode under pipelining (the runtime turns
@@ -306,7 +313,7 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
         params = rank_params(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)[rank]
     if acts is None:
         acts = rank_activations(shape, k)[rank]
-    states = model_states(params.params, k)
+    states = model_states(params.params, k, params.per_chunk, rank_padding(shape, k, params))
 
     # FSDP's gathered copies (every sharding mode: none and zero1 run on FSDP2 with shards of
     # one rank, whose compute copy is a buffer of its own): zero2 keeps every layer's from
