@@ -396,8 +396,7 @@ def _accumulation_text(mode: str) -> str:
     """What a micro-batch's backward communicates (docs/runtime.md, the traffic table)."""
     return {
         "none": "DDP: gradients accumulate locally; only the last micro-batch's backward all-reduces them",
-        "zero1": "zero1: every micro-batch's backward adds its gradients into the fp32 buckets (a local "
-                 "copy); reduce_gradients reduce-scatters the buckets once per step",
+        "zero1": "zero1: gradients accumulate locally; only the last micro-batch's backward reduces them",
         "zero2": "zero2: every micro-batch reduce-scatters its gradients; the gathered weights stay "
                  "until the last micro-batch's backward, so they are all-gathered once per step",
         "zero3": "zero3: every micro-batch gathers the weights for forward and backward and "
@@ -478,10 +477,6 @@ def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep,
         add("torch.distributed.pipelining", "PipelineStage", schedule_class)
         add("torch.distributed.pipelining._utils", "_make_tensor_from_meta")
         add("torch.distributed.pipelining.stage", "_RecvInfo")
-        if sharding == "zero1":  # ReceiveOnDemandStage.backward_maybe_with_nosync
-            add("torch.distributed.fsdp", "FSDPModule")
-            add("torch.distributed.pipelining._backward", "stage_backward", "stage_backward_input",
-                "stage_backward_weight")
     add("torch.distributed.tensor", "DTensor", "distribute_tensor")
     if ep:
         add("torch.distributed.tensor", "Shard", "distribute_module")

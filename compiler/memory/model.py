@@ -25,7 +25,7 @@ from functools import lru_cache
 
 from . import activations as act
 from .activations import layer_activations
-from .buffers import backward_working_set, fsdp_buffers, largest_layer
+from .buffers import backward_working_set, ffn_weight_gradients, fsdp_buffers, largest_layer
 from .inputs import Knobs, Shape
 from .parameters import Params, by_rank, chunk_params, chunks_of, fsdp_padding, layer_params, padded_vocab
 from .schedules import MAX_STATE_CHUNKS, peak_states, receive_buffers, receives_from_another_rank, weighted_peak
@@ -212,7 +212,7 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
         saved += count * a.saved
         grads += count * a.weight_grads
         if torch:
-            work = max(work, backward_working_set(a))
+            work = max(work, backward_working_set(a) + ffn_weight_gradients(shape, ak, moe))
     if embedding:
         saved += act.embedding_activations(shape, ak)
         embedding_buffer = act.embedding_backward_buffer(shape, ak)

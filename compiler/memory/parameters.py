@@ -68,6 +68,16 @@ def layer_params(shape: Shape, tp: int, ep: int, moe: bool) -> Params:
     return Params(linear=attention + shared, other=norms + h * shape.experts, expert=routed)
 
 
+def ffn_params(shape: Shape, tp: int, ep: int, moe: bool) -> int:
+    """One layer's FFN weights on one rank: the dense FFN, or the router, shared and routed
+    experts (the part of `layer_params` that is not attention or norms)."""
+    h, m = shape.hidden, shape.ffn_matrices
+    if not moe:
+        return m * h * shape.ffn // tp
+    p = layer_params(shape, tp, ep, True)
+    return p.expert + shape.shared_experts * m * h * shape.expert_ffn // tp + h * shape.experts
+
+
 @lru_cache(maxsize=4096)
 def chunks_of(layers: int, pp: int, v: int, schedule: str, split: tuple[int, ...] | None,
               tied: bool) -> tuple[Chunk, ...]:
