@@ -379,16 +379,23 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
                 best, where = total, r
         return best, where
     peaks = _activation_peaks(acts, k.schedule, k.pp, k.virtual_stages, k.microbatches)
-    groups = (k.dense_shard_group, k.expert_shard_group) if k.sharding != "none" else (1, 1)
     best, where = -1, 0
     for r in range(k.pp):
         rp = params[r]
         # two moments: a layer's backward (with the wrapper's buffers), the embedding's backward
         buffers = max(transient_buffers(acts[r].transient, rp, k), acts[r].embedding_backward)
-        total_bytes = state_bytes(rp.params, k, groups) + peaks[r] + buffers + p2p_buffers(shape, k, r)
+        total_bytes = exact_state_bytes(shape, k, rp) + peaks[r] + buffers + p2p_buffers(shape, k, r)
         if total_bytes > best:
             best, where = total_bytes, r
     return best, where
+
+
+def exact_state_bytes(shape: Shape, k: Knobs, rp: RankParams) -> int:
+    """`stage_memory`'s model states (padded shards and buckets, accumulated gradients, the
+    gathered copies FSDP2 keeps), for `peak`."""
+    states = model_states(rp.params, k, rp.per_chunk, rank_padding(shape, k, rp))
+    held = states.unsharded if states.unsharded and keeps_gathered(k) else 0
+    return states.params + held + states.grads + states.accumulated_grads + states.optimizer
 
 
 def state_bytes(p: Params, k: Knobs, groups: tuple[int, int]) -> int:
@@ -397,7 +404,7 @@ def state_bytes(p: Params, k: Knobs, groups: tuple[int, int]) -> int:
     expert shard groups; zero1's flat buckets too), plus the gathered compute copies FSDP2 keeps
     across layers (`keeps_gathered`). `peak`'s model states; search also takes its least over a
     layout's shardings as a floor (it never decreases as `p` grows: each term is a rounding of a
-    non-negative multiple)."""
+    non-negative multiple; unpadded, so never above `exact_state_bytes`)."""
     sharding = k.sharding
     opt = 8 if k.optimizer != "sgd" else 4
     total = p.linear + p.other + p.expert
@@ -407,6 +414,8 @@ def state_bytes(p: Params, k: Knobs, groups: tuple[int, int]) -> int:
         sharded = (p.linear + p.other) / groups[0] + p.expert / groups[1]
         if sharding == "zero1":
             states = 8 * total + round(opt * sharded) + zero1_buffer_bytes(p, k)
+            if k.pp > 1 or k.microbatches > 1:
+                states += 4 * total  # FSDP2's accumulated gradients beside the buckets
         else:
             states = round(4 * sharded) * 2 + round(opt * sharded)
             if k.pp > 1:
