@@ -324,9 +324,10 @@ REDUCED = [
     # spec, rank, peak tolerance (%): measured on 2026-12-02 (docs/memory-model.md, rehearsal)
     pytest.param("tests/data/specs/rehearse-deepseek-32.par", 0, 5, marks=pytest.mark.slow, id="deepseek-0"),  # -4.1 %
     pytest.param("tests/data/specs/rehearse-mixtral-8.par", 0, 6, marks=pytest.mark.slow, id="mixtral-0"),  # +5.7 %
-    pytest.param("tests/data/specs/rehearse-405b-128k-16.par", 0, 6.5, marks=pytest.mark.slow,
+    pytest.param("tests/data/specs/rehearse-405b-128k-16.par", 1024, 5, marks=pytest.mark.slow,
+                 id="405b-128k-1024"),  # +2.3 %
+    pytest.param("tests/data/specs/rehearse-405b-128k-16.par", 0, 6.5, marks=pytest.mark.long,
                  id="405b-128k-0"),  # +6.3 %
-    pytest.param("tests/data/specs/rehearse-405b-128k-16.par", 1024, 5, marks=pytest.mark.long, id="405b-128k-1024"),
     pytest.param("tests/data/specs/rehearse-mixtral-8.par", 255, 5, marks=pytest.mark.long, id="mixtral-255"),
     pytest.param("tests/data/specs/rehearse-deepseek-32.par", 2047, 5, marks=pytest.mark.long, id="deepseek-2047"),
     pytest.param("tests/data/specs/rehearse-405b-128k-16.par", 16383, 5, marks=pytest.mark.long,
@@ -334,11 +335,13 @@ REDUCED = [
 ]
 """Mixtral 8x7B's 5-D layout (zero1: its buckets filed by rehearse.py; MoE, ep over cp x dp, ring
 cp), the DeepSeek-V3-like MoE (zero1, DualPipe-V, 64-way ep, fp8) and Llama 3 405B at 128K
-(16,384 ranks, all-gather cp 16, zero2): each builds and steps as its first rank (slow) and a
-middle or last one (long); the model states equal the model's to the byte, and the peak is
+(16,384 ranks, all-gather cp 16, zero2): each builds and steps as one rank in the default run
+(slow: the first stage, the 128K layout's middle one) and others (long); the model states
+equal the model's to the byte, and the peak is
 within the issue's 5 % except on the first stages of Mixtral and of the 128K layout, where the
 model is over by 0.8 and 1.3 GB (as at 8K: docs/memory-model.md, rehearsal; not traced): their
-measured figures are held, not the target. The long cases were not run to the end here."""
+measured figures are held, not the target. The long cases but 128K's rank 0 were not run to
+the end here."""
 
 
 @pytest.mark.parametrize("spec,rank,tolerance", REDUCED)
