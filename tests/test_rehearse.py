@@ -342,7 +342,10 @@ equal the model's to the byte, and the peak is
 within the issue's 5 % except on the first stages of Mixtral and of the 128K layout, where the
 model is over by 0.8 and 1.3 GB (as at 8K: docs/memory-model.md, rehearsal; not traced): their
 measured figures are held, not the target; Mixtral's last stage (long) is 13 % over. The
-long DeepSeek and 128K last ranks were not run to the end here."""
+DeepSeek last rank (long) fails here (2026-12-02): its input backward (DualPipe-V's same-rank
+V turn) raises "A leaf node was passed to _will_engine_execute_node but we are currently
+running autograd.grad()" from a multi-grad hook, probably the tracker's module hooks; open.
+The 128K last rank was not run to the end here."""
 
 
 @pytest.mark.parametrize("spec,rank,tolerance", REDUCED)
