@@ -498,9 +498,15 @@ def rehearse(file, rank, ranks, steps, tolerance, timeout, fmt):
     if unreadable:
         sys.exit(2)
     result = results[0]
-    if has_errors(result.diagnostics) or result.plan is None or result.plan.holes:
+    if has_errors(result.diagnostics) or result.plan is None:
         sys.exit(_report(results, "text") or 1)
     plan = result.plan
+    from .rehearse import unrehearsable
+
+    why = unrehearsable(plan, file)
+    if why is not None:
+        click.echo(f"error: {file}: {why}", err=True)
+        sys.exit(2)
     from .memory import unpredictable
 
     why = unpredictable(plan)

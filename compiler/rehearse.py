@@ -63,6 +63,26 @@ def torch_available() -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
+def unrehearsable(plan: Plan, file: str) -> str | None:
+    """Why this plan has no rehearsal to run (a message for the user), or None. The rehearsal is
+    the `rehearse.py` of parc's own PyTorch job (`target torch`): Megatron-LM's and torchtitan's
+    jobs are their frameworks' programs, which parc does not write, and a layout with holes has
+    no job until `parc search` fills them."""
+    if plan.holes:
+        names = ", ".join(h.name for h in plan.holes)
+        return (f"the rehearsal runs one rank of a complete layout and {len(plan.holes)} "
+                f"hole{'s are' if len(plan.holes) > 1 else ' is'} open ({names}); fill them first: "
+                f"parc search {file} --write, then rehearse it again")
+    if plan.target.name != "torch":
+        return (f"the rehearsal runs the job parc writes for `target torch`; this spec's target is "
+                f"{plan.target.name}, whose job is {TARGET_PROGRAMS[plan.target.name]}, not parc's; "
+                "rehearse the same layout with `target torch` to check the memory model's figures")
+    return None
+
+
+TARGET_PROGRAMS = {"megatron": "Megatron-LM's pretrain_gpt.py", "torchtitan": "torchtitan's train.py"}
+
+
 def run(files: dict[str, str], rank: int | None, classes: bool, steps: int | None, timeout: float) -> list[dict]:
     """Write the job to a temporary directory and run `train.py --rehearse` there."""
     if not torch_available():
@@ -101,14 +121,14 @@ def predicted(plan: Plan, stage: int) -> dict[str, int]:
     from dataclasses import replace
 
     from .memory import knobs_of, per_stage, shape_of
-    from .memory.model import rank_params
+    from .memory.model import rank_padding, rank_params
     from .memory.states import model_states
 
     knobs = replace(knobs_of(plan), device="fake")
     shape = shape_of(plan)
     params = rank_params(shape, knobs.tp, knobs.ep, knobs.pp, knobs.virtual_stages, knobs.schedule, knobs.split,
                          knobs.runtime)[stage]
-    states = model_states(params.params, knobs)
+    states = model_states(params.params, knobs, params.per_chunk, rank_padding(shape, knobs, params))
     memory = per_stage(shape, knobs)[stage]
     return {"parameters": states.params, "gradients": states.grads,
             "optimizer_states": states.optimizer, "peak": memory.total,

@@ -323,7 +323,7 @@ SPEC = """\
 tp 2 x dp 4 on nodes(8 gpus, nvlink)
 model llama3-70b { layers 20 }
 hardware { gpu h100-sxm }
-train { seq 8192, global-batch 32, micro-batch 2, recompute RECOMPUTE }
+train { seq 8192, global-batch 8, micro-batch 2, recompute RECOMPUTE }  # no accumulation: zero1 then frees memory
 dp { sharding SHARDING }
 """
 

@@ -20,7 +20,8 @@ on one rank, with t = tp, and h/t where sequence parallelism shards a tensor alo
 Per layer, whatever the batch: RoPE's cos and sin tables (fp32, seq/cp x head_dim/2, one pair
 per rotation of q and of k). On CPU RMSNorm is not fused and also keeps x x rstd (h/sp per norm;
 `Knobs.device`). No dropout (none of the modelled models uses it). Context parallelism divides
-the tokens by cp; the all-gather flavour saves the gathered K and V (cp x the local ones);
+the tokens by cp; the all-gather flavour saves the gathered K and V (cp x the local ones),
+except under selective recomputation, which keeps the local ones and gathers again;
 all-to-all (Ulysses) saves the attention output twice (before and after the reverse all-to-all);
 the ring keeps only its own K/V (`_attention`). A MoE layer replaces the FFN with: its (gathered)
 input, the router's fp32 probabilities, top-k indices and gates, and per routed copy the
@@ -130,7 +131,11 @@ def _attention(shape: Shape, k: Knobs, n: Tokens, act: int) -> tuple[float, floa
     copy = n.o if shape.rope and not (c > 1 and k.cp_flavour == "all-to-all") else 0
     lse = n.heads * FP32
     full = act * (n.q + 2 * n.kv + n.o + copy) + lse
-    selective = act * (n.q + 2 * n.kv + shape.q / k.tp) + lse
+    # selective recomputation keeps the K and V projections' outputs (matmuls) and re-gathers
+    # them in the backward: the all-gather flavour's gathered copies are not kept (measured by
+    # the rehearsal at Llama 3 405B's 128K layout: its activations equal the 8K layout's)
+    kv_kept = n.kv / c if c > 1 and k.cp_flavour == "all-gather" else n.kv
+    selective = act * (n.q + 2 * kv_kept + shape.q / k.tp) + lse
     return full, selective, tables
 
 

@@ -29,9 +29,9 @@ a candidate's communicators (at least every shipped layout's figure; a test hold
 from __future__ import annotations
 
 from ..stages import Chunk
-from .activations import LayerActivations
+from .activations import LayerActivations, activation_bytes
 from .inputs import Knobs, Shape
-from .parameters import Params, layer_params
+from .parameters import Params, ffn_params, layer_params
 from .states import FP32, compute_copy_bytes
 
 GiB = 1 << 30
@@ -51,6 +51,17 @@ def reserve_bytes(hbm: int) -> int:
 
 def backward_working_set(a: LayerActivations) -> int:
     return a.working + (a.full - a.saved)
+
+
+def ffn_weight_gradients(shape: Shape, k: Knobs, moe: bool) -> int:
+    """The compute-dtype gradients of one layer's FFN weights (router, shared and routed experts
+    for MoE), alive beside its backward working set: autograd writes each weight's gradient in
+    the dtype it computed in (FSDP2's unsharded bf16 parameters) and FSDP2 folds them into the
+    fp32 accumulation or reduction only in the layer's post-backward hook. The FFN's backward is
+    the working set's moment, and its weight gradients come first (attention's come later).
+    Measured by the rehearsal at Llama 3 405B's widths: w1, w2 and w3's three 218 MB bf16
+    gradients in the FFN's backward (docs/memory-model.md, rehearsal)."""
+    return activation_bytes(k.precision) * ffn_params(shape, k.tp, k.ep, moe)
 
 
 def largest_layer(shape: Shape, tp: int, ep: int, chunks: tuple[Chunk, ...]) -> Params | None:

@@ -25,9 +25,9 @@ from functools import lru_cache
 
 from . import activations as act
 from .activations import layer_activations
-from .buffers import backward_working_set, fsdp_buffers, largest_layer
+from .buffers import backward_working_set, ffn_weight_gradients, fsdp_buffers, largest_layer
 from .inputs import Knobs, Shape
-from .parameters import Params, by_rank, chunk_params, chunks_of, layer_params, padded_vocab
+from .parameters import Params, by_rank, chunk_params, chunks_of, fsdp_padding, layer_params, padded_vocab
 from .schedules import MAX_STATE_CHUNKS, peak_states, receive_buffers, receives_from_another_rank, weighted_peak
 from .states import checkpoint_gather_bytes, compute_copy_bytes, model_states, zero1_buffer_bytes
 
@@ -212,7 +212,7 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
         saved += count * a.saved
         grads += count * a.weight_grads
         if torch:
-            work = max(work, backward_working_set(a))
+            work = max(work, backward_working_set(a) + ffn_weight_gradients(shape, ak, moe))
     if embedding:
         saved += act.embedding_activations(shape, ak)
         embedding_buffer = act.embedding_backward_buffer(shape, ak)
@@ -291,6 +291,13 @@ def p2p_buffers(shape: Shape, k: Knobs, rank: int) -> int:
     return live * act.boundary_bytes(shape, k)
 
 
+def rank_padding(shape: Shape, k: Knobs, params: RankParams) -> Params:
+    """The rows FSDP2 pads on this rank's parameters (`fsdp_padding`; sharded modes only)."""
+    if k.runtime != "torch" or k.sharding not in ("zero2", "zero3", "hsdp"):
+        return Params()
+    return fsdp_padding(shape, params.chunks, k.tp, k.ep, k.dense_shard_group, k.expert_shard_group, k.runtime)
+
+
 def keeps_gathered(k: Knobs) -> bool:
     """Whether FSDP2 holds every layer's gathered compute copy for the whole step: zero2
     (reshard_after_forward=False), and every mode under pipelining (the runtime turns
@@ -306,7 +313,7 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
         params = rank_params(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)[rank]
     if acts is None:
         acts = rank_activations(shape, k)[rank]
-    states = model_states(params.params, k)
+    states = model_states(params.params, k, params.per_chunk, rank_padding(shape, k, params))
 
     # FSDP's gathered copies (every sharding mode: none and zero1 run on FSDP2 with shards of
     # one rank, whose compute copy is a buffer of its own): zero2 keeps every layer's from
@@ -372,16 +379,23 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
                 best, where = total, r
         return best, where
     peaks = _activation_peaks(acts, k.schedule, k.pp, k.virtual_stages, k.microbatches)
-    groups = (k.dense_shard_group, k.expert_shard_group) if k.sharding != "none" else (1, 1)
     best, where = -1, 0
     for r in range(k.pp):
         rp = params[r]
         # two moments: a layer's backward (with the wrapper's buffers), the embedding's backward
         buffers = max(transient_buffers(acts[r].transient, rp, k), acts[r].embedding_backward)
-        total_bytes = state_bytes(rp.params, k, groups) + peaks[r] + buffers + p2p_buffers(shape, k, r)
+        total_bytes = exact_state_bytes(shape, k, rp) + peaks[r] + buffers + p2p_buffers(shape, k, r)
         if total_bytes > best:
             best, where = total_bytes, r
     return best, where
+
+
+def exact_state_bytes(shape: Shape, k: Knobs, rp: RankParams) -> int:
+    """`stage_memory`'s model states (padded shards and buckets, accumulated gradients, the
+    gathered copies FSDP2 keeps), for `peak`."""
+    states = model_states(rp.params, k, rp.per_chunk, rank_padding(shape, k, rp))
+    held = states.unsharded if states.unsharded and keeps_gathered(k) else 0
+    return states.params + held + states.grads + states.accumulated_grads + states.optimizer
 
 
 def state_bytes(p: Params, k: Knobs, groups: tuple[int, int]) -> int:
@@ -390,7 +404,7 @@ def state_bytes(p: Params, k: Knobs, groups: tuple[int, int]) -> int:
     expert shard groups; zero1's flat buckets too), plus the gathered compute copies FSDP2 keeps
     across layers (`keeps_gathered`). `peak`'s model states; search also takes its least over a
     layout's shardings as a floor (it never decreases as `p` grows: each term is a rounding of a
-    non-negative multiple)."""
+    non-negative multiple; unpadded, so never above `exact_state_bytes`)."""
     sharding = k.sharding
     opt = 8 if k.optimizer != "sgd" else 4
     total = p.linear + p.other + p.expert
@@ -400,6 +414,8 @@ def state_bytes(p: Params, k: Knobs, groups: tuple[int, int]) -> int:
         sharded = (p.linear + p.other) / groups[0] + p.expert / groups[1]
         if sharding == "zero1":
             states = 8 * total + round(opt * sharded) + zero1_buffer_bytes(p, k)
+            if k.pp > 1 or k.microbatches > 1:
+                states += 4 * total  # FSDP2's accumulated gradients beside the buckets
         else:
             states = round(4 * sharded) * 2 + round(opt * sharded)
             if k.pp > 1:

@@ -68,6 +68,16 @@ def layer_params(shape: Shape, tp: int, ep: int, moe: bool) -> Params:
     return Params(linear=attention + shared, other=norms + h * shape.experts, expert=routed)
 
 
+def ffn_params(shape: Shape, tp: int, ep: int, moe: bool) -> int:
+    """One layer's FFN weights on one rank: the dense FFN, or the router, shared and routed
+    experts (the part of `layer_params` that is not attention or norms)."""
+    h, m = shape.hidden, shape.ffn_matrices
+    if not moe:
+        return m * h * shape.ffn // tp
+    p = layer_params(shape, tp, ep, True)
+    return p.expert + shape.shared_experts * m * h * shape.expert_ffn // tp + h * shape.experts
+
+
 @lru_cache(maxsize=4096)
 def chunks_of(layers: int, pp: int, v: int, schedule: str, split: tuple[int, ...] | None,
               tied: bool) -> tuple[Chunk, ...]:
@@ -110,3 +120,54 @@ def by_rank(chunks: tuple[Chunk, ...], pp: int) -> tuple[tuple[Chunk, ...], ...]
     for c in chunks:
         ranks[c.rank].append(c)
     return tuple(tuple(r) for r in ranks)
+
+
+def layer_rows(shape: Shape, tp: int, ep: int, moe: bool) -> tuple[tuple[int, int, str], ...]:
+    """One layer's tensors on one rank as (dim-0 rows, elements per row, kind), the dim FSDP2
+    shards: a column-parallel weight's rows are its tp shard's, a row-parallel one keeps all
+    (tp splits its columns); routed experts are (experts on this rank, h, F) stacks."""
+    h, m = shape.hidden, shape.ffn_matrices
+    kv = shape.kv // tp if kv_split(shape, tp) else shape.kv
+    norms = [(h, 1, "other")] * (4 if shape.layernorm else 2)
+    attention = [(shape.q // tp, h, "linear"), (kv, h, "linear"), (kv, h, "linear"), (h, shape.q // tp, "linear")]
+
+    def ffn(width: int, kind: str) -> list[tuple[int, int, str]]:
+        return [(width // tp, h, kind)] * (m - 1) + [(h, width // tp, kind)]
+
+    if not moe:
+        return tuple(norms + attention + ffn(shape.ffn, "linear"))
+    local = shape.experts // ep if ep <= shape.experts else 1
+    routed = [(local, h * shape.expert_ffn, "expert")] * m
+    shared = ffn(shape.shared_experts * shape.expert_ffn, "linear") if shape.shared_experts else []
+    return tuple(norms + attention + [(shape.experts, h, "other")] + shared + routed)
+
+
+@lru_cache(maxsize=4096)
+def fsdp_padding(shape: Shape, chunks: tuple[Chunk, ...], tp: int, ep: int, dense_group: int,
+                 expert_group: int, runtime: str = "torch") -> Params:
+    """Elements FSDP2 adds to a rank's parameters when it shards them: it pads every tensor's
+    dim 0 to a multiple of its shard group (`FSDPParam`: padded_sharded_param_size), so a rank
+    holds ceil(rows / group) rows of each. The vocabulary tables' rows (V / tp) are the usual
+    case (Llama 3's 128,256 / 8 = 16,032 over 64 ranks: 251 rows, not 250.5); by kind, so that
+    `model_states` divides each by its group. Every rank's shard is padded alike."""
+    def pad(rows: int, group: int) -> int:
+        return -(-rows // group) * group - rows
+
+    linear = other = expert = 0
+    for chunk in chunks:
+        for layer in chunk.layer_range:
+            for rows, per_row, kind in layer_rows(shape, tp, ep, shape.is_moe(layer)):
+                extra = pad(rows, expert_group if kind == "expert" else dense_group) * per_row
+                linear += extra if kind == "linear" else 0
+                other += extra if kind == "other" else 0
+                expert += extra if kind == "expert" else 0
+        table = (padded_vocab(shape.vocab, tp, runtime) // tp, shape.hidden)
+        if chunk.embedding:
+            other += pad(table[0], dense_group) * table[1]
+            if shape.position_params:
+                other += pad(shape.position_params // shape.hidden, dense_group) * shape.hidden
+        if chunk.output:
+            other += pad(shape.hidden, dense_group) * (2 if shape.layernorm else 1)  # the final norm
+            if not shape.tied or chunk.tied_copy:
+                other += pad(table[0], dense_group) * table[1]
+    return Params(linear, other, expert)

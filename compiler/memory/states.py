@@ -8,7 +8,7 @@ torch (what parc generates; FSDP2 with MixedPrecisionPolicy(param_dtype=bf16, re
 | sharding | params | grads | optimizer | also held |
 |---|---|---|---|---|
 | none (DDP) | 4 | 4 | o | the compute copy (FSDP2 on a shard of one rank), as zero3 holds it |
-| zero1 | 4 | 4 (one flat buffer) | (o + 8 + w) sharded | the distributed optimizer's buffers (`zero1_buffer_bytes`) |
+| zero1 | 4 | 4 (one flat buffer) | (o + 8 + w) sharded | the distributed optimizer's buffers (`zero1_buffer_bytes`); 4 accumulated (below) |
 | zero2 (reshard_after_forward=False) | 4 sharded | 4 sharded | o sharded | bf16 copy of every layer, unsharded, forward to backward |
 | zero3, hsdp (reshard_after_forward=True) | 4 sharded | 4 sharded | o sharded | the unsharded layers in flight (see `model.py`) |
 
@@ -21,7 +21,9 @@ the gradient buffer's storage (free after the step), so it costs nothing more. U
 every backward but the step's last with `set_requires_gradient_sync(False)` and
 `set_reshard_after_backward(False)` (`PipelineStage.backward_maybe_with_nosync`), so FSDP2 keeps
 the unsharded gradients, upcast to the fp32 reduce dtype (`FSDPParam.to_accumulated_grad_if_needed`),
-until the step ends: 4 more bytes per unsharded parameter (`accumulated_grads`).
+until the step ends: 4 more bytes per unsharded parameter (`accumulated_grads`). zero1 holds them
+too, beside its buckets, under pipelining and under gradient accumulation (its FSDP2 over one
+rank syncs only the last micro-batch).
 
 megatron (Megatron-LM `theoretical_memory_usage.py`): bf16 params 2, fp32 main grads 4, fp32 master
 plus moments 12 (= 18 per parameter; the distributed optimizer shards the 12: 6 + 12/d).
@@ -77,18 +79,37 @@ def checkpoint_gather_bytes(p: Params, k: Knobs) -> int:
     return 0
 
 
-def zero1_buffer_bytes(p: Params, k: Knobs) -> int:
+def zero1_buffer_bytes(p: Params, k: Knobs, chunks: tuple[Params, ...] = ()) -> int:
     """zero1's distributed-optimizer buffers beyond the moments (torch runtime): fp32 master and
     reduced-gradient shards and the compute-dtype all-gather shard (its output reuses the
     gradient buffer)."""
     w = FP32 if k.precision == "fp32" else HALF
-    sharded = (p.linear + p.other) / k.dense_shard_group + p.expert / k.expert_shard_group
-    return round((2 * FP32 + w) * sharded)
+    return round((2 * FP32 + w) * zero1_buckets(p, k, chunks)[1])
 
 
-def model_states(p: Params, k: Knobs) -> States:
+def zero1_buckets(p: Params, k: Knobs, chunks: tuple[Params, ...] = ()) -> tuple[float, float]:
+    """(elements of zero1's flat gradient buckets on one rank, elements of them it owns). Given
+    the rank's chunks, exactly as parallel.py's `build_buckets` lays them out: one bucket per
+    chunk and data-parallel group (the dense parameters over the dense replicas, the experts
+    over theirs), each padded to a multiple of its group's size; without them, unpadded (a
+    floor, for search)."""
+    groups = ((p.linear + p.other, k.dense_shard_group), (p.expert, k.expert_shard_group))
+    if not chunks:
+        return float(p.total), sum(n / g for n, g in groups)
+    padded = [(-(-n // g), g) for c in chunks for n, g in ((c.linear + c.other, k.dense_shard_group),
+                                                           (c.expert, k.expert_shard_group))]
+    return float(sum(share * g for share, g in padded)), float(sum(share for share, _ in padded))
+
+
+def model_states(p: Params, k: Knobs, chunks: tuple[Params, ...] = (), padding: Params = Params()) -> States:
+    """The rank's model states. Exact for the torch runtime given `chunks` (its chunks'
+    parameters, which add up to p: zero1's padded buckets, `zero1_buckets`) and `padding` (the
+    rows FSDP2 pads when it shards, `parameters.fsdp_padding`: zero2, zero3, hsdp); without
+    them, the unpadded shares."""
     total = p.total
     sharded = (p.linear + p.other) / k.dense_shard_group + p.expert / k.expert_shard_group
+    if k.runtime == "torch" and k.sharding in ("zero2", "zero3", "hsdp"):
+        sharded += (padding.linear + padding.other) / k.dense_shard_group + padding.expert / k.expert_shard_group
     opt = optimizer_bytes(k.optimizer, k.runtime)
     if k.runtime != "torch":
         param, grad = (HALF, FP32) if k.runtime.startswith("megatron") else (HALF, HALF)
@@ -106,7 +127,12 @@ def model_states(p: Params, k: Knobs) -> States:
     if k.sharding == "none":
         return States(FP32 * total, FP32 * total, opt * total, unsharded=copy)
     if k.sharding == "zero1":
-        return States(FP32 * total, FP32 * total, round(opt * sharded) + zero1_buffer_bytes(p, k), unsharded=copy)
+        buckets, shard = zero1_buckets(p, k, chunks)
+        # FSDP2 (over a shard group of one rank) syncs only the last micro-batch's backward, so
+        # until then it accumulates an fp32 unsharded copy of every gradient beside the buckets
+        # (measured by the rehearsal: 4 bytes per parameter at the peak of a pipeline stage)
+        return States(FP32 * total, round(FP32 * buckets), round(opt * shard) + zero1_buffer_bytes(p, k, chunks),
+                      unsharded=copy, accumulated_grads=FP32 * total if k.pp > 1 or k.microbatches > 1 else 0)
     return States(
         params=round(FP32 * sharded), grads=round(FP32 * sharded), optimizer=round(opt * sharded),
         unsharded=copy,
