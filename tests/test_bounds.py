@@ -222,7 +222,8 @@ CONTRACT = {
 # parc's runtime (the table of docs/runtime.md, which tests/e2e/test_collectives.py checks
 # against the collectives the running job records): FSDP2 in every mode but zero1, a distributed
 # optimizer over flat buckets (fp32 reduce-scatter, compute-dtype all-gather, one call per bucket:
-# one bucket per model chunk); under pp torch's stages gather once and reduce once per step.
+# a bucket closes after the block that brings it to 40M elements); under pp torch's stages gather
+# once and reduce once per step.
 RUNTIME = {
     "none": [("all_reduce", 4, lambda m, pp: 1)],
     "zero1": [("reduce_scatter", 4, lambda m, pp: 1), ("all_gather", 2, lambda m, pp: 1)],
@@ -240,8 +241,13 @@ def _calls(sharding: str, elements: float, pp: int, dp_runtime: str, kind: str) 
     for parc's zero1 (one bucket: the rank's one model chunk), one per 40M-element bucket for
     Megatron's DDP and zero1."""
     units = LLAMA3_8B_LAYERS // pp + 1
+    if dp_runtime == "torch" and sharding == "zero1":
+        # every block of Llama 3 8B is over 40M elements (a layer 218,112,000, the embedding and
+        # the output 525,336,576), so each is a bucket: the first stage's layers and embedding,
+        # and without pp the head too
+        return LLAMA3_8B_LAYERS // pp + 1 + (1 if pp == 1 else 0)
     if dp_runtime == "torch":
-        return 1 if sharding == "zero1" else units
+        return units
     if sharding in ("zero2", "zero3"):
         return units
     return math.ceil(elements / BUCKET)

@@ -336,3 +336,46 @@ def test_pipeline_traffic_per_step_matches_the_table(tmp_path):
                     ("all_gather", "dp"): (BF16 * params, units),
                     ("reduce_scatter", "dp"): (FP32 * params, units)}
         assert_matches(table(record), expected, f"pp stage {stage} rank {record['rank']}")
+
+
+# ---------------------------------------------------------------------------------------------
+# zero1's size-capped buckets, overlapped with the backward
+
+
+def zero1_buckets(counts: dict, cap: int, n: int) -> list[int]:
+    """The buckets' sizes (elements, each padded to a multiple of the n data ranks) as written
+    here from the rule docs/runtime.md states: the blocks in model order (the embedding, each
+    layer, the head), a bucket closed after the block that brings it to `cap` elements."""
+    blocks = [counts["embedding"]] + [counts["layers"][i] for i in sorted(counts["layers"])] + [counts["head"]]
+    buckets, held = [], 0
+    for size in blocks:
+        held += size
+        if held >= cap:
+            buckets.append(held)
+            held = 0
+    if held:
+        buckets.append(held)
+    return [-(-b // n) * n for b in buckets]
+
+
+def test_zero1_buckets_are_capped_and_reduced_during_the_backward(tmp_path):
+    """zero1 with `bucket 100000` on dp 2, two micro-batches: one fp32 reduce-scatter and one
+    compute-dtype all-gather per bucket (more than one bucket), each reduce-scatter issued from
+    inside the backward (the last micro-batch's, when its bucket's gradients are all in), the
+    all-gathers after it; and the time model's ledger charges the same calls and bytes."""
+    spec = "traffic-zero1-buckets"
+    job, plan, ranks = recorded(spec, tmp_path)
+    n, cap = plan.layout.dp.degree, plan.layout.dp.bucket
+    assert cap == 100_000 and plan.training.grad_accum == 2
+    sizes = zero1_buckets(model_counts(job), cap, n)
+    assert len(sizes) == 3, sizes  # the spec's point: several buckets
+    expected = {("reduce_scatter", "dp"): (FP32 * sum(sizes), len(sizes)),
+                ("all_gather", "dp"): (BF16 * sum(sizes), len(sizes))}
+    assert len(ranks) == n
+    for record in ranks:
+        assert_matches(table(record), expected, f"{spec} rank {record['rank']}")
+        inside = {c["kind"]: c["in_backward"] for c in record["collectives"] if c["group_size"] > 1}
+        assert inside == {"reduce_scatter": len(sizes), "all_gather": 0}, inside
+    ledger = model_dp_ledger(plan)
+    assert ledger == {kind: (pytest.approx(size, rel=TOLERANCE), calls)
+                      for (kind, _), (size, calls) in expected.items()}, ledger
