@@ -951,6 +951,8 @@ class Load:
     """Per chunk, the blocks of its dense parameters (embedding, layers, head) as zero1 buckets them."""
     blocks_expert: tuple[Runs, ...] = ()
     """Per chunk, the routed experts of its MoE layers, one block per layer."""
+    params_root: int = 0
+    """The embedding, final norm and output layer this rank holds (FSDP2's root unit)."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -995,6 +997,7 @@ def rank_loads(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str, s
         kinds: dict[tuple[bool, str], int] = {}
         dense = other = expert = 0
         blocks_dense, blocks_expert = [], []
+        root = 0
         for chunk in mine:
             for key, count in _chunk_kinds(shape, chunk.first_layer, chunk.layers, recompute, recompute_layers):
                 if count:
@@ -1003,6 +1006,10 @@ def rank_loads(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str, s
                 other += table + shape.position_params
             if chunk.output:
                 other += shape.norm_params + (table if not shape.tied or chunk.tied_copy else 0)
+            if chunk.embedding:
+                root += table + shape.position_params
+            if chunk.output:
+                root += shape.norm_params + (table if not shape.tied or chunk.tied_copy else 0)
             dense_runs, expert_runs = _chunk_blocks(shape, chunk, per_layer, table)
             blocks_dense.append(dense_runs)
             blocks_expert.append(expert_runs)
@@ -1017,7 +1024,7 @@ def rank_loads(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str, s
             chunks=len(mine), sends_f=sum(1 for ch in mine if owner.get(ch.index + 1, rank) != rank),
             sends_b=sum(1 for ch in mine if owner.get(ch.index - 1, rank) != rank),
             params_dense=dense + other, params_expert=expert,
-            blocks_dense=tuple(blocks_dense), blocks_expert=tuple(blocks_expert)))
+            blocks_dense=tuple(blocks_dense), blocks_expert=tuple(blocks_expert), params_root=root))
     return tuple(loads)
 
 
@@ -1068,6 +1075,7 @@ class RankTimes:
     blocks_dense: tuple = ()
     """Per chunk, its dense blocks (`Load.blocks_dense`): zero1's buckets."""
     blocks_expert: tuple = ()
+    params_root: int = 0
     layers: int = 0
     """Transformer layers the rank holds (FSDP2 gathers and reduces each on its own)."""
     moe_layers: int = 0
@@ -1134,7 +1142,7 @@ def rank_time(load: Load, dense: tuple | None, moe: tuple | None, emb: tuple, ou
                      exposed_f=(acc[4], acc[5], acc[6], pp_f), exposed_b=(acc[7], acc[8], acc[9], pp_b),
                      sent=(acc[10], acc[11], acc[12], (load.sends_f + load.sends_b) * boundary if pp_send else 0.0),
                      chunks=load.chunks, params_dense=load.params_dense, params_expert=load.params_expert,
-                     blocks_dense=load.blocks_dense, blocks_expert=load.blocks_expert,
+                     blocks_dense=load.blocks_dense, blocks_expert=load.blocks_expert, params_root=load.params_root,
                      layers=sum(count for _, _, count in load.pieces),
                      moe_layers=sum(count for is_moe, _, count in load.pieces if is_moe), collectives=merged(records))
 
@@ -1294,22 +1302,25 @@ def dp_ledger(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, re
       per step (Megatron-LM's distributed optimizer);
     - zero2: reduce-scatter every micro-batch, all-gather once per step;
     - zero3 (FSDP2): every micro-batch an all-gather before the forward, another before the
-      backward only when `reshard_after_forward` is on (off under pp > 1, as torchtitan runs it),
-      and a reduce-scatter of the gradients;
+      backward only when `reshard_after_forward` is on (off under pp > 1, as torchtitan runs it;
+      in parc's runtime never for the root unit, the embedding, final norm and output, which
+      FSDP2 keeps gathered from its forward to its backward), and a reduce-scatter of the
+      gradients;
     - hsdp: zero3 over the shard group plus one all-reduce of the sharded gradients over the
       replicas per step."""
     return _dp_ledger(r.params_dense, r.params_expert, r.layers, k.microbatches, k.sharding, k.pp,
                       dense, expert, shard, replicate, grad, runtime, r.moe_layers or r.layers,
-                      max(1, k.virtual_stages) if k.pp > 1 else 1, r.blocks_dense, r.blocks_expert, k.bucket)
+                      max(1, k.virtual_stages) if k.pp > 1 else 1, r.blocks_dense, r.blocks_expert, k.bucket,
+                      r.params_root)
 
 
 @lru_cache(maxsize=65536)
 def _dp_ledger(params_dense: int, params_expert: int, layers: int, m: int, mode: str, pp: int, dense: Link,
                expert: Link, shard: Link, replicate: Link, grad: int, runtime: str = "torch",
                moe_layers: int = 0, chunks: int = 1, blocks_dense: tuple = (), blocks_expert: tuple = (),
-               bucket: int = 0) -> tuple[Collective, ...]:
-    sets = ((params_dense, shard if mode == "hsdp" else dense, layers + 1, blocks_dense),
-            (params_expert, expert, moe_layers, blocks_expert))
+               bucket: int = 0, params_root: int = 0) -> tuple[Collective, ...]:
+    sets = ((params_dense, shard if mode == "hsdp" else dense, layers + 1, blocks_dense, params_root),
+            (params_expert, expert, moe_layers, blocks_expert, 0))
     out: list[Collective] = []
     torch_runtime = runtime == "torch"
     units = layers + 1  # FSDP2 wraps each transformer layer, and the root (embedding, output)
@@ -1326,7 +1337,7 @@ def _dp_ledger(params_dense: int, params_expert: int, layers: int, m: int, mode:
                 calls = units if per_unit else max(1, math.ceil(payload / bucket))
             out.append(Collective("dp", kind, payload / calls, count * calls, lk.size, lk.local, window))
 
-    for params, lk, units, blocks in sets:  # experts: one FSDP unit per MoE layer
+    for params, lk, units, blocks, root in sets:  # experts: one FSDP unit per MoE layer
         if mode == "none":
             add("all_reduce", grad * params, 1, lk, "last_backward")
         elif mode == "zero1" and torch_runtime:  # buckets of whole blocks, per model chunk and parameter set
@@ -1347,7 +1358,11 @@ def _dp_ledger(params_dense: int, params_expert: int, layers: int, m: int, mode:
             add("all_gather", PARAM * params, 1, lk, "after_step")
         else:
             add("all_gather", PARAM * params, m, lk, "forward")
-            if pp <= 1:
+            if pp <= 1 and torch_runtime and root and units > 1:
+                # FSDP2 keeps the root (embedding, norm, output) gathered from its forward to
+                # its backward: only the layers are gathered again
+                add("all_gather", PARAM * (params - root), m, lk, "backward", calls=units - 1)
+            elif pp <= 1:
                 add("all_gather", PARAM * params, m, lk, "backward")
             add("reduce_scatter", grad * params, m, lk, "backward")
     units = layers + 1

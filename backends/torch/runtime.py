@@ -306,6 +306,7 @@ def parallel_context(plan: Plan, layout: Layout) -> dict:
         sharding=sharding, sharding_text=_wrap(_sharding_text(sharding, reshard, zero_bubble) + ".", 92)
         .replace("\n", "\n    "),
         wrapper="fully_shard", reshard=reshard, reshard_note=reshard_note,
+        root_reshard="None" if reshard else "False",
         plain_alone=_plain_alone(layout, sharding, tp, ep),
         accumulation_text=_wrap(_accumulation_text(sharding), 92).replace("\n", "\n    "),
         tied_copy=tied and pp and not v_schedule, tied_local=tied and pp and v_schedule,
