@@ -40,3 +40,28 @@ def test_the_default_bucket_is_megatrons():
     assert timing.zero1_bucket_size(8) == 40_000_000
     assert timing.zero1_bucket_size(64) == 64_000_000
     assert timing.zero1_bucket_size(64, 1_000) == 1_000
+
+
+SPEC = """dp 2 on nodes(2 gpus, nvlink)
+model tiny
+hardware { gpu h100-sxm }
+train { seq 32, global-batch 8, micro-batch 2 }
+dp { SETTINGS }
+"""
+
+
+def test_a_bucket_size_without_zero1_is_an_error_at_the_bucket():
+    from parc.codes import CODES
+    from parc.pipeline import compile_text
+
+    for settings in ("sharding zero3, bucket 1000", "bucket 1000"):
+        text = SPEC.replace("SETTINGS", settings)
+        errors = [d for d in compile_text(text, "x.par").diagnostics if d.is_error]
+        assert [d.code for d in errors] == ["E0354"], errors
+        span = errors[0].span
+        assert text[span.start:span.end] == "1000"
+        assert "sharding zero1" in errors[0].help
+    assert "E0354" in CODES
+    ok = compile_text(SPEC.replace("SETTINGS", "sharding zero1, bucket 1000"), "x.par")
+    assert not [d for d in ok.diagnostics if d.is_error]
+    assert ok.plan.layout.dp.bucket == 1000
