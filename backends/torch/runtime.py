@@ -350,7 +350,7 @@ def rehearse_context(plan: Plan, layout: Layout) -> dict:
     return dict(
         job=plan.launch.job, layout_text=_layout_text(plan), world_size=plan.cluster.world_size,
         microbatches=t.grad_accum, pp=deg["pp"] > 1, sp=sp, ep=deg["ep"] > 1, moe=plan.model.is_moe,
-        local_tokens=local_tokens,
+        local_tokens=local_tokens, sharding=plan.layout.dp.sharding or "none",
         boundary_shape=_tuple((t.micro_batch, local_tokens // (deg["tp"] if sp else 1), plan.model.hidden)),
     )
 

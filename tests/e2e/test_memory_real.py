@@ -14,8 +14,8 @@ with saved_tensors_hooks), and compares them with the memory model run for the s
   (MoE layers: the mean over the ranks that exchange tokens, because the model assumes balanced
   routing and a real batch is not balanced);
 - FSDP's gathered parameter buffers never exceed the model's figure, and equal it where every
-  layer stays gathered (zero2, and every mode, none and zero1 included, under a zero-bubble
-  schedule); ZeRO-1's checkpoint gathers exactly the whole optimizer states the model adds.
+  layer stays gathered (zero2, and every FSDP mode, none included, under a zero-bubble
+  schedule; zero1 runs no FSDP2 and gathers nothing); no checkpoint gathers optimizer states.
 
     .venv/bin/python -m tests.e2e.test_memory_real [--write]
 
@@ -250,8 +250,9 @@ def test_no_checkpoint_gathers_optimizer_states(case):
 
 
 def test_tied_embeddings_under_a_v_schedule_are_two_copies_on_rank_0():
-    """ZB-V puts both ends on pp rank 0; each chunk is its own FSDP unit, so the rank holds the
-    embedding and a copy for the output layer, and the model (stages.py) counts both."""
+    """ZB-V puts both ends on pp rank 0; each chunk holds its own copy (a chunk is its own FSDP
+    unit, or under zero1 its own buckets), so the rank holds the embedding and a copy for the
+    output layer, and the model (stages.py) counts both."""
     spec = "mem-zbv-tied-zero1"
     model = Model.of(spec)
     first, last = model.rank_params(0).chunks[0], model.rank_params(0).chunks[-1]
@@ -259,7 +260,7 @@ def test_tied_embeddings_under_a_v_schedule_are_two_copies_on_rank_0():
     shape = model.shape
     assert model.rank_params(0).root.total == 2 * shape.vocab * shape.hidden + shape.norm_params + shape.position_params
     stage0 = {r["params_bytes"] for r in _measured(spec) if stage_of(r) == 0}
-    assert stage0 == {4 * model.rank_params(0).params.total}  # zero1: whole fp32 parameters
+    assert stage0 == {4 * model.rank_params(0).params.total}  # zero1: whole parameters, fp32 on CPU
 
 
 def test_the_document_table_is_measured():
