@@ -325,3 +325,31 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+
+
+def test_zero1_holds_its_parameters_in_the_compute_dtype(tmp_path):
+    """zero1 in bf16 (Megatron-Core's distributed optimizer): the parameters are bf16 views of the
+    buckets (2 bytes each, where FSDP2's storage held fp32), the main gradients fp32 (4), and the
+    fp32 master, reduced-gradient shards and two Adam moments 16 bytes per owned element; each
+    rank's measured bytes equal the memory model's in bf16."""
+    from parc import memory
+    from parc.memory.states import model_states
+
+    spec = "traffic-zero1-buckets"
+    job = compile_job(spec, tmp_path)
+    out = job / "memory.json"
+    plan = plan_of(spec)
+    torchrun(job, plan.cluster.world_size, "--steps", "2", "--precision", "bf16", "--measure-memory", str(out),
+             grads=False).check()
+    ranks = json.loads(out.read_text())
+    knobs = replace(memory.knobs_of(plan), precision="bf16", device="cpu")
+    model = Model(plan, memory.shape_of(plan), knobs)
+    states = model_states(model.rank_params(0).params, knobs)
+    total = model.rank_params(0).params.total
+    assert states.params == 2 * total and states.grads == 4 * total
+    assert len(ranks) == plan.cluster.world_size
+    for rank in ranks:
+        assert rank["params_bytes"] == states.params, rank["params_bytes"]
+        assert rank["grads_bytes"] == states.grads, rank["grads_bytes"]
+        # the buckets are padded to a multiple of the ranks: within one element per bucket and rank
+        assert abs(rank["optimizer_bytes"] - states.optimizer) <= 16 * 3, (rank["optimizer_bytes"], states.optimizer)
