@@ -503,6 +503,13 @@ layout axis). With only one such rank there is nothing to shard over and the set
 overhead; use `sharding none`.
 """)
 
+register("E0354", "a gradient bucket size without zero1", """
+`dp { bucket N }` sets how many parameters each of zero1's gradient buckets holds (its
+distributed optimizer reduce-scatters bucket by bucket during the backward; default max(40M,
+1M x dp), Megatron-Core's). The other shardings reduce per FSDP unit (a transformer block), so
+the setting would do nothing there. Remove `bucket`, or write `sharding zero1`.
+""")
+
 
 register("E0360", "the target has no such pipeline schedule", """
 Each runtime implements its own set of pipeline schedules. Megatron-Core runs 1F1B and the

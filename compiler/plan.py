@@ -203,6 +203,8 @@ class DataParallel(Sourced):
     hsdp = zero3 inside `shard` ranks, replicated across `replicate` groups."""
     replicate: int | None = None
     shard: int | None = None
+    bucket: int | None = None
+    """zero1: elements per gradient bucket as written (`bucket N`); None: Megatron's default."""
 
 
 class ContextParallel(Sourced):

@@ -382,7 +382,8 @@ class _Resolver:
                 return None
             dp = DataParallel(degree=degrees.get("dp", 1), sharding=mode,
                               replicate=sharding.replicate if sharding else None,
-                              shard=sharding.shard if sharding else None, spans=dp_spans)
+                              shard=sharding.shard if sharding else None, bucket=opt("dp", "bucket"),
+                              spans=dp_spans)
 
         cp = ContextParallel(degree=degrees.get("cp", 1), flavour=opt("cp", "flavour", "ring"), spans=opt_spans("cp"))
 

@@ -329,6 +329,8 @@ PP_KEYS = (
 DP_KEYS = (
     Key("sharding", "sharding", "none (DDP), zero1, zero2, zero3 (= fsdp), or hsdp R x S",
         "sharding zero1", holes=True),
+    Key("bucket", "count", "zero1: parameters per gradient bucket (default max(40M, 1M x dp), Megatron's)",
+        "bucket 40000000"),
 )
 
 CP_KEYS = (

@@ -36,6 +36,7 @@ the part of the layout each depends on:
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -59,6 +60,36 @@ DP_BUCKET = 40_000_000
 size: Megatron-LM's distributed optimizer (the traffic contract's anchor for DDP's and zero1's
 flat buffers) sizes its buckets max(40M, 1M x dp) elements."""
 DP_BUCKET_PER_RANK = 1_000_000
+
+
+def zero1_bucket_size(ranks: int, written: int | None = None) -> int:
+    """Elements of one of zero1's gradient buckets over `ranks` data ranks: the spec's
+    `dp { bucket N }`, else Megatron-Core's default max(40M, 1M x ranks) (the generated job's
+    `BUCKET_SIZE`, and what the time model counts its calls with)."""
+    return written or max(DP_BUCKET, DP_BUCKET_PER_RANK * ranks)
+
+
+Runs = tuple[tuple[int, int], ...]
+"""A chunk's blocks in model order, run-length encoded: (elements of one block, how many)."""
+
+
+def bucket_count(runs: Runs, cap: int) -> int:
+    """How many buckets zero1 cuts a chunk's blocks into (parallel.py's build_buckets): a
+    bucket closes after the block that brings it to `cap` elements; the last one closes at the
+    end. In closed form per run, so that a hostile layer count costs nothing."""
+    count, held = 0, 0
+    for size, n in runs:
+        if size <= 0 or n <= 0:
+            continue
+        first = max(1, -(-(cap - held) // size))  # blocks that fill the open bucket
+        if n < first:
+            held += size * n
+            continue
+        n -= first
+        per = max(1, -(-cap // size))
+        count += 1 + n // per
+        held = (n % per) * size
+    return count + (1 if held else 0)
 OPTIMIZER_BYTES = {"adam": 34, "adamw": 34, "sgd": 18}
 """HBM bytes the optimizer step moves per parameter. Adam: read fp32 weight, gradient and two
 moments (16), write weight and moments (12), write the bf16 copy (2), read the gradient once more
@@ -979,6 +1010,12 @@ class Load:
     sends_b: int
     params_dense: int
     params_expert: int
+    blocks_dense: tuple[Runs, ...] = ()
+    """Per chunk, the blocks of its dense parameters (embedding, layers, head) as zero1 buckets them."""
+    blocks_expert: tuple[Runs, ...] = ()
+    """Per chunk, the routed experts of its MoE layers, one block per layer."""
+    params_root: int = 0
+    """The embedding, final norm and output layer this rank holds (FSDP2's root unit)."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -1022,6 +1059,8 @@ def rank_loads(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str, s
         mine = [ch for ch in chunks if ch.rank == rank]
         kinds: dict[tuple[bool, str], int] = {}
         dense = other = expert = 0
+        blocks_dense, blocks_expert = [], []
+        root = 0
         for chunk in mine:
             for key, count in _chunk_kinds(shape, chunk.first_layer, chunk.layers, recompute, recompute_layers):
                 if count:
@@ -1030,6 +1069,13 @@ def rank_loads(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str, s
                 other += table + shape.position_params
             if chunk.output:
                 other += shape.norm_params + (table if not shape.tied or chunk.tied_copy else 0)
+            if chunk.embedding:
+                root += table + shape.position_params
+            if chunk.output:
+                root += shape.norm_params + (table if not shape.tied or chunk.tied_copy else 0)
+            dense_runs, expert_runs = _chunk_blocks(shape, chunk, per_layer, table)
+            blocks_dense.append(dense_runs)
+            blocks_expert.append(expert_runs)
         for (moe, _), count in kinds.items():
             p = per_layer[moe]
             dense += count * p.linear
@@ -1040,8 +1086,37 @@ def rank_loads(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str, s
             embedding=any(ch.embedding for ch in mine), output=any(ch.output for ch in mine),
             chunks=len(mine), sends_f=sum(1 for ch in mine if owner.get(ch.index + 1, rank) != rank),
             sends_b=sum(1 for ch in mine if owner.get(ch.index - 1, rank) != rank),
-            params_dense=dense + other, params_expert=expert))
+            params_dense=dense + other, params_expert=expert,
+            blocks_dense=tuple(blocks_dense), blocks_expert=tuple(blocks_expert), params_root=root))
     return tuple(loads)
+
+
+def _chunk_blocks(shape: Shape, chunk, per_layer: dict, table: int) -> tuple[Runs, Runs]:
+    """A chunk's blocks as zero1's buckets see them (`bucket_count`): the embedding, each layer's
+    dense parameters, the head; and each MoE layer's routed experts. Layers of one kind in a row
+    are one run."""
+    dense: list[tuple[int, int]] = []
+    expert: list[tuple[int, int]] = []
+
+    def add(runs: list, size: int, n: int = 1) -> None:
+        if runs and runs[-1][0] == size:
+            runs[-1] = (size, runs[-1][1] + n)
+        elif n:
+            runs.append((size, n))
+
+    if chunk.embedding:
+        add(dense, table + shape.position_params)
+    if shape.moe:
+        for moe, group in itertools.groupby(shape.moe[chunk.first_layer:chunk.first_layer + chunk.layers]):
+            n = sum(1 for _ in group)
+            add(dense, per_layer[moe].linear + per_layer[moe].other, n)
+            if per_layer[moe].expert:
+                add(expert, per_layer[moe].expert, n)
+    else:
+        add(dense, per_layer[False].linear + per_layer[False].other, chunk.layers)
+    if chunk.output:
+        add(dense, shape.norm_params + (table if not shape.tied or chunk.tied_copy else 0))
+    return tuple(dense), tuple(expert)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1060,6 +1135,10 @@ class RankTimes:
     chunks: int = 1
     params_dense: int = 0
     params_expert: int = 0
+    blocks_dense: tuple = ()
+    """Per chunk, its dense blocks (`Load.blocks_dense`): zero1's buckets."""
+    blocks_expert: tuple = ()
+    params_root: int = 0
     layers: int = 0
     """Transformer layers the rank holds (FSDP2 gathers and reduces each on its own)."""
     moe_layers: int = 0
@@ -1160,6 +1239,7 @@ def rank_time(load: Load, dense: tuple | None, moe: tuple | None, emb: tuple, ou
                      exposed_f=(acc[4], acc[5], acc[6], pp_f), exposed_b=(acc[7], acc[8], acc[9], pp_b),
                      sent=(acc[10], acc[11], acc[12], (load.sends_f + load.sends_b) * boundary if pp_send else 0.0),
                      chunks=load.chunks, params_dense=load.params_dense, params_expert=load.params_expert,
+                     blocks_dense=load.blocks_dense, blocks_expert=load.blocks_expert, params_root=load.params_root,
                      layers=sum(count for _, _, count in load.pieces),
                      moe_layers=sum(count for is_moe, _, count in load.pieces if is_moe), collectives=merged(records))
 
@@ -1323,20 +1403,25 @@ def dp_ledger(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, re
       per step (Megatron-LM's distributed optimizer);
     - zero2: reduce-scatter every micro-batch, all-gather once per step;
     - zero3 (FSDP2): every micro-batch an all-gather before the forward, another before the
-      backward only when `reshard_after_forward` is on (off under pp > 1, as torchtitan runs it),
-      and a reduce-scatter of the gradients;
+      backward only when `reshard_after_forward` is on (off under pp > 1, as torchtitan runs it;
+      in parc's runtime never for the root unit, the embedding, final norm and output, which
+      FSDP2 keeps gathered from its forward to its backward), and a reduce-scatter of the
+      gradients;
     - hsdp: zero3 over the shard group plus one all-reduce of the sharded gradients over the
       replicas per step."""
     return _dp_ledger(r.params_dense, r.params_expert, r.layers, k.microbatches, k.sharding, k.pp,
                       dense, expert, shard, replicate, grad, runtime, r.moe_layers or r.layers,
-                      max(1, k.virtual_stages) if k.pp > 1 else 1)
+                      max(1, k.virtual_stages) if k.pp > 1 else 1, r.blocks_dense, r.blocks_expert, k.bucket,
+                      r.params_root)
 
 
 @lru_cache(maxsize=65536)
 def _dp_ledger(params_dense: int, params_expert: int, layers: int, m: int, mode: str, pp: int, dense: Link,
                expert: Link, shard: Link, replicate: Link, grad: int, runtime: str = "torch",
-               moe_layers: int = 0, chunks: int = 1) -> tuple[Collective, ...]:
-    sets = ((params_dense, shard if mode == "hsdp" else dense, layers + 1), (params_expert, expert, moe_layers))
+               moe_layers: int = 0, chunks: int = 1, blocks_dense: tuple = (), blocks_expert: tuple = (),
+               bucket: int = 0, params_root: int = 0) -> tuple[Collective, ...]:
+    sets = ((params_dense, shard if mode == "hsdp" else dense, layers + 1, blocks_dense, params_root),
+            (params_expert, expert, moe_layers, blocks_expert, 0))
     out: list[Collective] = []
     torch_runtime = runtime == "torch"
     units = layers + 1  # FSDP2 wraps each transformer layer, and the root (embedding, output)
@@ -1353,12 +1438,16 @@ def _dp_ledger(params_dense: int, params_expert: int, layers: int, m: int, mode:
                 calls = units if per_unit else max(1, math.ceil(payload / bucket))
             out.append(Collective("dp", kind, payload / calls, count * calls, lk.size, lk.local, window))
 
-    for params, lk, units in sets:  # experts: one FSDP unit per MoE layer
+    for params, lk, units, blocks, root in sets:  # experts: one FSDP unit per MoE layer
         if mode == "none":
             add("all_reduce", grad * params, 1, lk, "last_backward")
-        elif mode == "zero1" and torch_runtime:  # one flat bucket per model chunk and parameter set
-            add("reduce_scatter", grad * params, 1, lk, "last_backward", calls=chunks)
-            add("all_gather", PARAM * params, 1, lk, "after_step", calls=chunks)
+        elif mode == "zero1" and torch_runtime:  # buckets of whole blocks, per model chunk and parameter set
+            cap = zero1_bucket_size(lk.size, bucket)
+            buckets = sum(bucket_count(runs, cap) for runs in blocks) if blocks else chunks
+            # the reduce-scatters overlap the last micro-batch's backward (each starts when its
+            # bucket's gradients are in); the gathers follow the step
+            add("reduce_scatter", grad * params, 1, lk, "last_backward", calls=max(1, buckets))
+            add("all_gather", PARAM * params, 1, lk, "after_step", calls=max(1, buckets))
         elif mode == "zero1":
             add("reduce_scatter", grad * params, 1, lk, "last_backward")
             add("all_gather", PARAM * params, 1, lk, "after_step")
@@ -1370,7 +1459,11 @@ def _dp_ledger(params_dense: int, params_expert: int, layers: int, m: int, mode:
             add("all_gather", PARAM * params, 1, lk, "after_step")
         else:
             add("all_gather", PARAM * params, m, lk, "forward")
-            if pp <= 1:
+            if pp <= 1 and torch_runtime and root and units > 1:
+                # FSDP2 keeps the root (embedding, norm, output) gathered from its forward to
+                # its backward: only the layers are gathered again
+                add("all_gather", PARAM * (params - root), m, lk, "backward", calls=units - 1)
+            elif pp <= 1:
                 add("all_gather", PARAM * params, m, lk, "backward")
             add("reduce_scatter", grad * params, m, lk, "backward")
     units = layers + 1

@@ -181,9 +181,10 @@ def test_megatron_runtime_is_megatrons_bytes_per_parameter(n):
 def test_torch_runtime_states_per_sharding():
     n = 8
     assert per_param("torch", "none", n) == 16  # fp32 params, fp32 grads, two fp32 moments
-    # zero1 (bf16 compute): fp32 params and flat grads, sharded moments, fp32 master and reduced
-    # gradient shards, and the bf16 all-gather's shard (its output reuses the gradient buffer)
-    assert per_param("torch", "zero1", n) == pytest.approx(8 + (8 + 4 + 4 + 2) / n)
+    # zero1 (bf16 compute, Megatron-Core's layout): bf16 params, flat fp32 main grads, sharded
+    # moments, fp32 master and reduced-gradient shards (the all-gather runs in place in the
+    # parameters' buckets): Megatron's 6 + 12/n plus the reduce-scatter's 4/n output
+    assert per_param("torch", "zero1", n) == pytest.approx(2 + 4 + (8 + 4 + 4) / n)
     assert per_param("torch", "zero2", n) == pytest.approx(16 / n)
     k = knobs(dp=n, sharding="zero2")
     assert model_states(Params(linear=PSI), k).unsharded == 2 * PSI  # bf16 copy held forward to backward

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from ...diagnostics import Diagnostic, Severity, error, warning
 from ...plan import Plan
 from ...stages import V_SCHEDULES, pipeline_chunks
+from ...timing import zero1_bucket_size
 from .render import render
 
 SCHEDULE_CLASSES = {
@@ -305,11 +306,14 @@ def parallel_context(plan: Plan, layout: Layout) -> dict:
         sharding=sharding, sharding_text=_wrap(_sharding_text(sharding, reshard, zero_bubble) + ".", 92)
         .replace("\n", "\n    "),
         wrapper="fully_shard", reshard=reshard, reshard_note=reshard_note,
+        root_reshard="None" if reshard else "False",
         plain_alone=_plain_alone(layout, sharding, tp, ep),
         accumulation_text=_wrap(_accumulation_text(sharding), 92).replace("\n", "\n    "),
         tied_copy=tied and pp and not v_schedule, tied_local=tied and pp and v_schedule,
         reports_loss_expr=" and ".join(reports) or "True",
         state_keys=_tuple(STATE_KEYS[optimizer]),
+        bucket_size=_bucket_sizes(plan, layout, ep_shape) if sharding == "zero1" else "",
+        grad_attr="main_grad" if sharding == "zero1" else "grad",
         state_keys_all=(("step",) if HAS_STEP[optimizer] else ()) + STATE_KEYS[optimizer],
     )
     return ctx
@@ -346,7 +350,7 @@ def rehearse_context(plan: Plan, layout: Layout) -> dict:
     return dict(
         job=plan.launch.job, layout_text=_layout_text(plan), world_size=plan.cluster.world_size,
         microbatches=t.grad_accum, pp=deg["pp"] > 1, sp=sp, ep=deg["ep"] > 1, moe=plan.model.is_moe,
-        local_tokens=local_tokens, buckets=(plan.layout.dp.sharding or "none") == "zero1",
+        local_tokens=local_tokens, sharding=plan.layout.dp.sharding or "none",
         boundary_shape=_tuple((t.micro_batch, local_tokens // (deg["tp"] if sp else 1), plan.model.hidden)),
     )
 
@@ -382,8 +386,10 @@ def _sharding_text(mode: str, reshard: bool, zero_bubble: bool) -> str:
     return {
         "none": "none (DDP): fully_shard over (replicas, shards of one rank) keeps whole fp32 "
                 "parameters and gradients on every data rank and all-reduces the gradients" + keep,
-        "zero1": "zero1: as none (whole parameters and all-reduced gradients), and ShardedOptimizer "
-                 "keeps 1/n of the optimizer state per data rank" + keep,
+        "zero1": "zero1: no fully_shard; a distributed optimizer over flat buckets (build_buckets) "
+                 "holds the parameters in the compute dtype, fp32 main gradients reduce-scattered "
+                 "per bucket during the backward, and 1/n of the fp32 master and optimizer states "
+                 "per data rank",
         "zero2": "zero2: fully_shard(reshard_after_forward=False)",
         "zero3": "zero3: fully_shard(reshard_after_forward=True)" if reshard else
                  "zero3, run as zero2 under " + ("a zero-bubble schedule" if zero_bubble else "pipelining")
@@ -396,7 +402,8 @@ def _accumulation_text(mode: str) -> str:
     """What a micro-batch's backward communicates (docs/runtime.md, the traffic table)."""
     return {
         "none": "DDP: gradients accumulate locally; only the last micro-batch's backward all-reduces them",
-        "zero1": "zero1: gradients accumulate locally; only the last micro-batch's backward reduces them",
+        "zero1": "zero1: gradients accumulate in the buckets' fp32 buffers; each bucket is "
+                 "reduce-scattered as soon as the last micro-batch's backward has produced all of its gradients",
         "zero2": "zero2: every micro-batch reduce-scatters its gradients; the gathered weights stay "
                  "until the last micro-batch's backward, so they are all-gathered once per step",
         "zero3": "zero3: every micro-batch gathers the weights for forward and backward and "
@@ -422,17 +429,29 @@ def _sequence(plan: Plan, layout: Layout, sharding: str, reshard: bool, tp, pp, 
     if mode != "none":
         steps.append(f"apply_activation_checkpointing: {_recompute_text(mode, plan.training.recompute_layers)}")
     steps.append("apply_data_parallel: " + {"none": "fully_shard over replicas x shards of one rank (DDP)",
-                                            "zero1": "fully_shard over replicas x shards of one rank, "
-                                                     "ShardedOptimizer (ZeRO-1)",
+                                            "zero1": "nothing to wrap (ZeRO-1: build_buckets, after materialize)",
                                             "zero2": "fully_shard(reshard_after_forward=False)",
                                             "zero3": f"fully_shard(reshard_after_forward={reshard})",
                                             "hsdp": f"fully_shard on (replicate, shard), reshard_after_forward={reshard}",
                                             }[sharding]
                  + ("; in fp32 plain tensors (one data rank)" if _plain_alone(layout, sharding, tp, ep) else ""))
     steps.append("materialize: allocate the shards, fill them from model.initial_value")
+    if sharding == "zero1":
+        steps.append("build_buckets: fp32 master shards, then the parameters in the compute dtype as views of "
+                     "flat buckets, fp32 main gradients")
     if pp:
         steps.append("build_schedule: PipelineStage per chunk and the spec's schedule")
     return [f"{i}. {s}" for i, s in enumerate(steps, 1)]
+
+
+def _bucket_sizes(plan: Plan, layout: Layout, ep_shape: list[int]) -> str:
+    """zero1's BUCKET_SIZE per data-parallel group: the dense parameters' over the data ranks,
+    the experts' over edp (`timing.zero1_bucket_size`, which the time model counts with)."""
+    written = plan.layout.dp.bucket
+    sizes = {"replicas": zero1_bucket_size(layout.data_degree, written)}
+    if ep_shape:
+        sizes["edp"] = zero1_bucket_size(ep_shape[1], written)
+    return "{" + ", ".join(f'"{k}": {v:_}' for k, v in sizes.items()) + "}"
 
 
 def _plain_alone(layout: Layout, sharding: str, tp: bool, ep: bool) -> bool:
@@ -450,7 +469,7 @@ def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep,
         stdlib.append("import copy")
     if sharding == "zero1":
         stdlib += ["import itertools", "import math"]
-    stdlib.append("from dataclasses import dataclass")
+    stdlib.append("from dataclasses import dataclass, field" if sharding == "zero1" else "from dataclasses import dataclass")
     if recompute == "selective":
         stdlib.append("from functools import partial")
     froms: dict[str, set[str]] = {}
@@ -466,11 +485,11 @@ def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep,
     plain.append("import torch.nn.functional as F")
     if recompute != "none":
         add("torch.distributed.algorithms._checkpoint.checkpoint_wrapper", "checkpoint_wrapper")
-    add("torch.distributed.checkpoint.state_dict", "StateDictOptions", "get_model_state_dict", "set_model_state_dict")
-    if sharding != "zero1":
-        add("torch.distributed.checkpoint.state_dict", "get_optimizer_state_dict", "set_optimizer_state_dict")
+    if sharding != "zero1":  # (zero1 saves its own master and optimizer shards)
+        add("torch.distributed.checkpoint.state_dict", "StateDictOptions", "get_model_state_dict",
+            "set_model_state_dict", "get_optimizer_state_dict", "set_optimizer_state_dict")
+        add("torch.distributed.fsdp", "MixedPrecisionPolicy", "fully_shard")
     add("torch.distributed.device_mesh", "DeviceMesh", "init_device_mesh")
-    add("torch.distributed.fsdp", "MixedPrecisionPolicy", "fully_shard")
     if not pp and _plain_alone(layout, sharding, tp, ep):
         add("torch.distributed.fsdp", "FSDPModule")
     if pp:

@@ -30,6 +30,17 @@ def hsdp_factors(plan: Plan) -> Iterator[Diagnostic]:
                 + (f", e.g. {' or '.join(pairs[:2])}" if pairs else ""))
 
 
+@rule
+def bucket_without_zero1(plan: Plan) -> Iterator[Diagnostic]:
+    dp = plan.layout.dp
+    if dp.bucket is None or dp.sharding in ("zero1", None):
+        return
+    yield error("E0354", f"`bucket` sizes zero1's gradient buckets, but the sharding is {dp.sharding}",
+                dp.span_of("bucket"), label="used only by zero1",
+                labels=labels((dp.span_of("sharding"), f"sharding {dp.sharding}")),
+                help=f"remove `bucket {dp.bucket}`, or write `sharding zero1`")
+
+
 def _sharding_span(plan: Plan):
     return first_span(plan.layout.dp.span_of("sharding"), axis_span(plan, "dp"))
 

@@ -15,9 +15,13 @@ Per rank, torch runtime (Megatron's and ZeRO's formulas have no such terms):
   (embedding, final norm, output layer: FSDP2 does not reshard a root after forward); zero2 and zero3 reduce-scatter each layer's gradients
   from an unsharded fp32 copy (reduce_dtype=fp32); under pipelining gradients are accumulated
   unsharded instead (a model state, see `states.py`);
-- DDP and zero1: the bf16 cast of the layer being computed (the fp32 parameters are the master)
+- DDP: the bf16 cast of the layer being computed (the fp32 parameters are the master)
   and the reduction buffer of one layer's fp32 gradients (the runtime's DDP is FSDP2 on shards
-  of one rank, which all-reduces per layer).
+  of one rank, which all-reduces per layer);
+- zero1 (no FSDP2; the parameters are the compute-dtype buckets): autograd's gradients of the
+  layer whose backward runs, in the compute dtype, before the buckets' hooks add each into the
+  fp32 main gradients and drop it (a bound: a hook runs as soon as its parameter's gradient
+  is complete, so fewer are alive at once).
 
 The reserve is what the process cannot use for tensors: the CUDA context, cuBLAS workspaces,
 NCCL's communicator buffers, and the caching allocator's fragmentation, each a sourced figure
@@ -74,7 +78,9 @@ def largest_layer(shape: Shape, tp: int, ep: int, chunks: tuple[Chunk, ...]) -> 
 
 def fsdp_buffers(layer: Params | None, k: Knobs, root: Params | None = None) -> int:
     """Per-layer parameter and gradient buffers of the data-parallel wrapper (see above)."""
-    reduce = FP32 * layer.total if layer is not None and (k.pp == 1 or k.sharding in ("none", "zero1")) else 0
+    if k.sharding == "zero1":  # autograd's compute-dtype gradients of one layer (see above)
+        return compute_copy_bytes(layer, k.precision) if layer is not None else 0
+    reduce = FP32 * layer.total if layer is not None and (k.pp == 1 or k.sharding == "none") else 0
     return gathered_buffers(layer, k, root) + reduce  # one layer's fp32 gradients being reduced
 
 
@@ -84,7 +90,10 @@ def gathered_buffers(layer: Params | None, k: Knobs, root: Params | None = None)
     without pipelining the root's parameters:
     FSDP2 does not reshard a root module after its forward (they would be gathered again at once
     for backward), so the embedding, final norm and output layer stay gathered through the step
-    (zero2 holds every copy as a model state already, see `model.py`)."""
+    (zero2 holds every copy as a model state already, see `model.py`). zero1 gathers nothing:
+    its parameters are the compute-dtype copy."""
+    if k.sharding == "zero1":
+        return 0
     held = compute_copy_bytes(root, k.precision) if root is not None and k.pp == 1 and k.sharding != "zero2" else 0
     # Under pipelining every layer's copy is held already (a model state, `model.keeps_gathered`:
     # the runtime turns reshard_after_forward off there, whatever the schedule; the rehearsal of

@@ -100,6 +100,8 @@ class Knobs:
     sharding: str = "none"
     hsdp_shard: int = 0
     """hsdp: ranks each replica is sharded over (the S of R x S)."""
+    bucket: int = 0
+    """zero1: elements per gradient bucket as the spec writes it (`dp { bucket N }`; 0: the default)."""
     seq: int = 2048
     micro_batch: int = 1
     microbatches: int = 1
@@ -202,7 +204,8 @@ def knobs_of(plan: Plan, runtime: str = "torch") -> Knobs | None:
         ep_over_tp="tp" in lay.ep.folded_over, virtual_stages=lay.pp.virtual_stages or 1,
         schedule=lay.pp.schedule or "1f1b", split=lay.pp.split,
         sequence_parallel=bool(lay.tp.sequence_parallel), cp_flavour=lay.cp.flavour,
-        sharding=lay.dp.sharding or "none", hsdp_shard=lay.dp.shard or 0, seq=train.seq_len,
+        sharding=lay.dp.sharding or "none", hsdp_shard=lay.dp.shard or 0, bucket=lay.dp.bucket or 0,
+        seq=train.seq_len,
         micro_batch=micro, microbatches=accum, precision=train.precision, optimizer=train.optimizer,
         recompute=train.recompute or "none", recompute_layers=train.recompute_layers, runtime=runtime,
     )

@@ -29,7 +29,7 @@ from .buffers import backward_working_set, ffn_weight_gradients, fsdp_buffers, l
 from .inputs import Knobs, Shape
 from .parameters import Params, by_rank, chunk_params, chunks_of, fsdp_padding, layer_params, padded_vocab
 from .schedules import MAX_STATE_CHUNKS, peak_states, receive_buffers, receives_from_another_rank, weighted_peak
-from .states import checkpoint_gather_bytes, compute_copy_bytes, model_states, zero1_buffer_bytes
+from .states import checkpoint_gather_bytes, compute_copy_bytes, model_states, zero1_buffer_bytes, zero1_param_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,8 +302,8 @@ def keeps_gathered(k: Knobs) -> bool:
     """Whether FSDP2 holds every layer's gathered compute copy for the whole step: zero2
     (reshard_after_forward=False), and every mode under pipelining (the runtime turns
     reshard_after_forward off there, and torch's stages skip the reshard after every backward
-    but the step's last)."""
-    return k.sharding == "zero2" or k.pp > 1
+    but the step's last). zero1 runs no FSDP2: it has no compute copy."""
+    return k.sharding == "zero2" or (k.pp > 1 and k.sharding != "zero1")
 
 
 def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = None,
@@ -315,7 +315,7 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
         acts = rank_activations(shape, k)[rank]
     states = model_states(params.params, k, params.per_chunk, rank_padding(shape, k, params))
 
-    # FSDP's gathered copies (every sharding mode: none and zero1 run on FSDP2 with shards of
+    # FSDP's gathered copies (every sharding mode but zero1: none runs on FSDP2 with shards of
     # one rank, whose compute copy is a buffer of its own): zero2 keeps every layer's from
     # forward to backward; under pipelining every mode does (the runtime sets
     # reshard_after_forward=False there, as torchtitan does, and torch's stages keep them
@@ -413,9 +413,7 @@ def state_bytes(p: Params, k: Knobs, groups: tuple[int, int]) -> int:
     else:
         sharded = (p.linear + p.other) / groups[0] + p.expert / groups[1]
         if sharding == "zero1":
-            states = 8 * total + round(opt * sharded) + zero1_buffer_bytes(p, k)
-            if k.pp > 1 or k.microbatches > 1:
-                states += 4 * total  # FSDP2's accumulated gradients beside the buckets
+            states = (zero1_param_bytes(k) + 4) * total + round(opt * sharded) + zero1_buffer_bytes(p, k)
         else:
             states = round(4 * sharded) * 2 + round(opt * sharded)
             if k.pp > 1:

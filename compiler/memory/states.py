@@ -8,16 +8,18 @@ torch (what parc generates; FSDP2 with MixedPrecisionPolicy(param_dtype=bf16, re
 | sharding | params | grads | optimizer | also held |
 |---|---|---|---|---|
 | none (DDP) | 4 | 4 | o | the compute copy (FSDP2 on a shard of one rank), as zero3 holds it |
-| zero1 | 4 | 4 (one flat buffer) | (o + 8 + w) sharded | the distributed optimizer's buffers (`zero1_buffer_bytes`); 4 accumulated (below) |
+| zero1 | w (the compute dtype) | 4 (flat fp32 buckets) | (o + 8) sharded | the fp32 master and reduced-gradient shards (`zero1_buffer_bytes`) |
 | zero2 (reshard_after_forward=False) | 4 sharded | 4 sharded | o sharded | bf16 copy of every layer, unsharded, forward to backward |
 | zero3, hsdp (reshard_after_forward=True) | 4 sharded | 4 sharded | o sharded | the unsharded layers in flight (see `model.py`) |
 
 The parameters themselves are fp32 (the master copy is the parameter), so there is no separate
-4-byte master as in the ZeRO paper, except under zero1: its distributed optimizer (parallel.py's
-`Bucket`) keeps per bucket an fp32 master shard (4 sharded), the reduce-scatter's fp32 output
-(4 sharded), and the all-gather's compute-dtype (w: 2, or 4 when computing in fp32) input shard
-(w sharded), all allocated once and counted under `optimizer`; the all-gather's flat output is
-the gradient buffer's storage (free after the step), so it costs nothing more. Under pipeline parallelism, torch.distributed.pipelining runs
+4-byte master as in the ZeRO paper, except under zero1, which runs no FSDP2: its distributed
+optimizer (parallel.py's `Bucket`, as Megatron-Core's) holds the parameters in the compute dtype
+(w: 2, or 4 when computing in fp32) as views of flat buckets, the fp32 main gradients in flat
+buckets beside them, and per bucket an fp32 master shard (4 sharded) and the reduce-scatter's
+fp32 output (4 sharded), counted under `optimizer`; the all-gather of the updated shards writes
+into the parameters' own buckets in place (its input is this rank's shard of them), so it costs
+nothing more, and there is no compute copy. Under pipeline parallelism, torch.distributed.pipelining runs
 every backward but the step's last with `set_requires_gradient_sync(False)` and
 `set_reshard_after_backward(False)` (`PipelineStage.backward_maybe_with_nosync`), so FSDP2 keeps
 the unsharded gradients, upcast to the fp32 reduce dtype (`FSDPParam.to_accumulated_grad_if_needed`),
@@ -81,10 +83,14 @@ def checkpoint_gather_bytes(p: Params, k: Knobs) -> int:
 
 def zero1_buffer_bytes(p: Params, k: Knobs, chunks: tuple[Params, ...] = ()) -> int:
     """zero1's distributed-optimizer buffers beyond the moments (torch runtime): fp32 master and
-    reduced-gradient shards and the compute-dtype all-gather shard (its output reuses the
-    gradient buffer)."""
-    w = FP32 if k.precision == "fp32" else HALF
-    return round((2 * FP32 + w) * zero1_buckets(p, k, chunks)[1])
+    reduced-gradient shards, in its padded buckets given the rank's chunks (`zero1_buckets`; the
+    all-gather's input and output are the parameters' buckets)."""
+    return round(2 * FP32 * zero1_buckets(p, k, chunks)[1])
+
+
+def zero1_param_bytes(k: Knobs) -> int:
+    """Bytes of one of zero1's parameters: it holds them in the compute dtype."""
+    return FP32 if k.precision == "fp32" else HALF
 
 
 def zero1_buckets(p: Params, k: Knobs, chunks: tuple[Params, ...] = ()) -> tuple[float, float]:
@@ -121,18 +127,15 @@ def model_states(p: Params, k: Knobs, chunks: tuple[Params, ...] = (), padding: 
             grads=round(grad * (sharded if shard_grads else total)),
             optimizer=round(opt * (sharded if shard_opt else total)),
         )
-    # none and zero1 run on FSDP2 too (a mesh of replicas x shards of one rank): its compute
-    # copy is a separate buffer, held or freed like zero3's (see `model.py`)
+    if k.sharding == "zero1":  # no FSDP2: parameters in the compute dtype, no compute copy
+        buckets, shard = zero1_buckets(p, k, chunks)
+        return States(round(zero1_param_bytes(k) * buckets), round(FP32 * buckets),
+                      round(opt * shard) + zero1_buffer_bytes(p, k, chunks))
+    # none runs on FSDP2 too (a mesh of replicas x shards of one rank): its compute copy is a
+    # separate buffer, held or freed like zero3's (see `model.py`)
     copy = compute_copy_bytes(p, k.precision)
     if k.sharding == "none":
         return States(FP32 * total, FP32 * total, opt * total, unsharded=copy)
-    if k.sharding == "zero1":
-        buckets, shard = zero1_buckets(p, k, chunks)
-        # FSDP2 (over a shard group of one rank) syncs only the last micro-batch's backward, so
-        # until then it accumulates an fp32 unsharded copy of every gradient beside the buckets
-        # (measured by the rehearsal: 4 bytes per parameter at the peak of a pipeline stage)
-        return States(FP32 * total, round(FP32 * buckets), round(opt * shard) + zero1_buffer_bytes(p, k, chunks),
-                      unsharded=copy, accumulated_grads=FP32 * total if k.pp > 1 or k.microbatches > 1 else 0)
     return States(
         params=round(FP32 * sharded), grads=round(FP32 * sharded), optimizer=round(opt * sharded),
         unsharded=copy,

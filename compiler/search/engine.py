@@ -694,7 +694,8 @@ class Engine:
         times = [timing.RankTimes(forward=f, backward_input=bi, backward_weight=bw, recompute=rec,
                                   exposed_f=(xf, 0.0, 0.0, 0.0), exposed_b=(xb, 0.0, 0.0, 0.0),
                                   sent=(0.0, 0.0, 0.0, 0.0), chunks=load.chunks, params_dense=load.params_dense,
-                                  params_expert=load.params_expert,
+                                  params_expert=load.params_expert, blocks_dense=load.blocks_dense,
+                                  blocks_expert=load.blocks_expert, params_root=load.params_root,
                                   layers=sum(count for _, _, count in load.pieces))
                  for f, bi, bw, rec, xf, xb, load in loads]
         shardings = self._group_shardings(item, k)

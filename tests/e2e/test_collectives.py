@@ -88,19 +88,22 @@ def assert_matches(got: dict, expected: dict, where: str) -> None:
 
 DP_CASES = {
     # spec -> expected (kind, axis) -> (bytes, calls), from P parameters, U FSDP units (the
-    # blocks and the root), m micro-batches per step, n data ranks, S hsdp shard ranks
-    "traffic-none": lambda P, U, m, n, S, sizes: {("all_reduce", "dp"): (FP32 * P, U)},
-    # ZeRO-1 (a distributed optimizer): one flat bucket of the chunk's parameters, padded to a
+    # blocks and the root), m micro-batches per step, n data ranks, S hsdp shard ranks, R the
+    # root's parameters (embedding, final norm, output: FSDP2 keeps a root gathered from its
+    # forward to its backward, so the backward gathers only the U - 1 blocks)
+    "traffic-none": lambda P, U, m, n, S, sizes, R: {("all_reduce", "dp"): (FP32 * P, U)},
+    # ZeRO-1 (a distributed optimizer): one flat bucket of the chunk's parameters (the tiny model is under
+    # the default 40M-element cap; test_zero1_buckets_... below caps it), padded to a
     # multiple of n elements: one reduce-scatter of its fp32 gradients and one all-gather of the
     # updated parameters in the compute dtype per step (Megatron's 4 + 2 bytes per parameter)
-    "traffic-zero1": lambda P, U, m, n, S, sizes: {("reduce_scatter", "dp"): (FP32 * (-(-P // n) * n), 1),
+    "traffic-zero1": lambda P, U, m, n, S, sizes, R: {("reduce_scatter", "dp"): (FP32 * (-(-P // n) * n), 1),
                                                    ("all_gather", "dp"): (BF16 * (-(-P // n) * n), 1)},
-    "traffic-zero2": lambda P, U, m, n, S, sizes: {("reduce_scatter", "dp"): (m * FP32 * P, m * U),
+    "traffic-zero2": lambda P, U, m, n, S, sizes, R: {("reduce_scatter", "dp"): (m * FP32 * P, m * U),
                                                    ("all_gather", "dp"): (BF16 * P, U)},
-    "traffic-zero3": lambda P, U, m, n, S, sizes: {("reduce_scatter", "dp"): (m * FP32 * P, m * U),
-                                                   ("all_gather", "dp"): (m * 2 * BF16 * P, m * 2 * U)},
-    "traffic-hsdp": lambda P, U, m, n, S, sizes: {("reduce_scatter", "dp_shard"): (m * FP32 * P, m * U),
-                                                  ("all_gather", "dp_shard"): (m * 2 * BF16 * P, m * 2 * U),
+    "traffic-zero3": lambda P, U, m, n, S, sizes, R: {("reduce_scatter", "dp"): (m * FP32 * P, m * U),
+                                                   ("all_gather", "dp"): (m * BF16 * (2 * P - R), m * (2 * U - 1))},
+    "traffic-hsdp": lambda P, U, m, n, S, sizes, R: {("reduce_scatter", "dp_shard"): (m * FP32 * P, m * U),
+                                                  ("all_gather", "dp_shard"): (m * BF16 * (2 * P - R), m * (2 * U - 1)),
                                                   ("all_reduce", "dp_replicate"): (FP32 * P / S, U)},
 }
 
@@ -132,7 +135,8 @@ def test_data_parallel_traffic_per_step_matches_the_table(spec, tmp_path):
     job, plan, ranks = recorded(spec, tmp_path)
     counts = model_counts(job)
     expected = DP_CASES[spec](counts["total"], len(counts["layers"]) + 1, plan.training.grad_accum,
-                              plan.layout.dp.degree, plan.layout.dp.shard or 1, counts["sizes"])
+                              plan.layout.dp.degree, plan.layout.dp.shard or 1, counts["sizes"],
+                              counts["embedding"] + counts["head"])
     assert len(ranks) == plan.cluster.world_size
     for record in ranks:
         assert_matches(table(record), expected, f"{spec} rank {record['rank']}")
@@ -332,3 +336,46 @@ def test_pipeline_traffic_per_step_matches_the_table(tmp_path):
                     ("all_gather", "dp"): (BF16 * params, units),
                     ("reduce_scatter", "dp"): (FP32 * params, units)}
         assert_matches(table(record), expected, f"pp stage {stage} rank {record['rank']}")
+
+
+# ---------------------------------------------------------------------------------------------
+# zero1's size-capped buckets, overlapped with the backward
+
+
+def zero1_buckets(counts: dict, cap: int, n: int) -> list[int]:
+    """The buckets' sizes (elements, each padded to a multiple of the n data ranks) as written
+    here from the rule docs/runtime.md states: the blocks in model order (the embedding, each
+    layer, the head), a bucket closed after the block that brings it to `cap` elements."""
+    blocks = [counts["embedding"]] + [counts["layers"][i] for i in sorted(counts["layers"])] + [counts["head"]]
+    buckets, held = [], 0
+    for size in blocks:
+        held += size
+        if held >= cap:
+            buckets.append(held)
+            held = 0
+    if held:
+        buckets.append(held)
+    return [-(-b // n) * n for b in buckets]
+
+
+def test_zero1_buckets_are_capped_and_reduced_during_the_backward(tmp_path):
+    """zero1 with `bucket 100000` on dp 2, two micro-batches: one fp32 reduce-scatter and one
+    compute-dtype all-gather per bucket (more than one bucket), each reduce-scatter issued from
+    inside the backward (the last micro-batch's, when its bucket's gradients are all in), the
+    all-gathers after it; and the time model's ledger charges the same calls and bytes."""
+    spec = "traffic-zero1-buckets"
+    job, plan, ranks = recorded(spec, tmp_path)
+    n, cap = plan.layout.dp.degree, plan.layout.dp.bucket
+    assert cap == 100_000 and plan.training.grad_accum == 2
+    sizes = zero1_buckets(model_counts(job), cap, n)
+    assert len(sizes) == 3, sizes  # the spec's point: several buckets
+    expected = {("reduce_scatter", "dp"): (FP32 * sum(sizes), len(sizes)),
+                ("all_gather", "dp"): (BF16 * sum(sizes), len(sizes))}
+    assert len(ranks) == n
+    for record in ranks:
+        assert_matches(table(record), expected, f"{spec} rank {record['rank']}")
+        inside = {c["kind"]: c["in_backward"] for c in record["collectives"] if c["group_size"] > 1}
+        assert inside == {"reduce_scatter": len(sizes), "all_gather": 0}, inside
+    ledger = model_dp_ledger(plan)
+    assert ledger == {kind: (pytest.approx(size, rel=TOLERANCE), calls)
+                      for (kind, _), (size, calls) in expected.items()}, ledger

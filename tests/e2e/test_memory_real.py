@@ -14,8 +14,8 @@ with saved_tensors_hooks), and compares them with the memory model run for the s
   (MoE layers: the mean over the ranks that exchange tokens, because the model assumes balanced
   routing and a real batch is not balanced);
 - FSDP's gathered parameter buffers never exceed the model's figure, and equal it where every
-  layer stays gathered (zero2, and every mode, none and zero1 included, under a zero-bubble
-  schedule); ZeRO-1's checkpoint gathers exactly the whole optimizer states the model adds.
+  layer stays gathered (zero2, and every FSDP mode, none included, under a zero-bubble
+  schedule; zero1 runs no FSDP2 and gathers nothing); no checkpoint gathers optimizer states.
 
     .venv/bin/python -m tests.e2e.test_memory_real [--write]
 
@@ -250,8 +250,9 @@ def test_no_checkpoint_gathers_optimizer_states(case):
 
 
 def test_tied_embeddings_under_a_v_schedule_are_two_copies_on_rank_0():
-    """ZB-V puts both ends on pp rank 0; each chunk is its own FSDP unit, so the rank holds the
-    embedding and a copy for the output layer, and the model (stages.py) counts both."""
+    """ZB-V puts both ends on pp rank 0; each chunk holds its own copy (a chunk is its own FSDP
+    unit, or under zero1 its own buckets), so the rank holds the embedding and a copy for the
+    output layer, and the model (stages.py) counts both."""
     spec = "mem-zbv-tied-zero1"
     model = Model.of(spec)
     first, last = model.rank_params(0).chunks[0], model.rank_params(0).chunks[-1]
@@ -259,7 +260,7 @@ def test_tied_embeddings_under_a_v_schedule_are_two_copies_on_rank_0():
     shape = model.shape
     assert model.rank_params(0).root.total == 2 * shape.vocab * shape.hidden + shape.norm_params + shape.position_params
     stage0 = {r["params_bytes"] for r in _measured(spec) if stage_of(r) == 0}
-    assert stage0 == {4 * model.rank_params(0).params.total}  # zero1: whole fp32 parameters
+    assert stage0 == {4 * model.rank_params(0).params.total}  # zero1: whole parameters, fp32 on CPU
 
 
 def test_the_document_table_is_measured():
@@ -324,3 +325,31 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+
+
+def test_zero1_holds_its_parameters_in_the_compute_dtype(tmp_path):
+    """zero1 in bf16 (Megatron-Core's distributed optimizer): the parameters are bf16 views of the
+    buckets (2 bytes each, where FSDP2's storage held fp32), the main gradients fp32 (4), and the
+    fp32 master, reduced-gradient shards and two Adam moments 16 bytes per owned element; each
+    rank's measured bytes equal the memory model's in bf16."""
+    from parc import memory
+    from parc.memory.states import model_states
+
+    spec = "traffic-zero1-buckets"
+    job = compile_job(spec, tmp_path)
+    out = job / "memory.json"
+    plan = plan_of(spec)
+    torchrun(job, plan.cluster.world_size, "--steps", "2", "--precision", "bf16", "--measure-memory", str(out),
+             grads=False).check()
+    ranks = json.loads(out.read_text())
+    knobs = replace(memory.knobs_of(plan), precision="bf16", device="cpu")
+    model = Model(plan, memory.shape_of(plan), knobs)
+    states = model_states(model.rank_params(0).params, knobs)
+    total = model.rank_params(0).params.total
+    assert states.params == 2 * total and states.grads == 4 * total
+    assert len(ranks) == plan.cluster.world_size
+    for rank in ranks:
+        assert rank["params_bytes"] == states.params, rank["params_bytes"]
+        assert rank["grads_bytes"] == states.grads, rank["grads_bytes"]
+        # the buckets are padded to a multiple of the ranks: within one element per bucket and rank
+        assert abs(rank["optimizer_bytes"] - states.optimizer) <= 16 * 3, (rank["optimizer_bytes"], states.optimizer)

@@ -61,6 +61,18 @@ for name in ("all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", "b
 
     setattr(dist, name, counted)
 
+# FSDP2's all-gathers (one per FSDP unit it gathers; its collective goes through its own handle)
+import torch.distributed.fsdp._fully_shard._fsdp_param_group as fsdp_group
+gather = fsdp_group.foreach_all_gather
+
+
+def counted_gather(*args, **kwargs):
+    collectives["fsdp_all_gather"] += 1
+    return gather(*args, **kwargs)
+
+
+fsdp_group.foreach_all_gather = counted_gather
+
 
 class OptimizerOps(TorchDispatchMode):
     """The ops one optimizer step dispatches, and whether any took a DTensor."""
@@ -161,10 +173,21 @@ def test_one_process_in_fp32_runs_plain_tensors_without_per_step_syncs_or_collec
     assert long["collectives"] == short["collectives"], "a non-logging step issued collectives on one rank"
 
 
+TINY_LAYERS = 8
+
+
 def test_fsdp_over_two_ranks_steps_with_one_fused_kernel_and_no_per_step_syncs(tmp_path):
+    """zero3 over 2 ranks: one fused AdamW kernel per step, no host sync but the logging step's,
+    and per micro-batch one all-gather per unit for the forward and one per layer for the
+    backward: the root (embedding, final norm, output) stays gathered from its forward to its
+    backward (FSDP2's default for a root, torchtitan's choice; before, `reshard_after_forward=True`
+    on the root freed it after the forward and gathered it again at once, one more call)."""
     job = compile_job(tmp_path, "fsdp2", "dp 2 on nodes(2 gpus, nvlink)", "dp { sharding zero3 }\n")
     short, long = probe(job, 2, 2), probe(job, 2, 5)
+    micro_batches = 8 // 2 // 2  # global batch / dp / micro-batch
     for rank in range(2):
         assert long[rank]["fsdp"] and long[rank]["dtensor_params"]
         assert_one_fused_kernel_per_step(long[rank], 5)
         assert_no_step_syncs(short[rank], long[rank])
+        gathers = long[rank]["collectives"]["fsdp_all_gather"] - short[rank]["collectives"]["fsdp_all_gather"]
+        assert gathers == 3 * micro_batches * ((TINY_LAYERS + 1) + TINY_LAYERS), gathers

@@ -156,7 +156,9 @@ def apply_data_parallel(part: nn.Module, meshes: Meshes, compute_dtype: torch.dt
     mp = MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=torch.float32)
     for block in part.layers.values():
         fully_shard(block, mesh=meshes.data, reshard_after_forward=True, mp_policy=mp)
-    fully_shard(part, mesh=meshes.data, reshard_after_forward=True, mp_policy=mp)
+    # The root (embedding, final norm, output) with FSDP2's default for a root: not resharded
+    # after forward, since the backward would gather it again at once (torchtitan's choice).
+    fully_shard(part, mesh=meshes.data, reshard_after_forward=None, mp_policy=mp)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -359,6 +361,8 @@ def load_optimizer_state(rt: Runtime, optimizer: Optimizers, state: dict) -> Non
 
 # ---------------------------------------------------------------------------------------------
 # Checkpoint state (torch.distributed.checkpoint reshards it between layouts)
+
+
 
 
 def model_state(rt: Runtime) -> dict:

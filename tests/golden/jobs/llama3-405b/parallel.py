@@ -654,6 +654,8 @@ def load_optimizer_state(rt: Runtime, optimizer: Optimizers, state: dict) -> Non
 # Checkpoint state (torch.distributed.checkpoint reshards it between layouts)
 
 
+
+
 def model_state(rt: Runtime) -> dict:
     state = {}
     for part in rt.parts:
