@@ -90,6 +90,8 @@ def bucket_count(runs: Runs, cap: int) -> int:
         count += 1 + n // per
         held = (n % per) * size
     return count + (1 if held else 0)
+
+
 OPTIMIZER_BYTES = {"adam": 34, "adamw": 34, "sgd": 18}
 """HBM bytes the optimizer step moves per parameter. Adam: read fp32 weight, gradient and two
 moments (16), write weight and moments (12), write the bf16 copy (2), read the gradient once more
