@@ -234,7 +234,8 @@ class EagerRun:
     fitted: bool
     note: str = ""
     cp: int = 1
-    """Context-parallel degree (torchtitan's ring attention, zig-zag load balanced)."""
+    """Context-parallel degree (torch's context_parallel as torchtitan calls it: zig-zag load
+    balanced, K/V by its default rotate method, `allgather`, at the rows' torchtitan 9dec370)."""
     compiled: bool = False
     """torch.compile (and, in the rows that state it, torchao's Float8 linears: `precision`)."""
     precision: str = "bf16"
@@ -247,9 +248,10 @@ class EagerRun:
     def gpu_line(self) -> str:
         if not self.power_cap_w:
             return f"gpu {self.gpu}"
-        tdp, peak = GPU_POWER[self.gpu]
-        derated = peak * (self.power_cap_w / tdp) ** (1 / 3)
-        return f"gpu {self.gpu} {{ bf16 {derated:.0f} TFLOP/s }}"
+        tdp, peak, fp8 = GPU_POWER[self.gpu]
+        clock = (self.power_cap_w / tdp) ** (1 / 3)
+        # the clock drives every tensor-core peak: the fp8 one falls with the bf16 one
+        return f"gpu {self.gpu} {{ bf16 {peak * clock:.0f} TFLOP/s, fp8 {fp8 * clock:.0f} TFLOP/s }}"
 
     def spec(self, network: str) -> str:
         dp = self.gpus // self.cp
@@ -264,11 +266,12 @@ class EagerRun:
             f"  precision {self.precision}, optimizer adamw, recompute {self.recompute}",
             "}",
             "dp { sharding zero3 }",
-        ] + (["target torchtitan { compile on }"] if self.compiled else [])) + "\n"
+        ] + (["cp { flavour all-gather }"] if self.cp > 1 else [])
+          + (["target torchtitan { compile on }"] if self.compiled else [])) + "\n"
 
 
-GPU_POWER = {"h100-sxm": (700, 989)}
-"""Board power (W) and dense BF16 peak (TFLOP/s) of the datasheet part, for `power_cap_w`."""
+GPU_POWER = {"h100-sxm": (700, 989, 1979)}
+"""Board power (W) and dense BF16 and FP8 peaks (TFLOP/s) of the datasheet part, for `power_cap_w`."""
 POWER_CAPPED = ("500 W power limit and HBM2e (2.4 TB/s) stated (torchtitan's footnote): peak derated "
                 "to 884 TFLOP/s by the clock's cube-root law; HBM at the SXM's 3.35 TB/s (a spec "
                 "cannot state HBM bandwidth). Not fitted for another stated fact: torchtitan's "

@@ -531,7 +531,7 @@ class Engine:
         for moe in ((False, True) if shape.moe else (False,)):
             work = timing.slowed(timing.layer_work(shape, moe, tp, sp, cp, self.flavour, self.seq, micro, ep,
                                                    timing.gemm_precision(precision, sw), sw.attention, sw.kernels,
-                                                   hw, c), sw, c)
+                                                   hw, c, sw.context_parallel, sw.fp8_scaling), sw, c)
             for mode in RECOMPUTE:
                 out[(moe, mode)] = summed(work, mode)
         vocab = padded_vocab(shape.vocab, tp, self.runtime)
