@@ -1026,7 +1026,7 @@ def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_
     if overlap_tp in ("all", "backward"):
         tp_b = max(0.0, tp_b - work.backward_weight)
     cp_f, cp_b = time[("cp", "forward")], time[("cp", "backward")]
-    n = cp.size
+    n = cp.size if work.cp_bytes[0] > 0 else 1  # the embedding and output layer exchange nothing
     if n > 1 and work.cp_runtime == "torch":
         cp_f, cp_b = torch_cp_exposed(work, cp)
     elif n > 1 and work.cp_flavour == "ring":
