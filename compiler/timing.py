@@ -636,7 +636,7 @@ def memory_seconds(nbytes: float, hw: Hardware, c: Constants) -> float:
 
 
 def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: int, n: float, attention: str,
-                            hw: Hardware) -> tuple[float, float, int]:
+                            hw: Hardware, sustained: float = 1.0) -> tuple[float, float, int]:
     """Forward and backward seconds of the fused attention kernels of one layer and micro-batch,
     and how many kernels each way. The kernel is the runtime's (`Software.attention`,
     `kernels.attention_curve`: torch's SDPA, FlashAttention-2, or Transformer Engine's), each
@@ -646,14 +646,16 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
     cp kernels each way, each an equal share of the rank's work: the diagonal step causal over
     s / cp keys, the others unmasked, half of them over s / cp keys (the later query chunk against
     both of the peer's chunks) and half over s / 2cp (both query chunks against the peer's earlier
-    chunk). All-gather and all-to-all context parallelism run one causal kernel over all s keys."""
+    chunk). All-gather and all-to-all context parallelism run one causal kernel over all s keys.
+    `sustained` (`Constants.attention_sustained`) is a training run's speed relative to the kernel
+    benchmarks the curves come from (1: the curve as published)."""
     curve = kernel_model.attention_curve("te" if attention == "flash-te" else "sdpa", hw.generation)
     d = shape.head_dim
     work = flops.attention_core_flops(shape, flops.causal_keys(seq)) / tp * n
     back = flops.FLASH_BACKWARD * work
 
     def seconds(flop: float, keys: float, causal: bool, backward: bool) -> float:
-        return flop / (hw.bf16 * curve.efficiency(keys, d, causal, backward))
+        return flop / (hw.bf16 * curve.efficiency(keys, d, causal, backward) * sustained)
 
     if flavour != "ring" or cp == 1:
         return seconds(work, seq, True, False), seconds(back, seq, True, True), 1
@@ -763,7 +765,8 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
         # torch's context parallelism runs its ring loop (one kernel per step on one K/V block)
         # under either rotate method; the all-gather only changes how the blocks arrive
         stepped = "ring" if cp_runtime == "torch" and flavour == "all-gather" else flavour
-        attention_f, attention_b, steps = flash_attention_seconds(shape, t, cp, stepped, seq, n, attention, hw)
+        attention_f, attention_b, steps = flash_attention_seconds(shape, t, cp, stepped, seq, n, attention, hw,
+                                                                  c.attention_sustained)
         attention_b += steps * c.kernel_overhead
         attention_f += steps * c.kernel_overhead
         if steps > 1:
