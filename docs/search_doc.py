@@ -146,6 +146,8 @@ def study() -> list[dict]:
     rows, _ = fidelity.load_rows()
     results = []
     for row in rows:
+        if row.group == fidelity.LONG_SEQUENCE_GROUP:
+            continue  # partial rows that check attention and context parallelism, not layout choice
         row.entry_sp = entries[row.id]["layout"]["sequence_parallel"]
         for variant in ("degrees", "knobs"):
             results.append(rank(row, variant))
