@@ -207,7 +207,7 @@ def test_calibration_rows_are_the_same_specs_as_before(fidelity):
     """The general reader writes the calibration set exactly as the fitted constants assume."""
     rows, skipped = fidelity.load_rows()
     by_id = {r.id: r for r in rows}
-    assert len(rows) == 29 and len(skipped) == 2
+    assert len(rows) == 38 and len(skipped) == 2
     assert by_id["korthikanti22_530B_2240gpu_selective_sp"].spec.count("global-batch 2240") == 1
     assert any("korthikanti22_530B_selective_sp's 280 micro-batches" in a
                for a in by_id["korthikanti22_530B_2240gpu_selective_sp"].assumptions)
@@ -322,3 +322,19 @@ def test_unstated_recomputation_is_the_least_that_fits(cases):
     assert fits(f"full {n}") and not fits(f"full {n - 1}") and not fits("selective") and not fits("none")
     stated = cases[0]["gb200_llama405b_bridge"].row  # "recompute: full" is kept as written
     assert "recompute full\n" in stated.spec
+
+
+def test_nemo_long_sequence_rows_read_as_published(fidelity):
+    """NeMo's long-sequence table (Llama 2 7B, FP8, H100): each row's layout, sequence and GPUs as
+    the table prints them, fp8 under Transformer Engine, cp through TE's ring, and partial (never
+    in the GEMM fit: micro-batch and recomputation unstated)."""
+    rows, _ = fidelity.load_rows()
+    nemo = {r.id: r for r in rows if r.group == "nemo_long_sequence_h100"}
+    assert len(nemo) == 9
+    last = nemo["nemo2403_llama2_7b_fp8_1024k"]
+    layout = last.plan.layout
+    assert (layout.degree("tp"), layout.degree("cp"), layout.degree("dp"), layout.degree("pp")) == (8, 32, 4, 1)
+    assert last.plan.training.seq_len == 1024 * 1024 and last.gpus == 1024
+    assert last.plan.training.precision == "fp8" and last.software.fp8 == "linear"
+    assert last.software.context_parallel == "te" and last.software.fp8_scaling == "delayed"
+    assert not any(r.fitted for r in nemo.values())
