@@ -729,6 +729,7 @@ layers held, `S = 2 b (s / cp) h` (bf16 activations), `m` micro-batches per step
 | cp ring | send x (cp - 1) forward; send x (2 cp - 1) backward (K/V shifts, then dK/dV shifts, one home) | one K/V block, 2 b (s / cp) 2 kv |
 | cp all-gather | all-gather forward; reduce-scatter backward | cp K/V blocks |
 | cp all-to-all | all-to-all x 2 forward (Q/K/V in, output back); x 2 backward | 2 b (s / cp)(2 q + 2 kv) / 2 (mean of the two) |
+| cp, torchtitan (torch's context_parallel; rotate allgather / alltoall) | all-gather x 1 (or send x (cp - 1)) forward; the same backward, plus send x cp of dK/dV in fp32 | B = 2 b (s / cp) 2 q (K/V repeated to the query heads); all-gather cp B; dK/dV 2 B |
 | ep, MoE layer | all-to-all (expert counts, int64) forward; all-to-all x 2 forward (dispatch, combine); x 2 backward | 8 E; 2 (b s / cp / tp) top_k h |
 | pp | send per chunk boundary to another rank, forward and backward (ZB-V and DualPipe-V keep the V's turn on one rank: no send there) | 2 b (s / cp) h / tp |
 | dp | `dp_ledger` (above); experts: one FSDP unit per MoE layer | as above |
