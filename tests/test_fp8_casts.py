@@ -64,3 +64,32 @@ def test_fp8_follows_the_runtime():
     assert (megatron.fp8, megatron.fp8_scaling) == ("linear", "delayed")
     assert timing.gemm_precision("fp8", timing.PARC) == "bf16"
     assert timing.gemm_precision("fp8", timing.Software(fp8="linear", fp8_scaling="dynamic")) == "fp8"
+
+
+def test_float8_speedup_matches_torchtitans_tables():
+    """torchtitan's Tables 1 and 3 (Llama 3.1 8B, 8 and 128 H100, torch.compile with and without
+    Float8, the same layout, recomputation and power cap): the published Float8 speed-ups are
+    8,532 / 6,667 = 1.280 and 8,380 / 6,514 = 1.286. The ratio is free of what the model misses
+    in both rows alike (the cap, the op-level recomputation); the model's within 3 % of each
+    (1.27 and 1.28; with the fp8 peak left undelivered by the cap and delayed scaling's casts it
+    said 1.35)."""
+    import importlib.util
+    import sys
+
+    from .conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("fidelity", ROOT / "benchmarks" / "fidelity.py")
+    fidelity = importlib.util.module_from_spec(spec)
+    sys.modules["fidelity"] = fidelity
+    spec.loader.exec_module(fidelity)
+    runs = {r.id: r for r in fidelity.EAGER_RUNS}
+    checked = 0
+    for gpus in (8, 128):
+        bf16, fp8 = runs[f"llama3_8b_{gpus}xH100_ac_op_compile"], runs[f"llama3_8b_{gpus}xH100_ac_op_compile_fp8"]
+        assert bf16.compiled and fp8.compiled and fp8.precision == "fp8" and bf16.precision == "bf16"
+        published = fp8.reported / bf16.reported
+        predicted = (fidelity.eager_predicted(fidelity.eager_plans(fp8), DEFAULT)[0]
+                     / fidelity.eager_predicted(fidelity.eager_plans(bf16), DEFAULT)[0])
+        assert predicted == pytest.approx(published, rel=0.03), gpus
+        checked += 1
+    assert checked == 2
