@@ -648,6 +648,8 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         tp_overlap=overlap,
         kernels=kernels,
         fp8="linear",  # Transformer Engine (Megatron-LM, NeMo) and torchao's float8 (torchtitan)
+        fp8_scaling="dynamic" if family == "torchtitan" else "delayed",
+        context_parallel="torch" if family in ("torchtitan", "torch") else "te",
         dp_runtime="torch" if family in ("torchtitan", "torch") else "megatron",
         grad_bytes=grad_bytes,
         balanced_routing=balanced,
