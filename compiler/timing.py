@@ -83,16 +83,17 @@ casts the weights on every forward (no cache across micro-batches); the backward
 copy it saved. Transformer Engine's delayed scaling casts them once per step (not counted)."""
 
 
-def fp8_cast_bytes(gemms: list[tuple[int, float, float, float, float]], scaling: str) -> tuple[float, float]:
-    """HBM bytes of an fp8 runtime's casts around one layer's GEMMs (kernels, count, m, k, n),
+def fp8_cast_bytes(gemms: list[tuple], scaling: str) -> tuple[float, float]:
+    """HBM bytes of an fp8 runtime's casts around one layer's GEMMs ((kernels, count, m, k, n, ...):
+    `layer_work`'s GEMM tuples, whose further fields are the kernels' pooling),
     forward and backward: each GEMM input cast forward and each output gradient backward
     (`FP8_CAST_BYTES`, plus `FP8_AMAX_BYTES` under dynamic scaling), and under dynamic scaling the
     weights on every forward (`FP8_WEIGHT_CAST_BYTES`)."""
     per = FP8_CAST_BYTES + (FP8_AMAX_BYTES if scaling == "dynamic" else 0)
-    forward = sum(count * per * m * k for _, count, m, k, _ in gemms)
-    backward = sum(count * per * m * n for _, count, m, _, n in gemms)
+    forward = sum(count * per * m * k for _, count, m, k, _, *_ in gemms)
+    backward = sum(count * per * m * n for _, count, m, _, n, *_ in gemms)
     if scaling == "dynamic":
-        forward += sum(count * FP8_WEIGHT_CAST_BYTES * k * n for _, count, _, k, n in gemms)
+        forward += sum(count * FP8_WEIGHT_CAST_BYTES * k * n for _, count, _, k, n, *_ in gemms)
     return forward, backward
 
 
