@@ -296,8 +296,7 @@ class Software:
     """"flash": fused attention that skips the masked half (causal), torch's SDPA (its flash
     backend is FlashAttention-2: parc's runtime, torchtitan with or without torch.compile);
     "flash-te": the same through Transformer Engine (Megatron-LM, NeMo: FlashAttention-2 on
-    Ampere, cuDNN's fused attention on Hopper and later); "flash-triton": FlashAttention in
-    Triton (llm-foundry's `attn_impl: triton`, `kernels.TRITON_SLOWDOWN`); "unfused": the s x s
+    Ampere, cuDNN's fused attention on Hopper and later); "unfused": the s x s
     scores are materialised and the full square computed (Megatron-LM before mid-2022)."""
     selective: str = "elementwise"
     """What `recompute selective` repeats: "elementwise" (parc's runtime: an op-level policy that
@@ -675,10 +674,10 @@ def memory_seconds(nbytes: float, hw: Hardware, c: Constants) -> float:
     return nbytes / (hw.hbm * c.hbm_efficiency)
 
 
-ATTENTION_KERNELS = {"flash-te": "te", "flash-triton": "triton"}
+ATTENTION_KERNELS = {"flash-te": "te"}
 """`Software.attention` -> the kernel curve it runs (`kernels.attention_curve`); "flash": "sdpa"."""
 
-CAUSAL_SKIPPING = ("flash", "flash-triton")
+CAUSAL_SKIPPING = ("flash",)
 """Fused kernels that skip the masked half of a causal square and recompute the scores in the
 backward (`FLASH_BACKWARD`)."""
 
