@@ -186,34 +186,12 @@ def _ampere(curve: AttentionCurve) -> AttentionCurve:
 FA2_AMPERE = _ampere(FA2_HOPPER)
 
 
-TRITON_SLOWDOWN = {"forward": 1.4, "backward": 2.0}
-"""FlashAttention in Triton (the FlashAttention-1-generation kernel written in Triton, which
-llm-foundry's `attn_impl: triton` runs) against FlashAttention-2, same shapes: Dao 2023
-(arXiv 2307.08691), Section 4.1, on A100: "FlashAttention-2 is around 1.3-1.5x faster than
-FlashAttention in Triton in the forward pass and around 2x faster in the backward pass" (the
-middle of the forward range). The paper's Triton kernel is OpenAI's `triton.ops.flash_attention`;
-llm-foundry's `flash_attn_triton.py` is Tri Dao's port of the same algorithm (one thread block
-per query block and head, the backward without FlashAttention-2's split of the work over the
-sequence). The ratio measured on A100 is used on Hopper as well: neither kernel uses Hopper's
-TMA or warp-specialised tensor cores."""
-
-
-def _triton(curve: AttentionCurve) -> AttentionCurve:
-    return AttentionCurve(forward=curve.forward / TRITON_SLOWDOWN["forward"],
-                          backward=curve.backward / TRITON_SLOWDOWN["backward"],
-                          forward_half=curve.forward_half, backward_half=curve.backward_half,
-                          causal=curve.causal, causal_half=curve.causal_half, head_half=curve.head_half)
-
-
 def attention_curve(kernel: str, generation: str) -> AttentionCurve:
     """The curve of the kernel a runtime runs on a generation. "sdpa" (torch's
     scaled_dot_product_attention: its flash backend is FlashAttention-2, parc's runtime and
     torchtitan) and "te" (Transformer Engine: FlashAttention-2 on Ampere, cuDNN's fused attention
-    on Hopper and later), "triton" (FlashAttention in Triton: FlashAttention-2's curve slowed by
-    `TRITON_SLOWDOWN`). Blackwell and CDNA3 have no published sweep here: they take Hopper's
+    on Hopper and later). Blackwell and CDNA3 have no published sweep here: they take Hopper's
     fractions of their own peak, an assumption docs/time-model.md states."""
-    if kernel == "triton":
-        return _triton(attention_curve("sdpa", generation))
     if generation == "ampere":
         return FA2_AMPERE
     return CUDNN_HOPPER if kernel == "te" else FA2_HOPPER

@@ -62,6 +62,12 @@ class Runtime:
     """Which GEMMs an fp8 spec runs in fp8 (the time model's `Software.fp8`): "none" (parc's job
     has no fp8 matmuls: an fp8 spec runs in bf16, W0601) or "linear" (Transformer Engine in
     Megatron-LM, torchao's float8 in torchtitan: the transformer layers' linear layers)."""
+    fp8_scaling: str = "delayed"
+    """`Software.fp8_scaling`: "delayed" (Transformer Engine's default recipe) or "dynamic"
+    (torchao's tensorwise float8, torchtitan's default)."""
+    context_parallel: str = "parc"
+    """`Software.context_parallel`: whose attention exchange runs cp ("parc", "torch": torch's
+    `context_parallel` as torchtitan calls it, "te": Transformer Engine's)."""
 
 
 ALL_SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v")
@@ -88,7 +94,8 @@ RUNTIMES: dict[str, Runtime] = {
         ep_fold=("dp", "cp", "tp"),
         # ParallelDims.build_mesh: ["pp", "dp_replicate", "dp_shard", "cp", "tp"], slowest first
         rank_order=("tp", "cp", "dp", "pp"),
-        options=("compile", "tp-overlap", "grad-reduce"), fp16_grad_bytes=4, fp8="linear"),
+        options=("compile", "tp-overlap", "grad-reduce"), fp16_grad_bytes=4, fp8="linear",
+        fp8_scaling="dynamic", context_parallel="torch"),
     "megatron": Runtime(
         name="megatron", description="Megatron-LM / Megatron-Core (pretrain_gpt.py, Transformer Engine)",
         kernels="fused", selective="attention-core", tp_overlap="backward",
@@ -103,7 +110,7 @@ RUNTIMES: dict[str, Runtime] = {
         # RankGenerator's default order "tp-cp-ep-dp-pp"
         rank_order=("tp", "cp", "ep", "dp", "pp"),
         options=("flash-attention", "tp-overlap", "grad-reduce"), fp16_grad_bytes=2, fp8="linear",
-        dp_runtime="megatron"),
+        dp_runtime="megatron", context_parallel="te"),
 }
 
 
@@ -155,5 +162,6 @@ def software_of(plan: Plan):
     target = plan.target
     return Software(attention=attention(target), selective=runtime(target).selective,
                     tp_overlap=tp_overlap(target), kernels=kernels(target), fp8=runtime(target).fp8,
+                    fp8_scaling=runtime(target).fp8_scaling, context_parallel=runtime(target).context_parallel,
                     dp_runtime=runtime(target).dp_runtime,
                     grad_bytes=grad_bytes(target, plan.training.precision))

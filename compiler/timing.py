@@ -105,6 +105,87 @@ SOFTMAX_BACKWARD_BYTES = 11
 the probabilities and writes (6)."""
 FP8_CAST_BYTES = 4
 """Per element of an fp8 GEMM input: read 2 bytes, write the fp8 copy and its transpose."""
+FP8_AMAX_BYTES = 2
+"""Dynamic (tensorwise) scaling, per element of each tensor cast: the amax reduction reads the
+bf16 tensor once before the cast can start (torchao's `tensor_to_scale`; the cast needs the
+reduction's result, so torch.compile cannot fuse the two passes)."""
+FP8_WEIGHT_CAST_BYTES = 5
+"""Dynamic scaling, per weight element and forward pass (and recomputation): the amax reads the
+bf16 weight (2), the cast reads it again and writes the fp8 copy (3). torchao's Float8Linear
+casts the weights on every forward (no cache across micro-batches); the backward reuses the fp8
+copy it saved. Transformer Engine's delayed scaling casts them once per step (not counted)."""
+
+
+def fp8_cast_bytes(gemms: list[tuple], scaling: str) -> tuple[float, float]:
+    """HBM bytes of an fp8 runtime's casts around one layer's GEMMs ((kernels, count, m, k, n, ...):
+    `layer_work`'s GEMM tuples, whose further fields are the kernels' pooling),
+    forward and backward: each GEMM input cast forward and each output gradient backward
+    (`FP8_CAST_BYTES`, plus `FP8_AMAX_BYTES` under dynamic scaling), and under dynamic scaling the
+    weights on every forward (`FP8_WEIGHT_CAST_BYTES`)."""
+    per = FP8_CAST_BYTES + (FP8_AMAX_BYTES if scaling == "dynamic" else 0)
+    forward = sum(count * per * m * k for _, count, m, k, _, *_ in gemms)
+    backward = sum(count * per * m * n for _, count, m, _, n, *_ in gemms)
+    if scaling == "dynamic":
+        forward += sum(count * FP8_WEIGHT_CAST_BYTES * k * n for _, count, _, k, n, *_ in gemms)
+    return forward, backward
+
+
+RING_ROWS = 0.75
+"""Mean share of a rank's query rows (or of a K/V block's keys) an off-diagonal zig-zag ring step
+touches: half the steps bring an earlier rank's chunks (all query rows against its first key
+chunk), half a later rank's (the second query chunk against both of its key chunks)."""
+
+
+def ring_bytes(runtime: str, kernels: str, cp: int, n: float, q: float, kv: float) -> tuple[float, float]:
+    """HBM bytes, forward and backward, of one layer's bookkeeping around the kernels of stepped
+    context-parallel attention (cp SDPA kernels each way): merging each step's partial output
+    into the running one by its log-sum-exp, accumulating dQ, dK, dV, and the copies the
+    exchange makes. `n` tokens on the rank, `q` and `kv` the rank's query and K/V widths (the
+    K/V the runtime exchanges: torchtitan repeats them to every query head before SDPA, so its
+    caller passes q). Counted op by op from each runtime's code (elements of 2 bytes in bf16, 4 in
+    fp32; "read a, b, write c" = a + b + c):
+
+    parc's job (`ring_attention`, `attend_blocks` in the generated model.py): a zeroed fp32
+    accumulator (4), per step `out.mul_(scale)` (read 4, write 4), `block * scale` (read 2, write
+    4), `add_` (read 4 + 4, write 4): 26 on the rows the step touches (all on the diagonal step,
+    `RING_ROWS` on the others), the final cast (6); `torch.stack([k, v])` (4 per K/V element).
+    Backward: dQ zeroed (4), `dq += block_dq` per step (10 on its rows), cast back (6); per step
+    and K/V element, zeroed dK/dV (4), `+= block_dk` (10 on the step's keys), the travelling sum
+    (10, after the first step), its bf16 cast for the send (6); the stack again (4).
+
+    torch's `_templated_ring_attention` (torchtitan), eager: per step after the first the merge
+    in fp32, `out - sigmoid(lse_b - lse) * (out - block)` with block cast to fp32 (6 + 12 + 8 +
+    12 = 38), or on the later query half only with the accumulator re-concatenated
+    (`_partial_update`: 19 + 8 = 27) on the steps whose keys come from a later rank (half of them
+    in the mean); the first step's cast and the final one (12); each step's `torch.cat` of K and V
+    for the exchange (4 per K/V element). Backward: dQ, dK, dV zeroed in fp32 (4), per step
+    `+= ` (10; or on half the rows with the concatenation, 13: mean 11.5) for each, dK/dV
+    flattened into the fp32 send buffer (8 per element) and K/V concatenated (4), cast back (6).
+    Under torch.compile the merge and the accumulations fuse to one read of each input and one
+    write (10 per element; 5 on half the rows), the copies stay.
+
+    Transformer Engine (Megatron-LM): fused correction kernels, read the running and the new
+    output, write one (3 x 2 bytes per output element per step after the first); dK and dV
+    accumulated in fp32 (2 x 4 bytes per K/V element per step after the first)."""
+    if cp <= 1:
+        return 0.0, 0.0
+    out, keys = n * q, 2 * n * kv
+    steps_off = cp - 1
+    if runtime == "parc":
+        rows = 1 + RING_ROWS * steps_off
+        forward = out * (4 + 26 * rows + 6) + keys * 4
+        backward = out * (4 + 10 * rows + 6) + keys * (4 * cp + 10 * rows + 10 * steps_off + 6 * cp + 4)
+        return forward, backward
+    if runtime == "torch":
+        if kernels == "eager":
+            merge, cast, accumulate, flatten = (38 + 27) / 2, 12, 11.5, 8
+        else:
+            merge, cast, accumulate, flatten = (10 + 5) / 2, 12, 7.5, 0
+        forward = out * (merge * steps_off + cast) + keys * 4 * steps_off
+        backward = (out * (4 + accumulate * cp + 6)
+                    + keys * (4 + accumulate * cp + flatten * cp + 4 * steps_off + 6))
+        return forward, backward
+    return out * 3 * ACT * steps_off, keys * 2 * 4 * steps_off
 EAGER_ROPE_BYTES = (44, 38)
 """Bytes per query/key element that parc's eager rotary embedding (`rotate` in the generated
 model.py: cast to fp32, four products and a sum and a difference on the halves, a concatenation,
@@ -248,8 +329,7 @@ class Software:
     """"flash": fused attention that skips the masked half (causal), torch's SDPA (its flash
     backend is FlashAttention-2: parc's runtime, torchtitan with or without torch.compile);
     "flash-te": the same through Transformer Engine (Megatron-LM, NeMo: FlashAttention-2 on
-    Ampere, cuDNN's fused attention on Hopper and later); "flash-triton": FlashAttention in
-    Triton (llm-foundry's `attn_impl: triton`, `kernels.TRITON_SLOWDOWN`); "unfused": the s x s
+    Ampere, cuDNN's fused attention on Hopper and later); "unfused": the s x s
     scores are materialised and the full square computed (Megatron-LM before mid-2022)."""
     selective: str = "elementwise"
     """What `recompute selective` repeats: "elementwise" (parc's runtime: an op-level policy that
@@ -270,6 +350,20 @@ class Software:
     an fp8 spec in bf16, `backends/torch/runtime.py`), or "linear" (Transformer Engine in
     Megatron-LM and NeMo, torchao's float8 in torchtitan: the transformer layers' linear
     layers; attention and the output layer stay bf16 in both)."""
+    fp8_scaling: str = "delayed"
+    """How an fp8 runtime finds each tensor's scale (`fp8_cast_bytes`): "delayed" (Transformer
+    Engine's default recipe: the scale comes from an amax history and the cast kernel records the
+    new amax in the same pass; weights cast once per step) or "dynamic" (torchao's float8 in
+    torchtitan, tensorwise: an amax reduction reads each tensor before its cast, and every forward,
+    recomputation and backward casts the weights again)."""
+    context_parallel: str = "parc"
+    """Whose attention exchange runs context parallelism (`ring_bytes`, `piece_collectives`):
+    "parc" (the generated job's own ring, all-gather and all-to-all: K/V at the kv heads' width,
+    dK/dV carried in bf16), "torch" (torch's `context_parallel` under torchtitan:
+    `_templated_ring_attention` runs one SDPA kernel per cp step whatever the rotate method, merges
+    each step's output into an fp32 accumulator, carries dK/dV in fp32, and torchtitan's attention
+    repeats K/V to every query head before SDPA, so the repeated K/V travel) or "te" (Transformer
+    Engine's ring attention in Megatron-LM: fused merge kernels)."""
     dp_runtime: str = "torch"
     """Who moves the data-parallel bytes, and so which traffic the ledger charges (`dp_ledger`):
     "torch" (parc's job and torchtitan: FSDP2 for every sharding, torch.distributed.pipelining,
@@ -548,6 +642,9 @@ class Work:
     """ring: K and V of one block per ring step (forward; backward adds dK, dV, which take one
     more step home); all-gather: the gathered K and V; all-to-all: what each rank sends (Q, K, V
     in, output back)."""
+    cp_runtime: str = "parc"
+    """`Software.context_parallel`: under "torch" `cp_bytes` is one (repeated) K/V block each way
+    and the calls are torch's (`torch_cp_collectives`)."""
     ep_bytes: float = 0.0
     """Bytes one all-to-all sends from this GPU (routed tokens x top-k x h); 2 forward, 2 backward."""
     moe: bool = False
@@ -610,16 +707,16 @@ def memory_seconds(nbytes: float, hw: Hardware, c: Constants) -> float:
     return nbytes / (hw.hbm * c.hbm_efficiency)
 
 
-ATTENTION_KERNELS = {"flash-te": "te", "flash-triton": "triton"}
+ATTENTION_KERNELS = {"flash-te": "te"}
 """`Software.attention` -> the kernel curve it runs (`kernels.attention_curve`); "flash": "sdpa"."""
 
-CAUSAL_SKIPPING = ("flash", "flash-triton")
+CAUSAL_SKIPPING = ("flash",)
 """Fused kernels that skip the masked half of a causal square and recompute the scores in the
 backward (`FLASH_BACKWARD`)."""
 
 
 def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: int, n: float, attention: str,
-                            hw: Hardware) -> tuple[float, float, int]:
+                            hw: Hardware, sustained: float = 1.0) -> tuple[float, float, int]:
     """Forward and backward seconds of the fused attention kernels of one layer and micro-batch,
     and how many kernels each way. The kernel is the runtime's (`Software.attention`,
     `kernels.attention_curve`: torch's SDPA, FlashAttention-2, or Transformer Engine's), each
@@ -629,14 +726,16 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
     cp kernels each way, each an equal share of the rank's work: the diagonal step causal over
     s / cp keys, the others unmasked, half of them over s / cp keys (the later query chunk against
     both of the peer's chunks) and half over s / 2cp (both query chunks against the peer's earlier
-    chunk). All-gather and all-to-all context parallelism run one causal kernel over all s keys."""
+    chunk). All-gather and all-to-all context parallelism run one causal kernel over all s keys.
+    `sustained` (`Constants.attention_sustained`) is a training run's speed relative to the kernel
+    benchmarks the curves come from (1: the curve as published)."""
     curve = kernel_model.attention_curve(ATTENTION_KERNELS.get(attention, "sdpa"), hw.generation)
     d = shape.head_dim
     work = flops.attention_core_flops(shape, flops.causal_keys(seq)) / tp * n
     back = flops.FLASH_BACKWARD * work
 
     def seconds(flop: float, keys: float, causal: bool, backward: bool) -> float:
-        return flop / (hw.bf16 * curve.efficiency(keys, d, causal, backward))
+        return flop / (hw.bf16 * curve.efficiency(keys, d, causal, backward) * sustained)
 
     if flavour != "ring" or cp == 1:
         return seconds(work, seq, True, False), seconds(back, seq, True, True), 1
@@ -653,8 +752,9 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
 @lru_cache(maxsize=16384)
 def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
                ep: int, precision: str, attention: str, kernels: str, hw: Hardware, c: Constants,
-               balanced: bool = False) -> Work:
-    """One transformer layer. `attention` is "flash" (fused, causal work skipped: torch's SDPA,
+               balanced: bool = False, cp_runtime: str = "parc", fp8_scaling: str = "delayed") -> Work:
+    """One transformer layer. `cp_runtime` and `fp8_scaling` are `Software.context_parallel` and
+    `Software.fp8_scaling`. `attention` is "flash" (fused, causal work skipped: torch's SDPA,
     what parc's runtime runs), "flash-te" (the same through Transformer Engine) or "unfused" (the
     s x s scores materialised, as Megatron-LM did before 2022).
     `kernels` ("eager" or "fused", `Software.kernels`) decides how routed experts launch: parc's
@@ -726,11 +826,10 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
                + kernels * c.kernel_overhead for kernels, count, m, k, nn, pooled in gemms)
     cast_f = cast_b = 0.0
     if precision == "fp8" and hw.fp8:
-        # Transformer Engine casts each GEMM input to fp8 and keeps a transposed copy for the
-        # other backward GEMM: read 2 bytes, write 1 + 1, per element of the activation forward and
-        # of the output gradient backward (weights are cast once per step and not counted).
-        cast_f = sum(count * FP8_CAST_BYTES * m * k for _, count, m, k, _, _ in gemms)
-        cast_b = sum(count * FP8_CAST_BYTES * m * nn for _, count, m, _, nn, _ in gemms)
+        # each GEMM input cast to fp8 with a transposed copy for the other backward GEMM (read 2
+        # bytes, write 1 + 1) forward, each output gradient backward; dynamic scaling reads each
+        # tensor once more for its amax and casts the weights on every forward
+        cast_f, cast_b = fp8_cast_bytes(gemms, fp8_scaling)
     # eager PyTorch runs the rotary embedding and SwiGLU op by op: their extra bytes (their extra
     # launches queue ahead asynchronously behind the GEMMs; `kernel_overhead`, fitted on GEMM-bound
     # runs, is a GEMM's ramp and tail, not charged to them)
@@ -754,16 +853,21 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
                    + (MEMORY_KERNELS - 2) * c.kernel_overhead
                    + gemm_seconds(n, q, h, precision, hw, c) + c.kernel_overhead)
     heads = shape.heads / t
+    # torchtitan's attention repeats K and V to every query head before SDPA: torch's context
+    # parallelism exchanges and copies the repeated tensors
+    exchanged = q if cp_runtime == "torch" else kv
     if attention != "unfused":
-        attention_f, attention_b, steps = flash_attention_seconds(shape, t, cp, flavour, seq, n, attention, hw)
-        # ring attention merges each step's partial output by its log-sum-exp (read the running
-        # output and the step's, write one: 3 x 2 bytes per output element); the backward
-        # accumulates dK and dV per step in fp32 (read and write 2 x 4 bytes per K/V element)
+        # torch's context parallelism runs its ring loop (one kernel per step on one K/V block)
+        # under either rotate method; the all-gather only changes how the blocks arrive
+        stepped = "ring" if cp_runtime == "torch" and flavour == "all-gather" else flavour
+        attention_f, attention_b, steps = flash_attention_seconds(shape, t, cp, stepped, seq, n, attention, hw,
+                                                                  c.attention_sustained)
         attention_b += steps * c.kernel_overhead
         attention_f += steps * c.kernel_overhead
         if steps > 1:
-            attention_f += memory_seconds((steps - 1) * 3 * ACT * n * q, hw, c)
-            attention_b += memory_seconds((steps - 1) * 2 * 4 * n * 2 * kv, hw, c)
+            ring_f, ring_b = ring_bytes(cp_runtime, kernels, steps, n, q, exchanged)
+            attention_f += memory_seconds(ring_f, hw, c)
+            attention_b += memory_seconds(ring_b, hw, c)
         core_again = attention_f
     else:
         d = shape.head_dim
@@ -789,8 +893,10 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
 
     cp_bytes = (0.0, 0.0)
     if cp > 1:
-        kv_block = ACT * n * 2 * kv
-        if flavour == "ring":
+        kv_block = ACT * n * 2 * exchanged
+        if cp_runtime == "torch":  # one block each way; `piece_collectives` lays out the calls
+            cp_bytes = (kv_block, kv_block)
+        elif flavour == "ring":
             cp_bytes = (kv_block, 2 * kv_block)
         elif flavour == "all-gather":
             cp_bytes = (cp * kv_block, cp * kv_block)
@@ -801,7 +907,7 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     return Work(gemm=gemm, attention_f=attention_f, attention_b=attention_b, memory_f=memory_f,
                 memory_b=memory_b, selective_core=core_again, selective_elementwise=elementwise,
                 tp_bytes=tp_bytes, tp_all_reduce=reduce, tp_gather=gather, cp_flavour=flavour,
-                cp_bytes=cp_bytes, ep_bytes=ep_bytes, moe=moe)
+                cp_bytes=cp_bytes, cp_runtime=cp_runtime, ep_bytes=ep_bytes, moe=moe)
 
 
 @lru_cache(maxsize=4096)
@@ -907,7 +1013,9 @@ def piece_collectives(work: Work, tp: Link, cp: Link, ep: Link, calls: TpCalls |
         out += [Collective("tp", kind, work.tp_bytes, n, tp.size, tp.local, "path", n, phase)
                 for phase, kind, n in (pair_calls(work) if calls is None else calls)]
     n = cp.size
-    if n > 1:
+    if n > 1 and work.cp_runtime == "torch":
+        out += torch_cp_collectives(work, cp)
+    elif n > 1:
         fwd, bwd = work.cp_bytes
         if work.cp_flavour == "ring":
             out += [Collective("cp", "send", fwd, n - 1, n, cp.local, "path", n - 1, "forward"),
@@ -922,6 +1030,44 @@ def piece_collectives(work: Work, tp: Link, cp: Link, ep: Link, calls: TpCalls |
         out += [Collective("ep", "all_to_all", work.ep_bytes, 2, ep.size, ep.local, "path", 2, phase)
                 for phase in ("forward", "backward")]
     return tuple(c for c in out if c.count > 0 and c.size > 1 and c.payload > 0)
+
+
+def torch_cp_collectives(work: Work, cp: Link) -> list[Collective]:
+    """torch's context parallelism (`_templated_ring_attention`, torchtitan), per layer and
+    micro-batch, one K/V block B = `cp_bytes[0]`: K/V arrive by cp - 1 sends of B (rotate method
+    "alltoall", the ring) or one all-gather of cp B (rotate method "allgather", torch's default),
+    forward and again backward; the backward's dK/dV travel as fp32 (2 B per send) in cp sends
+    whatever the rotate method (its dK/dV rotater is always the all-to-all one), the last one home."""
+    n, block = cp.size, work.cp_bytes[0]
+    records = [Collective("cp", "send", 2 * block, n, n, cp.local, "path", n, "backward")]
+    for phase in ("forward", "backward"):
+        if work.cp_flavour == "all-gather":
+            records.append(Collective("cp", "all_gather", n * block, 1, n, cp.local, "path", 1, phase))
+        else:
+            records.append(Collective("cp", "send", block, n - 1, n, cp.local, "path", n - 1, phase))
+    return records
+
+
+def torch_cp_exposed(work: Work, cp: Link) -> tuple[float, float]:
+    """Exposed seconds (forward, backward) of torch's context-parallel exchange for one layer:
+    each step's transfer runs under the step's kernel (attention / cp each way) and only its
+    excess shows. Ring: each of the cp - 1 K/V shifts under one step (backward with the dK/dV
+    shift beside it). All-gather: issued before the diagonal step and awaited after it, so only
+    the diagonal kernel hides it. Backward, every dK/dV shift hides under the next step's kernel
+    and the last one, home, shows whole."""
+    n, block = cp.size, work.cp_bytes[0]
+    step_f, step_b = work.attention_f / n, work.attention_b / n
+    shift = block / cp.ring + cp.latency
+    dkv = 2 * block / cp.ring + cp.latency
+    if work.cp_flavour == "all-gather":
+        gather = collective_seconds(Collective("cp", "all_gather", n * block, 1, n, cp.local, "path", 1,
+                                               "forward"), cp)
+        forward = max(0.0, gather - step_f)
+        backward = max(0.0, gather - step_b) + (n - 1) * max(0.0, dkv - step_b) + dkv
+    else:
+        forward = (n - 1) * max(0.0, shift - step_f)
+        backward = (n - 1) * max(0.0, shift + dkv - step_b) + dkv
+    return forward, backward
 
 
 @dataclass(frozen=True, slots=True)
@@ -969,7 +1115,7 @@ def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_
     for r in records:
         key = (r.axis, r.phase)
         sent[key] += r.count * r.sent
-        if r.axis == "cp" and r.kind == "send":
+        if r.axis == "cp" and (r.kind == "send" or work.cp_runtime == "torch"):
             continue  # the ring's overlap, below
         time[key] += r.count * collective_seconds(r, links[r.axis])
     tp_f, tp_b = time[("tp", "forward")], time[("tp", "backward")]
@@ -978,8 +1124,10 @@ def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_
     if overlap_tp in ("all", "backward"):
         tp_b = max(0.0, tp_b - work.backward_weight)
     cp_f, cp_b = time[("cp", "forward")], time[("cp", "backward")]
-    n = cp.size
-    if n > 1 and work.cp_flavour == "ring":
+    n = cp.size if work.cp_bytes[0] > 0 else 1  # the embedding and output layer exchange nothing
+    if n > 1 and work.cp_runtime == "torch":
+        cp_f, cp_b = torch_cp_exposed(work, cp)
+    elif n > 1 and work.cp_flavour == "ring":
         block = work.cp_bytes[0]
         shift = block / cp.ring + cp.latency
         cp_f = (n - 1) * max(0.0, shift - work.attention_f / n)
@@ -1278,7 +1426,8 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
             continue
         w = slowed(layer_work(shape, moe, k.tp, sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
                               gemm_precision(k.precision, sw), sw.attention, sw.kernels, hw, c,
-                              sw.balanced_routing), sw, c)
+                              balanced=sw.balanced_routing, cp_runtime=sw.context_parallel,
+                              fp8_scaling=sw.fp8_scaling), sw, c)
         # the expert-count exchange before each dispatch: one int64 per (ep rank, local expert)
         counts = ((Collective("ep", "all_to_all", 8 * shape.experts, 1, ep_l.size, ep_l.local, "path", 1,
                               "forward"),) if moe and ep_l.size > 1 else ())

@@ -49,11 +49,11 @@ def rows(fidelity):
 
 def test_every_run_compiles_through_the_front_end(rows):
     evaluated, skipped, _ = rows
-    assert len(evaluated) == 42 and len(skipped) == 3
+    assert len(evaluated) == 51 and len(skipped) == 3
     assert all("not published" in s.reason or "cannot fill" in s.reason for s in skipped)
     for r in evaluated:
         assert r.plan is not None and r.plan.cluster.world_size == r.gpus, r.id
-        assert "on nodes(8 gpus, nvlink)" in r.spec
+        assert f"on nodes({min(8, r.gpus)} gpus, nvlink)" in r.spec
 
 
 def test_unstated_fields_are_listed_as_assumptions(rows):
@@ -168,7 +168,7 @@ def test_the_fit_is_deterministic_and_starts_from_fixed_values(fidelity):
 def test_parc_runtime_matches_torchtitan_after_the_eager_fit(fidelity):
     """parc's runtime is eager PyTorch: with `eager_efficiency` fitted on torchtitan's A100 runs,
     the fitted runs are predicted within a few per cent; with the Megatron-fitted speed alone
-    (eager_efficiency 1) they would all come out 15-25 % fast."""
+    (eager_efficiency 1) they would all come out 5-10 % fast."""
     assert 0.5 < DEFAULT.eager_efficiency < 1.0
     _, median, worst = fidelity.eager_table(DEFAULT)
     assert median < 0.05 and worst < 0.08
@@ -176,7 +176,7 @@ def test_parc_runtime_matches_torchtitan_after_the_eager_fit(fidelity):
     for run in fidelity.EAGER_RUNS:
         if run.fitted:
             plans = fidelity.eager_plans(run)
-            assert fidelity.eager_predicted(plans, fused_speed)[0] > 1.1 * run.reported, run.id
+            assert fidelity.eager_predicted(plans, fused_speed)[0] > 1.04 * run.reported, run.id
 
 
 def test_stored_eager_efficiency_is_the_fits_optimum(fidelity):
@@ -223,3 +223,56 @@ def test_a_published_table_never_fitted_on(fidelity):
     dense = [abs(x.error) for x in results if not x.row.plan.model.experts]
     assert len(dense) == 8
     assert statistics.median(dense) < 0.15 and max(dense) < 0.25
+
+
+def test_stored_attention_sustained_is_its_fits_optimum(fidelity, rows):
+    """`attention_sustained` nudged by 2 % either way does not improve its fit on NeMo's
+    long-sequence rows (all of them: the group's row count is the one the doc states), and it is
+    a real slowdown, inside its bounds."""
+    evaluated, _, prepared = rows
+    use = [(r, p) for r, p in zip(evaluated, prepared, strict=True) if r.group == fidelity.LONG_SEQUENCE_GROUP]
+    assert len(use) == fidelity.LONG_SEQUENCE_ROWS == 9
+    assert not any(r.fitted for r, _ in use)  # partial rows: never in the GEMM fit
+    rs, ps = [r for r, _ in use], [p for _, p in use]
+
+    def loss(constants):
+        errors = fidelity.log_errors(rs, ps, constants)
+        return sum(e * e for e in errors) / len(errors)
+
+    best = loss(DEFAULT)
+    for factor in (0.98, 1.02):
+        nudged = DEFAULT.with_values({"attention_sustained": DEFAULT.attention_sustained * factor})
+        assert loss(nudged) >= best - 1e-6, factor
+    lo, hi = fidelity.BOUNDS["attention_sustained"]
+    assert lo < DEFAULT.attention_sustained < hi
+
+
+def test_attention_sustained_removes_the_growth_with_sequence(fidelity, rows):
+    """NeMo's long-sequence rows at the kernel benchmarks' speed (attention_sustained 1) grow too
+    fast with the sequence (4K to 1M tokens, the issue's held-out pattern); with the fitted
+    constant the error no longer grows: 1M is within 10 % of 4K and every row within 10 %."""
+    evaluated, _, prepared = rows
+    use = [(r, p) for r, p in zip(evaluated, prepared, strict=True) if r.group == fidelity.LONG_SEQUENCE_GROUP]
+    assert use
+    rs, ps = [r for r, _ in use], [p for _, p in use]
+    benchmark = fidelity.evaluate(rs, ps, DEFAULT.with_values({"attention_sustained": 1.0}))
+    fitted = fidelity.evaluate(rs, ps, DEFAULT)
+    assert benchmark[-1].error - benchmark[0].error > 0.4
+    assert abs(fitted[-1].error - fitted[0].error) < 0.1
+    assert all(abs(x.error) < 0.1 for x in fitted)
+
+
+def test_attention_sustained_holds_on_torchtitans_long_sequences(fidelity):
+    """Out of sample: torchtitan's context-parallel rows (FlashAttention-2 through torch's SDPA,
+    torch's context parallelism, torchao's float8: another source, runtime and kernel, never
+    fitted) with the constant fitted on NeMo's rows: median |error| under 15 % (at the kernel
+    benchmarks' speed, over 30 %)."""
+    long_rows = [r for r in fidelity.EAGER_RUNS if r.compiled and r.seq >= 32768]
+    assert len(long_rows) == 4
+
+    def median_error(constants):
+        return statistics.median(abs(fidelity.eager_predicted(fidelity.eager_plans(r), constants)[0] / r.reported - 1)
+                                 for r in long_rows)
+
+    assert median_error(DEFAULT) < 0.15
+    assert median_error(DEFAULT.with_values({"attention_sustained": 1.0})) > 0.3

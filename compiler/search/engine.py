@@ -564,7 +564,8 @@ class Engine:
         for moe in ((False, True) if shape.moe else (False,)):
             work = timing.slowed(timing.layer_work(shape, moe, tp, sp, cp, self.flavour, self.seq, micro, ep,
                                                    timing.gemm_precision(precision, sw), sw.attention, sw.kernels,
-                                                   hw, c), sw, c)
+                                                   hw, c, balanced=sw.balanced_routing,
+                                                   cp_runtime=sw.context_parallel, fp8_scaling=sw.fp8_scaling), sw, c)
             for mode in RECOMPUTE:
                 out[(moe, mode)] = summed(work, mode)
         vocab = padded_vocab(shape.vocab, tp, self.runtime)

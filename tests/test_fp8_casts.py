@@ -1,0 +1,99 @@
+"""fp8 only where the runtime runs it, and its casts by bytes (issue 14, point 4).
+
+Counted by hand here from Llama 3 8B's layer (Dubey et al. 2024: hidden 4,096, 32 query heads
+and 8 K/V heads of 128, SwiGLU FFN 14,336) and the two runtimes' scaling recipes, never from
+`layer_work`'s list of GEMMs:
+
+- every fp8 runtime casts each linear layer's input forward and each output gradient backward
+  (read the bf16 tensor, write the fp8 copy and its transpose: 4 bytes per element);
+- torchao's dynamic tensorwise scaling (torchtitan) first reduces each tensor's amax (2 bytes
+  more per element) and casts every weight on every forward (amax 2 + cast 3 bytes per weight
+  element); Transformer Engine's delayed scaling does neither (amax recorded inside the cast;
+  weights cast once per step);
+- parc's own job has no fp8 matmuls: an fp8 spec runs its GEMMs in bf16 and casts nothing.
+"""
+
+from __future__ import annotations
+
+import pytest
+from parc import timing
+from parc.calibration import DEFAULT
+from parc.memory.inputs import shape_of
+from parc.pipeline import compile_text
+
+H, Q, KV, F = 4096, 32 * 128, 8 * 128, 14336
+TOKENS = 8192
+
+
+def layer(scaling: str, precision: str = "fp8") -> timing.Work:
+    text = ("dp 8 on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware { gpu h100-sxm }\n"
+            f"train {{ seq {TOKENS}, global-batch 8, micro-batch 1, precision {precision} }}\n")
+    plan = compile_text(text, path="fp8.par", checks=False).plan
+    hw = timing.hardware_of(plan)
+    return timing.layer_work(shape_of(plan), False, 1, False, 1, "ring", TOKENS, 1, 1, precision, "flash",
+                             "fused", hw, DEFAULT, cp_runtime="parc", fp8_scaling=scaling), hw
+
+
+def test_dynamic_scaling_costs_an_amax_pass_and_the_weights_every_forward():
+    inputs = TOKENS * (H + Q + H + F)  # the inputs of QKV, the output projection, gate/up, down
+    gradients = TOKENS * ((Q + 2 * KV) + H + 2 * F + H)  # the gradients of their outputs
+    weights = H * (Q + 2 * KV) + Q * H + H * 2 * F + F * H
+    delayed, hw = layer("delayed")
+    dynamic, _ = layer("dynamic")
+    bandwidth = hw.hbm * DEFAULT.hbm_efficiency
+    forward_extra = (dynamic.memory_f - delayed.memory_f) * bandwidth
+    backward_extra = (dynamic.memory_b - delayed.memory_b) * bandwidth
+    assert forward_extra == pytest.approx(2 * inputs + 5 * weights, rel=1e-9)
+    assert backward_extra == pytest.approx(2 * gradients, rel=1e-9)
+    # and the casts themselves: bf16 (no casts) against delayed fp8, 4 bytes per element
+    plain, _ = layer("delayed", "bf16")
+    assert (delayed.memory_f - plain.memory_f) * bandwidth == pytest.approx(4 * inputs, rel=1e-9)
+    assert (delayed.memory_b - plain.memory_b) * bandwidth == pytest.approx(4 * gradients, rel=1e-9)
+    # the GEMMs run at the fp8 peak either way
+    assert dynamic.gemm == delayed.gemm < plain.gemm
+
+
+def test_fp8_follows_the_runtime():
+    """torchtitan's Float8 and Transformer Engine run the linear layers in fp8 (torchtitan with
+    dynamic scaling); parc's own job runs an fp8 spec in bf16."""
+    from parc import targets
+
+    titan = targets.RUNTIMES["torchtitan"]
+    megatron = targets.RUNTIMES["megatron"]
+    assert (titan.fp8, titan.fp8_scaling) == ("linear", "dynamic")
+    assert (megatron.fp8, megatron.fp8_scaling) == ("linear", "delayed")
+    assert timing.gemm_precision("fp8", timing.PARC) == "bf16"
+    assert timing.gemm_precision("fp8", timing.Software(fp8="linear", fp8_scaling="dynamic")) == "fp8"
+
+
+def test_float8_speedup_matches_torchtitans_tables():
+    """torchtitan's Tables 1 and 3 (Llama 3.1 8B, 8 and 128 H100, torch.compile with and without
+    Float8, the same layout, recomputation and power cap): the published Float8 speed-ups are
+    8,532 / 6,667 = 1.280 and 8,380 / 6,514 = 1.286. The ratio is free of what the model misses
+    in both rows alike (the cap, the op-level recomputation); the model's within 3 % of each
+    (1.27 and 1.28; with the fp8 peak left undelivered by the cap and delayed scaling's casts it
+    said 1.35)."""
+    import importlib.util
+    import sys
+
+    from .conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("fidelity", ROOT / "benchmarks" / "fidelity.py")
+    fidelity = importlib.util.module_from_spec(spec)
+    sys.modules["fidelity"] = fidelity
+    spec.loader.exec_module(fidelity)
+    runs = {r.id: r for r in fidelity.EAGER_RUNS}
+    checked = 0
+    pairs = [(f"llama3_8b_{gpus}xH100_ac_op_compile", f"llama3_8b_{gpus}xH100_ac_op_compile_fp8") for gpus in (8, 128)]
+    # and under tensor parallelism: 8B on 64 H100, FSDP 8 x TP 8 (torchtitan's 2025 async-TP
+    # benchmark, vanilla TP columns): 5,078.1 / 4,378 = 1.160
+    pairs.append(("llama3_8b_64xH100_tp8_bf16_2025", "llama3_8b_64xH100_tp8_fp8_2025"))
+    for gpus, (bf16_id, fp8_id) in enumerate(pairs):
+        bf16, fp8 = runs[bf16_id], runs[fp8_id]
+        assert bf16.compiled and fp8.compiled and fp8.precision == "fp8" and bf16.precision == "bf16"
+        published = fp8.reported / bf16.reported
+        predicted = (fidelity.eager_predicted(fidelity.eager_plans(fp8), DEFAULT)[0]
+                     / fidelity.eager_predicted(fidelity.eager_plans(bf16), DEFAULT)[0])
+        assert predicted == pytest.approx(published, rel=0.03), gpus
+        checked += 1
+    assert checked == 3
