@@ -542,7 +542,22 @@ whole 128-row tiles (`kernels.padded_rows`; MegaBlocks, Gale et al. 2023, pads e
 its block for the same reason): an exactly even load is padded to the next tile, a random
 router's expert wastes half a tile in expectation (its remainder past the last full tile is
 near-uniform), and an expert that receives anything fills at least one tile (checked against
-a simulated router). A GEMM of `2mkn` FLOPs takes
+a simulated router). The dropless dispatcher needs its split sizes as host integers (the
+all-to-all's splits, the grouped GEMM's `m_splits`; Megatron-Core's `cuda_sync_point`, parc's
+runtime's one `tolist()`), so each MoE layer's forward, per micro-batch, drains the GPU and then
+runs only as fast as the host issues the layer's kernels (`kernels.host_stall_seconds`):
+
+    stall = t_sync + max(0, K x t_op - t_forward)
+
+with `t_sync` = 20 us (a small device-to-host copy and the host's wake-up from
+`cudaStreamSynchronize`), `t_op` = 10 us per eager PyTorch op (about 100,000 ops a second),
+`K` the layer's forward kernels (its GEMM launches, each expert's GEMM of a grouped GEMM its
+own cuBLAS call, an fp8 cast per GEMM, its memory-bound and attention kernels) plus the router's
+and dispatcher's 30 host ops (counted in Megatron-Core's `moe/router.py` and
+`moe/token_dispatcher.py`), and `t_forward` the layer's GPU forward. The backward pays nothing
+(the split sizes are already on the host), and `Software.moe_host_sync` is off where the
+runtime keeps the counts on the GPU (capacity padding, CUDA graphs). None of these constants is
+fitted. A GEMM of `2mkn` FLOPs takes
 
     t = 2mkn / (peak x e),   e = e_gen x I / (I + c x peak / B_hbm) x W,   I = 2mkn / (b (mk + kn + mn))
 
@@ -1048,10 +1063,16 @@ per-expert tile padding and Transformer Engine's per-expert GEMMs (above) moved 
 median from 52 % to 49 % (Qwen3-30B-A3B: +125 % to +112 % on H100, +191 % to +145 % on B200,
 +40 % to +29 % on GB200). What remains points at a cost per micro-batch that the model does not
 have: the B200 and GB200 Qwen3-30B-A3B rows run the same layout with 1 and 4 sequences per
-micro-batch and differ 2.6x in tokens per second, where the model's physics gives 1.3x. The
-dispatcher's host synchronisation on the token counts (each MoE layer's forward waits for the
-host, which then issues the layer's several hundred kernels) is the likely cause; it is not
-modelled.
+micro-batch and differ 2.6x in tokens per second, where the model's physics gives 1.3x. Read
+as `a + b x micro-batch` (the two systems taken as equal), the rows put a fixed ~0.36 s on
+each micro-batch, ~7 ms per MoE layer. The dispatcher's host synchronisation on the token counts, now modelled from its
+documented figures (above: one 20 us round trip per MoE layer forward, then the host's 10 us
+per op against the layer's GPU time), moves these rows by at most 7 % (Qwen3-30B-A3B on B200:
++145 % to +139 %; GB200 +29 %, H100 +111 %, unchanged to the percent): the layer's ~110 host
+ops take ~1.1 ms against ~1 ms of GPU forward. A sync round trip and launches at their
+published cost cannot make 7 ms a layer; what does (Python overhead of the frameworks' MoE
+modules well above 10 us per op, the per-expert fp8 quantisation, or settings the table does
+not state, such as CUDA graphs on some systems and not others) is not modelled.
 
 ## torch FSDP runs never fitted: llm-foundry's MPT tables
 

@@ -195,3 +195,47 @@ def attention_curve(kernel: str, generation: str) -> AttentionCurve:
     if generation == "ampere":
         return FA2_AMPERE
     return CUDNN_HOPPER if kernel == "te" else FA2_HOPPER
+
+
+# ---------------------------------------------------------------------------------------------
+# The dropless dispatcher's host synchronisation
+
+HOST_SYNC_SECONDS = 20e-6
+"""Round trip of one device-to-host read of the token counts: the copy's launch and completion
+(a small `cudaMemcpyAsync` device-to-host, ~10 us on PCIe Gen4/Gen5 hosts: NVIDIA's CUDA C++ Best
+Practices Guide, "Data Transfer Between Host and Device", and "How to Optimize Data Transfers in
+CUDA C/C++", NVIDIA Developer Blog 2012) and the host thread's wake-up from
+`cudaStreamSynchronize` (a further ~5-10 us). Megatron-Core's `MoEAlltoAllTokenDispatcher`
+makes the read at its `cuda_sync_point` ("before_ep_alltoall" with ep > 1, "before_finish"
+without; megatron/core/transformer/moe/token_dispatcher.py) because the all-to-all split sizes
+and the grouped GEMM's `m_splits` must be host integers; parc's runtime reads its count tables
+with one `tolist()` (docs/runtime.md, "one host sync per MoE layer and micro-batch")."""
+
+HOST_OP_SECONDS = 10e-6
+"""Host time to issue one eager PyTorch op (Python, the dispatcher, the CUDA launch): PyTorch
+eager runs about 100,000 ops a second (H. He, "Making Deep Learning Go Brrrr From First
+Principles", 2022, the "overhead" section; NVIDIA's "Accelerating PyTorch with CUDA Graphs",
+2021, cites the same few-to-ten microseconds per launch as what graphs remove)."""
+
+DISPATCHER_OPS = 30
+"""Host-issued ops of a MoE layer's router and dispatcher forward beyond its GEMMs and the
+memory-bound kernels the layer work already counts, read from Megatron-Core's
+`moe/router.py` and `moe/token_dispatcher.py` (dropless all-to-all dispatcher, fused permute):
+the router's top-k with its score function and the routing map (4), the load-balancing loss
+(sums, means, products and its scaling: 6); `preprocess`: the per-expert count (1), the split
+sums (1), the counts' all-gather over tp x ep (1), the local slice and its sums (3), the
+device-to-host copies of the split and count tables (3); the permutation and its index
+(2), the token and probability all-to-alls (2), the sort by local expert (1); the combine: the
+unsort (1), the all-to-all back (1), the unpermutation with its gate weighting (2); the
+activation's probability product (2)."""
+
+
+def host_stall_seconds(ops: int, gpu_seconds: float) -> float:
+    """GPU time lost to one host synchronisation in a MoE layer's forward.
+
+    After the sync the GPU's queue is empty: it waits out the round trip, then runs only as fast
+    as the host issues the layer's `ops` kernels (until the next layer's sync drains it again).
+    The host needs `ops x HOST_OP_SECONDS`; where that exceeds the GPU's own `gpu_seconds` for
+    those kernels (small experts: many short kernels), the difference is idle GPU time. Large
+    experts' GEMMs outlast the launches and only the round trip shows."""
+    return HOST_SYNC_SECONDS + max(0.0, ops * HOST_OP_SECONDS - gpu_seconds)

@@ -379,6 +379,10 @@ class Software:
     `--moe-router-force-load-balancing`, and what the mean over a job's recorded ranks measures
     (tests/e2e/test_collectives.py). Otherwise the busiest expert rank carries the random
     router's expected excess (`kernels.routing_imbalance`), which sets the pace."""
+    moe_host_sync: bool = True
+    """Each MoE layer's forward reads its token counts on the host (`kernels.host_stall_seconds`):
+    Megatron-Core's dropless dispatcher and parc's runtime. False where the runtime keeps them on
+    the GPU: capacity padding (`--moe-pad-expert-input-to-capacity`) or CUDA graphs over the layer."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -648,6 +652,9 @@ class Work:
     ep_bytes: float = 0.0
     """Bytes one all-to-all sends from this GPU (routed tokens x top-k x h); 2 forward, 2 backward."""
     moe: bool = False
+    launches_f: int = 0
+    """Kernels the forward launches (GEMMs, their fp8 casts, memory-bound kernels, attention):
+    what the host must issue after a MoE layer's sync (`kernels.host_stall_seconds`)."""
 
     @property
     def forward(self) -> float:
@@ -904,7 +911,12 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
             sent = ACT * n * (2 * q + 2 * kv)
             cp_bytes = (sent, sent)
     ep_bytes = ACT * assigned * h if moe and ep > 1 else 0.0
-    return Work(gemm=gemm, attention_f=attention_f, attention_b=attention_b, memory_f=memory_f,
+    # the host issues each expert's GEMM of a grouped GEMM as its own cuBLAS call (Transformer
+    # Engine's `general_grouped_gemm` loops over the experts), whatever streams they run on
+    gemm_launches = sum(g[0] for g in gemms) + (2 * (local - up_kernels) if moe and kernels != "eager" else 0)
+    launches_f = (gemm_launches * (2 if precision == "fp8" and hw.fp8 else 1) + MEMORY_KERNELS + loop_kernels
+                  + moe_kernels + (steps if attention != "unfused" else 4))
+    return Work(launches_f=launches_f, gemm=gemm, attention_f=attention_f, attention_b=attention_b, memory_f=memory_f,
                 memory_b=memory_b, selective_core=core_again, selective_elementwise=elementwise,
                 tp_bytes=tp_bytes, tp_all_reduce=reduce, tp_gather=gather, cp_flavour=flavour,
                 cp_bytes=cp_bytes, cp_runtime=cp_runtime, ep_bytes=ep_bytes, moe=moe)
@@ -1428,6 +1440,10 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
                               gemm_precision(k.precision, sw), sw.attention, sw.kernels, hw, c,
                               balanced=sw.balanced_routing, cp_runtime=sw.context_parallel,
                               fp8_scaling=sw.fp8_scaling), sw, c)
+        if moe and sw.moe_host_sync:
+            # the dispatcher's read of the token counts drains the GPU once per forward
+            stall = kernel_model.host_stall_seconds(w.launches_f + kernel_model.DISPATCHER_OPS, w.forward)
+            w = replace(w, memory_f=w.memory_f + stall)
         # the expert-count exchange before each dispatch: one int64 per (ep rank, local expert)
         counts = ((Collective("ep", "all_to_all", 8 * shape.experts, 1, ep_l.size, ep_l.local, "path", 1,
                               "forward"),) if moe and ep_l.size > 1 else ())

@@ -7,6 +7,7 @@ published kernel speed."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -291,6 +292,64 @@ def test_balanced_routing_charges_the_mean_load():
     assert work(True).ep_bytes == 4096 / 2 * 2 * 4096 * 2  # tokens / tp x top-2 x hidden x bf16
     assert work(False).ep_bytes > work(True).ep_bytes * 1.01
     assert work(False).gemm > work(True).gemm
+
+
+QWEN3_30B = "\n".join([
+    "dp 8 on nodes(8 gpus, nvlink)", "ep 8 over dp",
+    "model {", "  layers 4, hidden 2048, ffn 6144, heads 32, kv-heads 4, head-dim 128, vocab 151936",
+    "  activation swiglu, norm rmsnorm, position rope, tied-embeddings off",
+    "  experts 128, top-k 8, expert-ffn 768", "}", "hardware { gpu h100-sxm }", "target megatron",
+    "train {", "  seq 4096, global-batch 64, micro-batch 1", "  precision fp8, optimizer adamw, recompute none",
+    "}"]) + "\n"
+
+
+def test_host_stall_hand_computed():
+    """One device-to-host read of the token counts: 20 us of round trip, then the GPU idles while
+    the host (10 us an op) lags behind it. 111 ops after the sync against 1.029 ms of GPU work:
+    1.110 ms of launches, 81 us idle, 101 us in all; against 3 ms of GPU work the launches hide
+    and the round trip alone shows; no ops: the round trip."""
+    assert kernels.host_stall_seconds(111, 1.029e-3) == pytest.approx(20e-6 + 1.110e-3 - 1.029e-3, rel=1e-9)
+    assert kernels.host_stall_seconds(111, 1.029e-3) == pytest.approx(101e-6, rel=1e-9)
+    assert kernels.host_stall_seconds(111, 3e-3) == pytest.approx(20e-6, rel=1e-12)
+    assert kernels.host_stall_seconds(0, 0.0) == pytest.approx(20e-6, rel=1e-12)
+
+
+def test_moe_layer_forward_pays_one_host_sync_per_micro_batch():
+    """A Qwen3-30B-A3B-shaped layer (128 experts of FFN 768, top-8, ep 8: 16 local experts) under
+    Megatron-Core with fp8, counted by hand: the host issues Q/K/V, the attention output and the
+    router's logits (3 GEMMs), 16 experts x 2 matrices through the grouped GEMM (32 cuBLAS calls),
+    an fp8 cast before each of the 35, two norms, two residual adds, the activation and RoPE (6),
+    the router's 4 memory-bound kernels and one flash-attention kernel: 81, plus the
+    dispatcher's 30. Each micro-batch's forward of each MoE layer pays `host_stall_seconds` of
+    those 111 ops against the layer's GPU forward; backward pays nothing (the split sizes are
+    already on the host); `moe_host_sync` off (capacity padding, CUDA graphs) pays nothing."""
+    compiled = compile_text(QWEN3_30B, path="qwen3.par")
+    assert compiled.plan is not None, compiled.diagnostics
+    plan = compiled.plan
+    s, hw = shape_of(plan), timing.hardware_of(plan)
+    assert (s.experts, s.top_k, s.expert_ffn) == (128, 8, 768)
+    w = timing.layer_work(s, True, 1, False, 1, "ring", 4096, 1, 8, "fp8", "flash-te", "fused", hw, DEFAULT)
+    assert w.launches_f == 3 * 2 + 32 * 2 + 6 + 4 + 1 == 81
+
+    from parc.memory.inputs import knobs_of
+    from parc.targets import memory_runtime, software_of
+    sw = software_of(plan)
+    assert sw.kernels == "fused" and sw.moe_host_sync
+    k = knobs_of(plan, memory_runtime(plan.target))
+    geo = timing.geometry_of(plan, hw)
+
+    def times(sync: bool) -> timing.RankTimes:
+        loads, per = timing.rank_times(s, k, hw, geo, DEFAULT, replace(sw, moe_host_sync=sync))
+        assert len(loads) == 1
+        return per[loads[0]]
+
+    on, off = times(True), times(False)
+    layers = on.moe_layers
+    assert layers == 4
+    gpu_forward = timing.slowed(w, sw, DEFAULT).forward
+    stall = 20e-6 + max(0.0, 111 * 10e-6 - gpu_forward)
+    assert on.forward - off.forward == pytest.approx(layers * stall, rel=1e-9)
+    assert on.backward_input == off.backward_input and on.backward_weight == off.backward_weight
 
 
 def test_data_parallel_traffic_queues_behind_the_other_axes_on_the_nic():
