@@ -170,11 +170,14 @@ def test_a_killed_rank_resumes_from_the_last_checkpoint_with_the_same_losses(job
     _assert_resumed(*_killed_run(job, "killed"), uninterrupted)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("launcher", [("--rdzv-backend", "c10d", "--rdzv-endpoint", "127.0.0.1:29581", "--nnodes", "1"),
                                       ("--nnodes", "1", "--master-addr", "127.0.0.1", "--master-port", "29582")],
                          ids=["c10d-rendezvous", "static-rendezvous"])
 def test_a_killed_rank_resumes_under_other_rendezvous(job, uninterrupted, launcher):
-    """launch/torchrun.sh uses a c10d endpoint; the static form is torchrun's other common one."""
+    """launch/torchrun.sh uses a c10d endpoint; the static form is torchrun's other common one.
+    Left out of the default run (`pytest -m long`): each is a killed 4-rank run and its restart,
+    like the default run's --standalone case (itself a c10d rendezvous on a local endpoint)."""
     _assert_resumed(*_killed_run(job, f"killed-{launcher[1]}", launcher=launcher), uninterrupted)
 
 

@@ -69,3 +69,59 @@ def cases():
 @pytest.mark.parametrize(("name", "pp", "v", "m"), list(cases()))
 def test_live_receives_are_torchs_lowering(name, pp, v, m):
     assert parc_schedules.receive_buffers(name, pp, v, m) == torch_live_receives(name, pp, v, m)
+
+
+def torch_dualpipe_v(pp: int, m: int):
+    """torch's own ScheduleDualPipeV for rank 0, on stand-ins for its two stages (its constructor
+    reads only these fields before it checks the micro-batch count)."""
+    import types
+
+    import torch
+
+    def stage(index: int):
+        return types.SimpleNamespace(group_size=pp, group_rank=0, num_stages=2 * pp, stage_index=index,
+                                     submod=torch.nn.Linear(1, 1), is_first=index == 0, is_last=False)
+    return torch_schedules.ScheduleDualPipeV([stage(0), stage(2 * pp - 1)], m)
+
+
+@pytest.mark.parametrize("pp", (2, 4, 8))
+def test_dualpipe_v_under_two_pp_microbatches_is_no_job(pp):
+    """Under 2 pp micro-batches (DeepSeek-V3's ramp start, 3,072 sequences: 24 on pp 16) there is
+    no DualPipe-V job whose receives could be counted: torch's constructor refuses (parc says
+    E0320), and below 2 pp - 1 torch cannot even place the sends and receives of its own compute
+    order. There `receive_buffers` is the bound of every receive of the step alive at once
+    (2 v m, each one boundary tensor), which grows with m; from 2 pp - 1 on it is torch's walk,
+    at most 4 per rank whatever m (docs/memory-model.md, section 4, `p2p`)."""
+    from parc.checks.predicates import schedule_rejects_microbatches
+
+    lowered = 0
+    for m in range(1, 2 * pp + 2):
+        refused = m < 2 * pp
+        assert (schedule_rejects_microbatches("dualpipe-v", pp, m) == "E0320") == refused
+        if refused:
+            with pytest.raises(ValueError, match="at least as many microbatches as stages"):
+                torch_dualpipe_v(pp, m)
+        else:
+            torch_dualpipe_v(pp, m)
+        try:
+            walked = torch_live_receives("dualpipe-v", pp, 2, m)
+        except AssertionError as failed:
+            assert "can't schedule sends/recvs" in str(failed)
+            assert m < 2 * pp - 1
+            assert parc_schedules.receive_buffers("dualpipe-v", pp, 2, m) == (2 * 2 * m,) * pp
+            continue
+        lowered += 1
+        assert m >= 2 * pp - 1
+        assert parc_schedules.receive_buffers("dualpipe-v", pp, 2, m) == walked
+        assert max(walked) <= 4
+    assert lowered == 3  # 2 pp - 1 (refused by the constructor only), 2 pp, 2 pp + 1
+
+
+def test_deepseek_v3_ramp_start_is_refused():
+    """specs/deepseek-v3-like.par at its ramp's start: 3,072 sequences over dp 128 are 24
+    micro-batches on pp 16, under torch's 32; the p2p `parc explain` shows there (96 receives,
+    5.2 GiB) is the every-receive bound, not a job's (test above, at pp 2, 4 and 8)."""
+    with pytest.raises(ValueError, match="at least as many microbatches as stages"):
+        torch_dualpipe_v(16, 24)
+    assert parc_schedules.receive_buffers("dualpipe-v", 16, 2, 24) == (96,) * 16
+    assert max(parc_schedules.receive_buffers("dualpipe-v", 16, 2, 120)) == 4
