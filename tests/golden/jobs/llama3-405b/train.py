@@ -508,14 +508,17 @@ class MemoryMeter:
     def after_backward(self) -> None:
         params = [p for part in self.rt.parts for p in part.parameters()]
         self.report["params_bytes"] = storage_bytes(params)
-        self.report["grads_bytes"] = storage_bytes(p.grad for p in params if p.grad is not None)
+        # (zero1: the buckets' fp32 main gradients; autograd's own are dropped by their hooks)
+        self.report["grads_bytes"] = storage_bytes(g for p in params for g in (p.grad, getattr(p, "main_grad", None))
+                                                   if g is not None)
 
     def after_step(self, optimizer) -> None:
         inner = getattr(optimizer, "inner", None)
         states = [v for o in ([inner] if inner is not None else optimizer.optimizers) for s in o.state.values()
                   for v in s.values() if isinstance(v, torch.Tensor)]
-        # zero1's distributed optimizer: master and reduced-gradient shards, the all-gather's shard
-        states += [t for b in getattr(optimizer, "buckets", ()) for t in (b.main, b.grad_shard, b.piece)]
+        # zero1's distributed optimizer: master and reduced-gradient shards (the all-gather's
+        # input is this rank's shard of the parameters themselves)
+        states += [t for b in getattr(optimizer, "buckets", ()) for t in (b.main, b.grad_shard)]
         self.report["optimizer_bytes"] = storage_bytes(v for v in states if v.dim() > 0)
         self.report["optimizer_step_bytes"] = storage_bytes(v for v in states if v.dim() == 0)
         # A checkpoint's state dict: what it allocates beyond the tensors that already exist.
@@ -650,15 +653,16 @@ class CollectiveRecorder:
         size = data.numel() * data.element_size() * (len(ranks) if gathered else 1)
         axis = self.axes.get(group_name(group)) or self.axes.get(ranks, "other")
         key = (kind, axis, str(data.dtype).removeprefix("torch."), len(ranks))
-        entry = self.found.setdefault(key, [0, 0])
+        entry = self.found.setdefault(key, [0, 0, 0])
         entry[0] += size
         entry[1] += 1
+        entry[2] += torch._C._current_graph_task_id() != -1  # issued from inside the backward
 
     def write(self, path: Path) -> None:
         mine = {"rank": dist.get_rank(),
                 "coordinates": dict(zip(parallel.MESH_DIMS, self.rt.meshes.world.get_coordinate(), strict=True)),
-                "collectives": [{"kind": k, "axis": a, "dtype": d, "group_size": n, "bytes": b, "count": c}
-                                for (k, a, d, n), (b, c) in sorted(self.found.items())]}
+                "collectives": [{"kind": k, "axis": a, "dtype": d, "group_size": n, "bytes": b, "count": c,
+                                 "in_backward": inside} for (k, a, d, n), (b, c, inside) in sorted(self.found.items())]}
         self.active = False
         everyone = [None] * dist.get_world_size()
         dist.all_gather_object(everyone, mine)
