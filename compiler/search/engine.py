@@ -726,14 +726,15 @@ class Engine:
 
     def _rank_tail(self, item: _Degrees, r, ks: Knobs) -> float:
         """One rank's `timing.dp_exposed` on `_best_links` plus its optimizer step, kept with the
-        degrees on the plain numbers that determine it (the rank's parameters, layers and times,
-        the micro-batches, sharding, pp, virtual stages and hsdp shard: what `dp_ledger` and
-        `dp_exposed` read; the links follow from the degrees and the shard). Most groups of a
-        layout repeat a few ranks' values (every schedule with the same virtual stages), and the
-        time model's own caches hash its links and ledger on every call."""
-        key = ("tail", r.params_dense, r.params_expert, r.layers, r.moe_layers, r.forward, r.backward_input,
-               r.backward_weight, r.recompute, ks.microbatches, ks.sharding, ks.pp, ks.virtual_stages,
-               ks.hsdp_shard, ks.optimizer)
+        degrees on the plain numbers that determine it: the rank's parameters, layers, forward
+        and whole backward summed as `dp_exposed` sums it (the zero-bubble schedules split it
+        differently), the micro-batches, sharding, pp, virtual stages and hsdp shard (what
+        `dp_ledger` and `dp_exposed` read; the links follow from the degrees and the shard). The
+        groups of a layout repeat a few ranks' values (every schedule with the same chunks), and
+        the time model's own caches hash its links and ledger on every call."""
+        key = ("tail", r.params_dense, r.params_expert, r.layers, r.moe_layers, r.forward,
+               r.backward_input + r.backward_weight + r.recompute, ks.microbatches, ks.sharding, ks.pp,
+               ks.virtual_stages, ks.hsdp_shard, ks.optimizer)
         cache = item.opt_cache
         cached = cache.get(key)
         if cached is None:
