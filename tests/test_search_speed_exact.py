@@ -127,3 +127,31 @@ def test_a_set_of_pipelines_bound_is_below_each_of_its_groups_bound(path):
         assert engine.pipes_bound(*group) <= engine.bound(*group), group
         checked += 1
     assert checked
+
+
+@pytest.mark.parametrize("path", PIPE_SPACES[:2])
+def test_kept_rank_tails_are_the_time_models_own(path):
+    """`Engine._rank_tail` keeps each rank's data-parallel tail and optimizer step on the plain
+    numbers that determine them: over every group and sharding of a space, visited in a
+    shuffled order (so kept values are reused across groups and pipelines), the kept tail is
+    `timing.dp_exposed` + `timing.optimizer_seconds` computed afresh."""
+    from parc import timing
+
+    engine = _engine(path)
+    groups = []
+    engine._scan = lambda found: groups.extend(found)
+    engine.run()
+    assert groups
+    random.Random(18).shuffle(groups)
+    sw, checked = engine.software, 0
+    for group in groups[:400]:  # a sample: reused values come from many layouts still
+        item = group[0]
+        _, core, times, _, knobs = engine._parts(group)
+        for ks in knobs:
+            links = engine._best_links(item, ks.hsdp_shard)
+            plain = core + max(timing.dp_exposed(r, ks, *links, sw.grad_bytes, sw.dp_runtime)[0]
+                               + timing.optimizer_seconds(r, ks, engine.hw, engine.constants) for r in times)
+            if engine.inside_is_fastest:
+                assert engine._tail(item, ks, core, times) == plain
+                checked += 1
+    assert checked

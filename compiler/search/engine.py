@@ -724,8 +724,26 @@ class Engine:
         `_best_links` (the optimizer step alone where inside links are not the faster ones)."""
         if not self.inside_is_fastest:
             return core + max(self._optimizer(item, r, ks) for r in times)
-        links = self._best_links(item, ks.hsdp_shard)
-        return core + max(timing.dp_exposed(r, ks, *links, self.software.grad_bytes, self.software.dp_runtime)[0] + self._optimizer(item, r, ks) for r in times)
+        return core + max(self._rank_tail(item, r, ks) for r in times)
+
+    def _rank_tail(self, item: _Degrees, r, ks: Knobs) -> float:
+        """One rank's `timing.dp_exposed` on `_best_links` plus its optimizer step, kept with the
+        degrees on the plain numbers that determine it: the rank's parameters, layers, forward
+        and whole backward summed as `dp_exposed` sums it (the zero-bubble schedules split it
+        differently), the micro-batches, sharding, pp, virtual stages and hsdp shard (what
+        `dp_ledger` and `dp_exposed` read; the links follow from the degrees and the shard). The
+        groups of a layout repeat a few ranks' values (every schedule with the same chunks), and
+        the time model's own caches hash its links and ledger on every call."""
+        key = ("tail", r.params_dense, r.params_expert, r.layers, r.moe_layers, r.forward,
+               r.backward_input + r.backward_weight + r.recompute, ks.microbatches, ks.sharding, ks.pp,
+               ks.virtual_stages, ks.hsdp_shard, ks.optimizer)
+        cache = item.opt_cache
+        cached = cache.get(key)
+        if cached is None:
+            links = self._best_links(item, ks.hsdp_shard)
+            cached = cache[key] = timing.dp_exposed(r, ks, *links, self.software.grad_bytes,
+                                                    self.software.dp_runtime)[0] + self._optimizer(item, r, ks)
+        return cached
 
     def _classes(self, item: _Degrees, shard: int) -> list:
         """Rank orders grouped by the placement they give every group: [(order, geometry, weight)]."""
