@@ -82,6 +82,49 @@ def plan_of(spec: str):
     return compile_path(str(SPECS / f"{spec}.par")).plan
 
 
+def model_module(job: Path, name: str):
+    """The job's model.py imported as module `name` (in this process: its custom operators are
+    registered here)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, job / "model.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def one_micro_batch(module, plan, mode, dtype: torch.dtype | None = None) -> None:
+    """One micro-batch of the job's model, forward and backward, under `mode` (a counter or a
+    recorder): weights drawn from N(0, 0.02) with seed 0, in `dtype` if given, tokens as the
+    plan's micro-batch and sequence, cross-entropy loss in fp32."""
+    torch.manual_seed(0)
+    net = module.Transformer()
+    for p in net.parameters():
+        if p.is_floating_point():
+            torch.nn.init.normal_(p, std=0.02)
+    if dtype is not None:
+        net = net.to(dtype)
+    tokens = torch.randint(0, plan.model.vocab, (plan.training.micro_batch, plan.training.seq_len))
+    with mode:
+        logits = net(tokens)
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), tokens.flatten())
+        loss.backward()
+
+
+def only_rank_ledger(plan):
+    """The time model's ledger of a one-rank plan, and its knobs (`timing.rank_steps` as the
+    torch runtime runs it)."""
+    from parc import timing
+    from parc.memory.inputs import knobs_of, shape_of
+    from parc.targets import software_of
+
+    hw = timing.hardware_of(plan)
+    knobs = knobs_of(plan, "torch")
+    _, steps = timing.rank_steps(shape_of(plan), knobs, hw, timing.geometry_of(plan, hw), sw=software_of(plan))
+    assert len(steps) == 1
+    return next(iter(steps.values())).ledger, knobs
+
+
 def torchrun(job: Path, nproc: int, *args: str, out: Path | None = None, timeout: float = RUN_TIMEOUT,
              grads: bool = True) -> Run:
     """Run train.py of `job` with `nproc` CPU processes; logs and gradients go under `out`."""

@@ -21,12 +21,11 @@ Tolerances and why:
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-from .harness import compile_job, plan_of
+from .harness import compile_job, model_module, one_micro_batch, only_rank_ledger, plan_of
 
 pytestmark = pytest.mark.e2e
 
@@ -39,15 +38,7 @@ def counted_flops(job: Path, plan) -> dict[str, float]:
     import torch
     from torch.utils import flop_counter as fc
 
-    spec = importlib.util.spec_from_file_location(f"flops_of_{job.name.replace('-', '_')}", job / "model.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    torch.manual_seed(0)
-    net = module.Transformer()
-    for p in net.parameters():
-        if p.is_floating_point():
-            torch.nn.init.normal_(p, std=0.02)
-    tokens = torch.randint(0, plan.model.vocab, (plan.training.micro_batch, plan.training.seq_len))
+    module = model_module(job, f"flops_of_{job.name.replace('-', '_')}")
     aten = torch.ops.aten
     # the model's attention is one custom op forward (parc::block_attention, opaque to the
     # counter), one causal block over the whole sequence without cp; its backward runs the aten
@@ -61,10 +52,7 @@ def counted_flops(job: Path, plan) -> dict[str, float]:
             lambda grad, q, k, v, *args, out_shape=None, **kw: fc.sdpa_backward_flop_count(grad, q, k, v),
     }
     counter = fc.FlopCounterMode(display=False, custom_mapping=mapping)
-    with counter:
-        logits = net(tokens)
-        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), tokens.flatten())
-        loss.backward()
+    one_micro_batch(module, plan, counter)
     by_op = counter.get_flop_counts()["Global"]
     assert by_op, "the counter saw no operation"
     attention = sum(n for op, n in by_op.items() if "scaled_dot_product" in str(op) or "block_attention" in str(op))
@@ -88,15 +76,7 @@ def _counted_flops_of_spec(job: Path, spec: str) -> dict[str, float]:
 
 def ledger_flops(plan) -> dict[str, float]:
     """The ledger's FLOPs of one micro-batch on the plan's (only) rank, per op kind."""
-    from parc import timing
-    from parc.memory.inputs import knobs_of, shape_of
-    from parc.targets import software_of
-
-    hw = timing.hardware_of(plan)
-    knobs = knobs_of(plan, "torch")
-    _, steps = timing.rank_steps(shape_of(plan), knobs, hw, timing.geometry_of(plan, hw), sw=software_of(plan))
-    assert len(steps) == 1
-    ledger = next(iter(steps.values())).ledger
+    ledger, knobs = only_rank_ledger(plan)
     assert ledger.compute, "an empty compute ledger would check nothing"
     return {op: ledger.flops(op) / knobs.microbatches for op in ("gemm", "attention")}
 

@@ -23,12 +23,11 @@ from the recording to build it.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-from .harness import compile_job, plan_of
+from .harness import compile_job, model_module, one_micro_batch, only_rank_ledger, plan_of
 
 pytestmark = pytest.mark.e2e
 
@@ -51,9 +50,7 @@ def recorded_bytes(job: Path, plan) -> dict[str, tuple[int, int]]:
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    spec = importlib.util.spec_from_file_location(f"hbm_of_{job.name.replace('-', '_')}", job / "model.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # registers parc::block_attention
+    module = model_module(job, f"hbm_of_{job.name.replace('-', '_')}")  # registers parc::block_attention
     aten = torch.ops.aten
     kinds = {aten.mm.default: "gemm", aten.addmm.default: "gemm", aten.bmm.default: "gemm",
              torch.ops.parc.block_attention.default: "attention_f",
@@ -70,31 +67,13 @@ def recorded_bytes(job: Path, plan) -> dict[str, tuple[int, int]]:
                 calls_bytes[1] += _nbytes(args) + _nbytes(out)
             return out
 
-    torch.manual_seed(0)
-    net = module.Transformer()
-    for p in net.parameters():
-        if p.is_floating_point():
-            torch.nn.init.normal_(p, std=0.02)
-    net = net.to(torch.bfloat16)
-    tokens = torch.randint(0, plan.model.vocab, (plan.training.micro_batch, plan.training.seq_len))
-    with Recorder():
-        logits = net(tokens)
-        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), tokens.flatten())
-        loss.backward()
+    one_micro_batch(module, plan, Recorder(), dtype=torch.bfloat16)
     return {kind: (calls, nbytes) for kind, (calls, nbytes) in seen.items()}
 
 
 def ledger_bytes(plan) -> dict[str, float]:
     """The ledger's HBM bytes of one micro-batch on the plan's (only) rank, per op kind."""
-    from parc import timing
-    from parc.memory.inputs import knobs_of, shape_of
-    from parc.targets import software_of
-
-    hw = timing.hardware_of(plan)
-    knobs = knobs_of(plan, "torch")
-    _, steps = timing.rank_steps(shape_of(plan), knobs, hw, timing.geometry_of(plan, hw), sw=software_of(plan))
-    assert len(steps) == 1
-    ledger = next(iter(steps.values())).ledger
+    ledger, knobs = only_rank_ledger(plan)
     assert knobs.recompute == "none"  # the in-process run recomputes nothing
     return {op: ledger.hbm_bytes(op) / knobs.microbatches for op in ("gemm", "attention")}
 
