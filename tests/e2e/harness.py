@@ -93,6 +93,18 @@ def model_module(job: Path, name: str):
     return module
 
 
+def in_fresh_interpreter(fn, *args):
+    """`fn(*args)` in a spawned interpreter. The job's custom operators (parc::block_attention) are
+    registered by name, once per process: an earlier test's model.py, collected since, leaves the
+    name pointing at an operator a counter or recorder in this process never sees. `fn` must be a
+    module-level function and its arguments picklable."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(fn, *args).result()
+
+
 def one_micro_batch(module, plan, mode, dtype: torch.dtype | None = None) -> None:
     """One micro-batch of the job's model, forward and backward, under `mode` (a counter or a
     recorder): weights drawn from N(0, 0.02) with seed 0, in `dtype` if given, tokens as the

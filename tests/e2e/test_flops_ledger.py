@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from .harness import compile_job, model_module, one_micro_batch, only_rank_ledger, plan_of
+from .harness import compile_job, in_fresh_interpreter, model_module, one_micro_batch, only_rank_ledger, plan_of
 
 pytestmark = pytest.mark.e2e
 
@@ -59,18 +59,8 @@ def counted_flops(job: Path, plan) -> dict[str, float]:
     return {"attention": float(attention), "gemm": float(sum(by_op.values()) - attention)}
 
 
-def counted_flops_fresh(job: Path, spec: str) -> dict[str, float]:
-    """`counted_flops` in a fresh interpreter: the job's custom operators (parc::block_attention)
-    are registered by name, once per process, and an earlier test's model.py registration,
-    collected since, leaves the name pointing at an operator the counter never sees."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return pool.submit(_counted_flops_of_spec, job, spec).result()
-
-
 def _counted_flops_of_spec(job: Path, spec: str) -> dict[str, float]:
+    """`counted_flops` of a spec by name (run in a fresh interpreter, harness.in_fresh_interpreter)."""
     return counted_flops(job, plan_of(spec))
 
 
@@ -88,7 +78,7 @@ def test_ledger_flops_equal_torchs_flop_counter(spec, tmp_path):
     counter's (the counter ignores the causal mask, module doc)."""
     plan = plan_of(spec)
     assert plan.cluster.world_size == 1
-    counted = counted_flops_fresh(compile_job(spec, tmp_path), spec)
+    counted = in_fresh_interpreter(_counted_flops_of_spec, compile_job(spec, tmp_path), spec)
     model = ledger_flops(plan)
     assert counted["gemm"] > 0 and counted["attention"] > 0
     assert model["gemm"] == pytest.approx(counted["gemm"], rel=TIGHT)
