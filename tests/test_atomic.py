@@ -282,7 +282,7 @@ def _killed_run(args: list[str], step: int, when: str, cwd: Path, exchange: bool
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("when", ["before", "after"])
+@pytest.mark.parametrize("when", ["before", pytest.param("after", marks=pytest.mark.long)])
 def test_compile_killed_at_every_step_leaves_the_old_or_the_new_job(tmp_path, monkeypatch, when):
     # Relative paths throughout: plan.json names the spec as given, so trees compare across folders.
     reference = tmp_path / "reference"
@@ -309,7 +309,7 @@ def test_compile_killed_at_every_step_leaves_the_old_or_the_new_job(tmp_path, mo
     assert killed >= 8
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_the_kill_test_can_fail_two_renames_leave_a_moment_without_the_job(tmp_path, monkeypatch):
     """Why the exchange matters: without it, a kill between the two renames loses the job path."""
     for step in range(1, 60):

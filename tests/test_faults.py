@@ -181,6 +181,7 @@ def test_a_killed_rank_resumes_under_other_rendezvous(job, uninterrupted, launch
     _assert_resumed(*_killed_run(job, f"killed-{launcher[1]}", launcher=launcher), uninterrupted)
 
 
+@pytest.mark.long
 def test_resume_with_no_checkpoint_yet_starts_from_step_zero(job, uninterrupted):
     log = job.parent / "resume-empty.jsonl"
     status, output, _ = torchrun(job, "train.py", "--steps", "2", "--lr", "1e-3", "--log-json", str(log), "--log-every", "1",

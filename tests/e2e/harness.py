@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,6 +92,17 @@ def model_module(job: Path, name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def one_of_each_kind(cases, kept):
+    """`cases` as pytest parameters, those not in `kept` marked `long`: the default run keeps one
+    fast case of each kind (the whole suite has a time budget), `pytest -m long` runs every case.
+    A case is a value or a tuple of values (several parameters)."""
+    kept = set(kept)
+    assert kept and kept <= set(cases), f"kept cases {sorted(kept - set(cases))} are not cases"
+    return [case if case in kept else
+            pytest.param(*(case if isinstance(case, tuple) else (case,)), marks=pytest.mark.long)
+            for case in cases]
 
 
 def in_fresh_interpreter(fn, *args):

@@ -59,6 +59,7 @@ def test_asynchronous_checkpoints_resume_like_synchronous_ones(workdir, referenc
     resume_elsewhere(workdir, saved, "reference", 1, reference, "async-resume")
 
 
+@pytest.mark.long
 def test_aux_free_expert_bias_resumes_under_another_layout(workdir):
     """The routers' expert bias is model state: ep 2 x dp 2 saves it after step 2, one process
     resumes from it and steps 2 and 3 match the uninterrupted single-process run."""
@@ -112,6 +113,7 @@ def test_zero1_checkpoint_resumes_under_zero3_on_dp8(workdir, reference, zero1_s
     resume_elsewhere(workdir, zero1_saved, "fsdp8", 8, reference, "zero1-to-fsdp8")
 
 
+@pytest.mark.long
 def test_zero1_moe_with_tp_and_ep_saves_shards_one_process_resumes(workdir, reference_moe):
     """zero1 under tp 2 (SP) x dp 2 with ep 2 over dp: the dense bucket mixes tp-split and
     tp-replicated parameters and the experts have their own bucket over edp; one process

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from .harness import compile_job, plan_of, torchrun
+from .harness import compile_job, one_of_each_kind, plan_of, torchrun
 
 pytestmark = pytest.mark.e2e
 
@@ -127,7 +127,7 @@ def model_dp_ledger(plan) -> dict[str, tuple[float, int]]:
     return out
 
 
-@pytest.mark.parametrize("spec", sorted(DP_CASES))
+@pytest.mark.parametrize("spec", one_of_each_kind(sorted(DP_CASES), ["traffic-zero1", "traffic-zero3"]))
 def test_data_parallel_traffic_per_step_matches_the_table(spec, tmp_path):
     """The recorded collectives equal the table; and the time model's ledger (what `parc
     explain` charges) equals them: bytes within 1 % and calls exactly per kind, over the data
@@ -256,6 +256,7 @@ def test_the_ledger_is_what_the_job_issues(spec, tmp_path):
     assert_ledger_is_the_job(spec, tmp_path)
 
 
+@pytest.mark.long  # tp traffic in the default run: test_the_ledger_is_what_the_job_issues[traffic-tp2-sp]
 def test_tensor_parallel_traffic_per_step_matches_the_table(tmp_path):
     """tp 2 without sequence parallelism (Megatron's f and g operators, one pair per attention and
     per FFN): per layer and micro-batch, two all-reduces of the (micro-batch, seq, hidden)
@@ -285,6 +286,7 @@ def test_tensor_parallel_traffic_per_step_matches_the_table(tmp_path):
         assert_matches(table(record, by_dtype=True), expected, f"tp rank {record['rank']}")
 
 
+@pytest.mark.long  # ... and SP there too
 def test_sequence_parallel_traffic_per_step_matches_the_table(tmp_path):
     """tp 2 with sequence parallelism, one collective per module each way (Megatron's f/g pairs:
     attention's and the FFN's input is gathered once into a Replicate DTensor, so the Partial
@@ -312,6 +314,7 @@ def test_sequence_parallel_traffic_per_step_matches_the_table(tmp_path):
         assert_matches(table(record, by_dtype=True), expected, f"tp rank {record['rank']}")
 
 
+@pytest.mark.long  # pp traffic in the default run: test_the_ledger_is_what_the_job_issues[traffic-pp2-zbv]
 def test_pipeline_traffic_per_step_matches_the_table(tmp_path):
     """pp 2 (gpipe) x dp 2 under zero3: each micro-batch's activations (micro-batch, seq,
     hidden) go forward once and their gradients backward once; the weights are gathered once

@@ -50,6 +50,7 @@ def test_clipping_bounds_the_update_and_logs_the_true_norm(reference_clip, refer
     assert 0 < drop_clipped < 0.5 * drop_free, (drop_clipped, drop_free)
 
 
+@pytest.mark.long
 def test_clipping_under_tp_and_pp_matches_one_process(workdir, reference_clip):
     run = train(compile_job("clip-tp2-pp2", workdir), 4, *SGD_LR)
     assert_parity(run, reference_clip)

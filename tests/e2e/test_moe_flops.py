@@ -22,6 +22,8 @@ from parc.atomic import write_tree
 from parc.backends import job_files
 from parc.pipeline import compile_path
 
+from .harness import one_of_each_kind
+
 pytestmark = pytest.mark.e2e
 
 TORCHRUN = Path(sys.executable).with_name("torchrun")
@@ -118,7 +120,7 @@ def assert_one_sync_per_layer(ranks: list[dict]) -> None:
             assert len(seen) == 1, f"rank {rank}, layer {layer}: {len(seen)} host syncs {seen}"
 
 
-@pytest.mark.parametrize("sp", ["off", "on"])
+@pytest.mark.parametrize("sp", one_of_each_kind(["off", "on"], ["on"]))
 def test_expert_flops_per_tp_rank_are_one_over_tp(tmp_path, sp):
     [one] = probe(tmp_path, "tp1", "dp 1 on nodes(1 gpus, nvlink)", 1)
     whole = one["flops"]
@@ -131,7 +133,7 @@ def test_expert_flops_per_tp_rank_are_one_over_tp(tmp_path, sp):
     assert_one_sync_per_layer([one, *shards])
 
 
-@pytest.mark.parametrize("moe", ["", "moe-balance aux-free 0.001\n  capacity-factor 1.0"])
+@pytest.mark.parametrize("moe", one_of_each_kind(["", "moe-balance aux-free 0.001\n  capacity-factor 1.0"], [""]))
 def test_one_host_sync_per_moe_layer_under_expert_parallelism(tmp_path, moe):
     """The dispatcher reads both count tables at once: the layer's one sync (also with the
     aux-free bias and a capacity limit, whose dropped copies stay behind)."""

@@ -16,7 +16,7 @@ import time
 import pytest
 from parc.stages import pipeline_chunks
 
-from .harness import TORCHRUN, compile_job, plan_of, torchrun
+from .harness import TORCHRUN, compile_job, one_of_each_kind, plan_of, torchrun
 
 pytestmark = pytest.mark.e2e
 
@@ -82,7 +82,7 @@ def test_dry_run_prints_the_plans_coordinates_and_groups(workdir):
     assert not any("loss" in r for r in run.records)  # no training
 
 
-@pytest.mark.parametrize("spec", ["moe-4d", "moe-ep-over-cp-dp"])
+@pytest.mark.parametrize("spec", one_of_each_kind(["moe-4d", "moe-ep-over-cp-dp"], ["moe-ep-over-cp-dp"]))
 def test_dry_run_expert_groups_follow_the_plans_fold(spec, workdir):
     """ep 2 over dp with tp and pp around it; ep 4 over cp x dp."""
     plan, ranks, _ = _dry_run(spec, workdir)
