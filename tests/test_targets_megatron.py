@@ -20,7 +20,8 @@ from .conftest import ROOT
 
 FLAGS = {line for line in (ROOT / "tests" / "data" / "megatron_lm_core_v0.16.0_flags.txt").read_text().splitlines()
          if line.startswith("--")}
-HAVE_MCORE = importlib.util.find_spec("megatron.core") is not None
+HAVE_MCORE = importlib.util.find_spec("megatron") is not None and importlib.util.find_spec("megatron.core") is not None
+"""(find_spec of a submodule raises when its parent package is missing.)"""
 
 LAYOUTS = {
     "dense-vpp-zero1": ("tp 8 x dp 4 x pp 4 on nodes(8 gpus, nvlink)", "llama3-70b", "",
