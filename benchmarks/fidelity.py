@@ -731,8 +731,23 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   all-gather: K and V gathered forward, their gradients reduce-scattered backward, exposed.
   all-to-all (Ulysses): Q, K, V and the output re-sharded each way, exposed.
 - **ep**, per MoE layer: dispatch and combine all-to-alls of `2 (n/sp) top_k h` bytes forward and
-  again backward, exposed; under dualpipe-v they overlap the other micro-batch's computation and
-  only what exceeds the layer's computation shows (DeepSeek-AI 2024).
+  again backward, exposed; under dualpipe-v, and where the runtime overlaps them with another
+  micro-batch's computation (`Software.ep_overlap`: Megatron-Core's 1F1B all-to-all overlap,
+  `--overlap-moe-expert-parallel-comm`), only what exceeds the layer's computation shows
+  (DeepSeek-AI 2024). DeepEP (`Software.ep_dispatcher = "deepep"`, the runs that state it) sends a
+  token once to each node holding any of its experts, over RDMA to the GPU of the same index
+  there, which forwards it over NVLink once to each GPU of its node holding one; inside a node,
+  once per destination GPU (the combine mirrors it). With the experts chosen at random, a
+  token's copies per GPU are, over the NIC, the expected distinct remote nodes
+  `(N - 1)(1 - C(E - E/N, k) / C(E, k))` (N nodes in the ep group, k = top_k), and over NVLink
+  `(l - 1)/l` of the expected distinct destination GPUs `n (1 - C(E - E/n, k) / C(E, k))` (l of
+  them per node), against a plain all-to-all's `k (n - l)/n` and `k (l - 1)/n`
+  (`kernels.deepep_fractions`; tests/test_deepep.py walks a simulated router's tokens through
+  DeepEP's path): the ModelZoo's ep 32 over 4 nodes puts 2.7 copies per token on the NIC instead
+  of 6. The call takes the slower of its two links. DeepEP's kernels hold 20 SMs
+  (`kernels.DEEPEP_SMS`, Megatron-Core's default, DeepSeek-V3's figure) while they transfer:
+  overlapped, T seconds of transfer beside W seconds of computation take `max(T, W + 20/132 T)`
+  on an H100, so at least that share of the transfer shows.
 - **Selective recomputation in parc's runtime** replays a block's forward up to the FFN's
   activation, serving its saved ops (Q/K/V and up-projection matmuls, the attention kernel, the
   token exchanges) from its cache and running the rest again, collectives included: tp's
@@ -1194,9 +1209,9 @@ runtime, eager PyTorch with FlashAttention and no tensor-parallel overlap, unles
 - Memory-bandwidth contention between communication kernels and computation (NCCL's SMs are
   counted as free), and network congestion beyond the NIC share (a fat-tree without
   oversubscription is assumed).
-- DeepSeek-V3's node-limited routing and DeepEP's NVLink forwarding (its all-to-all carries one
-  copy of a token per destination node over InfiniBand) and FP8 dispatch: the ep all-to-all is
-  charged in full over the NICs. Rows that state DeepEP are evaluated but not fitted.
+- DeepSeek-V3's node-limited routing (at most 4 nodes per token; DeepEP's bytes are charged for
+  unrestricted random routing) and FP8 dispatch. Mixture-of-experts rows are evaluated, never
+  fitted: no fitted constant is a MoE one, so they check the MoE physics out of sample.
 - The host: kernel launch rates and the MoE dispatcher's device-to-host synchronisation.
 - Load imbalance between experts beyond a random router's (the balls-into-bins floor above is
   charged whatever the spec's balancing says; how far an unbalanced router strays above it
@@ -1483,8 +1498,8 @@ def attention_table() -> str:
 
 
 def moe_summary(results: list[Result]) -> str:
-    """The mixture-of-experts rows: none is fitted (each states DeepEP's dispatcher), so their
-    errors with the stored constants are out of sample."""
+    """The mixture-of-experts rows: none is fitted (no fitted constant is a MoE one;
+    `published.py`), so their errors with the stored constants are out of sample."""
     moe = [x for x in results if x.row.plan.model.experts]
     if not moe:
         return ""
