@@ -1099,6 +1099,19 @@ ops take ~1.1 ms against ~1 ms of GPU forward. A sync round trip and launches at
 published cost cannot make 7 ms a layer; what does (Python overhead of the frameworks' MoE
 modules well above 10 us per op, the per-expert fp8 quantisation, or settings the table does
 not state, such as CUDA graphs on some systems and not others) is not modelled.
+The benchmark scripts at the table's commit (00b7660, `scripts/performance/configs/qwen/`) settle
+some of those settings, and each would make these rows faster still, not slower: every Qwen3 run
+forces balanced routing (`moe_router_force_load_balancing`) and reduces gradients in bf16; GB200
+runs the HybridEP dispatcher with CUDA graphs over attention, the router and the dispatcher's
+preprocessing; B200 graphs the router and the preprocessing; H100 overlaps the expert
+all-to-alls (`moe_a2a_overlap`). The rows keep the table's facts (a row's settings are its
+source's). Megatron-Core's MoE guide (`megatron/core/transformer/moe/README.md`, "CPU Overhead
+Bottleneck") names the suspect for fine-grained MoE: many small kernels and gaps between them
+where the host cannot launch fast enough, relieved by CUDA graphs and larger micro-batches. That
+fits B200 (one sequence per micro-batch) running 2.5x slower per token than GB200 (four) on the
+same GPU family; it does not fit H100, whose 8,192 tokens per micro-batch give each layer ~16 ms
+of modelled GPU time, longer than any launch count at a published cost, and which is 2x too fast
+all the same: a cost that grows with the tokens, not found here.
 
 ## torch FSDP runs never fitted: llm-foundry's MPT tables
 
