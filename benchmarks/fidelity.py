@@ -815,14 +815,16 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
 `compiler/ledger.py` holds what one rank does in one step, as frozen records the time model
 reduces and the tests compare with the running job:
 
-- `Collective(axis, kind, payload, count, size, local, window, micro, phase)`: one kind of
+- `Collective(axis, kind, payload, count, size, local, window, micro, phase, spread)`: one kind of
   call, `count` calls per step (`micro` per micro-batch; 0 for once-per-step calls), on a group of
   `size` ranks of which `local` share a fast level, each moving `payload` bytes (the whole
   reduced, gathered or scattered buffer, the bytes leaving a rank in an all-to-all, the sent
   tensor of a send), in an overlap `window` (`forward`, `backward`, `last_backward`,
   `after_step`, or `path`: tp, cp, ep and pp traffic, whose exposure the per-layer model sets)
-  and `phase` (`forward`, `backward`, `recompute`, `step`). `sent` and `link_bytes` give the
-  bytes a rank sends and the bytes per link class (below).
+  and `phase` (`forward`, `backward`, `recompute`, `step`); `spread`, for an exchange that does
+  not send its payload once per destination rank (DeepEP's dispatch and combine), the NVLink and
+  NIC bytes as fractions of the payload. `sent` and `link_bytes` give the bytes a rank sends and
+  the bytes per link class (below).
 - `Compute(op, forward, backward, recompute, hbm_bytes)`: FLOPs per step per op kind (`gemm`,
   `attention`), as the rank executes them: GEMMs as shaped on the rank (tp shards, the rank's
   routed tokens), attention's causal half under flash (the full square unfused), backward twice
@@ -915,7 +917,7 @@ the tp, cp, ep and pp records of its m micro-batches, "The ledger" above) is spl
 (`ledger.Collective.link_bytes`): a group of n ranks, k inside one fast level, spans N = n / k
 levels; a hierarchical ring collective of S bytes puts (N - 1)/N x S / k per GPU on the NIC (each
 node takes in the other nodes' part once, over its k GPUs' NICs) and (k - 1)/k x S on NVLink (or
-PCIe), twice that for an all-reduce; an all-to-all (n - k)/n x S on the NIC; a ring of sends one
+PCIe), twice that for an all-reduce; an all-to-all (n - k)/n x S on the NIC (DeepEP: its `spread`); a ring of sends one
 hop in k. The bytes over each link's bandwidth times its bus efficiency (`bus_nvlink`,
 `bus_network`) is that rank's floor; when the windowed model above comes out shorter than the
 busiest rank's floor (different axes' traffic, each hidden in its own window, leaves through the
