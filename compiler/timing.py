@@ -339,7 +339,15 @@ class Software:
     """Which tensor-parallel collectives run under an independent GEMM, whose time then hides as
     much of them: "none" (plain DTensor TP); "backward" (Megatron-LM
     since late 2021: the input-gradient all-reduce or reduce-scatter runs under the weight-gradient
-    GEMM); "all" (Megatron-Core's --tp-comm-overlap, torch's async TP: forward too)."""
+    GEMM); "all" (Megatron-Core's --tp-comm-overlap: forward too); "forward" (torch's async TP,
+    torchtitan's `--compile.enable-async-tensor-parallel`: inductor's micro-pipeline pass fuses
+    `all_gather -> mm` and `mm -> reduce_scatter` on the token dimension, which the forward's
+    four collectives (and a full recomputation's) are; in the backward the input gradient's
+    reduce-scatter follows a sum of products (Q, K, V; gate and up), which `reduce_scatter(A @ B)`
+    does not match, and the backward's gathers are charged exposed too: PyTorch's account of async
+    TP reports forward-pass speed-ups only, and torchtitan's published end-to-end gains,
+    1.09-1.16x, are those of hiding the forward's collectives, not also the backward's gathers;
+    docs/time-model.md)."""
     kernels: str = "eager"
     """"eager": plain PyTorch, one kernel per op (parc's runtime, torchtitan without
     torch.compile): its computation runs at `eager_efficiency` of the fitted speed. "fused":
@@ -1149,7 +1157,7 @@ def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_
             continue  # the ring's overlap, below
         time[key] += r.count * collective_seconds(r, links[r.axis])
     tp_f, tp_b = time[("tp", "forward")], time[("tp", "backward")]
-    if overlap_tp == "all":
+    if overlap_tp in ("all", "forward"):
         tp_f = max(0.0, tp_f - work.gemm)
     if overlap_tp in ("all", "backward"):
         tp_b = max(0.0, tp_b - work.backward_weight)
