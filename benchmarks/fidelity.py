@@ -756,7 +756,10 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   them per node), against a plain all-to-all's `k (n - l)/n` and `k (l - 1)/n`
   (`kernels.deepep_fractions`; tests/test_deepep.py walks a simulated router's tokens through
   DeepEP's path): the ModelZoo's ep 32 over 4 nodes puts 2.7 copies per token on the NIC instead
-  of 6. The call takes the slower of its two links. DeepEP's kernels hold 20 SMs
+  of 6. Node-limited routing (DeepSeek-V3: each token's experts within M = 4 of the N nodes,
+  `Software.ep_node_limit`) draws the experts from M random nodes' `E M / N`: remote nodes
+  `M (1 - 1/N)(1 - C(E_M - E/N, k) / C(E_M, k))` (3.2 per token for DeepSeek-V3's ep 64 over 8
+  nodes, 4.6 without the limit). The call takes the slower of its two links. DeepEP's kernels hold 20 SMs
   (`kernels.DEEPEP_SMS`, Megatron-Core's default, DeepSeek-V3's figure) while they transfer:
   overlapped, T seconds of transfer beside W seconds of computation take `max(T, W + 20/132 T)`
   on an H100, so at least that share of the transfer shows.
@@ -1243,9 +1246,9 @@ runtime, eager PyTorch with FlashAttention and no tensor-parallel overlap, unles
 - Memory-bandwidth contention between communication kernels and computation (NCCL's SMs are
   counted as free), and network congestion beyond the NIC share (a fat-tree without
   oversubscription is assumed).
-- DeepSeek-V3's node-limited routing (at most 4 nodes per token; DeepEP's bytes are charged for
-  unrestricted random routing) and FP8 dispatch. Mixture-of-experts rows are evaluated, never
-  fitted: no fitted constant is a MoE one, so they check the MoE physics out of sample.
+- FP8 dispatch (DeepSeek-V3 dispatches in FP8; the bytes are charged in the activations' 16
+  bits). Mixture-of-experts rows are evaluated, never fitted: no fitted constant is a MoE one,
+  so they check the MoE physics out of sample.
 - The host: kernel launch rates and the MoE dispatcher's device-to-host synchronisation.
 - Load imbalance between experts beyond a random router's (the balls-into-bins floor above is
   charged whatever the spec's balancing says; how far an unbalanced router strays above it

@@ -647,6 +647,11 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     if deepep:
         notes.append("DeepEP's dispatcher (stated): one copy per destination node over RDMA, forwarded over NVLink, "
                      f"on {DEEPEP_SMS} SMs (not expressible in a spec)")
+    limited = re.search(r"node-limited routing \(at most (\d+) nodes per token\)", text)
+    node_limit = int(limited.group(1)) if limited else 0
+    if node_limit:
+        notes.append(f"node-limited routing (stated): each token's experts within {node_limit} nodes "
+                     "(not expressible in a spec)")
     ep_overlap = "1f1b overlap" in text or "overlap-moe-expert-parallel-comm" in compact
     if ep_overlap:
         notes.append("ep all-to-all overlapped with another micro-batch's computation (stated: 1F1B overlap; "
@@ -664,6 +669,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         balanced_routing=balanced,
         ep_dispatcher="deepep" if deepep else "all-to-all",
         ep_overlap=ep_overlap,
+        ep_node_limit=node_limit,
     )
     return software, family
 
@@ -1085,7 +1091,8 @@ def compiled(run: Run) -> Run | Skipped:
         software = targets.software_of(result.plan)
         note_stated_attention_kernel(software, run)
         run.software = replace(software, balanced_routing=run.software.balanced_routing,
-                               ep_dispatcher=run.software.ep_dispatcher, ep_overlap=run.software.ep_overlap)
+                               ep_dispatcher=run.software.ep_dispatcher, ep_overlap=run.software.ep_overlap,
+                               ep_node_limit=run.software.ep_node_limit)
         runtime = targets.memory_runtime(result.plan.target)
         if not run.recompute_stated and not fits_memory(result.plan, runtime):
             found = least_recompute_that_fits(run.spec, result.plan, runtime, compile_spec)

@@ -264,7 +264,7 @@ def _none_chosen(experts: int, top_k: int, outside: int) -> float:
 
 
 @lru_cache(maxsize=1024)
-def deepep_fractions(experts: int, top_k: int, ranks: int, local: int) -> tuple[float, float]:
+def deepep_fractions(experts: int, top_k: int, ranks: int, local: int, node_limit: int = 0) -> tuple[float, float]:
     """Bytes DeepEP's dispatch (and, mirrored, its combine) puts on NVLink and on the NIC per GPU,
     as fractions of the plain all-to-all's payload (one copy per routed (token, expert) pair,
     `top_k` per token), for an ep group of `ranks` ranks, `local` per node, experts spread evenly.
@@ -280,13 +280,24 @@ def deepep_fractions(experts: int, top_k: int, ranks: int, local: int) -> tuple[
     destination GPUs ranks x (1 - C(E - E/ranks, k) / C(E, k)); each GPU's NVLink carries the
     copies to every destination GPU but itself, (local - 1) / local of them (the same-index GPU
     that takes a node's RDMA copy keeps the share that is its own). A plain all-to-all sends
-    (ranks - local) / ranks of the top_k copies over the NIC and (local - 1) / ranks over NVLink."""
+    (ranks - local) / ranks of the top_k copies over the NIC and (local - 1) / ranks over NVLink.
+
+    `node_limit` M (DeepSeek-V3's node-limited routing: each token's experts within M nodes, M <
+    the N nodes): the router picks M nodes, at random at best, then the token's experts among
+    their E M / N; a picked node is remote with probability 1 - 1/N, so the expected remote nodes
+    are M (1 - 1/N)(1 - C(E_M - E/N, k) / C(E_M, k)) and the destination GPUs
+    M local (1 - C(E_M - E/ranks, k) / C(E_M, k)), E_M = E M / N."""
     k = max(1, min(local, ranks))
     if ranks <= 1 or top_k <= 0 or experts < ranks:
         return (k - 1) / max(ranks, 1), (ranks - k) / max(ranks, 1)
     nodes = max(1, ranks // k)
     per_node = experts * k // ranks
     per_rank = experts // ranks
+    if 0 < node_limit < nodes and node_limit * per_node >= top_k:
+        pool = node_limit * per_node
+        remote_nodes = node_limit * (1.0 - 1.0 / nodes) * (1.0 - _none_chosen(pool, top_k, pool - per_node))
+        target_ranks = node_limit * k * (1.0 - _none_chosen(pool, top_k, pool - per_rank))
+        return (k - 1) / k * target_ranks / top_k, remote_nodes / top_k
     remote_nodes = (nodes - 1) * (1.0 - _none_chosen(experts, top_k, experts - per_node))
     target_ranks = ranks * (1.0 - _none_chosen(experts, top_k, experts - per_rank))
     return (k - 1) / k * target_ranks / top_k, remote_nodes / top_k

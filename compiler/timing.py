@@ -398,6 +398,10 @@ class Software:
     node over RDMA, forwarded over NVLink once per destination GPU; `kernels.deepep_fractions`).
     DeepEP's kernels run on `kernels.DEEPEP_SMS` of the GPU's SMs: computation that overlaps them
     (`ep_overlap`, DualPipe) runs on the rest while they transfer."""
+    ep_node_limit: int = 0
+    """Each token's experts lie within this many nodes (DeepSeek-V3's node-limited routing,
+    `n_group` / `topk_group`): DeepEP then sends it to fewer nodes (`kernels.deepep_fractions`).
+    0: no limit."""
     ep_overlap: bool = False
     """The dispatch and combine of one micro-batch run under another micro-batch's computation:
     Megatron-Core's 1F1B all-to-all overlap (`--overlap-moe-expert-parallel-comm`, Megatron-Bridge's
@@ -670,9 +674,10 @@ class Work:
     and the calls are torch's (`torch_cp_collectives`)."""
     ep_bytes: float = 0.0
     """Bytes one all-to-all sends from this GPU (routed tokens x top-k x h); 2 forward, 2 backward."""
-    ep_fanout: tuple[int, int] = (0, 0)
-    """(experts, top-k) when DeepEP carries the dispatch and combine (`Software.ep_dispatcher`):
-    their link bytes then follow `kernels.deepep_fractions` on the ep group; (0, 0): all-to-all."""
+    ep_fanout: tuple[int, int, int] = (0, 0, 0)
+    """(experts, top-k, node limit) when DeepEP carries the dispatch and combine
+    (`Software.ep_dispatcher`, `Software.ep_node_limit`): their link bytes then follow
+    `kernels.deepep_fractions` on the ep group; (0, 0, 0): all-to-all."""
     ep_sm_share: float = 0.0
     """Fraction of the SMs the ep transfers occupy while they run (DeepEP's `DEEPEP_SMS` of the
     GPU's): overlapped computation loses that share for as long as they transfer."""
@@ -1064,7 +1069,8 @@ def piece_collectives(work: Work, tp: Link, cp: Link, ep: Link, calls: TpCalls |
             out += [Collective("cp", "all_to_all", fwd / 2, 2, n, cp.local, "path", 2, "forward"),
                     Collective("cp", "all_to_all", bwd / 2, 2, n, cp.local, "path", 2, "backward")]
     if work.ep_bytes and ep.size > 1:
-        spread = kernel_model.deepep_fractions(*work.ep_fanout, ep.size, ep.local) if work.ep_fanout[0] else None
+        experts, top_k, limit = work.ep_fanout
+        spread = kernel_model.deepep_fractions(experts, top_k, ep.size, ep.local, limit) if experts else None
         out += [Collective("ep", "all_to_all", work.ep_bytes, 2, ep.size, ep.local, "path", 2, phase, spread)
                 for phase in ("forward", "backward")]
     return tuple(c for c in out if c.count > 0 and c.size > 1 and c.payload > 0)
@@ -1471,7 +1477,7 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
                               balanced=sw.balanced_routing, cp_runtime=sw.context_parallel,
                               fp8_scaling=sw.fp8_scaling), sw, c)
         if moe and sw.ep_dispatcher == "deepep":
-            w = replace(w, ep_fanout=(shape.experts, shape.top_k),
+            w = replace(w, ep_fanout=(shape.experts, shape.top_k, sw.ep_node_limit),
                         ep_sm_share=min(1.0, kernel_model.DEEPEP_SMS / max(1, hw.sms)))
         if moe and sw.moe_host_sync:
             # the dispatcher's read of the token counts drains the GPU once per forward

@@ -14,7 +14,8 @@ from parc.pipeline import compile_text
 from parc.targets import software_of
 
 
-def _simulated(experts: int, top_k: int, ranks: int, local: int, tokens: int = 6000, seed: int = 0):
+def _simulated(experts: int, top_k: int, ranks: int, local: int, tokens: int = 6000, seed: int = 0,
+               node_limit: int = 0):
     """Copies per token over NVLink and over the NIC, walking DeepEP's path for each token: a
     random source rank, top_k distinct experts at random (experts dealt to ranks in blocks, ranks
     to nodes in blocks); one RDMA copy to the same-index GPU of each other node holding a chosen
@@ -26,7 +27,13 @@ def _simulated(experts: int, top_k: int, ranks: int, local: int, tokens: int = 6
     nvlink = nic = 0
     for _ in range(tokens):
         source = int(rng.integers(ranks))
-        chosen = rng.choice(experts, size=top_k, replace=False)
+        if node_limit:  # the token's experts within node_limit nodes picked at random
+            picked = rng.choice(ranks // local, size=node_limit, replace=False)
+            per_node = experts * local // ranks
+            pool = np.concatenate([np.arange(n * per_node, (n + 1) * per_node) for n in picked])
+            chosen = rng.choice(pool, size=top_k, replace=False)
+        else:
+            chosen = rng.choice(experts, size=top_k, replace=False)
         targets = {int(e) // per_rank for e in chosen}
         home, index = divmod(source, local)
         by_node: dict[int, set[int]] = {}
@@ -40,15 +47,16 @@ def _simulated(experts: int, top_k: int, ranks: int, local: int, tokens: int = 6
     return nvlink / tokens, nic / tokens
 
 
-@pytest.mark.parametrize("experts, top_k, ranks, local", [
-    (128, 8, 32, 8),   # Qwen3-235B, ep 32 over 4 nodes (the ModelZoo's cross-node rows)
-    (128, 8, 8, 2),    # ep 8 spread 2 per node over 4 nodes
-    (256, 8, 64, 8),   # DeepSeek-V3's ep 64 over 8 nodes (without its node limit)
-    (128, 8, 8, 8),    # inside one node: one copy per destination GPU
+@pytest.mark.parametrize("experts, top_k, ranks, local, limit", [
+    (128, 8, 32, 8, 0),   # Qwen3-235B, ep 32 over 4 nodes (the ModelZoo's cross-node rows)
+    (128, 8, 8, 2, 0),    # ep 8 spread 2 per node over 4 nodes
+    (256, 8, 64, 8, 0),   # ep 64 over 8 nodes without a node limit
+    (256, 8, 64, 8, 4),   # DeepSeek-V3: ep 64 over 8 nodes, each token within 4 of them
+    (128, 8, 8, 8, 0),    # inside one node: one copy per destination GPU
 ])
-def test_deepep_bytes_match_a_simulated_dispatch(experts, top_k, ranks, local):
-    near, far = kernels.deepep_fractions(experts, top_k, ranks, local)
-    sim_near, sim_far = _simulated(experts, top_k, ranks, local)
+def test_deepep_bytes_match_a_simulated_dispatch(experts, top_k, ranks, local, limit):
+    near, far = kernels.deepep_fractions(experts, top_k, ranks, local, limit)
+    sim_near, sim_far = _simulated(experts, top_k, ranks, local, node_limit=limit)
     assert sim_near > 0
     assert near * top_k == pytest.approx(sim_near, rel=0.03)
     assert far * top_k == pytest.approx(sim_far, rel=0.03, abs=1e-9)
@@ -102,11 +110,11 @@ def test_overlapped_deepep_costs_the_sms_it_takes():
     call = max(near * payload / ep.near, far * payload / ep.far) + 31 * ep.latency
     transfer = 4 * call  # dispatch and combine, forward and backward
     for gemm in (0.5e-3, 5e-3):  # shorter than the transfers, then longer
-        work = timing.Work(gemm=gemm, ep_bytes=payload, ep_fanout=(128, 8), ep_sm_share=share, moe=True)
+        work = timing.Work(gemm=gemm, ep_bytes=payload, ep_fanout=(128, 8, 0), ep_sm_share=share, moe=True)
         x = timing.exposed(work, none, none, ep, True, "none", DEFAULT)
         compute = 3 * gemm
         assert x.ep_f + x.ep_b == pytest.approx(max(transfer - compute, share * transfer), rel=1e-9)
     # exposed (no overlap): the whole transfer
-    x = timing.exposed(timing.Work(gemm=5e-3, ep_bytes=payload, ep_fanout=(128, 8), ep_sm_share=share, moe=True),
+    x = timing.exposed(timing.Work(gemm=5e-3, ep_bytes=payload, ep_fanout=(128, 8, 0), ep_sm_share=share, moe=True),
                        none, none, ep, False, "none", DEFAULT)
     assert x.ep_f + x.ep_b == pytest.approx(transfer, rel=1e-9)

@@ -372,6 +372,8 @@ def test_moe_rows_fold_ep_as_megatron_core_does_and_run_the_dispatcher_they_stat
     assert "ep 32 over tp x dp" in moe["modelzoo_qwen3_235b_crossnode_ep32_deepep"].spec
     deepseek = next(r for r in rows if r.id == "deepseek_v3_pretraining_2048xH800")
     assert "ep 64 over dp" in deepseek.spec and "dualpipe-v" in deepseek.spec
+    assert deepseek.software.ep_node_limit == 4  # "node-limited routing (at most 4 nodes per token)"
+    assert all(r.software.ep_node_limit == 0 for r in moe.values())
     # 180K H800 GPU hours per trillion tokens: 1e12 / (180e3 x 3600) = 1,543 tokens/s per GPU
     assert deepseek.reported_from == "reported GPU hours per trillion tokens"
     for r in [*moe.values(), deepseek]:
