@@ -1249,7 +1249,9 @@ runtime, eager PyTorch with FlashAttention and no tensor-parallel overlap, unles
 - FP8 dispatch (DeepSeek-V3 dispatches in FP8; the bytes are charged in the activations' 16
   bits). Mixture-of-experts rows are evaluated, never fitted: no fitted constant is a MoE one,
   so they check the MoE physics out of sample.
-- The host: kernel launch rates and the MoE dispatcher's device-to-host synchronisation.
+- The host beyond the MoE dispatcher's synchronisation (modelled above): launch rates that fall
+  behind the GPU elsewhere (Megatron-Core's MoE guide names this "CPU overhead bottleneck" for
+  fine-grained MoE; the small-expert Bridge rows below are the suspects).
 - Load imbalance between experts beyond a random router's (the balls-into-bins floor above is
   charged whatever the spec's balancing says; how far an unbalanced router strays above it
   depends on the model and its training, which no closed form gives). The ModelZoo's
