@@ -389,6 +389,17 @@ EAGER_RUNS = (
     EagerRun("llama3_8b_64xH100_tp8_fp8_2025", TORCHTITAN_ASYNC_TP, "llama3-8b", 64, "h100-sxm", 8192, 12,
              "selective", "selective op", 5078.1, False, TP_CHECK, tp=8, compiled=True, precision="fp8",
              power_cap_w=500),
+    EagerRun("llama3_70b_256xH100_tp8_bf16_2025_async", TORCHTITAN_ASYNC_TP, "llama3-70b", 256, "h100-sxm", 8192,
+             16, "full", "full", 652.4, False, TP_CHECK, tp=8, compiled=True, async_tp=True, power_cap_w=500),
+    EagerRun("llama3_70b_256xH100_tp8_fp8_2025_async", TORCHTITAN_ASYNC_TP, "llama3-70b", 256, "h100-sxm", 8192,
+             16, "full", "full", 942.4, False, TP_CHECK, tp=8, compiled=True, precision="fp8", async_tp=True,
+             power_cap_w=500),
+    EagerRun("llama3_8b_64xH100_tp8_bf16_2025_async", TORCHTITAN_ASYNC_TP, "llama3-8b", 64, "h100-sxm", 8192, 12,
+             "selective", "selective op", 4809.4, False, TP_CHECK, tp=8, compiled=True, async_tp=True,
+             power_cap_w=500),
+    EagerRun("llama3_8b_64xH100_tp8_fp8_2025_async", TORCHTITAN_ASYNC_TP, "llama3-8b", 64, "h100-sxm", 8192, 12,
+             "selective", "selective op", 5570.1, False, TP_CHECK, tp=8, compiled=True, precision="fp8",
+             async_tp=True, power_cap_w=500),
     EagerRun("llama3_8b_8xH100_cp1_32k", TORCHTITAN_H100_CP, "llama3-8b", 8, "h100-sxm", 32768, 1,
              "full", "full", 3890, False, LONG_SEQUENCE, cp=1, compiled=True, precision="fp8", power_cap_w=500,
              hbm_bandwidth="2.4 TB/s"),
@@ -725,14 +736,33 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   (5 per SwiGLU layer). The ledger's table below is checked against the running job. Exposed,
   unless the runtime overlaps them with independent GEMMs: Megatron-LM since late 2021 hides
   the backward ones under the weight-gradient GEMMs, `--tp-comm-overlap` the forward ones under
-  the forward GEMMs too; then only what outlasts those GEMMs shows.
+  the forward GEMMs too, torch's async TP (torchtitan) the forward ones only (below, torchtitan's
+  tensor-parallel rows); then only what outlasts those GEMMs shows.
 - **cp**, per layer: ring: `cp - 1` steps each passing one K/V block `2 n 2 kv` (backward: with
   dK, dV, twice that), each step overlapped with one block of attention; only the excess shows.
   all-gather: K and V gathered forward, their gradients reduce-scattered backward, exposed.
   all-to-all (Ulysses): Q, K, V and the output re-sharded each way, exposed.
 - **ep**, per MoE layer: dispatch and combine all-to-alls of `2 (n/sp) top_k h` bytes forward and
-  again backward, exposed; under dualpipe-v they overlap the other micro-batch's computation and
-  only what exceeds the layer's computation shows (DeepSeek-AI 2024).
+  again backward, exposed; under dualpipe-v, and where the runtime overlaps them with another
+  micro-batch's computation (`Software.ep_overlap`: Megatron-Core's 1F1B all-to-all overlap,
+  `--overlap-moe-expert-parallel-comm`), only what exceeds the layer's computation shows
+  (DeepSeek-AI 2024). DeepEP (`Software.ep_dispatcher = "deepep"`, the runs that state it) sends a
+  token once to each node holding any of its experts, over RDMA to the GPU of the same index
+  there, which forwards it over NVLink once to each GPU of its node holding one; inside a node,
+  once per destination GPU (the combine mirrors it). With the experts chosen at random, a
+  token's copies per GPU are, over the NIC, the expected distinct remote nodes
+  `(N - 1)(1 - C(E - E/N, k) / C(E, k))` (N nodes in the ep group, k = top_k), and over NVLink
+  `(l - 1)/l` of the expected distinct destination GPUs `n (1 - C(E - E/n, k) / C(E, k))` (l of
+  them per node), against a plain all-to-all's `k (n - l)/n` and `k (l - 1)/n`
+  (`kernels.deepep_fractions`; tests/test_deepep.py walks a simulated router's tokens through
+  DeepEP's path): the ModelZoo's ep 32 over 4 nodes puts 2.7 copies per token on the NIC instead
+  of 6. Node-limited routing (DeepSeek-V3: each token's experts within M = 4 of the N nodes,
+  `Software.ep_node_limit`) draws the experts from M random nodes' `E M / N`: remote nodes
+  `M (1 - 1/N)(1 - C(E_M - E/N, k) / C(E_M, k))` (3.2 per token for DeepSeek-V3's ep 64 over 8
+  nodes, 4.6 without the limit). The call takes the slower of its two links. DeepEP's kernels hold 20 SMs
+  (`kernels.DEEPEP_SMS`, Megatron-Core's default, DeepSeek-V3's figure) while they transfer:
+  overlapped, T seconds of transfer beside W seconds of computation take `max(T, W + 20/132 T)`
+  on an H100, so at least that share of the transfer shows.
 - **Selective recomputation in parc's runtime** replays a block's forward up to the FFN's
   activation, serving its saved ops (Q/K/V and up-projection matmuls, the attention kernel, the
   token exchanges) from its cache and running the rest again, collectives included: tp's
@@ -789,14 +819,16 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
 `compiler/ledger.py` holds what one rank does in one step, as frozen records the time model
 reduces and the tests compare with the running job:
 
-- `Collective(axis, kind, payload, count, size, local, window, micro, phase)`: one kind of
+- `Collective(axis, kind, payload, count, size, local, window, micro, phase, spread)`: one kind of
   call, `count` calls per step (`micro` per micro-batch; 0 for once-per-step calls), on a group of
   `size` ranks of which `local` share a fast level, each moving `payload` bytes (the whole
   reduced, gathered or scattered buffer, the bytes leaving a rank in an all-to-all, the sent
   tensor of a send), in an overlap `window` (`forward`, `backward`, `last_backward`,
   `after_step`, or `path`: tp, cp, ep and pp traffic, whose exposure the per-layer model sets)
-  and `phase` (`forward`, `backward`, `recompute`, `step`). `sent` and `link_bytes` give the
-  bytes a rank sends and the bytes per link class (below).
+  and `phase` (`forward`, `backward`, `recompute`, `step`); `spread`, for an exchange that does
+  not send its payload once per destination rank (DeepEP's dispatch and combine), the NVLink and
+  NIC bytes as fractions of the payload. `sent` and `link_bytes` give the bytes a rank sends and
+  the bytes per link class (below).
 - `Compute(op, forward, backward, recompute, hbm_bytes)`: FLOPs per step per op kind (`gemm`,
   `attention`), as the rank executes them: GEMMs as shaped on the rank (tp shards, the rank's
   routed tokens), attention's causal half under flash (the full square unfused), backward twice
@@ -889,7 +921,7 @@ the tp, cp, ep and pp records of its m micro-batches, "The ledger" above) is spl
 (`ledger.Collective.link_bytes`): a group of n ranks, k inside one fast level, spans N = n / k
 levels; a hierarchical ring collective of S bytes puts (N - 1)/N x S / k per GPU on the NIC (each
 node takes in the other nodes' part once, over its k GPUs' NICs) and (k - 1)/k x S on NVLink (or
-PCIe), twice that for an all-reduce; an all-to-all (n - k)/n x S on the NIC; a ring of sends one
+PCIe), twice that for an all-reduce; an all-to-all (n - k)/n x S on the NIC (DeepEP: its `spread`); a ring of sends one
 hop in k. The bytes over each link's bandwidth times its bus efficiency (`bus_nvlink`,
 `bus_network`) is that rank's floor; when the windowed model above comes out shorter than the
 busiest rank's floor (different axes' traffic, each hidden in its own window, leaves through the
@@ -1073,6 +1105,19 @@ ops take ~1.1 ms against ~1 ms of GPU forward. A sync round trip and launches at
 published cost cannot make 7 ms a layer; what does (Python overhead of the frameworks' MoE
 modules well above 10 us per op, the per-expert fp8 quantisation, or settings the table does
 not state, such as CUDA graphs on some systems and not others) is not modelled.
+The benchmark scripts at the table's commit (00b7660, `scripts/performance/configs/qwen/`) settle
+some of those settings, and each would make these rows faster still, not slower: every Qwen3 run
+forces balanced routing (`moe_router_force_load_balancing`) and reduces gradients in bf16; GB200
+runs the HybridEP dispatcher with CUDA graphs over attention, the router and the dispatcher's
+preprocessing; B200 graphs the router and the preprocessing; H100 overlaps the expert
+all-to-alls (`moe_a2a_overlap`). The rows keep the table's facts (a row's settings are its
+source's). Megatron-Core's MoE guide (`megatron/core/transformer/moe/README.md`, "CPU Overhead
+Bottleneck") names the suspect for fine-grained MoE: many small kernels and gaps between them
+where the host cannot launch fast enough, relieved by CUDA graphs and larger micro-batches. That
+fits B200 (one sequence per micro-batch) running 2.5x slower per token than GB200 (four) on the
+same GPU family; it does not fit H100, whose 8,192 tokens per micro-batch give each layer ~16 ms
+of modelled GPU time, longer than any launch count at a published cost, and which is 2x too fast
+all the same: a cost that grows with the tokens, not found here.
 
 ## torch FSDP runs never fitted: llm-foundry's MPT tables
 
@@ -1171,9 +1216,16 @@ compiled bf16 row is free of the power cap and of the recomputation policy, whic
 benchmark: Llama 3.1 70B on 256 H100 and 8B on 64, FSDP x TP 8, compiled, bf16 and Float8
 tensorwise; the rowwise rows are left out: parc has no rowwise recipe) check the same physics
 under tp: the 8B's Float8 speed-up is predicted 1.17 against 1.16 published, the 70B's 1.28
-against 1.36. Async TP is where the model is furthest off: `tp-overlap all` hides every
-tensor-parallel collective under the GEMMs beside it, so the model gains 35 % from it where
-torchtitan measured 5.7 %.
+against 1.36. Async TP (`tp-overlap all` under torchtitan) hides what torch's micro-pipelining
+fuses (`Software.tp_overlap` "forward"): inductor's pass rewrites `all_gather -> mm` and
+`mm -> reduce_scatter` on the token dimension, the forward's four collectives per layer (and a
+full recomputation's); the backward's reduce-scatters follow a sum of products (Q, K, V; gate and
+up), which `reduce_scatter(A @ B)` does not match, and its gathers are charged exposed too, as
+PyTorch's account of async TP reports forward-pass speed-ups only. Predicted gains against the
+published ones: 70B bf16 1.15 (1.09), 70B Float8 1.21 (1.16; Table 4's 2024 run 1.06), 8B bf16
+1.12 (1.10), 8B Float8 1.08 (1.10); hiding the backward's gathers as well would make the 70B
+Float8 gain 1.27, and hiding everything (this model before) 1.35. The async rows stay 7-16 % fast,
+as the synchronous rows they pair with do (3-15 %).
 
 torchtitan's "selective op" checkpointing keeps every other matmul output and recomputes the
 rest (over a third of the forward GEMM FLOPs again); parc's `recompute selective` keeps every
@@ -1194,10 +1246,12 @@ runtime, eager PyTorch with FlashAttention and no tensor-parallel overlap, unles
 - Memory-bandwidth contention between communication kernels and computation (NCCL's SMs are
   counted as free), and network congestion beyond the NIC share (a fat-tree without
   oversubscription is assumed).
-- DeepSeek-V3's node-limited routing and DeepEP's NVLink forwarding (its all-to-all carries one
-  copy of a token per destination node over InfiniBand) and FP8 dispatch: the ep all-to-all is
-  charged in full over the NICs. Rows that state DeepEP are evaluated but not fitted.
-- The host: kernel launch rates and the MoE dispatcher's device-to-host synchronisation.
+- FP8 dispatch (DeepSeek-V3 dispatches in FP8; the bytes are charged in the activations' 16
+  bits). Mixture-of-experts rows are evaluated, never fitted: no fitted constant is a MoE one,
+  so they check the MoE physics out of sample.
+- The host beyond the MoE dispatcher's synchronisation (modelled above): launch rates that fall
+  behind the GPU elsewhere (Megatron-Core's MoE guide names this "CPU overhead bottleneck" for
+  fine-grained MoE; the small-expert Bridge rows below are the suspects).
 - Load imbalance between experts beyond a random router's (the balls-into-bins floor above is
   charged whatever the spec's balancing says; how far an unbalanced router strays above it
   depends on the model and its training, which no closed form gives). The ModelZoo's
@@ -1483,8 +1537,8 @@ def attention_table() -> str:
 
 
 def moe_summary(results: list[Result]) -> str:
-    """The mixture-of-experts rows: none is fitted (each states DeepEP's dispatcher), so their
-    errors with the stored constants are out of sample."""
+    """The mixture-of-experts rows: none is fitted (no fitted constant is a MoE one;
+    `published.py`), so their errors with the stored constants are out of sample."""
     moe = [x for x in results if x.row.plan.model.experts]
     if not moe:
         return ""

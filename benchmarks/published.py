@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from parc import timing
+from parc.kernels import DEEPEP_SMS
 from parc.catalog.gpus import ALIASES as GPU_ALIASES
 from parc.catalog.gpus import GPUS
 
@@ -642,6 +643,19 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     balanced = "force-load-balancing" in compact or "forced balance" in text
     if balanced:
         notes.append("routing exactly balanced (stated: Megatron-Core's --moe-router-force-load-balancing)")
+    deepep = "deepep" in text.replace(" ", "")
+    if deepep:
+        notes.append("DeepEP's dispatcher (stated): one copy per destination node over RDMA, forwarded over NVLink, "
+                     f"on {DEEPEP_SMS} SMs (not expressible in a spec)")
+    limited = re.search(r"node-limited routing \(at most (\d+) nodes per token\)", text)
+    node_limit = int(limited.group(1)) if limited else 0
+    if node_limit:
+        notes.append(f"node-limited routing (stated): each token's experts within {node_limit} nodes "
+                     "(not expressible in a spec)")
+    ep_overlap = "1f1b overlap" in text or "overlap-moe-expert-parallel-comm" in compact
+    if ep_overlap:
+        notes.append("ep all-to-all overlapped with another micro-batch's computation (stated: 1F1B overlap; "
+                     "not expressible in a spec)")
     software = timing.Software(
         attention="unfused" if unfused else ("flash" if family in ("torchtitan", "torch") else "flash-te"),
         selective="elementwise" if family in ("torchtitan", "torch") else "attention-core",
@@ -653,6 +667,9 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         dp_runtime="torch" if family in ("torchtitan", "torch") else "megatron",
         grad_bytes=grad_bytes,
         balanced_routing=balanced,
+        ep_dispatcher="deepep" if deepep else "all-to-all",
+        ep_overlap=ep_overlap,
+        ep_node_limit=node_limit,
     )
     return software, family
 
@@ -982,10 +999,13 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
         notes.append(f"FLOP convention `{key_conv}` unknown: compared on the step time")
     reported, source = reported_tflops(out, conv, key_conv, dims, batch, gpus, peak, recompute)
     fitted = entry.get("completeness") == "full"
-    if fitted and dims.experts and "deepep" in text.replace(" ", ""):
+    if fitted and dims.experts:
+        # the fitted constants are the dense kernels' (GEMM, launch, attention): the MoE physics
+        # (routing, dispatch, DeepEP, expert GEMMs) has no constant of its own, and its rows check
+        # it out of sample
         fitted = False
-        notes.append("not fitted: the row states DeepEP's dispatcher (one RDMA copy per destination node, "
-                     "forwarded over NVLink, in its own kernels), not the all-to-all the model charges")
+        notes.append("not fitted: a mixture-of-experts row, an out-of-sample check of the MoE physics "
+                     "(no fitted constant is a MoE one)")
     return Run(id=run_id, group=str(entry.get("group", "")), convention=conv.label, gpus=gpus, peak=peak,
                reported_tflops=reported, reported_from=source, spec=spec, software=software, assumptions=notes,
                fitted=fitted, conv_flops=conv.model(dims) * batch,
@@ -1070,7 +1090,9 @@ def compiled(run: Run) -> Run | Skipped:
         # balancing are benchmark facts no spec states
         software = targets.software_of(result.plan)
         note_stated_attention_kernel(software, run)
-        run.software = replace(software, balanced_routing=run.software.balanced_routing)
+        run.software = replace(software, balanced_routing=run.software.balanced_routing,
+                               ep_dispatcher=run.software.ep_dispatcher, ep_overlap=run.software.ep_overlap,
+                               ep_node_limit=run.software.ep_node_limit)
         runtime = targets.memory_runtime(result.plan.target)
         if not run.recompute_stated and not fits_memory(result.plan, runtime):
             found = least_recompute_that_fits(run.spec, result.plan, runtime, compile_spec)

@@ -239,3 +239,65 @@ def host_stall_seconds(ops: int, gpu_seconds: float) -> float:
     those kernels (small experts: many short kernels), the difference is idle GPU time. Large
     experts' GEMMs outlast the launches and only the round trip shows."""
     return HOST_SYNC_SECONDS + max(0.0, ops * HOST_OP_SECONDS - gpu_seconds)
+
+
+# ---------------------------------------------------------------------------------------------
+# DeepEP's deduplicated dispatch
+
+
+DEEPEP_SMS = 20
+"""SMs DeepEP's dispatch and combine kernels occupy: DeepSeek-V3's report (Section 3.2.2: "only 20
+SMs are sufficient to fully utilize the bandwidths of IB and NVLink") and Megatron-Core's default
+(`moe_deepep_num_sms`, "historical default 20"; `MoEFlexTokenDispatcher` sets DeepEP's
+`Buffer.set_num_sms(20)` when unset, megatron/core/transformer/moe/token_dispatcher.py)."""
+
+
+def _none_chosen(experts: int, top_k: int, outside: int) -> float:
+    """Probability that a token's `top_k` distinct experts, drawn uniformly from `experts`, all
+    fall among `outside` of them (hypergeometric: C(outside, top_k) / C(experts, top_k))."""
+    if outside < top_k:
+        return 0.0
+    p = 1.0
+    for i in range(top_k):
+        p *= (outside - i) / (experts - i)
+    return p
+
+
+@lru_cache(maxsize=1024)
+def deepep_fractions(experts: int, top_k: int, ranks: int, local: int, node_limit: int = 0) -> tuple[float, float]:
+    """Bytes DeepEP's dispatch (and, mirrored, its combine) puts on NVLink and on the NIC per GPU,
+    as fractions of the plain all-to-all's payload (one copy per routed (token, expert) pair,
+    `top_k` per token), for an ep group of `ranks` ranks, `local` per node, experts spread evenly.
+
+    DeepEP (DeepSeek-AI 2025, github.com/deepseek-ai/DeepEP, "internode" kernels; Megatron-Core's
+    flex dispatcher runs them) sends a token once to each node that holds any of its experts,
+    over RDMA to the GPU of the same local index there, which forwards it over NVLink once to each
+    GPU of its node that holds one of the token's experts; inside a node it sends a token once per
+    destination GPU, not once per expert (the receiver expands it to its experts). The combine
+    reduces on the way back along the same path. With the experts chosen uniformly at random (the
+    balanced router's mean), the expected distinct destination nodes other than the token's own
+    are (N - 1)(1 - C(E - E/N, k) / C(E, k)) with N = ranks / local nodes, and the distinct
+    destination GPUs ranks x (1 - C(E - E/ranks, k) / C(E, k)); each GPU's NVLink carries the
+    copies to every destination GPU but itself, (local - 1) / local of them (the same-index GPU
+    that takes a node's RDMA copy keeps the share that is its own). A plain all-to-all sends
+    (ranks - local) / ranks of the top_k copies over the NIC and (local - 1) / ranks over NVLink.
+
+    `node_limit` M (DeepSeek-V3's node-limited routing: each token's experts within M nodes, M <
+    the N nodes): the router picks M nodes, at random at best, then the token's experts among
+    their E M / N; a picked node is remote with probability 1 - 1/N, so the expected remote nodes
+    are M (1 - 1/N)(1 - C(E_M - E/N, k) / C(E_M, k)) and the destination GPUs
+    M local (1 - C(E_M - E/ranks, k) / C(E_M, k)), E_M = E M / N."""
+    k = max(1, min(local, ranks))
+    if ranks <= 1 or top_k <= 0 or experts < ranks:
+        return (k - 1) / max(ranks, 1), (ranks - k) / max(ranks, 1)
+    nodes = max(1, ranks // k)
+    per_node = experts * k // ranks
+    per_rank = experts // ranks
+    if 0 < node_limit < nodes and node_limit * per_node >= top_k:
+        pool = node_limit * per_node
+        remote_nodes = node_limit * (1.0 - 1.0 / nodes) * (1.0 - _none_chosen(pool, top_k, pool - per_node))
+        target_ranks = node_limit * k * (1.0 - _none_chosen(pool, top_k, pool - per_rank))
+        return (k - 1) / k * target_ranks / top_k, remote_nodes / top_k
+    remote_nodes = (nodes - 1) * (1.0 - _none_chosen(experts, top_k, experts - per_node))
+    target_ranks = ranks * (1.0 - _none_chosen(experts, top_k, experts - per_rank))
+    return (k - 1) / k * target_ranks / top_k, remote_nodes / top_k

@@ -17,7 +17,8 @@ A group of `n` ranks with `k` inside one fast level spans `N = ceil(n / k)` leve
 ring collectives (NCCL's tree/ring across nodes after a reduce inside each node) move, per GPU,
 `(N - 1) / N x S / k` over the NIC for an all-gather or reduce-scatter of S bytes (twice that for
 an all-reduce) and `(k - 1) / k x S` (twice) inside the level. An all-to-all sends `(n - k) / n x S`
-over the NIC and `(k - 1) / n x S` inside. A ring of point-to-point sends (ring attention, the
+over the NIC and `(k - 1) / n x S` inside (DeepEP's deduplicated dispatch and combine carry their
+own split, `Collective.spread`). A ring of point-to-point sends (ring attention, the
 pipeline's chain) crosses a level boundary on one hop in k: `1 / k` of its bytes per GPU on
 average go over the NIC.
 """
@@ -57,16 +58,20 @@ class Collective:
     """Calls per micro-batch (0: issued per step, not per micro-batch)."""
     phase: str = "step"
     """`PHASES`: where in a micro-batch the call runs (the data-parallel records: `step`)."""
+    spread: tuple[float, float] | None = None
+    """An all-to-all that does not send every byte of its payload once to its destination rank:
+    the (NVLink, NIC) bytes per GPU as fractions of `payload` (DeepEP's dispatch and combine,
+    `kernels.deepep_fractions`). None: a plain all-to-all (the module doc's split)."""
 
     def scaled(self, times: int) -> Collective:
         """The same calls `times` over (a piece's records for all the layers of one kind)."""
         return Collective(self.axis, self.kind, self.payload, self.count * times, self.size, self.local,
-                          self.window, self.micro * times, self.phase)
+                          self.window, self.micro * times, self.phase, self.spread)
 
     def per_step(self, microbatches: int) -> Collective:
         """A micro-batch's record (count = calls per micro-batch) over a step."""
         return Collective(self.axis, self.kind, self.payload, self.count * microbatches, self.size, self.local,
-                          self.window, self.count, self.phase)
+                          self.window, self.count, self.phase, self.spread)
 
     @property
     def sent(self) -> float:
@@ -74,6 +79,8 @@ class Collective:
         n = self.size
         if n <= 1 or self.payload <= 0:
             return 0.0
+        if self.spread is not None:
+            return sum(self.spread) * self.payload
         if self.kind == "all_reduce":
             return 2 * (n - 1) / n * self.payload
         if self.kind == "send":
@@ -104,6 +111,8 @@ class Collective:
             return 0.0, 0.0
         if self.kind == "send":
             return (s, 0.0) if k >= n else (s - s / k, s / k)
+        if self.spread is not None:
+            return self.spread[0] * s, self.spread[1] * s
         if self.kind == "all_to_all":
             return (k - 1) / n * s, (n - k) / n * s
         twice = 2 if self.kind == "all_reduce" else 1
@@ -120,10 +129,10 @@ def merged(records: list[Collective] | tuple[Collective, ...]) -> tuple[Collecti
     for c in records:
         if c.count <= 0:
             continue
-        key = (c.axis, c.kind, c.payload, c.size, c.local, c.window, c.phase)
+        key = (c.axis, c.kind, c.payload, c.size, c.local, c.window, c.phase, c.spread)
         seen = out.get(key)
         out[key] = c if seen is None else Collective(c.axis, c.kind, c.payload, seen.count + c.count, c.size,
-                                                      c.local, c.window, seen.micro + c.micro, c.phase)
+                                                      c.local, c.window, seen.micro + c.micro, c.phase, c.spread)
     return tuple(out.values())
 
 

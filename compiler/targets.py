@@ -134,7 +134,10 @@ def attention(target: Target) -> str:
 
 
 def tp_overlap(target: Target) -> str:
-    return target.tp_overlap or runtime(target).tp_overlap
+    """The tp collectives the runtime hides (`Software.tp_overlap`). torchtitan's `tp-overlap all`
+    is torch's async TP, whose micro-pipelining fuses only the forward's collectives ("forward")."""
+    overlap = target.tp_overlap or runtime(target).tp_overlap
+    return "forward" if overlap == "all" and runtime(target).name == "torchtitan" else overlap
 
 
 def grad_bytes(target: Target, precision: str) -> int:

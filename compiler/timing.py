@@ -339,7 +339,15 @@ class Software:
     """Which tensor-parallel collectives run under an independent GEMM, whose time then hides as
     much of them: "none" (plain DTensor TP); "backward" (Megatron-LM
     since late 2021: the input-gradient all-reduce or reduce-scatter runs under the weight-gradient
-    GEMM); "all" (Megatron-Core's --tp-comm-overlap, torch's async TP: forward too)."""
+    GEMM); "all" (Megatron-Core's --tp-comm-overlap: forward too); "forward" (torch's async TP,
+    torchtitan's `--compile.enable-async-tensor-parallel`: inductor's micro-pipeline pass fuses
+    `all_gather -> mm` and `mm -> reduce_scatter` on the token dimension, which the forward's
+    four collectives (and a full recomputation's) are; in the backward the input gradient's
+    reduce-scatter follows a sum of products (Q, K, V; gate and up), which `reduce_scatter(A @ B)`
+    does not match, and the backward's gathers are charged exposed too: PyTorch's account of async
+    TP reports forward-pass speed-ups only, and torchtitan's published end-to-end gains,
+    1.09-1.16x, are those of hiding the forward's collectives, not also the backward's gathers;
+    docs/time-model.md)."""
     kernels: str = "eager"
     """"eager": plain PyTorch, one kernel per op (parc's runtime, torchtitan without
     torch.compile): its computation runs at `eager_efficiency` of the fitted speed. "fused":
@@ -383,6 +391,21 @@ class Software:
     """Each MoE layer's forward reads its token counts on the host (`kernels.host_stall_seconds`):
     Megatron-Core's dropless dispatcher and parc's runtime. False where the runtime keeps them on
     the GPU: capacity padding (`--moe-pad-expert-input-to-capacity`) or CUDA graphs over the layer."""
+    ep_dispatcher: str = "all-to-all"
+    """How routed tokens travel between expert ranks: "all-to-all" (NCCL's all-to-all of one copy
+    per (token, expert) pair: parc's runtime, Megatron-Core's alltoall dispatcher, torchtitan) or
+    "deepep" (DeepEP's kernels under Megatron-Core's flex dispatcher: one copy per destination
+    node over RDMA, forwarded over NVLink once per destination GPU; `kernels.deepep_fractions`).
+    DeepEP's kernels run on `kernels.DEEPEP_SMS` of the GPU's SMs: computation that overlaps them
+    (`ep_overlap`, DualPipe) runs on the rest while they transfer."""
+    ep_node_limit: int = 0
+    """Each token's experts lie within this many nodes (DeepSeek-V3's node-limited routing,
+    `n_group` / `topk_group`): DeepEP then sends it to fewer nodes (`kernels.deepep_fractions`).
+    0: no limit."""
+    ep_overlap: bool = False
+    """The dispatch and combine of one micro-batch run under another micro-batch's computation:
+    Megatron-Core's 1F1B all-to-all overlap (`--overlap-moe-expert-parallel-comm`, Megatron-Bridge's
+    `moe_a2a_overlap`); DualPipe-V does the same by its schedule (`dualpipe-v`)."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -651,6 +674,13 @@ class Work:
     and the calls are torch's (`torch_cp_collectives`)."""
     ep_bytes: float = 0.0
     """Bytes one all-to-all sends from this GPU (routed tokens x top-k x h); 2 forward, 2 backward."""
+    ep_fanout: tuple[int, int, int] = (0, 0, 0)
+    """(experts, top-k, node limit) when DeepEP carries the dispatch and combine
+    (`Software.ep_dispatcher`, `Software.ep_node_limit`): their link bytes then follow
+    `kernels.deepep_fractions` on the ep group; (0, 0, 0): all-to-all."""
+    ep_sm_share: float = 0.0
+    """Fraction of the SMs the ep transfers occupy while they run (DeepEP's `DEEPEP_SMS` of the
+    GPU's): overlapped computation loses that share for as long as they transfer."""
     moe: bool = False
     launches_f: int = 0
     """Kernels the forward launches (GEMMs, their fp8 casts, memory-bound kernels, attention):
@@ -1039,7 +1069,9 @@ def piece_collectives(work: Work, tp: Link, cp: Link, ep: Link, calls: TpCalls |
             out += [Collective("cp", "all_to_all", fwd / 2, 2, n, cp.local, "path", 2, "forward"),
                     Collective("cp", "all_to_all", bwd / 2, 2, n, cp.local, "path", 2, "backward")]
     if work.ep_bytes and ep.size > 1:
-        out += [Collective("ep", "all_to_all", work.ep_bytes, 2, ep.size, ep.local, "path", 2, phase)
+        experts, top_k, limit = work.ep_fanout
+        spread = kernel_model.deepep_fractions(experts, top_k, ep.size, ep.local, limit) if experts else None
+        out += [Collective("ep", "all_to_all", work.ep_bytes, 2, ep.size, ep.local, "path", 2, phase, spread)
                 for phase in ("forward", "backward")]
     return tuple(c for c in out if c.count > 0 and c.size > 1 and c.payload > 0)
 
@@ -1131,7 +1163,7 @@ def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_
             continue  # the ring's overlap, below
         time[key] += r.count * collective_seconds(r, links[r.axis])
     tp_f, tp_b = time[("tp", "forward")], time[("tp", "backward")]
-    if overlap_tp == "all":
+    if overlap_tp in ("all", "forward"):
         tp_f = max(0.0, tp_f - work.gemm)
     if overlap_tp in ("all", "backward"):
         tp_b = max(0.0, tp_b - work.backward_weight)
@@ -1146,8 +1178,12 @@ def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_
         cp_b = (n - 1) * max(0.0, 2 * block / cp.ring + cp.latency - work.attention_b / n) + shift
     ep_f, ep_b = time[("ep", "forward")], time[("ep", "backward")]
     if overlap_ep and ep_f + ep_b:
+        # the transfers hide under the other micro-batch's computation, which meanwhile runs on
+        # the SMs they leave free: with `share` of them taken for T seconds, W seconds of
+        # computation take max(T, W + share x T)
         compute = work.forward + work.backward_input + work.backward_weight
-        ep_f = ep_b = max(0.0, ep_f + ep_b - compute) / 2
+        busy = ep_f + ep_b
+        ep_f = ep_b = max(busy - compute, work.ep_sm_share * busy) / 2
     return Exposed(tp_f=tp_f, tp_b=tp_b, cp_f=cp_f, cp_b=cp_b, ep_f=ep_f, ep_b=ep_b,
                    tp_sent=(sent[("tp", "forward")], sent[("tp", "backward")]),
                    cp_sent=(sent[("cp", "forward")], sent[("cp", "backward")]),
@@ -1426,7 +1462,7 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
     loads = rank_loads(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime,
                        k.recompute, k.recompute_layers)
     links = (link(geo.tp, hw, c), link(geo.cp, hw, c), link(geo.ep, hw, c))
-    overlap_ep = k.schedule == "dualpipe-v"
+    overlap_ep = k.schedule == "dualpipe-v" or sw.ep_overlap
     sp = k.sp
     sp_on = sp and k.tp > 1
     tokens = k.seq * k.micro_batch / k.cp
@@ -1440,6 +1476,9 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
                               gemm_precision(k.precision, sw), sw.attention, sw.kernels, hw, c,
                               balanced=sw.balanced_routing, cp_runtime=sw.context_parallel,
                               fp8_scaling=sw.fp8_scaling), sw, c)
+        if moe and sw.ep_dispatcher == "deepep":
+            w = replace(w, ep_fanout=(shape.experts, shape.top_k, sw.ep_node_limit),
+                        ep_sm_share=min(1.0, kernel_model.DEEPEP_SMS / max(1, hw.sms)))
         if moe and sw.moe_host_sync:
             # the dispatcher's read of the token counts drains the GPU once per forward
             stall = kernel_model.host_stall_seconds(w.launches_f + kernel_model.DISPATCHER_OPS, w.forward)
@@ -1643,6 +1682,9 @@ def collective_seconds(c: Collective, lk: Link) -> float:
     """One call's time on its link."""
     if c.kind == "all_reduce":
         return lk.all_reduce(c.payload)
+    if c.kind == "all_to_all" and c.spread is not None:
+        near, far = c.link_bytes()
+        return max(near / lk.near, far / lk.far) + (c.size - 1) * lk.latency
     if c.kind == "all_to_all":
         return lk.all_to_all(c.payload)
     if c.kind == "send":

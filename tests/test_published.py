@@ -353,12 +353,13 @@ def test_power_limits_and_hbm_bandwidth_reach_the_spec(published, hardware, line
     assert (plan.cluster.hbm_bandwidth is not None) == any(x.startswith("hbm-bandwidth") for x in lines)
 
 
-def test_moe_rows_fold_ep_as_megatron_core_does_and_deepep_rows_are_not_fitted(fidelity):
+def test_moe_rows_fold_ep_as_megatron_core_does_and_run_the_dispatcher_they_state(fidelity):
     """The ModelZoo's Qwen3-235B rows state expert tensor parallelism 1: Megatron-Core's expert
     mesh then takes the tp ranks first, so "EP 8" with tp 2 stays inside a node (the table's
     "intra-node EP") and "EP 32" spans tp 2 x dp 16. The long-context rows' "forced balance"
-    figures run with `Software.balanced_routing`. Rows that state DeepEP's dispatcher are
-    evaluated but not fitted (a stated fact the model does not express), with the reason."""
+    figures run with `Software.balanced_routing`. Rows that state DeepEP's dispatcher run it
+    (`Software.ep_dispatcher`), the "+1f1b overlap" row overlaps its all-to-alls
+    (`Software.ep_overlap`), and no MoE row is fitted (out-of-sample checks), with the reason."""
     rows, _ = fidelity.load_rows()
     moe = {r.id: r for r in rows if r.group == "megatron_moe_modelzoo_qwen3"}
     assert len(moe) == 12
@@ -371,11 +372,15 @@ def test_moe_rows_fold_ep_as_megatron_core_does_and_deepep_rows_are_not_fitted(f
     assert "ep 32 over tp x dp" in moe["modelzoo_qwen3_235b_crossnode_ep32_deepep"].spec
     deepseek = next(r for r in rows if r.id == "deepseek_v3_pretraining_2048xH800")
     assert "ep 64 over dp" in deepseek.spec and "dualpipe-v" in deepseek.spec
+    assert deepseek.software.ep_node_limit == 4  # "node-limited routing (at most 4 nodes per token)"
+    assert all(r.software.ep_node_limit == 0 for r in moe.values())
     # 180K H800 GPU hours per trillion tokens: 1e12 / (180e3 x 3600) = 1,543 tokens/s per GPU
     assert deepseek.reported_from == "reported GPU hours per trillion tokens"
     for r in [*moe.values(), deepseek]:
         assert not r.fitted
-        assert any(a.startswith("not fitted: the row states DeepEP") for a in r.assumptions), r.id
+        assert any(a.startswith("not fitted: a mixture-of-experts row") for a in r.assumptions), r.id
+        assert r.software.ep_dispatcher == "deepep", r.id
+        assert r.software.ep_overlap == r.id.endswith("1f1b_overlap"), r.id
 
 
 def test_nemo_long_sequence_rows_read_as_published(fidelity):

@@ -48,7 +48,7 @@ EXPECTED = {
     "target torchtitan": dict(kernels="eager", selective="elementwise", tp_overlap="none", attention="flash",
                               grad=4),
     "target torchtitan { compile on, tp-overlap all }": dict(kernels="fused", selective="elementwise",
-                                                             tp_overlap="all", attention="flash", grad=4),
+                                                             tp_overlap="forward", attention="flash", grad=4),
     "target megatron": dict(kernels="fused", selective="attention-core", tp_overlap="backward",
                             attention="flash-te", grad=4),
     "target megatron { flash-attention off, tp-overlap none, grad-reduce bf16 }": dict(

@@ -1,0 +1,120 @@
+"""DeepEP's deduplicated dispatch (`kernels.deepep_fractions`, `Software.ep_dispatcher`) and the
+SMs its kernels take from overlapped computation (`Software.ep_overlap`), against a literal
+simulation of where DeepEP sends each token and against hand-computed times."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from parc import kernels, timing
+from parc.calibration import DEFAULT
+from parc.pipeline import compile_text
+from parc.targets import software_of
+
+
+def _simulated(experts: int, top_k: int, ranks: int, local: int, tokens: int = 6000, seed: int = 0,
+               node_limit: int = 0):
+    """Copies per token over NVLink and over the NIC, walking DeepEP's path for each token: a
+    random source rank, top_k distinct experts at random (experts dealt to ranks in blocks, ranks
+    to nodes in blocks); one RDMA copy to the same-index GPU of each other node holding a chosen
+    expert, which forwards it over NVLink once to each other GPU of its node holding one; inside
+    the source node one NVLink copy to each other GPU holding one."""
+    np = pytest.importorskip("numpy")
+    rng = np.random.default_rng(seed)
+    per_rank = experts // ranks
+    nvlink = nic = 0
+    for _ in range(tokens):
+        source = int(rng.integers(ranks))
+        if node_limit:  # the token's experts within node_limit nodes picked at random
+            picked = rng.choice(ranks // local, size=node_limit, replace=False)
+            per_node = experts * local // ranks
+            pool = np.concatenate([np.arange(n * per_node, (n + 1) * per_node) for n in picked])
+            chosen = rng.choice(pool, size=top_k, replace=False)
+        else:
+            chosen = rng.choice(experts, size=top_k, replace=False)
+        targets = {int(e) // per_rank for e in chosen}
+        home, index = divmod(source, local)
+        by_node: dict[int, set[int]] = {}
+        for r in targets:
+            by_node.setdefault(r // local, set()).add(r)
+        for node, ranks_there in by_node.items():
+            receiver = source if node == home else node * local + index
+            if node != home:
+                nic += 1
+            nvlink += len(ranks_there - {receiver})
+    return nvlink / tokens, nic / tokens
+
+
+@pytest.mark.parametrize("experts, top_k, ranks, local, limit", [
+    (128, 8, 32, 8, 0),   # Qwen3-235B, ep 32 over 4 nodes (the ModelZoo's cross-node rows)
+    (128, 8, 8, 2, 0),    # ep 8 spread 2 per node over 4 nodes
+    (256, 8, 64, 8, 0),   # ep 64 over 8 nodes without a node limit
+    (256, 8, 64, 8, 4),   # DeepSeek-V3: ep 64 over 8 nodes, each token within 4 of them
+    (128, 8, 8, 8, 0),    # inside one node: one copy per destination GPU
+])
+def test_deepep_bytes_match_a_simulated_dispatch(experts, top_k, ranks, local, limit):
+    near, far = kernels.deepep_fractions(experts, top_k, ranks, local, limit)
+    sim_near, sim_far = _simulated(experts, top_k, ranks, local, node_limit=limit)
+    assert sim_near > 0
+    assert near * top_k == pytest.approx(sim_near, rel=0.03)
+    assert far * top_k == pytest.approx(sim_far, rel=0.03, abs=1e-9)
+    # a plain all-to-all sends (ranks - local) / ranks of the copies over the NIC: DeepEP never more
+    assert far <= (ranks - local) / ranks + 1e-12
+
+
+CROSS_NODE = "\n".join([
+    "tp 2 x dp 16 x pp 8 on nodes(8 gpus, nvlink)", "ep 32 over tp x dp",
+    "model {", "  layers 94, hidden 4096, ffn 12288, heads 64, kv-heads 4, vocab 151936", "  head-dim 128",
+    "  activation swiglu, norm rmsnorm, position rope, tied-embeddings off",
+    "  experts 128, top-k 8, expert-ffn 1536, shared-experts 0, moe-layers all", "}",
+    "hardware { gpu h100-sxm, network 8 x 400 Gb/s }", "target megatron",
+    "train {", "  seq 4096, global-batch 2048, micro-batch 1", "  precision bf16, optimizer adam, recompute none", "}",
+    "tp { sequence-parallel on }",
+    "pp { schedule interleaved-1f1b, virtual-stages 4, split [2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, "
+    "3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2] }",
+    "dp { sharding none }"]) + "\n"
+
+
+def test_deepep_shortens_a_cross_node_exchange_by_its_nic_bytes():
+    """The ModelZoo's cross-node Qwen3-235B layout (ep 32 over 4 nodes, exposed all-to-alls): the
+    exchange is NIC-bound either way, so the ep time per step falls by the ratio of the NIC
+    copies per token, DeepEP's simulated distinct remote nodes against the plain all-to-all's
+    top_k x (n - k) / n remote copies."""
+    compiled = compile_text(CROSS_NODE, path="cross.par")
+    assert compiled.plan is not None, compiled.diagnostics
+    sw = software_of(compiled.plan)
+    plain = timing.predict(compiled.plan, sw=sw).breakdown
+    deepep = timing.predict(compiled.plan, sw=replace(sw, ep_dispatcher="deepep")).breakdown
+    _, remote_nodes = _simulated(128, 8, 32, 8)
+    ratio = remote_nodes / (8 * 24 / 32)
+    assert plain.exposed["ep"] > 0
+    # latency (31 steps per call) is the same on both sides and small against the bytes
+    assert deepep.exposed["ep"] / plain.exposed["ep"] == pytest.approx(ratio, rel=0.05)
+    assert deepep.step < plain.step
+    assert deepep.step >= deepep.bounds.links * 0.999
+
+
+def test_overlapped_deepep_costs_the_sms_it_takes():
+    """A MoE layer whose all-to-alls hide under another micro-batch's computation (1F1B overlap,
+    DualPipe): DeepEP's kernels hold 20 of the 132 SMs while they transfer, so W seconds of
+    computation beside T seconds of transfer take max(T, W + 20/132 T). By hand, from one layer's
+    Work and the link's four exchanges."""
+    hw = timing.Hardware("hopper", 989e12, 1979e12, 3.35e12, intra=450e9, nic=50e9, level=8)
+    ep = timing.link(timing.Group(32, 8), hw, DEFAULT)
+    none = timing.link(timing.Group(1, 1), hw, DEFAULT)
+    share = kernels.DEEPEP_SMS / 132
+    payload = 256e6
+    near, far = kernels.deepep_fractions(128, 8, 32, 8)
+    call = max(near * payload / ep.near, far * payload / ep.far) + 31 * ep.latency
+    transfer = 4 * call  # dispatch and combine, forward and backward
+    for gemm in (0.5e-3, 5e-3):  # shorter than the transfers, then longer
+        work = timing.Work(gemm=gemm, ep_bytes=payload, ep_fanout=(128, 8, 0), ep_sm_share=share, moe=True)
+        x = timing.exposed(work, none, none, ep, True, "none", DEFAULT)
+        compute = 3 * gemm
+        assert x.ep_f + x.ep_b == pytest.approx(max(transfer - compute, share * transfer), rel=1e-9)
+    # exposed (no overlap): the whole transfer
+    x = timing.exposed(timing.Work(gemm=5e-3, ep_bytes=payload, ep_fanout=(128, 8, 0), ep_sm_share=share, moe=True),
+                       none, none, ep, False, "none", DEFAULT)
+    assert x.ep_f + x.ep_b == pytest.approx(transfer, rel=1e-9)
