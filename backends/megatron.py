@@ -143,6 +143,8 @@ def _parallelism(plan: Plan) -> list[tuple[str, str | None]]:
     sharding = lay.dp.sharding or "none"
     if sharding == "zero1":
         args.append(("--use-distributed-optimizer", None))
+        if lay.dp.bucket is not None:  # elements per bucket; unset, Megatron's default is parc's
+            args.append(("--ddp-bucket-size", str(lay.dp.bucket)))
     elif sharding == "zero3":
         args.append(("--use-torch-fsdp2", None))
     return args

@@ -641,7 +641,8 @@ def import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
         lines.append(f"tp {{ sequence-parallel {'on' if has('--sequence-parallel') else 'off'} }}")
     if dp * cp > 1:
         sharding = "zero1" if has("--use-distributed-optimizer") else "zero3" if has("--use-torch-fsdp2") else "none"
-        lines.append(f"dp {{ sharding {sharding} }}")
+        bucket = get("--ddp-bucket-size") if sharding == "zero1" else None
+        lines.append(f"dp {{ sharding {sharding}" + (f", bucket {int(bucket)}" if bucket else "") + " }")
     if cp > 1:
         flavour = {"p2p": "ring", "all_gather": "all-gather", "a2a": "all-to-all"}.get(get("--cp-comm-type", "p2p"), "ring")
         lines.append(f"cp {{ flavour {flavour} }}")

@@ -34,7 +34,7 @@ def settings(plan) -> dict:
         "sp": lay.tp.sequence_parallel if (lay.tp.degree or 1) > 1 else None,
         "pp": (lay.pp.schedule, lay.pp.virtual_stages, tuple(c for c in (lay.pp.split or ()))) if (lay.pp.degree or 1) > 1
         else None,
-        "dp": (lay.dp.sharding, lay.dp.replicate, lay.dp.shard) if (lay.dp.degree or 1) * (lay.cp.degree or 1) > 1
+        "dp": (lay.dp.sharding, lay.dp.replicate, lay.dp.shard, lay.dp.bucket) if (lay.dp.degree or 1) * (lay.cp.degree or 1) > 1
         else None,
         "cp": lay.cp.flavour if (lay.cp.degree or 1) > 1 else None,
         "ep": (lay.ep.degree, lay.ep.folded_over),

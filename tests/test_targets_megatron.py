@@ -26,7 +26,7 @@ HAVE_MCORE = importlib.util.find_spec("megatron") is not None and importlib.util
 LAYOUTS = {
     "dense-vpp-zero1": ("tp 8 x dp 4 x pp 4 on nodes(8 gpus, nvlink)", "llama3-70b", "",
                         "train { seq 8192, global-batch 256, micro-batch 1, recompute selective }\n"
-                        "dp { sharding zero1 }\npp { schedule interleaved-1f1b, virtual-stages 5 }\n"),
+                        "dp { sharding zero1, bucket 20000000 }\npp { schedule interleaved-1f1b, virtual-stages 5 }\n"),
     "cp-fsdp-fp8-overlap": ("tp 4 x cp 2 x dp 4 on nodes(8 gpus, nvlink)", "llama3-8b",
                             " { tp-overlap all, grad-reduce bf16 }",
                             "train { seq 16384, global-batch 64, micro-batch 1, precision fp8, recompute full }\n"
@@ -145,6 +145,13 @@ def test_megatron_cores_transformer_config_accepts_the_values(name):
     if m.is_moe:
         assert (c.num_moe_experts, c.moe_router_topk, c.moe_ffn_hidden_size) == (m.experts, m.top_k, m.expert_ffn)
         assert c.expert_tensor_parallel_size == backend.expert_tp(plan)
+    if lay.dp.bucket is not None:  # the bucket goes to megatron-core's DDP config (parameters per bucket)
+        from megatron.core.distributed import DistributedDataParallelConfig
+
+        o = options(plan)
+        ddp = DistributedDataParallelConfig(use_distributed_optimizer="--use-distributed-optimizer" in o,
+                                            bucket_size=int(o["--ddp-bucket-size"]))
+        assert (ddp.use_distributed_optimizer, ddp.bucket_size) == (True, lay.dp.bucket)
 
 
 @pytest.mark.skipif(not HAVE_MCORE, reason="megatron-core not installed (.ci/install-targets)")
