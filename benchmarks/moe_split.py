@@ -157,3 +157,68 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables for docs/time-model.md (written by benchmarks/fidelity.py --write)
+
+
+def split_table(row_id: str = "bridge2511_h100_qwen3_30b_a3b") -> str:
+    """The split of `main` as a markdown table."""
+    parts, work, row, p = layer_of(row_id)
+    hw, k = p.hardware, p.knobs
+    peak = timing.matmul_peak(hw, timing.gemm_precision(k.precision, row.software))
+    lines = ["| part | forward ms | its roofline | backward ms | its roofline | charged / roofline |",
+             "|---|---|---|---|---|---|"]
+    for part in parts:
+        rf, rb = part.roofline(hw.bf16 if part.name == "attention core" else peak, hw.hbm)
+        lines.append(f"| {part.name} | {1e3 * part.forward:.3f} | {1e3 * rf:.3f} | {1e3 * part.backward:.3f} | "
+                     f"{1e3 * rb:.3f} | {(part.forward + part.backward) / (rf + rb):.2f}x |")
+    lines.append(f"| the layer (`layer_work`) | {1e3 * work.forward:.3f} | | "
+                 f"{1e3 * (work.backward_input + work.backward_weight):.3f} | | |")
+    return "\n".join(lines)
+
+
+def residual_table(path: Path = ROOT / "benchmarks" / "data" / "megatron_bridge_25_11.yaml") -> str:
+    """Per MoE row of the Bridge table: the reported step less the predicted one, spread over the
+    (MoE layer, micro-batch) pairs a GPU runs in a step, beside the layer's modelled GPU time:
+    a cost per layer and micro-batch the model lacks shows as a constant residual, one per token
+    as a residual that grows with the micro-batch's tokens."""
+    import fidelity
+
+    rows, _ = fidelity.load_rows(path)
+    lines = ["| run | precision | tokens per micro-batch | (layer, micro-batch) pairs per GPU | modelled GPU ms per pair "
+             "| predicted step s | reported step s | residual ms per pair |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        if not row.plan.model.experts:
+            continue
+        p = fidelity.prepare(row)
+        k, sw = p.knobs, row.software
+        step = fidelity.predicted_step(row, p, DEFAULT).step
+        reported = step * fidelity.predicted_tflops(row, step) / row.reported_tflops
+        pairs = p.shape.layers // k.pp * k.microbatches
+        work = timing.layer_work(p.shape, True, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch,
+                                 k.ep, timing.gemm_precision(k.precision, sw), sw.attention, sw.kernels, p.hardware,
+                                 DEFAULT, sw.balanced_routing, sw.context_parallel, sw.fp8_scaling)
+        gpu = work.forward + work.backward_input + work.backward_weight
+        lines.append(f"| {row.id} | {row.plan.training.precision} | {k.seq * k.micro_batch // max(1, k.tp):,} | "
+                     f"{pairs:,} | {1e3 * gpu:.1f} | {step:.2f} | {reported:.2f} | "
+                     f"{1e3 * (reported - step) / pairs:+.1f} |")
+    return "\n".join(lines)
+
+
+def gemm_check_table() -> str:
+    """The model's FP8 GEMM speed at DeepGEMM's published shapes (H800)."""
+    import yaml
+
+    data = yaml.safe_load((ROOT / "benchmarks" / "data" / "fp8_gemm_kernels.yaml").read_text())
+    hw = timing.Hardware(generation="hopper", bf16=989e12, fp8=data["peak_fp8"] * 1e12, hbm=3.35e12, intra=400e9,
+                         nic=50e9, level=8, sms=132)
+    rows = [(1, r["m"], r["n"], r["k"], r["tflops"]) for r in data["dense"]]
+    rows += [(r["groups"], r["m"], r["n"], r["k"], r["tflops"]) for r in data["grouped"]]
+    lines = ["| groups | M | N | K | DeepGEMM TFLOP/s | model TFLOP/s | model / DeepGEMM |", "|---|---|---|---|---|---|---|"]
+    for g, m, n, k, published in rows:
+        model = 2 * m * n * k / timing.gemm_seconds(m, k, n, "fp8", hw, DEFAULT, g) / 1e12
+        lines.append(f"| {g} | {m:,} | {n:,} | {k:,} | {published:,} | {model:,.0f} | {model / published:.2f} |")
+    return "\n".join(lines)
