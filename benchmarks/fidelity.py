@@ -1159,12 +1159,13 @@ router): a Qwen3-30B-A3B layer's memory-bound kernels are counted op by op by ha
 `tests/test_hbm.py`.
 
 What the model lacks therefore sits outside the layer's GPU work. Spread over the (MoE layer,
-micro-batch) pairs a GPU runs in a step (layers / pp x micro-batches), the reported step less
+micro-batch) pairs a GPU of the fullest stage runs in a step (its layers x micro-batches), the
+reported step less
 the predicted one:
 
 @MOE_RESIDUALS@
 
-The residuals do not follow one mechanism. On B200 both Qwen3 models leave +5.4-5.5 ms per pair
+The residuals do not follow one mechanism. On B200 both Qwen3 models leave +5.0-5.4 ms per pair
 at 4,096 tokens, although their modelled GPU time differs 2x (2.6 and 5.6 ms): a fixed cost per
 layer and micro-batch added in series, not a host that falls behind a GPU (which would hide under
 the larger layer's work). GB200, which the benchmark scripts run with CUDA graphs and HybridEP
