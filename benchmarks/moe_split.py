@@ -149,14 +149,13 @@ def main(argv: list[str]) -> int:
         ratio = (rf + rb) and (part.forward + part.backward) / (rf + rb)
         print(f"{part.name:36} {1e3 * part.forward:7.3f} {1e3 * rf:7.3f} {1e3 * part.backward:7.3f} "
               f"{1e3 * rb:7.3f} {ratio:10.2f}x")
+    for name, charged, floor in step_shares(row, p):
+        print(f"{name:36} {1e3 * charged:7.3f} {1e3 * floor:7.3f}   (a pair's share of the step, forward and backward)")
     df, db = reconcile(parts, work)
     print(f"{'layer (layer_work)':36} {1e3 * work.forward:7.3f} {'':7} "
           f"{1e3 * (work.backward_input + work.backward_weight):7.3f}   (parts - layer_work: {df:.1e}, {db:.1e} s)")
     return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -176,7 +175,24 @@ def split_table(row_id: str = "bridge2511_h100_qwen3_30b_a3b") -> str:
                      f"{1e3 * rb:.3f} | {(part.forward + part.backward) / (rf + rb):.2f}x |")
     lines.append(f"| the layer (`layer_work`) | {1e3 * work.forward:.3f} | | "
                  f"{1e3 * (work.backward_input + work.backward_weight):.3f} | | |")
+    for name, charged, floor in step_shares(row, p):
+        lines.append(f"| {name} | {1e3 * charged:.3f} (forward and backward) | {1e3 * floor:.3f} | | | |")
     return "\n".join(lines)
+
+
+def step_shares(row, p) -> list[tuple[str, float, float]]:
+    """What the step adds to each (MoE layer, micro-batch) pair beyond the layer's kernels, as the
+    model's step (`timing.step_time`) charges it, spread over the fullest stage's pairs, with its
+    floor: the expert all-to-alls' exposed time against the bytes this GPU sends over NVLink
+    (an intra-node ep group), the pipeline's sends against the NIC, the optimizer's step."""
+    import fidelity
+
+    k, hw = p.knobs, p.hardware
+    b = fidelity.predicted_step(row, p, DEFAULT)
+    pairs = -(-p.shape.layers // k.pp) * k.microbatches
+    return [("expert all-to-all (exposed)", b.exposed["ep"] / pairs, b.sent["ep"] / pairs / hw.intra),
+            ("pipeline sends (exposed)", b.exposed["pp"] / pairs, b.sent["pp"] / pairs / hw.nic),
+            ("optimizer step", b.optimizer / pairs, 0.0)]
 
 
 def residual_table(path: Path = ROOT / "benchmarks" / "data" / "megatron_bridge_25_11.yaml") -> str:
@@ -222,3 +238,7 @@ def gemm_check_table() -> str:
         model = 2 * m * n * k / timing.gemm_seconds(m, k, n, "fp8", hw, DEFAULT, g) / 1e12
         lines.append(f"| {g} | {m:,} | {n:,} | {k:,} | {published:,} | {model:,.0f} | {model / published:.2f} |")
     return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
