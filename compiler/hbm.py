@@ -26,6 +26,9 @@ inputs of an fp8 GEMM):
 - **Memory-bound kernels**: the same element counts the time model charges (norms, residuals,
   activations, RoPE, eager PyTorch's op-by-op extras, fp8 casts, the unfused softmax, ring
   attention's merges and fp32 dK/dV accumulation), forward 2 bytes an element, backward twice.
+- **A MoE layer's router and dispatcher** (`moe_dispatch_bytes`): the router's fp32 kernels on
+  every token's E scores and the permutations' passes over the routed copies, the counts the
+  time model charges (before, the ledger held only eager PyTorch's four passes and no router).
 - **The loss** (`timing.cross_entropy_bytes` per logit), the embedding lookup (read the rows,
   write the activation; backward: an fp32 scatter-add into the table's gradient).
 - **Recomputation**: full recomputation moves the forward's bytes again; parc's selective policy
@@ -37,7 +40,8 @@ inputs of an fp8 GEMM):
 Routed experts are counted at balanced routing (the mean rank's load, as the FLOP ledger): the
 busiest rank moves more, so the bound stays a bound.
 
-Checked against: a Llama 3 8B layer counted kernel by kernel by hand (tests/test_hbm.py); the
+Checked against: a Llama 3 8B layer and a Qwen3-30B-A3B MoE layer's memory-bound kernels counted
+kernel by kernel by hand (tests/test_hbm.py); the
 bytes the running generated model hands to every matrix product and to its attention kernels,
 recorded with a `TorchDispatchMode` (tests/e2e/test_hbm_ledger.py, dense and MoE); and the step
 time, which never undercuts bytes / bandwidth (tests/test_bounds.py). Not checked by a recording:
@@ -151,6 +155,27 @@ def attention_bytes(shape: Shape, tp: int, cp: int, flavour: str, seq: int, micr
     return forward, backward
 
 
+def moe_dispatch_bytes(shape: Shape, tp: int, ep: int, n: float, kernels: str) -> tuple[float, float]:
+    """(forward, backward) HBM bytes of a MoE layer's router and token permutations on one rank
+    for one micro-batch, at balanced routing: the router's fp32 kernels on the E scores of each of
+    the rank's n / tp routed tokens (`timing.ROUTER_BYTES` per token and expert), and the
+    dispatcher's passes over the routed copies (top-k per token, h wide, 16-bit), per runtime
+    (`timing.PERMUTE_PASSES`: the plain passes, and the re-sorts into expert order when ep > 1
+    and a rank holds several experts). The same counts the time model charges over HBM bandwidth,
+    so the ledger holds every byte the time charges for them."""
+    from . import timing
+
+    routed = n / tp
+    copies = routed * shape.top_k * (min(1.0, shape.capacity_factor) if shape.capacity_factor else 1.0)
+    (plain_f, plain_b), (sort_f, sort_b) = timing.PERMUTE_PASSES["eager" if kernels == "eager" else "fused"]
+    if not (ep > 1 and shape.experts // ep > 1):
+        sort_f = sort_b = 0
+    router_f, router_b = timing.ROUTER_BYTES
+    copy = timing.ACT * copies * shape.hidden
+    return (router_f * routed * shape.experts + (plain_f + sort_f) * copy,
+            router_b * routed * shape.experts + (plain_b + sort_b) * copy)
+
+
 @lru_cache(maxsize=16384)
 def layer_bytes(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
                 ep: int, precision: str, attention: str, kernels: str) -> PieceBytes:
@@ -177,10 +202,12 @@ def layer_bytes(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: st
     if not shape.position_params:
         elements += 2 * (q + kv) * n
         recomputable += 2 * (q + kv) * n
+    dispatch_f = dispatch_b = 0.0
     if moe:
         copies = n / tp * shape.top_k * (min(1.0, shape.capacity_factor) if shape.capacity_factor else 1.0)
         inner = copies * shape.expert_ffn + n * shape.shared_experts * shape.expert_ffn / tp
-        elements += copies * (up + 1) * shape.expert_ffn + 4 * copies * h
+        elements += copies * (up + 1) * shape.expert_ffn
+        dispatch_f, dispatch_b = moe_dispatch_bytes(shape, tp, ep, n, kernels)
         recomputable += copies * (up + 1) * shape.expert_ffn
         if shape.shared_experts:
             fs = shape.shared_experts * shape.expert_ffn / tp
@@ -203,8 +230,8 @@ def layer_bytes(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: st
         if up == 2:
             eager_f += timing.EAGER_SWIGLU_BYTES[0] * inner
             eager_b += timing.EAGER_SWIGLU_BYTES[1] * inner
-    memory_f = timing.ACT * elements + extra_f + eager_f
-    memory_b = 2 * timing.ACT * elements + extra_b + eager_b
+    memory_f = timing.ACT * elements + extra_f + eager_f + dispatch_f
+    memory_b = 2 * timing.ACT * elements + extra_b + eager_b + dispatch_b
     attention_f, attention_b = attention_bytes(shape, tp, cp, flavour, seq, micro, attention)
     core_again = attention_f
     if attention == "unfused":

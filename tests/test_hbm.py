@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 from parc import hbm, timing
+from parc.calibration import DEFAULT
 from parc.memory.inputs import knobs_of, shape_of
 from parc.pipeline import compile_text
 
@@ -125,3 +126,61 @@ def test_a_collective_reads_its_input_and_writes_its_output(kind, payload, n, wa
     from parc.ledger import Collective
 
     assert Collective("dp", kind, payload, 1, n, n, "path").hbm_bytes == want
+
+
+QWEN3_MOE = """job q
+dp 8 on nodes(8 gpus, nvlink)
+ep 8 over dp
+model {
+  layers 48, hidden 2048, ffn 6144, heads 32, kv-heads 4, vocab 151936
+  head-dim 128
+  activation swiglu, norm rmsnorm, position rope, tied-embeddings off
+  experts 128, top-k 8, expert-ffn 768, shared-experts 0, moe-layers all
+}
+hardware { gpu h100-sxm }
+target megatron
+train { seq 4096, global-batch 16, micro-batch 2 }
+"""
+"""Qwen3-30B-A3B (Qwen3 technical report, table 2: 48 layers, 128 experts, 8 activated; hidden
+2,048, expert FFN 768, 32 query and 4 key/value heads), as Megatron-Bridge's H100 row runs it."""
+
+
+def qwen3_moe_memory_by_hand(n: int, ep: int) -> int:
+    """The memory-bound kernels of one Qwen3-30B-A3B layer in Megatron-Core (fused kernels,
+    all-to-all dispatcher, bf16), forward plus backward, listed op by op: what each reads and
+    writes once."""
+    h, q, kv, f, experts, top_k = 2048, 32 * 128, 4 * 128, 768, 128, 8
+    copies = n * top_k  # one row per (token, chosen expert)
+    norms = 2 * (n * h + n * h)
+    residuals = 2 * (2 * n * h + n * h)
+    rope = (n * q + n * kv) * 2
+    swiglu = 2 * copies * f + copies * f  # on the routed copies
+    fused_f = BF16 * (norms + residuals + rope + swiglu)
+    # the router on each token's E logits in fp32: cast (read 2, write 4), softmax (read 4,
+    # write 4), top-k (read 4), the balancing loss's mean (read 4); backward: scatter the gates'
+    # gradient (write 4), add the balancing term's (read 4, write 4), softmax backward (read 8,
+    # write 4), the cast's backward (read 4, write 2)
+    router_f = n * experts * (2 + 4 + 4 + 4 + 4 + 4)
+    router_b = n * experts * (4 + 8 + 12 + 6)
+    # the dispatcher on the copies (h wide, bf16): forward, permute (read, write), unpermute with
+    # the gates' weighted sum (read); with several experts a rank the received copies are sorted
+    # into expert order and back (read and write, twice). Backward: permute's scatter-add (1),
+    # unpermute's gather (2), the gates' gradient (read copy and gradient: 2), the sorts again (4)
+    sorts = 4 if ep > 1 and experts // ep > 1 else 0
+    permute_f = BF16 * copies * h * (2 + 1 + sorts)
+    permute_b = BF16 * copies * h * (1 + 2 + 2 + sorts)
+    return fused_f + 2 * fused_f + router_f + router_b + permute_f + permute_b
+
+
+@pytest.mark.parametrize("ep", [1, 8])
+def test_one_qwen3_moe_layer_moves_the_router_and_dispatcher_bytes_counted_by_hand(ep):
+    plan = compile_text(QWEN3_MOE, path="q.par", checks=False).plan
+    shape = shape_of(plan)
+    n = 4096 * 2
+    piece = hbm.layer_bytes(shape, True, 1, False, 1, "ring", 4096, 2, ep, "bf16", "flash-te", "fused")
+    assert piece.memory_f + piece.memory_b == qwen3_moe_memory_by_hand(n, ep)
+    # and the time model charges every one of those bytes at most at the HBM's bandwidth
+    hw = timing.hardware_of(plan)
+    work = timing.layer_work(shape, True, 1, False, 1, "ring", 4096, 2, ep, "bf16", "flash-te", "fused", hw,
+                             DEFAULT)
+    assert work.memory_f + work.memory_b >= (piece.memory_f + piece.memory_b) / hw.hbm
