@@ -362,7 +362,9 @@ def test_zero1_buckets_are_capped_and_reduced_during_the_backward(tmp_path):
     """zero1 with `bucket 100000` on dp 2, two micro-batches: one fp32 reduce-scatter and one
     compute-dtype all-gather per bucket (more than one bucket), each reduce-scatter issued from
     inside the backward (the last micro-batch's, when its bucket's gradients are all in), the
-    all-gathers after it; and the time model's ledger charges the same calls and bytes."""
+    all-gathers after it, each waited for inside the next forward (a pre-hook of the first
+    module using its bucket: Megatron-Core's overlap_param_gather), none before it; and the
+    time model's ledger charges the same calls and bytes."""
     spec = "traffic-zero1-buckets"
     job, plan, ranks = recorded(spec, tmp_path)
     n, cap = plan.layout.dp.degree, plan.layout.dp.bucket
@@ -376,6 +378,8 @@ def test_zero1_buckets_are_capped_and_reduced_during_the_backward(tmp_path):
         assert_matches(table(record), expected, f"{spec} rank {record['rank']}")
         inside = {c["kind"]: c["in_backward"] for c in record["collectives"] if c["group_size"] > 1}
         assert inside == {"reduce_scatter": len(sizes), "all_gather": 0}, inside
+        waited = {c["kind"]: c["waited_in_forward"] for c in record["collectives"] if c["group_size"] > 1}
+        assert waited == {"reduce_scatter": 0, "all_gather": len(sizes)}, waited
     ledger = model_dp_ledger(plan)
     assert ledger == {kind: (pytest.approx(size, rel=TOLERANCE), calls)
                       for (kind, _), (size, calls) in expected.items()}, ledger
