@@ -1705,6 +1705,12 @@ def _dp_exposed(ledger: tuple[Collective, ...], m: int, forward: float, back: fl
         exposed_s += (m - 1) * max(0.0, busy[window] - length) + max(0.0, busy[window] + busy[once] - length)
         units = max((c.count / m for c in ledger if c.window == window), default=0)
         exposed_s += m * fsdp_fill(busy[window], length, units)
+        if once == "after_step":
+            # The post-step gathers (zero1's buckets, all issued after the step; FSDP2's units
+            # under pp) are waited for by the first forward, each by the first module that uses
+            # its bucket: bucket k + 1's runs under bucket k's forward, the first one's under
+            # nothing, the same two-stage pipeline as FSDP's forward.
+            exposed_s += fsdp_fill(busy[once], length, sum(c.count for c in ledger if c.window == once))
     return exposed_s, sum(c.sent_per_step for c in ledger)
 
 
