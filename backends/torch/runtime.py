@@ -307,7 +307,7 @@ def parallel_context(plan: Plan, layout: Layout) -> dict:
         recompute_text=_recompute_text(t.recompute or "none", t.recompute_layers),
         sharding=sharding, sharding_text=_wrap(_sharding_text(sharding, reshard, zero_bubble) + ".", 92)
         .replace("\n", "\n    "),
-        wrapper="fully_shard", reshard=reshard, reshard_note=reshard_note,
+        wrapper="fully_shard", reshard=reshard, reshard_note=reshard_note, zero_bubble=zero_bubble,
         root_reshard="None" if reshard else "False",
         plain_alone=_plain_alone(layout, sharding, tp, ep),
         accumulation_text=_wrap(_accumulation_text(sharding), 92).replace("\n", "\n    "),

@@ -216,6 +216,10 @@ over the ranks (counts per rank, exactly)."""
 
 def assert_ledger_is_the_job(spec: str, tmp: Path) -> None:
     _, plan, ranks = recorded(spec, tmp)
+    assert_ledger_matches(spec, plan, ranks)
+
+
+def assert_ledger_matches(spec: str, plan, ranks: list[dict]) -> None:
     ledgers = model_ledgers(plan, balanced=True)
     assert len(ranks) == plan.cluster.world_size and ledgers
     totals: dict[tuple[str, str], list[float]] = {}
@@ -383,3 +387,23 @@ def test_zero1_buckets_are_capped_and_reduced_during_the_backward(tmp_path):
     ledger = model_dp_ledger(plan)
     assert ledger == {kind: (pytest.approx(size, rel=TOLERANCE), calls)
                       for (kind, _), (size, calls) in expected.items()}, ledger
+
+
+def test_zero1_under_a_zero_bubble_schedule_reduces_during_the_schedule(tmp_path):
+    """zero1 under ZB-V (pp 2 x dp 2, two chunks per rank): torch's weight backward assigns the
+    weight gradients without firing the post-accumulate-grad hook, so the later chunk's buckets
+    used to be collected and reduced after the schedule (finish_gradients), with a compute-dtype
+    `.grad` accumulating over the micro-batches. The job's stage hands each weight gradient to
+    its bucket as the weight backward ends: on every rank every dp reduce-scatter is issued
+    inside forward_backward (the schedule's step), none after it, and the calls and bytes are
+    the time model's ledger."""
+    spec = "traffic-zero1-zbv"
+    _, plan, ranks = recorded(spec, tmp_path)
+    assert plan.layout.pp.schedule == "zbv" and plan.layout.dp.sharding == "zero1"
+    assert len(ranks) == plan.cluster.world_size
+    for record in ranks:
+        scatters = [c for c in record["collectives"] if c["kind"] == "reduce_scatter" and c["group_size"] > 1]
+        assert scatters, f"rank {record['rank']}: no reduce-scatter recorded"
+        for c in scatters:
+            assert c["in_forward_backward"] == c["count"], (record["rank"], c)
+    assert_ledger_matches(spec, plan, ranks)
