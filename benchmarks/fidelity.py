@@ -783,6 +783,14 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   (`timing.fsdp_fill`): the first unit's gather in the forward, the first gather and the last
   reduce-scatter in the backward (Zhao et al. 2023, "PyTorch FSDP", Section 3.3). An
   event-by-event simulation of the two streams checks it (tests/test_fsdp_exposure.py).
+  The post-step gathers (`after_step`: zero1's buckets, FSDP2's units under pp) are charged
+  the same way under the step's first forward: parc's zero1 starts every bucket's all-gather
+  after the optimizer step and waits for each in a forward pre-hook of the first module that
+  uses the bucket (Megatron-Core's `overlap_param_gather`), so bucket k + 1's gather runs
+  under bucket k's forward and only the first bucket's, min(busy, window) / calls, shows
+  beyond what their sum exceeds the forward by (before, the job waited for all of them before
+  the forward while the model charged them as hidden; tests/test_fsdp_exposure.py simulates
+  it, tests/e2e/test_collectives.py records every wait inside the forward).
 
 ## The ledger
 
