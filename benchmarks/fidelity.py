@@ -748,7 +748,9 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   docs/runtime.md's table, which tests/e2e/test_collectives.py checks against the collectives
   the running job records) differ in two places: every FSDP sharding issues one call per FSDP
   unit, and zero1 (parc's distributed optimizer over flat buckets) one call per bucket, one
-  bucket per model chunk and parameter set (dense, experts), moving the contract's bytes (4P
+  bucket per model chunk and parameter set (dense, experts; without ep and tp the experts have
+  no mesh of their own and ride in their layer's unit or bucket: one set, `experts_folded`,
+  checked on the recorded `traffic-moe-zero1` job), moving the contract's bytes (4P
   reduce-scattered + 2P gathered) in fewer, larger calls; and under pp > 1 torch's stages
   gather the weights once and reduce once per step in every FSDP sharding. The contract, per
   optimizer step, per parameter P a rank holds (dense ones over the dense
