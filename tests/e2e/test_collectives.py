@@ -247,7 +247,8 @@ FAST = ("traffic-tp2-sp", "traffic-pp2-zbv", "cp2-ring", "ep2-over-dp")
 LEDGER_CASES = FAST + ("traffic-tp2-dp2", "traffic-pp2-dp2", "traffic-pp2-1f1b", "traffic-pp2-interleaved",
                        "traffic-pp2-zb", "traffic-pp2-dualpipe", "cp2-all-gather", "cp2-all-to-all", "ep2-axis",
                        "traffic-moe-tp2", "moe-tp2-dp2", "moe-4d",
-                       "traffic-moe-zero1")  # MoE without ep or tp: the experts in their layers' zero1 buckets
+                       # MoE without ep or tp: the experts in their layers' zero1 buckets, FSDP2 units
+                       "traffic-moe-zero1", "moe-dp8-experts-sharded")
 
 
 @pytest.mark.parametrize("spec", [s if s in FAST else pytest.param(s, marks=pytest.mark.long) for s in LEDGER_CASES])
