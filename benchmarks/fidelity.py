@@ -778,7 +778,9 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   docs/runtime.md's table, which tests/e2e/test_collectives.py checks against the collectives
   the running job records) differ in two places: every FSDP sharding issues one call per FSDP
   unit, and zero1 (parc's distributed optimizer over flat buckets) one call per bucket, one
-  bucket per model chunk and parameter set (dense, experts), moving the contract's bytes (4P
+  bucket per model chunk and parameter set (dense, experts; without ep and tp the experts have
+  no mesh of their own and ride in their layer's unit or bucket: one set, `experts_folded`,
+  checked on the recorded `traffic-moe-zero1` job), moving the contract's bytes (4P
   reduce-scattered + 2P gathered) in fewer, larger calls; and under pp > 1 torch's stages
   gather the weights once and reduce once per step in every FSDP sharding. The contract, per
   optimizer step, per parameter P a rank holds (dense ones over the dense
@@ -813,6 +815,14 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   (`timing.fsdp_fill`): the first unit's gather in the forward, the first gather and the last
   reduce-scatter in the backward (Zhao et al. 2023, "PyTorch FSDP", Section 3.3). An
   event-by-event simulation of the two streams checks it (tests/test_fsdp_exposure.py).
+  The post-step gathers (`after_step`: zero1's buckets, FSDP2's units under pp) are charged
+  the same way under the step's first forward: parc's zero1 starts every bucket's all-gather
+  after the optimizer step and waits for each in a forward pre-hook of the first module that
+  uses the bucket (Megatron-Core's `overlap_param_gather`), so bucket k + 1's gather runs
+  under bucket k's forward and only the first bucket's, min(busy, window) / calls, shows
+  beyond what their sum exceeds the forward by (before, the job waited for all of them before
+  the forward while the model charged them as hidden; tests/test_fsdp_exposure.py simulates
+  it, tests/e2e/test_collectives.py records every wait inside the forward).
 
 ## The ledger
 

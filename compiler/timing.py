@@ -1271,7 +1271,7 @@ def rank_loads(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str, s
                 root += table + shape.position_params
             if chunk.output:
                 root += shape.norm_params + (table if not shape.tied or chunk.tied_copy else 0)
-            dense_runs, expert_runs = _chunk_blocks(shape, chunk, per_layer, table)
+            dense_runs, expert_runs = _chunk_blocks(shape, chunk, per_layer, table, experts_folded(runtime, tp, ep))
             blocks_dense.append(dense_runs)
             blocks_expert.append(expert_runs)
         for (moe, _), count in kinds.items():
@@ -1289,10 +1289,18 @@ def rank_loads(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str, s
     return tuple(loads)
 
 
-def _chunk_blocks(shape: Shape, chunk, per_layer: dict, table: int) -> tuple[Runs, Runs]:
+def experts_folded(runtime: str, tp: int, ep: int) -> bool:
+    """Whether parc's job keeps the routed experts with their layer's dense parameters: without
+    ep and tp they have no mesh of their own (parallel.py's expert grid), so they sit in their
+    block's FSDP2 unit, or its zero1 bucket, and are reduced and gathered with it."""
+    return runtime == "torch" and tp == 1 and ep == 1
+
+
+def _chunk_blocks(shape: Shape, chunk, per_layer: dict, table: int, folded: bool = False) -> tuple[Runs, Runs]:
     """A chunk's blocks as zero1's buckets see them (`bucket_count`): the embedding, each layer's
-    dense parameters, the head; and each MoE layer's routed experts. Layers of one kind in a row
-    are one run."""
+    dense parameters, the head; and each MoE layer's routed experts, or, `folded` (no expert
+    grid: `experts_folded`), each MoE layer's experts inside its layer's block. Layers of one
+    kind in a row are one run."""
     dense: list[tuple[int, int]] = []
     expert: list[tuple[int, int]] = []
 
@@ -1307,6 +1315,9 @@ def _chunk_blocks(shape: Shape, chunk, per_layer: dict, table: int) -> tuple[Run
     if shape.moe:
         for moe, group in itertools.groupby(shape.moe[chunk.first_layer:chunk.first_layer + chunk.layers]):
             n = sum(1 for _ in group)
+            if folded:
+                add(dense, per_layer[moe].total, n)
+                continue
             add(dense, per_layer[moe].linear + per_layer[moe].other, n)
             if per_layer[moe].expert:
                 add(expert, per_layer[moe].expert, n)
@@ -1615,6 +1626,8 @@ def dp_ledger(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, re
       gradients;
     - hsdp: zero3 over the shard group plus one all-reduce of the sharded gradients over the
       replicas per step."""
+    if experts_folded(runtime, k.tp, k.ep):  # one set: the experts are in their layers' units
+        r = replace(r, params_dense=r.params_dense + r.params_expert, params_expert=0)
     return _dp_ledger(r.params_dense, r.params_expert, r.layers, k.microbatches, k.sharding, k.pp,
                       dense, expert, shard, replicate, grad, runtime, r.moe_layers or r.layers,
                       max(1, k.virtual_stages) if k.pp > 1 else 1, r.blocks_dense, r.blocks_expert, k.bucket,
@@ -1747,6 +1760,12 @@ def _dp_exposed(ledger: tuple[Collective, ...], m: int, forward: float, back: fl
         exposed_s += (m - 1) * max(0.0, busy[window] - length) + max(0.0, busy[window] + busy[once] - length)
         units = max((c.count / m for c in ledger if c.window == window), default=0)
         exposed_s += m * fsdp_fill(busy[window], length, units)
+        if once == "after_step":
+            # The post-step gathers (zero1's buckets, all issued after the step; FSDP2's units
+            # under pp) are waited for by the first forward, each by the first module that uses
+            # its bucket: bucket k + 1's runs under bucket k's forward, the first one's under
+            # nothing, the same two-stage pipeline as FSDP's forward.
+            exposed_s += fsdp_fill(busy[once], length, sum(c.count for c in ledger if c.window == once))
     return exposed_s, sum(c.sent_per_step for c in ledger)
 
 

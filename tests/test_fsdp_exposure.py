@@ -67,3 +67,32 @@ def test_backward_fill_against_the_simulated_pipeline(units, gather, reduce, wor
 def test_no_per_unit_calls_no_fill():
     assert timing.fsdp_fill(1.0, 2.0, 0) == 0.0
     assert timing.fsdp_fill(0.0, 2.0, 40) == 0.0
+
+
+def simulate_post_step_gathers(buckets: int, gather: float, work: float) -> float:
+    """zero1's all-gathers of the updated parameters (Megatron-Core's overlap_param_gather, as
+    parallel.py runs them): all issued on one link after the step, in bucket order; bucket k's
+    forward waits for its gather (a forward pre-hook) and for bucket k - 1's forward. Exposed
+    seconds of the first forward."""
+    compute_done = 0.0
+    for k in range(buckets):
+        compute_done = max(compute_done, (k + 1) * gather) + work
+    return compute_done - buckets * work
+
+
+@pytest.mark.parametrize("buckets, gather, work", [(3, 1.0, 5.0), (3, 5.0, 1.0), (8, 2.0, 2.0), (1, 2.0, 3.0),
+                                                   (40, 0.2, 0.21)])
+def test_post_step_gathers_expose_the_first_bucket_and_the_excess(buckets, gather, work):
+    """`_dp_exposed` on a ledger of `buckets` post-step all-gathers under one forward of
+    `buckets` x `work` seconds equals the simulation: the first bucket's gather when the link
+    keeps up (which hid nothing before the job waited for the gathers in the forward: all of it
+    was charged as hidden), the excess plus one forward share when it does not."""
+    from parc.ledger import Collective
+
+    link = timing.Link(size=2, ring=1.0, near=1.0, far=0.0, local=2, latency=0.0)
+    payload = gather * 2 / (2 - 1) * link.ring  # all_gather(payload) = (n - 1) / n x payload / ring
+    assert link.all_gather(payload) == pytest.approx(gather)
+    ledger = (Collective("dp", "all_gather", payload, buckets, 2, 2, "after_step"),)
+    exposed, _ = timing._dp_exposed(ledger, 1, buckets * work, 10.0 * buckets * work, link, link, link, link)
+    assert exposed == pytest.approx(simulate_post_step_gathers(buckets, gather, work), rel=1e-12)
+    assert exposed > 0

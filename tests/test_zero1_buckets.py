@@ -65,3 +65,40 @@ def test_a_bucket_size_without_zero1_is_an_error_at_the_bucket():
     ok = compile_text(SPEC.replace("SETTINGS", "sharding zero1, bucket 1000"), "x.par")
     assert not [d for d in ok.diagnostics if d.is_error]
     assert ok.plan.layout.dp.bucket == 1000
+
+
+def test_moe_without_ep_or_tp_buckets_its_experts_with_their_layers():
+    """tiny-moe (hidden 64, 4 heads of 16, 2 kv heads, dense FFN 128, 4 experts of FFN 64, one
+    shared expert, layer 0 dense, vocabulary 256, untied) on dp 2 with zero1 and no ep or tp:
+    the job has no expert mesh, so each MoE layer's experts sit in that layer's block (and
+    bucket), as build_buckets walks them. Written out by hand: embedding 256 x 64; attention
+    2 x 64 x 64 + 2 x 32 x 64 and two norms of 64; the dense FFN 3 x 64 x 128; a MoE layer's
+    router 4 x 64, shared expert 3 x 64 x 64, routed experts 3 x 4 x 64 x 64; the head 64 +
+    256 x 64. With the spec's cap of 40,000 elements: 5 buckets, where a separate expert set
+    (the old ledger) charged 6 calls of each kind."""
+    from parc import timing
+    from parc.memory.inputs import knobs_of, shape_of
+    from parc.pipeline import compile_text
+    from parc.targets import software_of
+
+    text = """dp 2 on nodes(2 gpus, nvlink)
+model tiny-moe { moe-layers from 1, shared-experts 1 }
+hardware { gpu h100-sxm }
+train { seq 32, global-batch 8, micro-batch 2 }
+dp { sharding zero1, bucket 40000 }
+"""
+    result = compile_text(text, "x.par")
+    assert result.ok, [d.message for d in result.diagnostics]
+    plan = result.plan
+    attention = 2 * 64 * 64 + 2 * 32 * 64 + 2 * 64
+    dense_layer = attention + 3 * 64 * 128
+    moe_layer = attention + 4 * 64 + 3 * 64 * 64 + 3 * 4 * 64 * 64
+    blocks = [256 * 64, dense_layer, moe_layer, moe_layer, moe_layer, 64 + 256 * 64]
+    expected = buckets_by_walking(blocks, 40_000)
+    assert expected == 5
+    hw = timing.hardware_of(plan)
+    _, steps = timing.rank_steps(shape_of(plan), knobs_of(plan, "torch"), hw, timing.geometry_of(plan, hw),
+                                 sw=software_of(plan))
+    dp = [c for c in next(iter(steps.values())).ledger.collectives if c.axis == "dp"]
+    assert sorted((c.kind, c.count) for c in dp) == [("all_gather", expected), ("reduce_scatter", expected)]
+    assert sum(c.payload * c.count for c in dp if c.kind == "reduce_scatter") >= 4 * sum(blocks)

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 
 from ...diagnostics import Diagnostic, Severity, error, warning
+from ...memory.parameters import expert_shard_dim
 from ...plan import Plan
 from ...stages import V_SCHEDULES, pipeline_chunks
 from ...timing import zero1_bucket_size
@@ -295,6 +296,7 @@ def parallel_context(plan: Plan, layout: Layout) -> dict:
         cp_class={"ring": "RingAttention", "all-gather": "AllGatherAttention", "all-to-all": "AllToAllAttention"}.get(
             cp_flavour, ""),
         cp_repeat_kv=cp and cp_flavour == "all-to-all" and local_kv % deg["cp"] != 0,
+        expert_shard_dims=_expert_shard_dims(plan, layout),
         expert_grid=expert_grid, moe_balance=m.moe_balance if m.is_moe else "none",
         balance_text="world" if not pp else "every dim but pp",
         balance_dims=_tuple(d for d in layout.dims if d != "pp"),
@@ -305,7 +307,7 @@ def parallel_context(plan: Plan, layout: Layout) -> dict:
         recompute_text=_recompute_text(t.recompute or "none", t.recompute_layers),
         sharding=sharding, sharding_text=_wrap(_sharding_text(sharding, reshard, zero_bubble) + ".", 92)
         .replace("\n", "\n    "),
-        wrapper="fully_shard", reshard=reshard, reshard_note=reshard_note,
+        wrapper="fully_shard", reshard=reshard, reshard_note=reshard_note, zero_bubble=zero_bubble,
         root_reshard="None" if reshard else "False",
         plain_alone=_plain_alone(layout, sharding, tp, ep),
         accumulation_text=_wrap(_accumulation_text(sharding), 92).replace("\n", "\n    "),
@@ -461,6 +463,27 @@ def _plain_alone(layout: Layout, sharding: str, tp: bool, ep: bool) -> bool:
     return layout.data_degree == 1 and not tp and not ep and sharding != "zero1"
 
 
+def _expert_shard_dims(plan: Plan, layout: Layout) -> dict[str, int]:
+    """FSDP2's shard dim of each routed-expert stack where it is not dim 0 (`expert_shard_dim`:
+    every rank holds 1/group of every expert), over the ranks that shard them: edp under the
+    expert grid (`expert_data`), else the block's data mesh (its shard dim under hsdp)."""
+    m, sharding = plan.model, plan.layout.dp.sharding or "none"
+    if not m.is_moe or sharding not in ("zero2", "zero3", "hsdp"):
+        return {}
+    deg = layout.degrees
+    if deg["ep"] > 1 or (deg["tp"] > 1 and m.is_moe):
+        group = ep_mesh(plan, layout)[1][1]
+    else:
+        dims = [d for d in layout.data_dims if not (sharding == "hsdp" and d == "dp_replicate")]
+        group = math.prod(layout.size(d) for d in dims)
+    local = m.experts // deg["ep"]
+    shapes = {"w1": (local, m.hidden, m.expert_ffn), "w2": (local, m.expert_ffn, m.hidden)}
+    if m.activation == "swiglu":
+        shapes["w3"] = shapes["w1"]
+    dims = {name: expert_shard_dim(shape, group) for name, shape in shapes.items()}
+    return dims if any(dims.values()) else {}
+
+
 def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep, schedule_class) -> list[list[str]]:
     """The import lines of parallel.py in ruff's (isort) order: stdlib, torch, the job's own."""
     recompute = plan.training.recompute or "none"
@@ -499,6 +522,8 @@ def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep,
     add("torch.distributed.tensor", "DTensor", "distribute_tensor")
     if ep:
         add("torch.distributed.tensor", "Shard", "distribute_module")
+    if _expert_shard_dims(plan, layout):
+        add("torch.distributed.tensor", "Shard")
     if tp:
         add("torch.distributed.tensor", "Replicate", "Shard")
         names = ["ColwiseParallel", "PrepareModuleInput", "RowwiseParallel", "loss_parallel", "parallelize_module"]

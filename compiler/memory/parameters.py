@@ -142,6 +142,20 @@ def layer_rows(shape: Shape, tp: int, ep: int, moe: bool) -> tuple[tuple[int, in
     return tuple(norms + attention + [(shape.experts, h, "other")] + shared + routed)
 
 
+def expert_shard_dim(local_shape: tuple[int, ...], group: int) -> int:
+    """The dim FSDP2 shards one routed-expert stack (local experts, rows, columns) on over its
+    `group` ranks, so that every rank holds 1/group of every expert. FSDP2's default dim 0 pads
+    it to a multiple of the group: with fewer local experts than ranks each rank stores a whole
+    expert, real or padding (Mixtral at ep 8 over a 16-rank group: its expert 16 times over).
+    torchtitan then shards on dim 1 (`shard_placement_fn`); FSDP2 refuses an uneven split on any
+    dim but 0, so: dim 0 when the local experts divide evenly, else the first other dim that
+    does, else dim 0 with its padding (`fsdp_padding` counts it). The job (`EXPERT_SHARD_DIMS`)
+    and the memory model both take it from here."""
+    if group <= 1 or local_shape[0] % group == 0:
+        return 0
+    return next((d for d in range(1, len(local_shape)) if local_shape[d] % group == 0), 0)
+
+
 @lru_cache(maxsize=4096)
 def fsdp_padding(shape: Shape, chunks: tuple[Chunk, ...], tp: int, ep: int, dense_group: int,
                  expert_group: int, runtime: str = "torch") -> Params:
@@ -149,15 +163,22 @@ def fsdp_padding(shape: Shape, chunks: tuple[Chunk, ...], tp: int, ep: int, dens
     dim 0 to a multiple of its shard group (`FSDPParam`: padded_sharded_param_size), so a rank
     holds ceil(rows / group) rows of each. The vocabulary tables' rows (V / tp) are the usual
     case (Llama 3's 128,256 / 8 = 16,032 over 64 ranks: 251 rows, not 250.5); by kind, so that
-    `model_states` divides each by its group. Every rank's shard is padded alike."""
+    `model_states` divides each by its group. Every rank's shard is padded alike. Routed-expert
+    stacks are sharded on another dim when their local experts do not divide evenly
+    (`expert_shard_dim`): unpadded, unless no dim divides."""
     def pad(rows: int, group: int) -> int:
         return -(-rows // group) * group - rows
+
+    def expert_pad(rows: int, per_row: int) -> int:
+        if expert_shard_dim((rows, shape.hidden, shape.expert_ffn), expert_group):
+            return 0
+        return pad(rows, expert_group) * per_row
 
     linear = other = expert = 0
     for chunk in chunks:
         for layer in chunk.layer_range:
             for rows, per_row, kind in layer_rows(shape, tp, ep, shape.is_moe(layer)):
-                extra = pad(rows, expert_group if kind == "expert" else dense_group) * per_row
+                extra = expert_pad(rows, per_row) if kind == "expert" else pad(rows, dense_group) * per_row
                 linear += extra if kind == "linear" else 0
                 other += extra if kind == "other" else 0
                 expert += extra if kind == "expert" else 0

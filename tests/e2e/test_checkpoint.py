@@ -120,3 +120,14 @@ def test_zero1_moe_with_tp_and_ep_saves_shards_one_process_resumes(workdir, refe
     resumes from its step-2 checkpoint and steps 2 and 3 match the uninterrupted run."""
     saved = save_checkpoints(workdir, "moe-tp2-ep2-zero1", 4, reference_moe, "moe-zero1")
     resume_elsewhere(workdir, saved, "reference-moe", 1, reference_moe, "moe-zero1-one")
+
+
+@pytest.mark.long
+def test_experts_sharded_on_dim_1_save_and_resume_elsewhere(workdir, reference_moe):
+    """FSDP2 shards the experts on dim 1 (2 local experts over an expert group of 4: dp 8, ep 2
+    over dp, zero3; tests/e2e/test_expert_shards.py): the step-2 checkpoint resumes in one
+    process and under ep2-over-dp (experts on dim 0), steps 2 and 3 matching the uninterrupted
+    run."""
+    saved = save_checkpoints(workdir, "moe-experts-sharded", 8, reference_moe, "experts-dim1")
+    resume_elsewhere(workdir, saved, "reference-moe", 1, reference_moe, "experts-dim1-one")
+    resume_elsewhere(workdir, saved, "ep2-over-dp", 4, reference_moe, "experts-dim1-ep2")

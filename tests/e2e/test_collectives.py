@@ -216,6 +216,10 @@ over the ranks (counts per rank, exactly)."""
 
 def assert_ledger_is_the_job(spec: str, tmp: Path) -> None:
     _, plan, ranks = recorded(spec, tmp)
+    assert_ledger_matches(spec, plan, ranks)
+
+
+def assert_ledger_matches(spec: str, plan, ranks: list[dict]) -> None:
     ledgers = model_ledgers(plan, balanced=True)
     assert len(ranks) == plan.cluster.world_size and ledgers
     totals: dict[tuple[str, str], list[float]] = {}
@@ -242,7 +246,9 @@ FAST = ("traffic-tp2-sp", "traffic-pp2-zbv", "cp2-ring", "ep2-over-dp")
 """One case per kind in the default run; the others are `long`."""
 LEDGER_CASES = FAST + ("traffic-tp2-dp2", "traffic-pp2-dp2", "traffic-pp2-1f1b", "traffic-pp2-interleaved",
                        "traffic-pp2-zb", "traffic-pp2-dualpipe", "cp2-all-gather", "cp2-all-to-all", "ep2-axis",
-                       "traffic-moe-tp2", "moe-tp2-dp2", "moe-4d")
+                       "traffic-moe-tp2", "moe-tp2-dp2", "moe-4d",
+                       # MoE without ep or tp: the experts in their layers' zero1 buckets, FSDP2 units
+                       "traffic-moe-zero1", "moe-dp8-experts-sharded")
 
 
 @pytest.mark.parametrize("spec", [s if s in FAST else pytest.param(s, marks=pytest.mark.long) for s in LEDGER_CASES])
@@ -365,7 +371,9 @@ def test_zero1_buckets_are_capped_and_reduced_during_the_backward(tmp_path):
     """zero1 with `bucket 100000` on dp 2, two micro-batches: one fp32 reduce-scatter and one
     compute-dtype all-gather per bucket (more than one bucket), each reduce-scatter issued from
     inside the backward (the last micro-batch's, when its bucket's gradients are all in), the
-    all-gathers after it; and the time model's ledger charges the same calls and bytes."""
+    all-gathers after it, each waited for inside the next forward (a pre-hook of the first
+    module using its bucket: Megatron-Core's overlap_param_gather), none before it; and the
+    time model's ledger charges the same calls and bytes."""
     spec = "traffic-zero1-buckets"
     job, plan, ranks = recorded(spec, tmp_path)
     n, cap = plan.layout.dp.degree, plan.layout.dp.bucket
@@ -379,6 +387,28 @@ def test_zero1_buckets_are_capped_and_reduced_during_the_backward(tmp_path):
         assert_matches(table(record), expected, f"{spec} rank {record['rank']}")
         inside = {c["kind"]: c["in_backward"] for c in record["collectives"] if c["group_size"] > 1}
         assert inside == {"reduce_scatter": len(sizes), "all_gather": 0}, inside
+        waited = {c["kind"]: c["waited_in_forward"] for c in record["collectives"] if c["group_size"] > 1}
+        assert waited == {"reduce_scatter": 0, "all_gather": len(sizes)}, waited
     ledger = model_dp_ledger(plan)
     assert ledger == {kind: (pytest.approx(size, rel=TOLERANCE), calls)
                       for (kind, _), (size, calls) in expected.items()}, ledger
+
+
+def test_zero1_under_a_zero_bubble_schedule_reduces_during_the_schedule(tmp_path):
+    """zero1 under ZB-V (pp 2 x dp 2, two chunks per rank): torch's weight backward assigns the
+    weight gradients without firing the post-accumulate-grad hook, so the later chunk's buckets
+    used to be collected and reduced after the schedule (finish_gradients), with a compute-dtype
+    `.grad` accumulating over the micro-batches. The job's stage hands each weight gradient to
+    its bucket as the weight backward ends: on every rank every dp reduce-scatter is issued
+    inside forward_backward (the schedule's step), none after it, and the calls and bytes are
+    the time model's ledger."""
+    spec = "traffic-zero1-zbv"
+    _, plan, ranks = recorded(spec, tmp_path)
+    assert plan.layout.pp.schedule == "zbv" and plan.layout.dp.sharding == "zero1"
+    assert len(ranks) == plan.cluster.world_size
+    for record in ranks:
+        scatters = [c for c in record["collectives"] if c["kind"] == "reduce_scatter" and c["group_size"] > 1]
+        assert scatters, f"rank {record['rank']}: no reduce-scatter recorded"
+        for c in scatters:
+            assert c["in_forward_backward"] == c["count"], (record["rank"], c)
+    assert_ledger_matches(spec, plan, ranks)

@@ -42,6 +42,10 @@ MOE = [
     "moe-ep-over-cp-dp",  # cp 2 (ring) x dp 2, ep 4 over cp x dp, zero3
     "moe-tp2-dp2",  # tp 2 without SP: each tp rank routes half the sequence, DDP
     "moe-tp2-ep2-zero1",  # tp 2 (SP), ep 2 over dp 2, zero1: the experts' bucket over edp
+    # FSDP2 shards the experts on dim 1 (2 local experts over an expert group of 4; 4 experts
+    # over 8 data ranks inside the block's unit): tests/e2e/test_expert_shards.py
+    pytest.param("moe-experts-sharded", marks=pytest.mark.long),
+    pytest.param("moe-dp8-experts-sharded", marks=pytest.mark.long),
 ]
 
 

@@ -614,7 +614,14 @@ class CollectiveRecorder:
         self.axes = axis_names(rt.meshes)
         self.active = False
         self.depth = 0
+        self.forward_depth = 0
+        """Module forwards running (global hooks, which run before a module's own pre-hooks)."""
+        self.computing = False
+        """Inside parallel.forward_backward (the step's forwards and backwards, the pipeline
+        schedule's whole step), not after it (finish_gradients, the optimizer step)."""
         self.found: dict[tuple, list[int]] = {}
+        nn.modules.module.register_module_forward_pre_hook(self.enter_forward)
+        nn.modules.module.register_module_forward_hook(self.leave_forward, always_call=True)
         for (module, name), kind in RECORDED.items():
             if isinstance(module, str):  # pipelining's p2p batches (sends of one kind skip batch_isend_irecv)
                 module = importlib.import_module(module)
@@ -624,17 +631,45 @@ class CollectiveRecorder:
             op = getattr(torch.ops._c10d_functional, FUNCTIONAL_OPS.get(name, ""), None) if module is funcol else None
             setattr(module, name, self.wrap(original, kind, op.default if op is not None else None))
 
+    def enter_forward(self, *_) -> None:
+        self.forward_depth += 1
+
+    def leave_forward(self, *_) -> None:
+        self.forward_depth -= 1
+
     def wrap(self, original, kind: str, op=None):
         def recording(*args, **kwargs):
-            if self.active and self.depth == 0 and not served_from_cache(op):
+            outer = self.depth == 0
+            if self.active and outer and not served_from_cache(op):
                 for tensor, group in payload(kind, args, kwargs):
                     self.note(kind, tensor, group)
             self.depth += 1
             try:
-                return original(*args, **kwargs)
+                result = original(*args, **kwargs)
             finally:
                 self.depth -= 1
+            if outer and kwargs.get("async_op") and sys._getframe(1).f_globals.get("__name__") == "parallel":
+                # the job's own asynchronous collectives (zero1's buckets; torch's own code
+                # keeps its handles, whose type it checks)
+                keys = [self.key(kind, tensor, group)[0] for tensor, group in payload(kind, args, kwargs)]
+                return RecordedWork(result, lambda: self.waited(keys))
+            return result
         return recording
+
+    def waited(self, keys: list[tuple]) -> None:
+        """An asynchronous collective's wait (issued in any step, waited in the recorded one):
+        counted as inside a forward when a module's forward is running."""
+        if self.active:
+            for key in keys:
+                self.found.setdefault(key, [0, 0, 0, 0, 0])[3] += self.forward_depth > 0
+
+    @contextmanager
+    def forward_backward(self):
+        self.computing = True
+        try:
+            yield
+        finally:
+            self.computing = False
 
     @contextmanager
     def paused(self):
@@ -644,7 +679,8 @@ class CollectiveRecorder:
         finally:
             self.active = active
 
-    def note(self, kind: str, tensor: torch.Tensor, group) -> None:
+    def key(self, kind: str, tensor: torch.Tensor, group) -> tuple[tuple, int]:
+        """(kind, axis, dtype, group size) and the payload bytes of one collective."""
         gathered = isinstance(group, tuple) and len(group) == 2 and group[0] == "gather"
         if gathered:
             group = group[1]
@@ -652,22 +688,41 @@ class CollectiveRecorder:
         data = parallel.local_value(tensor) if isinstance(tensor, DTensor) else tensor
         size = data.numel() * data.element_size() * (len(ranks) if gathered else 1)
         axis = self.axes.get(group_name(group)) or self.axes.get(ranks, "other")
-        key = (kind, axis, str(data.dtype).removeprefix("torch."), len(ranks))
-        entry = self.found.setdefault(key, [0, 0, 0])
+        return (kind, axis, str(data.dtype).removeprefix("torch."), len(ranks)), size
+
+    def note(self, kind: str, tensor: torch.Tensor, group) -> None:
+        key, size = self.key(kind, tensor, group)
+        entry = self.found.setdefault(key, [0, 0, 0, 0, 0])
         entry[0] += size
         entry[1] += 1
         entry[2] += torch._C._current_graph_task_id() != -1  # issued from inside the backward
+        entry[4] += self.computing
 
     def write(self, path: Path) -> None:
         mine = {"rank": dist.get_rank(),
                 "coordinates": dict(zip(parallel.MESH_DIMS, self.rt.meshes.world.get_coordinate(), strict=True)),
                 "collectives": [{"kind": k, "axis": a, "dtype": d, "group_size": n, "bytes": b, "count": c,
-                                 "in_backward": inside} for (k, a, d, n), (b, c, inside) in sorted(self.found.items())]}
+                                 "in_backward": inside, "waited_in_forward": forward, "in_forward_backward": computing}
+                                for (k, a, d, n), (b, c, inside, forward, computing) in sorted(self.found.items())]}
         self.active = False
         everyone = [None] * dist.get_world_size()
         dist.all_gather_object(everyone, mine)
         if dist.get_rank() == 0:
             path.write_text(json.dumps(everyone, indent=1, sort_keys=True) + "\n")
+
+
+class RecordedWork:
+    """An asynchronous collective's handle (parallel.py's) that reports its wait to the recorder."""
+
+    def __init__(self, work: dist.Work, on_wait) -> None:
+        self.work, self.on_wait = work, on_wait
+
+    def wait(self, *args, **kwargs):
+        self.on_wait()
+        return self.work.wait(*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        return getattr(self.work, name)
 
 
 def group_ranks(group) -> tuple[int, ...]:
@@ -761,7 +816,8 @@ def main(argv: list[str] | None = None) -> None:
         metered = meter is not None and step == args.steps - 1
         if recorder is not None:
             recorder.active = step == args.steps - 1
-        with meter.metering() if metered else nullcontext():
+        with meter.metering() if metered else nullcontext(), \
+                recorder.forward_backward() if recorder is not None else nullcontext():
             loss = parallel.forward_backward(rt, inputs, targets)
         parallel.finish_gradients(rt)
         if metered:
@@ -796,6 +852,7 @@ def main(argv: list[str] | None = None) -> None:
         due = args.checkpoint_every and done % args.checkpoint_every == 0
         if args.checkpoint_dir is not None and (due or done == args.steps):
             checkpointer.save(rt, optimizer, done)
+    optimizer.settle()
     checkpointer.finish()
     if meter is not None:
         meter.write(args.measure_memory)

@@ -481,6 +481,9 @@ class Optimizers:
         for o in self.optimizers:
             o.zero_grad(set_to_none=True)
 
+    def settle(self) -> None:
+        """Nothing left in flight after a step (zero1's optimizer has its gathers)."""
+
 
 FLAT = StateDictOptions(flatten_optimizer_state_dict=True)
 """Optimizer states keyed by parameter FQN: loadable by any layout, pipelined or not."""
