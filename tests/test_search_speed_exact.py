@@ -155,3 +155,26 @@ def test_kept_rank_tails_are_the_time_models_own(path):
                 assert engine._tail(item, ks, core, times) == plain
                 checked += 1
     assert checked
+
+
+@pytest.mark.parametrize("name", ["interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"])
+def test_compute_turns_are_the_lowerings_turns_with_fsdp_and_weight_actions_emptied(name):
+    """`_compute_turns` (what `_walked_receives` walks) against the plain composition it replaces:
+    torch's order (`_indexed`), FSDP's rounds written out as operations (`_fsdp_rounds`) and the
+    turns over them (`_turns`), with every action but F, B and I emptied."""
+    codes = {schedules.F: 0, schedules.B: 1, schedules.I: 1}
+    checked = 0
+    for pp in (2, 3, 4, 5, 8):
+        for v in ((2,) if name in ("zbv", "dualpipe-v") else (1, 2, 3, 4)):
+            for m in (1, 2, 3, 4, 5, 8, 12, 16, 32):
+                for r in range(pp):
+                    try:
+                        plain = schedules._turns(name, pp, r, schedules._fsdp_rounds(
+                            schedules._indexed(name, pp, v, m, r)))
+                    except (ValueError, IndexError, KeyError):
+                        continue
+                    expected = [tuple((codes[kind], stage, micro) for kind, stage, micro in turn if kind in codes)
+                                for turn in plain]
+                    assert schedules._compute_turns(name, pp, v, m, r) == expected, (pp, v, m, r)
+                    checked += 1
+    assert checked
