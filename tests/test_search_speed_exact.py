@@ -178,3 +178,68 @@ def test_compute_turns_are_the_lowerings_turns_with_fsdp_and_weight_actions_empt
                     assert schedules._compute_turns(name, pp, v, m, r) == expected, (pp, v, m, r)
                     checked += 1
     assert checked
+
+
+def _reference_rank_loads(shape, tp, ep, pp, v, schedule, split, runtime, recompute, recompute_layers):
+    """`timing.rank_loads` as it was before its recomputation-free part was shared between the
+    modes (`timing._rank_frames`): every rank's chunks walked for each mode."""
+    from parc import timing
+    from parc.memory.parameters import chunks_of, layer_params, padded_vocab
+
+    chunks = chunks_of(shape.layers, pp, v, schedule, split, shape.tied)
+    owner = {ch.index: ch.rank for ch in chunks}
+    table = padded_vocab(shape.vocab, tp, runtime) * shape.hidden // tp
+    per_layer = {moe: layer_params(shape, tp, ep, moe) for moe in ((False, True) if shape.moe else (False,))}
+    loads = []
+    for rank in range(pp):
+        mine = [ch for ch in chunks if ch.rank == rank]
+        kinds, dense, other, expert, root, blocks_dense, blocks_expert = {}, 0, 0, 0, 0, [], []
+        for chunk in mine:
+            for key, count in timing._chunk_kinds(shape, chunk.first_layer, chunk.layers, recompute,
+                                                  recompute_layers):
+                if count:
+                    kinds[key] = kinds.get(key, 0) + count
+            head = shape.norm_params + (table if not shape.tied or chunk.tied_copy else 0)
+            other += (table + shape.position_params if chunk.embedding else 0) + (head if chunk.output else 0)
+            root += (table + shape.position_params if chunk.embedding else 0) + (head if chunk.output else 0)
+            dense_runs, expert_runs = timing._chunk_blocks(shape, chunk, per_layer, table)
+            blocks_dense.append(dense_runs)
+            blocks_expert.append(expert_runs)
+        for (moe, _), count in kinds.items():
+            dense, other, expert = (dense + count * per_layer[moe].linear, other + count * per_layer[moe].other,
+                                    expert + count * per_layer[moe].expert)
+        loads.append(timing.Load(
+            pieces=tuple((moe, mode, count) for (moe, mode), count in sorted(kinds.items()) if count),
+            embedding=any(ch.embedding for ch in mine), output=any(ch.output for ch in mine), chunks=len(mine),
+            sends_f=sum(1 for ch in mine if owner.get(ch.index + 1, rank) != rank),
+            sends_b=sum(1 for ch in mine if owner.get(ch.index - 1, rank) != rank),
+            params_dense=dense + other, params_expert=expert, blocks_dense=tuple(blocks_dense),
+            blocks_expert=tuple(blocks_expert), params_root=root))
+    return tuple(loads)
+
+
+@pytest.mark.parametrize("path", ["specs/deepseek-v3-like.par", "specs/llama3-70b-search.par",
+                                  "specs/mixtral-8x7b-5d.par", "specs/gpt3-175b.par"])
+def test_rank_loads_sharing_their_chunk_walk_are_the_plain_ones(path):
+    """`timing.rank_loads` keeps what the recomputation does not change per chunking
+    (`_rank_frames`) and derives each mode's layer kinds from it: over random chunkings, modes
+    and vocabulary splits, every rank's `Load` equals the plain walk's."""
+    from parc import timing
+    from parc.memory.inputs import shape_of
+    from parc.pipeline import compile_path
+
+    shape = shape_of(compile_path(path, checks=False).plan)
+    rng = random.Random(path)
+    checked = 0
+    for _ in range(60):
+        schedule = rng.choice(["1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"])
+        pp = rng.choice([1, 2, 3, 4, 8])
+        v = 2 if schedule in ("zbv", "dualpipe-v") else (1 if schedule == "1f1b" else rng.choice([1, 2, 3]))
+        if shape.layers < pp * v:
+            continue
+        tp, ep = rng.choice([1, 2, 8]), rng.choice([1, 2, 8]) if shape.moe else 1
+        recompute, layers = rng.choice([("none", None), ("selective", None), ("full", None), ("full", 1)])
+        args = (shape, tp, ep, pp, v, schedule, None, "torch", recompute, layers)
+        assert timing.rank_loads(*args) == _reference_rank_loads(*args), args
+        checked += 1
+    assert checked
