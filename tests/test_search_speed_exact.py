@@ -243,3 +243,25 @@ def test_rank_loads_sharing_their_chunk_walk_are_the_plain_ones(path):
         assert timing.rank_loads(*args) == _reference_rank_loads(*args), args
         checked += 1
     assert checked
+
+
+def test_pieces_shared_between_ep_degrees_are_each_degrees_own():
+    """`Engine._pieces` keeps a dense layer's, the embedding's and the output layer's pieces
+    without ep (the time model reads ep in MoE layers only): visited in a random order (so most
+    come from the shared entry), each equals the pieces computed afresh for that ep alone."""
+    from parc.search import engine as search_engine
+
+    engine = _engine("tests/golden/search/specs/moe-fold.par")
+    rng = random.Random(7)
+    keys = [(tp, sp, cp, micro, ep) for tp in (1, 2, 4) for sp in (False, True) for cp in (1, 2)
+            for micro in (1, 2) for ep in (1, 2, 4, 8)]
+    rng.shuffle(keys)
+    shared = {key: engine._pieces(*key) for key in keys}
+    checked = 0
+    for key in keys[:24]:
+        search_engine.clear_caches()
+        fresh = _engine("tests/golden/search/specs/moe-fold.par")._pieces(*key)
+        assert shared[key] == fresh, key
+        assert any(isinstance(name, tuple) and name[0] for name in fresh)  # MoE layers there
+        checked += 1
+    assert checked

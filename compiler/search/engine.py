@@ -583,19 +583,26 @@ class Engine:
             p = timing._piece(work, x, mode, sw.selective)
             return (p[0], p[1], p[2], p[3], p[4] + p[5] + p[6], p[7] + p[8] + p[9])
 
-        out = {}
-        for moe in ((False, True) if shape.moe else (False,)):
+        def layer(moe: bool) -> dict:
             work = timing.slowed(timing.layer_work(shape, moe, tp, sp, cp, self.flavour, self.seq, micro, ep,
                                                    timing.gemm_precision(precision, sw), sw.attention, sw.kernels,
                                                    hw, c, balanced=sw.balanced_routing,
                                                    cp_runtime=sw.context_parallel, fp8_scaling=sw.fp8_scaling), sw, c)
-            for mode in RECOMPUTE:
-                out[(moe, mode)] = summed(work, mode)
-        vocab = padded_vocab(shape.vocab, tp, self.runtime)
-        out["embedding"] = summed(timing.slowed(timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c),
-                                                sw, c), "none")
-        out["output"] = summed(timing.slowed(timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab, "bf16",
-                                                                sw.kernels, hw, c), sw, c), "none")
+            return {(moe, mode): summed(work, mode) for mode in RECOMPUTE}
+
+        # a dense layer, the embedding and the output layer do not read ep (`timing.layer_work`
+        # reads it for MoE layers only): kept without it, shared by every ep of an MoE search
+        free_key = ("ep-free", tp, sp, cp, micro)
+        free = self._piece_cache.get(free_key)
+        if free is None:
+            free = layer(False)
+            vocab = padded_vocab(shape.vocab, tp, self.runtime)
+            free["embedding"] = summed(timing.slowed(timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c),
+                                                     sw, c), "none")
+            free["output"] = summed(timing.slowed(timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab,
+                                                                     "bf16", sw.kernels, hw, c), sw, c), "none")
+            self._piece_cache[free_key] = free
+        out = {**free, **layer(True)} if shape.moe else free
         if len(self._piece_cache) > 65536:
             self._piece_cache.clear()
         self._piece_cache[key] = out
