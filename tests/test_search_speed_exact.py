@@ -265,3 +265,56 @@ def test_pieces_shared_between_ep_degrees_are_each_degrees_own():
         assert any(isinstance(name, tuple) and name[0] for name in fresh)  # MoE layers there
         checked += 1
     assert checked
+
+
+def _reference_walk_states(schedule, pp, v, m, rank):
+    """`schedules.walk_states` as it was before it kept one flat list of counts and collected a
+    state only before an action that does not add to it: a (held, pending, unsharded) tuple
+    after every action, the one before each non-growing action kept."""
+    held, pending, unsharded = [0] * v, [0] * v, [0] * v
+    seen, previous = set(), None
+    for kind, chunk in schedules.actions(schedule, pp, v, m, rank):
+        if kind == schedules.F:
+            grows = unsharded[chunk] == 0
+            held[chunk] += 1
+            unsharded[chunk] = 0
+        elif kind == schedules.B:
+            grows = False
+            held[chunk] -= 1
+            unsharded[chunk] = 1
+        elif kind == schedules.I:
+            grows = True
+            pending[chunk] += 1
+            unsharded[chunk] = 1
+        else:
+            grows = False
+            held[chunk] -= 1
+            pending[chunk] -= 1
+        if previous is not None and not grows:
+            seen.add(previous)
+        previous = (tuple(held), tuple(pending), tuple(unsharded))
+    if previous is not None:
+        seen.add(previous)
+    # undominated, by plain comparison of every count
+    states = sorted(seen)
+    return tuple(s for s in states if not any(
+        o != s and all(a >= b for a, b in zip(o[0] + o[1] + o[2], s[0] + s[1] + s[2], strict=True))
+        for o in states))
+
+
+@pytest.mark.parametrize("name", ["gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"])
+def test_walked_states_are_the_undominated_states_of_the_plain_walk(name):
+    """`walk_states` (one flat list of counts; packed-integer dominance) against a plain walk
+    and a plain dominance filter, over depths, chunks, micro-batch counts and ranks."""
+    checked = 0
+    for pp in (1, 2, 3, 4, 6):
+        for v in ((2,) if name in ("zbv", "dualpipe-v") else (1,) if name in ("gpipe", "1f1b") else (1, 2, 3, 4)):
+            for m in (1, 2, 3, 4, 6, 8, 12):
+                for rank in range(pp):
+                    try:
+                        expected = _reference_walk_states(name, pp, v, m, rank)
+                    except (ValueError, IndexError, KeyError):
+                        continue
+                    assert schedules.walk_states(name, pp, v, m, rank) == expected, (pp, v, m, rank)
+                    checked += 1
+    assert checked

@@ -282,35 +282,36 @@ def walk_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[Stat
     A state that the very next action only adds to (an input-gradient `I`, or a forward `F` of a
     chunk whose copy is not held gathered) is dominated by the state after it and never kept,
     so it is not collected: the walk's candidates halve and the result is the same."""
-    held = [0] * v
-    pending = [0] * v
-    unsharded = [0] * v
-    seen: set[State] = set()
-    previous: State | None = None
+    # one list of counts: held per chunk, then pending, then unsharded; a state is collected as
+    # it stands before an action that does not add to it (the state after the previous action)
+    counts = [0] * (3 * v)
+    seen: set[tuple[int, ...]] = set()
+    started = False
     for kind, chunk in actions(schedule, pp, v, m, rank):
         if kind == F:
-            grows = unsharded[chunk] == 0
-            held[chunk] += 1
-            unsharded[chunk] = 0
+            if started and counts[2 * v + chunk]:
+                seen.add(tuple(counts))
+            counts[chunk] += 1
+            counts[2 * v + chunk] = 0
         elif kind == B:
-            grows = False
-            held[chunk] -= 1
-            unsharded[chunk] = 1
+            if started:
+                seen.add(tuple(counts))
+            counts[chunk] -= 1
+            counts[2 * v + chunk] = 1
         elif kind == I:
-            grows = True
-            pending[chunk] += 1
-            unsharded[chunk] = 1
+            counts[v + chunk] += 1
+            counts[2 * v + chunk] = 1
         else:
-            grows = False
-            held[chunk] -= 1
-            pending[chunk] -= 1
-        if previous is not None and not grows:
-            seen.add(previous)
-        previous = (tuple(held), tuple(pending), tuple(unsharded))
-    if previous is not None:
-        seen.add(previous)
-    # Largest total first: a state can only be dominated by one listed before it.
-    flat = sorted(((h + p + u, (h, p, u)) for h, p, u in seen), key=lambda e: (-sum(e[0]), e[0]))
+            if started:
+                seen.add(tuple(counts))
+            counts[chunk] -= 1
+            counts[v + chunk] -= 1
+        started = True
+    if started:
+        seen.add(tuple(counts))
+    # Largest total first: a state can only be dominated by one listed before it. (Held,
+    # pending and unsharded have v counts each, so the flat order is the states' order.)
+    flat = sorted(((c, (c[:v], c[v:2 * v], c[2 * v:])) for c in seen), key=lambda e: (-sum(e[0]), e[0]))
     # Counts packed into one integer, a field per count with a guard bit on top: `other`
     # dominates `counts` when subtracting field by field leaves every guard bit set (no field
     # borrows), one integer operation instead of a comparison per count (long walks keep
@@ -324,8 +325,10 @@ def walk_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[Stat
         packed = 0
         for c, shift in zip(counts, shifts):
             packed |= c << shift
-        for other in kept:
+        for i, other in enumerate(kept):
             if (other - packed) & guard == guard:
+                if i:  # the state that dominated this one likely dominates the next: try it first
+                    kept[i], kept[0] = kept[0], other
                 break
         else:
             kept.append(packed | guard)

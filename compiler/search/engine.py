@@ -973,6 +973,12 @@ class Engine:
         tests/test_search_engine.py holds it over sampled groups), which `_family_floor` uses."""
         self.stats.memory_evaluations += 1
         self._work(1)
+        # the same group's floor as its family's when it has the smallest micro-batch (the
+        # floor does not read the micro-batch count): computed once, counted as before
+        once = ("first", k.schedule, k.virtual_stages, k.micro_batch, k.sequence_parallel, k.recompute)
+        cached = item.opt_cache.get(once)
+        if cached is not None:
+            return cached
         held = first_backward_floors(self.shape, k)
         key = ("ranks", k.schedule, k.virtual_stages)
         ranks = item.opt_cache.get(key)
@@ -980,7 +986,8 @@ class Engine:
             states = self._states_floor(item, k)
             signatures = rank_signatures(self.shape, k.pp, k.virtual_stages, k.schedule, k.split)
             ranks = item.opt_cache[key] = tuple(dict.fromkeys(zip(signatures, states, strict=True)))
-        return max(held[mine] + s for mine, s in ranks)
+        floor = item.opt_cache[once] = max(held[mine] + s for mine, s in ranks)
+        return floor
 
     def _family_floor(self, group) -> int:
         """A floor on the memory of every group that differs from this one only in its
