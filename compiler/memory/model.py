@@ -242,11 +242,15 @@ def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, se
                       device: str = "cuda") -> tuple[RankActivations, ...]:
     ak = activation_knobs(tp, sp, cp, flavour, seq, micro, runtime, ep, precision, device)
     out = []
+    alike: dict[tuple[ChunkSignature, ...], RankActivations] = {}  # ranks of equal chunks (most of a deep pipeline)
     for mine in rank_signatures(shape, pp, v, schedule, split):
-        pieces = [_chunk_activations(shape, ak, sig, recompute, recompute_layers, pp > 1) for sig in mine]
-        out.append(RankActivations(chunks=tuple(p.activations for p in pieces),
-                                   transient=max((p.working for p in pieces), default=0),
-                                   embedding_backward=max((p.embedding_backward for p in pieces), default=0)))
+        rank = alike.get(mine)
+        if rank is None:
+            pieces = [_chunk_activations(shape, ak, sig, recompute, recompute_layers, pp > 1) for sig in mine]
+            rank = alike[mine] = RankActivations(
+                chunks=tuple(p.activations for p in pieces), transient=max((p.working for p in pieces), default=0),
+                embedding_backward=max((p.embedding_backward for p in pieces), default=0))
+        out.append(rank)
     return tuple(out)
 
 
