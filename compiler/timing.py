@@ -47,7 +47,7 @@ from .frozen import hash_once
 from .ledger import Bounds, Collective, Compute, Ledger, merged
 from .memory import unpredictable
 from .memory.inputs import Knobs, Shape, knobs_of, shape_of
-from .memory.parameters import chunks_of, kv_split, layer_params, padded_vocab
+from .memory.parameters import by_rank, chunks_of, kv_split, layer_params, padded_vocab
 from .plan import AXES, Plan
 
 ACT = 2
@@ -1245,24 +1245,43 @@ def rank_loads(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str, s
                runtime: str, recompute: str, recompute_layers: int | None) -> tuple[Load, ...]:
     """Each pipeline rank's load, from its chunks (`stages.py`, through the memory model's cached
     `chunks_of`); parameters counted as the memory model's `chunk_params` counts them, but from
-    the layer counts, so that a hostile layer count costs nothing."""
+    the layer counts, so that a hostile layer count costs nothing. What does not depend on the
+    recomputation (`_rank_frames`) is shared by every mode."""
+    loads = []
+    for mine, frame in _rank_frames(shape, tp, ep, pp, v, schedule, split, runtime):
+        kinds: dict[tuple[bool, str], int] = {}
+        for chunk in mine:
+            for key, count in _chunk_kinds(shape, chunk.first_layer, chunk.layers, recompute, recompute_layers):
+                if count:
+                    kinds[key] = kinds.get(key, 0) + count
+        loads.append(Load(pieces=tuple((moe, mode, count) for (moe, mode), count in sorted(kinds.items()) if count),
+                          **frame))
+    return tuple(loads)
+
+
+@lru_cache(maxsize=1024)
+def _rank_frames(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str, split: tuple[int, ...] | None,
+                 runtime: str) -> tuple[tuple[tuple, dict], ...]:
+    """Per pipeline rank, its chunks and the fields of its `Load` that the recomputation does
+    not change: placement, sends, parameters (a sum over its layers' kinds, whichever mode each
+    is recomputed in) and zero1's blocks. A search asks for every recomputation mode of each
+    chunking: the chunks are walked once."""
     chunks = chunks_of(shape.layers, pp, v, schedule, split, shape.tied)
     # a boundary is a send only between ranks: ZB-V and DualPipe-V keep both chunks of the V's
     # turn on one rank, and pass the activation on locally (checked against the recorded p2p)
     owner = {ch.index: ch.rank for ch in chunks}
     table = padded_vocab(shape.vocab, tp, runtime) * shape.hidden // tp
     per_layer = {moe: layer_params(shape, tp, ep, moe) for moe in ((False, True) if shape.moe else (False,))}
-    loads = []
-    for rank in range(pp):
-        mine = [ch for ch in chunks if ch.rank == rank]
-        kinds: dict[tuple[bool, str], int] = {}
+    frames = []
+    for rank, mine in enumerate(by_rank(chunks, pp)):
+        layers: dict[bool, int] = {}
         dense = other = expert = 0
         blocks_dense, blocks_expert = [], []
         root = 0
         for chunk in mine:
-            for key, count in _chunk_kinds(shape, chunk.first_layer, chunk.layers, recompute, recompute_layers):
+            for (moe, _), count in _chunk_kinds(shape, chunk.first_layer, chunk.layers, "none", None):
                 if count:
-                    kinds[key] = kinds.get(key, 0) + count
+                    layers[moe] = layers.get(moe, 0) + count
             if chunk.embedding:
                 other += table + shape.position_params
             if chunk.output:
@@ -1274,19 +1293,18 @@ def rank_loads(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str, s
             dense_runs, expert_runs = _chunk_blocks(shape, chunk, per_layer, table, experts_folded(runtime, tp, ep))
             blocks_dense.append(dense_runs)
             blocks_expert.append(expert_runs)
-        for (moe, _), count in kinds.items():
+        for moe, count in layers.items():
             p = per_layer[moe]
             dense += count * p.linear
             other += count * p.other
             expert += count * p.expert
-        loads.append(Load(
-            pieces=tuple((moe, mode, count) for (moe, mode), count in sorted(kinds.items()) if count),
+        frames.append((mine, dict(
             embedding=any(ch.embedding for ch in mine), output=any(ch.output for ch in mine),
             chunks=len(mine), sends_f=sum(1 for ch in mine if owner.get(ch.index + 1, rank) != rank),
             sends_b=sum(1 for ch in mine if owner.get(ch.index - 1, rank) != rank),
             params_dense=dense + other, params_expert=expert,
-            blocks_dense=tuple(blocks_dense), blocks_expert=tuple(blocks_expert), params_root=root))
-    return tuple(loads)
+            blocks_dense=tuple(blocks_dense), blocks_expert=tuple(blocks_expert), params_root=root)))
+    return tuple(frames)
 
 
 def experts_folded(runtime: str, tp: int, ep: int) -> bool:
@@ -1744,6 +1762,17 @@ def nic_busy(r: RankTimes, lk: Link) -> tuple[float, float]:
 @lru_cache(maxsize=65536)
 def _dp_exposed(ledger: tuple[Collective, ...], m: int, forward: float, back: float, dense: Link, expert: Link,
                 shard: Link, replicate: Link, busy_nic: tuple[float, float] = (0.0, 0.0)) -> tuple[float, float]:
+    windows = dp_windows(ledger, m, dense, expert, shard, replicate)
+    return dp_window_exposure(windows, m, forward, back, busy_nic), windows[3]
+
+
+def dp_windows(ledger: tuple[Collective, ...], m: int, dense: Link, expert: Link, shard: Link,
+               replicate: Link) -> tuple[dict, dict, tuple[float, float, int], float]:
+    """What `_dp_exposed` reads of the ledger, which the computation's lengths do not change:
+    (busy seconds per window, whether the window's traffic crosses the NIC, (FSDP units per
+    micro-batch of the forward and the backward window, post-step gathers per step), bytes sent
+    per step). Search's bounds keep it per rank parameters and sharding and charge many forward
+    and backward lengths against it (`Engine._rank_tail`)."""
     links = {(dense.size, dense.local): dense, (expert.size, expert.local): expert,
              (shard.size, shard.local): shard, (replicate.size, replicate.local): replicate}
     busy = dict.fromkeys(("forward", "backward", "last_backward", "after_step"), 0.0)
@@ -1752,21 +1781,32 @@ def _dp_exposed(ledger: tuple[Collective, ...], m: int, forward: float, back: fl
         reps = m if c.window in ("forward", "backward") else 1
         busy[c.window] += c.count / reps * collective_seconds(c, links[(c.size, c.local)])
         on_nic[c.window] = on_nic[c.window] or c.link_bytes()[1] > 0
+    units = tuple(max((c.count / m for c in ledger if c.window == window), default=0)
+                  for window in ("forward", "backward"))
+    after_step_calls = sum(c.count for c in ledger if c.window == "after_step")
+    return busy, on_nic, (*units, after_step_calls), sum(c.sent_per_step for c in ledger)
+
+
+def dp_window_exposure(windows: tuple, m: int, forward: float, back: float,
+                       busy_nic: tuple[float, float] = (0.0, 0.0)) -> float:
+    """The exposed seconds of `dp_windows` under one micro-batch's forward and backward (each
+    window counted once, see `dp_exposed`)."""
+    busy, on_nic, (units_f, units_b, after_step_calls), _ = windows
     exposed_s = 0.0
-    for (window, once, length), taken in zip((("forward", "after_step", forward), ("backward", "last_backward", back)),
-                                             busy_nic, strict=True):
+    for (window, once, length), taken, n in zip((("forward", "after_step", forward),
+                                                 ("backward", "last_backward", back)), busy_nic, (units_f, units_b),
+                                                strict=True):
         if on_nic[window] or on_nic[once]:  # the window's NIC time the other axes' traffic takes
             length = max(0.0, length - taken)
         exposed_s += (m - 1) * max(0.0, busy[window] - length) + max(0.0, busy[window] + busy[once] - length)
-        units = max((c.count / m for c in ledger if c.window == window), default=0)
-        exposed_s += m * fsdp_fill(busy[window], length, units)
+        exposed_s += m * fsdp_fill(busy[window], length, n)
         if once == "after_step":
             # The post-step gathers (zero1's buckets, all issued after the step; FSDP2's units
             # under pp) are waited for by the first forward, each by the first module that uses
             # its bucket: bucket k + 1's runs under bucket k's forward, the first one's under
             # nothing, the same two-stage pipeline as FSDP's forward.
-            exposed_s += fsdp_fill(busy[once], length, sum(c.count for c in ledger if c.window == once))
-    return exposed_s, sum(c.sent_per_step for c in ledger)
+            exposed_s += fsdp_fill(busy[once], length, after_step_calls)
+    return exposed_s
 
 
 def fsdp_fill(busy: float, length: float, units: float) -> float:
@@ -2150,7 +2190,7 @@ def datasheet_peak(plan: Plan, precision: str) -> float:
 
 
 def clear_caches() -> None:
-    for cached in (geometry, link, layer_work, embedding_work, output_work, exposed, rank_loads, _piece,
+    for cached in (geometry, link, layer_work, embedding_work, output_work, exposed, rank_loads, _rank_frames, _piece,
                    _rank_times, _dp_ledger, _dp_exposed, piece_flops):
         cached.cache_clear()
     for cached in (hbm.layer_bytes, hbm.embedding_bytes, hbm.output_bytes):

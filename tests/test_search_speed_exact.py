@@ -155,3 +155,166 @@ def test_kept_rank_tails_are_the_time_models_own(path):
                 assert engine._tail(item, ks, core, times) == plain
                 checked += 1
     assert checked
+
+
+@pytest.mark.parametrize("name", ["interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"])
+def test_compute_turns_are_the_lowerings_turns_with_fsdp_and_weight_actions_emptied(name):
+    """`_compute_turns` (what `_walked_receives` walks) against the plain composition it replaces:
+    torch's order (`_indexed`), FSDP's rounds written out as operations (`_fsdp_rounds`) and the
+    turns over them (`_turns`), with every action but F, B and I emptied."""
+    codes = {schedules.F: 0, schedules.B: 1, schedules.I: 1}
+    checked = 0
+    for pp in (2, 3, 4, 5, 8):
+        for v in ((2,) if name in ("zbv", "dualpipe-v") else (1, 2, 3, 4)):
+            for m in (1, 2, 3, 4, 5, 8, 12, 16, 32):
+                for r in range(pp):
+                    try:
+                        plain = schedules._turns(name, pp, r, schedules._fsdp_rounds(
+                            schedules._indexed(name, pp, v, m, r)))
+                    except (ValueError, IndexError, KeyError):
+                        continue
+                    expected = [tuple((codes[kind], stage, micro) for kind, stage, micro in turn if kind in codes)
+                                for turn in plain]
+                    assert schedules._compute_turns(name, pp, v, m, r) == expected, (pp, v, m, r)
+                    checked += 1
+    assert checked
+
+
+def _reference_rank_loads(shape, tp, ep, pp, v, schedule, split, runtime, recompute, recompute_layers):
+    """`timing.rank_loads` as it was before its recomputation-free part was shared between the
+    modes (`timing._rank_frames`): every rank's chunks walked for each mode."""
+    from parc import timing
+    from parc.memory.parameters import chunks_of, layer_params, padded_vocab
+
+    chunks = chunks_of(shape.layers, pp, v, schedule, split, shape.tied)
+    owner = {ch.index: ch.rank for ch in chunks}
+    table = padded_vocab(shape.vocab, tp, runtime) * shape.hidden // tp
+    per_layer = {moe: layer_params(shape, tp, ep, moe) for moe in ((False, True) if shape.moe else (False,))}
+    loads = []
+    for rank in range(pp):
+        mine = [ch for ch in chunks if ch.rank == rank]
+        kinds, dense, other, expert, root, blocks_dense, blocks_expert = {}, 0, 0, 0, 0, [], []
+        for chunk in mine:
+            for key, count in timing._chunk_kinds(shape, chunk.first_layer, chunk.layers, recompute,
+                                                  recompute_layers):
+                if count:
+                    kinds[key] = kinds.get(key, 0) + count
+            head = shape.norm_params + (table if not shape.tied or chunk.tied_copy else 0)
+            other += (table + shape.position_params if chunk.embedding else 0) + (head if chunk.output else 0)
+            root += (table + shape.position_params if chunk.embedding else 0) + (head if chunk.output else 0)
+            dense_runs, expert_runs = timing._chunk_blocks(shape, chunk, per_layer, table)
+            blocks_dense.append(dense_runs)
+            blocks_expert.append(expert_runs)
+        for (moe, _), count in kinds.items():
+            dense, other, expert = (dense + count * per_layer[moe].linear, other + count * per_layer[moe].other,
+                                    expert + count * per_layer[moe].expert)
+        loads.append(timing.Load(
+            pieces=tuple((moe, mode, count) for (moe, mode), count in sorted(kinds.items()) if count),
+            embedding=any(ch.embedding for ch in mine), output=any(ch.output for ch in mine), chunks=len(mine),
+            sends_f=sum(1 for ch in mine if owner.get(ch.index + 1, rank) != rank),
+            sends_b=sum(1 for ch in mine if owner.get(ch.index - 1, rank) != rank),
+            params_dense=dense + other, params_expert=expert, blocks_dense=tuple(blocks_dense),
+            blocks_expert=tuple(blocks_expert), params_root=root))
+    return tuple(loads)
+
+
+@pytest.mark.parametrize("path", ["specs/deepseek-v3-like.par", "specs/llama3-70b-search.par",
+                                  "specs/mixtral-8x7b-5d.par", "specs/gpt3-175b.par"])
+def test_rank_loads_sharing_their_chunk_walk_are_the_plain_ones(path):
+    """`timing.rank_loads` keeps what the recomputation does not change per chunking
+    (`_rank_frames`) and derives each mode's layer kinds from it: over random chunkings, modes
+    and vocabulary splits, every rank's `Load` equals the plain walk's."""
+    from parc import timing
+    from parc.memory.inputs import shape_of
+    from parc.pipeline import compile_path
+
+    shape = shape_of(compile_path(path, checks=False).plan)
+    rng = random.Random(path)
+    checked = 0
+    for _ in range(60):
+        schedule = rng.choice(["1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"])
+        pp = rng.choice([1, 2, 3, 4, 8])
+        v = 2 if schedule in ("zbv", "dualpipe-v") else (1 if schedule == "1f1b" else rng.choice([1, 2, 3]))
+        if shape.layers < pp * v:
+            continue
+        tp, ep = rng.choice([1, 2, 8]), rng.choice([1, 2, 8]) if shape.moe else 1
+        recompute, layers = rng.choice([("none", None), ("selective", None), ("full", None), ("full", 1)])
+        args = (shape, tp, ep, pp, v, schedule, None, "torch", recompute, layers)
+        assert timing.rank_loads(*args) == _reference_rank_loads(*args), args
+        checked += 1
+    assert checked
+
+
+def test_pieces_shared_between_ep_degrees_are_each_degrees_own():
+    """`Engine._pieces` keeps a dense layer's, the embedding's and the output layer's pieces
+    without ep (the time model reads ep in MoE layers only): visited in a random order (so most
+    come from the shared entry), each equals the pieces computed afresh for that ep alone."""
+    from parc.search import engine as search_engine
+
+    engine = _engine("tests/golden/search/specs/moe-fold.par")
+    rng = random.Random(7)
+    keys = [(tp, sp, cp, micro, ep) for tp in (1, 2, 4) for sp in (False, True) for cp in (1, 2)
+            for micro in (1, 2) for ep in (1, 2, 4, 8)]
+    rng.shuffle(keys)
+    shared = {key: engine._pieces(*key) for key in keys}
+    checked = 0
+    for key in keys[:24]:
+        search_engine.clear_caches()
+        fresh = _engine("tests/golden/search/specs/moe-fold.par")._pieces(*key)
+        assert shared[key] == fresh, key
+        assert any(isinstance(name, tuple) and name[0] for name in fresh)  # MoE layers there
+        checked += 1
+    assert checked
+
+
+def _reference_walk_states(schedule, pp, v, m, rank):
+    """`schedules.walk_states` as it was before it kept one flat list of counts and collected a
+    state only before an action that does not add to it: a (held, pending, unsharded) tuple
+    after every action, the one before each non-growing action kept."""
+    held, pending, unsharded = [0] * v, [0] * v, [0] * v
+    seen, previous = set(), None
+    for kind, chunk in schedules.actions(schedule, pp, v, m, rank):
+        if kind == schedules.F:
+            grows = unsharded[chunk] == 0
+            held[chunk] += 1
+            unsharded[chunk] = 0
+        elif kind == schedules.B:
+            grows = False
+            held[chunk] -= 1
+            unsharded[chunk] = 1
+        elif kind == schedules.I:
+            grows = True
+            pending[chunk] += 1
+            unsharded[chunk] = 1
+        else:
+            grows = False
+            held[chunk] -= 1
+            pending[chunk] -= 1
+        if previous is not None and not grows:
+            seen.add(previous)
+        previous = (tuple(held), tuple(pending), tuple(unsharded))
+    if previous is not None:
+        seen.add(previous)
+    # undominated, by plain comparison of every count
+    states = sorted(seen)
+    return tuple(s for s in states if not any(
+        o != s and all(a >= b for a, b in zip(o[0] + o[1] + o[2], s[0] + s[1] + s[2], strict=True))
+        for o in states))
+
+
+@pytest.mark.parametrize("name", ["gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"])
+def test_walked_states_are_the_undominated_states_of_the_plain_walk(name):
+    """`walk_states` (one flat list of counts; packed-integer dominance) against a plain walk
+    and a plain dominance filter, over depths, chunks, micro-batch counts and ranks."""
+    checked = 0
+    for pp in (1, 2, 3, 4, 6):
+        for v in ((2,) if name in ("zbv", "dualpipe-v") else (1,) if name in ("gpipe", "1f1b") else (1, 2, 3, 4)):
+            for m in (1, 2, 3, 4, 6, 8, 12):
+                for rank in range(pp):
+                    try:
+                        expected = _reference_walk_states(name, pp, v, m, rank)
+                    except (ValueError, IndexError, KeyError):
+                        continue
+                    assert schedules.walk_states(name, pp, v, m, rank) == expected, (pp, v, m, rank)
+                    checked += 1
+    assert checked

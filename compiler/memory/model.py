@@ -189,6 +189,14 @@ def rank_signatures(shape: Shape, pp: int, v: int, schedule: str,
     return tuple(tuple(_signature(shape, c, schedule, pp) for c in mine) for mine in by_rank(chunks, pp))
 
 
+@lru_cache(maxsize=4096)
+def distinct_rank_signatures(shape: Shape, pp: int, v: int, schedule: str,
+                             split: tuple[int, ...] | None) -> tuple[tuple[ChunkSignature, ...], ...]:
+    """`rank_signatures` without repeats, in rank order: deep pipelines have a few distinct
+    ranks (the first, the last, the ones between), and floors over every rank need one each."""
+    return tuple(dict.fromkeys(rank_signatures(shape, pp, v, schedule, split)))
+
+
 @dataclass(frozen=True)
 class ChunkPieces:
     """What one chunk signature holds: its activations, its backward working set, and the
@@ -234,11 +242,15 @@ def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, se
                       device: str = "cuda") -> tuple[RankActivations, ...]:
     ak = activation_knobs(tp, sp, cp, flavour, seq, micro, runtime, ep, precision, device)
     out = []
+    alike: dict[tuple[ChunkSignature, ...], RankActivations] = {}  # ranks of equal chunks (most of a deep pipeline)
     for mine in rank_signatures(shape, pp, v, schedule, split):
-        pieces = [_chunk_activations(shape, ak, sig, recompute, recompute_layers, pp > 1) for sig in mine]
-        out.append(RankActivations(chunks=tuple(p.activations for p in pieces),
-                                   transient=max((p.working for p in pieces), default=0),
-                                   embedding_backward=max((p.embedding_backward for p in pieces), default=0)))
+        rank = alike.get(mine)
+        if rank is None:
+            pieces = [_chunk_activations(shape, ak, sig, recompute, recompute_layers, pp > 1) for sig in mine]
+            rank = alike[mine] = RankActivations(
+                chunks=tuple(p.activations for p in pieces), transient=max((p.working for p in pieces), default=0),
+                embedding_backward=max((p.embedding_backward for p in pieces), default=0))
+        out.append(rank)
     return tuple(out)
 
 
@@ -250,9 +262,7 @@ def first_backward_floors(shape: Shape, k: Knobs) -> dict[tuple[ChunkSignature, 
     ak = activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
                           k.ep if shape.moe else 1, k.precision, k.device)
     out: dict[tuple[ChunkSignature, ...], int] = {}
-    for mine in rank_signatures(shape, k.pp, k.virtual_stages, k.schedule, k.split):
-        if mine in out:
-            continue
+    for mine in distinct_rank_signatures(shape, k.pp, k.virtual_stages, k.schedule, k.split):
         pieces = [_chunk_activations(shape, ak, sig, k.recompute, k.recompute_layers, k.pp > 1) for sig in mine]
         out[mine] = sum(p.activations.saved for p in pieces) + max((p.working for p in pieces), default=0)
     return out
@@ -484,7 +494,8 @@ def clear_caches() -> None:
     """Forget every cached piece (benchmarks measure a cold start with it)."""
     from . import activations, parameters, schedules
 
-    for function in (rank_params, _rank_activations, _chunk_activations, rank_signatures, activations.layer_activations, activations.embedding_activations,
+    for function in (rank_params, _rank_activations, _chunk_activations, rank_signatures,
+                     distinct_rank_signatures, activations.layer_activations, activations.embedding_activations,
                      activations.output_activations, activations.logits_buffer,
                      activations.embedding_backward_buffer, parameters.layer_params,
                      parameters.chunk_params, parameters.chunks_of, schedules.peak_states,

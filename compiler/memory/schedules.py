@@ -282,35 +282,36 @@ def walk_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[Stat
     A state that the very next action only adds to (an input-gradient `I`, or a forward `F` of a
     chunk whose copy is not held gathered) is dominated by the state after it and never kept,
     so it is not collected: the walk's candidates halve and the result is the same."""
-    held = [0] * v
-    pending = [0] * v
-    unsharded = [0] * v
-    seen: set[State] = set()
-    previous: State | None = None
+    # one list of counts: held per chunk, then pending, then unsharded; a state is collected as
+    # it stands before an action that does not add to it (the state after the previous action)
+    counts = [0] * (3 * v)
+    seen: set[tuple[int, ...]] = set()
+    started = False
     for kind, chunk in actions(schedule, pp, v, m, rank):
         if kind == F:
-            grows = unsharded[chunk] == 0
-            held[chunk] += 1
-            unsharded[chunk] = 0
+            if started and counts[2 * v + chunk]:
+                seen.add(tuple(counts))
+            counts[chunk] += 1
+            counts[2 * v + chunk] = 0
         elif kind == B:
-            grows = False
-            held[chunk] -= 1
-            unsharded[chunk] = 1
+            if started:
+                seen.add(tuple(counts))
+            counts[chunk] -= 1
+            counts[2 * v + chunk] = 1
         elif kind == I:
-            grows = True
-            pending[chunk] += 1
-            unsharded[chunk] = 1
+            counts[v + chunk] += 1
+            counts[2 * v + chunk] = 1
         else:
-            grows = False
-            held[chunk] -= 1
-            pending[chunk] -= 1
-        if previous is not None and not grows:
-            seen.add(previous)
-        previous = (tuple(held), tuple(pending), tuple(unsharded))
-    if previous is not None:
-        seen.add(previous)
-    # Largest total first: a state can only be dominated by one listed before it.
-    flat = sorted(((h + p + u, (h, p, u)) for h, p, u in seen), key=lambda e: (-sum(e[0]), e[0]))
+            if started:
+                seen.add(tuple(counts))
+            counts[chunk] -= 1
+            counts[v + chunk] -= 1
+        started = True
+    if started:
+        seen.add(tuple(counts))
+    # Largest total first: a state can only be dominated by one listed before it. (Held,
+    # pending and unsharded have v counts each, so the flat order is the states' order.)
+    flat = sorted(((c, (c[:v], c[v:2 * v], c[2 * v:])) for c in seen), key=lambda e: (-sum(e[0]), e[0]))
     # Counts packed into one integer, a field per count with a guard bit on top: `other`
     # dominates `counts` when subtracting field by field leaves every guard bit set (no field
     # borrows), one integer operation instead of a comparison per count (long walks keep
@@ -324,8 +325,10 @@ def walk_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[Stat
         packed = 0
         for c, shift in zip(counts, shifts):
             packed |= c << shift
-        for other in kept:
+        for i, other in enumerate(kept):
             if (other - packed) & guard == guard:
+                if i:  # the state that dominated this one likely dominates the next: try it first
+                    kept[i], kept[0] = kept[0], other
                 break
         else:
             kept.append(packed | guard)
@@ -540,6 +543,82 @@ def live_receives(lowered: list[tuple]) -> int:
     return best
 
 
+def _compute_turns(schedule: str, pp: int, v: int, m: int, rank: int) -> list[tuple]:
+    """The rank's lowering turns as `_walked_receives` reads them: per turn, its compute actions
+    as (0 forward / 1 backward, stage, micro-batch), () for a turn that computes nothing (a
+    weight backward, FSDP's unshard, reshard and reduce-grad). The same list as
+    `_turns(_fsdp_rounds(_indexed(...)))` with W and FSDP's actions emptied
+    (tests/test_search_speed_exact.py holds the two equal), built without the intermediate lists
+    of operations: a deep interleaved pipeline has hundreds of thousands of them, and building
+    them cost more than the lowering's walk.
+
+    FSDP's rounds (`_fsdp_rounds`), counted: a rank holds the nearest `active` (3) stages it
+    uses next, so where the stage changes from one action to the next it reshards those that
+    leave the set and unshards those that enter it (all of them before its first action, and
+    reshards all it holds after its last); after the last full or weight backward of each stage
+    one reduce-grad."""
+    acts = _walked_actions(schedule, pp, v, m, rank)
+    n = len(acts)
+    stage_of = [_stage_of(schedule, pp, rank, c) for c in range(v)]
+    stages = [stage_of[chunk] for _, chunk in acts]
+    # the nearest 3 distinct stages used from each position on (its own first), as a set: a
+    # new one only where the stage changes
+    nexts: list = [None] * n
+    order: list[int] = []
+    current: frozenset = frozenset()
+    for i in range(n - 1, -1, -1):
+        stage = stages[i]
+        if not order or order[0] != stage:
+            order = ([stage] + [s for s in order if s != stage])[:3]
+            current = frozenset(order)
+        nexts[i] = current
+    last_bw: dict[int, int] = {}
+    for i, (kind, _) in enumerate(acts):
+        if kind == B or kind == W:
+            last_bw[stages[i]] = i
+    reduce_after = set(last_bw.values())
+    counters: dict[tuple[str, int], int] = {}
+    pairs = schedule == "dualpipe-v"
+    apart = pairs and rank == pp - 1
+    out: list[tuple] = []
+    held: frozenset = frozenset()
+    i = 0
+    while i < n:
+        if i == 0 or stages[i] != stages[i - 1]:
+            upcoming = nexts[i]
+            out.extend(() for _ in range(len(held - upcoming) + len(upcoming - held)))
+            held = upcoming
+        kind, chunk = acts[i]
+        key = (B if kind == I else kind, chunk)
+        micro = counters.get(key, 0)
+        counters[key] = micro + 1
+        code = 0 if kind == F else 1
+        if pairs and kind == F and i + 1 < n and acts[i + 1][0] == B and (
+                stages[i + 1] == stages[i] or nexts[i + 1] == held):
+            # dualpipe-v's overlapped pair: a forward right before a full backward, with no
+            # FSDP action between (the stages held do not change)
+            nkind, nchunk = acts[i + 1]
+            nkey = (nkind, nchunk)
+            nmicro = counters.get(nkey, 0)
+            counters[nkey] = nmicro + 1
+            first, second = (0, stages[i], micro), (1, stages[i + 1], nmicro)
+            if apart:
+                apart = False
+                out += [(first,), (second,)]
+            else:
+                out.append((first, second))
+            if i + 1 in reduce_after:
+                out.append(())
+            i += 2
+            continue
+        out.append(() if kind == W else ((code, stages[i], micro),))
+        if i in reduce_after:
+            out.append(())
+        i += 1
+    out.extend(() for _ in held)
+    return out
+
+
 @lru_cache(maxsize=4096)
 def receive_buffers(schedule: str, pp: int, v: int, m: int) -> tuple[int, ...]:
     """Per pp rank, the most receive buffers alive at once (`live_receives`), each one boundary
@@ -575,11 +654,7 @@ def _walked_receives(schedule: str, pp: int, v: int, m: int) -> tuple[int, ...] 
     for r in range(pp):
         for c in range(v):
             owner[_stage_of(schedule, pp, r, c)] = r
-    codes = {F: 0, B: 1, I: 1}
-    todo = []  # per rank, its turns: ((0 forward / 1 backward, stage, micro), ...); () takes a turn only
-    for r in range(pp):
-        todo.append([tuple((codes[kind], stage, micro) for kind, stage, micro in turn if kind in codes)
-                     for turn in _turns(schedule, pp, r, _fsdp_rounds(_indexed(schedule, pp, v, m, r)))])
+    todo = [_compute_turns(schedule, pp, v, m, r) for r in range(pp)]
     m = 1 + max((micro for turns in todo for turn in turns for _, _, micro in turn), default=0)
     arrived = [bytearray(stages * m), bytearray(stages * m)]  # forward, backward inputs there
     alive, best = [0] * pp, [0] * pp

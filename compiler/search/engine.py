@@ -73,6 +73,8 @@ PIPES = "pipes"
 PIPES_SLACK = 1e-9
 """`pipes_bound` is shaved by this fraction: its total and the busiest rank's sum add the same
 pieces in another order, so they may differ in the last bits."""
+NO_NIC = (0.0, 0.0)
+"""`timing.nic_busy` of a rank without collectives of its own (the bounds' `RankTimes`)."""
 BOUND_SLACK = 1e-9
 """A group is skipped when its bound exceeds the N-th best step by more than this fraction, so
 floating-point rounding in the bound's sums can never drop a candidate that ties."""
@@ -237,6 +239,7 @@ class Engine:
         moe_layers = sum(self.shape.moe) if self.shape.moe else 0
         self._layer_counts = tuple((moe, n) for moe, n in ((False, self.shape.layers - moe_layers),
                                                             (True, moe_layers)) if n)
+        self._tp_problems: dict[int, str | None] = {}
         self.pipe_sets = train.recompute_layers is None
         """Whether groups that differ only in their pipeline enter the scan as one set at
         `pipes_bound` (not with `full N`: its recomputed layers per rank follow the chunking)."""
@@ -288,14 +291,11 @@ class Engine:
                 return "E0304"
             if not self.space.order_open and self._order_problem(degrees, self.space.axes):
                 return "E0304"
-        if not rules.tp_splits(model.heads, tp):
-            return "E0310"
-        for _, size, _ in rules.tp_ffn_sizes(model.layers, len(model.moe_layers), model.ffn, model.is_moe,
-                                             model.shared_experts, model.expert_ffn):
-            if not rules.tp_splits(size, tp):
-                return "E0312"
-        if not rules.tp_splits(model.hidden, tp):
-            return "E0313"
+        problem = self._tp_problems.get(tp, False)
+        if problem is False:
+            problem = self._tp_problems[tp] = self._tp_problem(tp)
+        if problem:
+            return problem
         if degrees.get("pp", 1) > model.layers:  # no chunk count fits: E0315, or E0316 with a split
             return rules.layers_fill_chunks(model.layers, degrees["pp"], 1, self.split)
         batch_degree = degrees.get("dp", 1) * (degrees.get("ep", 1) if self.ep_axis else 1)
@@ -314,6 +314,20 @@ class Engine:
         if not self.space.sharding_open and mode == "hsdp" and not rules.hsdp_factors_match(
                 replicate, shard, degrees.get("dp", 1)):
             return "E0350"
+        return None
+
+    def _tp_problem(self, tp: int) -> str | None:
+        """The degree rules that read tp alone (E0310, E0312, E0313), in report order: kept per
+        tp (`_tp_problems`), since a space's degree assignments repeat a few tp degrees."""
+        model = self.model
+        if not rules.tp_splits(model.heads, tp):
+            return "E0310"
+        for _, size, _ in rules.tp_ffn_sizes(model.layers, len(model.moe_layers), model.ffn, model.is_moe,
+                                             model.shared_experts, model.expert_ffn):
+            if not rules.tp_splits(size, tp):
+                return "E0312"
+        if not rules.tp_splits(model.hidden, tp):
+            return "E0313"
         return None
 
     def _orders(self, item: _Degrees) -> None:
@@ -420,6 +434,8 @@ class Engine:
         tuples = 0
         pipelines_by_pp: dict[int, tuple] = {}
         n_micro, n_sp, n_rec = len(space.micro), len(space.sequence_parallel), len(space.recompute)
+        orders_raw = math.factorial(len(space.axes)) if space.order_open else 1
+        shard_raws: dict[int, int] = {}  # per dp: the raw shardings (every mode, every hsdp split)
         for degrees, ep in self._factorisations():
             tuples += 1
             if tuples > MAX_DEGREE_TUPLES:
@@ -428,8 +444,10 @@ class Engine:
             if pp not in pipelines_by_pp:
                 pipelines_by_pp[pp] = self._pipelines(pp)
             pipes, bad_pipes, pipes_raw = pipelines_by_pp[pp]
-            orders_raw = math.factorial(len(space.axes)) if space.order_open else 1
-            shard_raw = (len(SHARDING) + sum(1 for s in _divisors(dp) if 1 < s < dp)) if space.sharding_open else 1
+            shard_raw = shard_raws.get(dp)
+            if shard_raw is None:
+                shard_raw = shard_raws[dp] = (len(SHARDING) + sum(1 for s in _divisors(dp) if 1 < s < dp)
+                                              if space.sharding_open else 1)
             below_pipe = orders_raw * n_micro * n_sp * n_rec * shard_raw
             stats.raw += pipes_raw * below_pipe
             problem = self._degree_problem(degrees, ep) or self._runtime_problem(degrees)
@@ -479,6 +497,11 @@ class Engine:
                         merged_sp = tp == 1 and len(space.sequence_parallel) > 1 and sp != SEQUENCE_PARALLEL[0]
                         if merged_pipe or merged_sp:
                             stats.merged += valid_here * n_rec
+                            continue
+                        if len(groups) + n_rec <= MAX_GROUPS:  # the common case, in one step
+                            stats.merged += folded_shardings * n_rec
+                            groups.extend([(item, schedule, v, micro, m, sp, recompute)
+                                           for recompute in space.recompute])
                             continue
                         for recompute in space.recompute:
                             stats.merged += folded_shardings
@@ -560,19 +583,26 @@ class Engine:
             p = timing._piece(work, x, mode, sw.selective)
             return (p[0], p[1], p[2], p[3], p[4] + p[5] + p[6], p[7] + p[8] + p[9])
 
-        out = {}
-        for moe in ((False, True) if shape.moe else (False,)):
+        def layer(moe: bool) -> dict:
             work = timing.slowed(timing.layer_work(shape, moe, tp, sp, cp, self.flavour, self.seq, micro, ep,
                                                    timing.gemm_precision(precision, sw), sw.attention, sw.kernels,
                                                    hw, c, balanced=sw.balanced_routing,
                                                    cp_runtime=sw.context_parallel, fp8_scaling=sw.fp8_scaling), sw, c)
-            for mode in RECOMPUTE:
-                out[(moe, mode)] = summed(work, mode)
-        vocab = padded_vocab(shape.vocab, tp, self.runtime)
-        out["embedding"] = summed(timing.slowed(timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c),
-                                                sw, c), "none")
-        out["output"] = summed(timing.slowed(timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab, "bf16",
-                                                                sw.kernels, hw, c), sw, c), "none")
+            return {(moe, mode): summed(work, mode) for mode in RECOMPUTE}
+
+        # a dense layer, the embedding and the output layer do not read ep (`timing.layer_work`
+        # reads it for MoE layers only): kept without it, shared by every ep of an MoE search
+        free_key = ("ep-free", tp, sp, cp, micro)
+        free = self._piece_cache.get(free_key)
+        if free is None:
+            free = layer(False)
+            vocab = padded_vocab(shape.vocab, tp, self.runtime)
+            free["embedding"] = summed(timing.slowed(timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c),
+                                                     sw, c), "none")
+            free["output"] = summed(timing.slowed(timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab,
+                                                                     "bf16", sw.kernels, hw, c), sw, c), "none")
+            self._piece_cache[free_key] = free
+        out = {**free, **layer(True)} if shape.moe else free
         if len(self._piece_cache) > 65536:
             self._piece_cache.clear()
         self._piece_cache[key] = out
@@ -734,15 +764,25 @@ class Engine:
         `dp_ledger` and `dp_exposed` read; the links follow from the degrees and the shard). The
         groups of a layout repeat a few ranks' values (every schedule with the same chunks), and
         the time model's own caches hash its links and ledger on every call."""
-        key = ("tail", r.params_dense, r.params_expert, r.layers, r.moe_layers, r.forward,
-               r.backward_input + r.backward_weight + r.recompute, ks.microbatches, ks.sharding, ks.pp,
-               ks.virtual_stages, ks.hsdp_shard, ks.optimizer)
+        back = r.backward_input + r.backward_weight + r.recompute
+        key = ("tail", r.params_dense, r.params_expert, r.layers, r.moe_layers, r.forward, back, ks.microbatches,
+               ks.sharding, ks.pp, ks.virtual_stages, ks.hsdp_shard, ks.optimizer)
         cache = item.opt_cache
         cached = cache.get(key)
         if cached is None:
-            links = self._best_links(item, ks.hsdp_shard)
-            cached = cache[key] = timing.dp_exposed(r, ks, *links, self.software.grad_bytes,
-                                                    self.software.dp_runtime)[0] + self._optimizer(item, r, ks)
+            # what the ledger costs per window does not depend on the forward and backward
+            # lengths: kept without them (many micro-batches and recomputation modes share it),
+            # and `dp_exposed`'s exposure charged against the lengths afresh. The bound's ranks
+            # carry no collectives of their own, so no other axis takes NIC time (`nic_busy`).
+            wkey = ("windows",) + key[1:5] + key[7:]
+            windows = cache.get(wkey)
+            if windows is None:
+                links = self._best_links(item, ks.hsdp_shard)
+                ledger = timing.dp_ledger(r, ks, *links, self.software.grad_bytes, self.software.dp_runtime)
+                windows = cache[wkey] = (timing.dp_windows(ledger, ks.microbatches, *links),
+                                         self._optimizer(item, r, ks))
+            cached = cache[key] = timing.dp_window_exposure(windows[0], ks.microbatches, r.forward, back,
+                                                            NO_NIC) + windows[1]
         return cached
 
     def _classes(self, item: _Degrees, shard: int) -> list:
@@ -835,9 +875,14 @@ class Engine:
             if self.progress is not None and done % 64 == 0:
                 self.progress(total + done, 2 * total)
             threshold = self._evaluate(groups[i], refined, threshold)
+        sizes: dict[int, int] = {}  # per degrees (`_group_size` reads them only)
         for _, i, refined in queue:
             for j in (members[i] if refined is PIPES else (i,)):
-                stats.bounded += self._group_size(groups[j])
+                item = groups[j][0]
+                size = sizes.get(item.index)
+                if size is None:
+                    size = sizes[item.index] = self._group_size(groups[j])
+                stats.bounded += size
         if not self.best:  # "each needs at least": the least of their own floors, as without families
             for group in unnoted:
                 self._note_smallest(self._quick_floor(self._knobs(*group), group[0]))
@@ -928,10 +973,21 @@ class Engine:
         tests/test_search_engine.py holds it over sampled groups), which `_family_floor` uses."""
         self.stats.memory_evaluations += 1
         self._work(1)
+        # the same group's floor as its family's when it has the smallest micro-batch (the
+        # floor does not read the micro-batch count): computed once, counted as before
+        once = ("first", k.schedule, k.virtual_stages, k.micro_batch, k.sequence_parallel, k.recompute)
+        cached = item.opt_cache.get(once)
+        if cached is not None:
+            return cached
         held = first_backward_floors(self.shape, k)
-        states = self._states_floor(item, k)
-        signatures = rank_signatures(self.shape, k.pp, k.virtual_stages, k.schedule, k.split)
-        return max(held[mine] + s for mine, s in zip(signatures, states, strict=True))
+        key = ("ranks", k.schedule, k.virtual_stages)
+        ranks = item.opt_cache.get(key)
+        if ranks is None:  # the distinct (chunk signatures, least states) pairs over the pp ranks
+            states = self._states_floor(item, k)
+            signatures = rank_signatures(self.shape, k.pp, k.virtual_stages, k.schedule, k.split)
+            ranks = item.opt_cache[key] = tuple(dict.fromkeys(zip(signatures, states, strict=True)))
+        floor = item.opt_cache[once] = max(held[mine] + s for mine, s in ranks)
+        return floor
 
     def _family_floor(self, group) -> int:
         """A floor on the memory of every group that differs from this one only in its
