@@ -202,7 +202,8 @@ def _reference_rank_loads(shape, tp, ep, pp, v, schedule, split, runtime, recomp
             head = shape.norm_params + (table if not shape.tied or chunk.tied_copy else 0)
             other += (table + shape.position_params if chunk.embedding else 0) + (head if chunk.output else 0)
             root += (table + shape.position_params if chunk.embedding else 0) + (head if chunk.output else 0)
-            dense_runs, expert_runs = timing._chunk_blocks(shape, chunk, per_layer, table)
+            dense_runs, expert_runs = timing._chunk_blocks(shape, chunk, per_layer, table,
+                                                            timing.experts_folded(runtime, tp, ep))
             blocks_dense.append(dense_runs)
             blocks_expert.append(expert_runs)
         for (moe, _), count in kinds.items():
