@@ -334,6 +334,11 @@ REDUCED = [
                  id="mixtral-255"),  # +13.1 %: the model is over on Mixtral's last stage (not traced)
     pytest.param("tests/data/specs/rehearse-405b-128k-16.par", 16383, 5, marks=pytest.mark.long,
                  id="405b-128k-16383"),
+    # Llama 3 405B's 8K layout without recomputation, as Meta ran it: stage 8 holds 8 micro-batches
+    # of one layer; the model's 1.075 GiB per layer and micro-batch (2.2 x Korthikanti's fused,
+    # re-gathering Megatron) is what the job saves: 12.61 GiB predicted, 13.23 rehearsed (-4.7 %)
+    pytest.param("tests/data/specs/rehearse-405b-16-no-recompute.par", 64, 5, marks=pytest.mark.long,
+                 id="405b-no-recompute-64"),
 ]
 """Mixtral 8x7B's 5-D layout (zero1: its buckets filed by rehearse.py; MoE, ep over cp x dp, ring
 cp), the DeepSeek-V3-like MoE (zero1, DualPipe-V, 64-way ep, fp8) and Llama 3 405B at 128K
@@ -362,21 +367,28 @@ def test_real_width_reduced_spec_builds_steps_and_is_the_models(spec, rank, tole
 
 DUALPIPE_TURN = [
     # the small DualPipe-V spec's last pp rank (7: stages 3 and 4) and DeepSeek's (2047: 15 and 16)
-    pytest.param("tests/data/specs/rehearse-dualpipe.par", 7, marks=pytest.mark.long, id="small-7"),
-    pytest.param("tests/data/specs/rehearse-deepseek-32.par", 2047, marks=pytest.mark.long, id="deepseek-2047"),
+    # spec, rank, peak tolerance (%): the model is under by 13.5 % and 13.7 % here (below)
+    pytest.param("tests/data/specs/rehearse-dualpipe.par", 7, 14, marks=pytest.mark.long, id="small-7"),
+    pytest.param("tests/data/specs/rehearse-deepseek-32.par", 2047, 14, marks=pytest.mark.long, id="deepseek-2047"),
 ]
 
 
-@pytest.mark.parametrize("spec,rank", DUALPIPE_TURN)
-def test_dualpipe_v_turn_of_the_v_builds_and_steps(spec, rank):
+@pytest.mark.parametrize("spec,rank,tolerance", DUALPIPE_TURN)
+def test_dualpipe_v_turn_of_the_v_builds_and_steps(spec, rank, tolerance):
     """The rank at DualPipe-V's turn holds two stages, neither the first: both take their input
-    gradient with `autograd.grad` over leaf inputs (torch's split backward), where the tracker's
-    module hooks stopped the rehearsal ("A leaf node was passed to _will_engine_execute_node";
-    rehearse.py, `module_hooks_holding_no_gradients`). It builds and steps, at its place in the
-    plan, with the model states to the byte. Its peak is NOT the model's (2026-12-02: DeepSeek
-    2047 rehearses 119.0 GiB against 30.5 predicted; the small spec 34.1 MiB against 20.8):
-    tensors of the split micro-batches' input passes stay alive after the step (issue 15, open).
-    Small: 13 s of CPU; DeepSeek: 75 s of CPU (4.5 min under load)."""
+    gradient with `autograd.grad` over leaf inputs (torch's split backward). The tracker's
+    module hooks stopped the rehearsal there ("A leaf node was passed to
+    _will_engine_execute_node"), and, once past it, kept every split micro-batch's graph alive
+    (a 119.6 GiB peak at DeepSeek's rank 2047, 101 GiB of it still held after the step; rehearse.py,
+    `module_backward_ends_holding_nothing`). Now it builds and steps, at its place in the plan,
+    with the model states to the byte and nothing but the states held after the step.
+
+    Measured 2026-12-02: DeepSeek 2047 35.32 GiB rehearsed, 30.47 predicted (-13.7 %); the small
+    spec 24.0 MiB, 20.8 predicted (-13.5 %). The model is under: with full recomputation the
+    input pass recomputes each block and the tensors only the weight pass reads (the linear
+    layers' inputs, the norms' normalised inputs) stay alive until that micro-batch's weight
+    pass (torch's split backward; pytorch/pytorch#136766), which the memory model does not
+    count (issue 15, open). Small: 13 s of CPU; DeepSeek: 84 s of CPU (5 min under load)."""
     plan = plan_of(spec)
     doc = rehearse(spec, rank)
     [record] = doc["ranks"]
@@ -386,6 +398,9 @@ def test_dualpipe_v_turn_of_the_v_builds_and_steps(spec, rank):
     rows = rows_of(doc)
     for category in ("parameters", "gradients", "optimizer_states"):
         assert rows[category]["predicted_bytes"] == rows[category]["rehearsed_bytes"], category
+    after = record["after_backward"]
+    assert after["activations"] + after["temporaries"] <= 0.01 * after["total"], after  # no graph left
+    assert within(rows["peak"], tolerance), rows["peak"]
 
 
 # ---------------------------------------------------------------------------------------------
