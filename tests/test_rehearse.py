@@ -336,10 +336,12 @@ def test_real_width_middle_and_last_stage_peaks_are_the_models_within_5_percent(
 
 REDUCED = [
     # spec, rank, peak tolerance (%): measured on 2026-12-02 (docs/memory-model.md, rehearsal)
-    pytest.param("tests/data/specs/rehearse-deepseek-32.par", 0, 5, marks=pytest.mark.slow, id="deepseek-0"),  # -3.5 %
-    # +11.0 % since zero1 runs without FSDP2 (size-capped buckets, compute-dtype parameters): the
-    # model is over by 0.96 GiB beyond the states, which are exact; not traced yet (issue 15)
-    pytest.param("tests/data/specs/rehearse-mixtral-8.par", 0, 12, marks=pytest.mark.slow, id="mixtral-0"),
+    # +2.9 % (-3.5 % while the tracker's module hooks kept tensors alive: rehearse.py)
+    pytest.param("tests/data/specs/rehearse-deepseek-32.par", 0, 5, marks=pytest.mark.slow, id="deepseek-0"),
+    # +12.7 % (+11.0 % with the hooks' tensors) since zero1 runs without FSDP2 (size-capped
+    # buckets, compute-dtype parameters): the model is over by 1.09 GiB beyond the states, which
+    # are exact; not traced yet (issue 15)
+    pytest.param("tests/data/specs/rehearse-mixtral-8.par", 0, 13, marks=pytest.mark.slow, id="mixtral-0"),
     pytest.param("tests/data/specs/rehearse-405b-128k-16.par", 1024, 7.5, marks=pytest.mark.slow,
                  id="405b-128k-1024"),  # +6.9 % (+2.3 % with the tracker's hook-kept activations)
     pytest.param("tests/data/specs/rehearse-405b-128k-16.par", 0, 6.5, marks=pytest.mark.long,
@@ -359,9 +361,11 @@ cp), the DeepSeek-V3-like MoE (zero1, DualPipe-V, 64-way ep, fp8) and Llama 3 40
 (16,384 ranks, all-gather cp 16, zero2): each builds and steps as one rank in the default run
 (slow: the first stage, the 128K layout's middle one) and others (long); the model states
 equal the model's to the byte, and the peak is
-within the issue's 5 % except on the first stages of Mixtral and of the 128K layout, where the
-model is over by 0.8 and 1.3 GB (as at 8K: docs/memory-model.md, rehearsal; not traced): their
-measured figures are held, not the target; Mixtral's last stage (long) is 13 % over. The
+within the issue's 5 % on DeepSeek's first rank only: the model is over on the 128K layout
+(+6.9 % at stage 8 since the tracker's hook-kept activations are gone; its first stage +6.3 %
+before that) and on Mixtral's first stage (+12.7 %) (docs/memory-model.md, rehearsal; not
+traced): their measured figures are held, not the target; Mixtral's last stage (long) was 13 %
+over before the hook change (not re-measured). The
 DeepSeek last rank: `test_dualpipe_v_turn_of_the_v_builds_and_steps`. The 128K last rank was
 not run to the end here."""
 
