@@ -265,8 +265,9 @@ def test_real_width_first_stage_is_the_models_within_5_percent():
     for category in ("parameters", "gradients", "optimizer_states"):
         assert rows[category]["predicted_bytes"] == rows[category]["rehearsed_bytes"], category
     # Measured 2026-12-02: 22,756,139,008 predicted, 21,344,819,240 rehearsed (+6.61 %; beyond the
-    # states +7.10 %). It read 21,670,402,088 (+5.01 %) while the tracker's module hooks held
-    # 325 MB of gradients in their buffers (rehearse.py, `module_backward_ends_holding_nothing`).
+    # states +7.10 %). It read 21,670,402,088 (+5.01 %) while the tracker's module hooks kept
+    # 325 MB more alive (at rank 64, traced: one micro-batch's saved activations; rehearse.py,
+    # `module_backward_ends_holding_nothing`).
     # The model is over by 1.41 GB: at the peak (inside the embedding's backward) the tracker
     # holds the whole-vocabulary fp32 and bf16 gradients (12.6 GB, the model's 10.8), the
     # layer's accumulated fp32 gradients (1.59 GB) and no accumulated embedding gradient, which
