@@ -188,7 +188,7 @@ def memory_text(report: dict, compilation: Compilation, style: Style) -> list[st
     for s, row in zip(memory["per_stage"], rows, strict=True):
         line = "  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True))
         lines.append(style.red(line) if s["total_bytes"] > usable else line)
-    verdict = "fits" if memory["fits"] else "does not fit"
+    verdict = memory_verdict(memory, compilation)
     lines.append(f"peak: stage {memory['peak_stage']}, {size(memory['peak_bytes'])} of {size(usable)} usable "
                  f"({size(memory['hbm_bytes'])} HBM - {size(memory['reserve_bytes'])} reserve): {verdict}")
     o = memory["overheads"]
@@ -201,6 +201,18 @@ def memory_text(report: dict, compilation: Compilation, style: Style) -> list[st
                  "peak; the one being worked on counts under buffers (its working set), so a stage whose peak "
                  "falls between a backward and the next forward (the last 1F1B stage) can show 0")
     return lines
+
+
+def memory_verdict(memory: dict, compilation: Compilation) -> str:
+    """"fits" is the memory model's word; a layout with another error (dualpipe-v short of
+    micro-batches, E0320; a batch that does not divide, ...) does not run however little it
+    holds, so the verdict says so next to the figure instead of a bare "fits"."""
+    if not memory["fits"]:
+        return "does not fit"
+    others = sorted({d.code for d in compilation.diagnostics if d.is_error} - {"E0401"})
+    if not others:
+        return "fits"
+    return f"fits in memory, but the layout does not run ({', '.join(f'error[{c}]' for c in others)} below)"
 
 
 def time_text(report: dict, compilation: Compilation, style: Style) -> list[str]:

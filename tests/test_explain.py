@@ -197,3 +197,24 @@ def test_one_file_without_a_plan_keeps_checks_json(tmp_path):
     result = run_cli("explain", str(bad), "--format", "json")
     assert result.exit_code == 1
     assert json.loads(result.stdout) == json.loads(run_cli("check", str(bad), "--format", "json").stdout)
+
+
+def test_a_layout_with_another_error_is_never_a_bare_fits(monkeypatch, tmp_path):
+    """The DeepSeek-V3-like spec at its batch ramp's start (3,072 sequences: 24 micro-batches,
+    under DualPipe-V's 2 x pp = 32, E0320) holds little enough to fit, and explain printed
+    "fits" beside the error. The verdict now names the error; its neighbour at 15,360 (the
+    shipped spec, no error) stays "fits"; memory.fits in JSON keeps its meaning (memory only)."""
+    monkeypatch.chdir(ROOT)
+    spec = (ROOT / "specs/deepseek-v3-like.par").read_text()
+    assert "global-batch 15360" in spec
+    (tmp_path / "ramp.par").write_text(spec.replace("global-batch 15360", "global-batch 3072"))
+    result = run_cli("explain", str(tmp_path / "ramp.par"))
+    assert result.exit_code == 1 and "error[E0320]" in result.stdout
+    [peak] = [line for line in result.stdout.splitlines() if line.startswith("peak:")]
+    assert peak.endswith(": fits in memory, but the layout does not run (error[E0320] below)"), peak
+    data = json.loads(run_cli("explain", str(tmp_path / "ramp.par"), "--format", "json").stdout)
+    assert data["memory"]["fits"] is True
+    clean = run_cli("explain", "specs/deepseek-v3-like.par")
+    assert clean.exit_code == 0
+    [peak] = [line for line in clean.stdout.splitlines() if line.startswith("peak:")]
+    assert peak.endswith(": fits"), peak

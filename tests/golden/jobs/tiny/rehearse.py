@@ -38,6 +38,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 from torch._subclasses import fake_tensor
+from torch.autograd.graph import register_multi_grad_hook
+from torch.distributed._tools import mod_tracker
 from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
 from torch.distributed.pipelining import _utils as pipeline_utils
 from torch.distributed.pipelining import schedules
@@ -95,6 +97,37 @@ def shapes_from_plan(device: torch.device) -> None:
         cls._warmup_p2p = warmup
     pipeline_stage.PipelineStage._recv_meta = receive
     pipeline_stage.PipelineStage._send_meta = lambda self, meta, dst_stage: None
+
+
+def module_backward_ends_holding_nothing() -> None:
+    """The tracker's module tracker (torch.distributed._tools.mod_tracker) learns that a module's
+    backward has ended from an "all" multi-grad hook on the module's forward inputs
+    (torch.autograd.graph.register_multi_grad_hook). Under schedules that split the backward
+    into an input pass and a weight pass (DualPipe-V, zero-bubble: torch's
+    `stage_backward_input` with retain_graph=True, then `stage_backward_weight`) that hook
+    changes what the rank holds and stops it:
+
+    - it keeps the autograd nodes of the inputs it watches (to ask which the engine will
+      reach) and is itself kept by those nodes: a cycle through C++ that Python's collector
+      cannot see. The nodes of the input pass keep their saved tensors until they die (the
+      weight pass does not run them), so every split micro-batch's recomputed block stayed
+      alive: tests/data/specs/rehearse-deepseek-32.par's last rank peaked at 119.6 GiB and
+      still held 101 GiB after the step (a gc referrer walk found the tensors under the
+      checkpoint's recomputed ones, kept by graph nodes; docs/memory-model.md). The job
+      registers no such hook, and torch's split backward without it frees everything;
+    - it asks `torch._C._will_engine_execute_node`, which torch refuses for a leaf inside
+      `autograd.grad`; a stage's inputs are leaves (what it received, detached), so the rank at
+      DualPipe-V's turn (two non-first stages) stopped at its first input pass.
+
+    Here the module's backward ends at the first of its inputs' gradients (the hook's "any"
+    mode: it keeps no node and no gradient). The rehearsal's figures are totals by tensor
+    (`categories`), which do not depend on when the tracker closes a module; its per-module
+    statistics, which the rehearsal does not read, may close a module early."""
+    def at_first_gradient(tensors, fn, *, mode: str = "all"):
+        count = len(tensors)  # the closure keeps no tensor: a tensor keeps its node
+        return register_multi_grad_hook(tensors, lambda _grad: fn([None] * count), mode="any")
+
+    mod_tracker.register_multi_grad_hook = at_first_gradient
 
 
 def held_receive_buffers(rt) -> int:
@@ -225,6 +258,7 @@ def rehearse_rank(args, train) -> dict:
         parallel.materialize = allocate_only(mode)
         untracked_propagation()
     shapes_from_plan(device)
+    module_backward_ends_holding_nothing()
     rt = parallel.parallelize(meshes, device, COMPUTE_DTYPE, args.seed)
     optimizer = parallel.build_optimizer(rt, lambda params: train.make_optimizer(params, args.lr))
     inner = getattr(optimizer, "inner", None)
