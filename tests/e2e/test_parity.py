@@ -44,8 +44,8 @@ MOE = [
     "moe-tp2-ep2-zero1",  # tp 2 (SP), ep 2 over dp 2, zero1: the experts' bucket over edp
     # FSDP2 shards the experts on dim 1 (2 local experts over an expert group of 4; 4 experts
     # over 8 data ranks inside the block's unit): tests/e2e/test_expert_shards.py
-    pytest.param("moe-experts-sharded", marks=pytest.mark.long),
-    pytest.param("moe-dp8-experts-sharded", marks=pytest.mark.long),
+    "moe-experts-sharded",
+    "moe-dp8-experts-sharded",
 ]
 
 
