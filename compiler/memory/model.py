@@ -220,7 +220,7 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
         saved += count * a.saved
         grads += count * a.weight_grads
         if torch:
-            work = max(work, backward_working_set(a) + ffn_weight_gradients(shape, ak, moe))
+            work = max(work, backward_working_set(a, ffn_weight_gradients(shape, ak, moe)))
     if embedding:
         saved += act.embedding_activations(shape, ak)
         embedding_buffer = act.embedding_backward_buffer(shape, ak)
