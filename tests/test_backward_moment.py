@@ -135,3 +135,17 @@ def test_the_moment_does_not_depend_on_the_device_at_real_widths(device):
     """RMSNorm is fused on CUDA and under fake tensors alike: the same moments."""
     _, _, a, _ = layer_of(MIDDLE, device)
     assert a.moments == layer_of(MIDDLE, "fake")[2].moments
+
+
+def test_a_zero_bubble_input_backward_keeps_the_bound():
+    """torch's `stage_backward_input` runs autograd with retain_graph=True: the saved set stays
+    for the weight backward, so under a zero-bubble schedule nothing is released and the old
+    bound holds; under 1F1B the working set is the moment's."""
+    from parc.memory.model import rank_activations
+
+    shape, ak, a, k = layer_of(MIDDLE)
+    wg = ffn_weight_gradients(shape, ak, False)
+    one_f_one_b = rank_activations(shape, k)[8].transient
+    zero_bubble = rank_activations(shape, replace(k, schedule="interleaved-zb"))[8].transient
+    assert one_f_one_b == backward_working_set(a, wg) == max(a.moments) - a.saved
+    assert zero_bubble == backward_working_set(a, wg, released=False) == a.working + a.full - a.saved + wg
