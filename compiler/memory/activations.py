@@ -227,10 +227,14 @@ def backward_moments(shape: Shape, k: Knobs, n: Tokens, act: int, full: float, f
 
     - the down projection's backward (w2): nothing freed yet; the output gradient all-gathered
       over the sequence (h per token) and the gradient of its input (F/t);
-    - the up projections' backward (w1, w3): the FFN's inner tensors are consumed (4 F/t
-      SwiGLU, 2 F/t GELU: w1 and w3 outputs, the activation's output, the product); alive, the
-      gradients of the up projections' outputs (2 F/t SwiGLU, F/t GELU) and of their gathered
-      input (h); all the FFN's weight gradients are written;
+    - the up projections' backward (w1, w3), as the last of them (w1: autograd runs the node
+      created last first, w3) computes its input gradient: the FFN's inner tensors are consumed
+      (4 F/t SwiGLU, 2 F/t GELU: w1 and w3 outputs, the activation's output, the product);
+      alive, w1's output gradient (F/t; w3's went with w3's backward) and each up projection's
+      gradient of the gathered input, not yet summed (h each: 2 h SwiGLU, h GELU); all the
+      FFN's weight gradients are written. Measured at the rehearsed 405B middle stage's peak:
+      four h-wide tensors of the whole sequence (the two gathered norm outputs and the two
+      input gradients) and one F/t gradient;
     - attention's kernel backward: the FFN's tensors (its norm's input and gathered output
       too) and the output projection's input copy are consumed; alive, the gradients of the
       attention output, q, k and v; the output projection's weight gradient joins the FFN's.
@@ -248,7 +252,7 @@ def backward_moments(shape: Shape, k: Knobs, n: Tokens, act: int, full: float, f
     matrix = act * h * shape.ffn // t  # one FFN weight's gradient on this rank
     down = full + residual + act * tokens * (h + f) + matrix
     inner = act * tokens * 2 * up * f  # w1 (and w3) outputs, the activation's output (and the product)
-    upward = full - inner + residual + act * tokens * (h + up * f) + m * matrix
+    upward = full - inner + residual + act * tokens * (f + up * h) + m * matrix
     output_projection = act * shape.q * h // t
     attention = full - ffn_full - copy_bytes + residual + act * tokens * (n.o + n.q + 2 * n.kv) \
         + m * matrix + output_projection
