@@ -4,9 +4,14 @@ backward consumes it (docs/memory-model.md, "The backward's moment").
 
 Checked here against what the model did not produce:
 
-- the tensors torch's memory tracker held at the rehearsed peak of the 405B middle stage
-  (tests/data/specs/rehearse-405b-16.par, rank 64: the up projections' backward of its one
-  layer), transcribed by hand from the histogram below, equal the model's moment to the byte;
+- the tensors alive at the rehearsed peak of the 405B middle stage
+  (tests/data/specs/rehearse-405b-16.par, rank 64, 7,222,011,940 bytes: w1's and w3's backward
+  in layer 8), written out by hand tensor by tensor (`UP_PROJECTIONS_MOMENT`), equal the
+  model's moment to the byte. The tracker's histogram at that peak (2026-12-02,
+  docs/memory-model.md) is where the list comes from: 14 SwiGLU inputs of 109,051,904 bytes
+  held (7 micro-batches x 2; the backpropagated one's consumed), four whole-sequence h-wide
+  temporaries of 268,435,456 bytes (two gathered norm outputs, two input gradients), one
+  109,051,904-byte output gradient and three 218,103,808-byte bf16 weight gradients;
 - the moments never exceed the old bound (whole saved set + rematerialised tensors + every
   gradient) and never fall below the saved set of the layer less its consumed inner tensors, on
   every dense layer of every shipped spec parc writes a job for.
