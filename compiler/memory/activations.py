@@ -72,7 +72,13 @@ class LayerActivations:
     """Output gradients a zero-bubble schedule keeps from the input backward (I) to the weight
     backward (W)."""
     working: int
-    """Activation gradients alive during the layer's backward."""
+    """Activation gradients alive during the layer's backward, all of them at once (a bound the
+    moments below refine)."""
+    moments: tuple[int, ...] = ()
+    """The layer's backward, moment by moment (`backward_moments`): bytes alive then of this
+    micro-batch's own layer tensors, the activation gradients and the compute-dtype weight
+    gradients written so far. Empty (MoE layers, Megatron's formulas): `working` and `full`
+    bound it (`buffers.backward_working_set`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,8 +203,60 @@ def torch_layer(shape: Shape, k: Knobs, moe: bool, mode: str, act: int | None = 
     else:  # full recomputation: the block input only
         saved = n.tokens * ACT * h / n.sp
     weight_grads = n.tokens * grads_attn + grads_ffn
+    copy = n.o if shape.rope and not (k.cp > 1 and k.cp_flavour == "all-to-all") else 0
+    moments = () if moe else backward_moments(shape, k, n, ACT, full, ffn_full, ACT * n.tokens * copy)
     return LayerActivations(saved=round(saved), full=round(full), weight_grads=round(weight_grads),
-                            working=round(working))
+                            working=round(working), moments=moments)
+
+
+def backward_moments(shape: Shape, k: Knobs, n: Tokens, act: int, full: float, ffn_full: float,
+                     copy_bytes: float) -> tuple[int, ...]:
+    """A dense layer's backward for one micro-batch, at the three moments that can be its worst
+    (backward order), each the bytes alive then of the micro-batch's own layer tensors, the
+    activation gradients and the compute-dtype weight gradients written so far (autograd writes
+    each in the dtype it computed in, FSDP2's unsharded bf16 parameters, and FSDP2 folds them
+    into its fp32 accumulation or reduction only in the layer's post-backward hook: measured by
+    the rehearsal at Llama 3 405B's widths, w1, w2 and w3's three 218 MB gradients).
+
+    Whatever the recompute mode, the layer's whole forward set (`full`) is alive when its
+    backward starts: saved (mode none), or rematerialised at the first unpack, the selective
+    policy's kept tensors being the same storage (torch.utils.checkpoint returns the cached
+    outputs). Autograd then frees each tensor once the node that reads it has run (saved
+    variables are released after the node; a checkpoint's recomputed tensors once unpacked,
+    its "Rule 4"), so the set shrinks in backward order while gradients appear:
+
+    - the down projection's backward (w2): nothing freed yet; the output gradient all-gathered
+      over the sequence (h per token) and the gradient of its input (F/t);
+    - the up projections' backward (w1, w3), as the last of them (w1: autograd runs the node
+      created last first, w3) computes its input gradient: the FFN's inner tensors are consumed
+      (4 F/t SwiGLU, 2 F/t GELU: w1 and w3 outputs, the activation's output, the product);
+      alive, w1's output gradient (F/t; w3's went with w3's backward) and each up projection's
+      gradient of the gathered input, not yet summed (h each: 2 h SwiGLU, h GELU); all the
+      FFN's weight gradients are written. Measured at the rehearsed 405B middle stage's peak:
+      four h-wide tensors of the whole sequence (the two gathered norm outputs and the two
+      input gradients) and one F/t gradient;
+    - attention's kernel backward: the FFN's tensors (its norm's input and gathered output
+      too) and the output projection's input copy are consumed; alive, the gradients of the
+      attention output, q, k and v; the output projection's weight gradient joins the FFN's.
+
+    Through all of them the block's output gradient (h/sp per token) is alive. The difference
+    with the old bound (every saved tensor of the micro-batch plus every gradient at once) is
+    what the rehearsal measured at the 405B middle stage: the model over by 0.51 GB where the
+    up projections' moment says 0.51 GB (docs/memory-model.md, "The backward's moment")."""
+    t, h = k.tp, shape.hidden
+    m = shape.ffn_matrices
+    up = m - 1
+    f = shape.ffn / t
+    tokens = n.tokens
+    residual = act * tokens * h / n.sp
+    matrix = act * h * shape.ffn // t  # one FFN weight's gradient on this rank
+    down = full + residual + act * tokens * (h + f) + matrix
+    inner = act * tokens * 2 * up * f  # w1 (and w3) outputs, the activation's output (and the product)
+    upward = full - inner + residual + act * tokens * (f + up * h) + m * matrix
+    output_projection = act * shape.q * h // t
+    attention = full - ffn_full - copy_bytes + residual + act * tokens * (n.o + n.q + 2 * n.kv) \
+        + m * matrix + output_projection
+    return (round(down), round(upward), round(attention))
 
 
 def _megatron_layer(shape: Shape, k: Knobs, moe: bool, mode: str) -> LayerActivations:

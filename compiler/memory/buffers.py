@@ -53,8 +53,18 @@ def reserve_bytes(hbm: int) -> int:
     return RESERVE_FIXED + round(RESERVE_FRACTION * hbm)
 
 
-def backward_working_set(a: LayerActivations) -> int:
-    return a.working + (a.full - a.saved)
+def backward_working_set(a: LayerActivations, weight_gradients: int, released: bool = True) -> int:
+    """What a layer's backward adds, at its worst moment, to the activations its micro-batch
+    holds (`saved`, counted with the micro-batches in flight). With the layer's backward
+    moments (`activations.backward_moments`: dense layers of the torch runtime) the worst
+    moment less the saved set: the micro-batch being backpropagated has already freed what the
+    backward consumed. Otherwise the bound: every activation gradient, the rematerialised
+    tensors and the FFN's weight gradients on top of the whole saved set (`weight_gradients`,
+    `ffn_weight_gradients`), also where the backward keeps the graph (`released` False: a
+    zero-bubble schedule's input backward, retain_graph=True)."""
+    if a.moments and released:
+        return max(a.moments) - a.saved
+    return a.working + (a.full - a.saved) + weight_gradients
 
 
 def ffn_weight_gradients(shape: Shape, k: Knobs, moe: bool) -> int:

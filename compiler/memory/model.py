@@ -27,9 +27,30 @@ from . import activations as act
 from .activations import layer_activations
 from .buffers import backward_working_set, ffn_weight_gradients, fsdp_buffers, largest_layer
 from .inputs import Knobs, Shape
-from .parameters import Params, by_rank, chunk_params, chunks_of, fsdp_padding, layer_params, padded_vocab
-from .schedules import MAX_STATE_CHUNKS, peak_states, receive_buffers, receives_from_another_rank, weighted_peak
-from .states import checkpoint_gather_bytes, compute_copy_bytes, model_states, zero1_buffer_bytes, zero1_param_bytes
+from .parameters import (
+    Params,
+    by_rank,
+    chunk_params,
+    chunks_of,
+    fsdp_padding,
+    layer_params,
+    padded_vocab,
+)
+from .schedules import (
+    MAX_STATE_CHUNKS,
+    ZERO_BUBBLE,
+    peak_states,
+    receive_buffers,
+    receives_from_another_rank,
+    weighted_peak,
+)
+from .states import (
+    checkpoint_gather_bytes,
+    compute_copy_bytes,
+    model_states,
+    zero1_buffer_bytes,
+    zero1_param_bytes,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,8 +230,11 @@ class ChunkPieces:
 
 @lru_cache(maxsize=65536)
 def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recompute: str,
-                       recompute_layers: int | None, pipelined: bool) -> ChunkPieces:
-    """The activations, working set and embedding backward buffer of one chunk signature."""
+                       recompute_layers: int | None, pipelined: bool, released: bool = True) -> ChunkPieces:
+    """The activations, working set and embedding backward buffer of one chunk signature.
+    `released`: the backward frees the micro-batch's tensors as it consumes them
+    (`buffers.backward_working_set`); not under a zero-bubble schedule, whose input backward
+    runs autograd with retain_graph=True and keeps the saved set for the weight backward."""
     layers, embedding, output, first, receives = signature
     vocab = padded_vocab(shape.vocab, ak.tp, ak.runtime)
     torch = ak.runtime == "torch"
@@ -220,7 +244,7 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
         saved += count * a.saved
         grads += count * a.weight_grads
         if torch:
-            work = max(work, backward_working_set(a) + ffn_weight_gradients(shape, ak, moe))
+            work = max(work, backward_working_set(a, ffn_weight_gradients(shape, ak, moe), released))
     if embedding:
         saved += act.embedding_activations(shape, ak)
         embedding_buffer = act.embedding_backward_buffer(shape, ak)
@@ -235,18 +259,27 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
                                         received=received), work, embedding_buffer)
 
 
+def released_backward(schedule: str, pp: int) -> bool:
+    """Whether a backward frees its micro-batch's saved tensors as it consumes them: every
+    schedule but the zero-bubble ones, whose input backward (torch's `stage_backward_input`)
+    keeps the graph (retain_graph=True) for the weight backward."""
+    return pp == 1 or schedule not in ZERO_BUBBLE
+
+
 @lru_cache(maxsize=16384)
 def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
                       runtime: str, recompute: str, recompute_layers: int | None, pp: int, v: int,
                       schedule: str, split: tuple[int, ...] | None, ep: int = 1, precision: str = "bf16",
                       device: str = "cuda") -> tuple[RankActivations, ...]:
     ak = activation_knobs(tp, sp, cp, flavour, seq, micro, runtime, ep, precision, device)
+    released = released_backward(schedule, pp)
     out = []
     alike: dict[tuple[ChunkSignature, ...], RankActivations] = {}  # ranks of equal chunks (most of a deep pipeline)
     for mine in rank_signatures(shape, pp, v, schedule, split):
         rank = alike.get(mine)
         if rank is None:
-            pieces = [_chunk_activations(shape, ak, sig, recompute, recompute_layers, pp > 1) for sig in mine]
+            pieces = [_chunk_activations(shape, ak, sig, recompute, recompute_layers, pp > 1, released)
+                      for sig in mine]
             rank = alike[mine] = RankActivations(
                 chunks=tuple(p.activations for p in pieces), transient=max((p.working for p in pieces), default=0),
                 embedding_backward=max((p.embedding_backward for p in pieces), default=0))
@@ -263,7 +296,8 @@ def first_backward_floors(shape: Shape, k: Knobs) -> dict[tuple[ChunkSignature, 
                           k.ep if shape.moe else 1, k.precision, k.device)
     out: dict[tuple[ChunkSignature, ...], int] = {}
     for mine in distinct_rank_signatures(shape, k.pp, k.virtual_stages, k.schedule, k.split):
-        pieces = [_chunk_activations(shape, ak, sig, k.recompute, k.recompute_layers, k.pp > 1) for sig in mine]
+        pieces = [_chunk_activations(shape, ak, sig, k.recompute, k.recompute_layers, k.pp > 1,
+                                     released_backward(k.schedule, k.pp)) for sig in mine]
         out[mine] = sum(p.activations.saved for p in pieces) + max((p.working for p in pieces), default=0)
     return out
 

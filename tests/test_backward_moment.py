@@ -1,0 +1,156 @@
+"""The backward's moment (issue 15): a layer's backward does not add its whole saved set plus
+every gradient on top of the micro-batch it backpropagates; autograd frees each tensor as the
+backward consumes it (docs/memory-model.md, "The backward's moment").
+
+Checked here against what the model did not produce:
+
+- the tensors alive at the rehearsed peak of the 405B middle stage
+  (tests/data/specs/rehearse-405b-16.par, rank 64, 7,222,011,940 bytes: w1's and w3's backward
+  in layer 8), written out by hand tensor by tensor (`UP_PROJECTIONS_MOMENT`), equal the
+  model's moment to the byte. The tracker's histogram at that peak (2026-12-02,
+  docs/memory-model.md) is where the list comes from: 14 SwiGLU inputs of 109,051,904 bytes
+  held (7 micro-batches x 2; the backpropagated one's consumed), four whole-sequence h-wide
+  temporaries of 268,435,456 bytes (two gathered norm outputs, two input gradients), one
+  109,051,904-byte output gradient and three 218,103,808-byte bf16 weight gradients;
+- the moments never exceed the old bound (whole saved set + rematerialised tensors + every
+  gradient) and never fall below the saved set of the layer less its consumed inner tensors, on
+  every dense layer of every shipped spec parc writes a job for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from parc.memory import knobs_of, shape_of
+from parc.memory.activations import layer_activations
+from parc.memory.buffers import backward_working_set, ffn_weight_gradients
+from parc.memory.model import activation_knobs
+
+from .conftest import ROOT
+
+MIDDLE = "tests/data/specs/rehearse-405b-16.par"
+
+
+def plan_of(spec: str):
+    from parc.pipeline import compile_text
+
+    result = compile_text((ROOT / spec).read_text(encoding="utf-8"), spec)
+    assert result.plan is not None, [d.message for d in result.diagnostics]
+    return result.plan
+
+
+def layer_of(spec: str, device: str = "fake", moe: bool = False):
+    plan = plan_of(spec)
+    shape, k = shape_of(plan), replace(knobs_of(plan), device=device)
+    ak = activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
+                          k.ep if shape.moe else 1, k.precision, k.device)
+    return shape, ak, layer_activations(shape, ak, moe, k.recompute), k
+
+
+# Llama 3 405B's widths on one rank: tp 8 with sequence parallelism, 8,192 tokens, bf16.
+TOKENS, H, F_T, Q_T, KV_T, HEADS_T, HEAD_DIM = 8192, 16384, 53248 // 8, 16384 // 8, 1024 // 8, 128 // 8, 128
+B = 2  # bf16
+SEQ_SHARD = TOKENS * H // 8 * B       # 33,554,432: an h-wide tensor sharded over the sequence
+GATHERED = TOKENS * H * B             # 268,435,456: an h-wide tensor of the whole sequence
+INNER = TOKENS * F_T * B              # 109,051,904: one FFN inner tensor (F/t wide)
+WEIGHT = H * F_T * B                  # 218,103,808: one FFN weight's bf16 gradient
+
+UP_PROJECTIONS_MOMENT = {
+    # the layer's own tensors, rematerialised by the checkpoint (selective) or kept by it
+    "attention norm's input (the block input)": SEQ_SHARD,
+    "attention norm's gathered output": GATHERED,
+    "q (rotated)": TOKENS * Q_T * B,
+    "k, v (one kv head per tp rank)": 2 * TOKENS * KV_T * B,
+    "attention output": TOKENS * Q_T * B,
+    "its contiguous copy, the output projection's input": TOKENS * Q_T * B,
+    "log-sum-exp (fp32)": TOKENS * HEADS_T * 4,
+    "RoPE cos/sin tables of q and k (fp32)": 2 * TOKENS * HEAD_DIM // 2 * 4 * 2,
+    "norm statistics (fp32, two norms, sequence-sharded)": 2 * TOKENS // 8 * 4,
+    "FFN norm's input": SEQ_SHARD,
+    "FFN norm's gathered output (w1 and w3 read it)": GATHERED,
+    # gradients
+    "the block's output gradient": SEQ_SHARD,
+    "w1's output gradient (w3's went with w3's backward, which autograd ran first)": INNER,
+    "w3's and w1's gradients of their gathered input, not yet summed": 2 * GATHERED,
+    "w1, w2, w3's bf16 weight gradients": 3 * WEIGHT,
+}
+"""What is alive of the backpropagated micro-batch at the up projections' backward: the FFN's
+four inner tensors (w1 and w3 outputs, SiLU's output, the product) are consumed; written out
+from the shapes, one line per tensor."""
+
+
+def test_the_up_projections_moment_is_the_tensors_alive_then():
+    _, _, a, _ = layer_of(MIDDLE)
+    assert a.moments, "dense layers of the torch runtime have their moments"
+    down, up, attention = a.moments
+    assert up == sum(UP_PROJECTIONS_MOMENT.values())
+    assert up == max(a.moments)  # the worst moment of a Llama layer
+    # the down projection's moment holds the inner tensors, but neither w1's nor w3's gradient
+    assert down == up + 4 * INNER - INNER - 2 * GATHERED - 2 * WEIGHT + INNER + GATHERED
+
+
+def test_the_working_set_is_the_worst_moment_less_the_saved_set():
+    shape, ak, a, _ = layer_of(MIDDLE)
+    old = a.working + a.full - a.saved + ffn_weight_gradients(shape, ak, False)
+    new = backward_working_set(a, ffn_weight_gradients(shape, ak, False))
+    assert new == max(a.moments) - a.saved
+    # the old count put the whole saved set, the rematerialised set and every gradient at once
+    assert old - new == 352_321_536
+
+
+def dense_layers() -> list:
+    out = []
+    for spec in sorted((ROOT / "specs").glob("*.par")):
+        rel = str(spec.relative_to(ROOT))
+        plan = plan_of(rel)
+        shape, k = shape_of(plan), knobs_of(plan)
+        if shape is None or k is None or k.runtime != "torch":  # holes, or another runtime
+            continue
+        for mode in ("none", "selective", "full"):
+            ak = activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
+                                  k.ep if shape.moe else 1, k.precision, k.device)
+            out.append((Path(rel).stem, mode, shape, ak, layer_activations(shape, ak, False, mode)))
+    return out
+
+
+def test_moments_stay_between_the_consumed_set_and_the_old_bound():
+    layers = dense_layers()
+    assert len(layers) >= 9
+    for name, mode, shape, ak, a in layers:
+        wg = ffn_weight_gradients(shape, ak, False)
+        assert len(a.moments) == 3, name
+        assert max(a.moments) <= a.working + a.full + wg, (name, mode)
+        # the down projection's moment holds everything the layer's forward kept
+        assert a.moments[0] >= a.full, (name, mode)
+        assert backward_working_set(a, wg) >= 0, (name, mode)
+
+
+def test_moe_layers_keep_the_bound():
+    """MoE layers' moments are not written down: their working set is the old bound."""
+    shape, ak, a, _ = layer_of("tests/data/specs/rehearse-mixtral-8.par", moe=True)
+    assert a.moments == ()
+    wg = ffn_weight_gradients(shape, ak, True)
+    assert backward_working_set(a, wg) == a.working + a.full - a.saved + wg
+
+
+@pytest.mark.parametrize("device", ["fake", "cuda"])
+def test_the_moment_does_not_depend_on_the_device_at_real_widths(device):
+    """RMSNorm is fused on CUDA and under fake tensors alike: the same moments."""
+    _, _, a, _ = layer_of(MIDDLE, device)
+    assert a.moments == layer_of(MIDDLE, "fake")[2].moments
+
+
+def test_a_zero_bubble_input_backward_keeps_the_bound():
+    """torch's `stage_backward_input` runs autograd with retain_graph=True: the saved set stays
+    for the weight backward, so under a zero-bubble schedule nothing is released and the old
+    bound holds; under 1F1B the working set is the moment's."""
+    from parc.memory.model import rank_activations
+
+    shape, ak, a, k = layer_of(MIDDLE)
+    wg = ffn_weight_gradients(shape, ak, False)
+    one_f_one_b = rank_activations(shape, k)[8].transient
+    zero_bubble = rank_activations(shape, replace(k, schedule="interleaved-zb"))[8].transient
+    assert one_f_one_b == backward_working_set(a, wg) == max(a.moments) - a.saved
+    assert zero_bubble == backward_working_set(a, wg, released=False) == a.working + a.full - a.saved + wg
