@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from parc.backends.torch.runtime import Layout, ep_mesh
 from parc.pipeline import compile_text
 
