@@ -149,10 +149,20 @@ def data_mesh_code(plan: Plan, layout: Layout) -> tuple[list[str], str, bool]:
     return lines, f"{what}, sharded", False
 
 
-def ep_mesh(plan: Plan, layout: Layout) -> tuple[list[int], list[int]]:
-    """Permutation and shape turning the world's rank grid into (rest, edp, edp_shard, ep);
-    edp_shard has one rank (DDP-style reduction of expert gradients). tp counts as data: each
-    tp rank routes its own share of the tokens through the (whole) experts."""
+def ep_mesh(plan: Plan, layout: Layout) -> tuple[list[int], list[int], list[int]]:
+    """Digits, permutation and shape turning the world's rank grid into (rest, edp, edp_shard,
+    ep); edp_shard has one rank (DDP-style reduction of expert gradients). tp counts as data: each
+    tp rank routes its own share of the tokens through the (whole) experts.
+
+    ep takes the fastest `ep` positions of the folded axes' combined index (the last folded dim
+    fastest, as the world mesh orders them), so a folded dim may split into a slow digit (its
+    edp part) and a fast one (its ep part): the world grid is first reshaped into these digits.
+    Each of edp and ep then lists its digits in the world's order (slowest first), so the ranks
+    of every edp and ep group ascend with their mesh coordinate. That order is required, not
+    cosmetic: a process group orders its ranks ascending (new_group sorts them), and DTensor and
+    FSDP2 take all-gathered shard i from group rank i as the shard of mesh coordinate i. With tp
+    (a fast world dim) listed before the folded dp's slow digit, ep 2 over dp 4 x tp 2 gave the
+    edp group (0, 4, 1, 5): FSDP2 swapped the middle shards of every expert weight."""
     lay = plan.layout
     ep = layout.degrees["ep"]
     folded_axes = lay.ep.folded_over or ("ep",)
@@ -160,12 +170,29 @@ def ep_mesh(plan: Plan, layout: Layout) -> tuple[list[int], list[int]]:
               and layout.size(d) > 1]
     data = [d for d in layout.dims if d not in folded and (d in DATA_AXES or d.startswith("dp_")
                                                            or (d == "tp" and plan.model.is_moe))]
-    other = [d for d in layout.dims if d not in folded and d not in data]
-    order = other + data + folded
-    permutation = [layout.dims.index(d) for d in order]
-    rest = math.prod(layout.size(d) for d in other)
-    edp = math.prod(layout.size(d) for d in data) * math.prod(layout.size(d) for d in folded) // ep
-    return permutation, [rest, edp, 1, ep]
+    fast: dict[str, int] = {}  # folded dim -> the size of its digit inside ep
+    left = ep
+    for d in reversed(folded):
+        size = layout.size(d)
+        fast[d] = size if left >= size else left
+        assert left % fast[d] == 0 and size % fast[d] == 0, (folded, ep)
+        left //= fast[d]
+    assert left == 1, (folded, ep)
+    digits: list[int] = []
+    rest_digits, edp_digits, ep_digits = [], [], []
+    for d in layout.dims:
+        size = layout.size(d)
+        slow = size // fast.get(d, 1)
+        if slow > 1 or d not in fast:  # the dim's slow digit (the whole dim unless folded)
+            (edp_digits if d in data or d in fast else rest_digits).append(len(digits))
+            digits.append(slow)
+        if d in fast:
+            ep_digits.append(len(digits))
+            digits.append(fast[d])
+    permutation = rest_digits + edp_digits + ep_digits
+    rest = math.prod(digits[i] for i in rest_digits)
+    edp = math.prod(digits[i] for i in edp_digits)
+    return digits, permutation, [rest, edp, 1, ep]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -259,7 +286,7 @@ def parallel_context(plan: Plan, layout: Layout) -> dict:
     # Experts get their own gradient mesh under ep, and under tp (each tp rank routes its own
     # tokens, so tp ranks are data ranks to the experts).
     expert_grid = ep or (tp and m.is_moe)
-    permutation, ep_shape = ep_mesh(plan, layout) if expert_grid else ([], [])
+    digits, permutation, ep_shape = ep_mesh(plan, layout) if expert_grid else ([], [], [])
     reports = []
     if pp:
         reports.append("last_stage")
@@ -301,6 +328,7 @@ def parallel_context(plan: Plan, layout: Layout) -> dict:
         balance_text="world" if not pp else "every dim but pp",
         balance_dims=_tuple(d for d in layout.dims if d != "pp"),
         ep_degree=deg["ep"], local_experts=m.experts // deg["ep"] if ep else 0,
+        ep_digits=_tuple(digits) if expert_grid else "()",
         ep_permutation=_tuple(permutation) if expert_grid else "()",
         ep_shape=_tuple(ep_shape) if expert_grid else "()",
         recompute=t.recompute or "none", recompute_layers=t.recompute_layers,
