@@ -40,7 +40,7 @@ MOE = [
     "ep2-axis",     # ep 2 x dp 2, DDP
     "moe-4d",       # tp 2 (SP) x dp 2 x pp 2 (1F1B), ep 2 over dp, zero2, selective recompute
     "moe-ep-over-cp-dp",  # cp 2 (ring) x dp 2, ep 4 over cp x dp, zero3
-    "moe-tp2-dp2",  # tp 2 without SP: each tp rank routes half the sequence, DDP
+    "moe-tp2-dp2",  # tp 2 (SP, the default): each tp rank routes its half of the sequence, DDP
     "moe-tp2-ep2-zero1",  # tp 2 (SP), ep 2 over dp 2, zero1: the experts' bucket over edp
     "moe-tp2-dp4-ep2-zero3",  # tp 2 without SP, ep 2 over dp 4, zero3: the experts' data group mixes tp and dp
     # FSDP2 shards the experts on dim 1 (2 local experts over an expert group of 4; 4 experts
