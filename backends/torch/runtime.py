@@ -500,7 +500,7 @@ def _expert_shard_dims(plan: Plan, layout: Layout) -> dict[str, int]:
         return {}
     deg = layout.degrees
     if deg["ep"] > 1 or (deg["tp"] > 1 and m.is_moe):
-        group = ep_mesh(plan, layout)[1][1]
+        group = ep_mesh(plan, layout)[2][1]  # (rest, edp, edp_shard, ep): edp
     else:
         dims = [d for d in layout.data_dims if not (sharding == "hsdp" and d == "dp_replicate")]
         group = math.prod(layout.size(d) for d in dims)
