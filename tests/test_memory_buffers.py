@@ -23,6 +23,7 @@ import pytest
 from parc.memory import estimate, gpu, knobs_of, per_stage, shape_of
 from parc.memory.activations import embedding_backward_buffer, logits_buffer
 from parc.memory.model import rank_activations
+from parc.memory.parameters import by_rank, chunks_of
 
 from .conftest import ROOT
 
@@ -71,30 +72,44 @@ def test_no_receive_buffers_without_pipelining():
     assert all(s.p2p == 0 for s in per_stage(shape_of(plan), k))
 
 
-def test_each_stage_keeps_its_output_and_received_input_per_micro_batch(llama):
-    """Output: `fwd_cache`'s stage output. Received input: with receive buffers allocated on
-    demand, the received tensor is a tensor of its own per micro-batch in flight (the stage's
-    autograd leaf, kept until the backward); stage 0's input is the token ids."""
+def test_each_stage_keeps_its_output_per_micro_batch(llama):
+    """Output: `fwd_cache`'s stage output, the residual stream or on the last stage the fp32
+    logits; without pipelining nothing keeps it."""
     plan, shape, k = llama
     ranks = rank_activations(shape, k)
     first, last = ranks[0].chunks[0], ranks[-1].chunks[-1]  # stage 0, stage 63 (4 chunks per rank)
     assert first.output == BOUNDARY
     assert last.output == S * (V // T) * 4  # fp32 logits, 16,032 vocabulary rows
-    assert first.received == 0
-    assert all(c.received == BOUNDARY for r in ranks for c in r.chunks if c is not first)
     one = rank_activations(shape, replace(k, pp=1, split=None, microbatches=1))[0].chunks[0]
-    assert one.output == 0 and one.received == 0  # without pipelining nothing keeps either
+    assert one.output == 0
 
 
-def test_a_v_chunk_fed_on_its_own_rank_receives_nothing():
-    """zbv: stage pp - 1 hands its output to stage pp on the same rank (set_local_fwd_input: a
-    detached view of the output the previous chunk already keeps), so only the receiving
-    chunks hold a received input."""
-    from parc.memory.schedules import receives_from_another_rank
-    pp = 4
-    assert [receives_from_another_rank("zbv", pp, s) for s in range(2 * pp)] == \
-        [False, True, True, True, False, True, True, True]
-    assert [receives_from_another_rank("interleaved-1f1b", pp, s) for s in range(2 * pp)] == [False] + [True] * 7
+@pytest.mark.parametrize("schedule, v", [("interleaved-1f1b", 4), ("1f1b", 1)])
+def test_a_received_input_is_the_first_layers_saved_input(llama, schedule, v):
+    """One storage, counted once. The job's stage hands the received buffer to the forward as
+    its input, and the first layer's norm (or the checkpoint) saves that very tensor; on stage
+    0 the embedding's output is the first layer's input and the embedding keeps only the token
+    ids. Hand count under full recomputation, where a layer saves only its block input: per
+    micro-batch in flight, a chunk of n layers holds n block inputs and its kept output (n + 1
+    boundary tensors; the code before this test counted n + 2 on every receiving chunk), stage
+    0 the int64 token ids too. Checked on every chunk that is not the last (the last keeps
+    its fp32 logits and the loss's tensors)."""
+    plan, shape, k = llama
+    split = k.split if v == k.virtual_stages else None
+    k = replace(k, recompute="full", recompute_layers=None, schedule=schedule, virtual_stages=v, split=split)
+    ranks = rank_activations(shape, k)
+    chunks = chunks_of(shape.layers, k.pp, v, schedule, split, shape.tied)
+    mine = by_rank(chunks, k.pp)
+    checked = 0
+    for rank, held in zip(mine, ranks, strict=True):
+        for chunk, a in zip(rank, held.chunks, strict=True):
+            if chunk.output:
+                continue
+            ids = S * 8 if chunk.embedding else 0
+            assert chunk.layers > 0
+            assert a.held == (chunk.layers + 1) * BOUNDARY + ids, (chunk.index, chunk.layers)
+            checked += 1
+    assert checked == k.pp * v - 1
 
 
 def test_embedding_backward_is_the_whole_vocabulary(llama):

@@ -41,7 +41,6 @@ from .schedules import (
     ZERO_BUBBLE,
     peak_states,
     receive_buffers,
-    receives_from_another_rank,
     weighted_peak,
 )
 from .states import (
@@ -94,20 +93,21 @@ class ChunkActivations:
     output: int = 0
     """Held per micro-batch in flight beside what autograd saves: a pipeline stage keeps its
     output in `fwd_cache` from the forward to the backward (`PipelineStage.forward_one_chunk`;
-    the residual stream, or the last chunk's fp32 logits). 0 without pipelining."""
-    received: int = 0
-    """Held per micro-batch in flight by a chunk that receives its input from another rank: the
-    received tensor, the stage's autograd leaf, kept in `fwd_cache` until the backward (the
-    residual stream). torch's stage kept it in its per-micro-batch receive buffer (the old `p2p`
-    term); allocated on demand, it is a tensor of its own per micro-batch in flight: the
-    rehearsal of the middle 405B stage dropped by 55 buffers, not the 63 the receive buffers
-    alone account for. 0 for the first stage and for a V's chunk fed on its own rank."""
+    the residual stream, or the last chunk's fp32 logits). 0 without pipelining.
+
+    The stage's input is not counted beside `saved`: a received tensor (the generated job's
+    `ReceiveOnDemandStage` hands the received buffer to the forward as its input) *is* the
+    block input the first layer saves (its norm's input; the checkpoint's input under
+    selective or full recomputation), or the final norm's input of a chunk without layers: one
+    storage, counted once in `saved`. The first stage's input is the token ids; the embedding
+    output is the first layer's saved input. A rehearsal histogram of the middle 405B stage
+    shows four boundary tensors per micro-batch in flight under selective recomputation
+    (block input, q, attention output, kept output), not five (docs/memory-model.md, §7)."""
 
     @property
     def held(self) -> int:
-        """Bytes per micro-batch in flight: saved activations, the stage's kept output and its
-        received input."""
-        return self.saved + self.output + self.received
+        """Bytes per micro-batch in flight: saved activations and the stage's kept output."""
+        return self.saved + self.output
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,15 +191,15 @@ def rank_activations(shape: Shape, k: Knobs) -> tuple[RankActivations, ...]:
                              k.schedule, k.split, k.ep if shape.moe else 1, k.precision, k.device)
 
 
-ChunkSignature = tuple[int, bool, bool, int, bool]
-"""(layers, embedding?, output?, first layer when the model is MoE, else 0, input received from
-another pp rank?): chunks of equal signature hold the same activations (the layer kinds depend
-on the first layer only through the MoE pattern)."""
+ChunkSignature = tuple[int, bool, bool, int]
+"""(layers, embedding?, output?, first layer when the model is MoE, else 0): chunks of equal
+signature hold the same activations (the layer kinds depend on the first layer only through the
+MoE pattern). Whether a chunk receives its input does not matter: the received tensor is its
+first layer's saved input (see `ChunkActivations`)."""
 
 
-def _signature(shape: Shape, chunk, schedule: str, pp: int) -> ChunkSignature:
-    receives = pp > 1 and receives_from_another_rank(schedule, pp, chunk.index)
-    return (chunk.layers, chunk.embedding, chunk.output, chunk.first_layer if shape.moe else 0, receives)
+def _signature(shape: Shape, chunk) -> ChunkSignature:
+    return (chunk.layers, chunk.embedding, chunk.output, chunk.first_layer if shape.moe else 0)
 
 
 @lru_cache(maxsize=4096)
@@ -207,7 +207,7 @@ def rank_signatures(shape: Shape, pp: int, v: int, schedule: str,
                     split: tuple[int, ...] | None) -> tuple[tuple[ChunkSignature, ...], ...]:
     """Each pp rank's chunks as signatures, model order (interleaving makes many alike)."""
     chunks = chunks_of(shape.layers, pp, v, schedule, split, shape.tied)
-    return tuple(tuple(_signature(shape, c, schedule, pp) for c in mine) for mine in by_rank(chunks, pp))
+    return tuple(tuple(_signature(shape, c) for c in mine) for mine in by_rank(chunks, pp))
 
 
 @lru_cache(maxsize=4096)
@@ -235,7 +235,7 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
     `released`: the backward frees the micro-batch's tensors as it consumes them
     (`buffers.backward_working_set`); not under a zero-bubble schedule, whose input backward
     runs autograd with retain_graph=True and keeps the saved set for the weight backward."""
-    layers, embedding, output, first, receives = signature
+    layers, embedding, output, first = signature
     vocab = padded_vocab(shape.vocab, ak.tp, ak.runtime)
     torch = ak.runtime == "torch"
     saved = grads = work = embedding_buffer = 0
@@ -251,12 +251,11 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
     if output:
         saved += act.output_activations(shape, ak, vocab)
         work = max(work, act.logits_buffer(ak, vocab))
-    kept = received = 0
+    kept = 0
     if torch and pipelined:
         kept = act.logits_bytes(ak, vocab) if output else act.boundary_bytes(shape, ak)
-        received = act.boundary_bytes(shape, ak) if receives else 0
-    return ChunkPieces(ChunkActivations(saved=saved, pending=grads if torch else 0, output=kept,
-                                        received=received), work, embedding_buffer)
+    return ChunkPieces(ChunkActivations(saved=saved, pending=grads if torch else 0, output=kept),
+                       work, embedding_buffer)
 
 
 def released_backward(schedule: str, pp: int) -> bool:
@@ -326,7 +325,7 @@ def p2p_buffers(shape: Shape, k: Knobs, rank: int) -> int:
     receives hold before use (`schedules.receive_buffers`, walked on torch's own lowering:
     multi-stage schedules post a receive when the sender runs, ahead of its use), plus the
     output gradient a running full backward reads. A consumed activation is the stage's input,
-    kept per micro-batch in flight (`ChunkActivations.received`), and a zero-bubble input
+    the first layer's saved block input (counted in `ChunkActivations.saved`), and a zero-bubble input
     backward's gradient is kept for its weight backward (`pending`): both are counted with the
     activations, not here."""
     if k.runtime != "torch" or k.pp == 1:

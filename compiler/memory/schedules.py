@@ -380,16 +380,6 @@ def _stage_of(schedule: str, pp: int, rank: int, chunk: int) -> int:
     return chunk * pp + rank
 
 
-def receives_from_another_rank(schedule: str, pp: int, stage: int) -> bool:
-    """Whether global stage `stage` gets its input by a receive: every stage but the first,
-    except a V's turn (stage pp, on the same rank as stage pp - 1: torch passes the tensor)."""
-    if stage == 0:
-        return False
-    if schedule in ("zbv", "dualpipe-v"):
-        return stage != pp
-    return True
-
-
 def _indexed(schedule: str, pp: int, v: int, m: int, rank: int) -> list[tuple[str, int, int]]:
     """`actions` as (kind, stage, micro-batch): torch numbers each chunk's forwards, input (or
     full) backwards and weight backwards in micro-batch order."""
