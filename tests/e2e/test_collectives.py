@@ -251,7 +251,7 @@ LEDGER_CASES = FAST + ("traffic-tp2-dp2", "traffic-pp2-dp2", "traffic-pp2-1f1b",
                        "traffic-moe-zero1", "moe-dp8-experts-sharded")
 
 
-@pytest.mark.parametrize("spec", [s if s in FAST else pytest.param(s, marks=pytest.mark.long) for s in LEDGER_CASES])
+@pytest.mark.parametrize("spec", one_of_each_kind(LEDGER_CASES, FAST))
 def test_the_ledger_is_what_the_job_issues(spec, tmp_path):
     """The time model's ledger of every rank (tp with and without sp, each pipeline schedule,
     each cp flavour, ep as an axis and folded over dp with MoE layers, MoE under tp with and
