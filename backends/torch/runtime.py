@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ...diagnostics import Diagnostic, Severity, error, warning
 from ...memory.parameters import expert_shard_dim
@@ -149,7 +150,20 @@ def data_mesh_code(plan: Plan, layout: Layout) -> tuple[list[str], str, bool]:
     return lines, f"{what}, sharded", False
 
 
-def ep_mesh(plan: Plan, layout: Layout) -> tuple[list[int], list[int], list[int]]:
+class ExpertMesh(NamedTuple):
+    """`ep_mesh`'s answer; `shape` is (rest, edp, edp_shard, ep)."""
+
+    digits: list[int]
+    permutation: list[int]
+    shape: list[int]
+
+    @property
+    def edp(self) -> int:
+        """Ranks holding the same experts: the group FSDP2 shards them over."""
+        return self.shape[1]
+
+
+def ep_mesh(plan: Plan, layout: Layout) -> ExpertMesh:
     """Digits, permutation and shape turning the world's rank grid into (rest, edp, edp_shard,
     ep); edp_shard has one rank (DDP-style reduction of expert gradients). tp counts as data: each
     tp rank routes its own share of the tokens through the (whole) experts.
@@ -192,7 +206,7 @@ def ep_mesh(plan: Plan, layout: Layout) -> tuple[list[int], list[int], list[int]
     permutation = rest_digits + edp_digits + ep_digits
     rest = math.prod(digits[i] for i in rest_digits)
     edp = math.prod(digits[i] for i in edp_digits)
-    return digits, permutation, [rest, edp, 1, ep]
+    return ExpertMesh(digits, permutation, [rest, edp, 1, ep])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -499,8 +513,8 @@ def _expert_shard_dims(plan: Plan, layout: Layout) -> dict[str, int]:
     if not m.is_moe or sharding not in ("zero2", "zero3", "hsdp"):
         return {}
     deg = layout.degrees
-    if deg["ep"] > 1 or (deg["tp"] > 1 and m.is_moe):
-        group = ep_mesh(plan, layout)[2][1]  # (rest, edp, edp_shard, ep): edp
+    if deg["ep"] > 1 or deg["tp"] > 1:  # the expert grid (`expert_grid`): its edp shards them
+        group = ep_mesh(plan, layout).edp
     else:
         dims = [d for d in layout.data_dims if not (sharding == "hsdp" and d == "dp_replicate")]
         group = math.prod(layout.size(d) for d in dims)
