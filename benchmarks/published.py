@@ -656,9 +656,14 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     if ep_overlap:
         notes.append("ep all-to-all overlapped with another micro-batch's computation (stated: 1F1B overlap; "
                      "not expressible in a spec)")
+    modules = megatron_modules(entry)
+    if modules:
+        notes.append(f"Megatron-Core's --recompute-modules {' '.join(modules)} (stated): "
+                     + recompute_modules_text(modules) + " again before the backward (not expressible in a spec)")
     software = timing.Software(
         attention="unfused" if unfused else ("flash" if family in ("torchtitan", "torch") else "flash-te"),
-        selective="elementwise" if family in ("torchtitan", "torch") else "attention-core",
+        selective=("modules:" + ",".join(modules) if modules
+                   else "elementwise" if family in ("torchtitan", "torch") else "attention-core"),
         tp_overlap=overlap,
         kernels=kernels,
         fp8="linear",  # Transformer Engine (Megatron-LM, NeMo) and torchao's float8 (torchtitan)
@@ -708,11 +713,35 @@ def precision_of(lay: dict) -> str:
     return "bf16"
 
 
+MODULE_WORDS = {"core_attn": "the attention core", "layernorm": "the two norms",
+                "moe_act": "the experts' activation", "moe": "the whole MoE layer (router, permutations, "
+                "expert GEMMs, its dispatch and combine)"}
+"""Megatron-Core's `--recompute-modules` names the time model charges (`timing.MEGATRON_MODULES`)."""
+
+
+def megatron_modules(entry: dict) -> tuple[str, ...]:
+    """The modules a row's `--recompute-modules` flag names (Megatron-Core's selective
+    recomputation by module, `megatron/training/arguments.py`; default `core_attn`), in the
+    flag's order; () when the row states no such flag. Names the model does not charge
+    (`mlp`, `shared_experts`, `mla_up_proj`) are kept out."""
+    text = str((entry.get("layout") or {}).get("recompute") or "")
+    found = re.search(r"--recompute-modules\s+([a-z_ ]+)", text)
+    if not found:
+        return ()
+    return tuple(m for m in found.group(1).split() if m in MODULE_WORDS)
+
+
+def recompute_modules_text(modules: tuple[str, ...]) -> str:
+    return ", ".join(MODULE_WORDS[m] for m in modules)
+
+
 def recompute_of(lay: dict, layers: int, family: str, notes: list[str]) -> str:
     text = _words(lay.get("recompute"))
     if not text:
         notes.append(UNSTATED_RECOMPUTE)
         return "none"
+    if megatron_modules({"layout": lay}):
+        return "selective"  # Megatron-Core's selective recomputation by module (`software_of` names them)
     if text.startswith(("none", "no ", "off", "false", "disabled")) or text in ("no", "0"):
         return "none"
     if re.search(r"selective[\s_-]*layer|every (?:other|2nd|second) layer", text):
@@ -1091,6 +1120,8 @@ def compiled(run: Run) -> Run | Skipped:
         software = targets.software_of(result.plan)
         note_stated_attention_kernel(software, run)
         run.software = replace(software, balanced_routing=run.software.balanced_routing,
+                               selective=run.software.selective if run.software.selective.startswith("modules:")
+                               else software.selective,
                                ep_dispatcher=run.software.ep_dispatcher, ep_overlap=run.software.ep_overlap,
                                ep_node_limit=run.software.ep_node_limit)
         runtime = targets.memory_runtime(result.plan.target)

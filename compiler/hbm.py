@@ -75,6 +75,14 @@ class PieceBytes:
     """parc's selective policy: its elementwise kernels and the attention output projection."""
     selective_core: float = 0.0
     """Megatron-LM's selective recomputation: the attention core's forward."""
+    norms_again: float = 0.0
+    """`--recompute-modules layernorm`: the two norms' bytes again."""
+    moe_act_again: float = 0.0
+    """`--recompute-modules moe_act`: the experts' activation's bytes again."""
+    moe_gemm_again: float = 0.0
+    """`--recompute-modules moe`: the MoE layer's GEMMs' forward bytes again (its router and
+    permutation kernels and activation are `moe_kernels_again`)."""
+    moe_kernels_again: float = 0.0
 
     @property
     def forward(self) -> float:
@@ -203,16 +211,19 @@ def layer_bytes(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: st
         elements += 2 * (q + kv) * n
         recomputable += 2 * (q + kv) * n
     dispatch_f = dispatch_b = 0.0
+    expert_act = 0.0
     if moe:
         copies = n / tp * shape.top_k * (min(1.0, shape.capacity_factor) if shape.capacity_factor else 1.0)
         inner = copies * shape.expert_ffn + n * shape.shared_experts * shape.expert_ffn / tp
         elements += copies * (up + 1) * shape.expert_ffn
         dispatch_f, dispatch_b = moe_dispatch_bytes(shape, tp, ep, n, kernels)
         recomputable += copies * (up + 1) * shape.expert_ffn
+        expert_act += copies * (up + 1) * shape.expert_ffn
         if shape.shared_experts:
             fs = shape.shared_experts * shape.expert_ffn / tp
             elements += n * (up + 1) * fs
             recomputable += n * (up + 1) * fs
+            expert_act += n * (up + 1) * fs
     else:
         inner = n * shape.ffn / tp
         elements += n * (up + 1) * shape.ffn / tp
@@ -242,10 +253,16 @@ def layer_bytes(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: st
     elif cp > 1 and flavour == "ring":
         memory_f += (cp - 1) * 3 * timing.ACT * n * q  # merge each step's output by its log-sum-exp
         memory_b += (cp - 1) * 2 * 4 * n * 2 * kv  # accumulate dK, dV per step in fp32
+    # the MoE layer's own products: every GEMM after the attention's (QKV as one or three, the output)
+    attention_gemms = 3 if kernels == "eager" else 2
+    moe_gemm = sum(count * gemm_bytes(m, k, nn, 1 if fp8 else 2)[0] for count, m, k, nn in gemms[attention_gemms:]) \
+        if moe else 0.0
     return PieceBytes(gemm_f=gemm_f, gemm_b=gemm_b, attention_f=attention_f, attention_b=attention_b,
                       memory_f=memory_f, memory_b=memory_b,
                       selective_elementwise=timing.ACT * recomputable + eager_f + out_projection,
-                      selective_core=core_again)
+                      selective_core=core_again, norms_again=timing.ACT * 4 * h * n / shard,
+                      moe_act_again=timing.ACT * expert_act, moe_gemm_again=moe_gemm,
+                      moe_kernels_again=dispatch_f + timing.ACT * expert_act if moe else 0.0)
 
 
 @lru_cache(maxsize=4096)
@@ -277,9 +294,16 @@ def output_bytes(shape: Shape, tp: int, sp: bool, cp: int, seq: int, micro: int,
 
 def recomputed(piece: PieceBytes, mode: str, selective: str) -> float:
     """What a recomputation mode moves again (`timing._piece`'s rule)."""
+    from . import timing
+
     if mode == "full":
         return piece.forward
+    if mode == "selective" and selective == "elementwise":
+        return piece.selective_elementwise
     if mode == "selective":
-        return piece.selective_core if selective == "attention-core" else piece.selective_elementwise
+        modules = timing.recompute_modules(selective)
+        return (("core_attn" in modules) * piece.selective_core + ("layernorm" in modules) * piece.norms_again
+                + (piece.moe_gemm_again + piece.moe_kernels_again if "moe" in modules
+                   else ("moe_act" in modules) * piece.moe_act_again))
     return 0.0
 

@@ -334,7 +334,11 @@ class Software:
     selective: str = "elementwise"
     """What `recompute selective` repeats: "elementwise" (parc's runtime: an op-level policy that
     saves most matmul outputs and recomputes norms, RoPE, activations and the attention output
-    projection) or "attention-core" (Megatron-LM, Korthikanti et al. 2022: the attention core)."""
+    projection) or "attention-core" (Megatron-LM, Korthikanti et al. 2022: the attention core),
+    or "modules:" and Megatron-Core's `--recompute-modules` list, comma-separated
+    (`recompute_modules`: "core_attn" is "attention-core"; "layernorm" the two norms; "moe_act"
+    the routed experts' activation; "moe" the whole MoE layer, its router, permutations, expert
+    GEMMs and its dispatch and combine all-to-alls, again before the backward)."""
     tp_overlap: str = "none"
     """Which tensor-parallel collectives run under an independent GEMM, whose time then hides as
     much of them: "none" (plain DTensor TP); "backward" (Megatron-LM
@@ -658,6 +662,14 @@ class Work:
     """Selective recomputation as parc's runtime does it (`SelectivePolicy` in
     backends/torch/templates/parallel.py.jinja keeps the Q/K/V, attention and FFN up-projection
     outputs): norms, RoPE, activation functions and the attention output projection again."""
+    norms_again: float = 0.0
+    """Megatron-Core's `--recompute-modules layernorm`: the layer's two norms again."""
+    moe_act_again: float = 0.0
+    """`--recompute-modules moe_act`: the routed (and shared) experts' activation again."""
+    moe_again: float = 0.0
+    """`--recompute-modules moe`: the MoE layer's forward again but for its all-to-alls (the
+    router GEMM and kernels, the permutations, the expert GEMMs and their activation); the
+    all-to-alls' time and bytes are added from the layer's exposure (`_piece`)."""
     tp_bytes: float = 0.0
     """Tensor the tp collectives carry (micro-batch activations, b x s/cp x h, 16-bit)."""
     tp_all_reduce: tuple[int, int] = (0, 0)
@@ -818,6 +830,7 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     loop_kernels = 0  # activation kernels of an expert loop, one per expert (two for SwiGLU)
     moe_f = moe_b = 0.0  # bytes of the router's and the permutations' kernels, forward and backward
     moe_kernels = 0
+    expert_act = 0.0  # elements the experts' activation reads and writes (`--recompute-modules moe_act`)
     if moe:
         local = max(1, shape.experts // ep)
         # balanced routing: what this GPU's experts receive (a capacity factor under 1 drops some)
@@ -839,6 +852,7 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
                   (down_kernels, local, per_expert, f, h, pooled)]
         elements += assigned * (up + 1) * f  # the activation
         recomputable += assigned * (up + 1) * f
+        expert_act += assigned * (up + 1) * f
         (plain_f, plain_b), (sort_f, sort_b) = PERMUTE_PASSES["eager" if kernels == "eager" else "fused"]
         sorted_ = ep > 1 and local > 1
         moe_f = (ROUTER_BYTES[0] * routed * shape.experts
@@ -851,6 +865,7 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
             gemms += [(1, 1, n, h, up * fs), (1, 1, n, fs, h)]
             elements += n * (up + 1) * fs
             recomputable += n * (up + 1) * fs
+            expert_act += n * (up + 1) * fs
     else:
         f = shape.ffn / t
         gemms += [(1, 1, n, h, up * f), (1, 1, n, f, h)]
@@ -859,8 +874,19 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     # a product repeated `count` times in one kernel (a grouped GEMM) shares its waves; in
     # `count` kernels (an expert loop) each fills the GPU alone
     gemms = [g if len(g) == 6 else (*g, g[1] if g[0] == 1 else 1) for g in gemms]
-    gemm = sum(count * gemm_seconds(m, k, nn, precision, hw, c, pooled)
-               + kernels * c.kernel_overhead for kernels, count, m, k, nn, pooled in gemms)
+    timed = [count * gemm_seconds(m, k, nn, precision, hw, c, pooled) + kernels * c.kernel_overhead
+             for kernels, count, m, k, nn, pooled in gemms]
+    gemm = sum(timed)
+    # Megatron-Core's recompute modules (`Software.selective` "modules:..."): the norms (the
+    # `recomputable` elements above the RoPE's), the experts' activation, and the MoE layer
+    # without its all-to-alls: the products after the attention's two (router, experts, shared
+    # experts), the router's and the permutations' kernels and the activation
+    norms_again = memory_seconds(ACT * 4 * h * n / shard, hw, c) + 2 * c.kernel_overhead
+    moe_act_again = moe_again = 0.0
+    if moe:
+        moe_act_again = memory_seconds(ACT * expert_act, hw, c) + c.kernel_overhead
+        moe_again = (sum(timed[2:]) + memory_seconds(moe_f, hw, c) + moe_kernels * c.kernel_overhead
+                     + moe_act_again)
     cast_f = cast_b = 0.0
     if precision == "fp8" and hw.fp8:
         # each GEMM input cast to fp8 with a transposed copy for the other backward GEMM (read 2
@@ -948,6 +974,7 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
                   + moe_kernels + (steps if attention != "unfused" else 4))
     return Work(launches_f=launches_f, gemm=gemm, attention_f=attention_f, attention_b=attention_b, memory_f=memory_f,
                 memory_b=memory_b, selective_core=core_again, selective_elementwise=elementwise,
+                norms_again=norms_again, moe_act_again=moe_act_again, moe_again=moe_again,
                 tp_bytes=tp_bytes, tp_all_reduce=reduce, tp_gather=gather, cp_flavour=flavour,
                 cp_bytes=cp_bytes, cp_runtime=cp_runtime, ep_bytes=ep_bytes, moe=moe)
 
@@ -995,7 +1022,8 @@ def slowed(work: Work, sw: Software, c: Constants) -> Work:
     # published speed (`kernels.attention_curve`), so it is not slowed
     f = 1.0 / c.eager_efficiency
     return replace(work, gemm=work.gemm * f, memory_f=work.memory_f * f, memory_b=work.memory_b * f,
-                   selective_elementwise=work.selective_elementwise * f)
+                   selective_elementwise=work.selective_elementwise * f, norms_again=work.norms_again * f,
+                   moe_act_again=work.moe_act_again * f, moe_again=work.moe_again * f)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1397,10 +1425,33 @@ def _piece(work: Work, x: Exposed, mode: str, selective: str) -> tuple[float, ..
         rec = work.forward
         b_tp, b_cp, b_ep = b_tp + f_tp, b_cp + f_cp, b_ep + f_ep
         s_tp, s_cp, s_ep = s_tp + x.tp_sent[0], s_cp + x.cp_sent[0], s_ep + x.ep_sent[0]
+    elif mode == "selective" and selective == "elementwise":
+        rec = work.selective_elementwise
     elif mode == "selective":
-        rec = work.selective_core if selective == "attention-core" else work.selective_elementwise
+        modules = recompute_modules(selective)
+        rec = (("core_attn" in modules) * work.selective_core + ("layernorm" in modules) * work.norms_again
+               + (work.moe_again if "moe" in modules else ("moe_act" in modules) * work.moe_act_again))
+        if "moe" in modules and work.moe:  # the dispatch and combine again, before the backward
+            b_ep, s_ep = b_ep + f_ep, s_ep + x.ep_sent[0]
     return (work.forward, work.backward_input, work.backward_weight, rec, f_tp, f_cp, f_ep,
             b_tp, b_cp, b_ep, s_tp, s_cp, s_ep)
+
+
+MEGATRON_MODULES = ("core_attn", "layernorm", "moe_act", "moe")
+"""Megatron-Core's `--recompute-modules` the time model charges (its others, `mlp`,
+`shared_experts`, `mla_up_proj`, are read as not recomputed: `recompute_modules`)."""
+
+
+@lru_cache(maxsize=64)
+def recompute_modules(selective: str) -> frozenset[str]:
+    """What `recompute selective` repeats as Megatron-Core's module names: "attention-core"
+    (Megatron-LM's `--recompute-granularity selective` alone) is `core_attn`; "modules:a,b" is
+    the list `--recompute-modules a b` names; parc's "elementwise" policy is none of them."""
+    if selective == "attention-core":
+        return frozenset({"core_attn"})
+    if selective.startswith("modules:"):
+        return frozenset(m for m in selective[len("modules:"):].split(",") if m in MEGATRON_MODULES)
+    return frozenset()
 
 
 def _recomputed(records: tuple[Collective, ...]) -> list[Collective]:
@@ -1447,6 +1498,8 @@ def rank_time(load: Load, dense: tuple | None, moe: tuple | None, emb: tuple, ou
         records += [c.scaled(count) for c in x.collectives]
         if mode == "full":
             records += [c.scaled(count) for c in _recomputed(x.collectives)]
+        elif mode == "selective" and is_moe and "moe" in recompute_modules(selective):
+            records += [c.scaled(count) for c in _recomputed(x.collectives) if c.axis == "ep"]
         elif mode == "selective" and selective == "elementwise" and replay:
             records += [c.scaled(count) for c in replay]
             acc[7] += count * replay_tp  # exposed backward tp, ep; bytes sent on tp, ep
@@ -1916,6 +1969,17 @@ def piece_flops(shape: Shape, moe: bool, tp: int, cp: int, seq: int, micro: int,
     return gemm, n * flops.attention_core_flops(shape, keys) / tp, out_projection, 0.0
 
 
+def moe_gemm_flops(shape: Shape, tp: int, cp: int, seq: int, micro: int) -> float:
+    """Forward FLOPs of a MoE layer's own products on one rank for one micro-batch (router,
+    routed experts on this tp rank's tokens, shared experts split over tp): what
+    `--recompute-modules moe` runs again (`piece_flops`' MoE terms)."""
+    n = seq * micro / cp
+    routed = n / tp
+    kept = min(1.0, shape.capacity_factor) if shape.capacity_factor else 1.0
+    return (routed * flops.router_flops(shape) + routed * shape.top_k * kept * flops.expert_flops(shape)
+            + n * shape.shared_experts * flops.expert_flops(shape) / tp)
+
+
 def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Compute, ...]:
     """The FLOPs of one pipeline rank over one step, per op kind: every GEMM backward twice its
     forward (input and weight gradients); the flash attention backward `FLASH_BACKWARD` times its
@@ -1939,8 +2003,13 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Co
             moved["gemm"] += count * piece.gemm_f
             moved["attention"] += count * piece.attention_f
             moved["memory"] += count * piece.memory_f
-        elif mode == "selective":
-            moved["attention" if sw.selective == "attention-core" else "memory"] += count * again
+        elif mode == "selective" and sw.selective == "elementwise":
+            moved["memory"] += count * again
+        elif mode == "selective":  # Megatron's modules: the core's bytes, the MoE layer's GEMMs and kernels
+            core_bytes = piece.selective_core if "core_attn" in recompute_modules(sw.selective) else 0.0
+            moved["attention"] += count * core_bytes
+            moved["gemm"] += count * piece.moe_gemm_again
+            moved["memory"] += count * (again - core_bytes - piece.moe_gemm_again)
         g, a, wo, _ = piece_flops(shape, moe, k.tp, k.cp, k.seq, k.micro_batch, 0, sw.attention)
         gemm[0] += count * g
         gemm[1] += count * 2 * g
@@ -1949,10 +2018,13 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Co
         if mode == "full":
             gemm[2] += count * g
             core[2] += count * a
-        elif mode == "selective" and sw.selective == "attention-core":
-            core[2] += count * a
-        elif mode == "selective":
+        elif mode == "selective" and sw.selective == "elementwise":
             gemm[2] += count * wo
+        elif mode == "selective":
+            modules = recompute_modules(sw.selective)
+            core[2] += count * a * ("core_attn" in modules)
+            if moe and "moe" in modules:
+                gemm[2] += count * moe_gemm_flops(shape, k.tp, k.cp, k.seq, k.micro_batch)
     if load.output:
         vocab = padded_vocab(shape.vocab, k.tp, k.runtime)
         g = piece_flops(shape, False, k.tp, k.cp, k.seq, k.micro_batch, vocab, sw.attention)[0]
@@ -2060,10 +2132,14 @@ def hardware_flops_per_token(shape: Shape, k: Knobs, sw: Software) -> float:
     total = 3.0 * flops.forward_flops_per_token(shape, keys)
     if flash:  # the backward recomputes the scores: 2.5x the forward's, not 2x
         total += (flops.FLASH_BACKWARD - 2.0) * shape.layers * flops.attention_core_flops(shape, keys)
-    if k.recompute == "selective" and sw.selective == "attention-core":
-        total += shape.layers * flops.attention_core_flops(shape, keys)
-    elif k.recompute == "selective":
+    if k.recompute == "selective" and sw.selective == "elementwise":
         total += shape.layers * 2 * shape.q * shape.hidden
+    elif k.recompute == "selective":
+        modules = recompute_modules(sw.selective)
+        if "core_attn" in modules:
+            total += shape.layers * flops.attention_core_flops(shape, keys)
+        if "moe" in modules and shape.moe:
+            total += flops.moe_count(shape) * moe_gemm_flops(shape, 1, 1, 1, 1)
     elif k.recompute == "full":
         loads = rank_loads(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime,
                            k.recompute, k.recompute_layers)
