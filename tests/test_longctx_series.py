@@ -1,0 +1,137 @@
+"""The ModelZoo long-context Qwen3-235B rows (issue 14): what the published series says by itself,
+and the model's recomputation and MoE physics against it.
+
+`benchmarks/longctx_series.py` draws a straight line through each routing's four published points
+(16K-128K tokens, cp = seq / 16K, so each rank holds 16K tokens of a sequence at every length):
+the time of one micro-batch is everything but the attention core, constant, plus the attention
+core, in proportion to the sequence. The line, its slope (the attention kernels' sustained speed)
+and its intercept (everything else) come from the published TFLOP/s and the rows' own layouts,
+never from the time model, so they check it from outside."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+from parc import flops, timing
+from parc.calibration import DEFAULT
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import fidelity  # noqa: E402
+import longctx_series  # noqa: E402
+import published  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def rows():
+    found, _ = fidelity.load_rows()
+    return [r for r in found if r.id.startswith(longctx_series.SERIES)]
+
+
+@pytest.fixture(scope="module")
+def lines(rows):
+    return longctx_series.lines(rows)
+
+
+def test_each_routing_is_a_straight_line_with_one_attention_speed(rows, lines):
+    assert len(rows) == 8
+    assert set(lines) == {"dropless", "forced_balance"}
+    for line in lines.values():
+        assert len(line.points) == 4
+        assert line.residual() < 0.03  # four published points on one line: the split's premise holds
+        assert line.rest > 0 and line.slope > 0
+    # routing changes the MoE layers, not the attention kernels: both slopes give one speed
+    speeds = [line.attention_tflops for line in lines.values()]
+    assert abs(speeds[0] / speeds[1] - 1) < 0.02
+    # and no kernel beats H100's dense BF16 peak
+    assert all(0 < s < 989 for s in speeds)
+
+
+def test_everything_but_attention_matches_the_forced_balance_series(rows, lines):
+    """With the router forced to an even load the model's MoE layers, dense GEMMs and exposed
+    communication per micro-batch (its step minus its attention kernels) land on the series'
+    intercept. Before the rows took Megatron-Core's expert mesh (ep 8 in one node) the model sent
+    the dispatch over InfiniBand and this part came out 48 % slow."""
+    forced = [r for r in rows if r.id.endswith("forced_balance")]
+    assert len(forced) == 4
+    for row in forced:
+        micro, attention, _ = longctx_series.model_split(row)
+        assert abs((micro - attention) / lines["forced_balance"].rest - 1) < 0.08, row.id
+
+
+def _recompute_per_layer(row) -> float:
+    """Seconds the pacing rank recomputes per micro-batch and layer it holds."""
+    p = fidelity.prepare(row)
+    k, shape = p.knobs, p.shape
+    b = fidelity.predicted_step(row, p, DEFAULT)
+    loads = timing.rank_loads(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime,
+                              k.recompute, k.recompute_layers)
+    layers = sum(count for _, _, count in loads[b.stage].pieces)
+    return b.recompute / k.microbatches / layers
+
+
+def test_layernorm_moe_recomputation_does_not_grow_with_the_sequence(rows):
+    """`--recompute-modules layernorm moe` repeats the norms and the MoE layer, whose work on a
+    rank follows its 16K tokens, the same at every length; read as the attention core (parc's
+    Megatron default before) it grew eightfold from 16K to 128K."""
+    dropless = sorted((r for r in rows if r.id.endswith("dropless")), key=lambda r: r.plan.training.seq_len)
+    assert [r.software.selective for r in dropless] == ["modules:layernorm,moe"] * 4
+    first, last = _recompute_per_layer(dropless[0]), _recompute_per_layer(dropless[-1])
+    assert first > 0
+    assert abs(last / first - 1) < 0.02
+
+
+def test_moe_recomputation_runs_the_moe_products_again_by_hand(rows):
+    """The FLOPs the model's ledger repeats for `moe` equal the MoE layer's products counted by
+    hand: each rank routes its 16K / tp4 = 4,096 tokens through the router (2 h E) and top-8
+    SwiGLU experts (8 x 3 x 2 h f), once per MoE layer the rank holds and micro-batch."""
+    row = next(r for r in rows if r.id == "modelzoo_qwen3_235b_longctx_16k_cp1_dropless")
+    p = fidelity.prepare(row)
+    k, shape, sw = p.knobs, p.shape, row.software
+    loads = timing.rank_loads(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime,
+                              k.recompute, k.recompute_layers)
+    assert loads
+    h, e, f = 4096, 128, 1536
+    per_token = 2 * h * e + 8 * 3 * 2 * h * f
+    routed = 16384 / 4
+    for load in loads:
+        gemm, attention = timing.compute_ledger(shape, k, load, sw)[:2]
+        layers = sum(count for moe, _, count in load.pieces if moe)
+        assert layers > 0
+        assert gemm.recompute == pytest.approx(k.microbatches * layers * routed * per_token, rel=1e-9)
+        assert attention.recompute == 0.0  # the attention core is not among the modules
+
+
+def test_megatron_recompute_modules_are_read_from_the_rows():
+    assert published.megatron_modules({"layout": {"recompute": "selective (--recompute-modules layernorm moe)"}}) \
+        == ("layernorm", "moe")
+    assert published.megatron_modules({"layout": {"recompute": "norm, act (--recompute-modules layernorm moe_act: "
+                                                                "norms and the expert activation)"}}) \
+        == ("layernorm", "moe_act")
+    assert published.megatron_modules({"layout": {"recompute": "selective"}}) == ()
+    assert timing.recompute_modules("attention-core") == frozenset({"core_attn"})
+    assert timing.recompute_modules("elementwise") == frozenset()
+    assert timing.recompute_modules("modules:layernorm,moe_act,mlp") == frozenset({"layernorm", "moe_act"})
+
+
+def test_moe_act_recomputes_only_the_activation(rows):
+    """`moe_act` recomputes the experts' activation's bytes alone, a small part of what `moe`
+    repeats: the two modules are not confused. (The forced-balance row: each
+    expert rank receives exactly the mean, 16K / tp 4 x top-8 copies.)"""
+    row = next(r for r in rows if r.id == "modelzoo_qwen3_235b_longctx_16k_cp1_forced_balance")
+    p = fidelity.prepare(row)
+    k, s, hw, sw = p.knobs, p.shape, p.hardware, row.software
+    w = timing.layer_work(s, True, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
+                          "bf16", sw.attention, sw.kernels, hw, DEFAULT, sw.balanced_routing, sw.context_parallel)
+    copies = 16384 / 4 * 8
+    activation_bytes = 2 * copies * 3 * 1536  # gate and up read, the product written, 16-bit
+    assert w.moe_act_again == pytest.approx(timing.memory_seconds(activation_bytes, hw, DEFAULT)
+                                            + DEFAULT.kernel_overhead, rel=1e-9)
+    assert w.moe_again > w.moe_act_again
+    expert_flops = copies * 3 * 2 * 4096 * 1536
+    assert w.moe_again >= expert_flops / hw.bf16  # no faster than the products at peak
+    assert math.isclose(flops.expert_flops(s), 3 * 2 * 4096 * 1536)
