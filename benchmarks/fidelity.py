@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import fsdp_check  # noqa: E402
+import longctx_series  # noqa: E402
 from parc import timing  # noqa: E402
 from parc.calibration import (  # noqa: E402
     ATTENTION_FITTED, DEFAULT, EAGER_FITTED, FITTED_NAMES, FIXED_SOURCES, Constants)
@@ -1129,6 +1130,24 @@ same GPU family; it does not fit H100, whose 8,192 tokens per micro-batch give e
 of modelled GPU time (3.4 forward, 6.7 backward; below), longer than any launch count at a
 published cost, and which is 2x too fast all the same.
 
+### The long-context MoE series, from its own points
+
+`benchmarks/longctx_series.py` splits the ModelZoo's long-context Qwen3-235B-A22B table (16K to
+128K tokens at cp = seq / 16K, every other setting the same, so a rank holds 16K tokens of a
+sequence at every length) without the model: one micro-batch's time on the busiest rank (the
+published step, in Megatron-Core's causal count, over m + (p - 1) / v slots) is a line in the
+sequence, everything but the attention core its intercept and the attention core its slope, whose
+FLOPs (forward 4 (q / tp) (s / cp) s / 2 per layer, the backward 2.5x) give the speed the kernels
+sustained. The rows state `--recompute-modules layernorm moe` (the norms and the whole MoE layer,
+its dispatch and combine included, `megatron/core/transformer/moe/moe_layer.py`), charged as
+stated (`Software.selective` "modules:..."); they were read as the attention core before, which
+grew with the sequence. Their expert tensor parallelism 1 and micro-batch 1 come from the
+repository's own configs at the same commit: Megatron-Core's expert mesh then keeps each ep 8
+group in one node (it was sent over InfiniBand before). `tests/test_longctx_series.py` checks
+both against the split.
+
+@LONGCTX@
+
 ### The small-expert MoE rows, part by part
 
 `benchmarks/moe_split.py` splits one MoE layer of the H100 Qwen3-30B-A3B row (one micro-batch of
@@ -1331,7 +1350,8 @@ runtime, eager PyTorch with FlashAttention and no tensor-parallel overlap, unles
   charged whatever the spec's balancing says; how far an unbalanced router strays above it
   depends on the model and its training, which no closed form gives). The ModelZoo's
   long-context Qwen3-235B rows measure it: with the router forced to an even load the runs are
-  1.09x (128K) to 1.25x (16K) faster than dropless, where the random-router floor makes 1.01x.
+  1.09x (128K) to 1.25x (16K) faster than dropless, and everything but their attention 1.35x
+  (`longctx_series.py`), where the random-router floor makes about 1.02x.
   Data loading, logging, checkpointing.
 - Blackwell and CDNA3 efficiencies (no calibration data; their attention kernels take Hopper's
   fractions of their own peak), and FP8 GEMM efficiency beyond the casts (FP8 GEMMs take the
@@ -1649,6 +1669,7 @@ def generate(constants: Constants = DEFAULT) -> str:
         "ALL_MEDIAN": f"{all_median:.1%}", "ALL_WORST": f"{all_worst:.1%}", "ALL_WORST_ID": all_worst_id,
         "SKIPPED": skipped_text, "LAYER_CHECK": layer_check(constants), "SPECS": specs_table(constants),
         "MOE_SUMMARY": moe_summary(results),
+        "LONGCTX": longctx_series.section(rows, constants),
         "CROSS": cross_validation(rows, prepared),
         "BUBBLE_GAP": bubble_gap(),
         "ATTENTION": attention_table(),

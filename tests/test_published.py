@@ -367,7 +367,10 @@ def test_moe_rows_fold_ep_as_megatron_core_does_and_run_the_dispatcher_they_stat
     forced = [r for r in moe.values() if r.id.endswith("forced_balance")]
     assert len(forced) == 4 and all(r.software.balanced_routing for r in forced)
     assert not any(r.software.balanced_routing for r in moe.values() if r not in forced)
-    assert "ep 8 over cp x dp" in moe["modelzoo_qwen3_235b_longctx_32k_cp2_dropless"].spec
+    # the long-context rows' expert tp 1 is in the repository's Qwen3-235B-A22B.yaml at the same
+    # commit: their ep 8 groups too take the tp ranks first and stay in one node
+    assert "ep 8 over tp x cp x dp" in moe["modelzoo_qwen3_235b_longctx_32k_cp2_dropless"].spec
+    assert fidelity.prepare(moe["modelzoo_qwen3_235b_longctx_128k_cp8_dropless"]).geometry.ep.local == 8
     assert "ep 8 over tp x dp" in moe["modelzoo_qwen3_235b_intranode_ep8_deepep_tp4"].spec
     assert "ep 32 over tp x dp" in moe["modelzoo_qwen3_235b_crossnode_ep32_deepep"].spec
     deepseek = next(r for r in rows if r.id == "deepseek_v3_pretraining_2048xH800")
