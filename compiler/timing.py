@@ -2006,10 +2006,12 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Co
         elif mode == "selective" and sw.selective == "elementwise":
             moved["memory"] += count * again
         elif mode == "selective":  # Megatron's modules: the core's bytes, the MoE layer's GEMMs and kernels
-            core_bytes = piece.selective_core if "core_attn" in recompute_modules(sw.selective) else 0.0
+            modules = recompute_modules(sw.selective)
+            core_bytes = piece.selective_core if "core_attn" in modules else 0.0
+            moe_gemm = piece.moe_gemm_again if "moe" in modules else 0.0
             moved["attention"] += count * core_bytes
-            moved["gemm"] += count * piece.moe_gemm_again
-            moved["memory"] += count * (again - core_bytes - piece.moe_gemm_again)
+            moved["gemm"] += count * moe_gemm
+            moved["memory"] += count * (again - core_bytes - moe_gemm)
         g, a, wo, _ = piece_flops(shape, moe, k.tp, k.cp, k.seq, k.micro_batch, 0, sw.attention)
         gemm[0] += count * g
         gemm[1] += count * 2 * g

@@ -135,3 +135,27 @@ def test_moe_act_recomputes_only_the_activation(rows):
     expert_flops = copies * 3 * 2 * 4096 * 1536
     assert w.moe_again >= expert_flops / hw.bf16  # no faster than the products at peak
     assert math.isclose(flops.expert_flops(s), 3 * 2 * 4096 * 1536)
+
+
+def test_recomputed_bytes_land_in_the_modules_own_categories(rows):
+    """The HBM ledger charges what each reading recomputes and nothing else: the attention core's
+    bytes move again only under `core_attn`, the MoE products' bytes only under `moe`."""
+    from dataclasses import replace
+
+    row = next(r for r in rows if r.id == "modelzoo_qwen3_235b_longctx_16k_cp1_dropless")
+    p = fidelity.prepare(row)
+    k, shape = p.knobs, p.shape
+    load = timing.rank_loads(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime,
+                             k.recompute, k.recompute_layers)[1]
+    none = {c.op: c.hbm_bytes for c in timing.compute_ledger(
+        shape, replace(k, recompute="none"),
+        timing.rank_loads(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime, "none",
+                          None)[1], row.software)}
+
+    def extra(selective: str) -> dict[str, float]:
+        ledger = timing.compute_ledger(shape, k, load, replace(row.software, selective=selective))
+        return {c.op: c.hbm_bytes - none[c.op] for c in ledger}
+
+    core, moe = extra("attention-core"), extra("modules:layernorm,moe")
+    assert core["attention"] > 0 and core["gemm"] == 0 and core["memory"] == 0
+    assert moe["attention"] == 0 and moe["gemm"] > 0 and moe["memory"] > 0
