@@ -1357,7 +1357,10 @@ runtime, eager PyTorch with FlashAttention and no tensor-parallel overlap, unles
   fractions of their own peak), and FP8 GEMM efficiency beyond the casts (FP8 GEMMs take the
   BF16 ceiling). What `attention_sustained` stands for is not split into its causes (clock under
   the power limit, HBM and L2 shared with other kernels); one value serves every kernel and
-  generation. torchtitan compiles each transformer block, not the output layer and the loss,
+  generation, and the published rows show that it cannot: NeMo 24.03's attention and the
+  ModelZoo's late-2025 Megatron-Core attention differ 1.7x by their own points ("The long-context
+  MoE series", above), so rows of the later runtime come out slow in proportion to their attention
+  share (the long-context MoE rows: -16 to -34 % with the router forced even). torchtitan compiles each transformer block, not the output layer and the loss,
   which the model times at the compiled speed (under 1 % of the long-sequence steps). torch's SDPA is taken to run its FlashAttention-2 backend on every generation
   (its cuDNN backend, when a torch version prefers it on Hopper, is faster).
 - Tile shapes other than 128 x 128 and stream-K: cuBLAS picks among several tiles per shape; the
