@@ -1135,7 +1135,7 @@ published cost, and which is 2x too fast all the same.
 `benchmarks/longctx_series.py` splits the ModelZoo's long-context Qwen3-235B-A22B table (16K to
 128K tokens at cp = seq / 16K, every other setting the same, so a rank holds 16K tokens of a
 sequence at every length) without the model: one micro-batch's time on the busiest rank (the
-published step, in Megatron-Core's causal count, over m + (p - 1) / v slots) is a line in the
+published step over m + (p - 1) / v slots) is a line in the
 sequence, everything but the attention core its intercept and the attention core its slope, whose
 FLOPs (forward 4 (q / tp) (s / cp) s / 2 per layer, the backward 2.5x) give the speed the kernels
 sustained. The rows state `--recompute-modules layernorm moe` (the norms and the whole MoE layer,
@@ -1144,7 +1144,12 @@ stated (`Software.selective` "modules:..."); they were read as the attention cor
 grew with the sequence. Their expert tensor parallelism 1 and micro-batch 1 come from the
 repository's own configs at the same commit: Megatron-Core's expert mesh then keeps each ep 8
 group in one node (it was sent over InfiniBand before). `tests/test_longctx_series.py` checks
-both against the split.
+both against the split. The published TFLOP/s are Megatron-Core's causal count: the table was added
+on 2025-11-04 (ModelZoo commit b0b92ff), and the Megatron-LM its other H100 rows name, main
+1e05700595 of 2025-05-24, already holds 8873b55d6a (2025-03-06), which halved the attention
+square in `num_floating_point_operations`. The source decides the count, not the split: read
+non-causally the points lie on lines as well, with attention at about 250 TFLOP/s (below NeMo's
+early-2024 kernels) and the forced-balance intercept about 12 % above the model's.
 
 @LONGCTX@
 
