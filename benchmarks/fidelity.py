@@ -747,7 +747,10 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   again backward, exposed; under dualpipe-v, and where the runtime overlaps them with another
   micro-batch's computation (`Software.ep_overlap`: Megatron-Core's 1F1B all-to-all overlap,
   `--overlap-moe-expert-parallel-comm`), only what exceeds the layer's computation shows
-  (DeepSeek-AI 2024). DeepEP (`Software.ep_dispatcher = "deepep"`, the runs that state it) sends a
+  (DeepSeek-AI 2024); Megatron-Core's overlap pairs only the steady state's forward and backward
+  steps, so its warm-up forwards and cool-down backwards (`timing.unpaired_chunk_steps`: the
+  interleaved warm-up `(pp - rank - 1) 2 + (v - 1) pp + 1` of the pacing rank's `m v`
+  chunk-steps) wait for their all-to-alls as without it. DeepEP (`Software.ep_dispatcher = "deepep"`, the runs that state it) sends a
   token once to each node holding any of its experts, over RDMA to the GPU of the same index
   there, which forwards it over NVLink once to each GPU of its node holding one; inside a node,
   once per destination GPU (the combine mirrors it). With the experts chosen at random, a

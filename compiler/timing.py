@@ -2077,6 +2077,36 @@ def rank_steps(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants
     return loads, out
 
 
+def unpaired_chunk_steps(pp: int, v: int, m: int, stage: int) -> int:
+    """Forward chunk-steps of pipeline rank `stage` that Megatron-Core's combined 1F1B runs with no
+    backward beside them (as many backward ones at the end): the warm-up. Interleaved, (pp - stage
+    - 1) x 2 + (v - 1) x pp, plus the one extra forward `--overlap-moe-expert-parallel-comm`
+    schedules before the 1F1B steps (megatron/core/pipeline_parallel/schedules.py,
+    `get_pp_rank_microbatches`); without interleaving pp - stage - 1; without a pipeline the first
+    forward and the last backward run alone (combined_1f1b.py); at most m x v."""
+    if pp == 1:
+        warm = 1
+    elif v > 1:
+        warm = (pp - stage - 1) * 2 + (v - 1) * pp + 1
+    else:
+        warm = pp - stage - 1
+    return min(warm, m * v)
+
+
+def unpaired_ep_seconds(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants, sw: Software,
+                        stage: int, chunks: int) -> float:
+    """What Megatron-Core's 1F1B all-to-all overlap (`Software.ep_overlap`) leaves exposed beyond its
+    paired steps: the warm-up forwards and cool-down backwards (`unpaired_chunk_steps` of the
+    pacing rank's m x v) have no other micro-batch's computation to hide their dispatch and
+    combine, which wait as without the overlap."""
+    _, plain = rank_times(shape, k, hw, geo, c, replace(sw, ep_overlap=False))
+    loads, paired = rank_times(shape, k, hw, geo, c, sw)
+    alone, hidden = plain[loads[stage]], paired[loads[stage]]
+    extra = (alone.exposed_f[2] - hidden.exposed_f[2]) + (alone.exposed_b[2] - hidden.exposed_b[2])
+    fraction = unpaired_chunk_steps(k.pp, chunks, k.microbatches, stage) / (k.microbatches * chunks)
+    return k.microbatches * fraction * max(0.0, extra)
+
+
 def step_time(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants = DEFAULT,
               sw: Software = PARC) -> Breakdown:
     """One step. The per-layer model's exposure is then held to the links: a step can never be
@@ -2100,6 +2130,8 @@ def step_time(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants 
             tail, dp_s, opt, tail_step = rank.dp_exposed + rank.optimizer, rank.dp_exposed, rank.optimizer, rank
     exposed_axes = {axis: m * (r.exposed_f[i] + r.exposed_b[i]) for i, axis in enumerate(RANK_AXES)}
     exposed_axes["dp"] = dp_s
+    if sw.ep_overlap and shape.moe:
+        exposed_axes["ep"] += unpaired_ep_seconds(shape, k, hw, geo, c, sw, loads.index(slow_load), v)
     sent = {axis: m * r.sent[i] for i, axis in enumerate(RANK_AXES)}
     sent["dp"] = tail_step.ledger.sent("dp")
     compute = m * r.compute

@@ -174,3 +174,26 @@ def test_one_attention_constant_cannot_hold_both_runtimes(rows, lines):
     for row in nemo_rows:
         assert abs(longctx_series.model_split(row)[2] / nemo.attention_tflops - 1) < 0.05, row.id
     assert lines["forced_balance"].attention_tflops / nemo.attention_tflops > 1.5
+
+
+def test_the_1f1b_overlap_leaves_its_warm_up_exposed():
+    """Megatron-Core's combined 1F1B pairs steady-state steps only: the warm-up counts of
+    `get_pp_rank_microbatches` (megatron/core/pipeline_parallel/schedules.py), by hand, and the
+    ModelZoo's overlap row lands between its fully hidden and its unhidden all-to-alls."""
+    from dataclasses import replace
+
+    assert timing.unpaired_chunk_steps(8, 4, 128, 7) == 0 * 2 + 3 * 8 + 1
+    assert timing.unpaired_chunk_steps(8, 4, 128, 0) == 7 * 2 + 3 * 8 + 1
+    assert timing.unpaired_chunk_steps(8, 1, 128, 0) == 7
+    assert timing.unpaired_chunk_steps(1, 1, 16, 0) == 1
+    assert timing.unpaired_chunk_steps(8, 4, 2, 0) == 8  # never more than the m v chunk-steps
+    found, _ = fidelity.load_rows()
+    row = next(r for r in found if r.id == "modelzoo_qwen3_235b_crossnode_ep32_deepep_1f1b_overlap")
+    assert row.software.ep_overlap
+    p = fidelity.prepare(row)
+    step = fidelity.predicted_step(row, p, DEFAULT)
+    alone = fidelity.predicted_step(replace(row, software=replace(row.software, ep_overlap=False)), p, DEFAULT)
+    loads, times = timing.rank_times(p.shape, p.knobs, p.hardware, p.geometry, DEFAULT, row.software)
+    r = times[loads[step.stage]]
+    hidden = p.knobs.microbatches * (r.exposed_f[2] + r.exposed_b[2])
+    assert hidden < step.exposed["ep"] < alone.exposed["ep"]
