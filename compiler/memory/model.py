@@ -69,9 +69,11 @@ class StageMemory:
     """Pipelining's receive buffers alive at the rank's worst moment (`p2p_buffers`): posted
     and not yet used, or read by the running backward."""
     embedding_backward: int = 0
-    """How far the vocabulary-parallel embedding's backward (the whole vocabulary's gradient,
-    `activations.embedding_backward_buffer`) rises above the layers' working set counted in
-    `buffers`: the two are alive at different moments, so only the excess adds."""
+    """How far the vocabulary-parallel embedding's backward (the whole vocabulary's gradient and
+    this rank's rows copied out of it, `activations.embedding_backward_buffer`, less the saved
+    tensors its micro-batch's layers have freed by then, `embedding_moment`) rises above the
+    layers' working set counted in `buffers`: the two are alive at different moments, so only
+    the excess adds."""
     checkpoint: int = 0
     """Bytes while a checkpoint is saved or loaded: the parameters (and copies held between
     steps), the optimizer states and what building the state dict gathers (ZeRO-1: whole
@@ -130,9 +132,10 @@ class RankActivations:
     transient: int
     """The larger of the backward working set of one layer and the loss buffers."""
     embedding_backward: int = 0
-    """What is alive beyond the rest during the embedding's backward: the whole vocabulary's
-    gradient and the gathered output gradient (0 without the embedding). The stage counts how
-    far it rises above the layers' moment (`StageMemory.embedding_backward`)."""
+    """What the embedding's backward adds to the activations in flight (`embedding_moment`: the
+    whole vocabulary's gradient and this rank's rows, less the backpropagated micro-batch's
+    freed layer tensors; 0 without the embedding). The stage counts how far it rises above the
+    layers' moment (`StageMemory.embedding_backward`)."""
 
 
 def layer_mode(recompute: str, recompute_layers: int | None, index_in_chunk: int) -> str:
@@ -246,8 +249,10 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
         if torch:
             work = max(work, backward_working_set(a, ffn_weight_gradients(shape, ak, moe), released))
     if embedding:
+        # the embedding's backward runs after its micro-batch's layers have run theirs, which
+        # freed their saved tensors (`embedding_moment`)
+        embedding_buffer = embedding_moment(act.embedding_backward_buffer(shape, ak), saved, released)
         saved += act.embedding_activations(shape, ak)
-        embedding_buffer = act.embedding_backward_buffer(shape, ak)
     if output:
         saved += act.output_activations(shape, ak, vocab)
         work = max(work, act.logits_buffer(ak, vocab))
@@ -256,6 +261,20 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
         kept = act.logits_bytes(ak, vocab) if output else act.boundary_bytes(shape, ak)
     return ChunkPieces(ChunkActivations(saved=saved, pending=grads if torch else 0, output=kept),
                        work, embedding_buffer)
+
+
+def embedding_moment(buffer: int, layers_saved: int, released: bool) -> int:
+    """What the embedding's backward adds to the activations in flight (counted whole, the
+    backpropagated micro-batch's included): its buffer (`activations.embedding_backward_buffer`)
+    less the saved tensors of the chunk's layers for that micro-batch, which their backward,
+    run just before, has freed (autograd releases a node's saved variables once it has run;
+    not under a zero-bubble schedule, whose input backward keeps the graph for the weight
+    backward). Rehearsed at Llama 3 405B's first stage (1F1B, 16 micro-batches in flight): at
+    the peak, 15 micro-batches' saved layer tensors are held, with the 16th's kept output and
+    its received gradient."""
+    if buffer == 0:
+        return 0
+    return max(0, buffer - layers_saved) if released else buffer
 
 
 def released_backward(schedule: str, pp: int) -> bool:
