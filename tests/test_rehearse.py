@@ -25,7 +25,7 @@ own code on fake tensors and reports the bytes torch's FSDPMemTracker saw, by ca
   states), Llama 3 405B at 128K on 16,384 ranks;
 - long: DualPipe-V's turn of the V (a small job's rank 7 and DeepSeek's rank 2047: two non-first
   stages, the split backward) builds and steps, states exact, nothing but the states held after
-  the step, its peak at -13.8 and -15.0 %; Llama 3 405B's 8K layout without recomputation
+  the step, its peak at +4.4 and +31.0 % since the job's weight pass recomputes once; Llama 3 405B's 8K layout without recomputation
   (stage 8, within 9.5 %: -9.1 %, the CPU composite RMSNorm's fp32 copies);
 - long: the shipped full-size specs at their real world sizes (first, middle and last pipeline
   stage of Llama 3 405B at 8,192 ranks; 405B at 128K on 16,384; Mixtral 5-D; DeepSeek-V3-like).
@@ -413,9 +413,9 @@ def test_real_width_reduced_spec_builds_steps_and_is_the_models(spec, rank, tole
 
 DUALPIPE_TURN = [
     # the small DualPipe-V spec's last pp rank (7: stages 3 and 4) and DeepSeek's (2047: 15 and 16)
-    # spec, rank, peak tolerance (%): the model is under by 13.8 % and 15.0 % here (below)
-    pytest.param("tests/data/specs/rehearse-dualpipe.par", 7, 14, marks=pytest.mark.long, id="small-7"),
-    pytest.param("tests/data/specs/rehearse-deepseek-32.par", 2047, 15.5, marks=pytest.mark.long, id="deepseek-2047"),
+    # spec, rank, peak tolerance (%): measured below (the model over by 4.4 % and 31.0 %)
+    pytest.param("tests/data/specs/rehearse-dualpipe.par", 7, 5, marks=pytest.mark.long, id="small-7"),
+    pytest.param("tests/data/specs/rehearse-deepseek-32.par", 2047, 32, marks=pytest.mark.long, id="deepseek-2047"),
 ]
 
 
@@ -431,12 +431,20 @@ def test_dualpipe_v_turn_of_the_v_builds_and_steps(spec, rank, tolerance):
 
     Measured 2026-12-02: DeepSeek 2047 35.32 GiB rehearsed, 30.47 predicted (-13.7 %); the small
     spec 24.0 MiB, 20.8 predicted (-13.5 %). Since the received input of stage pp - 1 is counted
-    once (it is its first layer's saved input): 30.03 GiB (-15.0 %) and 20.70 MiB (-13.8 %),
-    figures against the same rehearsed bytes (the job did not change). The model is under: with full recomputation the
-    input pass recomputes each block and the tensors only the weight pass reads (the linear
-    layers' inputs, the norms' normalised inputs) stay alive until that micro-batch's weight
-    pass (torch's split backward; pytorch/pytorch#136766), which the memory model does not
-    count (issue 15, open). Small: 13 s of CPU; DeepSeek: 84 s of CPU (5 min under load)."""
+    once (it is its first layer's saved input): 30.03 GiB (-15.0 %) and 20.70 MiB (-13.8 %).
+    Traced (a histogram of every tensor alive at the peak, with the op that made it): the
+    small spec's peak, inside a weight pass, held eight whole recomputed layers (each its
+    q/k/v, attention output, w1/w3/SiLU outputs, RoPE tables) for four micro-batches between
+    their two passes. torch's weight pass runs one autograd.grad per group of weights, and the
+    non-reentrant checkpoint recomputes a block once per graph task: 18 recomputations for 4
+    weight passes, each keeping what its group did not unpack until the pass ended. The job's
+    weight pass now runs under one GraphExecGroup (parallel.py,
+    `ReceiveOnDemandStage.backward_weight_one_chunk`): 2 recomputations, the small spec's peak
+    20,800,008 bytes (was 24,939,528; the model, unchanged, 21,708,288: +4.4 %), DeepSeek's
+    24,613,385,744 (was 37,925,873,168; the model 32,244,395,520: +31.0 %, over: the MoE layers'
+    pending output gradients and working set keep the old bound, not traced). Parity with the
+    group: tests/e2e/test_parity.py, dualpipe-recompute. Small: 13 s of CPU; DeepSeek: 83 s of
+    CPU (about 4 min here)."""
     plan = plan_of(spec)
     doc = rehearse(spec, rank)
     [record] = doc["ranks"]
