@@ -189,3 +189,29 @@ def test_search_allowance_covers_the_shipped_layouts():
         result = estimate(plan)
         if result is not None:
             assert result.reserve_bytes <= reserve_bytes(result.hbm_bytes), path.name
+
+
+def test_the_second_embedding_backward_holds_one_micro_batch_fewer_when_forwards_run_out():
+    """The 128K layout's first stage (tests/data/specs/rehearse-405b-128k-16.par: 1F1B, 16
+    micro-batches over 16 stages) runs its 16 forwards, then only backwards: the step's first
+    embedding backward holds 16 micro-batches but no accumulated embedding gradient (FSDP2
+    makes it at that backward's end), the second holds the accumulated fp32 rows (16,032 x
+    16,384 x 4 bytes) and 15 micro-batches. The rehearsal's peak is the second (28 SwiGLU inputs
+    and 58 boundary-sized tensors in flight, with the rows): the moment is the walk's peak
+    less one micro-batch's layer set, token ids and kept output, written out here. With 32
+    micro-batches (the 8K layout) a forward comes between and nothing is taken off."""
+    from parc.memory.model import rank_activations, second_embedding_backward
+
+    seq_shard = 8192 * 16384 // 8 * 2  # 33,554,432: the residual stream, sequence-sharded, bf16
+    swiglu_in = 8192 * 53248 // 8 * 2  # 109,051,904
+    kv, lse, ids = 2 * 8192 * 1024 // 8 * 2, 8192 * 16 * 4, 8192 * 8
+    one_micro_batch = 2 * swiglu_in + 3 * seq_shard + kv + lse + ids + seq_shard  # + the kept output
+    rows = 16032 * 16384 * 4
+    for spec, expected in (("tests/data/specs/rehearse-405b-128k-16.par", min(rows, one_micro_batch)),
+                           ("tests/data/specs/rehearse-405b-16.par", 0)):
+        plan = plan_of(spec)
+        shape, k = shape_of(plan), replace(knobs_of(plan), device="fake")
+        acts = rank_activations(shape, k)[0]
+        assert second_embedding_backward(shape, k, 0, acts, accumulated=True) == expected, spec
+        assert second_embedding_backward(shape, k, 0, acts, accumulated=False) == 0
+        assert second_embedding_backward(shape, k, 1, rank_activations(shape, k)[1], accumulated=True) == 0

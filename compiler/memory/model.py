@@ -44,6 +44,7 @@ from .schedules import (
     weighted_peak,
 )
 from .states import (
+    FP32,
     checkpoint_gather_bytes,
     compute_copy_bytes,
     model_states,
@@ -277,6 +278,25 @@ def embedding_moment(buffer: int, layers_saved: int, released: bool) -> int:
     return max(0, buffer - layers_saved) if released else buffer
 
 
+def second_embedding_backward(shape: Shape, k: Knobs, rank: int, acts: RankActivations,
+                              accumulated: bool) -> int:
+    """How much lower the embedding's worst moment is than its buffer on top of the walk's peak
+    activations, when the stage runs out of forwards before its second backward (1F1B with no
+    more micro-batches than the stages ahead, GPipe always). The first backward of the step
+    holds the walk's peak but no accumulated embedding gradient yet (FSDP2 makes it at that
+    backward's end); from the second on the accumulated fp32 rows are there (counted in the
+    model states) and here one micro-batch fewer is in flight. So the moment is the walk's
+    peak less the smaller of the two. Rehearsed at the 128K layout's first stage (16
+    micro-batches over 16 stages): the peak is the second micro-batch's embedding backward,
+    with the accumulated rows and 15 micro-batches in flight. Other schedules keep the bound."""
+    if not acts.embedding_backward or not accumulated or k.virtual_stages != 1 or k.microbatches < 2:
+        return 0
+    if not (k.schedule == "gpipe" or (k.schedule == "1f1b" and k.microbatches <= k.pp - rank)):
+        return 0
+    rows = -(-shape.vocab // k.tp) * shape.hidden * FP32
+    return min(rows, acts.chunks[0].held)
+
+
 def released_backward(schedule: str, pp: int) -> bool:
     """Whether a backward frees its micro-batch's saved tensors as it consumes them: every
     schedule but the zero-bubble ones, whose input backward (torch's `stage_backward_input`)
@@ -405,7 +425,8 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
     buffers = 0
     if k.runtime == "torch":
         buffers = transient_buffers(acts.transient, params, k)
-    embedding_rise = max(0, acts.embedding_backward - buffers)
+    relief = second_embedding_backward(shape, k, rank, acts, states.accumulated_grads > 0)
+    embedding_rise = max(0, acts.embedding_backward - relief - buffers)
     return StageMemory(
         stage=rank, layers=params.layers, params=states.params + persistent,
         grads=states.grads + states.accumulated_grads, optimizer=states.optimizer,
@@ -445,7 +466,11 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
     for r in range(k.pp):
         rp = params[r]
         # two moments: a layer's backward (with the wrapper's buffers), the embedding's backward
-        buffers = max(transient_buffers(acts[r].transient, rp, k), acts[r].embedding_backward)
+        embedding = acts[r].embedding_backward
+        if embedding:
+            states = model_states(rp.params, k, rp.per_chunk, rank_padding(shape, k, rp))
+            embedding -= second_embedding_backward(shape, k, r, acts[r], states.accumulated_grads > 0)
+        buffers = max(transient_buffers(acts[r].transient, rp, k), embedding)
         total_bytes = exact_state_bytes(shape, k, rp) + peaks[r] + buffers + p2p_buffers(shape, k, r)
         if total_bytes > best:
             best, where = total_bytes, r
@@ -496,7 +521,10 @@ def activation_floors(shape: Shape, k: Knobs) -> tuple[int, ...]:
     """`activation_floor` per pp rank (search adds each rank's least model states to it)."""
     acts = rank_activations(shape, k)
     peaks = _activation_peaks(acts, k.schedule, k.pp, k.virtual_stages, k.microbatches)
-    return tuple(peaks[r] + max(acts[r].transient, acts[r].embedding_backward) for r in range(k.pp))
+    # the embedding's moment less the most `second_embedding_backward` can take off (a floor)
+    return tuple(peaks[r] + max(acts[r].transient, acts[r].embedding_backward
+                                - (acts[r].chunks[0].held if acts[r].embedding_backward else 0))
+                 for r in range(k.pp))
 
 
 _PEAKS: dict[tuple, tuple] = {}
