@@ -116,8 +116,8 @@ def pp_stage(plan: Plan, record: dict) -> int:
 def predicted(plan: Plan, stage: int) -> dict[str, int]:
     """The memory model's bytes for one rank of pipeline stage `stage`, in rehearsal categories,
     for the rehearsal's own conditions: fake tensors on CPU (`Knobs.device = "fake"`: the same
-    kernels' memory as a GPU, but torch's decompositions where a fake tensor has no kernel; the
-    one that differs is the embedding's backward, `activations.embedding_backward_buffer`)."""
+    kernels' memory as a GPU, but a meta kernel's where a GPU kernel keeps scratch of its own;
+    the one that differs is the embedding's backward, `activations.embedding_backward_buffer`)."""
     from dataclasses import replace
 
     from .memory import knobs_of, per_stage, shape_of

@@ -9,7 +9,8 @@ the rehearsal measured are in tests/test_rehearse.py):
 - a stage keeps its output per micro-batch in flight (`fwd_cache`): the residual stream, or on
   the last stage the fp32 logits;
 - the embedding's backward under tp computes the whole vocabulary's gradient (DTensor has no
-  vocabulary-sharded strategy for `embedding_dense_backward`);
+  vocabulary-sharded strategy for `embedding_dense_backward`), and the job copies its own rows
+  out of it;
 - the loss's backward holds three fp32 tensors of the logits' shape (`_nll_loss_and_log_softmax_backward`);
 - the GPU: CUDA context, NCCL per communicator, cuBLAS workspaces, fragmentation; the memory check
   compares the predicted `max_memory_reserved` with HBM less what lies outside the allocator.
@@ -113,22 +114,33 @@ def test_a_received_input_is_the_first_layers_saved_input(llama, schedule, v):
 
 
 def test_embedding_backward_is_the_whole_vocabulary(llama):
+    """Beside the whole vocabulary's bf16 gradient, the worst of the kernel's moment (the
+    gathered output gradient; on a GPU the native kernel's fp32 row sums, one row per token)
+    and the job's hook copying this rank's V/t rows out of it (parallel.py,
+    `gradient_in_own_rows`). The rehearsal's histogram at Llama 3 405B's first stage
+    (rehearse-405b-16, rank 0) holds at its peak one 4,202,692,608-byte and one
+    525,336,576-byte temporary: the whole gradient and the rows."""
     plan, shape, k = llama
     gpu_bytes = embedding_backward_buffer(shape, k)
     fake_bytes = embedding_backward_buffer(shape, replace(k, device="fake"))
     gathered = S * H * 2  # the embedding output's gradient, all sequence positions
-    assert gpu_bytes == V * H * 2 + S * H * 4 + gathered
-    # what the rehearsal measured at the 405B embedding under fake tensors: fp32 then bf16
-    assert fake_bytes == 8_405_385_216 + 4_202_692_608 + gathered
+    assert gpu_bytes == V * H * 2 + max(S * H * 4 + gathered, V // T * H * 2)
+    assert fake_bytes == 4_202_692_608 + 525_336_576  # fake tensors: a meta kernel, no row sums
     assert embedding_backward_buffer(shape, replace(k, tp=1)) == 0  # a plain embedding's gradient is its own
 
 
 def test_only_the_embedding_moment_above_the_rest_adds(llama):
+    """The embedding's moment comes after its micro-batch's layers have run their backward and
+    freed their saved tensors: it adds its buffer less those (chunk 0 of the interleaved
+    405B: 2 layers)."""
     plan, shape, k = llama
-    stages = per_stage(shape, replace(k, device="fake"))
+    fake = replace(k, device="fake")
+    stages = per_stage(shape, fake)
     assert stages[0].embedding_backward > 0 and all(s.embedding_backward == 0 for s in stages[1:])
-    raw = embedding_backward_buffer(shape, replace(k, device="fake"))
-    assert stages[0].buffers + stages[0].embedding_backward == raw
+    raw = embedding_backward_buffer(shape, fake)
+    first = rank_activations(shape, fake)[0].chunks[0]
+    layers_saved = first.saved - S * 8  # less the token ids, which the embedding keeps
+    assert stages[0].buffers + stages[0].embedding_backward == raw - layers_saved
 
 
 def test_the_loss_backward_holds_three_fp32_logits(llama):
@@ -177,3 +189,29 @@ def test_search_allowance_covers_the_shipped_layouts():
         result = estimate(plan)
         if result is not None:
             assert result.reserve_bytes <= reserve_bytes(result.hbm_bytes), path.name
+
+
+def test_the_second_embedding_backward_holds_one_micro_batch_fewer_when_forwards_run_out():
+    """The 128K layout's first stage (tests/data/specs/rehearse-405b-128k-16.par: 1F1B, 16
+    micro-batches over 16 stages) runs its 16 forwards, then only backwards: the step's first
+    embedding backward holds 16 micro-batches but no accumulated embedding gradient (FSDP2
+    makes it at that backward's end), the second holds the accumulated fp32 rows (16,032 x
+    16,384 x 4 bytes) and 15 micro-batches. The rehearsal's peak is the second (28 SwiGLU inputs
+    and 58 boundary-sized tensors in flight, with the rows): the moment is the walk's peak
+    less one micro-batch's layer set, token ids and kept output, written out here. With 32
+    micro-batches (the 8K layout) a forward comes between and nothing is taken off."""
+    from parc.memory.model import rank_activations, second_embedding_backward
+
+    seq_shard = 8192 * 16384 // 8 * 2  # 33,554,432: the residual stream, sequence-sharded, bf16
+    swiglu_in = 8192 * 53248 // 8 * 2  # 109,051,904
+    kv, lse, ids = 2 * 8192 * 1024 // 8 * 2, 8192 * 16 * 4, 8192 * 8
+    one_micro_batch = 2 * swiglu_in + 3 * seq_shard + kv + lse + ids + seq_shard  # + the kept output
+    rows = 16032 * 16384 * 4
+    for spec, expected in (("tests/data/specs/rehearse-405b-128k-16.par", min(rows, one_micro_batch)),
+                           ("tests/data/specs/rehearse-405b-16.par", 0)):
+        plan = plan_of(spec)
+        shape, k = shape_of(plan), replace(knobs_of(plan), device="fake")
+        acts = rank_activations(shape, k)[0]
+        assert second_embedding_backward(shape, k, 0, acts, accumulated=True) == expected, spec
+        assert second_embedding_backward(shape, k, 0, acts, accumulated=False) == 0
+        assert second_embedding_backward(shape, k, 1, rank_activations(shape, k)[1], accumulated=True) == 0

@@ -575,6 +575,8 @@ def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep,
         add("torch.distributed.tensor.parallel", *names)
     if recompute == "selective":
         add("torch.utils.checkpoint", "CheckpointPolicy", "create_selective_checkpoint_contexts")
+    if recompute != "none" and pp and plan.layout.pp.schedule in ZERO_BUBBLE:  # one recomputation per weight pass
+        add("torch.utils.checkpoint", "GraphExecGroup")
     add("torch", "nn")
     third = plain + [_from_line(module, names) for module, names in sorted(froms.items(), key=lambda kv: _module_key(kv[0]))]
     return [["from __future__ import annotations"], stdlib, third, ["import model"]]

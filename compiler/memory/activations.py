@@ -339,26 +339,31 @@ def logits_buffer(k: Knobs, vocab: int) -> int:
 
 @lru_cache(maxsize=4096)
 def embedding_backward_buffer(shape: Shape, k: Knobs) -> int:
-    """Transient of the vocabulary-parallel embedding's backward (torch, tp > 1): DTensor has no
-    vocabulary-sharded strategy for `embedding_dense_backward` (torch 2.13,
-    `distributed/tensor/_ops/_embedding_ops.py`: column-sharded, batch-sharded or Partial), so
-    each tp rank computes the gradient of the *whole* vocabulary, V x h, as a Partial and
-    reduce-scatters it into its V/t rows. On a GPU the native kernel
-    (`embedding_backward_cuda_kernel`) writes it in the gradient's dtype (bf16) and sums each
-    index's rows in an fp32 buffer of at most one row per token first; under fake tensors on CPU
-    (the rehearsal, `k.device == "fake"`) torch's decomposition (`torch._decomp`,
-    `embedding_dense_backward`) builds it in fp32 and then casts, both alive at the cast
-    (measured: 8,405,385,216 + 4,202,692,608 bytes at Llama 3 405B's embedding). Alive with it:
-    the embedding output's gradient, all-gathered over the sequence (tokens x h)."""
+    """The vocabulary-parallel embedding's backward (torch, tp > 1), at its worst moment: what it
+    holds beyond the rank's other tensors. DTensor has no vocabulary-sharded strategy for
+    `embedding_dense_backward` (torch 2.13, `distributed/tensor/_ops/_embedding_ops.py`): with
+    the token ids and the all-gathered output gradient replicated, each tp rank computes the
+    gradient of the *whole* vocabulary, V x h in the compute dtype, Replicate. The generated
+    job's tensor hook (`gradient_in_own_rows` in parallel.py) copies this rank's ceil(V/t) rows
+    out of it before autograd stores it (FSDP2 would otherwise accumulate the whole of it in
+    fp32 over the micro-batches). So, beside the whole gradient, the worst of two moments:
+
+    - the kernel: the embedding output's gradient, all-gathered over the sequence (tokens x h),
+      and on a GPU the native kernel's (`embedding_backward_cuda_kernel`) fp32 buffer of at
+      most one row per token where it sums each index's rows; under fake tensors (the
+      rehearsal, `k.device == "fake"`) the op has a meta kernel and no such buffer;
+    - the hook: this rank's rows (V/t x h), copied.
+
+    Rehearsed at Llama 3 405B's widths (rank 0 of tests/data/specs/rehearse-405b-16.par): the
+    peak is the hook's copy, 4,202,692,608 + 525,336,576 bytes beside the rest."""
     if k.runtime != "torch" or k.tp == 1:
         return 0
     act = activation_bytes(k.precision)
     tokens = k.seq * k.micro_batch / k.cp
-    if k.device == "fake":
-        scratch = shape.vocab * shape.hidden * FP32 if act != FP32 else 0
-    else:
-        scratch = round(tokens * shape.hidden * FP32)
-    return shape.vocab * shape.hidden * act + scratch + round(tokens * shape.hidden * act)
+    scratch = 0 if k.device == "fake" else round(tokens * shape.hidden * FP32)
+    kernel = round(tokens * shape.hidden * act) + scratch
+    rows = -(-shape.vocab // k.tp) * shape.hidden * act
+    return shape.vocab * shape.hidden * act + max(kernel, rows)
 
 
 def boundary_bytes(shape: Shape, k: Knobs) -> int:

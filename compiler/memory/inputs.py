@@ -113,8 +113,8 @@ class Knobs:
     """cuda, or cpu for checking the model against the runtime on CPU: CPU kernels save a few
     tensors differently (RMSNorm is not fused there; see `activations.py`); or fake for the
     rehearsal's fake tensors on CPU (`parc rehearse`): a GPU's kernels' memory except where a
-    fake tensor runs torch's decomposition instead (the embedding's backward builds the whole
-    vocabulary's gradient in fp32 first, `activations.embedding_backward_buffer`)."""
+    kernel's own scratch differs (the embedding's backward has a meta kernel there, without the
+    GPU kernel's fp32 row sums, `activations.embedding_backward_buffer`)."""
     optimizer: str = "adamw"
     recompute: str = "none"
     recompute_layers: int | None = None

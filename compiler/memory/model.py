@@ -44,6 +44,7 @@ from .schedules import (
     weighted_peak,
 )
 from .states import (
+    FP32,
     checkpoint_gather_bytes,
     compute_copy_bytes,
     model_states,
@@ -69,9 +70,11 @@ class StageMemory:
     """Pipelining's receive buffers alive at the rank's worst moment (`p2p_buffers`): posted
     and not yet used, or read by the running backward."""
     embedding_backward: int = 0
-    """How far the vocabulary-parallel embedding's backward (the whole vocabulary's gradient,
-    `activations.embedding_backward_buffer`) rises above the layers' working set counted in
-    `buffers`: the two are alive at different moments, so only the excess adds."""
+    """How far the vocabulary-parallel embedding's backward (the whole vocabulary's gradient and
+    this rank's rows copied out of it, `activations.embedding_backward_buffer`, less the saved
+    tensors its micro-batch's layers have freed by then, `embedding_moment`) rises above the
+    layers' working set counted in `buffers`: the two are alive at different moments, so only
+    the excess adds."""
     checkpoint: int = 0
     """Bytes while a checkpoint is saved or loaded: the parameters (and copies held between
     steps), the optimizer states and what building the state dict gathers (ZeRO-1: whole
@@ -130,9 +133,10 @@ class RankActivations:
     transient: int
     """The larger of the backward working set of one layer and the loss buffers."""
     embedding_backward: int = 0
-    """What is alive beyond the rest during the embedding's backward: the whole vocabulary's
-    gradient and the gathered output gradient (0 without the embedding). The stage counts how
-    far it rises above the layers' moment (`StageMemory.embedding_backward`)."""
+    """What the embedding's backward adds to the activations in flight (`embedding_moment`: the
+    whole vocabulary's gradient and this rank's rows, less the backpropagated micro-batch's
+    freed layer tensors; 0 without the embedding). The stage counts how far it rises above the
+    layers' moment (`StageMemory.embedding_backward`)."""
 
 
 def layer_mode(recompute: str, recompute_layers: int | None, index_in_chunk: int) -> str:
@@ -246,8 +250,10 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
         if torch:
             work = max(work, backward_working_set(a, ffn_weight_gradients(shape, ak, moe), released))
     if embedding:
+        # the embedding's backward runs after its micro-batch's layers have run theirs, which
+        # freed their saved tensors (`embedding_moment`)
+        embedding_buffer = embedding_moment(act.embedding_backward_buffer(shape, ak), saved, released)
         saved += act.embedding_activations(shape, ak)
-        embedding_buffer = act.embedding_backward_buffer(shape, ak)
     if output:
         saved += act.output_activations(shape, ak, vocab)
         work = max(work, act.logits_buffer(ak, vocab))
@@ -256,6 +262,39 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
         kept = act.logits_bytes(ak, vocab) if output else act.boundary_bytes(shape, ak)
     return ChunkPieces(ChunkActivations(saved=saved, pending=grads if torch else 0, output=kept),
                        work, embedding_buffer)
+
+
+def embedding_moment(buffer: int, layers_saved: int, released: bool) -> int:
+    """What the embedding's backward adds to the activations in flight (counted whole, the
+    backpropagated micro-batch's included): its buffer (`activations.embedding_backward_buffer`)
+    less the saved tensors of the chunk's layers for that micro-batch, which their backward,
+    run just before, has freed (autograd releases a node's saved variables once it has run;
+    not under a zero-bubble schedule, whose input backward keeps the graph for the weight
+    backward). Rehearsed at Llama 3 405B's first stage (1F1B, 16 micro-batches in flight): at
+    the peak, 15 micro-batches' saved layer tensors are held, with the 16th's kept output and
+    its received gradient."""
+    if buffer == 0:
+        return 0
+    return max(0, buffer - layers_saved) if released else buffer
+
+
+def second_embedding_backward(shape: Shape, k: Knobs, rank: int, acts: RankActivations,
+                              accumulated: bool) -> int:
+    """How much lower the embedding's worst moment is than its buffer on top of the walk's peak
+    activations, when the stage runs out of forwards before its second backward (1F1B with no
+    more micro-batches than the stages ahead, GPipe always). The first backward of the step
+    holds the walk's peak but no accumulated embedding gradient yet (FSDP2 makes it at that
+    backward's end); from the second on the accumulated fp32 rows are there (counted in the
+    model states) and here one micro-batch fewer is in flight. So the moment is the walk's
+    peak less the smaller of the two. Rehearsed at the 128K layout's first stage (16
+    micro-batches over 16 stages): the peak is the second micro-batch's embedding backward,
+    with the accumulated rows and 15 micro-batches in flight. Other schedules keep the bound."""
+    if not acts.embedding_backward or not accumulated or k.virtual_stages != 1 or k.microbatches < 2:
+        return 0
+    if not (k.schedule == "gpipe" or (k.schedule == "1f1b" and k.microbatches <= k.pp - rank)):
+        return 0
+    rows = -(-shape.vocab // k.tp) * shape.hidden * FP32
+    return min(rows, acts.chunks[0].held)
 
 
 def released_backward(schedule: str, pp: int) -> bool:
@@ -386,7 +425,8 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
     buffers = 0
     if k.runtime == "torch":
         buffers = transient_buffers(acts.transient, params, k)
-    embedding_rise = max(0, acts.embedding_backward - buffers)
+    relief = second_embedding_backward(shape, k, rank, acts, states.accumulated_grads > 0)
+    embedding_rise = max(0, acts.embedding_backward - relief - buffers)
     return StageMemory(
         stage=rank, layers=params.layers, params=states.params + persistent,
         grads=states.grads + states.accumulated_grads, optimizer=states.optimizer,
@@ -426,7 +466,11 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
     for r in range(k.pp):
         rp = params[r]
         # two moments: a layer's backward (with the wrapper's buffers), the embedding's backward
-        buffers = max(transient_buffers(acts[r].transient, rp, k), acts[r].embedding_backward)
+        embedding = acts[r].embedding_backward
+        if embedding:
+            states = model_states(rp.params, k, rp.per_chunk, rank_padding(shape, k, rp))
+            embedding -= second_embedding_backward(shape, k, r, acts[r], states.accumulated_grads > 0)
+        buffers = max(transient_buffers(acts[r].transient, rp, k), embedding)
         total_bytes = exact_state_bytes(shape, k, rp) + peaks[r] + buffers + p2p_buffers(shape, k, r)
         if total_bytes > best:
             best, where = total_bytes, r
@@ -477,7 +521,10 @@ def activation_floors(shape: Shape, k: Knobs) -> tuple[int, ...]:
     """`activation_floor` per pp rank (search adds each rank's least model states to it)."""
     acts = rank_activations(shape, k)
     peaks = _activation_peaks(acts, k.schedule, k.pp, k.virtual_stages, k.microbatches)
-    return tuple(peaks[r] + max(acts[r].transient, acts[r].embedding_backward) for r in range(k.pp))
+    # the embedding's moment less the most `second_embedding_backward` can take off (a floor)
+    return tuple(peaks[r] + max(acts[r].transient, acts[r].embedding_backward
+                                - (acts[r].chunks[0].held if acts[r].embedding_backward else 0))
+                 for r in range(k.pp))
 
 
 _PEAKS: dict[tuple, tuple] = {}

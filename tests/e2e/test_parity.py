@@ -23,6 +23,7 @@ DENSE = [
     "tp2-pp2-dp2-1f1b",  # 3-D: 1F1B over an uneven split, ZeRO-1
     "pp4-interleaved",   # interleaved 1F1B, 2 virtual stages per rank
     "zbv",               # a zero-bubble schedule (ZB-V) with FSDP
+    "dualpipe-recompute",  # DualPipeV with full recomputation: one recomputation per weight pass
     "cp2-ring",          # context parallelism: ring attention, load-balanced chunks
     "cp2-all-gather",    # ... K/V all-gathered
     "cp2-all-to-all",    # ... Ulysses

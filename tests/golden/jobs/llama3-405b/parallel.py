@@ -270,6 +270,35 @@ def apply_tensor_parallel(part: nn.Module, tp_mesh: DeviceMesh) -> None:
         top["norm"] = SequenceParallel()
         top["output"] = ColwiseParallel(input_layouts=Shard(1), output_layouts=Shard(-1), use_local_output=False)
     parallelize_module(part, tp_mesh, top)
+    for name in ("tok_embeddings",):
+        if getattr(part, name, None) is not None:
+            getattr(part, name).register_forward_pre_hook(gradient_in_own_rows)
+
+
+def gradient_in_own_rows(module: nn.Module, args) -> None:
+    """Keep the vocabulary-parallel embedding's gradient in its weight's rows. DTensor has no
+    vocabulary-sharded strategy for the embedding's backward (torch 2.13): each tp rank computes
+    the whole vocabulary's gradient (Replicate), and autograd would store it whole as the
+    weight's `.grad`, which FSDP2 then accumulates over the step's micro-batches in fp32, tp
+    times this rank's rows (4 x vocab x hidden bytes, 8.4 GB at Llama 3 405B's embedding), and
+    slices only at the reduction. The tensor hook slices it at once (this rank's rows, which the
+    redistribution copies: no collective; the same rows FSDP2 would reduce). Registered once on
+    the weight the forward uses (FSDP2's gathered parameter, the same object every step)."""
+    weight = module.weight
+    if not isinstance(weight, DTensor) or getattr(weight, "sliced_gradient", False):
+        return
+    placements, mesh = weight.placements, weight.device_mesh
+
+    def own_rows(grad: torch.Tensor) -> torch.Tensor:
+        if not isinstance(grad, DTensor) or grad.placements == placements:
+            return grad
+        rows = grad.redistribute(mesh, placements).to_local()
+        if rows.untyped_storage().nbytes() > rows.numel() * rows.element_size():
+            rows = rows.clone()  # a view of the whole would keep it alive
+        return DTensor.from_local(rows, mesh, placements, shape=weight.shape, stride=weight.stride())
+
+    weight.register_hook(own_rows)
+    weight.sliced_gradient = True
 
 
 # ---------------------------------------------------------------------------------------------
