@@ -56,7 +56,7 @@ def reserve_bytes(hbm: int) -> int:
 def backward_working_set(a: LayerActivations, weight_gradients: int, released: bool = True) -> int:
     """What a layer's backward adds, at its worst moment, to the activations its micro-batch
     holds (`saved`, counted with the micro-batches in flight). With the layer's backward
-    moments (`activations.backward_moments`: dense layers of the torch runtime) the worst
+    moments (`activations.backward_moments` and `moe_backward_moments`: the torch runtime) the worst
     moment less the saved set: the micro-batch being backpropagated has already freed what the
     backward consumed. Otherwise the bound: every activation gradient, the rematerialised
     tensors and the FFN's weight gradients on top of the whole saved set (`weight_gradients`,
