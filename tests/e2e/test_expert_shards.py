@@ -80,7 +80,9 @@ def model_expert_bytes(plan) -> float:
 CASES = [
     pytest.param("moe-experts-sharded", 5, id="moe-experts-sharded"),
     pytest.param("moe-dp8-experts-sharded", 7, marks=pytest.mark.long, id="moe-dp8-experts-sharded"),
-    pytest.param("moe-hsdp-experts", 6, id="moe-hsdp-experts"),
+    # long: the default run checks the same group against the job's expert mesh in
+    # tests/test_expert_mesh.py (`test_the_memory_models_expert_shard_group_is_the_jobs`)
+    pytest.param("moe-hsdp-experts", 6, marks=pytest.mark.long, id="moe-hsdp-experts"),
 ]
 
 
