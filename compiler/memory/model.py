@@ -25,7 +25,13 @@ from functools import lru_cache
 
 from . import activations as act
 from .activations import layer_activations
-from .buffers import backward_working_set, ffn_weight_gradients, fsdp_buffers, fsdp_expert_temporaries, largest_layer
+from .buffers import (
+    backward_working_set,
+    ffn_weight_gradients,
+    fsdp_buffers,
+    fsdp_expert_temporaries,
+    largest_layer,
+)
 from .inputs import Knobs, Shape
 from .parameters import (
     Params,
