@@ -24,6 +24,9 @@ own code on fake tensors and reports the bytes torch's FSDPMemTracker saw, by ca
   Mixtral 5-D (within 3.5 and 5 %: -3.0 and +4.4 % with the MoE layer's moments) and
   DeepSeek-V3-like (zero1: the buckets filed as gradients and optimizer states), Llama 3 405B
   at 128K on 16,384 ranks;
+- long: a small MoE exercising every path of a MoE layer's backward moments (a shared expert
+  under tp, four local experts; tests/data/specs/rehearse-moe-shared-tp.par): within 6 %
+  (-5.5 %, the CPU composite RMSNorm's copies);
 - long: DualPipe-V's turn of the V (a small job's rank 7 and DeepSeek's rank 2047: two non-first
   stages, the split backward) builds and steps, states exact, nothing but the states held after
   the step, its peak at -13.8 and -15.0 %; Llama 3 405B's 8K layout without recomputation
