@@ -309,8 +309,9 @@ def moe_backward_moments(shape: Shape, k: Knobs, n: Tokens, act: int, s: MoeSave
       argument), output, reordered output and returned rows, the gated product not yet made.
       Measured on a small MoE (h 1,024, F 512, 4 local experts of 8, top 4, a shared expert,
       ep 2, 1F1B, full recomputation): both moments 396.0 and 396.1 MB, the rank's peak, where
-      this one is 3.1 MB over (zero1's hooks drop the shared experts' bf16 weight gradients at
-      once; FSDP2 keeps them to the layer's end);
+      this one is 3.1 MB over the tracker's tensors, the CPU composite RMSNorm's fp32 copies
+      aside (zero1's hooks drop the shared experts' bf16 weight gradients at once; FSDP2 keeps
+      them to the layer's end);
     - each local expert's activation backward, the last expert first: the combine's tensors
       (returned rows, gated product, gates) and this expert's product (consumed by w2's
       backward) are gone; alive, the product's gradient and SiLU's two input gradients (m F
