@@ -91,3 +91,23 @@ def test_the_reported_layouts_expert_data_group_is_in_rank_order():
     _, grid = expert_grid(BASE.format(layout="tp 2 x dp 4", ep="ep 2 over dp", sharding="zero3"))
     assert grid[0, :, 0, 0].tolist() == [0, 1, 4, 5]
     assert grid[0, 0, 0, :].tolist() == [0, 2]
+
+
+HSDP_LAYOUTS = [
+    ("tp 2 x dp 8", "ep 2 over dp", "hsdp 2 x 4"),
+    ("dp 8", "ep 2 over dp", "hsdp 4 x 2"),
+    ("tp 2 x cp 2 x dp 4", "ep 4 over cp x dp", "hsdp 2 x 2"),
+]
+
+
+@pytest.mark.parametrize(("layout", "ep", "sharding"), LAYOUTS + HSDP_LAYOUTS)
+def test_the_memory_models_expert_shard_group_is_the_jobs(layout, ep, sharding):
+    """The memory model divides a routed expert's states by `Knobs.expert_shard_group`; the job
+    shards (or, zero1, reduce-scatters) them over its expert mesh's edp dim (`expert_data`),
+    whatever the sharding, hsdp included (the model had assumed hsdp's replica share: a group
+    of edp x S / dp, 2 where the job's is 4 on the first layout here); `none` shards nothing."""
+    from parc.memory import knobs_of
+
+    plan, grid = expert_grid(BASE.format(layout=layout, ep=ep, sharding=sharding))
+    k = knobs_of(plan)
+    assert k.expert_shard_group == (1 if sharding == "none" else grid.shape[1])

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .inputs import Knobs, Shape
-from .parameters import kv_split
+from .parameters import ffn_params, kv_split
 
 ACT = 2
 """Bytes of an activation element: bf16/fp16; fp8 training keeps activations in bf16 (torchao's
@@ -77,8 +77,9 @@ class LayerActivations:
     moments: tuple[int, ...] = ()
     """The layer's backward, moment by moment (`backward_moments`): bytes alive then of this
     micro-batch's own layer tensors, the activation gradients and the compute-dtype weight
-    gradients written so far. Empty (MoE layers, Megatron's formulas): `working` and `full`
-    bound it (`buffers.backward_working_set`)."""
+    gradients written so far (dense layers: `backward_moments`; MoE layers:
+    `moe_backward_moments`). Empty (Megatron's formulas): `working` and `full` bound it
+    (`buffers.backward_working_set`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +205,12 @@ def torch_layer(shape: Shape, k: Knobs, moe: bool, mode: str, act: int | None = 
         saved = n.tokens * ACT * h / n.sp
     weight_grads = n.tokens * grads_attn + grads_ffn
     copy = n.o if shape.rope and not (k.cp > 1 and k.cp_flavour == "all-to-all") else 0
-    moments = () if moe else backward_moments(shape, k, n, ACT, full, ffn_full, ACT * n.tokens * copy)
+    if moe:
+        moments = moe_backward_moments(shape, k, n, ACT, MoeSaved(full=full, ffn_full=ffn_full, kept=kept, rows=rows,
+                                                                  shared_inner=shared_full),
+                                       ACT * n.tokens * copy)
+    else:
+        moments = backward_moments(shape, k, n, ACT, full, ffn_full, ACT * n.tokens * copy)
     return LayerActivations(saved=round(saved), full=round(full), weight_grads=round(weight_grads),
                             working=round(working), moments=moments)
 
@@ -257,6 +263,108 @@ def backward_moments(shape: Shape, k: Knobs, n: Tokens, act: int, full: float, f
     attention = full - ffn_full - copy_bytes + residual + act * tokens * (n.o + n.q + 2 * n.kv) \
         + m * matrix + output_projection
     return (round(down), round(upward), round(attention))
+
+
+@dataclass(frozen=True, slots=True)
+class MoeSaved:
+    """What a MoE layer's forward leaves for its backward on one rank (`torch_layer`'s terms)."""
+
+    full: float
+    """The layer's whole forward set (attention's and the MoE FFN's), bytes."""
+    ffn_full: float
+    """The MoE FFN's part of it: its norm's input and the normalised input, the router's
+    tensors, the experts' rows, insides and returned outputs, the shared experts' insides."""
+    kept: float
+    """Routed copies this rank's experts compute (received under ep; less those a capacity
+    factor drops)."""
+    rows: float
+    """Rows of the experts' input tensor (every copy without ep: views of the gathered copies)."""
+    shared_inner: float
+    """Bytes of the shared experts' inner tensors (0 without shared experts)."""
+
+
+def moe_backward_moments(shape: Shape, k: Knobs, n: Tokens, act: int, s: MoeSaved,
+                         copy_bytes: float) -> tuple[int, ...]:
+    """A MoE layer's backward for one micro-batch, at the moments that can be its worst (backward
+    order), each the bytes alive then of the micro-batch's own layer tensors, the activation
+    gradients and the compute-dtype weight gradients written so far: the MoE counterpart of
+    `backward_moments` (whose conventions it keeps: the whole forward set `full` alive when the
+    layer's backward starts, the block's output gradient alive throughout).
+
+    The generated MoE (model.py: `MoE.route`, `GroupedExperts.forward`) computes
+    out = zeros.index_add(token, routed * gates) with routed = experts(x[token]), the experts one
+    after the other over their rows (rows @ w1[e], SiLU, rows @ w3[e], product, @ w2[e]), the
+    returned rows all-to-all'd back under ep; shared experts, if any, add a dense FFN of x.
+    Autograd runs the node created last first, so:
+
+    - the shared experts' backward (created after the routed path): the dense FFN's down and
+      up projections' moments (`backward_moments`' first two, at the shared width); afterwards
+      their inner tensors are consumed, their weight gradients written, and the gradient of the
+      MoE's input (h per routed token, per token of the gathered input under tp) alive;
+    - the combine's backward: index_add's gradient of the gated product (index_select) and the
+      product's two gradients (the returned rows' and, before autograd sums it over h, the
+      gates'): three h-wide tensors per routed copy, the gated product itself gone (index_add
+      saves it and releases it once its node has run). The recomputed forward's combine is as
+      high, less the shared experts' input gradient: the experts' input rows (their module's
+      argument), output, reordered output and returned rows, the gated product not yet made.
+      Measured on a small MoE (h 1,024, F 512, 4 local experts of 8, top 4, a shared expert,
+      ep 2, 1F1B, full recomputation): both moments 396.0 and 396.1 MB, the rank's peak, where
+      this one is 3.1 MB over the tracker's tensors, the CPU composite RMSNorm's fp32 copies
+      aside (zero1's hooks drop the shared experts' bf16 weight gradients at once; FSDP2 keeps
+      them to the layer's end);
+    - each local expert's activation backward, the last expert first: the combine's tensors
+      (returned rows, gated product, gates) and this expert's product (consumed by w2's
+      backward) are gone; alive, the product's gradient and SiLU's two input gradients (m F
+      per row of this expert: 3 for SwiGLU, GELU's 2), the experts' output gradient (h per
+      copy, shared by every expert's slice until the last expert's w2 backward has read it),
+      the rows' gradients of the experts already done (h per row), and the stacked weight
+      gradients of the local experts: w2's alone at the first expert (autograd sums every
+      expert's gradient of a stack in one buffer before it reaches the parameter), all m from
+      the second on; each expert done frees its inner tensors (inside x F per row);
+    - after the experts: the rows' gradient (their slices, and the concatenation) with the
+      insides and rows consumed;
+    - attention's kernel backward, as a dense layer's, with the MoE's weight gradients
+      (router, shared and routed experts) written.
+
+    Measured at Mixtral 8x7B's widths (tests/data/specs/rehearse-mixtral-8.par, rank 0: one
+    local expert, 16,384 routed copies, F = 14,336): the tracker's histogram at the peak holds
+    the experts' rows, w1's and w3's outputs, SiLU's output, the product's gradient and SiLU's
+    two input gradients (six 469,762,048-byte tensors) and w2's 117,440,512-byte stacked
+    gradient: the first expert's moment (tests/test_backward_moment.py writes it out)."""
+    t, h, m = k.tp, shape.hidden, shape.ffn_matrices
+    up = m - 1
+    inside = 2 * up
+    f = shape.expert_ffn
+    local = max(1, shape.experts // k.ep)  # experts on this rank (one when ep exceeds them)
+    per = s.kept / local  # rows of each local expert: routing balanced
+    stack = act * local * h * f  # one projection's stacked gradient over the local experts
+    residual = act * n.tokens * h / n.sp
+    base = s.full + residual
+    moments = []
+    if shape.shared_experts:
+        sf = shape.shared_experts * f / t  # the shared experts' inner width per token
+        matrix = act * h * shape.shared_experts * f // t
+        moments.append(base + act * n.tokens * (h + sf) + matrix)  # the shared down projection
+        moments.append(base - s.shared_inner + act * n.tokens * (sf + up * h) + m * matrix)  # its up projections
+        input_grad = act * h * (n.tokens if t > 1 else n.routed)  # the MoE input's gradient, summed
+        base += -s.shared_inner + input_grad + m * matrix
+    moments.append(base + 2 * act * s.kept * h)  # the combine: three h-wide gradients, less the gated product
+    combine = s.kept * (2 * act * h + FP32)  # returned rows, gated product, gates: consumed
+    # the (done + 1)-th expert in backward order, at its activation backward: linear in `done`
+    # from the second expert on but for the output gradient's drop at the last, so the worst is
+    # the first, the second, the last but one or the last (the local experts may be thousands)
+    for done in sorted(d for d in {0, 1, local - 2, local - 1} if 0 <= d < local):
+        own = base - combine - done * per * inside * f * act - per * f * act
+        grads = m * per * f * act + done * per * h * act + (act * s.kept * h if done + 1 < local else 0) \
+            + stack * (1 if done == 0 else m)
+        moments.append(own + grads)
+    rows_bytes = act * s.rows * h
+    moments.append(base - combine - s.kept * inside * f * act - rows_bytes + 2 * act * s.kept * h + m * stack)
+    output_projection = act * shape.q * h // t
+    weights = act * ffn_params(shape, t, k.ep, True)  # router, shared and routed experts
+    moments.append(s.full - s.ffn_full - copy_bytes + residual + act * n.tokens * (n.o + n.q + 2 * n.kv)
+                   + weights + output_projection)
+    return tuple(round(x) for x in moments)
 
 
 def _megatron_layer(shape: Shape, k: Knobs, moe: bool, mode: str) -> LayerActivations:

@@ -35,7 +35,7 @@ from __future__ import annotations
 from ..stages import Chunk
 from .activations import LayerActivations, activation_bytes
 from .inputs import Knobs, Shape
-from .parameters import Params, ffn_params, layer_params
+from .parameters import Params, expert_shard_dim, ffn_params, layer_params
 from .states import FP32, compute_copy_bytes
 
 GiB = 1 << 30
@@ -56,7 +56,7 @@ def reserve_bytes(hbm: int) -> int:
 def backward_working_set(a: LayerActivations, weight_gradients: int, released: bool = True) -> int:
     """What a layer's backward adds, at its worst moment, to the activations its micro-batch
     holds (`saved`, counted with the micro-batches in flight). With the layer's backward
-    moments (`activations.backward_moments`: dense layers of the torch runtime) the worst
+    moments (`activations.backward_moments` and `moe_backward_moments`: the torch runtime) the worst
     moment less the saved set: the micro-batch being backpropagated has already freed what the
     backward consumed. Otherwise the bound: every activation gradient, the rematerialised
     tensors and the FFN's weight gradients on top of the whole saved set (`weight_gradients`,
@@ -92,6 +92,42 @@ def fsdp_buffers(layer: Params | None, k: Knobs, root: Params | None = None) -> 
         return compute_copy_bytes(layer, k.precision) if layer is not None else 0
     reduce = FP32 * layer.total if layer is not None and (k.pp == 1 or k.sharding == "none") else 0
     return gathered_buffers(layer, k, root) + reduce  # one layer's fp32 gradients being reduced
+
+
+def fsdp_expert_temporaries(shape: Shape, k: Knobs) -> int:
+    """FSDP2's temporaries for routed-expert stacks it shards on a dim other than 0
+    (`expert_shard_dim`: fewer local experts than the expert shard group; torch 2.13,
+    distributed/fsdp/_fully_shard/_fsdp_collectives.py), beside its buffers of a dim-0 unit:
+
+    - the all-gather's copy-out (`foreach_all_gather_copy_out`): each such stack lands in an
+      `empty_like` temporary of its unsharded size (compute dtype) and is chunk-cat into the
+      unsharded parameter, alive with the all-gather's flat output: every stack of the unit;
+    - the reduce-scatter (`foreach_reduce`): each stack's unsharded gradient is re-laid out
+      shard-major by `torch.cat(torch.chunk(grad, world, dim))`, the copy replacing it in the
+      list, and the last stack's original stays referenced (`chunks`) while the reduce-scatter
+      input is filled: one stack's gradient more, fp32 under pipelining (FSDP2's accumulated
+      gradient), else the compute dtype.
+
+    Under pipelining every layer is gathered once, at the step's first forward (nothing else is
+    alive then), and reduced once, in the last backward, a moment of its own (`fsdp_buffers`):
+    the reduce's stack counts. Without it each layer is gathered and reduced every micro-batch
+    and the model's FSDP buffers add to the working set: the larger of the two counts. Traced
+    on a rehearsal with two local experts of 1,024 x 4,096 over an expert group of 4 (zero3,
+    no pipelining; the tracker at `aten.cat.out` and `fsdp.chunk_cat`): three 16,777,216-byte
+    `empty_like` temporaries beside the 50,331,648-byte all-gather output, and at the
+    reduce-scatter three 16,777,216-byte re-laid gradients and one original
+    (tests/test_expert_temporaries.py)."""
+    if k.runtime != "torch" or k.sharding not in ("zero2", "zero3", "hsdp") or not shape.moe:
+        return 0
+    local = max(1, shape.experts // k.ep)
+    if not expert_shard_dim((local, shape.hidden, shape.expert_ffn), k.expert_shard_group):
+        return 0
+    stack = local * shape.hidden * shape.expert_ffn
+    compute = FP32 if k.precision == "fp32" else activation_bytes(k.precision)
+    reduce = stack * (FP32 if k.pp > 1 else compute)
+    if k.pp > 1:
+        return reduce
+    return max(reduce, compute_copy_bytes(Params(expert=shape.ffn_matrices * stack), k.precision))
 
 
 def gathered_buffers(layer: Params | None, k: Knobs, root: Params | None = None) -> int:

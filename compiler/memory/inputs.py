@@ -150,10 +150,17 @@ class Knobs:
 
     @property
     def expert_shard_group(self) -> int:
+        """Ranks a routed expert's sharded state is split over. hsdp shards it over a replica's
+        share of the expert replicas, except in parc's job with an expert grid (ep or tp: the
+        experts' own FSDP2 unit over the mesh `runtime.ep_mesh` builds), which shards the
+        experts over all of edp, as zero3 would (checked on the job's stored shards:
+        tests/e2e/test_expert_shards.py, `moe-hsdp-experts`; the dp ledger reduces them over
+        the same group)."""
         if self.sharding == "none":
             return 1
         group = self.expert_replicas
-        if self.sharding == "hsdp" and self.dp:
+        expert_grid = self.runtime == "torch" and (self.ep > 1 or self.tp > 1)
+        if self.sharding == "hsdp" and self.dp and not expert_grid:
             group = max(1, group * max(1, self.hsdp_shard) // self.dp)
         return group
 

@@ -25,7 +25,13 @@ from functools import lru_cache
 
 from . import activations as act
 from .activations import layer_activations
-from .buffers import backward_working_set, ffn_weight_gradients, fsdp_buffers, largest_layer
+from .buffers import (
+    backward_working_set,
+    ffn_weight_gradients,
+    fsdp_buffers,
+    fsdp_expert_temporaries,
+    largest_layer,
+)
 from .inputs import Knobs, Shape
 from .parameters import (
     Params,
@@ -340,7 +346,7 @@ def first_backward_floors(shape: Shape, k: Knobs) -> dict[tuple[ChunkSignature, 
     return out
 
 
-def transient_buffers(transient: int, params: RankParams, k: Knobs) -> int:
+def transient_buffers(transient: int, params: RankParams, k: Knobs, shape: Shape | None = None) -> int:
     """The working set of the rank's worst moment with the data-parallel wrapper's buffers.
     Without pipelining FSDP2 gathers and reduces around every layer while it computes, so its
     buffers add to the working set. Under pipelining every layer stays gathered (a model state)
@@ -348,7 +354,9 @@ def transient_buffers(transient: int, params: RankParams, k: Knobs) -> int:
     is done (post-backward hook): that reduction is a moment of its own, not on top of a
     layer's working set or the loss's (measured by the rehearsal: at the last stage's peak, the
     loss's backward, no reduction buffer is alive)."""
-    wrapper = fsdp_buffers(params.largest_layer, k, params.root)
+    moe = shape is not None and any(shape.is_moe(layer) for c in params.chunks for layer in c.layer_range)
+    wrapper = fsdp_buffers(params.largest_layer, k, params.root) \
+        + (fsdp_expert_temporaries(shape, k) if moe else 0)
     if k.pp > 1:
         return max(transient, wrapper)
     return transient + wrapper
@@ -424,7 +432,7 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
 
     buffers = 0
     if k.runtime == "torch":
-        buffers = transient_buffers(acts.transient, params, k)
+        buffers = transient_buffers(acts.transient, params, k, shape)
     relief = second_embedding_backward(shape, k, rank, acts, states.accumulated_grads > 0)
     embedding_rise = max(0, acts.embedding_backward - relief - buffers)
     return StageMemory(
@@ -470,7 +478,7 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
         if embedding:
             states = model_states(rp.params, k, rp.per_chunk, rank_padding(shape, k, rp))
             embedding -= second_embedding_backward(shape, k, r, acts[r], states.accumulated_grads > 0)
-        buffers = max(transient_buffers(acts[r].transient, rp, k), embedding)
+        buffers = max(transient_buffers(acts[r].transient, rp, k, shape), embedding)
         total_bytes = exact_state_bytes(shape, k, rp) + peaks[r] + buffers + p2p_buffers(shape, k, r)
         if total_bytes > best:
             best, where = total_bytes, r

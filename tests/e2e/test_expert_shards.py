@@ -16,8 +16,12 @@ padded shard) against
 
 The cases (tests/e2e/specs): `moe-experts-sharded`, 2 local experts (4 / ep 2) over an expert
 group of 4 (dp 8 / ep 2), the experts' own FSDP2 unit; `moe-dp8-experts-sharded` (long),
-4 experts over 8 data ranks inside the block's unit. Training parity of both with the
-one-process reference: tests/e2e/test_parity.py (MOE).
+4 experts over 8 data ranks inside the block's unit; `moe-hsdp-experts`, hsdp 2 x 4 with
+ep 2 over dp 8: the dense parameters are hybrid-sharded, the experts are sharded over all 4
+ranks of their edp group (the mesh the job reduces them over, `runtime.ep_mesh`), on dim 1,
+which the memory model's expert shard group follows (`Knobs.expert_shard_group`; it had
+assumed hsdp's shard of 4 over dp 8, a group of 2: twice the bytes). Training parity of the
+first two with the one-process reference: tests/e2e/test_parity.py (MOE).
 """
 
 from __future__ import annotations
@@ -76,6 +80,9 @@ def model_expert_bytes(plan) -> float:
 CASES = [
     pytest.param("moe-experts-sharded", 5, id="moe-experts-sharded"),
     pytest.param("moe-dp8-experts-sharded", 7, marks=pytest.mark.long, id="moe-dp8-experts-sharded"),
+    # long: the default run checks the same group against the job's expert mesh in
+    # tests/test_expert_mesh.py (`test_the_memory_models_expert_shard_group_is_the_jobs`)
+    pytest.param("moe-hsdp-experts", 6, marks=pytest.mark.long, id="moe-hsdp-experts"),
 ]
 
 
