@@ -77,11 +77,38 @@ def test_a_row_becomes_the_spec_its_fields_say():
     assert "target torchtitan { compile on, tp-overlap all }" in text
 
 
-def test_the_doc_holds_the_current_table():
-    results, summary = bench.run_all(DATA)
+@pytest.fixture(scope="module")
+def evaluated():
+    return bench.run_all(DATA)
+
+
+def test_the_doc_holds_the_current_table(evaluated):
+    results, summary = evaluated
     assert len(results) == len(ROWS)
     # every spec is one parc accepts; the memory check's own verdict (E0401) is what is measured
     wrong = [(r.id, r.errors) for r in results if set(r.errors) - {"E0401"}]
     assert not wrong, wrong
     assert bench.doc_block() == bench.table(results, summary), \
         "docs/memory-model.md is stale: .venv/bin/python benchmarks/memory_fidelity.py --write"
+
+
+def test_torchtitan_is_counted_as_fsdp2_compiled_or_not():
+    """torchtitan shards with FSDP2 under torch.compile too: its rank holds FSDP2's states and
+    buffers, which Megatron-LM's accounting (parc's choice for `compile on` before the published
+    rows) leaves out; that choice was under by a median 43 % on the rows."""
+    from parc.memory import estimate
+    from parc.pipeline import compile_text
+
+    row = next(r for r in ROWS if r["id"] == "titan2412_t4_2d")
+    assert row["train"]["compile"]
+    plan = compile_text(bench.spec_text(row)).plan
+    ours, fsdp2 = estimate(plan), estimate(plan, "torch")
+    assert ours.runtime == "torch" and ours.stages == fsdp2.stages
+    assert ours.peak.buffers > 0  # FSDP2's gathered parameters and reduce-scatter buffers
+
+
+def test_the_rows_median_error_stays_within_ten_percent_and_no_false_fits(evaluated):
+    """The issue's target on the transcribed rows (a regression guard: the figures are in the doc)."""
+    _, summary = evaluated
+    assert abs(summary.median_error_pct) <= 10, summary
+    assert summary.false_fits == 0, summary
