@@ -148,12 +148,16 @@ def grad_bytes(target: Target, precision: str) -> int:
 
 
 def memory_runtime(target: Target) -> str:
-    """How the memory model keeps activations for this target (`memory.estimate`'s runtime):
-    "torch" for eager PyTorch (what autograd saves op by op); the fused-kernel accounting of
-    Korthikanti et al. 2022 for Megatron-LM ("megatron", or "megatron-flash" with FlashAttention's
-    log-sum-exp instead of the scores) and for torchtitan under torch.compile, whose fused
-    elementwise kernels keep no more than Megatron-LM's."""
-    if kernels(target) == "eager":
+    """How the memory model counts this target's rank (`memory.estimate`'s runtime): "torch"
+    for PyTorch with FSDP2, parc's job and torchtitan, compiled or not (FSDP2's sharded fp32
+    states, gathered parameters, unsharded gradients and reduce-scatter buffers, the loss's fp32
+    logits: what Megatron's accounting does not have; torch.compile's fused elementwise kernels
+    save fewer activations than eager ones, so under `compile on` with selective recomputation
+    this is an upper bound); the fused-kernel accounting of Korthikanti et al. 2022 for
+    Megatron-LM ("megatron", or "megatron-flash" with FlashAttention's log-sum-exp instead of
+    the scores). Against torchtitan's published max_memory_reserved (docs/memory-model.md,
+    "Against published GPU memory") Megatron's accounting was under by a median 43 %."""
+    if kernels(target) == "eager" or target.name == "torchtitan":
         return "torch"
     return "megatron-flash" if target.flash_attention else "megatron"
 
