@@ -565,18 +565,36 @@ class Engine:
         item.opt_cache[key] = best
         return best
 
-    def _pieces(self, tp: int, sp: bool, cp: int, micro: int, ep: int) -> dict:
+    def _pieces(self, tp: int, sp: bool, cp: int, micro: int, ep: int, cp_groups: tuple | None = None) -> dict:
         """Per-micro-batch seconds of one layer per (MoE?, recompute mode), and of the embedding
         and the output layer, from the time model's own pieces (`timing._piece`) with the
         communication of `_bound_links`, as (forward, input backward, weight backward,
-        recomputation, exposed in the forward, exposed in the backward)."""
-        key = (tp, sp, cp, micro, ep)
+        recomputation, exposed in the forward, exposed in the backward). `cp_groups`: the
+        placements of the cp group the rank orders give (`_cp_groups`; by default one inside a
+        fast level); with several, each entry is the least over them, so it is at most what
+        any of the orders charges."""
+        if cp_groups is None:
+            cp_groups = (timing.Group(cp, cp),)
+        key = (tp, sp, cp, micro, ep, cp_groups)
         cached = self._piece_cache.get(key)
         if cached is not None:
             return cached
+        if len(cp_groups) > 1:
+            each = [self._pieces(tp, sp, cp, micro, ep, (group,)) for group in cp_groups]
+            out = {name: tuple(min(values) for values in zip(*(p[name] for p in each), strict=True))
+                   for name in each[0]}
+        else:
+            out = self._placed_pieces(tp, sp, cp, micro, ep, cp_groups[0])
+        if len(self._piece_cache) > 65536:
+            self._piece_cache.clear()
+        self._piece_cache[key] = out
+        return out
+
+    def _placed_pieces(self, tp: int, sp: bool, cp: int, micro: int, ep: int, cp_group) -> dict:
+        """`_pieces` with the cp group placed as `cp_group`."""
         shape, hw, c, sw = self.shape, self.hw, self.constants, self.software
         precision = self.fixed["precision"]
-        links = self._bound_links(tp, cp)
+        links = self._bound_links(tp, cp, cp_group)
 
         def summed(work, mode):
             x = timing.exposed(work, *links, False, sw.tp_overlap, c)
@@ -592,7 +610,7 @@ class Engine:
 
         # a dense layer, the embedding and the output layer do not read ep (`timing.layer_work`
         # reads it for MoE layers only): kept without it, shared by every ep of an MoE search
-        free_key = ("ep-free", tp, sp, cp, micro)
+        free_key = ("ep-free", tp, sp, cp, micro, cp_group)
         free = self._piece_cache.get(free_key)
         if free is None:
             free = layer(False)
@@ -602,24 +620,39 @@ class Engine:
             free["output"] = summed(timing.slowed(timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab,
                                                                      "bf16", sw.kernels, hw, c), sw, c), "none")
             self._piece_cache[free_key] = free
-        out = {**free, **layer(True)} if shape.moe else free
-        if len(self._piece_cache) > 65536:
-            self._piece_cache.clear()
-        self._piece_cache[key] = out
-        return out
+        return {**free, **layer(True)} if shape.moe else free
 
-    def _bound_links(self, tp: int, cp: int) -> tuple:
+    def _cp_groups(self, item: _Degrees) -> tuple:
+        """The distinct placements (`timing.Group`) the degrees' rank orders give the cp group
+        (`timing.geometry`'s: one part, cp ranks at the stride of the degrees before it). The
+        bound charges cp's exchange at the least over them, never less than the order's own."""
+        cached = item.opt_cache.get("cp groups")
+        if cached is None:
+            cp = item.degrees.get("cp", 1)
+            groups = {timing.Group()}
+            if cp > 1:
+                groups = set()
+                for order in item.orders:
+                    stride = 1
+                    for name in order[:order.index("cp")]:
+                        stride *= item.degrees[name]
+                    groups.add(timing._group([(cp, stride)], self.hw.level))
+            cached = item.opt_cache["cp groups"] = tuple(sorted(groups, key=lambda g: (g.size, g.local)))
+        return cached
+
+    def _bound_links(self, tp: int, cp: int, cp_group=None) -> tuple:
         """The tp, cp and ep links of the bound. tp: the rank order never matters, since E0304
         keeps every tp group inside one NVLink domain (except over PCIe, where tp counts nothing
-        here); cp ring and all-gather: as if the group were inside a domain, the fastest any
-        order can place it (their time only grows on slower links); cp all-to-all and ep: nothing
-        (an all-to-all split over NVLink and the network can beat one inside a node)."""
+        here); cp: at `cp_group`, a placement some rank order gives it (its exact link: the
+        least over the orders' placements is taken in `_pieces`, with no assumption on which is
+        fastest, since an all-to-all split over NVLink and the network can beat one inside a
+        node); ep: nothing."""
         hw, c = self.hw, self.constants
         null = timing.link(timing.Group(), hw, c)
         tp_link = null if self.pcie or tp == 1 else timing.link(timing.Group(tp, tp), hw, c)
         cp_link = null
-        if cp > 1 and self.flavour != "all-to-all" and self.inside_is_fastest:
-            cp_link = timing.link(timing.Group(cp, cp), hw, c)
+        if cp > 1:
+            cp_link = timing.link(cp_group if cp_group is not None else timing.Group(cp, cp), hw, c)
         return tp_link, cp_link, null
 
     def _loads(self, item, schedule, v, micro, sp, recompute) -> list[tuple]:
@@ -627,16 +660,18 @@ class Engine:
         parameters), as `timing.rank_time` adds them up (pp sends left out: they only add)."""
         d = item.degrees
         tp, pp, cp = d.get("tp", 1), d.get("pp", 1), d.get("cp", 1)
-        pieces = self._pieces(tp, sp and tp > 1, cp, micro, item.ep)
+        pieces = self._pieces(tp, sp and tp > 1, cp, micro, item.ep, self._cp_groups(item))
         key = (tp, item.ep, pp, v, schedule, recompute)
         distinct = self._load_cache.get(key)
         if distinct is None:
             distinct = self._load_cache[key] = tuple(dict.fromkeys(timing.rank_loads(
                 self.shape, tp, item.ep, pp, v, schedule, self.split, self.runtime, recompute,
                 self.fixed["recompute_layers"])))
+        send = self._pp_send(item, tp, pp, cp, micro)
         out = []
         for load in distinct:
-            f = bi = bw = rec = xf = xb = 0.0
+            f, bi, bw, rec = 0.0, 0.0, 0.0, 0.0
+            xf, xb = load.sends_f * send, load.sends_b * send
             for is_moe, mode, count in load.pieces:
                 p = pieces[(is_moe, mode)]
                 f, bi, bw = f + count * p[0], bi + count * p[1], bw + count * p[2]
@@ -647,6 +682,35 @@ class Engine:
                     f, bi, bw, rec, xf, xb = f + p[0], bi + p[1], bw + p[2], rec + p[3], xf + p[4], xb + p[5]
             out.append((f, bi, bw, rec, xf, xb, load))
         return out
+
+    def _pp_send(self, item: _Degrees, tp: int, pp: int, cp: int, micro: int) -> float:
+        """The least seconds of one pipeline send (`timing._rank_times`'s `pp_send`: one micro-
+        batch's boundary activations, b x s/cp x h / tp in 16 bits) over the rank orders of the
+        degrees: the time model charges every send as exposed, so each rank's sends at this
+        length never exceed what any order's step charges. The pp group's placement depends
+        only on its stride (the product of the degrees before it), and a smaller stride never
+        places fewer of its ranks inside one fast level, but the least over the orders' own
+        strides is taken rather than assumed."""
+        if pp <= 1:
+            return 0.0
+        key = ("send", micro)
+        cached = item.opt_cache.get(key)
+        if cached is None:
+            strides = item.opt_cache.get("pp strides")
+            if strides is None:
+                strides = set()
+                for order in item.orders:
+                    stride = 1
+                    for name in order[:order.index("pp")]:
+                        stride *= item.degrees[name]
+                    strides.add(stride)
+                strides = item.opt_cache["pp strides"] = tuple(sorted(strides))
+            tokens = self.seq * micro / cp  # as `_rank_times` computes it, to the last bit
+            boundary = timing.ACT * tokens * self.shape.hidden / tp
+            level, hw, c = self.hw.level, self.hw, self.constants
+            cached = item.opt_cache[key] = min(
+                timing.link(timing._group([(pp, stride)], level), hw, c).send(boundary) for stride in strides)
+        return cached
 
     @staticmethod
     def _core(schedule: str, pp: int, m: int, loads: list[tuple]) -> float:
@@ -680,7 +744,7 @@ class Engine:
         layer of a chunk is recomputed alike (`pipe_sets`)."""
         d = item.degrees
         tp, pp = d.get("tp", 1), d.get("pp", 1)
-        pieces = self._pieces(tp, sp and tp > 1, d.get("cp", 1), micro, item.ep)
+        pieces = self._pieces(tp, sp and tp > 1, d.get("cp", 1), micro, item.ep, self._cp_groups(item))
         total = 0.0
         for name, count in self._layer_counts:
             p = pieces[(name, recompute)]
@@ -700,7 +764,10 @@ class Engine:
             return cached
         groups = [cls[1] for cls in self._classes(item, shard)]
         links = []
-        for name in ("dense", "expert", "shard", "replicate"):
+        # the expert set's group as `timing.rank_steps` reads it: in torch's runtime tp ranks
+        # hold whole experts, so they are data ranks to them (`Geometry.expert_tp`)
+        expert = "expert_tp" if self.software.dp_runtime == "torch" else "expert"
+        for name in ("dense", expert, "shard", "replicate"):
             size = getattr(groups[0], name).size
             local = max(getattr(g, name).local for g in groups)
             links.append(timing.link(timing.Group(size, local), self.hw, self.constants))
