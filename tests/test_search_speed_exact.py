@@ -405,9 +405,9 @@ def test_every_bound_is_at_most_the_step_of_every_candidate_it_stands_for(name):
 
 
 @pytest.mark.parametrize("name", sorted(BOUND_SPACES))
-def test_the_least_send_and_cp_placements_are_those_of_the_orders_geometries(name):
+def test_the_least_send_and_the_cp_ep_placements_are_those_of_the_orders_geometries(name):
     """`Engine._pp_send` (the least pipeline send over the orders, from the pp stride alone) and
-    `Engine._cp_groups` (the cp placements, from the cp stride alone) against every order's own
+    `Engine._placements` (the distinct (cp, ep) groups) against every order's own
     `timing.geometry`, as `step_time` places the groups."""
     from parc import timing
 
@@ -426,6 +426,6 @@ def test_the_least_send_and_cp_placements_are_those_of_the_orders_geometries(nam
         boundary = timing.ACT * (engine.seq * micro / cp) * engine.shape.hidden / tp
         sends = [timing.link(g.pp, engine.hw, engine.constants).send(boundary) if pp > 1 else 0.0 for g in geos]
         assert engine._pp_send(item, tp, pp, cp, micro) == min(sends)
-        assert set(engine._cp_groups(item)) == {g.cp for g in geos}
+        assert set(engine._placements(item)) == {(g.cp, g.ep) for g in geos}
         checked += 1
     assert checked

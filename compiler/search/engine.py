@@ -240,6 +240,11 @@ class Engine:
         self._layer_counts = tuple((moe, n) for moe, n in ((False, self.shape.layers - moe_layers),
                                                             (True, moe_layers)) if n)
         self._tp_problems: dict[int, str | None] = {}
+        self._ep_overlaps = (True,) if software.ep_overlap else (
+            (False, True) if "dualpipe-v" in space.schedules else (False,))
+        """Whether the ep all-to-alls hide under the other micro-batch (`timing._rank_times`:
+        under DualPipe-V or `Software.ep_overlap`): the bound's MoE pieces take the least over
+        the overlaps the space's schedules run."""
         self.pipe_sets = train.recompute_layers is None
         """Whether groups that differ only in their pipeline enter the scan as one set at
         `pipes_bound` (not with `full N`: its recomputed layers per rank follow the chunking)."""
@@ -565,109 +570,131 @@ class Engine:
         item.opt_cache[key] = best
         return best
 
-    def _pieces(self, tp: int, sp: bool, cp: int, micro: int, ep: int, cp_groups: tuple | None = None) -> dict:
+    def _pieces(self, tp: int, sp: bool, cp: int, micro: int, ep: int, placements: tuple | None = None,
+                overlaps: tuple[bool, ...] = (False,)) -> dict:
         """Per-micro-batch seconds of one layer per (MoE?, recompute mode), and of the embedding
         and the output layer, from the time model's own pieces (`timing._piece`) with the
         communication of `_bound_links`, as (forward, input backward, weight backward,
-        recomputation, exposed in the forward, exposed in the backward). `cp_groups`: the
-        placements of the cp group the rank orders give (`_cp_groups`; by default one inside a
-        fast level); with several, each entry is the least over them, so it is at most what
-        any of the orders charges."""
-        if cp_groups is None:
-            cp_groups = (timing.Group(cp, cp),)
-        key = (tp, sp, cp, micro, ep, cp_groups)
+        recomputation, exposed in the forward, exposed in the backward). `placements`: the
+        (cp group, ep group) pairs the rank orders give (`_placements`; by default cp inside a
+        fast level and no ep traffic); with several, each entry is the least over them, so it
+        is at most what any of the orders charges. `overlaps`: whether the ep all-to-alls hide
+        under the other micro-batch (`timing._rank_times`: DualPipe-V or `Software.ep_overlap`);
+        with both, the least of the two."""
+        if placements is None:
+            placements = ((timing.Group(cp, cp), timing.Group()),)
+        key = (tp, sp, cp, micro, ep, placements, overlaps)
         cached = self._piece_cache.get(key)
         if cached is not None:
             return cached
-        if len(cp_groups) > 1:
-            each = [self._pieces(tp, sp, cp, micro, ep, (group,)) for group in cp_groups]
+        if len(placements) > 1:
+            each = [self._pieces(tp, sp, cp, micro, ep, (pair,), overlaps) for pair in placements]
             out = {name: tuple(min(values) for values in zip(*(p[name] for p in each), strict=True))
                    for name in each[0]}
         else:
-            out = self._placed_pieces(tp, sp, cp, micro, ep, cp_groups[0])
+            out = self._placed_pieces(tp, sp, cp, micro, ep, *placements[0], overlaps)
         if len(self._piece_cache) > 65536:
             self._piece_cache.clear()
         self._piece_cache[key] = out
         return out
 
-    def _placed_pieces(self, tp: int, sp: bool, cp: int, micro: int, ep: int, cp_group) -> dict:
-        """`_pieces` with the cp group placed as `cp_group`."""
+    def _placed_pieces(self, tp: int, sp: bool, cp: int, micro: int, ep: int, cp_group, ep_group,
+                       overlaps: tuple[bool, ...]) -> dict:
+        """`_pieces` with the cp and ep groups placed as one rank order places them."""
         shape, hw, c, sw = self.shape, self.hw, self.constants, self.software
         precision = self.fixed["precision"]
-        links = self._bound_links(tp, cp, cp_group)
+        links = self._bound_links(tp, cp, cp_group, ep_group)
 
-        def summed(work, mode):
-            x = timing.exposed(work, *links, False, sw.tp_overlap, c)
-            p = timing._piece(work, x, mode, sw.selective)
-            return (p[0], p[1], p[2], p[3], p[4] + p[5] + p[6], p[7] + p[8] + p[9])
+        def summed(work, modes=RECOMPUTE, overlaps=(False,)) -> list[tuple]:
+            """Per recomputation mode, the least over `overlaps`."""
+            xs = [timing.exposed(work, *links, overlap, sw.tp_overlap, c) for overlap in overlaps]
+            out = []
+            for mode in modes:
+                each = []
+                for x in xs:
+                    p = timing._piece(work, x, mode, sw.selective)
+                    each.append((p[0], p[1], p[2], p[3], p[4] + p[5] + p[6], p[7] + p[8] + p[9]))
+                out.append(each[0] if len(each) == 1 else tuple(min(values) for values in zip(*each, strict=True)))
+            return out
 
-        def layer(moe: bool) -> dict:
-            work = timing.slowed(timing.layer_work(shape, moe, tp, sp, cp, self.flavour, self.seq, micro, ep,
-                                                   timing.gemm_precision(precision, sw), sw.attention, sw.kernels,
-                                                   hw, c, balanced=sw.balanced_routing,
-                                                   cp_runtime=sw.context_parallel, fp8_scaling=sw.fp8_scaling), sw, c)
-            return {(moe, mode): summed(work, mode) for mode in RECOMPUTE}
+        def work_of(moe: bool):
+            key = ("work", moe, tp, sp, cp, micro, ep if moe else 1)
+            work = self._piece_cache.get(key)
+            if work is None:
+                work = timing.slowed(timing.layer_work(
+                    shape, moe, tp, sp, cp, self.flavour, self.seq, micro, ep, timing.gemm_precision(precision, sw),
+                    sw.attention, sw.kernels, hw, c, balanced=sw.balanced_routing, cp_runtime=sw.context_parallel,
+                    fp8_scaling=sw.fp8_scaling), sw, c)
+                if moe:  # as `timing._rank_times` runs it
+                    work = timing.dispatched(work, shape, hw, sw)
+                self._piece_cache[key] = work
+            return work
 
         # a dense layer, the embedding and the output layer do not read ep (`timing.layer_work`
         # reads it for MoE layers only): kept without it, shared by every ep of an MoE search
         free_key = ("ep-free", tp, sp, cp, micro, cp_group)
         free = self._piece_cache.get(free_key)
         if free is None:
-            free = layer(False)
+            dense = work_of(False)
+            free = dict(zip(((False, mode) for mode in RECOMPUTE), summed(dense), strict=True))
             vocab = padded_vocab(shape.vocab, tp, self.runtime)
             free["embedding"] = summed(timing.slowed(timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c),
-                                                     sw, c), "none")
+                                                     sw, c), ("none",))[0]
             free["output"] = summed(timing.slowed(timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab,
-                                                                     "bf16", sw.kernels, hw, c), sw, c), "none")
+                                                                     "bf16", sw.kernels, hw, c), sw, c), ("none",))[0]
             self._piece_cache[free_key] = free
-        return {**free, **layer(True)} if shape.moe else free
+        if not shape.moe:
+            return free
+        moe = work_of(True)
+        return {**free, **dict(zip(((True, mode) for mode in RECOMPUTE), summed(moe, RECOMPUTE, overlaps),
+                                   strict=True))}
 
-    def _cp_groups(self, item: _Degrees) -> tuple:
-        """The distinct placements (`timing.Group`) the degrees' rank orders give the cp group
-        (`timing.geometry`'s: one part, cp ranks at the stride of the degrees before it). The
-        bound charges cp's exchange at the least over them, never less than the order's own."""
-        cached = item.opt_cache.get("cp groups")
+    def _placements(self, item: _Degrees) -> tuple:
+        """The distinct (cp group, ep group) placements (`timing.Group`) the degrees' rank orders
+        give, as `timing.geometry` places them. The bound charges cp's and ep's exchanges at the
+        least over them, never less than an order's own."""
+        cached = item.opt_cache.get("placements")
         if cached is None:
-            cp = item.degrees.get("cp", 1)
-            groups = {timing.Group()}
-            if cp > 1:
-                groups = set()
-                for order in item.orders:
-                    stride = 1
-                    for name in order[:order.index("cp")]:
-                        stride *= item.degrees[name]
-                    groups.add(timing._group([(cp, stride)], self.hw.level))
-            cached = item.opt_cache["cp groups"] = tuple(sorted(groups, key=lambda g: (g.size, g.local)))
+            if item.degrees.get("cp", 1) == 1 and item.ep == 1:
+                cached = ((timing.Group(), timing.Group()),)
+            else:
+                pairs = {(geo.cp, geo.ep) for _, geo, _ in self._classes(item, 0)}
+                cached = tuple(sorted(pairs, key=lambda p: (p[0].size, p[0].local, p[1].size, p[1].local)))
+            item.opt_cache["placements"] = cached
         return cached
 
-    def _bound_links(self, tp: int, cp: int, cp_group=None) -> tuple:
+    def _bound_links(self, tp: int, cp: int, cp_group=None, ep_group=None) -> tuple:
         """The tp, cp and ep links of the bound. tp: the rank order never matters, since E0304
         keeps every tp group inside one NVLink domain (except over PCIe, where tp counts nothing
-        here); cp: at `cp_group`, a placement some rank order gives it (its exact link: the
-        least over the orders' placements is taken in `_pieces`, with no assumption on which is
-        fastest, since an all-to-all split over NVLink and the network can beat one inside a
-        node); ep: nothing."""
+        here); cp and ep: at `cp_group` and `ep_group`, a placement some rank order gives them
+        (their exact links: the least over the orders' placements is taken in `_pieces`, with
+        no assumption on which is fastest, since an all-to-all split over NVLink and the network
+        can beat one inside a node). By default cp inside a fast level and no ep traffic."""
         hw, c = self.hw, self.constants
         null = timing.link(timing.Group(), hw, c)
         tp_link = null if self.pcie or tp == 1 else timing.link(timing.Group(tp, tp), hw, c)
         cp_link = null
         if cp > 1:
             cp_link = timing.link(cp_group if cp_group is not None else timing.Group(cp, cp), hw, c)
-        return tp_link, cp_link, null
+        ep_link = null if ep_group is None else timing.link(ep_group, hw, c)
+        return tp_link, cp_link, ep_link
 
-    def _loads(self, item, schedule, v, micro, sp, recompute) -> list[tuple]:
+    def _loads(self, item, schedule, v, micro, sp, recompute, geo: timing.Geometry | None = None) -> list[tuple]:
         """Each distinct pipeline rank's per-micro-batch sums (as `_pieces`, plus its chunks and
-        parameters), as `timing.rank_time` adds them up (pp sends left out: they only add)."""
+        parameters), as `timing.rank_time` adds them up, with the pipeline sends at
+        `_pp_send`: for every rank order (the least over them), or for one order's `geo`."""
         d = item.degrees
         tp, pp, cp = d.get("tp", 1), d.get("pp", 1), d.get("cp", 1)
-        pieces = self._pieces(tp, sp and tp > 1, cp, micro, item.ep, self._cp_groups(item))
+        placements = self._placements(item) if geo is None else ((geo.cp, geo.ep),)
+        overlaps = (schedule == "dualpipe-v" or self.software.ep_overlap,)  # as `timing._rank_times`
+        pieces = self._pieces(tp, sp and tp > 1, cp, micro, item.ep, placements, overlaps)
         key = (tp, item.ep, pp, v, schedule, recompute)
         distinct = self._load_cache.get(key)
         if distinct is None:
             distinct = self._load_cache[key] = tuple(dict.fromkeys(timing.rank_loads(
                 self.shape, tp, item.ep, pp, v, schedule, self.split, self.runtime, recompute,
                 self.fixed["recompute_layers"])))
-        send = self._pp_send(item, tp, pp, cp, micro)
+        send = self._pp_send(item, tp, pp, cp, micro, geo)
         out = []
         for load in distinct:
             f, bi, bw, rec = 0.0, 0.0, 0.0, 0.0
@@ -683,16 +710,20 @@ class Engine:
             out.append((f, bi, bw, rec, xf, xb, load))
         return out
 
-    def _pp_send(self, item: _Degrees, tp: int, pp: int, cp: int, micro: int) -> float:
+    def _pp_send(self, item: _Degrees, tp: int, pp: int, cp: int, micro: int,
+                 geo: timing.Geometry | None = None) -> float:
         """The least seconds of one pipeline send (`timing._rank_times`'s `pp_send`: one micro-
         batch's boundary activations, b x s/cp x h / tp in 16 bits) over the rank orders of the
         degrees: the time model charges every send as exposed, so each rank's sends at this
         length never exceed what any order's step charges. The pp group's placement depends
         only on its stride (the product of the degrees before it), and a smaller stride never
         places fewer of its ranks inside one fast level, but the least over the orders' own
-        strides is taken rather than assumed."""
+        strides is taken rather than assumed. With `geo`, that order's own send."""
         if pp <= 1:
             return 0.0
+        if geo is not None:
+            return timing.link(geo.pp, self.hw, self.constants).send(timing.ACT * (self.seq * micro / cp)
+                                                                     * self.shape.hidden / tp)
         key = ("send", micro)
         cached = item.opt_cache.get(key)
         if cached is None:
@@ -744,7 +775,8 @@ class Engine:
         layer of a chunk is recomputed alike (`pipe_sets`)."""
         d = item.degrees
         tp, pp = d.get("tp", 1), d.get("pp", 1)
-        pieces = self._pieces(tp, sp and tp > 1, d.get("cp", 1), micro, item.ep, self._cp_groups(item))
+        pieces = self._pieces(tp, sp and tp > 1, d.get("cp", 1), micro, item.ep, self._placements(item),
+                              self._ep_overlaps)
         total = 0.0
         for name, count in self._layer_counts:
             p = pieces[(name, recompute)]
@@ -794,7 +826,8 @@ class Engine:
                                   sent=(0.0, 0.0, 0.0, 0.0), chunks=load.chunks, params_dense=load.params_dense,
                                   params_expert=load.params_expert, blocks_dense=load.blocks_dense,
                                   blocks_expert=load.blocks_expert, params_root=load.params_root,
-                                  layers=sum(count for _, _, count in load.pieces))
+                                  layers=sum(count for _, _, count in load.pieces),
+                                  moe_layers=sum(count for is_moe, _, count in load.pieces if is_moe))
                  for f, bi, bw, rec, xf, xb, load in loads]
         shardings = self._group_shardings(item, k)
         return k, core, times, shardings, [self._with_sharding(k, *sharding) for sharding in shardings]
@@ -996,15 +1029,28 @@ class Engine:
                 stats.out_of_memory += n_orders
                 self._note_smallest(peak_bytes)
                 continue
-            for order, geo, weight in self._classes(item, shard):
+            classes = self._classes(item, shard)
+            for order, geo, weight in classes:
+                limit = threshold if len(self.best) >= self.keep else self.ceiling
+                if len(classes) > 1 and self._class_bound(group, geo, k, times) > limit * (1 + BOUND_SLACK):
+                    stats.bounded += weight  # this order's own placement cannot reach the top
+                    continue
                 stats.time_evaluations += 1
                 self._work(k.pp)
                 stats.timed += weight
                 step = timing.step_time(self.shape, k, self.hw, geo, self.constants, self.software).step
-                if step > (threshold if len(self.best) >= self.keep else self.ceiling):
+                if step > limit:
                     continue
                 threshold = self._keep(step, peak_bytes, item, order, k, sharding, shard)
         return threshold
+
+    def _class_bound(self, group, geo: timing.Geometry, k: Knobs, times: list) -> float:
+        """`_tail`'s bound for one rank order class: the cp and ep exchanges and the pipeline
+        sends at the order's own placement (`geo`) instead of the least over the orders; the
+        data-parallel tail as before (it reads the ranks' parameters and computation only)."""
+        item, schedule, v, micro, m, sp, recompute = group
+        loads = self._loads(item, schedule, v, micro, sp, recompute, geo)
+        return self._tail(item, k, self._core(schedule, item.degrees.get("pp", 1), m, loads), times)
 
     def _states_floor(self, item: _Degrees, k: Knobs) -> tuple[int, ...]:
         """Per pp rank, the least model states (`memory.model.state_bytes`) of any of the group's
