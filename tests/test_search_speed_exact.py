@@ -377,8 +377,9 @@ def _groups_of(text: str):
 @pytest.mark.parametrize("name", sorted(BOUND_SPACES))
 def test_every_bound_is_at_most_the_step_of_every_candidate_it_stands_for(name):
     """Random groups (the pipelined ones over-sampled: the sends, the bubble and cp's exchange
-    live there): `pipes_bound` <= `bound` <= each sharding's tightened bound (`_tail`) <= the time
-    model's step of that sharding under every rank order class. A bound above a step would let
+    live there): `quick_bound` and `pipes_bound` <= `bound` <= each sharding's tightened bound
+    (`_tail`) <= each order class's own bound (`_class_bound`) <= the time model's step of that
+    sharding under that order. A bound above a step would let
     the scan drop a better layout."""
     from parc import timing
 
@@ -390,6 +391,7 @@ def test_every_bound_is_at_most_the_step_of_every_candidate_it_stands_for(name):
     for group in sample:
         item = group[0]
         coarse = engine.bound(*group)
+        assert engine.quick_bound(*group) <= coarse * (1 + 1e-12), group
         if engine.pipe_sets:
             assert engine.pipes_bound(*group) <= coarse * (1 + 1e-12), group
         _, core, times, shardings, knobs = engine._parts(group)
@@ -398,7 +400,9 @@ def test_every_bound_is_at_most_the_step_of_every_candidate_it_stands_for(name):
             assert coarse <= tail * (1 + 1e-12), (group, shard)
             for order, geo, _ in engine._classes(item, shard):
                 step = timing.step_time(engine.shape, ks, engine.hw, geo, engine.constants, engine.software).step
-                assert tail <= step * (1 + 1e-12), (name, item.degrees, item.ep, group[1:], ks.sharding, shard, order,
+                own = engine._class_bound(group, geo, ks, times)
+                assert tail <= own * (1 + 1e-12), (group, shard, order)
+                assert own <= step * (1 + 1e-12), (name, item.degrees, item.ep, group[1:], ks.sharding, shard, order,
                                                     tail, step)
                 checked += 1
     assert checked > 100

@@ -70,6 +70,9 @@ UNPREDICTED = "unpredicted"
 check accepts them without a memory prediction, search cannot rank them."""
 PIPES = "pipes"
 """The scan's mark of a queued set of pipelines (`Engine.pipes_bound`)."""
+COARSE = "coarse"
+"""The scan's mark of a group queued at its computation-only bound (`Engine.quick_bound`): when it
+comes out, it goes back in at `Engine.bound`."""
 PIPES_SLACK = 1e-9
 """`pipes_bound` is shaved by this fraction: its total and the busiest rank's sum add the same
 pieces in another order, so they may differ in the last bits."""
@@ -617,25 +620,12 @@ class Engine:
                 out.append(each[0] if len(each) == 1 else tuple(min(values) for values in zip(*each, strict=True)))
             return out
 
-        def work_of(moe: bool):
-            key = ("work", moe, tp, sp, cp, micro, ep if moe else 1)
-            work = self._piece_cache.get(key)
-            if work is None:
-                work = timing.slowed(timing.layer_work(
-                    shape, moe, tp, sp, cp, self.flavour, self.seq, micro, ep, timing.gemm_precision(precision, sw),
-                    sw.attention, sw.kernels, hw, c, balanced=sw.balanced_routing, cp_runtime=sw.context_parallel,
-                    fp8_scaling=sw.fp8_scaling), sw, c)
-                if moe:  # as `timing._rank_times` runs it
-                    work = timing.dispatched(work, shape, hw, sw)
-                self._piece_cache[key] = work
-            return work
-
         # a dense layer, the embedding and the output layer do not read ep (`timing.layer_work`
         # reads it for MoE layers only): kept without it, shared by every ep of an MoE search
         free_key = ("ep-free", tp, sp, cp, micro, cp_group)
         free = self._piece_cache.get(free_key)
         if free is None:
-            dense = work_of(False)
+            dense = self._work_of(False, tp, sp, cp, micro, ep)
             free = dict(zip(((False, mode) for mode in RECOMPUTE), summed(dense), strict=True))
             vocab = padded_vocab(shape.vocab, tp, self.runtime)
             free["embedding"] = summed(timing.slowed(timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c),
@@ -645,9 +635,48 @@ class Engine:
             self._piece_cache[free_key] = free
         if not shape.moe:
             return free
-        moe = work_of(True)
+        moe = self._work_of(True, tp, sp, cp, micro, ep)
         return {**free, **dict(zip(((True, mode) for mode in RECOMPUTE), summed(moe, RECOMPUTE, overlaps),
                                    strict=True))}
+
+    def _work_of(self, moe: bool, tp: int, sp: bool, cp: int, micro: int, ep: int) -> timing.Work:
+        """One layer's work as `timing._rank_times` computes it (an MoE layer as the runtime
+        dispatches it), kept per what it reads (a dense layer does not read ep)."""
+        key = ("work", moe, tp, sp, cp, micro, ep if moe else 1)
+        work = self._piece_cache.get(key)
+        if work is None:
+            shape, hw, c, sw = self.shape, self.hw, self.constants, self.software
+            work = timing.slowed(timing.layer_work(
+                shape, moe, tp, sp, cp, self.flavour, self.seq, micro, ep,
+                timing.gemm_precision(self.fixed["precision"], sw), sw.attention, sw.kernels, hw, c,
+                balanced=sw.balanced_routing, cp_runtime=sw.context_parallel, fp8_scaling=sw.fp8_scaling), sw, c)
+            if moe:
+                work = timing.dispatched(work, shape, hw, sw)
+            self._piece_cache[key] = work
+        return work
+
+    def _compute_pieces(self, tp: int, sp: bool, cp: int, micro: int, ep: int) -> dict:
+        """`_pieces` without any communication: the computation alone (`timing._piece` with
+        nothing exposed), which every placement of every order at least takes."""
+        key = ("compute", tp, sp, cp, micro, ep)
+        cached = self._piece_cache.get(key)
+        if cached is None:
+            shape, hw, c, sw = self.shape, self.hw, self.constants, self.software
+            nothing, selective = timing.Exposed(), sw.selective
+            vocab = padded_vocab(shape.vocab, tp, self.runtime)
+            cached = {}
+            for name, work in (("embedding", timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c)),
+                               ("output", timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab, "bf16",
+                                                             sw.kernels, hw, c))):
+                p = timing._piece(timing.slowed(work, sw, c), nothing, "none", selective)
+                cached[name] = (p[0], p[1], p[2], p[3], 0.0, 0.0)
+            for moe, _ in self._layer_counts:
+                work = self._work_of(moe, tp, sp, cp, micro, ep)
+                for mode in RECOMPUTE:
+                    p = timing._piece(work, nothing, mode, selective)
+                    cached[(moe, mode)] = (p[0], p[1], p[2], p[3], 0.0, 0.0)
+            self._piece_cache[key] = cached
+        return cached
 
     def _placements(self, item: _Degrees) -> tuple:
         """The distinct (cp group, ep group) placements (`timing.Group`) the degrees' rank orders
@@ -655,10 +684,24 @@ class Engine:
         least over them, never less than an order's own."""
         cached = item.opt_cache.get("placements")
         if cached is None:
-            if item.degrees.get("cp", 1) == 1 and item.ep == 1:
+            degrees, level, fold = item.degrees, self.hw.level, self.space.ep_fold
+            if degrees.get("cp", 1) == 1 and item.ep == 1:
                 cached = ((timing.Group(), timing.Group()),)
             else:
-                pairs = {(geo.cp, geo.ep) for _, geo, _ in self._classes(item, 0)}
+                pairs = set()
+                for order in item.orders:
+                    # `timing.geometry`'s cp and ep parts, without its other groups
+                    parts, stride = {}, 1
+                    for name in order:
+                        parts[name] = (degrees[name], stride)
+                        stride *= degrees[name]
+                    if fold:
+                        ep_parts = timing._take([parts[n] for n in sorted(fold, key=order.index) if n in parts],
+                                                item.ep)[0]
+                    else:
+                        ep_parts = [parts["ep"]] if "ep" in parts else []
+                    pairs.add((timing._group([parts["cp"]] if "cp" in parts else [], level),
+                               timing._group(ep_parts, level)))
                 cached = tuple(sorted(pairs, key=lambda p: (p[0].size, p[0].local, p[1].size, p[1].local)))
             item.opt_cache["placements"] = cached
         return cached
@@ -670,31 +713,40 @@ class Engine:
         (their exact links: the least over the orders' placements is taken in `_pieces`, with
         no assumption on which is fastest, since an all-to-all split over NVLink and the network
         can beat one inside a node). By default cp inside a fast level and no ep traffic."""
-        hw, c = self.hw, self.constants
-        null = timing.link(timing.Group(), hw, c)
-        tp_link = null if self.pcie or tp == 1 else timing.link(timing.Group(tp, tp), hw, c)
-        cp_link = null
-        if cp > 1:
-            cp_link = timing.link(cp_group if cp_group is not None else timing.Group(cp, cp), hw, c)
-        ep_link = null if ep_group is None else timing.link(ep_group, hw, c)
-        return tp_link, cp_link, ep_link
+        key = ("links", tp, cp, cp_group, ep_group)
+        cached = self._piece_cache.get(key)
+        if cached is None:
+            hw, c = self.hw, self.constants
+            null = timing.link(timing.Group(), hw, c)
+            tp_link = null if self.pcie or tp == 1 else timing.link(timing.Group(tp, tp), hw, c)
+            cp_link = null
+            if cp > 1:
+                cp_link = timing.link(cp_group if cp_group is not None else timing.Group(cp, cp), hw, c)
+            ep_link = null if ep_group is None else timing.link(ep_group, hw, c)
+            cached = self._piece_cache[key] = (tp_link, cp_link, ep_link)
+        return cached
 
-    def _loads(self, item, schedule, v, micro, sp, recompute, geo: timing.Geometry | None = None) -> list[tuple]:
+    def _loads(self, item, schedule, v, micro, sp, recompute, geo: timing.Geometry | None = None,
+               compute_only: bool = False) -> list[tuple]:
         """Each distinct pipeline rank's per-micro-batch sums (as `_pieces`, plus its chunks and
         parameters), as `timing.rank_time` adds them up, with the pipeline sends at
-        `_pp_send`: for every rank order (the least over them), or for one order's `geo`."""
+        `_pp_send`: for every rank order (the least over them), or for one order's `geo`; or,
+        `compute_only`, the computation alone (`_compute_pieces`, no sends)."""
         d = item.degrees
         tp, pp, cp = d.get("tp", 1), d.get("pp", 1), d.get("cp", 1)
-        placements = self._placements(item) if geo is None else ((geo.cp, geo.ep),)
-        overlaps = (schedule == "dualpipe-v" or self.software.ep_overlap,)  # as `timing._rank_times`
-        pieces = self._pieces(tp, sp and tp > 1, cp, micro, item.ep, placements, overlaps)
+        if compute_only:
+            pieces = self._compute_pieces(tp, sp and tp > 1, cp, micro, item.ep)
+        else:
+            placements = self._placements(item) if geo is None else ((geo.cp, geo.ep),)
+            overlaps = (schedule == "dualpipe-v" or self.software.ep_overlap,)  # as `timing._rank_times`
+            pieces = self._pieces(tp, sp and tp > 1, cp, micro, item.ep, placements, overlaps)
         key = (tp, item.ep, pp, v, schedule, recompute)
         distinct = self._load_cache.get(key)
         if distinct is None:
             distinct = self._load_cache[key] = tuple(dict.fromkeys(timing.rank_loads(
                 self.shape, tp, item.ep, pp, v, schedule, self.split, self.runtime, recompute,
                 self.fixed["recompute_layers"])))
-        send = self._pp_send(item, tp, pp, cp, micro, geo)
+        send = 0.0 if compute_only else self._pp_send(item, tp, pp, cp, micro, geo)
         out = []
         for load in distinct:
             f, bi, bw, rec = 0.0, 0.0, 0.0, 0.0
@@ -765,6 +817,18 @@ class Engine:
             floor = self._optimizer_floor(item, k, [entry[-1] for entry in loads])
         return self._core(schedule, item.degrees.get("pp", 1), m, loads) + floor
 
+    def quick_bound(self, item, schedule, v, micro, m, sp, recompute) -> float:
+        """`bound` with the computation alone (`_compute_pieces`, no sends): at most `bound`
+        (communication only adds, to the busiest rank and to the bubble), and it needs no
+        placement and no exposure. Every group enters the scan at it; only those that come out
+        are bounded in full (most never do)."""
+        loads = self._loads(item, schedule, v, micro, sp, recompute, compute_only=True)
+        floor = item.opt_cache.get((schedule, v))
+        if floor is None:
+            k = self._knobs(item, schedule, v, micro, m, sp, recompute)
+            floor = self._optimizer_floor(item, k, [entry[-1] for entry in loads])
+        return self._core(schedule, item.degrees.get("pp", 1), m, loads) + floor
+
     def pipes_bound(self, item, schedule, v, micro, m, sp, recompute) -> float:
         """A lower bound on `bound` for every pipeline (schedule, virtual stages) of these degrees,
         micro-batch, sequence parallelism and recomputation: m x the mean over the pp ranks of
@@ -775,8 +839,7 @@ class Engine:
         layer of a chunk is recomputed alike (`pipe_sets`)."""
         d = item.degrees
         tp, pp = d.get("tp", 1), d.get("pp", 1)
-        pieces = self._pieces(tp, sp and tp > 1, d.get("cp", 1), micro, item.ep, self._placements(item),
-                              self._ep_overlaps)
+        pieces = self._compute_pieces(tp, sp and tp > 1, d.get("cp", 1), micro, item.ep)
         total = 0.0
         for name, count in self._layer_counts:
             p = pieces[(name, recompute)]
@@ -906,11 +969,14 @@ class Engine:
         return out
 
     def _scan(self, groups: list) -> Outcome:
-        """Best first: every group enters a queue at its coarse bound (or, with the other
-        pipelines of its degrees, micro-batch, sequence parallelism and recomputation, at their
-        `pipes_bound`, and at its own only when that comes out); when one comes out it is
-        refined per sharding and queued again; when a refined one comes out it is evaluated. The
-        scan ends when the smallest bound left cannot reach the top.
+        """Best first: every group enters a queue at its computation-only bound (`quick_bound`;
+        or, with the other pipelines of its degrees, micro-batch, sequence parallelism and
+        recomputation, at their `pipes_bound`, and at its own only when that comes out); when
+        one comes out it goes back in at its coarse bound (`bound`, communication included; a
+        set's groups enter at it directly);
+        when it comes out again it is refined per sharding and queued again; when a refined one
+        comes out it is evaluated. The scan ends when the smallest bound left cannot reach the
+        top.
 
         A set of pipelines enters at (its bound, its first group's index): never after any of its
         groups would have come out, so the groups come out in the same order as if each had
@@ -932,11 +998,11 @@ class Engine:
                     queue.append((self.pipes_bound(*groups[indices[0]]), indices[0], PIPES))
                     stats.pipe_set_bounds += 1
                 else:
-                    queue.append((self.bound(*groups[indices[0]]), indices[0], None))
+                    queue.append((self.quick_bound(*groups[indices[0]]), indices[0], COARSE))
                     stats.group_bounds += 1
         else:
             for i, group in enumerate(groups):
-                queue.append((self.bound(*group), i, None))
+                queue.append((self.quick_bound(*group), i, COARSE))
                 if self.progress is not None and i % 512 == 0:
                     self.progress(i, 2 * total)
             stats.group_bounds = total
@@ -950,10 +1016,13 @@ class Engine:
             if lower > threshold * (1 + BOUND_SLACK):
                 heapq.heappush(queue, (lower, i, refined))
                 break
-            if refined is PIPES:  # its groups enter at their own bounds
+            if refined is PIPES:  # its groups enter at their own bounds, communication included
                 for j in members.pop(i):
                     heapq.heappush(queue, (self.bound(*groups[j]), j, None))
                     stats.group_bounds += 1
+                continue
+            if refined is COARSE:  # its communication too, and back in
+                heapq.heappush(queue, (self.bound(*groups[i]), i, None))
                 continue
             if refined is None:
                 # Memory first: a group whose activations alone do not fit is out whatever its
