@@ -99,7 +99,10 @@ def _engine(path: str, **kwargs):
 @pytest.mark.parametrize("path", PIPE_SPACES)
 def test_sets_of_pipelines_rank_and_count_as_groups_bounded_one_by_one(path):
     """The scan with the pipelines of a layout queued as one set (`pipes_bound`) against the
-    scan with every group queued at its own bound: the same top, the same statistics."""
+    scan with every group queued at its own bound: the same top, the same evaluations. When a set
+    comes out its groups' family memory floors are tried before they are queued, so a group that
+    does not fit is counted so there where one by one it may stay in the queue, counted bounded
+    out: only that split differs."""
     one_by_one = _engine(path)
     one_by_one.pipe_sets = False
     plain = one_by_one.run()
@@ -108,7 +111,11 @@ def test_sets_of_pipelines_rank_and_count_as_groups_bounded_one_by_one(path):
     fast = sets.run()
     assert plain.found
     assert [f.rank_key for f in fast.found] == [f.rank_key for f in plain.found]
-    assert fast.stats.as_json() == plain.stats.as_json()
+    a, b = fast.stats, plain.stats
+    assert (a.timed, a.time_evaluations, a.merged, a.valid, a.raw) == (b.timed, b.time_evaluations, b.merged, b.valid,
+                                                                       b.raw)
+    assert a.pruned == b.pruned and a.bounded + a.out_of_memory == b.bounded + b.out_of_memory
+    assert a.out_of_memory >= b.out_of_memory
     assert fast.smallest_peak == plain.smallest_peak
     assert plain.stats.group_bounds == plain.stats.groups
     if "llama3-70b-search" not in path:  # its schedule is written: one pipeline per pp

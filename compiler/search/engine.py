@@ -972,8 +972,8 @@ class Engine:
         """Best first: every group enters a queue at its computation-only bound (`quick_bound`;
         or, with the other pipelines of its degrees, micro-batch, sequence parallelism and
         recomputation, at their `pipes_bound`, and at its own only when that comes out); when
-        one comes out it goes back in at its coarse bound (`bound`, communication included; a
-        set's groups enter at it directly);
+        one comes out, its family's memory floor is tried (`_family_floor`) and it goes back in
+        at its coarse bound (`bound`, communication included);
         when it comes out again it is refined per sharding and queued again; when a refined one
         comes out it is evaluated. The scan ends when the smallest bound left cannot reach the
         top.
@@ -1016,12 +1016,22 @@ class Engine:
             if lower > threshold * (1 + BOUND_SLACK):
                 heapq.heappush(queue, (lower, i, refined))
                 break
-            if refined is PIPES:  # its groups enter at their own bounds, communication included
+            if refined is PIPES:  # its groups enter at their own bounds, those that fit
                 for j in members.pop(i):
-                    heapq.heappush(queue, (self.bound(*groups[j]), j, None))
+                    if self.runtime == "torch" and self._family_floor(groups[j]) > self.usable:
+                        stats.out_of_memory += self._group_size(groups[j])
+                        unnoted.append(groups[j])
+                        continue
+                    heapq.heappush(queue, (self.quick_bound(*groups[j]), j, COARSE))
                     stats.group_bounds += 1
                 continue
-            if refined is COARSE:  # its communication too, and back in
+            if refined is COARSE:
+                # its family's memory floor first (kept per family: most of a large space's
+                # groups that come out do not fit), then its communication too, and back in
+                if self.runtime == "torch" and self._family_floor(groups[i]) > self.usable:
+                    stats.out_of_memory += self._group_size(groups[i])
+                    unnoted.append(groups[i])
+                    continue
                 heapq.heappush(queue, (self.bound(*groups[i]), i, None))
                 continue
             if refined is None:
