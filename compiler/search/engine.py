@@ -15,17 +15,21 @@ pruned by the checks' own conditions (`checks/predicates.py`) before the next is
 5. sharding: none, zero1-3, hsdp R x S.
 
 A *group* is everything but the rank order and the sharding: one computation per micro-batch.
-Each group enters a queue at a lower bound on the step time of all its candidates (`bound`):
-the time model's own pieces with the communication no rank order can avoid (tp inside its
-domain, cp at NVLink speed), the smallest bubble of any rank and the cheapest optimizer step.
-Communication only adds time and the bubble only grows with it, so the bound never exceeds a
-candidate's step. When a group comes out of the queue, memory floors first (a group whose
+Each group enters a queue at a lower bound on the step time of all its candidates: first its
+computation alone (`quick_bound`), then, when that comes out, the time model's own pieces with
+the communication no rank order can avoid (`bound`: tp inside its domain; cp's and ep's
+exchanges and the pipeline sends at the least any of its orders gives them), the smallest
+bubble of any rank and the cheapest optimizer step. Communication only adds time and the bubble
+only grows with it, so the bound never exceeds a candidate's step (tests/test_search_speed_exact.py
+checks each bound against every order's and sharding's step over random groups). When a group
+comes out of the queue at its full bound, memory floors first (a group whose
 activations and least model states over its shardings do not fit is out, whatever its
 sharding; its family's floor, the same group at the smallest micro-batch, is tried first and
 rejects all its micro-batches at once), then a tighter bound per sharding
 with the data-parallel tail at the best placement any order gives (`refine`), and back into the
 queue; when it comes out again, memory per sharding, then step time per order that fits
-(`_evaluate`). The scan stops when the cheapest bound left cannot beat the N-th best step
+(`_evaluate`, each order first at its own placements' bound). The scan stops when the cheapest
+bound left cannot beat the N-th best step
 found, so the top N is exact; docs/search.md lists what is exact and what is a bound.
 
 Some assignments are the same layout or dominated by one, and are folded into it without an
@@ -243,11 +247,6 @@ class Engine:
         self._layer_counts = tuple((moe, n) for moe, n in ((False, self.shape.layers - moe_layers),
                                                             (True, moe_layers)) if n)
         self._tp_problems: dict[int, str | None] = {}
-        self._ep_overlaps = (True,) if software.ep_overlap else (
-            (False, True) if "dualpipe-v" in space.schedules else (False,))
-        """Whether the ep all-to-alls hide under the other micro-batch (`timing._rank_times`:
-        under DualPipe-V or `Software.ep_overlap`): the bound's MoE pieces take the least over
-        the overlaps the space's schedules run."""
         self.pipe_sets = train.recompute_layers is None
         """Whether groups that differ only in their pipeline enter the scan as one set at
         `pipes_bound` (not with `full N`: its recomputed layers per rank follow the chunking)."""
@@ -605,7 +604,6 @@ class Engine:
                        overlaps: tuple[bool, ...]) -> dict:
         """`_pieces` with the cp and ep groups placed as one rank order places them."""
         shape, hw, c, sw = self.shape, self.hw, self.constants, self.software
-        precision = self.fixed["precision"]
         links = self._bound_links(tp, cp, cp_group, ep_group)
 
         def summed(work, modes=RECOMPUTE, overlaps=(False,)) -> list[tuple]:
@@ -973,15 +971,15 @@ class Engine:
         or, with the other pipelines of its degrees, micro-batch, sequence parallelism and
         recomputation, at their `pipes_bound`, and at its own only when that comes out); when
         one comes out, its family's memory floor is tried (`_family_floor`) and it goes back in
-        at its coarse bound (`bound`, communication included);
-        when it comes out again it is refined per sharding and queued again; when a refined one
-        comes out it is evaluated. The scan ends when the smallest bound left cannot reach the
-        top.
+        at its coarse bound (`bound`, communication included); when it comes out again it is
+        refined per sharding and queued again; when a refined one comes out it is evaluated.
+        The scan ends when the smallest bound left cannot reach the top.
 
         A set of pipelines enters at (its bound, its first group's index): never after any of its
         groups would have come out, so the groups come out in the same order as if each had
-        entered on its own, and every count and answer is the same (tests/test_search_speed_exact.py
-        runs both)."""
+        entered on its own, and every answer and evaluation is the same (tests/test_search_speed_exact.py
+        runs both; a set's groups that do not fit are counted so when it comes out, where one by
+        one some would stay queued, counted bounded out)."""
         stats = self.stats
         total = len(groups)
         queue = []
