@@ -1524,6 +1524,19 @@ def rank_time(load: Load, dense: tuple | None, moe: tuple | None, emb: tuple, ou
                      moe_layers=sum(count for is_moe, _, count in load.pieces if is_moe), collectives=merged(records))
 
 
+def dispatched(w: Work, shape: Shape, hw: Hardware, sw: Software) -> Work:
+    """An MoE layer's work as the runtime's dispatcher runs it: DeepEP's node-limited fan-out
+    and SM share, and the host's read of the token counts (search's bound reads the same)."""
+    if sw.ep_dispatcher == "deepep":
+        w = replace(w, ep_fanout=(shape.experts, shape.top_k, sw.ep_node_limit),
+                    ep_sm_share=min(1.0, kernel_model.DEEPEP_SMS / max(1, hw.sms)))
+    if sw.moe_host_sync:
+        # the dispatcher's read of the token counts drains the GPU once per forward
+        stall = kernel_model.host_stall_seconds(w.launches_f + kernel_model.DISPATCHER_OPS, w.forward)
+        w = replace(w, memory_f=w.memory_f + stall)
+    return w
+
+
 def rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants,
                sw: Software) -> tuple[tuple[Load, ...], dict[Load, RankTimes]]:
     """Every pipeline rank's load, and the per-micro-batch times of each distinct load. Cached
@@ -1558,13 +1571,8 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
                               gemm_precision(k.precision, sw), sw.attention, sw.kernels, hw, c,
                               balanced=sw.balanced_routing, cp_runtime=sw.context_parallel,
                               fp8_scaling=sw.fp8_scaling), sw, c)
-        if moe and sw.ep_dispatcher == "deepep":
-            w = replace(w, ep_fanout=(shape.experts, shape.top_k, sw.ep_node_limit),
-                        ep_sm_share=min(1.0, kernel_model.DEEPEP_SMS / max(1, hw.sms)))
-        if moe and sw.moe_host_sync:
-            # the dispatcher's read of the token counts drains the GPU once per forward
-            stall = kernel_model.host_stall_seconds(w.launches_f + kernel_model.DISPATCHER_OPS, w.forward)
-            w = replace(w, memory_f=w.memory_f + stall)
+        if moe:
+            w = dispatched(w, shape, hw, sw)
         # the expert-count exchange before each dispatch: one int64 per (ep rank, local expert)
         counts = ((Collective("ep", "all_to_all", 8 * shape.experts, 1, ep_l.size, ep_l.local, "path", 1,
                               "forward"),) if moe and ep_l.size > 1 else ())

@@ -15,17 +15,21 @@ pruned by the checks' own conditions (`checks/predicates.py`) before the next is
 5. sharding: none, zero1-3, hsdp R x S.
 
 A *group* is everything but the rank order and the sharding: one computation per micro-batch.
-Each group enters a queue at a lower bound on the step time of all its candidates (`bound`):
-the time model's own pieces with the communication no rank order can avoid (tp inside its
-domain, cp at NVLink speed), the smallest bubble of any rank and the cheapest optimizer step.
-Communication only adds time and the bubble only grows with it, so the bound never exceeds a
-candidate's step. When a group comes out of the queue, memory floors first (a group whose
+Each group enters a queue at a lower bound on the step time of all its candidates: first its
+computation alone (`quick_bound`), then, when that comes out, the time model's own pieces with
+the communication no rank order can avoid (`bound`: tp inside its domain; cp's and ep's
+exchanges and the pipeline sends at the least any of its orders gives them), the smallest
+bubble of any rank and the cheapest optimizer step. Communication only adds time and the bubble
+only grows with it, so the bound never exceeds a candidate's step (tests/test_search_speed_exact.py
+checks each bound against every order's and sharding's step over random groups). When a group
+comes out of the queue at its full bound, memory floors first (a group whose
 activations and least model states over its shardings do not fit is out, whatever its
 sharding; its family's floor, the same group at the smallest micro-batch, is tried first and
 rejects all its micro-batches at once), then a tighter bound per sharding
 with the data-parallel tail at the best placement any order gives (`refine`), and back into the
 queue; when it comes out again, memory per sharding, then step time per order that fits
-(`_evaluate`). The scan stops when the cheapest bound left cannot beat the N-th best step
+(`_evaluate`, each order first at its own placements' bound). The scan stops when the cheapest
+bound left cannot beat the N-th best step
 found, so the top N is exact; docs/search.md lists what is exact and what is a bound.
 
 Some assignments are the same layout or dominated by one, and are folded into it without an
@@ -70,6 +74,9 @@ UNPREDICTED = "unpredicted"
 check accepts them without a memory prediction, search cannot rank them."""
 PIPES = "pipes"
 """The scan's mark of a queued set of pipelines (`Engine.pipes_bound`)."""
+COARSE = "coarse"
+"""The scan's mark of a group queued at its computation-only bound (`Engine.quick_bound`): when it
+comes out, it goes back in at `Engine.bound`."""
 PIPES_SLACK = 1e-9
 """`pipes_bound` is shaved by this fraction: its total and the busiest rank's sum add the same
 pieces in another order, so they may differ in the last bits."""
@@ -565,78 +572,183 @@ class Engine:
         item.opt_cache[key] = best
         return best
 
-    def _pieces(self, tp: int, sp: bool, cp: int, micro: int, ep: int) -> dict:
+    def _pieces(self, tp: int, sp: bool, cp: int, micro: int, ep: int, placements: tuple | None = None,
+                overlaps: tuple[bool, ...] = (False,)) -> dict:
         """Per-micro-batch seconds of one layer per (MoE?, recompute mode), and of the embedding
         and the output layer, from the time model's own pieces (`timing._piece`) with the
         communication of `_bound_links`, as (forward, input backward, weight backward,
-        recomputation, exposed in the forward, exposed in the backward)."""
-        key = (tp, sp, cp, micro, ep)
+        recomputation, exposed in the forward, exposed in the backward). `placements`: the
+        (cp group, ep group) pairs the rank orders give (`_placements`; by default cp inside a
+        fast level and no ep traffic); with several, each entry is the least over them, so it
+        is at most what any of the orders charges. `overlaps`: whether the ep all-to-alls hide
+        under the other micro-batch (`timing._rank_times`: DualPipe-V or `Software.ep_overlap`);
+        with both, the least of the two."""
+        if placements is None:
+            placements = ((timing.Group(cp, cp), timing.Group()),)
+        key = (tp, sp, cp, micro, ep, placements, overlaps)
         cached = self._piece_cache.get(key)
         if cached is not None:
             return cached
-        shape, hw, c, sw = self.shape, self.hw, self.constants, self.software
-        precision = self.fixed["precision"]
-        links = self._bound_links(tp, cp)
-
-        def summed(work, mode):
-            x = timing.exposed(work, *links, False, sw.tp_overlap, c)
-            p = timing._piece(work, x, mode, sw.selective)
-            return (p[0], p[1], p[2], p[3], p[4] + p[5] + p[6], p[7] + p[8] + p[9])
-
-        def layer(moe: bool) -> dict:
-            work = timing.slowed(timing.layer_work(shape, moe, tp, sp, cp, self.flavour, self.seq, micro, ep,
-                                                   timing.gemm_precision(precision, sw), sw.attention, sw.kernels,
-                                                   hw, c, balanced=sw.balanced_routing,
-                                                   cp_runtime=sw.context_parallel, fp8_scaling=sw.fp8_scaling), sw, c)
-            return {(moe, mode): summed(work, mode) for mode in RECOMPUTE}
-
-        # a dense layer, the embedding and the output layer do not read ep (`timing.layer_work`
-        # reads it for MoE layers only): kept without it, shared by every ep of an MoE search
-        free_key = ("ep-free", tp, sp, cp, micro)
-        free = self._piece_cache.get(free_key)
-        if free is None:
-            free = layer(False)
-            vocab = padded_vocab(shape.vocab, tp, self.runtime)
-            free["embedding"] = summed(timing.slowed(timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c),
-                                                     sw, c), "none")
-            free["output"] = summed(timing.slowed(timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab,
-                                                                     "bf16", sw.kernels, hw, c), sw, c), "none")
-            self._piece_cache[free_key] = free
-        out = {**free, **layer(True)} if shape.moe else free
+        if len(placements) > 1:
+            each = [self._pieces(tp, sp, cp, micro, ep, (pair,), overlaps) for pair in placements]
+            out = {name: tuple(min(values) for values in zip(*(p[name] for p in each), strict=True))
+                   for name in each[0]}
+        else:
+            out = self._placed_pieces(tp, sp, cp, micro, ep, *placements[0], overlaps)
         if len(self._piece_cache) > 65536:
             self._piece_cache.clear()
         self._piece_cache[key] = out
         return out
 
-    def _bound_links(self, tp: int, cp: int) -> tuple:
+    def _placed_pieces(self, tp: int, sp: bool, cp: int, micro: int, ep: int, cp_group, ep_group,
+                       overlaps: tuple[bool, ...]) -> dict:
+        """`_pieces` with the cp and ep groups placed as one rank order places them."""
+        shape, hw, c, sw = self.shape, self.hw, self.constants, self.software
+        links = self._bound_links(tp, cp, cp_group, ep_group)
+
+        def summed(work, modes=RECOMPUTE, overlaps=(False,)) -> list[tuple]:
+            """Per recomputation mode, the least over `overlaps`."""
+            xs = [timing.exposed(work, *links, overlap, sw.tp_overlap, c) for overlap in overlaps]
+            out = []
+            for mode in modes:
+                each = []
+                for x in xs:
+                    p = timing._piece(work, x, mode, sw.selective)
+                    each.append((p[0], p[1], p[2], p[3], p[4] + p[5] + p[6], p[7] + p[8] + p[9]))
+                out.append(each[0] if len(each) == 1 else tuple(min(values) for values in zip(*each, strict=True)))
+            return out
+
+        # a dense layer, the embedding and the output layer do not read ep (`timing.layer_work`
+        # reads it for MoE layers only): kept without it, shared by every ep of an MoE search
+        free_key = ("ep-free", tp, sp, cp, micro, cp_group)
+        free = self._piece_cache.get(free_key)
+        if free is None:
+            dense = self._work_of(False, tp, sp, cp, micro, ep)
+            free = dict(zip(((False, mode) for mode in RECOMPUTE), summed(dense), strict=True))
+            vocab = padded_vocab(shape.vocab, tp, self.runtime)
+            free["embedding"] = summed(timing.slowed(timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c),
+                                                     sw, c), ("none",))[0]
+            free["output"] = summed(timing.slowed(timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab,
+                                                                     "bf16", sw.kernels, hw, c), sw, c), ("none",))[0]
+            self._piece_cache[free_key] = free
+        if not shape.moe:
+            return free
+        moe = self._work_of(True, tp, sp, cp, micro, ep)
+        return {**free, **dict(zip(((True, mode) for mode in RECOMPUTE), summed(moe, RECOMPUTE, overlaps),
+                                   strict=True))}
+
+    def _work_of(self, moe: bool, tp: int, sp: bool, cp: int, micro: int, ep: int) -> timing.Work:
+        """One layer's work as `timing._rank_times` computes it (an MoE layer as the runtime
+        dispatches it), kept per what it reads (a dense layer does not read ep)."""
+        key = ("work", moe, tp, sp, cp, micro, ep if moe else 1)
+        work = self._piece_cache.get(key)
+        if work is None:
+            shape, hw, c, sw = self.shape, self.hw, self.constants, self.software
+            work = timing.slowed(timing.layer_work(
+                shape, moe, tp, sp, cp, self.flavour, self.seq, micro, ep,
+                timing.gemm_precision(self.fixed["precision"], sw), sw.attention, sw.kernels, hw, c,
+                balanced=sw.balanced_routing, cp_runtime=sw.context_parallel, fp8_scaling=sw.fp8_scaling), sw, c)
+            if moe:
+                work = timing.dispatched(work, shape, hw, sw)
+            self._piece_cache[key] = work
+        return work
+
+    def _compute_pieces(self, tp: int, sp: bool, cp: int, micro: int, ep: int) -> dict:
+        """`_pieces` without any communication: the computation alone (`timing._piece` with
+        nothing exposed), which every placement of every order at least takes."""
+        key = ("compute", tp, sp, cp, micro, ep)
+        cached = self._piece_cache.get(key)
+        if cached is None:
+            shape, hw, c, sw = self.shape, self.hw, self.constants, self.software
+            nothing, selective = timing.Exposed(), sw.selective
+            vocab = padded_vocab(shape.vocab, tp, self.runtime)
+            cached = {}
+            for name, work in (("embedding", timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c)),
+                               ("output", timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab, "bf16",
+                                                             sw.kernels, hw, c))):
+                p = timing._piece(timing.slowed(work, sw, c), nothing, "none", selective)
+                cached[name] = (p[0], p[1], p[2], p[3], 0.0, 0.0)
+            for moe, _ in self._layer_counts:
+                work = self._work_of(moe, tp, sp, cp, micro, ep)
+                for mode in RECOMPUTE:
+                    p = timing._piece(work, nothing, mode, selective)
+                    cached[(moe, mode)] = (p[0], p[1], p[2], p[3], 0.0, 0.0)
+            self._piece_cache[key] = cached
+        return cached
+
+    def _placements(self, item: _Degrees) -> tuple:
+        """The distinct (cp group, ep group) placements (`timing.Group`) the degrees' rank orders
+        give, as `timing.geometry` places them. The bound charges cp's and ep's exchanges at the
+        least over them, never less than an order's own."""
+        cached = item.opt_cache.get("placements")
+        if cached is None:
+            degrees, level, fold = item.degrees, self.hw.level, self.space.ep_fold
+            if degrees.get("cp", 1) == 1 and item.ep == 1:
+                cached = ((timing.Group(), timing.Group()),)
+            else:
+                pairs = set()
+                for order in item.orders:
+                    # `timing.geometry`'s cp and ep parts, without its other groups
+                    parts, stride = {}, 1
+                    for name in order:
+                        parts[name] = (degrees[name], stride)
+                        stride *= degrees[name]
+                    if fold:
+                        ep_parts = timing._take([parts[n] for n in sorted(fold, key=order.index) if n in parts],
+                                                item.ep)[0]
+                    else:
+                        ep_parts = [parts["ep"]] if "ep" in parts else []
+                    pairs.add((timing._group([parts["cp"]] if "cp" in parts else [], level),
+                               timing._group(ep_parts, level)))
+                cached = tuple(sorted(pairs, key=lambda p: (p[0].size, p[0].local, p[1].size, p[1].local)))
+            item.opt_cache["placements"] = cached
+        return cached
+
+    def _bound_links(self, tp: int, cp: int, cp_group=None, ep_group=None) -> tuple:
         """The tp, cp and ep links of the bound. tp: the rank order never matters, since E0304
         keeps every tp group inside one NVLink domain (except over PCIe, where tp counts nothing
-        here); cp ring and all-gather: as if the group were inside a domain, the fastest any
-        order can place it (their time only grows on slower links); cp all-to-all and ep: nothing
-        (an all-to-all split over NVLink and the network can beat one inside a node)."""
-        hw, c = self.hw, self.constants
-        null = timing.link(timing.Group(), hw, c)
-        tp_link = null if self.pcie or tp == 1 else timing.link(timing.Group(tp, tp), hw, c)
-        cp_link = null
-        if cp > 1 and self.flavour != "all-to-all" and self.inside_is_fastest:
-            cp_link = timing.link(timing.Group(cp, cp), hw, c)
-        return tp_link, cp_link, null
+        here); cp and ep: at `cp_group` and `ep_group`, a placement some rank order gives them
+        (their exact links: the least over the orders' placements is taken in `_pieces`, with
+        no assumption on which is fastest, since an all-to-all split over NVLink and the network
+        can beat one inside a node). By default cp inside a fast level and no ep traffic."""
+        key = ("links", tp, cp, cp_group, ep_group)
+        cached = self._piece_cache.get(key)
+        if cached is None:
+            hw, c = self.hw, self.constants
+            null = timing.link(timing.Group(), hw, c)
+            tp_link = null if self.pcie or tp == 1 else timing.link(timing.Group(tp, tp), hw, c)
+            cp_link = null
+            if cp > 1:
+                cp_link = timing.link(cp_group if cp_group is not None else timing.Group(cp, cp), hw, c)
+            ep_link = null if ep_group is None else timing.link(ep_group, hw, c)
+            cached = self._piece_cache[key] = (tp_link, cp_link, ep_link)
+        return cached
 
-    def _loads(self, item, schedule, v, micro, sp, recompute) -> list[tuple]:
+    def _loads(self, item, schedule, v, micro, sp, recompute, geo: timing.Geometry | None = None,
+               compute_only: bool = False) -> list[tuple]:
         """Each distinct pipeline rank's per-micro-batch sums (as `_pieces`, plus its chunks and
-        parameters), as `timing.rank_time` adds them up (pp sends left out: they only add)."""
+        parameters), as `timing.rank_time` adds them up, with the pipeline sends at
+        `_pp_send`: for every rank order (the least over them), or for one order's `geo`; or,
+        `compute_only`, the computation alone (`_compute_pieces`, no sends)."""
         d = item.degrees
         tp, pp, cp = d.get("tp", 1), d.get("pp", 1), d.get("cp", 1)
-        pieces = self._pieces(tp, sp and tp > 1, cp, micro, item.ep)
+        if compute_only:
+            pieces = self._compute_pieces(tp, sp and tp > 1, cp, micro, item.ep)
+        else:
+            placements = self._placements(item) if geo is None else ((geo.cp, geo.ep),)
+            overlaps = (schedule == "dualpipe-v" or self.software.ep_overlap,)  # as `timing._rank_times`
+            pieces = self._pieces(tp, sp and tp > 1, cp, micro, item.ep, placements, overlaps)
         key = (tp, item.ep, pp, v, schedule, recompute)
         distinct = self._load_cache.get(key)
         if distinct is None:
             distinct = self._load_cache[key] = tuple(dict.fromkeys(timing.rank_loads(
                 self.shape, tp, item.ep, pp, v, schedule, self.split, self.runtime, recompute,
                 self.fixed["recompute_layers"])))
+        send = 0.0 if compute_only else self._pp_send(item, tp, pp, cp, micro, geo)
         out = []
         for load in distinct:
-            f = bi = bw = rec = xf = xb = 0.0
+            f, bi, bw, rec = 0.0, 0.0, 0.0, 0.0
+            xf, xb = load.sends_f * send, load.sends_b * send
             for is_moe, mode, count in load.pieces:
                 p = pieces[(is_moe, mode)]
                 f, bi, bw = f + count * p[0], bi + count * p[1], bw + count * p[2]
@@ -647,6 +759,39 @@ class Engine:
                     f, bi, bw, rec, xf, xb = f + p[0], bi + p[1], bw + p[2], rec + p[3], xf + p[4], xb + p[5]
             out.append((f, bi, bw, rec, xf, xb, load))
         return out
+
+    def _pp_send(self, item: _Degrees, tp: int, pp: int, cp: int, micro: int,
+                 geo: timing.Geometry | None = None) -> float:
+        """The least seconds of one pipeline send (`timing._rank_times`'s `pp_send`: one micro-
+        batch's boundary activations, b x s/cp x h / tp in 16 bits) over the rank orders of the
+        degrees: the time model charges every send as exposed, so each rank's sends at this
+        length never exceed what any order's step charges. The pp group's placement depends
+        only on its stride (the product of the degrees before it), and a smaller stride never
+        places fewer of its ranks inside one fast level, but the least over the orders' own
+        strides is taken rather than assumed. With `geo`, that order's own send."""
+        if pp <= 1:
+            return 0.0
+        if geo is not None:
+            return timing.link(geo.pp, self.hw, self.constants).send(timing.ACT * (self.seq * micro / cp)
+                                                                     * self.shape.hidden / tp)
+        key = ("send", micro)
+        cached = item.opt_cache.get(key)
+        if cached is None:
+            strides = item.opt_cache.get("pp strides")
+            if strides is None:
+                strides = set()
+                for order in item.orders:
+                    stride = 1
+                    for name in order[:order.index("pp")]:
+                        stride *= item.degrees[name]
+                    strides.add(stride)
+                strides = item.opt_cache["pp strides"] = tuple(sorted(strides))
+            tokens = self.seq * micro / cp  # as `_rank_times` computes it, to the last bit
+            boundary = timing.ACT * tokens * self.shape.hidden / tp
+            level, hw, c = self.hw.level, self.hw, self.constants
+            cached = item.opt_cache[key] = min(
+                timing.link(timing._group([(pp, stride)], level), hw, c).send(boundary) for stride in strides)
+        return cached
 
     @staticmethod
     def _core(schedule: str, pp: int, m: int, loads: list[tuple]) -> float:
@@ -670,6 +815,18 @@ class Engine:
             floor = self._optimizer_floor(item, k, [entry[-1] for entry in loads])
         return self._core(schedule, item.degrees.get("pp", 1), m, loads) + floor
 
+    def quick_bound(self, item, schedule, v, micro, m, sp, recompute) -> float:
+        """`bound` with the computation alone (`_compute_pieces`, no sends): at most `bound`
+        (communication only adds, to the busiest rank and to the bubble), and it needs no
+        placement and no exposure. Every group enters the scan at it; only those that come out
+        are bounded in full (most never do)."""
+        loads = self._loads(item, schedule, v, micro, sp, recompute, compute_only=True)
+        floor = item.opt_cache.get((schedule, v))
+        if floor is None:
+            k = self._knobs(item, schedule, v, micro, m, sp, recompute)
+            floor = self._optimizer_floor(item, k, [entry[-1] for entry in loads])
+        return self._core(schedule, item.degrees.get("pp", 1), m, loads) + floor
+
     def pipes_bound(self, item, schedule, v, micro, m, sp, recompute) -> float:
         """A lower bound on `bound` for every pipeline (schedule, virtual stages) of these degrees,
         micro-batch, sequence parallelism and recomputation: m x the mean over the pp ranks of
@@ -680,7 +837,7 @@ class Engine:
         layer of a chunk is recomputed alike (`pipe_sets`)."""
         d = item.degrees
         tp, pp = d.get("tp", 1), d.get("pp", 1)
-        pieces = self._pieces(tp, sp and tp > 1, d.get("cp", 1), micro, item.ep)
+        pieces = self._compute_pieces(tp, sp and tp > 1, d.get("cp", 1), micro, item.ep)
         total = 0.0
         for name, count in self._layer_counts:
             p = pieces[(name, recompute)]
@@ -700,7 +857,10 @@ class Engine:
             return cached
         groups = [cls[1] for cls in self._classes(item, shard)]
         links = []
-        for name in ("dense", "expert", "shard", "replicate"):
+        # the expert set's group as `timing.rank_steps` reads it: in torch's runtime tp ranks
+        # hold whole experts, so they are data ranks to them (`Geometry.expert_tp`)
+        expert = "expert_tp" if self.software.dp_runtime == "torch" else "expert"
+        for name in ("dense", expert, "shard", "replicate"):
             size = getattr(groups[0], name).size
             local = max(getattr(g, name).local for g in groups)
             links.append(timing.link(timing.Group(size, local), self.hw, self.constants))
@@ -727,7 +887,8 @@ class Engine:
                                   sent=(0.0, 0.0, 0.0, 0.0), chunks=load.chunks, params_dense=load.params_dense,
                                   params_expert=load.params_expert, blocks_dense=load.blocks_dense,
                                   blocks_expert=load.blocks_expert, params_root=load.params_root,
-                                  layers=sum(count for _, _, count in load.pieces))
+                                  layers=sum(count for _, _, count in load.pieces),
+                                  moe_layers=sum(count for is_moe, _, count in load.pieces if is_moe))
                  for f, bi, bw, rec, xf, xb, load in loads]
         shardings = self._group_shardings(item, k)
         return k, core, times, shardings, [self._with_sharding(k, *sharding) for sharding in shardings]
@@ -806,16 +967,19 @@ class Engine:
         return out
 
     def _scan(self, groups: list) -> Outcome:
-        """Best first: every group enters a queue at its coarse bound (or, with the other
-        pipelines of its degrees, micro-batch, sequence parallelism and recomputation, at their
-        `pipes_bound`, and at its own only when that comes out); when one comes out it is
-        refined per sharding and queued again; when a refined one comes out it is evaluated. The
-        scan ends when the smallest bound left cannot reach the top.
+        """Best first: every group enters a queue at its computation-only bound (`quick_bound`;
+        or, with the other pipelines of its degrees, micro-batch, sequence parallelism and
+        recomputation, at their `pipes_bound`, and at its own only when that comes out); when
+        one comes out, its family's memory floor is tried (`_family_floor`) and it goes back in
+        at its coarse bound (`bound`, communication included); when it comes out again it is
+        refined per sharding and queued again; when a refined one comes out it is evaluated.
+        The scan ends when the smallest bound left cannot reach the top.
 
         A set of pipelines enters at (its bound, its first group's index): never after any of its
         groups would have come out, so the groups come out in the same order as if each had
-        entered on its own, and every count and answer is the same (tests/test_search_speed_exact.py
-        runs both)."""
+        entered on its own, and every answer and evaluation is the same (tests/test_search_speed_exact.py
+        runs both; a set's groups that do not fit are counted so when it comes out, where one by
+        one some would stay queued, counted bounded out)."""
         stats = self.stats
         total = len(groups)
         queue = []
@@ -832,11 +996,11 @@ class Engine:
                     queue.append((self.pipes_bound(*groups[indices[0]]), indices[0], PIPES))
                     stats.pipe_set_bounds += 1
                 else:
-                    queue.append((self.bound(*groups[indices[0]]), indices[0], None))
+                    queue.append((self.quick_bound(*groups[indices[0]]), indices[0], COARSE))
                     stats.group_bounds += 1
         else:
             for i, group in enumerate(groups):
-                queue.append((self.bound(*group), i, None))
+                queue.append((self.quick_bound(*group), i, COARSE))
                 if self.progress is not None and i % 512 == 0:
                     self.progress(i, 2 * total)
             stats.group_bounds = total
@@ -850,10 +1014,23 @@ class Engine:
             if lower > threshold * (1 + BOUND_SLACK):
                 heapq.heappush(queue, (lower, i, refined))
                 break
-            if refined is PIPES:  # its groups enter at their own bounds
+            if refined is PIPES:  # its groups enter at their own bounds, those that fit
                 for j in members.pop(i):
-                    heapq.heappush(queue, (self.bound(*groups[j]), j, None))
+                    if self.runtime == "torch" and self._family_floor(groups[j]) > self.usable:
+                        stats.out_of_memory += self._group_size(groups[j])
+                        unnoted.append(groups[j])
+                        continue
+                    heapq.heappush(queue, (self.quick_bound(*groups[j]), j, COARSE))
                     stats.group_bounds += 1
+                continue
+            if refined is COARSE:
+                # its family's memory floor first (kept per family: most of a large space's
+                # groups that come out do not fit), then its communication too, and back in
+                if self.runtime == "torch" and self._family_floor(groups[i]) > self.usable:
+                    stats.out_of_memory += self._group_size(groups[i])
+                    unnoted.append(groups[i])
+                    continue
+                heapq.heappush(queue, (self.bound(*groups[i]), i, None))
                 continue
             if refined is None:
                 # Memory first: a group whose activations alone do not fit is out whatever its
@@ -929,15 +1106,28 @@ class Engine:
                 stats.out_of_memory += n_orders
                 self._note_smallest(peak_bytes)
                 continue
-            for order, geo, weight in self._classes(item, shard):
+            classes = self._classes(item, shard)
+            for order, geo, weight in classes:
+                limit = threshold if len(self.best) >= self.keep else self.ceiling
+                if len(classes) > 1 and self._class_bound(group, geo, k, times) > limit * (1 + BOUND_SLACK):
+                    stats.bounded += weight  # this order's own placement cannot reach the top
+                    continue
                 stats.time_evaluations += 1
                 self._work(k.pp)
                 stats.timed += weight
                 step = timing.step_time(self.shape, k, self.hw, geo, self.constants, self.software).step
-                if step > (threshold if len(self.best) >= self.keep else self.ceiling):
+                if step > limit:
                     continue
                 threshold = self._keep(step, peak_bytes, item, order, k, sharding, shard)
         return threshold
+
+    def _class_bound(self, group, geo: timing.Geometry, k: Knobs, times: list) -> float:
+        """`_tail`'s bound for one rank order class: the cp and ep exchanges and the pipeline
+        sends at the order's own placement (`geo`) instead of the least over the orders; the
+        data-parallel tail as before (it reads the ranks' parameters and computation only)."""
+        item, schedule, v, micro, m, sp, recompute = group
+        loads = self._loads(item, schedule, v, micro, sp, recompute, geo)
+        return self._tail(item, k, self._core(schedule, item.degrees.get("pp", 1), m, loads), times)
 
     def _states_floor(self, item: _Degrees, k: Knobs) -> tuple[int, ...]:
         """Per pp rank, the least model states (`memory.model.state_bytes`) of any of the group's
