@@ -265,7 +265,7 @@ def evaluate(compilation: Compilation, question: ClusterQuestion, probe: Probe,
 
         point.reason = f"E0502: the model states alone need {size(floor)} per GPU"
         return point
-    result = search(filled, top=1, ceiling=ceiling)
+    result = search(filled, top=1, ceiling=ceiling, degree_values=layout_degrees(filled.plan))
     point.searched = True
     if result.winner is None:
         if ceiling < math.inf:
@@ -282,6 +282,25 @@ def evaluate(compilation: Compilation, question: ClusterQuestion, probe: Probe,
         point.days, point.gpu_hours, point.cost = run.days, run.gpu_hours, run.cost
         point.price_source, point.tokens = run.price_source, run.tokens
     return point
+
+
+def layout_degrees(plan) -> dict[str, frozenset[int]]:
+    """Per layout axis, a set holding every degree a valid layout of this plan can take, read
+    from the degree rules that concern one axis alone (each necessary): tp divides the heads
+    (E0310), cp the sequence (E0330), pp the layers (E0315; with a written split, its length
+    is pp x v, E0316), dp the global batch (E0321), and ep the experts (E0340; 1 on a dense
+    model, E0342). The layout search enumerates only these (`Engine`'s `degree_values`): a
+    cluster of many divisors (64,512 GPUs: 75,075 ordered factorisations over five axes) is
+    otherwise walked degree tuple by degree tuple before the rules reject all but a few
+    hundred. Nothing here depends on the node count."""
+    model, train, split = plan.model, plan.training, plan.layout.pp.split
+    return {
+        "tp": frozenset(_divisors(model.heads)),
+        "cp": frozenset(_divisors(train.seq_len)),
+        "pp": frozenset(_divisors(len(split) if split else model.layers)),
+        "dp": frozenset(_divisors(train.global_batch)),
+        "ep": frozenset(_divisors(model.experts)) if model.is_moe and model.experts else frozenset((1,)),
+    }
 
 
 def state_bytes(plan) -> int:
