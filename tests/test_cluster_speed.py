@@ -81,3 +81,44 @@ def test_every_valid_layout_takes_the_layout_degrees(text):
     for name in ("tp", "cp", "pp", "dp", "ep"):
         degree = getattr(plan.layout, name).degree or 1
         assert degree in allowed[name], (name, degree)
+
+
+@pytest.mark.parametrize("path", ["tests/golden/search/specs/five-axes.par", "tests/golden/search/specs/schedules.par",
+                                  "tests/golden/search/specs/moe-fold.par"])
+def test_the_shared_first_backward_floor_is_the_plain_sum(path):
+    """`memory.model.first_backward_floors`, kept on what it reads and summed per chunk signature,
+    equals the plain sum over each rank's chunks (one micro-batch's saved activations on each,
+    plus the largest working set), on sampled groups of three spaces, read twice (the second
+    from the cache), interleaved ranks of many chunks among them."""
+    import random
+
+    from parc.memory.model import (
+        _chunk_activations,
+        activation_knobs,
+        distinct_rank_signatures,
+        first_backward_floors,
+        released_backward,
+    )
+    from parc.search.engine import Engine
+
+    from .test_search_engine import _space
+
+    engine = Engine(_space(path), keep=1)
+    groups = []
+    engine._scan = lambda found: groups.extend(found)
+    engine.run()
+    assert groups
+    shape = engine.shape
+    sample = random.Random(path).sample(groups, min(300, len(groups)))
+    assert any(group[2] > 1 for group in sample)  # virtual stages: ranks of several chunks
+    for _ in range(2):
+        for group in sample:
+            k = engine._knobs(*group)
+            ak = activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
+                                  k.ep if shape.moe else 1, k.precision, k.device)
+            plain = {}
+            for mine in distinct_rank_signatures(shape, k.pp, k.virtual_stages, k.schedule, k.split):
+                pieces = [_chunk_activations(shape, ak, sig, k.recompute, k.recompute_layers, k.pp > 1,
+                                             released_backward(k.schedule, k.pp)) for sig in mine]
+                plain[mine] = sum(p.activations.saved for p in pieces) + max(p.working for p in pieces)
+            assert dict(first_backward_floors(shape, k)) == plain, group
