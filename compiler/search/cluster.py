@@ -433,8 +433,14 @@ class ComputeFloor:
 
         d = self.degrees
         best = math.inf
+        # the degrees that divide the GPU count, outermost first: the same assignments as the
+        # plain triple loop, without walking the cp and pp choices under a tp that cannot divide
         for tp in d["tp"]:
+            if gpus % tp:
+                continue
             for cp in d["cp"]:
+                if gpus % (tp * cp):
+                    continue
                 for pp in d["pp"]:
                     rest = gpus // (tp * cp * pp) if gpus % (tp * cp * pp) == 0 else 0
                     if rest not in d["dp"] or self.layers % pp:
