@@ -300,6 +300,14 @@ def first_backward_floors(shape: Shape, k: Knobs) -> dict[tuple[ChunkSignature, 
                                   k.recompute_layers)
 
 
+@lru_cache(maxsize=4096)
+def _counted_rank_signatures(shape: Shape, pp: int, v: int, schedule: str, split: tuple[int, ...] | None
+                             ) -> tuple[tuple[tuple[ChunkSignature, ...], tuple[tuple[ChunkSignature, int], ...]], ...]:
+    """`distinct_rank_signatures`, each with its chunks' signatures counted (first seen first)."""
+    return tuple((mine, tuple(Counter(mine).items()))
+                 for mine in distinct_rank_signatures(shape, pp, v, schedule, split))
+
+
 @lru_cache(maxsize=16384)
 def _first_backward_floors(shape: Shape, ak: Knobs, pp: int, v: int, schedule: str,
                            split: tuple[int, ...] | None, recompute: str,
@@ -312,9 +320,9 @@ def _first_backward_floors(shape: Shape, ak: Knobs, pp: int, v: int, schedule: s
     the result is the same."""
     released = released_backward(schedule, pp)
     out: dict[tuple[ChunkSignature, ...], int] = {}
-    for mine in distinct_rank_signatures(shape, pp, v, schedule, split):
+    for mine, counted in _counted_rank_signatures(shape, pp, v, schedule, split):
         saved = working = 0
-        for sig, count in Counter(mine).items():
+        for sig, count in counted:
             p = _chunk_activations(shape, ak, sig, recompute, recompute_layers, pp > 1, released)
             saved += count * p.activations.saved
             working = max(working, p.working)
@@ -548,8 +556,8 @@ def clear_caches() -> None:
     """Forget every cached piece (benchmarks measure a cold start with it)."""
     from . import activations, parameters, schedules
 
-    for function in (rank_params, _rank_activations, _chunk_activations, _first_backward_floors, rank_signatures,
-                     distinct_rank_signatures, activations.layer_activations, activations.embedding_activations,
+    for function in (rank_params, _rank_activations, _chunk_activations, _first_backward_floors,
+                     _counted_rank_signatures, rank_signatures, distinct_rank_signatures, activations.layer_activations, activations.embedding_activations,
                      activations.output_activations, activations.logits_buffer,
                      activations.embedding_backward_buffer, parameters.layer_params,
                      parameters.chunk_params, parameters.chunks_of, schedules.peak_states,
