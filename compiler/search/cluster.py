@@ -41,7 +41,12 @@ take 348). What makes the scan cheap is what it does not search:
 4. the ladder: the smallest candidate of every power-of-two band of node counts (1, 2-3, 4-7,
    ...) and the largest, each that its floors let meet the constraints, is searched in full
    first: the frontier of time against cost spans the range, and its points are the first
-   incumbents.
+   incumbents;
+5. what each layout search walks: only the degrees a valid layout can take on each axis
+   (`layout_degrees`, the one-axis rules), not every ordered factorisation of the GPU count (a
+   count of many divisors has tens of thousands, nearly all rejected); and what does not read
+   the node count is computed once for every cluster (the engine's shared pieces and loads, the
+   memory model's first-backward floors).
 
 The frontier is drawn over the clusters listed: the ladder's and every cluster searched for the
 answer that has a layout within its ceiling (a cluster ruled out is slower or dearer than the
