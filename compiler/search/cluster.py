@@ -295,9 +295,9 @@ def layout_degrees(plan) -> dict[str, frozenset[int]]:
     (E0310), cp the sequence (E0330), pp the layers (E0315; with a written split, its length
     is pp x v, E0316), dp the global batch (E0321), and ep the experts (E0340; 1 on a dense
     model, E0342). The layout search enumerates only these (`Engine`'s `degree_values`): a
-    cluster of many divisors (64,512 GPUs: 75,075 ordered factorisations over five axes) is
-    otherwise walked degree tuple by degree tuple before the rules reject all but a few
-    hundred. Nothing here depends on the node count."""
+    cluster of many divisors is otherwise walked degree tuple by degree tuple before the rules
+    reject nearly all (Llama 3 405B on 8,064 nodes of 8 GPUs: 75,075 ordered factorisations over
+    five axes, 112 in these sets, 72 valid). Nothing here depends on the node count."""
     model, train, split = plan.model, plan.training, plan.layout.pp.split
     return {
         "tp": frozenset(_divisors(model.heads)),
