@@ -477,6 +477,36 @@ trees give the same answers and counts:
 The 5 s target is met by the deadline and objective-time questions and not by the
 objective-cost one (22 layout searches).
 
+Issue 18's third speed round (2026-12-02) changed what each layout search walks and shares, not
+which clusters are searched: the same 10, 10 and 22 layout searches, the same clusters listed and
+the same answers (the cluster golden files are byte-identical, and the `long` test holds the four
+405B answers equal to a scan of all 70 candidates). Each search enumerates only the degrees a
+valid layout can take per axis (the "each search" step above: Llama 3 405B on 8,064 nodes walked
+75,075 degree tuples before, 112 now), and the memory model's first-backward floors, which read
+neither dp nor the micro-batch count, are computed once for every cluster size (the 22 searches
+of the cost question ask 11,932 of them, 6,573 distinct). CPU seconds of one cold
+`search_cluster` (every cache emptied, the schedules' replays too), best of 3, "before" the tree
+at the start of the round run in the same minutes, on the shared 2-core machine; the load of the
+five other engineers' work varied, so two sessions:
+
+| cluster question | load 2.1-2.6: before / now | load 3.7-7.7: before / now | answer |
+|---|--:|--:|---|
+| the 405B benchmark with `nodes ?`, `tokens 15.6T`, `deadline 120 days` | 2.79 / 2.29 | 3.19 / 2.46 | 1,536 nodes of h100-sxm, tp 8 x pp 6 x dp 256 |
+| the same with `objective time` | 3.11 / 2.20 | 4.19 / 2.51 | 16,128 nodes of h100-sxm, tp 8 x cp 8 x pp 63 x dp 32 |
+| the same with `objective cost` | 5.95 / 3.87 | 6.54 / 5.00 | 1,792 nodes of h100-sxm, tp 4 x cp 4 x pp 14 x dp 64 |
+
+The deadline and objective-time questions now answer in about 2.5 s even on the loaded machine;
+the cost question meets 5 s on a quiet machine and only just under load. Where its time goes: the
+five ladder rungs searched in full (about 35 %, each spending most of its time in some 2,000
+memory floors of layouts whose time bound beats the best step but that do not fit), the 15
+searches under a ceiling that find nothing (about 40 %: the costly ones evaluate the memory
+floors of hundreds of groups under the ceiling and find that none fits, which no time floor of
+the outer search can foresee) and the two that find a layout (about 25 %). What would cut it
+further is inside the layout search: memory verdicts shared across cluster sizes (a group that
+does not fit at dp d should not fit at a smaller dp, with more micro-batches in flight and less
+to shard over; that needs proving for every floor) and the closed forms for live receives and
+schedule states listed above.
+
 ## Limits
 
 A search walks at most @MAX_GROUPS@ groups (after the rules) and makes at most @MAX_WORK@
