@@ -299,13 +299,12 @@ def layout_degrees(plan) -> dict[str, frozenset[int]]:
     reject nearly all (Llama 3 405B on 8,064 nodes of 8 GPUs: 75,075 ordered factorisations over
     five axes, 112 in these sets, 72 valid). Nothing here depends on the node count."""
     model, train, split = plan.model, plan.training, plan.layout.pp.split
-    return {
-        "tp": frozenset(_divisors(model.heads)),
-        "cp": frozenset(_divisors(train.seq_len)),
-        "pp": frozenset(_divisors(len(split) if split else model.layers)),
-        "dp": frozenset(_divisors(train.global_batch)),
-        "ep": frozenset(_divisors(model.experts)) if model.is_moe and model.experts else frozenset((1,)),
-    }
+    sizes = {"tp": model.heads, "cp": train.seq_len, "pp": len(split) if split else model.layers,
+             "dp": train.global_batch}
+    # an axis whose size is unknown is left unfiltered (the rules decide, as without the sets)
+    out = {axis: frozenset(_divisors(n)) for axis, n in sizes.items() if isinstance(n, int) and n > 0}
+    out["ep"] = frozenset(_divisors(model.experts)) if model.is_moe and model.experts else frozenset((1,))
+    return out
 
 
 def state_bytes(plan) -> int:
