@@ -486,18 +486,20 @@ valid layout can take per axis (the "each search" step above: Llama 3 405B on 8,
 neither dp nor the micro-batch count, are computed once for every cluster size (the 22 searches
 of the cost question ask 11,932 of them, 6,573 distinct). CPU seconds of one cold
 `search_cluster` (every cache emptied, the schedules' replays too), best of 3, "before" the tree
-at the start of the round run in the same minutes, on the shared 2-core machine; the load of the
-five other engineers' work varied, so two sessions:
+at the start of the round run right before, on the shared 2-core machine; the load of the other
+engineers' work varied, so two sessions (the first before the round's last two small changes,
+the layout degree loop of the compute floor and the counted chunk signatures; the second on the
+final tree, four paired rounds, the best and the range):
 
-| cluster question | load 2.1-2.6: before / now | load 3.7-7.7: before / now | answer |
+| cluster question | load 2.1-2.6: before / now | load 3.7-7.7: before / now (range) | answer |
 |---|--:|--:|---|
-| the 405B benchmark with `nodes ?`, `tokens 15.6T`, `deadline 120 days` | 2.79 / 2.29 | 3.19 / 2.46 | 1,536 nodes of h100-sxm, tp 8 x pp 6 x dp 256 |
-| the same with `objective time` | 3.11 / 2.20 | 4.19 / 2.51 | 16,128 nodes of h100-sxm, tp 8 x cp 8 x pp 63 x dp 32 |
-| the same with `objective cost` | 5.95 / 3.87 | 6.54 / 5.00 | 1,792 nodes of h100-sxm, tp 4 x cp 4 x pp 14 x dp 64 |
+| the 405B benchmark with `nodes ?`, `tokens 15.6T`, `deadline 120 days` | 2.79 / 2.29 | 3.19 / 2.31 (3.19-4.18 / 2.31-3.15) | 1,536 nodes of h100-sxm, tp 8 x pp 6 x dp 256 |
+| the same with `objective time` | 3.11 / 2.20 | 4.19 / 2.26 (4.19-4.99 / 2.26-3.14) | 16,128 nodes of h100-sxm, tp 8 x cp 8 x pp 63 x dp 32 |
+| the same with `objective cost` | 5.95 / 3.87 | 6.54 / 3.78 (6.54-7.98 / 3.78-5.57) | 1,792 nodes of h100-sxm, tp 4 x cp 4 x pp 14 x dp 64 |
 
-The deadline and objective-time questions now answer in about 2.5 s even on the loaded machine;
-the cost question meets 5 s on a quiet machine and only just under load. Where its time goes: the
-five ladder rungs searched in full (about 35 %, each spending most of its time in some 2,000
+The deadline and objective-time questions answer in 2.2-3.2 s even on the loaded machine; the
+cost question in 3.8-3.9 s in the best rounds, but 5.0-5.6 s in three of the four loaded ones:
+under 5 s without margin. Where its time goes: the five ladder rungs searched in full (about 35 %, each spending most of its time in some 2,000
 memory floors of layouts whose time bound beats the best step but that do not fit), the 15
 searches under a ceiling that find nothing (about 40 %: the costly ones evaluate the memory
 floors of hundreds of groups under the ceiling and find that none fits, which no time floor of
