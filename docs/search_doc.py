@@ -397,6 +397,7 @@ every candidate node count would choose. What keeps it cheap is what it does not
 | floors | per GPU, read once (none depends on the node count): the model's parameters and optimizer states spread evenly over every GPU (4 bytes per parameter plus the optimizer's, `memory/states.py`; a cluster that cannot hold them has no layout, E0502), and the model's FLOPs per step at the fastest any kernel runs in the time model (the GEMM ceiling fitted for the generation, or an attention kernel's plateau: on g GPUs no layout steps faster than FLOPs / (g x peak x ceiling)). Both are tested below every cluster's predicted peak and step |
 | ladder | the smallest candidate of every power-of-two band of node counts (1, 2-3, 4-7, ...) and the largest, each that its floors let meet the deadline and the budget, searched in full: the frontier spans the range, and its points are the first answers to beat |
 | answer | every other candidate in the order its floor ranks it under the objective (the fewest GPUs, the fastest floor, the cheapest); one whose floor misses the deadline or the budget, or cannot beat the best answer so far, is ruled out without a search; the rest are searched only for a layout within that limit (a ceiling on the step time: the layout search's own bounds prune everything slower before any memory or time evaluation), and a search that finds none proves the cluster cannot be the answer at about half the cost of a full one |
+| each search | walks only the degrees a valid layout can take on each axis (`layout_degrees`: tp a divisor of the heads, cp of the sequence, pp of the layers or of a written split's length, dp of the batch, ep of the experts, 1 on a dense model), not every ordered factorisation of the GPU count (8,064 nodes of 8 GPUs: 75,075 degree tuples over five axes, 112 of them in these sets and 72 passing every degree rule); the same layouts, valid assignments and groups (tests/test_cluster_speed.py). What does not read the node count is computed once for all the clusters: the time model's per-layer pieces and each pipeline's loads, and the memory model's first-backward floors (activation knobs and chunking: not dp, not the micro-batch count) |
 | objective | among the clusters that meet the deadline and the budget: the fewest GPUs (no objective), the shortest time (`time`), the lowest cost (`cost`; with the tokens fixed, the most tokens per dollar is the same run, so `tokens-per-dollar` ranks alike); ties are broken by the other figures, then by the GPU listed first and the fewer nodes |
 | frontier | the clusters listed (the ladder's and those found within their limit) with a known cost that no other is both faster and cheaper than (`*` in the table, a line in `parc report`'s picture) |
 
@@ -475,6 +476,38 @@ trees give the same answers and counts:
 
 The 5 s target is met by the deadline and objective-time questions and not by the
 objective-cost one (22 layout searches).
+
+Issue 18's third speed round (2026-12-02) changed what each layout search walks and shares, not
+which clusters are searched: the same 10, 10 and 22 layout searches, the same clusters listed and
+the same answers (the cluster golden files are byte-identical, and the `long` test holds the four
+405B answers equal to a scan of all 70 candidates). Each search enumerates only the degrees a
+valid layout can take per axis (the "each search" step above: Llama 3 405B on 8,064 nodes walked
+75,075 degree tuples before, 112 now), and the memory model's first-backward floors, which read
+neither dp nor the micro-batch count, are computed once for every cluster size (the 22 searches
+of the cost question ask 11,932 of them, 6,573 distinct). CPU seconds of one cold
+`search_cluster` (every cache emptied, the schedules' replays too), best of 3, "before" the tree
+at the start of the round run right before, on the shared 2-core machine; the load of the other
+engineers' work varied, so two sessions (the first before the round's last two small changes,
+the layout degree loop of the compute floor and the counted chunk signatures; the second on the
+final tree, four paired rounds, the best and the range):
+
+| cluster question | load 2.1-2.6: before / now | load 3.7-7.7: before / now (range) | answer |
+|---|--:|--:|---|
+| the 405B benchmark with `nodes ?`, `tokens 15.6T`, `deadline 120 days` | 2.79 / 2.29 | 3.19 / 2.31 (3.19-4.18 / 2.31-3.15) | 1,536 nodes of h100-sxm, tp 8 x pp 6 x dp 256 |
+| the same with `objective time` | 3.11 / 2.20 | 4.19 / 2.26 (4.19-4.99 / 2.26-3.14) | 16,128 nodes of h100-sxm, tp 8 x cp 8 x pp 63 x dp 32 |
+| the same with `objective cost` | 5.95 / 3.87 | 6.54 / 3.78 (6.54-7.98 / 3.78-5.57) | 1,792 nodes of h100-sxm, tp 4 x cp 4 x pp 14 x dp 64 |
+
+The deadline and objective-time questions answer in 2.2-3.2 s even on the loaded machine; the
+cost question in 3.8-3.9 s in the best rounds, but 5.0-5.6 s in three of the four loaded ones:
+under 5 s without margin. Where its time goes: the five ladder rungs searched in full (about 35 %, each spending most of its time in some 2,000
+memory floors of layouts whose time bound beats the best step but that do not fit), the 15
+searches under a ceiling that find nothing (about 40 %: the costly ones evaluate the memory
+floors of hundreds of groups under the ceiling and find that none fits, which no time floor of
+the outer search can foresee) and the two that find a layout (about 25 %). What would cut it
+further is inside the layout search: memory verdicts shared across cluster sizes (a group that
+does not fit at dp d should not fit at a smaller dp, with more micro-batches in flight and less
+to shard over; that needs proving for every floor) and the closed forms for live receives and
+schedule states listed above.
 
 ## Limits
 

@@ -20,8 +20,11 @@ the chunk's gathered parameters, plus the persistent model states and the transi
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from types import MappingProxyType
 
 from . import activations as act
 from .activations import layer_activations
@@ -338,12 +341,38 @@ def first_backward_floors(shape: Shape, k: Knobs) -> dict[tuple[ChunkSignature, 
     rank (search's cheapest memory floor, `Engine._first_floor`)."""
     ak = activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
                           k.ep if shape.moe else 1, k.precision, k.device)
+    return _first_backward_floors(shape, ak, k.pp, k.virtual_stages, k.schedule, k.split, k.recompute,
+                                  k.recompute_layers)
+
+
+@lru_cache(maxsize=4096)
+def _counted_rank_signatures(shape: Shape, pp: int, v: int, schedule: str, split: tuple[int, ...] | None
+                             ) -> tuple[tuple[tuple[ChunkSignature, ...], tuple[tuple[ChunkSignature, int], ...]], ...]:
+    """`distinct_rank_signatures`, each with its chunks' signatures counted (first seen first)."""
+    return tuple((mine, tuple(Counter(mine).items()))
+                 for mine in distinct_rank_signatures(shape, pp, v, schedule, split))
+
+
+@lru_cache(maxsize=16384)
+def _first_backward_floors(shape: Shape, ak: Knobs, pp: int, v: int, schedule: str,
+                           split: tuple[int, ...] | None, recompute: str,
+                           recompute_layers: int | None) -> Mapping[tuple[ChunkSignature, ...], int]:
+    """`first_backward_floors` on what it reads: the layer's activation knobs and the chunking,
+    not the data-parallel degree nor the micro-batch count, so the layout searches of an outer
+    search over cluster sizes (`nodes ?`) share it (the same tp, cp, pp, micro-batch and
+    recomputation recur at every size). A rank's chunks of one signature are counted, not
+    looked up one by one (an interleaved rank holds up to 63 alike); the sums are integers, so
+    the result is the same."""
+    released = released_backward(schedule, pp)
     out: dict[tuple[ChunkSignature, ...], int] = {}
-    for mine in distinct_rank_signatures(shape, k.pp, k.virtual_stages, k.schedule, k.split):
-        pieces = [_chunk_activations(shape, ak, sig, k.recompute, k.recompute_layers, k.pp > 1,
-                                     released_backward(k.schedule, k.pp)) for sig in mine]
-        out[mine] = sum(p.activations.saved for p in pieces) + max((p.working for p in pieces), default=0)
-    return out
+    for mine, counted in _counted_rank_signatures(shape, pp, v, schedule, split):
+        saved = working = 0
+        for sig, count in counted:
+            p = _chunk_activations(shape, ak, sig, recompute, recompute_layers, pp > 1, released)
+            saved += count * p.activations.saved
+            working = max(working, p.working)
+        out[mine] = saved + working
+    return MappingProxyType(out)
 
 
 def transient_buffers(transient: int, params: RankParams, k: Knobs, shape: Shape | None = None) -> int:
@@ -582,8 +611,8 @@ def clear_caches() -> None:
     """Forget every cached piece (benchmarks measure a cold start with it)."""
     from . import activations, parameters, schedules
 
-    for function in (rank_params, _rank_activations, _chunk_activations, rank_signatures,
-                     distinct_rank_signatures, activations.layer_activations, activations.embedding_activations,
+    for function in (rank_params, _rank_activations, _chunk_activations, _first_backward_floors,
+                     _counted_rank_signatures, rank_signatures, distinct_rank_signatures, activations.layer_activations, activations.embedding_activations,
                      activations.output_activations, activations.logits_buffer,
                      activations.embedding_backward_buffer, parameters.layer_params,
                      parameters.chunk_params, parameters.chunks_of, schedules.peak_states,

@@ -89,12 +89,15 @@ def job_diagnostics(plan):
 
 
 def search(compilation: Compilation, top: int = 10,
-           progress: Callable[[int, int], None] | None = None, ceiling: float = math.inf) -> SearchResult:
+           progress: Callable[[int, int], None] | None = None, ceiling: float = math.inf,
+           degree_values: dict[str, frozenset[int]] | None = None) -> SearchResult:
     """The best `top` assignments of a spec's holes. The compilation must have a plan and no
     errors (the caller reports those as `parc check` does). With a `ceiling` (seconds per step)
     only layouts at most that fast are looked for (the engine's own bound prunes the rest): the
     outer cluster search asks so where a slower layout could not change its answer; finding none
-    then means "none that fast", not that nothing fits."""
+    then means "none that fast", not that nothing fits. `degree_values` (open axis -> the
+    degrees a valid layout can take there, a necessary condition the outer search knows) lets
+    the engine skip the others unenumerated (`Engine`)."""
     from .explain import explain_losses, mark_pareto
     from .ranking import mark_indistinguishable
     from .render import no_candidate, too_large
@@ -106,7 +109,8 @@ def search(compilation: Compilation, top: int = 10,
 
     plan = compilation.plan  # the target's runtime facts: its time and memory models
     engine = Engine(space, keep=top + SPARES, progress=progress, software=software_of(plan),
-                    runtime=memory_runtime(plan.target), ceiling=ceiling)
+                    runtime=memory_runtime(plan.target), ceiling=ceiling,
+                    degree_values=degree_values)
     try:
         outcome = engine.run()
     except SpaceTooLarge as exc:

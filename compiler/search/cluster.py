@@ -41,7 +41,12 @@ take 348). What makes the scan cheap is what it does not search:
 4. the ladder: the smallest candidate of every power-of-two band of node counts (1, 2-3, 4-7,
    ...) and the largest, each that its floors let meet the constraints, is searched in full
    first: the frontier of time against cost spans the range, and its points are the first
-   incumbents.
+   incumbents;
+5. what each layout search walks: only the degrees a valid layout can take on each axis
+   (`layout_degrees`, the one-axis rules), not every ordered factorisation of the GPU count (a
+   count of many divisors has tens of thousands, nearly all rejected); and what does not read
+   the node count is computed once for every cluster (the engine's shared pieces and loads, the
+   memory model's first-backward floors).
 
 The frontier is drawn over the clusters listed: the ladder's and every cluster searched for the
 answer that has a layout within its ceiling (a cluster ruled out is slower or dearer than the
@@ -265,7 +270,7 @@ def evaluate(compilation: Compilation, question: ClusterQuestion, probe: Probe,
 
         point.reason = f"E0502: the model states alone need {size(floor)} per GPU"
         return point
-    result = search(filled, top=1, ceiling=ceiling)
+    result = search(filled, top=1, ceiling=ceiling, degree_values=layout_degrees(filled.plan))
     point.searched = True
     if result.winner is None:
         if ceiling < math.inf:
@@ -282,6 +287,24 @@ def evaluate(compilation: Compilation, question: ClusterQuestion, probe: Probe,
         point.days, point.gpu_hours, point.cost = run.days, run.gpu_hours, run.cost
         point.price_source, point.tokens = run.price_source, run.tokens
     return point
+
+
+def layout_degrees(plan) -> dict[str, frozenset[int]]:
+    """Per layout axis, a set holding every degree a valid layout of this plan can take, read
+    from the degree rules that concern one axis alone (each necessary): tp divides the heads
+    (E0310), cp the sequence (E0330), pp the layers (E0315; with a written split, its length
+    is pp x v, E0316), dp the global batch (E0321), and ep the experts (E0340; 1 on a dense
+    model, E0342). The layout search enumerates only these (`Engine`'s `degree_values`): a
+    cluster of many divisors is otherwise walked degree tuple by degree tuple before the rules
+    reject nearly all (Llama 3 405B on 8,064 nodes of 8 GPUs: 75,075 ordered factorisations over
+    five axes, 112 in these sets, 72 valid). Nothing here depends on the node count."""
+    model, train, split = plan.model, plan.training, plan.layout.pp.split
+    sizes = {"tp": model.heads, "cp": train.seq_len, "pp": len(split) if split else model.layers,
+             "dp": train.global_batch}
+    # an axis whose size is unknown is left unfiltered (the rules decide, as without the sets)
+    out = {axis: frozenset(_divisors(n)) for axis, n in sizes.items() if isinstance(n, int) and n > 0}
+    out["ep"] = frozenset(_divisors(model.experts)) if model.is_moe and model.experts else frozenset((1,))
+    return out
 
 
 def state_bytes(plan) -> int:
@@ -414,8 +437,14 @@ class ComputeFloor:
 
         d = self.degrees
         best = math.inf
+        # the degrees that divide the GPU count, outermost first: the same assignments as the
+        # plain triple loop, without walking the cp and pp choices under a tp that cannot divide
         for tp in d["tp"]:
+            if gpus % tp:
+                continue
             for cp in d["cp"]:
+                if gpus % (tp * cp):
+                    continue
                 for pp in d["pp"]:
                     rest = gpus // (tp * cp * pp) if gpus % (tp * cp * pp) == 0 else 0
                     if rest not in d["dp"] or self.layers % pp:

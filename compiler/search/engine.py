@@ -205,10 +205,15 @@ class Engine:
     """One search over one space; `run()` returns the best candidates and the statistics."""
 
     def __init__(self, space: Space, keep: int, progress: Callable[[int, int], None] | None = None,
-                 software: timing.Software = timing.PARC, runtime: str = "torch", ceiling: float = math.inf):
+                 software: timing.Software = timing.PARC, runtime: str = "torch", ceiling: float = math.inf,
+                 degree_values: dict[str, frozenset[int]] | None = None):
         """`keep` the best candidates; `software` and `runtime` are the time and memory models'
         (parc's runtime unless a study says otherwise); with a `ceiling`, every candidate at most
-        that fast is kept (up to `keep`), which ranks a given layout in its space."""
+        that fast is kept (up to `keep`), which ranks a given layout in its space. With
+        `degree_values` (open axis -> degrees), the factorisations skip every other degree of
+        those axes unenumerated: the caller (the outer cluster search) passes per axis a set that
+        holds every degree a valid layout can take, so the answer is the same, and the
+        statistics then count only the assignments enumerated."""
         self.space = space
         self.keep = keep
         self.progress = progress
@@ -221,6 +226,7 @@ class Engine:
         self.software = software
         self.runtime = runtime
         self.ceiling = ceiling
+        self.degree_values = degree_values
         self.usable = plan.cluster.gpu.hbm_bytes - reserve_bytes(plan.cluster.gpu.hbm_bytes)
         self.domain = plan.cluster.domain_size
         self.pcie = plan.cluster.link == "pcie"
@@ -263,12 +269,16 @@ class Engine:
                 return
             rest //= d
         opened = space.open_axes
+        allowed = [self.degree_values.get(a) if self.degree_values else None for a in opened]
 
         def fill(i: int, remaining: int, chosen: dict):
             if i == len(opened) - 1:
-                yield {**chosen, opened[i]: remaining}
+                if allowed[i] is None or remaining in allowed[i]:
+                    yield {**chosen, opened[i]: remaining}
                 return
             for d in _divisors(remaining):
+                if allowed[i] is not None and d not in allowed[i]:
+                    continue
                 chosen[opened[i]] = d
                 yield from fill(i + 1, remaining // d, chosen)
             chosen.pop(opened[i], None)
