@@ -1202,6 +1202,13 @@ violation exceeds the global one, so not even that is a bound):
 
 @TRAINED_LITERATURE@
 
+Which router the dropless figures ran is itself not stated: the repository's
+Qwen3-235B-A22B.yaml (the stored version, commit 1ed4179) loads a checkpoint (`--finetune`,
+`--load ${LOAD_PATH}`) and real data (`--data-path`) with `--moe-router-load-balancing-type
+aux_loss` and `--moe-aux-loss-coeff 1e-3`; that the checkpoint is Qwen3's released one (trained
+with the global-batch loss) is an assumption, and a router trained briefly from scratch would
+route differently again.
+
 Decision: not modelled. The long-context series implies its busiest rank at about 1.6x the mean
 (its published excess, no model constant involved), near the all-hot end of what the
 auxiliary-loss figure allows; where in that range a router lies would be a guess. One load
