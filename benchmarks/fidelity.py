@@ -1209,15 +1209,22 @@ aux_loss` and `--moe-aux-loss-coeff 1e-3`; that the checkpoint is Qwen3's releas
 with the global-batch loss) is an assumption, and a router trained briefly from scratch would
 route differently again.
 
-Decision: not modelled. The long-context series implies its busiest rank at about 1.6x the mean
-(its published excess, no model constant involved), near the all-hot end of what the
-auxiliary-loss figure allows; where in that range a router lies would be a guess. One load
-does not predict the rows either: at the series' load the 1F1B-overlap row turns from +11.6 %
-to -10 %, the cross-node ep 32 row from -7 % to -29 %, and the long-context dropless rows,
-already slow by their attention (above), slower still; only the intranode tp 4 row comes near
-(+24 % to +2 %). DeepSeek-V3's +14 % would need a busiest rank at 1.37x, where the published
-auxiliary-loss-free figure puts even an all-hot rank at 1.04x (over a validation set, not a
-micro-batch): by the only published measurement of its balancing, its gap is not the router's. What a model needs is the busiest expert rank's
+Decision: not modelled. The long-context series implies its busiest rank far above the floor
+(its published excess, no model constant involved: the first table's heading), near the all-hot
+end of what the auxiliary-loss figure allows; where in that range a router lies would be a
+guess. One load does not predict the rows either (the first table's last column): at the
+series' load the 1F1B-overlap and cross-node ep 32 rows turn too slow, and the long-context
+dropless rows, already slow by their attention (above), slower still; only the intranode tp 4
+row comes near. DeepSeek-V3's gap would need a busiest rank far above what the published
+auxiliary-loss-free figure allows even an all-hot rank (the second table; over a validation set,
+not a micro-batch): by the only published measurement of its balancing, its gap is not the
+router's.
+Nor are the Megatron-Bridge small-expert rows' gaps (below) a trained router's: Bridge's
+performance configs set `moe_router_force_load_balancing = True` ("required for token dropless")
+for every Qwen3 model on mock data (`scripts/performance/configs/qwen/qwen3_llm_pretrain.py`, the
+stored version at commit 05c0c90, later than the table's 00b7660: that the table's runs did the
+same is likely, not checked), a random router, which the model already charges. What a model
+needs is the busiest expert rank's
 routed copies per micro-batch, published beside a run's step time (the token counts per expert
 rank that any of these jobs could log).
 
