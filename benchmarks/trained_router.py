@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from parc.calibration import DEFAULT  # noqa: E402
 
+
 @dataclass(frozen=True)
 class Measured:
     """One published measurement of a trained router's imbalance."""
