@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import fsdp_check  # noqa: E402
 import longctx_series  # noqa: E402
+import trained_router  # noqa: E402
 from parc import timing  # noqa: E402
 from parc.calibration import (  # noqa: E402
     ATTENTION_FITTED, DEFAULT, EAGER_FITTED, FITTED_NAMES, FIXED_SOURCES, Constants)
@@ -1156,6 +1157,77 @@ early-2024 kernels) and the forced-balance intercept about 12 % above the model'
 
 @LONGCTX@
 
+### A trained router's imbalance
+
+The model charges the busiest expert rank a random router's load (`kernels.routing_imbalance`,
+the balls-into-bins floor): about 1.01x the mean at the rows' tens of thousands of routed copies
+per rank and micro-batch. Megatron-Core's `--moe-router-force-load-balancing`, the benchmark
+mode of the "forced balance" rows, is that random router: it replaces the router's logits with
+normal noise per token (`megatron/core/transformer/moe/router.py` calls
+`moe_utils.apply_random_logits`, `RandomSTE`: "random logits of router for load-balanced
+benchmark"), so those rows take the same floor (they were charged an exactly even load before,
+-0.3 to -1.1 points on their errors). A trained router sets its busiest rank higher, by an
+amount the rows' balancing does not fix in closed form. `benchmarks/trained_router.py` asks what
+load each row would need (`Software.routing_load`, a what-if knob: no row states one, nothing is
+fitted or stored):
+
+@TRAINED_ROUTER@
+
+What published measurements give. The search (papers and repositories: the auxiliary-loss-free
+balancing paper, DeepSeek-V3's report, Megatron-Core's MoE code and the ModelZoo, Qwen's
+global-batch balancing paper, an expert-load study of five open checkpoints; Switch, GShard and
+ST-MoE were not reached in the time) found per-expert figures, not the busiest expert rank's
+share of a micro-batch:
+
+- Wang et al. 2024 (arXiv 2408.15664), Table 2: MaxVio, (busiest expert's load - mean) / mean,
+  counted over the whole validation set and averaged over layers, for 64-expert top-6
+  DeepSeekMoE models: 0.72 (1B) and 0.52 (3B) with an auxiliary loss of coefficient 0.001 (the
+  coefficient of the ModelZoo's Qwen3-235B-A22B.yaml), 0.04 with the auxiliary-loss-free bias.
+  Their Figure 5 (per computation batch) shows the auxiliary-loss router's violation holding at
+  a constant level as the batch grows, where a random router's falls as one over its square
+  root: a trained router's excess is not the floor's, but no figure is given per rank.
+- Qiu et al. 2025 (ACL, "Demons in the Detail"): Qwen3's MoE models were trained with the
+  balancing loss over the global batch, which balances the corpus and lets a micro-batch's tokens
+  of one domain gather on that domain's experts: a micro-batch's imbalance above the global one,
+  not measured there per rank.
+- Ma et al. 2026 (arXiv 2605.20982), five checkpoints (Qwen3-30B among them) with real text on
+  H100: the per-expert max/mean ratio changes by at most 5 % from ep 4 to 32, "the straggler is
+  intrinsic to the routing decision"; random token ids (mock data) overstate routing
+  concentration up to 2.35x in Gini. The per-rank figure the model needs is not tabulated.
+
+A per-expert MaxVio bounds a rank's load only loosely: with experts / ep experts a rank, the
+busiest expert's excess alone on a rank of otherwise mean-loaded experts gives 1 + MaxVio x ep /
+experts, every expert of the rank as hot as the busiest gives 1 + MaxVio (and a micro-batch's
+violation exceeds the global one, so not even that is a bound):
+
+@TRAINED_LITERATURE@
+
+Which router the dropless figures ran is itself not stated: the repository's
+Qwen3-235B-A22B.yaml (the stored version, commit 1ed4179) loads a checkpoint (`--finetune`,
+`--load ${LOAD_PATH}`) and real data (`--data-path`) with `--moe-router-load-balancing-type
+aux_loss` and `--moe-aux-loss-coeff 1e-3`; that the checkpoint is Qwen3's released one (trained
+with the global-batch loss) is an assumption, and a router trained briefly from scratch would
+route differently again.
+
+Decision: not modelled. The long-context series implies its busiest rank far above the floor
+(its published excess, no model constant involved: the first table's heading), near the all-hot
+end of what the auxiliary-loss figure allows; where in that range a router lies would be a
+guess. One load does not predict the rows either (the first table's last column): at the
+series' load the 1F1B-overlap and cross-node ep 32 rows turn too slow, and the long-context
+dropless rows, already slow by their attention (above), slower still; only the intranode tp 4
+row comes near. DeepSeek-V3's gap would need a busiest rank far above what the published
+auxiliary-loss-free figure allows even an all-hot rank (the second table; over a validation set,
+not a micro-batch): by the only published measurement of its balancing, its gap is not the
+router's.
+Nor are the Megatron-Bridge small-expert rows' gaps (below) a trained router's: Bridge's
+performance configs set `moe_router_force_load_balancing = True` ("required for token dropless")
+for every Qwen3 model on mock data (`scripts/performance/configs/qwen/qwen3_llm_pretrain.py`, the
+stored version at commit 05c0c90, later than the table's 00b7660: that the table's runs did the
+same is likely, not checked), a random router, which the model already charges. What a model
+needs is the busiest expert rank's
+routed copies per micro-batch, published beside a run's step time (the token counts per expert
+rank that any of these jobs could log).
+
 ### The small-expert MoE rows, part by part
 
 `benchmarks/moe_split.py` splits one MoE layer of the H100 Qwen3-30B-A3B row (one micro-batch of
@@ -1355,11 +1427,12 @@ runtime, eager PyTorch with FlashAttention and no tensor-parallel overlap, unles
   behind the GPU elsewhere (Megatron-Core's MoE guide names this "CPU overhead bottleneck" for
   fine-grained MoE; the small-expert Bridge rows below are the suspects).
 - Load imbalance between experts beyond a random router's (the balls-into-bins floor above is
-  charged whatever the spec's balancing says; how far an unbalanced router strays above it
-  depends on the model and its training, which no closed form gives). The ModelZoo's
-  long-context Qwen3-235B rows measure it: with the router forced to an even load the runs are
-  1.09x (128K) to 1.25x (16K) faster than dropless, and everything but their attention 1.35x
-  (`longctx_series.py`), where the random-router floor makes about 1.02x.
+  charged whatever the spec's balancing says; how far a trained router strays above it depends
+  on the model and its training, which no closed form gives). The ModelZoo's long-context
+  Qwen3-235B rows measure it: with Megatron-Core's random router (its forced balancing) the runs
+  are 1.09x (128K) to 1.25x (16K) faster than dropless, and everything but their attention 1.35x
+  (`longctx_series.py`), where the model charges both the random router's load ("A trained
+  router's imbalance", above: what the published measurements give, and why no figure is shipped).
   Data loading, logging, checkpointing.
 - Blackwell and CDNA3 efficiencies (no calibration data; their attention kernels take Hopper's
   fractions of their own peak), and FP8 GEMM efficiency beyond the casts (FP8 GEMMs take the
@@ -1681,6 +1754,8 @@ def generate(constants: Constants = DEFAULT) -> str:
         "SKIPPED": skipped_text, "LAYER_CHECK": layer_check(constants), "SPECS": specs_table(constants),
         "MOE_SUMMARY": moe_summary(results),
         "LONGCTX": longctx_series.section(rows, constants),
+        "TRAINED_ROUTER": trained_router.section(rows, constants),
+        "TRAINED_LITERATURE": trained_router.literature(rows, constants),
         "CROSS": cross_validation(rows, prepared),
         "BUBBLE_GAP": bubble_gap(),
         "ATTENTION": attention_table(),

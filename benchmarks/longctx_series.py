@@ -200,8 +200,10 @@ def section(rows, constants=DEFAULT) -> str:
         f"and both lines give the same attention speed: the premise holds. Everything but the attention "
         f"core, with the router forced to an even load, is where the model puts it (the intercept beside "
         f"the model's step less its attention kernels). Dropless, the same part takes {ratio:.2f}x as long "
-        f"as forced balance: the trained router's imbalance (below, \"What the model leaves out\"), where the "
-        f"model's random-router floor makes about 1.02x.",
+        f"as forced balance: the trained router's imbalance. Megatron-Core's forced balancing draws the "
+        f"router's logits as normal noise per token (`moe_utils.RandomSTE`), a random router, so the model "
+        f"charges both routings the random router's load and makes them equal: it has no trained-router "
+        f"term (\"A trained router's imbalance\", below).",
         "",
         f"The attention kernels of these runs (Megatron-Core with Transformer Engine and cuDNN as of late "
         f"2025: the build line atop the repository's `dockers/Dockerfile` at that commit tags its image "

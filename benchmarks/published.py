@@ -640,9 +640,15 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         kernels = "fused" if compiled else "eager"
         if compiled:
             notes.append("torch.compile: fused kernels' speed (the eager runtime's without it)")
-    balanced = "force-load-balancing" in compact or "forced balance" in text
-    if balanced:
-        notes.append("routing exactly balanced (stated: Megatron-Core's --moe-router-force-load-balancing)")
+    if "force-load-balancing" in compact or "forced balance" in text:
+        # Megatron-Core's benchmark mode replaces the router's logits with normal noise for every
+        # token (megatron/core/transformer/moe/moe_utils.py, RandomSTE: "random logits of router
+        # for load-balanced benchmark"): a random router, whose busiest rank the model's floor
+        # (kernels.routing_imbalance) already charges; not an exactly even load
+        notes.append("random routing (stated: Megatron-Core's --moe-router-force-load-balancing draws the router's "
+                     "logits as normal noise per token, moe_utils.RandomSTE): the random router's busiest-rank "
+                     "load, kernels.routing_imbalance")
+    balanced = False
     deepep = "deepep" in text.replace(" ", "")
     if deepep:
         notes.append("DeepEP's dispatcher (stated): one copy per destination node over RDMA, forwarded over NVLink, "

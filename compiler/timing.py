@@ -387,10 +387,18 @@ class Software:
     reduction); 2 in Megatron-LM under fp16, which reduces in the parameters' dtype unless told
     `--accumulate-allreduce-grads-in-fp32`."""
     balanced_routing: bool = False
-    """The router's load is exactly even over the expert ranks: Megatron-Core's benchmark mode
-    `--moe-router-force-load-balancing`, and what the mean over a job's recorded ranks measures
-    (tests/e2e/test_collectives.py). Otherwise the busiest expert rank carries the random
-    router's expected excess (`kernels.routing_imbalance`), which sets the pace."""
+    """The router's load is exactly even over the expert ranks: what the mean over a job's
+    recorded ranks measures (tests/e2e/test_collectives.py). Otherwise the busiest expert rank
+    carries the random router's expected excess (`kernels.routing_imbalance`), which sets the
+    pace. Megatron-Core's benchmark mode `--moe-router-force-load-balancing` is not this: it
+    replaces the router's logits with fresh normal noise per token (`moe_utils.RandomSTE`), a
+    random router, which the floor describes."""
+    routing_load: float = 0.0
+    """The busiest expert rank's routed copies over the mean, per micro-batch, where a source
+    measured it for the router that ran (a trained router's own imbalance); charged in place of
+    the random router's floor (`kernels.routing_imbalance`), and capped by a capacity factor.
+    0: not measured, the floor. No published row states it; `benchmarks/fidelity.py` uses it for
+    the load each row implies (docs/time-model.md, "A trained router's imbalance")."""
     moe_host_sync: bool = True
     """Each MoE layer's forward reads its token counts on the host (`kernels.host_stall_seconds`):
     Megatron-Core's dropless dispatcher and parc's runtime. False where the runtime keeps them on
@@ -798,10 +806,19 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
     return direction(work, False), direction(back, True), cp
 
 
+def measured_load(load: float, ep: int, capacity_factor: float = 0.0) -> float:
+    """A measured busiest-rank load (`Software.routing_load`) as `layer_work` charges it: never
+    below the mean, never above the whole of the routed copies on one rank (ep x the mean), and
+    capped at a capacity factor (copies past it are dropped)."""
+    load = min(max(load, 1.0), float(max(1, ep)))
+    return min(load, max(capacity_factor, 1.0)) if capacity_factor else load
+
+
 @lru_cache(maxsize=16384)
 def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
                ep: int, precision: str, attention: str, kernels: str, hw: Hardware, c: Constants,
-               balanced: bool = False, cp_runtime: str = "parc", fp8_scaling: str = "delayed") -> Work:
+               balanced: bool = False, cp_runtime: str = "parc", fp8_scaling: str = "delayed",
+               routing_load: float = 0.0) -> Work:
     """One transformer layer. `cp_runtime` and `fp8_scaling` are `Software.context_parallel` and
     `Software.fp8_scaling`. `attention` is "flash" (fused, causal work skipped: torch's SDPA,
     what parc's runtime runs), "flash-te" (the same through Transformer Engine) or "unfused" (the
@@ -809,7 +826,8 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     `kernels` ("eager" or "fused", `Software.kernels`) decides how routed experts launch: parc's
     runtime loops over its local experts, a kernel per matrix product and activation each;
     Megatron-LM's grouped GEMM is one kernel per matrix for all of them. `balanced`
-    (`Software.balanced_routing`): every expert rank receives the mean load."""
+    (`Software.balanced_routing`): every expert rank receives the mean load; `routing_load`
+    (`Software.routing_load`): a measured busiest-rank load in place of the random router's."""
     h, t = shape.hidden, tp
     n = seq * micro / cp
     shard = t if sp and t > 1 else 1
@@ -837,7 +855,8 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
         mean = routed * shape.top_k * (min(1.0, shape.capacity_factor) if shape.capacity_factor else 1.0)
         # the busiest expert rank sets the pace (the all-to-alls wait for it): routed copies land
         # on ranks at random at best, so its load exceeds the mean by the balls-into-bins margin
-        assigned = mean * (1.0 if balanced else kernel_model.routing_imbalance(mean, ep, shape.capacity_factor))
+        assigned = mean * (1.0 if balanced else measured_load(routing_load, ep, shape.capacity_factor)
+                           if routing_load else kernel_model.routing_imbalance(mean, ep, shape.capacity_factor))
         # each expert's rows run in whole tiles (`kernels.padded_rows`)
         per_expert = kernel_model.padded_rows(assigned / local, balanced)
         f = shape.expert_ffn
@@ -1570,7 +1589,7 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
         w = slowed(layer_work(shape, moe, k.tp, sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
                               gemm_precision(k.precision, sw), sw.attention, sw.kernels, hw, c,
                               balanced=sw.balanced_routing, cp_runtime=sw.context_parallel,
-                              fp8_scaling=sw.fp8_scaling), sw, c)
+                              fp8_scaling=sw.fp8_scaling, routing_load=sw.routing_load), sw, c)
         if moe:
             w = dispatched(w, shape, hw, sw)
         # the expert-count exchange before each dispatch: one int64 per (ep rank, local expert)

@@ -120,13 +120,13 @@ def test_megatron_recompute_modules_are_read_from_the_rows():
 
 def test_moe_act_recomputes_only_the_activation(rows):
     """`moe_act` recomputes the experts' activation's bytes alone, a small part of what `moe`
-    repeats: the two modules are not confused. (The forced-balance row: each
-    expert rank receives exactly the mean, 16K / tp 4 x top-8 copies.)"""
+    repeats: the two modules are not confused. (The forced-balance row's layer at an exactly even
+    load, `balanced`: each expert rank receives the mean, 16K / tp 4 x top-8 copies.)"""
     row = next(r for r in rows if r.id == "modelzoo_qwen3_235b_longctx_16k_cp1_forced_balance")
     p = fidelity.prepare(row)
     k, s, hw, sw = p.knobs, p.shape, p.hardware, row.software
     w = timing.layer_work(s, True, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
-                          "bf16", sw.attention, sw.kernels, hw, DEFAULT, sw.balanced_routing, sw.context_parallel)
+                          "bf16", sw.attention, sw.kernels, hw, DEFAULT, True, sw.context_parallel)
     copies = 16384 / 4 * 8
     activation_bytes = 2 * copies * 3 * 1536  # gate and up read, the product written, 16-bit
     assert w.moe_act_again == pytest.approx(timing.memory_seconds(activation_bytes, hw, DEFAULT)

@@ -357,16 +357,18 @@ def test_moe_rows_fold_ep_as_megatron_core_does_and_run_the_dispatcher_they_stat
     """The ModelZoo's Qwen3-235B rows state expert tensor parallelism 1: Megatron-Core's expert
     mesh then takes the tp ranks first, so "EP 8" with tp 2 stays inside a node (the table's
     "intra-node EP") and "EP 32" spans tp 2 x dp 16. The long-context rows' "forced balance"
-    figures run with `Software.balanced_routing`. Rows that state DeepEP's dispatcher run it
+    figures ran Megatron-Core's `--moe-router-force-load-balancing`, random logits per token
+    (`moe_utils.RandomSTE`): a random router, charged the random router's floor like every other
+    row, never `Software.balanced_routing` (an exactly even load). Rows that state DeepEP's dispatcher run it
     (`Software.ep_dispatcher`), the "+1f1b overlap" row overlaps its all-to-alls
     (`Software.ep_overlap`), and no MoE row is fitted (out-of-sample checks), with the reason."""
     rows, _ = fidelity.load_rows()
     moe = {r.id: r for r in rows if r.group == "megatron_moe_modelzoo_qwen3"}
     assert len(moe) == 12
-    # the long-context table's "forced balance" figures: routing exactly even, stated
+    # the long-context table's "forced balance" figures: a random router, stated and noted
     forced = [r for r in moe.values() if r.id.endswith("forced_balance")]
-    assert len(forced) == 4 and all(r.software.balanced_routing for r in forced)
-    assert not any(r.software.balanced_routing for r in moe.values() if r not in forced)
+    assert len(forced) == 4 and all(any("RandomSTE" in n for n in r.assumptions) for r in forced)
+    assert not any(r.software.balanced_routing or r.software.routing_load for r in moe.values())
     # the long-context rows' expert tp 1 is in the repository's Qwen3-235B-A22B.yaml at the same
     # commit: their ep 8 groups too take the tp ranks first and stay in one node
     assert "ep 8 over tp x cp x dp" in moe["modelzoo_qwen3_235b_longctx_32k_cp2_dropless"].spec

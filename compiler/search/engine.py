@@ -657,7 +657,8 @@ class Engine:
             work = timing.slowed(timing.layer_work(
                 shape, moe, tp, sp, cp, self.flavour, self.seq, micro, ep,
                 timing.gemm_precision(self.fixed["precision"], sw), sw.attention, sw.kernels, hw, c,
-                balanced=sw.balanced_routing, cp_runtime=sw.context_parallel, fp8_scaling=sw.fp8_scaling), sw, c)
+                balanced=sw.balanced_routing, cp_runtime=sw.context_parallel, fp8_scaling=sw.fp8_scaling,
+                routing_load=sw.routing_load), sw, c)
             if moe:
                 work = timing.dispatched(work, shape, hw, sw)
             self._piece_cache[key] = work
