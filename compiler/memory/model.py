@@ -368,8 +368,9 @@ def p2p_buffers(shape: Shape, k: Knobs, rank: int, acts: RankActivations | None 
     """Pipelining's receive buffers alive at once on pp rank `rank`, each one boundary tensor.
 
     torch 2.13's PipelineStage would allocate one activation and one output-gradient buffer per
-    micro-batch and chunk at its first step and keep them across steps (8 GiB at Llama 3 405B);
-    the generated job's `ReceiveOnDemandStage` allocates a buffer when its receive is posted and
+    micro-batch and chunk at its first step and keep them across steps (8 GiB at Llama 3 405B):
+    a runtime that runs it (`Knobs.pp_receives == "kept"`: torchtitan) is counted so
+    (`kept_p2p_buffers`). The generated job's `ReceiveOnDemandStage` allocates a buffer when its receive is posted and
     drops it once handed to the forward or backward. What remains is what the schedule's
     receives hold before use (`schedules.receive_buffers`, walked on torch's own lowering:
     multi-stage schedules post a receive when the sender runs, ahead of its use), plus the
