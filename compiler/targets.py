@@ -68,6 +68,13 @@ class Runtime:
     context_parallel: str = "parc"
     """`Software.context_parallel`: whose attention exchange runs cp ("parc", "torch": torch's
     `context_parallel` as torchtitan calls it, "te": Transformer Engine's)."""
+    pp_receives: str = "on-demand"
+    """How its pipeline stages hold receive buffers (the memory model's `Knobs.pp_receives`):
+    "on-demand" (parc's `ReceiveOnDemandStage` allocates one when the receive is posted and drops
+    it once used; Megatron-LM allocates per p2p call) or "kept" (torch's stock `PipelineStage`,
+    which torchtitan builds in `pipeline_llm`: one input and one output-gradient buffer per
+    micro-batch and chunk, allocated by `_prepare_forward_infra`/`_prepare_backward_infra` at the
+    first step and kept)."""
 
 
 ALL_SCHEDULES = ("gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v")
@@ -95,7 +102,7 @@ RUNTIMES: dict[str, Runtime] = {
         # ParallelDims.build_mesh: ["pp", "dp_replicate", "dp_shard", "cp", "tp"], slowest first
         rank_order=("tp", "cp", "dp", "pp"),
         options=("compile", "tp-overlap", "grad-reduce"), fp16_grad_bytes=4, fp8="linear",
-        fp8_scaling="dynamic", context_parallel="torch"),
+        fp8_scaling="dynamic", context_parallel="torch", pp_receives="kept"),
     "megatron": Runtime(
         name="megatron", description="Megatron-LM / Megatron-Core (pretrain_gpt.py, Transformer Engine)",
         kernels="fused", selective="attention-core", tp_overlap="backward",

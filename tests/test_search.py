@@ -290,3 +290,59 @@ def test_search_figures_equal_explains_for_the_written_winner(tmp_path):
     row = next(line for line in result.stdout.splitlines() if line.startswith("  1  ")).split()
     tokens, mfu, bubble = explain_figures(run_cli("explain", str(spec)).stdout)
     assert tokens in row and mfu in row and bubble in row, (row, tokens, mfu, bubble)
+
+
+TITAN_HOLES = """job titan-holes
+tp 8 x dp 32 on nodes(8 gpus, nvlink)
+model llama3-70b
+hardware {
+  gpu part-96gb { hbm 96 GB, bf16 989 TFLOP/s, fp8 1979 TFLOP/s, link 450 GB/s, nvlink-domain 8, generation hopper }
+}
+train {
+  seq 8192
+  global-batch 512
+  micro-batch ?
+  precision PRECISION
+  optimizer adamw
+  recompute ?
+}
+tp { sequence-parallel on }
+dp { sharding zero3 }
+TARGET
+"""
+
+
+@pytest.mark.parametrize("target", ["target torchtitan { compile on }", "target torchtitan", "target megatron"])
+def test_a_target_rule_on_the_written_part_is_reported_as_compile_reports_it(tmp_path, target):
+    """Issue 15: every `target torchtitan` search with holes and `precision fp8` on a 70B model
+    ended in E0299 ("internal error ... every candidate was rejected", although 9 fit and were
+    timed): the target refuses the written precision (E0611) whatever the holes, and search
+    reported that as its own failure. Now it reports compile's finding, at compile's location
+    (after a filled `?` that changed the text's length); Megatron has no such rule and answers."""
+    spec = tmp_path / "titan.par"
+    spec.write_text(TITAN_HOLES.replace("PRECISION", "fp8").replace("TARGET", target))
+    result = run_cli("search", str(spec))
+    if target == "target megatron":
+        assert result.exit_code == 0, result.stderr
+        return
+    assert result.exit_code == 1
+    assert "E0299" not in result.stderr and "internal error" not in result.stderr
+    filled = tmp_path / "filled.par"  # any values of the holes: compile's own report, independently
+    filled.write_text(spec.read_text().replace("micro-batch ?", "micro-batch 16").replace("recompute ?",
+                                                                                         "recompute full"))
+    compiled = run_cli("compile", str(filled), "-o", str(tmp_path / "job"))
+    assert compiled.exit_code == 1
+    expected = compiled.stderr.splitlines()[0].replace(str(filled), str(spec))
+    assert expected.endswith("error[E0611]: torchtitan's `llama3_70b` trains in bf16, not fp8"), expected
+    assert result.stderr.splitlines()[0] == expected
+    assert ":11:13:" in expected
+
+
+def test_a_torchtitan_search_with_holes_answers_with_a_layout_that_compiles(tmp_path):
+    spec = tmp_path / "titan.par"
+    spec.write_text(TITAN_HOLES.replace("PRECISION", "bf16").replace("TARGET", "target torchtitan { compile on }"))
+    result = run_cli("search", str(spec), "--write", "--top", "3")
+    assert result.exit_code == 0, result.stderr
+    assert "?" not in spec.read_text()
+    compiled = run_cli("compile", str(spec), "-o", str(tmp_path / "job"))
+    assert compiled.exit_code == 0, compiled.stderr

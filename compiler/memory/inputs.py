@@ -120,6 +120,10 @@ class Knobs:
     recompute_layers: int | None = None
     """With `full`: layers recomputed in each chunk (None = all)."""
     runtime: str = "torch"
+    pp_receives: str = "on-demand"
+    """How the pipeline stage holds its receive buffers (`targets.Runtime.pp_receives`):
+    "on-demand" (parc's `ReceiveOnDemandStage`) or "kept" (torch's stock `PipelineStage`, one
+    per micro-batch, chunk and direction across steps: torchtitan)."""
 
     @property
     def sp(self) -> bool:
@@ -215,4 +219,11 @@ def knobs_of(plan: Plan, runtime: str = "torch") -> Knobs | None:
         seq=train.seq_len,
         micro_batch=micro, microbatches=accum, precision=train.precision, optimizer=train.optimizer,
         recompute=train.recompute or "none", recompute_layers=train.recompute_layers, runtime=runtime,
+        pp_receives=_pp_receives(plan),
     )
+
+
+def _pp_receives(plan: Plan) -> str:
+    from ..targets import runtime
+
+    return runtime(plan.target).pp_receives

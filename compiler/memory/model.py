@@ -48,8 +48,10 @@ from .parameters import (
 from .schedules import (
     MAX_STATE_CHUNKS,
     ZERO_BUBBLE,
+    kept_receive_buffers,
     peak_states,
     receive_buffers,
+    received_chunks,
     weighted_peak,
 )
 from .states import (
@@ -391,12 +393,13 @@ def transient_buffers(transient: int, params: RankParams, k: Knobs, shape: Shape
     return transient + wrapper
 
 
-def p2p_buffers(shape: Shape, k: Knobs, rank: int) -> int:
+def p2p_buffers(shape: Shape, k: Knobs, rank: int, acts: RankActivations | None = None) -> int:
     """Pipelining's receive buffers alive at once on pp rank `rank`, each one boundary tensor.
 
     torch 2.13's PipelineStage would allocate one activation and one output-gradient buffer per
-    micro-batch and chunk at its first step and keep them across steps (8 GiB at Llama 3 405B);
-    the generated job's `ReceiveOnDemandStage` allocates a buffer when its receive is posted and
+    micro-batch and chunk at its first step and keep them across steps (8 GiB at Llama 3 405B):
+    a runtime that runs it (`Knobs.pp_receives == "kept"`: torchtitan) is counted so
+    (`kept_p2p_buffers`). The generated job's `ReceiveOnDemandStage` allocates a buffer when its receive is posted and
     drops it once handed to the forward or backward. What remains is what the schedule's
     receives hold before use (`schedules.receive_buffers`, walked on torch's own lowering:
     multi-stage schedules post a receive when the sender runs, ahead of its use), plus the
@@ -406,8 +409,43 @@ def p2p_buffers(shape: Shape, k: Knobs, rank: int) -> int:
     activations, not here."""
     if k.runtime != "torch" or k.pp == 1:
         return 0
+    if k.pp_receives == "kept":
+        return kept_p2p_buffers(shape, k, rank, acts)
     live = receive_buffers(k.schedule, k.pp, k.virtual_stages, k.microbatches)[rank]
     return live * act.boundary_bytes(shape, k)
+
+
+def kept_p2p_buffers(shape: Shape, k: Knobs, rank: int, acts: RankActivations | None = None) -> int:
+    """torch's stock `PipelineStage` (`Knobs.pp_receives == "kept"`, torchtitan): one input and
+    one output-gradient buffer per micro-batch and chunk, allocated at the first step and kept
+    (`schedules.kept_receive_buffers`). A received input is handed to the forward as the buffer
+    itself (`_retrieve_recv_activations`: `requires_grad_` on it, no copy), so the inputs in
+    flight at the rank's activation peak are already counted there, as their first layer's saved
+    input (`ChunkActivations.saved`): they are taken out here, not counted twice."""
+    fwd, bwd = kept_receive_buffers(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank)
+    if acts is None:
+        acts = rank_activations(shape, k)[rank]
+    received = received_chunks(k.schedule, k.pp, k.virtual_stages, rank)
+    inputs = inputs_in_flight(k, rank, acts, received)
+    return (fwd + bwd - inputs) * act.boundary_bytes(shape, k)
+
+
+def inputs_in_flight(k: Knobs, rank: int, acts: RankActivations, received: tuple[bool, ...]) -> int:
+    """Received inputs held at the rank's activation peak: the micro-batches in flight on chunks
+    whose input came through a receive, at the moment `_activation_peaks` takes (the first
+    largest). Past `MAX_STATE_CHUNKS` chunks only the total in flight is known: the share of
+    receiving chunks of it, rounded down (fewer taken out: the larger figure)."""
+    chunks = acts.chunks
+    if k.virtual_stages > MAX_STATE_CHUNKS:
+        _, held = weighted_peak(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank,
+                                tuple(c.held for c in chunks), tuple(c.pending for c in chunks))
+        return held * sum(received) // len(received)
+    best, at = -1, ()
+    for held, pending, _ in peak_states(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank):
+        a = sum(held[c] * ca.held + pending[c] * ca.pending for c, ca in enumerate(chunks))
+        if a > best:
+            best, at = a, held
+    return sum(h for h, r in zip(at, received) if r)
 
 
 def rank_padding(shape: Shape, k: Knobs, params: RankParams) -> Params:
@@ -468,7 +506,7 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
         stage=rank, layers=params.layers, params=states.params + persistent,
         grads=states.grads + states.accumulated_grads, optimizer=states.optimizer,
         activations=best_acts, buffers=buffers, in_flight=best_held,
-        p2p=p2p_buffers(shape, k, rank), embedding_backward=embedding_rise,
+        p2p=p2p_buffers(shape, k, rank, acts), embedding_backward=embedding_rise,
         checkpoint=states.params + persistent + states.optimizer + checkpoint_gather_bytes(params.params, k),
     )
 
@@ -508,7 +546,7 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
             states = model_states(rp.params, k, rp.per_chunk, rank_padding(shape, k, rp))
             embedding -= second_embedding_backward(shape, k, r, acts[r], states.accumulated_grads > 0)
         buffers = max(transient_buffers(acts[r].transient, rp, k, shape), embedding)
-        total_bytes = exact_state_bytes(shape, k, rp) + peaks[r] + buffers + p2p_buffers(shape, k, r)
+        total_bytes = exact_state_bytes(shape, k, rp) + peaks[r] + buffers + p2p_buffers(shape, k, r, acts[r])
         if total_bytes > best:
             best, where = total_bytes, r
     return best, where

@@ -689,3 +689,25 @@ def _walked_receives(schedule: str, pp: int, v: int, m: int) -> tuple[int, ...] 
         if not progress:
             return None
     return tuple(best)
+
+
+def kept_receive_buffers(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[int, int]:
+    """(input buffers, output-gradient buffers) torch's stock `PipelineStage` keeps on pp rank
+    `rank` from its first step on (torchtitan's stage; parc's job receives on demand instead).
+    torch 2.13 `PipelineStage._setup_forward_recv_info` (called by `_prepare_forward_infra`)
+    allocates one input buffer per micro-batch for every stage but the first, and
+    `_setup_backward_recv_info` (`_prepare_backward_infra`) one output-gradient buffer per
+    micro-batch for every stage but the last; `args_recv_info`/`grad_recv_info` keep them.
+    Same-rank hand-offs of the V schedules put the passed tensor in the slot instead
+    (`set_local_fwd_input`, `set_local_bwd_input`): the slot still holds one boundary tensor."""
+    if pp == 1:
+        return 0, 0
+    last = pp * v - 1
+    stages = [_stage_of(schedule, pp, rank, c) for c in range(v)]
+    return m * sum(s != 0 for s in stages), m * sum(s != last for s in stages)
+
+
+def received_chunks(schedule: str, pp: int, v: int, rank: int) -> tuple[bool, ...]:
+    """Per local chunk of `rank`, whether its input comes through a receive buffer (every stage
+    but the model's first)."""
+    return tuple(_stage_of(schedule, pp, rank, c) != 0 for c in range(v))

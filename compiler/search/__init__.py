@@ -26,7 +26,7 @@ from ..memory import Estimate, estimate
 from ..pipeline import Compilation
 from ..timing import Prediction, predict
 from .engine import Engine, SpaceTooLarge, Stats
-from .fill import FillError, fill, verify
+from .fill import FillError, fill, verify, written_span
 from .space import Assignment, Space, build_space, hole_values
 
 SPARES = 4
@@ -116,6 +116,7 @@ def search(compilation: Compilation, top: int = 10,
     except SpaceTooLarge as exc:
         return SearchResult(space=space, stats=exc.stats, diagnostics=[too_large(space, exc)])
     result = SearchResult(space=space, stats=outcome.stats)
+    refusals: list[tuple[Assignment, list[Diagnostic]]] = []  # what parc check/compile said of each
     for found in outcome.found:
         if len(result.candidates) == top:
             break
@@ -126,24 +127,52 @@ def search(compilation: Compilation, top: int = 10,
             result.rejected.append(str(exc))
             continue
         if has_errors(checked.diagnostics):
-            codes = sorted({d.code for d in checked.diagnostics if d.is_error})
+            errors = [d for d in checked.diagnostics if d.is_error]
+            refusals.append((found.assignment, errors))
+            codes = sorted({d.code for d in errors})
             result.rejected.append(f"{hole_values(space, found.assignment)}: parc check reports {', '.join(codes)}")
             continue
-        backend = [d.code for d in job_diagnostics(checked.plan) if d.is_error]
+        backend = [d for d in job_diagnostics(checked.plan) if d.is_error]
         if backend:
-            result.rejected.append(f"{hole_values(space, found.assignment)}: parc compile reports {', '.join(backend)}")
+            refusals.append((found.assignment, backend))
+            codes = [d.code for d in backend]
+            result.rejected.append(f"{hole_values(space, found.assignment)}: parc compile reports {', '.join(codes)}")
             continue
         prediction, memory = predict(checked.plan), estimate(checked.plan)
         result.candidates.append(Candidate(
             rank=len(result.candidates) + 1, assignment=found.assignment, values=hole_values(space, found.assignment),
             text=text, compilation=checked, prediction=prediction, memory=memory, fast_step=found.step))
     if not result.candidates:
-        result.diagnostics.append(no_candidate(space, outcome))
+        result.diagnostics.extend(written_errors(space, refusals) or [no_candidate(space, outcome)])
         return result
     mark_pareto(result.candidates)
     explain_losses(space, result.candidates)
     result.benchmark_first = mark_indistinguishable(result.candidates)
     return result
+
+
+def written_errors(space: Space, refusals: list[tuple[Assignment, list[Diagnostic]]]) -> list[Diagnostic]:
+    """The errors `parc compile` reports against the written part of the spec for every layout
+    search ranked (none was accepted): the same finding, outside the filled `?`s, for each one.
+    Search's own rules are the checks' and the target rules that read the holes; a finding the
+    holes cannot change (a precision the target cannot run, say) is the spec's problem, reported
+    where `parc compile` reports it, not an internal error."""
+    if not refusals:
+        return []
+    first_assignment, first = refusals[0]
+    out = []
+    for d in first:
+        span = written_span(space, first_assignment, d.span)
+        if span is None:
+            continue
+        if all(any(e.code == d.code and e.message == d.message and written_span(space, a, e.span) == span
+                   for e in errors) for a, errors in refusals[1:]):
+            labels = tuple(label.model_copy(update={"span": moved}) for label in d.labels
+                           if (moved := written_span(space, first_assignment, label.span)) is not None)
+            note = (f"`parc compile` refuses each of the {len(refusals)} layouts `parc search` ranked best for "
+                    "this, outside the `?`s")
+            out.append(d.model_copy(update={"span": span, "labels": labels, "notes": (*d.notes, note)}))
+    return out
 
 
 __all__ = ["Candidate", "SearchResult", "search", "fill", "build_space"]

@@ -66,6 +66,7 @@ from ..memory.model import (
 from ..memory.parameters import padded_vocab
 from ..memory.schedules import weighted_peak
 from ..targets import runtime
+from ..targets import runtime as target_runtime
 from ..timing import SCHEDULES
 from .space import RECOMPUTE, SEQUENCE_PARALLEL, SHARDING, Assignment, Space, canonical_key
 
@@ -238,7 +239,8 @@ class Engine:
         self.ep_axis = "ep" in space.axes
         self.fixed = dict(precision=train.precision, optimizer=train.optimizer,
                           recompute_layers=train.recompute_layers, cp_flavour=self.flavour, seq=self.seq,
-                          split=self.split, ep_over_tp="tp" in space.ep_fold, runtime=runtime)
+                          split=self.split, ep_over_tp="tp" in space.ep_fold, runtime=runtime,
+                          pp_receives=target_runtime(plan.target).pp_receives)
         self.best: list[Found] = []
         self._piece_cache, self._load_cache = _shared_caches(
             (self.shape, self.hw, self.constants, software, runtime, self.pcie, self.flavour, self.seq, self.split,
@@ -547,7 +549,7 @@ class Engine:
                      sequence_parallel=k.sequence_parallel, cp_flavour=k.cp_flavour, sharding=sharding,
                      hsdp_shard=shard, seq=k.seq, micro_batch=k.micro_batch, microbatches=k.microbatches,
                      precision=k.precision, optimizer=k.optimizer, recompute=k.recompute,
-                     recompute_layers=k.recompute_layers, runtime=k.runtime)
+                     recompute_layers=k.recompute_layers, runtime=k.runtime, pp_receives=k.pp_receives)
 
     def _group_shardings(self, item: _Degrees, k: Knobs) -> list[tuple[str, int]]:
         """The shardings a group's candidates take: only `none` where sharding spreads over a

@@ -9,6 +9,7 @@ The result is parsed again and its Plan compared with the assignment before anyo
 from __future__ import annotations
 
 from ..pipeline import Compilation, compile_text
+from ..source import Span
 from ..syntax import LayoutLine
 from .space import AXIS_HOLES, Assignment, Space, hole_values
 
@@ -27,8 +28,31 @@ def _layout_line(compilation: Compilation) -> LayoutLine | None:
 
 def fill(space: Space, a: Assignment) -> str:
     """The spec's text with every `?` replaced by the assignment's value."""
+    text = space.compilation.source.text
+    for start, end, value in sorted(_edits(space, a), reverse=True):
+        text = text[:start] + value + text[end:]
+    return text
+
+
+def written_span(space: Space, a: Assignment, span: Span | None) -> Span | None:
+    """Where a span of the filled text (`fill(space, a)`) stands in the spec as written, or None
+    when it touches a replaced `?`: a finding there is about the written text, not the holes."""
+    if span is None or span.file != space.compilation.source.path:
+        return None
+    shift = 0
+    for start, end, value in sorted(_edits(space, a)):
+        filled_start = start + shift
+        filled_end = filled_start + len(value)
+        if span.start < filled_end and filled_start < span.end or filled_start == span.start:
+            return None
+        if filled_end <= span.start:
+            shift += len(value) - (end - start)
+    return space.compilation.source.span(span.start - shift, span.end - shift)
+
+
+def _edits(space: Space, a: Assignment) -> list[tuple[int, int, str]]:
+    """(start, end, value): each written range `fill` replaces."""
     compilation = space.compilation
-    text = compilation.source.text
     values = hole_values(space, a)
     edits: list[tuple[int, int, str]] = []
     reorder = None
@@ -49,9 +73,7 @@ def fill(space: Space, a: Assignment) -> str:
             continue  # rewritten with the layout line
         value = "fixed" if hole.value == "order" else values[hole.value]
         edits.append((span.start, span.end, value))
-    for start, end, value in sorted(edits, reverse=True):
-        text = text[:start] + value + text[end:]
-    return text
+    return edits
 
 
 def verify(space: Space, a: Assignment, text: str) -> Compilation:
