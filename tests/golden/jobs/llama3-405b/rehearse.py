@@ -95,7 +95,8 @@ def shapes_from_plan(device: torch.device) -> None:
 
     def receive(self, src_stage: int):
         activation = src_stage < self.stage_index
-        example = torch.empty(BOUNDARY_SHAPE, dtype=COMPUTE_DTYPE, device=self.device, requires_grad=activation)
+        example = torch.empty(BOUNDARY_SHAPE, dtype=COMPUTE_DTYPE, device=self.device,
+                              requires_grad=activation)
         meta = (pipeline_utils.extract_tensor_meta(example),)
         if activation:
             return pipeline_utils._StageForwardMeta(meta)
