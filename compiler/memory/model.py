@@ -286,7 +286,7 @@ def split_pending(shape: Shape, ak: Knobs, grads: int, layers: int, embedding: b
     - nothing on the first stage: torch skips its input pass (its input, token ids, needs no
       gradient) and runs a full backward in the weight pass;
     - under fake tensors on the CPU (the rehearsal, `device == "fake"`), each of a layer's two
-      norms keeps its weight's output gradient in fp32: the CPU's composite RMSNorm multiplies
+      RMSNorms keeps its weight's output gradient in fp32: the CPU's composite RMSNorm multiplies
       by the weight before casting back, where a GPU's fused kernel takes the compute-dtype
       gradient the layer's `weight_grads` count (one boundary-sized tensor more per norm).
 
@@ -299,7 +299,7 @@ def split_pending(shape: Shape, ak: Knobs, grads: int, layers: int, embedding: b
         return 0
     boundary = act.boundary_bytes(shape, ak)
     composite = 0
-    if ak.device == "fake":
+    if ak.device == "fake" and not shape.layernorm:  # LayerNorm has a CPU kernel of its own
         composite = 2 * layers * round(boundary * (act.FP32 - act.activation_bytes(ak.precision))
                                        / act.activation_bytes(ak.precision))
     return grads + composite + (boundary if pipelined else 0)
