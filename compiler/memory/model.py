@@ -92,7 +92,8 @@ class ChunkActivations:
     """A_c: bytes held per micro-batch in flight."""
     pending: int
     """D_c: extra bytes per micro-batch between its input and its weight backward: the output
-    gradients torch's `stage_backward_input` stores for `stage_backward_weight`."""
+    gradients torch's `stage_backward_input` stores for `stage_backward_weight` and the stage
+    input's gradient (`split_pending`)."""
     output: int = 0
     """Held per micro-batch in flight beside what autograd saves: a pipeline stage keeps its
     output in `fwd_cache` from the forward to the backward (`PipelineStage.forward_one_chunk`;
@@ -345,8 +346,8 @@ def v_turn(schedule: str, pp: int, rank: int) -> bool:
     There the second chunk's input *is* the first chunk's kept output, one storage, and every
     micro-batch the second chunk holds the first holds too: the first runs its forward before
     the second and its input pass after the second's, and DualPipe-V's weight queue (first in,
-    first out) and ZB-V's order run the second chunk's weight pass first
-    (tests/test_memory_schedules.py walks each micro-batch to check it). So per micro-batch
+    first out) and ZB-V's order run the second chunk's weight pass first (tests/test_v_turn.py
+    walks each micro-batch to check it). So per micro-batch
     the second chunk holds its saved activations less that input (`ChunkActivations.shared_input`).
     Rehearsed at rehearse-dualpipe's rank 7 and rehearse-deepseek-32's rank 2047: three
     boundary tensors per micro-batch held on both chunks (stage pp - 1's received input, its
@@ -369,7 +370,8 @@ def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, se
     ak = activation_knobs(tp, sp, cp, flavour, seq, micro, runtime, ep, precision, device)
     released = released_backward(schedule, pp)
     out = []
-    alike: dict[tuple[tuple[ChunkSignature, ...], bool], RankActivations] = {}  # ranks of equal chunks (most of a deep pipeline)
+    # ranks of equal chunks (most of a deep pipeline), apart from the turn of a V
+    alike: dict[tuple[tuple[ChunkSignature, ...], bool], RankActivations] = {}
     for index, mine in enumerate(rank_signatures(shape, pp, v, schedule, split)):
         turn = runtime == "torch" and v_turn(schedule, pp, index)
         rank = alike.get((mine, turn))
