@@ -361,8 +361,9 @@ REDUCED = [
     # spec, rank, peak tolerance (%): measured on 2026-12-02 (docs/memory-model.md, rehearsal)
     # +0.68 % (33,329,912,196 predicted, 33,105,762,776 rehearsed) since the rehearsal's received
     # activations require grad (stage 31 computes its input's gradient, as in the job) and the
-    # model keeps nothing pending on the first stage, whose input pass torch skips (+2.9 % before;
-    # -3.5 % while the tracker's module hooks kept tensors alive: rehearse.py)
+    # model keeps nothing pending on the first stage, whose input pass torch skips, and counts each
+    # pending micro-batch's input gradient (the model before: +0.14 % against this rehearsal,
+    # +2.9 % against the old one; -3.5 % while the tracker's module hooks kept tensors alive)
     pytest.param("tests/data/specs/rehearse-deepseek-32.par", 0, 1, marks=pytest.mark.slow, id="deepseek-0"),
     # +9.8 % since the received input is counted once (+12.7 % before; +11.0 % with the hooks'
     # tensors) since zero1 runs without FSDP2 (size-capped buckets, compute-dtype parameters):
