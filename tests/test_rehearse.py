@@ -410,7 +410,8 @@ cp), the DeepSeek-V3-like MoE (zero1, DualPipe-V, 64-way ep, fp8) and Llama 3 40
 (slow: the first stage, the 128K layout's middle one) and others (long); the model states
 equal the model's to the byte, and the peak is
 within the issue's 5 % on DeepSeek's first rank (+0.68 %) and the 128K layout's middle stage
-(-1.7 %; +2.0 % while each received input was counted beside the first layer's saved input,
+(-3.06 % since the rehearsal computes the stage input's gradient, as the job does; -1.7 %
+before, +2.0 % while each received input was counted beside the first layer's saved input,
 +6.9 % before the backward's moment); the model is over on Mixtral's first stage
 (+9.8 %; MoE layers keep the backward's bound) (docs/memory-model.md, rehearsal; not
 traced): its measured figure is held, not the target; Mixtral's last stage (long) is
