@@ -313,8 +313,9 @@ def test_the_verdict_never_fits_a_rank_the_rehearsal_overflows():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rank", [64, pytest.param(120, marks=pytest.mark.long)], ids=["middle-stage-8", "last-stage-15"])
-def test_real_width_middle_and_last_stage_peaks_are_the_models_within_2_percent(rank):
+@pytest.mark.parametrize("rank,tolerance", [(64, 3.0), pytest.param(120, 1.0, marks=pytest.mark.long)],
+                         ids=["middle-stage-8", "last-stage-15"])
+def test_real_width_middle_and_last_stage_peaks_are_the_models(rank, tolerance):
     """A middle stage (receive buffers both ways, 8 micro-batches in flight) and the last
     (the loss: three fp32 logits tensors in its backward, the fp32 logits kept per micro-batch).
     Neither holds a receive buffer after the step (torch's stage kept 64 and 32). Under zero2
@@ -336,7 +337,16 @@ def test_real_width_middle_and_last_stage_peaks_are_the_models_within_2_percent(
     storage in the histogram (33.5 MB per micro-batch in flight, over); it counts it once now:
     7,108,509,696 (-1.57 %) and 7,536,762,884 (+1.17 %). What remains: the fp32 copies the CPU
     composite RMSNorm keeps when the backward recomputes the norms (3 x 67 MB, under; the GPU's
-    fused kernel keeps none): docs/memory-model.md."""
+    fused kernel keeps none): docs/memory-model.md.
+
+    Since the rehearsal's received activations require grad, as the job's do (rehearse.py,
+    `shapes_from_plan`), each stage computes its input's gradient: rank 64 rehearses
+    7,322,679,332 (-2.92 %; the histogram at the same moment holds one more whole-sequence
+    add, the input gradient, and the rematerialised first norm's fp32 copy of its input,
+    which the CPU's composite RMSNorm keeps for that gradient: not in the backward's moment
+    yet), rank 120 7,483,020,468 (+0.72 %) once the job lets each loss go of its graph
+    (parallel.py, `ReceiveOnDemandStage.backward_one_chunk`; 8,523,207,860 before: the losses
+    torch keeps to the step's end held all 32 received inputs)."""
     plan = plan_of(REDUCED_405B)
     doc = rehearse(REDUCED_405B, rank)
     [record] = doc["ranks"]
@@ -345,7 +355,7 @@ def test_real_width_middle_and_last_stage_peaks_are_the_models_within_2_percent(
     rows = rows_of(doc)
     for category in ("parameters", "gradients", "optimizer_states"):
         assert rows[category]["predicted_bytes"] == rows[category]["rehearsed_bytes"], category
-    assert within(rows["peak"], 2.0), rows["peak"]
+    assert within(rows["peak"], tolerance), rows["peak"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -353,15 +363,22 @@ def test_real_width_middle_and_last_stage_peaks_are_the_models_within_2_percent(
 
 REDUCED = [
     # spec, rank, peak tolerance (%): measured on 2026-12-02 (docs/memory-model.md, rehearsal)
-    # +2.9 % (-3.5 % while the tracker's module hooks kept tensors alive: rehearse.py)
-    pytest.param("tests/data/specs/rehearse-deepseek-32.par", 0, 5, marks=pytest.mark.slow, id="deepseek-0"),
+    # +0.68 % (33,329,912,196 predicted, 33,105,762,776 rehearsed) since the rehearsal's received
+    # activations require grad (stage 31 computes its input's gradient, as in the job) and the
+    # model keeps nothing pending on the first stage, whose input pass torch skips, and counts each
+    # pending micro-batch's input gradient (the model before: +0.14 % against this rehearsal,
+    # +2.9 % against the old one; -3.5 % while the tracker's module hooks kept tensors alive)
+    pytest.param("tests/data/specs/rehearse-deepseek-32.par", 0, 1, marks=pytest.mark.slow, id="deepseek-0"),
     # -3.0 % since the MoE layer's backward has its moments (8,923,160,576 predicted, 9,198,608,404
     # rehearsed; +9.8 % before, with the old bound: activations.moe_backward_moments, traced at this
     # rank's peak); the rest is the CPU composite RMSNorm's fp32 copies (4 x 134 MB at the moment)
     # (long: the default run keeps one MoE case, deepseek-0, and one 405B middle stage, middle-stage-8)
     pytest.param("tests/data/specs/rehearse-mixtral-8.par", 0, 3.5, marks=pytest.mark.long, id="mixtral-0"),
-    # -1.71 % since the received input is counted once (+2.0 % before; +6.9 % before the backward's moment)
-    pytest.param("tests/data/specs/rehearse-405b-128k-16.par", 1024, 2.0, marks=pytest.mark.long,
+    # -3.06 % (7,121,612,800 predicted, 7,346,138,148 rehearsed) since the rehearsal's received
+    # activations require grad, as the job's do: the stage computes its input's gradient, whose
+    # moment the model does not count yet (as at the 405B middle stage); -1.71 % before, since the
+    # received input is counted once (+2.0 % before; +6.9 % before the backward's moment)
+    pytest.param("tests/data/specs/rehearse-405b-128k-16.par", 1024, 3.5, marks=pytest.mark.long,
                  id="405b-128k-1024"),
     # +0.12 % (13,844,484,096 predicted, 13,828,033,576 rehearsed) since the job slices the
     # embedding's gradient and the model counts the embedding's moment (+7.9 % before, on a
@@ -390,8 +407,12 @@ REDUCED = [
     # input the first layer saves, -4.7 % before the backward's moment). The tracker's histogram at the peak
     # (w1's backward) holds 24 fp32 67 MB tensors, three per micro-batch: the CPU composite
     # RMSNorm's fp32 copies (1.61 GB), which the GPU's fused kernel does not keep and the model
-    # does not count under fake tensors (docs/memory-model.md)
-    pytest.param("tests/data/specs/rehearse-405b-16-no-recompute.par", 64, 9.5, marks=pytest.mark.long,
+    # does not count under fake tensors (docs/memory-model.md). Since the rehearsal's received
+    # activations require grad (as the job's do) 14,780,209,188 rehearsed (-12.57 %): +570 MB,
+    # 71.3 MB per micro-batch in flight, the size of an fp32 copy of the stage input (67.1 MB,
+    # which the CPU's composite RMSNorm would keep to differentiate its input) and 4.2 MB; not
+    # traced by histogram
+    pytest.param("tests/data/specs/rehearse-405b-16-no-recompute.par", 64, 13, marks=pytest.mark.long,
                  id="405b-no-recompute-64"),
 ]
 """Mixtral 8x7B's 5-D layout (zero1: its buckets filed by rehearse.py; MoE, ep over cp x dp, ring
@@ -399,8 +420,9 @@ cp), the DeepSeek-V3-like MoE (zero1, DualPipe-V, 64-way ep, fp8) and Llama 3 40
 (16,384 ranks, all-gather cp 16, zero2): each builds and steps as one rank in the default run
 (slow: the first stage, the 128K layout's middle one) and others (long); the model states
 equal the model's to the byte, and the peak is
-within the issue's 5 % on DeepSeek's first rank (+2.7 %), the 128K layout's middle stage
-(-1.7 %; +2.0 % while each received input was counted beside the first layer's saved input,
+within the issue's 5 % on DeepSeek's first rank (+0.68 %) and the 128K layout's middle stage
+(-3.06 % since the rehearsal computes the stage input's gradient, as the job does; -1.7 %
+before, +2.0 % while each received input was counted beside the first layer's saved input,
 +6.9 % before the backward's moment) and Mixtral's first and last stages (long: -3.0 % and
 +4.4 % with a MoE layer's backward moments, +9.8 % and +16.3 % with the old bound;
 docs/memory-model.md, rehearsal); the 128K first stage (long) is +0.12 % (the embedding's
@@ -424,9 +446,9 @@ def test_real_width_reduced_spec_builds_steps_and_is_the_models(spec, rank, tole
 
 DUALPIPE_TURN = [
     # the small DualPipe-V spec's last pp rank (7: stages 3 and 4) and DeepSeek's (2047: 15 and 16)
-    # spec, rank, peak tolerance (%): measured below (the model over by 4.4 % and 31.0 %)
-    pytest.param("tests/data/specs/rehearse-dualpipe.par", 7, 5, marks=pytest.mark.long, id="small-7"),
-    pytest.param("tests/data/specs/rehearse-deepseek-32.par", 2047, 32, marks=pytest.mark.long, id="deepseek-2047"),
+    # spec, rank, peak tolerance (%): measured below (the model +1.47 % and -2.03 %)
+    pytest.param("tests/data/specs/rehearse-dualpipe.par", 7, 2, marks=pytest.mark.long, id="small-7"),
+    pytest.param("tests/data/specs/rehearse-deepseek-32.par", 2047, 2.5, marks=pytest.mark.long, id="deepseek-2047"),
 ]
 
 
@@ -454,8 +476,19 @@ def test_dualpipe_v_turn_of_the_v_builds_and_steps(spec, rank, tolerance):
     20,800,008 bytes (was 24,939,528; the model, unchanged, 21,708,288: +4.4 %), DeepSeek's
     24,613,385,744 (was 37,925,873,168; the model 32,244,395,520: +31.0 %, over: the MoE layers'
     pending output gradients and working set keep the old bound, not traced). Parity with the
-    group: tests/e2e/test_parity.py, dualpipe-recompute. Small: 13 s of CPU; DeepSeek: 83 s of
-    CPU (about 4 min here)."""
+    group: tests/e2e/test_parity.py, dualpipe-recompute.
+
+    Re-traced (a histogram after every pipeline action): both figures above were low. The
+    rehearsal told each stage its received activation needs no gradient (the real job's
+    metadata says it does), so stage pp - 1, fed over p2p, found no parameter groups in its
+    input pass and computed nothing in its weight pass; only stage pp held its micro-batches'
+    output gradients (the "eight between their passes"). With the metadata right (rehearse.py,
+    `shapes_from_plan`): 16 micro-batches pending at DeepSeek's peak, as the model's walk says,
+    at the start of the first weight pass; rehearsed 21,651,976 and 34,830,710,288 bytes. The
+    model now counts the turn's hand-over once, each pending micro-batch's input gradient and,
+    under fake tensors, the CPU RMSNorm's fp32 norm gradients (model.py, `v_turn`,
+    `split_pending`; tests/test_v_turn.py): 21,970,432 (+1.47 %) and 34,123,443,712 (-2.03 %).
+    Small: 9 s of CPU; DeepSeek: 45 s of CPU (2 min here)."""
     plan = plan_of(spec)
     doc = rehearse(spec, rank)
     [record] = doc["ranks"]

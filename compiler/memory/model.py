@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from types import MappingProxyType
 
@@ -103,7 +103,8 @@ class ChunkActivations:
     """A_c: bytes held per micro-batch in flight."""
     pending: int
     """D_c: extra bytes per micro-batch between its input and its weight backward: the output
-    gradients torch's `stage_backward_input` stores for `stage_backward_weight`."""
+    gradients torch's `stage_backward_input` stores for `stage_backward_weight` and the stage
+    input's gradient (`split_pending`)."""
     output: int = 0
     """Held per micro-batch in flight beside what autograd saves: a pipeline stage keeps its
     output in `fwd_cache` from the forward to the backward (`PipelineStage.forward_one_chunk`;
@@ -118,10 +119,17 @@ class ChunkActivations:
     shows four boundary tensors per micro-batch in flight under selective recomputation
     (block input, q, attention output, kept output), not five (docs/memory-model.md, §7)."""
 
+    shared_input: int = 0
+    """Of `saved`, the bytes that are another local chunk's kept `output`, one storage: at the
+    turn of a V schedule (`v_turn`) the second chunk's input is the first's output
+    (`PipelineStage.set_local_fwd_input` detaches it, sharing its storage), so the block input
+    its first layer saves is counted with the first chunk."""
+
     @property
     def held(self) -> int:
-        """Bytes per micro-batch in flight: saved activations and the stage's kept output."""
-        return self.saved + self.output
+        """Bytes per micro-batch in flight: saved activations and the stage's kept output (less
+        an input another local chunk holds)."""
+        return self.saved + self.output - self.shared_input
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,8 +279,42 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
     kept = 0
     if torch and pipelined:
         kept = act.logits_bytes(ak, vocab) if output else act.boundary_bytes(shape, ak)
-    return ChunkPieces(ChunkActivations(saved=saved, pending=grads if torch else 0, output=kept),
+    pending = split_pending(shape, ak, grads, layers, embedding, torch, pipelined)
+    return ChunkPieces(ChunkActivations(saved=saved, pending=pending, output=kept),
                        work, embedding_buffer)
+
+
+def split_pending(shape: Shape, ak: Knobs, grads: int, layers: int, embedding: bool, torch: bool,
+                  pipelined: bool) -> int:
+    """D_c: what a micro-batch keeps between torch's input pass (`stage_backward_input`) and its
+    weight pass (`stage_backward_weight`), beside its saved activations:
+
+    - the output gradients of the nodes the weight pass starts from (`grads`, the layers'
+      `weight_grads`; a chunk's last one is its received output gradient, kept with the
+      micro-batch's backward state);
+    - the stage input's gradient: the input pass sets it as the input's `.grad`, and the
+      stage keeps the inputs in its backward state until the weight pass (one boundary
+      tensor, sent to the previous stage and still held here);
+    - nothing on the first stage: torch skips its input pass (its input, token ids, needs no
+      gradient) and runs a full backward in the weight pass;
+    - under fake tensors on the CPU (the rehearsal, `device == "fake"`), each of a layer's two
+      RMSNorms keeps its weight's output gradient in fp32: the CPU's composite RMSNorm multiplies
+      by the weight before casting back, where a GPU's fused kernel takes the compute-dtype
+      gradient the layer's `weight_grads` count (one boundary-sized tensor more per norm).
+
+    Traced at DualPipe-V's turn (rehearse-dualpipe rank 7, rehearse-deepseek-32 rank 2047): per
+    pending micro-batch on stage pp - 1 the input pass leaves q, k, v, o's output gradients,
+    the FFN's, the norms' and one add: the input gradient (docs/memory-model.md)."""
+    if not torch:
+        return 0
+    if embedding and pipelined:
+        return 0
+    boundary = act.boundary_bytes(shape, ak)
+    composite = 0
+    if ak.device == "fake" and not shape.layernorm:  # LayerNorm has a CPU kernel of its own
+        composite = 2 * layers * round(boundary * (act.FP32 - act.activation_bytes(ak.precision))
+                                       / act.activation_bytes(ak.precision))
+    return grads + composite + (boundary if pipelined else 0)
 
 
 def embedding_moment(buffer: int, layers_saved: int, released: bool) -> int:
@@ -308,6 +350,22 @@ def second_embedding_backward(shape: Shape, k: Knobs, rank: int, acts: RankActiv
     return min(rows, acts.chunks[0].held)
 
 
+def v_turn(schedule: str, pp: int, rank: int) -> bool:
+    """Whether pp rank `rank` holds the turn of a V (zbv, dualpipe-v: the last rank holds stages
+    pp - 1 and pp), where the second chunk's input is handed over on the rank, not received.
+
+    There the second chunk's input *is* the first chunk's kept output, one storage, and every
+    micro-batch the second chunk holds the first holds too: the first runs its forward before
+    the second and its input pass after the second's, and DualPipe-V's weight queue (first in,
+    first out) and ZB-V's order run the second chunk's weight pass first (tests/test_v_turn.py
+    walks each micro-batch to check it). So per micro-batch
+    the second chunk holds its saved activations less that input (`ChunkActivations.shared_input`).
+    Rehearsed at rehearse-dualpipe's rank 7 and rehearse-deepseek-32's rank 2047: three
+    boundary tensors per micro-batch held on both chunks (stage pp - 1's received input, its
+    output, stage pp's output), not four."""
+    return pp > 1 and rank == pp - 1 and schedule in ("zbv", "dualpipe-v")
+
+
 def released_backward(schedule: str, pp: int) -> bool:
     """Whether a backward frees its micro-batch's saved tensors as it consumes them: every
     schedule but the zero-bubble ones, whose input backward (torch's `stage_backward_input`)
@@ -323,14 +381,21 @@ def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, se
     ak = activation_knobs(tp, sp, cp, flavour, seq, micro, runtime, ep, precision, device)
     released = released_backward(schedule, pp)
     out = []
-    alike: dict[tuple[ChunkSignature, ...], RankActivations] = {}  # ranks of equal chunks (most of a deep pipeline)
-    for mine in rank_signatures(shape, pp, v, schedule, split):
-        rank = alike.get(mine)
+    # ranks of equal chunks (most of a deep pipeline), apart from the turn of a V
+    alike: dict[tuple[tuple[ChunkSignature, ...], bool], RankActivations] = {}
+    for index, mine in enumerate(rank_signatures(shape, pp, v, schedule, split)):
+        turn = runtime == "torch" and v_turn(schedule, pp, index)
+        rank = alike.get((mine, turn))
         if rank is None:
             pieces = [_chunk_activations(shape, ak, sig, recompute, recompute_layers, pp > 1, released)
                       for sig in mine]
-            rank = alike[mine] = RankActivations(
-                chunks=tuple(p.activations for p in pieces), transient=max((p.working for p in pieces), default=0),
+            chunks = tuple(p.activations for p in pieces)
+            if turn:  # the second chunk's input is the first's kept output, its gradient the first's
+                boundary = act.boundary_bytes(shape, ak)  # output gradient (counted in the first's `grads`)
+                chunks = (chunks[0], replace(chunks[1], shared_input=chunks[0].output,
+                                             pending=chunks[1].pending - boundary))
+            rank = alike[(mine, turn)] = RankActivations(
+                chunks=chunks, transient=max((p.working for p in pieces), default=0),
                 embedding_backward=max((p.embedding_backward for p in pieces), default=0))
         out.append(rank)
     return tuple(out)
@@ -445,7 +510,7 @@ def inputs_in_flight(k: Knobs, rank: int, acts: RankActivations, received: tuple
         a = sum(held[c] * ca.held + pending[c] * ca.pending for c, ca in enumerate(chunks))
         if a > best:
             best, at = a, held
-    return sum(h for h, r in zip(at, received) if r)
+    return sum(h for h, r in zip(at, received, strict=True) if r)
 
 
 def rank_padding(shape: Shape, k: Knobs, params: RankParams) -> Params:

@@ -81,15 +81,24 @@ def shapes_from_plan(device: torch.device) -> None:
     """PipelineStage learns its input shape from the previous stage and its output gradient's
     from the next one (dist.send_object_list); in a fake world nothing arrives, so each stage is
     told what would: the residual stream's BOUNDARY_SHAPE in COMPUTE_DTYPE. Every stage votes
-    for dynamic inference (no stage is given shapes), as in the real job."""
+    for dynamic inference (no stage is given shapes), as in the real job.
+
+    An activation's metadata requires grad, as the sending stage's output does in training
+    (torch's stage records `requires_grad=has_backward` for floating outputs); an output
+    gradient's does not. Without it a received input did not require grad, so a zero-bubble
+    input pass found no parameter groups and the weight pass computed nothing: at DualPipe-V's
+    turn of the V the stage fed over p2p (stage pp - 1) held nothing between its two passes
+    and its weights got no gradient from those micro-batches (the real job's do)."""
     def warmup(self, stages, has_backward, p2p_done) -> None:
         for s in stages:
             s._inference_mode = pipeline_utils.InferenceMode.DYNAMIC
 
     def receive(self, src_stage: int):
-        meta = (pipeline_utils.extract_tensor_meta(torch.empty(BOUNDARY_SHAPE, dtype=COMPUTE_DTYPE,
-                                                               device=self.device)),)
-        if src_stage < self.stage_index:
+        activation = src_stage < self.stage_index
+        example = torch.empty(BOUNDARY_SHAPE, dtype=COMPUTE_DTYPE, device=self.device,
+                              requires_grad=activation)
+        meta = (pipeline_utils.extract_tensor_meta(example),)
+        if activation:
             return pipeline_utils._StageForwardMeta(meta)
         return pipeline_utils._StageBackwardMeta(meta)
 
