@@ -713,7 +713,8 @@ class Work:
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
-        return lazy_hash(self)  # most `Work`s never key a cache: hashed when one does
+        value = self._hash  # most `Work`s never key a cache: hashed when one first does
+        return value if value else lazy_hash(self)
 
 
 def gemm_precision(precision: str, sw: Software) -> str:
