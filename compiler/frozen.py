@@ -17,3 +17,32 @@ def hash_once(obj) -> None:
     if names is None:
         names = _NAMES[cls] = tuple(f.name for f in fields(obj) if f.name != "_hash")
     object.__setattr__(obj, "_hash", hash(tuple(getattr(obj, name) for name in names)))
+
+
+def lazy_hash(obj) -> int:
+    """`hash_once` on the first `__hash__`, not when built: bundles built by the thousand that
+    never key a cache (the time model's `Work` of each layer shape a search bounds) skip the
+    hashing, and one that keys a cache hashes once, to the same value."""
+    value = obj._hash
+    if value == 0:
+        hash_once(obj)
+        value = obj._hash
+    return value
+
+
+_INIT: dict[type, tuple[str, ...]] = {}
+"""Per class, the names of its `__init__` fields (what `dataclasses.replace` copies)."""
+
+
+def replaced(obj, **changes):
+    """`dataclasses.replace(obj, **changes)`, without its per-call `fields` walk (a search
+    slows thousands of `Work`s to eager PyTorch's speed: the walk was a fifth of a deepseek
+    search's bounds). The same object: the same fields to `__init__`, its checks included."""
+    cls = type(obj)
+    names = _INIT.get(cls)
+    if names is None:
+        names = _INIT[cls] = tuple(f.name for f in fields(obj) if f.init)
+    for name in names:
+        if name not in changes:
+            changes[name] = getattr(obj, name)
+    return cls(**changes)

@@ -43,7 +43,7 @@ from functools import lru_cache
 
 from . import flops, hbm, kernels as kernel_model
 from .calibration import DEFAULT, Constants
-from .frozen import hash_once
+from .frozen import hash_once, lazy_hash, replaced
 from .ledger import Bounds, Collective, Compute, Ledger, merged
 from .memory import unpredictable
 from .memory.inputs import Knobs, Shape, knobs_of, shape_of
@@ -720,11 +720,9 @@ class Work:
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        hash_once(self)
-
     def __hash__(self) -> int:
-        return self._hash
+        value = self._hash  # most `Work`s never key a cache: hashed when one first does
+        return value if value else lazy_hash(self)
 
 
 def gemm_precision(precision: str, sw: Software) -> str:
@@ -1040,7 +1038,7 @@ def slowed(work: Work, sw: Software, c: Constants) -> Work:
     # the attention kernel is the same fused kernel in eager PyTorch (SDPA), timed from its own
     # published speed (`kernels.attention_curve`), so it is not slowed
     f = 1.0 / c.eager_efficiency
-    return replace(work, gemm=work.gemm * f, memory_f=work.memory_f * f, memory_b=work.memory_b * f,
+    return replaced(work, gemm=work.gemm * f, memory_f=work.memory_f * f, memory_b=work.memory_b * f,
                    selective_elementwise=work.selective_elementwise * f, norms_again=work.norms_again * f,
                    moe_act_again=work.moe_act_again * f, moe_again=work.moe_again * f)
 

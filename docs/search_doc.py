@@ -578,6 +578,34 @@ whose family's memory floor is now tried earlier counts as "does not fit" where 
 in the queue, "bounded out"), and so did the count lines of the search golden files; nothing
 else in them.
 
+Issue 18's fourth speed round (2026-12-02, a short one) made the computation-only bound cheaper
+to build, each change exact (tests/test_search_speed_exact.py holds each against the plain
+computation): the time model's `Work` is hashed when it first keys a cache, not when built
+(most of a search's never do); eager PyTorch's slowed copy of a piece is made without
+`dataclasses.replace`'s per-call walk of the fields; and the computation-only pieces
+(`Engine._compute_pieces`) keep the embedding's, the output layer's and a dense layer's
+computation without ep, the MoE layer's per ep. Every count and every answer of both tables is
+the same as before it, and the search and cluster golden files are byte-identical. On a machine
+this loaded the CPU seconds vary more than the change (the tree before it measured 1.08 to 1.67 s on
+deepseek-v3-like.par within a quarter of an hour), so the table gives both the paired CPU seconds
+(before / now alternating in fresh processes, best of 10 runs each on deepseek-v3-like.par and
+gpt3-175b.par, of 4 on the others; load average 1.7 to 2.7) and the Python function calls of
+one search (`cProfile`), which the load does not change:
+
+| spec | function calls before | now | fewer | CPU s before / now |
+|---|--:|--:|--:|--:|
+| deepseek-v3-like.par, every hole | 4,801,514 | 3,437,824 | 28 % | 1.17 / 1.06 |
+| mixtral-8x7b-5d.par, every hole | 3,185,658 | 2,927,709 | 8 % | 1.18 / 0.90 |
+| llama3-70b-search.par, every hole | 2,506,958 | 2,461,785 | 2 % | 0.91 / 0.92 |
+| gpt3-175b.par, every hole | 3,238,069 | 3,184,032 | 2 % | 1.18 / 1.26 |
+| Megatron 1T, 16,384 H100 (the benchmark's) | 5,894,129 | 5,847,485 | 1 % | 2.36 / 1.66 |
+
+deepseek-v3-like.par's computation-only bounds (all 16,659 of its groups take one) were its
+largest cost; what is left of them is the MoE layer's `timing.layer_work` per ep (some 6,000
+distinct shapes), which this round left alone. The other rows spend their time in the memory
+floors, the data-parallel tails and, for the 983,040-GPU space, listing its groups: the leads
+above stand.
+
 **A wrong answer, fixed.** Two slips made the bound's data-parallel tail of MoE ranks exceed
 their true step, so the scan could drop a better layout: `_best_links` took the expert set's
 group without tp (`Geometry.expert`), where torch's runtime, and `timing.rank_steps`, reduce the

@@ -440,3 +440,60 @@ def test_the_least_send_and_the_cp_ep_placements_are_those_of_the_orders_geometr
         assert set(engine._placements(item)) == {(g.cp, g.ep) for g in geos}
         checked += 1
     assert checked
+
+
+@pytest.mark.parametrize("path", ["specs/deepseek-v3-like.par", "tests/golden/search/specs/moe-fold.par"])
+def test_computation_pieces_shared_between_ep_degrees_are_each_degrees_own(path):
+    """`Engine._compute_pieces` keeps the embedding's, the output layer's and a dense layer's
+    computation without ep (computed once for every ep), the MoE layer's per ep: visited in a
+    random order, each equals the pieces computed afresh for that ep alone, and the MoE layer's
+    really differs between some ep degrees (the sharing is not hiding a constant)."""
+    from parc.search import engine as search_engine
+
+    engine = _engine(path)
+    kinds = {moe for moe, _ in engine._layer_counts}
+    assert kinds == ({False, True} if "deepseek" in path else {True})  # dense layers first in DeepSeek-V3
+    rng = random.Random(11)
+    keys = [(tp, sp, cp, micro, ep) for tp in (1, 2, 4) for sp in (False, True) for cp in (1, 2)
+            for micro in (1, 2) for ep in (1, 2, 4, 8)]
+    rng.shuffle(keys)
+    shared = {key: engine._compute_pieces(*key) for key in keys}
+    checked = 0
+    for key in keys[:24]:
+        search_engine.clear_caches()
+        fresh = _engine(path)._compute_pieces(*key)
+        assert shared[key] == fresh, key
+        checked += 1
+    assert checked
+    moe_by_ep = {ep: shared[(2, True, 1, 1, ep)][(True, "none")] for ep in (1, 2, 4, 8)}
+    assert len(set(moe_by_ep.values())) > 1
+
+
+def test_lazy_hashes_and_fast_replace_are_the_plain_ones():
+    """`timing.Work` hashes its fields when first hashed (`frozen.lazy_hash`), not when built, and
+    `timing.slowed` copies it with `frozen.replaced`: over random works, the hash is that of the
+    tuple of its fields (what `hash_once` stored at build time before), equal works hash alike,
+    and `replaced` builds the same object as `dataclasses.replace`."""
+    import dataclasses
+
+    from parc import timing
+    from parc.frozen import replaced
+
+    rng = random.Random(3)
+    names = [f.name for f in dataclasses.fields(timing.Work) if f.name != "_hash"]
+    checked = 0
+    for _ in range(200):
+        values = dict(gemm=rng.random(), attention_f=rng.random(), memory_b=rng.random() * 1e-3,
+                      tp_all_reduce=(rng.randrange(3), rng.randrange(3)), cp_flavour=rng.choice(["ring", "a2a"]),
+                      ep_bytes=rng.choice([0.0, rng.random() * 1e9]), moe=rng.random() < 0.5,
+                      launches_f=rng.randrange(40))
+        work, twin = timing.Work(**values), timing.Work(**values)
+        assert hash(work) == hash(tuple(getattr(work, name) for name in names))
+        assert hash(work) == hash(twin) and work == twin
+        changes = dict(gemm=rng.random(), memory_f=rng.random(), moe_again=rng.random())
+        assert replaced(work, **changes) == dataclasses.replace(work, **changes)
+        assert hash(replaced(work, **changes)) == hash(dataclasses.replace(work, **changes))
+        checked += 1
+    assert checked
+    with pytest.raises(TypeError):  # an unknown field is refused as `dataclasses.replace` refuses it
+        replaced(timing.Work(), no_such_field=1.0)

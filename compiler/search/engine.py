@@ -672,20 +672,32 @@ class Engine:
         key = ("compute", tp, sp, cp, micro, ep)
         cached = self._piece_cache.get(key)
         if cached is None:
-            shape, hw, c, sw = self.shape, self.hw, self.constants, self.software
-            nothing, selective = timing.Exposed(), sw.selective
-            vocab = padded_vocab(shape.vocab, tp, self.runtime)
-            cached = {}
-            for name, work in (("embedding", timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c)),
-                               ("output", timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab, "bf16",
-                                                             sw.kernels, hw, c))):
-                p = timing._piece(timing.slowed(work, sw, c), nothing, "none", selective)
-                cached[name] = (p[0], p[1], p[2], p[3], 0.0, 0.0)
-            for moe, _ in self._layer_counts:
-                work = self._work_of(moe, tp, sp, cp, micro, ep)
+            nothing, selective = timing.Exposed(), self.software.selective
+            # the embedding, the output layer and a dense layer do not read ep (`_work_of`):
+            # computed once for every ep of an MoE search, the MoE layer per ep
+            free_key = ("compute ep-free", tp, sp, cp, micro)
+            free = self._piece_cache.get(free_key)
+            if free is None:
+                shape, hw, c, sw = self.shape, self.hw, self.constants, self.software
+                vocab = padded_vocab(shape.vocab, tp, self.runtime)
+                free = {}
+                for name, work in (("embedding", timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c)),
+                                   ("output", timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab, "bf16",
+                                                                 sw.kernels, hw, c))):
+                    p = timing._piece(timing.slowed(work, sw, c), nothing, "none", selective)
+                    free[name] = (p[0], p[1], p[2], p[3], 0.0, 0.0)
+                if any(not moe for moe, _ in self._layer_counts):
+                    work = self._work_of(False, tp, sp, cp, micro, 1)
+                    for mode in RECOMPUTE:
+                        p = timing._piece(work, nothing, mode, selective)
+                        free[(False, mode)] = (p[0], p[1], p[2], p[3], 0.0, 0.0)
+                self._piece_cache[free_key] = free
+            cached = dict(free)
+            if any(moe for moe, _ in self._layer_counts):
+                work = self._work_of(True, tp, sp, cp, micro, ep)
                 for mode in RECOMPUTE:
                     p = timing._piece(work, nothing, mode, selective)
-                    cached[(moe, mode)] = (p[0], p[1], p[2], p[3], 0.0, 0.0)
+                    cached[(True, mode)] = (p[0], p[1], p[2], p[3], 0.0, 0.0)
             self._piece_cache[key] = cached
         return cached
 
