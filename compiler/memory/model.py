@@ -510,7 +510,7 @@ def inputs_in_flight(k: Knobs, rank: int, acts: RankActivations, received: tuple
         a = sum(held[c] * ca.held + pending[c] * ca.pending for c, ca in enumerate(chunks))
         if a > best:
             best, at = a, held
-    return sum(h for h, r in zip(at, received, strict=True) if r)
+    return sum(h for h, r in zip(at, received, strict=False) if r)
 
 
 def rank_padding(shape: Shape, k: Knobs, params: RankParams) -> Params:
