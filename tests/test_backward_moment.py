@@ -239,5 +239,40 @@ def test_a_zero_bubble_input_backward_keeps_the_bound():
     wg = ffn_weight_gradients(shape, ak, False)
     one_f_one_b = rank_activations(shape, k)[8].transient
     zero_bubble = rank_activations(shape, replace(k, schedule="interleaved-zb"))[8].transient
-    assert one_f_one_b == backward_working_set(a, wg) == max(a.moments) - a.saved
+    # 1F1B: the moment's, and the previous micro-batch's input gradient its send ops hold (below)
+    assert one_f_one_b - SEQ_SHARD == backward_working_set(a, wg) == max(a.moments) - a.saved
     assert zero_bubble == backward_working_set(a, wg, released=False) == a.working + a.full - a.saved + wg
+
+
+
+def test_a_non_first_1f1b_stage_holds_the_previous_micro_batchs_input_gradient():
+    """Since the received activations require grad (the job's and the rehearsal's), each
+    non-first stage computes its input's gradient, and torch's `Schedule1F1B` keeps it in its
+    backward send ops (`bwd_sends`) until the next backward replaces them: one sequence-sharded
+    h-wide bf16 tensor (SEQ_SHARD, hand-counted above) beside every backward moment from the
+    step's second backward on. Rank 64 of rehearse-405b-16 rose by it (and, on the CPU only, by
+    the composite RMSNorm's fp32 copy of the input, not counted); rank 120 by it alone
+    (docs/memory-model.md). The first stage (token ids in) holds none; a GPipe or interleaved
+    stage neither (their send ops are rebound before each action's compute)."""
+    from parc.memory import model
+
+    plan = plan_of(MIDDLE)
+    shape, k = shape_of(plan), replace(knobs_of(plan), device="fake")
+    assert k.schedule == "1f1b" and k.virtual_stages == 1 and k.pp == 16
+    ak = activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
+                          1, k.precision, k.device)
+    signatures = model.rank_signatures(shape, k.pp, 1, "1f1b", k.split)
+    first, middle, last = signatures[0][0], signatures[8][0], signatures[15][0]
+    assert first[1] and not middle[1] and not last[1]  # the embedding is the first stage's alone
+    held = model.sent_input_gradient
+    assert held(shape, ak, middle, "1f1b", 16, 1) == SEQ_SHARD
+    assert held(shape, ak, last, "1f1b", 16, 1) == SEQ_SHARD
+    assert held(shape, ak, first, "1f1b", 16, 1) == 0
+    assert held(shape, ak, middle, "gpipe", 16, 1) == 0
+    assert held(shape, ak, middle, "1f1b", 16, 2) == 0
+    assert held(shape, ak, middle, "zb-v", 16, 2) == 0  # split backward: `split_pending` counts it
+    assert held(shape, ak, middle, "1f1b", 1, 1) == 0
+    ranks = model.rank_activations(shape, k)
+    chunk = {i: model._chunk_activations(shape, ak, sig, k.recompute, k.recompute_layers, True, True).working
+             for i, sig in ((0, first), (8, middle), (15, last))}
+    assert [ranks[i].transient - chunk[i] for i in (0, 8, 15)] == [0, SEQ_SHARD, SEQ_SHARD]

@@ -284,6 +284,25 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
                        work, embedding_buffer)
 
 
+def sent_input_gradient(shape: Shape, ak: Knobs, first: ChunkSignature, schedule: str, pp: int, v: int) -> int:
+    """The stage input's gradient that a non-first stage still holds through its next
+    micro-batch's backward (one boundary tensor, alive at every backward moment but the step's
+    first): torch's `Schedule1F1B` keeps the backward's send ops (`bwd_sends`, P2POps holding
+    the gradient `get_bwd_send_ops` popped from `bwd_cache`) in a local until the next backward
+    replaces them. The first stage receives token ids, which need no gradient. Only
+    `Schedule1F1B` (schedule 1f1b, one chunk per rank) keeps them: `ScheduleGPipe` and the
+    multi-chunk runtime schedules rebind their send ops before each action's compute (what a
+    GPU's unwaited NCCL sends would hold there is not modelled). Under a zero-bubble schedule
+    the input pass's gradient is counted per pending micro-batch (`split_pending`), not here;
+    nor is it in `first_backward_floors` (nothing is held at the step's first backward).
+    Rehearsed at Llama 3 405B's middle and last stages (ranks 64 and 120 of
+    rehearse-405b-16): each rose by one such tensor once the received inputs required grad
+    (docs/memory-model.md, "The stage input's gradient")."""
+    if ak.runtime != "torch" or pp == 1 or schedule != "1f1b" or v != 1 or first[1]:  # [1]: the embedding
+        return 0
+    return act.boundary_bytes(shape, ak)
+
+
 def split_pending(shape: Shape, ak: Knobs, grads: int, layers: int, embedding: bool, torch: bool,
                   pipelined: bool) -> int:
     """D_c: what a micro-batch keeps between torch's input pass (`stage_backward_input`) and its
@@ -395,7 +414,8 @@ def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, se
                 chunks = (chunks[0], replace(chunks[1], shared_input=chunks[0].output,
                                              pending=chunks[1].pending - boundary))
             rank = alike[(mine, turn)] = RankActivations(
-                chunks=chunks, transient=max((p.working for p in pieces), default=0),
+                chunks=chunks, transient=max((p.working for p in pieces), default=0)
+                + sent_input_gradient(shape, ak, mine[0], schedule, pp, v),
                 embedding_backward=max((p.embedding_backward for p in pieces), default=0))
         out.append(rank)
     return tuple(out)
