@@ -313,7 +313,7 @@ def test_the_verdict_never_fits_a_rank_the_rehearsal_overflows():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rank,tolerance", [(64, 3.0), pytest.param(120, 1.0, marks=pytest.mark.long)],
+@pytest.mark.parametrize("rank,tolerance", [(64, 2.5), pytest.param(120, 1.2, marks=pytest.mark.long)],
                          ids=["middle-stage-8", "last-stage-15"])
 def test_real_width_middle_and_last_stage_peaks_are_the_models(rank, tolerance):
     """A middle stage (receive buffers both ways, 8 micro-batches in flight) and the last
@@ -346,7 +346,17 @@ def test_real_width_middle_and_last_stage_peaks_are_the_models(rank, tolerance):
     which the CPU's composite RMSNorm keeps for that gradient: not in the backward's moment
     yet), rank 120 7,483,020,468 (+0.72 %) once the job lets each loss go of its graph
     (parallel.py, `ReceiveOnDemandStage.backward_one_chunk`; 8,523,207,860 before: the losses
-    torch keeps to the step's end held all 32 received inputs)."""
+    torch keeps to the step's end held all 32 received inputs).
+
+    The input gradient found in both is the previous micro-batch's: torch's `Schedule1F1B` keeps
+    its backward send ops (`bwd_sends`, holding the gradient) in a local until the next backward
+    replaces them, so from the step's second backward on one sequence-sharded input gradient
+    (33,554,432 bytes) is alive at every backward moment of a non-first stage; the model counts
+    it now (`model.sent_input_gradient`, tests/test_backward_moment.py): rank 64 7,142,064,128
+    predicted (-2.47 %; the rest is the CPU composite RMSNorm's fp32 copy of the input, 67 MB,
+    which the GPU's fused kernel does not keep and the model does not count), rank 120
+    7,570,317,316 (+1.17 %: the model was over by 0.72 % there before counting a tensor the
+    rehearsal holds; measured 2026-12-02, 2-core CPU box)."""
     plan = plan_of(REDUCED_405B)
     doc = rehearse(REDUCED_405B, rank)
     [record] = doc["ranks"]
@@ -374,11 +384,12 @@ REDUCED = [
     # rank's peak); the rest is the CPU composite RMSNorm's fp32 copies (4 x 134 MB at the moment)
     # (long: the default run keeps one MoE case, deepseek-0, and one 405B middle stage, middle-stage-8)
     pytest.param("tests/data/specs/rehearse-mixtral-8.par", 0, 3.5, marks=pytest.mark.long, id="mixtral-0"),
-    # -3.06 % (7,121,612,800 predicted, 7,346,138,148 rehearsed) since the rehearsal's received
-    # activations require grad, as the job's do: the stage computes its input's gradient, whose
-    # moment the model does not count yet (as at the 405B middle stage); -1.71 % before, since the
+    # -2.60 % (7,155,167,232 predicted, 7,346,138,148 rehearsed) since the model counts the
+    # previous micro-batch's input gradient Schedule1F1B's send ops hold (model.sent_input_gradient;
+    # the rehearsed figure is the deterministic one below, not re-run); -3.06 % (7,121,612,800)
+    # since the rehearsal's received activations require grad, as the job's do; -1.71 % before, since the
     # received input is counted once (+2.0 % before; +6.9 % before the backward's moment)
-    pytest.param("tests/data/specs/rehearse-405b-128k-16.par", 1024, 3.5, marks=pytest.mark.long,
+    pytest.param("tests/data/specs/rehearse-405b-128k-16.par", 1024, 3.0, marks=pytest.mark.long,
                  id="405b-128k-1024"),
     # +0.12 % (13,844,484,096 predicted, 13,828,033,576 rehearsed) since the job slices the
     # embedding's gradient and the model counts the embedding's moment (+7.9 % before, on a
