@@ -386,7 +386,7 @@ REDUCED = [
     pytest.param("tests/data/specs/rehearse-mixtral-8.par", 0, 3.5, marks=pytest.mark.long, id="mixtral-0"),
     # -2.60 % (7,155,167,232 predicted, 7,346,138,148 rehearsed) since the model counts the
     # previous micro-batch's input gradient Schedule1F1B's send ops hold (model.sent_input_gradient;
-    # the rehearsed figure is the deterministic one below, not re-run); -3.06 % (7,121,612,800)
+    # re-run 2026-12-02: 16 s here); -3.06 % (7,121,612,800)
     # since the rehearsal's received activations require grad, as the job's do; -1.71 % before, since the
     # received input is counted once (+2.0 % before; +6.9 % before the backward's moment)
     pytest.param("tests/data/specs/rehearse-405b-128k-16.par", 1024, 3.0, marks=pytest.mark.long,
