@@ -65,7 +65,6 @@ from ..memory.model import (
 )
 from ..memory.parameters import padded_vocab
 from ..memory.schedules import weighted_peak
-from ..targets import runtime
 from ..targets import runtime as target_runtime
 from ..timing import SCHEDULES
 from .space import RECOMPUTE, SEQUENCE_PARALLEL, SHARDING, Assignment, Space, canonical_key
@@ -368,7 +367,7 @@ class Engine:
         if not space.sharding_open:
             mode, _, shard = space.fixed_sharding
             return [(mode, shard if mode == "hsdp" else 0)]
-        allowed = runtime(self.plan.target).shardings  # what the target runs (E0362)
+        allowed = target_runtime(self.plan.target).shardings  # what the target runs (E0362)
         options = [(mode, 0) for mode in SHARDING if mode in allowed]
         if "hsdp" in allowed:
             options += [("hsdp", s) for s in _divisors(dp) if 1 < s < dp]
@@ -834,11 +833,7 @@ class Engine:
         with the communication of `_bound_links`, the bubble at its smallest over the ranks, no
         data-parallel communication and the optimizer at its cheapest sharding."""
         loads = self._loads(item, schedule, v, micro, sp, recompute)
-        floor = item.opt_cache.get((schedule, v))
-        if floor is None:
-            k = self._knobs(item, schedule, v, micro, m, sp, recompute)
-            floor = self._optimizer_floor(item, k, [entry[-1] for entry in loads])
-        return self._core(schedule, item.degrees.get("pp", 1), m, loads) + floor
+        return self._summed_bound(item, schedule, v, micro, m, sp, recompute, loads)
 
     def quick_bound(self, item, schedule, v, micro, m, sp, recompute) -> float:
         """`bound` with the computation alone (`_compute_pieces`, no sends): at most `bound`
@@ -846,6 +841,10 @@ class Engine:
         placement and no exposure. Every group enters the scan at it; only those that come out
         are bounded in full (most never do)."""
         loads = self._loads(item, schedule, v, micro, sp, recompute, compute_only=True)
+        return self._summed_bound(item, schedule, v, micro, m, sp, recompute, loads)
+
+    def _summed_bound(self, item, schedule, v, micro, m, sp, recompute, loads: list[tuple]) -> float:
+        """`_core` over the ranks' `loads` plus the cheapest optimizer step of the degrees."""
         floor = item.opt_cache.get((schedule, v))
         if floor is None:
             k = self._knobs(item, schedule, v, micro, m, sp, recompute)
@@ -1041,9 +1040,7 @@ class Engine:
                 break
             if refined is PIPES:  # its groups enter at their own bounds, those that fit
                 for j in members.pop(i):
-                    if self.runtime == "torch" and self._family_floor(groups[j]) > self.usable:
-                        stats.out_of_memory += self._group_size(groups[j])
-                        unnoted.append(groups[j])
+                    if self._family_out_of_memory(groups[j], unnoted):
                         continue
                     heapq.heappush(queue, (self.quick_bound(*groups[j]), j, COARSE))
                     stats.group_bounds += 1
@@ -1051,20 +1048,14 @@ class Engine:
             if refined is COARSE:
                 # its family's memory floor first (kept per family: most of a large space's
                 # groups that come out do not fit), then its communication too, and back in
-                if self.runtime == "torch" and self._family_floor(groups[i]) > self.usable:
-                    stats.out_of_memory += self._group_size(groups[i])
-                    unnoted.append(groups[i])
+                if self._family_out_of_memory(groups[i], unnoted):
                     continue
                 heapq.heappush(queue, (self.bound(*groups[i]), i, None))
                 continue
             if refined is None:
                 # Memory first: a group whose activations alone do not fit is out whatever its
-                # sharding, and that costs less to learn than its bounds per sharding; its
-                # family's floor first, shared by its micro-batches and recomputation modes.
-                if self.runtime == "torch" and self._family_floor(groups[i]) > self.usable:
-                    stats.out_of_memory += self._group_size(groups[i])
-                    unnoted.append(groups[i])
-                    continue
+                # sharding, and that costs less to learn than its bounds per sharding (its
+                # family's floor was tried when it came out at its computation-only bound).
                 floor = self._quick_floor(self._knobs(*groups[i]), groups[i][0])
                 if floor > self.usable:
                     stats.out_of_memory += self._group_size(groups[i])
@@ -1203,6 +1194,15 @@ class Engine:
             ranks = item.opt_cache[key] = tuple(dict.fromkeys(zip(signatures, states, strict=True)))
         floor = item.opt_cache[once] = max(held[mine] + s for mine, s in ranks)
         return floor
+
+    def _family_out_of_memory(self, group, unnoted: list) -> bool:
+        """Whether the group's family floor (`_family_floor`) already exceeds the usable
+        memory under parc's runtime; if so it is counted out of memory and noted later."""
+        if self.runtime != "torch" or self._family_floor(group) <= self.usable:
+            return False
+        self.stats.out_of_memory += self._group_size(group)
+        unnoted.append(group)
+        return True
 
     def _family_floor(self, group) -> int:
         """A floor on the memory of every group that differs from this one only in its
