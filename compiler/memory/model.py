@@ -462,7 +462,7 @@ def _first_backward_floors(shape: Shape, ak: Knobs, pp: int, v: int, schedule: s
     return MappingProxyType(out)
 
 
-def transient_buffers(transient: int, params: RankParams, k: Knobs, shape: Shape | None = None) -> int:
+def transient_buffers(transient: int, params: RankParams, k: Knobs, shape: Shape) -> int:
     """The working set of the rank's worst moment with the data-parallel wrapper's buffers.
     Without pipelining FSDP2 gathers and reduces around every layer while it computes, so its
     buffers add to the working set. Under pipelining every layer stays gathered (a model state)
@@ -470,9 +470,10 @@ def transient_buffers(transient: int, params: RankParams, k: Knobs, shape: Shape
     is done (post-backward hook): that reduction is a moment of its own, not on top of a
     layer's working set or the loss's (measured by the rehearsal: at the last stage's peak, the
     loss's backward, no reduction buffer is alive)."""
-    moe = shape is not None and any(shape.is_moe(layer) for c in params.chunks for layer in c.layer_range)
-    wrapper = fsdp_buffers(params.largest_layer, k, params.root) \
-        + (fsdp_expert_temporaries(shape, k) if moe else 0)
+    wrapper = fsdp_buffers(params.largest_layer, k, params.root)
+    experts = fsdp_expert_temporaries(shape, k)  # 0 unless expert stacks are sharded on dim 1
+    if experts and any(shape.is_moe(layer) for c in params.chunks for layer in c.layer_range):
+        wrapper += experts
     if k.pp > 1:
         return max(transient, wrapper)
     return transient + wrapper
