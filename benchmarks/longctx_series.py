@@ -164,18 +164,41 @@ def nemo_line(rows) -> Line | None:
     figures are in NeMo's non-causal count, which physics requires (read causally, the 1M row's
     attention would run at about twice cuDNN's published speed); `point` uses the row's own
     count, whichever it is."""
-    by_group: dict[tuple[int, float], list[Point]] = {}
+    found = _nemo_longest(rows)
+    return fit("nemo", sorted(found[1], key=lambda p: p.seq)) if found else None
+
+
+def _nemo_longest(rows) -> tuple[int, list[Point]] | None:
+    """NeMo's longest group of rows sharing tp and the tokens a rank holds: (those tokens, points)."""
+    by_group: dict[tuple[int, int], list[Point]] = {}
     for row in rows:
         if not row.id.startswith(NEMO):
             continue
-        lay, train = row.plan.layout, row.plan.training
-        key = (lay.degree("tp"), train.seq_len * (train.micro_batch or 1) / lay.degree("cp"))
-        by_group.setdefault(key, []).append(point(row))
-    groups = [g for g in by_group.values() if len(g) >= 2]
+        by_group.setdefault((row.plan.layout.degree("tp"), rank_tokens(row)), []).append(point(row))
+    groups = [(key[1], g) for key, g in by_group.items() if len(g) >= 2]
     if not groups:
         return None
-    longest = max(groups, key=lambda g: max(p.seq for p in g))
-    return fit("nemo", sorted(longest, key=lambda p: p.seq))
+    return max(groups, key=lambda kg: max(p.seq for p in kg[1]))
+
+
+def rank_tokens(row) -> int:
+    """Tokens of a sequence one rank holds: the keys each ring step's kernels walk."""
+    lay, train = row.plan.layout, row.plan.training
+    return int(train.seq_len * (train.micro_batch or 1) // lay.degree("cp"))
+
+
+def release_runtimes(rows) -> list:
+    """The two runtimes' sustained attention speeds, with the keys their kernels walk, for
+    `kernel_releases` (the ModelZoo series first, then NeMo's longest pair)."""
+    import kernel_releases
+
+    found, nemo = lines(rows), _nemo_longest(rows)
+    series = [r for r in rows if r.id.startswith(SERIES)]
+    if "forced_balance" not in found or not nemo or not series:
+        return []
+    return [kernel_releases.Runtime("ModelZoo series", found["forced_balance"].attention_tflops,
+                                    rank_tokens(series[0])),
+            kernel_releases.Runtime("NeMo 24.03.01", fit("nemo", nemo[1]).attention_tflops, nemo[0])]
 
 
 def section(rows, constants=DEFAULT) -> str:
@@ -183,6 +206,8 @@ def section(rows, constants=DEFAULT) -> str:
     found = lines(rows)
     if set(found) != {"dropless", "forced_balance"}:
         return "(the long-context rows are not in the calibration set)"
+    import kernel_releases
+
     nemo = nemo_line(rows)
     ratio = found["dropless"].rest / found["forced_balance"].rest
     model_speed = table_speed(rows, constants)
@@ -213,13 +238,11 @@ def section(rows, constants=DEFAULT) -> str:
         f"{model_speed:.0f}: the curve times `attention_sustained` ({sustained:.4g}). {nemo_text}: "
         f"the constant is right for the runtime it was fitted on (NeMo's 24.03.01 container, early 2024) "
         f"and {measured / model_speed:.1f}x slow for this later one. One global constant cannot hold both, "
-        f"and the published rows of the two runtimes say so without the model. Not changed here: a curve "
-        f"per kernel release needs a published benchmark of each release the rows ran (of the releases "
-        f"here only cuDNN 9.19's later one is public, NVIDIA/cudnn-frontend "
-        f"`benchmark/sdpa_benchmark_training/results/h200_919_only_cudnn`), and fitting the constant on "
-        f"MoE rows is what the class rule forbids. With attention at the series' own speed (what-if, "
+        f"and the published rows of the two runtimes say so without the model. With attention at the series' own speed (what-if, "
         f"not stored) the forced-balance rows would come within {100 * max(forced):.0f} % and the "
         f"dropless rows {100 * min(dropless):+.0f} to {100 * max(dropless):+.0f} % (the imbalance above).",
+        "",
+        kernel_releases.section(release_runtimes(rows)),
     ])
 
 
