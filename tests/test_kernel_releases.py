@@ -153,3 +153,27 @@ def test_the_doc_section_states_the_comparison(runtimes):
     text = kernel_releases.section(runtimes)
     assert "cuDNN 9.1.0" in text and "cuDNN 9.19.1" in text and "none is shipped" in text
     assert "| release (published, GPU) |" in text
+
+
+def test_nemo_counts_the_whole_square():
+    """NeMo's TFLOP/s count the whole score square (NVIDIA/NeMo performance_summary.md at 070a0bb,
+    NeMo 24.07, DGX-H100: Llama 2 7B, 4,096 tokens, 16,847 tokens/s/GPU, 776 TFLOP/s/GPU). By hand,
+    per token: attention 12 L h^2 (1 + G/H + s/h), FFN 18 L F h, logits 6 V h; the causal reading
+    halves the s/h term. Only the whole square gives the published figure, so NeMo's long-sequence
+    rows are split in that count."""
+    layers, hidden, ffn, vocab, seq = 32, 4096, 11008, 32000, 4096
+    rest = 18 * layers * ffn * hidden + 6 * vocab * hidden
+    whole = 12 * layers * hidden ** 2 * (1 + 1 + seq / hidden) + rest
+    causal = 12 * layers * hidden ** 2 * (1 + 1 + seq / hidden / 2) + rest
+    assert whole * 16847 / 1e12 == pytest.approx(776, abs=1)
+    assert causal * 16847 / 1e12 < 730
+
+
+def test_nemo_read_causally_would_outrun_the_kernel_benchmarks(runtimes, releases):
+    """Read causally NeMo's rows would sustain more than every 2024 table at their key length,
+    faster than the kernel measured alone: the reading physics rules out."""
+    _, nemo = runtimes
+    assert nemo.causal_reading == pytest.approx(2 * nemo.tflops, rel=0.03)
+    for name in ("cuDNN 9.1.0", "cuDNN 9.4.0"):
+        for causal in (True, False):
+            assert nemo.causal_reading > 1.05 * releases[name].combined(nemo.keys, causal)
