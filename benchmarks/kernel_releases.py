@@ -177,7 +177,8 @@ def section(runtimes: list[Runtime]) -> str:
         return "(no published kernel table by release)"
     newer, older = runtimes[0], runtimes[1]
     early = [r for r in found if r.date < "2025"]
-    curve = [model_curve(k, c) / r.combined(k, c) - 1 for r in early for k in (16384, 32768) for c in (True, False)]
+    curve = [model_curve(k, c) / r.combined(k, c) - 1
+             for r in early for k in (16384, 32768) for c in (True, False)]
     all_new = [x for rel in found for x in ratios(newer, rel)]
     all_old = [x for rel in found for x in ratios(older, rel)]
     widest = max(spread(found, rt.keys) for rt in runtimes)
@@ -189,17 +190,18 @@ def section(runtimes: list[Runtime]) -> str:
                    f"docs/source/performance/performance_summary.md at 070a0bb, is that count to the "
                    f"TFLOP/s, and 722 read causally; `tests/test_kernel_releases.py`). Read causally, "
                    f"NeMo 24.03.01's rows would give {older.causal_reading:.0f} TFLOP/s, "
-                   f"{min(against):.2f}-{max(against):.2f} of the 2024 tables: faster than cuDNN's own "
+                   f"{min(against):.2f}-{max(against):.2f}x the 2024 tables: faster than cuDNN's own "
                    f"benchmarks of the kernel alone, clocks locked as their README directs, which the "
                    f"ModelZoo's training run does not reach either.")
     guide = ""
     if len(runs) == 2:
         a, b = runs
-        guide = (f" Transformer Engine's attention guide times one GQA case (32 query heads, 4 KV groups, "
-                 f"8K tokens, causal) on two systems: {b.release} on an {b.gpu} at {b.cudnn_tflops:.0f} TFLOP/s "
+        guide = (f" Transformer Engine's attention guide times one GQA case (32 query heads, 4 KV "
+                 f"groups, 8K tokens, causal) on two systems: {b.release} on an {b.gpu} at "
+                 f"{b.cudnn_tflops:.0f} TFLOP/s "
                  f"({b.cudnn_tflops / b.peak:.2f} of its peak), {a.release} on an {a.gpu} at "
-                 f"{a.cudnn_tflops:.0f} ({a.cudnn_tflops / a.peak:.2f} of its); but flash-attn 2.4.2, the same "
-                 f"in both, moved by {a.flash_attn_ms / b.flash_attn_ms:.3f}x between the two runs and cuDNN "
+                 f"{a.cudnn_tflops:.0f} ({a.cudnn_tflops / a.peak:.2f} of its); but flash-attn "
+                 f"2.4.2, the same in both, moved by {a.flash_attn_ms / b.flash_attn_ms:.3f}x between the two runs and cuDNN "
                  f"by {a.cudnn_ms / b.cudnn_ms:.3f}x, equal to four digits, so this pair cannot tell a "
                  f"release from a GPU.")
     return "\n".join([
@@ -216,8 +218,9 @@ def section(runtimes: list[Runtime]) -> str:
         f"these lengths, mask for mask (H200's later table included; H200 has H100's SMs and clocks), not "
         f"the {newer.tflops / older.tflops:.1f}x between the two runtimes. The {newer.name} runs at "
         f"{min(all_new):.2f}-{max(all_new):.2f} of every release's table, that is at the published kernel "
-        f"speed; {older.name}'s rows at {min(all_old):.2f}-{max(all_old):.2f} of every one.{reading}{guide} No "
-        f"published table of an H100 SXM or H200 puts a release's kernel near {older.tflops:.0f} TFLOP/s: "
+        f"speed; {older.name}'s rows at {min(all_old):.2f}-{max(all_old):.2f} of every one."
+        f"{reading}{guide} No "
+        f"figure here but the PCIe card's puts a release's kernel near {older.tflops:.0f} TFLOP/s: "
         f"a curve per release from these tables would charge both runtimes the same kernel and leave the "
         f"{newer.tflops / older.tflops:.1f}x where it is, so none is shipped. The model keeps its cuDNN "
         f"curve (FlashAttention-3's paper; at 16K and 32K keys, either mask, it is "
@@ -226,10 +229,10 @@ def section(runtimes: list[Runtime]) -> str:
         f"What holds NeMo 24.03.01's attention near 0.55 of the kernel tables is not in a published "
         f"figure. It ran cuDNN too (every Transformer Engine from 1.2, January 2024, picks cuDNN's fused "
         f"attention on Hopper: `DotProductAttention`, \"Select FusedAttention on sm90\"), but its "
-        f"container's cuDNN release is not stated and no table here is that early, and its "
-        f"context-parallel ring, its FP8 recipe and its clocks are not published apart. `attention_sustained` therefore "
-        f"stands for that runtime, not for cuDNN; fitting it on the ModelZoo rows is what the class rule "
-        f"forbids.",
+        f"container's cuDNN release is not stated (the earliest figure here, cuDNN 9.0's, is on an H100 "
+        f"PCIe), and its context-parallel ring, its FP8 recipe and its clocks are not published apart. "
+        f"`attention_sustained` therefore stands for that runtime, not for cuDNN; fitting it on the "
+        f"ModelZoo rows is what the class rule forbids.",
     ])
 
 

@@ -110,14 +110,15 @@ def runtimes():
 
 def test_the_series_slope_runs_at_every_releases_published_kernel_speed(runtimes, releases):
     """The ModelZoo series' slope (its attention, 16K tokens a rank, cuDNN 9.11) against every
-    release's table at 16K keys: within 0.8-1.0 of each, whichever mask. Its kernels ran at the
-    published speed, so the kernel tables need no training-run derating for this runtime."""
+    release's table at 16K keys: 0.81-0.99 of each, whichever mask (asserted within 0.78-1.02).
+    Its kernels ran at the published speed, so the kernel tables need no training-run derating
+    for this runtime."""
     series, _ = runtimes
     assert series.keys == 16384
     assert 500 < series.tflops < 530
     for rel in releases.values():
         for ratio in kernel_releases.ratios(series, rel):
-            assert 0.8 < ratio < 1.0, rel.release
+            assert 0.78 < ratio < 1.02, rel.release
 
 
 def test_no_release_table_explains_nemos_attention(runtimes, releases):
