@@ -231,8 +231,9 @@ def section(runtimes: list[Runtime]) -> str:
         f"attention on Hopper: `DotProductAttention`, \"Select FusedAttention on sm90\"), but its "
         f"container's cuDNN release is not stated (the earliest figure here, cuDNN 9.0's, is on an H100 "
         f"PCIe), and its context-parallel ring, its FP8 recipe and its clocks are not published apart. "
-        f"`attention_sustained` therefore stands for that runtime, not for cuDNN; fitting it on the "
-        f"ModelZoo rows is what the class rule forbids.",
+        f"`attention_sustained` therefore stands for what that runtime sustained, not for cuDNN (the "
+        f"llm-foundry FSDP rows below, another runtime and kernel, are predicted best with the same "
+        f"constant); fitting it on the ModelZoo rows is what the class rule forbids.",
     ])
 
 
