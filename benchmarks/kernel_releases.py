@@ -232,8 +232,8 @@ def section(runtimes: list[Runtime]) -> str:
         f"container's cuDNN release is not stated (the earliest figure here, cuDNN 9.0's, is on an H100 "
         f"PCIe), and its context-parallel ring, its FP8 recipe and its clocks are not published apart. "
         f"`attention_sustained` therefore stands for what that runtime sustained, not for cuDNN (the "
-        f"llm-foundry FSDP rows below, another runtime and kernel, are predicted best with the same "
-        f"constant); fitting it on the ModelZoo rows is what the class rule forbids.",
+        f"llm-foundry FSDP rows below, another runtime and kernel, come out far closer with the same "
+        f"constant than at the kernels' own speed); fitting it on the ModelZoo rows is what the class rule forbids.",
     ])
 
 
