@@ -110,7 +110,8 @@ def split(shape, knobs, hw: timing.Hardware, sw: timing.Software, c=DEFAULT) -> 
         gemms = [(1, 1, n, h, q + 2 * kv), (1, 1, n, q, h), (1, 1, n, h, e),
                  (rounds, local, per_expert, h, up * f), (rounds, local, per_expert, f, h)]
         cast_f, cast_b = timing.fp8_cast_bytes(gemms, sw.fp8_scaling)
-        parts.append(memory("fp8 casts", cast_f, cast_b))
+        quantize = kernel_model.expert_quantize_launches(local, timing.fp8_recipe(precision, sw.fp8_scaling, hw))
+        parts.append(memory("fp8 casts", cast_f, cast_b, quantize))
     return parts
 
 
@@ -221,6 +222,47 @@ def residual_table(path: Path = ROOT / "benchmarks" / "data" / "megatron_bridge_
         lines.append(f"| {row.id} | {row.plan.training.precision} | {k.seq * k.micro_batch // max(1, k.tp):,} | "
                      f"{pairs:,} | {1e3 * gpu:.1f} | {step:.2f} | {reported:.2f} | "
                      f"{1e3 * (reported - step) / pairs:+.1f} |")
+    return "\n".join(lines)
+
+
+def host_table(path: Path = ROOT / "benchmarks" / "data" / "megatron_bridge_25_11.yaml") -> str:
+    """Per MoE row of the Bridge table: the kernels one (MoE layer, micro-batch) pair launches
+    (`timing.layer_launches`, the experts' by `kernels.grouped_mlp_launches` at the row's local
+    experts and fp8 recipe) plus the router's and dispatcher's host ops, the host's time for them
+    at `kernels.HOST_OP_SECONDS` beside the GPU's for the layer, what the model charges for the
+    host (`timing.dispatched`: the forward's sync and lag, the backward's pacing), and the host
+    cost per launch at which the host alone would take the reported time of a pair (the reported
+    step over the pairs of the fullest stage: everything the step holds, the most generous
+    reading)."""
+    import fidelity
+
+    rows, _ = fidelity.load_rows(path)
+    lines = ["| run | fp8 recipe | local experts | tokens per micro-batch | host ops forward | host ops backward "
+             "| host ms per pair | GPU ms per pair | host charge ms per pair | reported ms per pair "
+             "| us per op for the host alone to take it |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        if not row.plan.model.experts:
+            continue
+        p = fidelity.prepare(row)
+        k, sw, s, hw = p.knobs, row.software, p.shape, p.hardware
+        step = fidelity.predicted_step(row, p, DEFAULT).step
+        reported = step * fidelity.predicted_tflops(row, step) / row.reported_tflops
+        pairs = -(-s.layers // k.pp) * k.microbatches  # the fullest stage's layers
+        precision = timing.gemm_precision(k.precision, sw)
+        work = timing.slowed(timing.layer_work(s, True, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq,
+                                               k.micro_batch, k.ep, precision, sw.attention, sw.kernels, hw, DEFAULT,
+                                               sw.balanced_routing, sw.context_parallel, sw.fp8_scaling), sw, DEFAULT)
+        charged = timing.dispatched(work, s, hw, sw)
+        ops_f = work.launches_f + kernel_model.DISPATCHER_OPS
+        ops_b = work.launches_b + kernel_model.DISPATCHER_BACKWARD_OPS
+        gpu = work.forward + work.backward_input + work.backward_weight
+        extra = (charged.forward + charged.backward_input) - (work.forward + work.backward_input)
+        per_pair = reported / pairs
+        lines.append(f"| {row.id} | {timing.fp8_recipe(precision, sw.fp8_scaling, hw)} | "
+                     f"{max(1, s.experts // k.ep)} | {k.seq * k.micro_batch // max(1, k.tp):,} | {ops_f} | {ops_b} | "
+                     f"{1e3 * (ops_f + ops_b) * kernel_model.HOST_OP_SECONDS:.2f} | {1e3 * gpu:.2f} | "
+                     f"{1e3 * extra:.2f} | {1e3 * per_pair:.1f} | {1e6 * per_pair / (ops_f + ops_b):.0f} |")
     return "\n".join(lines)
 
 

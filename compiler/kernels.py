@@ -297,9 +297,17 @@ def grouped_mlp_launches(local: int, recipe: str) -> Launches:
         forward  = 2 (q + L) + 3 [fp8],   backward = 2 (q + 2 L) + 3 [fp8]
 
     with q = `split_quantize_launches(L, recipe)`."""
-    q = split_quantize_launches(local, recipe)
-    pad = 3 * math.ceil(local / MULTI_TENSOR_KERNEL) if recipe in QUANTIZE_KERNELS else 0
-    return Launches(forward=2 * (q + local) + pad, backward=2 * (q + 2 * local) + pad)
+    quantize = expert_quantize_launches(local, recipe)
+    return Launches(forward=quantize + 2 * local, backward=quantize + 4 * local)
+
+
+def expert_quantize_launches(local: int, recipe: str) -> int:
+    """The memory-bound kernels of `grouped_mlp_launches`, each way: two `split_quantize`s (fc1's
+    and fc2's input forward, their output gradients backward) and the three fp8 paddings (or their
+    backward). They run one after another on the compute stream (only the GEMMs spread over
+    streams), so each pays a kernel's ramp and tail on the GPU as well as its launch on the host."""
+    pad = 3 * math.ceil(local / MULTI_TENSOR_KERNEL) if recipe in QUANTIZE_KERNELS and local > 0 else 0
+    return 2 * split_quantize_launches(local, recipe) + pad
 
 
 def host_paced_seconds(ops: int, gpu_seconds: float) -> float:

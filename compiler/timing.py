@@ -956,10 +956,15 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
                 else n * shape.ffn / t
             eager_f += EAGER_SWIGLU_BYTES[0] * inner
             eager_b += EAGER_SWIGLU_BYTES[1] * inner
+    # Transformer Engine quantizes each routed expert's slice in a kernel of its own (all of them
+    # in one under delayed scaling) and pads them to the fp8 GEMM's alignment: each kernel's ramp
+    # and tail, one after another on the compute stream (`kernels.expert_quantize_launches`)
+    quantize_kernels = (kernel_model.expert_quantize_launches(local, fp8_recipe(precision, fp8_scaling, hw))
+                        if moe and kernels != "eager" else 0)
     memory_f = (memory_seconds(ACT * elements + cast_f + eager_f + moe_f, hw, c)
-                + (MEMORY_KERNELS + loop_kernels + moe_kernels) * c.kernel_overhead)
+                + (MEMORY_KERNELS + loop_kernels + moe_kernels + quantize_kernels) * c.kernel_overhead)
     memory_b = (memory_seconds(2 * ACT * elements + cast_b + eager_b + moe_b, hw, c)
-                + (MEMORY_KERNELS + loop_kernels + moe_kernels) * c.kernel_overhead)
+                + (MEMORY_KERNELS + loop_kernels + moe_kernels + quantize_kernels) * c.kernel_overhead)
     # parc's selective policy also re-runs the attention output projection: its output feeds the
     # second norm, whose backward needs it (torch's checkpoint stops before the FFN down-projection)
     elementwise = (memory_seconds(ACT * recomputable + eager_f, hw, c)
