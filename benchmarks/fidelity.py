@@ -568,7 +568,8 @@ with `t_sync` = 20 us (a small device-to-host copy and the host's wake-up from
 each, its memory-bound and attention kernels, and the routed experts' kernels counted from
 Transformer Engine 2.9's `GroupedLinear` and Megatron-Core's `TEGroupedMLP`,
 `kernels.grouped_mlp_launches`: per matrix a quantize of the input, one kernel per local expert
-under per-tensor current scaling's amax, scale and cast (3 each) or MXFP8 (1 each), one fused
+under per-tensor current scaling's amax (zeroed, then reduced), scale and cast (4 each) or
+MXFP8 (1 each), one fused
 kernel for all of them under delayed scaling, then one cuBLAS GEMM per expert; the fp8
 paddings) plus the router's and dispatcher's 30 host ops (counted in Megatron-Core's
 `moe/router.py` and `moe/token_dispatcher.py`), and `t_forward` the layer's GPU forward. The
@@ -1129,10 +1130,10 @@ Engine 2.9's `GroupedLinear`, whose `split_quantize` quantizes each expert's sli
 its own under current scaling and MXFP8, and whose grouped GEMM is one cuBLAS call per expert;
 Megatron-Core's `TEGroupedMLP` with its fp8 paddings, router and dispatcher;
 `kernels.grouped_mlp_launches`, `timing.layer_launches`), one Qwen3-30B-A3B layer launches 84
-kernels forward and 119 backward under MXFP8 at 16 local experts (148 and 183 under the H100
+kernels forward and 119 backward under MXFP8 at 16 local experts (180 and 215 under the H100
 row's per-tensor current scaling), and the router and dispatcher add 30 and 18 host ops. At the
 documented ~10 us an eager op (`HOST_OP_SECONDS`, an upper figure for launches that Transformer
-Engine issues from C++ loops) the host needs 2.5 ms a (layer, micro-batch) pair, 3.8 ms under
+Engine issues from C++ loops) the host needs 2.5 ms a (layer, micro-batch) pair, 4.4 ms under
 current scaling: less than the GPU's modelled time on every row, so the model charges the
 forward's sync and lag and a backward paced by the host only where it is slower (0.02-0.03 ms
 a pair here). For the host alone to take each pair's reported time it would need 37-462 us an
@@ -1143,9 +1144,9 @@ op (last column): 4-46x the documented figure, and a different figure on every r
 So launches at a documented cost do not make these rows CPU-bound, and the rows do not agree
 on any one per-op cost that would. What the count did add is on the GPU: the experts' quantize
 and padding kernels run one after another on the compute stream (35 a direction under MXFP8,
-99 under current scaling, at 16 local experts), each a kernel's ramp and tail
+131 under current scaling, at 16 local experts), each a kernel's ramp and tail
 (`kernel_overhead`, the fitted global constant, not refitted): Qwen3-30B-A3B +145.8 % to
-+128.6 % on B200, +99.5 % to +83.5 % on H100, +22.6 % to +17.6 % on GB200; Qwen3-235B-A22B on
++128.6 % on B200, +99.5 % to +78.8 % on H100, +22.6 % to +17.6 % on GB200; Qwen3-235B-A22B on
 B200 +62.7 % to +53.6 %; the bf16 rows and the dense rows do not move. What remains (Python
 overhead of Transformer Engine's per-expert loops, which launch nothing and have no published
 cost; Blackwell's GEMM and attention speeds; settings the table does not state) is not
@@ -1162,8 +1163,8 @@ source's). Megatron-Core's MoE guide (`megatron/core/transformer/moe/README.md`,
 Bottleneck") names the suspect for fine-grained MoE: many small kernels and gaps between them
 where the host cannot launch fast enough, relieved by CUDA graphs and larger micro-batches. That
 fits B200 (one sequence per micro-batch) running 2.5x slower per token than GB200 (four) on the
-same GPU family; it does not fit H100, whose 8,192 tokens per micro-batch give each layer 11.5 ms
-of modelled GPU time (4.1 forward, 7.4 backward; below), longer than any launch count at a
+same GPU family; it does not fit H100, whose 8,192 tokens per micro-batch give each layer 11.9 ms
+of modelled GPU time (4.3 forward, 7.6 backward; below), longer than any launch count at a
 published cost, and which is 1.8x too fast all the same.
 
 ### The long-context MoE series, from its own points
@@ -1275,12 +1276,12 @@ parts add up to `layer_work` exactly and none is charged below its roofline
 The last three lines are each pair's share of what the step adds beyond the layer's kernels
 (the fullest stage's 24 layers x 32 micro-batches), beside the bytes this GPU sends over its
 link (NVLink for the ep group inside a node, the NIC for the pipeline's cross-node hops): the
-predicted step is 17.6 ms a pair, the reported one 32.4 ms.
+predicted step is 18.1 ms a pair, the reported one 32.4 ms.
 
-Nothing here is far from physics: the layer's 11.5 ms sit at 1.25-4.8x their rooflines, the
+Nothing here is far from physics: the layer's 11.9 ms sit at 1.25-4.8x their rooflines, the
 router's small kernels highest and, of the large parts, the attention core at 3.6x
 (FlashAttention at 4,096 keys x `attention_sustained`, the same curve that predicts the dense
-rows). The expert GEMMs are 2.15 ms of the 11.5; at 4,096 rows an
+rows). The expert GEMMs are 2.15 ms of the 11.9; at 4,096 rows an
 expert they are not small GEMMs, and the model's GEMM speed at such shapes matches the one
 public FP8 grouped-GEMM table (DeepGEMM's README, H800: the H100's SMs, FP8 peak and HBM;
 `benchmarks/data/fp8_gemm_kernels.yaml`; DeepGEMM's fine-grained scaling makes it at most as fast
@@ -1299,9 +1300,9 @@ back), at the price of a new constant. Even at half the speed the model charges 
 GEMMs would add a fifth to the layer, not the rows' 2x. The HBM-bound work that scales with top-k (the routed copies' permutations and
 re-sorts, the combine's weighted sum, SwiGLU on top-k x tokens rows) is 0.82 ms forward and
 1.13 ms backward at 1.25x its roofline (the kernels' 80 % of HBM bandwidth); the layer's FP8
-casts are 1.09 and 1.16 ms, 3.4x their bytes' roofline, because per-tensor current scaling
-quantizes each of the 16 experts' slices in three kernels of its own (amax, scale, cast: 99
-quantize and padding kernels a direction, each a kernel's ramp and tail,
+casts are 1.32 and 1.39 ms, 4.1x their bytes' roofline, because per-tensor current scaling
+quantizes each of the 16 experts' slices in four kernels of its own (the amax's zeroing and
+reduction, the scale, the cast: 131 quantize and padding kernels a direction, each a kernel's ramp and tail,
 `kernels.expert_quantize_launches`); the
 router's fp32 softmax, top-k and balancing statistic are 0.08 ms. These bytes are now in the HBM
 ledger too (`hbm.moe_dispatch_bytes`; before, the ledger held eager PyTorch's four passes and no
@@ -1319,7 +1320,7 @@ The residuals do not follow one mechanism. On B200 both Qwen3 models leave +4.6-
 at 4,096 tokens, although their modelled GPU time differs 2x (3.1 and 6.1 ms): a fixed cost per
 layer and micro-batch added in series, not a host that falls behind a GPU (which would hide under
 the larger layer's work). GB200, which the benchmark scripts run with CUDA graphs and HybridEP
-(settings the table does not state), leaves -0.2 to +3.0 ms. H100 leaves +14.7 ms at 8,192 tokens
+(settings the table does not state), leaves -0.2 to +3.0 ms. H100 leaves +14.3 ms at 8,192 tokens
 with pp 2 and 24 virtual stages (one layer a chunk, each chunk boundary a cross-node hop); every
 FP8 row leaves a positive residual and the BF16 rows range from -7.6 to +19.1 ms (the last, B200
 gpt-oss, runs two micro-batches a step with a recomputation the table does not state). No single

@@ -240,16 +240,17 @@ gradient); the permutation (1 of 2: its index has none), the token and probabili
 weighting (2); the activation's probability product (2)."""
 
 
-QUANTIZE_KERNELS = {"delayed": 1, "current": 3, "mxfp8": 1}
-"""Kernels Transformer Engine (2.9, the 25.11 container's) launches to quantize one tensor to fp8,
-by recipe (`transformer_engine/pytorch/csrc/quantizer.cpp`): delayed scaling one cast-transpose
-(the scale comes from the amax history, the new amax is recorded in the same kernel; and
-`split_quantize` of a grouped GEMM's inputs fuses all experts into one `nvte_multi_cast_transpose`
-launch, see `split_quantize_launches`); per-tensor current scaling (`Float8CurrentScalingQuantizer::
-quantize_impl`, the FP8-CS of Megatron-Bridge's table) three: `nvte_compute_amax`,
-`nvte_compute_scale_from_amax`, then `nvte_quantize_v2`; MXFP8 (`MXFP8Quantizer::quantize`, FP8-MX)
-one `nvte_quantize_v2` that writes the row-wise and column-wise copies with their 1x32 block
-scales."""
+QUANTIZE_KERNELS = {"delayed": 1, "current": 4, "mxfp8": 1}
+"""Kernels Transformer Engine (2.9, the 25.11 container's; 2.8 and 2.10 alike) launches to quantize
+one tensor to fp8, by recipe (`transformer_engine/pytorch/csrc/quantizer.cpp`): delayed scaling
+one cast-transpose (the scale comes from the amax history, the new amax is recorded in the same
+kernel; and `split_quantize` of a grouped GEMM's inputs fuses all experts into one
+`nvte_multi_cast_transpose` launch, see `split_quantize_launches`); per-tensor current scaling
+(`Float8CurrentScalingQuantizer::quantize_impl`, the FP8-CS of Megatron-Bridge's table) four:
+`nvte_compute_amax` (a one-thread `zero_amax_kernel`, then the amax reduction:
+`common/recipe/current_scaling.cu`), `nvte_compute_scale_from_amax` (one thread), then
+`nvte_quantize_v2`; MXFP8 (`MXFP8Quantizer::quantize`, FP8-MX) one `nvte_quantize_v2` that writes
+the row-wise and column-wise copies with their 1x32 block scales."""
 
 MULTI_TENSOR_KERNEL = 64
 """Tensors one of Transformer Engine's multi-tensor kernels takes per launch

@@ -323,13 +323,14 @@ def test_grouped_mlp_launches_hand_counted():
       input slices and 16 cuBLAS GEMMs (64), plus the padding of tokens and probabilities and the
       unpadding of the output (3): 67; backward, per matrix, 16 quantizes of the output gradient,
       16 dgrad and 16 wgrad GEMMs (96), plus the three paddings' backward (3): 99.
-    - per-tensor current scaling (FP8-CS): each quantize is amax, scale, cast (3 x 16 = 48 per
-      matrix): forward 2 (48 + 16) + 3 = 131, backward 2 (48 + 32) + 3 = 163.
+    - per-tensor current scaling (FP8-CS): each quantize is the amax's zeroing and reduction,
+      the scale and the cast (4 x 16 = 64 per matrix): forward 2 (64 + 16) + 3 = 163, backward
+      2 (64 + 32) + 3 = 195.
     - delayed scaling: one fused `nvte_multi_cast_transpose` per matrix: forward 2 (1 + 16) + 3
       = 37, backward 2 (1 + 32) + 3 = 69; past 64 experts the fused kernel takes two launches.
     - bf16: the GEMMs only (no quantize, no padding): 32 and 64."""
     assert kernels.grouped_mlp_launches(16, "mxfp8") == kernels.Launches(67, 99)
-    assert kernels.grouped_mlp_launches(16, "current") == kernels.Launches(131, 163)
+    assert kernels.grouped_mlp_launches(16, "current") == kernels.Launches(163, 195)
     assert kernels.grouped_mlp_launches(16, "delayed") == kernels.Launches(37, 69)
     assert kernels.grouped_mlp_launches(16, "bf16") == kernels.Launches(32, 64)
     # gpt-oss-120b on GB200 (128 experts over ep 64: 2 a rank), bf16: 2 x 2 GEMMs forward
