@@ -732,11 +732,12 @@ class Work:
 
 def fp8_recipe(precision: str, fp8_scaling: str, hw: Hardware) -> str:
     """The quantizer recipe whose kernels a layer's fp8 GEMMs launch (`kernels.QUANTIZE_KERNELS`):
-    "bf16" without fp8 GEMMs; torchao's dynamic scaling is a per-tensor amax, scale and cast, as
-    Transformer Engine's current scaling."""
+    "bf16" without fp8 GEMMs; torchao's dynamic scaling (torchtitan) quantizes a grouped GEMM's
+    operand as one tensor for all experts, counted as Transformer Engine's fused delayed-scaling
+    kernel (one launch for all of them)."""
     if precision != "fp8" or not hw.fp8:
         return "bf16"
-    return "current" if fp8_scaling == "dynamic" else fp8_scaling
+    return "delayed" if fp8_scaling == "dynamic" else fp8_scaling
 
 
 def layer_launches(gemms: list[tuple], grouped: bool, local: int, recipe: str, extra: int,
