@@ -1163,7 +1163,9 @@ forces balanced routing (`moe_router_force_load_balancing`) and reduces gradient
 runs the HybridEP dispatcher with CUDA graphs over the router and the dispatcher's preprocessing
 (its FP8-MX preset; the FP8-CS one graphs attention too); B200 graphs the router and the
 preprocessing; H100 overlaps the expert
-all-to-alls (`moe_a2a_overlap`). The rows keep the table's facts (a row's settings are its
+all-to-alls (`moe_a2a_overlap`). Graphs over the router and the preprocessing also take their
+ops off the host (the counts above include them), which only widens the margin by which these
+rows are not host-bound. The rows keep the table's facts (a row's settings are its
 source's). Megatron-Core's MoE guide (`megatron/core/transformer/moe/README.md`, "CPU Overhead
 Bottleneck") names the suspect for fine-grained MoE: many small kernels and gaps between them
 where the host cannot launch fast enough, relieved by CUDA graphs and larger micro-batches. That
