@@ -612,7 +612,12 @@ from an amax history and records the new amax inside the cast, and casts the wei
 step (not counted); torchao's dynamic tensorwise scaling (torchtitan's default) reduces each
 tensor's amax in a pass of its own before the cast (2 bytes more per element: the cast needs the
 reduction's result, so torch.compile cannot fuse them) and casts every weight on every forward
-and recomputation (amax 2 + cast 3 bytes per weight element). parc's runtime has no fp8 matmuls
+and recomputation (amax 2 + cast 3 bytes per weight element). Transformer Engine's per-tensor
+current scaling (Megatron-Bridge's FP8-CS rows) and MXFP8 (FP8-MX) are charged delayed scaling's
+bytes and their own quantize kernels (`kernels.QUANTIZE_KERNELS`); current scaling's amax pass
+(2 bytes more per element of each cast tensor) is not charged: it would slow the FP8-CS rows by
+1.4-2.4 %, dense ones included, and is left for a change that refits the dense rows with it.
+parc's runtime has no fp8 matmuls
 and runs an fp8 spec in BF16 (its MFU still divides by the FP8 peak, the convention of fp8
 reports).
 
