@@ -564,12 +564,23 @@ runs only as fast as the host issues the layer's kernels (`kernels.host_stall_se
 
 with `t_sync` = 20 us (a small device-to-host copy and the host's wake-up from
 `cudaStreamSynchronize`), `t_op` = 10 us per eager PyTorch op (about 100,000 ops a second),
-`K` the layer's forward kernels (its GEMM launches, each expert's GEMM of a grouped GEMM its
-own cuBLAS call, an fp8 cast per GEMM, its memory-bound and attention kernels) plus the router's
-and dispatcher's 30 host ops (counted in Megatron-Core's `moe/router.py` and
-`moe/token_dispatcher.py`), and `t_forward` the layer's GPU forward. The backward pays nothing
-(the split sizes are already on the host), and `Software.moe_host_sync` is off where the
-runtime keeps the counts on the GPU (capacity padding, CUDA graphs). None of these constants is
+`K` the layer's forward kernels (`timing.layer_launches`: its GEMM launches with an fp8 cast
+each, its memory-bound and attention kernels, and the routed experts' kernels counted from
+Transformer Engine 2.9's `GroupedLinear` and Megatron-Core's `TEGroupedMLP`,
+`kernels.grouped_mlp_launches`: per matrix a quantize of the input, one kernel per local expert
+under per-tensor current scaling's amax (zeroed, then reduced), scale and cast (4 each) or
+MXFP8 (1 each), one fused
+kernel for all of them under delayed scaling, then one cuBLAS GEMM per expert; the fp8
+paddings) plus the router's and dispatcher's 30 host ops (counted in Megatron-Core's
+`moe/router.py` and `moe/token_dispatcher.py`), and `t_forward` the layer's GPU forward. The
+backward has no sync (the split sizes are already on the host) and starts drained, so it runs
+at the slower of the host and the GPU (`kernels.host_paced_seconds`):
+`max(0, K_b x t_op - t_backward)`, `K_b` its kernels (per matrix the output gradient's quantize,
+a dgrad and a wgrad GEMM per expert; the other GEMMs' dgrad and wgrad) plus the router's and
+dispatcher's 18 differentiable ops. `Software.moe_host_sync` is off where the runtime keeps the
+counts on the GPU (capacity padding, CUDA graphs), and then neither is charged. The experts'
+quantize and padding kernels run one after another on the compute stream, so each also costs
+`kernel_overhead` on the GPU (`kernels.expert_quantize_launches`). None of these constants is
 fitted. A GEMM of `2mkn` FLOPs takes
 
     t = 2mkn / (peak x e),   e = e_gen x I / (I + c x peak / B_hbm) x W,   I = 2mkn / (b (mk + kn + mn))
@@ -601,7 +612,12 @@ from an amax history and records the new amax inside the cast, and casts the wei
 step (not counted); torchao's dynamic tensorwise scaling (torchtitan's default) reduces each
 tensor's amax in a pass of its own before the cast (2 bytes more per element: the cast needs the
 reduction's result, so torch.compile cannot fuse them) and casts every weight on every forward
-and recomputation (amax 2 + cast 3 bytes per weight element). parc's runtime has no fp8 matmuls
+and recomputation (amax 2 + cast 3 bytes per weight element). Transformer Engine's per-tensor
+current scaling (Megatron-Bridge's FP8-CS rows) and MXFP8 (FP8-MX) are charged delayed scaling's
+bytes and their own quantize kernels (`kernels.QUANTIZE_KERNELS`); current scaling's amax pass
+(2 bytes more per element of each cast tensor) is not charged: it would slow the FP8-CS rows by
+1.4-2.4 %, dense ones included, and is left for a change that refits the dense rows with it.
+parc's runtime has no fp8 matmuls
 and runs an fp8 spec in BF16 (its MFU still divides by the FP8 peak, the convention of fp8
 reports).
 
@@ -1112,27 +1128,56 @@ median from 52 % to 49 % (Qwen3-30B-A3B: +125 % to +112 % on H100, +191 % to +14
 have: the B200 and GB200 Qwen3-30B-A3B rows run the same layout with 1 and 4 sequences per
 micro-batch and differ 2.6x in tokens per second, where the model's physics gives 1.3x. Read
 as `a + b x micro-batch` (the two systems taken as equal), the rows put a fixed ~0.36 s on
-each micro-batch, ~7 ms per MoE layer. The dispatcher's host synchronisation on the token counts, now modelled from its
-documented figures (above: one 20 us round trip per MoE layer forward, then the host's 10 us
-per op against the layer's GPU time), moves these rows by at most 7 % (Qwen3-30B-A3B on B200:
-+145 % to +139 %; GB200 +29 %, H100 +111 %, unchanged to the percent): the layer's ~110 host
-ops take ~1.1 ms against ~1 ms of GPU forward. A sync round trip and launches at their
-published cost cannot make 7 ms a layer; what does (Python overhead of the frameworks' MoE
-modules well above 10 us per op, the per-expert fp8 quantisation, or settings the table does
-not state, such as CUDA graphs on some systems and not others) is not modelled.
+each micro-batch, ~7 ms per MoE layer.
+
+**Is the host the per-micro-batch cost?** Counted from the code these runs used (Transformer
+Engine 2.9's `GroupedLinear`, whose `split_quantize` quantizes each expert's slice in kernels of
+its own under current scaling and MXFP8, and whose grouped GEMM is one cuBLAS call per expert;
+Megatron-Core's `TEGroupedMLP` with its fp8 paddings, router and dispatcher;
+`kernels.grouped_mlp_launches`, `timing.layer_launches`), one Qwen3-30B-A3B layer launches 84
+kernels forward and 119 backward under MXFP8 at 16 local experts (180 and 215 under the H100
+row's per-tensor current scaling), and the router and dispatcher add 30 and 18 host ops. At the
+documented ~10 us an eager op (`HOST_OP_SECONDS`, an upper figure for launches that Transformer
+Engine issues from C++ loops) the host needs 2.5 ms a (layer, micro-batch) pair, 4.4 ms under
+current scaling: less than the GPU's modelled time on every row, so the model charges the
+forward's sync and lag and a backward paced by the host only where it is slower (0.02-0.03 ms
+a pair here). For the host alone to take each pair's reported time it would need 37-462 us an
+op (last column): 4-46x the documented figure, and a different figure on every row:
+
+@MOE_HOST@
+
+So launches at a documented cost do not make these rows CPU-bound, and the rows do not agree
+on any one per-op cost that would. Nor are the expert GEMMs small at these loads: 2,048 routed
+rows an expert and micro-batch on B200 (8,192 on GB200, 4,096 on H100), padded by about half a
+tile, whose tiles fill the SMs' waves to 0.92 (B200's 148 SMs, four experts at a time), 0.96
+(GB200) and 1.00 (H100) in the model (`kernels.gemm_wave_efficiency`), and whose speed at such
+shapes matches DeepGEMM's published grouped FP8 kernels within 12 % (below). What the count did
+add is on the GPU: the experts' quantize
+and padding kernels run one after another on the compute stream (35 a direction under MXFP8,
+131 under current scaling, at 16 local experts), each a kernel's ramp and tail
+(`kernel_overhead`, the fitted global constant, not refitted): Qwen3-30B-A3B +145.8 % to
++128.6 % on B200, +99.5 % to +78.8 % on H100, +22.6 % to +17.6 % on GB200; Qwen3-235B-A22B on
+B200 +62.7 % to +53.6 %; the bf16 rows and the dense rows do not move. What remains (Python
+overhead of Transformer Engine's per-expert loops, which launch nothing and have no published
+cost; Blackwell's GEMM and attention speeds; settings the table does not state) is not
+modelled: the published facts do not support a model that predicts these rows, and none is
+guessed.
 The benchmark scripts at the table's commit (00b7660, `scripts/performance/configs/qwen/`) settle
 some of those settings, and each would make these rows faster still, not slower: every Qwen3 run
 forces balanced routing (`moe_router_force_load_balancing`) and reduces gradients in bf16; GB200
-runs the HybridEP dispatcher with CUDA graphs over attention, the router and the dispatcher's
-preprocessing; B200 graphs the router and the preprocessing; H100 overlaps the expert
-all-to-alls (`moe_a2a_overlap`). The rows keep the table's facts (a row's settings are its
+runs the HybridEP dispatcher with CUDA graphs over the router and the dispatcher's preprocessing
+(its FP8-MX preset; the FP8-CS one graphs attention too); B200 graphs the router and the
+preprocessing; H100 overlaps the expert
+all-to-alls (`moe_a2a_overlap`). Graphs over the router and the preprocessing also take their
+ops off the host (the counts above include them), which only widens the margin by which these
+rows are not host-bound. The rows keep the table's facts (a row's settings are its
 source's). Megatron-Core's MoE guide (`megatron/core/transformer/moe/README.md`, "CPU Overhead
 Bottleneck") names the suspect for fine-grained MoE: many small kernels and gaps between them
 where the host cannot launch fast enough, relieved by CUDA graphs and larger micro-batches. That
 fits B200 (one sequence per micro-batch) running 2.5x slower per token than GB200 (four) on the
-same GPU family; it does not fit H100, whose 8,192 tokens per micro-batch give each layer 10 ms
-of modelled GPU time (3.4 forward, 6.7 backward; below), longer than any launch count at a
-published cost, and which is 2x too fast all the same.
+same GPU family; it does not fit H100, whose 8,192 tokens per micro-batch give each layer 11.9 ms
+of modelled GPU time (4.3 forward, 7.6 backward; below), longer than any launch count at a
+published cost, and which is 1.8x too fast all the same.
 
 ### The long-context MoE series, from its own points
 
@@ -1243,12 +1288,12 @@ parts add up to `layer_work` exactly and none is charged below its roofline
 The last three lines are each pair's share of what the step adds beyond the layer's kernels
 (the fullest stage's 24 layers x 32 micro-batches), beside the bytes this GPU sends over its
 link (NVLink for the ep group inside a node, the NIC for the pipeline's cross-node hops): the
-predicted step is 16.2 ms a pair, the reported one 32.4 ms.
+predicted step is 18.1 ms a pair, the reported one 32.4 ms.
 
-Nothing here is far from physics: the layer's 10.1 ms sit at 1.25-4.9x their rooflines, the
+Nothing here is far from physics: the layer's 11.9 ms sit at 1.25-4.8x their rooflines, the
 router's small kernels highest and, of the large parts, the attention core at 3.6x
 (FlashAttention at 4,096 keys x `attention_sustained`, the same curve that predicts the dense
-rows). The expert GEMMs are 2.15 ms of the 10.1; at 4,096 rows an
+rows). The expert GEMMs are 2.15 ms of the 11.9; at 4,096 rows an
 expert they are not small GEMMs, and the model's GEMM speed at such shapes matches the one
 public FP8 grouped-GEMM table (DeepGEMM's README, H800: the H100's SMs, FP8 peak and HBM;
 `benchmarks/data/fp8_gemm_kernels.yaml`; DeepGEMM's fine-grained scaling makes it at most as fast
@@ -1265,8 +1310,12 @@ it brings the M >= 4,096 rows within a few percent (rms log error 0.128 to 0.044
 H100 Qwen3-30B-A3B row only from +99 % to +94 % (before the refit that would give most of it
 back), at the price of a new constant. Even at half the speed the model charges them, the expert
 GEMMs would add a fifth to the layer, not the rows' 2x. The HBM-bound work that scales with top-k (the routed copies' permutations and
-re-sorts, the combine's weighted sum, SwiGLU on top-k x tokens rows; with all the layer's FP8
-casts) is 1.2 ms forward and 1.6 ms backward at 1.25x its roofline (the kernels' 80 % of HBM bandwidth); the
+re-sorts, the combine's weighted sum, SwiGLU on top-k x tokens rows) is 0.82 ms forward and
+1.13 ms backward at 1.25x its roofline (the kernels' 80 % of HBM bandwidth); the layer's FP8
+casts are 1.32 and 1.39 ms, 4.1x their bytes' roofline, because per-tensor current scaling
+quantizes each of the 16 experts' slices in four kernels of its own (the amax's zeroing and
+reduction, the scale, the cast: 131 quantize and padding kernels a direction, each a kernel's ramp and tail,
+`kernels.expert_quantize_launches`); the
 router's fp32 softmax, top-k and balancing statistic are 0.08 ms. These bytes are now in the HBM
 ledger too (`hbm.moe_dispatch_bytes`; before, the ledger held eager PyTorch's four passes and no
 router): a Qwen3-30B-A3B layer's memory-bound kernels are counted op by op by hand in
@@ -1279,11 +1328,11 @@ the predicted one:
 
 @MOE_RESIDUALS@
 
-The residuals do not follow one mechanism. On B200 both Qwen3 models leave +5.0-5.4 ms per pair
-at 4,096 tokens, although their modelled GPU time differs 2x (2.6 and 5.6 ms): a fixed cost per
+The residuals do not follow one mechanism. On B200 both Qwen3 models leave +4.6-5.2 ms per pair
+at 4,096 tokens, although their modelled GPU time differs 2x (3.1 and 6.1 ms): a fixed cost per
 layer and micro-batch added in series, not a host that falls behind a GPU (which would hide under
 the larger layer's work). GB200, which the benchmark scripts run with CUDA graphs and HybridEP
-(settings the table does not state), leaves -0.2 to +3.0 ms. H100 leaves +16.1 ms at 8,192 tokens
+(settings the table does not state), leaves -0.2 to +3.0 ms. H100 leaves +14.3 ms at 8,192 tokens
 with pp 2 and 24 virtual stages (one layer a chunk, each chunk boundary a cross-node hop); every
 FP8 row leaves a positive residual and the BF16 rows range from -7.6 to +19.1 ms (the last, B200
 gpt-oss, runs two micro-batches a step with a recomputation the table does not state). No single
@@ -1701,7 +1750,7 @@ def bridge_check(constants: Constants) -> dict[str, str]:
 
     return {"BRIDGE_TABLE": "\n".join(lines), "BRIDGE_SUMMARY": summary_text,
             "MOE_SPLIT": moe_split.split_table(), "GEMM_CHECK": moe_split.gemm_check_table(),
-            "MOE_RESIDUALS": moe_split.residual_table(BRIDGE)}
+            "MOE_RESIDUALS": moe_split.residual_table(BRIDGE), "MOE_HOST": moe_split.host_table(BRIDGE)}
 
 
 def attention_table() -> str:

@@ -110,7 +110,8 @@ def split(shape, knobs, hw: timing.Hardware, sw: timing.Software, c=DEFAULT) -> 
         gemms = [(1, 1, n, h, q + 2 * kv), (1, 1, n, q, h), (1, 1, n, h, e),
                  (rounds, local, per_expert, h, up * f), (rounds, local, per_expert, f, h)]
         cast_f, cast_b = timing.fp8_cast_bytes(gemms, sw.fp8_scaling)
-        parts.append(memory("fp8 casts", cast_f, cast_b))
+        quantize = kernel_model.expert_quantize_launches(local, timing.fp8_recipe(precision, sw.fp8_scaling, hw))
+        parts.append(memory("fp8 casts", cast_f, cast_b, quantize))
     return parts
 
 
@@ -221,6 +222,81 @@ def residual_table(path: Path = ROOT / "benchmarks" / "data" / "megatron_bridge_
         lines.append(f"| {row.id} | {row.plan.training.precision} | {k.seq * k.micro_batch // max(1, k.tp):,} | "
                      f"{pairs:,} | {1e3 * gpu:.1f} | {step:.2f} | {reported:.2f} | "
                      f"{1e3 * (reported - step) / pairs:+.1f} |")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class HostRow:
+    """One MoE row's (layer, micro-batch) pair as the host and the GPU see it."""
+
+    id: str
+    recipe: str
+    local: int
+    tokens: int
+    ops_f: int
+    """Kernels the forward launches plus the router's and dispatcher's host ops."""
+    ops_b: int
+    gpu: float
+    """The layer's modelled GPU seconds, forward and backward."""
+    charged: float
+    """What the model adds for the host (`timing.dispatched`), forward and backward."""
+    reported: float
+    """The reported step over the fullest stage's pairs."""
+
+    @property
+    def host(self) -> float:
+        return (self.ops_f + self.ops_b) * kernel_model.HOST_OP_SECONDS
+
+    @property
+    def op_to_take_it(self) -> float:
+        """Host seconds per op at which the host alone would take the reported pair time."""
+        return self.reported / (self.ops_f + self.ops_b)
+
+
+def host_rows(path: Path = ROOT / "benchmarks" / "data" / "megatron_bridge_25_11.yaml") -> list[HostRow]:
+    """Per MoE row of a published file: the kernels one (MoE layer, micro-batch) pair launches
+    (`timing.layer_launches`, the experts' by `kernels.grouped_mlp_launches` at the row's local
+    experts and fp8 recipe) plus the router's and dispatcher's host ops, beside the GPU's time
+    for the layer, what the model charges for the host (the forward's sync and lag, the
+    backward's pacing), and the reported step over the pairs of the fullest stage (everything
+    the step holds: the most generous reading of what the host would have to take)."""
+    import fidelity
+
+    rows, _ = fidelity.load_rows(path)
+    out = []
+    for row in rows:
+        if not row.plan.model.experts:
+            continue
+        p = fidelity.prepare(row)
+        k, sw, s, hw = p.knobs, row.software, p.shape, p.hardware
+        step = fidelity.predicted_step(row, p, DEFAULT).step
+        reported = step * fidelity.predicted_tflops(row, step) / row.reported_tflops
+        pairs = -(-s.layers // k.pp) * k.microbatches  # the fullest stage's layers
+        precision = timing.gemm_precision(k.precision, sw)
+        work = timing.slowed(timing.layer_work(s, True, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq,
+                                               k.micro_batch, k.ep, precision, sw.attention, sw.kernels, hw, DEFAULT,
+                                               sw.balanced_routing, sw.context_parallel, sw.fp8_scaling), sw, DEFAULT)
+        charged = timing.dispatched(work, s, hw, sw)
+        out.append(HostRow(
+            id=row.id, recipe=timing.fp8_recipe(precision, sw.fp8_scaling, hw), local=max(1, s.experts // k.ep),
+            tokens=k.seq * k.micro_batch // max(1, k.tp), ops_f=work.launches_f + kernel_model.DISPATCHER_OPS,
+            ops_b=work.launches_b + kernel_model.DISPATCHER_BACKWARD_OPS,
+            gpu=work.forward + work.backward_input + work.backward_weight,
+            charged=(charged.forward + charged.backward_input) - (work.forward + work.backward_input),
+            reported=reported / pairs))
+    return out
+
+
+def host_table(path: Path = ROOT / "benchmarks" / "data" / "megatron_bridge_25_11.yaml") -> str:
+    """`host_rows` for the doc."""
+    lines = ["| run | fp8 recipe | local experts | tokens per micro-batch | host ops forward | host ops backward "
+             "| host ms per pair | GPU ms per pair | host charge ms per pair | reported ms per pair "
+             "| us per op for the host alone to take it |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in host_rows(path):
+        lines.append(f"| {r.id} | {r.recipe} | {r.local} | {r.tokens:,} | {r.ops_f} | {r.ops_b} | "
+                     f"{1e3 * r.host:.2f} | {1e3 * r.gpu:.2f} | {1e3 * r.charged:.2f} | {1e3 * r.reported:.1f} | "
+                     f"{1e6 * r.op_to_take_it:.0f} |")
     return "\n".join(lines)
 
 

@@ -666,6 +666,10 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     if modules:
         notes.append(f"Megatron-Core's --recompute-modules {' '.join(modules)} (stated): "
                      + recompute_modules_text(modules) + " again before the backward (not expressible in a spec)")
+    recipe = "dynamic" if family == "torchtitan" else fp8_recipe_of(entry)
+    if precision == "fp8" and recipe in ("current", "mxfp8"):
+        notes.append(f"Transformer Engine's {'per-tensor current scaling' if recipe == 'current' else 'MXFP8'} "
+                     "fp8 recipe (stated; not expressible in a spec)")
     software = timing.Software(
         attention="unfused" if unfused else ("flash" if family in ("torchtitan", "torch") else "flash-te"),
         selective=("modules:" + ",".join(modules) if modules
@@ -673,7 +677,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         tp_overlap=overlap,
         kernels=kernels,
         fp8="linear",  # Transformer Engine (Megatron-LM, NeMo) and torchao's float8 (torchtitan)
-        fp8_scaling="dynamic" if family == "torchtitan" else "delayed",
+        fp8_scaling=recipe,
         context_parallel="torch" if family in ("torchtitan", "torch") else "te",
         dp_runtime="torch" if family in ("torchtitan", "torch") else "megatron",
         grad_bytes=grad_bytes,
@@ -708,6 +712,18 @@ def target_line(software: timing.Software, family: str, precision: str) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # Layout and training settings
+
+
+def fp8_recipe_of(entry: dict) -> str:
+    """Transformer Engine's fp8 recipe where the row names it (Megatron-Bridge's table: "FP8-CS",
+    per-tensor current scaling; "FP8-MX", MXFP8), else its default, delayed scaling. It decides
+    how many quantize kernels each GEMM input launches (`kernels.QUANTIZE_KERNELS`)."""
+    text = _words((entry.get("layout") or {}).get("precision")).replace("_", "-")
+    if "fp8-mx" in text or "mxfp8" in text:
+        return "mxfp8"
+    if "fp8-cs" in text or "current scaling" in text:
+        return "current"
+    return "delayed"
 
 
 def precision_of(lay: dict) -> str:
@@ -1129,7 +1145,7 @@ def compiled(run: Run) -> Run | Skipped:
                                selective=run.software.selective if run.software.selective.startswith("modules:")
                                else software.selective,
                                ep_dispatcher=run.software.ep_dispatcher, ep_overlap=run.software.ep_overlap,
-                               ep_node_limit=run.software.ep_node_limit)
+                               ep_node_limit=run.software.ep_node_limit, fp8_scaling=run.software.fp8_scaling)
         runtime = targets.memory_runtime(result.plan.target)
         if not run.recompute_stated and not fits_memory(result.plan, runtime):
             found = least_recompute_that_fits(run.spec, result.plan, runtime, compile_spec)

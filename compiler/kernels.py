@@ -230,6 +230,98 @@ unsort (1), the all-to-all back (1), the unpermutation with its gate weighting (
 activation's probability product (2)."""
 
 
+DISPATCHER_BACKWARD_OPS = 18
+"""Host-issued ops of the same router and dispatcher in the backward: autograd replays the
+forward's differentiable ops only. From the forward's 30 (`DISPATCHER_OPS`): the router's top-k
+scatter and score backward (2 of its 4), the load-balancing loss's backward (6 of 6); none of
+`preprocess`'s 10 (counts, sums, the counts' all-gather and the device-to-host copies carry no
+gradient); the permutation (1 of 2: its index has none), the token and probability all-to-alls
+(2), the sort (1); the combine's unsort (1), all-to-all (1) and unpermutation with its gate
+weighting (2); the activation's probability product (2)."""
+
+
+QUANTIZE_KERNELS = {"delayed": 1, "current": 4, "mxfp8": 1}
+"""Kernels Transformer Engine (2.9, the 25.11 container's; 2.8 and 2.10 alike) launches to quantize
+one tensor to fp8, by recipe (`transformer_engine/pytorch/csrc/quantizer.cpp`): delayed scaling
+one cast-transpose (the scale comes from the amax history, the new amax is recorded in the same
+kernel; and `split_quantize` of a grouped GEMM's inputs fuses all experts into one
+`nvte_multi_cast_transpose` launch, see `split_quantize_launches`); per-tensor current scaling
+(`Float8CurrentScalingQuantizer::quantize_impl`, the FP8-CS of Megatron-Bridge's table) four:
+`nvte_compute_amax` (a one-thread `zero_amax_kernel`, then the amax reduction:
+`common/recipe/current_scaling.cu`), `nvte_compute_scale_from_amax` (one thread), then
+`nvte_quantize_v2`; MXFP8 (`MXFP8Quantizer::quantize`, FP8-MX) one `nvte_quantize_v2` that writes
+the row-wise and column-wise copies with their 1x32 block scales."""
+
+MULTI_TENSOR_KERNEL = 64
+"""Tensors one of Transformer Engine's multi-tensor kernels takes per launch
+(`kMaxTensorsPerKernel` in `common/transpose/multi_cast_transpose.cu` and `common/util/padding.cu`:
+the argument block must stay under 4 KB)."""
+
+
+def split_quantize_launches(local: int, recipe: str) -> int:
+    """Kernels `tex.split_quantize` launches to quantize a grouped GEMM's operand for `local`
+    experts (`transformer_engine/pytorch/csrc/extensions/cast.cpp`, `multi_tensor_quantize_impl`):
+    only delayed scaling has a fused multi-tensor kernel (`nvte_multi_cast_transpose`, 64 tensors a
+    launch); every other recipe quantizes the experts' slices one by one, `QUANTIZE_KERNELS` each.
+    bf16 ("" or "bf16"): nothing (`torch.split` makes views)."""
+    if recipe not in QUANTIZE_KERNELS or local <= 0:
+        return 0
+    if recipe == "delayed":
+        return math.ceil(local / MULTI_TENSOR_KERNEL)
+    return QUANTIZE_KERNELS[recipe] * local
+
+
+@dataclass(frozen=True)
+class Launches:
+    """Kernels one micro-batch launches, forward and backward."""
+
+    forward: int
+    backward: int
+
+
+def grouped_mlp_launches(local: int, recipe: str) -> Launches:
+    """Kernels the routed experts' two grouped GEMMs launch per micro-batch under Megatron-Core's
+    `TEGroupedMLP` (`megatron/core/transformer/moe/experts.py`, core 0.15) on Transformer
+    Engine's `GroupedLinear` (`transformer_engine/pytorch/module/grouped_linear.py`, TE 2.9),
+    `local` experts on the rank, `recipe` the fp8 recipe ("delayed", "current", "mxfp8") or
+    "bf16"; the activation between them is one of the layer's memory-bound kernels, not here.
+
+    Per `GroupedLinear` (fc1, then fc2): forward, `split_quantize` of its input
+    (`split_quantize_launches`) and `general_grouped_gemm`, which issues one cuBLAS GEMM per expert
+    (`nvte_multi_stream_cublas_gemm`); the fp8 weights are cast on a step's first micro-batch only
+    (`is_first_microbatch` caches them, not counted). Backward, `split_quantize` of the output
+    gradient, the dgrad grouped GEMM and the wgrad grouped GEMM (accumulated into `main_grad`):
+    one GEMM per expert each. Under fp8 `TEGroupedMLP` pads each expert's rows to the fp8 GEMM's
+    alignment (`Fp8Padding` on the tokens and on the probabilities, `Fp8Unpadding` on the output:
+    one `fused_multi_row_padding` launch each, their backward one each).
+
+        forward  = 2 (q + L) + 3 [fp8],   backward = 2 (q + 2 L) + 3 [fp8]
+
+    with q = `split_quantize_launches(L, recipe)`."""
+    quantize = expert_quantize_launches(local, recipe)
+    return Launches(forward=quantize + 2 * local, backward=quantize + 4 * local)
+
+
+def expert_quantize_launches(local: int, recipe: str) -> int:
+    """The memory-bound kernels of `grouped_mlp_launches`, each way: two `split_quantize`s (fc1's
+    and fc2's input forward, their output gradients backward) and the three fp8 paddings (or their
+    backward). They run one after another on the compute stream (only the GEMMs spread over
+    streams), so each pays a kernel's ramp and tail on the GPU as well as its launch on the host."""
+    pad = 3 * math.ceil(local / MULTI_TENSOR_KERNEL) if recipe in QUANTIZE_KERNELS and local > 0 else 0
+    return 2 * split_quantize_launches(local, recipe) + pad
+
+
+def host_paced_seconds(ops: int, gpu_seconds: float) -> float:
+    """GPU time lost where the host issues a stretch of work more slowly than the GPU runs it.
+
+    With no synchronisation in the stretch the host may run ahead of the GPU, but only as far as
+    it is faster: where its `ops x HOST_OP_SECONDS` exceeds the GPU's `gpu_seconds` for the same
+    kernels the stretch takes the host's time, max(host, GPU), and the difference is idle GPU
+    time. A MoE layer's backward is such a stretch (no device-to-host read: the split sizes are
+    already on the host) that starts with the queue drained by the forward's syncs."""
+    return max(0.0, ops * HOST_OP_SECONDS - gpu_seconds)
+
+
 def host_stall_seconds(ops: int, gpu_seconds: float) -> float:
     """GPU time lost to one host synchronisation in a MoE layer's forward.
 

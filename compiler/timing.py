@@ -367,7 +367,9 @@ class Software:
     Engine's default recipe: the scale comes from an amax history and the cast kernel records the
     new amax in the same pass; weights cast once per step) or "dynamic" (torchao's float8 in
     torchtitan, tensorwise: an amax reduction reads each tensor before its cast, and every forward,
-    recomputation and backward casts the weights again)."""
+    recomputation and backward casts the weights again). Transformer Engine's other recipes,
+    "current" (per-tensor current scaling) and "mxfp8", move the bytes of "delayed" (weights cast
+    once per step) and differ in the quantize kernels they launch (`kernels.QUANTIZE_KERNELS`)."""
     context_parallel: str = "parc"
     """Whose attention exchange runs context parallelism (`ring_bytes`, `piece_collectives`):
     "parc" (the generated job's own ring, all-gather and all-to-all: K/V at the kv heads' width,
@@ -705,6 +707,9 @@ class Work:
     launches_f: int = 0
     """Kernels the forward launches (GEMMs, their fp8 casts, memory-bound kernels, attention):
     what the host must issue after a MoE layer's sync (`kernels.host_stall_seconds`)."""
+    launches_b: int = 0
+    """Kernels the backward launches (`layer_launches`): what the host must issue in a backward
+    with no sync (`kernels.host_paced_seconds`)."""
 
     @property
     def forward(self) -> float:
@@ -723,6 +728,35 @@ class Work:
     def __hash__(self) -> int:
         value = self._hash  # most `Work`s never key a cache: hashed when one first does
         return value if value else lazy_hash(self)
+
+
+def fp8_recipe(precision: str, fp8_scaling: str, hw: Hardware) -> str:
+    """The quantizer recipe whose kernels a layer's fp8 GEMMs launch (`kernels.QUANTIZE_KERNELS`):
+    "bf16" without fp8 GEMMs; torchao's dynamic scaling (torchtitan) quantizes a grouped GEMM's
+    operand as one tensor for all experts, counted as Transformer Engine's fused delayed-scaling
+    kernel (one launch for all of them)."""
+    if precision != "fp8" or not hw.fp8:
+        return "bf16"
+    return "delayed" if fp8_scaling == "dynamic" else fp8_scaling
+
+
+def layer_launches(gemms: list[tuple], grouped: bool, local: int, recipe: str, extra: int,
+                   attention: int) -> tuple[int, int]:
+    """Kernels one layer launches per micro-batch, forward and backward: what the host must issue
+    (`kernels.host_stall_seconds`, `kernels.host_paced_seconds`). `gemms` are `layer_work`'s
+    forward GEMM tuples (kernels first); `grouped`: the routed experts (the two tuples after the
+    router's) run Transformer Engine's grouped GEMM, counted by `kernels.grouped_mlp_launches`,
+    one cuBLAS call per expert whatever streams they run on; every other GEMM launches its kernels
+    forward, twice that backward (dgrad, wgrad), each with an fp8 cast of its input forward and of
+    its output gradient backward under fp8. `extra`: the layer's other memory-bound kernels
+    beyond `MEMORY_KERNELS` (router, expert-loop activations), launched again backward;
+    `attention`: the attention core's kernels, forward and again backward."""
+    cast = 1 if recipe != "bf16" else 0
+    experts = kernel_model.grouped_mlp_launches(local, recipe) if grouped else kernel_model.Launches(0, 0)
+    plain = sum(g[0] for i, g in enumerate(gemms) if not (grouped and i in (3, 4)))
+    base = MEMORY_KERNELS + extra + attention
+    return (plain * (1 + cast) + experts.forward + base,
+            plain * (2 + cast) + experts.backward + base)
 
 
 def gemm_precision(precision: str, sw: Software) -> str:
@@ -923,10 +957,15 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
                 else n * shape.ffn / t
             eager_f += EAGER_SWIGLU_BYTES[0] * inner
             eager_b += EAGER_SWIGLU_BYTES[1] * inner
+    # Transformer Engine quantizes each routed expert's slice in a kernel of its own (all of them
+    # in one under delayed scaling) and pads them to the fp8 GEMM's alignment: each kernel's ramp
+    # and tail, one after another on the compute stream (`kernels.expert_quantize_launches`)
+    quantize_kernels = (kernel_model.expert_quantize_launches(local, fp8_recipe(precision, fp8_scaling, hw))
+                        if moe and kernels != "eager" else 0)
     memory_f = (memory_seconds(ACT * elements + cast_f + eager_f + moe_f, hw, c)
-                + (MEMORY_KERNELS + loop_kernels + moe_kernels) * c.kernel_overhead)
+                + (MEMORY_KERNELS + loop_kernels + moe_kernels + quantize_kernels) * c.kernel_overhead)
     memory_b = (memory_seconds(2 * ACT * elements + cast_b + eager_b + moe_b, hw, c)
-                + (MEMORY_KERNELS + loop_kernels + moe_kernels) * c.kernel_overhead)
+                + (MEMORY_KERNELS + loop_kernels + moe_kernels + quantize_kernels) * c.kernel_overhead)
     # parc's selective policy also re-runs the attention output projection: its output feeds the
     # second norm, whose backward needs it (torch's checkpoint stops before the FFN down-projection)
     elementwise = (memory_seconds(ACT * recomputable + eager_f, hw, c)
@@ -984,12 +1023,10 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
             sent = ACT * n * (2 * q + 2 * kv)
             cp_bytes = (sent, sent)
     ep_bytes = ACT * assigned * h if moe and ep > 1 else 0.0
-    # the host issues each expert's GEMM of a grouped GEMM as its own cuBLAS call (Transformer
-    # Engine's `general_grouped_gemm` loops over the experts), whatever streams they run on
-    gemm_launches = sum(g[0] for g in gemms) + (2 * (local - up_kernels) if moe and kernels != "eager" else 0)
-    launches_f = (gemm_launches * (2 if precision == "fp8" and hw.fp8 else 1) + MEMORY_KERNELS + loop_kernels
-                  + moe_kernels + (steps if attention != "unfused" else 4))
-    return Work(launches_f=launches_f, gemm=gemm, attention_f=attention_f, attention_b=attention_b, memory_f=memory_f,
+    launches_f, launches_b = layer_launches(gemms, moe and kernels != "eager", local if moe else 0,
+                                            fp8_recipe(precision, fp8_scaling, hw), loop_kernels + moe_kernels,
+                                            steps if attention != "unfused" else 4)
+    return Work(launches_f=launches_f, launches_b=launches_b, gemm=gemm, attention_f=attention_f, attention_b=attention_b, memory_f=memory_f,
                 memory_b=memory_b, selective_core=core_again, selective_elementwise=elementwise,
                 norms_again=norms_again, moe_act_again=moe_act_again, moe_again=moe_again,
                 tp_bytes=tp_bytes, tp_all_reduce=reduce, tp_gather=gather, cp_flavour=flavour,
@@ -1548,9 +1585,12 @@ def dispatched(w: Work, shape: Shape, hw: Hardware, sw: Software) -> Work:
         w = replace(w, ep_fanout=(shape.experts, shape.top_k, sw.ep_node_limit),
                     ep_sm_share=min(1.0, kernel_model.DEEPEP_SMS / max(1, hw.sms)))
     if sw.moe_host_sync:
-        # the dispatcher's read of the token counts drains the GPU once per forward
+        # the dispatcher's read of the token counts drains the GPU once per forward; the backward
+        # starts drained and runs at the slower of the host's launches and the GPU's kernels
         stall = kernel_model.host_stall_seconds(w.launches_f + kernel_model.DISPATCHER_OPS, w.forward)
-        w = replace(w, memory_f=w.memory_f + stall)
+        paced = kernel_model.host_paced_seconds(w.launches_b + kernel_model.DISPATCHER_BACKWARD_OPS,
+                                                w.backward_input + w.backward_weight)
+        w = replace(w, memory_f=w.memory_f + stall, memory_b=w.memory_b + paced)
     return w
 
 

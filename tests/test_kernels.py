@@ -314,42 +314,93 @@ def test_host_stall_hand_computed():
     assert kernels.host_stall_seconds(0, 0.0) == pytest.approx(20e-6, rel=1e-12)
 
 
-def test_moe_layer_forward_pays_one_host_sync_per_micro_batch():
+def test_grouped_mlp_launches_hand_counted():
+    """The routed experts' kernels per micro-batch, counted by hand from Transformer Engine 2.9's
+    `_GroupedLinear` and Megatron-Core 0.15's `TEGroupedMLP` at Qwen3-30B-A3B's 16 local experts
+    (128 experts over ep 8), fc1 then fc2:
+
+    - MXFP8 (Megatron-Bridge's FP8-MX rows): forward, per matrix, 16 `nvte_quantize_v2` of the
+      input slices and 16 cuBLAS GEMMs (64), plus the padding of tokens and probabilities and the
+      unpadding of the output (3): 67; backward, per matrix, 16 quantizes of the output gradient,
+      16 dgrad and 16 wgrad GEMMs (96), plus the three paddings' backward (3): 99.
+    - per-tensor current scaling (FP8-CS): each quantize is the amax's zeroing and reduction,
+      the scale and the cast (4 x 16 = 64 per matrix): forward 2 (64 + 16) + 3 = 163, backward
+      2 (64 + 32) + 3 = 195.
+    - delayed scaling: one fused `nvte_multi_cast_transpose` per matrix: forward 2 (1 + 16) + 3
+      = 37, backward 2 (1 + 32) + 3 = 69; past 64 experts the fused kernel takes two launches.
+    - bf16: the GEMMs only (no quantize, no padding): 32 and 64."""
+    assert kernels.grouped_mlp_launches(16, "mxfp8") == kernels.Launches(67, 99)
+    assert kernels.grouped_mlp_launches(16, "current") == kernels.Launches(163, 195)
+    assert kernels.grouped_mlp_launches(16, "delayed") == kernels.Launches(37, 69)
+    assert kernels.grouped_mlp_launches(16, "bf16") == kernels.Launches(32, 64)
+    # gpt-oss-120b on GB200 (128 experts over ep 64: 2 a rank), bf16: 2 x 2 GEMMs forward
+    assert kernels.grouped_mlp_launches(2, "bf16") == kernels.Launches(4, 8)
+    # 128 local experts under delayed scaling: the multi-tensor kernels take 64 tensors a launch
+    assert kernels.split_quantize_launches(128, "delayed") == 2
+    assert kernels.grouped_mlp_launches(128, "delayed") == kernels.Launches(2 * (2 + 128) + 6, 2 * (2 + 256) + 6)
+
+
+def test_host_paced_backward_hand_computed():
+    """A backward with no sync runs at the slower of the host and the GPU: 107 launches at 10 us
+    are 1.07 ms; against 0.8 ms of GPU work the GPU idles 0.27 ms; against 2 ms the launches
+    hide behind the kernels and nothing is charged (the crossing sits at exactly 1.07 ms)."""
+    assert kernels.host_paced_seconds(107, 0.8e-3) == pytest.approx(0.27e-3, rel=1e-9)
+    assert kernels.host_paced_seconds(107, 2e-3) == 0.0
+    assert kernels.host_paced_seconds(107, 1.07e-3) == pytest.approx(0.0, abs=1e-15)
+    assert kernels.host_paced_seconds(107, 1.069e-3) == pytest.approx(1e-6, rel=1e-6)
+
+
+def test_moe_layer_pays_its_host_launches_forward_and_backward():
     """A Qwen3-30B-A3B-shaped layer (128 experts of FFN 768, top-8, ep 8: 16 local experts) under
-    Megatron-Core with fp8, counted by hand: the host issues Q/K/V, the attention output and the
-    router's logits (3 GEMMs), 16 experts x 2 matrices through the grouped GEMM (32 cuBLAS calls),
-    an fp8 cast before each of the 35, two norms, two residual adds, the activation and RoPE (6),
-    the router's 4 memory-bound kernels and one flash-attention kernel: 81, plus the
-    dispatcher's 30. Each micro-batch's forward of each MoE layer pays `host_stall_seconds` of
-    those 111 ops against the layer's GPU forward; backward pays nothing (the split sizes are
-    already on the host); `moe_host_sync` off (capacity padding, CUDA graphs) pays nothing."""
+    Megatron-Core with fp8 (`target megatron`: Transformer Engine's delayed scaling), counted by
+    hand. Forward: Q/K/V, the attention output and the router's logits (3 GEMMs, an fp8 cast
+    before each: 6), the experts' grouped GEMMs (`test_grouped_mlp_launches_hand_counted`: 37),
+    two norms, two residual adds, the activation and RoPE (6), the router's 4 memory-bound
+    kernels and one flash-attention kernel: 54, plus the dispatcher's 30 host ops. Backward: the
+    three GEMMs' dgrad and wgrad with a gradient cast each (9), the experts' 69, the same 6 + 4 +
+    1: 89, plus the dispatcher's 18. Each micro-batch's forward of each MoE layer pays
+    `host_stall_seconds` of its 84 host ops against the layer's GPU forward; the backward
+    `host_paced_seconds` of its 107 against the GPU backward; `moe_host_sync` off (capacity
+    padding, CUDA graphs) pays neither. At 4,096 tokens the backward's kernels outlast its
+    launches; at 256 tokens (a sixteenth of the work, the same launches) the host paces it."""
     compiled = compile_text(QWEN3_30B, path="qwen3.par")
     assert compiled.plan is not None, compiled.diagnostics
     plan = compiled.plan
     s, hw = shape_of(plan), timing.hardware_of(plan)
     assert (s.experts, s.top_k, s.expert_ffn) == (128, 8, 768)
     w = timing.layer_work(s, True, 1, False, 1, "ring", 4096, 1, 8, "fp8", "flash-te", "fused", hw, DEFAULT)
-    assert w.launches_f == 3 * 2 + 32 * 2 + 6 + 4 + 1 == 81
+    assert w.launches_f == 3 * 2 + 37 + 6 + 4 + 1 == 54
+    assert w.launches_b == 3 * 3 + 69 + 6 + 4 + 1 == 89
+    assert kernels.DISPATCHER_OPS == 30 and kernels.DISPATCHER_BACKWARD_OPS == 18
 
     from parc.memory.inputs import knobs_of
     from parc.targets import memory_runtime, software_of
     sw = software_of(plan)
-    assert sw.kernels == "fused" and sw.moe_host_sync
+    assert sw.kernels == "fused" and sw.moe_host_sync and sw.fp8_scaling == "delayed"
     k = knobs_of(plan, memory_runtime(plan.target))
     geo = timing.geometry_of(plan, hw)
 
-    def times(sync: bool) -> timing.RankTimes:
-        loads, per = timing.rank_times(s, k, hw, geo, DEFAULT, replace(sw, moe_host_sync=sync))
+    def times(sync: bool, seq: int) -> timing.RankTimes:
+        loads, per = timing.rank_times(s, replace(k, seq=seq), hw, geo, DEFAULT, replace(sw, moe_host_sync=sync))
         assert len(loads) == 1
         return per[loads[0]]
 
-    on, off = times(True), times(False)
-    layers = on.moe_layers
-    assert layers == 4
-    gpu_forward = timing.slowed(w, sw, DEFAULT).forward
-    stall = 20e-6 + max(0.0, 111 * 10e-6 - gpu_forward)
-    assert on.forward - off.forward == pytest.approx(layers * stall, rel=1e-9)
-    assert on.backward_input == off.backward_input and on.backward_weight == off.backward_weight
+    crossed = 0
+    for seq in (4096, 256):
+        on, off = times(True, seq), times(False, seq)
+        layers = on.moe_layers
+        assert layers == 4
+        slow = timing.slowed(timing.layer_work(s, True, 1, False, 1, "ring", seq, 1, 8, "fp8", "flash-te", "fused",
+                                               hw, DEFAULT), sw, DEFAULT)
+        stall = 20e-6 + max(0.0, 84 * 10e-6 - slow.forward)
+        paced = max(0.0, 107 * 10e-6 - (slow.backward_input + slow.backward_weight))
+        assert on.forward - off.forward == pytest.approx(layers * stall, rel=1e-9)
+        assert on.backward_input - off.backward_input == pytest.approx(layers * paced, rel=1e-9, abs=1e-15)
+        assert on.backward_weight == off.backward_weight
+        crossed += paced > 0
+        if seq == 4096:
+            assert paced == 0.0  # 1.07 ms of launches under ~1.7 ms of kernels
+    assert crossed == 1
 
 
 def test_data_parallel_traffic_queues_behind_the_other_axes_on_the_nic():
