@@ -66,13 +66,13 @@ def local_tokens(cp: int) -> Tokens:
 def test_the_backward_transient_is_what_torchs_own_code_allocates(cp):
     peaks = torch_backward_peaks(cp)
     assert len(peaks) == cp and min(peaks) > 0
-    model = torch_cp_backward_transient(Knobs(tp=1, pp=1, dp=1, cp=cp, cp_runtime="torch"), local_tokens(cp), 2)
+    model = torch_cp_backward_transient(Knobs(tp=1, pp=1, dp=1, cp=cp, model_code="torchtitan"), local_tokens(cp), 2)
     assert model == pytest.approx(max(peaks), rel=0.04), (model, peaks)
 
 
 def test_no_term_for_parcs_own_operators_nor_without_cp():
     assert torch_cp_backward_transient(Knobs(tp=1, pp=1, dp=1, cp=8), local_tokens(8), 2) == 0
-    assert torch_cp_backward_transient(Knobs(tp=1, pp=1, dp=1, cp=1, cp_runtime="torch"), local_tokens(1), 2) == 0
+    assert torch_cp_backward_transient(Knobs(tp=1, pp=1, dp=1, cp=1, model_code="torchtitan"), local_tokens(1), 2) == 0
 
 
 SPEC_405B = """job cp8
@@ -102,13 +102,13 @@ def _knobs(target: str) -> tuple:
 
 def test_405b_at_cp_8_hand_count():
     shape, k = _knobs("target torchtitan")
-    assert k.cp_runtime == "torch"
+    assert k.model_code == "torchtitan"
     # one local query-sized bf16 tensor: 262,144 / 8 tokens x 128 / 8 heads x 128 = 128 MiB
     q_bytes = 2 * (262144 // 8) * (128 // 8) * 128
     assert q_bytes == 128 << 20
     assert torch_cp_backward_transient(k, _tokens(shape, k), 2) == (2 * 8 + 22) * q_bytes  # 4.75 GiB
     shape, parc = _knobs("target torch")
-    assert parc.cp_runtime == "parc" and torch_cp_backward_transient(parc, _tokens(shape, parc), 2) == 0
+    assert parc.model_code == "parc" and torch_cp_backward_transient(parc, _tokens(shape, parc), 2) == 0
 
 
 def test_torchtitan_saves_k_and_v_repeated_to_the_query_heads():
@@ -116,8 +116,8 @@ def test_torchtitan_saves_k_and_v_repeated_to_the_query_heads():
                         .replace("cp { flavour all-gather }\n", "").replace("seq 262144", "seq 8192"),
                         path="cp1.par").plan
     shape, k = shape_of(plan), knobs_of(plan, memory_runtime(plan.target))
-    assert k.cp == 1 and k.cp_runtime == "torch"
-    parc = Knobs(**{**{f: getattr(k, f) for f in k.__dataclass_fields__}, "cp_runtime": "parc"})
+    assert k.cp == 1 and k.model_code == "torchtitan"
+    parc = Knobs(**{**{f: getattr(k, f) for f in k.__dataclass_fields__}, "model_code": "parc"})
     tokens = 8192  # micro-batch 1, cp 1
     # per token K and V at 16 query heads of 128 instead of 1 kv head of 128, bf16, each
     extra = tokens * 2 * 2 * (16 - 1) * 128

@@ -111,7 +111,7 @@ def _tokens(shape: Shape, k: Knobs) -> Tokens:
     tokens = k.seq * k.micro_batch / k.cp
     kv = shape.kv / t if kv_split(shape, t) else shape.kv
     o = shape.q / t
-    if k.cp_runtime == "torch":
+    if k.model_code == "torchtitan":
         kv_saved = o  # torchtitan repeats K and V to every query head; torch's cp saves the local ones
     elif k.cp > 1 and k.cp_flavour == "all-gather":
         kv_saved = kv * k.cp  # the gathered K and V, the whole sequence
@@ -144,7 +144,7 @@ def _attention(shape: Shape, k: Knobs, n: Tokens, act: int) -> tuple[float, floa
     # them in the backward: the all-gather flavour's gathered copies are not kept (measured by
     # the rehearsal at Llama 3 405B's 128K layout: its activations equal the 8K layout's)
     kv_kept = n.kv / c if c > 1 and k.cp_flavour == "all-gather" else n.kv
-    if k.cp_runtime == "torch":  # the K and V projections' outputs, before torchtitan repeats them
+    if k.model_code == "torchtitan":  # the K and V projections' outputs, before torchtitan repeats them
         kv_kept = shape.kv / k.tp if kv_split(shape, k.tp) else shape.kv
     selective = act * (n.q + 2 * kv_kept + shape.q / k.tp) + lse
     return full, selective, tables
@@ -301,7 +301,7 @@ def torch_cp_backward_transient(k: Knobs, n: Tokens, act: int) -> float:
     (fp32, heads per token) are left out. The flash kernel's own fp32 dQ accumulator is a GPU
     scratch the CPU cannot show, not counted. On 405B's tp 8 x cp 8 layout at 256K tokens Q is
     128 MiB and the term 4.75 GiB, where parc's own all-gather operator holds 0.25 GiB."""
-    if k.cp_runtime != "torch" or k.cp <= 1:
+    if k.model_code != "torchtitan" or k.cp <= 1:
         return 0
     q_bytes = act * n.tokens * n.q
     return (2 * k.cp + TORCH_CP_BACKWARD_FIXED) * q_bytes

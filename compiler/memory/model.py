@@ -200,18 +200,18 @@ def rank_params(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str,
 
 
 def activation_knobs(tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int, runtime: str, ep: int = 1,
-                     precision: str = "bf16", device: str = "cuda", cp_runtime: str = "parc") -> Knobs:
+                     precision: str = "bf16", device: str = "cuda", model_code: str = "parc") -> Knobs:
     """The knobs a layer's activations depend on, and only those (they key its cache). Layers
     do not depend on bf16, fp16 or fp8 (all keep bf16 activations); fp32 they do."""
     return Knobs(tp=tp, pp=1, dp=1, cp=cp, ep=ep, sequence_parallel=sp, cp_flavour=flavour, seq=seq,
                  micro_batch=micro, runtime=runtime, precision="fp32" if precision == "fp32" else "bf16",
-                 device=device, cp_runtime=cp_runtime)
+                 device=device, model_code=model_code)
 
 
 def rank_activations(shape: Shape, k: Knobs) -> tuple[RankActivations, ...]:
     return _rank_activations(shape, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch,
                              k.runtime, k.recompute, k.recompute_layers, k.pp, k.virtual_stages,
-                             k.schedule, k.split, k.ep if shape.moe else 1, k.precision, k.device, k.cp_runtime)
+                             k.schedule, k.split, k.ep if shape.moe else 1, k.precision, k.device, k.model_code)
 
 
 ChunkSignature = tuple[int, bool, bool, int]
@@ -396,8 +396,8 @@ def released_backward(schedule: str, pp: int) -> bool:
 def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
                       runtime: str, recompute: str, recompute_layers: int | None, pp: int, v: int,
                       schedule: str, split: tuple[int, ...] | None, ep: int = 1, precision: str = "bf16",
-                      device: str = "cuda", cp_runtime: str = "parc") -> tuple[RankActivations, ...]:
-    ak = activation_knobs(tp, sp, cp, flavour, seq, micro, runtime, ep, precision, device, cp_runtime)
+                      device: str = "cuda", model_code: str = "parc") -> tuple[RankActivations, ...]:
+    ak = activation_knobs(tp, sp, cp, flavour, seq, micro, runtime, ep, precision, device, model_code)
     released = released_backward(schedule, pp)
     out = []
     # ranks of equal chunks (most of a deep pipeline), apart from the turn of a V
@@ -427,7 +427,7 @@ def first_backward_floors(shape: Shape, k: Knobs) -> dict[tuple[ChunkSignature, 
     plus its working set; never more than `rank_activations`' sums give, without building every
     rank (search's cheapest memory floor, `Engine._first_floor`)."""
     ak = activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
-                          k.ep if shape.moe else 1, k.precision, k.device, k.cp_runtime)
+                          k.ep if shape.moe else 1, k.precision, k.device, k.model_code)
     return _first_backward_floors(shape, ak, k.pp, k.virtual_stages, k.schedule, k.split, k.recompute,
                                   k.recompute_layers)
 

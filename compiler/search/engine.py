@@ -52,7 +52,7 @@ from ..calibration import DEFAULT
 from ..checks import predicates as rules
 from ..memory import MAX_CHUNKS
 from ..memory.buffers import reserve_bytes
-from ..memory.inputs import Knobs, cp_runtime, shape_of
+from ..memory.inputs import Knobs, model_code, shape_of
 from ..memory.model import (
     activation_floors,
     first_backward_floors,
@@ -240,7 +240,7 @@ class Engine:
                           recompute_layers=train.recompute_layers, cp_flavour=self.flavour, seq=self.seq,
                           split=self.split, ep_over_tp="tp" in space.ep_fold, runtime=runtime,
                           pp_receives=target_runtime(plan.target).pp_receives,
-                          cp_runtime=cp_runtime(plan.target))
+                          model_code=model_code(plan.target))
         self.best: list[Found] = []
         self._piece_cache, self._load_cache = _shared_caches(
             (self.shape, self.hw, self.constants, software, runtime, self.pcie, self.flavour, self.seq, self.split,
@@ -550,7 +550,7 @@ class Engine:
                      hsdp_shard=shard, seq=k.seq, micro_batch=k.micro_batch, microbatches=k.microbatches,
                      precision=k.precision, optimizer=k.optimizer, recompute=k.recompute,
                      recompute_layers=k.recompute_layers, runtime=k.runtime, pp_receives=k.pp_receives,
-                     cp_runtime=k.cp_runtime)
+                     model_code=k.model_code)
 
     def _group_shardings(self, item: _Degrees, k: Knobs) -> list[tuple[str, int]]:
         """The shardings a group's candidates take: only `none` where sharding spreads over a
