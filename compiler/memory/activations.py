@@ -203,6 +203,8 @@ def torch_layer(shape: Shape, k: Knobs, moe: bool, mode: str, act: int | None = 
     full = n.tokens * (attention_full + stats) + tables + ffn_full
     if mode == "none":
         saved = full
+    elif mode == "selective" and k.model_code == "torchtitan" and not moe:
+        saved = n.tokens * torchtitan_selective(shape, k, n, ACT)
     elif mode == "selective":
         saved = n.tokens * attention_sel + ffn_sel
     else:  # full recomputation: the block input only
@@ -269,6 +271,30 @@ def backward_moments(shape: Shape, k: Knobs, n: Tokens, act: int, full: float, f
     attention = full - ffn_full - copy_bytes + residual + act * tokens * n.o + kernel \
         + m * matrix + output_projection
     return (round(down), round(upward), round(attention))
+
+
+def torchtitan_selective(shape: Shape, k: Knobs, n: Tokens, act: int) -> float:
+    """Bytes per token a dense block keeps under torchtitan's per-op selective checkpointing
+    (`selective_ac_option = "op"`; torchtitan 9dec370 parallelisms/parallelize_llama.py,
+    `_save_list` and `_custom_policy`). The policy saves the outputs of matmuls (`aten.mm`),
+    except every second one of the block, of flash attention and of reduce-scatters; everything
+    else is recomputed in the backward. The block's matmuls run wq, wk, wv, wo, then w1, w3, w2
+    (SwiGLU: `w2(silu(w1(x)) * w3(x))`, w1 evaluated first) or w1, w2 (GELU), so it keeps wq's
+    output (q/t), wv's (kv), w1's (F/t) and, SwiGLU, w2's (h: the tp rank's partial sum, every
+    token); flash attention's output (q/t) and fp32 log-sum-exp (heads/t); with sequence
+    parallelism the reduce-scatters after wo and w2 (h/t each); and the checkpoint's input
+    (h/sp). parc's own policy also keeps k and w3's output and recomputes w2.
+
+    Float8 linears run `torch._scaled_mm`, not `aten.mm`, and the policy saves the amax's
+    `abs` instead; the published float8 rows measure what their bf16 twins do (76.8 vs 77.0 GiB,
+    61.8 vs 62.0), so they are counted as bf16 here."""
+    t, h = k.tp, shape.hidden
+    kv = shape.kv / t if kv_split(shape, t) else shape.kv
+    f = shape.ffn / t
+    matmuls = [shape.q / t, kv, kv, h] + ([f, f, h] if shape.ffn_matrices == 3 else [f, h])
+    reduce_scatters = 2 * h / t if k.sp else 0
+    kept = sum(matmuls[0::2]) + shape.q / t + reduce_scatters + h / n.sp
+    return act * kept + n.heads * FP32
 
 
 TORCH_CP_BACKWARD_FIXED = 22
