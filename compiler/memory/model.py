@@ -365,8 +365,23 @@ def second_embedding_backward(shape: Shape, k: Knobs, rank: int, acts: RankActiv
         return 0
     if not (k.schedule == "gpipe" or (k.schedule == "1f1b" and k.microbatches <= k.pp - rank)):
         return 0
-    rows = -(-shape.vocab // k.tp) * shape.hidden * FP32
+    rows = -(-shape.vocab // k.tp) * shape.hidden * FP32 + whole_vocabulary_gradient(shape, k, acts, accumulated)
     return min(rows, acts.chunks[0].held)
+
+
+def whole_vocabulary_gradient(shape: Shape, k: Knobs, acts: RankActivations, accumulated: bool) -> int:
+    """The embedding gradient's rows beyond this tp rank's that FSDP2 accumulates in fp32 under
+    pipelining on the embedding's stage, when no hook keeps the rank's rows (torchtitan; parc's
+    job has `gradient_in_own_rows`, `activations.embedding_backward_buffer`): DTensor computes
+    the vocabulary-parallel embedding's gradient over the whole vocabulary, Replicate over tp,
+    and FSDP2 (`FSDPParam.to_accumulated_grad_if_needed`, reduce_dtype fp32) accumulates that
+    DTensor whole between micro-batches, redistributing it to the rank's rows only when it
+    reduces (`_get_grad_inner_tensor`): (V - ceil(V/t)) x h x 4 bytes more than the rank's rows
+    (at Llama 3 405B, tp 8: 7.35 GB, the figure the rehearsal measured in parc's job before the
+    hook). torchtitan 9dec370 (parallelize_llama.py) registers no such hook."""
+    if k.model_code != "torchtitan" or k.tp == 1 or not accumulated or not acts.embedding_backward:
+        return 0
+    return (shape.vocab - -(-shape.vocab // k.tp)) * shape.hidden * FP32
 
 
 def v_turn(schedule: str, pp: int, rank: int) -> bool:
@@ -590,7 +605,8 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
     embedding_rise = max(0, acts.embedding_backward - relief - buffers)
     return StageMemory(
         stage=rank, layers=params.layers, params=states.params + persistent,
-        grads=states.grads + states.accumulated_grads, optimizer=states.optimizer,
+        grads=states.grads + states.accumulated_grads
+        + whole_vocabulary_gradient(shape, k, acts, states.accumulated_grads > 0), optimizer=states.optimizer,
         activations=best_acts, buffers=buffers, in_flight=best_held,
         p2p=p2p_buffers(shape, k, rank, acts), embedding_backward=embedding_rise,
         checkpoint=states.params + persistent + states.optimizer + checkpoint_gather_bytes(params.params, k),
@@ -628,11 +644,13 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
         rp = params[r]
         # two moments: a layer's backward (with the wrapper's buffers), the embedding's backward
         embedding = acts[r].embedding_backward
+        whole = 0
         if embedding:
             states = model_states(rp.params, k, rp.per_chunk, rank_padding(shape, k, rp))
             embedding -= second_embedding_backward(shape, k, r, acts[r], states.accumulated_grads > 0)
+            whole = whole_vocabulary_gradient(shape, k, acts[r], states.accumulated_grads > 0)
         buffers = max(transient_buffers(acts[r].transient, rp, k, shape), embedding)
-        total_bytes = exact_state_bytes(shape, k, rp) + peaks[r] + buffers + p2p_buffers(shape, k, r, acts[r])
+        total_bytes = exact_state_bytes(shape, k, rp) + whole + peaks[r] + buffers + p2p_buffers(shape, k, r, acts[r])
         if total_bytes > best:
             best, where = total_bytes, r
     return best, where
