@@ -125,7 +125,10 @@ def cached_logits(logits: int, loss_buffer: int, buffers: int) -> int:
     for the logits' gradient. The stage's moment then reserves the loss's buffers (`loss_buffer`,
     `activations.logits_buffer`) plus that block; the model's stage total counts `buffers`
     there, the larger of the loss's buffers and a layer's working set with FSDP's buffers, so
-    the block adds only what exceeds them. Nothing is fitted. On a part too small for it the
+    the block adds only what exceeds them. With expandable segments (torchtitan's launcher sets
+    `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`) the freed bf16 logits and their freed fp32
+    cast are adjacent and merge, the backward's first fp32 request takes two thirds of the merged
+    block and the bf16-sized third stays: the same figure. Nothing is fitted. On a part too small for it the
     allocator frees the cached block and retries (`num_alloc_retries`), at the cost of a
     cudaFree and a cudaMalloc every step: the memory check counts it, as a run that fits
     cleanly needs it."""
