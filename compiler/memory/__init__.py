@@ -21,9 +21,9 @@ from dataclasses import dataclass, replace
 
 from ..plan import Plan
 from .buffers import RESERVE_FIXED, RESERVE_FRACTION, reserve_bytes
-from .gpu import Overheads, cached_logits, overheads
+from .gpu import Overheads, overheads
 from .inputs import RUNTIMES, Knobs, Shape, knobs_of, missing_knobs, shape_of
-from .model import StageMemory, peak, per_stage
+from .model import StageMemory, cached_logits_bytes, peak, per_stage
 
 __all__ = [
     "RUNTIMES", "RESERVE_FIXED", "RESERVE_FRACTION", "Knobs", "Shape", "StageMemory", "Estimate",
@@ -107,8 +107,9 @@ def estimate(plan: Plan, runtime: str | None = None) -> Estimate | None:
     from .parameters import padded_vocab
 
     hbm = plan.cluster.gpu.hbm_bytes
-    stages = per_stage(shape_of(plan), knobs)
-    gpu = layout_overheads(plan, _cached_logits(knobs, stages, padded_vocab(plan.model.vocab, knobs.tp, runtime)))
+    shape = shape_of(plan)
+    stages = per_stage(shape, knobs)
+    gpu = layout_overheads(plan, cached_logits_bytes(shape, knobs))
     return Estimate(runtime=runtime, stages=stages, hbm_bytes=hbm,
                     reserve_bytes=gpu.total, microbatches=knobs.microbatches,
                     padded_vocab=padded_vocab(plan.model.vocab, knobs.tp, runtime), overheads=gpu)
@@ -119,20 +120,6 @@ def layout_overheads(plan: Plan, cached: int = 0) -> Overheads:
     (hsdp's replicate groups a second data-parallel one), and `cached` bytes of freed logits."""
     degrees = {axis: plan.layout.degree(axis) or 1 for axis in ("tp", "pp", "dp", "cp", "ep")}
     return overheads(plan.cluster.gpu.hbm_bytes, degrees, cached)
-
-
-def _cached_logits(k: Knobs, stages: tuple[StageMemory, ...], vocab: int) -> int:
-    """`gpu.cached_logits` for a plan without pipelining under the torch accounting (its one
-    stage holds the output layer and runs the loss). Under pipelining it is 0: torchtitan's
-    stage keeps its bf16 output in the schedule's forward cache until the backward (allocated,
-    not cached), and parc's job returns fp32 logits from the stage; Megatron-LM's fused
-    cross-entropy has no such cast."""
-    from .activations import activation_bytes, logits_buffer, logits_bytes
-
-    if k.runtime != "torch" or k.pp > 1 or k.precision == "fp32" or not stages:
-        return 0
-    compute = logits_bytes(k, vocab) * activation_bytes(k.precision) // 4
-    return cached_logits(compute, logits_buffer(k, vocab), stages[0].buffers)
 
 
 @dataclass(frozen=True)

@@ -656,6 +656,24 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
     return best, where
 
 
+def cached_logits_bytes(shape: Shape, k: Knobs) -> int:
+    """`gpu.cached_logits` of a plan without pipelining under the torch accounting: its one stage
+    holds the output layer and runs the loss, and the loss's buffers and the stage's `buffers`
+    (`transient_buffers`) are the model's own. Under pipelining 0: torchtitan's stage keeps its
+    bf16 output in the schedule's forward cache until the backward (allocated, not cached), and
+    parc's job sends fp32 logits out of the stage; Megatron-LM's fused cross-entropy has no
+    such cast. Search adds it to a candidate's peak as the memory check does."""
+    from .gpu import cached_logits
+
+    if k.runtime != "torch" or k.pp > 1 or k.precision == "fp32":
+        return 0
+    params, acts = _pieces(shape, k)
+    vocab = padded_vocab(shape.vocab, k.tp, k.runtime)
+    compute = act.logits_bytes(k, vocab) * act.activation_bytes(k.precision) // FP32
+    buffers = transient_buffers(acts[0].transient, params[0], k, shape)
+    return cached_logits(compute, act.logits_buffer(k, vocab), buffers)
+
+
 def exact_state_bytes(shape: Shape, k: Knobs, rp: RankParams) -> int:
     """`stage_memory`'s model states (padded shards and buckets, accumulated gradients, the
     gathered copies FSDP2 keeps), for `peak`."""

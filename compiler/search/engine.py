@@ -55,6 +55,7 @@ from ..memory.buffers import reserve_bytes
 from ..memory.inputs import Knobs, model_code, shape_of
 from ..memory.model import (
     activation_floors,
+    cached_logits_bytes,
     first_backward_floors,
     peak,
     rank_activations,
@@ -1120,6 +1121,7 @@ class Engine:
             stats.memory_evaluations += 1
             self._work(k.pp)
             peak_bytes, _ = peak(self.shape, k)
+            peak_bytes += cached_logits_bytes(self.shape, k)  # reserved at the loss, as the memory check counts
             if peak_bytes > self.usable:
                 stats.out_of_memory += n_orders
                 self._note_smallest(peak_bytes)
