@@ -7,7 +7,7 @@
   counts (the kernel is a stand-in returning gradients shaped as flash attention's);
 - the term at Llama 3 405B's tp 8 x cp 8 layout at 256K tokens is a hand count;
 - torchtitan's SDPA saves K and V repeated to every query head (`full`), its selective policy
-  the projections' outputs; parc's own job and cp 1 keep their counts.
+  wv's output before the repeat; parc's own job keeps its counts.
 """
 
 from __future__ import annotations
@@ -122,5 +122,7 @@ def test_torchtitan_saves_k_and_v_repeated_to_the_query_heads():
     # per token K and V at 16 query heads of 128 instead of 1 kv head of 128, bf16, each
     extra = tokens * 2 * 2 * (16 - 1) * 128
     assert torch_layer(shape, k, False, "none").full - torch_layer(shape, parc, False, "none").full == extra
-    # the selective policy keeps the projections' outputs: the same under both
-    assert torch_layer(shape, k, False, "selective").saved == torch_layer(shape, parc, False, "selective").saved
+    # torchtitan's selective policy keeps wv's output, before the repeat: per token q/8, kv/8, the
+    # flash output, F/8, w2's partial sums (h), two reduce-scatters and the block input (h/8)
+    per_token = 2 * (2048 + 128 + 2048 + 6656 + 16384 + 2 * 2048 + 2048) + 16 * 4
+    assert torch_layer(shape, k, False, "selective").saved == tokens * per_token == 547_880_960
