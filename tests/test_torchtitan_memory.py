@@ -14,12 +14,11 @@ from __future__ import annotations
 from collections import defaultdict
 
 import pytest
-from parc.memory import estimate, shape_of
+from parc.memory import estimate
 from parc.memory.activations import _tokens, torch_layer, torchtitan_selective
 from parc.memory.gpu import cached_logits
-from parc.memory.inputs import Knobs, Shape, knobs_of
+from parc.memory.inputs import Knobs, Shape
 from parc.pipeline import compile_text
-from parc.targets import memory_runtime
 
 DIM, HEADS, KV_HEADS, FFN, BATCH, SEQ = 64, 4, 2, 160, 2, 32
 HEAD_DIM = DIM // HEADS
@@ -32,7 +31,11 @@ def measured_kept_per_token() -> float:
     import torch.nn.functional as F
     from torch import nn
     from torch.distributed._tools.mem_tracker import MemTracker
-    from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
+    from torch.utils.checkpoint import (
+        CheckpointPolicy,
+        checkpoint,
+        create_selective_checkpoint_contexts,
+    )
 
     # torchtitan 9dec370 parallelisms/parallelize_llama.py, plus the CPU's flash attention op
     # (CUDA's two are torchtitan's; on CPU SDPA runs `_scaled_dot_product_flash_attention_for_cpu`)
