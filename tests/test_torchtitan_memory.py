@@ -6,7 +6,9 @@
   does, keeps what `activations.torchtitan_selective` counts, measured by torch's MemTracker;
 - the hand count of the same term at Llama 3 8B and with tp 8 and sequence parallelism;
 - the allocator's cached logits (`gpu.cached_logits`): a hand count at Llama 3 8B's 32K tokens,
-  and none under pipelining or for parc's accounting of Megatron-LM.
+  and none under pipelining or for parc's accounting of Megatron-LM;
+- the whole vocabulary's embedding gradient torchtitan's first pipeline stage accumulates in fp32
+  (`model.whole_vocabulary_gradient`): a hand count at Llama 3 405B, tp 8, against parc's job.
 """
 
 from __future__ import annotations
@@ -196,3 +198,39 @@ def test_no_cached_logits_under_pipelining_nor_megatron():
     assert estimate(pp).overheads.cached_logits == 0
     plan = compile_text(SPEC_8B, path="loss.par").plan
     assert estimate(plan, runtime="megatron-flash").overheads.cached_logits == 0
+
+
+SPEC_405B_PP = """job titan
+tp 8 x dp 8 x pp 8 on nodes(8 gpus, nvlink)
+model llama3-405b
+hardware { gpu h100-sxm }
+train {
+  seq 8192
+  global-batch 64
+  micro-batch 1
+  precision bf16
+  optimizer adamw
+  recompute full
+}
+tp { sequence-parallel on }
+pp { schedule 1f1b }
+dp { sharding zero2 }
+TARGET
+"""
+
+
+def test_torchtitans_first_stage_accumulates_the_whole_vocabularys_embedding_gradient():
+    from parc.memory import peak, per_stage, shape_of
+    from parc.memory.inputs import knobs_of
+    from parc.targets import memory_runtime
+
+    stages = {}
+    for target in ("target torchtitan", "target torch"):
+        plan = compile_text(SPEC_405B_PP.replace("TARGET", target), path="titan.par").plan
+        shape, k = shape_of(plan), knobs_of(plan, memory_runtime(plan.target))
+        stages[target] = per_stage(shape, k)
+        assert peak(shape, k)[0] == max(s.total for s in stages[target])  # the fast path agrees
+    titan, parc = stages["target torchtitan"], stages["target torch"]
+    # (V - ceil(V / 8)) x h x 4: the rows of the other tp ranks, fp32, beside this rank's own
+    assert titan[0].grads - parc[0].grads == (128256 - 16032) * 16384 * 4 == 7_354_712_064
+    assert all(t.grads == p.grads for t, p in zip(titan[1:], parc[1:], strict=True))  # no embedding there
