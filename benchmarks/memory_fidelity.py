@@ -17,8 +17,9 @@ for torchtitan under torch.compile until these rows showed it under by a median 
 fitted, and no row is treated by its id: what a row means is read from its fields.
 
 What differs between a torchtitan run and the spec (written out in docs/memory-model.md):
-torchtitan's per-op selective recomputation (saves every second matmul output and the attention
-outputs) is parc's `recompute selective`; its float8 training (torchao's dynamic scaling) is
+torchtitan's per-op selective recomputation (saves every other matmul output and the attention
+outputs) is `recompute selective`, which `target torchtitan` counts with torchtitan's policy
+(`activations.torchtitan_selective`); its float8 training (torchao's dynamic scaling) is
 parc's `precision fp8`; the pipelining microbatches, the layer split and FSDP's resharding are
 torchtitan's defaults at the run's commit (the row's `inferred` list cites them).
 

@@ -100,7 +100,8 @@ def memory_section(compilation: Compilation) -> dict[str, Any] | None:
         "predicted_max_memory_reserved_bytes": result.predicted_reserved_bytes,
         "reserved_limit_bytes": result.reserved_limit_bytes,
         "overheads": ({"cuda_context_bytes": result.overheads.cuda_context, "nccl_bytes": result.overheads.nccl,
-                       "cublas_bytes": result.overheads.cublas, "fragmentation_bytes": result.overheads.fragmentation}
+                       "cublas_bytes": result.overheads.cublas, "fragmentation_bytes": result.overheads.fragmentation,
+                       "cached_logits_bytes": result.overheads.cached_logits}
                       if result.overheads is not None else None),
         "padded_vocab": result.padded_vocab,
         "virtual_stages": plan.layout.pp.virtual_stages,
@@ -195,7 +196,9 @@ def memory_text(report: dict, compilation: Compilation, style: Style) -> list[st
     if o is not None:
         lines.append(f"predicted torch.cuda.max_memory_reserved(): {size(memory['predicted_max_memory_reserved_bytes'])} "
                      f"(peak + cuBLAS workspaces {size(o['cublas_bytes'])} + allocator fragmentation "
-                     f"{size(o['fragmentation_bytes'])}) of {size(memory['reserved_limit_bytes'])} (HBM less the CUDA "
+                     f"{size(o['fragmentation_bytes'])}"
+                     + (f" + cached logits {size(o['cached_logits_bytes'])}" if o.get("cached_logits_bytes") else "")
+                     + f") of {size(memory['reserved_limit_bytes'])} (HBM less the CUDA "
                      f"context {size(o['cuda_context_bytes'])} and NCCL buffers {size(o['nccl_bytes'])})")
     lines.append(f"{flight}: {'chunk-' if v > 1 else ''}micro-batches whose saved activations the stage holds at its "
                  "peak; the one being worked on counts under buffers (its working set), so a stage whose peak "

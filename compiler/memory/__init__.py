@@ -23,7 +23,7 @@ from ..plan import Plan
 from .buffers import RESERVE_FIXED, RESERVE_FRACTION, reserve_bytes
 from .gpu import Overheads, overheads
 from .inputs import RUNTIMES, Knobs, Shape, knobs_of, missing_knobs, shape_of
-from .model import StageMemory, peak, per_stage
+from .model import StageMemory, cached_logits_bytes, peak, per_stage
 
 __all__ = [
     "RUNTIMES", "RESERVE_FIXED", "RESERVE_FRACTION", "Knobs", "Shape", "StageMemory", "Estimate",
@@ -107,17 +107,19 @@ def estimate(plan: Plan, runtime: str | None = None) -> Estimate | None:
     from .parameters import padded_vocab
 
     hbm = plan.cluster.gpu.hbm_bytes
-    gpu = layout_overheads(plan)
-    return Estimate(runtime=runtime, stages=per_stage(shape_of(plan), knobs), hbm_bytes=hbm,
+    shape = shape_of(plan)
+    stages = per_stage(shape, knobs)
+    gpu = layout_overheads(plan, cached_logits_bytes(shape, knobs))
+    return Estimate(runtime=runtime, stages=stages, hbm_bytes=hbm,
                     reserve_bytes=gpu.total, microbatches=knobs.microbatches,
                     padded_vocab=padded_vocab(plan.model.vocab, knobs.tp, runtime), overheads=gpu)
 
 
-def layout_overheads(plan: Plan) -> Overheads:
+def layout_overheads(plan: Plan, cached: int = 0) -> Overheads:
     """The GPU overheads of the plan's layout: one NCCL communicator per axis of degree > 1
-    (hsdp's replicate groups a second data-parallel one)."""
+    (hsdp's replicate groups a second data-parallel one), and `cached` bytes of freed logits."""
     degrees = {axis: plan.layout.degree(axis) or 1 for axis in ("tp", "pp", "dp", "cp", "ep")}
-    return overheads(plan.cluster.gpu.hbm_bytes, degrees)
+    return overheads(plan.cluster.gpu.hbm_bytes, degrees, cached)
 
 
 @dataclass(frozen=True)

@@ -111,7 +111,9 @@ def _tokens(shape: Shape, k: Knobs) -> Tokens:
     tokens = k.seq * k.micro_batch / k.cp
     kv = shape.kv / t if kv_split(shape, t) else shape.kv
     o = shape.q / t
-    if k.cp > 1 and k.cp_flavour == "all-gather":
+    if k.model_code == "torchtitan":
+        kv_saved = o  # torchtitan repeats K and V to every query head; torch's cp saves the local ones
+    elif k.cp > 1 and k.cp_flavour == "all-gather":
         kv_saved = kv * k.cp  # the gathered K and V, the whole sequence
     elif k.cp > 1 and k.cp_flavour == "all-to-all":
         kv_saved = max(shape.head_dim, kv / k.cp) * k.cp  # kv heads replicated when cp exceeds them
@@ -142,6 +144,8 @@ def _attention(shape: Shape, k: Knobs, n: Tokens, act: int) -> tuple[float, floa
     # them in the backward: the all-gather flavour's gathered copies are not kept (measured by
     # the rehearsal at Llama 3 405B's 128K layout: its activations equal the 8K layout's)
     kv_kept = n.kv / c if c > 1 and k.cp_flavour == "all-gather" else n.kv
+    if k.model_code == "torchtitan":  # the K and V projections' outputs, before torchtitan repeats them
+        kv_kept = shape.kv / k.tp if kv_split(shape, k.tp) else shape.kv
     selective = act * (n.q + 2 * kv_kept + shape.q / k.tp) + lse
     return full, selective, tables
 
@@ -199,6 +203,8 @@ def torch_layer(shape: Shape, k: Knobs, moe: bool, mode: str, act: int | None = 
     full = n.tokens * (attention_full + stats) + tables + ffn_full
     if mode == "none":
         saved = full
+    elif mode == "selective" and k.model_code == "torchtitan" and not moe:
+        saved = n.tokens * torchtitan_selective(shape, k, n, ACT)
     elif mode == "selective":
         saved = n.tokens * attention_sel + ffn_sel
     else:  # full recomputation: the block input only
@@ -260,9 +266,71 @@ def backward_moments(shape: Shape, k: Knobs, n: Tokens, act: int, full: float, f
     inner = act * tokens * 2 * up * f  # w1 (and w3) outputs, the activation's output (and the product)
     upward = full - inner + residual + act * tokens * (f + up * h) + m * matrix
     output_projection = act * shape.q * h // t
-    attention = full - ffn_full - copy_bytes + residual + act * tokens * (n.o + n.q + 2 * n.kv) \
+    # the kernel's gradients of q, k and v, or torch's context parallelism's whole backward
+    kernel = torch_cp_backward_transient(k, n, act) or act * tokens * (n.q + 2 * n.kv)
+    attention = full - ffn_full - copy_bytes + residual + act * tokens * n.o + kernel \
         + m * matrix + output_projection
     return (round(down), round(upward), round(attention))
+
+
+def torchtitan_selective(shape: Shape, k: Knobs, n: Tokens, act: int) -> float:
+    """Bytes per token a dense block keeps under torchtitan's per-op selective checkpointing
+    (`selective_ac_option = "op"`; torchtitan 9dec370 parallelisms/parallelize_llama.py,
+    `_save_list` and `_custom_policy`). The policy saves the outputs of matmuls (`aten.mm`),
+    except every second one of the block, of flash attention and of reduce-scatters; everything
+    else is recomputed in the backward. The block's matmuls run wq, wk, wv, wo, then w1, w3, w2
+    (SwiGLU: `w2(silu(w1(x)) * w3(x))`, w1 evaluated first) or w1, w2 (GELU), so it keeps wq's
+    output (q/t), wv's (kv), w1's (F/t) and, SwiGLU, w2's (h: the tp rank's partial sum, every
+    token); flash attention's output (q/t) and fp32 log-sum-exp (heads/t); with sequence
+    parallelism the reduce-scatters after wo and w2 (h/t each); and the checkpoint's input
+    (h/sp). parc's own policy also keeps k and w3's output and recomputes w2.
+
+    Float8 linears run `torch._scaled_mm`, not `aten.mm`, and the policy saves the amax's
+    `abs` instead; the published float8 rows measure what their bf16 twins do (76.8 vs 77.0 GiB,
+    61.8 vs 62.0), so they are counted as bf16 here."""
+    t, h = k.tp, shape.hidden
+    kv = shape.kv / t if kv_split(shape, t) else shape.kv
+    f = shape.ffn / t
+    matmuls = [shape.q / t, kv, kv, h] + ([f, f, h] if shape.ffn_matrices == 3 else [f, h])
+    reduce_scatters = 2 * h / t if k.sp else 0
+    kept = sum(matmuls[0::2]) + shape.q / t + reduce_scatters + h / n.sp
+    return act * kept + n.heads * FP32
+
+
+TORCH_CP_BACKWARD_FIXED = 22
+"""Local query-sized tensors torch's context-parallel backward holds beside the gathered K and V
+(`torch_cp_backward_transient`)."""
+
+
+def torch_cp_backward_transient(k: Knobs, n: Tokens, act: int) -> float:
+    """What torch's context-parallel attention backward allocates at its worst moment, in bytes
+    (0 where the layout has no cp or parc's own operators run it). torchtitan calls torch's
+    `context_parallel`, whose backward (`_templated_ring_attention_backward`, torch 2.13
+    distributed/tensor/experimental/_context_parallel/_attention.py, rotate method allgather)
+    runs on K and V repeated to every query head, so every tensor below is a multiple of
+    Q = one local query-sized bf16 tensor (b x s/cp x heads/tp x head_dim). While a step's
+    kernel runs (from the second step on) it holds:
+
+    - the all-gathered K and V of the whole sequence: 2 cp Q (`_AllGatherRotater`, gathered
+      again in the backward, kept to its end);
+    - the K/V concatenation sent to the gather: 2 Q (`next_kv`, never released in the loop);
+    - the fp32 accumulator of dQ: 2 Q (`convert_to_f32`);
+    - dK and dV in fp32 three times over: the accumulators received from the previous rank
+      (views of the last all-to-all's output), the concatenation sent on and the all-to-all
+      output that will replace them: 3 x 4 Q (`dkv_rotater`, all-to-all);
+    - the previous step's kernel gradients dQ, dK, dV, still referenced, and the running
+      kernel's new ones: 6 Q.
+
+    2 cp Q + 22 Q in all. torch's own code, run in a fake process group under torch's
+    `MemTracker` (tests/test_torch_cp_memory.py), peaks there on every rank at cp 2 and one
+    Q more (2 cp + 23) at cp 4 and 8, not traced further (under 4 %). The log-sum-exp terms
+    (fp32, heads per token) are left out. The flash kernel's own fp32 dQ accumulator is a GPU
+    scratch the CPU cannot show, not counted. On 405B's tp 8 x cp 8 layout at 256K tokens Q is
+    128 MiB and the term 4.75 GiB, where parc's own all-gather operator holds 0.25 GiB."""
+    if k.model_code != "torchtitan" or k.cp <= 1:
+        return 0
+    q_bytes = act * n.tokens * n.q
+    return (2 * k.cp + TORCH_CP_BACKWARD_FIXED) * q_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,7 +430,8 @@ def moe_backward_moments(shape: Shape, k: Knobs, n: Tokens, act: int, s: MoeSave
     moments.append(base - combine - s.kept * inside * f * act - rows_bytes + 2 * act * s.kept * h + m * stack)
     output_projection = act * shape.q * h // t
     weights = act * ffn_params(shape, t, k.ep, True)  # router, shared and routed experts
-    moments.append(s.full - s.ffn_full - copy_bytes + residual + act * n.tokens * (n.o + n.q + 2 * n.kv)
+    kernel = torch_cp_backward_transient(k, n, act) or act * n.tokens * (n.q + 2 * n.kv)
+    moments.append(s.full - s.ffn_full - copy_bytes + residual + act * n.tokens * n.o + kernel
                    + weights + output_projection)
     return tuple(round(x) for x in moments)
 

@@ -30,9 +30,13 @@ inside the caching allocator (in `max_memory_reserved`):
   no GPU measurement of the generated runtime exists yet (benchmarks/gpu_rehearse.py is ready
   to take one).
 
+- the compute-dtype logits the caching allocator still holds at the loss's backward
+  (`cached_logits`): a freed block is reused only by requests that fit in it, and the loss's
+  requests after the logits are freed are all fp32, twice their size.
+
 So parc predicts `max_memory_reserved` = the worst rank's peak + cuBLAS workspaces +
-fragmentation, and the memory check asks that it fit in HBM less the context and NCCL's
-buffers. `reserve_bytes` is the difference between HBM and what the model's tensors may use.
+fragmentation + the cached logits, and the memory check asks that it fit in HBM less the
+context and NCCL's buffers. `reserve_bytes` is the difference between HBM and what the model's tensors may use.
 """
 
 from __future__ import annotations
@@ -76,6 +80,8 @@ class Overheads:
     nccl: int
     cublas: int
     fragmentation: int
+    cached_logits: int = 0
+    """`cached_logits`: the freed compute-dtype logits' block, reserved at the loss's backward."""
 
     @property
     def outside_allocator(self) -> int:
@@ -85,7 +91,7 @@ class Overheads:
     @property
     def inside_allocator(self) -> int:
         """Reserved by torch's caching allocator beyond the model's tensors."""
-        return self.cublas + self.fragmentation
+        return self.cublas + self.fragmentation + self.cached_logits
 
     @property
     def total(self) -> int:
@@ -103,7 +109,33 @@ def nccl_communicator_bytes(axis: str, degree: int) -> int:
     return NCCL_BUFFSIZE * NCCL_RING_CHANNELS * min(2, degree - 1)
 
 
-def overheads(hbm: int, degrees: dict[str, int] | None) -> Overheads:
+def cached_logits(logits: int, loss_buffer: int, buffers: int) -> int:
+    """What the allocator holds reserved beyond the stage's peak of tensors because the loss's
+    compute-dtype logits were freed before its backward (bytes; a GPU term: `max_memory_reserved`
+    counts it, `max_memory_allocated` does not).
+
+    Both torch programs cast the output layer's bf16 logits to fp32 for the loss (parc's model
+    returns `output(h).float()`; torchtitan's `loss_fn` runs `cross_entropy(pred.float(), ...)`
+    and its train step `del pred` before `loss.backward()`, torchtitan 9dec370 train.py), so the
+    bf16 logits (`logits` bytes) are freed before the loss's backward. torch's caching allocator
+    reuses a freed block only for a request that fits in it (CUDACachingAllocator.cpp,
+    `get_free_block`: the smallest cached block at least the request's size), and every request
+    of the loss's backward is an fp32 tensor of the logits' shape, twice the block: each takes a
+    fresh segment while the bf16 block stays reserved until the output layer's backward reuses it
+    for the logits' gradient. The stage's moment then reserves the loss's buffers (`loss_buffer`,
+    `activations.logits_buffer`) plus that block; the model's stage total counts `buffers`
+    there, the larger of the loss's buffers and a layer's working set with FSDP's buffers, so
+    the block adds only what exceeds them. With expandable segments (torchtitan's launcher sets
+    `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`) the freed bf16 logits and their freed fp32
+    cast are adjacent and merge, the backward's first fp32 request takes two thirds of the merged
+    block and the bf16-sized third stays: the same figure. Nothing is fitted. On a part too small for it the
+    allocator frees the cached block and retries (`num_alloc_retries`), at the cost of a
+    cudaFree and a cudaMalloc every step: the memory check counts it, as a run that fits
+    cleanly needs it."""
+    return max(0, loss_buffer + logits - buffers)
+
+
+def overheads(hbm: int, degrees: dict[str, int] | None, cached: int = 0) -> Overheads:
     """The overheads of one rank; `degrees` maps axes (tp, pp, dp, cp, ep) to their degrees;
     None for the most any layout needs (each axis a communicator of eight or more ranks, ep
     all-to-all over 64), which search uses before a layout is chosen."""
@@ -113,4 +145,4 @@ def overheads(hbm: int, degrees: dict[str, int] | None) -> Overheads:
     else:
         nccl = sum(nccl_communicator_bytes(a, degrees.get(a, 1)) for a in (*RING_AXES, *PEER_AXES))
     return Overheads(cuda_context=CUDA_CONTEXT, nccl=nccl, cublas=CUBLAS_WORKSPACE * CUBLAS_HANDLES,
-                     fragmentation=round(FRAGMENTATION * hbm))
+                     fragmentation=round(FRAGMENTATION * hbm), cached_logits=cached)

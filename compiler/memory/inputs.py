@@ -124,6 +124,12 @@ class Knobs:
     """How the pipeline stage holds its receive buffers (`targets.Runtime.pp_receives`):
     "on-demand" (parc's `ReceiveOnDemandStage`) or "kept" (torch's stock `PipelineStage`, one
     per micro-batch, chunk and direction across steps: torchtitan)."""
+    model_code: str = "parc"
+    """Whose transformer block runs (`model_code`): "parc" (the generated job's model.py and
+    its attention operators) or "torchtitan" (its Llama at the published runs' commit 9dec370:
+    SDPA on K and V repeated to every query head, `repeat_kv`; torch's `context_parallel` for
+    cp, `activations.torch_cp_backward_transient`; its per-op selective checkpointing policy,
+    `activations.torchtitan_selective`)."""
 
     @property
     def sp(self) -> bool:
@@ -219,8 +225,16 @@ def knobs_of(plan: Plan, runtime: str = "torch") -> Knobs | None:
         seq=train.seq_len,
         micro_batch=micro, microbatches=accum, precision=train.precision, optimizer=train.optimizer,
         recompute=train.recompute or "none", recompute_layers=train.recompute_layers, runtime=runtime,
-        pp_receives=_pp_receives(plan),
+        pp_receives=_pp_receives(plan), model_code=model_code(plan.target),
     )
+
+
+def model_code(target) -> str:
+    """`Knobs.model_code` for a target: "torchtitan" for `target torchtitan`, else "parc"
+    (Megatron-LM's formulas do not read it)."""
+    from ..targets import runtime
+
+    return "torchtitan" if runtime(target).name == "torchtitan" else "parc"
 
 
 def _pp_receives(plan: Plan) -> str:

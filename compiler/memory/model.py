@@ -200,18 +200,18 @@ def rank_params(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str,
 
 
 def activation_knobs(tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int, runtime: str, ep: int = 1,
-                     precision: str = "bf16", device: str = "cuda") -> Knobs:
+                     precision: str = "bf16", device: str = "cuda", model_code: str = "parc") -> Knobs:
     """The knobs a layer's activations depend on, and only those (they key its cache). Layers
     do not depend on bf16, fp16 or fp8 (all keep bf16 activations); fp32 they do."""
     return Knobs(tp=tp, pp=1, dp=1, cp=cp, ep=ep, sequence_parallel=sp, cp_flavour=flavour, seq=seq,
                  micro_batch=micro, runtime=runtime, precision="fp32" if precision == "fp32" else "bf16",
-                 device=device)
+                 device=device, model_code=model_code)
 
 
 def rank_activations(shape: Shape, k: Knobs) -> tuple[RankActivations, ...]:
     return _rank_activations(shape, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch,
                              k.runtime, k.recompute, k.recompute_layers, k.pp, k.virtual_stages,
-                             k.schedule, k.split, k.ep if shape.moe else 1, k.precision, k.device)
+                             k.schedule, k.split, k.ep if shape.moe else 1, k.precision, k.device, k.model_code)
 
 
 ChunkSignature = tuple[int, bool, bool, int]
@@ -365,8 +365,23 @@ def second_embedding_backward(shape: Shape, k: Knobs, rank: int, acts: RankActiv
         return 0
     if not (k.schedule == "gpipe" or (k.schedule == "1f1b" and k.microbatches <= k.pp - rank)):
         return 0
-    rows = -(-shape.vocab // k.tp) * shape.hidden * FP32
+    rows = -(-shape.vocab // k.tp) * shape.hidden * FP32 + whole_vocabulary_gradient(shape, k, acts, accumulated)
     return min(rows, acts.chunks[0].held)
+
+
+def whole_vocabulary_gradient(shape: Shape, k: Knobs, acts: RankActivations, accumulated: bool) -> int:
+    """The embedding gradient's rows beyond this tp rank's that FSDP2 accumulates in fp32 under
+    pipelining on the embedding's stage, when no hook keeps the rank's rows (torchtitan; parc's
+    job has `gradient_in_own_rows`, `activations.embedding_backward_buffer`): DTensor computes
+    the vocabulary-parallel embedding's gradient over the whole vocabulary, Replicate over tp,
+    and FSDP2 (`FSDPParam.to_accumulated_grad_if_needed`, reduce_dtype fp32) accumulates that
+    DTensor whole between micro-batches, redistributing it to the rank's rows only when it
+    reduces (`_get_grad_inner_tensor`): (V - ceil(V/t)) x h x 4 bytes more than the rank's rows
+    (at Llama 3 405B, tp 8: 7.35 GB, the figure the rehearsal measured in parc's job before the
+    hook). torchtitan 9dec370 (parallelize_llama.py) registers no such hook."""
+    if k.model_code != "torchtitan" or k.tp == 1 or not accumulated or not acts.embedding_backward:
+        return 0
+    return (shape.vocab - -(-shape.vocab // k.tp)) * shape.hidden * FP32
 
 
 def v_turn(schedule: str, pp: int, rank: int) -> bool:
@@ -396,8 +411,8 @@ def released_backward(schedule: str, pp: int) -> bool:
 def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
                       runtime: str, recompute: str, recompute_layers: int | None, pp: int, v: int,
                       schedule: str, split: tuple[int, ...] | None, ep: int = 1, precision: str = "bf16",
-                      device: str = "cuda") -> tuple[RankActivations, ...]:
-    ak = activation_knobs(tp, sp, cp, flavour, seq, micro, runtime, ep, precision, device)
+                      device: str = "cuda", model_code: str = "parc") -> tuple[RankActivations, ...]:
+    ak = activation_knobs(tp, sp, cp, flavour, seq, micro, runtime, ep, precision, device, model_code)
     released = released_backward(schedule, pp)
     out = []
     # ranks of equal chunks (most of a deep pipeline), apart from the turn of a V
@@ -427,7 +442,7 @@ def first_backward_floors(shape: Shape, k: Knobs) -> dict[tuple[ChunkSignature, 
     plus its working set; never more than `rank_activations`' sums give, without building every
     rank (search's cheapest memory floor, `Engine._first_floor`)."""
     ak = activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
-                          k.ep if shape.moe else 1, k.precision, k.device)
+                          k.ep if shape.moe else 1, k.precision, k.device, k.model_code)
     return _first_backward_floors(shape, ak, k.pp, k.virtual_stages, k.schedule, k.split, k.recompute,
                                   k.recompute_layers)
 
@@ -590,7 +605,8 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
     embedding_rise = max(0, acts.embedding_backward - relief - buffers)
     return StageMemory(
         stage=rank, layers=params.layers, params=states.params + persistent,
-        grads=states.grads + states.accumulated_grads, optimizer=states.optimizer,
+        grads=states.grads + states.accumulated_grads
+        + whole_vocabulary_gradient(shape, k, acts, states.accumulated_grads > 0), optimizer=states.optimizer,
         activations=best_acts, buffers=buffers, in_flight=best_held,
         p2p=p2p_buffers(shape, k, rank, acts), embedding_backward=embedding_rise,
         checkpoint=states.params + persistent + states.optimizer + checkpoint_gather_bytes(params.params, k),
@@ -628,14 +644,34 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
         rp = params[r]
         # two moments: a layer's backward (with the wrapper's buffers), the embedding's backward
         embedding = acts[r].embedding_backward
+        whole = 0
         if embedding:
             states = model_states(rp.params, k, rp.per_chunk, rank_padding(shape, k, rp))
             embedding -= second_embedding_backward(shape, k, r, acts[r], states.accumulated_grads > 0)
+            whole = whole_vocabulary_gradient(shape, k, acts[r], states.accumulated_grads > 0)
         buffers = max(transient_buffers(acts[r].transient, rp, k, shape), embedding)
-        total_bytes = exact_state_bytes(shape, k, rp) + peaks[r] + buffers + p2p_buffers(shape, k, r, acts[r])
+        total_bytes = exact_state_bytes(shape, k, rp) + whole + peaks[r] + buffers + p2p_buffers(shape, k, r, acts[r])
         if total_bytes > best:
             best, where = total_bytes, r
     return best, where
+
+
+def cached_logits_bytes(shape: Shape, k: Knobs) -> int:
+    """`gpu.cached_logits` of a plan without pipelining under the torch accounting: its one stage
+    holds the output layer and runs the loss, and the loss's buffers and the stage's `buffers`
+    (`transient_buffers`) are the model's own. Under pipelining 0: torchtitan's stage keeps its
+    bf16 output in the schedule's forward cache until the backward (allocated, not cached), and
+    parc's job sends fp32 logits out of the stage; Megatron-LM's fused cross-entropy has no
+    such cast. Search adds it to a candidate's peak as the memory check does."""
+    from .gpu import cached_logits
+
+    if k.runtime != "torch" or k.pp > 1 or k.precision == "fp32":
+        return 0
+    params, acts = _pieces(shape, k)
+    vocab = padded_vocab(shape.vocab, k.tp, k.runtime)
+    compute = act.logits_bytes(k, vocab) * act.activation_bytes(k.precision) // FP32
+    buffers = transient_buffers(acts[0].transient, params[0], k, shape)
+    return cached_logits(compute, act.logits_buffer(k, vocab), buffers)
 
 
 def exact_state_bytes(shape: Shape, k: Knobs, rp: RankParams) -> int:

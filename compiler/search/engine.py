@@ -52,9 +52,10 @@ from ..calibration import DEFAULT
 from ..checks import predicates as rules
 from ..memory import MAX_CHUNKS
 from ..memory.buffers import reserve_bytes
-from ..memory.inputs import Knobs, shape_of
+from ..memory.inputs import Knobs, model_code, shape_of
 from ..memory.model import (
     activation_floors,
+    cached_logits_bytes,
     first_backward_floors,
     peak,
     rank_activations,
@@ -239,7 +240,8 @@ class Engine:
         self.fixed = dict(precision=train.precision, optimizer=train.optimizer,
                           recompute_layers=train.recompute_layers, cp_flavour=self.flavour, seq=self.seq,
                           split=self.split, ep_over_tp="tp" in space.ep_fold, runtime=runtime,
-                          pp_receives=target_runtime(plan.target).pp_receives)
+                          pp_receives=target_runtime(plan.target).pp_receives,
+                          model_code=model_code(plan.target))
         self.best: list[Found] = []
         self._piece_cache, self._load_cache = _shared_caches(
             (self.shape, self.hw, self.constants, software, runtime, self.pcie, self.flavour, self.seq, self.split,
@@ -548,7 +550,8 @@ class Engine:
                      sequence_parallel=k.sequence_parallel, cp_flavour=k.cp_flavour, sharding=sharding,
                      hsdp_shard=shard, seq=k.seq, micro_batch=k.micro_batch, microbatches=k.microbatches,
                      precision=k.precision, optimizer=k.optimizer, recompute=k.recompute,
-                     recompute_layers=k.recompute_layers, runtime=k.runtime, pp_receives=k.pp_receives)
+                     recompute_layers=k.recompute_layers, runtime=k.runtime, pp_receives=k.pp_receives,
+                     model_code=k.model_code)
 
     def _group_shardings(self, item: _Degrees, k: Knobs) -> list[tuple[str, int]]:
         """The shardings a group's candidates take: only `none` where sharding spreads over a
@@ -1118,6 +1121,7 @@ class Engine:
             stats.memory_evaluations += 1
             self._work(k.pp)
             peak_bytes, _ = peak(self.shape, k)
+            peak_bytes += cached_logits_bytes(self.shape, k)  # reserved at the loss, as the memory check counts
             if peak_bytes > self.usable:
                 stats.out_of_memory += n_orders
                 self._note_smallest(peak_bytes)

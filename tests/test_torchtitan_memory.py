@@ -1,0 +1,236 @@
+"""torchtitan's own code in the memory model (issue 15: the published torchtitan rows).
+
+- per-op selective checkpointing: torchtitan 9dec370's policy (`_save_list`, `_custom_policy`,
+  verbatim below) on a block written as its Llama block (wq/wk/wv, RoPE through complex numbers,
+  `repeat_kv`, SDPA, wo; SwiGLU w2(silu(w1(x)) * w3(x)); RMSNorm), checkpointed as torchtitan
+  does, keeps what `activations.torchtitan_selective` counts, measured by torch's MemTracker;
+- the hand count of the same term at Llama 3 8B and with tp 8 and sequence parallelism;
+- the allocator's cached logits (`gpu.cached_logits`): a hand count at Llama 3 8B's 32K tokens,
+  and none under pipelining or for parc's accounting of Megatron-LM;
+- the whole vocabulary's embedding gradient torchtitan's first pipeline stage accumulates in fp32
+  (`model.whole_vocabulary_gradient`): a hand count at Llama 3 405B, tp 8, against parc's job.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+from parc.memory import estimate
+from parc.memory.activations import _tokens, torch_layer, torchtitan_selective
+from parc.memory.gpu import cached_logits
+from parc.memory.inputs import Knobs, Shape
+from parc.pipeline import compile_text
+
+DIM, HEADS, KV_HEADS, FFN, BATCH, SEQ = 64, 4, 2, 160, 2, 32
+HEAD_DIM = DIM // HEADS
+
+
+def measured_kept_per_token() -> float:
+    """Bytes per token a checkpointed torchtitan-style block keeps after its forward (fp32 on
+    CPU), beyond its input, its parameters and its output."""
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+    from torch import nn
+    from torch.distributed._tools.mem_tracker import MemTracker
+    from torch.utils.checkpoint import (
+        CheckpointPolicy,
+        checkpoint,
+        create_selective_checkpoint_contexts,
+    )
+
+    # torchtitan 9dec370 parallelisms/parallelize_llama.py, plus the CPU's flash attention op
+    # (CUDA's two are torchtitan's; on CPU SDPA runs `_scaled_dot_product_flash_attention_for_cpu`)
+    _save_list = {
+        torch.ops.aten.mm.default,
+        torch.ops.aten._scaled_dot_product_efficient_attention.default,
+        torch.ops.aten._scaled_dot_product_flash_attention.default,
+        torch.ops._c10d_functional.reduce_scatter_tensor.default,
+        torch.ops.aten.abs.default,
+        torch.ops.aten.max.default,
+        torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,
+    }
+
+    def _get_custom_policy(meta):
+        def _custom_policy(ctx, func, *args, **kwargs):
+            mode = "recompute" if ctx.is_recompute else "forward"
+            mm_count_key = f"{mode}_mm_count"
+            if func == torch.ops.aten.mm.default:
+                meta[mm_count_key] += 1
+            to_save = func in _save_list and not (func == torch.ops.aten.mm.default and meta[mm_count_key] % 2 == 0)
+            return CheckpointPolicy.MUST_SAVE if to_save else CheckpointPolicy.PREFER_RECOMPUTE
+        return _custom_policy
+
+    class RMSNorm(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(dim))
+
+        def forward(self, x):
+            return (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6)).type_as(x) * self.weight
+
+    def rotary(xq, xk, freqs):
+        xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+        xk_ = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+        freqs = freqs.view(1, xq_.shape[1], 1, xq_.shape[-1])
+        return (torch.view_as_real(xq_ * freqs).flatten(3).type_as(xq),
+                torch.view_as_real(xk_ * freqs).flatten(3).type_as(xk))
+
+    def repeat_kv(x, n_rep):
+        bs, slen, heads, dim = x.shape
+        return torch.unsqueeze(x, dim=3).expand(bs, slen, heads, n_rep, dim).reshape(bs, slen, heads * n_rep, dim)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wq = nn.Linear(DIM, HEADS * HEAD_DIM, bias=False)
+            self.wk = nn.Linear(DIM, KV_HEADS * HEAD_DIM, bias=False)
+            self.wv = nn.Linear(DIM, KV_HEADS * HEAD_DIM, bias=False)
+            self.wo = nn.Linear(HEADS * HEAD_DIM, DIM, bias=False)
+            self.w1 = nn.Linear(DIM, FFN, bias=False)
+            self.w2 = nn.Linear(FFN, DIM, bias=False)
+            self.w3 = nn.Linear(DIM, FFN, bias=False)
+            self.attention_norm, self.ffn_norm = RMSNorm(DIM), RMSNorm(DIM)
+
+        def attention(self, x, freqs):
+            bs, seqlen, _ = x.shape
+            xq, xk, xv = self.wq(x), self.wk(x), self.wv(x)
+            xq, xk, xv = (t.view(bs, seqlen, -1, HEAD_DIM) for t in (xq, xk, xv))
+            xq, xk = rotary(xq, xk, freqs)
+            keys, values = repeat_kv(xk, HEADS // KV_HEADS), repeat_kv(xv, HEADS // KV_HEADS)
+            output = F.scaled_dot_product_attention(xq.transpose(1, 2), keys.transpose(1, 2),
+                                                    values.transpose(1, 2), is_causal=True)
+            return self.wo(output.transpose(1, 2).contiguous().view(bs, seqlen, -1))
+
+        def forward(self, x, freqs):
+            h = x + self.attention(self.attention_norm(x), freqs)
+            y = self.ffn_norm(h)
+            return h + self.w2(F.silu(self.w1(y)) * self.w3(y))
+
+    torch.manual_seed(0)
+    block = Block()
+    x = torch.randn(BATCH, SEQ, DIM, requires_grad=True)
+    freqs = torch.polar(torch.ones(SEQ, HEAD_DIM // 2), torch.randn(SEQ, HEAD_DIM // 2))
+    tracker = MemTracker()
+    tracker.track_external(block, x, freqs)
+    cpu = torch.device("cpu")
+    base = tracker.get_tracker_snapshot("current")[cpu]["Total"]
+    with tracker:
+        meta = defaultdict(int)
+        out = checkpoint(block, x, freqs, use_reentrant=False,
+                         context_fn=lambda: create_selective_checkpoint_contexts(_get_custom_policy(meta)))
+        kept = tracker.get_tracker_snapshot("current")[cpu]["Total"] - base - out.numel() * out.element_size()
+    assert meta["forward_mm_count"] == 7  # wq, wk, wv, wo, w1, w3, w2
+    out.sum().backward()  # the policy's recomputation runs
+    assert x.grad is not None
+    return kept / (BATCH * SEQ)
+
+
+def small_shape(ffn_matrices: int = 3) -> Shape:
+    return Shape(layers=1, hidden=DIM, ffn=FFN, heads=HEADS, kv_heads=KV_HEADS, head_dim=HEAD_DIM, vocab=128,
+                 tied=False, ffn_matrices=ffn_matrices, layernorm=False, position_params=0, rope=True)
+
+
+def test_selective_is_what_torchtitans_policy_keeps():
+    kept = measured_kept_per_token()
+    assert kept > 0
+    shape = small_shape()
+    k = Knobs(tp=1, pp=1, dp=1, seq=SEQ, micro_batch=BATCH, precision="fp32", model_code="torchtitan")
+    n = _tokens(shape, k)
+    # the model counts the checkpoint's input (the block input, h per token) as the layer's own
+    assert torchtitan_selective(shape, k, n, 4) - 4 * DIM == kept
+    assert torch_layer(shape, k, False, "selective").saved == round(BATCH * SEQ * (kept + 4 * DIM))
+
+
+def test_selective_hand_count_llama3_8b_and_with_tp():
+    # Llama 3 8B: h 4096, q 4096, kv 1024, F 14336, 32 heads; per token wq, wv, flash output,
+    # w1, w2 (h) and the block input, bf16, and the fp32 log-sum-exp
+    shape = Shape(layers=32, hidden=4096, ffn=14336, heads=32, kv_heads=8, head_dim=128, vocab=128256,
+                  tied=False, ffn_matrices=3, layernorm=False, position_params=0, rope=True)
+    k = Knobs(tp=1, pp=1, dp=1, seq=8192, micro_batch=2, model_code="torchtitan")
+    per_token = 2 * (4096 + 1024 + 4096 + 14336 + 4096 + 4096) + 32 * 4
+    assert torchtitan_selective(shape, k, _tokens(shape, k), 2) == per_token
+    assert torch_layer(shape, k, False, "selective").saved == 16384 * per_token
+    # parc's own policy keeps k and w3's output too, and not w2's
+    parc = Knobs(tp=1, pp=1, dp=1, seq=8192, micro_batch=2)
+    assert torch_layer(shape, parc, False, "selective").saved == 16384 * (per_token + 2 * (1024 + 14336 - 4096))
+    # tp 8 with sequence parallelism: q/8, kv/8, F/8; w2's partial sums whole (h); the two
+    # reduce-scatters' outputs and the block input h/8
+    k8 = Knobs(tp=8, pp=1, dp=1, seq=8192, micro_batch=2, model_code="torchtitan")
+    per_token8 = 2 * (512 + 128 + 512 + 1792 + 4096 + 2 * 512 + 512) + 4 * 4
+    assert torchtitan_selective(shape, k8, _tokens(shape, k8), 2) == per_token8
+
+
+SPEC_8B = """job loss
+dp 8 on nodes(8 gpus, nvlink)
+model llama3-8b
+hardware { gpu h100-sxm }
+train {
+  seq 32768
+  global-batch 8
+  micro-batch 1
+  precision bf16
+  optimizer adamw
+  recompute full
+}
+dp { sharding zero3 }
+target torchtitan
+"""
+
+
+def test_cached_logits_hand_count():
+    GiB = 1 << 30
+    # 32,768 tokens x 128,256 logits: bf16 7.83 GiB freed before the backward's two fp32 tensors
+    bf16 = 32768 * 128256 * 2
+    assert cached_logits(bf16, 2 * 2 * bf16, 2 * 2 * bf16 + 3 * GiB) == bf16 - 3 * GiB
+    assert cached_logits(bf16, 2 * 2 * bf16, 2 * 2 * bf16 + 9 * GiB) == 0  # a larger moment elsewhere
+    plan = compile_text(SPEC_8B, path="loss.par").plan
+    est = estimate(plan)
+    stage = est.stages[0]
+    assert est.overheads.cached_logits == max(0, 2 * 2 * bf16 + bf16 - stage.buffers) > 0
+    assert est.predicted_reserved_bytes == stage.total + est.overheads.inside_allocator
+    assert est.overheads.inside_allocator - est.overheads.cached_logits == est.overheads.cublas + est.overheads.fragmentation
+
+
+def test_no_cached_logits_under_pipelining_nor_megatron():
+    pp = compile_text(SPEC_8B.replace("dp 8 on", "dp 4 x pp 2 on"), path="pp.par").plan
+    assert pp.layout.pp.degree == 2
+    assert estimate(pp).overheads.cached_logits == 0
+    plan = compile_text(SPEC_8B, path="loss.par").plan
+    assert estimate(plan, runtime="megatron-flash").overheads.cached_logits == 0
+
+
+SPEC_405B_PP = """job titan
+tp 8 x dp 8 x pp 8 on nodes(8 gpus, nvlink)
+model llama3-405b
+hardware { gpu h100-sxm }
+train {
+  seq 8192
+  global-batch 64
+  micro-batch 1
+  precision bf16
+  optimizer adamw
+  recompute full
+}
+tp { sequence-parallel on }
+pp { schedule 1f1b }
+dp { sharding zero2 }
+TARGET
+"""
+
+
+def test_torchtitans_first_stage_accumulates_the_whole_vocabularys_embedding_gradient():
+    from parc.memory import peak, per_stage, shape_of
+    from parc.memory.inputs import knobs_of
+    from parc.targets import memory_runtime
+
+    stages = {}
+    for target in ("target torchtitan", "target torch"):
+        plan = compile_text(SPEC_405B_PP.replace("TARGET", target), path="titan.par").plan
+        shape, k = shape_of(plan), knobs_of(plan, memory_runtime(plan.target))
+        stages[target] = per_stage(shape, k)
+        assert peak(shape, k)[0] == max(s.total for s in stages[target])  # the fast path agrees
+    titan, parc = stages["target torchtitan"], stages["target torch"]
+    # (V - ceil(V / 8)) x h x 4: the rows of the other tp ranks, fp32, beside this rank's own
+    assert titan[0].grads - parc[0].grads == (128256 - 16032) * 16384 * 4 == 7_354_712_064
+    assert all(t.grads == p.grads for t, p in zip(titan[1:], parc[1:], strict=True))  # no embedding there
