@@ -1352,6 +1352,13 @@ Every row off by more than 20 %, its predicted step part by part (seconds):
   read as the 8 ranks, it comes as close as its 1F1B sibling (table below). The 4D rows (1F1B,
   32K-256K tokens, context parallelism by all-gather) are the closest of the file.
 
+Below the 20 % line, MegaScale's Megatron-LM baseline comes out fast by more as the GPUs grow at a
+fixed batch. The reader gives it the fused attention of Megatron's 2024 family; the paper counts
+FlashAttention-2 among MegaScale's own gains over it (Section 3.3), and read as unfused the baseline
+rows come much closer (below). MegaScale's ablation credits all its operator work (FlashAttention-2
+with fused LayerNorm and GeLU) with only 1.7 MFU points, which argues against an unfused baseline,
+so the rows keep the reader's reading.
+
 The same physics under the other readings of what each source leaves open (computed, never used to
 pick a reading; "parc check" lists what the compiler flags on the variant, E0401 a rank over its
 memory as parc's memory model keeps it):

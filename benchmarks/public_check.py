@@ -66,6 +66,10 @@ VARIANTS = (
     Variant("bloom_176b", "tp overlap none", (("target megatron { flash-attention off }",
                                                "target megatron { flash-attention off, tp-overlap none }"),),
             "the BigScience fork of Megatron-DeepSpeed may predate the backward overlap the reader assumes"),
+    Variant("megascale_megatron_", "attention unfused", (("target megatron\n", "target megatron { flash-attention off }\n"),),
+            "MegaScale counts FlashAttention-2 among its operator gains over Megatron-LM (Section 3.3; 1.7 MFU points "
+            "with its fused LayerNorm and GeLU, Table 3); whether the baseline ran an older FlashAttention or none "
+            "is not stated"),
     Variant("torchtitan_405b_512gpu_3d_interleaved", "8 micro-batches (micro-batch 4)",
             (("micro-batch 2", "micro-batch 4"),),
             "torchtitan's default is the number of stages: 16 with two per rank (as read), 8 if counted per rank"),

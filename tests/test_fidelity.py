@@ -341,3 +341,16 @@ def test_public_papers_never_fitted(fidelity):
     assert len(baseline) == 11 and max(baseline) < 0.25 and statistics.median(baseline) < 0.2
     four_d = [abs(x.error) for x in results if "_4d_" in x.row.id]
     assert len(four_d) == 4 and max(four_d) < 0.1
+
+
+def test_public_papers_predictions_stay_within_physics(fidelity):
+    """Every public row's plan, as `parc explain` predicts it, satisfies the physical bounds of
+    tests/test_bounds.py (FLOPs, HBM traffic, NVLink and NIC bytes over their datasheet rates)."""
+    import public_check
+
+    from .test_bounds import assert_within_physics
+
+    rows, _ = fidelity.load_rows(public_check.PUBLIC)
+    assert rows
+    for r in rows:
+        assert_within_physics(r.plan)
