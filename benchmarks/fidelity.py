@@ -1301,12 +1301,12 @@ into `benchmarks/data/published_public.yaml`, each row with its source (paper, a
 section; for BLOOM the run repository's script, README and a training-log line) and the fields it
 inferred: Llama 3 405B on 8,192 and 16,384 H100 (Dubey et al. 2024, Table 4), MT-NLG 530B on
 2,240-3,360 A100 (Smith et al. 2022), BLOOM 176B on 384 A100 (BigScience 2022), OPT-175B (Zhang et
-al. 2022), PyTorch FSDP's GPT-175B on 128-512 A100 (Zhao et al. 2023), MegaScale's 175B and 530B runs on 256-12,288 GPUs for both runtimes it compares (Jiang
-et al. 2024, Table 2 and Figure 9: Megatron-LM, the baseline, and MegaScale itself), and
-torchtitan's 405B 3D and 4D runs on 512 H100 (Liang et al. 2024; the repository's benchmark
-tables). They are evaluated exactly as a held-out file is (`fidelity.py --published
-benchmarks/data/published_public.yaml`, the stored constants, each row compared in its own FLOP
-convention), and never fitted on. `benchmarks/public_check.py` writes this section;
+al. 2022), PyTorch FSDP's GPT-175B on 128-512 A100 (Zhao et al. 2023), MegaScale's 175B and 530B
+runs on 256-12,288 GPUs for both runtimes it compares (Jiang et al. 2024, Table 2 and Figure 9:
+Megatron-LM, the baseline, and MegaScale itself), and torchtitan's 405B 3D and 4D runs on 512 H100
+(Liang et al. 2024; the repository's benchmark tables). They are evaluated exactly as a held-out
+file is (`fidelity.py --published benchmarks/data/published_public.yaml`, the stored constants,
+each row compared in its own FLOP convention), and never fitted on. `benchmarks/public_check.py` writes this section;
 `tests/test_fidelity.py` checks the transcription against figures typed from the sources.
 @PUBLIC_N@ rows are evaluated, @PUBLIC_LEFT_OUT@ left out for what they state (end of the table).
 
@@ -1341,9 +1341,10 @@ Every row off by more than 20 %, its predicted step part by part (seconds):
   runs the same 530B model on the same Selene A100s with Megatron-LM and the model predicts them
   within a few percent (@PUBLIC_SAME_MODEL@); MT-NLG ran it with Megatron-DeepSpeed (DeepSpeed's
   pipeline engine, no interleaving) and is much slower than predicted; BLOOM, on the BigScience
-  fork of the same software, is slower than predicted too. Neither the bubble (charged for plain 1F1B at the rows'
-  160-240 micro-batches) nor the exposed communication is where the gap is; what DeepSpeed's pipeline engine costs beyond
-  them (its point-to-point transfers and the engine's per-micro-batch work) is not modelled, and
+  fork of the same software, is slower than predicted too. Neither the bubble (charged for plain
+  1F1B at the rows' 160-240 micro-batches) nor the exposed communication is where the gap is; what
+  DeepSpeed's pipeline engine costs beyond them (its point-to-point transfers and the engine's
+  per-micro-batch work) is not modelled, and
   BLOOM's script sets `CUDA_LAUNCH_BLOCKING=1`, which serialises every launch. Sequence parallelism
   did not exist yet for MT-NLG (the row says so; the reader's default would make it worse, table
   below), and its TFLOP/s count every layer's recomputation (the row states full recomputation).
