@@ -609,7 +609,8 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     year = source_year(entry)
     family = ("torchtitan" if "torchtitan" in text else "megatron" if any(w in text for w in MEGATRON_WORDS)
               else "torch" if any(w in text for w in TORCH_FSDP_WORDS) else "other")
-    flash_stated = "flash" in text and "no flash" not in text
+    # "without FlashAttention" / "before FlashAttention" / "no flash" name the kernel to deny it
+    flash_stated = "flash" in text and not re.search(r"\b(?:no|without|w/o|before|not)\s+flash", text)
     unfused = not flash_stated and year is not None and year <= 2022
     if unfused:
         notes.append(f"unfused attention (published {year}, before FlashAttention was in training "

@@ -129,6 +129,15 @@ def test_torchtitan_with_torch_compile_runs_at_the_fused_speed(published):
     assert published.software_of(entry, "bf16", 1, 8, [])[0].kernels == "eager"
 
 
+def test_a_source_that_denies_flashattention_is_read_as_unfused(published):
+    """A 2022 row whose notes say its attention ran without FlashAttention is unfused (the word
+    alone used to be read as the kernel); one that states it is flash."""
+    entry = {"group": "g", "source": {"title": "A 2022 run"}, "notes": ["attention without FlashAttention"]}
+    assert published.software_of(entry, "bf16", 1, 8, [])[0].attention == "unfused"
+    entry["notes"] = ["FlashAttention (stated)"]
+    assert published.software_of(entry, "bf16", 1, 8, [])[0].attention != "unfused"
+
+
 def test_reported_figures_in_each_convention(cases, published):
     results = cases[0]
     assert results["h800_mixtral_folded_ep"].row.reported_tflops == pytest.approx(0.35 * 989)
