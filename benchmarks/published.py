@@ -667,6 +667,15 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     if modules:
         notes.append(f"Megatron-Core's --recompute-modules {' '.join(modules)} (stated): "
                      + recompute_modules_text(modules) + " again before the backward (not expressible in a spec)")
+    # A run that states FSDP (PyTorch's fully sharded data parallel) on no Megatron runtime moves
+    # FSDP's traffic: under pipelining torch's stages defer the gradients' reduction to the last
+    # micro-batch (`PipelineStage.backward_maybe_with_nosync`), where the megatron contract's
+    # zero2 reduce-scatters every micro-batch.
+    torch_fsdp = family == "other" and re.search(r"\bfsdp\b|fully sharded",
+                                                  _words((entry.get("layout") or {}).get("zero_or_fsdp")))
+    if torch_fsdp:
+        notes.append("PyTorch FSDP's data-parallel traffic (FSDP stated, no Megatron runtime): under "
+                     "pipelining the gradients are reduced once per step, after the last micro-batch")
     recipe = "dynamic" if family == "torchtitan" else fp8_recipe_of(entry)
     if precision == "fp8" and recipe in ("current", "mxfp8"):
         notes.append(f"Transformer Engine's {'per-tensor current scaling' if recipe == 'current' else 'MXFP8'} "
@@ -680,7 +689,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         fp8="linear",  # Transformer Engine (Megatron-LM, NeMo) and torchao's float8 (torchtitan)
         fp8_scaling=recipe,
         context_parallel="torch" if family in ("torchtitan", "torch") else "te",
-        dp_runtime="torch" if family in ("torchtitan", "torch") else "megatron",
+        dp_runtime="torch" if family in ("torchtitan", "torch") or torch_fsdp else "megatron",
         grad_bytes=grad_bytes,
         balanced_routing=balanced,
         ep_dispatcher="deepep" if deepep else "all-to-all",
@@ -1138,15 +1147,17 @@ def compiled(run: Run) -> Run | Skipped:
         if result.plan is None:
             return Skipped(run.id, "the spec does not compile: "
                            + "; ".join(d.message for d in result.diagnostics if d.is_error))
-        # the spec's `target` states them; the attention kernel a source states and forced load
-        # balancing are benchmark facts no spec states
+        # the spec's `target` states them; the attention kernel a source states, forced load
+        # balancing and PyTorch FSDP's traffic on a runtime no target names are benchmark facts
+        # no spec states
         software = targets.software_of(result.plan)
         note_stated_attention_kernel(software, run)
         run.software = replace(software, balanced_routing=run.software.balanced_routing,
                                selective=run.software.selective if run.software.selective.startswith("modules:")
                                else software.selective,
                                ep_dispatcher=run.software.ep_dispatcher, ep_overlap=run.software.ep_overlap,
-                               ep_node_limit=run.software.ep_node_limit, fp8_scaling=run.software.fp8_scaling)
+                               ep_node_limit=run.software.ep_node_limit, fp8_scaling=run.software.fp8_scaling,
+                               dp_runtime=run.software.dp_runtime)
         runtime = targets.memory_runtime(result.plan.target)
         if not run.recompute_stated and not fits_memory(result.plan, runtime):
             found = least_recompute_that_fits(run.spec, result.plan, runtime, compile_spec)

@@ -344,6 +344,11 @@ def test_public_papers_never_fitted(fidelity):
     assert len(baseline) == 11 and max(baseline) < 0.25 and statistics.median(baseline) < 0.2
     four_d = [abs(x.error) for x in results if "_4d_" in x.row.id]
     assert len(four_d) == 4 and max(four_d) < 0.1
+    # Llama 3's stated FSDP reduces once per step under pipelining (torch's stages); read with
+    # Megatron's per-micro-batch contract the 8K rows were -23 % and -28 %
+    llama3 = [x for x in results if x.row.group == "llama3_herd_2024_table4"]
+    assert len(llama3) == 3 and max(abs(x.error) for x in llama3) < 0.1
+    assert all(x.row.software.dp_runtime == "torch" for x in llama3)
 
 
 def test_public_papers_predictions_stay_within_physics(fidelity):

@@ -138,6 +138,21 @@ def test_a_source_that_denies_flashattention_is_read_as_unfused(published):
     assert published.software_of(entry, "bf16", 1, 8, [])[0].attention != "unfused"
 
 
+def test_a_source_that_states_fsdp_on_no_megatron_runtime_moves_torchs_traffic(published):
+    """A run stating PyTorch's FSDP (Llama 3's own stack) reduces its gradients once per step
+    under pipelining, as torch's pipeline stages do: `dp_runtime` torch. The same words in a
+    Megatron source, and a ZeRO-1 run on no named runtime, keep Megatron's contract."""
+    llama3 = {"group": "llama3_herd_2024_table4", "source": {"title": "The Llama 3 Herd of Models"},
+              "layout": {"zero_or_fsdp": "FSDP sharding optimizer states and gradients (ZeRO-2)"}}
+    notes: list[str] = []
+    assert published.software_of(llama3, "bf16", 8, 64, notes)[0].dp_runtime == "torch"
+    assert any("once per step" in n for n in notes)
+    megatron = dict(llama3, source={"title": "Megatron-FSDP on Megatron-Core"})
+    assert published.software_of(megatron, "bf16", 8, 64, [])[0].dp_runtime == "megatron"
+    zero1 = dict(llama3, layout={"zero_or_fsdp": "ZeRO-1"})
+    assert published.software_of(zero1, "bf16", 8, 64, [])[0].dp_runtime == "megatron"
+
+
 def test_reported_figures_in_each_convention(cases, published):
     results = cases[0]
     assert results["h800_mixtral_folded_ep"].row.reported_tflops == pytest.approx(0.35 * 989)
