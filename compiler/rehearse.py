@@ -18,7 +18,8 @@ of a stage holds the same shapes, so the rehearsed rank stands for its stage):
 - peak: the model's stage total (every category) against
   the tracker's peak over the steps, before the checkpoint's state dict is built (the model
   counts a checkpoint apart, `StageMemory.checkpoint`): everything the rank's tensors held at
-  its worst moment.
+  its worst moment, as a GPU would hold them: on fake CPU tensors the CPU composite RMSNorm's
+  fp32 copies are left out and named (`rehearsed`).
 """
 
 from __future__ import annotations
@@ -166,8 +167,13 @@ def predicted(plan: Plan, stage: int, rank: int | None = None) -> dict[str, int]
 def rehearsed(record: dict) -> dict[str, int]:
     """The tracker's figures; `beyond_states` is the step's peak less the parameters (sharded and
     gathered) and optimizer states held then: activations, gradients (FSDP2's accumulated ones
-    included) and every temporary and buffer, against the model's total less the same."""
-    peak = record["step_peak"]
+    included) and every temporary and buffer, against the model's total less the same.
+
+    The peak is the GPU figure where the rehearsal ran on fake CPU tensors
+    (`step_peak_fused_norm`): without the fp32 copies the CPU's composite RMSNorm makes in its
+    forward and a GPU's fused kernel does not (the record names them, `cpu_norm_copies_at_peak`
+    at the CPU's own peak, `step_peak`), with the input the fused kernel saves held instead."""
+    peak = record.get("step_peak_fused_norm", record["step_peak"])
     return {"parameters": record["after_step"]["parameters"], "gradients": record["after_backward"]["gradients"],
             "optimizer_states": record["after_step"]["optimizer_states"] - record["optimizer_step_counters"],
             "peak": peak["total"],
