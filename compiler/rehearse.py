@@ -18,7 +18,8 @@ of a stage holds the same shapes, so the rehearsed rank stands for its stage):
 - peak: the model's stage total (every category) against
   the tracker's peak over the steps, before the checkpoint's state dict is built (the model
   counts a checkpoint apart, `StageMemory.checkpoint`): everything the rank's tensors held at
-  its worst moment.
+  its worst moment, as a GPU would hold them: on fake CPU tensors the CPU composite RMSNorm's
+  fp32 copies are left out and named (`rehearsed`).
 """
 
 from __future__ import annotations
@@ -113,16 +114,39 @@ def pp_stage(plan: Plan, record: dict) -> int:
     return int(record["coordinates"].get("pp", 0))
 
 
-def predicted(plan: Plan, stage: int) -> dict[str, int]:
+def dense_shard_index(plan: Plan, rank: int) -> int:
+    """`rank`'s position in the group its dense parameters are sharded over: its coordinates on
+    the data axes (dp, cp, and ep where it is an axis of its own; hsdp: dp's shard part),
+    flattened in rank order, slowest first, as the job's data mesh flattens them."""
+    lay = plan.layout
+    coordinates = lay.coordinates(rank)
+    index = 0
+    for axis in reversed(lay.axes):
+        if axis.name not in ("dp", "cp", "ep") or (axis.name == "ep" and lay.ep.folded_over):
+            continue
+        degree, coordinate = axis.degree, coordinates[axis.name]
+        if axis.name == "dp" and lay.dp.sharding == "hsdp":
+            degree, coordinate = lay.dp.shard, coordinate % lay.dp.shard
+        index = index * degree + coordinate
+    return index
+
+
+def predicted(plan: Plan, stage: int, rank: int | None = None) -> dict[str, int]:
     """The memory model's bytes for one rank of pipeline stage `stage`, in rehearsal categories,
     for the rehearsal's own conditions: fake tensors on CPU (`Knobs.device = "fake"`: the same
     kernels' memory as a GPU, but a meta kernel's where a GPU kernel keeps scratch of its own;
-    the one that differs is the embedding's backward, `activations.embedding_backward_buffer`)."""
+    the one that differs is the embedding's backward, `activations.embedding_backward_buffer`).
+
+    The model's stage figure is the stage's worst rank. Given `rank`, its optimizer states (and
+    so its peak) are that rank's own: a tail rank of an uneven FSDP2 shard holds fewer rows of
+    Adam's moments (`parameters.fsdp_shard_shortfall`); its parameters and gradients are the
+    padded shard's, as on every rank."""
     from dataclasses import replace
 
     from .memory import knobs_of, per_stage, shape_of
     from .memory.model import rank_padding, rank_params
-    from .memory.states import model_states
+    from .memory.parameters import fsdp_shard_shortfall
+    from .memory.states import model_states, optimizer_bytes
 
     knobs = replace(knobs_of(plan), device="fake")
     shape = shape_of(plan)
@@ -130,16 +154,26 @@ def predicted(plan: Plan, stage: int) -> dict[str, int]:
                          knobs.runtime)[stage]
     states = model_states(params.params, knobs, params.per_chunk, rank_padding(shape, knobs, params))
     memory = per_stage(shape, knobs)[stage]
+    short = 0
+    if rank is not None and knobs.runtime == "torch" and knobs.sharding in ("zero2", "zero3", "hsdp"):
+        missing = fsdp_shard_shortfall(shape, params.chunks, knobs.tp, knobs.ep, knobs.dense_shard_group,
+                                       dense_shard_index(plan, rank), knobs.runtime)
+        short = round(optimizer_bytes(knobs.optimizer, knobs.runtime) * (missing.linear + missing.other))
     return {"parameters": states.params, "gradients": states.grads,
-            "optimizer_states": states.optimizer, "peak": memory.total,
+            "optimizer_states": states.optimizer - short, "peak": memory.total - short,
             "beyond_states": memory.total - memory.params - memory.optimizer}
 
 
 def rehearsed(record: dict) -> dict[str, int]:
     """The tracker's figures; `beyond_states` is the step's peak less the parameters (sharded and
     gathered) and optimizer states held then: activations, gradients (FSDP2's accumulated ones
-    included) and every temporary and buffer, against the model's total less the same."""
-    peak = record["step_peak"]
+    included) and every temporary and buffer, against the model's total less the same.
+
+    The peak is the GPU figure where the rehearsal ran on fake CPU tensors
+    (`step_peak_fused_norm`): without the fp32 copies the CPU's composite RMSNorm makes in its
+    forward and a GPU's fused kernel does not (the record names them, `cpu_norm_copies_at_peak`
+    at the CPU's own peak, `step_peak`), with the input the fused kernel saves held instead."""
+    peak = record.get("step_peak_fused_norm", record["step_peak"])
     return {"parameters": record["after_step"]["parameters"], "gradients": record["after_backward"]["gradients"],
             "optimizer_states": record["after_step"]["optimizer_states"] - record["optimizer_step_counters"],
             "peak": peak["total"],
@@ -151,7 +185,7 @@ def compare(plan: Plan, records: list[dict]) -> list[Row]:
     rows = []
     for record in records:
         stage = pp_stage(plan, record)
-        want, got = predicted(plan, stage), rehearsed(record)
+        want, got = predicted(plan, stage, record["rank"]), rehearsed(record)
         rows += [Row(record["rank"], stage, c, want[c], got[c]) for c in CATEGORIES]
     return rows
 

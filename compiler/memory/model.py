@@ -56,6 +56,7 @@ from .schedules import (
 )
 from .states import (
     FP32,
+    States,
     checkpoint_gather_bytes,
     compute_copy_bytes,
     model_states,
@@ -274,7 +275,10 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
         embedding_buffer = embedding_moment(act.embedding_backward_buffer(shape, ak), saved, released)
         saved += act.embedding_activations(shape, ak)
     if output:
-        saved += act.output_activations(shape, ak, vocab)
+        head = act.output_activations(shape, ak, vocab)
+        saved += head
+        if torch and released:
+            work = max(0, work - head + output_weight_gradient(shape, ak, vocab))
         work = max(work, act.logits_buffer(ak, vocab))
     kept = 0
     if torch and pipelined:
@@ -282,6 +286,26 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
     pending = split_pending(shape, ak, grads, layers, embedding, torch, pipelined)
     return ChunkPieces(ChunkActivations(saved=saved, pending=pending, output=kept),
                        work, embedding_buffer)
+
+
+def output_weight_gradient(shape: Shape, ak: Knobs, vocab: int) -> int:
+    """The output projection's compute-dtype weight gradient (vocab / tp rows), alive from the
+    output projection's backward until FSDP2's post-backward of the root module that holds it,
+    which runs after every layer of the chunk has run its backward (`ffn_weight_gradients`: the
+    same for a layer's FFN).
+
+    The layers' backward on the last chunk comes after the loss's and the output projection's:
+    the micro-batch's head activations (`activations.output_activations`: the final norm's and
+    the output projection's inputs, the fp32 log-softmax, the targets) are freed by then and this
+    gradient is alive; the stage's kept fp32 logits (`ChunkActivations.output`) are still held
+    (the stage drops them when the backward returns). So a layer's working set on that chunk
+    adds to the micro-batch's held set less its head plus this gradient (`_chunk_activations`;
+    the loss's moment, `logits_buffer`, is the other). Traced at Llama 3 405B's last stage
+    (rehearse-405b-16 rank 120): at the layer's worst moment the 525 MB bf16 output gradient
+    and the 525 MB fp32 logits are alive, the 827 MB head is not; the model had added the
+    layer's working set to the whole held set, 152 MB over its worst moment (the loss's
+    backward). Not under a zero-bubble schedule, whose input pass keeps the graph."""
+    return round(vocab / ak.tp * shape.hidden * act.activation_bytes(ak.precision))
 
 
 def sent_input_gradient(shape: Shape, ak: Knobs, first: ChunkSignature, schedule: str, pp: int, v: int) -> int:
@@ -605,8 +629,8 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
     embedding_rise = max(0, acts.embedding_backward - relief - buffers)
     return StageMemory(
         stage=rank, layers=params.layers, params=states.params + persistent,
-        grads=states.grads + states.accumulated_grads
-        + whole_vocabulary_gradient(shape, k, acts, states.accumulated_grads > 0), optimizer=states.optimizer,
+        grads=peak_gradients(states) + whole_vocabulary_gradient(shape, k, acts, states.accumulated_grads > 0),
+        optimizer=states.optimizer,
         activations=best_acts, buffers=buffers, in_flight=best_held,
         p2p=p2p_buffers(shape, k, rank, acts), embedding_backward=embedding_rise,
         checkpoint=states.params + persistent + states.optimizer + checkpoint_gather_bytes(params.params, k),
@@ -679,7 +703,20 @@ def exact_state_bytes(shape: Shape, k: Knobs, rp: RankParams) -> int:
     gathered copies FSDP2 keeps), for `peak`."""
     states = model_states(rp.params, k, rp.per_chunk, rank_padding(shape, k, rp))
     held = states.unsharded if states.unsharded and keeps_gathered(k) else 0
-    return states.params + held + states.grads + states.accumulated_grads + states.optimizer
+    return states.params + held + peak_gradients(states) + states.optimizer
+
+
+def peak_gradients(states: States) -> int:
+    """The gradient bytes at the step's peak, inside a micro-batch's backward. Under pipelining
+    FSDP2 accumulates each parameter's unsharded fp32 gradient over the micro-batches and makes
+    the sharded gradient only in the step's last backward, by reduce-scattering the sum, which it
+    then frees (one layer after another, after that layer's backward); the previous step's
+    sharded gradients are gone (`optimizer.zero_grad()` sets them to None). So the sharded and
+    the accumulated gradients are never held at once: at the peak, the accumulated ones. Traced
+    at Llama 3 405B's last stage (rehearse-405b-16 rank 120): no sharded gradient is alive at the
+    peak (the loss's backward) nor at the layer's backward; the model counted both (41 MB over).
+    Without accumulation (or under zero1's flat buffers) the sharded gradients are the peak's."""
+    return states.accumulated_grads if states.accumulated_grads else states.grads
 
 
 def state_bytes(p: Params, k: Knobs, groups: tuple[int, int]) -> int:
@@ -699,9 +736,8 @@ def state_bytes(p: Params, k: Knobs, groups: tuple[int, int]) -> int:
         if sharding == "zero1":
             states = (zero1_param_bytes(k) + 4) * total + round(opt * sharded) + zero1_buffer_bytes(p, k)
         else:
-            states = round(4 * sharded) * 2 + round(opt * sharded)
-            if k.pp > 1:
-                states += 4 * total
+            states = round(4 * sharded) + round(opt * sharded)  # parameters, optimizer states
+            states += 4 * total if k.pp > 1 else round(4 * sharded)  # gradients (`peak_gradients`)
     if keeps_gathered(k):
         states += compute_copy_bytes(p, k.precision)
     return states

@@ -192,3 +192,38 @@ def fsdp_padding(shape: Shape, chunks: tuple[Chunk, ...], tp: int, ep: int, dens
             if not shape.tied or chunk.tied_copy:
                 other += pad(table[0], dense_group) * table[1]
     return Params(linear, other, expert)
+
+
+def fsdp_shard_shortfall(shape: Shape, chunks: tuple[Chunk, ...], tp: int, ep: int, dense_group: int,
+                         index: int, runtime: str = "torch") -> Params:
+    """Elements the dense-parameter shard at position `index` of its `dense_group` holds fewer
+    than the padded shard `fsdp_padding` counts. FSDP2 cuts dim 0 as `torch.chunk` does: every
+    rank's storage is ceil(rows / group) rows (the padded shard: parameters and gradients are
+    views of it), but the local tensor covers only the rows that exist, ceil(rows / group) on the
+    first ranks and fewer, down to none, on the last (Llama 3's 16,032 vocabulary rows over 128
+    ranks: 126 rows on ranks 0..126, 30 on rank 127). Adam's moments are `zeros_like` the local
+    tensor, so a tail rank's optimizer states hold only its rows. The worst rank of a stage (the
+    model's figure) holds full shards; a rehearsed tail rank is compared with its own (`parc
+    rehearse`). Dense parameters only: routed-expert stacks keep the worst rank's figure."""
+    def short(rows: int) -> int:
+        size = -(-rows // dense_group)
+        return size - min(size, max(0, rows - index * size))
+
+    linear = other = 0
+    for chunk in chunks:
+        for layer in chunk.layer_range:
+            for rows, per_row, kind in layer_rows(shape, tp, ep, shape.is_moe(layer)):
+                if kind == "linear":
+                    linear += short(rows) * per_row
+                elif kind == "other":
+                    other += short(rows) * per_row
+        table = (padded_vocab(shape.vocab, tp, runtime) // tp, shape.hidden)
+        if chunk.embedding:
+            other += short(table[0]) * table[1]
+            if shape.position_params:
+                other += short(shape.position_params // shape.hidden) * shape.hidden
+        if chunk.output:
+            other += short(shape.hidden) * (2 if shape.layernorm else 1)  # the final norm
+            if not shape.tied or chunk.tied_copy:
+                other += short(table[0]) * table[1]
+    return Params(linear, other, 0)

@@ -41,11 +41,13 @@ from torch._subclasses import fake_tensor
 from torch.autograd.graph import register_multi_grad_hook
 from torch.distributed._tools import mod_tracker
 from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+from torch.distributed._tools.mem_tracker import _TOTAL_KEY
 from torch.distributed.pipelining import _utils as pipeline_utils
 from torch.distributed.pipelining import schedules
 from torch.distributed.pipelining import stage as pipeline_stage
 from torch.distributed.tensor._sharding_prop import ShardingPropagator
 from torch.testing._internal.distributed.fake_pg import FakeStore
+from torch.utils.weak import WeakIdKeyDictionary
 
 import parallel
 
@@ -148,6 +150,77 @@ def held_receive_buffers(rt) -> int:
     return sum(not info.is_root_arg and info.buffer is not None for info in infos)
 
 
+def shards_padded_before_tracking(parts: list[nn.Module]) -> None:
+    """Run FSDP2's lazy initialisation of every root before the tracker starts, as the first
+    forward would. FSDP2 pads an uneven shard (a tail rank's, `torch.chunk` rows) into a storage
+    of ceil(rows / group) rows when the module is materialised, and its lazy init pads again
+    unless the local tensor already lies in that storage, which it tells by `data_ptr()`: a fake
+    tensor's is 0, so under fake tensors the lazy init (in the first forward, inside the tracker)
+    allocated the padded storage anew and the tracker filed the parameter as an activation
+    (Llama 3 405B at 128K, rank 16,383: the output layer's 30 of 126 rows, 8,257,536 bytes). On a
+    GPU the second padding does nothing; here it runs before the tracker registers the sharded
+    parameters, which then are the storages the steps use."""
+    for part in parts:
+        state = getattr(part, "_get_fsdp_state", None)
+        if state is not None:
+            state()._lazy_init()
+
+
+# ---------------------------------------------------------------------------------------------
+# RMSNorm as a GPU runs it
+
+
+NORM_DEPTH = 0
+"""Depth of RMSNorm forwards now running (see `norms_as_fused`)."""
+
+
+class KeepsNormInput(torch.autograd.Function):
+    """Saves the norm's input for the backward, as the GPU's fused kernel does
+    (`aten._fused_rms_norm`: the input and the fp32 rstd), through autograd's saved tensors, so
+    that a checkpoint drops and recomputes it as it would the kernel's; passes the output on."""
+
+    @staticmethod
+    def forward(ctx, output: torch.Tensor, norm_input: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(norm_input)
+        return output.view_as(output)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        ctx.saved_tensors  # unpacked where the fused backward reads it (a checkpoint recomputes here)
+        return grad, None
+
+
+def norms_as_fused(parts: list[nn.Module]) -> None:
+    """On a GPU `nn.RMSNorm` runs torch's fused kernel, which saves the compute-dtype input and
+    an fp32 rstd per token; on the CPU it runs the composite (torch 2.13 has the fused kernel for
+    CUDA only), whose forward makes three fp32 tensors of the input's shape and keeps two (the
+    input cast to fp32 and the normalised input) and does not keep the input. Traced at Llama 3
+    405B's middle stage without recomputation (rehearse-405b-16-no-recompute, rank 64): 32
+    fp32 67 MB tensors at the peak, four per micro-batch in flight, 2.15 GB of a 14.78 GB peak.
+
+    Under fake tensors (the rehearsal on CPU) each RMSNorm's forward is marked (`NORM_DEPTH`):
+    the tracker files the fp32 tensors of the input's shape it makes as the CPU's own
+    (`RankTracker.cpu_norm_copies`) and also keeps the peak without them, the GPU figure; and the
+    norm saves its input as the fused kernel would (`KeepsNormInput`). Its backward's
+    temporaries are the composite's (the memory model counts them under `device = "fake"`)."""
+    def enter(module, args):
+        global NORM_DEPTH
+        NORM_DEPTH += 1
+
+    def leave(module, args, output):
+        global NORM_DEPTH
+        NORM_DEPTH -= 1
+        if torch.is_grad_enabled() and output.requires_grad:
+            return KeepsNormInput.apply(output, args[0])
+        return output
+
+    for part in parts:
+        for module in part.modules():
+            if isinstance(module, nn.RMSNorm):
+                module.register_forward_pre_hook(enter)
+                module.register_forward_hook(leave, always_call=True)
+
+
 # ---------------------------------------------------------------------------------------------
 # The tracker
 
@@ -183,6 +256,7 @@ class RankTracker(FSDPMemTracker):
         super().__init__(parts[0], optimizers[0])
         self._root_mod = nn.ModuleList(parts)
         self._optimizers = optimizers
+        self.cpu_norm_copies = WeakIdKeyDictionary()
 
     def _fsdp_state_pre_forward(self, fsdp_mod, orig):
         inner = super()._fsdp_state_pre_forward(fsdp_mod, orig)
@@ -196,7 +270,41 @@ class RankTracker(FSDPMemTracker):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if PROPAGATING:
             return func(*args, **(kwargs or {}))  # DTensor's shape inference, not this rank's memory
-        return super().__torch_dispatch__(func, types, args, kwargs)
+        out = super().__torch_dispatch__(func, types, args, kwargs)
+        if NORM_DEPTH:
+            for t in (out if isinstance(out, (tuple, list)) else (out,)):
+                if isinstance(t, torch.Tensor) and t.dtype == torch.float32 and t.dim() and t.shape[-1] > 1:
+                    self.cpu_norm_copies[t.untyped_storage()] = True
+        return out
+
+    cpu_norm_copies: WeakIdKeyDictionary
+    """Storages the CPU's composite RMSNorm made in a forward that a GPU's fused kernel does not
+    make (`norms_as_fused`): fp32 tensors of the input's shape. Held weakly: gone when freed."""
+    fused_peak: int = -1
+    fused_peak_snapshot: dict | None = None
+    norm_copies_at_peak: int = 0
+
+    def _update_peak_stats(self, peak_state) -> None:
+        """The tracker's peak, and the peak without the CPU's norm copies (the GPU figure)."""
+        before = dict(self._peak_mem)
+        super()._update_peak_stats(peak_state)
+        live: dict = {}
+        for st in list(self.cpu_norm_copies.keys()):
+            winfo = self._WINFO.get(st, (None, None))[0]
+            if winfo is not None:
+                live[winfo.reftype] = live.get(winfo.reftype, 0) + winfo.mem_consumed
+        copies = sum(live.values())
+        for dev, snap in self._curr_mem_snap.items():
+            if self._peak_mem.get(dev) != before.get(dev):
+                self.norm_copies_at_peak = copies
+            total = snap[_TOTAL_KEY] - copies
+            if total > self.fused_peak:
+                self.fused_peak = total
+                fused = dict(snap)
+                for reftype, n in live.items():
+                    fused[reftype] -= n
+                fused[_TOTAL_KEY] = total
+                self.fused_peak_snapshot = fused
 
     def _instrument_optimizer(self) -> None:
         handles = []
@@ -276,6 +384,9 @@ def rehearse_rank(args, train) -> dict:
     record: dict = {"rank": args.rank, "coordinates": dict(zip(parallel.MESH_DIMS, meshes.world.get_coordinate(),
                                                               strict=True))}
     with mode if mode is not None else torch.device(device):
+        shards_padded_before_tracking(rt.parts)
+        if mode is not None:
+            norms_as_fused(rt.parts)
         tracker = RankTracker(rt.parts, optimizers)
         with tracker:
             for step in range(args.steps):
@@ -290,6 +401,9 @@ def rehearse_rank(args, train) -> dict:
                     record["optimizer_step_counters"] = step_counters(optimizers)
                     record["receive_buffers_held"] = held_receive_buffers(rt)
                     record["step_peak"] = device_snapshot(tracker, "peak")  # before the checkpoint
+                    if mode is not None:  # the GPU figure: without the CPU composite norm's copies
+                        record["step_peak_fused_norm"] = categories(tracker.fused_peak_snapshot or {})
+                        record["cpu_norm_copies_at_peak"] = tracker.norm_copies_at_peak
                 optimizer.zero_grad()
                 if step == args.steps - 1:  # train.py saves after zero_grad
                     state = train.checkpoint_state(rt, optimizer, step + 1)  # what a save builds
