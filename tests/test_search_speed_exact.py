@@ -497,3 +497,41 @@ def test_lazy_hashes_and_fast_replace_are_the_plain_ones():
     assert checked
     with pytest.raises(TypeError):  # an unknown field is refused as `dataclasses.replace` refuses it
         replaced(timing.Work(), no_such_field=1.0)
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_SPACES))
+def test_the_pipelines_floor_is_at_most_the_family_floor_of_every_pipeline(name):
+    """`Engine._pipelines_floor` rejects a group of any (schedule, virtual stages) before its
+    family's floor is computed: over random groups of four spaces (dense, MoE with ep over dp x
+    cp, deepseek's dense first layers), it must be at most `_family_floor` of every valid
+    pipeline of the group's degrees, sequence parallelism and recomputation, whose least is
+    compared to the memory model's plain sums (each rank's first-backward floor plus its least
+    states, from `rank_params`) too."""
+    from parc.memory.model import first_backward_floors, rank_params, rank_signatures
+
+    engine, groups = _groups_of(BOUND_SPACES[name])
+    rng = random.Random(name)
+    deep = [g for g in groups if g[0].degrees.get("pp", 1) > 1]
+    sample = rng.sample(deep, min(len(deep), 40)) + rng.sample(groups, min(len(groups), 20))
+    checked = sharp = 0
+    for item, _, _, micro, m, sp, recompute in sample:
+        floor = engine._pipelines_floor((item, None, None, micro, m, sp, recompute))
+        assert floor > 0
+        pp = item.degrees.get("pp", 1)
+        pipes = engine._pipelines(pp)[0]
+        assert pipes
+        families = []
+        for schedule, v in pipes:
+            family = engine._family_floor((item, schedule, v, micro, m, sp, recompute))
+            k = engine._knobs(item, schedule, v, engine.space.micro[0], m, sp, recompute)
+            held = first_backward_floors(engine.shape, k)
+            params = rank_params(engine.shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)
+            plain = max(held[mine] + engine._least_states(item, k, rp.params)
+                        for mine, rp in zip(rank_signatures(engine.shape, k.pp, v, schedule, k.split), params,
+                                            strict=True))
+            assert family == plain, (item.degrees, schedule, v)
+            families.append(family)
+            checked += 1
+        assert floor <= min(families), (name, item.degrees, item.ep, sp, recompute, floor, min(families))
+        sharp += floor >= 0.5 * min(families)
+    assert checked > 60 and sharp > len(sample) // 4, (checked, sharp)

@@ -53,8 +53,10 @@ from ..checks import predicates as rules
 from ..memory import MAX_CHUNKS
 from ..memory.buffers import reserve_bytes
 from ..memory.inputs import Knobs, shape_of
+from ..memory import activations as act
 from ..memory.model import (
     activation_floors,
+    activation_knobs,
     first_backward_floors,
     peak,
     rank_activations,
@@ -63,7 +65,7 @@ from ..memory.model import (
     state_bytes,
     trim_caches,
 )
-from ..memory.parameters import padded_vocab
+from ..memory.parameters import Params, layer_params, padded_vocab
 from ..memory.schedules import weighted_peak
 from ..targets import runtime as target_runtime
 from ..timing import SCHEDULES
@@ -1157,19 +1159,26 @@ class Engine:
         cached = item.opt_cache.get(key)
         if cached is None:
             params = rank_params(self.shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)
-            knobs = None
-            # ranks holding the same parameters hold the same states, in every pipeline of these
-            # degrees (`state_bytes` reads the parameters, the sharding and its groups, pp, the
-            # optimizer and the precision): one least per parameters, kept with the degrees
-            least = item.opt_cache.setdefault("least states", {})
-            for rp in params:
-                if rp.params not in least:
-                    if knobs is None:
-                        knobs = [self._with_sharding(k, *s) for s in self._group_shardings(item, k)]
-                        groups = [(ks.dense_shard_group, ks.expert_shard_group) if ks.sharding != "none" else (1, 1)
-                                  for ks in knobs]
-                    least[rp.params] = min(state_bytes(rp.params, ks, g) for ks, g in zip(knobs, groups, strict=True))
-            cached = item.opt_cache[key] = tuple(least[rp.params] for rp in params)
+            cached = item.opt_cache[key] = tuple(self._least_states(item, k, rp.params) for rp in params)
+        return cached
+
+    def _least_states(self, item: _Degrees, k: Knobs, params: Params) -> int:
+        """The least `memory.model.state_bytes` of `params` over the group's shardings: it reads
+        the parameters, the sharding and its groups, pp, the optimizer and the precision, so it
+        is kept with the degrees per parameters (ranks holding the same parameters hold the same
+        states, in every pipeline)."""
+        least = item.opt_cache.get("least states")
+        if least is None:
+            least = item.opt_cache["least states"] = {}
+        cached = least.get(params)
+        if cached is None:
+            shardings = item.opt_cache.get("state shardings")
+            if shardings is None:
+                knobs = [self._with_sharding(k, *s) for s in self._group_shardings(item, k)]
+                shardings = item.opt_cache["state shardings"] = [
+                    (ks, (ks.dense_shard_group, ks.expert_shard_group) if ks.sharding != "none" else (1, 1))
+                    for ks in knobs]
+            cached = least[params] = min(state_bytes(params, ks, g) for ks, g in shardings)
         return cached
 
     def _first_floor(self, k: Knobs, item: _Degrees) -> int:
@@ -1197,12 +1206,57 @@ class Engine:
 
     def _family_out_of_memory(self, group, unnoted: list) -> bool:
         """Whether the group's family floor (`_family_floor`) already exceeds the usable
-        memory under parc's runtime; if so it is counted out of memory and noted later."""
-        if self.runtime != "torch" or self._family_floor(group) <= self.usable:
+        memory under parc's runtime; if so it is counted out of memory and noted later. Its
+        pipelines' floor (`_pipelines_floor`, a floor under the family floor of every pipeline
+        of the degrees) is tried first: one computation for all of them."""
+        if self.runtime != "torch":
+            return False
+        if self._pipelines_floor(group) <= self.usable and self._family_floor(group) <= self.usable:
             return False
         self.stats.out_of_memory += self._group_size(group)
         unnoted.append(group)
         return True
+
+    def _pipelines_floor(self, group) -> int:
+        """A floor under `_family_floor` for every pipeline (schedule, virtual stages) of the
+        group's degrees, sequence parallelism and recomputation, without building one: kept per
+        those three. `_first_floor` is the largest over the ranks of a rank's saved activations
+        (one micro-batch on each chunk, at least its layers' saved tensors) plus its working set
+        plus its least model states (`_least_states`, which never decreases as the parameters
+        grow). Whatever the chunking, some rank holds at least n = ceil(layers / pp) layers, so
+        at least n x the least saved activations of a layer kind and at least n x the
+        componentwise least parameters of a layer kind; and the ranks' saved activations add up
+        to the whole model's (each layer, the embedding and the output layer sit on exactly one
+        rank), so the largest is at least their mean. Zero outside the plain recomputation
+        modes (`full N` recomputes by position in the chunk) and parc's runtime."""
+        item, schedule, v, _, _, sp, recompute = group
+        key = ("pipelines", sp, recompute)
+        cached = item.opt_cache.get(key)
+        if cached is not None:
+            return cached
+        shape, fixed = self.shape, self.fixed
+        if fixed["recompute_layers"] is not None or self.runtime != "torch":
+            item.opt_cache[key] = 0
+            return 0
+        self.stats.memory_evaluations += 1
+        d = item.degrees
+        tp, cp, pp = d.get("tp", 1), d.get("cp", 1), d.get("pp", 1)
+        ep = item.ep if shape.moe else 1
+        ak = activation_knobs(tp, sp, cp, fixed["cp_flavour"], self.seq, self.space.micro[0], self.runtime,
+                              ep, fixed["precision"])
+        kinds = [moe for moe, _ in self._layer_counts]
+        saved = [act.layer_activations(shape, ak, moe, recompute).saved for moe in kinds]
+        params = [layer_params(shape, tp, item.ep, moe) for moe in kinds]
+        n = -(-shape.layers // pp)
+        least = Params(n * min(p.linear for p in params), n * min(p.other for p in params),
+                       n * min(p.expert for p in params))
+        k = self._knobs(item, schedule, v, self.space.micro[0], 1, sp, recompute)
+        busiest = n * min(saved) + self._least_states(item, k, least)
+        whole = sum(count * s for (_, count), s in zip(self._layer_counts, saved, strict=True))
+        whole += act.embedding_activations(shape, ak) + act.output_activations(
+            shape, ak, padded_vocab(shape.vocab, tp, self.runtime))
+        cached = item.opt_cache[key] = max(busiest, -(-whole // pp))
+        return cached
 
     def _family_floor(self, group) -> int:
         """A floor on the memory of every group that differs from this one only in its
