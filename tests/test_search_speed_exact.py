@@ -516,8 +516,8 @@ def test_the_pipelines_floor_is_at_most_the_family_floor_of_every_pipeline(name)
     checked = sharp = 0
     for item, _, _, micro, m, sp, recompute in sample:
         floor = engine._pipelines_floor((item, None, None, micro, m, sp, recompute))
-        assert floor > 0
         pp = item.degrees.get("pp", 1)
+        assert (floor > 0) == (pp > 1)  # without pipelining, the family floor alone
         pipes = engine._pipelines(pp)[0]
         assert pipes
         families = []
@@ -534,4 +534,5 @@ def test_the_pipelines_floor_is_at_most_the_family_floor_of_every_pipeline(name)
             checked += 1
         assert floor <= min(families), (name, item.degrees, item.ep, sp, recompute, floor, min(families))
         sharp += floor >= 0.5 * min(families)
-    assert checked > 60 and sharp > len(sample) // 4, (checked, sharp)
+    pipelined = sum(1 for g in sample if g[0].degrees.get("pp", 1) > 1)
+    assert checked > 40 and sharp >= pipelined // 2, (checked, sharp, pipelined)

@@ -56,6 +56,7 @@ from ..memory.inputs import Knobs, shape_of
 from ..memory import activations as act
 from ..memory.model import (
     activation_floors,
+    _chunk_activations,
     activation_knobs,
     first_backward_floors,
     peak,
@@ -1211,7 +1212,15 @@ class Engine:
         of the degrees) is tried first: one computation for all of them."""
         if self.runtime != "torch":
             return False
-        if self._pipelines_floor(group) <= self.usable and self._family_floor(group) <= self.usable:
+        item, schedule, v, _, _, sp, recompute = group
+        floor = item.opt_cache.get(("family", schedule, v, sp, recompute))
+        if floor is None:  # the pipelines' floor first (kept per fewer values), then the family's
+            floor = item.opt_cache.get(("pipelines", sp, recompute))
+            if floor is None:
+                floor = self._pipelines_floor(group)
+            if floor <= self.usable:
+                floor = self._family_floor(group)
+        if floor <= self.usable:
             return False
         self.stats.out_of_memory += self._group_size(group)
         unnoted.append(group)
@@ -1223,19 +1232,22 @@ class Engine:
         those three. `_first_floor` is the largest over the ranks of a rank's saved activations
         (one micro-batch on each chunk, at least its layers' saved tensors) plus its working set
         plus its least model states (`_least_states`, which never decreases as the parameters
-        grow). Whatever the chunking, some rank holds at least n = ceil(layers / pp) layers, so
-        at least n x the least saved activations of a layer kind and at least n x the
-        componentwise least parameters of a layer kind; and the ranks' saved activations add up
+        grow). Whatever the chunking, some rank holds at least n = ceil(layers / pp) layers, of
+        which at least n less the other kind's layers of each kind (dense, MoE), so at least their
+        saved activations and (componentwise) parameters, and the rest's at the least of a layer
+        kind, and the working set of a layer it surely holds (the largest of a chunk's layers');
+        and the ranks' saved activations add up
         to the whole model's (each layer, the embedding and the output layer sit on exactly one
         rank), so the largest is at least their mean. Zero outside the plain recomputation
-        modes (`full N` recomputes by position in the chunk) and parc's runtime."""
+        modes (`full N` recomputes by position in the chunk) and parc's runtime, and without
+        pipelining (one pipeline, whose family floor is as cheap)."""
         item, schedule, v, _, _, sp, recompute = group
         key = ("pipelines", sp, recompute)
         cached = item.opt_cache.get(key)
         if cached is not None:
             return cached
         shape, fixed = self.shape, self.fixed
-        if fixed["recompute_layers"] is not None or self.runtime != "torch":
+        if fixed["recompute_layers"] is not None or self.runtime != "torch" or item.degrees.get("pp", 1) == 1:
             item.opt_cache[key] = 0
             return 0
         self.stats.memory_evaluations += 1
@@ -1244,14 +1256,25 @@ class Engine:
         ep = item.ep if shape.moe else 1
         ak = activation_knobs(tp, sp, cp, fixed["cp_flavour"], self.seq, self.space.micro[0], self.runtime,
                               ep, fixed["precision"])
-        kinds = [moe for moe, _ in self._layer_counts]
-        saved = [act.layer_activations(shape, ak, moe, recompute).saved for moe in kinds]
-        params = [layer_params(shape, tp, item.ep, moe) for moe in kinds]
+        # one layer of each kind as a chunk of its own: its saved activations and its working
+        # set, the least of the latter with and without the backward releasing (the schedules')
+        pieces = [[_chunk_activations(shape, ak, (1, False, False, shape.moe.index(moe) if shape.moe else 0),
+                                      recompute, None, True, released) for released in (True, False)]
+                  for moe, _ in self._layer_counts]
+        saved = [each[0].activations.saved for each in pieces]
+        working = [min(p.working for p in each) for each in pieces]
+        params = [layer_params(shape, tp, item.ep, moe) for moe, _ in self._layer_counts]
         n = -(-shape.layers // pp)
-        least = Params(n * min(p.linear for p in params), n * min(p.other for p in params),
-                       n * min(p.expert for p in params))
+        # of the busiest rank's n layers or more, at least n less the other kind's layers are of
+        # each kind; the rest of either kind
+        sure = [max(0, n - (shape.layers - count)) for _, count in self._layer_counts]
+        rest = n - sum(sure)
+        least = Params(*(sum(c * getattr(p, name) for c, p in zip(sure, params, strict=True))
+                         + rest * min(getattr(p, name) for p in params) for name in ("linear", "other", "expert")))
         k = self._knobs(item, schedule, v, self.space.micro[0], 1, sp, recompute)
-        busiest = n * min(saved) + self._least_states(item, k, least)
+        busiest = (sum(c * a for c, a in zip(sure, saved, strict=True)) + rest * min(saved)
+                   + max([w for c, w in zip(sure, working, strict=True) if c] or [min(working)])
+                   + self._least_states(item, k, least))
         whole = sum(count * s for (_, count), s in zip(self._layer_counts, saved, strict=True))
         whole += act.embedding_activations(shape, ak) + act.output_activations(
             shape, ak, padded_vocab(shape.vocab, tp, self.runtime))
