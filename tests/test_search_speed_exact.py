@@ -536,3 +536,44 @@ def test_the_pipelines_floor_is_at_most_the_family_floor_of_every_pipeline(name)
         sharp += floor >= 0.5 * min(families)
     pipelined = sum(1 for g in sample if g[0].degrees.get("pp", 1) > 1)
     assert checked > 40 and sharp >= pipelined // 2, (checked, sharp, pipelined)
+
+
+@pytest.mark.parametrize("path", ["specs/deepseek-v3-like.par", "specs/llama3-70b-search.par",
+                                  "specs/mixtral-8x7b-5d.par", "specs/gpt3-175b.par"])
+def test_rank_params_counted_by_layer_kind_are_the_per_layer_sums(path):
+    """`memory.model.rank_params` counts each rank's layers by kind (dense, MoE) and multiplies
+    one layer's parameters; over random chunkings (a written split too), every rank's layers'
+    parameters and its root (what is not a layer's) equal the per-layer sums, and the largest
+    layer is the one the rank's layers give."""
+    from parc.memory.inputs import shape_of
+    from parc.memory.model import rank_params
+    from parc.memory.parameters import Params, layer_params
+    from parc.pipeline import compile_path
+
+    shape = shape_of(compile_path(path, checks=False).plan)
+    rng = random.Random(path)
+    checked = 0
+    for _ in range(60):
+        schedule = rng.choice(["1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"])
+        pp = rng.choice([1, 2, 3, 4, 8])
+        v = 2 if schedule in ("zbv", "dualpipe-v") else (1 if schedule == "1f1b" else rng.choice([1, 2, 3]))
+        if shape.layers < pp * v:
+            continue
+        split = None
+        if pp * v > 1 and rng.random() < 0.3:
+            cuts = sorted(rng.sample(range(1, shape.layers), pp * v - 1))
+            split = tuple(b - a for a, b in zip([0, *cuts], [*cuts, shape.layers], strict=True))
+        tp, ep = rng.choice([1, 2, 8]), rng.choice([1, 2, 8]) if shape.moe else 1
+        for rp in rank_params(shape, tp, ep, pp, v, schedule, split, "torch"):
+            layered = Params()
+            for c in rp.chunks:
+                for layer in c.layer_range:
+                    layered += layer_params(shape, tp, ep, shape.is_moe(layer))
+            total = Params()
+            for p in rp.per_chunk:
+                total += p
+            assert rp.params == total
+            assert rp.root == Params(total.linear - layered.linear, total.other - layered.other,
+                                     total.expert - layered.expert), (schedule, pp, v, split, tp, ep)
+            checked += 1
+    assert checked > 100
