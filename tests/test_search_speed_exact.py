@@ -506,14 +506,16 @@ def test_the_pipelines_floor_is_at_most_the_family_floor_of_every_pipeline(name)
     cp, deepseek's dense first layers), it must be at most `_family_floor` of every valid
     pipeline of the group's degrees, sequence parallelism and recomputation, whose least is
     compared to the memory model's plain sums (each rank's first-backward floor plus its least
-    states, from `rank_params`) too."""
+    states, from `rank_params`) too: the family floor is kept per pipeline class
+    (`Engine._pipeline_class`: equal chunks and backward release), so this also proves that key
+    holds all the floor reads of the pipeline (and classes of several pipelines occur)."""
     from parc.memory.model import first_backward_floors, rank_params, rank_signatures
 
     engine, groups = _groups_of(BOUND_SPACES[name])
     rng = random.Random(name)
     deep = [g for g in groups if g[0].degrees.get("pp", 1) > 1]
     sample = rng.sample(deep, min(len(deep), 40)) + rng.sample(groups, min(len(groups), 20))
-    checked = sharp = 0
+    checked = sharp = shared = 0
     for item, _, _, micro, m, sp, recompute in sample:
         floor = engine._pipelines_floor((item, None, None, micro, m, sp, recompute))
         pp = item.degrees.get("pp", 1)
@@ -533,9 +535,11 @@ def test_the_pipelines_floor_is_at_most_the_family_floor_of_every_pipeline(name)
             families.append(family)
             checked += 1
         assert floor <= min(families), (name, item.degrees, item.ep, sp, recompute, floor, min(families))
+        shared += len(pipes) - len({engine._pipeline_class(pp, schedule, v) for schedule, v in pipes})
         sharp += floor >= 0.5 * min(families)
     pipelined = sum(1 for g in sample if g[0].degrees.get("pp", 1) > 1)
     assert checked > 40 and sharp >= pipelined // 2, (checked, sharp, pipelined)
+    assert shared > 0 or not pipelined
 
 
 @pytest.mark.parametrize("path", ["specs/deepseek-v3-like.par", "specs/llama3-70b-search.par",

@@ -63,10 +63,11 @@ from ..memory.model import (
     rank_activations,
     rank_params,
     rank_signatures,
+    released_backward,
     state_bytes,
     trim_caches,
 )
-from ..memory.parameters import Params, layer_params, padded_vocab
+from ..memory.parameters import Params, chunks_of, layer_params, padded_vocab
 from ..memory.schedules import weighted_peak
 from ..targets import runtime as target_runtime
 from ..timing import SCHEDULES
@@ -257,6 +258,8 @@ class Engine:
         self._layer_counts = tuple((moe, n) for moe, n in ((False, self.shape.layers - moe_layers),
                                                             (True, moe_layers)) if n)
         self._tp_problems: dict[int, str | None] = {}
+        self._pipe_classes: dict[tuple, int] = {}  # (pp, schedule, v) -> `_pipeline_class`
+        self._pipe_class_ids: dict[tuple, int] = {}
         self.pipe_sets = train.recompute_layers is None
         """Whether groups that differ only in their pipeline enter the scan as one set at
         `pipes_bound` (not with `full N`: its recomputed layers per rank follow the chunking)."""
@@ -1191,12 +1194,13 @@ class Engine:
         self._work(1)
         # the same group's floor as its family's when it has the smallest micro-batch (the
         # floor does not read the micro-batch count): computed once, counted as before
-        once = ("first", k.schedule, k.virtual_stages, k.micro_batch, k.sequence_parallel, k.recompute)
+        pipe = self._pipeline_class(k.pp, k.schedule, k.virtual_stages)  # all it reads of the pipeline
+        once = ("first", pipe, k.micro_batch, k.sequence_parallel, k.recompute)
         cached = item.opt_cache.get(once)
         if cached is not None:
             return cached
         held = first_backward_floors(self.shape, k)
-        key = ("ranks", k.schedule, k.virtual_stages)
+        key = ("ranks", pipe)
         ranks = item.opt_cache.get(key)
         if ranks is None:  # the distinct (chunk signatures, least states) pairs over the pp ranks
             states = self._states_floor(item, k)
@@ -1293,10 +1297,30 @@ class Engine:
         key = ("family", schedule, v, sp, recompute)
         cached = item.opt_cache.get(key)
         if cached is None:
-            micro = self.space.micro[0]
-            cached = item.opt_cache[key] = self._first_floor(
-                self._knobs(item, schedule, v, micro, 1, sp, recompute), item)
+            # shared by the pipelines of equal chunks and backward (`_pipeline_class`)
+            shared = ("family class", self._pipeline_class(item.degrees.get("pp", 1), schedule, v), sp, recompute)
+            cached = item.opt_cache.get(shared)
+            if cached is None:
+                micro = self.space.micro[0]
+                cached = item.opt_cache[shared] = self._first_floor(
+                    self._knobs(item, schedule, v, micro, 1, sp, recompute), item)
+            item.opt_cache[key] = cached
         return cached
+
+    def _pipeline_class(self, pp: int, schedule: str, v: int) -> int:
+        """What `_first_floor` reads of a pipeline, as a small number: its chunks (`chunks_of`:
+        the ranks' chunk signatures and parameters, hence their least states) and whether its
+        backward releases a micro-batch's tensors as it consumes them (`released_backward`: not
+        under a zero-bubble schedule). The first floor reads the schedule and the virtual stages
+        through these alone, so pipelines of one class share it: 1F1B and GPipe always, the
+        interleaved schedules of one virtual-stage count (tests/test_search_speed_exact.py)."""
+        key = (pp, schedule, v)
+        found = self._pipe_classes.get(key)
+        if found is None:
+            what = (chunks_of(self.shape.layers, pp, v, schedule, self.split, self.shape.tied),
+                    released_backward(schedule, pp))
+            found = self._pipe_classes[key] = self._pipe_class_ids.setdefault(what, len(self._pipe_class_ids))
+        return found
 
     def _quick_floor(self, k: Knobs, item: _Degrees) -> int:
         """A floor on the memory of every sharding of these knobs, cheaper than the memory
