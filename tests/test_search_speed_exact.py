@@ -581,3 +581,46 @@ def test_rank_params_counted_by_layer_kind_are_the_per_layer_sums(path):
                                      total.expert - layered.expert), (schedule, pp, v, split, tp, ep)
             checked += 1
     assert checked > 100
+
+
+def _reference_factorisations(space, allowed: dict | None):
+    """Every ordered factorisation of what the fixed degrees leave over the open axes, each
+    axis's divisors ascending, depth first (the recursive walk the engine's stack replaces)."""
+    rest = space.world
+    for d in space.fixed.values():
+        assert rest % d == 0
+        rest //= d
+    opened = space.open_axes
+
+    def walk(i, remaining, chosen):
+        ok = allowed.get(opened[i]) if allowed else None
+        if i == len(opened) - 1:
+            if ok is None or remaining in ok:
+                yield {**chosen, opened[i]: remaining}
+            return
+        for d in range(1, remaining + 1):
+            if remaining % d == 0 and (ok is None or d in ok):
+                yield from walk(i + 1, remaining // d, {**chosen, opened[i]: d})
+
+    for c in walk(0, rest, {}):
+        layout = {**space.fixed, **c}
+        yield tuple((a, layout[a]) for a in space.axes)
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_SPACES))
+def test_the_degree_walk_is_every_ordered_factorisation(name):
+    """`Engine._factorisations` walks the degree assignments with one stack of divisor iterators:
+    the same assignments in the same order (the groups' indices break ties) as the plain
+    recursive walk, with and without per-axis degree sets (the outer cluster search's)."""
+    from parc.search import engine as search_engine
+
+    engine, _ = _groups_of(BOUND_SPACES[name])
+    space = engine.space
+    ours = [(tuple(d.items()), ep) for d, ep in engine._factorisations()]
+    assert ours and len(set(ours)) == len(ours)
+    assert list(dict.fromkeys(d for d, _ in ours)) == list(_reference_factorisations(space, None))
+    rng = random.Random(name)
+    allowed = {a: frozenset(rng.sample(range(1, 65), 24)) for a in space.open_axes}
+    limited = search_engine.Engine(space, keep=1, degree_values=allowed)
+    assert list(dict.fromkeys(tuple(d.items()) for d, _ in limited._factorisations())) == \
+        list(_reference_factorisations(space, allowed))

@@ -278,26 +278,46 @@ class Engine:
         opened = space.open_axes
         allowed = [self.degree_values.get(a) if self.degree_values else None for a in opened]
 
-        def fill(i: int, remaining: int, chosen: dict):
-            if i == len(opened) - 1:
-                if allowed[i] is None or remaining in allowed[i]:
-                    yield {**chosen, opened[i]: remaining}
-                return
-            for d in _divisors(remaining):
-                if allowed[i] is not None and d not in allowed[i]:
+        # each assignment as one dict in the layout's axis order (the fixed degrees' values kept)
+        template = {a: space.fixed.get(a, 0) for a in space.axes}
+
+        def fill(remaining: int):
+            """Depth first, each axis's divisors ascending, the last axis taking what is left:
+            one generator frame with a stack of divisor iterators (a recursive generator passes
+            each of the hundred thousand assignments up through every level)."""
+            last = len(opened) - 1
+            chosen: dict = {}
+            rests, iters = [remaining] * (last + 1), [iter(_divisors(remaining))] * (last + 1)
+            level = 0
+            while level >= 0:
+                if level == last:
+                    if allowed[last] is None or rests[last] in allowed[last]:
+                        degrees = template.copy()
+                        degrees.update(chosen)
+                        degrees[opened[last]] = rests[last]
+                        yield degrees
+                    level -= 1
                     continue
-                chosen[opened[i]] = d
-                yield from fill(i + 1, remaining // d, chosen)
-            chosen.pop(opened[i], None)
+                for d in iters[level]:
+                    if allowed[level] is not None and d not in allowed[level]:
+                        continue
+                    chosen[opened[level]] = d
+                    level += 1
+                    rests[level] = rests[level - 1] // d
+                    if level < last:
+                        iters[level] = iter(_divisors(rests[level]))
+                    break
+                else:
+                    chosen.pop(opened[level], None)
+                    level -= 1
 
         if not opened:
             if rest != 1:
                 return
-            layouts = [dict(space.fixed)]
+            layouts = [{a: space.fixed[a] for a in space.axes}]
         else:
-            layouts = ({**space.fixed, **c} for c in fill(0, rest, {}))
-        for layout in layouts:
-            degrees = {a: layout[a] for a in space.axes}
+            layouts = fill(rest)
+        for degrees in layouts:
             if space.ep_open:
                 folded = math.prod(degrees[a] for a in space.ep_fold)
                 for ep in _divisors(folded):
@@ -1074,14 +1094,15 @@ class Engine:
             if self.progress is not None and done % 64 == 0:
                 self.progress(total + done, 2 * total)
             threshold = self._evaluate(groups[i], refined, threshold)
-        sizes: dict[int, int] = {}  # per degrees (`_group_size` reads them only)
+        sizes: dict[int, int] = {}  # per degrees (`_group_size` reads them only; a set's groups share them)
+        bounded = 0
         for _, i, refined in queue:
-            for j in (members[i] if refined is PIPES else (i,)):
-                item = groups[j][0]
-                size = sizes.get(item.index)
-                if size is None:
-                    size = sizes[item.index] = self._group_size(groups[j])
-                stats.bounded += size
+            item = groups[i][0]
+            size = sizes.get(item.index)
+            if size is None:
+                size = sizes[item.index] = self._group_size(groups[i])
+            bounded += size * len(members[i]) if refined is PIPES else size
+        stats.bounded += bounded
         if not self.best:  # "each needs at least": the least of their own floors, as without families
             for group in unnoted:
                 self._note_smallest(self._quick_floor(self._knobs(*group), group[0]))
