@@ -624,3 +624,35 @@ def test_the_degree_walk_is_every_ordered_factorisation(name):
     limited = search_engine.Engine(space, keep=1, degree_values=allowed)
     assert list(dict.fromkeys(tuple(d.items()) for d, _ in limited._factorisations())) == \
         list(_reference_factorisations(space, allowed))
+
+
+def test_walked_peak_is_the_weighted_walks_largest_sum():
+    """`engine.walked_peak` keeps each walk's undominated moments per class of alike chunks and
+    weighs them per layout: over random schedules, pipelines, micro-batch counts, ranks and
+    chunk weights (few distinct values, so chunks share classes; zeros too), its value is
+    `schedules.weighted_peak`'s, which walks every action."""
+    from parc.memory.schedules import weighted_peak
+    from parc.search.engine import walked_peak
+
+    rng = random.Random(18)
+    checked = 0
+    for _ in range(400):
+        schedule = rng.choice(["gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"])
+        pp = rng.choice([1, 2, 3, 4, 6, 8])
+        if schedule in ("zbv", "dualpipe-v"):
+            v = 2
+        elif schedule in ("interleaved-1f1b", "interleaved-zb"):
+            v = rng.choice([1, 2, 3, 4])
+        else:
+            v = 1
+        m = rng.choice([pp, pp + 1, 2 * pp, 3 * pp + 1, 8 * pp, 40])
+        if schedule in ("interleaved-1f1b", "interleaved-zb") and m % pp:
+            continue
+        rank = rng.randrange(pp)
+        values = [rng.randrange(0, 10**9) for _ in range(3)] + [0]
+        saved = tuple(rng.choice(values) for _ in range(v))
+        pending = tuple(rng.choice(values) for _ in range(v))
+        assert walked_peak(schedule, pp, v, m, rank, saved, pending) == \
+            weighted_peak(schedule, pp, v, m, rank, saved, pending)[0], (schedule, pp, v, m, rank, saved, pending)
+        checked += 1
+    assert checked > 200
