@@ -1065,7 +1065,15 @@ class Engine:
                 heapq.heappush(queue, (lower, i, refined))
                 break
             if refined is PIPES:  # its groups enter at their own bounds, those that fit
-                for j in members.pop(i):
+                indices = members.pop(i)
+                item, _, _, _, _, sp, recompute = groups[i]
+                floor = item.opt_cache.get(("pipelines", sp, recompute)) if self.runtime == "torch" else None
+                if floor is not None and floor > self.usable:
+                    # all out at once: the pipelines' floor is under each one's family floor
+                    stats.out_of_memory += self._group_size(groups[i]) * len(indices)
+                    unnoted.extend(groups[j] for j in indices)
+                    continue
+                for j in indices:
                     if self._family_out_of_memory(groups[j], unnoted):
                         continue
                     heapq.heappush(queue, (self.quick_bound(*groups[j]), j, COARSE))
