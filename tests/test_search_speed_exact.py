@@ -629,8 +629,9 @@ def test_the_degree_walk_is_every_ordered_factorisation(name):
 def test_walked_peak_is_the_weighted_walks_largest_sum():
     """`engine.walked_peak` keeps each walk's undominated moments per class of alike chunks and
     weighs them per layout: over random schedules, pipelines, micro-batch counts, ranks and
-    chunk weights (few distinct values, so chunks share classes; zeros too), its value is
-    `schedules.weighted_peak`'s, which walks every action."""
+    chunk weights (few distinct values, so chunks share classes; zeros too), each walk asked
+    for four times at other weights of the same classes (the kept moments answer from the
+    third), its value is `schedules.weighted_peak`'s, which walks every action."""
     from parc.memory.schedules import weighted_peak
     from parc.search.engine import walked_peak
 
@@ -652,7 +653,11 @@ def test_walked_peak_is_the_weighted_walks_largest_sum():
         values = [rng.randrange(0, 10**9) for _ in range(3)] + [0]
         saved = tuple(rng.choice(values) for _ in range(v))
         pending = tuple(rng.choice(values) for _ in range(v))
-        assert walked_peak(schedule, pp, v, m, rank, saved, pending) == \
-            weighted_peak(schedule, pp, v, m, rank, saved, pending)[0], (schedule, pp, v, m, rank, saved, pending)
+        # the first two requests of a walk are walked, the later ones weigh its kept moments:
+        # the same classes at other weights (each value moved alike) reach those
+        for shift in (0, 7, 3**20, 11):
+            moved = tuple(x + shift for x in saved), tuple(x + 2 * shift for x in pending)
+            assert walked_peak(schedule, pp, v, m, rank, *moved) == \
+                weighted_peak(schedule, pp, v, m, rank, *moved)[0], (schedule, pp, v, m, rank, moved)
         checked += 1
     assert checked > 200

@@ -1411,8 +1411,8 @@ def is_single_rank(k: Knobs, moe: bool) -> bool:
     return k.dense_replicas == 1 and (k.expert_replicas == 1 or not moe)
 
 
-_REDUCED: dict[tuple, tuple[tuple[int, ...], ...]] = {}
-"""`walked_peak`'s states per walk and chunk classes."""
+_REDUCED: dict[tuple, tuple[tuple[int, ...], ...] | int] = {}
+"""`walked_peak`'s states per walk and chunk classes (or how often it was walked, the first two times)."""
 
 
 def walked_peak(schedule: str, pp: int, v: int, m: int, rank: int, saved: tuple[int, ...],
@@ -1423,7 +1423,8 @@ def walked_peak(schedule: str, pp: int, v: int, m: int, rank: int, saved: tuple[
     class of such chunks, are kept once per walk and classes (`_reduced_states`, only those no
     other moment has at least as many of in every class: the weights are not negative), and
     each layout takes the largest weighted sum over them. Search's floors ask it of thousands of
-    layouts that share a few hundred walks (tests/test_search_speed_exact.py holds it equal to
+    layouts that share a few hundred walks; keeping the moments costs a few walks, so a walk is
+    kept from its third request on (tests/test_search_speed_exact.py holds it equal to
     `weighted_peak`'s)."""
     if schedule == "gpipe" and pp > 1:  # `weighted_peak`'s closed forms
         return m * saved[0]
@@ -1435,9 +1436,12 @@ def walked_peak(schedule: str, pp: int, v: int, m: int, rank: int, saved: tuple[
     labels = tuple(classes.setdefault(pair, len(classes)) for pair in zip(saved, pending, strict=True))
     key = (schedule, pp, v, walk_microbatches(schedule, pp, m), rank, labels)
     states = _REDUCED.get(key)
-    if states is None:
+    if states is None or states.__class__ is int:  # a walk asked for at most twice is walked
         if len(_REDUCED) > 8192:
             _REDUCED.clear()
+        if (states or 0) < 2:
+            _REDUCED[key] = (states or 0) + 1
+            return weighted_peak(schedule, pp, v, m, rank, saved, pending)[0]
         states = _REDUCED[key] = _reduced_states(key, len(classes))
     weights = [w for pair in classes for w in pair]
     return max(sum(c * w for c, w in zip(state, weights)) for state in states)
