@@ -606,6 +606,111 @@ distinct shapes), which this round left alone. The other rows spend their time i
 floors, the data-parallel tails and, for the 983,040-GPU space, listing its groups: the leads
 above stand.
 
+Issue 18's fifth speed round (2026-12-02) made the memory floors that reject most of a large
+space's groups cheaper to reach, and the walks under them cheaper; each change is exact (the
+floor is a floor, each closed form equals what it replaces) and tested in
+tests/test_search_speed_exact.py:
+
+- **The pipelines' floor** (`Engine._pipelines_floor`), one per degrees, sequence parallelism
+  and recomputation, under the family floor of every pipeline (schedule, virtual stages) of
+  them, so one computation rejects all of a layout's pipelines and micro-batches at once.
+  Whatever the chunking, some rank holds at least n = ceil(layers / pp) layers, of which at
+  least n less the other kind's layers are dense or MoE: at least their saved activations, a
+  working set of a layer it surely holds, and the least model states over the shardings of
+  their parameters (the states never decrease as the parameters grow); and the ranks' saved
+  activations add up to the whole model's, so the largest is at least their mean. A set of
+  pipelines known not to fit is counted out at once. Tested: at most each valid pipeline's
+  family floor over random groups of four spaces (dense, MoE with ep over dp x cp, deepseek's
+  dense first layers, cp's all-to-all), and at least half of the least of them on the
+  pipelined groups. On the 983,040-GPU space the 98,822 family-floor checks of the groups that
+  come out of the queue now compute 3,300 family floors (the rest are answered by a pipelines'
+  floor or a class's floor already known); memory evaluations, every floor counted: 23,112
+  before, 12,560 now.
+- **The family floor per pipeline class** (`Engine._pipeline_class`): what the first floor
+  reads of a pipeline is its chunks (`chunks_of`: the ranks' chunk signatures and parameters)
+  and whether its backward releases a micro-batch's tensors (not under a zero-bubble
+  schedule), so pipelines of equal chunks and release share it (1F1B and GPipe; interleaved
+  schedules of one v). Tested: every family floor handed out equals the memory model's plain
+  sums for its own pipeline (a key without the release fails it), and classes of several
+  pipelines occur.
+- **The last and first ranks' walk** (`walked_peak`, the quick floor's
+  `schedules.weighted_peak`): chunks of equal (saved, pending) weigh alike, so a walk's
+  moments counted per class of such chunks are kept once per walk and classes (only the
+  undominated ones: the weights are not negative) and each layout takes the largest weighted
+  sum over them, where it walked every action per layout (the 983,040-GPU space asks 4,797
+  of them of about 200 distinct walks). Keeping the moments costs a few walks, so a walk's are
+  kept from its third request on. Tested equal to `weighted_peak` over 400 random walks, each
+  asked four times at other weights of the same classes.
+- **`memory.model.rank_params`** counts a rank's layers by kind and multiplies one layer's
+  parameters (it summed 120 `Params` per deep rank); tested equal to the per-layer sums over
+  random chunkings and written splits of four models.
+- **The degree walk** in one generator frame with a stack of divisor iterators, each
+  assignment built once as a dict in axis order (it built three dicts and passed each of the
+  983,040-GPU space's 121,126 assignments up a five-deep chain of generators); tested to give
+  the same assignments in the same order as the plain recursive walk, with and without the
+  outer cluster search's per-axis degree sets.
+
+Every answer is the one before this round, to the last bit: the top 10 of all fourteen rows of
+the table (steps, fast-path steps, peaks, values, marks, why each lost, the runner-up to
+benchmark first) compared before and after, the cluster questions' answers and the cluster
+golden files byte-identical. Only the counts of memory evaluations and pipeline-rank work
+moved (fewer floors, one more for each pipelines' floor computed): three search goldens' count
+lines and the benchmark paragraph above. CPU seconds of one cold search, paired (the tree before this round and after
+it alternating in fresh processes, best of 2 runs in each of 3 rounds; the range over the
+rounds' bests in brackets), on the shared 2-core machine at a load average of 1.4 to 1.5 (12:07 to 12:13 UTC):
+
+| spec | memory evaluations before / now | CPU s before / now (range) | faster |
+|---|--:|--:|--:|
+| deepseek-v3-like.par, every hole | 616 / 616 | 1.20 / 1.01 (1.20-1.32 / 1.01-1.26) | 1.2x |
+| gpt3-175b.par, every hole | 4,695 / 3,843 | 1.27 / 1.12 (1.27-1.78 / 1.12-1.66) | 1.1x |
+| Llama 3 405B with 120 layers, 983,040 H100 | 23,112 / 12,560 | 4.67 / 3.37 (4.67-5.11 / 3.37-3.96) | 1.4x |
+| Llama 3 405B, 16,384 H100 (the target) | 1,942 / 721 | 0.45 / 0.23 (0.45-0.49 / 0.23-0.39) | 2.0x |
+| llama3-405b-128k.par, every hole | 194 / 62 | 0.14 / 0.09 (0.14-0.21 / 0.09-0.16) | 1.5x |
+| llama3-405b.par, every hole | 1,942 / 721 | 0.37 / 0.26 (0.37-0.49 / 0.26-0.35) | 1.4x |
+| specs/llama3-70b-search.par, 1,024 H100 | 52 / 53 | 0.04 / 0.03 (0.04-0.04 / 0.03-0.05) |  |
+| llama3-70b-search.par, every hole | 3,114 / 2,923 | 1.03 / 0.97 (1.03-1.39 / 0.97-1.08) | 1.1x |
+| llama3-70b-torchtitan.par, every hole | 1,565 / 1,553 | 0.48 / 0.44 (0.48-0.58 / 0.44-0.67) | 1.1x |
+| Megatron 1T, 16,384 H100 (deep pipelines) | 6,345 / 2,343 | 2.38 / 1.61 (2.38-2.63 / 1.61-1.97) | 1.5x |
+| megatron-1t.par, every hole | 3,476 / 1,338 | 1.11 / 1.06 (1.11-1.46 / 1.06-1.32) | 1.0x |
+| Mixtral 8x7B, 16,384 H100, ep over dp x cp | 3,871 / 3,351 | 1.69 / 1.37 (1.69-1.93 / 1.37-1.71) | 1.2x |
+| mixtral-8x7b-5d.par, every hole | 2,367 / 2,331 | 1.02 / 1.06 (1.02-1.36 / 1.06-1.25) | 1.0x |
+| tiny.par, every hole | 0 / 0 | 0.01 / 0.01 (0.01-0.01 / 0.01-0.01) |  |
+
+The cluster questions (cold `search_cluster`, the same pairs):
+
+| cluster question | CPU s before / now (range) |
+|---|--:|
+| llama3-405b every hole open, nodes ? (1-16,384), deadline 120 days | 2.21 / 1.72 (2.21-2.81 / 1.72-1.97) |
+| llama3-405b every hole open, nodes ? (1-16,384), deadline 120 days, objective cost | 4.53 / 3.56 (4.53-4.59 / 3.56-3.70) |
+| llama3-405b every hole open, nodes ? (1-16,384), deadline 120 days, objective time | 2.35 / 1.79 (2.35-2.69 / 1.79-2.05) |
+| llama3-70b-search.par, nodes ? (1-16,384), deadline 90 days | 0.04 / 0.04 (0.04-0.06 / 0.04-0.07) |
+| llama3-8b tp 8 x pp 2 x dp ?, gpu ? in [h100-sxm, a100-80gb], nodes ? (1-16,384), objective cost | 0.06 / 0.07 (0.06-0.11 / 0.07-0.10) |
+
+At this load the targets are met by the Llama 3 405B rows, llama3-70b-search.par (0.97 s),
+llama3-70b-torchtitan, the 1,024-GPU llama3-70b-search space and tiny, and by every cluster
+question (the cost question 3.56 s); not, or only at the margin, by deepseek-v3-like.par (1.01
+s), megatron-1t.par (1.06 s), mixtral-8x7b-5d.par (1.06 s) and gpt3-175b.par (1.12 s); the
+benchmark's Mixtral and Megatron 1T rows take 1.37 and 1.61 s and the 983,040-GPU space 3.37 s
+against 2 s. Earlier pairs the same day at a load of 2 to 5 measured the same direction with
+more spread (983,040 GPUs: 4.10-4.59 / 2.91-2.96; megatron-1t.par 1.18-1.26 / 0.95-0.98;
+Megatron 1T 2.07-2.20 / 1.60-1.72; the cost question 3.74-3.84 / 3.42-4.09), and on
+deepseek-v3-like, gpt3-175b, llama3-70b-search and mixtral-8x7b-5d pairs that favoured either
+tree by up to 15 %: this round's changes act on the memory floors of layouts that do not fit,
+which those four spaces have few of (gpt3-175b: the pipelines' floor rejects 40 of about 340
+layouts it is tried on; mixtral-8x7b-5d none), so there they are within the noise.
+
+Where the rest goes (cProfile, after this round): in the 983,040-GPU space, listing its 301,329
+groups and bounding them (the enumeration and the scan's own loop, a third; the bounds' rank
+sums, `_loads`, a sixth) and the family and first floors of the layouts the pipelines' floor
+does not reject (a sixth); in deepseek-v3-like, the computation-only bounds' MoE layer work per
+ep (`timing.layer_work`, about 30 %, in the time model's MoE path, not changed here); in
+gpt3-175b and llama3-70b-search, the per-sharding data-parallel tails of the groups that come
+out (`refine`, a quarter to a third) and the floors of the layouts that fit. Not attempted this
+round: building a layout's groups only when its set comes out, the MoE layer work per ep, and
+sharing "does not fit" across the cluster sizes of the cost question (it needs the
+monotonicity in dp proved first; the pipelines' floor is shared by no two sizes, since the least
+states read dp).
+
 **A wrong answer, fixed.** Two slips made the bound's data-parallel tail of MoE ranks exceed
 their true step, so the scan could drop a better layout: `_best_links` took the expert set's
 group without tp (`Geometry.expert`), where torch's runtime, and `timing.rank_steps`, reduce the

@@ -497,3 +497,167 @@ def test_lazy_hashes_and_fast_replace_are_the_plain_ones():
     assert checked
     with pytest.raises(TypeError):  # an unknown field is refused as `dataclasses.replace` refuses it
         replaced(timing.Work(), no_such_field=1.0)
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_SPACES))
+def test_the_pipelines_floor_is_at_most_the_family_floor_of_every_pipeline(name):
+    """`Engine._pipelines_floor` rejects a group of any (schedule, virtual stages) before its
+    family's floor is computed: over random groups of four spaces (dense, MoE with ep over dp x
+    cp, deepseek's dense first layers), it must be at most `_family_floor` of every valid
+    pipeline of the group's degrees, sequence parallelism and recomputation, whose least is
+    compared to the memory model's plain sums (each rank's first-backward floor plus its least
+    states, from `rank_params`) too: the family floor is kept per pipeline class
+    (`Engine._pipeline_class`: equal chunks and backward release), so this also proves that key
+    holds all the floor reads of the pipeline (and classes of several pipelines occur)."""
+    from parc.memory.model import first_backward_floors, rank_params, rank_signatures
+
+    engine, groups = _groups_of(BOUND_SPACES[name])
+    rng = random.Random(name)
+    deep = [g for g in groups if g[0].degrees.get("pp", 1) > 1]
+    sample = rng.sample(deep, min(len(deep), 40)) + rng.sample(groups, min(len(groups), 20))
+    checked = sharp = shared = 0
+    for item, _, _, micro, m, sp, recompute in sample:
+        floor = engine._pipelines_floor((item, None, None, micro, m, sp, recompute))
+        pp = item.degrees.get("pp", 1)
+        assert (floor > 0) == (pp > 1)  # without pipelining, the family floor alone
+        pipes = engine._pipelines(pp)[0]
+        assert pipes
+        families = []
+        for schedule, v in pipes:
+            family = engine._family_floor((item, schedule, v, micro, m, sp, recompute))
+            k = engine._knobs(item, schedule, v, engine.space.micro[0], m, sp, recompute)
+            held = first_backward_floors(engine.shape, k)
+            params = rank_params(engine.shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)
+            plain = max(held[mine] + engine._least_states(item, k, rp.params)
+                        for mine, rp in zip(rank_signatures(engine.shape, k.pp, v, schedule, k.split), params,
+                                            strict=True))
+            assert family == plain, (item.degrees, schedule, v)
+            families.append(family)
+            checked += 1
+        assert floor <= min(families), (name, item.degrees, item.ep, sp, recompute, floor, min(families))
+        shared += len(pipes) - len({engine._pipeline_class(pp, schedule, v) for schedule, v in pipes})
+        sharp += floor >= 0.5 * min(families)
+    pipelined = sum(1 for g in sample if g[0].degrees.get("pp", 1) > 1)
+    assert checked > 40 and sharp >= pipelined // 2, (checked, sharp, pipelined)
+    assert shared > 0 or not pipelined
+
+
+@pytest.mark.parametrize("path", ["specs/deepseek-v3-like.par", "specs/llama3-70b-search.par",
+                                  "specs/mixtral-8x7b-5d.par", "specs/gpt3-175b.par"])
+def test_rank_params_counted_by_layer_kind_are_the_per_layer_sums(path):
+    """`memory.model.rank_params` counts each rank's layers by kind (dense, MoE) and multiplies
+    one layer's parameters; over random chunkings (a written split too), every rank's layers'
+    parameters and its root (what is not a layer's) equal the per-layer sums, and the largest
+    layer is the one the rank's layers give."""
+    from parc.memory.inputs import shape_of
+    from parc.memory.model import rank_params
+    from parc.memory.parameters import Params, layer_params
+    from parc.pipeline import compile_path
+
+    shape = shape_of(compile_path(path, checks=False).plan)
+    rng = random.Random(path)
+    checked = 0
+    for _ in range(60):
+        schedule = rng.choice(["1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"])
+        pp = rng.choice([1, 2, 3, 4, 8])
+        v = 2 if schedule in ("zbv", "dualpipe-v") else (1 if schedule == "1f1b" else rng.choice([1, 2, 3]))
+        if shape.layers < pp * v:
+            continue
+        split = None
+        if pp * v > 1 and rng.random() < 0.3:
+            cuts = sorted(rng.sample(range(1, shape.layers), pp * v - 1))
+            split = tuple(b - a for a, b in zip([0, *cuts], [*cuts, shape.layers], strict=True))
+        tp, ep = rng.choice([1, 2, 8]), rng.choice([1, 2, 8]) if shape.moe else 1
+        for rp in rank_params(shape, tp, ep, pp, v, schedule, split, "torch"):
+            layered = Params()
+            for c in rp.chunks:
+                for layer in c.layer_range:
+                    layered += layer_params(shape, tp, ep, shape.is_moe(layer))
+            total = Params()
+            for p in rp.per_chunk:
+                total += p
+            assert rp.params == total
+            assert rp.root == Params(total.linear - layered.linear, total.other - layered.other,
+                                     total.expert - layered.expert), (schedule, pp, v, split, tp, ep)
+            checked += 1
+    assert checked > 100
+
+
+def _reference_factorisations(space, allowed: dict | None):
+    """Every ordered factorisation of what the fixed degrees leave over the open axes, each
+    axis's divisors ascending, depth first (the recursive walk the engine's stack replaces)."""
+    rest = space.world
+    for d in space.fixed.values():
+        assert rest % d == 0
+        rest //= d
+    opened = space.open_axes
+
+    def walk(i, remaining, chosen):
+        ok = allowed.get(opened[i]) if allowed else None
+        if i == len(opened) - 1:
+            if ok is None or remaining in ok:
+                yield {**chosen, opened[i]: remaining}
+            return
+        for d in range(1, remaining + 1):
+            if remaining % d == 0 and (ok is None or d in ok):
+                yield from walk(i + 1, remaining // d, {**chosen, opened[i]: d})
+
+    for c in walk(0, rest, {}):
+        layout = {**space.fixed, **c}
+        yield tuple((a, layout[a]) for a in space.axes)
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_SPACES))
+def test_the_degree_walk_is_every_ordered_factorisation(name):
+    """`Engine._factorisations` walks the degree assignments with one stack of divisor iterators:
+    the same assignments in the same order (the groups' indices break ties) as the plain
+    recursive walk, with and without per-axis degree sets (the outer cluster search's)."""
+    from parc.search import engine as search_engine
+
+    engine, _ = _groups_of(BOUND_SPACES[name])
+    space = engine.space
+    ours = [(tuple(d.items()), ep) for d, ep in engine._factorisations()]
+    assert ours and len(set(ours)) == len(ours)
+    assert list(dict.fromkeys(d for d, _ in ours)) == list(_reference_factorisations(space, None))
+    rng = random.Random(name)
+    allowed = {a: frozenset(rng.sample(range(1, 65), 24)) for a in space.open_axes}
+    limited = search_engine.Engine(space, keep=1, degree_values=allowed)
+    assert list(dict.fromkeys(tuple(d.items()) for d, _ in limited._factorisations())) == \
+        list(_reference_factorisations(space, allowed))
+
+
+def test_walked_peak_is_the_weighted_walks_largest_sum():
+    """`engine.walked_peak` keeps each walk's undominated moments per class of alike chunks and
+    weighs them per layout: over random schedules, pipelines, micro-batch counts, ranks and
+    chunk weights (few distinct values, so chunks share classes; zeros too), each walk asked
+    for four times at other weights of the same classes (the kept moments answer from the
+    third), its value is `schedules.weighted_peak`'s, which walks every action."""
+    from parc.memory.schedules import weighted_peak
+    from parc.search.engine import walked_peak
+
+    rng = random.Random(18)
+    checked = 0
+    for _ in range(400):
+        schedule = rng.choice(["gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"])
+        pp = rng.choice([1, 2, 3, 4, 6, 8])
+        if schedule in ("zbv", "dualpipe-v"):
+            v = 2
+        elif schedule in ("interleaved-1f1b", "interleaved-zb"):
+            v = rng.choice([1, 2, 3, 4])
+        else:
+            v = 1
+        m = rng.choice([pp, pp + 1, 2 * pp, 3 * pp + 1, 8 * pp, 40])
+        if schedule in ("interleaved-1f1b", "interleaved-zb") and m % pp:
+            continue
+        rank = rng.randrange(pp)
+        values = [rng.randrange(0, 10**9) for _ in range(3)] + [0]
+        saved = tuple(rng.choice(values) for _ in range(v))
+        pending = tuple(rng.choice(values) for _ in range(v))
+        # the first two requests of a walk are walked, the later ones weigh its kept moments:
+        # the same classes at other weights (each value moved alike) reach those
+        for shift in (0, 7, 3**20, 11):
+            moved = tuple(x + shift for x in saved), tuple(x + 2 * shift for x in pending)
+            assert walked_peak(schedule, pp, v, m, rank, *moved) == \
+                weighted_peak(schedule, pp, v, m, rank, *moved)[0], (schedule, pp, v, m, rank, moved)
+        checked += 1
+    assert checked > 200

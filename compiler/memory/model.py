@@ -188,10 +188,14 @@ def rank_params(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str,
         total = Params()
         for p in per_chunk:
             total += p
+        # the layers' own parameters, by kind (a layer's depend on its kind only): counted, not
+        # summed layer by layer (the same integers)
+        moe = sum(shape.moe[c.first_layer:c.first_layer + c.layers].count(True) for c in mine) if shape.moe else 0
         layered = Params()
-        for c in mine:
-            for layer in c.layer_range:
-                layered += layer_params(shape, tp, ep, shape.is_moe(layer))
+        for is_moe, count in ((False, sum(c.layers for c in mine) - moe), (True, moe)):
+            if count:
+                p = layer_params(shape, tp, ep, is_moe)
+                layered += Params(p.linear * count, p.other * count, p.expert * count)
         out.append(RankParams(chunks=mine, params=total, per_chunk=per_chunk,
                               layers=sum(c.layers for c in mine), output=any(c.output for c in mine),
                               largest_layer=largest_layer(shape, tp, ep, mine),

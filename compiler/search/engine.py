@@ -52,20 +52,24 @@ from ..calibration import DEFAULT
 from ..checks import predicates as rules
 from ..memory import MAX_CHUNKS
 from ..memory.buffers import reserve_bytes
+from ..memory import activations as act
 from ..memory.inputs import Knobs, model_code, shape_of
 from ..memory.model import (
     activation_floors,
+    _chunk_activations,
+    activation_knobs,
     cached_logits_bytes,
     first_backward_floors,
     peak,
     rank_activations,
     rank_params,
     rank_signatures,
+    released_backward,
     state_bytes,
     trim_caches,
 )
-from ..memory.parameters import padded_vocab
-from ..memory.schedules import weighted_peak
+from ..memory.parameters import Params, chunks_of, layer_params, padded_vocab
+from ..memory.schedules import B, F, I, _walked_actions, walk_microbatches, weighted_peak
 from ..targets import runtime as target_runtime
 from ..timing import SCHEDULES
 from .space import RECOMPUTE, SEQUENCE_PARALLEL, SHARDING, Assignment, Space, canonical_key
@@ -256,6 +260,8 @@ class Engine:
         self._layer_counts = tuple((moe, n) for moe, n in ((False, self.shape.layers - moe_layers),
                                                             (True, moe_layers)) if n)
         self._tp_problems: dict[int, str | None] = {}
+        self._pipe_classes: dict[tuple, int] = {}  # (pp, schedule, v) -> `_pipeline_class`
+        self._pipe_class_ids: dict[tuple, int] = {}
         self.pipe_sets = train.recompute_layers is None
         """Whether groups that differ only in their pipeline enter the scan as one set at
         `pipes_bound` (not with `full N`: its recomputed layers per rank follow the chunking)."""
@@ -274,26 +280,46 @@ class Engine:
         opened = space.open_axes
         allowed = [self.degree_values.get(a) if self.degree_values else None for a in opened]
 
-        def fill(i: int, remaining: int, chosen: dict):
-            if i == len(opened) - 1:
-                if allowed[i] is None or remaining in allowed[i]:
-                    yield {**chosen, opened[i]: remaining}
-                return
-            for d in _divisors(remaining):
-                if allowed[i] is not None and d not in allowed[i]:
+        # each assignment as one dict in the layout's axis order (the fixed degrees' values kept)
+        template = {a: space.fixed.get(a, 0) for a in space.axes}
+
+        def fill(remaining: int):
+            """Depth first, each axis's divisors ascending, the last axis taking what is left:
+            one generator frame with a stack of divisor iterators (a recursive generator passes
+            each of the hundred thousand assignments up through every level)."""
+            last = len(opened) - 1
+            chosen: dict = {}
+            rests, iters = [remaining] * (last + 1), [iter(_divisors(remaining))] * (last + 1)
+            level = 0
+            while level >= 0:
+                if level == last:
+                    if allowed[last] is None or rests[last] in allowed[last]:
+                        degrees = template.copy()
+                        degrees.update(chosen)
+                        degrees[opened[last]] = rests[last]
+                        yield degrees
+                    level -= 1
                     continue
-                chosen[opened[i]] = d
-                yield from fill(i + 1, remaining // d, chosen)
-            chosen.pop(opened[i], None)
+                for d in iters[level]:
+                    if allowed[level] is not None and d not in allowed[level]:
+                        continue
+                    chosen[opened[level]] = d
+                    level += 1
+                    rests[level] = rests[level - 1] // d
+                    if level < last:
+                        iters[level] = iter(_divisors(rests[level]))
+                    break
+                else:
+                    chosen.pop(opened[level], None)
+                    level -= 1
 
         if not opened:
             if rest != 1:
                 return
-            layouts = [dict(space.fixed)]
+            layouts = [{a: space.fixed[a] for a in space.axes}]
         else:
-            layouts = ({**space.fixed, **c} for c in fill(0, rest, {}))
-        for layout in layouts:
-            degrees = {a: layout[a] for a in space.axes}
+            layouts = fill(rest)
+        for degrees in layouts:
             if space.ep_open:
                 folded = math.prod(degrees[a] for a in space.ep_fold)
                 for ep in _divisors(folded):
@@ -1042,7 +1068,15 @@ class Engine:
                 heapq.heappush(queue, (lower, i, refined))
                 break
             if refined is PIPES:  # its groups enter at their own bounds, those that fit
-                for j in members.pop(i):
+                indices = members.pop(i)
+                item, _, _, _, _, sp, recompute = groups[i]
+                floor = item.opt_cache.get(("pipelines", sp, recompute)) if self.runtime == "torch" else None
+                if floor is not None and floor > self.usable:
+                    # all out at once: the pipelines' floor is under each one's family floor
+                    stats.out_of_memory += self._group_size(groups[i]) * len(indices)
+                    unnoted.extend(groups[j] for j in indices)
+                    continue
+                for j in indices:
                     if self._family_out_of_memory(groups[j], unnoted):
                         continue
                     heapq.heappush(queue, (self.quick_bound(*groups[j]), j, COARSE))
@@ -1071,14 +1105,15 @@ class Engine:
             if self.progress is not None and done % 64 == 0:
                 self.progress(total + done, 2 * total)
             threshold = self._evaluate(groups[i], refined, threshold)
-        sizes: dict[int, int] = {}  # per degrees (`_group_size` reads them only)
+        sizes: dict[int, int] = {}  # per degrees (`_group_size` reads them only; a set's groups share them)
+        bounded = 0
         for _, i, refined in queue:
-            for j in (members[i] if refined is PIPES else (i,)):
-                item = groups[j][0]
-                size = sizes.get(item.index)
-                if size is None:
-                    size = sizes[item.index] = self._group_size(groups[j])
-                stats.bounded += size
+            item = groups[i][0]
+            size = sizes.get(item.index)
+            if size is None:
+                size = sizes[item.index] = self._group_size(groups[i])
+            bounded += size * len(members[i]) if refined is PIPES else size
+        stats.bounded += bounded
         if not self.best:  # "each needs at least": the least of their own floors, as without families
             for group in unnoted:
                 self._note_smallest(self._quick_floor(self._knobs(*group), group[0]))
@@ -1161,19 +1196,26 @@ class Engine:
         cached = item.opt_cache.get(key)
         if cached is None:
             params = rank_params(self.shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)
-            knobs = None
-            # ranks holding the same parameters hold the same states, in every pipeline of these
-            # degrees (`state_bytes` reads the parameters, the sharding and its groups, pp, the
-            # optimizer and the precision): one least per parameters, kept with the degrees
-            least = item.opt_cache.setdefault("least states", {})
-            for rp in params:
-                if rp.params not in least:
-                    if knobs is None:
-                        knobs = [self._with_sharding(k, *s) for s in self._group_shardings(item, k)]
-                        groups = [(ks.dense_shard_group, ks.expert_shard_group) if ks.sharding != "none" else (1, 1)
-                                  for ks in knobs]
-                    least[rp.params] = min(state_bytes(rp.params, ks, g) for ks, g in zip(knobs, groups, strict=True))
-            cached = item.opt_cache[key] = tuple(least[rp.params] for rp in params)
+            cached = item.opt_cache[key] = tuple(self._least_states(item, k, rp.params) for rp in params)
+        return cached
+
+    def _least_states(self, item: _Degrees, k: Knobs, params: Params) -> int:
+        """The least `memory.model.state_bytes` of `params` over the group's shardings: it reads
+        the parameters, the sharding and its groups, pp, the optimizer and the precision, so it
+        is kept with the degrees per parameters (ranks holding the same parameters hold the same
+        states, in every pipeline)."""
+        least = item.opt_cache.get("least states")
+        if least is None:
+            least = item.opt_cache["least states"] = {}
+        cached = least.get(params)
+        if cached is None:
+            shardings = item.opt_cache.get("state shardings")
+            if shardings is None:
+                knobs = [self._with_sharding(k, *s) for s in self._group_shardings(item, k)]
+                shardings = item.opt_cache["state shardings"] = [
+                    (ks, (ks.dense_shard_group, ks.expert_shard_group) if ks.sharding != "none" else (1, 1))
+                    for ks in knobs]
+            cached = least[params] = min(state_bytes(params, ks, g) for ks, g in shardings)
         return cached
 
     def _first_floor(self, k: Knobs, item: _Degrees) -> int:
@@ -1185,12 +1227,13 @@ class Engine:
         self._work(1)
         # the same group's floor as its family's when it has the smallest micro-batch (the
         # floor does not read the micro-batch count): computed once, counted as before
-        once = ("first", k.schedule, k.virtual_stages, k.micro_batch, k.sequence_parallel, k.recompute)
+        pipe = self._pipeline_class(k.pp, k.schedule, k.virtual_stages)  # all it reads of the pipeline
+        once = ("first", pipe, k.micro_batch, k.sequence_parallel, k.recompute)
         cached = item.opt_cache.get(once)
         if cached is not None:
             return cached
         held = first_backward_floors(self.shape, k)
-        key = ("ranks", k.schedule, k.virtual_stages)
+        key = ("ranks", pipe)
         ranks = item.opt_cache.get(key)
         if ranks is None:  # the distinct (chunk signatures, least states) pairs over the pp ranks
             states = self._states_floor(item, k)
@@ -1201,12 +1244,79 @@ class Engine:
 
     def _family_out_of_memory(self, group, unnoted: list) -> bool:
         """Whether the group's family floor (`_family_floor`) already exceeds the usable
-        memory under parc's runtime; if so it is counted out of memory and noted later."""
-        if self.runtime != "torch" or self._family_floor(group) <= self.usable:
+        memory under parc's runtime; if so it is counted out of memory and noted later. Its
+        pipelines' floor (`_pipelines_floor`, a floor under the family floor of every pipeline
+        of the degrees) is tried first: one computation for all of them."""
+        if self.runtime != "torch":
+            return False
+        item, schedule, v, _, _, sp, recompute = group
+        floor = item.opt_cache.get(("family", schedule, v, sp, recompute))
+        if floor is None:  # the pipelines' floor first (kept per fewer values), then the family's
+            floor = item.opt_cache.get(("pipelines", sp, recompute))
+            if floor is None:
+                floor = self._pipelines_floor(group)
+            if floor <= self.usable:
+                floor = self._family_floor(group)
+        if floor <= self.usable:
             return False
         self.stats.out_of_memory += self._group_size(group)
         unnoted.append(group)
         return True
+
+    def _pipelines_floor(self, group) -> int:
+        """A floor under `_family_floor` for every pipeline (schedule, virtual stages) of the
+        group's degrees, sequence parallelism and recomputation, without building one: kept per
+        those three. `_first_floor` is the largest over the ranks of a rank's saved activations
+        (one micro-batch on each chunk, at least its layers' saved tensors) plus its working set
+        plus its least model states (`_least_states`, which never decreases as the parameters
+        grow). Whatever the chunking, some rank holds at least n = ceil(layers / pp) layers, of
+        which at least n less the other kind's layers of each kind (dense, MoE), so at least their
+        saved activations and (componentwise) parameters, and the rest's at the least of a layer
+        kind, and the working set of a layer it surely holds (the largest of a chunk's layers');
+        and the ranks' saved activations add up
+        to the whole model's (each layer, the embedding and the output layer sit on exactly one
+        rank), so the largest is at least their mean. Zero outside the plain recomputation
+        modes (`full N` recomputes by position in the chunk) and parc's runtime, and without
+        pipelining (one pipeline, whose family floor is as cheap)."""
+        item, schedule, v, _, _, sp, recompute = group
+        key = ("pipelines", sp, recompute)
+        cached = item.opt_cache.get(key)
+        if cached is not None:
+            return cached
+        shape, fixed = self.shape, self.fixed
+        if fixed["recompute_layers"] is not None or self.runtime != "torch" or item.degrees.get("pp", 1) == 1:
+            item.opt_cache[key] = 0
+            return 0
+        self.stats.memory_evaluations += 1
+        d = item.degrees
+        tp, cp, pp = d.get("tp", 1), d.get("cp", 1), d.get("pp", 1)
+        ep = item.ep if shape.moe else 1
+        ak = activation_knobs(tp, sp, cp, fixed["cp_flavour"], self.seq, self.space.micro[0], self.runtime,
+                              ep, fixed["precision"])
+        # one layer of each kind as a chunk of its own: its saved activations and its working
+        # set, the least of the latter with and without the backward releasing (the schedules')
+        pieces = [[_chunk_activations(shape, ak, (1, False, False, shape.moe.index(moe) if shape.moe else 0),
+                                      recompute, None, True, released) for released in (True, False)]
+                  for moe, _ in self._layer_counts]
+        saved = [each[0].activations.saved for each in pieces]
+        working = [min(p.working for p in each) for each in pieces]
+        params = [layer_params(shape, tp, item.ep, moe) for moe, _ in self._layer_counts]
+        n = -(-shape.layers // pp)
+        # of the busiest rank's n layers or more, at least n less the other kind's layers are of
+        # each kind; the rest of either kind
+        sure = [max(0, n - (shape.layers - count)) for _, count in self._layer_counts]
+        rest = n - sum(sure)
+        least = Params(*(sum(c * getattr(p, name) for c, p in zip(sure, params, strict=True))
+                         + rest * min(getattr(p, name) for p in params) for name in ("linear", "other", "expert")))
+        k = self._knobs(item, schedule, v, self.space.micro[0], 1, sp, recompute)
+        busiest = (sum(c * a for c, a in zip(sure, saved, strict=True)) + rest * min(saved)
+                   + max([w for c, w in zip(sure, working, strict=True) if c] or [min(working)])
+                   + self._least_states(item, k, least))
+        whole = sum(count * s for (_, count), s in zip(self._layer_counts, saved, strict=True))
+        whole += act.embedding_activations(shape, ak) + act.output_activations(
+            shape, ak, padded_vocab(shape.vocab, tp, self.runtime))
+        cached = item.opt_cache[key] = max(busiest, -(-whole // pp))
+        return cached
 
     def _family_floor(self, group) -> int:
         """A floor on the memory of every group that differs from this one only in its
@@ -1220,10 +1330,30 @@ class Engine:
         key = ("family", schedule, v, sp, recompute)
         cached = item.opt_cache.get(key)
         if cached is None:
-            micro = self.space.micro[0]
-            cached = item.opt_cache[key] = self._first_floor(
-                self._knobs(item, schedule, v, micro, 1, sp, recompute), item)
+            # shared by the pipelines of equal chunks and backward (`_pipeline_class`)
+            shared = ("family class", self._pipeline_class(item.degrees.get("pp", 1), schedule, v), sp, recompute)
+            cached = item.opt_cache.get(shared)
+            if cached is None:
+                micro = self.space.micro[0]
+                cached = item.opt_cache[shared] = self._first_floor(
+                    self._knobs(item, schedule, v, micro, 1, sp, recompute), item)
+            item.opt_cache[key] = cached
         return cached
+
+    def _pipeline_class(self, pp: int, schedule: str, v: int) -> int:
+        """What `_first_floor` reads of a pipeline, as a small number: its chunks (`chunks_of`:
+        the ranks' chunk signatures and parameters, hence their least states) and whether its
+        backward releases a micro-batch's tensors as it consumes them (`released_backward`: not
+        under a zero-bubble schedule). The first floor reads the schedule and the virtual stages
+        through these alone, so pipelines of one class share it: 1F1B and GPipe always, the
+        interleaved schedules of one virtual-stage count (tests/test_search_speed_exact.py)."""
+        key = (pp, schedule, v)
+        found = self._pipe_classes.get(key)
+        if found is None:
+            what = (chunks_of(self.shape.layers, pp, v, schedule, self.split, self.shape.tied),
+                    released_backward(schedule, pp))
+            found = self._pipe_classes[key] = self._pipe_class_ids.setdefault(what, len(self._pipe_class_ids))
+        return found
 
     def _quick_floor(self, k: Knobs, item: _Degrees) -> int:
         """A floor on the memory of every sharding of these knobs, cheaper than the memory
@@ -1233,7 +1363,8 @@ class Engine:
         activations of micro-batch 0 on each of its chunks (it went forward through all of them
         and the backward starts from the last), so the sum over a rank's chunks plus its
         transient buffers is a floor. Then the first and the last rank's activations at their
-        worst moment (`schedules.weighted_peak`: one walk each, where the model walks every rank).
+        worst moment (`walked_peak`, `schedules.weighted_peak`'s largest sum: one walk each, where
+        the model walks every rank).
         Only for parc's runtime (the floors count its transient buffers, which the others' do not
         have)."""
         if self.runtime != "torch":
@@ -1245,8 +1376,8 @@ class Engine:
         states = self._states_floor(item, k)
         for rank in sorted({0, k.pp - 1}):
             chunks = acts[rank].chunks
-            held, _ = weighted_peak(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank,
-                                    tuple(c.saved for c in chunks), tuple(c.pending for c in chunks))
+            held = walked_peak(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank,
+                               tuple(c.saved for c in chunks), tuple(c.pending for c in chunks))
             floor = max(floor, held + acts[rank].transient + states[rank])
         return floor
 
@@ -1284,6 +1415,78 @@ def is_single_rank(k: Knobs, moe: bool) -> bool:
     return k.dense_replicas == 1 and (k.expert_replicas == 1 or not moe)
 
 
+_REDUCED: dict[tuple, tuple[tuple[int, ...], ...] | int] = {}
+"""`walked_peak`'s states per walk and chunk classes (or how often it was walked, the first two times)."""
+
+
+def walked_peak(schedule: str, pp: int, v: int, m: int, rank: int, saved: tuple[int, ...],
+                pending: tuple[int, ...]) -> int:
+    """`schedules.weighted_peak`'s largest sum (held micro-batches x saved bytes plus pending ones
+    x pending bytes, per chunk, over every moment of the rank's walk) without walking for every
+    layout: chunks of equal (saved, pending) weigh alike, so the walk's moments, counted per
+    class of such chunks, are kept once per walk and classes (`_reduced_states`, only those no
+    other moment has at least as many of in every class: the weights are not negative), and
+    each layout takes the largest weighted sum over them. Search's floors ask it of thousands of
+    layouts that share a few hundred walks; keeping the moments costs a few walks, so a walk is
+    kept from its third request on (tests/test_search_speed_exact.py holds it equal to
+    `weighted_peak`'s)."""
+    if schedule == "gpipe" and pp > 1:  # `weighted_peak`'s closed forms
+        return m * saved[0]
+    if schedule == "1f1b" and pp > 1:
+        return min(pp - rank, m) * saved[0]
+    if min(saved) < 0 or min(pending) < 0:  # the kept moments are those of non-negative weights
+        return weighted_peak(schedule, pp, v, m, rank, saved, pending)[0]
+    classes: dict[tuple[int, int], int] = {}
+    labels = tuple(classes.setdefault(pair, len(classes)) for pair in zip(saved, pending, strict=True))
+    key = (schedule, pp, v, walk_microbatches(schedule, pp, m), rank, labels)
+    states = _REDUCED.get(key)
+    if states is None or states.__class__ is int:  # a walk asked for at most twice is walked
+        if len(_REDUCED) > 8192:
+            _REDUCED.clear()
+        if (states or 0) < 2:
+            _REDUCED[key] = (states or 0) + 1
+            return weighted_peak(schedule, pp, v, m, rank, saved, pending)[0]
+        states = _REDUCED[key] = _reduced_states(key, len(classes))
+    weights = [w for pair in classes for w in pair]
+    return max(sum(c * w for c, w in zip(state, weights)) for state in states)
+
+
+def _reduced_states(key: tuple, n: int) -> tuple[tuple[int, ...], ...]:
+    """The undominated moments of a walk as (held, pending) counts per chunk class, interleaved
+    (class 0's held, class 0's pending, class 1's ...); the moment before the first action (all
+    zero) included, as `weighted_peak` starts from nothing."""
+    schedule, pp, v, m, rank, labels = key
+    counts = [0] * (2 * n)
+    seen = {tuple(counts)}
+    for kind, chunk in _walked_actions(schedule, pp, v, m, rank):
+        c = 2 * labels[chunk]
+        if kind == F:
+            counts[c] += 1
+        elif kind == B:
+            counts[c] -= 1
+        elif kind == I:
+            counts[c + 1] += 1
+        else:
+            counts[c] -= 1
+            counts[c + 1] -= 1
+        seen.add(tuple(counts))
+    # a dominating state comes first; counts packed into one integer, a field per count with a
+    # guard bit on top: `other` dominates when subtracting leaves every guard bit set (as
+    # `schedules.walk_states` does)
+    width = max(max(state) for state in seen).bit_length() + 1
+    guard = sum(1 << (i * width + width - 1) for i in range(2 * n))
+    kept: list[int] = []
+    out: list[tuple[int, ...]] = []
+    for state in sorted(seen, key=lambda s: (-sum(s), s)):
+        packed = 0
+        for i, c in enumerate(state):
+            packed |= c << (i * width)
+        if not any((other - packed) & guard == guard for other in kept):
+            kept.append(packed | guard)
+            out.append(state)
+    return tuple(out)
+
+
 _SHARED: dict[tuple, tuple[dict, dict]] = {}
 """The time model's per-layer pieces and the ranks' loads of every search in this process, per
 everything they depend on besides their own keys: an outer search over cluster sizes (`nodes ?`)
@@ -1305,6 +1508,7 @@ def clear_caches() -> None:
     """Forget the pieces and loads shared between searches (benchmarks measure a cold start)."""
     _SHARED.clear()
     _DIVISORS.clear()
+    _REDUCED.clear()
 
 
 def canonical_pipe_of(pipes: list[tuple[str, int]]) -> tuple[str, int]:
