@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import fsdp_check  # noqa: E402
 import longctx_series  # noqa: E402
+import nemo_check  # noqa: E402
 import public_check  # noqa: E402
 import trained_router  # noqa: E402
 from parc import timing  # noqa: E402
@@ -1425,6 +1426,36 @@ far (the GEMM efficiencies down by a sixth, `intensity_half` by a factor of seve
 overhead doubled) to absorb the Megatron-DeepSpeed and Llama 3 rows, the calibration rows get
 worse in sample, and the leave-one-source-out p90 and worst grow. The rows stay a check.
 
+## A check on runs never fitted: NeMo's published performance tables
+
+NeMo publishes pre-training throughput per release (its performance summary: model, GPUs, batch,
+micro-batch, sequence, TP/PP/CP/VP/EP, tokens/s/GPU and model TFLOP/s/GPU). The rows of two releases
+are transcribed in published.yaml's schema into `benchmarks/data/nemo_performance.yaml`, each citing
+its source: NeMo 24.07 on DGX-H100 (the NVIDIA/NeMo repository at commit 8e3d65dcfe; the file left
+the repository after it), and NeMo 25.02 on DGX-B200 (the whole table, with Mixtral 8x7B and 8x22B)
+and the first row of its DGX-H100 table (the NeMo Framework user guide). All are FP8. They are
+evaluated exactly as a held-out file is (`fidelity.py --published benchmarks/data/nemo_performance.yaml`,
+the stored constants), compared on tokens per second per GPU, and never fitted on;
+`benchmarks/nemo_check.py` writes this section and `tests/test_nemo_performance.py` checks each row's
+tokens/s against NeMo's own TFLOP/s through a hand-typed FLOP count. The tables state neither
+recomputation, the distributed optimizer, the network nor the FP8 recipe; each row says what the
+reader assumed (the least recomputation that fits). @NEMO_N@ rows are evaluated, @NEMO_LEFT_OUT@ left out.
+
+@NEMO_SUMMARY@
+
+@NEMO_TABLE@
+
+"reported" and "predicted" are TFLOP/s per GPU in the DGXC convention computed from tokens/s (for
+the Nemotron rows, whose squared-ReLU MLP and grouped-query attention that GPT form does not count,
+that figure is not NeMo's published TFLOP/s; the error, a ratio of tokens/s, is the same in any
+convention). Dense median @NEMO_DENSE_MEDIAN@, mixture-of-experts median @NEMO_MOE_MEDIAN@.
+
+### The gross errors, term by term
+
+Every row off by more than 20 %, its predicted step part by part (seconds):
+
+@NEMO_TERMS@
+
 ## torch FSDP runs never fitted: llm-foundry's MPT tables
 
 MosaicML's llm-foundry publishes MPT training throughput (`scripts/train/benchmarking/README.md`,
@@ -1899,6 +1930,7 @@ def generate(constants: Constants = DEFAULT) -> str:
         **bridge_check(constants),
         **fsdp_check.section(constants),
         **public_check.section(constants),
+        **nemo_check.section(constants),
         "BOUNDS": ", ".join(f"`{n}` {lo:g}-{hi:g}" for n, (lo, hi) in BOUNDS.items() if n in FITTED_NAMES),
         "START": ", ".join(f"`{n}` {START[n]:g}" for n in FITTED_NAMES),
     }
