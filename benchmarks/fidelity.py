@@ -1429,11 +1429,13 @@ worse in sample, and the leave-one-source-out p90 and worst grow. The rows stay 
 ## A check on runs never fitted: NeMo's published performance tables
 
 NeMo publishes pre-training throughput per release (its performance summary: model, GPUs, batch,
-micro-batch, sequence, TP/PP/CP/VP/EP, tokens/s/GPU and model TFLOP/s/GPU). The rows of two releases
+micro-batch, sequence, TP/PP/CP/VP/EP, tokens/s/GPU and model TFLOP/s/GPU). The rows of three releases
 are transcribed in published.yaml's schema into `benchmarks/data/nemo_performance.yaml`, each citing
 its source: NeMo 24.07 on DGX-H100 (the NVIDIA/NeMo repository at commit 8e3d65dcfe; the file left
-the repository after it), and NeMo 25.02 on DGX-B200 (the whole table, with Mixtral 8x7B and 8x22B)
-and the first row of its DGX-H100 table (the NeMo Framework user guide). All are FP8. They are
+the repository after it; no MoE row), and from the NeMo Framework user guide NeMo 25.02 on DGX-B200
+(the whole table) with the first row of its DGX-H100 table, and NeMo 25.04 on DGX-GB200 (the whole
+table); both later tables hold Mixtral 8x7B and 8x22B. NeMo 24.09, 24.12 and 25.07 (Llama 4,
+DeepSeek-V3) and the other systems' tables were not in the copies read. All rows are FP8. They are
 evaluated exactly as a held-out file is (`fidelity.py --published benchmarks/data/nemo_performance.yaml`,
 the stored constants), compared on tokens per second per GPU, and never fitted on;
 `benchmarks/nemo_check.py` writes this section and `tests/test_nemo_performance.py` checks each row's

@@ -1,8 +1,8 @@
 """NeMo's published pre-training tables, never fitted: a check on runs the calibration never saw.
 
 `benchmarks/data/nemo_performance.yaml` holds the pre-training rows of NeMo's performance summary
-(24.07 on DGX-H100 from the NVIDIA/NeMo repository; 25.02 on DGX-B200, with Mixtral 8x7B and 8x22B,
-and its DGX-H100 GPT3-175B row from the NeMo Framework user guide), each citing its source. The file
+(24.07 on DGX-H100 from the NVIDIA/NeMo repository; from the NeMo Framework user guide, 25.02 on
+DGX-B200 and its DGX-H100 GPT3-175B row, and 25.04 on DGX-GB200, each with Mixtral 8x7B and 8x22B), each citing its source. The file
 is evaluated exactly as a held-out file is (`fidelity.py --published FILE`, the stored constants),
 compared on tokens per second per GPU, and this module writes its section of docs/time-model.md
 (`fidelity.py --write`), with public_check's table writer:
@@ -36,8 +36,8 @@ def check(constants=None):
 
 
 def system_of(row) -> str:
-    """The DGX system a row ran on, as its source locator names it."""
-    return "B200" if "_b200_" in row.id else "H100"
+    """The DGX system a row ran on (the id's second word, from the source's "System" line)."""
+    return row.id.split("_")[1].upper()
 
 
 def summary(results) -> str:
@@ -50,7 +50,9 @@ def summary(results) -> str:
     for label, group in (("dense", dense), ("mixture of experts", moe),
                          ("on H100 (the constants' GPU)", [x for x in results if system_of(x.row) == "H100"]),
                          ("on B200 (Hopper's GEMM efficiency, no run fitted)",
-                          [x for x in results if system_of(x.row) == "B200"])):
+                          [x for x in results if system_of(x.row) == "B200"]),
+                         ("on GB200 (Hopper's GEMM efficiency, no run fitted)",
+                          [x for x in results if system_of(x.row) == "GB200"])):
         if group:
             lines.append(public_check._line(label, group))
     for group in sorted({x.row.group for x in results}):

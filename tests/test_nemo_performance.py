@@ -58,6 +58,14 @@ TYPED = {
     "nemo2502_b200_mixtral_8x7b_64gpu": (4096, 15457, 1282, False),
     "nemo2502_b200_mixtral_8x22b_256gpu": (65536, 2232, 824, True),
     "nemo2502_h100_gpt3_175b_512gpu": (2048, 866, 932, False),
+    "nemo2504_gb200_gpt3_175b_128gpu": (2048, 1804, 1942, False),
+    "nemo2504_gb200_llama3_8b_8gpu": (8192, 33099, 1917, False),
+    "nemo2504_gb200_llama3_70b_64gpu": (8192, 4035, 1943, False),
+    "nemo2504_gb200_llama31_405b_128gpu": (8192, 665, 1763, False),
+    "nemo2504_gb200_nemotron4_15b_64gpu": (4096, 17809, 1674, False),
+    "nemo2504_gb200_nemotron4_340b_128gpu": (4096, 737, 1551, False),
+    "nemo2504_gb200_mixtral_8x7b_64gpu": (4096, 19275, 1598, False),
+    "nemo2504_gb200_mixtral_8x22b_256gpu": (65536, 2731, None, True),  # the TFLOP/s cell: cut off in the copy read
 }
 def flops_per_token(model: str, seq: int, causal: bool) -> float:
     L, h, f, heads, kv, d, V, gated, k = SHAPES[model]
@@ -81,7 +89,8 @@ def test_the_transcription_matches_the_typed_figures():
     for rid, (seq, tokens, tflops, *_) in TYPED.items():
         r = rows[rid]
         assert r["model"]["seq_len"] == seq
-        assert r["outcomes"]["reported"] == {"tokens_per_s_per_gpu": tokens, "nemo_model_tflops_per_gpu": tflops}
+        assert r["outcomes"]["reported"] == {"tokens_per_s_per_gpu": tokens,
+                                             **({"nemo_model_tflops_per_gpu": tflops} if tflops else {})}
         lay = r["layout"]
         assert lay["tp"] * lay["pp"] * lay["cp"] * lay["dp"] == r["hardware"]["num_gpus"]
         assert lay["global_batch"] == lay["micro_batch"] * lay["dp"] * lay["grad_accum"]
@@ -91,7 +100,7 @@ def test_the_transcription_matches_the_typed_figures():
             layers, hidden, ffn, heads, kv, head_dim, vocab)
 
 
-@pytest.mark.parametrize("rid", sorted(TYPED))
+@pytest.mark.parametrize("rid", sorted(r for r, typed in TYPED.items() if typed[2]))
 def test_tokens_per_second_agree_with_nemos_tflops_through_its_flop_count(rid):
     """Each row's two published figures agree through Megatron-Core's FLOP count (within 1.5 %:
     both are rounded, and the 405B row's is 1.1 % apart). The 64K-token Mixtral 8x22B row agrees
