@@ -128,3 +128,24 @@ def test_every_row_is_evaluated_and_the_doc_section_is_current():
     doc = (ROOT / "docs" / "time-model.md").read_text()
     for key in ("NEMO_TABLE", "NEMO_SUMMARY", "NEMO_TERMS"):
         assert values[key] in doc, f"stale {key}: run `.venv/bin/python benchmarks/fidelity.py --write`"
+
+
+def test_the_recipes_stated_facts_reach_the_spec():
+    """NeMo 2.2/2.3's performance recipes (the 25.02 and 25.04 rows) reduce gradients in bf16 and,
+    for GPT3-175B, Llama 3 70B, Llama 3.1 405B and Nemotron-4 340B at tp > 1, overlap tp
+    communication with the GEMMs; the reader turns each into the spec's target options. 24.07's
+    rows state neither and keep the defaults (fp32 reduction, Megatron's backward overlap)."""
+    results, _ = _nemo_check().check()
+    by_id = {x.row.id: x.row for x in results}
+    later = [r for r in by_id if not r.startswith("nemo2407")]
+    assert len(later) == 17
+    for rid in later:
+        assert "grad-reduce bf16" in by_id[rid].spec, rid
+    overlapped = [r for r in later if any(m in r for m in ("gpt3_175b", "llama3_70b", "llama31_405b", "nemotron4_340b"))
+                  and by_id[r].plan.layout.degree("tp") > 1]
+    assert len(overlapped) == 8
+    for rid in overlapped:
+        assert any(a.startswith("tp overlap: all") for a in by_id[rid].assumptions), rid
+    for rid in (r for r in by_id if r.startswith("nemo2407")):
+        assert "grad-reduce" not in by_id[rid].spec and not any(a.startswith("tp overlap: all")
+                                                               for a in by_id[rid].assumptions), rid
