@@ -149,3 +149,18 @@ def test_the_recipes_stated_facts_reach_the_spec():
     for rid in (r for r in by_id if r.startswith("nemo2407")):
         assert "grad-reduce" not in by_id[rid].spec and not any(a.startswith("tp overlap: all")
                                                                for a in by_id[rid].assumptions), rid
+
+
+def test_no_prediction_beats_the_peak_or_its_links():
+    """Each predicted step is at least its busiest rank's link floor, and the predicted tokens/s
+    times the hand-typed FLOP count (causal where NeMo counts so) stays under the GPU's dense FP8
+    peak (H100 1,979, B200 4,500, GB200 5,000 TFLOP/s)."""
+    results, _ = _nemo_check().check()
+    peaks = {"h100": 1979, "b200": 4500, "gb200": 5000}
+    assert len(results) == len(TYPED)
+    for x in results:
+        b = x.breakdown
+        assert b.step >= max(b.bounds.intra, b.bounds.nic), x.row.id
+        seq, tokens, _, causal = TYPED[x.row.id]
+        predicted_tokens = tokens * (1 + x.error)
+        assert predicted_tokens * flops_per_token(model_key(x.row.id), seq, causal) / 1e12 < peaks[x.row.id.split("_")[1]]
