@@ -1,0 +1,96 @@
+"""NeMo's published pre-training tables, never fitted: a check on runs the calibration never saw.
+
+`benchmarks/data/nemo_performance.yaml` holds the pre-training rows of NeMo's performance summary
+(24.07 on DGX-H100 from the NVIDIA/NeMo repository; from the NeMo Framework user guide, 25.02 on
+DGX-B200 and its DGX-H100 GPT3-175B row, and 25.04 on DGX-GB200, each with Mixtral 8x7B and 8x22B), each citing its source. The file
+is evaluated exactly as a held-out file is (`fidelity.py --published FILE`, the stored constants),
+compared on tokens per second per GPU, and this module writes its section of docs/time-model.md
+(`fidelity.py --write`), with public_check's table writer:
+
+- every row's error, layout, bubble and exposed communication, and the facts the reader assumed;
+- medians, p90 and worst over all rows, dense and mixture-of-experts rows, per release and system;
+- every gross error (> 20 %) split into its step's parts: compute, recomputation, bubble, optimizer
+  and exposed communication per axis.
+
+    .venv/bin/python benchmarks/nemo_check.py          # print the section's tables
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import public_check  # noqa: E402
+
+NEMO = ROOT / "benchmarks" / "data" / "nemo_performance.yaml"
+
+
+def check(constants=None):
+    """Every row predicted with `constants` (the stored ones by default), and the rows left out."""
+    return public_check.check(constants, NEMO)
+
+
+def system_of(row) -> str:
+    """The DGX system a row ran on (the id's second word, from the source's "System" line)."""
+    return row.id.split("_")[1].upper()
+
+
+def summary(results) -> str:
+    """All rows; dense and mixture-of-experts; per release and system."""
+    assert results, "no NeMo row compiled"
+    dense = [x for x in results if not x.row.plan.model.experts]
+    moe = [x for x in results if x.row.plan.model.experts]
+    lines = ["| rows | runs | median abs. error | p90 | worst | median signed error |",
+             "|---|---|---|---|---|---|", public_check._line("all evaluated", results)]
+    for label, group in (("dense", dense), ("mixture of experts", moe),
+                         ("on H100 (the constants' GPU)", [x for x in results if system_of(x.row) == "H100"]),
+                         ("on B200 (Hopper's GEMM efficiency, no run fitted)",
+                          [x for x in results if system_of(x.row) == "B200"]),
+                         ("on GB200 (Hopper's GEMM efficiency, no run fitted)",
+                          [x for x in results if system_of(x.row) == "GB200"])):
+        if group:
+            lines.append(public_check._line(label, group))
+    for group in sorted({x.row.group for x in results}):
+        lines.append(public_check._line(f"`{group}`", [x for x in results if x.row.group == group]))
+    return "\n".join(lines)
+
+
+def terms(results) -> str:
+    """Each gross error's predicted step, part by part (seconds): where the time goes."""
+    gross = [x for x in results if abs(x.error) > public_check.GROSS]
+    axes = ("tp", "cp", "ep", "pp", "dp")
+    lines = ["| run | error | step | compute | recompute | bubble | optimizer | "
+             + " | ".join(f"exposed {a}" for a in axes) + " |", "|---" * (7 + len(axes)) + "|"]
+    for x in gross:
+        b = x.breakdown
+        lines.append(f"| `{x.row.id}` | {x.error:+.1%} | {b.step:.3f} | {b.compute:.3f} | {b.recompute:.3f} | "
+                     f"{b.bubble:.3f} | {b.optimizer:.3f} | "
+                     + " | ".join(f"{b.exposed.get(a, 0.0):.3f}" for a in axes) + " |")
+    return "\n".join(lines) if gross else "No row is off by more than 20 %."
+
+
+def section(constants=None) -> dict[str, str]:
+    """The NEMO_* placeholders of docs/time-model.md."""
+    results, skipped = check(constants)
+    moe = [abs(x.error) for x in results if x.row.plan.model.experts]
+    dense = [abs(x.error) for x in results if not x.row.plan.model.experts]
+    return {"NEMO_TABLE": public_check.table(results, skipped), "NEMO_SUMMARY": summary(results),
+            "NEMO_TERMS": terms(results), "NEMO_N": str(len(results)), "NEMO_LEFT_OUT": str(len(skipped)),
+            "NEMO_MOE_MEDIAN": f"{statistics.median(moe):.1%}" if moe else "-",
+            "NEMO_DENSE_MEDIAN": f"{statistics.median(dense):.1%}" if dense else "-"}
+
+
+def main() -> int:
+    values = section()
+    for key in ("NEMO_SUMMARY", "NEMO_TABLE", "NEMO_TERMS"):
+        print(values[key], end="\n\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
