@@ -186,7 +186,7 @@ class KeepsNormInput(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
-        ctx.saved_tensors  # unpacked where the fused backward reads it (a checkpoint recomputes here)
+        _ = ctx.saved_tensors  # unpacked where the fused backward reads it (a checkpoint recomputes here)
         return grad, None
 
 
