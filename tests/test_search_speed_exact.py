@@ -627,13 +627,12 @@ def test_the_degree_walk_is_every_ordered_factorisation(name):
 
 
 def test_walked_peak_is_the_weighted_walks_largest_sum():
-    """`engine.walked_peak` keeps each walk's undominated moments per class of alike chunks and
+    """`schedules.walked_peak` keeps each walk's undominated moments per class of alike chunks and
     weighs them per layout: over random schedules, pipelines, micro-batch counts, ranks and
     chunk weights (few distinct values, so chunks share classes; zeros too), each walk asked
     for four times at other weights of the same classes (the kept moments answer from the
     third), its value is `schedules.weighted_peak`'s, which walks every action."""
-    from parc.memory.schedules import weighted_peak
-    from parc.search.engine import walked_peak
+    from parc.memory.schedules import walked_peak, weighted_peak
 
     rng = random.Random(18)
     checked = 0

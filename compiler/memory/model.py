@@ -819,4 +819,5 @@ def clear_caches() -> None:
                      schedules._walked_actions, schedules.receive_buffers, schedules._walked_states,
                      schedules._walked_receives):
         function.cache_clear()
+    schedules._REDUCED.clear()
     _PEAKS.clear()

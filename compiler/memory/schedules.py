@@ -312,28 +312,36 @@ def walk_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[Stat
     # Largest total first: a state can only be dominated by one listed before it. (Held,
     # pending and unsharded have v counts each, so the flat order is the states' order.)
     flat = sorted(((c, (c[:v], c[v:2 * v], c[2 * v:])) for c in seen), key=lambda e: (-sum(e[0]), e[0]))
-    # Counts packed into one integer, a field per count with a guard bit on top: `other`
-    # dominates `counts` when subtracting field by field leaves every guard bit set (no field
-    # borrows), one integer operation instead of a comparison per count (long walks keep
-    # thousands of states). Kept states carry their guard bits already.
-    width = max((max(counts) for counts, _ in flat), default=0).bit_length() + 1
-    shifts = [i * width for i in range(3 * v)]
+    return tuple(sorted(flat[i][1] for i in undominated([counts for counts, _ in flat])))
+
+
+def undominated(ordered: list[tuple[int, ...]]) -> list[int]:
+    """The indices of the count vectors (non-negative) that no vector kept before them dominates
+    (at least as large in every field), for vectors listed largest total first (a vector can only
+    be dominated by one listed before it): `walk_states`' and `walked_peak`'s walks' moments.
+
+    Counts packed into one integer, a field per count with a guard bit on top: `other` dominates
+    `counts` when subtracting field by field leaves every guard bit set (no field borrows), one
+    integer operation instead of a comparison per count (long walks keep thousands of states).
+    Kept vectors carry their guard bits already."""
+    width = max((max(counts) for counts in ordered), default=0).bit_length() + 1
+    shifts = [i * width for i in range(len(ordered[0]))] if ordered else []
     guard = sum(1 << (shift + width - 1) for shift in shifts)
     kept: list[int] = []
-    out: list[State] = []
-    for counts, state in flat:
+    out: list[int] = []
+    for index, counts in enumerate(ordered):
         packed = 0
         for c, shift in zip(counts, shifts):
             packed |= c << shift
         for i, other in enumerate(kept):
             if (other - packed) & guard == guard:
-                if i:  # the state that dominated this one likely dominates the next: try it first
+                if i:  # the vector that dominated this one likely dominates the next: try it first
                     kept[i], kept[0] = kept[0], other
                 break
         else:
             kept.append(packed | guard)
-            out.append(state)
-    return tuple(sorted(out))
+            out.append(index)
+    return out
 
 
 @lru_cache(maxsize=1024)
@@ -366,6 +374,62 @@ def weighted_peak(schedule: str, pp: int, v: int, m: int, rank: int, saved: tupl
         if total > best:
             best, best_held = total, held_now
     return best, best_held
+
+
+_REDUCED: dict[tuple, tuple[tuple[int, ...], ...] | int] = {}
+"""`walked_peak`'s states per walk and chunk classes (or how often it was walked, the first two times)."""
+
+
+def walked_peak(schedule: str, pp: int, v: int, m: int, rank: int, saved: tuple[int, ...],
+                pending: tuple[int, ...]) -> int:
+    """`weighted_peak`'s largest sum (held micro-batches x saved bytes plus pending ones
+    x pending bytes, per chunk, over every moment of the rank's walk) without walking for every
+    layout: chunks of equal (saved, pending) weigh alike, so the walk's moments, counted per
+    class of such chunks, are kept once per walk and classes (`_reduced_states`, only those no
+    other moment has at least as many of in every class: the weights are not negative), and
+    each layout takes the largest weighted sum over them. Search's floors ask it of thousands of
+    layouts that share a few hundred walks; keeping the moments costs a few walks, so a walk is
+    kept from its third request on (tests/test_search_speed_exact.py holds it equal to
+    `weighted_peak`'s)."""
+    if (pp > 1 and schedule in ("gpipe", "1f1b")  # `weighted_peak`'s closed forms
+            or min(saved) < 0 or min(pending) < 0):  # the kept moments are those of non-negative weights
+        return weighted_peak(schedule, pp, v, m, rank, saved, pending)[0]
+    classes: dict[tuple[int, int], int] = {}
+    labels = tuple(classes.setdefault(pair, len(classes)) for pair in zip(saved, pending, strict=True))
+    key = (schedule, pp, v, walk_microbatches(schedule, pp, m), rank, labels)
+    states = _REDUCED.get(key)
+    if states is None or states.__class__ is int:  # a walk asked for at most twice is walked
+        if len(_REDUCED) > 8192:
+            _REDUCED.clear()
+        if (states or 0) < 2:
+            _REDUCED[key] = (states or 0) + 1
+            return weighted_peak(schedule, pp, v, m, rank, saved, pending)[0]
+        states = _REDUCED[key] = _reduced_states(key, len(classes))
+    weights = [w for pair in classes for w in pair]
+    return max(sum(c * w for c, w in zip(state, weights)) for state in states)
+
+
+def _reduced_states(key: tuple, n: int) -> tuple[tuple[int, ...], ...]:
+    """The undominated moments of a walk as (held, pending) counts per chunk class, interleaved
+    (class 0's held, class 0's pending, class 1's ...); the moment before the first action (all
+    zero) included, as `weighted_peak` starts from nothing."""
+    schedule, pp, v, m, rank, labels = key
+    counts = [0] * (2 * n)
+    seen = {tuple(counts)}
+    for kind, chunk in _walked_actions(schedule, pp, v, m, rank):
+        c = 2 * labels[chunk]
+        if kind == F:
+            counts[c] += 1
+        elif kind == B:
+            counts[c] -= 1
+        elif kind == I:
+            counts[c + 1] += 1
+        else:
+            counts[c] -= 1
+            counts[c + 1] -= 1
+        seen.add(tuple(counts))
+    ordered = sorted(seen, key=lambda state: (-sum(state), state))
+    return tuple(ordered[i] for i in undominated(ordered))
 
 
 def max_in_flight(schedule: str, pp: int, v: int, m: int, rank: int) -> int:

@@ -51,12 +51,12 @@ from .. import timing
 from ..calibration import DEFAULT
 from ..checks import predicates as rules
 from ..memory import MAX_CHUNKS
-from ..memory.buffers import reserve_bytes
 from ..memory import activations as act
+from ..memory.buffers import reserve_bytes
 from ..memory.inputs import Knobs, model_code, shape_of
 from ..memory.model import (
-    activation_floors,
     _chunk_activations,
+    activation_floors,
     activation_knobs,
     cached_logits_bytes,
     first_backward_floors,
@@ -69,7 +69,7 @@ from ..memory.model import (
     trim_caches,
 )
 from ..memory.parameters import Params, chunks_of, layer_params, padded_vocab
-from ..memory.schedules import B, F, I, _walked_actions, walk_microbatches, weighted_peak
+from ..memory.schedules import walked_peak
 from ..targets import runtime as target_runtime
 from ..timing import SCHEDULES
 from .space import RECOMPUTE, SEQUENCE_PARALLEL, SHARDING, Assignment, Space, canonical_key
@@ -1415,78 +1415,6 @@ def is_single_rank(k: Knobs, moe: bool) -> bool:
     return k.dense_replicas == 1 and (k.expert_replicas == 1 or not moe)
 
 
-_REDUCED: dict[tuple, tuple[tuple[int, ...], ...] | int] = {}
-"""`walked_peak`'s states per walk and chunk classes (or how often it was walked, the first two times)."""
-
-
-def walked_peak(schedule: str, pp: int, v: int, m: int, rank: int, saved: tuple[int, ...],
-                pending: tuple[int, ...]) -> int:
-    """`schedules.weighted_peak`'s largest sum (held micro-batches x saved bytes plus pending ones
-    x pending bytes, per chunk, over every moment of the rank's walk) without walking for every
-    layout: chunks of equal (saved, pending) weigh alike, so the walk's moments, counted per
-    class of such chunks, are kept once per walk and classes (`_reduced_states`, only those no
-    other moment has at least as many of in every class: the weights are not negative), and
-    each layout takes the largest weighted sum over them. Search's floors ask it of thousands of
-    layouts that share a few hundred walks; keeping the moments costs a few walks, so a walk is
-    kept from its third request on (tests/test_search_speed_exact.py holds it equal to
-    `weighted_peak`'s)."""
-    if schedule == "gpipe" and pp > 1:  # `weighted_peak`'s closed forms
-        return m * saved[0]
-    if schedule == "1f1b" and pp > 1:
-        return min(pp - rank, m) * saved[0]
-    if min(saved) < 0 or min(pending) < 0:  # the kept moments are those of non-negative weights
-        return weighted_peak(schedule, pp, v, m, rank, saved, pending)[0]
-    classes: dict[tuple[int, int], int] = {}
-    labels = tuple(classes.setdefault(pair, len(classes)) for pair in zip(saved, pending, strict=True))
-    key = (schedule, pp, v, walk_microbatches(schedule, pp, m), rank, labels)
-    states = _REDUCED.get(key)
-    if states is None or states.__class__ is int:  # a walk asked for at most twice is walked
-        if len(_REDUCED) > 8192:
-            _REDUCED.clear()
-        if (states or 0) < 2:
-            _REDUCED[key] = (states or 0) + 1
-            return weighted_peak(schedule, pp, v, m, rank, saved, pending)[0]
-        states = _REDUCED[key] = _reduced_states(key, len(classes))
-    weights = [w for pair in classes for w in pair]
-    return max(sum(c * w for c, w in zip(state, weights)) for state in states)
-
-
-def _reduced_states(key: tuple, n: int) -> tuple[tuple[int, ...], ...]:
-    """The undominated moments of a walk as (held, pending) counts per chunk class, interleaved
-    (class 0's held, class 0's pending, class 1's ...); the moment before the first action (all
-    zero) included, as `weighted_peak` starts from nothing."""
-    schedule, pp, v, m, rank, labels = key
-    counts = [0] * (2 * n)
-    seen = {tuple(counts)}
-    for kind, chunk in _walked_actions(schedule, pp, v, m, rank):
-        c = 2 * labels[chunk]
-        if kind == F:
-            counts[c] += 1
-        elif kind == B:
-            counts[c] -= 1
-        elif kind == I:
-            counts[c + 1] += 1
-        else:
-            counts[c] -= 1
-            counts[c + 1] -= 1
-        seen.add(tuple(counts))
-    # a dominating state comes first; counts packed into one integer, a field per count with a
-    # guard bit on top: `other` dominates when subtracting leaves every guard bit set (as
-    # `schedules.walk_states` does)
-    width = max(max(state) for state in seen).bit_length() + 1
-    guard = sum(1 << (i * width + width - 1) for i in range(2 * n))
-    kept: list[int] = []
-    out: list[tuple[int, ...]] = []
-    for state in sorted(seen, key=lambda s: (-sum(s), s)):
-        packed = 0
-        for i, c in enumerate(state):
-            packed |= c << (i * width)
-        if not any((other - packed) & guard == guard for other in kept):
-            kept.append(packed | guard)
-            out.append(state)
-    return tuple(out)
-
-
 _SHARED: dict[tuple, tuple[dict, dict]] = {}
 """The time model's per-layer pieces and the ranks' loads of every search in this process, per
 everything they depend on besides their own keys: an outer search over cluster sizes (`nodes ?`)
@@ -1508,7 +1436,6 @@ def clear_caches() -> None:
     """Forget the pieces and loads shared between searches (benchmarks measure a cold start)."""
     _SHARED.clear()
     _DIVISORS.clear()
-    _REDUCED.clear()
 
 
 def canonical_pipe_of(pipes: list[tuple[str, int]]) -> tuple[str, int]:
