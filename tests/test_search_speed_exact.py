@@ -226,6 +226,15 @@ def _reference_rank_loads(shape, tp, ep, pp, v, schedule, split, runtime, recomp
     return tuple(loads)
 
 
+def random_pipeline(rng: random.Random, layers: int) -> tuple[str, int, int] | None:
+    """A random (schedule, pp, virtual stages) of the chunked schedules, or None when `layers`
+    cannot fill its chunks (the caller draws again)."""
+    schedule = rng.choice(["1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"])
+    pp = rng.choice([1, 2, 3, 4, 8])
+    v = 2 if schedule in ("zbv", "dualpipe-v") else (1 if schedule == "1f1b" else rng.choice([1, 2, 3]))
+    return None if layers < pp * v else (schedule, pp, v)
+
+
 @pytest.mark.parametrize("path", ["specs/deepseek-v3-like.par", "specs/llama3-70b-search.par",
                                   "specs/mixtral-8x7b-5d.par", "specs/gpt3-175b.par"])
 def test_rank_loads_sharing_their_chunk_walk_are_the_plain_ones(path):
@@ -240,11 +249,10 @@ def test_rank_loads_sharing_their_chunk_walk_are_the_plain_ones(path):
     rng = random.Random(path)
     checked = 0
     for _ in range(60):
-        schedule = rng.choice(["1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"])
-        pp = rng.choice([1, 2, 3, 4, 8])
-        v = 2 if schedule in ("zbv", "dualpipe-v") else (1 if schedule == "1f1b" else rng.choice([1, 2, 3]))
-        if shape.layers < pp * v:
+        drawn = random_pipeline(rng, shape.layers)
+        if drawn is None:
             continue
+        schedule, pp, v = drawn
         tp, ep = rng.choice([1, 2, 8]), rng.choice([1, 2, 8]) if shape.moe else 1
         recompute, layers = rng.choice([("none", None), ("selective", None), ("full", None), ("full", 1)])
         args = (shape, tp, ep, pp, v, schedule, None, "torch", recompute, layers)
@@ -558,11 +566,10 @@ def test_rank_params_counted_by_layer_kind_are_the_per_layer_sums(path):
     rng = random.Random(path)
     checked = 0
     for _ in range(60):
-        schedule = rng.choice(["1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"])
-        pp = rng.choice([1, 2, 3, 4, 8])
-        v = 2 if schedule in ("zbv", "dualpipe-v") else (1 if schedule == "1f1b" else rng.choice([1, 2, 3]))
-        if shape.layers < pp * v:
+        drawn = random_pipeline(rng, shape.layers)
+        if drawn is None:
             continue
+        schedule, pp, v = drawn
         split = None
         if pp * v > 1 and rng.random() < 0.3:
             cuts = sorted(rng.sample(range(1, shape.layers), pp * v - 1))
