@@ -26,9 +26,12 @@ DIM, HEADS, KV_HEADS, FFN, BATCH, SEQ = 64, 4, 2, 160, 2, 32
 HEAD_DIM = DIM // HEADS
 
 
-def measured_kept_per_token() -> float:
+def measured_kept_per_token(compiled: bool = False) -> float:
     """Bytes per token a checkpointed torchtitan-style block keeps after its forward (fp32 on
-    CPU), beyond its input, its parameters and its output."""
+    CPU), beyond its input, its parameters and its output; eagerly, measured by MemTracker;
+    `compiled`, the tensors torch.compile's graph saves for its backward (AOTAutograd with the
+    min-cut partitioner inductor uses, its compilers left out: the partition is what decides
+    what is kept), as torchtitan compiles each block after wrapping it for checkpointing."""
     torch = pytest.importorskip("torch")
     import torch.nn.functional as F
     from torch import nn
@@ -111,6 +114,8 @@ def measured_kept_per_token() -> float:
     block = Block()
     x = torch.randn(BATCH, SEQ, DIM, requires_grad=True)
     freqs = torch.polar(torch.ones(SEQ, HEAD_DIM // 2), torch.randn(SEQ, HEAD_DIM // 2))
+    if compiled:
+        return compiled_kept(block, _get_custom_policy, x, freqs) / (BATCH * SEQ)
     tracker = MemTracker()
     tracker.track_external(block, x, freqs)
     cpu = torch.device("cpu")
@@ -124,6 +129,41 @@ def measured_kept_per_token() -> float:
     out.sum().backward()  # the policy's recomputation runs
     assert x.grad is not None
     return kept / (BATCH * SEQ)
+
+
+def compiled_kept(block, get_policy, x, freqs) -> int:
+    """Bytes of the tensors the compiled, checkpointed block saves for its backward, beyond its
+    input, parameters and the RoPE table: torchtitan 9dec370's `apply_compile` compiles the
+    `ptd_checkpoint_wrapper`-wrapped block whole (`fullgraph=True`); its context function is
+    the one `_apply_ac_to_transformer_block` builds."""
+    import torch
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+    from torch.utils.checkpoint import create_selective_checkpoint_contexts
+
+    def selective_checkpointing_context_fn():
+        return create_selective_checkpoint_contexts(get_policy(defaultdict(int)))
+
+    wrapped = checkpoint_wrapper(block, context_fn=selective_checkpointing_context_fn, preserve_rng_state=False)
+    backend = aot_autograd(fw_compiler=lambda gm, _: make_boxed_func(gm), bw_compiler=lambda gm, _: make_boxed_func(gm),
+                           partition_fn=min_cut_rematerialization_partition)
+    compiled = torch.compile(wrapped, backend=backend, fullgraph=True)
+    saved = []
+
+    def pack(t):
+        saved.append(t)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = compiled(x, freqs)
+    out.sum().backward()
+    assert x.grad is not None and saved
+    outside = {p.untyped_storage().data_ptr() for p in block.parameters()} | {
+        x.untyped_storage().data_ptr(), freqs.untyped_storage().data_ptr()}
+    storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in saved}
+    return sum(n for ptr, n in storages.items() if ptr not in outside)
 
 
 def small_shape(ffn_matrices: int = 3) -> Shape:
@@ -140,6 +180,42 @@ def test_selective_is_what_torchtitans_policy_keeps():
     # the model counts the checkpoint's input (the block input, h per token) as the layer's own
     assert torchtitan_selective(shape, k, n, 4) - 4 * DIM == kept
     assert torch_layer(shape, k, False, "selective").saved == round(BATCH * SEQ * (kept + 4 * DIM))
+
+
+def test_compiled_selective_is_what_the_partitioner_keeps():
+    """Under torch.compile the policy's MUST_SAVE outputs that the backward never reads are not
+    kept: w2's output (h per token) is the whole difference from the eager block."""
+    kept = measured_kept_per_token(compiled=True)
+    assert kept > 0
+    shape = small_shape()
+    k = Knobs(tp=1, pp=1, dp=1, seq=SEQ, micro_batch=BATCH, precision="fp32", model_code="torchtitan-compiled")
+    eager = Knobs(tp=1, pp=1, dp=1, seq=SEQ, micro_batch=BATCH, precision="fp32", model_code="torchtitan")
+    n = _tokens(shape, k)
+    assert torchtitan_selective(shape, k, n, 4) - 4 * DIM == kept
+    # by hand: wq's output q, wv's output kv, attention's output q and fp32 log-sum-exp, w1's F
+    assert kept == 4 * (DIM + KV_HEADS * HEAD_DIM + DIM + HEADS + FFN)
+    assert torchtitan_selective(shape, eager, n, 4) - torchtitan_selective(shape, k, n, 4) == 4 * DIM
+
+
+def test_compiled_block_drops_w2_and_its_reduce_scatter_at_llama3_8b():
+    """At the published rows' Llama 3 8B, two 8K sequences: 32 layers x 16,384 tokens x 4,096 x
+    2 bytes (4.0 GiB) fewer under `compile on`; with tp 8 and sequence parallelism also the
+    reduce-scatter's h/8."""
+    shape = Shape(layers=32, hidden=4096, ffn=14336, heads=32, kv_heads=8, head_dim=128, vocab=128256,
+                  tied=False, ffn_matrices=3, layernorm=False, position_params=0, rope=True)
+    for tp, sp, drop in ((1, False, 4096), (8, True, 4096 + 512)):
+        knobs = {code: Knobs(tp=tp, pp=1, dp=1, seq=8192, micro_batch=2, sequence_parallel=sp, model_code=code)
+                 for code in ("torchtitan", "torchtitan-compiled")}
+        eager, compiled = (torch_layer(shape, knobs[c], False, "selective").saved for c in knobs)
+        assert eager - compiled == 2 * 16384 * drop
+    # the published Table 1 run: two 8K sequences per rank, per-op selective recomputation
+    spec = SPEC_8B.replace("seq 32768", "seq 8192").replace("global-batch 8", "global-batch 16") \
+        .replace("micro-batch 1", "micro-batch 2").replace("recompute full", "recompute selective")
+    plans = {flag: compile_text(spec.replace("target torchtitan", f"target torchtitan {{ compile {flag} }}"),
+                                path="8b.par").plan for flag in ("on", "off")}
+    assert {plans[f].target.compile for f in plans} == {True, False}
+    on, off = (estimate(plans[f]).peak_bytes for f in ("on", "off"))
+    assert off - on == 32 * 16384 * 4096 * 2
 
 
 def test_selective_hand_count_llama3_8b_and_with_tp():

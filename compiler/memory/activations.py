@@ -111,7 +111,7 @@ def _tokens(shape: Shape, k: Knobs) -> Tokens:
     tokens = k.seq * k.micro_batch / k.cp
     kv = shape.kv / t if kv_split(shape, t) else shape.kv
     o = shape.q / t
-    if k.model_code == "torchtitan":
+    if k.torchtitan_block:
         kv_saved = o  # torchtitan repeats K and V to every query head; torch's cp saves the local ones
     elif k.cp > 1 and k.cp_flavour == "all-gather":
         kv_saved = kv * k.cp  # the gathered K and V, the whole sequence
@@ -144,7 +144,7 @@ def _attention(shape: Shape, k: Knobs, n: Tokens, act: int) -> tuple[float, floa
     # them in the backward: the all-gather flavour's gathered copies are not kept (measured by
     # the rehearsal at Llama 3 405B's 128K layout: its activations equal the 8K layout's)
     kv_kept = n.kv / c if c > 1 and k.cp_flavour == "all-gather" else n.kv
-    if k.model_code == "torchtitan":  # the K and V projections' outputs, before torchtitan repeats them
+    if k.torchtitan_block:  # the K and V projections' outputs, before torchtitan repeats them
         kv_kept = shape.kv / k.tp if kv_split(shape, k.tp) else shape.kv
     selective = act * (n.q + 2 * kv_kept + shape.q / k.tp) + lse
     return full, selective, tables
@@ -203,7 +203,7 @@ def torch_layer(shape: Shape, k: Knobs, moe: bool, mode: str, act: int | None = 
     full = n.tokens * (attention_full + stats) + tables + ffn_full
     if mode == "none":
         saved = full
-    elif mode == "selective" and k.model_code == "torchtitan" and not moe:
+    elif mode == "selective" and k.torchtitan_block and not moe:
         saved = n.tokens * torchtitan_selective(shape, k, n, ACT)
     elif mode == "selective":
         saved = n.tokens * attention_sel + ffn_sel
@@ -287,13 +287,25 @@ def torchtitan_selective(shape: Shape, k: Knobs, n: Tokens, act: int) -> float:
 
     Float8 linears run `torch._scaled_mm`, not `aten.mm`, and the policy saves the amax's
     `abs` instead; the published float8 rows measure what their bf16 twins do (76.8 vs 77.0 GiB,
-    61.8 vs 62.0), so they are counted as bf16 here."""
+    61.8 vs 62.0), so they are counted as bf16 here.
+
+    Eagerly (`compile off`) the policy's cache (`_CachingTorchDispatchMode`) stores the output of
+    every op it marks MUST_SAVE, whether or not the backward reads it. Under torch.compile
+    (`model_code` "torchtitan-compiled") the policy only tags the joint graph's nodes and the
+    partitioner (`min_cut_rematerialization_partition`) saves what the backward needs: the last
+    matmul of a SwiGLU block (w2) and, with sequence parallelism, its reduce-scatter feed only
+    the residual add, whose backward reads no input, so neither is kept (h + h/t less per token;
+    GELU's w2 is the sixth matmul, not saved either way). Measured on CPU by the saved tensors
+    of the compiled block (tests/test_torchtitan_memory.py); at Llama 3 8B's two 8K sequences
+    that is 4.0 GiB of the 5.4 GiB torchtitan's eager run measured above its compiled twin."""
     t, h = k.tp, shape.hidden
     kv = shape.kv / t if kv_split(shape, t) else shape.kv
     f = shape.ffn / t
     matmuls = [shape.q / t, kv, kv, h] + ([f, f, h] if shape.ffn_matrices == 3 else [f, h])
     reduce_scatters = 2 * h / t if k.sp else 0
     kept = sum(matmuls[0::2]) + shape.q / t + reduce_scatters + h / n.sp
+    if k.model_code == "torchtitan-compiled" and shape.ffn_matrices == 3:
+        kept -= h + (h / t if k.sp else 0)  # w2's output and its reduce-scatter: never read back
     return act * kept + n.heads * FP32
 
 
@@ -327,7 +339,7 @@ def torch_cp_backward_transient(k: Knobs, n: Tokens, act: int) -> float:
     (fp32, heads per token) are left out. The flash kernel's own fp32 dQ accumulator is a GPU
     scratch the CPU cannot show, not counted. On 405B's tp 8 x cp 8 layout at 256K tokens Q is
     128 MiB and the term 4.75 GiB, where parc's own all-gather operator holds 0.25 GiB."""
-    if k.model_code != "torchtitan" or k.cp <= 1:
+    if not k.torchtitan_block or k.cp <= 1:
         return 0
     q_bytes = act * n.tokens * n.q
     return (2 * k.cp + TORCH_CP_BACKWARD_FIXED) * q_bytes

@@ -129,7 +129,14 @@ class Knobs:
     its attention operators) or "torchtitan" (its Llama at the published runs' commit 9dec370:
     SDPA on K and V repeated to every query head, `repeat_kv`; torch's `context_parallel` for
     cp, `activations.torch_cp_backward_transient`; its per-op selective checkpointing policy,
-    `activations.torchtitan_selective`)."""
+    `activations.torchtitan_selective`), run eagerly; "torchtitan-compiled" the same block under
+    torch.compile (`compile on`), whose partitioner keeps only the saved tensors the backward
+    reads (`activations.torchtitan_selective`)."""
+
+    @property
+    def torchtitan_block(self) -> bool:
+        """torchtitan's block runs, eagerly or compiled."""
+        return self.model_code.startswith("torchtitan")
 
     @property
     def sp(self) -> bool:
@@ -230,11 +237,13 @@ def knobs_of(plan: Plan, runtime: str = "torch") -> Knobs | None:
 
 
 def model_code(target) -> str:
-    """`Knobs.model_code` for a target: "torchtitan" for `target torchtitan`, else "parc"
-    (Megatron-LM's formulas do not read it)."""
+    """`Knobs.model_code` for a target: "torchtitan" for `target torchtitan`, or
+    "torchtitan-compiled" with `compile on`, else "parc" (Megatron-LM's formulas do not read it)."""
     from ..targets import runtime
 
-    return "torchtitan" if runtime(target).name == "torchtitan" else "parc"
+    if runtime(target).name != "torchtitan":
+        return "parc"
+    return "torchtitan-compiled" if target.compile else "torchtitan"
 
 
 def _pp_receives(plan: Plan) -> str:

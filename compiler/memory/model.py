@@ -407,7 +407,7 @@ def whole_vocabulary_gradient(shape: Shape, k: Knobs, acts: RankActivations, acc
     reduces (`_get_grad_inner_tensor`): (V - ceil(V/t)) x h x 4 bytes more than the rank's rows
     (at Llama 3 405B, tp 8: 7.35 GB, the figure the rehearsal measured in parc's job before the
     hook). torchtitan 9dec370 (parallelize_llama.py) registers no such hook."""
-    if k.model_code != "torchtitan" or k.tp == 1 or not accumulated or not acts.embedding_backward:
+    if not k.torchtitan_block or k.tp == 1 or not accumulated or not acts.embedding_backward:
         return 0
     return (shape.vocab - -(-shape.vocab // k.tp)) * shape.hidden * FP32
 
