@@ -260,10 +260,21 @@ def test_cached_logits_hand_count():
     bf16 = 32768 * 128256 * 2
     assert cached_logits(bf16, 2 * 2 * bf16, 2 * 2 * bf16 + 3 * GiB) == bf16 - 3 * GiB
     assert cached_logits(bf16, 2 * 2 * bf16, 2 * 2 * bf16 + 9 * GiB) == 0  # a larger moment elsewhere
+    # what FSDP2 holds gathered through the loss counts at that moment too
+    assert cached_logits(bf16, 2 * 2 * bf16, 2 * 2 * bf16 + 3 * GiB, 2 * GiB) == bf16 - GiB
     plan = compile_text(SPEC_8B, path="loss.par").plan
     est = estimate(plan)
     stage = est.stages[0]
-    assert est.overheads.cached_logits == max(0, 2 * 2 * bf16 + bf16 - stage.buffers) > 0
+    # gathered at the loss, bf16: the root (embedding and output, 128,256 x 4,096 each, and the
+    # final norm) and torchtitan's last block (q, o 4,096^2; k, v 4,096 x 1,024; w1, w2, w3
+    # 4,096 x 14,336; two norms), which it does not reshard after forward
+    root = 2 * (2 * 128256 * 4096 + 4096)
+    block = 2 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096)
+    assert root + block == 2_537_578_496
+    assert est.overheads.cached_logits == max(0, 2 * 2 * bf16 + root + block + bf16 - stage.buffers) > 0
+    # parc's own job reshards every block after forward: the root alone
+    ours = estimate(compile_text(SPEC_8B.replace("target torchtitan", "target torch"), path="loss.par").plan)
+    assert ours.overheads.cached_logits == max(0, 2 * 2 * bf16 + root + bf16 - ours.stages[0].buffers) > 0
     assert est.predicted_reserved_bytes == stage.total + est.overheads.inside_allocator
     assert est.overheads.inside_allocator - est.overheads.cached_logits == est.overheads.cublas + est.overheads.fragmentation
 

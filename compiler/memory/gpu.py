@@ -109,7 +109,7 @@ def nccl_communicator_bytes(axis: str, degree: int) -> int:
     return NCCL_BUFFSIZE * NCCL_RING_CHANNELS * min(2, degree - 1)
 
 
-def cached_logits(logits: int, loss_buffer: int, buffers: int) -> int:
+def cached_logits(logits: int, loss_buffer: int, buffers: int, gathered: int = 0) -> int:
     """What the allocator holds reserved beyond the stage's peak of tensors because the loss's
     compute-dtype logits were freed before its backward (bytes; a GPU term: `max_memory_reserved`
     counts it, `max_memory_allocated` does not).
@@ -123,16 +123,20 @@ def cached_logits(logits: int, loss_buffer: int, buffers: int) -> int:
     of the loss's backward is an fp32 tensor of the logits' shape, twice the block: each takes a
     fresh segment while the bf16 block stays reserved until the output layer's backward reuses it
     for the logits' gradient. The stage's moment then reserves the loss's buffers (`loss_buffer`,
-    `activations.logits_buffer`) plus that block; the model's stage total counts `buffers`
-    there, the larger of the loss's buffers and a layer's working set with FSDP's buffers, so
-    the block adds only what exceeds them. With expandable segments (torchtitan's launcher sets
+    `activations.logits_buffer`), the parameters FSDP2 holds gathered through it (`gathered`,
+    `model.gathered_at_loss`: the root's, never resharded after forward) and that block; the
+    model's stage total counts `buffers` (the larger of the loss's buffers and a layer's working
+    set, with FSDP's buffers: the root's, the layers gathered around the one computed and one
+    layer's reduce-scatter), so the block adds only what that moment exceeds them by. (Before,
+    the root's parameters were taken as spent against the block, as if they were not alive at
+    the loss: 2.1 GB at Llama 3 8B.) With expandable segments (torchtitan's launcher sets
     `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`) the freed bf16 logits and their freed fp32
     cast are adjacent and merge, the backward's first fp32 request takes two thirds of the merged
     block and the bf16-sized third stays: the same figure. Nothing is fitted. On a part too small for it the
     allocator frees the cached block and retries (`num_alloc_retries`), at the cost of a
     cudaFree and a cudaMalloc every step: the memory check counts it, as a run that fits
     cleanly needs it."""
-    return max(0, loss_buffer + logits - buffers)
+    return max(0, loss_buffer + gathered + logits - buffers)
 
 
 def overheads(hbm: int, degrees: dict[str, int] | None, cached: int = 0) -> Overheads:

@@ -699,7 +699,24 @@ def cached_logits_bytes(shape: Shape, k: Knobs) -> int:
     vocab = padded_vocab(shape.vocab, k.tp, k.runtime)
     compute = act.logits_bytes(k, vocab) * act.activation_bytes(k.precision) // FP32
     buffers = transient_buffers(acts[0].transient, params[0], k, shape)
-    return cached_logits(compute, act.logits_buffer(k, vocab), buffers)
+    return cached_logits(compute, act.logits_buffer(k, vocab), buffers, gathered_at_loss(k, params[0]))
+
+
+def gathered_at_loss(k: Knobs, params: RankParams) -> int:
+    """FSDP2's gathered parameters alive while the loss runs its backward (no pipelining): the
+    root's (embedding, final norm, output layer; FSDP2 does not reshard a root after its forward,
+    `buffers.gathered_buffers`: by design, pytorch/pytorch#131965; from mid-2025 only when
+    `reshard_after_forward` is left to its default, #154704, as parc's job leaves it) and, under
+    torchtitan, the last block's, which torchtitan 9dec370 does not reshard after forward either
+    (`apply_fsdp`: "FSDP would prefetch it immediately").
+    The layer FSDP2 computes, its prefetch and its reduce-scatter buffer (`fsdp_buffers`) are
+    not alive then."""
+    from .buffers import gathered_buffers
+
+    held = gathered_buffers(None, k, params.root)
+    if k.torchtitan_block and k.sharding in ("zero3", "hsdp") and params.largest_layer is not None:
+        held += compute_copy_bytes(params.largest_layer, k.precision)
+    return held
 
 
 def exact_state_bytes(shape: Shape, k: Knobs, rp: RankParams) -> int:
