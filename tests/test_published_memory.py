@@ -112,3 +112,13 @@ def test_the_rows_median_error_stays_within_ten_percent_and_no_false_fits(evalua
     _, summary = evaluated
     assert abs(summary.median_error_pct) <= 10, summary
     assert summary.false_fits == 0, summary
+
+
+def test_on_an_80gb_part_only_the_two_unexplained_405b_rows_are_false_fits(evaluated):
+    """A regression guard on the issue's "never a fits": the 8B eager run (82.4 GiB measured) is
+    no longer one since the loss's moment counts the parameters FSDP2 keeps gathered; the two
+    405B rows left are written up in docs/memory-model.md as not explained."""
+    results, summary = evaluated
+    false_fits = sorted(r.id for r in results if r.fits_on_80gb and r.needed_more_than_80gb)
+    assert false_fits == ["titan2412_t5_1f1b", "titan2412_t6_fsdp1_cp8"], false_fits
+    assert summary.false_fits_on_80gb == 2 and summary.needed_more_than_80gb == 7
