@@ -380,6 +380,8 @@ def arguments(plan: Plan) -> list[tuple[str, str | None]]:
         if per is not None:
             args.append(("--parallelism.pipeline-parallel-layers-per-stage", str(per)))
     args.append(("--compile.enable" if plan.target.compile else "--compile.no-enable", None))
+    if plan.target.compile and plan.target.compile_loss is False:
+        args.append(("--compile.components", "model"))  # torchtitan's default is model and loss
     overlap = (plan.target.tp_overlap or "none") == "all"
     args.append(("--compile.enable-async-tensor-parallel" if overlap
                  else "--compile.no-enable-async-tensor-parallel", None))

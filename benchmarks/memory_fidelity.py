@@ -7,7 +7,8 @@
 Each row of benchmarks/data/published_memory.yaml (torchtitan's published runs; every figure is
 `torch.cuda.max_memory_reserved()` of the fullest rank, in GiB) becomes the spec a user would write
 for that run, `target torchtitan`: its layout in torchtitan's mesh order, its model, its GPU, its
-batch, sequence, recomputation, float8, torch.compile and async tp. The spec is compiled as any
+batch, sequence, recomputation, float8, torch.compile (and whether it compiled the loss) and
+async tp. The spec is compiled as any
 spec is, and the prediction is read from `parc.memory.estimate`, the same numbers `parc explain`
 prints: the predicted `max_memory_allocated` (the worst rank's peak of tensors) and
 `max_memory_reserved` (that peak plus the GPU's overheads inside the allocator, `memory/gpu.py`),
@@ -136,6 +137,8 @@ def spec_text(row: dict, gpu_override: str | None = None) -> str:
         # torchtitan's apply_fsdp: reshard_after_forward=False under pp (zero2), else True (zero3)
         lines.append(f"dp {{ sharding {'zero2' if pp > 1 else 'zero3'} }}")
     options = [f"compile {'on' if train['compile'] else 'off'}"]
+    if train["compile"] and not train["compile_loss"]:
+        options.append("compile-loss off")  # the run's torchtitan left the loss eager
     if train["async_tp"]:
         options.append("tp-overlap all")
     lines.append("target torchtitan { " + ", ".join(options) + " }")

@@ -498,6 +498,9 @@ def import_torchtitan(source: SourceFile, defaults: Defaults, read: Reader = rea
     options_line = []
     if flag("--compile.enable", "--compile.no-enable", False):
         options_line.append("compile on")
+        components = get("--compile.components")
+        if components is not None and "loss" not in str(components).replace(",", " ").split():
+            options_line.append("compile-loss off")
     if flag("--compile.enable-async-tensor-parallel", "--compile.no-enable-async-tensor-parallel", False):
         options_line.append("tp-overlap all")
     lines.append("target torchtitan" + (f" {{ {', '.join(options_line)} }}" if options_line else ""))

@@ -350,6 +350,9 @@ class Target(Sourced):
     """torch: the job parc generates; torchtitan; megatron (Megatron-LM / Megatron-Core)."""
     compile: bool = False
     """torchtitan's `compile.enable`: torch.compile fuses the model's kernels."""
+    compile_loss: bool | None = None
+    """With `compile`: whether torchtitan's `compile.components` holds "loss" beside "model"
+    (None: torchtitan's default, both)."""
     flash_attention: bool = True
     """Megatron-LM's `--use-flash-attn`; off: the s x s scores are materialised (before 2022)."""
     tp_overlap: Literal["none", "backward", "all"] | None = None

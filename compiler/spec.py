@@ -354,6 +354,8 @@ LAUNCH_KEYS = (
 
 TARGET_KEYS = (
     Key("compile", "bool", "torchtitan: torch.compile the model (fused kernels)", "compile on"),
+    Key("compile-loss", "bool", "torchtitan: with `compile on`, compile the loss too (default on: "
+        "`compile.components` model and loss)", "compile-loss off"),
     Key("flash-attention", "bool", "megatron: `--use-flash-attn` (off: unfused attention, before 2022)",
         "flash-attention off"),
     _enum("tp-overlap", "tensor-parallel communication hidden under GEMMs (default: the target's)",

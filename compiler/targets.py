@@ -101,7 +101,7 @@ RUNTIMES: dict[str, Runtime] = {
         ep_fold=("dp", "cp", "tp"),
         # ParallelDims.build_mesh: ["pp", "dp_replicate", "dp_shard", "cp", "tp"], slowest first
         rank_order=("tp", "cp", "dp", "pp"),
-        options=("compile", "tp-overlap", "grad-reduce"), fp16_grad_bytes=4, fp8="linear",
+        options=("compile", "compile-loss", "tp-overlap", "grad-reduce"), fp16_grad_bytes=4, fp8="linear",
         fp8_scaling="dynamic", context_parallel="torch", pp_receives="kept"),
     "megatron": Runtime(
         name="megatron", description="Megatron-LM / Megatron-Core (pretrain_gpt.py, Transformer Engine)",

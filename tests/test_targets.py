@@ -192,3 +192,30 @@ def test_diff_lists_a_target_change_and_its_effect(tmp_path):
     (tmp_path / "new.par").write_text(old + "target megatron\n")
     out = run_cli("diff", str(tmp_path / "old.par"), str(tmp_path / "new.par")).stdout
     assert "target  torch  ->  megatron" in out and "step time" in out
+
+
+def test_torchtitans_compile_loss_option_reaches_its_command_line_and_comes_back():
+    """`compile-loss off` is torchtitan's `--compile.components model` (its default compiles the
+    model and the loss); the memory model reads which (`Knobs.model_code`), and `parc import`
+    reads it back."""
+    from parc.backends import job_files
+    from parc.importer import Defaults, import_source
+    from parc.memory.inputs import model_code
+    from parc.source import SourceFile
+
+    args = {}
+    for options in ("compile on", "compile on, compile-loss off", "compile off"):
+        plan = plan_of(f"target torchtitan {{ {options} }}").plan
+        args[options] = job_files(plan)["torchtitan.args"]
+        assert model_code(plan.target) == {"compile on": "torchtitan-compiled",
+                                           "compile on, compile-loss off": "torchtitan-compiled-model",
+                                           "compile off": "torchtitan"}[options]
+    assert "--compile.components model\n" in args["compile on, compile-loss off"]
+    assert "--compile.components" not in args["compile on"] + args["compile off"]
+    back = import_source(SourceFile("torchtitan.args", args["compile on, compile-loss off"]),
+                         Defaults(gpu="h100-sxm", gpus_per_node=8, dp=1))
+    assert not back.diagnostics, [d.message for d in back.diagnostics]
+    assert "target torchtitan { compile on, compile-loss off }" in back.text
+    result = compile_text(BASE.replace("TARGET", "target torch { compile-loss off }").replace("PRECISION", "bf16"),
+                          path="t.par")
+    assert [d.code for d in result.diagnostics if d.is_error] == ["E0219"]

@@ -17,7 +17,14 @@ from collections import defaultdict
 
 import pytest
 from parc.memory import estimate
-from parc.memory.activations import _tokens, torch_layer, torchtitan_selective
+from parc.memory.activations import (
+    _tokens,
+    compiled_loss_saved,
+    logits_buffer,
+    output_activations,
+    torch_layer,
+    torchtitan_selective,
+)
 from parc.memory.gpu import cached_logits
 from parc.memory.inputs import Knobs, Shape
 from parc.pipeline import compile_text
@@ -211,10 +218,11 @@ def test_compiled_block_drops_w2_and_its_reduce_scatter_at_llama3_8b():
     # the published Table 1 run: two 8K sequences per rank, per-op selective recomputation
     spec = SPEC_8B.replace("seq 32768", "seq 8192").replace("global-batch 8", "global-batch 16") \
         .replace("micro-batch 1", "micro-batch 2").replace("recompute full", "recompute selective")
+    # the loss left eager, as torchtitan 9dec370 ran it, so that only the block differs
     plans = {flag: compile_text(spec.replace("target torchtitan", f"target torchtitan {{ compile {flag} }}"),
-                                path="8b.par").plan for flag in ("on", "off")}
+                                path="8b.par").plan for flag in ("on, compile-loss off", "off")}
     assert {plans[f].target.compile for f in plans} == {True, False}
-    on, off = (estimate(plans[f]).peak_bytes for f in ("on", "off"))
+    on, off = (estimate(plans[f]).peak_bytes for f in ("on, compile-loss off", "off"))
     assert off - on == 32 * 16384 * 4096 * 2
 
 
@@ -321,3 +329,108 @@ def test_torchtitans_first_stage_accumulates_the_whole_vocabularys_embedding_gra
     # (V - ceil(V / 8)) x h x 4: the rows of the other tp ranks, fp32, beside this rank's own
     assert titan[0].grads - parc[0].grads == (128256 - 16032) * 16384 * 4 == 7_354_712_064
     assert all(t.grads == p.grads for t, p in zip(titan[1:], parc[1:], strict=True))  # no embedding there
+
+
+# ---------------------------------------------------------------------------------------------
+# The compiled loss (torchtitan's `build_cross_entropy_loss` under `compile on`)
+
+LOSS_BATCH, LOSS_SEQ, LOSS_VOCAB = 2, 64, 1000
+
+
+def _loss_inputs():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    pred = torch.randn(LOSS_BATCH, LOSS_SEQ, LOSS_VOCAB, dtype=torch.bfloat16, requires_grad=True)
+    labels = torch.randint(0, LOSS_VOCAB, (LOSS_BATCH, LOSS_SEQ))
+    return pred, labels
+
+
+def cross_entropy_loss(pred, labels):
+    """torchtitan's loss (9dec370 train.py, e7c0cae components/loss.py), verbatim."""
+    import torch
+
+    return torch.nn.functional.cross_entropy(pred.flatten(0, 1).float(), labels.flatten(0, 1))
+
+
+def test_compiled_loss_saves_the_logits_and_two_numbers_a_token():
+    """What the compiled loss keeps for its backward: inductor's decompositions and its min-cut
+    partitioner (its code generation left out), saved tensors collected as autograd packs them."""
+    import torch
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+    from torch._inductor.decomposition import select_decomp_table
+
+    pred, labels = _loss_inputs()
+    backend = aot_autograd(decompositions=select_decomp_table(), partition_fn=min_cut_rematerialization_partition,
+                           fw_compiler=lambda gm, _: make_boxed_func(gm), bw_compiler=lambda gm, _: make_boxed_func(gm))
+    compiled = torch.compile(cross_entropy_loss, backend=backend)
+    saved = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+        loss = compiled(pred, labels)
+    loss.backward()
+    assert pred.grad is not None and saved
+    tokens = LOSS_BATCH * LOSS_SEQ
+    logits = [t for t in saved if t.numel() >= tokens * LOSS_VOCAB]
+    assert [(t.dtype, t.untyped_storage().data_ptr()) for t in logits] == [
+        (torch.bfloat16, pred.untyped_storage().data_ptr())]  # the input itself, never an fp32 copy
+    floats = sum(t.numel() * t.element_size() for t in saved if t.dtype == torch.float32)
+    assert floats == 2 * 4 * tokens + 4  # the row maximum and log-sum-exp, and the loss's divisor
+    k = Knobs(tp=1, pp=1, dp=1, seq=LOSS_SEQ, micro_batch=LOSS_BATCH, model_code="torchtitan-compiled")
+    assert k.compiled_loss and compiled_loss_saved(k, LOSS_VOCAB) * tokens == 2 * tokens * LOSS_VOCAB + 2 * 4 * tokens
+
+
+@pytest.mark.long
+def test_inductors_compiled_loss_allocates_one_logits_gradient_in_bf16():
+    """The code inductor generates for the loss (CPU; its scheduler fuses the same graph for
+    CUDA): the forward allocates fp32 numbers a token, the backward one (tokens, 1) fp32 buffer
+    and the bf16 gradient of the logits, what `activations.logits_buffer` counts. About 25 s."""
+    import re
+
+    import torch
+    from torch._inductor.utils import run_and_get_code
+
+    pred, labels = _loss_inputs()
+    compiled = torch.compile(cross_entropy_loss)
+
+    def step():
+        compiled(pred, labels).backward()
+
+    _, (forward, backward) = run_and_get_code(step)
+    allocation = re.compile(r"empty_strided_cpu\(\(([\d, ]*)\), \([\d, ]*\), torch\.(\w+)\)")
+    sizes = {"float32": 4, "bfloat16": 2, "int64": 8}
+
+    def allocated(code):
+        found = [(tuple(int(x) for x in shape.replace(" ", "").split(",") if x), dtype)
+                 for shape, dtype in allocation.findall(code)]
+        assert found
+        return found
+
+    tokens = LOSS_BATCH * LOSS_SEQ
+    assert all(shape in ((tokens, 1), ()) for shape, _ in allocated(forward))
+    grads = sorted(allocated(backward))
+    assert grads == [((tokens, 1), "float32"), ((tokens, LOSS_VOCAB), "bfloat16")]
+    k = Knobs(tp=1, pp=1, dp=1, seq=LOSS_SEQ, micro_batch=LOSS_BATCH, model_code="torchtitan-compiled")
+    assert logits_buffer(k, LOSS_VOCAB) == sum(
+        sizes[dtype] * (shape[0] * shape[1]) for shape, dtype in grads)
+
+
+def test_compiled_loss_hand_count_at_the_h200_rows():
+    """Llama 3 8B, two 8K sequences a rank (the 2025-06 H200 rows, torchtitan e7c0cae): the
+    compiled loss keeps the bf16 logits (16,384 x 128,256 x 2 bytes) and two fp32 numbers a
+    token instead of the fp32 log-softmax, its backward one bf16 gradient instead of two fp32
+    tensors, and no freed block is cached; with `compile-loss off` (torchtitan 9dec370) the loss
+    is the eager one. With tp the loss is counted as eager."""
+    vocab, tokens = 128256, 16384
+    codes = ("torchtitan-compiled", "torchtitan-compiled-model")
+    k = {c: Knobs(tp=1, pp=1, dp=8, seq=8192, micro_batch=2, model_code=c) for c in codes}
+    shape = Shape(layers=32, hidden=4096, ffn=14336, heads=32, kv_heads=8, head_dim=128, vocab=vocab,
+                  tied=False, ffn_matrices=3, layernorm=False, position_params=0, rope=True)
+    compiled, eager = (output_activations(shape, k[c], vocab) for c in codes)
+    assert eager - compiled == tokens * (4 * vocab - 2 * vocab - 2 * 4)
+    assert logits_buffer(k["torchtitan-compiled"], vocab) == tokens * (2 * vocab + 4)
+    assert logits_buffer(k["torchtitan-compiled-model"], vocab) == 2 * tokens * vocab * 4
+    plan = compile_text(SPEC_8B.replace("target torchtitan", "target torchtitan { compile on }"), path="c.par").plan
+    assert estimate(plan).overheads.cached_logits == 0
+    tp = Knobs(tp=8, pp=1, dp=1, seq=8192, micro_batch=2, model_code="torchtitan-compiled")
+    assert not tp.compiled_loss and logits_buffer(tp, vocab) == 3 * tokens * vocab // 8 * 4

@@ -304,7 +304,7 @@ def torchtitan_selective(shape: Shape, k: Knobs, n: Tokens, act: int) -> float:
     matmuls = [shape.q / t, kv, kv, h] + ([f, f, h] if shape.ffn_matrices == 3 else [f, h])
     reduce_scatters = 2 * h / t if k.sp else 0
     kept = sum(matmuls[0::2]) + shape.q / t + reduce_scatters + h / n.sp
-    if k.model_code == "torchtitan-compiled" and shape.ffn_matrices == 3:
+    if k.compiled_block and shape.ffn_matrices == 3:
         kept -= h + (h / t if k.sp else 0)  # w2's output and its reduce-scatter: never read back
     return act * kept + n.heads * FP32
 
@@ -501,7 +501,8 @@ def output_activations(shape: Shape, k: Knobs, vocab: int) -> int:
         sp = t if k.sp else 1
         stats = (2 if shape.layernorm else 1) * FP32 / sp
         unfused = h / sp if k.device == "cpu" and not shape.layernorm else 0
-        return round(tokens * (act * (h / sp + unfused + h) + stats + FP32 * vocab / t + INDEX) + FP32)
+        loss = compiled_loss_saved(k, vocab) if k.compiled_loss else FP32 * vocab / t
+        return round(tokens * (act * (h / sp + unfused + h) + stats + loss + INDEX) + FP32)
     return round(4 * tokens * (h + vocab) / t)  # Megatron: "inputs to output layer and CE loss"
 
 
@@ -523,7 +524,27 @@ def logits_buffer(k: Knobs, vocab: int) -> int:
     `_log_softmax_backward_data`'s). The loss is not chunked."""
     if k.runtime != "torch":
         return 0
+    if k.compiled_loss:
+        tokens = k.seq * k.micro_batch / k.cp
+        return round(tokens * (activation_bytes(k.precision) * vocab + FP32))
     return (3 if k.tp > 1 else 2) * logits_bytes(k, vocab)
+
+
+def compiled_loss_saved(k: Knobs, vocab: int) -> float:
+    """Bytes per token torchtitan's compiled loss keeps for its backward (`Knobs.compiled_loss`:
+    `cross_entropy(pred.flatten(0, 1).float(), labels)` under torch.compile, torchtitan's
+    `build_cross_entropy_loss` since e7c0cae and 0.3's default `compile.components`). Inductor
+    decomposes the log-softmax, and its partitioner saves the compute-dtype logits and two fp32
+    numbers a token (the row maximum and the log-sum-exp) instead of the fp32 log-softmax; the
+    backward is one pointwise kernel on them whose only large output is the logits' gradient in
+    the compute dtype (`logits_buffer`: one such tensor and an fp32 number a token, where the
+    eager loss holds two fp32 ones). So the logits are never freed before the backward and no
+    cached block is left (`model.cached_logits_bytes`). Read from the code inductor generates
+    for the loss on CPU (tests/test_torchtitan_memory.py: the forward allocates (tokens, 1) fp32
+    buffers and returns the bf16 input among the saved ones; the backward allocates one (tokens,
+    1) fp32 and one bf16 (tokens, vocab) buffer). With tp the loss runs on DTensor logits under
+    torchtitan's loss parallelism, not traced: counted as eager."""
+    return activation_bytes(k.precision) * vocab + 2 * FP32
 
 
 @lru_cache(maxsize=4096)

@@ -129,14 +129,28 @@ class Knobs:
     its attention operators) or "torchtitan" (its Llama at the published runs' commit 9dec370:
     SDPA on K and V repeated to every query head, `repeat_kv`; torch's `context_parallel` for
     cp, `activations.torch_cp_backward_transient`; its per-op selective checkpointing policy,
-    `activations.torchtitan_selective`), run eagerly; "torchtitan-compiled" the same block under
-    torch.compile (`compile on`), whose partitioner keeps only the saved tensors the backward
-    reads (`activations.torchtitan_selective`)."""
+    `activations.torchtitan_selective`), run eagerly; "torchtitan-compiled" the same block and
+    its loss under torch.compile (`compile on`: torchtitan's default `compile.components`),
+    whose partitioner keeps only the saved tensors the backward reads
+    (`activations.torchtitan_selective`, `activations.output_activations`);
+    "torchtitan-compiled-model" the block compiled and the loss eager (`compile-loss off`, and
+    what torchtitan 9dec370 did: "compiling loss function causes CUDA errors")."""
 
     @property
     def torchtitan_block(self) -> bool:
         """torchtitan's block runs, eagerly or compiled."""
         return self.model_code.startswith("torchtitan")
+
+    @property
+    def compiled_block(self) -> bool:
+        """torchtitan's block runs under torch.compile."""
+        return self.model_code.startswith("torchtitan-compiled")
+
+    @property
+    def compiled_loss(self) -> bool:
+        """torchtitan's loss runs under torch.compile (without tp: the vocabulary-parallel loss
+        is counted as eager, `activations.compiled_loss`)."""
+        return self.model_code == "torchtitan-compiled" and self.tp == 1
 
     @property
     def sp(self) -> bool:
@@ -237,13 +251,16 @@ def knobs_of(plan: Plan, runtime: str = "torch") -> Knobs | None:
 
 
 def model_code(target) -> str:
-    """`Knobs.model_code` for a target: "torchtitan" for `target torchtitan`, or
-    "torchtitan-compiled" with `compile on`, else "parc" (Megatron-LM's formulas do not read it)."""
+    """`Knobs.model_code` for a target: "torchtitan" for `target torchtitan`,
+    "torchtitan-compiled" with `compile on` ("torchtitan-compiled-model" with `compile-loss
+    off`), else "parc" (Megatron-LM's formulas do not read it)."""
     from ..targets import runtime
 
     if runtime(target).name != "torchtitan":
         return "parc"
-    return "torchtitan-compiled" if target.compile else "torchtitan"
+    if not target.compile:
+        return "torchtitan"
+    return "torchtitan-compiled-model" if target.compile_loss is False else "torchtitan-compiled"
 
 
 def _pp_receives(plan: Plan) -> str:

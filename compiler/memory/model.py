@@ -693,8 +693,8 @@ def cached_logits_bytes(shape: Shape, k: Knobs) -> int:
     such cast. Search adds it to a candidate's peak as the memory check does."""
     from .gpu import cached_logits
 
-    if k.runtime != "torch" or k.pp > 1 or k.precision == "fp32":
-        return 0
+    if k.runtime != "torch" or k.pp > 1 or k.precision == "fp32" or k.compiled_loss:
+        return 0  # a compiled loss saves the logits for its backward: none freed (`act.compiled_loss_saved`)
     params, acts = _pieces(shape, k)
     vocab = padded_vocab(shape.vocab, k.tp, k.runtime)
     compute = act.logits_bytes(k, vocab) * act.activation_bytes(k.precision) // FP32
