@@ -432,5 +432,8 @@ def test_compiled_loss_hand_count_at_the_h200_rows():
     assert logits_buffer(k["torchtitan-compiled-model"], vocab) == 2 * tokens * vocab * 4
     plan = compile_text(SPEC_8B.replace("target torchtitan", "target torchtitan { compile on }"), path="c.par").plan
     assert estimate(plan).overheads.cached_logits == 0
+    # under pipelining the saved logits are the stage's output, which the schedule keeps anyway
+    piped = Knobs(tp=1, pp=4, dp=2, seq=8192, micro_batch=2, model_code="torchtitan-compiled")
+    assert compiled_loss_saved(piped, vocab) == 2 * 4
     tp = Knobs(tp=8, pp=1, dp=1, seq=8192, micro_batch=2, model_code="torchtitan-compiled")
     assert not tp.compiled_loss and logits_buffer(tp, vocab) == 3 * tokens * vocab // 8 * 4

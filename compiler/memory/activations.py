@@ -296,8 +296,9 @@ def torchtitan_selective(shape: Shape, k: Knobs, n: Tokens, act: int) -> float:
     matmul of a SwiGLU block (w2) and, with sequence parallelism, its reduce-scatter feed only
     the residual add, whose backward reads no input, so neither is kept (h + h/t less per token;
     GELU's w2 is the sixth matmul, not saved either way). Measured on CPU by the saved tensors
-    of the compiled block (tests/test_torchtitan_memory.py); at Llama 3 8B's two 8K sequences
-    that is 4.0 GiB of the 5.4 GiB torchtitan's eager run measured above its compiled twin."""
+    of the compiled block without tp (tests/test_torchtitan_memory.py; the reduce-scatter's
+    share follows from the same graph, not run); at Llama 3 8B's two 8K sequences that is
+    4.0 GiB of the 5.4 GiB torchtitan's eager run measured above its compiled twin."""
     t, h = k.tp, shape.hidden
     kv = shape.kv / t if kv_split(shape, t) else shape.kv
     f = shape.ffn / t
@@ -542,9 +543,12 @@ def compiled_loss_saved(k: Knobs, vocab: int) -> float:
     cached block is left (`model.cached_logits_bytes`). Read from the code inductor generates
     for the loss on CPU (tests/test_torchtitan_memory.py: the forward allocates (tokens, 1) fp32
     buffers and returns the bf16 input among the saved ones; the backward allocates one (tokens,
-    1) fp32 and one bf16 (tokens, vocab) buffer). With tp the loss runs on DTensor logits under
-    torchtitan's loss parallelism, not traced: counted as eager."""
-    return activation_bytes(k.precision) * vocab + 2 * FP32
+    1) fp32 and one bf16 (tokens, vocab) buffer). Under pipelining the logits it saves are the
+    last stage's output, which the schedule keeps until the backward anyway (`ChunkActivations.
+    output`): not counted twice. With tp the loss runs on DTensor logits under torchtitan's loss
+    parallelism, not traced: counted as eager."""
+    logits = activation_bytes(k.precision) * vocab if k.pp == 1 else 0
+    return logits + 2 * FP32
 
 
 @lru_cache(maxsize=4096)
