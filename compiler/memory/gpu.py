@@ -132,10 +132,12 @@ def cached_logits(logits: int, loss_buffer: int, buffers: int, gathered: int = 0
     the loss: 2.1 GB at Llama 3 8B.) With expandable segments (torchtitan's launcher sets
     `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`) the freed bf16 logits and their freed fp32
     cast are adjacent and merge, the backward's first fp32 request takes two thirds of the merged
-    block and the bf16-sized third stays: the same figure. Nothing is fitted. On a part too small for it the
-    allocator frees the cached block and retries (`num_alloc_retries`), at the cost of a
-    cudaFree and a cudaMalloc every step: the memory check counts it, as a run that fits
-    cleanly needs it."""
+    block and the bf16-sized third stays: the same figure. A compiled loss (torchtitan's `compile
+    on`, `activations.compiled_loss_saved`) saves the bf16 logits for its backward instead:
+    nothing is freed and none is cached (`model.cached_logits_bytes`). Nothing is fitted. On a
+    part too small for it the allocator frees the cached block and retries (`num_alloc_retries`),
+    at the cost of a cudaFree and a cudaMalloc every step: the memory check counts it, as a run
+    that fits cleanly needs it."""
     return max(0, loss_buffer + gathered + logits - buffers)
 
 
