@@ -437,3 +437,67 @@ def test_compiled_loss_hand_count_at_the_h200_rows():
     assert compiled_loss_saved(piped, vocab) == 2 * 4
     tp = Knobs(tp=8, pp=1, dp=1, seq=8192, micro_batch=2, model_code="torchtitan-compiled")
     assert not tp.compiled_loss and logits_buffer(tp, vocab) == 3 * tokens * vocab // 8 * 4
+
+
+@pytest.mark.long
+def test_compiled_block_with_sequence_parallelism_keeps_wos_reduce_scatter_not_w2s():
+    """With sequence parallelism (tp 2 in a fake process group, the collectives as torch's
+    functional all-gather and reduce-scatter around the matmuls), the policy marks both
+    reduce-scatters' outputs; the compiled block keeps wo's, which the backward's recomputation
+    of the second half reads, and neither w2's output nor its reduce-scatter: the h + h/t of
+    `torchtitan_selective`. No norms or RoPE here (they change nothing the claim reads)."""
+    torch = pytest.importorskip("torch")
+    import torch.distributed as dist
+    import torch.distributed._functional_collectives as fc
+    import torch.nn.functional as F
+    from torch import nn
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    if dist.is_initialized():
+        pytest.skip("a process group is already initialised in this process")
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=2)
+    try:
+        save = {torch.ops.aten.mm.default, torch.ops._c10d_functional.reduce_scatter_tensor.default,
+                torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default}
+
+        def get_policy(meta):
+            def policy(ctx, func, *args, **kwargs):
+                key = ("recompute" if ctx.is_recompute else "forward") + "_mm_count"
+                if func == torch.ops.aten.mm.default:
+                    meta[key] += 1
+                keep = func in save and not (func == torch.ops.aten.mm.default and meta[key] % 2 == 0)
+                return CheckpointPolicy.MUST_SAVE if keep else CheckpointPolicy.PREFER_RECOMPUTE
+            return policy
+
+        def scatter(x):  # the partial sums reduce-scattered over the sequence (dim 1)
+            return fc.reduce_scatter_tensor(x.transpose(0, 1).contiguous(), "sum", 0, dist.group.WORLD).transpose(0, 1)
+
+        def gather(x):
+            return fc.all_gather_tensor(x.transpose(0, 1).contiguous(), 0, dist.group.WORLD).transpose(0, 1)
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.wq, self.wk, self.wv, self.wo = (nn.Linear(DIM, DIM, bias=False) for _ in range(4))
+                self.w1, self.w3 = nn.Linear(DIM, FFN, bias=False), nn.Linear(DIM, FFN, bias=False)
+                self.w2 = nn.Linear(FFN, DIM, bias=False)
+
+            def forward(self, x, freqs):
+                b, local, _ = x.shape
+                y = gather(x)
+                q, k, v = (t.view(b, 2 * local, HEADS, HEAD_DIM).transpose(1, 2) for t in (self.wq(y), self.wk(y), self.wv(y)))
+                o = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, 2 * local, DIM)
+                h = x + scatter(self.wo(o))
+                z = gather(h)
+                return h + scatter(self.w2(F.silu(self.w1(z)) * self.w3(z)))
+
+        torch.manual_seed(0)
+        local = BATCH * SEQ // 2
+        x = torch.randn(BATCH, SEQ // 2, DIM, requires_grad=True)
+        kept = compiled_kept(Block(), get_policy, x, torch.zeros(1))
+        # per gathered token: wq's q, wv's v (DIM here: no grouped heads), attention's output and
+        # fp32 log-sum-exp, w1's F; per local token: wo's reduce-scatter output
+        assert kept == 4 * (2 * local * (DIM + DIM + DIM + HEADS + FFN) + local * DIM)
+    finally:
+        dist.destroy_process_group()

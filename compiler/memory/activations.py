@@ -296,9 +296,10 @@ def torchtitan_selective(shape: Shape, k: Knobs, n: Tokens, act: int) -> float:
     matmul of a SwiGLU block (w2) and, with sequence parallelism, its reduce-scatter feed only
     the residual add, whose backward reads no input, so neither is kept (h + h/t less per token;
     GELU's w2 is the sixth matmul, not saved either way). Measured on CPU by the saved tensors
-    of the compiled block without tp (tests/test_torchtitan_memory.py; the reduce-scatter's
-    share follows from the same graph, not run); at Llama 3 8B's two 8K sequences that is
-    4.0 GiB of the 5.4 GiB torchtitan's eager run measured above its compiled twin."""
+    of the compiled block (tests/test_torchtitan_memory.py; with sequence parallelism in a fake
+    process group of two, `-m long`: wo's reduce-scatter kept, w2's not); at Llama 3 8B's two
+    8K sequences that is 4.0 GiB of the 5.4 GiB torchtitan's eager run measured above its
+    compiled twin."""
     t, h = k.tp, shape.hidden
     kv = shape.kv / t if kv_split(shape, t) else shape.kv
     f = shape.ffn / t
