@@ -90,6 +90,18 @@ def gpu_line(hw: dict, gpu_override: str | None) -> str:
             f"link 450 GB/s, nvlink-domain {hw['gpus_per_node']}, generation hopper }}")
 
 
+def compile_loss(row: dict) -> bool:
+    """Whether the row's compiled run compiled its loss too (`train.compile_loss`). Which
+    torchtitan commit ran decides it, and nothing in the row's other fields says which, so a row
+    without it is refused by name rather than guessed."""
+    train = row.get("train", {})
+    if "compile_loss" not in train:
+        raise SystemExit(f"{row.get('id', '(a row without an id)')}: train has compile: true but no compile_loss: "
+                         "say whether the run's torchtitan compiled the loss (benchmarks/data/published_memory.yaml's "
+                         "header: read from the run's commit)")
+    return bool(train["compile_loss"])
+
+
 def spec_text(row: dict, gpu_override: str | None = None) -> str:
     """The .par a user would write for the row's run under `target torchtitan`."""
     lay, train, hw = row["layout"], row["train"], row["hardware"]
@@ -137,7 +149,7 @@ def spec_text(row: dict, gpu_override: str | None = None) -> str:
         # torchtitan's apply_fsdp: reshard_after_forward=False under pp (zero2), else True (zero3)
         lines.append(f"dp {{ sharding {'zero2' if pp > 1 else 'zero3'} }}")
     options = [f"compile {'on' if train['compile'] else 'off'}"]
-    if train["compile"] and not train["compile_loss"]:
+    if train["compile"] and not compile_loss(row):
         options.append("compile-loss off")  # the run's torchtitan left the loss eager
     if train["async_tp"]:
         options.append("tp-overlap all")

@@ -80,6 +80,17 @@ def test_a_row_becomes_the_spec_its_fields_say():
     assert "target torchtitan { compile on }" in bench.spec_text(h200)
 
 
+def test_a_compiled_row_without_compile_loss_is_refused_by_name():
+    import copy
+
+    row = copy.deepcopy(next(r for r in ROWS if r["id"] == "trainy2506_h200_4nodes"))
+    del row["train"]["compile_loss"]
+    with pytest.raises(SystemExit, match="trainy2506_h200_4nodes: .*no compile_loss"):
+        bench.spec_text(row)
+    row["train"]["compile"] = False  # an eager run compiles no loss: nothing to say
+    assert "target torchtitan { compile off }" in bench.spec_text(row)
+
+
 @pytest.fixture(scope="module")
 def evaluated():
     return bench.run_all(DATA)

@@ -138,14 +138,22 @@ def measured_kept_per_token(compiled: bool = False) -> float:
     return kept / (BATCH * SEQ)
 
 
+def boxed_aot_backend(**options):
+    """aot_autograd with both graphs run as traced (`make_boxed_func`, no inductor code
+    generation): what the partitioner saves is what autograd packs."""
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    return aot_autograd(fw_compiler=lambda gm, _: make_boxed_func(gm), bw_compiler=lambda gm, _: make_boxed_func(gm),
+                        **options)
+
+
 def compiled_kept(block, get_policy, x, freqs) -> int:
     """Bytes of the tensors the compiled, checkpointed block saves for its backward, beyond its
     input, parameters and the RoPE table: torchtitan 9dec370's `apply_compile` compiles the
     `ptd_checkpoint_wrapper`-wrapped block whole (`fullgraph=True`); its context function is
     the one `_apply_ac_to_transformer_block` builds."""
     import torch
-    from torch._dynamo.backends.common import aot_autograd
-    from torch._functorch.aot_autograd import make_boxed_func
     from torch._functorch.partitioners import min_cut_rematerialization_partition
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
     from torch.utils.checkpoint import create_selective_checkpoint_contexts
@@ -154,8 +162,7 @@ def compiled_kept(block, get_policy, x, freqs) -> int:
         return create_selective_checkpoint_contexts(get_policy(defaultdict(int)))
 
     wrapped = checkpoint_wrapper(block, context_fn=selective_checkpointing_context_fn, preserve_rng_state=False)
-    backend = aot_autograd(fw_compiler=lambda gm, _: make_boxed_func(gm), bw_compiler=lambda gm, _: make_boxed_func(gm),
-                           partition_fn=min_cut_rematerialization_partition)
+    backend = boxed_aot_backend(partition_fn=min_cut_rematerialization_partition)
     compiled = torch.compile(wrapped, backend=backend, fullgraph=True)
     saved = []
 
@@ -356,14 +363,11 @@ def test_compiled_loss_saves_the_logits_and_two_numbers_a_token():
     """What the compiled loss keeps for its backward: inductor's decompositions and its min-cut
     partitioner (its code generation left out), saved tensors collected as autograd packs them."""
     import torch
-    from torch._dynamo.backends.common import aot_autograd
-    from torch._functorch.aot_autograd import make_boxed_func
     from torch._functorch.partitioners import min_cut_rematerialization_partition
     from torch._inductor.decomposition import select_decomp_table
 
     pred, labels = _loss_inputs()
-    backend = aot_autograd(decompositions=select_decomp_table(), partition_fn=min_cut_rematerialization_partition,
-                           fw_compiler=lambda gm, _: make_boxed_func(gm), bw_compiler=lambda gm, _: make_boxed_func(gm))
+    backend = boxed_aot_backend(decompositions=select_decomp_table(), partition_fn=min_cut_rematerialization_partition)
     compiled = torch.compile(cross_entropy_loss, backend=backend)
     saved = []
     with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
