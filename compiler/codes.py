@@ -544,6 +544,18 @@ group than the runtime does, so parc's predictions would describe another job. W
 in the runtime's order, e.g. `tp 8 x cp 2 x dp 4 x pp 2`.
 """)
 
+register("W0365", "`compile-loss` without `compile on`", """
+`compile-loss` says whether torchtitan compiles its loss beside its model (`--compile.components
+model,loss`, its default, or `model` alone with `compile-loss off`). torchtitan compiles neither
+unless `compile.enable` is on, so without `compile on` the option changes nothing: not the
+generated command line, not the memory model, not the step time.
+
+    target torchtitan { compile-loss off }               # W0365: nothing is compiled
+    target torchtitan { compile on, compile-loss off }   # ok: the block compiled, the loss eager
+
+Add `compile on`, or remove `compile-loss`.
+""")
+
 register("E0370", "a power limit parc cannot derate", """
 `hardware { power-limit 500 W }` runs every GPU under that power limit (`nvidia-smi -pl`). At
 its limit a GPU lowers its clock until its power fits; near the top of its voltage-frequency

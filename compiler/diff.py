@@ -126,7 +126,7 @@ def facts(plan: Plan) -> dict[str, str]:
     if cluster.price is not None:
         out["price"] = f"${cluster.price:,.2f} per GPU-hour"
     target = plan.target
-    options = [o for o, on in (("compile", target.compile), ("no compiled loss", target.compile_loss is False),
+    options = [o for o, on in (("compile", target.compile), ("no compiled loss", target.compile and target.compile_loss is False),
                                ("no flash-attention", not target.flash_attention)) if on]
     options += [f"tp-overlap {target.tp_overlap}"] if target.tp_overlap else []
     options += [f"grad-reduce {target.grad_reduce}"] if target.grad_reduce else []

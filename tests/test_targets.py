@@ -219,3 +219,27 @@ def test_torchtitans_compile_loss_option_reaches_its_command_line_and_comes_back
     result = compile_text(BASE.replace("TARGET", "target torch { compile-loss off }").replace("PRECISION", "bf16"),
                           path="t.par")
     assert [d.code for d in result.diagnostics if d.is_error] == ["E0219"]
+
+
+def test_compile_loss_without_compile_warns_through_parc_check_and_diff_says_nothing_of_it(tmp_path):
+    """`compile-loss` alone compiles nothing: `parc check` warns at the option (W0365) with its
+    help line, and `parc diff` does not call a target that compiles nothing "no compiled loss"."""
+    from parc.diff import facts
+
+    from .conftest import run_cli
+
+    spec = BASE.replace("TARGET", "target torchtitan { compile-loss off }").replace("PRECISION", "bf16").replace(
+        "zero1", "zero2")  # torchtitan has no zero1
+    path = tmp_path / "t.par"
+    path.write_text(spec)
+    done = run_cli("check", str(path))
+    line = next(i for i, text in enumerate(spec.splitlines(), 1) if "compile-loss" in text)
+    col = spec.splitlines()[line - 1].index("off") + 1
+    assert f"t.par:{line}:{col}: warning[W0365]" in done.stderr + done.stdout
+    assert "help: compile-loss only matters with compile on" in done.stderr + done.stdout
+    assert done.exit_code == 0  # a warning, not an error
+    alone = compile_text(spec, path="t.par")
+    assert facts(alone.plan)["target"] == "torchtitan"
+    with_compile = compile_text(spec.replace("{ compile-loss off }", "{ compile on, compile-loss off }"), path="t.par")
+    assert "W0365" not in {d.code for d in with_compile.diagnostics}
+    assert facts(with_compile.plan)["target"] == "torchtitan (compile, no compiled loss)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..diagnostics import Diagnostic, error
+from ..diagnostics import Diagnostic, error, warning
 from ..plan import Plan
 from ..targets import runtime
 from . import rule
@@ -74,6 +74,18 @@ def target_ep_fold(plan: Plan) -> Iterator[Diagnostic]:
         yield error("E0363", f"target {rt.name} cannot fold ep over {' x '.join(outside)}",
                     ep.span_of("folded_over") or axis_span(plan, "ep"), label=f"not foldable in {rt.name}",
                     labels=_target_label(plan), help=f"fold ep over {' x '.join(rt.ep_fold)} only")
+
+
+@rule
+def target_compile_loss_alone(plan: Plan) -> Iterator[Diagnostic]:
+    """`compile-loss` picks torchtitan's `compile.components`, which it reads only under
+    `compile.enable`: alone it is a no-op the user likely did not mean."""
+    target = plan.target
+    if target.compile_loss is None or target.compile:
+        return
+    yield warning("W0365", "`compile-loss` without `compile on` changes nothing", target.span_of("compile_loss"),
+                  label="nothing is compiled", labels=_target_label(plan),
+                  help="compile-loss only matters with compile on: add `compile on`, or remove it")
 
 
 @rule
