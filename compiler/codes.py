@@ -736,6 +736,17 @@ a learning rate, a data path, a bias in the attention) is reported at its file:l
 being dropped silently: check that the spec describes the job you meant.
 """)
 
+register("W0703", "a torchtitan command line that compiles the loss but not the model", """
+torchtitan's `--compile.components` lists what `--compile.enable` compiles: `model` (every block,
+`apply_compile`) and `loss` (`BaseLoss._maybe_compile`), both by default. It is one word split on
+commas (`--compile.components model,loss`, or `model` alone: parc's `compile-loss off`).
+
+A list without `model` (`--compile.components loss`) leaves every block eager. parc's `compile on`
+means the blocks compiled, and parc has no setting for a compiled loss beside an eager model, so
+the file is imported as `compile off` (the model as it runs; the compiled loss's saving of the
+logits' fp32 copy is not counted) and this warning says so at the option.
+""")
+
 register("E0702", "a file parc cannot import", """
 The file is none of the three kinds `parc import` reads (a torchtitan 0.3 command line, a
 Megatron-LM pretrain_gpt.py command line, a Hugging Face config.json), or it lacks what a spec

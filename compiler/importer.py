@@ -496,11 +496,23 @@ def import_torchtitan(source: SourceFile, defaults: Defaults, read: Reader = rea
               f"  precision {'fp8' if config in backend.FLOAT8_CONFIGS else 'bf16'}, optimizer adamw, recompute {recompute}",
               "}"]
     options_line = []
-    if flag("--compile.enable", "--compile.no-enable", False):
+    compiled = flag("--compile.enable", "--compile.no-enable", False)
+    components, component_diags = _compile_components(options, others)
+    used.add("--compile.components")
+    diags += component_diags
+    if any(d.is_error for d in component_diags):
+        return Imported("torchtitan", None, diags, sources)
+    if compiled and "model" in components:
         options_line.append("compile on")
-        components = get("--compile.components")
-        if components is not None and "loss" not in str(components).replace(",", " ").split():
+        if "loss" not in components:
             options_line.append("compile-loss off")
+    elif compiled:
+        option = options.get("--compile.components")
+        diags.append(warning("W0703", f"`--compile.components {','.join(components)}` leaves the model eager: "
+                             "imported as `compile off`", option.span if option else source.span(0, 0),
+                             label="no `model` in the list",
+                             help="torchtitan compiles the model only when `model` is in the list; parc models "
+                                  "no compiled loss beside an eager model (write `model,loss` or `model`)"))
     if flag("--compile.enable-async-tensor-parallel", "--compile.no-enable-async-tensor-parallel", False):
         options_line.append("tp-overlap all")
     lines.append("target torchtitan" + (f" {{ {', '.join(options_line)} }}" if options_line else ""))
@@ -535,10 +547,47 @@ def import_torchtitan(source: SourceFile, defaults: Defaults, read: Reader = rea
     used.add("--training.disable-cuda-graphs")  # parc's model has no CUDA graphs either way
     diags += _unused(options, used, "torchtitan")
     for word, span in others:
-        if not word.startswith("activation-checkpoint:"):
+        if not word.startswith("activation-checkpoint:") and not _component_word(word):
             diags.append(warning("W0701", f"`{word}` is not imported: parc has no setting for it", span,
                                  label="not an option", help="check the spec against the job"))
     return Imported("torchtitan", "\n".join(lines) + "\n", diags, sources)
+
+
+TORCHTITAN_COMPONENTS = ("model", "loss")
+"""What torchtitan's `compile.components` may name (`CompileConfig`; default both): the model's
+blocks (`apply_compile`) and the loss (`BaseLoss._maybe_compile`: `"loss" in components`)."""
+
+
+def _component_word(word: str) -> bool:
+    return bool(word) and all(part in TORCHTITAN_COMPONENTS for part in word.split(","))
+
+
+def _compile_components(options: dict[str, Option], others: list[tuple[str, Span]]) \
+        -> tuple[tuple[str, ...], list[Diagnostic]]:
+    """torchtitan's `--compile.components`, read as torchtitan reads it: one word after the
+    option (or after `=`), split on commas (tyro's `list_str_rule` in `ConfigManager`,
+    `nargs=1`, `args[0].split(",")`), so `model,loss`, `=model,loss`, `"model,loss"`, `model`
+    and `loss` are its forms. A second word (`model loss`) is not one of them: tyro refuses the
+    command line, so parc does too (E0702), rather than keep the first word. Absent, the
+    default: both."""
+    option = options.get("--compile.components")
+    if option is None:
+        return TORCHTITAN_COMPONENTS, []
+    value = option.value if isinstance(option.value, str) else ""
+    stray = [(w, sp) for w, sp in others if _component_word(w) and sp.start > option.span.start]
+    if stray or not value:
+        word, span = stray[0] if stray else ("", option.span)
+        return TORCHTITAN_COMPONENTS, [error(
+            "E0702", "`--compile.components` takes one comma-separated word" + (f": `{word}` is a second" if word else ""),
+            span, label="torchtitan refuses this command line",
+            help="torchtitan reads the list as one word split on commas: write `--compile.components model,loss`")]
+    names = tuple(value.split(","))
+    unknown = [n for n in names if n not in TORCHTITAN_COMPONENTS]
+    diags = [warning("W0701", f"compile component `{n}` is not imported: torchtitan compiles `model` and `loss`",
+                     option.span, label="not a component torchtitan reads",
+                     help="torchtitan tests `\"model\" in` and `\"loss\" in` the list; other names do nothing")
+             for n in unknown]
+    return tuple(n for n in TORCHTITAN_COMPONENTS if n in names), diags
 
 
 def _module_path(source: SourceFile, module: str) -> str:

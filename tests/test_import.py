@@ -261,3 +261,55 @@ def test_importing_reads_the_module_without_running_it(tmp_path):
     done = subprocess.run([sys.executable, "-c", probe, str(job / "torchtitan.args")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+COMPILED_TITAN = ("dp 8 on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware { gpu h100-sxm }\n"
+                  "train { seq 4096, global-batch 16, micro-batch 2, recompute selective }\n"
+                  "dp { sharding zero3 }\ntarget torchtitan { compile on }\n")
+COMPONENT_FORMS = {
+    # what follows `--compile.enable` on the command line -> the target line imported (None: refused)
+    "": "target torchtitan { compile on }",  # torchtitan's default: model and loss
+    "--compile.components model,loss": "target torchtitan { compile on }",
+    "--compile.components=model,loss": "target torchtitan { compile on }",
+    '--compile.components "model,loss"': "target torchtitan { compile on }",
+    "--compile.components loss,model": "target torchtitan { compile on }",
+    "--compile.components model": "target torchtitan { compile on, compile-loss off }",
+    "--compile.components=model": "target torchtitan { compile on, compile-loss off }",
+    "--compile.components loss": "target torchtitan\n",  # the model eager (W0703)
+    "--compile.components model loss": None,  # tyro refuses a second word (E0702)
+}
+
+
+@pytest.mark.parametrize("form", sorted(COMPONENT_FORMS))
+def test_torchtitans_compile_components_in_every_form_it_accepts(form):
+    """torchtitan reads `--compile.components` as one word split on commas (tyro's
+    `list_str_rule`, nargs=1); "model" absent leaves the blocks eager (W0703); a second word is
+    a command line torchtitan refuses (E0702), not the first word kept."""
+    plan = compile_text(COMPILED_TITAN, path="t.par").plan
+    assert plan is not None
+    args = job_files(plan)["torchtitan.args"]
+    assert "--compile.enable\n" in args and "--compile.components" not in args
+    text = args.replace("--compile.enable\n", f"--compile.enable\n{form}\n" if form else "--compile.enable\n")
+    imported = import_source(SourceFile("torchtitan.args", text), Defaults(gpu="h100-sxm", gpus_per_node=8, dp=1))
+    codes = [d.code for d in imported.diagnostics]
+    expected = COMPONENT_FORMS[form]
+    if expected is None:
+        assert imported.text is None and codes == ["E0702"]
+        (d,) = imported.diagnostics
+        assert "model,loss" in d.help and text[d.span.start:d.span.end] == "loss"
+        return
+    assert codes == (["W0703"] if form.endswith(" loss") else []), codes  # "model" absent
+    assert expected in imported.text, imported.text
+    if codes:
+        (d,) = imported.diagnostics
+        assert text[d.span.start:d.span.end] == "--compile.components"
+
+
+def test_an_unknown_compile_component_is_reported_not_dropped():
+    plan = compile_text(COMPILED_TITAN, path="t.par").plan
+    text = job_files(plan)["torchtitan.args"].replace("--compile.enable\n",
+                                                      "--compile.enable\n--compile.components model,optimizer\n")
+    imported = import_source(SourceFile("torchtitan.args", text), Defaults(gpu="h100-sxm", gpus_per_node=8, dp=1))
+    assert [d.code for d in imported.diagnostics] == ["W0701"]
+    assert "`optimizer`" in imported.diagnostics[0].message
+    assert "target torchtitan { compile on, compile-loss off }" in imported.text
