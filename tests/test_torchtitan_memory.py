@@ -339,6 +339,109 @@ def test_torchtitans_first_stage_accumulates_the_whole_vocabularys_embedding_gra
 
 
 # ---------------------------------------------------------------------------------------------
+# The parameters FSDP2 holds gathered while the loss runs (`model.gathered_at_loss`)
+
+GATHERED_SPEC = """\
+dp 8 on nodes(8 gpus, nvlink)
+model MODEL
+hardware { gpu h100-sxm }
+train { seq 4096, global-batch 16, micro-batch 2, recompute selective }
+dp { sharding SHARDING }
+TARGET
+"""
+
+
+def _rank0(plan):
+    from parc.memory import shape_of
+    from parc.memory.inputs import knobs_of
+    from parc.memory.model import _pieces
+    from parc.targets import memory_runtime
+
+    shape, k = shape_of(plan), knobs_of(plan, memory_runtime(plan.target))
+    params, _ = _pieces(shape, k)
+    return k, params[0]
+
+
+@pytest.mark.parametrize("sharding", ["zero3", "hsdp 2 x 4", "zero2"])
+def test_gathered_at_loss_follows_the_generated_jobs_fully_shard_calls(sharding):
+    """parc's own job (`target torch`): what `gathered_at_loss` counts is read from the
+    `fully_shard` calls the generated parallel.py makes. A root left at
+    `reshard_after_forward=None` (FSDP2's default: False for a root) or False stays gathered
+    from its forward through the loss; a block with True is resharded after its forward, the
+    last one too, so no block is counted. zero2 (False everywhere) holds every gathered copy as
+    a model state already (`buffers.gathered_buffers`), not again here."""
+    import re
+
+    from parc.backends import job_files
+    from parc.memory.buffers import compute_copy_bytes
+    from parc.memory.model import gathered_at_loss
+
+    text = GATHERED_SPEC.replace("MODEL", "llama3-8b { layers 4 }").replace("SHARDING", sharding)
+    plan = compile_text(text.replace("TARGET", "target torch"), path="t.par").plan
+    calls = dict(re.findall(r"fully_shard\((block|part), mesh=[\w.]+, reshard_after_forward=(\w+)",
+                            job_files(plan)["parallel.py"]))
+    assert set(calls) == {"block", "part"}, calls
+    k, rank = _rank0(plan)
+    root_gathered = calls["part"] in ("None", "False")
+    block_gathered = calls["block"] == "False"
+    if sharding == "zero2":
+        assert calls == {"block": "False", "part": "False"} and gathered_at_loss(k, rank) == 0
+        return
+    expected = (compute_copy_bytes(rank.root, k.precision) if root_gathered else 0) + (
+        compute_copy_bytes(rank.last_layer, k.precision) if block_gathered else 0)
+    assert calls == {"block": "True", "part": "None"}  # what the job does today
+    assert gathered_at_loss(k, rank) == expected > 0
+
+
+def test_fsdp2_keeps_a_root_left_at_its_default_gathered_after_forward():
+    """The FSDP2 behaviour the term rests on, run (CPU, a fake process group of 2): with
+    `reshard_after_forward=None` on the root, as parc's parallel.py writes it, the root's
+    parameters are unsharded after the forward; a block with True is resharded."""
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.fsdp import fully_shard
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=2)
+    try:
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 8))
+        model.append(torch.nn.Linear(8, 8))
+        for block in list(model)[:2]:
+            fully_shard(block, reshard_after_forward=True)
+        fully_shard(model, reshard_after_forward=None)
+        model(torch.randn(4, 8))
+
+        def unsharded(module):
+            return module._get_fsdp_state()._fsdp_param_group.is_unsharded
+
+        assert unsharded(model) and not unsharded(model[0]) and not unsharded(model[1])
+    finally:
+        dist.destroy_process_group()
+
+
+def test_torchtitans_last_block_held_at_the_loss_is_the_last_blocks_own_size():
+    """torchtitan leaves its last block gathered after forward: `gathered_at_loss` counts that
+    block's own parameters, a dense one where the model's last layer is dense, not the
+    largest (MoE) layer."""
+    from parc.memory.buffers import compute_copy_bytes, largest_layer
+    from parc.memory.model import gathered_at_loss
+
+    model = "llama3-8b { layers 5, experts 8, top-k 2, expert-ffn 4096, moe-layers every 2 }"  # 1 and 3 MoE
+    plan = compile_text(GATHERED_SPEC.replace("MODEL", model).replace("SHARDING", "zero3").replace(
+        "TARGET", "target torchtitan"), path="t.par").plan
+    assert plan is not None
+    k, rank = _rank0(plan)
+    from parc.memory import shape_of
+
+    shape = shape_of(plan)
+    assert shape.moe == (False, True, False, True, False)
+    largest = largest_layer(shape, k.tp, k.ep, rank.chunks)
+    assert rank.last_layer.total < largest.total  # the last layer is dense, the largest MoE
+    root = compute_copy_bytes(rank.root, k.precision)
+    assert gathered_at_loss(k, rank) == root + compute_copy_bytes(rank.last_layer, k.precision)
+
+
+# ---------------------------------------------------------------------------------------------
 # The compiled loss (torchtitan's `build_cross_entropy_loss` under `compile on`)
 
 LOSS_BATCH, LOSS_SEQ, LOSS_VOCAB = 2, 64, 1000

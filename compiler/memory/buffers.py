@@ -86,6 +86,13 @@ def largest_layer(shape: Shape, tp: int, ep: int, chunks: tuple[Chunk, ...]) -> 
     return max((layer_params(shape, tp, ep, moe) for moe in kinds), key=lambda p: p.total)
 
 
+def last_layer(shape: Shape, tp: int, ep: int, chunks: tuple[Chunk, ...]) -> Params | None:
+    """Parameters of the rank's last layer in model order (a dense or an MoE layer, as the
+    model's pattern says): the block FSDP2 computes last in the forward."""
+    layers = [layer for c in chunks for layer in c.layer_range]
+    return layer_params(shape, tp, ep, shape.is_moe(max(layers))) if layers else None
+
+
 def fsdp_buffers(layer: Params | None, k: Knobs, root: Params | None = None) -> int:
     """Per-layer parameter and gradient buffers of the data-parallel wrapper (see above)."""
     if k.sharding == "zero1":  # autograd's compute-dtype gradients of one layer (see above)

@@ -34,6 +34,7 @@ from .buffers import (
     fsdp_buffers,
     fsdp_expert_temporaries,
     largest_layer,
+    last_layer,
 )
 from .inputs import Knobs, Shape
 from .parameters import (
@@ -145,6 +146,9 @@ class RankParams:
     root: Params = Params()
     """What the chunks hold outside their layers (embeddings, final norm, output layer): FSDP2
     keeps a root module's parameters gathered from its forward to its backward."""
+    last_layer: Params | None = None
+    """The rank's last layer in model order (`buffers.last_layer`): torchtitan does not reshard
+    it after forward (`model.gathered_at_loss`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +204,8 @@ def rank_params(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str,
                               layers=sum(c.layers for c in mine), output=any(c.output for c in mine),
                               largest_layer=largest_layer(shape, tp, ep, mine),
                               root=Params(total.linear - layered.linear, total.other - layered.other,
-                                          total.expert - layered.expert)))
+                                          total.expert - layered.expert),
+                              last_layer=last_layer(shape, tp, ep, mine)))
     return tuple(out)
 
 
@@ -714,8 +719,8 @@ def gathered_at_loss(k: Knobs, params: RankParams) -> int:
     from .buffers import gathered_buffers
 
     held = gathered_buffers(None, k, params.root)
-    if k.torchtitan_block and k.sharding in ("zero3", "hsdp") and params.largest_layer is not None:
-        held += compute_copy_bytes(params.largest_layer, k.precision)
+    if k.torchtitan_block and k.sharding in ("zero3", "hsdp") and params.last_layer is not None:
+        held += compute_copy_bytes(params.last_layer, k.precision)
     return held
 
 
