@@ -444,6 +444,51 @@ def test_torchtitans_last_block_held_at_the_loss_is_the_last_blocks_own_size():
 # ---------------------------------------------------------------------------------------------
 # The compiled loss (torchtitan's `build_cross_entropy_loss` under `compile on`)
 
+PP_SPEC = """\
+dp 2 x pp 2 on nodes(4 gpus, nvlink)
+model llama3-8b { layers 4 }
+hardware { gpu h100-sxm }
+train { seq 4096, global-batch 8, micro-batch 1, recompute selective }
+pp { schedule 1f1b }
+dp { sharding zero2 }
+TARGET
+"""
+
+
+@pytest.mark.parametrize("target", ["target torch", "target torchtitan", "target torchtitan { compile on }"])
+def test_the_last_stages_kept_logits_are_in_the_dtype_its_model_returns(target):
+    """Under pipelining the schedule keeps the last stage's output (the logits) until its
+    backward. parc's job returns them in fp32 (its rendered model.py ends `.float()`);
+    torchtitan's model returns `self.output(h)` in the compute dtype, which is also the tensor
+    its compiled loss saves (`compiled_loss_saved` counts only its two fp32 numbers a token under
+    pipelining): the kept output and what the compiled loss documents agree, bf16."""
+    import re
+
+    from parc.backends import job_files
+    from parc.memory import shape_of
+    from parc.memory.inputs import knobs_of
+    from parc.memory.model import _pieces
+    from parc.targets import memory_runtime
+
+    plan = compile_text(PP_SPEC.replace("TARGET", target), path="t.par").plan
+    assert plan is not None
+    shape, k = shape_of(plan), knobs_of(plan, memory_runtime(plan.target))
+    _, acts = _pieces(shape, k)
+    last = acts[-1].chunks[-1]
+    tokens, vocab = 4096 * 1, 128256
+    if target == "target torch":
+        returned = re.findall(r"return self\.output\(self\.norm\(h\)\)(\.float\(\))?", job_files(plan)["model.py"])
+        assert returned == [".float()"]  # fp32 logits leave parc's model
+        assert last.output == tokens * vocab * 4
+        return
+    assert last.output == tokens * vocab * 2  # torchtitan: `return self.output(h)`, bf16
+    if k.compiled_loss:
+        per_token = compiled_loss_saved(k, vocab)
+        assert per_token == 2 * 4  # the logits it saves are the kept output, not counted again
+        alone = Knobs(tp=1, pp=1, dp=2, seq=4096, micro_batch=1, model_code="torchtitan-compiled")
+        assert (compiled_loss_saved(alone, vocab) - per_token) * tokens == last.output  # same dtype, same bytes
+
+
 LOSS_BATCH, LOSS_SEQ, LOSS_VOCAB = 2, 64, 1000
 
 

@@ -509,9 +509,22 @@ def output_activations(shape: Shape, k: Knobs, vocab: int) -> int:
 
 
 def logits_bytes(k: Knobs, vocab: int) -> int:
-    """One micro-batch's fp32 logits on one rank (tokens x vocab / tp rows; the model returns
-    `output(h).float()`)."""
+    """One micro-batch's fp32 logits on one rank (tokens x vocab / tp rows; parc's model returns
+    `output(h).float()`, torchtitan's loss casts with `pred.float()`)."""
     return round(k.seq * k.micro_batch / k.cp * vocab / k.tp * FP32)
+
+
+def stage_output_logits_bytes(k: Knobs, vocab: int) -> int:
+    """One micro-batch's logits as the last pipeline stage returns them, which the schedule keeps
+    until that micro-batch's backward (`ChunkActivations.output`), in the dtype the model's
+    forward returns. parc's job: fp32, its model.py ends `return self.output(self.norm(h)).float()`
+    (backends/torch/templates/model.py.jinja). torchtitan: the compute dtype, its Transformer ends
+    `output = self.output(h) if self.output else h; return output` (9dec370 and 0.3; the fp32 cast
+    is the loss's `pred.float()`), eager or compiled, and its compiled loss saves that same tensor
+    (`compiled_loss_saved`: not counted twice, in the same dtype)."""
+    if k.torchtitan_block:
+        return round(k.seq * k.micro_batch / k.cp * vocab / k.tp * activation_bytes(k.precision))
+    return logits_bytes(k, vocab)
 
 
 @lru_cache(maxsize=4096)

@@ -110,7 +110,8 @@ class ChunkActivations:
     output: int = 0
     """Held per micro-batch in flight beside what autograd saves: a pipeline stage keeps its
     output in `fwd_cache` from the forward to the backward (`PipelineStage.forward_one_chunk`;
-    the residual stream, or the last chunk's fp32 logits). 0 without pipelining.
+    the residual stream, or the last chunk's logits: fp32 in parc's job, the compute dtype in
+    torchtitan's, `activations.stage_output_logits_bytes`). 0 without pipelining.
 
     The stage's input is not counted beside `saved`: a received tensor (the generated job's
     `ReceiveOnDemandStage` hands the received buffer to the forward as its input) *is* the
@@ -291,7 +292,7 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
         work = max(work, act.logits_buffer(ak, vocab))
     kept = 0
     if torch and pipelined:
-        kept = act.logits_bytes(ak, vocab) if output else act.boundary_bytes(shape, ak)
+        kept = act.stage_output_logits_bytes(ak, vocab) if output else act.boundary_bytes(shape, ak)
     pending = split_pending(shape, ak, grads, layers, embedding, torch, pipelined)
     return ChunkPieces(ChunkActivations(saved=saved, pending=pending, output=kept),
                        work, embedding_buffer)
