@@ -91,6 +91,21 @@ def test_a_compiled_row_without_compile_loss_is_refused_by_name():
     assert "target torchtitan { compile off }" in bench.spec_text(row)
 
 
+def test_the_readmes_figures_are_the_docs_table():
+    """README.md quotes the summary of the generated table in docs/memory-model.md (which
+    `test_the_doc_holds_the_current_table` ties to the computation): the same figures."""
+    doc = " ".join(bench.doc_block().split())
+    found = re.search(r"median ([-+]?\d+\.\d) %, p90 of \|error\| (\d+\.\d) %, worst ([-+]?\d+\.\d) %", doc)
+    eighty = re.search(r"on an 80 GB H100, (\d+) runs would need more than the part and parc says \"fits\" for "
+                       r"(\d+) of them", doc)
+    assert found and eighty, doc[-600:]
+    median, p90, worst = found.groups()
+    needed, false_fits = eighty.groups()
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert f"On the {len(ROWS)} rows: median {median} %, p90 {p90} %, worst {worst} %" in readme
+    assert f"on an 80 GB H100 parc says \"fits\" for {false_fits} of the {needed} runs that needed more" in readme
+
+
 @pytest.fixture(scope="module")
 def evaluated():
     return bench.run_all(DATA)
