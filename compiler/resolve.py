@@ -654,7 +654,8 @@ class _Resolver:
                          help=f"remove it; `{name}` options: {have}")
         if not ok:
             return None
-        spans = {"name": block.preset.span} | {k: v.span for k, v in block.settings.items()}
+        spans = {"name": block.preset.span} | {k: v.span for k, v in block.settings.items()} | {
+            f"{k}.key": span for k, span in block.key_spans.items()}
         return Target(name=name, spans=spans, **{k: v.value for k, v in block.settings.items()})
 
     def launch(self) -> Launch | None:
@@ -764,7 +765,7 @@ def strip_spans(data: Any) -> Any:
     """A plan's JSON without source spans: what generated files and golden tests keep."""
     if isinstance(data, dict):
         return {k: strip_spans(v) for k, v in data.items()
-                if k not in ("spans", "statement") and not k.endswith("span")}
+                if k != "statement" and not k.endswith(("span", "spans"))}
     if isinstance(data, list):
         return [strip_spans(v) for v in data]
     return data

@@ -147,6 +147,9 @@ class BlockSpec(Frozen):
     preset: Located[str] | None = None
     settings: dict[str, Located[Any]] = {}
     """Plan field name (underscored) -> the value as written, converted to base units."""
+    key_spans: dict[str, Span] = {}
+    """Plan field name -> where its key is written (a diagnostic about the setting as a whole
+    underlines key and value)."""
     span: Span
 
 
@@ -721,7 +724,8 @@ def _block(kind: str, statement: Setting, diags: _Diagnostics, holes: list, path
             settings["env"] = Located(value=items, span=value.span)
         else:
             settings[key.field] = value
-    return BlockSpec(kind=kind, preset=preset, settings=settings, span=statement.span)
+    return BlockSpec(kind=kind, preset=preset, settings=settings, span=statement.span,
+                     key_spans={k: first_seen[k] for k in settings if k in first_seen})
 
 
 def _unknown_key(kind: str, setting: Setting, keys: tuple[Key, ...], diags: _Diagnostics) -> None:

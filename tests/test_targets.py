@@ -234,7 +234,7 @@ def test_compile_loss_without_compile_warns_through_parc_check_and_diff_says_not
     path.write_text(spec)
     done = run_cli("check", str(path))
     line = next(i for i, text in enumerate(spec.splitlines(), 1) if "compile-loss" in text)
-    col = spec.splitlines()[line - 1].index("off") + 1
+    col = spec.splitlines()[line - 1].index("compile-loss") + 1  # the key and its value underlined
     assert f"t.par:{line}:{col}: warning[W0365]" in done.stderr + done.stdout
     assert "help: compile-loss only matters with compile on" in done.stderr + done.stdout
     assert done.exit_code == 0  # a warning, not an error

@@ -4,6 +4,7 @@ rank order its device mesh is built in (`compiler/targets.py` holds each runtime
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from ..diagnostics import Diagnostic, error, warning
 from ..plan import Plan
@@ -83,7 +84,10 @@ def target_compile_loss_alone(plan: Plan) -> Iterator[Diagnostic]:
     target = plan.target
     if target.compile_loss is None or target.compile:
         return
-    yield warning("W0365", "`compile-loss` without `compile on` changes nothing", target.span_of("compile_loss"),
+    key, value = target.span_of("compile_loss.key"), target.span_of("compile_loss")
+    if key is not None and value is not None and key.line == value.line:
+        value = replace(value, start=key.start, col=key.col)  # `compile-loss off`, key and value
+    yield warning("W0365", "`compile-loss` without `compile on` changes nothing", value,
                   label="nothing is compiled", labels=_target_label(plan),
                   help="compile-loss only matters with compile on: add `compile on`, or remove it")
 
