@@ -508,7 +508,7 @@ def import_torchtitan(source: SourceFile, defaults: Defaults, read: Reader = rea
             options_line.append("compile-loss off")
     elif compiled:
         option = options.get("--compile.components")
-        diags.append(warning("W0703", f"`--compile.components {','.join(components)}` leaves the model eager: "
+        diags.append(warning("W0703", f"`--compile.components {option.value if option else ''}` leaves the model eager: "
                              "imported as `compile off`", option.span if option else source.span(0, 0),
                              label="no `model` in the list",
                              help="torchtitan compiles the model only when `model` is in the list; parc models "

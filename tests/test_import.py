@@ -313,3 +313,8 @@ def test_an_unknown_compile_component_is_reported_not_dropped():
     assert [d.code for d in imported.diagnostics] == ["W0701"]
     assert "`optimizer`" in imported.diagnostics[0].message
     assert "target torchtitan { compile on, compile-loss off }" in imported.text
+    # no word after the option (tyro: "expected 1 argument"): refused at the option
+    empty = import_source(SourceFile("torchtitan.args", text.replace("--compile.components model,optimizer\n",
+                                                                     "--compile.components\n")),
+                          Defaults(gpu="h100-sxm", gpus_per_node=8, dp=1))
+    assert empty.text is None and [d.code for d in empty.diagnostics] == ["E0702"]
