@@ -49,6 +49,7 @@ from .schedules import (
     MAX_STATE_CHUNKS,
     ZERO_BUBBLE,
     kept_receive_buffers,
+    moment_states,
     peak_states,
     receive_buffers,
     received_chunks,
@@ -157,6 +158,12 @@ class RankActivations:
     whole vocabulary's gradient and this rank's rows, less the backpropagated micro-batch's
     freed layer tensors; 0 without the embedding). The stage counts how far it rises above the
     layers' moment (`StageMemory.embedding_backward`)."""
+    working: tuple[int, ...] = ()
+    """Each chunk's backward working set (with the stage input's gradient Schedule1F1B keeps,
+    `sent_input_gradient`); `transient` is the largest. A chunk's working set is alive while that
+    chunk computes, so it pairs with the schedule's moments of that chunk (`moments_peak`)."""
+    embedding_chunk: int = -1
+    """The local chunk that holds the embedding (its backward is `embedding_backward`'s moment), or -1."""
 
 
 def layer_mode(recompute: str, recompute_layers: int | None, index_in_chunk: int) -> str:
@@ -456,10 +463,12 @@ def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, se
                 boundary = act.boundary_bytes(shape, ak)  # output gradient (counted in the first's `grads`)
                 chunks = (chunks[0], replace(chunks[1], shared_input=chunks[0].output,
                                              pending=chunks[1].pending - boundary))
+            sent = sent_input_gradient(shape, ak, mine[0], schedule, pp, v)
+            working = tuple(p.working + sent for p in pieces)
             rank = alike[(mine, turn)] = RankActivations(
-                chunks=chunks, transient=max((p.working for p in pieces), default=0)
-                + sent_input_gradient(shape, ak, mine[0], schedule, pp, v),
-                embedding_backward=max((p.embedding_backward for p in pieces), default=0))
+                chunks=chunks, transient=max(working, default=0),
+                embedding_backward=max((p.embedding_backward for p in pieces), default=0), working=working,
+                embedding_chunk=next((c for c, sig in enumerate(mine) if sig[1]), -1))
         out.append(rank)
     return tuple(out)
 
@@ -467,8 +476,11 @@ def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, se
 def first_backward_floors(shape: Shape, k: Knobs) -> dict[tuple[ChunkSignature, ...], int]:
     """Per distinct rank (its chunks' signatures), a floor under what it holds when it runs its
     first backward in every schedule: one micro-batch's saved activations on each of its chunks,
-    plus its working set; never more than `rank_activations`' sums give, without building every
-    rank (search's cheapest memory floor, `Engine._first_floor`)."""
+    plus the working set of its last chunk (every schedule's first backward on a rank is its
+    last chunk's, after a forward on each), and at least any chunk's own micro-batch with its
+    working set (a chunk's backward runs with its working set only: `moments_peak`); never more
+    than `rank_activations`' sums give, without building every rank (search's cheapest memory
+    floor, `Engine._first_floor`)."""
     ak = activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
                           k.ep if shape.moe else 1, k.precision, k.device, k.model_code)
     return _first_backward_floors(shape, ak, k.pp, k.virtual_stages, k.schedule, k.split, k.recompute,
@@ -496,12 +508,13 @@ def _first_backward_floors(shape: Shape, ak: Knobs, pp: int, v: int, schedule: s
     released = released_backward(schedule, pp)
     out: dict[tuple[ChunkSignature, ...], int] = {}
     for mine, counted in _counted_rank_signatures(shape, pp, v, schedule, split):
-        saved = working = 0
+        saved = own = 0
         for sig, count in counted:
             p = _chunk_activations(shape, ak, sig, recompute, recompute_layers, pp > 1, released)
             saved += count * p.activations.saved
-            working = max(working, p.working)
-        out[mine] = saved + working
+            own = max(own, p.activations.saved + p.working)
+        last = _chunk_activations(shape, ak, mine[-1], recompute, recompute_layers, pp > 1, released).working
+        out[mine] = max(saved + last, own)
     return MappingProxyType(out)
 
 
@@ -592,6 +605,48 @@ def keeps_gathered(k: Knobs) -> bool:
     return k.sharding == "zero2" or (k.pp > 1 and k.sharding != "zero1")
 
 
+def moments_peak(k: Knobs, rank: int, acts: RankActivations, extras: tuple[int, ...]) -> tuple[int, int, int] | None:
+    """(activations in flight, chunk-micro-batches held, local chunk) at pp rank `rank`'s worst
+    moment when what a moment adds beyond the activations in flight is its running chunk's
+    (`extras[c]`: chunk c's backward working set with the wrapper's buffers, or its embedding
+    backward; `schedules.moment_states`), or None where pairing changes nothing: one chunk,
+    every chunk's extra alike, or more chunks than the walk enumerates (`MAX_STATE_CHUNKS`:
+    there the largest state plus the largest extra stands, a bound never below the paired one).
+
+    Before, the largest extra was added to the largest state whichever chunk ran then. At
+    rehearse-mixtral-8's rank 255 (pp rank 3 of 4, chunks 3 and 7, one MoE layer each) the
+    largest state (4 micro-batches on chunk 3, 1 on chunk 7 with its head and fp32 logits:
+    2.90 GB) is chunk 7's loss backward, whose extra is the loss's three fp32 logit tensors
+    (3.15 GB); the MoE layer's working set (3.66 GB) runs on chunk 3 with 5 micro-batches there
+    and none on chunk 7 (0.67 GB). The model had added 3.66 to 2.90 GB: +6.58 % against the
+    rehearsal, which peaks in the loss's backward (docs/memory-model.md, "Moments by chunk")."""
+    if len(extras) < 2 or k.virtual_stages > MAX_STATE_CHUNKS or min(extras) == max(extras):
+        return None
+    chunks = acts.chunks
+    best = best_acts = best_held = best_chunk = -1
+    for held, pending, chunk in moment_states(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank):
+        a = 0
+        for c, ca in enumerate(chunks):
+            a += held[c] * ca.held + pending[c] * ca.pending
+        if a + extras[chunk] > best:
+            best, best_acts, best_held, best_chunk = a + extras[chunk], a, sum(held), chunk
+    return best_acts, best_held, best_chunk
+
+
+def moment_extras(shape: Shape, k: Knobs, params: RankParams, acts: RankActivations, relief: int) -> tuple[int, ...]:
+    """What each local chunk's moment adds to the activations in flight (`moments_peak`): its
+    working set with the wrapper's buffers (`transient_buffers`), and on the embedding's chunk
+    the larger of that and the embedding's backward (`embedding_moment`, less `relief`:
+    `second_embedding_backward`)."""
+    out = []
+    for c, working in enumerate(acts.working):
+        extra = transient_buffers(working, params, k, shape)
+        if c == acts.embedding_chunk:
+            extra = max(extra, acts.embedding_backward - relief)
+        out.append(extra)
+    return tuple(out)
+
+
 def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = None,
                  acts: RankActivations | None = None) -> StageMemory:
     """The memory of pp rank `rank`."""
@@ -631,6 +686,13 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
         buffers = transient_buffers(acts.transient, params, k, shape)
     relief = second_embedding_backward(shape, k, rank, acts, states.accumulated_grads > 0)
     embedding_rise = max(0, acts.embedding_backward - relief - buffers)
+    paired = moments_peak(k, rank, acts, moment_extras(shape, k, params, acts, relief)) \
+        if k.runtime == "torch" else None
+    if paired is not None:  # the working set of the chunk that runs at the worst moment
+        best_acts, best_held, chunk = paired
+        buffers = transient_buffers(acts.working[chunk], params, k, shape)
+        embedding = acts.embedding_backward - relief if chunk == acts.embedding_chunk else 0
+        embedding_rise = max(0, embedding - buffers)
     return StageMemory(
         stage=rank, layers=params.layers, params=states.params + persistent,
         grads=peak_gradients(states) + whole_vocabulary_gradient(shape, k, acts, states.accumulated_grads > 0),
@@ -678,7 +740,13 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
             embedding -= second_embedding_backward(shape, k, r, acts[r], states.accumulated_grads > 0)
             whole = whole_vocabulary_gradient(shape, k, acts[r], states.accumulated_grads > 0)
         buffers = max(transient_buffers(acts[r].transient, rp, k, shape), embedding)
-        total_bytes = exact_state_bytes(shape, k, rp) + whole + peaks[r] + buffers + p2p_buffers(shape, k, r, acts[r])
+        moment = peaks[r] + buffers
+        if len(acts[r].working) > 1:
+            extras = moment_extras(shape, k, rp, acts[r], acts[r].embedding_backward - embedding)
+            paired = moments_peak(k, r, acts[r], extras)
+            if paired is not None:
+                moment = paired[0] + extras[paired[2]]
+        total_bytes = exact_state_bytes(shape, k, rp) + whole + moment + p2p_buffers(shape, k, r, acts[r])
         if total_bytes > best:
             best, where = total_bytes, r
     return best, where
@@ -758,10 +826,19 @@ def activation_floors(shape: Shape, k: Knobs) -> tuple[int, ...]:
     """`activation_floor` per pp rank (search adds each rank's least model states to it)."""
     acts = rank_activations(shape, k)
     peaks = _activation_peaks(acts, k.schedule, k.pp, k.virtual_stages, k.microbatches)
-    # the embedding's moment less the most `second_embedding_backward` can take off (a floor)
-    return tuple(peaks[r] + max(acts[r].transient, acts[r].embedding_backward
-                                - (acts[r].chunks[0].held if acts[r].embedding_backward else 0))
-                 for r in range(k.pp))
+    out = []
+    for r in range(k.pp):
+        # the embedding's moment less the most `second_embedding_backward` can take off (a floor)
+        a = acts[r]
+        embedding = a.embedding_backward - (a.chunks[0].held if a.embedding_backward else 0)
+        floor = peaks[r] + max(a.transient, embedding)
+        if len(a.working) > 1 and k.runtime == "torch":  # each moment with its own chunk's working set
+            extras = tuple(max(w, embedding) if c == a.embedding_chunk else w for c, w in enumerate(a.working))
+            paired = moments_peak(k, r, a, extras)
+            if paired is not None:
+                floor = paired[0] + extras[paired[2]]
+        out.append(floor)
+    return tuple(out)
 
 
 _PEAKS: dict[tuple, tuple] = {}

@@ -315,6 +315,45 @@ def walk_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[Stat
     return tuple(sorted(flat[i][1] for i in undominated([counts for counts, _ in flat])))
 
 
+Moment = tuple[tuple[int, ...], tuple[int, ...], int]
+"""(held per chunk, pending per chunk, the local chunk whose action runs then)."""
+
+
+@lru_cache(maxsize=65536)
+def moment_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[Moment, ...]:
+    """The undominated moments of one rank's step, each with the chunk that computes then: what
+    an action holds while it runs is at most the larger of the states before and after it (a
+    forward or an input backward adds its micro-batch, a backward or a weight backward frees
+    it), and its working set is its own chunk's, not another's. `peak_states` forgets which
+    chunk runs, so the memory model added the rank's largest working set to its largest state,
+    two moments the schedule never holds at once: on Mixtral's last interleaved rank
+    (rehearse-mixtral-8, rank 255) a MoE layer's backward working set on one chunk beside the
+    output chunk's head and fp32 logits in flight, when the MoE chunk's backward runs with the
+    output chunk holding nothing (`model.stage_memory`; tests/test_moments.py).
+
+    Kept undominated per chunk (a moment of chunk c is dominated only by another of chunk c:
+    the working sets differ by chunk). Walked on `walk_microbatches` as `peak_states`."""
+    walked = walk_microbatches(schedule, pp, m) if schedule != "gpipe" else m
+    held, pending = [0] * v, [0] * v
+    seen: set[tuple[int, tuple[int, ...]]] = set()
+    for kind, chunk in actions(schedule, pp, v, walked, rank):
+        if kind == F:
+            held[chunk] += 1
+        elif kind == I:
+            pending[chunk] += 1
+        seen.add((chunk, tuple(held) + tuple(pending)))  # after an F or I, before a B or W
+        if kind == B:
+            held[chunk] -= 1
+        elif kind == W:
+            held[chunk] -= 1
+            pending[chunk] -= 1
+    out: list[Moment] = []
+    for chunk in range(v):
+        mine = sorted((c for tag, c in seen if tag == chunk), key=lambda c: (-sum(c), c))
+        out += [(mine[i][:v], mine[i][v:], chunk) for i in undominated(mine)]
+    return tuple(sorted(out, key=lambda s: (s[2], s[0], s[1])))
+
+
 def undominated(ordered: list[tuple[int, ...]]) -> list[int]:
     """The indices of the count vectors (non-negative) that no vector kept before them dominates
     (at least as large in every field), for vectors listed largest total first (a vector can only
