@@ -164,6 +164,11 @@ class RankActivations:
     chunk computes, so it pairs with the schedule's moments of that chunk (`moments_peak`)."""
     embedding_chunk: int = -1
     """The local chunk that holds the embedding (its backward is `embedding_backward`'s moment), or -1."""
+    input_working: tuple[int, ...] = ()
+    """Each chunk's `ChunkPieces.input_working` (with `sent_input_gradient`): the extra of its
+    input backward's moment over the state before it (`moments_peak`)."""
+    weight_working: tuple[int, ...] = ()
+    """Each chunk's `ChunkPieces.weight_working`: the extra of its weight backward's moment."""
 
 
 def layer_mode(recompute: str, recompute_layers: int | None, index_in_chunk: int) -> str:
@@ -261,6 +266,13 @@ class ChunkPieces:
     activations: ChunkActivations
     working: int
     embedding_backward: int
+    input_working: int = 0
+    """What the chunk's input backward (a zero-bubble schedule's I) adds to the state before it
+    at its worst moment (`input_pass_working`); `working` where there is no input pass."""
+    weight_working: int = 0
+    """What its weight backward (W) adds to the state before it: a layer's working set (the
+    bound on the whole saved set, recomputation included) or the output projection's weight
+    gradient, not the loss's (the weight pass runs no loss); `working` where there is no W."""
 
 
 @lru_cache(maxsize=65536)
@@ -280,6 +292,7 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
         grads += count * a.weight_grads
         if torch:
             work = max(work, backward_working_set(a, ffn_weight_gradients(shape, ak, moe), released))
+    layer_work = work
     if embedding:
         # the embedding's backward runs after its micro-batch's layers have run theirs, which
         # freed their saved tensors (`embedding_moment`)
@@ -295,8 +308,27 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
     if torch and pipelined:
         kept = act.logits_bytes(ak, vocab) if output else act.boundary_bytes(shape, ak)
     pending = split_pending(shape, ak, grads, layers, embedding, torch, pipelined)
+    input_work = weight_work = work
+    if torch and not released and layers:
+        input_work = input_pass_working(work, layer_work, pending, act.boundary_bytes(shape, ak) if pipelined
+                                        and pending else 0)
+        weight_work = max(layer_work, output_weight_gradient(shape, ak, vocab) if output else 0)
     return ChunkPieces(ChunkActivations(saved=saved, pending=pending, output=kept),
-                       work, embedding_buffer)
+                       work, embedding_buffer, input_work, weight_work)
+
+
+def input_pass_working(working: int, layer_working: int, pending: int, input_gradient: int) -> int:
+    """What a zero-bubble input backward (torch's `stage_backward_input`) adds at its worst
+    moment to what the rank held before it, its micro-batch's pending set (`split_pending`)
+    included as far as it exists then: the loss's backward (in `working` on the output chunk)
+    runs first, before any layer has left an output gradient for the weight pass; a layer's
+    backward (`layer_working`, the bound on the whole saved set) runs with at most the pending
+    set but the stage input's gradient, which comes after every layer. Before, the moment was
+    the state after the input pass (the whole pending set) plus the chunk's working set: at
+    DeepSeek's first rank (rehearse-deepseek-32, rank 0, DualPipe-V) the loss's two fp32 logits
+    tensors (4.24 GB) beside the whole pending set (1.28 GB) of its micro-batch on stage 31
+    (docs/memory-model.md, "Moments by chunk")."""
+    return max(working, layer_working + pending - input_gradient)
 
 
 def output_weight_gradient(shape: Shape, ak: Knobs, vocab: int) -> int:
@@ -468,7 +500,9 @@ def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, se
             rank = alike[(mine, turn)] = RankActivations(
                 chunks=chunks, transient=max(working, default=0),
                 embedding_backward=max((p.embedding_backward for p in pieces), default=0), working=working,
-                embedding_chunk=next((c for c, sig in enumerate(mine) if sig[1]), -1))
+                embedding_chunk=next((c for c, sig in enumerate(mine) if sig[1]), -1),
+                input_working=tuple(p.input_working + sent for p in pieces),
+                weight_working=tuple(p.weight_working + sent for p in pieces))
         out.append(rank)
     return tuple(out)
 
@@ -605,13 +639,16 @@ def keeps_gathered(k: Knobs) -> bool:
     return k.sharding == "zero2" or (k.pp > 1 and k.sharding != "zero1")
 
 
-def moments_peak(k: Knobs, rank: int, acts: RankActivations, extras: tuple[int, ...]) -> tuple[int, int, int] | None:
-    """(activations in flight, chunk-micro-batches held, local chunk) at pp rank `rank`'s worst
-    moment when what a moment adds beyond the activations in flight is its running chunk's
-    (`extras[c]`: chunk c's backward working set with the wrapper's buffers, or its embedding
-    backward; `schedules.moment_states`), or None where pairing changes nothing: one chunk,
-    every chunk's extra alike, or more chunks than the walk enumerates (`MAX_STATE_CHUNKS`:
-    there the largest state plus the largest extra stands, a bound never below the paired one).
+def moments_peak(k: Knobs, rank: int, acts: RankActivations,
+                 extras: tuple[tuple[int, ...], ...]) -> tuple[int, int, int, int] | None:
+    """(activations in flight, chunk-micro-batches held, local chunk, kind of moment) at pp rank
+    `rank`'s worst moment when what a moment adds beyond the activations in flight is its
+    running chunk's, `extras[kind][c]` (`schedules.moment_states`' kinds: 0 a forward or full
+    backward, chunk c's backward working set with the wrapper's buffers or its embedding
+    backward; 1 an input backward, over the state before it, `input_pass_working`; 2 a weight
+    backward), or None where pairing changes nothing: one chunk or every chunk's extra alike
+    and no split backward, or more chunks than the walk enumerates (`MAX_STATE_CHUNKS`: there
+    the largest state plus the largest extra stands, a bound never below the paired one).
 
     Before, the largest extra was added to the largest state whichever chunk ran then. At
     rehearse-mixtral-8's rank 255 (pp rank 3 of 4, chunks 3 and 7, one MoE layer each) the
@@ -620,30 +657,44 @@ def moments_peak(k: Knobs, rank: int, acts: RankActivations, extras: tuple[int, 
     (3.15 GB); the MoE layer's working set (3.66 GB) runs on chunk 3 with 5 micro-batches there
     and none on chunk 7 (0.67 GB). The model had added 3.66 to 2.90 GB: +6.58 % against the
     rehearsal, which peaks in the loss's backward (docs/memory-model.md, "Moments by chunk")."""
-    if len(extras) < 2 or k.virtual_stages > MAX_STATE_CHUNKS or min(extras) == max(extras):
+    if k.virtual_stages > MAX_STATE_CHUNKS:
+        return None
+    split = k.pp > 1 and k.schedule in ZERO_BUBBLE
+    if not split and (len(extras[0]) < 2 or min(extras[0]) == max(extras[0])):
         return None
     chunks = acts.chunks
-    best = best_acts = best_held = best_chunk = -1
-    for held, pending, chunk in moment_states(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank):
+    best = best_acts = best_held = best_chunk = best_kind = -1
+    for held, pending, chunk, kind in moment_states(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank):
         a = 0
         for c, ca in enumerate(chunks):
             a += held[c] * ca.held + pending[c] * ca.pending
-        if a + extras[chunk] > best:
-            best, best_acts, best_held, best_chunk = a + extras[chunk], a, sum(held), chunk
-    return best_acts, best_held, best_chunk
+        extra = extras[kind][chunk]
+        if a + extra > best:
+            best, best_acts, best_held, best_chunk, best_kind = a + extra, a, sum(held), chunk, kind
+    return best_acts, best_held, best_chunk, best_kind
 
 
-def moment_extras(shape: Shape, k: Knobs, params: RankParams, acts: RankActivations, relief: int) -> tuple[int, ...]:
-    """What each local chunk's moment adds to the activations in flight (`moments_peak`): its
-    working set with the wrapper's buffers (`transient_buffers`), and on the embedding's chunk
-    the larger of that and the embedding's backward (`embedding_moment`, less `relief`:
-    `second_embedding_backward`)."""
+def moment_working(acts: RankActivations) -> tuple[tuple[int, ...], ...]:
+    """The chunks' working sets by kind of moment (`moments_peak`): a forward's or full
+    backward's, an input backward's, a weight backward's."""
+    return acts.working, acts.input_working or acts.working, acts.weight_working or acts.working
+
+
+def moment_extras(shape: Shape, k: Knobs, params: RankParams, acts: RankActivations,
+                  relief: int) -> tuple[tuple[int, ...], ...]:
+    """What each local chunk's moment of each kind adds to the activations in flight
+    (`moments_peak`): its working set (`moment_working`) with the wrapper's buffers
+    (`transient_buffers`), and on the embedding's chunk the larger of that and the embedding's
+    backward (`embedding_moment`, less `relief`: `second_embedding_backward`)."""
     out = []
-    for c, working in enumerate(acts.working):
-        extra = transient_buffers(working, params, k, shape)
-        if c == acts.embedding_chunk:
-            extra = max(extra, acts.embedding_backward - relief)
-        out.append(extra)
+    for working in moment_working(acts):
+        extras = []
+        for c, work in enumerate(working):
+            extra = transient_buffers(work, params, k, shape)
+            if c == acts.embedding_chunk:
+                extra = max(extra, acts.embedding_backward - relief)
+            extras.append(extra)
+        out.append(tuple(extras))
     return tuple(out)
 
 
@@ -689,8 +740,8 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
     paired = moments_peak(k, rank, acts, moment_extras(shape, k, params, acts, relief)) \
         if k.runtime == "torch" else None
     if paired is not None:  # the working set of the chunk that runs at the worst moment
-        best_acts, best_held, chunk = paired
-        buffers = transient_buffers(acts.working[chunk], params, k, shape)
+        best_acts, best_held, chunk, kind = paired
+        buffers = transient_buffers(moment_working(acts)[kind][chunk], params, k, shape)
         embedding = acts.embedding_backward - relief if chunk == acts.embedding_chunk else 0
         embedding_rise = max(0, embedding - buffers)
     return StageMemory(
@@ -741,11 +792,12 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
             whole = whole_vocabulary_gradient(shape, k, acts[r], states.accumulated_grads > 0)
         buffers = max(transient_buffers(acts[r].transient, rp, k, shape), embedding)
         moment = peaks[r] + buffers
-        if len(acts[r].working) > 1:
-            extras = moment_extras(shape, k, rp, acts[r], acts[r].embedding_backward - embedding)
+        if len(acts[r].working) > 1 or k.schedule in ZERO_BUBBLE:
+            relief = acts[r].embedding_backward - embedding
+            extras = moment_extras(shape, k, rp, acts[r], relief)
             paired = moments_peak(k, r, acts[r], extras)
             if paired is not None:
-                moment = paired[0] + extras[paired[2]]
+                moment = paired[0] + extras[paired[3]][paired[2]]
         total_bytes = exact_state_bytes(shape, k, rp) + whole + moment + p2p_buffers(shape, k, r, acts[r])
         if total_bytes > best:
             best, where = total_bytes, r
@@ -832,11 +884,13 @@ def activation_floors(shape: Shape, k: Knobs) -> tuple[int, ...]:
         a = acts[r]
         embedding = a.embedding_backward - (a.chunks[0].held if a.embedding_backward else 0)
         floor = peaks[r] + max(a.transient, embedding)
-        if len(a.working) > 1 and k.runtime == "torch":  # each moment with its own chunk's working set
-            extras = tuple(max(w, embedding) if c == a.embedding_chunk else w for c, w in enumerate(a.working))
+        if k.runtime == "torch" and (len(a.working) > 1 or k.schedule in ZERO_BUBBLE):
+            # each moment with its own chunk's working set
+            extras = tuple(tuple(max(w, embedding) if c == a.embedding_chunk else w for c, w in enumerate(each))
+                           for each in moment_working(a))
             paired = moments_peak(k, r, a, extras)
             if paired is not None:
-                floor = paired[0] + extras[paired[2]]
+                floor = paired[0] + extras[paired[3]][paired[2]]
         out.append(floor)
     return tuple(out)
 
@@ -894,6 +948,7 @@ def clear_caches() -> None:
                      activations.embedding_backward_buffer, parameters.layer_params,
                      parameters.chunk_params, parameters.chunks_of, schedules.peak_states,
                      schedules._walked_actions, schedules.receive_buffers, schedules._walked_states,
+                     schedules.moment_states,
                      schedules._walked_receives):
         function.cache_clear()
     schedules._REDUCED.clear()

@@ -315,43 +315,48 @@ def walk_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[Stat
     return tuple(sorted(flat[i][1] for i in undominated([counts for counts, _ in flat])))
 
 
-Moment = tuple[tuple[int, ...], tuple[int, ...], int]
-"""(held per chunk, pending per chunk, the local chunk whose action runs then)."""
+Moment = tuple[tuple[int, ...], tuple[int, ...], int, int]
+"""(held per chunk, pending per chunk, the local chunk whose action runs then, its kind: 0 a
+forward or full backward, 1 an input backward, 2 a weight backward)."""
 
 
 @lru_cache(maxsize=65536)
 def moment_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[Moment, ...]:
     """The undominated moments of one rank's step, each with the chunk that computes then: what
     an action holds while it runs is at most the larger of the states before and after it (a
-    forward or an input backward adds its micro-batch, a backward or a weight backward frees
-    it), and its working set is its own chunk's, not another's. `peak_states` forgets which
-    chunk runs, so the memory model added the rank's largest working set to its largest state,
-    two moments the schedule never holds at once: on Mixtral's last interleaved rank
-    (rehearse-mixtral-8, rank 255) a MoE layer's backward working set on one chunk beside the
-    output chunk's head and fp32 logits in flight, when the MoE chunk's backward runs with the
-    output chunk holding nothing (`model.stage_memory`; tests/test_moments.py).
+    forward adds its micro-batch, a backward or a weight backward frees it), and its working
+    set is its own chunk's, not another's. An input backward (I) is its state before plus what
+    the pass itself adds (its working set and the pending set it builds, `model.input_pass_working`),
+    marked 1; a weight backward (W), its state before with the weight pass's working set (no
+    loss), marked 2. `peak_states` forgets which chunk runs, so the memory model added the rank's
+    largest working set to its largest state, two moments the schedule never holds at once: on
+    Mixtral's last interleaved rank (rehearse-mixtral-8, rank 255) a MoE layer's backward
+    working set on one chunk beside the output chunk's head and fp32 logits in flight, when the
+    MoE chunk's backward runs with the output chunk holding nothing (`model.moments_peak`;
+    tests/test_moments.py).
 
-    Kept undominated per chunk (a moment of chunk c is dominated only by another of chunk c:
-    the working sets differ by chunk). Walked on `walk_microbatches` as `peak_states`."""
+    Kept undominated per chunk and kind (a moment is dominated only by another of the same
+    extra). The state after an input backward is not a moment of its own: the next action's
+    covers it. Walked on `walk_microbatches` as `peak_states`."""
     walked = walk_microbatches(schedule, pp, m) if schedule != "gpipe" else m
     held, pending = [0] * v, [0] * v
     seen: set[tuple[int, tuple[int, ...]]] = set()
     for kind, chunk in actions(schedule, pp, v, walked, rank):
         if kind == F:
             held[chunk] += 1
-        elif kind == I:
+        seen.add((3 * chunk + (kind == I) + 2 * (kind == W), tuple(held) + tuple(pending)))  # after F, before B, W, I
+        if kind == I:
             pending[chunk] += 1
-        seen.add((chunk, tuple(held) + tuple(pending)))  # after an F or I, before a B or W
-        if kind == B:
+        elif kind == B:
             held[chunk] -= 1
         elif kind == W:
             held[chunk] -= 1
             pending[chunk] -= 1
     out: list[Moment] = []
-    for chunk in range(v):
-        mine = sorted((c for tag, c in seen if tag == chunk), key=lambda c: (-sum(c), c))
-        out += [(mine[i][:v], mine[i][v:], chunk) for i in undominated(mine)]
-    return tuple(sorted(out, key=lambda s: (s[2], s[0], s[1])))
+    for tag in range(3 * v):
+        mine = sorted((c for t, c in seen if t == tag), key=lambda c: (-sum(c), c))
+        out += [(mine[i][:v], mine[i][v:], tag // 3, tag % 3) for i in undominated(mine)]
+    return tuple(sorted(out, key=lambda s: (s[2], s[3], s[0], s[1])))
 
 
 def undominated(ordered: list[tuple[int, ...]]) -> list[int]:
