@@ -662,16 +662,26 @@ def moments_peak(k: Knobs, rank: int, acts: RankActivations,
     split = k.pp > 1 and k.schedule in ZERO_BUBBLE
     if not split and (len(extras[0]) < 2 or min(extras[0]) == max(extras[0])):
         return None
-    chunks = acts.chunks
+    key = (id(acts), k.schedule, k.pp, k.virtual_stages, k.microbatches, rank, extras)
+    entry = _MOMENTS.get(key)
+    if entry is not None and entry[0] is acts:
+        return entry[1]
+    weights = [ca.held for ca in acts.chunks] + [ca.pending for ca in acts.chunks]
     best = best_acts = best_held = best_chunk = best_kind = -1
     for held, pending, chunk, kind in moment_states(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank):
-        a = 0
-        for c, ca in enumerate(chunks):
-            a += held[c] * ca.held + pending[c] * ca.pending
+        a = sum(n * w for n, w in zip(held + pending, weights))  # noqa: B905 - equal lengths by construction
         extra = extras[kind][chunk]
         if a + extra > best:
             best, best_acts, best_held, best_chunk, best_kind = a + extra, a, sum(held), chunk, kind
+    if len(_MOMENTS) > 65536:
+        _MOMENTS.clear()
+    _MOMENTS[key] = (acts, (best_acts, best_held, best_chunk, best_kind))
     return best_acts, best_held, best_chunk, best_kind
+
+
+_MOMENTS: dict[tuple, tuple] = {}
+"""`moments_peak`'s answers, keyed by the identity of the cached `acts` (kept alive in the entry,
+so the id stays valid), the walk and the extras: search asks the same rank of many shardings."""
 
 
 def moment_working(acts: RankActivations) -> tuple[tuple[int, ...], ...]:
@@ -936,6 +946,7 @@ def trim_caches() -> None:
     _rank_activations.cache_clear()
     schedules._walked_actions.cache_clear()
     _PEAKS.clear()
+    _MOMENTS.clear()
 
 
 def clear_caches() -> None:
@@ -953,3 +964,4 @@ def clear_caches() -> None:
         function.cache_clear()
     schedules._REDUCED.clear()
     _PEAKS.clear()
+    _MOMENTS.clear()

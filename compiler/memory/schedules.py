@@ -341,7 +341,7 @@ def moment_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[Mo
     walked = walk_microbatches(schedule, pp, m) if schedule != "gpipe" else m
     held, pending = [0] * v, [0] * v
     seen: set[tuple[int, tuple[int, ...]]] = set()
-    for kind, chunk in actions(schedule, pp, v, walked, rank):
+    for kind, chunk in _walked_actions(schedule, pp, v, walked, rank):
         if kind == F:
             held[chunk] += 1
         seen.add((3 * chunk + (kind == I) + 2 * (kind == W), tuple(held) + tuple(pending)))  # after F, before B, W, I
