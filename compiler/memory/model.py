@@ -27,7 +27,7 @@ from functools import lru_cache
 from types import MappingProxyType
 
 from . import activations as act
-from .activations import layer_activations
+from .activations import LayerActivations, layer_activations
 from .buffers import (
     backward_working_set,
     ffn_weight_gradients,
@@ -285,14 +285,14 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
     layers, embedding, output, first = signature
     vocab = padded_vocab(shape.vocab, ak.tp, ak.runtime)
     torch = ak.runtime == "torch"
-    saved = grads = work = embedding_buffer = 0
+    saved = grads = work = weight_layer = embedding_buffer = 0
     for (moe, mode), count in _layer_kinds(shape, first, layers, recompute, recompute_layers).items():
         a = layer_activations(shape, ak, moe, mode)
         saved += count * a.saved
         grads += count * a.weight_grads
         if torch:
             work = max(work, backward_working_set(a, ffn_weight_gradients(shape, ak, moe), released))
-    layer_work = work
+            weight_layer = max(weight_layer, weight_pass_working(a, ffn_weight_gradients(shape, ak, moe)))
     if embedding:
         # the embedding's backward runs after its micro-batch's layers have run theirs, which
         # freed their saved tensors (`embedding_moment`)
@@ -310,11 +310,30 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
     pending = split_pending(shape, ak, grads, layers, embedding, torch, pipelined)
     input_work = weight_work = work
     if torch and not released and layers:
-        input_work = input_pass_working(work, layer_work, pending, act.boundary_bytes(shape, ak) if pipelined
+        input_work = input_pass_working(work, weight_layer, pending, act.boundary_bytes(shape, ak) if pipelined
                                         and pending else 0)
-        weight_work = max(layer_work, output_weight_gradient(shape, ak, vocab) if output else 0)
+        weight_work = max(weight_layer, output_weight_gradient(shape, ak, vocab) if output else 0)
     return ChunkPieces(ChunkActivations(saved=saved, pending=pending, output=kept),
                        work, embedding_buffer, input_work, weight_work)
+
+
+def weight_pass_working(a: LayerActivations, weight_gradients: int) -> int:
+    """What a layer's weight pass (torch's `stage_backward_weight`, a zero-bubble schedule's W)
+    adds to the state before it: the released backward's worst moment less the saved set
+    (`buffers.backward_working_set` with `released`), the bound where the layer has no moments.
+
+    The weight pass computes no activation gradient: the ones it reads are the micro-batch's
+    pending set (`split_pending`), already counted in the state. What it adds is the
+    recomputed forward, which the checkpoint frees as each tensor is unpacked (its "Rule 4",
+    also under retain_graph), and the weight gradients: a backward that frees what it consumes
+    holds as much of both at its worst moment, with the activation gradients alive then on
+    top. Before, the weight pass added the input pass's bound (the whole recomputed set, every
+    activation gradient and the FFN's weight gradients at once), counting the activation
+    gradients twice: at DeepSeek's rank 2047 (rehearse-deepseek-32, a weight pass of stage 16's
+    MoE layer) 4,046,503,936 bytes where the tracker holds 3,493,382,144 of the layer's
+    recomputed tensors; the moment gives 3,698,900,992 (docs/memory-model.md, "Moments by
+    chunk")."""
+    return backward_working_set(a, weight_gradients, released=True)
 
 
 def input_pass_working(working: int, layer_working: int, pending: int, input_gradient: int) -> int:
@@ -322,8 +341,13 @@ def input_pass_working(working: int, layer_working: int, pending: int, input_gra
     moment to what the rank held before it, its micro-batch's pending set (`split_pending`)
     included as far as it exists then: the loss's backward (in `working` on the output chunk)
     runs first, before any layer has left an output gradient for the weight pass; a layer's
-    backward (`layer_working`, the bound on the whole saved set) runs with at most the pending
-    set but the stage input's gradient, which comes after every layer. Before, the moment was
+    backward (`layer_working`: `weight_pass_working`, the released backward's worst moment,
+    whose activation gradients the pass keeps in the pending set as it goes and whose weight
+    gradients it does not compute) runs with at most the pending set but the stage input's
+    gradient, which comes after every layer. `layer_working` was the bound on the whole
+    saved set (every activation gradient beside the pending set that holds some of them:
+    DeepSeek's rank 2047 peaked in its input pass by the model, 347,602,944 bytes over the
+    moment, above the weight pass where the rehearsal peaks). Before, the moment was
     the state after the input pass (the whole pending set) plus the chunk's working set: at
     DeepSeek's first rank (rehearse-deepseek-32, rank 0, DualPipe-V) the loss's two fp32 logits
     tensors (4.24 GB) beside the whole pending set (1.28 GB) of its micro-batch on stage 31
