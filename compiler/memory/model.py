@@ -48,10 +48,12 @@ from .parameters import (
 from .schedules import (
     MAX_STATE_CHUNKS,
     ZERO_BUBBLE,
+    SINGLE_STAGE,
     kept_receive_buffers,
     moment_states,
     peak_states,
     receive_buffers,
+    receive_moments,
     received_chunks,
     weighted_peak,
 )
@@ -663,16 +665,19 @@ def keeps_gathered(k: Knobs) -> bool:
     return k.sharding == "zero2" or (k.pp > 1 and k.sharding != "zero1")
 
 
-def moments_peak(k: Knobs, rank: int, acts: RankActivations,
-                 extras: tuple[tuple[int, ...], ...]) -> tuple[int, int, int, int] | None:
-    """(activations in flight, chunk-micro-batches held, local chunk, kind of moment) at pp rank
-    `rank`'s worst moment when what a moment adds beyond the activations in flight is its
-    running chunk's, `extras[kind][c]` (`schedules.moment_states`' kinds: 0 a forward or full
-    backward, chunk c's backward working set with the wrapper's buffers or its embedding
-    backward; 1 an input backward, over the state before it, `input_pass_working`; 2 a weight
-    backward), or None where pairing changes nothing: one chunk or every chunk's extra alike
-    and no split backward, or more chunks than the walk enumerates (`MAX_STATE_CHUNKS`: there
-    the largest state plus the largest extra stands, a bound never below the paired one).
+def moments_peak(k: Knobs, rank: int, acts: RankActivations, extras: tuple[tuple[int, ...], ...],
+                 receive: int = 0) -> tuple[int, int, int, int, int | None] | None:
+    """(activations in flight, chunk-micro-batches held, local chunk, kind of moment, receive
+    buffers alive or None) at pp rank `rank`'s worst moment when what a moment adds beyond the
+    activations in flight is its running chunk's, `extras[kind][c]` (`schedules.moment_states`'
+    kinds: 0 a forward or full backward, chunk c's backward working set with the wrapper's
+    buffers or its embedding backward; 1 an input backward, over the state before it,
+    `input_pass_working`; 2 a weight backward; 3 no computation, nothing), and, given the bytes
+    of one receive buffer (`receive`, multi-stage schedules), the receive buffers alive then
+    (`schedules.receive_moments`). None where pairing changes nothing: one chunk or every
+    chunk's extra alike, no split backward and no receives paired, or more chunks than the walk
+    enumerates (`MAX_STATE_CHUNKS`: there the largest state plus the largest extra and the most
+    receive buffers stand, a bound never below the paired one).
 
     Before, the largest extra was added to the largest state whichever chunk ran then. At
     rehearse-mixtral-8's rank 255 (pp rank 3 of 4, chunks 3 and 7, one MoE layer each) the
@@ -683,29 +688,49 @@ def moments_peak(k: Knobs, rank: int, acts: RankActivations,
     rehearsal, which peaks in the loss's backward (docs/memory-model.md, "Moments by chunk")."""
     if k.virtual_stages > MAX_STATE_CHUNKS:
         return None
+    moments = None
+    if receive and k.pp > 1 and k.schedule not in SINGLE_STAGE:
+        moments = receive_moments(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank)
     split = k.pp > 1 and k.schedule in ZERO_BUBBLE
-    if not split and (len(extras[0]) < 2 or min(extras[0]) == max(extras[0])):
+    if moments is None and not split and (len(extras[0]) < 2 or min(extras[0]) == max(extras[0])):
         return None
-    key = (id(acts), k.schedule, k.pp, k.virtual_stages, k.microbatches, rank, extras)
+    key = (id(acts), k.schedule, k.pp, k.virtual_stages, k.microbatches, rank, extras, receive if moments else 0)
     entry = _MOMENTS.get(key)
     if entry is not None and entry[0] is acts:
         return entry[1]
     weights = [ca.held for ca in acts.chunks] + [ca.pending for ca in acts.chunks]
-    best = best_acts = best_held = best_chunk = best_kind = -1
-    for held, pending, chunk, kind in moment_states(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank):
-        a = sum(n * w for n, w in zip(held + pending, weights))  # noqa: B905 - equal lengths by construction
-        extra = extras[kind][chunk]
-        if a + extra > best:
-            best, best_acts, best_held, best_chunk, best_kind = a + extra, a, sum(held), chunk, kind
+    best = -1
+    found: tuple[int, int, int, int, int | None] = (0, 0, 0, 0, None)
+    if moments is None:
+        for held, pending, chunk, kind in moment_states(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank):
+            a = sum(n * w for n, w in zip(held + pending, weights))  # noqa: B905 - equal lengths by construction
+            if a + extras[kind][chunk] > best:
+                best, found = a + extras[kind][chunk], (a, sum(held), chunk, kind, None)
+    else:
+        for held, pending, chunk, kind, live in moments:
+            a = sum(n * w for n, w in zip(held + pending, weights))  # noqa: B905 - equal lengths by construction
+            total = a + (extras[kind][chunk] if kind < 3 else 0) + live * receive
+            if total > best:
+                best, found = total, (a, sum(held), chunk, kind, live)
     if len(_MOMENTS) > 65536:
         _MOMENTS.clear()
-    _MOMENTS[key] = (acts, (best_acts, best_held, best_chunk, best_kind))
-    return best_acts, best_held, best_chunk, best_kind
+    _MOMENTS[key] = (acts, found)
+    return found
 
 
 _MOMENTS: dict[tuple, tuple] = {}
 """`moments_peak`'s answers, keyed by the identity of the cached `acts` (kept alive in the entry,
 so the id stays valid), the walk and the extras: search asks the same rank of many shardings."""
+
+
+def receive_bytes(shape: Shape, k: Knobs) -> int:
+    """One receive buffer where the model pairs the receives alive with each moment
+    (`moments_peak`): parc's job's `ReceiveOnDemandStage` under a multi-stage schedule (torch's
+    stock stage keeps them all, `kept_p2p_buffers`; single-stage schedules post one right before
+    its use, `schedules.receive_buffers`); else 0."""
+    if k.runtime != "torch" or k.pp == 1 or k.schedule in SINGLE_STAGE or k.pp_receives == "kept":
+        return 0
+    return act.boundary_bytes(shape, k)
 
 
 def moment_working(acts: RankActivations) -> tuple[tuple[int, ...], ...]:
@@ -771,19 +796,22 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
         buffers = transient_buffers(acts.transient, params, k, shape)
     relief = second_embedding_backward(shape, k, rank, acts, states.accumulated_grads > 0)
     embedding_rise = max(0, acts.embedding_backward - relief - buffers)
-    paired = moments_peak(k, rank, acts, moment_extras(shape, k, params, acts, relief)) \
+    p2p = p2p_buffers(shape, k, rank, acts)
+    paired = moments_peak(k, rank, acts, moment_extras(shape, k, params, acts, relief), receive_bytes(shape, k)) \
         if k.runtime == "torch" else None
     if paired is not None:  # the working set of the chunk that runs at the worst moment
-        best_acts, best_held, chunk, kind = paired
-        buffers = transient_buffers(moment_working(acts)[kind][chunk], params, k, shape)
-        embedding = acts.embedding_backward - relief if chunk == acts.embedding_chunk else 0
+        best_acts, best_held, chunk, kind, live = paired
+        buffers = transient_buffers(moment_working(acts)[kind][chunk], params, k, shape) if kind < 3 else 0
+        embedding = acts.embedding_backward - relief if chunk == acts.embedding_chunk and kind < 3 else 0
         embedding_rise = max(0, embedding - buffers)
+        if live is not None:  # the receive buffers alive at that moment
+            p2p = live * receive_bytes(shape, k)
     return StageMemory(
         stage=rank, layers=params.layers, params=states.params + persistent,
         grads=peak_gradients(states) + whole_vocabulary_gradient(shape, k, acts, states.accumulated_grads > 0),
         optimizer=states.optimizer,
         activations=best_acts, buffers=buffers, in_flight=best_held,
-        p2p=p2p_buffers(shape, k, rank, acts), embedding_backward=embedding_rise,
+        p2p=p2p, embedding_backward=embedding_rise,
         checkpoint=states.params + persistent + states.optimizer + checkpoint_gather_bytes(params.params, k),
     )
 
@@ -826,13 +854,19 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
             whole = whole_vocabulary_gradient(shape, k, acts[r], states.accumulated_grads > 0)
         buffers = max(transient_buffers(acts[r].transient, rp, k, shape), embedding)
         moment = peaks[r] + buffers
-        if len(acts[r].working) > 1 or k.schedule in ZERO_BUBBLE:
+        p2p = None
+        receive = receive_bytes(shape, k)
+        if len(acts[r].working) > 1 or k.schedule in ZERO_BUBBLE or receive:
             relief = acts[r].embedding_backward - embedding
             extras = moment_extras(shape, k, rp, acts[r], relief)
-            paired = moments_peak(k, r, acts[r], extras)
+            paired = moments_peak(k, r, acts[r], extras, receive)
             if paired is not None:
-                moment = paired[0] + extras[paired[3]][paired[2]]
-        total_bytes = exact_state_bytes(shape, k, rp) + whole + moment + p2p_buffers(shape, k, r, acts[r])
+                _, _, chunk, kind, live = paired
+                moment = paired[0] + (extras[kind][chunk] if kind < 3 else 0)
+                p2p = None if live is None else live * receive
+        if p2p is None:
+            p2p = p2p_buffers(shape, k, r, acts[r])
+        total_bytes = exact_state_bytes(shape, k, rp) + whole + moment + p2p
         if total_bytes > best:
             best, where = total_bytes, r
     return best, where

@@ -1383,8 +1383,10 @@ class Engine:
             chunks = acts[rank].chunks
             held = walked_peak(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank,
                                tuple(c.saved for c in chunks), tuple(c.pending for c in chunks))
-            # any moment's working set is some chunk's (`model.moments_peak`): the least of them
-            floor = max(floor, held + min(acts[rank].working) + states[rank])
+            # any moment's working set is some chunk's, of some kind of pass (`model.moments_peak`;
+            # a zero-bubble weight pass adds less than a full backward): the least of them
+            a = acts[rank]
+            floor = max(floor, held + min(a.working + a.input_working + a.weight_working) + states[rank])
         return floor
 
     def _work(self, ranks: int) -> None:
