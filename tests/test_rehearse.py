@@ -23,14 +23,14 @@ own code on fake tensors and reports the bytes torch's FSDPMemTracker saw, by ca
   the GPU figure (rehearse.py, `norms_as_fused`: without those copies, with the input the fused
   kernel saves);
 - real widths of the other full-size specs, one layer per chunk (slow: DeepSeek's first rank;
-  long: the rest): Mixtral 5-D (+2.23 and +1.29 %), DeepSeek-V3-like (zero1: the buckets filed
-  as gradients and optimizer states; +1.91 %), Llama 3 405B at 128K on 16,384 ranks (first,
+  long: the rest): Mixtral 5-D (-0.08 and -0.09 %), DeepSeek-V3-like (zero1: the buckets filed
+  as gradients and optimizer states; +1.02 %), Llama 3 405B at 128K on 16,384 ranks (first,
   middle and last: -0.03, +0.44, -0.07 %; the last rank holds a short FSDP2 shard), a small MoE
   exercising every path of a MoE layer's backward moments (+0.91 %), Llama 3 405B's 8K layout
   without recomputation (+0.23 %);
 - long: DualPipe-V's turn of the V (a small job's rank 7 and DeepSeek's rank 2047: two non-first
   stages, the split backward) builds and steps, states exact, nothing but the states held after
-  the step, its peak +1.93 and -0.69 %;
+  the step, its peak +0.41 and +0.59 %;
 - long: the shipped full-size specs at their real world sizes (first, middle and last pipeline
   stage of Llama 3 405B at 8,192 ranks; 405B at 128K on 16,384; Mixtral 5-D; DeepSeek-V3-like).
 """
