@@ -47,8 +47,8 @@ from .parameters import (
 )
 from .schedules import (
     MAX_STATE_CHUNKS,
-    ZERO_BUBBLE,
     SINGLE_STAGE,
+    ZERO_BUBBLE,
     kept_receive_buffers,
     moment_states,
     peak_states,
