@@ -276,3 +276,78 @@ def test_a_non_first_1f1b_stage_holds_the_previous_micro_batchs_input_gradient()
     chunk = {i: model._chunk_activations(shape, ak, sig, k.recompute, k.recompute_layers, True, True).working
              for i, sig in ((0, first), (8, middle), (15, last))}
     assert [ranks[i].transient - chunk[i] for i in (0, 8, 15)] == [0, SEQ_SHARD, SEQ_SHARD]
+
+
+# DeepSeek-V3-like's widths on one rank (rehearse-deepseek-32): no tp, 4,096 tokens, bf16,
+# 128 query heads and 8 kv heads of 128, 256 experts of 2,048 (4 local at ep 64), top 8, one
+# shared expert.
+D_TOKENS, D_H, D_Q, D_KV, D_FE, D_COPIES, D_EXPERTS = 4096, 7168, 128 * 128, 8 * 128, 2048, 4096 * 8, 256
+D_BOUNDARY = D_TOKENS * D_H * B  # 58,720,256: one h-wide tensor of the micro-batch
+
+MOE_PENDING = {
+    # attention
+    "q's gradient (the clone before the attention kernel)": D_TOKENS * D_Q * B,
+    "k's and v's gradients (the kernel's, the clone's)": 2 * D_TOKENS * D_KV * B,
+    "the output projection's output gradient (the residual add in the FFN norm's backward)": D_BOUNDARY,
+    "the attention norm's output gradient": D_BOUNDARY,
+    # the MoE FFN
+    "the routed experts' w1 and w3 output gradients (SiLU's backward, the product's)": 2 * D_COPIES * D_FE * B,
+    "the routed experts' w2 output gradients (index_put, one row per copy)": D_COPIES * D_H * B,
+    "the shared expert's w1 and w3 output gradients": 2 * D_TOKENS * D_FE * B,
+    "the FFN's output gradient (the layer's)": D_BOUNDARY,
+    "the FFN norm's output gradient": D_BOUNDARY,
+    "the router linear's output gradient, bf16 (`.float()`'s backward cast it back)": D_TOKENS * D_EXPERTS * B,
+}
+"""What a zero-bubble input pass leaves for the weight pass of one DeepSeek MoE layer and one
+micro-batch: the tracker's histogram at rehearse-deepseek-32's rank 2047 peak (2026-12-02,
+docs/memory-model.md "Moments by chunk"), eight of each line per stage (8 micro-batches pending
+on each of stages 15 and 16). Besides these the CPU composite RMSNorm keeps each norm's output
+gradient in fp32 (`split_pending`'s composite term), and the stage keeps its input's gradient."""
+
+
+def test_a_moe_layers_pending_gradients_are_the_tensors_the_input_pass_leaves():
+    """The FFN norm's output gradient was missing and the router's was counted in fp32:
+    113,246,208 bytes a micro-batch under at DeepSeek's turn of the V (two layers), 906 MB over
+    its eight pending micro-batches, hidden before behind two receive buffers."""
+    _, _, a, _ = layer_of("tests/data/specs/rehearse-deepseek-32.par", moe=True)
+    assert a.weight_grads == sum(MOE_PENDING.values()) == 1_159_725_056
+
+
+def test_the_turn_of_the_v_keeps_what_the_tracker_holds_per_pending_micro_batch():
+    """rehearse-deepseek-32's rank 2047 (stages 15 and 16, one MoE layer each): per pending
+    micro-batch the tracker holds each layer's lines above (stage 16's FFN output gradient is the
+    received one; stage 15's is stage 16's input gradient, one storage, counted once), both
+    layers' norms' fp32 copies (on CPU) and stage 15's input gradient: 2,613,051,392 bytes."""
+    from parc.memory.model import rank_activations
+
+    plan = plan_of("tests/data/specs/rehearse-deepseek-32.par")
+    shape, k = shape_of(plan), replace(knobs_of(plan), device="fake")
+    turn = rank_activations(shape, k)[15]
+    composite = 2 * 2 * D_TOKENS * D_H * (4 - B)  # two norms a layer, fp32 less the bf16 counted
+    tracker = 2 * sum(MOE_PENDING.values()) + composite + D_BOUNDARY
+    assert sum(c.pending for c in turn.chunks) == tracker == 2_613_051_392
+
+
+DEEPSEEK_WEIGHT_PASS_TRACED = 3_493_382_144
+"""The tensors of stage 16's MoE layer alive at rehearse-deepseek-32 rank 2047's peak, inside its
+weight pass (the tracker's histogram, 2026-12-02): the recomputed forward (the dispatch's
+gathered and exchanged rows, the experts' up projections, SiLU and product, attention's q, k, v,
+output and copy, the norms, RoPE tables, router), no activation gradient beyond the pending
+set's and no bf16 weight gradient yet."""
+
+
+def test_a_weight_pass_adds_the_released_moment_not_the_input_passes_bound():
+    """torch's weight pass reads the activation gradients the input pass kept (the pending set,
+    counted in the state) and computes none of its own: it adds the recomputed forward and the
+    weight gradients, which a backward that frees what it consumes holds at its worst moment
+    beside the activation gradients alive then. The input pass's bound added every activation
+    gradient again: 347,602,944 bytes over the moment at DeepSeek's widths, which stays above
+    the traced weight pass."""
+    from parc.memory.model import weight_pass_working
+
+    shape, ak, a, _ = layer_of("tests/data/specs/rehearse-deepseek-32.par", moe=True)
+    wg = ffn_weight_gradients(shape, ak, True)
+    moment = weight_pass_working(a, wg)
+    assert moment == max(a.moments) - a.saved == backward_working_set(a, wg)
+    assert backward_working_set(a, wg, released=False) - moment == 347_602_944
+    assert DEEPSEEK_WEIGHT_PASS_TRACED <= moment

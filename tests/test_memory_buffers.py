@@ -55,15 +55,21 @@ def test_receive_buffers_are_those_alive_at_once_not_one_per_micro_batch(llama):
     (8 GiB); the job's ReceiveOnDemandStage holds only the receives posted ahead of use.
     Interleaved 1F1B over 16 x 4 chunks as torch lowers it (tests/test_receive_buffers.py
     walks torch's own lowering for this layout): rank 0 receives every chunk's input from rank
-    15 ahead of use (16 at once), the middle ranks 3 or 4, the last rank 9."""
+    15 ahead of use (16 at once), the middle ranks 3 or 4, the last rank 9. Each stage's worst
+    moment holds those alive then (`schedules.receive_moments`), fewer: rank 0's holds one."""
+    from parc.memory.schedules import receive_buffers
+
     plan, shape, k = llama
     assert (k.pp, k.virtual_stages, k.microbatches, k.tp, k.seq) == (PP, 4, M, T, S)
     stages = per_stage(shape, k)
     assert BOUNDARY == 33_554_432
+    most = [16, 3, 3, 3, 3, 3, 3, 4, 3, 3, 3, 3, 3, 3, 3, 9]
+    assert list(receive_buffers(k.schedule, PP, 4, M)) == most
     live = [s.p2p // BOUNDARY for s in stages]
     assert all(s.p2p % BOUNDARY == 0 for s in stages)
-    assert live == [16, 3, 3, 3, 3, 3, 3, 4, 3, 3, 3, 3, 3, 3, 3, 9]
-    assert max(s.p2p for s in stages) == 512 * MiB  # was 8 GiB on the middle ranks
+    assert live == [1, 2, 2, 2, 2, 2, 2, 3, 2, 2, 2, 2, 2, 2, 2, 6]
+    assert all(a <= b for a, b in zip(live, most, strict=True))
+    assert max(s.p2p for s in stages) == 6 * BOUNDARY  # was 8 GiB on the middle ranks, then 512 MiB
 
 
 def test_no_receive_buffers_without_pipelining():

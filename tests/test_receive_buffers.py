@@ -56,6 +56,49 @@ def torch_live_receives(name: str, pp: int, v: int, m: int) -> tuple[int, ...]:
     return tuple(out)
 
 
+def torch_receive_trace(name: str, pp: int, v: int, m: int) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]:
+    """Per rank, the receive buffers alive along torch's own lowering (as above): at each
+    computing action (F, B, I, or DualPipe-V's overlapped pair), once it has taken its inputs,
+    and the most alive before the first such action and after each until the next (W and
+    FSDP's actions compute nothing that takes a received input)."""
+    cls = getattr(torch_schedules, MULTI[name])
+    fake = _fake(pp, v, m)
+    compute = {r: cls._calculate_single_rank_operations(fake, r) for r in range(pp)}
+    if name in ("zbv", "dualpipe-v"):
+        def owner(s):
+            return s if s < pp else 2 * pp - 1 - s
+    else:
+        def owner(s):
+            return s % pp
+    lowered = {r: torch_schedules._add_reduce_grad(torch_schedules._add_unshard_reshard(ops), m)
+               for r, ops in compute.items()}
+    lowered = torch_schedules._add_send_recv(lowered, stage_to_rank=owner, num_stages=pp * v)
+    out = []
+    for r in range(pp):
+        alive = gap = 0
+        lives, gaps = [], []
+        received = set()
+        for action in lowered[r]:
+            computes = False
+            for a in action.sub_actions or (action,):
+                kind = a.computation_type.value
+                key = (a.stage_index, a.microbatch_index)
+                if kind in ("RECV_F", "RECV_B"):
+                    alive += 1
+                    received.add((kind, key))
+                    gap = max(gap, alive)
+                elif kind in ("F", "B", "I"):
+                    computes = True
+                    if (("RECV_F" if kind == "F" else "RECV_B"), key) in received:
+                        alive -= 1
+            if computes:
+                gaps.append(gap)
+                lives.append(alive)
+                gap = alive
+        out.append((tuple(lives), tuple(gaps) + (gap,)))
+    return tuple(out)
+
+
 def cases():
     for name in sorted(MULTI):
         for pp in (2, 4, 8):
@@ -125,3 +168,15 @@ def test_deepseek_v3_ramp_start_is_refused():
         torch_dualpipe_v(16, 24)
     assert parc_schedules.receive_buffers("dualpipe-v", 16, 2, 24) == (96,) * 16
     assert max(parc_schedules.receive_buffers("dualpipe-v", 16, 2, 120)) == 4
+
+
+@pytest.mark.parametrize(("name", "pp", "v", "m"), list(cases()))
+def test_receives_alive_at_each_computation_are_torchs_lowering(name, pp, v, m):
+    """The memory model pairs each moment with the receive buffers alive then
+    (`schedules.receive_moments`, read from `_receive_trace`): per rank, at each computation and
+    between computations, the same counts as a walk of torch's own lowering."""
+    ours = parc_schedules._receive_trace(name, pp, v, m)
+    theirs = torch_receive_trace(name, pp, v, m)
+    assert ours == theirs
+    assert any(lives for lives, _ in theirs)
+    assert tuple(max(gaps) for _, gaps in theirs) == torch_live_receives(name, pp, v, m)

@@ -150,6 +150,33 @@ def _attention(shape: Shape, k: Knobs, n: Tokens, act: int) -> tuple[float, floa
     return full, selective, tables
 
 
+def moe_weight_grads(act: float, kept: float, routed: float, tokens: float, sp: float, h: int, up: int,
+                     fe: int, shared: float, experts: int) -> float:
+    """The output gradients an MoE FFN keeps from a zero-bubble input pass to its weight pass
+    (`LayerActivations.weight_grads`' FFN share), per micro-batch on one rank, each in the dtype
+    the weight's matmul ran in (`act` bytes):
+
+    - the routed experts' up-projection outputs (`up` x `fe` per kept copy) and their
+      down-projection outputs (h per kept copy);
+    - the shared experts' up-projection outputs (`up` x `fe` x `shared` per token) and the
+      FFN's output (h per token: the layer's output gradient);
+    - the router's linear output, `experts` per routed token in the compute dtype: the job
+      computes `F.linear(x, w).float().softmax(-1)`, and the fp32 softmax gradient is cast back
+      by `.float()`'s backward before the linear's weight takes it (it was counted in fp32);
+    - the FFN norm's output gradient, h / sp per token, which the norm's weight needs, as in a
+      dense layer (it was missing).
+
+    Traced at DeepSeek's rank 2047 (rehearse-deepseek-32, DualPipe-V's turn: 8 micro-batches
+    pending on each of stages 15 and 16 at the peak, inside a weight pass): per pending
+    micro-batch and layer the tracker holds the index_put (kept x h), the experts' SiLU and
+    product gradients, the shared experts' two, the FFN norm's fp32 gradient (two boundary
+    tensors on CPU: the bf16 one this term counts, and `split_pending`'s composite copy) and a
+    (tokens, experts) bf16 router gradient. The model had 113,246,208 bytes a micro-batch
+    fewer over the two layers (906 MB over 8): hidden, before, behind two receive buffers the
+    model put at every moment (docs/memory-model.md, "Moments by chunk")."""
+    return act * (kept * (up * fe + h) + tokens * (up * shared * fe + h + h / sp) + routed * experts)
+
+
 def torch_layer(shape: Shape, k: Knobs, moe: bool, mode: str, act: int | None = None, stat: int = 4) -> LayerActivations:
     """The torch formulas; `act` and `stat` (bytes of an activation and of a norm statistic)
     default to the knobs' precision and fp32 (tests pass them to check torch-cpu.md's closed forms).
@@ -191,8 +218,10 @@ def torch_layer(shape: Shape, k: Knobs, moe: bool, mode: str, act: int | None = 
         moe_in = ACT * h * (routed + (n.tokens if shared and t > 1 else 0))
         ffn_full = n.tokens * norm + moe_in + router + experts_full + shared_full
         ffn_sel = ACT * routed * e + experts_sel + shared_sel  # the router's matmul output
-        grads_ffn = ACT * (kept * (up * fe + h) + n.tokens * (up * shared * fe / t + h)) \
-            + routed * e * FP32
+        # the router's output gradient is the bf16 linear's (its fp32 softmax's gradient is cast
+        # back by `.float()`'s backward); the FFN norm's output gradient (h / sp per token) is kept
+        # for its weight as in a dense layer (`moe_weight_grads`)
+        grads_ffn = moe_weight_grads(ACT, kept, routed, n.tokens, n.sp, h, up, fe, shared / t, e)
         working = ACT * (kept * (h + m * fe) + n.tokens * (h + m * shared * fe / t))
     else:
         ffn_full = norm + ACT * (h + inside * shape.ffn / t)

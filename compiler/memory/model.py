@@ -27,7 +27,7 @@ from functools import lru_cache
 from types import MappingProxyType
 
 from . import activations as act
-from .activations import layer_activations
+from .activations import LayerActivations, layer_activations
 from .buffers import (
     backward_working_set,
     ffn_weight_gradients,
@@ -48,10 +48,13 @@ from .parameters import (
 )
 from .schedules import (
     MAX_STATE_CHUNKS,
+    SINGLE_STAGE,
     ZERO_BUBBLE,
     kept_receive_buffers,
+    moment_states,
     peak_states,
     receive_buffers,
+    receive_moments,
     received_chunks,
     weighted_peak,
 )
@@ -162,6 +165,17 @@ class RankActivations:
     whole vocabulary's gradient and this rank's rows, less the backpropagated micro-batch's
     freed layer tensors; 0 without the embedding). The stage counts how far it rises above the
     layers' moment (`StageMemory.embedding_backward`)."""
+    working: tuple[int, ...] = ()
+    """Each chunk's backward working set (with the stage input's gradient Schedule1F1B keeps,
+    `sent_input_gradient`); `transient` is the largest. A chunk's working set is alive while that
+    chunk computes, so it pairs with the schedule's moments of that chunk (`moments_peak`)."""
+    embedding_chunk: int = -1
+    """The local chunk that holds the embedding (its backward is `embedding_backward`'s moment), or -1."""
+    input_working: tuple[int, ...] = ()
+    """Each chunk's `ChunkPieces.input_working` (with `sent_input_gradient`): the extra of its
+    input backward's moment over the state before it (`moments_peak`)."""
+    weight_working: tuple[int, ...] = ()
+    """Each chunk's `ChunkPieces.weight_working`: the extra of its weight backward's moment."""
 
 
 def layer_mode(recompute: str, recompute_layers: int | None, index_in_chunk: int) -> str:
@@ -260,6 +274,13 @@ class ChunkPieces:
     activations: ChunkActivations
     working: int
     embedding_backward: int
+    input_working: int = 0
+    """What the chunk's input backward (a zero-bubble schedule's I) adds to the state before it
+    at its worst moment (`input_pass_working`); `working` where there is no input pass."""
+    weight_working: int = 0
+    """What its weight backward (W) adds to the state before it: a layer's working set (the
+    bound on the whole saved set, recomputation included) or the output projection's weight
+    gradient, not the loss's (the weight pass runs no loss); `working` where there is no W."""
 
 
 @lru_cache(maxsize=65536)
@@ -272,13 +293,14 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
     layers, embedding, output, first = signature
     vocab = padded_vocab(shape.vocab, ak.tp, ak.runtime)
     torch = ak.runtime == "torch"
-    saved = grads = work = embedding_buffer = 0
+    saved = grads = work = weight_layer = embedding_buffer = 0
     for (moe, mode), count in _layer_kinds(shape, first, layers, recompute, recompute_layers).items():
         a = layer_activations(shape, ak, moe, mode)
         saved += count * a.saved
         grads += count * a.weight_grads
         if torch:
             work = max(work, backward_working_set(a, ffn_weight_gradients(shape, ak, moe), released))
+            weight_layer = max(weight_layer, weight_pass_working(a, ffn_weight_gradients(shape, ak, moe)))
     if embedding:
         # the embedding's backward runs after its micro-batch's layers have run theirs, which
         # freed their saved tensors (`embedding_moment`)
@@ -294,8 +316,51 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
     if torch and pipelined:
         kept = act.stage_output_logits_bytes(ak, vocab) if output else act.boundary_bytes(shape, ak)
     pending = split_pending(shape, ak, grads, layers, embedding, torch, pipelined)
+    input_work = weight_work = work
+    if torch and not released and layers:
+        input_work = input_pass_working(work, weight_layer, pending, act.boundary_bytes(shape, ak) if pipelined
+                                        and pending else 0)
+        weight_work = max(weight_layer, output_weight_gradient(shape, ak, vocab) if output else 0)
     return ChunkPieces(ChunkActivations(saved=saved, pending=pending, output=kept),
-                       work, embedding_buffer)
+                       work, embedding_buffer, input_work, weight_work)
+
+
+def weight_pass_working(a: LayerActivations, weight_gradients: int) -> int:
+    """What a layer's weight pass (torch's `stage_backward_weight`, a zero-bubble schedule's W)
+    adds to the state before it: the released backward's worst moment less the saved set
+    (`buffers.backward_working_set` with `released`), the bound where the layer has no moments.
+
+    The weight pass computes no activation gradient: the ones it reads are the micro-batch's
+    pending set (`split_pending`), already counted in the state. What it adds is the
+    recomputed forward, which the checkpoint frees as each tensor is unpacked (its "Rule 4",
+    also under retain_graph), and the weight gradients: a backward that frees what it consumes
+    holds as much of both at its worst moment, with the activation gradients alive then on
+    top. Before, the weight pass added the input pass's bound (the whole recomputed set, every
+    activation gradient and the FFN's weight gradients at once), counting the activation
+    gradients twice: at DeepSeek's rank 2047 (rehearse-deepseek-32, a weight pass of stage 16's
+    MoE layer) 4,046,503,936 bytes where the tracker holds 3,493,382,144 of the layer's
+    recomputed tensors; the moment gives 3,698,900,992 (docs/memory-model.md, "Moments by
+    chunk")."""
+    return backward_working_set(a, weight_gradients, released=True)
+
+
+def input_pass_working(working: int, layer_working: int, pending: int, input_gradient: int) -> int:
+    """What a zero-bubble input backward (torch's `stage_backward_input`) adds at its worst
+    moment to what the rank held before it, its micro-batch's pending set (`split_pending`)
+    included as far as it exists then: the loss's backward (in `working` on the output chunk)
+    runs first, before any layer has left an output gradient for the weight pass; a layer's
+    backward (`layer_working`: `weight_pass_working`, the released backward's worst moment,
+    whose activation gradients the pass keeps in the pending set as it goes and whose weight
+    gradients it does not compute) runs with at most the pending set but the stage input's
+    gradient, which comes after every layer. `layer_working` was the bound on the whole
+    saved set (every activation gradient beside the pending set that holds some of them:
+    DeepSeek's rank 2047 peaked in its input pass by the model, 347,602,944 bytes over the
+    moment, above the weight pass where the rehearsal peaks). Before, the moment was
+    the state after the input pass (the whole pending set) plus the chunk's working set: at
+    DeepSeek's first rank (rehearse-deepseek-32, rank 0, DualPipe-V) the loss's two fp32 logits
+    tensors (4.24 GB) beside the whole pending set (1.28 GB) of its micro-batch on stage 31
+    (docs/memory-model.md, "Moments by chunk")."""
+    return max(working, layer_working + pending - input_gradient)
 
 
 def output_weight_gradient(shape: Shape, ak: Knobs, vocab: int) -> int:
@@ -462,10 +527,14 @@ def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, se
                 boundary = act.boundary_bytes(shape, ak)  # output gradient (counted in the first's `grads`)
                 chunks = (chunks[0], replace(chunks[1], shared_input=chunks[0].output,
                                              pending=chunks[1].pending - boundary))
+            sent = sent_input_gradient(shape, ak, mine[0], schedule, pp, v)
+            working = tuple(p.working + sent for p in pieces)
             rank = alike[(mine, turn)] = RankActivations(
-                chunks=chunks, transient=max((p.working for p in pieces), default=0)
-                + sent_input_gradient(shape, ak, mine[0], schedule, pp, v),
-                embedding_backward=max((p.embedding_backward for p in pieces), default=0))
+                chunks=chunks, transient=max(working, default=0),
+                embedding_backward=max((p.embedding_backward for p in pieces), default=0), working=working,
+                embedding_chunk=next((c for c, sig in enumerate(mine) if sig[1]), -1),
+                input_working=tuple(p.input_working + sent for p in pieces),
+                weight_working=tuple(p.weight_working + sent for p in pieces))
         out.append(rank)
     return tuple(out)
 
@@ -473,8 +542,11 @@ def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, se
 def first_backward_floors(shape: Shape, k: Knobs) -> dict[tuple[ChunkSignature, ...], int]:
     """Per distinct rank (its chunks' signatures), a floor under what it holds when it runs its
     first backward in every schedule: one micro-batch's saved activations on each of its chunks,
-    plus its working set; never more than `rank_activations`' sums give, without building every
-    rank (search's cheapest memory floor, `Engine._first_floor`)."""
+    plus the working set of its last chunk (every schedule's first backward on a rank is its
+    last chunk's, after a forward on each), and at least any chunk's own micro-batch with its
+    working set (a chunk's backward runs with its working set only: `moments_peak`); never more
+    than `rank_activations`' sums give, without building every rank (search's cheapest memory
+    floor, `Engine._first_floor`)."""
     ak = activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
                           k.ep if shape.moe else 1, k.precision, k.device, k.model_code)
     return _first_backward_floors(shape, ak, k.pp, k.virtual_stages, k.schedule, k.split, k.recompute,
@@ -502,12 +574,13 @@ def _first_backward_floors(shape: Shape, ak: Knobs, pp: int, v: int, schedule: s
     released = released_backward(schedule, pp)
     out: dict[tuple[ChunkSignature, ...], int] = {}
     for mine, counted in _counted_rank_signatures(shape, pp, v, schedule, split):
-        saved = working = 0
+        saved = own = 0
         for sig, count in counted:
             p = _chunk_activations(shape, ak, sig, recompute, recompute_layers, pp > 1, released)
             saved += count * p.activations.saved
-            working = max(working, p.working)
-        out[mine] = saved + working
+            own = max(own, p.activations.saved + p.working)
+        last = _chunk_activations(shape, ak, mine[-1], recompute, recompute_layers, pp > 1, released).working
+        out[mine] = max(saved + last, own)
     return MappingProxyType(out)
 
 
@@ -598,6 +671,98 @@ def keeps_gathered(k: Knobs) -> bool:
     return k.sharding == "zero2" or (k.pp > 1 and k.sharding != "zero1")
 
 
+def moments_peak(k: Knobs, rank: int, acts: RankActivations, extras: tuple[tuple[int, ...], ...],
+                 receive: int = 0) -> tuple[int, int, int, int, int | None] | None:
+    """(activations in flight, chunk-micro-batches held, local chunk, kind of moment, receive
+    buffers alive or None) at pp rank `rank`'s worst moment when what a moment adds beyond the
+    activations in flight is its running chunk's, `extras[kind][c]` (`schedules.moment_states`'
+    kinds: 0 a forward or full backward, chunk c's backward working set with the wrapper's
+    buffers or its embedding backward; 1 an input backward, over the state before it,
+    `input_pass_working`; 2 a weight backward; 3 no computation, nothing), and, given the bytes
+    of one receive buffer (`receive`, multi-stage schedules), the receive buffers alive then
+    (`schedules.receive_moments`). None where pairing changes nothing: one chunk or every
+    chunk's extra alike, no split backward and no receives paired, or more chunks than the walk
+    enumerates (`MAX_STATE_CHUNKS`: there the largest state plus the largest extra and the most
+    receive buffers stand, a bound never below the paired one).
+
+    Before, the largest extra was added to the largest state whichever chunk ran then. At
+    rehearse-mixtral-8's rank 255 (pp rank 3 of 4, chunks 3 and 7, one MoE layer each) the
+    largest state (4 micro-batches on chunk 3, 1 on chunk 7 with its head and fp32 logits:
+    2.90 GB) is chunk 7's loss backward, whose extra is the loss's three fp32 logit tensors
+    (3.15 GB); the MoE layer's working set (3.66 GB) runs on chunk 3 with 5 micro-batches there
+    and none on chunk 7 (0.67 GB). The model had added 3.66 to 2.90 GB: +6.58 % against the
+    rehearsal, which peaks in the loss's backward (docs/memory-model.md, "Moments by chunk")."""
+    if k.virtual_stages > MAX_STATE_CHUNKS:
+        return None
+    moments = None
+    if receive and k.pp > 1 and k.schedule not in SINGLE_STAGE:
+        moments = receive_moments(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank)
+    split = k.pp > 1 and k.schedule in ZERO_BUBBLE
+    if moments is None and not split and (len(extras[0]) < 2 or min(extras[0]) == max(extras[0])):
+        return None
+    key = (id(acts), k.schedule, k.pp, k.virtual_stages, k.microbatches, rank, extras, receive if moments else 0)
+    entry = _MOMENTS.get(key)
+    if entry is not None and entry[0] is acts:
+        return entry[1]
+    weights = [ca.held for ca in acts.chunks] + [ca.pending for ca in acts.chunks]
+    best = -1
+    found: tuple[int, int, int, int, int | None] = (0, 0, 0, 0, None)
+    if moments is None:
+        for held, pending, chunk, kind in moment_states(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank):
+            a = sum(n * w for n, w in zip(held + pending, weights))  # noqa: B905 - equal lengths by construction
+            if a + extras[kind][chunk] > best:
+                best, found = a + extras[kind][chunk], (a, sum(held), chunk, kind, None)
+    else:
+        for held, pending, chunk, kind, live in moments:
+            a = sum(n * w for n, w in zip(held + pending, weights))  # noqa: B905 - equal lengths by construction
+            total = a + (extras[kind][chunk] if kind < 3 else 0) + live * receive
+            if total > best:
+                best, found = total, (a, sum(held), chunk, kind, live)
+    if len(_MOMENTS) > 65536:
+        _MOMENTS.clear()
+    _MOMENTS[key] = (acts, found)
+    return found
+
+
+_MOMENTS: dict[tuple, tuple] = {}
+"""`moments_peak`'s answers, keyed by the identity of the cached `acts` (kept alive in the entry,
+so the id stays valid), the walk and the extras: search asks the same rank of many shardings."""
+
+
+def receive_bytes(shape: Shape, k: Knobs) -> int:
+    """One receive buffer where the model pairs the receives alive with each moment
+    (`moments_peak`): parc's job's `ReceiveOnDemandStage` under a multi-stage schedule (torch's
+    stock stage keeps them all, `kept_p2p_buffers`; single-stage schedules post one right before
+    its use, `schedules.receive_buffers`); else 0."""
+    if k.runtime != "torch" or k.pp == 1 or k.schedule in SINGLE_STAGE or k.pp_receives == "kept":
+        return 0
+    return act.boundary_bytes(shape, k)
+
+
+def moment_working(acts: RankActivations) -> tuple[tuple[int, ...], ...]:
+    """The chunks' working sets by kind of moment (`moments_peak`): a forward's or full
+    backward's, an input backward's, a weight backward's."""
+    return acts.working, acts.input_working or acts.working, acts.weight_working or acts.working
+
+
+def moment_extras(shape: Shape, k: Knobs, params: RankParams, acts: RankActivations,
+                  relief: int) -> tuple[tuple[int, ...], ...]:
+    """What each local chunk's moment of each kind adds to the activations in flight
+    (`moments_peak`): its working set (`moment_working`) with the wrapper's buffers
+    (`transient_buffers`), and on the embedding's chunk the larger of that and the embedding's
+    backward (`embedding_moment`, less `relief`: `second_embedding_backward`)."""
+    out = []
+    for working in moment_working(acts):
+        extras = []
+        for c, work in enumerate(working):
+            extra = transient_buffers(work, params, k, shape)
+            if c == acts.embedding_chunk:
+                extra = max(extra, acts.embedding_backward - relief)
+            extras.append(extra)
+        out.append(tuple(extras))
+    return tuple(out)
+
+
 def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = None,
                  acts: RankActivations | None = None) -> StageMemory:
     """The memory of pp rank `rank`."""
@@ -637,12 +802,22 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
         buffers = transient_buffers(acts.transient, params, k, shape)
     relief = second_embedding_backward(shape, k, rank, acts, states.accumulated_grads > 0)
     embedding_rise = max(0, acts.embedding_backward - relief - buffers)
+    p2p = p2p_buffers(shape, k, rank, acts)
+    paired = moments_peak(k, rank, acts, moment_extras(shape, k, params, acts, relief), receive_bytes(shape, k)) \
+        if k.runtime == "torch" else None
+    if paired is not None:  # the working set of the chunk that runs at the worst moment
+        best_acts, best_held, chunk, kind, live = paired
+        buffers = transient_buffers(moment_working(acts)[kind][chunk], params, k, shape) if kind < 3 else 0
+        embedding = acts.embedding_backward - relief if chunk == acts.embedding_chunk and kind < 3 else 0
+        embedding_rise = max(0, embedding - buffers)
+        if live is not None:  # the receive buffers alive at that moment
+            p2p = live * receive_bytes(shape, k)
     return StageMemory(
         stage=rank, layers=params.layers, params=states.params + persistent,
         grads=peak_gradients(states) + whole_vocabulary_gradient(shape, k, acts, states.accumulated_grads > 0),
         optimizer=states.optimizer,
         activations=best_acts, buffers=buffers, in_flight=best_held,
-        p2p=p2p_buffers(shape, k, rank, acts), embedding_backward=embedding_rise,
+        p2p=p2p, embedding_backward=embedding_rise,
         checkpoint=states.params + persistent + states.optimizer + checkpoint_gather_bytes(params.params, k),
     )
 
@@ -684,7 +859,20 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
             embedding -= second_embedding_backward(shape, k, r, acts[r], states.accumulated_grads > 0)
             whole = whole_vocabulary_gradient(shape, k, acts[r], states.accumulated_grads > 0)
         buffers = max(transient_buffers(acts[r].transient, rp, k, shape), embedding)
-        total_bytes = exact_state_bytes(shape, k, rp) + whole + peaks[r] + buffers + p2p_buffers(shape, k, r, acts[r])
+        moment = peaks[r] + buffers
+        p2p = None
+        receive = receive_bytes(shape, k)
+        if len(acts[r].working) > 1 or k.schedule in ZERO_BUBBLE or receive:
+            relief = acts[r].embedding_backward - embedding
+            extras = moment_extras(shape, k, rp, acts[r], relief)
+            paired = moments_peak(k, r, acts[r], extras, receive)
+            if paired is not None:
+                _, _, chunk, kind, live = paired
+                moment = paired[0] + (extras[kind][chunk] if kind < 3 else 0)
+                p2p = None if live is None else live * receive
+        if p2p is None:
+            p2p = p2p_buffers(shape, k, r, acts[r])
+        total_bytes = exact_state_bytes(shape, k, rp) + whole + moment + p2p
         if total_bytes > best:
             best, where = total_bytes, r
     return best, where
@@ -781,10 +969,21 @@ def activation_floors(shape: Shape, k: Knobs) -> tuple[int, ...]:
     """`activation_floor` per pp rank (search adds each rank's least model states to it)."""
     acts = rank_activations(shape, k)
     peaks = _activation_peaks(acts, k.schedule, k.pp, k.virtual_stages, k.microbatches)
-    # the embedding's moment less the most `second_embedding_backward` can take off (a floor)
-    return tuple(peaks[r] + max(acts[r].transient, acts[r].embedding_backward
-                                - (acts[r].chunks[0].held if acts[r].embedding_backward else 0))
-                 for r in range(k.pp))
+    out = []
+    for r in range(k.pp):
+        # the embedding's moment less the most `second_embedding_backward` can take off (a floor)
+        a = acts[r]
+        embedding = a.embedding_backward - (a.chunks[0].held if a.embedding_backward else 0)
+        floor = peaks[r] + max(a.transient, embedding)
+        if k.runtime == "torch" and (len(a.working) > 1 or k.schedule in ZERO_BUBBLE):
+            # each moment with its own chunk's working set
+            extras = tuple(tuple(max(w, embedding) if c == a.embedding_chunk else w for c, w in enumerate(each))
+                           for each in moment_working(a))
+            paired = moments_peak(k, r, a, extras)
+            if paired is not None:
+                floor = paired[0] + extras[paired[3]][paired[2]]
+        out.append(floor)
+    return tuple(out)
 
 
 _PEAKS: dict[tuple, tuple] = {}
@@ -828,6 +1027,7 @@ def trim_caches() -> None:
     _rank_activations.cache_clear()
     schedules._walked_actions.cache_clear()
     _PEAKS.clear()
+    _MOMENTS.clear()
 
 
 def clear_caches() -> None:
@@ -840,7 +1040,9 @@ def clear_caches() -> None:
                      activations.embedding_backward_buffer, parameters.layer_params,
                      parameters.chunk_params, parameters.chunks_of, schedules.peak_states,
                      schedules._walked_actions, schedules.receive_buffers, schedules._walked_states,
+                     schedules.moment_states,
                      schedules._walked_receives):
         function.cache_clear()
     schedules._REDUCED.clear()
     _PEAKS.clear()
+    _MOMENTS.clear()

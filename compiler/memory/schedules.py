@@ -315,6 +315,98 @@ def walk_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[Stat
     return tuple(sorted(flat[i][1] for i in undominated([counts for counts, _ in flat])))
 
 
+Moment = tuple[tuple[int, ...], tuple[int, ...], int, int]
+"""(held per chunk, pending per chunk, the local chunk whose action runs then, its kind: 0 a
+forward or full backward, 1 an input backward, 2 a weight backward)."""
+
+
+@lru_cache(maxsize=65536)
+def moment_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[Moment, ...]:
+    """The undominated moments of one rank's step, each with the chunk that computes then: what
+    an action holds while it runs is at most the larger of the states before and after it (a
+    forward adds its micro-batch, a backward or a weight backward frees it), and its working
+    set is its own chunk's, not another's. An input backward (I) is its state before plus what
+    the pass itself adds (its working set and the pending set it builds, `model.input_pass_working`),
+    marked 1; a weight backward (W), its state before with the weight pass's working set (no
+    loss), marked 2. `peak_states` forgets which chunk runs, so the memory model added the rank's
+    largest working set to its largest state, two moments the schedule never holds at once: on
+    Mixtral's last interleaved rank (rehearse-mixtral-8, rank 255) a MoE layer's backward
+    working set on one chunk beside the output chunk's head and fp32 logits in flight, when the
+    MoE chunk's backward runs with the output chunk holding nothing (`model.moments_peak`;
+    tests/test_moments.py).
+
+    Kept undominated per chunk and kind (a moment is dominated only by another of the same
+    extra). The state after an input backward is not a moment of its own: the next action's
+    covers it. Walked on `walk_microbatches` as `peak_states`."""
+    walked = walk_microbatches(schedule, pp, m) if schedule != "gpipe" else m
+    held, pending = [0] * v, [0] * v
+    seen: set[tuple[int, tuple[int, ...]]] = set()
+    for kind, chunk in _walked_actions(schedule, pp, v, walked, rank):
+        if kind == F:
+            held[chunk] += 1
+        seen.add((3 * chunk + (kind == I) + 2 * (kind == W), tuple(held) + tuple(pending)))  # after F, before B, W, I
+        if kind == I:
+            pending[chunk] += 1
+        elif kind == B:
+            held[chunk] -= 1
+        elif kind == W:
+            held[chunk] -= 1
+            pending[chunk] -= 1
+    out: list[Moment] = []
+    for tag in range(3 * v):
+        mine = sorted((c for t, c in seen if t == tag), key=lambda c: (-sum(c), c))
+        out += [(mine[i][:v], mine[i][v:], tag // 3, tag % 3) for i in undominated(mine)]
+    return tuple(sorted(out, key=lambda s: (s[2], s[3], s[0], s[1])))
+
+
+ReceiveMoment = tuple[tuple[int, ...], tuple[int, ...], int, int, int]
+"""A `Moment` with the receive buffers alive then; kind 3: no computation (a receive arrived)."""
+
+
+@lru_cache(maxsize=65536)
+def receive_moments(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[ReceiveMoment, ...] | None:
+    """`moment_states` with the receive buffers alive at each moment (`_receive_trace`: a
+    computation holds those left once it has taken its inputs, a weight backward the most
+    alive between its neighbours' computations), and the moments between computations when a
+    receive arrives (kind 3, with the state after the last computation); multi-stage schedules
+    only, None where torch refuses the layout. The memory model counted the most receive
+    buffers a rank ever holds beside its worst state (`p2p_buffers`): at Mixtral's last rank
+    (rehearse-mixtral-8, 255) four, where the loss's moment of the step's last micro-batch holds
+    two (docs/memory-model.md, "Moments by chunk")."""
+    walked = walk_microbatches(schedule, pp, m) if schedule != "gpipe" else m
+    trace = _receive_trace(schedule, pp, v, walked)
+    if trace is None:
+        return None
+    lives, gaps = trace[rank]
+    sizes = [len(turn) for turn in _compute_turns(schedule, pp, v, walked, rank) if turn]
+    held, pending = [0] * v, [0] * v
+    seen: set[tuple[int, tuple[int, ...]]] = {(3 * v, (0,) * (2 * v) + (gaps[0],))}
+    turn = used = 0
+    for kind, chunk in _walked_actions(schedule, pp, v, walked, rank):
+        if kind == W:
+            seen.add((3 * chunk + 2, tuple(held) + tuple(pending) + (gaps[turn],)))
+            held[chunk] -= 1
+            pending[chunk] -= 1
+            continue
+        if kind == F:
+            held[chunk] += 1
+        seen.add((3 * chunk + (kind == I), tuple(held) + tuple(pending) + (lives[turn],)))
+        if kind == I:
+            pending[chunk] += 1
+        elif kind == B:
+            held[chunk] -= 1
+        used += 1
+        if used == sizes[turn]:
+            turn, used = turn + 1, 0
+            seen.add((3 * v, tuple(held) + tuple(pending) + (gaps[turn],)))
+    out: list[ReceiveMoment] = []
+    for tag in range(3 * v + 1):
+        mine = sorted((c for t, c in seen if t == tag), key=lambda c: (-sum(c), c))
+        out += [(mine[i][:v], mine[i][v:2 * v], min(tag // 3, v - 1), 3 if tag == 3 * v else tag % 3, mine[i][-1])
+                for i in undominated(mine)]
+    return tuple(sorted(out, key=lambda s: (s[2], s[3], s[0], s[1], s[4])))
+
+
 def undominated(ordered: list[tuple[int, ...]]) -> list[int]:
     """The indices of the count vectors (non-negative) that no vector kept before them dominates
     (at least as large in every field), for vectors listed largest total first (a vector can only
@@ -696,13 +788,31 @@ def receive_buffers(schedule: str, pp: int, v: int, m: int) -> tuple[int, ...]:
 @lru_cache(maxsize=4096)
 def _walked_receives(schedule: str, pp: int, v: int, m: int) -> tuple[int, ...] | None:
     """`live_receives` of every rank of `_lowered`, kept per walked micro-batch count (the many
-    m of a search that walk the same few share one lowering); None where torch refuses.
+    m of a search that walk the same few share one lowering); None where torch refuses: the
+    most receive buffers each rank holds at any moment of `_receive_trace`."""
+    trace = _receive_trace(schedule, pp, v, m)
+    if trace is None:
+        return None
+    return tuple(max(gaps) for _, gaps in trace)
+
+
+ReceiveTrace = tuple[tuple[int, ...], tuple[int, ...]]
+"""One rank's live receive buffers: (at each of its computing turns, once the turn has taken its
+inputs; the most at any moment before its first such turn, and after each until the next)."""
+
+
+@lru_cache(maxsize=4096)
+def _receive_trace(schedule: str, pp: int, v: int, m: int) -> tuple[ReceiveTrace, ...] | None:
+    """Every rank's live receive buffers along its own turns (`ReceiveTrace`), as `_lowered`
+    places the receives; None where torch refuses. The memory model pairs them with what the
+    rank holds at each moment (`receive_moments`).
 
     Counted while lowering, on flags instead of lists of operations (a deep pipeline lowers
-    hundreds of thousands of them; tests/test_receive_buffers.py holds the two equal): an
-    input is there for the forward (backward) of stage s, micro-batch i once stage s - 1's
-    forward (s + 1's backward) of i has run, on whichever rank; the receive that brought it is
-    alive on its rank from when the sender runs until that forward (backward) runs."""
+    hundreds of thousands of them; tests/test_receive_buffers.py holds the most equal to
+    `live_receives`): an input is there for the forward (backward) of stage s, micro-batch i
+    once stage s - 1's forward (s + 1's backward) of i has run, on whichever rank; the receive
+    that brought it is alive on its rank from when the sender runs until that forward
+    (backward) runs."""
     stages = pp * v
     owner = [0] * stages
     for r in range(pp):
@@ -711,7 +821,9 @@ def _walked_receives(schedule: str, pp: int, v: int, m: int) -> tuple[int, ...] 
     todo = [_compute_turns(schedule, pp, v, m, r) for r in range(pp)]
     m = 1 + max((micro for turns in todo for turn in turns for _, _, micro in turn), default=0)
     arrived = [bytearray(stages * m), bytearray(stages * m)]  # forward, backward inputs there
-    alive, best = [0] * pp, [0] * pp
+    alive, gap = [0] * pp, [0] * pp
+    lives: list[list[int]] = [[] for _ in range(pp)]
+    gaps: list[list[int]] = [[] for _ in range(pp)]
     heads = [0] * pp
     blocked = [False] * pp
     last = stages - 1
@@ -734,6 +846,10 @@ def _walked_receives(schedule: str, pp: int, v: int, m: int) -> tuple[int, ...] 
             for code, stage, _micro in turn:  # an input that came by a receive is used
                 if (stage != 0 and owner[stage - 1] != r) if code == 0 else (stage != last and owner[stage + 1] != r):
                     alive[r] -= 1
+            if turn:
+                gaps[r].append(gap[r])
+                lives[r].append(alive[r])
+                gap[r] = alive[r]
             for code, stage, micro in turn:  # the inputs this turn makes, received where another rank runs them
                 if code == 0 and stage != last:
                     to = stage + 1
@@ -745,14 +861,14 @@ def _walked_receives(schedule: str, pp: int, v: int, m: int) -> tuple[int, ...] 
                 peer = owner[to]
                 if peer != r:
                     alive[peer] += 1
-                    best[peer] = max(best[peer], alive[peer])
+                    gap[peer] = max(gap[peer], alive[peer])
                     blocked[peer] = False
             heads[r] += 1
             unfinished -= heads[r] == len(turns)
             progress = True
         if not progress:
             return None
-    return tuple(best)
+    return tuple((tuple(lives[r]), tuple(gaps[r]) + (gap[r],)) for r in range(pp))
 
 
 def kept_receive_buffers(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[int, int]:

@@ -1272,7 +1272,8 @@ class Engine:
         grow). Whatever the chunking, some rank holds at least n = ceil(layers / pp) layers, of
         which at least n less the other kind's layers of each kind (dense, MoE), so at least their
         saved activations and (componentwise) parameters, and the rest's at the least of a layer
-        kind, and the working set of a layer it surely holds (the largest of a chunk's layers');
+        kind, and at its first backward its last chunk's working set (at least the least of a
+        layer kind's and the loss's);
         and the ranks' saved activations add up
         to the whole model's (each layer, the embedding and the output layer sit on exactly one
         rank), so the largest is at least their mean. Zero outside the plain recomputation
@@ -1309,8 +1310,12 @@ class Engine:
         least = Params(*(sum(c * getattr(p, name) for c, p in zip(sure, params, strict=True))
                          + rest * min(getattr(p, name) for p in params) for name in ("linear", "other", "expert")))
         k = self._knobs(item, schedule, v, self.space.micro[0], 1, sp, recompute)
+        # at its first backward the rank holds a micro-batch on every chunk and its last chunk
+        # computes: that chunk's working set, at least a layer kind's least or the loss's
+        # (`first_backward_floors`; an output chunk's is at least `logits_buffer`)
+        vocab = padded_vocab(shape.vocab, tp, self.runtime)
         busiest = (sum(c * a for c, a in zip(sure, saved, strict=True)) + rest * min(saved)
-                   + max([w for c, w in zip(sure, working, strict=True) if c] or [min(working)])
+                   + min(min(working), act.logits_buffer(ak, vocab))
                    + self._least_states(item, k, least))
         whole = sum(count * s for (_, count), s in zip(self._layer_counts, saved, strict=True))
         whole += act.embedding_activations(shape, ak) + act.output_activations(
@@ -1378,7 +1383,10 @@ class Engine:
             chunks = acts[rank].chunks
             held = walked_peak(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank,
                                tuple(c.saved for c in chunks), tuple(c.pending for c in chunks))
-            floor = max(floor, held + acts[rank].transient + states[rank])
+            # any moment's working set is some chunk's, of some kind of pass (`model.moments_peak`;
+            # a zero-bubble weight pass adds less than a full backward): the least of them
+            a = acts[rank]
+            floor = max(floor, held + min(a.working + a.input_working + a.weight_working) + states[rank])
         return floor
 
     def _work(self, ranks: int) -> None:
