@@ -97,7 +97,7 @@ def layout_text(plan) -> str:
 
 def assumed_text(row) -> str:
     keep = ("recompute", "zero1", "no optimizer sharding", "micro-batch", "tp overlap", "virtual stages",
-            "unfused", "power limit")
+            "unfused", "power limit", "gradients reduced after")
     return "; ".join(re.sub(r" \(.*", "", a) for a in row.assumptions if a.startswith(keep)) or "-"
 
 
@@ -201,8 +201,10 @@ def same_model_elsewhere(constants=None) -> str:
 
 def section(constants=None) -> dict[str, str]:
     """The PUBLIC_* placeholders of docs/time-model.md."""
+    import scaling_check
+
     results, skipped = check(constants)
-    return {"PUBLIC_TABLE": table(results, skipped), "PUBLIC_SUMMARY": summary(results),
+    return {**scaling_check.section(constants), "PUBLIC_TABLE": table(results, skipped), "PUBLIC_SUMMARY": summary(results),
             "PUBLIC_VARIANTS": variants(results, constants), "PUBLIC_N": str(len(results)),
             "PUBLIC_LEFT_OUT": str(len(skipped)), "PUBLIC_TERMS": terms(results),
             "PUBLIC_SAME_MODEL": same_model_elsewhere(constants)}

@@ -383,6 +383,18 @@ class Software:
     "torch" (parc's job and torchtitan: FSDP2 for every sharding, torch.distributed.pipelining,
     docs/runtime.md's traffic table) or "megatron" (Megatron-LM's DDP and distributed
     optimizer: the traffic contract of docs/time-model.md)."""
+    dp_overlap: bool = True
+    """The once-per-step data-parallel calls may run under the computation: the gradients'
+    reduction under the last micro-batch's backward, the updated parameters' gather under the
+    next step's first forward (parc's runtime, FSDP2 and its zero1 buckets; Megatron-LM since
+    `--overlap-grad-reduce`, 2023-08-16, NVIDIA/Megatron-LM 2d5220a424). False: the runtime
+    reduces the gradients only after its whole forward-backward returns and gathers the
+    parameters before the next one starts, so nothing hides them: Megatron-LM before that
+    option (`train_step` calls `optimizer.reduce_model_grads` after `forward_backward_func`, and
+    `gather_model_params` after `optimizer.step`; e.g. commit 285068c8 of 2023-01-11, MegaScale's
+    baseline) and DeepSpeed's pipeline engine (its `ReduceGrads` instruction follows the last
+    micro-batch of `TrainSchedule`). Set by `benchmarks/published.py` from a row's source; no
+    spec states it (parc's runtime and the targets it models overlap)."""
     grad_bytes: int = 4
     """Bytes of a gradient element as data-parallel ranks reduce it: 4 in parc's runtime (FSDP2's
     reduce dtype is fp32) and in Megatron-LM under bf16 (it forces fp32 accumulation and
@@ -1842,7 +1854,8 @@ def collective_seconds(c: Collective, lk: Link) -> float:
 
 
 def dp_exposed(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, replicate: Link,
-               grad: int = PARC.grad_bytes, runtime: str = PARC.dp_runtime) -> tuple[float, float]:
+               grad: int = PARC.grad_bytes, runtime: str = PARC.dp_runtime,
+               overlap: bool = PARC.dp_overlap) -> tuple[float, float]:
     """(exposed seconds, bytes sent) of one step's data-parallel communication on one rank.
 
     Each window is counted once: the collectives that share it (zero3's backward gather and its
@@ -1852,11 +1865,12 @@ def dp_exposed(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, r
     queue on the same link, and only what their sum exceeds the window by shows.
 
     FSDP's per-unit collectives add the fill of a two-stage pipeline (`fsdp_fill`): the first
-    unit's gather has no computation before it, the last unit's reduce-scatter none after it."""
+    unit's gather has no computation before it, the last unit's reduce-scatter none after it.
+    Without `overlap` (`Software.dp_overlap`) the once-per-step calls are charged whole."""
     ledger = dp_ledger(r, k, dense, expert, shard, replicate, grad, runtime)
     back = r.backward_input + r.backward_weight + r.recompute
     return _dp_exposed(ledger, k.microbatches, r.forward, back, dense, expert, shard, replicate,
-                       nic_busy(r, dense))
+                       nic_busy(r, dense), overlap)
 
 
 def nic_busy(r: RankTimes, lk: Link) -> tuple[float, float]:
@@ -1879,9 +1893,10 @@ def nic_busy(r: RankTimes, lk: Link) -> tuple[float, float]:
 
 @lru_cache(maxsize=65536)
 def _dp_exposed(ledger: tuple[Collective, ...], m: int, forward: float, back: float, dense: Link, expert: Link,
-                shard: Link, replicate: Link, busy_nic: tuple[float, float] = (0.0, 0.0)) -> tuple[float, float]:
+                shard: Link, replicate: Link, busy_nic: tuple[float, float] = (0.0, 0.0),
+                overlap: bool = True) -> tuple[float, float]:
     windows = dp_windows(ledger, m, dense, expert, shard, replicate)
-    return dp_window_exposure(windows, m, forward, back, busy_nic), windows[3]
+    return dp_window_exposure(windows, m, forward, back, busy_nic, overlap), windows[3]
 
 
 def dp_windows(ledger: tuple[Collective, ...], m: int, dense: Link, expert: Link, shard: Link,
@@ -1906,9 +1921,16 @@ def dp_windows(ledger: tuple[Collective, ...], m: int, dense: Link, expert: Link
 
 
 def dp_window_exposure(windows: tuple, m: int, forward: float, back: float,
-                       busy_nic: tuple[float, float] = (0.0, 0.0)) -> float:
+                       busy_nic: tuple[float, float] = (0.0, 0.0), overlap: bool = True) -> float:
     """The exposed seconds of `dp_windows` under one micro-batch's forward and backward (each
-    window counted once, see `dp_exposed`)."""
+    window counted once, see `dp_exposed`). Without `overlap` the once-per-step windows'
+    calls (`last_backward`, `after_step`) run between two forward-backwards, where no
+    computation hides them: all their seconds show."""
+    if not overlap:
+        busy, on_nic, (units_f, units_b, _), sent = windows
+        serial = busy["last_backward"] + busy["after_step"]
+        rest = (dict(busy, last_backward=0.0, after_step=0.0), on_nic, (units_f, units_b, 0), sent)
+        return serial + dp_window_exposure(rest, m, forward, back, busy_nic)
     busy, on_nic, (units_f, units_b, after_step_calls), _ = windows
     exposed_s = 0.0
     for (window, once, length), taken, n in zip((("forward", "after_step", forward),
@@ -2136,7 +2158,7 @@ def rank_steps(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants
     for load, r in times.items():
         ledger = Ledger(path_ledger(r, k, geo, shape, load) + dp_ledger(r, k, *links, sw.grad_bytes, sw.dp_runtime),
                         compute_ledger(shape, k, load, sw))
-        exposed_dp, _ = dp_exposed(r, k, *links, sw.grad_bytes, sw.dp_runtime)
+        exposed_dp, _ = dp_exposed(r, k, *links, sw.grad_bytes, sw.dp_runtime, sw.dp_overlap)
         out[load] = RankStep(times=r, ledger=ledger, dp_exposed=exposed_dp, optimizer=optimizer_seconds(r, k, hw, c),
                              bounds=link_bounds(ledger, hw, c))
     return loads, out

@@ -1,0 +1,237 @@
+"""Throughput against GPU count: each published series, its predicted step term by term.
+
+Issue 14 asks what governs throughput as the GPUs grow at a fixed global (or per-GPU) batch, and
+whether the model has it. A series is a set of published runs of one source that differ only in
+the GPU count (and so in the data-parallel degree and the micro-batches each replica runs):
+MegaScale's Megatron-LM baseline and its own runtime (Jiang et al. 2024, Table 2: 175B at a
+global batch of 768 on 256-1,024 GPUs and of 6,144 on 3,072-12,288; 530B with the batch growing
+with the GPUs), Llama 3 405B at 8K tokens on 8,192 and 16,384 H100 (Dubey et al. 2024, Table 4)
+and llm-foundry's MPT runs on 128-512 H100 at a fixed per-GPU batch. Every row is predicted
+exactly as `fidelity.py --published` predicts it (the stored constants, never fitted on these
+rows), and split into the terms that can change with the GPU count:
+
+- the pipeline bubble (seconds: fixed per micro-batch size, a larger share as fewer
+  micro-batches run per replica);
+- the exposed tp, pp and dp communication, and of the dp collectives their number per step and
+  the seconds their ring steps' latency takes (`Link`'s per-step latency x steps, the part that
+  grows with the ranks a ring spans);
+- `gap`: the step the reported throughput implies less the predicted step, in seconds. A term the
+  model lacks that costs the same seconds at every scale shows as a gap constant along a
+  series; one that grows with the ranks, as a gap growing with them.
+
+This module writes the section "Throughput against GPU count" of docs/time-model.md (through
+`public_check.section`, `fidelity.py --write`).
+
+    .venv/bin/python benchmarks/scaling_check.py
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+PUBLIC = ROOT / "benchmarks" / "data" / "published_public.yaml"
+MPT = ROOT / "benchmarks" / "data" / "llm_foundry_mpt.yaml"
+
+
+@dataclass(frozen=True)
+class Series:
+    """Rows of one file whose ids match `pattern`, in the order of their GPU counts."""
+
+    label: str
+    path: Path
+    pattern: str
+
+
+SERIES = (
+    Series("MegaScale's Megatron-LM baseline, 175B, batch 768", PUBLIC, r"^megascale_megatron_175b_(256|512|768|1024)gpu$"),
+    Series("MegaScale's Megatron-LM baseline, 175B, batch 6,144", PUBLIC,
+           r"^megascale_megatron_175b_(3072|6144|8192|12288)gpu$"),
+    Series("MegaScale's Megatron-LM baseline, 530B, batch grows with the GPUs", PUBLIC, r"^megascale_megatron_530b_"),
+    Series("MegaScale's own runtime, 175B, batch 768", PUBLIC, r"^megascale_megascale_175b_(256|512|768|1024)gpu$"),
+    Series("MegaScale's own runtime, 175B, batch 6,144", PUBLIC, r"^megascale_megascale_175b_(3072|6144|8192|12288)gpu$"),
+    Series("Llama 3 405B, 8K tokens, batch 16M tokens", PUBLIC, r"^llama3_405b_(8192|16384)gpu_tp8_pp16_dp\d+_8k$"),
+    Series("llm-foundry MPT-70B, 8 sequences per GPU", MPT, r"^mpt_h100big_70b_"),
+    Series("llm-foundry MPT-30B, 8 sequences per GPU", MPT, r"^mpt_h100big_30b_"),
+    Series("llm-foundry MPT-13B, 16 sequences per GPU", MPT, r"^mpt_h100big_13b_"),
+    Series("llm-foundry MPT-7B, 6 sequences per GPU", MPT, r"^mpt_h100big_7b_"),
+    Series("llm-foundry MPT-3B, 8 sequences per GPU", MPT, r"^mpt_h100big_3b_"),
+    Series("llm-foundry MPT-1B, 12 sequences per GPU", MPT, r"^mpt_h100big_1b_"),
+)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One row of a series, its prediction split by term (seconds per step)."""
+
+    id: str
+    gpus: int
+    dp: int
+    microbatches: int
+    reported: float
+    predicted: float
+    step: float
+    bubble: float
+    tp: float
+    pp: float
+    dp_exposed: float
+    dp_calls: int
+    dp_latency: float
+    """Seconds of the step's dp collectives that are their ring steps' latency (hidden or not)."""
+
+    @property
+    def error(self) -> float:
+        return self.predicted / self.reported - 1
+
+    @property
+    def implied(self) -> float:
+        """The step the reported throughput implies (the same FLOPs per step)."""
+        return self.step * self.predicted / self.reported
+
+    @property
+    def gap(self) -> float:
+        return self.implied - self.step
+
+
+def dp_latency(ledger, links) -> float:
+    """Seconds of a step's dp collectives that their per-step latency takes: each call's time on
+    its link less the same call's time with no payload to move."""
+    from parc import timing
+
+    out = 0.0
+    for c in ledger.collectives:
+        if c.axis != "dp":
+            continue
+        lk = links[(c.size, c.local)]
+        out += c.count * timing.collective_seconds(dataclasses.replace(c, payload=1.0), lk)
+    return out
+
+
+def point(row, constants) -> Point:
+    import fidelity
+    from parc import timing
+
+    prepared = fidelity.prepare(row)
+    b = fidelity.predicted_step(row, prepared, constants)
+    geo, hw = prepared.geometry, prepared.hardware
+    loads, steps = timing.rank_steps(prepared.shape, prepared.knobs, hw, geo, constants, row.software)
+    rank = steps[loads[b.stage]]
+    groups = (geo.dense, geo.expert, geo.expert_tp, geo.shard, geo.replicate)
+    links = {(g.size, g.local): timing.link(g, hw, constants) for g in groups}
+    dp_calls = sum(c.count for c in rank.ledger.collectives if c.axis == "dp")
+    return Point(id=row.id, gpus=row.gpus, dp=row.plan.layout.degree("dp"), microbatches=b.microbatches,
+                 reported=row.reported_tflops, predicted=fidelity.predicted_tflops(row, b.step), step=b.step,
+                 bubble=b.bubble, tp=b.exposed["tp"], pp=b.exposed["pp"], dp_exposed=b.exposed["dp"],
+                 dp_calls=dp_calls, dp_latency=dp_latency(rank.ledger, links))
+
+
+def series_points(constants=None) -> list[tuple[Series, list[Point]]]:
+    """Every series' rows, predicted (the stored constants by default)."""
+    import fidelity
+
+    constants = constants or fidelity.DEFAULT
+    loaded: dict[Path, list] = {}
+    out = []
+    for s in SERIES:
+        if s.path not in loaded:
+            loaded[s.path] = fidelity.load_rows(s.path)[0]
+        rows = sorted((r for r in loaded[s.path] if re.search(s.pattern, r.id)), key=lambda r: r.gpus)
+        assert len(rows) >= 2, f"series {s.label!r} has {len(rows)} rows"
+        out.append((s, [point(r, constants) for r in rows]))
+    return out
+
+
+def table(points: list[tuple[Series, list[Point]]]) -> str:
+    lines = ["| series | GPUs | dp | micro-batches | reported | predicted | error | step (s) | bubble (s) | "
+             "exposed tp / pp / dp (s) | dp calls | dp ring latency (s) | gap (s) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for s, pts in points:
+        for i, p in enumerate(pts):
+            label = s.label if i == 0 else ""
+            lines.append(f"| {label} | {p.gpus:,} | {p.dp} | {p.microbatches} | {p.reported:.1f} | {p.predicted:.1f} | "
+                         f"{p.error:+.1%} | {p.step:.2f} | {p.bubble:.2f} | {p.tp:.2f} / {p.pp:.2f} / "
+                         f"{p.dp_exposed:.2f} | {p.dp_calls} | {p.dp_latency:.3f} | {p.gap:+.2f} |")
+    return "\n".join(lines)
+
+
+def drop(first: float, last: float) -> str:
+    return f"{last / first - 1:+.1%}"
+
+
+def summary(points: list[tuple[Series, list[Point]]]) -> str:
+    """Per series, first row to last: the reported and predicted change in throughput per GPU,
+    the share of the step the bubble and the exposed dp take at each end, and the gap's range."""
+    lines = ["| series | GPUs | reported change | predicted change | bubble share | exposed dp share | "
+             "gap (s), range | gap / step, range |", "|---|---|---|---|---|---|---|---|"]
+    for s, pts in points:
+        a, z = pts[0], pts[-1]
+        gaps = [p.gap for p in pts]
+        shares = [p.gap / p.implied for p in pts]
+        lines.append(f"| {s.label} | {a.gpus:,} -> {z.gpus:,} | {drop(a.reported, z.reported)} | "
+                     f"{drop(a.predicted, z.predicted)} | {a.bubble / a.step:.1%} -> {z.bubble / z.step:.1%} | "
+                     f"{a.dp_exposed / a.step:.1%} -> {z.dp_exposed / z.step:.1%} | "
+                     f"{min(gaps):+.2f} to {max(gaps):+.2f} | {min(shares):+.1%} to {max(shares):+.1%} |")
+    return "\n".join(lines)
+
+
+def constant_gap(points: list[tuple[Series, list[Point]]], prefix: str) -> tuple[float, float, float]:
+    """(min, median, max) of the gap in seconds over the series whose label starts with `prefix`."""
+    gaps = [p.gap for s, pts in points if s.label.startswith(prefix) for p in pts]
+    assert gaps, prefix
+    return min(gaps), statistics.median(gaps), max(gaps)
+
+
+def line_rate_needed(points: list[tuple[Series, list[Point]]], prefix: str, bus: float) -> tuple[float, float]:
+    """If the gap were all data-parallel traffic, the fraction of the NIC's line rate it would
+    run at: the model's exposed dp seconds run at `bus` of line rate, so `bus` x dp / (dp + gap);
+    (min, max) over the series whose label starts with `prefix`."""
+    rates = [bus * p.dp_exposed / (p.dp_exposed + p.gap) for s, pts in points if s.label.startswith(prefix)
+             for p in pts]
+    assert rates, prefix
+    return min(rates), max(rates)
+
+
+def gap_per_latency(points: list[tuple[Series, list[Point]]], prefix: str) -> tuple[float, float]:
+    """(min, max) over consecutive rows of the series whose label starts with `prefix` of the
+    gap's growth over the growth of the dp collectives' ring latency."""
+    ratios = [(b.gap - a.gap) / (b.dp_latency - a.dp_latency) for s, pts in points if s.label.startswith(prefix)
+              for a, b in zip(pts, pts[1:], strict=False) if b.dp_latency > a.dp_latency]
+    assert ratios, prefix
+    return min(ratios), max(ratios)
+
+
+def section(constants=None) -> dict[str, str]:
+    """The SCALING_* placeholders of docs/time-model.md."""
+    import fidelity
+
+    constants = constants or fidelity.DEFAULT
+    points = series_points(constants)
+    baseline = "MegaScale's Megatron-LM baseline, 175B"
+    lo, mid, hi = constant_gap(points, baseline)
+    rate = line_rate_needed(points, baseline, constants.bus_network)
+    ratio = gap_per_latency(points, "llm-foundry")
+    return {"SCALING_TABLE": table(points), "SCALING_SUMMARY": summary(points),
+            "SCALING_GAP": f"{lo:.1f}-{hi:.1f} s (median {mid:.1f} s)",
+            "SCALING_LINE_RATE": f"{rate[0]:.0%}-{rate[1]:.0%}",
+            "SCALING_MPT_RATIO": f"{ratio[0]:.1f}-{ratio[1]:.1f}x"}
+
+
+def main() -> int:
+    values = section()
+    print(values["SCALING_SUMMARY"], end="\n\n")
+    print(values["SCALING_TABLE"], end="\n\n")
+    for key in ("SCALING_GAP", "SCALING_LINE_RATE", "SCALING_MPT_RATIO"):
+        print(key, values[key])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
