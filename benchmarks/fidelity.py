@@ -846,15 +846,15 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   beyond what their sum exceeds the forward by (before, the job waited for all of them before
   the forward while the model charged them as hidden; tests/test_fsdp_exposure.py simulates
   it, tests/e2e/test_collectives.py records every wait inside the forward).
-  The once-per-step windows exist only where the runtime overlaps: Megatron-LM before
+  The once-per-step windows exist only where the runtime overlaps. Megatron-LM before
   `--overlap-grad-reduce` (2023-08-16, NVIDIA/Megatron-LM 2d5220a424) calls its gradients'
   all-reduce (DDP) or reduce-scatter (distributed optimizer) after `forward_backward_func`
   returns and the all-gather after `optimizer.step` (`train_step` in `megatron/training.py`,
   e.g. at commit 285068c8, MegaScale's baseline), and DeepSpeed's pipeline engine reduces after
-  the last micro-batch of its schedule; nothing hides them, and their seconds are charged whole
-  (`Software.dp_overlap` False). `benchmarks/published.py` reads it from a row's source: a
-  Megatron-family run that states a Megatron-LM commit before that date, or, stating none, was
-  published before 2023 (Narayanan et al. 2021, Korthikanti et al. 2022, MT-NLG, BLOOM).
+  the last micro-batch of its schedule: nothing hides them. `Software.dp_overlap` False charges
+  them whole. The contract keeps the window for every Megatron row, the calibration's 2021-2022
+  runs included, for the reason given under "Throughput against GPU count"; the public check
+  evaluates the runs of those runtimes with the whole charge as a second reading.
 
 ## The ledger
 
@@ -1467,15 +1467,29 @@ What the terms and the sources say:
   1F1B's (p - 1) / v micro-batch times at micro-batch 1). The baseline's own code (Megatron-LM
   285068c8, 2023-01-11, the commit its Section 6.1 names) reduces the gradients after the whole
   forward-backward and gathers the distributed optimizer's parameters after the step, with a
-  barrier before each level-1 timer by default (`--barrier-with-L1-time`); the model now
-  charges those calls whole (the data-parallel contract above: about 0.1 s per step more than
-  when they hid under the last backward). For the gap to be data-parallel traffic too, the
-  whole-buffer gradient all-reduce (10.9 GB of fp32 gradients per GPU) would have to run at
-  @SCALING_LINE_RATE@ of the NIC's line rate (the model: 92 %); otherwise it is a per-step cost
-  outside the ledger. The paper names both kinds, its network tuning on a three-layer CLOS
-  (ECMP hashing conflicts, congestion control: Section 3.6) and stragglers it diagnosed and
-  mitigated, but publishes neither the achieved bus bandwidth of the baseline's collectives nor
-  a per-step figure, so no term is added. MegaScale's own runtime, which overlaps the
+  barrier before each level-1 timer by default (`--barrier-with-L1-time`), where the contract
+  hides the reduction under the last micro-batch's backward; charged whole (the reading "gradients
+  reduced after the forward-backward" above) each row comes 0.2-1.8 points closer, about 0.1 s
+  per step, the length of one micro-batch's backward on a rank. For the gap to be data-parallel
+  traffic too, the whole-buffer gradient all-reduce (10.9 GB of fp32 gradients per GPU) would
+  have to run at @SCALING_LINE_RATE@ of the NIC's line rate (the model: 92 %); otherwise it is a
+  per-step cost outside the ledger. The paper names both kinds, its network tuning on a
+  three-layer CLOS (ECMP hashing conflicts, congestion control: Section 3.6) and stragglers it
+  diagnosed and mitigated, but publishes neither the achieved bus bandwidth of the baseline's
+  collectives nor a per-step figure, so no term is added.
+  The whole charge is not the contract's reading, although the code says so, because of what it
+  does to the fit. Read so for every Megatron-family run published before 2023 (or stating an
+  older commit), which takes in the calibration's Narayanan et al. 2021 and Korthikanti et al.
+  2022 runs, and refitted, the calibration improves (in sample median 2.5 -> 2.1 %, p90 9.9 ->
+  8.1 %, worst 20.7 -> 20.8 %; leave-one-source-out 5.3 / 10.6 / 13.1 -> 4.7 / 9.0 / 10.7 %), but
+  the fit pays for the small models' extra seconds with faster small GEMMs (`intensity_half`
+  1.565 -> 1.351, the launch overhead 7.2 -> 9.6 us), which two measurements the fit never saw
+  refuse: DeepGEMM's dense kernel at 4,096 rows and K = 512 (the model 1.37x -> 1.44x its speed;
+  tests/test_moe_split.py allows 1.4x) and torchtitan's Float8 speed-up on 128 H100 (1.286
+  published, 1.28 -> 1.25 predicted; tests/test_fp8_casts.py allows 3 %). The public checks
+  barely move with it (the public papers' median 12.1 -> 11.7 %, p90 26.7 -> 27.3 %; NeMo's
+  median 13.1 -> 13.4 %; MPT's 7.0 -> 7.0 %). Until the small calibration runs' other seconds are
+  found, the contract stays. MegaScale's own runtime, which overlaps the
   data-parallel all-gather and reduce-scatter with computation (Section 3.2), falls about as
   predicted at 256-1,024 GPUs, fast by a near-constant share of the step (the parallel block
   and sliding-window attention no spec states), and by less than predicted at 3,072-12,288,

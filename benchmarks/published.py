@@ -597,33 +597,6 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
 
 
 MEGATRON_WORDS = ("megatron", "nemo", "bridge", "megascale", "nvidia")
-DP_OVERLAP_SINCE = "2023-08-16"
-"""Megatron-LM's `--overlap-grad-reduce` (NVIDIA/Megatron-LM 2d5220a424, "Add --overlap-grad-reduce
-command-line argument"): before it `train_step` reduced the gradients after the whole
-forward-backward (`optimizer.reduce_model_grads`) and gathered the distributed optimizer's
-parameters after its step, where nothing hides them (`timing.Software.dp_overlap`)."""
-MEGATRON_COMMIT_DATES = {"285068c8": "2023-01-11"}
-"""Author dates of the Megatron-LM commits published rows state (`git log` of NVIDIA/Megatron-LM):
-285068c8 "Merge branch 'tridao-flashattn' into 'main'", MegaScale's baseline (Jiang et al. 2024,
-Section 6.1)."""
-
-
-def dp_overlapped(text: str, family: str, year: int | None) -> tuple[bool, str]:
-    """Whether the run's runtime could hide its once-per-step data-parallel calls, and why not.
-    A Megatron-family run (Megatron-LM, Megatron-DeepSpeed, whose pipeline engine reduces after
-    its last micro-batch too) could not when the Megatron-LM commit it states predates
-    `DP_OVERLAP_SINCE`, or, stating none, when it was published before 2023."""
-    if family != "megatron":
-        return True, ""
-    commit = re.search(r"runtime: megatron-lm \(commit ([0-9a-f]{7,40})\)", text)
-    date = MEGATRON_COMMIT_DATES.get(commit.group(1)[:8]) if commit else None
-    if date is not None:
-        if date < DP_OVERLAP_SINCE:
-            return False, f"the stated Megatron-LM commit {commit.group(1)} ({date})"
-        return True, ""
-    if year is not None and year <= 2022:
-        return False, f"published {year}"
-    return True, ""
 TORCH_FSDP_WORDS = ("llm-foundry", "composer", "torch fsdp")
 """Sources whose runs are eager PyTorch with torch's FSDP and flash-attn's FlashAttention-2
 (MosaicML's llm-foundry through Composer): the runtime facts of `target torch`, parc's own job."""
@@ -703,10 +676,6 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     if torch_fsdp:
         notes.append("PyTorch FSDP's data-parallel traffic (FSDP stated, no Megatron runtime): under "
                      "pipelining the gradients are reduced once per step, after the last micro-batch")
-    dp_overlap, before = dp_overlapped(text, family, year)
-    if not dp_overlap and dp > 1:
-        notes.append(f"gradients reduced after the whole forward-backward ({before}: before Megatron-LM's "
-                     f"--overlap-grad-reduce of {DP_OVERLAP_SINCE}; not expressible in a spec)")
     recipe = "dynamic" if family == "torchtitan" else fp8_recipe_of(entry)
     if precision == "fp8" and recipe in ("current", "mxfp8"):
         notes.append(f"Transformer Engine's {'per-tensor current scaling' if recipe == 'current' else 'MXFP8'} "
@@ -722,7 +691,6 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         context_parallel="torch" if family in ("torchtitan", "torch") else "te",
         dp_runtime="torch" if family in ("torchtitan", "torch") or torch_fsdp else "megatron",
         grad_bytes=grad_bytes,
-        dp_overlap=dp_overlap,
         balanced_routing=balanced,
         ep_dispatcher="deepep" if deepep else "all-to-all",
         ep_overlap=ep_overlap,
@@ -1189,7 +1157,7 @@ def compiled(run: Run) -> Run | Skipped:
                                else software.selective,
                                ep_dispatcher=run.software.ep_dispatcher, ep_overlap=run.software.ep_overlap,
                                ep_node_limit=run.software.ep_node_limit, fp8_scaling=run.software.fp8_scaling,
-                               dp_runtime=run.software.dp_runtime, dp_overlap=run.software.dp_overlap)
+                               dp_runtime=run.software.dp_runtime)
         runtime = targets.memory_runtime(result.plan.target)
         if not run.recompute_stated and not fits_memory(result.plan, runtime):
             found = least_recompute_that_fits(run.spec, result.plan, runtime, compile_spec)

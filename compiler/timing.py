@@ -393,8 +393,10 @@ class Software:
     option (`train_step` calls `optimizer.reduce_model_grads` after `forward_backward_func`, and
     `gather_model_params` after `optimizer.step`; e.g. commit 285068c8 of 2023-01-11, MegaScale's
     baseline) and DeepSpeed's pipeline engine (its `ReduceGrads` instruction follows the last
-    micro-batch of `TrainSchedule`). Set by `benchmarks/published.py` from a row's source; no
-    spec states it (parc's runtime and the targets it models overlap)."""
+    micro-batch of `TrainSchedule`). No spec states it (parc's runtime and the targets it
+    models overlap); `benchmarks/public_check.py` evaluates the published runs of such runtimes
+    with it as a reading beside the one the calibration's contract gives them (docs/time-model.md,
+    "Throughput against GPU count", says why it is not the reading)."""
     grad_bytes: int = 4
     """Bytes of a gradient element as data-parallel ranks reduce it: 4 in parc's runtime (FSDP2's
     reduce dtype is fp32) and in Megatron-LM under bf16 (it forces fp32 accumulation and
