@@ -1489,9 +1489,9 @@ What the terms and the sources say:
   published, 1.28 -> 1.25 predicted; tests/test_fp8_casts.py allows 3 %). The public checks
   barely move with it (the public papers' median 12.1 -> 11.7 %, p90 26.7 -> 27.3 %; NeMo's
   median 13.1 -> 13.4 %; MPT's 7.0 -> 7.0 %). Until the small calibration runs' other seconds are
-  found, the contract stays. MegaScale's own runtime, which overlaps the
-  data-parallel all-gather and reduce-scatter with computation (Section 3.2), falls about as
-  predicted at 256-1,024 GPUs, fast by a near-constant share of the step (the parallel block
+  found, the contract stays.
+- **MegaScale's own runtime, 175B**, which overlaps the data-parallel all-gather and
+  reduce-scatter with computation (Section 3.2), falls about as predicted at 256-1,024 GPUs, fast by a near-constant share of the step (the parallel block
   and sliding-window attention no spec states), and by less than predicted at 3,072-12,288,
   where the model still charges it the baseline's exposed data-parallel traffic.
 - **MegaScale's 530B** (the batch grows with the GPUs: 280 micro-batches per replica at every
@@ -1507,8 +1507,12 @@ What the terms and the sources say:
   every scale in the model. The gap grows with the ranks, by @SCALING_MPT_RATIO@ the growth of the
   dp collectives' ring latency from one row to the next (hidden under the computation in the
   model; for MPT-70B 0.15 -> 0.62 s per step under a 14 s step), the one term that grows with n
-  here. The tables state neither the network nor the NCCL version, and no source read gives a
-  ring's achieved latency or bandwidth at 512 ranks, so no term is changed.
+  here. That latency is already the larger of two readings: the model charges each of an
+  all-gather's or reduce-scatter's n - 1 ring steps at the network's latency, where NCCL's tuner
+  (`src/graph/tuning.cc`) counts N - 1 of them (N the nodes the ring spans) at the network's and
+  the rest at NVLink's, as the model's own ring all-reduce already does; the smaller reading
+  would hide more, not less. The tables state neither the network nor the NCCL version, and no
+  source read gives a ring's achieved latency or bandwidth at 512 ranks, so no term is changed.
 
 ## A check on runs never fitted: NeMo's published performance tables
 

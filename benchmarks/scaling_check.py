@@ -219,7 +219,7 @@ def section(constants=None) -> dict[str, str]:
     rate = line_rate_needed(points, baseline, constants.bus_network)
     ratio = gap_per_latency(points, "llm-foundry")
     return {"SCALING_TABLE": table(points), "SCALING_SUMMARY": summary(points),
-            "SCALING_GAP": f"{lo:.1f}-{hi:.1f} s (median {mid:.1f} s)",
+            "SCALING_GAP": f"{lo:.1f}-{hi:.1f} s, median {mid:.1f} s",
             "SCALING_LINE_RATE": f"{rate[0]:.0%}-{rate[1]:.0%}",
             "SCALING_MPT_RATIO": f"{ratio[0]:.1f}-{ratio[1]:.1f}x"}
 
