@@ -1476,7 +1476,10 @@ What the terms and the sources say:
   per-step cost outside the ledger. The paper names both kinds, its network tuning on a
   three-layer CLOS (ECMP hashing conflicts, congestion control: Section 3.6) and stragglers it
   diagnosed and mitigated, but publishes neither the achieved bus bandwidth of the baseline's
-  collectives nor a per-step figure, so no term is added.
+  collectives nor a per-step figure, so no term is added. Its fabric gives no sign of a spine
+  term either: 64 servers share one set of rail ToR switches, with uplinks of the downlinks'
+  bandwidth at every layer (Section 3.6), so the dp groups of 96-192 servers (one GPU each)
+  cross the aggregation layer and those of 4-64 need not, and the gap is @SCALING_RAILS@.
   The whole charge is not the contract's reading, although the code says so, because of what it
   does to the fit. Read so for every Megatron-family run published before 2023 (or stating an
   older commit), which takes in the calibration's Narayanan et al. 2021 and Korthikanti et al.
@@ -1501,7 +1504,9 @@ What the terms and the sources say:
   micro-batches per replica) is predicted to drop more than reported: the bubble goes from 19 % to
   31 % of the step as read (interleaved, two virtual stages per rank; V is not stated, and with
   four, the other reading above, the bubble and the predicted drop are smaller). The term that
-  scales here is the bubble, and the open fact is V.
+  scales here is the bubble, and the open fact is V. What the paper reports of throughput beyond
+  the layout is a diurnal 1-2 % variation from mid-day temperatures acting on the GPUs' dynamic
+  voltage and frequency scaling (Section 3.3.4), a cost the model has no term for at any scale.
 - **llm-foundry's MPT** (128 -> 512 H100 at a fixed per-GPU batch, FSDP over every GPU) loses
   2.5-9.7 % where the model loses under 1 %: all FSDP traffic hides under the computation at
   every scale in the model. The gap grows with the ranks, by @SCALING_MPT_RATIO@ the growth of the

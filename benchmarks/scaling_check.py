@@ -208,6 +208,23 @@ def gap_per_latency(points: list[tuple[Series, list[Point]]], prefix: str) -> tu
     return min(ratios), max(ratios)
 
 
+RAIL_SERVERS = 64
+"""Servers under one set of MegaScale's rail ToR switches (Jiang et al. 2024, Section 3.6: "the
+number of GPU servers connected by the same sets of ToR switches can reach 64"; 1:1 downlink to
+uplink bandwidth at every layer of its three-layer CLOS). A data-parallel group of one GPU per
+server spans more than one set, and so crosses the aggregation layer, beyond this many servers."""
+
+
+def across_rails(points: list[tuple[Series, list[Point]]], prefix: str) -> tuple[float, float]:
+    """(largest gap within one rail set, largest gap across sets) over the series whose label
+    starts with `prefix` (one GPU per server in each dp group: dp servers)."""
+    pts = [p for s, ps in points if s.label.startswith(prefix) for p in ps]
+    inside = [p.gap for p in pts if p.dp <= RAIL_SERVERS]
+    across = [p.gap for p in pts if p.dp > RAIL_SERVERS]
+    assert inside and across, prefix
+    return max(inside), max(across)
+
+
 def section(constants=None) -> dict[str, str]:
     """The SCALING_* placeholders of docs/time-model.md."""
     import fidelity
@@ -218,17 +235,19 @@ def section(constants=None) -> dict[str, str]:
     lo, mid, hi = constant_gap(points, baseline)
     rate = line_rate_needed(points, baseline, constants.bus_network)
     ratio = gap_per_latency(points, "llm-foundry")
+    inside, across = across_rails(points, baseline)
     return {"SCALING_TABLE": table(points), "SCALING_SUMMARY": summary(points),
             "SCALING_GAP": f"{lo:.1f}-{hi:.1f} s, median {mid:.1f} s",
             "SCALING_LINE_RATE": f"{rate[0]:.0%}-{rate[1]:.0%}",
-            "SCALING_MPT_RATIO": f"{ratio[0]:.1f}-{ratio[1]:.1f}x"}
+            "SCALING_MPT_RATIO": f"{ratio[0]:.1f}-{ratio[1]:.1f}x",
+            "SCALING_RAILS": f"at most {across:.1f} s across 96-192 servers, against up to {inside:.1f} s within one set"}
 
 
 def main() -> int:
     values = section()
     print(values["SCALING_SUMMARY"], end="\n\n")
     print(values["SCALING_TABLE"], end="\n\n")
-    for key in ("SCALING_GAP", "SCALING_LINE_RATE", "SCALING_MPT_RATIO"):
+    for key in ("SCALING_GAP", "SCALING_LINE_RATE", "SCALING_MPT_RATIO", "SCALING_RAILS"):
         print(key, values[key])
     return 0
 

@@ -125,6 +125,9 @@ def test_the_series_and_what_the_doc_says_of_them():
     assert all(0.5 < p.gap < 3.5 for p in baseline)
     assert all(p.dp_latency < 0.01 for p in baseline)
     assert max(p.dp for p in baseline) == 192 and min(p.dp for p in baseline) == 4
+    # no spine term shows: the groups crossing MegaScale's 64-server rail sets lose no more
+    inside, across = scaling.across_rails(points, "MegaScale's Megatron-LM baseline, 175B")
+    assert across <= inside
     # the implied step is the reported throughput's: the same FLOPs over it
     for p in baseline:
         assert p.implied * p.reported == pytest.approx(p.step * p.predicted, rel=1e-12)
