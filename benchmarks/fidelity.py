@@ -1463,7 +1463,8 @@ What the terms and the sources say:
   seconds at every scale (@SCALING_GAP@; only the 3,072-GPU row stands out) while dp grows from
   4 to 192 ranks: something costs a fixed second or two per step that the model does not
   charge. It is not a ring's latency (the dp collectives' latency is a few milliseconds per
-  step at 4-192 ranks, one rank per node), nor the bubble (0.23 s at every scale: interleaved
+  step at 4-192 ranks, one rank per node, over the contract's 15-71 bucket calls; the commit's
+  own DDP issues one all-reduce per model chunk's gradient buffer, 6, fewer still), nor the bubble (0.23 s at every scale: interleaved
   1F1B's (p - 1) / v micro-batch times at micro-batch 1). The baseline's own code (Megatron-LM
   285068c8, 2023-01-11, the commit its Section 6.1 names) reduces the gradients after the whole
   forward-backward and gathers the distributed optimizer's parameters after the step, with a
