@@ -84,6 +84,8 @@ class Point:
     pp: float
     dp_exposed: float
     dp_calls: int
+    dp_total: float
+    """Seconds the step's dp collectives take on their links, hidden or not."""
     dp_latency: float
     """Seconds of the step's dp collectives that are their ring steps' latency (hidden or not)."""
 
@@ -101,18 +103,36 @@ class Point:
         return self.implied - self.step
 
 
-def dp_latency(ledger, links) -> float:
-    """Seconds of a step's dp collectives that their per-step latency takes: each call's time on
-    its link less the same call's time with no payload to move."""
+def call_latency(c, lk) -> float:
+    """Seconds of one call on `lk` that are its algorithm steps' latency, for the algorithm the
+    call runs at its payload: an all-reduce's ring or tree, whichever `Link.all_reduce` picks
+    (at no payload the tree would always win, so the latency is the chosen one's at zero bytes);
+    any other call's time with no payload to move."""
+    if c.kind == "all_reduce":
+        if c.size <= 1 or c.payload <= 0:
+            return 0.0
+        ring = lk.ring_all_reduce(c.payload) <= lk.tree_all_reduce(c.payload)
+        return lk.ring_all_reduce(0.0) if ring else lk.tree_all_reduce(0.0)
     from parc import timing
 
-    out = 0.0
+    return timing.collective_seconds(dataclasses.replace(c, payload=1e-300), lk)
+
+
+def dp_seconds(ledger, hw, constants) -> tuple[float, float]:
+    """(seconds, latency seconds) of a step's dp collectives, hidden or not: each call's time on
+    its group's link, and of it its algorithm steps' latency (`call_latency`). The link is the
+    one of the call's own group (`timing.Group(size, local)`, which is all a link depends on),
+    never looked up among the rank's other groups."""
+    from parc import timing
+
+    total = latency = 0.0
     for c in ledger.collectives:
         if c.axis != "dp":
             continue
-        lk = links[(c.size, c.local)]
-        out += c.count * timing.collective_seconds(dataclasses.replace(c, payload=1.0), lk)
-    return out
+        lk = timing.link(timing.Group(c.size, c.local), hw, constants)
+        total += c.count * timing.collective_seconds(c, lk)
+        latency += c.count * call_latency(c, lk)
+    return total, latency
 
 
 def point(row, constants) -> Point:
@@ -120,17 +140,18 @@ def point(row, constants) -> Point:
     from parc import timing
 
     prepared = fidelity.prepare(row)
-    b = fidelity.predicted_step(row, prepared, constants)
-    geo, hw = prepared.geometry, prepared.hardware
-    loads, steps = timing.rank_steps(prepared.shape, prepared.knobs, hw, geo, constants, row.software)
+    shape, knobs, hw, geo = prepared.shape, prepared.knobs, prepared.hardware, prepared.geometry
+    # one set of ranks: the step reported and the ledger read are the same computation's
+    ranks = timing.rank_steps(shape, knobs, hw, geo, constants, row.software)
+    b = timing.step_from(ranks, shape, knobs, hw, geo, constants, row.software)
+    loads, steps = ranks
     rank = steps[loads[b.stage]]
-    groups = (geo.dense, geo.expert, geo.expert_tp, geo.shard, geo.replicate)
-    links = {(g.size, g.local): timing.link(g, hw, constants) for g in groups}
     dp_calls = sum(c.count for c in rank.ledger.collectives if c.axis == "dp")
+    dp_total, dp_latency = dp_seconds(rank.ledger, hw, constants)
     return Point(id=row.id, gpus=row.gpus, dp=row.plan.layout.degree("dp"), microbatches=b.microbatches,
                  reported=row.reported_tflops, predicted=fidelity.predicted_tflops(row, b.step), step=b.step,
                  bubble=b.bubble, tp=b.exposed["tp"], pp=b.exposed["pp"], dp_exposed=b.exposed["dp"],
-                 dp_calls=dp_calls, dp_latency=dp_latency(rank.ledger, links))
+                 dp_calls=dp_calls, dp_total=dp_total, dp_latency=dp_latency)
 
 
 def series_points(constants=None) -> list[tuple[Series, list[Point]]]:
@@ -151,14 +172,14 @@ def series_points(constants=None) -> list[tuple[Series, list[Point]]]:
 
 def table(points: list[tuple[Series, list[Point]]]) -> str:
     lines = ["| series | GPUs | dp | micro-batches | reported | predicted | error | step (s) | bubble (s) | "
-             "exposed tp / pp / dp (s) | dp calls | dp ring latency (s) | gap (s) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "exposed tp / pp / dp (s) | dp calls | dp seconds, hidden or not | dp ring latency (s) | gap (s) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for s, pts in points:
         for i, p in enumerate(pts):
             label = s.label if i == 0 else ""
             lines.append(f"| {label} | {p.gpus:,} | {p.dp} | {p.microbatches} | {p.reported:.1f} | {p.predicted:.1f} | "
                          f"{p.error:+.1%} | {p.step:.2f} | {p.bubble:.2f} | {p.tp:.2f} / {p.pp:.2f} / "
-                         f"{p.dp_exposed:.2f} | {p.dp_calls} | {p.dp_latency:.3f} | {p.gap:+.2f} |")
+                         f"{p.dp_exposed:.2f} | {p.dp_calls} | {p.dp_total:.2f} | {p.dp_latency:.3f} | {p.gap:+.2f} |")
     return "\n".join(lines)
 
 
@@ -189,12 +210,21 @@ def constant_gap(points: list[tuple[Series, list[Point]]], prefix: str) -> tuple
     return min(gaps), statistics.median(gaps), max(gaps)
 
 
+def gap_spread(points: list[tuple[Series, list[Point]]], label: str, leave_out: int | None = None) -> float:
+    """Largest over smallest gap along the series `label` (without its run on `leave_out` GPUs)."""
+    gaps = [p.gap for s, pts in points if s.label == label for p in pts if p.gpus != leave_out]
+    assert len(gaps) >= 2 and min(gaps) > 0, label
+    return max(gaps) / min(gaps)
+
+
 def line_rate_needed(points: list[tuple[Series, list[Point]]], prefix: str, bus: float) -> tuple[float, float]:
-    """If the gap were all data-parallel traffic, the fraction of the NIC's line rate it would
-    run at: the model's exposed dp seconds run at `bus` of line rate, so `bus` x dp / (dp + gap);
-    (min, max) over the series whose label starts with `prefix`."""
-    rates = [bus * p.dp_exposed / (p.dp_exposed + p.gap) for s, pts in points if s.label.startswith(prefix)
-             for p in pts]
+    """If the gap were all data-parallel traffic, the fraction of the NIC's line rate the step's
+    dp collectives would run at: the model moves their bytes in `dp_total` less their latency at
+    `bus` of line rate, and the same bytes would then take the gap longer, so
+    `bus` x (total - latency) / (total - latency + gap); (min, max) over the series whose label
+    starts with `prefix`."""
+    rates = [bus * (p.dp_total - p.dp_latency) / (p.dp_total - p.dp_latency + p.gap)
+             for s, pts in points if s.label.startswith(prefix) for p in pts]
     assert rates, prefix
     return min(rates), max(rates)
 
@@ -236,9 +266,14 @@ def section(constants=None) -> dict[str, str]:
     rate = line_rate_needed(points, baseline, constants.bus_network)
     ratio = gap_per_latency(points, "llm-foundry")
     inside, across = across_rails(points, baseline)
+    small, large = (s.label for s in SERIES[:2])
+    latency = max(p.dp_latency for s, pts in points if s.label.startswith(baseline) for p in pts)
+    spread = (f"largest over smallest {gap_spread(points, small):.2f} at batch 768, {gap_spread(points, large):.2f} "
+              f"at batch 6,144 ({gap_spread(points, large, 3072):.2f} without its 3,072-GPU run)")
     return {"SCALING_TABLE": table(points), "SCALING_SUMMARY": summary(points),
-            "SCALING_GAP": f"{lo:.1f}-{hi:.1f} s, median {mid:.1f} s",
+            "SCALING_GAP": f"{lo:.1f}-{hi:.1f} s, median {mid:.1f} s; {spread}",
             "SCALING_LINE_RATE": f"{rate[0]:.0%}-{rate[1]:.0%}",
+            "SCALING_BASELINE_LATENCY": f"at most {latency * 1e3:.0f} ms",
             "SCALING_MPT_RATIO": f"{ratio[0]:.1f}-{ratio[1]:.1f}x",
             "SCALING_RAILS": f"at most {across:.1f} s across 96-192 servers, against up to {inside:.1f} s within one set"}
 
@@ -247,7 +282,7 @@ def main() -> int:
     values = section()
     print(values["SCALING_SUMMARY"], end="\n\n")
     print(values["SCALING_TABLE"], end="\n\n")
-    for key in ("SCALING_GAP", "SCALING_LINE_RATE", "SCALING_MPT_RATIO", "SCALING_RAILS"):
+    for key in ("SCALING_GAP", "SCALING_LINE_RATE", "SCALING_BASELINE_LATENCY", "SCALING_MPT_RATIO", "SCALING_RAILS"):
         print(key, values[key])
     return 0
 

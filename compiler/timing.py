@@ -2198,12 +2198,20 @@ def unpaired_ep_seconds(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: 
 
 def step_time(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants = DEFAULT,
               sw: Software = PARC) -> Breakdown:
-    """One step. The per-layer model's exposure is then held to the links: a step can never be
+    """One step: every distinct rank's (`rank_steps`), then the step they make (`step_from`)."""
+    return step_from(rank_steps(shape, k, hw, geo, c, sw), shape, k, hw, geo, c, sw)
+
+
+def step_from(ranks: tuple[tuple[Load, ...], dict[Load, RankStep]], shape: Shape, k: Knobs, hw: Hardware,
+              geo: Geometry, c: Constants = DEFAULT, sw: Software = PARC) -> Breakdown:
+    """The step that `rank_steps`' ranks make (apart so that a reader of those ranks' ledgers,
+    benchmarks/scaling_check.py, splits the very step it reports). The per-layer model's exposure
+    is then held to the links: a step can never be
     shorter than any rank's bytes need on its NVLink (or PCIe) and on its NIC share, whatever the
     windows they were meant to hide in (different axes' collectives queue on the same NIC). What
     a link needs beyond the modelled step is exposed communication, charged to the axes in
     proportion to the bytes they put on that link."""
-    loads, steps = rank_steps(shape, k, hw, geo, c, sw)
+    loads, steps = ranks
     times = {load: s.times for load, s in steps.items()}
     slow_load = max(times, key=lambda load: times[load].total)  # first of equals: dicts keep rank order
     r = times[slow_load]

@@ -80,15 +80,50 @@ def public_rows():
     return {r.id: r for r in rows + calibration}
 
 
+AFTER_THE_STEP = {
+    # MegaScale's baseline: Megatron-LM 285068c8 (2023-01-11), before --overlap-grad-reduce
+    *(f"megascale_megatron_175b_{n}gpu" for n in (256, 512, 768, 1024, 3072, 6144, 8192, 12288)),
+    *(f"megascale_megatron_530b_{n}gpu" for n in (2240, 4480, 11200)),
+    # Megatron-DeepSpeed under pipelining: DeepSpeed's pipeline engine
+    "mtnlg_530b_2240gpu", "mtnlg_530b_2800gpu", "mtnlg_530b_3360gpu", "bloom_176b_384gpu_tp4_pp12_dp8",
+}
+
+
 def test_the_contract_keeps_the_window_and_the_check_reads_the_code(public_rows):
     """Every row is evaluated with the contract's window (the fit's reading); the public check's
-    second reading charges the whole reduction for the runtimes whose code reduces after the
-    forward-backward (docs/time-model.md says why it is not the fit's reading)."""
+    second reading charges the whole reduction for exactly the rows whose stated runtime reduces
+    after the forward-backward (docs/time-model.md says why it is not the fit's reading)."""
     public_check = _load("public_check")
+    assert public_rows
     assert all(r.software.dp_overlap for r in public_rows.values())
-    after = [v for v in public_check.VARIANTS if dict(v.software).get("dp_overlap") is False]
-    assert {v.match for v in after} == {"megascale_megatron_", "mtnlg_530b", "bloom_176b"}
-    assert all(v.substitutions == () for v in after)
+    after = public_check.after_step_variants()
+    assert after
+    assert {v.match for v in after} == AFTER_THE_STEP
+    assert all(v.exact and v.substitutions == () and dict(v.software) == {"dp_overlap": False} for v in after)
+    # an exact match: no other row of the file takes a row's reading
+    assert all(sum(v.selects(i) for i in public_rows) == 1 for v in after)
+
+
+@pytest.mark.parametrize(("runtime", "pp", "after"), [
+    ({"name": "Megatron-LM", "commit": "285068c8", "date": "2023-01-11"}, 8, True),
+    ({"name": "Megatron-LM", "date": "2023-08-15"}, 1, True),
+    ({"name": "Megatron-LM", "date": "2023-08-16"}, 8, False),  # the day --overlap-grad-reduce arrived
+    ({"name": "Megatron-LM", "date": "2022"}, 8, True),
+    ({"name": "Megatron-LM", "date": "2023"}, 8, False),  # a year that holds the day decides nothing
+    ({"name": "Megatron-LM", "date": "2023-07"}, 8, True),
+    ({"name": "Megatron-LM", "date": "2023-08"}, 8, False),
+    ({"name": "Megatron-LM", "date": None}, 8, False),
+    ({"name": "Megatron-DeepSpeed", "date": "2021"}, 35, True),
+    ({"name": "Megatron-DeepSpeed (BigScience fork)", "date": "2024"}, 12, True),  # the engine, at any date
+    ({"name": "Megatron-DeepSpeed", "date": "2021"}, 1, False),  # no pipeline engine without pipelining
+    ({"name": "MegaScale", "date": "2024-02"}, 8, False),
+    ({"name": "torchtitan", "date": "2022"}, 8, False),
+    (None, 8, False),
+])
+def test_who_reduces_after_the_step_is_read_from_the_rows_facts(runtime, pp, after):
+    public_check = _load("public_check")
+    entry = {"id": "x", "layout": {"pp": pp}, **({"runtime": runtime} if runtime else {})}
+    assert (public_check.reduces_after_step(entry) is not None) == after
 
 
 def test_the_baseline_pays_its_reduction_whole(public_rows):
@@ -123,11 +158,51 @@ def test_the_series_and_what_the_doc_says_of_them():
     baseline = [p for s, pts in points if s.label.startswith("MegaScale's Megatron-LM baseline, 175B") for p in pts]
     assert len(baseline) == 8
     assert all(0.5 < p.gap < 3.5 for p in baseline)
-    assert all(p.dp_latency < 0.01 for p in baseline)
+    assert all(p.dp_latency < 0.05 for p in baseline)  # tens of milliseconds, not seconds
     assert max(p.dp for p in baseline) == 192 and min(p.dp for p in baseline) == 4
+    # "about the same seconds at every scale": along each series the gap does not grow with dp
+    # (its last run's is no larger than its first's) and spreads as little as the doc says
+    small, large = (s.label for s in scaling.SERIES[:2])
+    for label in (small, large):
+        gaps = [p.gap for s, pts in points if s.label == label for p in pts]
+        assert len(gaps) == 4 and gaps[-1] <= gaps[0]
+    assert scaling.gap_spread(points, small) < 1.35
+    assert scaling.gap_spread(points, large, leave_out=3072) < 1.55
+    assert scaling.gap_spread(points, large) < 2.6
+    # the line rate the gap would need: the whole dp traffic's bytes at bus x line rate, by hand
+    bus = _load("fidelity").DEFAULT.bus_network
+    lo, hi = scaling.line_rate_needed(points, "MegaScale's Megatron-LM baseline, 175B", bus)
+    by_hand = [bus * (p.dp_total - p.dp_latency) / (p.dp_total - p.dp_latency + p.gap) for p in baseline]
+    assert (lo, hi) == (min(by_hand), max(by_hand))
+    assert all(p.dp_exposed <= p.dp_total + 1e-9 for p in baseline)
     # no spine term shows: the groups crossing MegaScale's 64-server rail sets lose no more
     inside, across = scaling.across_rails(points, "MegaScale's Megatron-LM baseline, 175B")
     assert across <= inside
     # the implied step is the reported throughput's: the same FLOPs over it
     for p in baseline:
         assert p.implied * p.reported == pytest.approx(p.step * p.predicted, rel=1e-12)
+
+
+def test_the_dp_seconds_are_the_models_own(public_rows):
+    """scaling_check builds each dp call's link from the call's own group; the time model's dp
+    windows charge the same calls the same seconds (their per-micro-batch windows times the
+    micro-batches), and the latency is what a call with no payload takes on that link."""
+    fidelity, scaling = _load("fidelity"), _load("scaling_check")
+    row = public_rows["megascale_megatron_175b_1024gpu"]
+    p = fidelity.prepare(row)
+    loads, steps = timing.rank_steps(p.shape, p.knobs, p.hardware, p.geometry, fidelity.DEFAULT, row.software)
+    geo, hw, c = p.geometry, p.hardware, fidelity.DEFAULT
+    links = (timing.link(geo.dense, hw, c), timing.link(geo.expert, hw, c), timing.link(geo.shard, hw, c),
+             timing.link(geo.replicate, hw, c))
+    for load in loads:
+        dp = tuple(x for x in steps[load].ledger.collectives if x.axis == "dp")
+        assert dp
+        busy = timing.dp_windows(dp, p.knobs.microbatches, *links)[0]
+        model = sum(s * (p.knobs.microbatches if w in ("forward", "backward") else 1) for w, s in busy.items())
+        total, latency = scaling.dp_seconds(steps[load].ledger, hw, c)
+        assert total == pytest.approx(model, rel=1e-12)
+        # each call's ring steps at the network's 5 us (one rank per node): a ring all-reduce's
+        # 2 (n - 1) steps, an all-gather's or reduce-scatter's n - 1
+        steps_per_call = {"all_reduce": 2, "reduce_scatter": 1, "all_gather": 1}
+        by_hand = sum(x.count * steps_per_call[x.kind] * (x.size - 1) * c.latency_inter for x in dp)
+        assert latency == pytest.approx(by_hand, rel=1e-3)
