@@ -269,7 +269,7 @@ def section(constants=None) -> dict[str, str]:
     small, large = (s.label for s in SERIES[:2])
     latency = max(p.dp_latency for s, pts in points if s.label.startswith(baseline) for p in pts)
     spread = (f"largest over smallest {gap_spread(points, small):.2f} at batch 768, {gap_spread(points, large):.2f} "
-              f"at batch 6,144 ({gap_spread(points, large, 3072):.2f} without its 3,072-GPU run)")
+              f"at batch 6,144, {gap_spread(points, large, 3072):.2f} without its 3,072-GPU run")
     return {"SCALING_TABLE": table(points), "SCALING_SUMMARY": summary(points),
             "SCALING_GAP": f"{lo:.1f}-{hi:.1f} s, median {mid:.1f} s; {spread}",
             "SCALING_LINE_RATE": f"{rate[0]:.0%}-{rate[1]:.0%}",

@@ -395,7 +395,8 @@ class Software:
     baseline) and DeepSpeed's pipeline engine (its `ReduceGrads` instruction follows the last
     micro-batch of `TrainSchedule`). No spec states it (parc's runtime and the targets it
     models overlap); `benchmarks/public_check.py` evaluates the published runs of such runtimes
-    with it as a reading beside the one the calibration's contract gives them (docs/time-model.md,
+    (`reduces_after_step`, from the runtime each row states: name, commit, date) with it as a
+    reading beside the one the calibration's contract gives them (docs/time-model.md,
     "Throughput against GPU count", says why it is not the reading)."""
     grad_bytes: int = 4
     """Bytes of a gradient element as data-parallel ranks reduce it: 4 in parc's runtime (FSDP2's
