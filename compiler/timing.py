@@ -600,12 +600,21 @@ class Link:
             return 0.0
         return min(self.ring_all_reduce(nbytes), self.tree_all_reduce(nbytes))
 
-    def ring_all_reduce(self, nbytes: float) -> float:
-        """2 (n - 1) steps, each moving 1/n of the buffer: bandwidth-optimal, latency linear in n;
-        of the steps, 2 (N - 1) cross levels (N the levels spanned), the rest stay inside."""
-        n, crossing = self.size, 2 * (self.levels - 1)
+    def ring_latency(self, passes: int) -> float:
+        """Latency of `passes` trips round a ring of n ranks over N levels, n - 1 steps each: the
+        ring enters and leaves each level once, so N - 1 of a trip's steps cross levels (at
+        `latency`) and the rest stay inside one (at `step_near`), as NCCL's tuner counts them
+        (`src/graph/tuning.cc`: nNodes - 1 network steps, the others at NVLink's latency); a
+        ring inside one level steps at `latency`, its own level's."""
+        n, crossing = self.size, self.levels - 1
         inner = self.step_near if crossing else self.latency
-        return 2 * (n - 1) / n * nbytes / self.ring + (2 * (n - 1) - crossing) * inner + crossing * self.latency
+        return passes * ((n - 1 - crossing) * inner + crossing * self.latency)
+
+    def ring_all_reduce(self, nbytes: float) -> float:
+        """2 (n - 1) steps, each moving 1/n of the buffer: bandwidth-optimal, latency linear in n
+        (two trips round the ring: a reduce-scatter and an all-gather, `ring_latency`)."""
+        n = self.size
+        return 2 * (n - 1) / n * nbytes / self.ring + self.ring_latency(2)
 
     def tree_all_reduce(self, nbytes: float) -> float:
         """NCCL's double binary tree across levels, a chain inside each: a reduce up and a
@@ -618,11 +627,12 @@ class Link:
         return 2 * nbytes / (TREE_BUS * self.ring) + steps
 
     def all_gather(self, nbytes: float) -> float:
-        """Also reduce-scatter: `nbytes` is the full (gathered) tensor."""
+        """Also reduce-scatter: `nbytes` is the full (gathered) tensor; one trip round the ring
+        (`ring_latency`)."""
         n = self.size
         if n <= 1 or nbytes <= 0:
             return 0.0
-        return (n - 1) / n * nbytes / self.ring + (n - 1) * self.latency
+        return (n - 1) / n * nbytes / self.ring + self.ring_latency(1)
 
     def all_to_all(self, nbytes: float) -> float:
         """`nbytes` leaves each rank, spread evenly over the group."""

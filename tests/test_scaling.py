@@ -5,6 +5,7 @@ and the series of published runs benchmarks/scaling_check.py takes apart (docs/t
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import sys
 
@@ -206,3 +207,25 @@ def test_the_dp_seconds_are_the_models_own(public_rows):
         steps_per_call = {"all_reduce": 2, "reduce_scatter": 1, "all_gather": 1}
         by_hand = sum(x.count * steps_per_call[x.kind] * (x.size - 1) * c.latency_inter for x in dp)
         assert latency == pytest.approx(by_hand, rel=1e-3)
+
+
+# Two nodes of 8 GPUs: a ring of 16 ranks enters and leaves each node once.
+TWO_NODES = timing.Link(size=16, ring=200e9, near=240e9, far=23e9, local=8, latency=5e-6, step_near=1e-6)
+
+
+@pytest.mark.parametrize(("lk", "crossing", "inside", "inner"), [
+    (TWO_NODES, 1, 14, 1e-6),  # 2 nodes: 1 network step, 14 NVLink steps per trip
+    (dataclasses.replace(TWO_NODES, size=64), 7, 56, 1e-6),  # 8 nodes of 8
+    (LINK, 3, 0, 0.0),  # one GPU per node: every step crosses
+    (dataclasses.replace(TWO_NODES, size=8, latency=1e-6), 0, 7, 1e-6),  # inside one node: its own latency
+])
+def test_every_ring_counts_its_steps_as_nccls_tuner(lk, crossing, inside, inner):
+    """NCCL's tuner (src/graph/tuning.cc) charges a ring trip nNodes - 1 network steps and the
+    others at NVLink's latency; the all-gather (and reduce-scatter) make one trip, the all-reduce
+    two, through the one function (`Link.ring_latency`)."""
+    n, nbytes = lk.size, 3e8
+    trip = crossing * lk.latency + inside * inner
+    assert crossing + inside == n - 1
+    assert lk.ring_latency(1) == pytest.approx(trip, rel=1e-12)
+    assert lk.all_gather(nbytes) == pytest.approx((n - 1) / n * nbytes / lk.ring + trip, rel=1e-12)
+    assert lk.ring_all_reduce(nbytes) == pytest.approx(2 * (n - 1) / n * nbytes / lk.ring + 2 * trip, rel=1e-12)
