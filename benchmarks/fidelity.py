@@ -735,7 +735,10 @@ GPU's own share of its node's NICs (every GPU of a node communicates at once in 
   whole buffer goes up and down) plus `2 ((k - 1) latency_intra + ceil(log2 N) latency_inter)`:
   latency logarithmic in the levels. Inside one level the ring always wins; across levels the
   tree wins below a crossover size that grows with N (about 5 GB at 128 nodes of 8 H100s);
-- all-gather or reduce-scatter of the full S bytes: `(n-1)/n S / B_ring + (n-1) a`;
+- all-gather or reduce-scatter of the full S bytes: `(n-1)/n S / B_ring` plus n - 1 steps, of
+  which N - 1 cross levels at `latency_inter` and the rest stay inside at `latency_intra` (one
+  trip round the ring, the all-reduce's ring making two: `Link.ring_latency`, as NCCL's tuner
+  counts them);
 - all-to-all, S bytes leaving each rank: `max((k-1)/n S / B_in, (n-k)/n S / B_out) + (n-1) a`;
 - point-to-point: `S / B_in` inside a level, else `S / B_out`, plus `a`;
 
@@ -823,7 +826,8 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   Each is issued in calls: one per FSDP unit (each layer the rank holds, plus the root) under
   zero2, zero3 and hsdp; one per bucket of max(40M, 1M x n) elements (Megatron-LM's distributed
   optimizer, the contract's anchor) under DDP and zero1; each call pays its ring's latency
-  ((n - 1) steps for a gather or reduce-scatter: at 1,536 ranks across nodes about 8 ms).
+  ((n - 1) steps for a gather or reduce-scatter: at 1,536 ranks over 192 nodes of 8, 191 at
+  `latency_inter` and 1,344 at `latency_intra`, about 2.3 ms).
   `timing.dp_ledger` writes this table as frozen `ledger.Collective` records (axis, kind,
   payload, calls per step, group, window); the exposure is a reduction over them in which each
   window is counted once: the collectives sharing a window (zero3's backward gather and its
@@ -846,6 +850,17 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   beyond what their sum exceeds the forward by (before, the job waited for all of them before
   the forward while the model charged them as hidden; tests/test_fsdp_exposure.py simulates
   it, tests/e2e/test_collectives.py records every wait inside the forward).
+  The once-per-step windows exist only where the runtime overlaps. Megatron-LM before
+  `--overlap-grad-reduce` (2023-08-16, NVIDIA/Megatron-LM 2d5220a424) calls its gradients'
+  all-reduce (DDP) or reduce-scatter (distributed optimizer) after `forward_backward_func`
+  returns and the all-gather after `optimizer.step` (`train_step` in `megatron/training.py`,
+  e.g. at commit 285068c8, MegaScale's baseline), and DeepSpeed's pipeline engine reduces after
+  the last micro-batch of its schedule: nothing hides them. `Software.dp_overlap` False charges
+  them whole. The contract keeps the window for every Megatron row, the calibration's 2021-2022
+  runs included, for the reason given under "Throughput against GPU count"; the public check
+  evaluates the runs of those runtimes with the whole charge as a second reading, choosing them
+  from what each row of published_public.yaml states in its `runtime` block (name, commit,
+  date, citation: `public_check.reduces_after_step`; tests/test_scaling.py lists the rows).
 
 ## The ledger
 
@@ -1409,7 +1424,8 @@ fixed batch. The reader gives it the fused attention of Megatron's 2024 family; 
 FlashAttention-2 among MegaScale's own gains over it (Section 3.3), and read as unfused the baseline
 rows come much closer (below). MegaScale's ablation credits all its operator work (FlashAttention-2
 with fused LayerNorm and GeLU) with only 1.7 MFU points, which argues against an unfused baseline,
-so the rows keep the reader's reading.
+so the rows keep the reader's reading. What grows with the GPUs is taken apart below ("Throughput
+against GPU count").
 
 The same physics under the other readings of what each source leaves open (computed, never used to
 pick a reading; "parc check" lists what the compiler flags on the variant, E0401 a rank over its
@@ -1425,6 +1441,109 @@ here: it refits nine times). Measured when this section was written: every fitte
 far (the GEMM efficiencies down by a sixth, `intensity_half` by a factor of seven, the launch
 overhead doubled) to absorb the Megatron-DeepSpeed and Llama 3 rows, the calibration rows get
 worse in sample, and the leave-one-source-out p90 and worst grow. The rows stay a check.
+
+### Throughput against GPU count
+
+What governs throughput as the GPUs grow at a fixed batch (issue 14)? Each published series whose
+runs differ only in the GPU count, predicted as above and taken apart by the terms that can
+change with it (`benchmarks/scaling_check.py` writes these tables): the pipeline bubble (the
+same seconds per micro-batch size, a larger share as each replica runs fewer micro-batches), the
+exposed tp, pp and dp communication, the dp collectives per step and the seconds their ring
+steps' latency takes (hidden or not), and the gap: the step the reported throughput implies less
+the predicted one. A term the model lacks that costs the same seconds at every scale shows as a
+gap constant along a series; one that grows with the ranks a ring spans, as a gap growing with
+them.
+
+@SCALING_SUMMARY@
+
+<details><summary>Every run of every series, term by term (seconds per step)</summary>
+
+@SCALING_TABLE@
+
+</details>
+
+What the terms and the sources say:
+
+- **MegaScale's Megatron-LM baseline, 175B.** The reported drop (-15.7 % from 256 to 1,024 GPUs,
+  -15.4 % from 3,072 to 12,288) is larger than the predicted one, and the gap does not grow
+  with the scale (@SCALING_GAP@; each series' last run's gap is no larger than its first's)
+  while dp grows from 4 to 192 ranks: something costs a second or two per step that the model
+  does not charge: not the same to the tenth of a second at every scale (the 3,072-GPU run's
+  stands out), but with no trend in the ranks. It is not a ring's latency (the
+  dp collectives' ring steps take @SCALING_BASELINE_LATENCY@ per step at 4-192 ranks, one rank
+  per node, over the contract's 15-71 bucket calls; the commit's
+  own DDP issues one all-reduce per model chunk's gradient buffer, 6, fewer still), nor the bubble (0.23 s at every scale: interleaved
+  1F1B's (p - 1) / v micro-batch times at micro-batch 1). The baseline's own code (Megatron-LM
+  285068c8, 2023-01-11, the commit its Section 6.1 names) reduces the gradients after the whole
+  forward-backward and gathers the distributed optimizer's parameters after the step, with a
+  barrier before each level-1 timer by default (`--barrier-with-L1-time`), where the contract
+  hides the reduction under the last micro-batch's backward; charged whole (the reading "gradients
+  reduced after the forward-backward" above) each row comes 0.2-1.8 points closer, about 0.1 s
+  per step, the length of one micro-batch's backward on a rank. For the gap to be data-parallel
+  traffic too, the step's whole data-parallel traffic (the whole-buffer gradient all-reduce,
+  10.9 GB of fp32 gradients per GPU, the part the model hides included: the table's "dp
+  seconds, hidden or not") would have to move its bytes at @SCALING_LINE_RATE@ of the NIC's
+  line rate (the model: 92 %), taking the gap's seconds longer than the model's; otherwise it
+  is a per-step cost outside the ledger. The paper names both kinds, its network tuning on a
+  three-layer CLOS (ECMP hashing conflicts, congestion control: Section 3.6) and stragglers it
+  diagnosed and mitigated, but publishes neither the achieved bus bandwidth of the baseline's
+  collectives nor a per-step figure, so no term is added. Its fabric gives no sign of a spine
+  term either: 64 servers share one set of rail ToR switches, with uplinks of the downlinks'
+  bandwidth at every layer (Section 3.6), so the dp groups of 96-192 servers (one GPU each)
+  cross the aggregation layer and those of 4-64 need not, and the gap is @SCALING_RAILS@.
+  The whole charge is not the contract's reading, although the code says so, because making it
+  the default would need a refit, and the refit fails two independent kernel measurements. Read
+  so for every Megatron-family run published before 2023 (or stating an older commit), which
+  takes in the calibration's Narayanan et al. 2021 and Korthikanti et al. 2022 runs, and
+  refitted, the calibration's own rows improve (in sample median 2.5 -> 2.1 %, p90 9.9 -> 8.1 %,
+  worst 20.7 -> 20.8 %; leave-one-source-out 5.3 / 10.6 / 13.1 -> 4.7 / 9.0 / 10.7 %), but the
+  fit pays for the small models' extra seconds with faster small GEMMs (`intensity_half` 1.565
+  -> 1.351, the launch overhead 7.2 -> 9.6 us), and two measurements that are no rows of any
+  fit or check, kernel benchmarks the tests hold the model to, refuse them: DeepGEMM's dense
+  kernel at 4,096 rows and K = 512 (the model 1.37x -> 1.44x its speed; tests/test_moe_split.py
+  allows 1.4x) and torchtitan's Float8 speed-up on 128 H100 (1.286 published, 1.28 -> 1.25
+  predicted; tests/test_fp8_casts.py allows 3 %). Those two decided it; the rows never fitted
+  (the public papers, NeMo's tables, MPT) decided nothing and barely moved (the public papers'
+  median 12.1 -> 11.7 %, p90 26.7 -> 27.3 %; NeMo's median 13.1 -> 13.4 %; MPT's 7.0 -> 7.0 %).
+  These figures cannot be recomputed from this tree, whose constants are the contract's (and
+  whose ring latency has changed since, below): they were measured on commit 242e6e1 (`git
+  checkout 242e6e1`) against the constants of its parent, whose `benchmarks/published.py`
+  reads the whole charge into every such row (`dp_overlapped`), by `.venv/bin/python
+  benchmarks/fidelity.py --write` (the refit: the in-sample and leave-one-source-out tables and
+  the constants it writes into compiler/calibration.py, and the public, NeMo and MPT sections
+  of this file), then `.venv/bin/pytest tests/test_moe_split.py tests/test_fp8_casts.py` (the
+  two failures quoted). Until the small calibration runs' other seconds are found, the
+  contract stays.
+- **MegaScale's own runtime, 175B**, which overlaps the data-parallel all-gather and
+  reduce-scatter with computation (Section 3.2), falls about as predicted at 256-1,024 GPUs, fast by a near-constant share of the step (the parallel block
+  and sliding-window attention no spec states), and by less than predicted at 3,072-12,288,
+  where the model still charges it the baseline's exposed data-parallel traffic.
+- **MegaScale's 530B** (the batch grows with the GPUs: 280 micro-batches per replica at every
+  scale) drops 2 % reported and almost nothing predicted; its gap is a constant share of the step,
+  not of the scale.
+- **Llama 3 405B at 8K tokens** (8,192 -> 16,384 H100, the batch fixed at 16M tokens: 32 -> 16
+  micro-batches per replica) is predicted to drop more than reported: the bubble goes from 19 % to
+  31 % of the step as read (interleaved, two virtual stages per rank; V is not stated, and with
+  four, the other reading above, the bubble and the predicted drop are smaller). The term that
+  scales here is the bubble, and the open fact is V. What the paper reports of throughput beyond
+  the layout is a diurnal 1-2 % variation from mid-day temperatures acting on the GPUs' dynamic
+  voltage and frequency scaling (Section 3.3.4), a cost the model has no term for at any scale.
+- **llm-foundry's MPT** (128 -> 512 H100 at a fixed per-GPU batch, FSDP over every GPU) loses
+  2.5-9.7 % where the model loses under 1 %: all FSDP traffic hides under the computation at
+  every scale in the model. The gap grows with the ranks, by @SCALING_MPT_RATIO@ the growth of the
+  dp collectives' ring latency from one row to the next (hidden under the computation in the
+  model; for MPT-70B @SCALING_MPT70_LATENCY@), the one term that grows with n here. The model
+  counts a ring's steps as NCCL's tuner does (`src/graph/tuning.cc`): of each trip's n - 1
+  steps, N - 1 cross the network (N the nodes the ring spans) and the rest stay on NVLink
+  (`Link.ring_latency`, one function for the all-reduce, the all-gather and the
+  reduce-scatter). Before, the all-gather and the reduce-scatter charged all n - 1 steps at the
+  network's latency (four times the latency here, the gap's growth 0.3-2.2x the latency's);
+  refitted, that change moved the fitted constants in their last digits (the launch overhead
+  7.2 -> 7.7 us), the calibration's p90 9.9 -> 9.8 % and worst 20.7 -> 20.9 %, the public
+  papers' median and p90 not at all, MPT's rows by 0.1-0.6 points and NeMo's median 13.1 ->
+  13.2 % (its worst row, Nemotron-4 15B on 64 B200, 41.0 -> 46.6 %). The tables state neither
+  the network nor the NCCL version, and no source read gives a ring's achieved latency or
+  bandwidth at 512 ranks, so no term is added for the gap.
 
 ## A check on runs never fitted: NeMo's published performance tables
 

@@ -47,6 +47,13 @@ class Variant:
     label: str
     substitutions: tuple[tuple[str, str], ...]
     why: str
+    software: tuple[tuple[str, object], ...] = ()
+    """`timing.Software` fields the reading changes that no spec states."""
+    exact: bool = False
+    """`match` is the whole id of the one row the reading is for."""
+
+    def selects(self, row_id: str) -> bool:
+        return row_id == self.match if self.exact else self.match in row_id
 
 
 VARIANTS = (
@@ -74,6 +81,50 @@ VARIANTS = (
             (("micro-batch 2", "micro-batch 4"),),
             "torchtitan's default is the number of stages: 16 with two per rank (as read), 8 if counted per rank"),
 )
+
+
+OVERLAP_GRAD_REDUCE = "2023-08-16"
+"""Megatron-LM's `--overlap-grad-reduce` (NVIDIA/Megatron-LM 2d5220a424, "Add --overlap-grad-reduce
+command-line argument"). Before it `train_step` reduced the gradients after the whole
+forward-backward (`optimizer.reduce_model_grads` after `forward_backward_func`) and gathered the
+distributed optimizer's parameters after its step (`gather_model_params`), where nothing hides
+them (`timing.Software.dp_overlap` False)."""
+
+
+def reduces_after_step(entry: dict) -> str | None:
+    """Why a row's runtime reduces its gradients only after its whole forward-backward, from the
+    facts its `runtime` block states (name, date of the code or of the run), or None when it
+    overlaps them or its facts cannot tell (the contract's reading then stands alone):
+
+    - DeepSpeed's pipeline engine (Megatron-DeepSpeed under pipelining): its `TrainSchedule`
+      issues `ReduceGrads` after the last micro-batch, at any date;
+    - Megatron-LM code dated before `OVERLAP_GRAD_REDUCE` (a date no finer than a year or month
+      that contains that day decides nothing)."""
+    rt = entry.get("runtime") or {}
+    name = str(rt.get("name") or "")
+    date = str(rt.get("date") or "")
+    pp = int((entry.get("layout") or {}).get("pp") or 1)
+    if name.startswith("Megatron-DeepSpeed") and pp > 1:
+        return (f"{name} runs DeepSpeed's pipeline engine (pp {pp}), which reduces after the last micro-batch of "
+                "its schedule (its ReduceGrads instruction), where the contract hides it under the last backward")
+    if name == "Megatron-LM" and date and date < OVERLAP_GRAD_REDUCE[:len(date)]:
+        code = f"Megatron-LM {rt['commit']} of {date}" if rt.get("commit") else f"Megatron-LM of {date}"
+        return (f"the stated code ({code}: `train_step` calls `optimizer.reduce_model_grads` after "
+                "`forward_backward_func`) reduces after the whole forward-backward, where the calibration's "
+                f"contract hides the reduction under the last backward; `--overlap-grad-reduce` came on "
+                f"{OVERLAP_GRAD_REDUCE}")
+    return None
+
+
+def after_step_variants(path: Path = PUBLIC) -> tuple[Variant, ...]:
+    """The reading "gradients reduced after the forward-backward" for every row of `path` whose
+    stated runtime does so (`reduces_after_step`)."""
+    import yaml
+
+    entries = [e for e in yaml.safe_load(path.read_text()) or [] if isinstance(e, dict)]
+    return tuple(Variant(e["id"], "gradients reduced after the forward-backward", (), why,
+                         (("dp_overlap", False),), exact=True)
+                 for e in entries if (why := reduces_after_step(e)))
 
 
 def check(constants=None, path: Path = PUBLIC):
@@ -143,9 +194,9 @@ def variants(results, constants=None) -> str:
 
     constants = constants or fidelity.DEFAULT
     lines = ["| run | reading | predicted | error | parc check | why open |", "|---|---|---|---|---|---|"]
-    for v in VARIANTS:
+    for v in VARIANTS + after_step_variants():
         for x in results:
-            if v.match not in x.row.id:
+            if not v.selects(x.row.id):
                 continue
             spec = x.row.spec
             for old, new in v.substitutions:
@@ -160,6 +211,8 @@ def variants(results, constants=None) -> str:
             if isinstance(row, Skipped):
                 lines.append(f"| `{x.row.id}` | {v.label} | - | left out: {row.reason} | | {v.why} |")
                 continue
+            if v.software:
+                row = dataclasses.replace(row, software=dataclasses.replace(row.software, **dict(v.software)))
             predicted = fidelity.predicted_tflops(row, fidelity.predicted_step(row, fidelity.prepare(row),
                                                                                constants).step)
             errors = ", ".join(row.findings) or "ok"
@@ -201,8 +254,10 @@ def same_model_elsewhere(constants=None) -> str:
 
 def section(constants=None) -> dict[str, str]:
     """The PUBLIC_* placeholders of docs/time-model.md."""
+    import scaling_check
+
     results, skipped = check(constants)
-    return {"PUBLIC_TABLE": table(results, skipped), "PUBLIC_SUMMARY": summary(results),
+    return {**scaling_check.section(constants), "PUBLIC_TABLE": table(results, skipped), "PUBLIC_SUMMARY": summary(results),
             "PUBLIC_VARIANTS": variants(results, constants), "PUBLIC_N": str(len(results)),
             "PUBLIC_LEFT_OUT": str(len(skipped)), "PUBLIC_TERMS": terms(results),
             "PUBLIC_SAME_MODEL": same_model_elsewhere(constants)}

@@ -103,16 +103,16 @@ FIXED_SOURCES: dict[str, str] = {
 
 # BEGIN FITTED (written by benchmarks/fidelity.py --write; do not edit by hand)
 DEFAULT = Constants(
-    gemm_ampere=0.847,
-    gemm_hopper=0.8417,
-    intensity_half=1.565,
-    kernel_overhead=7.171e-06,
+    gemm_ampere=0.8472,
+    gemm_hopper=0.8409,
+    intensity_half=1.562,
+    kernel_overhead=7.654e-06,
     bus_nvlink=0.8,
     bus_network=0.92,
     hbm_efficiency=0.8,
     latency_intra=1e-06,
     latency_inter=5e-06,
-    eager_efficiency=0.921,
-    attention_sustained=0.5723,
+    eager_efficiency=0.9206,
+    attention_sustained=0.5726,
 )
 # END FITTED

@@ -383,6 +383,21 @@ class Software:
     "torch" (parc's job and torchtitan: FSDP2 for every sharding, torch.distributed.pipelining,
     docs/runtime.md's traffic table) or "megatron" (Megatron-LM's DDP and distributed
     optimizer: the traffic contract of docs/time-model.md)."""
+    dp_overlap: bool = True
+    """The once-per-step data-parallel calls may run under the computation: the gradients'
+    reduction under the last micro-batch's backward, the updated parameters' gather under the
+    next step's first forward (parc's runtime, FSDP2 and its zero1 buckets; Megatron-LM since
+    `--overlap-grad-reduce`, 2023-08-16, NVIDIA/Megatron-LM 2d5220a424). False: the runtime
+    reduces the gradients only after its whole forward-backward returns and gathers the
+    parameters before the next one starts, so nothing hides them: Megatron-LM before that
+    option (`train_step` calls `optimizer.reduce_model_grads` after `forward_backward_func`, and
+    `gather_model_params` after `optimizer.step`; e.g. commit 285068c8 of 2023-01-11, MegaScale's
+    baseline) and DeepSpeed's pipeline engine (its `ReduceGrads` instruction follows the last
+    micro-batch of `TrainSchedule`). No spec states it (parc's runtime and the targets it
+    models overlap); `benchmarks/public_check.py` evaluates the published runs of such runtimes
+    (`reduces_after_step`, from the runtime each row states: name, commit, date) with it as a
+    reading beside the one the calibration's contract gives them (docs/time-model.md,
+    "Throughput against GPU count", says why it is not the reading)."""
     grad_bytes: int = 4
     """Bytes of a gradient element as data-parallel ranks reduce it: 4 in parc's runtime (FSDP2's
     reduce dtype is fp32) and in Megatron-LM under bf16 (it forces fp32 accumulation and
@@ -585,12 +600,21 @@ class Link:
             return 0.0
         return min(self.ring_all_reduce(nbytes), self.tree_all_reduce(nbytes))
 
-    def ring_all_reduce(self, nbytes: float) -> float:
-        """2 (n - 1) steps, each moving 1/n of the buffer: bandwidth-optimal, latency linear in n;
-        of the steps, 2 (N - 1) cross levels (N the levels spanned), the rest stay inside."""
-        n, crossing = self.size, 2 * (self.levels - 1)
+    def ring_latency(self, passes: int) -> float:
+        """Latency of `passes` trips round a ring of n ranks over N levels, n - 1 steps each: the
+        ring enters and leaves each level once, so N - 1 of a trip's steps cross levels (at
+        `latency`) and the rest stay inside one (at `step_near`), as NCCL's tuner counts them
+        (`src/graph/tuning.cc`: nNodes - 1 network steps, the others at NVLink's latency); a
+        ring inside one level steps at `latency`, its own level's."""
+        n, crossing = self.size, self.levels - 1
         inner = self.step_near if crossing else self.latency
-        return 2 * (n - 1) / n * nbytes / self.ring + (2 * (n - 1) - crossing) * inner + crossing * self.latency
+        return passes * ((n - 1 - crossing) * inner + crossing * self.latency)
+
+    def ring_all_reduce(self, nbytes: float) -> float:
+        """2 (n - 1) steps, each moving 1/n of the buffer: bandwidth-optimal, latency linear in n
+        (two trips round the ring: a reduce-scatter and an all-gather, `ring_latency`)."""
+        n = self.size
+        return 2 * (n - 1) / n * nbytes / self.ring + self.ring_latency(2)
 
     def tree_all_reduce(self, nbytes: float) -> float:
         """NCCL's double binary tree across levels, a chain inside each: a reduce up and a
@@ -603,11 +627,12 @@ class Link:
         return 2 * nbytes / (TREE_BUS * self.ring) + steps
 
     def all_gather(self, nbytes: float) -> float:
-        """Also reduce-scatter: `nbytes` is the full (gathered) tensor."""
+        """Also reduce-scatter: `nbytes` is the full (gathered) tensor; one trip round the ring
+        (`ring_latency`)."""
         n = self.size
         if n <= 1 or nbytes <= 0:
             return 0.0
-        return (n - 1) / n * nbytes / self.ring + (n - 1) * self.latency
+        return (n - 1) / n * nbytes / self.ring + self.ring_latency(1)
 
     def all_to_all(self, nbytes: float) -> float:
         """`nbytes` leaves each rank, spread evenly over the group."""
@@ -1842,7 +1867,8 @@ def collective_seconds(c: Collective, lk: Link) -> float:
 
 
 def dp_exposed(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, replicate: Link,
-               grad: int = PARC.grad_bytes, runtime: str = PARC.dp_runtime) -> tuple[float, float]:
+               grad: int = PARC.grad_bytes, runtime: str = PARC.dp_runtime,
+               overlap: bool = PARC.dp_overlap) -> tuple[float, float]:
     """(exposed seconds, bytes sent) of one step's data-parallel communication on one rank.
 
     Each window is counted once: the collectives that share it (zero3's backward gather and its
@@ -1852,11 +1878,12 @@ def dp_exposed(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, r
     queue on the same link, and only what their sum exceeds the window by shows.
 
     FSDP's per-unit collectives add the fill of a two-stage pipeline (`fsdp_fill`): the first
-    unit's gather has no computation before it, the last unit's reduce-scatter none after it."""
+    unit's gather has no computation before it, the last unit's reduce-scatter none after it.
+    Without `overlap` (`Software.dp_overlap`) the once-per-step calls are charged whole."""
     ledger = dp_ledger(r, k, dense, expert, shard, replicate, grad, runtime)
     back = r.backward_input + r.backward_weight + r.recompute
     return _dp_exposed(ledger, k.microbatches, r.forward, back, dense, expert, shard, replicate,
-                       nic_busy(r, dense))
+                       nic_busy(r, dense), overlap)
 
 
 def nic_busy(r: RankTimes, lk: Link) -> tuple[float, float]:
@@ -1879,9 +1906,10 @@ def nic_busy(r: RankTimes, lk: Link) -> tuple[float, float]:
 
 @lru_cache(maxsize=65536)
 def _dp_exposed(ledger: tuple[Collective, ...], m: int, forward: float, back: float, dense: Link, expert: Link,
-                shard: Link, replicate: Link, busy_nic: tuple[float, float] = (0.0, 0.0)) -> tuple[float, float]:
+                shard: Link, replicate: Link, busy_nic: tuple[float, float] = (0.0, 0.0),
+                overlap: bool = True) -> tuple[float, float]:
     windows = dp_windows(ledger, m, dense, expert, shard, replicate)
-    return dp_window_exposure(windows, m, forward, back, busy_nic), windows[3]
+    return dp_window_exposure(windows, m, forward, back, busy_nic, overlap), windows[3]
 
 
 def dp_windows(ledger: tuple[Collective, ...], m: int, dense: Link, expert: Link, shard: Link,
@@ -1906,9 +1934,16 @@ def dp_windows(ledger: tuple[Collective, ...], m: int, dense: Link, expert: Link
 
 
 def dp_window_exposure(windows: tuple, m: int, forward: float, back: float,
-                       busy_nic: tuple[float, float] = (0.0, 0.0)) -> float:
+                       busy_nic: tuple[float, float] = (0.0, 0.0), overlap: bool = True) -> float:
     """The exposed seconds of `dp_windows` under one micro-batch's forward and backward (each
-    window counted once, see `dp_exposed`)."""
+    window counted once, see `dp_exposed`). Without `overlap` the once-per-step windows'
+    calls (`last_backward`, `after_step`) run between two forward-backwards, where no
+    computation hides them: all their seconds show."""
+    if not overlap:
+        busy, on_nic, (units_f, units_b, _), sent = windows
+        serial = busy["last_backward"] + busy["after_step"]
+        rest = (dict(busy, last_backward=0.0, after_step=0.0), on_nic, (units_f, units_b, 0), sent)
+        return serial + dp_window_exposure(rest, m, forward, back, busy_nic)
     busy, on_nic, (units_f, units_b, after_step_calls), _ = windows
     exposed_s = 0.0
     for (window, once, length), taken, n in zip((("forward", "after_step", forward),
@@ -2136,7 +2171,7 @@ def rank_steps(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants
     for load, r in times.items():
         ledger = Ledger(path_ledger(r, k, geo, shape, load) + dp_ledger(r, k, *links, sw.grad_bytes, sw.dp_runtime),
                         compute_ledger(shape, k, load, sw))
-        exposed_dp, _ = dp_exposed(r, k, *links, sw.grad_bytes, sw.dp_runtime)
+        exposed_dp, _ = dp_exposed(r, k, *links, sw.grad_bytes, sw.dp_runtime, sw.dp_overlap)
         out[load] = RankStep(times=r, ledger=ledger, dp_exposed=exposed_dp, optimizer=optimizer_seconds(r, k, hw, c),
                              bounds=link_bounds(ledger, hw, c))
     return loads, out
@@ -2174,12 +2209,20 @@ def unpaired_ep_seconds(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: 
 
 def step_time(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants = DEFAULT,
               sw: Software = PARC) -> Breakdown:
-    """One step. The per-layer model's exposure is then held to the links: a step can never be
+    """One step: every distinct rank's (`rank_steps`), then the step they make (`step_from`)."""
+    return step_from(rank_steps(shape, k, hw, geo, c, sw), shape, k, hw, geo, c, sw)
+
+
+def step_from(ranks: tuple[tuple[Load, ...], dict[Load, RankStep]], shape: Shape, k: Knobs, hw: Hardware,
+              geo: Geometry, c: Constants = DEFAULT, sw: Software = PARC) -> Breakdown:
+    """The step that `rank_steps`' ranks make (apart so that a reader of those ranks' ledgers,
+    benchmarks/scaling_check.py, splits the very step it reports). The per-layer model's exposure
+    is then held to the links: a step can never be
     shorter than any rank's bytes need on its NVLink (or PCIe) and on its NIC share, whatever the
     windows they were meant to hide in (different axes' collectives queue on the same NIC). What
     a link needs beyond the modelled step is exposed communication, charged to the axes in
     proportion to the bytes they put on that link."""
-    loads, steps = rank_steps(shape, k, hw, geo, c, sw)
+    loads, steps = ranks
     times = {load: s.times for load, s in steps.items()}
     slow_load = max(times, key=lambda load: times[load].total)  # first of equals: dicts keep rank order
     r = times[slow_load]

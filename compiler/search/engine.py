@@ -996,7 +996,7 @@ class Engine:
                 windows = cache[wkey] = (timing.dp_windows(ledger, ks.microbatches, *links),
                                          self._optimizer(item, r, ks))
             cached = cache[key] = timing.dp_window_exposure(windows[0], ks.microbatches, r.forward, back,
-                                                            NO_NIC) + windows[1]
+                                                            NO_NIC, self.software.dp_overlap) + windows[1]
         return cached
 
     def _classes(self, item: _Degrees, shard: int) -> list:
