@@ -45,8 +45,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import fsdp_check  # noqa: E402
 import longctx_series  # noqa: E402
 import nemo_check  # noqa: E402
-import release_check  # noqa: E402
 import public_check  # noqa: E402
+import release_check  # noqa: E402
 import trained_router  # noqa: E402
 from parc import timing  # noqa: E402
 from parc.calibration import (  # noqa: E402

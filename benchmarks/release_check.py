@@ -127,10 +127,8 @@ def release_order(release: str) -> tuple[int, ...]:
 
 def points(constants=None) -> list[Point]:
     """Every row of the four files, predicted with `constants` (the stored ones by default)."""
-    import yaml
-
-    import fidelity
     import public_check
+    import yaml
 
     out = []
     for path in FILES:
@@ -204,8 +202,6 @@ def assumed(p: Point) -> str:
 
 def series_table(groups: list[list[Point]]) -> str:
     """Each series release by release."""
-    import public_check
-
     assert groups, "no configuration is published in two releases"
     lines = ["| configuration | release | date | framework | reported tokens/s/GPU | vs first | predicted | error | "
              "error, recipes' facts | as read |", "|---|---|---|---|---|---|---|---|---|---|"]
