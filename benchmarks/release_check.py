@@ -302,9 +302,10 @@ def public_check_assumed(p: Point) -> str:
     return public_check.assumed_text(p.result.row).split("; ")[0]
 
 
-def section(constants=None) -> dict[str, str]:
-    """The RELEASE_* placeholders of docs/time-model.md."""
-    pts = points(constants)
+def section(constants=None, pts: list[Point] | None = None) -> dict[str, str]:
+    """The RELEASE_* placeholders of docs/time-model.md (from `pts` where already predicted with
+    the same constants)."""
+    pts = points(constants) if pts is None else pts
     groups = series(pts)
     low, high = h100_band(pts)
     return {"RELEASE_BY_GPU": by_release(pts), "RELEASE_SERIES": series_table(groups),
