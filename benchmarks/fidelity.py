@@ -1535,16 +1535,30 @@ What the series show (computed by `release_check.reading`):
 
 @RELEASE_READING@
 
-So the hypothesis holds for B200: NeMo 25.02's B200 gap is the release, which the same system's later
-release closes to within the model's H100 error, with no term changed. It does not hold for GB200:
-there the all-compute row was already close in NeMo 25.04, and the rows that stay 18-30 % fast (FSDP
-over 64 GPUs at micro-batch 1, MXFP8 at tp 2 pp 4) stay so in every release that publishes them, while
-the same model at micro-batch 2 is within 12 %. What is left on GB200 is tied to configuration, not
-release: the reader's recomputation (unstated in every table: micro-batch 1 is predicted faster than
-micro-batch 2, the published runs say the reverse), FSDP's per-micro-batch gathers, and MXFP8's
-cost beside per-tensor scaling (at one layout Bridge's MXFP8 rows run 2-6 % slower than its FP8-CS
-ones; the model charges them alike but for the quantize launches). None of these is measured by a source here, so no
-term is changed and nothing is fitted on these rows (issue 14, point 3).
+**The GB200 FSDP rows offload activations; the reader charged recomputation.** Bridge's recipes for
+Llama 3 70B and 3.1 405B on GB200 with Megatron-FSDP at FP8-CS state no recomputation; they offload
+40 (70B) or 95 (405B) layers' activations to the Grace CPU's memory (`cpu_offloading_num_layers`,
+`release_check.OFFLOADED` cites each release's config). parc models no activation offloading, so the
+reader charges the least recomputation that fits instead, which makes these rows look closer than
+they are. Read as the recipes state (no recomputation; the offload itself, which parc cannot charge,
+left free, so parc's memory check reports E0401 for each):
+
+@RELEASE_OFFLOAD@
+
+So (figures as measured when this was written) the hypothesis holds for B200: NeMo 25.02's B200 gap
+is the release, which the same system's later release closes to within the model's error on Bridge's
+H100 rows, with no term changed. It does not hold for GB200. There the all-compute row (Llama 3 8B,
+dp 8) was already close in NeMo 25.04 and later releases are no faster; the FSDP rows are 23-50 %
+fast once their stated offloading replaces the assumed recomputation, in every release from 25.09 to
+26.04.01 (and NeMo 25.04 / 25.07's 70B FSDP row at micro-batch 1, whose recipe was not read, +24-25
+% as read); MXFP8 at tp 2 pp 4 stays 18-25 % fast in four releases; Llama 3.1 405B on 256 GB200
+(pipeline parallel, no FSDP, no offloading) is within 10 %. What is left on GB200 is tied to
+configuration, not release: the cost of moving offloaded activations to and from the Grace CPU over
+NVLink-C2C (which parc does not model and no source here measures), FSDP's gathers at this scale,
+and MXFP8's cost beside per-tensor scaling (at one layout Bridge's MXFP8 rows run 2-6 % slower than
+its FP8-CS ones; the model charges them alike but for the quantize launches). None of these is
+measured by a source here, so no term is changed and nothing is fitted on these rows (issue 14,
+point 3).
 
 ## torch FSDP runs never fitted: llm-foundry's MPT tables
 

@@ -211,3 +211,22 @@ def test_the_doc_section_is_current(release_check, points):
     doc = (ROOT / "docs" / "time-model.md").read_text()
     for key in ("RELEASE_BY_GPU", "RELEASE_SERIES", "RELEASE_ENDS", "RELEASE_READING"):
         assert values[key] in doc, f"stale {key}: run `.venv/bin/python benchmarks/fidelity.py --write`"
+
+
+def test_the_offloading_rows_read_without_recomputation(points, release_check):
+    """Bridge's GB200 FSDP FP8-CS recipes offload activations to the Grace CPU and state no
+    recomputation: the rows it names are exactly the 70B (25.09 to 26.04.01) and 405B (25.09)
+    FSDP rows, and read without recomputation each loses its recomputed seconds and is predicted
+    faster than as read (the reader's recomputation had hidden part of the gap)."""
+    rows = [p for p in points if release_check.offloaded(p)]
+    assert {p.result.row.id for p in rows} == {
+        "bridge2509_gb200_llama3_70b_fp8cs", "bridge2511_gb200_llama3_70b", "bridge2602_gb200_llama3_70b_fp8cs",
+        "bridge260201_gb200_llama3_70b_fp8cs", "bridge2604_gb200_llama3_70b_fp8cs",
+        "bridge260401_gb200_llama3_70b_fp8cs", "bridge2509_gb200_llama31_405b_fp8cs"}
+    entries = {e["id"]: e for name in ("megatron_bridge_releases.yaml", "megatron_bridge_25_11.yaml")
+               for e in yaml.safe_load((DATA / name).read_text())}
+    for p in rows:
+        entry = entries[p.result.row.id]
+        bare = release_check.without_recompute(entry, list(entries.values()), None)
+        assert p.result.breakdown.recompute > 0 and bare.breakdown.recompute == 0, p.result.row.id
+        assert bare.error > p.result.error + 0.15, p.result.row.id
