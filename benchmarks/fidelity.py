@@ -1560,6 +1560,49 @@ its FP8-CS ones; the model charges them alike but for the quantize launches). No
 measured by a source here, so no term is changed and nothing is fitted on these rows (issue 14,
 point 3).
 
+### The mixture-of-experts rows across releases
+
+The same tables' MoE rows, transcribed the same way into `megatron_bridge_releases_moe.yaml`
+(Qwen3-30B-A3B, Qwen3-235B-A22B, gpt-oss-120b and DeepSeek-V3 on GB200, B200 and H100 at BF16,
+FP8 and MXFP8, from 25.09 to 26.06; no Llama 4 row is published), beside 25.11's
+(`megatron_bridge_25_11.yaml`) and NeMo's. DeepSeek-V3 is read as `published.yaml`'s DeepSeek-V3
+row is (multi-head latent attention as attention of the published heads, multi-token prediction not
+charged: neither is expressible in a spec); 25.09's GB200 MXFP8 layout (ep 64 over 32 data-parallel
+ranks at tp 1) is refused by the reader. Each row
+also records what its release's performance recipe states (`recipe`: the dispatcher and its
+backend, CUDA graphs and their scope, the ep all-to-all overlap, recomputation, grouped GEMM,
+permute and router fusion, token drop or forced balancing, the gradient-reduction precision, each
+from `scripts/performance` at the row's commit). The reader reads the options parc has physics
+for (`published.read_recipe`): bf16 gradient reduction, tp overlap, the ep overlap
+(`moe_a2a_overlap`, Megatron-Core's `overlap_moe_expert_parallel_comm`), forced balancing, the
+recomputation, and an expert capacity with padded inputs (25.09's token drop) or a full-iteration
+CUDA graph (26.06), either of which keeps the token counts on the GPU (`Software.moe_host_sync`
+off: no host sync charged). HybridEP, TE's partial CUDA graphs and the fused kernels are kept for
+the record; parc has no physics of its own for them. "Error, table alone" reads the row without
+its recipe, as 25.11's rows are read. @RELEASE_MOE_N@ MoE rows are evaluated; @RELEASE_MOE_SERIES_N@
+MoE configurations appear in two releases or more. Nothing is fitted on these rows.
+
+@RELEASE_MOE_SUMMARY@
+
+Per GPU and release, the MoE rows (NeMo's and Megatron-Bridge's):
+
+@RELEASE_MOE_BY_GPU@
+
+Each MoE configuration published in two releases or more:
+
+@RELEASE_MOE_SERIES@
+
+The host check: Qwen3-30B-A3B's rows whose dispatcher reads its token counts on the host (every
+dropless row without a full-iteration graph), predicted with `kernels.HOST_OP_SECONDS` as stored
+and at two and four times it (a what-if, `release_check.host_errors`; the stored value is not
+changed):
+
+@RELEASE_MOE_HOST@
+
+What the MoE series show (computed by `release_check.moe_reading`):
+
+@RELEASE_MOE_READING@
+
 ## torch FSDP runs never fitted: llm-foundry's MPT tables
 
 MosaicML's llm-foundry publishes MPT training throughput (`scripts/train/benchmarking/README.md`,

@@ -209,7 +209,8 @@ def test_the_doc_section_is_current(release_check, points):
     """docs/time-model.md holds the section the script writes now (`fidelity.py --write`)."""
     values = release_check.section(pts=points)
     doc = (ROOT / "docs" / "time-model.md").read_text()
-    for key in ("RELEASE_BY_GPU", "RELEASE_SERIES", "RELEASE_ENDS", "RELEASE_READING"):
+    for key in ("RELEASE_BY_GPU", "RELEASE_SERIES", "RELEASE_ENDS", "RELEASE_READING", "RELEASE_MOE_BY_GPU",
+                "RELEASE_MOE_SERIES", "RELEASE_MOE_HOST", "RELEASE_MOE_READING"):
         assert values[key] in doc, f"stale {key}: run `.venv/bin/python benchmarks/fidelity.py --write`"
 
 
@@ -230,3 +231,234 @@ def test_the_offloading_rows_read_without_recomputation(points, release_check):
         bare = release_check.without_recompute(entry, list(entries.values()), None)
         assert p.result.breakdown.recompute > 0 and bare.breakdown.recompute == 0, p.result.row.id
         assert bare.error > p.result.error + 0.15, p.result.row.id
+
+
+# ---------------------------------------------------------------------------------------------
+# The mixture-of-experts rows (megatron_bridge_releases_moe.yaml), typed from the archive
+# (docs/performance-summary-archive.md at 067f987df), not from the commits the data file cites.
+
+# model: (layers, hidden, heads, kv heads, head dim, vocab, experts, top-k, expert FFN)
+MOE_SHAPES = {
+    "qwen3_30b_a3b": (48, 2048, 32, 4, 128, 151936, 128, 8, 768),
+    "qwen3_235b_a22b": (94, 4096, 64, 4, 128, 151936, 128, 8, 1536),
+    "gpt_oss_120b": (36, 2880, 64, 8, 64, 201088, 128, 4, 2880),
+    "deepseek_v3": (61, 7168, 128, 128, 128, 129280, 256, 8, 2048),
+}
+
+# id: (GPUs, tp, pp, vp, ep, micro-batch, batch, tokens/s/GPU, model TFLOP/s/GPU); sequence 4096
+MOE = {
+    "bridge2509_gb200_deepseek_v3_fp8cs": (256, 1, 4, 4, 64, 1, 2048, 3454, 899),
+    "bridge2509_gb200_deepseek_v3_fp8mx": (256, 1, 8, 2, 64, 1, 2048, 2835, 738),
+    "bridge2509_gb200_qwen3_30b_a3b_fp8cs": (8, 1, 1, 1, 8, 4, 512, 22775, 524),
+    "bridge2509_gb200_qwen3_30b_a3b_fp8mx": (8, 1, 1, 1, 8, 4, 512, 23723, 546),
+    "bridge2509_gb200_qwen3_235b_a22b_fp8cs": (64, 2, 1, 1, 64, 1, 1024, 4452, 659),
+    "bridge2509_gb200_qwen3_235b_a22b_fp8mx": (64, 2, 1, 1, 64, 1, 1024, 4416, 654),
+    "bridge2509_b200_deepseek_v3_fp8cs": (256, 1, 16, 1, 8, 1, 2048, 2265, 589),
+    "bridge2509_b200_deepseek_v3_fp8mx": (256, 1, 16, 1, 8, 1, 2048, 2159, 562),
+    "bridge2509_b200_qwen3_30b_a3b_fp8cs": (8, 1, 1, 1, 8, 1, 512, 18066, 416),
+    "bridge2509_b200_qwen3_235b_a22b_fp8cs": (64, 1, 8, 2, 8, 1, 1024, 4104, 607),
+    "bridge2509_b200_qwen3_235b_a22b_fp8mx": (64, 1, 8, 2, 8, 1, 1024, 4275, 633),
+    "bridge2509_h100_deepseek_v3_fp8cs": (1024, 2, 8, 4, 64, 1, 8192, 1297, 338),
+    "bridge2509_h100_qwen3_30b_a3b_fp8cs": (16, 1, 2, 24, 8, 2, 512, 10494, 241),
+    "bridge2509_h100_qwen3_235b_a22b_fp8cs": (256, 2, 8, 4, 32, 1, 2048, 1204, 178),
+    "bridge2602_gb200_deepseek_v3_fp8mx": (256, 1, 4, 4, 64, 1, 4096, 3955, 1028),
+    "bridge2602_gb200_gpt_oss_120b_bf16": (64, 1, 1, None, 64, 4, 1280, 15784, 428),
+    "bridge2602_gb200_qwen3_30b_a3b_fp8mx": (8, 1, 1, None, 8, 4, 512, 26084, 600),
+    "bridge2602_gb200_qwen3_235b_a22b_fp8mx": (256, 1, 8, None, 32, 1, 8192, 5448, 806),
+    "bridge2602_b200_deepseek_v3_fp8mx": (256, 1, 16, None, 8, 1, 4096, 2689, 699),
+    "bridge2602_b200_gpt_oss_120b_bf16": (64, 1, 1, None, 64, 4, 1280, 8047, 219),
+    "bridge2602_b200_qwen3_30b_a3b_fp8mx": (8, 1, 1, None, 8, 1, 512, 9691, 223),
+    "bridge2602_b200_qwen3_235b_a22b_fp8mx": (256, 1, 8, None, 8, 1, 8192, 3805, 563),
+    "bridge2602_h100_gpt_oss_120b_bf16": (64, 1, 4, None, 8, 1, 1280, 5993, 163),
+    "bridge2602_h100_qwen3_30b_a3b_fp8cs": (16, 1, 2, 12, 8, 1, 1024, 5113, 118),
+    "bridge2602_h100_qwen3_235b_a22b_fp8cs": (256, 2, 8, 4, 32, 1, 8192, 1633, 242),
+    "bridge260201_gb200_deepseek_v3_fp8mx": (256, 1, 4, 4, 64, 1, 4096, 4021, 1046),
+    "bridge260201_b200_deepseek_v3_fp8mx": (256, 1, 16, None, 8, 1, 4096, 2790, 725),
+    "bridge260201_gb200_gpt_oss_120b_bf16": (64, 1, 1, None, 64, 4, 1280, 15754, 428),
+    "bridge260201_b200_gpt_oss_120b_bf16": (64, 1, 1, None, 8, 4, 1280, 13722, 373),
+    "bridge260201_h100_gpt_oss_120b_bf16": (64, 1, 4, None, 8, 1, 1280, 5984, 163),
+    "bridge260201_gb200_qwen3_30b_a3b_fp8mx": (8, 1, 1, None, 8, 4, 512, 26373, 607),
+    "bridge260201_b200_qwen3_30b_a3b_fp8mx": (8, 1, 1, None, 8, 4, 512, 26695, 614),
+    "bridge260201_h100_qwen3_30b_a3b_fp8cs": (16, 1, 2, 12, 8, 1, 1024, 9058, 208),
+    "bridge260201_gb200_qwen3_235b_a22b_fp8mx": (256, 1, 8, None, 32, 1, 8192, 5530, 819),
+    "bridge260201_h100_qwen3_235b_a22b_fp8cs": (256, 2, 8, 4, 32, 1, 8192, 1611, 238),
+    "bridge2604_gb200_deepseek_v3_fp8mx": (256, 1, 4, 4, 64, 1, 4096, 4193, 1090),
+    "bridge2604_b200_deepseek_v3_fp8mx": (256, 1, 16, None, 8, 1, 4096, 2815, 732),
+    "bridge2604_gb200_gpt_oss_120b_bf16": (64, 1, 1, None, 64, 4, 1280, 15938, 433),
+    "bridge2604_b200_gpt_oss_120b_bf16": (64, 1, 1, None, 8, 4, 1280, 13045, 355),
+    "bridge2604_h100_gpt_oss_120b_bf16": (64, 1, 4, None, 8, 1, 1280, 5810, 158),
+    "bridge2604_gb200_qwen3_30b_a3b_fp8mx": (8, 1, 1, None, 8, 4, 512, 26032, 599),
+    "bridge2604_b200_qwen3_30b_a3b_fp8mx": (8, 1, 1, None, 8, 4, 512, 26859, 618),
+    "bridge2604_h100_qwen3_30b_a3b_fp8cs": (16, 1, 1, None, 16, 1, 1024, 8901, 205),
+    "bridge2604_gb200_qwen3_235b_a22b_fp8mx": (256, 1, 8, 3, 32, 1, 8192, 5672, 840),
+    "bridge2604_h100_qwen3_235b_a22b_fp8cs": (256, 2, 8, 4, 32, 1, 8192, 1686, 250),
+    "bridge260401_gb200_deepseek_v3_fp8mx": (256, 1, 4, 4, 64, 1, 4096, 4256, 1106),
+    "bridge260401_b200_deepseek_v3_fp8mx": (256, 1, 8, 2, 32, 1, 4096, 3328, 864),
+    "bridge260401_gb200_gpt_oss_120b_bf16": (64, 1, 1, None, 64, 4, 1280, 16640, 452),
+    "bridge260401_b200_gpt_oss_120b_bf16": (64, 1, 1, None, 8, 4, 1280, 13568, 369),
+    "bridge260401_h100_gpt_oss_120b_bf16": (64, 1, 4, None, 8, 1, 1280, 5824, 158),
+    "bridge260401_gb200_qwen3_30b_a3b_fp8mx": (8, 1, 1, None, 8, 4, 512, 26112, 599),
+    "bridge260401_b200_qwen3_30b_a3b_fp8mx": (8, 1, 1, None, 8, 4, 512, 27136, 619),
+    "bridge260401_h100_qwen3_30b_a3b_fp8cs": (16, 1, 1, None, 16, 1, 1024, 8960, 206),
+    "bridge260401_gb200_qwen3_235b_a22b_fp8mx": (256, 1, 8, 3, 32, 1, 8192, 5680, 840),
+    "bridge260401_b200_qwen3_235b_a22b_fp8mx": (256, 1, 8, None, 8, 1, 8192, 3776, 560),
+    "bridge260401_h100_qwen3_235b_a22b_fp8cs": (256, 2, 8, 4, 32, 1, 8192, 1712, 253),
+    "bridge2606_gb200_deepseek_v3_fp8mx": (256, 1, 4, 4, 64, 1, 4096, 4969, 1292),
+    "bridge2606_gb200_gpt_oss_120b_fp8mx": (64, 1, 1, None, 64, 4, 1280, 28947, 943),
+    "bridge2606_gb200_qwen3_30b_a3b_fp8mx": (8, 1, 1, None, 8, 4, 512, 40706, 936),
+    "bridge2606_h100_qwen3_30b_a3b_fp8cs": (16, 1, 1, None, 16, 1, 1024, 8826, 203),
+    "bridge2606_gb200_qwen3_235b_a22b_fp8mx": (256, 1, 8, 3, 32, 1, 8192, 7376, 1092),
+}
+MOE_LEFT_OUT = {"bridge2509_gb200_deepseek_v3_fp8mx"}
+"""pp 8 of 256 GPUs at tp 1 leaves 32 data-parallel ranks, which ep 64 cannot fold over."""
+
+
+def moe_key(row_id: str) -> str:
+    return next(k for k in MOE_SHAPES if f"_{k}_" in row_id)
+
+
+def moe_flops_per_token(model: str, seq: int, gated_experts: bool = True, window: int = 0,
+                        experts: str = "active") -> float:
+    """Megatron-Core's count (`num_floating_point_operations`), typed here: causal attention, the
+    routed experts' FFN for the top-k experts a token visits ("active") or, as a foil, for every
+    expert ("all"); `window`: a sliding window on every other layer (gpt-oss's first of each pair)."""
+    L, h, heads, kv, d, V, E, k, f = MOE_SHAPES[model]
+    q = heads * d
+    width = (k if experts == "active" else E) * f * (1.5 if gated_experts else 1.0)
+    total = 6 * h * V
+    for layer in range(L):
+        scores = min(window, seq) if window and layer % 2 == 0 else seq / 2
+        total += 12 * h * h * ((1 + kv / heads) * q / h + scores / h * q / h + width / h)
+    return total
+
+
+def test_the_moe_transcription_matches_the_archive():
+    rows = load("megatron_bridge_releases_moe.yaml")
+    assert set(rows) == set(MOE)
+    for rid, (gpus, tp, pp, vp, ep, mbs, gbs, tokens, tflops) in MOE.items():
+        r, lay = rows[rid], rows[rid]["layout"]
+        assert r["hardware"]["num_gpus"] == gpus and r["model"]["seq_len"] == 4096, rid
+        assert (lay["tp"], lay["pp"], lay["cp"], lay["ep"], lay["micro_batch"], lay["global_batch"]) == (
+            tp, pp, 1, ep, mbs, gbs), rid
+        assert lay["vpp"] == vp and lay["zero_or_fsdp"] is None, rid
+        assert lay["dp"] * tp * pp == gpus and lay["dp"] * mbs * lay["grad_accum"] == gbs, rid
+        assert r["outcomes"]["reported"] == {"tokens_per_s_per_gpu": tokens, "bridge_model_tflops_per_gpu": tflops}, rid
+        assert lay["precision"] == {"fp8cs": "FP8-CS", "fp8mx": "FP8-MX", "bf16": "BF16"}[rid.rsplit("_", 1)[1]], rid
+        m = r["model"]
+        assert (m["layers"], m["hidden"], m["heads"], m["kv_heads"], m["head_dim"], m["vocab"], m["experts"],
+                m["top_k"], m["moe_ffn"]) == MOE_SHAPES[moe_key(rid)], rid
+        assert r["release"] == (rid[6:8] + "." + rid[8:10] + ("." + rid[10:12] if rid[10].isdigit() else "")), rid
+        # every row says what its recipe states, read at the commit its table is cited from
+        commit = r["source"]["title"].split("at commit ")[1].split()[0]
+        assert commit in r["recipe"]["source"], rid
+
+
+@pytest.mark.parametrize("rid", sorted(k for k in MOE if "deepseek" not in k))
+def test_moe_tokens_per_second_agree_with_the_tables_tflops_through_the_active_parameters(rid):
+    """Each MoE row's tokens/s times a hand FLOP count of the parameters a token visits (top-k
+    experts, causal attention) is its table's TFLOP/s within 0.35 % (26.04.01's coarse tokens/s:
+    1 %); counting every expert misses by more than 3x. gpt-oss: 26.02-26.04.01 count its experts
+    as two matrices and every layer's attention whole; 26.06 counts the gated (SwiGLU) experts and
+    the 128-token window of every other layer (Bridge's FLOP count changed, not the run).
+    DeepSeek-V3 (MLA, multi-token prediction) is not counted here."""
+    *_, tokens, tflops = MOE[rid]
+    model = moe_key(rid)
+    kwargs = {}
+    if model == "gpt_oss_120b":
+        kwargs = {"window": 128} if rid.startswith("bridge2606") else {"gated_experts": False}
+    computed = tokens * moe_flops_per_token(model, 4096, **kwargs) / 1e12
+    assert computed == pytest.approx(tflops, rel=0.01 if rid.startswith(COARSE) else 0.0035)
+    every = tokens * moe_flops_per_token(model, 4096, experts="all", **kwargs) / 1e12
+    assert every > 3 * tflops
+    if model == "gpt_oss_120b":  # the other release's convention misses
+        other = {"gated_experts": False} if kwargs.get("window") else {"window": 128}
+        assert abs(tokens * moe_flops_per_token(model, 4096, **other) / 1e12 / tflops - 1) > 0.05
+
+
+def moe_points(points):
+    return {p.result.row.id: p for p in points if p.result.row.id in MOE}
+
+
+def test_every_moe_row_is_evaluated_but_the_layout_parc_refuses(points):
+    assert set(moe_points(points)) == set(MOE) - MOE_LEFT_OUT
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import fidelity
+
+    _, skipped = fidelity.load_rows(DATA / "megatron_bridge_releases_moe.yaml")
+    assert {s.id for s in skipped} == MOE_LEFT_OUT
+    assert all("ep 64 does not divide the data-parallel ranks (32" in s.reason for s in skipped)
+
+
+def test_the_recipes_stated_facts_are_read(points):
+    """What each recipe states reaches the reading where parc has the physics: token drop padded to
+    a capacity (25.09) states `capacity-factor 1.0` and no host sync, a full-iteration CUDA graph
+    (26.06) no host sync, `moe_a2a_overlap` the ep overlap, DeepEP under the flex dispatcher
+    DeepEP's fan-out, `grad_reduce_in_fp32 = False` bf16 reduction; the same row read from its
+    table alone keeps every default."""
+    rows = load("megatron_bridge_releases_moe.yaml")
+    pts = moe_points(points)
+    assert len(pts) == len(MOE) - len(MOE_LEFT_OUT)
+    seen = set()
+    for rid, p in pts.items():
+        recipe, sw, spec = rows[rid]["recipe"], p.result.row.software, p.result.row.spec
+        padded = bool(recipe.get("moe_pad_expert_input_to_capacity"))
+        graph = recipe.get("cuda_graph_impl") == "full_iteration"
+        assert ("capacity-factor 1.0" in spec) == padded, rid
+        assert sw.moe_host_sync == (not (padded or graph)), rid
+        assert sw.ep_overlap == bool(recipe.get("moe_a2a_overlap")), rid
+        deepep = recipe.get("moe_token_dispatcher_type") == "flex" and recipe.get("moe_flex_dispatcher_backend") == "deepep"
+        assert (sw.ep_dispatcher == "deepep") == deepep, rid
+        assert ("grad-reduce bf16" in spec) == (recipe.get("grad_reduce_in_fp32") is False), rid
+        bare = p.table_only
+        assert bare is not None and bare.row.software.moe_host_sync and not bare.row.software.ep_overlap, rid
+        assert "capacity-factor" not in bare.row.spec and "grad-reduce bf16" not in bare.row.spec, rid
+        seen |= {k for k, v in (("padded", padded), ("graph", graph), ("deepep", deepep),
+                                ("overlap", sw.ep_overlap)) if v}
+    assert seen == {"padded", "graph", "deepep", "overlap"}
+
+
+def test_read_recipe_leaves_rows_without_one_alone():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from published import read_recipe
+
+    row = load("megatron_bridge_25_11.yaml")["bridge2511_b200_qwen3_30b_a3b"]
+    assert read_recipe(row) is row
+
+
+def test_the_moe_series_the_doc_reads(points, release_check):
+    """B200's Qwen3-30B-A3B: micro-batch 1 (26.02, 9,691 tokens/s) is predicted over twice as fast,
+    micro-batch 4 (26.02.01, 26,695) within 5 %; H100's same printed layout and recipe from 26.02
+    (5,113) to 26.02.01 (9,058) gets one prediction; no tried host time per op brings both H100 rows
+    within 20 %."""
+    pts = moe_points(points)
+    b1, b4 = pts["bridge2602_b200_qwen3_30b_a3b_fp8mx"], pts["bridge260201_b200_qwen3_30b_a3b_fp8mx"]
+    assert (b1.tokens, b4.tokens) == (9691, 26695)
+    assert b1.result.error > 1.0 and abs(b4.result.error) < 0.05
+    h0, h1 = pts["bridge2602_h100_qwen3_30b_a3b_fp8cs"], pts["bridge260201_h100_qwen3_30b_a3b_fp8cs"]
+    assert h0.predicted_tokens == pytest.approx(h1.predicted_tokens, rel=1e-9)
+    assert h1.tokens / h0.tokens - 1 > 0.7
+    host = release_check.host_errors(points)
+    tried = list(zip(host[h0.result.row.id], host[h1.result.row.id], strict=True))
+    assert len(tried) == 1 + len(release_check.HOST_SCALES)
+    assert not any(abs(a) < 0.2 and abs(b) < 0.2 for a, b in tried)
+    # DeepSeek-V3 on 256 B200 in 26.04.01: the recipe's DeepEP and ep overlap decide the row
+    ds = pts["bridge260401_b200_deepseek_v3_fp8mx"]
+    assert ds.table_only.error < -0.4 and abs(ds.result.error) < 0.2
+    assert ds.result.row.software.ep_dispatcher == "deepep" and ds.result.row.software.ep_overlap
+
+
+def test_no_moe_prediction_beats_the_peak_or_its_links(points):
+    """Each MoE step is at least its busiest rank's link floor, and predicted tokens/s times the
+    hand-typed active-parameter FLOP count stays under the GPU's dense peak at the row's precision."""
+    peaks = {("H100", "bf16"): 989, ("H100", "fp8"): 1979, ("B200", "bf16"): 2250, ("B200", "fp8"): 4500,
+             ("GB200", "bf16"): 2500, ("GB200", "fp8"): 5000}
+    checked = 0
+    for rid, p in moe_points(points).items():
+        b = p.result.breakdown
+        assert b.step >= max(b.bounds.intra, b.bounds.nic), rid
+        if "deepseek" in rid:
+            continue
+        flops = moe_flops_per_token(moe_key(rid), 4096)
+        assert p.predicted_tokens * flops / 1e12 < peaks[(p.system, p.result.row.plan.training.precision)], rid
+        checked += 1
+    assert checked == sum("deepseek" not in k for k in MOE)
