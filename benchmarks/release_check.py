@@ -397,7 +397,8 @@ def moe_series(pts: list[Point]) -> list[list[Point]]:
     releases or more, each ordered by release."""
     groups: dict[tuple, list[Point]] = {}
     for p in moe(pts):
-        groups.setdefault(p.key + (p.result.row.plan.training.precision,), []).append(p)
+        layout = p.result.row.plan.layout
+        groups.setdefault(p.key + (p.result.row.plan.training.precision, layout.degree("ep")), []).append(p)
     found = [sorted(g, key=lambda p: release_order(p.release)) for g in groups.values()
              if len({p.release for p in g}) > 1]
     return sorted(found, key=lambda g: (list(SYSTEMS.values()).index(g[0].system), g[0].result.row.plan.model.hidden,
@@ -452,7 +453,9 @@ def moe_describe(p: Point) -> str:
     row = p.result.row
     import public_check
 
-    return (f"{p.model} on {row.gpus:,} {p.system}, {public_check.layout_text(row.plan)}, "
+    layout, text = row.plan.layout, public_check.layout_text(row.plan)
+    folded = f" (ep {layout.degree('ep')} folded)" if layout.ep.folded_over and f"ep{layout.degree('ep')}" not in text else ""
+    return (f"{p.model} on {row.gpus:,} {p.system}, {text}{folded}, "
             f"micro-batch {row.plan.training.micro_batch}, batch {row.plan.training.global_batch}, "
             f"{row.plan.training.precision}" + (f" {p.per_tensor}" if row.plan.training.precision == "fp8" else ""))
 
@@ -562,7 +565,7 @@ def moe_reading(pts: list[Point], host: dict[str, tuple[float, ...]]) -> str:
     groups = moe_series(pts)
     oss = next(g for g in groups if g[0].model == "gpt-oss-120b" and g[0].system == "GB200")
     oss_b = next(g for g in groups if g[0].model == "gpt-oss-120b" and g[0].system == "B200"
-                 and any(p.release == "26.02.01" for p in g))  # the printed ep 8 (26.02 printed ep 64)
+                 and g[0].result.row.plan.layout.degree("ep") == 8)  # the printed ep 8 (26.02 printed ep 64)
     oss6 = moe_find(pts, "gpt-oss-120b", "GB200", "26.06")
     ds, ds0 = moe_find(pts, "DeepSeek-V3", "B200", "26.04.01"), moe_find(pts, "DeepSeek-V3", "B200", "26.04")
     big = sorted((p for p in moe(pts) if p.model == "Qwen3-235B-A22B" and p.system == "H100"
