@@ -587,7 +587,27 @@ def moe_reading(pts: list[Point], host: dict[str, tuple[float, ...]]) -> str:
         k = need(p)
         return f"{k} x" if k else f"more than {HOST_SCALES[-1]} x"
 
+    moved = []
+    for g in groups:
+        first, last = g[0], g[-1]
+        moved.append((abs(last.result.error) - abs(first.result.error), first, last))
+    toward = [m for m in moved if m[0] < -0.02]
+    away = [m for m in moved if m[0] > 0.02]
+    jumps = [(f, lst) for _, f, lst in moved if abs(lst.tokens / f.tokens - 1) > 0.2]
+    quiet = max(abs(lst.tokens / f.tokens - 1) for _, f, lst in moved if abs(lst.tokens / f.tokens - 1) <= 0.2)
+
+    def step(f, lst):
+        return (f"{f.model} on {f.system} {f.release} -> {lst.release} ({lst.tokens / f.tokens - 1:+.0%}; "
+                f"{recipe_text(f)} -> {recipe_text(lst)})")
+
     return "\n".join([
+        f"- **Release over release, one configuration:** of {len(groups)} MoE configurations published twice or "
+        f"more, {len(toward)} end closer to the prediction than they start, {len(away)} further from it and "
+        f"{len(groups) - len(toward) - len(away)} within 2 points. Throughput moves by more than 20 % in "
+        f"{len(jumps)}: {'; '.join(step(f, lst) for f, lst in jumps)}. The other {len(groups) - len(jumps)} move "
+        f"{quiet:.1%} at most from first to last. The large changes come with one the recipe or the page states "
+        f"(token drop to dropless from 25.11 on; a full-iteration CUDA graph with fused kernels in 26.06) or, on "
+        f"H100, with none (below).",
         f"- **B200's Qwen3-30B-A3B gap is the micro-batch, which the table states.** At micro-batch 1 "
         f"(25.11, 26.02) {b1.tokens:,.0f} and {b2.tokens:,.0f} tokens/s, predicted {b1.result.error:+.1%} and "
         f"{b2.result.error:+.1%}; 26.02.01's recipe runs micro-batch 4 (and HybridEP, and CUDA graphs over "
