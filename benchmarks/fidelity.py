@@ -1567,7 +1567,8 @@ The same tables' MoE rows, transcribed the same way into `megatron_bridge_releas
 FP8 and MXFP8, from 25.09 to 26.06; no Llama 4 row is published), beside 25.11's
 (`megatron_bridge_25_11.yaml`) and NeMo's. DeepSeek-V3 is read as `published.yaml`'s DeepSeek-V3
 row is (multi-head latent attention as attention of the published heads, multi-token prediction not
-charged: neither is expressible in a spec); 25.09's GB200 MXFP8 layout (ep 64 over 32 data-parallel
+charged: neither is expressible in a spec; Bridge's own TFLOP/s count the MTP layer, which the test's
+hand count shows is 3.5-4 % of the FLOPs); 25.09's GB200 MXFP8 layout (ep 64 over 32 data-parallel
 ranks at tp 1) is refused by the reader. Each row
 also records what its release's performance recipe states (`recipe`: the dispatcher and its
 backend, CUDA graphs and their scope, the ep all-to-all overlap, recomputation, grouped GEMM,
