@@ -574,6 +574,17 @@ def moe_reading(pts: list[Point], host: dict[str, tuple[float, ...]]) -> str:
     oss_b_bare = [p.table_only.row.assumptions for p in oss_b if p.table_only]
     oss_b_least = sorted({a.split(" (")[0] for found in oss_b_bare for a in found if "least that fits" in a})
 
+    def per_layer_micro(p):
+        """(layer, micro-batch) pairs one GPU runs per step, and the reported and predicted step."""
+        plan = p.result.row.plan
+        micro = plan.training.global_batch // ((plan.layout.dp.degree or 1) * plan.training.micro_batch)
+        pairs = plan.model.layers // (plan.layout.pp.degree or 1) * micro
+        reported = plan.training.global_batch * plan.training.seq_len / p.result.row.gpus / p.tokens
+        return pairs, reported, p.result.breakdown.step
+
+    (n1, r1, s1), (n4, r4, s4) = per_layer_micro(b2), per_layer_micro(b4)
+    fixed_reported, fixed_predicted = (r1 - r4) / (n1 - n4), (s1 - s4) / (n1 - n4)
+
     def need(p):
         """The smallest tried multiple of the host's op time that takes the row to or past the
         reported speed, or None."""
@@ -614,7 +625,9 @@ def moe_reading(pts: list[Point], host: dict[str, tuple[float, ...]]) -> str:
         f"attention too): {b4.tokens:,.0f} ({b4.tokens / b2.tokens:.2f}x), predicted {b4.result.error:+.1%}, and "
         f"26.04 / 26.04.01 {', '.join(f'{p.result.error:+.1%}' for p in b4s[1:])}. The model gives micro-batch 4 "
         f"{b4.predicted_tokens / b2.predicted_tokens:.2f}x micro-batch 1 where the runs give "
-        f"{b4.tokens / b2.tokens:.2f}x. The 25.11 table's 2.6x between B200 and GB200 at one layout is not one "
+        f"{b4.tokens / b2.tokens:.2f}x: the same tokens in {n1:,} (layer, micro-batch) pairs per GPU instead of {n4:,} "
+        f"cost the runs {r1 - r4:.1f} s more per step, {fixed_reported * 1e3:.1f} ms per extra pair, where the model "
+        f"charges {fixed_predicted * 1e3:.1f} ms: a fixed cost per layer and micro-batch, whatever issues it. The 25.11 table's 2.6x between B200 and GB200 at one layout is not one "
         f"layout: GB200 ran micro-batch 4 (25.11: {g11.tokens:,.0f}); at micro-batch 4 on both (26.02.01) B200 "
         f"{b4.tokens:,.0f} and GB200 {g4.tokens:,.0f}, predicted {b4.result.error:+.1%} and {g4.result.error:+.1%}.",
         f"- **The rows without graphs over the experts, against the host term.** Megatron-Bridge's partial "
