@@ -562,6 +562,8 @@ def moe_reading(pts: list[Point], host: dict[str, tuple[float, ...]]) -> str:
     g401, g606 = moe_find(pts, q, "GB200", "26.04.01"), moe_find(pts, q, "GB200", "26.06")
     h0, h1 = moe_find(pts, q, "H100", "26.02"), moe_find(pts, q, "H100", "26.02.01")
     h9, h11 = moe_find(pts, q, "H100", "25.09"), moe_find(pts, q, "H100", "25.11")
+    l0, l1 = (next(p for p in dense(pts) if p.framework == "Megatron-Bridge" and p.system == "H100"
+                   and p.model == "Llama 3 70B" and p.release == r) for r in ("26.02", "26.02.01"))
     groups = moe_series(pts)
     oss = next(g for g in groups if g[0].model == "gpt-oss-120b" and g[0].system == "GB200")
     oss_b = next(g for g in groups if g[0].model == "gpt-oss-120b" and g[0].system == "B200"
@@ -642,7 +644,10 @@ def moe_reading(pts: list[Point], host: dict[str, tuple[float, ...]]) -> str:
         f"{host[g401.result.row.id][-1]:+.1%}. No one host time per op fits these rows, so it is not changed.",
         f"- **H100's Qwen3-30B-A3B: the release, with no stated fact changed.** 26.02 -> 26.02.01, the same "
         f"printed layout and recipe: {h0.tokens:,.0f} -> {h1.tokens:,.0f} tokens/s ({h1.tokens / h0.tokens - 1:+.1%}), "
-        f"error {h0.result.error:+.1%} -> {h1.result.error:+.1%}. The earlier drop was the move from token drop to "
+        f"error {h0.result.error:+.1%} -> {h1.result.error:+.1%}. Among the changes in `scripts/performance` between "
+        f"the two commits, one every run goes through is the mock dataset's DataLoader settings "
+        f"(utils/datasets.py: num_workers, pin_memory, persistent_workers now taken from the recipe); the same "
+        f"releases' dense H100 row (Llama 3 70B, tp 4 pp 8) moved {l1.tokens / l0.tokens - 1:+.1%}. The earlier drop was the move from token drop to "
         f"dropless: 25.09 (capacity factor 1.0, padded; {h9.tokens:,.0f}, {h9.result.error:+.1%}) -> 25.11 "
         f"(dropless, force-balanced; {h11.tokens:,.0f}, {h11.result.error:+.1%}) on the same layout; the model "
         f"moves {h11.predicted_tokens / h9.predicted_tokens - 1:+.1%} where the runs move "
