@@ -1178,6 +1178,22 @@ def note_stated_attention_kernel(software: timing.Software, run: Run) -> None:
         run.assumptions.append(TRITON_NOTE)
 
 
+TARGET_STATES = ("attention", "selective", "tp_overlap", "kernels", "fp8", "context_parallel", "grad_bytes")
+"""The `Software` fields a spec's `target` statement states (`targets.software_of`); every other
+field is a fact of the row (its fp8 recipe, routing, dispatcher, dp runtime, host sync, and any field
+added later) and is carried through `compiled` untouched."""
+
+
+def software_compiled(row: timing.Software, target: timing.Software) -> timing.Software:
+    """The row's software with the fields its compiled `target` states taken from the target: built
+    from the row's (`dataclasses.replace`), so that a field no target states is never lost. A
+    `modules:` recomputation list is the row's own (a target names only the policy's family)."""
+    stated = {f: getattr(target, f) for f in TARGET_STATES}
+    if row.selective.startswith("modules:"):
+        stated["selective"] = row.selective
+    return replace(row, **stated)
+
+
 def compiled(run: Run) -> Run | Skipped:
     """The run's spec through parc's front end and checks. A run that ran fitted in memory: where
     the row does not state its recomputation and none would not fit as its runtime keeps memory
@@ -1203,12 +1219,7 @@ def compiled(run: Run) -> Run | Skipped:
         # no spec states
         software = targets.software_of(result.plan)
         note_stated_attention_kernel(software, run)
-        run.software = replace(software, balanced_routing=run.software.balanced_routing,
-                               selective=run.software.selective if run.software.selective.startswith("modules:")
-                               else software.selective,
-                               ep_dispatcher=run.software.ep_dispatcher, ep_overlap=run.software.ep_overlap,
-                               ep_node_limit=run.software.ep_node_limit, fp8_scaling=run.software.fp8_scaling,
-                               dp_runtime=run.software.dp_runtime, moe_host_sync=run.software.moe_host_sync)
+        run.software = software_compiled(run.software, software)
         runtime = targets.memory_runtime(result.plan.target)
         if not run.recompute_stated and not fits_memory(result.plan, runtime):
             found = least_recompute_that_fits(run.spec, result.plan, runtime, compile_spec)
