@@ -1498,8 +1498,8 @@ state them.
 
 ### The same runs across releases: the hardware or the release?
 
-Every B200 and GB200 row of NeMo 25.02 / 25.04 is predicted about 20 % fast, where Megatron-Bridge
-25.11 (the same system's later release) is within a few percent. No term of the model reads the
+NeMo 25.02's B200 and 25.04's GB200 rows are predicted fast where Megatron-Bridge 25.11 (the same
+system's later release) is closer (the per-GPU medians below). No term of the model reads the
 release, so one model, layout, batch and GPU published by several releases separates the two. Four
 files are put side by side, each evaluated exactly as a held-out file is and never fitted: NeMo's
 (`nemo_performance.yaml`: 24.07, 25.02, 25.04; `nemo_performance_25_07.yaml`: 25.07 on GB200, from
@@ -1511,12 +1511,16 @@ writes this subsection; `tests/test_bridge_releases.py` checks the new transcrip
 hand-typed figures (tokens/s against each table's TFLOP/s through a hand FLOP count). @RELEASE_N@
 dense rows are evaluated; @RELEASE_SERIES_N@ configurations appear in two releases or more.
 
-The files read their rows differently where the sources differ: NeMo 25.02/25.04's rows state what
-NeMo's recipes set (gradients reduced in bf16; tensor-parallel overlap for the large models), the
-Bridge files leave both to the reader's defaults (fp32 reduction, backward-only overlap) though
-Bridge's recipes set them too (`release_check.RECIPE_FACTS`). Each Bridge row is therefore also
-predicted "read alike", with those facts in its notes (the column "recipes' facts"); the NeMo rows
-already are. 25.07's NeMo recipes were not read; its rows keep the defaults.
+One rule reads every row, dense or MoE: every fact a source states that parc has physics for is
+read in the main reading, whichever way it moves the error. NeMo 25.02/25.04's rows state what
+NeMo's recipes set (gradients reduced in bf16; tensor-parallel overlap for the large models) in
+their notes. Each Bridge row (25.11's dense rows and the release files) carries its release's
+performance recipe in a `recipe` block, citing the config and commit (dense: grad_reduce_in_fp32
+False in every release, the userbuffers tp overlap for tp > 1, and on GB200 with Megatron-FSDP at
+FP8-CS no recomputation with activations offloaded to the Grace CPU), read by
+`published.read_recipe`. The column "table alone" reads the same row without its recipe, as the
+table alone states it; rows without a recipe (NeMo's, 25.11's MoE rows) read the same in both.
+25.07's NeMo recipes were not read; its rows keep the defaults.
 
 Per GPU and release, the dense rows:
 
@@ -1535,30 +1539,22 @@ What the series show (computed by `release_check.reading`):
 
 @RELEASE_READING@
 
-**The GB200 FSDP rows offload activations; the reader charged recomputation.** Bridge's recipes for
-Llama 3 70B and 3.1 405B on GB200 with Megatron-FSDP at FP8-CS state no recomputation; they offload
-40 (70B) or 95 (405B) layers' activations to the Grace CPU's memory (`cpu_offloading_num_layers`,
-`release_check.OFFLOADED` cites each release's config). parc models no activation offloading, so the
-reader charges the least recomputation that fits instead, which makes these rows look closer than
-they are. Read as the recipes state (no recomputation; the offload itself, which parc cannot charge,
-left free, so parc's memory check reports E0401 for each):
+**The GB200 FSDP rows offload activations.** Bridge's recipes for Llama 3 70B and 3.1 405B on
+GB200 with Megatron-FSDP at FP8-CS state no recomputation; they offload layers' activations to the
+Grace CPU's memory (`cpu_offloading_num_layers`, in each row's `recipe` with its config's commit).
+The main reading takes the stated recomputation (none); parc models no activation offloading, so
+the offload itself is left free and parc's memory check reports what it finds. The table-alone
+reading charges the least recomputation that fits instead:
 
 @RELEASE_OFFLOAD@
 
-So (figures as measured when this was written) the hypothesis holds for B200: NeMo 25.02's B200 gap
-is the release, which the same system's later release closes to within the model's error on Bridge's
-H100 rows, with no term changed. It does not hold for GB200. There the all-compute row (Llama 3 8B,
-dp 8) was already close in NeMo 25.04 and later releases are no faster; the FSDP rows are 23-50 %
-fast once their stated offloading replaces the assumed recomputation, in every release from 25.09 to
-26.04.01 (and NeMo 25.04 / 25.07's 70B FSDP row at micro-batch 1, whose recipe was not read, +24-25
-% as read); MXFP8 at tp 2 pp 4 stays 18-25 % fast in four releases; Llama 3.1 405B on 256 GB200
-(pipeline parallel, no FSDP, no offloading) is within 10 %. What is left on GB200 is tied to
-configuration, not release: the cost of moving offloaded activations to and from the Grace CPU over
-NVLink-C2C (which parc does not model and no source here measures), FSDP's gathers at this scale,
-and MXFP8's cost beside per-tensor scaling (at one layout Bridge's MXFP8 rows run 2-6 % slower than
-its FP8-CS ones; the model charges them alike but for the quantize launches). None of these is
-measured by a source here, so no term is changed and nothing is fitted on these rows (issue 14,
-point 3).
+What follows for the hypothesis (computed by `release_check.conclusion`):
+
+@RELEASE_CONCLUSION@
+
+None of the causes left on GB200 (moving offloaded activations to and from the Grace CPU over
+NVLink-C2C, FSDP's gathers at this scale, MXFP8's cost beside per-tensor scaling) is measured by a
+source here, so no term is changed and nothing is fitted on these rows (issue 14, point 3).
 
 ### The mixture-of-experts rows across releases
 
@@ -1567,8 +1563,8 @@ The same tables' MoE rows, transcribed the same way into `megatron_bridge_releas
 FP8 and MXFP8, from 25.09 to 26.06; no Llama 4 row is published), beside 25.11's
 (`megatron_bridge_25_11.yaml`) and NeMo's. DeepSeek-V3 is read as `published.yaml`'s DeepSeek-V3
 row is (multi-head latent attention as attention of the published heads, multi-token prediction not
-charged: neither is expressible in a spec; Bridge's own TFLOP/s count the MTP layer, which the test's
-hand count shows is 3.5-4 % of the FLOPs); 25.09's GB200 MXFP8 layout (ep 64 over 32 data-parallel
+charged: neither is expressible in a spec; Bridge's own TFLOP/s count the MTP layer, as the test's
+hand count shows); 25.09's GB200 MXFP8 layout (ep 64 over 32 data-parallel
 ranks at tp 1) is refused by the reader. Each row
 also records what its release's performance recipe states (`recipe`: the dispatcher and its
 backend, CUDA graphs and their scope, the ep all-to-all overlap, recomputation, grouped GEMM,
@@ -1580,7 +1576,7 @@ recomputation, and an expert capacity with padded inputs (25.09's token drop) or
 CUDA graph (26.06), either of which keeps the token counts on the GPU (`Software.moe_host_sync`
 off: no host sync charged). HybridEP, TE's partial CUDA graphs and the fused kernels are kept for
 the record; parc has no physics of its own for them. "Error, table alone" reads the row without
-its recipe, as 25.11's rows are read. @RELEASE_MOE_N@ MoE rows are evaluated; @RELEASE_MOE_SERIES_N@
+its recipe (the dense rows' second column, the same rule). @RELEASE_MOE_N@ MoE rows are evaluated; @RELEASE_MOE_SERIES_N@
 MoE configurations appear in two releases or more. Nothing is fitted on these rows.
 
 @RELEASE_MOE_SUMMARY@
@@ -1593,10 +1589,11 @@ Each MoE configuration published in two releases or more:
 
 @RELEASE_MOE_SERIES@
 
-The host check: Qwen3-30B-A3B's rows whose dispatcher reads its token counts on the host (every
-dropless row without a full-iteration graph), predicted with `kernels.HOST_OP_SECONDS` as stored
-and at two and four times it (a what-if, `release_check.host_errors`; the stored value is not
-changed):
+The host check: every MoE row whose recipe states no CUDA graph over its experts (no graph, or
+TE's graphs of attention and the router only) and whose dispatcher reads its token counts on the
+host, predicted with `kernels.HOST_OP_SECONDS` as stored and at two and four times it
+(`Software.host_op_seconds` on a copy of the row: a what-if, `release_check.host_errors`; the
+stored value is not changed):
 
 @RELEASE_MOE_HOST@
 

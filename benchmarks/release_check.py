@@ -597,16 +597,21 @@ def moe_reading(pts: list[Point], host: dict[str, tuple[float, ...]]) -> str:
         f"(`kernels.host_stall_seconds`, `host_paced_seconds`, {op_us:g} us per op, `HOST_OP_SECONDS`). Raising "
         f"that time (the table below, a what-if, nothing stored) reaches the micro-batch 1 B200 row at "
         f"{times(b2)} and the H100 26.02 row at {times(h0)}, but then the H100 26.02.01 row (the same printed "
-        f"layout and the same recipe: ep 16, HybridEP, no graphs, as 26.02) falls from {host[h1.result.row.id][0]:+.1%} to "
+        f"layout; recipe {recipe_text(h1)}) falls from {host[h1.result.row.id][0]:+.1%} to "
         f"{host[h1.result.row.id][-1]:+.1%}, and the micro-batch 4 rows (B200 26.02.01 {host[b4.result.row.id][0]:+.1%}, "
         f"GB200 26.04.01 {host[g401.result.row.id][0]:+.1%}) to {host[b4.result.row.id][-1]:+.1%} and "
         f"{host[g401.result.row.id][-1]:+.1%}. Within 10 % of the runs, of the {len(host)} rows of the host check: "
         + ", ".join(f"{sum(abs(e[i]) <= 0.10 for e in host.values())} at {k} x" for i, k in enumerate((1,) + HOST_SCALES))
         + (": no one host time per op fits these rows, so it is not changed." if all(
             sum(abs(e[i]) <= 0.10 for e in host.values()) < len(host) for i in range(1 + len(HOST_SCALES))) else "."),
-        f"- **H100's Qwen3-30B-A3B: the release, with no stated fact changed.** 26.02 -> 26.02.01, the same "
-        f"printed layout and recipe: {h0.tokens:,.0f} -> {h1.tokens:,.0f} tokens/s ({h1.tokens / h0.tokens - 1:+.1%}), "
-        f"error {h0.result.error:+.1%} -> {h1.result.error:+.1%}. Among the changes in `scripts/performance` between "
+        f"- **H100's Qwen3-30B-A3B, 26.02 -> 26.02.01,** the same printed layout: {h0.tokens:,.0f} -> "
+        f"{h1.tokens:,.0f} tokens/s ({h1.tokens / h0.tokens - 1:+.1%}), error {h0.result.error:+.1%} -> "
+        f"{h1.result.error:+.1%}; the stated recipe "
+        + ("is the same" if recipe_text(h0) == recipe_text(h1) else
+           f"changes ({recipe_text(h0)} -> {recipe_text(h1)}), which the model reads in the other direction "
+           f"(table alone {h0.table_error:+.1%} -> {h1.table_error:+.1%})"
+           if h0.predicted_tokens > h1.predicted_tokens else f"changes ({recipe_text(h0)} -> {recipe_text(h1)})")
+        + f". Among the changes in `scripts/performance` between "
         f"the two commits, one every run goes through is the mock dataset's DataLoader settings "
         f"(utils/datasets.py: num_workers, pin_memory, persistent_workers now taken from the recipe); the same "
         f"releases' dense H100 row (Llama 3 70B, tp 4 pp 8) moved {l1.tokens / l0.tokens - 1:+.1%}. The earlier drop was the move from token drop to "
@@ -644,6 +649,50 @@ def moe_reading(pts: list[Point], host: dict[str, tuple[float, ...]]) -> str:
     ])
 
 
+def conclusion(pts: list[Point], groups: list[list[Point]], band: tuple[float, float]) -> str:
+    """The hypothesis per GPU, each figure computed from the points: B200's all-compute row against
+    the H100 band; on GB200 the all-compute row, the offloading rows, the MXFP8 tp 2 pp 4 series,
+    the pipeline-parallel 405B, and MXFP8 beside FP8-CS at one layout and release."""
+    def span(errors):
+        errors = list(errors)
+        return f"{min(errors):+.1%} .. {max(errors):+.1%}"
+
+    b8 = find(groups, "Llama 3 8B", "B200", 8, 2)
+    g8 = find(groups, "Llama 3 8B", "GB200", 8, 2)
+    g405b = find(groups, "Llama 3.1 405B", "GB200", 256, 1)
+    off = [p for p in pts if offloaded(p)]
+    mx = [g for g in groups if g[0].system == "GB200" and g[0].per_tensor == "MXFP8"]
+    assert off and mx, "no offloading row or GB200 MXFP8 series"
+    bridge = [p for p in dense(pts) if p.framework == "Megatron-Bridge"]
+    pairs = {}
+    for p in bridge:
+        pairs.setdefault((p.key[:-1], p.release), {})[p.per_tensor] = p
+    ratios = [d["MXFP8"].tokens / d["per-tensor"].tokens - 1 for d in pairs.values() if len(d) == 2]
+    assert ratios, "no MXFP8 / FP8-CS pair"
+    holds = band[0] <= b8[-1].result.error <= band[1]
+    return "\n".join([
+        f"- **B200:** the all-compute row (Llama 3 8B, dp 8) goes from {b8[0].result.error:+.1%} ({b8[0].framework} "
+        f"{b8[0].release}) to {b8[-1].result.error:+.1%} ({b8[-1].release}) against the H100 band "
+        f"({band[0]:+.1%} .. {band[1]:+.1%}): " + ("NeMo 25.02's gap is the release, closed with no term changed."
+                                                   if holds else "the release closes part of it, not all."),
+        f"- **GB200:** the all-compute row (Llama 3 8B, dp 8) reads {span(p.result.error for p in g8)} in "
+        f"{len(g8)} releases, from NeMo {g8[0].release} on, so the gap there is not the release. The rows that "
+        f"stay fast are tied to configuration: the {len(off)} FSDP rows whose recipe offloads activations "
+        f"{span(p.result.error for p in off)} as read (table alone {span(p.table_error for p in off)}); MXFP8 "
+        f"at {', '.join(public_check_layout(g[0]) for g in mx)} {span(p.result.error for g in mx for p in g)} in "
+        f"{sum(len(g) for g in mx)} rows; Llama 3.1 405B on 256 GB200 (pipeline parallel, no FSDP, no offloading) "
+        f"{span(p.result.error for p in g405b)}. At one layout and release Bridge's MXFP8 rows run "
+        f"{span(ratios)} on its FP8-CS ones ({len(ratios)} pairs); the model charges them alike but for the "
+        f"quantize launches.",
+    ])
+
+
+def public_check_layout(p: Point) -> str:
+    import public_check
+
+    return public_check.layout_text(p.result.row.plan)
+
+
 def h100_test(h70: list[Point], h405: list[Point]) -> str:
     """H100, where the constants were fitted: the recipes' facts read against the tables alone,
     and which reading is nearer the runs (median |error|), computed."""
@@ -670,9 +719,9 @@ def public_check_assumed(result) -> str:
     return public_check.assumed_text(result.row).split("; ")[0]
 
 
-def section(constants=None, pts: list[Point] | None = None) -> dict[str, str]:
-    """The RELEASE_* placeholders of docs/time-model.md (from `pts` where already predicted with
-    the same constants)."""
+def section(constants=None, pts: list[Point] | None = None, host: dict | None = None) -> dict[str, str]:
+    """The RELEASE_* placeholders of docs/time-model.md (from `pts` and the host what-if `host`
+    where already predicted with the same constants)."""
     pts = points(constants) if pts is None else pts
     groups = series(pts)
     low, high = h100_band(pts)
@@ -680,13 +729,14 @@ def section(constants=None, pts: list[Point] | None = None) -> dict[str, str]:
             "RELEASE_ENDS": ends(groups), "RELEASE_N": str(len(dense(pts))),
             "RELEASE_SERIES_N": str(len(groups)), "RELEASE_H100_BAND": f"{low:+.1%} .. {high:+.1%}",
             "RELEASE_READING": reading(groups, (low, high)), "RELEASE_OFFLOAD": offload_table(pts),
-            **moe_section(pts, constants)}
+            "RELEASE_CONCLUSION": conclusion(pts, groups, (low, high)),
+            **moe_section(pts, constants, host)}
 
 
-def moe_section(pts: list[Point], constants=None) -> dict[str, str]:
+def moe_section(pts: list[Point], constants=None, host: dict | None = None) -> dict[str, str]:
     """The RELEASE_MOE_* placeholders."""
     groups = moe_series(pts)
-    host = host_errors(pts, constants)
+    host = host_errors(pts, constants) if host is None else host
     rows = moe(pts)
     return {"RELEASE_MOE_N": str(len(rows)), "RELEASE_MOE_SERIES_N": str(len(groups)),
             "RELEASE_MOE_SUMMARY": moe_summary(pts),
@@ -696,7 +746,7 @@ def moe_section(pts: list[Point], constants=None) -> dict[str, str]:
 
 def main() -> int:
     values = section()
-    for key in ("RELEASE_BY_GPU", "RELEASE_SERIES", "RELEASE_ENDS", "RELEASE_READING", "RELEASE_OFFLOAD",
+    for key in ("RELEASE_BY_GPU", "RELEASE_SERIES", "RELEASE_ENDS", "RELEASE_READING", "RELEASE_OFFLOAD", "RELEASE_CONCLUSION",
                 "RELEASE_MOE_BY_GPU", "RELEASE_MOE_SERIES", "RELEASE_MOE_HOST", "RELEASE_MOE_READING"):
         print(values[key], end="\n\n")
     return 0

@@ -140,6 +140,12 @@ def points(release_check):
     return release_check.points()
 
 
+@pytest.fixture(scope="module")
+def host(release_check, points):
+    """The host what-if, computed once for the file (the doc test and the MoE series test share it)."""
+    return release_check.host_errors(points)
+
+
 def test_every_row_is_evaluated_but_the_layouts_parc_refuses(points):
     ids = {p.result.row.id for p in points}
     assert set(NEMO_2507) <= ids
@@ -171,22 +177,24 @@ def test_the_b200_series_the_doc_reads(points, release_check):
     b8 = release_check.find(groups, "Llama 3 8B", "B200", 8, 2)
     assert [(p.release, p.tokens) for p in b8] == [("25.02", 26006), ("25.09", 29994), ("25.11", 30624)]
     low, high = release_check.h100_band(points)
-    assert b8[0].result.error > high and low <= b8[-1].result.error <= high
+    assert b8[0].result.error > b8[-1].result.error + 0.15 and low <= b8[-1].result.error <= high
     g70 = release_check.find(groups, "Llama 3 70B", "GB200", 64, 1, fsdp=True)
     assert [(p.release, p.tokens) for p in g70] == [("25.04", 4035), ("25.07", 4066)]
     assert all(p.result.error > 0.2 for p in g70)
 
 
-def test_the_recipes_facts_reach_the_alike_reading(points):
-    """Read alike, each Bridge row's spec reduces gradients in bf16 and, at tp > 1, overlaps tp
-    communication with the GEMMs; as transcribed it does neither."""
+def test_the_dense_recipes_facts_are_read_in_the_main_reading(points):
+    """As read, each Bridge dense row's spec reduces gradients in bf16 and, at tp > 1, overlaps tp
+    communication with the GEMMs (its `recipe` states both); read from the table alone it does
+    neither (fp32 reduction, Megatron's backward-only overlap)."""
     bridge = [p for p in points if p.framework == "Megatron-Bridge" and not p.result.row.plan.model.experts]
     assert len(bridge) >= 35
     for p in bridge:
-        assert p.alike is not None and "grad-reduce bf16" in p.alike.row.spec, p.result.row.id
-        assert "grad-reduce bf16" not in p.result.row.spec
+        assert p.table_only is not None and "grad-reduce bf16" in p.result.row.spec, p.result.row.id
+        assert "grad-reduce bf16" not in p.table_only.row.spec
         tp = p.result.row.plan.layout.degree("tp")
-        assert (p.alike.row.software.tp_overlap == "all") == (tp > 1), p.result.row.id
+        assert (p.result.row.software.tp_overlap == "all") == (tp > 1), p.result.row.id
+        assert p.table_only.row.software.tp_overlap == "backward", p.result.row.id
 
 
 def test_no_prediction_beats_the_peak_or_its_links(points):
@@ -205,32 +213,29 @@ def test_no_prediction_beats_the_peak_or_its_links(points):
     assert checked == len(BRIDGE) - len(LEFT_OUT) + len(NEMO_2507)
 
 
-def test_the_doc_section_is_current(release_check, points):
+def test_the_doc_section_is_current(release_check, points, host):
     """docs/time-model.md holds the section the script writes now (`fidelity.py --write`)."""
-    values = release_check.section(pts=points)
+    values = release_check.section(pts=points, host=host)
     doc = (ROOT / "docs" / "time-model.md").read_text()
-    for key in ("RELEASE_BY_GPU", "RELEASE_SERIES", "RELEASE_ENDS", "RELEASE_READING", "RELEASE_MOE_BY_GPU",
-                "RELEASE_MOE_SERIES", "RELEASE_MOE_HOST", "RELEASE_MOE_READING"):
+    for key in ("RELEASE_BY_GPU", "RELEASE_SERIES", "RELEASE_ENDS", "RELEASE_READING", "RELEASE_OFFLOAD",
+                "RELEASE_CONCLUSION", "RELEASE_MOE_BY_GPU", "RELEASE_MOE_SERIES", "RELEASE_MOE_HOST",
+                "RELEASE_MOE_READING"):
         assert values[key] in doc, f"stale {key}: run `.venv/bin/python benchmarks/fidelity.py --write`"
 
 
-def test_the_offloading_rows_read_without_recomputation(points, release_check):
+def test_the_offloading_rows_are_read_without_recomputation(points, release_check):
     """Bridge's GB200 FSDP FP8-CS recipes offload activations to the Grace CPU and state no
-    recomputation: the rows it names are exactly the 70B (25.09 to 26.04.01) and 405B (25.09)
-    FSDP rows, and read without recomputation each loses its recomputed seconds and is predicted
-    faster than as read (the reader's recomputation had hidden part of the gap)."""
+    recomputation: the rows whose recipe says so are exactly the 70B (25.09 to 26.04.01) and 405B
+    (25.09) FSDP rows; as read each charges no recomputation, and from the table alone the reader's
+    least recomputation that fits is charged and the row is predicted slower."""
     rows = [p for p in points if release_check.offloaded(p)]
     assert {p.result.row.id for p in rows} == {
         "bridge2509_gb200_llama3_70b_fp8cs", "bridge2511_gb200_llama3_70b", "bridge2602_gb200_llama3_70b_fp8cs",
         "bridge260201_gb200_llama3_70b_fp8cs", "bridge2604_gb200_llama3_70b_fp8cs",
         "bridge260401_gb200_llama3_70b_fp8cs", "bridge2509_gb200_llama31_405b_fp8cs"}
-    entries = {e["id"]: e for name in ("megatron_bridge_releases.yaml", "megatron_bridge_25_11.yaml")
-               for e in yaml.safe_load((DATA / name).read_text())}
     for p in rows:
-        entry = entries[p.result.row.id]
-        bare = release_check.without_recompute(entry, list(entries.values()), None)
-        assert p.result.breakdown.recompute > 0 and bare.breakdown.recompute == 0, p.result.row.id
-        assert bare.error > p.result.error + 0.15, p.result.row.id
+        assert p.result.breakdown.recompute == 0 and p.table_only.breakdown.recompute > 0, p.result.row.id
+        assert p.result.error > p.table_only.error + 0.15, p.result.row.id
 
 
 # ---------------------------------------------------------------------------------------------
@@ -448,19 +453,19 @@ def test_read_recipe_leaves_rows_without_one_alone():
     assert read_recipe(row) is row
 
 
-def test_the_moe_series_the_doc_reads(points, release_check):
+def test_the_moe_series_the_doc_reads(points, release_check, host):
     """B200's Qwen3-30B-A3B: micro-batch 1 (26.02, 9,691 tokens/s) is predicted over twice as fast,
-    micro-batch 4 (26.02.01, 26,695) within 5 %; H100's same printed layout and recipe from 26.02
-    (5,113) to 26.02.01 (9,058) gets one prediction; no tried host time per op brings both H100 rows
-    within 20 %."""
+    micro-batch 4 (26.02.01, 26,695) within 5 %; H100's same printed layout from 26.02 (5,113) to
+    26.02.01 (9,058) gets one prediction from the table alone; no tried host time per op brings both
+    H100 rows within 20 %."""
     pts = moe_points(points)
     b1, b4 = pts["bridge2602_b200_qwen3_30b_a3b_fp8mx"], pts["bridge260201_b200_qwen3_30b_a3b_fp8mx"]
     assert (b1.tokens, b4.tokens) == (9691, 26695)
     assert b1.result.error > 1.0 and abs(b4.result.error) < 0.05
     h0, h1 = pts["bridge2602_h100_qwen3_30b_a3b_fp8cs"], pts["bridge260201_h100_qwen3_30b_a3b_fp8cs"]
-    assert h0.predicted_tokens == pytest.approx(h1.predicted_tokens, rel=1e-9)
+    # the same printed layout: one prediction from the table alone; the recipes differ (release tags)
+    assert h0.tokens * (1 + h0.table_error) == pytest.approx(h1.tokens * (1 + h1.table_error), rel=1e-9)
     assert h1.tokens / h0.tokens - 1 > 0.7
-    host = release_check.host_errors(points)
     tried = list(zip(host[h0.result.row.id], host[h1.result.row.id], strict=True))
     assert len(tried) == 1 + len(release_check.HOST_SCALES)
     assert not any(abs(a) < 0.2 and abs(b) < 0.2 for a, b in tried)
@@ -484,3 +489,129 @@ def test_no_moe_prediction_beats_the_peak_or_its_links(points):
         assert p.predicted_tokens * flops / 1e12 < peaks[(p.system, p.result.row.plan.training.precision)], rid
         checked += 1
     assert checked == len(MOE) - len(MOE_LEFT_OUT)
+
+
+# ---------------------------------------------------------------------------------------------
+# The recipe blocks against a second copy: each release's config read at its release tag of
+# NVIDIA-NeMo/Megatron-Bridge (the branch r0.x the container was cut from), not at the docs commit
+# the data files cite (main). Typed here by hand from scripts/performance/configs/*/ at the tags
+# (the workload base configs' `replace` chains followed to the variant whose degrees and batch
+# are the row's). Tags: 26.02 v0.3.0 (21b02e0cf), 26.02.01 v0.3.1 (9c9dd8489), 26.04 v0.4.0
+# (0fbfe7d3e), 26.04.01 v0.4.2 (c81012934), 26.06 v0.5.0 (fcbb60311). 25.09 and 25.11 have no tag
+# checked here (their rows are not in this second copy), nor Qwen3-235B-A22B's and gpt-oss-120b's
+# rows in any release: only DeepSeek-V3's, Qwen3-30B-A3B's and the dense Llama rows' are.
+
+RELEASE_TAGS = {"26.02": "v0.3.0", "26.02.01": "v0.3.1", "26.04": "v0.4.0", "26.04.01": "v0.4.2", "26.06": "v0.5.0"}
+
+TE = "transformer_engine"
+ROUTER = ("moe_router", "moe_preprocess")
+ATTN = ("attn", "moe_router", "moe_preprocess")
+# row id: (dispatcher backend or "alltoall", moe_a2a_overlap, cuda_graph_impl, cuda_graph_scope,
+#          recompute_modules, (pp, ep, micro-batch) of the tag's config or None where the table prints another)
+TAG_RECIPES = {
+    "bridge2602_gb200_deepseek_v3_fp8mx": ("hybridep", False, TE, ATTN, ("mla_up_proj",), (4, 64, 1)),
+    "bridge2602_b200_deepseek_v3_fp8mx": ("hybridep", False, None, (), ("mla_up_proj",), (16, 8, 1)),
+    "bridge260201_gb200_deepseek_v3_fp8mx": ("hybridep", False, TE, ATTN, ("mla_up_proj",), (4, 64, 1)),
+    "bridge260201_b200_deepseek_v3_fp8mx": ("hybridep", False, None, (), ("mla_up_proj",), (16, 8, 1)),
+    "bridge2604_gb200_deepseek_v3_fp8mx": ("hybridep", False, TE, ATTN, ("mlp",), (4, 64, 1)),
+    "bridge2604_b200_deepseek_v3_fp8mx": ("hybridep", False, None, (), ("mla_up_proj",), (16, 8, 1)),
+    "bridge260401_gb200_deepseek_v3_fp8mx": ("hybridep", False, TE, ATTN, ("mlp",), (4, 64, 1)),
+    "bridge260401_b200_deepseek_v3_fp8mx": ("deepep", True, TE, ATTN, ("mla_up_proj", "mlp"), (8, 32, 1)),
+    "bridge2606_gb200_deepseek_v3_fp8mx": ("hybridep", True, "full_iteration", (), ("mla_up_proj",), (4, 64, 1)),
+    "bridge2602_gb200_qwen3_30b_a3b_fp8mx": ("hybridep", False, TE, ROUTER, (), (1, 8, 4)),
+    "bridge2602_b200_qwen3_30b_a3b_fp8mx": ("alltoall", False, TE, ROUTER, (), (1, 8, 1)),
+    "bridge2602_h100_qwen3_30b_a3b_fp8cs": ("deepep", True, None, (), (), (2, 8, 1)),
+    "bridge260201_gb200_qwen3_30b_a3b_fp8mx": ("hybridep", False, TE, ROUTER, (), (1, 8, 4)),
+    "bridge260201_b200_qwen3_30b_a3b_fp8mx": ("hybridep", False, TE, ATTN, (), (1, 8, 4)),
+    "bridge260201_h100_qwen3_30b_a3b_fp8cs": ("hybridep", False, None, (), (), None),  # tag: pp 1 ep 16; printed pp 2 ep 8
+    "bridge2604_gb200_qwen3_30b_a3b_fp8mx": ("hybridep", False, TE, ROUTER, (), (1, 8, 4)),
+    "bridge2604_b200_qwen3_30b_a3b_fp8mx": ("hybridep", False, TE, ATTN, (), (1, 8, 4)),
+    "bridge2604_h100_qwen3_30b_a3b_fp8cs": ("hybridep", False, None, (), (), (1, 16, 1)),
+    "bridge260401_gb200_qwen3_30b_a3b_fp8mx": ("hybridep", False, TE, ROUTER, (), (1, 8, 4)),
+    "bridge260401_b200_qwen3_30b_a3b_fp8mx": ("hybridep", False, TE, ATTN, (), (1, 8, 4)),
+    "bridge260401_h100_qwen3_30b_a3b_fp8cs": ("hybridep", False, None, (), (), (1, 16, 1)),
+    "bridge2606_gb200_qwen3_30b_a3b_fp8mx": ("hybridep", True, "full_iteration", (), (), (1, 8, 4)),
+    "bridge2606_h100_qwen3_30b_a3b_fp8cs": ("hybridep", False, None, (), (), (1, 16, 1)),
+}
+# deepseek_llm_pretrain.py and qwen3_llm_pretrain.py at every tag above: grad_reduce_in_fp32 = False,
+# moe_router_force_load_balancing = True
+# llama3_llm_pretrain.py / llama31_llm_pretrain.py at every tag above: grad_reduce_in_fp32 = False;
+# tp_comm_overlap = tp > 1 (CommOverlapConfig) except for nvfp4; llama3_workload_base_configs.py:
+# LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_CS_V1/V2 cpu_offloading_num_layers=40, no recompute_modules
+TAG_OFFLOADED = {"Llama 3 70B": 40}
+
+
+def test_the_moe_recipes_agree_with_the_release_tags():
+    """The deciding fields of each checked MoE row's `recipe` equal the release tag's config typed
+    above, and the tag's degrees and micro-batch are the row's (where the table prints the tag's)."""
+    rows = load("megatron_bridge_releases_moe.yaml")
+    assert set(TAG_RECIPES) <= set(rows)
+    for rid, (backend, overlap, graph, scope, modules, layout) in TAG_RECIPES.items():
+        entry = rows[rid]
+        assert entry["release"] in RELEASE_TAGS, rid
+        r = entry["recipe"]
+        dispatcher = r.get("moe_flex_dispatcher_backend") if r.get("moe_token_dispatcher_type") == "flex" else "alltoall"
+        assert dispatcher == backend, rid
+        assert bool(r.get("moe_a2a_overlap")) == overlap, rid
+        assert (r.get("cuda_graph_impl") or "none") == (graph or "none"), rid
+        assert tuple(r.get("cuda_graph_scope") or ()) == scope, rid
+        assert tuple(r.get("recompute_modules") or ()) == modules, rid
+        assert r.get("grad_reduce_in_fp32") is False and r.get("moe_router_force_load_balancing") is True, rid
+        assert not r.get("moe_pad_expert_input_to_capacity"), rid  # dropless in every tagged release
+        if layout is not None:
+            lay = entry["layout"]
+            assert (int(lay["pp"] or 1), int(lay["ep"] or 1), int(lay["micro_batch"])) == layout, rid
+
+
+def test_the_dense_recipes_agree_with_the_release_tags():
+    """Every dense Bridge row of a tagged release states what the tag's Llama configs set: bf16
+    gradient reduction, tp overlap exactly where tp > 1 (no nvfp4 row is transcribed), and on GB200
+    with Megatron-FSDP at FP8-CS the 70B's offloaded layers with no recomputation."""
+    rows = [e for e in load("megatron_bridge_releases.yaml").values() if e["release"] in RELEASE_TAGS]
+    assert len(rows) >= 20
+    offloading = 0
+    for e in rows:
+        r, lay = e["recipe"], e["layout"]
+        assert "nvfp4" not in str(lay["precision"]).lower(), e["id"]
+        assert r["grad_reduce_in_fp32"] is False, e["id"]
+        assert bool(r.get("tp_comm_overlap")) == (int(lay["tp"] or 1) > 1), e["id"]
+        fsdp_cs = (e["hardware"]["gpu"] == "GB200" and str(lay.get("zero_or_fsdp") or "").upper() == "FSDP"
+                   and lay["precision"] == "FP8-CS")
+        if fsdp_cs and e["model"]["name"] in TAG_OFFLOADED:
+            assert r.get("cpu_offloading_num_layers") == TAG_OFFLOADED[e["model"]["name"]] and r["recompute"] == "none"
+            offloading += 1
+        else:
+            assert "cpu_offloading_num_layers" not in r, e["id"]
+    assert offloading == 4
+
+
+def test_every_software_field_a_target_does_not_state_survives_compiled():
+    """`published.compiled` builds the row's `Software` from the row's own (dataclasses.replace):
+    every field the spec's target does not state keeps the row's value, whatever it is, and the
+    fields the target states are the target's (`targets.software_of`)."""
+    import dataclasses
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import published
+    from parc import targets
+    from parc.timing import Software
+
+    entry = load("megatron_bridge_releases.yaml")["bridge2602_h100_llama3_70b_fp8cs"]
+    run = published.row_spec(entry)
+    fields = [f for f in dataclasses.fields(Software) if f.init]
+    own = [f for f in fields if f.name not in published.TARGET_STATES]
+    assert set(published.TARGET_STATES) < {f.name for f in fields} and own
+
+    def other(v):
+        return (not v) if isinstance(v, bool) else v + 3 if isinstance(v, int) else v + 0.25 if isinstance(v, float) \
+            else v + "-row"
+
+    marked = {f.name: other(getattr(run.software, f.name)) for f in own}
+    run.software = dataclasses.replace(run.software, **marked)
+    out = published.compiled(run)
+    assert not isinstance(out, published.Skipped), out
+    for name, value in marked.items():
+        assert getattr(out.software, name) == value, name
+    target = targets.software_of(out.plan)
+    for name in published.TARGET_STATES:
+        assert getattr(out.software, name) == getattr(target, name), name
