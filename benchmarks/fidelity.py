@@ -1119,7 +1119,10 @@ H100, B200 and GB200 (`docs/performance-summary.md`, 25.11 container). Its rows 
 published.yaml's schema into `benchmarks/data/megatron_bridge_25_11.yaml` and evaluated exactly
 as a held-out file would be (`fidelity.py --published`), with the stored constants, compared on
 tokens per second per GPU. The table states neither recomputation nor the network; each row says
-what was assumed (the least recomputation that fits, `published.compiled`).
+what was assumed (the least recomputation that fits, `published.compiled`). The dense Llama rows
+carry what the release's performance recipe states (`recipe`: bf16 gradient reduction, tp overlap
+at tp > 1, on GB200 with Megatron-FSDP no recomputation with activations offloaded), read in the
+main reading as every Bridge row is (the cross-release section below).
 
 @BRIDGE_TABLE@
 
