@@ -497,15 +497,15 @@ def test_no_moe_prediction_beats_the_peak_or_its_links(points):
 # the data files cite (main). Typed here by hand from scripts/performance/configs/*/ at the tags
 # (the workload base configs' `replace` chains followed to the variant whose degrees and batch
 # are the row's). Tags: 26.02 v0.3.0 (21b02e0cf), 26.02.01 v0.3.1 (9c9dd8489), 26.04 v0.4.0
-# (0fbfe7d3e), 26.04.01 v0.4.2 (c81012934), 26.06 v0.5.0 (fcbb60311). 25.09 and 25.11 have no tag
-# checked here (their rows are not in this second copy), nor Qwen3-235B-A22B's and gpt-oss-120b's
-# rows in any release: only DeepSeek-V3's, Qwen3-30B-A3B's and the dense Llama rows' are.
+# (0fbfe7d3e), 26.04.01 v0.4.2 (c81012934), 26.06 v0.5.0 (fcbb60311). Every MoE and dense row of
+# those releases is checked; 25.09's and 25.11's rows have no tag checked here (no second copy).
 
 RELEASE_TAGS = {"26.02": "v0.3.0", "26.02.01": "v0.3.1", "26.04": "v0.4.0", "26.04.01": "v0.4.2", "26.06": "v0.5.0"}
 
 TE = "transformer_engine"
 ROUTER = ("moe_router", "moe_preprocess")
 ATTN = ("attn", "moe_router", "moe_preprocess")
+LN_ACT = ("layernorm", "moe_act")
 # row id: (dispatcher backend or "alltoall", moe_a2a_overlap, cuda_graph_impl, cuda_graph_scope,
 #          recompute_modules, (pp, ep, micro-batch) of the tag's config or None where the table prints another)
 TAG_RECIPES = {
@@ -532,9 +532,36 @@ TAG_RECIPES = {
     "bridge260401_h100_qwen3_30b_a3b_fp8cs": ("hybridep", False, None, (), (), (1, 16, 1)),
     "bridge2606_gb200_qwen3_30b_a3b_fp8mx": ("hybridep", True, "full_iteration", (), (), (1, 8, 4)),
     "bridge2606_h100_qwen3_30b_a3b_fp8cs": ("hybridep", False, None, (), (), (1, 16, 1)),
+    # Qwen3-235B-A22B (the V2 configs, global batch 8192); on H100 qwen3_llm_pretrain.py forces
+    # moe_token_dispatcher_type = "alltoall" (v0.3.1 also sets the backend deepep, unused under it)
+    "bridge2602_gb200_qwen3_235b_a22b_fp8mx": ("hybridep", False, TE, ATTN, (), (8, 32, 1)),
+    "bridge2602_b200_qwen3_235b_a22b_fp8mx": ("alltoall", False, None, (), (), (8, 8, 1)),
+    "bridge2602_h100_qwen3_235b_a22b_fp8cs": ("alltoall", True, None, (), (), (8, 32, 1)),
+    "bridge260201_gb200_qwen3_235b_a22b_fp8mx": ("hybridep", False, TE, ATTN, (), (8, 32, 1)),
+    "bridge260201_h100_qwen3_235b_a22b_fp8cs": ("alltoall", True, None, (), (), (8, 32, 1)),
+    "bridge2604_gb200_qwen3_235b_a22b_fp8mx": ("hybridep", False, TE, ATTN, (), (8, 32, 1)),
+    "bridge2604_h100_qwen3_235b_a22b_fp8cs": ("alltoall", True, None, (), (), (8, 32, 1)),
+    "bridge260401_gb200_qwen3_235b_a22b_fp8mx": ("hybridep", False, TE, ATTN, (), (8, 32, 1)),
+    "bridge260401_b200_qwen3_235b_a22b_fp8mx": ("alltoall", False, None, (), (), (8, 8, 1)),
+    "bridge260401_h100_qwen3_235b_a22b_fp8cs": ("alltoall", True, None, (), (), (8, 32, 1)),
+    "bridge2606_gb200_qwen3_235b_a22b_fp8mx": ("hybridep", True, "full_iteration", (), (), (8, 32, 1)),
+    # gpt-oss-120b (V2, global batch 1280)
+    "bridge2602_gb200_gpt_oss_120b_bf16": ("alltoall", False, None, (), LN_ACT, (1, 64, 4)),
+    "bridge2602_b200_gpt_oss_120b_bf16": ("alltoall", False, None, (), LN_ACT, (1, 64, 4)),
+    "bridge2602_h100_gpt_oss_120b_bf16": ("alltoall", False, None, (), LN_ACT, (4, 8, 1)),
+    "bridge260201_gb200_gpt_oss_120b_bf16": ("alltoall", False, None, (), LN_ACT, (1, 64, 4)),
+    "bridge260201_b200_gpt_oss_120b_bf16": ("alltoall", False, None, (), LN_ACT, None),  # tag: ep 64; printed ep 8
+    "bridge260201_h100_gpt_oss_120b_bf16": ("alltoall", False, None, (), LN_ACT, (4, 8, 1)),
+    "bridge2604_gb200_gpt_oss_120b_bf16": ("hybridep", True, None, (), LN_ACT, (1, 64, 4)),
+    "bridge2604_b200_gpt_oss_120b_bf16": ("hybridep", False, None, (), LN_ACT, (1, 8, 4)),
+    "bridge2604_h100_gpt_oss_120b_bf16": ("alltoall", False, None, (), LN_ACT, (4, 8, 1)),
+    "bridge260401_gb200_gpt_oss_120b_bf16": ("alltoall", True, None, (), LN_ACT, (1, 64, 4)),
+    "bridge260401_b200_gpt_oss_120b_bf16": ("alltoall", False, None, (), LN_ACT, (1, 8, 4)),
+    "bridge260401_h100_gpt_oss_120b_bf16": ("alltoall", False, None, (), LN_ACT, (4, 8, 1)),
+    "bridge2606_gb200_gpt_oss_120b_fp8mx": ("hybridep", True, "full_iteration", (), (), (1, 64, 4)),
 }
-# deepseek_llm_pretrain.py and qwen3_llm_pretrain.py at every tag above: grad_reduce_in_fp32 = False,
-# moe_router_force_load_balancing = True
+# deepseek_llm_pretrain.py, qwen3_llm_pretrain.py and gpt_oss_llm_pretrain.py (120B) at every tag
+# above: grad_reduce_in_fp32 = False, moe_router_force_load_balancing = True
 # llama3_llm_pretrain.py / llama31_llm_pretrain.py at every tag above: grad_reduce_in_fp32 = False;
 # tp_comm_overlap = tp > 1 (CommOverlapConfig) except for nvfp4; llama3_workload_base_configs.py:
 # LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_CS_V1/V2 cpu_offloading_num_layers=40, no recompute_modules
@@ -545,7 +572,7 @@ def test_the_moe_recipes_agree_with_the_release_tags():
     """The deciding fields of each checked MoE row's `recipe` equal the release tag's config typed
     above, and the tag's degrees and micro-batch are the row's (where the table prints the tag's)."""
     rows = load("megatron_bridge_releases_moe.yaml")
-    assert set(TAG_RECIPES) <= set(rows)
+    assert set(TAG_RECIPES) == {k for k, e in rows.items() if e["release"] in RELEASE_TAGS}
     for rid, (backend, overlap, graph, scope, modules, layout) in TAG_RECIPES.items():
         entry = rows[rid]
         assert entry["release"] in RELEASE_TAGS, rid
