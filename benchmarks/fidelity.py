@@ -46,6 +46,7 @@ import fsdp_check  # noqa: E402
 import longctx_series  # noqa: E402
 import nemo_check  # noqa: E402
 import public_check  # noqa: E402
+import release_check  # noqa: E402
 import trained_router  # noqa: E402
 from parc import timing  # noqa: E402
 from parc.calibration import (  # noqa: E402
@@ -1133,7 +1134,10 @@ H100, B200 and GB200 (`docs/performance-summary.md`, 25.11 container). Its rows 
 published.yaml's schema into `benchmarks/data/megatron_bridge_25_11.yaml` and evaluated exactly
 as a held-out file would be (`fidelity.py --published`), with the stored constants, compared on
 tokens per second per GPU. The table states neither recomputation nor the network; each row says
-what was assumed (the least recomputation that fits, `published.compiled`).
+what was assumed (the least recomputation that fits, `published.compiled`). The dense Llama rows
+carry what the release's performance recipe states (`recipe`: bf16 gradient reduction, tp overlap
+at tp > 1, on GB200 with Megatron-FSDP no recomputation with activations offloaded), read in the
+main reading as every Bridge row is (the cross-release section below).
 
 @BRIDGE_TABLE@
 
@@ -1614,6 +1618,111 @@ No model constant or term is changed for these rows. The dense calibration (`fid
 unchanged: nothing here is fitted, and the reader's two readings apply only to rows whose notes
 state them.
 
+### The same runs across releases: the hardware or the release?
+
+NeMo 25.02's B200 and 25.04's GB200 rows are predicted fast where Megatron-Bridge 25.11 (the same
+system's later release) is closer (the per-GPU medians below). No term of the model reads the
+release, so one model, layout, batch and GPU published by several releases separates the two. Four
+files are put side by side, each evaluated exactly as a held-out file is and never fitted: NeMo's
+(`nemo_performance.yaml`: 24.07, 25.02, 25.04; `nemo_performance_25_07.yaml`: 25.07 on GB200, from
+the user guide) and Megatron-Bridge's (`megatron_bridge_25_11.yaml`; `megatron_bridge_releases.yaml`:
+25.09, 26.02, 26.02.01, 26.04, 26.04.01, 26.06, each release's table read at the commit that
+published it, the dense Llama rows on GB200, B200 and H100 at FP8 and MXFP8). `release` and
+`published` are facts each row states; nothing predicts from them. `benchmarks/release_check.py`
+writes this subsection; `tests/test_bridge_releases.py` checks the new transcriptions against
+hand-typed figures (tokens/s against each table's TFLOP/s through a hand FLOP count). @RELEASE_N@
+dense rows are evaluated; @RELEASE_SERIES_N@ configurations appear in two releases or more.
+
+One rule reads every row, dense or MoE: every fact a source states that parc has physics for is
+read in the main reading, whichever way it moves the error. NeMo 25.02/25.04's rows state what
+NeMo's recipes set (gradients reduced in bf16; tensor-parallel overlap for the large models) in
+their notes. Each Bridge row (25.11's dense rows and the release files) carries its release's
+performance recipe in a `recipe` block, citing the config and commit (dense: grad_reduce_in_fp32
+False in every release, the userbuffers tp overlap for tp > 1, and on GB200 with Megatron-FSDP at
+FP8-CS no recomputation with activations offloaded to the Grace CPU), read by
+`published.read_recipe`. The column "table alone" reads the same row without its recipe, as the
+table alone states it; rows without a recipe (NeMo's, 25.11's MoE rows) read the same in both.
+25.07's NeMo recipes were not read; its rows keep the defaults.
+
+Per GPU and release, the dense rows:
+
+@RELEASE_BY_GPU@
+
+Each configuration published in two releases or more ("predicted" is tokens/s per GPU as read; the
+configuration's FP8 class groups current scaling with NeMo 25.02's unstated recipe, read as delayed):
+
+@RELEASE_SERIES@
+
+First and last release of each:
+
+@RELEASE_ENDS@
+
+What the series show (computed by `release_check.reading`):
+
+@RELEASE_READING@
+
+**The GB200 FSDP rows offload activations.** Bridge's recipes for Llama 3 70B and 3.1 405B on
+GB200 with Megatron-FSDP at FP8-CS state no recomputation; they offload layers' activations to the
+Grace CPU's memory (`cpu_offloading_num_layers`, in each row's `recipe` with its config's commit).
+The main reading takes the stated recomputation (none); parc models no activation offloading, so
+the offload itself is left free and parc's memory check reports what it finds. The table-alone
+reading charges the least recomputation that fits instead:
+
+@RELEASE_OFFLOAD@
+
+What follows for the hypothesis (computed by `release_check.conclusion`):
+
+@RELEASE_CONCLUSION@
+
+None of the causes left on GB200 (moving offloaded activations to and from the Grace CPU over
+NVLink-C2C, FSDP's gathers at this scale, MXFP8's cost beside per-tensor scaling) is measured by a
+source here, so no term is changed and nothing is fitted on these rows (issue 14, point 3).
+
+### The mixture-of-experts rows across releases
+
+The same tables' MoE rows, transcribed the same way into `megatron_bridge_releases_moe.yaml`
+(Qwen3-30B-A3B, Qwen3-235B-A22B, gpt-oss-120b and DeepSeek-V3 on GB200, B200 and H100 at BF16,
+FP8 and MXFP8, from 25.09 to 26.06; no Llama 4 row is published), beside 25.11's
+(`megatron_bridge_25_11.yaml`) and NeMo's. DeepSeek-V3 is read as `published.yaml`'s DeepSeek-V3
+row is (multi-head latent attention as attention of the published heads, multi-token prediction not
+charged: neither is expressible in a spec; Bridge's own TFLOP/s count the MTP layer, as the test's
+hand count shows); 25.09's GB200 MXFP8 layout (ep 64 over 32 data-parallel
+ranks at tp 1) is refused by the reader. Each row
+also records what its release's performance recipe states (`recipe`: the dispatcher and its
+backend, CUDA graphs and their scope, the ep all-to-all overlap, recomputation, grouped GEMM,
+permute and router fusion, token drop or forced balancing, the gradient-reduction precision, each
+from `scripts/performance` at the row's commit). The reader reads the options parc has physics
+for (`published.read_recipe`): bf16 gradient reduction, tp overlap, the ep overlap
+(`moe_a2a_overlap`, Megatron-Core's `overlap_moe_expert_parallel_comm`), forced balancing, the
+recomputation, and an expert capacity with padded inputs (25.09's token drop) or a full-iteration
+CUDA graph (26.06), either of which keeps the token counts on the GPU (`Software.moe_host_sync`
+off: no host sync charged). HybridEP, TE's partial CUDA graphs and the fused kernels are kept for
+the record; parc has no physics of its own for them. "Error, table alone" reads the row without
+its recipe (the dense rows' second column, the same rule). @RELEASE_MOE_N@ MoE rows are evaluated; @RELEASE_MOE_SERIES_N@
+MoE configurations appear in two releases or more. Nothing is fitted on these rows.
+
+@RELEASE_MOE_SUMMARY@
+
+Per GPU and release, the MoE rows (NeMo's and Megatron-Bridge's):
+
+@RELEASE_MOE_BY_GPU@
+
+Each MoE configuration published in two releases or more:
+
+@RELEASE_MOE_SERIES@
+
+The host check: every MoE row whose recipe states no CUDA graph over its experts (no graph, or
+TE's graphs of attention and the router only) and whose dispatcher reads its token counts on the
+host, predicted with `kernels.HOST_OP_SECONDS` as stored and at two and four times it
+(`Software.host_op_seconds` on a copy of the row: a what-if, `release_check.host_errors`; the
+stored value is not changed):
+
+@RELEASE_MOE_HOST@
+
+What the MoE series show (computed by `release_check.moe_reading`):
+
+@RELEASE_MOE_READING@
+
 ## torch FSDP runs never fitted: llm-foundry's MPT tables
 
 MosaicML's llm-foundry publishes MPT training throughput (`scripts/train/benchmarking/README.md`,
@@ -2089,6 +2198,7 @@ def generate(constants: Constants = DEFAULT) -> str:
         **fsdp_check.section(constants),
         **public_check.section(constants),
         **nemo_check.section(constants),
+        **release_check.section(constants),
         "BOUNDS": ", ".join(f"`{n}` {lo:g}-{hi:g}" for n, (lo, hi) in BOUNDS.items() if n in FITTED_NAMES),
         "START": ", ".join(f"`{n}` {START[n]:g}" for n in FITTED_NAMES),
     }

@@ -401,6 +401,9 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
         layers_rule = f"from {dense_layers}" if dense_layers else "all"
         fields.append(f"experts {experts}, top-k {top_k}, expert-ffn {expert_ffn}, shared-experts {shared}, "
                       f"moe-layers {layers_rule}")
+        factor = m.get("capacity_factor")
+        if isinstance(factor, (int, float)) and factor > 0:
+            fields.append(f"capacity-factor {factor}")
     return "model {\n  " + "\n  ".join(fields) + "\n}", dims
 
 
@@ -663,6 +666,12 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     if ep_overlap:
         notes.append("ep all-to-all overlapped with another micro-batch's computation (stated: 1F1B overlap; "
                      "not expressible in a spec)")
+    # the dispatcher reads each layer's token counts on the host unless the runtime keeps them on
+    # the GPU: inputs padded to a stated capacity, or a CUDA graph over the whole iteration
+    host_sync = not ("pad-expert-input-to-capacity" in compact or "full-iteration-cuda-graph" in compact)
+    if not host_sync:
+        notes.append("no host read of the token counts (stated: experts' inputs padded to capacity or a "
+                     "full-iteration CUDA graph; Software.moe_host_sync off)")
     modules = megatron_modules(entry)
     if modules:
         notes.append(f"Megatron-Core's --recompute-modules {' '.join(modules)} (stated): "
@@ -695,6 +704,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         ep_dispatcher="deepep" if deepep else "all-to-all",
         ep_overlap=ep_overlap,
         ep_node_limit=node_limit,
+        moe_host_sync=host_sync,
     )
     return software, family
 
@@ -915,11 +925,52 @@ def layout_of(lay: dict, gpus: int, notes: list[str]) -> dict:
 # A whole row
 
 
+def read_recipe(entry: dict) -> dict:
+    """A row with the facts its `recipe` states (the framework's performance recipe for the run,
+    megatron_bridge_releases_moe.yaml: Megatron-Bridge's option names and values), put as the
+    words and fields the reader already takes from a source. Only the options parc has physics
+    for are read: bf16 gradient reduction, tp communication overlap, the ep all-to-all overlapped
+    with another micro-batch (`moe_a2a_overlap` sets Megatron-Core's
+    `overlap_moe_expert_parallel_comm`), forced balancing, DeepEP under the flex dispatcher, the
+    recomputation, and an expert capacity with padding (`moe_expert_capacity_factor`,
+    `moe_pad_expert_input_to_capacity`) or a full-iteration CUDA graph, either of which keeps the
+    token counts on the GPU (`Software.moe_host_sync` off). The others (HybridEP, partial CUDA
+    graphs, fused kernels) are kept in the row for the record. A row without `recipe` is unchanged."""
+    r = entry.get("recipe")
+    if not isinstance(r, dict):
+        return entry
+    said = []
+    if r.get("grad_reduce_in_fp32") is False:
+        said.append("grad-reduce-in-bf16 (recipe: grad_reduce_in_fp32 False)")
+    if r.get("tp_comm_overlap"):
+        said.append("tp-comm-overlap (recipe)")
+    if r.get("moe_a2a_overlap"):
+        said.append("overlap-moe-expert-parallel-comm (recipe: moe_a2a_overlap)")
+    if r.get("moe_router_force_load_balancing"):
+        said.append("moe-router-force-load-balancing (recipe)")
+    if r.get("moe_token_dispatcher_type") == "flex" and r.get("moe_flex_dispatcher_backend") == "deepep":
+        said.append("DeepEP under the flex dispatcher (recipe)")
+    if r.get("moe_expert_capacity_factor") and r.get("moe_pad_expert_input_to_capacity"):
+        said.append(f"pad-expert-input-to-capacity (recipe: capacity factor {r['moe_expert_capacity_factor']})")
+    if r.get("cuda_graph_impl") == "full_iteration":
+        said.append("full-iteration-cuda-graph (recipe: cuda_graph_impl full_iteration)")
+    lay, model = dict(entry.get("layout") or {}), dict(entry.get("model") or {})
+    if not lay.get("recompute"):
+        if r.get("recompute_modules"):
+            lay["recompute"] = "--recompute-modules " + " ".join(r["recompute_modules"])
+        elif r.get("recompute") == "none" or r.get("recompute_modules") == []:
+            lay["recompute"] = "none (recipe)"
+    if r.get("moe_expert_capacity_factor") and "capacity_factor" not in model:
+        model["capacity_factor"] = r["moe_expert_capacity_factor"]
+    notes = "; ".join(str(x) for x in (entry.get("notes"), ", ".join(said)) if x)
+    return dict(entry, notes=notes or None, layout=lay, model=model)
+
+
 def row_spec(entry: dict, others: list[dict] = ()) -> Run | Skipped:
     """The .par text of one published run, with the facts it had to assume; never raises.
     `others`, the rest of the file, may lend a missing global batch (`sibling_micro_batches`)."""
     try:
-        return _row_spec(entry, others)
+        return _row_spec(read_recipe(entry), others)
     except Unusable as e:
         return Skipped(str(entry.get("id", "?")), str(e))
     except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError) as e:
@@ -1127,6 +1178,22 @@ def note_stated_attention_kernel(software: timing.Software, run: Run) -> None:
         run.assumptions.append(TRITON_NOTE)
 
 
+TARGET_STATES = ("attention", "selective", "tp_overlap", "kernels", "fp8", "context_parallel", "grad_bytes")
+"""The `Software` fields a spec's `target` statement states (`targets.software_of`); every other
+field is a fact of the row (its fp8 recipe, routing, dispatcher, dp runtime, host sync, and any field
+added later) and is carried through `compiled` untouched."""
+
+
+def software_compiled(row: timing.Software, target: timing.Software) -> timing.Software:
+    """The row's software with the fields its compiled `target` states taken from the target: built
+    from the row's (`dataclasses.replace`), so that a field no target states is never lost. A
+    `modules:` recomputation list is the row's own (a target names only the policy's family)."""
+    stated = {f: getattr(target, f) for f in TARGET_STATES}
+    if row.selective.startswith("modules:"):
+        stated["selective"] = row.selective
+    return replace(row, **stated)
+
+
 def compiled(run: Run) -> Run | Skipped:
     """The run's spec through parc's front end and checks. A run that ran fitted in memory: where
     the row does not state its recomputation and none would not fit as its runtime keeps memory
@@ -1152,12 +1219,7 @@ def compiled(run: Run) -> Run | Skipped:
         # no spec states
         software = targets.software_of(result.plan)
         note_stated_attention_kernel(software, run)
-        run.software = replace(software, balanced_routing=run.software.balanced_routing,
-                               selective=run.software.selective if run.software.selective.startswith("modules:")
-                               else software.selective,
-                               ep_dispatcher=run.software.ep_dispatcher, ep_overlap=run.software.ep_overlap,
-                               ep_node_limit=run.software.ep_node_limit, fp8_scaling=run.software.fp8_scaling,
-                               dp_runtime=run.software.dp_runtime)
+        run.software = software_compiled(run.software, software)
         runtime = targets.memory_runtime(result.plan.target)
         if not run.recompute_stated and not fits_memory(result.plan, runtime):
             found = least_recompute_that_fits(run.spec, result.plan, runtime, compile_spec)

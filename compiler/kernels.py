@@ -311,18 +311,19 @@ def expert_quantize_launches(local: int, recipe: str) -> int:
     return 2 * split_quantize_launches(local, recipe) + pad
 
 
-def host_paced_seconds(ops: int, gpu_seconds: float) -> float:
+def host_paced_seconds(ops: int, gpu_seconds: float, op_seconds: float = HOST_OP_SECONDS) -> float:
     """GPU time lost where the host issues a stretch of work more slowly than the GPU runs it.
 
     With no synchronisation in the stretch the host may run ahead of the GPU, but only as far as
     it is faster: where its `ops x HOST_OP_SECONDS` exceeds the GPU's `gpu_seconds` for the same
     kernels the stretch takes the host's time, max(host, GPU), and the difference is idle GPU
     time. A MoE layer's backward is such a stretch (no device-to-host read: the split sizes are
-    already on the host) that starts with the queue drained by the forward's syncs."""
-    return max(0.0, ops * HOST_OP_SECONDS - gpu_seconds)
+    already on the host) that starts with the queue drained by the forward's syncs. `op_seconds`:
+    the host's time per op (`Software.host_op_seconds`, `HOST_OP_SECONDS` unless a what-if says)."""
+    return max(0.0, ops * op_seconds - gpu_seconds)
 
 
-def host_stall_seconds(ops: int, gpu_seconds: float) -> float:
+def host_stall_seconds(ops: int, gpu_seconds: float, op_seconds: float = HOST_OP_SECONDS) -> float:
     """GPU time lost to one host synchronisation in a MoE layer's forward.
 
     After the sync the GPU's queue is empty: it waits out the round trip, then runs only as fast
@@ -330,7 +331,7 @@ def host_stall_seconds(ops: int, gpu_seconds: float) -> float:
     The host needs `ops x HOST_OP_SECONDS`; where that exceeds the GPU's own `gpu_seconds` for
     those kernels (small experts: many short kernels), the difference is idle GPU time. Large
     experts' GEMMs outlast the launches and only the round trip shows."""
-    return HOST_SYNC_SECONDS + max(0.0, ops * HOST_OP_SECONDS - gpu_seconds)
+    return HOST_SYNC_SECONDS + max(0.0, ops * op_seconds - gpu_seconds)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -435,6 +435,11 @@ class Software:
     """The dispatch and combine of one micro-batch run under another micro-batch's computation:
     Megatron-Core's 1F1B all-to-all overlap (`--overlap-moe-expert-parallel-comm`, Megatron-Bridge's
     `moe_a2a_overlap`); DualPipe-V does the same by its schedule (`dualpipe-v`)."""
+    host_op_seconds: float = kernel_model.HOST_OP_SECONDS
+    """The host's time to issue one eager op where a MoE layer's host sync or pacing is charged
+    (`kernels.host_stall_seconds`, `host_paced_seconds`): the stored `kernels.HOST_OP_SECONDS`
+    everywhere parc predicts; a parameter so that a what-if (benchmarks/release_check.py's host
+    check) can evaluate a row at another value without changing the module's constant."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -1612,9 +1617,10 @@ def dispatched(w: Work, shape: Shape, hw: Hardware, sw: Software) -> Work:
     if sw.moe_host_sync:
         # the dispatcher's read of the token counts drains the GPU once per forward; the backward
         # starts drained and runs at the slower of the host's launches and the GPU's kernels
-        stall = kernel_model.host_stall_seconds(w.launches_f + kernel_model.DISPATCHER_OPS, w.forward)
+        stall = kernel_model.host_stall_seconds(w.launches_f + kernel_model.DISPATCHER_OPS, w.forward,
+                                                sw.host_op_seconds)
         paced = kernel_model.host_paced_seconds(w.launches_b + kernel_model.DISPATCHER_BACKWARD_OPS,
-                                                w.backward_input + w.backward_weight)
+                                                w.backward_input + w.backward_weight, sw.host_op_seconds)
         w = replace(w, memory_f=w.memory_f + stall, memory_b=w.memory_b + paced)
     return w
 
