@@ -117,7 +117,8 @@ def test_sets_of_pipelines_rank_and_count_as_groups_bounded_one_by_one(path):
     assert a.pruned == b.pruned and a.bounded + a.out_of_memory == b.bounded + b.out_of_memory
     assert a.out_of_memory >= b.out_of_memory
     assert fast.smallest_peak == plain.smallest_peak
-    assert plain.stats.group_bounds == plain.stats.groups
+    # every group the degrees' memory floor leaves is bounded on its own (`Engine._degrees_floor`)
+    assert plain.stats.group_bounds == plain.stats.bound_evaluations <= plain.stats.groups
     if "llama3-70b-search" not in path:  # its schedule is written: one pipeline per pp
         assert fast.stats.pipe_set_bounds and fast.stats.group_bounds < plain.stats.group_bounds
 
@@ -667,3 +668,150 @@ def test_walked_peak_is_the_weighted_walks_largest_sum():
                 weighted_peak(schedule, pp, v, m, rank, *moved)[0], (schedule, pp, v, m, rank, moved)
         checked += 1
     assert checked > 200
+
+
+def _all_groups_of(text: str):
+    """`_groups_of`, with the groups of the degrees the degrees' memory floor set aside too:
+    (engine, scanned groups, set-aside groups)."""
+    from parc.search.engine import Stats
+
+    engine, groups = _groups_of(text)
+    aside = [g for item, pipes, canonical, splits in engine._skipped
+             for g in engine._list_groups(item, pipes, canonical, splits, 0, 1, 1, Stats())]
+    return engine, groups, aside
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_SPACES))
+def test_the_degrees_floor_is_at_most_the_family_floor_of_every_group_of_its_degrees(name):
+    """`Engine._degrees_floor` sets a degree assignment's groups aside, unbounded, when it exceeds
+    the usable memory: over random degree assignments of four spaces (pp 1 included, where the
+    layers' floor is new), it must be at most the family floor (`_first_floor` at the smallest
+    micro-batch, checked against the memory model's plain sums) of every group of every valid
+    pipeline, sequence parallelism and recomputation of those degrees, and, pipelined, equal to
+    the least of their pipelines' floors. Both kinds of degrees must occur (some set aside, some
+    not) in the spaces that have them, and every group set aside must be out of memory by its
+    own first floor."""
+    from parc.memory.model import first_backward_floors, rank_params, rank_signatures
+
+    engine, groups, aside = _all_groups_of(BOUND_SPACES[name])
+    by_item: dict[int, list] = {}
+    for g in groups + aside:
+        by_item.setdefault(g[0].index, []).append(g)
+    rng = random.Random(name)
+    deep = [i for i in sorted(by_item) if by_item[i][0][0].degrees.get("pp", 1) > 1]
+    flat = [i for i in sorted(by_item) if by_item[i][0][0].degrees.get("pp", 1) == 1]
+    sample = rng.sample(deep, min(len(deep), 20)) + rng.sample(flat, min(len(flat), 10))
+    checked = pipelined = 0
+    for index in sample:
+        item = by_item[index][0][0]
+        floor = item.opt_cache["degrees floor"]
+        families = []
+        pairs = set()
+        for _, name_, v, _, m, sp, recompute in by_item[index]:
+            pairs.add((sp, recompute))
+            k = engine._knobs(item, name_, v, engine.space.micro[0], m, sp, recompute)
+            held = first_backward_floors(engine.shape, k)
+            params = rank_params(engine.shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)
+            plain = max(held[mine] + engine._least_states(item, k, rp.params)
+                        for mine, rp in zip(rank_signatures(engine.shape, k.pp, v, name_, k.split), params,
+                                            strict=True))
+            assert engine._family_floor((item, name_, v, None, m, sp, recompute)) == plain
+            families.append(plain)
+            checked += 1
+        assert floor <= min(families), (name, item.degrees, item.ep, floor, min(families))
+        if item.degrees.get("pp", 1) > 1:
+            pipelined += 1
+            assert floor == min(engine._pipelines_floor((item, None, None, None, None, sp, recompute))
+                                for sp, recompute in pairs)
+    assert checked > 30 and (pipelined or not deep)
+    for g in rng.sample(aside, min(len(aside), 40)):
+        assert engine._first_floor(engine._knobs(*g), g[0]) > engine.usable
+    if name in ("gpt3-175b", "mixtral-ep-over-dp-cp"):
+        assert aside and groups
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_SPACES))
+def test_the_least_states_over_fewer_shardings_are_the_least_over_every_sharding(name):
+    """`least_state_shardings` leaves hsdp out where zero3 is there: the least
+    `memory.model.state_bytes` over what is left must equal the least over every sharding of the
+    group (`_group_shardings`), for the parameters of every rank of random pipelines of random
+    degree assignments (dp with many divisors, pp 1 and deeper, MoE with an expert grid)."""
+    from parc.memory.model import rank_params, state_bytes
+
+    engine, groups, aside = _all_groups_of(BOUND_SPACES[name])
+    rng = random.Random(name)
+    checked = with_hsdp = 0
+    for g in rng.sample(groups + aside, min(len(groups + aside), 80)):
+        item = g[0]
+        k = engine._knobs(*g)
+        shardings = engine._group_shardings(item, k)
+        with_hsdp += any(s == "hsdp" for s, _ in shardings)
+        for rp in rank_params(engine.shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime):
+            plain = min(state_bytes(rp.params, ks, (ks.dense_shard_group, ks.expert_shard_group)
+                                    if ks.sharding != "none" else (1, 1))
+                        for ks in (engine._with_sharding(k, *s) for s in shardings))
+            assert engine._least_states(item, k, rp.params) == plain, (item.degrees, g[1:], rp.params)
+            checked += 1
+    assert checked >= 80 and with_hsdp
+
+
+def _plain_list_groups(engine, item, pipes, canonical_pipe, splits, e0304, orders_raw, shard_raw, stats):
+    """The engine's group listing as it was written before `_list_groups` (one loop per
+    pipeline, micro-batch and sequence parallelism, each rule checked in it)."""
+    from parc.search.space import SEQUENCE_PARALLEL
+
+    space = engine.space
+    n_sp, n_rec = len(space.sequence_parallel), len(space.recompute)
+    pp, tp = item.degrees.get("pp", 1), item.degrees.get("tp", 1)
+    below_order = n_rec * shard_raw
+    n_orders_valid = len(item.orders) * item.order_weight
+    valid_here = n_orders_valid * len(item.shardings)
+    folded_shardings = n_orders_valid * (len(item.shardings) - 1) if item.single_rank and space.sharding_open else 0
+    out = []
+    for kind, v in pipes:
+        merged_pipe = pp == 1 and (kind, v) != canonical_pipe
+        for micro in space.micro:
+            m, problem = engine._micro_problem(item.batch_degree, pp, kind, micro)
+            if problem:
+                stats.pruned[problem] += n_sp * orders_raw * below_order
+                continue
+            for sp in space.sequence_parallel:
+                if not splits[sp]:
+                    stats.pruned["E0331"] += orders_raw * below_order
+                    continue
+                stats.pruned["E0304"] += e0304 * below_order
+                merged_sp = tp == 1 and len(space.sequence_parallel) > 1 and sp != SEQUENCE_PARALLEL[0]
+                if merged_pipe or merged_sp:
+                    stats.merged += valid_here * n_rec
+                    continue
+                for recompute in space.recompute:
+                    stats.merged += folded_shardings
+                    out.append((item, kind, v, micro, m, sp, recompute))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_SPACES))
+def test_the_group_listing_is_the_plain_loops(name):
+    """`Engine._list_groups` computes the micro-batch rules once per schedule and counts what
+    the rules reject or fold per pipeline: the same groups in the same order (the index breaks
+    ties between equal bounds) and the same statistics as the plain loop it replaces, run as
+    the engine's listing on the same space."""
+    from parc.search import engine as search_engine
+
+    engine, groups, aside = _all_groups_of(BOUND_SPACES[name])
+
+    class Plain(search_engine.Engine):
+        def _list_groups(self, *args):
+            return _plain_list_groups(self, *args)
+
+    original = search_engine.Engine
+    try:
+        search_engine.Engine = Plain
+        plain, plain_groups, plain_aside = _all_groups_of(BOUND_SPACES[name])
+    finally:
+        search_engine.Engine = original
+    assert groups
+    key = [(g[0].index,) + g[1:] for g in groups]
+    assert key == [(g[0].index,) + g[1:] for g in plain_groups]
+    assert [(g[0].index,) + g[1:] for g in aside] == [(g[0].index,) + g[1:] for g in plain_aside]
+    assert engine.stats == plain.stats and engine.stats.as_json() == plain.stats.as_json()  # zero counts too

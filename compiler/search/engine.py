@@ -90,6 +90,7 @@ NO_NIC = (0.0, 0.0)
 BOUND_SLACK = 1e-9
 """A group is skipped when its bound exceeds the N-th best step by more than this fraction, so
 floating-point rounding in the bound's sums can never drop a candidate that ties."""
+WITH_STATES = True
 MAX_GROUPS = 600_000
 """Most groups one search keeps (about 150 MB with what they share): beyond, the space is too large (E0503)."""
 MAX_DEGREE_TUPLES = 2_000_000
@@ -134,7 +135,8 @@ class Stats:
     groups: int = 0
     bound_evaluations: int = 0
     """Groups bounded before the scan, each by its own bound (`Engine.bound`) or with the other
-    pipelines of its layout by theirs (`Engine.pipes_bound`): every group."""
+    pipelines of its layout by theirs (`Engine.pipes_bound`): every group but those of degrees
+    whose memory floor does not fit (`Engine._degrees_floor`, counted out of memory unbounded)."""
     group_bounds: int = 0
     """Of which groups bounded on their own (a set's groups when the set came out)."""
     pipe_set_bounds: int = 0
@@ -262,6 +264,8 @@ class Engine:
         self._tp_problems: dict[int, str | None] = {}
         self._pipe_classes: dict[tuple, int] = {}  # (pp, schedule, v) -> `_pipeline_class`
         self._pipe_class_ids: dict[tuple, int] = {}
+        self._floor_pieces: dict[tuple, tuple] = {}  # `_layer_floor_pieces`
+        self._skipped: list[tuple] = []  # groups of degrees whose floor does not fit (`run`)
         self.pipe_sets = train.recompute_layers is None
         """Whether groups that differ only in their pipeline enter the scan as one set at
         `pipes_bound` (not with `full N`: its recomputed layers per rank follow the chunking)."""
@@ -482,6 +486,8 @@ class Engine:
         n_micro, n_sp, n_rec = len(space.micro), len(space.sequence_parallel), len(space.recompute)
         orders_raw = math.factorial(len(space.axes)) if space.order_open else 1
         shard_raws: dict[int, int] = {}  # per dp: the raw shardings (every mode, every hsdp split)
+        skipped: list[tuple] = []  # degrees whose groups do not fit (`_degrees_floor`), to list again
+        n_skipped = 0  # their groups
         for degrees, ep in self._factorisations():
             tuples += 1
             if tuples > MAX_DEGREE_TUPLES:
@@ -507,7 +513,6 @@ class Engine:
             item = _Degrees(tuples, degrees, ep, dp * (degrees.get("ep", 1) if self.ep_axis else 1))
             self._orders(item)
             tp, cp = degrees.get("tp", 1), degrees.get("cp", 1)
-            below_order = n_rec * shard_raw
             e0304 = (len(space.orders(degrees)) - len(item.orders)) * item.order_weight
             if not item.orders:
                 stats.pruned["E0304"] += len(pipes) * n_micro * n_sp * orders_raw * n_rec * shard_raw
@@ -517,45 +522,76 @@ class Engine:
             # the replicas depend on the degrees only: any pipeline and micro-batch will do
             item.single_rank = is_single_rank(self._knobs(item, *canonical_pipe, space.micro[0], 1, True, "none"),
                                               bool(self.shape.moe))
-            single_rank = item.single_rank
-            n_orders_valid = len(item.orders) * item.order_weight
-            # what depends on fewer of the loops' values than the loops, once per degrees
-            micro_problems: dict[tuple[str, int], tuple] = {}  # per (schedule, micro): every v alike
             splits = {sp: rules.local_sequence_splits(self.seq, cp, tp, sp) for sp in space.sequence_parallel}
-            valid_here = n_orders_valid * len(item.shardings)
-            folded_shardings = n_orders_valid * (len(item.shardings) - 1) if single_rank and space.sharding_open else 0
-            for schedule, v in pipes:
-                merged_pipe = pp == 1 and (schedule, v) != canonical_pipe
-                for micro in space.micro:
-                    found = micro_problems.get((schedule, micro))
-                    if found is None:
-                        found = micro_problems[(schedule, micro)] = self._micro_problem(
-                            item.batch_degree, pp, schedule, micro)
-                    m, problem = found
-                    if problem:
-                        stats.pruned[problem] += n_sp * orders_raw * below_order
-                        continue
-                    for sp in space.sequence_parallel:
-                        if not splits[sp]:
-                            stats.pruned["E0331"] += orders_raw * below_order
-                            continue
-                        stats.pruned["E0304"] += e0304 * below_order
-                        merged_sp = tp == 1 and len(space.sequence_parallel) > 1 and sp != SEQUENCE_PARALLEL[0]
-                        if merged_pipe or merged_sp:
-                            stats.merged += valid_here * n_rec
-                            continue
-                        if len(groups) + n_rec <= MAX_GROUPS:  # the common case, in one step
-                            stats.merged += folded_shardings * n_rec
-                            groups.extend([(item, schedule, v, micro, m, sp, recompute)
-                                           for recompute in space.recompute])
-                            continue
-                        for recompute in space.recompute:
-                            stats.merged += folded_shardings
-                            groups.append((item, schedule, v, micro, m, sp, recompute))
-                            if len(groups) > MAX_GROUPS:
-                                raise SpaceTooLarge("groups", len(groups), MAX_GROUPS, stats)
-        stats.groups = len(groups)
+            # degrees whose every candidate's memory floor exceeds the part: their groups are
+            # counted out of memory and never bounded (kept aside for "each needs at least")
+            out = self._degrees_floor(item, [sp for sp in space.sequence_parallel if splits[sp]]) > self.usable
+            listed = self._list_groups(item, pipes, canonical_pipe, splits, e0304, orders_raw, shard_raw, stats)
+            if len(groups) + n_skipped + len(listed) > MAX_GROUPS:
+                raise SpaceTooLarge("groups", MAX_GROUPS + 1, MAX_GROUPS, stats)
+            if out:
+                if listed:
+                    stats.out_of_memory += self._group_size(listed[0]) * len(listed)
+                    skipped.append((item, pipes, canonical_pipe, splits))
+                    n_skipped += len(listed)
+                continue
+            groups.extend(listed)
+        self._skipped = skipped
+        stats.groups = len(groups) + n_skipped
         return self._scan(groups)
+
+    def _list_groups(self, item: _Degrees, pipes: list, canonical_pipe: tuple, splits: dict, e0304: int,
+                     orders_raw: int, shard_raw: int, stats: Stats) -> list[tuple]:
+        """The groups of one degree assignment, in the scan's order (pipeline, micro-batch,
+        sequence parallelism, recomputation: the index breaks ties between equal bounds), and
+        the counts of what its rules reject or fold (`stats`). What depends on fewer of the
+        loops' values than the loops is computed once: the micro-batch rules per schedule (every
+        virtual-stage count alike), the sequence splits per degrees."""
+        space = self.space
+        n_sp, n_rec = len(space.sequence_parallel), len(space.recompute)
+        recomputes = space.recompute
+        pruned = stats.pruned
+        pp, tp = item.degrees.get("pp", 1), item.degrees.get("tp", 1)
+        below_order = n_rec * shard_raw
+        n_orders_valid = len(item.orders) * item.order_weight
+        valid_here = n_orders_valid * len(item.shardings)
+        folded = n_orders_valid * (len(item.shardings) - 1) if item.single_rank and space.sharding_open else 0
+        good_sp = [sp for sp in space.sequence_parallel if splits[sp]]
+        bad_sp = n_sp - len(good_sp)
+        # tp 1: sequence parallelism means nothing, every value but the first is folded into it
+        kept_sp = [sp for sp in good_sp if not (tp == 1 and n_sp > 1 and sp != SEQUENCE_PARALLEL[0])]
+        merged_sp = len(good_sp) - len(kept_sp)
+        per_schedule: dict[str, tuple] = {}  # schedule -> (its valid (micro-batch, micro-batches per step),
+        #                                       the first rule each other micro-batch fails)
+        listed: list[tuple] = []
+        for schedule, v in pipes:
+            found = per_schedule.get(schedule)
+            if found is None:
+                valid, problems = [], []
+                for micro in space.micro:
+                    m, problem = self._micro_problem(item.batch_degree, pp, schedule, micro)
+                    if problem:
+                        problems.append(problem)
+                    else:
+                        valid.append((micro, m))
+                found = per_schedule[schedule] = (valid, problems)
+            valid, problems = found
+            for problem in problems:
+                pruned[problem] += n_sp * orders_raw * below_order
+            n_valid = len(valid)
+            if not n_valid:
+                continue
+            if bad_sp:
+                pruned["E0331"] += n_valid * bad_sp * orders_raw * below_order
+            if good_sp:  # (counted even when none: the count's entry exists as it always did)
+                pruned["E0304"] += n_valid * len(good_sp) * e0304 * below_order
+            if pp == 1 and (schedule, v) != canonical_pipe:  # one pipeline stands for every one
+                stats.merged += n_valid * len(good_sp) * valid_here * n_rec
+                continue
+            stats.merged += n_valid * (merged_sp * valid_here + len(kept_sp) * folded) * n_rec
+            listed += [(item, schedule, v, micro, m, sp, recompute) for micro, m in valid
+                       for sp in kept_sp for recompute in recomputes]
+        return listed
 
     # -----------------------------------------------------------------------------------------
     # Bounds and evaluation
@@ -1117,6 +1153,12 @@ class Engine:
         if not self.best:  # "each needs at least": the least of their own floors, as without families
             for group in unnoted:
                 self._note_smallest(self._quick_floor(self._knobs(*group), group[0]))
+            # and of the degrees that did not fit: with no ceiling each of their groups would have
+            # come out and been noted so; under a ceiling, the degrees' floor (cheaper, a floor)
+            for group in [g for item, pipes, canonical, splits in self._skipped
+                          for g in self._list_groups(item, pipes, canonical, splits, 0, 1, 1, Stats())]:
+                self._note_smallest(self._quick_floor(self._knobs(*group), group[0]) if self.ceiling == math.inf
+                                    else group[0].opt_cache["degrees floor"])
         if self.progress is not None:
             self.progress(2 * total, 2 * total)
         return Outcome(found=self.best, stats=stats, smallest_peak=self.smallest_peak, usable_bytes=self.usable)
@@ -1203,7 +1245,7 @@ class Engine:
         """The least `memory.model.state_bytes` of `params` over the group's shardings: it reads
         the parameters, the sharding and its groups, pp, the optimizer and the precision, so it
         is kept with the degrees per parameters (ranks holding the same parameters hold the same
-        states, in every pipeline)."""
+        states, in every pipeline). hsdp never holds less than zero3 (`least_state_shardings`)."""
         least = item.opt_cache.get("least states")
         if least is None:
             least = item.opt_cache["least states"] = {}
@@ -1211,7 +1253,7 @@ class Engine:
         if cached is None:
             shardings = item.opt_cache.get("state shardings")
             if shardings is None:
-                knobs = [self._with_sharding(k, *s) for s in self._group_shardings(item, k)]
+                knobs = [self._with_sharding(k, *s) for s in least_state_shardings(self._group_shardings(item, k))]
                 shardings = item.opt_cache["state shardings"] = [
                     (ks, (ks.dense_shard_group, ks.expert_shard_group) if ks.sharding != "none" else (1, 1))
                     for ks in knobs]
@@ -1278,45 +1320,107 @@ class Engine:
         rank), so the largest is at least their mean. Zero outside the plain recomputation
         modes (`full N` recomputes by position in the chunk) and parc's runtime, and without
         pipelining (one pipeline, whose family floor is as cheap)."""
-        item, schedule, v, _, _, sp, recompute = group
+        item, _, _, _, _, sp, recompute = group
         key = ("pipelines", sp, recompute)
         cached = item.opt_cache.get(key)
         if cached is not None:
             return cached
-        shape, fixed = self.shape, self.fixed
-        if fixed["recompute_layers"] is not None or self.runtime != "torch" or item.degrees.get("pp", 1) == 1:
+        if not self._layers_floor_applies() or item.degrees.get("pp", 1) == 1:
             item.opt_cache[key] = 0
             return 0
         self.stats.memory_evaluations += 1
+        cached = item.opt_cache[key] = self._layers_floor(item, sp, recompute)
+        return cached
+
+    def _layers_floor_applies(self) -> bool:
+        """The floors by layer counts (`_layers_floor`) hold in parc's runtime under the plain
+        recomputation modes (`full N` recomputes by position in the chunk)."""
+        return self.fixed["recompute_layers"] is None and self.runtime == "torch"
+
+    def _layers_floor(self, item: _Degrees, sp: bool, recompute: str, with_states: bool = True) -> int:
+        """`_pipelines_floor`'s value (see there), for pp 1 too (one rank holding every layer):
+        the busiest rank's sure layers' saved activations, the rest's at the least of a layer
+        kind, the largest working set of a layer it surely holds and the least model states of
+        those layers' parameters (`_least_layer_states`), or the ranks' mean of the whole
+        model's saved activations, whichever is larger. The per-layer pieces depend on neither
+        pp nor dp (`_layer_floor_pieces`), the states not on sequence parallelism nor the
+        recomputation: each is computed once and shared."""
         d = item.degrees
         tp, cp, pp = d.get("tp", 1), d.get("cp", 1), d.get("pp", 1)
-        ep = item.ep if shape.moe else 1
-        ak = activation_knobs(tp, sp, cp, fixed["cp_flavour"], self.seq, self.space.micro[0], self.runtime,
-                              ep, fixed["precision"])
-        # one layer of each kind as a chunk of its own: its saved activations and its working
-        # set, the least of the latter with and without the backward releasing (the schedules')
-        pieces = [[_chunk_activations(shape, ak, (1, False, False, shape.moe.index(moe) if shape.moe else 0),
-                                      recompute, None, True, released) for released in (True, False)]
-                  for moe, _ in self._layer_counts]
-        saved = [each[0].activations.saved for each in pieces]
-        working = [min(p.working for p in each) for each in pieces]
-        params = [layer_params(shape, tp, item.ep, moe) for moe, _ in self._layer_counts]
-        n = -(-shape.layers // pp)
-        # of the busiest rank's n layers or more, at least n less the other kind's layers are of
-        # each kind; the rest of either kind
-        sure = [max(0, n - (shape.layers - count)) for _, count in self._layer_counts]
-        rest = n - sum(sure)
-        least = Params(*(sum(c * getattr(p, name) for c, p in zip(sure, params, strict=True))
-                         + rest * min(getattr(p, name) for p in params) for name in ("linear", "other", "expert")))
-        k = self._knobs(item, schedule, v, self.space.micro[0], 1, sp, recompute)
+        saved, working, whole = self._layer_floor_pieces(tp, sp, cp, item.ep, recompute)
+        sure, rest, states = self._least_layer_states(item, pp, with_states)
         busiest = (sum(c * a for c, a in zip(sure, saved, strict=True)) + rest * min(saved)
-                   + max([w for c, w in zip(sure, working, strict=True) if c] or [min(working)])
-                   + self._least_states(item, k, least))
-        whole = sum(count * s for (_, count), s in zip(self._layer_counts, saved, strict=True))
-        whole += act.embedding_activations(shape, ak) + act.output_activations(
-            shape, ak, padded_vocab(shape.vocab, tp, self.runtime))
-        cached = item.opt_cache[key] = max(busiest, -(-whole // pp))
-        return cached
+                   + max([w for c, w in zip(sure, working, strict=True) if c] or [min(working)]) + states)
+        return max(busiest, -(-whole // pp))
+
+    def _layer_floor_pieces(self, tp: int, sp: bool, cp: int, ep: int, recompute: str) -> tuple:
+        """Per layer kind (dense, MoE) one layer's saved activations and least working set (with
+        and without the backward releasing a micro-batch's tensors: the schedules' least), each
+        as a chunk of its own at the space's smallest micro-batch, and the whole model's saved
+        activations (every layer, the embedding and the output layer): what `_layers_floor`
+        reads of the activations, kept per (tp, sequence parallelism, cp, ep, recomputation)."""
+        key = (tp, sp, cp, ep, recompute)
+        found = self._floor_pieces.get(key)
+        if found is None:
+            shape, fixed = self.shape, self.fixed
+            ak = activation_knobs(tp, sp, cp, fixed["cp_flavour"], self.seq, self.space.micro[0], self.runtime,
+                                  ep if shape.moe else 1, fixed["precision"])
+            pieces = [[_chunk_activations(shape, ak, (1, False, False, shape.moe.index(moe) if shape.moe else 0),
+                                          recompute, None, True, released) for released in (True, False)]
+                      for moe, _ in self._layer_counts]
+            saved = tuple(each[0].activations.saved for each in pieces)
+            working = tuple(min(p.working for p in each) for each in pieces)
+            whole = sum(count * s for (_, count), s in zip(self._layer_counts, saved, strict=True))
+            whole += act.embedding_activations(shape, ak) + act.output_activations(
+                shape, ak, padded_vocab(shape.vocab, tp, self.runtime))
+            found = self._floor_pieces[key] = (saved, working, whole)
+        return found
+
+    def _least_layer_states(self, item: _Degrees, pp: int, with_states: bool = True) -> tuple:
+        """(sure layers of each kind, the rest, their least model states) of the busiest rank:
+        of its n = ceil(layers / pp) layers or more, at least n less the other kind's layers are
+        of each kind, the rest of either; the least states (`_least_states`) of their
+        parameters, each of the rest at the least of a layer kind (componentwise). Kept with the
+        degrees (it reads neither sequence parallelism nor the recomputation)."""
+        found = item.opt_cache.get("layer states")
+        if found is None and not with_states:
+            found = item.opt_cache.get("layer counts")
+        if found is None:
+            shape = self.shape
+            params = [layer_params(shape, item.degrees.get("tp", 1), item.ep, moe) for moe, _ in self._layer_counts]
+            n = -(-shape.layers // pp)
+            sure = [max(0, n - (shape.layers - count)) for _, count in self._layer_counts]
+            rest = n - sum(sure)
+            least = Params(*(sum(c * getattr(p, name) for c, p in zip(sure, params, strict=True))
+                             + rest * min(getattr(p, name) for p in params) for name in ("linear", "other", "expert")))
+            if not with_states:
+                found = item.opt_cache["layer counts"] = (sure, rest, 0)
+                return found
+            k = self._knobs(item, "1f1b", 1, self.space.micro[0], 1, False, "none")
+            found = item.opt_cache["layer states"] = (sure, rest, self._least_states(item, k, least))
+        return found
+
+    def _degrees_floor(self, item: _Degrees, sequence_parallel: list[bool]) -> int:
+        """A floor on the memory of every candidate of these degrees, whatever its pipeline,
+        micro-batch, sequence parallelism (of `sequence_parallel`, those that split the
+        sequence), recomputation and sharding: the least `_layers_floor` over sequence
+        parallelism and recomputation (each at most the family floor of every pipeline: see
+        `_pipelines_floor`, which holds for pp 1 too). When it exceeds the usable memory, the
+        degrees' groups are never bounded (`run`); else the pipelines' floors it computed are
+        kept for the scan (pp > 1). Zero where the layers' floors do not hold."""
+        if not self._layers_floor_applies():
+            return 0
+        self.stats.memory_evaluations += 1
+        pipelined = item.degrees.get("pp", 1) > 1
+        least = math.inf
+        for sp in sequence_parallel:
+            for recompute in self.space.recompute:
+                floor = self._layers_floor(item, sp, recompute, WITH_STATES)
+                if pipelined and WITH_STATES:
+                    item.opt_cache[("pipelines", sp, recompute)] = floor
+                least = min(least, floor)
+        item.opt_cache["degrees floor"] = least
+        return least
 
     def _family_floor(self, group) -> int:
         """A floor on the memory of every group that differs from this one only in its
@@ -1404,6 +1508,20 @@ class Engine:
         self.best.insert(bisect.bisect(keys, found.rank_key), found)
         del self.best[self.keep:]
         return min(self.ceiling, self.best[-1].step if len(self.best) >= self.keep else math.inf)
+
+
+def least_state_shardings(shardings: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The shardings among which the least `memory.model.state_bytes` of any parameters lies:
+    every hsdp R x S is left out where zero3 is there. Both take `state_bytes`'s sharded branch
+    with the same gradients and the same gathered compute copy (`keeps_gathered` reads pp and
+    not the shard), and hsdp splits the dense and the expert states over at most zero3's groups
+    (S x the dense replicas / dp <= the dense replicas; the expert replicas x S / dp, or all of
+    them with an expert grid, <= the expert replicas): each rounded term only grows as its
+    group shrinks. Exact, not a floor (tests/test_search_speed_exact.py compares the least with
+    the least over every sharding)."""
+    if ("zero3", 0) not in shardings:
+        return shardings
+    return [s for s in shardings if s[0] != "hsdp"]
 
 
 def is_single_rank(k: Knobs, moe: bool) -> bool:
