@@ -90,7 +90,6 @@ NO_NIC = (0.0, 0.0)
 BOUND_SLACK = 1e-9
 """A group is skipped when its bound exceeds the N-th best step by more than this fraction, so
 floating-point rounding in the bound's sums can never drop a candidate that ties."""
-WITH_STATES = True
 MAX_GROUPS = 600_000
 """Most groups one search keeps (about 150 MB with what they share): beyond, the space is too large (E0503)."""
 MAX_DEGREE_TUPLES = 2_000_000
@@ -926,14 +925,18 @@ class Engine:
         layer of a chunk is recomputed alike (`pipe_sets`)."""
         d = item.degrees
         tp, pp = d.get("tp", 1), d.get("pp", 1)
-        pieces = self._compute_pieces(tp, sp and tp > 1, d.get("cp", 1), micro, item.ep)
-        total = 0.0
-        for name, count in self._layer_counts:
-            p = pieces[(name, recompute)]
-            total += count * (p[0] + p[1] + p[2] + p[3] + p[4] + p[5])
-        for name in ("embedding", "output"):
-            p = pieces[name]
-            total += p[0] + p[1] + p[2] + p[3] + p[4] + p[5]
+        key = ("pipes total", tp, sp and tp > 1, d.get("cp", 1), micro, item.ep, recompute)  # all it reads
+        total = self._load_cache.get(key)
+        if total is None:
+            pieces = self._compute_pieces(tp, sp and tp > 1, d.get("cp", 1), micro, item.ep)
+            total = 0.0
+            for name, count in self._layer_counts:
+                p = pieces[(name, recompute)]
+                total += count * (p[0] + p[1] + p[2] + p[3] + p[4] + p[5])
+            for name in ("embedding", "output"):
+                p = pieces[name]
+                total += p[0] + p[1] + p[2] + p[3] + p[4] + p[5]
+            self._load_cache[key] = total
         return m * total / pp * (1 - PIPES_SLACK)
 
     def _best_links(self, item: _Degrees, shard: int) -> tuple:
@@ -1337,7 +1340,7 @@ class Engine:
         recomputation modes (`full N` recomputes by position in the chunk)."""
         return self.fixed["recompute_layers"] is None and self.runtime == "torch"
 
-    def _layers_floor(self, item: _Degrees, sp: bool, recompute: str, with_states: bool = True) -> int:
+    def _layers_floor(self, item: _Degrees, sp: bool, recompute: str) -> int:
         """`_pipelines_floor`'s value (see there), for pp 1 too (one rank holding every layer):
         the busiest rank's sure layers' saved activations, the rest's at the least of a layer
         kind, the largest working set of a layer it surely holds and the least model states of
@@ -1348,7 +1351,7 @@ class Engine:
         d = item.degrees
         tp, cp, pp = d.get("tp", 1), d.get("cp", 1), d.get("pp", 1)
         saved, working, whole = self._layer_floor_pieces(tp, sp, cp, item.ep, recompute)
-        sure, rest, states = self._least_layer_states(item, pp, with_states)
+        sure, rest, states = self._least_layer_states(item, pp)
         busiest = (sum(c * a for c, a in zip(sure, saved, strict=True)) + rest * min(saved)
                    + max([w for c, w in zip(sure, working, strict=True) if c] or [min(working)]) + states)
         return max(busiest, -(-whole // pp))
@@ -1362,29 +1365,45 @@ class Engine:
         key = (tp, sp, cp, ep, recompute)
         found = self._floor_pieces.get(key)
         if found is None:
+            saved, working = [], []
+            for moe, _ in self._layer_counts:
+                # a dense layer reads no ep (the activation knobs of a dense model carry none):
+                # its pieces are shared by every ep of an MoE search
+                one = self._one_layer_floor(tp, sp, cp, ep if moe else 1, recompute, moe)
+                saved.append(one[0])
+                working.append(one[1])
+            whole = sum(count * s for (_, count), s in zip(self._layer_counts, saved, strict=True))
+            whole += self._one_layer_floor(tp, sp, cp, ep, recompute, None)[0]
+            found = self._floor_pieces[key] = (tuple(saved), tuple(working), whole)
+        return found
+
+    def _one_layer_floor(self, tp: int, sp: bool, cp: int, ep: int, recompute: str, moe: bool | None) -> tuple:
+        """(saved, least working set) of one layer of a kind as a chunk of its own, or with
+        `moe` None (the embedding's and the output layer's saved activations, 0): the pieces of
+        `_layer_floor_pieces`, kept per what they read."""
+        key = (tp, sp, cp, ep, recompute, moe)
+        found = self._floor_pieces.get(key)
+        if found is None:
             shape, fixed = self.shape, self.fixed
             ak = activation_knobs(tp, sp, cp, fixed["cp_flavour"], self.seq, self.space.micro[0], self.runtime,
                                   ep if shape.moe else 1, fixed["precision"])
-            pieces = [[_chunk_activations(shape, ak, (1, False, False, shape.moe.index(moe) if shape.moe else 0),
-                                          recompute, None, True, released) for released in (True, False)]
-                      for moe, _ in self._layer_counts]
-            saved = tuple(each[0].activations.saved for each in pieces)
-            working = tuple(min(p.working for p in each) for each in pieces)
-            whole = sum(count * s for (_, count), s in zip(self._layer_counts, saved, strict=True))
-            whole += act.embedding_activations(shape, ak) + act.output_activations(
-                shape, ak, padded_vocab(shape.vocab, tp, self.runtime))
-            found = self._floor_pieces[key] = (saved, working, whole)
+            if moe is None:
+                found = (act.embedding_activations(shape, ak) + act.output_activations(
+                    shape, ak, padded_vocab(shape.vocab, tp, self.runtime)), 0)
+            else:
+                each = [_chunk_activations(shape, ak, (1, False, False, shape.moe.index(moe) if shape.moe else 0),
+                                           recompute, None, True, released) for released in (True, False)]
+                found = (each[0].activations.saved, min(p.working for p in each))
+            self._floor_pieces[key] = found
         return found
 
-    def _least_layer_states(self, item: _Degrees, pp: int, with_states: bool = True) -> tuple:
+    def _least_layer_states(self, item: _Degrees, pp: int) -> tuple:
         """(sure layers of each kind, the rest, their least model states) of the busiest rank:
         of its n = ceil(layers / pp) layers or more, at least n less the other kind's layers are
         of each kind, the rest of either; the least states (`_least_states`) of their
         parameters, each of the rest at the least of a layer kind (componentwise). Kept with the
         degrees (it reads neither sequence parallelism nor the recomputation)."""
         found = item.opt_cache.get("layer states")
-        if found is None and not with_states:
-            found = item.opt_cache.get("layer counts")
         if found is None:
             shape = self.shape
             params = [layer_params(shape, item.degrees.get("tp", 1), item.ep, moe) for moe, _ in self._layer_counts]
@@ -1393,9 +1412,6 @@ class Engine:
             rest = n - sum(sure)
             least = Params(*(sum(c * getattr(p, name) for c, p in zip(sure, params, strict=True))
                              + rest * min(getattr(p, name) for p in params) for name in ("linear", "other", "expert")))
-            if not with_states:
-                found = item.opt_cache["layer counts"] = (sure, rest, 0)
-                return found
             k = self._knobs(item, "1f1b", 1, self.space.micro[0], 1, False, "none")
             found = item.opt_cache["layer states"] = (sure, rest, self._least_states(item, k, least))
         return found
@@ -1405,19 +1421,21 @@ class Engine:
         micro-batch, sequence parallelism (of `sequence_parallel`, those that split the
         sequence), recomputation and sharding: the least `_layers_floor` over sequence
         parallelism and recomputation (each at most the family floor of every pipeline: see
-        `_pipelines_floor`, which holds for pp 1 too). When it exceeds the usable memory, the
-        degrees' groups are never bounded (`run`); else the pipelines' floors it computed are
-        kept for the scan (pp > 1). Zero where the layers' floors do not hold."""
-        if not self._layers_floor_applies():
+        `_pipelines_floor`). When it exceeds the usable memory, the degrees' groups are never
+        bounded (`run`); else the pipelines' floors it computed are kept for the scan. Zero
+        where the layers' floors do not hold, and without pipelining: one pipeline, whose
+        family floors the scan computes as cheaply, and few such degrees do not fit (240 of the
+        182,964 groups the 983,040-GPU space sets aside are pp 1), while every one would pay
+        for its layers' pieces (an MoE layer's per ep: deepseek-v3-like's space, all pp 1,
+        took a third longer)."""
+        if not self._layers_floor_applies() or item.degrees.get("pp", 1) == 1:
+            item.opt_cache["degrees floor"] = 0
             return 0
         self.stats.memory_evaluations += 1
-        pipelined = item.degrees.get("pp", 1) > 1
         least = math.inf
         for sp in sequence_parallel:
             for recompute in self.space.recompute:
-                floor = self._layers_floor(item, sp, recompute, WITH_STATES)
-                if pipelined and WITH_STATES:
-                    item.opt_cache[("pipelines", sp, recompute)] = floor
+                floor = item.opt_cache[("pipelines", sp, recompute)] = self._layers_floor(item, sp, recompute)
                 least = min(least, floor)
         item.opt_cache["degrees floor"] = least
         return least
