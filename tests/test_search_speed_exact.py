@@ -801,8 +801,9 @@ def test_the_group_listing_is_the_plain_loops(name):
     engine, groups, aside = _all_groups_of(BOUND_SPACES[name])
 
     class Plain(search_engine.Engine):
-        def _list_groups(self, *args):
-            return _plain_list_groups(self, *args)
+        def _list_groups(self, *args, count_only=False):
+            listed = _plain_list_groups(self, *args)
+            return len(listed) if count_only else listed
 
     original = search_engine.Engine
     try:
@@ -815,3 +816,11 @@ def test_the_group_listing_is_the_plain_loops(name):
     assert key == [(g[0].index,) + g[1:] for g in plain_groups]
     assert [(g[0].index,) + g[1:] for g in aside] == [(g[0].index,) + g[1:] for g in plain_aside]
     assert engine.stats == plain.stats and engine.stats.as_json() == plain.stats.as_json()  # zero counts too
+    # the count of the degrees set aside (listed only if nothing fits) is their listing's length
+    from parc.search.engine import Stats
+
+    for item, pipes, canonical, splits in engine._skipped:
+        counts, lists = Stats(), Stats()
+        assert engine._list_groups(item, pipes, canonical, splits, 2, 3, 5, counts, count_only=True) == \
+            len(engine._list_groups(item, pipes, canonical, splits, 2, 3, 5, lists))
+        assert counts.as_json() == lists.as_json()

@@ -525,14 +525,16 @@ class Engine:
             # degrees whose every candidate's memory floor exceeds the part: their groups are
             # counted out of memory and never bounded (kept aside for "each needs at least")
             out = self._degrees_floor(item, [sp for sp in space.sequence_parallel if splits[sp]]) > self.usable
-            listed = self._list_groups(item, pipes, canonical_pipe, splits, e0304, orders_raw, shard_raw, stats)
-            if len(groups) + n_skipped + len(listed) > MAX_GROUPS:
+            listed = self._list_groups(item, pipes, canonical_pipe, splits, e0304, orders_raw, shard_raw, stats,
+                                       count_only=out)
+            n_listed = listed if out else len(listed)
+            if len(groups) + n_skipped + n_listed > MAX_GROUPS:
                 raise SpaceTooLarge("groups", MAX_GROUPS + 1, MAX_GROUPS, stats)
             if out:
-                if listed:
-                    stats.out_of_memory += self._group_size(listed[0]) * len(listed)
+                if n_listed:
+                    stats.out_of_memory += self._group_size((item,)) * n_listed
                     skipped.append((item, pipes, canonical_pipe, splits))
-                    n_skipped += len(listed)
+                    n_skipped += n_listed
                 continue
             groups.extend(listed)
         self._skipped = skipped
@@ -540,12 +542,13 @@ class Engine:
         return self._scan(groups)
 
     def _list_groups(self, item: _Degrees, pipes: list, canonical_pipe: tuple, splits: dict, e0304: int,
-                     orders_raw: int, shard_raw: int, stats: Stats) -> list[tuple]:
+                     orders_raw: int, shard_raw: int, stats: Stats, count_only: bool = False) -> list[tuple] | int:
         """The groups of one degree assignment, in the scan's order (pipeline, micro-batch,
         sequence parallelism, recomputation: the index breaks ties between equal bounds), and
-        the counts of what its rules reject or fold (`stats`). What depends on fewer of the
-        loops' values than the loops is computed once: the micro-batch rules per schedule (every
-        virtual-stage count alike), the sequence splits per degrees."""
+        the counts of what its rules reject or fold (`stats`); `count_only`, how many (the
+        degrees' floor set them aside: listed again only if nothing fits). What depends on fewer
+        of the loops' values than the loops is computed once: the micro-batch rules per schedule
+        (every virtual-stage count alike), the sequence splits per degrees."""
         space = self.space
         n_sp, n_rec = len(space.sequence_parallel), len(space.recompute)
         recomputes = space.recompute
@@ -563,6 +566,7 @@ class Engine:
         per_schedule: dict[str, tuple] = {}  # schedule -> (its valid (micro-batch, micro-batches per step),
         #                                       the first rule each other micro-batch fails)
         listed: list[tuple] = []
+        counted = 0
         for schedule, v in pipes:
             found = per_schedule.get(schedule)
             if found is None:
@@ -588,9 +592,12 @@ class Engine:
                 stats.merged += n_valid * len(good_sp) * valid_here * n_rec
                 continue
             stats.merged += n_valid * (merged_sp * valid_here + len(kept_sp) * folded) * n_rec
+            if count_only:
+                counted += n_valid * len(kept_sp) * n_rec
+                continue
             listed += [(item, schedule, v, micro, m, sp, recompute) for micro, m in valid
                        for sp in kept_sp for recompute in recomputes]
-        return listed
+        return counted if count_only else listed
 
     # -----------------------------------------------------------------------------------------
     # Bounds and evaluation
