@@ -229,7 +229,8 @@ def benchmark_lines() -> str:
         f"| ... whose memory was predicted and does not fit | {s.out_of_memory:,} |",
         f"| ... timed (their step time predicted; rank orders with the same placement share one) | {s.timed:,} |",
         "",
-        f"{s.groups:,} groups were bounded, {s.memory_evaluations:,} memory predictions (floors included) and "
+        f"{s.groups:,} groups, of which {s.bound_evaluations:,} were bounded (the others' degrees do not fit in "
+        f"memory, whatever the rest), {s.memory_evaluations:,} memory predictions (floors included) and "
         f"{s.time_evaluations:,} step-time predictions made. The winner: "
         + ", ".join(f"{k} {v}" for k, v in w.values.items())
         + f": {w.prediction.tokens_per_second:,.0f} tokens/s, {value_text('s', w.step)} per step, "
