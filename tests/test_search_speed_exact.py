@@ -824,3 +824,59 @@ def test_the_group_listing_is_the_plain_loops(name):
         assert engine._list_groups(item, pipes, canonical, splits, 2, 3, 5, counts, count_only=True) == \
             len(engine._list_groups(item, pipes, canonical, splits, 2, 3, 5, lists))
         assert counts.as_json() == lists.as_json()
+
+
+WALK_SPACES = {
+    **{name: BOUND_SPACES[name] for name in ("gpt3-175b", "llama3-70b-cp-all-to-all")},
+    # tp after pp in the walk, pp above the layers, dp's shardings and pp's pipelines weighing
+    "pp-first": "job b\npp ? x tp ? x dp ? x cp ? on nodes(8 gpus, nvlink)\nmodel llama3-70b\n"
+                "hardware { gpu h100-sxm, nodes 1536 }\n" + EVERY_HOLE.format(seq=8192, batch=1536),
+    # tp written, pp and dp open, no cp axis
+    "tp-written": "job b\ntp 4 x pp ? x dp ? on nodes(8 gpus, nvlink)\nmodel gpt3-175b\n"
+                  "hardware { gpu a100-80gb, nodes 96 }\n" + EVERY_HOLE.format(seq=2048, batch=1536),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WALK_SPACES))
+@pytest.mark.parametrize("limited", [False, True])
+def test_the_walk_counts_a_pruned_prefix_as_each_of_its_assignments(name, limited):
+    """`Engine._factorisations` with `run`'s pruning: a prefix whose first failing rule its
+    degrees decide (tp's own rules, pp above the layers) is counted at once over every
+    factorisation below it (`_subtree`). Against the walk of every tuple: the same groups with
+    the same indices, the same statistics (every rule's count, the raw space) and the same
+    degrees set aside, with and without the outer search's per-axis degree sets; and prefixes
+    are pruned."""
+    from parc.pipeline import compile_text
+    from parc.search import engine as search_engine
+    from parc.search.space import build_space
+
+    compilation = compile_text(WALK_SPACES[name], path="walk.par")
+    assert compilation.plan is not None, compilation.diagnostics
+    space = build_space(compilation)
+    rng = random.Random(name)
+    allowed = ({a: frozenset(d for d in range(1, 4097) if rng.random() < 0.5) | {1, 2, 4, 8}
+                for a in space.open_axes} if limited else None)
+    runs = []
+    for prune in (True, False):
+        engine = search_engine.Engine(space, keep=14, degree_values=allowed)
+        groups: list = []
+
+        def collect(found, engine=engine, groups=groups):
+            groups.extend(found)
+            return search_engine.Outcome(found=[], stats=engine.stats, smallest_peak=None, usable_bytes=0)
+
+        engine._scan = collect
+        assert engine._prunable()
+        pruned = []
+        if not prune:
+            engine._prunable = lambda: False
+        else:
+            real = engine._prefix_problem
+            engine._prefix_problem = lambda chosen, axis, real=real: pruned.append(r := real(chosen, axis)) or r
+        engine.run()
+        runs.append((engine, groups, pruned))
+    (fast, fast_groups, pruned), (plain, plain_groups, _) = runs
+    assert plain_groups and (any(pruned) or limited)
+    assert [(g[0].index,) + g[1:] for g in fast_groups] == [(g[0].index,) + g[1:] for g in plain_groups]
+    assert fast.stats.as_json() == plain.stats.as_json() and fast.stats == plain.stats
+    assert [s[0].index for s in fast._skipped] == [s[0].index for s in plain._skipped]

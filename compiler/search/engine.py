@@ -272,8 +272,10 @@ class Engine:
     # -----------------------------------------------------------------------------------------
     # Level 1: degrees
 
-    def _factorisations(self):
-        """(layout degrees, ep) for every way to fill the open degrees (the raw space)."""
+    def _factorisations(self, prune: Callable[[dict, str, int], bool] | None = None):
+        """(layout degrees, ep) for every way to fill the open degrees (the raw space). With
+        `prune` (the chosen degrees so far, the axis just chosen, what is left to split), a
+        prefix it accepts is not descended into: it has counted the subtree itself (`run`)."""
         space = self.space
         rest = space.world
         for d in space.fixed.values():
@@ -307,6 +309,8 @@ class Engine:
                     if allowed[level] is not None and d not in allowed[level]:
                         continue
                     chosen[opened[level]] = d
+                    if prune is not None and prune(chosen, opened[level], rests[level] // d):
+                        continue
                     level += 1
                     rests[level] = rests[level - 1] // d
                     if level < last:
@@ -364,6 +368,86 @@ class Engine:
                 replicate, shard, degrees.get("dp", 1)):
             return "E0350"
         return None
+
+    def _prunable(self) -> bool:
+        """Whether the walk may count a subtree at once (`_prefix_problem`): every assignment is
+        one degree tuple (no ep folded over other axes, whose divisors multiply the tuples
+        unevenly), and tp's first rule reads tp alone (`order ?`, PCIe, or no tp axis: with a
+        written order E0304 reads the degrees placed before tp)."""
+        space = self.space
+        return not space.ep_open and (space.order_open or self.pcie or "tp" not in space.axes)
+
+    def _prefix_problem(self, chosen: dict, axis: str) -> str | None:
+        """The first degree rule (`_degree_problem`'s order) that every assignment below a
+        prefix of the walk fails, when the prefix's degrees decide it: tp's own rules (E0304 at
+        tp's best stride, E0310, E0312, E0313) once tp is chosen, and pp against the layers
+        once pp is chosen and tp (chosen or written) passes. None when the prefix does not
+        decide (the walk goes on). Read only where `_prunable`."""
+        if axis not in ("tp", "pp"):
+            return None
+        space = self.space
+        if "tp" in chosen:
+            tp = chosen["tp"]
+        elif "tp" in space.open_axes:
+            return None  # tp's rules come first and tp is still open below
+        else:
+            tp = space.fixed.get("tp", 1)
+        problem = self._tp_first(tp)
+        if problem or axis == "tp":
+            return problem
+        pp = chosen["pp"]
+        if pp > self.model.layers:
+            return rules.layers_fill_chunks(self.model.layers, pp, 1, self.split)
+        return None
+
+    def _tp_first(self, tp: int) -> str | None:
+        """`_degree_problem`'s first two rules, which read tp alone under `_prunable`."""
+        if tp > 1 and not self.pcie and self.space.order_open and rules.crosses_domain(1, tp, self.domain):
+            return "E0304"
+        problem = self._tp_problems.get(tp, False)
+        if problem is False:
+            problem = self._tp_problems[tp] = self._tp_problem(tp)
+        return problem
+
+    def _subtree(self, chosen: dict, rest: int, raw_of: Callable[[str, int], int]) -> tuple[int, int]:
+        """(degree tuples, their summed raw factors) below a prefix of the walk: every ordered
+        factorisation of `rest` over the axes not yet chosen (each within the outer search's
+        degree set, the last taking what is left), each weighing the product of `raw_of` over
+        every axis (the written degrees' too), as `run` weighs one tuple."""
+        space = self.space
+        opened = space.open_axes
+        allowed = self.degree_values or {}
+        below = opened[len(chosen):]
+        constant = math.prod(raw_of(a, d) for a, d in chosen.items()) * math.prod(
+            raw_of(a, d) for a, d in space.fixed.items())
+        for axis in ("pp", "dp"):  # an axis the layout does not name is 1, and still weighs
+            if axis not in space.axes:
+                constant *= raw_of(axis, 1)
+        memo: dict[tuple[int, int], tuple[int, int]] = {}
+
+        def walk(level: int, remaining: int) -> tuple[int, int]:
+            key = (level, remaining)
+            if key in memo:
+                return memo[key]
+            axis, ok = below[level], allowed.get(below[level])
+            if level == len(below) - 1:
+                found = (1, raw_of(axis, remaining)) if ok is None or remaining in ok else (0, 0)
+            else:
+                count = weight = 0
+                for d in _divisors(remaining):
+                    if ok is not None and d not in ok:
+                        continue
+                    c, w = walk(level + 1, remaining // d)
+                    count += c
+                    weight += raw_of(axis, d) * w
+                found = (count, weight)
+            memo[key] = found
+            return found
+
+        if not below:
+            return 1, constant
+        count, weight = walk(0, rest)
+        return count, constant * weight
 
     def _tp_problem(self, tp: int) -> str | None:
         """The degree rules that read tp alone (E0310, E0312, E0313), in report order: kept per
@@ -487,18 +571,45 @@ class Engine:
         shard_raws: dict[int, int] = {}  # per dp: the raw shardings (every mode, every hsdp split)
         skipped: list[tuple] = []  # degrees whose groups do not fit (`_degrees_floor`), to list again
         n_skipped = 0  # their groups
-        for degrees, ep in self._factorisations():
+
+        def raw_of(axis: str, d: int) -> int:
+            """An axis's factor in an assignment's raw count: pp's pipelines, dp's shardings."""
+            if axis == "pp":
+                if d not in pipelines_by_pp:
+                    pipelines_by_pp[d] = self._pipelines(d)
+                return pipelines_by_pp[d][2]
+            if axis == "dp":
+                found = shard_raws.get(d)
+                if found is None:
+                    found = shard_raws[d] = (len(SHARDING) + sum(1 for s in _divisors(d) if 1 < s < d)
+                                             if space.sharding_open else 1)
+                return found
+            return 1
+
+        def prune(chosen: dict, axis: str, rest: int) -> bool:
+            """A prefix whose first failing rule its degrees decide (`_prefix_problem`): every
+            assignment below it is counted under that rule, as the walk would count each."""
+            nonlocal tuples
+            problem = self._prefix_problem(chosen, axis)
+            if problem is None:
+                return False
+            count, weight = self._subtree(chosen, rest, raw_of)
+            if tuples + count > MAX_DEGREE_TUPLES:
+                return False  # walked one by one: the limit stops the walk where it always did
+            tuples += count
+            raw = weight * orders_raw * n_micro * n_sp * n_rec
+            stats.raw += raw
+            stats.pruned[problem] += raw
+            return True
+
+        for degrees, ep in self._factorisations(prune if self._prunable() else None):
             tuples += 1
             if tuples > MAX_DEGREE_TUPLES:
                 raise SpaceTooLarge("degree assignments", tuples, MAX_DEGREE_TUPLES, stats)
             pp, dp = degrees.get("pp", 1), degrees.get("dp", 1)
-            if pp not in pipelines_by_pp:
-                pipelines_by_pp[pp] = self._pipelines(pp)
-            pipes, bad_pipes, pipes_raw = pipelines_by_pp[pp]
-            shard_raw = shard_raws.get(dp)
-            if shard_raw is None:
-                shard_raw = shard_raws[dp] = (len(SHARDING) + sum(1 for s in _divisors(dp) if 1 < s < dp)
-                                              if space.sharding_open else 1)
+            pipes_raw = raw_of("pp", pp)
+            pipes, bad_pipes, _ = pipelines_by_pp[pp]
+            shard_raw = raw_of("dp", dp)
             below_pipe = orders_raw * n_micro * n_sp * n_rec * shard_raw
             stats.raw += pipes_raw * below_pipe
             problem = self._degree_problem(degrees, ep) or self._runtime_problem(degrees)
