@@ -90,6 +90,8 @@ NO_NIC = (0.0, 0.0)
 BOUND_SLACK = 1e-9
 """A group is skipped when its bound exceeds the N-th best step by more than this fraction, so
 floating-point rounding in the bound's sums can never drop a candidate that ties."""
+_KEEPS_LEAST = ("full", "selective", "none")
+"""The recomputation modes in the order `_degrees_floor` tries them (most recomputed first)."""
 MAX_GROUPS = 600_000
 """Most groups one search keeps (about 150 MB with what they share): beyond, the space is too large (E0503)."""
 MAX_DEGREE_TUPLES = 2_000_000
@@ -1540,7 +1542,8 @@ class Engine:
         sequence), recomputation and sharding: the least `_layers_floor` over sequence
         parallelism and recomputation (each at most the family floor of every pipeline: see
         `_pipelines_floor`). When it exceeds the usable memory, the degrees' groups are never
-        bounded (`run`); else the pipelines' floors it computed are kept for the scan. Zero
+        bounded (`run`); else the pipelines' floors it computed are kept for the scan: it stops
+        at the first that fits, returning it (then not the least, only not above the part). Zero
         where the layers' floors do not hold, and without pipelining: one pipeline, whose
         family floors the scan computes as cheaply, and few such degrees do not fit (240 of the
         182,964 groups the 983,040-GPU space sets aside are pp 1), while every one would pay
@@ -1551,10 +1554,15 @@ class Engine:
             return 0
         self.stats.memory_evaluations += 1
         least = math.inf
-        for sp in sequence_parallel:
-            for recompute in self.space.recompute:
+        # the least is all that matters, and only whether it exceeds the part: the modes that
+        # keep the least first (full recomputation, then selective), and the first that fits
+        # ends the search (the scan computes the others' pipelines' floors where it needs them)
+        for recompute in sorted(self.space.recompute, key=_KEEPS_LEAST.index):
+            for sp in sequence_parallel:
                 floor = item.opt_cache[("pipelines", sp, recompute)] = self._layers_floor(item, sp, recompute)
                 least = min(least, floor)
+                if least <= self.usable:
+                    return least
         item.opt_cache["degrees floor"] = least
         return least
 
