@@ -1545,8 +1545,8 @@ class Engine:
         bounded (`run`); else the pipelines' floors it computed are kept for the scan: it stops
         at the first that fits, returning it (then not the least, only not above the part). Zero
         where the layers' floors do not hold, and without pipelining: one pipeline, whose
-        family floors the scan computes as cheaply, and few such degrees do not fit (240 of the
-        182,964 groups the 983,040-GPU space sets aside are pp 1), while every one would pay
+        family floors the scan computes as cheaply, and few such degrees do not fit (they would
+        add 240 groups to the 983,040-GPU space's 182,724 set aside), while every one would pay
         for its layers' pieces (an MoE layer's per ep: deepseek-v3-like's space, all pp 1,
         took a third longer)."""
         if not self._layers_floor_applies() or item.degrees.get("pp", 1) == 1:
