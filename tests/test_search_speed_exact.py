@@ -888,3 +888,64 @@ def test_the_walk_counts_a_pruned_prefix_as_each_of_its_assignments(name, limite
     assert [(g[0].index,) + g[1:] for g in fast_groups] == [(g[0].index,) + g[1:] for g in plain_groups]
     assert fast.stats.as_json() == plain.stats.as_json() and fast.stats == plain.stats
     assert [s[0].index for s in fast._skipped] == [s[0].index for s in plain._skipped]
+
+
+def _plain_loads(engine, item, schedule, v, micro, sp, recompute, geo=None, compute_only=False):
+    """`Engine._loads` written out without its caches: each distinct rank load of
+    `timing.rank_loads`, its pieces' sums and its sends, recomputed on every call."""
+    from parc import timing
+
+    d = item.degrees
+    tp, pp, cp = d.get("tp", 1), d.get("pp", 1), d.get("cp", 1)
+    if compute_only:
+        pieces = engine._compute_pieces(tp, sp and tp > 1, cp, micro, item.ep)
+    else:
+        placements = engine._placements(item) if geo is None else ((geo.cp, geo.ep),)
+        pieces = engine._pieces(tp, sp and tp > 1, cp, micro, item.ep, placements,
+                                (schedule == "dualpipe-v" or engine.software.ep_overlap,))
+    loads = dict.fromkeys(timing.rank_loads(engine.shape, tp, item.ep, pp, v, schedule, engine.split, engine.runtime,
+                                            recompute, engine.fixed["recompute_layers"]))
+    send = 0.0 if compute_only else engine._pp_send(item, tp, pp, cp, micro, geo)
+    out = []
+    for load in loads:
+        sums = [0.0, 0.0, 0.0, 0.0, load.sends_f * send, load.sends_b * send]
+        names = [((is_moe, mode), count) for is_moe, mode, count in load.pieces]
+        names += [(name, 1) for present, name in ((load.embedding, "embedding"), (load.output, "output")) if present]
+        for name, count in names:
+            p = pieces[name]
+            sums = [s + count * p[j] for j, s in enumerate(sums)]
+        out.append((*sums, load))
+    return tuple(out)
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_SPACES))
+def test_the_rank_sums_kept_per_pieces_loads_and_send_are_the_plain_sums(name):
+    """`Engine._loads` keeps its rank sums per (pieces, loads, send), and one tuple of loads
+    for the schedules that chunk alike: over random groups, every pipeline of each (the
+    schedules sharing loads asked in turn), with and without communication and at each order's
+    own placement, asked in a shuffled order and twice, they equal the sums recomputed from
+    the time model's loads on every call (loads compared field by field)."""
+    engine, groups = _groups_of(BOUND_SPACES[name])
+    rng = random.Random(name)
+    deep = [g for g in groups if g[0].degrees.get("pp", 1) > 1]
+    sample = rng.sample(deep, min(len(deep), 40)) + rng.sample(groups, min(len(groups), 30))
+    siblings: dict[tuple, list] = {}
+    for g in groups:
+        siblings.setdefault((g[0].index, g[3], g[5], g[6]), []).append(g)
+    asks = [(g[0], g[1], g[2], g[3], g[5], g[6]) for s in sample for g in siblings[(s[0].index, s[3], s[5], s[6])]]
+    asks = asks * 2
+    rng.shuffle(asks)
+    checked = 0
+    for ask in asks:
+        item = ask[0]
+        for kwargs in ({}, {"compute_only": True}):
+            got = engine._loads(*ask, **kwargs)
+            assert got == _plain_loads(engine, *ask, **kwargs), (ask, kwargs)
+            checked += 1
+        shard = rng.choice(item.shardings)[1] if item.shardings else 1
+        _, geo, _ = rng.choice(engine._classes(item, shard))
+        assert engine._loads(*ask, geo) == _plain_loads(engine, *ask, geo), ask
+    assert checked > 100
+    loads = [v for k, v in engine._load_cache.items() if isinstance(k, tuple) and len(k) == 6]
+    if deep:  # some schedules chunk alike, and share one tuple
+        assert len({id(v) for v in loads}) < len(loads)

@@ -250,6 +250,7 @@ class Engine:
                           pp_receives=target_runtime(plan.target).pp_receives,
                           model_code=model_code(plan.target))
         self.best: list[Found] = []
+        self._sums: dict[tuple, tuple] = {}  # `_loads`' sums per (pieces, loads, send)
         self._piece_cache, self._load_cache = _shared_caches(
             (self.shape, self.hw, self.constants, software, runtime, self.pcie, self.flavour, self.seq, self.split,
              train.precision, train.recompute_layers))
@@ -933,7 +934,7 @@ class Engine:
         return cached
 
     def _loads(self, item, schedule, v, micro, sp, recompute, geo: timing.Geometry | None = None,
-               compute_only: bool = False) -> list[tuple]:
+               compute_only: bool = False) -> tuple[tuple, ...]:
         """Each distinct pipeline rank's per-micro-batch sums (as `_pieces`, plus its chunks and
         parameters), as `timing.rank_time` adds them up, with the pipeline sends at
         `_pp_send`: for every rank order (the least over them), or for one order's `geo`; or,
@@ -949,10 +950,19 @@ class Engine:
         key = (tp, item.ep, pp, v, schedule, recompute)
         distinct = self._load_cache.get(key)
         if distinct is None:
-            distinct = self._load_cache[key] = tuple(dict.fromkeys(timing.rank_loads(
+            distinct = tuple(dict.fromkeys(timing.rank_loads(
                 self.shape, tp, item.ep, pp, v, schedule, self.split, self.runtime, recompute,
                 self.fixed["recompute_layers"])))
+            # schedules that chunk alike (1f1b, gpipe, zb-h1, ...) load their ranks alike: one
+            # tuple for all of them, so that their sums below are computed once
+            distinct = self._load_cache[key] = self._load_cache.setdefault(("interned", distinct), distinct)
         send = 0.0 if compute_only else self._pp_send(item, tp, pp, cp, micro, geo)
+        # the sums read the pieces, the loads and the send only: kept per those (by identity;
+        # the entry holds both objects, so neither id can be reused while it lives)
+        sums_key = (id(pieces), id(distinct), send)
+        kept = self._sums.get(sums_key)
+        if kept is not None and kept[0] is pieces and kept[1] is distinct:
+            return kept[2]
         out = []
         for load in distinct:
             f, bi, bw, rec = 0.0, 0.0, 0.0, 0.0
@@ -966,6 +976,8 @@ class Engine:
                     p = pieces[name]
                     f, bi, bw, rec, xf, xb = f + p[0], bi + p[1], bw + p[2], rec + p[3], xf + p[4], xb + p[5]
             out.append((f, bi, bw, rec, xf, xb, load))
+        out = tuple(out)
+        self._sums[sums_key] = (pieces, distinct, out)
         return out
 
     def _pp_send(self, item: _Degrees, tp: int, pp: int, cp: int, micro: int,
@@ -1002,7 +1014,7 @@ class Engine:
         return cached
 
     @staticmethod
-    def _core(schedule: str, pp: int, m: int, loads: list[tuple]) -> float:
+    def _core(schedule: str, pp: int, m: int, loads: tuple) -> float:
         """m x the busiest rank + the smallest bubble of any rank (`step_time`'s F, B, W)."""
         busiest, bubble = 0.0, math.inf
         for f, bi, bw, rec, xf, xb, load in loads:
@@ -1027,7 +1039,7 @@ class Engine:
         loads = self._loads(item, schedule, v, micro, sp, recompute, compute_only=True)
         return self._summed_bound(item, schedule, v, micro, m, sp, recompute, loads)
 
-    def _summed_bound(self, item, schedule, v, micro, m, sp, recompute, loads: list[tuple]) -> float:
+    def _summed_bound(self, item, schedule, v, micro, m, sp, recompute, loads: tuple) -> float:
         """`_core` over the ranks' `loads` plus the cheapest optimizer step of the degrees."""
         floor = item.opt_cache.get((schedule, v))
         if floor is None:
