@@ -941,12 +941,20 @@ class Engine:
         `compute_only`, the computation alone (`_compute_pieces`, no sends)."""
         d = item.degrees
         tp, pp, cp = d.get("tp", 1), d.get("pp", 1), d.get("cp", 1)
-        if compute_only:
-            pieces = self._compute_pieces(tp, sp and tp > 1, cp, micro, item.ep)
-        else:
-            placements = self._placements(item) if geo is None else ((geo.cp, geo.ep),)
-            overlaps = (schedule == "dualpipe-v" or self.software.ep_overlap,)  # as `timing._rank_times`
-            pieces = self._pieces(tp, sp and tp > 1, cp, micro, item.ep, placements, overlaps)
+        # the pieces of these degrees read the micro-batch, sequence parallelism and (with
+        # communication) whether the schedule overlaps ep: kept per those with the degrees, a
+        # key cheaper to look up than `_pieces`' own (which holds the orders' placements)
+        pieces_key = ("pieces", compute_only, micro, sp and tp > 1, schedule == "dualpipe-v") if geo is None else None
+        pieces = item.opt_cache.get(pieces_key)
+        if pieces is None:
+            if compute_only:
+                pieces = self._compute_pieces(tp, sp and tp > 1, cp, micro, item.ep)
+            else:
+                placements = self._placements(item) if geo is None else ((geo.cp, geo.ep),)
+                overlaps = (schedule == "dualpipe-v" or self.software.ep_overlap,)  # as `timing._rank_times`
+                pieces = self._pieces(tp, sp and tp > 1, cp, micro, item.ep, placements, overlaps)
+            if pieces_key is not None:
+                item.opt_cache[pieces_key] = pieces
         key = (tp, item.ep, pp, v, schedule, recompute)
         distinct = self._load_cache.get(key)
         if distinct is None:
