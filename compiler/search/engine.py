@@ -958,12 +958,19 @@ class Engine:
         key = (tp, item.ep, pp, v, schedule, recompute)
         distinct = self._load_cache.get(key)
         if distinct is None:
-            distinct = tuple(dict.fromkeys(timing.rank_loads(
-                self.shape, tp, item.ep, pp, v, schedule, self.split, self.runtime, recompute,
-                self.fixed["recompute_layers"])))
-            # schedules that chunk alike (1f1b, gpipe, zb-h1, ...) load their ranks alike: one
-            # tuple for all of them, so that their sums below are computed once
-            distinct = self._load_cache[key] = self._load_cache.setdefault(("interned", distinct), distinct)
+            # `timing.rank_loads` reads the schedule and the virtual stages through the chunks
+            # alone (`chunks_of`): schedules that chunk alike (1F1B and GPipe always, the
+            # interleaved ones of one virtual-stage count) share one tuple of loads, computed
+            # once, so that their sums below are computed once too
+            chunked = ("chunked", tp, item.ep, pp, recompute,
+                       chunks_of(self.shape.layers, pp, v, schedule, self.split, self.shape.tied))
+            distinct = self._load_cache.get(chunked)
+            if distinct is None:
+                distinct = tuple(dict.fromkeys(timing.rank_loads(
+                    self.shape, tp, item.ep, pp, v, schedule, self.split, self.runtime, recompute,
+                    self.fixed["recompute_layers"])))
+                distinct = self._load_cache[chunked] = self._load_cache.setdefault(("interned", distinct), distinct)
+            self._load_cache[key] = distinct
         send = 0.0 if compute_only else self._pp_send(item, tp, pp, cp, micro, geo)
         # the sums read the pieces, the loads and the send only: kept per those (by identity;
         # the entry holds both objects, so neither id can be reused while it lives)
