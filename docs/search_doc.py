@@ -822,6 +822,56 @@ interleaved schedules' walk (its steady state repeats with period v x the micro-
 round, so the walk needs one period, not all of them), bounds over several micro-batches at
 once, and the MoE layer work per ep.
 
+Issue 18's seventh speed round (2026-12-02, r8, short) worked on the bounds' rank sums
+(`Engine._loads`), each change exact and tested in tests/test_search_speed_exact.py against
+the sums recomputed from the time model's loads on every call (random groups of four spaces,
+every pipeline of each, shuffled and asked twice, with and without communication and at an
+order's own placement):
+
+- **The ranks' loads once per chunking**: `timing.rank_loads` reads the schedule and the
+  virtual stages through `chunks_of` alone, so `_loads` asks for them once per (tp, ep, pp,
+  recomputation, chunks): 1F1B and GPipe share, and the interleaved schedules of one
+  virtual-stage count. Calls of `rank_loads` in one cold search: 444 -> 231 in the
+  983,040-GPU space, 403 -> 213 in gpt3-175b.par, 917 -> 504 in the Mixtral benchmark row.
+- **The sums kept per (pieces, loads, send)** (one tuple of loads for the schedules that
+  chunk alike, so their sums are computed once): in the 983,040-GPU space 32,815 calls
+  compute 17,262 sums.
+- **The degrees' pieces per (micro-batch, sequence parallelism, ep overlap)**, kept with the
+  degree assignment: a cheaper key than `_pieces`' own, which holds the orders' placements.
+
+What did not pay, measured and left out: keeping `_core`'s busiest rank and bubble per (sums,
+schedule, pp) (a sums tuple is almost never bounded twice with one schedule: more calls, not
+fewer). Every answer is the one before this round: the top 10 of all fourteen rows (the full
+candidates, the runner-up to benchmark first, the diagnostics and the statistics) and the five
+cluster questions' answers, searches, listed and ruled-out counts, compared before and after;
+no golden file moved. Python function calls of one cold search (`cProfile`; the load does not
+change them), before this round (26a1492) / after:
+
+| spec | function calls before / now |
+|---|--:|
+| Llama 3 405B with 120 layers, 983,040 H100 | 7,540,986 / 7,231,813 |
+| Megatron 1T, 16,384 H100 (deep pipelines) | 5,328,502 / 5,169,700 |
+| Mixtral 8x7B, 16,384 H100, ep over dp x cp | 3,824,978 / 3,629,216 |
+| deepseek-v3-like.par, every hole | 3,453,958 / 3,498,838 |
+| gpt3-175b.par, every hole | 3,088,431 / 2,990,136 |
+| megatron-1t.par, every hole | 3,045,959 / 2,921,054 |
+| mixtral-8x7b-5d.par, every hole | 2,910,897 / 2,802,163 |
+| llama3-70b-search.par, every hole | 2,502,496 / 2,452,526 |
+| llama3-70b-torchtitan.par, every hole | 1,328,299 / 1,293,800 |
+
+(deepseek-v3-like's space is all pp 1: nothing to share, and the keys' lookups add 1 %.) CPU
+seconds could not be measured to the margin these changes make: the shared 2-core machine ran
+at a load of 3 to 13 during this round. Paired steps measured faster at a load of 1 to 3.5
+(best of 4 to 6 alternating fresh processes: the 983,040-GPU row 3.69 -> 3.20 s for the
+pieces' key, 3.45 -> 2.71 s for the loads per chunking; gpt3-175b 1.39 -> 1.23 and 1.40 ->
+1.22 s; megatron-1t.par 1.03 -> 0.93 s), but the last whole-table pair (best of 2 in each of
+3 rounds, load 5.4 rising to 12.8) favoured either tree by up to 20 % row by row (983,040 GPUs
+2.99 before / 3.44 now; llama3-70b-search.par 1.38 / 1.15): within the noise there. Point 4
+stays open: the 983,040-GPU space near 3 s against 2 s and the four slowest shipped spaces
+near 1.1 s against 1 s, as in the sixth round; what is left is where the sixth round's
+profile puts it (the memory floors of groups that come out, the heap and the scan's loop,
+the MoE layer work per ep), less about a sixth of `_loads`' rank-load walks.
+
 **A wrong answer, fixed.** Two slips made the bound's data-parallel tail of MoE ranks exceed
 their true step, so the scan could drop a better layout: `_best_links` took the expert set's
 group without tp (`Geometry.expert`), where torch's runtime, and `timing.rank_steps`, reduce the
