@@ -99,10 +99,17 @@ def _neighbour(space, groups, rng: random.Random) -> Assignment:
 
 
 def _groups(space) -> tuple[Engine, list]:
+    """Every group the rules keep, in the enumeration's order: those the scan gets and those of
+    degrees whose memory floor does not fit (set aside unbounded, `Engine._degrees_floor`)."""
+    from parc.search.engine import Stats
+
     engine = Engine(space, keep=1)
     kept = []
     engine._scan = lambda groups: kept.extend(groups)  # enumerate only
     engine.run()
+    kept += [g for item, pipes, canonical, splits in engine._skipped
+             for g in engine._list_groups(item, pipes, canonical, splits, 0, 1, 1, Stats())]
+    kept.sort(key=lambda g: g[0].index)  # stable: each degrees' groups in their own order
     return engine, kept
 
 

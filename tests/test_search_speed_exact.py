@@ -117,7 +117,8 @@ def test_sets_of_pipelines_rank_and_count_as_groups_bounded_one_by_one(path):
     assert a.pruned == b.pruned and a.bounded + a.out_of_memory == b.bounded + b.out_of_memory
     assert a.out_of_memory >= b.out_of_memory
     assert fast.smallest_peak == plain.smallest_peak
-    assert plain.stats.group_bounds == plain.stats.groups
+    # every group the degrees' memory floor leaves is bounded on its own (`Engine._degrees_floor`)
+    assert plain.stats.group_bounds == plain.stats.bound_evaluations <= plain.stats.groups
     if "llama3-70b-search" not in path:  # its schedule is written: one pipeline per pp
         assert fast.stats.pipe_set_bounds and fast.stats.group_bounds < plain.stats.group_bounds
 
@@ -667,3 +668,284 @@ def test_walked_peak_is_the_weighted_walks_largest_sum():
                 weighted_peak(schedule, pp, v, m, rank, *moved)[0], (schedule, pp, v, m, rank, moved)
         checked += 1
     assert checked > 200
+
+
+def _all_groups_of(text: str):
+    """`_groups_of`, with the groups of the degrees the degrees' memory floor set aside too:
+    (engine, scanned groups, set-aside groups)."""
+    from parc.search.engine import Stats
+
+    engine, groups = _groups_of(text)
+    aside = [g for item, pipes, canonical, splits in engine._skipped
+             for g in engine._list_groups(item, pipes, canonical, splits, 0, 1, 1, Stats())]
+    return engine, groups, aside
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_SPACES))
+def test_the_degrees_floor_is_at_most_the_family_floor_of_every_group_of_its_degrees(name):
+    """`Engine._degrees_floor` sets a pipelined degree assignment's groups aside, unbounded, when
+    the least of its pipelines' floors over sequence parallelism and recomputation exceeds the
+    usable memory: over random degree assignments of four spaces, that least must be at most
+    the family floor (`_first_floor` at the smallest micro-batch, checked against the memory
+    model's plain sums) of every group of every valid pipeline, sequence parallelism and
+    recomputation of those degrees; the degrees' floor is that least where it sets them aside,
+    one that fits where it does not (it stops at the first), 0 without pipelining. Both kinds
+    of degrees must occur (some set aside, some not) in the spaces that have them, and every
+    group set aside must be out of memory by its own first floor."""
+    from parc.memory.model import first_backward_floors, rank_params, rank_signatures
+
+    engine, groups, aside = _all_groups_of(BOUND_SPACES[name])
+    by_item: dict[int, list] = {}
+    for g in groups + aside:
+        by_item.setdefault(g[0].index, []).append(g)
+    rng = random.Random(name)
+    deep = [i for i in sorted(by_item) if by_item[i][0][0].degrees.get("pp", 1) > 1]
+    flat = [i for i in sorted(by_item) if by_item[i][0][0].degrees.get("pp", 1) == 1]
+    sample = rng.sample(deep, min(len(deep), 20)) + rng.sample(flat, min(len(flat), 10))
+    checked = pipelined = 0
+    for index in sample:
+        item = by_item[index][0][0]
+        aside_here = "degrees floor" in item.opt_cache and item.opt_cache["degrees floor"] > engine.usable
+        sps = sorted({g[5] for g in by_item[index]}, reverse=True)
+        floor = engine._degrees_floor(item, sps)  # again: the same value
+        families = []
+        pairs = set()
+        for _, name_, v, _, m, sp, recompute in by_item[index]:
+            pairs.add((sp, recompute))
+            k = engine._knobs(item, name_, v, engine.space.micro[0], m, sp, recompute)
+            held = first_backward_floors(engine.shape, k)
+            params = rank_params(engine.shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)
+            plain = max(held[mine] + engine._least_states(item, k, rp.params)
+                        for mine, rp in zip(rank_signatures(engine.shape, k.pp, v, name_, k.split), params,
+                                            strict=True))
+            assert engine._family_floor((item, name_, v, None, m, sp, recompute)) == plain
+            families.append(plain)
+            checked += 1
+        assert (floor > engine.usable) == aside_here
+        if item.degrees.get("pp", 1) > 1:
+            pipelined += 1
+            least = min(engine._pipelines_floor((item, None, None, None, None, sp, recompute))
+                        for sp, recompute in pairs)
+            assert least <= min(families), (name, item.degrees, item.ep, least, min(families))
+            # set aside: the least of them; else one that fits, found first
+            assert floor == least if aside_here else least <= floor <= engine.usable
+        else:
+            assert floor == 0
+    assert checked > 30 and (pipelined or not deep)
+    for g in rng.sample(aside, min(len(aside), 40)):
+        assert engine._first_floor(engine._knobs(*g), g[0]) > engine.usable
+    if name in ("gpt3-175b", "mixtral-ep-over-dp-cp"):
+        assert aside and groups
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_SPACES))
+def test_the_least_states_over_fewer_shardings_are_the_least_over_every_sharding(name):
+    """`least_state_shardings` leaves hsdp out where zero3 is there: the least
+    `memory.model.state_bytes` over what is left must equal the least over every sharding of the
+    group (`_group_shardings`), for the parameters of every rank of random pipelines of random
+    degree assignments (dp with many divisors, pp 1 and deeper, MoE with an expert grid)."""
+    from parc.memory.model import rank_params, state_bytes
+
+    engine, groups, aside = _all_groups_of(BOUND_SPACES[name])
+    rng = random.Random(name)
+    checked = with_hsdp = 0
+    for g in rng.sample(groups + aside, min(len(groups + aside), 80)):
+        item = g[0]
+        k = engine._knobs(*g)
+        shardings = engine._group_shardings(item, k)
+        with_hsdp += any(s == "hsdp" for s, _ in shardings)
+        for rp in rank_params(engine.shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime):
+            plain = min(state_bytes(rp.params, ks, (ks.dense_shard_group, ks.expert_shard_group)
+                                    if ks.sharding != "none" else (1, 1))
+                        for ks in (engine._with_sharding(k, *s) for s in shardings))
+            assert engine._least_states(item, k, rp.params) == plain, (item.degrees, g[1:], rp.params)
+            checked += 1
+    assert checked >= 80 and with_hsdp
+
+
+def _plain_list_groups(engine, item, pipes, canonical_pipe, splits, e0304, orders_raw, shard_raw, stats):
+    """The engine's group listing as it was written before `_list_groups` (one loop per
+    pipeline, micro-batch and sequence parallelism, each rule checked in it)."""
+    from parc.search.space import SEQUENCE_PARALLEL
+
+    space = engine.space
+    n_sp, n_rec = len(space.sequence_parallel), len(space.recompute)
+    pp, tp = item.degrees.get("pp", 1), item.degrees.get("tp", 1)
+    below_order = n_rec * shard_raw
+    n_orders_valid = len(item.orders) * item.order_weight
+    valid_here = n_orders_valid * len(item.shardings)
+    folded_shardings = n_orders_valid * (len(item.shardings) - 1) if item.single_rank and space.sharding_open else 0
+    out = []
+    for kind, v in pipes:
+        merged_pipe = pp == 1 and (kind, v) != canonical_pipe
+        for micro in space.micro:
+            m, problem = engine._micro_problem(item.batch_degree, pp, kind, micro)
+            if problem:
+                stats.pruned[problem] += n_sp * orders_raw * below_order
+                continue
+            for sp in space.sequence_parallel:
+                if not splits[sp]:
+                    stats.pruned["E0331"] += orders_raw * below_order
+                    continue
+                stats.pruned["E0304"] += e0304 * below_order
+                merged_sp = tp == 1 and len(space.sequence_parallel) > 1 and sp != SEQUENCE_PARALLEL[0]
+                if merged_pipe or merged_sp:
+                    stats.merged += valid_here * n_rec
+                    continue
+                for recompute in space.recompute:
+                    stats.merged += folded_shardings
+                    out.append((item, kind, v, micro, m, sp, recompute))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_SPACES))
+def test_the_group_listing_is_the_plain_loops(name):
+    """`Engine._list_groups` computes the micro-batch rules once per schedule and counts what
+    the rules reject or fold per pipeline: the same groups in the same order (the index breaks
+    ties between equal bounds) and the same statistics as the plain loop it replaces, run as
+    the engine's listing on the same space."""
+    from parc.search import engine as search_engine
+
+    engine, groups, aside = _all_groups_of(BOUND_SPACES[name])
+
+    class Plain(search_engine.Engine):
+        def _list_groups(self, *args, count_only=False):
+            listed = _plain_list_groups(self, *args)
+            return len(listed) if count_only else listed
+
+    original = search_engine.Engine
+    try:
+        search_engine.Engine = Plain
+        plain, plain_groups, plain_aside = _all_groups_of(BOUND_SPACES[name])
+    finally:
+        search_engine.Engine = original
+    assert groups
+    key = [(g[0].index,) + g[1:] for g in groups]
+    assert key == [(g[0].index,) + g[1:] for g in plain_groups]
+    assert [(g[0].index,) + g[1:] for g in aside] == [(g[0].index,) + g[1:] for g in plain_aside]
+    assert engine.stats == plain.stats and engine.stats.as_json() == plain.stats.as_json()  # zero counts too
+    # the count of the degrees set aside (listed only if nothing fits) is their listing's length
+    from parc.search.engine import Stats
+
+    for item, pipes, canonical, splits in engine._skipped:
+        counts, lists = Stats(), Stats()
+        assert engine._list_groups(item, pipes, canonical, splits, 2, 3, 5, counts, count_only=True) == \
+            len(engine._list_groups(item, pipes, canonical, splits, 2, 3, 5, lists))
+        assert counts.as_json() == lists.as_json()
+
+
+WALK_SPACES = {
+    **{name: BOUND_SPACES[name] for name in ("gpt3-175b", "llama3-70b-cp-all-to-all")},
+    # tp after pp in the walk, pp above the layers, dp's shardings and pp's pipelines weighing
+    "pp-first": "job b\npp ? x tp ? x dp ? x cp ? on nodes(8 gpus, nvlink)\nmodel llama3-70b\n"
+                "hardware { gpu h100-sxm, nodes 1536 }\n" + EVERY_HOLE.format(seq=8192, batch=1536),
+    # tp written, pp and dp open, no cp axis
+    "tp-written": "job b\ntp 4 x pp ? x dp ? on nodes(8 gpus, nvlink)\nmodel gpt3-175b\n"
+                  "hardware { gpu a100-80gb, nodes 96 }\n" + EVERY_HOLE.format(seq=2048, batch=1536),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WALK_SPACES))
+@pytest.mark.parametrize("limited", [False, True])
+def test_the_walk_counts_a_pruned_prefix_as_each_of_its_assignments(name, limited):
+    """`Engine._factorisations` with `run`'s pruning: a prefix whose first failing rule its
+    degrees decide (tp's own rules, pp above the layers) is counted at once over every
+    factorisation below it (`_subtree`). Against the walk of every tuple: the same groups with
+    the same indices, the same statistics (every rule's count, the raw space) and the same
+    degrees set aside, with and without the outer search's per-axis degree sets; and prefixes
+    are pruned."""
+    from parc.pipeline import compile_text
+    from parc.search import engine as search_engine
+    from parc.search.space import build_space
+
+    compilation = compile_text(WALK_SPACES[name], path="walk.par")
+    assert compilation.plan is not None, compilation.diagnostics
+    space = build_space(compilation)
+    rng = random.Random(name)
+    allowed = ({a: frozenset(d for d in range(1, 4097) if rng.random() < 0.5) | {1, 2, 4, 8}
+                for a in space.open_axes} if limited else None)
+    runs = []
+    for prune in (True, False):
+        engine = search_engine.Engine(space, keep=14, degree_values=allowed)
+        groups: list = []
+
+        def collect(found, engine=engine, groups=groups):
+            groups.extend(found)
+            return search_engine.Outcome(found=[], stats=engine.stats, smallest_peak=None, usable_bytes=0)
+
+        engine._scan = collect
+        assert engine._prunable()
+        pruned = []
+        if not prune:
+            engine._prunable = lambda: False
+        else:
+            real = engine._prefix_problem
+            engine._prefix_problem = lambda chosen, axis, real=real: pruned.append(r := real(chosen, axis)) or r
+        engine.run()
+        runs.append((engine, groups, pruned))
+    (fast, fast_groups, pruned), (plain, plain_groups, _) = runs
+    assert plain_groups and (any(pruned) or limited)
+    assert [(g[0].index,) + g[1:] for g in fast_groups] == [(g[0].index,) + g[1:] for g in plain_groups]
+    assert fast.stats.as_json() == plain.stats.as_json() and fast.stats == plain.stats
+    assert [s[0].index for s in fast._skipped] == [s[0].index for s in plain._skipped]
+
+
+def _plain_loads(engine, item, schedule, v, micro, sp, recompute, geo=None, compute_only=False):
+    """`Engine._loads` written out without its caches: each distinct rank load of
+    `timing.rank_loads`, its pieces' sums and its sends, recomputed on every call."""
+    from parc import timing
+
+    d = item.degrees
+    tp, pp, cp = d.get("tp", 1), d.get("pp", 1), d.get("cp", 1)
+    if compute_only:
+        pieces = engine._compute_pieces(tp, sp and tp > 1, cp, micro, item.ep)
+    else:
+        placements = engine._placements(item) if geo is None else ((geo.cp, geo.ep),)
+        pieces = engine._pieces(tp, sp and tp > 1, cp, micro, item.ep, placements,
+                                (schedule == "dualpipe-v" or engine.software.ep_overlap,))
+    loads = dict.fromkeys(timing.rank_loads(engine.shape, tp, item.ep, pp, v, schedule, engine.split, engine.runtime,
+                                            recompute, engine.fixed["recompute_layers"]))
+    send = 0.0 if compute_only else engine._pp_send(item, tp, pp, cp, micro, geo)
+    out = []
+    for load in loads:
+        sums = [0.0, 0.0, 0.0, 0.0, load.sends_f * send, load.sends_b * send]
+        names = [((is_moe, mode), count) for is_moe, mode, count in load.pieces]
+        names += [(name, 1) for present, name in ((load.embedding, "embedding"), (load.output, "output")) if present]
+        for name, count in names:
+            p = pieces[name]
+            sums = [s + count * p[j] for j, s in enumerate(sums)]
+        out.append((*sums, load))
+    return tuple(out)
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_SPACES))
+def test_the_rank_sums_kept_per_pieces_loads_and_send_are_the_plain_sums(name):
+    """`Engine._loads` keeps its rank sums per (pieces, loads, send), and one tuple of loads
+    for the schedules that chunk alike: over random groups, every pipeline of each (the
+    schedules sharing loads asked in turn), with and without communication and at each order's
+    own placement, asked in a shuffled order and twice, they equal the sums recomputed from
+    the time model's loads on every call (loads compared field by field)."""
+    engine, groups = _groups_of(BOUND_SPACES[name])
+    rng = random.Random(name)
+    deep = [g for g in groups if g[0].degrees.get("pp", 1) > 1]
+    sample = rng.sample(deep, min(len(deep), 40)) + rng.sample(groups, min(len(groups), 30))
+    siblings: dict[tuple, list] = {}
+    for g in groups:
+        siblings.setdefault((g[0].index, g[3], g[5], g[6]), []).append(g)
+    asks = [(g[0], g[1], g[2], g[3], g[5], g[6]) for s in sample for g in siblings[(s[0].index, s[3], s[5], s[6])]]
+    asks = asks * 2
+    rng.shuffle(asks)
+    checked = 0
+    for ask in asks:
+        item = ask[0]
+        for kwargs in ({}, {"compute_only": True}):
+            got = engine._loads(*ask, **kwargs)
+            assert got == _plain_loads(engine, *ask, **kwargs), (ask, kwargs)
+            checked += 1
+        shard = rng.choice(item.shardings)[1] if item.shardings else 1
+        _, geo, _ = rng.choice(engine._classes(item, shard))
+        assert engine._loads(*ask, geo) == _plain_loads(engine, *ask, geo), ask
+    assert checked > 100
+    loads = [v for k, v in engine._load_cache.items() if isinstance(k, tuple) and len(k) == 6]
+    if deep:  # some schedules chunk alike, and share one tuple
+        assert len({id(v) for v in loads}) < len(loads)

@@ -90,6 +90,8 @@ NO_NIC = (0.0, 0.0)
 BOUND_SLACK = 1e-9
 """A group is skipped when its bound exceeds the N-th best step by more than this fraction, so
 floating-point rounding in the bound's sums can never drop a candidate that ties."""
+_KEEPS_LEAST = ("full", "selective", "none")
+"""The recomputation modes in the order `_degrees_floor` tries them (most recomputed first)."""
 MAX_GROUPS = 600_000
 """Most groups one search keeps (about 150 MB with what they share): beyond, the space is too large (E0503)."""
 MAX_DEGREE_TUPLES = 2_000_000
@@ -134,7 +136,8 @@ class Stats:
     groups: int = 0
     bound_evaluations: int = 0
     """Groups bounded before the scan, each by its own bound (`Engine.bound`) or with the other
-    pipelines of its layout by theirs (`Engine.pipes_bound`): every group."""
+    pipelines of its layout by theirs (`Engine.pipes_bound`): every group but those of degrees
+    whose memory floor does not fit (`Engine._degrees_floor`, counted out of memory unbounded)."""
     group_bounds: int = 0
     """Of which groups bounded on their own (a set's groups when the set came out)."""
     pipe_set_bounds: int = 0
@@ -247,6 +250,7 @@ class Engine:
                           pp_receives=target_runtime(plan.target).pp_receives,
                           model_code=model_code(plan.target))
         self.best: list[Found] = []
+        self._sums: dict[tuple, tuple] = {}  # `_loads`' sums per (pieces, loads, send)
         self._piece_cache, self._load_cache = _shared_caches(
             (self.shape, self.hw, self.constants, software, runtime, self.pcie, self.flavour, self.seq, self.split,
              train.precision, train.recompute_layers))
@@ -262,6 +266,8 @@ class Engine:
         self._tp_problems: dict[int, str | None] = {}
         self._pipe_classes: dict[tuple, int] = {}  # (pp, schedule, v) -> `_pipeline_class`
         self._pipe_class_ids: dict[tuple, int] = {}
+        self._floor_pieces: dict[tuple, tuple] = {}  # `_layer_floor_pieces`
+        self._skipped: list[tuple] = []  # groups of degrees whose floor does not fit (`run`)
         self.pipe_sets = train.recompute_layers is None
         """Whether groups that differ only in their pipeline enter the scan as one set at
         `pipes_bound` (not with `full N`: its recomputed layers per rank follow the chunking)."""
@@ -269,8 +275,10 @@ class Engine:
     # -----------------------------------------------------------------------------------------
     # Level 1: degrees
 
-    def _factorisations(self):
-        """(layout degrees, ep) for every way to fill the open degrees (the raw space)."""
+    def _factorisations(self, prune: Callable[[dict, str, int], bool] | None = None):
+        """(layout degrees, ep) for every way to fill the open degrees (the raw space). With
+        `prune` (the chosen degrees so far, the axis just chosen, what is left to split), a
+        prefix it accepts is not descended into: it has counted the subtree itself (`run`)."""
         space = self.space
         rest = space.world
         for d in space.fixed.values():
@@ -304,6 +312,8 @@ class Engine:
                     if allowed[level] is not None and d not in allowed[level]:
                         continue
                     chosen[opened[level]] = d
+                    if prune is not None and prune(chosen, opened[level], rests[level] // d):
+                        continue
                     level += 1
                     rests[level] = rests[level - 1] // d
                     if level < last:
@@ -361,6 +371,86 @@ class Engine:
                 replicate, shard, degrees.get("dp", 1)):
             return "E0350"
         return None
+
+    def _prunable(self) -> bool:
+        """Whether the walk may count a subtree at once (`_prefix_problem`): every assignment is
+        one degree tuple (no ep folded over other axes, whose divisors multiply the tuples
+        unevenly), and tp's first rule reads tp alone (`order ?`, PCIe, or no tp axis: with a
+        written order E0304 reads the degrees placed before tp)."""
+        space = self.space
+        return not space.ep_open and (space.order_open or self.pcie or "tp" not in space.axes)
+
+    def _prefix_problem(self, chosen: dict, axis: str) -> str | None:
+        """The first degree rule (`_degree_problem`'s order) that every assignment below a
+        prefix of the walk fails, when the prefix's degrees decide it: tp's own rules (E0304 at
+        tp's best stride, E0310, E0312, E0313) once tp is chosen, and pp against the layers
+        once pp is chosen and tp (chosen or written) passes. None when the prefix does not
+        decide (the walk goes on). Read only where `_prunable`."""
+        if axis not in ("tp", "pp"):
+            return None
+        space = self.space
+        if "tp" in chosen:
+            tp = chosen["tp"]
+        elif "tp" in space.open_axes:
+            return None  # tp's rules come first and tp is still open below
+        else:
+            tp = space.fixed.get("tp", 1)
+        problem = self._tp_first(tp)
+        if problem or axis == "tp":
+            return problem
+        pp = chosen["pp"]
+        if pp > self.model.layers:
+            return rules.layers_fill_chunks(self.model.layers, pp, 1, self.split)
+        return None
+
+    def _tp_first(self, tp: int) -> str | None:
+        """`_degree_problem`'s first two rules, which read tp alone under `_prunable`."""
+        if tp > 1 and not self.pcie and self.space.order_open and rules.crosses_domain(1, tp, self.domain):
+            return "E0304"
+        problem = self._tp_problems.get(tp, False)
+        if problem is False:
+            problem = self._tp_problems[tp] = self._tp_problem(tp)
+        return problem
+
+    def _subtree(self, chosen: dict, rest: int, raw_of: Callable[[str, int], int]) -> tuple[int, int]:
+        """(degree tuples, their summed raw factors) below a prefix of the walk: every ordered
+        factorisation of `rest` over the axes not yet chosen (each within the outer search's
+        degree set, the last taking what is left), each weighing the product of `raw_of` over
+        every axis (the written degrees' too), as `run` weighs one tuple."""
+        space = self.space
+        opened = space.open_axes
+        allowed = self.degree_values or {}
+        below = opened[len(chosen):]
+        constant = math.prod(raw_of(a, d) for a, d in chosen.items()) * math.prod(
+            raw_of(a, d) for a, d in space.fixed.items())
+        for axis in ("pp", "dp"):  # an axis the layout does not name is 1, and still weighs
+            if axis not in space.axes:
+                constant *= raw_of(axis, 1)
+        memo: dict[tuple[int, int], tuple[int, int]] = {}
+
+        def walk(level: int, remaining: int) -> tuple[int, int]:
+            key = (level, remaining)
+            if key in memo:
+                return memo[key]
+            axis, ok = below[level], allowed.get(below[level])
+            if level == len(below) - 1:
+                found = (1, raw_of(axis, remaining)) if ok is None or remaining in ok else (0, 0)
+            else:
+                count = weight = 0
+                for d in _divisors(remaining):
+                    if ok is not None and d not in ok:
+                        continue
+                    c, w = walk(level + 1, remaining // d)
+                    count += c
+                    weight += raw_of(axis, d) * w
+                found = (count, weight)
+            memo[key] = found
+            return found
+
+        if not below:
+            return 1, constant
+        count, weight = walk(0, rest)
+        return count, constant * weight
 
     def _tp_problem(self, tp: int) -> str | None:
         """The degree rules that read tp alone (E0310, E0312, E0313), in report order: kept per
@@ -482,18 +572,47 @@ class Engine:
         n_micro, n_sp, n_rec = len(space.micro), len(space.sequence_parallel), len(space.recompute)
         orders_raw = math.factorial(len(space.axes)) if space.order_open else 1
         shard_raws: dict[int, int] = {}  # per dp: the raw shardings (every mode, every hsdp split)
-        for degrees, ep in self._factorisations():
+        skipped: list[tuple] = []  # degrees whose groups do not fit (`_degrees_floor`), to list again
+        n_skipped = 0  # their groups
+
+        def raw_of(axis: str, d: int) -> int:
+            """An axis's factor in an assignment's raw count: pp's pipelines, dp's shardings."""
+            if axis == "pp":
+                if d not in pipelines_by_pp:
+                    pipelines_by_pp[d] = self._pipelines(d)
+                return pipelines_by_pp[d][2]
+            if axis == "dp":
+                found = shard_raws.get(d)
+                if found is None:
+                    found = shard_raws[d] = (len(SHARDING) + sum(1 for s in _divisors(d) if 1 < s < d)
+                                             if space.sharding_open else 1)
+                return found
+            return 1
+
+        def prune(chosen: dict, axis: str, rest: int) -> bool:
+            """A prefix whose first failing rule its degrees decide (`_prefix_problem`): every
+            assignment below it is counted under that rule, as the walk would count each."""
+            nonlocal tuples
+            problem = self._prefix_problem(chosen, axis)
+            if problem is None:
+                return False
+            count, weight = self._subtree(chosen, rest, raw_of)
+            if tuples + count > MAX_DEGREE_TUPLES:
+                return False  # walked one by one: the limit stops the walk where it always did
+            tuples += count
+            raw = weight * orders_raw * n_micro * n_sp * n_rec
+            stats.raw += raw
+            stats.pruned[problem] += raw
+            return True
+
+        for degrees, ep in self._factorisations(prune if self._prunable() else None):
             tuples += 1
             if tuples > MAX_DEGREE_TUPLES:
                 raise SpaceTooLarge("degree assignments", tuples, MAX_DEGREE_TUPLES, stats)
             pp, dp = degrees.get("pp", 1), degrees.get("dp", 1)
-            if pp not in pipelines_by_pp:
-                pipelines_by_pp[pp] = self._pipelines(pp)
-            pipes, bad_pipes, pipes_raw = pipelines_by_pp[pp]
-            shard_raw = shard_raws.get(dp)
-            if shard_raw is None:
-                shard_raw = shard_raws[dp] = (len(SHARDING) + sum(1 for s in _divisors(dp) if 1 < s < dp)
-                                              if space.sharding_open else 1)
+            pipes_raw = raw_of("pp", pp)
+            pipes, bad_pipes, _ = pipelines_by_pp[pp]
+            shard_raw = raw_of("dp", dp)
             below_pipe = orders_raw * n_micro * n_sp * n_rec * shard_raw
             stats.raw += pipes_raw * below_pipe
             problem = self._degree_problem(degrees, ep) or self._runtime_problem(degrees)
@@ -507,7 +626,6 @@ class Engine:
             item = _Degrees(tuples, degrees, ep, dp * (degrees.get("ep", 1) if self.ep_axis else 1))
             self._orders(item)
             tp, cp = degrees.get("tp", 1), degrees.get("cp", 1)
-            below_order = n_rec * shard_raw
             e0304 = (len(space.orders(degrees)) - len(item.orders)) * item.order_weight
             if not item.orders:
                 stats.pruned["E0304"] += len(pipes) * n_micro * n_sp * orders_raw * n_rec * shard_raw
@@ -517,45 +635,83 @@ class Engine:
             # the replicas depend on the degrees only: any pipeline and micro-batch will do
             item.single_rank = is_single_rank(self._knobs(item, *canonical_pipe, space.micro[0], 1, True, "none"),
                                               bool(self.shape.moe))
-            single_rank = item.single_rank
-            n_orders_valid = len(item.orders) * item.order_weight
-            # what depends on fewer of the loops' values than the loops, once per degrees
-            micro_problems: dict[tuple[str, int], tuple] = {}  # per (schedule, micro): every v alike
             splits = {sp: rules.local_sequence_splits(self.seq, cp, tp, sp) for sp in space.sequence_parallel}
-            valid_here = n_orders_valid * len(item.shardings)
-            folded_shardings = n_orders_valid * (len(item.shardings) - 1) if single_rank and space.sharding_open else 0
-            for schedule, v in pipes:
-                merged_pipe = pp == 1 and (schedule, v) != canonical_pipe
-                for micro in space.micro:
-                    found = micro_problems.get((schedule, micro))
-                    if found is None:
-                        found = micro_problems[(schedule, micro)] = self._micro_problem(
-                            item.batch_degree, pp, schedule, micro)
-                    m, problem = found
-                    if problem:
-                        stats.pruned[problem] += n_sp * orders_raw * below_order
-                        continue
-                    for sp in space.sequence_parallel:
-                        if not splits[sp]:
-                            stats.pruned["E0331"] += orders_raw * below_order
-                            continue
-                        stats.pruned["E0304"] += e0304 * below_order
-                        merged_sp = tp == 1 and len(space.sequence_parallel) > 1 and sp != SEQUENCE_PARALLEL[0]
-                        if merged_pipe or merged_sp:
-                            stats.merged += valid_here * n_rec
-                            continue
-                        if len(groups) + n_rec <= MAX_GROUPS:  # the common case, in one step
-                            stats.merged += folded_shardings * n_rec
-                            groups.extend([(item, schedule, v, micro, m, sp, recompute)
-                                           for recompute in space.recompute])
-                            continue
-                        for recompute in space.recompute:
-                            stats.merged += folded_shardings
-                            groups.append((item, schedule, v, micro, m, sp, recompute))
-                            if len(groups) > MAX_GROUPS:
-                                raise SpaceTooLarge("groups", len(groups), MAX_GROUPS, stats)
-        stats.groups = len(groups)
+            # degrees whose every candidate's memory floor exceeds the part: their groups are
+            # counted out of memory and never bounded (kept aside for "each needs at least")
+            out = self._degrees_floor(item, [sp for sp in space.sequence_parallel if splits[sp]]) > self.usable
+            listed = self._list_groups(item, pipes, canonical_pipe, splits, e0304, orders_raw, shard_raw, stats,
+                                       count_only=out)
+            n_listed = listed if out else len(listed)
+            if len(groups) + n_skipped + n_listed > MAX_GROUPS:
+                raise SpaceTooLarge("groups", MAX_GROUPS + 1, MAX_GROUPS, stats)
+            if out:
+                if n_listed:
+                    stats.out_of_memory += self._group_size((item,)) * n_listed
+                    skipped.append((item, pipes, canonical_pipe, splits))
+                    n_skipped += n_listed
+                continue
+            groups.extend(listed)
+        self._skipped = skipped
+        stats.groups = len(groups) + n_skipped
         return self._scan(groups)
+
+    def _list_groups(self, item: _Degrees, pipes: list, canonical_pipe: tuple, splits: dict, e0304: int,
+                     orders_raw: int, shard_raw: int, stats: Stats, count_only: bool = False) -> list[tuple] | int:
+        """The groups of one degree assignment, in the scan's order (pipeline, micro-batch,
+        sequence parallelism, recomputation: the index breaks ties between equal bounds), and
+        the counts of what its rules reject or fold (`stats`); `count_only`, how many (the
+        degrees' floor set them aside: listed again only if nothing fits). What depends on fewer
+        of the loops' values than the loops is computed once: the micro-batch rules per schedule
+        (every virtual-stage count alike), the sequence splits per degrees."""
+        space = self.space
+        n_sp, n_rec = len(space.sequence_parallel), len(space.recompute)
+        recomputes = space.recompute
+        pruned = stats.pruned
+        pp, tp = item.degrees.get("pp", 1), item.degrees.get("tp", 1)
+        below_order = n_rec * shard_raw
+        n_orders_valid = len(item.orders) * item.order_weight
+        valid_here = n_orders_valid * len(item.shardings)
+        folded = n_orders_valid * (len(item.shardings) - 1) if item.single_rank and space.sharding_open else 0
+        good_sp = [sp for sp in space.sequence_parallel if splits[sp]]
+        bad_sp = n_sp - len(good_sp)
+        # tp 1: sequence parallelism means nothing, every value but the first is folded into it
+        kept_sp = [sp for sp in good_sp if not (tp == 1 and n_sp > 1 and sp != SEQUENCE_PARALLEL[0])]
+        merged_sp = len(good_sp) - len(kept_sp)
+        per_schedule: dict[str, tuple] = {}  # schedule -> (its valid (micro-batch, micro-batches per step),
+        #                                       the first rule each other micro-batch fails)
+        listed: list[tuple] = []
+        counted = 0
+        for schedule, v in pipes:
+            found = per_schedule.get(schedule)
+            if found is None:
+                valid, problems = [], []
+                for micro in space.micro:
+                    m, problem = self._micro_problem(item.batch_degree, pp, schedule, micro)
+                    if problem:
+                        problems.append(problem)
+                    else:
+                        valid.append((micro, m))
+                found = per_schedule[schedule] = (valid, problems)
+            valid, problems = found
+            for problem in problems:
+                pruned[problem] += n_sp * orders_raw * below_order
+            n_valid = len(valid)
+            if not n_valid:
+                continue
+            if bad_sp:
+                pruned["E0331"] += n_valid * bad_sp * orders_raw * below_order
+            if good_sp:  # (counted even when none: the count's entry exists as it always did)
+                pruned["E0304"] += n_valid * len(good_sp) * e0304 * below_order
+            if pp == 1 and (schedule, v) != canonical_pipe:  # one pipeline stands for every one
+                stats.merged += n_valid * len(good_sp) * valid_here * n_rec
+                continue
+            stats.merged += n_valid * (merged_sp * valid_here + len(kept_sp) * folded) * n_rec
+            if count_only:
+                counted += n_valid * len(kept_sp) * n_rec
+                continue
+            listed += [(item, schedule, v, micro, m, sp, recompute) for micro, m in valid
+                       for sp in kept_sp for recompute in recomputes]
+        return counted if count_only else listed
 
     # -----------------------------------------------------------------------------------------
     # Bounds and evaluation
@@ -778,26 +934,50 @@ class Engine:
         return cached
 
     def _loads(self, item, schedule, v, micro, sp, recompute, geo: timing.Geometry | None = None,
-               compute_only: bool = False) -> list[tuple]:
+               compute_only: bool = False) -> tuple[tuple, ...]:
         """Each distinct pipeline rank's per-micro-batch sums (as `_pieces`, plus its chunks and
         parameters), as `timing.rank_time` adds them up, with the pipeline sends at
         `_pp_send`: for every rank order (the least over them), or for one order's `geo`; or,
         `compute_only`, the computation alone (`_compute_pieces`, no sends)."""
         d = item.degrees
         tp, pp, cp = d.get("tp", 1), d.get("pp", 1), d.get("cp", 1)
-        if compute_only:
-            pieces = self._compute_pieces(tp, sp and tp > 1, cp, micro, item.ep)
-        else:
-            placements = self._placements(item) if geo is None else ((geo.cp, geo.ep),)
-            overlaps = (schedule == "dualpipe-v" or self.software.ep_overlap,)  # as `timing._rank_times`
-            pieces = self._pieces(tp, sp and tp > 1, cp, micro, item.ep, placements, overlaps)
+        # the pieces of these degrees read the micro-batch, sequence parallelism and (with
+        # communication) whether the schedule overlaps ep: kept per those with the degrees, a
+        # key cheaper to look up than `_pieces`' own (which holds the orders' placements)
+        pieces_key = ("pieces", compute_only, micro, sp and tp > 1, schedule == "dualpipe-v") if geo is None else None
+        pieces = item.opt_cache.get(pieces_key)
+        if pieces is None:
+            if compute_only:
+                pieces = self._compute_pieces(tp, sp and tp > 1, cp, micro, item.ep)
+            else:
+                placements = self._placements(item) if geo is None else ((geo.cp, geo.ep),)
+                overlaps = (schedule == "dualpipe-v" or self.software.ep_overlap,)  # as `timing._rank_times`
+                pieces = self._pieces(tp, sp and tp > 1, cp, micro, item.ep, placements, overlaps)
+            if pieces_key is not None:
+                item.opt_cache[pieces_key] = pieces
         key = (tp, item.ep, pp, v, schedule, recompute)
         distinct = self._load_cache.get(key)
         if distinct is None:
-            distinct = self._load_cache[key] = tuple(dict.fromkeys(timing.rank_loads(
-                self.shape, tp, item.ep, pp, v, schedule, self.split, self.runtime, recompute,
-                self.fixed["recompute_layers"])))
+            # `timing.rank_loads` reads the schedule and the virtual stages through the chunks
+            # alone (`chunks_of`): schedules that chunk alike (1F1B and GPipe always, the
+            # interleaved ones of one virtual-stage count) share one tuple of loads, computed
+            # once, so that their sums below are computed once too
+            chunked = ("chunked", tp, item.ep, pp, recompute,
+                       chunks_of(self.shape.layers, pp, v, schedule, self.split, self.shape.tied))
+            distinct = self._load_cache.get(chunked)
+            if distinct is None:
+                distinct = tuple(dict.fromkeys(timing.rank_loads(
+                    self.shape, tp, item.ep, pp, v, schedule, self.split, self.runtime, recompute,
+                    self.fixed["recompute_layers"])))
+                distinct = self._load_cache[chunked] = self._load_cache.setdefault(("interned", distinct), distinct)
+            self._load_cache[key] = distinct
         send = 0.0 if compute_only else self._pp_send(item, tp, pp, cp, micro, geo)
+        # the sums read the pieces, the loads and the send only: kept per those (by identity;
+        # the entry holds both objects, so neither id can be reused while it lives)
+        sums_key = (id(pieces), id(distinct), send)
+        kept = self._sums.get(sums_key)
+        if kept is not None and kept[0] is pieces and kept[1] is distinct:
+            return kept[2]
         out = []
         for load in distinct:
             f, bi, bw, rec = 0.0, 0.0, 0.0, 0.0
@@ -811,6 +991,8 @@ class Engine:
                     p = pieces[name]
                     f, bi, bw, rec, xf, xb = f + p[0], bi + p[1], bw + p[2], rec + p[3], xf + p[4], xb + p[5]
             out.append((f, bi, bw, rec, xf, xb, load))
+        out = tuple(out)
+        self._sums[sums_key] = (pieces, distinct, out)
         return out
 
     def _pp_send(self, item: _Degrees, tp: int, pp: int, cp: int, micro: int,
@@ -847,7 +1029,7 @@ class Engine:
         return cached
 
     @staticmethod
-    def _core(schedule: str, pp: int, m: int, loads: list[tuple]) -> float:
+    def _core(schedule: str, pp: int, m: int, loads: tuple) -> float:
         """m x the busiest rank + the smallest bubble of any rank (`step_time`'s F, B, W)."""
         busiest, bubble = 0.0, math.inf
         for f, bi, bw, rec, xf, xb, load in loads:
@@ -872,7 +1054,7 @@ class Engine:
         loads = self._loads(item, schedule, v, micro, sp, recompute, compute_only=True)
         return self._summed_bound(item, schedule, v, micro, m, sp, recompute, loads)
 
-    def _summed_bound(self, item, schedule, v, micro, m, sp, recompute, loads: list[tuple]) -> float:
+    def _summed_bound(self, item, schedule, v, micro, m, sp, recompute, loads: tuple) -> float:
         """`_core` over the ranks' `loads` plus the cheapest optimizer step of the degrees."""
         floor = item.opt_cache.get((schedule, v))
         if floor is None:
@@ -890,14 +1072,18 @@ class Engine:
         layer of a chunk is recomputed alike (`pipe_sets`)."""
         d = item.degrees
         tp, pp = d.get("tp", 1), d.get("pp", 1)
-        pieces = self._compute_pieces(tp, sp and tp > 1, d.get("cp", 1), micro, item.ep)
-        total = 0.0
-        for name, count in self._layer_counts:
-            p = pieces[(name, recompute)]
-            total += count * (p[0] + p[1] + p[2] + p[3] + p[4] + p[5])
-        for name in ("embedding", "output"):
-            p = pieces[name]
-            total += p[0] + p[1] + p[2] + p[3] + p[4] + p[5]
+        key = ("pipes total", tp, sp and tp > 1, d.get("cp", 1), micro, item.ep, recompute)  # all it reads
+        total = self._load_cache.get(key)
+        if total is None:
+            pieces = self._compute_pieces(tp, sp and tp > 1, d.get("cp", 1), micro, item.ep)
+            total = 0.0
+            for name, count in self._layer_counts:
+                p = pieces[(name, recompute)]
+                total += count * (p[0] + p[1] + p[2] + p[3] + p[4] + p[5])
+            for name in ("embedding", "output"):
+                p = pieces[name]
+                total += p[0] + p[1] + p[2] + p[3] + p[4] + p[5]
+            self._load_cache[key] = total
         return m * total / pp * (1 - PIPES_SLACK)
 
     def _best_links(self, item: _Degrees, shard: int) -> tuple:
@@ -1117,6 +1303,12 @@ class Engine:
         if not self.best:  # "each needs at least": the least of their own floors, as without families
             for group in unnoted:
                 self._note_smallest(self._quick_floor(self._knobs(*group), group[0]))
+            # and of the degrees that did not fit: with no ceiling each of their groups would have
+            # come out and been noted so; under a ceiling, the degrees' floor (cheaper, a floor)
+            for group in [g for item, pipes, canonical, splits in self._skipped
+                          for g in self._list_groups(item, pipes, canonical, splits, 0, 1, 1, Stats())]:
+                self._note_smallest(self._quick_floor(self._knobs(*group), group[0]) if self.ceiling == math.inf
+                                    else group[0].opt_cache["degrees floor"])
         if self.progress is not None:
             self.progress(2 * total, 2 * total)
         return Outcome(found=self.best, stats=stats, smallest_peak=self.smallest_peak, usable_bytes=self.usable)
@@ -1203,7 +1395,7 @@ class Engine:
         """The least `memory.model.state_bytes` of `params` over the group's shardings: it reads
         the parameters, the sharding and its groups, pp, the optimizer and the precision, so it
         is kept with the degrees per parameters (ranks holding the same parameters hold the same
-        states, in every pipeline)."""
+        states, in every pipeline). hsdp never holds less than zero3 (`least_state_shardings`)."""
         least = item.opt_cache.get("least states")
         if least is None:
             least = item.opt_cache["least states"] = {}
@@ -1211,7 +1403,7 @@ class Engine:
         if cached is None:
             shardings = item.opt_cache.get("state shardings")
             if shardings is None:
-                knobs = [self._with_sharding(k, *s) for s in self._group_shardings(item, k)]
+                knobs = [self._with_sharding(k, *s) for s in least_state_shardings(self._group_shardings(item, k))]
                 shardings = item.opt_cache["state shardings"] = [
                     (ks, (ks.dense_shard_group, ks.expert_shard_group) if ks.sharding != "none" else (1, 1))
                     for ks in knobs]
@@ -1279,49 +1471,132 @@ class Engine:
         rank), so the largest is at least their mean. Zero outside the plain recomputation
         modes (`full N` recomputes by position in the chunk) and parc's runtime, and without
         pipelining (one pipeline, whose family floor is as cheap)."""
-        item, schedule, v, _, _, sp, recompute = group
+        item, _, _, _, _, sp, recompute = group
         key = ("pipelines", sp, recompute)
         cached = item.opt_cache.get(key)
         if cached is not None:
             return cached
-        shape, fixed = self.shape, self.fixed
-        if fixed["recompute_layers"] is not None or self.runtime != "torch" or item.degrees.get("pp", 1) == 1:
+        if not self._layers_floor_applies() or item.degrees.get("pp", 1) == 1:
             item.opt_cache[key] = 0
             return 0
         self.stats.memory_evaluations += 1
+        cached = item.opt_cache[key] = self._layers_floor(item, sp, recompute)
+        return cached
+
+    def _layers_floor_applies(self) -> bool:
+        """The floors by layer counts (`_layers_floor`) hold in parc's runtime under the plain
+        recomputation modes (`full N` recomputes by position in the chunk)."""
+        return self.fixed["recompute_layers"] is None and self.runtime == "torch"
+
+    def _layers_floor(self, item: _Degrees, sp: bool, recompute: str) -> int:
+        """`_pipelines_floor`'s value (see there), for pp 1 too (one rank holding every layer):
+        the busiest rank's sure layers' saved activations, the rest's at the least of a layer
+        kind, the largest working set of a layer it surely holds and the least model states of
+        those layers' parameters (`_least_layer_states`), or the ranks' mean of the whole
+        model's saved activations, whichever is larger. The per-layer pieces depend on neither
+        pp nor dp (`_layer_floor_pieces`), the states not on sequence parallelism nor the
+        recomputation: each is computed once and shared."""
         d = item.degrees
         tp, cp, pp = d.get("tp", 1), d.get("cp", 1), d.get("pp", 1)
-        ep = item.ep if shape.moe else 1
-        ak = activation_knobs(tp, sp, cp, fixed["cp_flavour"], self.seq, self.space.micro[0], self.runtime,
-                              ep, fixed["precision"])
-        # one layer of each kind as a chunk of its own: its saved activations and its working
-        # set, the least of the latter with and without the backward releasing (the schedules')
-        pieces = [[_chunk_activations(shape, ak, (1, False, False, shape.moe.index(moe) if shape.moe else 0),
-                                      recompute, None, True, released) for released in (True, False)]
-                  for moe, _ in self._layer_counts]
-        saved = [each[0].activations.saved for each in pieces]
-        working = [min(p.working for p in each) for each in pieces]
-        params = [layer_params(shape, tp, item.ep, moe) for moe, _ in self._layer_counts]
-        n = -(-shape.layers // pp)
-        # of the busiest rank's n layers or more, at least n less the other kind's layers are of
-        # each kind; the rest of either kind
-        sure = [max(0, n - (shape.layers - count)) for _, count in self._layer_counts]
-        rest = n - sum(sure)
-        least = Params(*(sum(c * getattr(p, name) for c, p in zip(sure, params, strict=True))
-                         + rest * min(getattr(p, name) for p in params) for name in ("linear", "other", "expert")))
-        k = self._knobs(item, schedule, v, self.space.micro[0], 1, sp, recompute)
+        saved, working, whole, loss = self._layer_floor_pieces(tp, sp, cp, item.ep, recompute)
+        sure, rest, states = self._least_layer_states(item, pp)
         # at its first backward the rank holds a micro-batch on every chunk and its last chunk
         # computes: that chunk's working set, at least a layer kind's least or the loss's
         # (`first_backward_floors`; an output chunk's is at least `logits_buffer`)
-        vocab = padded_vocab(shape.vocab, tp, self.runtime)
         busiest = (sum(c * a for c, a in zip(sure, saved, strict=True)) + rest * min(saved)
-                   + min(min(working), act.logits_buffer(ak, vocab))
-                   + self._least_states(item, k, least))
-        whole = sum(count * s for (_, count), s in zip(self._layer_counts, saved, strict=True))
-        whole += act.embedding_activations(shape, ak) + act.output_activations(
-            shape, ak, padded_vocab(shape.vocab, tp, self.runtime))
-        cached = item.opt_cache[key] = max(busiest, -(-whole // pp))
-        return cached
+                   + min(min(working), loss) + states)
+        return max(busiest, -(-whole // pp))
+
+    def _layer_floor_pieces(self, tp: int, sp: bool, cp: int, ep: int, recompute: str) -> tuple:
+        """Per layer kind (dense, MoE) one layer's saved activations and least working set (with
+        and without the backward releasing a micro-batch's tensors: the schedules' least), each
+        as a chunk of its own at the space's smallest micro-batch, and the whole model's saved
+        activations (every layer, the embedding and the output layer) and the loss's buffer: what `_layers_floor`
+        reads of the activations, kept per (tp, sequence parallelism, cp, ep, recomputation)."""
+        key = (tp, sp, cp, ep, recompute)
+        found = self._floor_pieces.get(key)
+        if found is None:
+            saved, working = [], []
+            for moe, _ in self._layer_counts:
+                # a dense layer reads no ep (the activation knobs of a dense model carry none):
+                # its pieces are shared by every ep of an MoE search
+                one = self._one_layer_floor(tp, sp, cp, ep if moe else 1, recompute, moe)
+                saved.append(one[0])
+                working.append(one[1])
+            whole = sum(count * s for (_, count), s in zip(self._layer_counts, saved, strict=True))
+            outer, loss = self._one_layer_floor(tp, sp, cp, ep, recompute, None)
+            found = self._floor_pieces[key] = (tuple(saved), tuple(working), whole + outer, loss)
+        return found
+
+    def _one_layer_floor(self, tp: int, sp: bool, cp: int, ep: int, recompute: str, moe: bool | None) -> tuple:
+        """(saved, least working set) of one layer of a kind as a chunk of its own, or with
+        `moe` None (the embedding's and the output layer's saved activations, the loss's buffer): the pieces of
+        `_layer_floor_pieces`, kept per what they read."""
+        key = (tp, sp, cp, ep, recompute, moe)
+        found = self._floor_pieces.get(key)
+        if found is None:
+            shape, fixed = self.shape, self.fixed
+            ak = activation_knobs(tp, sp, cp, fixed["cp_flavour"], self.seq, self.space.micro[0], self.runtime,
+                                  ep if shape.moe else 1, fixed["precision"])
+            if moe is None:
+                vocab = padded_vocab(shape.vocab, tp, self.runtime)
+                found = (act.embedding_activations(shape, ak) + act.output_activations(shape, ak, vocab),
+                         act.logits_buffer(ak, vocab))
+            else:
+                each = [_chunk_activations(shape, ak, (1, False, False, shape.moe.index(moe) if shape.moe else 0),
+                                           recompute, None, True, released) for released in (True, False)]
+                found = (each[0].activations.saved, min(p.working for p in each))
+            self._floor_pieces[key] = found
+        return found
+
+    def _least_layer_states(self, item: _Degrees, pp: int) -> tuple:
+        """(sure layers of each kind, the rest, their least model states) of the busiest rank:
+        of its n = ceil(layers / pp) layers or more, at least n less the other kind's layers are
+        of each kind, the rest of either; the least states (`_least_states`) of their
+        parameters, each of the rest at the least of a layer kind (componentwise). Kept with the
+        degrees (it reads neither sequence parallelism nor the recomputation)."""
+        found = item.opt_cache.get("layer states")
+        if found is None:
+            shape = self.shape
+            params = [layer_params(shape, item.degrees.get("tp", 1), item.ep, moe) for moe, _ in self._layer_counts]
+            n = -(-shape.layers // pp)
+            sure = [max(0, n - (shape.layers - count)) for _, count in self._layer_counts]
+            rest = n - sum(sure)
+            least = Params(*(sum(c * getattr(p, name) for c, p in zip(sure, params, strict=True))
+                             + rest * min(getattr(p, name) for p in params) for name in ("linear", "other", "expert")))
+            k = self._knobs(item, "1f1b", 1, self.space.micro[0], 1, False, "none")
+            found = item.opt_cache["layer states"] = (sure, rest, self._least_states(item, k, least))
+        return found
+
+    def _degrees_floor(self, item: _Degrees, sequence_parallel: list[bool]) -> int:
+        """A floor on the memory of every candidate of these degrees, whatever its pipeline,
+        micro-batch, sequence parallelism (of `sequence_parallel`, those that split the
+        sequence), recomputation and sharding: the least `_layers_floor` over sequence
+        parallelism and recomputation (each at most the family floor of every pipeline: see
+        `_pipelines_floor`). When it exceeds the usable memory, the degrees' groups are never
+        bounded (`run`); else the pipelines' floors it computed are kept for the scan: it stops
+        at the first that fits, returning it (then not the least, only not above the part). Zero
+        where the layers' floors do not hold, and without pipelining: one pipeline, whose
+        family floors the scan computes as cheaply, and few such degrees do not fit (they would
+        add 240 groups to the 983,040-GPU space's 182,724 set aside), while every one would pay
+        for its layers' pieces (an MoE layer's per ep: deepseek-v3-like's space, all pp 1,
+        took a third longer)."""
+        if not self._layers_floor_applies() or item.degrees.get("pp", 1) == 1:
+            item.opt_cache["degrees floor"] = 0
+            return 0
+        self.stats.memory_evaluations += 1
+        least = math.inf
+        # the least is all that matters, and only whether it exceeds the part: the modes that
+        # keep the least first (full recomputation, then selective), and the first that fits
+        # ends the search (the scan computes the others' pipelines' floors where it needs them)
+        for recompute in sorted(self.space.recompute, key=_KEEPS_LEAST.index):
+            for sp in sequence_parallel:
+                floor = item.opt_cache[("pipelines", sp, recompute)] = self._layers_floor(item, sp, recompute)
+                least = min(least, floor)
+                if least <= self.usable:
+                    return least
+        item.opt_cache["degrees floor"] = least
+        return least
 
     def _family_floor(self, group) -> int:
         """A floor on the memory of every group that differs from this one only in its
@@ -1412,6 +1687,20 @@ class Engine:
         self.best.insert(bisect.bisect(keys, found.rank_key), found)
         del self.best[self.keep:]
         return min(self.ceiling, self.best[-1].step if len(self.best) >= self.keep else math.inf)
+
+
+def least_state_shardings(shardings: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The shardings among which the least `memory.model.state_bytes` of any parameters lies:
+    every hsdp R x S is left out where zero3 is there. Both take `state_bytes`'s sharded branch
+    with the same gradients and the same gathered compute copy (`keeps_gathered` reads pp and
+    not the shard), and hsdp splits the dense and the expert states over at most zero3's groups
+    (S x the dense replicas / dp <= the dense replicas; the expert replicas x S / dp, or all of
+    them with an expert grid, <= the expert replicas): each rounded term only grows as its
+    group shrinks. Exact, not a floor (tests/test_search_speed_exact.py compares the least with
+    the least over every sharding)."""
+    if ("zero3", 0) not in shardings:
+        return shardings
+    return [s for s in shardings if s[0] != "hsdp"]
 
 
 def is_single_rank(k: Knobs, moe: bool) -> bool:
