@@ -178,6 +178,12 @@ def points(constants=None) -> list[Point]:
     return out
 
 
+def span(errors) -> str:
+    """A range of signed errors as the doc writes it: lowest .. highest."""
+    errors = list(errors)
+    return f"{min(errors):+.1%} .. {max(errors):+.1%}"
+
+
 def dense(pts: list[Point]) -> list[Point]:
     return [p for p in pts if not p.result.row.plan.model.experts]
 
@@ -195,7 +201,7 @@ def by_release(pts: list[Point]) -> str:
         errors = [p.result.error for p in group]
         alike = statistics.median(p.table_error for p in group)
         lines.append(f"| {system} | {release} | {framework} | {len(group)} | {statistics.median(errors):+.1%} | "
-                     f"{min(errors):+.1%} .. {max(errors):+.1%} | {alike:+.1%} |")
+                     f"{span(errors)} | {alike:+.1%} |")
     return "\n".join(lines)
 
 
@@ -328,7 +334,7 @@ def reading(groups: list[list[Point]], band: tuple[float, float]) -> str:
         f"these gaps are not the release. On {len(off)} Bridge rows of this kind the recipe offloads activations "
         f"to the Grace CPU in place of recomputation (the table below): read as stated (no recomputation; parc "
         f"models no offload traffic, and its memory check finds {', '.join(sorted({c for p in off for c in p.result.row.findings})) or 'no error'}) "
-        f"they are {min(p.result.error for p in off):+.1%} .. {max(p.result.error for p in off):+.1%}; from the "
+        f"they are {span(p.result.error for p in off)}; from the "
         f"tables alone (the reader's least recomputation that fits) {min(p.table_error for p in off):+.1%} .. "
         f"{max(p.table_error for p in off):+.1%}. The 70B at micro-batch 2 (batch 256, "
         f"{', '.join(p.release for p in g70b)}) runs {g70b[0].tokens / g70[0].tokens - 1:+.1%} on NeMo's micro-batch 1 "
@@ -401,7 +407,7 @@ def moe_by_release(pts: list[Point]) -> str:
             list(SYSTEMS.values()).index(kv[0][0]), release_order(kv[0][1]))):
         errors = [p.result.error for p in group]
         lines.append(f"| {system} | {release} | {len(group)} | {statistics.median(errors):+.1%} | "
-                     f"{min(errors):+.1%} .. {max(errors):+.1%} | "
+                     f"{span(errors)} | "
                      f"{statistics.median(p.table_error for p in group):+.1%} |")
     return "\n".join(lines)
 
@@ -626,14 +632,14 @@ def moe_reading(pts: list[Point], host: dict[str, tuple[float, ...]]) -> str:
         f"overlap takes it from {g606.table_error:+.1%} to {g606.result.error:+.1%}; the fused kernels parc "
         f"does not model are the rest.",
         f"- **gpt-oss-120b on GB200 stays fast in every release:** {', '.join(f'{p.release} {p.tokens:,.0f} ({p.result.error:+.1%})' for p in oss)}; "
-        f"table alone {min(p.table_error for p in oss):+.1%} .. {max(p.table_error for p in oss):+.1%}. Its "
+        f"table alone {span(p.table_error for p in oss)}. Its "
         f"throughput moves {max(p.tokens for p in oss) / min(p.tokens for p in oss) - 1:.1%} across releases: not the "
         f"release. 26.06's MXFP8 row with the full-iteration graph and fused kernels: {oss6.tokens:,.0f}, "
         f"{oss6.result.error:+.1%}.",
         f"- **gpt-oss-120b on 64 B200 at the printed ep 8** ({', '.join(p.release for p in oss_b)}): "
-        f"{min(p.table_error for p in oss_b):+.1%} .. {max(p.table_error for p in oss_b):+.1%} from the table alone "
+        f"{span(p.table_error for p in oss_b)} from the table alone "
         f"(the reader's least recomputation that fits: {', '.join(oss_b_least) or 'none'}), "
-        f"{min(p.result.error for p in oss_b):+.1%} .. {max(p.result.error for p in oss_b):+.1%} with the recipe's "
+        f"{span(p.result.error for p in oss_b)} with the recipe's "
         f"recomputation (layernorm, moe_act), under which parc's memory check finds the step does not fit "
         f"({', '.join(sorted({c for p in oss_b for c in p.result.row.findings})) or 'fits'}); the recipe's own B200 "
         f"config is ep 64 through 26.02.01 (`recipe.layout_note`), so the printed ep may not be what ran.",
@@ -643,8 +649,8 @@ def moe_reading(pts: list[Point], host: dict[str, tuple[float, ...]]) -> str:
         f"the stated DeepEP and overlap, whose physics parc has: {ds.result.error:+.1%}. Here the recipe's facts "
         f"decide the row.",
         f"- **The stated ep overlap (`moe_a2a_overlap`) read as parc charges it** takes Qwen3-235B-A22B on 256 H100 "
-        f"from {min(p.table_error for p in big):+.1%} .. {max(p.table_error for p in big):+.1%} (table alone) to "
-        f"{min(p.result.error for p in big):+.1%} .. {max(p.result.error for p in big):+.1%}: it hides more of the "
+        f"from {span(p.table_error for p in big)} (table alone) to "
+        f"{span(p.result.error for p in big)}: it hides more of the "
         f"all-to-all than these runs do. Read, as every stated fact with physics is; not tuned.",
     ])
 
@@ -653,10 +659,6 @@ def conclusion(pts: list[Point], groups: list[list[Point]], band: tuple[float, f
     """The hypothesis per GPU, each figure computed from the points: B200's all-compute row against
     the H100 band; on GB200 the all-compute row, the offloading rows, the MXFP8 tp 2 pp 4 series,
     the pipeline-parallel 405B, and MXFP8 beside FP8-CS at one layout and release."""
-    def span(errors):
-        errors = list(errors)
-        return f"{min(errors):+.1%} .. {max(errors):+.1%}"
-
     b8 = find(groups, "Llama 3 8B", "B200", 8, 2)
     g8 = find(groups, "Llama 3 8B", "GB200", 8, 2)
     g405b = find(groups, "Llama 3.1 405B", "GB200", 256, 1)
@@ -696,10 +698,6 @@ def public_check_layout(p: Point) -> str:
 def h100_test(h70: list[Point], h405: list[Point]) -> str:
     """H100, where the constants were fitted: the recipes' facts read against the tables alone,
     and which reading is nearer the runs (median |error|), computed."""
-    def span(errors):
-        errors = list(errors)
-        return f"{min(errors):+.1%} .. {max(errors):+.1%}"
-
     def nearer(group):
         read = statistics.median(abs(p.result.error) for p in group)
         alone = statistics.median(abs(p.table_error) for p in group)
@@ -710,13 +708,6 @@ def h100_test(h70: list[Point], h405: list[Point]) -> str:
             f"overlap) {span(p.result.error for p in h70)} ({nearer(h70)}); the Llama 3.1 405B rows (tp 8 cp 2 pp 8) "
             f"{span(p.table_error for p in h405)} and {span(p.result.error for p in h405)} ({nearer(h405)}). The "
             f"facts are read because they are stated, whichever way they move the error.")
-
-
-def public_check_assumed(result) -> str:
-    """The first assumption the reader made for a `fidelity.Result` (its recomputation)."""
-    import public_check
-
-    return public_check.assumed_text(result.row).split("; ")[0]
 
 
 def section(constants=None, pts: list[Point] | None = None, host: dict | None = None) -> dict[str, str]:
