@@ -20,7 +20,9 @@ from .test_memory_schedules import MULTI, _fake
 torch_schedules = pytest.importorskip("torch.distributed.pipelining.schedules")
 
 
-def torch_live_receives(name: str, pp: int, v: int, m: int) -> tuple[int, ...]:
+def torch_compute(name: str, pp: int, v: int, m: int):
+    """torch's own per-rank compute actions for the schedule, and the rank that owns each stage
+    (the V schedules fold stages back onto the ranks; the others loop over them)."""
     cls = getattr(torch_schedules, MULTI[name])
     fake = _fake(pp, v, m)
     compute = {r: cls._calculate_single_rank_operations(fake, r) for r in range(pp)}
@@ -30,6 +32,11 @@ def torch_live_receives(name: str, pp: int, v: int, m: int) -> tuple[int, ...]:
     else:
         def owner(s):
             return s % pp
+    return compute, owner
+
+
+def torch_live_receives(name: str, pp: int, v: int, m: int) -> tuple[int, ...]:
+    compute, owner = torch_compute(name, pp, v, m)
     lowered = {}
     for r, ops in compute.items():
         ops = torch_schedules._add_unshard_reshard(ops)
@@ -61,15 +68,7 @@ def torch_receive_trace(name: str, pp: int, v: int, m: int) -> tuple[tuple[tuple
     computing action (F, B, I, or DualPipe-V's overlapped pair), once it has taken its inputs,
     and the most alive before the first such action and after each until the next (W and
     FSDP's actions compute nothing that takes a received input)."""
-    cls = getattr(torch_schedules, MULTI[name])
-    fake = _fake(pp, v, m)
-    compute = {r: cls._calculate_single_rank_operations(fake, r) for r in range(pp)}
-    if name in ("zbv", "dualpipe-v"):
-        def owner(s):
-            return s if s < pp else 2 * pp - 1 - s
-    else:
-        def owner(s):
-            return s % pp
+    compute, owner = torch_compute(name, pp, v, m)
     lowered = {r: torch_schedules._add_reduce_grad(torch_schedules._add_unshard_reshard(ops), m)
                for r, ops in compute.items()}
     lowered = torch_schedules._add_send_recv(lowered, stage_to_rank=owner, num_stages=pp * v)
