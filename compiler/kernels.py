@@ -394,3 +394,88 @@ def deepep_fractions(experts: int, top_k: int, ranks: int, local: int, node_limi
     remote_nodes = (nodes - 1) * (1.0 - _none_chosen(experts, top_k, experts - per_node))
     target_ranks = ranks * (1.0 - _none_chosen(experts, top_k, experts - per_rank))
     return (k - 1) / k * target_ranks / top_k, remote_nodes / top_k
+
+
+# ---------------------------------------------------------------------------------------------
+# Overlapped communication shares the GPU
+
+
+def overlap_exposed(compute: float, transfer: float, occupied: float) -> float:
+    """Seconds that `transfer` seconds of communication add to `compute` seconds of computation
+    they run beside (issue 14, point 3): an overlapped transfer is not free, its kernels hold
+    SMs for as long as it transfers and the computation runs on the rest.
+
+    `occupied` is the sum over the transfers of (share of the SMs held) x (their seconds),
+    s T for one transfer. During the T seconds the computation advances T - occupied seconds'
+    worth of full-GPU work; if that finishes it (W <= T - occupied) the pair takes T, else the rest
+    runs after at full speed: W + occupied. The pair takes max(T, W + occupied) and shows
+    max(T - W, occupied) beyond W. No share (copy engines, occupied 0) gives the free overlap
+    max(0, T - W); no computation gives T. The computation is taken as SM-bound (a GEMM or an
+    attention kernel); HBM is shared too but is not a bound here: a ring reduce-scatter at
+    NVLink's ~450 GB/s reads and writes ~3 bytes of HBM per byte sent (~1.4 TB/s), a compute-bound
+    GEMM of the layer (Llama 3 405B's output projection at tp 8, 4,096 tokens: 0.22 GB in
+    0.34 ms) ~0.65 TB/s, together under H100's 3.35 TB/s (docs/time-model.md, "Overlap takes
+    SMs")."""
+    if transfer <= 0.0:
+        return 0.0
+    return max(transfer - compute, occupied, 0.0) if compute > 0.0 else transfer
+
+
+def sm_share(used: int, sms: int) -> float:
+    """The fraction of a GPU's `sms` SMs that a communication kernel on `used` of them holds."""
+    return min(1.0, used / sms) if sms > 0 and used > 0 else 0.0
+
+
+NCCL_SMS = 16
+"""SMs an NCCL collective or send/receive holds while it runs on an 8-GPU NVLink node with a NIC
+per GPU (Hopper and Ampere's HGX): NCCL runs one thread block (CTA) per channel, each on an SM of
+its own (NCCL's `NCCL_MIN_CTAS` / `NCCL_MAX_CTAS` and `NCCL_MIN_NCHANNELS` / `NCCL_MAX_NCHANNELS`
+bound the same count; "2 is the minimum", S. Jeaugey, github.com/NVIDIA/nccl/issues/689), and
+its topology search settles on 16 channels there: "16 coll channels, ... 16 p2p channels per
+peer" on an 8-GPU H800 node (github.com/NVIDIA/nccl/issues/892), "Channel 00/16" for the rings of
+three H100 nodes over InfiniBand (github.com/NVIDIA/nccl/issues/1453). Read as the SMs of every
+NCCL call the model overlaps with computation: the data-parallel windows, Megatron-LM's
+asynchronous tensor-parallel input-gradient reduction, context parallelism's ring sends and
+the all-to-all dispatcher under another micro-batch's computation."""
+
+UB_RING_EXCHANGE_SMS = 1
+"""SMs Transformer Engine's userbuffers hold for a `ring_exchange` overlap (Megatron-Core's
+`--tp-comm-overlap`): TE's default `num_sm` 1 with `use_ce` True, the chunks moved by the copy
+engines (`initialize_ub`'s `get_default_config`, transformer_engine/pytorch/module/base.py;
+Megatron-Bridge's `RingExchangeOverlapCfg` default `num_sm=1`,
+src/megatron/bridge/training/comm_overlap.py). TE's defaults run the all-gathers before the
+column-parallel GEMMs (`qkv_fprop`, `fc1_fprop`) and before the row-parallel input-gradient
+GEMMs (`proj_dgrad`, `fc2_dgrad`) this way."""
+
+UB_KERNEL_SMS = 16
+"""SMs Transformer Engine's userbuffers hold for a `pipeline` or `bulk` overlap: TE's default
+`num_sm` 16 (`cga_size` 2, `set_sm_margin` on: the GEMM beside it is launched on the other
+SMs), the same source as `UB_RING_EXCHANGE_SMS`. TE's defaults reduce-scatter the row-parallel
+outputs this way (`proj_fprop`, `fc2_fprop`: pipeline) and the column-parallel input gradients
+(`qkv_dgrad`, `fc1_dgrad`: bulk). Megatron-Bridge's tuned recipes state their own (its H100
+Llama 3.1 405B recipe `userbuffers_bf16_h100_h16384_tp8_cp2_mbs1_seqlen8192`: `proj_fprop` 24,
+`fc2_fprop` 8, the bulk ones 2-24), which the published rows do not carry; TE's default is
+the one figure read for all of them."""
+
+TORCH_ASYNC_TP_SMS = 0
+"""SMs torch's async tensor parallelism holds for its transfers: its symmetric-memory
+micro-pipelines (`_pipelined_all_gather_and_consume`, `_pipelined_produce_and_all2all` in
+torch/distributed/_symmetric_memory/__init__.py) move each shard with a peer-to-peer copy, which
+torch runs on the copy engines ("Use copy engine-based copy whenever possible", the module's
+account of its low-contention collectives): no SM taken."""
+
+
+def tp_overlap_sms(mode: str, kind: str) -> int | None:
+    """SMs one tensor-parallel collective of `kind` holds under the runtime's overlap `mode`
+    (`Software.tp_overlap`), or None where NCCL runs it (`NCCL_SMS` on its link): "all" is
+    Megatron-Core's `--tp-comm-overlap` on TE's userbuffers (all-gathers by ring exchange,
+    reduce-scatters by pipeline or bulk kernels; an all-reduce, without sequence parallelism, is
+    NCCL's), "forward" torch's async TP (copy engines), "backward" Megatron-LM's asynchronous
+    input-gradient reduction (NCCL)."""
+    if mode == "all" and kind == "all_gather":
+        return UB_RING_EXCHANGE_SMS
+    if mode == "all" and kind == "reduce_scatter":
+        return UB_KERNEL_SMS
+    if mode == "forward":
+        return TORCH_ASYNC_TP_SMS
+    return None

@@ -591,6 +591,15 @@ class Link:
     """Seconds per algorithm step: across levels when the group spans several, else inside one."""
     step_near: float = 0.0
     """Seconds per algorithm step between ranks of one level (a spanning group's inner hops)."""
+    sms: int = 0
+    """SMs of the GPUs at its ends: what a transfer's kernels hold a share of while they run
+    (`sm_share`). 0: free overlap (a link built by hand)."""
+
+    @property
+    def sm_share(self) -> float:
+        """Share of the GPU's SMs an NCCL call on this link holds while it runs
+        (`kernels.NCCL_SMS`): computation it overlaps runs on the rest (`kernels.overlap_exposed`)."""
+        return kernel_model.sm_share(kernel_model.NCCL_SMS, self.sms)
 
     @property
     def levels(self) -> int:
@@ -676,7 +685,7 @@ def link(group: Group, hw: Hardware, c: Constants) -> Link:
     ring = intra if group.inside else min(intra, group.local * far)
     latency = c.latency_intra if group.inside else c.latency_inter
     return Link(size=group.size, ring=ring, near=intra, far=far, local=group.local, latency=latency,
-                step_near=c.latency_intra)
+                step_near=c.latency_intra, sms=hw.sms)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1210,19 +1219,24 @@ def torch_cp_exposed(work: Work, cp: Link) -> tuple[float, float]:
     excess shows. Ring: each of the cp - 1 K/V shifts under one step (backward with the dK/dV
     shift beside it). All-gather: issued before the diagonal step and awaited after it, so only
     the diagonal kernel hides it. Backward, every dK/dV shift hides under the next step's kernel
-    and the last one, home, shows whole."""
+    and the last one, home, shows whole. Each hidden transfer holds NCCL's SMs
+    (`kernels.overlap_exposed`)."""
     n, block = cp.size, work.cp_bytes[0]
     step_f, step_b = work.attention_f / n, work.attention_b / n
     shift = block / cp.ring + cp.latency
     dkv = 2 * block / cp.ring + cp.latency
+
+    def hidden(step: float, transfer: float) -> float:  # NCCL's calls beside one step's kernel
+        return kernel_model.overlap_exposed(step, transfer, cp.sm_share * transfer)
+
     if work.cp_flavour == "all-gather":
         gather = collective_seconds(Collective("cp", "all_gather", n * block, 1, n, cp.local, "path", 1,
                                                "forward"), cp)
-        forward = max(0.0, gather - step_f)
-        backward = max(0.0, gather - step_b) + (n - 1) * max(0.0, dkv - step_b) + dkv
+        forward = hidden(step_f, gather)
+        backward = hidden(step_b, gather) + (n - 1) * hidden(step_b, dkv) + dkv
     else:
-        forward = (n - 1) * max(0.0, shift - step_f)
-        backward = (n - 1) * max(0.0, shift + dkv - step_b) + dkv
+        forward = (n - 1) * hidden(step_f, shift)
+        backward = (n - 1) * hidden(step_b, shift + dkv) + dkv
     return forward, backward
 
 
@@ -1263,22 +1277,33 @@ def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_
     passes one K/V block (and backward its dK/dV too) while one block of attention computes;
     only the excess shows, plus the last dK/dV shift home. cp all-gather and all-to-all wait for
     their data (exposed). ep: the dispatch and combine all-to-alls wait for their tokens, unless
-    DualPipe overlaps them with the other micro-batch's computation (`overlap_ep`)."""
+    DualPipe overlaps them with the other micro-batch's computation (`overlap_ep`).
+
+    Every overlap is charged by one rule (`kernels.overlap_exposed`): a transfer holds its
+    kernels' share of the SMs while it runs and the computation beside it runs on the rest, so
+    W seconds of computation and T of transfer take max(T, W + share x T). The shares: tp by the
+    runtime's overlap (`kernels.tp_overlap_sms`: TE's userbuffers, torch's copy engines, NCCL),
+    cp's ring sends NCCL's (`Link.sm_share`), ep DeepEP's (`Work.ep_sm_share`) or NCCL's."""
     records = piece_collectives(work, tp, cp, ep, calls, extra)
     links = {"tp": tp, "cp": cp, "ep": ep}
     time = {(axis, phase): 0.0 for axis in links for phase in ("forward", "backward")}
     sent = dict.fromkeys(time, 0.0)
+    occupied = dict.fromkeys(time, 0.0)  # share of the SMs x seconds, per axis and phase
     for r in records:
         key = (r.axis, r.phase)
         sent[key] += r.count * r.sent
         if r.axis == "cp" and (r.kind == "send" or work.cp_runtime == "torch"):
             continue  # the ring's overlap, below
-        time[key] += r.count * collective_seconds(r, links[r.axis])
+        seconds = r.count * collective_seconds(r, links[r.axis])
+        time[key] += seconds
+        if r.axis == "tp":
+            sms = kernel_model.tp_overlap_sms(overlap_tp, r.kind)
+            occupied[key] += seconds * (tp.sm_share if sms is None else kernel_model.sm_share(sms, tp.sms))
     tp_f, tp_b = time[("tp", "forward")], time[("tp", "backward")]
     if overlap_tp in ("all", "forward"):
-        tp_f = max(0.0, tp_f - work.gemm)
+        tp_f = kernel_model.overlap_exposed(work.gemm, tp_f, occupied[("tp", "forward")])
     if overlap_tp in ("all", "backward"):
-        tp_b = max(0.0, tp_b - work.backward_weight)
+        tp_b = kernel_model.overlap_exposed(work.backward_weight, tp_b, occupied[("tp", "backward")])
     cp_f, cp_b = time[("cp", "forward")], time[("cp", "backward")]
     n = cp.size if work.cp_bytes[0] > 0 else 1  # the embedding and output layer exchange nothing
     if n > 1 and work.cp_runtime == "torch":
@@ -1286,16 +1311,17 @@ def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_
     elif n > 1 and work.cp_flavour == "ring":
         block = work.cp_bytes[0]
         shift = block / cp.ring + cp.latency
-        cp_f = (n - 1) * max(0.0, shift - work.attention_f / n)
-        cp_b = (n - 1) * max(0.0, 2 * block / cp.ring + cp.latency - work.attention_b / n) + shift
+        both = 2 * block / cp.ring + cp.latency
+        cp_f = (n - 1) * kernel_model.overlap_exposed(work.attention_f / n, shift, cp.sm_share * shift)
+        cp_b = (n - 1) * kernel_model.overlap_exposed(work.attention_b / n, both, cp.sm_share * both) + shift
     ep_f, ep_b = time[("ep", "forward")], time[("ep", "backward")]
     if overlap_ep and ep_f + ep_b:
         # the transfers hide under the other micro-batch's computation, which meanwhile runs on
-        # the SMs they leave free: with `share` of them taken for T seconds, W seconds of
-        # computation take max(T, W + share x T)
+        # the SMs they leave free (DeepEP's own kernels, or NCCL's all-to-all)
         compute = work.forward + work.backward_input + work.backward_weight
         busy = ep_f + ep_b
-        ep_f = ep_b = max(busy - compute, work.ep_sm_share * busy) / 2
+        share = work.ep_sm_share if work.ep_fanout[0] else ep.sm_share
+        ep_f = ep_b = kernel_model.overlap_exposed(compute, busy, share * busy) / 2
     return Exposed(tp_f=tp_f, tp_b=tp_b, cp_f=cp_f, cp_b=cp_b, ep_f=ep_f, ep_b=ep_b,
                    tp_sent=(sent[("tp", "forward")], sent[("tp", "backward")]),
                    cp_sent=(sent[("cp", "forward")], sent[("cp", "backward")]),
@@ -1919,24 +1945,29 @@ def _dp_exposed(ledger: tuple[Collective, ...], m: int, forward: float, back: fl
 
 
 def dp_windows(ledger: tuple[Collective, ...], m: int, dense: Link, expert: Link, shard: Link,
-               replicate: Link) -> tuple[dict, dict, tuple[float, float, int], float]:
+               replicate: Link) -> tuple[dict, dict, tuple[float, float, int], float, dict]:
     """What `_dp_exposed` reads of the ledger, which the computation's lengths do not change:
     (busy seconds per window, whether the window's traffic crosses the NIC, (FSDP units per
     micro-batch of the forward and the backward window, post-step gathers per step), bytes sent
-    per step). Search's bounds keep it per rank parameters and sharding and charge many forward
-    and backward lengths against it (`Engine._rank_tail`)."""
+    per step, and per window its calls' seconds times the share of the SMs NCCL holds for them
+    (`Link.sm_share`, `kernels.overlap_exposed`)). Search's bounds keep it per rank parameters
+    and sharding and charge many forward and backward lengths against it (`Engine._rank_tail`)."""
     links = {(dense.size, dense.local): dense, (expert.size, expert.local): expert,
              (shard.size, shard.local): shard, (replicate.size, replicate.local): replicate}
     busy = dict.fromkeys(("forward", "backward", "last_backward", "after_step"), 0.0)
     on_nic = dict.fromkeys(busy, False)
+    occupied = dict.fromkeys(busy, 0.0)
     for c in ledger:
         reps = m if c.window in ("forward", "backward") else 1
-        busy[c.window] += c.count / reps * collective_seconds(c, links[(c.size, c.local)])
+        lk = links[(c.size, c.local)]
+        seconds = c.count / reps * collective_seconds(c, lk)
+        busy[c.window] += seconds
+        occupied[c.window] += seconds * lk.sm_share
         on_nic[c.window] = on_nic[c.window] or c.link_bytes()[1] > 0
     units = tuple(max((c.count / m for c in ledger if c.window == window), default=0)
                   for window in ("forward", "backward"))
     after_step_calls = sum(c.count for c in ledger if c.window == "after_step")
-    return busy, on_nic, (*units, after_step_calls), sum(c.sent_per_step for c in ledger)
+    return busy, on_nic, (*units, after_step_calls), sum(c.sent_per_step for c in ledger), occupied
 
 
 def dp_window_exposure(windows: tuple, m: int, forward: float, back: float,
@@ -1944,20 +1975,28 @@ def dp_window_exposure(windows: tuple, m: int, forward: float, back: float,
     """The exposed seconds of `dp_windows` under one micro-batch's forward and backward (each
     window counted once, see `dp_exposed`). Without `overlap` the once-per-step windows'
     calls (`last_backward`, `after_step`) run between two forward-backwards, where no
-    computation hides them: all their seconds show."""
+    computation hides them: all their seconds show.
+
+    A hidden call is not free: NCCL's kernels hold their share of the SMs while they run and the
+    window's computation runs on the rest (`kernels.overlap_exposed`), except FSDP's first unit's
+    call per window, which runs beside no computation (`fsdp_fill` charges it)."""
     if not overlap:
-        busy, on_nic, (units_f, units_b, _), sent = windows
+        busy, on_nic, (units_f, units_b, _), sent, occupied = windows
         serial = busy["last_backward"] + busy["after_step"]
-        rest = (dict(busy, last_backward=0.0, after_step=0.0), on_nic, (units_f, units_b, 0), sent)
+        rest = (dict(busy, last_backward=0.0, after_step=0.0), on_nic, (units_f, units_b, 0), sent,
+                dict(occupied, last_backward=0.0, after_step=0.0))
         return serial + dp_window_exposure(rest, m, forward, back, busy_nic)
-    busy, on_nic, (units_f, units_b, after_step_calls), _ = windows
+    busy, on_nic, (units_f, units_b, after_step_calls), _, occupied = windows
     exposed_s = 0.0
     for (window, once, length), taken, n in zip((("forward", "after_step", forward),
                                                  ("backward", "last_backward", back)), busy_nic, (units_f, units_b),
                                                 strict=True):
         if on_nic[window] or on_nic[once]:  # the window's NIC time the other axes' traffic takes
             length = max(0.0, length - taken)
-        exposed_s += (m - 1) * max(0.0, busy[window] - length) + max(0.0, busy[window] + busy[once] - length)
+        beside = (n - 1) / n if n >= 1 else 1.0  # the first unit's call runs beside nothing
+        sms, sms_once = occupied[window] * beside, occupied[once]
+        exposed_s += ((m - 1) * kernel_model.overlap_exposed(length, busy[window], sms)
+                      + kernel_model.overlap_exposed(length, busy[window] + busy[once], sms + sms_once))
         exposed_s += m * fsdp_fill(busy[window], length, n)
         if once == "after_step":
             # The post-step gathers (zero1's buckets, all issued after the step; FSDP2's units
