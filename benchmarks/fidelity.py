@@ -761,9 +761,11 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   unless the runtime overlaps them with independent GEMMs: Megatron-LM since late 2021 hides
   the backward ones under the weight-gradient GEMMs, `--tp-comm-overlap` the forward ones under
   the forward GEMMs too, torch's async TP (torchtitan) the forward ones only (below, torchtitan's
-  tensor-parallel rows); then only what outlasts those GEMMs shows.
+  tensor-parallel rows); then only what outlasts those GEMMs shows, and the SMs the transfers
+  hold meanwhile ("Overlap takes SMs", below).
 - **cp**, per layer: ring: `cp - 1` steps each passing one K/V block `2 n 2 kv` (backward: with
-  dK, dV, twice that), each step overlapped with one block of attention; only the excess shows.
+  dK, dV, twice that), each step overlapped with one block of attention; only the excess shows,
+  and NCCL's SMs while it transfers ("Overlap takes SMs").
   all-gather: K and V gathered forward, their gradients reduce-scattered backward, exposed.
   all-to-all (Ulysses): Q, K, V and the output re-sharded each way, exposed.
 - **ep**, per MoE layer: dispatch and combine all-to-alls of `2 (n/sp) top_k h` bytes forward and
@@ -862,6 +864,46 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   evaluates the runs of those runtimes with the whole charge as a second reading, choosing them
   from what each row of published_public.yaml states in its `runtime` block (name, commit,
   date, citation: `public_check.reduces_after_step`; tests/test_scaling.py lists the rows).
+
+### Overlap takes SMs
+
+An overlapped transfer is not free: its kernels hold a share of the SMs for as long as it
+transfers, and the computation beside it runs on the rest. With `s` the share and `T` the
+transfer's seconds, `W` seconds of computation (SM-bound: GEMMs, attention) advance `T - s T`
+seconds' worth during the transfer; if that finishes them the pair takes `T`, else the rest runs
+after at full speed: the pair takes `max(T, W + s T)` and shows `max(T - W, s T)` beyond `W`
+(several transfers of one window: `s T` summed over them). One function charges it
+(`kernels.overlap_exposed`) at every overlap site: the tp collectives under the GEMMs (forward
+and backward, as `Software.tp_overlap` says), each cp ring step under one step of attention
+(parc's and TE's ring, torch's), the ep all-to-alls under the other micro-batch
+(`Software.ep_overlap`, DualPipe) and every dp window (FSDP's first unit per window runs beside
+nothing and keeps its fill charge instead). tests/test_overlap_share.py checks it on closed
+forms and against a step-by-step simulation of a shared GPU, and shows each site reading its
+own share. The shares are the runtimes' own figures, never fitted:
+
+| who moves the bytes | SMs held | source |
+|---|---|---|
+| NCCL (dp windows, cp ring sends, Megatron-LM's asynchronous tp input-gradient reduction, the all-to-all dispatcher) | 16 (`kernels.NCCL_SMS`) | one CTA per channel, one SM each; 16 channels on 8-GPU Hopper nodes (NVIDIA/nccl issues 689, 892, 1453) |
+| TE userbuffers, ring exchange (Megatron-Core `--tp-comm-overlap`: the all-gathers) | 1 (`kernels.UB_RING_EXCHANGE_SMS`) | TE `initialize_ub` defaults: `num_sm` 1, `use_ce` (copy engines) |
+| TE userbuffers, pipeline and bulk (the reduce-scatters) | 16 (`kernels.UB_KERNEL_SMS`) | TE `initialize_ub` defaults: `num_sm` 16, `set_sm_margin` |
+| torch's async TP (symmetric memory) | 0 (`kernels.TORCH_ASYNC_TP_SMS`) | peer-to-peer copies on the copy engines (torch/distributed/_symmetric_memory) |
+| DeepEP | 20 (`kernels.DEEPEP_SMS`) | DeepSeek-V3 Section 3.2.2; Megatron-Core's `moe_deepep_num_sms` |
+
+Each share is the SMs over the GPU's (`Link.sms`, the catalogue's `sms`): 16/132 = 12 % on an
+H100. Megatron-Bridge's tuned recipes state their own userbuffers SMs (the H100 Llama 3.1 405B
+recipe: `proj_fprop` 24, `fc2_fprop` 8, bulk 2-24), which the published rows do not carry; TE's
+default is read for all. HBM is shared too but does not bind: a ring reduce-scatter at NVLink's
+~450 GB/s reads and writes about 3 bytes of HBM per byte it sends (~1.4 TB/s); a compute-bound
+GEMM of the layer (Llama 3 405B's output projection at tp 8 over 4,096 tokens: 0.22 GB in
+0.34 ms) needs ~0.65 TB/s; together under H100's 3.35 TB/s, so no HBM term is added.
+
+What it moved (refitted; this round): the H100 Llama 3.1 405B Bridge rows read with their
+recipes' full tp overlap went from +11.1..+21.0 % to +10.6..+20.4 % (from the tables alone
+-1.6..+6.0 % to -2.0..+5.6 %): the SMs the overlap holds are not what makes those rows fast.
+TE overlaps each collective with its own GEMM (an all-gather with the column-parallel GEMM that
+consumes it, a reduce-scatter with the row-parallel GEMM that produces it), where the model
+hides a layer's collectives under all its GEMMs together; with fp8 GEMMs at tp 8 the attention
+projections are shorter than their collectives. That pairing is not modelled.
 
 ## The ledger
 

@@ -103,16 +103,16 @@ FIXED_SOURCES: dict[str, str] = {
 
 # BEGIN FITTED (written by benchmarks/fidelity.py --write; do not edit by hand)
 DEFAULT = Constants(
-    gemm_ampere=0.8472,
-    gemm_hopper=0.8409,
-    intensity_half=1.562,
-    kernel_overhead=7.654e-06,
+    gemm_ampere=0.845,
+    gemm_hopper=0.845,
+    intensity_half=1.512,
+    kernel_overhead=6.797e-06,
     bus_nvlink=0.8,
     bus_network=0.92,
     hbm_efficiency=0.8,
     latency_intra=1e-06,
     latency_inter=5e-06,
-    eager_efficiency=0.9206,
-    attention_sustained=0.5726,
+    eager_efficiency=0.938,
+    attention_sustained=0.5852,
 )
 # END FITTED
