@@ -21,10 +21,10 @@ import textwrap
 
 from .explain import parts
 
-TIME_MODEL_SPREAD = 0.061
+TIME_MODEL_SPREAD = 0.063
 """The time model's measured error band, as a fraction of the step: the larger median absolute
 error of the leave-one-source-out fits in docs/time-model.md (korthikanti2022_table5 held out:
-6.1 %; narayanan2021_table1 held out: 4.8 %). tests/test_ranking.py reads the table and fails
+6.3 %; narayanan2021_table1 held out: 5.0 %). tests/test_ranking.py reads the table and fails
 when the document and this constant disagree."""
 
 
