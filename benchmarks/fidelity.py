@@ -1861,7 +1861,7 @@ compiled bf16 row is free of the power cap and of the recomputation policy, whic
 (published 1.28 and 1.29). The tensor-parallel rows (Table 4 and torchtitan's 2025 async-TP
 benchmark: Llama 3.1 70B on 256 H100 and 8B on 64, FSDP x TP 8, compiled, bf16 and Float8
 tensorwise; the rowwise rows are left out: parc has no rowwise recipe) check the same physics
-under tp: the 8B's Float8 speed-up is predicted 1.17 against 1.16 published, the 70B's 1.28
+under tp: the 8B's Float8 speed-up is predicted 1.15 against 1.16 published, the 70B's 1.28
 against 1.36. Async TP (`tp-overlap all` under torchtitan) hides what torch's micro-pipelining
 fuses (`Software.tp_overlap` "forward"): inductor's pass rewrites `all_gather -> mm` and
 `mm -> reduce_scatter` on the token dimension, the forward's four collectives per layer (and a
