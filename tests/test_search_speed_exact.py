@@ -949,3 +949,104 @@ def test_the_rank_sums_kept_per_pieces_loads_and_send_are_the_plain_sums(name):
     loads = [v for k, v in engine._load_cache.items() if isinstance(k, tuple) and len(k) == 6]
     if deep:  # some schedules chunk alike, and share one tuple
         assert len({id(v) for v in loads}) < len(loads)
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_SPACES))
+def test_kept_knobs_are_the_knobs_built_afresh(name):
+    """`Engine._knobs` keeps one `Knobs` per group and sharding with the degrees, and
+    `_with_sharding` one per (knobs, sharding): over random groups of four spaces, asked in a
+    shuffled order and twice, each is equal (every field, and the hash) to the bundle built
+    afresh (`_build_knobs`, `_plain_with_sharding`), and asking again returns the same object."""
+    import dataclasses
+
+    engine, groups = _groups_of(BOUND_SPACES[name])
+    rng = random.Random(name)
+    sample = rng.sample(groups, min(60, len(groups)))
+    asks = [(g, s) for g in sample for s in [("none", 0)] + list(g[0].shardings)]
+    rng.shuffle(asks)
+    checked = 0
+    for group, (sharding, shard) in asks + asks[: len(asks) // 2]:
+        plain = engine._build_knobs(*group, sharding, shard)
+        kept = engine._knobs(*group, sharding, shard)
+        assert kept == plain and hash(kept) == hash(plain)
+        assert dataclasses.astuple(kept) == dataclasses.astuple(plain)
+        assert engine._knobs(*group, sharding, shard) is kept
+        k = engine._knobs(*group)
+        moved = engine._with_sharding(k, sharding, shard)
+        assert moved == engine._plain_with_sharding(k, sharding, shard) == plain
+        assert engine._with_sharding(k, sharding, shard) is moved
+        checked += 1
+    assert checked
+
+
+def test_kept_activation_knobs_and_first_backward_floors_are_the_plain_ones():
+    """`memory.model.activation_knobs` is kept (one object per value) and `_first_backward_floors`
+    looks each chunk signature up once: over random knobs and pipelines of four models, the
+    knobs equal a `Knobs` built from the same fields, and the floors equal the plain sums over
+    each distinct rank's chunks (`_chunk_activations` per chunk, no sharing), written out here."""
+    from parc.memory import model as memory_model
+    from parc.memory.inputs import Knobs, shape_of
+    from parc.pipeline import compile_path
+
+    rng = random.Random(7)
+    checked = 0
+    for path in ("specs/llama3-405b.par", "specs/deepseek-v3-like.par", "specs/mixtral-8x7b-5d.par",
+                 "specs/gpt3-175b.par"):
+        shape = shape_of(compile_path(path, checks=False).plan)
+        for _ in range(25):
+            tp, cp, micro = rng.choice([1, 2, 4, 8]), rng.choice([1, 2, 4]), rng.choice([1, 2, 3])
+            sp, ep = rng.random() < 0.5, rng.choice([1, 2, 8]) if shape.moe else 1
+            recompute = rng.choice(["none", "selective", "full"])
+            ak = memory_model.activation_knobs(tp, sp, cp, "ring", 4096, micro, "torch", ep, "bf16")
+            assert ak == Knobs(tp=tp, pp=1, dp=1, cp=cp, ep=ep, sequence_parallel=sp, cp_flavour="ring", seq=4096,
+                               micro_batch=micro, runtime="torch", precision="bf16")
+            assert memory_model.activation_knobs(tp, sp, cp, "ring", 4096, micro, "torch", ep, "bf16") is ak
+            pipe = random_pipeline(rng, shape.layers)
+            if pipe is None:
+                continue
+            schedule, pp, v = pipe
+            released = memory_model.released_backward(schedule, pp)
+            floors = memory_model._first_backward_floors(shape, ak, pp, v, schedule, None, recompute, None)
+            for mine in memory_model.distinct_rank_signatures(shape, pp, v, schedule, None):
+                pieces = [memory_model._chunk_activations(shape, ak, sig, recompute, None, pp > 1, released)
+                          for sig in mine]
+                plain = max(sum(p.activations.saved for p in pieces) + pieces[-1].working,
+                            max(p.activations.saved + p.working for p in pieces))
+                assert floors[mine] == plain
+                checked += 1
+    assert checked
+
+
+def test_hash_once_is_the_hash_of_the_fields_tuple():
+    """`frozen.hash_once` fetches the fields with one `attrgetter`: the hash it stores is that of
+    the tuple of the fields in order (what it stored before), for classes of many fields and of
+    one (where `attrgetter` returns the value itself, not a tuple)."""
+    from dataclasses import dataclass, field, fields
+
+    from parc.frozen import hash_once
+    from parc.memory.inputs import Shape
+
+    @dataclass(frozen=True)
+    class One:
+        x: tuple
+        _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+        def __post_init__(self):
+            hash_once(self)
+
+    rng = random.Random(11)
+    checked = 0
+    for _ in range(100):
+        value = tuple(rng.randrange(9) for _ in range(rng.randrange(4)))
+        one = One(value)
+        assert one._hash == hash((value,))
+        checked += 1
+    from parc.memory.inputs import shape_of
+    from parc.pipeline import compile_path
+
+    for path in ("specs/llama3-405b.par", "specs/deepseek-v3-like.par", "specs/mixtral-8x7b-5d.par"):
+        shape = shape_of(compile_path(path, checks=False).plan)
+        names = [f.name for f in fields(Shape) if f.name != "_hash"]
+        assert hash(shape) == hash(tuple(getattr(shape, name) for name in names))
+        checked += 1
+    assert checked

@@ -251,6 +251,7 @@ class Engine:
                           model_code=model_code(plan.target))
         self.best: list[Found] = []
         self._sums: dict[tuple, tuple] = {}  # `_loads`' sums per (pieces, loads, send)
+        self._sharded_knobs: dict[tuple, tuple] = {}  # `_with_sharding` per (knobs, sharding, shard)
         self._piece_cache, self._load_cache = _shared_caches(
             (self.shape, self.hw, self.constants, software, runtime, self.pcie, self.flavour, self.seq, self.split,
              train.precision, train.recompute_layers))
@@ -717,14 +718,40 @@ class Engine:
     # Bounds and evaluation
 
     def _knobs(self, item: _Degrees, schedule, v, micro, m, sp, recompute, sharding="none", shard=0) -> Knobs:
+        """The group's knobs, built once per group and sharding and kept with the degrees: a
+        group is asked for them by its floors, its bounds and its evaluation, and building a
+        frozen bundle of 27 fields costs more than finding it (a tenth of the 983,040-GPU
+        space's search went to building `Knobs`). Knobs are frozen, so one object serves all."""
+        key = ("knobs", schedule, v, micro, m, sp, recompute, sharding, shard)
+        cached = item.opt_cache.get(key)
+        if cached is None:
+            cached = item.opt_cache[key] = self._build_knobs(item, schedule, v, micro, m, sp, recompute, sharding,
+                                                             shard)
+        return cached
+
+    def _build_knobs(self, item: _Degrees, schedule, v, micro, m, sp, recompute, sharding="none", shard=0) -> Knobs:
         d = item.degrees
         return Knobs(tp=d.get("tp", 1), pp=d.get("pp", 1), dp=d.get("dp", 1), cp=d.get("cp", 1), ep=item.ep,
                      ep_axis=self.ep_axis and item.ep > 1, virtual_stages=v, schedule=schedule,
                      sequence_parallel=sp, sharding=sharding, hsdp_shard=shard, micro_batch=micro,
                      microbatches=m, recompute=recompute, **self.fixed)
 
+    def _with_sharding(self, k: Knobs, sharding: str, shard: int) -> Knobs:
+        """`k` with another sharding, built once per (knobs, sharding) and kept: the knobs come
+        from `_knobs`, one object per group, so they are found by identity (the entry holds `k`,
+        so its id cannot be reused while the entry lives)."""
+        if sharding == k.sharding and shard == k.hsdp_shard:
+            return k
+        key = (id(k), sharding, shard)
+        kept = self._sharded_knobs.get(key)
+        if kept is not None and kept[0] is k:
+            return kept[1]
+        out = self._plain_with_sharding(k, sharding, shard)
+        self._sharded_knobs[key] = (k, out)
+        return out
+
     @staticmethod
-    def _with_sharding(k: Knobs, sharding: str, shard: int) -> Knobs:
+    def _plain_with_sharding(k: Knobs, sharding: str, shard: int) -> Knobs:
         if sharding == k.sharding and shard == k.hsdp_shard:
             return k
         return Knobs(tp=k.tp, pp=k.pp, dp=k.dp, cp=k.cp, ep=k.ep, ep_axis=k.ep_axis, ep_over_tp=k.ep_over_tp,
