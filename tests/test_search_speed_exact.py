@@ -1050,3 +1050,52 @@ def test_hash_once_is_the_hash_of_the_fields_tuple():
         assert hash(shape) == hash(tuple(getattr(shape, name) for name in names))
         checked += 1
     assert checked
+
+
+KNOWN_OUT_SPACES = {
+    "gpt3-175b": BOUND_SPACES["gpt3-175b"],
+    # the benchmark's 983,040-GPU space on 4,096 GPUs: 128K tokens, 120 layers, every hole
+    "llama3-405b-120-layers": "job b\ntp ? x pp ? x dp ? x cp ? x ep ? on nodes(8 gpus, nvlink)\norder ?\n"
+                              "model llama3-405b { layers 120 }\nhardware { gpu h100-sxm, nodes 512 }\n"
+                              "train { seq 131072, global-batch 65_536, micro-batch ?, recompute ? }\n"
+                              "tp { sequence-parallel ? }\npp { schedule ?, virtual-stages ? }\ndp { sharding ? }\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN_OUT_SPACES))
+def test_groups_known_out_of_memory_are_out_by_their_own_first_floor(name):
+    """The scan counts a group out of memory without its bound or floors when a smaller
+    micro-batch of its first floor's family already failed (`Engine._known_out_of_memory`):
+    against the scan that computes every such group's floor, the same top, the same
+    evaluations and the same smallest floor noted; only the split between "bounded out" and
+    "does not fit" moves (a group counted out where the plain scan left it queued) and there are
+    fewer memory predictions. Every group so counted is out by its own first floor."""
+    from parc.pipeline import compile_text
+    from parc.search.engine import Engine
+    from parc.search.space import build_space
+    from parc.targets import memory_runtime, software_of
+
+    runs = []
+    for known in (False, True):
+        compilation = compile_text(KNOWN_OUT_SPACES[name], path="known.par")
+        engine = Engine(build_space(compilation), keep=14, software=software_of(compilation.plan),
+                        runtime=memory_runtime(compilation.plan.target))
+        engine.known_out = known
+        counted: list = []
+        if known:
+            real = engine._known_out_of_memory
+            engine._known_out_of_memory = lambda group, real=real, counted=counted: (
+                real(group) and (counted.append(group) or True))
+        runs.append((engine, engine.run(), counted))
+    (_, plain, _), (engine, fast, counted) = runs
+    assert plain.found and counted
+    assert [f.rank_key for f in fast.found] == [f.rank_key for f in plain.found]
+    assert [(f.step, f.peak_bytes) for f in fast.found] == [(f.step, f.peak_bytes) for f in plain.found]
+    a, b = fast.stats, plain.stats
+    assert (a.timed, a.time_evaluations, a.merged, a.valid, a.raw, a.pruned) == (
+        b.timed, b.time_evaluations, b.merged, b.valid, b.raw, b.pruned)
+    assert a.bounded + a.out_of_memory == b.bounded + b.out_of_memory and a.out_of_memory >= b.out_of_memory
+    assert a.memory_evaluations < b.memory_evaluations
+    assert fast.smallest_peak == plain.smallest_peak
+    for group in counted:
+        assert engine._first_floor(engine._knobs(*group), group[0]) > engine.usable

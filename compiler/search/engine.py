@@ -272,6 +272,10 @@ class Engine:
         self.pipe_sets = train.recompute_layers is None
         """Whether groups that differ only in their pipeline enter the scan as one set at
         `pipes_bound` (not with `full N`: its recomputed layers per rank follow the chunking)."""
+        self.known_out = True
+        """Whether the scan counts a group out of memory, without a bound or a floor of its own,
+        when its first floor's family (`_first_fails`) already failed at a micro-batch no larger
+        than its own (the tests run the scan both ways)."""
 
     # -----------------------------------------------------------------------------------------
     # Level 1: degrees
@@ -1300,12 +1304,20 @@ class Engine:
                 # groups that come out do not fit), then its communication too, and back in
                 if self._family_out_of_memory(groups[i], unnoted):
                     continue
+                if self.known_out and self._known_out_of_memory(groups[i]):
+                    stats.out_of_memory += self._group_size(groups[i])
+                    unnoted.append(groups[i])
+                    continue
                 heapq.heappush(queue, (self.bound(*groups[i]), i, None))
                 continue
             if refined is None:
                 # Memory first: a group whose activations alone do not fit is out whatever its
                 # sharding, and that costs less to learn than its bounds per sharding (its
                 # family's floor was tried when it came out at its computation-only bound).
+                if self.known_out and self._known_out_of_memory(groups[i]):
+                    stats.out_of_memory += self._group_size(groups[i])
+                    unnoted.append(groups[i])
+                    continue
                 floor = self._quick_floor(self._knobs(*groups[i]), groups[i][0])
                 if floor > self.usable:
                     stats.out_of_memory += self._group_size(groups[i])
@@ -1662,6 +1674,22 @@ class Engine:
             found = self._pipe_classes[key] = self._pipe_class_ids.setdefault(what, len(self._pipe_class_ids))
         return found
 
+    def _first_fails(self, item: _Degrees, pp: int, schedule: str, v: int, sp: bool, recompute: str) -> tuple:
+        """The key under which the degrees keep the smallest micro-batch whose first floor
+        (`_first_floor`) was found above the usable memory, per what that floor reads besides
+        the micro-batch: the pipeline's class, sequence parallelism and the recomputation."""
+        return ("first fails", self._pipeline_class(pp, schedule, v), sp, recompute)
+
+    def _known_out_of_memory(self, group) -> bool:
+        """Whether the group's first floor is known to exceed the usable memory without computing
+        it: the first floor never decreases as the micro-batch grows (every term is per token or
+        constant; `_first_floor`), so a group whose family failed at a micro-batch no larger
+        than its own fails too. Its own floor is at least the one noted for that smaller
+        micro-batch, so the smallest floor noted does not change either (tests/test_search_speed_exact.py)."""
+        item, schedule, v, micro, _, sp, recompute = group
+        fails = item.opt_cache.get(self._first_fails(item, item.degrees.get("pp", 1), schedule, v, sp, recompute))
+        return fails is not None and fails <= micro
+
     def _quick_floor(self, k: Knobs, item: _Degrees) -> int:
         """A floor on the memory of every sharding of these knobs, cheaper than the memory
         model's `activation_floors`, in two steps (the second only when the first fits), each
@@ -1678,6 +1706,8 @@ class Engine:
             return 0
         floor = self._first_floor(k, item)
         if floor > self.usable:
+            key = self._first_fails(item, k.pp, k.schedule, k.virtual_stages, k.sequence_parallel, k.recompute)
+            item.opt_cache[key] = min(item.opt_cache.get(key, k.micro_batch), k.micro_batch)
             return floor
         acts = rank_activations(self.shape, k)
         states = self._states_floor(item, k)
