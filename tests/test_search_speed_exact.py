@@ -1099,3 +1099,38 @@ def test_groups_known_out_of_memory_are_out_by_their_own_first_floor(name):
     assert fast.smallest_peak == plain.smallest_peak
     for group in counted:
         assert engine._first_floor(engine._knobs(*group), group[0]) > engine.usable
+
+
+@pytest.mark.parametrize("name", ["gpt3-175b", "mixtral-ep-over-dp-cp"])
+def test_tails_and_optimizer_steps_with_lazy_knobs_are_those_of_each_shardings_knobs(name):
+    """`refine` and `_evaluate` ask for a sharding's optimizer step and data-parallel tail with
+    the group's knobs and the sharding (`_optimizer_of`, `_tail_of`, `_rank_tail_of`), its
+    knobs built only on a miss, and keep each group's parts (`_lazy_parts`): over random groups,
+    asked in a shuffled order, each equals the plain value computed by a second engine, which
+    is handed each sharding's own knobs (`_plain_with_sharding`) and keeps nothing between groups."""
+    lazy, groups = _groups_of(BOUND_SPACES[name])
+    plain, plain_groups = _groups_of(BOUND_SPACES[name])
+    rng = random.Random(name)
+    picks = rng.sample(range(len(groups)), min(40, len(groups)))
+    checked = 0
+    for index in picks:
+        group, twin = groups[index], plain_groups[index]
+        k, core, times, shardings = lazy._lazy_parts(group)
+        assert lazy._lazy_parts(group)[2] is times
+        twin[0].opt_cache.clear()
+        k_plain, core_plain, times_plain, shardings_plain, knobs = plain._parts(twin)
+        assert (k, core, times, shardings) == (k_plain, core_plain, times_plain, shardings_plain)
+        order = list(range(len(shardings)))
+        rng.shuffle(order)
+        for j in order:
+            sharding, shard = shardings[j]
+            ks = plain._plain_with_sharding(k_plain, sharding, shard)
+            assert knobs[j] == ks
+            for r, rp in zip(times, times_plain, strict=True):
+                assert lazy._optimizer_of(group[0], r, k, sharding, shard) == plain._optimizer(twin[0], rp, ks)
+                if lazy.inside_is_fastest:
+                    assert lazy._rank_tail_of(group[0], r, k, sharding, shard) == plain._rank_tail(twin[0], rp, ks)
+            assert lazy._tail_of(group[0], k, sharding, shard, core, times) == plain._tail(twin[0], ks, core_plain,
+                                                                                          times_plain)
+            checked += 1
+    assert checked

@@ -1139,15 +1139,35 @@ class Engine:
 
     def _optimizer(self, item: _Degrees, r, k: Knobs) -> float:
         """`timing.optimizer_seconds` of one rank, kept per parameters and sharding."""
-        key = ("opt", r.params_dense, r.params_expert, k.sharding, k.hsdp_shard)
+        return self._optimizer_of(item, r, k, k.sharding, k.hsdp_shard)
+
+    def _optimizer_of(self, item: _Degrees, r, k: Knobs, sharding: str, shard: int) -> float:
+        """`_optimizer` under `k` with another sharding, whose knobs are built only when the
+        step is not kept yet (`_with_sharding`: most lookups find it)."""
+        key = ("opt", r.params_dense, r.params_expert, sharding, shard)
         cached = item.opt_cache.get(key)
         if cached is None:
-            cached = item.opt_cache[key] = timing.optimizer_seconds(r, k, self.hw, self.constants)
+            ks = self._with_sharding(k, sharding, shard)
+            cached = item.opt_cache[key] = timing.optimizer_seconds(r, ks, self.hw, self.constants)
         return cached
 
     def _parts(self, group) -> tuple:
         """What the bounds of a group's shardings share: its knobs, the busiest-rank-and-bubble
         core, each rank's times, its shardings and their knobs."""
+        k, core, times, shardings = self._parts_of(group)
+        return k, core, times, shardings, [self._with_sharding(k, *sharding) for sharding in shardings]
+
+    def _lazy_parts(self, group) -> tuple:
+        """`_parts` without the shardings' knobs (`refine` and `_evaluate` build one only where
+        a step or a tail is not kept yet), each group's kept: both ask for the same group."""
+        key = ("parts",) + group[1:]
+        item = group[0]
+        found = item.opt_cache.get(key)
+        if found is None:
+            found = item.opt_cache[key] = self._parts_of(group)
+        return found
+
+    def _parts_of(self, group) -> tuple:
         item, schedule, v, micro, m, sp, recompute = group
         loads = self._loads(item, schedule, v, micro, sp, recompute)
         k = self._knobs(item, schedule, v, micro, m, sp, recompute)
@@ -1160,8 +1180,7 @@ class Engine:
                                   layers=sum(count for _, _, count in load.pieces),
                                   moe_layers=sum(count for is_moe, _, count in load.pieces if is_moe))
                  for f, bi, bw, rec, xf, xb, load in loads]
-        shardings = self._group_shardings(item, k)
-        return k, core, times, shardings, [self._with_sharding(k, *sharding) for sharding in shardings]
+        return k, core, times, self._group_shardings(item, k)
 
     def refine(self, group, threshold: float) -> tuple[float, tuple]:
         """Per sharding of a group, a lower bound: first the coarse one with that sharding's
@@ -1169,23 +1188,28 @@ class Engine:
         with the data-parallel tail (`_tail`). Returns the group's tightest bound and, per
         sharding, (bounds, whether each is tightened)."""
         item = group[0]
-        _, core, times, _, knobs = self._parts(group)
-        bounds = [core + max(self._optimizer(item, r, ks) for r in times) for ks in knobs]
+        k, core, times, shardings = self._lazy_parts(group)
+        bounds = [core + max(self._optimizer_of(item, r, k, sharding, shard) for r in times)
+                  for sharding, shard in shardings]
         tight = [False] * len(bounds)
         best = math.inf
         for j in sorted(range(len(bounds)), key=bounds.__getitem__):
             if bounds[j] >= best or bounds[j] > threshold * (1 + BOUND_SLACK):
                 break
-            bounds[j], tight[j] = self._tail(item, knobs[j], core, times), True
+            bounds[j], tight[j] = self._tail_of(item, k, *shardings[j], core, times), True
             best = min(best, bounds[j])
         return min(bounds), (tuple(bounds), tuple(tight))
 
     def _tail(self, item: _Degrees, ks: Knobs, core: float, times: list) -> float:
         """The core plus the data-parallel tail `step_time` charges for this sharding on
         `_best_links` (the optimizer step alone where inside links are not the faster ones)."""
+        return self._tail_of(item, ks, ks.sharding, ks.hsdp_shard, core, times)
+
+    def _tail_of(self, item: _Degrees, k: Knobs, sharding: str, shard: int, core: float, times: list) -> float:
+        """`_tail` under `k` with another sharding, its knobs built only where needed."""
         if not self.inside_is_fastest:
-            return core + max(self._optimizer(item, r, ks) for r in times)
-        return core + max(self._rank_tail(item, r, ks) for r in times)
+            return core + max(self._optimizer_of(item, r, k, sharding, shard) for r in times)
+        return core + max(self._rank_tail_of(item, r, k, sharding, shard) for r in times)
 
     def _rank_tail(self, item: _Degrees, r, ks: Knobs) -> float:
         """One rank's `timing.dp_exposed` on `_best_links` plus its optimizer step, kept with the
@@ -1195,12 +1219,18 @@ class Engine:
         `dp_ledger` and `dp_exposed` read; the links follow from the degrees and the shard). The
         groups of a layout repeat a few ranks' values (every schedule with the same chunks), and
         the time model's own caches hash its links and ledger on every call."""
+        return self._rank_tail_of(item, r, ks, ks.sharding, ks.hsdp_shard)
+
+    def _rank_tail_of(self, item: _Degrees, r, k: Knobs, sharding: str, shard: int) -> float:
+        """`_rank_tail` under `k` with another sharding: the key reads the sharding and its shard
+        and otherwise `k`'s own fields, so the sharding's knobs are built only on a miss."""
         back = r.backward_input + r.backward_weight + r.recompute
-        key = ("tail", r.params_dense, r.params_expert, r.layers, r.moe_layers, r.forward, back, ks.microbatches,
-               ks.sharding, ks.pp, ks.virtual_stages, ks.hsdp_shard, ks.optimizer)
+        key = ("tail", r.params_dense, r.params_expert, r.layers, r.moe_layers, r.forward, back, k.microbatches,
+               sharding, k.pp, k.virtual_stages, shard, k.optimizer)
         cache = item.opt_cache
         cached = cache.get(key)
         if cached is None:
+            ks = self._with_sharding(k, sharding, shard)
             # what the ledger costs per window does not depend on the forward and backward
             # lengths: kept without them (many micro-batches and recomputation modes share it),
             # and `dp_exposed`'s exposure charged against the lengths afresh. The bound's ranks
@@ -1363,13 +1393,13 @@ class Engine:
         stats = self.stats
         item = group[0]
         bounds, tight = refined
-        k0, core, times, shardings, knobs = self._parts(group)
+        k0, core, times, shardings = self._lazy_parts(group)
         n_orders = len(item.orders) * item.order_weight
         floor = None
-        for j, ((sharding, shard), k) in enumerate(zip(shardings, knobs, strict=True)):
+        for j, (sharding, shard) in enumerate(shardings):
             lower = bounds[j]
             if lower <= threshold * (1 + BOUND_SLACK) and not tight[j]:
-                lower = self._tail(item, k, core, times)
+                lower = self._tail_of(item, k0, sharding, shard, core, times)
             if lower > threshold * (1 + BOUND_SLACK):
                 stats.bounded += n_orders
                 continue
@@ -1384,6 +1414,7 @@ class Engine:
                 stats.out_of_memory += n_orders
                 self._note_smallest(floor)
                 continue
+            k = self._with_sharding(k0, sharding, shard)
             stats.memory_evaluations += 1
             self._work(k.pp)
             peak_bytes, _ = peak(self.shape, k)
