@@ -1134,3 +1134,44 @@ def test_tails_and_optimizer_steps_with_lazy_knobs_are_those_of_each_shardings_k
                                                                                           times_plain)
             checked += 1
     assert checked
+
+
+def test_knobs_keep_the_hash_of_their_fields():
+    """`Knobs` keeps its hash (`frozen.lazy_hash`, on the first `__hash__`): over random knobs,
+    the hash is that of the tuple of its fields (what the dataclass's own `__hash__` computed on
+    every lookup before), equal knobs hash alike and compare equal whether or not one was
+    hashed first, knobs that differ in one field compare unequal, and a `dataclasses.replace`
+    copy hashes afresh (a kept hash is never carried over to other fields)."""
+    import dataclasses
+
+    from parc.memory.inputs import Knobs
+
+    rng = random.Random(18)
+    names = [f.name for f in dataclasses.fields(Knobs) if f.name != "_hash"]
+    assert "tp" in names and "model_code" in names and len(names) > 20
+    choices = {
+        "tp": (1, 2, 4, 8), "pp": (1, 2, 8, 16), "dp": (1, 4, 64), "cp": (1, 2, 4), "ep": (1, 8),
+        "ep_axis": (False, True), "virtual_stages": (1, 2, 4), "schedule": ("1f1b", "gpipe", "zbv"),
+        "split": (None, (3, 5)), "sequence_parallel": (False, True), "sharding": ("none", "zero1", "zero3", "hsdp"),
+        "hsdp_shard": (0, 8), "seq": (2048, 8192), "micro_batch": (1, 2, 4), "microbatches": (1, 8, 32),
+        "precision": ("bf16", "fp8"), "recompute": ("none", "selective", "full"),
+        "recompute_layers": (None, 2), "runtime": ("torch", "megatron"),
+        "model_code": ("parc", "torchtitan", "torchtitan-compiled"),
+    }
+    checked = 0
+    for _ in range(400):
+        given = {name: rng.choice(values) for name, values in choices.items()}
+        knobs, twin = Knobs(**given), Knobs(**given)
+        if rng.random() < 0.5:
+            hash(twin)  # one of the pair hashed (and kept) before the other is compared
+        assert knobs == twin
+        plain = hash(tuple(getattr(knobs, name) for name in names))
+        assert hash(knobs) == plain and hash(knobs) == plain and hash(twin) == plain
+        name = rng.choice(sorted(choices))
+        other = next(v for v in choices[name] if v != given[name])
+        changed = dataclasses.replace(knobs, **{name: other})
+        assert changed != knobs
+        assert hash(changed) == hash(tuple(getattr(changed, n) for n in names))
+        assert {knobs: 1}[twin] == 1
+        checked += 1
+    assert checked
