@@ -930,6 +930,26 @@ bounds' rank sums (`_loads`, `_core`), the heap and the enumeration (`_list_grou
 the memory peaks of the candidates evaluated and the family floors. `Knobs` keeps no hash
 (compiler/memory/inputs.py, not changed here) and is still built once per group.
 
+Issue 18's ninth speed round (2026-12-02, r9, very short) made `Knobs` keep its hash
+(compiler/memory/inputs.py: a `_hash` slot filled by `frozen.lazy_hash` on the first
+`__hash__`, as `timing.Work` does; before, the dataclass's own `__hash__` built and hashed the
+tuple of its 27 fields on every lookup in the memory model's caches). Counted over one cold
+search: the 983,040-GPU space looks knobs up 61,896 times and hashes 345 distinct ones;
+gpt3-175b.par 39,963 lookups for 109; mixtral-8x7b-5d.par 35,549 for 299; the benchmark's
+Megatron 1T 16,073 for 157. A lookup of a kept hash takes 0.10 us against 0.41 us (`timeit`,
+this machine), so the round saves about 20 ms of the 983,040-GPU space's 3 s and 12 ms of
+gpt3-175b.par's 1.3 s: less than the CPU seconds' noise at this load (two paired whole-row
+measurements, best of 9 cold searches (3 rounds of 3, the trees alternating in fresh
+processes) at a load of 1.3 to 2.6, gave the
+983,040-GPU space 2.94 -> 2.61 s and then 3.17 -> 3.30 s, gpt3-175b.par 1.40 -> 1.29 s and
+then 1.68 -> 1.61 s). Exact: every benchmark row's top 10, statistics and the cluster answers
+are byte-identical before and after, no search golden moved, and
+`test_knobs_keep_the_hash_of_their_fields` holds the kept hash equal to the hash of the fields'
+tuple over random knobs (equal knobs equal and alike hashed whichever was hashed first, a
+`dataclasses.replace` copy hashed afresh). Point 4 stays open, with the leads of the round
+before it: the first floors of the 983,040-GPU space (each a miss), the bounds' rank sums, the
+heap and the enumeration of its groups; gpt3-175b.par's per-sharding tails and memory peaks.
+
 **A wrong answer, fixed.** Two slips made the bound's data-parallel tail of MoE ranks exceed
 their true step, so the scan could drop a better layout: `_best_links` took the expert set's
 group without tp (`Geometry.expert`), where torch's runtime, and `timing.rank_steps`, reduce the
