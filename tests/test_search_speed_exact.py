@@ -532,15 +532,15 @@ def test_the_pipelines_floor_is_at_most_the_family_floor_of_every_pipeline(name)
         pipes = engine._pipelines(pp)[0]
         assert pipes
         families = []
-        for schedule, v in pipes:
-            family = engine._family_floor((item, schedule, v, micro, m, sp, recompute))
-            k = engine._knobs(item, schedule, v, engine.space.micro[0], m, sp, recompute)
+        for pipe, v in pipes:
+            family = engine._family_floor((item, pipe, v, micro, m, sp, recompute))
+            k = engine._knobs(item, pipe, v, engine.space.micro[0], m, sp, recompute)
             held = first_backward_floors(engine.shape, k)
             params = rank_params(engine.shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)
             plain = max(held[mine] + engine._least_states(item, k, rp.params)
-                        for mine, rp in zip(rank_signatures(engine.shape, k.pp, v, schedule, k.split), params,
+                        for mine, rp in zip(rank_signatures(engine.shape, k.pp, v, pipe, k.split), params,
                                             strict=True))
-            assert family == plain, (item.degrees, schedule, v)
+            assert family == plain, (item.degrees, pipe, v)
             families.append(family)
             checked += 1
         assert floor <= min(families), (name, item.degrees, item.ep, sp, recompute, floor, min(families))
@@ -880,7 +880,7 @@ def test_the_walk_counts_a_pruned_prefix_as_each_of_its_assignments(name, limite
             engine._prunable = lambda: False
         else:
             real = engine._prefix_problem
-            engine._prefix_problem = lambda chosen, axis, real=real: pruned.append(r := real(chosen, axis)) or r
+            engine._prefix_problem = lambda chosen, axis, real=real, pruned=pruned: pruned.append(r := real(chosen, axis)) or r
         engine.run()
         runs.append((engine, groups, pruned))
     (fast, fast_groups, pruned), (plain, plain_groups, _) = runs
