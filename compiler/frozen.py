@@ -3,20 +3,27 @@ model's `Hardware`, `Work`, ...) hash their fields once, when they are built, no
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields
+from operator import attrgetter
 
-_NAMES: dict[type, tuple[str, ...]] = {}
-"""Per class, the names of the fields its hash covers: `dataclasses.fields` builds its list anew
-on every call, which cost a search (thousands of `Load`s and `Knobs`) a tenth of a second."""
+_NAMES: dict[type, Callable[[object], tuple]] = {}
+"""Per class, what fetches the fields its hash covers as one tuple, built once from their names:
+`dataclasses.fields` builds its list anew on every call, which cost a search (thousands of
+`Load`s and `Knobs`) a tenth of a second."""
 
 
 def hash_once(obj) -> None:
     """Store the hash of `obj`'s fields in its `_hash` field; its `__hash__` returns that."""
     cls = type(obj)
-    names = _NAMES.get(cls)
-    if names is None:
-        names = _NAMES[cls] = tuple(f.name for f in fields(obj) if f.name != "_hash")
-    object.__setattr__(obj, "_hash", hash(tuple(getattr(obj, name) for name in names)))
+    fetch = _NAMES.get(cls)
+    if fetch is None:
+        names = tuple(f.name for f in fields(obj) if f.name != "_hash")
+        # one C call for every field (a generator of getattr calls was most of the hashing);
+        # `attrgetter` of one name returns the value, not a 1-tuple: wrapped so the hash is the same
+        many = attrgetter(*names)
+        fetch = _NAMES[cls] = many if len(names) > 1 else (lambda o: (many(o),))
+    object.__setattr__(obj, "_hash", hash(fetch(obj)))
 
 
 def lazy_hash(obj) -> int:

@@ -872,6 +872,84 @@ near 1.1 s against 1 s, as in the sixth round; what is left is where the sixth r
 profile puts it (the memory floors of groups that come out, the heap and the scan's loop,
 the MoE layer work per ep), less about a sixth of `_loads`' rank-load walks.
 
+Issue 18's eighth speed round (2026-12-02, r9, short) started from a sampled profile (a
+SIGPROF sampler over three cold searches, which, unlike `cProfile`, does not inflate small
+calls) of the 983,040-GPU space and gpt3-175b.par: 13-15 % of their time went to building
+frozen bundles (`dataclasses`' generated `__init__`, 27 fields for `Knobs`), most of it the
+search's own knobs built again for each floor, bound and sharding of a group, and 3-4 % to
+hashing `Knobs` (its hash is not kept) in the memory model's caches. Each change is exact and
+tested in tests/test_search_speed_exact.py against the plain computation it replaces:
+
+- **Knobs kept**: one `Knobs` per group and sharding, kept with the degrees (`Engine._knobs`,
+  `_with_sharding`), and one per value of `memory.model.activation_knobs`, so the caches it
+  keys find it by identity; `_first_backward_floors` looks each chunk signature up once;
+  `frozen.hash_once` fetches the fields with one `attrgetter`. Tested: equal to the bundles
+  built afresh, field by field and hash, over random groups asked in shuffled order.
+- **Groups known out of memory**: the first floor never decreases with the micro-batch, so a
+  group whose first floor's family (degrees, pipeline class, sequence parallelism,
+  recomputation) already failed at a smaller micro-batch is counted out of memory when it
+  comes out, without its bound or its floor (`Engine._known_out_of_memory`). In the
+  983,040-GPU space 4,075 of the 6,267 groups its first floor rejected were such: memory
+  predictions 12,807 -> 8,732, and 73,000 candidates move from "bounded out" to "does not fit"
+  (counted out where the scan before left them queued). Tested both ways on two spaces: the
+  same top, evaluations and smallest floor; every group so counted out by its own first floor.
+- **A sharding's knobs only on a miss**: `refine` and `_evaluate` ask for each sharding's
+  optimizer step and data-parallel tail with the group's knobs and the sharding, and build the
+  sharding's knobs only where the value is not kept yet; a group's parts are kept for both.
+
+Every benchmark row's top 10 (candidates, runner-up to benchmark first, diagnostics,
+statistics) and the five cluster questions' answers, searches and listed clusters are
+byte-identical before and after, apart from the 983,040-GPU row's two count changes above; no
+search golden moved. Python function calls of one cold search (`cProfile`), main before this
+round (4427739) / after:
+
+| spec | function calls before / now |
+|---|--:|
+| Llama 3 405B, 16,384 H100 (the target) | 792,838 / 699,653 |
+| Llama 3 405B with 120 layers, 983,040 H100 | 7,440,673 / 6,899,884 |
+| Megatron 1T, 16,384 H100 (deep pipelines) | 5,234,690 / 5,066,982 |
+| Mixtral 8x7B, 16,384 H100, ep over dp x cp | 3,764,701 / 3,576,907 |
+| deepseek-v3-like.par, every hole | 3,384,578 / 2,889,571 |
+| gpt3-175b.par, every hole | 3,270,635 / 3,200,319 |
+| megatron-1t.par, every hole | 3,428,834 / 3,274,664 |
+| mixtral-8x7b-5d.par, every hole | 2,633,272 / 2,495,091 |
+| llama3-70b-search.par, every hole | 2,556,155 / 2,495,454 |
+| llama3-70b-torchtitan.par, every hole | 1,369,967 / 1,339,334 |
+
+CPU seconds, paired (the two trees alternating in fresh processes, 3 rounds of best of 3 cold
+searches each, so best of 9; load average 2.5 to 3 on the shared 2-core machine), before /
+after: the target row 0.34 / 0.29, the 983,040-GPU space 3.23 / 2.95, deepseek-v3-like.par
+1.43 / 1.07, gpt3-175b.par 1.42 / 1.33, llama3-70b-search.par 1.23 / 0.97, megatron-1t.par
+1.27 / 1.11, mixtral-8x7b-5d.par 1.14 / 0.92 (1.07x to 1.34x). Point 4 stays open: at this
+load the 983,040-GPU space is near 3 s against 2 s and gpt3-175b.par and megatron-1t.par over
+1 s. What is left (sampled after the round): in the 983,040-GPU space the first floors that
+come out (`first_backward_floors`, a tenth: 5,608 distinct (degrees, pipeline class,
+micro-batch, sequence parallelism, recomputation) each a miss), the computation-only and full
+bounds' rank sums (`_loads`, `_core`), the heap and the enumeration (`_list_groups`,
+`_degree_problem`); in gpt3-175b.par the per-sharding data-parallel tails (`refine`, a fifth),
+the memory peaks of the candidates evaluated and the family floors. `Knobs` keeps no hash
+(compiler/memory/inputs.py, not changed here) and is still built once per group.
+
+Issue 18's ninth speed round (2026-12-02, r9, very short) made `Knobs` keep its hash
+(compiler/memory/inputs.py: a `_hash` slot filled by `frozen.lazy_hash` on the first
+`__hash__`, as `timing.Work` does; before, the dataclass's own `__hash__` built and hashed the
+tuple of its 27 fields on every lookup in the memory model's caches). Counted over one cold
+search: the 983,040-GPU space looks knobs up 61,896 times and hashes 345 distinct ones;
+gpt3-175b.par 39,963 lookups for 109; mixtral-8x7b-5d.par 35,549 for 299; the benchmark's
+Megatron 1T 16,073 for 157. A lookup of a kept hash takes 0.10 us against 0.41 us (`timeit`,
+this machine), so the round saves about 20 ms of the 983,040-GPU space's 3 s and 12 ms of
+gpt3-175b.par's 1.3 s: less than the CPU seconds' noise at this load (two paired whole-row
+measurements, best of 9 cold searches (3 rounds of 3, the trees alternating in fresh
+processes) at a load of 1.3 to 2.6, gave the
+983,040-GPU space 2.94 -> 2.61 s and then 3.17 -> 3.30 s, gpt3-175b.par 1.40 -> 1.29 s and
+then 1.68 -> 1.61 s). Exact: every benchmark row's top 10, statistics and the cluster answers
+are byte-identical before and after, no search golden moved, and
+`test_knobs_keep_the_hash_of_their_fields` holds the kept hash equal to the hash of the fields'
+tuple over random knobs (equal knobs equal and alike hashed whichever was hashed first, a
+`dataclasses.replace` copy hashed afresh). Point 4 stays open, with the leads of the round
+before it: the first floors of the 983,040-GPU space (each a miss), the bounds' rank sums, the
+heap and the enumeration of its groups; gpt3-175b.par's per-sharding tails and memory peaks.
+
 **A wrong answer, fixed.** Two slips made the bound's data-parallel tail of MoE ranks exceed
 their true step, so the scan could drop a better layout: `_best_links` took the expert set's
 group without tp (`Geometry.expert`), where torch's runtime, and `timing.rank_steps`, reduce the

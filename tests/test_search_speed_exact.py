@@ -532,15 +532,15 @@ def test_the_pipelines_floor_is_at_most_the_family_floor_of_every_pipeline(name)
         pipes = engine._pipelines(pp)[0]
         assert pipes
         families = []
-        for schedule, v in pipes:
-            family = engine._family_floor((item, schedule, v, micro, m, sp, recompute))
-            k = engine._knobs(item, schedule, v, engine.space.micro[0], m, sp, recompute)
+        for pipe, v in pipes:
+            family = engine._family_floor((item, pipe, v, micro, m, sp, recompute))
+            k = engine._knobs(item, pipe, v, engine.space.micro[0], m, sp, recompute)
             held = first_backward_floors(engine.shape, k)
             params = rank_params(engine.shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)
             plain = max(held[mine] + engine._least_states(item, k, rp.params)
-                        for mine, rp in zip(rank_signatures(engine.shape, k.pp, v, schedule, k.split), params,
+                        for mine, rp in zip(rank_signatures(engine.shape, k.pp, v, pipe, k.split), params,
                                             strict=True))
-            assert family == plain, (item.degrees, schedule, v)
+            assert family == plain, (item.degrees, pipe, v)
             families.append(family)
             checked += 1
         assert floor <= min(families), (name, item.degrees, item.ep, sp, recompute, floor, min(families))
@@ -880,7 +880,7 @@ def test_the_walk_counts_a_pruned_prefix_as_each_of_its_assignments(name, limite
             engine._prunable = lambda: False
         else:
             real = engine._prefix_problem
-            engine._prefix_problem = lambda chosen, axis, real=real: pruned.append(r := real(chosen, axis)) or r
+            engine._prefix_problem = lambda chosen, axis, real=real, pruned=pruned: pruned.append(r := real(chosen, axis)) or r
         engine.run()
         runs.append((engine, groups, pruned))
     (fast, fast_groups, pruned), (plain, plain_groups, _) = runs
@@ -949,3 +949,229 @@ def test_the_rank_sums_kept_per_pieces_loads_and_send_are_the_plain_sums(name):
     loads = [v for k, v in engine._load_cache.items() if isinstance(k, tuple) and len(k) == 6]
     if deep:  # some schedules chunk alike, and share one tuple
         assert len({id(v) for v in loads}) < len(loads)
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_SPACES))
+def test_kept_knobs_are_the_knobs_built_afresh(name):
+    """`Engine._knobs` keeps one `Knobs` per group and sharding with the degrees, and
+    `_with_sharding` one per (knobs, sharding): over random groups of four spaces, asked in a
+    shuffled order and twice, each is equal (every field, and the hash) to the bundle built
+    afresh (`_build_knobs`, `_plain_with_sharding`), and asking again returns the same object."""
+    import dataclasses
+
+    engine, groups = _groups_of(BOUND_SPACES[name])
+    rng = random.Random(name)
+    sample = rng.sample(groups, min(60, len(groups)))
+    asks = [(g, s) for g in sample for s in [("none", 0)] + list(g[0].shardings)]
+    rng.shuffle(asks)
+    checked = 0
+    for group, (sharding, shard) in asks + asks[: len(asks) // 2]:
+        plain = engine._build_knobs(*group, sharding, shard)
+        kept = engine._knobs(*group, sharding, shard)
+        assert kept == plain and hash(kept) == hash(plain)
+        assert dataclasses.astuple(kept) == dataclasses.astuple(plain)
+        assert engine._knobs(*group, sharding, shard) is kept
+        k = engine._knobs(*group)
+        moved = engine._with_sharding(k, sharding, shard)
+        assert moved == engine._plain_with_sharding(k, sharding, shard) == plain
+        assert engine._with_sharding(k, sharding, shard) is moved
+        checked += 1
+    assert checked
+
+
+def test_kept_activation_knobs_and_first_backward_floors_are_the_plain_ones():
+    """`memory.model.activation_knobs` is kept (one object per value) and `_first_backward_floors`
+    looks each chunk signature up once: over random knobs and pipelines of four models, the
+    knobs equal a `Knobs` built from the same fields, and the floors equal the plain sums over
+    each distinct rank's chunks (`_chunk_activations` per chunk, no sharing), written out here."""
+    from parc.memory import model as memory_model
+    from parc.memory.inputs import Knobs, shape_of
+    from parc.pipeline import compile_path
+
+    rng = random.Random(7)
+    checked = 0
+    for path in ("specs/llama3-405b.par", "specs/deepseek-v3-like.par", "specs/mixtral-8x7b-5d.par",
+                 "specs/gpt3-175b.par"):
+        shape = shape_of(compile_path(path, checks=False).plan)
+        for _ in range(25):
+            tp, cp, micro = rng.choice([1, 2, 4, 8]), rng.choice([1, 2, 4]), rng.choice([1, 2, 3])
+            sp, ep = rng.random() < 0.5, rng.choice([1, 2, 8]) if shape.moe else 1
+            recompute = rng.choice(["none", "selective", "full"])
+            ak = memory_model.activation_knobs(tp, sp, cp, "ring", 4096, micro, "torch", ep, "bf16")
+            assert ak == Knobs(tp=tp, pp=1, dp=1, cp=cp, ep=ep, sequence_parallel=sp, cp_flavour="ring", seq=4096,
+                               micro_batch=micro, runtime="torch", precision="bf16")
+            assert memory_model.activation_knobs(tp, sp, cp, "ring", 4096, micro, "torch", ep, "bf16") is ak
+            pipe = random_pipeline(rng, shape.layers)
+            if pipe is None:
+                continue
+            schedule, pp, v = pipe
+            released = memory_model.released_backward(schedule, pp)
+            floors = memory_model._first_backward_floors(shape, ak, pp, v, schedule, None, recompute, None)
+            for mine in memory_model.distinct_rank_signatures(shape, pp, v, schedule, None):
+                pieces = [memory_model._chunk_activations(shape, ak, sig, recompute, None, pp > 1, released)
+                          for sig in mine]
+                plain = max(sum(p.activations.saved for p in pieces) + pieces[-1].working,
+                            max(p.activations.saved + p.working for p in pieces))
+                assert floors[mine] == plain
+                checked += 1
+    assert checked
+
+
+def test_hash_once_is_the_hash_of_the_fields_tuple():
+    """`frozen.hash_once` fetches the fields with one `attrgetter`: the hash it stores is that of
+    the tuple of the fields in order (what it stored before), for classes of many fields and of
+    one (where `attrgetter` returns the value itself, not a tuple)."""
+    from dataclasses import dataclass, field, fields
+
+    from parc.frozen import hash_once
+    from parc.memory.inputs import Shape
+
+    @dataclass(frozen=True)
+    class One:
+        x: tuple
+        _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+        def __post_init__(self):
+            hash_once(self)
+
+    rng = random.Random(11)
+    checked = 0
+    for _ in range(100):
+        value = tuple(rng.randrange(9) for _ in range(rng.randrange(4)))
+        one = One(value)
+        assert one._hash == hash((value,))
+        checked += 1
+    from parc.memory.inputs import shape_of
+    from parc.pipeline import compile_path
+
+    for path in ("specs/llama3-405b.par", "specs/deepseek-v3-like.par", "specs/mixtral-8x7b-5d.par"):
+        shape = shape_of(compile_path(path, checks=False).plan)
+        names = [f.name for f in fields(Shape) if f.name != "_hash"]
+        assert hash(shape) == hash(tuple(getattr(shape, name) for name in names))
+        checked += 1
+    assert checked
+
+
+KNOWN_OUT_SPACES = {
+    "gpt3-175b": BOUND_SPACES["gpt3-175b"],
+    # the benchmark's 983,040-GPU space on 4,096 GPUs: 128K tokens, 120 layers, every hole
+    "llama3-405b-120-layers": "job b\ntp ? x pp ? x dp ? x cp ? x ep ? on nodes(8 gpus, nvlink)\norder ?\n"
+                              "model llama3-405b { layers 120 }\nhardware { gpu h100-sxm, nodes 512 }\n"
+                              "train { seq 131072, global-batch 65_536, micro-batch ?, recompute ? }\n"
+                              "tp { sequence-parallel ? }\npp { schedule ?, virtual-stages ? }\ndp { sharding ? }\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN_OUT_SPACES))
+def test_groups_known_out_of_memory_are_out_by_their_own_first_floor(name):
+    """The scan counts a group out of memory without its bound or floors when a smaller
+    micro-batch of its first floor's family already failed (`Engine._known_out_of_memory`):
+    against the scan that computes every such group's floor, the same top, the same
+    evaluations and the same smallest floor noted; only the split between "bounded out" and
+    "does not fit" moves (a group counted out where the plain scan left it queued) and there are
+    fewer memory predictions. Every group so counted is out by its own first floor."""
+    from parc.pipeline import compile_text
+    from parc.search.engine import Engine
+    from parc.search.space import build_space
+    from parc.targets import memory_runtime, software_of
+
+    runs = []
+    for known in (False, True):
+        compilation = compile_text(KNOWN_OUT_SPACES[name], path="known.par")
+        engine = Engine(build_space(compilation), keep=14, software=software_of(compilation.plan),
+                        runtime=memory_runtime(compilation.plan.target))
+        engine.known_out = known
+        counted: list = []
+        if known:
+            real = engine._known_out_of_memory
+            engine._known_out_of_memory = lambda group, real=real, counted=counted: (
+                real(group) and (counted.append(group) or True))
+        runs.append((engine, engine.run(), counted))
+    (_, plain, _), (engine, fast, counted) = runs
+    assert plain.found and counted
+    assert [f.rank_key for f in fast.found] == [f.rank_key for f in plain.found]
+    assert [(f.step, f.peak_bytes) for f in fast.found] == [(f.step, f.peak_bytes) for f in plain.found]
+    a, b = fast.stats, plain.stats
+    assert (a.timed, a.time_evaluations, a.merged, a.valid, a.raw, a.pruned) == (
+        b.timed, b.time_evaluations, b.merged, b.valid, b.raw, b.pruned)
+    assert a.bounded + a.out_of_memory == b.bounded + b.out_of_memory and a.out_of_memory >= b.out_of_memory
+    assert a.memory_evaluations < b.memory_evaluations
+    assert fast.smallest_peak == plain.smallest_peak
+    for group in counted:
+        assert engine._first_floor(engine._knobs(*group), group[0]) > engine.usable
+
+
+@pytest.mark.parametrize("name", ["gpt3-175b", "mixtral-ep-over-dp-cp"])
+def test_tails_and_optimizer_steps_with_lazy_knobs_are_those_of_each_shardings_knobs(name):
+    """`refine` and `_evaluate` ask for a sharding's optimizer step and data-parallel tail with
+    the group's knobs and the sharding (`_optimizer_of`, `_tail_of`, `_rank_tail_of`), its
+    knobs built only on a miss, and keep each group's parts (`_lazy_parts`): over random groups,
+    asked in a shuffled order, each equals the plain value computed by a second engine, which
+    is handed each sharding's own knobs (`_plain_with_sharding`) and keeps nothing between groups."""
+    lazy, groups = _groups_of(BOUND_SPACES[name])
+    plain, plain_groups = _groups_of(BOUND_SPACES[name])
+    rng = random.Random(name)
+    picks = rng.sample(range(len(groups)), min(40, len(groups)))
+    checked = 0
+    for index in picks:
+        group, twin = groups[index], plain_groups[index]
+        k, core, times, shardings = lazy._lazy_parts(group)
+        assert lazy._lazy_parts(group)[2] is times
+        twin[0].opt_cache.clear()
+        k_plain, core_plain, times_plain, shardings_plain, knobs = plain._parts(twin)
+        assert (k, core, times, shardings) == (k_plain, core_plain, times_plain, shardings_plain)
+        order = list(range(len(shardings)))
+        rng.shuffle(order)
+        for j in order:
+            sharding, shard = shardings[j]
+            ks = plain._plain_with_sharding(k_plain, sharding, shard)
+            assert knobs[j] == ks
+            for r, rp in zip(times, times_plain, strict=True):
+                assert lazy._optimizer_of(group[0], r, k, sharding, shard) == plain._optimizer(twin[0], rp, ks)
+                if lazy.inside_is_fastest:
+                    assert lazy._rank_tail_of(group[0], r, k, sharding, shard) == plain._rank_tail(twin[0], rp, ks)
+            assert lazy._tail_of(group[0], k, sharding, shard, core, times) == plain._tail(twin[0], ks, core_plain,
+                                                                                          times_plain)
+            checked += 1
+    assert checked
+
+
+def test_knobs_keep_the_hash_of_their_fields():
+    """`Knobs` keeps its hash (`frozen.lazy_hash`, on the first `__hash__`): over random knobs,
+    the hash is that of the tuple of its fields (what the dataclass's own `__hash__` computed on
+    every lookup before), equal knobs hash alike and compare equal whether or not one was
+    hashed first, knobs that differ in one field compare unequal, and a `dataclasses.replace`
+    copy hashes afresh (a kept hash is never carried over to other fields)."""
+    import dataclasses
+
+    from parc.memory.inputs import Knobs
+
+    rng = random.Random(18)
+    names = [f.name for f in dataclasses.fields(Knobs) if f.name != "_hash"]
+    assert "tp" in names and "model_code" in names and len(names) > 20
+    choices = {
+        "tp": (1, 2, 4, 8), "pp": (1, 2, 8, 16), "dp": (1, 4, 64), "cp": (1, 2, 4), "ep": (1, 8),
+        "ep_axis": (False, True), "virtual_stages": (1, 2, 4), "schedule": ("1f1b", "gpipe", "zbv"),
+        "split": (None, (3, 5)), "sequence_parallel": (False, True), "sharding": ("none", "zero1", "zero3", "hsdp"),
+        "hsdp_shard": (0, 8), "seq": (2048, 8192), "micro_batch": (1, 2, 4), "microbatches": (1, 8, 32),
+        "precision": ("bf16", "fp8"), "recompute": ("none", "selective", "full"),
+        "recompute_layers": (None, 2), "runtime": ("torch", "megatron"),
+        "model_code": ("parc", "torchtitan", "torchtitan-compiled"),
+    }
+    checked = 0
+    for _ in range(400):
+        given = {name: rng.choice(values) for name, values in choices.items()}
+        knobs, twin = Knobs(**given), Knobs(**given)
+        if rng.random() < 0.5:
+            hash(twin)  # one of the pair hashed (and kept) before the other is compared
+        assert knobs == twin
+        plain = hash(tuple(getattr(knobs, name) for name in names))
+        assert hash(knobs) == plain and hash(knobs) == plain and hash(twin) == plain
+        name = rng.choice(sorted(choices))
+        other = next(v for v in choices[name] if v != given[name])
+        changed = dataclasses.replace(knobs, **{name: other})
+        assert changed != knobs
+        assert hash(changed) == hash(tuple(getattr(changed, n) for n in names))
+        assert {knobs: 1}[twin] == 1
+        checked += 1
+    assert checked

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from parc.memory import shape_of
 from parc.memory.activations import Tokens, _tokens, torch_cp_backward_transient, torch_layer
@@ -117,7 +119,7 @@ def test_torchtitan_saves_k_and_v_repeated_to_the_query_heads():
                         path="cp1.par").plan
     shape, k = shape_of(plan), knobs_of(plan, memory_runtime(plan.target))
     assert k.cp == 1 and k.model_code == "torchtitan"
-    parc = Knobs(**{**{f: getattr(k, f) for f in k.__dataclass_fields__}, "model_code": "parc"})
+    parc = Knobs(**{**{f.name: getattr(k, f.name) for f in dataclasses.fields(k) if f.init}, "model_code": "parc"})
     tokens = 8192  # micro-batch 1, cp 1
     # per token K and V at 16 query heads of 128 instead of 1 kv head of 128, bf16, each
     extra = tokens * 2 * 2 * (16 - 1) * 128

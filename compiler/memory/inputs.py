@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..frozen import hash_once
+from ..frozen import hash_once, lazy_hash
 from ..plan import Plan
 
 RUNTIMES = ("torch", "megatron", "megatron-flash", "zero")
@@ -135,6 +135,13 @@ class Knobs:
     (`activations.torchtitan_selective`, `activations.output_activations`);
     "torchtitan-compiled-model" the block compiled and the loss eager (`compile-loss off`, and
     what torchtitan 9dec370 did: "compiling loss function causes CUDA errors")."""
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+    """The fields' hash, kept (`frozen.lazy_hash`): the memory model's caches hash the same
+    knobs thousands of times in a search, and most knobs built never key one."""
+
+    def __hash__(self) -> int:
+        value = self._hash
+        return value if value else lazy_hash(self)
 
     @property
     def torchtitan_block(self) -> bool:

@@ -224,10 +224,13 @@ def rank_params(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str,
     return tuple(out)
 
 
+@lru_cache(maxsize=16384)
 def activation_knobs(tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int, runtime: str, ep: int = 1,
                      precision: str = "bf16", device: str = "cuda", model_code: str = "parc") -> Knobs:
     """The knobs a layer's activations depend on, and only those (they key its cache). Layers
-    do not depend on bf16, fp16 or fp8 (all keep bf16 activations); fp32 they do."""
+    do not depend on bf16, fp16 or fp8 (all keep bf16 activations); fp32 they do. Kept: one
+    frozen object per value, so the caches it keys find it by identity (a fresh bundle was
+    built, then compared field by field, on each of a search's thousands of floors)."""
     return Knobs(tp=tp, pp=1, dp=1, cp=cp, ep=ep, sequence_parallel=sp, cp_flavour=flavour, seq=seq,
                  micro_batch=micro, runtime=runtime, precision="fp32" if precision == "fp32" else "bf16",
                  device=device, model_code=model_code)
@@ -573,13 +576,16 @@ def _first_backward_floors(shape: Shape, ak: Knobs, pp: int, v: int, schedule: s
     the result is the same."""
     released = released_backward(schedule, pp)
     out: dict[tuple[ChunkSignature, ...], int] = {}
+    pieces: dict[ChunkSignature, ChunkPieces] = {}  # each signature's, looked up once (ranks share them)
     for mine, counted in _counted_rank_signatures(shape, pp, v, schedule, split):
         saved = own = 0
         for sig, count in counted:
-            p = _chunk_activations(shape, ak, sig, recompute, recompute_layers, pp > 1, released)
+            p = pieces.get(sig)
+            if p is None:
+                p = pieces[sig] = _chunk_activations(shape, ak, sig, recompute, recompute_layers, pp > 1, released)
             saved += count * p.activations.saved
             own = max(own, p.activations.saved + p.working)
-        last = _chunk_activations(shape, ak, mine[-1], recompute, recompute_layers, pp > 1, released).working
+        last = pieces[mine[-1]].working
         out[mine] = max(saved + last, own)
     return MappingProxyType(out)
 
@@ -1034,7 +1040,7 @@ def clear_caches() -> None:
     """Forget every cached piece (benchmarks measure a cold start with it)."""
     from . import activations, parameters, schedules
 
-    for function in (rank_params, _rank_activations, _chunk_activations, _first_backward_floors,
+    for function in (activation_knobs, rank_params, _rank_activations, _chunk_activations, _first_backward_floors,
                      _counted_rank_signatures, rank_signatures, distinct_rank_signatures, activations.layer_activations, activations.embedding_activations,
                      activations.output_activations, activations.logits_buffer,
                      activations.embedding_backward_buffer, parameters.layer_params,

@@ -251,6 +251,7 @@ class Engine:
                           model_code=model_code(plan.target))
         self.best: list[Found] = []
         self._sums: dict[tuple, tuple] = {}  # `_loads`' sums per (pieces, loads, send)
+        self._sharded_knobs: dict[tuple, tuple] = {}  # `_with_sharding` per (knobs, sharding, shard)
         self._piece_cache, self._load_cache = _shared_caches(
             (self.shape, self.hw, self.constants, software, runtime, self.pcie, self.flavour, self.seq, self.split,
              train.precision, train.recompute_layers))
@@ -271,6 +272,10 @@ class Engine:
         self.pipe_sets = train.recompute_layers is None
         """Whether groups that differ only in their pipeline enter the scan as one set at
         `pipes_bound` (not with `full N`: its recomputed layers per rank follow the chunking)."""
+        self.known_out = True
+        """Whether the scan counts a group out of memory, without a bound or a floor of its own,
+        when its first floor's family (`_first_fails`) already failed at a micro-batch no larger
+        than its own (the tests run the scan both ways)."""
 
     # -----------------------------------------------------------------------------------------
     # Level 1: degrees
@@ -717,14 +722,40 @@ class Engine:
     # Bounds and evaluation
 
     def _knobs(self, item: _Degrees, schedule, v, micro, m, sp, recompute, sharding="none", shard=0) -> Knobs:
+        """The group's knobs, built once per group and sharding and kept with the degrees: a
+        group is asked for them by its floors, its bounds and its evaluation, and building a
+        frozen bundle of 27 fields costs more than finding it (a tenth of the 983,040-GPU
+        space's search went to building `Knobs`). Knobs are frozen, so one object serves all."""
+        key = ("knobs", schedule, v, micro, m, sp, recompute, sharding, shard)
+        cached = item.opt_cache.get(key)
+        if cached is None:
+            cached = item.opt_cache[key] = self._build_knobs(item, schedule, v, micro, m, sp, recompute, sharding,
+                                                             shard)
+        return cached
+
+    def _build_knobs(self, item: _Degrees, schedule, v, micro, m, sp, recompute, sharding="none", shard=0) -> Knobs:
         d = item.degrees
         return Knobs(tp=d.get("tp", 1), pp=d.get("pp", 1), dp=d.get("dp", 1), cp=d.get("cp", 1), ep=item.ep,
                      ep_axis=self.ep_axis and item.ep > 1, virtual_stages=v, schedule=schedule,
                      sequence_parallel=sp, sharding=sharding, hsdp_shard=shard, micro_batch=micro,
                      microbatches=m, recompute=recompute, **self.fixed)
 
+    def _with_sharding(self, k: Knobs, sharding: str, shard: int) -> Knobs:
+        """`k` with another sharding, built once per (knobs, sharding) and kept: the knobs come
+        from `_knobs`, one object per group, so they are found by identity (the entry holds `k`,
+        so its id cannot be reused while the entry lives)."""
+        if sharding == k.sharding and shard == k.hsdp_shard:
+            return k
+        key = (id(k), sharding, shard)
+        kept = self._sharded_knobs.get(key)
+        if kept is not None and kept[0] is k:
+            return kept[1]
+        out = self._plain_with_sharding(k, sharding, shard)
+        self._sharded_knobs[key] = (k, out)
+        return out
+
     @staticmethod
-    def _with_sharding(k: Knobs, sharding: str, shard: int) -> Knobs:
+    def _plain_with_sharding(k: Knobs, sharding: str, shard: int) -> Knobs:
         if sharding == k.sharding and shard == k.hsdp_shard:
             return k
         return Knobs(tp=k.tp, pp=k.pp, dp=k.dp, cp=k.cp, ep=k.ep, ep_axis=k.ep_axis, ep_over_tp=k.ep_over_tp,
@@ -1108,15 +1139,35 @@ class Engine:
 
     def _optimizer(self, item: _Degrees, r, k: Knobs) -> float:
         """`timing.optimizer_seconds` of one rank, kept per parameters and sharding."""
-        key = ("opt", r.params_dense, r.params_expert, k.sharding, k.hsdp_shard)
+        return self._optimizer_of(item, r, k, k.sharding, k.hsdp_shard)
+
+    def _optimizer_of(self, item: _Degrees, r, k: Knobs, sharding: str, shard: int) -> float:
+        """`_optimizer` under `k` with another sharding, whose knobs are built only when the
+        step is not kept yet (`_with_sharding`: most lookups find it)."""
+        key = ("opt", r.params_dense, r.params_expert, sharding, shard)
         cached = item.opt_cache.get(key)
         if cached is None:
-            cached = item.opt_cache[key] = timing.optimizer_seconds(r, k, self.hw, self.constants)
+            ks = self._with_sharding(k, sharding, shard)
+            cached = item.opt_cache[key] = timing.optimizer_seconds(r, ks, self.hw, self.constants)
         return cached
 
     def _parts(self, group) -> tuple:
         """What the bounds of a group's shardings share: its knobs, the busiest-rank-and-bubble
         core, each rank's times, its shardings and their knobs."""
+        k, core, times, shardings = self._parts_of(group)
+        return k, core, times, shardings, [self._with_sharding(k, *sharding) for sharding in shardings]
+
+    def _lazy_parts(self, group) -> tuple:
+        """`_parts` without the shardings' knobs (`refine` and `_evaluate` build one only where
+        a step or a tail is not kept yet), each group's kept: both ask for the same group."""
+        key = ("parts",) + group[1:]
+        item = group[0]
+        found = item.opt_cache.get(key)
+        if found is None:
+            found = item.opt_cache[key] = self._parts_of(group)
+        return found
+
+    def _parts_of(self, group) -> tuple:
         item, schedule, v, micro, m, sp, recompute = group
         loads = self._loads(item, schedule, v, micro, sp, recompute)
         k = self._knobs(item, schedule, v, micro, m, sp, recompute)
@@ -1129,8 +1180,7 @@ class Engine:
                                   layers=sum(count for _, _, count in load.pieces),
                                   moe_layers=sum(count for is_moe, _, count in load.pieces if is_moe))
                  for f, bi, bw, rec, xf, xb, load in loads]
-        shardings = self._group_shardings(item, k)
-        return k, core, times, shardings, [self._with_sharding(k, *sharding) for sharding in shardings]
+        return k, core, times, self._group_shardings(item, k)
 
     def refine(self, group, threshold: float) -> tuple[float, tuple]:
         """Per sharding of a group, a lower bound: first the coarse one with that sharding's
@@ -1138,23 +1188,28 @@ class Engine:
         with the data-parallel tail (`_tail`). Returns the group's tightest bound and, per
         sharding, (bounds, whether each is tightened)."""
         item = group[0]
-        _, core, times, _, knobs = self._parts(group)
-        bounds = [core + max(self._optimizer(item, r, ks) for r in times) for ks in knobs]
+        k, core, times, shardings = self._lazy_parts(group)
+        bounds = [core + max(self._optimizer_of(item, r, k, sharding, shard) for r in times)
+                  for sharding, shard in shardings]
         tight = [False] * len(bounds)
         best = math.inf
         for j in sorted(range(len(bounds)), key=bounds.__getitem__):
             if bounds[j] >= best or bounds[j] > threshold * (1 + BOUND_SLACK):
                 break
-            bounds[j], tight[j] = self._tail(item, knobs[j], core, times), True
+            bounds[j], tight[j] = self._tail_of(item, k, *shardings[j], core, times), True
             best = min(best, bounds[j])
         return min(bounds), (tuple(bounds), tuple(tight))
 
     def _tail(self, item: _Degrees, ks: Knobs, core: float, times: list) -> float:
         """The core plus the data-parallel tail `step_time` charges for this sharding on
         `_best_links` (the optimizer step alone where inside links are not the faster ones)."""
+        return self._tail_of(item, ks, ks.sharding, ks.hsdp_shard, core, times)
+
+    def _tail_of(self, item: _Degrees, k: Knobs, sharding: str, shard: int, core: float, times: list) -> float:
+        """`_tail` under `k` with another sharding, its knobs built only where needed."""
         if not self.inside_is_fastest:
-            return core + max(self._optimizer(item, r, ks) for r in times)
-        return core + max(self._rank_tail(item, r, ks) for r in times)
+            return core + max(self._optimizer_of(item, r, k, sharding, shard) for r in times)
+        return core + max(self._rank_tail_of(item, r, k, sharding, shard) for r in times)
 
     def _rank_tail(self, item: _Degrees, r, ks: Knobs) -> float:
         """One rank's `timing.dp_exposed` on `_best_links` plus its optimizer step, kept with the
@@ -1164,12 +1219,18 @@ class Engine:
         `dp_ledger` and `dp_exposed` read; the links follow from the degrees and the shard). The
         groups of a layout repeat a few ranks' values (every schedule with the same chunks), and
         the time model's own caches hash its links and ledger on every call."""
+        return self._rank_tail_of(item, r, ks, ks.sharding, ks.hsdp_shard)
+
+    def _rank_tail_of(self, item: _Degrees, r, k: Knobs, sharding: str, shard: int) -> float:
+        """`_rank_tail` under `k` with another sharding: the key reads the sharding and its shard
+        and otherwise `k`'s own fields, so the sharding's knobs are built only on a miss."""
         back = r.backward_input + r.backward_weight + r.recompute
-        key = ("tail", r.params_dense, r.params_expert, r.layers, r.moe_layers, r.forward, back, ks.microbatches,
-               ks.sharding, ks.pp, ks.virtual_stages, ks.hsdp_shard, ks.optimizer)
+        key = ("tail", r.params_dense, r.params_expert, r.layers, r.moe_layers, r.forward, back, k.microbatches,
+               sharding, k.pp, k.virtual_stages, shard, k.optimizer)
         cache = item.opt_cache
         cached = cache.get(key)
         if cached is None:
+            ks = self._with_sharding(k, sharding, shard)
             # what the ledger costs per window does not depend on the forward and backward
             # lengths: kept without them (many micro-batches and recomputation modes share it),
             # and `dp_exposed`'s exposure charged against the lengths afresh. The bound's ranks
@@ -1273,12 +1334,20 @@ class Engine:
                 # groups that come out do not fit), then its communication too, and back in
                 if self._family_out_of_memory(groups[i], unnoted):
                     continue
+                if self.known_out and self._known_out_of_memory(groups[i]):
+                    stats.out_of_memory += self._group_size(groups[i])
+                    unnoted.append(groups[i])
+                    continue
                 heapq.heappush(queue, (self.bound(*groups[i]), i, None))
                 continue
             if refined is None:
                 # Memory first: a group whose activations alone do not fit is out whatever its
                 # sharding, and that costs less to learn than its bounds per sharding (its
                 # family's floor was tried when it came out at its computation-only bound).
+                if self.known_out and self._known_out_of_memory(groups[i]):
+                    stats.out_of_memory += self._group_size(groups[i])
+                    unnoted.append(groups[i])
+                    continue
                 floor = self._quick_floor(self._knobs(*groups[i]), groups[i][0])
                 if floor > self.usable:
                     stats.out_of_memory += self._group_size(groups[i])
@@ -1324,13 +1393,13 @@ class Engine:
         stats = self.stats
         item = group[0]
         bounds, tight = refined
-        k0, core, times, shardings, knobs = self._parts(group)
+        k0, core, times, shardings = self._lazy_parts(group)
         n_orders = len(item.orders) * item.order_weight
         floor = None
-        for j, ((sharding, shard), k) in enumerate(zip(shardings, knobs, strict=True)):
+        for j, (sharding, shard) in enumerate(shardings):
             lower = bounds[j]
             if lower <= threshold * (1 + BOUND_SLACK) and not tight[j]:
-                lower = self._tail(item, k, core, times)
+                lower = self._tail_of(item, k0, sharding, shard, core, times)
             if lower > threshold * (1 + BOUND_SLACK):
                 stats.bounded += n_orders
                 continue
@@ -1345,6 +1414,7 @@ class Engine:
                 stats.out_of_memory += n_orders
                 self._note_smallest(floor)
                 continue
+            k = self._with_sharding(k0, sharding, shard)
             stats.memory_evaluations += 1
             self._work(k.pp)
             peak_bytes, _ = peak(self.shape, k)
@@ -1635,6 +1705,22 @@ class Engine:
             found = self._pipe_classes[key] = self._pipe_class_ids.setdefault(what, len(self._pipe_class_ids))
         return found
 
+    def _first_fails(self, item: _Degrees, pp: int, schedule: str, v: int, sp: bool, recompute: str) -> tuple:
+        """The key under which the degrees keep the smallest micro-batch whose first floor
+        (`_first_floor`) was found above the usable memory, per what that floor reads besides
+        the micro-batch: the pipeline's class, sequence parallelism and the recomputation."""
+        return ("first fails", self._pipeline_class(pp, schedule, v), sp, recompute)
+
+    def _known_out_of_memory(self, group) -> bool:
+        """Whether the group's first floor is known to exceed the usable memory without computing
+        it: the first floor never decreases as the micro-batch grows (every term is per token or
+        constant; `_first_floor`), so a group whose family failed at a micro-batch no larger
+        than its own fails too. Its own floor is at least the one noted for that smaller
+        micro-batch, so the smallest floor noted does not change either (tests/test_search_speed_exact.py)."""
+        item, schedule, v, micro, _, sp, recompute = group
+        fails = item.opt_cache.get(self._first_fails(item, item.degrees.get("pp", 1), schedule, v, sp, recompute))
+        return fails is not None and fails <= micro
+
     def _quick_floor(self, k: Knobs, item: _Degrees) -> int:
         """A floor on the memory of every sharding of these knobs, cheaper than the memory
         model's `activation_floors`, in two steps (the second only when the first fits), each
@@ -1651,6 +1737,8 @@ class Engine:
             return 0
         floor = self._first_floor(k, item)
         if floor > self.usable:
+            key = self._first_fails(item, k.pp, k.schedule, k.virtual_stages, k.sequence_parallel, k.recompute)
+            item.opt_cache[key] = min(item.opt_cache.get(key, k.micro_batch), k.micro_batch)
             return floor
         acts = rank_activations(self.shape, k)
         states = self._states_floor(item, k)
