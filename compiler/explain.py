@@ -7,6 +7,8 @@ say) is one builder in `SECTIONS` and one renderer in `TEXT_SECTIONS`.
 JSON keys that tools depend on (add keys freely; never rename): `world_size`, `nodes`,
 `memory.per_stage[].{stage, params_bytes, grads_bytes, optimizer_bytes, activations_bytes,
 buffers_bytes, total_bytes}`, `memory.peak_bytes`, `memory.peak_stage`, `memory.hbm_bytes`,
+`memory.{margin_bytes, error_band, at_risk}` (usable - peak; the model's measured error as a
+fraction of the prediction, compiler/memory/band.py; fits by less than it, W0410),
 `time.{step_seconds, compute_seconds, recompute_seconds, bubble_seconds, bubble_fraction,
 exposed_comm_seconds.{tp, pp, dp, cp, ep}, comm_bytes.{tp, pp, dp, cp, ep}}`,
 `throughput.{tokens_per_second, tokens_per_second_per_gpu, model_tflops_per_gpu,
@@ -97,6 +99,9 @@ def memory_section(compilation: Compilation) -> dict[str, Any] | None:
         "reserve_bytes": result.reserve_bytes,
         "usable_bytes": result.usable_bytes,
         "fits": result.fits,
+        "margin_bytes": result.margin_bytes,
+        "error_band": result.error_band,
+        "at_risk": result.at_risk,
         "predicted_max_memory_reserved_bytes": result.predicted_reserved_bytes,
         "reserved_limit_bytes": result.reserved_limit_bytes,
         "overheads": ({"cuda_context_bytes": result.overheads.cuda_context, "nccl_bytes": result.overheads.nccl,
@@ -212,10 +217,20 @@ def memory_verdict(memory: dict, compilation: Compilation) -> str:
     holds, so the verdict says so next to the figure instead of a bare "fits"."""
     if not memory["fits"]:
         return "does not fit"
+    fits = fits_word(memory)
     others = sorted({d.code for d in compilation.diagnostics if d.is_error} - {"E0401"})
     if not others:
+        return fits
+    return f"{fits} in memory, but the layout does not run ({', '.join(f'error[{c}]' for c in others)} below)"
+
+
+def fits_word(memory: dict) -> str:
+    """"fits", or "fits (at risk)" when the margin is under the memory model's measured error
+    (W0410): the point estimate fits, the model's record cannot promise it."""
+    if not memory.get("at_risk"):
         return "fits"
-    return f"fits in memory, but the layout does not run ({', '.join(f'error[{c}]' for c in others)} below)"
+    return (f"fits (at risk: {size(memory['margin_bytes'])} to spare, under the model's measured error of "
+            f"{percent(memory['error_band'])}, W0410)")
 
 
 def time_text(report: dict, compilation: Compilation, style: Style) -> list[str]:

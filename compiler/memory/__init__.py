@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..plan import Plan
+from .band import ERROR_BAND
 from .buffers import RESERVE_FIXED, RESERVE_FRACTION, reserve_bytes
 from .gpu import Overheads, overheads
 from .inputs import RUNTIMES, Knobs, Shape, knobs_of, missing_knobs, shape_of
@@ -79,6 +80,25 @@ class Estimate:
     @property
     def fits(self) -> bool:
         return self.peak_bytes <= self.usable_bytes
+
+    @property
+    def margin_bytes(self) -> int:
+        """Usable memory less the peak (negative when it does not fit); the same as the reserved
+        limit less the predicted reserved figure, since both add the allocator's overheads."""
+        return self.usable_bytes - self.peak_bytes
+
+    @property
+    def error_band(self) -> float:
+        """The memory model's measured error (`band.ERROR_BAND`), a fraction of the prediction."""
+        return ERROR_BAND
+
+    @property
+    def at_risk(self) -> bool:
+        """It fits, but by less than the model's measured error: the worst under-prediction on
+        published runs, applied to the predicted `max_memory_reserved` (the figure the band was
+        measured on), would take it past the reserved limit. Search still ranks by the point
+        verdict (`fits`); the band is a warning (W0410), not a second limit."""
+        return self.fits and self.margin_bytes < self.error_band * self.predicted_reserved_bytes
 
 
 def unpredictable(plan: Plan) -> str | None:
