@@ -597,8 +597,8 @@ to the *error band* above parc's prediction (compiler/memory/band.py, written by
 prediction fits but the margin left is smaller than that band, parc cannot tell the layout from
 a twin that needs more than the GPU has, so it says "fits (at risk)" instead of "fits":
 
-    warning[W0410]: fits by 5.6 GiB, less than the memory model's measured error (15.3 % on
-    published runs): it may not fit
+    warning[W0410]: fits by 5.9 GiB, less than the memory model's measured under-prediction
+    (15.3% on published runs): it may not fit
 
 The notes give the worst rank's breakdown and what it would reserve at the band's edge; the help
 line lists the single changes that free enough to clear the band (as E0401's does), or says to

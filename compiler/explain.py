@@ -229,7 +229,7 @@ def fits_word(memory: dict) -> str:
     (W0410): the point estimate fits, the model's record cannot promise it."""
     if not memory.get("at_risk"):
         return "fits"
-    return (f"fits (at risk: {size(memory['margin_bytes'])} to spare, under the model's measured error of "
+    return (f"fits (at risk: {size(memory['margin_bytes'])} to spare, under the model's measured under-prediction of "
             f"{percent(memory['error_band'])}, W0410)")
 
 

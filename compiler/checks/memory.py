@@ -108,8 +108,8 @@ def fits_within_the_error(plan: Plan) -> Iterator[Diagnostic]:
         f"{where}: {breakdown(worst)}; predicted torch.cuda.max_memory_reserved() {gib(reserved)} of the "
         f"{gib(result.reserved_limit_bytes)} it can reach",
         f"the band is the worst under-prediction of {band.ROWS} published torchtitan runs "
-        f"({band.WORST_UNDER_ROW}: measured {band.WORST_UNDER:.1%} above parc's figure; the p90 of |error| is "
-        f"{band.P90_ABS:.1%}); nothing in the memory model is fitted on them "
+        f"({band.WORST_UNDER_ROW}: measured {band.WORST_UNDER:.1%} above parc's figure; nine in ten are within "
+        f"{band.P90_ABS:.1%} either way); nothing in the memory model is fitted on them "
         f"(benchmarks/memory_fidelity.py, docs/memory-model.md)",
         f"at the band's edge the worst rank would reserve {gib(reserved * (1 + result.error_band))}",
     )
@@ -117,7 +117,7 @@ def fits_within_the_error(plan: Plan) -> Iterator[Diagnostic]:
         "spread the model over more GPUs (a larger tp or pp) or use a GPU with more memory; "
         "a run that measured its peak (`parc rehearse`) may `allow W0410` on the layout line")
     gpu = plan.cluster.gpu
-    yield warning("W0410", f"fits by {gib(result.margin_bytes)}, less than the memory model's measured error "
+    yield warning("W0410", f"fits by {gib(result.margin_bytes)}, less than the memory model's measured under-prediction "
                   f"({result.error_band:.1%} on published runs): it may not fit", layout_span(plan),
                   label=f"{gib(result.margin_bytes)} to spare of {gib(result.usable_bytes)} usable",
                   labels=labels((gpu.span_of("hbm_bytes"), f"{gib(result.hbm_bytes)} per GPU")),

@@ -114,7 +114,7 @@ def memory_risk_line(candidates: list) -> str | None:
     winner, clear = candidates[0], memory_clear_runner_up(candidates)
     m = winner.memory
     text = (f"#1 is at risk in memory (W0410): it fits by {size(m.margin_bytes)}, less than the memory model's "
-            f"measured error ({m.error_band:.1%} of the prediction on published runs), so it may not fit. ")
+            f"measured under-prediction ({m.error_band:.1%} of the prediction on published runs), so it may not fit. ")
     if clear is None:
         text += (f"No listed runner-up is clear of the band ({len(candidates) - 1} listed): a larger `--top`, more "
                  "GPUs, or a rehearsal of #1 (`parc rehearse`) settles it.")

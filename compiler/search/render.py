@@ -90,7 +90,7 @@ def render_text(result: SearchResult, style: Style) -> str:
     lines += table
     if any(c.memory.at_risk for c in result.candidates):
         band = result.candidates[0].memory.error_band
-        lines.append(f"  ! fits by less than the memory model's measured error ({band:.1%} of the prediction): "
+        lines.append(f"  ! fits by less than the memory model's measured under-prediction ({band:.1%}): "
                      "at risk (W0410)")
     if written:
         return "\n".join(lines + _check_lines(result.winner, "the spec", style)) + "\n"
