@@ -7,6 +7,8 @@ say) is one builder in `SECTIONS` and one renderer in `TEXT_SECTIONS`.
 JSON keys that tools depend on (add keys freely; never rename): `world_size`, `nodes`,
 `memory.per_stage[].{stage, params_bytes, grads_bytes, optimizer_bytes, activations_bytes,
 buffers_bytes, total_bytes}`, `memory.peak_bytes`, `memory.peak_stage`, `memory.hbm_bytes`,
+`memory.per_stage[].peak_moment` (`{action, chunk, microbatch, position, in_flight, adds,
+paired}`, or null: the schedule action that sets the stage's peak, `memory.moment`),
 `memory.{margin_bytes, error_band, at_risk}` (usable - peak; the model's measured error as a
 fraction of the prediction, compiler/memory/band.py; fits by less than it, W0410),
 `time.{step_seconds, compute_seconds, recompute_seconds, bubble_seconds, bubble_fraction,
@@ -33,7 +35,7 @@ from . import budget as run_budget
 from .diagnostics import Severity, Style, as_json, render_text, summary_line
 from .human import byte_unit, in_unit, percent, size
 from .human import count as count_text
-from .memory import estimate, unpredictable
+from .memory import estimate, peak_moments, unpredictable
 from .pipeline import Compilation
 from .plan import AXES, Plan
 from .timing import predict
@@ -75,7 +77,8 @@ def memory_section(compilation: Compilation) -> dict[str, Any] | None:
     if result is None:
         return None
     stages = []
-    for s in result.stages:
+    moments = peak_moments(plan, result)
+    for s, moment in zip(result.stages, moments, strict=True):
         stages.append({
             "stage": s.stage,
             "layers": s.layers,
@@ -89,6 +92,7 @@ def memory_section(compilation: Compilation) -> dict[str, Any] | None:
             "total_bytes": s.total,
             "in_flight": s.in_flight,
             "hbm_fraction": round(s.total / result.hbm_bytes, 4),
+            "peak_moment": moment.json() if moment is not None else None,
         })
     return {
         "runtime": result.runtime,
@@ -197,6 +201,9 @@ def memory_text(report: dict, compilation: Compilation, style: Style) -> list[st
     verdict = memory_verdict(memory, compilation)
     lines.append(f"peak: stage {memory['peak_stage']}, {size(memory['peak_bytes'])} of {size(usable)} usable "
                  f"({size(memory['hbm_bytes'])} HBM - {size(memory['reserve_bytes'])} reserve): {verdict}")
+    moment = next(s["peak_moment"] for s in memory["per_stage"] if s["stage"] == memory["peak_stage"])
+    if moment is not None:
+        lines.append(f"peak moment of stage {memory['peak_stage']}: {moment_text(moment, v)}")
     o = memory["overheads"]
     if o is not None:
         lines.append(f"predicted torch.cuda.max_memory_reserved(): {size(memory['predicted_max_memory_reserved_bytes'])} "
@@ -209,6 +216,17 @@ def memory_text(report: dict, compilation: Compilation, style: Style) -> list[st
                  "peak; the one being worked on counts under buffers (its working set), so a stage whose peak "
                  "falls between a backward and the next forward (the last 1F1B stage) can show 0")
     return lines
+
+
+def moment_text(moment: dict, chunks: int = 1) -> str:
+    """"the backward of micro-batch 0 (action 4 of the step), 4 micro-batches held, plus the
+    backward's working set" (`memory.moment.PeakMoment`); with chunks per rank, which chunk."""
+    what = "idle after the action" if moment["action"] == "idle" else f"the {moment['action']}"
+    where = f" on chunk {moment['chunk']}" if chunks > 1 else ""
+    n = moment["in_flight"]
+    unit = ("micro-batch" if chunks == 1 else "chunk-micro-batch") + ("es" if n != 1 else "")
+    return (f"{what} of micro-batch {moment['microbatch']}{where} (action {moment['position']} of the step), "
+            f"{n} {unit} held, plus {moment['adds']}")
 
 
 def memory_verdict(memory: dict, compilation: Compilation) -> str:

@@ -29,7 +29,7 @@ from .model import StageMemory, cached_logits_bytes, peak, per_stage
 __all__ = [
     "RUNTIMES", "RESERVE_FIXED", "RESERVE_FRACTION", "Knobs", "Shape", "StageMemory", "Estimate",
     "Alternative", "estimate", "alternatives", "knobs_of", "shape_of", "missing_knobs", "peak",
-    "per_stage", "reserve_bytes", "unpredictable", "Overheads", "overheads", "layout_overheads",
+    "per_stage", "reserve_bytes", "unpredictable", "Overheads", "overheads", "layout_overheads", "peak_moments",
 ]
 
 
@@ -133,6 +133,18 @@ def estimate(plan: Plan, runtime: str | None = None) -> Estimate | None:
     return Estimate(runtime=runtime, stages=stages, hbm_bytes=hbm,
                     reserve_bytes=gpu.total, microbatches=knobs.microbatches,
                     padded_vocab=padded_vocab(plan.model.vocab, knobs.tp, runtime), overheads=gpu)
+
+
+def peak_moments(plan: Plan, result: Estimate) -> tuple:
+    """Each stage's `moment.PeakMoment` (None where the walk is not enumerated): which action of
+    the schedule sets its peak. A walk of every action per stage: `parc explain` asks, not search."""
+    from .moment import name_moment
+
+    k = knobs_of(plan, result.runtime)
+    if k is None:
+        return (None,) * len(result.stages)
+    return tuple(name_moment(k.schedule, k.pp, k.virtual_stages, k.microbatches, s.stage, s.moment)
+                 for s in result.stages)
 
 
 def layout_overheads(plan: Plan, cached: int = 0) -> Overheads:

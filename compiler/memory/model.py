@@ -95,6 +95,11 @@ class StageMemory:
     """Bytes while a checkpoint is saved or loaded: the parameters (and copies held between
     steps), the optimizer states and what building the state dict gathers (ZeRO-1: whole
     optimizer states). Between steps, outside `total`, the step's peak."""
+    moment: tuple | None = None
+    """The schedule state that sets the peak, as the walk found it: (held per chunk, pending per
+    chunk, running local chunk, kind of moment, receive buffers alive), the last three None where
+    the model adds the largest working set to the largest state (no pairing); None past
+    `MAX_STATE_CHUNKS`. `memory.moment.name_moment` names the action (`parc explain`)."""
 
     @property
     def total(self) -> int:
@@ -673,8 +678,16 @@ def keeps_gathered(k: Knobs) -> bool:
 
 def moments_peak(k: Knobs, rank: int, acts: RankActivations, extras: tuple[tuple[int, ...], ...],
                  receive: int = 0) -> tuple[int, int, int, int, int | None] | None:
+    """`paired_moment` without the winning state: (activations in flight, chunk-micro-batches
+    held, local chunk, kind of moment, receive buffers alive or None)."""
+    found = paired_moment(k, rank, acts, extras, receive)
+    return None if found is None else found[:5]
+
+
+def paired_moment(k: Knobs, rank: int, acts: RankActivations, extras: tuple[tuple[int, ...], ...],
+                  receive: int = 0) -> tuple | None:
     """(activations in flight, chunk-micro-batches held, local chunk, kind of moment, receive
-    buffers alive or None) at pp rank `rank`'s worst moment when what a moment adds beyond the
+    buffers alive or None, the state (held per chunk, pending per chunk)) at pp rank `rank`'s worst moment when what a moment adds beyond the
     activations in flight is its running chunk's, `extras[kind][c]` (`schedules.moment_states`'
     kinds: 0 a forward or full backward, chunk c's backward working set with the wrapper's
     buffers or its embedding backward; 1 an input backward, over the state before it,
@@ -706,18 +719,18 @@ def moments_peak(k: Knobs, rank: int, acts: RankActivations, extras: tuple[tuple
         return entry[1]
     weights = [ca.held for ca in acts.chunks] + [ca.pending for ca in acts.chunks]
     best = -1
-    found: tuple[int, int, int, int, int | None] = (0, 0, 0, 0, None)
+    found: tuple = (0, 0, 0, 0, None, ((), ()))
     if moments is None:
         for held, pending, chunk, kind in moment_states(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank):
             a = sum(n * w for n, w in zip(held + pending, weights))  # noqa: B905 - equal lengths by construction
             if a + extras[kind][chunk] > best:
-                best, found = a + extras[kind][chunk], (a, sum(held), chunk, kind, None)
+                best, found = a + extras[kind][chunk], (a, sum(held), chunk, kind, None, (held, pending))
     else:
         for held, pending, chunk, kind, live in moments:
             a = sum(n * w for n, w in zip(held + pending, weights))  # noqa: B905 - equal lengths by construction
             total = a + (extras[kind][chunk] if kind < 3 else 0) + live * receive
             if total > best:
-                best, found = total, (a, sum(held), chunk, kind, live)
+                best, found = total, (a, sum(held), chunk, kind, live, (held, pending))
     if len(_MOMENTS) > 65536:
         _MOMENTS.clear()
     _MOMENTS[key] = (acts, found)
@@ -784,6 +797,7 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
 
     best = -1
     best_acts = best_held = 0
+    moment = None
     chunks = acts.chunks
     if k.virtual_stages > MAX_STATE_CHUNKS:
         best_acts, best_held = weighted_peak(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank,
@@ -796,6 +810,7 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
             a += held[c] * ca.held + pending[c] * ca.pending
         if a > best:
             best, best_acts, best_held = a, a, sum(held)
+            moment = (held, pending, None, None, None)
 
     buffers = 0
     if k.runtime == "torch":
@@ -803,10 +818,11 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
     relief = second_embedding_backward(shape, k, rank, acts, states.accumulated_grads > 0)
     embedding_rise = max(0, acts.embedding_backward - relief - buffers)
     p2p = p2p_buffers(shape, k, rank, acts)
-    paired = moments_peak(k, rank, acts, moment_extras(shape, k, params, acts, relief), receive_bytes(shape, k)) \
+    paired = paired_moment(k, rank, acts, moment_extras(shape, k, params, acts, relief), receive_bytes(shape, k)) \
         if k.runtime == "torch" else None
     if paired is not None:  # the working set of the chunk that runs at the worst moment
-        best_acts, best_held, chunk, kind, live = paired
+        best_acts, best_held, chunk, kind, live, state = paired
+        moment = (*state, chunk, kind, live)
         buffers = transient_buffers(moment_working(acts)[kind][chunk], params, k, shape) if kind < 3 else 0
         embedding = acts.embedding_backward - relief if chunk == acts.embedding_chunk and kind < 3 else 0
         embedding_rise = max(0, embedding - buffers)
@@ -817,7 +833,7 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
         grads=peak_gradients(states) + whole_vocabulary_gradient(shape, k, acts, states.accumulated_grads > 0),
         optimizer=states.optimizer,
         activations=best_acts, buffers=buffers, in_flight=best_held,
-        p2p=p2p, embedding_backward=embedding_rise,
+        p2p=p2p, embedding_backward=embedding_rise, moment=moment,
         checkpoint=states.params + persistent + states.optimizer + checkpoint_gather_bytes(params.params, k),
     )
 

@@ -1,0 +1,106 @@
+"""Which moment of the schedule sets each stage's peak (`memory.moment`, `parc explain`'s
+`memory.per_stage[].peak_moment`).
+
+The small case is walked by hand; the shipped pipelined specs are checked against a plain walk of
+their schedules written here (the action at the named position, its micro-batch, the
+chunk-micro-batches held then) and against the stage's own `in_flight`.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from parc.memory import estimate, knobs_of, peak_moments
+from parc.memory.schedules import actions
+from parc.pipeline import compile_path, compile_text
+
+from .conftest import ROOT, run_cli
+
+ONE_F_ONE_B = """tp 1 x pp 4 x dp 2 on nodes(8 gpus, nvlink)
+model llama3-8b { layers 16 }
+hardware {
+  gpu h100-sxm
+}
+train {
+  seq 4096
+  global-batch 16
+  micro-batch 1
+  recompute selective
+}
+pp { schedule 1f1b }
+"""
+
+
+def test_1f1b_pp4_m8_by_hand(tmp_path):
+    """1F1B on 4 stages with 8 micro-batches. Stage r runs 4 - r warm-up forwards, then
+    backward-forward pairs. Stage 0: F0 F1 F2 F3 | B0 F4 B1 F5 B2 F6 B3 F7 | B4 B5 B6 B7: it holds
+    4 micro-batches from F3 to B0, and B0 (action 4) runs the backward's working set on top of
+    them, the first backward after the warm-up. Stage 3 (one warm-up forward): F0 B0 ...: the
+    backward of micro-batch 0, action 1, with 1 held."""
+    spec = tmp_path / "p4.par"
+    spec.write_text(ONE_F_ONE_B)
+    report = json.loads(run_cli("explain", str(spec), "--format", "json").stdout)
+    stages = report["memory"]["per_stage"]
+    assert report["microbatches"] == 8 and len(stages) == 4
+    expected = {  # stage: (action, micro-batch, position, held), by hand from the orders above
+        0: ("backward", 0, 4, 4),
+        1: ("backward", 0, 3, 3),
+        2: ("backward", 0, 2, 2),
+        3: ("backward", 0, 1, 1),
+    }
+    for s in stages:
+        m = s["peak_moment"]
+        assert (m["action"], m["microbatch"], m["position"], m["in_flight"]) == expected[s["stage"]], (s["stage"], m)
+        assert m["chunk"] == 0 and m["paired"] is False and m["adds"] == "the backward's working set"
+        assert m["in_flight"] == s["in_flight"]
+    text = run_cli("explain", str(spec)).stdout
+    assert ("peak moment of stage 3: the backward of micro-batch 0 (action 1 of the step), 1 micro-batch held, "
+            "plus the backward's working set") in text
+
+
+def plain_walk(schedule: str, pp: int, v: int, m: int, rank: int, position: int) -> tuple[str, int, int, int]:
+    """(kind, chunk, micro-batch, chunk-micro-batches held while it runs) of the action at
+    `position`: held after a forward, before a backward (written here, apart from the module)."""
+    held = 0
+    numbered: dict[tuple[str, int], int] = {}
+    for i, (kind, chunk) in enumerate(actions(schedule, pp, v, m, rank)):
+        key = ("W" if kind == "W" else "F" if kind == "F" else "B", chunk)
+        index = numbered.get(key, 0)
+        numbered[key] = index + 1
+        if kind == "F":
+            held += 1
+        if i == position:
+            return kind, chunk, index, held
+        if kind in ("B", "W"):
+            held -= 1
+    raise AssertionError(f"no action {position}")
+
+
+NAMES = {"forward": "F", "backward": "B", "backward-input": "I", "backward-weight": "W"}
+
+
+@pytest.mark.parametrize("name", ["llama3-405b", "mixtral-8x7b-5d", "deepseek-v3-like", "gpt3-175b"])
+def test_the_named_action_is_the_schedules(name):
+    comp = compile_path(str(ROOT / "specs" / f"{name}.par"))
+    result = estimate(comp.plan)
+    k = knobs_of(comp.plan, result.runtime)
+    moments = peak_moments(comp.plan, result)
+    assert len(moments) == k.pp > 1 and all(m is not None for m in moments)
+    for stage, moment in zip(result.stages, moments, strict=True):
+        assert moment.in_flight == stage.in_flight, (name, stage.stage)
+        if moment.action == "idle":  # between computations: the state after the named action
+            continue
+        kind, chunk, index, held = plain_walk(k.schedule, k.pp, k.virtual_stages, k.microbatches, stage.stage,
+                                              moment.position)
+        assert (NAMES[moment.action], moment.chunk, moment.microbatch, moment.in_flight) == (kind, chunk, index, held)
+
+
+def test_totals_are_unchanged_by_the_moment():
+    """The moment is carried beside the figures; `peak` (search's path) still equals `per_stage`."""
+    from parc.memory import peak, shape_of
+
+    comp = compile_text(ONE_F_ONE_B, path="p4.par")
+    result = estimate(comp.plan)
+    k = knobs_of(comp.plan, result.runtime)
+    assert peak(shape_of(comp.plan), k) == (result.peak_bytes, result.peak_stage)
