@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from parc.memory import estimate, knobs_of, peak_moments
+from parc.memory import estimate, knobs_of, peak_moments, shape_of
+from parc.memory.model import receive_bytes
 from parc.memory.schedules import actions
 from parc.pipeline import compile_path, compile_text
 
@@ -53,6 +54,7 @@ def test_1f1b_pp4_m8_by_hand(tmp_path):
         m = s["peak_moment"]
         assert (m["action"], m["microbatch"], m["position"], m["in_flight"]) == expected[s["stage"]], (s["stage"], m)
         assert m["chunk"] == 0 and m["paired"] is False and m["adds"] == "the backward's working set"
+        assert m["receive_buffers"] is None  # 1F1B posts each receive right before its use
         assert m["in_flight"] == s["in_flight"]
     text = run_cli("explain", str(spec)).stdout
     assert ("peak moment of stage 3: the backward of micro-batch 0 (action 1 of the step), 1 micro-batch held, "
@@ -87,8 +89,11 @@ def test_the_named_action_is_the_schedules(name):
     k = knobs_of(comp.plan, result.runtime)
     moments = peak_moments(comp.plan, result)
     assert len(moments) == k.pp > 1 and all(m is not None for m in moments)
+    receive = receive_bytes(shape_of(comp.plan), k)
     for stage, moment in zip(result.stages, moments, strict=True):
         assert moment.in_flight == stage.in_flight, (name, stage.stage)
+        if moment.receive_buffers is not None:  # the receives the model paired are the stage's p2p
+            assert stage.p2p == moment.receive_buffers * receive, (name, stage.stage)
         if moment.action == "idle":  # between computations: the state after the named action
             continue
         kind, chunk, index, held = plain_walk(k.schedule, k.pp, k.virtual_stages, k.microbatches, stage.stage,
@@ -98,7 +103,7 @@ def test_the_named_action_is_the_schedules(name):
 
 def test_totals_are_unchanged_by_the_moment():
     """The moment is carried beside the figures; `peak` (search's path) still equals `per_stage`."""
-    from parc.memory import peak, shape_of
+    from parc.memory import peak
 
     comp = compile_text(ONE_F_ONE_B, path="p4.par")
     result = estimate(comp.plan)

@@ -45,50 +45,77 @@ class PeakMoment:
     paired: bool
     """Whether the model paired this moment with its own chunk's working set (else it added the
     largest working set of any chunk to the largest state: one chunk, or nothing to pair)."""
+    receive_buffers: int | None = None
+    """Pipelining's receive buffers alive at the moment, where the model pairs them (else None:
+    the stage's `p2p` is the most it holds, `model.p2p_buffers`)."""
 
     def json(self) -> dict:
         return {"action": self.action, "chunk": self.chunk, "microbatch": self.microbatch,
-                "position": self.position, "in_flight": self.in_flight, "adds": self.adds, "paired": self.paired}
+                "position": self.position, "in_flight": self.in_flight, "adds": self.adds, "paired": self.paired,
+                "receive_buffers": self.receive_buffers}
 
 
 def name_moment(schedule: str, pp: int, v: int, m: int, rank: int, moment: tuple | None) -> PeakMoment | None:
-    """The first action of pp rank `rank` at which `moment` (`StageMemory.moment`) stands."""
+    """The first action of pp rank `rank` at which `moment` (`StageMemory.moment`) stands, with
+    the receive buffers alive then where the model paired them (a forward or full backward
+    matches first; a forward only where no backward stands at the state)."""
     if moment is None:
         return None
-    held_at, pending_at, chunk_at, kind_at, live = moment
-    held_at, pending_at = tuple(held_at), tuple(pending_at)
-    paired = kind_at is not None
-    held, pending = [0] * v, [0] * v
-    seen: dict[str, int] = {}
+    held_at, pending_at, chunk_at, kind_at, live_at = moment
+    want = (tuple(held_at), tuple(pending_at))
     first_forward = None
-    last = None  # (action, chunk, micro-batch, position) of the last computation, for idle moments
-    for position, (kind, chunk) in enumerate(actions(schedule, pp if pp > 1 else 1, v, m, rank)):
+    for candidate in moments_walked(schedule, pp, v, m, rank, receives=live_at is not None):
+        action, chunk, index, position, state, tag, live = candidate
+        if state != want or (kind_at is not None and (chunk != chunk_at or tag != kind_at or live != live_at)):
+            continue
+        found = (action, chunk, index, position)
+        if action != "forward":
+            return _moment(found, want[0], chunk_at, kind_at, live_at, v == 1)
+        if first_forward is None:
+            first_forward = found
+    if first_forward is not None:
+        return _moment(first_forward, want[0], chunk_at, kind_at, live_at, v == 1)
+    return None
+
+
+def moments_walked(schedule: str, pp: int, v: int, m: int, rank: int, receives: bool):
+    """Every moment of the rank's step in order, as (action, chunk, micro-batch, position,
+    (held, pending), kind, receive buffers alive or None): the walk `schedules.moment_states`
+    and `receive_moments` make, on every micro-batch and without dropping dominated moments."""
+    from . import schedules
+
+    trace = schedules._receive_trace(schedule, pp, v, m) if receives and pp > 1 else None
+    lives = gaps = sizes = None
+    if trace is not None:
+        lives, gaps = trace[rank]
+        sizes = [len(turn) for turn in schedules._compute_turns(schedule, pp, v, m, rank) if turn]
+    held, pending = [0] * v, [0] * v
+    numbered: dict[tuple[str, int], int] = {}
+    turn = used = 0
+    for position, (kind, chunk) in enumerate(actions(schedule, pp, v, m, rank)):
         counter = (W if kind == W else F if kind == F else B, chunk)  # B and I number the same backwards
-        index = seen.get(counter, 0)
-        seen[counter] = index + 1
+        index = numbered.get(counter, 0)
+        numbered[counter] = index + 1
+        if kind == W:
+            live = gaps[turn] if trace is not None else None
+            yield ACTION_NAMES[kind], chunk, index, position, (tuple(held), tuple(pending)), 2, live
+            held[chunk] -= 1
+            pending[chunk] -= 1
+            continue
         if kind == F:
             held[chunk] += 1
-        here = (tuple(held), tuple(pending))
-        tag = 0 if kind in (F, B) else 1 if kind == I else 2
-        if here == (held_at, pending_at) and (not paired or (chunk == chunk_at and tag == kind_at)):
-            found = (ACTION_NAMES[kind], chunk, index, position)
-            if kind != F:
-                return _moment(found, held_at, chunk_at, kind_at, live, v == 1)
-            if first_forward is None:
-                first_forward = found
+        live = lives[turn] if trace is not None else None
+        yield ACTION_NAMES[kind], chunk, index, position, (tuple(held), tuple(pending)), int(kind == I), live
         if kind == I:
             pending[chunk] += 1
         elif kind == B:
             held[chunk] -= 1
-        elif kind == W:
-            held[chunk] -= 1
-            pending[chunk] -= 1
-        last = (ACTION_NAMES[kind], chunk, index, position)
-        if paired and kind_at == 3 and (tuple(held), tuple(pending)) == (held_at, pending_at):
-            return _moment(("idle", *last[1:]), held_at, chunk_at, kind_at, live, v == 1)
-    if first_forward is not None:
-        return _moment(first_forward, held_at, chunk_at, kind_at, live, v == 1)
-    return None
+        if trace is not None:
+            used += 1
+            if used == sizes[turn]:
+                turn, used = turn + 1, 0
+                # between computations: a receive arrives; the state after the turn
+                yield "idle", chunk, index, position, (tuple(held), tuple(pending)), 3, gaps[turn]
 
 
 def _moment(found: tuple, held: tuple, chunk: int | None, kind: int | None, live: int | None,
@@ -104,4 +131,4 @@ def _moment(found: tuple, held: tuple, chunk: int | None, kind: int | None, live
     if live is not None:
         adds += f" and {live} receive buffer{'s' if live != 1 else ''} alive"
     return PeakMoment(action=action, chunk=at_chunk, microbatch=index, position=position, in_flight=sum(held),
-                      adds=adds, paired=kind is not None)
+                      adds=adds, paired=kind is not None, receive_buffers=live)
