@@ -684,6 +684,21 @@ def moments_peak(k: Knobs, rank: int, acts: RankActivations, extras: tuple[tuple
     return None if found is None else found[:5]
 
 
+def paired_peak(k: Knobs, rank: int, acts: RankActivations, extras: tuple[tuple[int, ...], ...],
+                receive: int = 0) -> tuple[int, int | None, tuple] | None:
+    """The worst moment's bytes beyond the model states, as every caller pairs it: (activations
+    in flight plus the running chunk's extra, `extras[kind][chunk]`, none at an idle moment; the
+    receive buffers alive then, in bytes, or None where they are not paired; `paired_moment`'s
+    answer). None where `paired_moment` pairs nothing. `stage_memory`, `peak` and
+    `activation_floors` read the moment through it, so the three agree by construction."""
+    found = paired_moment(k, rank, acts, extras, receive)
+    if found is None:
+        return None
+    activations, _, chunk, kind, live, _ = found
+    extra = extras[kind][chunk] if kind < 3 else 0
+    return activations + extra, (None if live is None else live * receive), found
+
+
 def paired_moment(k: Knobs, rank: int, acts: RankActivations, extras: tuple[tuple[int, ...], ...],
                   receive: int = 0) -> tuple | None:
     """(activations in flight, chunk-micro-batches held, local chunk, kind of moment, receive
@@ -818,16 +833,18 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
     relief = second_embedding_backward(shape, k, rank, acts, states.accumulated_grads > 0)
     embedding_rise = max(0, acts.embedding_backward - relief - buffers)
     p2p = p2p_buffers(shape, k, rank, acts)
-    paired = paired_moment(k, rank, acts, moment_extras(shape, k, params, acts, relief), receive_bytes(shape, k)) \
+    paired = paired_peak(k, rank, acts, moment_extras(shape, k, params, acts, relief), receive_bytes(shape, k)) \
         if k.runtime == "torch" else None
     if paired is not None:  # the working set of the chunk that runs at the worst moment
-        best_acts, best_held, chunk, kind, live, state = paired
+        _, live_bytes, (best_acts, best_held, chunk, kind, live, state) = paired
         moment = (*state, chunk, kind, live)
+        # the moment's extra split as the breakdown shows it: the wrapper's buffers with the
+        # chunk's working set, and how far the embedding's backward rises above them
         buffers = transient_buffers(moment_working(acts)[kind][chunk], params, k, shape) if kind < 3 else 0
         embedding = acts.embedding_backward - relief if chunk == acts.embedding_chunk and kind < 3 else 0
         embedding_rise = max(0, embedding - buffers)
-        if live is not None:  # the receive buffers alive at that moment
-            p2p = live * receive_bytes(shape, k)
+        if live_bytes is not None:  # the receive buffers alive at that moment
+            p2p = live_bytes
     return StageMemory(
         stage=rank, layers=params.layers, params=states.params + persistent,
         grads=peak_gradients(states) + whole_vocabulary_gradient(shape, k, acts, states.accumulated_grads > 0),
@@ -881,11 +898,9 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
         if len(acts[r].working) > 1 or k.schedule in ZERO_BUBBLE or receive:
             relief = acts[r].embedding_backward - embedding
             extras = moment_extras(shape, k, rp, acts[r], relief)
-            paired = moments_peak(k, r, acts[r], extras, receive)
+            paired = paired_peak(k, r, acts[r], extras, receive)
             if paired is not None:
-                _, _, chunk, kind, live = paired
-                moment = paired[0] + (extras[kind][chunk] if kind < 3 else 0)
-                p2p = None if live is None else live * receive
+                moment, p2p, _ = paired
         if p2p is None:
             p2p = p2p_buffers(shape, k, r, acts[r])
         total_bytes = exact_state_bytes(shape, k, rp) + whole + moment + p2p
@@ -995,9 +1010,9 @@ def activation_floors(shape: Shape, k: Knobs) -> tuple[int, ...]:
             # each moment with its own chunk's working set
             extras = tuple(tuple(max(w, embedding) if c == a.embedding_chunk else w for c, w in enumerate(each))
                            for each in moment_working(a))
-            paired = moments_peak(k, r, a, extras)
+            paired = paired_peak(k, r, a, extras)
             if paired is not None:
-                floor = paired[0] + extras[paired[3]][paired[2]]
+                floor = paired[0]
         out.append(floor)
     return tuple(out)
 
