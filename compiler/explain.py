@@ -225,8 +225,10 @@ def moment_text(moment: dict, chunks: int = 1) -> str:
     where = f" on chunk {moment['chunk']}" if chunks > 1 else ""
     n = moment["in_flight"]
     unit = ("micro-batch" if chunks == 1 else "chunk-micro-batch") + ("es" if n != 1 else "")
+    if moment["position"] is None:  # a step too long to walk action by action
+        return f"{what}{where}, {n:,} {unit} held, plus {moment['adds']}"
     return (f"{what} of micro-batch {moment['microbatch']}{where} (action {moment['position']} of the step), "
-            f"{n} {unit} held, plus {moment['adds']}")
+            f"{n:,} {unit} held, plus {moment['adds']}")
 
 
 def memory_verdict(memory: dict, compilation: Compilation) -> str:

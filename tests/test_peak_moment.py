@@ -109,3 +109,20 @@ def test_totals_are_unchanged_by_the_moment():
     result = estimate(comp.plan)
     k = knobs_of(comp.plan, result.runtime)
     assert peak(shape_of(comp.plan), k) == (result.peak_bytes, result.peak_stage)
+
+
+def test_a_step_too_long_to_walk_names_the_action_not_the_micro_batch(tmp_path):
+    """65,536 micro-batches on 4 stages (262,144 chunk-micro-batch-ranks, past `MAX_WALKED`): the
+    shorter walk names the pass and chunk; the micro-batch and position are not given (and
+    explain stays quick: the fuzzer's 62-million-micro-batch spec timed out before the cap)."""
+    from parc.memory.moment import MAX_WALKED
+
+    spec = tmp_path / "long.par"
+    spec.write_text(ONE_F_ONE_B.replace("global-batch 16", "global-batch 131072"))
+    report = json.loads(run_cli("explain", str(spec), "--format", "json").stdout)
+    assert report["microbatches"] * 4 > MAX_WALKED
+    stage0 = report["memory"]["per_stage"][0]["peak_moment"]
+    assert stage0["action"] == "backward" and stage0["in_flight"] == 4
+    assert stage0["microbatch"] is None and stage0["position"] is None
+    text = run_cli("explain", str(spec)).stdout
+    assert "peak moment of stage 3: the backward, 1 micro-batch held, plus the backward's working set" in text

@@ -15,12 +15,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .schedules import B, F, I, W, actions
+from .schedules import B, F, I, W, actions, walk_microbatches
 
 KINDS = ("forward or backward", "backward-input", "backward-weight", "idle")
 """`schedules.moment_states`' kinds of moment, in order (3: between computations, a receive)."""
 
 ACTION_NAMES = {F: "forward", B: "backward", I: "backward-input", W: "backward-weight"}
+
+MAX_WALKED = 200_000
+"""Micro-batches x chunks x pp ranks up to which the whole step is walked (the receive trace
+lowers every rank). Beyond, the walk takes `schedules.walk_microbatches`' shorter step, which
+visits the same states: the action and chunk are named, the micro-batch and position are not
+(a state of the shorter walk's cool-down is at another index in the full step)."""
 
 
 @dataclass(frozen=True)
@@ -32,10 +38,12 @@ class PeakMoment:
     computations, when a receive arrives)."""
     chunk: int
     """The local chunk (0 = the rank's first in model order) that runs, or ran last when idle."""
-    microbatch: int
-    """The micro-batch of that action (0-based, as the schedule numbers them)."""
-    position: int
-    """The action's index in the rank's step (0-based; for "idle", the computation before it)."""
+    microbatch: int | None
+    """The micro-batch of that action (0-based, as the schedule numbers them); None for a step
+    too long to walk action by action (`MAX_WALKED`)."""
+    position: int | None
+    """The action's index in the rank's step (0-based; for "idle", the computation before it);
+    None as `microbatch`."""
     in_flight: int
     """Chunk-micro-batches whose saved activations are held then."""
     adds: str
@@ -63,12 +71,17 @@ def name_moment(schedule: str, pp: int, v: int, m: int, rank: int, moment: tuple
         return None
     held_at, pending_at, chunk_at, kind_at, live_at = moment
     want = (tuple(held_at), tuple(pending_at))
+    walked = m
+    if m * v * max(pp, 1) > MAX_WALKED:
+        walked = walk_microbatches(schedule, pp, m) if schedule != "gpipe" else m
+        if walked * v * max(pp, 1) > MAX_WALKED:
+            return None
     first_forward = None
-    for candidate in moments_walked(schedule, pp, v, m, rank, receives=live_at is not None):
+    for candidate in moments_walked(schedule, pp, v, walked, rank, receives=live_at is not None):
         action, chunk, index, position, state, tag, live = candidate
         if state != want or (kind_at is not None and (chunk != chunk_at or tag != kind_at or live != live_at)):
             continue
-        found = (action, chunk, index, position)
+        found = (action, chunk, index, position) if walked == m else (action, chunk, None, None)
         if action != "forward":
             return _moment(found, want[0], chunk_at, kind_at, live_at, v == 1)
         if first_forward is None:
