@@ -126,3 +126,41 @@ def test_a_step_too_long_to_walk_names_the_action_not_the_micro_batch(tmp_path):
     assert stage0["microbatch"] is None and stage0["position"] is None
     text = run_cli("explain", str(spec)).stdout
     assert "peak moment of stage 3: the backward, 1 micro-batch held, plus the backward's working set" in text
+
+
+def accepted_layouts():
+    """(schedule, pp, v, m) over a small grid, where torch builds the schedule."""
+    from parc.memory import schedules
+
+    out = []
+    for schedule in schedules.MULTI_STAGE:
+        for pp in (2, 3, 4):
+            for v in ((2,) if schedule in ("zbv", "dualpipe-v") else (2, 3)):
+                for m in (2, 3, 4, 6, 8, 12):
+                    if schedule.startswith("interleaved") and not schedules.interleaved_accepts(pp, m):
+                        continue
+                    if schedules.receive_moments(schedule, pp, v, m, 0) is not None:
+                        out.append((schedule, pp, v, m))
+    return out
+
+
+def test_every_moment_of_every_accepted_schedule_is_named():
+    """Every moment `receive_moments` keeps (the states the model can pick as a stage's peak,
+    idle ones included) names an action of the rank's step: an idle moment is filed under the
+    rank's last chunk whichever ran last, and was left unnamed."""
+    from parc.memory import schedules
+    from parc.memory.moment import name_moment
+
+    layouts = accepted_layouts()
+    assert len(layouts) > 40
+    named = idle = 0
+    for schedule, pp, v, m in layouts:
+        for rank in range(pp):
+            for moment in schedules.receive_moments(schedule, pp, v, m, rank):
+                found = name_moment(schedule, pp, v, m, rank, moment)
+                assert found is not None, (schedule, pp, v, m, rank, moment)
+                assert found.in_flight == sum(moment[0]) and found.receive_buffers == moment[4]
+                named += 1
+                idle += moment[3] == 3
+                assert (found.action == "idle") == (moment[3] == 3)
+    assert named > 1000 and idle > 100

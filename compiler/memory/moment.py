@@ -79,8 +79,10 @@ def name_moment(schedule: str, pp: int, v: int, m: int, rank: int, moment: tuple
     first_forward = None
     for candidate in moments_walked(schedule, pp, v, walked, rank, receives=live_at is not None):
         action, chunk, index, position, state, tag, live = candidate
-        if state != want or (kind_at is not None and (chunk != chunk_at or tag != kind_at or live != live_at)):
+        if state != want or (kind_at is not None and (tag != kind_at or live != live_at)):
             continue
+        if kind_at is not None and kind_at != 3 and chunk != chunk_at:  # idle: the chunk that ran last,
+            continue  # which `receive_moments` does not keep (it files every idle moment under the last chunk)
         found = (action, chunk, index, position) if walked == m else (action, chunk, None, None)
         if action != "forward":
             return _moment(found, want[0], chunk_at, kind_at, live_at, v == 1)
