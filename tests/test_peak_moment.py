@@ -111,21 +111,20 @@ def test_totals_are_unchanged_by_the_moment():
     assert peak(shape_of(comp.plan), k) == (result.peak_bytes, result.peak_stage)
 
 
-def test_a_step_too_long_to_walk_names_the_action_not_the_micro_batch(tmp_path):
-    """65,536 micro-batches on 4 stages (262,144 chunk-micro-batch-ranks, past `MAX_WALKED`): the
-    shorter walk names the pass and chunk; the micro-batch and position are not given (and
-    explain stays quick: the fuzzer's 62-million-micro-batch spec timed out before the cap)."""
-    from parc.memory.moment import MAX_WALKED
-
+def test_a_long_step_is_named_in_full_and_quickly(tmp_path):
+    """65,536 micro-batches on 4 stages: the moment is found on the model's short walk and
+    numbered as in the full step (1F1B by hand: stage 0's first backward, of micro-batch 0, is
+    action 4; stage 3's is action 1), without walking 65,536 micro-batches (the fuzzer's
+    62-million-micro-batch spec timed explain out when every action was walked)."""
     spec = tmp_path / "long.par"
     spec.write_text(ONE_F_ONE_B.replace("global-batch 16", "global-batch 131072"))
     report = json.loads(run_cli("explain", str(spec), "--format", "json").stdout)
-    assert report["microbatches"] * 4 > MAX_WALKED
+    assert report["microbatches"] == 65536
     stage0 = report["memory"]["per_stage"][0]["peak_moment"]
-    assert stage0["action"] == "backward" and stage0["in_flight"] == 4
-    assert stage0["microbatch"] is None and stage0["position"] is None
+    assert (stage0["action"], stage0["microbatch"], stage0["position"], stage0["in_flight"]) == ("backward", 0, 4, 4)
     text = run_cli("explain", str(spec)).stdout
-    assert "peak moment of stage 3: the backward, 1 micro-batch held, plus the backward's working set" in text
+    assert ("peak moment of stage 3: the backward of micro-batch 0 (action 1 of the step), 1 micro-batch held, "
+            "plus the backward's working set") in text
 
 
 def accepted_layouts():
@@ -164,3 +163,43 @@ def test_every_moment_of_every_accepted_schedule_is_named():
                 idle += moment[3] == 3
                 assert (found.action == "idle") == (moment[3] == 3)
     assert named > 1000 and idle > 100
+
+
+def long_layouts():
+    """(schedule, pp, v, m) whose step is longer than the model's walk (`walk_microbatches`)."""
+    from parc.memory import schedules
+
+    out = []
+    for schedule in ("1f1b", *schedules.MULTI_STAGE):
+        for pp in (2, 3, 4):
+            for v in ((1,) if schedule == "1f1b" else (2,) if schedule in ("zbv", "dualpipe-v") else (2, 3)):
+                for m in (10, 15, 16, 20, 21, 24):
+                    if schedule.startswith("interleaved") and not schedules.interleaved_accepts(pp, m):
+                        continue
+                    if schedules.walk_microbatches(schedule, pp, m) < m:
+                        out.append((schedule, pp, v, m))
+    return out
+
+
+def test_the_shorter_walk_names_the_full_steps_action(monkeypatch):
+    """A step longer than the model's walk is named on that walk and renumbered; the same moment
+    found by walking the whole step (its own receive trace, every action) names the same action,
+    chunk, micro-batch and position."""
+    from parc.memory import moment as M
+    from parc.memory import schedules
+
+    layouts = long_layouts()
+    assert len(layouts) > 30
+    cases = []
+    for schedule, pp, v, m in layouts:
+        for rank in range(pp):
+            moments = (schedules.receive_moments(schedule, pp, v, m, rank) if schedule != "1f1b" else
+                       tuple((*s, None) for s in schedules.moment_states(schedule, pp, v, m, rank)))
+            for moment in moments or ():
+                cases.append(((schedule, pp, v, m, rank, moment), M.name_moment(schedule, pp, v, m, rank, moment)))
+    monkeypatch.setattr(M, "walk_microbatches", lambda schedule, pp, m: m)  # walk the whole step
+    assert len(cases) > 500
+    for args, short in cases:
+        full = M.name_moment(*args)
+        assert full is not None and full.microbatch is not None, args
+        assert short == full, args

@@ -4,18 +4,18 @@ chunk-micro-batches are held then and what the moment adds on top of them.
 
 The memory model walks the schedule as undominated states (`schedules.moment_states`,
 `model.paired_moment`), which forget when a state happened. This module walks the rank's actions
-once more (`schedules.actions`, every micro-batch) and returns the first action at which the
+once more (on the model's shorter walk, renumbered as in the full step) and returns the first action at which the
 winning state stands, as the model pairs it: a forward or full backward holds its state after a
 forward and before a backward (the model charges the chunk's backward working set there, so a
 backward is named when one stands at that state), an input or weight backward the state before
-it. Only `parc explain` asks (a walk of every action per stage), never search.
+it. Only `parc explain` asks, never search.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .schedules import B, F, I, W, actions, walk_microbatches
+from .schedules import B, F, I, W, actions, rounds, walk_microbatches
 
 KINDS = ("forward or backward", "backward-input", "backward-weight", "idle")
 """`schedules.moment_states`' kinds of moment, in order (3: between computations, a receive)."""
@@ -23,10 +23,9 @@ KINDS = ("forward or backward", "backward-input", "backward-weight", "idle")
 ACTION_NAMES = {F: "forward", B: "backward", I: "backward-input", W: "backward-weight"}
 
 MAX_WALKED = 200_000
-"""Micro-batches x chunks x pp ranks up to which the whole step is walked (the receive trace
-lowers every rank). Beyond, the walk takes `schedules.walk_microbatches`' shorter step, which
-visits the same states: the action and chunk are named, the micro-batch and position are not
-(a state of the shorter walk's cool-down is at another index in the full step)."""
+"""Micro-batches x chunks x pp ranks up to which a step is walked. Every schedule but gpipe walks
+`schedules.walk_microbatches`' shorter step (a few hundred micro-batches at most), as the model
+does; gpipe's walk is the whole step, and past this its moment is not named."""
 
 
 @dataclass(frozen=True)
@@ -39,8 +38,9 @@ class PeakMoment:
     chunk: int
     """The local chunk (0 = the rank's first in model order) that runs, or ran last when idle."""
     microbatch: int | None
-    """The micro-batch of that action (0-based, as the schedule numbers them); None for a step
-    too long to walk action by action (`MAX_WALKED`)."""
+    """The micro-batch of that action (0-based, as the schedule numbers them); None where the
+    shorter walk's action cannot be placed in the full step (`_full_numbering`) or gpipe's step
+    is too long to walk (`MAX_WALKED`)."""
     position: int | None
     """The action's index in the rank's step (0-based; for "idle", the computation before it);
     None as `microbatch`."""
@@ -66,31 +66,75 @@ class PeakMoment:
 def name_moment(schedule: str, pp: int, v: int, m: int, rank: int, moment: tuple | None) -> PeakMoment | None:
     """The first action of pp rank `rank` at which `moment` (`StageMemory.moment`) stands, with
     the receive buffers alive then where the model paired them (a forward or full backward
-    matches first; a forward only where no backward stands at the state)."""
+    matches first; a forward only where no backward stands at the state).
+
+    Found on the model's own shorter walk (`schedules.walk_microbatches`: the same warm-up, a few
+    repetitions of the steady pattern, the same cool-down; its receive trace is the one the model
+    lowered), then numbered as in the full step (`_full_numbering`), so a long step costs no more
+    than the model's walk."""
     if moment is None:
         return None
     held_at, pending_at, chunk_at, kind_at, live_at = moment
     want = (tuple(held_at), tuple(pending_at))
-    walked = m
-    if m * v * max(pp, 1) > MAX_WALKED:
-        walked = walk_microbatches(schedule, pp, m) if schedule != "gpipe" else m
-        if walked * v * max(pp, 1) > MAX_WALKED:
-            return None
-    first_forward = None
-    for candidate in moments_walked(schedule, pp, v, walked, rank, receives=live_at is not None):
-        action, chunk, index, position, state, tag, live = candidate
+    walked = walk_microbatches(schedule, pp, m) if schedule != "gpipe" else m
+    if walked * v * max(pp, 1) > MAX_WALKED:
+        return None
+    receives = live_at is not None
+    walk = list(moments_walked(schedule, pp, v, walked, rank, receives))
+    first_forward = found = None
+    for at, (action, chunk, _, _, state, tag, live) in enumerate(walk):
         if state != want or (kind_at is not None and (tag != kind_at or live != live_at)):
             continue
         if kind_at is not None and kind_at != 3 and chunk != chunk_at:  # idle: the chunk that ran last,
             continue  # which `receive_moments` does not keep (it files every idle moment under the last chunk)
-        found = (action, chunk, index, position) if walked == m else (action, chunk, None, None)
         if action != "forward":
-            return _moment(found, want[0], chunk_at, kind_at, live_at, v == 1)
+            found = at
+            break
         if first_forward is None:
-            first_forward = found
-    if first_forward is not None:
-        return _moment(first_forward, want[0], chunk_at, kind_at, live_at, v == 1)
-    return None
+            first_forward = at
+    found = first_forward if found is None else found
+    if found is None:
+        return None
+    named = walk[found][:4]
+    if walked != m:
+        named = _full_numbering(schedule, pp, v, m, walked, rank, receives, walk, found)
+    return _moment(named, want[0], chunk_at, kind_at, live_at, v == 1)
+
+
+def _full_numbering(schedule: str, pp: int, v: int, m: int, walked: int, rank: int, receives: bool,
+                    walk: list, at: int) -> tuple:
+    """The moment `walk[at]` of the `walked`-micro-batch walk as (action, chunk, micro-batch,
+    position) of the m-micro-batch step. The step is the walk with more repetitions of its steady
+    pattern: a moment in the part the walk shares with a walk one repetition longer (the same
+    actions, states and receives alive) stands at the same place in the step; one in the part it
+    shares with that walk's end stands as far from the step's end, its micro-batch and position
+    moved on by what each added micro-batch adds (the step's first occurrence: a state of the
+    steady pattern recurs at every repetition, so one seen first in the cool-down is not in it).
+    Anything else keeps the action and chunk only. Checked against the full step's own walk on
+    every (schedule, pp, v, m) of a grid (tests/test_peak_moment.py)."""
+    action, chunk, index, position = walk[at][:4]
+    step = rounds(pp, m)[1] if schedule in ("interleaved-1f1b", "interleaved-zb") else 1
+    longer = list(moments_walked(schedule, pp, v, walked + step, rank, receives))
+
+    def same(x: tuple, y: tuple) -> bool:  # action, chunk, state, kind, receives alive
+        return x[:2] == y[:2] and x[4:] == y[4:]
+
+    if all(same(x, y) for x, y in zip(walk[:at + 1], longer[:at + 1], strict=True)):
+        return action, chunk, index, position
+    added = len(longer) - len(walk)
+    if all(same(x, y) for x, y in zip(walk[at:], longer[at + added:], strict=True)):
+        more, odd = divmod(longer[at + added][2] - index, step)
+        further, odd_position = divmod(longer[at + added][3] - position, step)
+        if not odd and not odd_position:
+            return action, chunk, index + (m - walked) * more, position + (m - walked) * further
+    return action, chunk, None, None
+
+
+def _counter(action: tuple[str, int]) -> tuple[str, int]:
+    """What numbers an action's micro-batch: its pass (an input backward numbers as a full one)
+    and chunk."""
+    kind, chunk = action
+    return (W if kind == W else F if kind == F else B), chunk
 
 
 def moments_walked(schedule: str, pp: int, v: int, m: int, rank: int, receives: bool):
@@ -108,7 +152,7 @@ def moments_walked(schedule: str, pp: int, v: int, m: int, rank: int, receives: 
     numbered: dict[tuple[str, int], int] = {}
     turn = used = 0
     for position, (kind, chunk) in enumerate(actions(schedule, pp, v, m, rank)):
-        counter = (W if kind == W else F if kind == F else B, chunk)  # B and I number the same backwards
+        counter = _counter((kind, chunk))  # B and I number the same backwards
         index = numbered.get(counter, 0)
         numbered[counter] = index + 1
         if kind == W:
