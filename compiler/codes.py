@@ -604,7 +604,10 @@ The notes give the worst rank's breakdown and what it would reserve at the band'
 line lists the single changes that free enough to clear the band (as E0401's does), or says to
 spread the model further. `parc explain --format json` carries the same verdict as
 `memory.margin_bytes`, `memory.error_band` and `memory.at_risk`; `parc search` ranks by the
-point prediction and marks an at-risk winner with the fastest runner-up that is not. A layout
+point prediction and marks an at-risk winner with the fastest runner-up that is not. The band
+was measured on the torch runtime's accounting (targets torch and torchtitan); under `target
+megatron` (Megatron's accounting, not measured against these runs) no band is claimed and W0410
+is not raised (`memory.error_band` is null). A layout
 whose peak was measured (a rehearsal, or a run) may acknowledge the warning with `allow W0410`
 on the layout line.
 """)

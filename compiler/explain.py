@@ -10,7 +10,8 @@ buffers_bytes, total_bytes}`, `memory.peak_bytes`, `memory.peak_stage`, `memory.
 `memory.per_stage[].peak_moment` (`{action, chunk, microbatch, position, in_flight, adds,
 paired}`, or null: the schedule action that sets the stage's peak, `memory.moment`),
 `memory.{margin_bytes, error_band, at_risk}` (usable - peak; the model's measured error as a
-fraction of the prediction, compiler/memory/band.py; fits by less than it, W0410),
+fraction of the prediction, compiler/memory/band.py, null for an accounting it was not measured
+on (Megatron's); fits by less than it, W0410),
 `time.{step_seconds, compute_seconds, recompute_seconds, bubble_seconds, bubble_fraction,
 exposed_comm_seconds.{tp, pp, dp, cp, ep}, comm_bytes.{tp, pp, dp, cp, ep}}`,
 `throughput.{tokens_per_second, tokens_per_second_per_gpu, model_tflops_per_gpu,

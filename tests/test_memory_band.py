@@ -159,3 +159,27 @@ def test_search_marks_an_at_risk_winner_with_its_clear_runner_up(tmp_path):
     text = run_cli("search", str(spec)).stdout
     assert "#1 is at risk in memory (W0410)" in text and "The fastest runner-up clear of it is #2" in text
     assert "  ! fits by less than the memory model's measured under-prediction" in text
+
+
+def test_the_band_is_not_claimed_for_megatrons_accounting(tmp_path):
+    """The band was measured on the torch runtime's accounting (torchtitan's published rows);
+    target megatron predicts with Megatron's ("megatron-flash" here), whose error on those rows is
+    another (under by a median 43 %). A fit by 6.6 GiB, less than 15 % of its reserved figure,
+    gets no W0410, and explain's JSON says the band is unknown (null), not at risk."""
+    text = (ROOT / "tests" / "golden" / "diagnostics" / "w0410_fits_within_the_error.par").read_text()
+    text = "target megatron\n" + text.replace("global-batch 24", "global-batch 48").replace("micro-batch 3",
+                                                                                          "micro-batch 6")
+    comp = compile_text(text, path="megatron.par")
+    result = estimate(comp.plan)
+    assert result.runtime == "megatron-flash" and result.fits
+    assert result.margin_bytes < band.ERROR_BAND * result.predicted_reserved_bytes  # inside the torch band
+    assert not result.at_risk and result.error_band is None
+    assert not [d for d in comp.diagnostics if d.code == "W0410"]
+    spec = tmp_path / "megatron.par"
+    spec.write_text(text)
+    m = _memory_json(str(spec))
+    assert m["runtime"] == "megatron-flash" and m["fits"] is True
+    assert m["error_band"] is None and m["at_risk"] is False
+    # the same layout on the torch runtime's accounting is still judged against the band
+    torch = estimate(comp.plan, runtime="torch")
+    assert torch.error_band == band.ERROR_BAND

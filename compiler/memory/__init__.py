@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..plan import Plan
-from .band import ERROR_BAND
+from .band import ERROR_BAND, MEASURED_RUNTIMES
 from .buffers import RESERVE_FIXED, RESERVE_FRACTION, reserve_bytes
 from .gpu import Overheads, overheads
 from .inputs import RUNTIMES, Knobs, Shape, knobs_of, missing_knobs, shape_of
@@ -88,9 +88,10 @@ class Estimate:
         return self.usable_bytes - self.peak_bytes
 
     @property
-    def error_band(self) -> float:
-        """The memory model's measured error (`band.ERROR_BAND`), a fraction of the prediction."""
-        return ERROR_BAND
+    def error_band(self) -> float | None:
+        """The memory model's measured error (`band.ERROR_BAND`), a fraction of the prediction;
+        None for an accounting it was not measured on (`band.MEASURED_RUNTIMES`: Megatron's)."""
+        return ERROR_BAND if self.runtime in MEASURED_RUNTIMES else None
 
     @property
     def at_risk(self) -> bool:
@@ -98,7 +99,8 @@ class Estimate:
         published runs, applied to the predicted `max_memory_reserved` (the figure the band was
         measured on), would take it past the reserved limit. Search still ranks by the point
         verdict (`fits`); the band is a warning (W0410), not a second limit."""
-        return self.fits and self.margin_bytes < self.error_band * self.predicted_reserved_bytes
+        band = self.error_band
+        return band is not None and self.fits and self.margin_bytes < band * self.predicted_reserved_bytes
 
 
 def unpredictable(plan: Plan) -> str | None:

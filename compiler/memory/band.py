@@ -31,3 +31,10 @@ ERROR_BAND = WORST_UNDER
 not the p90, because the point is never to answer a bare "fits" for a run the model's own record
 says could need more; the p90 would leave the two 405B runs of the table that needed more than
 an 80 GB H100 (parc under by 12.1 and 13.3 %) answered "fits"."""
+
+MEASURED_RUNTIMES = ("torch",)
+"""The memory accountings the band was measured on: the rows are torchtitan runs, predicted with
+the torch runtime's accounting (`targets.memory_runtime` for targets torch and torchtitan).
+Megatron's accounting ("megatron", "megatron-flash") and ZeRO's have no published rows here (on
+torchtitan's rows Megatron's was under by a median 43 %, another error entirely), so no band is
+claimed for them: `Estimate.error_band` is None and nothing is marked at risk."""

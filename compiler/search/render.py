@@ -89,7 +89,7 @@ def render_text(result: SearchResult, style: Style) -> str:
               "bubble = idle share of the step):"]
     lines += table
     if any(c.memory.at_risk for c in result.candidates):
-        band = result.candidates[0].memory.error_band
+        band = next(c.memory.error_band for c in result.candidates if c.memory.at_risk)
         lines.append(f"  ! fits by less than the memory model's measured under-prediction ({band:.1%}): "
                      "at risk (W0410)")
     if written:
