@@ -97,37 +97,37 @@ def name_moment(schedule: str, pp: int, v: int, m: int, rank: int, moment: tuple
         return None
     named = walk[found][:4]
     if walked != m:
-        named = _full_numbering(schedule, pp, v, m, walked, rank, receives, walk, found)
+        named = _full_numbering(schedule, pp, v, m, walked, rank, walk, found)
     return _moment(named, want[0], chunk_at, kind_at, live_at, v == 1)
 
 
-def _full_numbering(schedule: str, pp: int, v: int, m: int, walked: int, rank: int, receives: bool,
-                    walk: list, at: int) -> tuple:
+def _full_numbering(schedule: str, pp: int, v: int, m: int, walked: int, rank: int, walk: list,
+                    at: int) -> tuple:
     """The moment `walk[at]` of the `walked`-micro-batch walk as (action, chunk, micro-batch,
     position) of the m-micro-batch step. The step is the walk with more repetitions of its steady
-    pattern: a moment in the part the walk shares with a walk one repetition longer (the same
-    actions, states and receives alive) stands at the same place in the step; one in the part it
-    shares with that walk's end stands as far from the step's end, its micro-batch and position
-    moved on by what each added micro-batch adds (the step's first occurrence: a state of the
-    steady pattern recurs at every repetition, so one seen first in the cool-down is not in it).
-    Anything else keeps the action and chunk only. Checked against the full step's own walk on
-    every (schedule, pp, v, m) of a grid (tests/test_peak_moment.py)."""
+    pattern. A moment before the first forward of the walk's last repetition (micro-batch
+    walked - step on) stands at the same place in the step: every longer walk shares that part,
+    the receives torch posts ahead included. A moment from there on is in the part the walk shares
+    with the step's end: it stands as far from the end, its position moved on by the actions each
+    added micro-batch adds and its micro-batch by how often its pass and chunk run per added
+    micro-batch (counted on a walk one repetition longer, actions only). It is the step's first
+    occurrence: a state of the steady pattern recurs at every repetition, so one seen first at the
+    end is not in the middle. Both parts were measured on walks one repetition longer (receives
+    included: they agree from 2 moments past that forward on, and the shared end starts 20 or
+    more before it, pp 2-16, m up to 256), and the result is checked against the full step's own
+    walk on a grid (tests/test_peak_moment.py)."""
     action, chunk, index, position = walk[at][:4]
     step = rounds(pp, m)[1] if schedule in ("interleaved-1f1b", "interleaved-zb") else 1
-    longer = list(moments_walked(schedule, pp, v, walked + step, rank, receives))
-
-    def same(x: tuple, y: tuple) -> bool:  # action, chunk, state, kind, receives alive
-        return x[:2] == y[:2] and x[4:] == y[4:]
-
-    if all(same(x, y) for x, y in zip(walk[:at + 1], longer[:at + 1], strict=True)):
+    if all(x[0] != "forward" or x[2] < walked - step for x in walk[:at + 1]):
         return action, chunk, index, position
-    added = len(longer) - len(walk)
-    if all(same(x, y) for x, y in zip(walk[at:], longer[at + added:], strict=True)):
-        more, odd = divmod(longer[at + added][2] - index, step)
-        further, odd_position = divmod(longer[at + added][3] - position, step)
-        if not odd and not odd_position:
-            return action, chunk, index + (m - walked) * more, position + (m - walked) * further
-    return action, chunk, None, None
+    short, longer = actions(schedule, pp, v, walked, rank), actions(schedule, pp, v, walked + step, rank)
+    counted = _counter(short[position])
+    per_microbatch, odd = divmod(len(longer) - len(short), step)
+    more, odd_count = divmod(sum(_counter(a) == counted for a in longer) - sum(_counter(a) == counted for a in short),
+                             step)
+    if odd or odd_count:  # no whole number of actions per micro-batch: not the pattern assumed
+        return action, chunk, None, None
+    return action, chunk, index + (m - walked) * more, position + (m - walked) * per_microbatch
 
 
 def _counter(action: tuple[str, int]) -> tuple[str, int]:
