@@ -8,7 +8,8 @@ JSON keys that tools depend on (add keys freely; never rename): `world_size`, `n
 `memory.per_stage[].{stage, params_bytes, grads_bytes, optimizer_bytes, activations_bytes,
 buffers_bytes, total_bytes}`, `memory.peak_bytes`, `memory.peak_stage`, `memory.hbm_bytes`,
 `memory.per_stage[].peak_moment` (`{action, chunk, microbatch, position, in_flight, adds,
-paired}`, or null: the schedule action that sets the stage's peak, `memory.moment`),
+paired, receive_buffers, bound}`, or null: the schedule action that sets the stage's peak,
+`memory.moment`; position 0-based),
 `memory.{margin_bytes, error_band, at_risk}` (usable - peak; the model's measured error as a
 fraction of the prediction, compiler/memory/band.py, null for an accounting it was not measured
 on (Megatron's); fits by less than it, W0410),
@@ -220,15 +221,16 @@ def memory_text(report: dict, compilation: Compilation, style: Style) -> list[st
 
 
 def moment_text(moment: dict, chunks: int = 1) -> str:
-    """"the backward of micro-batch 0 (action 4 of the step), 4 micro-batches held, plus the
-    backward's working set" (`memory.moment.PeakMoment`); with chunks per rank, which chunk."""
+    """"the backward of micro-batch 0 (action 5 of the step), 4 micro-batches held, plus the
+    backward's working set" (`memory.moment.PeakMoment`); with chunks per rank, which chunk. The
+    action is counted from 1 here (JSON's `position` from 0)."""
     what = "idle after the action" if moment["action"] == "idle" else f"the {moment['action']}"
     where = f" on chunk {moment['chunk']}" if chunks > 1 else ""
     n = moment["in_flight"]
     unit = ("micro-batch" if chunks == 1 else "chunk-micro-batch") + ("es" if n != 1 else "")
     if moment["position"] is None:  # a step too long to walk action by action
         return f"{what}{where}, {n:,} {unit} held, plus {moment['adds']}"
-    return (f"{what} of micro-batch {moment['microbatch']}{where} (action {moment['position']} of the step), "
+    return (f"{what} of micro-batch {moment['microbatch']}{where} (action {moment['position'] + 1:,} of the step), "
             f"{n:,} {unit} held, plus {moment['adds']}")
 
 

@@ -57,8 +57,8 @@ def test_1f1b_pp4_m8_by_hand(tmp_path):
         assert m["receive_buffers"] is None  # 1F1B posts each receive right before its use
         assert m["in_flight"] == s["in_flight"]
     text = run_cli("explain", str(spec)).stdout
-    assert ("peak moment of stage 3: the backward of micro-batch 0 (action 1 of the step), 1 micro-batch held, "
-            "plus the backward's working set") in text
+    assert ("peak moment of stage 3: the backward of micro-batch 0 (action 2 of the step), 1 micro-batch held, "
+            "plus the backward's working set") in text  # JSON's position counts from 0, the text from 1
 
 
 def plain_walk(schedule: str, pp: int, v: int, m: int, rank: int, position: int) -> tuple[str, int, int, int]:
@@ -123,8 +123,8 @@ def test_a_long_step_is_named_in_full_and_quickly(tmp_path):
     stage0 = report["memory"]["per_stage"][0]["peak_moment"]
     assert (stage0["action"], stage0["microbatch"], stage0["position"], stage0["in_flight"]) == ("backward", 0, 4, 4)
     text = run_cli("explain", str(spec)).stdout
-    assert ("peak moment of stage 3: the backward of micro-batch 0 (action 1 of the step), 1 micro-batch held, "
-            "plus the backward's working set") in text
+    assert ("peak moment of stage 3: the backward of micro-batch 0 (action 2 of the step), 1 micro-batch held, "
+            "plus the backward's working set") in text  # JSON's position counts from 0, the text from 1
 
 
 def accepted_layouts():
@@ -229,3 +229,28 @@ def test_naming_a_long_steps_moments_lowers_no_second_trace():
     moments = peak_moments(comp.plan, result)
     assert schedules._receive_trace.cache_info().misses == misses
     assert len(moments) == 16 and all(m is not None and m.microbatch is not None for m in moments)
+
+
+def test_a_forward_named_at_the_peak_is_called_the_models_bound():
+    """specs/llama3-405b.par's stage 1: its worst state (77 chunk-micro-batches with 2 receives
+    alive) stands at a forward and at no backward, and the model charges that moment chunk 0's
+    backward working set: the line says the figure is the model's bound, not the forward's own
+    peak. The state is checked here on a plain walk of the schedule (held after the forward)."""
+    comp = compile_path(str(ROOT / "specs" / "llama3-405b.par"))
+    result = estimate(comp.plan)
+    k = knobs_of(comp.plan, result.runtime)
+    moments = peak_moments(comp.plan, result)
+    forwards = [(s, m) for s, m in zip(result.stages, moments, strict=True) if m.action == "forward"]
+    assert forwards
+    for stage, moment in forwards:
+        assert moment.bound and "(the model's bound: it charges a forward its chunk's backward working set)" in \
+            moment.adds
+        kind, chunk, index, held = plain_walk(k.schedule, k.pp, k.virtual_stages, k.microbatches, stage.stage,
+                                              moment.position)
+        assert (kind, chunk, index, held) == ("F", moment.chunk, moment.microbatch, stage.in_flight)
+    assert not any(m.bound for m in moments if m.action != "forward")
+    text = run_cli("explain", str(ROOT / "specs" / "llama3-405b.par")).stdout
+    line = next(x for x in text.splitlines() if x.startswith("peak moment of stage 1: "))
+    assert line == ("peak moment of stage 1: the forward of micro-batch 29 on chunk 0 (action 79 of the step), "
+                    "77 chunk-micro-batches held, plus the backward's working set of chunk 0 and 2 receive buffers "
+                    "alive (the model's bound: it charges a forward its chunk's backward working set)")

@@ -56,11 +56,17 @@ class PeakMoment:
     receive_buffers: int | None = None
     """Pipelining's receive buffers alive at the moment, where the model pairs them (else None:
     the stage's `p2p` is the most it holds, `model.p2p_buffers`)."""
+    bound: bool = False
+    """Whether the figure at this moment is the model's bound rather than what the action holds:
+    a forward named because no backward stands at the winning state (with its receives) is
+    charged its chunk's backward working set (`schedules.moment_states`' kind 0 pairs the two);
+    the forward's own working set is smaller, so the stage's true peak at that state is at most
+    the figure."""
 
     def json(self) -> dict:
         return {"action": self.action, "chunk": self.chunk, "microbatch": self.microbatch,
                 "position": self.position, "in_flight": self.in_flight, "adds": self.adds, "paired": self.paired,
-                "receive_buffers": self.receive_buffers}
+                "receive_buffers": self.receive_buffers, "bound": self.bound}
 
 
 def name_moment(schedule: str, pp: int, v: int, m: int, rank: int, moment: tuple | None) -> PeakMoment | None:
@@ -189,5 +195,8 @@ def _moment(found: tuple, held: tuple, chunk: int | None, kind: int | None, live
         adds = f"the {passes}'s working set of chunk {chunk}"
     if live is not None:
         adds += f" and {live} receive buffer{'s' if live != 1 else ''} alive"
+    bound = action == "forward" and kind in (0, None)
+    if bound:  # no backward stands at that state (with those receives): the figure is a bound
+        adds += " (the model's bound: it charges a forward its chunk's backward working set)"
     return PeakMoment(action=action, chunk=at_chunk, microbatch=index, position=position, in_flight=sum(held),
-                      adds=adds, paired=kind is not None, receive_buffers=live)
+                      adds=adds, paired=kind is not None, receive_buffers=live, bound=bound)
