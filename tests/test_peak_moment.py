@@ -89,16 +89,15 @@ def test_the_named_action_is_the_schedules(name):
     k = knobs_of(comp.plan, result.runtime)
     moments = peak_moments(comp.plan, result)
     assert len(moments) == k.pp > 1 and all(m is not None for m in moments)
-    receive = receive_bytes(shape_of(comp.plan), k)
     for stage, moment in zip(result.stages, moments, strict=True):
-        assert moment.in_flight == stage.in_flight, (name, stage.stage)
-        if moment.receive_buffers is not None:  # the receives the model paired are the stage's p2p
-            assert stage.p2p == moment.receive_buffers * receive, (name, stage.stage)
-        if moment.action == "idle":  # between computations: the state after the named action
-            continue
         kind, chunk, index, held = plain_walk(k.schedule, k.pp, k.virtual_stages, k.microbatches, stage.stage,
                                               moment.position)
-        assert (NAMES[moment.action], moment.chunk, moment.microbatch, moment.in_flight) == (kind, chunk, index, held)
+        if moment.action == "idle":  # between computations: the state after the named action
+            held -= kind in ("B", "W")
+            assert (moment.chunk, moment.microbatch) == (chunk, index)
+        else:
+            assert (NAMES[moment.action], moment.chunk, moment.microbatch) == (kind, chunk, index)
+        assert stage.in_flight == held, (name, stage.stage)  # the model's figure against the plain walk
 
 
 def test_totals_are_unchanged_by_the_moment():
@@ -254,3 +253,81 @@ def test_a_forward_named_at_the_peak_is_called_the_models_bound():
     assert line == ("peak moment of stage 1: the forward of micro-batch 29 on chunk 0 (action 79 of the step), "
                     "77 chunk-micro-batches held, plus the backward's working set of chunk 0 and 2 receive buffers "
                     "alive (the model's bound: it charges a forward its chunk's backward working set)")
+
+
+SMALL_PIPELINE = """tp 1 x pp 4 x dp 2 on nodes(8 gpus, nvlink)
+model llama3-8b { layers 16 }
+hardware {
+  gpu h100-sxm
+}
+train {
+  seq 4096
+  global-batch 16
+  micro-batch 1
+  recompute selective
+}
+pp {
+  schedule SCHEDULE
+  virtual-stages 2
+}
+"""
+
+
+def torch_receives_alive(schedule: str, pp: int, v: int, m: int, rank: int, action: str, chunk: int,
+                         microbatch: int) -> int:
+    """The receive buffers alive on `rank` once the computation (action, local chunk,
+    micro-batch) has taken its inputs, walked on torch's own lowering of the step
+    (`_add_send_recv`), apart from parc's receive trace."""
+    from .test_receive_buffers import MULTI, _fake, torch_schedules
+
+    def owner(s):
+        return (s if s < pp else 2 * pp - 1 - s) if schedule in ("zbv", "dualpipe-v") else s % pp
+
+    cls = getattr(torch_schedules, MULTI[schedule])
+    fake = _fake(pp, v, m)
+    lowered = {r: torch_schedules._add_reduce_grad(torch_schedules._add_unshard_reshard(
+        cls._calculate_single_rank_operations(fake, r)), m) for r in range(pp)}
+    lowered = torch_schedules._add_send_recv(lowered, stage_to_rank=owner, num_stages=pp * v)
+    local = {s: c for c, s in enumerate(sorted(s for s in range(pp * v) if owner(s) == rank))}
+    alive, received = 0, set()
+    for op in lowered[rank]:
+        subs = op.sub_actions or (op,)
+        for a in subs:
+            kind, key = a.computation_type.value, (a.stage_index, a.microbatch_index)
+            if kind in ("F", "B", "I") and ("RECV_F" if kind == "F" else "RECV_B", key) in received:
+                alive -= 1
+        for a in subs:
+            kind = a.computation_type.value
+            if kind == NAMES[action] and local.get(a.stage_index) == chunk and a.microbatch_index == microbatch:
+                return alive
+        for a in subs:
+            if a.computation_type.value in ("RECV_F", "RECV_B"):
+                alive += 1
+                received.add((a.computation_type.value, (a.stage_index, a.microbatch_index)))
+    raise AssertionError(f"{action} of micro-batch {microbatch} on chunk {chunk} not in rank {rank}'s lowering")
+
+
+@pytest.mark.parametrize("schedule", ["interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"])
+def test_the_named_receives_are_torchs(schedule):
+    """The receive buffers a stage's peak moment holds (and so its p2p figure), against a walk
+    of torch's own lowering at the named computation; the chunk-micro-batches held against a plain
+    walk of the schedule. Moments at a computation only (a weight pass or an idle moment takes
+    the receives alive between computations)."""
+    pytest.importorskip("torch")
+    comp = compile_text(SMALL_PIPELINE.replace("SCHEDULE", schedule), path=f"{schedule}.par")
+    result = estimate(comp.plan)
+    k = knobs_of(comp.plan, result.runtime)
+    receive = receive_bytes(shape_of(comp.plan), k)
+    moments = peak_moments(comp.plan, result)
+    checked = 0
+    for stage, moment in zip(result.stages, moments, strict=True):
+        assert moment is not None
+        if moment.receive_buffers is None or moment.action in ("idle", "backward-weight"):
+            continue
+        alive = torch_receives_alive(k.schedule, k.pp, k.virtual_stages, k.microbatches, stage.stage,
+                                     moment.action, moment.chunk, moment.microbatch)
+        assert stage.p2p == alive * receive, (schedule, stage.stage, moment)
+        assert stage.in_flight == plain_walk(k.schedule, k.pp, k.virtual_stages, k.microbatches, stage.stage,
+                                             moment.position)[3]
+        checked += 1
+    assert checked > 0
