@@ -148,6 +148,8 @@ def candidate_json(space: Space, c: Candidate) -> dict:
         "usable_bytes": c.memory.usable_bytes,
         "memory_margin_bytes": c.memory.margin_bytes,
         "memory_at_risk": c.memory.at_risk,
+        "predicted_max_memory_reserved_bytes": c.memory.predicted_reserved_bytes,
+        "reserved_limit_bytes": c.memory.reserved_limit_bytes,
         "bubble_fraction": c.prediction.time_json()["bubble_fraction"],  # kept: the idle/busy ratio
         "bubble_share": c.prediction.time_json()["bubble_share"],  # the bubble: idle share of the step
         "exposed_comm_seconds": c.prediction.time_json()["exposed_comm_seconds"],
