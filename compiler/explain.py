@@ -240,20 +240,21 @@ def memory_verdict(memory: dict, compilation: Compilation) -> str:
     holds, so the verdict says so next to the figure instead of a bare "fits"."""
     if not memory["fits"]:
         return "does not fit"
-    fits = fits_word(memory)
     others = sorted({d.code for d in compilation.diagnostics if d.is_error} - {"E0401"})
+    risk = at_risk_text(memory)
     if not others:
-        return fits
-    return f"{fits} in memory, but the layout does not run ({', '.join(f'error[{c}]' for c in others)} below)"
+        return f"fits ({risk})" if risk else "fits"
+    fits = f"fits in memory ({risk})" if risk else "fits in memory"
+    return f"{fits}, but the layout does not run ({', '.join(f'error[{c}]' for c in others)} below)"
 
 
-def fits_word(memory: dict) -> str:
-    """"fits", or "fits (at risk)" when the margin is under the memory model's measured error
-    (W0410): the point estimate fits, the model's record cannot promise it."""
+def at_risk_text(memory: dict) -> str | None:
+    """"at risk: ... W0410" when the margin is under the memory model's measured error (the point
+    estimate fits, the model's record cannot promise it), else None."""
     if not memory.get("at_risk"):
-        return "fits"
-    return (f"fits (at risk: {size(memory['margin_bytes'])} to spare, under the model's measured under-prediction of "
-            f"{percent(memory['error_band'])}, W0410)")
+        return None
+    return (f"at risk: {size(memory['margin_bytes'])} to spare, under the model's measured under-prediction of "
+            f"{percent(memory['error_band'])}, W0410")
 
 
 def time_text(report: dict, compilation: Compilation, style: Style) -> list[str]:

@@ -121,6 +121,18 @@ def test_explain_text_says_fits_at_risk():
     assert next(line for line in clean.stdout.splitlines() if line.startswith("peak: ")).endswith(": fits")
 
 
+def test_an_at_risk_layout_with_another_error_reads_cleanly(tmp_path):
+    """At risk in memory and refused for another reason (a global batch that does not divide,
+    E0321): the verdict keeps "fits in memory" whole and the risk in one parenthesis."""
+    text = (ROOT / "tests" / "golden" / "diagnostics" / "w0410_fits_within_the_error.par").read_text()
+    spec = tmp_path / "odd.par"
+    spec.write_text(text.replace("global-batch 24", "global-batch 26"))
+    done = run_cli("explain", str(spec))
+    peak = next(line for line in done.stdout.splitlines() if line.startswith("peak: "))
+    assert peak.endswith(": fits in memory (at risk: 9.0 GiB to spare, under the model's measured under-prediction "
+                         "of 15.3%, W0410), but the layout does not run (error[E0321] below)"), peak
+
+
 def test_the_warning_renders_with_its_place_and_a_help_line():
     path = ROOT / "tests" / "golden" / "diagnostics" / "w0410_fits_within_the_error.par"
     done = run_cli("check", str(path))
