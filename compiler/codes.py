@@ -588,6 +588,30 @@ and how much each frees, computed by re-running the model with that change:
 `parc explain SPEC` prints every stage. docs/memory-model.md derives each term.
 """)
 
+register("W0410", "the layout fits by less than the memory model's measured error", """
+The memory model predicts the worst rank's peak to within a few percent on most published runs,
+but not on all: on the published per-GPU memory of torchtitan's runs
+(benchmarks/data/published_memory.yaml) the true `torch.cuda.max_memory_reserved()` has been up
+to the *error band* above parc's prediction (compiler/memory/band.py, written by
+`benchmarks/memory_fidelity.py --write`; nothing in the model is fitted on those runs). When the
+prediction fits but the margin left is smaller than that band, parc cannot tell the layout from
+a twin that needs more than the GPU has, so it says "fits (at risk)" instead of "fits":
+
+    warning[W0410]: fits by 5.9 GiB, less than the memory model's measured under-prediction
+    (15.3% on published runs): it may not fit
+
+The notes give the worst rank's breakdown and what it would reserve at the band's edge; the help
+line lists the single changes that free enough to clear the band (as E0401's does), or says to
+spread the model further. `parc explain --format json` carries the same verdict as
+`memory.margin_bytes`, `memory.error_band` and `memory.at_risk`; `parc search` ranks by the
+point prediction and marks an at-risk winner with the fastest runner-up that is not. The band
+was measured on the torch runtime's accounting (targets torch and torchtitan); under `target
+megatron` (Megatron's accounting, not measured against these runs) no band is claimed and W0410
+is not raised (`memory.error_band` is null). A layout
+whose peak was measured (a rehearsal, or a run) may acknowledge the warning with `allow W0410`
+on the layout line.
+""")
+
 
 # ---------------------------------------------------------------------------------------------
 # Time model, search and review tools: E05xx, W05xx. Add new codes below this line.

@@ -7,6 +7,12 @@ say) is one builder in `SECTIONS` and one renderer in `TEXT_SECTIONS`.
 JSON keys that tools depend on (add keys freely; never rename): `world_size`, `nodes`,
 `memory.per_stage[].{stage, params_bytes, grads_bytes, optimizer_bytes, activations_bytes,
 buffers_bytes, total_bytes}`, `memory.peak_bytes`, `memory.peak_stage`, `memory.hbm_bytes`,
+`memory.per_stage[].peak_moment` (`{action, chunk, microbatch, position, in_flight, adds,
+paired, receive_buffers, bound}`, or null: the schedule action that sets the stage's peak,
+`memory.moment`; position 0-based),
+`memory.{margin_bytes, error_band, at_risk}` (usable - peak; the model's measured error as a
+fraction of the prediction, compiler/memory/band.py, null for an accounting it was not measured
+on (Megatron's); fits by less than it, W0410),
 `time.{step_seconds, compute_seconds, recompute_seconds, bubble_seconds, bubble_fraction,
 exposed_comm_seconds.{tp, pp, dp, cp, ep}, comm_bytes.{tp, pp, dp, cp, ep}}`,
 `throughput.{tokens_per_second, tokens_per_second_per_gpu, model_tflops_per_gpu,
@@ -31,7 +37,7 @@ from . import budget as run_budget
 from .diagnostics import Severity, Style, as_json, render_text, summary_line
 from .human import byte_unit, in_unit, percent, size
 from .human import count as count_text
-from .memory import estimate, unpredictable
+from .memory import estimate, peak_moments, unpredictable
 from .pipeline import Compilation
 from .plan import AXES, Plan
 from .timing import predict
@@ -73,7 +79,8 @@ def memory_section(compilation: Compilation) -> dict[str, Any] | None:
     if result is None:
         return None
     stages = []
-    for s in result.stages:
+    moments = peak_moments(plan, result)
+    for s, moment in zip(result.stages, moments, strict=True):
         stages.append({
             "stage": s.stage,
             "layers": s.layers,
@@ -87,6 +94,7 @@ def memory_section(compilation: Compilation) -> dict[str, Any] | None:
             "total_bytes": s.total,
             "in_flight": s.in_flight,
             "hbm_fraction": round(s.total / result.hbm_bytes, 4),
+            "peak_moment": moment.json() if moment is not None else None,
         })
     return {
         "runtime": result.runtime,
@@ -97,6 +105,9 @@ def memory_section(compilation: Compilation) -> dict[str, Any] | None:
         "reserve_bytes": result.reserve_bytes,
         "usable_bytes": result.usable_bytes,
         "fits": result.fits,
+        "margin_bytes": result.margin_bytes,
+        "error_band": result.error_band,
+        "at_risk": result.at_risk,
         "predicted_max_memory_reserved_bytes": result.predicted_reserved_bytes,
         "reserved_limit_bytes": result.reserved_limit_bytes,
         "overheads": ({"cuda_context_bytes": result.overheads.cuda_context, "nccl_bytes": result.overheads.nccl,
@@ -192,6 +203,9 @@ def memory_text(report: dict, compilation: Compilation, style: Style) -> list[st
     verdict = memory_verdict(memory, compilation)
     lines.append(f"peak: stage {memory['peak_stage']}, {size(memory['peak_bytes'])} of {size(usable)} usable "
                  f"({size(memory['hbm_bytes'])} HBM - {size(memory['reserve_bytes'])} reserve): {verdict}")
+    moment = next(s["peak_moment"] for s in memory["per_stage"] if s["stage"] == memory["peak_stage"])
+    if moment is not None:
+        lines.append(f"peak moment of stage {memory['peak_stage']}: {moment_text(moment, v)}")
     o = memory["overheads"]
     if o is not None:
         lines.append(f"predicted torch.cuda.max_memory_reserved(): {size(memory['predicted_max_memory_reserved_bytes'])} "
@@ -206,6 +220,20 @@ def memory_text(report: dict, compilation: Compilation, style: Style) -> list[st
     return lines
 
 
+def moment_text(moment: dict, chunks: int = 1) -> str:
+    """"the backward of micro-batch 0 (action 5 of the step), 4 micro-batches held, plus the
+    backward's working set" (`memory.moment.PeakMoment`); with chunks per rank, which chunk. The
+    action is counted from 1 here (JSON's `position` from 0)."""
+    what = "idle after the action" if moment["action"] == "idle" else f"the {moment['action']}"
+    where = f" on chunk {moment['chunk']}" if chunks > 1 else ""
+    n = moment["in_flight"]
+    unit = ("micro-batch" if chunks == 1 else "chunk-micro-batch") + ("es" if n != 1 else "")
+    if moment["position"] is None:  # a step too long to walk action by action
+        return f"{what}{where}, {n:,} {unit} held, plus {moment['adds']}"
+    return (f"{what} of micro-batch {moment['microbatch']}{where} (action {moment['position'] + 1:,} of the step), "
+            f"{n:,} {unit} held, plus {moment['adds']}")
+
+
 def memory_verdict(memory: dict, compilation: Compilation) -> str:
     """"fits" is the memory model's word; a layout with another error (dualpipe-v short of
     micro-batches, E0320; a batch that does not divide, ...) does not run however little it
@@ -213,9 +241,20 @@ def memory_verdict(memory: dict, compilation: Compilation) -> str:
     if not memory["fits"]:
         return "does not fit"
     others = sorted({d.code for d in compilation.diagnostics if d.is_error} - {"E0401"})
+    risk = at_risk_text(memory)
     if not others:
-        return "fits"
-    return f"fits in memory, but the layout does not run ({', '.join(f'error[{c}]' for c in others)} below)"
+        return f"fits ({risk})" if risk else "fits"
+    fits = f"fits in memory ({risk})" if risk else "fits in memory"
+    return f"{fits}, but the layout does not run ({', '.join(f'error[{c}]' for c in others)} below)"
+
+
+def at_risk_text(memory: dict) -> str | None:
+    """"at risk: ... W0410" when the margin is under the memory model's measured error (the point
+    estimate fits, the model's record cannot promise it), else None."""
+    if not memory.get("at_risk"):
+        return None
+    return (f"at risk: {size(memory['margin_bytes'])} to spare, under the model's measured under-prediction of "
+            f"{percent(memory['error_band'])}, W0410")
 
 
 def time_text(report: dict, compilation: Compilation, style: Style) -> list[str]:

@@ -730,7 +730,8 @@ def build_page(compilation: Compilation, cluster=None) -> str:
             figures.add(figure(run_budget.dollars(budget["cost"]), f"cost at ${budget['price_per_gpu_hour']:,.2f} per GPU-hour"))
     if memory is not None:
         figures.add(figure(gib(memory["peak_bytes"]), f"peak memory (stage {memory['peak_stage']}) of "
-                           f"{gib(memory['usable_bytes'])} usable", bad=not memory["fits"]))
+                           f"{gib(memory['usable_bytes'])} usable" + (", at risk" if memory.get("at_risk") else ""),
+                           bad=not memory["fits"] or bool(memory.get("at_risk"))))
     figures.add(findings_figure(compilation.diagnostics))
     main.add(figures)
     if cluster is not None:
@@ -791,8 +792,10 @@ def build_page(compilation: Compilation, cluster=None) -> str:
     if memory is None:
         main.add(el("p", {"class": "caption"}, f"not predicted: {data.get('memory_unpredictable') or 'holes open'}"))
     else:
-        verdict = el("span", {"class": "ok" if memory["fits"] else "bad"},
-                     "fits" if memory["fits"] else "does not fit")
+        # at risk (W0410): fits by less than the memory model's measured error, drawn as a warning
+        safe = memory["fits"] and not memory.get("at_risk")
+        verdict = el("span", {"class": "ok" if safe else "bad"},
+                     ("fits (at risk)" if memory.get("at_risk") else "fits") if memory["fits"] else "does not fit")
         main.add(el("p", {"class": "caption"},
                     f"The worst rank of each pipeline stage ({memory['runtime']} runtime), stacked by kind, against "
                     f"{gib(memory['hbm_bytes'])} HBM less a {gib(memory['reserve_bytes'])} reserve. Peak: stage "

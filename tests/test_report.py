@@ -308,9 +308,20 @@ def test_narrow_segments_keep_a_short_label_and_stage_0_backwards_get_numbers(tm
 
 
 def test_the_header_card_counts_allowed_warnings():
-    """Issue 17: the card said "0 / 0 errors / warnings" while Checks listed an allowed W0323."""
+    """Issue 17: the card said "0 / 0 errors / warnings" while Checks listed an allowed W0323
+    (and, since the memory model's error band, an allowed W0410)."""
     page = page_of("llama3-405b")
-    assert "<b>0 / 1</b><span>errors / warnings (1 allowed)</span>" in page
+    assert "<b>0 / 2</b><span>errors / warnings (2 allowed)</span>" in page
+
+
+def test_an_at_risk_fit_reads_fits_at_risk_in_the_page():
+    """W0410: the memory verdict and the peak card say "at risk", drawn as a warning; a layout
+    clear of the band keeps a plain "fits"."""
+    page = page_of("llama3-405b")
+    assert '<span class="bad">fits (at risk)</span>' in page
+    assert "usable, at risk</span>" in page
+    clear = page_of("gpt3-175b")
+    assert '<span class="ok">fits</span>' in clear and "at risk" not in clear
 
 
 def test_one_bubble_figure_in_the_page(monkeypatch):

@@ -183,7 +183,7 @@ def test_compute_turns_are_the_lowerings_turns_with_fsdp_and_weight_actions_empt
                         continue
                     expected = [tuple((codes[kind], stage, micro) for kind, stage, micro in turn if kind in codes)
                                 for turn in plain]
-                    assert schedules._compute_turns(name, pp, v, m, r) == expected, (pp, v, m, r)
+                    assert list(schedules._compute_turns(name, pp, v, m, r)) == expected, (pp, v, m, r)
                     checked += 1
     assert checked
 

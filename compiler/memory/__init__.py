@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..plan import Plan
+from .band import ERROR_BAND, MEASURED_RUNTIMES
 from .buffers import RESERVE_FIXED, RESERVE_FRACTION, reserve_bytes
 from .gpu import Overheads, overheads
 from .inputs import RUNTIMES, Knobs, Shape, knobs_of, missing_knobs, shape_of
@@ -28,7 +29,7 @@ from .model import StageMemory, cached_logits_bytes, peak, per_stage
 __all__ = [
     "RUNTIMES", "RESERVE_FIXED", "RESERVE_FRACTION", "Knobs", "Shape", "StageMemory", "Estimate",
     "Alternative", "estimate", "alternatives", "knobs_of", "shape_of", "missing_knobs", "peak",
-    "per_stage", "reserve_bytes", "unpredictable", "Overheads", "overheads", "layout_overheads",
+    "per_stage", "reserve_bytes", "unpredictable", "Overheads", "overheads", "layout_overheads", "peak_moments",
 ]
 
 
@@ -80,6 +81,27 @@ class Estimate:
     def fits(self) -> bool:
         return self.peak_bytes <= self.usable_bytes
 
+    @property
+    def margin_bytes(self) -> int:
+        """Usable memory less the peak (negative when it does not fit); the same as the reserved
+        limit less the predicted reserved figure, since both add the allocator's overheads."""
+        return self.usable_bytes - self.peak_bytes
+
+    @property
+    def error_band(self) -> float | None:
+        """The memory model's measured error (`band.ERROR_BAND`), a fraction of the prediction;
+        None for an accounting it was not measured on (`band.MEASURED_RUNTIMES`: Megatron's)."""
+        return ERROR_BAND if self.runtime in MEASURED_RUNTIMES else None
+
+    @property
+    def at_risk(self) -> bool:
+        """It fits, but by less than the model's measured error: the worst under-prediction on
+        published runs, applied to the predicted `max_memory_reserved` (the figure the band was
+        measured on), would take it past the reserved limit. Search still ranks by the point
+        verdict (`fits`); the band is a warning (W0410), not a second limit."""
+        band = self.error_band
+        return band is not None and self.fits and self.margin_bytes < band * self.predicted_reserved_bytes
+
 
 def unpredictable(plan: Plan) -> str | None:
     """Why the plan's memory cannot be predicted, or None: open holes, or more pipeline chunks
@@ -113,6 +135,18 @@ def estimate(plan: Plan, runtime: str | None = None) -> Estimate | None:
     return Estimate(runtime=runtime, stages=stages, hbm_bytes=hbm,
                     reserve_bytes=gpu.total, microbatches=knobs.microbatches,
                     padded_vocab=padded_vocab(plan.model.vocab, knobs.tp, runtime), overheads=gpu)
+
+
+def peak_moments(plan: Plan, result: Estimate) -> tuple:
+    """Each stage's `moment.PeakMoment` (None where the walk is not enumerated): which action of
+    the schedule sets its peak. A walk of every action per stage: `parc explain` asks, not search."""
+    from .moment import name_moment
+
+    k = knobs_of(plan, result.runtime)
+    if k is None:
+        return (None,) * len(result.stages)
+    return tuple(name_moment(k.schedule, k.pp, k.virtual_stages, k.microbatches, s.stage, s.moment)
+                 for s in result.stages)
 
 
 def layout_overheads(plan: Plan, cached: int = 0) -> Overheads:

@@ -95,6 +95,11 @@ class StageMemory:
     """Bytes while a checkpoint is saved or loaded: the parameters (and copies held between
     steps), the optimizer states and what building the state dict gathers (ZeRO-1: whole
     optimizer states). Between steps, outside `total`, the step's peak."""
+    moment: tuple | None = None
+    """The schedule state that sets the peak, as the walk found it: (held per chunk, pending per
+    chunk, running local chunk, kind of moment, receive buffers alive), the last three None where
+    the model adds the largest working set to the largest state (no pairing); None past
+    `MAX_STATE_CHUNKS`. `memory.moment.name_moment` names the action (`parc explain`)."""
 
     @property
     def total(self) -> int:
@@ -679,8 +684,31 @@ def keeps_gathered(k: Knobs) -> bool:
 
 def moments_peak(k: Knobs, rank: int, acts: RankActivations, extras: tuple[tuple[int, ...], ...],
                  receive: int = 0) -> tuple[int, int, int, int, int | None] | None:
+    """`paired_moment` without the winning state: (activations in flight, chunk-micro-batches
+    held, local chunk, kind of moment, receive buffers alive or None)."""
+    found = paired_moment(k, rank, acts, extras, receive)
+    return None if found is None else found[:5]
+
+
+def paired_peak(k: Knobs, rank: int, acts: RankActivations, extras: tuple[tuple[int, ...], ...],
+                receive: int = 0) -> tuple[int, int | None, tuple] | None:
+    """The worst moment's bytes beyond the model states, as every caller pairs it: (activations
+    in flight plus the running chunk's extra, `extras[kind][chunk]`, none at an idle moment; the
+    receive buffers alive then, in bytes, or None where they are not paired; `paired_moment`'s
+    answer). None where `paired_moment` pairs nothing. `stage_memory`, `peak` and
+    `activation_floors` read the moment through it, so the three agree by construction."""
+    found = paired_moment(k, rank, acts, extras, receive)
+    if found is None:
+        return None
+    activations, _, chunk, kind, live, _ = found
+    extra = extras[kind][chunk] if kind < 3 else 0
+    return activations + extra, (None if live is None else live * receive), found
+
+
+def paired_moment(k: Knobs, rank: int, acts: RankActivations, extras: tuple[tuple[int, ...], ...],
+                  receive: int = 0) -> tuple | None:
     """(activations in flight, chunk-micro-batches held, local chunk, kind of moment, receive
-    buffers alive or None) at pp rank `rank`'s worst moment when what a moment adds beyond the
+    buffers alive or None, the state (held per chunk, pending per chunk)) at pp rank `rank`'s worst moment when what a moment adds beyond the
     activations in flight is its running chunk's, `extras[kind][c]` (`schedules.moment_states`'
     kinds: 0 a forward or full backward, chunk c's backward working set with the wrapper's
     buffers or its embedding backward; 1 an input backward, over the state before it,
@@ -712,18 +740,18 @@ def moments_peak(k: Knobs, rank: int, acts: RankActivations, extras: tuple[tuple
         return entry[1]
     weights = [ca.held for ca in acts.chunks] + [ca.pending for ca in acts.chunks]
     best = -1
-    found: tuple[int, int, int, int, int | None] = (0, 0, 0, 0, None)
+    found: tuple = (0, 0, 0, 0, None, ((), ()))
     if moments is None:
         for held, pending, chunk, kind in moment_states(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank):
             a = sum(n * w for n, w in zip(held + pending, weights))  # noqa: B905 - equal lengths by construction
             if a + extras[kind][chunk] > best:
-                best, found = a + extras[kind][chunk], (a, sum(held), chunk, kind, None)
+                best, found = a + extras[kind][chunk], (a, sum(held), chunk, kind, None, (held, pending))
     else:
         for held, pending, chunk, kind, live in moments:
             a = sum(n * w for n, w in zip(held + pending, weights))  # noqa: B905 - equal lengths by construction
             total = a + (extras[kind][chunk] if kind < 3 else 0) + live * receive
             if total > best:
-                best, found = total, (a, sum(held), chunk, kind, live)
+                best, found = total, (a, sum(held), chunk, kind, live, (held, pending))
     if len(_MOMENTS) > 65536:
         _MOMENTS.clear()
     _MOMENTS[key] = (acts, found)
@@ -790,6 +818,7 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
 
     best = -1
     best_acts = best_held = 0
+    moment = None
     chunks = acts.chunks
     if k.virtual_stages > MAX_STATE_CHUNKS:
         best_acts, best_held = weighted_peak(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank,
@@ -802,6 +831,7 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
             a += held[c] * ca.held + pending[c] * ca.pending
         if a > best:
             best, best_acts, best_held = a, a, sum(held)
+            moment = (held, pending, None, None, None)
 
     buffers = 0
     if k.runtime == "torch":
@@ -809,21 +839,24 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
     relief = second_embedding_backward(shape, k, rank, acts, states.accumulated_grads > 0)
     embedding_rise = max(0, acts.embedding_backward - relief - buffers)
     p2p = p2p_buffers(shape, k, rank, acts)
-    paired = moments_peak(k, rank, acts, moment_extras(shape, k, params, acts, relief), receive_bytes(shape, k)) \
+    paired = paired_peak(k, rank, acts, moment_extras(shape, k, params, acts, relief), receive_bytes(shape, k)) \
         if k.runtime == "torch" else None
     if paired is not None:  # the working set of the chunk that runs at the worst moment
-        best_acts, best_held, chunk, kind, live = paired
+        _, live_bytes, (best_acts, best_held, chunk, kind, live, state) = paired
+        moment = (*state, chunk, kind, live)
+        # the moment's extra split as the breakdown shows it: the wrapper's buffers with the
+        # chunk's working set, and how far the embedding's backward rises above them
         buffers = transient_buffers(moment_working(acts)[kind][chunk], params, k, shape) if kind < 3 else 0
         embedding = acts.embedding_backward - relief if chunk == acts.embedding_chunk and kind < 3 else 0
         embedding_rise = max(0, embedding - buffers)
-        if live is not None:  # the receive buffers alive at that moment
-            p2p = live * receive_bytes(shape, k)
+        if live_bytes is not None:  # the receive buffers alive at that moment
+            p2p = live_bytes
     return StageMemory(
         stage=rank, layers=params.layers, params=states.params + persistent,
         grads=peak_gradients(states) + whole_vocabulary_gradient(shape, k, acts, states.accumulated_grads > 0),
         optimizer=states.optimizer,
         activations=best_acts, buffers=buffers, in_flight=best_held,
-        p2p=p2p, embedding_backward=embedding_rise,
+        p2p=p2p, embedding_backward=embedding_rise, moment=moment,
         checkpoint=states.params + persistent + states.optimizer + checkpoint_gather_bytes(params.params, k),
     )
 
@@ -871,11 +904,9 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
         if len(acts[r].working) > 1 or k.schedule in ZERO_BUBBLE or receive:
             relief = acts[r].embedding_backward - embedding
             extras = moment_extras(shape, k, rp, acts[r], relief)
-            paired = moments_peak(k, r, acts[r], extras, receive)
+            paired = paired_peak(k, r, acts[r], extras, receive)
             if paired is not None:
-                _, _, chunk, kind, live = paired
-                moment = paired[0] + (extras[kind][chunk] if kind < 3 else 0)
-                p2p = None if live is None else live * receive
+                moment, p2p, _ = paired
         if p2p is None:
             p2p = p2p_buffers(shape, k, r, acts[r])
         total_bytes = exact_state_bytes(shape, k, rp) + whole + moment + p2p
@@ -985,9 +1016,9 @@ def activation_floors(shape: Shape, k: Knobs) -> tuple[int, ...]:
             # each moment with its own chunk's working set
             extras = tuple(tuple(max(w, embedding) if c == a.embedding_chunk else w for c, w in enumerate(each))
                            for each in moment_working(a))
-            paired = moments_peak(k, r, a, extras)
+            paired = paired_peak(k, r, a, extras)
             if paired is not None:
-                floor = paired[0] + extras[paired[3]][paired[2]]
+                floor = paired[0]
         out.append(floor)
     return tuple(out)
 

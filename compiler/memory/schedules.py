@@ -689,7 +689,8 @@ def live_receives(lowered: list[tuple]) -> int:
     return best
 
 
-def _compute_turns(schedule: str, pp: int, v: int, m: int, rank: int) -> list[tuple]:
+@lru_cache(maxsize=256)
+def _compute_turns(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[tuple, ...]:
     """The rank's lowering turns as `_walked_receives` reads them: per turn, its compute actions
     as (0 forward / 1 backward, stage, micro-batch), () for a turn that computes nothing (a
     weight backward, FSDP's unshard, reshard and reduce-grad). The same list as
@@ -762,7 +763,7 @@ def _compute_turns(schedule: str, pp: int, v: int, m: int, rank: int) -> list[tu
             out.append(())
         i += 1
     out.extend(() for _ in held)
-    return out
+    return tuple(out)
 
 
 @lru_cache(maxsize=4096)

@@ -82,3 +82,43 @@ def _seconds(x: float) -> str:
     from ..diff import value_text
 
     return value_text("s", x)
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory: a winner that fits by less than the memory model's measured error
+#
+# Search ranks by the point verdict (`Estimate.fits`), not by "fits with the band to spare": the
+# band is the model's worst under-prediction on 20 published runs (compiler/memory/band.py), a
+# bound on its record, not a distribution to rank by; most of the error is shared by layouts of one
+# model and schedule (the five 405B 1F1B rows are all under, by 3.7-13.3 %; the 8B rows within
+# 2.5 % either way), so a uniform band says nothing about which of two close layouts is safer; and
+# dropping every layout within 15 % of the part would drop the fastest options of every
+# memory-bound model for a risk a short run on the part settles. So an at-risk winner stays first and is marked, beside the fastest runner-up that is
+# clear of the band: the safe choice and what it costs.
+
+
+def memory_clear_runner_up(candidates: list) -> object | None:
+    """The fastest listed runner-up whose memory is not at risk, when the winner's is; None when
+    the winner is clear of the band (or no listed runner-up is)."""
+    if not candidates or not candidates[0].memory.at_risk:
+        return None
+    return next((c for c in candidates[1:] if not c.memory.at_risk), None)
+
+
+def memory_risk_line(candidates: list) -> str | None:
+    """One sentence for the search's text when the winner fits by less than the band (W0410)."""
+    if not candidates or not candidates[0].memory.at_risk:
+        return None
+    from ..human import size
+
+    winner, clear = candidates[0], memory_clear_runner_up(candidates)
+    m = winner.memory
+    text = (f"#1 is at risk in memory (W0410): it fits by {size(m.margin_bytes)}, less than the memory model's "
+            f"measured under-prediction ({m.error_band:.1%} of the prediction on published runs), so it may not fit. ")
+    if clear is None:
+        text += (f"No listed runner-up is clear of the band ({len(candidates) - 1} listed): a larger `--top`, more "
+                 "GPUs, or a rehearsal of #1 (`parc rehearse`) settles it.")
+    else:
+        text += (f"The fastest runner-up clear of it is #{clear.rank} ({size(clear.memory.margin_bytes)} to spare, "
+                 f"{gap(winner, clear):.1%} slower per step).")
+    return textwrap.fill(text, width=110, break_on_hyphens=False)

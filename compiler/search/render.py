@@ -17,7 +17,7 @@ from ..plan import AXES
 from . import Candidate, SearchResult
 from .engine import UNPREDICTED, Outcome, SpaceTooLarge
 from .explain import LABELS
-from .ranking import TIME_MODEL_SPREAD, benchmark_line
+from .ranking import TIME_MODEL_SPREAD, benchmark_line, memory_clear_runner_up, memory_risk_line
 from .space import AXIS_HOLES, Space
 
 KNOB_COLUMNS = (
@@ -78,7 +78,8 @@ def render_text(result: SearchResult, style: Style) -> str:
         time, rate = c.prediction.time_json(), c.prediction.throughput_json()
         rows.append([str(c.rank), layout_text(space, c)] + [c.values[h] for h, _ in shown_knobs] + [
             f"{rate['tokens_per_second']:,.0f}", value_text("s", time["step_seconds"]), percent(rate["mfu"]),
-            value_text("bytes", c.peak_bytes), percent(time["bubble_share"]), value_text("s", _exposed(c)),
+            value_text("bytes", c.peak_bytes) + ("!" if c.memory.at_risk else ""), percent(time["bubble_share"]),
+            value_text("s", _exposed(c)),
             "*" if c.pareto else ""])
     first_number = 2 + len(shown_knobs)
     table = _table(rows, set(range(first_number, first_number + 6)) | {0})
@@ -87,6 +88,10 @@ def render_text(result: SearchResult, style: Style) -> str:
     lines += ["", f"{what} (peak memory of the worst rank, {value_text('bytes', usable)} usable per GPU; "
               "bubble = idle share of the step):"]
     lines += table
+    if any(c.memory.at_risk for c in result.candidates):
+        band = next(c.memory.error_band for c in result.candidates if c.memory.at_risk)
+        lines.append(f"  ! fits by less than the memory model's measured under-prediction ({band:.1%}): "
+                     "at risk (W0410)")
     if written:
         return "\n".join(lines + _check_lines(result.winner, "the spec", style)) + "\n"
     lines.append("  * on the Pareto frontier of peak memory and tokens/s: nothing in the whole space is as fast "
@@ -98,6 +103,9 @@ def render_text(result: SearchResult, style: Style) -> str:
         honest = benchmark_line(result.candidates, result.benchmark_first)
         if honest:
             lines += ["", honest]
+    risk = memory_risk_line(result.candidates)
+    if risk and not written:
+        lines += ["", risk]
     winner = result.winner
     values = ", ".join(f"{LABELS.get(h, h)} {v}" for h, v in winner.values.items())
     lines += ["", style.bold(f"winner: {values}")]
@@ -138,6 +146,10 @@ def candidate_json(space: Space, c: Candidate) -> dict:
         "mfu": c.prediction.throughput_json()["mfu"],
         "peak_bytes": c.peak_bytes,
         "usable_bytes": c.memory.usable_bytes,
+        "memory_margin_bytes": c.memory.margin_bytes,
+        "memory_at_risk": c.memory.at_risk,
+        "predicted_max_memory_reserved_bytes": c.memory.predicted_reserved_bytes,
+        "reserved_limit_bytes": c.memory.reserved_limit_bytes,
         "bubble_fraction": c.prediction.time_json()["bubble_fraction"],  # kept: the idle/busy ratio
         "bubble_share": c.prediction.time_json()["bubble_share"],  # the bubble: idle share of the step
         "exposed_comm_seconds": c.prediction.time_json()["exposed_comm_seconds"],
@@ -150,6 +162,10 @@ def candidate_json(space: Space, c: Candidate) -> dict:
         "budget": _budget_json(c),
         "diagnostics": as_json(c.compilation.diagnostics),
     }
+
+
+def _rank(c: Candidate | None) -> int | None:
+    return None if c is None else c.rank
 
 
 def _budget_json(c: Candidate) -> dict | None:
@@ -168,6 +184,8 @@ def render_json(result: SearchResult, written: bool = False) -> dict:
         "candidates": [candidate_json(space, c) for c in result.candidates],
         "winner": result.winner.values if result.winner else None,
         "error_band": TIME_MODEL_SPREAD,
+        "memory_error_band": result.winner.memory.error_band if result.winner else None,
+        "memory_clear_runner_up": _rank(memory_clear_runner_up(result.candidates)),
         "benchmark_first": result.benchmark_first.rank if result.benchmark_first else None,
         "written": written,
         "rejected": result.rejected,
