@@ -18,7 +18,7 @@ from parc.pipeline import compile_path, compile_text
 
 from .conftest import ROOT, run_cli
 
-ONE_F_ONE_B = """tp 1 x pp 4 x dp 2 on nodes(8 gpus, nvlink)
+FOUR_STAGES = """tp 1 x pp 4 x dp 2 on nodes(8 gpus, nvlink)
 model llama3-8b { layers 16 }
 hardware {
   gpu h100-sxm
@@ -29,8 +29,10 @@ train {
   micro-batch 1
   recompute selective
 }
-pp { schedule 1f1b }
 """
+"""Llama 3 8B (16 layers) on pp 4 x dp 2: the spec every case here varies by its pp block."""
+
+ONE_F_ONE_B = FOUR_STAGES + "pp { schedule 1f1b }\n"
 
 
 def test_1f1b_pp4_m8_by_hand(tmp_path):
@@ -255,22 +257,7 @@ def test_a_forward_named_at_the_peak_is_called_the_models_bound():
                     "alive (the model's bound: it charges a forward its chunk's backward working set)")
 
 
-SMALL_PIPELINE = """tp 1 x pp 4 x dp 2 on nodes(8 gpus, nvlink)
-model llama3-8b { layers 16 }
-hardware {
-  gpu h100-sxm
-}
-train {
-  seq 4096
-  global-batch 16
-  micro-batch 1
-  recompute selective
-}
-pp {
-  schedule SCHEDULE
-  virtual-stages 2
-}
-"""
+SMALL_PIPELINE = FOUR_STAGES + "pp {\n  schedule SCHEDULE\n  virtual-stages 2\n}\n"
 
 
 def torch_receives_alive(schedule: str, pp: int, v: int, m: int, rank: int, action: str, chunk: int,
