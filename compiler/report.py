@@ -9,7 +9,8 @@ Four pictures, each built as data with `svg.py` and drawn from facts computed el
 - the pipeline schedule: forward, backward and weight-gradient blocks per stage across
   micro-batches, placed by `schedule.py` with the time model's per-chunk times; idle time is
   hatched, so the bubble shows;
-- memory per stage as stacked bars against the usable HBM (`parc explain`'s memory section);
+- memory per stage as stacked bars against the usable HBM (`parc explain`'s memory section),
+  with the moment of the schedule that sets each stage's peak in a table and in each bar's hover;
 - the step-time breakdown (`parc explain`'s time section), and with a training budget in the
   spec the whole run's days, GPU-hours and cost in the same breakdown (`parc explain`'s budget).
 
@@ -24,6 +25,7 @@ from typing import Any
 
 from . import budget as run_budget
 from .diagnostics import Style, render_text
+from .explain import moment_text
 from .human import count, percent
 from .human import size as gib
 from .pipeline import Compilation
@@ -473,7 +475,9 @@ def memory_picture(memory: dict) -> Element:
         y = base
         g = el("g", {"class": "bar"})
         parts = "; ".join(f"{name} {gib(s[key])}" for key, name, _ in MEMORY_PARTS)
-        g.add(el("title", None, f"stage {s['stage']}: {gib(s['total_bytes'])} ({parts})"))
+        at = s.get("peak_moment")
+        when = f"; peak at {moment_text(at, memory['virtual_stages'] or 1)}" if at is not None else ""
+        g.add(el("title", None, f"stage {s['stage']}: {gib(s['total_bytes'])} ({parts}){when}"))
         for key, _, colour in MEMORY_PARTS:
             h = max(s[key] * scale, MIN_PART_PX) if s[key] > 0 else 0.0
             y -= h
@@ -498,6 +502,32 @@ def memory_picture(memory: dict) -> Element:
     svg.add(el("text", {"x": label_w + plot_w / 2, "y": base + 30, "text-anchor": "middle", "class": "label"},
                "pipeline stage"))
     return svg
+
+
+def moment_table(memory: dict) -> Element | None:
+    """Which moment of the schedule sets each stage's peak (`parc explain`'s peak moment,
+    `memory.moment.PeakMoment`), a row per stage: the action, its chunk (with chunks per rank),
+    micro-batch and place in the step (counted from 1, as `parc explain` prints it), the
+    chunk-micro-batches held then and what the moment adds on top. A cell the model could not
+    place (a step too long to walk) reads "-". None when no stage's moment is named."""
+    stages = [s for s in memory["per_stage"] if s.get("peak_moment") is not None]
+    if not stages:
+        return None
+    chunks = (memory["virtual_stages"] or 1) > 1
+    table = el("table", {"class": "moments"})
+    head = ["stage", "action"] + (["chunk"] if chunks else []) + ["micro-batch", "action of the step", "held", "adds"]
+    table.add(el("tr", None, *(el("th", None, h) for h in head)))
+    for s in stages:
+        m = s["peak_moment"]
+        action = "idle after the action" if m["action"] == "idle" else m["action"]
+        cells = [el("td", {"class": "num"}, str(s["stage"])), el("td", None, action)]
+        if chunks:
+            cells.append(el("td", {"class": "num"}, str(m["chunk"])))
+        cells += [el("td", {"class": "num"}, "-" if m["microbatch"] is None else str(m["microbatch"])),
+                  el("td", {"class": "num"}, "-" if m["position"] is None else f"{m['position'] + 1:,}"),
+                  el("td", {"class": "num"}, f"{m['in_flight']:,}"), el("td", None, m["adds"])]
+        table.add(el("tr", {"data-stage": s["stage"]}, *cells))
+    return table
 
 
 def _nice_step(top: float) -> float:
@@ -809,6 +839,15 @@ def build_page(compilation: Compilation, cluster=None) -> str:
                           f"{name} {gib(peak[key])}"))
         main.add(legend)
         main.add(memory_picture(memory))
+        moments = moment_table(memory)
+        if moments is not None:
+            main.add(el("h3", None, "Peak moment per stage"))
+            main.add(el("p", {"class": "caption"},
+                        "The moment of the schedule that sets each stage's peak (as `parc explain` names it): the "
+                        "action running then, its micro-batch (0-based) and place in the step, the "
+                        + ("chunk-micro-batches" if (memory["virtual_stages"] or 1) > 1 else "micro-batches")
+                        + " whose saved activations are held, and what the moment adds on top of them."))
+            main.add(moments)
 
     main.add(el("h2", {"id": "time"}, "Step time"))
     if time is None:

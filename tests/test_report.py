@@ -207,6 +207,8 @@ def test_page_in_headless_chromium(name, tmp_path):
     assert 'data-ready="1"' in dom, "the inline script did not run to its end"
     for picture in ("grid", "timeline", "memory", "steptime"):
         assert f'class="{picture}"' in dom
+    stages = compile_path(str(ROOT / "specs" / f"{name}.par")).plan.layout.degree("pp") or 1
+    assert len(re.findall(r'<tr data-stage="\d+">', dom)) == stages > 0, "a stage's peak moment is missing"
     assert dom.count('class="gpu"') == html.count('class="gpu"') > 0
     assert dom.count('class="op op-') == html.count('class="op op-') > 0
 
@@ -434,3 +436,44 @@ def test_labels_stay_inside_their_segments_in_chromium(name, tmp_path):
     count = int(re.search(r'data-labels="(\d+)"', loaded.stdout)[1])
     assert count > 0
     assert 'data-overflow=""' in loaded.stdout, re.search(r'data-overflow="([^"]*)"', loaded.stdout)[1]
+
+
+def _moment_rows(page: str) -> dict[int, list[str]]:
+    """The peak-moment table's cells, row by row, as text (tags stripped, entities decoded)."""
+    rows = {}
+    for stage, row in re.findall(r'<tr data-stage="(\d+)">(.*?)</tr>', page):
+        rows[int(stage)] = [html.unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+    return rows
+
+
+@pytest.mark.parametrize("name", ["tiny", "llama3-405b", "mixtral-8x7b-5d"])
+def test_the_page_names_each_stages_peak_moment_as_explain_does(name):
+    """Issue 15: the memory section names the moment of the schedule that sets each stage's peak,
+    read against `parc explain --format json`'s `peak_moment` of the same spec (its own process,
+    its own JSON), field by field: action, chunk (with chunks per rank), micro-batch, the
+    action's place in the step (1-based on the page), what is held and what the moment adds.
+    Each bar's hover names the same moment."""
+    import json
+
+    page = page_of(name)
+    memory = json.loads(run_cli("explain", f"specs/{name}.par", "--format", "json").stdout)["memory"]
+    named = [s for s in memory["per_stage"] if s["peak_moment"] is not None]
+    assert named, "no stage names its peak moment: nothing to compare"
+    rows = _moment_rows(page)
+    assert sorted(rows) == [s["stage"] for s in named]
+    chunks = memory["virtual_stages"] > 1
+    for s in named:
+        m, cells = s["peak_moment"], rows[s["stage"]]
+        expected = [str(s["stage"]), m["action"] if m["action"] != "idle" else "idle after the action"]
+        expected += [str(m["chunk"])] if chunks else []
+        expected += ["-" if m["microbatch"] is None else str(m["microbatch"]),
+                     "-" if m["position"] is None else str(m["position"] + 1), str(m["in_flight"]), m["adds"]]
+        assert [c.replace(",", "") if i != len(cells) - 1 else c for i, c in enumerate(cells)] == expected
+        title = html.unescape(re.search(rf"<title>stage {s['stage']}: [^<(]*\([^<]*?\)(; peak at [^<]*)</title>",
+                                        page)[1])
+        assert title.startswith("; peak at the " if m["action"] != "idle" else "; peak at idle")
+        assert title.endswith(f"plus {m['adds']}")
+        if m["microbatch"] is not None:
+            assert f"micro-batch {m['microbatch']}" in title
+    if name == "llama3-405b":  # interleaved 1F1B: the last stage peaks in a backward, the first in a forward
+        assert rows[0][1] == "forward" and rows[max(rows)][1] == "backward"
