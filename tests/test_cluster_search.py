@@ -658,3 +658,83 @@ def test_the_compute_floor_sees_the_small_gemms_of_a_large_cluster():
     assert floors.step(gpus) > 2 * floors.gpu_seconds / gpus
     best = search(compile_text(LLAMA_405B_EVERY_HOLE.replace("NODES", "12288").replace("@TRAIN@", "")), top=1).winner
     assert best is not None and floors.step(gpus) <= best.step
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory at risk (W0410): the layout search's mark, per cluster
+
+AT_RISK = """job risky
+tp ? x dp ? on nodes(8 gpus, nvlink)
+model llama3-8b { layers 16 }
+hardware {
+  gpu GPU
+  nodes NODES
+}
+train {
+  seq 4096
+  global-batch 48
+  micro-batch 3
+  recompute none
+  tokens 1B
+}
+"""
+"""Llama 3 8B cut to 16 layers at micro-batch 3: on an 80 GB H100 the fastest layout fits by 9 GiB,
+less than the band's 15 % of its predicted reserved bytes; a 192 GB B200 has room to spare."""
+
+
+def test_cluster_search_marks_at_risk_clusters_and_names_their_clear_runner_up(tmp_path):
+    """A cluster whose winning layout fits by less than the memory model's measured band is marked
+    in the table and the JSON, and the fastest runner-up clear of it is the one `parc search`
+    names on that cluster written out in full. The mark is recomputed here from the bytes: the
+    predicted max_memory_reserved grown by the band passes the reserved limit."""
+    from parc.memory import band
+    from parc.search import DEFAULT_TOP
+
+    spec = tmp_path / "risky.par"
+    spec.write_text(AT_RISK.replace("GPU", "? in [h100-sxm, b200]").replace("NODES", "? in 1 to 2"))
+    found = json.loads(run_cli("search", str(spec), "--format", "json").stdout)["cluster"]
+    points = [p for p in found["points"] if p["layout"] is not None]
+    assert len(points) == 4
+    for p in points:
+        edge = p["predicted_max_memory_reserved_bytes"] * (1 + band.ERROR_BAND)
+        assert p["memory_at_risk"] == (edge > p["reserved_limit_bytes"]), (p["gpu"], p["nodes"])
+        assert p["memory_error_band"] == band.ERROR_BAND
+    assert {p["gpu"] for p in points if p["memory_at_risk"]} == {"h100-sxm"}  # both verdicts are checked
+    assert {p["gpu"] for p in points if not p["memory_at_risk"]} == {"b200"}
+    assert found["chosen"]["memory_at_risk"] is True and found["chosen"]["gpu"] == "h100-sxm"
+    for p in points:
+        if not p["memory_at_risk"]:
+            assert p["memory_clear_runner_up"] is None
+            continue
+        # the same cluster written out, searched by the layout search alone
+        filled = tmp_path / f"{p['gpu']}-{p['nodes']}.par"
+        filled.write_text(AT_RISK.replace("GPU", p["gpu"]).replace("NODES", str(p["nodes"])))
+        listed = json.loads(run_cli("search", str(filled), "--format", "json").stdout)
+        candidates = listed["candidates"]
+        assert 1 < len(candidates) <= DEFAULT_TOP
+        assert candidates[0]["values"] == p["values"] and candidates[0]["memory_at_risk"]
+        clear = next(c for c in candidates if (c["predicted_max_memory_reserved_bytes"] * (1 + band.ERROR_BAND)
+                                               <= c["reserved_limit_bytes"]))
+        runner_up = p["memory_clear_runner_up"]
+        assert runner_up["rank"] == clear["rank"] == listed["memory_clear_runner_up"] > 1
+        assert runner_up["values"] == clear["values"]
+        assert runner_up["memory_margin_bytes"] == clear["memory_margin_bytes"]
+        assert runner_up["slower_fraction"] == pytest.approx(
+            (clear["step_seconds"] - candidates[0]["step_seconds"]) / candidates[0]["step_seconds"], rel=1e-4)
+    text = run_cli("search", str(spec)).stdout
+    rows = [line for line in text.splitlines() if line[:4].strip(">* ") == "" and ("h100-sxm" in line or "b200" in line)
+            and " x " in line]
+    assert len(rows) == 4
+    for line in rows:  # `!` after the layout exactly on the at-risk clusters
+        assert ("!" in line) == ("h100-sxm" in line), line
+    assert "`!` at risk in memory (W0410)" in text
+    assert "  ! 1 nodes of h100-sxm: fits by 9.0 GiB; the fastest runner-up clear of it is #" in text
+    assert "; at risk in memory (W0410, `!` above)" in next(line for line in text.splitlines()
+                                                           if line.startswith("answer: "))
+
+
+def test_the_listing_a_runner_up_is_named_from_is_parc_searchs_default():
+    """`DEFAULT_TOP` is written again as the CLI's --top default (the CLI never imports search)."""
+    from parc.search import DEFAULT_TOP
+
+    assert f"[default: {DEFAULT_TOP};" in run_cli("search", "--help").stdout

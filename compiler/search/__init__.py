@@ -29,6 +29,13 @@ from .engine import Engine, SpaceTooLarge, Stats
 from .fill import FillError, fill, verify, written_span
 from .space import Assignment, Space, build_space, hole_values
 
+DEFAULT_TOP = 10
+"""Layouts a search lists unless told otherwise (`parc search --top`'s default, written again in
+cli.py so that the CLI starts without importing search; tests/test_cluster_search.py holds the
+two equal): the runners-up among which an at-risk winner's clear runner-up is named
+(`ranking.memory_clear_runner_up`), by the layout search and, for its at-risk clusters, by the
+cluster search."""
+
 SPARES = 4
 """Candidates kept beyond the N asked for, in case the real front end rejects one the fast path
 accepted (it never should: tests/test_search_rules.py; a rejection is counted and shown)."""
@@ -88,7 +95,7 @@ def job_diagnostics(plan):
     return backend_diagnostics(plan)
 
 
-def search(compilation: Compilation, top: int = 10,
+def search(compilation: Compilation, top: int = DEFAULT_TOP,
            progress: Callable[[int, int], None] | None = None, ceiling: float = math.inf,
            degree_values: dict[str, frozenset[int]] | None = None) -> SearchResult:
     """The best `top` assignments of a spec's holes. The compilation must have a plan and no

@@ -113,6 +113,18 @@ class Point:
     frontier: bool = False
     searched: bool = False
     """Whether a layout search ran (not when the front end or the memory floor answered)."""
+    memory: object | None = None
+    """The winning layout's memory estimate (`memory.Estimate`): its margin, predicted
+    `max_memory_reserved` and whether it is at risk (W0410, `Estimate.at_risk`)."""
+    clear_runner_up: RunnerUp | None = None
+    """With an at-risk winner: the fastest runner-up clear of the band among the layouts `parc
+    search` lists on this cluster (`name_clear_runner_ups`); None when none listed is clear."""
+    listed: int = 0
+    """How many layouts that listing held (0 when the winner is not at risk: none was made)."""
+
+    @property
+    def at_risk(self) -> bool:
+        return self.memory is not None and self.memory.at_risk
 
     @property
     def ok(self) -> bool:
@@ -121,6 +133,22 @@ class Point:
     @property
     def tokens_per_dollar(self) -> float | None:
         return None if not self.cost else self.tokens / self.cost
+
+
+@dataclass(frozen=True)
+class RunnerUp:
+    """A cluster's fastest runner-up layout clear of the memory band, as the layout search names
+    it (`ranking.memory_clear_runner_up`) when its winner is at risk."""
+
+    rank: int
+    """Its place in the cluster's layout search (`parc search` on the filled spec), 1 = the winner."""
+    layout: str
+    values: dict
+    step: float
+    slower: float
+    """How much slower its predicted step is than the winner's, a fraction (`ranking.gap`)."""
+    margin_bytes: int
+    """What it has to spare under the usable memory (`Estimate.margin_bytes`)."""
 
 
 @dataclass
@@ -136,6 +164,9 @@ class ClusterResult:
     """Layout searches run (in full or under a ceiling)."""
     ruled_out: int = 0
     """Candidates not listed: ruled out by their floors, or with no layout under their ceiling."""
+    runner_up_searches: int = 0
+    """Layout searches run after the answer to name at-risk clusters' clear runners-up
+    (`name_clear_runner_ups`); not counted in `searches`."""
 
     @property
     def frontier(self) -> list[Point]:
@@ -282,11 +313,44 @@ def evaluate(compilation: Compilation, question: ClusterQuestion, probe: Probe,
     point.text = winner.text
     point.values = dict(winner.values)
     point.step = winner.step
-    point.layout = " x ".join(f"{a.name} {a.degree}" for a in winner.compilation.plan.layout.axes)
+    point.layout = layout_of(winner)
+    point.memory = winner.memory
     if run is not None:
         point.days, point.gpu_hours, point.cost = run.days, run.gpu_hours, run.cost
         point.price_source, point.tokens = run.price_source, run.tokens
     return point
+
+
+def layout_of(candidate) -> str:
+    """A layout search candidate's axes and degrees, as the cluster table writes them."""
+    return " x ".join(f"{a.name} {a.degree}" for a in candidate.compilation.plan.layout.axes)
+
+
+def name_clear_runner_ups(compilation: Compilation, question: ClusterQuestion, points: list[Point]) -> int:
+    """For each listed cluster whose winner is at risk in memory (W0410), the fastest runner-up
+    clear of the band, found as `parc search` on the filled spec finds it: its default listing
+    (`DEFAULT_TOP` layouts, no ceiling: a runner-up is slower than the winner by definition, so a
+    ceiling set for the answer would hide it) and the layout search's own rule
+    (`ranking.memory_clear_runner_up`). Only at-risk winners pay this second search; the answer
+    and the frontier do not depend on it. Returns how many searches ran."""
+    from . import DEFAULT_TOP, search
+    from .ranking import gap, memory_clear_runner_up
+
+    searches = 0
+    for point in points:
+        if not point.at_risk:
+            continue
+        filled = compile_text(fill_cluster(compilation.source.text, question, point.probe), compilation.source.path)
+        listing = search(filled, top=DEFAULT_TOP, degree_values=layout_degrees(filled.plan))
+        searches += 1
+        point.listed = len(listing.candidates)
+        clear = memory_clear_runner_up(listing.candidates)
+        if clear is not None:
+            winner = listing.candidates[0]
+            point.clear_runner_up = RunnerUp(rank=clear.rank, layout=layout_of(clear), values=dict(clear.values),
+                                             step=clear.step, slower=gap(winner, clear),
+                                             margin_bytes=clear.memory.margin_bytes)
+    return searches
 
 
 def layout_degrees(plan) -> dict[str, frozenset[int]]:
@@ -730,6 +794,7 @@ def search_cluster(compilation: Compilation) -> ClusterResult:
                                                           objective="cost"), result)
     result.points = sorted(evaluate_once.seen.values(), key=lambda p: (gpu_order(result, p), p.probe.nodes))
     result.searches = evaluate_once.searches
+    result.runner_up_searches = name_clear_runner_ups(compilation, question, result.points)
     result.ruled_out = sum(result.candidates.values()) - len(result.points)
     _mark_frontier(result.points)
     if result.chosen is None:

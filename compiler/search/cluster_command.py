@@ -67,7 +67,8 @@ def render_text(result: ClusterResult) -> str:
             rows.append((mark, p.probe.gpu, f"{p.probe.nodes:,}", f"{p.probe.gpus:,}", f"no layout ({p.reason.split(':')[0]})",
                          "", "", "", ""))
             continue
-        rows.append((mark, p.probe.gpu, f"{p.probe.nodes:,}", f"{p.probe.gpus:,}", p.layout, f"{p.step:.2f} s",
+        rows.append((mark, p.probe.gpu, f"{p.probe.nodes:,}", f"{p.probe.gpus:,}", p.layout + ("!" if p.at_risk else ""),
+                     f"{p.step:.2f} s",
                      days_text(p.days), hours_text(p.gpu_hours).replace(" GPU-hours", ""), _cost(p)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     right = {2, 3, 5, 6, 7, 8}
@@ -77,15 +78,49 @@ def render_text(result: ClusterResult) -> str:
     lines.append("")
     lines.append("`>` the answer; `*` the frontier of time to train against cost (no cluster tried is both faster "
                  "and cheaper)")
+    lines += risk_lines(result)
     chosen = result.chosen
     if chosen is not None:
         lines.append(f"answer: {chosen.probe.nodes:,} nodes of {chosen.probe.gpu} ({chosen.probe.gpus:,} GPUs), "
-                     f"{chosen.layout}: {days_text(chosen.days)}, {hours_text(chosen.gpu_hours)}, {_cost(chosen)}")
+                     f"{chosen.layout}: {days_text(chosen.days)}, {hours_text(chosen.gpu_hours)}, {_cost(chosen)}"
+                     + ("; at risk in memory (W0410, `!` above)" if chosen.at_risk else ""))
         if chosen.values:
             lines.append("with " + ", ".join(f"{k} {v}" for k, v in chosen.values.items()))
         if chosen.price_source:
             lines.append(f"price: {chosen.price_source}")
     return "\n".join(lines) + "\n"
+
+
+def risk_lines(result: ClusterResult) -> list[str]:
+    """`!` and, per cluster whose winner fits by less than the memory model's measured
+    under-prediction (W0410, the layout search's mark), the fastest runner-up of its layout
+    search clear of the band, as `parc search` on that cluster names it."""
+    risky = [p for p in result.points if p.ok and p.at_risk]
+    if not risky:
+        return []
+    from ..human import size
+
+    lines = [f"`!` at risk in memory (W0410): the layout fits by less than the memory model's measured "
+             f"under-prediction ({risky[0].memory.error_band:.1%} of its predicted max_memory_reserved)"]
+    for p in risky:
+        where = f"  ! {p.probe.nodes:,} nodes of {p.probe.gpu}: fits by {size(p.memory.margin_bytes)}; "
+        clear = p.clear_runner_up
+        if clear is None:
+            lines.append(where + f"no runner-up of the {p.listed} layouts `parc search` lists is clear of the band")
+            continue
+        values = ", ".join(f"{k} {v}" for k, v in clear.values.items())
+        lines.append(where + f"the fastest runner-up clear of it is #{clear.rank}, {clear.layout} ({values}): "
+                     f"{size(clear.margin_bytes)} to spare, {clear.slower:.1%} slower per step")
+    return lines
+
+
+def _runner_up_json(r) -> dict | None:
+    from ..budget import _r
+
+    if r is None:
+        return None
+    return {"rank": r.rank, "layout": r.layout, "values": r.values, "step_s": _r(r.step),
+            "slower_fraction": _r(r.slower), "memory_margin_bytes": r.margin_bytes}
 
 
 def point_json(p: Point) -> dict:
@@ -97,6 +132,13 @@ def point_json(p: Point) -> dict:
         "days": None if p.days is None else _r(p.days),
         "gpu_hours": None if p.gpu_hours is None else _r(p.gpu_hours),
         "cost": None if p.cost is None else _r(p.cost), "frontier": p.frontier, "values": p.values,
+        # the winner's memory verdict, with the layout search's fields and rule (search/render.py)
+        "memory_at_risk": p.at_risk,
+        "memory_margin_bytes": None if p.memory is None else p.memory.margin_bytes,
+        "predicted_max_memory_reserved_bytes": None if p.memory is None else p.memory.predicted_reserved_bytes,
+        "reserved_limit_bytes": None if p.memory is None else p.memory.reserved_limit_bytes,
+        "memory_error_band": None if p.memory is None else p.memory.error_band,
+        "memory_clear_runner_up": _runner_up_json(p.clear_runner_up),
     }
 
 
