@@ -1,0 +1,264 @@
+"""A replay of torch's CUDA caching allocator: what `torch.cuda.max_memory_reserved()` would
+report for a rank, given the sizes and order of its allocations and frees.
+
+The memory model predicts reserved memory as the tensors' peak plus sourced overheads, the
+allocator's rounding and fragmentation taken as a flat share of HBM (`gpu.FRAGMENTATION`). The
+rehearsal (`parc rehearse`) records one rank's allocation sequence on fake tensors, and this
+module replays it through the allocator's policy, so the reserve and the fragmentation of that
+sequence are computed rather than assumed. Pure Python: the compiler never imports torch.
+
+The policy is DeviceCachingAllocator's in pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp
+(read at commit 001074d25084fdb87a799823e395a50f5ec044d3; functions named, as line numbers
+drift), with the default configuration (no `PYTORCH_CUDA_ALLOC_CONF`):
+
+- `round_size`: a request under kMinBlockSize = 512 bytes takes 512, any other is rounded up to
+  a multiple of 512 (`roundup_power2_divisions` is off by default);
+- `get_pool`: a rounded size <= kSmallSize = 1 MiB is served from the small pool, a larger one
+  from the large pool; freed blocks of one pool never serve the other;
+- `get_allocation_size`: a new segment (cudaMalloc) is kSmallBuffer = 2 MiB for the small pool,
+  kLargeBuffer = 20 MiB for a request under kMinLargeAlloc = 10 MiB, and the request rounded up
+  to kRoundLarge = 2 MiB otherwise;
+- `get_free_block`: best fit, the smallest cached block of the pool at least the request's size
+  (BlockComparatorSize: size, then address), with the oversize rules: a request under
+  `max_split_size` never takes a block of at least `max_split_size`, and a request of at least
+  `max_split_size` takes a block only if it is less than the request + kLargeBuffer larger
+  (`max_split_size` is unlimited by default, so both are off unless set);
+- `should_split`: the small pool splits when at least 512 bytes remain; the large pool when the
+  request is under `max_split_size` and more than kSmallSize = 1 MiB remains (otherwise the
+  whole block is handed out and counts as allocated); `alloc_found_block`: the request takes
+  the block's front, the remainder stays cached behind it;
+- `free_block` / `try_merge_blocks`: a freed block merges with its free neighbours of the same
+  segment; segments are never returned to the driver while memory lasts;
+- `malloc` / `alloc_block`: with no fitting cached block, a new segment; when that would pass
+  the device's limit, `release_available_cached_blocks` (only with `max_split_size` set; not
+  modelled) and then `release_cached_blocks` free every cached block that is a whole segment
+  (`release_blocks`: `!block->prev && !block->next`), and the segment is tried again; past the
+  limit still, the run is out of memory;
+- expandable segments are off by default and are not modelled.
+
+One stream: the caching allocator keeps freed blocks per stream (BlockComparatorSize compares
+the stream first) and a tensor used on another stream is freed only when that stream's work is
+done (`recordStream`, `insert_events`). FSDP2 all-gathers and reduce-scatters on streams of its
+own; the rehearsal's fake tensors have no streams, so every request is replayed on one, which
+lets blocks be reused across what would be streams on a GPU: the replay's reserve is a floor in
+that respect (docs/memory-model.md, "Replaying the caching allocator").
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+K_MIN_BLOCK_SIZE = 512
+"""kMinBlockSize: every size is rounded to a multiple of it."""
+K_SMALL_SIZE = 1 << 20
+"""kSmallSize: the largest request served from the small pool (1 MiB)."""
+K_SMALL_BUFFER = 2 << 20
+"""kSmallBuffer: the small pool's segments (2 MiB)."""
+K_LARGE_BUFFER = 20 << 20
+"""kLargeBuffer: the segment of a large request under kMinLargeAlloc (20 MiB)."""
+K_MIN_LARGE_ALLOC = 10 << 20
+"""kMinLargeAlloc: requests from 1 MiB up to this share 20 MiB segments (10 MiB)."""
+K_ROUND_LARGE = 2 << 20
+"""kRoundLarge: larger requests get a segment of their size rounded up to this (2 MiB)."""
+UNLIMITED = 1 << 64
+"""`max_split_size`'s default (SIZE_MAX): no block is too large to split."""
+
+
+class OutOfMemory(Exception):
+    """The replay needed a segment past the device's limit after releasing every cached one."""
+
+
+def round_size(size: int) -> int:
+    """`round_size`: at least 512 bytes, a multiple of 512."""
+    if size < K_MIN_BLOCK_SIZE:
+        return K_MIN_BLOCK_SIZE
+    return K_MIN_BLOCK_SIZE * -(-size // K_MIN_BLOCK_SIZE)
+
+
+def allocation_size(size: int) -> int:
+    """`get_allocation_size`: the segment a rounded request asks cudaMalloc for."""
+    if size <= K_SMALL_SIZE:
+        return K_SMALL_BUFFER
+    if size < K_MIN_LARGE_ALLOC:
+        return K_LARGE_BUFFER
+    return K_ROUND_LARGE * -(-size // K_ROUND_LARGE)
+
+
+@dataclass(eq=False)
+class Block:
+    """A piece of a segment: allocated or cached. `prev`/`next` are its neighbours in the segment."""
+
+    address: int
+    size: int
+    small: bool
+    allocated: bool = False
+    prev: Block | None = None
+    next: Block | None = None
+
+    def key(self) -> tuple[int, int]:
+        return (self.size, self.address)
+
+
+@dataclass
+class Replay:
+    """The caching allocator's state and statistics over a replayed sequence."""
+
+    max_split_size: int = UNLIMITED
+    limit: int | None = None
+    """The device's memory for the allocator (bytes); None: unlimited (never out of memory)."""
+    reserved: int = 0
+    allocated: int = 0
+    requested: int = 0
+    max_reserved: int = 0
+    max_allocated: int = 0
+    max_requested: int = 0
+    allocated_at_max_reserved: int = 0
+    segments: int = 0
+    cuda_mallocs: int = 0
+    retries: int = 0
+    """`num_alloc_retries`: segments obtained only after releasing the cached ones."""
+    _free: dict = field(default_factory=lambda: {True: [], False: []})
+    """Per pool (small?), the cached blocks as sorted (size, address, block) entries."""
+    _next_address: int = 0
+
+    # -- the pools ------------------------------------------------------------------------------
+
+    def _insert(self, block: Block) -> None:
+        bisect.insort(self._free[block.small], (block.size, block.address, block))
+
+    def _remove(self, block: Block) -> None:
+        pool = self._free[block.small]
+        at = bisect.bisect_left(pool, (block.size, block.address))
+        assert pool[at][2] is block
+        del pool[at]
+
+    def _best_fit(self, size: int, small: bool) -> Block | None:
+        """`get_free_block`: the smallest cached block of the pool that holds `size`."""
+        pool = self._free[small]
+        at = bisect.bisect_left(pool, (size, -1))
+        if at == len(pool):
+            return None
+        block = pool[at][2]
+        if size < self.max_split_size <= block.size:
+            return None  # no oversize block for a request that could split one
+        if size >= self.max_split_size and block.size >= size + K_LARGE_BUFFER:
+            return None
+        del pool[at]
+        return block
+
+    def _should_split(self, block: Block, size: int) -> bool:
+        remaining = block.size - size
+        if block.small:
+            return remaining >= K_MIN_BLOCK_SIZE
+        return size < self.max_split_size and remaining > K_SMALL_SIZE
+
+    # -- segments -------------------------------------------------------------------------------
+
+    def _new_segment(self, size: int, small: bool) -> Block:
+        """`alloc_block`, with `release_cached_blocks` and one retry at the limit."""
+        grant = allocation_size(size)
+        if self.limit is not None and self.reserved + grant > self.limit:
+            self._release_cached_segments()
+            self.retries += 1
+            if self.reserved + grant > self.limit:
+                raise OutOfMemory(f"a {grant:,}-byte segment past the limit: {self.reserved:,} reserved "
+                                  f"of {self.limit:,}")
+        block = Block(address=self._next_address, size=grant, small=small)
+        self._next_address += grant
+        self.reserved += grant
+        self.segments += 1
+        self.cuda_mallocs += 1
+        return block
+
+    def _release_cached_segments(self) -> None:
+        """`release_blocks` on both pools: cudaFree every cached block that is a whole segment."""
+        for small in (True, False):
+            kept = []
+            for entry in self._free[small]:
+                block = entry[2]
+                if block.prev is None and block.next is None:
+                    self.reserved -= block.size
+                    self.segments -= 1
+                else:
+                    kept.append(entry)
+            self._free[small] = kept
+
+    # -- requests -------------------------------------------------------------------------------
+
+    def malloc(self, requested: int) -> Block:
+        """`malloc`: a block for a request of `requested` bytes."""
+        size = round_size(requested)
+        small = size <= K_SMALL_SIZE
+        block = self._best_fit(size, small) or self._new_segment(size, small)
+        if self._should_split(block, size):
+            rest = Block(address=block.address + size, size=block.size - size, small=small, prev=block,
+                         next=block.next)
+            if block.next is not None:
+                block.next.prev = rest
+            block.next = rest
+            block.size = size
+            self._insert(rest)
+        block.allocated = True
+        self.allocated += block.size
+        self.requested += requested
+        self.max_allocated = max(self.max_allocated, self.allocated)
+        self.max_requested = max(self.max_requested, self.requested)
+        if self.reserved > self.max_reserved:
+            self.max_reserved, self.allocated_at_max_reserved = self.reserved, self.allocated
+        elif self.reserved == self.max_reserved:
+            self.allocated_at_max_reserved = max(self.allocated_at_max_reserved, self.allocated)
+        return block
+
+    def free(self, block: Block, requested: int) -> None:
+        """`free_block`: back to its pool, merged with free neighbours (`try_merge_blocks`)."""
+        block.allocated = False
+        self.allocated -= block.size
+        self.requested -= requested
+        before, after = block.prev, block.next
+        if before is not None and not before.allocated:
+            self._remove(before)
+            block.address, block.size, block.prev = before.address, before.size + block.size, before.prev
+            if block.prev is not None:
+                block.prev.next = block
+        if after is not None and not after.allocated:
+            self._remove(after)
+            block.size += after.size
+            block.next = after.next
+            if block.next is not None:
+                block.next.prev = block
+        self._insert(block)
+
+    @property
+    def fragmentation(self) -> int:
+        """The peak reserve beyond the most allocated while the reserve stood at that peak: cached
+        blocks (and the unsplit tails of blocks) that the requests of then could not use."""
+        return self.max_reserved - self.allocated_at_max_reserved
+
+    def json(self) -> dict:
+        return {"max_reserved_bytes": self.max_reserved, "max_allocated_bytes": self.max_allocated,
+                "max_requested_bytes": self.max_requested,
+                "allocated_at_max_reserved_bytes": self.allocated_at_max_reserved,
+                "fragmentation_bytes": self.fragmentation, "segments": self.segments,
+                "cuda_mallocs": self.cuda_mallocs, "alloc_retries": self.retries}
+
+
+def replay(events, skip=(), max_split_size: int = UNLIMITED, limit: int | None = None) -> Replay:
+    """Replay a rank's allocation sequence. `events` as the rehearsal writes them
+    (`rehearse.py`'s trace): a positive integer n allocates n bytes as the next allocation
+    (numbered from 0 in order), a negative -(i + 1) frees allocation i. Allocations numbered in
+    `skip` are left out, with their frees (the CPU's composite-norm copies a GPU never makes)."""
+    state = Replay(max_split_size=max_split_size, limit=limit)
+    skip = set(skip)
+    live: dict[int, tuple[Block, int]] = {}
+    count = 0
+    for n in events:
+        if n > 0:
+            if count not in skip:
+                live[count] = (state.malloc(n), n)
+            count += 1
+        elif n < 0:
+            held = live.pop(-n - 1, None)
+            if held is not None:
+                state.free(*held)
+    return state
