@@ -525,7 +525,7 @@ def rehearse(file, rank, ranks, steps, tolerance, timeout, fmt):
         sys.exit(2)
     rows = compare(plan, records)
     doc = report(plan, records, rows, tolerance)
-    click.echo(dumps_json(doc) if fmt == "json" else render(plan, rows, tolerance), nl=fmt != "json")
+    click.echo(dumps_json(doc) if fmt == "json" else render(plan, rows, tolerance, records), nl=fmt != "json")
     sys.exit(0 if doc["within_tolerance"] else 1)
 
 

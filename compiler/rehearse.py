@@ -20,6 +20,12 @@ of a stage holds the same shapes, so the rehearsed rank stands for its stage):
   counts a checkpoint apart, `StageMemory.checkpoint`): everything the rank's tensors held at
   its worst moment, as a GPU would hold them: on fake CPU tensors the CPU composite RMSNorm's
   fp32 copies are left out and named (`rehearsed`).
+
+Beside them, reserved memory (`reserved`): the rank's allocation sequence (`train.py
+--allocator-trace`) replayed through torch's caching allocator (`memory.allocator`), plus the
+cuBLAS workspaces the fake run never allocates, against the model's predicted
+`max_memory_reserved` for the stage (its peak plus the allocator's overheads, `gpu.py`). An
+account, not a category held to the tolerance: the model's fragmentation is an allowance.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+from array import array
 import subprocess
 import sys
 import tempfile
@@ -95,7 +102,8 @@ def run(files: dict[str, str], rank: int | None, classes: bool, steps: int | Non
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
         out = Path(tmp) / "rehearsal.json"
-        command = [sys.executable, "train.py", "--rehearse", "--rehearse-json", str(out), "--device", "cpu"]
+        command = [sys.executable, "train.py", "--rehearse", "--rehearse-json", str(out), "--device", "cpu",
+                   "--allocator-trace", str(Path(tmp) / "allocator.trace")]
         command += ["--ranks", "classes"] if classes else ["--rank", str(rank or 0)]
         if steps is not None:
             command += ["--steps", str(steps)]
@@ -107,7 +115,26 @@ def run(files: dict[str, str], rank: int | None, classes: bool, steps: int | Non
         if done.returncode != 0 or not out.exists():
             tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
             raise RehearsalError(f"the rehearsal failed (exit {done.returncode}):\n{tail}")
-        return json.loads(out.read_text())
+        records = json.loads(out.read_text())
+        for record in records:
+            replay_trace(record)
+        return records
+
+
+def replay_trace(record: dict) -> None:
+    """Replace the record's trace file (in the temporary directory, about to go) by its replay
+    through the caching allocator (`allocator_replay`); the file's name is dropped, so that the
+    JSON stays the same from run to run."""
+    from .memory.allocator import replay
+
+    trace = record.get("allocator_trace")
+    if trace is None:
+        return
+    events = array("q")
+    with open(trace.pop("file"), "rb") as stream:
+        events.fromfile(stream, trace["events"])
+    record["allocator_replay"] = replay(events, trace["skip"]).json()
+    trace["skipped"] = len(trace.pop("skip"))
 
 
 def pp_stage(plan: Plan, record: dict) -> int:
@@ -190,6 +217,62 @@ def compare(plan: Plan, records: list[dict]) -> list[Row]:
     return rows
 
 
+@dataclass(frozen=True)
+class Reserved:
+    """One rank's reserved memory: the allocator replay's against the model's."""
+
+    rank: int
+    stage: int
+    replayed: dict
+    """`allocator.Replay.json()` of the rank's trace."""
+    workspaces: int
+    """cuBLAS workspaces (`gpu.CUBLAS_WORKSPACE` x `gpu.CUBLAS_HANDLES`): reserved on a GPU, not
+    in a fake run's trace."""
+    peak: int
+    """The model's peak of tensors for the rank (`predicted`'s)."""
+    overheads: int
+    """What the model adds inside the allocator: cuBLAS, fragmentation, cached logits (`gpu.py`)."""
+
+    @property
+    def predicted(self) -> int:
+        """The model's `max_memory_reserved` for this rank."""
+        return self.peak + self.overheads
+
+    @property
+    def replayed_reserved(self) -> int:
+        return self.replayed["max_reserved_bytes"] + self.workspaces
+
+    @property
+    def difference_percent(self) -> float:
+        """(predicted - replayed) / replayed: negative when the model reserves less."""
+        return 100.0 * (self.predicted - self.replayed_reserved) / self.replayed_reserved
+
+    def json(self) -> dict:
+        return {"rank": self.rank, "stage": self.stage, "replay": self.replayed,
+                "cublas_workspace_bytes": self.workspaces,
+                "replayed_max_memory_reserved_bytes": self.replayed_reserved,
+                "predicted_peak_bytes": self.peak, "predicted_allocator_overheads_bytes": self.overheads,
+                "predicted_max_memory_reserved_bytes": self.predicted,
+                "difference_percent": round(self.difference_percent, 2)}
+
+
+def reserved(plan: Plan, records: list[dict]) -> list[Reserved]:
+    """Each rehearsed rank's replayed reserve beside the model's (ranks without a trace left out)."""
+    from .memory import estimate
+    from .memory.gpu import CUBLAS_HANDLES, CUBLAS_WORKSPACE
+
+    gpu = estimate(plan).overheads
+    out = []
+    for record in records:
+        if "allocator_replay" not in record:
+            continue
+        stage = pp_stage(plan, record)
+        out.append(Reserved(rank=record["rank"], stage=stage, replayed=record["allocator_replay"],
+                            workspaces=CUBLAS_WORKSPACE * CUBLAS_HANDLES,
+                            peak=predicted(plan, stage, record["rank"])["peak"], overheads=gpu.inside_allocator))
+    return out
+
+
 def report(plan: Plan, records: list[dict], rows: list[Row], tolerance: float) -> dict:
     """The JSON document of `parc rehearse --format json`."""
     return {
@@ -198,6 +281,7 @@ def report(plan: Plan, records: list[dict], rows: list[Row], tolerance: float) -
         "rows": [{"rank": r.rank, "stage": r.stage, "category": r.category, "predicted_bytes": r.predicted,
                   "rehearsed_bytes": r.rehearsed, "difference_percent": round(r.difference_percent, 2)}
                  for r in rows],
+        "reserved": [r.json() for r in reserved(plan, records)],
         "ranks": records,
     }
 
@@ -210,7 +294,7 @@ def size(n: int) -> str:
     return f"{n} B"
 
 
-def render(plan: Plan, rows: list[Row], tolerance: float) -> str:
+def render(plan: Plan, rows: list[Row], tolerance: float, records: list[dict] | None = None) -> str:
     lines = [f"rehearsal of {plan.launch.job} at {plan.cluster.world_size:,} ranks (fake process group, "
              "fake tensors; torch's FSDPMemTracker)", "",
              f"{'rank':>6} {'stage':>5}  {'category':<17} {'predicted':>12} {'rehearsed':>12} {'diff':>8}"]
@@ -218,4 +302,14 @@ def render(plan: Plan, rows: list[Row], tolerance: float) -> str:
         flag = "" if abs(r.difference_percent) <= tolerance else "  past tolerance"
         lines.append(f"{r.rank:>6} {r.stage:>5}  {r.category:<17} {size(r.predicted):>12} {size(r.rehearsed):>12} "
                      f"{r.difference_percent:>+7.1f}%{flag}")
+    accounts = reserved(plan, records or [])
+    if accounts:
+        lines += ["", "max_memory_reserved: the rank's allocations replayed through torch's caching allocator "
+                  "(parc/memory/allocator.py) plus cuBLAS workspaces, against the model's prediction",
+                  f"{'rank':>6} {'stage':>5}  {'allocated':>12} {'replayed':>12} {'fragment.':>12} "
+                  f"{'predicted':>12} {'diff':>8}"]
+        for a in accounts:
+            lines.append(f"{a.rank:>6} {a.stage:>5}  {size(a.replayed['max_allocated_bytes']):>12} "
+                         f"{size(a.replayed_reserved):>12} {size(a.replayed['fragmentation_bytes']):>12} "
+                         f"{size(a.predicted):>12} {a.difference_percent:>+7.1f}%")
     return "\n".join(lines) + "\n"

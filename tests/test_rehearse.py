@@ -127,6 +127,40 @@ def test_model_states_are_the_closed_form_and_the_models():
         assert rows[category]["predicted_bytes"] == rows[category]["rehearsed_bytes"], category
 
 
+def test_the_allocator_replay_replays_the_trackers_own_sequence():
+    """`parc rehearse` replays the rank's allocations and frees through the caching allocator
+    model (tests/test_allocator.py holds its policy to hand-worked sequences). The sequence is
+    the tracker's own: replayed, its peak of requested bytes (the CPU norm's copies left out,
+    as `allocator_trace.skip` names them) is the tracker's GPU peak to the byte. The reserve
+    is whole segments (2 MiB multiples), at least the allocated peak, which is at least the
+    requested one; the reported reserve adds two 32 MiB cuBLAS workspaces, and the prediction
+    beside it is the model's peak plus the overheads `parc explain` prints."""
+    doc = rehearse(FAST_SPEC, 8191)
+    [record] = doc["ranks"]
+    replay = record["allocator_replay"]
+    assert record["allocator_trace"]["allocations"] > 1000 and record["allocator_trace"]["skipped"] > 0
+    assert "file" not in record["allocator_trace"]  # no temporary path in the JSON
+    assert replay["max_requested_bytes"] == record["step_peak_fused_norm"]["total"]
+    assert replay["max_reserved_bytes"] % (2 << 20) == 0
+    assert replay["max_reserved_bytes"] >= replay["max_allocated_bytes"] >= replay["max_requested_bytes"]
+    assert replay["fragmentation_bytes"] == replay["max_reserved_bytes"] - replay["allocated_at_max_reserved_bytes"]
+    [account] = doc["reserved"]
+    assert account["rank"] == 8191 and account["replay"] == replay
+    assert account["replayed_max_memory_reserved_bytes"] == replay["max_reserved_bytes"] + 2 * 32 * (1 << 20)
+    peak_row = next(r for r in doc["rows"] if r["category"] == "peak")
+    assert account["predicted_peak_bytes"] == peak_row["predicted_bytes"]
+    o = json.loads(run_cli("explain", FAST_SPEC, "--format", "json").stdout)["memory"]["overheads"]
+    assert account["predicted_allocator_overheads_bytes"] == (o["cublas_bytes"] + o["fragmentation_bytes"]
+                                                              + o.get("cached_logits_bytes", 0))
+    assert account["predicted_max_memory_reserved_bytes"] == account["predicted_peak_bytes"] + \
+        account["predicted_allocator_overheads_bytes"]
+    from parc.rehearse import Row, render
+
+    rows = [Row(r["rank"], r["stage"], r["category"], r["predicted_bytes"], r["rehearsed_bytes"]) for r in doc["rows"]]
+    text = render(plan_of(FAST_SPEC), rows, 1000, doc["ranks"])
+    assert "max_memory_reserved: the rank's allocations replayed through torch's caching allocator" in text
+
+
 def test_exit_status_follows_the_tolerance():
     doc = rehearse(FAST_SPEC, 8191)
     worst = max(abs(row["difference_percent"]) for row in doc["rows"])

@@ -28,6 +28,8 @@ Options (docs/runtime.md in the parc repository describes them):
                                (fake process group and tensors; rehearse.py), print its memory (JSON)
     --rank R | --ranks classes the rank to rehearse (default 0), or one of every class of ranks
     --rehearse-json FILE       write the rehearsal's JSON to FILE instead of stdout
+    --allocator-trace FILE     also write the rank's allocations and frees, in order, to FILE
+                               (for parc's replay of the CUDA caching allocator; rehearse.py)
 
 Exit status: 0 done, 2 launched in a way that does not match the plan, 1 anything else.
 """
@@ -100,6 +102,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rank", type=int, default=0)
     parser.add_argument("--ranks", choices=("classes",))
     parser.add_argument("--rehearse-json", type=Path)
+    parser.add_argument("--allocator-trace", type=Path)
     args = parser.parse_args(argv)
     if args.steps is None:
         args.steps = 2 if args.rehearse else STEPS  # a rehearsal's second step holds the optimizer states
