@@ -28,7 +28,9 @@ inside the caching allocator (in `max_memory_reserved`):
   and above 1 MiB carved from 2 MiB or 20 MiB segments, so rounding alone is well under 1 %;
   what remains is blocks freed between steps that a larger request cannot reuse. Not fitted:
   no GPU measurement of the generated runtime exists yet (benchmarks/gpu_rehearse.py is ready
-  to take one).
+  to take one). `parc rehearse` replays a rank's own allocations through the allocator's
+  policy (`allocator.py`) and shows what this allowance stands for on that rank: at Llama 3
+  405B's 1F1B first stage, twice it (docs/memory-model.md, "Replaying the caching allocator").
 
 - the compute-dtype logits the caching allocator still holds at the loss's backward
   (`cached_logits`): a freed block is reused only by requests that fit in it, and the loss's
