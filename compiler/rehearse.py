@@ -33,10 +33,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-from array import array
 import subprocess
 import sys
 import tempfile
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 
