@@ -103,7 +103,8 @@ def risk_lines(result: ClusterResult) -> list[str]:
     lines = [f"`!` at risk in memory (W0410): the layout fits by less than the memory model's measured "
              f"under-prediction ({risky[0].memory.error_band:.1%} of its predicted max_memory_reserved)"]
     for p in risky:
-        where = f"  ! {p.probe.nodes:,} nodes of {p.probe.gpu}: fits by {size(p.memory.margin_bytes)}; "
+        nodes = f"{p.probe.nodes:,} node{'' if p.probe.nodes == 1 else 's'}"
+        where = f"  ! {nodes} of {p.probe.gpu}: fits by {size(p.memory.margin_bytes)}; "
         clear = p.clear_runner_up
         if clear is None:
             lines.append(where + f"no runner-up of the {p.listed} layouts `parc search` lists is clear of the band")
