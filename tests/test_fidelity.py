@@ -125,12 +125,17 @@ def test_each_source_is_predicted_by_a_fit_without_it(fidelity, rows):
 
 
 def test_the_eager_fit_predicts_each_run_it_did_not_see(fidelity):
-    """`eager_efficiency` fitted on four of torchtitan's five fitted A100 runs predicts the fifth
-    within 8 % (leave one out), not only the runs it was fitted on."""
+    """`eager_efficiency` fitted on all but one of torchtitan's ten eager runs (every row parc's
+    runtime facts express, its op-level selective recomputation included) predicts the one left
+    out (leave one out), not only the runs it was fitted on: median |error| under 8 % and none
+    beyond 15 % (the issue's held-out targets, 8 % and 20 %; measured 2.9 % and 10.6 %, the
+    worst Llama 2 70B at one 4K sequence a GPU)."""
     held = fidelity.eager_held_out(DEFAULT)
-    assert len(held) == sum(r.fitted for r in fidelity.EAGER_RUNS) == 5
+    assert len(held) == sum(r.fitted for r in fidelity.EAGER_RUNS) == 10
+    errors = [abs(error) for _, error in held]
+    assert statistics.median(errors) < 0.08
     for run_id, error in held:
-        assert abs(error) < 0.08, run_id
+        assert abs(error) < 0.15, run_id
 
 
 def test_stored_constants_are_the_fits_optimum(fidelity, rows):
@@ -166,12 +171,13 @@ def test_the_fit_is_deterministic_and_starts_from_fixed_values(fidelity):
 
 
 def test_parc_runtime_matches_torchtitan_after_the_eager_fit(fidelity):
-    """parc's runtime is eager PyTorch: with `eager_efficiency` fitted on torchtitan's A100 runs,
-    the fitted runs are predicted within a few per cent; with the Megatron-fitted speed alone
-    (eager_efficiency 1) they would all come out 3-10 % fast (measured 3.8-7.5 %)."""
+    """parc's runtime is eager PyTorch: with `eager_efficiency` fitted on torchtitan's eager runs,
+    the fitted runs are predicted within a few per cent at the median (measured 2.6 %, worst
+    9.4 %); with the Megatron-fitted speed alone (eager_efficiency 1) they would all come out
+    over 3 % fast (measured 3.8-18.8 %)."""
     assert 0.5 < DEFAULT.eager_efficiency < 1.0
     _, median, worst = fidelity.eager_table(DEFAULT)
-    assert median < 0.05 and worst < 0.08
+    assert median < 0.05 and worst < 0.12
     fused_speed = DEFAULT.with_values({"eager_efficiency": 1.0})
     for run in fidelity.EAGER_RUNS:
         if run.fitted:
