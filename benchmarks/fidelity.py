@@ -1905,6 +1905,10 @@ reads, fused into its kernels (the norms, RoPE and the activation, as parc's pol
 fused into the kernels that produce the recomputed GEMMs' inputs), with the same matmuls.
 Before, these rows were predicted under parc's own policy (the output projection and part of
 the elementwise work again): the eager ones came out 6-21 % fast, the compiled ones 5-11 %.
+The 8B's compiled tp 8 rows move by about a point either way (their sp all-gathers replayed,
+the reduce-scatters saved, where parc's policy replays one more reduce-scatter per layer) and
+stay 13-16 % fast, as the 70B's tp rows under full recomputation stay 1-16 %: what they miss is
+not the recomputation.
 The H100 runs ran at a 500 W power limit on HBM2e parts whose peak torchtitan puts between the
 H100 NVL's and the SXM's; parc's catalogue has the 700 W SXM.
 
