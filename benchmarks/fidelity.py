@@ -1899,7 +1899,10 @@ and w2) run again, the reduce-scatters do not. Counted from the same list as the
 over torchtitan's own block and policy (tests/test_torchtitan_recompute.py). The published rows
 ran an earlier torchtitan with separate wq, wk and wv, where wk is recomputed too: at Llama 3
 8B's widths 6 % more recomputed matmul FLOPs than wo and w3 (under 1 % of the step), not
-charged here. Eagerly the replay is the whole forward's memory-bound work; under torch.compile
+charged here. Not modelled apart: an MoE layer under the policy is charged as parc's policy (the
+memory model counts it so too; its routed experts' grouped GEMM is not on torch's
+compute-intensive list), and torch's context-parallel K/V all-gathers, which the replay would
+issue again, are not replayed. Eagerly the replay is the whole forward's memory-bound work; under torch.compile
 the policy only tags the joint graph and the min-cut partitioner recomputes what the backward
 reads, fused into its kernels (the norms, RoPE and the activation, as parc's policy; fp8's casts
 fused into the kernels that produce the recomputed GEMMs' inputs), with the same matmuls.
