@@ -266,7 +266,9 @@ released configs)."""
 
 @dataclass(frozen=True)
 class EagerRun:
-    """A torchtitan run: eager PyTorch with FSDP2 and SDPA, the software parc generates."""
+    """A torchtitan run: eager PyTorch with FSDP2 and SDPA, the software parc generates. Its spec
+    says `target torchtitan`: the runtime facts it ran with (its selective recomputation above
+    all) are the torchtitan runtime's (`parc.targets`)."""
 
     id: str
     source: str
@@ -277,9 +279,9 @@ class EagerRun:
     seq: int
     local_batch: int
     recompute: str
-    """parc's recomputation: exact for none, full and torchtitan's "selective layer" (every
-    second layer in full = `full L/2`); torchtitan's "selective op" keeps every other matmul
-    output, which parc's own selective policy does not, so those runs are not fitted."""
+    """The spec's recomputation: none, full, torchtitan's "selective layer" (every second layer
+    in full = `full L/2`) and its "selective op", `selective` under `target torchtitan`
+    (torchtitan's per-op policy: `timing.TORCHTITAN_OP`)."""
     torchtitan_ac: str
     reported: float
     """Tokens per second per GPU (torchtitan's WPS and TPS/GPU)."""
@@ -314,6 +316,7 @@ class EagerRun:
                                       f"cp {self.cp}" if self.cp > 1 else "") if a)
         options = ", ".join(o for o in ("compile on" if self.compiled else "",
                                         "tp-overlap all" if self.async_tp else "") if o)
+        target = f"target torchtitan {{ {options} }}" if options else "target torchtitan"
         return "\n".join([
             f"job {self.id}",
             f"{axes} on nodes({min(self.gpus, 8)} gpus, nvlink)",
@@ -325,17 +328,16 @@ class EagerRun:
             "}",
             "dp { sharding zero3 }",
         ] + (["cp { flavour all-gather }"] if self.cp > 1 else [])
-          + ([f"target torchtitan {{ {options} }}"] if options else [])) + "\n"
+          + [target]) + "\n"
 
 
 POWER_CAPPED = ("500 W power limit and HBM2e (2.4 TB/s) stated (torchtitan's footnote), both in the spec "
                 "(`power-limit 500 W`, `hbm-bandwidth 2.4 TB/s`): peak derated to 884 TFLOP/s by the "
-                "clock's cube-root law. Not fitted for another stated fact: torchtitan's "
-                "op-level selective recomputation, which parc's policy differs from")
+                "clock's cube-root law")
 TORCHTITAN_H100_CP = ("pytorch/torchtitan `docs/performance.md`, Table 2 (FSDP + CP + torch.compile + Float8, "
                       "Llama 3.1 8B, 8 H100, local batch 1, full AC; read from the main branch)")
-COMPILED_CHECK = ("Tables 1 and 3's torch.compile rows (with and without Float8), not fitted: compiled, and "
-                  "torchtitan's op-level selective recomputation; the 500 W cap and HBM as above")
+COMPILED_CHECK = ("Tables 1 and 3's torch.compile rows (with and without Float8), not fitted: compiled (fused "
+                  "kernels, which `eager_efficiency` does not scale); the 500 W cap and HBM as above")
 LONG_SEQUENCE = ("long-sequence check, not fitted: torch.compile and Float8 are not parc's runtime; the 500 W "
                  "cap and HBM as in Table 1")
 TORCHTITAN_H100_2D = ("pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md, Table 4 (Llama 3.1 70B, "
@@ -349,7 +351,7 @@ EAGER_RUNS = (
     EagerRun("llama3_8b_64xA100_ac_layer", TORCHTITAN_A100, "llama3-8b", 64, "a100-80gb", 8192, 1,
              "full 16", "selective layer", 2904, True),
     EagerRun("llama3_8b_64xA100_ac_op", TORCHTITAN_A100, "llama3-8b", 64, "a100-80gb", 8192, 1,
-             "selective", "selective op", 2973, False, "torchtitan's op policy differs from parc's"),
+             "selective", "selective op", 2973, True),
     EagerRun("llama3_70b_64xA100_ac_full", TORCHTITAN_A100, "llama3-70b", 64, "a100-80gb", 8192, 1,
              "full", "full", 331, True),
     EagerRun("llama2_13b_64xA100_no_ac", TORCHTITAN_A100, "llama2-13b", 64, "a100-80gb", 4096, 2,
@@ -357,16 +359,16 @@ EAGER_RUNS = (
     EagerRun("llama2_13b_64xA100_ac_layer", TORCHTITAN_A100, "llama2-13b", 64, "a100-80gb", 4096, 2,
              "full 20", "selective layer", 1914, True),
     EagerRun("llama2_13b_64xA100_ac_op", TORCHTITAN_A100, "llama2-13b", 64, "a100-80gb", 4096, 2,
-             "selective", "selective op", 1904, False, "torchtitan's op policy differs from parc's"),
+             "selective", "selective op", 1904, True),
     EagerRun("llama2_70b_64xA100_ac_op", TORCHTITAN_A100, "llama2-70b", 64, "a100-80gb", 4096, 1,
-             "selective", "selective op", 355, False, "torchtitan's op policy differs from parc's"),
+             "selective", "selective op", 355, True),
     EagerRun("llama2_70b_64xA100_ac_full", TORCHTITAN_A100, "llama2-70b", 64, "a100-80gb", 4096, 2,
              "full", "full", 353, True),
     EagerRun("llama3_8b_8xH100_ac_op", TORCHTITAN_H100, "llama3-8b", 8, "h100-sxm", 8192, 2,
-             "selective", "selective op", 5762, False, POWER_CAPPED, power_cap_w=500,
+             "selective", "selective op", 5762, True, POWER_CAPPED, power_cap_w=500,
              hbm_bandwidth="2.4 TB/s"),
     EagerRun("llama3_8b_128xH100_ac_op", TORCHTITAN_H100, "llama3-8b", 128, "h100-sxm", 8192, 2,
-             "selective", "selective op", 5605, False, POWER_CAPPED, power_cap_w=500,
+             "selective", "selective op", 5605, True, POWER_CAPPED, power_cap_w=500,
              hbm_bandwidth="2.4 TB/s"),
     EagerRun("llama3_8b_8xH100_ac_op_compile", TORCHTITAN_H100, "llama3-8b", 8, "h100-sxm", 8192, 2,
              "selective", "selective op", 6667, False, COMPILED_CHECK, compiled=True, power_cap_w=500,
@@ -706,8 +708,12 @@ forward and 18 backward); `timing.EAGER_ROPE_BYTES`, `EAGER_SWIGLU_BYTES`.
 runtime (`SelectivePolicy` in the generated `parallel.py` keeps the Q, K, V, attention and FFN
 up-projection outputs): the norms, RoPE and activations again, and the attention output
 projection, whose output the second norm's backward needs (torch's checkpoint stops before the
-FFN down-projection); selective, Megatron-LM (Korthikanti et al. 2022): the attention core's
-forward again.
+FFN down-projection); selective, torchtitan (`target torchtitan`, its per-op policy,
+`timing.TORCHTITAN_OP`): every second matmul of a dense block (wo and w3 under torchtitan 0.3's
+fused QKV) and, eagerly, every memory-bound kernel of its forward, compiled those its backward
+reads, its sequence-parallel all-gathers (or, without sp, its all-reduces) again ("parc's own
+runtime" below); selective, Megatron-LM (Korthikanti et al. 2022): the attention core's forward
+again.
 
 **Embedding and output layer.** The vocab-parallel embedding writes `n h` and all-reduces (reduce-
 scatters under sp) its partial sums over tp. The output layer: final norm, the logits GEMM `n x h
@@ -1832,13 +1838,15 @@ computation (GEMMs, memory-bound kernels, recomputation; not its communication, 
 attention kernel, which is the same fused kernel in both and is timed from its own published
 speed) takes 1 / `eager_efficiency` as long. The constant is fitted on torchtitan's published FSDP2 runs, the
 same software stack, without torch.compile or Float8, with every other constant held at its value
-above; runs whose recomputation parc cannot state exactly (torchtitan's op-level selective
-policy, a fact each such row states) are shown but not fitted, and no row is left out for its
-error. The H100 runs state a 500 W power cap and HBM2e at 2.4 TB/s: their specs say so
-(`hardware { power-limit 500 W, hbm-bandwidth 2.4 TB/s }`), and the compiler derates the peak
-(the clock, and with it the peak, as (cap / TDP)^(1/3): 884 of 989 TFLOP/s; `parc.power`), not
-excluded for it; they use the op-level policy, so they are not fitted either. One A100 fit
-serves every generation. "other network": the A100 cluster's network is unpublished;
+above. Each row's spec says `target torchtitan`, so its recomputation is the one torchtitan ran:
+"selective op" is `recompute selective` under torchtitan's per-op policy
+(`timing.TORCHTITAN_OP`, below), "selective layer" every second layer in full. Every eager row
+is fitted; no row is left out for its error. The H100 runs state a 500 W power cap and HBM2e at
+2.4 TB/s: their specs say so (`hardware { power-limit 500 W, hbm-bandwidth 2.4 TB/s }`), and the
+compiler derates the peak (the clock, and with it the peak, as (cap / TDP)^(1/3): 884 of 989
+TFLOP/s; `parc.power`), so they are fitted too. The rows not fitted are compiled (torch.compile's
+fused kernels, which `eager_efficiency` does not scale; with Float8 where stated): checks, each
+note says so. One fit serves every generation. "other network": the A100 cluster's network is unpublished;
 the same run predicted on 4 x 100 Gb/s instead of 8 x 200 Gb/s per node. The last four rows, torchtitan's
 context-parallel table (Llama 3.1 8B on one H100 node, 32K to 256K tokens, cp 1 to 8, with
 torch.compile and Float8, so not parc's runtime and not fitted), check the long-sequence physics
@@ -1851,7 +1859,7 @@ follow: its neighbours grow with the attention's FLOPs (the model's ratio 64K / 
 128K / 64K 1.9) while the published step grows 1.5x and then 2.4x.
 
 `eager_efficiency` = **@EAGER@**; fitted runs: median |error| **@EAGER_MEDIAN@**, worst **@EAGER_WORST@**
-in sample. Out of sample (fitted on the other four, each run predicted): @EAGER_HELD_OUT@.
+in sample. Out of sample (fitted on the other fitted runs, each run predicted): @EAGER_HELD_OUT@.
 
 @EAGER_TABLE@
 
@@ -1861,7 +1869,7 @@ compiled bf16 row is free of the power cap and of the recomputation policy, whic
 (published 1.28 and 1.29). The tensor-parallel rows (Table 4 and torchtitan's 2025 async-TP
 benchmark: Llama 3.1 70B on 256 H100 and 8B on 64, FSDP x TP 8, compiled, bf16 and Float8
 tensorwise; the rowwise rows are left out: parc has no rowwise recipe) check the same physics
-under tp: the 8B's Float8 speed-up is predicted 1.15 against 1.16 published, the 70B's 1.28
+under tp: the 8B's Float8 speed-up is predicted 1.17 against 1.16 published, the 70B's 1.28
 against 1.36. Async TP (`tp-overlap all` under torchtitan) hides what torch's micro-pipelining
 fuses (`Software.tp_overlap` "forward"): inductor's pass rewrites `all_gather -> mm` and
 `mm -> reduce_scatter` on the token dimension, the forward's four collectives per layer (and a
@@ -1869,16 +1877,43 @@ full recomputation's); the backward's reduce-scatters follow a sum of products (
 up), which `reduce_scatter(A @ B)` does not match, and its gathers are charged exposed too, as
 PyTorch's account of async TP reports forward-pass speed-ups only. Predicted gains against the
 published ones: 70B bf16 1.15 (1.09), 70B Float8 1.21 (1.16; Table 4's 2024 run 1.06), 8B bf16
-1.12 (1.10), 8B Float8 1.08 (1.10); hiding the backward's gathers as well would make the 70B
+1.11 (1.10), 8B Float8 1.08 (1.10); hiding the backward's gathers as well would make the 70B
 Float8 gain 1.27, and hiding everything (this model before) 1.35. The async rows stay 7-16 % fast,
 as the synchronous rows they pair with do (3-15 %).
 
-torchtitan's "selective op" checkpointing keeps every other matmul output and recomputes the
-rest (over a third of the forward GEMM FLOPs again); parc's `recompute selective` keeps every
-matmul output but the attention output projection's (`SelectivePolicy` in the generated
-`parallel.py`), so those runs come out fast by about that much. The H100 runs ran at a 500 W
-power limit on HBM2e parts whose peak torchtitan puts between the H100 NVL's and the SXM's;
-parc's catalogue has the 700 W SXM.
+torchtitan's "selective op" checkpointing is `recompute selective` under `target torchtitan`
+(`Software.selective` "torchtitan-op", `timing.TORCHTITAN_OP`), read from torchtitan 0.3's
+source (distributed/activation_checkpoint.py): `_get_default_save_ops` (lines 31-94) saves the
+outputs of torch's compute-intensive ops (`aten.mm`, `addmm`, `bmm`, the flash and efficient SDPA
+kernels, `_scaled_mm`), of `aten.linear`, `aten.max`, `topk`, flex attention, and of the
+reduce-scatter and all-to-all collectives; `wrapped_policy` (lines 246-274) counts each mm and
+recomputes every even one (`meta[mm_count_key] % 2 == 0`), the count starting afresh with each
+block's forward (the context function builds the policy per call, lines 280-282); everything
+else is recomputed, and with `early_stop=False` (line 285) the block's whole forward is replayed.
+torchtitan 0.3's llama3 block runs one fused QKV matmul (`fuse_qkv=True`, models/llama3/__init__.py;
+`FusedQKVLinear`), then wo, then w1, w3, w2 (`w2(silu(w1(x)) * w3(x))`, models/common/feed_forward.py
+line 54): wo and w3 are recomputed, with the norms, RoPE, the activation and its product, and the
+residual adds; the all-gathers of sequence parallelism (or, without it, the all-reduces after wo
+and w2) run again, the reduce-scatters do not. Counted from the same list as the memory model
+(`activations.torchtitan_matmuls`, `torchtitan_op_split`) and checked against torch's FLOP counter
+over torchtitan's own block and policy (tests/test_torchtitan_recompute.py). The published rows
+ran an earlier torchtitan with separate wq, wk and wv, where wk is recomputed too: at Llama 3
+8B's widths 6 % more recomputed matmul FLOPs than wo and w3 (under 1 % of the step), not
+charged here. Not modelled apart: an MoE layer under the policy is charged as parc's policy (the
+memory model counts it so too; its routed experts' grouped GEMM is not on torch's
+compute-intensive list), and torch's context-parallel K/V all-gathers, which the replay would
+issue again, are not replayed. Eagerly the replay is the whole forward's memory-bound work; under torch.compile
+the policy only tags the joint graph and the min-cut partitioner recomputes what the backward
+reads, fused into its kernels (the norms, RoPE and the activation, as parc's policy; fp8's casts
+fused into the kernels that produce the recomputed GEMMs' inputs), with the same matmuls.
+Before, these rows were predicted under parc's own policy (the output projection and part of
+the elementwise work again): the eager ones came out 6-21 % fast, the compiled ones 5-11 %.
+The 8B's compiled tp 8 rows move by about a point either way (their sp all-gathers replayed,
+the reduce-scatters saved, where parc's policy replays one more reduce-scatter per layer) and
+stay 13-16 % fast, as the 70B's tp rows under full recomputation stay 1-16 %: what they miss is
+not the recomputation.
+The H100 runs ran at a 500 W power limit on HBM2e parts whose peak torchtitan puts between the
+H100 NVL's and the SXM's; parc's catalogue has the 700 W SXM.
 
 ## The example specs
 
@@ -1984,7 +2019,8 @@ def constants_table(constants: Constants, n_fitted: int) -> str:
         elif name in EAGER_FITTED:
             lo, hi = BOUNDS[name]
             n_eager = sum(r.fitted for r in EAGER_RUNS)
-            source = (f"fitted on {n_eager} of torchtitan's A100 runs, the others held (bounds {lo}-{hi}); "
+            source = (f"fitted on {n_eager} of torchtitan's eager runs (A100 and power-capped H100), the others "
+                      f"held (bounds {lo}-{hi}); "
                       "applies to parc's runtime only (below)")
         else:
             source = "fixed: " + FIXED_SOURCES[name]

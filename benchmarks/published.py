@@ -691,8 +691,8 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                      "fp8 recipe (stated; not expressible in a spec)")
     software = timing.Software(
         attention="unfused" if unfused else ("flash" if family in ("torchtitan", "torch") else "flash-te"),
-        selective=("modules:" + ",".join(modules) if modules
-                   else "elementwise" if family in ("torchtitan", "torch") else "attention-core"),
+        selective=("modules:" + ",".join(modules) if modules else timing.TORCHTITAN_OP if family == "torchtitan"
+                   else "elementwise" if family == "torch" else "attention-core"),
         tp_overlap=overlap,
         kernels=kernels,
         fp8="linear",  # Transformer Engine (Megatron-LM, NeMo) and torchao's float8 (torchtitan)
@@ -791,7 +791,8 @@ def recompute_of(lay: dict, layers: int, family: str, notes: list[str]) -> str:
         return f"full {layers // 2}"
     if "selective" in text:
         if family == "torchtitan":
-            notes.append("torchtitan's per-op policy as parc's `selective`, which keeps more matmul outputs")
+            notes.append("torchtitan's per-op policy: `selective` under `target torchtitan` (every second "
+                         "matmul of a block recomputed)")
         return "selective"
     if "full" in text or "uniform" in text or "block" in text or "every layer" in text:
         count = re.search(r"(\d+)\s*(?:of\s*\d+\s*)?layers?", text)

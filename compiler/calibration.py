@@ -112,7 +112,7 @@ DEFAULT = Constants(
     hbm_efficiency=0.8,
     latency_intra=1e-06,
     latency_inter=5e-06,
-    eager_efficiency=0.938,
+    eager_efficiency=0.9098,
     attention_sustained=0.5852,
 )
 # END FITTED

@@ -32,7 +32,9 @@ inputs of an fp8 GEMM):
 - **The loss** (`timing.cross_entropy_bytes` per logit), the embedding lookup (read the rows,
   write the activation; backward: an fp32 scatter-add into the table's gradient).
 - **Recomputation**: full recomputation moves the forward's bytes again; parc's selective policy
-  its elementwise kernels and the attention output projection; Megatron-LM's the attention core.
+  its elementwise kernels and the attention output projection; torchtitan's per-op policy every
+  second matmul of a dense block and all of its forward's memory-bound kernels; Megatron-LM's the
+  attention core.
 - **The optimizer step**: `timing.OPTIMIZER_BYTES` per parameter the rank updates.
 - **Collectives** (`ledger.Collective.hbm_bytes`): each call reads its input buffer and writes
   its output buffer once.
@@ -53,6 +55,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .memory.activations import torchtitan_matmuls, torchtitan_op_split
 from .memory.inputs import Shape
 from .memory.parameters import kv_split
 
@@ -73,6 +76,12 @@ class PieceBytes:
     memory_b: float = 0.0
     selective_elementwise: float = 0.0
     """parc's selective policy: its elementwise kernels and the attention output projection."""
+    selective_torchtitan: float = 0.0
+    """torchtitan's per-op policy (`timing.TORCHTITAN_OP`): a dense block's every second matmul
+    (`torchtitan_gemm_again`) and its forward's memory-bound kernels; an MoE layer as
+    `selective_elementwise`."""
+    torchtitan_gemm_again: float = 0.0
+    """The GEMM share of `selective_torchtitan`."""
     selective_core: float = 0.0
     """Megatron-LM's selective recomputation: the attention core's forward."""
     norms_again: float = 0.0
@@ -257,9 +266,19 @@ def layer_bytes(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: st
     attention_gemms = 3 if kernels == "eager" else 2
     moe_gemm = sum(count * gemm_bytes(m, k, nn, 1 if fp8 else 2)[0] for count, m, k, nn in gemms[attention_gemms:]) \
         if moe else 0.0
+    elementwise = timing.ACT * recomputable + eager_f + out_projection
+    torchtitan_gemm = 0.0 if moe else sum(
+        gemm_bytes(n, k, out, 1 if fp8 else 2)[0]
+        for _, k, out in torchtitan_op_split(torchtitan_matmuls(shape, tp, fused_qkv=True))[1])
+    # the memory-bound kernels torchtitan's policy runs again (`timing.torchtitan_op_seconds`):
+    # eagerly all of the forward's, compiled what the backward reads (the attention's output is saved)
+    forward_kernels = (timing.ACT * elements + extra_f + eager_f if kernels == "eager"
+                       else timing.ACT * recomputable)
     return PieceBytes(gemm_f=gemm_f, gemm_b=gemm_b, attention_f=attention_f, attention_b=attention_b,
                       memory_f=memory_f, memory_b=memory_b,
-                      selective_elementwise=timing.ACT * recomputable + eager_f + out_projection,
+                      selective_elementwise=elementwise,
+                      selective_torchtitan=elementwise if moe else torchtitan_gemm + forward_kernels,
+                      torchtitan_gemm_again=torchtitan_gemm,
                       selective_core=core_again, norms_again=timing.ACT * 4 * h * n / shard,
                       moe_act_again=timing.ACT * expert_act, moe_gemm_again=moe_gemm,
                       moe_kernels_again=dispatch_f + timing.ACT * expert_act if moe else 0.0)
@@ -300,6 +319,8 @@ def recomputed(piece: PieceBytes, mode: str, selective: str) -> float:
         return piece.forward
     if mode == "selective" and selective == "elementwise":
         return piece.selective_elementwise
+    if mode == "selective" and selective == timing.TORCHTITAN_OP:
+        return piece.selective_torchtitan
     if mode == "selective":
         modules = timing.recompute_modules(selective)
         return (("core_attn" in modules) * piece.selective_core + ("layernorm" in modules) * piece.norms_again

@@ -32,9 +32,11 @@ class Runtime:
     """"eager" (one kernel per op, plain PyTorch) or "fused" (Megatron-LM's fused kernels and
     Transformer Engine); `compile on` makes torchtitan's "fused" (torch.compile)."""
     selective: str
-    """What `recompute selective` repeats: "elementwise" (an op-level policy that keeps matmul
-    outputs: parc's `SelectivePolicy`, torchtitan's selective op AC) or "attention-core"
-    (Megatron-LM's `--recompute-granularity selective`, Korthikanti et al. 2022)."""
+    """What `recompute selective` repeats: "elementwise" (parc's `SelectivePolicy`: keeps the
+    matmul outputs but the attention output projection's), "torchtitan-op" (torchtitan's
+    `activation-checkpoint:selective`, its per-op `SelectiveAC`: every second matmul of a block
+    and everything but the saved ops, `timing.TORCHTITAN_OP`) or "attention-core" (Megatron-LM's
+    `--recompute-granularity selective`, Korthikanti et al. 2022)."""
     tp_overlap: str
     """Default tensor-parallel overlap: "none", "backward" (Megatron-LM's asynchronous
     input-gradient all-reduce under the weight-gradient GEMM, default since late 2021) or "all"."""
@@ -88,7 +90,7 @@ RUNTIMES: dict[str, Runtime] = {
     "torchtitan": Runtime(
         name="torchtitan", description="torchtitan 0.3 (FSDP2, DTensor TP, torch.distributed.pipelining, "
         "torch's context_parallel)",
-        kernels="eager", selective="elementwise", tp_overlap="none",
+        kernels="eager", selective="torchtitan-op", tp_overlap="none",
         # torchtitan passes the schedule name to torch's get_schedule_class: every schedule torch has
         schedules=ALL_SCHEDULES,
         # torch's context_parallel with its default rotate method, allgather (torchtitan 0.3 has

@@ -46,6 +46,7 @@ from .calibration import DEFAULT, Constants
 from .frozen import hash_once, lazy_hash, replaced
 from .ledger import Bounds, Collective, Compute, Ledger, merged
 from .memory import unpredictable
+from .memory.activations import torchtitan_matmuls, torchtitan_op_split
 from .memory.inputs import Knobs, Shape, knobs_of, shape_of
 from .memory.parameters import by_rank, chunks_of, kv_split, layer_params, padded_vocab
 from .plan import AXES, Plan
@@ -334,7 +335,9 @@ class Software:
     selective: str = "elementwise"
     """What `recompute selective` repeats: "elementwise" (parc's runtime: an op-level policy that
     saves most matmul outputs and recomputes norms, RoPE, activations and the attention output
-    projection) or "attention-core" (Megatron-LM, Korthikanti et al. 2022: the attention core),
+    projection), "torchtitan-op" (torchtitan's per-op policy, `TORCHTITAN_OP`: every second matmul
+    of a dense block and its whole forward but the saved ops, its tp all-gathers or all-reduces
+    included), "attention-core" (Megatron-LM, Korthikanti et al. 2022: the attention core),
     or "modules:" and Megatron-Core's `--recompute-modules` list, comma-separated
     (`recompute_modules`: "core_attn" is "attention-core"; "layernorm" the two norms; "moe_act"
     the routed experts' activation; "moe" the whole MoE layer, its router, permutations, expert
@@ -711,6 +714,11 @@ class Work:
     """Selective recomputation as parc's runtime does it (`SelectivePolicy` in
     backends/torch/templates/parallel.py.jinja keeps the Q/K/V, attention and FFN up-projection
     outputs): norms, RoPE, activation functions and the attention output projection again."""
+    selective_torchtitan: float = 0.0
+    """Selective recomputation as torchtitan's per-op policy does it (`TORCHTITAN_OP`): a dense
+    block's every second matmul (`activations.torchtitan_op_split`) and every memory-bound kernel
+    of its forward again; an MoE layer as `selective_elementwise` (not modelled apart: the memory
+    model counts it as parc's policy too)."""
     norms_again: float = 0.0
     """Megatron-Core's `--recompute-modules layernorm`: the layer's two norms again."""
     moe_act_again: float = 0.0
@@ -1007,9 +1015,8 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
                 + (MEMORY_KERNELS + loop_kernels + moe_kernels + quantize_kernels) * c.kernel_overhead)
     # parc's selective policy also re-runs the attention output projection: its output feeds the
     # second norm, whose backward needs it (torch's checkpoint stops before the FFN down-projection)
-    elementwise = (memory_seconds(ACT * recomputable + eager_f, hw, c)
-                   + (MEMORY_KERNELS - 2) * c.kernel_overhead
-                   + gemm_seconds(n, q, h, precision, hw, c) + c.kernel_overhead)
+    pointwise = memory_seconds(ACT * recomputable + eager_f, hw, c) + (MEMORY_KERNELS - 2) * c.kernel_overhead
+    elementwise = pointwise + gemm_seconds(n, q, h, precision, hw, c) + c.kernel_overhead
     heads = shape.heads / t
     # torchtitan's attention repeats K and V to every query head before SDPA: torch's context
     # parallelism exchanges and copies the repeated tensors
@@ -1040,6 +1047,8 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
         memory_f += softmax_f
         memory_b += memory_seconds(SOFTMAX_BACKWARD_BYTES * scores, hw, c) + 2 * c.kernel_overhead
         core_again = attention_f + softmax_f
+    torchtitan = elementwise if moe else torchtitan_op_seconds(shape, t, n, memory_f if kernels == "eager" else pointwise,
+                                                               precision, hw, c)
 
     tp_bytes = ACT * n * h if t > 1 else 0.0
     pairs = 1 if moe and not shape.shared_experts else 2  # routed experts are not split over tp
@@ -1067,9 +1076,36 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
                                             steps if attention != "unfused" else 4)
     return Work(launches_f=launches_f, launches_b=launches_b, gemm=gemm, attention_f=attention_f, attention_b=attention_b, memory_f=memory_f,
                 memory_b=memory_b, selective_core=core_again, selective_elementwise=elementwise,
-                norms_again=norms_again, moe_act_again=moe_act_again, moe_again=moe_again,
+                selective_torchtitan=torchtitan, norms_again=norms_again, moe_act_again=moe_act_again, moe_again=moe_again,
                 tp_bytes=tp_bytes, tp_all_reduce=reduce, tp_gather=gather, cp_flavour=flavour,
                 cp_bytes=cp_bytes, cp_runtime=cp_runtime, ep_bytes=ep_bytes, moe=moe)
+
+
+TORCHTITAN_OP = "torchtitan-op"
+"""`Software.selective` of torchtitan's per-op selective activation checkpointing
+(`activation-checkpoint:selective`, torchtitan 0.3 distributed/activation_checkpoint.py,
+`SelectiveAC`): it saves the outputs of the ops in `_get_default_save_ops` (torch's
+compute-intensive list: `aten.mm`, `addmm`, `bmm`, the flash and efficient SDPA kernels,
+`_scaled_mm`; plus `aten.linear`, `aten.max` (fp8's amax), `topk`, the reduce-scatter and
+all-to-all collectives) except every second mm of the block, and recomputes everything else.
+The checkpoint runs with `early_stop=False`: the block's whole forward is replayed in the
+backward, the saved ops served from the cache."""
+
+
+def torchtitan_op_seconds(shape: Shape, tp: int, n: float, pointwise: float, precision: str, hw: Hardware,
+                          c: Constants) -> float:
+    """A dense block's recomputation under torchtitan's per-op policy (`TORCHTITAN_OP`): the
+    matmuls it does not save (`activations.torchtitan_op_split` of the generated job's block,
+    torchtitan 0.3's fused QKV: wo and w3 for SwiGLU) and `pointwise`, the memory-bound kernels
+    it runs again. Eagerly that is every one of the forward (`Work.memory_f`: norms, RoPE, the
+    activation and its product, the residual adds, fp8's casts): none is on the save list, and
+    `early_stop=False` replays the whole block. Under torch.compile the policy only tags the
+    joint graph and the partitioner recomputes what the backward reads, fused into its kernels:
+    the norms, RoPE and the activation, as parc's policy (`Work.selective_elementwise` without
+    its matmul), fp8's casts fused into the kernels that produce the recomputed GEMMs' inputs.
+    The attention kernel's output is saved."""
+    _, again = torchtitan_op_split(torchtitan_matmuls(shape, tp, fused_qkv=True))
+    return pointwise + sum(gemm_seconds(n, k, out, precision, hw, c) + c.kernel_overhead for _, k, out in again)
 
 
 @lru_cache(maxsize=4096)
@@ -1115,7 +1151,8 @@ def slowed(work: Work, sw: Software, c: Constants) -> Work:
     # published speed (`kernels.attention_curve`), so it is not slowed
     f = 1.0 / c.eager_efficiency
     return replaced(work, gemm=work.gemm * f, memory_f=work.memory_f * f, memory_b=work.memory_b * f,
-                   selective_elementwise=work.selective_elementwise * f, norms_again=work.norms_again * f,
+                   selective_elementwise=work.selective_elementwise * f,
+                   selective_torchtitan=work.selective_torchtitan * f, norms_again=work.norms_again * f,
                    moe_act_again=work.moe_act_again * f, moe_again=work.moe_again * f)
 
 
@@ -1537,6 +1574,8 @@ def _piece(work: Work, x: Exposed, mode: str, selective: str) -> tuple[float, ..
         s_tp, s_cp, s_ep = s_tp + x.tp_sent[0], s_cp + x.cp_sent[0], s_ep + x.ep_sent[0]
     elif mode == "selective" and selective == "elementwise":
         rec = work.selective_elementwise
+    elif mode == "selective" and selective == TORCHTITAN_OP:
+        rec = work.selective_torchtitan
     elif mode == "selective":
         modules = recompute_modules(selective)
         rec = (("core_attn" in modules) * work.selective_core + ("layernorm" in modules) * work.norms_again
@@ -1569,9 +1608,16 @@ def _recomputed(records: tuple[Collective, ...]) -> list[Collective]:
     return [replace(c, phase="recompute") for c in records if c.phase == "forward"]
 
 
-def selective_replay(work: Work, records: tuple[Collective, ...]) -> tuple[Collective, ...]:
-    """The collectives parc's selective recomputation issues again, per micro-batch (phase
-    `recompute`). Its policy (`SelectivePolicy` in backends/torch/templates/parallel.py.jinja)
+def selective_replay(work: Work, records: tuple[Collective, ...], selective: str = "elementwise"
+                     ) -> tuple[Collective, ...]:
+    """The collectives selective recomputation issues again, per micro-batch (phase
+    `recompute`); none for Megatron-LM's policies. Under torchtitan's per-op policy
+    (`TORCHTITAN_OP`) a dense block's whole forward is replayed, every collective but the
+    saved reduce-scatters with it: under sp the all-gathers of the attention's and the FFN's
+    inputs (2), without sp the all-reduces after wo and w2 (2: torch's functional
+    `all_reduce`, not on the save list); its MoE layers are parc's policy's (below).
+
+    parc's policy (`SelectivePolicy` in backends/torch/templates/parallel.py.jinja)
     replays a block's forward in the backward up to the last tensor the backward needs (the FFN's
     activation), serving the saved ops (the Q/K/V and up-projection matmuls, the attention
     kernel, the token exchanges) from its cache and running everything else again, collectives
@@ -1581,8 +1627,15 @@ def selective_replay(work: Work, records: tuple[Collective, ...]) -> tuple[Colle
     expert-count exchange (an int64 all-to-all, needed for the dispatch's splits). Not replayed:
     the FFN's down-projection and its reduction, which the backward does not need. Checked
     against the recorded moe-4d job (tests/e2e/test_collectives.py)."""
+    if selective not in ("elementwise", TORCHTITAN_OP):
+        return ()
     out: list[Collective] = []
     tp = next((c for c in records if c.axis == "tp" and c.payload == work.tp_bytes and c.phase == "forward"), None)
+    if tp is not None and selective == TORCHTITAN_OP and not work.moe:
+        kind, calls = (("all_reduce", work.tp_all_reduce[0]) if work.tp_all_reduce[0]
+                       else ("all_gather", work.tp_gather[0] // 2))
+        return tuple(c for c in (Collective("tp", kind, work.tp_bytes, calls, tp.size, tp.local, "path", calls,
+                                            "recompute"),) if c.count > 0)
     if tp is not None:
         if work.tp_all_reduce[0]:
             out.append(Collective("tp", "all_reduce", work.tp_bytes, 1, tp.size, tp.local, "path", 1, "recompute"))
@@ -1610,7 +1663,7 @@ def rank_time(load: Load, dense: tuple | None, moe: tuple | None, emb: tuple, ou
             records += [c.scaled(count) for c in _recomputed(x.collectives)]
         elif mode == "selective" and is_moe and "moe" in recompute_modules(selective):
             records += [c.scaled(count) for c in _recomputed(x.collectives) if c.axis == "ep"]
-        elif mode == "selective" and selective == "elementwise" and replay:
+        elif mode == "selective" and replay:
             records += [c.scaled(count) for c in replay]
             acc[7] += count * replay_tp  # exposed backward tp, ep; bytes sent on tp, ep
             acc[9] += count * replay_ep
@@ -1697,7 +1750,7 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
                                   tp_l.local, "path", 1, "backward"),)
         calls = tp_calls("moe" if moe else "dense", sp_on, k.tp, w)
         x = exposed(w, *links, overlap_ep, sw.tp_overlap, c, calls, counts)
-        replay = selective_replay(w, x.collectives)
+        replay = selective_replay(w, x.collectives, sw.selective)
         seconds = tuple(sum(r.count * collective_seconds(r, tp_l if axis == "tp" else ep_l)
                             for r in replay if r.axis == axis) for axis in ("tp", "ep"))
         pieces.append((w, x, replay, seconds))
@@ -2114,6 +2167,17 @@ def piece_flops(shape: Shape, moe: bool, tp: int, cp: int, seq: int, micro: int,
     return gemm, n * flops.attention_core_flops(shape, keys) / tp, out_projection, 0.0
 
 
+def torchtitan_op_flops(shape: Shape, moe: bool, tp: int, tokens: float) -> float:
+    """Forward FLOPs torchtitan's per-op policy (`TORCHTITAN_OP`) runs again on one rank for
+    `tokens` tokens of one layer: a dense block's matmuls it does not save (SwiGLU under
+    torchtitan 0.3's fused QKV: wo and w3); an MoE layer's attention output projection, as parc's
+    policy (`Work.selective_torchtitan`)."""
+    if moe:
+        return 2 * tokens * shape.q / tp * shape.hidden
+    _, again = torchtitan_op_split(torchtitan_matmuls(shape, tp, fused_qkv=True))
+    return sum(2 * tokens * k * out for _, k, out in again)
+
+
 def moe_gemm_flops(shape: Shape, tp: int, cp: int, seq: int, micro: int) -> float:
     """Forward FLOPs of a MoE layer's own products on one rank for one micro-batch (router,
     routed experts on this tp rank's tokens, shared experts split over tp): what
@@ -2130,7 +2194,8 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Co
     forward (input and weight gradients); the flash attention backward `FLASH_BACKWARD` times its
     forward (it recomputes the scores: five products to the forward's two), unfused twice;
     recomputation as `_piece` charges it (full: the forward again; parc's selective policy: the
-    attention output projection; Megatron-LM's: the attention core). Each record carries its
+    attention output projection; torchtitan's: every second matmul of a dense block,
+    `torchtitan_op_flops`; Megatron-LM's: the attention core). Each record carries its
     HBM bytes (`hbm.py`), and a fourth, `optimizer`, the optimizer step's."""
     m = k.microbatches
     gemm = [0.0, 0.0, 0.0]
@@ -2150,6 +2215,9 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Co
             moved["memory"] += count * piece.memory_f
         elif mode == "selective" and sw.selective == "elementwise":
             moved["memory"] += count * again
+        elif mode == "selective" and sw.selective == TORCHTITAN_OP:
+            moved["gemm"] += count * piece.torchtitan_gemm_again
+            moved["memory"] += count * (again - piece.torchtitan_gemm_again)
         elif mode == "selective":  # Megatron's modules: the core's bytes, the MoE layer's GEMMs and kernels
             modules = recompute_modules(sw.selective)
             core_bytes = piece.selective_core if "core_attn" in modules else 0.0
@@ -2167,6 +2235,8 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Co
             core[2] += count * a
         elif mode == "selective" and sw.selective == "elementwise":
             gemm[2] += count * wo
+        elif mode == "selective" and sw.selective == TORCHTITAN_OP:
+            gemm[2] += count * torchtitan_op_flops(shape, moe, k.tp, k.seq * k.micro_batch / k.cp)
         elif mode == "selective":
             modules = recompute_modules(sw.selective)
             core[2] += count * a * ("core_attn" in modules)
@@ -2313,7 +2383,8 @@ def hardware_flops_per_token(shape: Shape, k: Knobs, sw: Software) -> float:
     """FLOPs the GPUs execute per token: 3x forward with the attention actually computed
     (causal half under FlashAttention, whose backward runs 2.5x its forward; the full square
     unfused), plus the matrix products
-    recomputation repeats (the attention output projection under parc's selective policy)."""
+    recomputation repeats (the attention output projection under parc's selective policy, every
+    second matmul of a dense block under torchtitan's)."""
     flash = sw.attention != "unfused"
     keys = flops.causal_keys(k.seq) if flash else float(k.seq)
     total = 3.0 * flops.forward_flops_per_token(shape, keys)
@@ -2321,6 +2392,9 @@ def hardware_flops_per_token(shape: Shape, k: Knobs, sw: Software) -> float:
         total += (flops.FLASH_BACKWARD - 2.0) * shape.layers * flops.attention_core_flops(shape, keys)
     if k.recompute == "selective" and sw.selective == "elementwise":
         total += shape.layers * 2 * shape.q * shape.hidden
+    elif k.recompute == "selective" and sw.selective == TORCHTITAN_OP:
+        total += (flops.dense_count(shape) * torchtitan_op_flops(shape, False, 1, 1)
+                  + flops.moe_count(shape) * torchtitan_op_flops(shape, True, 1, 1))
     elif k.recompute == "selective":
         modules = recompute_modules(sw.selective)
         if "core_attn" in modules:

@@ -125,12 +125,17 @@ def test_each_source_is_predicted_by_a_fit_without_it(fidelity, rows):
 
 
 def test_the_eager_fit_predicts_each_run_it_did_not_see(fidelity):
-    """`eager_efficiency` fitted on four of torchtitan's five fitted A100 runs predicts the fifth
-    within 8 % (leave one out), not only the runs it was fitted on."""
+    """`eager_efficiency` fitted on all but one of torchtitan's ten eager runs (every row parc's
+    runtime facts express, its op-level selective recomputation included) predicts the one left
+    out (leave one out), not only the runs it was fitted on: median |error| under 8 % and none
+    beyond 15 % (the issue's held-out targets, 8 % and 20 %; measured 2.9 % and 10.6 %, the
+    worst Llama 2 70B at one 4K sequence a GPU)."""
     held = fidelity.eager_held_out(DEFAULT)
-    assert len(held) == sum(r.fitted for r in fidelity.EAGER_RUNS) == 5
+    assert len(held) == sum(r.fitted for r in fidelity.EAGER_RUNS) == 10
+    errors = [abs(error) for _, error in held]
+    assert statistics.median(errors) < 0.08
     for run_id, error in held:
-        assert abs(error) < 0.08, run_id
+        assert abs(error) < 0.15, run_id
 
 
 def test_stored_constants_are_the_fits_optimum(fidelity, rows):
@@ -166,12 +171,13 @@ def test_the_fit_is_deterministic_and_starts_from_fixed_values(fidelity):
 
 
 def test_parc_runtime_matches_torchtitan_after_the_eager_fit(fidelity):
-    """parc's runtime is eager PyTorch: with `eager_efficiency` fitted on torchtitan's A100 runs,
-    the fitted runs are predicted within a few per cent; with the Megatron-fitted speed alone
-    (eager_efficiency 1) they would all come out 3-10 % fast (measured 3.8-7.5 %)."""
+    """parc's runtime is eager PyTorch: with `eager_efficiency` fitted on torchtitan's eager runs,
+    the fitted runs are predicted within a few per cent at the median (measured 2.6 %, worst
+    9.4 %); with the Megatron-fitted speed alone (eager_efficiency 1) they would all come out
+    over 3 % fast (measured 3.8-18.8 %)."""
     assert 0.5 < DEFAULT.eager_efficiency < 1.0
     _, median, worst = fidelity.eager_table(DEFAULT)
-    assert median < 0.05 and worst < 0.08
+    assert median < 0.05 and worst < 0.12
     fused_speed = DEFAULT.with_values({"eager_efficiency": 1.0})
     for run in fidelity.EAGER_RUNS:
         if run.fitted:
@@ -364,3 +370,31 @@ def test_public_papers_predictions_stay_within_physics(fidelity):
     assert rows
     for r in rows:
         assert_within_physics(r.plan)
+
+
+def test_torchtitans_selective_op_rows_are_read_under_its_own_policy(fidelity):
+    """Every "selective op" row's spec says `target torchtitan`, so it is predicted under
+    torchtitan's per-op policy (`timing.TORCHTITAN_OP`), which recomputes more than parc's; each
+    such row without tp is predicted slower and its |error| is smaller than under parc's policy
+    (the same plan, `Software.selective` "elementwise"; measured: 8B on A100 -2.1 % against
+    +3.5 %, 70B +9.4 % against +17.5 %), and the eager ones are fitted. The compiled tp 8 rows
+    are not compared: parc's policy replays a reduce-scatter per layer that torchtitan's saves,
+    and they stay 13-16 % fast under either (docs/time-model.md)."""
+    from dataclasses import replace
+
+    from parc import timing
+    from parc.targets import software_of
+
+    rows = [r for r in fidelity.EAGER_RUNS if r.torchtitan_ac == "selective op"]
+    assert sum(r.tp == 1 for r in rows) == 9
+    for run in rows:
+        plan = fidelity.eager_plans(run)[0]
+        sw = software_of(plan)
+        assert plan.target.name == "torchtitan" and sw.selective == timing.TORCHTITAN_OP, run.id
+        assert run.fitted == (not run.compiled), run.id
+        if run.tp > 1:
+            continue
+        own = timing.predict(plan, DEFAULT).tokens_per_second_per_gpu
+        parcs = timing.predict(plan, DEFAULT, sw=replace(sw, selective="elementwise")).tokens_per_second_per_gpu
+        assert own < parcs, run.id
+        assert abs(own / run.reported - 1) < abs(parcs / run.reported - 1), run.id

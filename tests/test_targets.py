@@ -45,9 +45,9 @@ def test_default_target_is_torch_and_keeps_parcs_software():
 # Hand-written: what each runtime does, from its documentation (docs/targets.md cites each).
 EXPECTED = {
     "target torch": dict(kernels="eager", selective="elementwise", tp_overlap="none", attention="flash", grad=4),
-    "target torchtitan": dict(kernels="eager", selective="elementwise", tp_overlap="none", attention="flash",
+    "target torchtitan": dict(kernels="eager", selective="torchtitan-op", tp_overlap="none", attention="flash",
                               grad=4),
-    "target torchtitan { compile on, tp-overlap all }": dict(kernels="fused", selective="elementwise",
+    "target torchtitan { compile on, tp-overlap all }": dict(kernels="fused", selective="torchtitan-op",
                                                              tp_overlap="forward", attention="flash", grad=4),
     "target megatron": dict(kernels="fused", selective="attention-core", tp_overlap="backward",
                             attention="flash-te", grad=4),

@@ -331,7 +331,7 @@ def test_parc_runtime_launches_a_kernel_per_local_expert():
     dense = [timing.layer_work(s, False, *args[2:], k, hw, DEFAULT) for k in ("eager", "fused")]
     # dense layers differ only in the element-wise bytes of eager PyTorch's rotary embedding and
     # SwiGLU (the attention kernel is SDPA's in both here)
-    same = {"memory_f": 0.0, "memory_b": 0.0, "selective_elementwise": 0.0}
+    same = {"memory_f": 0.0, "memory_b": 0.0, "selective_elementwise": 0.0, "selective_torchtitan": 0.0}
     assert replace(dense[0], **same) == replace(dense[1], **same)
 
 

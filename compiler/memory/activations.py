@@ -330,14 +330,47 @@ def torchtitan_selective(shape: Shape, k: Knobs, n: Tokens, act: int) -> float:
     8K sequences that is 4.0 GiB of the 5.4 GiB torchtitan's eager run measured above its
     compiled twin."""
     t, h = k.tp, shape.hidden
-    kv = shape.kv / t if kv_split(shape, t) else shape.kv
-    f = shape.ffn / t
-    matmuls = [shape.q / t, kv, kv, h] + ([f, f, h] if shape.ffn_matrices == 3 else [f, h])
+    saved, _ = torchtitan_op_split(torchtitan_matmuls(shape, t, fused_qkv=False))
     reduce_scatters = 2 * h / t if k.sp else 0
-    kept = sum(matmuls[0::2]) + shape.q / t + reduce_scatters + h / n.sp
+    kept = sum(out for _, _, out in saved) + shape.q / t + reduce_scatters + h / n.sp
     if k.compiled_block and shape.ffn_matrices == 3:
         kept -= h + (h / t if k.sp else 0)  # w2's output and its reduce-scatter: never read back
     return act * kept + n.heads * FP32
+
+
+Matmul = tuple[str, float, float]
+"""(name, input width, output width) of one of a block's matmuls on a tp rank: per token, its
+forward reads `input` and writes `output` elements and runs 2 x input x output FLOPs."""
+
+
+def torchtitan_matmuls(shape: Shape, tp: int, fused_qkv: bool) -> tuple[Matmul, ...]:
+    """A dense torchtitan block's matmuls in the order its forward runs them, as its per-op
+    selective checkpointing counts them (one `aten.mm` per linear layer: a 3-D input's
+    `F.linear` is a view, an `aten.mm` and a view; under DTensor tp the policy's dispatch mode
+    sees the DTensor's one mm, never the local ones). Attention: one fused `wqkv` when
+    `fused_qkv` (torchtitan 0.3's `FusedQKVLinear`, which its llama3 configs and parc's
+    generated flavour use: `make_gqa_config(..., fuse_qkv=True)`), else `wq`, `wk`, `wv`
+    (torchtitan 9dec370, the version the published memory rows ran); then `wo`. FFN: SwiGLU's
+    `w2(silu(w1(x)) * w3(x))` runs w1, w3, w2 (Python evaluates `w1(x)` first); GELU's w1, w2.
+    The one list both models read: the memory model's kept outputs (`torchtitan_selective`) and
+    the time model's recomputed matmuls (`timing.layer_work`), so they cannot drift."""
+    h = shape.hidden
+    q = shape.q / tp
+    kv = shape.kv / tp if kv_split(shape, tp) else shape.kv
+    f = shape.ffn / tp
+    attention = [("wqkv", h, q + 2 * kv)] if fused_qkv else [("wq", h, q), ("wk", h, kv), ("wv", h, kv)]
+    ffn = [("w1", h, f), ("w3", h, f), ("w2", f, h)] if shape.ffn_matrices == 3 else [("w1", h, f), ("w2", f, h)]
+    return tuple(attention + [("wo", q, h)] + ffn)
+
+
+def torchtitan_op_split(matmuls: tuple[Matmul, ...]) -> tuple[tuple[Matmul, ...], tuple[Matmul, ...]]:
+    """(saved, recomputed) matmuls under torchtitan's per-op policy: `wrapped_policy` (torchtitan
+    0.3 distributed/activation_checkpoint.py, `SelectiveAC._wrap_block`; 9dec370's
+    `_custom_policy` alike) counts each mm before deciding, a fresh count per block forward
+    (`_get_custom_policy()` runs in the context function, once per checkpointed call), and returns
+    PREFER_RECOMPUTE when the count is even: the 1st, 3rd, ... are saved, the 2nd, 4th, ...
+    recomputed."""
+    return matmuls[0::2], matmuls[1::2]
 
 
 TORCH_CP_BACKWARD_FIXED = 22

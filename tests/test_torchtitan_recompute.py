@@ -1,0 +1,200 @@
+"""torchtitan's per-op selective recomputation in the time model (`timing.TORCHTITAN_OP`),
+against torchtitan 0.3's own policy and torch's own FLOP counter (issue 14: the model is the
+ledger of the job it generates).
+
+The independent check: torchtitan's llama3 block, built from its own config code
+(`_build_llama3_layers`, fused QKV as its llama3 configs and parc's generated flavour have it,
+and the separate wq/wk/wv of earlier torchtitan), wrapped by torchtitan's own `SelectiveAC`
+(its `wrapped_policy`), runs a forward and a backward on the CPU under
+`torch.utils.flop_counter.FlopCounterMode`, once plain and once checkpointed: the difference is
+the FLOPs the policy runs again, which the time model's count must equal. Skipped without
+torchtitan (.ci/install-targets).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import replace
+from unittest import mock
+
+import pytest
+from parc import timing
+from parc.memory.activations import torchtitan_matmuls, torchtitan_op_split
+from parc.memory.inputs import Shape, knobs_of, shape_of
+from parc.pipeline import compile_text
+from parc.targets import software_of
+
+DIM, HEADS, KV_HEADS, FFN, BATCH, SEQ = 64, 4, 2, 160, 2, 16
+HEAD_DIM = DIM // HEADS
+KERNEL_MODULES = ("torchtitan.distributed.minimal_async_ep.kernels", "torchtitan.overrides.fused_mla",
+                  "torchtitan.overrides.fused_swiglu")
+
+needs_torchtitan = pytest.mark.skipif(importlib.util.find_spec("torchtitan") is None,
+                                      reason="torchtitan not installed (.ci/install-targets)")
+
+
+def small_shape() -> Shape:
+    return Shape(layers=1, hidden=DIM, ffn=FFN, heads=HEADS, kv_heads=KV_HEADS, head_dim=HEAD_DIM, vocab=128,
+                 tied=False, ffn_matrices=3, layernorm=False, position_params=0, rope=True)
+
+
+@pytest.fixture(scope="module")
+def titan():
+    """torchtitan's block builder, its SelectiveAC and its default save set (its GPU kernel
+    modules, which import triton, given inert stand-ins as in test_targets_torchtitan.py)."""
+    if importlib.util.find_spec("triton") is None:
+        for name in KERNEL_MODULES:
+            sys.modules.setdefault(name, mock.MagicMock())
+    from torchtitan.distributed import activation_checkpoint
+    from torchtitan.models import llama3
+
+    return llama3, activation_checkpoint
+
+
+def counted_mm_flops(titan, fused_qkv: bool, checkpointed: bool) -> float:
+    """`aten.mm` FLOPs of one forward and backward of torchtitan's llama3 block, as
+    `FlopCounterMode` counts them. The attention is torch's SDPA (`ScaledDotProductAttention`,
+    torchtitan's own inner attention) instead of flex, which needs a GPU: on CPU it runs
+    `_scaled_dot_product_flash_attention_for_cpu`, which the policy's save set gains here as the
+    stand-in of the GPU's flash and flex kernels it saves (through `get_save_ops`, the extension
+    point torchtitan documents); the policy function itself is torchtitan's."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    llama3, activation_checkpoint = titan
+    from torchtitan.models.common.attention import ScaledDotProductAttention
+
+    config = llama3._build_llama3_layers(
+        n_layers=1, dim=DIM, n_heads=HEADS, n_kv_heads=KV_HEADS, hidden_dim=FFN, fuse_qkv=fused_qkv,
+        rope=llama3.ComplexRoPE.Config(dim=HEAD_DIM, max_seq_len=SEQ, theta=10000.0), attn_backend="flex")[0]
+    config.attention.inner_attention = ScaledDotProductAttention.Config()
+    torch.manual_seed(0)
+    block = config.build()
+    for p in block.parameters():
+        torch.nn.init.normal_(p, std=0.02) if p.dim() > 1 else torch.nn.init.ones_(p)
+
+    class CpuSelectiveAC(activation_checkpoint.SelectiveAC):
+        def get_save_ops(self):
+            return super().get_save_ops() | {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default}
+
+    if checkpointed:
+        block = CpuSelectiveAC(CpuSelectiveAC.Config())._wrap_block(block, base_fqn="layers.0")
+    x = torch.randn(BATCH, SEQ, DIM, requires_grad=True)
+    with FlopCounterMode(display=False) as counter:
+        block(x, None, None).sum().backward()
+    assert x.grad is not None
+    counts = counter.get_flop_counts()["Global"]
+    assert set(counts) == {torch.ops.aten.mm}, counts  # no other op the counter knows ran
+    return counts[torch.ops.aten.mm]
+
+
+@needs_torchtitan
+@pytest.mark.parametrize("fused_qkv", [True, False], ids=["fused-qkv", "wq-wk-wv"])
+def test_recomputed_flops_are_what_torch_counts_under_torchtitans_policy(titan, fused_qkv):
+    """The FLOPs torchtitan's policy runs again equal the model's recomputed matmuls: wo and w3
+    under the fused QKV (a hand count: 2 T (q h + h F)), wk, wo and w3 with wq/wk/wv; and the
+    plain block's total is the model's forward GEMMs three times (`piece_flops`)."""
+    tokens = BATCH * SEQ
+    plain = counted_mm_flops(titan, fused_qkv, checkpointed=False)
+    again = counted_mm_flops(titan, fused_qkv, checkpointed=True) - plain
+    shape = small_shape()
+    assert plain == 3 * timing.piece_flops(shape, False, 1, 1, SEQ, BATCH, 0, "flash")[0]
+    kv = KV_HEADS * HEAD_DIM
+    by_hand = 2 * tokens * (HEADS * HEAD_DIM * DIM + DIM * FFN + (0 if fused_qkv else DIM * kv))
+    assert again == by_hand
+    recomputed = torchtitan_op_split(torchtitan_matmuls(shape, 1, fused_qkv))[1]
+    assert recomputed and sum(2 * tokens * k * out for _, k, out in recomputed) == again
+    if fused_qkv:  # the generated job's block: what the time model charges
+        assert timing.torchtitan_op_flops(shape, False, 1, tokens) == again
+
+
+@needs_torchtitan
+def test_torchtitans_save_set_keeps_reduce_scatters_not_gathers_nor_all_reduces(titan):
+    """What the time model replays under the policy (`timing.selective_replay`) follows
+    torchtitan's save set: the reduce-scatter is saved, the all-gather and the all-reduce are
+    not (so sp's two all-gathers, or the two all-reduces without sp, run again); the matmul and
+    the GPU's attention kernels are."""
+    import torch
+
+    _, activation_checkpoint = titan
+    saved = activation_checkpoint._get_default_save_ops()
+    functional = torch.ops._c10d_functional
+    assert functional.reduce_scatter_tensor.default in saved
+    assert functional.all_gather_into_tensor.default not in saved
+    assert functional.all_reduce.default not in saved
+    for op in (torch.ops.aten.mm.default, torch.ops.aten._scaled_dot_product_flash_attention.default,
+               torch.ops.aten._scaled_dot_product_efficient_attention.default):
+        assert op in saved, op
+
+
+TINY = """{axes} on nodes({gpus} gpus, nvlink)
+model {{ layers 2, hidden {h}, ffn {f}, heads {heads}, kv-heads {kv}, vocab 128, activation swiglu, norm rmsnorm,
+  position rope, tied-embeddings off }}
+hardware {{ gpu h100-sxm }}
+train {{ seq {seq}, global-batch {batch}, micro-batch {micro}, recompute {recompute} }}
+dp {{ sharding zero3 }}
+target {target}
+"""
+
+
+def spec(tp: int = 2, sp: bool = True, target: str = "torchtitan", recompute: str = "selective",
+         llama3_8b: bool = False) -> str:
+    """A two-layer model at the counter's widths on tp x dp 2, micro-batch 2 (or Llama 3 8B's
+    widths on dp 8, micro-batch 1)."""
+    widths = (dict(h=4096, f=14336, heads=32, kv=8, seq=8192, micro=1, batch=16) if llama3_8b
+              else dict(h=64, f=160, heads=4, kv=2, seq=16, micro=2, batch=8))
+    dp = 8 if llama3_8b else 2
+    text = TINY.format(axes=f"tp {tp} x dp {dp}" if tp > 1 else f"dp {dp}", gpus=tp * dp, target=target,
+                       recompute=recompute, **widths)
+    return text + (f"tp {{ sequence-parallel {'on' if sp else 'off'} }}\n" if tp > 1 else "")
+
+
+def ledger_of(text: str):
+    plan = compile_text(text, path="tiny.par").plan
+    assert plan is not None
+    sw = software_of(plan)
+    shape, knobs = shape_of(plan), knobs_of(plan, "torch")
+    hw = timing.hardware_of(plan)
+    _, steps = timing.rank_steps(shape, knobs, hw, timing.geometry_of(plan, hw), sw=sw)
+    assert steps
+    return plan, sw, knobs, next(iter(steps.values()))
+
+
+def test_the_torchtitan_targets_ledger_recomputes_wo_and_w3():
+    """Under `target torchtitan` the rank's ledger recomputes, per layer and micro-batch, wo and
+    w3 as sharded on its tp rank (the counter's figure above, scaled by hand: tp 2 halves each);
+    under `target torch` parc's own policy, the output projection alone."""
+    tokens = 16 * 2
+    for target, by_hand in (("torchtitan", 2 * tokens * (64 * 64 + 64 * 160) / 2),
+                            ("torch", 2 * tokens * 64 * 64 / 2)):
+        plan, sw, knobs, step = ledger_of(spec(target=target))
+        assert sw.selective == (timing.TORCHTITAN_OP if target == "torchtitan" else "elementwise")
+        gemm = next(c for c in step.ledger.compute if c.op == "gemm")
+        assert gemm.recompute == pytest.approx(knobs.microbatches * plan.model.layers * by_hand), target
+
+
+@pytest.mark.parametrize("sp", [True, False], ids=["sp", "no-sp"])
+def test_torchtitans_replay_is_the_unsaved_collectives(sp):
+    """The policy replays the block's tp collectives that are not on its save list, once per
+    layer and micro-batch: sp's two all-gathers (attention and FFN input; the reduce-scatters
+    are saved), or without sp the all-reduces after wo and w2."""
+    plan, _, knobs, step = ledger_of(spec(sp=sp))
+    replayed = [c for c in step.ledger.collectives if c.phase == "recompute"]
+    assert replayed
+    assert {c.kind for c in replayed} == ({"all_gather"} if sp else {"all_reduce"})
+    assert sum(c.count for c in replayed) == 2 * plan.model.layers * knobs.microbatches
+
+
+def test_torchtitans_policy_costs_more_than_parcs_and_less_than_full():
+    """At Llama 3 8B's widths, recomputing two of five matmuls and the whole forward's
+    elementwise work sits between parc's policy (one matmul, part of the elementwise work) and
+    full recomputation."""
+    plan = compile_text(spec(tp=1, llama3_8b=True), path="x.par").plan
+    full = compile_text(spec(tp=1, llama3_8b=True, recompute="full"), path="x.par").plan
+    assert plan is not None and full is not None
+    sw = software_of(plan)
+    assert sw.selective == timing.TORCHTITAN_OP
+    torchtitan = timing.predict(plan).breakdown.recompute
+    parc = timing.predict(plan, sw=replace(sw, selective="elementwise")).breakdown.recompute
+    assert 0 < parc < torchtitan < timing.predict(full).breakdown.recompute
