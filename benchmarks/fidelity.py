@@ -1135,8 +1135,9 @@ constants mapped to their ranges (@BOUNDS@) from a fixed start (@START@); the
 other constants are fixed from the sources above. An earlier fit that also freed
 `flash_attention`, the bus efficiencies and a tensor-parallel overlap fraction drove each to a
 bound of its range (0.2, 1, 1): the runs cannot tell those apart from the GEMM constants, so they
-are fixed from kernel and NCCL measurements, and tensor-parallel overlap became a window (what
-outlasts the overlapping GEMMs shows) rather than a fraction.
+are fixed from kernel and NCCL measurements, and tensor-parallel overlap became a window rather
+than a fraction: what outlasts each collective's own GEMM shows ("Each tp collective beside its
+own GEMM").
 
 Each run is written as a spec (layout, custom model, hardware, training settings) by
 `benchmarks/published.py` and compiled by `parc.pipeline.compile_text`; its predicted step time
@@ -1146,7 +1147,7 @@ model FLOPs (`72 B L s h^2 (1 + s/6h + V/12hL)`; compared with the reported MFU,
 reported step time where no MFU is given); Megatron-Core's 2024 model FLOPs (non-causal). The
 runs' software, which a spec cannot state, is read from the source: runs published up to 2022
 predate FlashAttention in training frameworks (unfused attention); Megatron-LM overlaps the
-backward tensor-parallel collectives since late 2021, and the 2024 table states
+backward input-gradient reductions since late 2021, and the 2024 table states
 `--tp-comm-overlap`; Megatron-LM's selective recomputation is the attention core's.
 
 Unstated fields take Megatron-LM's defaults, listed per run in the last column: FFN 4h, no GQA,
