@@ -1567,7 +1567,7 @@ What the terms and the sources say:
 
 - **MegaScale's Megatron-LM baseline, 175B.** The reported drop (-15.7 % from 256 to 1,024 GPUs,
   -15.4 % from 3,072 to 12,288) is larger than the predicted one, and the gap does not grow
-  with the scale (@SCALING_GAP@; each series' last run's gap is no larger than its first's)
+  with the scale (@SCALING_GAP@)
   while dp grows from 4 to 192 ranks: something costs a second or two per step that the model
   does not charge: not the same to the tenth of a second at every scale (the 3,072-GPU run's
   stands out), but with no trend in the ranks. It is not a ring's latency (the
