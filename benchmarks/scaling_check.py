@@ -28,6 +28,7 @@ This module writes the section "Throughput against GPU count" of docs/time-model
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import statistics
 import sys
@@ -217,6 +218,17 @@ def gap_spread(points: list[tuple[Series, list[Point]]], label: str, leave_out: 
     return max(gaps) / min(gaps)
 
 
+def gap_elasticity(points: list[tuple[Series, list[Point]]], label: str) -> float:
+    """How the gap grows with the data-parallel ranks along the series `label`: the least-squares
+    slope of log(gap) on log(dp). A term the model lacks that costs the same seconds at every
+    scale reads 0; one that grows with the ranks a ring spans (a ring's per-step latency) 1."""
+    pairs = [(math.log(p.dp), math.log(p.gap)) for s, pts in points if s.label == label for p in pts]
+    assert len(pairs) >= 2 and all(math.isfinite(y) for _, y in pairs), label
+    mx = sum(x for x, _ in pairs) / len(pairs)
+    my = sum(y for _, y in pairs) / len(pairs)
+    return sum((x - mx) * (y - my) for x, y in pairs) / sum((x - mx) ** 2 for x, _ in pairs)
+
+
 def line_rate_needed(points: list[tuple[Series, list[Point]]], prefix: str, bus: float) -> tuple[float, float]:
     """If the gap were all data-parallel traffic, the fraction of the NIC's line rate the step's
     dp collectives would run at: the model moves their bytes in `dp_total` less their latency at
@@ -270,7 +282,10 @@ def section(constants=None) -> dict[str, str]:
     latency = max(p.dp_latency for s, pts in points if s.label.startswith(baseline) for p in pts)
     mpt70 = next(pts for s, pts in points if s.label.startswith("llm-foundry MPT-70B"))
     spread = (f"largest over smallest {gap_spread(points, small):.2f} at batch 768, {gap_spread(points, large):.2f} "
-              f"at batch 6,144, {gap_spread(points, large, 3072):.2f} without its 3,072-GPU run")
+              f"at batch 6,144, {gap_spread(points, large, 3072):.2f} without its 3,072-GPU run; its growth with "
+              f"dp, the slope of log gap on log dp, {gap_elasticity(points, small):+.2f} at batch 768 and "
+              f"{gap_elasticity(points, large):+.2f} at batch 6,144, where a term growing with the ranks a ring "
+              f"spans reads 1")
     return {"SCALING_TABLE": table(points), "SCALING_SUMMARY": summary(points),
             "SCALING_GAP": f"{lo:.1f}-{hi:.1f} s, median {mid:.1f} s; {spread}",
             "SCALING_LINE_RATE": f"{rate[0]:.0%}-{rate[1]:.0%}",

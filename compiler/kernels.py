@@ -479,3 +479,33 @@ def tp_overlap_sms(mode: str, kind: str) -> int | None:
     if mode == "forward":
         return TORCH_ASYNC_TP_SMS
     return None
+
+
+def tp_overlap_pairs(mode: str, phase: str, kind: str) -> bool:
+    """Whether the runtime's overlap `mode` (`Software.tp_overlap`) runs a tensor-parallel
+    collective of `kind` in `phase` beside its own GEMM (`Work.tp_gemms` names the GEMM); a
+    collective it does not pair waits for its data, exposed. Each runtime pairs a collective with
+    the one GEMM that produces or consumes it, never with the layer's others:
+
+    - "all", Megatron-Core's `--tp-comm-overlap` on Transformer Engine's userbuffers (which needs
+      sequence parallelism): forward, each all-gather with the column-parallel GEMM that consumes
+      it (`qkv_fprop`, `fc1_fprop`: ring exchange) and each reduce-scatter with the row-parallel
+      GEMM that produces it (`proj_fprop`, `fc2_fprop`: pipeline); backward, each all-gather of an
+      output gradient with the row-parallel input-gradient GEMM (`proj_dgrad`, `fc2_dgrad`: ring
+      exchange) and each reduce-scatter of a column-parallel input gradient with that layer's
+      weight-gradient GEMM (`qkv_wgrad`, `fc1_wgrad`: bulk); TE's `initialize_ub` method table
+      (transformer_engine/pytorch/module/base.py). Without sequence parallelism there is no
+      userbuffers overlap: Megatron-LM's asynchronous backward all-reduce remains ("backward").
+    - "forward", torch's async TP (inductor's micro-pipeline pass, torchtitan): all-gather ->
+      matmul and matmul -> reduce-scatter fused (`fused_all_gather_matmul`,
+      `fused_matmul_reduce_scatter`), forward; an all-reduce is not fused.
+    - "backward", Megatron-LM's asynchronous input-gradient reduction
+      (`LinearWithGradAccumulationAndAsyncCommunication`, TE's `LayerNormLinear` alike): a
+      column-parallel layer's input gradient, all-reduced (reduce-scattered under sequence
+      parallelism) while that layer's weight-gradient GEMM runs; the all-gather of a row-parallel
+      layer's output gradient before its input-gradient GEMM is synchronous."""
+    if phase == "forward":
+        return mode in ("all", "forward") and kind in ("all_gather", "reduce_scatter")
+    if phase == "backward" and mode == "all":
+        return True
+    return phase == "backward" and mode == "backward" and kind in ("all_reduce", "reduce_scatter")

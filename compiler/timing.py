@@ -733,6 +733,10 @@ class Work:
     """All-reduces of `tp_bytes` (forward, backward): without sequence parallelism."""
     tp_gather: tuple[int, int] = (0, 0)
     """All-gathers plus reduce-scatters of `tp_bytes` (forward, backward): with it."""
+    tp_gemms: tuple[tuple[str, str, float], ...] = ()
+    """(phase, kind, seconds): each tp collective of `tp_bytes` a runtime can run beside its own
+    GEMM, with that GEMM's seconds (`tp_partners`): which of them a runtime pairs is
+    `kernels.tp_overlap_pairs`; a call without one here is never overlapped."""
     cp_flavour: str = "ring"
     cp_bytes: tuple[float, float] = (0.0, 0.0)
     """ring: K and V of one block per ring step (forward; backward adds dK, dV, which take one
@@ -891,6 +895,27 @@ def measured_load(load: float, ep: int, capacity_factor: float = 0.0) -> float:
     capped at a capacity factor (copies past it are dropped)."""
     load = min(max(load, 1.0), float(max(1, ep)))
     return min(load, max(capacity_factor, 1.0)) if capacity_factor else load
+
+
+def tp_partners(blocks: list[tuple[float, float]], sp: bool) -> tuple[tuple[str, str, float], ...]:
+    """`Work.tp_gemms` of a piece whose tp-split blocks (attention, the dense FFN, the shared
+    experts; the output layer alone) are (column-parallel GEMM, row-parallel GEMM) seconds, the
+    row one 0 where there is none. Each collective's own GEMM: forward, the input's all-gather
+    feeds the column GEMM and the row GEMM's output is reduce-scattered (all-reduced without
+    sp); backward the mirror images, the output gradient's all-gather feeding the row GEMM's
+    input-gradient GEMM and the column GEMM's input gradient reduce-scattered (all-reduced)
+    beside that layer's weight-gradient GEMM. The input- and weight-gradient GEMMs take as long
+    as the forward one (`Work.backward_weight`), so the seconds are the forward GEMM's."""
+    out: list[tuple[str, str, float]] = []
+    if sp:
+        out += [("forward", "all_gather", col) for col, _ in blocks]
+        out += [("forward", "reduce_scatter", row) for _, row in blocks if row]
+        out += [("backward", "all_gather", row) for _, row in blocks if row]
+        out += [("backward", "reduce_scatter", col) for col, _ in blocks]
+    else:
+        out += [("forward", "all_reduce", row) for _, row in blocks if row]
+        out += [("backward", "all_reduce", col) for col, _ in blocks]
+    return tuple(out)
 
 
 @lru_cache(maxsize=16384)
@@ -1052,6 +1077,9 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
 
     tp_bytes = ACT * n * h if t > 1 else 0.0
     pairs = 1 if moe and not shape.shared_experts else 2  # routed experts are not split over tp
+    # each tp-split block's (column, row) GEMMs in `gemms`' order: attention, then the dense FFN
+    # or the shared experts (after the router and the routed experts' two)
+    blocks = [(timed[0], timed[1])] + ([(timed[-2], timed[-1])] if pairs == 2 else [])
     reduce = (0, 0) if sp or t == 1 else (pairs, pairs)
     gather = (2 * pairs, 2 * pairs) if sp and t > 1 else (0, 0)
     if moe and t > 1 and not sp:
@@ -1077,7 +1105,8 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     return Work(launches_f=launches_f, launches_b=launches_b, gemm=gemm, attention_f=attention_f, attention_b=attention_b, memory_f=memory_f,
                 memory_b=memory_b, selective_core=core_again, selective_elementwise=elementwise,
                 selective_torchtitan=torchtitan, norms_again=norms_again, moe_act_again=moe_act_again, moe_again=moe_again,
-                tp_bytes=tp_bytes, tp_all_reduce=reduce, tp_gather=gather, cp_flavour=flavour,
+                tp_bytes=tp_bytes, tp_all_reduce=reduce, tp_gather=gather,
+                tp_gemms=tp_partners(blocks, sp) if t > 1 else (), cp_flavour=flavour,
                 cp_bytes=cp_bytes, cp_runtime=cp_runtime, ep_bytes=ep_bytes, moe=moe)
 
 
@@ -1139,7 +1168,8 @@ def output_work(shape: Shape, tp: int, sp: bool, cp: int, seq: int, micro: int, 
     sp_on = sp and tp > 1
     return Work(gemm=gemm, memory_f=memory_f, memory_b=memory_b, tp_bytes=ACT * n * h if tp > 1 else 0.0,
                 tp_all_reduce=(0, 1) if tp > 1 and not sp_on else (0, 0),
-                tp_gather=(1, 1) if sp_on else (0, 0))
+                tp_gather=(1, 1) if sp_on else (0, 0),
+                tp_gemms=tp_partners([(gemm, 0.0)], sp_on) if tp > 1 else ())
 
 
 def slowed(work: Work, sw: Software, c: Constants) -> Work:
@@ -1150,10 +1180,11 @@ def slowed(work: Work, sw: Software, c: Constants) -> Work:
     # the attention kernel is the same fused kernel in eager PyTorch (SDPA), timed from its own
     # published speed (`kernels.attention_curve`), so it is not slowed
     f = 1.0 / c.eager_efficiency
-    return replaced(work, gemm=work.gemm * f, memory_f=work.memory_f * f, memory_b=work.memory_b * f,
-                   selective_elementwise=work.selective_elementwise * f,
-                   selective_torchtitan=work.selective_torchtitan * f, norms_again=work.norms_again * f,
-                   moe_act_again=work.moe_act_again * f, moe_again=work.moe_again * f)
+    return replaced(work, gemm=work.gemm * f, tp_gemms=tuple((p, k, g * f) for p, k, g in work.tp_gemms),
+                    memory_f=work.memory_f * f, memory_b=work.memory_b * f,
+                    selective_elementwise=work.selective_elementwise * f,
+                    selective_torchtitan=work.selective_torchtitan * f, norms_again=work.norms_again * f,
+                    moe_act_again=work.moe_act_again * f, moe_again=work.moe_again * f)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1302,16 +1333,44 @@ class Exposed:
         return self._hash
 
 
+def paired_tp_exposed(work: Work, records: tuple[Collective, ...], tp: Link, mode: str) -> tuple[float, float]:
+    """Exposed seconds (forward, backward) of one piece's tp collectives under the runtime's
+    overlap `mode` (`Software.tp_overlap`), each paired with its own GEMM: a call the runtime
+    runs beside a GEMM (`kernels.tp_overlap_pairs`, the GEMM from `Work.tp_gemms`, taken in
+    order, once each) shows `kernels.overlap_exposed(gemm, transfer, share x transfer)`; every
+    other call (no partner, or one the runtime does not pair: the loss's statistics, the
+    router's gradient, the routed result's gathers) waits for its data and shows whole. A
+    transfer longer than its own GEMM cannot borrow time from another GEMM of the layer, so the
+    sum over pairs is never less than one window over the sums (tests/test_tp_pairing.py). The
+    share: the runtime's SMs for that kind (`kernels.tp_overlap_sms`), or NCCL's on the link."""
+    partners: dict[tuple[str, str], list[float]] = {}
+    for phase, kind, seconds in work.tp_gemms:
+        if kernel_model.tp_overlap_pairs(mode, phase, kind):
+            partners.setdefault((phase, kind), []).append(seconds)
+    out = {"forward": 0.0, "backward": 0.0}
+    for r in records:
+        if r.axis != "tp" or r.phase not in out:
+            continue
+        one = collective_seconds(r, tp)
+        sms = kernel_model.tp_overlap_sms(mode, r.kind)
+        share = tp.sm_share if sms is None else kernel_model.sm_share(sms, tp.sms)
+        mates = partners.get((r.phase, r.kind), []) if r.payload == work.tp_bytes else []
+        paired = min(r.count, len(mates))
+        out[r.phase] += (sum(kernel_model.overlap_exposed(g, one, share * one) for g in mates[:paired])
+                         + (r.count - paired) * one)
+        del mates[:paired]
+    return out["forward"], out["backward"]
+
+
 @lru_cache(maxsize=16384)
 def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_tp: str,
             c: Constants, calls: TpCalls | None = None, extra: tuple[Collective, ...] = ()) -> Exposed:
     """Exposed time of one piece's tp, cp and ep communication, reduced from its records
     (`piece_collectives`): each record's calls at `collective_seconds` on its axis's link.
 
-    tp: waits for its data, except where the runtime overlaps it with an independent GEMM
-    (`Software.tp_overlap`): then only what outlasts the GEMMs shows (forward: the layer's
-    forward GEMMs; backward: its weight-gradient GEMMs). cp ring: each of the cp - 1 steps
-    passes one K/V block (and backward its dK/dV too) while one block of attention computes;
+    tp: waits for its data, except where the runtime overlaps it with its own GEMM
+    (`Software.tp_overlap`, `paired_tp_exposed`): then only what outlasts that GEMM shows.
+    cp ring: each of the cp - 1 steps passes one K/V block (and backward its dK/dV too) while one block of attention computes;
     only the excess shows, plus the last dK/dV shift home. cp all-gather and all-to-all wait for
     their data (exposed). ep: the dispatch and combine all-to-alls wait for their tokens, unless
     DualPipe overlaps them with the other micro-batch's computation (`overlap_ep`).
@@ -1325,22 +1384,15 @@ def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_
     links = {"tp": tp, "cp": cp, "ep": ep}
     time = {(axis, phase): 0.0 for axis in links for phase in ("forward", "backward")}
     sent = dict.fromkeys(time, 0.0)
-    occupied = dict.fromkeys(time, 0.0)  # share of the SMs x seconds, per axis and phase
     for r in records:
         key = (r.axis, r.phase)
         sent[key] += r.count * r.sent
         if r.axis == "cp" and (r.kind == "send" or work.cp_runtime == "torch"):
             continue  # the ring's overlap, below
-        seconds = r.count * collective_seconds(r, links[r.axis])
-        time[key] += seconds
         if r.axis == "tp":
-            sms = kernel_model.tp_overlap_sms(overlap_tp, r.kind)
-            occupied[key] += seconds * (tp.sm_share if sms is None else kernel_model.sm_share(sms, tp.sms))
-    tp_f, tp_b = time[("tp", "forward")], time[("tp", "backward")]
-    if overlap_tp in ("all", "forward"):
-        tp_f = kernel_model.overlap_exposed(work.gemm, tp_f, occupied[("tp", "forward")])
-    if overlap_tp in ("all", "backward"):
-        tp_b = kernel_model.overlap_exposed(work.backward_weight, tp_b, occupied[("tp", "backward")])
+            continue  # paired with their GEMMs, below
+        time[key] += r.count * collective_seconds(r, links[r.axis])
+    tp_f, tp_b = paired_tp_exposed(work, records, tp, overlap_tp)
     cp_f, cp_b = time[("cp", "forward")], time[("cp", "backward")]
     n = cp.size if work.cp_bytes[0] > 0 else 1  # the embedding and output layer exchange nothing
     if n > 1 and work.cp_runtime == "torch":

@@ -29,7 +29,7 @@ DOC = ROOT / "docs" / "search.md"
 sys.path.insert(0, str(ROOT))
 
 from parc import timing  # noqa: E402
-from parc.calibration import DEFAULT  # noqa: E402
+from parc.calibration import DEFAULT, TIME_MODEL_SPREAD  # noqa: E402
 from parc.diff import value_text  # noqa: E402
 from parc.memory.inputs import knobs_of, shape_of  # noqa: E402
 from parc.memory.model import peak  # noqa: E402
@@ -333,13 +333,14 @@ orders in permutation order of the written one, so the written order wins a tie.
 gives byte-identical output (tested).
 
 **Indistinguishable runners-up.** The ranking is only as sharp as the time model. A runner-up
-whose predicted step is within 5.3 % of the winner's (the larger median error of the
-leave-one-source-out fits in docs/time-model.md, kept as `TIME_MODEL_SPREAD` in
-`compiler/search/ranking.py`) is marked indistinguishable (`indistinguishable` in the JSON, a
-paragraph in the text): the prediction cannot order it against #1. Search then names the one to
-benchmark against #1 first: the indistinguishable runner-up least like the winner (the largest
-summed difference of the step's parts), because layouts made of the same parts share the model's
-errors while dissimilar ones are where an error flips the order (`benchmark_first` in the JSON).
+whose predicted step is within @SPREAD@ of the winner's (the larger median error of the
+leave-one-source-out fits in docs/time-model.md, `TIME_MODEL_SPREAD`, written into
+`compiler/calibration.py` by the same `benchmarks/fidelity.py --write`) is marked
+indistinguishable (`indistinguishable` in the JSON, a paragraph in the text): the prediction
+cannot order it against #1. Search then names the one to benchmark against #1 first: the
+indistinguishable runner-up least like the winner (the largest summed difference of the step's
+parts), because layouts made of the same parts share the model's errors while dissimilar ones
+are where an error flips the order (`benchmark_first` in the JSON).
 
 ## Output
 
@@ -1272,6 +1273,7 @@ def generate() -> str:
     text = text.replace("@STUDY_REASONS@", study_reasons(results))
     text = text.replace("@MAX_GROUPS@", f"{search_engine.MAX_GROUPS:,}")
     text = text.replace("@MAX_WORK@", f"{search_engine.MAX_WORK:,}")
+    text = text.replace("@SPREAD@", f"{TIME_MODEL_SPREAD * 100:.1f} %")
     return text
 
 

@@ -82,7 +82,9 @@ def _with(monkeypatch, **constants) -> None:
 def _tp_case(mode: str, gemm: float):
     tp = timing.link(timing.Group(8, 8), HW, DEFAULT)
     none = timing.link(timing.Group(1, 1), HW, DEFAULT)
-    work = timing.Work(gemm=gemm, tp_bytes=256e6, tp_gather=(4, 4))
+    # two tp-split blocks (attention, FFN), each GEMM a quarter of the layer's
+    work = timing.Work(gemm=gemm, tp_bytes=256e6, tp_gather=(4, 4),
+                       tp_gemms=timing.tp_partners([(gemm / 4, gemm / 4)] * 2, True))
     calls = timing.tp_calls("dense", True, 8, work)
     call = timing.collective_seconds(timing.Collective("tp", "all_gather", 256e6, 1, 8, 8, "path", 1, "forward"), tp)
     return timing.exposed(work, tp, none, none, False, mode, DEFAULT, calls), call
@@ -91,28 +93,33 @@ def _tp_case(mode: str, gemm: float):
 @pytest.mark.parametrize(("mode", "patched", "phase", "gather_sms", "scatter_sms"), [
     ("all", {"UB_RING_EXCHANGE_SMS": 33, "UB_KERNEL_SMS": 66}, "tp_f", 33, 66),
     ("all", {"UB_RING_EXCHANGE_SMS": 33, "UB_KERNEL_SMS": 66}, "tp_b", 33, 66),
-    ("backward", {"NCCL_SMS": 66}, "tp_b", 66, 66),
+    ("backward", {"NCCL_SMS": 66}, "tp_b", None, 66),
     ("forward", {"TORCH_ASYNC_TP_SMS": 66}, "tp_f", 66, 66),
 ])
 def test_each_tp_overlap_reads_its_runtimes_share(monkeypatch, mode, patched, phase, gather_sms, scatter_sms):
-    """A layer under sp on tp 8 (two all-gathers, two reduce-scatters each way) beside a GEMM
-    longer than its calls: the exposed seconds are the share-seconds, by the runtime's own
-    constant; raising that constant raises them as the rule says."""
+    """A layer under sp on tp 8 (two all-gathers, two reduce-scatters each way), each call beside
+    its own GEMM longer than the call: the exposed seconds are the share-seconds, by the
+    runtime's own constant; raising that constant raises them as the rule says. Megatron-LM's
+    backward overlap pairs only the reduce-scatters (`gather_sms` None): its output gradients'
+    all-gathers wait whole."""
     gemm = 50e-3
     before, call = _tp_case(mode, gemm)
     assert call > 0
     _with(monkeypatch, **patched)
     after, _ = _tp_case(mode, gemm)
-    assert getattr(after, phase) == pytest.approx(2 * call * (gather_sms + scatter_sms) / SMS, rel=1e-9)
+    gathers = 2 * call if gather_sms is None else 2 * call * gather_sms / SMS
+    assert getattr(after, phase) == pytest.approx(gathers + 2 * call * scatter_sms / SMS, rel=1e-9)
     assert getattr(after, phase) > getattr(before, phase)
     timing.clear_caches()
 
 
 def test_megatrons_default_tp_overlap_holds_nccls_sms_in_the_backward_only():
-    """Megatron-LM's asynchronous input-gradient reduction ("backward"): the backward's calls hide
-    under the weight-gradient GEMM at NCCL's share; the forward's wait whole."""
+    """Megatron-LM's asynchronous input-gradient reduction ("backward"): the backward's two
+    reduce-scatters of column-parallel input gradients hide under their weight-gradient GEMMs at
+    NCCL's share, its two all-gathers of output gradients wait whole (synchronous before the
+    row-parallel input-gradient GEMM); the forward's calls wait whole."""
     x, call = _tp_case("backward", 50e-3)
-    assert x.tp_b == pytest.approx(4 * call * 16 / SMS, rel=1e-9)
+    assert x.tp_b == pytest.approx(2 * call + 2 * call * 16 / SMS, rel=1e-9)
     assert x.tp_f == pytest.approx(4 * call, rel=1e-9)
 
 

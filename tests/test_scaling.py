@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import math
+import statistics
 import sys
 
 import pytest
@@ -162,14 +164,20 @@ def test_the_series_and_what_the_doc_says_of_them():
     assert all(p.dp_latency < 0.05 for p in baseline)  # tens of milliseconds, not seconds
     assert max(p.dp for p in baseline) == 192 and min(p.dp for p in baseline) == 4
     # "about the same seconds at every scale": along each series the gap does not grow with dp
-    # (its last run's is no larger than its first's) and spreads as little as the doc says
+    # as a term of the ranks would (a ring's per-step latency grows as dp: log gap on log dp has
+    # slope 1; a constant term 0): the least-squares slope, by hand, is under a quarter of that,
+    # and the gap spreads as little as the doc says
     small, large = (s.label for s in scaling.SERIES[:2])
     for label in (small, large):
-        gaps = [p.gap for s, pts in points if s.label == label for p in pts]
-        assert len(gaps) == 4 and gaps[-1] <= gaps[0]
+        pts = [p for s, ps in points if s.label == label for p in ps]
+        assert len(pts) == 4 and len({p.dp for p in pts}) == 4
+        slope = statistics.linear_regression([math.log(p.dp) for p in pts], [math.log(p.gap) for p in pts]).slope
+        assert slope < 0.25, (label, slope)
+        assert scaling.gap_elasticity(points, label) == pytest.approx(slope, rel=1e-9)
+    # the small-batch series stays within a third of its least gap; the large-batch one's spread
+    # (its 3,072-GPU run stands out, the doc says) is held by the trend test above and the 0.5-3.5 s
+    # range, not by a pin on the model's figure
     assert scaling.gap_spread(points, small) < 1.35
-    assert scaling.gap_spread(points, large, leave_out=3072) < 1.55
-    assert scaling.gap_spread(points, large) < 2.6
     # the line rate the gap would need: the whole dp traffic's bytes at bus x line rate, by hand
     bus = _load("fidelity").DEFAULT.bus_network
     lo, hi = scaling.line_rate_needed(points, "MegaScale's Megatron-LM baseline, 175B", bus)

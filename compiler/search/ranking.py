@@ -2,10 +2,11 @@
 
 A search ranks layouts by predicted step time, but the prediction has an error. The measured one
 is the leave-one-source-out check in docs/time-model.md ("Generalisation: leaving a source out"):
-fitted without a source, the model predicts that source's runs with a median absolute error of
-4.8 % (narayanan2021_table1) and 5.3 % (korthikanti2022_table5). A runner-up whose predicted step
-is within the larger of the two of the winner's is *indistinguishable* from it: the ranking
-between them is inside the model's typical error, and only a measurement can order them.
+fitted without a source, the model predicts that source's runs with a median absolute error
+the table states per held-out source (`TIME_MODEL_SPREAD`: the larger, written by
+benchmarks/fidelity.py --write beside the constants it fits). A runner-up whose predicted step
+is within that of the winner's is *indistinguishable* from it: the ranking between them is
+inside the model's typical error, and only a measurement can order them.
 
 What to measure first: layouts that share most of their step (the same compute, the same
 bubble, the same exposed traffic) share the model's errors too, so their order is more robust
@@ -19,13 +20,8 @@ from __future__ import annotations
 
 import textwrap
 
+from ..calibration import TIME_MODEL_SPREAD
 from .explain import parts
-
-TIME_MODEL_SPREAD = 0.063
-"""The time model's measured error band, as a fraction of the step: the larger median absolute
-error of the leave-one-source-out fits in docs/time-model.md (korthikanti2022_table5 held out:
-6.3 %; narayanan2021_table1 held out: 5.0 %). tests/test_ranking.py reads the table and fails
-when the document and this constant disagree."""
 
 
 def gap(winner, other) -> float:

@@ -1,0 +1,182 @@
+"""Tensor-parallel overlap paired per GEMM (issue 14, point 3): each tp collective a runtime
+overlaps runs beside its own GEMM, and a transfer longer than its GEMM cannot borrow time from
+another GEMM of the layer.
+
+The reference is written by hand here: each GEMM's seconds from its shape (tokens x in x out,
+`timing.gemm_seconds` plus one launch), each collective's bytes (2 n h) and seconds from the
+ring's closed form, and the pairs from the runtimes' own tables (Transformer Engine's
+`initialize_ub` methods; torch's fused all-gather/matmul and matmul/reduce-scatter;
+Megatron-LM's asynchronous input-gradient reduction), then compared with what `timing.exposed`
+charges for `timing.layer_work`'s layer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import pytest
+from parc import timing
+from parc.calibration import DEFAULT
+from parc.memory.inputs import Shape
+
+HW = timing.Hardware("hopper", 989e12, 1979e12, 3.35e12, intra=450e9, nic=50e9, level=8)
+SMS = 132
+TOKENS = 4096
+C = DEFAULT
+
+DENSE = Shape(layers=2, hidden=2048, ffn=8192, heads=16, kv_heads=4, head_dim=128, vocab=32000, tied=False,
+              ffn_matrices=3, layernorm=False, position_params=0, rope=True)
+MOE = Shape(layers=2, hidden=2048, ffn=8192, heads=16, kv_heads=4, head_dim=128, vocab=32000, tied=False,
+            ffn_matrices=3, layernorm=False, position_params=0, rope=True, experts=8, top_k=2, expert_ffn=1024,
+            shared_experts=1, moe=(True, True))
+ROUTED_ONLY = dataclasses.replace(MOE, shared_experts=0)
+
+# the SMs each runtime's transfer holds, by kind (docs/time-model.md, "Overlap takes SMs")
+SHARE = {"all": {"all_gather": 1 / SMS, "reduce_scatter": 16 / SMS, "all_reduce": 16 / SMS},
+         "backward": {"all_gather": 16 / SMS, "reduce_scatter": 16 / SMS, "all_reduce": 16 / SMS},
+         "forward": {"all_gather": 0.0, "reduce_scatter": 0.0, "all_reduce": 0.0},
+         "none": {"all_gather": 16 / SMS, "reduce_scatter": 16 / SMS, "all_reduce": 16 / SMS}}
+
+
+def gemm(m: float, k: float, n: float) -> float:
+    return timing.gemm_seconds(m, k, n, "bf16", HW, C) + C.kernel_overhead
+
+
+def blocks(shape: Shape, tp: int, moe: bool) -> list[tuple[float, float]]:
+    """(column, row) GEMM seconds of each tp-split block, by hand from the shapes: attention's
+    QKV (h -> (q + 2 kv) / tp) and output projection (q / tp -> h); the dense FFN's fused gate
+    and up (h -> 2 ffn / tp) and down (ffn / tp -> h), or the shared experts' alike."""
+    h, q, kv = shape.hidden, shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim
+    out = [(gemm(TOKENS, h, (q + 2 * kv) / tp), gemm(TOKENS, q / tp, h))]
+    inner = (shape.shared_experts * shape.expert_ffn if moe else shape.ffn) / tp
+    if inner:
+        out.append((gemm(TOKENS, h, 2 * inner), gemm(TOKENS, inner, h)))
+    return out
+
+
+def ring(tp: int, passes: int) -> float:
+    """One all-gather or reduce-scatter (passes 1) or ring all-reduce (2) of 2 n h bytes on tp
+    GPUs of one NVLink node."""
+    size = 2 * TOKENS * DENSE.hidden
+    return passes * ((tp - 1) / tp * size / (HW.intra * C.bus_nvlink) + (tp - 1) * C.latency_intra)
+
+
+def over(g: float, t: float, share: float) -> float:
+    """A transfer of t seconds beside g seconds of its GEMM, holding `share` of the SMs."""
+    return max(t - g, share * t, 0.0)
+
+
+def reference(shape: Shape, tp: int, sp: bool, moe: bool, mode: str) -> tuple[float, float]:
+    """Exposed tp seconds (forward, backward) of one layer, by hand."""
+    pairs = blocks(shape, tp, moe)
+    s = SHARE[mode]
+    if sp:
+        t = ring(tp, 1)
+        f_gather = [over(col, t, s["all_gather"]) if mode in ("all", "forward") else t for col, _ in pairs]
+        f_scatter = [over(row, t, s["reduce_scatter"]) if mode in ("all", "forward") else t for _, row in pairs]
+        b_gather = [over(row, t, s["all_gather"]) if mode == "all" else t for _, row in pairs]
+        b_scatter = [over(col, t, s["reduce_scatter"]) if mode in ("all", "backward") else t for col, _ in pairs]
+        return sum(f_gather) + sum(f_scatter), sum(b_gather) + sum(b_scatter)
+    a = ring(tp, 2)
+    routed = ring(tp, 1) if moe else 0.0  # the routed result's all-gather (its gradient's, backward)
+    forward = len(pairs) * a + routed
+    backward = sum(over(col, a, s["all_reduce"]) if mode in ("all", "backward") else a for col, _ in pairs)
+    return forward, backward + routed
+
+
+def charged(shape: Shape, tp: int, sp: bool, moe: bool, mode: str) -> timing.Exposed:
+    work = timing.layer_work(shape, moe, tp, sp, 1, "ring", TOKENS, 1, 1, "bf16", "flash", "fused", HW, C)
+    link = timing.link(timing.Group(tp, tp), HW, C)
+    alone = timing.link(timing.Group(1, 1), HW, C)
+    return timing.exposed(work, link, alone, alone, False, mode, C, timing.tp_calls("moe" if moe else "dense",
+                                                                                      sp, tp, work))
+
+
+CASES = [(DENSE, False), (MOE, True), (ROUTED_ONLY, True)]
+
+
+@pytest.mark.parametrize("mode", ["none", "forward", "backward", "all"])
+@pytest.mark.parametrize("sp", [True, False])
+@pytest.mark.parametrize(("shape", "moe"), CASES, ids=["dense", "moe-shared", "moe-routed-only"])
+def test_each_collective_hides_under_its_own_gemm_only(shape, moe, sp, mode):
+    expected = reference(shape, 4, sp, moe, mode)
+    x = charged(shape, 4, sp, moe, mode)
+    assert (x.tp_f, x.tp_b) == pytest.approx(expected, rel=1e-9)
+
+
+def test_the_small_layer_is_a_case_pairing_decides():
+    """The reference layer's output projection (tp 4) is shorter than its reduce-scatter while
+    the layer's four GEMMs together outlast its four calls: one window over the sums would hide
+    everything, the pairs show the projection's excess, so the check above can fail."""
+    (qkv, proj), (up, down) = blocks(DENSE, 4, False)
+    t = ring(4, 1)
+    assert proj < t and 4 * t < qkv + proj + up + down
+    x = charged(DENSE, 4, True, False, "forward")
+    assert x.tp_f >= (t - proj) * (1 - 1e-12) > 0
+
+
+def test_the_runtimes_pairs_are_tes_table():
+    """`Work.tp_gemms` names each call's GEMM as TE's `initialize_ub` does: forward qkv_fprop and
+    fc1_fprop all-gather, proj_fprop and fc2_fprop reduce-scatter; backward proj_dgrad and
+    fc2_dgrad all-gather (before the row-parallel input-gradient GEMMs), qkv_wgrad and fc1_wgrad
+    reduce-scatter (the column-parallel input gradients, beside the weight-gradient GEMMs)."""
+    work = timing.layer_work(DENSE, False, 4, True, 1, "ring", TOKENS, 1, 1, "bf16", "flash", "fused", HW, C)
+    (qkv, proj), (up, down) = blocks(DENSE, 4, False)
+    expected = {("forward", "all_gather"): [qkv, up], ("forward", "reduce_scatter"): [proj, down],
+                ("backward", "all_gather"): [proj, down], ("backward", "reduce_scatter"): [qkv, up]}
+    got: dict[tuple[str, str], list[float]] = {}
+    for phase, kind, seconds in work.tp_gemms:
+        got.setdefault((phase, kind), []).append(seconds)
+    assert got.keys() == expected.keys()
+    for key, values in expected.items():
+        assert got[key] == pytest.approx(values, rel=1e-12), key
+
+
+def one_window(x: timing.Exposed, work: timing.Work, link: timing.Link, mode: str) -> tuple[float, float]:
+    """The form pairing replaced: every overlapped call of a phase under all the layer's GEMMs."""
+    out = []
+    for phase in ("forward", "backward"):
+        calls = [r for r in x.collectives if r.axis == "tp" and r.phase == phase]
+        seconds = sum(r.count * timing.collective_seconds(r, link) for r in calls)
+        busy = sum(r.count * timing.collective_seconds(r, link) * SHARE[mode][r.kind] for r in calls)
+        hides = mode == "all" or mode == phase
+        out.append(max(seconds - work.gemm, busy, 0.0) if hides and seconds else seconds)
+    return out[0], out[1]
+
+
+def test_pairing_never_shows_less_than_one_window_or_any_pairs_excess():
+    """Over layers of every kind, tp degree, sequence parallelism, micro-batch and overlap mode:
+    the paired exposure is at least the one-window form's and at least each single pair's
+    excess (its transfer beyond its own GEMM)."""
+    checked = 0
+    for (shape, moe), tp, sp, micro, mode in itertools.product(CASES, (2, 4, 8), (True, False), (1, 4),
+                                                              ("none", "forward", "backward", "all")):
+        work = timing.layer_work(shape, moe, tp, sp, 1, "ring", TOKENS, micro, 1, "bf16", "flash", "fused", HW, C)
+        link = timing.link(timing.Group(tp, tp), HW, C)
+        alone = timing.link(timing.Group(1, 1), HW, C)
+        x = timing.exposed(work, link, alone, alone, False, mode, C,
+                           timing.tp_calls("moe" if moe else "dense", sp, tp, work))
+        window = one_window(x, work, link, mode)
+        assert x.tp_f >= window[0] * (1 - 1e-12) and x.tp_b >= window[1] * (1 - 1e-12)
+        for phase, kind, g in work.tp_gemms:
+            call = next(r for r in x.collectives if r.axis == "tp" and r.phase == phase and r.kind == kind)
+            excess = max(timing.collective_seconds(call, link) - g, 0.0)
+            assert (x.tp_f if phase == "forward" else x.tp_b) >= excess * (1 - 1e-12)
+        checked += 1
+    assert checked == 3 * 3 * 2 * 2 * 4
+
+
+def test_the_output_layer_pairs_its_logits_gemm():
+    """The output layer under sp: its norm's all-gather feeds the logits GEMM (forward), the
+    gradient's reduce-scatter runs beside the logits' weight-gradient GEMM (backward)."""
+    vocab = 32000
+    out = timing.output_work(DENSE, 4, True, 1, TOKENS, 1, vocab, "bf16", "fused", HW, C)
+    logits = gemm(TOKENS, DENSE.hidden, vocab / 4)
+    link = timing.link(timing.Group(4, 4), HW, C)
+    alone = timing.link(timing.Group(1, 1), HW, C)
+    t = ring(4, 1)
+    x = timing.exposed(out, link, alone, alone, False, "all", C, timing.tp_calls("output", True, 4, out))
+    assert (x.tp_f, x.tp_b) == pytest.approx((over(logits, t, 1 / SMS), over(logits, t, 16 / SMS)), rel=1e-9)
+    x = timing.exposed(out, link, alone, alone, False, "backward", C, timing.tp_calls("output", True, 4, out))
+    assert (x.tp_f, x.tp_b) == pytest.approx((t, over(logits, t, 16 / SMS)), rel=1e-9)
