@@ -116,8 +116,8 @@ DEFAULT = Constants(
     hbm_efficiency=0.8,
     latency_intra=1e-06,
     latency_inter=5e-06,
-    eager_efficiency=0.9098,
-    attention_sustained=0.5852,
+    eager_efficiency=0.9021,
+    attention_sustained=0.5905,
 )
 TIME_MODEL_SPREAD = 0.07
 # END FITTED
