@@ -1007,6 +1007,36 @@ def test_the_bound_core_kept_with_the_sums_is_the_rank_by_rank_core(name):
             assert got == _plain_core(schedule_name, pp, m, plain) + item.opt_cache[(schedule_name, v)], group
 
 
+def test_the_collector_is_paused_for_the_search_and_restored_after():
+    """`engine.collector_paused` turns Python's cyclic garbage collector off for its block and
+    back to what it was after, an exception included; `Engine.run` runs inside it."""
+    import gc
+
+    from parc.search import engine as search_engine
+
+    assert gc.isenabled()
+    try:
+        with search_engine.collector_paused():
+            assert not gc.isenabled()
+        assert gc.isenabled()
+        with pytest.raises(KeyError), search_engine.collector_paused():
+            assert not gc.isenabled()
+            raise KeyError("a failing search")
+        assert gc.isenabled()
+        gc.disable()  # off before: stays off after
+        with search_engine.collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    seen = []
+    engine, _ = _groups_of(BOUND_SPACES["gpt3-175b"])
+    engine._scan = lambda groups: seen.append(gc.isenabled()) or search_engine.Outcome(
+        found=[], stats=engine.stats, smallest_peak=None, usable_bytes=0)
+    engine.run()
+    assert seen == [False] and gc.isenabled()
+
+
 @pytest.mark.parametrize("name", sorted(BOUND_SPACES))
 def test_kept_knobs_are_the_knobs_built_afresh(name):
     """`Engine._knobs` keeps one `Knobs` per group and sharding with the degrees, and

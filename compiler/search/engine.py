@@ -41,10 +41,12 @@ data-parallel rank (W0353) is `none` or worse.
 from __future__ import annotations
 
 import bisect
+import contextlib
+import gc
 import heapq
 import math
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from .. import timing
@@ -587,6 +589,12 @@ class Engine:
         return self._order_problem(degrees, a.order) or self._runtime_problem(degrees)
 
     def run(self) -> Outcome:
+        """Every group of the space, then the scan (`_scan`), with the cyclic garbage collector
+        paused (`collector_paused`)."""
+        with collector_paused():
+            return self._run()
+
+    def _run(self) -> Outcome:
         space, stats = self.space, self.stats
         groups = []
         tuples = 0
@@ -1807,6 +1815,23 @@ class Engine:
         self.best.insert(bisect.bisect(keys, found.rank_key), found)
         del self.best[self.keep:]
         return min(self.ceiling, self.best[-1].step if len(self.best) >= self.keep else math.inf)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the block, as it was before after it (even on
+    an exception). A search allocates millions of small objects (bounds' tuples, keys, knobs)
+    that it keeps in its caches: each allocation count past the threshold ran a collection
+    that walked them all again (the oldest generation too, every so often), finding no cycle
+    to free. What the search makes is freed by reference counting as before; cycles made in
+    the block wait for the next collection after it."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def least_state_shardings(shardings: list[tuple[str, int]]) -> list[tuple[str, int]]:
