@@ -1844,6 +1844,13 @@ def bubble_seconds(schedule: str, pp: int, f: float, b: float, w: float) -> floa
     Never negative."""
     if pp <= 1:
         return 0.0
+    return (pp - 1) * stage_bubble(schedule, f, b, w)
+
+
+def stage_bubble(schedule: str, f: float, b: float, w: float) -> float:
+    """`bubble_seconds` per stage beyond the first (its (p - 1) factor left out), never
+    negative. The search's bound takes the least over a pipeline's ranks of this once per
+    schedule and scales it by p - 1: the factor is positive, so the least is the same rank's."""
     if schedule == "interleaved-zb":
         per = f + b - w
     elif schedule == "zbv":
@@ -1852,7 +1859,7 @@ def bubble_seconds(schedule: str, pp: int, f: float, b: float, w: float) -> floa
         per = f + 2 * b - w
     else:
         per = f + b + w
-    return (pp - 1) * max(0.0, per)
+    return max(0.0, per)
 
 
 ZERO_BUBBLE = ("interleaved-zb", "zbv")

@@ -951,6 +951,92 @@ def test_the_rank_sums_kept_per_pieces_loads_and_send_are_the_plain_sums(name):
         assert len({id(v) for v in loads}) < len(loads)
 
 
+def _plain_core(schedule_name, pp, m, loads):
+    """The bound's core as `step_time` adds it up, written out rank by rank: m x the busiest
+    rank's sum + the least of every rank's own `timing.bubble_seconds`."""
+    from parc import timing
+
+    busiest, bubble = 0.0, float("inf")
+    for f, bi, bw, rec, xf, xb, load in loads:
+        busiest = max(busiest, f + bi + bw + rec + xf + xb)
+        v = load.chunks
+        bubble = min(bubble, timing.bubble_seconds(schedule_name, pp, (f + xf) / v, (bi + rec + xb) / v, bw / v))
+    return m * busiest + bubble
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_SPACES))
+def test_the_bound_core_kept_with_the_sums_is_the_rank_by_rank_core(name):
+    """`Engine._bound_core` reads the busiest rank's total taken while the sums were made and
+    the least per-stage bubble kept per schedule with them: over random groups of four spaces,
+    every pipeline of each (every schedule, so the schedules sharing sums ask in turn), with
+    and without communication and at an order's own placement, asked in a shuffled order and
+    twice, it is the core computed rank by rank from the plain sums, to the last bit."""
+    engine, groups = _groups_of(BOUND_SPACES[name])
+    rng = random.Random(name + " core")
+    deep = [g for g in groups if g[0].degrees.get("pp", 1) > 1]
+    sample = rng.sample(deep, min(len(deep), 40)) + rng.sample(groups, min(len(groups), 20))
+    siblings: dict[tuple, list] = {}
+    for g in groups:
+        siblings.setdefault((g[0].index, g[3], g[5], g[6]), []).append(g)
+    asks = [g for s in sample for g in siblings[(s[0].index, s[3], s[5], s[6])]] * 2
+    rng.shuffle(asks)
+    checked = shared = 0
+    for item, schedule_name, v, micro, m, sp, recompute in asks:
+        pp = item.degrees.get("pp", 1)
+        shard = rng.choice(item.shardings)[1] if item.shardings else 1
+        _, geo, _ = rng.choice(engine._classes(item, shard))
+        for geo_arg, kwargs in ((None, {}), (None, {"compute_only": True}), (geo, {})):
+            ask = (item, schedule_name, v, micro, sp, recompute, geo_arg)
+            kept = engine._kept_sums(*ask, **kwargs)
+            plain = _plain_loads(engine, *ask, **kwargs)
+            assert kept.sums == plain, ask
+            assert engine._bound_core(kept, schedule_name, pp, m) == _plain_core(schedule_name, pp, m, plain), ask
+            shared += len(kept.bubbles) > 1
+            checked += 1
+    assert checked > 100
+    if deep:  # sums shared by several schedules keep each one's bubble
+        assert shared
+    # and the bounds made of it: each group's `bound` and `quick_bound` are the plain core plus
+    # the cheapest optimizer step of its degrees
+    for group in asks[:60]:
+        item, schedule_name, v, micro, m, sp, recompute = group
+        pp = item.degrees.get("pp", 1)
+        for bound, kwargs in ((engine.bound, {}), (engine.quick_bound, {"compute_only": True})):
+            got = bound(*group)
+            plain = _plain_loads(engine, item, schedule_name, v, micro, sp, recompute, **kwargs)
+            assert got == _plain_core(schedule_name, pp, m, plain) + item.opt_cache[(schedule_name, v)], group
+
+
+def test_the_collector_is_paused_for_the_search_and_restored_after():
+    """`engine.collector_paused` turns Python's cyclic garbage collector off for its block and
+    back to what it was after, an exception included; `Engine.run` runs inside it."""
+    import gc
+
+    from parc.search import engine as search_engine
+
+    assert gc.isenabled()
+    try:
+        with search_engine.collector_paused():
+            assert not gc.isenabled()
+        assert gc.isenabled()
+        with pytest.raises(KeyError), search_engine.collector_paused():
+            assert not gc.isenabled()
+            raise KeyError("a failing search")
+        assert gc.isenabled()
+        gc.disable()  # off before: stays off after
+        with search_engine.collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    seen = []
+    engine, _ = _groups_of(BOUND_SPACES["gpt3-175b"])
+    engine._scan = lambda groups: seen.append(gc.isenabled()) or search_engine.Outcome(
+        found=[], stats=engine.stats, smallest_peak=None, usable_bytes=0)
+    engine.run()
+    assert seen == [False] and gc.isenabled()
+
+
 @pytest.mark.parametrize("name", sorted(BOUND_SPACES))
 def test_kept_knobs_are_the_knobs_built_afresh(name):
     """`Engine._knobs` keeps one `Knobs` per group and sharding with the degrees, and

@@ -115,11 +115,11 @@ def search(compilation: Compilation, top: int = DEFAULT_TOP,
     from ..targets import memory_runtime, software_of
 
     plan = compilation.plan  # the target's runtime facts: its time and memory models
-    engine = Engine(space, keep=top + SPARES, progress=progress, software=software_of(plan),
-                    runtime=memory_runtime(plan.target), ceiling=ceiling,
-                    degree_values=degree_values)
+    # no name keeps the engine: its caches are freed when `run` returns, before the front end's
+    # allocations wake the garbage collector it paused (`engine.collector_paused`)
     try:
-        outcome = engine.run()
+        outcome = Engine(space, keep=top + SPARES, progress=progress, software=software_of(plan),
+                         runtime=memory_runtime(plan.target), ceiling=ceiling, degree_values=degree_values).run()
     except SpaceTooLarge as exc:
         return SearchResult(space=space, stats=exc.stats, diagnostics=[too_large(space, exc)])
     result = SearchResult(space=space, stats=outcome.stats)

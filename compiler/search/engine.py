@@ -41,10 +41,12 @@ data-parallel rank (W0353) is `none` or worse.
 from __future__ import annotations
 
 import bisect
+import contextlib
+import gc
 import heapq
 import math
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from .. import timing
@@ -209,6 +211,23 @@ class _Degrees:
         """Every sharding spreads over a single rank (`is_single_rank`)."""
 
 
+class _Sums:
+    """One tuple of pipeline ranks' sums (`Engine._loads`: per rank (F, B input, B weight,
+    recomputation, exposed forward, exposed backward, load)) with what `Engine._bound_core`
+    reads of them: the busiest rank's total, taken in the pass that sums them, and the least
+    per-stage bubble over the ranks per schedule, filled on first request."""
+
+    __slots__ = ("pieces", "loads", "sums", "busiest", "bubbles")
+
+    def __init__(self, pieces: dict, loads: tuple, sums: tuple, busiest: float):
+        self.pieces = pieces
+        self.loads = loads
+        """The distinct rank loads the sums were made from (kept by identity: `_kept_sums`' key)."""
+        self.sums = sums
+        self.busiest = busiest
+        self.bubbles: dict[str, float] = {}
+
+
 class Engine:
     """One search over one space; `run()` returns the best candidates and the statistics."""
 
@@ -250,7 +269,7 @@ class Engine:
                           pp_receives=target_runtime(plan.target).pp_receives,
                           model_code=model_code(plan.target))
         self.best: list[Found] = []
-        self._sums: dict[tuple, tuple] = {}  # `_loads`' sums per (pieces, loads, send)
+        self._sums: dict[tuple, _Sums] = {}  # `_loads`' sums per (pieces, loads, send)
         self._sharded_knobs: dict[tuple, tuple] = {}  # `_with_sharding` per (knobs, sharding, shard)
         self._piece_cache, self._load_cache = _shared_caches(
             (self.shape, self.hw, self.constants, software, runtime, self.pcie, self.flavour, self.seq, self.split,
@@ -570,6 +589,12 @@ class Engine:
         return self._order_problem(degrees, a.order) or self._runtime_problem(degrees)
 
     def run(self) -> Outcome:
+        """Every group of the space, then the scan (`_scan`), with the cyclic garbage collector
+        paused (`collector_paused`)."""
+        with collector_paused():
+            return self._run()
+
+    def _run(self) -> Outcome:
         space, stats = self.space, self.stats
         groups = []
         tuples = 0
@@ -970,6 +995,11 @@ class Engine:
         parameters), as `timing.rank_time` adds them up, with the pipeline sends at
         `_pp_send`: for every rank order (the least over them), or for one order's `geo`; or,
         `compute_only`, the computation alone (`_compute_pieces`, no sends)."""
+        return self._kept_sums(item, schedule, v, micro, sp, recompute, geo, compute_only).sums
+
+    def _kept_sums(self, item, schedule, v, micro, sp, recompute, geo: timing.Geometry | None = None,
+                   compute_only: bool = False) -> _Sums:
+        """`_loads`' sums with the busiest rank's total, summed in the same pass (`_Sums`)."""
         d = item.degrees
         tp, pp, cp = d.get("tp", 1), d.get("pp", 1), d.get("cp", 1)
         # the pieces of these degrees read the micro-batch, sequence parallelism and (with
@@ -1007,9 +1037,10 @@ class Engine:
         # the entry holds both objects, so neither id can be reused while it lives)
         sums_key = (id(pieces), id(distinct), send)
         kept = self._sums.get(sums_key)
-        if kept is not None and kept[0] is pieces and kept[1] is distinct:
-            return kept[2]
+        if kept is not None and kept.pieces is pieces and kept.loads is distinct:
+            return kept
         out = []
+        busiest = 0.0
         for load in distinct:
             f, bi, bw, rec = 0.0, 0.0, 0.0, 0.0
             xf, xb = load.sends_f * send, load.sends_b * send
@@ -1022,9 +1053,9 @@ class Engine:
                     p = pieces[name]
                     f, bi, bw, rec, xf, xb = f + p[0], bi + p[1], bw + p[2], rec + p[3], xf + p[4], xb + p[5]
             out.append((f, bi, bw, rec, xf, xb, load))
-        out = tuple(out)
-        self._sums[sums_key] = (pieces, distinct, out)
-        return out
+            busiest = max(busiest, f + bi + bw + rec + xf + xb)  # a rank added up as `step_time` does
+        kept = self._sums[sums_key] = _Sums(pieces, distinct, tuple(out), busiest)
+        return kept
 
     def _pp_send(self, item: _Degrees, tp: int, pp: int, cp: int, micro: int,
                  geo: timing.Geometry | None = None) -> float:
@@ -1060,38 +1091,46 @@ class Engine:
         return cached
 
     @staticmethod
-    def _core(schedule: str, pp: int, m: int, loads: tuple) -> float:
-        """m x the busiest rank + the smallest bubble of any rank (`step_time`'s F, B, W)."""
-        busiest, bubble = 0.0, math.inf
-        for f, bi, bw, rec, xf, xb, load in loads:
-            busiest = max(busiest, f + bi + bw + rec + xf + xb)
-            v = load.chunks
-            bubble = min(bubble, timing.bubble_seconds(schedule, pp, (f + xf) / v, (bi + rec + xb) / v, bw / v))
-        return m * busiest + bubble
+    def _bound_core(kept: _Sums, schedule: str, pp: int, m: int) -> float:
+        """m x the busiest rank + the smallest bubble of any rank (`step_time`'s F, B, W), from
+        `kept`'s sums without another pass over them: the busiest rank's total was taken while
+        summing (`_kept_sums`), and the least bubble is (p - 1) x the least `timing.stage_bubble`
+        over the ranks (a positive factor keeps the order: the same rank's, to the last bit),
+        kept per schedule with the sums (the schedules that chunk alike share them)."""
+        if pp <= 1:
+            return m * kept.busiest + 0.0  # `bubble_seconds` is 0 on one stage
+        unit = kept.bubbles.get(schedule)
+        if unit is None:
+            unit = math.inf
+            for f, bi, bw, rec, xf, xb, load in kept.sums:
+                v = load.chunks
+                unit = min(unit, timing.stage_bubble(schedule, (f + xf) / v, (bi + rec + xb) / v, bw / v))
+            kept.bubbles[schedule] = unit
+        return m * kept.busiest + (pp - 1) * unit
 
     def bound(self, item, schedule, v, micro, m, sp, recompute) -> float:
         """A lower bound on the step time of every candidate of a group (see the module doc):
         `step_time`'s sum for the slowest rank, m x (F + B + W) + bubble + the data-parallel tail,
         with the communication of `_bound_links`, the bubble at its smallest over the ranks, no
         data-parallel communication and the optimizer at its cheapest sharding."""
-        loads = self._loads(item, schedule, v, micro, sp, recompute)
-        return self._summed_bound(item, schedule, v, micro, m, sp, recompute, loads)
+        kept = self._kept_sums(item, schedule, v, micro, sp, recompute)
+        return self._summed_bound(item, schedule, v, micro, m, sp, recompute, kept)
 
     def quick_bound(self, item, schedule, v, micro, m, sp, recompute) -> float:
         """`bound` with the computation alone (`_compute_pieces`, no sends): at most `bound`
         (communication only adds, to the busiest rank and to the bubble), and it needs no
         placement and no exposure. Every group enters the scan at it; only those that come out
         are bounded in full (most never do)."""
-        loads = self._loads(item, schedule, v, micro, sp, recompute, compute_only=True)
-        return self._summed_bound(item, schedule, v, micro, m, sp, recompute, loads)
+        kept = self._kept_sums(item, schedule, v, micro, sp, recompute, compute_only=True)
+        return self._summed_bound(item, schedule, v, micro, m, sp, recompute, kept)
 
-    def _summed_bound(self, item, schedule, v, micro, m, sp, recompute, loads: tuple) -> float:
-        """`_core` over the ranks' `loads` plus the cheapest optimizer step of the degrees."""
+    def _summed_bound(self, item, schedule, v, micro, m, sp, recompute, kept: _Sums) -> float:
+        """`_bound_core` over the ranks' sums plus the cheapest optimizer step of the degrees."""
         floor = item.opt_cache.get((schedule, v))
         if floor is None:
             k = self._knobs(item, schedule, v, micro, m, sp, recompute)
-            floor = self._optimizer_floor(item, k, [entry[-1] for entry in loads])
-        return self._core(schedule, item.degrees.get("pp", 1), m, loads) + floor
+            floor = self._optimizer_floor(item, k, kept.loads)
+        return self._bound_core(kept, schedule, item.degrees.get("pp", 1), m) + floor
 
     def pipes_bound(self, item, schedule, v, micro, m, sp, recompute) -> float:
         """A lower bound on `bound` for every pipeline (schedule, virtual stages) of these degrees,
@@ -1169,9 +1208,10 @@ class Engine:
 
     def _parts_of(self, group) -> tuple:
         item, schedule, v, micro, m, sp, recompute = group
-        loads = self._loads(item, schedule, v, micro, sp, recompute)
+        kept = self._kept_sums(item, schedule, v, micro, sp, recompute)
+        loads = kept.sums
         k = self._knobs(item, schedule, v, micro, m, sp, recompute)
-        core = self._core(schedule, item.degrees.get("pp", 1), m, loads)
+        core = self._bound_core(kept, schedule, item.degrees.get("pp", 1), m)
         times = [timing.RankTimes(forward=f, backward_input=bi, backward_weight=bw, recompute=rec,
                                   exposed_f=(xf, 0.0, 0.0, 0.0), exposed_b=(xb, 0.0, 0.0, 0.0),
                                   sent=(0.0, 0.0, 0.0, 0.0), chunks=load.chunks, params_dense=load.params_dense,
@@ -1443,8 +1483,8 @@ class Engine:
         sends at the order's own placement (`geo`) instead of the least over the orders; the
         data-parallel tail as before (it reads the ranks' parameters and computation only)."""
         item, schedule, v, micro, m, sp, recompute = group
-        loads = self._loads(item, schedule, v, micro, sp, recompute, geo)
-        return self._tail(item, k, self._core(schedule, item.degrees.get("pp", 1), m, loads), times)
+        kept = self._kept_sums(item, schedule, v, micro, sp, recompute, geo)
+        return self._tail(item, k, self._bound_core(kept, schedule, item.degrees.get("pp", 1), m), times)
 
     def _states_floor(self, item: _Degrees, k: Knobs) -> tuple[int, ...]:
         """Per pp rank, the least model states (`memory.model.state_bytes`) of any of the group's
@@ -1775,6 +1815,23 @@ class Engine:
         self.best.insert(bisect.bisect(keys, found.rank_key), found)
         del self.best[self.keep:]
         return min(self.ceiling, self.best[-1].step if len(self.best) >= self.keep else math.inf)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the block, as it was before after it (even on
+    an exception). A search allocates millions of small objects (bounds' tuples, keys, knobs)
+    that it keeps in its caches: each allocation count past the threshold ran a collection
+    that walked them all again (the oldest generation too, every so often), finding no cycle
+    to free. What the search makes is freed by reference counting as before; cycles made in
+    the block wait for the next collection after it."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def least_state_shardings(shardings: list[tuple[str, int]]) -> list[tuple[str, int]]:
