@@ -422,6 +422,20 @@ answer with its layout's values; `--format json` gives `cluster.points` (each wi
 `reason` when no layout fits), `cluster.chosen` and `cluster.text` (the filled spec that `--write`
 writes, atomically as above: the cluster's and the layout's `?` at once).
 
+A cluster whose winning layout fits by less than the memory model's measured error band (W0410,
+`Estimate.at_risk`: the predicted `max_memory_reserved` grown by the band passes what the part
+can reserve; the layout search's own `!` mark, docs/memory-model.md's error band) is marked `!` after its layout,
+with a line naming the fastest runner-up clear of the band: the one `parc search` lists on that
+cluster written out (its default `--top 10` listing, `ranking.memory_clear_runner_up`), or that
+none listed is. The answer stays the point prediction's, as the layout search ranks; the answer's
+line says "at risk". Each point's JSON adds `memory_at_risk`, `memory_margin_bytes`,
+`predicted_max_memory_reserved_bytes`, `reserved_limit_bytes`, `memory_error_band` and
+`memory_clear_runner_up` (`{rank, layout, values, step_s, slower_fraction, memory_margin_bytes}`
+or null). Naming the runner-up costs one full layout search per at-risk cluster after the answer
+is found (`runner_up_searches`, not counted in the table's layout searches): on 2026-12-02 on the
+shared 2-core machine, 2 of 8 listed clusters for the 70B question and 3 of 9 for the 405B
+deadline question, whose whole search then took 3.8 CPU s (one run).
+
 When nothing qualifies, E0505 says what is reachable: the fastest time to train for a deadline,
 the lowest cost within the deadline for a budget, each found by the same exact search with that
 objective and the other constraint dropped. Prices: the spec's `price` (for every GPU), else the
@@ -1126,6 +1140,52 @@ step-time predictions from 2,400 to 50; testing a layout's activations once befo
 and a floor before the full walk, removed most of the rest. In the memory model (same results,
 tested): chunks of equal size are computed once (interleaving made many), and the Pareto filter
 over schedule states compares packed integers (Megatron 1T's 16,384-GPU search: 212 s to 8 s).
+
+### The cluster questions after the at-risk runner-ups (2026-12-02)
+
+Naming an at-risk cluster's clear runner-up (`name_clear_runner_ups`) runs `parc search`'s
+default listing (top 10, no ceiling) once more on that cluster. Where it goes, measured on the
+shared 2-core machine (load average 2 to 3), the Llama 3 405B cost question: 4.01 and 4.07 CPU s
+a run (two cold runs, no profiler), of which the three runner-up searches (1,536, 2,048 and 4,096
+nodes) took 0.66 and 0.71 s; the default question 0.64 of 2.42-2.59 s (three), the time question
+0.48-0.51 of 2.69-3.08 s (two), the 70B question 0.08 s (two), the 8B question none. Inside those
+searches (cProfile): `Engine.run` three quarters, the front end's check of the ten listed layouts
+(`fill.verify`: parse, resolve, check) a fifth, compiling the filled spec 2 %. The cluster
+search's own code outside the layout searches is small: the compute floors (`ComputeFloor`) 2 %
+of the question, compiling each cluster's filled spec 3 %; the rest is `Engine.run` of the 25
+layout searches (engine.py, outside this round).
+
+Kept (exact): an at-risk cluster's runner-up listing runs on the filled spec the answer's search
+already compiled (`Point.filled`, dropped once listed), one compile (about 10 ms) less per
+at-risk cluster. Measured and not kept, each exact but not cheaper:
+
+- a ceiling on the second search (the winner's step x 1.005 to 1.05, falling back to the plain
+  search when fewer than 10 come back; exact because the engine keeps the best `keep` layouts
+  by step, so a listing of 10 under a ceiling is the plain listing): no faster when 10 come
+  back (4,096 nodes: 0.15-0.22 s either way; 1,536 nodes: 7 under 1.01 x, so the fallback);
+- the answer's full searches run with the listing's `keep` (14, not 5) so an at-risk rung
+  reuses its engine run: 21 % more for the cost question's 10 listed clusters searched in full
+  (5.27 against 4.34 s summed over three rounds), more than the second searches it saves;
+- a top-2 listing first (its found layouts are a prefix of the top 10's): not measurably
+  cheaper at this load, and the count `listed` would no longer be the listing's.
+
+Paired before/after, in one process alternating: the starting commit's (56392c0) `cluster.py`
+loaded as a scratch module beside this tree's, each run cold (`clear_every_cache`), CPU s of
+`search_cluster`, best of 3; each question's `render_json` byte-identical before and after:
+
+| cluster question | runner-up searches | CPU s before / after |
+|---|--:|--:|
+| llama3-70b-search.par, nodes ? (1-16,384), deadline 90 days | 2 | 0.12 / 0.12 |
+| llama3-8b tp 8 x pp 2 x dp ?, gpu ? in [h100-sxm, a100-80gb], nodes ? (1-16,384), objective cost | 0 | 0.06 / 0.06 |
+| llama3-405b every hole open, nodes ? (1-16,384), deadline 120 days | 3 | 2.38 / 2.55 |
+| llama3-405b every hole open, nodes ? (1-16,384), deadline 120 days, objective time | 2 | 2.43 / 2.82 |
+| llama3-405b every hole open, nodes ? (1-16,384), deadline 120 days, objective cost | 3 | 4.90 / 4.96 |
+
+The differences are the machine's noise (an earlier paired run beside a test run: cost question
+4.07 / 4.80, default 2.70 / 2.83, time 2.53 / 2.35), not the change, which saves about 0.03 s.
+Issue 18's 5 s for the cost question is therefore met only narrowly at this load (4.0-5.0 s
+across runs); what would move it is the layout search itself, which the runner-up searches are
+a sixth of.
 
 ## Quality: published layouts
 

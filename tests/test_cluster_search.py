@@ -739,3 +739,26 @@ def test_the_listing_a_runner_up_is_named_from_is_parc_searchs_default():
     from parc.search import DEFAULT_TOP
 
     assert f"[default: {DEFAULT_TOP};" in run_cli("search", "--help").stdout
+
+
+def test_the_runner_up_listing_reuses_the_answers_compilation_and_names_what_a_fresh_one_names():
+    """`name_clear_runner_ups` lists an at-risk cluster on the filled spec the answer's search
+    already compiled (`Point.filled`): it names the runner-up a fresh compile of that cluster's
+    text names, and no point keeps the compilation afterwards."""
+    from parc.search import DEFAULT_TOP, search
+    from parc.search.cluster import fill_cluster, layout_degrees, search_cluster
+    from parc.search.ranking import memory_clear_runner_up
+
+    c = compile_text(AT_RISK.replace("GPU", "? in [h100-sxm, b200]").replace("NODES", "? in 1 to 2"))
+    result = search_cluster(c)
+    risky = [p for p in result.points if p.ok and p.at_risk]
+    assert len(risky) == 2 and result.runner_up_searches == 2
+    assert all(p.filled is None for p in result.points)
+    for p in risky:
+        fresh = compile_text(fill_cluster(c.source.text, c.spec.cluster, p.probe), c.source.path)
+        listing = search(fresh, top=DEFAULT_TOP, degree_values=layout_degrees(fresh.plan))
+        clear = memory_clear_runner_up(listing.candidates)
+        assert clear is not None and p.clear_runner_up is not None
+        assert (p.clear_runner_up.rank, p.clear_runner_up.values, p.clear_runner_up.margin_bytes) == \
+            (clear.rank, dict(clear.values), clear.memory.margin_bytes)
+        assert p.listed == len(listing.candidates)

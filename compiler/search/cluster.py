@@ -121,6 +121,9 @@ class Point:
     search` lists on this cluster (`name_clear_runner_ups`); None when none listed is clear."""
     listed: int = 0
     """How many layouts that listing held (0 when the winner is not at risk: none was made)."""
+    filled: Compilation | None = field(default=None, repr=False, compare=False)
+    """The filled spec's compilation the layout search ran on, kept only while the winner is at
+    risk: `name_clear_runner_ups` lists that same spec again and needs not compile it twice."""
 
     @property
     def at_risk(self) -> bool:
@@ -315,6 +318,8 @@ def evaluate(compilation: Compilation, question: ClusterQuestion, probe: Probe,
     point.step = winner.step
     point.layout = layout_of(winner)
     point.memory = winner.memory
+    if point.at_risk:
+        point.filled = filled
     if run is not None:
         point.days, point.gpu_hours, point.cost = run.days, run.gpu_hours, run.cost
         point.price_source, point.tokens = run.price_source, run.tokens
@@ -340,7 +345,9 @@ def name_clear_runner_ups(compilation: Compilation, question: ClusterQuestion, p
     for point in points:
         if not point.at_risk:
             continue
-        filled = compile_text(fill_cluster(compilation.source.text, question, point.probe), compilation.source.path)
+        filled = point.filled or compile_text(fill_cluster(compilation.source.text, question, point.probe),
+                                              compilation.source.path)
+        point.filled = None  # listed: the compilation is no longer needed
         listing = search(filled, top=DEFAULT_TOP, degree_values=layout_degrees(filled.plan))
         searches += 1
         point.listed = len(listing.candidates)
