@@ -14,6 +14,7 @@ import sys
 import click
 
 from . import __version__
+from .defaults import DEFAULT_TOP
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -193,7 +194,7 @@ Exit status: 0 a layout was found (and written with --write); 1 the spec has
 errors, or no layout passes the checks and fits in memory; 2 usage error.
 """)
 @click.argument("file", metavar="FILE")
-@click.option("--top", "top", type=click.IntRange(1, 100), default=10, show_default=True, metavar="N",
+@click.option("--top", "top", type=click.IntRange(1, 100), default=DEFAULT_TOP, show_default=True, metavar="N",
               help="how many layouts to list")
 @click.option("--write", "write", is_flag=True,
               help="put the best layout's values into FILE in place (atomically; comments and layout kept)")
