@@ -490,7 +490,7 @@ def rehearse(file, rank, ranks, steps, tolerance, timeout, fmt):
     """Run one rank of the generated job at its real world size in one process (fake process
     group and tensors; needs torch) and compare its memory with the prediction."""
     from .diagnostics import dumps_json, has_errors
-    from .rehearse import RehearsalError, compare, render, report, run
+    from .rehearse import RehearsalError, compare, render, replay_limit, report, run
 
     if rank is not None and ranks is not None:
         click.echo("error: give --rank or --ranks, not both", err=True)
@@ -520,7 +520,7 @@ def rehearse(file, rank, ranks, steps, tolerance, timeout, fmt):
     from parc.backends import job_files
 
     try:
-        records = run(job_files(plan), rank, ranks == "classes", steps, timeout)
+        records = run(job_files(plan), rank, ranks == "classes", steps, timeout, replay_limit(plan))
     except RehearsalError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
