@@ -14,6 +14,7 @@ import sys
 import click
 
 from . import __version__
+from .defaults import DEFAULT_TOP
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -193,7 +194,7 @@ Exit status: 0 a layout was found (and written with --write); 1 the spec has
 errors, or no layout passes the checks and fits in memory; 2 usage error.
 """)
 @click.argument("file", metavar="FILE")
-@click.option("--top", "top", type=click.IntRange(1, 100), default=10, show_default=True, metavar="N",
+@click.option("--top", "top", type=click.IntRange(1, 100), default=DEFAULT_TOP, show_default=True, metavar="N",
               help="how many layouts to list")
 @click.option("--write", "write", is_flag=True,
               help="put the best layout's values into FILE in place (atomically; comments and layout kept)")
@@ -489,7 +490,7 @@ def rehearse(file, rank, ranks, steps, tolerance, timeout, fmt):
     """Run one rank of the generated job at its real world size in one process (fake process
     group and tensors; needs torch) and compare its memory with the prediction."""
     from .diagnostics import dumps_json, has_errors
-    from .rehearse import RehearsalError, compare, render, report, run
+    from .rehearse import RehearsalError, compare, render, replay_limit, report, run
 
     if rank is not None and ranks is not None:
         click.echo("error: give --rank or --ranks, not both", err=True)
@@ -519,7 +520,7 @@ def rehearse(file, rank, ranks, steps, tolerance, timeout, fmt):
     from parc.backends import job_files
 
     try:
-        records = run(job_files(plan), rank, ranks == "classes", steps, timeout)
+        records = run(job_files(plan), rank, ranks == "classes", steps, timeout, replay_limit(plan))
     except RehearsalError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

@@ -25,7 +25,9 @@ Beside them, reserved memory (`reserved`): the rank's allocation sequence (`trai
 --allocator-trace`) replayed through torch's caching allocator (`memory.allocator`), plus the
 cuBLAS workspaces the fake run never allocates, against the model's predicted
 `max_memory_reserved` for the stage (its peak plus the allocator's overheads, `gpu.py`). An
-account, not a category held to the tolerance: the model's fragmentation is an allowance.
+account, not a category held to the tolerance: the model's fragmentation is an allowance. The
+replay runs under the part's real limit (`replay_limit`), so it releases cached segments where a
+GPU would and, where a GPU would run out of memory, says at which event of the trace.
 """
 
 from __future__ import annotations
@@ -91,8 +93,10 @@ def unrehearsable(plan: Plan, file: str) -> str | None:
 TARGET_PROGRAMS = {"megatron": "Megatron-LM's pretrain_gpt.py", "torchtitan": "torchtitan's train.py"}
 
 
-def run(files: dict[str, str], rank: int | None, classes: bool, steps: int | None, timeout: float) -> list[dict]:
-    """Write the job to a temporary directory and run `train.py --rehearse` there."""
+def run(files: dict[str, str], rank: int | None, classes: bool, steps: int | None, timeout: float,
+        limit: int | None = None) -> list[dict]:
+    """Write the job to a temporary directory and run `train.py --rehearse` there; each rank's
+    allocation trace is replayed under `limit` (`replay_limit`'s bytes; None: unlimited)."""
     if not torch_available():
         raise RehearsalError("the rehearsal runs the generated PyTorch job and torch is not installed; "
                              "install the torch extra: pip install 'parc[torch]'")
@@ -117,14 +121,26 @@ def run(files: dict[str, str], rank: int | None, classes: bool, steps: int | Non
             raise RehearsalError(f"the rehearsal failed (exit {done.returncode}):\n{tail}")
         records = json.loads(out.read_text())
         for record in records:
-            replay_trace(record)
+            replay_trace(record, limit)
         return records
 
 
-def replay_trace(record: dict) -> None:
+def replay_limit(plan: Plan) -> int:
+    """The bytes the plan's GPU lets the caching allocator reserve for the rank's tensors: the
+    memory model's reserved limit (HBM less the CUDA context and NCCL, `Estimate.reserved_limit_bytes`)
+    less the cuBLAS workspaces, which a GPU takes from the same allocator but the fake run's
+    trace does not hold."""
+    from .memory import estimate
+    from .memory.gpu import CUBLAS_HANDLES, CUBLAS_WORKSPACE
+
+    return estimate(plan).reserved_limit_bytes - CUBLAS_WORKSPACE * CUBLAS_HANDLES
+
+
+def replay_trace(record: dict, limit: int | None = None) -> None:
     """Replace the record's trace file (in the temporary directory, about to go) by its replay
-    through the caching allocator (`allocator_replay`); the file's name is dropped, so that the
-    JSON stays the same from run to run."""
+    through the caching allocator under `limit` (`allocator_replay`, with `out_of_memory` where
+    the replay ran out); the file's name is dropped, so that the JSON stays the same from run to
+    run."""
     from .memory.allocator import replay
 
     trace = record.get("allocator_trace")
@@ -133,7 +149,7 @@ def replay_trace(record: dict) -> None:
     events = array("q")
     with open(trace.pop("file"), "rb") as stream:
         events.fromfile(stream, trace["events"])
-    record["allocator_replay"] = replay(events, trace["skip"]).json()
+    record["allocator_replay"] = replay(events, trace["skip"], limit=limit).json()
     trace["skipped"] = len(trace.pop("skip"))
 
 
@@ -247,13 +263,18 @@ class Reserved:
         """(predicted - replayed) / replayed: negative when the model reserves less."""
         return 100.0 * (self.predicted - self.replayed_reserved) / self.replayed_reserved
 
+    @property
+    def out_of_memory(self) -> dict | None:
+        """Where the replay ran out of the part's memory (`allocator.replay`'s record), or None."""
+        return self.replayed.get("out_of_memory")
+
     def json(self) -> dict:
         return {"rank": self.rank, "stage": self.stage, "replay": self.replayed,
                 "cublas_workspace_bytes": self.workspaces,
                 "replayed_max_memory_reserved_bytes": self.replayed_reserved,
                 "predicted_peak_bytes": self.peak, "predicted_allocator_overheads_bytes": self.overheads,
                 "predicted_max_memory_reserved_bytes": self.predicted,
-                "difference_percent": round(self.difference_percent, 2)}
+                "difference_percent": round(self.difference_percent, 2), "out_of_memory": self.out_of_memory}
 
 
 def reserved(plan: Plan, records: list[dict]) -> list[Reserved]:
@@ -305,11 +326,25 @@ def render(plan: Plan, rows: list[Row], tolerance: float, records: list[dict] | 
     accounts = reserved(plan, records or [])
     if accounts:
         lines += ["", "max_memory_reserved: the rank's allocations replayed through torch's caching allocator "
-                  "(parc/memory/allocator.py) plus cuBLAS workspaces, against the model's prediction",
-                  f"{'rank':>6} {'stage':>5}  {'allocated':>12} {'replayed':>12} {'fragment.':>12} "
+                  "(parc.memory.allocator) under the part's limit, plus cuBLAS workspaces, against the model's "
+                  "prediction; 'beyond peak' is the replayed reserve less the allocated peak",
+                  f"{'rank':>6} {'stage':>5}  {'allocated':>12} {'replayed':>12} {'beyond peak':>12} "
                   f"{'predicted':>12} {'diff':>8}"]
         for a in accounts:
+            flag = "" if a.out_of_memory is None else "  out of memory"
             lines.append(f"{a.rank:>6} {a.stage:>5}  {size(a.replayed['max_allocated_bytes']):>12} "
-                         f"{size(a.replayed_reserved):>12} {size(a.replayed['fragmentation_bytes']):>12} "
-                         f"{size(a.predicted):>12} {a.difference_percent:>+7.1f}%")
+                         f"{size(a.replayed_reserved):>12} "
+                         f"{size(a.replayed['reserved_beyond_allocated_peak_bytes']):>12} "
+                         f"{size(a.predicted):>12} {a.difference_percent:>+7.1f}%{flag}")
+        lines += [out_of_memory_line(a) for a in accounts if a.out_of_memory is not None]
     return "\n".join(lines) + "\n"
+
+
+def out_of_memory_line(account: Reserved) -> str:
+    """Where a rank's replay ran out of the part's memory, in words."""
+    oom = account.out_of_memory
+    return (f"rank {account.rank}: out of memory at event {oom['event']:,} of its trace (allocation "
+            f"{oom['allocation']:,}, {size(oom['requested_bytes'])}): a {size(oom['segment_bytes'])} segment "
+            f"past the {size(account.replayed['limit_bytes'])} the allocator may reserve, "
+            f"{size(oom['reserved_bytes'])} reserved after releasing its cached segments; the figures above "
+            "are the trace's up to there")

@@ -507,15 +507,15 @@ def memory_picture(memory: dict) -> Element:
 def moment_table(memory: dict) -> Element | None:
     """Which moment of the schedule sets each stage's peak (`parc explain`'s peak moment,
     `memory.moment.PeakMoment`), a row per stage: the action, its chunk (with chunks per rank),
-    micro-batch and place in the step (counted from 1, as `parc explain` prints it), the
-    chunk-micro-batches held then and what the moment adds on top. A cell the model could not
+    micro-batch and place in the step, each counted as `parc explain` prints it (the micro-batch
+    from 0, the action from 1; the header says so), the chunk-micro-batches held then and what the moment adds on top. A cell the model could not
     place (a step too long to walk) reads "-". None when no stage's moment is named."""
     stages = [s for s in memory["per_stage"] if s.get("peak_moment") is not None]
     if not stages:
         return None
     chunks = (memory["virtual_stages"] or 1) > 1
     table = el("table", {"class": "moments"})
-    head = ["stage", "action"] + (["chunk"] if chunks else []) + ["micro-batch", "action of the step", "held", "adds"]
+    head = ["stage", "action"] + (["chunk"] if chunks else []) + ["micro-batch (from 0)", "action of the step (from 1)", "held", "adds"]
     table.add(el("tr", None, *(el("th", None, h) for h in head)))
     for s in stages:
         m = s["peak_moment"]
@@ -844,7 +844,7 @@ def build_page(compilation: Compilation, cluster=None) -> str:
             main.add(el("h3", None, "Peak moment per stage"))
             main.add(el("p", {"class": "caption"},
                         "The moment of the schedule that sets each stage's peak (as `parc explain` names it): the "
-                        "action running then, its micro-batch (0-based) and place in the step, the "
+                        "action running then, its micro-batch (counted from 0) and its place in the step (counted from 1), the "
                         + ("chunk-micro-batches" if (memory["virtual_stages"] or 1) > 1 else "micro-batches")
                         + " whose saved activations are held, and what the moment adds on top of them."))
             main.add(moments)

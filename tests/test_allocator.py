@@ -5,8 +5,7 @@ docs/memory-model.md states it, not from the replay."""
 
 from __future__ import annotations
 
-import pytest
-from parc.memory.allocator import OutOfMemory, allocation_size, replay, round_size
+from parc.memory.allocator import Replay, allocation_size, replay, round_size
 
 KiB, MiB = 1 << 10, 1 << 20
 
@@ -49,6 +48,42 @@ def test_a_remainder_of_1_mib_or_less_is_not_split_off():
     assert r.max_reserved == 20 * MiB + 2 * MiB
 
 
+def test_a_large_remainder_of_exactly_1_mib_stays_with_the_block():
+    # 19 MiB in a 20 MiB segment leaves exactly 1 MiB: should_split needs more than kSmallSize, so the
+    # whole 20 MiB is handed out (a >= would split it and allocate 19 MiB)
+    assert replay([19 * MiB]).max_allocated == 20 * MiB
+    # 512 bytes less leaves 1 MiB + 512 bytes: split, 19 MiB - 512 bytes allocated
+    assert replay([19 * MiB - 512]).max_allocated == 19 * MiB - 512
+
+
+def test_a_small_remainder_of_exactly_512_bytes_is_split_off_and_reused():
+    # a 2 MiB small segment: 1 MiB (1 MiB remains, split), then 1 MiB - 512 bytes, which leaves exactly
+    # 512 bytes: the small pool splits at 512 bytes or more, so 2 MiB - 512 bytes are allocated and a
+    # 512-byte request takes the remainder, no second segment (a > would hand out the whole block:
+    # 2 MiB allocated, and the 512 bytes a second 2 MiB segment)
+    r = replay([MiB, MiB - 512])
+    assert r.max_allocated == 2 * MiB - 512 and r.max_reserved == 2 * MiB
+    r = replay([MiB, MiB - 512, 512])
+    assert r.max_allocated == 2 * MiB and r.max_reserved == 2 * MiB and r.segments == 1
+
+
+def test_best_fit_between_equal_sizes_takes_the_lowest_address():
+    # two 40 MiB segments at addresses 0 and 40 MiB (cudaMalloc order), freed last one first: a 40 MiB
+    # request takes the block at address 0 (BlockComparatorSize: size, then address), whichever was
+    # freed last
+    r = Replay()
+    first, second = r.malloc(40 * MiB), r.malloc(40 * MiB)
+    assert (first.address, second.address) == (0, 40 * MiB)
+    r.free(second, 40 * MiB)
+    r.free(first, 40 * MiB)
+    assert r.malloc(40 * MiB).address == 0
+    r = Replay()
+    first, second = r.malloc(40 * MiB), r.malloc(40 * MiB)
+    r.free(first, 40 * MiB)
+    r.free(second, 40 * MiB)
+    assert r.malloc(40 * MiB).address == 0
+
+
 def test_a_freed_block_is_reused_best_fit():
     # 40 MiB and 60 MiB segments; both freed; a 38 MiB request takes the 40 MiB block (the smallest
     # that fits), splits it (2 MiB left), and a 58 MiB one the 60 MiB block: nothing new reserved
@@ -59,10 +94,12 @@ def test_a_freed_block_is_reused_best_fit():
 def test_fragmentation_a_larger_request_cannot_use_two_freed_holes():
     # three 100 MiB segments; the first and third freed: 200 MiB cached in two 100 MiB holes;
     # a 150 MiB request fits neither and reserves a new 150 MiB segment: 450 MiB reserved for
-    # 250 MiB allocated, 200 MiB of fragmentation at the peak
+    # 250 MiB allocated then; the most ever allocated was 300 MiB (the three 100 MiB tensors), so
+    # the reserve is 150 MiB beyond the allocated peak
     r = replay([100 * MiB, 100 * MiB, 100 * MiB, free(0), free(2), 150 * MiB])
-    assert r.max_reserved == 450 * MiB
-    assert r.allocated_at_max_reserved == 250 * MiB and r.fragmentation == 200 * MiB
+    assert r.max_reserved == 450 * MiB and r.max_allocated == 300 * MiB
+    assert r.allocated_at_max_reserved == 250 * MiB and r.reserved_beyond_allocated_peak == 150 * MiB
+    assert r.json()["reserved_beyond_allocated_peak_bytes"] == 150 * MiB
 
 
 def test_split_blocks_merge_when_their_neighbour_is_freed():
@@ -83,17 +120,6 @@ def test_small_and_large_pools_never_share_blocks():
     assert r.max_reserved == 16 * MiB + 2 * MiB
 
 
-def test_max_split_size_keeps_large_blocks_whole():
-    # with max_split_size 64 MiB: a freed 100 MiB block is oversize; a 30 MiB request may not take it
-    # (a request under max_split_size never takes an oversize block) and gets a new segment
-    events = [100 * MiB, free(0), 30 * MiB]
-    assert replay(events).max_reserved == 100 * MiB  # default: split it
-    assert replay(events, max_split_size=64 * MiB).max_reserved == 130 * MiB
-    # an oversize request takes an oversize block only within kLargeBuffer (20 MiB) of its size
-    assert replay([100 * MiB, free(0), 90 * MiB], max_split_size=64 * MiB).max_reserved == 100 * MiB
-    assert replay([100 * MiB, free(0), 70 * MiB], max_split_size=64 * MiB).max_reserved == 170 * MiB
-
-
 def test_skipped_allocations_are_left_out_with_their_frees():
     events = [100 * MiB, 50 * MiB, free(1), free(0)]
     assert replay(events).max_reserved == 150 * MiB
@@ -105,6 +131,17 @@ def test_at_the_limit_cached_segments_are_released_before_running_out():
     # cached whole segment is released (release_cached_blocks) and the request fits: 150 reserved
     r = replay([100 * MiB, free(0), 150 * MiB], limit=200 * MiB)
     assert r.reserved == 150 * MiB and r.retries == 1 and r.max_reserved == 150 * MiB
-    # a cached block that is part of a split segment cannot be released: out of memory
-    with pytest.raises(OutOfMemory):
-        replay([100 * MiB, free(0), 30 * MiB, 150 * MiB], limit=200 * MiB)
+    assert r.out_of_memory is None
+    # without a limit the cached segment stays: 250 MiB reserved
+    assert replay([100 * MiB, free(0), 150 * MiB]).max_reserved == 250 * MiB
+
+
+def test_out_of_memory_is_a_result_naming_the_event():
+    # the 30 MiB request splits the cached 100 MiB segment (70 MiB cached behind it), which then
+    # cannot be released; the 150 MiB request (event 3, allocation 2) needs 100 + 150 > 200 MiB: the
+    # replay stops there, its figures those before it
+    r = replay([100 * MiB, free(0), 30 * MiB, 150 * MiB, 10 * MiB], limit=200 * MiB)
+    assert r.out_of_memory == {"event": 3, "allocation": 2, "requested_bytes": 150 * MiB,
+                               "segment_bytes": 150 * MiB, "reserved_bytes": 100 * MiB}
+    assert r.max_reserved == 100 * MiB and r.retries == 1
+    assert r.json()["out_of_memory"]["event"] == 3 and r.json()["limit_bytes"] == 200 * MiB

@@ -735,10 +735,12 @@ def test_cluster_search_marks_at_risk_clusters_and_names_their_clear_runner_up(t
 
 
 def test_the_listing_a_runner_up_is_named_from_is_parc_searchs_default():
-    """`DEFAULT_TOP` is written again as the CLI's --top default (the CLI never imports search)."""
-    from parc.search import DEFAULT_TOP
+    """`DEFAULT_TOP` is written once (parc.defaults, which the CLI imports without search) and is
+    both the search's listing and the CLI's --top default."""
+    from parc import defaults, search
 
-    assert f"[default: {DEFAULT_TOP};" in run_cli("search", "--help").stdout
+    assert search.DEFAULT_TOP is defaults.DEFAULT_TOP
+    assert f"[default: {defaults.DEFAULT_TOP};" in run_cli("search", "--help").stdout
 
 
 def test_the_runner_up_listing_reuses_the_answers_compilation_and_names_what_a_fresh_one_names():

@@ -143,13 +143,17 @@ def test_the_allocator_replay_replays_the_trackers_own_sequence():
     assert replay["max_requested_bytes"] == record["step_peak_fused_norm"]["total"]
     assert replay["max_reserved_bytes"] % (2 << 20) == 0
     assert replay["max_reserved_bytes"] >= replay["max_allocated_bytes"] >= replay["max_requested_bytes"]
-    assert replay["fragmentation_bytes"] == replay["max_reserved_bytes"] - replay["allocated_at_max_reserved_bytes"]
+    assert replay["reserved_beyond_allocated_peak_bytes"] == replay["max_reserved_bytes"] - replay["max_allocated_bytes"]
+    assert replay["out_of_memory"] is None
+    explained = json.loads(run_cli("explain", FAST_SPEC, "--format", "json").stdout)["memory"]
+    # replayed under the part's limit: the reserved limit less the two cuBLAS workspaces
+    assert replay["limit_bytes"] == explained["reserved_limit_bytes"] - 2 * 32 * (1 << 20)
     [account] = doc["reserved"]
     assert account["rank"] == 8191 and account["replay"] == replay
     assert account["replayed_max_memory_reserved_bytes"] == replay["max_reserved_bytes"] + 2 * 32 * (1 << 20)
     peak_row = next(r for r in doc["rows"] if r["category"] == "peak")
     assert account["predicted_peak_bytes"] == peak_row["predicted_bytes"]
-    o = json.loads(run_cli("explain", FAST_SPEC, "--format", "json").stdout)["memory"]["overheads"]
+    o = explained["overheads"]
     assert account["predicted_allocator_overheads_bytes"] == (o["cublas_bytes"] + o["fragmentation_bytes"]
                                                               + o.get("cached_logits_bytes", 0))
     assert account["predicted_max_memory_reserved_bytes"] == account["predicted_peak_bytes"] + \
@@ -159,6 +163,43 @@ def test_the_allocator_replay_replays_the_trackers_own_sequence():
     rows = [Row(r["rank"], r["stage"], r["category"], r["predicted_bytes"], r["rehearsed_bytes"]) for r in doc["rows"]]
     text = render(plan_of(FAST_SPEC), rows, 1000, doc["ranks"])
     assert "max_memory_reserved: the rank's allocations replayed through torch's caching allocator" in text
+    assert "out of memory" not in text
+
+
+def test_a_replay_past_the_parts_limit_reports_the_event(tmp_path):
+    """A hand-written trace (no torch): 100 MiB allocated and freed, 30 MiB (which splits the cached
+    segment, so it cannot be released), then 150 MiB: under a 200 MiB limit the allocator runs out
+    at event 3 (allocation 2). `parc rehearse`'s JSON and text say so; without a limit it does not."""
+    from array import array
+
+    from parc.rehearse import render, replay_trace, reserved
+
+    MiB = 1 << 20
+    events = [100 * MiB, -1, 30 * MiB, 150 * MiB]
+
+    def record(limit):
+        path = tmp_path / "allocator.trace"
+        array("q", events).tofile(path.open("wb"))
+        rec = {"rank": 0, "coordinates": {"pp": 0},
+               "allocator_trace": {"file": str(path), "events": len(events), "skip": [], "allocations": 3}}
+        replay_trace(rec, limit)
+        return rec
+
+    plan = plan_of(FAST_SPEC)
+    rec = record(200 * MiB)
+    assert rec["allocator_replay"]["out_of_memory"] == {
+        "event": 3, "allocation": 2, "requested_bytes": 150 * MiB, "segment_bytes": 150 * MiB,
+        "reserved_bytes": 100 * MiB}
+    [account] = reserved(plan, [rec])
+    assert account.json()["out_of_memory"]["event"] == 3
+    text = render(plan, [], 5, [rec])
+    assert ("rank 0: out of memory at event 3 of its trace (allocation 2, 150.00 MiB): a 150.00 MiB segment "
+            "past the 200.00 MiB the allocator may reserve, 100.00 MiB reserved after releasing its cached "
+            "segments") in text
+    rec = record(None)
+    assert rec["allocator_replay"]["out_of_memory"] is None
+    assert rec["allocator_replay"]["max_reserved_bytes"] == 250 * MiB
+    assert "out of memory" not in render(plan, [], 5, [rec])
 
 
 def test_exit_status_follows_the_tolerance():
@@ -671,11 +712,14 @@ def published_row_spec(row_id: str, layers_per_stage: int | None = None) -> str:
         sys.modules[name] = module  # dataclasses resolve their module by name
         spec.loader.exec_module(module)
     row = next(r for r in module.load()["rows"] if r["id"] == row_id)
-    text = re.sub(r"target torchtitan \{[^}]*\}", "target torch", module.spec_text(row))
+    text, n = re.subn(r"target torchtitan \{[^}]*\}", "target torch", module.spec_text(row))
+    assert n == 1, n
     if layers_per_stage is not None:
         pp = row["layout"]["pp"]
-        text = re.sub(r"split \[[^]]*\]", "split [" + ", ".join([str(layers_per_stage)] * pp) + "]", text)
-        text = text.replace("model llama3-405b", f"model llama3-405b {{ layers {layers_per_stage * pp} }}")
+        text, n = re.subn(r"split \[[^]]*\]", "split [" + ", ".join([str(layers_per_stage)] * pp) + "]", text)
+        assert n == 1, n
+        text, n = re.subn(r"model llama3-405b\b", f"model llama3-405b {{ layers {layers_per_stage * pp} }}", text)
+        assert n == 1, n
     return text
 
 
@@ -711,7 +755,8 @@ def test_the_allocator_replay_of_a_published_405b_row(row_id, layers, past_allow
     assert replay["max_allocated_bytes"] <= replay["max_reserved_bytes"]
     explained = json.loads(run_cli("explain", str(spec), "--format", "json").stdout)["memory"]
     assert account["replayed_max_memory_reserved_bytes"] <= explained["reserved_limit_bytes"]
-    waste = replay["max_reserved_bytes"] - replay["max_allocated_bytes"]
+    assert replay["out_of_memory"] is None
+    waste = replay["reserved_beyond_allocated_peak_bytes"]
     allowance = explained["overheads"]["fragmentation_bytes"]
     assert (waste > allowance) is past_allowance, (waste, allowance)
     if not past_allowance:

@@ -461,6 +461,8 @@ def test_the_page_names_each_stages_peak_moment_as_explain_does(name):
     assert named, "no stage names its peak moment: nothing to compare"
     rows = _moment_rows(page)
     assert sorted(rows) == [s["stage"] for s in named]
+    # each base said in the header, as `parc explain` counts: micro-batches from 0, actions from 1
+    assert "<th>micro-batch (from 0)</th><th>action of the step (from 1)</th>" in page
     chunks = memory["virtual_stages"] > 1
     for s in named:
         m, cells = s["peak_moment"], rows[s["stage"]]

@@ -19,22 +19,20 @@ drift), with the default configuration (no `PYTORCH_CUDA_ALLOC_CONF`):
   kLargeBuffer = 20 MiB for a request under kMinLargeAlloc = 10 MiB, and the request rounded up
   to kRoundLarge = 2 MiB otherwise;
 - `get_free_block`: best fit, the smallest cached block of the pool at least the request's size
-  (BlockComparatorSize: size, then address), with the oversize rules: a request under
-  `max_split_size` never takes a block of at least `max_split_size`, and a request of at least
-  `max_split_size` takes a block only if it is less than the request + kLargeBuffer larger
-  (`max_split_size` is unlimited by default, so both are off unless set);
-- `should_split`: the small pool splits when at least 512 bytes remain; the large pool when the
-  request is under `max_split_size` and more than kSmallSize = 1 MiB remains (otherwise the
-  whole block is handed out and counts as allocated); `alloc_found_block`: the request takes
-  the block's front, the remainder stays cached behind it;
+  (BlockComparatorSize: size, then address);
+- `should_split`: the small pool splits when at least 512 bytes remain; the large pool when more
+  than kSmallSize = 1 MiB remains (otherwise the whole block is handed out and counts as
+  allocated); `alloc_found_block`: the request takes the block's front, the remainder stays
+  cached behind it;
 - `free_block` / `try_merge_blocks`: a freed block merges with its free neighbours of the same
   segment; segments are never returned to the driver while memory lasts;
 - `malloc` / `alloc_block`: with no fitting cached block, a new segment; when that would pass
-  the device's limit, `release_available_cached_blocks` (only with `max_split_size` set; not
-  modelled) and then `release_cached_blocks` free every cached block that is a whole segment
+  the device's limit, `release_cached_blocks` frees every cached block that is a whole segment
   (`release_blocks`: `!block->prev && !block->next`), and the segment is tried again; past the
-  limit still, the run is out of memory;
-- expandable segments are off by default and are not modelled.
+  limit still, the run is out of memory (`replay` stops there and names the event);
+- `max_split_size` (PYTORCH_CUDA_ALLOC_CONF max_split_size_mb, with its oversize-block rules and
+  `release_available_cached_blocks`) and expandable segments are off by default; nothing parc
+  writes sets them, and they are not modelled.
 
 One stream: the caching allocator keeps freed blocks per stream (BlockComparatorSize compares
 the stream first) and a tensor used on another stream is freed only when that stream's work is
@@ -61,12 +59,11 @@ K_MIN_LARGE_ALLOC = 10 << 20
 """kMinLargeAlloc: requests from 1 MiB up to this share 20 MiB segments (10 MiB)."""
 K_ROUND_LARGE = 2 << 20
 """kRoundLarge: larger requests get a segment of their size rounded up to this (2 MiB)."""
-UNLIMITED = 1 << 64
-"""`max_split_size`'s default (SIZE_MAX): no block is too large to split."""
 
 
 class OutOfMemory(Exception):
-    """The replay needed a segment past the device's limit after releasing every cached one."""
+    """The replay needed a segment past the device's limit after releasing every cached one
+    (`Replay.malloc`'s; `replay` catches it and records where)."""
 
 
 def round_size(size: int) -> int:
@@ -104,7 +101,6 @@ class Block:
 class Replay:
     """The caching allocator's state and statistics over a replayed sequence."""
 
-    max_split_size: int = UNLIMITED
     limit: int | None = None
     """The device's memory for the allocator (bytes); None: unlimited (never out of memory)."""
     reserved: int = 0
@@ -118,6 +114,8 @@ class Replay:
     cuda_mallocs: int = 0
     retries: int = 0
     """`num_alloc_retries`: segments obtained only after releasing the cached ones."""
+    out_of_memory: dict | None = None
+    """Where the replay ran out of memory (`replay`'s record), or None: it ran to the end."""
     _free: dict = field(default_factory=lambda: {True: [], False: []})
     """Per pool (small?), the cached blocks as sorted (size, address, block) entries."""
     _next_address: int = 0
@@ -140,10 +138,6 @@ class Replay:
         if at == len(pool):
             return None
         block = pool[at][2]
-        if size < self.max_split_size <= block.size:
-            return None  # no oversize block for a request that could split one
-        if size >= self.max_split_size and block.size >= size + K_LARGE_BUFFER:
-            return None
         del pool[at]
         return block
 
@@ -151,7 +145,7 @@ class Replay:
         remaining = block.size - size
         if block.small:
             return remaining >= K_MIN_BLOCK_SIZE
-        return size < self.max_split_size and remaining > K_SMALL_SIZE
+        return remaining > K_SMALL_SIZE
 
     # -- segments -------------------------------------------------------------------------------
 
@@ -162,8 +156,7 @@ class Replay:
             self._release_cached_segments()
             self.retries += 1
             if self.reserved + grant > self.limit:
-                raise OutOfMemory(f"a {grant:,}-byte segment past the limit: {self.reserved:,} reserved "
-                                  f"of {self.limit:,}")
+                raise OutOfMemory(grant)
         block = Block(address=self._next_address, size=grant, small=small)
         self._next_address += grant
         self.reserved += grant
@@ -230,32 +223,47 @@ class Replay:
         self._insert(block)
 
     @property
-    def fragmentation(self) -> int:
-        """The peak reserve beyond the most allocated while the reserve stood at that peak: cached
-        blocks (and the unsplit tails of blocks) that the requests of then could not use."""
-        return self.max_reserved - self.allocated_at_max_reserved
+    def reserved_beyond_allocated_peak(self) -> int:
+        """`max_memory_reserved` less `max_memory_allocated`: what the allocator reserves beyond the
+        most the tensors (rounded to its blocks) ever held: its rounding, the unsplit tails of
+        blocks and cached blocks no request could use. The one fragmentation figure parc reports
+        (`parc rehearse`'s "beyond peak", docs/memory-model.md), set against the model's
+        allowance, which is likewise added to the peak of tensors."""
+        return self.max_reserved - self.max_allocated
 
     def json(self) -> dict:
         return {"max_reserved_bytes": self.max_reserved, "max_allocated_bytes": self.max_allocated,
                 "max_requested_bytes": self.max_requested,
                 "allocated_at_max_reserved_bytes": self.allocated_at_max_reserved,
-                "fragmentation_bytes": self.fragmentation, "segments": self.segments,
-                "cuda_mallocs": self.cuda_mallocs, "alloc_retries": self.retries}
+                "reserved_beyond_allocated_peak_bytes": self.reserved_beyond_allocated_peak,
+                "segments": self.segments, "cuda_mallocs": self.cuda_mallocs, "alloc_retries": self.retries,
+                "limit_bytes": self.limit, "out_of_memory": self.out_of_memory}
 
 
-def replay(events, skip=(), max_split_size: int = UNLIMITED, limit: int | None = None) -> Replay:
+def replay(events, skip=(), limit: int | None = None) -> Replay:
     """Replay a rank's allocation sequence. `events` as the rehearsal writes them
     (`rehearse.py`'s trace): a positive integer n allocates n bytes as the next allocation
     (numbered from 0 in order), a negative -(i + 1) frees allocation i. Allocations numbered in
-    `skip` are left out, with their frees (the CPU's composite-norm copies a GPU never makes)."""
-    state = Replay(max_split_size=max_split_size, limit=limit)
+    `skip` are left out, with their frees (the CPU's composite-norm copies a GPU never makes).
+
+    With a `limit` (the bytes the device lets the allocator reserve), a request that needs a
+    segment past it after the cached segments are released is where a GPU runs out of memory:
+    the replay stops there and records it (`Replay.out_of_memory`: the event's index in
+    `events`, the allocation's number and bytes, the segment asked for and what was reserved),
+    its statistics those of the sequence up to that event."""
+    state = Replay(limit=limit)
     skip = set(skip)
     live: dict[int, tuple[Block, int]] = {}
     count = 0
-    for n in events:
+    for index, n in enumerate(events):
         if n > 0:
             if count not in skip:
-                live[count] = (state.malloc(n), n)
+                try:
+                    live[count] = (state.malloc(n), n)
+                except OutOfMemory as exc:
+                    state.out_of_memory = {"event": index, "allocation": count, "requested_bytes": int(n),
+                                           "segment_bytes": exc.args[0], "reserved_bytes": state.reserved}
+                    return state
             count += 1
         elif n < 0:
             held = live.pop(-n - 1, None)

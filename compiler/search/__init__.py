@@ -21,6 +21,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..defaults import DEFAULT_TOP
 from ..diagnostics import Diagnostic, has_errors
 from ..memory import Estimate, estimate
 from ..pipeline import Compilation
@@ -28,13 +29,6 @@ from ..timing import Prediction, predict
 from .engine import Engine, SpaceTooLarge, Stats
 from .fill import FillError, fill, verify, written_span
 from .space import Assignment, Space, build_space, hole_values
-
-DEFAULT_TOP = 10
-"""Layouts a search lists unless told otherwise (`parc search --top`'s default, written again in
-cli.py so that the CLI starts without importing search; tests/test_cluster_search.py holds the
-two equal): the runners-up among which an at-risk winner's clear runner-up is named
-(`ranking.memory_clear_runner_up`), by the layout search and, for its at-risk clusters, by the
-cluster search."""
 
 SPARES = 4
 """Candidates kept beyond the N asked for, in case the real front end rejects one the fast path

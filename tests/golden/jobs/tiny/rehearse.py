@@ -26,9 +26,10 @@ On a GPU (`--device cuda`) the same runs with real tensors and the allocator's o
 
 `--allocator-trace FILE` writes the rank's allocations and frees as the tracker sees them, in
 order, up to the end of the last step (before the checkpoint's state dict), for parc's replay of
-torch's CUDA caching allocator (parc/memory/allocator.py): signed 64-bit integers in native byte
-order, n > 0 allocating n bytes (allocations numbered from 0), -(i + 1) freeing allocation i; a
-storage resized in place is a new allocation and the old one's free. The record names the
+torch's CUDA caching allocator (`parc.memory.allocator`, compiler/memory/allocator.py in parc's
+repository): signed 64-bit integers in native byte order, n > 0 allocating n bytes (allocations
+numbered from 0), -(i + 1) freeing allocation i; a storage resized in place is a new allocation
+and the old one's free. The record names the
 allocations a GPU would not make (`allocator_trace.skip`: the CPU composite norm's fp32 copies,
 as `step_peak_fused_norm` leaves them out). With `--ranks classes`, each rank's file is FILE.R.
 """
@@ -37,11 +38,11 @@ from __future__ import annotations
 
 import json
 import os
-from array import array
 import subprocess
 import sys
 import tempfile
 import time
+from array import array
 from pathlib import Path
 
 import torch
