@@ -196,10 +196,17 @@ def test_a_replay_past_the_parts_limit_reports_the_event(tmp_path):
     assert ("rank 0: out of memory at event 3 of its trace (allocation 2, 150.00 MiB): a 150.00 MiB segment "
             "past the 200.00 MiB the allocator may reserve, 100.00 MiB reserved after releasing its cached "
             "segments") in text
+    # the exit status: a rank that runs out fails the rehearsal even within the tolerance
+    from parc.rehearse import report
+
+    doc = report(plan, [rec], [], 5)
+    assert doc["within_tolerance"] is True and doc["replay_out_of_memory"] is True and doc["passed"] is False
     rec = record(None)
     assert rec["allocator_replay"]["out_of_memory"] is None
     assert rec["allocator_replay"]["max_reserved_bytes"] == 250 * MiB
     assert "out of memory" not in render(plan, [], 5, [rec])
+    doc = report(plan, [rec], [], 5)
+    assert doc["replay_out_of_memory"] is False and doc["passed"] is True
 
 
 def test_exit_status_follows_the_tolerance():
@@ -207,6 +214,7 @@ def test_exit_status_follows_the_tolerance():
     worst = max(abs(row["difference_percent"]) for row in doc["rows"])
     assert worst > 0  # the peak differs (docs/memory-model.md, rehearsal)
     assert doc["within_tolerance"] is True  # at 1000 %
+    assert doc["passed"] is True and doc["replay_out_of_memory"] is False
     from parc.rehearse import Row
 
     rows = [Row(r["rank"], r["stage"], r["category"], r["predicted_bytes"], r["rehearsed_bytes"]) for r in doc["rows"]]
