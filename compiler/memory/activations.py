@@ -343,8 +343,8 @@ Matmul = tuple[str, float, float]
 forward reads `input` and writes `output` elements and runs 2 x input x output FLOPs."""
 
 
-def torchtitan_matmuls(shape: Shape, tp: int, fused_qkv: bool) -> tuple[Matmul, ...]:
-    """A dense torchtitan block's matmuls in the order its forward runs them, as its per-op
+def torchtitan_matmuls(shape: Shape, tp: int, fused_qkv: bool, moe: bool = False) -> tuple[Matmul, ...]:
+    """A torchtitan block's matmuls in the order its forward runs them, as its per-op
     selective checkpointing counts them (one `aten.mm` per linear layer: a 3-D input's
     `F.linear` is a view, an `aten.mm` and a view; under DTensor tp the policy's dispatch mode
     sees the DTensor's one mm, never the local ones). Attention: one fused `wqkv` when
@@ -352,15 +352,20 @@ def torchtitan_matmuls(shape: Shape, tp: int, fused_qkv: bool) -> tuple[Matmul, 
     generated flavour use: `make_gqa_config(..., fuse_qkv=True)`), else `wq`, `wk`, `wv`
     (torchtitan 9dec370, the version the published memory rows ran); then `wo`. FFN: SwiGLU's
     `w2(silu(w1(x)) * w3(x))` runs w1, w3, w2 (Python evaluates `w1(x)` first); GELU's w1, w2.
+    An MoE block (`moe`, torchtitan 0.3 models/common/moe.py) counts only its shared experts'
+    FeedForward (w1, w3, w2 at `shared_experts x expert_ffn / tp`) after wo: its router gate is
+    forced to recompute without counting (`force_recompute_mm_shapes_by_fqns`, default
+    `["moe.router.gate"]`) and its routed experts run `torch._grouped_mm`, which is not on the
+    save list: both run again whole (`timing.torchtitan_op_seconds`).
     The one list both models read: the memory model's kept outputs (`torchtitan_selective`) and
     the time model's recomputed matmuls (`timing.layer_work`), so they cannot drift."""
     h = shape.hidden
     q = shape.q / tp
     kv = shape.kv / tp if kv_split(shape, tp) else shape.kv
-    f = shape.ffn / tp
+    f = (shape.shared_experts * shape.expert_ffn if moe else shape.ffn) / tp
     attention = [("wqkv", h, q + 2 * kv)] if fused_qkv else [("wq", h, q), ("wk", h, kv), ("wv", h, kv)]
     ffn = [("w1", h, f), ("w3", h, f), ("w2", f, h)] if shape.ffn_matrices == 3 else [("w1", h, f), ("w2", f, h)]
-    return tuple(attention + [("wo", q, h)] + ffn)
+    return tuple(attention + [("wo", q, h)] + (ffn if f else []))
 
 
 def torchtitan_op_split(matmuls: tuple[Matmul, ...]) -> tuple[tuple[Matmul, ...], tuple[Matmul, ...]]:
