@@ -53,6 +53,7 @@ from parc.calibration import (  # noqa: E402
     ATTENTION_FITTED, DEFAULT, EAGER_FITTED, FITTED_NAMES, FIXED_SOURCES, Constants)
 from parc.memory.inputs import knobs_of, shape_of  # noqa: E402
 from parc.pipeline import compile_text  # noqa: E402
+from parc.targets import software_of  # noqa: E402
 from published import Run, Skipped, compiled, row_spec  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
@@ -437,18 +438,31 @@ def eager_plans(run: EagerRun) -> list:
     return plans
 
 
-def eager_predicted(plans: list, constants: Constants) -> list[float]:
-    return [timing.predict(plan, constants).tokens_per_second_per_gpu for plan in plans]
+def eager_predicted(plans: list, constants: Constants, selective: str | None = None) -> list[float]:
+    """Each plan's predicted tokens/s/GPU; with `selective`, torchtitan's per-op policy read as
+    that policy instead (`Software.selective`), to compare the policies each under its own fit."""
+    def software(plan):
+        sw = software_of(plan)
+        return dataclasses.replace(sw, selective=selective) if sw.selective == timing.TORCHTITAN_OP else sw
+
+    return [timing.predict(plan, constants, **({"sw": software(plan)} if selective else {})).tokens_per_second_per_gpu
+            for plan in plans]
 
 
-def fit_eager(base: Constants) -> Constants:
-    """`eager_efficiency` alone, on the fitted torchtitan runs, the other constants held."""
+def eager_fit_error(runs: list[tuple[EagerRun, list]], constants: Constants, selective: str | None = None) -> float:
+    """`fit_eager`'s objective: the mean squared log error over `runs` (each with its plans)."""
+    errors = [math.log(eager_predicted(plans, constants, selective)[0] / r.reported) for r, plans in runs]
+    return sum(e * e for e in errors) / len(errors)
+
+
+def fit_eager(base: Constants, selective: str | None = None) -> Constants:
+    """`eager_efficiency` alone, on the fitted torchtitan runs, the other constants held (with
+    `selective`: torchtitan's per-op rows read under that policy, `eager_predicted`)."""
     runs = [(r, eager_plans(r)) for r in EAGER_RUNS if r.fitted]
 
     def objective_eager(z: list[float]) -> float:
-        constants = base.with_values({"eager_efficiency": _from_unit("eager_efficiency", z[0])})
-        errors = [math.log(eager_predicted(plans, constants)[0] / r.reported) for r, plans in runs]
-        return sum(e * e for e in errors) / len(errors)
+        return eager_fit_error(runs, base.with_values({"eager_efficiency": _from_unit("eager_efficiency", z[0])}),
+                               selective)
 
     z, _ = nelder_mead(objective_eager, [_to_unit("eager_efficiency", START["eager_efficiency"])])
     timing.clear_caches()
