@@ -1968,10 +1968,20 @@ and w2) run again, the reduce-scatters do not. Counted from the same list as the
 over torchtitan's own block and policy (tests/test_torchtitan_recompute.py). The published rows
 ran an earlier torchtitan with separate wq, wk and wv, where wk is recomputed too: at Llama 3
 8B's widths 6 % more recomputed matmul FLOPs than wo and w3 (under 1 % of the step), not
-charged here. Not modelled apart: an MoE layer under the policy is charged as parc's policy (the
-memory model counts it so too; its routed experts' grouped GEMM is not on torch's
-compute-intensive list), and torch's context-parallel K/V all-gathers, which the replay would
-issue again, are not replayed. Eagerly the replay is the whole forward's memory-bound work; under torch.compile
+charged here. An MoE block (models/common/moe.py) counts wqkv, wo and its shared experts' w1, w3,
+w2: wo and a shared expert's w3 are recomputed; its router gate is forced to recompute
+(`force_recompute_mm_shapes_by_fqns`, default `["moe.router.gate"]`) and its routed experts run
+`torch._grouped_mm`, not on the save list, so all three of their grouped GEMMs run again; its
+all-to-alls (dispatch, combine, the expert-count exchange) are saved, as are the reduce-scatters
+of every layer (`timing.torchtitan_replay`). Checked against a count of torch's own ops over
+torchtitan's qwen3 MoE block under its policy on the CPU (torch's FLOP counter has no formula
+for `_grouped_mm`). Torch's context-parallel K/V exchange is not replayed: with torch's default
+dispatch the attention reaches the policy as one SDPA op on DTensors, on the save list, and the
+all-gathers run inside the DTensor handler below it, which the policy's dispatch mode does not
+see (torch 2.13 distributed/tensor/experimental/_context_parallel/_attention.py: the default
+`_DispatchMode.MONKEY_PATCH` makes SDPA's inputs DTensors and `_sdpa_handler`, a DTensor custom
+op handler, runs the ring; read from the source, not checked by a run). The memory model still counts an MoE
+layer's kept tensors as parc's policy. Eagerly the replay is the whole forward's memory-bound work; under torch.compile
 the policy only tags the joint graph and the min-cut partitioner recomputes what the backward
 reads, fused into its kernels (the norms, RoPE and the activation, as parc's policy; fp8's casts
 fused into the kernels that produce the recomputed GEMMs' inputs), with the same matmuls.
