@@ -271,7 +271,7 @@ def layer_bytes(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: st
     # MoE layer's router gate and routed experts whole (the three GEMMs after the attention's)
     torchtitan_gemm = sum(
         gemm_bytes(n, k, out, 1 if fp8 else 2)[0]
-        for _, k, out in torchtitan_op_split(torchtitan_matmuls(shape, tp, fused_qkv=True, moe=moe))[1])
+        for _, k, out in torchtitan_op_split(torchtitan_matmuls(shape, tp, moe=moe))[1])
     if moe:
         torchtitan_gemm += sum(count * gemm_bytes(m, k, nn, 1 if fp8 else 2)[0]
                                for count, m, k, nn in gemms[attention_gemms:attention_gemms + 3])

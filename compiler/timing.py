@@ -1146,7 +1146,7 @@ def torchtitan_op_seconds(shape: Shape, tp: int, n: float, moe: bool, pointwise:
     block, whose router gate and routed experts' grouped GEMMs the caller adds whole) and
     `pointwise`, the memory-bound kernels it runs again (`torchtitan_kernels_again`). The
     attention kernel's output is saved."""
-    _, again = torchtitan_op_split(torchtitan_matmuls(shape, tp, fused_qkv=True, moe=moe))
+    _, again = torchtitan_op_split(torchtitan_matmuls(shape, tp, moe=moe))
     return pointwise + sum(gemm_seconds(n, k, out, precision, hw, c) + c.kernel_overhead for _, k, out in again)
 
 
@@ -2265,7 +2265,7 @@ def torchtitan_op_flops(shape: Shape, moe: bool, tp: int, tokens: float) -> floa
     save (under torchtitan 0.3's fused QKV: wo and w3 of a dense SwiGLU block; wo and the shared
     experts' w3 of an MoE block) and an MoE layer's router gate and routed experts whole
     (`routed_gemm_flops`)."""
-    _, again = torchtitan_op_split(torchtitan_matmuls(shape, tp, fused_qkv=True, moe=moe))
+    _, again = torchtitan_op_split(torchtitan_matmuls(shape, tp, moe=moe))
     return sum(2 * tokens * k * out for _, k, out in again) + (routed_gemm_flops(shape, tp, tokens) if moe else 0.0)
 
 
