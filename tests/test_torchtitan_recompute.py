@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections import Counter
 from dataclasses import replace
 from unittest import mock
 
@@ -350,3 +351,79 @@ def test_the_torchtitan_targets_ledger_recomputes_an_moe_layers_experts():
     gemm = next(c for c in step.ledger.compute if c.op == "gemm")
     assert gemm.recompute == pytest.approx(knobs.microbatches * (moe_count * moe_by_hand
                                                                  + (shape.layers - moe_count) * dense))
+
+
+def forward_and_backward_ops(titan, checkpointed: bool):
+    """(forward, backward) calls per aten op of torchtitan's llama3 block (fused QKV, torch's SDPA
+    on the CPU as in `counted_mm_flops`), counted by a `TorchDispatchMode` outside the policy's:
+    what the policy serves from its cache never reaches it. The loss's sum runs outside both."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    llama3, activation_checkpoint = titan
+    from torchtitan.models.common.attention import ScaledDotProductAttention
+
+    class Counting(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.calls: Counter[str] = Counter()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.calls[str(func)] += 1
+            return func(*args, **(kwargs or {}))
+
+    config = llama3._build_llama3_layers(
+        n_layers=1, dim=DIM, n_heads=HEADS, n_kv_heads=KV_HEADS, hidden_dim=FFN, fuse_qkv=True,
+        rope=llama3.ComplexRoPE.Config(dim=HEAD_DIM, max_seq_len=SEQ, theta=10000.0), attn_backend="flex")[0]
+    config.attention.inner_attention = ScaledDotProductAttention.Config()
+    torch.manual_seed(0)
+    block = config.build()
+
+    class CpuSelectiveAC(activation_checkpoint.SelectiveAC):
+        def get_save_ops(self):
+            return super().get_save_ops() | {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default}
+
+    if checkpointed:
+        block = CpuSelectiveAC(CpuSelectiveAC.Config())._wrap_block(block, base_fqn="layers.0")
+    x = torch.randn(BATCH, SEQ, DIM, requires_grad=True)
+    forward, backward = Counting(), Counting()
+    with forward:
+        out = block(x, None, None)
+    loss = out.sum()
+    with backward:
+        loss.backward()
+    return forward.calls, backward.calls
+
+
+@needs_torchtitan
+def test_every_unsaved_forward_op_runs_twice_as_the_eager_model_charges(titan):
+    """Eagerly the time model charges torchtitan's policy the whole forward's memory-bound work
+    again (`Work.selective_torchtitan` = the recomputed matmuls + `Work.memory_f`, the same
+    kernels and bytes; hbm.py's bytes alike). torch's own op count agrees op by op: the
+    checkpointed backward runs, besides the plain one's, every op of the block's forward but the
+    saved ones (the SDPA kernel, the 1st, 3rd and 5th mm) - norms, RoPE, SwiGLU, residual adds,
+    their views and copies - once each ("detach", the cache's bookkeeping, left out).
+    Not checked: the model's kernel count (`MEMORY_KERNELS`, 6 launches a layer) is an effective
+    figure fitted with `kernel_overhead`, not this count of aten ops."""
+    import torch
+
+    plain_f, plain_b = forward_and_backward_ops(titan, checkpointed=False)
+    ckpt_f, ckpt_b = forward_and_backward_ops(titan, checkpointed=True)
+    skip = {"aten.detach.default"}
+    saved = Counter({"aten.mm.default": 3, str(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default): 1})
+    forward = Counter({op: n for op, n in plain_f.items() if op not in skip})
+    assert forward["aten.mm.default"] == 5 and sum((forward - saved).values()) > 20
+    again = Counter({op: n for op, n in (ckpt_b - plain_b).items() if op not in skip})
+    assert again == forward - saved
+    assert not (plain_b - ckpt_b)  # the checkpointed backward runs everything the plain one does
+    assert Counter({op: n for op, n in ckpt_f.items() if op not in skip}) == forward
+    # the model: eagerly, the recomputed memory-bound work is the forward's, kernels and bytes
+    shape = small_shape()
+    hw = timing.hardware_of(compile_text(spec(tp=1), path="tiny.par").plan)
+    args = (shape, False, 1, False, 1, "ring", SEQ, BATCH, 1, "bf16", "flash")
+    work = timing.layer_work(*args, "eager", hw, timing.DEFAULT)
+    mms = timing.torchtitan_op_seconds(shape, 1, BATCH * SEQ, False, 0.0, "bf16", hw, timing.DEFAULT)
+    assert work.selective_torchtitan - mms == pytest.approx(work.memory_f)
+    from parc import hbm
+    piece = hbm.layer_bytes(shape, False, 1, False, 1, "ring", SEQ, BATCH, 1, "bf16", "flash", "eager")
+    assert piece.selective_torchtitan - piece.torchtitan_gemm_again == pytest.approx(piece.memory_f)
