@@ -53,6 +53,7 @@ from parc.calibration import (  # noqa: E402
     ATTENTION_FITTED, DEFAULT, EAGER_FITTED, FITTED_NAMES, FIXED_SOURCES, Constants)
 from parc.memory.inputs import knobs_of, shape_of  # noqa: E402
 from parc.pipeline import compile_text  # noqa: E402
+from parc.targets import software_of  # noqa: E402
 from published import Run, Skipped, compiled, row_spec  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
@@ -437,18 +438,31 @@ def eager_plans(run: EagerRun) -> list:
     return plans
 
 
-def eager_predicted(plans: list, constants: Constants) -> list[float]:
-    return [timing.predict(plan, constants).tokens_per_second_per_gpu for plan in plans]
+def eager_predicted(plans: list, constants: Constants, selective: str | None = None) -> list[float]:
+    """Each plan's predicted tokens/s/GPU; with `selective`, torchtitan's per-op policy read as
+    that policy instead (`Software.selective`), to compare the policies each under its own fit."""
+    def software(plan):
+        sw = software_of(plan)
+        return dataclasses.replace(sw, selective=selective) if sw.selective == timing.TORCHTITAN_OP else sw
+
+    return [timing.predict(plan, constants, **({"sw": software(plan)} if selective else {})).tokens_per_second_per_gpu
+            for plan in plans]
 
 
-def fit_eager(base: Constants) -> Constants:
-    """`eager_efficiency` alone, on the fitted torchtitan runs, the other constants held."""
+def eager_fit_error(runs: list[tuple[EagerRun, list]], constants: Constants, selective: str | None = None) -> float:
+    """`fit_eager`'s objective: the mean squared log error over `runs` (each with its plans)."""
+    errors = [math.log(eager_predicted(plans, constants, selective)[0] / r.reported) for r, plans in runs]
+    return sum(e * e for e in errors) / len(errors)
+
+
+def fit_eager(base: Constants, selective: str | None = None) -> Constants:
+    """`eager_efficiency` alone, on the fitted torchtitan runs, the other constants held (with
+    `selective`: torchtitan's per-op rows read under that policy, `eager_predicted`)."""
     runs = [(r, eager_plans(r)) for r in EAGER_RUNS if r.fitted]
 
     def objective_eager(z: list[float]) -> float:
-        constants = base.with_values({"eager_efficiency": _from_unit("eager_efficiency", z[0])})
-        errors = [math.log(eager_predicted(plans, constants)[0] / r.reported) for r, plans in runs]
-        return sum(e * e for e in errors) / len(errors)
+        return eager_fit_error(runs, base.with_values({"eager_efficiency": _from_unit("eager_efficiency", z[0])}),
+                               selective)
 
     z, _ = nelder_mead(objective_eager, [_to_unit("eager_efficiency", START["eager_efficiency"])])
     timing.clear_caches()
@@ -1954,10 +1968,20 @@ and w2) run again, the reduce-scatters do not. Counted from the same list as the
 over torchtitan's own block and policy (tests/test_torchtitan_recompute.py). The published rows
 ran an earlier torchtitan with separate wq, wk and wv, where wk is recomputed too: at Llama 3
 8B's widths 6 % more recomputed matmul FLOPs than wo and w3 (under 1 % of the step), not
-charged here. Not modelled apart: an MoE layer under the policy is charged as parc's policy (the
-memory model counts it so too; its routed experts' grouped GEMM is not on torch's
-compute-intensive list), and torch's context-parallel K/V all-gathers, which the replay would
-issue again, are not replayed. Eagerly the replay is the whole forward's memory-bound work; under torch.compile
+charged here. An MoE block (models/common/moe.py) counts wqkv, wo and its shared experts' w1, w3,
+w2: wo and a shared expert's w3 are recomputed; its router gate is forced to recompute
+(`force_recompute_mm_shapes_by_fqns`, default `["moe.router.gate"]`) and its routed experts run
+`torch._grouped_mm`, not on the save list, so all three of their grouped GEMMs run again; its
+all-to-alls (dispatch, combine, the expert-count exchange) are saved, as are the reduce-scatters
+of every layer (`timing.torchtitan_replay`). Checked against a count of torch's own ops over
+torchtitan's qwen3 MoE block under its policy on the CPU (torch's FLOP counter has no formula
+for `_grouped_mm`). Torch's context-parallel K/V exchange is not replayed: with torch's default
+dispatch the attention reaches the policy as one SDPA op on DTensors, on the save list, and the
+all-gathers run inside the DTensor handler below it, which the policy's dispatch mode does not
+see (torch 2.13 distributed/tensor/experimental/_context_parallel/_attention.py: the default
+`_DispatchMode.MONKEY_PATCH` makes SDPA's inputs DTensors and `_sdpa_handler`, a DTensor custom
+op handler, runs the ring; read from the source, not checked by a run). The memory model still counts an MoE
+layer's kept tensors as parc's policy. Eagerly the replay is the whole forward's memory-bound work; under torch.compile
 the policy only tags the joint graph and the min-cut partitioner recomputes what the backward
 reads, fused into its kernels (the norms, RoPE and the activation, as parc's policy; fp8's casts
 fused into the kernels that produce the recomputed GEMMs' inputs), with the same matmuls.

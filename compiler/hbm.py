@@ -33,8 +33,8 @@ inputs of an fp8 GEMM):
   write the activation; backward: an fp32 scatter-add into the table's gradient).
 - **Recomputation**: full recomputation moves the forward's bytes again; parc's selective policy
   its elementwise kernels and the attention output projection; torchtitan's per-op policy every
-  second matmul of a dense block and all of its forward's memory-bound kernels; Megatron-LM's the
-  attention core.
+  second counted matmul of a block (an MoE layer's router gate and routed experts besides) and
+  all of its forward's memory-bound kernels; Megatron-LM's the attention core.
 - **The optimizer step**: `timing.OPTIMIZER_BYTES` per parameter the rank updates.
 - **Collectives** (`ledger.Collective.hbm_bytes`): each call reads its input buffer and writes
   its output buffer once.
@@ -77,9 +77,9 @@ class PieceBytes:
     selective_elementwise: float = 0.0
     """parc's selective policy: its elementwise kernels and the attention output projection."""
     selective_torchtitan: float = 0.0
-    """torchtitan's per-op policy (`timing.TORCHTITAN_OP`): a dense block's every second matmul
-    (`torchtitan_gemm_again`) and its forward's memory-bound kernels; an MoE layer as
-    `selective_elementwise`."""
+    """torchtitan's per-op policy (`timing.TORCHTITAN_OP`): a block's every second counted matmul,
+    an MoE layer's router gate and routed experts (`torchtitan_gemm_again`), and its forward's
+    memory-bound kernels (`timing.torchtitan_kernels_again`)."""
     torchtitan_gemm_again: float = 0.0
     """The GEMM share of `selective_torchtitan`."""
     selective_core: float = 0.0
@@ -267,17 +267,20 @@ def layer_bytes(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: st
     moe_gemm = sum(count * gemm_bytes(m, k, nn, 1 if fp8 else 2)[0] for count, m, k, nn in gemms[attention_gemms:]) \
         if moe else 0.0
     elementwise = timing.ACT * recomputable + eager_f + out_projection
-    torchtitan_gemm = 0.0 if moe else sum(
+    # torchtitan's policy (`timing.torchtitan_op_seconds`): its counted matmuls not saved, and an
+    # MoE layer's router gate and routed experts whole (the three GEMMs after the attention's)
+    torchtitan_gemm = sum(
         gemm_bytes(n, k, out, 1 if fp8 else 2)[0]
-        for _, k, out in torchtitan_op_split(torchtitan_matmuls(shape, tp, fused_qkv=True))[1])
-    # the memory-bound kernels torchtitan's policy runs again (`timing.torchtitan_op_seconds`):
-    # eagerly all of the forward's, compiled what the backward reads (the attention's output is saved)
-    forward_kernels = (timing.ACT * elements + extra_f + eager_f if kernels == "eager"
-                       else timing.ACT * recomputable)
+        for _, k, out in torchtitan_op_split(torchtitan_matmuls(shape, tp, moe=moe))[1])
+    if moe:
+        torchtitan_gemm += sum(count * gemm_bytes(m, k, nn, 1 if fp8 else 2)[0]
+                               for count, m, k, nn in gemms[attention_gemms:attention_gemms + 3])
+    forward_kernels = timing.torchtitan_kernels_again(kernels, timing.ACT * elements + extra_f + eager_f + dispatch_f,
+                                                      timing.ACT * recomputable + dispatch_f)
     return PieceBytes(gemm_f=gemm_f, gemm_b=gemm_b, attention_f=attention_f, attention_b=attention_b,
                       memory_f=memory_f, memory_b=memory_b,
                       selective_elementwise=elementwise,
-                      selective_torchtitan=elementwise if moe else torchtitan_gemm + forward_kernels,
+                      selective_torchtitan=torchtitan_gemm + forward_kernels,
                       torchtitan_gemm_again=torchtitan_gemm,
                       selective_core=core_again, norms_again=timing.ACT * 4 * h * n / shard,
                       moe_act_again=timing.ACT * expert_act, moe_gemm_again=moe_gemm,

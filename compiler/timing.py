@@ -715,10 +715,11 @@ class Work:
     backends/torch/templates/parallel.py.jinja keeps the Q/K/V, attention and FFN up-projection
     outputs): norms, RoPE, activation functions and the attention output projection again."""
     selective_torchtitan: float = 0.0
-    """Selective recomputation as torchtitan's per-op policy does it (`TORCHTITAN_OP`): a dense
-    block's every second matmul (`activations.torchtitan_op_split`) and every memory-bound kernel
-    of its forward again; an MoE layer as `selective_elementwise` (not modelled apart: the memory
-    model counts it as parc's policy too)."""
+    """Selective recomputation as torchtitan's per-op policy does it (`TORCHTITAN_OP`): a block's
+    every second counted matmul (`activations.torchtitan_op_split`) and every memory-bound kernel
+    of its forward again (`torchtitan_kernels_again`); an MoE layer also its router gate (forced
+    to recompute) and its routed experts' grouped GEMMs (`torch._grouped_mm`, not on the save
+    list), never its all-to-alls (saved)."""
     norms_again: float = 0.0
     """Megatron-Core's `--recompute-modules layernorm`: the layer's two norms again."""
     moe_act_again: float = 0.0
@@ -1072,8 +1073,12 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
         memory_f += softmax_f
         memory_b += memory_seconds(SOFTMAX_BACKWARD_BYTES * scores, hw, c) + 2 * c.kernel_overhead
         core_again = attention_f + softmax_f
-    torchtitan = elementwise if moe else torchtitan_op_seconds(shape, t, n, memory_f if kernels == "eager" else pointwise,
-                                                               precision, hw, c)
+    # torchtitan's per-op policy: an MoE layer also runs its router gate and routed experts again
+    # (timed[2:5]), and, compiled, its router's and permutations' kernels, which feed them
+    torchtitan = torchtitan_op_seconds(
+        shape, t, n, moe, torchtitan_kernels_again(kernels, memory_f, pointwise + (
+            memory_seconds(moe_f, hw, c) + moe_kernels * c.kernel_overhead if moe else 0.0)),
+        precision, hw, c) + (sum(timed[2:5]) if moe else 0.0)
 
     tp_bytes = ACT * n * h if t > 1 else 0.0
     pairs = 1 if moe and not shape.shared_experts else 2  # routed experts are not split over tp
@@ -1121,19 +1126,27 @@ The checkpoint runs with `early_stop=False`: the block's whole forward is replay
 backward, the saved ops served from the cache."""
 
 
-def torchtitan_op_seconds(shape: Shape, tp: int, n: float, pointwise: float, precision: str, hw: Hardware,
-                          c: Constants) -> float:
-    """A dense block's recomputation under torchtitan's per-op policy (`TORCHTITAN_OP`): the
-    matmuls it does not save (`activations.torchtitan_op_split` of the generated job's block,
-    torchtitan 0.3's fused QKV: wo and w3 for SwiGLU) and `pointwise`, the memory-bound kernels
-    it runs again. Eagerly that is every one of the forward (`Work.memory_f`: norms, RoPE, the
-    activation and its product, the residual adds, fp8's casts): none is on the save list, and
-    `early_stop=False` replays the whole block. Under torch.compile the policy only tags the
-    joint graph and the partitioner recomputes what the backward reads, fused into its kernels:
-    the norms, RoPE and the activation, as parc's policy (`Work.selective_elementwise` without
-    its matmul), fp8's casts fused into the kernels that produce the recomputed GEMMs' inputs.
-    The attention kernel's output is saved."""
-    _, again = torchtitan_op_split(torchtitan_matmuls(shape, tp, fused_qkv=True))
+def torchtitan_kernels_again(kernels: str, forward: float, read_back: float) -> float:
+    """Which memory-bound work torchtitan's per-op policy runs again, one rule for the time
+    model (seconds) and hbm.py (bytes): eagerly (`kernels` "eager") all of the forward's
+    (`forward`: norms, RoPE, the activation and its product, the residual adds, fp8's casts, an
+    MoE layer's router and permutation kernels): none is on the save list and `early_stop=False`
+    replays the whole block. Under torch.compile the policy only tags the joint graph and the
+    partitioner recomputes what the backward reads, fused into its kernels (`read_back`: the
+    norms, RoPE and the activation, as parc's policy; an MoE layer's router and permutations,
+    whose outputs feed the recomputed expert GEMMs)."""
+    return forward if kernels == "eager" else read_back
+
+
+def torchtitan_op_seconds(shape: Shape, tp: int, n: float, moe: bool, pointwise: float, precision: str,
+                          hw: Hardware, c: Constants) -> float:
+    """A block's counted matmuls under torchtitan's per-op policy (`TORCHTITAN_OP`): the ones it
+    does not save (`activations.torchtitan_op_split` of the generated job's block, torchtitan
+    0.3's fused QKV: wo and w3 for a dense SwiGLU block; wo and the shared experts' w3 for an MoE
+    block, whose router gate and routed experts' grouped GEMMs the caller adds whole) and
+    `pointwise`, the memory-bound kernels it runs again (`torchtitan_kernels_again`). The
+    attention kernel's output is saved."""
+    _, again = torchtitan_op_split(torchtitan_matmuls(shape, tp, moe=moe))
     return pointwise + sum(gemm_seconds(n, k, out, precision, hw, c) + c.kernel_overhead for _, k, out in again)
 
 
@@ -1663,11 +1676,8 @@ def _recomputed(records: tuple[Collective, ...]) -> list[Collective]:
 def selective_replay(work: Work, records: tuple[Collective, ...], selective: str = "elementwise"
                      ) -> tuple[Collective, ...]:
     """The collectives selective recomputation issues again, per micro-batch (phase
-    `recompute`); none for Megatron-LM's policies. Under torchtitan's per-op policy
-    (`TORCHTITAN_OP`) a dense block's whole forward is replayed, every collective but the
-    saved reduce-scatters with it: under sp the all-gathers of the attention's and the FFN's
-    inputs (2), without sp the all-reduces after wo and w2 (2: torch's functional
-    `all_reduce`, not on the save list); its MoE layers are parc's policy's (below).
+    `recompute`); none for Megatron-LM's policies; torchtitan's per-op policy's are
+    `torchtitan_replay`.
 
     parc's policy (`SelectivePolicy` in backends/torch/templates/parallel.py.jinja)
     replays a block's forward in the backward up to the last tensor the backward needs (the FFN's
@@ -1679,15 +1689,12 @@ def selective_replay(work: Work, records: tuple[Collective, ...], selective: str
     expert-count exchange (an int64 all-to-all, needed for the dispatch's splits). Not replayed:
     the FFN's down-projection and its reduction, which the backward does not need. Checked
     against the recorded moe-4d job (tests/e2e/test_collectives.py)."""
-    if selective not in ("elementwise", TORCHTITAN_OP):
+    if selective == TORCHTITAN_OP:
+        return torchtitan_replay(work, records)
+    if selective != "elementwise":
         return ()
     out: list[Collective] = []
-    tp = next((c for c in records if c.axis == "tp" and c.payload == work.tp_bytes and c.phase == "forward"), None)
-    if tp is not None and selective == TORCHTITAN_OP and not work.moe:
-        kind, calls = (("all_reduce", work.tp_all_reduce[0]) if work.tp_all_reduce[0]
-                       else ("all_gather", work.tp_gather[0] // 2))
-        return tuple(c for c in (Collective("tp", kind, work.tp_bytes, calls, tp.size, tp.local, "path", calls,
-                                            "recompute"),) if c.count > 0)
+    tp = _tp_record(work, records)
     if tp is not None:
         if work.tp_all_reduce[0]:
             out.append(Collective("tp", "all_reduce", work.tp_bytes, 1, tp.size, tp.local, "path", 1, "recompute"))
@@ -1699,6 +1706,32 @@ def selective_replay(work: Work, records: tuple[Collective, ...], selective: str
     out += [replace(c, phase="recompute") for c in records
             if c.axis == "ep" and c.phase == "forward" and c.payload != work.ep_bytes]
     return tuple(c for c in out if c.count > 0)
+
+
+def _tp_record(work: Work, records: tuple[Collective, ...]) -> Collective | None:
+    """The layer's forward tp collective on the activations (its group's size and locality), or
+    None without tp."""
+    return next((c for c in records if c.axis == "tp" and c.payload == work.tp_bytes and c.phase == "forward"), None)
+
+
+def torchtitan_replay(work: Work, records: tuple[Collective, ...]) -> tuple[Collective, ...]:
+    """The collectives torchtitan's per-op policy (`TORCHTITAN_OP`) issues again, per layer and
+    micro-batch: its checkpoint replays the block's whole forward (`early_stop=False`), serving
+    the ops on its save list from the cache, and `_get_default_save_ops` lists
+    `reduce_scatter_tensor` and `all_to_all_single`: no reduce-scatter and no all-to-all (an MoE
+    layer's dispatch and combine, and its expert-count exchange) runs again, for any layer.
+    Replayed: the tp all-gathers (sp: the attention's input and the shared experts' or the
+    dense FFN's, `tp_gather`'s forward half; without sp an MoE layer's routed result) and the
+    all-reduces without sp (after wo and w2, torch's functional `all_reduce`). Without tp a
+    block replays no collective."""
+    tp = _tp_record(work, records)
+    if tp is None:
+        return ()
+    sp = work.tp_all_reduce[0] == 0
+    gathers = work.tp_gather[0] // 2 if sp else work.tp_gather[0]
+    calls = (("all_reduce", work.tp_all_reduce[0]), ("all_gather", gathers))
+    return tuple(Collective("tp", kind, work.tp_bytes, count, tp.size, tp.local, "path", count, "recompute")
+                 for kind, count in calls if count > 0)
 
 
 def rank_time(load: Load, dense: tuple | None, moe: tuple | None, emb: tuple, out: tuple, pp_send: float,
@@ -2228,13 +2261,21 @@ def piece_flops(shape: Shape, moe: bool, tp: int, cp: int, seq: int, micro: int,
 
 def torchtitan_op_flops(shape: Shape, moe: bool, tp: int, tokens: float) -> float:
     """Forward FLOPs torchtitan's per-op policy (`TORCHTITAN_OP`) runs again on one rank for
-    `tokens` tokens of one layer: a dense block's matmuls it does not save (SwiGLU under
-    torchtitan 0.3's fused QKV: wo and w3); an MoE layer's attention output projection, as parc's
-    policy (`Work.selective_torchtitan`)."""
-    if moe:
-        return 2 * tokens * shape.q / tp * shape.hidden
-    _, again = torchtitan_op_split(torchtitan_matmuls(shape, tp, fused_qkv=True))
-    return sum(2 * tokens * k * out for _, k, out in again)
+    `tokens` tokens of one layer (`Work.selective_torchtitan`): the counted matmuls it does not
+    save (under torchtitan 0.3's fused QKV: wo and w3 of a dense SwiGLU block; wo and the shared
+    experts' w3 of an MoE block) and an MoE layer's router gate and routed experts whole
+    (`routed_gemm_flops`)."""
+    _, again = torchtitan_op_split(torchtitan_matmuls(shape, tp, moe=moe))
+    return sum(2 * tokens * k * out for _, k, out in again) + (routed_gemm_flops(shape, tp, tokens) if moe else 0.0)
+
+
+def routed_gemm_flops(shape: Shape, tp: int, tokens: float) -> float:
+    """Forward FLOPs of an MoE layer's router and routed experts on one rank for `tokens` tokens:
+    each tp rank routes its own 1/tp of them (`layer_work`), each to top-k experts (a capacity
+    factor under 1 drops some)."""
+    routed = tokens / tp
+    kept = min(1.0, shape.capacity_factor) if shape.capacity_factor else 1.0
+    return routed * flops.router_flops(shape) + routed * shape.top_k * kept * flops.expert_flops(shape)
 
 
 def moe_gemm_flops(shape: Shape, tp: int, cp: int, seq: int, micro: int) -> float:
@@ -2242,10 +2283,7 @@ def moe_gemm_flops(shape: Shape, tp: int, cp: int, seq: int, micro: int) -> floa
     routed experts on this tp rank's tokens, shared experts split over tp): what
     `--recompute-modules moe` runs again (`piece_flops`' MoE terms)."""
     n = seq * micro / cp
-    routed = n / tp
-    kept = min(1.0, shape.capacity_factor) if shape.capacity_factor else 1.0
-    return (routed * flops.router_flops(shape) + routed * shape.top_k * kept * flops.expert_flops(shape)
-            + n * shape.shared_experts * flops.expert_flops(shape) / tp)
+    return routed_gemm_flops(shape, tp, n) + n * shape.shared_experts * flops.expert_flops(shape) / tp
 
 
 def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Compute, ...]:
@@ -2253,8 +2291,8 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Co
     forward (input and weight gradients); the flash attention backward `FLASH_BACKWARD` times its
     forward (it recomputes the scores: five products to the forward's two), unfused twice;
     recomputation as `_piece` charges it (full: the forward again; parc's selective policy: the
-    attention output projection; torchtitan's: every second matmul of a dense block,
-    `torchtitan_op_flops`; Megatron-LM's: the attention core). Each record carries its
+    attention output projection; torchtitan's: every second counted matmul of a block and an MoE
+    layer's router and routed experts, `torchtitan_op_flops`; Megatron-LM's: the attention core). Each record carries its
     HBM bytes (`hbm.py`), and a fourth, `optimizer`, the optimizer step's."""
     m = k.microbatches
     gemm = [0.0, 0.0, 0.0]
@@ -2442,8 +2480,9 @@ def hardware_flops_per_token(shape: Shape, k: Knobs, sw: Software) -> float:
     """FLOPs the GPUs execute per token: 3x forward with the attention actually computed
     (causal half under FlashAttention, whose backward runs 2.5x its forward; the full square
     unfused), plus the matrix products
-    recomputation repeats (the attention output projection under parc's selective policy, every
-    second matmul of a dense block under torchtitan's)."""
+    recomputation repeats (the attention output projection under parc's selective policy; under
+    torchtitan's every second counted matmul of a block, and an MoE layer's router and routed
+    experts, `torchtitan_op_flops`)."""
     flash = sw.attention != "unfused"
     keys = flops.causal_keys(k.seq) if flash else float(k.seq)
     total = 3.0 * flops.forward_flops_per_token(shape, keys)

@@ -374,12 +374,13 @@ def test_public_papers_predictions_stay_within_physics(fidelity):
 
 def test_torchtitans_selective_op_rows_are_read_under_its_own_policy(fidelity):
     """Every "selective op" row's spec says `target torchtitan`, so it is predicted under
-    torchtitan's per-op policy (`timing.TORCHTITAN_OP`), which recomputes more than parc's; each
-    such row without tp is predicted slower and its |error| is smaller than under parc's policy
-    (the same plan, `Software.selective` "elementwise"; measured: 8B on A100 -2.1 % against
-    +3.5 %, 70B +9.4 % against +17.5 %), and the eager ones are fitted. The compiled tp 8 rows
-    are not compared: parc's policy replays a reduce-scatter per layer that torchtitan's saves,
-    and they stay 13-16 % fast under either (docs/time-model.md)."""
+    torchtitan's per-op policy (`timing.TORCHTITAN_OP`), which recomputes more than parc's: each
+    such row without tp is predicted slower than under parc's policy (the same plan and
+    constants, `Software.selective` "elementwise"), and the eager ones are fitted. Which policy
+    reads the published runs better is judged with `eager_efficiency` refitted under each
+    (`fit_eager`), never with the constant fitted under torchtitan's alone: torchtitan's fits
+    the ten eager rows with the smaller mean squared log error (measured 2026-12-02: 0.0014
+    against 0.0038, median |error| 2.4 % against 5.2 %)."""
     from dataclasses import replace
 
     from parc import timing
@@ -397,4 +398,8 @@ def test_torchtitans_selective_op_rows_are_read_under_its_own_policy(fidelity):
         own = timing.predict(plan, DEFAULT).tokens_per_second_per_gpu
         parcs = timing.predict(plan, DEFAULT, sw=replace(sw, selective="elementwise")).tokens_per_second_per_gpu
         assert own < parcs, run.id
-        assert abs(own / run.reported - 1) < abs(parcs / run.reported - 1), run.id
+    fitted = [(r, fidelity.eager_plans(r)) for r in fidelity.EAGER_RUNS if r.fitted]
+    assert any(r.torchtitan_ac == "selective op" for r, _ in fitted)
+    errors = {policy: fidelity.eager_fit_error(fitted, fidelity.fit_eager(DEFAULT, policy), policy)
+              for policy in (None, "elementwise")}
+    assert errors[None] < errors["elementwise"], errors

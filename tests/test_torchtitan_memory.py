@@ -1,7 +1,7 @@
 """torchtitan's own code in the memory model (issue 15: the published torchtitan rows).
 
 - per-op selective checkpointing: torchtitan 9dec370's policy (`_save_list`, `_custom_policy`,
-  verbatim below) on a block written as its Llama block (wq/wk/wv, RoPE through complex numbers,
+  verbatim below) on a block written as its Llama block (one fused wqkv as torchtitan 0.3's, RoPE through complex numbers,
   `repeat_kv`, SDPA, wo; SwiGLU w2(silu(w1(x)) * w3(x)); RMSNorm), checkpointed as torchtitan
   does, keeps what `activations.torchtitan_selective` counts, measured by torch's MemTracker;
 - the hand count of the same term at Llama 3 8B and with tp 8 and sequence parallelism;
@@ -93,9 +93,8 @@ def measured_kept_per_token(compiled: bool = False) -> float:
     class Block(nn.Module):
         def __init__(self):
             super().__init__()
-            self.wq = nn.Linear(DIM, HEADS * HEAD_DIM, bias=False)
-            self.wk = nn.Linear(DIM, KV_HEADS * HEAD_DIM, bias=False)
-            self.wv = nn.Linear(DIM, KV_HEADS * HEAD_DIM, bias=False)
+            # one fused QKV linear, as torchtitan 0.3 builds it (`activations.TORCHTITAN_FUSED_QKV`)
+            self.wqkv = nn.Linear(DIM, (HEADS + 2 * KV_HEADS) * HEAD_DIM, bias=False)
             self.wo = nn.Linear(HEADS * HEAD_DIM, DIM, bias=False)
             self.w1 = nn.Linear(DIM, FFN, bias=False)
             self.w2 = nn.Linear(FFN, DIM, bias=False)
@@ -104,7 +103,7 @@ def measured_kept_per_token(compiled: bool = False) -> float:
 
         def attention(self, x, freqs):
             bs, seqlen, _ = x.shape
-            xq, xk, xv = self.wq(x), self.wk(x), self.wv(x)
+            xq, xk, xv = self.wqkv(x).split([HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM], dim=-1)
             xq, xk, xv = (t.view(bs, seqlen, -1, HEAD_DIM) for t in (xq, xk, xv))
             xq, xk = rotary(xq, xk, freqs)
             keys, values = repeat_kv(xk, HEADS // KV_HEADS), repeat_kv(xv, HEADS // KV_HEADS)
@@ -132,7 +131,7 @@ def measured_kept_per_token(compiled: bool = False) -> float:
         out = checkpoint(block, x, freqs, use_reentrant=False,
                          context_fn=lambda: create_selective_checkpoint_contexts(_get_custom_policy(meta)))
         kept = tracker.get_tracker_snapshot("current")[cpu]["Total"] - base - out.numel() * out.element_size()
-    assert meta["forward_mm_count"] == 7  # wq, wk, wv, wo, w1, w3, w2
+    assert meta["forward_mm_count"] == 5  # wqkv, wo, w1, w3, w2
     out.sum().backward()  # the policy's recomputation runs
     assert x.grad is not None
     return kept / (BATCH * SEQ)
@@ -206,8 +205,8 @@ def test_compiled_selective_is_what_the_partitioner_keeps():
     eager = Knobs(tp=1, pp=1, dp=1, seq=SEQ, micro_batch=BATCH, precision="fp32", model_code="torchtitan")
     n = _tokens(shape, k)
     assert torchtitan_selective(shape, k, n, 4) - 4 * DIM == kept
-    # by hand: wq's output q, wv's output kv, attention's output q and fp32 log-sum-exp, w1's F
-    assert kept == 4 * (DIM + KV_HEADS * HEAD_DIM + DIM + HEADS + FFN)
+    # by hand: wqkv's output q + 2 kv, attention's output q and fp32 log-sum-exp, w1's F
+    assert kept == 4 * (DIM + 2 * KV_HEADS * HEAD_DIM + DIM + HEADS + FFN)
     assert torchtitan_selective(shape, eager, n, 4) - torchtitan_selective(shape, k, n, 4) == 4 * DIM
 
 
@@ -234,21 +233,21 @@ def test_compiled_block_drops_w2_and_its_reduce_scatter_at_llama3_8b():
 
 
 def test_selective_hand_count_llama3_8b_and_with_tp():
-    # Llama 3 8B: h 4096, q 4096, kv 1024, F 14336, 32 heads; per token wq, wv, flash output,
-    # w1, w2 (h) and the block input, bf16, and the fp32 log-sum-exp
+    # Llama 3 8B: h 4096, q 4096, kv 1024, F 14336, 32 heads; per token the fused wqkv (q + 2 kv),
+    # flash output, w1, w2 (h) and the block input, bf16, and the fp32 log-sum-exp
     shape = Shape(layers=32, hidden=4096, ffn=14336, heads=32, kv_heads=8, head_dim=128, vocab=128256,
                   tied=False, ffn_matrices=3, layernorm=False, position_params=0, rope=True)
     k = Knobs(tp=1, pp=1, dp=1, seq=8192, micro_batch=2, model_code="torchtitan")
-    per_token = 2 * (4096 + 1024 + 4096 + 14336 + 4096 + 4096) + 32 * 4
+    per_token = 2 * (4096 + 2 * 1024 + 4096 + 14336 + 4096 + 4096) + 32 * 4
     assert torchtitan_selective(shape, k, _tokens(shape, k), 2) == per_token
     assert torch_layer(shape, k, False, "selective").saved == 16384 * per_token
-    # parc's own policy keeps k and w3's output too, and not w2's
+    # parc's own policy keeps w3's output too, and not w2's
     parc = Knobs(tp=1, pp=1, dp=1, seq=8192, micro_batch=2)
-    assert torch_layer(shape, parc, False, "selective").saved == 16384 * (per_token + 2 * (1024 + 14336 - 4096))
+    assert torch_layer(shape, parc, False, "selective").saved == 16384 * (per_token + 2 * (14336 - 4096))
     # tp 8 with sequence parallelism: q/8, kv/8, F/8; w2's partial sums whole (h); the two
     # reduce-scatters' outputs and the block input h/8
     k8 = Knobs(tp=8, pp=1, dp=1, seq=8192, micro_batch=2, model_code="torchtitan")
-    per_token8 = 2 * (512 + 128 + 512 + 1792 + 4096 + 2 * 512 + 512) + 4 * 4
+    per_token8 = 2 * (512 + 2 * 128 + 512 + 1792 + 4096 + 2 * 512 + 512) + 4 * 4
     assert torchtitan_selective(shape, k8, _tokens(shape, k8), 2) == per_token8
 
 

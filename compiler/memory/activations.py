@@ -307,12 +307,13 @@ def torchtitan_selective(shape: Shape, k: Knobs, n: Tokens, act: int) -> float:
     (`selective_ac_option = "op"`; torchtitan 9dec370 parallelisms/parallelize_llama.py,
     `_save_list` and `_custom_policy`). The policy saves the outputs of matmuls (`aten.mm`),
     except every second one of the block, of flash attention and of reduce-scatters; everything
-    else is recomputed in the backward. The block's matmuls run wq, wk, wv, wo, then w1, w3, w2
-    (SwiGLU: `w2(silu(w1(x)) * w3(x))`, w1 evaluated first) or w1, w2 (GELU), so it keeps wq's
-    output (q/t), wv's (kv), w1's (F/t) and, SwiGLU, w2's (h: the tp rank's partial sum, every
-    token); flash attention's output (q/t) and fp32 log-sum-exp (heads/t); with sequence
-    parallelism the reduce-scatters after wo and w2 (h/t each); and the checkpoint's input
-    (h/sp). parc's own policy also keeps k and w3's output and recomputes w2.
+    else is recomputed in the backward. The block's matmuls run wqkv (fused,
+    `TORCHTITAN_FUSED_QKV`; earlier torchtitan's wq, wk, wv), wo, then w1, w3, w2 (SwiGLU:
+    `w2(silu(w1(x)) * w3(x))`, w1 evaluated first) or w1, w2 (GELU), so it keeps wqkv's output
+    (q/t + 2 kv; separate: wq's and wv's, q/t + kv), w1's (F/t) and, SwiGLU, w2's (h: the tp
+    rank's partial sum, every token); flash attention's output (q/t) and fp32 log-sum-exp
+    (heads/t); with sequence parallelism the reduce-scatters after wo and w2 (h/t each); and the
+    checkpoint's input (h/sp). parc's own policy keeps q, k, v and w3's output and recomputes w2.
 
     Float8 linears run `torch._scaled_mm`, not `aten.mm`, and the policy saves the amax's
     `abs` instead; the published float8 rows measure what their bf16 twins do (76.8 vs 77.0 GiB,
@@ -330,7 +331,7 @@ def torchtitan_selective(shape: Shape, k: Knobs, n: Tokens, act: int) -> float:
     8K sequences that is 4.0 GiB of the 5.4 GiB torchtitan's eager run measured above its
     compiled twin."""
     t, h = k.tp, shape.hidden
-    saved, _ = torchtitan_op_split(torchtitan_matmuls(shape, t, fused_qkv=False))
+    saved, _ = torchtitan_op_split(torchtitan_matmuls(shape, t))
     reduce_scatters = 2 * h / t if k.sp else 0
     kept = sum(out for _, _, out in saved) + shape.q / t + reduce_scatters + h / n.sp
     if k.compiled_block and shape.ffn_matrices == 3:
@@ -343,8 +344,21 @@ Matmul = tuple[str, float, float]
 forward reads `input` and writes `output` elements and runs 2 x input x output FLOPs."""
 
 
-def torchtitan_matmuls(shape: Shape, tp: int, fused_qkv: bool) -> tuple[Matmul, ...]:
-    """A dense torchtitan block's matmuls in the order its forward runs them, as its per-op
+TORCHTITAN_FUSED_QKV = True
+"""Whether torchtitan's attention runs one fused QKV matmul: the one fact both models read for
+`target torchtitan` (the memory model's kept outputs, `torchtitan_selective`; the time model's
+recomputed matmuls, `timing.torchtitan_op_seconds`). True: the job parc generates is torchtitan
+0.3, whose llama3 and qwen3 configs and parc's flavour build `FusedQKVLinear`
+(`make_gqa_config(..., fuse_qkv=True)`). The published rows (benchmarks/data/published*.yaml)
+ran earlier torchtitan with separate wq, wk, wv (there wk is recomputed and wq, wv kept: kv per
+token and layer less kept, and at Llama 3 8B's widths 6 % more recomputed matmul FLOPs); no row
+states its layout, so they are read as the generated job runs, and the memory band
+(`band.py`) and `eager_efficiency` are measured so."""
+
+
+def torchtitan_matmuls(shape: Shape, tp: int, fused_qkv: bool = TORCHTITAN_FUSED_QKV,
+                       moe: bool = False) -> tuple[Matmul, ...]:
+    """A torchtitan block's matmuls in the order its forward runs them, as its per-op
     selective checkpointing counts them (one `aten.mm` per linear layer: a 3-D input's
     `F.linear` is a view, an `aten.mm` and a view; under DTensor tp the policy's dispatch mode
     sees the DTensor's one mm, never the local ones). Attention: one fused `wqkv` when
@@ -352,15 +366,20 @@ def torchtitan_matmuls(shape: Shape, tp: int, fused_qkv: bool) -> tuple[Matmul, 
     generated flavour use: `make_gqa_config(..., fuse_qkv=True)`), else `wq`, `wk`, `wv`
     (torchtitan 9dec370, the version the published memory rows ran); then `wo`. FFN: SwiGLU's
     `w2(silu(w1(x)) * w3(x))` runs w1, w3, w2 (Python evaluates `w1(x)` first); GELU's w1, w2.
+    An MoE block (`moe`, torchtitan 0.3 models/common/moe.py) counts only its shared experts'
+    FeedForward (w1, w3, w2 at `shared_experts x expert_ffn / tp`) after wo: its router gate is
+    forced to recompute without counting (`force_recompute_mm_shapes_by_fqns`, default
+    `["moe.router.gate"]`) and its routed experts run `torch._grouped_mm`, which is not on the
+    save list: both run again whole (`timing.torchtitan_op_seconds`).
     The one list both models read: the memory model's kept outputs (`torchtitan_selective`) and
     the time model's recomputed matmuls (`timing.layer_work`), so they cannot drift."""
     h = shape.hidden
     q = shape.q / tp
     kv = shape.kv / tp if kv_split(shape, tp) else shape.kv
-    f = shape.ffn / tp
+    f = (shape.shared_experts * shape.expert_ffn if moe else shape.ffn) / tp
     attention = [("wqkv", h, q + 2 * kv)] if fused_qkv else [("wq", h, q), ("wk", h, kv), ("wv", h, kv)]
     ffn = [("w1", h, f), ("w3", h, f), ("w2", f, h)] if shape.ffn_matrices == 3 else [("w1", h, f), ("w2", f, h)]
-    return tuple(attention + [("wo", q, h)] + ffn)
+    return tuple(attention + [("wo", q, h)] + (ffn if f else []))
 
 
 def torchtitan_op_split(matmuls: tuple[Matmul, ...]) -> tuple[tuple[Matmul, ...], tuple[Matmul, ...]]:
