@@ -2135,26 +2135,29 @@ HELD_OUT_GROUPS = ("narayanan2021_table1", "korthikanti2022_table5")
 cannot be held out: without it nothing fixes `gemm_hopper`)."""
 
 
-def held_out_errors(rows: list[Run], prepared: list[Prepared]) -> list[tuple[str, list[float], Constants]]:
+def held_out_errors(rows: list[Run], prepared: list[Prepared],
+                    base: Constants = DEFAULT) -> list[tuple[str, list[float], Constants]]:
     """Leave one source out: per held-out source, fit on the other sources' runs and return the
-    held-out runs' |errors| and the constants fitted without them."""
+    held-out runs' |errors| and the constants fitted without them. `base` holds the constants
+    the fit does not move (attention, eager): `--write` passes the refitted ones, so the
+    spread it writes is the one a later run from the written `DEFAULT` recomputes."""
     out = []
     for group in HELD_OUT_GROUPS:
         train = [(r, p) for r, p in zip(rows, prepared, strict=True) if r.fitted and r.group != group]
         test = [(r, p) for r, p in zip(rows, prepared, strict=True) if r.fitted and r.group == group]
-        constants = fit([r for r, _ in train], [p for _, p in train])
+        constants = fit([r for r, _ in train], [p for _, p in train], base)
         errors = [abs(x.error) for x in evaluate([r for r, _ in test], [p for _, p in test], constants)]
         out.append((group, errors, constants))
     timing.clear_caches()
     return out
 
 
-def cross_validation(rows: list[Run], prepared: list[Prepared]) -> str:
-    """The leave-one-source-out table."""
+def cross_validation(held: list[tuple[str, list[float], Constants]]) -> str:
+    """The leave-one-source-out table, from `held_out_errors`."""
     lines = ["| held-out source | runs | median abs. error | p90 | worst | constants fitted without it |",
              "|---|---|---|---|---|---|"]
     pooled = []
-    for group, errors, constants in held_out_errors(rows, prepared):
+    for group, errors, constants in held:
         values = ", ".join(f"{n} {getattr(constants, n):.4g}" for n in FITTED_NAMES)
         pooled += errors
         lines.append(f"| {group} | {len(errors)} | {statistics.median(errors):.1%} | {p90(errors):.1%} | "
@@ -2295,10 +2298,14 @@ def moe_summary(results: list[Result]) -> str:
             f"worst {max(errors):.1%} (`{worst.row.id}`): " + ", ".join(f"`{x.row.id}` {x.error:+.1%}" for x in moe) + ".")
 
 
-def generate(constants: Constants = DEFAULT) -> str:
-    """The whole of docs/time-model.md."""
+def generate(constants: Constants = DEFAULT,
+             held: list[tuple[str, list[float], Constants]] | None = None) -> str:
+    """The whole of docs/time-model.md; `held` is `held_out_errors` from `constants` (computed
+    here when not given), the table `TIME_MODEL_SPREAD` is read from."""
     rows, skipped = load_rows()
     prepared = [prepare(r) for r in rows]
+    if held is None:
+        held = held_out_errors(rows, prepared, constants)
     results = evaluate(rows, prepared, constants)
     fitted = [x for x in results if x.row.fitted]
     median, worst, worst_id = summary(fitted)
@@ -2319,7 +2326,7 @@ def generate(constants: Constants = DEFAULT) -> str:
         "LONGCTX": longctx_series.section(rows, constants),
         "TRAINED_ROUTER": trained_router.section(rows, constants),
         "TRAINED_LITERATURE": trained_router.literature(rows, constants),
-        "CROSS": cross_validation(rows, prepared),
+        "CROSS": cross_validation(held),
         "BUBBLE_GAP": bubble_gap(),
         "ATTENTION": attention_table(),
         "EAGER": f"{constants.eager_efficiency:.4g}",
@@ -2425,10 +2432,11 @@ def main(argv=None) -> int:
     print(f"\nparc's runtime (eager PyTorch) against torchtitan, eager_efficiency={constants.eager_efficiency:.4g}: "
           f"median |error| {median:.1%}, worst {worst:.1%} (fitted runs)\n{table_text}")
     if args.write:
-        write_constants(constants, loso_spread(held_out_errors(rows, prepared)))
+        held = held_out_errors(rows, prepared, constants)
+        write_constants(constants, loso_spread(held))
         from parc.atomic import write_file
 
-        write_file(str(DOC), generate(constants))
+        write_file(str(DOC), generate(constants, held))
         print(f"wrote {CONSTANTS_FILE.relative_to(ROOT)} and {DOC.relative_to(ROOT)}")
     return 0
 
