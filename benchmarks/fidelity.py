@@ -1576,7 +1576,8 @@ What the terms and the sources say:
   with the scale (@SCALING_GAP@)
   while dp grows from 4 to 192 ranks: something costs a second or two per step that the model
   does not charge: not the same to the tenth of a second at every scale (the 3,072-GPU run's
-  stands out), but with no trend in the ranks. It is not a ring's latency (the
+  stands out), and never growing with the ranks: no trend at batch 768, a fall at batch 6,144
+  that is its 3,072-GPU run's alone (without it no trend there either). It is not a ring's latency (the
   dp collectives' ring steps take @SCALING_BASELINE_LATENCY@ per step at 4-192 ranks, one rank
   per node, over the contract's 15-71 bucket calls; the commit's
   own DDP issues one all-reduce per model chunk's gradient buffer, 6, fewer still), nor the bubble (0.23 s at every scale: interleaved
