@@ -218,11 +218,13 @@ def gap_spread(points: list[tuple[Series, list[Point]]], label: str, leave_out: 
     return max(gaps) / min(gaps)
 
 
-def gap_elasticity(points: list[tuple[Series, list[Point]]], label: str) -> float:
-    """How the gap grows with the data-parallel ranks along the series `label`: the least-squares
-    slope of log(gap) on log(dp). A term the model lacks that costs the same seconds at every
-    scale reads 0; one that grows with the ranks a ring spans (a ring's per-step latency) 1."""
-    pairs = [(math.log(p.dp), math.log(p.gap)) for s, pts in points if s.label == label for p in pts]
+def gap_elasticity(points: list[tuple[Series, list[Point]]], label: str, leave_out: int | None = None) -> float:
+    """How the gap grows with the data-parallel ranks along the series `label` (without its run on
+    `leave_out` GPUs): the least-squares slope of log(gap) on log(dp). A term the model lacks that
+    costs the same seconds at every scale reads 0; one that grows with the ranks a ring spans (a
+    ring's per-step latency) 1; one that shrinks as the ranks share it -1."""
+    pairs = [(math.log(p.dp), math.log(p.gap)) for s, pts in points if s.label == label for p in pts
+             if p.gpus != leave_out]
     assert len(pairs) >= 2 and all(math.isfinite(y) for _, y in pairs), label
     mx = sum(x for x, _ in pairs) / len(pairs)
     my = sum(y for _, y in pairs) / len(pairs)
@@ -284,8 +286,9 @@ def section(constants=None) -> dict[str, str]:
     spread = (f"largest over smallest {gap_spread(points, small):.2f} at batch 768, {gap_spread(points, large):.2f} "
               f"at batch 6,144, {gap_spread(points, large, 3072):.2f} without its 3,072-GPU run; its growth with "
               f"dp, the slope of log gap on log dp, {gap_elasticity(points, small):+.2f} at batch 768 and "
-              f"{gap_elasticity(points, large):+.2f} at batch 6,144, where a term growing with the ranks a ring "
-              f"spans reads 1")
+              f"{gap_elasticity(points, large):+.2f} at batch 6,144 ({gap_elasticity(points, large, 3072):+.2f} "
+              f"without its 3,072-GPU run), where a constant term reads 0 and one growing with the ranks a ring "
+              f"spans 1")
     return {"SCALING_TABLE": table(points), "SCALING_SUMMARY": summary(points),
             "SCALING_GAP": f"{lo:.1f}-{hi:.1f} s, median {mid:.1f} s; {spread}",
             "SCALING_LINE_RATE": f"{rate[0]:.0%}-{rate[1]:.0%}",

@@ -62,16 +62,20 @@ class Collective:
     """An all-to-all that does not send every byte of its payload once to its destination rank:
     the (NVLink, NIC) bytes per GPU as fractions of `payload` (DeepEP's dispatch and combine,
     `kernels.deepep_fractions`). None: a plain all-to-all (the module doc's split)."""
+    pairs: bool = False
+    """A tp call of the piece's own f/g pairs (`timing.tp_calls`), one a runtime may run beside
+    the GEMM that produces or consumes it (`timing.paired_tp_exposed`); extras on the same axis
+    (the loss's statistics, the router's gradient) never pair, whatever their size."""
 
     def scaled(self, times: int) -> Collective:
         """The same calls `times` over (a piece's records for all the layers of one kind)."""
         return Collective(self.axis, self.kind, self.payload, self.count * times, self.size, self.local,
-                          self.window, self.micro * times, self.phase, self.spread)
+                          self.window, self.micro * times, self.phase, self.spread, self.pairs)
 
     def per_step(self, microbatches: int) -> Collective:
         """A micro-batch's record (count = calls per micro-batch) over a step."""
         return Collective(self.axis, self.kind, self.payload, self.count * microbatches, self.size, self.local,
-                          self.window, self.count, self.phase, self.spread)
+                          self.window, self.count, self.phase, self.spread, self.pairs)
 
     @property
     def sent(self) -> float:
@@ -132,7 +136,8 @@ def merged(records: list[Collective] | tuple[Collective, ...]) -> tuple[Collecti
         key = (c.axis, c.kind, c.payload, c.size, c.local, c.window, c.phase, c.spread)
         seen = out.get(key)
         out[key] = c if seen is None else Collective(c.axis, c.kind, c.payload, seen.count + c.count, c.size,
-                                                      c.local, c.window, seen.micro + c.micro, c.phase, c.spread)
+                                                      c.local, c.window, seen.micro + c.micro, c.phase, c.spread,
+                                                      seen.pairs and c.pairs)
     return tuple(out.values())
 
 

@@ -738,6 +738,12 @@ class Work:
     """(phase, kind, seconds): each tp collective of `tp_bytes` a runtime can run beside its own
     GEMM, with that GEMM's seconds (`tp_partners`): which of them a runtime pairs is
     `kernels.tp_overlap_pairs`; a call without one here is never overlapped."""
+    tp_userbuffers: bool = True
+    """Whether Megatron-Core builds the piece's tp linears from Transformer Engine's modules, the
+    ones `--tp-comm-overlap` ("all") runs on userbuffers. Its output layer is
+    `tensor_parallel.ColumnParallelLinear` instead: under "all" its forward all-gather is a
+    synchronous NCCL call and its backward reduction Megatron-LM's asynchronous one, beside the
+    weight-gradient GEMM at NCCL's share ("backward", `paired_tp_exposed`)."""
     cp_flavour: str = "ring"
     cp_bytes: tuple[float, float] = (0.0, 0.0)
     """ring: K and V of one block per ring step (forward; backward adds dK, dV, which take one
@@ -1182,7 +1188,7 @@ def output_work(shape: Shape, tp: int, sp: bool, cp: int, seq: int, micro: int, 
     return Work(gemm=gemm, memory_f=memory_f, memory_b=memory_b, tp_bytes=ACT * n * h if tp > 1 else 0.0,
                 tp_all_reduce=(0, 1) if tp > 1 and not sp_on else (0, 0),
                 tp_gather=(1, 1) if sp_on else (0, 0),
-                tp_gemms=tp_partners([(gemm, 0.0)], sp_on) if tp > 1 else ())
+                tp_gemms=tp_partners([(gemm, 0.0)], sp_on) if tp > 1 else (), tp_userbuffers=False)
 
 
 def slowed(work: Work, sw: Software, c: Constants) -> Work:
@@ -1254,7 +1260,7 @@ def piece_collectives(work: Work, tp: Link, cp: Link, ep: Link, calls: TpCalls |
     expert-count exchange). Times, bytes sent and link bytes are all read from these records."""
     out: list[Collective] = list(extra)
     if tp.size > 1 and work.tp_bytes:
-        out += [Collective("tp", kind, work.tp_bytes, n, tp.size, tp.local, "path", n, phase)
+        out += [Collective("tp", kind, work.tp_bytes, n, tp.size, tp.local, "path", n, phase, pairs=True)
                 for phase, kind, n in (pair_calls(work) if calls is None else calls)]
     n = cp.size
     if n > 1 and work.cp_runtime == "torch":
@@ -1355,7 +1361,11 @@ def paired_tp_exposed(work: Work, records: tuple[Collective, ...], tp: Link, mod
     router's gradient, the routed result's gathers) waits for its data and shows whole. A
     transfer longer than its own GEMM cannot borrow time from another GEMM of the layer, so the
     sum over pairs is never less than one window over the sums (tests/test_tp_pairing.py). The
-    share: the runtime's SMs for that kind (`kernels.tp_overlap_sms`), or NCCL's on the link."""
+    share: the runtime's SMs for that kind (`kernels.tp_overlap_sms`), or NCCL's on the link.
+    Only the records of the piece's own calls (`Collective.pairs`) can pair. A piece outside
+    TE's userbuffers (`Work.tp_userbuffers`: the output layer) runs "all" as "backward"."""
+    if mode == "all" and not work.tp_userbuffers:
+        mode = "backward"
     partners: dict[tuple[str, str], list[float]] = {}
     for phase, kind, seconds in work.tp_gemms:
         if kernel_model.tp_overlap_pairs(mode, phase, kind):
@@ -1367,7 +1377,7 @@ def paired_tp_exposed(work: Work, records: tuple[Collective, ...], tp: Link, mod
         one = collective_seconds(r, tp)
         sms = kernel_model.tp_overlap_sms(mode, r.kind)
         share = tp.sm_share if sms is None else kernel_model.sm_share(sms, tp.sms)
-        mates = partners.get((r.phase, r.kind), []) if r.payload == work.tp_bytes else []
+        mates = partners.get((r.phase, r.kind), []) if r.pairs else []
         paired = min(r.count, len(mates))
         out[r.phase] += (sum(kernel_model.overlap_exposed(g, one, share * one) for g in mates[:paired])
                          + (r.count - paired) * one)

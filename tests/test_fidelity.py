@@ -12,7 +12,7 @@ import statistics
 import sys
 
 import pytest
-from parc.calibration import DEFAULT, EAGER_FITTED, FITTED_NAMES
+from parc.calibration import DEFAULT, EAGER_FITTED, FITTED_NAMES, TIME_MODEL_SPREAD
 
 from .conftest import ROOT
 
@@ -31,10 +31,10 @@ def fidelity():
     fits: dict[tuple, list] = {}
     refit = module.held_out_errors
 
-    def held_out_errors(rows, prepared):
-        key = tuple((r.id, r.spec, r.fitted) for r in rows)
+    def held_out_errors(rows, prepared, base=module.DEFAULT):
+        key = (tuple((r.id, r.spec, r.fitted) for r in rows), base)
         if key not in fits:
-            fits[key] = refit(rows, prepared)
+            fits[key] = refit(rows, prepared, base)
         return fits[key]
 
     module.held_out_errors = held_out_errors
@@ -122,6 +122,19 @@ def test_each_source_is_predicted_by_a_fit_without_it(fidelity, rows):
         assert len(errors) >= 5, group
         assert statistics.median(errors) < 0.08, group
         assert max(errors) < 0.15, group
+
+
+@pytest.mark.slow
+def test_the_written_spread_is_the_one_the_stored_constants_refit_to(fidelity, rows):
+    """`TIME_MODEL_SPREAD` is the leave-one-source-out spread recomputed from the stored
+    constants (`--write` once leaves a consistent tree: the band is fitted with the refitted
+    attention and eager constants as `base`, not the ones imported before the write). Shares
+    the refits with the test above (`fidelity` fixture); test_ranking's fast partner checks
+    the band against the document's table."""
+    evaluated, _, prepared = rows
+    held = fidelity.held_out_errors(evaluated, prepared, DEFAULT)
+    assert held
+    assert fidelity.loso_spread(held) == TIME_MODEL_SPREAD
 
 
 def test_the_eager_fit_predicts_each_run_it_did_not_see(fidelity):

@@ -163,21 +163,29 @@ def test_the_series_and_what_the_doc_says_of_them():
     assert all(0.5 < p.gap < 3.5 for p in baseline)
     assert all(p.dp_latency < 0.05 for p in baseline)  # tens of milliseconds, not seconds
     assert max(p.dp for p in baseline) == 192 and min(p.dp for p in baseline) == 4
-    # "about the same seconds at every scale": along each series the gap does not grow with dp
-    # as a term of the ranks would (a ring's per-step latency grows as dp: log gap on log dp has
-    # slope 1; a constant term 0): the least-squares slope, by hand, is under a quarter of that,
-    # and the gap spreads as little as the doc says
+    # "the gap does not grow with the scale": its growth with dp, the least-squares slope of log gap
+    # on log dp (by hand), where a constant term reads 0, a ring's per-step latency (a term
+    # growing with the ranks) 1 and a cost the ranks share -1. At batch 768 no trend: within a
+    # quarter of 0 either way. At batch 6,144 the gap falls (below -0.25, above -1: it is not a
+    # shared cost either), and the fall is the 3,072-GPU run's: without it, no trend again.
     small, large = (s.label for s in scaling.SERIES[:2])
+    slopes = {}
     for label in (small, large):
         pts = [p for s, ps in points if s.label == label for p in ps]
         assert len(pts) == 4 and len({p.dp for p in pts}) == 4
-        slope = statistics.linear_regression([math.log(p.dp) for p in pts], [math.log(p.gap) for p in pts]).slope
-        assert slope < 0.25, (label, slope)
-        assert scaling.gap_elasticity(points, label) == pytest.approx(slope, rel=1e-9)
-    # the small-batch series stays within a third of its least gap; the large-batch one's spread
-    # (its 3,072-GPU run stands out, the doc says) is held by the trend test above and the 0.5-3.5 s
-    # range, not by a pin on the model's figure
+        slopes[label] = statistics.linear_regression([math.log(p.dp) for p in pts],
+                                                     [math.log(p.gap) for p in pts]).slope
+        assert scaling.gap_elasticity(points, label) == pytest.approx(slopes[label], rel=1e-9)
+    assert -0.25 < slopes[small] < 0.25, slopes
+    assert -1.0 < slopes[large] < -0.25, slopes
+    assert -0.25 < scaling.gap_elasticity(points, large, 3072) < 0.25
+    # the spreads the doc prints, pinned ~10 % above the model's figures (1.19, 2.66 and 1.63
+    # under per-GEMM tp pairing) so a change that moves them is seen: the small-batch series
+    # within a third of its least gap; the large-batch one's 3,072-GPU run stands out (2.66),
+    # without it the series spreads as little as 1.63
     assert scaling.gap_spread(points, small) < 1.35
+    assert scaling.gap_spread(points, large) < 2.95
+    assert scaling.gap_spread(points, large, 3072) < 1.8
     # the line rate the gap would need: the whole dp traffic's bytes at bus x line rate, by hand
     bus = _load("fidelity").DEFAULT.bus_network
     lo, hi = scaling.line_rate_needed(points, "MegaScale's Megatron-LM baseline, 175B", bus)

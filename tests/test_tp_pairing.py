@@ -18,6 +18,7 @@ import itertools
 import pytest
 from parc import timing
 from parc.calibration import DEFAULT
+from parc.ledger import Collective
 from parc.memory.inputs import Shape
 
 HW = timing.Hardware("hopper", 989e12, 1979e12, 3.35e12, intra=450e9, nic=50e9, level=8)
@@ -167,16 +168,58 @@ def test_pairing_never_shows_less_than_one_window_or_any_pairs_excess():
     assert checked == 3 * 3 * 2 * 2 * 4
 
 
-def test_the_output_layer_pairs_its_logits_gemm():
-    """The output layer under sp: its norm's all-gather feeds the logits GEMM (forward), the
-    gradient's reduce-scatter runs beside the logits' weight-gradient GEMM (backward)."""
+def test_the_output_layer_is_not_a_userbuffers_module():
+    """The output layer under sp: Megatron-Core builds it as `tensor_parallel.ColumnParallelLinear`
+    (megatron/core/models/gpt/gpt_model.py), not a Transformer Engine module, so
+    `--tp-comm-overlap` ("all") does not run it on userbuffers: its norm's forward all-gather is
+    a synchronous NCCL call (whole), and its gradient's backward reduce-scatter is Megatron-LM's
+    asynchronous grad reduction beside the logits' weight-gradient GEMM at NCCL's share (16 of
+    132 SMs), as under "backward". Torch's async TP ("forward") fuses the all-gather into the
+    logits matmul."""
     vocab = 32000
     out = timing.output_work(DENSE, 4, True, 1, TOKENS, 1, vocab, "bf16", "fused", HW, C)
     logits = gemm(TOKENS, DENSE.hidden, vocab / 4)
     link = timing.link(timing.Group(4, 4), HW, C)
     alone = timing.link(timing.Group(1, 1), HW, C)
     t = ring(4, 1)
-    x = timing.exposed(out, link, alone, alone, False, "all", C, timing.tp_calls("output", True, 4, out))
-    assert (x.tp_f, x.tp_b) == pytest.approx((over(logits, t, 1 / SMS), over(logits, t, 16 / SMS)), rel=1e-9)
-    x = timing.exposed(out, link, alone, alone, False, "backward", C, timing.tp_calls("output", True, 4, out))
-    assert (x.tp_f, x.tp_b) == pytest.approx((t, over(logits, t, 16 / SMS)), rel=1e-9)
+    assert t > 1 / SMS * t > 0 and logits > 0
+    calls = timing.tp_calls("output", True, 4, out)
+    for mode in ("all", "backward"):
+        x = timing.exposed(out, link, alone, alone, False, mode, C, calls)
+        assert (x.tp_f, x.tp_b) == pytest.approx((t, over(logits, t, 16 / SMS)), rel=1e-9), mode
+    x = timing.exposed(out, link, alone, alone, False, "forward", C, calls)
+    assert (x.tp_f, x.tp_b) == pytest.approx((over(logits, t, 0.0), t), rel=1e-9)
+
+
+def test_eager_slowing_scales_each_partner_gemm():
+    """parc's eager runtime takes 1 / `eager_efficiency` as long over every GEMM, so the GEMM each
+    tp collective hides beside is slowed too (`timing.slowed` scales `Work.tp_gemms`): the
+    paired forward all-gather of a slowed layer shows max(t - g / e, share t), g the fused GEMM."""
+    work = timing.layer_work(DENSE, False, 4, True, 1, "ring", TOKENS, 1, 1, "bf16", "flash", "fused", HW, C)
+    eager = dataclasses.replace(C, eager_efficiency=0.5)
+    slow = timing.slowed(work, timing.Software(kernels="eager"), eager)
+    assert work.tp_gemms
+    assert [(p, k) for p, k, _ in slow.tp_gemms] == [(p, k) for p, k, _ in work.tp_gemms]
+    assert [g for *_, g in slow.tp_gemms] == pytest.approx([2 * g for *_, g in work.tp_gemms], rel=1e-12)
+    link = timing.link(timing.Group(4, 4), HW, C)
+    alone = timing.link(timing.Group(1, 1), HW, C)
+    t = ring(4, 1)
+    cols = [col for col, _ in blocks(DENSE, 4, False)]
+    rows = [row for _, row in blocks(DENSE, 4, False)]
+    x = timing.exposed(slow, link, alone, alone, False, "forward", C)
+    assert x.tp_f == pytest.approx(sum(over(2 * g, t, 0.0) for g in cols + rows), rel=1e-9)
+
+
+def test_only_the_pieces_own_calls_pair():
+    """A tp record the piece did not issue as one of its f/g pairs (the loss's statistics, the
+    router's gradient: `Collective.pairs` false) waits whole, even one of the same size and kind
+    as a call that pairs."""
+    work = timing.layer_work(DENSE, False, 4, True, 1, "ring", TOKENS, 1, 1, "bf16", "flash", "fused", HW, C)
+    link = timing.link(timing.Group(4, 4), HW, C)
+    t = ring(4, 1)
+    extra = Collective("tp", "all_gather", work.tp_bytes, 1, 4, 4, "path", 1, "forward")
+    own = dataclasses.replace(extra, pairs=True)
+    assert timing.paired_tp_exposed(work, (extra,), link, "all") == pytest.approx((t, 0.0), rel=1e-9)
+    col = blocks(DENSE, 4, False)[0][0]
+    assert timing.paired_tp_exposed(work, (own,), link, "all") == pytest.approx((over(col, t, 1 / SMS), 0.0),
+                                                                              rel=1e-9)
