@@ -1277,7 +1277,7 @@ def test_undominated_packed_a_byte_each_is_the_plain_domination():
             kept: list[tuple[int, ...]] = []
             plain = []
             for index, counts in enumerate(ordered):
-                if not any(all(o >= c for o, c in zip(other, counts)) for other in kept):
+                if not any(all(o >= c for o, c in zip(other, counts, strict=True)) for other in kept):
                     kept.append(counts)
                     plain.append(index)
             assert schedules.undominated(ordered) == plain

@@ -435,7 +435,7 @@ def undominated(ordered: list[tuple[int, ...]]) -> list[int]:
             packed = from_bytes(bytes(counts), "little")
         else:
             packed = 0
-            for c, shift in zip(counts, shifts):
+            for c, shift in zip(counts, shifts, strict=True):
                 packed |= c << shift
         for i, other in enumerate(kept):
             if (other - packed) & guard == guard:
