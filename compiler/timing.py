@@ -2635,8 +2635,13 @@ def datasheet_peak(plan: Plan, precision: str) -> float:
 
 
 def clear_caches() -> None:
+    """Forget every cached piece of the time model, the kernel and HBM models it reads included
+    (benchmarks measure a cold start with it: a cache left out here made the second search of a
+    process look faster than any search a user runs; tests/test_search_speed_exact.py checks that
+    none is left filled)."""
     for cached in (geometry, link, layer_work, embedding_work, output_work, exposed, rank_loads, _rank_frames, _piece,
-                   _rank_times, _dp_ledger, _dp_exposed, piece_flops):
+                   _rank_times, _dp_ledger, _dp_exposed, piece_flops, recompute_modules, _replayed_idle_per_rank):
         cached.cache_clear()
-    for cached in (hbm.layer_bytes, hbm.embedding_bytes, hbm.output_bytes):
+    for cached in (kernel_model.padded_rows, kernel_model._largest_normal, kernel_model.deepep_fractions,
+                   hbm.layer_bytes, hbm.embedding_bytes, hbm.output_bytes):
         cached.cache_clear()

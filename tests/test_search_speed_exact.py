@@ -1261,3 +1261,25 @@ def test_knobs_keep_the_hash_of_their_fields():
         assert {knobs: 1}[twin] == 1
         checked += 1
     assert checked
+
+
+def test_undominated_packed_a_byte_each_is_the_plain_domination():
+    """`schedules.undominated` packs counts under 128 a byte each (`int.from_bytes`) and larger
+    ones at their own width: both give the vectors no earlier kept vector dominates, compared
+    here field by field."""
+    rng = random.Random(18)
+    cases = 0
+    for top in (1, 3, 127, 128, 300):
+        for fields in (1, 3, 9, 17):
+            vectors = [tuple(rng.randint(0, top) for _ in range(fields)) for _ in range(rng.randint(0, 60))]
+            vectors += rng.sample(vectors, len(vectors) // 3)  # ties
+            ordered = sorted(vectors, key=lambda c: (-sum(c), c))
+            kept: list[tuple[int, ...]] = []
+            plain = []
+            for index, counts in enumerate(ordered):
+                if not any(all(o >= c for o, c in zip(other, counts, strict=True)) for other in kept):
+                    kept.append(counts)
+                    plain.append(index)
+            assert schedules.undominated(ordered) == plain
+            cases += bool(ordered)
+    assert cases > 10

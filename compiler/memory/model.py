@@ -1075,10 +1075,10 @@ def clear_caches() -> None:
                      _counted_rank_signatures, rank_signatures, distinct_rank_signatures, activations.layer_activations, activations.embedding_activations,
                      activations.output_activations, activations.logits_buffer,
                      activations.embedding_backward_buffer, parameters.layer_params,
-                     parameters.chunk_params, parameters.chunks_of, schedules.peak_states,
+                     parameters.chunk_params, parameters.chunks_of, parameters.fsdp_padding, schedules.peak_states,
                      schedules._walked_actions, schedules.receive_buffers, schedules._walked_states,
-                     schedules.moment_states,
-                     schedules._walked_receives):
+                     schedules.moment_states, schedules.receive_moments, schedules._compute_turns,
+                     schedules._receive_trace, schedules._walked_receives):
         function.cache_clear()
     schedules._REDUCED.clear()
     _PEAKS.clear()
