@@ -53,6 +53,39 @@ def titan():
     return llama3, activation_checkpoint
 
 
+def llama3_block(titan, fused_qkv: bool):
+    """torchtitan 0.3's llama3 block config from its own builder, with torch's SDPA standing in
+    for flex attention (flex needs a GPU)."""
+    from torchtitan.models.common.attention import ScaledDotProductAttention
+
+    llama3, _ = titan
+    config = llama3._build_llama3_layers(
+        n_layers=1, dim=DIM, n_heads=HEADS, n_kv_heads=KV_HEADS, hidden_dim=FFN, fuse_qkv=fused_qkv,
+        rope=llama3.ComplexRoPE.Config(dim=HEAD_DIM, max_seq_len=SEQ, theta=10000.0), attn_backend="flex")[0]
+    config.attention.inner_attention = ScaledDotProductAttention.Config()
+    return config
+
+
+def built_block(titan, config, checkpointed: bool):
+    """The block `config` builds (seeded; weights N(0, 0.02), norms 1), wrapped, when
+    `checkpointed`, in torchtitan's own `SelectiveAC` whose save set gains the CPU flash kernel
+    (`get_save_ops`, the extension point torchtitan documents) as the stand-in of the GPU's flash
+    and flex kernels it saves; the policy function itself is torchtitan's."""
+    import torch
+
+    _, activation_checkpoint = titan
+    torch.manual_seed(0)
+    block = config.build()
+    for p in block.parameters():
+        torch.nn.init.normal_(p, std=0.02) if p.dim() > 1 else torch.nn.init.ones_(p)
+
+    class CpuSelectiveAC(activation_checkpoint.SelectiveAC):
+        def get_save_ops(self):
+            return super().get_save_ops() | {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default}
+
+    return CpuSelectiveAC(CpuSelectiveAC.Config())._wrap_block(block, base_fqn="layers.0") if checkpointed else block
+
+
 def counted_mm_flops(titan, fused_qkv: bool, checkpointed: bool) -> float:
     """`aten.mm` FLOPs of one forward and backward of torchtitan's llama3 block, as
     `FlopCounterMode` counts them. The attention is torch's SDPA (`ScaledDotProductAttention`,
@@ -63,24 +96,7 @@ def counted_mm_flops(titan, fused_qkv: bool, checkpointed: bool) -> float:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    llama3, activation_checkpoint = titan
-    from torchtitan.models.common.attention import ScaledDotProductAttention
-
-    config = llama3._build_llama3_layers(
-        n_layers=1, dim=DIM, n_heads=HEADS, n_kv_heads=KV_HEADS, hidden_dim=FFN, fuse_qkv=fused_qkv,
-        rope=llama3.ComplexRoPE.Config(dim=HEAD_DIM, max_seq_len=SEQ, theta=10000.0), attn_backend="flex")[0]
-    config.attention.inner_attention = ScaledDotProductAttention.Config()
-    torch.manual_seed(0)
-    block = config.build()
-    for p in block.parameters():
-        torch.nn.init.normal_(p, std=0.02) if p.dim() > 1 else torch.nn.init.ones_(p)
-
-    class CpuSelectiveAC(activation_checkpoint.SelectiveAC):
-        def get_save_ops(self):
-            return super().get_save_ops() | {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default}
-
-    if checkpointed:
-        block = CpuSelectiveAC(CpuSelectiveAC.Config())._wrap_block(block, base_fqn="layers.0")
+    block = built_block(titan, llama3_block(titan, fused_qkv), checkpointed)
     x = torch.randn(BATCH, SEQ, DIM, requires_grad=True)
     with FlopCounterMode(display=False) as counter:
         block(x, None, None).sum().backward()
@@ -222,8 +238,6 @@ def op_counts(titan, block_config, checkpointed: bool):
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    _, activation_checkpoint = titan
-
     class Counting(TorchDispatchMode):
         def __init__(self):
             super().__init__()
@@ -239,17 +253,7 @@ def op_counts(titan, block_config, checkpointed: bool):
             self.calls[str(func)] = self.calls.get(str(func), 0) + 1
             return func(*args, **(kwargs or {}))
 
-    torch.manual_seed(0)
-    block = block_config.build()
-    for p in block.parameters():
-        torch.nn.init.normal_(p, std=0.02) if p.dim() > 1 else torch.nn.init.ones_(p)
-
-    class CpuSelectiveAC(activation_checkpoint.SelectiveAC):
-        def get_save_ops(self):
-            return super().get_save_ops() | {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default}
-
-    if checkpointed:
-        block = CpuSelectiveAC(CpuSelectiveAC.Config())._wrap_block(block, base_fqn="layers.0")
+    block = built_block(titan, block_config, checkpointed)
     x = torch.randn(BATCH, SEQ, DIM, requires_grad=True)
     counter = Counting()
     with counter:
@@ -360,9 +364,6 @@ def forward_and_backward_ops(titan, checkpointed: bool):
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    llama3, activation_checkpoint = titan
-    from torchtitan.models.common.attention import ScaledDotProductAttention
-
     class Counting(TorchDispatchMode):
         def __init__(self):
             super().__init__()
@@ -372,19 +373,7 @@ def forward_and_backward_ops(titan, checkpointed: bool):
             self.calls[str(func)] += 1
             return func(*args, **(kwargs or {}))
 
-    config = llama3._build_llama3_layers(
-        n_layers=1, dim=DIM, n_heads=HEADS, n_kv_heads=KV_HEADS, hidden_dim=FFN, fuse_qkv=True,
-        rope=llama3.ComplexRoPE.Config(dim=HEAD_DIM, max_seq_len=SEQ, theta=10000.0), attn_backend="flex")[0]
-    config.attention.inner_attention = ScaledDotProductAttention.Config()
-    torch.manual_seed(0)
-    block = config.build()
-
-    class CpuSelectiveAC(activation_checkpoint.SelectiveAC):
-        def get_save_ops(self):
-            return super().get_save_ops() | {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default}
-
-    if checkpointed:
-        block = CpuSelectiveAC(CpuSelectiveAC.Config())._wrap_block(block, base_fqn="layers.0")
+    block = built_block(titan, llama3_block(titan, fused_qkv=True), checkpointed)
     x = torch.randn(BATCH, SEQ, DIM, requires_grad=True)
     forward, backward = Counting(), Counting()
     with forward:
