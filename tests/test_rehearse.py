@@ -221,6 +221,27 @@ def test_exit_status_follows_the_tolerance():
     assert max(abs(r.difference_percent) for r in rows) == pytest.approx(worst, abs=0.01)
 
 
+def test_a_replay_out_of_memory_fails_the_command(monkeypatch):
+    """`parc rehearse` exits 1 when a rank's allocator replay ran out of the part's memory, even
+    with every category within the tolerance: the fast case's own records, one replay marked out
+    of memory as `allocator.replay` records it."""
+    import copy
+
+    import parc.rehearse
+
+    records = copy.deepcopy(rehearse(FAST_SPEC, 8191)["ranks"])
+    assert records and all("allocator_replay" in r for r in records)
+    records[0]["allocator_replay"]["out_of_memory"] = {
+        "event": 3, "allocation": 2, "requested_bytes": 1 << 30, "segment_bytes": 1 << 30, "reserved_bytes": 1 << 30}
+    monkeypatch.setattr(parc.rehearse, "run", lambda *args: records)
+    result = run_cli("rehearse", FAST_SPEC, "--rank", "8191", "--format", "json", "--tolerance", "1000")
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 1
+    assert doc["within_tolerance"] is True and doc["replay_out_of_memory"] is True and doc["passed"] is False
+    result = run_cli("rehearse", FAST_SPEC, "--rank", "8191", "--tolerance", "1000")
+    assert result.exit_code == 1 and "out of memory at event 3" in result.stdout
+
+
 def test_rehearse_without_torch_is_one_clear_line(monkeypatch):
     import parc.rehearse
 
