@@ -891,7 +891,7 @@ def test_the_walk_counts_a_pruned_prefix_as_each_of_its_assignments(name, limite
 
 
 def _plain_loads(engine, item, schedule, v, micro, sp, recompute, geo=None, compute_only=False):
-    """`Engine._loads` written out without its caches: each distinct rank load of
+    """`Engine._kept_sums` (its sums) written out without its caches: each distinct rank load of
     `timing.rank_loads`, its pieces' sums and its sends, recomputed on every call."""
     from parc import timing
 
@@ -920,7 +920,7 @@ def _plain_loads(engine, item, schedule, v, micro, sp, recompute, geo=None, comp
 
 @pytest.mark.parametrize("name", sorted(BOUND_SPACES))
 def test_the_rank_sums_kept_per_pieces_loads_and_send_are_the_plain_sums(name):
-    """`Engine._loads` keeps its rank sums per (pieces, loads, send), and one tuple of loads
+    """`Engine._kept_sums` keeps its rank sums per (pieces, loads, send), and one tuple of loads
     for the schedules that chunk alike: over random groups, every pipeline of each (the
     schedules sharing loads asked in turn), with and without communication and at each order's
     own placement, asked in a shuffled order and twice, they equal the sums recomputed from
@@ -939,12 +939,12 @@ def test_the_rank_sums_kept_per_pieces_loads_and_send_are_the_plain_sums(name):
     for ask in asks:
         item = ask[0]
         for kwargs in ({}, {"compute_only": True}):
-            got = engine._loads(*ask, **kwargs)
+            got = engine._kept_sums(*ask, **kwargs).sums
             assert got == _plain_loads(engine, *ask, **kwargs), (ask, kwargs)
             checked += 1
         shard = rng.choice(item.shardings)[1] if item.shardings else 1
         _, geo, _ = rng.choice(engine._classes(item, shard))
-        assert engine._loads(*ask, geo) == _plain_loads(engine, *ask, geo), ask
+        assert engine._kept_sums(*ask, geo).sums == _plain_loads(engine, *ask, geo), ask
     assert checked > 100
     loads = [v for k, v in engine._load_cache.items() if isinstance(k, tuple) and len(k) == 6]
     if deep:  # some schedules chunk alike, and share one tuple

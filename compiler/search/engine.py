@@ -212,7 +212,7 @@ class _Degrees:
 
 
 class _Sums:
-    """One tuple of pipeline ranks' sums (`Engine._loads`: per rank (F, B input, B weight,
+    """One tuple of pipeline ranks' sums (`Engine._kept_sums`: per rank (F, B input, B weight,
     recomputation, exposed forward, exposed backward, load)) with what `Engine._bound_core`
     reads of them: the busiest rank's total, taken in the pass that sums them, and the least
     per-stage bubble over the ranks per schedule, filled on first request."""
@@ -269,7 +269,7 @@ class Engine:
                           pp_receives=target_runtime(plan.target).pp_receives,
                           model_code=model_code(plan.target))
         self.best: list[Found] = []
-        self._sums: dict[tuple, _Sums] = {}  # `_loads`' sums per (pieces, loads, send)
+        self._sums: dict[tuple, _Sums] = {}  # `_kept_sums`' sums per (pieces, loads, send)
         self._sharded_knobs: dict[tuple, tuple] = {}  # `_with_sharding` per (knobs, sharding, shard)
         self._piece_cache, self._load_cache = _shared_caches(
             (self.shape, self.hw, self.constants, software, runtime, self.pcie, self.flavour, self.seq, self.split,
@@ -989,17 +989,13 @@ class Engine:
             cached = self._piece_cache[key] = (tp_link, cp_link, ep_link)
         return cached
 
-    def _loads(self, item, schedule, v, micro, sp, recompute, geo: timing.Geometry | None = None,
-               compute_only: bool = False) -> tuple[tuple, ...]:
+    def _kept_sums(self, item, schedule, v, micro, sp, recompute, geo: timing.Geometry | None = None,
+                   compute_only: bool = False) -> _Sums:
         """Each distinct pipeline rank's per-micro-batch sums (as `_pieces`, plus its chunks and
         parameters), as `timing.rank_time` adds them up, with the pipeline sends at
         `_pp_send`: for every rank order (the least over them), or for one order's `geo`; or,
-        `compute_only`, the computation alone (`_compute_pieces`, no sends)."""
-        return self._kept_sums(item, schedule, v, micro, sp, recompute, geo, compute_only).sums
-
-    def _kept_sums(self, item, schedule, v, micro, sp, recompute, geo: timing.Geometry | None = None,
-                   compute_only: bool = False) -> _Sums:
-        """`_loads`' sums with the busiest rank's total, summed in the same pass (`_Sums`)."""
+        `compute_only`, the computation alone (`_compute_pieces`, no sends); with the busiest
+        rank's total, summed in the same pass (`_Sums`)."""
         d = item.degrees
         tp, pp, cp = d.get("tp", 1), d.get("pp", 1), d.get("cp", 1)
         # the pieces of these degrees read the micro-batch, sequence parallelism and (with
