@@ -743,18 +743,36 @@ def test_the_listing_a_runner_up_is_named_from_is_parc_searchs_default():
     assert f"[default: {defaults.DEFAULT_TOP};" in run_cli("search", "--help").stdout
 
 
-def test_the_runner_up_listing_reuses_the_answers_compilation_and_names_what_a_fresh_one_names():
+def test_the_runner_up_listing_reuses_the_answers_compilation_and_names_what_a_fresh_one_names(monkeypatch):
     """`name_clear_runner_ups` lists an at-risk cluster on the filled spec the answer's search
-    already compiled (`Point.filled`): it names the runner-up a fresh compile of that cluster's
-    text names, and no point keeps the compilation afterwards."""
-    from parc.search import DEFAULT_TOP, search
+    already compiled (`Point.filled`), compiling nothing again: it names the runner-up a fresh
+    compile of that cluster's text names, and no point keeps the compilation afterwards."""
+    from parc.search import DEFAULT_TOP, cluster, search
     from parc.search.cluster import fill_cluster, layout_degrees, search_cluster
     from parc.search.ranking import memory_clear_runner_up
 
+    naming, compiled_while_naming = [False], []
+    real_compile, real_naming = cluster.compile_text, cluster.name_clear_runner_ups
+
+    def counted_compile(*args, **kwargs):
+        if naming[0]:
+            compiled_while_naming.append(args[1] if len(args) > 1 else None)
+        return real_compile(*args, **kwargs)
+
+    def watched_naming(*args, **kwargs):
+        naming[0] = True
+        try:
+            return real_naming(*args, **kwargs)
+        finally:
+            naming[0] = False
+
+    monkeypatch.setattr(cluster, "compile_text", counted_compile)
+    monkeypatch.setattr(cluster, "name_clear_runner_ups", watched_naming)
     c = compile_text(AT_RISK.replace("GPU", "? in [h100-sxm, b200]").replace("NODES", "? in 1 to 2"))
     result = search_cluster(c)
     risky = [p for p in result.points if p.ok and p.at_risk]
     assert len(risky) == 2 and result.runner_up_searches == 2
+    assert compiled_while_naming == []
     assert all(p.filled is None for p in result.points)
     for p in risky:
         fresh = compile_text(fill_cluster(c.source.text, c.spec.cluster, p.probe), c.source.path)

@@ -345,8 +345,8 @@ def name_clear_runner_ups(compilation: Compilation, question: ClusterQuestion, p
     for point in points:
         if not point.at_risk:
             continue
-        filled = point.filled or compile_text(fill_cluster(compilation.source.text, question, point.probe),
-                                              compilation.source.path)
+        filled = point.filled if point.filled is not None else compile_text(
+            fill_cluster(compilation.source.text, question, point.probe), compilation.source.path)
         point.filled = None  # listed: the compilation is no longer needed
         listing = search(filled, top=DEFAULT_TOP, degree_values=layout_degrees(filled.plan))
         searches += 1
