@@ -481,15 +481,15 @@ Examples:
 @click.option("--steps", "steps", type=click.IntRange(min=1), default=None, metavar="N",
               help="optimizer steps (default 2)")
 @click.option("--tolerance", "tolerance", type=click.FloatRange(min=0), default=5.0, show_default=True,
-              metavar="PCT", help="exit 1 when a category differs from the prediction by more (or a rank's allocator "
-              "replay runs out of the part's memory)")
+              metavar="PCT", help="exit 1 when a category differs from the prediction by more")
 @click.option("--timeout", "timeout", type=click.FloatRange(min=1), default=3600.0, show_default=True,
               metavar="SECONDS", help="stop a rehearsal that runs longer")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text for people or json for tools, both on stdout")
 def rehearse(file, rank, ranks, steps, tolerance, timeout, fmt):
     """Run one rank of the generated job at its real world size in one process (fake process
-    group and tensors; needs torch) and compare its memory with the prediction."""
+    group and tensors; needs torch) and compare its memory with the prediction; exit 1 past the
+    tolerance or when the rank's allocator replay runs out of the part's memory."""
     from .diagnostics import dumps_json, has_errors
     from .rehearse import RehearsalError, compare, render, replay_limit, report, run
 
