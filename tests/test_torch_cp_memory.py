@@ -124,7 +124,8 @@ def test_torchtitan_saves_k_and_v_repeated_to_the_query_heads():
     # per token K and V at 16 query heads of 128 instead of 1 kv head of 128, bf16, each
     extra = tokens * 2 * 2 * (16 - 1) * 128
     assert torch_layer(shape, k, False, "none").full - torch_layer(shape, parc, False, "none").full == extra
-    # torchtitan's selective policy keeps wv's output, before the repeat: per token q/8, kv/8, the
-    # flash output, F/8, w2's partial sums (h), two reduce-scatters and the block input (h/8)
-    per_token = 2 * (2048 + 128 + 2048 + 6656 + 16384 + 2 * 2048 + 2048) + 16 * 4
-    assert torch_layer(shape, k, False, "selective").saved == tokens * per_token == 547_880_960
+    # torchtitan 0.3's selective policy keeps its fused wqkv's output, before the repeat: per token
+    # q/8 and 2 kv/8; the flash output, F/8 (w1), w2's partial sums (h), two reduce-scatters, the
+    # block input (h/8) and the fp32 log-sum-exp of 16 heads
+    per_token = 2 * (2048 + 2 * 128 + 2048 + 6656 + 16384 + 2 * 2048 + 2048) + 16 * 4
+    assert torch_layer(shape, k, False, "selective").saved == tokens * per_token == 549_978_112
