@@ -198,6 +198,54 @@ def attention_curve(kernel: str, generation: str) -> AttentionCurve:
 
 
 # ---------------------------------------------------------------------------------------------
+# The tensor cores' measured ceiling, part by part
+
+
+MAMF_BF16 = {
+    "h100-sxm": 794.5 / 989,
+    "b200": 1745.0 / 2250,
+    "gb200-nvl72": 1822.0 / 2500,
+}
+"""Maximum achievable matmul FLOP/s (MAMF) of a part as a fraction of its dense BF16 peak: the best
+of a brute-force sweep of `torch.matmul` shapes, BF16 inputs, mean of 100 iterations after 50
+warm-up ones (S. Bekman, ml-engineering, compute/accelerator/README.md, "Maximum Achievable Matmul
+FLOPS comparison table", measured with its `mamf-finder.py`): H100 SXM 794.5 of 989 TFLOPS (80.3 %,
+torch 2.7.0+cu126; "H200 is the same"), B200 SXM 1,745.0 of 2,250 (77.6 %, torch 2.7.1+cu128),
+GB200 1,822.0 of 2,500 (72.9 %, torch 2.10.0.dev+cu130). The faster parts reach less of their
+datasheet peak: the peak is quoted at the boost clock, which a part drawing its full board power on
+dense tensor-core work does not hold (the B200 at 1,000 W, the GB200 at 1,200 W for 2.3-2.5x
+H100's FLOP/s at 700 W), and each SM must be fed twice H100's operand bytes per clock from the same
+kind of shared memory and L2 (the table's pointer to AMD's account of why efficiency falls as
+accelerators get faster: rocm.blogs.amd.com, software-tools-optimization/
+Understanding_Peak_and_Max-Achievable_FLOPS)."""
+
+MAMF_REFERENCE = "h100-sxm"
+"""The part whose runs the fitted ceiling `Constants.gemm_hopper` comes from (the calibration rows of
+benchmarks/data/published.yaml are H100 runs)."""
+
+MAMF_BY_GENERATION = {"blackwell": "b200"}
+"""The measured part a GPU of a generation without a fitted ceiling stands for when the catalogue
+has no measurement of its own (a GPU defined in a spec): the generation's flagship. CDNA3 has none:
+MI300X's two published sweeps disagree by 15 % across ROCm releases (60.1 % under ROCm 6.2 in the
+table's 2024 edition, 51.4 % under ROCm 6.3 in its 2025 one), a software figure, not the part's; it
+keeps Hopper's ceiling, as docs/time-model.md states."""
+
+
+def matmul_ceiling(gpu: str, generation: str) -> float:
+    """The tensor cores' achievable fraction of peak on `gpu` relative to the part the fitted ceiling
+    was measured on: MAMF(gpu) / MAMF(H100) for a Blackwell part (`MAMF_BF16`), 1 where the
+    generation's own runs fitted the ceiling (Ampere, Hopper) or no stable measurement exists
+    (CDNA3). The fitted `gemm_hopper` holds what a training run's GEMMs lose on H100 beyond the
+    sweep's ceiling (sustained power, shapes, the epilogues); a Blackwell part runs the same
+    kernels, so it keeps those losses and scales by how much lower its own ceiling sits. Charged to
+    every tensor-core kernel: GEMMs and fused attention alike."""
+    if generation not in MAMF_BY_GENERATION:
+        return 1.0
+    part = gpu if gpu in MAMF_BF16 else MAMF_BY_GENERATION[generation]
+    return MAMF_BF16[part] / MAMF_BF16[MAMF_REFERENCE]
+
+
+# ---------------------------------------------------------------------------------------------
 # The dropless dispatcher's host synchronisation
 
 HOST_SYNC_SECONDS = 20e-6

@@ -293,6 +293,10 @@ class Hardware:
     """GPUs reached at `intra` bandwidth: the NVLink domain (72 on NVL72), else the node."""
     sms: int = 132
     """Streaming multiprocessors: the width of one wave of GEMM tiles (`kernels.wave_efficiency`)."""
+    ceiling: float = 1.0
+    """The part's measured tensor-core ceiling relative to the part the fitted GEMM ceiling comes
+    from (`kernels.matmul_ceiling`: B200 0.966, GB200 0.908 of H100's); scales every GEMM and
+    fused attention kernel."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -317,7 +321,8 @@ def hardware_of(plan: Plan) -> Hardware:
         fp8=gpu.fp8_flops * clock if gpu.fp8_flops else gpu.fp8_flops, hbm=hbm,
         intra=cluster.intra_bandwidth, nic=cluster.network.node_bandwidth / cluster.gpus_per_node,
         level=max(cluster.domain_size, cluster.gpus_per_node),
-        sms=gpu.sms or SMS_BY_GENERATION.get(gpu.generation, 132))
+        sms=gpu.sms or SMS_BY_GENERATION.get(gpu.generation, 132),
+        ceiling=kernel_model.matmul_ceiling(gpu.name, gpu.generation))
 
 
 @dataclass(frozen=True, slots=True)
@@ -832,12 +837,13 @@ def gemm_efficiency(m: float, k: float, n: float, element: int, peak: float, hw:
     times intensity / (intensity + half), intensity = FLOPs / bytes of the three matrices and
     half = `intensity_half` x the ridge point (peak / HBM bandwidth), times the fraction of the
     SMs its tiles keep busy (`kernels.gemm_wave_efficiency`: wave quantisation, split-K when the
-    output has fewer tiles than SMs). `groups` products of this shape launched as one grouped
+    output has fewer tiles than SMs), times the part's measured ceiling relative to the fitted
+    generation's (`Hardware.ceiling`). `groups` products of this shape launched as one grouped
     kernel share their waves."""
     intensity = 2 * m * k * n / (element * (m * k + k * n + m * n))
     half = c.intensity_half * peak / hw.hbm
     waves = kernel_model.gemm_wave_efficiency(m, k, n, hw.sms, groups)
-    return c.gemm_efficiency(hw.generation) * intensity / (intensity + half) * waves
+    return c.gemm_efficiency(hw.generation) * hw.ceiling * intensity / (intensity + half) * waves
 
 
 def gemm_seconds(m: float, k: float, n: float, precision: str, hw: Hardware, c: Constants,
@@ -875,14 +881,15 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
     both of the peer's chunks) and half over s / 2cp (both query chunks against the peer's earlier
     chunk). All-gather and all-to-all context parallelism run one causal kernel over all s keys.
     `sustained` (`Constants.attention_sustained`) is a training run's speed relative to the kernel
-    benchmarks the curves come from (1: the curve as published)."""
+    benchmarks the curves come from (1: the curve as published). A Blackwell part runs Hopper's
+    curve times its measured tensor-core ceiling relative to H100's (`Hardware.ceiling`)."""
     curve = kernel_model.attention_curve(ATTENTION_KERNELS.get(attention, "sdpa"), hw.generation)
     d = shape.head_dim
     work = flops.attention_core_flops(shape, flops.causal_keys(seq)) / tp * n
     back = flops.FLASH_BACKWARD * work
 
     def seconds(flop: float, keys: float, causal: bool, backward: bool) -> float:
-        return flop / (hw.bf16 * curve.efficiency(keys, d, causal, backward) * sustained)
+        return flop / (hw.bf16 * curve.efficiency(keys, d, causal, backward) * hw.ceiling * sustained)
 
     if flavour != "ring" or cp == 1:
         return seconds(work, seq, True, False), seconds(back, seq, True, True), 1
