@@ -417,3 +417,65 @@ def test_data_parallel_traffic_queues_behind_the_other_axes_on_the_nic():
     shared, _ = timing._dp_exposed(ledger, 1, t, 1.2 * t, lk, lk, lk, lk, (0.0, 0.5 * t))
     assert alone == pytest.approx(16 / 132 * t, rel=1e-9)
     assert shared == pytest.approx(0.3 * t, rel=1e-9)
+
+
+# The tensor cores' measured ceiling: S. Bekman, ml-engineering, compute/accelerator/README.md,
+# "Maximum Achievable Matmul FLOPS comparison table" (BF16), typed here from the page: MAMF and
+# datasheet dense peak, TFLOPS.
+PUBLISHED_MAMF = {"h100-sxm": (794.5, 989), "b200": (1745.0, 2250), "gb200-nvl72": (1822.0, 2500)}
+
+
+def _gpu_plan(gpu: str):
+    text = "\n".join([
+        "dp 8 on nodes(8 gpus, nvlink)" if gpu != "gb200-nvl72" else "dp 8 on nodes(4 gpus, nvl72)",
+        "model llama3-8b", f"hardware {{ gpu {gpu} }}",
+        "train {", "  seq 4096, global-batch 8, micro-batch 1",
+        "  precision bf16, optimizer adamw, recompute none", "}"]) + "\n"
+    compiled = compile_text(text, path="gpu.par")
+    assert compiled.plan is not None, compiled.diagnostics
+    return compiled.plan
+
+
+def test_blackwell_ceiling_is_the_published_mamf_ratio_to_h100():
+    """B200 77.6 % and GB200 72.9 % of their peaks against H100's 80.3 %: 0.966 and 0.908 (hand
+    computed from the table); Hopper and Ampere parts, whose runs fit their own ceiling, 1."""
+    ratios = {"b200": (1745.0 / 2250) / (794.5 / 989), "gb200-nvl72": (1822.0 / 2500) / (794.5 / 989)}
+    assert ratios["b200"] == pytest.approx(0.9655, abs=5e-4)
+    assert ratios["gb200-nvl72"] == pytest.approx(0.9072, abs=5e-4)
+    for gpu, ratio in ratios.items():
+        assert timing.hardware_of(_gpu_plan(gpu)).ceiling == pytest.approx(ratio, rel=1e-6)
+    for gpu in ("h100-sxm", "h200", "a100-80gb"):
+        assert timing.hardware_of(_gpu_plan(gpu)).ceiling == 1.0
+    # a Blackwell GPU defined in a spec stands for the generation's flagship, B200
+    assert kernels.matmul_ceiling("my-blackwell", "blackwell") == pytest.approx(ratios["b200"], rel=1e-6)
+
+
+@pytest.mark.parametrize("gpu", ["b200", "gb200-nvl72"])
+def test_large_gemm_speedup_over_h100_is_the_measured_one(gpu):
+    """A 16384-cube BF16 GEMM (thousands of waves' worth of tiles, intensity ~5,500 FLOP/B: at the
+    ceiling on every part) runs faster on a Blackwell part than on H100 by the ratio of their
+    measured MAMFs (2.20x for B200, 2.29x for GB200), not of their datasheet peaks (2.28x, 2.53x),
+    within 2 % (the parts' ridge points and wave tails differ by under 1 % each)."""
+    h100 = timing.hardware_of(_gpu_plan("h100-sxm"))
+    blackwell = timing.hardware_of(_gpu_plan(gpu))
+    m = 16384
+    speedup = (timing.gemm_seconds(m, m, m, "bf16", h100, DEFAULT)
+               / timing.gemm_seconds(m, m, m, "bf16", blackwell, DEFAULT))
+    measured = PUBLISHED_MAMF[gpu][0] / PUBLISHED_MAMF["h100-sxm"][0]
+    assert speedup == pytest.approx(measured, rel=0.02)
+    assert speedup < 0.98 * PUBLISHED_MAMF[gpu][1] / PUBLISHED_MAMF["h100-sxm"][1]
+
+
+def test_blackwell_attention_runs_hoppers_curve_at_its_measured_ceiling():
+    """The fused attention kernel on B200: Hopper's curve (no Blackwell sweep is published) at
+    B200's share of its peak, scaled by the MAMF ratio: one layer's forward attention seconds
+    equal the FLOPs over 2,250 TFLOPS x the curve x 0.966 (hand-computed ratio)."""
+    plan = _gpu_plan("b200")
+    hw, shape = timing.hardware_of(plan), shape_of(plan)
+    seq = 4096
+    forward, _, kernels_run = timing.flash_attention_seconds(shape, 1, 1, "ring", seq, seq, "flash", hw)
+    assert kernels_run == 1
+    work = flops.attention_core_flops(shape, flops.causal_keys(seq)) * seq
+    e = kernels.FA2_HOPPER.efficiency(seq, shape.head_dim, True, False)
+    ratio = (1745.0 / 2250) / (794.5 / 989)
+    assert forward == pytest.approx(work / (2250e12 * e * ratio), rel=1e-6)
