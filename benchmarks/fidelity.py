@@ -671,7 +671,9 @@ check is torchtitan's context-parallel table below (FlashAttention-2 through tor
 another runtime and kernel, never fitted), and llm-foundry's MPT runs below (eager PyTorch with
 FSDP, 512-65,536 tokens, never fitted).
 
-Blackwell and CDNA3 take Hopper's fractions of their own peak (no published sweep here). The
+Blackwell takes Hopper's curves (no published sweep here) at its own peak times its measured
+tensor-core ceiling relative to H100's (`kernels.matmul_ceiling`, as its GEMMs do); CDNA3 takes
+Hopper's fractions of its own peak. The
 attention kernel is the same fused kernel in eager PyTorch, so `eager_efficiency` does not slow
 it. Without context parallelism, and under parc's all-gather and all-to-all, a layer runs one
 causal kernel over `s` keys each way. Ring context parallelism (zig-zag load-balanced) runs cp
@@ -1166,7 +1168,15 @@ again for the norm), 18 under SGD; ZeRO divides the parameters by the sharding g
 
 @CONSTANTS@
 
-`gemm_efficiency` of Blackwell and CDNA3 GPUs is Hopper's: no published run here to fit on.
+`gemm_efficiency` of Blackwell and CDNA3 GPUs is Hopper's: no published run here to fit on. A
+Blackwell part's GEMMs and fused attention then run at its measured tensor-core ceiling relative
+to H100's (`kernels.matmul_ceiling`): the maximum achievable matmul FLOP/s of S. Bekman's
+ml-engineering BF16 table (a brute-force sweep of `torch.matmul` shapes), B200 1,745 of 2,250
+TFLOPS (77.6 %) and GB200 1,822 of 2,500 (72.9 %) against H100's 794.5 of 989 (80.3 %): 0.966 and
+0.908. The fitted ceiling keeps what a training run loses on H100 beyond the sweep; the faster
+part keeps those losses and reaches less of its datasheet peak (boost clock not held at full board
+power, twice H100's operand bytes per SM and clock). CDNA3 keeps Hopper's: MI300X's two published
+sweeps disagree by 15 % across ROCm releases.
 
 ## Calibration
 
@@ -1279,8 +1289,8 @@ main reading as every Bridge row is (the cross-release section below).
 
 @BRIDGE_TABLE@
 
-@BRIDGE_SUMMARY@ The model knows nothing of Blackwell (B200 and GB200 take Hopper's GEMM
-efficiency, with no run to fit on). The router's fp32 kernels, the dispatcher's permutations,
+@BRIDGE_SUMMARY@ No Blackwell run is fitted on (B200 and GB200 take Hopper's GEMM
+efficiency at their measured tensor-core ceiling relative to H100's, `kernels.matmul_ceiling`). The router's fp32 kernels, the dispatcher's permutations,
 per-expert tile padding and Transformer Engine's per-expert GEMMs (above) moved the MoE rows'
 median from 52 % to 49 % (Qwen3-30B-A3B: +125 % to +112 % on H100, +191 % to +145 % on B200,
 +40 % to +29 % on GB200). What remains points at a cost per micro-batch that the model does not
@@ -1732,11 +1742,15 @@ What the terms show (figures as measured when this section was written):
   InfiniBand); as stated it is +0.6 %. The 25.02 H100 GPT3-175B row moved -17.2 % -> -8.2 %. The same
   readings move the other Blackwell rows further fast, which the next point explains.
 - **Blackwell compute (predicted fast).** No calibration row runs on Blackwell: B200 and GB200 take
-  Hopper's fitted GEMM efficiency against their own FP8 peaks. The rows whose predicted step is all
-  compute show it alone: Llama 3 8B on B200 +21 %, Nemotron-4 15B on B200 and GB200 +41 % and +31 %,
-  Llama 3 70B (FSDP, tp 1) on GB200 +25 %; on H100 the all-compute Llama rows (Llama 2 7B, Llama 3
-  8B) are within 4 % and the Nemotron rows within 14 %. A Blackwell efficiency fitted on these rows would end their use as a
-  check, so none is; the H100 rows are the ones that test the fitted physics.
+  Hopper's fitted GEMM efficiency times their measured tensor-core ceiling relative to H100's
+  (`kernels.matmul_ceiling`: 0.966 and 0.908, from the published MAMF table, not from these rows).
+  That ceiling moved the rows whose predicted step is all compute: Llama 3 8B on B200 +23.0 % to
+  +19.5 %, Nemotron-4 15B on B200 and GB200 +44.4 % and +30.8 % to +40.4 % and +21.0 %, Llama 3
+  70B (FSDP, tp 1) on GB200 +21.9 % to +12.3 %; on H100 the all-compute Llama rows (Llama 2 7B,
+  Llama 3 8B) are within 5 % and the Nemotron rows within 11 %. NeMo 25.02's B200 rows stay about
+  20 % fast (Megatron-Bridge 25.09's B200 rows of the same models are within 10 %: the software of
+  the first B200 release, not modelled). A Blackwell efficiency fitted on these rows would end
+  their use as a check, so none is; the H100 rows are the ones that test the fitted physics.
 - **Nemotron runs further from the prediction than Llama on the same system** (H100: Nemotron-3 8B
   +13.6 % beside Llama 2 7B and Llama 3 8B at +3-4 %; B200 +41 % beside +21 %; GB200 +31 % beside
   +3 %). The reader takes its squared-ReLU MLP as a two-matrix MLP and its LayerNorm as RMSNorm, and
@@ -2042,8 +2056,10 @@ runtime, eager PyTorch with FlashAttention and no tensor-parallel overlap, unles
   (`longctx_series.py`), where the model charges both the random router's load ("A trained
   router's imbalance", above: what the published measurements give, and why no figure is shipped).
   Data loading, logging, checkpointing.
-- Blackwell and CDNA3 efficiencies (no calibration data; their attention kernels take Hopper's
-  fractions of their own peak), and FP8 GEMM efficiency beyond the casts (FP8 GEMMs take the
+- Blackwell and CDNA3 efficiencies (no calibration data: Blackwell's are Hopper's at the part's
+  measured BF16 matmul ceiling relative to H100's, for FP8 GEMMs too, though the same table's FP8
+  sweep puts B200 closer to its FP8 peak than H100, 76.3 % against 70.9 %, which the FP8 B200 rows
+  do not bear out; CDNA3's are Hopper's), and FP8 GEMM efficiency beyond the casts (FP8 GEMMs take the
   BF16 ceiling). What `attention_sustained` stands for is not split into its causes (clock under
   the power limit, HBM and L2 shared with other kernels); one value serves every kernel and
   generation, and the published rows show that it cannot: NeMo 24.03's attention and the

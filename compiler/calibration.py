@@ -64,7 +64,9 @@ class Constants:
 
     def gemm_efficiency(self, generation: str) -> float:
         """Ceiling for a generation. Blackwell and CDNA3 have no published run here to fit on:
-        they take Hopper's value, an assumption `docs/time-model.md` states."""
+        they take Hopper's value, an assumption `docs/time-model.md` states; a Blackwell part then
+        runs at its measured ceiling relative to H100's (`kernels.matmul_ceiling`, applied by the
+        time model through `Hardware.ceiling`)."""
         return self.gemm_ampere if generation == "ampere" else self.gemm_hopper
 
     def with_values(self, values: dict[str, float]) -> Constants:

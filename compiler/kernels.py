@@ -191,7 +191,8 @@ def attention_curve(kernel: str, generation: str) -> AttentionCurve:
     scaled_dot_product_attention: its flash backend is FlashAttention-2, parc's runtime and
     torchtitan) and "te" (Transformer Engine: FlashAttention-2 on Ampere, cuDNN's fused attention
     on Hopper and later). Blackwell and CDNA3 have no published sweep here: they take Hopper's
-    fractions of their own peak, an assumption docs/time-model.md states."""
+    fractions of their own peak, an assumption docs/time-model.md states (the time model then
+    scales a Blackwell part's by its measured tensor-core ceiling, `matmul_ceiling`)."""
     if generation == "ampere":
         return FA2_AMPERE
     return CUDNN_HOPPER if kernel == "te" else FA2_HOPPER
