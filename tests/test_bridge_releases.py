@@ -172,8 +172,9 @@ def test_the_b200_series_the_doc_reads(points, release_check):
     """The figures the reading rests on, against the typed ones: NeMo 25.02's Llama 3 8B on 8 B200
     (26,006 tokens/s, nemo_performance.yaml) -> Bridge 25.09 / 25.11 (29,994 / 30,624) is +17.8 %
     on the same layout, and the error falls into Bridge's H100 band; on GB200, 25.04's 70B FSDP at
-    micro-batch 1 (4,035) and 25.07's (4,066) are within 1 % and both over 18 % fast (+21.4 %,
-    +18.9 % measured)."""
+    micro-batch 1 (4,035) and 25.07's (4,066) are within 1 % and both over 8 % fast (+12.3 %,
+    +10.1 % measured since GB200 runs at its measured tensor-core ceiling, `kernels.matmul_ceiling`;
+    +21.4 %, +18.9 % before)."""
     groups = release_check.series(points)
     b8 = release_check.find(groups, "Llama 3 8B", "B200", 8, 2)
     assert [(p.release, p.tokens) for p in b8] == [("25.02", 26006), ("25.09", 29994), ("25.11", 30624)]
@@ -181,7 +182,7 @@ def test_the_b200_series_the_doc_reads(points, release_check):
     assert b8[0].result.error > b8[-1].result.error + 0.15 and low <= b8[-1].result.error <= high
     g70 = release_check.find(groups, "Llama 3 70B", "GB200", 64, 1, fsdp=True)
     assert [(p.release, p.tokens) for p in g70] == [("25.04", 4035), ("25.07", 4066)]
-    assert all(p.result.error > 0.18 for p in g70)
+    assert all(p.result.error > 0.08 for p in g70)
 
 
 def test_the_dense_recipes_facts_are_read_in_the_main_reading(points):
