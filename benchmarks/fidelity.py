@@ -1357,7 +1357,25 @@ on 2025-11-04 (ModelZoo commit b0b92ff), and the Megatron-LM its other H100 rows
 1e05700595 of 2025-05-24, already holds 8873b55d6a (2025-03-06), which halved the attention
 square in `num_floating_point_operations`. The source decides the count, not the split: read
 non-causally the points lie on lines as well, with attention at about 250 TFLOP/s (below NeMo's
-early-2024 kernels) and the forced-balance intercept about 12 % above the model's.
+early-2024 kernels) and the forced-balance intercept about 12 % above the model's. The
+repository states its release as well: its README sets `MCORE_RELEASE_VERSION="0.13"`, and every
+Megatron-Core release tag from core_v0.12.0 to core_v0.15.0 carries the halved term
+(`seq_length / hidden_size / 2`), core_r0.11.0 the full one; the comparison applies the causal
+count to these rows (`published.convention_of`). Nor is NeMo 24.03.01's slower attention a
+fallback to FlashAttention-2 under context parallelism: NeMo v1.23.0's Dockerfile (that
+container's release) builds on `nvcr.io/nvidia/pytorch:24.01-py3` with Transformer Engine at
+da30634a6 (2024-02-05), whose ring (`AttnFuncWithCP`) runs cuDNN's `fused_attn_fwd` whenever the
+`F16_arbitrary_seqlen` backend is available and `DotProductAttention.forward` then picks it over
+flash-attn on sm90 ("Select FusedAttention on sm90"): the kernel family of the ModelZoo's runs
+(Transformer Engine 1.2, a month earlier, still ran its ring on flash-attn only). The base image
+predates cuDNN 9.1 (2024-05), the earliest release whose Hopper table `attention_kernels.yaml`
+holds; its own cuDNN release is the lead left. So the two sets that err
+in opposite directions as the sequence grows (the ModelZoo rows too slow; the torch FSDP rows,
+llm-foundry's Triton FlashAttention and the issue's held-out set, too fast) run cuDNN at two
+sustained speeds and other kernels besides: a single `attention_sustained`, fitted on NeMo
+24.03.01, sits between them, and no published figure here says what held that runtime at 0.55 of
+the kernel's tables. The FLOP count and the kernel choice are ruled out; what is left is not
+modelled (no per-runtime constant without a source for it).
 
 @LONGCTX@
 
