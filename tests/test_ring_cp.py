@@ -157,3 +157,24 @@ def test_ring_exchange_does_not_hide_at_8k_tokens_on_a_real_network(target: str,
     both = nic_seconds(2 * block, fast) + DEFAULT.latency_inter
     bound = LAYERS * ((cp - 1) * (shift - step_f / peak) + (cp - 1) * (both - 2.5 * step_f / peak) + shift)
     assert 0 < a.exposed["cp"] <= bound
+
+
+def test_torchtitan_exchange_does_not_hide_at_8k_tokens_on_a_real_network():
+    """torchtitan's context parallelism (rotate method allgather) on the same layout: per layer
+    an all-gather of the cp repeated K/V blocks forward and again backward (7 of 8 blocks of
+    16.8 MB each way reach a rank) and 8 dK/dV shifts in fp32 (33.6 MB each): 32 x (14 + 16) x
+    16.8 MB = 16.1 GB per step. The gather waits behind the diagonal step only (8.6 GFLOP
+    forward) and each dK/dV shift behind one backward step, far shorter than 2.6 ms and 0.73 ms
+    of transfer at 400 Gb/s, so halving the link adds all of it: 16.1 GB x (1 / 23 GB/s -
+    1 / 46 GB/s) = 350 ms."""
+    cp, seq = 8, 8192
+    block = block_bytes(seq, cp, Q_WIDTH)
+    assert block == pytest.approx(16_777_216)
+    sent = LAYERS * (2 * (cp - 1) + cp * 2) * block
+    extra = sent * (nic_seconds(1, 200) - nic_seconds(1, 400))
+    assert extra == pytest.approx(0.3501, rel=1e-3)
+
+    a = breakdown(cp, seq, 1, "1 x 400 Gb/s", "all-gather", "target torchtitan")
+    b = breakdown(cp, seq, 1, "1 x 200 Gb/s", "all-gather", "target torchtitan")
+    assert a.sent["cp"] == b.sent["cp"] == pytest.approx(sent, rel=1e-9)
+    assert b.exposed["cp"] - a.exposed["cp"] == pytest.approx(extra, rel=1e-6)
