@@ -675,8 +675,15 @@ Blackwell takes Hopper's curves (no published sweep here) at its own peak times 
 tensor-core ceiling relative to H100's (`kernels.matmul_ceiling`, as its GEMMs do); CDNA3 takes
 Hopper's fractions of its own peak. The
 attention kernel is the same fused kernel in eager PyTorch, so `eager_efficiency` does not slow
-it. Without context parallelism, and under parc's all-gather and all-to-all, a layer runs one
-causal kernel over `s` keys each way. Ring context parallelism (zig-zag load-balanced) runs cp
+it. Without context parallelism, under all-to-all, and under Megatron-LM's all-gather, a layer
+runs one causal kernel over `s` keys each way. parc's own all-gather (`AllGatherAttention` in the
+generated parallel.py) runs one kernel per block (`timing.gathered_blocks`): each of the rank's
+two load-balanced query chunks of `s / 2cp` tokens attends to every earlier chunk in one unmasked
+kernel and to itself in a causal kernel over only `s / 2cp` keys, each at its own efficiency;
+the slowest rank paces the layer; its log-sum-exp merges and the fp32 dQ, dK, dV sums over the
+gathered sequence are counted op by op (`timing.gathered_bytes`; before, one causal kernel over
+`s` keys and no merges were charged: Llama 3 8B over cp 8 on one node, 1.8 % slower at 8K tokens,
+5.1 % at 32K, 2.0 % at 128K). Ring context parallelism (zig-zag load-balanced) runs cp
 kernels each way, each an equal share of the rank's work: the diagonal step causal over `s / cp`
 keys, the others unmasked, half of them over `s / cp` keys and half over `s / 2cp`; each kernel
 pays `kernel_overhead`. torch's context parallelism (torchtitan, `Software.context_parallel =
@@ -1367,7 +1374,25 @@ on 2025-11-04 (ModelZoo commit b0b92ff), and the Megatron-LM its other H100 rows
 1e05700595 of 2025-05-24, already holds 8873b55d6a (2025-03-06), which halved the attention
 square in `num_floating_point_operations`. The source decides the count, not the split: read
 non-causally the points lie on lines as well, with attention at about 250 TFLOP/s (below NeMo's
-early-2024 kernels) and the forced-balance intercept about 12 % above the model's.
+early-2024 kernels) and the forced-balance intercept about 12 % above the model's. The
+repository states its release as well: its README sets `MCORE_RELEASE_VERSION="0.13"`, and every
+Megatron-Core release tag from core_v0.12.0 to core_v0.15.0 carries the halved term
+(`seq_length / hidden_size / 2`), core_r0.11.0 the full one; the comparison applies the causal
+count to these rows (`published.convention_of`). Nor is NeMo 24.03.01's slower attention a
+fallback to FlashAttention-2 under context parallelism: NeMo v1.23.0's Dockerfile (that
+container's release) builds on `nvcr.io/nvidia/pytorch:24.01-py3` with Transformer Engine at
+da30634a6 (2024-02-05), whose ring (`AttnFuncWithCP`) runs cuDNN's `fused_attn_fwd` whenever the
+`F16_arbitrary_seqlen` backend is available and `DotProductAttention.forward` then picks it over
+flash-attn on sm90 ("Select FusedAttention on sm90"): the kernel family of the ModelZoo's runs
+(Transformer Engine 1.2, a month earlier, still ran its ring on flash-attn only). The base image
+predates cuDNN 9.1 (2024-05), the earliest release whose Hopper table `attention_kernels.yaml`
+holds; its own cuDNN release is the lead left. So the two sets that err
+in opposite directions as the sequence grows (the ModelZoo rows too slow; the torch FSDP rows,
+llm-foundry's Triton FlashAttention and the issue's held-out set, too fast) run cuDNN at two
+sustained speeds and other kernels besides: a single `attention_sustained`, fitted on NeMo
+24.03.01, sits between them, and no published figure here says what held that runtime at 0.55 of
+the kernel's tables. The FLOP count and the kernel choice are ruled out; what is left is not
+modelled (no per-runtime constant without a source for it).
 
 @LONGCTX@
 

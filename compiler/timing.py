@@ -868,6 +868,49 @@ CAUSAL_SKIPPING = ("flash",)
 backward (`FLASH_BACKWARD`)."""
 
 
+GATHERED_BLOCKS = "gathered-blocks"
+"""`flash_attention_seconds`' flavour for parc's own all-gather context parallelism
+(`AllGatherAttention` in the generated parallel.py): one SDPA kernel per block of
+`gathered_blocks`, merged by log-sum-exp (`gathered_bytes`)."""
+
+
+def gathered_blocks(rank: int, cp: int, chunk: float) -> list[tuple[float, bool]]:
+    """(keys, causal) of each SDPA kernel parc's all-gather attention runs on cp rank `rank`, as
+    the generated parallel.py's `gathered_blocks` builds them: the rank holds query chunks `rank`
+    and `2 cp - 1 - rank` of `chunk` tokens (load-balanced), and each chunk attends to every
+    earlier chunk in one unmasked kernel (none for chunk 0) and to itself in a causal one. Every
+    rank does the same FLOPs (2 cp chunk-squares); the kernels' lengths differ: rank 0 runs one
+    long unmasked kernel, the middle ranks two of middling length, and every causal kernel walks
+    only `chunk` keys (s / 2 cp), far fewer than the one causal kernel over s keys it replaces."""
+    out: list[tuple[float, bool]] = []
+    for index in (rank, 2 * cp - 1 - rank):
+        if index:
+            out.append((index * chunk, False))
+        out.append((chunk, True))
+    return out
+
+
+def gathered_bytes(cp: int, n: float, q: float, kv: float, blocks: int, gathered: float) -> tuple[float, float]:
+    """HBM bytes, forward and backward, of one layer's bookkeeping around parc's all-gather
+    attention kernels, counted op by op from the generated code (`AllGatherAttention`,
+    `attend_blocks`, `blocks_backward`; "read a, write b" = a + b): `n` tokens on the rank (two
+    chunks of n / 2 rows), `q` and `kv` the rank's widths, `blocks` kernels (each over one chunk's
+    rows), `gathered` = cp x n K/V tokens after the gather. Forward: `torch.stack([k, v])` (4 per
+    local K/V element), the reordering `torch.cat` and the permuted `reshape` of the gathered K/V
+    (4 each per gathered element); a zeroed fp32 accumulator (4 per output element), per block
+    the merge of `attend_blocks` (26 per element of its rows, as in the ring: `ring_bytes`), the
+    final cast (6). Backward: dQ zeroed (4), `dq += block_dq` per block (10 on its rows), cast back
+    (6); dK and dV over the whole gathered sequence zeroed in fp32 (4), `+= block_dk` per block
+    (10 per element of its keys: together (2 cp + 1) / 2 chunks of keys, as `gathered_blocks`
+    lays them out, i.e. about the gathered length), cast back (6); the reorder's and the stack's
+    copies again (8 per gathered element, 4 per local one)."""
+    out, local, whole = n * q, 2 * n * kv, 2 * gathered * kv
+    keys = 2 * kv * (n / 2) * (2 * cp + 1)  # K and V elements the blocks' key ranges cover
+    forward = local * 4 + whole * 8 + out * 4 + 26 * blocks * out / 2 + out * 6
+    backward = out * 4 + 10 * blocks * out / 2 + out * 6 + whole * (4 + 6) + 10 * keys + whole * 8 + local * 4
+    return forward, backward
+
+
 def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: int, n: float, attention: str,
                             hw: Hardware, sustained: float = 1.0) -> tuple[float, float, int]:
     """Forward and backward seconds of the fused attention kernels of one layer and micro-batch,
@@ -891,6 +934,18 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
     def seconds(flop: float, keys: float, causal: bool, backward: bool) -> float:
         return flop / (hw.bf16 * curve.efficiency(keys, d, causal, backward) * hw.ceiling * sustained)
 
+    if flavour == GATHERED_BLOCKS and cp > 1:
+        per_key = flops.attention_core_flops(shape, 1.0) / tp * n / 2  # one query chunk's rows
+
+        def rank_seconds(rank: int) -> tuple[float, float, int]:
+            blocks = gathered_blocks(rank, cp, seq / (2 * cp))
+            f = sum(seconds(per_key * (keys / 2 if causal else keys), keys, causal, False)
+                    for keys, causal in blocks)
+            b = sum(seconds(flops.FLASH_BACKWARD * per_key * (keys / 2 if causal else keys), keys, causal, True)
+                    for keys, causal in blocks)
+            return f, b, len(blocks)
+
+        return max((rank_seconds(r) for r in range(cp)), key=lambda t: t[0] + t[1])
     if flavour != "ring" or cp == 1:
         return seconds(work, seq, True, False), seconds(back, seq, True, True), 1
     block, share = seq / cp, 1.0 / cp
@@ -1064,11 +1119,18 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
         # torch's context parallelism runs its ring loop (one kernel per step on one K/V block)
         # under either rotate method; the all-gather only changes how the blocks arrive
         stepped = "ring" if cp_runtime == "torch" and flavour == "all-gather" else flavour
+        gathered = cp_runtime == "parc" and flavour == "all-gather" and cp > 1
+        if gathered:  # parc's job: one kernel per block of the gathered sequence (`gathered_blocks`)
+            stepped = GATHERED_BLOCKS
         attention_f, attention_b, steps = flash_attention_seconds(shape, t, cp, stepped, seq, n, attention, hw,
                                                                   c.attention_sustained)
         attention_b += steps * c.kernel_overhead
         attention_f += steps * c.kernel_overhead
-        if steps > 1:
+        if gathered:
+            ring_f, ring_b = gathered_bytes(cp, n, q, kv, steps, cp * n)
+            attention_f += memory_seconds(ring_f, hw, c)
+            attention_b += memory_seconds(ring_b, hw, c)
+        elif steps > 1:
             ring_f, ring_b = ring_bytes(cp_runtime, kernels, steps, n, q, exchanged)
             attention_f += memory_seconds(ring_f, hw, c)
             attention_b += memory_seconds(ring_b, hw, c)

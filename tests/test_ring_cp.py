@@ -115,3 +115,66 @@ def test_torchtitan_context_parallel_moves_repeated_kv_and_fp32_gradients():
     # carries dK/dV in bf16 through the ring: the same bytes as parc's ring flavour above
     parc = breakdown(cp, seq, 1, "1 x 1 Gb/s", "ring")
     assert parc.sent["cp"] == pytest.approx(LAYERS * (3 * cp - 2) * block / 4, rel=1e-9)
+
+
+def nic_seconds(nbytes: float, gbit: float) -> float:
+    """Seconds for `nbytes` over one GPU's NIC of `gbit` Gb/s at `bus_network` (no latency)."""
+    return nbytes / (gbit / 8 * 1e9 * DEFAULT.bus_network)
+
+
+@pytest.mark.parametrize(("target", "fast", "slow"), [
+    ("target megatron", 400, 200),  # Transformer Engine's ring (Megatron-Core), cuDNN's kernel
+    ("", 200, 100),  # parc's job: its eager merges lengthen each step, so a slower link is needed
+])
+def test_ring_exchange_does_not_hide_at_8k_tokens_on_a_real_network(target: str, fast: int, slow: int):
+    """8K tokens over cp 8, one GPU per node on a real NIC (issue 14: ring cp was tested only
+    where it must hide, or on a 1 Gb/s link). A K/V block is 4.19 MB (1,024 tokens x 1,024 K/V
+    width x K and V, bf16): 91 us over 400 Gb/s x 0.92, 182 us over 200 Gb/s; a step of forward
+    attention is 8.6 GFLOP (4 x 4,096 x 1,024 x 4,096 / 2 over 8 steps: 8.7 us even at the 989
+    TFLOP/s peak) and a backward step 2.5x that. No step's kernel covers its transfer, so every
+    byte's time shows: halving the link adds the whole extra transfer time of the 3 cp - 2 = 22
+    blocks per layer (7 K/V shifts forward, 7 K/V + dK/dV shifts backward, the last dK/dV home):
+    32 x 22 x 4.19 MB x (1 / 23 GB/s - 1 / 46 GB/s) = 64.2 ms at 400 -> 200 Gb/s. Had the model
+    hidden the ring, the difference would be NCCL's SM share of it (12 %) or nothing. The
+    exposed time also stays under the whole transfer less the attention at the GPU's peak (no
+    kernel runs faster), a physical bound independent of the model's kernel curves."""
+    cp, seq = 8, 8192
+    block = block_bytes(seq, cp, KV_WIDTH)
+    assert block == pytest.approx(4_194_304)
+    blocks = LAYERS * (3 * cp - 2)
+    extra = blocks * (nic_seconds(block, slow) - nic_seconds(block, fast))
+    if (fast, slow) == (400, 200):
+        assert extra == pytest.approx(64.19e-3, rel=1e-3)  # the docstring's figure
+
+    a = breakdown(cp, seq, 1, f"1 x {fast} Gb/s", "ring", target)
+    b = breakdown(cp, seq, 1, f"1 x {slow} Gb/s", "ring", target)
+    assert a.sent["cp"] == b.sent["cp"] == pytest.approx(blocks * block, rel=1e-9)
+    assert b.exposed["cp"] - a.exposed["cp"] == pytest.approx(extra, rel=1e-6)
+
+    step_f = 4 * Q_WIDTH * (seq / cp) * (seq / 2) / cp  # FLOPs of one forward step, causal
+    peak = 989e12  # H100 SXM, dense BF16
+    shift = nic_seconds(block, fast) + DEFAULT.latency_inter
+    both = nic_seconds(2 * block, fast) + DEFAULT.latency_inter
+    bound = LAYERS * ((cp - 1) * (shift - step_f / peak) + (cp - 1) * (both - 2.5 * step_f / peak) + shift)
+    assert 0 < a.exposed["cp"] <= bound
+
+
+def test_torchtitan_exchange_does_not_hide_at_8k_tokens_on_a_real_network():
+    """torchtitan's context parallelism (rotate method allgather) on the same layout: per layer
+    an all-gather of the cp repeated K/V blocks forward and again backward (7 of 8 blocks of
+    16.8 MB each way reach a rank) and 8 dK/dV shifts in fp32 (33.6 MB each): 32 x (14 + 16) x
+    16.8 MB = 16.1 GB per step. The gather waits behind the diagonal step only (8.6 GFLOP
+    forward) and each dK/dV shift behind one backward step, far shorter than 2.6 ms and 0.73 ms
+    of transfer at 400 Gb/s, so halving the link adds all of it: 16.1 GB x (1 / 23 GB/s -
+    1 / 46 GB/s) = 350 ms."""
+    cp, seq = 8, 8192
+    block = block_bytes(seq, cp, Q_WIDTH)
+    assert block == pytest.approx(16_777_216)
+    sent = LAYERS * (2 * (cp - 1) + cp * 2) * block
+    extra = sent * (nic_seconds(1, 200) - nic_seconds(1, 400))
+    assert extra == pytest.approx(0.3501, rel=1e-3)
+
+    a = breakdown(cp, seq, 1, "1 x 400 Gb/s", "all-gather", "target torchtitan")
+    b = breakdown(cp, seq, 1, "1 x 200 Gb/s", "all-gather", "target torchtitan")
+    assert a.sent["cp"] == b.sent["cp"] == pytest.approx(sent, rel=1e-9)
+    assert b.exposed["cp"] - a.exposed["cp"] == pytest.approx(extra, rel=1e-6)
