@@ -237,6 +237,10 @@ def test_expandable_unmapping_keeps_a_free_blocks_unaligned_ends_mapped():
     ({"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:128,expandable_segments:True"}, EXPANDABLE),
     ({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"}, DEFAULT),
     ({"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:128"}, DEFAULT),  # set without the option: off
+    ({"PYTORCH_ALLOC_CONF": "expandable_segments:True"}, EXPANDABLE),
+    # PYTORCH_ALLOC_CONF is read first; PYTORCH_CUDA_ALLOC_CONF only without it
+    ({"PYTORCH_ALLOC_CONF": "expandable_segments:False", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
+     DEFAULT),
 ])
 def test_the_policy_is_the_jobs_allocator_configuration(env, policy):
     assert policy_of(env) == policy

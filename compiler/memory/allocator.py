@@ -98,11 +98,14 @@ value of its own (torchtitan's run_train.sh exports the same)."""
 
 def policy_of(env: dict[str, str] | None) -> str:
     """The allocator policy of a job whose ranks see the environment `env` (the spec's
-    `launch { env ... }`): the policy PYTORCH_CUDA_ALLOC_CONF's `expandable_segments` option
-    selects (its parser, CUDAAllocatorConfig::parseExpandableSegments, takes True or False),
-    and when the variable is not set, the generated job's own `GENERATED_ALLOC_CONF`. A value
-    exported by the submitting shell is not in the spec: the replay cannot see it."""
-    text = (env or {}).get("PYTORCH_CUDA_ALLOC_CONF", GENERATED_ALLOC_CONF)
+    `launch { env ... }`): the policy the `expandable_segments` option selects (its parser,
+    AcceleratorAllocatorConfig::parseExpandableSegments, takes True or False) in
+    PYTORCH_ALLOC_CONF, else in PYTORCH_CUDA_ALLOC_CONF (torch >= 2.9 reads both, the first
+    first: c10/core/AllocatorConfig.h), and when neither is set, the generated train.py's own
+    `GENERATED_ALLOC_CONF`. A value exported by the submitting shell is not in the spec: the
+    replay cannot see it."""
+    env = env or {}
+    text = env.get("PYTORCH_ALLOC_CONF", env.get("PYTORCH_CUDA_ALLOC_CONF", GENERATED_ALLOC_CONF))
     found = DEFAULT
     for item in text.replace(" ", "").split(","):
         key, _, value = item.partition(":")
