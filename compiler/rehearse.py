@@ -94,10 +94,10 @@ TARGET_PROGRAMS = {"megatron": "Megatron-LM's pretrain_gpt.py", "torchtitan": "t
 
 
 def run(files: dict[str, str], rank: int | None, classes: bool, steps: int | None, timeout: float,
-        limit: int | None = None, policy: str = "default") -> list[dict]:
+        limit: int | None = None, policy: str = "default", also: tuple[str, ...] = ()) -> list[dict]:
     """Write the job to a temporary directory and run `train.py --rehearse` there; each rank's
     allocation trace is replayed under `limit` (`replay_limit`'s bytes; None: unlimited) with the
-    allocator `policy` (`replay_policy`'s)."""
+    allocator `policy` (`replay_policy`'s), and under each policy in `also` (`replay_trace`)."""
     if not torch_available():
         raise RehearsalError("the rehearsal runs the generated PyTorch job and torch is not installed; "
                              "install the torch extra: pip install 'parc[torch]'")
@@ -122,7 +122,7 @@ def run(files: dict[str, str], rank: int | None, classes: bool, steps: int | Non
             raise RehearsalError(f"the rehearsal failed (exit {done.returncode}):\n{tail}")
         records = json.loads(out.read_text())
         for record in records:
-            replay_trace(record, limit, policy)
+            replay_trace(record, limit, policy, also)
         return records
 
 
@@ -146,11 +146,12 @@ def replay_policy(plan: Plan) -> str:
     return policy_of({var.name: var.value for var in plan.launch.env})
 
 
-def replay_trace(record: dict, limit: int | None = None, policy: str = "default") -> None:
+def replay_trace(record: dict, limit: int | None = None, policy: str = "default",
+                 also: tuple[str, ...] = ()) -> None:
     """Replace the record's trace file (in the temporary directory, about to go) by its replay
     through the caching allocator under `limit` and `policy` (`allocator_replay`, with
-    `out_of_memory` where the replay ran out); the file's name is dropped, so that the JSON stays the same from run to
-    run."""
+    `out_of_memory` where the replay ran out; `allocator_replays`: one per policy in `also`); the
+    file's name is dropped, so that the JSON stays the same from run to run."""
     from .memory.allocator import replay
 
     trace = record.get("allocator_trace")
@@ -160,6 +161,9 @@ def replay_trace(record: dict, limit: int | None = None, policy: str = "default"
     with open(trace.pop("file"), "rb") as stream:
         events.fromfile(stream, trace["events"])
     record["allocator_replay"] = replay(events, trace["skip"], limit=limit, policy=policy).json()
+    if also:  # the same sequence under other policies (benchmarks/reserve_replay.py sets them side by side)
+        record["allocator_replays"] = {other: replay(events, trace["skip"], limit=limit, policy=other).json()
+                                       for other in also}
     trace["skipped"] = len(trace.pop("skip"))
 
 
