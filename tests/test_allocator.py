@@ -6,8 +6,15 @@ docs/memory-model.md states it, not from the replay."""
 from __future__ import annotations
 
 import pytest
-
-from parc.memory.allocator import DEFAULT, EXPANDABLE, Replay, allocation_size, policy_of, replay, round_size
+from parc.memory.allocator import (
+    DEFAULT,
+    EXPANDABLE,
+    Replay,
+    allocation_size,
+    policy_of,
+    replay,
+    round_size,
+)
 
 KiB, MiB = 1 << 10, 1 << 20
 
