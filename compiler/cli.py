@@ -491,7 +491,7 @@ def rehearse(file, rank, ranks, steps, tolerance, timeout, fmt):
     group and tensors; needs torch) and compare its memory with the prediction; exit 1 past the
     tolerance or when the rank's allocator replay runs out of the part's memory."""
     from .diagnostics import dumps_json, has_errors
-    from .rehearse import RehearsalError, compare, render, replay_limit, report, run
+    from .rehearse import RehearsalError, compare, render, replay_limit, replay_policy, report, run
 
     if rank is not None and ranks is not None:
         click.echo("error: give --rank or --ranks, not both", err=True)
@@ -521,7 +521,8 @@ def rehearse(file, rank, ranks, steps, tolerance, timeout, fmt):
     from parc.backends import job_files
 
     try:
-        records = run(job_files(plan), rank, ranks == "classes", steps, timeout, replay_limit(plan))
+        records = run(job_files(plan), rank, ranks == "classes", steps, timeout, replay_limit(plan),
+                      replay_policy(plan))
     except RehearsalError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

@@ -94,9 +94,10 @@ TARGET_PROGRAMS = {"megatron": "Megatron-LM's pretrain_gpt.py", "torchtitan": "t
 
 
 def run(files: dict[str, str], rank: int | None, classes: bool, steps: int | None, timeout: float,
-        limit: int | None = None) -> list[dict]:
+        limit: int | None = None, policy: str = "default", also: tuple[str, ...] = ()) -> list[dict]:
     """Write the job to a temporary directory and run `train.py --rehearse` there; each rank's
-    allocation trace is replayed under `limit` (`replay_limit`'s bytes; None: unlimited)."""
+    allocation trace is replayed under `limit` (`replay_limit`'s bytes; None: unlimited) with the
+    allocator `policy` (`replay_policy`'s), and under each policy in `also` (`replay_trace`)."""
     if not torch_available():
         raise RehearsalError("the rehearsal runs the generated PyTorch job and torch is not installed; "
                              "install the torch extra: pip install 'parc[torch]'")
@@ -121,7 +122,7 @@ def run(files: dict[str, str], rank: int | None, classes: bool, steps: int | Non
             raise RehearsalError(f"the rehearsal failed (exit {done.returncode}):\n{tail}")
         records = json.loads(out.read_text())
         for record in records:
-            replay_trace(record, limit)
+            replay_trace(record, limit, policy, also)
         return records
 
 
@@ -136,11 +137,21 @@ def replay_limit(plan: Plan) -> int:
     return estimate(plan).reserved_limit_bytes - CUBLAS_WORKSPACE * CUBLAS_HANDLES
 
 
-def replay_trace(record: dict, limit: int | None = None) -> None:
+def replay_policy(plan: Plan) -> str:
+    """The caching allocator's policy the plan's job runs under (`allocator.policy_of` of the
+    spec's launch environment; without an allocator variable there, the generated train.py's
+    expandable segments)."""
+    from .memory.allocator import policy_of
+
+    return policy_of({var.name: var.value for var in plan.launch.env})
+
+
+def replay_trace(record: dict, limit: int | None = None, policy: str = "default",
+                 also: tuple[str, ...] = ()) -> None:
     """Replace the record's trace file (in the temporary directory, about to go) by its replay
-    through the caching allocator under `limit` (`allocator_replay`, with `out_of_memory` where
-    the replay ran out); the file's name is dropped, so that the JSON stays the same from run to
-    run."""
+    through the caching allocator under `limit` and `policy` (`allocator_replay`, with
+    `out_of_memory` where the replay ran out; `allocator_replays`: one per policy in `also`); the
+    file's name is dropped, so that the JSON stays the same from run to run."""
     from .memory.allocator import replay
 
     trace = record.get("allocator_trace")
@@ -149,7 +160,10 @@ def replay_trace(record: dict, limit: int | None = None) -> None:
     events = array("q")
     with open(trace.pop("file"), "rb") as stream:
         events.fromfile(stream, trace["events"])
-    record["allocator_replay"] = replay(events, trace["skip"], limit=limit).json()
+    record["allocator_replay"] = replay(events, trace["skip"], limit=limit, policy=policy).json()
+    if also:  # the same sequence under other policies (benchmarks/reserve_replay.py sets them side by side)
+        record["allocator_replays"] = {other: replay(events, trace["skip"], limit=limit, policy=other).json()
+                                       for other in also}
     trace["skipped"] = len(trace.pop("skip"))
 
 
@@ -334,8 +348,10 @@ def render(plan: Plan, rows: list[Row], tolerance: float, records: list[dict] | 
                      f"{r.difference_percent:>+7.1f}%{flag}")
     accounts = reserved(plan, records or [])
     if accounts:
+        policies = sorted({a.replayed.get("policy", "default") for a in accounts})
+        policy = " and ".join("expandable segments" if p == "expandable" else "its default policy" for p in policies)
         lines += ["", "max_memory_reserved: the rank's allocations replayed through torch's caching allocator "
-                  "(parc.memory.allocator) under the part's limit, plus cuBLAS workspaces, against the model's "
+                  f"(parc.memory.allocator, {policy}) under the part's limit, plus cuBLAS workspaces, against the model's "
                   "prediction; 'beyond peak' is the replayed reserve less the allocated peak",
                   f"{'rank':>6} {'stage':>5}  {'allocated':>12} {'replayed':>12} {'beyond peak':>12} "
                   f"{'predicted':>12} {'diff':>8}"]

@@ -5,7 +5,16 @@ docs/memory-model.md states it, not from the replay."""
 
 from __future__ import annotations
 
-from parc.memory.allocator import Replay, allocation_size, replay, round_size
+import pytest
+from parc.memory.allocator import (
+    DEFAULT,
+    EXPANDABLE,
+    Replay,
+    allocation_size,
+    policy_of,
+    replay,
+    round_size,
+)
 
 KiB, MiB = 1 << 10, 1 << 20
 
@@ -145,3 +154,105 @@ def test_out_of_memory_is_a_result_naming_the_event():
                                "segment_bytes": 150 * MiB, "reserved_bytes": 100 * MiB}
     assert r.max_reserved == 100 * MiB and r.retries == 1
     assert r.json()["out_of_memory"]["event"] == 3 and r.json()["limit_bytes"] == 200 * MiB
+
+
+# -- expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) ------------------------
+# Worked by hand from CUDACachingAllocator.cpp's expandable-segment path: one segment per pool whose
+# pages (20 MiB large, 2 MiB small: `find_expandable_block`'s segment_size) are mapped on demand from
+# the lowest unmapped address (`try_allocate_expandable_block`, `map_block`), split at 512 bytes
+# (`should_split`), the block at the mapped edge taken last (`get_free_block`'s expandable_size).
+
+
+def expandable(events, **options) -> Replay:
+    return replay(events, policy=EXPANDABLE, **options)
+
+
+def test_expandable_pages_of_20_mib_are_mapped_as_a_request_needs_them():
+    # 3, 5, 7 MiB: one 20 MiB page, split three times (5 MiB left at the edge)
+    r = expandable([3 * MiB, 5 * MiB, 7 * MiB])
+    assert r.max_reserved == 20 * MiB and r.max_allocated == 15 * MiB and r.segments == 1
+    # 30 MiB: two pages (40 MiB), not a 30 MiB segment; a 10 MiB request then fits the 10 MiB tail
+    r = expandable([30 * MiB, 10 * MiB])
+    assert r.max_reserved == 40 * MiB and r.cuda_mallocs == 1
+    assert replay([30 * MiB, 10 * MiB]).max_reserved == 40 * MiB and replay([30 * MiB]).max_reserved == 30 * MiB
+    # 6 MiB after the 5 MiB edge: the edge block and one more page merge (25 MiB), the request takes 6
+    assert expandable([3 * MiB, 5 * MiB, 7 * MiB, 6 * MiB]).max_reserved == 40 * MiB
+
+
+def test_expandable_freed_neighbours_merge_across_what_would_be_two_segments():
+    # 30 + 30 MiB: pages 0-40 then 40-60 (the first's 10 MiB edge and one more page); both freed,
+    # they merge into one 60 MiB block that a 60 MiB request takes: 60 MiB reserved
+    events = [30 * MiB, 30 * MiB, free(0), free(1), 60 * MiB]
+    r = expandable(events)
+    assert r.max_reserved == 60 * MiB and r.max_allocated == 60 * MiB
+    # the default policy's two 30 MiB segments never merge: a third, 60 MiB, segment
+    assert replay(events).max_reserved == 120 * MiB
+
+
+def test_expandable_best_fit_takes_the_block_at_the_mapped_edge_last():
+    # 10 MiB and 2 MiB in one page (8 MiB left at the edge); the 10 MiB freed is a hole. 5 MiB: the
+    # 8 MiB edge block is the smallest that fits, but its expandable size is larger than the hole's,
+    # so the hole takes it (5 MiB left); 9 MiB then fits neither: the edge grows by a page (40 MiB)
+    events = [10 * MiB, 2 * MiB, free(0), 5 * MiB, 9 * MiB]
+    r = expandable(events)
+    assert r.max_reserved == 40 * MiB and r.max_allocated == 16 * MiB
+    # default: 10 MiB is a segment of its own (kRoundLarge) and 2 MiB a 20 MiB one; 5 MiB takes the
+    # freed 10 MiB segment, 9 MiB the 18 MiB tail: 30 MiB
+    assert replay(events).max_reserved == 30 * MiB
+
+
+def test_expandable_large_blocks_split_down_to_512_bytes():
+    # a 1 MiB remainder stays with the block by default (should_split: more than kSmallSize); with
+    # expandable segments any remainder of 512 bytes or more is split off
+    assert expandable([19 * MiB]).max_allocated == 19 * MiB
+    assert replay([19 * MiB]).max_allocated == 20 * MiB
+
+
+def test_expandable_small_pool_pages_are_2_mib():
+    r = expandable([100, 100, 100, 100])
+    assert r.max_reserved == 2 * MiB and r.max_allocated == 4 * 512
+    assert expandable([MiB, MiB, MiB]).max_reserved == 4 * MiB
+    # the large pool's freed pages never serve the small pool: 40 + 2 MiB
+    assert expandable([30 * MiB, free(0), 512 * KiB]).max_reserved == 42 * MiB
+
+
+def test_expandable_at_the_limit_cached_pages_are_unmapped_and_mapped_again():
+    # 30 MiB maps 40; freed, it stays mapped. A small request needs 2 MiB more: 42 > 40, so every
+    # free block's whole pages are unmapped (unmap_block) and the small page mapped: 2 MiB reserved
+    r = expandable([30 * MiB, free(0), 100, 20 * MiB], limit=40 * MiB)
+    assert r.out_of_memory is None and r.retries == 1 and r.max_reserved == 40 * MiB
+    assert r.reserved == 22 * MiB  # then 20 MiB maps one large page again
+    # 30 MiB instead needs 40 MiB beside the small page's 2: nothing left to unmap, out of memory
+    r = expandable([30 * MiB, free(0), 100, 30 * MiB], limit=40 * MiB)
+    assert r.out_of_memory == {"event": 3, "allocation": 2, "requested_bytes": 30 * MiB,
+                               "segment_bytes": 40 * MiB, "reserved_bytes": 2 * MiB}
+    assert r.retries == 2
+
+
+def test_expandable_unmapping_keeps_a_free_blocks_unaligned_ends_mapped():
+    # 5 MiB at 0-5, 50 MiB at 5-55 (pages to 60), 5 MiB at 55-60; the 50 MiB freed: its whole pages
+    # are 20-40 only (0-20 and 40-60 hold live tensors), so 20 MiB is unmapped at the limit and a
+    # 512 KiB request's small page fits: 40 + 2 MiB
+    r = expandable([5 * MiB, 50 * MiB, 5 * MiB, free(1), 512 * KiB], limit=60 * MiB)
+    assert r.out_of_memory is None and r.retries == 1 and r.reserved == 42 * MiB
+
+
+@pytest.mark.parametrize("env,policy", [
+    (None, EXPANDABLE),  # the generated train.py's own default
+    ({}, EXPANDABLE),
+    ({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, EXPANDABLE),
+    ({"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:128,expandable_segments:True"}, EXPANDABLE),
+    ({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"}, DEFAULT),
+    ({"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:128"}, DEFAULT),  # set without the option: off
+    ({"PYTORCH_ALLOC_CONF": "expandable_segments:True"}, EXPANDABLE),
+    # PYTORCH_ALLOC_CONF is read first; PYTORCH_CUDA_ALLOC_CONF only without it
+    ({"PYTORCH_ALLOC_CONF": "expandable_segments:False", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
+     DEFAULT),
+])
+def test_the_policy_is_the_jobs_allocator_configuration(env, policy):
+    assert policy_of(env) == policy
+
+
+def test_an_unknown_policy_is_refused():
+    with pytest.raises(ValueError):
+        Replay(policy="bogus")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ...diagnostics import Diagnostic, Severity, error, warning
+from ...memory.allocator import GENERATED_ALLOC_CONF
 from ...memory.parameters import expert_shard_dim
 from ...plan import Plan
 from ...stages import V_SCHEDULES, pipeline_chunks
@@ -382,6 +383,7 @@ def train_context(plan: Plan, layout: Layout) -> dict:
         cp=layout.degrees["cp"] > 1,
         gpu=plan.cluster.gpu.name, gpu_bytes=plan.cluster.gpu.hbm_bytes,
         clip_grad_norm=repr(t.clip_grad_norm),
+        alloc_conf=GENERATED_ALLOC_CONF,
     )
 
 

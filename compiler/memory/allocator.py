@@ -31,8 +31,34 @@ drift), with the default configuration (no `PYTORCH_CUDA_ALLOC_CONF`):
   (`release_blocks`: `!block->prev && !block->next`), and the segment is tried again; past the
   limit still, the run is out of memory (`replay` stops there and names the event);
 - `max_split_size` (PYTORCH_CUDA_ALLOC_CONF max_split_size_mb, with its oversize-block rules and
-  `release_available_cached_blocks`) and expandable segments are off by default; nothing parc
-  writes sets them, and they are not modelled.
+  `release_available_cached_blocks`) is off by default; nothing parc writes sets it, and it is
+  not modelled.
+
+Expandable segments (`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`, what torchtitan's
+run_train.sh exports and what parc's generated train.py sets unless the job's environment says
+otherwise: `policy_of`) change the policy, same file and commit:
+
+- `ExpandableSegment`: one segment per pool per stream, a range of virtual addresses (1.125x the
+  device's memory, `max_handles_`) of which pages are mapped to physical memory on demand;
+  `alloc_block` calls `try_allocate_expandable_block` instead of cudaMalloc, and the page is
+  the segment's `segment_size_`: kSmallBuffer = 2 MiB for the small pool, kLargeBuffer =
+  20 MiB for the large one (`find_expandable_block`);
+- `find_expandable_block`: the lowest-addressed unmapped block, started at the free mapped block
+  before it when there is one, with enough free-or-unmapped room behind it; `map_block` maps
+  whole pages (`ExpandableSegment::map`: `segmentLeft`..`segmentRight`) from the block's start,
+  merges the mapped part with its free neighbours, and counts it reserved;
+- `get_free_block`: best fit still, but the free block at the edge of the mapped part is taken
+  by its `expandable_size` (its size and the unmapped room behind it), so any other cached block
+  that fits comes first;
+- `should_split`: with expandable segments the large pool too splits when 512 bytes remain;
+- `release_cached_blocks` / `release_expandable_segment_block` / `unmap_block`: at the limit,
+  every free block's whole pages are unmapped (its unaligned ends stay mapped), and the mapping
+  is tried again.
+
+Freed blocks of one pool lie side by side in one segment and merge (`try_merge_blocks`), so
+the tensors' order rather than their sizes decides what is reused: the reserve beyond the
+allocated peak is what the holes between live tensors leave, with pages of 20 MiB, not
+segments of each request's size.
 
 One stream: the caching allocator keeps freed blocks per stream (BlockComparatorSize compares
 the stream first) and a tensor used on another stream is freed only when that stream's work is
@@ -59,6 +85,33 @@ K_MIN_LARGE_ALLOC = 10 << 20
 """kMinLargeAlloc: requests from 1 MiB up to this share 20 MiB segments (10 MiB)."""
 K_ROUND_LARGE = 2 << 20
 """kRoundLarge: larger requests get a segment of their size rounded up to this (2 MiB)."""
+ADDRESS_SPACE = 1 << 56
+"""An expandable segment's virtual range when the replay has no limit: never the bound."""
+
+DEFAULT = "default"
+EXPANDABLE = "expandable"
+POLICIES = (DEFAULT, EXPANDABLE)
+GENERATED_ALLOC_CONF = "expandable_segments:True"
+"""What parc's generated train.py sets PYTORCH_CUDA_ALLOC_CONF to when the environment has no
+value of its own (torchtitan's run_train.sh exports the same)."""
+
+
+def policy_of(env: dict[str, str] | None) -> str:
+    """The allocator policy of a job whose ranks see the environment `env` (the spec's
+    `launch { env ... }`): the policy the `expandable_segments` option selects (its parser,
+    AcceleratorAllocatorConfig::parseExpandableSegments, takes True or False) in
+    PYTORCH_ALLOC_CONF, else in PYTORCH_CUDA_ALLOC_CONF (torch >= 2.9 reads both, the first
+    first: c10/core/AllocatorConfig.h), and when neither is set, the generated train.py's own
+    `GENERATED_ALLOC_CONF`. A value exported by the submitting shell is not in the spec: the
+    replay cannot see it."""
+    env = env or {}
+    text = env.get("PYTORCH_ALLOC_CONF", env.get("PYTORCH_CUDA_ALLOC_CONF", GENERATED_ALLOC_CONF))
+    found = DEFAULT
+    for item in text.replace(" ", "").split(","):
+        key, _, value = item.partition(":")
+        if key == "expandable_segments":
+            found = EXPANDABLE if value == "True" else DEFAULT
+    return found
 
 
 class OutOfMemory(Exception):
@@ -90,6 +143,8 @@ class Block:
     size: int
     small: bool
     allocated: bool = False
+    mapped: bool = True
+    """False: a stretch of an expandable segment's addresses with no memory behind it."""
     prev: Block | None = None
     next: Block | None = None
 
@@ -103,6 +158,8 @@ class Replay:
 
     limit: int | None = None
     """The device's memory for the allocator (bytes); None: unlimited (never out of memory)."""
+    policy: str = DEFAULT
+    """DEFAULT: cudaMalloc'd segments; EXPANDABLE: expandable segments (`policy_of`)."""
     reserved: int = 0
     allocated: int = 0
     requested: int = 0
@@ -119,6 +176,17 @@ class Replay:
     _free: dict = field(default_factory=lambda: {True: [], False: []})
     """Per pool (small?), the cached blocks as sorted (size, address, block) entries."""
     _next_address: int = 0
+    _unmapped: dict = field(default_factory=dict)
+    """Expandable segments only: per pool, the unmapped blocks as sorted (address, block) entries."""
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise ValueError(f"unknown allocator policy {self.policy!r}")
+        if self.policy == EXPANDABLE:
+            # one segment per pool (one stream), all of it unmapped: its addresses are the pool's own
+            space = ADDRESS_SPACE if self.limit is None else self.limit + self.limit // 8 + K_LARGE_BUFFER
+            self._unmapped = {small: [(0, Block(address=0, size=space, small=small, mapped=False))]
+                              for small in (True, False)}
 
     # -- the pools ------------------------------------------------------------------------------
 
@@ -143,7 +211,7 @@ class Replay:
 
     def _should_split(self, block: Block, size: int) -> bool:
         remaining = block.size - size
-        if block.small:
+        if block.small or self.policy == EXPANDABLE:
             return remaining >= K_MIN_BLOCK_SIZE
         return remaining > K_SMALL_SIZE
 
@@ -177,13 +245,159 @@ class Replay:
                     kept.append(entry)
             self._free[small] = kept
 
+    # -- expandable segments ----------------------------------------------------------------------
+
+    @staticmethod
+    def _expandable_size(block: Block) -> int:
+        """`get_free_block`'s `expandable_size`: the block and the unmapped room right behind it."""
+        after = block.next
+        return block.size + (after.size if after is not None and not after.mapped else 0)
+
+    def _best_fit_expandable(self, size: int, small: bool) -> Block | None:
+        """`get_free_block` with expandable segments: from the smallest fitting block, step to the
+        next larger while that one's expandable size is smaller (the block at the mapped edge is
+        taken only when nothing else fits)."""
+        pool = self._free[small]
+        at = bisect.bisect_left(pool, (size, -1))
+        if at == len(pool):
+            return None
+        while at + 1 < len(pool) and self._expandable_size(pool[at + 1][2]) < self._expandable_size(pool[at][2]):
+            at += 1
+        block = pool[at][2]
+        del pool[at]
+        return block
+
+    def _page(self, small: bool) -> int:
+        """`segment_size_`: kSmallBuffer for the small pool, kLargeBuffer for the large one."""
+        return K_SMALL_BUFFER if small else K_LARGE_BUFFER
+
+    def _find_expandable(self, size: int, small: bool) -> Block:
+        """`find_expandable_block`: the lowest unmapped block (with the free block before it, if
+        any) that has `size` bytes of free or unmapped room from its start."""
+        for _, block in self._unmapped[small]:
+            start = block.prev if block.prev is not None and not block.prev.allocated else block
+            room, cursor = 0, start
+            while room < size and cursor is not None and not cursor.allocated:
+                room += cursor.size
+                cursor = cursor.next
+            if room >= size:
+                return start
+        raise OutOfMemory(size)  # the segment's whole address range is in use
+
+    def _map(self, block: Block, size: int) -> Block:
+        """`map_block`: map the whole pages that cover `size` bytes from the unmapped `block`'s
+        start, merge them with free mapped neighbours, cache the result and return it."""
+        page = self._page(block.small)
+        grant = min(block.size, page * -(-size // page))
+        if self.limit is not None and self.reserved + grant > self.limit:
+            raise OutOfMemory(grant)
+        pool = self._unmapped[block.small]
+        del pool[bisect.bisect_left(pool, (block.address,))]
+        if grant < block.size:
+            rest = Block(address=block.address + grant, size=block.size - grant, small=block.small, mapped=False,
+                         prev=block, next=block.next)
+            if block.next is not None:
+                block.next.prev = rest
+            block.next = rest
+            block.size = grant
+            bisect.insort(pool, (rest.address, rest))
+        block.mapped = True
+        for neighbour in (block.prev, block.next):
+            if neighbour is not None and neighbour.mapped and not neighbour.allocated:
+                self._remove(neighbour)
+                self._absorb(block, neighbour)
+        self._insert(block)
+        self.reserved += grant
+        self.cuda_mallocs += 1
+        return block
+
+    @staticmethod
+    def _absorb(block: Block, neighbour: Block) -> None:
+        """`try_merge_blocks`: `block` takes over its neighbour's bytes."""
+        if neighbour is block.prev:
+            block.address, block.prev = neighbour.address, neighbour.prev
+            if block.prev is not None:
+                block.prev.next = block
+        else:
+            block.next = neighbour.next
+            if block.next is not None:
+                block.next.prev = block
+        block.size += neighbour.size
+
+    def _expand(self, size: int, small: bool) -> Block:
+        """`alloc_block` -> `try_allocate_expandable_block`, with `release_cached_blocks` and one
+        retry at the limit."""
+        try:
+            return self._try_expand(size, small)
+        except OutOfMemory:
+            self._unmap_cached()
+            self.retries += 1
+            return self._try_expand(size, small)
+
+    def _try_expand(self, size: int, small: bool) -> Block:
+        block = self._find_expandable(size, small)
+        if not block.mapped:
+            block = self._map(block, min(block.size, size))
+        while block.size < size:
+            block = self._map(block.next, min(size - block.size, block.next.size))
+        self._remove(block)
+        self.segments = sum(1 for s in (True, False) if self._mapped_bytes(s))
+        return block
+
+    def _mapped_bytes(self, small: bool) -> bool:
+        """Whether the pool's segment has any page mapped."""
+        pool = self._unmapped[small]
+        return not (len(pool) == 1 and pool[0][1].prev is None and pool[0][1].next is None)
+
+    def _unmap_cached(self) -> None:
+        """`release_cached_blocks` with expandable segments (`release_expandable_segment_block`,
+        `unmap_block`): every cached block's whole pages are unmapped; the unaligned head and tail
+        stay mapped and cached."""
+        for small in (True, False):
+            page = self._page(small)
+            for _, _, block in list(self._free[small]):
+                begin = page * -(-block.address // page)
+                end = page * ((block.address + block.size) // page)
+                if end <= begin:
+                    continue
+                self._remove(block)
+                head, tail = begin - block.address, block.address + block.size - end
+                if head:
+                    self._insert(self._split_front(block, head))
+                if tail:
+                    back = self._split_front(block, end - begin)
+                    back, block = block, back  # `block` is now the [begin, end) piece
+                    self._insert(back)
+                block.mapped = False
+                self.reserved -= end - begin
+                for neighbour in (block.prev, block.next):
+                    if neighbour is not None and not neighbour.mapped:
+                        self._unmapped[small].pop(bisect.bisect_left(self._unmapped[small], (neighbour.address,)))
+                        self._absorb(block, neighbour)
+                bisect.insort(self._unmapped[small], (block.address, block))
+
+    @staticmethod
+    def _split_front(block: Block, size: int) -> Block:
+        """Cut the first `size` bytes off `block` into a new block before it (same state)."""
+        front = Block(address=block.address, size=size, small=block.small, allocated=block.allocated,
+                      mapped=block.mapped, prev=block.prev, next=block)
+        if block.prev is not None:
+            block.prev.next = front
+        block.prev = front
+        block.address += size
+        block.size -= size
+        return front
+
     # -- requests -------------------------------------------------------------------------------
 
     def malloc(self, requested: int) -> Block:
         """`malloc`: a block for a request of `requested` bytes."""
         size = round_size(requested)
         small = size <= K_SMALL_SIZE
-        block = self._best_fit(size, small) or self._new_segment(size, small)
+        if self.policy == EXPANDABLE:
+            block = self._best_fit_expandable(size, small) or self._expand(size, small)
+        else:
+            block = self._best_fit(size, small) or self._new_segment(size, small)
         if self._should_split(block, size):
             rest = Block(address=block.address + size, size=block.size - size, small=small, prev=block,
                          next=block.next)
@@ -209,12 +423,12 @@ class Replay:
         self.allocated -= block.size
         self.requested -= requested
         before, after = block.prev, block.next
-        if before is not None and not before.allocated:
+        if before is not None and not before.allocated and before.mapped:
             self._remove(before)
             block.address, block.size, block.prev = before.address, before.size + block.size, before.prev
             if block.prev is not None:
                 block.prev.next = block
-        if after is not None and not after.allocated:
+        if after is not None and not after.allocated and after.mapped:
             self._remove(after)
             block.size += after.size
             block.next = after.next
@@ -237,10 +451,10 @@ class Replay:
                 "allocated_at_max_reserved_bytes": self.allocated_at_max_reserved,
                 "reserved_beyond_allocated_peak_bytes": self.reserved_beyond_allocated_peak,
                 "segments": self.segments, "cuda_mallocs": self.cuda_mallocs, "alloc_retries": self.retries,
-                "limit_bytes": self.limit, "out_of_memory": self.out_of_memory}
+                "limit_bytes": self.limit, "out_of_memory": self.out_of_memory, "policy": self.policy}
 
 
-def replay(events, skip=(), limit: int | None = None) -> Replay:
+def replay(events, skip=(), limit: int | None = None, policy: str = DEFAULT) -> Replay:
     """Replay a rank's allocation sequence. `events` as the rehearsal writes them
     (`rehearse.py`'s trace): a positive integer n allocates n bytes as the next allocation
     (numbered from 0 in order), a negative -(i + 1) frees allocation i. Allocations numbered in
@@ -250,8 +464,11 @@ def replay(events, skip=(), limit: int | None = None) -> Replay:
     segment past it after the cached segments are released is where a GPU runs out of memory:
     the replay stops there and records it (`Replay.out_of_memory`: the event's index in
     `events`, the allocation's number and bytes, the segment asked for and what was reserved),
-    its statistics those of the sequence up to that event."""
-    state = Replay(limit=limit)
+    its statistics those of the sequence up to that event.
+
+    `policy`: DEFAULT (no PYTORCH_CUDA_ALLOC_CONF) or EXPANDABLE (expandable segments; `policy_of`
+    reads it from a job's environment)."""
+    state = Replay(limit=limit, policy=policy)
     skip = set(skip)
     live: dict[int, tuple[Block, int]] = {}
     count = 0

@@ -30,7 +30,11 @@ inside the caching allocator (in `max_memory_reserved`):
   no GPU measurement of the generated runtime exists yet (benchmarks/gpu_rehearse.py is ready
   to take one). `parc rehearse` replays a rank's own allocations through the allocator's
   policy (`allocator.py`) and shows what this allowance stands for on that rank: at Llama 3
-  405B's 1F1B first stage, twice it (docs/memory-model.md, "Replaying the caching allocator").
+  405B's 1F1B first stage, twice it with the default policy, and 30-72 % of it on the 405B
+  cases with expandable segments, which the generated train.py sets (torchtitan's launcher
+  does the same): freed neighbours merge across one segment per pool (docs/memory-model.md,
+  "Replaying the caching allocator", benchmarks/reserve_replay.py). Not replaced: no closed
+  form of the schedule's tensors reproduces the replayed holes.
 
 - the compute-dtype logits the caching allocator still holds at the loss's backward
   (`cached_logits`): a freed block is reused only by requests that fit in it, and the loss's

@@ -49,7 +49,15 @@ from contextlib import contextmanager, nullcontext
 from datetime import timedelta
 from pathlib import Path
 
-import torch
+# The CUDA caching allocator reads its configuration when torch first allocates on a GPU: expandable
+# segments (one segment per pool that grows by mapping 20 MiB pages, so freed neighbours merge and
+# no request's size becomes a segment of its own), as torchtitan's run_train.sh ships it, unless the
+# environment already configures the allocator (PYTORCH_ALLOC_CONF, or PYTORCH_CUDA_ALLOC_CONF,
+# which every torch reads). parc's memory model replays this policy (parc.memory.allocator).
+if "PYTORCH_ALLOC_CONF" not in os.environ and "PYTORCH_CUDA_ALLOC_CONF" not in os.environ:
+    os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+
+import torch  # noqa: E402  (after the allocator's configuration)
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
 import torch.distributed.checkpoint as dcp
