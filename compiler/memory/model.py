@@ -255,7 +255,21 @@ first layer's saved input (see `ChunkActivations`)."""
 
 
 def _signature(shape: Shape, chunk) -> ChunkSignature:
-    return (chunk.layers, chunk.embedding, chunk.output, chunk.first_layer if shape.moe else 0)
+    return (chunk.layers, chunk.embedding, chunk.output,
+            _canonical_firsts(shape, chunk.layers)[chunk.first_layer] if shape.moe else 0)
+
+
+@lru_cache(maxsize=4096)
+def _canonical_firsts(shape: Shape, layers: int) -> tuple[int, ...]:
+    """Per first layer of a chunk of `layers` layers, the first layer of the earliest chunk with
+    the same MoE pattern (`Shape.moe` over its layers): a chunk reads its first layer through
+    that pattern alone (`_layer_kinds`), so chunks of one pattern share one signature and their
+    activations are computed once. Every layer MoE (Mixtral) or every layer past a few dense
+    ones (DeepSeek-V3): one signature where each first layer had its own, and a search's memory
+    floors (`first_backward_floors`, per tp, cp, ep and pipeline) computed a chunk's
+    activations once per pattern instead of once per position."""
+    seen: dict[tuple[bool, ...], int] = {}
+    return tuple(seen.setdefault(shape.moe[first:first + layers], first) for first in range(len(shape.moe) + 1))
 
 
 @lru_cache(maxsize=4096)
@@ -1072,7 +1086,8 @@ def clear_caches() -> None:
     from . import activations, parameters, schedules
 
     for function in (activation_knobs, rank_params, _rank_activations, _chunk_activations, _first_backward_floors,
-                     _counted_rank_signatures, rank_signatures, distinct_rank_signatures, activations.layer_activations, activations.embedding_activations,
+                     _counted_rank_signatures, rank_signatures, distinct_rank_signatures, _canonical_firsts,
+                     activations.layer_activations, activations.embedding_activations,
                      activations.output_activations, activations.logits_buffer,
                      activations.embedding_backward_buffer, parameters.layer_params,
                      parameters.chunk_params, parameters.chunks_of, parameters.fsdp_padding, schedules.peak_states,
