@@ -840,9 +840,12 @@ def gemm_efficiency(m: float, k: float, n: float, element: int, peak: float, hw:
     return c.gemm_efficiency(hw.generation) * intensity / (intensity + half) * waves
 
 
+@lru_cache(maxsize=65536)
 def gemm_seconds(m: float, k: float, n: float, precision: str, hw: Hardware, c: Constants,
                  groups: float = 1.0) -> float:
-    """One (m x k) @ (k x n) product (each of `groups` in a grouped kernel)."""
+    """One (m x k) @ (k x n) product (each of `groups` in a grouped kernel). Kept per shape: an
+    MoE search times each layer per ep, and all its products but the routed experts' two (the
+    attention's, the router's, the shared experts') repeat for every ep."""
     if m <= 0 or k <= 0 or n <= 0:
         return 0.0
     peak = matmul_peak(hw, precision)
@@ -862,6 +865,7 @@ CAUSAL_SKIPPING = ("flash",)
 backward (`FLASH_BACKWARD`)."""
 
 
+@lru_cache(maxsize=16384)
 def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: int, n: float, attention: str,
                             hw: Hardware, sustained: float = 1.0) -> tuple[float, float, int]:
     """Forward and backward seconds of the fused attention kernels of one layer and micro-batch,
@@ -875,7 +879,8 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
     both of the peer's chunks) and half over s / 2cp (both query chunks against the peer's earlier
     chunk). All-gather and all-to-all context parallelism run one causal kernel over all s keys.
     `sustained` (`Constants.attention_sustained`) is a training run's speed relative to the kernel
-    benchmarks the curves come from (1: the curve as published)."""
+    benchmarks the curves come from (1: the curve as published). Kept per its arguments: it
+    reads no ep, and an MoE search times each layer per ep."""
     curve = kernel_model.attention_curve(ATTENTION_KERNELS.get(attention, "sdpa"), hw.generation)
     d = shape.head_dim
     work = flops.attention_core_flops(shape, flops.causal_keys(seq)) / tp * n
@@ -1152,8 +1157,16 @@ def torchtitan_op_seconds(shape: Shape, tp: int, n: float, moe: bool, pointwise:
     block, whose router gate and routed experts' grouped GEMMs the caller adds whole) and
     `pointwise`, the memory-bound kernels it runs again (`torchtitan_kernels_again`). The
     attention kernel's output is saved."""
+    return pointwise + _torchtitan_again_seconds(shape, tp, n, moe, precision, hw, c)
+
+
+@lru_cache(maxsize=16384)
+def _torchtitan_again_seconds(shape: Shape, tp: int, n: float, moe: bool, precision: str, hw: Hardware,
+                              c: Constants) -> float:
+    """`torchtitan_op_seconds`' matmuls run again, summed: kept per what they read (no ep, no
+    memory-bound work), since an MoE search times each layer per ep."""
     _, again = torchtitan_op_split(torchtitan_matmuls(shape, tp, moe=moe))
-    return pointwise + sum(gemm_seconds(n, k, out, precision, hw, c) + c.kernel_overhead for _, k, out in again)
+    return sum(gemm_seconds(n, k, out, precision, hw, c) + c.kernel_overhead for _, k, out in again)
 
 
 @lru_cache(maxsize=4096)
@@ -1786,7 +1799,7 @@ def dispatched(w: Work, shape: Shape, hw: Hardware, sw: Software) -> Work:
     """An MoE layer's work as the runtime's dispatcher runs it: DeepEP's node-limited fan-out
     and SM share, and the host's read of the token counts (search's bound reads the same)."""
     if sw.ep_dispatcher == "deepep":
-        w = replace(w, ep_fanout=(shape.experts, shape.top_k, sw.ep_node_limit),
+        w = replaced(w, ep_fanout=(shape.experts, shape.top_k, sw.ep_node_limit),
                     ep_sm_share=min(1.0, kernel_model.DEEPEP_SMS / max(1, hw.sms)))
     if sw.moe_host_sync:
         # the dispatcher's read of the token counts drains the GPU once per forward; the backward
@@ -1795,7 +1808,7 @@ def dispatched(w: Work, shape: Shape, hw: Hardware, sw: Software) -> Work:
                                                 sw.host_op_seconds)
         paced = kernel_model.host_paced_seconds(w.launches_b + kernel_model.DISPATCHER_BACKWARD_OPS,
                                                 w.backward_input + w.backward_weight, sw.host_op_seconds)
-        w = replace(w, memory_f=w.memory_f + stall, memory_b=w.memory_b + paced)
+        w = replaced(w, memory_f=w.memory_f + stall, memory_b=w.memory_b + paced)
     return w
 
 
@@ -2640,7 +2653,8 @@ def clear_caches() -> None:
     process look faster than any search a user runs; tests/test_search_speed_exact.py checks that
     none is left filled)."""
     for cached in (geometry, link, layer_work, embedding_work, output_work, exposed, rank_loads, _rank_frames, _piece,
-                   _rank_times, _dp_ledger, _dp_exposed, piece_flops, recompute_modules, _replayed_idle_per_rank):
+                   _rank_times, _dp_ledger, _dp_exposed, piece_flops, recompute_modules, _replayed_idle_per_rank,
+                   gemm_seconds, flash_attention_seconds, _torchtitan_again_seconds):
         cached.cache_clear()
     for cached in (kernel_model.padded_rows, kernel_model._largest_normal, kernel_model.deepep_fractions,
                    hbm.layer_bytes, hbm.embedding_bytes, hbm.output_bytes):
