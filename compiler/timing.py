@@ -1649,9 +1649,11 @@ class RankTimes:
 RANK_AXES = ("tp", "cp", "ep", "pp")
 
 
-@lru_cache(maxsize=16384)
-def _piece(work: Work, x: Exposed, mode: str, selective: str) -> tuple[float, ...]:
-    """One piece's contribution: f, b, w, recompute, exposed f (tp, cp, ep), exposed b, sent."""
+def piece_of(work: Work, x: Exposed, mode: str, selective: str) -> tuple[float, ...]:
+    """One piece's contribution: f, b, w, recompute, exposed f (tp, cp, ep), exposed b, sent.
+    Uncached: search's bounds keep their own per layer shape (`Engine._pieces`), and hashing a
+    fresh `Work` for a cache it never hits again cost more than the sums (`_piece` is the
+    cached one, for the step time's repeated pieces)."""
     f_tp, f_cp, f_ep = x.tp_f, x.cp_f, x.ep_f
     b_tp, b_cp, b_ep = x.tp_b, x.cp_b, x.ep_b
     s_tp, s_cp, s_ep = x.tp_sent[0] + x.tp_sent[1], x.cp_sent[0] + x.cp_sent[1], x.ep_sent[0] + x.ep_sent[1]
@@ -1672,6 +1674,9 @@ def _piece(work: Work, x: Exposed, mode: str, selective: str) -> tuple[float, ..
             b_ep, s_ep = b_ep + f_ep, s_ep + x.ep_sent[0]
     return (work.forward, work.backward_input, work.backward_weight, rec, f_tp, f_cp, f_ep,
             b_tp, b_cp, b_ep, s_tp, s_cp, s_ep)
+
+
+_piece = lru_cache(maxsize=16384)(piece_of)
 
 
 MEGATRON_MODULES = ("core_attn", "layernorm", "moe_act", "moe")

@@ -827,7 +827,7 @@ class Engine:
     def _pieces(self, tp: int, sp: bool, cp: int, micro: int, ep: int, placements: tuple | None = None,
                 overlaps: tuple[bool, ...] = (False,)) -> dict:
         """Per-micro-batch seconds of one layer per (MoE?, recompute mode), and of the embedding
-        and the output layer, from the time model's own pieces (`timing._piece`) with the
+        and the output layer, from the time model's own pieces (`timing.piece_of`) with the
         communication of `_bound_links`, as (forward, input backward, weight backward,
         recomputation, exposed in the forward, exposed in the backward). `placements`: the
         (cp group, ep group) pairs the rank orders give (`_placements`; by default cp inside a
@@ -865,7 +865,7 @@ class Engine:
             for mode in modes:
                 each = []
                 for x in xs:
-                    p = timing._piece(work, x, mode, sw.selective)
+                    p = timing.piece_of(work, x, mode, sw.selective)
                     each.append((p[0], p[1], p[2], p[3], p[4] + p[5] + p[6], p[7] + p[8] + p[9]))
                 out.append(each[0] if len(each) == 1 else tuple(min(values) for values in zip(*each, strict=True)))
             return out
@@ -907,7 +907,7 @@ class Engine:
         return work
 
     def _compute_pieces(self, tp: int, sp: bool, cp: int, micro: int, ep: int) -> dict:
-        """`_pieces` without any communication: the computation alone (`timing._piece` with
+        """`_pieces` without any communication: the computation alone (`timing.piece_of` with
         nothing exposed), which every placement of every order at least takes."""
         key = ("compute", tp, sp, cp, micro, ep)
         cached = self._piece_cache.get(key)
@@ -924,19 +924,19 @@ class Engine:
                 for name, work in (("embedding", timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c)),
                                    ("output", timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab, "bf16",
                                                                  sw.kernels, hw, c))):
-                    p = timing._piece(timing.slowed(work, sw, c), nothing, "none", selective)
+                    p = timing.piece_of(timing.slowed(work, sw, c), nothing, "none", selective)
                     free[name] = (p[0], p[1], p[2], p[3], 0.0, 0.0)
                 if any(not moe for moe, _ in self._layer_counts):
                     work = self._work_of(False, tp, sp, cp, micro, 1)
                     for mode in RECOMPUTE:
-                        p = timing._piece(work, nothing, mode, selective)
+                        p = timing.piece_of(work, nothing, mode, selective)
                         free[(False, mode)] = (p[0], p[1], p[2], p[3], 0.0, 0.0)
                 self._piece_cache[free_key] = free
             cached = dict(free)
             if any(moe for moe, _ in self._layer_counts):
                 work = self._work_of(True, tp, sp, cp, micro, ep)
                 for mode in RECOMPUTE:
-                    p = timing._piece(work, nothing, mode, selective)
+                    p = timing.piece_of(work, nothing, mode, selective)
                     cached[(True, mode)] = (p[0], p[1], p[2], p[3], 0.0, 0.0)
             self._piece_cache[key] = cached
         return cached
