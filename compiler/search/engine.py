@@ -284,6 +284,7 @@ class Engine:
         self._layer_counts = tuple((moe, n) for moe, n in ((False, self.shape.layers - moe_layers),
                                                             (True, moe_layers)) if n)
         self._tp_problems: dict[int, str | None] = {}
+        self._micro_lists: dict[tuple, tuple[list, list]] = {}  # `_micro_rules`
         self._pipe_classes: dict[tuple, int] = {}  # (pp, schedule, v) -> `_pipeline_class`
         self._pipe_class_ids: dict[tuple, int] = {}
         self._floor_pieces: dict[tuple, tuple] = {}  # `_layer_floor_pieces`
@@ -550,6 +551,24 @@ class Engine:
             return m, "E0322"
         return m, rules.schedule_rejects_microbatches(schedule, pp, m)
 
+    def _micro_rules(self, batch_degree: int, pp: int, schedule: str) -> tuple[list, list]:
+        """(the valid (micro-batch, micro-batches per step), the first rule each other micro-batch
+        fails) of a schedule: `_micro_problem` reads the batch degree, pp and the schedule alone,
+        so the degree assignments that share them (every tp, cp and ep of a dp) share the lists
+        (read only)."""
+        key = (batch_degree, pp, schedule)
+        found = self._micro_lists.get(key)
+        if found is None:
+            valid, problems = [], []
+            for micro in self.space.micro:
+                m, problem = self._micro_problem(batch_degree, pp, schedule, micro)
+                if problem:
+                    problems.append(problem)
+                else:
+                    valid.append((micro, m))
+            found = self._micro_lists[key] = (valid, problems)
+        return found
+
     def _order_problem(self, degrees: dict, order: tuple[str, ...]) -> str | None:
         """E0304 for one rank order: tp's groups leave the NVLink domain."""
         tp = degrees.get("tp", 1)
@@ -714,14 +733,7 @@ class Engine:
         for schedule, v in pipes:
             found = per_schedule.get(schedule)
             if found is None:
-                valid, problems = [], []
-                for micro in space.micro:
-                    m, problem = self._micro_problem(item.batch_degree, pp, schedule, micro)
-                    if problem:
-                        problems.append(problem)
-                    else:
-                        valid.append((micro, m))
-                found = per_schedule[schedule] = (valid, problems)
+                found = per_schedule[schedule] = self._micro_rules(item.batch_degree, pp, schedule)
             valid, problems = found
             for problem in problems:
                 pruned[problem] += n_sp * orders_raw * below_order
