@@ -542,23 +542,52 @@ def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, se
         turn = runtime == "torch" and v_turn(schedule, pp, index)
         rank = alike.get((mine, turn))
         if rank is None:
-            pieces = [_chunk_activations(shape, ak, sig, recompute, recompute_layers, pp > 1, released)
-                      for sig in mine]
-            chunks = tuple(p.activations for p in pieces)
-            if turn:  # the second chunk's input is the first's kept output, its gradient the first's
-                boundary = act.boundary_bytes(shape, ak)  # output gradient (counted in the first's `grads`)
-                chunks = (chunks[0], replace(chunks[1], shared_input=chunks[0].output,
-                                             pending=chunks[1].pending - boundary))
-            sent = sent_input_gradient(shape, ak, mine[0], schedule, pp, v)
-            working = tuple(p.working + sent for p in pieces)
-            rank = alike[(mine, turn)] = RankActivations(
-                chunks=chunks, transient=max(working, default=0),
-                embedding_backward=max((p.embedding_backward for p in pieces), default=0), working=working,
-                embedding_chunk=next((c for c, sig in enumerate(mine) if sig[1]), -1),
-                input_working=tuple(p.input_working + sent for p in pieces),
-                weight_working=tuple(p.weight_working + sent for p in pieces))
+            rank = alike[(mine, turn)] = _one_rank(shape, ak, mine, turn, recompute, recompute_layers, pp, v,
+                                                   schedule, released)
         out.append(rank)
     return tuple(out)
+
+
+def end_rank_activations(shape: Shape, k: Knobs) -> tuple[RankActivations, RankActivations]:
+    """`rank_activations(shape, k)` of the first and the last pp rank only (search's memory
+    floor reads those two, `Engine._quick_floor`): a deep pipeline's other ranks are not
+    walked. The same objects' values as `rank_activations`' (one rank's computation,
+    `_one_rank`)."""
+    return _end_ranks(shape, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
+                      k.recompute, k.recompute_layers, k.pp, k.virtual_stages, k.schedule, k.split,
+                      k.ep if shape.moe else 1, k.precision, k.device, k.model_code)
+
+
+@lru_cache(maxsize=16384)
+def _end_ranks(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
+               runtime: str, recompute: str, recompute_layers: int | None, pp: int, v: int,
+               schedule: str, split: tuple[int, ...] | None, ep: int = 1, precision: str = "bf16",
+               device: str = "cuda", model_code: str = "parc") -> tuple[RankActivations, RankActivations]:
+    ak = activation_knobs(tp, sp, cp, flavour, seq, micro, runtime, ep, precision, device, model_code)
+    released = released_backward(schedule, pp)
+    signatures = rank_signatures(shape, pp, v, schedule, split)
+    return tuple(_one_rank(shape, ak, signatures[index], runtime == "torch" and v_turn(schedule, pp, index),
+                           recompute, recompute_layers, pp, v, schedule, released) for index in (0, pp - 1))
+
+
+def _one_rank(shape: Shape, ak: Knobs, mine: tuple[ChunkSignature, ...], turn: bool, recompute: str,
+              recompute_layers: int | None, pp: int, v: int, schedule: str, released: bool) -> RankActivations:
+    """One pp rank's activations from its chunks' signatures (`_rank_activations`' per rank)."""
+    pieces = [_chunk_activations(shape, ak, sig, recompute, recompute_layers, pp > 1, released)
+              for sig in mine]
+    chunks = tuple(p.activations for p in pieces)
+    if turn:  # the second chunk's input is the first's kept output, its gradient the first's
+        boundary = act.boundary_bytes(shape, ak)  # output gradient (counted in the first's `grads`)
+        chunks = (chunks[0], replace(chunks[1], shared_input=chunks[0].output,
+                                     pending=chunks[1].pending - boundary))
+    sent = sent_input_gradient(shape, ak, mine[0], schedule, pp, v)
+    working = tuple(p.working + sent for p in pieces)
+    return RankActivations(
+        chunks=chunks, transient=max(working, default=0),
+        embedding_backward=max((p.embedding_backward for p in pieces), default=0), working=working,
+        embedding_chunk=next((c for c, sig in enumerate(mine) if sig[1]), -1),
+        input_working=tuple(p.input_working + sent for p in pieces),
+        weight_working=tuple(p.weight_working + sent for p in pieces))
 
 
 def first_backward_floors(shape: Shape, k: Knobs) -> dict[tuple[ChunkSignature, ...], int]:
@@ -1076,6 +1105,7 @@ def trim_caches() -> None:
     from . import schedules
 
     _rank_activations.cache_clear()
+    _end_ranks.cache_clear()
     schedules._walked_actions.cache_clear()
     _PEAKS.clear()
     _MOMENTS.clear()
@@ -1085,7 +1115,7 @@ def clear_caches() -> None:
     """Forget every cached piece (benchmarks measure a cold start with it)."""
     from . import activations, parameters, schedules
 
-    for function in (activation_knobs, rank_params, _rank_activations, _chunk_activations, _first_backward_floors,
+    for function in (activation_knobs, rank_params, _rank_activations, _end_ranks, _chunk_activations, _first_backward_floors,
                      _counted_rank_signatures, rank_signatures, distinct_rank_signatures, _canonical_firsts,
                      activations.layer_activations, activations.embedding_activations,
                      activations.output_activations, activations.logits_buffer,

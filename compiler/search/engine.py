@@ -61,9 +61,9 @@ from ..memory.model import (
     activation_floors,
     activation_knobs,
     cached_logits_bytes,
+    end_rank_activations,
     first_backward_floors,
     peak,
-    rank_activations,
     rank_params,
     rank_signatures,
     released_backward,
@@ -1788,7 +1788,8 @@ class Engine:
             key = self._first_fails(item, k.pp, k.schedule, k.virtual_stages, k.sequence_parallel, k.recompute)
             item.opt_cache[key] = min(item.opt_cache.get(key, k.micro_batch), k.micro_batch)
             return floor
-        acts = rank_activations(self.shape, k)
+        first, last = end_rank_activations(self.shape, k)  # those two only, not every rank's
+        acts = {0: first, k.pp - 1: last}
         states = self._states_floor(item, k)
         for rank in sorted({0, k.pp - 1}):
             chunks = acts[rank].chunks
