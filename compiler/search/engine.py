@@ -822,14 +822,17 @@ class Engine:
         # some parameters under a sharding is the same in every pipeline (`_optimizer`'s cache)
         distinct = list({(load.params_dense, load.params_expert): load for load in loads}.values())
         cache = item.opt_cache
-        for sharding, shard in self._group_shardings(item, k):
+        # the least step is never under an hsdp split where zero3 is there: the step reads the
+        # parameters over the shard groups (`timing.optimizer_seconds`), and hsdp's are at most
+        # zero3's (`least_state_shardings`), so its step is at least zero3's for every rank
+        for sharding, shard in least_state_shardings(self._group_shardings(item, k)):
             ks = None
             slowest = -math.inf
             for load in distinct:
                 seconds = cache.get(("opt", load.params_dense, load.params_expert, sharding, shard))
                 if seconds is None:
                     if ks is None:
-                        ks = self._with_sharding(k, sharding, shard)
+                        ks = self._degree_sharded(item, k, sharding, shard)
                     seconds = self._optimizer(item, load, ks)
                 slowest = max(slowest, seconds)
             best = min(best, slowest)
@@ -1194,9 +1197,22 @@ class Engine:
         key = ("opt", r.params_dense, r.params_expert, sharding, shard)
         cached = item.opt_cache.get(key)
         if cached is None:
-            ks = self._with_sharding(k, sharding, shard)
+            ks = self._degree_sharded(item, k, sharding, shard)
             cached = item.opt_cache[key] = timing.optimizer_seconds(r, ks, self.hw, self.constants)
         return cached
+
+    def _degree_sharded(self, item: _Degrees, k: Knobs, sharding: str, shard: int) -> Knobs:
+        """Knobs of the degrees with this sharding, built from the first group that asks and
+        kept with the degrees, for what reads the degrees, the sharding and the fixed knobs
+        only: `timing.optimizer_seconds` reads the shard groups (`Knobs.dense_shard_group`,
+        `expert_shard_group`: dp, cp, ep, tp, the runtime and the sharding) and the optimizer.
+        Each group's own (`_with_sharding`) was built afresh for every group whose ranks
+        hold parameters not seen yet."""
+        key = ("degree sharded", sharding, shard)
+        ks = item.opt_cache.get(key)
+        if ks is None:
+            ks = item.opt_cache[key] = self._with_sharding(k, sharding, shard)
+        return ks
 
     def _parts(self, group) -> tuple:
         """What the bounds of a group's shardings share: its knobs, the busiest-rank-and-bubble
