@@ -612,7 +612,6 @@ def _counted_rank_signatures(shape: Shape, pp: int, v: int, schedule: str, split
                  for mine in distinct_rank_signatures(shape, pp, v, schedule, split))
 
 
-@lru_cache(maxsize=16384)
 def _first_backward_floors(shape: Shape, ak: Knobs, pp: int, v: int, schedule: str,
                            split: tuple[int, ...] | None, recompute: str,
                            recompute_layers: int | None) -> Mapping[tuple[ChunkSignature, ...], int]:
@@ -621,16 +620,27 @@ def _first_backward_floors(shape: Shape, ak: Knobs, pp: int, v: int, schedule: s
     search over cluster sizes (`nodes ?`) share it (the same tp, cp, pp, micro-batch and
     recomputation recur at every size). A rank's chunks of one signature are counted, not
     looked up one by one (an interleaved rank holds up to 63 alike); the sums are integers, so
-    the result is the same."""
-    released = released_backward(schedule, pp)
+    the result is the same. Kept (`_floors_of`) per the ranks' counted signatures and whether
+    the backward releases, not per schedule: schedules that chunk alike (1F1B and GPipe, the
+    interleaved ones of one virtual-stage count) share one computation."""
+    return _floors_of(shape, ak, _counted_rank_signatures(shape, pp, v, schedule, split), pp > 1,
+                      released_backward(schedule, pp), recompute, recompute_layers)
+
+
+@lru_cache(maxsize=16384)
+def _floors_of(shape: Shape, ak: Knobs, ranks: tuple, pipelined: bool, released: bool, recompute: str,
+               recompute_layers: int | None) -> Mapping[tuple[ChunkSignature, ...], int]:
+    """`_first_backward_floors` of the distinct ranks' counted chunk signatures (`ranks`,
+    `_counted_rank_signatures`)."""
     out: dict[tuple[ChunkSignature, ...], int] = {}
     pieces: dict[ChunkSignature, ChunkPieces] = {}  # each signature's, looked up once (ranks share them)
-    for mine, counted in _counted_rank_signatures(shape, pp, v, schedule, split):
+    for mine, counted in ranks:
         saved = own = 0
         for sig, count in counted:
             p = pieces.get(sig)
             if p is None:
-                p = pieces[sig] = _chunk_activations(shape, ak, sig, recompute, recompute_layers, pp > 1, released)
+                p = pieces[sig] = _chunk_activations(shape, ak, sig, recompute, recompute_layers, pipelined,
+                                                     released)
             saved += count * p.activations.saved
             own = max(own, p.activations.saved + p.working)
         last = pieces[mine[-1]].working
@@ -1115,7 +1125,7 @@ def clear_caches() -> None:
     """Forget every cached piece (benchmarks measure a cold start with it)."""
     from . import activations, parameters, schedules
 
-    for function in (activation_knobs, rank_params, _rank_activations, _end_ranks, _chunk_activations, _first_backward_floors,
+    for function in (activation_knobs, rank_params, _rank_activations, _end_ranks, _chunk_activations, _floors_of,
                      _counted_rank_signatures, rank_signatures, distinct_rank_signatures, _canonical_firsts,
                      activations.layer_activations, activations.embedding_activations,
                      activations.output_activations, activations.logits_buffer,
