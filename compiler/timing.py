@@ -840,12 +840,14 @@ def gemm_efficiency(m: float, k: float, n: float, element: int, peak: float, hw:
     return c.gemm_efficiency(hw.generation) * intensity / (intensity + half) * waves
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=65536, typed=True)
 def gemm_seconds(m: float, k: float, n: float, precision: str, hw: Hardware, c: Constants,
                  groups: float = 1.0) -> float:
     """One (m x k) @ (k x n) product (each of `groups` in a grouped kernel). Kept per shape: an
     MoE search times each layer per ep, and all its products but the routed experts' two (the
-    attention's, the router's, the shared experts') repeat for every ep."""
+    attention's, the router's, the shared experts') repeat for every ep. Typed (here and in the
+    other caches of pieces of a layer): an int and a float of one value are kept apart, so
+    every caller gets the bits it got uncached."""
     if m <= 0 or k <= 0 or n <= 0:
         return 0.0
     peak = matmul_peak(hw, precision)
@@ -865,7 +867,7 @@ CAUSAL_SKIPPING = ("flash",)
 backward (`FLASH_BACKWARD`)."""
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=16384, typed=True)
 def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: int, n: float, attention: str,
                             hw: Hardware, sustained: float = 1.0) -> tuple[float, float, int]:
     """Forward and backward seconds of the fused attention kernels of one layer and micro-batch,
@@ -1160,7 +1162,7 @@ def torchtitan_op_seconds(shape: Shape, tp: int, n: float, moe: bool, pointwise:
     return pointwise + _torchtitan_again_seconds(shape, tp, n, moe, precision, hw, c)
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=16384, typed=True)
 def _torchtitan_again_seconds(shape: Shape, tp: int, n: float, moe: bool, precision: str, hw: Hardware,
                               c: Constants) -> float:
     """`torchtitan_op_seconds`' matmuls run again, summed: kept per what they read (no ep, no
