@@ -656,10 +656,21 @@ def transient_buffers(transient: int, params: RankParams, k: Knobs, shape: Shape
     is done (post-backward hook): that reduction is a moment of its own, not on top of a
     layer's working set or the loss's (measured by the rehearsal: at the last stage's peak, the
     loss's backward, no reduction buffer is alive)."""
+    return with_wrapper(transient, wrapper_buffers(params, k, shape), k)
+
+
+def wrapper_buffers(params: RankParams, k: Knobs, shape: Shape) -> int:
+    """The data-parallel wrapper's buffers of a rank (`transient_buffers`' part that reads no
+    working set: a rank's moments share it, `moment_extras`)."""
     wrapper = fsdp_buffers(params.largest_layer, k, params.root)
     experts = fsdp_expert_temporaries(shape, k)  # 0 unless expert stacks are sharded on dim 1
     if experts and any(shape.is_moe(layer) for c in params.chunks for layer in c.layer_range):
         wrapper += experts
+    return wrapper
+
+
+def with_wrapper(transient: int, wrapper: int, k: Knobs) -> int:
+    """`transient_buffers` of a working set and the rank's `wrapper_buffers`."""
     if k.pp > 1:
         return max(transient, wrapper)
     return transient + wrapper
@@ -839,10 +850,11 @@ def moment_extras(shape: Shape, k: Knobs, params: RankParams, acts: RankActivati
     (`transient_buffers`), and on the embedding's chunk the larger of that and the embedding's
     backward (`embedding_moment`, less `relief`: `second_embedding_backward`)."""
     out = []
+    wrapper = wrapper_buffers(params, k, shape)  # the same at every moment of the rank
     for working in moment_working(acts):
         extras = []
         for c, work in enumerate(working):
-            extra = transient_buffers(work, params, k, shape)
+            extra = with_wrapper(work, wrapper, k)
             if c == acts.embedding_chunk:
                 extra = max(extra, acts.embedding_backward - relief)
             extras.append(extra)
