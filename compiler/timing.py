@@ -846,9 +846,14 @@ def gemm_efficiency(m: float, k: float, n: float, element: int, peak: float, hw:
     return c.gemm_efficiency(hw.generation) * hw.ceiling * intensity / (intensity + half) * waves
 
 
+@lru_cache(maxsize=65536, typed=True)
 def gemm_seconds(m: float, k: float, n: float, precision: str, hw: Hardware, c: Constants,
                  groups: float = 1.0) -> float:
-    """One (m x k) @ (k x n) product (each of `groups` in a grouped kernel)."""
+    """One (m x k) @ (k x n) product (each of `groups` in a grouped kernel). Kept per shape: an
+    MoE search times each layer per ep, and all its products but the routed experts' two (the
+    attention's, the router's, the shared experts') repeat for every ep. Typed (here and in the
+    other caches of pieces of a layer): an int and a float of one value are kept apart, so
+    every caller gets the bits it got uncached."""
     if m <= 0 or k <= 0 or n <= 0:
         return 0.0
     peak = matmul_peak(hw, precision)
@@ -911,6 +916,7 @@ def gathered_bytes(cp: int, n: float, q: float, kv: float, blocks: int, gathered
     return forward, backward
 
 
+@lru_cache(maxsize=16384, typed=True)
 def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: int, n: float, attention: str,
                             hw: Hardware, sustained: float = 1.0) -> tuple[float, float, int]:
     """Forward and backward seconds of the fused attention kernels of one layer and micro-batch,
@@ -925,7 +931,8 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
     chunk). All-gather and all-to-all context parallelism run one causal kernel over all s keys.
     `sustained` (`Constants.attention_sustained`) is a training run's speed relative to the kernel
     benchmarks the curves come from (1: the curve as published). A Blackwell part runs Hopper's
-    curve times its measured tensor-core ceiling relative to H100's (`Hardware.ceiling`)."""
+    curve times its measured tensor-core ceiling relative to H100's (`Hardware.ceiling`). Kept per
+    its arguments: it reads no ep, and an MoE search times each layer per ep."""
     curve = kernel_model.attention_curve(ATTENTION_KERNELS.get(attention, "sdpa"), hw.generation)
     d = shape.head_dim
     work = flops.attention_core_flops(shape, flops.causal_keys(seq)) / tp * n
@@ -1221,8 +1228,16 @@ def torchtitan_op_seconds(shape: Shape, tp: int, n: float, moe: bool, pointwise:
     block, whose router gate and routed experts' grouped GEMMs the caller adds whole) and
     `pointwise`, the memory-bound kernels it runs again (`torchtitan_kernels_again`). The
     attention kernel's output is saved."""
+    return pointwise + _torchtitan_again_seconds(shape, tp, n, moe, precision, hw, c)
+
+
+@lru_cache(maxsize=16384, typed=True)
+def _torchtitan_again_seconds(shape: Shape, tp: int, n: float, moe: bool, precision: str, hw: Hardware,
+                              c: Constants) -> float:
+    """`torchtitan_op_seconds`' matmuls run again, summed: kept per what they read (no ep, no
+    memory-bound work), since an MoE search times each layer per ep."""
     _, again = torchtitan_op_split(torchtitan_matmuls(shape, tp, moe=moe))
-    return pointwise + sum(gemm_seconds(n, k, out, precision, hw, c) + c.kernel_overhead for _, k, out in again)
+    return sum(gemm_seconds(n, k, out, precision, hw, c) + c.kernel_overhead for _, k, out in again)
 
 
 @lru_cache(maxsize=4096)
@@ -1705,9 +1720,11 @@ class RankTimes:
 RANK_AXES = ("tp", "cp", "ep", "pp")
 
 
-@lru_cache(maxsize=16384)
-def _piece(work: Work, x: Exposed, mode: str, selective: str) -> tuple[float, ...]:
-    """One piece's contribution: f, b, w, recompute, exposed f (tp, cp, ep), exposed b, sent."""
+def piece_of(work: Work, x: Exposed, mode: str, selective: str) -> tuple[float, ...]:
+    """One piece's contribution: f, b, w, recompute, exposed f (tp, cp, ep), exposed b, sent.
+    Uncached: search's bounds keep their own per layer shape (`Engine._pieces`), and hashing a
+    fresh `Work` for a cache it never hits again cost more than the sums (`_piece` is the
+    cached one, for the step time's repeated pieces)."""
     f_tp, f_cp, f_ep = x.tp_f, x.cp_f, x.ep_f
     b_tp, b_cp, b_ep = x.tp_b, x.cp_b, x.ep_b
     s_tp, s_cp, s_ep = x.tp_sent[0] + x.tp_sent[1], x.cp_sent[0] + x.cp_sent[1], x.ep_sent[0] + x.ep_sent[1]
@@ -1728,6 +1745,9 @@ def _piece(work: Work, x: Exposed, mode: str, selective: str) -> tuple[float, ..
             b_ep, s_ep = b_ep + f_ep, s_ep + x.ep_sent[0]
     return (work.forward, work.backward_input, work.backward_weight, rec, f_tp, f_cp, f_ep,
             b_tp, b_cp, b_ep, s_tp, s_cp, s_ep)
+
+
+_piece = lru_cache(maxsize=16384)(piece_of)
 
 
 MEGATRON_MODULES = ("core_attn", "layernorm", "moe_act", "moe")
@@ -1855,7 +1875,7 @@ def dispatched(w: Work, shape: Shape, hw: Hardware, sw: Software) -> Work:
     """An MoE layer's work as the runtime's dispatcher runs it: DeepEP's node-limited fan-out
     and SM share, and the host's read of the token counts (search's bound reads the same)."""
     if sw.ep_dispatcher == "deepep":
-        w = replace(w, ep_fanout=(shape.experts, shape.top_k, sw.ep_node_limit),
+        w = replaced(w, ep_fanout=(shape.experts, shape.top_k, sw.ep_node_limit),
                     ep_sm_share=min(1.0, kernel_model.DEEPEP_SMS / max(1, hw.sms)))
     if sw.moe_host_sync:
         # the dispatcher's read of the token counts drains the GPU once per forward; the backward
@@ -1864,7 +1884,7 @@ def dispatched(w: Work, shape: Shape, hw: Hardware, sw: Software) -> Work:
                                                 sw.host_op_seconds)
         paced = kernel_model.host_paced_seconds(w.launches_b + kernel_model.DISPATCHER_BACKWARD_OPS,
                                                 w.backward_input + w.backward_weight, sw.host_op_seconds)
-        w = replace(w, memory_f=w.memory_f + stall, memory_b=w.memory_b + paced)
+        w = replaced(w, memory_f=w.memory_f + stall, memory_b=w.memory_b + paced)
     return w
 
 
@@ -2709,7 +2729,8 @@ def clear_caches() -> None:
     process look faster than any search a user runs; tests/test_search_speed_exact.py checks that
     none is left filled)."""
     for cached in (geometry, link, layer_work, embedding_work, output_work, exposed, rank_loads, _rank_frames, _piece,
-                   _rank_times, _dp_ledger, _dp_exposed, piece_flops, recompute_modules, _replayed_idle_per_rank):
+                   _rank_times, _dp_ledger, _dp_exposed, piece_flops, recompute_modules, _replayed_idle_per_rank,
+                   gemm_seconds, flash_attention_seconds, _torchtitan_again_seconds):
         cached.cache_clear()
     for cached in (kernel_model.padded_rows, kernel_model._largest_normal, kernel_model.deepep_fractions,
                    hbm.layer_bytes, hbm.embedding_bytes, hbm.output_bytes):

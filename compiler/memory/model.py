@@ -255,7 +255,21 @@ first layer's saved input (see `ChunkActivations`)."""
 
 
 def _signature(shape: Shape, chunk) -> ChunkSignature:
-    return (chunk.layers, chunk.embedding, chunk.output, chunk.first_layer if shape.moe else 0)
+    return (chunk.layers, chunk.embedding, chunk.output,
+            _canonical_firsts(shape, chunk.layers)[chunk.first_layer] if shape.moe else 0)
+
+
+@lru_cache(maxsize=4096)
+def _canonical_firsts(shape: Shape, layers: int) -> tuple[int, ...]:
+    """Per first layer of a chunk of `layers` layers, the first layer of the earliest chunk with
+    the same MoE pattern (`Shape.moe` over its layers): a chunk reads its first layer through
+    that pattern alone (`_layer_kinds`), so chunks of one pattern share one signature and their
+    activations are computed once. Every layer MoE (Mixtral) or every layer past a few dense
+    ones (DeepSeek-V3): one signature where each first layer had its own, and a search's memory
+    floors (`first_backward_floors`, per tp, cp, ep and pipeline) computed a chunk's
+    activations once per pattern instead of once per position."""
+    seen: dict[tuple[bool, ...], int] = {}
+    return tuple(seen.setdefault(shape.moe[first:first + layers], first) for first in range(len(shape.moe) + 1))
 
 
 @lru_cache(maxsize=4096)
@@ -528,23 +542,52 @@ def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, se
         turn = runtime == "torch" and v_turn(schedule, pp, index)
         rank = alike.get((mine, turn))
         if rank is None:
-            pieces = [_chunk_activations(shape, ak, sig, recompute, recompute_layers, pp > 1, released)
-                      for sig in mine]
-            chunks = tuple(p.activations for p in pieces)
-            if turn:  # the second chunk's input is the first's kept output, its gradient the first's
-                boundary = act.boundary_bytes(shape, ak)  # output gradient (counted in the first's `grads`)
-                chunks = (chunks[0], replace(chunks[1], shared_input=chunks[0].output,
-                                             pending=chunks[1].pending - boundary))
-            sent = sent_input_gradient(shape, ak, mine[0], schedule, pp, v)
-            working = tuple(p.working + sent for p in pieces)
-            rank = alike[(mine, turn)] = RankActivations(
-                chunks=chunks, transient=max(working, default=0),
-                embedding_backward=max((p.embedding_backward for p in pieces), default=0), working=working,
-                embedding_chunk=next((c for c, sig in enumerate(mine) if sig[1]), -1),
-                input_working=tuple(p.input_working + sent for p in pieces),
-                weight_working=tuple(p.weight_working + sent for p in pieces))
+            rank = alike[(mine, turn)] = _one_rank(shape, ak, mine, turn, recompute, recompute_layers, pp, v,
+                                                   schedule, released)
         out.append(rank)
     return tuple(out)
+
+
+def end_rank_activations(shape: Shape, k: Knobs) -> tuple[RankActivations, RankActivations]:
+    """`rank_activations(shape, k)` of the first and the last pp rank only (search's memory
+    floor reads those two, `Engine._quick_floor`): a deep pipeline's other ranks are not
+    walked. The same objects' values as `rank_activations`' (one rank's computation,
+    `_one_rank`)."""
+    return _end_ranks(shape, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
+                      k.recompute, k.recompute_layers, k.pp, k.virtual_stages, k.schedule, k.split,
+                      k.ep if shape.moe else 1, k.precision, k.device, k.model_code)
+
+
+@lru_cache(maxsize=16384)
+def _end_ranks(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
+               runtime: str, recompute: str, recompute_layers: int | None, pp: int, v: int,
+               schedule: str, split: tuple[int, ...] | None, ep: int = 1, precision: str = "bf16",
+               device: str = "cuda", model_code: str = "parc") -> tuple[RankActivations, RankActivations]:
+    ak = activation_knobs(tp, sp, cp, flavour, seq, micro, runtime, ep, precision, device, model_code)
+    released = released_backward(schedule, pp)
+    signatures = rank_signatures(shape, pp, v, schedule, split)
+    return tuple(_one_rank(shape, ak, signatures[index], runtime == "torch" and v_turn(schedule, pp, index),
+                           recompute, recompute_layers, pp, v, schedule, released) for index in (0, pp - 1))
+
+
+def _one_rank(shape: Shape, ak: Knobs, mine: tuple[ChunkSignature, ...], turn: bool, recompute: str,
+              recompute_layers: int | None, pp: int, v: int, schedule: str, released: bool) -> RankActivations:
+    """One pp rank's activations from its chunks' signatures (`_rank_activations`' per rank)."""
+    pieces = [_chunk_activations(shape, ak, sig, recompute, recompute_layers, pp > 1, released)
+              for sig in mine]
+    chunks = tuple(p.activations for p in pieces)
+    if turn:  # the second chunk's input is the first's kept output, its gradient the first's
+        boundary = act.boundary_bytes(shape, ak)  # output gradient (counted in the first's `grads`)
+        chunks = (chunks[0], replace(chunks[1], shared_input=chunks[0].output,
+                                     pending=chunks[1].pending - boundary))
+    sent = sent_input_gradient(shape, ak, mine[0], schedule, pp, v)
+    working = tuple(p.working + sent for p in pieces)
+    return RankActivations(
+        chunks=chunks, transient=max(working, default=0),
+        embedding_backward=max((p.embedding_backward for p in pieces), default=0), working=working,
+        embedding_chunk=next((c for c, sig in enumerate(mine) if sig[1]), -1),
+        input_working=tuple(p.input_working + sent for p in pieces),
+        weight_working=tuple(p.weight_working + sent for p in pieces))
 
 
 def first_backward_floors(shape: Shape, k: Knobs) -> dict[tuple[ChunkSignature, ...], int]:
@@ -569,7 +612,6 @@ def _counted_rank_signatures(shape: Shape, pp: int, v: int, schedule: str, split
                  for mine in distinct_rank_signatures(shape, pp, v, schedule, split))
 
 
-@lru_cache(maxsize=16384)
 def _first_backward_floors(shape: Shape, ak: Knobs, pp: int, v: int, schedule: str,
                            split: tuple[int, ...] | None, recompute: str,
                            recompute_layers: int | None) -> Mapping[tuple[ChunkSignature, ...], int]:
@@ -578,16 +620,27 @@ def _first_backward_floors(shape: Shape, ak: Knobs, pp: int, v: int, schedule: s
     search over cluster sizes (`nodes ?`) share it (the same tp, cp, pp, micro-batch and
     recomputation recur at every size). A rank's chunks of one signature are counted, not
     looked up one by one (an interleaved rank holds up to 63 alike); the sums are integers, so
-    the result is the same."""
-    released = released_backward(schedule, pp)
+    the result is the same. Kept (`_floors_of`) per the ranks' counted signatures and whether
+    the backward releases, not per schedule: schedules that chunk alike (1F1B and GPipe, the
+    interleaved ones of one virtual-stage count) share one computation."""
+    return _floors_of(shape, ak, _counted_rank_signatures(shape, pp, v, schedule, split), pp > 1,
+                      released_backward(schedule, pp), recompute, recompute_layers)
+
+
+@lru_cache(maxsize=16384)
+def _floors_of(shape: Shape, ak: Knobs, ranks: tuple, pipelined: bool, released: bool, recompute: str,
+               recompute_layers: int | None) -> Mapping[tuple[ChunkSignature, ...], int]:
+    """`_first_backward_floors` of the distinct ranks' counted chunk signatures (`ranks`,
+    `_counted_rank_signatures`)."""
     out: dict[tuple[ChunkSignature, ...], int] = {}
     pieces: dict[ChunkSignature, ChunkPieces] = {}  # each signature's, looked up once (ranks share them)
-    for mine, counted in _counted_rank_signatures(shape, pp, v, schedule, split):
+    for mine, counted in ranks:
         saved = own = 0
         for sig, count in counted:
             p = pieces.get(sig)
             if p is None:
-                p = pieces[sig] = _chunk_activations(shape, ak, sig, recompute, recompute_layers, pp > 1, released)
+                p = pieces[sig] = _chunk_activations(shape, ak, sig, recompute, recompute_layers, pipelined,
+                                                     released)
             saved += count * p.activations.saved
             own = max(own, p.activations.saved + p.working)
         last = pieces[mine[-1]].working
@@ -603,10 +656,21 @@ def transient_buffers(transient: int, params: RankParams, k: Knobs, shape: Shape
     is done (post-backward hook): that reduction is a moment of its own, not on top of a
     layer's working set or the loss's (measured by the rehearsal: at the last stage's peak, the
     loss's backward, no reduction buffer is alive)."""
+    return with_wrapper(transient, wrapper_buffers(params, k, shape), k)
+
+
+def wrapper_buffers(params: RankParams, k: Knobs, shape: Shape) -> int:
+    """The data-parallel wrapper's buffers of a rank (`transient_buffers`' part that reads no
+    working set: a rank's moments share it, `moment_extras`)."""
     wrapper = fsdp_buffers(params.largest_layer, k, params.root)
     experts = fsdp_expert_temporaries(shape, k)  # 0 unless expert stacks are sharded on dim 1
     if experts and any(shape.is_moe(layer) for c in params.chunks for layer in c.layer_range):
         wrapper += experts
+    return wrapper
+
+
+def with_wrapper(transient: int, wrapper: int, k: Knobs) -> int:
+    """`transient_buffers` of a working set and the rank's `wrapper_buffers`."""
     if k.pp > 1:
         return max(transient, wrapper)
     return transient + wrapper
@@ -786,10 +850,11 @@ def moment_extras(shape: Shape, k: Knobs, params: RankParams, acts: RankActivati
     (`transient_buffers`), and on the embedding's chunk the larger of that and the embedding's
     backward (`embedding_moment`, less `relief`: `second_embedding_backward`)."""
     out = []
+    wrapper = wrapper_buffers(params, k, shape)  # the same at every moment of the rank
     for working in moment_working(acts):
         extras = []
         for c, work in enumerate(working):
-            extra = transient_buffers(work, params, k, shape)
+            extra = with_wrapper(work, wrapper, k)
             if c == acts.embedding_chunk:
                 extra = max(extra, acts.embedding_backward - relief)
             extras.append(extra)
@@ -1062,6 +1127,7 @@ def trim_caches() -> None:
     from . import schedules
 
     _rank_activations.cache_clear()
+    _end_ranks.cache_clear()
     schedules._walked_actions.cache_clear()
     _PEAKS.clear()
     _MOMENTS.clear()
@@ -1071,8 +1137,9 @@ def clear_caches() -> None:
     """Forget every cached piece (benchmarks measure a cold start with it)."""
     from . import activations, parameters, schedules
 
-    for function in (activation_knobs, rank_params, _rank_activations, _chunk_activations, _first_backward_floors,
-                     _counted_rank_signatures, rank_signatures, distinct_rank_signatures, activations.layer_activations, activations.embedding_activations,
+    for function in (activation_knobs, rank_params, _rank_activations, _end_ranks, _chunk_activations, _floors_of,
+                     _counted_rank_signatures, rank_signatures, distinct_rank_signatures, _canonical_firsts,
+                     activations.layer_activations, activations.embedding_activations,
                      activations.output_activations, activations.logits_buffer,
                      activations.embedding_backward_buffer, parameters.layer_params,
                      parameters.chunk_params, parameters.chunks_of, parameters.fsdp_padding, schedules.peak_states,

@@ -61,9 +61,9 @@ from ..memory.model import (
     activation_floors,
     activation_knobs,
     cached_logits_bytes,
+    end_rank_activations,
     first_backward_floors,
     peak,
-    rank_activations,
     rank_params,
     rank_signatures,
     released_backward,
@@ -284,6 +284,7 @@ class Engine:
         self._layer_counts = tuple((moe, n) for moe, n in ((False, self.shape.layers - moe_layers),
                                                             (True, moe_layers)) if n)
         self._tp_problems: dict[int, str | None] = {}
+        self._micro_lists: dict[tuple, tuple[list, list]] = {}  # `_micro_rules`
         self._pipe_classes: dict[tuple, int] = {}  # (pp, schedule, v) -> `_pipeline_class`
         self._pipe_class_ids: dict[tuple, int] = {}
         self._floor_pieces: dict[tuple, tuple] = {}  # `_layer_floor_pieces`
@@ -550,6 +551,24 @@ class Engine:
             return m, "E0322"
         return m, rules.schedule_rejects_microbatches(schedule, pp, m)
 
+    def _micro_rules(self, batch_degree: int, pp: int, schedule: str) -> tuple[list, list]:
+        """(the valid (micro-batch, micro-batches per step), the first rule each other micro-batch
+        fails) of a schedule: `_micro_problem` reads the batch degree, pp and the schedule alone,
+        so the degree assignments that share them (every tp, cp and ep of a dp) share the lists
+        (read only)."""
+        key = (batch_degree, pp, schedule)
+        found = self._micro_lists.get(key)
+        if found is None:
+            valid, problems = [], []
+            for micro in self.space.micro:
+                m, problem = self._micro_problem(batch_degree, pp, schedule, micro)
+                if problem:
+                    problems.append(problem)
+                else:
+                    valid.append((micro, m))
+            found = self._micro_lists[key] = (valid, problems)
+        return found
+
     def _order_problem(self, degrees: dict, order: tuple[str, ...]) -> str | None:
         """E0304 for one rank order: tp's groups leave the NVLink domain."""
         tp = degrees.get("tp", 1)
@@ -714,14 +733,7 @@ class Engine:
         for schedule, v in pipes:
             found = per_schedule.get(schedule)
             if found is None:
-                valid, problems = [], []
-                for micro in space.micro:
-                    m, problem = self._micro_problem(item.batch_degree, pp, schedule, micro)
-                    if problem:
-                        problems.append(problem)
-                    else:
-                        valid.append((micro, m))
-                found = per_schedule[schedule] = (valid, problems)
+                found = per_schedule[schedule] = self._micro_rules(item.batch_degree, pp, schedule)
             valid, problems = found
             for problem in problems:
                 pruned[problem] += n_sp * orders_raw * below_order
@@ -810,14 +822,17 @@ class Engine:
         # some parameters under a sharding is the same in every pipeline (`_optimizer`'s cache)
         distinct = list({(load.params_dense, load.params_expert): load for load in loads}.values())
         cache = item.opt_cache
-        for sharding, shard in self._group_shardings(item, k):
+        # the least step is never under an hsdp split where zero3 is there: the step reads the
+        # parameters over the shard groups (`timing.optimizer_seconds`), and hsdp's are at most
+        # zero3's (`least_state_shardings`), so its step is at least zero3's for every rank
+        for sharding, shard in least_state_shardings(self._group_shardings(item, k)):
             ks = None
             slowest = -math.inf
             for load in distinct:
                 seconds = cache.get(("opt", load.params_dense, load.params_expert, sharding, shard))
                 if seconds is None:
                     if ks is None:
-                        ks = self._with_sharding(k, sharding, shard)
+                        ks = self._degree_sharded(item, k, sharding, shard)
                     seconds = self._optimizer(item, load, ks)
                 slowest = max(slowest, seconds)
             best = min(best, slowest)
@@ -827,7 +842,7 @@ class Engine:
     def _pieces(self, tp: int, sp: bool, cp: int, micro: int, ep: int, placements: tuple | None = None,
                 overlaps: tuple[bool, ...] = (False,)) -> dict:
         """Per-micro-batch seconds of one layer per (MoE?, recompute mode), and of the embedding
-        and the output layer, from the time model's own pieces (`timing._piece`) with the
+        and the output layer, from the time model's own pieces (`timing.piece_of`) with the
         communication of `_bound_links`, as (forward, input backward, weight backward,
         recomputation, exposed in the forward, exposed in the backward). `placements`: the
         (cp group, ep group) pairs the rank orders give (`_placements`; by default cp inside a
@@ -865,7 +880,7 @@ class Engine:
             for mode in modes:
                 each = []
                 for x in xs:
-                    p = timing._piece(work, x, mode, sw.selective)
+                    p = timing.piece_of(work, x, mode, sw.selective)
                     each.append((p[0], p[1], p[2], p[3], p[4] + p[5] + p[6], p[7] + p[8] + p[9]))
                 out.append(each[0] if len(each) == 1 else tuple(min(values) for values in zip(*each, strict=True)))
             return out
@@ -907,7 +922,7 @@ class Engine:
         return work
 
     def _compute_pieces(self, tp: int, sp: bool, cp: int, micro: int, ep: int) -> dict:
-        """`_pieces` without any communication: the computation alone (`timing._piece` with
+        """`_pieces` without any communication: the computation alone (`timing.piece_of` with
         nothing exposed), which every placement of every order at least takes."""
         key = ("compute", tp, sp, cp, micro, ep)
         cached = self._piece_cache.get(key)
@@ -924,19 +939,19 @@ class Engine:
                 for name, work in (("embedding", timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c)),
                                    ("output", timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab, "bf16",
                                                                  sw.kernels, hw, c))):
-                    p = timing._piece(timing.slowed(work, sw, c), nothing, "none", selective)
+                    p = timing.piece_of(timing.slowed(work, sw, c), nothing, "none", selective)
                     free[name] = (p[0], p[1], p[2], p[3], 0.0, 0.0)
                 if any(not moe for moe, _ in self._layer_counts):
                     work = self._work_of(False, tp, sp, cp, micro, 1)
                     for mode in RECOMPUTE:
-                        p = timing._piece(work, nothing, mode, selective)
+                        p = timing.piece_of(work, nothing, mode, selective)
                         free[(False, mode)] = (p[0], p[1], p[2], p[3], 0.0, 0.0)
                 self._piece_cache[free_key] = free
             cached = dict(free)
             if any(moe for moe, _ in self._layer_counts):
                 work = self._work_of(True, tp, sp, cp, micro, ep)
                 for mode in RECOMPUTE:
-                    p = timing._piece(work, nothing, mode, selective)
+                    p = timing.piece_of(work, nothing, mode, selective)
                     cached[(True, mode)] = (p[0], p[1], p[2], p[3], 0.0, 0.0)
             self._piece_cache[key] = cached
         return cached
@@ -1182,9 +1197,22 @@ class Engine:
         key = ("opt", r.params_dense, r.params_expert, sharding, shard)
         cached = item.opt_cache.get(key)
         if cached is None:
-            ks = self._with_sharding(k, sharding, shard)
+            ks = self._degree_sharded(item, k, sharding, shard)
             cached = item.opt_cache[key] = timing.optimizer_seconds(r, ks, self.hw, self.constants)
         return cached
+
+    def _degree_sharded(self, item: _Degrees, k: Knobs, sharding: str, shard: int) -> Knobs:
+        """Knobs of the degrees with this sharding, built from the first group that asks and
+        kept with the degrees, for what reads the degrees, the sharding and the fixed knobs
+        only: `timing.optimizer_seconds` reads the shard groups (`Knobs.dense_shard_group`,
+        `expert_shard_group`: dp, cp, ep, tp, the runtime and the sharding) and the optimizer.
+        Each group's own (`_with_sharding`) was built afresh for every group whose ranks
+        hold parameters not seen yet."""
+        key = ("degree sharded", sharding, shard)
+        ks = item.opt_cache.get(key)
+        if ks is None:
+            ks = item.opt_cache[key] = self._with_sharding(k, sharding, shard)
+        return ks
 
     def _parts(self, group) -> tuple:
         """What the bounds of a group's shardings share: its knobs, the busiest-rank-and-bubble
@@ -1776,7 +1804,8 @@ class Engine:
             key = self._first_fails(item, k.pp, k.schedule, k.virtual_stages, k.sequence_parallel, k.recompute)
             item.opt_cache[key] = min(item.opt_cache.get(key, k.micro_batch), k.micro_batch)
             return floor
-        acts = rank_activations(self.shape, k)
+        first, last = end_rank_activations(self.shape, k)  # those two only, not every rank's
+        acts = {0: first, k.pp - 1: last}
         states = self._states_floor(item, k)
         for rank in sorted({0, k.pp - 1}):
             chunks = acts[rank].chunks
@@ -1820,13 +1849,22 @@ def collector_paused() -> Iterator[None]:
     that it keeps in its caches: each allocation count past the threshold ran a collection
     that walked them all again (the oldest generation too, every so often), finding no cycle
     to free. What the search makes is freed by reference counting as before; cycles made in
-    the block wait for the next collection after it."""
+    the block wait for the next collection of the oldest generation after it.
+
+    On the way out, the objects the block made are moved to the oldest generation untraversed
+    (`gc.freeze` then `gc.unfreeze`, two list splices): left in the youngest, the first
+    allocation after `gc.enable` ran a collection that walked every one of them (a tenth of a
+    second after the 983,040-GPU search, whose caches are then freed by reference counting
+    anyway). Only where nothing was frozen before (`gc.unfreeze` would thaw another's freeze)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 
