@@ -817,14 +817,24 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
     if states.unsharded and keeps_gathered(k):
         persistent = states.unsharded
 
+    buffers = 0
+    if k.runtime == "torch":
+        buffers = transient_buffers(acts.transient, params, k, shape)
+    relief = second_embedding_backward(shape, k, rank, acts, states.accumulated_grads > 0)
+    embedding_rise = max(0, acts.embedding_backward - relief - buffers)
+    p2p = p2p_buffers(shape, k, rank, acts)
+    paired = paired_peak(k, rank, acts, moment_extras(shape, k, params, acts, relief), receive_bytes(shape, k)) \
+        if k.runtime == "torch" else None
+
     best = -1
     best_acts = best_held = 0
     moment = None
     chunks = acts.chunks
-    if k.virtual_stages > MAX_STATE_CHUNKS:
+    if paired is None and k.virtual_stages > MAX_STATE_CHUNKS:
         best_acts, best_held = weighted_peak(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank,
                                              tuple(c.held for c in chunks), tuple(c.pending for c in chunks))
-    walk = () if k.virtual_stages > MAX_STATE_CHUNKS else \
+    # the largest state, where the moments are not paired (the paired moment replaces it)
+    walk = () if paired is not None or k.virtual_stages > MAX_STATE_CHUNKS else \
         peak_states(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank)
     for held, pending, _ in walk:
         a = 0
@@ -834,14 +844,6 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
             best, best_acts, best_held = a, a, sum(held)
             moment = (held, pending, None, None, None)
 
-    buffers = 0
-    if k.runtime == "torch":
-        buffers = transient_buffers(acts.transient, params, k, shape)
-    relief = second_embedding_backward(shape, k, rank, acts, states.accumulated_grads > 0)
-    embedding_rise = max(0, acts.embedding_backward - relief - buffers)
-    p2p = p2p_buffers(shape, k, rank, acts)
-    paired = paired_peak(k, rank, acts, moment_extras(shape, k, params, acts, relief), receive_bytes(shape, k)) \
-        if k.runtime == "torch" else None
     if paired is not None:  # the working set of the chunk that runs at the worst moment
         _, live_bytes, (best_acts, best_held, chunk, kind, live, state) = paired
         moment = (*state, chunk, kind, live)

@@ -715,8 +715,59 @@ def _compute_turns(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[t
     uses next, so where the stage changes from one action to the next it reshards those that
     leave the set and unshards those that enter it (all of them before its first action, and
     reshards all it holds after its last); after the last full or weight backward of each stage
-    one reduce-grad."""
+    one reduce-grad. The set of stages held changes only where the stage does: it is found
+    for the first action of each run of one stage only (a looped schedule's steady state
+    changes stage at every action, its warm-up once per round)."""
     acts = _walked_actions(schedule, pp, v, m, rank)
+    if schedule == "dualpipe-v":
+        return _paired_turns(schedule, pp, v, m, rank, acts)
+    n = len(acts)
+    stage_of = [_stage_of(schedule, pp, rank, c) for c in range(v)]
+    starts: list[int] = []  # the first action of each run of one stage
+    previous = None
+    reduce_after = bytearray(n + 1)
+    last_bw: dict[int, int] = {}
+    for i, (kind, chunk) in enumerate(acts):
+        stage = stage_of[chunk]
+        if stage != previous:
+            starts.append(i)
+            previous = stage
+        if kind == B or kind == W:
+            last_bw[stage] = i
+    for i in last_bw.values():
+        reduce_after[i] = 1
+    # the nearest 3 distinct stages used from each run's first action on (its own first)
+    held_at: dict[int, frozenset] = {}
+    order: list[int] = []
+    for i in reversed(starts):
+        stage = stage_of[acts[i][1]]
+        order = ([stage] + [s for s in order if s != stage])[:3]
+        held_at[i] = frozenset(order)
+    forwards, backwards = [0] * v, [0] * v
+    out: list[tuple] = []
+    append = out.append
+    held: frozenset = frozenset()
+    for i, (kind, chunk) in enumerate(acts):
+        upcoming = held_at.get(i)
+        if upcoming is not None:
+            out.extend([()] * (len(held - upcoming) + len(upcoming - held)))
+            held = upcoming
+        if kind == F:
+            append(((0, stage_of[chunk], forwards[chunk]),))
+            forwards[chunk] += 1
+        elif kind == W:
+            append(())
+        else:
+            append(((1, stage_of[chunk], backwards[chunk]),))
+            backwards[chunk] += 1
+        if reduce_after[i]:
+            append(())
+    out.extend([()] * len(held))
+    return tuple(out)
+
+
+def _paired_turns(schedule: str, pp: int, v: int, m: int, rank: int, acts: tuple[Action, ...]) -> tuple[tuple, ...]:
+    """`_compute_turns` for dualpipe-v, whose overlapped forward-backward pairs run in one turn."""
     n = len(acts)
     stage_of = [_stage_of(schedule, pp, rank, c) for c in range(v)]
     stages = [stage_of[chunk] for _, chunk in acts]
