@@ -869,8 +869,12 @@ def _pieces(shape: Shape, k: Knobs):
             rank_activations(shape, k))
 
 
+@lru_cache(maxsize=256)
 def per_stage(shape: Shape, k: Knobs) -> tuple[StageMemory, ...]:
-    """Every pipeline stage's memory, stage 0 first."""
+    """Every pipeline stage's memory, stage 0 first. Kept (it reads only the shape and the knobs,
+    and the stages are frozen): the front end's checks of one plan (`fits_in_memory`,
+    `fits_within_the_error`) and search's answers ask `memory.estimate` for the same plan two and
+    three times, and a deep pipeline's breakdown walks every rank's moments."""
     params, acts = _pieces(shape, k)
     return tuple(stage_memory(shape, k, r, params[r], acts[r]) for r in range(k.pp))
 
@@ -1170,7 +1174,7 @@ def clear_caches() -> None:
                      parameters.chunk_params, parameters.chunks_of, parameters.fsdp_padding, schedules.peak_states,
                      schedules._walked_actions, schedules.receive_buffers, schedules._walked_states,
                      schedules.moment_states, schedules.receive_moments, schedules._compute_turns,
-                     schedules._receive_trace, schedules._walked_receives):
+                     schedules._receive_trace, schedules._walked_receives, per_stage):
         function.cache_clear()
     schedules._REDUCED.clear()
     _PEAKS.clear()
