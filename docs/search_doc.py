@@ -1161,16 +1161,19 @@ exact (the same figure, not a bound of it) and tested in tests/test_search_speed
 - **`stage_memory` walks the states only where its moments are not paired** (the paired moment
   replaced the largest state anyway); `_compute_turns` finds FSDP's held stages once per run of
   one stage; `undominated`'s inputs are sorted by their total alone (two distinct vectors of
-  one total never dominate each other, so the kept set is the same).
+  one total never dominate each other, so the kept set is the same); `memory.per_stage` is kept
+  per (shape, knobs) (the front end's checks of one plan and search's answers asked for the
+  same breakdown two and three times).
 
 The search's answers, top lists and counts are unchanged (each row's winner, top 10 and stats
 compared with the tree before, for every row but the MoE and 983,040-GPU ones;
 tests/test_search.py, tests/test_search_engine.py and tests/test_search_speed_exact.py pass).
 The search alone as the only one of a fresh process (the "first CPU s" column), the tree
-before (132fec4) and now alternating, three processes each, on the shared 2-core machine at a
-load average of 1.2 to 2.7 (figures wander by 15 % or more): Megatron 1T 2.52-2.72 s before,
-1.27-1.54 s now; megatron-1t.par 1.38-1.73 / 1.18-1.29 s; gpt3-175b.par 1.44-1.54 /
-1.27-1.56 s; llama3-70b-search.par 1.00-1.09 / 0.86-1.20 s. Point 4 stays open for these rows:
+before (132fec4) and now alternating, six processes each in two rounds, on the shared 2-core
+machine at a load average of 1.2 to 2.7 (figures wander by 20 % or more): Megatron 1T
+2.52-2.94 s before, 1.27-1.82 s now; megatron-1t.par 1.17-1.73 / 0.86-1.29 s; gpt3-175b.par
+1.03-1.54 / 0.93-1.56 s; llama3-70b-search.par 0.80-1.09 / 0.78-1.20 s. Point 4 stays open for
+these rows:
 what is left of the deep pipelines is the receive trace itself (`_receive_trace` and
 `_compute_turns`: a third of the Megatron 1T row, one lowering per (schedule, pp, v, m) that
 reaches `peak`, each with a sharding that fits, so none can be skipped) and the front end's
