@@ -1134,6 +1134,53 @@ nor by the 983,040-GPU space (2.56 s against 2 s). A whole `parc search` process
 tenth round's profile puts it; for the deep pipelines the receive moments (`_receive_trace` and
 `undominated`'s domination checks) are the part the warm repeats had hidden.
 
+Issue 18's twelfth speed round (2026-12-03, short; the deep-pipeline rows only: megatron-1t,
+megatron-1t.par, gpt3-175b.par, llama3-70b-search.par) started from a sampled profile of the
+Megatron 1T row as `parc search` runs it: two thirds of its search went to the memory model's
+walks of every rank of every deep pipeline it predicted (`receive_moments` and its
+domination checks, `moment_states` and `walk_states`, then the receive trace). Each change is
+exact (the same figure, not a bound of it) and tested in tests/test_search_speed_exact.py:
+
+- **Ranks skipped by a bound** (`memory.model.worst_rank`): `peak` and the search's activation
+  floor (`activation_floor_with`, the max over ranks of `activation_floors` plus the least model
+  states) pair a rank's moments with what runs then (a walk of its schedule's moments and
+  receives) only where the rank's bound can still reach the worst rank so far, largest bound
+  first. The bound is the rank's model states plus its largest state (`_activation_peaks`),
+  its largest extra and the most receive buffers it ever holds: no paired moment exceeds it,
+  since every moment's state is a state of the walk (the weights are not negative; otherwise
+  no rank is skipped) and every moment's receive buffers are among those the lowering counts.
+  A deep pipeline's middle ranks hold less than its first and last: their walks are skipped.
+  Tested: the floor against the max over every rank's floor on 40 random deep layouts with
+  random states, `peak` against the breakdown's worst rank, and the skipping itself on
+  hand-worked bounds (it fails when a rank that can still win is skipped).
+- **Activation peaks from the kept moments**: `_activation_peaks` takes each rank's largest
+  weighted state from `schedules.walked_peak` (the moments kept per chunk classes, which the
+  search's floors already ask for) instead of walking each rank's (held, pending, unsharded)
+  states; equal by domination with weights that are not negative (tested against the plain
+  loop over `peak_states`).
+- **`stage_memory` walks the states only where its moments are not paired** (the paired moment
+  replaced the largest state anyway); `_compute_turns` finds FSDP's held stages once per run of
+  one stage; `undominated`'s inputs are sorted by their total alone (two distinct vectors of
+  one total never dominate each other, so the kept set is the same); `memory.per_stage` is kept
+  per (shape, knobs) (the front end's checks of one plan and search's answers asked for the
+  same breakdown two and three times).
+
+The search's answers, top lists and counts are unchanged (each row's winner, top 10 and stats
+compared with the tree before, for every row but the MoE and 983,040-GPU ones;
+tests/test_search.py, tests/test_search_engine.py and tests/test_search_speed_exact.py pass).
+The search alone as the only one of a fresh process (the "first CPU s" column), the tree
+before (132fec4) and now alternating, six processes each in two rounds, on the shared 2-core
+machine at a load average of 1.2 to 2.7 (figures wander by 20 % or more): Megatron 1T
+2.52-2.94 s before, 1.27-1.82 s now; megatron-1t.par 1.17-1.73 / 0.86-1.29 s; gpt3-175b.par
+1.03-1.54 / 0.93-1.56 s; llama3-70b-search.par 0.80-1.09 / 0.78-1.20 s. Point 4 stays open for
+these rows:
+what is left of the deep pipelines is the receive trace itself (`_receive_trace` and
+`_compute_turns`: a third of the Megatron 1T row, one lowering per (schedule, pp, v, m) that
+reaches `peak`, each with a sharding that fits, so none can be skipped) and the front end's
+breakdown of the top 10 (`estimate`: every rank's moments); gpt3-175b and llama3-70b-search
+spend theirs in the bounds (`refine`'s data-parallel tails, the computation-only bounds, the
+family and first floors), spread over many small pieces.
+
 **A wrong answer, fixed.** Two slips made the bound's data-parallel tail of MoE ranks exceed
 their true step, so the scan could drop a better layout: `_best_links` took the expert set's
 group without tp (`Geometry.expert`), where torch's runtime, and `timing.rank_steps`, reduce the

@@ -1283,3 +1283,108 @@ def test_undominated_packed_a_byte_each_is_the_plain_domination():
             assert schedules.undominated(ordered) == plain
             cases += bool(ordered)
     assert cases > 10
+
+
+def _deep_layouts(count: int, seed: int):
+    """Random layouts of the deep-pipeline specs (megatron-1t, gpt3-175b): every schedule, up to
+    4 chunks per rank, 4-32 pipeline ranks, the step's micro-batches from pp to 4 pp, every
+    sharding, recomputation and micro-batch size; (shape, knobs) each."""
+    from dataclasses import replace
+
+    from parc import memory
+    from parc.pipeline import compile_path
+
+    rng = random.Random(seed)
+    bases = []
+    for path in ("specs/megatron-1t.par", "specs/gpt3-175b.par"):
+        plan = compile_path(path, checks=False).plan
+        bases.append((memory.shape_of(plan), memory.knobs_of(plan)))
+    out = []
+    while len(out) < count:
+        shape, base = rng.choice(bases)
+        schedule = rng.choice(["gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"])
+        pp = rng.choice([4, 8, 16, 32])
+        v = 2 if schedule in ("zbv", "dualpipe-v") else rng.choice([1, 2, 4]) if schedule.startswith("inter") else 1
+        if shape.layers % (pp * v):
+            continue
+        m = rng.choice([pp, 2 * pp, 4 * pp])
+        k = replace(base, schedule=schedule, split=None, pp=pp, virtual_stages=v, microbatches=m,
+                    sharding=rng.choice(["none", "zero1", "zero2", "zero3"]),
+                    recompute=rng.choice(["none", "selective", "full"]), micro_batch=rng.choice([1, 2]))
+        out.append((shape, k))
+    return out
+
+
+def test_the_activation_floor_with_states_is_the_max_over_every_ranks_floor():
+    """`memory.model.activation_floor_with` pairs a rank's moments only where the rank's bound can
+    raise the max: its figure is the max over every rank of `activation_floors` plus the given
+    states (random ones here, large and small, so that different ranks are the worst)."""
+    from parc.memory.model import activation_floor_with, activation_floors
+
+    rng = random.Random(18)
+    layouts = _deep_layouts(40, 18)
+    assert layouts
+    for shape, k in layouts:
+        for scale in (0, 10**6, 10**10):
+            states = tuple(rng.randrange(0, scale + 1) for _ in range(k.pp))
+            plain = max(a + b for a, b in zip(activation_floors(shape, k), states, strict=True))
+            assert activation_floor_with(shape, k, states) == plain, (k.schedule, k.pp, k.virtual_stages, states)
+
+
+def test_activation_peaks_from_the_kept_moments_are_the_undominated_states_largest():
+    """`memory.model._activation_peaks` weighs the walk's moments kept per chunk classes
+    (`schedules.walked_peak`): per rank, the largest weighted sum over `schedules.peak_states`'
+    undominated (held, pending) states, computed here as the plain loop."""
+    from parc.memory import model
+    from parc.memory.model import _activation_peaks, rank_activations
+
+    layouts = _deep_layouts(40, 19)
+    assert layouts
+    for shape, k in layouts:
+        acts = rank_activations(shape, k)
+        for _ in range(3):  # a walk's third request answers from its kept moments
+            peaks = _activation_peaks(acts, k.schedule, k.pp, k.virtual_stages, k.microbatches)
+            model._PEAKS.clear()
+        plain = tuple(max([0] + [sum(h * c.held + p * c.pending for h, p, c in zip(held, pending, acts[r].chunks,
+                                                                                   strict=True))
+                                 for held, pending, _ in schedules.peak_states(k.schedule, k.pp, k.virtual_stages,
+                                                                               k.microbatches, r)])
+                      for r in range(k.pp))
+        assert peaks == plain, (k.schedule, k.pp, k.virtual_stages, k.microbatches)
+
+
+def test_the_peak_bounded_per_rank_is_the_breakdowns_worst_rank():
+    """`memory.model.peak` skips the ranks whose bound cannot reach the worst rank so far: on deep
+    pipelines of every schedule its (bytes, rank) are those of the breakdown (`per_stage`, every
+    rank's `stage_memory`), the first rank of the largest total."""
+    from parc.memory.model import peak, per_stage
+
+    layouts = _deep_layouts(30, 20)
+    assert layouts
+    for shape, k in layouts:
+        stages = per_stage(shape, k)
+        worst = max(stages, key=lambda s: (s.total, -s.stage))
+        assert peak(shape, k) == (worst.total, worst.stage), (k.schedule, k.pp, k.virtual_stages)
+
+
+def test_the_worst_rank_asks_for_the_totals_its_bounds_cannot_rule_out():
+    """`memory.model.worst_rank` against hand-worked cases: the largest total and the first rank
+    with it, asking only for ranks whose bound can still beat or tie before the worst so far
+    (largest bound first; unknown bounds asked for first)."""
+    from parc.memory.model import worst_rank
+
+    cases = [
+        # bounds, totals, (largest, first rank with it), ranks asked for
+        ([10, 12, 9, 11], [10, 5, 9, 11], (11, 3), [1, 3]),  # 12 first (5), then 11 (11): 10 and 9 < 11
+        ([5, None, 8], [5, 9, 8], (9, 1), [1]),  # the unknown bound first: 9 rules out both others
+        ([4, 4], [4, 4], (4, 0), [0]),  # rank 1 could only tie after rank 0: not asked for
+        ([None, None], [3, 3], (3, 0), [0, 1]),
+        ([6, 9], [6, 6], (6, 0), [0, 1]),  # rank 1 asked first (bound 9), rank 0 ties before it
+    ]
+    for bounds, totals, expected, asked in cases:
+        seen: list[int] = []
+        assert worst_rank(bounds, lambda r, t=totals, s=seen: s.append(r) or t[r]) == expected
+        assert sorted(seen) == asked, (bounds, seen)
+    seen = []
+    assert worst_rank([10, 10, 10], lambda r: seen.append(r) or [7, 7, 6][r]) == (7, 0)
+    assert seen == [0, 1, 2]  # each bound 10 can beat 7: every rank is asked for

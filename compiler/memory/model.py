@@ -21,7 +21,7 @@ the chunk's gathered parameters, plus the persistent model states and the transi
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from types import MappingProxyType
@@ -56,6 +56,7 @@ from .schedules import (
     receive_buffers,
     receive_moments,
     received_chunks,
+    walked_peak,
     weighted_peak,
 )
 from .states import (
@@ -881,14 +882,24 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
     if states.unsharded and keeps_gathered(k):
         persistent = states.unsharded
 
+    buffers = 0
+    if k.runtime == "torch":
+        buffers = transient_buffers(acts.transient, params, k, shape)
+    relief = second_embedding_backward(shape, k, rank, acts, states.accumulated_grads > 0)
+    embedding_rise = max(0, acts.embedding_backward - relief - buffers)
+    p2p = p2p_buffers(shape, k, rank, acts)
+    paired = paired_peak(k, rank, acts, moment_extras(shape, k, params, acts, relief), receive_bytes(shape, k)) \
+        if k.runtime == "torch" else None
+
     best = -1
     best_acts = best_held = 0
     moment = None
     chunks = acts.chunks
-    if k.virtual_stages > MAX_STATE_CHUNKS:
+    if paired is None and k.virtual_stages > MAX_STATE_CHUNKS:
         best_acts, best_held = weighted_peak(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank,
                                              tuple(c.held for c in chunks), tuple(c.pending for c in chunks))
-    walk = () if k.virtual_stages > MAX_STATE_CHUNKS else \
+    # the largest state, where the moments are not paired (the paired moment replaces it)
+    walk = () if paired is not None or k.virtual_stages > MAX_STATE_CHUNKS else \
         peak_states(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank)
     for held, pending, _ in walk:
         a = 0
@@ -898,14 +909,6 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
             best, best_acts, best_held = a, a, sum(held)
             moment = (held, pending, None, None, None)
 
-    buffers = 0
-    if k.runtime == "torch":
-        buffers = transient_buffers(acts.transient, params, k, shape)
-    relief = second_embedding_backward(shape, k, rank, acts, states.accumulated_grads > 0)
-    embedding_rise = max(0, acts.embedding_backward - relief - buffers)
-    p2p = p2p_buffers(shape, k, rank, acts)
-    paired = paired_peak(k, rank, acts, moment_extras(shape, k, params, acts, relief), receive_bytes(shape, k)) \
-        if k.runtime == "torch" else None
     if paired is not None:  # the working set of the chunk that runs at the worst moment
         _, live_bytes, (best_acts, best_held, chunk, kind, live, state) = paired
         moment = (*state, chunk, kind, live)
@@ -931,8 +934,12 @@ def _pieces(shape: Shape, k: Knobs):
             rank_activations(shape, k))
 
 
+@lru_cache(maxsize=256)
 def per_stage(shape: Shape, k: Knobs) -> tuple[StageMemory, ...]:
-    """Every pipeline stage's memory, stage 0 first."""
+    """Every pipeline stage's memory, stage 0 first. Kept (it reads only the shape and the knobs,
+    and the stages are frozen): the front end's checks of one plan (`fits_in_memory`,
+    `fits_within_the_error`) and search's answers ask `memory.estimate` for the same plan two and
+    three times, and a deep pipeline's breakdown walks every rank's moments."""
     params, acts = _pieces(shape, k)
     return tuple(stage_memory(shape, k, r, params[r], acts[r]) for r in range(k.pp))
 
@@ -942,7 +949,15 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
 
     The same totals as `per_stage` (a test holds them equal), without building the breakdown:
     per rank, model states are a few multiplications and the activation peak over the schedule
-    states is cached per (activations, schedule, micro-batches)."""
+    states is cached per (activations, schedule, micro-batches).
+
+    A rank's moments are paired with what runs then (`paired_peak`: a walk of its schedule's
+    moments and receives) only where its bound can reach the worst rank so far (`worst_rank`):
+    its model states plus its largest state, its largest extra and the most receive buffers it
+    ever holds (`p2p_buffers`) is never below its total, since every moment's state is one of
+    the walk's (the weights are not negative) and every moment's receive buffers are among
+    those the lowering counts. A deep pipeline's middle ranks hold less than its first and last:
+    their walks are skipped."""
     params, acts = _pieces(shape, k)
     if k.runtime != "torch":
         best, where = -1, 0
@@ -952,31 +967,62 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
                 best, where = total, r
         return best, where
     peaks = _activation_peaks(acts, k.schedule, k.pp, k.virtual_stages, k.microbatches)
-    best, where = -1, 0
+    receive = receive_bytes(shape, k)
+    bounded = _weights_non_negative(acts)
+    rows = []  # per rank: (the bound on its total, its model states and whole-vocabulary gradient, ...)
     for r in range(k.pp):
-        rp = params[r]
+        rp, a = params[r], acts[r]
         # two moments: a layer's backward (with the wrapper's buffers), the embedding's backward
-        embedding = acts[r].embedding_backward
+        embedding = a.embedding_backward
         whole = 0
         if embedding:
             states = model_states(rp.params, k, rp.per_chunk, rank_padding(shape, k, rp))
-            embedding -= second_embedding_backward(shape, k, r, acts[r], states.accumulated_grads > 0)
-            whole = whole_vocabulary_gradient(shape, k, acts[r], states.accumulated_grads > 0)
-        buffers = max(transient_buffers(acts[r].transient, rp, k, shape), embedding)
+            embedding -= second_embedding_backward(shape, k, r, a, states.accumulated_grads > 0)
+            whole = whole_vocabulary_gradient(shape, k, a, states.accumulated_grads > 0)
+        buffers = max(transient_buffers(a.transient, rp, k, shape), embedding)
+        extras = None
+        if len(a.working) > 1 or k.schedule in ZERO_BUBBLE or receive:
+            extras = moment_extras(shape, k, rp, a, a.embedding_backward - embedding)
+        base = exact_state_bytes(shape, k, rp) + whole
+        p2p = p2p_buffers(shape, k, r, a)
+        largest_extra = max([buffers, 0] + [e for each in extras for e in each]) if extras is not None else buffers
+        rows.append((base + peaks[r] + largest_extra + p2p if bounded else None, base, buffers, extras, p2p))
+
+    def total(r: int) -> int:
+        _, base, buffers, extras, p2p = rows[r]
         moment = peaks[r] + buffers
-        p2p = None
-        receive = receive_bytes(shape, k)
-        if len(acts[r].working) > 1 or k.schedule in ZERO_BUBBLE or receive:
-            relief = acts[r].embedding_backward - embedding
-            extras = moment_extras(shape, k, rp, acts[r], relief)
+        if extras is not None:
             paired = paired_peak(k, r, acts[r], extras, receive)
             if paired is not None:
-                moment, p2p, _ = paired
-        if p2p is None:
-            p2p = p2p_buffers(shape, k, r, acts[r])
-        total_bytes = exact_state_bytes(shape, k, rp) + whole + moment + p2p
-        if total_bytes > best:
-            best, where = total_bytes, r
+                moment, live_bytes, _ = paired
+                if live_bytes is not None:
+                    p2p = live_bytes
+        return base + moment + p2p
+
+    return worst_rank([row[0] for row in rows], total)
+
+
+def _weights_non_negative(acts: tuple[RankActivations, ...]) -> bool:
+    """Whether every chunk's bytes per micro-batch held and pending are non-negative: then no
+    moment of a rank's walk weighs more than its largest state (`_activation_peaks`), which the
+    per-rank bounds of `peak` and `activation_floor_with` rest on."""
+    return all(c.held >= 0 and c.pending >= 0 for a in acts for c in a.chunks)
+
+
+def worst_rank(bounds: list[int | None], total: Callable[[int], int]) -> tuple[int, int]:
+    """(the largest `total(r)` over ranks r, the first rank with it), calling `total` only for
+    the ranks whose bound (`bounds[r]`, at least `total(r)`; None: unknown) can still beat or
+    tie before the worst rank so far: the largest bound first, so that a deep pipeline's
+    middle ranks, which hold less than its first and last, are mostly never walked."""
+    order = sorted(range(len(bounds)), key=lambda r: (0, 0, r) if bounds[r] is None else (1, -bounds[r], r))
+    best, where = None, 0
+    for r in order:
+        bound = bounds[r]
+        if best is not None and bound is not None and (bound < best or (bound == best and r > where)):
+            continue  # its total cannot beat (or tie before) the worst rank so far
+        value = total(r)
+        if best is None or value > best or (value == best and r < where):
+            best, where = value, r
     return best, where
 
 
@@ -1071,21 +1117,59 @@ def activation_floors(shape: Shape, k: Knobs) -> tuple[int, ...]:
     """`activation_floor` per pp rank (search adds each rank's least model states to it)."""
     acts = rank_activations(shape, k)
     peaks = _activation_peaks(acts, k.schedule, k.pp, k.virtual_stages, k.microbatches)
-    out = []
+    return tuple(_rank_activation_floor(k, acts[r], r, peaks[r], _floor_extras(k, acts[r])) for r in range(k.pp))
+
+
+def activation_floor_with(shape: Shape, k: Knobs, states: tuple[int, ...]) -> int:
+    """max over pp ranks r of `activation_floors`[r] + states[r] (search's floor for a layout
+    under any sharding: `states` the least model states per rank), pairing each rank's moments
+    with its chunks' working sets (`paired_peak`, a walk of the rank's schedule) only where the
+    rank's bound can raise the max: its largest state (`_activation_peaks`) plus its largest
+    extra is never below its paired floor, as every moment's state is one of the walk's and
+    the weights are not negative (`_weights_non_negative`). The same figure as the max over
+    `activation_floors` (tests/test_search_speed_exact.py), without walking the moments of
+    every rank of a deep pipeline."""
+    acts = rank_activations(shape, k)
+    peaks = _activation_peaks(acts, k.schedule, k.pp, k.virtual_stages, k.microbatches)
+    bounded = _weights_non_negative(acts)
+    rows = []
     for r in range(k.pp):
-        # the embedding's moment less the most `second_embedding_backward` can take off (a floor)
         a = acts[r]
-        embedding = a.embedding_backward - (a.chunks[0].held if a.embedding_backward else 0)
-        floor = peaks[r] + max(a.transient, embedding)
-        if k.runtime == "torch" and (len(a.working) > 1 or k.schedule in ZERO_BUBBLE):
-            # each moment with its own chunk's working set
-            extras = tuple(tuple(max(w, embedding) if c == a.embedding_chunk else w for c, w in enumerate(each))
-                           for each in moment_working(a))
-            paired = paired_peak(k, r, a, extras)
-            if paired is not None:
-                floor = paired[0]
-        out.append(floor)
-    return tuple(out)
+        extras = _floor_extras(k, a)
+        unpaired = peaks[r] + max(a.transient, _floor_embedding(a))
+        largest = max([unpaired] + [peaks[r] + e for each in extras for e in each]) if extras is not None else unpaired
+        rows.append((largest + states[r] if bounded else None, extras))
+    return worst_rank([row[0] for row in rows],
+                      lambda r: _rank_activation_floor(k, acts[r], r, peaks[r], rows[r][1]) + states[r])[0]
+
+
+def _floor_embedding(a: RankActivations) -> int:
+    """The embedding's moment less the most `second_embedding_backward` can take off (a floor)."""
+    return a.embedding_backward - (a.chunks[0].held if a.embedding_backward else 0)
+
+
+def _floor_extras(k: Knobs, a: RankActivations) -> tuple[tuple[int, ...], ...] | None:
+    """Each moment's extra for the floor (its own chunk's working set; the embedding's moment on
+    the embedding's chunk), where the floor pairs them (parc's runtime, several chunks or a
+    split backward); else None."""
+    if k.runtime != "torch" or not (len(a.working) > 1 or k.schedule in ZERO_BUBBLE):
+        return None
+    embedding = _floor_embedding(a)
+    return tuple(tuple(max(w, embedding) if c == a.embedding_chunk else w for c, w in enumerate(each))
+                 for each in moment_working(a))
+
+
+def _rank_activation_floor(k: Knobs, a: RankActivations, r: int, peak_r: int,
+                           extras: tuple[tuple[int, ...], ...] | None) -> int:
+    """One rank's `activation_floors` entry: its largest state plus the larger of its transient
+    buffers and the embedding's moment, or, each moment with its own chunk's working set
+    (`extras`, `_floor_extras`), the paired peak."""
+    floor = peak_r + max(a.transient, _floor_embedding(a))
+    if extras is not None:
+        paired = paired_peak(k, r, a, extras)
+        if paired is not None:
+            floor = paired[0]
+    return floor
 
 
 _PEAKS: dict[tuple, tuple] = {}
@@ -1093,17 +1177,29 @@ _PEAKS: dict[tuple, tuple] = {}
 
 def _activation_peaks(acts: tuple[RankActivations, ...], schedule: str, pp: int, v: int, m: int) -> tuple[int, ...]:
     """Each rank's largest activation bytes over its schedule states (no per-state unsharding).
-    Keyed by the identity of the cached `acts` (kept alive in the entry, so the id stays valid)."""
+    Keyed by the identity of the cached `acts` (kept alive in the entry, so the id stays valid).
+
+    With weights that are not negative the largest over the undominated states (`peak_states`)
+    is the largest over every moment of the walk (each moment is dominated by a kept state, and
+    the kept states are moments), which `schedules.walked_peak` gives from the moments kept per
+    walk and chunk classes, the same ones search's floors (`Engine._quick_floor`) already asked
+    for: a deep pipeline's ranks are not walked once more for their (held, pending, unsharded)
+    states (tests/test_search_speed_exact.py holds the two equal)."""
     key = (id(acts), schedule, pp, v, m)
     entry = _PEAKS.get(key)
     if entry is not None and entry[0] is acts:
         return entry[1]
     out = []
+    walked = _weights_non_negative(acts)
     for r in range(pp):
         chunks = acts[r].chunks
         if v > MAX_STATE_CHUNKS:
             out.append(weighted_peak(schedule, pp, v, m, r, tuple(c.held for c in chunks),
                                      tuple(c.pending for c in chunks))[0])
+            continue
+        if walked:  # the same largest sum (below), from the walk's moments kept per chunk classes
+            out.append(walked_peak(schedule, pp, v, m, r, tuple(c.held for c in chunks),
+                                   tuple(c.pending for c in chunks)))
             continue
         best = 0
         for held, pending, _ in peak_states(schedule, pp, v, m, r):
@@ -1145,7 +1241,7 @@ def clear_caches() -> None:
                      parameters.chunk_params, parameters.chunks_of, parameters.fsdp_padding, schedules.peak_states,
                      schedules._walked_actions, schedules.receive_buffers, schedules._walked_states,
                      schedules.moment_states, schedules.receive_moments, schedules._compute_turns,
-                     schedules._receive_trace, schedules._walked_receives):
+                     schedules._receive_trace, schedules._walked_receives, per_stage):
         function.cache_clear()
     schedules._REDUCED.clear()
     _PEAKS.clear()

@@ -309,10 +309,9 @@ def walk_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[Stat
         started = True
     if started:
         seen.add(tuple(counts))
-    # Largest total first: a state can only be dominated by one listed before it. (Held,
-    # pending and unsharded have v counts each, so the flat order is the states' order.)
-    flat = sorted(((c, (c[:v], c[v:2 * v], c[2 * v:])) for c in seen), key=lambda e: (-sum(e[0]), e[0]))
-    return tuple(sorted(flat[i][1] for i in undominated([counts for counts, _ in flat])))
+    # Largest total first: a state can only be dominated by one listed before it (`by_total`)
+    flat = by_total(seen)
+    return tuple(sorted((c[:v], c[v:2 * v], c[2 * v:]) for c in (flat[i] for i in undominated(flat))))
 
 
 Moment = tuple[tuple[int, ...], tuple[int, ...], int, int]
@@ -354,7 +353,7 @@ def moment_states(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[Mo
             pending[chunk] -= 1
     out: list[Moment] = []
     for tag in range(3 * v):
-        mine = sorted((c for t, c in seen if t == tag), key=lambda c: (-sum(c), c))
+        mine = by_total(c for t, c in seen if t == tag)
         out += [(mine[i][:v], mine[i][v:], tag // 3, tag % 3) for i in undominated(mine)]
     return tuple(sorted(out, key=lambda s: (s[2], s[3], s[0], s[1])))
 
@@ -404,10 +403,17 @@ def receive_moments(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[
         by_tag[tag].append(counts)
     out: list[ReceiveMoment] = []
     for tag, mine in enumerate(by_tag):
-        mine.sort(key=lambda c: (-sum(c), c))
+        mine.sort(key=sum, reverse=True)  # `by_total`
         out += [(mine[i][:v], mine[i][v:2 * v], min(tag // 3, v - 1), 3 if tag == 3 * v else tag % 3, mine[i][-1])
                 for i in undominated(mine)]
     return tuple(sorted(out, key=lambda s: (s[2], s[3], s[0], s[1], s[4])))
+
+
+def by_total(vectors) -> list[tuple[int, ...]]:
+    """Distinct count vectors, largest total first, as `undominated` takes them. Ties stay in the
+    order given: two distinct vectors of one total never dominate each other, so which are kept
+    does not depend on their order (every caller sorts what it keeps, or takes a max over it)."""
+    return sorted(vectors, key=sum, reverse=True)
 
 
 def undominated(ordered: list[tuple[int, ...]]) -> list[int]:
@@ -532,7 +538,7 @@ def _reduced_states(key: tuple, n: int) -> tuple[tuple[int, ...], ...]:
             counts[c] -= 1
             counts[c + 1] -= 1
         seen.add(tuple(counts))
-    ordered = sorted(seen, key=lambda state: (-sum(state), state))
+    ordered = by_total(seen)
     return tuple(ordered[i] for i in undominated(ordered))
 
 
@@ -715,8 +721,59 @@ def _compute_turns(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[t
     uses next, so where the stage changes from one action to the next it reshards those that
     leave the set and unshards those that enter it (all of them before its first action, and
     reshards all it holds after its last); after the last full or weight backward of each stage
-    one reduce-grad."""
+    one reduce-grad. The set of stages held changes only where the stage does: it is found
+    for the first action of each run of one stage only (a looped schedule's steady state
+    changes stage at every action, its warm-up once per round)."""
     acts = _walked_actions(schedule, pp, v, m, rank)
+    if schedule == "dualpipe-v":
+        return _paired_turns(schedule, pp, v, m, rank, acts)
+    n = len(acts)
+    stage_of = [_stage_of(schedule, pp, rank, c) for c in range(v)]
+    starts: list[int] = []  # the first action of each run of one stage
+    previous = None
+    reduce_after = bytearray(n + 1)
+    last_bw: dict[int, int] = {}
+    for i, (kind, chunk) in enumerate(acts):
+        stage = stage_of[chunk]
+        if stage != previous:
+            starts.append(i)
+            previous = stage
+        if kind == B or kind == W:
+            last_bw[stage] = i
+    for i in last_bw.values():
+        reduce_after[i] = 1
+    # the nearest 3 distinct stages used from each run's first action on (its own first)
+    held_at: dict[int, frozenset] = {}
+    order: list[int] = []
+    for i in reversed(starts):
+        stage = stage_of[acts[i][1]]
+        order = ([stage] + [s for s in order if s != stage])[:3]
+        held_at[i] = frozenset(order)
+    forwards, backwards = [0] * v, [0] * v
+    out: list[tuple] = []
+    append = out.append
+    held: frozenset = frozenset()
+    for i, (kind, chunk) in enumerate(acts):
+        upcoming = held_at.get(i)
+        if upcoming is not None:
+            out.extend([()] * (len(held - upcoming) + len(upcoming - held)))
+            held = upcoming
+        if kind == F:
+            append(((0, stage_of[chunk], forwards[chunk]),))
+            forwards[chunk] += 1
+        elif kind == W:
+            append(())
+        else:
+            append(((1, stage_of[chunk], backwards[chunk]),))
+            backwards[chunk] += 1
+        if reduce_after[i]:
+            append(())
+    out.extend([()] * len(held))
+    return tuple(out)
+
+
+def _paired_turns(schedule: str, pp: int, v: int, m: int, rank: int, acts: tuple[Action, ...]) -> tuple[tuple, ...]:
+    """`_compute_turns` for dualpipe-v, whose overlapped forward-backward pairs run in one turn."""
     n = len(acts)
     stage_of = [_stage_of(schedule, pp, rank, c) for c in range(v)]
     stages = [stage_of[chunk] for _, chunk in acts]

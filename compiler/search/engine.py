@@ -58,7 +58,7 @@ from ..memory.buffers import reserve_bytes
 from ..memory.inputs import Knobs, model_code, shape_of
 from ..memory.model import (
     _chunk_activations,
-    activation_floors,
+    activation_floor_with,
     activation_knobs,
     cached_logits_bytes,
     end_rank_activations,
@@ -1473,7 +1473,7 @@ class Engine:
                 stats.memory_evaluations += 1
                 self._work(k0.pp)
                 states = self._states_floor(item, k0)
-                floor = max(a + b for a, b in zip(activation_floors(self.shape, k0), states, strict=True))
+                floor = activation_floor_with(self.shape, k0, states)
             if floor > self.usable:  # no sharding can fit: the activations alone do not
                 stats.out_of_memory += n_orders
                 self._note_smallest(floor)
