@@ -707,7 +707,7 @@ def live_receives(lowered: list[tuple]) -> int:
     return best
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=4096)
 def _compute_turns(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[tuple, ...]:
     """The rank's lowering turns as `_walked_receives` reads them: per turn, its compute actions
     as (0 forward / 1 backward, stage, micro-batch), () for a turn that computes nothing (a
@@ -889,7 +889,10 @@ def _receive_trace(schedule: str, pp: int, v: int, m: int) -> tuple[ReceiveTrace
         for c in range(v):
             owner[_stage_of(schedule, pp, r, c)] = r
     todo = [_compute_turns(schedule, pp, v, m, r) for r in range(pp)]
-    m = 1 + max((micro for turns in todo for turn in turns for _, _, micro in turn), default=0)
+    # the flags' stride per stage: above every micro-batch index the turns hold (a chunk's
+    # micro-batches are counted along the rank's turns, so fewer than its turns; dualpipe-v and
+    # an interleaved warm-up go past m), found without a walk over every action
+    m = max(len(turns) for turns in todo) + 1
     arrived = [bytearray(stages * m), bytearray(stages * m)]  # forward, backward inputs there
     alive, gap = [0] * pp, [0] * pp
     lives: list[list[int]] = [[] for _ in range(pp)]
@@ -898,43 +901,58 @@ def _receive_trace(schedule: str, pp: int, v: int, m: int) -> tuple[ReceiveTrace
     blocked = [False] * pp
     last = stages - 1
     unfinished = sum(1 for r in range(pp) if todo[r])
+    # Per (forward 0 / backward 1, stage), looked up rather than worked out at every turn: the
+    # stage whose computation brings its input (-1: none, the first stage's forward, the last's
+    # backward), whether that input came by a receive (another rank runs that stage), and the
+    # stage its output goes to (-1: none).
+    source = ([s - 1 for s in range(stages)], [s + 1 if s != last else -1 for s in range(stages)])
+    received = tuple([f >= 0 and owner[f] != owner[s] for s, f in enumerate(sources)] for sources in source)
+    target = ([s + 1 if s != last else -1 for s in range(stages)], [s - 1 for s in range(stages)])
+    # A turn that computes nothing (a weight backward, FSDP's actions: two in three of an
+    # interleaved schedule's turns under FSDP) needs no input, frees none and sends none: it
+    # takes its pass and skips the checks below (the same passes, the same counts).
+    ends = [len(turns) for turns in todo]
     while unfinished:
         progress = False
         for r in range(pp):
-            turns = todo[r]
-            if blocked[r] or heads[r] == len(turns):
+            if blocked[r]:
                 continue
-            turn = turns[heads[r]]
+            head = heads[r]
+            if head == ends[r]:
+                continue
+            turn = todo[r][head]
+            if not turn:
+                heads[r] = head + 1
+                unfinished -= head + 1 == ends[r]
+                progress = True
+                continue
             ready = True
             for code, stage, micro in turn:
-                if (stage != 0 if code == 0 else stage != last) and not arrived[code][stage * m + micro]:
+                if source[code][stage] >= 0 and not arrived[code][stage * m + micro]:
                     ready = False
                     break
             if not ready:
                 blocked[r] = True
                 continue
             for code, stage, _micro in turn:  # an input that came by a receive is used
-                if (stage != 0 and owner[stage - 1] != r) if code == 0 else (stage != last and owner[stage + 1] != r):
+                if received[code][stage]:
                     alive[r] -= 1
-            if turn:
-                gaps[r].append(gap[r])
-                lives[r].append(alive[r])
-                gap[r] = alive[r]
+            gaps[r].append(gap[r])
+            lives[r].append(alive[r])
+            gap[r] = alive[r]
             for code, stage, micro in turn:  # the inputs this turn makes, received where another rank runs them
-                if code == 0 and stage != last:
-                    to = stage + 1
-                elif code == 1 and stage != 0:
-                    to = stage - 1
-                else:
+                to = target[code][stage]
+                if to < 0:
                     continue
                 arrived[code][to * m + micro] = 1
                 peer = owner[to]
                 if peer != r:
                     alive[peer] += 1
-                    gap[peer] = max(gap[peer], alive[peer])
+                    if alive[peer] > gap[peer]:
+                        gap[peer] = alive[peer]
                     blocked[peer] = False
-            heads[r] += 1
-            unfinished -= heads[r] == len(turns)
+            heads[r] = head + 1
+            unfinished -= head + 1 == ends[r]
             progress = True
         if not progress:
             return None
