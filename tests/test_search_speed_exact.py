@@ -1459,3 +1459,34 @@ def test_the_worst_rank_asks_for_the_totals_its_bounds_cannot_rule_out():
     seen = []
     assert worst_rank([10, 10, 10], lambda r: seen.append(r) or [7, 7, 6][r]) == (7, 0)
     assert seen == [0, 1, 2]  # each bound 10 can beat 7: every rank is asked for
+
+
+def test_rank_orders_kept_per_axes_above_one_are_every_permutation():
+    """`Space.orders` (kept per the axes above 1) against the permutations written out here: for
+    every degree assignment of five axes (1 or 2 each), in a fresh cache and a filled one, the
+    written order first, each order once, every axis of degree 1 in its written place."""
+    from itertools import permutations, product
+
+    from parc.pipeline import compile_path
+    from parc.search import engine
+    from parc.search import space as space_module
+    from parc.search.space import build_space
+
+    space = build_space(compile_path("tests/golden/search/specs/five-axes.par"))
+    axes = space.axes
+    assert len(axes) == 5 and space.order_open
+    engine.clear_caches()
+    assert not space_module._ORDERS
+    checked = 0
+    for _ in range(2):  # the first pass fills the cache, the second reads it
+        for values in product((1, 2), repeat=len(axes)):
+            degrees = dict(zip(axes, values, strict=True))
+            got = space.orders(degrees)
+            fixed = {i: a for i, a in enumerate(axes) if degrees[a] == 1}
+            expected = {o for o in permutations(axes) if all(o[i] == a for i, a in fixed.items())}
+            assert got[0] == axes and len(got) == len(set(got)) and set(got) == expected, degrees
+            got.append(("mutated",))  # a caller's list is its own
+            checked += 1
+    assert checked == 64 and space_module._ORDERS
+    engine.clear_caches()
+    assert not space_module._ORDERS

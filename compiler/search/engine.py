@@ -74,6 +74,7 @@ from ..memory.parameters import Params, chunks_of, layer_params, padded_vocab
 from ..memory.schedules import walked_peak
 from ..targets import runtime as target_runtime
 from ..timing import SCHEDULES
+from . import space as space_module
 from .space import RECOMPUTE, SEQUENCE_PARALLEL, SHARDING, Assignment, Space, canonical_key
 
 UNPREDICTED = "unpredicted"
@@ -1912,6 +1913,7 @@ def clear_caches() -> None:
     """Forget the pieces and loads shared between searches (benchmarks measure a cold start)."""
     _SHARED.clear()
     _DIVISORS.clear()
+    space_module.clear_caches()
 
 
 def canonical_pipe_of(pipes: list[tuple[str, int]]) -> tuple[str, int]:

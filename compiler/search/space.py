@@ -129,15 +129,30 @@ class Space:
         nothing, so they stay where they are written), the written order first."""
         if not self.order_open:
             return [self.axes]
-        moving = [a for a in self.axes if degrees[a] > 1]
-        slots = [i for i, a in enumerate(self.axes) if degrees[a] > 1]
-        out = []
-        for perm in permutations(moving):
-            order = list(self.axes)
-            for slot, name in zip(slots, perm, strict=True):
-                order[slot] = name
-            out.append(tuple(order))
-        return out
+        # the orders read only which axes exceed 1: kept per (axes, those), the many degree
+        # assignments of a search sharing a few (emptied by `clear_caches`)
+        key = (self.axes, tuple(degrees[a] > 1 for a in self.axes))
+        kept = _ORDERS.get(key)
+        if kept is None:
+            moving = [a for a in self.axes if degrees[a] > 1]
+            slots = [i for i, a in enumerate(self.axes) if degrees[a] > 1]
+            out = []
+            for perm in permutations(moving):
+                order = list(self.axes)
+                for slot, name in zip(slots, perm, strict=True):
+                    order[slot] = name
+                out.append(tuple(order))
+            kept = _ORDERS[key] = tuple(out)
+        return list(kept)
+
+
+_ORDERS: dict[tuple, tuple[tuple[str, ...], ...]] = {}
+"""`Space.orders` per (axes, which exceed 1)."""
+
+
+def clear_caches() -> None:
+    """Forget the rank orders kept per axes (benchmarks measure a cold start)."""
+    _ORDERS.clear()
 
 
 def build_space(compilation: Compilation) -> Space:
