@@ -1181,6 +1181,33 @@ breakdown of the top 10 (`estimate`: every rank's moments); gpt3-175b and llama3
 spend theirs in the bounds (`refine`'s data-parallel tails, the computation-only bounds, the
 family and first floors), spread over many small pieces.
 
+Issue 18's thirteenth speed round (2026-12-03, short) made two exact changes, each tested in
+tests/test_search_speed_exact.py against the plain computation it replaces:
+`schedules._receive_trace` (the lockstep walk of the receive buffers of deep pipelines) looks
+up, per (direction, stage), where an input comes from, whether it came by a receive and where
+the output goes, instead of working them out at every turn; passes a turn that computes nothing
+(a weight backward, FSDP's actions: a third of interleaved-zb's turns at pp 32, v 4) without
+the checks; and takes the flags' stride from the turns' count (every micro-batch index is below
+it) instead of a walk over every action for the largest index (tested against the plain
+lockstep on every rank's lives and gaps, refused layouts included, pp 2 to 16, 1 to 64
+micro-batches; the trace of five deep shapes 0.125 s to 0.096 s, best of 25 alternating).
+`_compute_turns` is kept for 4,096 (schedule, pp, v, m, rank) instead of 256: Megatron 1T's
+eight shapes have 272 ranks, so some were lowered twice. `Space.orders` (every permutation of the axes above 1)
+is kept per (axes, which exceed 1), as most degree assignments share a few: it was built twice
+per assignment (tested against the permutations written out, on all 32 assignments of five
+axes of 1 or 2; emptied by `clear_caches`). Both changes are small against the rows: the receive
+trace was a third of the Megatron 1T row only under the profiler, and in a fresh process at a
+low load the row measured 0.99-1.09 s before and 0.99-1.04 s after (five alternating pairs).
+The benchmark once at the end of the round (`benchmarks/search_speed.py`, best of 3, 05:54 to
+05:58 UTC, load average 2.4 to 4.6), "first CPU s": Mixtral with ep over dp x cp 1.18 s,
+Megatron 1T 1.02 s, the 983,040-GPU space 1.71 s (target 2 s), deepseek-v3-like.par 0.82 s,
+gpt3-175b.par 0.99 s, megatron-1t.par 0.73 s, llama3-70b-search.par with every hole 0.60 s,
+the target 0.28 s. These rows came in 10 to 30 % under the previous round's figures, more than
+this round's changes measured alone: most of that gap is the machine's lower load. Answers,
+top lists and counts are unchanged (tests/test_search.py, tests/test_search_engine.py,
+tests/test_search_cold_caches.py and tests/test_search_speed_exact.py pass). Point 4 stays open
+for the Mixtral and Megatron 1T rows, where the rest goes as the previous round found.
+
 **A wrong answer, fixed.** Two slips made the bound's data-parallel tail of MoE ranks exceed
 their true step, so the scan could drop a better layout: `_best_links` took the expert set's
 group without tp (`Geometry.expert`), where torch's runtime, and `timing.rank_steps`, reduce the

@@ -908,8 +908,8 @@ def _receive_trace(schedule: str, pp: int, v: int, m: int) -> tuple[ReceiveTrace
     source = ([s - 1 for s in range(stages)], [s + 1 if s != last else -1 for s in range(stages)])
     received = tuple([f >= 0 and owner[f] != owner[s] for s, f in enumerate(sources)] for sources in source)
     target = ([s + 1 if s != last else -1 for s in range(stages)], [s - 1 for s in range(stages)])
-    # A turn that computes nothing (a weight backward, FSDP's actions: two in three of an
-    # interleaved schedule's turns under FSDP) needs no input, frees none and sends none: it
+    # A turn that computes nothing (a weight backward, FSDP's actions: a third of
+    # interleaved-zb's turns at pp 32, v 4) needs no input, frees none and sends none: it
     # takes its pass and skips the checks below (the same passes, the same counts).
     ends = [len(turns) for turns in todo]
     while unfinished:
