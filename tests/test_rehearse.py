@@ -795,7 +795,7 @@ def test_the_allocator_replay_of_a_published_405b_row(row_id, layers, default_pa
     from parc.memory import estimate
     from parc.memory.allocator import DEFAULT, EXPANDABLE
     from parc.pipeline import compile_text
-    from parc.rehearse import replay_limit, replay_policy, reserved, run
+    from parc.rehearse import compare, replay_limit, replay_policy, reserved, run
 
     compiled = compile_text(published_row_spec(row_id, layers), f"{row_id}.par")
     assert compiled.ok, [d.message for d in compiled.diagnostics]
@@ -819,3 +819,8 @@ def test_the_allocator_replay_of_a_published_405b_row(row_id, layers, default_pa
     assert (default > allowance) is default_past_allowance, (default, allowance)
     if layers is not None:
         assert account.predicted >= account.replayed_reserved
+    # the model's peak of tensors against the tracker's (issue 15: within 5 %). Before parc's job
+    # had its gathered copies counted in bf16 (it runs fp8 as bf16) the model was 5.4 % under at
+    # full depth: the 15 layers' copies at 1 byte (tests/test_gathered_copies.py)
+    [peak] = [row for row in compare(plan, records) if row.category == "peak"]
+    assert abs(peak.predicted - peak.rehearsed) <= 0.05 * peak.rehearsed, (peak.predicted, peak.rehearsed)

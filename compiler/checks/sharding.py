@@ -63,7 +63,7 @@ def zero3_with_pipeline(plan: Plan) -> Iterator[Diagnostic]:
         return
     params = rank_params(shape_of(plan), k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, "torch")
     worst = max(params, key=lambda r: r.params.total)
-    copy = compute_copy_bytes(worst.params, k.precision)
+    copy = compute_copy_bytes(worst.params, k.copy_precision)
     grads = 4 * worst.params.total
     yield warning("W0351", "zero3 under pipelining keeps each stage's parameters gathered for the whole step",
                   _sharding_span(plan), label="gathered once per step, held until the last backward",

@@ -96,7 +96,7 @@ def last_layer(shape: Shape, tp: int, ep: int, chunks: tuple[Chunk, ...]) -> Par
 def fsdp_buffers(layer: Params | None, k: Knobs, root: Params | None = None) -> int:
     """Per-layer parameter and gradient buffers of the data-parallel wrapper (see above)."""
     if k.sharding == "zero1":  # autograd's compute-dtype gradients of one layer (see above)
-        return compute_copy_bytes(layer, k.precision) if layer is not None else 0
+        return compute_copy_bytes(layer, k.copy_precision) if layer is not None else 0
     reduce = FP32 * layer.total if layer is not None and (k.pp == 1 or k.sharding == "none") else 0
     return gathered_buffers(layer, k, root) + reduce  # one layer's fp32 gradients being reduced
 
@@ -134,7 +134,7 @@ def fsdp_expert_temporaries(shape: Shape, k: Knobs) -> int:
     reduce = stack * (FP32 if k.pp > 1 else compute)
     if k.pp > 1:
         return reduce
-    return max(reduce, compute_copy_bytes(Params(expert=shape.ffn_matrices * stack), k.precision))
+    return max(reduce, compute_copy_bytes(Params(expert=shape.ffn_matrices * stack), k.copy_precision))
 
 
 def gathered_buffers(layer: Params | None, k: Knobs, root: Params | None = None) -> int:
@@ -147,7 +147,7 @@ def gathered_buffers(layer: Params | None, k: Knobs, root: Params | None = None)
     its parameters are the compute-dtype copy."""
     if k.sharding == "zero1":
         return 0
-    held = compute_copy_bytes(root, k.precision) if root is not None and k.pp == 1 and k.sharding != "zero2" else 0
+    held = compute_copy_bytes(root, k.copy_precision) if root is not None and k.pp == 1 and k.sharding != "zero2" else 0
     # Under pipelining every layer's copy is held already (a model state, `model.keeps_gathered`:
     # the runtime turns reshard_after_forward off there, whatever the schedule; the rehearsal of
     # zero1 and zero3 under 1F1B shows no layer gathered beyond them).
@@ -155,4 +155,4 @@ def gathered_buffers(layer: Params | None, k: Knobs, root: Params | None = None)
     if layer is None or not per_layer:
         return held
     # zero3 and hsdp also gather the next layer ahead; a shard of one rank copies when it computes
-    return held + compute_copy_bytes(layer, k.precision) * (2 if k.sharding in ("zero3", "hsdp") else 1)
+    return held + compute_copy_bytes(layer, k.copy_precision) * (2 if k.sharding in ("zero3", "hsdp") else 1)

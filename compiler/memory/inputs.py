@@ -160,6 +160,19 @@ class Knobs:
         return self.model_code == "torchtitan-compiled" and self.tp == 1
 
     @property
+    def copy_precision(self) -> str:
+        """The precision of FSDP2's unsharded compute copies (`states.compute_copy_bytes`). Only
+        torchtitan's float8 all-gathers fp8 weights (torchao's `enable_fsdp_float8_all_gather`,
+        which its llama3_405b config sets: the unsharded Float8Linear weight is the gathered fp8
+        data). parc's own job runs `precision fp8` as bf16 (W0601, backends/torch/runtime.py:
+        no torchao), so its unsharded copies are bf16, as torch's memory tracker counts them
+        (rehearsing the published 405B 1F1B row as parc's job: the 15 layers' tp shards held in
+        bf16 at the peak, where fp8 copies left the model 5.6 GiB under)."""
+        if self.precision == "fp8" and self.runtime == "torch" and not self.torchtitan_block:
+            return "bf16"
+        return self.precision
+
+    @property
     def sp(self) -> bool:
         """Sequence parallelism in effect (it means nothing without tp)."""
         return self.sequence_parallel and self.tp > 1

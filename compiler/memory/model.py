@@ -1057,7 +1057,7 @@ def gathered_at_loss(k: Knobs, params: RankParams) -> int:
 
     held = gathered_buffers(None, k, params.root)
     if k.torchtitan_block and k.sharding in ("zero3", "hsdp") and params.last_layer is not None:
-        held += compute_copy_bytes(params.last_layer, k.precision)
+        held += compute_copy_bytes(params.last_layer, k.copy_precision)
     return held
 
 
@@ -1102,7 +1102,7 @@ def state_bytes(p: Params, k: Knobs, groups: tuple[int, int]) -> int:
             states = round(4 * sharded) + round(opt * sharded)  # parameters, optimizer states
             states += 4 * total if k.pp > 1 else round(4 * sharded)  # gradients (`peak_gradients`)
     if keeps_gathered(k):
-        states += compute_copy_bytes(p, k.precision)
+        states += compute_copy_bytes(p, k.copy_precision)
     return states
 
 

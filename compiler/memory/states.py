@@ -133,7 +133,7 @@ def model_states(p: Params, k: Knobs, chunks: tuple[Params, ...] = (), padding: 
                       round(opt * shard) + zero1_buffer_bytes(p, k, chunks))
     # none runs on FSDP2 too (a mesh of replicas x shards of one rank): its compute copy is a
     # separate buffer, held or freed like zero3's (see `model.py`)
-    copy = compute_copy_bytes(p, k.precision)
+    copy = compute_copy_bytes(p, k.copy_precision)
     if k.sharding == "none":
         return States(FP32 * total, FP32 * total, opt * total, unsharded=copy)
     return States(

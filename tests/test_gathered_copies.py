@@ -1,0 +1,84 @@
+"""The gathered (unsharded) parameters FSDP2 holds at a pipeline stage's peak, counted by hand.
+
+Under pipelining the job turns `reshard_after_forward` off (zero2 in any case), so every layer
+of a stage stays gathered from its first forward to the step's last backward: at the peak the
+stage holds its sharded fp32 parameters plus one unsharded compute copy of each of its
+parameters. parc's own job runs `precision fp8` as bf16 (W0601: no torchao), so those copies
+are bf16, 2 bytes each; only torchtitan's float8 all-gathers 1-byte weights. The model counted
+the matmul weights' copies at 1 byte for parc's job too, which left it 5.6 GiB (the 15 layers'
+halves) under the rehearsal of the published Llama 3 405B 1F1B row at full depth
+(docs/memory-model.md, section 7). One layer per stage at the row's widths shows the same.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .test_rehearse import published_row_spec
+
+ROW = "titan2412_t5_1f1b"  # tp 8 x dp 8 x pp 8, zero2, 1f1b, precision fp8, target torch
+
+
+def compiled(layers_per_stage: int):
+    from parc.pipeline import compile_text
+
+    result = compile_text(published_row_spec(ROW, layers_per_stage), f"{ROW}.par")
+    assert result.ok, [d.message for d in result.diagnostics]
+    return result.plan
+
+
+def first_stage_gathered_by_hand(plan, layers: int) -> int:
+    """Rank 0 (pipeline stage 0): the embedding's tp shard (vocab / tp rows of h) and each
+    layer's tp shards (q and o: h x h / tp each; k and v: h x kv_heads x head_dim / tp each;
+    SwiGLU's three: h x F / tp each) plus its two RMSNorm weights (h each, replicated over tp),
+    in bf16, 2 bytes an element."""
+    m, tp = plan.model, plan.layout.tp.degree
+    h, kv = m.hidden, m.kv_heads * m.head_dim
+    layer = (2 * h * h + 2 * h * kv + 3 * h * m.ffn) // tp + 2 * h
+    embedding = m.vocab * h // tp
+    return 2 * (embedding + layers * layer)
+
+
+def model_gathered(plan) -> int:
+    """The model's parameters held at stage 0's peak less its sharded parameters (the
+    rehearsal's "parameters" category, model states)."""
+    from parc.memory import estimate
+    from parc.rehearse import predicted
+
+    stage = estimate(plan).stages[0]
+    return stage.params - predicted(plan, 0, 0)["parameters"]
+
+
+@pytest.mark.parametrize("layers", [1, 15])
+def test_the_model_holds_every_layer_gathered_in_bf16_under_parcs_fp8_job(layers):
+    plan = compiled(layers)
+    assert plan.training.precision == "fp8"
+    assert model_gathered(plan) == first_stage_gathered_by_hand(plan, layers)
+
+
+def test_torchtitans_float8_gathers_the_matmul_weights_in_one_byte():
+    """Under `target torchtitan` the float8 all-gather (the row's config sets it) stays: the
+    matmul weights' copies are 1 byte, the norms and the embedding 2."""
+    from parc.memory.inputs import Knobs
+
+    assert Knobs(1, 1, 1, precision="fp8", model_code="torchtitan").copy_precision == "fp8"
+    assert Knobs(1, 1, 1, precision="fp8", model_code="parc").copy_precision == "bf16"
+    assert Knobs(1, 1, 1, precision="fp8", runtime="megatron").copy_precision == "fp8"
+    assert Knobs(1, 1, 1, precision="fp32").copy_precision == "fp32"
+
+
+@pytest.mark.slow
+def test_the_rehearsed_peak_holds_the_hand_counted_gathered_parameters():
+    """One layer per stage at the row's widths, rank 0 rehearsed (about 30 s): torch's memory
+    tracker's unsharded parameters and all-gather outputs at the step's peak are the hand count,
+    and so is the model's figure."""
+    from parc.backends.torch import job_files
+    from parc.rehearse import replay_limit, replay_policy, run
+
+    plan = compiled(1)
+    records = run(job_files(plan), 0, False, None, 3600, replay_limit(plan), replay_policy(plan))
+    [record] = records
+    peak = record.get("step_peak_fused_norm", record["step_peak"])
+    hand = first_stage_gathered_by_hand(plan, 1)
+    assert peak["gathered_parameters"] == hand, (peak["gathered_parameters"], hand)
+    assert model_gathered(plan) == hand
