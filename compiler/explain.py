@@ -38,6 +38,7 @@ from .diagnostics import Severity, Style, as_json, render_text, summary_line
 from .human import byte_unit, in_unit, percent, size
 from .human import count as count_text
 from .memory import estimate, peak_moments, unpredictable
+from .memory.gpu import FRAGMENTATION
 from .pipeline import Compilation
 from .plan import AXES, Plan
 from .timing import predict
@@ -116,7 +117,32 @@ def memory_section(compilation: Compilation) -> dict[str, Any] | None:
                       if result.overheads is not None else None),
         "padded_vocab": result.padded_vocab,
         "virtual_stages": plan.layout.pp.virtual_stages,
+        **allocator_assumed(plan),
     }
+
+
+ALLOC_SOURCES = {"torch": "set by parc's generated train.py", "torchtitan": "as torchtitan's run_train.sh exports it"}
+"""Who sets the allocator variable when the spec's launch environment does not: parc's train.py
+(`allocator.GENERATED_ALLOC_CONF`) and torchtitan's launcher set expandable segments; Megatron-LM's
+pretrain_gpt.py sets nothing, so its jobs run PyTorch's default allocator."""
+
+
+def allocator_assumed(plan: Plan) -> dict[str, Any]:
+    """The caching-allocator configuration the predicted `max_memory_reserved` is for (issue 15):
+    `allocator_conf` ("VARIABLE=value", or None for PyTorch's default), `allocator_policy`
+    ("default" or "expandable", `allocator.policy_of`) and `allocator_conf_source` (the spec's
+    launch environment, or who sets it for the target's job)."""
+    from .memory.allocator import DEFAULT, alloc_conf_of, policy_of
+
+    env = {var.name: var.value for var in plan.launch.env}
+    name, value = alloc_conf_of(env)
+    if name in env:
+        source = "the spec's launch environment"
+    elif plan.target.name in ALLOC_SOURCES:
+        source = ALLOC_SOURCES[plan.target.name]
+    else:
+        return {"allocator_conf": None, "allocator_policy": DEFAULT, "allocator_conf_source": "unset"}
+    return {"allocator_conf": f"{name}={value}", "allocator_policy": policy_of(env), "allocator_conf_source": source}
 
 
 def time_section(compilation: Compilation) -> dict[str, Any] | None:
@@ -214,10 +240,22 @@ def memory_text(report: dict, compilation: Compilation, style: Style) -> list[st
                      + (f" + cached logits {size(o['cached_logits_bytes'])}" if o.get("cached_logits_bytes") else "")
                      + f") of {size(memory['reserved_limit_bytes'])} (HBM less the CUDA "
                      f"context {size(o['cuda_context_bytes'])} and NCCL buffers {size(o['nccl_bytes'])})")
+        lines.append(allocator_text(memory))
     lines.append(f"{flight}: {'chunk-' if v > 1 else ''}micro-batches whose saved activations the stage holds at its "
                  "peak; the one being worked on counts under buffers (its working set), so a stage whose peak "
                  "falls between a backward and the next forward (the last 1F1B stage) can show 0")
     return lines
+
+
+def allocator_text(memory: dict) -> str:
+    """One line: the allocator configuration the reserved figure assumes, and that its
+    fragmentation allowance is the flat share of HBM whatever the policy."""
+    conf = memory["allocator_conf"]
+    policy = "expandable segments" if memory["allocator_policy"] == "expandable" else "default policy"
+    what = (f"{conf} ({policy}; {memory['allocator_conf_source']})" if conf
+            else "PYTORCH_CUDA_ALLOC_CONF unset (PyTorch's default allocator)")
+    return (f"reserved figure assumes allocator {what}; its fragmentation is a flat "
+            f"{round(100 * FRAGMENTATION)} % of HBM under either policy")
 
 
 def moment_text(moment: dict, chunks: int = 1) -> str:

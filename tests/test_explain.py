@@ -220,3 +220,33 @@ def test_a_layout_with_another_error_is_never_a_bare_fits(monkeypatch, tmp_path)
     assert clean.exit_code == 0
     [peak] = [line for line in clean.stdout.splitlines() if line.startswith("peak:")]
     assert peak.endswith(": fits"), peak
+
+
+ALLOCATOR_CASES = [
+    # (what the spec adds, allocator_conf, allocator_policy, source), written out from the policy's rules
+    ("", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "expandable", "set by parc's generated train.py"),
+    ('launch {\n  env PYTORCH_CUDA_ALLOC_CONF "expandable_segments:False"\n}\n',
+     "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False", "default", "the spec's launch environment"),
+    ('launch {\n  env PYTORCH_ALLOC_CONF "max_split_size_mb:128"\n  env PYTORCH_CUDA_ALLOC_CONF "expandable_segments:True"\n}\n',
+     "PYTORCH_ALLOC_CONF=max_split_size_mb:128", "default", "the spec's launch environment"),
+    ("target megatron\n", None, "default", "unset"),
+]
+
+
+@pytest.mark.parametrize("extra, conf, policy, source", ALLOCATOR_CASES, ids=["generated", "spec-off", "alloc-conf-first",
+                                                                              "megatron"])
+def test_explain_names_the_allocator_configuration_its_reserve_assumes(extra, conf, policy, source, tmp_path,
+                                                                       monkeypatch):
+    """Issue 15: the reserved figure says which PYTORCH_CUDA_ALLOC_CONF it is for (JSON fields and
+    one text line), from the spec's launch environment or, without it, the target's job."""
+    monkeypatch.chdir(ROOT)
+    spec = tmp_path / "alloc.par"
+    spec.write_text((ROOT / "specs" / "gpt3-175b.par").read_text(encoding="utf-8") + "\n" + extra, encoding="utf-8")
+    data = json.loads(run_cli("explain", str(spec), "--format", "json").stdout)
+    mem = data["memory"]
+    assert (mem["allocator_conf"], mem["allocator_policy"], mem["allocator_conf_source"]) == (conf, policy, source)
+    lines = [line for line in run_cli("explain", str(spec)).stdout.splitlines()
+             if line.startswith("reserved figure assumes allocator")]
+    assert len(lines) == 1
+    assert (conf or "PYTORCH_CUDA_ALLOC_CONF unset") in lines[0]
+    assert ("expandable segments" in lines[0]) == (policy == "expandable")

@@ -96,6 +96,19 @@ GENERATED_ALLOC_CONF = "expandable_segments:True"
 value of its own (torchtitan's run_train.sh exports the same)."""
 
 
+def alloc_conf_of(env: dict[str, str] | None) -> tuple[str, str]:
+    """The allocator variable a job whose ranks see `env` runs under, and its value: the spec's
+    PYTORCH_ALLOC_CONF, else its PYTORCH_CUDA_ALLOC_CONF (torch >= 2.9 reads the first first:
+    c10/core/AllocatorConfig.h), else what the generated train.py sets (`GENERATED_ALLOC_CONF`).
+    `parc explain` names it beside its predicted `max_memory_reserved`, so that a reader knows
+    which policy that figure is for."""
+    env = env or {}
+    for name in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"):
+        if name in env:
+            return name, env[name]
+    return "PYTORCH_CUDA_ALLOC_CONF", GENERATED_ALLOC_CONF
+
+
 def policy_of(env: dict[str, str] | None) -> str:
     """The allocator policy of a job whose ranks see the environment `env` (the spec's
     `launch { env ... }`): the policy the `expandable_segments` option selects (its parser,
@@ -104,8 +117,7 @@ def policy_of(env: dict[str, str] | None) -> str:
     first: c10/core/AllocatorConfig.h), and when neither is set, the generated train.py's own
     `GENERATED_ALLOC_CONF`. A value exported by the submitting shell is not in the spec: the
     replay cannot see it."""
-    env = env or {}
-    text = env.get("PYTORCH_ALLOC_CONF", env.get("PYTORCH_CUDA_ALLOC_CONF", GENERATED_ALLOC_CONF))
+    _, text = alloc_conf_of(env)
     found = DEFAULT
     for item in text.replace(" ", "").split(","):
         key, _, value = item.partition(":")
