@@ -27,22 +27,36 @@ CHUNK = 8
 
 
 @pytest.fixture(scope="module")
-def job(tmp_path_factory):
-    """(model, parallel of the ring job, parallel of the all-gather job), imported."""
+def jobs(tmp_path_factory):
+    """The ring job's and the all-gather job's directories, generated once."""
     root = tmp_path_factory.mktemp("attention")
-    modules = []
-    for spec in ("cp2-ring", "cp2-all-gather"):
-        directory = str(compile_job(spec, root))
-        sys.path.insert(0, directory)
-        try:
-            for name in ("model", "parallel"):
-                sys.modules.pop(name, None)
-            modules.append((importlib.import_module("model"), importlib.import_module("parallel")))
-        finally:
-            sys.path.remove(directory)
-            for name in ("model", "parallel"):
-                sys.modules.pop(name, None)
-    (model, ring), (_, gather) = modules
+    return {spec: str(compile_job(spec, root)) for spec in ("cp2-ring", "cp2-all-gather")}
+
+
+def imported(directory: str):
+    """(model, parallel) of one generated job, imported afresh. Importing a job registers its
+    custom operators (parc::block_attention, parc::ring_attention), and torch destroys an earlier
+    registration of the same name (`get_library_allowing_overwrite`): a module imported before
+    another job's would call a destroyed operator. So each test imports the job it calls, last."""
+    sys.path.insert(0, directory)
+    try:
+        for name in ("model", "parallel"):
+            sys.modules.pop(name, None)
+        return importlib.import_module("model"), importlib.import_module("parallel")
+    finally:
+        sys.path.remove(directory)
+        for name in ("model", "parallel"):
+            sys.modules.pop(name, None)
+
+
+@pytest.fixture
+def job(jobs):
+    """(model, parallel of the ring job, parallel of the all-gather job), imported afresh for each
+    test, the all-gather job last: its model.py (one template for both jobs) is the one whose
+    operators are registered. The ring's parallel.py is used only for its block lists
+    (`ring_blocks`, plain functions), which no later registration touches."""
+    _, ring = imported(jobs["cp2-ring"])
+    model, gather = imported(jobs["cp2-all-gather"])
     return model, ring, gather
 
 
