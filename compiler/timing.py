@@ -1888,6 +1888,36 @@ def dispatched(w: Work, shape: Shape, hw: Hardware, sw: Software) -> Work:
     return w
 
 
+def runtime_work(w: Work, moe: bool, shape: Shape, hw: Hardware, sw: Software, c: Constants) -> Work:
+    """`dispatched(slowed(w))` for an MoE layer (`slowed(w)` otherwise) built as one `Work`, not
+    two or three: the search builds one per MoE layer shape it bounds (thousands), and each
+    `replaced` copies every field. The same arithmetic in the same order as the two steps (the
+    slowed fields first, then the dispatcher's stall on the slowed forward and backward), so the
+    same bits: tests/test_timing.py compares it field by field with the two steps."""
+    if not moe or (sw.ep_dispatcher != "deepep" and not sw.moe_host_sync):
+        return slowed(w, sw, c)
+    changes: dict = {}
+    gemm, memory_f, memory_b = w.gemm, w.memory_f, w.memory_b
+    if sw.kernels != "fused" and c.eager_efficiency != 1.0:  # `slowed`'s fields
+        f = 1.0 / c.eager_efficiency
+        gemm, memory_f, memory_b = gemm * f, memory_f * f, memory_b * f
+        changes.update(gemm=gemm, tp_gemms=tuple((p, k, g * f) for p, k, g in w.tp_gemms),
+                       memory_f=memory_f, memory_b=memory_b,
+                       selective_elementwise=w.selective_elementwise * f,
+                       selective_torchtitan=w.selective_torchtitan * f, norms_again=w.norms_again * f,
+                       moe_act_again=w.moe_act_again * f, moe_again=w.moe_again * f)
+    if sw.ep_dispatcher == "deepep":  # `dispatched`'s
+        changes.update(ep_fanout=(shape.experts, shape.top_k, sw.ep_node_limit),
+                       ep_sm_share=min(1.0, kernel_model.DEEPEP_SMS / max(1, hw.sms)))
+    if sw.moe_host_sync:  # `Work.forward`, `backward_input` and `backward_weight` of the slowed fields
+        stall = kernel_model.host_stall_seconds(w.launches_f + kernel_model.DISPATCHER_OPS,
+                                                gemm + w.attention_f + memory_f, sw.host_op_seconds)
+        paced = kernel_model.host_paced_seconds(w.launches_b + kernel_model.DISPATCHER_BACKWARD_OPS,
+                                                (gemm + w.attention_b + memory_b) + gemm, sw.host_op_seconds)
+        changes.update(memory_f=memory_f + stall, memory_b=memory_b + paced)
+    return replaced(w, **changes)
+
+
 def rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants,
                sw: Software) -> tuple[tuple[Load, ...], dict[Load, RankTimes]]:
     """Every pipeline rank's load, and the per-micro-batch times of each distinct load. Cached
@@ -1918,12 +1948,10 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
         if moe and not shape.moe:
             pieces.append(None)
             continue
-        w = slowed(layer_work(shape, moe, k.tp, sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
-                              gemm_precision(k.precision, sw), sw.attention, sw.kernels, hw, c,
-                              balanced=sw.balanced_routing, cp_runtime=sw.context_parallel,
-                              fp8_scaling=sw.fp8_scaling, routing_load=sw.routing_load), sw, c)
-        if moe:
-            w = dispatched(w, shape, hw, sw)
+        w = runtime_work(layer_work(shape, moe, k.tp, sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
+                                    gemm_precision(k.precision, sw), sw.attention, sw.kernels, hw, c,
+                                    balanced=sw.balanced_routing, cp_runtime=sw.context_parallel,
+                                    fp8_scaling=sw.fp8_scaling, routing_load=sw.routing_load), moe, shape, hw, sw, c)
         # the expert-count exchange before each dispatch: one int64 per (ep rank, local expert)
         counts = ((Collective("ep", "all_to_all", 8 * shape.experts, 1, ep_l.size, ep_l.local, "path", 1,
                               "forward"),) if moe and ep_l.size > 1 else ())

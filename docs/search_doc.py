@@ -1208,6 +1208,33 @@ top lists and counts are unchanged (tests/test_search.py, tests/test_search_engi
 tests/test_search_cold_caches.py and tests/test_search_speed_exact.py pass). Point 4 stays open
 for the Mixtral and Megatron 1T rows, where the rest goes as the previous round found.
 
+Issue 18's fourteenth speed round (2026-12-03, short; the MoE rows: Mixtral with ep over dp x cp
+and deepseek-v3-like.par with every hole) profiled one search of each row in a fresh process
+(cProfile) and made two small exact changes. `timing.runtime_work` builds an MoE layer's work as
+the runtime runs it (`slowed` to eager PyTorch's speed, then `dispatched`: the host's sync and
+DeepEP) as one `Work` instead of two `replaced` copies of every field, the same arithmetic in
+the same order (tests/test_timing.py compares it field by field, floats to the bit, with the two
+steps on dense and MoE layers of Mixtral and DeepSeek, under every switch either step reads and
+a host-bound layer); the engine's `_work_of` and `rank_times` use it. `memory.model._layer_kinds`
+(a chunk's layers counted per (MoE?, recompute mode), walked layer by layer for an MoE model) is
+kept per chunk (emptied by `clear_caches`; tests/test_memory.py against a count written out
+layer by layer). Replayed on the calls one search makes (best of 7, in process): DeepSeek's
+6,236 layer works 83.5 to 69.2 ms; Mixtral's 1,714 works 24.5 to 15.4 ms and its 5,454 chunk
+counts 11.6 to 1.0 ms: about 2 % of each row, under the machine's noise (fresh processes at the
+start of the round, load 1 to 3: Mixtral 1.11-1.37 s, DeepSeek 0.78-0.92 s; four alternating
+pairs with the tree before the round, one-minute load 1.1 to 1.2: Mixtral 1.15-1.41 before,
+1.24-1.37 after, DeepSeek 0.84-1.19 before, 0.78-1.06 after; three fresh processes at the end,
+load rising to 7.5: Mixtral 1.61-1.84 s, DeepSeek 1.07-1.21 s). Function calls of one search: Mixtral
+3,873,704 to 3,747,140, DeepSeek 2,399,350 to 2,153,681. Answers, top lists and counts are
+unchanged (tests/test_search.py, tests/test_search_engine.py, tests/test_search_cold_caches.py
+and tests/test_search_speed_exact.py pass). What is left, measured the same way: DeepSeek's
+6,173 distinct layer works (`timing.layer_work`, one per tp, sequence parallelism, cp,
+micro-batch and ep; 118 ms of a 0.66 s search in a warm process) are the largest single piece,
+and most of each is the ep-dependent MoE part (routed experts, launches, memory bytes), so the
+colleagues' "once per ep" split would save its ep-free third at best; Mixtral's time stays spread
+over the family memory floors (a fifth), the quick bounds of expanded pipeline sets and the
+refinement. Point 4 stays open for both rows.
+
 **A wrong answer, fixed.** Two slips made the bound's data-parallel tail of MoE ranks exceed
 their true step, so the scan could drop a better layout: `_best_links` took the expert set's
 group without tp (`Geometry.expert`), where torch's runtime, and `timing.rank_steps`, reduce the

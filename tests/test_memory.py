@@ -403,3 +403,28 @@ def test_pipelines_beyond_the_walk_limit_are_not_predicted():
 
 def codes(result) -> list[str]:
     return sorted(d.code for d in result.diagnostics)
+
+
+def test_kept_layer_kinds_count_each_layer_as_written_out():
+    """`memory.model._layer_kinds` is kept per chunk: its (MoE?, recompute mode) counts, first
+    seen first, against a count written out here layer by layer (DeepSeek's dense first layers
+    then MoE ones, Mixtral's MoE layers, Llama's dense ones; `full N` recomputes a chunk's first N
+    layers), asked twice each so the second answer is the kept one."""
+    from parc.memory.model import _layer_kinds, clear_caches
+
+    clear_caches()
+    compared = 0
+    for name in ("deepseek-v3-like.par", "mixtral-8x7b-5d.par", "llama3-405b.par"):
+        shape = memory.shape_of(compile_path(f"specs/{name}", checks=False).plan)
+        for first, layers, recompute, recompute_layers in itertools.product(
+                (0, 1, 2, 3, 5, 17), (0, 1, 2, 4, 7, 15), ("none", "selective", "full"), (None, 1, 3)):
+            expected: dict[tuple[bool, str], int] = {}
+            for i in range(layers):
+                moe = shape.is_moe(first + i)
+                mode = "none" if recompute == "full" and recompute_layers is not None and i >= recompute_layers \
+                    else recompute
+                expected[(moe, mode)] = expected.get((moe, mode), 0) + 1
+            for _ in range(2):
+                assert list(_layer_kinds(shape, first, layers, recompute, recompute_layers)) == list(expected.items())
+                compared += 1
+    assert compared == 3 * 6 * 6 * 3 * 3 * 2  # every chunk inside each model (32 layers and more)

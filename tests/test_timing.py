@@ -547,3 +547,35 @@ def test_moe_experts_are_split_over_tp_ranks_by_tokens():
     assert gemm(2, False) == pytest.approx(gemm(2, True), rel=1e-12)  # sp changes nothing here
     assert gemm(1, False) <= 2 * gemm(2, False) < 1.3 * gemm(1, False)
     assert gemm(1, False) <= 4 * gemm(4, False) < 2 * gemm(1, False)  # 256-token expert GEMMs
+
+
+def test_runtime_work_is_slowed_then_dispatched_to_the_bit():
+    """`timing.runtime_work` builds an MoE layer's runtime work in one step where the search
+    and `rank_times` took two (`slowed`, then `dispatched`): every field equal (dataclass
+    equality, floats to the bit) to the two steps', for dense and MoE layers of Mixtral and
+    DeepSeek, over tp, sp, cp, micro-batches, ep, and every runtime switch that either step
+    reads (eager or fused kernels, eager efficiency 1, DeepEP, the host's sync, a host-bound
+    layer)."""
+    # a host 10x slower per op than parc's figure: the layers' launches outlast their GPU time,
+    # so the stall and the paced backward read the slowed forward and backward
+    softwares = [timing.Software(kernels=kernels, ep_dispatcher=dispatcher, moe_host_sync=sync, host_op_seconds=op)
+                 for kernels in ("eager", "fused") for dispatcher in ("all-to-all", "deepep")
+                 for sync in (True, False) for op in (timing.Software().host_op_seconds, 1e-4)]
+    constants = [DEFAULT, replace(DEFAULT, eager_efficiency=1.0)]
+    compared = 0
+    for model in ("mixtral-8x7b", "deepseek-v3-like"):
+        plan = plan_of(layout="dp 8", model=model)
+        s, hw = shape_of(plan), timing.hardware_of(plan)
+        for moe in (False, True):
+            for tp, sp, cp, micro, ep in ((1, False, 1, 1, 1), (2, True, 2, 2, 4), (4, False, 1, 3, 8),
+                                          (8, True, 4, 1, 2), (1, False, 8, 16, 64)):
+                for sw in softwares:
+                    for c in constants:
+                        w = timing.layer_work(s, moe, tp, sp, cp, "ring", 4096, micro, ep, "bf16", "flash",
+                                              sw.kernels, hw, c)
+                        two = timing.slowed(w, sw, c)
+                        if moe:
+                            two = timing.dispatched(two, s, hw, sw)
+                        assert timing.runtime_work(w, moe, s, hw, sw, c) == two
+                        compared += 1
+    assert compared == 2 * 2 * 5 * len(softwares) * len(constants)

@@ -191,16 +191,19 @@ def layer_mode(recompute: str, recompute_layers: int | None, index_in_chunk: int
     return recompute
 
 
+@lru_cache(maxsize=4096)
 def _layer_kinds(shape: Shape, first: int, layers: int, recompute: str,
-                 recompute_layers: int | None) -> dict[tuple[bool, str], int]:
-    """How many layers of a chunk are of each (MoE?, recompute mode) kind."""
+                 recompute_layers: int | None) -> tuple[tuple[tuple[bool, str], int], ...]:
+    """How many layers of a chunk are of each (MoE?, recompute mode) kind, first seen first.
+    Kept (emptied by `clear_caches`): an MoE model's chunks are walked layer by layer, and the
+    same chunk recurs under every activation knob a search tries (`_chunk_activations`)."""
     if not shape.moe and (recompute != "full" or recompute_layers is None):
-        return {(False, recompute): layers} if layers else {}
+        return (((False, recompute), layers),) if layers else ()
     kinds: dict[tuple[bool, str], int] = {}
     for i in range(layers):
         key = (shape.is_moe(first + i), layer_mode(recompute, recompute_layers, i))
         kinds[key] = kinds.get(key, 0) + 1
-    return kinds
+    return tuple(kinds.items())
 
 
 @lru_cache(maxsize=4096)
@@ -317,7 +320,7 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
     vocab = padded_vocab(shape.vocab, ak.tp, ak.runtime)
     torch = ak.runtime == "torch"
     saved = grads = work = weight_layer = embedding_buffer = 0
-    for (moe, mode), count in _layer_kinds(shape, first, layers, recompute, recompute_layers).items():
+    for (moe, mode), count in _layer_kinds(shape, first, layers, recompute, recompute_layers):
         a = layer_activations(shape, ak, moe, mode)
         saved += count * a.saved
         grads += count * a.weight_grads
@@ -1234,6 +1237,7 @@ def clear_caches() -> None:
     from . import activations, parameters, schedules
 
     for function in (activation_knobs, rank_params, _rank_activations, _end_ranks, _chunk_activations, _floors_of,
+                     _layer_kinds,
                      _counted_rank_signatures, rank_signatures, distinct_rank_signatures, _canonical_firsts,
                      activations.layer_activations, activations.embedding_activations,
                      activations.output_activations, activations.logits_buffer,
