@@ -1889,33 +1889,11 @@ def dispatched(w: Work, shape: Shape, hw: Hardware, sw: Software) -> Work:
 
 
 def runtime_work(w: Work, moe: bool, shape: Shape, hw: Hardware, sw: Software, c: Constants) -> Work:
-    """`dispatched(slowed(w))` for an MoE layer (`slowed(w)` otherwise) built as one `Work`, not
-    two or three: the search builds one per MoE layer shape it bounds (thousands), and each
-    `replaced` copies every field. The same arithmetic in the same order as the two steps (the
-    slowed fields first, then the dispatcher's stall on the slowed forward and backward), so the
-    same bits: tests/test_timing.py compares it field by field with the two steps."""
-    if not moe or (sw.ep_dispatcher != "deepep" and not sw.moe_host_sync):
-        return slowed(w, sw, c)
-    changes: dict = {}
-    gemm, memory_f, memory_b = w.gemm, w.memory_f, w.memory_b
-    if sw.kernels != "fused" and c.eager_efficiency != 1.0:  # `slowed`'s fields
-        f = 1.0 / c.eager_efficiency
-        gemm, memory_f, memory_b = gemm * f, memory_f * f, memory_b * f
-        changes.update(gemm=gemm, tp_gemms=tuple((p, k, g * f) for p, k, g in w.tp_gemms),
-                       memory_f=memory_f, memory_b=memory_b,
-                       selective_elementwise=w.selective_elementwise * f,
-                       selective_torchtitan=w.selective_torchtitan * f, norms_again=w.norms_again * f,
-                       moe_act_again=w.moe_act_again * f, moe_again=w.moe_again * f)
-    if sw.ep_dispatcher == "deepep":  # `dispatched`'s
-        changes.update(ep_fanout=(shape.experts, shape.top_k, sw.ep_node_limit),
-                       ep_sm_share=min(1.0, kernel_model.DEEPEP_SMS / max(1, hw.sms)))
-    if sw.moe_host_sync:  # `Work.forward`, `backward_input` and `backward_weight` of the slowed fields
-        stall = kernel_model.host_stall_seconds(w.launches_f + kernel_model.DISPATCHER_OPS,
-                                                gemm + w.attention_f + memory_f, sw.host_op_seconds)
-        paced = kernel_model.host_paced_seconds(w.launches_b + kernel_model.DISPATCHER_BACKWARD_OPS,
-                                                (gemm + w.attention_b + memory_b) + gemm, sw.host_op_seconds)
-        changes.update(memory_f=memory_f + stall, memory_b=memory_b + paced)
-    return replaced(w, **changes)
+    """A layer's work as the runtime runs it: its kernels' speed (`slowed`) and, for an MoE layer,
+    its dispatcher (`dispatched`, on the slowed work). The one entry the time model and search's
+    bounds share."""
+    w = slowed(w, sw, c)
+    return dispatched(w, shape, hw, sw) if moe else w
 
 
 def rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants,

@@ -1215,7 +1215,7 @@ the runtime runs it (`slowed` to eager PyTorch's speed, then `dispatched`: the h
 DeepEP) as one `Work` instead of two `replaced` copies of every field, the same arithmetic in
 the same order (tests/test_timing.py compares it field by field, floats to the bit, with the two
 steps on dense and MoE layers of Mixtral and DeepSeek, under every switch either step reads and
-a host-bound layer); the engine's `_work_of` and `rank_times` use it. `memory.model._layer_kinds`
+a host-bound layer); the engine's `_work_of` and `rank_times` use it (at the stop's review the one-step body, a second copy of `slowed`'s and `dispatched`'s arithmetic, went back to their composition: `runtime_work` stays the one entry both callers share, and its share of the gain below, within the noise, went with it). `memory.model._layer_kinds`
 (a chunk's layers counted per (MoE?, recompute mode), walked layer by layer for an MoE model) is
 kept per chunk (emptied by `clear_caches`; tests/test_memory.py against a count written out
 layer by layer). Replayed on the calls one search makes (best of 7, in process): DeepSeek's

@@ -550,8 +550,8 @@ def test_moe_experts_are_split_over_tp_ranks_by_tokens():
 
 
 def test_runtime_work_is_slowed_then_dispatched_to_the_bit():
-    """`timing.runtime_work` builds an MoE layer's runtime work in one step where the search
-    and `rank_times` took two (`slowed`, then `dispatched`): every field equal (dataclass
+    """`timing.runtime_work`, the one entry the search and `rank_times` share for a layer's
+    runtime work, is `slowed`, then (MoE) `dispatched`: every field equal (dataclass
     equality, floats to the bit) to the two steps', for dense and MoE layers of Mixtral and
     DeepSeek, over tp, sp, cp, micro-batches, ep, and every runtime switch that either step
     reads (eager or fused kernels, eager efficiency 1, DeepEP, the host's sync, a host-bound
