@@ -113,7 +113,8 @@ def memory_section(compilation: Compilation) -> dict[str, Any] | None:
         "reserved_limit_bytes": result.reserved_limit_bytes,
         "overheads": ({"cuda_context_bytes": result.overheads.cuda_context, "nccl_bytes": result.overheads.nccl,
                        "cublas_bytes": result.overheads.cublas, "fragmentation_bytes": result.overheads.fragmentation,
-                       "cached_logits_bytes": result.overheads.cached_logits}
+                       "cached_logits_bytes": result.overheads.cached_logits,
+                       "staged_gather_bytes": result.overheads.staged_gather}
                       if result.overheads is not None else None),
         "padded_vocab": result.padded_vocab,
         "virtual_stages": plan.layout.pp.virtual_stages,
@@ -238,6 +239,8 @@ def memory_text(report: dict, compilation: Compilation, style: Style) -> list[st
                      f"(peak + cuBLAS workspaces {size(o['cublas_bytes'])} + allocator fragmentation "
                      f"{size(o['fragmentation_bytes'])}"
                      + (f" + cached logits {size(o['cached_logits_bytes'])}" if o.get("cached_logits_bytes") else "")
+                     + (f" + the output layer's freed gather {size(o['staged_gather_bytes'])}"
+                        if o.get("staged_gather_bytes") else "")
                      + f") of {size(memory['reserved_limit_bytes'])} (HBM less the CUDA "
                      f"context {size(o['cuda_context_bytes'])} and NCCL buffers {size(o['nccl_bytes'])})")
         lines.append(allocator_text(memory))

@@ -261,7 +261,8 @@ class Reserved:
     peak: int
     """The model's peak of tensors for the rank (`predicted`'s)."""
     overheads: int
-    """What the model adds inside the allocator: cuBLAS, fragmentation, cached logits (`gpu.py`)."""
+    """What the model adds inside the allocator: cuBLAS, fragmentation, the loss's stranded blocks
+    (cached logits, the output layer's staging block; `gpu.py`)."""
 
     @property
     def predicted(self) -> int:

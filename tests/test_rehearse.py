@@ -155,7 +155,8 @@ def test_the_allocator_replay_replays_the_trackers_own_sequence():
     assert account["predicted_peak_bytes"] == peak_row["predicted_bytes"]
     o = explained["overheads"]
     assert account["predicted_allocator_overheads_bytes"] == (o["cublas_bytes"] + o["fragmentation_bytes"]
-                                                              + o.get("cached_logits_bytes", 0))
+                                                              + o.get("cached_logits_bytes", 0)
+                                                              + o.get("staged_gather_bytes", 0))
     assert account["predicted_max_memory_reserved_bytes"] == account["predicted_peak_bytes"] + \
         account["predicted_allocator_overheads_bytes"]
     from parc.rehearse import Row, render

@@ -24,7 +24,7 @@ from .band import ERROR_BAND, MEASURED_RUNTIMES
 from .buffers import RESERVE_FIXED, RESERVE_FRACTION, reserve_bytes
 from .gpu import Overheads, overheads
 from .inputs import RUNTIMES, Knobs, Shape, knobs_of, missing_knobs, shape_of
-from .model import StageMemory, cached_logits_bytes, peak, per_stage
+from .model import StageMemory, loss_holes_bytes, peak, per_stage
 
 __all__ = [
     "RUNTIMES", "RESERVE_FIXED", "RESERVE_FRACTION", "Knobs", "Shape", "StageMemory", "Estimate",
@@ -131,7 +131,7 @@ def estimate(plan: Plan, runtime: str | None = None) -> Estimate | None:
     hbm = plan.cluster.gpu.hbm_bytes
     shape = shape_of(plan)
     stages = per_stage(shape, knobs)
-    gpu = layout_overheads(plan, cached_logits_bytes(shape, knobs))
+    gpu = layout_overheads(plan, *loss_holes_bytes(shape, knobs))
     return Estimate(runtime=runtime, stages=stages, hbm_bytes=hbm,
                     reserve_bytes=gpu.total, microbatches=knobs.microbatches,
                     padded_vocab=padded_vocab(plan.model.vocab, knobs.tp, runtime), overheads=gpu)
@@ -149,11 +149,12 @@ def peak_moments(plan: Plan, result: Estimate) -> tuple:
                  for s in result.stages)
 
 
-def layout_overheads(plan: Plan, cached: int = 0) -> Overheads:
+def layout_overheads(plan: Plan, cached: int = 0, staged: int = 0) -> Overheads:
     """The GPU overheads of the plan's layout: one NCCL communicator per axis of degree > 1
-    (hsdp's replicate groups a second data-parallel one), and `cached` bytes of freed logits."""
+    (hsdp's replicate groups a second data-parallel one), `cached` bytes of freed logits and
+    `staged` bytes of the output layer's freed all-gather staging (`gpu.loss_holes`)."""
     degrees = {axis: plan.layout.degree(axis) or 1 for axis in ("tp", "pp", "dp", "cp", "ep")}
-    return overheads(plan.cluster.gpu.hbm_bytes, degrees, cached)
+    return overheads(plan.cluster.gpu.hbm_bytes, degrees, cached, staged)
 
 
 @dataclass(frozen=True)

@@ -33,16 +33,22 @@ inside the caching allocator (in `max_memory_reserved`):
   405B's 1F1B first stage, twice it with the default policy, and 30-72 % of it on the 405B
   cases with expandable segments, which the generated train.py sets (torchtitan's launcher
   does the same): freed neighbours merge across one segment per pool (docs/memory-model.md,
-  "Replaying the caching allocator", benchmarks/reserve_replay.py). Not replaced: no closed
-  form of the schedule's tensors reproduces the replayed holes.
+  "Replaying the caching allocator", benchmarks/reserve_replay.py). What the replays reserve
+  beyond the allocated peak is, on a stage that runs the loss, first the loss's stranded
+  blocks (the next item, derived) and then holes the layers' transients leave (1.0-3.2 GiB on
+  the eight replayed layouts under expandable segments, 20 MiB page rounding included). The
+  allowance stands for those layer holes; they are not replaced: no closed form of the
+  schedule's tensors was found that reproduces them;
 
-- the compute-dtype logits the caching allocator still holds at the loss's backward
-  (`cached_logits`): a freed block is reused only by requests that fit in it, and the loss's
-  requests after the logits are freed are all fp32, twice their size.
+- the blocks the caching allocator still holds at the loss's backward that none of its
+  requests can use (`loss_holes`): the compute-dtype logits (`cached_logits`) and, with tp
+  and sequence parallelism, the output layer's all-gather staging block (`staged_gather`):
+  a freed block is reused only by requests that fit in it, and the loss's requests after the
+  logits are freed are all fp32, twice their size (`stranded_at_loss`).
 
 So parc predicts `max_memory_reserved` = the worst rank's peak + cuBLAS workspaces +
-fragmentation + the cached logits, and the memory check asks that it fit in HBM less the
-context and NCCL's buffers. `reserve_bytes` is the difference between HBM and what the model's tensors may use.
+fragmentation + the loss's stranded blocks, and the memory check asks that it fit in HBM less
+the context and NCCL's buffers. `reserve_bytes` is the difference between HBM and what the model's tensors may use.
 """
 
 from __future__ import annotations
@@ -88,6 +94,9 @@ class Overheads:
     fragmentation: int
     cached_logits: int = 0
     """`cached_logits`: the freed compute-dtype logits' block, reserved at the loss's backward."""
+    staged_gather: int = 0
+    """`loss_holes`' second figure: the output layer's freed all-gather staging block, stranded
+    below the loss's fp32 requests beyond what `cached_logits` already reserves."""
 
     @property
     def outside_allocator(self) -> int:
@@ -97,7 +106,7 @@ class Overheads:
     @property
     def inside_allocator(self) -> int:
         """Reserved by torch's caching allocator beyond the model's tensors."""
-        return self.cublas + self.fragmentation + self.cached_logits
+        return self.cublas + self.fragmentation + self.cached_logits + self.staged_gather
 
     @property
     def total(self) -> int:
@@ -147,7 +156,52 @@ def cached_logits(logits: int, loss_buffer: int, buffers: int, gathered: int = 0
     return max(0, loss_buffer + gathered + logits - buffers)
 
 
-def overheads(hbm: int, degrees: dict[str, int] | None, cached: int = 0) -> Overheads:
+def stranded_at_loss(logits: int, staging: int) -> int:
+    """The bytes of the loss's freed blocks that no request of its backward can use (bytes): what
+    best fit (`get_free_block`) leaves when the loss's requests are fp32 tensors of the logits'
+    shape (`2 * logits`) and the blocks freed before the first of them are the compute-dtype
+    logits (`logits`, freed once cast) and, before those are made, the output layer's all-gather
+    staging block (`staging`; 0 without one). Worked out by hand from the policy and replayed
+    on hand-built sequences (tests/test_reserve.py), under either policy:
+
+    - staging < logits: the logits cannot reuse the staging block, and no fp32 request can use
+      either: both are stranded (the 70B tp 8 replay's 2.1 and 3.9 GiB holes);
+    - logits <= staging < 2 x logits: the logits take the staging block (best fit) and, once
+      freed, give it back whole; the fp32 requests cannot use it: the staging block alone;
+    - staging >= 2 x logits: an fp32 request fits where the staging block was: the logits' block
+      alone, as `cached_logits` has always counted it."""
+    if staging < logits:
+        return logits + staging
+    if staging < 2 * logits:
+        return staging
+    return logits
+
+
+def loss_holes(logits: int, loss_buffer: int, buffers: int, gathered: int = 0, staging: int = 0) -> tuple[int, int]:
+    """(`cached_logits`, `staged_gather`): what the allocator holds reserved beyond the stage's
+    peak of tensors at the loss's backward, split into the compute-dtype logits' block (the
+    figure `cached_logits` has named since it was added; unchanged where there is no staging
+    block) and what the output layer's all-gather staging block adds to it (bytes).
+
+    The staging block: with tp and sequence parallelism the output layer's input is
+    sequence-sharded (tokens x hidden / tp per rank, dim 1 of batch-first activations) and
+    all-gathered before its matmul. A DTensor redistribute of `Shard(1)` to `Replicate()` runs
+    `all_gather_tensor` with `gather_dim=1`, which gathers into dim 0 and then makes the result
+    with `torch.cat(torch.chunk(res, group_size, dim=0), dim=gather_dim)` (torch 2.13,
+    distributed/_functional_collectives.py): the gathered buffer, tokens x hidden in the compute
+    dtype, is freed as soon as the cat is made, just before the logits are computed. Seen in
+    the rehearsal's trace of Llama 3 70B at tp 8 (a 2.0 GiB request freed before the 3.9 GiB
+    bf16 logits; memory-model.md, "Replaying the caching allocator"). Every earlier tp gather
+    makes such a block too, but the layers' requests that follow reuse it; the loss's do not
+    (`stranded_at_loss`). Like `cached_logits` it counts only what the loss's moment (its
+    buffers, what FSDP2 holds gathered, the stranded blocks) exceeds the stage's `buffers` by.
+    Nothing is fitted."""
+    cached = cached_logits(logits, loss_buffer, buffers, gathered)
+    total = max(0, loss_buffer + gathered + stranded_at_loss(logits, staging) - buffers)
+    return cached, max(0, total - cached)
+
+
+def overheads(hbm: int, degrees: dict[str, int] | None, cached: int = 0, staged: int = 0) -> Overheads:
     """The overheads of one rank; `degrees` maps axes (tp, pp, dp, cp, ep) to their degrees;
     None for the most any layout needs (each axis a communicator of eight or more ranks, ep
     all-to-all over 64), which search uses before a layout is chosen."""
@@ -157,4 +211,4 @@ def overheads(hbm: int, degrees: dict[str, int] | None, cached: int = 0) -> Over
     else:
         nccl = sum(nccl_communicator_bytes(a, degrees.get(a, 1)) for a in (*RING_AXES, *PEER_AXES))
     return Overheads(cuda_context=CUDA_CONTEXT, nccl=nccl, cublas=CUBLAS_WORKSPACE * CUBLAS_HANDLES,
-                     fragmentation=round(FRAGMENTATION * hbm), cached_logits=cached)
+                     fragmentation=round(FRAGMENTATION * hbm), cached_logits=cached, staged_gather=staged)

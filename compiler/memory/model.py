@@ -1030,21 +1030,29 @@ def worst_rank(bounds: list[int | None], total: Callable[[int], int]) -> tuple[i
 
 
 def cached_logits_bytes(shape: Shape, k: Knobs) -> int:
-    """`gpu.cached_logits` of a plan without pipelining under the torch accounting: its one stage
+    """What the allocator holds reserved at the loss beyond the stage's peak of tensors: both of
+    `loss_holes_bytes`' figures. Search adds it to a candidate's peak as the memory check does."""
+    return sum(loss_holes_bytes(shape, k))
+
+
+def loss_holes_bytes(shape: Shape, k: Knobs) -> tuple[int, int]:
+    """`gpu.loss_holes` of a plan without pipelining under the torch accounting: its one stage
     holds the output layer and runs the loss, and the loss's buffers and the stage's `buffers`
-    (`transient_buffers`) are the model's own. Under pipelining 0: torchtitan's stage keeps its
-    bf16 output in the schedule's forward cache until the backward (allocated, not cached), and
-    parc's job sends fp32 logits out of the stage; Megatron-LM's fused cross-entropy has no
-    such cast. Search adds it to a candidate's peak as the memory check does."""
-    from .gpu import cached_logits
+    (`transient_buffers`) are the model's own; the output layer's all-gather staging block is
+    the gathered input, tokens x hidden in the compute dtype, where tp gathers it (sequence
+    parallelism). Under pipelining (0, 0): torchtitan's stage keeps its bf16 output in the
+    schedule's forward cache until the backward (allocated, not cached), and parc's job sends
+    fp32 logits out of the stage; Megatron-LM's fused cross-entropy has no such cast."""
+    from .gpu import loss_holes
 
     if k.runtime != "torch" or k.pp > 1 or k.precision == "fp32" or k.compiled_loss:
-        return 0  # a compiled loss saves the logits for its backward: none freed (`act.compiled_loss_saved`)
+        return 0, 0  # a compiled loss saves the logits for its backward: none freed (`act.compiled_loss_saved`)
     params, acts = _pieces(shape, k)
     vocab = padded_vocab(shape.vocab, k.tp, k.runtime)
     compute = act.logits_bytes(k, vocab) * act.activation_bytes(k.precision) // FP32
+    staging = round(k.seq * k.micro_batch / k.cp * shape.hidden) * act.activation_bytes(k.precision) if k.sp else 0
     buffers = transient_buffers(acts[0].transient, params[0], k, shape)
-    return cached_logits(compute, act.logits_buffer(k, vocab), buffers, gathered_at_loss(k, params[0]))
+    return loss_holes(compute, act.logits_buffer(k, vocab), buffers, gathered_at_loss(k, params[0]), staging)
 
 
 def gathered_at_loss(k: Knobs, params: RankParams) -> int:
