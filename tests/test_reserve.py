@@ -124,6 +124,8 @@ def test_70b_tp8_logits_and_staging_hand_count():
     assert cached + staged == max(0, moment + logits + staging - buffers) and staged == staging
     # without sequence parallelism the output layer's input is not gathered: no staging block
     assert loss_holes_bytes(shape, replace(k, sequence_parallel=False))[1] == 0
+    # one sequence per rank: torch gathers into a view of the buffer (`_maybe_view_chunk_cat`), no copy
+    assert loss_holes_bytes(shape, replace(k, micro_batch=1))[1] == 0
     # under pipelining nothing is cached at the loss
     assert loss_holes_bytes(shape, replace(k, pp=2)) == (0, 0)
 

@@ -186,10 +186,12 @@ def loss_holes(logits: int, loss_buffer: int, buffers: int, gathered: int = 0, s
     The staging block: with tp and sequence parallelism the output layer's input is
     sequence-sharded (tokens x hidden / tp per rank, dim 1 of batch-first activations) and
     all-gathered before its matmul. A DTensor redistribute of `Shard(1)` to `Replicate()` runs
-    `all_gather_tensor` with `gather_dim=1`, which gathers into dim 0 and then makes the result
-    with `torch.cat(torch.chunk(res, group_size, dim=0), dim=gather_dim)` (torch 2.13,
-    distributed/_functional_collectives.py): the gathered buffer, tokens x hidden in the compute
-    dtype, is freed as soon as the cat is made, just before the logits are computed. Seen in
+    `funcol.all_gather_single` with `gather_dim=1`, which gathers into dim 0 and then rearranges
+    the chunks into dim 1 (torch 2.13, distributed/_functional_collectives.py,
+    `_utils._maybe_view_chunk_cat`): a view when dim 0 holds one sequence per rank (a
+    micro-batch of one), otherwise `torch.cat(torch.chunk(res, group_size, dim=0), dim=1)`, a
+    copy, and the gathered buffer, tokens x hidden in the compute dtype, is freed as soon as it
+    is made, just before the logits are computed (`model.loss_holes_bytes`: micro-batch > 1). Seen in
     the rehearsal's trace of Llama 3 70B at tp 8 (a 2.0 GiB request freed before the 3.9 GiB
     bf16 logits; memory-model.md, "Replaying the caching allocator"). Every earlier tp gather
     makes such a block too, but the layers' requests that follow reuse it; the loss's do not

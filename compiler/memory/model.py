@@ -1040,7 +1040,7 @@ def loss_holes_bytes(shape: Shape, k: Knobs) -> tuple[int, int]:
     holds the output layer and runs the loss, and the loss's buffers and the stage's `buffers`
     (`transient_buffers`) are the model's own; the output layer's all-gather staging block is
     the gathered input, tokens x hidden in the compute dtype, where tp gathers it (sequence
-    parallelism). Under pipelining (0, 0): torchtitan's stage keeps its bf16 output in the
+    parallelism) into a copy (more than one sequence per micro-batch). Under pipelining (0, 0): torchtitan's stage keeps its bf16 output in the
     schedule's forward cache until the backward (allocated, not cached), and parc's job sends
     fp32 logits out of the stage; Megatron-LM's fused cross-entropy has no such cast."""
     from .gpu import loss_holes
@@ -1050,7 +1050,8 @@ def loss_holes_bytes(shape: Shape, k: Knobs) -> tuple[int, int]:
     params, acts = _pieces(shape, k)
     vocab = padded_vocab(shape.vocab, k.tp, k.runtime)
     compute = act.logits_bytes(k, vocab) * act.activation_bytes(k.precision) // FP32
-    staging = round(k.seq * k.micro_batch / k.cp * shape.hidden) * act.activation_bytes(k.precision) if k.sp else 0
+    gathers_a_copy = k.sp and k.micro_batch > 1  # `gpu.loss_holes`: one sequence per rank gathers into a view
+    staging = round(k.seq * k.micro_batch / k.cp * shape.hidden) * act.activation_bytes(k.precision) if gathers_a_copy else 0
     buffers = transient_buffers(acts[0].transient, params[0], k, shape)
     return loss_holes(compute, act.logits_buffer(k, vocab), buffers, gathered_at_loss(k, params[0]), staging)
 
