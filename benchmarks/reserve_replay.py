@@ -10,7 +10,8 @@ sequence of allocations and frees is replayed through `parc.memory.allocator` tw
 part's limit: with the default policy and with expandable segments (what the generated train.py
 sets, as torchtitan's launcher does). Printed per case and policy: the allocated peak, the
 reserve, the reserve beyond the allocated peak (the allocator's fragmentation and rounding),
-set against the memory model's flat allowance (`gpu.FRAGMENTATION` of HBM); and the rehearsal's
+set against the memory model's flat allowance (`gpu.FRAGMENTATION` of HBM) and its derived
+blocks stranded at the loss (`gpu.loss_holes`: cached logits, the output layer's staging block); and the rehearsal's
 categories against the model's (what the tensors themselves hold).
 
 The cases are the shipped rehearsal specs (tests/test_rehearse.py) and published torchtitan rows
@@ -98,21 +99,25 @@ def measure(name: str, timeout: float = 7200) -> dict:
                                                    "reserved_beyond_allocated_peak_bytes", "out_of_memory")}
                     for p in replays},
         "model_fragmentation_bytes": e.overheads.fragmentation,
+        "model_cached_logits_bytes": e.overheads.cached_logits,
+        "model_staged_gather_bytes": e.overheads.staged_gather,
         "model_allocator_overheads_bytes": account.overheads,
         "predicted_max_memory_reserved_bytes": account.predicted,
     }
 
 
 def table(results: list[dict]) -> str:
-    lines = ["| case | rehearsed peak (model) | policy | allocated | reserved | beyond peak | model's allowance |",
-             "|---|---:|---|---:|---:|---:|---:|"]
+    lines = ["| case | rehearsed peak (model) | policy | allocated | reserved | beyond peak | model's allowance "
+             "| + the loss's stranded blocks |",
+             "|---|---:|---|---:|---:|---:|---:|---:|"]
     for r in results:
         peak = r["rows"]["peak"]
         for policy, rep in sorted(r["replays"].items()):
             lines.append(f"| {r['case']} | {peak['rehearsed_bytes'] / GiB:.2f} ({peak['predicted_bytes'] / GiB:.2f}) | "
                          f"{policy} | {rep['max_allocated_bytes'] / GiB:.2f} | {rep['max_reserved_bytes'] / GiB:.2f} | "
                          f"{rep['reserved_beyond_allocated_peak_bytes'] / GiB:.3f} | "
-                         f"{r['model_fragmentation_bytes'] / GiB:.2f} |")
+                         f"{r['model_fragmentation_bytes'] / GiB:.2f} | "
+                         f"{(r['model_cached_logits_bytes'] + r['model_staged_gather_bytes']) / GiB:.2f} |")
     lines += ["", "| case | category | predicted | rehearsed | diff |", "|---|---|---:|---:|---:|"]
     for r in results:
         for category, row in r["rows"].items():
