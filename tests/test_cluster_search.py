@@ -728,8 +728,8 @@ def test_cluster_search_marks_at_risk_clusters_and_names_their_clear_runner_up(t
     for line in rows:  # `!` after the layout exactly on the at-risk clusters
         assert ("!" in line) == ("h100-sxm" in line), line
     assert "`!` at risk in memory (W0410)" in text
-    assert "  ! 1 node of h100-sxm: fits by 9.0 GiB; the fastest runner-up clear of it is #" in text
-    assert "  ! 2 nodes of h100-sxm: fits by 9.0 GiB; the fastest runner-up clear of it is #" in text
+    assert "  ! 1 node of h100-sxm: fits by 8.9 GiB; the fastest runner-up clear of it is #" in text
+    assert "  ! 2 nodes of h100-sxm: fits by 8.9 GiB; the fastest runner-up clear of it is #" in text
     assert "; at risk in memory (W0410, `!` above)" in next(line for line in text.splitlines()
                                                            if line.startswith("answer: "))
 
