@@ -22,7 +22,7 @@ WORST_UNDER = 0.1534
 """(measured - predicted) / predicted on the row whose reserved memory parc under-predicts most
 (titan2412_t6_fsdp1_cp8: predicted 73.61 GiB, measured 84.90 GiB)."""
 WORST_UNDER_ROW = "titan2412_t6_fsdp1_cp8"
-P90_ABS = 0.072
+P90_ABS = 0.058
 """p90 of |predicted - measured| / measured over the rows (nearest rank)."""
 # END MEASURED
 
