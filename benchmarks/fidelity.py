@@ -1899,6 +1899,43 @@ every layer (a spec states no sliding window); gpt-oss's 128-token window on eve
 would remove about half the attention the model charges and move these rows further fast, so
 the window is not the cause. Not traced further; nothing is changed for these rows.
 
+**What the gpt-oss gap is not (issue 14, traced against the sources; no model change).** Read per
+token and MoE layer (the missing step time over the tokens times layers one GPU runs, at the stored
+constants), the 26.02-26.04.01 BF16 rows lack 0.46-0.61 us on H100 (micro-batch 1) and
+0.51-0.72 us on B200 and GB200 (micro-batch 4); 26.06's MXFP8 GB200 row 0.09 us; 25.11's GB200 row
+at 8,192-token sequences 0.29 us. Ruled out:
+
+- *An unfused attention fallback for the sinks.* The 25.11, 26.02 and 26.04 NeMo containers ship
+  cuDNN 9.13.1.26, 9.18.0.50 and 9.20.0.48 with Transformer Engine 2.9, 2.12 and 2.14
+  (Megatron-Bridge `docs/fern/versions/0.4.2/pages/releases/software-versions.mdx`). Transformer
+  Engine's backend choice (`nvte_get_fused_attn_backend`,
+  `transformer_engine/common/fused_attn/fused_attn.cpp`) admits `softmax_type` "off-by-one" and
+  "learnable" on its BF16 cuDNN kernel (`NVTE_F16_arbitrary_seqlen`) from cuDNN 9.13.1, and the
+  bridge's window (127, 0) with a causal mask in sbhd from 9.2; FlashAttention never takes a
+  non-vanilla softmax, the fused kernel does, so these rows ran cuDNN's fused attention (the
+  fp8 attention of 26.06 takes sinks from cuDNN 9.21). The unfused path could not have run anyway:
+  it keeps the softmax output, 2 B x micro-batch x heads x s^2 per layer, 8.6 GB at micro-batch 4,
+  64 heads and 4,096 tokens, 309 GB for GB200's 36 layers on one stage (a 186 GB part); on H100,
+  2.1 GB x 9 layers x 4 micro-batches in flight, 77 GB of an 80 GB part before any weight.
+- *Attention of any kind.* The attention the model charges per token and layer is 0.61 us on H100
+  and 0.26-0.28 us on B200 and GB200: a kernel slower by some factor would leave a gap 2.3x larger
+  on H100, not a smaller one; and 25.11's GB200 row, with twice the attention per token (8,192
+  tokens), has half the gap.
+- *The host.* The gap grows with the tokens of a micro-batch, not with the micro-batches: per
+  layer and micro-batch 1.9-2.5 ms at 4,096 tokens (H100) against 8.4-11.8 ms at 16,384 (B200,
+  GB200); a host cost per op or per sync (`kernels.host_stall_seconds`) is the same per micro-batch
+  whatever its tokens.
+- *The dispatcher and its overlap.* On GB200 the gap stays from 26.02 (alltoall, no overlap,
+  +46.4 %) to 26.04 (flex with HybridEP, `moe_a2a_overlap`, +58.8 %).
+- *gpt-oss's activation.* Its clamped quick-GEGLU with the linear offset runs fused: Megatron-Core's
+  `TEGroupedMLP` calls `weighted_bias_quick_geglu_impl` under `bias_activation_fusion`, which the
+  gpt-oss bridge sets (Megatron-Bridge `src/megatron/bridge/models/gpt_oss/gpt_oss_bridge.py`).
+
+What is left: a cost per routed token, the same on Hopper and Blackwell, that the FP8 row of 26.06
+does not show; but 26.06 changes the precision, the full-iteration graph, the expert capacity,
+the paged stash and the fused grouped MLP at once, so the rows cannot say which. Every other MoE
+row of the file is FP8. Without a measurement that separates them no physics is added.
+
 The host check: every MoE row whose recipe states no CUDA graph over its experts (no graph, or
 TE's graphs of attention and the router only) and whose dispatcher reads its token counts on the
 host, predicted with `kernels.HOST_OP_SECONDS` as stored and at two and four times it
