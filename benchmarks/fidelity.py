@@ -1935,9 +1935,12 @@ What is left cannot be told apart by these rows. Read per step instead, the gap 
 on H100, 1.50-2.13 s on B200 and 1.64-1.90 s on GB200 (26.06's MXFP8 row 0.26 s): every
 26.02-26.04.01 row runs the same 2.95 million token-layers per GPU and step (1,280 x 4,096 tokens;
 H100 a quarter of the layers over four times the tokens), so a cost per token-layer and a cost
-per step read the same. Only 25.11's GB200 row, twice the token-layers, separates them, and it
-lacks 1.70 s a step, as if per step; but its recipe is unstated (the reader's defaults), so it
-does not decide. The one gpt-oss row that does not show the gap, 26.06's, changes the precision,
+per step read the same. 25.11's rows could separate them and disagree: its GB200 row, twice the
+token-layers, lacks 1.70 s a step (as if per step); its B200 row (batch 512), read with the ep 64
+and the recomputation of the 25.11 recipe, lacks 0.51 s, 0.34x 26.02's B200 ep 64 row at 0.4x
+its tokens (as if per token). Neither decides: both tables differ from the recipe at their commit
+(Megatron-Bridge 00b7660, `gpt_oss_workload_base_configs.py`: GB200 batch 512, micro-batch 4,
+against the table's 1,280 and 1 at 8,192 tokens; B200 ep 64 against the table's 8). The one gpt-oss row that does not show the gap, 26.06's, changes the precision,
 the full-iteration CUDA graph, the expert capacity, the paged stash and the fused grouped MLP at
 once; every other MoE row of the file is FP8. Without a measurement that separates them no
 physics is added, and every set scores as before (median / p90 / worst |error|, measured on
