@@ -1940,7 +1940,9 @@ token-layers, lacks 1.70 s a step (as if per step); its B200 row (batch 512), re
 and the recomputation of the 25.11 recipe, lacks 0.51 s, 0.34x 26.02's B200 ep 64 row at 0.4x
 its tokens (as if per token). Neither decides: both tables differ from the recipe at their commit
 (Megatron-Bridge 00b7660, `gpt_oss_workload_base_configs.py`: GB200 batch 512, micro-batch 4,
-against the table's 1,280 and 1 at 8,192 tokens; B200 ep 64 against the table's 8). The one gpt-oss row that does not show the gap, 26.06's, changes the precision,
+against the table's 1,280 and 1 at 8,192 tokens; B200 ep 64 against the table's 8). The other
+models' eager rows (next paragraph) lack the same per token-layer, not per step (B200's Qwen3-235B
+rows 8.5-8.7 s a step), which favours a cost per token. The one gpt-oss row that does not show the gap, 26.06's, changes the precision,
 the full-iteration CUDA graph, the expert capacity, the paged stash and the fused grouped MLP at
 once; every other MoE row of the file is FP8. Without a measurement that separates them no
 physics is added, and every set scores as before (median / p90 / worst |error|, measured on
@@ -1959,12 +1961,24 @@ physics is added, and every set scores as before (median / p90 / worst |error|, 
 | megatron_bridge_releases_moe.yaml | 60 | 14.3 / 46.4 / 119.5 % | 14.3 / 46.4 / 119.5 % |
 | llm_foundry_mpt.yaml | 131 | 7.9 / 15.2 / 35.8 % | 7.9 / 15.2 / 35.8 % |
 
-The B200 rows with 16 local experts (Qwen3-235B-A22B MXFP8 at ep 8, +32.5 % and +33.5 %) are
-another case: they are the rows the host check moves (at four times `kernels.HOST_OP_SECONDS`
--7.7 % and -7.0 %), while GB200's rows of the same model run TE's graphs of attention, router and
-preprocess and sit within 6 %. What would close them is a slower host rate than the stored one;
-that needs a measured Megatron-Core op rate (the constant is eager PyTorch's), not a fitted one, so
-the constant is left as it is.
+**The same gap outside gpt-oss: the rows with no CUDA graph.** Read per token-layer, the
+26.02-26.04.01 MoE rows whose recipe runs no CUDA graph at all lack about the same on every model,
+precision, GPU and dispatcher: gpt-oss-120b BF16 0.46-0.72 us, Qwen3-235B-A22B MXFP8 on B200 (the
+rows with 16 local experts, +32.5 % and +33.5 %) 0.69-0.71 us, Qwen3-235B-A22B FP8-CS on H100
+0.45-0.65 us, DeepSeek-V3 MXFP8 on B200 (flex with HybridEP) 0.71-0.99 us. Most rows that run
+Transformer Engine's graphs of the router and preprocess (with attention or without) lack nothing:
+Qwen3-235B-A22B on GB200 -0.11 to -0.01 us, Qwen3-30B-A3B on GB200 and B200 (HybridEP) -0.01 to
++0.03 us, DeepSeek-V3 on GB200 -0.51 to -0.22 us; two do: DeepSeek-V3 on B200 in 26.04.01 (DeepEP
+and the ep overlap) +0.44 us, and 26.02's Qwen3-30B-A3B on B200 (alltoall) +1.17 us. Qwen3 and
+DeepSeek-V3 have no sinks, no window, no biases and no quick-GEGLU, so none of gpt-oss's own
+features is the cause. Per token, not per micro-batch: on B200 the gap
+per layer and micro-batch is 8.4-11.8 ms for gpt-oss (16,384 tokens) and 2.8-4.1 ms for Qwen3
+and DeepSeek-V3 (4,096), the same 0.5-1.0 us a token. The host check moves the B200 Qwen3 rows (at
+four times `kernels.HOST_OP_SECONDS` -7.7 % and -7.0 %) and not gpt-oss's, though both lack the
+same per token, so a slower host rate is not the shared cause either. What the eager rows pay per
+token that the graphed ones do not is the open question; no physics is shipped for it (a fitted
+per-token charge for "no graph" would be a fudge, not a mechanism). The measurement that would
+decide it: one such configuration profiled with and without Transformer Engine's graphs.
 
 The host check: every MoE row whose recipe states no CUDA graph over its experts (no graph, or
 TE's graphs of attention and the router only) and whose dispatcher reads its token counts on the
