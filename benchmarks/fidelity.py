@@ -1942,11 +1942,12 @@ its tokens (as if per token). Neither decides: both tables differ from the recip
 (Megatron-Bridge 00b7660, `gpt_oss_workload_base_configs.py`: GB200 batch 512, micro-batch 4,
 against the table's 1,280 and 1 at 8,192 tokens; B200 ep 64 against the table's 8). The other
 models' eager rows (next paragraph) lack the same per token-layer, not per step (B200's Qwen3-235B
-rows 8.5-8.7 s a step), which favours a cost per token. The one gpt-oss row that does not show the gap, 26.06's, changes the precision,
-the full-iteration CUDA graph, the expert capacity, the paged stash and the fused grouped MLP at
-once; every other MoE row of the file is FP8. Without a measurement that separates them no
-physics is added, and every set scores as before (median / p90 / worst |error|, measured on
-9a03701 and after this note, identical since the model is unchanged):
+rows 8.5-8.7 s a step), which favours a cost per token. The one gpt-oss row that does not show
+the gap, 26.06's, changes the precision, the full-iteration CUDA graph, the expert capacity, the
+paged stash and the fused grouped MLP at once; every other MoE row of the file is FP8. Without a
+measurement that separates them no physics is added, and every set scores as before (median /
+p90 / worst |error|, measured on 9a03701 and after this note, identical since the model is
+unchanged):
 
 | set | rows | before | after |
 |---|---|---|---|
