@@ -1981,6 +1981,11 @@ token that the graphed ones do not is the open question; no physics is shipped f
 per-token charge for "no graph" would be a fudge, not a mechanism). The measurement that would
 decide it: one such configuration profiled with and without Transformer Engine's graphs.
 
+Every row of the file read this way (`release_check.token_layer_gap`), the rows with no CUDA graph
+first:
+
+@RELEASE_MOE_GAP@
+
 The host check: every MoE row whose recipe states no CUDA graph over its experts (no graph, or
 TE's graphs of attention and the router only) and whose dispatcher reads its token counts on the
 host, predicted with `kernels.HOST_OP_SECONDS` as stored and at two and four times it
