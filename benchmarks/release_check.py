@@ -775,7 +775,8 @@ def moe_section(pts: list[Point], constants=None, host: dict | None = None) -> d
 def main() -> int:
     values = section()
     for key in ("RELEASE_BY_GPU", "RELEASE_SERIES", "RELEASE_ENDS", "RELEASE_READING", "RELEASE_OFFLOAD", "RELEASE_CONCLUSION",
-                "RELEASE_MOE_BY_GPU", "RELEASE_MOE_SERIES", "RELEASE_MOE_HOST", "RELEASE_MOE_READING"):
+                "RELEASE_MOE_BY_GPU", "RELEASE_MOE_SERIES", "RELEASE_MOE_HOST", "RELEASE_MOE_READING",
+                "RELEASE_MOE_GAP"):
         print(values[key], end="\n\n")
     return 0
 
