@@ -456,6 +456,42 @@ def moe_summary(pts: list[Point]) -> str:
             f"Per model, as read: {per_model}.")
 
 
+def token_layer_gap(p: Point) -> float:
+    """Seconds the prediction lacks per token-layer: the step time the model misses (reported less
+    predicted) over the token-layers one pipeline rank runs a step, its micro-batches' tokens
+    (micro-batches x micro-batch x sequence / cp) times the layers it holds (layers / pp); the tp
+    ranks of a stage share the figure. The reading that compares rows of other models,
+    micro-batches and GPUs: a cost per token-layer comes out the same on all of them, one per
+    micro-batch or per step does not (docs/time-model.md, "The same gap outside gpt-oss")."""
+    plan, step = p.result.row.plan, p.result.breakdown.step
+    tokens = p.result.breakdown.microbatches * plan.training.micro_batch * plan.training.seq_len
+    tokens /= plan.layout.degree("cp")
+    return step * p.result.error / (tokens * plan.model.layers / plan.layout.degree("pp"))
+
+
+def graph_kind(recipe: dict) -> str:
+    """The recipe's CUDA graphs in one word, for sorting: none, partial (Transformer Engine's
+    scopes), full (a full-iteration graph or Megatron-Core's per-layer ones)."""
+    impl = recipe.get("cuda_graph_impl", "none")
+    return "none" if impl == "none" else "partial" if impl == "transformer_engine" else "full"
+
+
+def gap_table(pts: list[Point]) -> str:
+    """Every row of megatron_bridge_releases_moe.yaml with its recipe's graphs and dispatcher, its
+    error and what it lacks per token-layer (`token_layer_gap`), rows without any CUDA graph first."""
+    rows = [p for p in moe(pts) if p.recipe is not None]
+    assert rows, "no row of megatron_bridge_releases_moe.yaml"
+    order = ("none", "partial", "full")
+    rows.sort(key=lambda p: (order.index(graph_kind(p.recipe)), p.model,
+                             list(SYSTEMS.values()).index(p.system), release_order(p.release)))
+    lines = ["| run | GPU | release | micro-batch | recipe | error | lacks per token-layer |",
+             "|---|---|---|---|---|---|---|"]
+    for p in rows:
+        lines.append(f"| `{p.result.row.id}` | {p.system} | {p.release} | {p.result.row.plan.training.micro_batch} | "
+                     f"{recipe_text(p)} | {p.result.error:+.1%} | {token_layer_gap(p) * 1e6:+.2f} us |")
+    return "\n".join(lines)
+
+
 HOST_SCALES = (2, 4)
 """Multiples of `kernels.HOST_OP_SECONDS` the host check tries (a what-if, never stored)."""
 
@@ -732,13 +768,15 @@ def moe_section(pts: list[Point], constants=None, host: dict | None = None) -> d
     return {"RELEASE_MOE_N": str(len(rows)), "RELEASE_MOE_SERIES_N": str(len(groups)),
             "RELEASE_MOE_SUMMARY": moe_summary(pts),
             "RELEASE_MOE_BY_GPU": moe_by_release(pts), "RELEASE_MOE_SERIES": moe_series_table(groups),
-            "RELEASE_MOE_HOST": host_table(pts, host), "RELEASE_MOE_READING": moe_reading(pts, host)}
+            "RELEASE_MOE_HOST": host_table(pts, host), "RELEASE_MOE_READING": moe_reading(pts, host),
+            "RELEASE_MOE_GAP": gap_table(pts)}
 
 
 def main() -> int:
     values = section()
     for key in ("RELEASE_BY_GPU", "RELEASE_SERIES", "RELEASE_ENDS", "RELEASE_READING", "RELEASE_OFFLOAD", "RELEASE_CONCLUSION",
-                "RELEASE_MOE_BY_GPU", "RELEASE_MOE_SERIES", "RELEASE_MOE_HOST", "RELEASE_MOE_READING"):
+                "RELEASE_MOE_BY_GPU", "RELEASE_MOE_SERIES", "RELEASE_MOE_HOST", "RELEASE_MOE_READING",
+                "RELEASE_MOE_GAP"):
         print(values[key], end="\n\n")
     return 0
 

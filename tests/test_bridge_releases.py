@@ -221,7 +221,7 @@ def test_the_doc_section_is_current(release_check, points, host):
     doc = (ROOT / "docs" / "time-model.md").read_text()
     for key in ("RELEASE_BY_GPU", "RELEASE_SERIES", "RELEASE_ENDS", "RELEASE_READING", "RELEASE_OFFLOAD",
                 "RELEASE_CONCLUSION", "RELEASE_MOE_BY_GPU", "RELEASE_MOE_SERIES", "RELEASE_MOE_HOST",
-                "RELEASE_MOE_READING"):
+                "RELEASE_MOE_READING", "RELEASE_MOE_GAP"):
         assert values[key] in doc, f"stale {key}: run `.venv/bin/python benchmarks/fidelity.py --write`"
 
 
@@ -475,6 +475,45 @@ def test_the_moe_series_the_doc_reads(points, release_check, host):
     ds = pts["bridge260401_b200_deepseek_v3_fp8mx"]
     assert ds.table_only.error < -0.4 and abs(ds.result.error) < 0.2
     assert ds.result.row.software.ep_dispatcher == "deepep" and ds.result.row.software.ep_overlap
+
+
+# (row, reported tokens/s per GPU, GPUs, tokens one pipeline rank runs a step, layers it holds),
+# typed from the tables' layouts: batch x sequence / the data-parallel degree, layers / pp
+GAP_BY_HAND = [
+    ("bridge2604_gb200_gpt_oss_120b_bf16", 15938, 64, 1280 * 4096 / 64, 36),
+    ("bridge2602_h100_qwen3_235b_a22b_fp8cs", 1633, 256, 8192 * 4096 / 16, 94 / 8),  # tp 2, pp 8, dp 16
+]
+
+
+@pytest.mark.parametrize("rid,tokens,gpus,rank_tokens,layers", GAP_BY_HAND)
+def test_the_token_layer_gap_is_the_reported_step_less_the_predicted(points, release_check, rid, tokens, gpus,
+                                                                      rank_tokens, layers):
+    """`release_check.token_layer_gap` against the published figure by hand: the reported step is
+    the batch's tokens over the GPUs' reported tokens/s (1,280 x 4,096 / (64 x 15,938) = 5.14 s for
+    gpt-oss on GB200), less the predicted step, over the token-layers one pipeline rank runs."""
+    p = moe_points(points)[rid]
+    batch = p.result.row.plan.training.global_batch * p.result.row.plan.training.seq_len
+    reported_step = batch / (gpus * tokens)
+    expected = (reported_step - p.result.breakdown.step) / (rank_tokens * layers)
+    assert release_check.token_layer_gap(p) == pytest.approx(expected, rel=1e-6)
+
+
+def test_the_eager_rows_the_doc_reads(points, release_check):
+    """docs/time-model.md, "The same gap outside gpt-oss": the 26.02-26.04.01 rows of gpt-oss-120b
+    and of Qwen3-235B-A22B on B200 and H100 whose recipe runs no CUDA graph lack 0.4-1.0 us a
+    token-layer; Qwen3-235B-A22B on GB200, with Transformer Engine's graphs of attention, router
+    and preprocess, within 0.2 us of nothing."""
+    pts = moe_points(points)
+    releases = ("2602", "260201", "2604", "260401")
+    eager = [p for rid, p in pts.items() if rid.split("_")[0][6:] in releases
+             and ("gpt_oss_120b_bf16" in rid or ("qwen3_235b" in rid and "gb200" not in rid))]
+    graphed = [p for rid, p in pts.items() if rid.split("_")[0][6:] in releases
+               and "gb200_qwen3_235b" in rid]
+    assert len(eager) == 18 and len(graphed) == 4
+    assert all(release_check.graph_kind(p.recipe) == "none" for p in eager)
+    assert all(release_check.graph_kind(p.recipe) == "partial" for p in graphed)
+    assert all(0.4e-6 < release_check.token_layer_gap(p) < 1.0e-6 for p in eager)
+    assert all(abs(release_check.token_layer_gap(p)) < 0.2e-6 for p in graphed)
 
 
 def test_no_moe_prediction_beats_the_peak_or_its_links(points):
