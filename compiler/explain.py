@@ -135,7 +135,7 @@ def allocator_assumed(plan: Plan) -> dict[str, Any]:
     launch environment, or who sets it for the target's job)."""
     from .memory.allocator import DEFAULT, alloc_conf_of, policy_of
 
-    env = {var.name: var.value for var in plan.launch.env}
+    env = plan.launch.environment()
     name, value = alloc_conf_of(env)
     if name in env:
         source = "the spec's launch environment"

@@ -341,6 +341,11 @@ class Launch(Sourced):
     port: int = 29500
     steps: int = 10
 
+    def environment(self) -> dict[str, str]:
+        """The launch environment as the job's process sees it (name -> value): what the allocator
+        configuration is read from, by `parc explain` and by the rehearsal alike."""
+        return {var.name: var.value for var in self.env}
+
 
 class Target(Sourced):
     """The training program that runs the layout (`target NAME { options }`); its runtime facts

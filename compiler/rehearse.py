@@ -143,7 +143,7 @@ def replay_policy(plan: Plan) -> str:
     expandable segments)."""
     from .memory.allocator import policy_of
 
-    return policy_of({var.name: var.value for var in plan.launch.env})
+    return policy_of(plan.launch.environment())
 
 
 def replay_trace(record: dict, limit: int | None = None, policy: str = "default",
