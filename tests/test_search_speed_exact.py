@@ -188,6 +188,23 @@ def test_compute_turns_are_the_lowerings_turns_with_fsdp_and_weight_actions_empt
     assert checked
 
 
+DEEP_TURN_SHAPES = [("interleaved-1f1b", 16, 8, 16), ("interleaved-zb", 16, 8, 64), ("interleaved-1f1b", 32, 4, 64),
+                    ("interleaved-zb", 32, 5, 32), ("zbv", 64, 2, 96), ("dualpipe-v", 64, 2, 128),
+                    ("dualpipe-v", 16, 2, 20)]
+
+
+@pytest.mark.parametrize("name,pp,v,m", DEEP_TURN_SHAPES)
+def test_compute_turns_of_deep_pipelines_are_the_lowerings_turns(name, pp, v, m):
+    """The same comparison on the deep shapes the Megatron 1T rows lower (more chunks than the
+    three stages FSDP holds, so the held set changes inside the steady state; pp 64), every rank."""
+    codes = {schedules.F: 0, schedules.B: 1, schedules.I: 1}
+    for r in range(pp):
+        plain = schedules._turns(name, pp, r, schedules._fsdp_rounds(schedules._indexed(name, pp, v, m, r)))
+        expected = [tuple((codes[kind], stage, micro) for kind, stage, micro in turn if kind in codes)
+                    for turn in plain]
+        assert list(schedules._compute_turns(name, pp, v, m, r)) == expected, (pp, v, m, r)
+
+
 
 def _reference_receive_trace(name, pp, v, m):
     """`_receive_trace` as it was before its lookups per (direction, stage), its stride bound and

@@ -723,52 +723,68 @@ def _compute_turns(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[t
     reshards all it holds after its last); after the last full or weight backward of each stage
     one reduce-grad. The set of stages held changes only where the stage does: it is found
     for the first action of each run of one stage only (a looped schedule's steady state
-    changes stage at every action, its warm-up once per round)."""
+    changes stage at every action, its warm-up once per round), and it stays one set object
+    while only the order of the nearest stages changes: the runs that change nothing (with
+    v <= 3, every run after the first) are passed by identity, without the two set differences.
+    Each chunk's last full or weight backward is found from the end of its actions."""
     acts = _walked_actions(schedule, pp, v, m, rank)
     if schedule == "dualpipe-v":
         return _paired_turns(schedule, pp, v, m, rank, acts)
     n = len(acts)
     stage_of = [_stage_of(schedule, pp, rank, c) for c in range(v)]
-    starts: list[int] = []  # the first action of each run of one stage
-    previous = None
-    reduce_after = bytearray(n + 1)
-    last_bw: dict[int, int] = {}
-    for i, (kind, chunk) in enumerate(acts):
-        stage = stage_of[chunk]
-        if stage != previous:
-            starts.append(i)
-            previous = stage
-        if kind == B or kind == W:
-            last_bw[stage] = i
-    for i in last_bw.values():
-        reduce_after[i] = 1
-    # the nearest 3 distinct stages used from each run's first action on (its own first)
-    held_at: dict[int, frozenset] = {}
+    stages = [stage_of[chunk] for _, chunk in acts]
+    # empties[i]: the turns that compute nothing right before action i (FSDP's and reduce-grad;
+    # all alike, so their order among themselves does not matter)
+    empties = [0] * (n + 1)
+    # after the last full or weight backward of each stage (each chunk its own stage): found
+    # from the end, where every chunk's last one is
+    found: set[int] = set()
+    for i in range(n - 1, -1, -1):
+        kind, chunk = acts[i]
+        if (kind == B or kind == W) and chunk not in found:
+            found.add(chunk)
+            empties[i + 1] += 1
+            if len(found) == v:
+                break
+    # the nearest 3 distinct stages used from each run's first action on (its own first); the
+    # set object is kept while only their order changes, so a run that changes nothing is
+    # passed by identity
+    starts = [i for i in range(n) if i == 0 or stages[i] != stages[i - 1]]
     order: list[int] = []
+    current: frozenset = frozenset()
+    upcoming: list[frozenset] = []
     for i in reversed(starts):
-        stage = stage_of[acts[i][1]]
-        order = ([stage] + [s for s in order if s != stage])[:3]
-        held_at[i] = frozenset(order)
+        stage = stages[i]
+        if stage in current:
+            if order[0] != stage:
+                order = [stage] + [s for s in order if s != stage]
+        else:
+            order = ([stage] + order)[:3]
+            current = frozenset(order)
+        upcoming.append(current)
+    upcoming.reverse()
+    held: frozenset = frozenset()
+    for i, sets in zip(starts, upcoming, strict=True):
+        if sets is not held:
+            empties[i] += len(held - sets) + len(sets - held)
+            held = sets
+    empties[n] += len(held)
+    # one turn per action, micro-batches counted per chunk and direction
     forwards, backwards = [0] * v, [0] * v
     out: list[tuple] = []
     append = out.append
-    held: frozenset = frozenset()
     for i, (kind, chunk) in enumerate(acts):
-        upcoming = held_at.get(i)
-        if upcoming is not None:
-            out.extend([()] * (len(held - upcoming) + len(upcoming - held)))
-            held = upcoming
+        if empties[i]:
+            out.extend([()] * empties[i])
         if kind == F:
-            append(((0, stage_of[chunk], forwards[chunk]),))
+            append(((0, stages[i], forwards[chunk]),))
             forwards[chunk] += 1
         elif kind == W:
             append(())
         else:
-            append(((1, stage_of[chunk], backwards[chunk]),))
+            append(((1, stages[i], backwards[chunk]),))
             backwards[chunk] += 1
-        if reduce_after[i]:
-            append(())
-    out.extend([()] * len(held))
+    out.extend([()] * empties[n])
     return tuple(out)
 
 
@@ -778,22 +794,24 @@ def _paired_turns(schedule: str, pp: int, v: int, m: int, rank: int, acts: tuple
     stage_of = [_stage_of(schedule, pp, rank, c) for c in range(v)]
     stages = [stage_of[chunk] for _, chunk in acts]
     # the nearest 3 distinct stages used from each position on (its own first), as a set: a
-    # new one only where the stage changes
+    # new one only where a stage enters it (the same object while only their order changes)
     nexts: list = [None] * n
     order: list[int] = []
     current: frozenset = frozenset()
     for i in range(n - 1, -1, -1):
         stage = stages[i]
-        if not order or order[0] != stage:
-            order = ([stage] + [s for s in order if s != stage])[:3]
+        if stage not in current:
+            order = ([stage] + order)[:3]
             current = frozenset(order)
+        elif order[0] != stage:
+            order = [stage] + [s for s in order if s != stage]
         nexts[i] = current
     last_bw: dict[int, int] = {}
     for i, (kind, _) in enumerate(acts):
         if kind == B or kind == W:
             last_bw[stages[i]] = i
     reduce_after = set(last_bw.values())
-    counters: dict[tuple[str, int], int] = {}
+    counters = [0] * (3 * v)  # micro-batches counted per chunk: forwards, (input) backwards, weight backwards
     pairs = schedule == "dualpipe-v"
     apart = pairs and rank == pp - 1
     out: list[tuple] = []
@@ -802,21 +820,20 @@ def _paired_turns(schedule: str, pp: int, v: int, m: int, rank: int, acts: tuple
     while i < n:
         if i == 0 or stages[i] != stages[i - 1]:
             upcoming = nexts[i]
-            out.extend(() for _ in range(len(held - upcoming) + len(upcoming - held)))
-            held = upcoming
+            if upcoming is not held:
+                out.extend([()] * (len(held - upcoming) + len(upcoming - held)))
+                held = upcoming
         kind, chunk = acts[i]
-        key = (B if kind == I else kind, chunk)
-        micro = counters.get(key, 0)
-        counters[key] = micro + 1
-        code = 0 if kind == F else 1
+        slot = chunk if kind == F else (2 * v + chunk if kind == W else v + chunk)
+        micro = counters[slot]
+        counters[slot] = micro + 1
         if pairs and kind == F and i + 1 < n and acts[i + 1][0] == B and (
                 stages[i + 1] == stages[i] or nexts[i + 1] == held):
             # dualpipe-v's overlapped pair: a forward right before a full backward, with no
             # FSDP action between (the stages held do not change)
-            nkind, nchunk = acts[i + 1]
-            nkey = (nkind, nchunk)
-            nmicro = counters.get(nkey, 0)
-            counters[nkey] = nmicro + 1
+            nslot = v + acts[i + 1][1]
+            nmicro = counters[nslot]
+            counters[nslot] = nmicro + 1
             first, second = (0, stages[i], micro), (1, stages[i + 1], nmicro)
             if apart:
                 apart = False
@@ -827,11 +844,11 @@ def _paired_turns(schedule: str, pp: int, v: int, m: int, rank: int, acts: tuple
                 out.append(())
             i += 2
             continue
-        out.append(() if kind == W else ((code, stages[i], micro),))
+        out.append(() if kind == W else ((0 if kind == F else 1, stages[i], micro),))
         if i in reduce_after:
             out.append(())
         i += 1
-    out.extend(() for _ in held)
+    out.extend([()] * len(held))
     return tuple(out)
 
 
