@@ -80,29 +80,29 @@ def _looped(pp: int, v: int, m: int, rank: int, zero_bubble: bool) -> list[Actio
     factor = 1 if zero_bubble else 2
     warmup = min((v - 1) * per_round + factor * (pp - 1 - rank), m * v)
     total = m * v
-
-    def forward_chunk(step: int) -> int:
-        return (step // per_round) % v
-
-    def backward_chunk(step: int) -> int:
-        return v - 1 - ((step - warmup) // per_round) % v
-
+    # step s forwards chunk (s // per_round) % v and, from the warm-up's end on, backwards
+    # chunk v - 1 - ((s - warmup) // per_round) % v; the action tuples are made once per chunk
+    forwards = [(F, c) for c in range(v)]
     backward = I if zero_bubble else B
-    actions: list[Action] = []
+    backwards = [(backward, c) for c in range(v)]
+    weights = [(W, c) for c in range(v)]
+    actions: list[Action] = [forwards[(step // per_round) % v] for step in range(min(warmup, total))]
+    append = actions.append
     done_backwards: list[int] = []
-    weights = 0
-    for step in range(warmup + total):
+    done = done_backwards.append
+    waited = 0
+    for step in range(warmup, warmup + total):
         if step < total:
-            actions.append((F, forward_chunk(step)))
-        if step >= warmup:
-            chunk = backward_chunk(step)
-            actions.append((backward, chunk))
-            done_backwards.append(chunk)
-            if zero_bubble and step - warmup >= rank:
-                actions.append((W, done_backwards[weights]))
-                weights += 1
+            append(forwards[(step // per_round) % v])
+        chunk = v - 1 - ((step - warmup) // per_round) % v
+        append(backwards[chunk])
+        if zero_bubble:
+            done(chunk)
+            if step - warmup >= rank:
+                append(weights[done_backwards[waited]])
+                waited += 1
     if zero_bubble:
-        actions += [(W, c) for c in done_backwards[weights:]]
+        actions += [weights[c] for c in done_backwards[waited:]]
     return actions
 
 
