@@ -735,10 +735,11 @@ def _compute_turns(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[t
     reshards all it holds after its last); after the last full or weight backward of each stage
     one reduce-grad. The set of stages held changes only where the stage does: it is found
     for the first action of each run of one stage only (a looped schedule's steady state
-    changes stage at every action, its warm-up once per round), and it stays one set object
-    while only the order of the nearest stages changes: the runs that change nothing (with
-    v <= 3, every run after the first) are passed by identity, without the two set differences.
-    Each chunk's last full or weight backward is found from the end of its actions."""
+    changes stage at every action, its warm-up once per round), and only by one stage in and
+    at most one out, so the actions are counted from the recency list alone, without building
+    the sets (tests/test_search_speed_exact.py compares the turns with the plain composition,
+    deep pipelines included). Each chunk's last full or weight backward is found from the end
+    of its actions."""
     acts = _walked_actions(schedule, pp, v, m, rank)
     if schedule == "dualpipe-v":
         return _paired_turns(schedule, pp, v, m, rank, acts)
@@ -758,29 +759,27 @@ def _compute_turns(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[t
             empties[i + 1] += 1
             if len(found) == v:
                 break
-    # the nearest 3 distinct stages used from each run's first action on (its own first); the
-    # set object is kept while only their order changes, so a run that changes nothing is
-    # passed by identity
-    starts = [i for i in range(n) if i == 0 or stages[i] != stages[i - 1]]
+    # FSDP's actions where the held stages change, counted from the end: the nearest 3 distinct
+    # stages used from each run's first action on (its own first), by recency. Where a run's
+    # stage is among those of the run after it, the set is the same (no action); else it
+    # differs from the later run's by that stage and, with 3 held, the one it pushes out: one
+    # unshard and one reshard at the later run's start (the end, after the last run). The first
+    # run unshards all it holds.
+    starts = [i for i in range(n) if i == 0 or stages[i] != stages[i - 1]]  # each run's first action
     order: list[int] = []
-    current: frozenset = frozenset()
-    upcoming: list[frozenset] = []
+    later = n  # the start of the run after the one at hand
     for i in reversed(starts):
         stage = stages[i]
-        if stage in current:
+        if stage in order:
             if order[0] != stage:
-                order = [stage] + [s for s in order if s != stage]
+                order.remove(stage)
+                order.insert(0, stage)
         else:
-            order = ([stage] + order)[:3]
-            current = frozenset(order)
-        upcoming.append(current)
-    upcoming.reverse()
-    held: frozenset = frozenset()
-    for i, sets in zip(starts, upcoming, strict=True):
-        if sets is not held:
-            empties[i] += len(held - sets) + len(sets - held)
-            held = sets
-    empties[n] += len(held)
+            empties[later] += 1 + (len(order) == 3)
+            order.insert(0, stage)
+            del order[3:]
+        later = i
+    empties[0] += len(order)
     # one turn per action, micro-batches counted per chunk and direction
     forwards, backwards = [0] * v, [0] * v
     out: list[tuple] = []
