@@ -1238,9 +1238,9 @@ refinement. Point 4 stays open for both rows.
 Issue 18's fifteenth speed round (2026-12-03), pipelines: the deep-pipeline rows (Megatron 1T
 and megatron-1t.par). A profile of one Megatron 1T search in a fresh process (cProfile) put a
 quarter of it in the receive trace (`_receive_trace` and the turns it walks, `_compute_turns`,
-once per (schedule, pp, v, m) that reaches `peak`, every rank), a tenth in the receive moments
-(`receive_moments` and `undominated`, per rank, in `peak` and in the front end's breakdown of
-the top 10) and a few per cent in the schedules' orders (`_looped`). No closed form of the live
+once per (schedule, pp, v, m) that reaches `peak`, every rank), about 6 % in the receive
+moments (`receive_moments` and `undominated`, per rank, in `peak` and in the front end's
+breakdown of the top 10; direct timers) and about 4 % in the schedules' orders (`_looped`). No closed form of the live
 receives was attempted: every shape that reaches `peak` needs the whole trace anyway, since
 `receive_moments` pairs each moment of a rank with the receives alive then. Four exact changes
 in compiler/memory/schedules.py, each tested in tests/test_search_speed_exact.py against the
@@ -1277,7 +1277,7 @@ fresh processes alternating with the tree before on the shared 2-core machine at
 3.5 to 3.9, nine pairs in two sessions (rows wander by 20 % and more): Megatron 1T 1.17-1.73 s
 before, 0.97-1.44 s now (an earlier session, before the last two changes, load 4.1 to 4.4:
 1.01-1.19 / 0.88-1.04 s); megatron-1t.par, three pairs at a load of 3.9 to 4.2, 1.01-1.25 /
-0.97-1.21 s (its trace is a tenth of its search). The benchmark once at the end (08:14 to 08:18 UTC, load 3.8 to 4.6, best
+0.97-1.21 s (its trace is under a tenth of its search). The benchmark once at the end (08:14 to 08:18 UTC, load 3.8 to 4.6, best
 of 1): Megatron 1T 1.18 s, megatron-1t.par 1.07 s, the 983,040-GPU space 2.03 s, Mixtral
 1.87 s, gpt3-175b.par 1.50 s, deepseek-v3-like.par 0.90 s, llama3-70b-search.par with every hole
 0.90 s, the target 0.38 s: all above the thirteenth round's figures, measured at a lower load.
