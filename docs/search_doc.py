@@ -1235,6 +1235,58 @@ colleagues' "once per ep" split would save its ep-free third at best; Mixtral's 
 over the family memory floors (a fifth), the quick bounds of expanded pipeline sets and the
 refinement. Point 4 stays open for both rows.
 
+Issue 18's fifteenth speed round (2026-12-03), pipelines: the deep-pipeline rows (Megatron 1T
+and megatron-1t.par). A profile of one Megatron 1T search in a fresh process (cProfile) put a
+quarter of it in the receive trace (`_receive_trace` and the turns it walks, `_compute_turns`,
+once per (schedule, pp, v, m) that reaches `peak`, every rank), about 6 % in the receive
+moments (`receive_moments` and `undominated`, per rank, in `peak` and in the front end's
+breakdown of the top 10; direct timers) and about 4 % in the schedules' orders (`_looped`). No closed form of the live
+receives was attempted: every shape that reaches `peak` needs the whole trace anyway, since
+`receive_moments` pairs each moment of a rank with the receives alive then. Four exact changes
+in compiler/memory/schedules.py, each tested in tests/test_search_speed_exact.py against the
+plain computation it replaces, on deep shapes too (pp 16 to 64, up to 8 chunks, every rank):
+
+- **`_compute_turns` counts FSDP's unshards and reshards from the recency list** of the three
+  nearest stages: a run whose stage is held changes nothing, else one stage enters and, with
+  three held, one leaves (one action each), so no set is built per run (a looped schedule's
+  steady state starts a run at every action); each chunk's last backward is found from the
+  end. `_paired_turns` (dualpipe-v) keeps its set object while only the order changes.
+- **`_receive_trace` reads a one-computation turn without loops over it**, from four plain
+  lookups per (direction, stage) and one flag array: almost every visit of a deep pipeline's
+  lockstep runs a turn (interleaved-zb at pp 32, v 4: 50,112 visits, 50,112 turns), so the
+  cost is the turn's own reading.
+- **`receive_moments` collects each moment into its tag's set as one tuple**, and
+  `undominated` tries the kept vector that dominated the previous one before its loop (four
+  in five of a deep pipeline's receive moments are dominated). The new test compares every
+  rank's moments with the plain walk and pairwise domination (every multi-stage schedule,
+  pp 2 to 16, 1 to 64 micro-batches); it leaves out the interleaved layouts torch refuses
+  (E0318), whose walks' counts go negative, outside `undominated`'s domain (they never reach
+  the memory model, but the old and new code agree on them too).
+- **`_looped` builds each chunk's action tuples once** and computes the step's chunks inline
+  (no closures): torch's orders unchanged (tests/test_memory_schedules.py).
+
+In process, the tree before the round (9a03701) and now alternating, best of 5, at a load
+average of 4.5: the eight Megatron 1T shapes' traces from nothing (orders, turns and lockstep)
+660 to 465 ms; the receive moments of all their ranks with at most 4 chunks 891 to 710 ms.
+Function calls of one search: Megatron 1T 4,219,449 to 3,478,579, megatron-1t.par 3,368,950 to
+2,762,530. Every row's winner, top 10 (values, steps, every stage's memory and moment,
+predictions) and counts are byte for byte the ones before (all fourteen rows of the benchmark
+compared; tests/test_search.py, tests/test_search_engine.py, tests/test_search_cold_caches.py,
+tests/test_search_speed_exact.py and the schedule and receive tests pass). "first CPU s",
+fresh processes alternating with the tree before on the shared 2-core machine at a load of
+3.5 to 3.9, nine pairs in two sessions (rows wander by 20 % and more): Megatron 1T 1.17-1.73 s
+before, 0.97-1.44 s now (an earlier session, before the last two changes, load 4.1 to 4.4:
+1.01-1.19 / 0.88-1.04 s); megatron-1t.par, three pairs at a load of 3.9 to 4.2, 1.01-1.25 /
+0.97-1.21 s (its trace is under a tenth of its search). The benchmark once at the end (08:14 to 08:18 UTC, load 3.8 to 4.6, best
+of 1): Megatron 1T 1.18 s, megatron-1t.par 1.07 s, the 983,040-GPU space 2.03 s, Mixtral
+1.87 s, gpt3-175b.par 1.50 s, deepseek-v3-like.par 0.90 s, llama3-70b-search.par with every hole
+0.90 s, the target 0.38 s: all above the thirteenth round's figures, measured at a lower load.
+Point 4 stays open for the deep-pipeline rows. What is left of them: the lockstep itself
+(about 0.4 microseconds per turn, 50,000 turns for the largest shape), `undominated` over a
+rank's moments, `weighted_peak`'s walks (a loop over the actions is as fast in CPython as
+`accumulate` over a table of their changes: tried, not kept), and the front end's per-rank
+breakdown of the top 10.
+
 **A wrong answer, fixed.** Two slips made the bound's data-parallel tail of MoE ranks exceed
 their true step, so the scan could drop a better layout: `_best_links` took the expert set's
 group without tp (`Geometry.expert`), where torch's runtime, and `timing.rank_steps`, reduce the

@@ -80,29 +80,29 @@ def _looped(pp: int, v: int, m: int, rank: int, zero_bubble: bool) -> list[Actio
     factor = 1 if zero_bubble else 2
     warmup = min((v - 1) * per_round + factor * (pp - 1 - rank), m * v)
     total = m * v
-
-    def forward_chunk(step: int) -> int:
-        return (step // per_round) % v
-
-    def backward_chunk(step: int) -> int:
-        return v - 1 - ((step - warmup) // per_round) % v
-
+    # step s forwards chunk (s // per_round) % v and, from the warm-up's end on, backwards
+    # chunk v - 1 - ((s - warmup) // per_round) % v; the action tuples are made once per chunk
+    forwards = [(F, c) for c in range(v)]
     backward = I if zero_bubble else B
-    actions: list[Action] = []
+    backwards = [(backward, c) for c in range(v)]
+    weights = [(W, c) for c in range(v)]
+    actions: list[Action] = [forwards[(step // per_round) % v] for step in range(min(warmup, total))]
+    append = actions.append
     done_backwards: list[int] = []
-    weights = 0
-    for step in range(warmup + total):
+    done = done_backwards.append
+    waited = 0
+    for step in range(warmup, warmup + total):
         if step < total:
-            actions.append((F, forward_chunk(step)))
-        if step >= warmup:
-            chunk = backward_chunk(step)
-            actions.append((backward, chunk))
-            done_backwards.append(chunk)
-            if zero_bubble and step - warmup >= rank:
-                actions.append((W, done_backwards[weights]))
-                weights += 1
+            append(forwards[(step // per_round) % v])
+        chunk = v - 1 - ((step - warmup) // per_round) % v
+        append(backwards[chunk])
+        if zero_bubble:
+            done(chunk)
+            if step - warmup >= rank:
+                append(weights[done_backwards[waited]])
+                waited += 1
     if zero_bubble:
-        actions += [(W, c) for c in done_backwards[weights:]]
+        actions += [weights[c] for c in done_backwards[waited:]]
     return actions
 
 
@@ -378,32 +378,40 @@ def receive_moments(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[
         return None
     lives, gaps = trace[rank]
     sizes = [len(turn) for turn in _compute_turns(schedule, pp, v, walked, rank) if turn]
-    held, pending = [0] * v, [0] * v
-    seen: set[tuple[int, tuple[int, ...]]] = {(3 * v, (0,) * (2 * v) + (gaps[0],))}
+    # one list of counts: held per chunk, pending per chunk, the receive buffers alive; each
+    # moment collected into its tag's set (3 x chunk + kind; 3 v: no computation) as one tuple
+    counts = [0] * (2 * v + 1)
+    live = 2 * v
+    by_tag: list[set[tuple[int, ...]]] = [set() for _ in range(3 * v + 1)]
+    idle = by_tag[3 * v]
+    counts[live] = gaps[0]
+    idle.add(tuple(counts))
     turn = used = 0
     for kind, chunk in _walked_actions(schedule, pp, v, walked, rank):
         if kind == W:
-            seen.add((3 * chunk + 2, tuple(held) + tuple(pending) + (gaps[turn],)))
-            held[chunk] -= 1
-            pending[chunk] -= 1
+            counts[live] = gaps[turn]
+            by_tag[3 * chunk + 2].add(tuple(counts))
+            counts[chunk] -= 1
+            counts[v + chunk] -= 1
             continue
         if kind == F:
-            held[chunk] += 1
-        seen.add((3 * chunk + (kind == I), tuple(held) + tuple(pending) + (lives[turn],)))
+            counts[chunk] += 1
+        counts[live] = lives[turn]
         if kind == I:
-            pending[chunk] += 1
-        elif kind == B:
-            held[chunk] -= 1
+            by_tag[3 * chunk + 1].add(tuple(counts))
+            counts[v + chunk] += 1
+        else:
+            by_tag[3 * chunk].add(tuple(counts))
+            if kind == B:
+                counts[chunk] -= 1
         used += 1
         if used == sizes[turn]:
             turn, used = turn + 1, 0
-            seen.add((3 * v, tuple(held) + tuple(pending) + (gaps[turn],)))
-    by_tag: list[list[tuple[int, ...]]] = [[] for _ in range(3 * v + 1)]
-    for tag, counts in seen:  # each tag's moments in one pass over the walk's (not one per tag)
-        by_tag[tag].append(counts)
+            counts[live] = gaps[turn]
+            idle.add(tuple(counts))
     out: list[ReceiveMoment] = []
-    for tag, mine in enumerate(by_tag):
-        mine.sort(key=sum, reverse=True)  # `by_total`
+    for tag, moments in enumerate(by_tag):
+        mine = sorted(moments, key=sum, reverse=True)  # `by_total`
         out += [(mine[i][:v], mine[i][v:2 * v], min(tag // 3, v - 1), 3 if tag == 3 * v else tag % 3, mine[i][-1])
                 for i in undominated(mine)]
     return tuple(sorted(out, key=lambda s: (s[2], s[3], s[0], s[1], s[4])))
@@ -426,10 +434,12 @@ def undominated(ordered: list[tuple[int, ...]]) -> list[int]:
     integer operation instead of a comparison per count (long walks keep thousands of states).
     Kept vectors carry their guard bits already. Counts from 0 to 127 are packed a byte each by
     `int.from_bytes` (any width above the largest count's bits gives the same answer; a byte
-    each packs in C instead of a Python loop over the fields)."""
-    largest = max((max(counts) for counts in ordered), default=0)
+    each packs in C instead of a Python loop over the fields). The kept vector that dominated the
+    last one is tried first, before the loop over the others: four in five of a deep pipeline's
+    receive moments are dominated, most by that one."""
+    largest = max(map(max, ordered), default=0)
     n = len(ordered[0]) if ordered else 0
-    bytewise = largest < 128 and min((min(counts) for counts in ordered), default=0) >= 0
+    bytewise = largest < 128 and min(map(min, ordered), default=0) >= 0
     width = 8 if bytewise else largest.bit_length() + 1
     shifts = [i * width for i in range(n)]
     guard = sum(1 << (shift + width - 1) for shift in shifts)
@@ -443,6 +453,8 @@ def undominated(ordered: list[tuple[int, ...]]) -> list[int]:
             packed = 0
             for c, shift in zip(counts, shifts, strict=True):
                 packed |= c << shift
+        if kept and (kept[0] - packed) & guard == guard:
+            continue
         for i, other in enumerate(kept):
             if (other - packed) & guard == guard:
                 if i:  # the vector that dominated this one likely dominates the next: try it first
@@ -723,52 +735,67 @@ def _compute_turns(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[t
     reshards all it holds after its last); after the last full or weight backward of each stage
     one reduce-grad. The set of stages held changes only where the stage does: it is found
     for the first action of each run of one stage only (a looped schedule's steady state
-    changes stage at every action, its warm-up once per round)."""
+    changes stage at every action, its warm-up once per round), and only by one stage in and
+    at most one out, so the actions are counted from the recency list alone, without building
+    the sets (tests/test_search_speed_exact.py compares the turns with the plain composition,
+    deep pipelines included). Each chunk's last full or weight backward is found from the end
+    of its actions."""
     acts = _walked_actions(schedule, pp, v, m, rank)
     if schedule == "dualpipe-v":
         return _paired_turns(schedule, pp, v, m, rank, acts)
     n = len(acts)
     stage_of = [_stage_of(schedule, pp, rank, c) for c in range(v)]
-    starts: list[int] = []  # the first action of each run of one stage
-    previous = None
-    reduce_after = bytearray(n + 1)
-    last_bw: dict[int, int] = {}
-    for i, (kind, chunk) in enumerate(acts):
-        stage = stage_of[chunk]
-        if stage != previous:
-            starts.append(i)
-            previous = stage
-        if kind == B or kind == W:
-            last_bw[stage] = i
-    for i in last_bw.values():
-        reduce_after[i] = 1
-    # the nearest 3 distinct stages used from each run's first action on (its own first)
-    held_at: dict[int, frozenset] = {}
+    stages = [stage_of[chunk] for _, chunk in acts]
+    # empties[i]: the turns that compute nothing right before action i (FSDP's and reduce-grad;
+    # all alike, so their order among themselves does not matter)
+    empties = [0] * (n + 1)
+    # after the last full or weight backward of each stage (each chunk its own stage): found
+    # from the end, where every chunk's last one is
+    found: set[int] = set()
+    for i in range(n - 1, -1, -1):
+        kind, chunk = acts[i]
+        if (kind == B or kind == W) and chunk not in found:
+            found.add(chunk)
+            empties[i + 1] += 1
+            if len(found) == v:
+                break
+    # FSDP's actions where the held stages change, counted from the end: the nearest 3 distinct
+    # stages used from each run's first action on (its own first), by recency. Where a run's
+    # stage is among those of the run after it, the set is the same (no action); else it
+    # differs from the later run's by that stage and, with 3 held, the one it pushes out: one
+    # unshard and one reshard at the later run's start (the end, after the last run). The first
+    # run unshards all it holds.
+    starts = [i for i in range(n) if i == 0 or stages[i] != stages[i - 1]]  # each run's first action
     order: list[int] = []
+    later = n  # the start of the run after the one at hand
     for i in reversed(starts):
-        stage = stage_of[acts[i][1]]
-        order = ([stage] + [s for s in order if s != stage])[:3]
-        held_at[i] = frozenset(order)
+        stage = stages[i]
+        if stage in order:
+            if order[0] != stage:
+                order.remove(stage)
+                order.insert(0, stage)
+        else:
+            empties[later] += 1 + (len(order) == 3)
+            order.insert(0, stage)
+            del order[3:]
+        later = i
+    empties[0] += len(order)
+    # one turn per action, micro-batches counted per chunk and direction
     forwards, backwards = [0] * v, [0] * v
     out: list[tuple] = []
     append = out.append
-    held: frozenset = frozenset()
     for i, (kind, chunk) in enumerate(acts):
-        upcoming = held_at.get(i)
-        if upcoming is not None:
-            out.extend([()] * (len(held - upcoming) + len(upcoming - held)))
-            held = upcoming
+        if empties[i]:
+            out.extend([()] * empties[i])
         if kind == F:
-            append(((0, stage_of[chunk], forwards[chunk]),))
+            append(((0, stages[i], forwards[chunk]),))
             forwards[chunk] += 1
         elif kind == W:
             append(())
         else:
-            append(((1, stage_of[chunk], backwards[chunk]),))
+            append(((1, stages[i], backwards[chunk]),))
             backwards[chunk] += 1
-        if reduce_after[i]:
-            append(())
-    out.extend([()] * len(held))
+    out.extend([()] * empties[n])
     return tuple(out)
 
 
@@ -778,22 +805,24 @@ def _paired_turns(schedule: str, pp: int, v: int, m: int, rank: int, acts: tuple
     stage_of = [_stage_of(schedule, pp, rank, c) for c in range(v)]
     stages = [stage_of[chunk] for _, chunk in acts]
     # the nearest 3 distinct stages used from each position on (its own first), as a set: a
-    # new one only where the stage changes
+    # new one only where a stage enters it (the same object while only their order changes)
     nexts: list = [None] * n
     order: list[int] = []
     current: frozenset = frozenset()
     for i in range(n - 1, -1, -1):
         stage = stages[i]
-        if not order or order[0] != stage:
-            order = ([stage] + [s for s in order if s != stage])[:3]
+        if stage not in current:
+            order = ([stage] + order)[:3]
             current = frozenset(order)
+        elif order[0] != stage:
+            order = [stage] + [s for s in order if s != stage]
         nexts[i] = current
     last_bw: dict[int, int] = {}
     for i, (kind, _) in enumerate(acts):
         if kind == B or kind == W:
             last_bw[stages[i]] = i
     reduce_after = set(last_bw.values())
-    counters: dict[tuple[str, int], int] = {}
+    counters = [0] * (3 * v)  # micro-batches counted per chunk: forwards, (input) backwards, weight backwards
     pairs = schedule == "dualpipe-v"
     apart = pairs and rank == pp - 1
     out: list[tuple] = []
@@ -802,21 +831,20 @@ def _paired_turns(schedule: str, pp: int, v: int, m: int, rank: int, acts: tuple
     while i < n:
         if i == 0 or stages[i] != stages[i - 1]:
             upcoming = nexts[i]
-            out.extend(() for _ in range(len(held - upcoming) + len(upcoming - held)))
-            held = upcoming
+            if upcoming is not held:
+                out.extend([()] * (len(held - upcoming) + len(upcoming - held)))
+                held = upcoming
         kind, chunk = acts[i]
-        key = (B if kind == I else kind, chunk)
-        micro = counters.get(key, 0)
-        counters[key] = micro + 1
-        code = 0 if kind == F else 1
+        slot = chunk if kind == F else (2 * v + chunk if kind == W else v + chunk)
+        micro = counters[slot]
+        counters[slot] = micro + 1
         if pairs and kind == F and i + 1 < n and acts[i + 1][0] == B and (
                 stages[i + 1] == stages[i] or nexts[i + 1] == held):
             # dualpipe-v's overlapped pair: a forward right before a full backward, with no
             # FSDP action between (the stages held do not change)
-            nkind, nchunk = acts[i + 1]
-            nkey = (nkind, nchunk)
-            nmicro = counters.get(nkey, 0)
-            counters[nkey] = nmicro + 1
+            nslot = v + acts[i + 1][1]
+            nmicro = counters[nslot]
+            counters[nslot] = nmicro + 1
             first, second = (0, stages[i], micro), (1, stages[i + 1], nmicro)
             if apart:
                 apart = False
@@ -827,11 +855,11 @@ def _paired_turns(schedule: str, pp: int, v: int, m: int, rank: int, acts: tuple
                 out.append(())
             i += 2
             continue
-        out.append(() if kind == W else ((code, stages[i], micro),))
+        out.append(() if kind == W else ((0 if kind == F else 1, stages[i], micro),))
         if i in reduce_after:
             out.append(())
         i += 1
-    out.extend(() for _ in held)
+    out.extend([()] * len(held))
     return tuple(out)
 
 
@@ -882,7 +910,10 @@ def _receive_trace(schedule: str, pp: int, v: int, m: int) -> tuple[ReceiveTrace
     `live_receives`): an input is there for the forward (backward) of stage s, micro-batch i
     once stage s - 1's forward (s + 1's backward) of i has run, on whichever rank; the receive
     that brought it is alive on its rank from when the sender runs until that forward
-    (backward) runs."""
+    (backward) runs. Almost every visit of a deep pipeline's lockstep runs a turn (pp 32,
+    interleaved-zb: 50,112 visits, 50,112 turns), so the cost is the turn's own reading: per
+    (direction, stage) four numbers looked up, one flag array, no loop over a one-computation
+    turn."""
     stages = pp * v
     owner = [0] * stages
     for r in range(pp):
@@ -893,7 +924,9 @@ def _receive_trace(schedule: str, pp: int, v: int, m: int) -> tuple[ReceiveTrace
     # micro-batches are counted along the rank's turns, so fewer than its turns; dualpipe-v and
     # an interleaved warm-up go past m), found without a walk over every action
     m = max(len(turns) for turns in todo) + 1
-    arrived = [bytearray(stages * m), bytearray(stages * m)]  # forward, backward inputs there
+    # one flag per (forward 0 / backward 1, stage, micro-batch): the input of that computation
+    # is there; at ((code x stages) + stage) x m + micro-batch
+    arrived = bytearray(2 * stages * m)
     alive, gap = [0] * pp, [0] * pp
     lives: list[list[int]] = [[] for _ in range(pp)]
     gaps: list[list[int]] = [[] for _ in range(pp)]
@@ -901,16 +934,25 @@ def _receive_trace(schedule: str, pp: int, v: int, m: int) -> tuple[ReceiveTrace
     blocked = [False] * pp
     last = stages - 1
     unfinished = sum(1 for r in range(pp) if todo[r])
-    # Per (forward 0 / backward 1, stage), looked up rather than worked out at every turn: the
-    # stage whose computation brings its input (-1: none, the first stage's forward, the last's
-    # backward), whether that input came by a receive (another rank runs that stage), and the
-    # stage its output goes to (-1: none).
-    source = ([s - 1 for s in range(stages)], [s + 1 if s != last else -1 for s in range(stages)])
-    received = tuple([f >= 0 and owner[f] != owner[s] for s, f in enumerate(sources)] for sources in source)
-    target = ([s + 1 if s != last else -1 for s in range(stages)], [s - 1 for s in range(stages)])
+    # Per (code, stage), at code x stages + stage, looked up rather than worked out at every
+    # turn: where its input's flag starts (-1: it needs none, the first stage's forward, the
+    # last's backward), whether that input came by a receive (another rank runs the stage
+    # before), where the flag of the input its output makes starts (-1: none) and the rank
+    # that receives that output (-1: none, or its own rank).
+    sources = [s - 1 for s in range(stages)] + [s + 1 if s != last else -1 for s in range(stages)]
+    targets = [s + 1 if s != last else -1 for s in range(stages)] + [s - 1 for s in range(stages)]
+    needs, frees, makes, peers = [], [], [], []
+    for key in range(2 * stages):
+        code, stage = divmod(key, stages)
+        source, to = sources[key], targets[key]
+        needs.append(key * m if source >= 0 else -1)
+        frees.append(int(source >= 0 and owner[source] != owner[stage]))
+        makes.append((code * stages + to) * m if to >= 0 else -1)
+        peers.append(owner[to] if to >= 0 and owner[to] != owner[stage] else -1)
     # A turn that computes nothing (a weight backward, FSDP's actions: a third of
     # interleaved-zb's turns at pp 32, v 4) needs no input, frees none and sends none: it
-    # takes its pass and skips the checks below (the same passes, the same counts).
+    # takes its pass and skips the checks below (the same passes, the same counts). A turn of
+    # one computation (all but dualpipe-v's overlapped pairs) is read without a loop over it.
     ends = [len(turns) for turns in todo]
     while unfinished:
         progress = False
@@ -926,31 +968,55 @@ def _receive_trace(schedule: str, pp: int, v: int, m: int) -> tuple[ReceiveTrace
                 unfinished -= head + 1 == ends[r]
                 progress = True
                 continue
-            ready = True
-            for code, stage, micro in turn:
-                if source[code][stage] >= 0 and not arrived[code][stage * m + micro]:
-                    ready = False
-                    break
-            if not ready:
-                blocked[r] = True
-                continue
-            for code, stage, _micro in turn:  # an input that came by a receive is used
-                if received[code][stage]:
-                    alive[r] -= 1
-            gaps[r].append(gap[r])
-            lives[r].append(alive[r])
-            gap[r] = alive[r]
-            for code, stage, micro in turn:  # the inputs this turn makes, received where another rank runs them
-                to = target[code][stage]
-                if to < 0:
+            if len(turn) == 1:
+                code, stage, micro = turn[0]
+                key = code * stages + stage
+                base = needs[key]
+                if base >= 0 and not arrived[base + micro]:
+                    blocked[r] = True
                     continue
-                arrived[code][to * m + micro] = 1
-                peer = owner[to]
-                if peer != r:
-                    alive[peer] += 1
-                    if alive[peer] > gap[peer]:
-                        gap[peer] = alive[peer]
-                    blocked[peer] = False
+                now = alive[r] - frees[key]  # an input that came by a receive is used
+                alive[r] = now
+                gaps[r].append(gap[r])
+                lives[r].append(now)
+                gap[r] = now
+                base = makes[key]
+                if base >= 0:  # the input this turn makes, received where another rank runs it
+                    arrived[base + micro] = 1
+                    peer = peers[key]
+                    if peer >= 0:
+                        now = alive[peer] + 1
+                        alive[peer] = now
+                        if now > gap[peer]:
+                            gap[peer] = now
+                        blocked[peer] = False
+            else:
+                ready = True
+                for code, stage, micro in turn:
+                    base = needs[code * stages + stage]
+                    if base >= 0 and not arrived[base + micro]:
+                        ready = False
+                        break
+                if not ready:
+                    blocked[r] = True
+                    continue
+                for code, stage, _micro in turn:
+                    alive[r] -= frees[code * stages + stage]
+                gaps[r].append(gap[r])
+                lives[r].append(alive[r])
+                gap[r] = alive[r]
+                for code, stage, micro in turn:
+                    key = code * stages + stage
+                    base = makes[key]
+                    if base < 0:
+                        continue
+                    arrived[base + micro] = 1
+                    peer = peers[key]
+                    if peer >= 0:
+                        alive[peer] += 1
+                        if alive[peer] > gap[peer]:
+                            gap[peer] = alive[peer]
+                        blocked[peer] = False
             heads[r] = head + 1
             unfinished -= head + 1 == ends[r]
             progress = True
