@@ -1490,3 +1490,101 @@ def test_rank_orders_kept_per_axes_above_one_are_every_permutation():
     assert checked == 64 and space_module._ORDERS
     engine.clear_caches()
     assert not space_module._ORDERS
+
+
+def _engine_of(text: str):
+    """A fresh engine of a space written out, with the runtime's software and memory model."""
+    from parc.pipeline import compile_text
+    from parc.search import engine as search_engine
+    from parc.search.space import build_space
+    from parc.targets import memory_runtime, software_of
+
+    compilation = compile_text(text, path="alone.par")
+    assert compilation.plan is not None, compilation.diagnostics
+    return search_engine.Engine(build_space(compilation), keep=14, software=software_of(compilation.plan),
+                                runtime=memory_runtime(compilation.plan.target))
+
+
+@pytest.mark.parametrize("name", ["mixtral-ep-over-dp-cp", "deepseek-v3-like", "gpt3-175b"])
+def test_groups_alone_queued_at_their_layouts_bound_come_out_as_at_their_own(name):
+    """The scan with each group that is a set of one pipeline queued at its layout's
+    `pipes_bound` (its own `quick_bound` computed when that comes out: `Engine.lazy_alone`)
+    against the scan with each queued at its own `quick_bound` at once (the reference): the same
+    top to the last bit, the same counts of every kind, the same smallest peak. And the order
+    argument's premise, on every group of the space: `pipes_bound` <= `quick_bound`, so no group
+    can come out later than at its own bound. Both fail if `pipes_bound` exceeds a group's own."""
+    from parc.search import engine as search_engine
+
+    outcomes, computed = [], []
+    for lazy in (False, True):
+        search_engine.clear_caches()
+        engine = _engine_of(BOUND_SPACES[name])
+        engine.lazy_alone = lazy
+        calls = []
+        own = engine.quick_bound
+        engine.quick_bound = lambda *group, own=own, calls=calls: calls.append(group) or own(*group)
+        outcome = engine.run()
+        assert outcome.found
+        outcomes.append(([(f.rank_key, f.assignment, f.step, f.peak_bytes, f.key) for f in outcome.found],
+                         outcome.stats.as_json(), outcome.stats.group_bounds, outcome.stats.pipe_set_bounds,
+                         outcome.smallest_peak, outcome.usable_bytes))
+        computed.append(len(calls))
+    assert outcomes[1] == outcomes[0]
+    assert computed[1] < computed[0]  # the point: groups that never come out are never bounded alone
+    engine, groups = _groups_of(BOUND_SPACES[name])
+    assert engine.pipe_sets and groups
+    checked = 0
+    for group in groups:
+        assert engine.pipes_bound(*group) <= engine.quick_bound(*group), group
+        checked += 1
+    assert checked == len(groups)
+
+
+def test_replaced_copies_slot_by_slot_what_dataclasses_replace_builds():
+    """`frozen.replaced` of a slotted dataclass with a bare `__init__` (`timing.Work`, copied slot
+    by slot) against `dataclasses.replace`: every field, a random subset of every init field
+    changed, the copy's hash reset from a hashed original; a class with `__post_init__` or without
+    slots still goes through its `__init__` (its check runs); an unknown or init=False field is
+    refused."""
+    import dataclasses
+
+    from parc import timing
+    from parc.frozen import replaced
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Checked:
+        x: float = 0.0
+
+        def __post_init__(self):
+            if self.x < 0:
+                raise ValueError("negative")
+
+    @dataclasses.dataclass(frozen=True)
+    class Plain:
+        x: float = 0.0
+        y: tuple = ()
+
+    rng = random.Random(5)
+    init = [f for f in dataclasses.fields(timing.Work) if f.init]
+    assert len(init) > 20
+    checked = 0
+    for _ in range(300):
+        base = timing.Work(**{f.name: (rng.random() if isinstance(f.default, float) else f.default) for f in init})
+        hash(base)  # the original's kept hash must not travel to the copy
+        changes = {f.name: (rng.random() * 1e3 if isinstance(f.default, float)
+                            else rng.randrange(50) if isinstance(f.default, int) and not isinstance(f.default, bool)
+                            else f.default) for f in rng.sample(init, rng.randrange(len(init) + 1))}
+        got, want = replaced(base, **dict(changes)), dataclasses.replace(base, **changes)
+        assert type(got) is timing.Work
+        assert all(getattr(got, f.name) == getattr(want, f.name) for f in dataclasses.fields(timing.Work))
+        assert got == want and hash(got) == hash(want) == hash(tuple(getattr(want, f.name) for f in init))
+        checked += 1
+    assert checked
+    assert replaced(Plain(1.0, (2,)), x=3.0) == Plain(3.0, (2,))
+    assert replaced(Checked(1.0), x=2.0) == Checked(2.0)
+    with pytest.raises(ValueError):
+        replaced(Checked(1.0), x=-1.0)
+    with pytest.raises(TypeError):
+        replaced(timing.Work(), no_such_field=1.0)
+    with pytest.raises(TypeError):
+        replaced(timing.Work(), _hash=1)
