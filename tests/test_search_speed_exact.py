@@ -1507,12 +1507,13 @@ def _engine_of(text: str):
 
 @pytest.mark.parametrize("name", ["mixtral-ep-over-dp-cp", "deepseek-v3-like", "gpt3-175b"])
 def test_groups_alone_queued_at_their_layouts_bound_come_out_as_at_their_own(name):
-    """The scan with each group that is a set of one pipeline queued at its layout's
-    `pipes_bound` (its own `quick_bound` computed when that comes out: `Engine.lazy_alone`)
-    against the scan with each queued at its own `quick_bound` at once (the reference): the same
-    top to the last bit, the same counts of every kind, the same smallest peak. And the order
-    argument's premise, on every group of the space: `pipes_bound` <= `quick_bound`, so no group
-    can come out later than at its own bound. Both fail if `pipes_bound` exceeds a group's own."""
+    """The scan with each group that is a set of one pipeline, and each set of pipelines, queued
+    at `alone_bound` (the MoE layers at their floor), then at `pipes_bound`, then (a group) at its
+    own `quick_bound`, each computed when the one before comes out (`Engine.lazy_alone`), against
+    the scan with each queued at its own bound at once (the reference): the same top to the last
+    bit, the same counts of every kind, the same smallest peak. And the order argument's premise,
+    on every group of the space: `alone_bound` <= `pipes_bound` <= `quick_bound`, so no group
+    can come out later than at its own bound. Both fail if a bound exceeds the next one."""
     from parc.search import engine as search_engine
 
     outcomes, computed = [], []
@@ -1535,9 +1536,61 @@ def test_groups_alone_queued_at_their_layouts_bound_come_out_as_at_their_own(nam
     assert engine.pipe_sets and groups
     checked = 0
     for group in groups:
-        assert engine.pipes_bound(*group) <= engine.quick_bound(*group), group
+        assert engine.alone_bound(*group) <= engine.pipes_bound(*group) <= engine.quick_bound(*group), group
         checked += 1
     assert checked == len(groups)
+
+
+@pytest.mark.parametrize("name", ["mixtral-ep-over-dp-cp", "deepseek-v3-like"])
+def test_the_moe_floor_is_at_most_every_eps_own_moe_layer(name):
+    """`Engine._moe_floor_pieces` (the MoE layer's GEMMs that no ep reads, its attention from
+    the layer at ep 1, nothing else) against `_compute_pieces` of every ep the space's groups
+    take at the same (tp, sequence parallelism, cp, micro-batch), under every recomputation
+    mode, entry by entry, float for float: never above; the entries that do not read ep equal.
+    Then `timing.moe_gemm_floor` against `layer_work`'s own GEMM sum under every kernel choice
+    and routing (eager and fused launches, balanced and random routing, fp8 and bf16): never
+    above, and not 0 (it fails as a floor if it takes a routed expert's GEMM, and is useless at
+    0)."""
+    from parc import timing
+    from parc.search.engine import RECOMPUTE
+
+    engine, groups = _groups_of(BOUND_SPACES[name])
+    eps: dict[tuple, set[int]] = {}
+    for item, _, _, micro, _, sp, _ in groups:
+        tp = item.degrees.get("tp", 1)
+        eps.setdefault((tp, sp and tp > 1, item.degrees.get("cp", 1), micro), set()).add(item.ep)
+    assert any(len(values) > 1 for values in eps.values())
+    checked, best_share = 0, 0.0
+    for (tp, sp, cp, micro), values in sorted(eps.items()):
+        floor = engine._moe_floor_pieces(tp, sp, cp, micro)
+        for ep in sorted(values):
+            own = engine._compute_pieces(tp, sp, cp, micro, ep)
+            assert floor.keys() == own.keys()
+            for entry, pieces in own.items():
+                if entry[0] is True:
+                    assert all(f <= p for f, p in zip(floor[entry], pieces, strict=True)), (tp, sp, cp, micro, ep, entry)
+                    assert sum(floor[entry]) > 0, (tp, sp, cp, micro, ep, entry)
+                    best_share = max(best_share, sum(floor[entry]) / sum(pieces))
+                else:
+                    assert floor[entry] == pieces
+                checked += 1
+    assert best_share > 0.3  # where the routed experts are a small part, the floor is most of the layer
+    assert checked > 100 and {mode for mode in RECOMPUTE} <= {e[1] for e in floor if e[0] is True}
+    shape, hw, c = engine.shape, engine.hw, engine.constants
+    layers = 0
+    for precision in ("bf16", "fp8"):  # what `_work_of` passes: the precision the GEMMs run in
+        for kernels in ("eager", "fused"):
+            for balanced in (False, True):
+                for tp, cp, micro, ep in ((1, 1, 1, 1), (2, 1, 1, 8), (4, 2, 2, 4), (8, 1, 1, 64), (1, 4, 3, 2)):
+                    if ep > shape.experts:
+                        continue
+                    seq = 4096
+                    work = timing.layer_work(shape, True, tp, tp > 1, cp, "ring", seq, micro, ep, precision, "flash",
+                                             kernels, hw, c, balanced=balanced)
+                    gemm = timing.moe_gemm_floor(shape, tp, cp, seq, micro, precision, hw, c)
+                    assert 0 < gemm <= work.gemm, (precision, kernels, balanced, tp, cp, micro, ep)
+                    layers += 1
+    assert layers
 
 
 def test_replaced_copies_slot_by_slot_what_dataclasses_replace_builds():
