@@ -1415,7 +1415,8 @@ class Engine:
         exceeds, kept per tp, sequence parallelism, cp, micro-batch and recomputation, so nearly
         free), at `pipes_bound` when that comes out (ALONE), and at its own `quick_bound` when
         that does; a set of pipelines enters at `alone_bound` too (SET_FLOORED), and at
-        `pipes_bound` when that comes out. Since `alone_bound` <= `pipes_bound` <= `quick_bound`,
+        `pipes_bound` when that comes out. Without MoE layers the two are one: a group alone
+        enters at `pipes_bound` (ALONE), a set at its own. Since `alone_bound` <= `pipes_bound` <= `quick_bound`,
         each entry comes out no later than the group or set would have at its own bound (a tie
         on the bound is broken by the index, unique in the queue),
         so the groups come out in the same order, at the same bounds, and every answer and count
@@ -1428,6 +1429,8 @@ class Engine:
         queue = []
         members: dict[int, list[int]] = {}  # a set's first group index -> its groups' indices
         if self.pipe_sets:
+            # without MoE layers `alone_bound` is `pipes_bound`: no floored step in between
+            floored = any(moe for moe, _ in self._layer_counts)
             sets: dict[tuple, list[int]] = {}
             for i, (item, _, _, micro, _, sp, recompute) in enumerate(groups):
                 sets.setdefault((item.index, micro, sp, recompute), []).append(i)
@@ -1436,13 +1439,15 @@ class Engine:
                     self.progress(indices[0], 2 * total)
                 if len(indices) > 1:
                     members[indices[0]] = indices
-                    if self.lazy_alone:  # at the set's own bound when this comes out
+                    if self.lazy_alone and floored:  # at the set's own bound when this comes out
                         queue.append((self.alone_bound(*groups[indices[0]]), indices[0], SET_FLOORED))
                     else:
                         queue.append((self.pipes_bound(*groups[indices[0]]), indices[0], PIPES))
                     stats.pipe_set_bounds += 1
                 elif self.lazy_alone:  # its own bound when this comes out (most never do)
-                    queue.append((self.alone_bound(*groups[indices[0]]), indices[0], FLOORED))
+                    first = groups[indices[0]]
+                    queue.append((self.alone_bound(*first), indices[0], FLOORED) if floored
+                                 else (self.pipes_bound(*first), indices[0], ALONE))
                     stats.group_bounds += 1
                 else:
                     queue.append((self.quick_bound(*groups[indices[0]]), indices[0], COARSE))
