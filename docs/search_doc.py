@@ -1250,6 +1250,8 @@ Three exact changes, each tested in tests/test_search_speed_exact.py:
   so the groups come out in the same order at the same bounds: the same answers, top lists and
   counts (the scan run both ways on Mixtral, DeepSeek and GPT-3 spaces; `Stats.group_bounds`
   still counts the groups that entered alone). DeepSeek's quick bounds 16,659 to 1,386.
+  Without MoE layers `alone_bound` is `pipes_bound` and the floored step is skipped: the dense
+  rows gain only the lazy quick bounds (the target row's 960 to 228).
 - **A floor of the MoE layer that no ep reads** (`alone_bound`, `_moe_floor_pieces`,
   `timing.moe_gemm_floor`): `pipes_bound`'s sum with each MoE entry at the layer's GEMMs that no
   ep reads (attention projections, router, shared experts: `timing.attention_gemms` and
