@@ -1275,7 +1275,9 @@ Function calls of one search: DeepSeek 2,309,374 to 1,610,102, Mixtral 3,794,826
 process ("first CPU s"), the tree before the round (9a03701) and after alternating, six pairs
 in two rounds at a load average of 3.2 to 4.7 (other engineers' work; figures wander by 20 %
 and more): DeepSeek 1.15-1.35 s before, 0.60-0.96 s after; Mixtral 1.42-1.92 / 1.46-1.85 s;
-mixtral-8x7b-5d 0.61-1.01 / 0.65-0.96 s. Best of 8 alternating in one process, the lazy entries
+mixtral-8x7b-5d 0.61-1.01 / 0.65-0.96 s; when the load fell to 1.6-1.9 (08:24, the final tree,
+best of 3 each, alternating): Mixtral 1.59 s before, 1.44 s after; DeepSeek 1.13 / 0.76 s;
+mixtral-8x7b-5d 0.70 / 0.55 s. Best of 8 alternating in one process, the lazy entries
 off and on (the slot copy in both): Mixtral 1.13 / 1.11 s, so the Mixtral rows gain little: their
 layer works were not their cost. The benchmark once at the end (`--repeat 1`, 08:14 to 08:18
 UTC, load average 4.6, about twice the previous round's): Mixtral with ep over dp x cp 1.42 s,
