@@ -4,7 +4,7 @@ model's `Hardware`, `Work`, ...) hash their fields once, when they are built, no
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from operator import attrgetter
 
 _NAMES: dict[type, Callable[[object], tuple]] = {}
@@ -40,12 +40,56 @@ def lazy_hash(obj) -> int:
 _INIT: dict[type, tuple[str, ...]] = {}
 """Per class, the names of its `__init__` fields (what `dataclasses.replace` copies)."""
 
+_COPIERS: dict[type, tuple | None] = {}
+"""Per class, how `replaced` copies it slot by slot (`_slot_copier`), or None where it cannot."""
+
+
+def _slot_copier(cls) -> tuple | None:
+    """(the `__init__` fields' names, one C call fetching their values, each field's slot
+    setter by name and in that order, the other fields with their defaults) of a slotted
+    dataclass whose generated `__init__` does nothing but store its fields and the other fields'
+    plain defaults (no `__post_init__`, no default factory): a copy that stores the same values
+    in the same slots is the object `__init__` builds. None for any other class. The slot's own
+    setter (a member descriptor) stores past a frozen class's `__setattr__`, as `__init__` does."""
+    if "__slots__" not in cls.__dict__ or hasattr(cls, "__post_init__"):
+        return None
+    names, others = [], []
+    for f in fields(cls):
+        if f.init:
+            names.append(f.name)
+        elif f.default is not MISSING:
+            others.append((f.name, f.default))
+        else:
+            return None
+    setters = {name: cls.__dict__[name].__set__ for name in names + [name for name, _ in others]}
+    fetch = attrgetter(*names) if len(names) > 1 else (lambda o: (getattr(o, names[0]),))
+    return (tuple(names), fetch, setters, tuple(setters[name] for name in names),
+            tuple((setters[name], value) for name, value in others))
+
 
 def replaced(obj, **changes):
     """`dataclasses.replace(obj, **changes)`, without its per-call `fields` walk (a search
     slows thousands of `Work`s to eager PyTorch's speed: the walk was a fifth of a deepseek
-    search's bounds). The same object: the same fields to `__init__`, its checks included."""
+    search's bounds). The same object: the same fields to `__init__`, its checks included. A
+    slotted dataclass with nothing in `__init__` but the stores (`timing.Work`) is copied slot by
+    slot (`_slot_copier`): its frozen `__init__` stores 26 fields one `object.__setattr__` call
+    each, most of the copy's time in an MoE search's layer works."""
     cls = type(obj)
+    copier = _COPIERS.get(cls, MISSING)
+    if copier is MISSING:
+        copier = _COPIERS[cls] = _slot_copier(cls)
+    if copier is not None:
+        names, fetch, by_name, ordered, others = copier
+        new = object.__new__(cls)
+        for store, value in zip(ordered, fetch(obj)):
+            store(new, value)
+        for name, value in changes.items():
+            if name not in names:  # as `__init__` refuses it (`dataclasses.replace` too)
+                raise TypeError(f"{cls.__name__}.__init__() got an unexpected keyword argument '{name}'")
+            by_name[name](new, value)
+        for store, value in others:
+            store(new, value)
+        return new
     names = _INIT.get(cls)
     if names is None:
         names = _INIT[cls] = tuple(f.name for f in fields(obj) if f.init)

@@ -994,6 +994,42 @@ def tp_partners(blocks: list[tuple[float, float]], sp: bool) -> tuple[tuple[str,
     return tuple(out)
 
 
+def attention_gemms(shape: Shape, tp: int, n: float) -> list[tuple[int, float, float, float, float]]:
+    """(kernels, count, m, k, n) of a layer's attention projections (QKV, output) on `n` tokens
+    per tp rank: `layer_work`'s first two GEMMs, which no ep reads."""
+    h, q = shape.hidden, shape.q / tp
+    kv = shape.kv / tp if kv_split(shape, tp) else shape.kv
+    return [(1, 1, n, h, q + 2 * kv), (1, 1, n, q, h)]
+
+
+def moe_free_gemms(shape: Shape, tp: int, n: float) -> tuple[list, list]:
+    """An MoE layer's GEMMs that no ep reads, as `layer_work` lists them around the routed
+    experts': (the router, over each tp rank's 1/tp of the tokens; the shared experts, split
+    over tp, none without)."""
+    h, up = shape.hidden, shape.ffn_matrices - 1
+    router = [(1, 1, n / tp, h, shape.experts)]
+    if not shape.shared_experts:
+        return router, []
+    fs = shape.shared_experts * shape.expert_ffn / tp
+    return router, [(1, 1, n, h, up * fs), (1, 1, n, fs, h)]
+
+
+def moe_gemm_floor(shape: Shape, tp: int, cp: int, seq: int, micro: int, precision: str, hw: Hardware,
+                   c: Constants) -> float:
+    """At most the GEMM seconds (`Work.gemm`) of an MoE layer's `layer_work` at every ep, every
+    routing and every kernel choice: the same sum over its GEMMs that no ep reads (attention,
+    router, shared experts: `attention_gemms`, `moe_free_gemms`), each timed as `layer_work`
+    times it (one kernel, pooled alone), in `layer_work`'s order, without the routed experts'
+    (whose rows, kernels and streams follow ep). Each GEMM's time is not negative and adding
+    one more such term never lowers a float sum (rounding is monotone), so the floor is at most
+    the layer's sum. Search bounds the layouts' MoE layers by it before it computes their
+    ep's own work (`Engine.alone_bound`)."""
+    n = seq * micro / cp
+    router, shared = moe_free_gemms(shape, tp, n)
+    return sum(count * gemm_seconds(m, k, nn, precision, hw, c, count) + kernels * c.kernel_overhead
+               for kernels, count, m, k, nn in attention_gemms(shape, tp, n) + router + shared)
+
+
 @lru_cache(maxsize=16384)
 def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
                ep: int, precision: str, attention: str, kernels: str, hw: Hardware, c: Constants,
@@ -1019,7 +1055,7 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     # expert computation and the ep all-to-alls are 1/tp per rank, never repeated on each
     routed = n / t
     # (kernels, count, m, k, n) of the forward GEMMs
-    gemms: list[tuple[int, float, float, float, float]] = [(1, 1, n, h, q + 2 * kv), (1, 1, n, q, h)]
+    gemms: list[tuple[int, float, float, float, float]] = attention_gemms(shape, t, n)
     elements = 10 * h * n / shard  # two norms (read + write h) and two residual adds (3h) per token
     recomputable = 4 * h * n / shard  # the norms; selective recomputation also redoes the activations
     if not shape.position_params:  # RoPE (or no position code: the same few bytes)
@@ -1040,7 +1076,8 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
         # each expert's rows run in whole tiles (`kernels.padded_rows`)
         per_expert = kernel_model.padded_rows(assigned / local, balanced)
         f = shape.expert_ffn
-        gemms.append((1, 1, routed, h, shape.experts))
+        router, shared = moe_free_gemms(shape, t, n)
+        gemms += router
         if kernels == "eager":  # parc's runtime: one expert after another, each matrix its own kernel
             up_kernels, down_kernels, loop_kernels = local * up, local, local * up
             pooled = 1
@@ -1061,7 +1098,7 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
         moe_kernels = ROUTER_KERNELS
         if shape.shared_experts:
             fs = shape.shared_experts * f / t
-            gemms += [(1, 1, n, h, up * fs), (1, 1, n, fs, h)]
+            gemms += shared
             elements += n * (up + 1) * fs
             recomputable += n * (up + 1) * fs
             expert_act += n * (up + 1) * fs

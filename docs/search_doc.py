@@ -1287,6 +1287,64 @@ rank's moments, `weighted_peak`'s walks (a loop over the actions is as fast in C
 `accumulate` over a table of their changes: tried, not kept), and the front end's per-rank
 breakdown of the top 10.
 
+Issue 18's fifteenth speed round (2026-12-03, MoE; the rows Mixtral with ep over dp x cp,
+deepseek-v3-like.par and mixtral-8x7b-5d.par with every hole) started from cProfile of one
+search of each in a fresh process: DeepSeek spent 60 % of its search in the computation-only
+bounds of its 16,659 groups (all alone: one pipeline per layout), of which 15,273 never came out
+of the queue, and most of those bounds in its 6,173 distinct MoE layer works, one per ep.
+Three exact changes, each tested in tests/test_search_speed_exact.py:
+
+- **Bounds computed when they come out.** A group alone now enters the scan at `alone_bound`,
+  goes back in at `pipes_bound` when that comes out, and at its own `quick_bound` when that
+  does; a set of pipelines enters at `alone_bound` and goes back in at `pipes_bound`. Since
+  `alone_bound` <= `pipes_bound` <= `quick_bound` (float for float), each entry comes out no
+  later than the group or set would have at its own bound, ties broken by the index as before,
+  so the groups come out in the same order at the same bounds: the same answers, top lists and
+  counts (the scan run both ways on Mixtral, DeepSeek and GPT-3 spaces; `Stats.group_bounds`
+  still counts the groups that entered alone). DeepSeek's quick bounds 16,659 to 1,386.
+  Without MoE layers `alone_bound` is `pipes_bound` and the floored step is skipped: the dense
+  rows gain only the lazy quick bounds (the target row's 960 to 228).
+- **A floor of the MoE layer that no ep reads** (`alone_bound`, `_moe_floor_pieces`,
+  `timing.moe_gemm_floor`): `pipes_bound`'s sum with each MoE entry at the layer's GEMMs that no
+  ep reads (attention projections, router, shared experts: `timing.attention_gemms` and
+  `moe_free_gemms`, which `layer_work` now builds its own list from, the same tuples), timed
+  and summed in `layer_work`'s order and slowed as the runtime slows them, plus its attention
+  (read from the layer at ep 1: it reads no ep), and nothing else (the memory-bound kernels,
+  the host's stall and the routed experts' GEMMs are never negative, and rounding is monotone,
+  so each entry is at most every ep's own). One layer work per (tp, sequence parallelism, cp,
+  micro-batch) instead of one per ep for the groups whose floor already exceeds the N-th best
+  step. Tested entry by entry against every ep's own pieces under every recomputation mode,
+  and the GEMM floor against `layer_work`'s under eager and fused kernels, balanced and random
+  routing, bf16 and fp8. Distinct layer works of one search: DeepSeek 6,173 to 2,597, Mixtral
+  1,595 to 824, mixtral-8x7b-5d 1,143 to 462.
+- **`frozen.replaced` slot by slot**: `timing.Work` (slotted, frozen, its `__init__` only
+  stores) is copied through its slots' own setters instead of a 26-keyword `__init__` (12.3 to
+  3.4 us a copy; DeepSeek made 13,538 copies in `slowed` and `dispatched`, now 7,003); other
+  classes still go through `__init__`. Tested against `dataclasses.replace` on random changes.
+
+Function calls of one search: DeepSeek 2,309,374 to 1,610,102, Mixtral 3,794,826 to
+3,707,396, mixtral-8x7b-5d 1,956,665 to 1,844,043. CPU seconds of the search alone in a fresh
+process ("first CPU s"), the tree before the round (9a03701) and after alternating, six pairs
+in two rounds at a load average of 3.2 to 4.7 (other engineers' work; figures wander by 20 %
+and more): DeepSeek 1.15-1.35 s before, 0.60-0.96 s after; Mixtral 1.42-1.92 / 1.46-1.85 s;
+mixtral-8x7b-5d 0.61-1.01 / 0.65-0.96 s; when the load fell to 1.6-1.9 (08:24, the final tree,
+best of 3 each, alternating): Mixtral 1.59 s before, 1.44 s after; DeepSeek 1.13 / 0.76 s;
+mixtral-8x7b-5d 0.70 / 0.55 s. Best of 8 alternating in one process, the lazy entries
+off and on (the slot copy in both): Mixtral 1.13 / 1.11 s, so the Mixtral rows gain little: their
+layer works were not their cost. The benchmark once at the end (`--repeat 1`, 08:14 to 08:18
+UTC, load average 4.6, about twice the previous round's): Mixtral with ep over dp x cp 1.42 s,
+deepseek-v3-like.par 1.00 s, mixtral-8x7b-5d.par 0.93 s "first CPU s"; the rows this round
+does not touch came in 4 to 58 % over the thirteenth round's benchmark (Megatron 1T 1.06 s, the
+983,040-GPU space 2.33 s, the target 0.38 s), the load's share. Answers, top lists and counts are unchanged
+(tests/test_search.py, tests/test_search_engine.py, tests/test_search_cold_caches.py,
+tests/test_search_speed_exact.py and tests/test_timing.py pass). What is left: DeepSeek's
+remaining layer works (the groups whose floor is under the N-th best step, 1,530 (tp, sequence
+parallelism, cp, micro-batch, ep) of 5,553) and its 1,386 full bounds; Mixtral's family memory
+floors (a quarter of its row under cProfile), the quick bounds of the members of expanded
+pipeline sets (9,879, most above the final N-th best step: their bubble, which a set's mean
+does not see) and the initial listing of its 139,860 groups. Point 4 stays open for the Mixtral
+row.
+
 **A wrong answer, fixed.** Two slips made the bound's data-parallel tail of MoE ranks exceed
 their true step, so the scan could drop a better layout: `_best_links` took the expert set's
 group without tp (`Geometry.expert`), where torch's runtime, and `timing.rank_steps`, reduce the

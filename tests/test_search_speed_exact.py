@@ -1580,3 +1580,154 @@ def test_rank_orders_kept_per_axes_above_one_are_every_permutation():
     assert checked == 64 and space_module._ORDERS
     engine.clear_caches()
     assert not space_module._ORDERS
+
+
+def _engine_of(text: str):
+    """A fresh engine of a space written out, with the runtime's software and memory model."""
+    from parc.pipeline import compile_text
+    from parc.search import engine as search_engine
+    from parc.search.space import build_space
+    from parc.targets import memory_runtime, software_of
+
+    compilation = compile_text(text, path="alone.par")
+    assert compilation.plan is not None, compilation.diagnostics
+    return search_engine.Engine(build_space(compilation), keep=14, software=software_of(compilation.plan),
+                                runtime=memory_runtime(compilation.plan.target))
+
+
+@pytest.mark.parametrize("name", ["mixtral-ep-over-dp-cp", "deepseek-v3-like", "gpt3-175b"])
+def test_groups_alone_queued_at_their_layouts_bound_come_out_as_at_their_own(name):
+    """The scan with each group that is a set of one pipeline, and each set of pipelines, queued
+    at `alone_bound` (the MoE layers at their floor), then at `pipes_bound`, then (a group) at its
+    own `quick_bound`, each computed when the one before comes out (`Engine.lazy_alone`), against
+    the scan with each queued at its own bound at once (the reference): the same top to the last
+    bit, the same counts of every kind, the same smallest peak. And the order argument's premise,
+    on every group of the space: `alone_bound` <= `pipes_bound` <= `quick_bound`, so no group
+    can come out later than at its own bound. Both fail if a bound exceeds the next one."""
+    from parc.search import engine as search_engine
+
+    outcomes, computed = [], []
+    for lazy in (False, True):
+        search_engine.clear_caches()
+        engine = _engine_of(BOUND_SPACES[name])
+        engine.lazy_alone = lazy
+        calls = []
+        own = engine.quick_bound
+        engine.quick_bound = lambda *group, own=own, calls=calls: calls.append(group) or own(*group)
+        outcome = engine.run()
+        assert outcome.found
+        outcomes.append(([(f.rank_key, f.assignment, f.step, f.peak_bytes, f.key) for f in outcome.found],
+                         outcome.stats.as_json(), outcome.stats.group_bounds, outcome.stats.pipe_set_bounds,
+                         outcome.smallest_peak, outcome.usable_bytes))
+        computed.append(len(calls))
+    assert outcomes[1] == outcomes[0]
+    assert computed[1] < computed[0]  # the point: groups that never come out are never bounded alone
+    engine, groups = _groups_of(BOUND_SPACES[name])
+    assert engine.pipe_sets and groups
+    checked = 0
+    for group in groups:
+        assert engine.alone_bound(*group) <= engine.pipes_bound(*group) <= engine.quick_bound(*group), group
+        checked += 1
+    assert checked == len(groups)
+
+
+@pytest.mark.parametrize("name", ["mixtral-ep-over-dp-cp", "deepseek-v3-like"])
+def test_the_moe_floor_is_at_most_every_eps_own_moe_layer(name):
+    """`Engine._moe_floor_pieces` (the MoE layer's GEMMs that no ep reads, its attention from
+    the layer at ep 1, nothing else) against `_compute_pieces` of every ep the space's groups
+    take at the same (tp, sequence parallelism, cp, micro-batch), under every recomputation
+    mode, entry by entry, float for float: never above; the entries that do not read ep equal.
+    Then `timing.moe_gemm_floor` against `layer_work`'s own GEMM sum under every kernel choice
+    and routing (eager and fused launches, balanced and random routing, fp8 and bf16): never
+    above, and not 0 (it fails as a floor if it takes a routed expert's GEMM, and is useless at
+    0)."""
+    from parc import timing
+    from parc.search.engine import RECOMPUTE
+
+    engine, groups = _groups_of(BOUND_SPACES[name])
+    eps: dict[tuple, set[int]] = {}
+    for item, _, _, micro, _, sp, _ in groups:
+        tp = item.degrees.get("tp", 1)
+        eps.setdefault((tp, sp and tp > 1, item.degrees.get("cp", 1), micro), set()).add(item.ep)
+    assert any(len(values) > 1 for values in eps.values())
+    checked, best_share = 0, 0.0
+    for (tp, sp, cp, micro), values in sorted(eps.items()):
+        floor = engine._moe_floor_pieces(tp, sp, cp, micro)
+        for ep in sorted(values):
+            own = engine._compute_pieces(tp, sp, cp, micro, ep)
+            assert floor.keys() == own.keys()
+            for entry, pieces in own.items():
+                if entry[0] is True:
+                    assert all(f <= p for f, p in zip(floor[entry], pieces, strict=True)), (tp, sp, cp, micro, ep, entry)
+                    assert sum(floor[entry]) > 0, (tp, sp, cp, micro, ep, entry)
+                    best_share = max(best_share, sum(floor[entry]) / sum(pieces))
+                else:
+                    assert floor[entry] == pieces
+                checked += 1
+    assert best_share > 0.3  # where the routed experts are a small part, the floor is most of the layer
+    assert checked > 100 and {mode for mode in RECOMPUTE} <= {e[1] for e in floor if e[0] is True}
+    shape, hw, c = engine.shape, engine.hw, engine.constants
+    layers = 0
+    for precision in ("bf16", "fp8"):  # what `_work_of` passes: the precision the GEMMs run in
+        for kernels in ("eager", "fused"):
+            for balanced in (False, True):
+                for tp, cp, micro, ep in ((1, 1, 1, 1), (2, 1, 1, 8), (4, 2, 2, 4), (8, 1, 1, 64), (1, 4, 3, 2)):
+                    if ep > shape.experts:
+                        continue
+                    seq = 4096
+                    work = timing.layer_work(shape, True, tp, tp > 1, cp, "ring", seq, micro, ep, precision, "flash",
+                                             kernels, hw, c, balanced=balanced)
+                    gemm = timing.moe_gemm_floor(shape, tp, cp, seq, micro, precision, hw, c)
+                    assert 0 < gemm <= work.gemm, (precision, kernels, balanced, tp, cp, micro, ep)
+                    layers += 1
+    assert layers
+
+
+def test_replaced_copies_slot_by_slot_what_dataclasses_replace_builds():
+    """`frozen.replaced` of a slotted dataclass with a bare `__init__` (`timing.Work`, copied slot
+    by slot) against `dataclasses.replace`: every field, a random subset of every init field
+    changed, the copy's hash reset from a hashed original; a class with `__post_init__` or without
+    slots still goes through its `__init__` (its check runs); an unknown or init=False field is
+    refused."""
+    import dataclasses
+
+    from parc import timing
+    from parc.frozen import replaced
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Checked:
+        x: float = 0.0
+
+        def __post_init__(self):
+            if self.x < 0:
+                raise ValueError("negative")
+
+    @dataclasses.dataclass(frozen=True)
+    class Plain:
+        x: float = 0.0
+        y: tuple = ()
+
+    rng = random.Random(5)
+    init = [f for f in dataclasses.fields(timing.Work) if f.init]
+    assert len(init) > 20
+    checked = 0
+    for _ in range(300):
+        base = timing.Work(**{f.name: (rng.random() if isinstance(f.default, float) else f.default) for f in init})
+        hash(base)  # the original's kept hash must not travel to the copy
+        changes = {f.name: (rng.random() * 1e3 if isinstance(f.default, float)
+                            else rng.randrange(50) if isinstance(f.default, int) and not isinstance(f.default, bool)
+                            else f.default) for f in rng.sample(init, rng.randrange(len(init) + 1))}
+        got, want = replaced(base, **dict(changes)), dataclasses.replace(base, **changes)
+        assert type(got) is timing.Work
+        assert all(getattr(got, f.name) == getattr(want, f.name) for f in dataclasses.fields(timing.Work))
+        assert got == want and hash(got) == hash(want) == hash(tuple(getattr(want, f.name) for f in init))
+        checked += 1
+    assert checked
+    assert replaced(Plain(1.0, (2,)), x=3.0) == Plain(3.0, (2,))
+    assert replaced(Checked(1.0), x=2.0) == Checked(2.0)
+    with pytest.raises(ValueError):
+        replaced(Checked(1.0), x=-1.0)
+    with pytest.raises(TypeError):
+        replaced(timing.Work(), no_such_field=1.0)
+    with pytest.raises(TypeError):
+        replaced(timing.Work(), _hash=1)

@@ -85,6 +85,17 @@ PIPES = "pipes"
 COARSE = "coarse"
 """The scan's mark of a group queued at its computation-only bound (`Engine.quick_bound`): when it
 comes out, it goes back in at `Engine.bound`."""
+FLOORED = "floored"
+"""The scan's mark of a group queued alone (a set of one pipeline) at `Engine.alone_bound` (its
+layout's `Engine.pipes_bound` with the MoE layers at a floor): when it comes out, it goes back in
+at `Engine.pipes_bound` (ALONE)."""
+SET_FLOORED = "set floored"
+"""The scan's mark of a set of pipelines queued at `Engine.alone_bound` (`Engine.pipes_bound` with
+the MoE layers at a floor; it reads no pipeline): when it comes out, it goes back in at
+`Engine.pipes_bound` (PIPES)."""
+ALONE = "alone"
+"""The scan's mark of a group queued alone at its layout's `Engine.pipes_bound`: when it comes
+out, it goes back in at its own `Engine.quick_bound` (COARSE)."""
 PIPES_SLACK = 1e-9
 """`pipes_bound` is shaved by this fraction: its total and the busiest rank's sum add the same
 pieces in another order, so they may differ in the last bits."""
@@ -293,6 +304,10 @@ class Engine:
         self.pipe_sets = train.recompute_layers is None
         """Whether groups that differ only in their pipeline enter the scan as one set at
         `pipes_bound` (not with `full N`: its recomputed layers per rank follow the chunking)."""
+        self.lazy_alone = True
+        """Whether a group that is a set of one, and a set of pipelines, enter the scan at
+        `alone_bound` (their own bounds computed when that comes out: `_scan`) rather than at
+        their own (`quick_bound`, `pipes_bound`; the tests run the scan both ways)."""
         self.known_out = True
         """Whether the scan counts a group out of memory, without a bound or a floor of its own,
         when its first floor's family (`_first_fails`) already failed at a micro-batch no larger
@@ -926,32 +941,60 @@ class Engine:
         key = ("compute", tp, sp, cp, micro, ep)
         cached = self._piece_cache.get(key)
         if cached is None:
-            nothing, selective = timing.Exposed(), self.software.selective
-            # the embedding, the output layer and a dense layer do not read ep (`_work_of`):
-            # computed once for every ep of an MoE search, the MoE layer per ep
-            free_key = ("compute ep-free", tp, sp, cp, micro)
-            free = self._piece_cache.get(free_key)
-            if free is None:
-                shape, hw, c, sw = self.shape, self.hw, self.constants, self.software
-                vocab = padded_vocab(shape.vocab, tp, self.runtime)
-                free = {}
-                for name, work in (("embedding", timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c)),
-                                   ("output", timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab, "bf16",
-                                                                 sw.kernels, hw, c))):
-                    p = timing.piece_of(timing.slowed(work, sw, c), nothing, "none", selective)
-                    free[name] = (p[0], p[1], p[2], p[3], 0.0, 0.0)
-                if any(not moe for moe, _ in self._layer_counts):
-                    work = self._work_of(False, tp, sp, cp, micro, 1)
-                    for mode in RECOMPUTE:
-                        p = timing.piece_of(work, nothing, mode, selective)
-                        free[(False, mode)] = (p[0], p[1], p[2], p[3], 0.0, 0.0)
-                self._piece_cache[free_key] = free
-            cached = dict(free)
+            cached = dict(self._compute_free(tp, sp, cp, micro))
             if any(moe for moe, _ in self._layer_counts):
-                work = self._work_of(True, tp, sp, cp, micro, ep)
-                for mode in RECOMPUTE:
-                    p = timing.piece_of(work, nothing, mode, selective)
-                    cached[(True, mode)] = (p[0], p[1], p[2], p[3], 0.0, 0.0)
+                self._add_modes(cached, self._work_of(True, tp, sp, cp, micro, ep))
+            self._piece_cache[key] = cached
+        return cached
+
+    def _compute_free(self, tp: int, sp: bool, cp: int, micro: int) -> dict:
+        """`_compute_pieces`' entries that do not read ep: the embedding, the output layer and a
+        dense layer (`_work_of`), computed once for every ep of an MoE search."""
+        free_key = ("compute ep-free", tp, sp, cp, micro)
+        free = self._piece_cache.get(free_key)
+        if free is None:
+            shape, hw, c, sw = self.shape, self.hw, self.constants, self.software
+            nothing, selective = timing.Exposed(), sw.selective
+            vocab = padded_vocab(shape.vocab, tp, self.runtime)
+            free = {}
+            for name, work in (("embedding", timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c)),
+                               ("output", timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab, "bf16",
+                                                             sw.kernels, hw, c))):
+                p = timing.piece_of(timing.slowed(work, sw, c), nothing, "none", selective)
+                free[name] = (p[0], p[1], p[2], p[3], 0.0, 0.0)
+            if any(not moe for moe, _ in self._layer_counts):
+                self._add_modes(free, self._work_of(False, tp, sp, cp, micro, 1))
+            self._piece_cache[free_key] = free
+        return free
+
+    def _add_modes(self, pieces: dict, work: timing.Work) -> None:
+        """A layer's computation alone (`timing.piece_of` with nothing exposed) under each
+        recomputation mode, into `pieces` at (MoE?, mode)."""
+        nothing, selective = timing.Exposed(), self.software.selective
+        for mode in RECOMPUTE:
+            p = timing.piece_of(work, nothing, mode, selective)
+            pieces[(work.moe, mode)] = (p[0], p[1], p[2], p[3], 0.0, 0.0)
+
+    def _moe_floor_pieces(self, tp: int, sp: bool, cp: int, micro: int) -> dict:
+        """`_compute_pieces` with the MoE layer at a floor no ep's own entry is under: its GEMMs
+        that no ep reads (`timing.moe_gemm_floor`) slowed as the runtime slows them, its
+        attention (which reads no ep: taken from the layer at ep 1), and nothing else (the
+        memory-bound kernels, the dispatcher's host stall and the routed experts' GEMMs are
+        never negative). `timing.piece_of` adds the same fields in the same order, so each
+        entry is at most every ep's, float for float; the other entries are `_compute_pieces`'
+        own. Kept per (tp, sequence parallelism, cp, micro-batch): one layer work (at ep 1)
+        where `_compute_pieces` computes one per ep."""
+        key = ("compute moe floor", tp, sp, cp, micro)
+        cached = self._piece_cache.get(key)
+        if cached is None:
+            shape, hw, c, sw = self.shape, self.hw, self.constants, self.software
+            attention = self._work_of(True, tp, sp, cp, micro, 1)
+            gemm = timing.moe_gemm_floor(shape, tp, cp, self.seq, micro,
+                                         timing.gemm_precision(self.fixed["precision"], sw), hw, c)
+            floor = timing.slowed(timing.Work(gemm=gemm, attention_f=attention.attention_f,
+                                              attention_b=attention.attention_b, moe=True), sw, c)
+            cached = dict(self._compute_free(tp, sp, cp, micro))
+            self._add_modes(cached, floor)
             self._piece_cache[key] = cached
         return cached
 
@@ -1155,15 +1198,38 @@ class Engine:
         key = ("pipes total", tp, sp and tp > 1, d.get("cp", 1), micro, item.ep, recompute)  # all it reads
         total = self._load_cache.get(key)
         if total is None:
-            pieces = self._compute_pieces(tp, sp and tp > 1, d.get("cp", 1), micro, item.ep)
-            total = 0.0
-            for name, count in self._layer_counts:
-                p = pieces[(name, recompute)]
-                total += count * (p[0] + p[1] + p[2] + p[3] + p[4] + p[5])
-            for name in ("embedding", "output"):
-                p = pieces[name]
-                total += p[0] + p[1] + p[2] + p[3] + p[4] + p[5]
-            self._load_cache[key] = total
+            total = self._load_cache[key] = self._pieces_total(
+                self._compute_pieces(tp, sp and tp > 1, d.get("cp", 1), micro, item.ep), recompute)
+        return m * total / pp * (1 - PIPES_SLACK)
+
+    def _pieces_total(self, pieces: dict, recompute: str) -> float:
+        """A micro-batch's work of every layer, the embedding and the output layer, summed in one
+        fixed order (per-entry floors summed here stay under the entries' sum, float for float)."""
+        total = 0.0
+        for name, count in self._layer_counts:
+            p = pieces[(name, recompute)]
+            total += count * (p[0] + p[1] + p[2] + p[3] + p[4] + p[5])
+        for name in ("embedding", "output"):
+            p = pieces[name]
+            total += p[0] + p[1] + p[2] + p[3] + p[4] + p[5]
+        return total
+
+    def alone_bound(self, item, schedule, v, micro, m, sp, recompute) -> float:
+        """At most `pipes_bound`, without the ep's own MoE layer: `pipes_bound`'s sum over
+        `_moe_floor_pieces` (each entry at most `_compute_pieces`' of every ep, summed in the same
+        order, so the total is at most its total, float for float). A group alone enters the
+        scan at it (ALONE): most never come out, and their ep's layer is never computed
+        (DeepSeek: one layer work per (tp, sequence parallelism, cp, micro-batch) instead of one
+        per ep). Without MoE layers, `pipes_bound` itself."""
+        if not any(moe for moe, _ in self._layer_counts):
+            return self.pipes_bound(item, schedule, v, micro, m, sp, recompute)
+        d = item.degrees
+        tp, pp, cp = d.get("tp", 1), d.get("pp", 1), d.get("cp", 1)
+        key = ("moe floor total", tp, sp and tp > 1, cp, micro, recompute)
+        total = self._load_cache.get(key)
+        if total is None:
+            total = self._load_cache[key] = self._pieces_total(self._moe_floor_pieces(tp, sp and tp > 1, cp, micro),
+                                                               recompute)
         return m * total / pp * (1 - PIPES_SLACK)
 
     def _best_links(self, item: _Degrees, shard: int) -> tuple:
@@ -1342,12 +1408,29 @@ class Engine:
         groups would have come out, so the groups come out in the same order as if each had
         entered on its own, and every answer and evaluation is the same (tests/test_search_speed_exact.py
         runs both; a set's groups that do not fit are counted so when it comes out, where one by
-        one some would stay queued, counted bounded out)."""
+        one some would stay queued, counted bounded out).
+
+        A group that is a set of one (its layout has one pipeline) enters the same way, at
+        `alone_bound` (FLOORED: its layout's `pipes_bound` with the MoE layers at a floor no ep's
+        exceeds, kept per tp, sequence parallelism, cp, micro-batch and recomputation, so nearly
+        free), at `pipes_bound` when that comes out (ALONE), and at its own `quick_bound` when
+        that does; a set of pipelines enters at `alone_bound` too (SET_FLOORED), and at
+        `pipes_bound` when that comes out. Without MoE layers the two are one: a group alone
+        enters at `pipes_bound` (ALONE), a set at its own. Since `alone_bound` <= `pipes_bound` <= `quick_bound`,
+        each entry comes out no later than the group or set would have at its own bound (a tie
+        on the bound is broken by the index, unique in the queue),
+        so the groups come out in the same order, at the same bounds, and every answer and count
+        is the same (tests/test_search_speed_exact.py runs both); the scan ends where it did, as
+        no entry left is below its bound. Most never come out: their own bound (the rank sums,
+        loads and optimizer floor) is never computed (DeepSeek's 16,659 groups: 1,386), nor, for
+        most, their ep's own MoE layer."""
         stats = self.stats
         total = len(groups)
         queue = []
         members: dict[int, list[int]] = {}  # a set's first group index -> its groups' indices
         if self.pipe_sets:
+            # without MoE layers `alone_bound` is `pipes_bound`: no floored step in between
+            floored = any(moe for moe, _ in self._layer_counts)
             sets: dict[tuple, list[int]] = {}
             for i, (item, _, _, micro, _, sp, recompute) in enumerate(groups):
                 sets.setdefault((item.index, micro, sp, recompute), []).append(i)
@@ -1356,8 +1439,16 @@ class Engine:
                     self.progress(indices[0], 2 * total)
                 if len(indices) > 1:
                     members[indices[0]] = indices
-                    queue.append((self.pipes_bound(*groups[indices[0]]), indices[0], PIPES))
+                    if self.lazy_alone and floored:  # at the set's own bound when this comes out
+                        queue.append((self.alone_bound(*groups[indices[0]]), indices[0], SET_FLOORED))
+                    else:
+                        queue.append((self.pipes_bound(*groups[indices[0]]), indices[0], PIPES))
                     stats.pipe_set_bounds += 1
+                elif self.lazy_alone:  # its own bound when this comes out (most never do)
+                    first = groups[indices[0]]
+                    queue.append((self.alone_bound(*first), indices[0], FLOORED) if floored
+                                 else (self.pipes_bound(*first), indices[0], ALONE))
+                    stats.group_bounds += 1
                 else:
                     queue.append((self.quick_bound(*groups[indices[0]]), indices[0], COARSE))
                     stats.group_bounds += 1
@@ -1377,6 +1468,12 @@ class Engine:
             if lower > threshold * (1 + BOUND_SLACK):
                 heapq.heappush(queue, (lower, i, refined))
                 break
+            if refined is FLOORED or refined is SET_FLOORED:  # in again with its ep's own MoE layers
+                heapq.heappush(queue, (self.pipes_bound(*groups[i]), i, ALONE if refined is FLOORED else PIPES))
+                continue
+            if refined is ALONE:  # in again at its own computation-only bound
+                heapq.heappush(queue, (self.quick_bound(*groups[i]), i, COARSE))
+                continue
             if refined is PIPES:  # its groups enter at their own bounds, those that fit
                 indices = members.pop(i)
                 item, _, _, _, _, sp, recompute = groups[i]
@@ -1430,7 +1527,7 @@ class Engine:
             size = sizes.get(item.index)
             if size is None:
                 size = sizes[item.index] = self._group_size(groups[i])
-            bounded += size * len(members[i]) if refined is PIPES else size
+            bounded += size * len(members[i]) if refined is PIPES or refined is SET_FLOORED else size
         stats.bounded += bounded
         if not self.best:  # "each needs at least": the least of their own floors, as without families
             for group in unnoted:
