@@ -1372,10 +1372,14 @@ class Engine:
         threshold = self.ceiling
         done = 0
         unnoted = []  # rejected by their family's floor, their own not computed
+        # the smallest entry is looked at in place (`queue[0]`) and leaves only when its fate is
+        # known: one that goes back in replaces it (`heapreplace`, one sift instead of a pop's
+        # and a push's). The keys (bound, group index) are distinct, so the heap hands out the
+        # same entries in the same order whichever of the two moves it makes.
+        pop, replace_top = heapq.heappop, heapq.heapreplace
         while queue:
-            lower, i, refined = heapq.heappop(queue)
+            lower, i, refined = queue[0]
             if lower > threshold * (1 + BOUND_SLACK):
-                heapq.heappush(queue, (lower, i, refined))
                 break
             if refined is PIPES:  # its groups enter at their own bounds, those that fit
                 indices = members.pop(i)
@@ -1383,42 +1387,55 @@ class Engine:
                 floor = item.opt_cache.get(("pipelines", sp, recompute)) if self.runtime == "torch" else None
                 if floor is not None and floor > self.usable:
                     # all out at once: the pipelines' floor is under each one's family floor
+                    pop(queue)
                     stats.out_of_memory += self._group_size(groups[i]) * len(indices)
                     unnoted.extend(groups[j] for j in indices)
                     continue
+                top = True  # the set's entry still at queue[0]: the first group in replaces it
                 for j in indices:
                     if self._family_out_of_memory(groups[j], unnoted):
                         continue
-                    heapq.heappush(queue, (self.quick_bound(*groups[j]), j, COARSE))
+                    if top:
+                        replace_top(queue, (self.quick_bound(*groups[j]), j, COARSE))
+                        top = False
+                    else:
+                        heapq.heappush(queue, (self.quick_bound(*groups[j]), j, COARSE))
                     stats.group_bounds += 1
+                if top:
+                    pop(queue)
                 continue
             if refined is COARSE:
                 # its family's memory floor first (kept per family: most of a large space's
                 # groups that come out do not fit), then its communication too, and back in
                 if self._family_out_of_memory(groups[i], unnoted):
+                    pop(queue)
                     continue
                 if self.known_out and self._known_out_of_memory(groups[i]):
+                    pop(queue)
                     stats.out_of_memory += self._group_size(groups[i])
                     unnoted.append(groups[i])
                     continue
-                heapq.heappush(queue, (self.bound(*groups[i]), i, None))
+                replace_top(queue, (self.bound(*groups[i]), i, None))
                 continue
             if refined is None:
                 # Memory first: a group whose activations alone do not fit is out whatever its
                 # sharding, and that costs less to learn than its bounds per sharding (its
                 # family's floor was tried when it came out at its computation-only bound).
                 if self.known_out and self._known_out_of_memory(groups[i]):
+                    pop(queue)
                     stats.out_of_memory += self._group_size(groups[i])
                     unnoted.append(groups[i])
                     continue
                 floor = self._quick_floor(self._knobs(*groups[i]), groups[i][0])
                 if floor > self.usable:
+                    pop(queue)
                     stats.out_of_memory += self._group_size(groups[i])
                     self._note_smallest(floor)
                     continue
                 tighter, refined = self.refine(groups[i], threshold)
-                heapq.heappush(queue, (tighter, i, refined))
+                replace_top(queue, (tighter, i, refined))
                 continue
+            pop(queue)
             done += 1
             if self.progress is not None and done % 64 == 0:
                 self.progress(total + done, 2 * total)
