@@ -662,6 +662,50 @@ def test_rank_params_counted_by_layer_kind_are_the_per_layer_sums(path):
     assert checked > 100
 
 
+@pytest.mark.parametrize("path", ["specs/deepseek-v3-like.par", "specs/llama3-70b-search.par",
+                                  "specs/mixtral-8x7b-5d.par", "specs/gpt3-175b.par"])
+def test_rank_params_shared_between_alike_ranks_are_each_ranks_own(path):
+    """`memory.model.rank_params` computes one rank's figures per kind of rank (its chunks' layer
+    counts, flags and MoE pattern) and gives the other ranks of that kind a copy holding their
+    own chunks: over random chunkings (a written split too; deep ones, where most ranks are
+    alike), every rank equals, field by field, the figures computed from its own chunks alone,
+    and it holds exactly its chunks (`by_rank`)."""
+    from parc.memory.inputs import shape_of
+    from parc.memory.model import _rank_figures, rank_params
+    from parc.memory.parameters import by_rank, chunks_of
+    from parc.pipeline import compile_path
+
+    shape = shape_of(compile_path(path, checks=False).plan)
+    rng = random.Random(f"alike {path}")
+    # one layer per chunk but the last: ranks alike in counts and flags, apart in their layers'
+    # kinds where the model mixes dense and MoE layers (DeepSeek's first dense layers)
+    single = [("1f1b", 8, 1, (1,) * 7 + (shape.layers - 7,)),
+              ("interleaved-1f1b", 4, 2, (1,) * 7 + (shape.layers - 7,))]
+    drawn_pipes = [random_pipeline(rng, shape.layers) for _ in range(60)]
+    checked = shared = 0
+    for case in single + drawn_pipes:
+        if case is None:
+            continue
+        if len(case) == 4:
+            schedule, pp, v, split = case
+        else:
+            schedule, pp, v = case
+            split = None
+            if pp * v > 1 and rng.random() < 0.3:
+                cuts = sorted(rng.sample(range(1, shape.layers), pp * v - 1))
+                split = tuple(b - a for a, b in zip([0, *cuts], [*cuts, shape.layers], strict=True))
+        tp, ep = rng.choice([1, 2, 8]), rng.choice([1, 2, 8]) if shape.moe else 1
+        ranks = by_rank(chunks_of(shape.layers, pp, v, schedule, split, shape.tied), pp)
+        got = rank_params(shape, tp, ep, pp, v, schedule, split, "torch")
+        assert len(got) == len(ranks) == pp
+        for rp, mine in zip(got, ranks, strict=True):
+            assert rp.chunks == mine
+            assert rp == _rank_figures(shape, tp, ep, "torch", mine), (schedule, pp, v, split, tp, ep)
+            checked += 1
+        shared += pp - len({id(rp.per_chunk) for rp in got})
+    assert checked > 100 and shared > 0, (checked, shared)
+
+
 def _reference_factorisations(space, allowed: dict | None):
     """Every ordered factorisation of what the fixed degrees leave over the open axes, each
     axis's divisors ascending, depth first (the recursive walk the engine's stack replaces)."""
