@@ -706,6 +706,64 @@ def test_rank_params_shared_between_alike_ranks_are_each_ranks_own(path):
     assert checked > 100 and shared > 0, (checked, shared)
 
 
+def _plain_fsdp_padding(shape, chunks, tp, ep, dense_group, expert_group, runtime="torch"):
+    """`memory.parameters.fsdp_padding` layer by layer, tensor by tensor (the loop it replaced)."""
+    from parc.memory.parameters import Params, expert_shard_dim, layer_rows, padded_vocab
+
+    def pad(rows, group):
+        return -(-rows // group) * group - rows
+
+    linear = other = expert = 0
+    for chunk in chunks:
+        for layer in chunk.layer_range:
+            for rows, per_row, kind in layer_rows(shape, tp, ep, shape.is_moe(layer)):
+                if kind == "expert":
+                    extra = 0 if expert_shard_dim((rows, shape.hidden, shape.expert_ffn), expert_group) \
+                        else pad(rows, expert_group) * per_row
+                else:
+                    extra = pad(rows, dense_group) * per_row
+                linear += extra if kind == "linear" else 0
+                other += extra if kind == "other" else 0
+                expert += extra if kind == "expert" else 0
+        rows = padded_vocab(shape.vocab, tp, runtime) // tp
+        if chunk.embedding:
+            other += pad(rows, dense_group) * shape.hidden
+            if shape.position_params:
+                other += pad(shape.position_params // shape.hidden, dense_group) * shape.hidden
+        if chunk.output:
+            other += pad(shape.hidden, dense_group) * (2 if shape.layernorm else 1)
+            if not shape.tied or chunk.tied_copy:
+                other += pad(rows, dense_group) * shape.hidden
+    return Params(linear, other, expert)
+
+
+@pytest.mark.parametrize("path", ["specs/deepseek-v3-like.par", "specs/llama3-70b-search.par",
+                                  "specs/mixtral-8x7b-5d.par", "specs/gpt3-175b.par"])
+def test_fsdp_padding_counted_per_layer_kind_is_the_per_layer_sum(path):
+    """`memory.parameters.fsdp_padding` pads one layer of each kind and multiplies by the rank's
+    layers of that kind: over random chunkings (one-layer chunks that set DeepSeek's dense layers
+    apart too), tp, ep and shard groups that do and do not divide the rows, every rank's padding
+    equals the tensor-by-tensor sum written out here, and some of them are not zero."""
+    from parc.memory.inputs import shape_of
+    from parc.memory.parameters import by_rank, chunks_of, fsdp_padding
+    from parc.pipeline import compile_path
+
+    shape = shape_of(compile_path(path, checks=False).plan)
+    rng = random.Random(f"padding {path}")
+    cases = [("1f1b", 8, 1, (1,) * 7 + (shape.layers - 7,))] + [
+        (*drawn, None) for drawn in (random_pipeline(rng, shape.layers) for _ in range(40)) if drawn is not None]
+    checked = padded = 0
+    for schedule, pp, v, split in cases:
+        tp, ep = rng.choice([1, 2, 8]), rng.choice([1, 2, 8, 16]) if shape.moe else 1
+        dense, experts = rng.choice([1, 3, 7, 64, 96]), rng.choice([1, 3, 5, 32])
+        for mine in by_rank(chunks_of(shape.layers, pp, v, schedule, split, shape.tied), pp):
+            got = fsdp_padding(shape, mine, tp, ep, dense, experts)
+            assert got == _plain_fsdp_padding(shape, mine, tp, ep, dense, experts), (schedule, pp, v, split, tp, ep)
+            checked += 1
+            padded += got.linear + got.expert > 0
+    assert checked > 100 and padded > 0, (checked, padded)
+
+
 def _reference_factorisations(space, allowed: dict | None):
     """Every ordered factorisation of what the fixed degrees leave over the open axes, each
     axis's divisors ascending, depth first (the recursive walk the engine's stack replaces)."""
