@@ -1052,18 +1052,23 @@ class Engine:
         out = []
         busiest = 0.0
         for load in distinct:
-            f, bi, bw, rec = 0.0, 0.0, 0.0, 0.0
+            f = bi = bw = rec = 0.0
             xf, xb = load.sends_f * send, load.sends_b * send
             for is_moe, mode, count in load.pieces:
                 p = pieces[(is_moe, mode)]
                 f, bi, bw = f + count * p[0], bi + count * p[1], bw + count * p[2]
                 rec, xf, xb = rec + count * p[3], xf + count * p[4], xb + count * p[5]
-            for present, name in ((load.embedding, "embedding"), (load.output, "output")):
-                if present:
-                    p = pieces[name]
-                    f, bi, bw, rec, xf, xb = f + p[0], bi + p[1], bw + p[2], rec + p[3], xf + p[4], xb + p[5]
+            # the embedding's pieces, then the output layer's (the order of the sums as before)
+            if load.embedding:
+                p = pieces["embedding"]
+                f, bi, bw, rec, xf, xb = f + p[0], bi + p[1], bw + p[2], rec + p[3], xf + p[4], xb + p[5]
+            if load.output:
+                p = pieces["output"]
+                f, bi, bw, rec, xf, xb = f + p[0], bi + p[1], bw + p[2], rec + p[3], xf + p[4], xb + p[5]
             out.append((f, bi, bw, rec, xf, xb, load))
-            busiest = max(busiest, f + bi + bw + rec + xf + xb)  # a rank added up as `step_time` does
+            total = f + bi + bw + rec + xf + xb  # a rank added up as `step_time` does
+            if total > busiest:  # `max(busiest, total)`, without the call
+                busiest = total
         kept = self._sums[sums_key] = _Sums(pieces, distinct, tuple(out), busiest)
         return kept
 
