@@ -1238,6 +1238,40 @@ def test_kept_knobs_are_the_knobs_built_afresh(name):
     assert checked
 
 
+def test_the_knobs_builder_builds_the_plain_knobs():
+    """`engine.knobs_builder` sets every field through its slot: over random group values and
+    fixed settings (a written split, recomputed layers, fp32, another runtime and model code),
+    each bundle equals `Knobs(**group, **fixed)` field by field, in its hash and its repr, and
+    reads every field (an unset slot raises)."""
+    import dataclasses
+
+    from parc.memory.inputs import Knobs
+    from parc.search.engine import _GROUP_KNOBS, knobs_builder
+
+    rng = random.Random("knobs builder")
+    fixeds = [{}, dict(precision="fp32", optimizer="adamw", recompute_layers=3, cp_flavour="all-to-all", seq=4096,
+                       split=(3, 5), ep_over_tp=True, runtime="megatron", pp_receives="kept",
+                       model_code="torchtitan")]
+    checked = 0
+    for fixed in fixeds:
+        build = knobs_builder(fixed)
+        for _ in range(50):
+            group = dict(tp=rng.choice([1, 2, 8]), pp=rng.choice([1, 2, 16]), dp=rng.choice([1, 64]),
+                         cp=rng.choice([1, 4]), ep=rng.choice([1, 8]), ep_axis=rng.random() < 0.5,
+                         virtual_stages=rng.choice([1, 2]), schedule=rng.choice(["1f1b", "interleaved-zb"]),
+                         sequence_parallel=rng.random() < 0.5, sharding=rng.choice(["none", "zero3", "hsdp"]),
+                         hsdp_shard=rng.choice([0, 8]), micro_batch=rng.choice([1, 2]),
+                         microbatches=rng.choice([1, 64]), recompute=rng.choice(["none", "full"]))
+            assert tuple(group) == _GROUP_KNOBS
+            fast, plain = build(*group.values()), Knobs(**group, **fixed)
+            assert fast == plain and hash(fast) == hash(plain) and repr(fast) == repr(plain)
+            assert dataclasses.astuple(fast) == dataclasses.astuple(plain)
+            assert [getattr(fast, f.name) for f in dataclasses.fields(Knobs)] == \
+                [getattr(plain, f.name) for f in dataclasses.fields(Knobs)]
+            checked += 1
+    assert checked == 100
+
+
 def test_kept_activation_knobs_and_first_backward_floors_are_the_plain_ones():
     """`memory.model.activation_knobs` is kept (one object per value) and `_first_backward_floors`
     looks each chunk signature up once: over random knobs and pipelines of four models, the
