@@ -753,12 +753,12 @@ def test_fsdp_padding_counted_per_layer_kind_is_the_per_layer_sum(path):
     cases = [("1f1b", 8, 1, (1,) * 7 + (shape.layers - 7,))] + [
         (*drawn, None) for drawn in (random_pipeline(rng, shape.layers) for _ in range(40)) if drawn is not None]
     checked = padded = 0
-    for schedule, pp, v, split in cases:
+    for pipeline, pp, v, split in cases:
         tp, ep = rng.choice([1, 2, 8]), rng.choice([1, 2, 8, 16]) if shape.moe else 1
         dense, experts = rng.choice([1, 3, 7, 64, 96]), rng.choice([1, 3, 5, 32])
-        for mine in by_rank(chunks_of(shape.layers, pp, v, schedule, split, shape.tied), pp):
+        for mine in by_rank(chunks_of(shape.layers, pp, v, pipeline, split, shape.tied), pp):
             got = fsdp_padding(shape, mine, tp, ep, dense, experts)
-            assert got == _plain_fsdp_padding(shape, mine, tp, ep, dense, experts), (schedule, pp, v, split, tp, ep)
+            assert got == _plain_fsdp_padding(shape, mine, tp, ep, dense, experts), (pipeline, pp, v, split, tp, ep)
             checked += 1
             padded += got.linear + got.expert > 0
     assert checked > 100 and padded > 0, (checked, padded)
