@@ -1345,6 +1345,78 @@ pipeline sets (9,879, most above the final N-th best step: their bubble, which a
 does not see) and the initial listing of its 139,860 groups. Point 4 stays open for the Mixtral
 row.
 
+Issue 18's fifteenth round (2026-12-03), the dense scan (the 983,040-GPU space, gpt3-175b.par and
+llama3-70b-search.par with every hole), profiled one search of each row in a fresh process
+(cProfile, and a sampling timer for the lines cProfile inflates) and made six small exact
+changes, each held by tests/test_search_speed_exact.py (the five computations against the plain
+ones they replace; the queue by the tests that run the whole scan both ways and against brute force):
+
+- **`memory.model.rank_params` per kind of rank.** A rank's parameters, largest and last layer
+  read its chunks through their layer counts, embedding, output and tied-copy flags and which of
+  their layers are MoE layers only; ranks alike in those (a deep pipeline's middle ranks: up to
+  120 in the 983,040-GPU space) share one computation (`_rank_figures`), each keeping its own
+  chunks. Tested field by field against each rank's own figures over random chunkings, with
+  one-layer chunks that set DeepSeek's dense ranks apart (it fails when the MoE pattern is left
+  out of the kind).
+- **`memory.parameters.fsdp_padding` per layer kind**: one layer of each kind padded and
+  multiplied by the rank's layers of that kind, not every layer's tensors walked (integers: the
+  same sums; tested against the tensor-by-tensor loop written out, over random chunkings, tp, ep
+  and shard groups that do and do not divide the rows).
+- **`search.knobs_builder`**: a group's `Knobs` set slot by slot by a function generated once per
+  engine, as `dataclasses` generates `__init__`; the frozen `__init__` sets its 27 fields by name
+  through `object.__setattr__` and the call spread the fixed settings as keywords (7.5 us a
+  bundle, 1.5 us now; one bundle per group a floor or a bound asks for: 10,445 in the
+  983,040-GPU space). `_build_knobs` stays the plain reference; tested field by field, in hash
+  and repr, against `Knobs(**group, **fixed)` under two fixed settings.
+- **The queue's smallest entry looked at in place**: it leaves the heap only when its fate is
+  known, and one that goes back in replaces it (`heapreplace`: one sift, not a pop's and a
+  push's). The keys (bound, group index) are distinct, so the same entries come out in the same
+  order.
+- `_kept_sums` adds the embedding's and the output layer's pieces by two tests, not a loop over a
+  tuple built per rank, and keeps the busiest rank by a comparison (the same sums, same order).
+- `memory.schedules.walked_peak` weighs each kept moment as `sum(map(mul, ...))`, not a generator
+  of products (the same products summed in the same order: 4.4 us instead of 9.4 for a dozen
+  moments).
+
+Every answer is the one before this round: the winner, top 10, runner-up and stats of all
+fourteen rows of the benchmark are byte-for-byte those of the tree before (9a03701), and
+tests/test_search_speed_exact.py, test_search.py, test_search_engine.py,
+test_search_cold_caches.py, test_cluster_search.py, test_memory.py, test_expert_shard_dim.py and
+test_last_stage.py pass. The machine was loaded for most of the round (one-minute load average
+3 to 5 on its 2 cores), so fresh-process figures wander by 20 % or more. Under cProfile (the same calls in both trees), that row's
+`rank_params` took 0.59-0.64 s before and 0.22-0.24 s after, `fsdp_padding` 0.28-0.35 s and
+0.03-0.08 s, `_knobs` 0.26-0.28 s and 0.15-0.24 s, in profiled searches of 11 to 15 s: about
+7 % of the row, 4 % of gpt3-175b.par's. Function calls of one search: 6,679,824 to 6,423,687
+(983,040 GPUs), 3,157,863 to 3,089,249 (gpt3-175b.par), 2,424,043 to 2,381,833
+(llama3-70b-search.par). The benchmark once at the end (`benchmarks/search_speed.py --repeat 1`,
+08:21 to 08:24 UTC, load average 3.7 to 4.3, so every row reads high: the target row 0.34 s against 0.28 s in the
+thirteenth round's quieter run), "first CPU s": the 983,040-GPU space 2.55 s (target 2 s),
+gpt3-175b.par 1.14 s and llama3-70b-search.par 1.09 s (target 1 s), Mixtral with ep over dp x cp
+1.62 s, Megatron 1T 1.34 s, deepseek-v3-like.par 1.10 s, megatron-1t.par 1.10 s,
+mixtral-8x7b-5d.par 0.91 s, the other rows under 0.7 s; the cluster questions (`nodes ?` over
+1-16,384 nodes) 0.11 to 2.78 CPU s, all under issue 18's 5 s. At this load the table cannot say
+whether the 983,040-GPU and gpt3-175b rows now meet their targets (both were at the margin at a
+load of 1 to 3: 1.7 to 2.7 s and about 1.0 s). Paired right after, when the load fell to 0.2 to
+0.9 (fresh processes, the tree before and this one alternating): the 983,040-GPU space 2.02-2.73 s
+before and 1.79-2.37 s after (8 pairs, lower after in 7), gpt3-175b.par 0.93-1.31 / 0.90-1.27 s
+(8 pairs, no clear winner), llama3-70b-search.par 0.74-1.06 / 0.71-0.87 s (6 pairs). Then, as
+the issue measures it (`--first`, best of 3, load 0.6 to 0.8, 08:32 UTC), before / after: the
+983,040-GPU space 1.95 / 1.93 s (1.995 s in a second set of 3), gpt3-175b.par 0.97 / 0.84 s
+(0.79 s), llama3-70b-search.par 0.75 / 0.66 s. So gpt3-175b.par and llama3-70b-search.par meet
+their 1 s in a quiet best of 3, and the 983,040-GPU space sits on its 2 s line, under it only
+by a few hundredths: point 4 stays open for it, and for gpt3-175b.par at any load above 1.
+
+Where the rest goes (sampled, after the round), in the 983,040-GPU space: the bounds' sums
+(`_kept_sums` and the two bounds, a quarter), the memory floors of the groups that come out
+(`_quick_floor`, `_first_floor` and the family floors, a third: 5,287 of the 5,296 groups that
+reach `_quick_floor` do not fit, after their computation-only and full bounds; trying the floor
+before the full bound would count some groups out of memory that stay bounded now, so it is not
+exact as the stats stand), the heap (6 %: a 22,000-entry queue whose sifts chase pointers; a new
+bound never lands on top, 3 of 17,722 replacements) and the walk over the degrees (a tenth). In
+gpt3-175b.par the refinement's data-parallel tails (a fifth), the family floors and the front
+end's check of the ten answers (8 %). Each is a few per cent; no one piece is left that would
+take the rows under their targets alone.
+
 **A wrong answer, fixed.** Two slips made the bound's data-parallel tail of MoE ranks exceed
 their true step, so the scan could drop a better layout: `_best_links` took the expert set's
 group without tp (`Geometry.expert`), where torch's runtime, and `timing.rank_steps`, reduce the

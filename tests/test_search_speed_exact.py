@@ -693,6 +693,108 @@ def test_rank_params_counted_by_layer_kind_are_the_per_layer_sums(path):
     assert checked > 100
 
 
+@pytest.mark.parametrize("path", ["specs/deepseek-v3-like.par", "specs/llama3-70b-search.par",
+                                  "specs/mixtral-8x7b-5d.par", "specs/gpt3-175b.par"])
+def test_rank_params_shared_between_alike_ranks_are_each_ranks_own(path):
+    """`memory.model.rank_params` computes one rank's figures per kind of rank (its chunks' layer
+    counts, flags and MoE pattern) and gives the other ranks of that kind a copy holding their
+    own chunks: over random chunkings (a written split too; deep ones, where most ranks are
+    alike), every rank equals, field by field, the figures computed from its own chunks alone,
+    and it holds exactly its chunks (`by_rank`)."""
+    from parc.memory.inputs import shape_of
+    from parc.memory.model import _rank_figures, rank_params
+    from parc.memory.parameters import by_rank, chunks_of
+    from parc.pipeline import compile_path
+
+    shape = shape_of(compile_path(path, checks=False).plan)
+    rng = random.Random(f"alike {path}")
+    # one layer per chunk but the last: ranks alike in counts and flags, apart in their layers'
+    # kinds where the model mixes dense and MoE layers (DeepSeek's first dense layers)
+    single = [("1f1b", 8, 1, (1,) * 7 + (shape.layers - 7,)),
+              ("interleaved-1f1b", 4, 2, (1,) * 7 + (shape.layers - 7,))]
+    drawn_pipes = [random_pipeline(rng, shape.layers) for _ in range(60)]
+    checked = shared = 0
+    for case in single + drawn_pipes:
+        if case is None:
+            continue
+        if len(case) == 4:
+            schedule, pp, v, split = case
+        else:
+            schedule, pp, v = case
+            split = None
+            if pp * v > 1 and rng.random() < 0.3:
+                cuts = sorted(rng.sample(range(1, shape.layers), pp * v - 1))
+                split = tuple(b - a for a, b in zip([0, *cuts], [*cuts, shape.layers], strict=True))
+        tp, ep = rng.choice([1, 2, 8]), rng.choice([1, 2, 8]) if shape.moe else 1
+        ranks = by_rank(chunks_of(shape.layers, pp, v, schedule, split, shape.tied), pp)
+        got = rank_params(shape, tp, ep, pp, v, schedule, split, "torch")
+        assert len(got) == len(ranks) == pp
+        for rp, mine in zip(got, ranks, strict=True):
+            assert rp.chunks == mine
+            assert rp == _rank_figures(shape, tp, ep, "torch", mine), (schedule, pp, v, split, tp, ep)
+            checked += 1
+        shared += pp - len({id(rp.per_chunk) for rp in got})
+    assert checked > 100 and shared > 0, (checked, shared)
+
+
+def _plain_fsdp_padding(shape, chunks, tp, ep, dense_group, expert_group, runtime="torch"):
+    """`memory.parameters.fsdp_padding` layer by layer, tensor by tensor (the loop it replaced)."""
+    from parc.memory.parameters import Params, expert_shard_dim, layer_rows, padded_vocab
+
+    def pad(rows, group):
+        return -(-rows // group) * group - rows
+
+    linear = other = expert = 0
+    for chunk in chunks:
+        for layer in chunk.layer_range:
+            for rows, per_row, kind in layer_rows(shape, tp, ep, shape.is_moe(layer)):
+                if kind == "expert":
+                    extra = 0 if expert_shard_dim((rows, shape.hidden, shape.expert_ffn), expert_group) \
+                        else pad(rows, expert_group) * per_row
+                else:
+                    extra = pad(rows, dense_group) * per_row
+                linear += extra if kind == "linear" else 0
+                other += extra if kind == "other" else 0
+                expert += extra if kind == "expert" else 0
+        rows = padded_vocab(shape.vocab, tp, runtime) // tp
+        if chunk.embedding:
+            other += pad(rows, dense_group) * shape.hidden
+            if shape.position_params:
+                other += pad(shape.position_params // shape.hidden, dense_group) * shape.hidden
+        if chunk.output:
+            other += pad(shape.hidden, dense_group) * (2 if shape.layernorm else 1)
+            if not shape.tied or chunk.tied_copy:
+                other += pad(rows, dense_group) * shape.hidden
+    return Params(linear, other, expert)
+
+
+@pytest.mark.parametrize("path", ["specs/deepseek-v3-like.par", "specs/llama3-70b-search.par",
+                                  "specs/mixtral-8x7b-5d.par", "specs/gpt3-175b.par"])
+def test_fsdp_padding_counted_per_layer_kind_is_the_per_layer_sum(path):
+    """`memory.parameters.fsdp_padding` pads one layer of each kind and multiplies by the rank's
+    layers of that kind: over random chunkings (one-layer chunks that set DeepSeek's dense layers
+    apart too), tp, ep and shard groups that do and do not divide the rows, every rank's padding
+    equals the tensor-by-tensor sum written out here, and some of them are not zero."""
+    from parc.memory.inputs import shape_of
+    from parc.memory.parameters import by_rank, chunks_of, fsdp_padding
+    from parc.pipeline import compile_path
+
+    shape = shape_of(compile_path(path, checks=False).plan)
+    rng = random.Random(f"padding {path}")
+    cases = [("1f1b", 8, 1, (1,) * 7 + (shape.layers - 7,))] + [
+        (*drawn, None) for drawn in (random_pipeline(rng, shape.layers) for _ in range(40)) if drawn is not None]
+    checked = padded = 0
+    for pipeline, pp, v, split in cases:
+        tp, ep = rng.choice([1, 2, 8]), rng.choice([1, 2, 8, 16]) if shape.moe else 1
+        dense, experts = rng.choice([1, 3, 7, 64, 96]), rng.choice([1, 3, 5, 32])
+        for mine in by_rank(chunks_of(shape.layers, pp, v, pipeline, split, shape.tied), pp):
+            got = fsdp_padding(shape, mine, tp, ep, dense, experts)
+            assert got == _plain_fsdp_padding(shape, mine, tp, ep, dense, experts), (pipeline, pp, v, split, tp, ep)
+            checked += 1
+            padded += got.linear + got.expert > 0
+    assert checked > 100 and padded > 0, (checked, padded)
+
+
 def _reference_factorisations(space, allowed: dict | None):
     """Every ordered factorisation of what the fixed degrees leave over the open axes, each
     axis's divisors ascending, depth first (the recursive walk the engine's stack replaces)."""
@@ -1165,6 +1267,40 @@ def test_kept_knobs_are_the_knobs_built_afresh(name):
         assert engine._with_sharding(k, sharding, shard) is moved
         checked += 1
     assert checked
+
+
+def test_the_knobs_builder_builds_the_plain_knobs():
+    """`engine.knobs_builder` sets every field through its slot: over random group values and
+    fixed settings (a written split, recomputed layers, fp32, another runtime and model code),
+    each bundle equals `Knobs(**group, **fixed)` field by field, in its hash and its repr, and
+    reads every field (an unset slot raises)."""
+    import dataclasses
+
+    from parc.memory.inputs import Knobs
+    from parc.search.engine import _GROUP_KNOBS, knobs_builder
+
+    rng = random.Random("knobs builder")
+    fixeds = [{}, dict(precision="fp32", optimizer="adamw", recompute_layers=3, cp_flavour="all-to-all", seq=4096,
+                       split=(3, 5), ep_over_tp=True, runtime="megatron", pp_receives="kept",
+                       model_code="torchtitan")]
+    checked = 0
+    for fixed in fixeds:
+        build = knobs_builder(fixed)
+        for _ in range(50):
+            group = dict(tp=rng.choice([1, 2, 8]), pp=rng.choice([1, 2, 16]), dp=rng.choice([1, 64]),
+                         cp=rng.choice([1, 4]), ep=rng.choice([1, 8]), ep_axis=rng.random() < 0.5,
+                         virtual_stages=rng.choice([1, 2]), schedule=rng.choice(["1f1b", "interleaved-zb"]),
+                         sequence_parallel=rng.random() < 0.5, sharding=rng.choice(["none", "zero3", "hsdp"]),
+                         hsdp_shard=rng.choice([0, 8]), micro_batch=rng.choice([1, 2]),
+                         microbatches=rng.choice([1, 64]), recompute=rng.choice(["none", "full"]))
+            assert tuple(group) == _GROUP_KNOBS
+            fast, plain = build(*group.values()), Knobs(**group, **fixed)
+            assert fast == plain and hash(fast) == hash(plain) and repr(fast) == repr(plain)
+            assert dataclasses.astuple(fast) == dataclasses.astuple(plain)
+            assert [getattr(fast, f.name) for f in dataclasses.fields(Knobs)] == \
+                [getattr(plain, f.name) for f in dataclasses.fields(Knobs)]
+            checked += 1
+    assert checked == 100
 
 
 def test_kept_activation_knobs_and_first_backward_floors_are_the_plain_ones():

@@ -209,28 +209,45 @@ def _layer_kinds(shape: Shape, first: int, layers: int, recompute: str,
 @lru_cache(maxsize=4096)
 def rank_params(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str,
                 split: tuple[int, ...] | None, runtime: str) -> tuple[RankParams, ...]:
+    """Each pp rank's parameters. A rank's figures read its chunks through their layer counts,
+    embedding, output and tied-copy flags and (MoE) which of their layers are MoE layers only
+    (`chunk_params`, `largest_layer`, `last_layer`), so ranks alike in those (most of a deep
+    pipeline's) share one computation (`_rank_figures`); each keeps its own chunks."""
     chunks = chunks_of(shape.layers, pp, v, schedule, split, shape.tied)
     out = []
+    alike: dict[tuple, RankParams] = {}
     for mine in by_rank(chunks, pp):
-        per_chunk = tuple(chunk_params(shape, c, tp, ep, runtime) for c in mine)
-        total = Params()
-        for p in per_chunk:
-            total += p
-        # the layers' own parameters, by kind (a layer's depend on its kind only): counted, not
-        # summed layer by layer (the same integers)
-        moe = sum(shape.moe[c.first_layer:c.first_layer + c.layers].count(True) for c in mine) if shape.moe else 0
-        layered = Params()
-        for is_moe, count in ((False, sum(c.layers for c in mine) - moe), (True, moe)):
-            if count:
-                p = layer_params(shape, tp, ep, is_moe)
-                layered += Params(p.linear * count, p.other * count, p.expert * count)
-        out.append(RankParams(chunks=mine, params=total, per_chunk=per_chunk,
-                              layers=sum(c.layers for c in mine), output=any(c.output for c in mine),
-                              largest_layer=largest_layer(shape, tp, ep, mine),
-                              root=Params(total.linear - layered.linear, total.other - layered.other,
-                                          total.expert - layered.expert),
-                              last_layer=last_layer(shape, tp, ep, mine)))
+        key = tuple((c.layers, c.embedding, c.output, c.tied_copy,
+                     shape.moe[c.first_layer:c.first_layer + c.layers] if shape.moe else None) for c in mine)
+        found = alike.get(key)
+        if found is None:
+            found = alike[key] = _rank_figures(shape, tp, ep, runtime, mine)
+        out.append(found if found.chunks is mine else RankParams(
+            chunks=mine, params=found.params, per_chunk=found.per_chunk, layers=found.layers, output=found.output,
+            largest_layer=found.largest_layer, root=found.root, last_layer=found.last_layer))
     return tuple(out)
+
+
+def _rank_figures(shape: Shape, tp: int, ep: int, runtime: str, mine: tuple) -> RankParams:
+    """One pp rank's `RankParams` from its chunks (`rank_params`' per rank)."""
+    per_chunk = tuple(chunk_params(shape, c, tp, ep, runtime) for c in mine)
+    total = Params()
+    for p in per_chunk:
+        total += p
+    # the layers' own parameters, by kind (a layer's depend on its kind only): counted, not
+    # summed layer by layer (the same integers)
+    moe = sum(shape.moe[c.first_layer:c.first_layer + c.layers].count(True) for c in mine) if shape.moe else 0
+    layered = Params()
+    for is_moe, count in ((False, sum(c.layers for c in mine) - moe), (True, moe)):
+        if count:
+            p = layer_params(shape, tp, ep, is_moe)
+            layered += Params(p.linear * count, p.other * count, p.expert * count)
+    return RankParams(chunks=mine, params=total, per_chunk=per_chunk,
+                      layers=sum(c.layers for c in mine), output=any(c.output for c in mine),
+                      largest_layer=largest_layer(shape, tp, ep, mine),
+                      root=Params(total.linear - layered.linear, total.other - layered.other,
+                                  total.expert - layered.expert),
+                      last_layer=last_layer(shape, tp, ep, mine))
 
 
 @lru_cache(maxsize=16384)

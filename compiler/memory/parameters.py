@@ -174,14 +174,26 @@ def fsdp_padding(shape: Shape, chunks: tuple[Chunk, ...], tp: int, ep: int, dens
             return 0
         return pad(rows, expert_group) * per_row
 
+    def layer_pad(moe: bool) -> tuple[int, int, int]:
+        """One layer's (linear, other, expert) padding: it reads the layer's kind only."""
+        linear = other = expert = 0
+        for rows, per_row, kind in layer_rows(shape, tp, ep, moe):
+            extra = expert_pad(rows, per_row) if kind == "expert" else pad(rows, dense_group) * per_row
+            linear += extra if kind == "linear" else 0
+            other += extra if kind == "other" else 0
+            expert += extra if kind == "expert" else 0
+        return linear, other, expert
+
+    # every layer of a kind pads alike: the layers counted per kind, one layer's padding each
+    # (integers: the same sums as layer by layer)
+    n_moe = sum(shape.moe[c.first_layer:c.first_layer + c.layers].count(True) for c in chunks) if shape.moe else 0
+    n_dense = sum(c.layers for c in chunks) - n_moe
     linear = other = expert = 0
+    for moe, count in ((False, n_dense), (True, n_moe)):
+        if count:
+            one = layer_pad(moe)
+            linear, other, expert = linear + count * one[0], other + count * one[1], expert + count * one[2]
     for chunk in chunks:
-        for layer in chunk.layer_range:
-            for rows, per_row, kind in layer_rows(shape, tp, ep, shape.is_moe(layer)):
-                extra = expert_pad(rows, per_row) if kind == "expert" else pad(rows, dense_group) * per_row
-                linear += extra if kind == "linear" else 0
-                other += extra if kind == "other" else 0
-                expert += extra if kind == "expert" else 0
         table = (padded_vocab(shape.vocab, tp, runtime) // tp, shape.hidden)
         if chunk.embedding:
             other += pad(table[0], dense_group) * table[1]

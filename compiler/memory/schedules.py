@@ -36,6 +36,7 @@ no other state dominates are kept, so the memory model takes a max over a handfu
 from __future__ import annotations
 
 from functools import lru_cache
+from operator import mul
 
 F, B, I, W = "F", "B", "I", "W"  # noqa: E741 - the schedule papers' names for the four actions
 
@@ -528,7 +529,7 @@ def walked_peak(schedule: str, pp: int, v: int, m: int, rank: int, saved: tuple[
             return weighted_peak(schedule, pp, v, m, rank, saved, pending)[0]
         states = _REDUCED[key] = _reduced_states(key, len(classes))
     weights = [w for pair in classes for w in pair]
-    return max(sum(c * w for c, w in zip(state, weights)) for state in states)
+    return max(sum(map(mul, state, weights)) for state in states)  # each state's products summed in order
 
 
 def _reduced_states(key: tuple, n: int) -> tuple[tuple[int, ...], ...]:
