@@ -699,6 +699,9 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         fp8_scaling=recipe,
         context_parallel="torch" if family in ("torchtitan", "torch") else "te",
         dp_runtime="torch" if family in ("torchtitan", "torch") or torch_fsdp else "megatron",
+        # Megatron-LM's and TE's linears re-gather their saved sharded input in the backward
+        # (`timing.regathered`); DTensor (torchtitan, FSDP with plain PyTorch) saves it gathered
+        tp_regather=family == "megatron",
         grad_bytes=grad_bytes,
         balanced_routing=balanced,
         ep_dispatcher="deepep" if deepep else "all-to-all",

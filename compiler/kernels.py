@@ -519,8 +519,11 @@ def tp_overlap_sms(mode: str, kind: str) -> int | None:
     (`Software.tp_overlap`), or None where NCCL runs it (`NCCL_SMS` on its link): "all" is
     Megatron-Core's `--tp-comm-overlap` on TE's userbuffers (all-gathers by ring exchange,
     reduce-scatters by pipeline or bulk kernels; an all-reduce, without sequence parallelism, is
-    NCCL's), "forward" torch's async TP (copy engines), "backward" Megatron-LM's asynchronous
-    input-gradient reduction (NCCL)."""
+    NCCL's; a backward re-gather of a saved input, kind "regather", is TE's bulk all-gather),
+    "forward" torch's async TP (copy engines), "backward" Megatron-LM's asynchronous
+    input-gradient reduction and input re-gather (NCCL)."""
+    if mode == "all" and kind == "regather":
+        return UB_KERNEL_SMS  # TE's bulk all-gather beside the dgrad GEMM (`qkv_dgrad`, `fc1_dgrad`)
     if mode == "all" and kind == "all_gather":
         return UB_RING_EXCHANGE_SMS
     if mode == "all" and kind == "reduce_scatter":
@@ -552,9 +555,15 @@ def tp_overlap_pairs(mode: str, phase: str, kind: str) -> bool:
       (`LinearWithGradAccumulationAndAsyncCommunication`, TE's `LayerNormLinear` alike): a
       column-parallel layer's input gradient, all-reduced (reduce-scattered under sequence
       parallelism) while that layer's weight-gradient GEMM runs; the all-gather of a row-parallel
-      layer's output gradient before its input-gradient GEMM is synchronous."""
+      layer's output gradient before its input-gradient GEMM is synchronous.
+    - "regather" (`timing.regathered`, Megatron-LM's and TE's backward all-gather of a
+      column-parallel layer's saved sharded input): launched asynchronously beside that layer's
+      input-gradient GEMM under "backward" and as TE's bulk overlap (`qkv_dgrad`, `fc1_dgrad`)
+      under "all"; under "none" it waits, exposed, like every other call."""
     if phase == "forward":
         return mode in ("all", "forward") and kind in ("all_gather", "reduce_scatter")
+    if kind == "regather":
+        return phase == "backward" and mode in ("all", "backward")
     if phase == "backward" and mode == "all":
         return True
     return phase == "backward" and mode == "backward" and kind in ("all_reduce", "reduce_scatter")

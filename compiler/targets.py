@@ -70,6 +70,10 @@ class Runtime:
     context_parallel: str = "parc"
     """`Software.context_parallel`: whose attention exchange runs cp ("parc", "torch": torch's
     `context_parallel` as torchtitan calls it, "te": Transformer Engine's)."""
+    tp_regather: bool = False
+    """`Software.tp_regather`: whether its column-parallel linears save their input sharded under
+    sequence parallelism and all-gather it again in the backward (Megatron-LM's and Transformer
+    Engine's linears: True; DTensor's, in parc's job and torchtitan, save the gathered input)."""
     pp_receives: str = "on-demand"
     """How its pipeline stages hold receive buffers (the memory model's `Knobs.pp_receives`):
     "on-demand" (parc's `ReceiveOnDemandStage` allocates one when the receive is posted and drops
@@ -119,7 +123,7 @@ RUNTIMES: dict[str, Runtime] = {
         # RankGenerator's default order "tp-cp-ep-dp-pp"
         rank_order=("tp", "cp", "ep", "dp", "pp"),
         options=("flash-attention", "tp-overlap", "grad-reduce"), fp16_grad_bytes=2, fp8="linear",
-        dp_runtime="megatron", context_parallel="te"),
+        dp_runtime="megatron", context_parallel="te", tp_regather=True),
 }
 
 
@@ -179,5 +183,5 @@ def software_of(plan: Plan):
     return Software(attention=attention(target), selective=runtime(target).selective,
                     tp_overlap=tp_overlap(target), kernels=kernels(target), fp8=runtime(target).fp8,
                     fp8_scaling=runtime(target).fp8_scaling, context_parallel=runtime(target).context_parallel,
-                    dp_runtime=runtime(target).dp_runtime,
+                    dp_runtime=runtime(target).dp_runtime, tp_regather=runtime(target).tp_regather,
                     grad_bytes=grad_bytes(target, plan.training.precision))

@@ -443,6 +443,15 @@ class Software:
     """The dispatch and combine of one micro-batch run under another micro-batch's computation:
     Megatron-Core's 1F1B all-to-all overlap (`--overlap-moe-expert-parallel-comm`, Megatron-Bridge's
     `moe_a2a_overlap`); DualPipe-V does the same by its schedule (`dualpipe-v`)."""
+    tp_regather: bool = False
+    """Whether the runtime saves a column-parallel linear's input sharded under sequence
+    parallelism and all-gathers it again in the backward for the weight-gradient GEMM
+    (`regathered`): Megatron-LM / Megatron-Core (`LinearWithGradAccumulationAndAsyncCommunication`
+    in megatron/core/tensor_parallel/layers.py) and Transformer Engine's `Linear` /
+    `LayerNormLinear` (`ln_out_needs_gather`, `gather_along_first_dim(..., async_op=True)` in
+    transformer_engine/pytorch/module/layernorm_linear.py, linear.py), so every NeMo and
+    Megatron-Bridge run. False for parc's job and torchtitan: DTensor's all-gather output is
+    the tensor autograd saves for the matmul's backward, so nothing is gathered again."""
     host_op_seconds: float = kernel_model.HOST_OP_SECONDS
     """The host's time to issue one eager op where a MoE layer's host sync or pacing is charged
     (`kernels.host_stall_seconds`, `host_paced_seconds`): the stored `kernels.HOST_OP_SECONDS`
@@ -739,6 +748,10 @@ class Work:
     """All-reduces of `tp_bytes` (forward, backward): without sequence parallelism."""
     tp_gather: tuple[int, int] = (0, 0)
     """All-gathers plus reduce-scatters of `tp_bytes` (forward, backward): with it."""
+    tp_regather: int = 0
+    """Backward all-gathers of `tp_bytes` that re-gather a column-parallel layer's saved sharded
+    input for its weight-gradient GEMM (`regathered`; 0 where the runtime saves the gathered
+    input, `Software.tp_regather`)."""
     tp_gemms: tuple[tuple[str, str, float], ...] = ()
     """(phase, kind, seconds): each tp collective of `tp_bytes` a runtime can run beside its own
     GEMM, with that GEMM's seconds (`tp_partners`): which of them a runtime pairs is
@@ -971,6 +984,11 @@ def measured_load(load: float, ep: int, capacity_factor: float = 0.0) -> float:
     capped at a capacity factor (copies past it are dropped)."""
     load = min(max(load, 1.0), float(max(1, ep)))
     return min(load, max(capacity_factor, 1.0)) if capacity_factor else load
+
+
+REGATHER = "regather"
+"""`Work.tp_gemms` kind of a backward re-gather of a saved sharded input (`regathered`): an
+all-gather on the wire, paired with the column-parallel layer's input-gradient GEMM."""
 
 
 def tp_partners(blocks: list[tuple[float, float]], sp: bool) -> tuple[tuple[str, str, float], ...]:
@@ -1350,23 +1368,30 @@ def tp_calls(piece: str, sp: bool, tp: int, work: Work) -> TpCalls:
     result is all-gathered forward and the input's gradient backward (in `Work.tp_gather`).
     Embedding (vocabulary-parallel): all-reduce forward, or reduce-scatter forward and its
     backward all-gather under sp. Output layer: its input gradient all-reduced backward, or under
-    sp the norm's output all-gathered forward and its gradient reduce-scattered backward."""
+    sp the norm's output all-gathered forward and its gradient reduce-scattered backward.
+    Under sp a runtime that saves the column-parallel layers' inputs sharded (Megatron-LM, TE)
+    all-gathers each again in the backward (`Work.tp_regather`, `regathered`)."""
     if tp <= 1 or not work.tp_bytes:
         return ()
     if piece == "embedding":
         return (("forward", "reduce_scatter", 1), ("backward", "all_gather", 1)) if sp else (("forward", "all_reduce", 1),)
     if piece == "output":
-        return (("forward", "all_gather", 1), ("backward", "reduce_scatter", 1)) if sp else (("backward", "all_reduce", 1),)
+        if not sp:
+            return (("backward", "all_reduce", 1),)
+        again = (("backward", "all_gather", work.tp_regather),) if work.tp_regather else ()
+        return (("forward", "all_gather", 1), ("backward", "reduce_scatter", 1)) + again
     return pair_calls(work)
 
 
 def pair_calls(work: Work) -> TpCalls:
     """Megatron-LM's tp collectives of a piece: its f/g pairs (`Work.tp_all_reduce`, and
-    `Work.tp_gather` as all-gathers and reduce-scatters in turn)."""
+    `Work.tp_gather` as all-gathers and reduce-scatters in turn), and the backward's re-gathers
+    of saved sharded inputs (`Work.tp_regather`, all-gathers of the same bytes)."""
     out = []
     for phase, i in (("forward", 0), ("backward", 1)):
         ar, g = work.tp_all_reduce[i], work.tp_gather[i]
-        out += [(phase, "all_reduce", ar), (phase, "all_gather", g - g // 2), (phase, "reduce_scatter", g // 2)]
+        again = work.tp_regather if phase == "backward" else 0
+        out += [(phase, "all_reduce", ar), (phase, "all_gather", g - g // 2 + again), (phase, "reduce_scatter", g // 2)]
     return tuple(x for x in out if x[2])
 
 
@@ -1482,25 +1507,30 @@ def paired_tp_exposed(work: Work, records: tuple[Collective, ...], tp: Link, mod
     router's gradient, the routed result's gathers) waits for its data and shows whole. A
     transfer longer than its own GEMM cannot borrow time from another GEMM of the layer, so the
     sum over pairs is never less than one window over the sums (tests/test_tp_pairing.py). The
-    share: the runtime's SMs for that kind (`kernels.tp_overlap_sms`), or NCCL's on the link.
+    share: the runtime's SMs for that kind (`kernels.tp_overlap_sms`), or NCCL's on the link; a
+    backward re-gather (`regathered`) is an all-gather on the wire at its own kernel's share.
     Only the records of the piece's own calls (`Collective.pairs`) can pair. A piece outside
     TE's userbuffers (`Work.tp_userbuffers`: the output layer) runs "all" as "backward"."""
     if mode == "all" and not work.tp_userbuffers:
         mode = "backward"
-    partners: dict[tuple[str, str], list[float]] = {}
+    def share(kind: str) -> float:
+        sms = kernel_model.tp_overlap_sms(mode, kind)
+        return tp.sm_share if sms is None else kernel_model.sm_share(sms, tp.sms)
+
+    partners: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for phase, kind, seconds in work.tp_gemms:
         if kernel_model.tp_overlap_pairs(mode, phase, kind):
-            partners.setdefault((phase, kind), []).append(seconds)
+            # a re-gather is an all-gather of the same bytes: one record carries both kinds of
+            # call, each paired call at its own kernel's share
+            partners.setdefault((phase, "all_gather" if kind == REGATHER else kind), []).append((seconds, share(kind)))
     out = {"forward": 0.0, "backward": 0.0}
     for r in records:
         if r.axis != "tp" or r.phase not in out:
             continue
         one = collective_seconds(r, tp)
-        sms = kernel_model.tp_overlap_sms(mode, r.kind)
-        share = tp.sm_share if sms is None else kernel_model.sm_share(sms, tp.sms)
         mates = partners.get((r.phase, r.kind), []) if r.pairs else []
         paired = min(r.count, len(mates))
-        out[r.phase] += (sum(kernel_model.overlap_exposed(g, one, share * one) for g in mates[:paired])
+        out[r.phase] += (sum(kernel_model.overlap_exposed(g, one, s * one) for g, s in mates[:paired])
                          + (r.count - paired) * one)
         del mates[:paired]
     return out["forward"], out["backward"]
@@ -1925,11 +1955,43 @@ def dispatched(w: Work, shape: Shape, hw: Hardware, sw: Software) -> Work:
     return w
 
 
+def regathered(w: Work, sw: Software) -> Work:
+    """The piece's work with the backward re-gather of each column-parallel layer's saved
+    sharded input, where the runtime does it (`Software.tp_regather`; sequence parallelism only:
+    without it the saved input is the whole sequence already).
+
+    Megatron-LM's `LinearWithGradAccumulationAndAsyncCommunication.forward`
+    (megatron/core/tensor_parallel/layers.py) all-gathers the sequence-parallel input for the
+    GEMM but saves the sharded `input`; its backward issues `_all_gather_base(..., async_op=True)`
+    of it, runs the input-gradient GEMM (`grad_output.matmul(weight)`) meanwhile ("we rely on
+    CUDA_DEVICE_MAX_CONNECTIONS=1 to ensure that the all-gather is scheduled before the input
+    gradient computation"), waits, then reduce-scatters the input gradient asynchronously beside
+    the weight-gradient GEMM. Transformer Engine's `LayerNormLinear` and `Linear` do the same
+    (`ln_out_needs_gather` / `backward_input_needs_gather`: `gather_along_first_dim(...,
+    async_op=True)` before the dgrad GEMM, `ln_out_total_work.wait()` before the wgrad GEMM),
+    and under userbuffers (`--tp-comm-overlap`, `ub_bulk_dgrad`) the same all-gather is the
+    "bulk" overlap of the dgrad GEMM (`fill_userbuffers_buffer_for_all_gather`,
+    `bulk_overlap=ctx.ub_bulk_dgrad`; TE's default method table in module/base.py
+    `initialize_ub`: qkv_dgrad and fc1_dgrad bulk, as NeMo's and Megatron-Bridge's tp overlap
+    configs keep). So each column-parallel GEMM (the ones whose input gradient is
+    reduce-scattered, `tp_partners`) adds one all-gather of `tp_bytes` to the backward, paired
+    with that layer's input-gradient GEMM (kind `REGATHER` in `Work.tp_gemms`; the layer's
+    weight-gradient GEMM already hosts the reduce-scatter, so no GEMM hosts two calls). The
+    output layer (Megatron-Core's `ColumnParallelLinear`) is the same autograd function."""
+    if not sw.tp_regather:
+        return w
+    columns = [g for phase, kind, g in w.tp_gemms if phase == "backward" and kind == "reduce_scatter"]
+    if not columns:
+        return w
+    return replaced(w, tp_regather=len(columns),
+                    tp_gemms=w.tp_gemms + tuple(("backward", REGATHER, g) for g in columns))
+
+
 def runtime_work(w: Work, moe: bool, shape: Shape, hw: Hardware, sw: Software, c: Constants) -> Work:
-    """A layer's work as the runtime runs it: its kernels' speed (`slowed`) and, for an MoE layer,
-    its dispatcher (`dispatched`, on the slowed work). The one entry the time model and search's
-    bounds share."""
-    w = slowed(w, sw, c)
+    """A layer's work as the runtime runs it: its kernels' speed (`slowed`), its backward
+    re-gathers (`regathered`) and, for an MoE layer, its dispatcher (`dispatched`, on the slowed
+    work). The one entry the time model and search's bounds share."""
+    w = regathered(slowed(w, sw, c), sw)
     return dispatched(w, shape, hw, sw) if moe else w
 
 
@@ -1982,8 +2044,9 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
                             for r in replay if r.axis == axis) for axis in ("tp", "ep"))
         pieces.append((w, x, replay, seconds))
     emb = slowed(embedding_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch, hw, c), sw, c)
-    out = slowed(output_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch,
-                             padded_vocab(shape.vocab, k.tp, k.runtime), "bf16", sw.kernels, hw, c), sw, c)
+    out = regathered(slowed(output_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch,
+                                        padded_vocab(shape.vocab, k.tp, k.runtime), "bf16", sw.kernels, hw, c),
+                            sw, c), sw)
     # vocabulary-parallel cross-entropy: the max, the sum of exponentials and the target logit
     # of every token all-reduced over tp in fp32 (torch's loss_parallel, Megatron-LM's alike)
     loss = ((Collective("tp", "all_reduce", FP32 * tokens, 3, tp_l.size, tp_l.local, "path", 3, "forward"),)
