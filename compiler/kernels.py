@@ -523,7 +523,9 @@ def tp_overlap_sms(mode: str, kind: str) -> int | None:
     "forward" torch's async TP (copy engines), "backward" Megatron-LM's asynchronous
     input-gradient reduction and input re-gather (NCCL)."""
     if mode == "all" and kind == "regather":
-        return UB_KERNEL_SMS  # TE's bulk all-gather beside the dgrad GEMM (`qkv_dgrad`, `fc1_dgrad`)
+        # TE's bulk all-gather beside the dgrad GEMM (`qkv_dgrad`, `fc1_dgrad`) at TE's default
+        # bulk `num_sm`; NeMo's / Megatron-Bridge's recipes set 2-4 (`BulkOverlapCfg`)
+        return UB_KERNEL_SMS
     if mode == "all" and kind == "all_gather":
         return UB_RING_EXCHANGE_SMS
     if mode == "all" and kind == "reduce_scatter":
