@@ -109,17 +109,17 @@ FIXED_SOURCES: dict[str, str] = {
 # search's indistinguishability band (search/ranking.py) follows every refit.
 # BEGIN FITTED (written by benchmarks/fidelity.py --write; do not edit by hand)
 DEFAULT = Constants(
-    gemm_ampere=0.856,
-    gemm_hopper=0.8521,
-    intensity_half=1.578,
-    kernel_overhead=6.875e-06,
+    gemm_ampere=0.8564,
+    gemm_hopper=0.8571,
+    intensity_half=1.573,
+    kernel_overhead=6.949e-06,
     bus_nvlink=0.8,
     bus_network=0.92,
     hbm_efficiency=0.8,
     latency_intra=1e-06,
     latency_inter=5e-06,
-    eager_efficiency=0.9018,
-    attention_sustained=0.5904,
+    eager_efficiency=0.9006,
+    attention_sustained=0.5907,
 )
-TIME_MODEL_SPREAD = 0.071
+TIME_MODEL_SPREAD = 0.072
 # END FITTED
