@@ -533,12 +533,12 @@ def test_the_bubble_terms_are_the_stage_bubble_before_its_clip():
 
     rng = random.Random(7)
     checked = 0
-    for schedule in ("gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"):
-        cf, cb, cw = timing.bubble_terms(schedule)
+    for pipeline in ("gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"):
+        cf, cb, cw = timing.bubble_terms(pipeline)
         for _ in range(200):
             f, b, w = rng.uniform(0, 2), rng.uniform(0, 2), rng.uniform(0, 2)
-            assert timing.stage_bubble(schedule, f, b, w) == pytest.approx(max(0.0, cf * f + cb * b + cw * w),
-                                                                           rel=1e-12, abs=1e-15), (schedule, f, b, w)
+            assert timing.stage_bubble(pipeline, f, b, w) == pytest.approx(max(0.0, cf * f + cb * b + cw * w),
+                                                                           rel=1e-12, abs=1e-15), (pipeline, f, b, w)
             checked += 1
     assert checked == 1200
 
