@@ -1256,58 +1256,64 @@ class Engine:
         rank; the optimizer step only adds. A pipeline of a set that comes out enters the scan
         at it (MEMBER), and at its own `quick_bound` only when it comes out: the bubble is what
         the set's mean does not see (Mixtral at 16,384 GPUs: 7,915 of the 8,252 pipelines whose
-        quick bound is above the final top are above it here already). Kept per what it reads."""
+        quick bound is above the final top are above it here already)."""
         d = item.degrees
         pp = d.get("pp", 1)
         base = self.pipes_bound(item, schedule, v, micro, m, sp, recompute)
         if pp <= 1:
             return base
         tp, cp = d.get("tp", 1), d.get("cp", 1)
-        key = ("bubble floor", tp, sp and tp > 1, cp, micro, item.ep, recompute, pp, v, schedule)
-        unit = self._load_cache.get(key)
-        if unit is None:
-            unit = self._load_cache[key] = self._bubble_floor(
-                self._compute_pieces(tp, sp and tp > 1, cp, micro, item.ep), recompute, pp, v, schedule)
-        return base + (pp - 1) * unit
+        key = ("layer figures", tp, sp and tp > 1, cp, micro, item.ep, recompute)
+        figures = self._load_cache.get(key)
+        if figures is None:
+            figures = self._load_cache[key] = self._layer_figures(
+                self._compute_pieces(tp, sp and tp > 1, cp, micro, item.ep), recompute)
+        return base + (pp - 1) * self._bubble_floor(figures, pp, v, schedule)
 
-    def _bubble_floor(self, pieces: dict, recompute: str, pp: int, v: int, schedule: str) -> float:
+    def _bubble_floor(self, figures: dict, pp: int, v: int, schedule: str) -> float:
         """A floor on `_bound_core`'s least `timing.stage_bubble` over the ranks (computation
         alone, as `quick_bound`): a rank's unclipped figure (`timing.bubble_terms`, linear) is the
         sum of its layers', its embedding's and its output layer's, over its chunks; each layer's
-        is at least the least layer's (every layer of a rank recomputed alike: `pipe_sets`),
-        the embedding and the output add at least min(0, theirs), and dividing those by the
-        chunks (>= 1) only raises them. So each rank's is at least (its layers / its chunks) x the
-        least layer's + the two; a least layer's figure <= 0 gives no floor (0: the bubble is never
-        negative). Lowered by 1e-9 of the magnitudes summed, far above the sums' rounding,
-        which matters where the terms cancel (zero-bubble schedules)."""
-        cf, cb, cw = timing.bubble_terms(schedule)
-
-        def figure(p) -> float:
-            return cf * p[0] + cb * (p[1] + p[3]) + cw * p[2]
-
-        def size(p) -> float:
-            return p[0] + p[1] + p[2] + p[3]
-
-        layers = [pieces[(moe, recompute)] for moe, count in self._layer_counts if count]
-        least = min(figure(p) for p in layers)
+        is at least the least layer's (every layer of a rank recomputed alike: `pipe_sets`), the
+        embedding and the output add at least min(0, theirs), and dividing those by the chunks
+        (>= 1) only raises them. So each rank's is at least (its layers / its chunks) x the least
+        layer's + the two; a least layer's figure <= 0 gives no floor (0: the bubble is never
+        negative). Lowered by 2e-9 of the magnitudes summed, far above the sums' rounding, which
+        matters where the terms cancel (zero-bubble schedules)."""
+        terms, per_chunk, most = self._pipeline_figures(pp, v, schedule)
+        least, ends, size, end_size = figures[terms]
         if least <= 0:
             return 0.0
-        per_chunk, most = self._layers_per_chunk(pp, v, schedule)
-        ends = min(0.0, figure(pieces["embedding"])) + min(0.0, figure(pieces["output"]))
-        margin = 2e-9 * (most * max(size(p) for p in layers) + size(pieces["embedding"]) + size(pieces["output"]))
-        return max(0.0, per_chunk * least + ends - margin)
+        return max(0.0, per_chunk * least + ends - 2e-9 * (most * size + end_size))
 
-    def _layers_per_chunk(self, pp: int, v: int, schedule: str) -> tuple[float, int]:
-        """The least (layers / chunks) over the pipeline's ranks and the most layers of a rank,
-        from `chunks_of` (the chunks `timing.rank_loads` reads), kept per pipeline."""
-        key = ("layers per chunk", pp, v, schedule)
+    def _layer_figures(self, pieces: dict, recompute: str) -> dict:
+        """Per `timing.bubble_terms` of the schedules: the least layer's unclipped figure (every
+        layer at this recomputation), the embedding's and output's min(0, theirs) summed, the
+        largest layer's magnitude (F + B + W + recompute) and the two ends' magnitudes."""
+        layers = [pieces[(moe, recompute)] for moe, count in self._layer_counts if count]
+        ends = (pieces["embedding"], pieces["output"])
+        out = {}
+        for terms in {timing.bubble_terms(s) for s in SCHEDULES}:
+            cf, cb, cw = terms
+            least = min(cf * p[0] + cb * (p[1] + p[3]) + cw * p[2] for p in layers)
+            low = sum(min(0.0, cf * p[0] + cb * (p[1] + p[3]) + cw * p[2]) for p in ends)
+            out[terms] = (least, low, max(p[0] + p[1] + p[2] + p[3] for p in layers),
+                          sum(p[0] + p[1] + p[2] + p[3] for p in ends))
+        return out
+
+    def _pipeline_figures(self, pp: int, v: int, schedule: str) -> tuple:
+        """The schedule's `timing.bubble_terms`, the least (layers / chunks) over the pipeline's
+        ranks and the most layers of a rank, from `chunks_of` (the chunks `timing.rank_loads`
+        reads), kept per pipeline."""
+        key = ("pipeline figures", pp, v, schedule)
         found = self._load_cache.get(key)
         if found is None:
             layers, chunks = [0] * pp, [0] * pp
             for c in chunks_of(self.shape.layers, pp, v, schedule, self.split, self.shape.tied):
                 layers[c.rank] += c.layers
                 chunks[c.rank] += 1
-            found = self._load_cache[key] = (min(n / max(c, 1) for n, c in zip(layers, chunks, strict=True)),
+            found = self._load_cache[key] = (timing.bubble_terms(schedule),
+                                             min(n / max(c, 1) for n, c in zip(layers, chunks, strict=True)),
                                              max(layers))
         return found
 
