@@ -1448,7 +1448,8 @@ test_search_engine.py and test_search_cold_caches.py pass. The machine was loade
 round (one-minute load average 4 to 15 on its 2 cores), so fresh-process figures say little:
 `--first`, alternating before / after, nine pairs at a load of 4 to 5: before 1.30-1.95 s, after
 1.14-1.66 s (best 1.30 / 1.14 s; lower after in 6 of 9); four more at a load of 12 to 15 had no
-clear winner. The benchmark once at the end (`--repeat 1`, 09:13 to 09:16 UTC, load average
+clear winner; three more at a load of 3.8 to 4.0 (09:24 UTC): before 1.42-1.64 s, after
+1.30-1.49 s, lower after in all three. The benchmark once at the end (`--repeat 1`, 09:13 to 09:16 UTC, load average
 about 5): Mixtral with ep over dp x cp 1.30 s "first CPU s", mixtral-8x7b-5d.par 0.75 s,
 deepseek-v3-like.par 0.88 s, gpt3-175b.par 1.44 s, the 983,040-GPU space 2.63 s, the target
 0.47 s, every row read high at that load. Whether the Mixtral row is now under 1 s on a quiet
