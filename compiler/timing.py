@@ -2100,6 +2100,21 @@ def stage_bubble(schedule: str, f: float, b: float, w: float) -> float:
     return max(0.0, per)
 
 
+def bubble_terms(schedule: str) -> tuple[float, float, float]:
+    """`stage_bubble`'s per-stage figure before it is clipped at zero, as its factors on F, B and
+    W: `stage_bubble(s, f, b, w) == max(0, cf f + cb b + cw w)` (tests/test_search_speed_exact.py
+    checks the two agree). Linear, so a rank's figure is the sum of its layers' figures: the
+    search bounds the least rank's bubble from the least figure of a layer
+    (`Engine.member_bound`)."""
+    if schedule == "interleaved-zb":
+        return (1.0, 1.0, -1.0)
+    if schedule == "zbv":
+        return (1.0, 1.0, -2.0)
+    if schedule == "dualpipe-v":
+        return (1.0, 2.0, -1.0)
+    return (1.0, 1.0, 1.0)
+
+
 ZERO_BUBBLE = ("interleaved-zb", "zbv")
 REPLAY_RANKS = 8
 """Pipelines up to this deep are replayed exactly; deeper ones scale the replay at this depth."""

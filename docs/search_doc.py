@@ -1417,6 +1417,47 @@ gpt3-175b.par the refinement's data-parallel tails (a fifth), the family floors 
 end's check of the ten answers (8 %). Each is a few per cent; no one piece is left that would
 take the rows under their targets alone.
 
+Issue 18's sixteenth round (2026-12-03), Mixtral (the row with ep over dp x cp, 1.31 s "first
+CPU s" at the start of the round on a quiet box, target 1 s). cProfile of one search in a fresh
+process put a fifth of it in the family memory floors, a fifth in the computation-only bounds
+(`quick_bound`) of the pipelines of the sets that came out of the queue (9,579 of its 9,879
+quick bounds); the rest is spread out (the initial listing of its 139,860 groups, the full
+bounds and refinements, the heap). Of those 9,579, 7,915
+were above the final N-th best step by their bubble alone: the set's mean bound leaves it out.
+One exact change, tested in tests/test_search_speed_exact.py:
+
+- **A pipeline's bubble floor before its own bound** (`member_bound`, MEMBER): when a set comes
+  out, each of its pipelines that fits enters at the set's `pipes_bound` plus (p - 1) x a floor
+  on its least rank's `timing.stage_bubble`, and at its own `quick_bound` only when that comes
+  out. The stage bubble before its clip at zero is linear in F, B and W (`timing.bubble_terms`,
+  tested against `stage_bubble` on random inputs for every schedule), so a rank's is the sum of
+  its layers', its embedding's and its output layer's over its chunks: at least (its layers /
+  its chunks) x the least layer's plus min(0, the two ends'), lowered by 2e-9 of the magnitudes
+  (where the zero-bubble terms cancel); 0 where the least layer's is not positive. Kept per
+  (tp, sequence parallelism, cp, micro-batch, ep, recomputation) for every schedule's terms and
+  per pipeline for its layers per chunk: two lookups a pipeline. `pipes_bound` <= `member_bound`
+  <= `quick_bound` on every pipelined group sampled from three spaces (up to 4,000 each; it
+  fails when the most layers of a rank stand for the least), so the groups come out in the same
+  order at the same bounds; the pipelines still count as bounded one by one when they enter.
+  Quick bounds of the Mixtral row 9,879 to 1,964; function calls of one search 3,505,246 to
+  3,218,509.
+
+Every answer is the one before: winner, top 10 and stats of all fourteen rows byte-for-byte those
+of the tree before (bd93e92), and tests/test_search_speed_exact.py, test_search.py,
+test_search_engine.py and test_search_cold_caches.py pass. The machine was loaded through the
+round (one-minute load average 4 to 15 on its 2 cores), so fresh-process figures say little:
+`--first`, alternating before / after, nine pairs at a load of 4 to 5: before 1.30-1.95 s, after
+1.14-1.66 s (best 1.30 / 1.14 s; lower after in 6 of 9); four more at a load of 12 to 15 had no
+clear winner; three more at a load of 3.8 to 4.0 (09:24 UTC): before 1.42-1.64 s, after
+1.30-1.49 s, lower after in all three. The benchmark once at the end (`--repeat 1`, 09:13 to 09:16 UTC, load average
+about 5): Mixtral with ep over dp x cp 1.30 s "first CPU s", mixtral-8x7b-5d.par 0.75 s,
+deepseek-v3-like.par 0.88 s, gpt3-175b.par 1.44 s, the 983,040-GPU space 2.63 s, the target
+0.47 s, every row read high at that load. Whether the Mixtral row is now under 1 s on a quiet
+box is not measured; point 4 stays open for it. What is left: the family memory floors (their
+chunk activations, 4,619 distinct, are the memory model's own; `memory_evaluations` counts each
+floor, so skipping one would change the stats), the initial listing of the groups, and the
+full bounds (1,607) and the refinements of the groups that come out again.
+
 **A wrong answer, fixed.** Two slips made the bound's data-parallel tail of MoE ranks exceed
 their true step, so the scan could drop a better layout: `_best_links` took the expert set's
 group without tp (`Geometry.expert`), where torch's runtime, and `timing.rank_steps`, reduce the

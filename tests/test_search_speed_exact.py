@@ -526,6 +526,45 @@ def test_every_bound_is_at_most_the_step_of_every_candidate_it_stands_for(name):
     assert checked > 100
 
 
+def test_the_bubble_terms_are_the_stage_bubble_before_its_clip():
+    """`timing.bubble_terms` against `timing.stage_bubble` itself on random F, B, W (some where
+    the zero-bubble figures go negative): max(0, cf f + cb b + cw w) is the stage bubble."""
+    from parc import timing
+
+    rng = random.Random(7)
+    checked = 0
+    for pipeline in ("gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"):
+        cf, cb, cw = timing.bubble_terms(pipeline)
+        for _ in range(200):
+            f, b, w = rng.uniform(0, 2), rng.uniform(0, 2), rng.uniform(0, 2)
+            assert timing.stage_bubble(pipeline, f, b, w) == pytest.approx(max(0.0, cf * f + cb * b + cw * w),
+                                                                           rel=1e-12, abs=1e-15), (pipeline, f, b, w)
+            checked += 1
+    assert checked == 1200
+
+
+@pytest.mark.parametrize("name", sorted(set(BOUND_SPACES) - {"deepseek-v3-like"}))  # 61 layers: pp 1 only
+def test_a_member_bound_lies_between_its_sets_bound_and_its_own_quick_bound(name):
+    """A pipeline of an expanded set enters the scan at `member_bound` (MEMBER) and goes back in
+    at `quick_bound` when it comes out: the scan hands out the same groups in the same order only
+    if `member_bound` <= `quick_bound` (float for float, no slack) on every group; and it must not
+    be below the set's own bound. Checked on every pipelined group of the space (up to 4,000 of
+    them, sampled), against `quick_bound`'s own rank-by-rank sums and bubble; the bubble floor must
+    also be positive on many of them, or the bound would be the set's and save nothing."""
+    engine, groups = _groups_of(BOUND_SPACES[name])
+    assert engine.pipe_sets
+    deep = [g for g in groups if g[0].degrees.get("pp", 1) > 1]
+    assert deep
+    rng = random.Random(name)
+    sample = rng.sample(deep, min(len(deep), 4000))
+    tighter = 0
+    for group in sample:
+        member, quick, pipes = engine.member_bound(*group), engine.quick_bound(*group), engine.pipes_bound(*group)
+        assert pipes <= member <= quick, (group[1:], pipes, member, quick)
+        tighter += member > pipes
+    assert tighter > len(sample) // 4, (tighter, len(sample))
+
+
 @pytest.mark.parametrize("name", sorted(BOUND_SPACES))
 def test_the_least_send_and_the_cp_ep_placements_are_those_of_the_orders_geometries(name):
     """`Engine._pp_send` (the least pipeline send over the orders, from the pp stride alone) and

@@ -97,6 +97,10 @@ the MoE layers at a floor; it reads no pipeline): when it comes out, it goes bac
 ALONE = "alone"
 """The scan's mark of a group queued alone at its layout's `Engine.pipes_bound`: when it comes
 out, it goes back in at its own `Engine.quick_bound` (COARSE)."""
+MEMBER = "member"
+"""The scan's mark of a pipeline of a set that came out (PIPES), queued at `Engine.member_bound`
+(the set's `pipes_bound` plus a floor on its own bubble): when it comes out, it goes back in at
+its own `Engine.quick_bound` (COARSE). Most never come out: their rank sums are never added."""
 PIPES_SLACK = 1e-9
 """`pipes_bound` is shaved by this fraction: its total and the busiest rank's sum add the same
 pieces in another order, so they may differ in the last bits."""
@@ -1245,6 +1249,74 @@ class Engine:
                 self._compute_pieces(tp, sp and tp > 1, d.get("cp", 1), micro, item.ep), recompute)
         return m * total / pp * (1 - PIPES_SLACK)
 
+    def member_bound(self, item, schedule, v, micro, m, sp, recompute) -> float:
+        """At most `quick_bound` and at least `pipes_bound`: `pipes_bound` (m x the mean rank's
+        work, which the busiest rank's is at least) plus (p - 1) x a floor on the least rank's
+        `timing.stage_bubble` (`_bubble_floor`), which `quick_bound` adds on top of the busiest
+        rank; the optimizer step only adds. A pipeline of a set that comes out enters the scan
+        at it (MEMBER), and at its own `quick_bound` only when it comes out: the bubble is what
+        the set's mean does not see (Mixtral at 16,384 GPUs: 7,915 of the 8,252 pipelines whose
+        quick bound is above the final top are above it here already)."""
+        d = item.degrees
+        pp = d.get("pp", 1)
+        base = self.pipes_bound(item, schedule, v, micro, m, sp, recompute)
+        if pp <= 1:
+            return base
+        tp, cp = d.get("tp", 1), d.get("cp", 1)
+        key = ("layer figures", tp, sp and tp > 1, cp, micro, item.ep, recompute)
+        figures = self._load_cache.get(key)
+        if figures is None:
+            figures = self._load_cache[key] = self._layer_figures(
+                self._compute_pieces(tp, sp and tp > 1, cp, micro, item.ep), recompute)
+        return base + (pp - 1) * self._bubble_floor(figures, pp, v, schedule)
+
+    def _bubble_floor(self, figures: dict, pp: int, v: int, schedule: str) -> float:
+        """A floor on `_bound_core`'s least `timing.stage_bubble` over the ranks (computation
+        alone, as `quick_bound`): a rank's unclipped figure (`timing.bubble_terms`, linear) is the
+        sum of its layers', its embedding's and its output layer's, over its chunks; each layer's
+        is at least the least layer's (every layer of a rank recomputed alike: `pipe_sets`), the
+        embedding and the output add at least min(0, theirs), and dividing those by the chunks
+        (>= 1) only raises them. So each rank's is at least (its layers / its chunks) x the least
+        layer's + the two; a least layer's figure <= 0 gives no floor (0: the bubble is never
+        negative). Lowered by 2e-9 of the magnitudes summed, far above the sums' rounding, which
+        matters where the terms cancel (zero-bubble schedules)."""
+        terms, per_chunk, most = self._pipeline_figures(pp, v, schedule)
+        least, ends, size, end_size = figures[terms]
+        if least <= 0:
+            return 0.0
+        return max(0.0, per_chunk * least + ends - 2e-9 * (most * size + end_size))
+
+    def _layer_figures(self, pieces: dict, recompute: str) -> dict:
+        """Per `timing.bubble_terms` of the schedules: the least layer's unclipped figure (every
+        layer at this recomputation), the embedding's and output's min(0, theirs) summed, the
+        largest layer's magnitude (F + B + W + recompute) and the two ends' magnitudes."""
+        layers = [pieces[(moe, recompute)] for moe, count in self._layer_counts if count]
+        ends = (pieces["embedding"], pieces["output"])
+        out = {}
+        for terms in {timing.bubble_terms(s) for s in SCHEDULES}:
+            cf, cb, cw = terms
+            least = min(cf * p[0] + cb * (p[1] + p[3]) + cw * p[2] for p in layers)
+            low = sum(min(0.0, cf * p[0] + cb * (p[1] + p[3]) + cw * p[2]) for p in ends)
+            out[terms] = (least, low, max(p[0] + p[1] + p[2] + p[3] for p in layers),
+                          sum(p[0] + p[1] + p[2] + p[3] for p in ends))
+        return out
+
+    def _pipeline_figures(self, pp: int, v: int, schedule: str) -> tuple:
+        """The schedule's `timing.bubble_terms`, the least (layers / chunks) over the pipeline's
+        ranks and the most layers of a rank, from `chunks_of` (the chunks `timing.rank_loads`
+        reads), kept per pipeline."""
+        key = ("pipeline figures", pp, v, schedule)
+        found = self._load_cache.get(key)
+        if found is None:
+            layers, chunks = [0] * pp, [0] * pp
+            for c in chunks_of(self.shape.layers, pp, v, schedule, self.split, self.shape.tied):
+                layers[c.rank] += c.layers
+                chunks[c.rank] += 1
+            found = self._load_cache[key] = (timing.bubble_terms(schedule),
+                                             min(n / max(c, 1) for n, c in zip(layers, chunks, strict=True)),
+                                             max(layers))
+        return found
+
     def _pieces_total(self, pieces: dict, recompute: str) -> float:
         """A micro-batch's work of every layer, the embedding and the output layer, summed in one
         fixed order (per-entry floors summed here stay under the entries' sum, float for float)."""
@@ -1464,7 +1536,10 @@ class Engine:
         on the bound is broken by the index, unique in the queue),
         so the groups come out in the same order, at the same bounds, and every answer and count
         is the same (tests/test_search_speed_exact.py runs both); the scan ends where it did, as
-        no entry left is below its bound. Most never come out: their own bound (the rank sums,
+        no entry left is below its bound. Likewise a set's pipelines that fit enter, when it comes
+        out, at `member_bound` (MEMBER: the set's bound plus a floor on each one's bubble,
+        between `pipes_bound` and `quick_bound`), and at their own `quick_bound` only when that
+        comes out; they are counted bounded one by one when they enter, as before. Most never come out: their own bound (the rank sums,
         loads and optimizer floor) is never computed (DeepSeek's 16,659 groups: 1,386), nor, for
         most, their ep's own MoE layer."""
         stats = self.stats
@@ -1518,7 +1593,7 @@ class Engine:
             if refined is FLOORED or refined is SET_FLOORED:  # in again with its ep's own MoE layers
                 replace_top(queue, (self.pipes_bound(*groups[i]), i, ALONE if refined is FLOORED else PIPES))
                 continue
-            if refined is ALONE:  # in again at its own computation-only bound
+            if refined is ALONE or refined is MEMBER:  # in again at its own computation-only bound
                 replace_top(queue, (self.quick_bound(*groups[i]), i, COARSE))
                 continue
             if refined is PIPES:  # its groups enter at their own bounds, those that fit
@@ -1536,10 +1611,10 @@ class Engine:
                     if self._family_out_of_memory(groups[j], unnoted):
                         continue
                     if top:
-                        replace_top(queue, (self.quick_bound(*groups[j]), j, COARSE))
+                        replace_top(queue, (self.member_bound(*groups[j]), j, MEMBER))
                         top = False
                     else:
-                        heapq.heappush(queue, (self.quick_bound(*groups[j]), j, COARSE))
+                        heapq.heappush(queue, (self.member_bound(*groups[j]), j, MEMBER))
                     stats.group_bounds += 1
                 if top:
                     pop(queue)
