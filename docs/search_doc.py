@@ -1415,7 +1415,20 @@ exact as the stats stand), the heap (6 %: a 22,000-entry queue whose sifts chase
 bound never lands on top, 3 of 17,722 replacements) and the walk over the degrees (a tenth). In
 gpt3-175b.par the refinement's data-parallel tails (a fifth), the family floors and the front
 end's check of the ten answers (8 %). Each is a few per cent; no one piece is left that would
-take the rows under their targets alone.
+take the rows under their targets alone. The sixteenth round (2026-12-03, gpt3-175b.par's
+tails) keeps a rank tail's data-parallel windows without the micro-batch count m, which
+`timing.dp_window_exposure` reads nothing of ((m x calls) / m is calls, exactly: 3,218 ledgers
+and windows per search become 2,368, `Engine._windows_key`), and builds a sharding's knobs only
+on a windows miss, copied slot by slot (`engine.sharded_copier`) instead of through the
+frozen `Knobs.__init__` (4,219 built at 7.5 us each before, 2.5 % of the row sampled; 1,606
+copies now); every row's winner, top 10 and stats are byte-identical, and tests/test_search_speed_exact.py checks
+each tail against `timing.dp_exposed` at the group's own m and each copy against
+`dataclasses.replace`. One gpt3-175b.par search (a process's second, PYTHONHASHSEED=0) went
+from 5.78 to 5.47 billion instructions (valgrind, -5.4 %: wall figures at this round's load of 3
+to 7 wander by 20 %), and the
+benchmark once at the end (`--repeat 1`, 09:22 UTC, load 3 to 5) read "first CPU s"
+gpt3-175b.par 0.89 s, llama3-70b-search.par 0.77 s, megatron-1t.par 0.99 s, the 983,040-GPU
+space 2.69 s.
 
 Issue 18's sixteenth round (2026-12-03), Mixtral (the row with ep over dp x cp, 1.31 s "first
 CPU s" at the start of the round on a quiet box, target 1 s). cProfile of one search in a fresh

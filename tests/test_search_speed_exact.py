@@ -1342,6 +1342,87 @@ def test_the_knobs_builder_builds_the_plain_knobs():
     assert checked == 100
 
 
+def test_the_sharded_copier_copies_the_plain_knobs():
+    """`engine.sharded_copier` copies every field through its slot: over random knobs (every
+    field the search's builder sets, and the ones it does not: a zero1 bucket, a device, a split,
+    recomputed layers, another runtime), the copy with another sharding equals
+    `dataclasses.replace` (every field, its hash and its repr; the source's kept hash is not
+    carried over), and for the search's own knobs it equals `Engine._plain_with_sharding`."""
+    import dataclasses
+
+    from parc.memory.inputs import Knobs
+    from parc.search import engine as search_engine
+
+    copy = search_engine.sharded_copier()
+    rng = random.Random("sharded copier")
+    checked = 0
+    for _ in range(60):
+        k = Knobs(tp=rng.choice([1, 8]), pp=rng.choice([1, 16]), dp=rng.choice([1, 64]), cp=rng.choice([1, 4]),
+                  ep=rng.choice([1, 8]), ep_axis=rng.random() < 0.5, virtual_stages=rng.choice([1, 2]),
+                  schedule=rng.choice(["1f1b", "interleaved-zb"]), sequence_parallel=rng.random() < 0.5,
+                  sharding=rng.choice(["none", "zero1"]), bucket=rng.choice([0, 1 << 20]),
+                  device=rng.choice(["cuda", "fake"]), split=rng.choice([None, (3, 5)]),
+                  recompute_layers=rng.choice([None, 3]), runtime=rng.choice(["torch", "megatron"]),
+                  micro_batch=rng.choice([1, 2]), microbatches=rng.choice([1, 64]))
+        hash(k)  # a kept hash on the source: the copy must hash its own fields
+        sharding, shard = rng.choice([("zero3", 0), ("hsdp", 8), ("none", 0)])
+        fast, plain = copy(k, sharding, shard), dataclasses.replace(k, sharding=sharding, hsdp_shard=shard)
+        assert fast == plain and hash(fast) == hash(plain) and repr(fast) == repr(plain)
+        assert dataclasses.astuple(fast) == dataclasses.astuple(plain)
+        assert (fast.sharding, fast.hsdp_shard) == (sharding, shard)
+        checked += 1
+    engine, groups = _groups_of(BOUND_SPACES["gpt3-175b"])
+    for group in random.Random("sharded copier groups").sample(groups, 20):
+        k = engine._knobs(*group)
+        for sharding, shard in group[0].shardings:
+            fast = copy(k, sharding, shard)
+            assert dataclasses.astuple(fast) == dataclasses.astuple(engine._plain_with_sharding(k, sharding, shard))
+            checked += 1
+    assert checked > 60
+
+
+@pytest.mark.parametrize("name", ["gpt3-175b", "llama3-70b-cp-all-to-all"])
+def test_rank_tails_sharing_windows_across_micro_batch_counts_are_the_time_models(name):
+    """`_rank_tail_of` keeps a tail's data-parallel windows without the micro-batch count m
+    (`Engine._windows_key`): the groups of one degree assignment that differ in their micro-batch
+    (so in m) share one ledger and one `dp_windows`. Over such groups asked in a shuffled order
+    in one engine, each rank's tail equals the time model's own `timing.dp_exposed` (its ledger
+    and windows built for the group's m, no kept value of the engine) plus the optimizer step,
+    and the windows were shared (fewer kept than the micro-batch counts asked)."""
+    from parc import timing
+
+    engine, groups = _groups_of(BOUND_SPACES[name])
+    if not engine.inside_is_fastest:
+        pytest.skip("the tail is the optimizer step alone")
+    by_item: dict = {}
+    for group in groups:
+        by_item.setdefault(group[0].index, []).append(group)
+    rng = random.Random(name)
+    # degree assignments whose groups span several micro-batch counts
+    items = [gs for gs in by_item.values() if len({g[4] for g in gs}) > 2]
+    assert items
+    asks = [(g, sharding) for gs in rng.sample(items, min(6, len(items)))
+            for g in rng.sample(gs, min(12, len(gs))) for sharding in g[0].shardings]
+    rng.shuffle(asks)
+    checked, with_m = 0, set()  # what the windows would be kept per with m in their key
+    sw = engine.software
+    for group, (sharding, shard) in asks:
+        item = group[0]
+        k, _, times, _ = engine._lazy_parts(group)
+        ks = engine._plain_with_sharding(k, sharding, shard)
+        links = engine._best_links(item, shard)
+        for r in times:
+            exposed, _ = timing.dp_exposed(r, ks, *links, sw.grad_bytes, sw.dp_runtime, sw.dp_overlap)
+            optimizer = timing.optimizer_seconds(r, ks, engine.hw, engine.constants)
+            assert engine._rank_tail_of(item, r, k, sharding, shard) == exposed + optimizer
+            with_m.add((item.index, r.params_dense, r.params_expert, r.layers, r.moe_layers, k.microbatches,
+                        sharding, k.pp, k.virtual_stages, shard, k.optimizer))
+            checked += 1
+    assert checked
+    windows = sum(1 for gs in by_item.values() for key in gs[0][0].opt_cache if key[0] == "windows")
+    assert 0 < windows < len(with_m)
+
+
 def test_kept_activation_knobs_and_first_backward_floors_are_the_plain_ones():
     """`memory.model.activation_knobs` is kept (one object per value) and `_first_backward_floors`
     looks each chunk signature up once: over random knobs and pipelines of four models, the

@@ -278,6 +278,33 @@ def knobs_builder(fixed: dict) -> Callable[..., Knobs]:
     return env["build"]
 
 
+def sharded_copier() -> Callable[[Knobs, str, int], Knobs]:
+    """A function of (knobs, sharding, hsdp shard) returning what `dataclasses.replace(knobs,
+    sharding=..., hsdp_shard=...)` returns: every other field copied through its slot, `_hash`
+    0 (hashed afresh on first use). `Knobs.__init__` sets each of its 27 fields through
+    `object.__setattr__` by name, most of the time of a sharding's knobs (`_with_sharding` builds
+    one per group and sharding whose tail or optimizer step is not kept yet; tests/test_search_speed_exact.py
+    holds each equal to the bundle built the plain way, field by field and in its hash).
+    Generated as `knobs_builder` is."""
+    env: dict = {"new": object.__new__, "Knobs": Knobs}
+    lines = ["def copy(k, sharding, hsdp_shard):", "    o = new(Knobs)"]
+    for f in dataclasses.fields(Knobs):
+        env[f"set_{f.name}"] = getattr(Knobs, f.name).__set__
+        if f.name in ("sharding", "hsdp_shard"):
+            lines.append(f"    set_{f.name}(o, {f.name})")
+        elif not f.init:  # `_hash`: its default, as `__init__` leaves it
+            env[f"v_{f.name}"] = f.default
+            lines.append(f"    set_{f.name}(o, v_{f.name})")
+        else:
+            lines.append(f"    set_{f.name}(o, k.{f.name})")
+    lines.append("    return o")
+    exec("\n".join(lines), env)  # noqa: S102 - our own field names, as dataclasses does
+    return env["copy"]
+
+
+_SHARDED = sharded_copier()
+
+
 class Engine:
     """One search over one space; `run()` returns the best candidates and the statistics."""
 
@@ -845,7 +872,7 @@ class Engine:
         kept = self._sharded_knobs.get(key)
         if kept is not None and kept[0] is k:
             return kept[1]
-        out = self._plain_with_sharding(k, sharding, shard)
+        out = _SHARDED(k, sharding, shard)  # `_plain_with_sharding`'s knobs, copied slot by slot
         self._sharded_knobs[key] = (k, out)
         return out
 
@@ -1474,21 +1501,35 @@ class Engine:
         cache = item.opt_cache
         cached = cache.get(key)
         if cached is None:
-            ks = self._with_sharding(k, sharding, shard)
             # what the ledger costs per window does not depend on the forward and backward
             # lengths: kept without them (many micro-batches and recomputation modes share it),
             # and `dp_exposed`'s exposure charged against the lengths afresh. The bound's ranks
             # carry no collectives of their own, so no other axis takes NIC time (`nic_busy`).
-            wkey = ("windows",) + key[1:5] + key[7:]
+            # Nor on the micro-batch count m (`_windows_key`): kept without it too.
+            wkey = self._windows_key(key)
             windows = cache.get(wkey)
-            if windows is None:
+            if windows is None:  # the sharding's knobs built only here (the ledger reads them)
+                ks = self._with_sharding(k, sharding, shard)
                 links = self._best_links(item, ks.hsdp_shard)
                 ledger = timing.dp_ledger(r, ks, *links, self.software.grad_bytes, self.software.dp_runtime)
                 windows = cache[wkey] = (timing.dp_windows(ledger, ks.microbatches, *links),
                                          self._optimizer(item, r, ks))
-            cached = cache[key] = timing.dp_window_exposure(windows[0], ks.microbatches, r.forward, back,
+            cached = cache[key] = timing.dp_window_exposure(windows[0], k.microbatches, r.forward, back,
                                                             NO_NIC, self.software.dp_overlap) + windows[1]
         return cached
+
+    @staticmethod
+    def _windows_key(tail_key: tuple) -> tuple:
+        """The key of a tail's `timing.dp_windows` (and optimizer step) among the degrees' kept
+        values: the tail's key less the forward and backward lengths and the micro-batch count
+        m. What `timing.dp_window_exposure` reads of the windows does not depend on m: a
+        per-micro-batch window's collectives are issued m x calls times and `dp_windows` divides
+        by m (busy seconds, FSDP units: (m x calls) / m is calls, exactly, in floats), a
+        once-per-step window's once; only the bytes sent per step (`windows[3]`, which the
+        exposure does not read) grow with m. Groups that differ only in their micro-batch (and
+        so in m) share one ledger and one pass over it (tests/test_search_speed_exact.py checks
+        the exposure against windows of the group's own m)."""
+        return ("windows",) + tail_key[1:5] + tail_key[8:]
 
     def _classes(self, item: _Degrees, shard: int) -> list:
         """Rank orders grouped by the placement they give every group: [(order, geometry, weight)]."""
