@@ -338,6 +338,15 @@ def random_pipeline(rng: random.Random, layers: int) -> tuple[str, int, int] | N
     return None if layers < pp * v else (schedule, pp, v)
 
 
+def random_split(rng: random.Random, layers: int, chunks: int) -> tuple[int, ...] | None:
+    """A written split of `layers` over `chunks` chunks three times in ten (at random cuts), else
+    None (the schedule's own even chunking)."""
+    if chunks > 1 and rng.random() < 0.3:
+        cuts = sorted(rng.sample(range(1, layers), chunks - 1))
+        return tuple(b - a for a, b in zip([0, *cuts], [*cuts, layers], strict=True))
+    return None
+
+
 @pytest.mark.parametrize("path", ["specs/deepseek-v3-like.par", "specs/llama3-70b-search.par",
                                   "specs/mixtral-8x7b-5d.par", "specs/gpt3-175b.par"])
 def test_rank_loads_sharing_their_chunk_walk_are_the_plain_ones(path):
@@ -712,10 +721,7 @@ def test_rank_params_counted_by_layer_kind_are_the_per_layer_sums(path):
         if drawn is None:
             continue
         schedule, pp, v = drawn
-        split = None
-        if pp * v > 1 and rng.random() < 0.3:
-            cuts = sorted(rng.sample(range(1, shape.layers), pp * v - 1))
-            split = tuple(b - a for a, b in zip([0, *cuts], [*cuts, shape.layers], strict=True))
+        split = random_split(rng, shape.layers, pp * v)
         tp, ep = rng.choice([1, 2, 8]), rng.choice([1, 2, 8]) if shape.moe else 1
         for rp in rank_params(shape, tp, ep, pp, v, schedule, split, "torch"):
             layered = Params()
@@ -760,10 +766,7 @@ def test_rank_params_shared_between_alike_ranks_are_each_ranks_own(path):
             schedule, pp, v, split = case
         else:
             schedule, pp, v = case
-            split = None
-            if pp * v > 1 and rng.random() < 0.3:
-                cuts = sorted(rng.sample(range(1, shape.layers), pp * v - 1))
-                split = tuple(b - a for a, b in zip([0, *cuts], [*cuts, shape.layers], strict=True))
+            split = random_split(rng, shape.layers, pp * v)
         tp, ep = rng.choice([1, 2, 8]), rng.choice([1, 2, 8]) if shape.moe else 1
         ranks = by_rank(chunks_of(shape.layers, pp, v, schedule, split, shape.tied), pp)
         got = rank_params(shape, tp, ep, pp, v, schedule, split, "torch")
