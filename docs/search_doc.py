@@ -1419,7 +1419,7 @@ take the rows under their targets alone. The sixteenth round (2026-12-03, gpt3-1
 tails) keeps a rank tail's data-parallel windows without the micro-batch count m, which
 `timing.dp_window_exposure` reads nothing of ((m x calls) / m is calls, exactly: 3,218 ledgers
 and windows per search become 2,368, `Engine._windows_key`), and builds a sharding's knobs only
-on a windows miss, copied slot by slot (`engine.sharded_copier`) instead of through the
+on a windows miss, copied slot by slot (`frozen.replaced`, the slot copier `timing.Work` already used) instead of through the
 frozen `Knobs.__init__` (4,219 built at 7.5 us each before, 2.5 % of the row sampled; 1,606
 copies now); every row's winner, top 10 and stats are byte-identical, and tests/test_search_speed_exact.py checks
 each tail against `timing.dp_exposed` at the group's own m and each copy against

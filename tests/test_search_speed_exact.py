@@ -1345,18 +1345,21 @@ def test_the_knobs_builder_builds_the_plain_knobs():
     assert checked == 100
 
 
-def test_the_sharded_copier_copies_the_plain_knobs():
-    """`engine.sharded_copier` copies every field through its slot: over random knobs (every
+def test_knobs_with_another_sharding_copied_by_replaced_are_the_plain_ones():
+    """`frozen.replaced`, which the engine's `_with_sharding` calls, copies every field of a
+    `Knobs` through its slot: over random knobs (every
     field the search's builder sets, and the ones it does not: a zero1 bucket, a device, a split,
     recomputed layers, another runtime), the copy with another sharding equals
     `dataclasses.replace` (every field, its hash and its repr; the source's kept hash is not
     carried over), and for the search's own knobs it equals `Engine._plain_with_sharding`."""
     import dataclasses
 
+    from parc.frozen import replaced
     from parc.memory.inputs import Knobs
-    from parc.search import engine as search_engine
 
-    copy = search_engine.sharded_copier()
+    def copy(k: Knobs, sharding: str, shard: int) -> Knobs:
+        return replaced(k, sharding=sharding, hsdp_shard=shard)
+
     rng = random.Random("sharded copier")
     checked = 0
     for _ in range(60):

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from .. import timing
 from ..calibration import DEFAULT
 from ..checks import predicates as rules
+from ..frozen import replaced
 from ..memory import MAX_CHUNKS
 from ..memory import activations as act
 from ..memory.buffers import reserve_bytes
@@ -276,33 +277,6 @@ def knobs_builder(fixed: dict) -> Callable[..., Knobs]:
     lines.append("    return o")
     exec("\n".join(lines), env)  # noqa: S102 - our own field names, as dataclasses does
     return env["build"]
-
-
-def sharded_copier() -> Callable[[Knobs, str, int], Knobs]:
-    """A function of (knobs, sharding, hsdp shard) returning what `dataclasses.replace(knobs,
-    sharding=..., hsdp_shard=...)` returns: every other field copied through its slot, `_hash`
-    0 (hashed afresh on first use). `Knobs.__init__` sets each of its 27 fields through
-    `object.__setattr__` by name, most of the time of a sharding's knobs (`_with_sharding` builds
-    one per group and sharding whose tail or optimizer step is not kept yet; tests/test_search_speed_exact.py
-    holds each equal to the bundle built the plain way, field by field and in its hash).
-    Generated as `knobs_builder` is."""
-    env: dict = {"new": object.__new__, "Knobs": Knobs}
-    lines = ["def copy(k, sharding, hsdp_shard):", "    o = new(Knobs)"]
-    for f in dataclasses.fields(Knobs):
-        env[f"set_{f.name}"] = getattr(Knobs, f.name).__set__
-        if f.name in ("sharding", "hsdp_shard"):
-            lines.append(f"    set_{f.name}(o, {f.name})")
-        elif not f.init:  # `_hash`: its default, as `__init__` leaves it
-            env[f"v_{f.name}"] = f.default
-            lines.append(f"    set_{f.name}(o, v_{f.name})")
-        else:
-            lines.append(f"    set_{f.name}(o, k.{f.name})")
-    lines.append("    return o")
-    exec("\n".join(lines), env)  # noqa: S102 - our own field names, as dataclasses does
-    return env["copy"]
-
-
-_SHARDED = sharded_copier()
 
 
 class Engine:
@@ -872,7 +846,7 @@ class Engine:
         kept = self._sharded_knobs.get(key)
         if kept is not None and kept[0] is k:
             return kept[1]
-        out = _SHARDED(k, sharding, shard)  # `_plain_with_sharding`'s knobs, copied slot by slot
+        out = replaced(k, sharding=sharding, hsdp_shard=shard)  # `_plain_with_sharding`'s knobs, copied slot by slot
         self._sharded_knobs[key] = (k, out)
         return out
 
