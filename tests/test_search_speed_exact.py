@@ -1531,6 +1531,7 @@ def test_groups_known_out_of_memory_are_out_by_their_own_first_floor(name):
         engine = Engine(build_space(compilation), keep=14, software=software_of(compilation.plan),
                         runtime=memory_runtime(compilation.plan.target))
         engine.known_out = known
+        engine.held_floors = False  # (which would reject most of these groups first: `_held_out`)
         counted: list = []
         if known:
             real = engine._known_out_of_memory
@@ -1993,3 +1994,86 @@ def test_replaced_copies_slot_by_slot_what_dataclasses_replace_builds():
         replaced(timing.Work(), no_such_field=1.0)
     with pytest.raises(TypeError):
         replaced(timing.Work(), _hash=1)
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_SPACES))
+def test_the_held_floor_is_at_most_every_shardings_peak_and_the_walked_floor(name):
+    """`Engine._held_floor` rejects a group before its bounds (`_held_out`): each chunk at its
+    layers times the least layer's saved activations, the walk's largest sum taken once per
+    pipeline and micro-batch count with the layer counts as weights (`_held_counts`). Over random
+    groups of four spaces (dense, MoE with ep over dp x cp, deepseek's dense first layers, cp's
+    all-to-all) it must be at most the memory model's own peak (`memory.model.peak`) under every
+    sharding of the group, and at most the walked step of `_quick_floor` written out here from
+    the memory model's ranks (`rank_activations`: every rank's chunks, their saved and pending
+    bytes, `schedules.weighted_peak`'s plain walk) plus the rank's least states; and it must
+    reject groups the first floor (a micro-batch on each chunk) lets through, or it is useless."""
+    from parc.memory.model import peak, rank_activations
+    from parc.memory.schedules import weighted_peak
+
+    engine, groups = _groups_of(BOUND_SPACES[name])
+    rng = random.Random(f"held {name}")
+    deep = [g for g in groups if g[0].degrees.get("pp", 1) > 1]
+    sample = rng.sample(deep, min(len(deep), 50)) + rng.sample(groups, min(len(groups), 10))
+    checked = sharper = 0
+    for group in sample:
+        item = group[0]
+        k = engine._knobs(*group)
+        held = engine._held_floor(group)
+        assert held > 0
+        states = engine._states_floor(item, k)
+        ranks = rank_activations(engine.shape, k)
+        walked = max(weighted_peak(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank,
+                                   tuple(c.saved for c in ranks[rank].chunks),
+                                   tuple(c.pending for c in ranks[rank].chunks))[0] + states[rank]
+                     for rank in {0, k.pp - 1})
+        assert held <= walked, (name, item.degrees, group[1:], held, walked)
+        for sharding, shard in engine._group_shardings(item, k):
+            assert held <= peak(engine.shape, engine._with_sharding(k, sharding, shard))[0], (group[1:], sharding)
+            checked += 1
+        sharper += held > engine._first_floor(k, item)
+    # without pipelining a rank holds one micro-batch: the first floor (with the working set) is sharper
+    pipelined = sum(1 for g in sample if g[0].degrees.get("pp", 1) > 1)
+    assert checked >= len(sample) and sharper >= pipelined // 4, (checked, sharper, pipelined)
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_SPACES) + ["nothing fits"])
+def test_groups_out_by_their_held_floor_change_no_answer(name):
+    """The scan that tries each group's held floor before its bounds (`Engine.held_floors`)
+    against the scan without it: the same top to the last bit, the same evaluations of the time
+    model and the same smallest peak noted (where nothing fits, the held floor's groups are
+    noted at their own `_quick_floor`, as a family's are); only the split between "bounded out"
+    and "does not fit" moves (a group counted out where the plain scan left it queued), and
+    fewer groups are bounded. Every group the held floor counts out is out by it."""
+    from parc.pipeline import compile_text
+    from parc.search.engine import Engine
+    from parc.search.space import build_space
+    from parc.targets import memory_runtime, software_of
+
+    runs = []
+    for held in (False, True):
+        compilation = compile_text(BOUND_SPACES["gpt3-175b" if name == "nothing fits" else name], path="held.par")
+        engine = Engine(build_space(compilation), keep=14, software=software_of(compilation.plan),
+                        runtime=memory_runtime(compilation.plan.target))
+        if name == "nothing fits":  # a twentieth of the memory: valid layouts, none fits, some held out
+            engine.usable //= 20
+        engine.held_floors = held
+        counted: list = []
+        bounds: list = []
+        real, bound = engine._held_out, engine.bound
+        engine._held_out = lambda group, unnoted, real=real, counted=counted: (
+            real(group, unnoted) and (counted.append(group) or True))
+        engine.bound = lambda *group, bound=bound, bounds=bounds: bounds.append(group) or bound(*group)
+        runs.append((engine, engine.run(), counted, len(bounds)))
+    (_, plain, _, plain_bounds), (engine, fast, counted, fast_bounds) = runs
+    assert [(f.rank_key, f.step, f.peak_bytes) for f in fast.found] == [
+        (f.rank_key, f.step, f.peak_bytes) for f in plain.found]
+    a, b = fast.stats, plain.stats
+    assert (a.timed, a.time_evaluations, a.merged, a.valid, a.raw, a.pruned) == (
+        b.timed, b.time_evaluations, b.merged, b.valid, b.raw, b.pruned)
+    assert a.bounded + a.out_of_memory == b.bounded + b.out_of_memory and a.out_of_memory >= b.out_of_memory
+    assert fast.smallest_peak == plain.smallest_peak
+    assert bool(fast.found) == (name != "nothing fits")
+    if name != "deepseek-v3-like":  # (all pp 1: a rank holds one micro-batch, the first floor is sharper)
+        assert counted and fast_bounds < plain_bounds, (len(counted), fast_bounds, plain_bounds)
+    for group in counted:
+        assert engine._quick_floor(engine._knobs(*group), group[0]) > engine.usable

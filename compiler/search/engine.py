@@ -71,6 +71,7 @@ from ..memory.model import (
     released_backward,
     state_bytes,
     trim_caches,
+    v_turn,
 )
 from ..memory.parameters import Params, chunks_of, layer_params, padded_vocab
 from ..memory.schedules import walked_peak
@@ -352,6 +353,10 @@ class Engine:
         """Whether the scan counts a group out of memory, without a bound or a floor of its own,
         when its first floor's family (`_first_fails`) already failed at a micro-batch no larger
         than its own (the tests run the scan both ways)."""
+        self.held_floors = True
+        """Whether the scan tries each group's held floor (`_held_out`) before its bounds: when a set
+        of pipelines comes out, each of its groups before it is queued; a group alone when it comes
+        out at its computation-only bound (the tests run the scan both ways)."""
 
     # -----------------------------------------------------------------------------------------
     # Level 1: degrees
@@ -1595,7 +1600,8 @@ class Engine:
         heapq.heapify(queue)
         threshold = self.ceiling
         done = 0
-        unnoted = []  # rejected by their family's floor, their own not computed
+        unnoted = []  # rejected by their family's floor or their held floor, their own not computed
+        held_passed: set[int] = set()  # groups whose held floor fits (`_held_out`, tried once)
         # the smallest entry is looked at in place (`queue[0]`) and leaves only when its fate is
         # known: one that goes back in replaces it (`heapreplace`, one sift instead of a pop's
         # and a push's). The keys (bound, group index) are distinct, so the heap hands out the
@@ -1623,8 +1629,10 @@ class Engine:
                     continue
                 top = True  # the set's entry still at queue[0]: the first group in replaces it
                 for j in indices:
-                    if self._family_out_of_memory(groups[j], unnoted):
+                    if self._family_out_of_memory(groups[j], unnoted) or (
+                            self.held_floors and self._held_out(groups[j], unnoted)):
                         continue
+                    held_passed.add(j)
                     if top:
                         replace_top(queue, (self.member_bound(*groups[j]), j, MEMBER))
                         top = False
@@ -1644,6 +1652,9 @@ class Engine:
                     pop(queue)
                     stats.out_of_memory += self._group_size(groups[i])
                     unnoted.append(groups[i])
+                    continue
+                if self.held_floors and i not in held_passed and self._held_out(groups[i], unnoted):
+                    pop(queue)
                     continue
                 replace_top(queue, (self.bound(*groups[i]), i, None))
                 continue
@@ -2062,6 +2073,84 @@ class Engine:
             a = acts[rank]
             floor = max(floor, held + min(a.working + a.input_working + a.weight_working) + states[rank])
         return floor
+
+    def _held_out(self, group, unnoted: list) -> bool:
+        """Whether the group's held floor (`_held_floor`) exceeds the usable memory; if so it is
+        counted out of memory and noted later (its own `_quick_floor` computed only if nothing
+        fits, as for a family's)."""
+        if self._held_floor(group) <= self.usable:
+            return False
+        self.stats.out_of_memory += self._group_size(group)
+        unnoted.append(group)
+        return True
+
+    def _held_floor(self, group) -> int:
+        """A floor under `_quick_floor`'s walked step, from numbers shared far beyond one group:
+        each chunk's saved activations at the least of a layer kind's (`_least_layer_saved`)
+        times its layers, no pending input-pass state and no working set, walked on the first
+        and the last rank, plus the rank's least model states (`_states_floor`). A chunk's saved
+        activations are its layers' sum plus the embedding's and the output layer's, none
+        negative (`memory.model._chunk_activations`), so each chunk's weight here is at most the
+        walk's; a pending micro-batch's bytes are never negative off a V's turn (`split_pending`;
+        a rank at the turn is not walked here, `_held_ranks`) and a moment's counts never are,
+        so every moment's sum, and the largest, is at most the walked one's. The walk's weights
+        are the layer counts times one number, so its largest sum is that number times the
+        largest sum of the layer counts (`_held_counts`, kept per pipeline and micro-batch
+        count: integers, exact). What it reads besides: one layer's activations per (tp,
+        sequence parallelism, cp, ep, recomputation, micro-batch), for the whole space; the
+        memory model's ranks (`end_rank_activations`, shared by no other group) are not built.
+        It rejects far more than the first floor (a micro-batch on each chunk) does: most
+        layouts that do not fit hold many micro-batches at once (the 983,040-GPU space: 2,763 of
+        the 2,772 groups whose first floor fits). Zero where the layers' floors do not hold
+        (`_layers_floor_applies`)."""
+        if not self._layers_floor_applies():
+            return 0
+        item, schedule, v, micro, m, sp, recompute = group
+        d = item.degrees
+        tp, pp = d.get("tp", 1), d.get("pp", 1)
+        least = self._least_layer_saved(tp, sp, d.get("cp", 1), item.ep, recompute, micro)
+        states = item.opt_cache.get(("states", schedule, v))
+        if states is None:
+            states = self._states_floor(item, self._knobs(*group))
+        floor = 0
+        for rank, count in self._held_counts(pp, v, schedule, m):
+            floor = max(floor, least * count + states[rank])
+        return floor
+
+    def _held_counts(self, pp: int, v: int, schedule: str, m: int) -> tuple:
+        """(rank, the largest over the walk's moments of the layers held: each chunk's
+        micro-batches held times its layers, `walked_peak` with the layer counts as weights) of
+        the first and the last pp rank, less a rank at a V's turn (`v_turn`), kept per
+        pipeline and micro-batch count. The chunks in the walk's order are `rank_signatures`',
+        the ones `end_rank_activations` builds."""
+        key = ("held counts", pp, v, schedule, m)
+        found = self._floor_pieces.get(key)
+        if found is None:
+            signatures = rank_signatures(self.shape, pp, v, schedule, self.split)
+            found = []
+            for rank in sorted({0, pp - 1}):
+                if v_turn(schedule, pp, rank):
+                    continue
+                layers = tuple(sig[0] for sig in signatures[rank])
+                found.append((rank, walked_peak(schedule, pp, v, m, rank, layers, (0,) * len(layers))))
+            found = self._floor_pieces[key] = tuple(found)
+        return found
+
+    def _least_layer_saved(self, tp: int, sp: bool, cp: int, ep: int, recompute: str, micro: int) -> int:
+        """The least saved activations of one layer of a kind (dense, MoE) at this micro-batch and
+        recomputation, each as a chunk of its own (as `_one_layer_floor`, at `micro`), kept per
+        what they read."""
+        key = ("least saved", tp, sp, cp, ep, recompute, micro)
+        found = self._floor_pieces.get(key)
+        if found is None:
+            shape, fixed = self.shape, self.fixed
+            ak = activation_knobs(tp, sp, cp, fixed["cp_flavour"], self.seq, micro, self.runtime,
+                                  ep if shape.moe else 1, fixed["precision"])
+            found = self._floor_pieces[key] = min(
+                _chunk_activations(shape, ak, (1, False, False, shape.moe.index(moe) if shape.moe else 0),
+                                   recompute, None, True).activations.saved
+                for moe, _ in self._layer_counts)
+        return found
 
     def _work(self, ranks: int) -> None:
         before = self.stats.work
