@@ -28,7 +28,11 @@ sharding; its family's floor, the same group at the smallest micro-batch, is tri
 rejects all its micro-batches at once), then a tighter bound per sharding
 with the data-parallel tail at the best placement any order gives (`refine`), and back into the
 queue; when it comes out again, memory per sharding, then step time per order that fits
-(`_evaluate`, each order first at its own placements' bound). The scan stops when the cheapest
+(`_evaluate`, each order first at its own placements' bound). Before its full bound (a set's
+groups: before any bound of their own), a group's held floor is tried (`Engine._held_floor`: the micro-batches
+its first and last rank hold at once, each chunk at its layers x the least layer's saved
+activations, from numbers shared across the space), the cheapest memory test that rejects most
+of a large space's groups. The scan stops when the cheapest
 bound left cannot beat the N-th best step
 found, so the top N is exact; docs/search.md lists what is exact and what is a bound.
 
@@ -1629,8 +1633,8 @@ class Engine:
                     continue
                 top = True  # the set's entry still at queue[0]: the first group in replaces it
                 for j in indices:
-                    if self._family_out_of_memory(groups[j], unnoted) or (
-                            self.held_floors and self._held_out(groups[j], unnoted)):
+                    if (self.held_floors and self._held_out(groups[j], unnoted)) or \
+                            self._family_out_of_memory(groups[j], unnoted):
                         continue
                     held_passed.add(j)
                     if top:
@@ -1643,8 +1647,12 @@ class Engine:
                     pop(queue)
                 continue
             if refined is COARSE:
-                # its family's memory floor first (kept per family: most of a large space's
+                # its held floor first (a group alone; a set's were tried when it came out),
+                # then its family's memory floor (kept per family: most of a large space's
                 # groups that come out do not fit), then its communication too, and back in
+                if self.held_floors and i not in held_passed and self._held_out(groups[i], unnoted):
+                    pop(queue)
+                    continue
                 if self._family_out_of_memory(groups[i], unnoted):
                     pop(queue)
                     continue
@@ -1652,9 +1660,6 @@ class Engine:
                     pop(queue)
                     stats.out_of_memory += self._group_size(groups[i])
                     unnoted.append(groups[i])
-                    continue
-                if self.held_floors and i not in held_passed and self._held_out(groups[i], unnoted):
-                    pop(queue)
                     continue
                 replace_top(queue, (self.bound(*groups[i]), i, None))
                 continue
