@@ -1471,6 +1471,55 @@ chunk activations, 4,619 distinct, are the memory model's own; `memory_evaluatio
 floor, so skipping one would change the stats), the initial listing of the groups, and the
 full bounds (1,607) and the refinements of the groups that come out again.
 
+Issue 18's seventeenth round (2026-12-03), the held floor (the 983,040-GPU space, 2.22 s "first
+CPU s" at the start of the round on a quiet box, target 1.5 s; gpt3-175b.par second). Of the
+space's 301,329 groups, 14,120 came out of the queue at their computation-only bound and paid
+for their full bound, 5,296 came out again and reached `_quick_floor`, and 5,287 of those did
+not fit: memory, not time, decided nearly every group the scan looked at, and the memory test
+came after both bounds. The first floor (one micro-batch on each chunk) let most of them
+through; the walk that rejected them (`end_rank_activations`, every chunk's activations of the
+first and the last rank) is shared by no other group. One exact change, tested in
+tests/test_search_speed_exact.py:
+
+- **A held floor before the bounds** (`Engine._held_floor`, `_held_out`): the first and the last
+  rank walked with each chunk at its layers x the least layer's saved activations at the
+  group's micro-batch, no pending input-pass state and no working set, plus the rank's least
+  model states. A chunk's saved activations are its layers' sum plus the embedding's and the
+  output layer's, none negative; pending bytes are never negative off a V's turn (that rank
+  is not walked), so every moment's sum is at most the walked one's. The walk's weights are
+  the layer counts times one number, so its largest sum is that number times the walk of the
+  layer counts, kept per pipeline and micro-batch count (`_held_counts`), and one layer's
+  activations are kept per (tp, sequence parallelism, cp, ep, recomputation, micro-batch) for
+  the whole space: a few lookups a group. It is tried on each group of a set of pipelines
+  when the set comes out (before the family floor and before its bubble bound), and on a group
+  alone when it comes out at its computation-only bound. Tested at most the walked step written
+  out from the memory model's ranks and at most `memory.model.peak` under every sharding, over
+  random groups of four spaces (it fails with the weights 5/4 too large), and the scans with
+  and without it give the same top, the same evaluations of the time model and the same
+  smallest peak, also where nothing fits (the held floor's groups are noted at their own
+  `_quick_floor` then, as a family's are).
+
+The answers are the same (winner and top 10 of every row; tests/test_search_speed_exact.py,
+test_search.py, test_search_engine.py, test_search_cold_caches.py and test_cluster_search.py
+pass); the counts move, as an earlier exact memory test moves them: groups the scan left
+queued ("bounded out") are now counted as not fitting (the 983,040-GPU space: bounded
+39,965,060 to 36,277,370, out of memory 253,421,240 to 257,108,930; goldens llama3-70b-search
+1,013 / 322 to 958 / 377 and moe-fold 75,338 / 14,769 to 51,711 / 38,396, the same sums), and
+fewer memory floors are computed (the 983,040-GPU space: memory evaluations 9,458 to 1,203,
+family floors 3,300 to 187, `_quick_floor` 5,296 to 31; `_kept_sums` 32,804 to 713 calls, full
+bounds 14,120 to 101). Fresh-process `--first`, before and after alternating, best of two each,
+at a load of 5 to 6 on the 2 cores (11:49 UTC): the 983,040-GPU space 2.04-2.34 s before,
+0.95-0.99 s after; gpt3-175b.par 0.84-0.89 s before, 0.84-0.85 s after (no clear change: there
+the held floor rejects 290 of the 6,528 groups it is tried on, and the groups fit). The
+benchmark once at the end (`--repeat 1`, 11:45 to 11:49 UTC, load about 5): the 983,040-GPU space
+1.01 s "first CPU s", gpt3-175b.par 0.89 s, Mixtral with ep over dp x cp 0.96 s, megatron-1t
+deep pipelines 0.84 s, megatron-1t.par 0.70 s, llama3-70b-search every hole 0.69 s,
+deepseek-v3-like.par 0.73 s. What is left for gpt3-175b.par (cProfile of one search): the
+refinements per sharding of the 612 groups that fit (their data-parallel tails,
+`_rank_tail_of`, a quarter of the search), the family floors (3,034, none of which rejects a
+group in that space, but moving them after the bounds would count fewer groups out of memory),
+the walked floors of the groups that fit, and the bounds.
+
 **A wrong answer, fixed.** Two slips made the bound's data-parallel tail of MoE ranks exceed
 their true step, so the scan could drop a better layout: `_best_links` took the expert set's
 group without tp (`Geometry.expert`), where torch's runtime, and `timing.rank_steps`, reduce the
