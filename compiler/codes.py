@@ -250,6 +250,16 @@ It is judged only once every hole is filled (a rule may fire for the filled layo
 the generated runtime's W06xx warnings, which `parc compile` reports.
 """)
 
+register("W0241", "a sliding window with no effect", """
+`window W` makes a token attend to itself and the W - 1 tokens before it. With W at least the
+sequence length every causal key already lies inside the window, and with `full-attention-every 1`
+every layer keeps full attention: either way nothing is windowed, and parc predicts (and the job
+runs) full causal attention. Usually `seq` or the window was mistyped.
+
+    model gpt-oss-like { window 128, full-attention-every 2 }   # ok: odd layers windowed
+    train { seq 64 }                                            # W0241: 128 >= 64
+""")
+
 register("E0219", "an option the target does not have", """
 `target NAME { ... }` takes the options of that runtime only: `compile` is torchtitan's
 (torch.compile), `flash-attention` Megatron-LM's (`--use-flash-attn`), `tp-overlap` and
