@@ -945,14 +945,45 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
     `sustained` (`Constants.attention_sustained`) is a training run's speed relative to the kernel
     benchmarks the curves come from (1: the curve as published). A Blackwell part runs Hopper's
     curve times its measured tensor-core ceiling relative to H100's (`Hardware.ceiling`). Kept per
-    its arguments: it reads no ep, and an MoE search times each layer per ep."""
+    its arguments: it reads no ep, and an MoE search times each layer per ep.
+
+    Sliding-window layers (`Shape.windowed`) are timed apart and the result is the layers' mean
+    (`window_share`), exact for the whole model and for a stage holding whole periods of the
+    layer pattern. A windowed kernel does `flops.windowed_keys` / `flops.causal_keys` of the
+    causal work, and each query-row block of it walks about W keys with one masked edge tile, the
+    tile mix of a causal kernel over 2W keys: its efficiency is the curve's at min(keys, 2W).
+    Under context parallelism the same ratio scales every step (the steps wholly outside the
+    window are not yet dropped from the kernel count: an upper bound on the launches)."""
+    windowed = window_share(shape, seq)
+    full = _flash_attention_kind(shape, tp, cp, flavour, seq, n, attention, hw, sustained, 0)
+    if not windowed:
+        return full
+    banded = _flash_attention_kind(shape, tp, cp, flavour, seq, n, attention, hw, sustained, shape.window)
+    return ((1 - windowed) * full[0] + windowed * banded[0], (1 - windowed) * full[1] + windowed * banded[1],
+            full[2])
+
+
+def window_share(shape: Shape, seq: int) -> float:
+    """Fraction of the layers whose window drops keys at this sequence length (0 without a
+    window, or when W >= seq and the window is the causal mask)."""
+    if not shape.windowed or not flops.window_dropped_entries(seq, shape.window):
+        return 0.0
+    return sum(shape.windowed) / shape.layers
+
+
+def _flash_attention_kind(shape: Shape, tp: int, cp: int, flavour: str, seq: int, n: float, attention: str,
+                          hw: Hardware, sustained: float, window: int) -> tuple[float, float, int]:
+    """`flash_attention_seconds` for layers of one kind: full causal (`window` 0) or windowed."""
     curve = kernel_model.attention_curve(ATTENTION_KERNELS.get(attention, "sdpa"), hw.generation)
     d = shape.head_dim
+    ratio = flops.windowed_keys(seq, window) / flops.causal_keys(seq) if window else 1.0
+    cap = 2 * window if window else float("inf")
     work = flops.attention_core_flops(shape, flops.causal_keys(seq)) / tp * n
     back = flops.FLASH_BACKWARD * work
 
     def seconds(flop: float, keys: float, causal: bool, backward: bool) -> float:
-        return flop / (hw.bf16 * curve.efficiency(keys, d, causal, backward) * hw.ceiling * sustained)
+        efficiency = curve.efficiency(min(keys, cap), d, causal or window > 0, backward)
+        return ratio * flop / (hw.bf16 * efficiency * hw.ceiling * sustained)
 
     if flavour == GATHERED_BLOCKS and cp > 1:
         per_key = flops.attention_core_flops(shape, 1.0) / tp * n / 2  # one query chunk's rows
@@ -2475,7 +2506,7 @@ def piece_flops(shape: Shape, moe: bool, tp: int, cp: int, seq: int, micro: int,
         gemm += n * shape.shared_experts * flops.expert_flops(shape) / tp
     else:
         gemm += 2 * n * h * shape.ffn * shape.ffn_matrices / tp
-    keys = flops.causal_keys(seq) if attention in CAUSAL_SKIPPING else float(seq)
+    keys = flops.attention_keys(shape, seq) if attention in CAUSAL_SKIPPING else float(seq)
     return gemm, n * flops.attention_core_flops(shape, keys) / tp, out_projection, 0.0
 
 
@@ -2704,7 +2735,7 @@ def hardware_flops_per_token(shape: Shape, k: Knobs, sw: Software) -> float:
     torchtitan's every second counted matmul of a block, and an MoE layer's router and routed
     experts, `torchtitan_op_flops`)."""
     flash = sw.attention != "unfused"
-    keys = flops.causal_keys(k.seq) if flash else float(k.seq)
+    keys = flops.attention_keys(shape, k.seq) if flash else float(k.seq)
     total = 3.0 * flops.forward_flops_per_token(shape, keys)
     if flash:  # the backward recomputes the scores: 2.5x the forward's, not 2x
         total += (flops.FLASH_BACKWARD - 2.0) * shape.layers * flops.attention_core_flops(shape, keys)
