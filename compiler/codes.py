@@ -711,6 +711,13 @@ a tp that divides the kv heads.
 """)
 
 
+register("E0604", "a sliding window under context parallelism (generated runtime)", """
+The generated runtime runs a sliding window as more attention blocks (whole, causal, and the
+window's edge blocks) over the whole sequence. Its context-parallel attention (all-gather blocks
+or all-to-all) builds the causal blocks only, so it does not generate a windowed model with
+cp > 1. Run without cp, or generate `target megatron`, whose `--window-size` works with its cp.
+""")
+
 register("E0610", "torchtitan cannot build this model", """
 torchtitan 0.3 builds a job from a config function (`--module llama3 --config llama3_70b`). For
 the shapes it registers (`llama3-8b`, `llama3-70b`, `llama3-405b` unchanged) parc names that
@@ -720,7 +727,9 @@ spec's layers, width, heads, kv heads, head size, FFN, vocabulary, tied embeddin
 Those decoders have SwiGLU, RMSNorm and RoPE and a dropless router balanced by the expert bias
 or not at all, so they cannot build a GELU FFN, LayerNorm, learned or no positions, an auxiliary
 balancing loss or an expert capacity (GPT-3, Megatron's 1T model): use `target torch` or
-`target megatron` for those.
+`target megatron` for those. Nor can they attend through a sliding window (`window`): torchtitan's
+gpt-oss decoder has one (FlexAttention) but is not a shape parc's models can state (attention
+sinks, biases); `target megatron` emits `--window-size`.
 """)
 
 register("E0611", "the precision differs from torchtitan's registered config", """
