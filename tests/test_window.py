@@ -158,3 +158,76 @@ def test_memory_does_not_change_under_a_window():
     assert full is not None and windowed is not None
     assert full.peak_bytes == windowed.peak_bytes
     assert [s.total for s in full.stages] == [s.total for s in windowed.stages]
+
+
+# --- the targets ------------------------------------------------------------------------------
+
+TARGET = """\
+tp 2 x {cp}dp 2 on nodes({gpus} gpus, nvlink)
+model llama3-8b {{ layers 4, window 128, full-attention-every 2 }}
+hardware {{ gpu h100-sxm }}
+target {target}
+train {{ seq 4096, global-batch 16, micro-batch 1 }}
+"""
+
+
+def target_plan(target: str, cp: int = 1):
+    text = TARGET.format(target=target, cp=f"cp {cp} x " if cp > 1 else "", gpus=4 * cp)
+    result = compile_text(text, path="t.par")
+    assert result.plan is not None, [d.message for d in result.diagnostics]
+    return result.plan
+
+
+def test_megatron_takes_the_window_as_w_minus_1_keys_before_the_query():
+    from parc.backends import job_diagnostics
+    from parc.backends.megatron import arguments
+
+    plan = target_plan("megatron")
+    args = dict(arguments(plan))
+    # Megatron-Core window_size (left, right): 127 keys before the query plus itself = 128
+    assert args["--window-size"] == "127,0"
+    assert args["--window-attn-skip-freq"] == "2"
+    assert not [d for d in job_diagnostics(plan) if d.is_error]
+    assert "--window-size" not in dict(arguments(target_plan("megatron").model_copy(
+        update={"model": plan.model.model_copy(update={"window": 0, "windowed_layers": ()})})))
+
+
+def test_torchtitan_and_parcs_cp_say_they_cannot():
+    from parc.backends import job_diagnostics
+
+    found = job_diagnostics(target_plan("torchtitan"))
+    assert [d.code for d in found if d.is_error] == ["E0610"]
+    assert "sliding window" in found[0].message
+    found = job_diagnostics(target_plan("torch", cp=2))
+    assert [d.code for d in found if d.is_error] == ["E0604"]
+    assert found[0].span is not None and found[0].span.line == 2 and found[0].help
+    assert not [d for d in job_diagnostics(target_plan("torch")) if d.is_error]
+
+
+# --- published rows ---------------------------------------------------------------------------
+
+def test_published_gpt_oss_rows_state_the_bridges_window():
+    """Every gpt-oss row carries Megatron-Bridge's window (gpt_oss_bridge.py: window_size
+    (sliding_window - 1, 0) = (127, 0), window_attn_skip_freq 2), and the reader puts it in the
+    row's spec: 18 of the 36 layers windowed."""
+    import sys
+
+    import yaml
+
+    from .conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import published
+
+    rows = []
+    for name in ("megatron_bridge_25_11.yaml", "megatron_bridge_releases_moe.yaml"):
+        rows += [r for r in yaml.safe_load((ROOT / "benchmarks" / "data" / name).read_text())
+                 if r["model"]["name"] == "gpt-oss-120b"]
+    assert len(rows) >= 16
+    for entry in rows:
+        assert (entry["model"]["window"], entry["model"]["full_attention_every"]) == (128, 2)
+        run = published.row_spec(entry)
+        assert isinstance(run, published.Run), run
+        plan = compile_text(run.spec, path="row.par", checks=False).plan
+        assert plan is not None and plan.model.window == 128
+        assert plan.model.windowed_layers == tuple(range(0, 36, 2))
