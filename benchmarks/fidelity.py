@@ -671,6 +671,29 @@ check is torchtitan's context-parallel table below (FlashAttention-2 through tor
 another runtime and kernel, never fitted), and llm-foundry's MPT runs below (eager PyTorch with
 FSDP, 512-65,536 tokens, never fitted).
 
+**Sliding-window layers** (`model { window W, full-attention-every N }`, docs/language.md). A
+windowed layer's query i attends to min(i + 1, W) keys: the causal square loses
+(s - W)(s - W + 1) / 2 entries (`flops.window_dropped_entries`), leaving s W - W (W - 1) / 2
+(s >= W), so its attention core is `4 q n k_W` with k_W = s/2 - (s - W)(s - W + 1) / 2s
+(`flops.windowed_keys`: exactly s/2 for W >= s, about W - 1/2 for s >> W). Its kernel walks about W
+keys per query row with one masked edge tile per row block, the tile mix of a causal kernel over
+2W keys, so it runs at the causal curve's efficiency at min(s, 2W) keys
+(`timing.flash_attention_seconds`); the full layers keep the causal charge, and a rank's attention
+time is the mean over its kind of layers, weighted by the model's share of windowed layers
+(exact for the model, and for a stage holding whole periods of the pattern). parc's own job runs
+a windowed layer as about 2 s / W blocks merged by log-sum-exp (docs/runtime.md): each block after
+the first is one more kernel launch, and the merges and the edge blocks' flips are HBM bytes
+counted op by op (`timing.window_block_count`, `timing.window_bytes`); Megatron-Core's and
+torchtitan's kernels take the window in one launch. Under context
+parallelism the same ratio scales every step; a ring step whose key chunk lies wholly outside
+every query's window is not yet dropped (its kernel launch and its send are still charged: an
+upper bound on that time). The model FLOPs of MFU count the windowed entries: they are what the
+model computes (PaLM's definition). Megatron-LM's `num_floating_point_operations` does not: its
+core-attention term is `s / 2` on every layer whatever `window_size` says (training.py read at
+001b00c), so a Megatron log's TFLOP/s for a windowed model counts full causal attention. Memory is
+unchanged: flash attention saves q, k, v, the output and the log-sum-exp, none of which depends
+on the mask.
+
 Blackwell takes Hopper's curves (no published sweep here) at its own peak times its measured
 tensor-core ceiling relative to H100's (`kernels.matmul_ceiling`, as its GEMMs do); CDNA3 takes
 Hopper's fractions of its own peak. The
@@ -1202,7 +1225,8 @@ again for the norm), 18 under SGD; ZeRO divides the parameters by the sharding g
 - tokens per second = global batch x seq / step; per GPU, divided by the world size;
 - model FLOPs per token (PaLM / Llama 3): `3 x forward`, causal attention (`s / 2` keys), no
   recomputation, i.e. `6 N + 6 L q s` with N the parameters that take part in a matrix product
-  (active experts, the output layer; not the embedding lookup);
+  (active experts, the output layer; not the embedding lookup); a sliding-window layer counts its
+  windowed keys (`flops.windowed_keys`, above), not `s / 2`;
 - hardware FLOPs per token: the FLOPs executed, recomputed matrix products included (and the full
   square of unfused attention);
 - MFU and HFU divide by the dense peak of the training precision (FP8 peak under fp8, as NeMo

@@ -908,6 +908,45 @@ def gathered_blocks(rank: int, cp: int, chunk: float) -> list[tuple[float, bool]
     return out
 
 
+def window_block_count(seq: int, window: int) -> int:
+    """SDPA kernels parc's job runs each way for one windowed layer (`window_blocks` in the
+    generated model.py): rows cut into ceil(s / W) tiles at multiples of W; each tile one causal
+    block on its own keys, each tile after the first an edge block (tiles of one row have none),
+    and a last, shorter tile also one whole block."""
+    tiles = -(-seq // window)
+    if tiles == 1:
+        return 1
+    last = seq - (tiles - 1) * window
+    edges = (tiles - 2) * (window > 1) + (last > 1)
+    return tiles + edges + (last < window)
+
+
+def window_bytes(seq: int, window: int, n: float, q: float, kv: float) -> tuple[float, float]:
+    """HBM bytes, forward and backward, of one windowed layer's bookkeeping in parc's job around
+    its kernels (`attend_blocks`, `blocks_backward`, `masked_attention` in the generated
+    model.py), `n` tokens on the rank, `q` and `kv` its widths; counted op by op as
+    `gathered_bytes` ("read a, write b" = a + b, 2 bytes an element in bf16, 4 in fp32). Every
+    block's rows: the causal blocks cover each row once, the edge blocks each row but the last of
+    its tile in tiles after the first, the whole block the last tile's rows. Forward: the fp32
+    accumulators zeroed (4), 26 per output element per block-row (the merge: `mul_`, the scaled
+    block, `add_`), the final cast (6); each edge block flips its q rows, K and V (read 2, write 2)
+    and flips its output back (4). Backward: dQ zeroed (4), `+=` per block-row (10), cast (6); dK,
+    dV likewise over their keys; the edge blocks flip grad, q and the output (4 each per q
+    element) and K and V (4 each) in, and dQ, dK, dV (4 each) out."""
+    tiles = -(-seq // window)
+    edge_rows = seq - window - (tiles - 1) if tiles > 1 else 0  # m - 1 rows of each later tile
+    last = seq - (tiles - 1) * window
+    whole_rows = last if tiles > 1 and last < window else 0
+    per_row = n / seq  # tokens of the micro-batch per sequence position
+    covered = (seq + edge_rows + whole_rows) * per_row  # block-rows over the rank's tokens
+    edge = edge_rows * per_row
+    out, keys = q * covered, kv * covered
+    forward = n * q * (4 + 6) + 26 * out + edge * (4 * q + 2 * 4 * kv + 4 * q)
+    backward = (n * q * (4 + 6) + 10 * out + 2 * n * kv * (4 + 6) + 2 * 10 * keys
+                + edge * (3 * 4 * q + 2 * 4 * kv + 4 * q + 2 * 4 * kv))
+    return forward, backward
+
+
 def gathered_bytes(cp: int, n: float, q: float, kv: float, blocks: int, gathered: float) -> tuple[float, float]:
     """HBM bytes, forward and backward, of one layer's bookkeeping around parc's all-gather
     attention kernels, counted op by op from the generated code (`AllGatherAttention`,
@@ -1219,6 +1258,13 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
                                                                   c.attention_sustained)
         attention_b += steps * c.kernel_overhead
         attention_f += steps * c.kernel_overhead
+        windowed = window_share(shape, seq)
+        if windowed and cp == 1 and cp_runtime == "parc":
+            # parc's job runs a windowed layer as blocks merged by log-sum-exp (`window_bytes`)
+            extra = (window_block_count(seq, shape.window) - 1) * c.kernel_overhead
+            window_f, window_b = window_bytes(seq, shape.window, n, q, kv)
+            attention_f += windowed * (extra + memory_seconds(window_f, hw, c))
+            attention_b += windowed * (extra + memory_seconds(window_b, hw, c))
         if gathered:
             ring_f, ring_b = gathered_bytes(cp, n, q, kv, steps, cp * n)
             attention_f += memory_seconds(ring_f, hw, c)

@@ -102,3 +102,12 @@ def test_the_model_windows_the_layers_the_spec_says(model):
         net = model.Transformer()
     windows = [net.layers[str(i)].attention.window for i in range(model.LAYERS)]
     assert windows == [8, 0] * (model.LAYERS // 2)  # tiny: 8 layers, 1-based 2, 4, ... full
+
+
+@pytest.mark.parametrize(("length", "window"), [(32, 8), (30, 8), (13, 5), (9, 1), (9, 2), (7, 7), (5, 9), (17, 8)])
+def test_the_time_model_counts_the_jobs_kernels(model, length, window):
+    """`timing.window_block_count` (the kernels the time model charges a windowed layer of
+    parc's job) equals the blocks the job builds."""
+    from parc import timing
+
+    assert timing.window_block_count(length, window) == len(model.window_blocks(0, 0, length, window)) // 5
