@@ -231,3 +231,25 @@ def test_published_gpt_oss_rows_state_the_bridges_window():
         plan = compile_text(run.spec, path="row.par", checks=False).plan
         assert plan is not None and plan.model.window == 128
         assert plan.model.windowed_layers == tuple(range(0, 36, 2))
+
+
+def test_the_editor_explains_the_window_keys():
+    from parc.lsp import hover_text
+
+    assert "W - 1" in hover_text("window") and "(in `model`)" in hover_text("window")
+    assert "window_attn_skip_freq" in hover_text("full-attention-every")
+    assert "sliding window" in hover_text("W0241")
+
+
+def test_the_formatter_keeps_the_window():
+    from parc.fmt import format_document
+    from parc.source import SourceFile
+    from parc.syntax import parse
+
+    text = BASE.format(layers=4, model=",window   128 ,full-attention-every 2", seq=8192)
+    document, errors = parse(SourceFile("w.par", text))
+    assert not errors
+    formatted = format_document(document)
+    assert "  window 128\n  full-attention-every 2\n" in formatted
+    plan = compile_text(formatted, path="w.par", checks=False).plan
+    assert plan is not None and plan.model.windowed_layers == (0, 2)
