@@ -136,10 +136,18 @@ def test_windowed_attention_never_beats_the_peak():
     shape = shape_of(plan)
     hw = timing.hardware_of(plan)
     n = 8192.0
-    forward, backward, _ = timing.flash_attention_seconds(shape, 2, 1, "ring", 8192, n, "flash", hw)
     work = n * flops.attention_core_flops(shape, flops.windowed_keys(8192, 128)) / 2
-    assert forward >= work / hw.bf16
-    assert backward >= flops.FLASH_BACKWARD * work / hw.bf16
+    full = n * flops.attention_core_flops(shape, flops.causal_keys(8192)) / 2
+    cases = [(1, "ring"), (2, "ring"), (4, "ring"), (2, timing.GATHERED_BLOCKS)]
+    assert cases
+    for cp, flavour in cases:
+        forward, backward, _ = timing.flash_attention_seconds(shape, 2, cp, flavour, 8192, n / cp, "flash", hw)
+        assert forward >= work / cp / hw.bf16
+        assert backward >= flops.FLASH_BACKWARD * work / cp / hw.bf16
+        # and the window only ever saves time against the causal charge of the same kernels
+        causal = timing.flash_attention_seconds(replace(shape, windowed=()), 2, cp, flavour, 8192, n / cp, "flash", hw)
+        assert forward < causal[0] and backward < causal[1]
+        assert causal[0] >= full / cp / hw.bf16
 
 
 def test_window_share_counts_only_layers_the_window_cuts():
