@@ -684,10 +684,15 @@ time is the mean over its kind of layers, weighted by the model's share of windo
 a windowed layer as about 2 s / W blocks merged by log-sum-exp (docs/runtime.md): each block after
 the first is one more kernel launch, and the merges and the edge blocks' flips are HBM bytes
 counted op by op (`timing.window_block_count`, `timing.window_bytes`); Megatron-Core's and
-torchtitan's kernels take the window in one launch. Under context
-parallelism the same ratio scales every step; a ring step whose key chunk lies wholly outside
-every query's window is not yet dropped (its kernel launch and its send are still charged: an
-upper bound on that time). The model FLOPs of MFU count the windowed entries: they are what the
+torchtitan's kernels take the window in one launch. Under ring context parallelism each rank's
+steps are walked (`timing.windowed_ring_rank`, zig-zag chunks): a step does the pairs the window
+keeps between the rank's query chunks and the key chunks it holds (`timing.band_entries`, exact),
+a step with none runs no kernel (its compute is skipped: with W at most s / 2cp only the steps
+from the neighbouring ranks remain), and the busiest rank sets the time. Still charged: the
+skipped steps' kernel launches and their K/V sends (the ring's send is not yet dropped: an upper
+bound on that time). The causal ring charge averages the ranks' steps, so at windows of s / 2 or
+more, which save little, the windowed charge can exceed it by up to 8 % (cp 8). The all-gather and
+all-to-all flavours scale their one kernel by the window's share of the causal work. The model FLOPs of MFU count the windowed entries: they are what the
 model computes (PaLM's definition). Megatron-LM's `num_floating_point_operations` does not: its
 core-attention term is `s / 2` on every layer whatever `window_size` says (training.py read at
 001b00c), so a Megatron log's TFLOP/s for a windowed model counts full causal attention. Memory is

@@ -991,8 +991,10 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
     layer pattern. A windowed kernel does `flops.windowed_keys` / `flops.causal_keys` of the
     causal work, and each query-row block of it walks about W keys with one masked edge tile, the
     tile mix of a causal kernel over 2W keys: its efficiency is the curve's at min(keys, 2W).
-    Under context parallelism the same ratio scales every step (the steps wholly outside the
-    window are not yet dropped from the kernel count: an upper bound on the launches)."""
+    Under ring context parallelism a windowed layer's steps are walked rank by rank
+    (`windowed_ring_rank`: steps wholly outside every query's window do no work; their launches
+    stay in the kernel count, an upper bound); under the other flavours the ratio scales the
+    kernels."""
     windowed = window_share(shape, seq)
     full = _flash_attention_kind(shape, tp, cp, flavour, seq, n, attention, hw, sustained, 0)
     if not windowed:
@@ -1038,6 +1040,10 @@ def _flash_attention_kind(shape: Shape, tp: int, cp: int, flavour: str, seq: int
         return max((rank_seconds(r) for r in range(cp)), key=lambda t: t[0] + t[1])
     if flavour != "ring" or cp == 1:
         return seconds(work, seq, True, False), seconds(back, seq, True, True), 1
+    if window:
+        per_entry = flops.attention_core_flops(shape, 1.0) / tp * n / (seq / cp)  # one (query, key) pair
+        return max((windowed_ring_rank(r, cp, seq, window, per_entry, curve, d, hw, sustained) for r in range(cp)),
+                   key=lambda t: t[0] + t[1])
     block, share = seq / cp, 1.0 / cp
     rest = (cp - 1) * share / 2
 
@@ -1046,6 +1052,69 @@ def _flash_attention_kind(shape: Shape, tp: int, cp: int, flavour: str, seq: int
                 + seconds(rest * flop, block / 2, False, backward))
 
     return direction(work, False), direction(back, True), cp
+
+
+def band_entries(distance: int, chunk: int, window: int) -> int:
+    """(query, key) pairs a window allows between a query chunk and a key chunk `distance` chunks
+    earlier, both `chunk` tokens: the pairs with query - key = t number chunk - |t - distance x
+    chunk| for t within chunk - 1 of distance x chunk, and the window keeps t <= W - 1; on the
+    diagonal (distance 0) t runs 0 .. chunk - 1 with chunk - t pairs each."""
+    last = window - 1  # the largest query - key the window allows
+    if distance == 0:
+        terms = min(last, chunk - 1) + 1
+        return terms * chunk - terms * (terms - 1) // 2
+    centre, low = distance * chunk, distance * chunk - chunk + 1
+    if last < low:
+        return 0
+    rising = min(last, centre) - low + 1  # 1, 2, ..., chunk pairs
+    total = rising * (rising + 1) // 2
+    if last > centre:
+        falling = min(last, centre + chunk - 1) - centre  # chunk - 1, ..., 1 pairs
+        total += falling * chunk - falling * (falling + 1) // 2
+    return total
+
+
+def windowed_ring_rank(rank: int, cp: int, seq: int, window: int, per_entry: float, curve, d: int,
+                       hw: Hardware, sustained: float) -> tuple[float, float, int]:
+    """Forward and backward seconds and kernels of one cp rank's ring attention on a windowed
+    layer (zig-zag chunks: the rank holds chunks `rank` and 2 cp - 1 - rank of s / 2cp tokens).
+    At step k the rank holds the K/V of rank (rank - k) mod cp; each pair of its query chunk i and
+    a held key chunk j <= i does `band_entries(i - j)` pairs of work (the diagonal at the
+    causal convention's c / (c + 1) of its exact count, so that a wide window gives the causal
+    charge), and a step whose pairs the window removes entirely runs no kernel: the steps whose
+    keys lie wholly before every query's window are skipped. A step with a masked block (the
+    diagonal, or a block the window cuts to half its pairs or fewer: more edge than interior, a
+    causal kernel's regime) runs at the causal curve's efficiency at min(keys it walks, 2W), like
+    `flash_attention_seconds`' windowed layers; a step of whole blocks, or of blocks the window
+    only clips at a corner, at the unmasked curve's over the keys it walks."""
+    chunk = seq // (2 * cp)
+    mine = (rank, 2 * cp - 1 - rank)
+    forward = backward = 0.0
+    kernels = 0
+    for step in range(cp):
+        peer = (rank - step) % cp
+        entries, walked, masked = 0.0, set(), False
+        for i in mine:
+            for j in (peer, 2 * cp - 1 - peer):
+                if j > i:
+                    continue
+                count = band_entries(i - j, chunk, window)
+                if count:
+                    entries += count * chunk / (chunk + 1) if i == j else count
+                    walked.add(j)
+                    masked = masked or i == j or 2 * count <= chunk * chunk
+        if not entries:
+            continue
+        kernels += 1
+        keys = min(len(walked) * chunk, 2 * window) if masked else len(walked) * chunk
+        flop = per_entry * entries
+        for backward_pass in (False, True):
+            rate = hw.bf16 * curve.efficiency(keys, d, masked, backward_pass) * hw.ceiling * sustained
+            if backward_pass:
+                backward += flops.FLASH_BACKWARD * flop / rate
+            else:
+                forward += flop / rate
+    return forward, backward, kernels
 
 
 def measured_load(load: float, ep: int, capacity_factor: float = 0.0) -> float:

@@ -261,3 +261,38 @@ def test_the_formatter_keeps_the_window():
     assert "  window 128\n  full-attention-every 2\n" in formatted
     plan = compile_text(formatted, path="w.par", checks=False).plan
     assert plan is not None and plan.model.windowed_layers == (0, 2)
+
+
+# --- context parallelism ----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("distance", "chunk", "window"), [(0, 8, 3), (0, 8, 20), (1, 8, 3), (1, 8, 9), (2, 8, 9),
+                                                          (2, 8, 17), (3, 5, 12), (4, 4, 2)])
+def test_band_entries_count_the_pairs(distance, chunk, window):
+    want = sum(1 for q in range(distance * chunk, (distance + 1) * chunk) for k in range(chunk)
+               if 0 <= q - k < window)
+    assert timing.band_entries(distance, chunk, window) == want
+
+
+@pytest.mark.parametrize(("cp", "window"), [(2, 8), (4, 8), (4, 3), (4, 40)])
+def test_the_ring_walks_every_chunk_pair_once_and_skips_the_far_ones(cp, window):
+    """With unit rates a rank's forward seconds are its pairs of work: summed over the ranks they
+    are every (query chunk, earlier key chunk) pair's band once, by brute force."""
+    from types import SimpleNamespace
+
+    seq, chunk = 16 * cp, 8
+    unit = SimpleNamespace(efficiency=lambda *a: 1.0)
+    hw = SimpleNamespace(bf16=1.0, ceiling=1.0)
+    ranks = [timing.windowed_ring_rank(r, cp, seq, window, 1.0, unit, 64, hw, 1.0) for r in range(cp)]
+
+    def pairs(i, j):
+        count = sum(1 for q in range(i * chunk, (i + 1) * chunk) for k in range(j * chunk, (j + 1) * chunk)
+                    if 0 <= q - k < window)
+        return count * chunk / (chunk + 1) if i == j else count
+
+    want = sum(pairs(i, j) for i in range(2 * cp) for j in range(i + 1))
+    assert sum(f for f, _, _ in ranks) == pytest.approx(want, rel=1e-12)
+    # a step runs a kernel only if its chunks are within the window: W <= chunk leaves the own
+    # step and the neighbours' (zig-zag: rank r's chunks touch ranks r - 1 and r + 1)
+    if window <= chunk:
+        assert [k for _, _, k in ranks] == [min(cp, 2) if r in (0, cp - 1) else min(cp, 3) for r in range(cp)] \
+            or cp == 2
