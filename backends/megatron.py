@@ -100,6 +100,14 @@ def _model(plan: Plan) -> list[tuple[str, str | None]]:
         args.append(("--swiglu", None))
     if not m.tied_embeddings:
         args.append(("--untie-embeddings-and-output-weights", None))
+    if m.window and m.window < t.seq_len:
+        # Megatron-Core's window (left, right) counts the keys before the query: W - 1 of them
+        # plus the query itself is parc's (and Hugging Face's) window W; layer l (1-based) is
+        # full when window_attn_skip_freq divides it (megatron/core/transformer/utils.py,
+        # `is_layer_window_attention`), the rule parc's `full-attention-every` follows
+        args.append(("--window-size", f"{m.window - 1},0"))
+        if m.full_attention_every:
+            args.append(("--window-attn-skip-freq", str(m.full_attention_every)))
     args.append(("--disable-bias-linear", None))  # parc's models have no linear biases
     # synthetic data and a tokenizer of the model's vocabulary, like parc's own job
     args += [("--tokenizer-type", "NullTokenizer"), ("--vocab-size", str(m.vocab)), ("--mock-data", None)]

@@ -95,6 +95,9 @@ def inexpressible(plan: Plan) -> list[str]:
         out.append("an auxiliary balancing loss (torchtitan's MoE balances with the expert bias only)")
     if m.is_moe and m.capacity_factor:
         out.append("an expert capacity (torchtitan's routed experts are dropless)")
+    if m.windowed_layers and m.window < plan.training.seq_len:
+        out.append("a sliding window (the llama3 and qwen3 decoders attend full causal; torchtitan's "
+                   "gpt-oss decoder has a FlexAttention window but also attention sinks and biases)")
     return out
 
 

@@ -404,6 +404,10 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
         factor = m.get("capacity_factor")
         if isinstance(factor, (int, float)) and factor > 0:
             fields.append(f"capacity-factor {factor}")
+    window = _int(m.get("window"), "window")
+    if window:  # optional: the keys a token sees, itself included (HF sliding_window; Megatron (W-1, 0))
+        every = _int(m.get("full_attention_every"), "full_attention_every")
+        fields.append(f"window {window}" + (f", full-attention-every {every}" if every else ""))
     return "model {\n  " + "\n  ".join(fields) + "\n}", dims
 
 

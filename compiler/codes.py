@@ -250,6 +250,16 @@ It is judged only once every hole is filled (a rule may fire for the filled layo
 the generated runtime's W06xx warnings, which `parc compile` reports.
 """)
 
+register("W0241", "a sliding window with no effect", """
+`window W` makes a token attend to itself and the W - 1 tokens before it. With W at least the
+sequence length every causal key already lies inside the window, and with `full-attention-every 1`
+every layer keeps full attention: either way nothing is windowed, and parc predicts (and the job
+runs) full causal attention. Usually `seq` or the window was mistyped.
+
+    model gpt-oss-like { window 128, full-attention-every 2 }   # ok: odd layers windowed
+    train { seq 64 }                                            # W0241: 128 >= 64
+""")
+
 register("E0219", "an option the target does not have", """
 `target NAME { ... }` takes the options of that runtime only: `compile` is torchtitan's
 (torch.compile), `flash-attention` Megatron-LM's (`--use-flash-attn`), `tp-overlap` and
@@ -701,6 +711,13 @@ a tp that divides the kv heads.
 """)
 
 
+register("E0604", "a sliding window under context parallelism (generated runtime)", """
+The generated runtime runs a sliding window as more attention blocks (whole, causal, and the
+window's edge blocks) over the whole sequence. Its context-parallel attention (all-gather blocks
+or all-to-all) builds the causal blocks only, so it does not generate a windowed model with
+cp > 1. Run without cp, or generate `target megatron`, whose `--window-size` works with its cp.
+""")
+
 register("E0610", "torchtitan cannot build this model", """
 torchtitan 0.3 builds a job from a config function (`--module llama3 --config llama3_70b`). For
 the shapes it registers (`llama3-8b`, `llama3-70b`, `llama3-405b` unchanged) parc names that
@@ -710,7 +727,9 @@ spec's layers, width, heads, kv heads, head size, FFN, vocabulary, tied embeddin
 Those decoders have SwiGLU, RMSNorm and RoPE and a dropless router balanced by the expert bias
 or not at all, so they cannot build a GELU FFN, LayerNorm, learned or no positions, an auxiliary
 balancing loss or an expert capacity (GPT-3, Megatron's 1T model): use `target torch` or
-`target megatron` for those.
+`target megatron` for those. Nor can they attend through a sliding window (`window`): torchtitan's
+gpt-oss decoder has one (FlexAttention) but is not a shape parc's models can state (attention
+sinks, biases); `target megatron` emits `--window-size`.
 """)
 
 register("E0611", "the precision differs from torchtitan's registered config", """

@@ -70,6 +70,14 @@ def _axis_text(plan: Plan, name: str) -> str:
     return "?" if degree is None else str(degree)
 
 
+def _attention_text(model) -> str:
+    """Full causal, or the sliding window and its layer pattern."""
+    if not model.window:
+        return "full causal"
+    every = f", every {model.full_attention_every} full" if model.full_attention_every else ""
+    return f"window {model.window:,} on {len(model.windowed_layers)} layers{every}"
+
+
 def _opt(value) -> str:
     if value is None:
         return "?"
@@ -100,6 +108,7 @@ def facts(plan: Plan) -> dict[str, str]:
     for key, value in (("layers", model.layers), ("hidden", model.hidden), ("heads", model.heads),
                        ("kv-heads", model.kv_heads), ("experts", model.experts)):
         out[key] = str(value)
+    out["attention"] = _attention_text(model)
     out["seq"] = f"{train.seq_len:,}"
     out["global batch"] = f"{train.global_batch:,} sequences"
     out["micro-batch"] = _opt(train.micro_batch)

@@ -64,6 +64,9 @@ def header_section(compilation: Compilation) -> dict[str, Any]:
         "model": plan.model.name,
         "target": plan.target.name,
         "parameters": plan.model.parameters,
+        "window": plan.model.window,
+        "full_attention_every": plan.model.full_attention_every,
+        "windowed_layers": len(plan.model.windowed_layers),
         "seq": train.seq_len,
         "global_batch": train.global_batch,
         "micro_batch": train.micro_batch,
@@ -201,6 +204,11 @@ def header_text(report: dict, compilation: Compilation, style: Style) -> list[st
     batch = (f"seq {report['seq']:,}, global batch {report['global_batch']:,}, micro-batch {micro}"
              + (f", {accum} micro-batches per step" if accum else ""))
     lines.append(f"{report['model']}: {count_text(report['parameters'])} parameters; {batch}")
+    if report.get("window"):
+        every = report["full_attention_every"]
+        pattern = f" (layers {every}, {2 * every}, ... full causal)" if every else ""
+        lines.append(f"sliding-window attention: {report['window']:,} tokens on {report['windowed_layers']} "
+                     f"layers{pattern}")
     return lines
 
 

@@ -8,7 +8,8 @@ per layer, forward:
 - attention projections: Q, K, V and output, `2 h (q + 2 kv) + 2 q h`, with q = heads x head_dim
   and kv = kv_heads x head_dim (GQA);
 - attention core: Q K^T and P V, `4 q c` for a query that attends to c keys; causal attention
-  over s tokens attends to s / 2 keys on average (the PaLM and Llama 3 convention);
+  over s tokens attends to s / 2 keys on average (the PaLM and Llama 3 convention); a layer with
+  a sliding window of W attends to s / 2 less the keys the window drops (`windowed_keys`);
 - dense FFN: `2 h F` per weight matrix, 3 matrices for SwiGLU and 2 for GELU;
 - MoE FFN: the router `2 h E` plus `top_k + shared` experts of size `expert_ffn`;
 - logits: `2 h V` once per token (the input embedding is a lookup, not a product).
@@ -57,6 +58,40 @@ def causal_keys(seq: int) -> float:
     return seq / 2.0
 
 
+def window_dropped_entries(seq: int, window: int) -> int:
+    """Score entries a window of `window` removes from a causal (seq x seq) square. Query i
+    (0-based) has i + 1 causal keys and min(i + 1, W) windowed ones, so the window drops
+    sum_i max(0, i + 1 - W) = (s - W)(s - W + 1) / 2 for s >= W, none otherwise. The windowed
+    square then holds s (s + 1) / 2 - that = s W - W (W - 1) / 2 entries (s >= W)."""
+    if window <= 0 or window >= seq:
+        return 0
+    return (seq - window) * (seq - window + 1) // 2
+
+
+def windowed_keys(seq: int, window: int) -> float:
+    """Average keys per query of a causal layer with a sliding window: the causal convention's
+    s / 2 (`causal_keys`) less the entries the window drops, per query. Exactly `causal_keys`
+    for W >= s; for s >> W it tends to W (each query attends to W keys)."""
+    return causal_keys(seq) - window_dropped_entries(seq, window) / seq
+
+
+def layer_keys(shape: Shape, layer: int, seq: int) -> float:
+    """Average keys per query of one layer: windowed if the model windows that layer."""
+    if shape.windowed and shape.windowed[layer]:
+        return windowed_keys(seq, shape.window)
+    return causal_keys(seq)
+
+
+def attention_keys(shape: Shape, seq: int) -> float:
+    """Average keys per query over the model's layers. The attention core is linear in the keys,
+    so `layers x attention_core_flops(shape, attention_keys)` is exactly the sum over the layers;
+    with no window it is `causal_keys`."""
+    windowed = sum(shape.windowed)
+    if not windowed:
+        return causal_keys(seq)
+    return ((shape.layers - windowed) * causal_keys(seq) + windowed * windowed_keys(seq, shape.window)) / shape.layers
+
+
 def dense_ffn_flops(shape: Shape) -> int:
     return 2 * shape.hidden * shape.ffn * shape.ffn_matrices
 
@@ -93,8 +128,15 @@ def forward_flops_per_token(shape: Shape, keys: float) -> float:
 def model_flops_per_token(shape: Shape, seq: int) -> float:
     """Training FLOPs per token in the PaLM / Llama 3 MFU convention: 3x forward, causal
     attention, no recomputation. Equals `6 N + 6 L q s` with N the parameters that take part in a
-    matrix product (active experts, the output layer; not the embedding lookup or the norms)."""
-    return 3.0 * forward_flops_per_token(shape, causal_keys(seq))
+    matrix product (active experts, the output layer; not the embedding lookup or the norms).
+    Under a sliding window the windowed layers count their windowed keys (`attention_keys`): the
+    model FLOPs are those the model needs, and a windowed layer needs no key outside its window
+    (the PaLM definition: the FLOPs of the model's forward and backward, not of a kernel).
+    Megatron-LM's `num_floating_point_operations` (megatron/training/training.py, read at
+    001b00c) does not: its core-attention term is `seq_length / 2` on every layer whatever
+    `window_size` says, so a Megatron log's TFLOP/s for a windowed model counts full causal
+    attention and reads higher than parc's MFU for the same speed."""
+    return 3.0 * forward_flops_per_token(shape, attention_keys(shape, seq))
 
 
 def matmul_parameters(shape: Shape) -> int:

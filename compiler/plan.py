@@ -87,6 +87,14 @@ class Model(Sourced):
     capacity_factor: float = 0.0
     """Expert capacity = ceil(factor x routed copies / experts) per routing rank and micro-batch;
     copies beyond it are dropped (the token keeps its residual). 0: dropless."""
+    window: int = 0
+    """Sliding-window attention: a token attends to itself and the `window - 1` tokens before it
+    (Hugging Face's `sliding_window`; Megatron-Core's `window_size` (window - 1, 0)); 0: none."""
+    full_attention_every: int = 0
+    """With a window: every N-th layer (1-based N, 2N, ...) keeps full causal attention
+    (Megatron-Core's `window_attn_skip_freq`); 0: every layer windowed."""
+    windowed_layers: tuple[int, ...] = ()
+    """0-based indices of the layers that attend through the window; the others are full causal."""
     parameters: int
     """Total parameters (unpadded vocabulary; tied embeddings counted once)."""
     active_parameters: int

@@ -223,6 +223,7 @@ class _Resolver:
             shared_experts=base.get("shared_experts", 0) if experts else 0,
             moe_layers=moe_layers,
             **self.moe_routing(base, spans, block, bool(experts)),
+            **self.window(base, spans, layers),
         )
         total, active = count_parameters(fields, seq or 0)
         return Model(**fields, parameters=total, active_parameters=active, spans=spans)
@@ -240,6 +241,22 @@ class _Resolver:
             return {}
         return dict(moe_balance=balance.mode if balance else "none",
                     balance_rate=balance.rate if balance else 0.0, capacity_factor=factor)
+
+    def window(self, base: dict, spans: dict, layers: int) -> dict:
+        """Sliding-window attention and which layers use it. Megatron-Core's rule
+        (`is_layer_window_attention`): 1-based layer l is windowed unless `window_attn_skip_freq`
+        divides l; Hugging Face's gpt-oss and Gemma configs write the same pattern as
+        `layer_types`. `full-attention-every` alone has no window to skip: an error."""
+        window, every = base.get("window", 0), base.get("full_attention_every", 0)
+        if every and not window:
+            self.err("E0212", "`full-attention-every` without a window", spans["full_attention_every"],
+                     label="no windowed layers to interleave",
+                     help="add the window, e.g. `window 128, full-attention-every 2`, or remove it")
+            return {}
+        if not window:
+            return {}
+        windowed = tuple(i for i in range(layers) if not every or (i + 1) % every)
+        return dict(window=window, full_attention_every=every, windowed_layers=windowed)
 
     def moe_layers(self, rule, layers: int, span: Span) -> tuple[int, ...] | None:
         if isinstance(rule, tuple):  # presets write ("from", 3)

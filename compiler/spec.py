@@ -259,6 +259,11 @@ MODEL_KEYS = (
         "moe-balance aux-free 0.001"),
     Key("capacity-factor", "factor", "expert capacity as a multiple of an even share of the routed "
         "tokens; copies beyond it are dropped (default: none, dropless)", "capacity-factor 1.25"),
+    Key("window", "count", "sliding-window attention: each token attends to itself and the W - 1 "
+        "tokens before it (HF `sliding_window` W, Megatron-Core `window_size` (W - 1, 0))", "window 128"),
+    Key("full-attention-every", "count", "with a window: every N-th layer (N, 2N, ...) keeps full causal "
+        "attention, the others are windowed (Megatron-Core `window_attn_skip_freq`; default: "
+        "every layer windowed)", "full-attention-every 2"),
 )
 
 GPU_KEYS = (

@@ -908,6 +908,45 @@ def gathered_blocks(rank: int, cp: int, chunk: float) -> list[tuple[float, bool]
     return out
 
 
+def window_block_count(seq: int, window: int) -> int:
+    """SDPA kernels parc's job runs each way for one windowed layer (`window_blocks` in the
+    generated model.py): rows cut into ceil(s / W) tiles at multiples of W; each tile one causal
+    block on its own keys, each tile after the first an edge block (tiles of one row have none),
+    and a last, shorter tile also one whole block."""
+    tiles = -(-seq // window)
+    if tiles == 1:
+        return 1
+    last = seq - (tiles - 1) * window
+    edges = (tiles - 2) * (window > 1) + (last > 1)
+    return tiles + edges + (last < window)
+
+
+def window_bytes(seq: int, window: int, n: float, q: float, kv: float) -> tuple[float, float]:
+    """HBM bytes, forward and backward, of one windowed layer's bookkeeping in parc's job around
+    its kernels (`attend_blocks`, `blocks_backward`, `masked_attention` in the generated
+    model.py), `n` tokens on the rank, `q` and `kv` its widths; counted op by op as
+    `gathered_bytes` ("read a, write b" = a + b, 2 bytes an element in bf16, 4 in fp32). Every
+    block's rows: the causal blocks cover each row once, the edge blocks each row but the last of
+    its tile in tiles after the first, the whole block the last tile's rows. Forward: the fp32
+    accumulators zeroed (4), 26 per output element per block-row (the merge: `mul_`, the scaled
+    block, `add_`), the final cast (6); each edge block flips its q rows, K and V (read 2, write 2)
+    and flips its output back (4). Backward: dQ zeroed (4), `+=` per block-row (10), cast (6); dK,
+    dV likewise over their keys; the edge blocks flip grad, q and the output (4 each per q
+    element) and K and V (4 each) in, and dQ, dK, dV (4 each) out."""
+    tiles = -(-seq // window)
+    edge_rows = seq - window - (tiles - 1) if tiles > 1 else 0  # m - 1 rows of each later tile
+    last = seq - (tiles - 1) * window
+    whole_rows = last if tiles > 1 and last < window else 0
+    per_row = n / seq  # tokens of the micro-batch per sequence position
+    covered = (seq + edge_rows + whole_rows) * per_row  # block-rows over the rank's tokens
+    edge = edge_rows * per_row
+    out, keys = q * covered, kv * covered
+    forward = n * q * (4 + 6) + 26 * out + edge * (4 * q + 2 * 4 * kv + 4 * q)
+    backward = (n * q * (4 + 6) + 10 * out + 2 * n * kv * (4 + 6) + 2 * 10 * keys
+                + edge * (3 * 4 * q + 2 * 4 * kv + 4 * q + 2 * 4 * kv))
+    return forward, backward
+
+
 def gathered_bytes(cp: int, n: float, q: float, kv: float, blocks: int, gathered: float) -> tuple[float, float]:
     """HBM bytes, forward and backward, of one layer's bookkeeping around parc's all-gather
     attention kernels, counted op by op from the generated code (`AllGatherAttention`,
@@ -945,14 +984,47 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
     `sustained` (`Constants.attention_sustained`) is a training run's speed relative to the kernel
     benchmarks the curves come from (1: the curve as published). A Blackwell part runs Hopper's
     curve times its measured tensor-core ceiling relative to H100's (`Hardware.ceiling`). Kept per
-    its arguments: it reads no ep, and an MoE search times each layer per ep."""
+    its arguments: it reads no ep, and an MoE search times each layer per ep.
+
+    Sliding-window layers (`Shape.windowed`) are timed apart and the result is the layers' mean
+    (`window_share`), exact for the whole model and for a stage holding whole periods of the
+    layer pattern. A windowed kernel does `flops.windowed_keys` / `flops.causal_keys` of the
+    causal work, and each query-row block of it walks about W keys with one masked edge tile, the
+    tile mix of a causal kernel over 2W keys: its efficiency is the curve's at min(keys, 2W).
+    Under ring context parallelism a windowed layer's steps are walked rank by rank
+    (`windowed_ring_rank`: steps wholly outside every query's window do no work; their launches
+    stay in the kernel count, an upper bound); under the other flavours the ratio scales the
+    kernels."""
+    windowed = window_share(shape, seq)
+    full = _flash_attention_kind(shape, tp, cp, flavour, seq, n, attention, hw, sustained, 0)
+    if not windowed:
+        return full
+    banded = _flash_attention_kind(shape, tp, cp, flavour, seq, n, attention, hw, sustained, shape.window)
+    return ((1 - windowed) * full[0] + windowed * banded[0], (1 - windowed) * full[1] + windowed * banded[1],
+            full[2])
+
+
+def window_share(shape: Shape, seq: int) -> float:
+    """Fraction of the layers whose window drops keys at this sequence length (0 without a
+    window, or when W >= seq and the window is the causal mask)."""
+    if not shape.windowed or not flops.window_dropped_entries(seq, shape.window):
+        return 0.0
+    return sum(shape.windowed) / shape.layers
+
+
+def _flash_attention_kind(shape: Shape, tp: int, cp: int, flavour: str, seq: int, n: float, attention: str,
+                          hw: Hardware, sustained: float, window: int) -> tuple[float, float, int]:
+    """`flash_attention_seconds` for layers of one kind: full causal (`window` 0) or windowed."""
     curve = kernel_model.attention_curve(ATTENTION_KERNELS.get(attention, "sdpa"), hw.generation)
     d = shape.head_dim
+    ratio = flops.windowed_keys(seq, window) / flops.causal_keys(seq) if window else 1.0
+    cap = 2 * window if window else float("inf")
     work = flops.attention_core_flops(shape, flops.causal_keys(seq)) / tp * n
     back = flops.FLASH_BACKWARD * work
 
     def seconds(flop: float, keys: float, causal: bool, backward: bool) -> float:
-        return flop / (hw.bf16 * curve.efficiency(keys, d, causal, backward) * hw.ceiling * sustained)
+        efficiency = curve.efficiency(min(keys, cap), d, causal or window > 0, backward)
+        return ratio * flop / (hw.bf16 * efficiency * hw.ceiling * sustained)
 
     if flavour == GATHERED_BLOCKS and cp > 1:
         per_key = flops.attention_core_flops(shape, 1.0) / tp * n / 2  # one query chunk's rows
@@ -968,6 +1040,10 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
         return max((rank_seconds(r) for r in range(cp)), key=lambda t: t[0] + t[1])
     if flavour != "ring" or cp == 1:
         return seconds(work, seq, True, False), seconds(back, seq, True, True), 1
+    if window:
+        per_entry = flops.attention_core_flops(shape, 1.0) / tp * n / (seq / cp)  # one (query, key) pair
+        return max((windowed_ring_rank(r, cp, seq, window, per_entry, curve, d, hw, sustained) for r in range(cp)),
+                   key=lambda t: t[0] + t[1])
     block, share = seq / cp, 1.0 / cp
     rest = (cp - 1) * share / 2
 
@@ -976,6 +1052,69 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
                 + seconds(rest * flop, block / 2, False, backward))
 
     return direction(work, False), direction(back, True), cp
+
+
+def band_entries(distance: int, chunk: int, window: int) -> int:
+    """(query, key) pairs a window allows between a query chunk and a key chunk `distance` chunks
+    earlier, both `chunk` tokens: the pairs with query - key = t number chunk - |t - distance x
+    chunk| for t within chunk - 1 of distance x chunk, and the window keeps t <= W - 1; on the
+    diagonal (distance 0) t runs 0 .. chunk - 1 with chunk - t pairs each."""
+    last = window - 1  # the largest query - key the window allows
+    if distance == 0:
+        terms = min(last, chunk - 1) + 1
+        return terms * chunk - terms * (terms - 1) // 2
+    centre, low = distance * chunk, distance * chunk - chunk + 1
+    if last < low:
+        return 0
+    rising = min(last, centre) - low + 1  # 1, 2, ..., chunk pairs
+    total = rising * (rising + 1) // 2
+    if last > centre:
+        falling = min(last, centre + chunk - 1) - centre  # chunk - 1, ..., 1 pairs
+        total += falling * chunk - falling * (falling + 1) // 2
+    return total
+
+
+def windowed_ring_rank(rank: int, cp: int, seq: int, window: int, per_entry: float, curve, d: int,
+                       hw: Hardware, sustained: float) -> tuple[float, float, int]:
+    """Forward and backward seconds and kernels of one cp rank's ring attention on a windowed
+    layer (zig-zag chunks: the rank holds chunks `rank` and 2 cp - 1 - rank of s / 2cp tokens).
+    At step k the rank holds the K/V of rank (rank - k) mod cp; each pair of its query chunk i and
+    a held key chunk j <= i does `band_entries(i - j)` pairs of work (the diagonal at the
+    causal convention's c / (c + 1) of its exact count, so that a wide window gives the causal
+    charge), and a step whose pairs the window removes entirely runs no kernel: the steps whose
+    keys lie wholly before every query's window are skipped. A step with a masked block (the
+    diagonal, or a block the window cuts to half its pairs or fewer: more edge than interior, a
+    causal kernel's regime) runs at the causal curve's efficiency at min(keys it walks, 2W), like
+    `flash_attention_seconds`' windowed layers; a step of whole blocks, or of blocks the window
+    only clips at a corner, at the unmasked curve's over the keys it walks."""
+    chunk = seq // (2 * cp)
+    mine = (rank, 2 * cp - 1 - rank)
+    forward = backward = 0.0
+    kernels = 0
+    for step in range(cp):
+        peer = (rank - step) % cp
+        entries, walked, masked = 0.0, set(), False
+        for i in mine:
+            for j in (peer, 2 * cp - 1 - peer):
+                if j > i:
+                    continue
+                count = band_entries(i - j, chunk, window)
+                if count:
+                    entries += count * chunk / (chunk + 1) if i == j else count
+                    walked.add(j)
+                    masked = masked or i == j or 2 * count <= chunk * chunk
+        if not entries:
+            continue
+        kernels += 1
+        keys = min(len(walked) * chunk, 2 * window) if masked else len(walked) * chunk
+        flop = per_entry * entries
+        for backward_pass in (False, True):
+            rate = hw.bf16 * curve.efficiency(keys, d, masked, backward_pass) * hw.ceiling * sustained
+            if backward_pass:
+                backward += flops.FLASH_BACKWARD * flop / rate
+            else:
+                forward += flop / rate
+    return forward, backward, kernels
 
 
 def measured_load(load: float, ep: int, capacity_factor: float = 0.0) -> float:
@@ -1188,6 +1327,13 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
                                                                   c.attention_sustained)
         attention_b += steps * c.kernel_overhead
         attention_f += steps * c.kernel_overhead
+        windowed = window_share(shape, seq)
+        if windowed and cp == 1 and cp_runtime == "parc":
+            # parc's job runs a windowed layer as blocks merged by log-sum-exp (`window_bytes`)
+            extra = (window_block_count(seq, shape.window) - 1) * c.kernel_overhead
+            window_f, window_b = window_bytes(seq, shape.window, n, q, kv)
+            attention_f += windowed * (extra + memory_seconds(window_f, hw, c))
+            attention_b += windowed * (extra + memory_seconds(window_b, hw, c))
         if gathered:
             ring_f, ring_b = gathered_bytes(cp, n, q, kv, steps, cp * n)
             attention_f += memory_seconds(ring_f, hw, c)
@@ -2475,7 +2621,7 @@ def piece_flops(shape: Shape, moe: bool, tp: int, cp: int, seq: int, micro: int,
         gemm += n * shape.shared_experts * flops.expert_flops(shape) / tp
     else:
         gemm += 2 * n * h * shape.ffn * shape.ffn_matrices / tp
-    keys = flops.causal_keys(seq) if attention in CAUSAL_SKIPPING else float(seq)
+    keys = flops.attention_keys(shape, seq) if attention in CAUSAL_SKIPPING else float(seq)
     return gemm, n * flops.attention_core_flops(shape, keys) / tp, out_projection, 0.0
 
 
@@ -2704,7 +2850,7 @@ def hardware_flops_per_token(shape: Shape, k: Knobs, sw: Software) -> float:
     torchtitan's every second counted matmul of a block, and an MoE layer's router and routed
     experts, `torchtitan_op_flops`)."""
     flash = sw.attention != "unfused"
-    keys = flops.causal_keys(k.seq) if flash else float(k.seq)
+    keys = flops.attention_keys(shape, k.seq) if flash else float(k.seq)
     total = 3.0 * flops.forward_flops_per_token(shape, keys)
     if flash:  # the backward recomputes the scores: 2.5x the forward's, not 2x
         total += (flops.FLASH_BACKWARD - 2.0) * shape.layers * flops.attention_core_flops(shape, keys)

@@ -94,6 +94,7 @@ RULE_WARNINGS = ("W03", "W04")
 RULE_MODULES: tuple[str, ...] = (
     "topology",  # world placement: tp inside NVLink, rank order
     "tensor",  # tp against heads, kv heads, FFN, hidden, vocabulary
+    "window",  # a sliding window that changes nothing
     "schedule",  # layers over stages, what each pipeline schedule accepts
     "batch",  # global batch over dp, micro-batches over pp, the bubble
     "context",  # the sequence over cp and tp

@@ -52,6 +52,10 @@ class Shape:
     """The MoE capacity factor (0: dropless): under 1 it drops routed copies."""
     moe: tuple[bool, ...] = ()
     """Per layer: is it a mixture-of-experts layer."""
+    window: int = 0
+    """Sliding-window attention's window W (a token attends to itself and W - 1 before it); 0: none."""
+    windowed: tuple[bool, ...] = ()
+    """Per layer: does it attend through the window (`flops.layer_keys`); empty: none does."""
     rope: bool = False
     """Rotary positions: the runtime's rotation saves its cos/sin tables and hands attention a
     fresh (batch, heads, seq, dim) q, so the output projection's input is a copy of attention's."""
@@ -227,7 +231,13 @@ def shape_of(plan: Plan) -> Shape:
         experts=m.experts, top_k=m.top_k, expert_ffn=m.expert_ffn, shared_experts=m.shared_experts,
         capacity_factor=m.capacity_factor,
         moe=tuple(i in moe for i in range(m.layers)) if moe else (), rope=m.position == "rope",
+        window=m.window, windowed=_windowed(m.windowed_layers, m.layers),
     )
+
+
+def _windowed(layers: tuple[int, ...], count: int) -> tuple[bool, ...]:
+    chosen = frozenset(layers)
+    return tuple(i in chosen for i in range(count)) if chosen else ()
 
 
 def missing_knobs(plan: Plan) -> list[str]:

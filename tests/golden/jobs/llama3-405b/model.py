@@ -42,6 +42,11 @@ HEAD_DIM = 128
 FFN = 53248
 VOCAB = 128256
 SEQ_LEN = 8192
+# Sliding-window attention (0: none): a token attends to itself and the WINDOW - 1 tokens before
+# it (Hugging Face's sliding_window WINDOW; Megatron-Core's window_size (WINDOW - 1, 0)), on the
+# layers of WINDOWED_LAYERS (0-based); the others are full causal.
+WINDOW = 0
+WINDOWED_LAYERS = frozenset(())
 NORM_EPS = 1e-5
 ROPE_THETA = 10000.0
 INIT_STD = 0.02
@@ -82,9 +87,21 @@ def rotate(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
 # output and log-sum-exp, which is exact: a row's softmax over all its blocks is
 # exp(score - merged lse), and the kernel's backward needs nothing else of the forward. No
 # (seq x seq) tensor exists at any time; what autograd keeps is q, k, v, the output and the lse.
+#
+# A sliding window of W (key in (query - W, query]) is more blocks (`window_blocks`): rows are cut
+# into tiles at multiples of W, and a tile [a, b) attends to its own keys causally, to keys
+# [b - W, a) whole, and to keys [a - W + 1, b - W) through an edge block whose allowed set
+# (key - (a - W + 1) >= row - a) is upper triangular: flipping its rows and keys makes it a causal
+# block (UPPER below), so every block is still one exact kernel call with no mask tensor. Keys
+# before a - W + 1 are never visited.
 
 Blocks = list[int]
-"""Flattened (first row, end row, first key, end key, causal) quintuples of one attention."""
+"""Flattened (first row, end row, first key, end key, mask) quintuples of one attention; mask is
+WHOLE, CAUSAL or UPPER."""
+
+WHOLE, CAUSAL, UPPER = 0, 1, 2
+"""Block masks: every key; key <= row (the causal diagonal); key >= row (a window's edge,
+computed as a causal block on the flipped rows and keys)."""
 
 
 def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -139,9 +156,48 @@ def fold_kv(grad: torch.Tensor, group: int) -> torch.Tensor:
     return grad.view(batch, heads // group, group, length, dim).sum(dim=2)
 
 
-def quintuples(blocks: Blocks) -> list[tuple[int, int, int, int, bool]]:
-    return [(blocks[i], blocks[i + 1], blocks[i + 2], blocks[i + 3], bool(blocks[i + 4]))
+def quintuples(blocks: Blocks) -> list[tuple[int, int, int, int, int]]:
+    return [(blocks[i], blocks[i + 1], blocks[i + 2], blocks[i + 3], blocks[i + 4])
             for i in range(0, len(blocks), 5)]
+
+
+def window_blocks(row: int, first: int, end: int, window: int) -> Blocks:
+    """The blocks of query positions [first, end), held at rows [row, row + end - first), attending
+    through a window of `window` to keys held in position order (key index = position). Tiles of
+    rows end at multiples of the window, so no edge block reaches before key 0 (tile 0's edge is
+    empty) and each is square."""
+    blocks: Blocks = []
+    a = first
+    while a < end:
+        b = min(end, (a // window + 1) * window)
+        r0, r1 = row + a - first, row + b - first
+        if max(0, b - window) < a:  # keys every row of the tile sees
+            blocks += [r0, r1, max(0, b - window), a, WHOLE]
+        if a - window + 1 >= 0 and b - a > 1:  # the edge: row a + i sees key a - window + 1 + j iff j >= i
+            blocks += [r0, r1 - 1, a - window + 1, b - window, UPPER]
+        blocks += [r0, r1, a, b, CAUSAL]
+        a = b
+    return blocks
+
+
+def masked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                     mask: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """`fused_attention` of one block under its mask; UPPER on flipped rows and keys."""
+    if mask != UPPER:
+        return fused_attention(q, k, v, mask == CAUSAL)
+    out, lse = fused_attention(q.flip(2), k.flip(2), v.flip(2), True)
+    return out.flip(2), lse.flip(2)
+
+
+def masked_attention_backward(grad: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                              out: torch.Tensor, lse: torch.Tensor,
+                              mask: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`fused_attention_backward` of one block under its mask; UPPER on flipped rows and keys."""
+    if mask != UPPER:
+        return fused_attention_backward(grad, q, k, v, out, lse, mask == CAUSAL)
+    dq, dk, dv = fused_attention_backward(grad.flip(2), q.flip(2), k.flip(2), v.flip(2), out.flip(2),
+                                          lse.flip(2).contiguous(), True)
+    return dq.flip(2), dk.flip(2), dv.flip(2)
 
 
 def attend_blocks(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, blocks: Blocks,
@@ -152,8 +208,8 @@ def attend_blocks(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, blocks: Blo
     if out is None:
         out = torch.zeros_like(q, dtype=torch.float32)
         lse = torch.full(q.shape[:3], float("-inf"), dtype=torch.float32, device=q.device)
-    for row0, row1, key0, key1, causal in quintuples(blocks):
-        block, block_lse = fused_attention(q[:, :, row0:row1], k[:, :, key0:key1], v[:, :, key0:key1], causal)
+    for row0, row1, key0, key1, mask in quintuples(blocks):
+        block, block_lse = masked_attention(q[:, :, row0:row1], k[:, :, key0:key1], v[:, :, key0:key1], mask)
         rows_out, rows_lse = out[:, :, row0:row1], lse[:, :, row0:row1]
         merged = torch.logaddexp(rows_lse, block_lse)
         rows_out.mul_((rows_lse - merged).exp_()[..., None]).add_(block * (block_lse - merged).exp_()[..., None])
@@ -165,11 +221,11 @@ def blocks_backward(grad: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: tor
                     out: torch.Tensor, lse: torch.Tensor, blocks: Blocks, dq: torch.Tensor,
                     dk: torch.Tensor, dv: torch.Tensor) -> None:
     """Add the blocks' gradients to the fp32 accumulators dq, dk, dv."""
-    for row0, row1, key0, key1, causal in quintuples(blocks):
+    for row0, row1, key0, key1, mask in quintuples(blocks):
         rows = slice(row0, row1)
-        block_dq, block_dk, block_dv = fused_attention_backward(
+        block_dq, block_dk, block_dv = masked_attention_backward(
             grad[:, :, rows], q[:, :, rows], k[:, :, key0:key1], v[:, :, key0:key1], out[:, :, rows],
-            lse[:, :, rows].contiguous(), causal)
+            lse[:, :, rows].contiguous(), mask)
         dq[:, :, rows] += block_dq
         dk[:, :, key0:key1] += block_dk
         dv[:, :, key0:key1] += block_dv
@@ -181,7 +237,7 @@ def block_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     """Attention of q to the blocks of k/v: (output in q's dtype, fp32 log-sum-exp). One operator,
     so selective recomputation keeps its two outputs instead of each block's."""
     if len(blocks) == 5:  # one block: the kernel's own output, as SDPA returns it
-        return fused_attention(q, k, v, bool(blocks[4]))
+        return masked_attention(q, k, v, blocks[4])
     out, lse = attend_blocks(q, k, v, blocks)
     return out.to(q.dtype), lse
 
@@ -201,7 +257,7 @@ def block_attention_backward(ctx, grad: torch.Tensor, grad_lse: torch.Tensor | N
     q, k, v, out, lse = ctx.saved_tensors
     grad = grad.to(out.dtype)
     if len(ctx.blocks) == 5:
-        return (*fused_attention_backward(grad, q, k, v, out, lse, bool(ctx.blocks[4])), None)
+        return (*masked_attention_backward(grad, q, k, v, out, lse, ctx.blocks[4]), None)
     dq = torch.zeros_like(q, dtype=torch.float32)
     dk = torch.zeros_like(k, dtype=torch.float32)
     dv = torch.zeros_like(v, dtype=torch.float32)
@@ -215,7 +271,12 @@ block_attention.register_autograd(block_attention_backward, setup_context=save_a
 def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Causal attention over the whole sequence: one causal block."""
     length = q.shape[2]
-    return block_attention(q, k, v, [0, length, 0, length, 1])[0]
+    return block_attention(q, k, v, [0, length, 0, length, CAUSAL])[0]
+
+
+def windowed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int) -> torch.Tensor:
+    """Causal attention through a sliding window over the whole sequence (`window_blocks`)."""
+    return block_attention(q, k, v, window_blocks(0, 0, q.shape[2], window))[0]
 
 class Attention(nn.Module):
     def __init__(self) -> None:
@@ -225,6 +286,8 @@ class Attention(nn.Module):
         self.wv = nn.Linear(HIDDEN, KV_HEADS * HEAD_DIM, bias=False)
         self.wo = nn.Linear(HEADS * HEAD_DIM, HIDDEN, bias=False)
         self.sdpa = causal_attention
+        self.window = 0
+        """This layer's sliding window (0: full causal); set by Block from WINDOWED_LAYERS."""
         self.position_ids: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -235,7 +298,7 @@ class Attention(nn.Module):
         v = self.wv(x).view(batch, length, -1, HEAD_DIM).transpose(1, 2)
         positions = positions_of(self, length, x.device)
         q, k = rotate(q, positions), rotate(k, positions)
-        out = self.sdpa(q, k, v)
+        out = windowed_attention(q, k, v, self.window) if self.window else self.sdpa(q, k, v)
         return self.wo(out.transpose(1, 2).reshape(batch, length, -1))
 
 
@@ -255,6 +318,7 @@ class Block(nn.Module):
         super().__init__()
         self.attention_norm = make_norm()
         self.attention = Attention()
+        self.attention.window = WINDOW if index in WINDOWED_LAYERS and WINDOW < SEQ_LEN else 0
         self.ffn_norm = make_norm()
         self.feed_forward = FeedForward(FFN)
 
