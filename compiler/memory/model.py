@@ -503,12 +503,64 @@ def second_embedding_backward(shape: Shape, k: Knobs, rank: int, acts: RankActiv
     peak less the smaller of the two. Rehearsed at the 128K layout's first stage (16
     micro-batches over 16 stages): the peak is the second micro-batch's embedding backward,
     with the accumulated rows and 15 micro-batches in flight. Other schedules keep the bound."""
-    if not acts.embedding_backward or not accumulated or k.virtual_stages != 1 or k.microbatches < 2:
+    if not acts.embedding_backward or not accumulated or not one_fewer_at_second_backward(k, rank):
         return 0
-    if not (k.schedule == "gpipe" or (k.schedule == "1f1b" and k.microbatches <= k.pp - rank)):
+    return min(embedding_rows(shape, k, acts, accumulated), acts.chunks[0].held)
+
+
+def embedding_rows(shape: Shape, k: Knobs, acts: RankActivations, accumulated: bool) -> int:
+    """The embedding's accumulated fp32 gradient on its stage: the rank's rows (and, where no
+    hook keeps them to those, the rest of the vocabulary, `whole_vocabulary_gradient`)."""
+    return -(-shape.vocab // k.tp) * shape.hidden * FP32 + whole_vocabulary_gradient(shape, k, acts, accumulated)
+
+
+def one_fewer_at_second_backward(k: Knobs, rank: int) -> bool:
+    """Whether pp rank `rank` runs no forward between its first and second backward of a step
+    (1F1B with no more micro-batches than the stages from it to the last, GPipe always; one
+    chunk per rank, two micro-batches or more): then its second backward runs with one
+    micro-batch fewer in flight than its first (`second_embedding_backward`,
+    `first_backward_relief`)."""
+    if k.virtual_stages != 1 or k.microbatches < 2:
+        return False
+    return k.schedule == "gpipe" or (k.schedule == "1f1b" and k.microbatches <= k.pp - rank)
+
+
+def first_backward_relief(shape: Shape, k: Knobs, rank: int, params: RankParams, acts: RankActivations,
+                          accumulated: bool) -> int:
+    """How much lower a layer's backward moment is than its working set on top of the walk's
+    peak activations and every accumulated gradient, on a rank that runs no forward between its
+    first and second backward (`one_fewer_at_second_backward`).
+
+    The walk's peak (every micro-batch in flight) is the step's first backward, and FSDP2 makes
+    a layer's accumulated fp32 gradient only at that layer's post-backward
+    (`FSDPParam.to_accumulated_grad_if_needed`): at any layer's moment of the first backward,
+    that layer's and every layer's before it (the backward runs them last) and the embedding's
+    rows are not there yet, at least the rank's smallest layer's fp32 gradient and, on the
+    embedding's stage, its rows (`embedding_rows`). From the second backward on they are all
+    there, with one micro-batch fewer in flight (its held bytes, `ChunkActivations.held`). So
+    the layers' worst moment is the walk's peak, the working set and every accumulated gradient
+    less the smaller of the two; the model had counted all of them at once, a moment that never
+    happens. Traced at the published 405B 1F1B row as parc's job (tp 8, dp 8, pp 8, 8
+    micro-batches, full recomputation; rank 0, 2 and 4 layers per stage): the tracker's peak is
+    the second micro-batch's backward of the stage's last layer, with both layers' and the
+    embedding's fp32 gradients and 7 micro-batches' boundary tensors (3 each: the embedding's
+    output, each layer's output) held, not 8; the model was one micro-batch's held bytes over,
+    0.125 GiB per layer and stage (docs/memory-model.md, "The two 405B runs")."""
+    if not accumulated or not one_fewer_at_second_backward(k, rank):
         return 0
-    rows = -(-shape.vocab // k.tp) * shape.hidden * FP32 + whole_vocabulary_gradient(shape, k, acts, accumulated)
-    return min(rows, acts.chunks[0].held)
+    kinds = {shape.is_moe(layer) for c in params.chunks for layer in c.layer_range}
+    if not kinds:
+        return 0
+    missing = FP32 * min(layer_params(shape, k.tp, k.ep, moe).total for moe in kinds)
+    if acts.embedding_backward:
+        missing += embedding_rows(shape, k, acts, accumulated)
+    return min(missing, acts.chunks[0].held)
+
+
+def first_backward_relief_bound(k: Knobs, rank: int, acts: RankActivations) -> int:
+    """The most `first_backward_relief` can take off pp rank `rank`'s layers' moment under any
+    sharding (search's floors): one micro-batch's held bytes where it applies."""
+    return acts.chunks[0].held if one_fewer_at_second_backward(k, rank) else 0
 
 
 def whole_vocabulary_gradient(shape: Shape, k: Knobs, acts: RankActivations, accumulated: bool) -> int:
@@ -906,7 +958,9 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
     if k.runtime == "torch":
         buffers = transient_buffers(acts.transient, params, k, shape)
     relief = second_embedding_backward(shape, k, rank, acts, states.accumulated_grads > 0)
-    embedding_rise = max(0, acts.embedding_backward - relief - buffers)
+    layers_relief = first_backward_relief(shape, k, rank, params, acts, states.accumulated_grads > 0) \
+        if k.runtime == "torch" else 0
+    embedding_rise = max(0, acts.embedding_backward - relief - (buffers - layers_relief))
     p2p = p2p_buffers(shape, k, rank, acts)
     paired = paired_peak(k, rank, acts, moment_extras(shape, k, params, acts, relief), receive_bytes(shape, k)) \
         if k.runtime == "torch" else None
@@ -929,6 +983,8 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
             best, best_acts, best_held = a, a, sum(held)
             moment = (held, pending, None, None, None)
 
+    if paired is None:  # the layers' moment in the second backward (`first_backward_relief`)
+        best_acts -= layers_relief
     if paired is not None:  # the working set of the chunk that runs at the worst moment
         _, live_bytes, (best_acts, best_held, chunk, kind, live, state) = paired
         moment = (*state, chunk, kind, live)
@@ -994,12 +1050,13 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
         rp, a = params[r], acts[r]
         # two moments: a layer's backward (with the wrapper's buffers), the embedding's backward
         embedding = a.embedding_backward
-        whole = 0
-        if embedding:
+        whole = layers_relief = 0
+        if embedding or one_fewer_at_second_backward(k, r):
             states = model_states(rp.params, k, rp.per_chunk, rank_padding(shape, k, rp))
             embedding -= second_embedding_backward(shape, k, r, a, states.accumulated_grads > 0)
             whole = whole_vocabulary_gradient(shape, k, a, states.accumulated_grads > 0)
-        buffers = max(transient_buffers(a.transient, rp, k, shape), embedding)
+            layers_relief = first_backward_relief(shape, k, r, rp, a, states.accumulated_grads > 0)
+        buffers = max(transient_buffers(a.transient, rp, k, shape) - layers_relief, embedding)
         extras = None
         if len(a.working) > 1 or k.schedule in ZERO_BUBBLE or receive:
             extras = moment_extras(shape, k, rp, a, a.embedding_backward - embedding)
@@ -1165,7 +1222,7 @@ def activation_floor_with(shape: Shape, k: Knobs, states: tuple[int, ...]) -> in
     for r in range(k.pp):
         a = acts[r]
         extras = _floor_extras(k, a)
-        unpaired = peaks[r] + max(a.transient, _floor_embedding(a))
+        unpaired = peaks[r] + max(a.transient - first_backward_relief_bound(k, r, a), _floor_embedding(a))
         largest = max([unpaired] + [peaks[r] + e for each in extras for e in each]) if extras is not None else unpaired
         rows.append((largest + states[r] if bounded else None, extras))
     return worst_rank([row[0] for row in rows],
@@ -1193,7 +1250,7 @@ def _rank_activation_floor(k: Knobs, a: RankActivations, r: int, peak_r: int,
     """One rank's `activation_floors` entry: its largest state plus the larger of its transient
     buffers and the embedding's moment, or, each moment with its own chunk's working set
     (`extras`, `_floor_extras`), the paired peak."""
-    floor = peak_r + max(a.transient, _floor_embedding(a))
+    floor = peak_r + max(a.transient - first_backward_relief_bound(k, r, a), _floor_embedding(a))
     if extras is not None:
         paired = paired_peak(k, r, a, extras)
         if paired is not None:

@@ -69,6 +69,7 @@ from ..memory.model import (
     cached_logits_bytes,
     end_rank_activations,
     first_backward_floors,
+    first_backward_relief_bound,
     peak,
     rank_params,
     rank_signatures,
@@ -2076,6 +2077,7 @@ class Engine:
             # any moment's working set is some chunk's, of some kind of pass (`model.moments_peak`;
             # a zero-bubble weight pass adds less than a full backward): the least of them
             a = acts[rank]
+            held -= first_backward_relief_bound(k, rank, a)  # the second backward's (`model.first_backward_relief`)
             floor = max(floor, held + min(a.working + a.input_working + a.weight_working) + states[rank])
         return floor
 
