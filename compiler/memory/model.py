@@ -520,9 +520,15 @@ def one_fewer_at_second_backward(k: Knobs, rank: int) -> bool:
     chunk per rank, two micro-batches or more): then its second backward runs with one
     micro-batch fewer in flight than its first (`second_embedding_backward`,
     `first_backward_relief`)."""
-    if k.virtual_stages != 1 or k.microbatches < 2:
+    return one_fewer_in_pipeline(k.schedule, k.pp, k.virtual_stages, k.microbatches, rank)
+
+
+def one_fewer_in_pipeline(schedule: str, pp: int, v: int, m: int, rank: int) -> bool:
+    """`one_fewer_at_second_backward` from the pipeline alone (search's floors read it per
+    pipeline and micro-batch count, before any knobs exist)."""
+    if v != 1 or m < 2:
         return False
-    return k.schedule == "gpipe" or (k.schedule == "1f1b" and k.microbatches <= k.pp - rank)
+    return schedule == "gpipe" or (schedule == "1f1b" and m <= pp - rank)
 
 
 def first_backward_relief(shape: Shape, k: Knobs, rank: int, params: RankParams, acts: RankActivations,

@@ -70,6 +70,7 @@ from ..memory.model import (
     end_rank_activations,
     first_backward_floors,
     first_backward_relief_bound,
+    one_fewer_in_pipeline,
     peak,
     rank_params,
     rank_signatures,
@@ -2139,7 +2140,12 @@ class Engine:
                 if v_turn(schedule, pp, rank):
                     continue
                 layers = tuple(sig[0] for sig in signatures[rank])
-                found.append((rank, walked_peak(schedule, pp, v, m, rank, layers, (0,) * len(layers))))
+                count = walked_peak(schedule, pp, v, m, rank, layers, (0,) * len(layers))
+                if one_fewer_in_pipeline(schedule, pp, v, m, rank):
+                    # the second backward's relief (`model.first_backward_relief`): the model's
+                    # layers' moment may hold one micro-batch fewer than the walk's peak
+                    count -= layers[0]
+                found.append((rank, count))
             found = self._floor_pieces[key] = tuple(found)
         return found
 
