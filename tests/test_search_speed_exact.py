@@ -1742,6 +1742,38 @@ def test_undominated_packed_a_byte_each_is_the_plain_domination():
     assert cases > 10
 
 
+def test_undominated_with_hundreds_kept_is_the_plain_domination():
+    """Past `MANY_KEPT` kept vectors `schedules.undominated` tests each vector against all kept
+    at once (`_dominated_by_any`, one integer of blocks side by side): against the plain
+    pairwise comparison on sets that keep hundreds (vectors of one total never dominate each
+    other, mixed with random ones and ties), counts a byte each and wider, up to 17 fields; the
+    kept count passes the threshold in every case."""
+    rng = random.Random(1817)
+    cases = 0
+    for top in (3, 127, 128, 1000):
+        for fields in (2, 5, 9, 17):
+            total = top * fields // 2
+            vectors = []
+            for _ in range(rng.randint(150, 400)):  # an antichain: all of one total
+                counts = [0] * fields
+                for _ in range(total):
+                    open_fields = [f for f in range(fields) if counts[f] < top]
+                    counts[rng.choice(open_fields)] += 1
+                vectors.append(tuple(counts))
+            vectors += [tuple(rng.randint(0, top) for _ in range(fields)) for _ in range(300)]
+            vectors += rng.sample(vectors, len(vectors) // 4)  # ties
+            ordered = sorted(vectors, key=lambda c: (-sum(c), c))
+            kept: list[tuple[int, ...]] = []
+            plain = []
+            for index, counts in enumerate(ordered):
+                if not any(all(o >= c for o, c in zip(other, counts, strict=True)) for other in kept):
+                    kept.append(counts)
+                    plain.append(index)
+            assert schedules.undominated(ordered) == plain, (top, fields)
+            cases += len(plain) > 2 * schedules.MANY_KEPT
+    assert cases >= 6
+
+
 def _plain_receive_moments(name, pp, v, m, rank):
     """`schedules.receive_moments` as it was written first: every moment of the walk as (tag,
     held + pending + receive buffers alive) in one set, and per tag the moments no other moment
