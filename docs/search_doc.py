@@ -1520,6 +1520,61 @@ refinements per sharding of the 612 groups that fit (their data-parallel tails,
 group in that space, but moving them after the bounds would count fewer groups out of memory),
 the walked floors of the groups that fit, and the bounds.
 
+Issue 18's eighteenth round (2026-12-03, beside the seventeenth), the pipelines' memory walks (the Megatron 1T row with
+deep pipelines, 1.03 s "first CPU s" at 11:10 UTC on a quiet box, and Mixtral with ep over dp x
+cp, 1.08 s; target 0.8 s each for a margin). cProfile of the Megatron row put about a quarter of
+it in the receive trace (`_receive_trace` and the turns it walks, `_compute_turns`,
+`_paired_turns`: eight lowerings, pp 16 to 64, 190,000 turns), a tenth in the activation walks
+(`weighted_peak`, `_reduced_states`) and a twentieth in `undominated`. A trace over the warm-up,
+one steady period and the cool-down does not help this row: its lowerings walk 2 to 4 rounds
+(16 to 128 micro-batches against pp 16 to 64), which is what `walk_microbatches` already walks,
+and each of the eight has layouts that fit, whose peak is part of the answer, so none can be
+skipped. Four exact changes, each tested in tests/test_search_speed_exact.py against the plain
+computation it replaces (and broken once on purpose to see the test fail):
+
+- **Turns as integers** (`turn_code`): a turn is one integer, micro-batch x 2 pp v + direction x
+  pp v + stage (`EMPTY` for none, dualpipe-v's pairs below -1, `PAIR`), not a tuple of tuples.
+  `_receive_trace` finds the input's flag at the code itself and sets the flag of the input it
+  makes one beside it (+ 1 forward, - 1 backward); the first stage's forwards and the last
+  stage's backwards have their flags set from the start. `decoded_turns` writes them out
+  (tests, `moment.moments_walked`).
+- **Turns in one pass from the end**: FSDP's held stages, the reduce-grads and each chunk's
+  micro-batch numbers (counted down from its last: m per chunk wherever torch runs the
+  schedule, counted on the actions for the refused interleaved remainders, `_chunk_counts`) in
+  one backward pass, the recency list dropped once a rank of 3 or fewer stages holds all of
+  them. The eight lowerings' turns, warm process: 95-105 ms before, 43-45 after; the lockstep
+  walk 101-107 ms before, 78-80 after.
+- **The weighted walks in C**: `weighted_peak` is the largest running sum of the actions'
+  amounts (`itertools.accumulate` over `_action_indices`, kept per walk), the held micro-batches
+  counted only up to its first largest value; `_reduced_states` packs the counts per chunk class
+  into one integer whose running sum is made in C, and unpacks only the distinct moments before
+  a full or weight backward, and the last (any other is below the moment after it); the
+  refused interleaved remainders, whose counts go negative, are walked count by count. 160
+  walks of five deep shapes: 165 ms before, 100 after.
+- **Domination against all kept at once**: past 6 kept vectors `undominated` tests a vector
+  against every kept vector side by side in one integer (`_dominated_by_any`: one product, one
+  subtraction, the guard bits and the zero-byte test a block wide). Every rank's receive
+  moments of five deep lowerings: 325 ms before, 299 after.
+
+No bound is new and no test moved earlier: every row's winner, top 10 and stats are
+byte-identical (the `repr` of all fourteen rows' search results, before and after), and
+tests/test_search_speed_exact.py, test_search.py, test_search_engine.py,
+test_search_cold_caches.py, test_cluster_search.py, test_receive_buffers.py,
+test_peak_moment.py and test_memory_schedules.py pass. One Megatron 1T search in a fresh
+process (valgrind, PYTHONHASHSEED=0) went from 9.32 to 8.72 billion instructions, of which
+1.80 are the imports and the compile: the search 7.52 to 6.91 (-8.1 %). Mixtral's row reads
+almost none of this (72 weighted walks, no receive trace): its time is in the family memory
+floors (`_first_floor`, the memory model's chunk activations), the bounds' sums and the heap;
+the set machinery (`_list_groups`, `alone_bound`, `pipes_bound`, `member_bound`) is a tenth of
+it in many cheap calls (20,232 sets entered at `alone_bound`, 139,860 groups listed), where no
+exact structural cut was found this round. The benchmark once at the end (`--repeat 1`, 11:51
+to 11:53 UTC, load average 5.1 falling to 3.9) read "first CPU s": the Megatron 1T row with deep
+pipelines 0.74 s, Mixtral with ep over dp x cp 0.85 s, gpt3-175b.par 0.82 s,
+llama3-70b-search.par with every hole 0.63 s, deepseek-v3-like.par 0.59 s, megatron-1t.par
+0.60 s, the 983,040-GPU space 1.68 s. One reading at that load is no margin: Mixtral stays above
+the 0.8 s wanted, and a quarter of the Megatron row (cProfile) is still the receive trace, the
+lockstep walk itself (one pass per turn, every rank coupled to its neighbours).
+
 **A wrong answer, fixed.** Two slips made the bound's data-parallel tail of MoE ranks exceed
 their true step, so the scan could drop a better layout: `_best_links` took the expert set's
 group without tp (`Geometry.expert`), where torch's runtime, and `timing.rank_steps`, reduce the

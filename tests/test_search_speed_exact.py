@@ -183,7 +183,7 @@ def test_compute_turns_are_the_lowerings_turns_with_fsdp_and_weight_actions_empt
                         continue
                     expected = [tuple((codes[kind], stage, micro) for kind, stage, micro in turn if kind in codes)
                                 for turn in plain]
-                    assert list(schedules._compute_turns(name, pp, v, m, r)) == expected, (pp, v, m, r)
+                    assert list(schedules.decoded_turns(pp, v, schedules._compute_turns(name, pp, v, m, r))) == expected, (pp, v, m, r)
                     checked += 1
     assert checked
 
@@ -202,7 +202,7 @@ def test_compute_turns_of_deep_pipelines_are_the_lowerings_turns(name, pp, v, m)
         plain = schedules._turns(name, pp, r, schedules._fsdp_rounds(schedules._indexed(name, pp, v, m, r)))
         expected = [tuple((codes[kind], stage, micro) for kind, stage, micro in turn if kind in codes)
                     for turn in plain]
-        assert list(schedules._compute_turns(name, pp, v, m, r)) == expected, (pp, v, m, r)
+        assert list(schedules.decoded_turns(pp, v, schedules._compute_turns(name, pp, v, m, r))) == expected, (pp, v, m, r)
 
 
 
@@ -215,7 +215,7 @@ def _reference_receive_trace(name, pp, v, m):
     for r in range(pp):
         for c in range(v):
             owner[schedules._stage_of(name, pp, r, c)] = r
-    todo = [schedules._compute_turns(name, pp, v, m, r) for r in range(pp)]
+    todo = [schedules.decoded_turns(pp, v, schedules._compute_turns(name, pp, v, m, r)) for r in range(pp)]
     m = 1 + max((micro for turns in todo for turn in turns for _, _, micro in turn), default=0)
     arrived = [bytearray(stages * m), bytearray(stages * m)]
     alive, gap = [0] * pp, [0] * pp
@@ -914,6 +914,99 @@ def test_walked_peak_is_the_weighted_walks_largest_sum():
                 weighted_peak(schedule, pp, v, m, rank, *moved)[0], (schedule, pp, v, m, rank, moved)
         checked += 1
     assert checked > 200
+
+
+def _plain_weighted_peak(schedule, pp, v, m, rank, saved, pending):
+    """`schedules.weighted_peak` as it was written first: one Python pass over the rank's
+    actions, the sum kept up to date action by action, the held micro-batches counted alongside
+    and taken where the sum first passes its largest value so far."""
+    if schedule == "gpipe" and pp > 1:
+        return m * saved[0], m
+    if schedule == "1f1b" and pp > 1:
+        return min(pp - rank, m) * saved[0], min(pp - rank, m)
+    total = best = held_now = best_held = 0
+    for kind, chunk in schedules.actions(schedule, pp, v, schedules.walk_microbatches(schedule, pp, m), rank):
+        if kind == schedules.F:
+            total += saved[chunk]
+            held_now += 1
+        elif kind == schedules.B:
+            total -= saved[chunk]
+            held_now -= 1
+        elif kind == schedules.I:
+            total += pending[chunk]
+        else:
+            total -= saved[chunk] + pending[chunk]
+            held_now -= 1
+        if total > best:
+            best, best_held = total, held_now
+    return best, best_held
+
+
+def test_weighted_peak_is_the_plain_walks_largest_sum_and_its_held():
+    """`schedules.weighted_peak` (the running sum of the actions' amounts in C, the held
+    micro-batches counted only up to the first largest sum) against the plain walk, value and
+    held micro-batches, over random schedules, pipelines up to 8 chunks per rank (past
+    `MAX_STATE_CHUNKS`, where the memory model reads it directly), micro-batch counts, ranks and
+    weights: ties between chunks (the first largest moment decides the held count), zeros, and
+    negative weights (no moment above the empty state: (0, 0))."""
+    rng = random.Random(1817)
+    checked = ties = empty = 0
+    for _ in range(600):
+        schedule = rng.choice(["gpipe", "1f1b", "interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"])
+        pp = rng.choice([1, 2, 3, 4, 6, 8, 16])
+        if schedule in ("zbv", "dualpipe-v"):
+            v = 2
+        elif schedule in ("interleaved-1f1b", "interleaved-zb"):
+            v = rng.choice([1, 2, 3, 4, 5, 8])
+        else:
+            v = 1
+        m = rng.choice([pp, pp + 1, 2 * pp, 3 * pp + 1, 8 * pp, 40])
+        if schedule in ("interleaved-1f1b", "interleaved-zb") and not schedules.interleaved_accepts(pp, m):
+            continue
+        if schedule == "dualpipe-v" and m < 2 * pp:
+            continue
+        rank = rng.randrange(pp)
+        values = [rng.randrange(-10**6, 10**9) for _ in range(2)] + [rng.randrange(0, 10**9), 0, 5]
+        saved = tuple(rng.choice(values) for _ in range(v))
+        pending = tuple(rng.choice(values) for _ in range(v))
+        expected = _plain_weighted_peak(schedule, pp, v, m, rank, saved, pending)
+        assert schedules.weighted_peak(schedule, pp, v, m, rank, saved, pending) == expected, \
+            (schedule, pp, v, m, rank, saved, pending)
+        checked += 1
+        ties += len(set(saved)) < v
+        empty += expected == (0, 0)
+    assert checked > 300 and ties > 20 and empty > 5
+
+
+def test_reduced_states_packed_are_the_count_by_count_walks():
+    """`schedules._reduced_states` (the moments as a running sum of packed counts, made in C)
+    against the walk count by count (`_plain_reduced_states`), as sets of undominated moments,
+    over random schedules, pipelines, chunks, micro-batch counts, ranks and chunk classes; with
+    layouts torch refuses among them (interleaved rounds with a remainder: counts go negative,
+    where the packed fields would borrow and the plain walk must answer)."""
+    rng = random.Random(1718)
+    checked = borrowed = 0
+    for _ in range(500):
+        schedule = rng.choice(["interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v"])
+        pp = rng.choice([1, 2, 3, 4, 8, 16])
+        v = 2 if schedule in ("zbv", "dualpipe-v") else rng.choice([1, 2, 3, 4, 8])
+        m = rng.choice([1, 2, 3, 5, pp, 2 * pp, 3 * pp + 1, 4 * pp, 40])
+        if schedule == "dualpipe-v" and m < 2 * pp:
+            continue
+        rank = rng.randrange(pp)
+        classes: dict[int, int] = {}
+        labels = tuple(classes.setdefault(rng.randrange(v), len(classes)) for _ in range(v))
+        key = (schedule, pp, v, schedules.walk_microbatches(schedule, pp, m), rank, labels)
+        expected = schedules._plain_reduced_states(key, len(classes))
+        assert set(schedules._reduced_states(key, len(classes))) == set(expected), key
+        checked += 1
+        held = [0] * v  # whether some held count goes negative along the walk
+        for kind, chunk in schedules.actions(schedule, pp, v, key[3], rank):
+            held[chunk] += 1 if kind == schedules.F else -(kind in (schedules.B, schedules.W))
+            if held[chunk] < 0:
+                borrowed += 1
+                break
+    assert checked > 300 and borrowed > 5
 
 
 def _all_groups_of(text: str):
@@ -1650,6 +1743,38 @@ def test_undominated_packed_a_byte_each_is_the_plain_domination():
     assert cases > 10
 
 
+def test_undominated_with_hundreds_kept_is_the_plain_domination():
+    """Past `MANY_KEPT` kept vectors `schedules.undominated` tests each vector against all kept
+    at once (`_dominated_by_any`, one integer of blocks side by side): against the plain
+    pairwise comparison on sets that keep hundreds (vectors of one total never dominate each
+    other, mixed with random ones and ties), counts a byte each and wider, up to 17 fields; the
+    kept count passes the threshold in every case."""
+    rng = random.Random(1817)
+    cases = 0
+    for top in (3, 127, 128, 1000):
+        for fields in (2, 5, 9, 17):
+            total = top * fields // 2
+            vectors = []
+            for _ in range(rng.randint(150, 400)):  # an antichain: all of one total
+                counts = [0] * fields
+                for _ in range(total):
+                    open_fields = [f for f in range(fields) if counts[f] < top]
+                    counts[rng.choice(open_fields)] += 1
+                vectors.append(tuple(counts))
+            vectors += [tuple(rng.randint(0, top) for _ in range(fields)) for _ in range(300)]
+            vectors += rng.sample(vectors, len(vectors) // 4)  # ties
+            ordered = sorted(vectors, key=lambda c: (-sum(c), c))
+            kept: list[tuple[int, ...]] = []
+            plain = []
+            for index, counts in enumerate(ordered):
+                if not any(all(o >= c for o, c in zip(other, counts, strict=True)) for other in kept):
+                    kept.append(counts)
+                    plain.append(index)
+            assert schedules.undominated(ordered) == plain, (top, fields)
+            cases += len(plain) > 2 * schedules.MANY_KEPT
+    assert cases >= 6
+
+
 def _plain_receive_moments(name, pp, v, m, rank):
     """`schedules.receive_moments` as it was written first: every moment of the walk as (tag,
     held + pending + receive buffers alive) in one set, and per tag the moments no other moment
@@ -1659,7 +1784,7 @@ def _plain_receive_moments(name, pp, v, m, rank):
     if trace is None:
         return None
     lives, gaps = trace[rank]
-    sizes = [len(turn) for turn in schedules._compute_turns(name, pp, v, walked, rank) if turn]
+    sizes = [len(turn) for turn in schedules.decoded_turns(pp, v, schedules._compute_turns(name, pp, v, walked, rank)) if turn]
     held, pending = [0] * v, [0] * v
     seen = {(3 * v, (0,) * (2 * v) + (gaps[0],))}
     turn = used = 0

@@ -1317,6 +1317,7 @@ def trim_caches() -> None:
     _rank_activations.cache_clear()
     _end_ranks.cache_clear()
     schedules._walked_actions.cache_clear()
+    schedules._action_indices.cache_clear()
     _PEAKS.clear()
     _MOMENTS.clear()
 
@@ -1332,7 +1333,8 @@ def clear_caches() -> None:
                      activations.output_activations, activations.logits_buffer,
                      activations.embedding_backward_buffer, parameters.layer_params,
                      parameters.chunk_params, parameters.chunks_of, parameters.fsdp_padding, schedules.peak_states,
-                     schedules._walked_actions, schedules.receive_buffers, schedules._walked_states,
+                     schedules._walked_actions, schedules._action_indices, schedules.receive_buffers,
+                     schedules._walked_states,
                      schedules.moment_states, schedules.receive_moments, schedules._compute_turns,
                      schedules._receive_trace, schedules._walked_receives, per_stage):
         function.cache_clear()

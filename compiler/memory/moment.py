@@ -153,7 +153,7 @@ def moments_walked(schedule: str, pp: int, v: int, m: int, rank: int, receives: 
     lives = gaps = sizes = None
     if trace is not None:
         lives, gaps = trace[rank]
-        sizes = [len(turn) for turn in schedules._compute_turns(schedule, pp, v, m, rank) if turn]
+        sizes = schedules.turn_sizes(schedule, pp, v, m, rank)
     held, pending = [0] * v, [0] * v
     numbered: dict[tuple[str, int], int] = {}
     turn = used = 0

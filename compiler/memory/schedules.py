@@ -36,6 +36,7 @@ no other state dominates are kept, so the memory model takes a max over a handfu
 from __future__ import annotations
 
 from functools import lru_cache
+from itertools import accumulate, compress
 from operator import mul
 
 F, B, I, W = "F", "B", "I", "W"  # noqa: E741 - the schedule papers' names for the four actions
@@ -378,7 +379,7 @@ def receive_moments(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[
     if trace is None:
         return None
     lives, gaps = trace[rank]
-    sizes = [len(turn) for turn in _compute_turns(schedule, pp, v, walked, rank) if turn]
+    sizes = turn_sizes(schedule, pp, v, walked, rank)
     # one list of counts: held per chunk, pending per chunk, the receive buffers alive; each
     # moment collected into its tag's set (3 x chunk + kind; 3 v: no computation) as one tuple
     counts = [0] * (2 * v + 1)
@@ -446,6 +447,11 @@ def undominated(ordered: list[tuple[int, ...]]) -> list[int]:
     guard = sum(1 << (shift + width - 1) for shift in shifts)
     kept: list[int] = []
     out: list[int] = []
+    # the kept vectors side by side in one integer, a block of n fields each (`_dominated_by_any`;
+    # counts not negative: the packing is exact only there)
+    at_once = bytewise or min(map(min, ordered), default=0) >= 0
+    block = max(n, 1) * width
+    every = ones = guards = highs = 0
     from_bytes = int.from_bytes
     for index, counts in enumerate(ordered):
         if bytewise:
@@ -456,15 +462,54 @@ def undominated(ordered: list[tuple[int, ...]]) -> list[int]:
                 packed |= c << shift
         if kept and (kept[0] - packed) & guard == guard:
             continue
-        for i, other in enumerate(kept):
-            if (other - packed) & guard == guard:
-                if i:  # the vector that dominated this one likely dominates the next: try it first
-                    kept[i], kept[0] = kept[0], other
-                break
+        if at_once and len(kept) > MANY_KEPT:  # all kept at once, in one integer (`_dominated_by_any`)
+            if _dominated_by_any(packed, every, ones, guards, highs, width):
+                continue
         else:
-            kept.append(packed | guard)
-            out.append(index)
+            for i, other in enumerate(kept):
+                if (other - packed) & guard == guard:
+                    if i:  # the vector that dominated this one likely dominates the next: try it first
+                        kept[i], kept[0] = kept[0], other
+                    break
+            else:
+                i = -1
+            if i >= 0:
+                continue
+        shift = block * len(kept)
+        kept.append(packed | guard)
+        out.append(index)
+        if at_once:
+            every |= (packed | guard) << shift
+            ones |= 1 << shift
+            guards |= guard << shift
+            highs |= 1 << (shift + block - 1)
     return out
+
+
+MANY_KEPT = 6
+"""Past this many kept vectors `undominated` tests a vector against all of them at once
+(`_dominated_by_any`): a few operations on integers of (kept x fields) bytes instead of a
+Python loop over the kept ones (a deep pipeline's receive moments keep up to hundreds per tag;
+every rank's receive moments of the Megatron 1T row's five deep lowerings took 380 ms of CPU
+with the loop up to 48 kept, 345 up to 16, 318 up to 6, 336 up to 2)."""
+
+
+def _dominated_by_any(packed: int, every: int, ones: int, guards: int, highs: int, width: int) -> bool:
+    """Whether any vector of `every` dominates `packed`: `every` holds the kept vectors (with
+    their guard bits) side by side in blocks of `block` bits (fields x width), `ones` a 1 at the
+    bottom of each block, `guards` each block's guard bits, `highs` each block's top bit.
+
+    Subtracting `packed` from every block at once (`packed x ones`) borrows across no field, as
+    in `undominated`: each field of each block keeps its guard bit exactly where the kept count
+    is at least the vector's. A block dominates where all its guard bits stay; XOR with
+    `guards` leaves such a block zero and every other block not, with its bits only at the
+    fields' guard positions. Shifted down by width - 1 those sit at each field's bottom bit, so
+    a block's value stays below its top bit (each field is at least 2 bits wide): then
+    (x - ones) & highs is non-zero exactly when some block of x is zero (the lowest zero block
+    borrows through all its bits, its top one included; without one, no block borrows and every
+    block minus one keeps its top bit clear), the zero-byte test of bit tricks, a block wide."""
+    x = (((every - packed * ones) & guards) ^ guards) >> (width - 1)
+    return bool((x - ones) & highs)
 
 
 @lru_cache(maxsize=1024)
@@ -476,27 +521,37 @@ def _walked_actions(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[
 def weighted_peak(schedule: str, pp: int, v: int, m: int, rank: int, saved: tuple[int, ...],
                   pending: tuple[int, ...]) -> tuple[int, int]:
     """(largest sum of held x saved + pending x pending-bytes, chunk micro-batches held then),
-    walking the actions once: for ranks with many chunks, where enumerating states would not do."""
+    walking the actions once: for ranks with many chunks, where enumerating states would not do.
+
+    Each action adds one of 4 v amounts to the sum (a forward chunk c's saved bytes, a full
+    backward their negative, an input backward its pending bytes, a weight backward minus
+    both), so the walk is the running sum of those amounts picked by the action's index
+    (`_action_indices`, kept per walk) and its largest value the first to reach it: summed and
+    compared in C (`itertools.accumulate`, `max`) instead of a Python loop over the actions;
+    the moments held then are found only at that one index (tests/test_search_speed_exact.py
+    holds both against the plain walk)."""
     if schedule == "gpipe" and pp > 1:
         return m * saved[0], m
     if schedule == "1f1b" and pp > 1:
         return min(pp - rank, m) * saved[0], min(pp - rank, m)
-    total = best = held_now = best_held = 0
-    for kind, chunk in _walked_actions(schedule, pp, v, walk_microbatches(schedule, pp, m), rank):
-        if kind == F:
-            total += saved[chunk]
-            held_now += 1
-        elif kind == B:
-            total -= saved[chunk]
-            held_now -= 1
-        elif kind == I:
-            total += pending[chunk]
-        else:
-            total -= saved[chunk] + pending[chunk]
-            held_now -= 1
-        if total > best:
-            best, best_held = total, held_now
-    return best, best_held
+    walked = walk_microbatches(schedule, pp, m)
+    indices = _action_indices(schedule, pp, v, walked, rank)
+    amounts = list(saved) + [-s for s in saved] + list(pending) + [-s - p for s, p in zip(saved, pending, strict=True)]
+    sums = list(accumulate(map(amounts.__getitem__, indices)))
+    best = max(sums, default=0)
+    if best <= 0:  # no moment above the empty state before the first action
+        return 0, 0
+    at = sums.index(best)  # the first moment with the largest sum
+    steps = [1] * v + [-1] * v + [0] * v + [-1] * v  # what each action does to the micro-batches held
+    return best, sum(map(steps.__getitem__, indices[:at + 1]))
+
+
+@lru_cache(maxsize=1024)
+def _action_indices(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[int, ...]:
+    """`_walked_actions` as indices into `weighted_peak`'s 4 v amounts: kind x v + chunk, the
+    kinds F, B, I, W in that order."""
+    index = {(kind, c): start + c for kind, start in ((F, 0), (B, v), (I, 2 * v), (W, 3 * v)) for c in range(v)}
+    return tuple(map(index.__getitem__, _walked_actions(schedule, pp, v, m, rank)))
 
 
 _REDUCED: dict[tuple, tuple[tuple[int, ...], ...] | int] = {}
@@ -535,7 +590,41 @@ def walked_peak(schedule: str, pp: int, v: int, m: int, rank: int, saved: tuple[
 def _reduced_states(key: tuple, n: int) -> tuple[tuple[int, ...], ...]:
     """The undominated moments of a walk as (held, pending) counts per chunk class, interleaved
     (class 0's held, class 0's pending, class 1's ...); the moment before the first action (all
-    zero) included, as `weighted_peak` starts from nothing."""
+    zero) included, as `weighted_peak` starts from nothing.
+
+    The counts are packed into one integer, a field per count wider than the walk is long, so
+    each action adds one fixed amount: the moments are a running sum and a
+    set of integers made in C, and only the distinct ones are unpacked, of the moments before a
+    full or weight backward and the last (each other one is below the moment after it). A
+    field would borrow from the next only where a count went negative, which no walk torch
+    runs does: the interleaved rounds with a remainder (a layout it refuses, E0318) are walked
+    count by count (`_plain_reduced_states`), and a borrow seen in a kept moment sends the walk
+    there too (tests/test_search_speed_exact.py holds the two equal, refused layouts
+    included)."""
+    schedule, pp, v, m, rank, labels = key
+    if schedule.startswith("interleaved") and pp > 1 and not interleaved_accepts(pp, m):
+        return _plain_reduced_states(key, n)  # the only walks whose counts go negative (E0318)
+    indices = _action_indices(schedule, pp, v, m, rank)
+    width = len(indices).bit_length() + 1  # a field holds up to twice the walk's length
+    fields = [2 * labels[c] * width for c in range(v)]  # where each chunk's class's held count sits
+    held = [1 << f for f in fields]
+    pending = [1 << (f + width) for f in fields]
+    steps = held + [-h for h in held] + pending + [-h - p for h, p in zip(held, pending, strict=True)]
+    # a moment right before a forward or an input backward is below the next one (it only
+    # adds): only those before a full or weight backward, and the last, can be undominated
+    frees = bytes(map((b"\x00" * v + b"\x01" * v + b"\x00" * v + b"\x01" * v).__getitem__, indices)) + b"\x01"
+    packed = set(compress(accumulate(map(steps.__getitem__, indices), initial=0), frees))
+    mask, limit = (1 << width) - 1, len(indices)
+    shifts = range(0, 2 * n * width, width)
+    seen = [tuple((x >> shift) & mask for shift in shifts) for x in packed]
+    if min(packed) < 0 or max(map(max, seen)) > limit:  # a count went negative: a field borrowed
+        return _plain_reduced_states(key, n)
+    ordered = by_total(seen)
+    return tuple(ordered[i] for i in undominated(ordered))
+
+
+def _plain_reduced_states(key: tuple, n: int) -> tuple[tuple[int, ...], ...]:
+    """`_reduced_states` walked count by count, for any walk."""
     schedule, pp, v, m, rank, labels = key
     counts = [0] * (2 * n)
     seen = {tuple(counts)}
@@ -720,15 +809,62 @@ def live_receives(lowered: list[tuple]) -> int:
     return best
 
 
+EMPTY = -1
+"""`_compute_turns`' code of a turn that computes nothing."""
+
+PAIR = 1 << 32
+"""`_compute_turns`' codes of one computation stay below it: a turn of two (dualpipe-v's
+overlapped pairs) is coded -2 - (first x PAIR + second)."""
+
+
+def turn_code(pp: int, v: int, direction: int, stage: int, micro: int) -> int:
+    """One computation of a turn as one integer: micro-batch x 2 pp v + direction x pp v +
+    stage. Its input's flag in `_receive_trace` sits at the same index, and the input it makes
+    for the next stage (forward, + 1) or the previous one (backward, - 1) right beside it; the
+    key (direction, stage) is the code modulo 2 pp v."""
+    return micro * 2 * pp * v + direction * pp * v + stage
+
+
+def decoded_turns(pp: int, v: int, turns: tuple[int, ...]) -> tuple[tuple, ...]:
+    """`_compute_turns`' codes written out: per turn, its compute actions as (0 forward /
+    1 backward, stage, micro-batch), () for a turn that computes nothing (`turn_code`, `PAIR`)."""
+    stride, count = 2 * pp * v, pp * v
+
+    def one(code: int) -> tuple[int, int, int]:
+        micro, key = divmod(code, stride)
+        return (*divmod(key, count), micro)
+
+    out: list[tuple] = []
+    for turn in turns:
+        if turn == EMPTY:
+            out.append(())
+        elif turn >= 0:
+            out.append((one(turn),))
+        else:
+            first, second = divmod(-2 - turn, PAIR)
+            out.append((one(first), one(second)))
+    return tuple(out)
+
+
+def turn_sizes(schedule: str, pp: int, v: int, m: int, rank: int) -> list[int]:
+    """How many computations each of the rank's computing turns runs (`_compute_turns`): one,
+    or two for dualpipe-v's overlapped pairs."""
+    return [1 if turn >= 0 else 2 for turn in _compute_turns(schedule, pp, v, m, rank) if turn != EMPTY]
+
+
 @lru_cache(maxsize=4096)
-def _compute_turns(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[tuple, ...]:
-    """The rank's lowering turns as `_walked_receives` reads them: per turn, its compute actions
-    as (0 forward / 1 backward, stage, micro-batch), () for a turn that computes nothing (a
-    weight backward, FSDP's unshard, reshard and reduce-grad). The same list as
+def _compute_turns(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[int, ...]:
+    """The rank's lowering turns as `_walked_receives` reads them, one integer each: its compute
+    action (0 forward / 1 backward, stage, micro-batch) coded by `turn_code`, two of them in one
+    (`PAIR`), `EMPTY` for a turn that computes nothing (a weight backward, FSDP's unshard,
+    reshard and reduce-grad). Written out (`decoded_turns`), the same list as
     `_turns(_fsdp_rounds(_indexed(...)))` with W and FSDP's actions emptied
     (tests/test_search_speed_exact.py holds the two equal), built without the intermediate lists
     of operations: a deep interleaved pipeline has hundreds of thousands of them, and building
-    them cost more than the lowering's walk.
+    them cost more than the lowering's walk. Integers, not a tuple of tuples per turn: the
+    lockstep reads a flag at the code itself, and a search that lowers a few deep pipelines
+    made 400,000 tuples that Python's garbage collector then walked over and over with the rest
+    of the search's heap (the same turns, no containers).
 
     FSDP's rounds (`_fsdp_rounds`), counted: a rank holds the nearest `active` (3) stages it
     uses next, so where the stage changes from one action to the next it reshards those that
@@ -744,63 +880,71 @@ def _compute_turns(schedule: str, pp: int, v: int, m: int, rank: int) -> tuple[t
     acts = _walked_actions(schedule, pp, v, m, rank)
     if schedule == "dualpipe-v":
         return _paired_turns(schedule, pp, v, m, rank, acts)
-    n = len(acts)
     stage_of = [_stage_of(schedule, pp, rank, c) for c in range(v)]
-    stages = [stage_of[chunk] for _, chunk in acts]
-    # empties[i]: the turns that compute nothing right before action i (FSDP's and reduce-grad;
-    # all alike, so their order among themselves does not matter)
-    empties = [0] * (n + 1)
-    # after the last full or weight backward of each stage (each chunk its own stage): found
-    # from the end, where every chunk's last one is
-    found: set[int] = set()
-    for i in range(n - 1, -1, -1):
-        kind, chunk = acts[i]
-        if (kind == B or kind == W) and chunk not in found:
-            found.add(chunk)
-            empties[i + 1] += 1
-            if len(found) == v:
-                break
-    # FSDP's actions where the held stages change, counted from the end: the nearest 3 distinct
-    # stages used from each run's first action on (its own first), by recency. Where a run's
-    # stage is among those of the run after it, the set is the same (no action); else it
-    # differs from the later run's by that stage and, with 3 held, the one it pushes out: one
-    # unshard and one reshard at the later run's start (the end, after the last run). The first
-    # run unshards all it holds.
-    starts = [i for i in range(n) if i == 0 or stages[i] != stages[i - 1]]  # each run's first action
-    order: list[int] = []
-    later = n  # the start of the run after the one at hand
-    for i in reversed(starts):
-        stage = stages[i]
-        if stage in order:
-            if order[0] != stage:
+    stride = 2 * pp * v
+    # Built from the last action back, in one pass: where the stage changes (each chunk is its
+    # own stage), the run before the change and the nearest 3 distinct stages from the change on
+    # decide FSDP's actions there; a chunk's last full or weight backward is its first one met.
+    # Each chunk's codes count down from its last micro-batch (`_chunk_counts`).
+    forwards, backwards = _chunk_counts(schedule, pp, v, m, acts)
+    nexts = [stage + (count - 1) * stride for stage, count in zip(stage_of, forwards, strict=True)]
+    backs = [pp * v + stage + (count - 1) * stride for stage, count in zip(stage_of, backwards, strict=True)]
+    reduced = [False] * v
+    order: list[int] = []  # the nearest 3 distinct stages used from here on, nearest first
+    out: list[int] = []
+    append = out.append
+    previous = -1
+    settled = False  # every stage of the rank held (3 or fewer): no FSDP action from here back
+    for kind, chunk in reversed(acts):
+        if chunk != previous and not settled:
+            # FSDP's actions between this run and the one after it (after the last run, at the
+            # step's end): where this run's stage is among the 3 held from the next run on, the
+            # set is the same, none; else it enters, one unshard, and with 3 held pushes one
+            # out, one reshard
+            stage = stage_of[chunk]
+            if stage in order:
                 order.remove(stage)
                 order.insert(0, stage)
-        else:
-            empties[later] += 1 + (len(order) == 3)
-            order.insert(0, stage)
-            del order[3:]
-        later = i
-    empties[0] += len(order)
-    # one turn per action, micro-batches counted per chunk and direction
-    forwards, backwards = [0] * v, [0] * v
-    out: list[tuple] = []
-    append = out.append
-    for i, (kind, chunk) in enumerate(acts):
-        if empties[i]:
-            out.extend([()] * empties[i])
+            else:
+                out += (EMPTY,) * (1 + (len(order) == 3))
+                order.insert(0, stage)
+                del order[3:]
+                settled = len(order) == v
+            previous = chunk
         if kind == F:
-            append(((0, stages[i], forwards[chunk]),))
-            forwards[chunk] += 1
-        elif kind == W:
-            append(())
+            append(nexts[chunk])
+            nexts[chunk] -= stride
+            continue
+        if not reduced[chunk]:  # the chunk's last full or weight backward: a reduce-grad after it
+            reduced[chunk] = True
+            append(EMPTY)
+        if kind == W:
+            append(EMPTY)
         else:
-            append(((1, stages[i], backwards[chunk]),))
-            backwards[chunk] += 1
-    out.extend([()] * empties[n])
+            append(backs[chunk])
+            backs[chunk] -= stride
+    out += (EMPTY,) * len(order)  # the first run unshards all it holds
+    out.reverse()
     return tuple(out)
 
 
-def _paired_turns(schedule: str, pp: int, v: int, m: int, rank: int, acts: tuple[Action, ...]) -> tuple[tuple, ...]:
+def _chunk_counts(schedule: str, pp: int, v: int, m: int, acts: tuple[Action, ...]) -> tuple[list[int], list[int]]:
+    """Per chunk, how many forwards and how many input or full backwards the rank runs: m each
+    wherever torch runs the schedule (every chunk takes each micro-batch once each way), counted
+    on the actions where the interleaved rounds leave a remainder (a layout torch refuses, E0318,
+    which the tests still lower)."""
+    if not schedule.startswith("interleaved") or pp == 1 or interleaved_accepts(pp, m):
+        return [m] * v, [m] * v
+    forwards, backwards = [0] * v, [0] * v
+    for kind, chunk in acts:
+        if kind == F:
+            forwards[chunk] += 1
+        elif kind != W:
+            backwards[chunk] += 1
+    return forwards, backwards
+
+
+def _paired_turns(schedule: str, pp: int, v: int, m: int, rank: int, acts: tuple[Action, ...]) -> tuple[int, ...]:
     """`_compute_turns` for dualpipe-v, whose overlapped forward-backward pairs run in one turn."""
     n = len(acts)
     stage_of = [_stage_of(schedule, pp, rank, c) for c in range(v)]
@@ -826,14 +970,15 @@ def _paired_turns(schedule: str, pp: int, v: int, m: int, rank: int, acts: tuple
     counters = [0] * (3 * v)  # micro-batches counted per chunk: forwards, (input) backwards, weight backwards
     pairs = schedule == "dualpipe-v"
     apart = pairs and rank == pp - 1
-    out: list[tuple] = []
+    stride, count = 2 * pp * v, pp * v
+    out: list[int] = []
     held: frozenset = frozenset()
     i = 0
     while i < n:
         if i == 0 or stages[i] != stages[i - 1]:
             upcoming = nexts[i]
             if upcoming is not held:
-                out.extend([()] * (len(held - upcoming) + len(upcoming - held)))
+                out += (EMPTY,) * (len(held - upcoming) + len(upcoming - held))
                 held = upcoming
         kind, chunk = acts[i]
         slot = chunk if kind == F else (2 * v + chunk if kind == W else v + chunk)
@@ -846,21 +991,21 @@ def _paired_turns(schedule: str, pp: int, v: int, m: int, rank: int, acts: tuple
             nslot = v + acts[i + 1][1]
             nmicro = counters[nslot]
             counters[nslot] = nmicro + 1
-            first, second = (0, stages[i], micro), (1, stages[i + 1], nmicro)
+            first, second = micro * stride + stages[i], nmicro * stride + count + stages[i + 1]
             if apart:
                 apart = False
-                out += [(first,), (second,)]
+                out += (first, second)
             else:
-                out.append((first, second))
+                out.append(-2 - first * PAIR - second)
             if i + 1 in reduce_after:
-                out.append(())
+                out.append(EMPTY)
             i += 2
             continue
-        out.append(() if kind == W else ((0 if kind == F else 1, stages[i], micro),))
+        out.append(EMPTY if kind == W else micro * stride + (0 if kind == F else count) + stages[i])
         if i in reduce_after:
-            out.append(())
+            out.append(EMPTY)
         i += 1
-    out.extend([()] * len(held))
+    out += (EMPTY,) * len(held)
     return tuple(out)
 
 
@@ -912,22 +1057,26 @@ def _receive_trace(schedule: str, pp: int, v: int, m: int) -> tuple[ReceiveTrace
     once stage s - 1's forward (s + 1's backward) of i has run, on whichever rank; the receive
     that brought it is alive on its rank from when the sender runs until that forward
     (backward) runs. Almost every visit of a deep pipeline's lockstep runs a turn (pp 32,
-    interleaved-zb: 50,112 visits, 50,112 turns), so the cost is the turn's own reading: per
-    (direction, stage) four numbers looked up, one flag array, no loop over a one-computation
-    turn."""
+    interleaved-zb: 50,112 visits, 50,112 turns), so the cost is the turn's own reading: a turn
+    of one computation is one integer (`turn_code`), whose input flag is at the code itself and
+    the flag of the input it makes one beside it; per (direction, stage) three numbers looked
+    up."""
     stages = pp * v
+    stride = 2 * stages  # codes per micro-batch: one per (direction, stage), the key
     owner = [0] * stages
     for r in range(pp):
         for c in range(v):
             owner[_stage_of(schedule, pp, r, c)] = r
     todo = [_compute_turns(schedule, pp, v, m, r) for r in range(pp)]
-    # the flags' stride per stage: above every micro-batch index the turns hold (a chunk's
-    # micro-batches are counted along the rank's turns, so fewer than its turns; dualpipe-v and
-    # an interleaved warm-up go past m), found without a walk over every action
-    m = max(len(turns) for turns in todo) + 1
-    # one flag per (forward 0 / backward 1, stage, micro-batch): the input of that computation
-    # is there; at ((code x stages) + stage) x m + micro-batch
-    arrived = bytearray(2 * stages * m)
+    # one flag per code (direction, stage, micro-batch): the input of that computation is there.
+    # A chunk's micro-batches are counted along the rank's turns, so each code (and the one
+    # beside it) is below the most turns of a rank plus one, times the stride. The first
+    # stage's forwards and the last stage's backwards need no input: their flags stand from
+    # the start (no computation makes those inputs, so none is set twice)
+    rows = max(len(turns) for turns in todo) + 1
+    arrived = bytearray(rows * stride)
+    arrived[0::stride] = b"\x01" * rows
+    arrived[stride - 1::stride] = b"\x01" * rows
     alive, gap = [0] * pp, [0] * pp
     lives: list[list[int]] = [[] for _ in range(pp)]
     gaps: list[list[int]] = [[] for _ in range(pp)]
@@ -935,25 +1084,22 @@ def _receive_trace(schedule: str, pp: int, v: int, m: int) -> tuple[ReceiveTrace
     blocked = [False] * pp
     last = stages - 1
     unfinished = sum(1 for r in range(pp) if todo[r])
-    # Per (code, stage), at code x stages + stage, looked up rather than worked out at every
-    # turn: where its input's flag starts (-1: it needs none, the first stage's forward, the
-    # last's backward), whether that input came by a receive (another rank runs the stage
-    # before), where the flag of the input its output makes starts (-1: none) and the rank
-    # that receives that output (-1: none, or its own rank).
+    # Per key (direction x stages + stage) looked up rather than worked out at every turn:
+    # whether its input came by a receive (another rank runs the stage before), where the flag
+    # of the input its output makes lies from its own (+ 1 forward, - 1 backward, 0: none) and
+    # the rank that receives that output (-1: none, or its own rank).
     sources = [s - 1 for s in range(stages)] + [s + 1 if s != last else -1 for s in range(stages)]
     targets = [s + 1 if s != last else -1 for s in range(stages)] + [s - 1 for s in range(stages)]
-    needs, frees, makes, peers = [], [], [], []
-    for key in range(2 * stages):
-        code, stage = divmod(key, stages)
+    frees, moves, peers = [], [], []
+    for key in range(stride):
+        direction, stage = divmod(key, stages)
         source, to = sources[key], targets[key]
-        needs.append(key * m if source >= 0 else -1)
         frees.append(int(source >= 0 and owner[source] != owner[stage]))
-        makes.append((code * stages + to) * m if to >= 0 else -1)
+        moves.append(0 if to < 0 else (1 if direction == 0 else -1))
         peers.append(owner[to] if to >= 0 and owner[to] != owner[stage] else -1)
-    # A turn that computes nothing (a weight backward, FSDP's actions: a third of
+    # A turn that computes nothing (EMPTY: a weight backward, FSDP's actions, a third of
     # interleaved-zb's turns at pp 32, v 4) needs no input, frees none and sends none: it
-    # takes its pass and skips the checks below (the same passes, the same counts). A turn of
-    # one computation (all but dualpipe-v's overlapped pairs) is read without a loop over it.
+    # takes its pass and skips the checks below (the same passes, the same counts).
     ends = [len(turns) for turns in todo]
     while unfinished:
         progress = False
@@ -964,26 +1110,19 @@ def _receive_trace(schedule: str, pp: int, v: int, m: int) -> tuple[ReceiveTrace
             if head == ends[r]:
                 continue
             turn = todo[r][head]
-            if not turn:
-                heads[r] = head + 1
-                unfinished -= head + 1 == ends[r]
-                progress = True
-                continue
-            if len(turn) == 1:
-                code, stage, micro = turn[0]
-                key = code * stages + stage
-                base = needs[key]
-                if base >= 0 and not arrived[base + micro]:
+            if turn >= 0:  # one computation
+                if not arrived[turn]:
                     blocked[r] = True
                     continue
+                key = turn % stride
                 now = alive[r] - frees[key]  # an input that came by a receive is used
                 alive[r] = now
                 gaps[r].append(gap[r])
                 lives[r].append(now)
                 gap[r] = now
-                base = makes[key]
-                if base >= 0:  # the input this turn makes, received where another rank runs it
-                    arrived[base + micro] = 1
+                move = moves[key]
+                if move:  # the input this turn makes, received where another rank runs it
+                    arrived[turn + move] = 1
                     peer = peers[key]
                     if peer >= 0:
                         now = alive[peer] + 1
@@ -991,27 +1130,22 @@ def _receive_trace(schedule: str, pp: int, v: int, m: int) -> tuple[ReceiveTrace
                         if now > gap[peer]:
                             gap[peer] = now
                         blocked[peer] = False
-            else:
-                ready = True
-                for code, stage, micro in turn:
-                    base = needs[code * stages + stage]
-                    if base >= 0 and not arrived[base + micro]:
-                        ready = False
-                        break
-                if not ready:
+            elif turn != EMPTY:  # dualpipe-v's overlapped pair
+                pair = divmod(-2 - turn, PAIR)
+                if not (arrived[pair[0]] and arrived[pair[1]]):
                     blocked[r] = True
                     continue
-                for code, stage, _micro in turn:
-                    alive[r] -= frees[code * stages + stage]
+                for code in pair:
+                    alive[r] -= frees[code % stride]
                 gaps[r].append(gap[r])
                 lives[r].append(alive[r])
                 gap[r] = alive[r]
-                for code, stage, micro in turn:
-                    key = code * stages + stage
-                    base = makes[key]
-                    if base < 0:
+                for code in pair:
+                    key = code % stride
+                    move = moves[key]
+                    if not move:
                         continue
-                    arrived[base + micro] = 1
+                    arrived[code + move] = 1
                     peer = peers[key]
                     if peer >= 0:
                         alive[peer] += 1
