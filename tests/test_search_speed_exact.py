@@ -701,6 +701,50 @@ def test_the_pipelines_floor_is_at_most_the_family_floor_of_every_pipeline(name)
     assert shared > 0 or not pipelined
 
 
+@pytest.mark.parametrize("name", sorted(BOUND_SPACES))
+def test_the_family_ceiling_is_at_least_every_ranks_first_floor(name):
+    """`Engine._family_fits` lets a family through without its floor when a ceiling on it fits:
+    over random groups of four spaces (dense, MoE with ep over dp x cp, deepseek's dense first
+    layers, cp's all-to-all; every schedule, the V ones' first rank holding the embedding and
+    the output layer), each part of the ceiling must be at least its part of every rank's plain
+    sums (the rank's layers from `rank_params`, its first-backward floor from
+    `first_backward_floors`, its least states over its own parameters), and a family the ceiling
+    lets through must fit by its floor (`_family_floor`). The ceiling must also be useful: it
+    lets most fitting families through."""
+    from parc.memory.model import first_backward_ceiling, first_backward_floors, most_rank_layers, rank_params, \
+        rank_signatures
+
+    engine, groups = _groups_of(BOUND_SPACES[name])
+    rng = random.Random(name + "ceiling")
+    deep = [g for g in groups if g[0].degrees.get("pp", 1) > 1]
+    sample = rng.sample(deep, min(len(deep), 40)) + rng.sample(groups, min(len(groups), 20))
+    checked = fitting = through = 0
+    for item, _, _, micro, m, sp, recompute in sample:
+        pp = item.degrees.get("pp", 1)
+        pipes = engine._pipelines(pp)[0]
+        assert pipes
+        for pipe, v in pipes:
+            k = engine._knobs(item, pipe, v, engine.space.micro[0], m, sp, recompute)
+            params = rank_params(engine.shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)
+            layers = most_rank_layers(engine.shape, pp, v, pipe, k.split)
+            assert layers == max(rp.layers for rp in params)
+            held = first_backward_floors(engine.shape, k)
+            ceiling = first_backward_ceiling(engine.shape, k, layers)
+            states = engine._states_ceiling(item, k, layers)
+            for mine, rp in zip(rank_signatures(engine.shape, pp, v, pipe, k.split), params, strict=True):
+                assert held[mine] <= ceiling, (item.degrees, pipe, v, mine)
+                assert engine._least_states(item, k, rp.params) <= states, (item.degrees, pipe, v)
+            group = (item, pipe, v, micro, m, sp, recompute)
+            family = engine._family_floor(group)
+            fits = engine._family_fits(group)
+            assert family <= ceiling + states
+            assert not fits or family <= engine.usable
+            fitting += family <= engine.usable
+            through += fits
+            checked += 1
+    assert checked > 40 and through >= fitting // 2, (checked, fitting, through)
+
+
 @pytest.mark.parametrize("path", ["specs/deepseek-v3-like.par", "specs/llama3-70b-search.par",
                                   "specs/mixtral-8x7b-5d.par", "specs/gpt3-175b.par"])
 def test_rank_params_counted_by_layer_kind_are_the_per_layer_sums(path):

@@ -64,7 +64,9 @@ from ..memory.model import (
     activation_knobs,
     cached_logits_bytes,
     end_rank_activations,
+    first_backward_ceiling,
     first_backward_floors,
+    most_rank_layers,
     peak,
     rank_params,
     rank_signatures,
@@ -1828,6 +1830,8 @@ class Engine:
             if floor is None:
                 floor = self._pipelines_floor(group)
             if floor <= self.usable:
+                if self._family_fits(group):  # a ceiling on the family floor fits: so does the floor
+                    return False
                 floor = self._family_floor(group)
         if floor <= self.usable:
             return False
@@ -1998,6 +2002,56 @@ class Engine:
                 cached = item.opt_cache[shared] = self._first_floor(
                     self._knobs(item, schedule, v, micro, 1, sp, recompute), item)
             item.opt_cache[key] = cached
+        return cached
+
+    def _family_fits(self, group) -> bool:
+        """Whether the group's family floor (`_family_floor`) surely fits, from a ceiling on it
+        that sums no rank's chunks: the most layers a rank of the pipeline holds
+        (`memory.model.most_rank_layers`) at the largest saved set of a layer kind, with the
+        embedding's, the head's and the largest working set (`first_backward_ceiling`), plus the
+        least model states of a rank holding that many layers of the largest kind (componentwise)
+        and the embedding and output tables (`_least_states` never decreases as the parameters
+        grow; no rank holds more). Where the floor's exact value is not needed (it fits: the
+        family is not out of memory, nothing is noted), the ceiling spares its sums and the
+        ranks' states; where the ceiling does not fit, the floor decides. Most families of a
+        large space's layouts that come out fit (gpt3-175b's 16,384-GPU space: every one of
+        3,073). Kept per (pipeline class, sequence parallelism, recomputation) for the degrees,
+        as the family floor is; counted as that floor's computation was (one memory evaluation
+        and one unit of work per family class), so the statistics are unchanged."""
+        item, schedule, v, _, _, sp, recompute = group
+        if not self._layers_floor_applies():
+            return False
+        pp = item.degrees.get("pp", 1)
+        pipe = self._pipeline_class(pp, schedule, v)
+        key = ("family ceiling", pipe, sp, recompute)
+        ceiling = item.opt_cache.get(key)
+        if ceiling is None:
+            k = self._knobs(item, schedule, v, self.space.micro[0], 1, sp, recompute)
+            layers = most_rank_layers(self.shape, pp, v, schedule, self.split)
+            ceiling = item.opt_cache[key] = (first_backward_ceiling(self.shape, k, layers)
+                                             + self._states_ceiling(item, k, layers))
+            if ceiling <= self.usable and ("family class", pipe, sp, recompute) not in item.opt_cache:
+                self.stats.memory_evaluations += 1  # as `_first_floor` counted the floor it stands for
+                self._work(1)
+        return ceiling <= self.usable
+
+    def _states_ceiling(self, item: _Degrees, k: Knobs, layers: int) -> int:
+        """The least model states (`_least_states`) of parameters no rank of a pipeline whose
+        ranks hold at most `layers` layers exceeds, componentwise: that many layers of the
+        largest kind, the embedding (its table and positions) and the output layer (its norm and
+        table, which a tied model's output chunk holds as a copy): `memory.parameters.chunk_params`
+        counts nothing else. Kept with the degrees per layer count."""
+        key = ("states ceiling", layers)
+        cached = item.opt_cache.get(key)
+        if cached is None:
+            shape = self.shape
+            kinds = [layer_params(shape, k.tp, k.ep, moe) for moe, _ in self._layer_counts]
+            table = padded_vocab(shape.vocab, k.tp, k.runtime) * shape.hidden // k.tp
+            most = Params(linear=layers * max(p.linear for p in kinds),
+                          other=layers * max(p.other for p in kinds) + 2 * table + shape.position_params
+                          + shape.norm_params,
+                          expert=layers * max(p.expert for p in kinds))
+            cached = item.opt_cache[key] = self._least_states(item, k, most)
         return cached
 
     def _pipeline_class(self, pp: int, schedule: str, v: int) -> int:
