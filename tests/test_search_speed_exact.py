@@ -1438,7 +1438,9 @@ def test_rank_tails_sharing_windows_across_micro_batch_counts_are_the_time_model
     (so in m) share one ledger and one `dp_windows`. Over such groups asked in a shuffled order
     in one engine, each rank's tail equals the time model's own `timing.dp_exposed` (its ledger
     and windows built for the group's m, no kept value of the engine) plus the optimizer step,
-    and the windows were shared (fewer kept than the micro-batch counts asked)."""
+    and the windows were shared (fewer kept than the micro-batch counts asked), also between
+    pipelines that differ only in their virtual stages (every sharding but zero1, whose buckets
+    are per chunk: fewer kept than the virtual-stage counts asked)."""
     from parc import timing
 
     engine, groups = _groups_of(BOUND_SPACES[name])
@@ -1454,7 +1456,7 @@ def test_rank_tails_sharing_windows_across_micro_batch_counts_are_the_time_model
     asks = [(g, sharding) for gs in rng.sample(items, min(6, len(items)))
             for g in rng.sample(gs, min(12, len(gs))) for sharding in g[0].shardings]
     rng.shuffle(asks)
-    checked, with_m = 0, set()  # what the windows would be kept per with m in their key
+    checked, with_m, with_v = 0, set(), set()  # what the windows would be kept per with m, with v in their key
     sw = engine.software
     for group, (sharding, shard) in asks:
         item = group[0]
@@ -1467,10 +1469,12 @@ def test_rank_tails_sharing_windows_across_micro_batch_counts_are_the_time_model
             assert engine._rank_tail_of(item, r, k, sharding, shard) == exposed + optimizer
             with_m.add((item.index, r.params_dense, r.params_expert, r.layers, r.moe_layers, k.microbatches,
                         sharding, k.pp, k.virtual_stages, shard, k.optimizer))
+            with_v.add((item.index, r.params_dense, r.params_expert, r.layers, r.moe_layers,
+                        sharding, k.pp, k.virtual_stages, shard, k.optimizer))
             checked += 1
     assert checked
     windows = sum(1 for gs in by_item.values() for key in gs[0][0].opt_cache if key[0] == "windows")
-    assert 0 < windows < len(with_m)
+    assert 0 < windows < len(with_v) < len(with_m)
 
 
 def test_kept_activation_knobs_and_first_backward_floors_are_the_plain_ones():

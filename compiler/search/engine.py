@@ -1470,10 +1470,20 @@ class Engine:
 
     def _rank_tail_of(self, item: _Degrees, r, k: Knobs, sharding: str, shard: int) -> float:
         """`_rank_tail` under `k` with another sharding: the key reads the sharding and its shard
-        and otherwise `k`'s own fields, so the sharding's knobs are built only on a miss."""
+        and otherwise `k`'s own fields, so the sharding's knobs are built only on a miss.
+
+        The virtual stages are in the key under zero1 only: `timing.dp_ledger` reads them (the
+        chunks per rank) and the chunks' blocks for zero1's buckets in parc's runtime (one bucket
+        per model chunk and parameter set) and nowhere else; every other sharding's collectives,
+        their windows and the optimizer step follow from the rank's parameters, layers, pp and
+        links. So the pipelines of one degree assignment that differ only in their virtual
+        stages (the interleaved schedules' 1 to 6 at gpt3-175b's 96 layers, whose ranks hold the
+        same parameters) share one ledger, one pass over it and one exposure per lengths
+        (tests/test_search_speed_exact.py checks each tail against the time model's own)."""
         back = r.backward_input + r.backward_weight + r.recompute
+        # the virtual stages only where the ledger reads them (zero1's buckets: see the docstring)
         key = ("tail", r.params_dense, r.params_expert, r.layers, r.moe_layers, r.forward, back, k.microbatches,
-               sharding, k.pp, k.virtual_stages, shard, k.optimizer)
+               sharding, k.pp, k.virtual_stages if sharding == "zero1" else 0, shard, k.optimizer)
         cache = item.opt_cache
         cached = cache.get(key)
         if cached is None:
@@ -1824,6 +1834,8 @@ class Engine:
         if self.runtime != "torch":
             return False
         item, schedule, v, _, _, sp, recompute = group
+        if ("family fits", schedule, v, sp, recompute) in item.opt_cache:  # `_family_fits`, kept
+            return False
         floor = item.opt_cache.get(("family", schedule, v, sp, recompute))
         if floor is None:  # the pipelines' floor first (kept per fewer values), then the family's
             floor = item.opt_cache.get(("pipelines", sp, recompute))
@@ -2033,7 +2045,10 @@ class Engine:
             if ceiling <= self.usable and ("family class", pipe, sp, recompute) not in item.opt_cache:
                 self.stats.memory_evaluations += 1  # as `_first_floor` counted the floor it stands for
                 self._work(1)
-        return ceiling <= self.usable
+        if ceiling > self.usable:
+            return False
+        item.opt_cache[("family fits", schedule, v, sp, recompute)] = True  # asked first next time
+        return True
 
     def _states_ceiling(self, item: _Degrees, k: Knobs, layers: int) -> int:
         """The least model states (`_least_states`) of parameters no rank of a pipeline whose
