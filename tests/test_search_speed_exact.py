@@ -745,6 +745,37 @@ def test_the_family_ceiling_is_at_least_every_ranks_first_floor(name):
     assert checked > 40 and through >= fitting // 2, (checked, fitting, through)
 
 
+@pytest.mark.parametrize("name", sorted(BOUND_SPACES))
+def test_the_scans_quick_floor_decides_as_the_exact_one(name):
+    """The scan asks `_quick_floor` with `exact` False: the first step is skipped where its
+    ceiling fits (`_first_fits`). Over random groups of four spaces (each asked of a fresh
+    engine's kept values, in a shuffled order), a group the ceiling lets through must fit by its
+    first floor, and the scan's value must fit exactly where the exact one does, and equal it
+    where it does not (the value noted as the smallest peak). Both kinds must occur."""
+    engine, groups = _groups_of(BOUND_SPACES[name])
+    rng = random.Random(name + "quick")
+    deep = [g for g in groups if g[0].degrees.get("pp", 1) > 1]
+    sample = rng.sample(deep, min(len(deep), 60)) + rng.sample(groups, min(len(groups), 30))
+    rng.shuffle(sample)
+    fresh, fresh_groups = _groups_of(BOUND_SPACES[name])
+    twins = {(g[0].index,) + g[1:]: g for g in fresh_groups}
+    through = out = 0
+    for group in sample:
+        k = engine._knobs(*group)
+        exact = engine._quick_floor(k, group[0])
+        twin = twins[(group[0].index,) + group[1:]]
+        kt = fresh._knobs(*twin)
+        fits = fresh._first_fits(kt, twin[0])
+        scan = fresh._quick_floor(kt, twin[0], exact=False)
+        assert not fits or engine._first_floor(k, group[0]) <= engine.usable
+        assert (scan > fresh.usable) == (exact > engine.usable), group[1:]
+        if exact > engine.usable:
+            assert scan == exact, group[1:]
+            out += 1
+        through += fits
+    assert through and out, (through, out)
+
+
 @pytest.mark.parametrize("path", ["specs/deepseek-v3-like.par", "specs/llama3-70b-search.par",
                                   "specs/mixtral-8x7b-5d.par", "specs/gpt3-175b.par"])
 def test_rank_params_counted_by_layer_kind_are_the_per_layer_sums(path):

@@ -1668,7 +1668,7 @@ class Engine:
                     stats.out_of_memory += self._group_size(groups[i])
                     unnoted.append(groups[i])
                     continue
-                floor = self._quick_floor(self._knobs(*groups[i]), groups[i][0])
+                floor = self._quick_floor(self._knobs(*groups[i]), groups[i][0], exact=False)
                 if floor > self.usable:
                     pop(queue)
                     stats.out_of_memory += self._group_size(groups[i])
@@ -2100,7 +2100,7 @@ class Engine:
         fails = item.opt_cache.get(self._first_fails(item, item.degrees.get("pp", 1), schedule, v, sp, recompute))
         return fails is not None and fails <= micro
 
-    def _quick_floor(self, k: Knobs, item: _Degrees) -> int:
+    def _quick_floor(self, k: Knobs, item: _Degrees, exact: bool = True) -> int:
         """A floor on the memory of every sharding of these knobs, cheaper than the memory
         model's `activation_floors`, in two steps (the second only when the first fits), each
         rank's least model states over the shardings (`_states_floor`) added. First without
@@ -2111,14 +2111,22 @@ class Engine:
         worst moment (`walked_peak`, `schedules.weighted_peak`'s largest sum: one walk each, where
         the model walks every rank).
         Only for parc's runtime (the floors count its transient buffers, which the others' do not
-        have)."""
+        have).
+
+        Not `exact` (the scan, which only compares it with the usable memory and notes it when
+        it does not fit): the first step is skipped where a ceiling on it fits (`_first_fits`).
+        Above the usable memory the value is then the same (the first step's, below it, is not
+        the largest term); at or below, it is only known to fit, as the exact one does."""
         if self.runtime != "torch":
             return 0
-        floor = self._first_floor(k, item)
-        if floor > self.usable:
-            key = self._first_fails(item, k.pp, k.schedule, k.virtual_stages, k.sequence_parallel, k.recompute)
-            item.opt_cache[key] = min(item.opt_cache.get(key, k.micro_batch), k.micro_batch)
-            return floor
+        if not exact and self._first_fits(k, item):
+            floor = 0  # the first floor fits: the walked terms decide
+        else:
+            floor = self._first_floor(k, item)
+            if floor > self.usable:
+                key = self._first_fails(item, k.pp, k.schedule, k.virtual_stages, k.sequence_parallel, k.recompute)
+                item.opt_cache[key] = min(item.opt_cache.get(key, k.micro_batch), k.micro_batch)
+                return floor
         first, last = end_rank_activations(self.shape, k)  # those two only, not every rank's
         acts = {0: first, k.pp - 1: last}
         states = self._states_floor(item, k)
@@ -2131,6 +2139,23 @@ class Engine:
             a = acts[rank]
             floor = max(floor, held + min(a.working + a.input_working + a.weight_working) + states[rank])
         return floor
+
+    def _first_fits(self, k: Knobs, item: _Degrees) -> bool:
+        """Whether the group's first floor (`_first_floor`) surely fits, by the ceiling
+        `_family_fits` takes (`memory.model.first_backward_ceiling` at the most layers a rank
+        holds plus `_states_ceiling`) at the group's own micro-batch; counted as that floor is.
+        Not where the floor is kept already, nor where the ceiling does not hold (`full N`)."""
+        if not self._layers_floor_applies():
+            return False
+        pipe = self._pipeline_class(k.pp, k.schedule, k.virtual_stages)
+        if ("first", pipe, k.micro_batch, k.sequence_parallel, k.recompute) in item.opt_cache:
+            return False
+        layers = most_rank_layers(self.shape, k.pp, k.virtual_stages, k.schedule, self.split)
+        if first_backward_ceiling(self.shape, k, layers) + self._states_ceiling(item, k, layers) > self.usable:
+            return False
+        self.stats.memory_evaluations += 1  # as `_first_floor` counts the floor it stands for
+        self._work(1)
+        return True
 
     def _work(self, ranks: int) -> None:
         before = self.stats.work
