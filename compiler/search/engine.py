@@ -2028,7 +2028,7 @@ class Engine:
         ranks' states; where the ceiling does not fit, the floor decides. Most families of a
         large space's layouts that come out fit (gpt3-175b's 16,384-GPU space: every one of
         3,073). Kept per (pipeline class, sequence parallelism, recomputation) for the degrees,
-        as the family floor is; counted as that floor's computation was (one memory evaluation
+        as the family floor is, and computed per (most layers, release) of the pipeline; counted as that floor's computation was (one memory evaluation
         and one unit of work per family class), so the statistics are unchanged."""
         item, schedule, v, _, _, sp, recompute = group
         if not self._layers_floor_applies():
@@ -2038,10 +2038,16 @@ class Engine:
         key = ("family ceiling", pipe, sp, recompute)
         ceiling = item.opt_cache.get(key)
         if ceiling is None:
-            k = self._knobs(item, schedule, v, self.space.micro[0], 1, sp, recompute)
             layers = most_rank_layers(self.shape, pp, v, schedule, self.split)
-            ceiling = item.opt_cache[key] = (first_backward_ceiling(self.shape, k, layers)
-                                             + self._states_ceiling(item, k, layers))
+            # all the ceiling reads of the pipeline: its most layers and whether it releases
+            # (the classes of many pipelines share them; their knobs are built only here)
+            shared = ("ceiling", layers, released_backward(schedule, pp), sp, recompute)
+            ceiling = item.opt_cache.get(shared)
+            if ceiling is None:
+                k = self._knobs(item, schedule, v, self.space.micro[0], 1, sp, recompute)
+                ceiling = item.opt_cache[shared] = (first_backward_ceiling(self.shape, k, layers)
+                                                    + self._states_ceiling(item, k, layers))
+            item.opt_cache[key] = ceiling
             if ceiling <= self.usable and ("family class", pipe, sp, recompute) not in item.opt_cache:
                 self.stats.memory_evaluations += 1  # as `_first_floor` counted the floor it stands for
                 self._work(1)
