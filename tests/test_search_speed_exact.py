@@ -711,8 +711,13 @@ def test_the_family_ceiling_is_at_least_every_ranks_first_floor(name):
     `first_backward_floors`, its least states over its own parameters), and a family the ceiling
     lets through must fit by its floor (`_family_floor`). The ceiling must also be useful: it
     lets most fitting families through."""
-    from parc.memory.model import first_backward_ceiling, first_backward_floors, most_rank_layers, rank_params, \
-        rank_signatures
+    from parc.memory.model import (
+        first_backward_ceiling,
+        first_backward_floors,
+        most_rank_layers,
+        rank_params,
+        rank_signatures,
+    )
 
     engine, groups = _groups_of(BOUND_SPACES[name])
     rng = random.Random(name + "ceiling")
