@@ -701,6 +701,86 @@ def test_the_pipelines_floor_is_at_most_the_family_floor_of_every_pipeline(name)
     assert shared > 0 or not pipelined
 
 
+@pytest.mark.parametrize("name", sorted(BOUND_SPACES))
+def test_the_family_ceiling_is_at_least_every_ranks_first_floor(name):
+    """`Engine._family_fits` lets a family through without its floor when a ceiling on it fits:
+    over random groups of four spaces (dense, MoE with ep over dp x cp, deepseek's dense first
+    layers, cp's all-to-all; every schedule, the V ones' first rank holding the embedding and
+    the output layer), each part of the ceiling must be at least its part of every rank's plain
+    sums (the rank's layers from `rank_params`, its first-backward floor from
+    `first_backward_floors`, its least states over its own parameters), and a family the ceiling
+    lets through must fit by its floor (`_family_floor`). The ceiling must also be useful: it
+    lets most fitting families through."""
+    from parc.memory.model import (
+        first_backward_ceiling,
+        first_backward_floors,
+        most_rank_layers,
+        rank_params,
+        rank_signatures,
+    )
+
+    engine, groups = _groups_of(BOUND_SPACES[name])
+    rng = random.Random(name + "ceiling")
+    deep = [g for g in groups if g[0].degrees.get("pp", 1) > 1]
+    sample = rng.sample(deep, min(len(deep), 40)) + rng.sample(groups, min(len(groups), 20))
+    checked = fitting = through = 0
+    for item, _, _, micro, m, sp, recompute in sample:
+        pp = item.degrees.get("pp", 1)
+        pipes = engine._pipelines(pp)[0]
+        assert pipes
+        for pipe, v in pipes:
+            k = engine._knobs(item, pipe, v, engine.space.micro[0], m, sp, recompute)
+            params = rank_params(engine.shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)
+            layers = most_rank_layers(engine.shape, pp, v, pipe, k.split)
+            assert layers == max(rp.layers for rp in params)
+            held = first_backward_floors(engine.shape, k)
+            ceiling = first_backward_ceiling(engine.shape, k, layers)
+            states = engine._states_ceiling(item, k, layers)
+            for mine, rp in zip(rank_signatures(engine.shape, pp, v, pipe, k.split), params, strict=True):
+                assert held[mine] <= ceiling, (item.degrees, pipe, v, mine)
+                assert engine._least_states(item, k, rp.params) <= states, (item.degrees, pipe, v)
+            group = (item, pipe, v, micro, m, sp, recompute)
+            family = engine._family_floor(group)
+            fits = engine._family_fits(group)
+            assert family <= ceiling + states
+            assert not fits or family <= engine.usable
+            fitting += family <= engine.usable
+            through += fits
+            checked += 1
+    assert checked > 40 and through >= fitting // 2, (checked, fitting, through)
+
+
+@pytest.mark.parametrize("name", sorted(BOUND_SPACES))
+def test_the_scans_quick_floor_decides_as_the_exact_one(name):
+    """The scan asks `_quick_floor` with `exact` False: the first step is skipped where its
+    ceiling fits (`_first_fits`). Over random groups of four spaces (each asked of a fresh
+    engine's kept values, in a shuffled order), a group the ceiling lets through must fit by its
+    first floor, and the scan's value must fit exactly where the exact one does, and equal it
+    where it does not (the value noted as the smallest peak). Both kinds must occur."""
+    engine, groups = _groups_of(BOUND_SPACES[name])
+    rng = random.Random(name + "quick")
+    deep = [g for g in groups if g[0].degrees.get("pp", 1) > 1]
+    sample = rng.sample(deep, min(len(deep), 60)) + rng.sample(groups, min(len(groups), 30))
+    rng.shuffle(sample)
+    fresh, fresh_groups = _groups_of(BOUND_SPACES[name])
+    twins = {(g[0].index,) + g[1:]: g for g in fresh_groups}
+    through = out = 0
+    for group in sample:
+        k = engine._knobs(*group)
+        exact = engine._quick_floor(k, group[0])
+        twin = twins[(group[0].index,) + group[1:]]
+        kt = fresh._knobs(*twin)
+        fits = fresh._first_fits(kt, twin[0])
+        scan = fresh._quick_floor(kt, twin[0], exact=False)
+        assert not fits or engine._first_floor(k, group[0]) <= engine.usable
+        assert (scan > fresh.usable) == (exact > engine.usable), group[1:]
+        if exact > engine.usable:
+            assert scan == exact, group[1:]
+            out += 1
+        through += fits
+    assert through and out, (through, out)
+
+
 @pytest.mark.parametrize("path", ["specs/deepseek-v3-like.par", "specs/llama3-70b-search.par",
                                   "specs/mixtral-8x7b-5d.par", "specs/gpt3-175b.par"])
 def test_rank_params_counted_by_layer_kind_are_the_per_layer_sums(path):
@@ -1487,7 +1567,9 @@ def test_rank_tails_sharing_windows_across_micro_batch_counts_are_the_time_model
     (so in m) share one ledger and one `dp_windows`. Over such groups asked in a shuffled order
     in one engine, each rank's tail equals the time model's own `timing.dp_exposed` (its ledger
     and windows built for the group's m, no kept value of the engine) plus the optimizer step,
-    and the windows were shared (fewer kept than the micro-batch counts asked)."""
+    and the windows were shared (fewer kept than the micro-batch counts asked), also between
+    pipelines that differ only in their virtual stages (every sharding but zero1, whose buckets
+    are per chunk: fewer kept than the virtual-stage counts asked)."""
     from parc import timing
 
     engine, groups = _groups_of(BOUND_SPACES[name])
@@ -1503,7 +1585,7 @@ def test_rank_tails_sharing_windows_across_micro_batch_counts_are_the_time_model
     asks = [(g, sharding) for gs in rng.sample(items, min(6, len(items)))
             for g in rng.sample(gs, min(12, len(gs))) for sharding in g[0].shardings]
     rng.shuffle(asks)
-    checked, with_m = 0, set()  # what the windows would be kept per with m in their key
+    checked, with_m, with_v = 0, set(), set()  # what the windows would be kept per with m, with v in their key
     sw = engine.software
     for group, (sharding, shard) in asks:
         item = group[0]
@@ -1516,10 +1598,12 @@ def test_rank_tails_sharing_windows_across_micro_batch_counts_are_the_time_model
             assert engine._rank_tail_of(item, r, k, sharding, shard) == exposed + optimizer
             with_m.add((item.index, r.params_dense, r.params_expert, r.layers, r.moe_layers, k.microbatches,
                         sharding, k.pp, k.virtual_stages, shard, k.optimizer))
+            with_v.add((item.index, r.params_dense, r.params_expert, r.layers, r.moe_layers,
+                        sharding, k.pp, k.virtual_stages, shard, k.optimizer))
             checked += 1
     assert checked
     windows = sum(1 for gs in by_item.values() for key in gs[0][0].opt_cache if key[0] == "windows")
-    assert 0 < windows < len(with_m)
+    assert 0 < windows < len(with_v) < len(with_m)
 
 
 def test_kept_activation_knobs_and_first_backward_floors_are_the_plain_ones():

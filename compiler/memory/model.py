@@ -727,6 +727,59 @@ def _floors_of(shape: Shape, ak: Knobs, ranks: tuple, pipelined: bool, released:
     return MappingProxyType(out)
 
 
+@lru_cache(maxsize=4096)
+def most_rank_layers(shape: Shape, pp: int, v: int, schedule: str, split: tuple[int, ...] | None) -> int:
+    """The most layers any pp rank holds (over its chunks) under this chunking."""
+    return max(sum(sig[0] for sig in mine) for mine in distinct_rank_signatures(shape, pp, v, schedule, split))
+
+
+def first_backward_ceiling(shape: Shape, k: Knobs, layers: int) -> int:
+    """A ceiling on every value of `first_backward_floors(shape, k)` when no rank holds more than
+    `layers` layers (`most_rank_layers`), computed from one layer of each kind and the embedding
+    and output layer, without a rank's chunks: search proves with it that a family of layouts fits
+    (`Engine._family_fits`) without summing each rank's chunks.
+
+    A rank's floor is max(its chunks' saved sets + its last chunk's working set, the largest
+    of one chunk's saved set + its working set): at most the sum of its chunks' saved sets plus
+    the largest working set of a chunk (both are non-negative). The saved sets add up per layer
+    (`_chunk_activations`: each layer its kind's, the embedding's and the head's once, and each of
+    these sits on one chunk of one rank), so the sum is at most `layers` x the largest of a layer
+    kind plus the embedding's and the head's. A chunk's working set is the largest of its layer
+    kinds' (at most the largest kind's), and on the output chunk that less the head plus the
+    output projection's weight gradient where the backward releases, at least the loss's buffer:
+    the same expressions, each non-decreasing in the layers' working set, at the largest kind's.
+    tests/test_search_speed_exact.py holds it at or above each rank's floor over sampled
+    layouts."""
+    ak = activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
+                          k.ep if shape.moe else 1, k.precision, k.device, k.model_code)
+    per_layer, rest = _ceiling_pieces(shape, ak, released_backward(k.schedule, k.pp), k.recompute,
+                                      k.recompute_layers)
+    return layers * per_layer + rest
+
+
+@lru_cache(maxsize=4096)
+def _ceiling_pieces(shape: Shape, ak: Knobs, released: bool, recompute: str,
+                    recompute_layers: int | None) -> tuple[int, int]:
+    """`first_backward_ceiling`'s (largest saved set of a layer, what a rank adds beyond its
+    layers' saved sets at most: the embedding's and the head's saved sets and the largest working
+    set of a chunk), over every layer kind (MoE or dense, and the recomputation modes `full N`
+    gives by position, `layer_mode`)."""
+    vocab = padded_vocab(shape.vocab, ak.tp, ak.runtime)
+    torch = ak.runtime == "torch"
+    modes = {recompute, layer_mode(recompute, recompute_layers, shape.layers)}
+    saved = work = 0
+    for moe in sorted(set(shape.moe)) if shape.moe else (False,):
+        for mode in sorted(modes):
+            a = layer_activations(shape, ak, moe, mode)
+            saved = max(saved, a.saved)
+            if torch:
+                work = max(work, backward_working_set(a, ffn_weight_gradients(shape, ak, moe), released))
+    head = act.output_activations(shape, ak, vocab)
+    output_work = max(0, work - head + output_weight_gradient(shape, ak, vocab)) if torch and released else work
+    output_work = max(output_work, act.logits_buffer(ak, vocab))
+    return saved, act.embedding_activations(shape, ak) + head + max(work, output_work)
+
+
 def transient_buffers(transient: int, params: RankParams, k: Knobs, shape: Shape) -> int:
     """The working set of the rank's worst moment with the data-parallel wrapper's buffers.
     Without pipelining FSDP2 gathers and reduces around every layer while it computes, so its
@@ -1327,7 +1380,7 @@ def clear_caches() -> None:
     from . import activations, parameters, schedules
 
     for function in (activation_knobs, rank_params, _rank_activations, _end_ranks, _chunk_activations, _floors_of,
-                     _layer_kinds,
+                     _layer_kinds, most_rank_layers, _ceiling_pieces,
                      _counted_rank_signatures, rank_signatures, distinct_rank_signatures, _canonical_firsts,
                      activations.layer_activations, activations.embedding_activations,
                      activations.output_activations, activations.logits_buffer,

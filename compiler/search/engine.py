@@ -68,9 +68,11 @@ from ..memory.model import (
     activation_knobs,
     cached_logits_bytes,
     end_rank_activations,
+    first_backward_ceiling,
     first_backward_floors,
     first_backward_relief_bound,
     one_fewer_in_pipeline,
+    most_rank_layers,
     peak,
     rank_params,
     rank_signatures,
@@ -1479,10 +1481,20 @@ class Engine:
 
     def _rank_tail_of(self, item: _Degrees, r, k: Knobs, sharding: str, shard: int) -> float:
         """`_rank_tail` under `k` with another sharding: the key reads the sharding and its shard
-        and otherwise `k`'s own fields, so the sharding's knobs are built only on a miss."""
+        and otherwise `k`'s own fields, so the sharding's knobs are built only on a miss.
+
+        The virtual stages are in the key under zero1 only: `timing.dp_ledger` reads them (the
+        chunks per rank) and the chunks' blocks for zero1's buckets in parc's runtime (one bucket
+        per model chunk and parameter set) and nowhere else; every other sharding's collectives,
+        their windows and the optimizer step follow from the rank's parameters, layers, pp and
+        links. So the pipelines of one degree assignment that differ only in their virtual
+        stages (the interleaved schedules' 1 to 6 at gpt3-175b's 96 layers, whose ranks hold the
+        same parameters) share one ledger, one pass over it and one exposure per lengths
+        (tests/test_search_speed_exact.py checks each tail against the time model's own)."""
         back = r.backward_input + r.backward_weight + r.recompute
+        # the virtual stages only where the ledger reads them (zero1's buckets: see the docstring)
         key = ("tail", r.params_dense, r.params_expert, r.layers, r.moe_layers, r.forward, back, k.microbatches,
-               sharding, k.pp, k.virtual_stages, shard, k.optimizer)
+               sharding, k.pp, k.virtual_stages if sharding == "zero1" else 0, shard, k.optimizer)
         cache = item.opt_cache
         cached = cache.get(key)
         if cached is None:
@@ -1674,7 +1686,7 @@ class Engine:
                     stats.out_of_memory += self._group_size(groups[i])
                     unnoted.append(groups[i])
                     continue
-                floor = self._quick_floor(self._knobs(*groups[i]), groups[i][0])
+                floor = self._quick_floor(self._knobs(*groups[i]), groups[i][0], exact=False)
                 if floor > self.usable:
                     pop(queue)
                     stats.out_of_memory += self._group_size(groups[i])
@@ -1840,12 +1852,16 @@ class Engine:
         if self.runtime != "torch":
             return False
         item, schedule, v, _, _, sp, recompute = group
+        if ("family fits", schedule, v, sp, recompute) in item.opt_cache:  # `_family_fits`, kept
+            return False
         floor = item.opt_cache.get(("family", schedule, v, sp, recompute))
         if floor is None:  # the pipelines' floor first (kept per fewer values), then the family's
             floor = item.opt_cache.get(("pipelines", sp, recompute))
             if floor is None:
                 floor = self._pipelines_floor(group)
             if floor <= self.usable:
+                if self._family_fits(group):  # a ceiling on the family floor fits: so does the floor
+                    return False
                 floor = self._family_floor(group)
         if floor <= self.usable:
             return False
@@ -2018,6 +2034,65 @@ class Engine:
             item.opt_cache[key] = cached
         return cached
 
+    def _family_fits(self, group) -> bool:
+        """Whether the group's family floor (`_family_floor`) surely fits, from a ceiling on it
+        that sums no rank's chunks: the most layers a rank of the pipeline holds
+        (`memory.model.most_rank_layers`) at the largest saved set of a layer kind, with the
+        embedding's, the head's and the largest working set (`first_backward_ceiling`), plus the
+        least model states of a rank holding that many layers of the largest kind (componentwise)
+        and the embedding and output tables (`_least_states` never decreases as the parameters
+        grow; no rank holds more). Where the floor's exact value is not needed (it fits: the
+        family is not out of memory, nothing is noted), the ceiling spares its sums and the
+        ranks' states; where the ceiling does not fit, the floor decides. Most families of a
+        large space's layouts that come out fit (gpt3-175b's 16,384-GPU space: every one of
+        3,073). Kept per (pipeline class, sequence parallelism, recomputation) for the degrees,
+        as the family floor is, and computed per (most layers, release) of the pipeline; counted as that floor's computation was (one memory evaluation
+        and one unit of work per family class), so the statistics are unchanged."""
+        item, schedule, v, _, _, sp, recompute = group
+        if not self._layers_floor_applies():
+            return False
+        pp = item.degrees.get("pp", 1)
+        pipe = self._pipeline_class(pp, schedule, v)
+        key = ("family ceiling", pipe, sp, recompute)
+        ceiling = item.opt_cache.get(key)
+        if ceiling is None:
+            layers = most_rank_layers(self.shape, pp, v, schedule, self.split)
+            # all the ceiling reads of the pipeline: its most layers and whether it releases
+            # (the classes of many pipelines share them; their knobs are built only here)
+            shared = ("ceiling", layers, released_backward(schedule, pp), sp, recompute)
+            ceiling = item.opt_cache.get(shared)
+            if ceiling is None:
+                k = self._knobs(item, schedule, v, self.space.micro[0], 1, sp, recompute)
+                ceiling = item.opt_cache[shared] = (first_backward_ceiling(self.shape, k, layers)
+                                                    + self._states_ceiling(item, k, layers))
+            item.opt_cache[key] = ceiling
+            if ceiling <= self.usable and ("family class", pipe, sp, recompute) not in item.opt_cache:
+                self.stats.memory_evaluations += 1  # as `_first_floor` counted the floor it stands for
+                self._work(1)
+        if ceiling > self.usable:
+            return False
+        item.opt_cache[("family fits", schedule, v, sp, recompute)] = True  # asked first next time
+        return True
+
+    def _states_ceiling(self, item: _Degrees, k: Knobs, layers: int) -> int:
+        """The least model states (`_least_states`) of parameters no rank of a pipeline whose
+        ranks hold at most `layers` layers exceeds, componentwise: that many layers of the
+        largest kind, the embedding (its table and positions) and the output layer (its norm and
+        table, which a tied model's output chunk holds as a copy): `memory.parameters.chunk_params`
+        counts nothing else. Kept with the degrees per layer count."""
+        key = ("states ceiling", layers)
+        cached = item.opt_cache.get(key)
+        if cached is None:
+            shape = self.shape
+            kinds = [layer_params(shape, k.tp, k.ep, moe) for moe, _ in self._layer_counts]
+            table = padded_vocab(shape.vocab, k.tp, k.runtime) * shape.hidden // k.tp
+            most = Params(linear=layers * max(p.linear for p in kinds),
+                          other=layers * max(p.other for p in kinds) + 2 * table + shape.position_params
+                          + shape.norm_params,
+                          expert=layers * max(p.expert for p in kinds))
+            cached = item.opt_cache[key] = self._least_states(item, k, most)
+        return cached
+
     def _pipeline_class(self, pp: int, schedule: str, v: int) -> int:
         """What `_first_floor` reads of a pipeline, as a small number: its chunks (`chunks_of`:
         the ranks' chunk signatures and parameters, hence their least states) and whether its
@@ -2049,7 +2124,7 @@ class Engine:
         fails = item.opt_cache.get(self._first_fails(item, item.degrees.get("pp", 1), schedule, v, sp, recompute))
         return fails is not None and fails <= micro
 
-    def _quick_floor(self, k: Knobs, item: _Degrees) -> int:
+    def _quick_floor(self, k: Knobs, item: _Degrees, exact: bool = True) -> int:
         """A floor on the memory of every sharding of these knobs, cheaper than the memory
         model's `activation_floors`, in two steps (the second only when the first fits), each
         rank's least model states over the shardings (`_states_floor`) added. First without
@@ -2060,14 +2135,22 @@ class Engine:
         worst moment (`walked_peak`, `schedules.weighted_peak`'s largest sum: one walk each, where
         the model walks every rank).
         Only for parc's runtime (the floors count its transient buffers, which the others' do not
-        have)."""
+        have).
+
+        Not `exact` (the scan, which only compares it with the usable memory and notes it when
+        it does not fit): the first step is skipped where a ceiling on it fits (`_first_fits`).
+        Above the usable memory the value is then the same (the first step's, below it, is not
+        the largest term); at or below, it is only known to fit, as the exact one does."""
         if self.runtime != "torch":
             return 0
-        floor = self._first_floor(k, item)
-        if floor > self.usable:
-            key = self._first_fails(item, k.pp, k.schedule, k.virtual_stages, k.sequence_parallel, k.recompute)
-            item.opt_cache[key] = min(item.opt_cache.get(key, k.micro_batch), k.micro_batch)
-            return floor
+        if not exact and self._first_fits(k, item):
+            floor = 0  # the first floor fits: the walked terms decide
+        else:
+            floor = self._first_floor(k, item)
+            if floor > self.usable:
+                key = self._first_fails(item, k.pp, k.schedule, k.virtual_stages, k.sequence_parallel, k.recompute)
+                item.opt_cache[key] = min(item.opt_cache.get(key, k.micro_batch), k.micro_batch)
+                return floor
         first, last = end_rank_activations(self.shape, k)  # those two only, not every rank's
         acts = {0: first, k.pp - 1: last}
         states = self._states_floor(item, k)
@@ -2164,6 +2247,23 @@ class Engine:
                                    recompute, None, True).activations.saved
                 for moe, _ in self._layer_counts)
         return found
+
+    def _first_fits(self, k: Knobs, item: _Degrees) -> bool:
+        """Whether the group's first floor (`_first_floor`) surely fits, by the ceiling
+        `_family_fits` takes (`memory.model.first_backward_ceiling` at the most layers a rank
+        holds plus `_states_ceiling`) at the group's own micro-batch; counted as that floor is.
+        Not where the floor is kept already, nor where the ceiling does not hold (`full N`)."""
+        if not self._layers_floor_applies():
+            return False
+        pipe = self._pipeline_class(k.pp, k.schedule, k.virtual_stages)
+        if ("first", pipe, k.micro_batch, k.sequence_parallel, k.recompute) in item.opt_cache:
+            return False
+        layers = most_rank_layers(self.shape, k.pp, k.virtual_stages, k.schedule, self.split)
+        if first_backward_ceiling(self.shape, k, layers) + self._states_ceiling(item, k, layers) > self.usable:
+            return False
+        self.stats.memory_evaluations += 1  # as `_first_floor` counts the floor it stands for
+        self._work(1)
+        return True
 
     def _work(self, ranks: int) -> None:
         before = self.stats.work
