@@ -2245,6 +2245,57 @@ def test_the_held_floor_is_at_most_every_shardings_peak_and_the_walked_floor(nam
     assert checked >= len(sample) and sharper >= pipelined // 4, (checked, sharper, pipelined)
 
 
+@pytest.mark.parametrize("name", sorted(BOUND_SPACES))
+def test_the_held_floors_cheap_decision_is_the_floors_own(name):
+    """`Engine._held_exceeds` decides `_held_floor(group) > usable` without the ranks' least
+    model states where the activations alone exceed the memory, or fit with `_states_ceiling`,
+    or exceed it with `_states_low`. Over random groups of four spaces, each asked of a fresh
+    engine (its states not kept) at memories right at the floor (one byte under it, at it),
+    at its activations' part alone and at steps under and over the floor (of it and of the
+    largest end rank's least states), the decision must be the comparison with the floor computed by a
+    separate engine; and each of the four ways (three shortcuts and the floor itself) must
+    decide some of them."""
+    engine, groups = _groups_of(BOUND_SPACES[name])
+    rng = random.Random(f"held exceeds {name}")
+    deep = [g for g in groups if g[0].degrees.get("pp", 1) > 1] or groups
+    sample = rng.sample(deep, min(len(deep), 60)) + rng.sample(groups, min(len(groups), 20))
+    rng.shuffle(sample)
+    fresh, fresh_groups = _groups_of(BOUND_SPACES[name])
+    twins = {(g[0].index,) + g[1:]: g for g in fresh_groups}
+    exact_calls: list = []
+    real = fresh._held_floor
+    fresh._held_floor = lambda group, real=real: exact_calls.append(group) or real(group)
+    ways = {"ceiling": 0, "low": 0}  # which of the states' shortcuts were asked
+    for way, method in (("ceiling", "_states_ceiling"), ("low", "_states_low")):
+        plain = getattr(fresh, method)
+
+        def counted(item, k, layers, plain=plain, way=way):
+            ways[way] += 1
+            return plain(item, k, layers)
+        setattr(fresh, method, counted)
+    asked = 0
+    for group in sample:
+        floor = engine._held_floor(group)
+        assert floor > 0
+        twin = twins[(group[0].index,) + group[1:]]
+        item, schedule, v, micro, m, sp, recompute = group
+        d = item.degrees
+        least = engine._least_layer_saved(d.get("tp", 1), sp, d.get("cp", 1), item.ep, recompute, micro)
+        acts = max(least * count for _, count in engine._held_counts(d.get("pp", 1), v, schedule, m))
+        states = max(engine._states_floor(item, engine._knobs(*group)))
+        steps = [floor - floor // 2 ** j for j in range(1, 8)] + [floor + states // 2 ** j for j in range(0, 14)] + \
+                [floor - states // 2 ** j for j in range(0, 6)]
+        for usable in [floor - 1, floor, acts - 1, acts] + steps:
+            fresh.usable = usable
+            for key in [key for key in twin[0].opt_cache if isinstance(key, tuple) and key[0] == "states"]:
+                del twin[0].opt_cache[key]  # as when first asked: the floor's states not kept
+            assert fresh._held_exceeds(twin) == (floor > usable), (name, group[1:], usable, floor)
+            asked += 1
+    assert asked == 31 * len(sample) > 0 and exact_calls and asked - len(exact_calls) >= len(sample), (
+        asked, len(exact_calls), ways)
+    assert all(ways.values()), ways
+
+
 @pytest.mark.parametrize("name", sorted(BOUND_SPACES) + ["nothing fits"])
 def test_groups_out_by_their_held_floor_change_no_answer(name):
     """The scan that tries each group's held floor before its bounds (`Engine.held_floors`)

@@ -2168,12 +2168,84 @@ class Engine:
     def _held_out(self, group, unnoted: list) -> bool:
         """Whether the group's held floor (`_held_floor`) exceeds the usable memory; if so it is
         counted out of memory and noted later (its own `_quick_floor` computed only if nothing
-        fits, as for a family's)."""
-        if self._held_floor(group) <= self.usable:
+        fits, as for a family's). Decided by `_held_exceeds`, which builds the ranks' least
+        model states only where cheaper exact tests leave the answer open."""
+        if not self._held_exceeds(group):
             return False
         self.stats.out_of_memory += self._group_size(group)
         unnoted.append(group)
         return True
+
+    def _held_exceeds(self, group) -> bool:
+        """Whether `_held_floor(group)` exceeds the usable memory, its end ranks' least model
+        states (`_states_floor`: every pp rank's parameters and their states, most of the held
+        floor's cost) read only where two exact tests without them leave it open. The floor is
+        the largest over the walked end ranks of activations plus states, the states never
+        negative: if one rank's activations alone exceed the usable memory, so does the floor
+        (the Mixtral 16,384-GPU row: 1,423 of the 1,991 groups whose degrees' states were not
+        built yet). And each rank's states are at most `_states_ceiling` at the layers it holds
+        (a componentwise ceiling on its parameters; `_least_states` never decreases as they
+        grow): if every rank's activations plus that ceiling fit, so does the floor (210 more).
+        Where the degrees' states are kept already, the floor itself (tests/test_search_speed_exact.py
+        checks the decision against the floor's over random groups and memories)."""
+        item, schedule, v, micro, m, sp, recompute = group
+        if not self._layers_floor_applies() or ("states", schedule, v) in item.opt_cache:
+            return self._held_floor(group) > self.usable
+        d = item.degrees
+        pp = d.get("pp", 1)
+        least = self._least_layer_saved(d.get("tp", 1), sp, d.get("cp", 1), item.ep, recompute, micro)
+        counts = self._held_counts(pp, v, schedule, m)
+        usable = self.usable
+        for _, count in counts:
+            if least * count > usable:
+                return True
+        layers = self._end_layers(pp, v, schedule)
+        k = None
+        open_ = False
+        for rank, count in counts:
+            ceiling = item.opt_cache.get(("states ceiling", layers[rank]))
+            if ceiling is None:
+                k = k or self._knobs(*group)
+                ceiling = self._states_ceiling(item, k, layers[rank])
+            if least * count + ceiling > usable:
+                open_ = True
+                break
+        if not open_:
+            return False
+        for rank, count in counts:
+            low = item.opt_cache.get(("states low", layers[rank]))
+            if low is None:
+                k = k or self._knobs(*group)
+                low = self._states_low(item, k, layers[rank])
+            if least * count + low > usable:
+                return True
+        return self._held_floor(group) > usable
+
+    def _states_low(self, item: _Degrees, k: Knobs, layers: int) -> int:
+        """The least model states (`_least_states`) of `layers` layers at the least of a layer
+        kind's parameters, componentwise: no more than a rank holding that many layers holds
+        (its parameters are its layers' plus its chunks' embedding, output and norm ones, none
+        negative: `memory.parameters.chunk_params`; `_least_states` never decreases as the
+        parameters grow). Kept with the degrees per layer count."""
+        key = ("states low", layers)
+        cached = item.opt_cache.get(key)
+        if cached is None:
+            kinds = [layer_params(self.shape, k.tp, k.ep, moe) for moe, _ in self._layer_counts]
+            fewest = Params(linear=layers * min(p.linear for p in kinds), other=layers * min(p.other for p in kinds),
+                            expert=layers * min(p.expert for p in kinds))
+            cached = item.opt_cache[key] = self._least_states(item, k, fewest)
+        return cached
+
+    def _end_layers(self, pp: int, v: int, schedule: str) -> dict[int, int]:
+        """The layers the first and the last pp rank hold (their chunks' in `rank_signatures`,
+        the ones `_held_counts` walks), kept per pipeline."""
+        key = ("end layers", pp, v, schedule)
+        found = self._floor_pieces.get(key)
+        if found is None:
+            signatures = rank_signatures(self.shape, pp, v, schedule, self.split)
+            found = self._floor_pieces[key] = {rank: sum(sig[0] for sig in signatures[rank])
+                                               for rank in sorted({0, pp - 1})}
+        return found
 
     def _held_floor(self, group) -> int:
         """A floor under `_quick_floor`'s walked step, from numbers shared far beyond one group:
