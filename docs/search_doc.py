@@ -1639,6 +1639,38 @@ answers' 48 ranks), which the candidates carry, so the check cannot take them fr
 left in these two rows: the quick floor's walked terms (the end ranks' activations and walks, an
 eighth of gpt3-175b.par sampled), the rank tails that remain (a tenth), the bounds' sums.
 
+Issue 18's twentieth round (2026-12-03), the held floor without the ranks' states (the Mixtral
+row with ep over dp x cp 0.84 s "first CPU s" at 12:05 UTC, load about 1.5; wanted 0.75 s). In
+that row the held floor (`_held_out`, tried on 10,632 groups, 4,828 of them out) cost a fifth of
+the profiled search, half of it in `_states_floor`: every pp rank's parameters (`rank_params`)
+and least model states, built for 1,991 (degrees, pipeline) pairs, where the floor reads only the
+first and the last rank's states, and for most of them nothing: `Engine._held_exceeds` now
+decides `_held_floor(group) > usable` by three exact tests before it, in turn: an end rank's held
+activations alone above the usable memory (states are never negative: out); every end rank's
+activations plus `_states_ceiling` at the layers it holds within it (fits); an end rank's
+activations plus `_states_low` (its layers at the least layer kind's parameters, componentwise,
+no more than a rank holding them holds: `_least_states` never decreases as the parameters grow)
+above it (out). Only where all three leave it open, or the degrees' states are kept already, is
+the floor itself computed. Of the Mixtral row's 10,632 decisions 10,546 are taken by the tests
+(23 computed the floor, 63 found the states kept); the 983,040-GPU space 33,042 of 33,180. Every
+decision is the floor's, so the answers and every statistic are unchanged (top 10 of every row
+guarded by tests/test_search_speed_exact.py, test_search_engine.py, test_search.py,
+test_search_cold_caches.py and test_cluster_search.py, all passing; a new test asks the decision
+of a fresh engine at 31 memories around each of 80 random groups' floor in four spaces, against
+the floor computed by another engine, and fails with the ceiling taken 1 % low or the low states
+1 % high). Function calls of one search: Mixtral 2,928,970 to 2,694,925 (-8 %), the
+983,040-GPU space 4,036,721 to 3,685,335 (-9 %), gpt3-175b.par 2,460,733 to 2,433,570,
+Megatron 1T 2,913,503 to 2,860,186. Paired `--first` (the tree before, fe84178, and this one
+alternating, 12:21 UTC, load 2.6 to 2.9), before / after: Mixtral 0.93, 0.89, 0.96 / 1.04, 0.76,
+0.89 s (best 0.89 / 0.76 s), the 983,040-GPU space 1.01, 0.94, 1.19 / 0.87, 0.87, 0.89 s (best
+0.94 / 0.87 s). The benchmark once (`--repeat 1`, 12:19 to 12:20 UTC, load 3.2 to 2.5), "first
+CPU s": Mixtral 0.95 s, Megatron 1T 0.87 s, gpt3-175b.par 0.84 s, deepseek-v3-like.par 0.75 s,
+the 983,040-GPU space 0.81 s, the target 0.34 s (every row above its quiet figures). At these
+loads a row wanders by a fifth between runs; whether Mixtral is under
+0.75 s on a quiet box is for a quiet run to say. Not done: `_classes`' rank order geometries
+per hsdp shard (a thirtieth of the Mixtral row profiled; only the shard and replicate groups
+depend on the shard) and the scan's own per-group work, now the largest single part.
+
 **A wrong answer, fixed.** Two slips made the bound's data-parallel tail of MoE ranks exceed
 their true step, so the scan could drop a better layout: `_best_links` took the expert set's
 group without tp (`Geometry.expert`), where torch's runtime, and `timing.rank_steps`, reduce the
