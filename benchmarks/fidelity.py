@@ -688,9 +688,12 @@ torchtitan's kernels take the window in one launch. Under ring context paralleli
 steps are walked (`timing.windowed_ring_rank`, zig-zag chunks): a step does the pairs the window
 keeps between the rank's query chunks and the key chunks it holds (`timing.band_entries`, exact),
 a step with none runs no kernel (its compute is skipped: with W at most s / 2cp only the steps
-from the neighbouring ranks remain), and the busiest rank sets the time. Still charged: the
-skipped steps' kernel launches and their K/V sends (the ring's send is not yet dropped: an upper
-bound on that time). The causal ring charge averages the ranks' steps, so at windows of s / 2 or
+from the neighbouring ranks remain) and launches none (`timing.flash_attention_launches`: the
+busiest rank's steps that run, as parc's job skips the others' kernels), and the busiest rank
+sets the time. Still charged: the skipped steps' K/V sends, which the job still makes (the ring
+relays each K/V block to the ranks after it, and with W >= 2 the last step is always needed),
+and their merge bookkeeping (`timing.ring_bytes`; the job skips the forward merge of an empty
+step: a small over-count). The causal ring charge averages the ranks' steps, so at windows of s / 2 or
 more, which save little, the windowed charge can exceed it by up to 8 % (cp 8). The all-gather and
 all-to-all flavours scale their one kernel by the window's share of the causal work. The model FLOPs of MFU count the windowed entries: they are what the
 model computes (PaLM's definition). Megatron-LM's `num_floating_point_operations` does not: its
