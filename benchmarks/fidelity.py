@@ -683,7 +683,10 @@ time is the mean over its kind of layers, weighted by the model's share of windo
 (exact for the model, and for a stage holding whole periods of the pattern). parc's own job runs
 a windowed layer as about 2 s / W blocks merged by log-sum-exp (docs/runtime.md): each block after
 the first is one more kernel launch, and the merges and the edge blocks' flips are HBM bytes
-counted op by op (`timing.window_block_count`, `timing.window_bytes`); Megatron-Core's and
+counted op by op (`timing.window_block_count`, `timing.window_bytes`), on one process and under
+all-to-all context parallelism (the same blocks over the whole sequence for heads / cp of the
+heads; the all-gather flavour's per-chunk bands are still charged as its causal blocks scaled by
+the window's share); Megatron-Core's and
 torchtitan's kernels take the window in one launch. Under ring context parallelism each rank's
 steps are walked (`timing.windowed_ring_rank`, zig-zag chunks): a step does the pairs the window
 keeps between the rank's query chunks and the key chunks it holds (`timing.band_entries`, exact),

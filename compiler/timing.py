@@ -1350,8 +1350,10 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
         attention_b += launched * c.kernel_overhead
         attention_f += launched * c.kernel_overhead
         windowed = window_share(shape, seq)
-        if windowed and cp == 1 and cp_runtime == "parc":
-            # parc's job runs a windowed layer as blocks merged by log-sum-exp (`window_bytes`)
+        if windowed and (cp == 1 or flavour == "all-to-all") and cp_runtime == "parc":
+            # parc's job runs a windowed layer as blocks merged by log-sum-exp (`window_bytes`);
+            # under all-to-all the same blocks over the whole sequence for heads / cp of the
+            # heads: cp times the tokens at 1 / cp of the widths, the same bytes and launches
             extra = (window_block_count(seq, shape.window) - 1) * c.kernel_overhead
             window_f, window_b = window_bytes(seq, shape.window, n, q, kv)
             attention_f += windowed * (extra + memory_seconds(window_f, hw, c))

@@ -330,3 +330,25 @@ def test_a_skipped_ring_step_launches_no_kernel(every, cp, seq, window, launched
     assert causal.launches_f - windowed.launches_f == pytest.approx(cp - launched)
     assert causal.launches_b - windowed.launches_b == pytest.approx(cp - launched)
     assert windowed.cp_bytes == causal.cp_bytes  # the relay still sends every step's K/V
+
+
+def test_parcs_all_to_all_charges_the_windowed_blocks_of_one_process():
+    """Under all-to-all parc's job attends over the whole sequence for heads / cp of the heads
+    (`model.local_attention`), so a windowed layer launches the blocks it launches on one
+    process: at seq 32, W 8, 4 tiles of 8 rows, each a causal block and, after the first, an
+    edge block: 7 kernels (by hand), where the causal layer launches 1."""
+    from parc.calibration import DEFAULT
+
+    shape = shape_of(plan_of(", window 8"))
+    hw = timing.hardware_of(plan_of())
+    more = replace(DEFAULT, kernel_overhead=DEFAULT.kernel_overhead + 1e-3)
+
+    def slope(s, cp, flavour):
+        def work(c):
+            return timing.layer_work(s, False, 1, False, cp, flavour, 32, 1, 1, "bf16", "flash", "fused", hw, c,
+                                     cp_runtime="parc")
+        return (work(more).attention_f - work(DEFAULT).attention_f) / 1e-3
+
+    assert slope(shape, 2, "all-to-all") == pytest.approx(7.0, rel=1e-9)
+    assert slope(shape, 1, "ring") == pytest.approx(7.0, rel=1e-9)
+    assert slope(replace(shape, windowed=()), 2, "all-to-all") == pytest.approx(1.0, rel=1e-9)
