@@ -683,14 +683,20 @@ time is the mean over its kind of layers, weighted by the model's share of windo
 (exact for the model, and for a stage holding whole periods of the pattern). parc's own job runs
 a windowed layer as about 2 s / W blocks merged by log-sum-exp (docs/runtime.md): each block after
 the first is one more kernel launch, and the merges and the edge blocks' flips are HBM bytes
-counted op by op (`timing.window_block_count`, `timing.window_bytes`); Megatron-Core's and
+counted op by op (`timing.window_block_count`, `timing.window_bytes`), on one process and under
+all-to-all context parallelism (the same blocks over the whole sequence for heads / cp of the
+heads; the all-gather flavour's per-chunk bands are still charged as its causal blocks scaled by
+the window's share); Megatron-Core's and
 torchtitan's kernels take the window in one launch. Under ring context parallelism each rank's
 steps are walked (`timing.windowed_ring_rank`, zig-zag chunks): a step does the pairs the window
 keeps between the rank's query chunks and the key chunks it holds (`timing.band_entries`, exact),
 a step with none runs no kernel (its compute is skipped: with W at most s / 2cp only the steps
-from the neighbouring ranks remain), and the busiest rank sets the time. Still charged: the
-skipped steps' kernel launches and their K/V sends (the ring's send is not yet dropped: an upper
-bound on that time). The causal ring charge averages the ranks' steps, so at windows of s / 2 or
+from the neighbouring ranks remain) and launches none (`timing.flash_attention_launches`: the
+busiest rank's steps that run, as parc's job skips the others' kernels), and the busiest rank
+sets the time. Still charged: the skipped steps' K/V sends, which the job still makes (the ring
+relays each K/V block to the ranks after it, and with W >= 2 the last step is always needed),
+and their merge bookkeeping (`timing.ring_bytes`; the job skips the forward merge of an empty
+step: a small over-count). The causal ring charge averages the ranks' steps, so at windows of s / 2 or
 more, which save little, the windowed charge can exceed it by up to 8 % (cp 8). The all-gather and
 all-to-all flavours scale their one kernel by the window's share of the causal work. The model FLOPs of MFU count the windowed entries: they are what the
 model computes (PaLM's definition). Megatron-LM's `num_floating_point_operations` does not: its

@@ -711,11 +711,13 @@ a tp that divides the kv heads.
 """)
 
 
-register("E0604", "a sliding window under context parallelism (generated runtime)", """
-The generated runtime runs a sliding window as more attention blocks (whole, causal, and the
-window's edge blocks) over the whole sequence. Its context-parallel attention (all-gather blocks
-or all-to-all) builds the causal blocks only, so it does not generate a windowed model with
-cp > 1. Run without cp, or generate `target megatron`, whose `--window-size` works with its cp.
+register("E0604", "a sliding window under context parallelism (generated runtime; no longer reported)", """
+No longer reported: the generated runtime runs a sliding window under every context-parallel
+flavour it generates. The ring intersects each step's blocks with the band and computes nothing
+on a step whose keys lie outside every query's window (the K/V still moves on around the ring);
+the all-gather flavour attends each query chunk's band of the gathered sequence; all-to-all runs
+the windowed blocks over the whole sequence for its heads. Earlier versions reported E0604 for
+a window with cp > 1; the code stays reserved.
 """)
 
 register("E0610", "torchtitan cannot build this model", """

@@ -780,10 +780,10 @@ class Work:
     """Fraction of the SMs the ep transfers occupy while they run (DeepEP's `DEEPEP_SMS` of the
     GPU's): overlapped computation loses that share for as long as they transfer."""
     moe: bool = False
-    launches_f: int = 0
+    launches_f: float = 0
     """Kernels the forward launches (GEMMs, their fp8 casts, memory-bound kernels, attention):
     what the host must issue after a MoE layer's sync (`kernels.host_stall_seconds`)."""
-    launches_b: int = 0
+    launches_b: float = 0
     """Kernels the backward launches (`layer_launches`): what the host must issue in a backward
     with no sync (`kernels.host_paced_seconds`)."""
 
@@ -817,7 +817,7 @@ def fp8_recipe(precision: str, fp8_scaling: str, hw: Hardware) -> str:
 
 
 def layer_launches(gemms: list[tuple], grouped: bool, local: int, recipe: str, extra: int,
-                   attention: int) -> tuple[int, int]:
+                   attention: float) -> tuple[float, float]:
     """Kernels one layer launches per micro-batch, forward and backward: what the host must issue
     (`kernels.host_stall_seconds`, `kernels.host_paced_seconds`). `gemms` are `layer_work`'s
     forward GEMM tuples (kernels first); `grouped`: the routed experts (the two tuples after the
@@ -826,7 +826,8 @@ def layer_launches(gemms: list[tuple], grouped: bool, local: int, recipe: str, e
     forward, twice that backward (dgrad, wgrad), each with an fp8 cast of its input forward and of
     its output gradient backward under fp8. `extra`: the layer's other memory-bound kernels
     beyond `MEMORY_KERNELS` (router, expert-loop activations), launched again backward;
-    `attention`: the attention core's kernels, forward and again backward."""
+    `attention`: the attention core's kernels, forward and again backward (a mean over the layers
+    where windowed ring layers skip steps: `flash_attention_launches`)."""
     cast = 1 if recipe != "bf16" else 0
     experts = kernel_model.grouped_mlp_launches(local, recipe) if grouped else kernel_model.Launches(0, 0)
     plain = sum(g[0] for i, g in enumerate(gemms) if not (grouped and i in (3, 4)))
@@ -992,9 +993,10 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
     causal work, and each query-row block of it walks about W keys with one masked edge tile, the
     tile mix of a causal kernel over 2W keys: its efficiency is the curve's at min(keys, 2W).
     Under ring context parallelism a windowed layer's steps are walked rank by rank
-    (`windowed_ring_rank`: steps wholly outside every query's window do no work; their launches
-    stay in the kernel count, an upper bound); under the other flavours the ratio scales the
-    kernels."""
+    (`windowed_ring_rank`: steps wholly outside every query's window do no work and launch no
+    kernel; the count returned here stays the full layer's steps, the ring's structure, and
+    `flash_attention_launches` counts the kernels that run); under the other flavours the ratio
+    scales the kernels."""
     windowed = window_share(shape, seq)
     full = _flash_attention_kind(shape, tp, cp, flavour, seq, n, attention, hw, sustained, 0)
     if not windowed:
@@ -1002,6 +1004,24 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
     banded = _flash_attention_kind(shape, tp, cp, flavour, seq, n, attention, hw, sustained, shape.window)
     return ((1 - windowed) * full[0] + windowed * banded[0], (1 - windowed) * full[1] + windowed * banded[1],
             full[2])
+
+
+@lru_cache(maxsize=16384, typed=True)
+def flash_attention_launches(shape: Shape, tp: int, cp: int, flavour: str, seq: int, n: float, attention: str,
+                             hw: Hardware, sustained: float = 1.0) -> float:
+    """Attention kernels one layer launches each way, in the mean over the layers: the count
+    `flash_attention_seconds` returns, except under ring context parallelism, where a windowed
+    layer launches only the steps that do work on the rank it times (`windowed_ring_rank`):
+    parc's ring skips the kernel of a step whose held K/V lies outside every query's window
+    (`windowed_ring_blocks` in the generated parallel.py returns no block). The step's K/V still
+    travels (the ring relays it to the ranks after), so the exchange is charged as before. Without
+    a window, or under another flavour, exactly `flash_attention_seconds`' count."""
+    steps = flash_attention_seconds(shape, tp, cp, flavour, seq, n, attention, hw, sustained)[2]
+    windowed = window_share(shape, seq)
+    if not windowed or flavour != "ring" or cp == 1:
+        return steps
+    banded = _flash_attention_kind(shape, tp, cp, flavour, seq, n, attention, hw, sustained, shape.window)
+    return (1 - windowed) * steps + windowed * banded[2]
 
 
 def window_share(shape: Shape, seq: int) -> float:
@@ -1325,11 +1345,15 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
             stepped = GATHERED_BLOCKS
         attention_f, attention_b, steps = flash_attention_seconds(shape, t, cp, stepped, seq, n, attention, hw,
                                                                   c.attention_sustained)
-        attention_b += steps * c.kernel_overhead
-        attention_f += steps * c.kernel_overhead
+        # a windowed ring step outside every query's window launches nothing (its K/V still moves)
+        launched = flash_attention_launches(shape, t, cp, stepped, seq, n, attention, hw, c.attention_sustained)
+        attention_b += launched * c.kernel_overhead
+        attention_f += launched * c.kernel_overhead
         windowed = window_share(shape, seq)
-        if windowed and cp == 1 and cp_runtime == "parc":
-            # parc's job runs a windowed layer as blocks merged by log-sum-exp (`window_bytes`)
+        if windowed and (cp == 1 or flavour == "all-to-all") and cp_runtime == "parc":
+            # parc's job runs a windowed layer as blocks merged by log-sum-exp (`window_bytes`);
+            # under all-to-all the same blocks over the whole sequence for heads / cp of the
+            # heads: cp times the tokens at 1 / cp of the widths, the same bytes and launches
             extra = (window_block_count(seq, shape.window) - 1) * c.kernel_overhead
             window_f, window_b = window_bytes(seq, shape.window, n, q, kv)
             attention_f += windowed * (extra + memory_seconds(window_f, hw, c))
@@ -1389,7 +1413,7 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     ep_bytes = ACT * assigned * h if moe and ep > 1 else 0.0
     launches_f, launches_b = layer_launches(gemms, moe and kernels != "eager", local if moe else 0,
                                             fp8_recipe(precision, fp8_scaling, hw), loop_kernels + moe_kernels,
-                                            steps if attention != "unfused" else 4)
+                                            launched if attention != "unfused" else 4)
     return Work(launches_f=launches_f, launches_b=launches_b, gemm=gemm, attention_f=attention_f, attention_b=attention_b, memory_f=memory_f,
                 memory_b=memory_b, selective_core=core_again, selective_elementwise=elementwise,
                 selective_torchtitan=torchtitan, norms_again=norms_again, moe_act_again=moe_act_again, moe_again=moe_again,
@@ -2997,7 +3021,7 @@ def clear_caches() -> None:
     none is left filled)."""
     for cached in (geometry, link, layer_work, embedding_work, output_work, exposed, rank_loads, _rank_frames, _piece,
                    _rank_times, _dp_ledger, _dp_exposed, piece_flops, recompute_modules, _replayed_idle_per_rank,
-                   gemm_seconds, flash_attention_seconds, _torchtitan_again_seconds):
+                   gemm_seconds, flash_attention_seconds, flash_attention_launches, _torchtitan_again_seconds):
         cached.cache_clear()
     for cached in (kernel_model.padded_rows, kernel_model._largest_normal, kernel_model.deepep_fractions,
                    hbm.layer_bytes, hbm.embedding_bytes, hbm.output_bytes):

@@ -200,15 +200,15 @@ def test_megatron_takes_the_window_as_w_minus_1_keys_before_the_query():
         update={"model": plan.model.model_copy(update={"window": 0, "windowed_layers": ()})})))
 
 
-def test_torchtitan_and_parcs_cp_say_they_cannot():
+def test_torchtitan_says_it_cannot_and_parcs_cp_can():
+    """torchtitan has no window (E0610); parc's job runs one under every cp flavour (E0604 is no
+    longer reported: tests/test_window_job.py checks the windowed cp attention)."""
     from parc.backends import job_diagnostics
 
     found = job_diagnostics(target_plan("torchtitan"))
     assert [d.code for d in found if d.is_error] == ["E0610"]
     assert "sliding window" in found[0].message
-    found = job_diagnostics(target_plan("torch", cp=2))
-    assert [d.code for d in found if d.is_error] == ["E0604"]
-    assert found[0].span is not None and found[0].span.line == 2 and found[0].help
+    assert not [d for d in job_diagnostics(target_plan("torch", cp=2)) if d.is_error]
     assert not [d for d in job_diagnostics(target_plan("torch")) if d.is_error]
 
 
@@ -296,3 +296,59 @@ def test_the_ring_walks_every_chunk_pair_once_and_skips_the_far_ones(cp, window)
     if window <= chunk:
         assert [k for _, _, k in ranks] == [min(cp, 2) if r in (0, cp - 1) else min(cp, 3) for r in range(cp)] \
             or cp == 2
+
+
+@pytest.mark.parametrize(("every", "cp", "seq", "window", "launched"), [
+    ("", 4, 32, 3, 3.0),  # every layer windowed: the busiest rank runs 3 of its 4 steps
+    (", full-attention-every 2", 4, 32, 3, 3.5),  # half the layers full (4 kernels), half 3
+    ("", 2, 32, 12, 2.0),  # no step outside the window: both steps launch
+])
+def test_a_skipped_ring_step_launches_no_kernel(every, cp, seq, window, launched):
+    """The ring's kernel launches on a windowed layer count only the steps that do work; by hand
+    for cp 4, seq 32 (chunks of 4 tokens, rank r holds chunks r and 7 - r), W 3 (a query reaches
+    2 keys back): rank 1 (chunks 1, 6) needs its own K/V, rank 0's (chunk 0 before chunk 1) and
+    rank 2's (chunk 5 before chunk 6), not rank 3's (chunks 3, 4: 2 and more tokens too far from
+    chunk 6, after chunk 1): 3 kernels; ranks 0 and 3 need 2 (their own and one neighbour's), and
+    rank 1 has the most work. Each launch costs `kernel_overhead` in the forward and the backward
+    (read off as the attention seconds' slope in it); the K/V exchange stays (every step still
+    sends). The same layer without a window launches cp kernels."""
+    from parc.calibration import DEFAULT
+
+    shape = shape_of(plan_of(f", window {window}{every}"))
+    hw = timing.hardware_of(plan_of())
+    more = replace(DEFAULT, kernel_overhead=DEFAULT.kernel_overhead + 1e-3)
+
+    def work(s, c):
+        return timing.layer_work(s, False, 1, False, cp, "ring", seq, 1, 1, "bf16", "flash", "fused", hw, c,
+                                 cp_runtime="parc")
+
+    for s, want in ((shape, launched), (replace(shape, windowed=()), float(cp))):
+        base, slower = work(s, DEFAULT), work(s, more)
+        assert slower.attention_f - base.attention_f == pytest.approx(want * 1e-3, rel=1e-9)
+        assert slower.attention_b - base.attention_b == pytest.approx(want * 1e-3, rel=1e-9)
+    windowed, causal = work(shape, DEFAULT), work(replace(shape, windowed=()), DEFAULT)
+    assert causal.launches_f - windowed.launches_f == pytest.approx(cp - launched)
+    assert causal.launches_b - windowed.launches_b == pytest.approx(cp - launched)
+    assert windowed.cp_bytes == causal.cp_bytes  # the relay still sends every step's K/V
+
+
+def test_parcs_all_to_all_charges_the_windowed_blocks_of_one_process():
+    """Under all-to-all parc's job attends over the whole sequence for heads / cp of the heads
+    (`model.local_attention`), so a windowed layer launches the blocks it launches on one
+    process: at seq 32, W 8, 4 tiles of 8 rows, each a causal block and, after the first, an
+    edge block: 7 kernels (by hand), where the causal layer launches 1."""
+    from parc.calibration import DEFAULT
+
+    shape = shape_of(plan_of(", window 8"))
+    hw = timing.hardware_of(plan_of())
+    more = replace(DEFAULT, kernel_overhead=DEFAULT.kernel_overhead + 1e-3)
+
+    def slope(s, cp, flavour):
+        def work(c):
+            return timing.layer_work(s, False, 1, False, cp, flavour, 32, 1, 1, "bf16", "flash", "fused", hw, c,
+                                     cp_runtime="parc")
+        return (work(more).attention_f - work(DEFAULT).attention_f) / 1e-3
+
+    assert slope(shape, 2, "all-to-all") == pytest.approx(7.0, rel=1e-9)
+    assert slope(shape, 1, "ring") == pytest.approx(7.0, rel=1e-9)
+    assert slope(replace(shape, windowed=()), 2, "all-to-all") == pytest.approx(1.0, rel=1e-9)

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ...diagnostics import Diagnostic, Label, Severity, error, warning
+from ...diagnostics import Diagnostic, Severity, error, warning
 from ...memory.allocator import GENERATED_ALLOC_CONF
 from ...memory.parameters import expert_shard_dim
 from ...plan import Plan
@@ -609,11 +609,6 @@ def _from_line(module: str, names: set[str]) -> str:
 # What the generated runtime cannot do: said at compile time, never silently
 
 
-def _cp_label(plan: Plan) -> tuple:
-    span = plan.layout.cp.span_of("degree")
-    return (Label(span=span, message=f"cp {plan.layout.degree('cp')}"),) if span is not None else ()
-
-
 def diagnostics(plan: Plan) -> list[Diagnostic]:
     """Findings about this plan that concern the generated runtime only (E06xx, W06xx)."""
     found: list[Diagnostic] = []
@@ -635,12 +630,6 @@ def diagnostics(plan: Plan) -> list[Diagnostic]:
             notes=("expert groups are carved from ranks that see different tokens (dp, cp); "
                    f"the ranks of {' x '.join(outside)} hold the same tokens or different layers",),
             help="fold ep over dp and/or cp (`ep N over dp`), or make ep its own layout axis"))
-    if m.window and (lay.degree("cp") or 1) > 1:
-        found.append(error(
-            "E0604", "the generated runtime has no sliding window under context parallelism",
-            m.span_of("window"), label="windowed attention", labels=_cp_label(plan),
-            notes=("its cp attention (all-gather blocks, all-to-all) runs the causal mask only",),
-            help="drop cp for this run (`cp 1`), or generate a target that has it: `target megatron`"))
     tp = lay.degree("tp") or 1
     if tp > 1 and m.kv_heads % tp:
         found.append(error(

@@ -124,3 +124,19 @@ def test_windowed_layout_matches_one_process(workdir, reference):
     assert changed > 1e-6, "the windowed reference trains exactly like the full-causal one"
     run = train(compile_job("window-tp2-dp2", workdir), plan_of("window-tp2-dp2").cluster.world_size)
     assert_parity(run, windowed)
+
+
+@pytest.fixture(scope="module")
+def windowed_reference(workdir):
+    """window-reference.par trained in one process."""
+    return train(compile_job("window-reference", workdir), 1).check()
+
+
+@pytest.mark.parametrize("spec", ["window-cp4-ring", "window-cp2-all-gather", "window-cp2-all-to-all"])
+def test_windowed_context_parallel_matches_one_process(workdir, windowed_reference, spec):
+    """Sliding-window attention (window 8 on every other layer, seq 32) under context parallelism
+    trains like its one-process reference: the ring at cp 4 (chunks of 4 tokens: rank 0's step
+    holding chunks 3 and 4 is outside every window and skipped), all-gather and all-to-all at
+    cp 2. The reference differs from the full-causal run (test_windowed_layout_matches_one_process)."""
+    run = train(compile_job(spec, workdir), plan_of(spec).cluster.world_size)
+    assert_parity(run, windowed_reference)

@@ -15,8 +15,8 @@ keep them, with the same shapes, to run under the generated parallel.py):
     layers                    nn.ModuleDict keyed "0".."125": a pipeline stage keeps its blocks' FQNs
       attention_norm, ffn_norm
       attention.wq, .wk, .wv, .wo   nn.Linear; q/k/v are viewed as (batch, seq, -1, head_dim)
-      attention.sdpa(q, k, v)       causal attention on (batch, heads, seq, head_dim);
-                                    context parallelism replaces it
+      attention.sdpa(q, k, v, w)    causal attention on (batch, heads, seq, head_dim), through
+                                    a sliding window w when w > 0; context parallelism replaces it
       attention.position_ids        None, or this rank's token positions (context parallelism)
       feed_forward.w1, .w2, .w3      dense blocks
     norm, output              final norm and nn.Linear(hidden, vocab); None before the last stage
@@ -180,6 +180,28 @@ def window_blocks(row: int, first: int, end: int, window: int) -> Blocks:
     return blocks
 
 
+def clip_blocks(blocks: Blocks, lo: int, hi: int, key_row: int) -> Blocks:
+    """The part of `blocks` (keys by position) whose keys lie in [lo, hi), those keys held at
+    rows [key_row, key_row + hi - lo): how context parallelism intersects a rank's band with the
+    keys it holds. A CAUSAL or UPPER block is square (row i against key i on its diagonal), so
+    keeping its keys [a, b) leaves a block of the same mask on rows [a, b) and a WHOLE block on
+    the rows that see all of [a, b): the later rows under CAUSAL, the earlier ones under UPPER."""
+    clipped: Blocks = []
+    for r0, r1, k0, k1, mask in quintuples(blocks):
+        a, b = max(k0, lo) - k0, min(k1, hi) - k0  # the kept keys, counted from the block's first
+        if a >= b:
+            continue
+        if mask == WHOLE:
+            pieces = [(0, r1 - r0, WHOLE)]
+        elif mask == CAUSAL:  # row i sees keys j <= i
+            pieces = [(a, b, CAUSAL), (b, r1 - r0, WHOLE)]
+        else:  # UPPER: row i sees keys j >= i
+            pieces = [(0, a, WHOLE), (a, b, UPPER)]
+        first = key_row + k0 - lo
+        clipped += [x for i0, i1, m in pieces if i0 < i1 for x in (r0 + i0, r0 + i1, first + a, first + b, m)]
+    return clipped
+
+
 def masked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                      mask: int) -> tuple[torch.Tensor, torch.Tensor]:
     """`fused_attention` of one block under its mask; UPPER on flipped rows and keys."""
@@ -278,6 +300,11 @@ def windowed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window
     """Causal attention through a sliding window over the whole sequence (`window_blocks`)."""
     return block_attention(q, k, v, window_blocks(0, 0, q.shape[2], window))[0]
 
+
+def local_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int = 0) -> torch.Tensor:
+    """Attention over the whole sequence held here: causal, or through a window of `window` (> 0)."""
+    return windowed_attention(q, k, v, window) if window else causal_attention(q, k, v)
+
 class Attention(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -285,7 +312,7 @@ class Attention(nn.Module):
         self.wk = nn.Linear(HIDDEN, KV_HEADS * HEAD_DIM, bias=False)
         self.wv = nn.Linear(HIDDEN, KV_HEADS * HEAD_DIM, bias=False)
         self.wo = nn.Linear(HEADS * HEAD_DIM, HIDDEN, bias=False)
-        self.sdpa = causal_attention
+        self.sdpa = local_attention
         self.window = 0
         """This layer's sliding window (0: full causal); set by Block from WINDOWED_LAYERS."""
         self.position_ids: torch.Tensor | None = None
@@ -298,7 +325,7 @@ class Attention(nn.Module):
         v = self.wv(x).view(batch, length, -1, HEAD_DIM).transpose(1, 2)
         positions = positions_of(self, length, x.device)
         q, k = rotate(q, positions), rotate(k, positions)
-        out = windowed_attention(q, k, v, self.window) if self.window else self.sdpa(q, k, v)
+        out = self.sdpa(q, k, v, self.window)
         return self.wo(out.transpose(1, 2).reshape(batch, length, -1))
 
 
