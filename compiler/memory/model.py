@@ -101,6 +101,12 @@ class StageMemory:
     chunk, running local chunk, kind of moment, receive buffers alive), the last three None where
     the model adds the largest working set to the largest state (no pairing); None past
     `MAX_STATE_CHUNKS`. `memory.moment.name_moment` names the action (`parc explain`)."""
+    backward_of_step: int = 0
+    """Where a rank runs no forward between its first two backwards (`relieved_split`): 1 or 2,
+    the backward of the step whose bytes the peak is; 0 elsewhere."""
+    embedding_peak: bool = False
+    """Whether that backward's peak is the embedding's backward rather than a layer's
+    (`relieved_split`; only where `backward_of_step` is set)."""
 
     @property
     def total(self) -> int:
@@ -563,6 +569,63 @@ def first_backward_relief(shape: Shape, k: Knobs, rank: int, params: RankParams,
     return min(missing, acts.chunks[0].held)
 
 
+@dataclass(frozen=True, slots=True)
+class RelievedSplit:
+    """The unpaired peak's moment and categories where a relief applies (`relieved_split`)."""
+
+    moment: tuple
+    """The state named (`StageMemory.moment`): the walk's largest, or one micro-batch fewer on
+    chunk 0 at the second backward."""
+    backward_of_step: int
+    """1 or 2: the first or the second backward of the step."""
+    embedding_peak: bool
+    """Whether the embedding's backward is the winning moment."""
+    fewer: int
+    """Micro-batches in flight fewer than the walk's largest state: 1 at the second backward."""
+    off_activations: int
+    """Taken off the walk's peak activations: one micro-batch's held bytes at the second backward."""
+    off_gradients: int
+    """Taken off the accumulated gradients: those the first backward has not made yet."""
+    buffers: int
+    embedding_rise: int
+
+
+def relieved_split(acts: RankActivations, moment: tuple, buffers: int, layers_relief: int,
+                   embedding_relief: int) -> RelievedSplit:
+    """The unpaired peak of a rank that runs no forward between its first two backwards
+    (`stage_memory`: the walk's largest state plus the larger of the layers' moment, `buffers`
+    less `layers_relief`, and the embedding's, `RankActivations.embedding_backward` less
+    `embedding_relief`), named and split as the moment whose bytes they are, so that
+    `parc explain`'s moment, `in_flight` and the categories tell the same story.
+
+    The winning moment's relief is the smaller of one micro-batch's held bytes and the
+    accumulated gradients the first backward lacks then (`first_backward_relief`,
+    `second_embedding_backward`). Where it is the micro-batch, the peak is the second backward:
+    every accumulated gradient, one micro-batch fewer in flight (activations less one held
+    set; `memory.moment.name_moment` names the state with one fewer on chunk 0, where the second
+    backward stands, a backward being named before a forward). Else it is the first backward:
+    every micro-batch in flight, the gradients less those not made yet. The categories sum to
+    the same total either way: the walk's peak plus the winning moment's extra. Ties go to the
+    layers' moment."""
+    held = acts.chunks[0].held
+    layers = buffers - layers_relief
+    embedding = acts.embedding_backward - embedding_relief
+    relief = layers_relief if layers >= embedding else embedding_relief
+    second = relief == held and held > 0 and len(moment[0]) == 1 and moment[0][0] >= 1
+    if layers >= embedding:
+        working, rise = buffers, 0
+    else:
+        working = min(buffers, acts.embedding_backward)
+        rise = acts.embedding_backward - working
+    if second:
+        return RelievedSplit(moment=((moment[0][0] - 1,), moment[1], None, None, None), backward_of_step=2,
+                             embedding_peak=layers < embedding, fewer=1,
+                             off_activations=held, off_gradients=0, buffers=working, embedding_rise=rise)
+    return RelievedSplit(moment=moment, backward_of_step=1, embedding_peak=layers < embedding, fewer=0,
+                         off_activations=0, off_gradients=relief, buffers=working,
+                         embedding_rise=rise)
+
+
 def first_backward_relief_bound(k: Knobs, rank: int, acts: RankActivations) -> int:
     """The most `first_backward_relief` can take off pp rank `rank`'s layers' moment under any
     sharding (search's floors): one micro-batch's held bytes where it applies."""
@@ -972,7 +1035,8 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
         if k.runtime == "torch" else None
 
     best = -1
-    best_acts = best_held = 0
+    best_acts = best_held = missing = backward_of_step = 0
+    embedding_peak = False
     moment = None
     chunks = acts.chunks
     if paired is None and k.virtual_stages > MAX_STATE_CHUNKS:
@@ -991,6 +1055,13 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
 
     if paired is None:  # the layers' moment in the second backward (`first_backward_relief`)
         best_acts -= layers_relief
+        if layers_relief or relief:  # split as the moment that wins (`relieved_split`)
+            split = relieved_split(acts, moment, buffers, layers_relief, relief)
+            moment, best_held = split.moment, best_held - split.fewer
+            best_acts, buffers, embedding_rise = best_acts + layers_relief - split.off_activations, split.buffers, \
+                split.embedding_rise
+            missing = split.off_gradients
+            backward_of_step, embedding_peak = split.backward_of_step, split.embedding_peak
     if paired is not None:  # the working set of the chunk that runs at the worst moment
         _, live_bytes, (best_acts, best_held, chunk, kind, live, state) = paired
         moment = (*state, chunk, kind, live)
@@ -1003,10 +1074,12 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
             p2p = live_bytes
     return StageMemory(
         stage=rank, layers=params.layers, params=states.params + persistent,
-        grads=peak_gradients(states) + whole_vocabulary_gradient(shape, k, acts, states.accumulated_grads > 0),
+        grads=peak_gradients(states) + whole_vocabulary_gradient(shape, k, acts, states.accumulated_grads > 0)
+        - missing,
         optimizer=states.optimizer,
         activations=best_acts, buffers=buffers, in_flight=best_held,
-        p2p=p2p, embedding_backward=embedding_rise, moment=moment,
+        p2p=p2p, embedding_backward=embedding_rise, moment=moment, backward_of_step=backward_of_step,
+        embedding_peak=embedding_peak,
         checkpoint=states.params + persistent + states.optimizer + checkpoint_gather_bytes(params.params, k),
     )
 
