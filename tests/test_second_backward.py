@@ -129,8 +129,9 @@ def test_the_rehearsal_holds_seven_micro_batches_at_its_peak():
 def test_the_model_stays_above_the_rehearsal_under_gpipe_and_selective(edit):
     """The same row under GPipe (every forward before every backward) and under selective
     recomputation (the relief is the missing gradients, not a micro-batch): the model's stage
-    peak is not below the tracker's and within 1 % of it (measured: +0.77 % and +0.65 %; before
-    the relief +3.1 % and +8.9 %)."""
+    peak is within 1 % of the tracker's and at most the few MiB of small tensors the model does not
+    count below it (measured: +0.77 % and +0.65 %, before the relief +3.1 % and +8.9 %; with the
+    received gradient counted once, 2.25 MiB under under GPipe)."""
     from parc.backends.torch import job_files
     from parc.rehearse import predicted, replay_limit, replay_policy, run
 
@@ -139,7 +140,9 @@ def test_the_model_stays_above_the_rehearsal_under_gpipe_and_selective(edit):
     [record] = records
     rehearsed = record.get("step_peak_fused_norm", record["step_peak"])["total"]
     model = predicted(plan, 0, 0)["peak"]
-    assert 0 <= model - rehearsed < 0.01 * rehearsed, (model, rehearsed)
+    # the received gradient counted once (`model.received_gradients`): the model is now a few MiB
+    # under the tracker (GPipe: 2.25 MiB), the small tensors the slow test above allows (8 MiB)
+    assert -(8 << 20) <= model - rehearsed < 0.01 * rehearsed, (model, rehearsed)
 
 
 def rows_by_hand(plan) -> int:
@@ -220,3 +223,38 @@ def test_where_the_relief_does_not_apply_the_first_backward_is_named(case, tmp_p
         assert stage["in_flight"] == moment["in_flight"] == 8
         assert stage["activations_bytes"] == 8 * held_by_hand(plan, 2)
         assert (moment["action"], moment["microbatch"]) == ("backward", 0)
+
+
+@pytest.mark.parametrize("case", ["1f1b", "gpipe", "kept"])
+def test_the_received_gradient_is_counted_once(case):
+    """Stage 0 of the 2-layer row under the rehearsal's conditions (fake tensors: the layers'
+    backward is the peak there): the running backward's output gradient at the stage's last
+    layer is the receive buffer itself, so beyond the model states and the micro-batches in
+    flight the peak holds the layer's working set (which counts that output gradient,
+    `activations.backward_moments`' residual) and the receive buffers less that one boundary
+    tensor (by hand: micro x seq x h / tp bf16). Single-stage schedules hold one buffer, during a
+    backward; torch's stock stage (`pp_receives` kept) every buffer of the step. Before the fix
+    the model counted the boundary tensor twice (0.125 GiB over the rehearsal)."""
+    from dataclasses import replace
+
+    from parc.memory import knobs_of, shape_of
+    from parc.memory.model import per_stage, rank_activations, with_wrapper, wrapper_buffers, rank_params
+
+    plan = compiled(2, edit=("schedule 1f1b", "schedule gpipe") if case == "gpipe" else None)
+    k = replace(knobs_of(plan), device="fake")
+    if case == "kept":
+        k = replace(k, pp_receives="kept")
+    shape = shape_of(plan)
+    stage = per_stage(shape, k)[0]
+    acts = rank_activations(shape, k)[0]
+    params = rank_params(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)[0]
+    assert stage.embedding_backward == 0 and stage.in_flight == 7  # the layers' moment, second backward
+    working = with_wrapper(acts.transient, wrapper_buffers(params, k, shape), k)
+    boundary = boundary_by_hand(plan)
+    assert boundary == 128 << 20
+    assert stage.p2p >= boundary
+    if case != "kept":
+        assert stage.p2p == boundary  # one output gradient during a backward
+    assert stage.buffers + stage.p2p == working + stage.p2p - boundary
+    last = per_stage(shape, k)[-1]  # the last stage's output gradient comes from the loss
+    assert last.p2p == 0 or case == "kept"

@@ -979,6 +979,39 @@ def receive_bytes(shape: Shape, k: Knobs) -> int:
     return act.boundary_bytes(shape, k)
 
 
+def received_gradients(shape: Shape, k: Knobs, rank: int, params: RankParams) -> tuple[int, ...]:
+    """Per local chunk, the bytes of the running backward's output gradient that the receive
+    buffers (`p2p_buffers`) already count at a layer's backward moment, and that the layer's
+    working set counts too: taken off the working set, so it is counted once.
+
+    A chunk's backward starts at its last layer, whose output gradient (the residual stream's,
+    `activations.backward_moments`' `residual`, alive through the block's backward) *is* the
+    received buffer: the generated job's `ReceiveOnDemandStage` and torch's stock stage hand the
+    buffer itself to the backward (`_retrieve_recv_grads`). The receive buffers count it where
+    they are not paired with the moment: single-stage schedules (`schedules.receive_buffers`:
+    "one output gradient during a backward") and torch's kept buffers (`kept_p2p_buffers`, every
+    output-gradient buffer of the step). Where they are paired (multi-stage schedules under the
+    generated job, `receive_moments`) a computation's live receives are those left once it has
+    taken its inputs, so nothing is counted twice: 0. At a chunk's earlier layers the received
+    buffer is still alive and the layer's output gradient is a tensor of its own, but the later
+    layers' saved inputs of that micro-batch (each at least a boundary tensor) are freed, so the
+    moment less one boundary tensor still bounds them. 0 on the model's last stage (its output
+    gradient comes from the loss) and on a chunk without layers. Traced on the published 405B
+    1F1B row as parc's job (rank 0, 2 layers per stage): the model was one boundary tensor (0.125
+    GiB) over the rehearsal's tracker at its peak, the stage's last layer's backward
+    (docs/memory-model.md, "The stage's second backward")."""
+    if k.runtime != "torch" or k.pp == 1:
+        return (0,) * max(1, len(params.chunks))
+    if k.pp_receives != "kept" and k.schedule not in SINGLE_STAGE:
+        return (0,) * len(params.chunks)
+    from .schedules import _stage_of
+
+    boundary = act.boundary_bytes(shape, k)
+    last = k.pp * k.virtual_stages - 1
+    return tuple(boundary if len(c.layer_range) and _stage_of(k.schedule, k.pp, rank, i) != last else 0
+                 for i, c in enumerate(params.chunks))
+
+
 def moment_working(acts: RankActivations) -> tuple[tuple[int, ...], ...]:
     """The chunks' working sets by kind of moment (`moments_peak`): a forward's or full
     backward's, an input backward's, a weight backward's."""
@@ -986,16 +1019,20 @@ def moment_working(acts: RankActivations) -> tuple[tuple[int, ...], ...]:
 
 
 def moment_extras(shape: Shape, k: Knobs, params: RankParams, acts: RankActivations,
-                  relief: int) -> tuple[tuple[int, ...], ...]:
+                  relief: int, received: tuple[int, ...] = ()) -> tuple[tuple[int, ...], ...]:
     """What each local chunk's moment of each kind adds to the activations in flight
     (`moments_peak`): its working set (`moment_working`) with the wrapper's buffers
     (`transient_buffers`), and on the embedding's chunk the larger of that and the embedding's
-    backward (`embedding_moment`, less `relief`: `second_embedding_backward`)."""
+    backward (`embedding_moment`, less `relief`: `second_embedding_backward`). A full or input
+    backward's working set is less the received output gradient the receive buffers count
+    (`received`, per chunk: `received_gradients`)."""
     out = []
     wrapper = wrapper_buffers(params, k, shape)  # the same at every moment of the rank
-    for working in moment_working(acts):
+    for kind, working in enumerate(moment_working(acts)):
         extras = []
         for c, work in enumerate(working):
+            if kind < 2 and received:
+                work -= received[c]
             extra = with_wrapper(work, wrapper, k)
             if c == acts.embedding_chunk:
                 extra = max(extra, acts.embedding_backward - relief)
@@ -1024,15 +1061,16 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
         persistent = states.unsharded
 
     buffers = 0
+    received = received_gradients(shape, k, rank, params)  # counted in p2p, not in the working set
     if k.runtime == "torch":
-        buffers = transient_buffers(acts.transient, params, k, shape)
+        buffers = transient_buffers(acts.transient - min(received), params, k, shape)
     relief = second_embedding_backward(shape, k, rank, acts, states.accumulated_grads > 0)
     layers_relief = first_backward_relief(shape, k, rank, params, acts, states.accumulated_grads > 0) \
         if k.runtime == "torch" else 0
     embedding_rise = max(0, acts.embedding_backward - relief - (buffers - layers_relief))
     p2p = p2p_buffers(shape, k, rank, acts)
-    paired = paired_peak(k, rank, acts, moment_extras(shape, k, params, acts, relief), receive_bytes(shape, k)) \
-        if k.runtime == "torch" else None
+    paired = paired_peak(k, rank, acts, moment_extras(shape, k, params, acts, relief, received),
+                         receive_bytes(shape, k)) if k.runtime == "torch" else None
 
     best = -1
     best_acts = best_held = missing = backward_of_step = 0
@@ -1067,7 +1105,8 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
         moment = (*state, chunk, kind, live)
         # the moment's extra split as the breakdown shows it: the wrapper's buffers with the
         # chunk's working set, and how far the embedding's backward rises above them
-        buffers = transient_buffers(moment_working(acts)[kind][chunk], params, k, shape) if kind < 3 else 0
+        buffers = transient_buffers(moment_working(acts)[kind][chunk] - (received[chunk] if kind < 2 else 0),
+                                    params, k, shape) if kind < 3 else 0
         embedding = acts.embedding_backward - relief if chunk == acts.embedding_chunk and kind < 3 else 0
         embedding_rise = max(0, embedding - buffers)
         if live_bytes is not None:  # the receive buffers alive at that moment
@@ -1135,10 +1174,11 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
             embedding -= second_embedding_backward(shape, k, r, a, states.accumulated_grads > 0)
             whole = whole_vocabulary_gradient(shape, k, a, states.accumulated_grads > 0)
             layers_relief = first_backward_relief(shape, k, r, rp, a, states.accumulated_grads > 0)
-        buffers = max(transient_buffers(a.transient, rp, k, shape) - layers_relief, embedding)
+        received = received_gradients(shape, k, r, rp)
+        buffers = max(transient_buffers(a.transient - min(received), rp, k, shape) - layers_relief, embedding)
         extras = None
         if len(a.working) > 1 or k.schedule in ZERO_BUBBLE or receive:
-            extras = moment_extras(shape, k, rp, a, a.embedding_backward - embedding)
+            extras = moment_extras(shape, k, rp, a, a.embedding_backward - embedding, received)
         base = exact_state_bytes(shape, k, rp) + whole
         p2p = p2p_buffers(shape, k, r, a)
         largest_extra = max([buffers, 0] + [e for each in extras for e in each]) if extras is not None else buffers
