@@ -238,7 +238,13 @@ def test_the_received_gradient_is_counted_once(case):
     from dataclasses import replace
 
     from parc.memory import knobs_of, shape_of
-    from parc.memory.model import per_stage, rank_activations, with_wrapper, wrapper_buffers, rank_params
+    from parc.memory.model import (
+        per_stage,
+        rank_activations,
+        rank_params,
+        with_wrapper,
+        wrapper_buffers,
+    )
 
     plan = compiled(2, edit=("schedule 1f1b", "schedule gpipe") if case == "gpipe" else None)
     k = replace(knobs_of(plan), device="fake")
