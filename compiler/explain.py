@@ -8,8 +8,9 @@ JSON keys that tools depend on (add keys freely; never rename): `world_size`, `n
 `memory.per_stage[].{stage, params_bytes, grads_bytes, optimizer_bytes, activations_bytes,
 buffers_bytes, total_bytes}`, `memory.peak_bytes`, `memory.peak_stage`, `memory.hbm_bytes`,
 `memory.per_stage[].peak_moment` (`{action, chunk, microbatch, position, in_flight, adds,
-paired, receive_buffers, bound}`, or null: the schedule action that sets the stage's peak,
-`memory.moment`; position 0-based),
+paired, receive_buffers, bound, backward_of_step, embedding_backward}`, or null: the schedule
+action that sets the stage's peak, `memory.moment`; position 0-based; backward_of_step 1 or 2
+where a rank runs no forward between its first two backwards, `model.relieved_split`),
 `memory.{margin_bytes, error_band, at_risk}` (usable - peak; the model's measured error as a
 fraction of the prediction, compiler/memory/band.py, null for an accounting it was not measured
 on (Megatron's); fits by less than it, W0410),

@@ -116,7 +116,7 @@ def test_explain_json_fields(path, at_risk):
 def test_explain_text_says_fits_at_risk():
     done = run_cli("explain", str(ROOT / "tests" / "golden" / "diagnostics" / "w0410_fits_within_the_error.par"))
     peak = next(line for line in done.stdout.splitlines() if line.startswith("peak: "))
-    assert peak.endswith(": fits (at risk: 8.9 GiB to spare, under the model's measured under-prediction of 18.6%, W0410)"), peak
+    assert peak.endswith(": fits (at risk: 8.9 GiB to spare, under the model's measured under-prediction of 18.8%, W0410)"), peak
     clean = run_cli("explain", str(ROOT / "tests" / "checks" / "w0410_fits_within_the_error.clean.par"))
     assert next(line for line in clean.stdout.splitlines() if line.startswith("peak: ")).endswith(": fits")
 
@@ -130,7 +130,7 @@ def test_an_at_risk_layout_with_another_error_reads_cleanly(tmp_path):
     done = run_cli("explain", str(spec))
     peak = next(line for line in done.stdout.splitlines() if line.startswith("peak: "))
     assert peak.endswith(": fits in memory (at risk: 8.9 GiB to spare, under the model's measured under-prediction "
-                         "of 18.6%, W0410), but the layout does not run (error[E0321] below)"), peak
+                         "of 18.8%, W0410), but the layout does not run (error[E0321] below)"), peak
 
 
 def test_the_warning_renders_with_its_place_and_a_help_line():

@@ -22,6 +22,7 @@ import re
 
 import pytest
 
+from .conftest import run_cli
 from .test_rehearse import published_row_spec
 
 ROW = "titan2412_t5_1f1b"
@@ -60,7 +61,7 @@ def stage0(plan):
     return estimate(plan).stages[0]
 
 
-@pytest.mark.parametrize("layers", [2, 15])
+@pytest.mark.parametrize("layers", [2, 4])
 def test_stage_0_peaks_with_one_micro_batch_fewer_than_in_flight(layers):
     plan = compiled(layers)
     assert plan.layout.degree("pp") == 8 and plan.training.recompute == "full"
@@ -128,8 +129,9 @@ def test_the_rehearsal_holds_seven_micro_batches_at_its_peak():
 def test_the_model_stays_above_the_rehearsal_under_gpipe_and_selective(edit):
     """The same row under GPipe (every forward before every backward) and under selective
     recomputation (the relief is the missing gradients, not a micro-batch): the model's stage
-    peak is not below the tracker's and within 1 % of it (measured: +0.77 % and +0.65 %; before
-    the relief +3.1 % and +8.9 %)."""
+    peak is within 1 % of the tracker's and at most the few MiB of small tensors the model does not
+    count below it (measured: +0.77 % and +0.65 %, before the relief +3.1 % and +8.9 %; with the
+    received gradient counted once, 2.25 MiB under under GPipe)."""
     from parc.backends.torch import job_files
     from parc.rehearse import predicted, replay_limit, replay_policy, run
 
@@ -138,4 +140,127 @@ def test_the_model_stays_above_the_rehearsal_under_gpipe_and_selective(edit):
     [record] = records
     rehearsed = record.get("step_peak_fused_norm", record["step_peak"])["total"]
     model = predicted(plan, 0, 0)["peak"]
-    assert 0 <= model - rehearsed < 0.01 * rehearsed, (model, rehearsed)
+    # the received gradient counted once (`model.received_gradients`): the model is now a few MiB
+    # under the tracker (GPipe: 2.25 MiB), the small tensors the slow test above allows (8 MiB)
+    assert -(8 << 20) <= model - rehearsed < 0.01 * rehearsed, (model, rehearsed)
+
+
+def rows_by_hand(plan) -> int:
+    """The embedding's accumulated fp32 gradient on stage 0: ceil(V / tp) rows of h."""
+    m = plan.model
+    return -(-m.vocab // plan.layout.tp.degree) * m.hidden * 4
+
+
+def explained(plan, tmp_path, layers: int, global_batch: int | None = None, edit=None) -> dict:
+    """`parc explain --format json` of the row's spec as the user runs it."""
+    import json
+
+    text = published_row_spec(ROW, layers)
+    if global_batch is not None:
+        text = re.sub(r"global-batch \d+", f"global-batch {global_batch}", text)
+    if edit is not None:
+        text = re.sub(edit[0], edit[1], text)
+    spec = tmp_path / "row.par"
+    spec.write_text(text)
+    report = json.loads(run_cli("explain", str(spec), "--format", "json").stdout)
+    stage = next(s for s in report["memory"]["per_stage"] if s["stage"] == 0)
+    parts = ("params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes", "buffers_bytes", "p2p_bytes",
+             "embedding_backward_bytes")
+    assert sum(stage[p] for p in parts) == stage["total_bytes"]
+    return stage
+
+
+@pytest.mark.parametrize("layers", [2, 4])
+def test_explain_names_the_second_backward_whose_bytes_it_reports(layers, tmp_path):
+    """The row with 2 and 4 layers per stage (the rehearsed shapes): the peak's bytes are the
+    second backward's (7 micro-batches' hand count), and explain names that backward: micro-batch
+    1's, the 10th action of stage 0 (8 forwards, then the backwards of micro-batches 0, 1, ...),
+    7 micro-batches held; the categories still sum to the total."""
+    plan = compiled(layers)
+    stage = explained(plan, tmp_path, layers)
+    moment = stage["peak_moment"]
+    assert stage["activations_bytes"] == 7 * held_by_hand(plan, layers)
+    assert stage["in_flight"] == 7
+    assert (moment["action"], moment["microbatch"], moment["position"], moment["in_flight"]) == ("backward", 1, 9, 7)
+    assert moment["backward_of_step"] == 2
+    assert "second backward" in moment["adds"]
+
+    from parc.explain import moment_text
+
+    assert moment_text(moment).startswith("the backward of micro-batch 1 (action 10 of the step), 7 micro-batches held")
+
+
+def test_at_full_depth_the_first_backwards_embedding_moment_is_the_peak(tmp_path):
+    """15 layers per stage: one micro-batch holds 16 boundary tensors (2.0 GiB), more than the
+    embedding's fp32 rows (1.0 GiB) its first backward lacks, so the embedding's backward in the
+    first backward is the higher moment: 8 micro-batches in flight and the gradients less those
+    rows (by hand: the same stage with 16 micro-batches, where no relief applies, has the same
+    model states)."""
+    plan = compiled(15)
+    stage = explained(plan, tmp_path, 15)
+    moment = stage["peak_moment"]
+    assert held_by_hand(plan, 15) > rows_by_hand(plan)
+    assert stage["activations_bytes"] == 8 * held_by_hand(plan, 15)
+    assert (stage["in_flight"], moment["microbatch"], moment["in_flight"]) == (8, 0, 8)
+    assert (moment["backward_of_step"], moment["embedding_backward"]) == (1, True)
+    unrelieved = stage0(compiled(15, global_batch=512))
+    assert stage["grads_bytes"] == unrelieved.grads - rows_by_hand(plan)
+
+
+@pytest.mark.parametrize("case", ["16 micro-batches", "interleaved"])
+def test_where_the_relief_does_not_apply_the_first_backward_is_named(case, tmp_path):
+    """16 micro-batches on pp 8 (a forward between the backwards) and interleaved 1F1B (two
+    chunks per rank): no relief; the peak is named as before, every micro-batch in flight."""
+    if case == "interleaved":
+        edit = (r"pp \{ schedule 1f1b, split \[[0-9, ]+\] \}", "pp { schedule interleaved-1f1b\n  virtual-stages 2 }")
+        stage = explained(compiled(2, edit=edit), tmp_path, 2, edit=edit)
+    else:
+        stage = explained(compiled(2, global_batch=512), tmp_path, 2, global_batch=512)
+    moment = stage["peak_moment"]
+    assert moment["backward_of_step"] is None and "second backward" not in moment["adds"]
+    if case != "interleaved":
+        plan = compiled(2, global_batch=512)
+        assert stage["in_flight"] == moment["in_flight"] == 8
+        assert stage["activations_bytes"] == 8 * held_by_hand(plan, 2)
+        assert (moment["action"], moment["microbatch"]) == ("backward", 0)
+
+
+@pytest.mark.parametrize("case", ["1f1b", "gpipe", "kept"])
+def test_the_received_gradient_is_counted_once(case):
+    """Stage 0 of the 2-layer row under the rehearsal's conditions (fake tensors: the layers'
+    backward is the peak there): the running backward's output gradient at the stage's last
+    layer is the receive buffer itself, so beyond the model states and the micro-batches in
+    flight the peak holds the layer's working set (which counts that output gradient,
+    `activations.backward_moments`' residual) and the receive buffers less that one boundary
+    tensor (by hand: micro x seq x h / tp bf16). Single-stage schedules hold one buffer, during a
+    backward; torch's stock stage (`pp_receives` kept) every buffer of the step. Before the fix
+    the model counted the boundary tensor twice (0.125 GiB over the rehearsal)."""
+    from dataclasses import replace
+
+    from parc.memory import knobs_of, shape_of
+    from parc.memory.model import (
+        per_stage,
+        rank_activations,
+        rank_params,
+        with_wrapper,
+        wrapper_buffers,
+    )
+
+    plan = compiled(2, edit=("schedule 1f1b", "schedule gpipe") if case == "gpipe" else None)
+    k = replace(knobs_of(plan), device="fake")
+    if case == "kept":
+        k = replace(k, pp_receives="kept")
+    shape = shape_of(plan)
+    stage = per_stage(shape, k)[0]
+    acts = rank_activations(shape, k)[0]
+    params = rank_params(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)[0]
+    assert stage.embedding_backward == 0 and stage.in_flight == 7  # the layers' moment, second backward
+    working = with_wrapper(acts.transient, wrapper_buffers(params, k, shape), k)
+    boundary = boundary_by_hand(plan)
+    assert boundary == 128 << 20
+    assert stage.p2p >= boundary
+    if case != "kept":
+        assert stage.p2p == boundary  # one output gradient during a backward
+    assert stage.buffers + stage.p2p == working + stage.p2p - boundary
+    last = per_stage(shape, k)[-1]  # the last stage's output gradient comes from the loss
+    assert last.p2p == 0 or case == "kept"

@@ -145,7 +145,8 @@ def peak_moments(plan: Plan, result: Estimate) -> tuple:
     k = knobs_of(plan, result.runtime)
     if k is None:
         return (None,) * len(result.stages)
-    return tuple(name_moment(k.schedule, k.pp, k.virtual_stages, k.microbatches, s.stage, s.moment)
+    return tuple(name_moment(k.schedule, k.pp, k.virtual_stages, k.microbatches, s.stage, s.moment,
+                             (s.backward_of_step, s.embedding_peak))
                  for s in result.stages)
 
 

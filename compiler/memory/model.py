@@ -101,6 +101,12 @@ class StageMemory:
     chunk, running local chunk, kind of moment, receive buffers alive), the last three None where
     the model adds the largest working set to the largest state (no pairing); None past
     `MAX_STATE_CHUNKS`. `memory.moment.name_moment` names the action (`parc explain`)."""
+    backward_of_step: int = 0
+    """Where a rank runs no forward between its first two backwards (`relieved_split`): 1 or 2,
+    the backward of the step whose bytes the peak is; 0 elsewhere."""
+    embedding_peak: bool = False
+    """Whether that backward's peak is the embedding's backward rather than a layer's
+    (`relieved_split`; only where `backward_of_step` is set)."""
 
     @property
     def total(self) -> int:
@@ -563,6 +569,63 @@ def first_backward_relief(shape: Shape, k: Knobs, rank: int, params: RankParams,
     return min(missing, acts.chunks[0].held)
 
 
+@dataclass(frozen=True, slots=True)
+class RelievedSplit:
+    """The unpaired peak's moment and categories where a relief applies (`relieved_split`)."""
+
+    moment: tuple
+    """The state named (`StageMemory.moment`): the walk's largest, or one micro-batch fewer on
+    chunk 0 at the second backward."""
+    backward_of_step: int
+    """1 or 2: the first or the second backward of the step."""
+    embedding_peak: bool
+    """Whether the embedding's backward is the winning moment."""
+    fewer: int
+    """Micro-batches in flight fewer than the walk's largest state: 1 at the second backward."""
+    off_activations: int
+    """Taken off the walk's peak activations: one micro-batch's held bytes at the second backward."""
+    off_gradients: int
+    """Taken off the accumulated gradients: those the first backward has not made yet."""
+    buffers: int
+    embedding_rise: int
+
+
+def relieved_split(acts: RankActivations, moment: tuple, buffers: int, layers_relief: int,
+                   embedding_relief: int) -> RelievedSplit:
+    """The unpaired peak of a rank that runs no forward between its first two backwards
+    (`stage_memory`: the walk's largest state plus the larger of the layers' moment, `buffers`
+    less `layers_relief`, and the embedding's, `RankActivations.embedding_backward` less
+    `embedding_relief`), named and split as the moment whose bytes they are, so that
+    `parc explain`'s moment, `in_flight` and the categories tell the same story.
+
+    The winning moment's relief is the smaller of one micro-batch's held bytes and the
+    accumulated gradients the first backward lacks then (`first_backward_relief`,
+    `second_embedding_backward`). Where it is the micro-batch, the peak is the second backward:
+    every accumulated gradient, one micro-batch fewer in flight (activations less one held
+    set; `memory.moment.name_moment` names the state with one fewer on chunk 0, where the second
+    backward stands, a backward being named before a forward). Else it is the first backward:
+    every micro-batch in flight, the gradients less those not made yet. The categories sum to
+    the same total either way: the walk's peak plus the winning moment's extra. Ties go to the
+    layers' moment."""
+    held = acts.chunks[0].held
+    layers = buffers - layers_relief
+    embedding = acts.embedding_backward - embedding_relief
+    relief = layers_relief if layers >= embedding else embedding_relief
+    second = relief == held and held > 0 and len(moment[0]) == 1 and moment[0][0] >= 1
+    if layers >= embedding:
+        working, rise = buffers, 0
+    else:
+        working = min(buffers, acts.embedding_backward)
+        rise = acts.embedding_backward - working
+    if second:
+        return RelievedSplit(moment=((moment[0][0] - 1,), moment[1], None, None, None), backward_of_step=2,
+                             embedding_peak=layers < embedding, fewer=1,
+                             off_activations=held, off_gradients=0, buffers=working, embedding_rise=rise)
+    return RelievedSplit(moment=moment, backward_of_step=1, embedding_peak=layers < embedding, fewer=0,
+                         off_activations=0, off_gradients=relief, buffers=working,
+                         embedding_rise=rise)
+
+
 def first_backward_relief_bound(k: Knobs, rank: int, acts: RankActivations) -> int:
     """The most `first_backward_relief` can take off pp rank `rank`'s layers' moment under any
     sharding (search's floors): one micro-batch's held bytes where it applies."""
@@ -969,6 +1032,39 @@ def receive_bytes(shape: Shape, k: Knobs) -> int:
     return act.boundary_bytes(shape, k)
 
 
+def received_gradients(shape: Shape, k: Knobs, rank: int, params: RankParams) -> tuple[int, ...]:
+    """Per local chunk, the bytes of the running backward's output gradient that the receive
+    buffers (`p2p_buffers`) already count at a layer's backward moment, and that the layer's
+    working set counts too: taken off the working set, so it is counted once.
+
+    A chunk's backward starts at its last layer, whose output gradient (the residual stream's,
+    `activations.backward_moments`' `residual`, alive through the block's backward) *is* the
+    received buffer: the generated job's `ReceiveOnDemandStage` and torch's stock stage hand the
+    buffer itself to the backward (`_retrieve_recv_grads`). The receive buffers count it where
+    they are not paired with the moment: single-stage schedules (`schedules.receive_buffers`:
+    "one output gradient during a backward") and torch's kept buffers (`kept_p2p_buffers`, every
+    output-gradient buffer of the step). Where they are paired (multi-stage schedules under the
+    generated job, `receive_moments`) a computation's live receives are those left once it has
+    taken its inputs, so nothing is counted twice: 0. At a chunk's earlier layers the received
+    buffer is still alive and the layer's output gradient is a tensor of its own, but the later
+    layers' saved inputs of that micro-batch (each at least a boundary tensor) are freed, so the
+    moment less one boundary tensor still bounds them. 0 on the model's last stage (its output
+    gradient comes from the loss) and on a chunk without layers. Traced on the published 405B
+    1F1B row as parc's job (rank 0, 2 layers per stage): the model was one boundary tensor (0.125
+    GiB) over the rehearsal's tracker at its peak, the stage's last layer's backward
+    (docs/memory-model.md, "The stage's second backward")."""
+    if k.runtime != "torch" or k.pp == 1:
+        return (0,) * max(1, len(params.chunks))
+    if k.pp_receives != "kept" and k.schedule not in SINGLE_STAGE:
+        return (0,) * len(params.chunks)
+    from .schedules import _stage_of
+
+    boundary = act.boundary_bytes(shape, k)
+    last = k.pp * k.virtual_stages - 1
+    return tuple(boundary if len(c.layer_range) and _stage_of(k.schedule, k.pp, rank, i) != last else 0
+                 for i, c in enumerate(params.chunks))
+
+
 def moment_working(acts: RankActivations) -> tuple[tuple[int, ...], ...]:
     """The chunks' working sets by kind of moment (`moments_peak`): a forward's or full
     backward's, an input backward's, a weight backward's."""
@@ -976,16 +1072,20 @@ def moment_working(acts: RankActivations) -> tuple[tuple[int, ...], ...]:
 
 
 def moment_extras(shape: Shape, k: Knobs, params: RankParams, acts: RankActivations,
-                  relief: int) -> tuple[tuple[int, ...], ...]:
+                  relief: int, received: tuple[int, ...] = ()) -> tuple[tuple[int, ...], ...]:
     """What each local chunk's moment of each kind adds to the activations in flight
     (`moments_peak`): its working set (`moment_working`) with the wrapper's buffers
     (`transient_buffers`), and on the embedding's chunk the larger of that and the embedding's
-    backward (`embedding_moment`, less `relief`: `second_embedding_backward`)."""
+    backward (`embedding_moment`, less `relief`: `second_embedding_backward`). A full or input
+    backward's working set is less the received output gradient the receive buffers count
+    (`received`, per chunk: `received_gradients`)."""
     out = []
     wrapper = wrapper_buffers(params, k, shape)  # the same at every moment of the rank
-    for working in moment_working(acts):
+    for kind, working in enumerate(moment_working(acts)):
         extras = []
         for c, work in enumerate(working):
+            if kind < 2 and received:
+                work -= received[c]
             extra = with_wrapper(work, wrapper, k)
             if c == acts.embedding_chunk:
                 extra = max(extra, acts.embedding_backward - relief)
@@ -1014,18 +1114,20 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
         persistent = states.unsharded
 
     buffers = 0
+    received = received_gradients(shape, k, rank, params)  # counted in p2p, not in the working set
     if k.runtime == "torch":
-        buffers = transient_buffers(acts.transient, params, k, shape)
+        buffers = transient_buffers(acts.transient - min(received), params, k, shape)
     relief = second_embedding_backward(shape, k, rank, acts, states.accumulated_grads > 0)
     layers_relief = first_backward_relief(shape, k, rank, params, acts, states.accumulated_grads > 0) \
         if k.runtime == "torch" else 0
     embedding_rise = max(0, acts.embedding_backward - relief - (buffers - layers_relief))
     p2p = p2p_buffers(shape, k, rank, acts)
-    paired = paired_peak(k, rank, acts, moment_extras(shape, k, params, acts, relief), receive_bytes(shape, k)) \
-        if k.runtime == "torch" else None
+    paired = paired_peak(k, rank, acts, moment_extras(shape, k, params, acts, relief, received),
+                         receive_bytes(shape, k)) if k.runtime == "torch" else None
 
     best = -1
-    best_acts = best_held = 0
+    best_acts = best_held = missing = backward_of_step = 0
+    embedding_peak = False
     moment = None
     chunks = acts.chunks
     if paired is None and k.virtual_stages > MAX_STATE_CHUNKS:
@@ -1044,22 +1146,32 @@ def stage_memory(shape: Shape, k: Knobs, rank: int, params: RankParams | None = 
 
     if paired is None:  # the layers' moment in the second backward (`first_backward_relief`)
         best_acts -= layers_relief
+        if layers_relief or relief:  # split as the moment that wins (`relieved_split`)
+            split = relieved_split(acts, moment, buffers, layers_relief, relief)
+            moment, best_held = split.moment, best_held - split.fewer
+            best_acts, buffers, embedding_rise = best_acts + layers_relief - split.off_activations, split.buffers, \
+                split.embedding_rise
+            missing = split.off_gradients
+            backward_of_step, embedding_peak = split.backward_of_step, split.embedding_peak
     if paired is not None:  # the working set of the chunk that runs at the worst moment
         _, live_bytes, (best_acts, best_held, chunk, kind, live, state) = paired
         moment = (*state, chunk, kind, live)
         # the moment's extra split as the breakdown shows it: the wrapper's buffers with the
         # chunk's working set, and how far the embedding's backward rises above them
-        buffers = transient_buffers(moment_working(acts)[kind][chunk], params, k, shape) if kind < 3 else 0
+        buffers = transient_buffers(moment_working(acts)[kind][chunk] - (received[chunk] if kind < 2 else 0),
+                                    params, k, shape) if kind < 3 else 0
         embedding = acts.embedding_backward - relief if chunk == acts.embedding_chunk and kind < 3 else 0
         embedding_rise = max(0, embedding - buffers)
         if live_bytes is not None:  # the receive buffers alive at that moment
             p2p = live_bytes
     return StageMemory(
         stage=rank, layers=params.layers, params=states.params + persistent,
-        grads=peak_gradients(states) + whole_vocabulary_gradient(shape, k, acts, states.accumulated_grads > 0),
+        grads=peak_gradients(states) + whole_vocabulary_gradient(shape, k, acts, states.accumulated_grads > 0)
+        - missing,
         optimizer=states.optimizer,
         activations=best_acts, buffers=buffers, in_flight=best_held,
-        p2p=p2p, embedding_backward=embedding_rise, moment=moment,
+        p2p=p2p, embedding_backward=embedding_rise, moment=moment, backward_of_step=backward_of_step,
+        embedding_peak=embedding_peak,
         checkpoint=states.params + persistent + states.optimizer + checkpoint_gather_bytes(params.params, k),
     )
 
@@ -1115,10 +1227,11 @@ def peak(shape: Shape, k: Knobs) -> tuple[int, int]:
             embedding -= second_embedding_backward(shape, k, r, a, states.accumulated_grads > 0)
             whole = whole_vocabulary_gradient(shape, k, a, states.accumulated_grads > 0)
             layers_relief = first_backward_relief(shape, k, r, rp, a, states.accumulated_grads > 0)
-        buffers = max(transient_buffers(a.transient, rp, k, shape) - layers_relief, embedding)
+        received = received_gradients(shape, k, r, rp)
+        buffers = max(transient_buffers(a.transient - min(received), rp, k, shape) - layers_relief, embedding)
         extras = None
         if len(a.working) > 1 or k.schedule in ZERO_BUBBLE or receive:
-            extras = moment_extras(shape, k, rp, a, a.embedding_backward - embedding)
+            extras = moment_extras(shape, k, rp, a, a.embedding_backward - embedding, received)
         base = exact_state_bytes(shape, k, rp) + whole
         p2p = p2p_buffers(shape, k, r, a)
         largest_extra = max([buffers, 0] + [e for each in extras for e in each]) if extras is not None else buffers

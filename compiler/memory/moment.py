@@ -13,7 +13,7 @@ it. Only `parc explain` asks, never search.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .schedules import B, F, I, W, actions, rounds, walk_microbatches
 
@@ -62,17 +62,28 @@ class PeakMoment:
     charged its chunk's backward working set (`schedules.moment_states`' kind 0 pairs the two);
     the forward's own working set is smaller, so the stage's true peak at that state is at most
     the figure."""
+    backward_of_step: int | None = None
+    """On a rank that runs no forward between its first two backwards (`model.relieved_split`):
+    1 where the peak is the step's first backward (every micro-batch in flight, the accumulated
+    gradients it has not made yet left out), 2 where it is the second (every accumulated
+    gradient, one micro-batch fewer in flight); None elsewhere."""
+    embedding: bool = False
+    """Whether that backward's peak is the embedding's backward rather than a layer's."""
 
     def json(self) -> dict:
         return {"action": self.action, "chunk": self.chunk, "microbatch": self.microbatch,
                 "position": self.position, "in_flight": self.in_flight, "adds": self.adds, "paired": self.paired,
-                "receive_buffers": self.receive_buffers, "bound": self.bound}
+                "receive_buffers": self.receive_buffers, "bound": self.bound,
+                "backward_of_step": self.backward_of_step, "embedding_backward": self.embedding}
 
 
-def name_moment(schedule: str, pp: int, v: int, m: int, rank: int, moment: tuple | None) -> PeakMoment | None:
+def name_moment(schedule: str, pp: int, v: int, m: int, rank: int, moment: tuple | None,
+                relieved: tuple[int, bool] = (0, False)) -> PeakMoment | None:
     """The first action of pp rank `rank` at which `moment` (`StageMemory.moment`) stands, with
     the receive buffers alive then where the model paired them (a forward or full backward
-    matches first; a forward only where no backward stands at the state).
+    matches first; a forward only where no backward stands at the state). `relieved`:
+    (`StageMemory.backward_of_step`, `StageMemory.embedding_peak`); at the second backward the
+    moment's state already holds one micro-batch fewer, so the action found is that backward.
 
     Found on the model's own shorter walk (`schedules.walk_microbatches`: the same warm-up, a few
     repetitions of the steady pattern, the same cool-down; its receive trace is the one the model
@@ -104,7 +115,21 @@ def name_moment(schedule: str, pp: int, v: int, m: int, rank: int, moment: tuple
     named = walk[found][:4]
     if walked != m:
         named = _full_numbering(schedule, pp, v, m, walked, rank, walk, found)
-    return _moment(named, want[0], chunk_at, kind_at, live_at, v == 1)
+    found = _moment(named, want[0], chunk_at, kind_at, live_at, v == 1)
+    return with_relief(found, *relieved) if relieved[0] else found
+
+
+def with_relief(moment: PeakMoment, backward_of_step: int, embedding: bool) -> PeakMoment:
+    """`moment` said as the first or second backward of the step (`model.relieved_split`): which
+    backward's working set and which accumulated gradients the bytes hold."""
+    what = "the embedding's backward" if embedding else "a layer's backward"
+    if backward_of_step == 2:
+        adds = (f"{what}'s working set, in the step's second backward: every accumulated gradient held, "
+                "one micro-batch fewer in flight than at the first")
+    else:
+        adds = (f"{what}'s working set, in the step's first backward: the accumulated gradients it has "
+                "not made yet left out")
+    return replace(moment, adds=adds, backward_of_step=backward_of_step, embedding=embedding)
 
 
 def _full_numbering(schedule: str, pp: int, v: int, m: int, walked: int, rank: int, walk: list,
