@@ -685,8 +685,13 @@ a windowed layer as about 2 s / W blocks merged by log-sum-exp (docs/runtime.md)
 the first is one more kernel launch, and the merges and the edge blocks' flips are HBM bytes
 counted op by op (`timing.window_block_count`, `timing.window_bytes`), on one process and under
 all-to-all context parallelism (the same blocks over the whole sequence for heads / cp of the
-heads; the all-gather flavour's per-chunk bands are still charged as its causal blocks scaled by
-the window's share); Megatron-Core's and
+heads). parc's all-gather flavour runs each of a rank's two query chunks' band
+(`gathered_blocks(..., window)` in the generated parallel.py): its kernels, the rows each merge
+touches, the keys each dK/dV accumulation covers and the edge blocks' flips are charged as the
+job lays them out (`timing.band_blocks`, the closed form of the job's `window_blocks` over a run
+of query positions, checked against the generated block lists enumerated; `timing.gathered_band`,
+the rank that launches most; `timing.gathered_window_bytes`), its kernels' work still the causal
+blocks' scaled by the window's share; Megatron-Core's and
 torchtitan's kernels take the window in one launch. Under ring context parallelism each rank's
 steps are walked (`timing.windowed_ring_rank`, zig-zag chunks): a step does the pairs the window
 keeps between the rank's query chunks and the key chunks it holds (`timing.band_entries`, exact),
@@ -695,8 +700,10 @@ from the neighbouring ranks remain) and launches none (`timing.flash_attention_l
 busiest rank's steps that run, as parc's job skips the others' kernels), and the busiest rank
 sets the time. Still charged: the skipped steps' K/V sends, which the job still makes (the ring
 relays each K/V block to the ranks after it, and with W >= 2 the last step is always needed),
-and their merge bookkeeping (`timing.ring_bytes`; the job skips the forward merge of an empty
-step: a small over-count). The causal ring charge averages the ranks' steps, so at windows of s / 2 or
+and the relay's dK/dV bookkeeping (zeroed, summed into the travelling gradient, cast for the
+send); the merges and the dQ, dK, dV accumulations count only the steps that run
+(`timing.ring_bytes`' `run`, as the job's `attend_blocks` and `blocks_backward` do nothing on an
+empty step). The causal ring charge averages the ranks' steps, so at windows of s / 2 or
 more, which save little, the windowed charge can exceed it by up to 8 % (cp 8). The all-gather and
 all-to-all flavours scale their one kernel by the window's share of the causal work. The model FLOPs of MFU count the windowed entries: they are what the
 model computes (PaLM's definition). Megatron-LM's `num_floating_point_operations` does not: its

@@ -137,7 +137,8 @@ touches: half the steps bring an earlier rank's chunks (all query rows against i
 chunk), half a later rank's (the second query chunk against both of its key chunks)."""
 
 
-def ring_bytes(runtime: str, kernels: str, cp: int, n: float, q: float, kv: float) -> tuple[float, float]:
+def ring_bytes(runtime: str, kernels: str, cp: int, n: float, q: float, kv: float,
+               run: float | None = None) -> tuple[float, float]:
     """HBM bytes, forward and backward, of one layer's bookkeeping around the kernels of stepped
     context-parallel attention (cp SDPA kernels each way): merging each step's partial output
     into the running one by its log-sum-exp, accumulating dQ, dK, dV, and the copies the
@@ -167,13 +168,18 @@ def ring_bytes(runtime: str, kernels: str, cp: int, n: float, q: float, kv: floa
 
     Transformer Engine (Megatron-LM): fused correction kernels, read the running and the new
     output, write one (3 x 2 bytes per output element per step after the first); dK and dV
-    accumulated in fp32 (2 x 4 bytes per K/V element per step after the first)."""
+    accumulated in fp32 (2 x 4 bytes per K/V element per step after the first).
+
+    `run`: parc's ring steps that compute (default cp; fewer on a windowed layer, where a step
+    whose K/V lies outside every query's window attends to no block: `flash_attention_launches`,
+    a mean over the layers). A skipped step merges nothing forward and adds no block's dQ, dK, dV
+    backward; its zeroed dK/dV, the travelling sum and its cast still run (the relay)."""
     if cp <= 1:
         return 0.0, 0.0
     out, keys = n * q, 2 * n * kv
     steps_off = cp - 1
     if runtime == "parc":
-        rows = 1 + RING_ROWS * steps_off
+        rows = 1 + RING_ROWS * ((cp if run is None else run) - 1)  # the diagonal step always runs
         forward = out * (4 + 26 * rows + 6) + keys * 4
         backward = out * (4 + 10 * rows + 6) + keys * (4 * cp + 10 * rows + 10 * steps_off + 6 * cp + 4)
         return forward, backward
@@ -909,17 +915,82 @@ def gathered_blocks(rank: int, cp: int, chunk: float) -> list[tuple[float, bool]
     return out
 
 
+@dataclass(frozen=True)
+class BandBlocks:
+    """What `window_blocks` (the generated model.py) lays out for a run of query positions: the
+    SDPA kernels (`count`), their rows summed (`rows`: each block-row one merge into the
+    accumulators), their keys summed (`keys`: each block-key one dK/dV accumulation), and the
+    rows of the edge blocks (`edge`: each computed on flipped rows and keys)."""
+
+    count: int
+    rows: int
+    keys: int
+    edge: int
+
+    def __add__(self, other: BandBlocks) -> BandBlocks:
+        return BandBlocks(self.count + other.count, self.rows + other.rows, self.keys + other.keys,
+                          self.edge + other.edge)
+
+    def times(self, k: int) -> BandBlocks:
+        return BandBlocks(self.count * k, self.rows * k, self.keys * k, self.edge * k)
+
+
+def tile_blocks(a: int, b: int, window: int) -> BandBlocks:
+    """The blocks of one tile of query positions [a, b) (b - a <= W, b at most the next multiple of
+    W): a causal block on its own keys; an edge block (row a + i sees key a - W + 1 + j iff j >= i)
+    when the tile has two rows or more and a - W + 1 >= 0; a whole block on the keys every row
+    sees, [max(0, b - W), a), when that is not empty."""
+    m = b - a
+    out = BandBlocks(1, m, m, 0)
+    if a - window + 1 >= 0 and m > 1:
+        out += BandBlocks(1, m - 1, m - 1, m - 1)
+    low = max(0, b - window)
+    if low < a:
+        out += BandBlocks(1, m, a - low, 0)
+    return out
+
+
+def band_blocks(first: int, end: int, window: int) -> BandBlocks:
+    """`window_blocks` over query positions [first, end) in closed form: the rows cut at multiples
+    of W into a first tile [first, min(end, next multiple)), whole tiles of W, and a last tile
+    [the last multiple, end); the whole tiles all alike (each a causal block and, for W > 1, an
+    edge block; no whole block: b - W = a). The one-process layer is `band_blocks(0, s, W)`;
+    parc's all-gather cp runs it on each of a rank's query chunks (`gathered_band`)."""
+    if end <= first:
+        return BandBlocks(0, 0, 0, 0)
+    head_end = min(end, (first // window + 1) * window)
+    out = tile_blocks(first, head_end, window)
+    if head_end == end:
+        return out
+    tail = (end - 1) // window * window  # the last tile's first position
+    whole = (tail - head_end) // window
+    if whole:
+        out += tile_blocks(head_end, head_end + window, window).times(whole)
+    return out + tile_blocks(tail, end, window)
+
+
 def window_block_count(seq: int, window: int) -> int:
     """SDPA kernels parc's job runs each way for one windowed layer (`window_blocks` in the
     generated model.py): rows cut into ceil(s / W) tiles at multiples of W; each tile one causal
     block on its own keys, each tile after the first an edge block (tiles of one row have none),
-    and a last, shorter tile also one whole block."""
-    tiles = -(-seq // window)
-    if tiles == 1:
-        return 1
-    last = seq - (tiles - 1) * window
-    edges = (tiles - 2) * (window > 1) + (last > 1)
-    return tiles + edges + (last < window)
+    and a last, shorter tile also one whole block (`band_blocks` over the whole sequence)."""
+    return band_blocks(0, seq, window).count
+
+
+@lru_cache(maxsize=4096)
+def gathered_band(cp: int, seq: int, window: int) -> BandBlocks:
+    """The blocks parc's all-gather cp runs on its busiest rank for one windowed layer (the
+    generated parallel.py's `gathered_blocks(..., window)`): rank r holds query chunks r and
+    2 cp - 1 - r of s / 2cp positions and runs each chunk's band (`band_blocks`); the rank with
+    the most kernels, then the most block-rows (rank 0's chunk 0 has no edge or whole blocks in
+    its first tile, so it launches fewest)."""
+    chunk = seq // (2 * cp)
+
+    def rank_band(rank: int) -> BandBlocks:
+        return (band_blocks(rank * chunk, (rank + 1) * chunk, window)
+                + band_blocks((2 * cp - 1 - rank) * chunk, (2 * cp - rank) * chunk, window))
+
+    return max((rank_band(r) for r in range(cp)), key=lambda b: (b.count, b.rows))
 
 
 def window_bytes(seq: int, window: int, n: float, q: float, kv: float) -> tuple[float, float]:
@@ -945,6 +1016,24 @@ def window_bytes(seq: int, window: int, n: float, q: float, kv: float) -> tuple[
     forward = n * q * (4 + 6) + 26 * out + edge * (4 * q + 2 * 4 * kv + 4 * q)
     backward = (n * q * (4 + 6) + 10 * out + 2 * n * kv * (4 + 6) + 2 * 10 * keys
                 + edge * (3 * 4 * q + 2 * 4 * kv + 4 * q + 2 * 4 * kv))
+    return forward, backward
+
+
+def gathered_window_bytes(cp: int, seq: int, window: int, n: float, q: float, kv: float) -> tuple[float, float]:
+    """`gathered_bytes` for a windowed layer of parc's all-gather cp: the same copies of the
+    gathered K/V and the same zeroed accumulators and casts, but the merges and accumulations
+    run per block of the busiest rank's bands (`gathered_band`: a block's rows, not a whole
+    chunk's, 26 forward and 10 backward per element; 10 per K/V element of its keys), and each
+    edge block flips its rows and keys as `window_bytes` counts them (forward q in and out 4 + 4,
+    K and V 4 each; backward grad, q, output 4 each and dQ 4, K and V 4 each and dK, dV 4 each)."""
+    band = gathered_band(cp, seq, window)
+    per_row = n * cp / seq  # the rank's tokens per query position it holds (2 chunks of s / 2cp)
+    covered, keys, edge = band.rows * per_row, band.keys * per_row, band.edge * per_row
+    gathered = cp * n
+    out, local, whole = n * q, 2 * n * kv, 2 * gathered * kv
+    forward = local * 4 + whole * 8 + out * 4 + 26 * q * covered + out * 6 + edge * (4 * q + 2 * 4 * kv + 4 * q)
+    backward = (out * 4 + 10 * q * covered + out * 6 + whole * (4 + 6) + 10 * 2 * kv * keys + whole * 8
+                + local * 4 + edge * (3 * 4 * q + 2 * 4 * kv + 4 * q + 2 * 4 * kv))
     return forward, backward
 
 
@@ -1014,11 +1103,13 @@ def flash_attention_launches(shape: Shape, tp: int, cp: int, flavour: str, seq: 
     layer launches only the steps that do work on the rank it times (`windowed_ring_rank`):
     parc's ring skips the kernel of a step whose held K/V lies outside every query's window
     (`windowed_ring_blocks` in the generated parallel.py returns no block). The step's K/V still
-    travels (the ring relays it to the ranks after), so the exchange is charged as before. Without
-    a window, or under another flavour, exactly `flash_attention_seconds`' count."""
+    travels (the ring relays it to the ranks after), so the exchange is charged as before. Under
+    parc's all-gather cp a windowed layer launches its query chunks' band blocks
+    (`gathered_band`). Without a window, or under another flavour, exactly
+    `flash_attention_seconds`' count."""
     steps = flash_attention_seconds(shape, tp, cp, flavour, seq, n, attention, hw, sustained)[2]
     windowed = window_share(shape, seq)
-    if not windowed or flavour != "ring" or cp == 1:
+    if not windowed or flavour not in ("ring", GATHERED_BLOCKS) or cp == 1:
         return steps
     banded = _flash_attention_kind(shape, tp, cp, flavour, seq, n, attention, hw, sustained, shape.window)
     return (1 - windowed) * steps + windowed * banded[2]
@@ -1057,7 +1148,10 @@ def _flash_attention_kind(shape: Shape, tp: int, cp: int, flavour: str, seq: int
                     for keys, causal in blocks)
             return f, b, len(blocks)
 
-        return max((rank_seconds(r) for r in range(cp)), key=lambda t: t[0] + t[1])
+        busiest = max((rank_seconds(r) for r in range(cp)), key=lambda t: t[0] + t[1])
+        if window:  # the job runs each query chunk's band: `gathered_band`'s kernels
+            return busiest[0], busiest[1], gathered_band(cp, seq, window).count
+        return busiest
     if flavour != "ring" or cp == 1:
         return seconds(work, seq, True, False), seconds(back, seq, True, True), 1
     if window:
@@ -1360,10 +1454,16 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
             attention_b += windowed * (extra + memory_seconds(window_b, hw, c))
         if gathered:
             ring_f, ring_b = gathered_bytes(cp, n, q, kv, steps, cp * n)
+            if windowed:  # a windowed layer merges and accumulates per band block (`gathered_band`)
+                band_f, band_b = gathered_window_bytes(cp, seq, shape.window, n, q, kv)
+                ring_f, ring_b = (1 - windowed) * ring_f + windowed * band_f, (1 - windowed) * ring_b + windowed * band_b
             attention_f += memory_seconds(ring_f, hw, c)
             attention_b += memory_seconds(ring_b, hw, c)
         elif steps > 1:
-            ring_f, ring_b = ring_bytes(cp_runtime, kernels, steps, n, q, exchanged)
+            # parc's ring merges and accumulates only on the steps that run (a windowed layer's
+            # skipped steps merge nothing): `launched` of the `steps`
+            run = launched if cp_runtime == "parc" and stepped == "ring" else steps
+            ring_f, ring_b = ring_bytes(cp_runtime, kernels, steps, n, q, exchanged, run=run)
             attention_f += memory_seconds(ring_f, hw, c)
             attention_b += memory_seconds(ring_b, hw, c)
         core_again = attention_f

@@ -352,3 +352,66 @@ def test_parcs_all_to_all_charges_the_windowed_blocks_of_one_process():
     assert slope(shape, 2, "all-to-all") == pytest.approx(7.0, rel=1e-9)
     assert slope(shape, 1, "ring") == pytest.approx(7.0, rel=1e-9)
     assert slope(replace(shape, windowed=()), 2, "all-to-all") == pytest.approx(1.0, rel=1e-9)
+
+
+def test_parcs_all_gather_launches_each_chunks_band():
+    """parc's all-gather cp runs each query chunk's band (`gathered_blocks(..., window)` in the
+    generated parallel.py): at cp 2, seq 32 (chunks of 8), W 3, rank 1 (chunks 1 and 2) launches
+    8 + 7 = 15 kernels and rank 0 (chunks 0 and 3) 6 + 7 = 13 (tiles counted by hand in
+    tests/test_gathered_attention.py), so the layer is charged 15 launches each way, where the
+    causal layer launches its 4 gathered blocks (rank 1: an unmasked and a causal block per
+    chunk). Read off as the attention seconds' slope in `kernel_overhead`."""
+    from parc.calibration import DEFAULT
+
+    shape = shape_of(plan_of(", window 3"))
+    hw = timing.hardware_of(plan_of())
+    more = replace(DEFAULT, kernel_overhead=DEFAULT.kernel_overhead + 1e-3)
+
+    def work(s, c):
+        return timing.layer_work(s, False, 1, False, 2, "all-gather", 32, 1, 1, "bf16", "flash", "fused", hw, c,
+                                 cp_runtime="parc")
+
+    for s, want in ((shape, 15.0), (replace(shape, windowed=()), 4.0)):
+        base, slower = work(s, DEFAULT), work(s, more)
+        assert slower.attention_f - base.attention_f == pytest.approx(want * 1e-3, rel=1e-9)
+        assert slower.attention_b - base.attention_b == pytest.approx(want * 1e-3, rel=1e-9)
+
+
+def test_parcs_all_gather_window_bytes_by_hand():
+    """The bookkeeping bytes of a windowed all-gather layer at cp 2, seq 32, W 3, 16 tokens on the
+    rank, widths q = kv = 1. The busiest rank (1) runs chunk 1 (positions 8-15) as tiles [8, 9)
+    whole (keys 6-7) + causal, [9, 12) and [12, 15) edge (2 rows, 2 keys) + causal (3, 3),
+    [15, 16) whole (keys 13-14) + causal: 14 block-rows, 16 block-keys; chunk 2 (16-23) as
+    [16, 18) whole (2 rows, key 15) + edge (1, 1) + causal (2, 2), [18, 21) and [21, 24) edge +
+    causal: 15 block-rows, 14 block-keys; 9 edge rows. Forward: stack 32 x 4, reorder 64 x 8,
+    zeroed accumulator 16 x 4, merges 26 x 29, cast 16 x 6, edge flips 9 x 16 = 1698. Backward:
+    dQ zeroed 16 x 4, += 10 x 29, cast 16 x 6, dK/dV zeroed and cast 64 x 10, += 10 x 2 x 30,
+    reorder and stack again 64 x 8 + 32 x 4, edge flips 9 x 32 = 2618."""
+    assert timing.gathered_window_bytes(2, 32, 3, 16, 1, 1) == (1698, 2618)
+
+
+def test_a_skipped_ring_step_merges_nothing():
+    """parc's ring merges a step's block into the accumulators only when the step runs: at cp 4,
+    seq 32, W 3 the busiest rank runs 3 of its 4 steps (test_a_skipped_ring_step_launches_no_kernel),
+    so the forward merges on 1 + 0.75 x 2 = 2.5 rank-rows of the 26-byte merge, not 1 + 0.75 x 3:
+    with 8 tokens and widths 1, forward 8 x (4 + 26 x 2.5 + 6) + 16 x 4 = 664 (820 with every
+    step), backward 8 x (4 + 10 x 2.5 + 6) + 16 x (4 x 4 + 10 x 2.5 + 10 x 3 + 6 x 4 + 4) = 1864.
+    In the layer, the windowed layer's ring bytes are the causal layer's less 26 x 0.75 x n q
+    forward (n = 8 tokens, q = 32 heads x 128), read off as the attention seconds' slope in
+    1 / hbm_efficiency."""
+    from parc.calibration import DEFAULT
+
+    assert timing.ring_bytes("parc", "eager", 4, 8, 1, 1, run=3) == (664, 1864)
+    assert timing.ring_bytes("parc", "eager", 4, 8, 1, 1)[0] == 820
+    shape = shape_of(plan_of(", window 3"))
+    hw = timing.hardware_of(plan_of())
+    slower = replace(DEFAULT, hbm_efficiency=DEFAULT.hbm_efficiency / 2)
+
+    def bytes_f(s):
+        def work(c):
+            return timing.layer_work(s, False, 1, False, 4, "ring", 32, 1, 1, "bf16", "flash", "fused", hw, c,
+                                     cp_runtime="parc")
+        return (work(slower).attention_f - work(DEFAULT).attention_f) * hw.hbm * DEFAULT.hbm_efficiency
+
+    assert bytes_f(replace(shape, windowed=())) - bytes_f(shape) == pytest.approx(26 * 0.75 * 8 * 32 * 128,
+                                                                                   rel=1e-9)
