@@ -24,6 +24,7 @@ import pytest
 import torch
 
 from tests.e2e.harness import compile_job
+from tests.window_cp_check import band_reference
 
 
 @pytest.fixture(scope="module")
@@ -37,18 +38,6 @@ def model(tmp_path_factory):
     finally:
         sys.path.remove(str(job))
     return module
-
-
-def band_reference(q, k, v, window: int):
-    """Softmax over scores masked to key in (query - window, query], in float64, K/V repeated."""
-    q, k, v = (t.double() for t in (q, k, v))
-    group = q.shape[1] // k.shape[1]
-    k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
-    rows = torch.arange(q.shape[2])[:, None]
-    keys = torch.arange(k.shape[2])[None, :]
-    hidden = (keys > rows) | (keys <= rows - window)
-    return scores.masked_fill(hidden, float("-inf")).softmax(-1) @ v
 
 
 def inputs(model, length: int, seed: int):

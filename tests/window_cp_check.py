@@ -27,6 +27,8 @@ FLAVOURS = ("RingAttention", "AllGatherAttention", "AllToAllAttention")
 
 
 def band_reference(q, k, v, window: int):
+    """Softmax over scores masked to key in (query - window, query], in float64, K/V repeated
+    (also the one-process reference of tests/test_window_job.py)."""
     q, k, v = (t.double() for t in (q, k, v))
     group = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
