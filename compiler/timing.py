@@ -41,7 +41,8 @@ import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from . import flops, hbm, kernels as kernel_model
+from . import flops, hbm
+from . import kernels as kernel_model
 from .calibration import DEFAULT, Constants
 from .frozen import hash_once, lazy_hash, replaced
 from .ledger import Bounds, Collective, Compute, Ledger, merged
@@ -3121,7 +3122,8 @@ def clear_caches() -> None:
     none is left filled)."""
     for cached in (geometry, link, layer_work, embedding_work, output_work, exposed, rank_loads, _rank_frames, _piece,
                    _rank_times, _dp_ledger, _dp_exposed, piece_flops, recompute_modules, _replayed_idle_per_rank,
-                   gemm_seconds, flash_attention_seconds, flash_attention_launches, _torchtitan_again_seconds):
+                   gemm_seconds, flash_attention_seconds, flash_attention_launches, gathered_band,
+                   _torchtitan_again_seconds):
         cached.cache_clear()
     for cached in (kernel_model.padded_rows, kernel_model._largest_normal, kernel_model.deepep_fractions,
                    hbm.layer_bytes, hbm.embedding_bytes, hbm.output_bytes):
