@@ -1816,15 +1816,22 @@ def test_undominated_packed_a_byte_each_is_the_plain_domination():
             vectors = [tuple(rng.randint(0, top) for _ in range(fields)) for _ in range(rng.randint(0, 60))]
             vectors += rng.sample(vectors, len(vectors) // 3)  # ties
             ordered = sorted(vectors, key=lambda c: (-sum(c), c))
-            kept: list[tuple[int, ...]] = []
-            plain = []
-            for index, counts in enumerate(ordered):
-                if not any(all(o >= c for o, c in zip(other, counts, strict=True)) for other in kept):
-                    kept.append(counts)
-                    plain.append(index)
+            plain = plain_undominated(ordered)
             assert schedules.undominated(ordered) == plain
             cases += bool(ordered)
     assert cases > 10
+
+
+def plain_undominated(ordered: list[tuple[int, ...]]) -> list[int]:
+    """The indices of the vectors no earlier kept vector dominates, compared pairwise field by
+    field: the reference `schedules.undominated` is held to."""
+    kept: list[tuple[int, ...]] = []
+    plain = []
+    for index, counts in enumerate(ordered):
+        if not any(all(o >= c for o, c in zip(other, counts, strict=True)) for other in kept):
+            kept.append(counts)
+            plain.append(index)
+    return plain
 
 
 def test_undominated_with_hundreds_kept_is_the_plain_domination():
@@ -1848,12 +1855,7 @@ def test_undominated_with_hundreds_kept_is_the_plain_domination():
             vectors += [tuple(rng.randint(0, top) for _ in range(fields)) for _ in range(300)]
             vectors += rng.sample(vectors, len(vectors) // 4)  # ties
             ordered = sorted(vectors, key=lambda c: (-sum(c), c))
-            kept: list[tuple[int, ...]] = []
-            plain = []
-            for index, counts in enumerate(ordered):
-                if not any(all(o >= c for o, c in zip(other, counts, strict=True)) for other in kept):
-                    kept.append(counts)
-                    plain.append(index)
+            plain = plain_undominated(ordered)
             assert schedules.undominated(ordered) == plain, (top, fields)
             cases += len(plain) > 2 * schedules.MANY_KEPT
     assert cases >= 6

@@ -2201,16 +2201,14 @@ class Engine:
                 return True
         layers = self._end_layers(pp, v, schedule)
         k = None
-        open_ = False
         for rank, count in counts:
             ceiling = item.opt_cache.get(("states ceiling", layers[rank]))
             if ceiling is None:
                 k = k or self._knobs(*group)
                 ceiling = self._states_ceiling(item, k, layers[rank])
             if least * count + ceiling > usable:
-                open_ = True
-                break
-        if not open_:
+                break  # left open by the ceiling: the low states may still decide
+        else:
             return False
         for rank, count in counts:
             low = item.opt_cache.get(("states low", layers[rank]))
