@@ -81,7 +81,7 @@ def replaced(obj, **changes):
     if copier is not None:
         names, fetch, by_name, ordered, others = copier
         new = object.__new__(cls)
-        for store, value in zip(ordered, fetch(obj)):
+        for store, value in zip(ordered, fetch(obj), strict=True):
             store(new, value)
         for name, value in changes.items():
             if name not in names:  # as `__init__` refuses it (`dataclasses.replace` too)

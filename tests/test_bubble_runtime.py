@@ -112,7 +112,7 @@ def _makespan(ranks: list[list[tuple[str, int, int]]], stages: int, f: float, b:
                     done[("back", s, mb)] = free[r]
                 position[r] += 1
                 progress = True
-    assert all(p == len(ops) for p, ops in zip(position, ranks)), "deadlock"
+    assert all(p == len(ops) for p, ops in zip(position, ranks, strict=True)), "deadlock"
     return max(free)
 
 

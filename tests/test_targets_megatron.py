@@ -90,7 +90,7 @@ def transformer_config(plan):
     from megatron.core.transformer import TransformerConfig
 
     o = options(plan)
-    fields = {f: getattr(TransformerConfig, "__dataclass_fields__")[f] for f in TransformerConfig.__dataclass_fields__}
+    fields = {f: TransformerConfig.__dataclass_fields__[f] for f in TransformerConfig.__dataclass_fields__}
     kwargs = {}
     for option, value in o.items():
         name = option[2:].replace("-", "_")

@@ -107,7 +107,11 @@ def zero1_buckets(p: Params, k: Knobs, chunks: tuple[Params, ...] = ()) -> tuple
     return float(sum(share * g for share, g in padded)), float(sum(share for share, _ in padded))
 
 
-def model_states(p: Params, k: Knobs, chunks: tuple[Params, ...] = (), padding: Params = Params()) -> States:
+NO_PADDING = Params()
+"""No padded rows: the unpadded shares (`model_states`' default)."""
+
+
+def model_states(p: Params, k: Knobs, chunks: tuple[Params, ...] = (), padding: Params = NO_PADDING) -> States:
     """The rank's model states. Exact for the torch runtime given `chunks` (its chunks'
     parameters, which add up to p: zero1's padded buckets, `zero1_buckets`) and `padding` (the
     rows FSDP2 pads when it shards, `parameters.fsdp_padding`: zero2, zero3, hsdp); without
