@@ -17,7 +17,6 @@ steps with no block, summed over ranks; 0 for the other flavours)}.
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 import torch
@@ -93,14 +92,9 @@ def main() -> None:
             off_by_one = min(stacked[:, 1].max().item(), stacked[:, 2].max().item())
             print(json.dumps({"attention": names[0], "window": window, "error": stacked[:, 0].max().item(),
                               "off_by_one": off_by_one, "skipped": int(stacked[:, 3].sum())}))
-    # leave as the generated train.py's `finish` does: together, and without the interpreter's
-    # teardown, which can abort after a correct run (gloo/DeviceMesh shutdown: "terminate called
-    # without an active exception", docs/torch-cpu.md caveat 2)
-    dist.barrier()
-    dist.destroy_process_group()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    from torchrun_exit import leave_together  # tests/, first on sys.path under torchrun
+
+    leave_together()
 
 
 if __name__ == "__main__":
