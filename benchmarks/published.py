@@ -689,6 +689,13 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     if torch_fsdp:
         notes.append("PyTorch FSDP's data-parallel traffic (FSDP stated, no Megatron runtime): under "
                      "pipelining the gradients are reduced once per step, after the last micro-batch")
+    # a model with linear biases in its routed experts (gpt-oss: Megatron-Bridge's gpt_oss_bridge.py
+    # sets `add_bias_linear = True`): Megatron-Core adds the down projection's bias in eager
+    # PyTorch, expert by expert (`timing.EXPERT_BIAS_PASSES`); a fact of the model the row states
+    expert_bias = (entry.get("model") or {}).get("expert_bias") is True and family == "megatron"
+    if expert_bias:
+        notes.append("the routed experts' output bias added in eager PyTorch per expert (stated: linear biases; "
+                     "Megatron-Core TEGroupedMLP._apply_bias; not expressible in a spec)")
     recipe = "dynamic" if family == "torchtitan" else fp8_recipe_of(entry)
     if precision == "fp8" and recipe in ("current", "mxfp8"):
         notes.append(f"Transformer Engine's {'per-tensor current scaling' if recipe == 'current' else 'MXFP8'} "
@@ -712,6 +719,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         ep_overlap=ep_overlap,
         ep_node_limit=node_limit,
         moe_host_sync=host_sync,
+        expert_bias=expert_bias,
     )
     return software, family
 
@@ -942,7 +950,8 @@ def read_recipe(entry: dict) -> dict:
     `overlap_moe_expert_parallel_comm`), forced balancing, DeepEP under the flex dispatcher, the
     recomputation, and an expert capacity with padding (`moe_expert_capacity_factor`,
     `moe_pad_expert_input_to_capacity`) or a full-iteration CUDA graph, either of which keeps the
-    token counts on the GPU (`Software.moe_host_sync` off). The others (HybridEP, partial CUDA
+    token counts on the GPU (`Software.moe_host_sync` off), and Transformer Engine's fused grouped
+    MLP, which adds the experts' biases inside its kernels (`Software.expert_bias` off). The others (HybridEP, partial CUDA
     graphs, fused kernels) are kept in the row for the record. A row without `recipe` is unchanged."""
     r = entry.get("recipe")
     if not isinstance(r, dict):
@@ -970,6 +979,13 @@ def read_recipe(entry: dict) -> dict:
             lay["recompute"] = "none (recipe)"
     if r.get("moe_expert_capacity_factor") and "capacity_factor" not in model:
         model["capacity_factor"] = r["moe_expert_capacity_factor"]
+    if model.get("expert_bias") and "cutedsl_fused_grouped_mlp" in (r.get("other") or ()):
+        # Megatron-Bridge's `cutedsl_fused_grouped_mlp` turns on `use_transformer_engine_op_fuser`
+        # (scripts/performance/utils/overrides.py at c270efc505): `TEGroupedMLP._fused_forward`
+        # runs Transformer Engine's fused ops, whose grouped linear adds the bias itself, and
+        # `_apply_bias` is not called (megatron/core/transformer/moe/experts.py, Megatron-LM addc601)
+        model["expert_bias"] = False
+        said.append("experts' bias inside Transformer Engine's fused grouped MLP (recipe: cutedsl_fused_grouped_mlp)")
     notes = "; ".join(str(x) for x in (entry.get("notes"), ", ".join(said)) if x)
     return dict(entry, notes=notes or None, layout=lay, model=model)
 

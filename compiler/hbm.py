@@ -195,8 +195,10 @@ def moe_dispatch_bytes(shape: Shape, tp: int, ep: int, n: float, kernels: str) -
 
 @lru_cache(maxsize=16384)
 def layer_bytes(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
-                ep: int, precision: str, attention: str, kernels: str) -> PieceBytes:
-    """One transformer layer on one rank for one micro-batch (module doc)."""
+                ep: int, precision: str, attention: str, kernels: str, expert_bias: bool = False) -> PieceBytes:
+    """One transformer layer on one rank for one micro-batch (module doc). `expert_bias`
+    (`timing.Software.expert_bias`): the routed experts' eager output bias, `timing.EXPERT_BIAS_PASSES`
+    over the balanced routed copies."""
     from . import timing
 
     h = shape.hidden
@@ -226,6 +228,9 @@ def layer_bytes(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: st
         inner = copies * shape.expert_ffn + n * shape.shared_experts * shape.expert_ffn / tp
         elements += copies * (up + 1) * shape.expert_ffn
         dispatch_f, dispatch_b = moe_dispatch_bytes(shape, tp, ep, n, kernels)
+        if expert_bias and kernels != "eager":
+            dispatch_f += timing.ACT * timing.EXPERT_BIAS_PASSES[0] * copies * shape.hidden
+            dispatch_b += timing.ACT * timing.EXPERT_BIAS_PASSES[1] * copies * shape.hidden
         recomputable += copies * (up + 1) * shape.expert_ffn
         expert_act += copies * (up + 1) * shape.expert_ffn
         if shape.shared_experts:

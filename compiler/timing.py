@@ -231,6 +231,27 @@ Backward: `permute`'s gradient is a scatter-add of the copies' gradients into th
 dot product of each copy with its gradient (read both: 2): 5, and the re-sorts again (+4).
 parc's runtime ("eager": index_select and index_add_ per expert) is charged 4 passes forward
 and 8 backward, as before this model."""
+EXPERT_BIAS_PASSES = (6, 8)
+"""16-bit passes over the routed token copies (each `top_k x tokens x h` elements) that the
+routed experts' output bias moves in Megatron-Core, forward and backward, when the model has
+linear biases (`add_bias_linear`, e.g. gpt-oss through Megatron-Bridge's `gpt_oss_bridge.py`).
+`TEGroupedMLP` builds `linear_fc2` with `skip_bias_add=True`, so Transformer Engine's
+`GroupedLinear` returns the experts' biases unapplied (`return_bias`) and
+`TEGroupedMLP._apply_bias` adds them in eager PyTorch, one expert after another:
+`torch.cat([t + b * p for t, b, p in zip(split(out), biases, split(probs))])`
+(megatron/core/transformer/moe/experts.py at NVIDIA/Megatron-LM 23265d2, the submodule of
+Megatron-Bridge 74695a06d7). Forward, `b * p` writes each copy's h-wide bias row (1), the add
+reads it and the GEMM's output and writes the sum (3), `cat` reads and writes every row (2): 6.
+Backward, autograd's broadcast products: the bias gradient `sum(grad * p)` (read the gradient,
+write the product, read it to reduce: 3) and the gate gradient `sum(grad * b)` (3), and `split`'s
+gradient, a `cat` of the experts' output gradients (2): 8; `cat`'s and the add's gradients are
+views (torch's dispatcher counts these passes and kernels in tests/test_expert_bias.py). A lower bound: under the flex dispatcher the gates are fp32
+(HybridEP and DeepEP take only fp32 probabilities, megatron/core/transformer/moe/
+token_dispatcher.py), which makes the products and the concatenation fp32 and adds a cast."""
+EXPERT_BIAS_KERNELS = ((2, 1), (4, 2))
+"""Kernels of that eager bias, (per local expert, once), forward and backward: forward a product
+and an add per expert and one `cat`; backward two products and two reductions per expert and the
+two `cat`s of `split`'s gradients (the outputs' and the gates')."""
 MEMORY_KERNELS = 6
 """Memory-bound kernels of a layer's forward: two norms, two residual adds, the activation, RoPE
 (the backward runs as many, each twice the bytes)."""
@@ -459,6 +480,11 @@ class Software:
     transformer_engine/pytorch/module/layernorm_linear.py, linear.py), so every NeMo and
     Megatron-Bridge run. False for parc's job and torchtitan: DTensor's all-gather output is
     the tensor autograd saves for the matmul's backward, so nothing is gathered again."""
+    expert_bias: bool = False
+    """The routed experts' down projection has a bias that the runtime adds in eager PyTorch,
+    expert by expert (Megatron-Core's `TEGroupedMLP._apply_bias` under `add_bias_linear`:
+    `EXPERT_BIAS_PASSES`, `EXPERT_BIAS_KERNELS`). A spec states no biases: the reader of
+    published runs sets it from a model's stated fact (gpt-oss, `add_bias_linear = True`)."""
     host_op_seconds: float = kernel_model.HOST_OP_SECONDS
     """The host's time to issue one eager op where a MoE layer's host sync or pacing is charged
     (`kernels.host_stall_seconds`, `host_paced_seconds`): the stored `kernels.HOST_OP_SECONDS`
@@ -1303,10 +1329,30 @@ def moe_gemm_floor(shape: Shape, tp: int, cp: int, seq: int, micro: int, precisi
 
 
 @lru_cache(maxsize=16384)
+@dataclass(frozen=True)
+class BiasWork:
+    """The routed experts' eager output bias on one GPU for one micro-batch."""
+
+    bytes_f: float
+    bytes_b: float
+    kernels_f: int
+    kernels_b: int
+
+
+def expert_bias_work(rows: float, hidden: int, local: int) -> BiasWork:
+    """HBM bytes and kernels of Megatron-Core's eager per-expert output bias (`EXPERT_BIAS_PASSES`,
+    `EXPERT_BIAS_KERNELS`) over `rows` routed copies of width `hidden` on `local` experts: it is
+    memory-bound elementwise work the grouped GEMM's epilogue does not absorb, so it costs its
+    bytes at the HBM rate whatever the GPU's FLOP/s."""
+    (per_f, once_f), (per_b, once_b) = EXPERT_BIAS_KERNELS
+    return BiasWork(ACT * EXPERT_BIAS_PASSES[0] * rows * hidden, ACT * EXPERT_BIAS_PASSES[1] * rows * hidden,
+                    per_f * local + once_f, per_b * local + once_b)
+
+
 def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
                ep: int, precision: str, attention: str, kernels: str, hw: Hardware, c: Constants,
                balanced: bool = False, cp_runtime: str = "parc", fp8_scaling: str = "delayed",
-               routing_load: float = 0.0) -> Work:
+               routing_load: float = 0.0, expert_bias: bool = False) -> Work:
     """One transformer layer. `cp_runtime` and `fp8_scaling` are `Software.context_parallel` and
     `Software.fp8_scaling`. `attention` is "flash" (fused, causal work skipped: torch's SDPA,
     what parc's runtime runs), "flash-te" (the same through Transformer Engine) or "unfused" (the
@@ -1315,7 +1361,9 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     runtime loops over its local experts, a kernel per matrix product and activation each;
     Megatron-LM's grouped GEMM is one kernel per matrix for all of them. `balanced`
     (`Software.balanced_routing`): every expert rank receives the mean load; `routing_load`
-    (`Software.routing_load`): a measured busiest-rank load in place of the random router's."""
+    (`Software.routing_load`): a measured busiest-rank load in place of the random router's.
+    `expert_bias` (`Software.expert_bias`): the routed experts' output bias added eagerly per
+    expert (`expert_bias_work`)."""
     h, t = shape.hidden, tp
     n = seq * micro / cp
     shard = t if sp and t > 1 else 1
@@ -1336,6 +1384,7 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     loop_kernels = 0  # activation kernels of an expert loop, one per expert (two for SwiGLU)
     moe_f = moe_b = 0.0  # bytes of the router's and the permutations' kernels, forward and backward
     moe_kernels = 0
+    bias_kernels = (0, 0)  # the experts' eager output bias (`expert_bias_work`), forward and backward
     expert_act = 0.0  # elements the experts' activation reads and writes (`--recompute-modules moe_act`)
     if moe:
         local = max(1, shape.experts // ep)
@@ -1368,6 +1417,11 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
         moe_b = (ROUTER_BYTES[1] * routed * shape.experts
                  + ACT * (plain_b + (sort_b if sorted_ else 0)) * assigned * h)
         moe_kernels = ROUTER_KERNELS
+        if expert_bias and kernels != "eager":
+            bias = expert_bias_work(assigned, h, local)
+            moe_f += bias.bytes_f
+            moe_b += bias.bytes_b
+            bias_kernels = bias.kernels_f, bias.kernels_b
         if shape.shared_experts:
             fs = shape.shared_experts * f / t
             gemms += shared
@@ -1393,8 +1447,8 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     moe_act_again = moe_again = 0.0
     if moe:
         moe_act_again = memory_seconds(ACT * expert_act, hw, c) + c.kernel_overhead
-        moe_again = (sum(timed[2:]) + memory_seconds(moe_f, hw, c) + moe_kernels * c.kernel_overhead
-                     + moe_act_again)
+        moe_again = (sum(timed[2:]) + memory_seconds(moe_f, hw, c)
+                     + (moe_kernels + bias_kernels[0]) * c.kernel_overhead + moe_act_again)
     cast_f = cast_b = 0.0
     if precision == "fp8" and hw.fp8:
         # each GEMM input cast to fp8 with a transposed copy for the other backward GEMM (read 2
@@ -1420,9 +1474,11 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     quantize_kernels = (kernel_model.expert_quantize_launches(local, fp8_recipe(precision, fp8_scaling, hw))
                         if moe and kernels != "eager" else 0)
     memory_f = (memory_seconds(ACT * elements + cast_f + eager_f + moe_f, hw, c)
-                + (MEMORY_KERNELS + loop_kernels + moe_kernels + quantize_kernels) * c.kernel_overhead)
+                + (MEMORY_KERNELS + loop_kernels + moe_kernels + quantize_kernels + bias_kernels[0])
+                * c.kernel_overhead)
     memory_b = (memory_seconds(2 * ACT * elements + cast_b + eager_b + moe_b, hw, c)
-                + (MEMORY_KERNELS + loop_kernels + moe_kernels + quantize_kernels) * c.kernel_overhead)
+                + (MEMORY_KERNELS + loop_kernels + moe_kernels + quantize_kernels + bias_kernels[1])
+                * c.kernel_overhead)
     # parc's selective policy also re-runs the attention output projection: its output feeds the
     # second norm, whose backward needs it (torch's checkpoint stops before the FFN down-projection)
     pointwise = memory_seconds(ACT * recomputable + eager_f, hw, c) + (MEMORY_KERNELS - 2) * c.kernel_overhead
@@ -1513,7 +1569,8 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
             cp_bytes = (sent, sent)
     ep_bytes = ACT * assigned * h if moe and ep > 1 else 0.0
     launches_f, launches_b = layer_launches(gemms, moe and kernels != "eager", local if moe else 0,
-                                            fp8_recipe(precision, fp8_scaling, hw), loop_kernels + moe_kernels,
+                                            fp8_recipe(precision, fp8_scaling, hw),
+                                            loop_kernels + moe_kernels + bias_kernels[0],
                                             launched if attention != "unfused" else 4)
     return Work(launches_f=launches_f, launches_b=launches_b, gemm=gemm, attention_f=attention_f, attention_b=attention_b, memory_f=memory_f,
                 memory_b=memory_b, selective_core=core_again, selective_elementwise=elementwise,
@@ -2299,7 +2356,8 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
         w = runtime_work(layer_work(shape, moe, k.tp, sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
                                     gemm_precision(k.precision, sw), sw.attention, sw.kernels, hw, c,
                                     balanced=sw.balanced_routing, cp_runtime=sw.context_parallel,
-                                    fp8_scaling=sw.fp8_scaling, routing_load=sw.routing_load), moe, shape, hw, sw, c)
+                                    fp8_scaling=sw.fp8_scaling, routing_load=sw.routing_load,
+                                    expert_bias=sw.expert_bias), moe, shape, hw, sw, c)
         # the expert-count exchange before each dispatch: one int64 per (ep rank, local expert)
         counts = ((Collective("ep", "all_to_all", 8 * shape.experts, 1, ep_l.size, ep_l.local, "path", 1,
                               "forward"),) if moe and ep_l.size > 1 else ())
@@ -2792,7 +2850,7 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Co
     back = FLASH_BACKWARD if sw.attention in CAUSAL_SKIPPING else 2.0
     for moe, mode, count in load.pieces:
         piece = hbm.layer_bytes(shape, moe, k.tp, k.sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
-                                gemm_precision(k.precision, sw), sw.attention, sw.kernels)
+                                gemm_precision(k.precision, sw), sw.attention, sw.kernels, sw.expert_bias)
         moved["gemm"] += count * (piece.gemm_f + piece.gemm_b)
         moved["attention"] += count * (piece.attention_f + piece.attention_b)
         moved["memory"] += count * (piece.memory_f + piece.memory_b)

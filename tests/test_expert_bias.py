@@ -1,0 +1,164 @@
+"""The routed experts' eager output bias (issue 14, gpt-oss): Megatron-Core's `TEGroupedMLP` adds
+the experts' fc2 bias in eager PyTorch, one expert after another (`_apply_bias`,
+megatron/core/transformer/moe/experts.py), when the model has linear biases (gpt-oss through
+Megatron-Bridge: `add_bias_linear = True`). parc charges it as `timing.EXPERT_BIAS_PASSES` and
+`EXPERT_BIAS_KERNELS` where `Software.expert_bias` is set.
+
+Checked against references the model did not produce: torch's own dispatcher counts the kernels
+and bytes of Megatron-Core's expression, forward and backward; the layer's extra time is counted
+here by hand from the shapes; the reader sets the fact on the rows whose model states it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from parc import timing
+from parc.calibration import DEFAULT
+from parc.memory.inputs import shape_of
+from parc.pipeline import compile_text
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+GPT_OSS_LIKE = """job g
+dp 8 on nodes(8 gpus, nvlink)
+ep 8 over dp
+model {
+  layers 4, hidden 2880, ffn 2880, heads 64, kv-heads 8, vocab 201088
+  head-dim 64
+  activation swiglu, norm rmsnorm, position rope, tied-embeddings off
+  experts 128, top-k 4, expert-ffn 2880, shared-experts 0, moe-layers all
+}
+hardware { gpu h100-sxm }
+target megatron
+train { seq 4096, global-batch 16, micro-batch 1 }
+"""
+"""gpt-oss-120b's layer shapes (hidden 2,880, 128 experts, top-4, expert FFN 2,880) on 4 layers."""
+
+
+def megatron_apply_bias(out, biases, probs, tokens_per_expert):
+    """Megatron-Core's `TEGroupedMLP._apply_bias`, transcribed (Megatron-LM 23265d2)."""
+    import torch
+
+    shape = out.shape
+    return torch.cat([t + b * p for t, b, p in zip(torch.split(out.view(-1, shape[-1]), tokens_per_expert),
+                                                    biases, torch.split(probs, tokens_per_expert))]
+                     ).view(shape).to(out.dtype)
+
+
+def dispatched(fn):
+    """(kernels, bytes read and written) of the non-view aten ops `fn` runs, by torch's dispatcher."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    views = {"view", "split_with_sizes", "slice", "detach", "_unsafe_view", "alias"}
+
+    class Count(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.kernels = 0
+            self.bytes = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            import torch
+
+            out = func(*args, **(kwargs or {}))
+            if func.overloadpacket.__name__ not in views:
+                flat = [a for a in args if isinstance(a, torch.Tensor)]
+                flat += [x for a in args if isinstance(a, (list, tuple)) for x in a if isinstance(x, torch.Tensor)]
+                flat += [t for t in (out if isinstance(out, (list, tuple)) else [out]) if isinstance(t, torch.Tensor)]
+                self.kernels += 1
+                self.bytes += sum(t.numel() * t.element_size() for t in flat)
+            return out
+
+    with Count() as count:
+        fn()
+    return count.kernels, count.bytes
+
+
+@pytest.mark.parametrize("local", [2, 16])
+def test_torch_counts_megatrons_bias_as_the_constants_say(local):
+    torch = pytest.importorskip("torch")
+    h, per = 512, 128
+    rows = local * per
+    out = torch.randn(rows, h, dtype=torch.bfloat16, requires_grad=True)
+    biases = [torch.randn(h, dtype=torch.bfloat16, requires_grad=True) for _ in range(local)]
+    probs = torch.rand(rows, 1, dtype=torch.bfloat16, requires_grad=True)
+    result = {}
+
+    def forward():
+        result["y"] = megatron_apply_bias(out, biases, probs, [per] * local)
+
+    kernels_f, bytes_f = dispatched(forward)
+    y = result["y"]
+    grad = torch.ones_like(y)
+    kernels_b, bytes_b = dispatched(lambda: y.backward(grad))
+    (per_f, once_f), (per_b, once_b) = timing.EXPERT_BIAS_KERNELS
+    assert (kernels_f, kernels_b) == (per_f * local + once_f, per_b * local + once_b)
+    # passes over the bf16 copies: the gates and the biases add under 1 % at h = 512
+    passes = (bytes_f / (2 * rows * h), bytes_b / (2 * rows * h))
+    assert passes[0] == pytest.approx(timing.EXPERT_BIAS_PASSES[0], rel=0.01)
+    assert passes[1] == pytest.approx(timing.EXPERT_BIAS_PASSES[1], rel=0.01)
+
+
+@pytest.mark.parametrize("ep", [1, 8])
+def test_the_layer_pays_the_bias_bytes_and_kernels_counted_by_hand(ep):
+    plan = compile_text(GPT_OSS_LIKE, path="g.par", checks=False).plan
+    shape, hw = shape_of(plan), timing.hardware_of(plan)
+    args = (shape, True, 1, False, 1, "ring", 4096, 1, ep, "bf16", "flash-te", "fused", hw, DEFAULT)
+    plain = timing.layer_work(*args, balanced=True)
+    biased = timing.layer_work(*args, balanced=True, expert_bias=True)
+    copies = 4096 * 4  # balanced: every routed copy of the micro-batch lands on this GPU's experts
+    local = 128 // ep
+    h = 2880
+    # forward: b * p writes a bias row per copy, the add reads it and the output and writes, cat
+    # reads and writes; backward: grad * p and its sum, grad * b and its sum, split's cat
+    bytes_f = 2 * copies * h * (1 + 3 + 2)
+    bytes_b = 2 * copies * h * (3 + 3 + 2)
+    rate = hw.hbm * DEFAULT.hbm_efficiency
+    assert biased.memory_f - plain.memory_f == pytest.approx(bytes_f / rate + (2 * local + 1) * DEFAULT.kernel_overhead)
+    assert biased.memory_b - plain.memory_b == pytest.approx(bytes_b / rate + (4 * local + 2) * DEFAULT.kernel_overhead)
+    assert biased.gemm == plain.gemm and biased.attention_f == plain.attention_f
+
+
+def test_a_model_with_expert_biases_is_predicted_slower():
+    import fidelity
+
+    rows, _ = fidelity.load_rows(ROOT / "benchmarks" / "data" / "megatron_bridge_releases_moe.yaml")
+    row = next(r for r in rows if r.id == "bridge2604_h100_gpt_oss_120b_bf16")
+    assert row.software.expert_bias
+    p = fidelity.prepare(row)
+    from dataclasses import replace
+
+    without = replace(row, software=replace(row.software, expert_bias=False))
+    assert fidelity.predicted_step(row, p, DEFAULT).step > fidelity.predicted_step(without, p, DEFAULT).step
+
+
+def test_the_reader_sets_the_fact_where_the_model_states_it():
+    import published
+
+    seen = {True: 0, False: 0}
+    for name in ("megatron_bridge_25_11.yaml", "megatron_bridge_releases_moe.yaml"):
+        for entry in yaml.safe_load((ROOT / "benchmarks" / "data" / name).read_text()):
+            run = published.row_spec(entry)
+            if not isinstance(run, published.Run):
+                continue
+            fused = "cutedsl_fused_grouped_mlp" in ((entry.get("recipe") or {}).get("other") or ())
+            gpt_oss = entry["model"]["name"] == "gpt-oss-120b"
+            assert run.software.expert_bias == (gpt_oss and not fused), entry["id"]
+            seen[run.software.expert_bias] += 1
+    assert seen[True] >= 15 and seen[False] >= 40
+
+
+def test_the_hbm_ledger_holds_the_bias_bytes():
+    from parc import hbm
+
+    plan = compile_text(GPT_OSS_LIKE, path="g.par", checks=False).plan
+    shape = shape_of(plan)
+    args = (shape, True, 1, False, 1, "ring", 4096, 1, 8, "bf16", "flash-te", "fused")
+    plain, biased = hbm.layer_bytes(*args), hbm.layer_bytes(*args, expert_bias=True)
+    copies, h = 4096 * 4, 2880
+    assert biased.memory_f - plain.memory_f == 2 * copies * h * 6
+    assert biased.memory_b - plain.memory_b == 2 * copies * h * 8
