@@ -112,6 +112,12 @@ def split(shape, knobs, hw: timing.Hardware, sw: timing.Software, c=DEFAULT) -> 
                           timing.memory_seconds(bias.bytes_f, hw, c) + bias.kernels_f * c.kernel_overhead,
                           timing.memory_seconds(bias.bytes_b, hw, c) + bias.kernels_b * c.kernel_overhead,
                           0.0, bias.bytes_f, bias.bytes_b))
+    if sw.expert_clamp:
+        clamp = timing.expert_clamp_work(assigned, up * f)
+        parts.append(Part("expert GLU clamp (eager)",
+                          timing.memory_seconds(clamp.bytes_f, hw, c) + clamp.kernels_f * c.kernel_overhead,
+                          timing.memory_seconds(clamp.bytes_b, hw, c) + clamp.kernels_b * c.kernel_overhead,
+                          0.0, clamp.bytes_f, clamp.bytes_b))
     if precision == "fp8" and hw.fp8:
         gemms = [(1, 1, n, h, q + 2 * kv), (1, 1, n, q, h), (1, 1, n, h, e),
                  (rounds, local, per_expert, h, up * f), (rounds, local, per_expert, f, h)]
@@ -139,7 +145,7 @@ def layer_of(row_id: str, path: Path = ROOT / "benchmarks" / "data" / "megatron_
     work = timing.layer_work(s, True, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
                              timing.gemm_precision(k.precision, sw), sw.attention, sw.kernels, hw, DEFAULT,
                              sw.balanced_routing, sw.context_parallel, sw.fp8_scaling,
-                             expert_bias=sw.expert_bias)
+                             expert_bias=sw.expert_bias, expert_clamp=sw.expert_clamp)
     return split(s, k, hw, sw), work, row, p
 
 
@@ -225,7 +231,7 @@ def residual_table(path: Path = ROOT / "benchmarks" / "data" / "megatron_bridge_
         work = timing.layer_work(p.shape, True, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch,
                                  k.ep, timing.gemm_precision(k.precision, sw), sw.attention, sw.kernels, p.hardware,
                                  DEFAULT, sw.balanced_routing, sw.context_parallel, sw.fp8_scaling,
-                                 expert_bias=sw.expert_bias)
+                                 expert_bias=sw.expert_bias, expert_clamp=sw.expert_clamp)
         gpu = work.forward + work.backward_input + work.backward_weight
         lines.append(f"| {row.id} | {row.plan.training.precision} | {k.seq * k.micro_batch // max(1, k.tp):,} | "
                      f"{pairs:,} | {1e3 * gpu:.1f} | {step:.2f} | {reported:.2f} | "
@@ -284,7 +290,8 @@ def host_rows(path: Path = ROOT / "benchmarks" / "data" / "megatron_bridge_25_11
         work = timing.slowed(timing.layer_work(s, True, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq,
                                                k.micro_batch, k.ep, precision, sw.attention, sw.kernels, hw, DEFAULT,
                                                sw.balanced_routing, sw.context_parallel, sw.fp8_scaling,
-                                               expert_bias=sw.expert_bias), sw, DEFAULT)
+                                               expert_bias=sw.expert_bias, expert_clamp=sw.expert_clamp),
+                               sw, DEFAULT)
         charged = timing.dispatched(work, s, hw, sw)
         out.append(HostRow(
             id=row.id, recipe=timing.fp8_recipe(precision, sw.fp8_scaling, hw), local=max(1, s.experts // k.ep),

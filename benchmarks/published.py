@@ -696,6 +696,15 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     if expert_bias:
         notes.append("the routed experts' output bias added in eager PyTorch per expert (stated: linear biases; "
                      "Megatron-Core TEGroupedMLP._apply_bias; not expressible in a spec)")
+    # a clamped GLU in the routed experts (gpt-oss: `activation_func_clamp_value = 7.0`): Megatron-Core
+    # clamps and concatenates the fc1 output in eager PyTorch before its compiled activation
+    # (`timing.EXPERT_CLAMP_PASSES`); a fact of the model the row states
+    clamp = (entry.get("model") or {}).get("activation_clamp")
+    expert_clamp = isinstance(clamp, (int, float)) and not isinstance(clamp, bool) and clamp > 0 \
+        and family == "megatron"
+    if expert_clamp:
+        notes.append(f"the routed experts' GLU input clamped at {clamp} in eager PyTorch before the fused "
+                     "activation (stated; Megatron-Core weighted_bias_quick_geglu_impl; not expressible in a spec)")
     recipe = "dynamic" if family == "torchtitan" else fp8_recipe_of(entry)
     if precision == "fp8" and recipe in ("current", "mxfp8"):
         notes.append(f"Transformer Engine's {'per-tensor current scaling' if recipe == 'current' else 'MXFP8'} "
@@ -720,6 +729,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         ep_node_limit=node_limit,
         moe_host_sync=host_sync,
         expert_bias=expert_bias,
+        expert_clamp=expert_clamp,
     )
     return software, family
 
@@ -951,7 +961,8 @@ def read_recipe(entry: dict) -> dict:
     recomputation, and an expert capacity with padding (`moe_expert_capacity_factor`,
     `moe_pad_expert_input_to_capacity`) or a full-iteration CUDA graph, either of which keeps the
     token counts on the GPU (`Software.moe_host_sync` off), and Transformer Engine's fused grouped
-    MLP, which adds the experts' biases inside its kernels (`Software.expert_bias` off). The others (HybridEP, partial CUDA
+    MLP, which adds the experts' biases and clamps their GLU inside its kernels
+    (`Software.expert_bias`, `Software.expert_clamp` off). The others (HybridEP, partial CUDA
     graphs, fused kernels) are kept in the row for the record. A row without `recipe` is unchanged."""
     r = entry.get("recipe")
     if not isinstance(r, dict):
@@ -979,13 +990,17 @@ def read_recipe(entry: dict) -> dict:
             lay["recompute"] = "none (recipe)"
     if r.get("moe_expert_capacity_factor") and "capacity_factor" not in model:
         model["capacity_factor"] = r["moe_expert_capacity_factor"]
-    if model.get("expert_bias") and "cutedsl_fused_grouped_mlp" in (r.get("other") or ()):
+    if (model.get("expert_bias") or model.get("activation_clamp")) \
+            and "cutedsl_fused_grouped_mlp" in (r.get("other") or ()):
         # Megatron-Bridge's `cutedsl_fused_grouped_mlp` turns on `use_transformer_engine_op_fuser`
         # (scripts/performance/utils/overrides.py at c270efc505): `TEGroupedMLP._fused_forward`
-        # runs Transformer Engine's fused ops, whose grouped linear adds the bias itself, and
-        # `_apply_bias` is not called (megatron/core/transformer/moe/experts.py, Megatron-LM addc601)
+        # runs Transformer Engine's fused ops, whose grouped linear adds the bias itself and whose
+        # `ScaledClampedQGeGLU` clamps inside the activation; neither `_apply_bias` nor the eager
+        # clamp runs (megatron/core/transformer/moe/experts.py, Megatron-LM addc601)
         model["expert_bias"] = False
-        said.append("experts' bias inside Transformer Engine's fused grouped MLP (recipe: cutedsl_fused_grouped_mlp)")
+        model["activation_clamp"] = None
+        said.append("experts' bias and clamp inside Transformer Engine's fused grouped MLP "
+                    "(recipe: cutedsl_fused_grouped_mlp)")
     notes = "; ".join(str(x) for x in (entry.get("notes"), ", ".join(said)) if x)
     return dict(entry, notes=notes or None, layout=lay, model=model)
 

@@ -195,10 +195,12 @@ def moe_dispatch_bytes(shape: Shape, tp: int, ep: int, n: float, kernels: str) -
 
 @lru_cache(maxsize=16384)
 def layer_bytes(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
-                ep: int, precision: str, attention: str, kernels: str, expert_bias: bool = False) -> PieceBytes:
+                ep: int, precision: str, attention: str, kernels: str, expert_bias: bool = False,
+                expert_clamp: bool = False) -> PieceBytes:
     """One transformer layer on one rank for one micro-batch (module doc). `expert_bias`
     (`timing.Software.expert_bias`): the routed experts' eager output bias, `timing.EXPERT_BIAS_PASSES`
-    over the balanced routed copies."""
+    over the balanced routed copies; `expert_clamp` (`timing.Software.expert_clamp`): the eager
+    clamp of their GLU input, `timing.EXPERT_CLAMP_PASSES` over their fc1 output."""
     from . import timing
 
     h = shape.hidden
@@ -231,6 +233,9 @@ def layer_bytes(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: st
         if expert_bias and kernels != "eager":
             dispatch_f += timing.ACT * timing.EXPERT_BIAS_PASSES[0] * copies * shape.hidden
             dispatch_b += timing.ACT * timing.EXPERT_BIAS_PASSES[1] * copies * shape.hidden
+        if expert_clamp and kernels != "eager":
+            dispatch_f += timing.ACT * timing.EXPERT_CLAMP_PASSES[0] * copies * up * shape.expert_ffn
+            dispatch_b += timing.ACT * timing.EXPERT_CLAMP_PASSES[1] * copies * up * shape.expert_ffn
         recomputable += copies * (up + 1) * shape.expert_ffn
         expert_act += copies * (up + 1) * shape.expert_ffn
         if shape.shared_experts:

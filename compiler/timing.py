@@ -252,6 +252,22 @@ EXPERT_BIAS_KERNELS = ((2, 1), (4, 2))
 """Kernels of that eager bias, (per local expert, once), forward and backward: forward a product
 and an add per expert and one `cat`; backward two products and two reductions per expert and the
 two `cat`s of `split`'s gradients (the outputs' and the gates')."""
+EXPERT_CLAMP_PASSES = (4.0, 7.5)
+"""16-bit passes over the routed experts' fc1 output (`up x expert_ffn` per routed copy) that
+Megatron-Core's clamped GLU moves in eager PyTorch before its fused activation, forward and
+backward, when the model clamps it (`activation_func_clamp_value`, 7.0 for gpt-oss:
+Megatron-Bridge `gpt_oss_bridge.py`). `weighted_bias_quick_geglu_impl`
+(megatron/core/fusions/fused_bias_geglu.py at Megatron-LM 23265d2) clamps the two halves and
+concatenates them outside the compiled kernel: `torch.cat((x_glu.clamp(max=c),
+x_linear.clamp(-c, c)), -1)`. Forward, the two clamps read and write each half (2) and `cat`
+reads and writes the whole (2): 4. Backward, each clamp's gradient builds its mask from the saved
+input (`ge`, `le` and their `and` for the two-sided one, one `le` for the other: 0.75 each in
+16-bit units, reading a half and writing a byte mask) and selects the gradient (`where`: 1.25
+each), and the halves' gradients are concatenated (2): 7.5. Counted by torch's dispatcher in
+tests/test_expert_bias.py. Under `--recompute-modules moe_act` the forward runs again."""
+EXPERT_CLAMP_KERNELS = (3, 9)
+"""Kernels of that eager clamp, forward (two clamps, a `cat`) and backward (the masks' three
+comparisons and `and`, two `where`, a `cat`, and two scalar fills)."""
 MEMORY_KERNELS = 6
 """Memory-bound kernels of a layer's forward: two norms, two residual adds, the activation, RoPE
 (the backward runs as many, each twice the bytes)."""
@@ -480,6 +496,11 @@ class Software:
     transformer_engine/pytorch/module/layernorm_linear.py, linear.py), so every NeMo and
     Megatron-Bridge run. False for parc's job and torchtitan: DTensor's all-gather output is
     the tensor autograd saves for the matmul's backward, so nothing is gathered again."""
+    expert_clamp: bool = False
+    """The routed experts' GLU input is clamped in eager PyTorch before the fused activation
+    (Megatron-Core's `weighted_bias_quick_geglu_impl` with `activation_func_clamp_value`:
+    `EXPERT_CLAMP_PASSES`, `EXPERT_CLAMP_KERNELS`). A spec states no clamp: the reader of published
+    runs sets it from a model's stated fact (gpt-oss, clamp 7.0)."""
     expert_bias: bool = False
     """The routed experts' down projection has a bias that the runtime adds in eager PyTorch,
     expert by expert (Megatron-Core's `TEGroupedMLP._apply_bias` under `add_bias_linear`:
@@ -1331,7 +1352,8 @@ def moe_gemm_floor(shape: Shape, tp: int, cp: int, seq: int, micro: int, precisi
 @lru_cache(maxsize=16384)
 @dataclass(frozen=True)
 class BiasWork:
-    """The routed experts' eager output bias on one GPU for one micro-batch."""
+    """An eager elementwise pass of the routed experts (their output bias, their GLU clamp) on one
+    GPU for one micro-batch."""
 
     bytes_f: float
     bytes_b: float
@@ -1349,10 +1371,19 @@ def expert_bias_work(rows: float, hidden: int, local: int) -> BiasWork:
                     per_f * local + once_f, per_b * local + once_b)
 
 
+def expert_clamp_work(rows: float, width: float) -> BiasWork:
+    """HBM bytes and kernels of Megatron-Core's eager clamp of the routed experts' GLU input
+    (`EXPERT_CLAMP_PASSES`, `EXPERT_CLAMP_KERNELS`) over `rows` routed copies of the fc1 output,
+    `width` (= `up x expert_ffn`) wide: elementwise work outside the compiled activation kernel,
+    paid at the HBM rate whatever the GPU's FLOP/s."""
+    return BiasWork(ACT * EXPERT_CLAMP_PASSES[0] * rows * width, ACT * EXPERT_CLAMP_PASSES[1] * rows * width,
+                    *EXPERT_CLAMP_KERNELS)
+
+
 def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
                ep: int, precision: str, attention: str, kernels: str, hw: Hardware, c: Constants,
                balanced: bool = False, cp_runtime: str = "parc", fp8_scaling: str = "delayed",
-               routing_load: float = 0.0, expert_bias: bool = False) -> Work:
+               routing_load: float = 0.0, expert_bias: bool = False, expert_clamp: bool = False) -> Work:
     """One transformer layer. `cp_runtime` and `fp8_scaling` are `Software.context_parallel` and
     `Software.fp8_scaling`. `attention` is "flash" (fused, causal work skipped: torch's SDPA,
     what parc's runtime runs), "flash-te" (the same through Transformer Engine) or "unfused" (the
@@ -1363,7 +1394,8 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     (`Software.balanced_routing`): every expert rank receives the mean load; `routing_load`
     (`Software.routing_load`): a measured busiest-rank load in place of the random router's.
     `expert_bias` (`Software.expert_bias`): the routed experts' output bias added eagerly per
-    expert (`expert_bias_work`)."""
+    expert (`expert_bias_work`); `expert_clamp` (`Software.expert_clamp`): their GLU input clamped
+    eagerly (`expert_clamp_work`)."""
     h, t = shape.hidden, tp
     n = seq * micro / cp
     shard = t if sp and t > 1 else 1
@@ -1384,7 +1416,10 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     loop_kernels = 0  # activation kernels of an expert loop, one per expert (two for SwiGLU)
     moe_f = moe_b = 0.0  # bytes of the router's and the permutations' kernels, forward and backward
     moe_kernels = 0
-    bias_kernels = (0, 0)  # the experts' eager output bias (`expert_bias_work`), forward and backward
+    # the experts' eager output bias and GLU clamp (`expert_bias_work`, `expert_clamp_work`):
+    # their kernels forward and backward, and the clamp's forward again under `moe_act`
+    bias_kernels = (0, 0)
+    clamp_again = 0.0
     expert_act = 0.0  # elements the experts' activation reads and writes (`--recompute-modules moe_act`)
     if moe:
         local = max(1, shape.experts // ep)
@@ -1422,6 +1457,12 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
             moe_f += bias.bytes_f
             moe_b += bias.bytes_b
             bias_kernels = bias.kernels_f, bias.kernels_b
+        if expert_clamp and kernels != "eager":
+            clamp = expert_clamp_work(assigned, up * f)
+            moe_f += clamp.bytes_f
+            moe_b += clamp.bytes_b
+            clamp_again = memory_seconds(clamp.bytes_f, hw, c) + clamp.kernels_f * c.kernel_overhead
+            bias_kernels = bias_kernels[0] + clamp.kernels_f, bias_kernels[1] + clamp.kernels_b
         if shape.shared_experts:
             fs = shape.shared_experts * f / t
             gemms += shared
@@ -1446,7 +1487,7 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     norms_again = memory_seconds(ACT * 4 * h * n / shard, hw, c) + 2 * c.kernel_overhead
     moe_act_again = moe_again = 0.0
     if moe:
-        moe_act_again = memory_seconds(ACT * expert_act, hw, c) + c.kernel_overhead
+        moe_act_again = memory_seconds(ACT * expert_act, hw, c) + c.kernel_overhead + clamp_again
         moe_again = (sum(timed[2:]) + memory_seconds(moe_f, hw, c)
                      + (moe_kernels + bias_kernels[0]) * c.kernel_overhead + moe_act_again)
     cast_f = cast_b = 0.0
@@ -2357,7 +2398,8 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
                                     gemm_precision(k.precision, sw), sw.attention, sw.kernels, hw, c,
                                     balanced=sw.balanced_routing, cp_runtime=sw.context_parallel,
                                     fp8_scaling=sw.fp8_scaling, routing_load=sw.routing_load,
-                                    expert_bias=sw.expert_bias), moe, shape, hw, sw, c)
+                                    expert_bias=sw.expert_bias, expert_clamp=sw.expert_clamp),
+                          moe, shape, hw, sw, c)
         # the expert-count exchange before each dispatch: one int64 per (ep rank, local expert)
         counts = ((Collective("ep", "all_to_all", 8 * shape.experts, 1, ep_l.size, ep_l.local, "path", 1,
                               "forward"),) if moe and ep_l.size > 1 else ())
@@ -2850,7 +2892,8 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Co
     back = FLASH_BACKWARD if sw.attention in CAUSAL_SKIPPING else 2.0
     for moe, mode, count in load.pieces:
         piece = hbm.layer_bytes(shape, moe, k.tp, k.sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
-                                gemm_precision(k.precision, sw), sw.attention, sw.kernels, sw.expert_bias)
+                                gemm_precision(k.precision, sw), sw.attention, sw.kernels, sw.expert_bias,
+                                sw.expert_clamp)
         moved["gemm"] += count * (piece.gemm_f + piece.gemm_b)
         moved["attention"] += count * (piece.attention_f + piece.attention_b)
         moved["memory"] += count * (piece.memory_f + piece.memory_b)

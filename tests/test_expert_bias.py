@@ -1,8 +1,11 @@
-"""The routed experts' eager output bias (issue 14, gpt-oss): Megatron-Core's `TEGroupedMLP` adds
-the experts' fc2 bias in eager PyTorch, one expert after another (`_apply_bias`,
+"""The routed experts' eager elementwise work of gpt-oss (issue 14). Megatron-Core's `TEGroupedMLP`
+adds the experts' fc2 bias in eager PyTorch, one expert after another (`_apply_bias`,
 megatron/core/transformer/moe/experts.py), when the model has linear biases (gpt-oss through
-Megatron-Bridge: `add_bias_linear = True`). parc charges it as `timing.EXPERT_BIAS_PASSES` and
-`EXPERT_BIAS_KERNELS` where `Software.expert_bias` is set.
+Megatron-Bridge: `add_bias_linear = True`), and clamps the GLU input outside its compiled
+activation (`weighted_bias_quick_geglu_impl`, megatron/core/fusions/fused_bias_geglu.py) when the
+model sets a clamp (gpt-oss: 7.0). parc charges them as `timing.EXPERT_BIAS_PASSES`,
+`EXPERT_BIAS_KERNELS`, `EXPERT_CLAMP_PASSES` and `EXPERT_CLAMP_KERNELS` where `Software.expert_bias`
+and `Software.expert_clamp` are set.
 
 Checked against references the model did not produce: torch's own dispatcher counts the kernels
 and bytes of Megatron-Core's expression, forward and backward; the layer's extra time is counted
@@ -53,7 +56,7 @@ def dispatched(fn):
     """(kernels, bytes read and written) of the non-view aten ops `fn` runs, by torch's dispatcher."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    views = {"view", "split_with_sizes", "slice", "detach", "_unsafe_view", "alias"}
+    views = {"view", "split", "split_with_sizes", "slice", "detach", "_unsafe_view", "alias"}
 
     class Count(TorchDispatchMode):
         def __init__(self):
@@ -103,6 +106,53 @@ def test_torch_counts_megatrons_bias_as_the_constants_say(local):
     assert passes[1] == pytest.approx(timing.EXPERT_BIAS_PASSES[1], rel=0.01)
 
 
+def megatron_clamp(x, clamp_value):
+    """The eager prelude of Megatron-Core's `weighted_bias_quick_geglu_impl`, transcribed
+    (Megatron-LM 23265d2)."""
+    import torch
+
+    x_glu, x_linear = x.chunk(2, -1)
+    return torch.cat((x_glu.clamp(min=None, max=clamp_value), x_linear.clamp(min=-clamp_value, max=clamp_value)),
+                     -1)
+
+
+def test_torch_counts_megatrons_clamp_as_the_constants_say():
+    torch = pytest.importorskip("torch")
+    rows, f = 1024, 512
+    x = torch.randn(rows, 2 * f, dtype=torch.bfloat16, requires_grad=True)
+    result = {}
+
+    def forward():
+        result["y"] = megatron_clamp(x, 7.0)
+
+    kernels_f, bytes_f = dispatched(forward)
+    y = result["y"]
+    grad = torch.ones_like(y)
+    kernels_b, bytes_b = dispatched(lambda: y.backward(grad))
+    assert (kernels_f, kernels_b) == timing.EXPERT_CLAMP_KERNELS
+    assert bytes_f / (2 * rows * 2 * f) == pytest.approx(timing.EXPERT_CLAMP_PASSES[0], rel=0.01)
+    assert bytes_b / (2 * rows * 2 * f) == pytest.approx(timing.EXPERT_CLAMP_PASSES[1], rel=0.01)
+
+
+@pytest.mark.parametrize("ep", [1, 8])
+def test_the_layer_pays_the_clamp_bytes_and_kernels_counted_by_hand(ep):
+    plan = compile_text(GPT_OSS_LIKE, path="g.par", checks=False).plan
+    shape, hw = shape_of(plan), timing.hardware_of(plan)
+    args = (shape, True, 1, False, 1, "ring", 4096, 1, ep, "bf16", "flash-te", "fused", hw, DEFAULT)
+    plain = timing.layer_work(*args, balanced=True)
+    clamped = timing.layer_work(*args, balanced=True, expert_clamp=True)
+    copies, width = 4096 * 4, 2 * 2880  # the fc1 output: gate and linear halves of the expert FFN
+    # forward: two clamps read and write a half each, cat reads and writes the whole; backward:
+    # masks (0.75 each: ge, le, and, le), two where (1.25 each), cat of the halves' gradients (2)
+    bytes_f = 2 * copies * width * (1 + 1 + 2)
+    bytes_b = 2 * copies * width * (4 * 0.75 + 2 * 1.25 + 2)
+    rate = hw.hbm * DEFAULT.hbm_efficiency
+    assert clamped.memory_f - plain.memory_f == pytest.approx(bytes_f / rate + 3 * DEFAULT.kernel_overhead)
+    assert clamped.memory_b - plain.memory_b == pytest.approx(bytes_b / rate + 9 * DEFAULT.kernel_overhead)
+    # `--recompute-modules moe_act` runs the clamp's forward again
+    assert clamped.moe_act_again - plain.moe_act_again == pytest.approx(bytes_f / rate + 3 * DEFAULT.kernel_overhead)
+
+
 @pytest.mark.parametrize("ep", [1, 8])
 def test_the_layer_pays_the_bias_bytes_and_kernels_counted_by_hand(ep):
     plan = compile_text(GPT_OSS_LIKE, path="g.par", checks=False).plan
@@ -123,7 +173,7 @@ def test_the_layer_pays_the_bias_bytes_and_kernels_counted_by_hand(ep):
     assert biased.gemm == plain.gemm and biased.attention_f == plain.attention_f
 
 
-def test_a_model_with_expert_biases_is_predicted_slower():
+def test_a_model_with_expert_biases_and_clamp_is_predicted_slower():
     import fidelity
 
     rows, _ = fidelity.load_rows(ROOT / "benchmarks" / "data" / "megatron_bridge_releases_moe.yaml")
@@ -132,7 +182,8 @@ def test_a_model_with_expert_biases_is_predicted_slower():
     p = fidelity.prepare(row)
     from dataclasses import replace
 
-    without = replace(row, software=replace(row.software, expert_bias=False))
+    assert row.software.expert_clamp
+    without = replace(row, software=replace(row.software, expert_bias=False, expert_clamp=False))
     assert fidelity.predicted_step(row, p, DEFAULT).step > fidelity.predicted_step(without, p, DEFAULT).step
 
 
@@ -148,6 +199,7 @@ def test_the_reader_sets_the_fact_where_the_model_states_it():
             fused = "cutedsl_fused_grouped_mlp" in ((entry.get("recipe") or {}).get("other") or ())
             gpt_oss = entry["model"]["name"] == "gpt-oss-120b"
             assert run.software.expert_bias == (gpt_oss and not fused), entry["id"]
+            assert run.software.expert_clamp == (gpt_oss and not fused), entry["id"]
             seen[run.software.expert_bias] += 1
     assert seen[True] >= 15 and seen[False] >= 40
 
@@ -162,3 +214,6 @@ def test_the_hbm_ledger_holds_the_bias_bytes():
     copies, h = 4096 * 4, 2880
     assert biased.memory_f - plain.memory_f == 2 * copies * h * 6
     assert biased.memory_b - plain.memory_b == 2 * copies * h * 8
+    clamped = hbm.layer_bytes(*args, expert_clamp=True)
+    assert clamped.memory_f - plain.memory_f == 2 * copies * 2 * h * 4
+    assert clamped.memory_b - plain.memory_b == 2 * copies * 2 * h * 7.5
