@@ -145,7 +145,8 @@ def layer_of(row_id: str, path: Path = ROOT / "benchmarks" / "data" / "megatron_
     work = timing.layer_work(s, True, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
                              timing.gemm_precision(k.precision, sw), sw.attention, sw.kernels, hw, DEFAULT,
                              sw.balanced_routing, sw.context_parallel, sw.fp8_scaling,
-                             expert_bias=sw.expert_bias, expert_clamp=sw.expert_clamp)
+                             expert_bias=sw.expert_bias, expert_clamp=sw.expert_clamp,
+                             rope_unfused=sw.rope_unfused)
     return split(s, k, hw, sw), work, row, p
 
 
@@ -231,7 +232,8 @@ def residual_table(path: Path = ROOT / "benchmarks" / "data" / "megatron_bridge_
         work = timing.layer_work(p.shape, True, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch,
                                  k.ep, timing.gemm_precision(k.precision, sw), sw.attention, sw.kernels, p.hardware,
                                  DEFAULT, sw.balanced_routing, sw.context_parallel, sw.fp8_scaling,
-                                 expert_bias=sw.expert_bias, expert_clamp=sw.expert_clamp)
+                                 expert_bias=sw.expert_bias, expert_clamp=sw.expert_clamp,
+                                 rope_unfused=sw.rope_unfused)
         gpu = work.forward + work.backward_input + work.backward_weight
         lines.append(f"| {row.id} | {row.plan.training.precision} | {k.seq * k.micro_batch // max(1, k.tp):,} | "
                      f"{pairs:,} | {1e3 * gpu:.1f} | {step:.2f} | {reported:.2f} | "
@@ -290,7 +292,8 @@ def host_rows(path: Path = ROOT / "benchmarks" / "data" / "megatron_bridge_25_11
         work = timing.slowed(timing.layer_work(s, True, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq,
                                                k.micro_batch, k.ep, precision, sw.attention, sw.kernels, hw, DEFAULT,
                                                sw.balanced_routing, sw.context_parallel, sw.fp8_scaling,
-                                               expert_bias=sw.expert_bias, expert_clamp=sw.expert_clamp),
+                                               expert_bias=sw.expert_bias, expert_clamp=sw.expert_clamp,
+                                               rope_unfused=sw.rope_unfused),
                                sw, DEFAULT)
         charged = timing.dispatched(work, s, hw, sw)
         out.append(HostRow(

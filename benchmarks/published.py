@@ -609,6 +609,25 @@ TORCH_FSDP_WORDS = ("llm-foundry", "composer", "torch fsdp")
 (MosaicML's llm-foundry through Composer): the runtime facts of `target torch`, parc's own job."""
 
 
+def yarn_concentration(model: dict) -> float:
+    """The factor YaRN multiplies RoPE's sine and cosine by, from the model's stated `yarn_factor`
+    and optional `yarn_mscale`, `yarn_mscale_all_dim`, as Megatron-Core computes it
+    (`_yarn_get_concentration_factor`, megatron/core/models/common/embeddings/
+    yarn_rotary_pos_embedding.py at Megatron-LM 23265d2): 0.1 m ln(s) + 1 for a factor s > 1 (m = 1
+    unless both mscales are given, then their ratio of such terms); 1 without YaRN."""
+    factor = model.get("yarn_factor")
+    if not isinstance(factor, (int, float)) or isinstance(factor, bool) or factor <= 1:
+        return 1.0
+
+    def mscale(m: float) -> float:
+        return 0.1 * m * math.log(factor) + 1.0
+
+    m, m_all = model.get("yarn_mscale"), model.get("yarn_mscale_all_dim")
+    if m is None or m_all is None:
+        return mscale(1.0)
+    return mscale(float(m)) / mscale(float(m_all))
+
+
 def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str]) -> tuple[timing.Software, str]:
     """The training program's facts, from its source: kernels, attention, overlap, gradients.
     Returns them and the family ("megatron", "torchtitan" or "other") whose defaults fill gaps."""
@@ -705,6 +724,13 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     if expert_clamp:
         notes.append(f"the routed experts' GLU input clamped at {clamp} in eager PyTorch before the fused "
                      "activation (stated; Megatron-Core weighted_bias_quick_geglu_impl; not expressible in a spec)")
+    # YaRN with a concentration factor other than 1 (gpt-oss: factor 32, no mscale): Megatron-Core
+    # runs its unfused RoPE, op by op (`timing.UNFUSED_ROPE_BYTES`); a fact of the model the row states
+    concentration = yarn_concentration(entry.get("model") or {})
+    rope_unfused = family == "megatron" and abs(concentration - 1.0) > 1e-9
+    if rope_unfused:
+        notes.append(f"YaRN concentration {concentration:.3f} (stated YaRN factor): Megatron-Core's unfused RoPE "
+                     "(rope_utils.apply_rotary_pos_emb; not expressible in a spec)")
     recipe = "dynamic" if family == "torchtitan" else fp8_recipe_of(entry)
     if precision == "fp8" and recipe in ("current", "mxfp8"):
         notes.append(f"Transformer Engine's {'per-tensor current scaling' if recipe == 'current' else 'MXFP8'} "
@@ -730,6 +756,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         moe_host_sync=host_sync,
         expert_bias=expert_bias,
         expert_clamp=expert_clamp,
+        rope_unfused=rope_unfused,
     )
     return software, family
 

@@ -201,6 +201,18 @@ a cast back) moves beyond the one fused read and write the fused runtimes charge
 forward 6 (cast) + 4 x 4 (products) + 2 x 6 (sum, difference) + 8 (cat) + 6 (cast back) = 48;
 backward 6 + 4 + 16 + 6 + 8 + 6 = 46 against the fused 8 (autograd's casts, products, the
 negation, the accumulation of the two paths into each half and the halves' scatter)."""
+UNFUSED_ROPE_BYTES = (20, 20)
+"""Bytes per query/key element that Megatron-Core's unfused rotary embedding moves beyond the
+fused kernel's read and write (4 forward, 8 backward): `_apply_rotary_pos_emb_bshd`
+(megatron/core/models/common/embeddings/rope_utils.py at Megatron-LM 23265d2) computes
+`cat(t * cos + cat(-t2, t1) * sin, t_pass)` in bf16, 12 passes forward (24 bytes) and 14 backward
+(28), counted by torch's dispatcher in tests/test_expert_bias.py. Megatron-Core takes it instead of
+Transformer Engine's fused RoPE whenever the YaRN concentration factor (`mscale`) is not 1
+(`apply_rotary_pos_emb`: "mscale ... is not supported by TE's fused RoPE. Using unfused
+implementation"), e.g. gpt-oss (YaRN factor 32, no `yarn_mscale`: 0.1 ln 32 + 1 = 1.35)."""
+UNFUSED_ROPE_KERNELS = (12, 7)
+"""Kernels of one unfused rotary embedding call (the queries' or the keys'), forward and backward,
+the per-position cos and sin included."""
 EAGER_SWIGLU_BYTES = (4, 6)
 """Bytes per FFN inner element that eager SwiGLU (`silu(w1 x) * w3 x`: silu reads and writes, the
 product reads both and writes) moves beyond the fused kernel's read of two and write of one (6):
@@ -496,6 +508,10 @@ class Software:
     transformer_engine/pytorch/module/layernorm_linear.py, linear.py), so every NeMo and
     Megatron-Bridge run. False for parc's job and torchtitan: DTensor's all-gather output is
     the tensor autograd saves for the matmul's backward, so nothing is gathered again."""
+    rope_unfused: bool = False
+    """The rotary embedding runs unfused in a fused runtime (`UNFUSED_ROPE_BYTES`): Megatron-Core
+    under a YaRN concentration factor other than 1. A spec states no YaRN: the reader of published
+    runs sets it from a model's stated fact (gpt-oss, YaRN factor 32)."""
     expert_clamp: bool = False
     """The routed experts' GLU input is clamped in eager PyTorch before the fused activation
     (Megatron-Core's `weighted_bias_quick_geglu_impl` with `activation_func_clamp_value`:
@@ -1383,7 +1399,8 @@ def expert_clamp_work(rows: float, width: float) -> BiasWork:
 def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
                ep: int, precision: str, attention: str, kernels: str, hw: Hardware, c: Constants,
                balanced: bool = False, cp_runtime: str = "parc", fp8_scaling: str = "delayed",
-               routing_load: float = 0.0, expert_bias: bool = False, expert_clamp: bool = False) -> Work:
+               routing_load: float = 0.0, expert_bias: bool = False, expert_clamp: bool = False,
+               rope_unfused: bool = False) -> Work:
     """One transformer layer. `cp_runtime` and `fp8_scaling` are `Software.context_parallel` and
     `Software.fp8_scaling`. `attention` is "flash" (fused, causal work skipped: torch's SDPA,
     what parc's runtime runs), "flash-te" (the same through Transformer Engine) or "unfused" (the
@@ -1395,7 +1412,8 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     (`Software.routing_load`): a measured busiest-rank load in place of the random router's.
     `expert_bias` (`Software.expert_bias`): the routed experts' output bias added eagerly per
     expert (`expert_bias_work`); `expert_clamp` (`Software.expert_clamp`): their GLU input clamped
-    eagerly (`expert_clamp_work`)."""
+    eagerly (`expert_clamp_work`); `rope_unfused` (`Software.rope_unfused`): the rotary embedding
+    op by op in a fused runtime (`UNFUSED_ROPE_BYTES`)."""
     h, t = shape.hidden, tp
     n = seq * micro / cp
     shard = t if sp and t > 1 else 1
@@ -1416,9 +1434,10 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     loop_kernels = 0  # activation kernels of an expert loop, one per expert (two for SwiGLU)
     moe_f = moe_b = 0.0  # bytes of the router's and the permutations' kernels, forward and backward
     moe_kernels = 0
-    # the experts' eager output bias and GLU clamp (`expert_bias_work`, `expert_clamp_work`):
-    # their kernels forward and backward, and the clamp's forward again under `moe_act`
-    bias_kernels = (0, 0)
+    # op-by-op passes of a fused runtime (the experts' output bias and GLU clamp, `expert_bias_work`,
+    # `expert_clamp_work`; an unfused RoPE): their kernels forward and backward, and the clamp's
+    # forward again under `moe_act`
+    eager_kernels = (0, 0)
     clamp_again = 0.0
     expert_act = 0.0  # elements the experts' activation reads and writes (`--recompute-modules moe_act`)
     if moe:
@@ -1456,13 +1475,13 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
             bias = expert_bias_work(assigned, h, local)
             moe_f += bias.bytes_f
             moe_b += bias.bytes_b
-            bias_kernels = bias.kernels_f, bias.kernels_b
+            eager_kernels = bias.kernels_f, bias.kernels_b
         if expert_clamp and kernels != "eager":
             clamp = expert_clamp_work(assigned, up * f)
             moe_f += clamp.bytes_f
             moe_b += clamp.bytes_b
             clamp_again = memory_seconds(clamp.bytes_f, hw, c) + clamp.kernels_f * c.kernel_overhead
-            bias_kernels = bias_kernels[0] + clamp.kernels_f, bias_kernels[1] + clamp.kernels_b
+            eager_kernels = eager_kernels[0] + clamp.kernels_f, eager_kernels[1] + clamp.kernels_b
         if shape.shared_experts:
             fs = shape.shared_experts * f / t
             gemms += shared
@@ -1489,7 +1508,7 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     if moe:
         moe_act_again = memory_seconds(ACT * expert_act, hw, c) + c.kernel_overhead + clamp_again
         moe_again = (sum(timed[2:]) + memory_seconds(moe_f, hw, c)
-                     + (moe_kernels + bias_kernels[0]) * c.kernel_overhead + moe_act_again)
+                     + (moe_kernels + eager_kernels[0]) * c.kernel_overhead + moe_act_again)
     cast_f = cast_b = 0.0
     if precision == "fp8" and hw.fp8:
         # each GEMM input cast to fp8 with a transposed copy for the other backward GEMM (read 2
@@ -1500,6 +1519,12 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     # launches queue ahead asynchronously behind the GEMMs; `kernel_overhead`, fitted on GEMM-bound
     # runs, is a GEMM's ramp and tail, not charged to them)
     eager_f = eager_b = 0.0
+    if rope_unfused and kernels != "eager" and not shape.position_params:
+        # two calls, the queries' and the keys'; the fused kernel is one of `MEMORY_KERNELS`
+        eager_f += UNFUSED_ROPE_BYTES[0] * (q + kv) * n
+        eager_b += UNFUSED_ROPE_BYTES[1] * (q + kv) * n
+        eager_kernels = (eager_kernels[0] + 2 * UNFUSED_ROPE_KERNELS[0] - 1,
+                        eager_kernels[1] + 2 * UNFUSED_ROPE_KERNELS[1] - 1)
     if kernels == "eager":
         if not shape.position_params:
             eager_f += EAGER_ROPE_BYTES[0] * (q + kv) * n
@@ -1515,10 +1540,10 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     quantize_kernels = (kernel_model.expert_quantize_launches(local, fp8_recipe(precision, fp8_scaling, hw))
                         if moe and kernels != "eager" else 0)
     memory_f = (memory_seconds(ACT * elements + cast_f + eager_f + moe_f, hw, c)
-                + (MEMORY_KERNELS + loop_kernels + moe_kernels + quantize_kernels + bias_kernels[0])
+                + (MEMORY_KERNELS + loop_kernels + moe_kernels + quantize_kernels + eager_kernels[0])
                 * c.kernel_overhead)
     memory_b = (memory_seconds(2 * ACT * elements + cast_b + eager_b + moe_b, hw, c)
-                + (MEMORY_KERNELS + loop_kernels + moe_kernels + quantize_kernels + bias_kernels[1])
+                + (MEMORY_KERNELS + loop_kernels + moe_kernels + quantize_kernels + eager_kernels[1])
                 * c.kernel_overhead)
     # parc's selective policy also re-runs the attention output projection: its output feeds the
     # second norm, whose backward needs it (torch's checkpoint stops before the FFN down-projection)
@@ -1611,7 +1636,7 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     ep_bytes = ACT * assigned * h if moe and ep > 1 else 0.0
     launches_f, launches_b = layer_launches(gemms, moe and kernels != "eager", local if moe else 0,
                                             fp8_recipe(precision, fp8_scaling, hw),
-                                            loop_kernels + moe_kernels + bias_kernels[0],
+                                            loop_kernels + moe_kernels + eager_kernels[0],
                                             launched if attention != "unfused" else 4)
     return Work(launches_f=launches_f, launches_b=launches_b, gemm=gemm, attention_f=attention_f, attention_b=attention_b, memory_f=memory_f,
                 memory_b=memory_b, selective_core=core_again, selective_elementwise=elementwise,
@@ -2398,7 +2423,8 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
                                     gemm_precision(k.precision, sw), sw.attention, sw.kernels, hw, c,
                                     balanced=sw.balanced_routing, cp_runtime=sw.context_parallel,
                                     fp8_scaling=sw.fp8_scaling, routing_load=sw.routing_load,
-                                    expert_bias=sw.expert_bias, expert_clamp=sw.expert_clamp),
+                                    expert_bias=sw.expert_bias, expert_clamp=sw.expert_clamp,
+                                    rope_unfused=sw.rope_unfused),
                           moe, shape, hw, sw, c)
         # the expert-count exchange before each dispatch: one int64 per (ep rank, local expert)
         counts = ((Collective("ep", "all_to_all", 8 * shape.experts, 1, ep_l.size, ep_l.local, "path", 1,
@@ -2893,7 +2919,7 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Co
     for moe, mode, count in load.pieces:
         piece = hbm.layer_bytes(shape, moe, k.tp, k.sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
                                 gemm_precision(k.precision, sw), sw.attention, sw.kernels, sw.expert_bias,
-                                sw.expert_clamp)
+                                sw.expert_clamp, sw.rope_unfused)
         moved["gemm"] += count * (piece.gemm_f + piece.gemm_b)
         moved["attention"] += count * (piece.attention_f + piece.attention_b)
         moved["memory"] += count * (piece.memory_f + piece.memory_b)

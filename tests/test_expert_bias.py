@@ -3,9 +3,11 @@ adds the experts' fc2 bias in eager PyTorch, one expert after another (`_apply_b
 megatron/core/transformer/moe/experts.py), when the model has linear biases (gpt-oss through
 Megatron-Bridge: `add_bias_linear = True`), and clamps the GLU input outside its compiled
 activation (`weighted_bias_quick_geglu_impl`, megatron/core/fusions/fused_bias_geglu.py) when the
-model sets a clamp (gpt-oss: 7.0). parc charges them as `timing.EXPERT_BIAS_PASSES`,
-`EXPERT_BIAS_KERNELS`, `EXPERT_CLAMP_PASSES` and `EXPERT_CLAMP_KERNELS` where `Software.expert_bias`
-and `Software.expert_clamp` are set.
+model sets a clamp (gpt-oss: 7.0); under YaRN with a concentration factor other than 1 (gpt-oss:
+factor 32) its RoPE runs unfused (`_apply_rotary_pos_emb_bshd`). parc charges them as
+`timing.EXPERT_BIAS_PASSES` / `EXPERT_BIAS_KERNELS`, `EXPERT_CLAMP_PASSES` / `EXPERT_CLAMP_KERNELS`
+and `UNFUSED_ROPE_BYTES` / `UNFUSED_ROPE_KERNELS` where `Software.expert_bias`, `expert_clamp` and
+`rope_unfused` are set.
 
 Checked against references the model did not produce: torch's own dispatcher counts the kernels
 and bytes of Megatron-Core's expression, forward and backward; the layer's extra time is counted
@@ -153,6 +155,66 @@ def test_the_layer_pays_the_clamp_bytes_and_kernels_counted_by_hand(ep):
     assert clamped.moe_act_again - plain.moe_act_again == pytest.approx(bytes_f / rate + 3 * DEFAULT.kernel_overhead)
 
 
+def megatron_unfused_rope(t, freqs, mscale):
+    """Megatron-Core's `_apply_rotary_pos_emb_bshd` with `_rotate_half`, transcribed (Megatron-LM
+    23265d2, not interleaved, no latent attention)."""
+    import torch
+
+    rot_dim = freqs.shape[-1]
+    t, t_pass = t[..., :rot_dim], t[..., rot_dim:]
+    cos_ = (torch.cos(freqs) * mscale).to(t.dtype)
+    sin_ = (torch.sin(freqs) * mscale).to(t.dtype)
+    x1, x2 = torch.chunk(t, 2, dim=-1)
+    t = (t * cos_) + (torch.cat((-x2, x1), dim=-1) * sin_)
+    return torch.cat((t, t_pass), dim=-1)
+
+
+def test_torch_counts_megatrons_unfused_rope_as_the_constants_say():
+    torch = pytest.importorskip("torch")
+    s, heads, d = 256, 256, 64
+    t = torch.randn(s, 1, heads, d, dtype=torch.bfloat16, requires_grad=True)
+    freqs = torch.randn(s, 1, 1, d)
+    result = {}
+
+    def forward():
+        result["y"] = megatron_unfused_rope(t, freqs, 1.3466)
+
+    kernels_f, bytes_f = dispatched(forward)
+    y = result["y"]
+    grad = torch.ones_like(y)
+    kernels_b, bytes_b = dispatched(lambda: y.backward(grad))
+    assert (kernels_f, kernels_b) == timing.UNFUSED_ROPE_KERNELS
+    # bytes per element beyond the fused kernel's 4 forward and 8 backward; the per-position cos
+    # and sin add 1 / heads
+    assert bytes_f / t.numel() - 4 == pytest.approx(timing.UNFUSED_ROPE_BYTES[0], rel=0.02)
+    assert bytes_b / t.numel() - 8 == pytest.approx(timing.UNFUSED_ROPE_BYTES[1], rel=0.02)
+
+
+def test_the_layer_pays_the_unfused_rope_counted_by_hand():
+    plan = compile_text(GPT_OSS_LIKE, path="g.par", checks=False).plan
+    shape, hw = shape_of(plan), timing.hardware_of(plan)
+    args = (shape, True, 1, False, 1, "ring", 4096, 1, 8, "bf16", "flash-te", "fused", hw, DEFAULT)
+    plain = timing.layer_work(*args, balanced=True)
+    unfused = timing.layer_work(*args, balanced=True, rope_unfused=True)
+    elements = 4096 * (64 * 64 + 8 * 64)  # queries and keys of the micro-batch
+    rate = hw.hbm * DEFAULT.hbm_efficiency
+    # 12 passes of 2 bytes forward and 14 backward, less the fused kernel's 2 and 4; 24 and 14
+    # kernels for the two calls, less the fused one
+    assert unfused.memory_f - plain.memory_f == pytest.approx(elements * 2 * (12 - 2) / rate
+                                                              + 23 * DEFAULT.kernel_overhead)
+    assert unfused.memory_b - plain.memory_b == pytest.approx(elements * 2 * (14 - 4) / rate
+                                                              + 13 * DEFAULT.kernel_overhead)
+
+
+def test_yarn_concentration_is_megatrons():
+    import published
+
+    assert published.yarn_concentration({}) == 1.0
+    assert published.yarn_concentration({"yarn_factor": 32}) == pytest.approx(1 + 0.1 * 3.4657359, rel=1e-6)
+    # DeepSeek-V3's YaRN (factor 40, mscale = mscale_all_dim = 1): concentration 1, fused RoPE
+    assert published.yarn_concentration({"yarn_factor": 40, "yarn_mscale": 1.0, "yarn_mscale_all_dim": 1.0}) == 1.0
+
+
 @pytest.mark.parametrize("ep", [1, 8])
 def test_the_layer_pays_the_bias_bytes_and_kernels_counted_by_hand(ep):
     plan = compile_text(GPT_OSS_LIKE, path="g.par", checks=False).plan
@@ -173,7 +235,7 @@ def test_the_layer_pays_the_bias_bytes_and_kernels_counted_by_hand(ep):
     assert biased.gemm == plain.gemm and biased.attention_f == plain.attention_f
 
 
-def test_a_model_with_expert_biases_and_clamp_is_predicted_slower():
+def test_gpt_oss_eager_passes_make_its_prediction_slower():
     import fidelity
 
     rows, _ = fidelity.load_rows(ROOT / "benchmarks" / "data" / "megatron_bridge_releases_moe.yaml")
@@ -183,7 +245,8 @@ def test_a_model_with_expert_biases_and_clamp_is_predicted_slower():
     from dataclasses import replace
 
     assert row.software.expert_clamp
-    without = replace(row, software=replace(row.software, expert_bias=False, expert_clamp=False))
+    assert row.software.rope_unfused
+    without = replace(row, software=replace(row.software, expert_bias=False, expert_clamp=False, rope_unfused=False))
     assert fidelity.predicted_step(row, p, DEFAULT).step > fidelity.predicted_step(without, p, DEFAULT).step
 
 
@@ -200,6 +263,7 @@ def test_the_reader_sets_the_fact_where_the_model_states_it():
             gpt_oss = entry["model"]["name"] == "gpt-oss-120b"
             assert run.software.expert_bias == (gpt_oss and not fused), entry["id"]
             assert run.software.expert_clamp == (gpt_oss and not fused), entry["id"]
+            assert run.software.rope_unfused == gpt_oss, entry["id"]  # the fused MLP leaves RoPE alone
             seen[run.software.expert_bias] += 1
     assert seen[True] >= 15 and seen[False] >= 40
 
