@@ -112,6 +112,12 @@ def split(shape, knobs, hw: timing.Hardware, sw: timing.Software, c=DEFAULT) -> 
                           timing.memory_seconds(bias.bytes_f, hw, c) + bias.kernels_f * c.kernel_overhead,
                           timing.memory_seconds(bias.bytes_b, hw, c) + bias.kernels_b * c.kernel_overhead,
                           0.0, bias.bytes_f, bias.bytes_b))
+    if sw.rope_unfused and not shape.position_params:
+        rope_f, rope_b = timing.UNFUSED_ROPE_BYTES[0] * (q + kv) * n, timing.UNFUSED_ROPE_BYTES[1] * (q + kv) * n
+        kernels_f, kernels_b = (2 * k - 1 for k in timing.UNFUSED_ROPE_KERNELS)
+        parts.append(Part("RoPE unfused, beyond the fused kernel",
+                          timing.memory_seconds(rope_f, hw, c) + kernels_f * c.kernel_overhead,
+                          timing.memory_seconds(rope_b, hw, c) + kernels_b * c.kernel_overhead, 0.0, rope_f, rope_b))
     if sw.expert_clamp:
         clamp = timing.expert_clamp_work(assigned, up * f)
         parts.append(Part("expert GLU clamp (eager)",

@@ -281,3 +281,15 @@ def test_the_hbm_ledger_holds_the_bias_bytes():
     clamped = hbm.layer_bytes(*args, expert_clamp=True)
     assert clamped.memory_f - plain.memory_f == 2 * copies * 2 * h * 4
     assert clamped.memory_b - plain.memory_b == 2 * copies * 2 * h * 7.5
+
+
+def test_moe_splits_parts_still_add_up_to_the_gpt_oss_layer():
+    import moe_split
+
+    parts, work, row, _ = moe_split.layer_of("bridge2604_gb200_gpt_oss_120b_bf16",
+                                             ROOT / "benchmarks" / "data" / "megatron_bridge_releases_moe.yaml")
+    names = [p.name for p in parts]
+    assert "expert output bias (eager)" in names and "expert GLU clamp (eager)" in names
+    assert "RoPE unfused, beyond the fused kernel" in names
+    forward, backward = moe_split.reconcile(parts, work)
+    assert forward == pytest.approx(0.0, abs=1e-12) and backward == pytest.approx(0.0, abs=1e-12)
