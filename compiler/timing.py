@@ -1365,7 +1365,6 @@ def moe_gemm_floor(shape: Shape, tp: int, cp: int, seq: int, micro: int, precisi
                for kernels, count, m, k, nn in attention_gemms(shape, tp, n) + router + shared)
 
 
-@lru_cache(maxsize=16384)
 @dataclass(frozen=True)
 class BiasWork:
     """An eager elementwise pass of the routed experts (their output bias, their GLU clamp) on one
@@ -1396,6 +1395,7 @@ def expert_clamp_work(rows: float, width: float) -> BiasWork:
                     *EXPERT_CLAMP_KERNELS)
 
 
+@lru_cache(maxsize=16384)
 def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
                ep: int, precision: str, attention: str, kernels: str, hw: Hardware, c: Constants,
                balanced: bool = False, cp_runtime: str = "parc", fp8_scaling: str = "delayed",
