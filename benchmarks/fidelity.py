@@ -2157,6 +2157,13 @@ as the others do.) Ruled out, with the source:
   the full causal layers at head dim 128 on GB200 (its Llama 3.1 table) 0.97-1.18x the measured
   time. No attention charge here is faster than cuDNN's kernel by more than 16 %, and attention is
   a sixth of a Blackwell layer (`moe_split.py`): it cannot hold a 35-45 % gap.
+- *The other biases.* The fc1 bias is added in the grouped GEMM's epilogue and its gradient comes
+  out of the weight-gradient GEMM in BF16 (Transformer Engine v2.12
+  `pytorch/module/grouped_linear.py`: "Grad bias is fused with wgrad GEMM"); `add_qkv_bias` is off.
+  The attention projection's bias goes through the unfused bias-dropout-add
+  (`bias_dropout_fusion = False`; megatron/core/fusions/fused_bias_dropout.py
+  `_bias_dropout_add_func`: `x + bias`, dropout at p = 0, the residual add): at most about 5 passes
+  over h per token, under 0.1 ms of a 16.7 ms GB200 layer; not charged.
 - *The seq length, micro-batch and layout read.* The 26.04 recipe (`gpt_oss_workload_base_configs.py`
   and `recipes/gpt_oss/gpt_oss.py` at 74695a06d7) runs 4,096 tokens, GB200 V2 ep 64, micro-batch 4,
   batch 1,280 with `layernorm`, `moe_act` recomputation, H100 pp 4, ep 8, micro-batch 1: as read.
