@@ -257,9 +257,10 @@ reads it and the GEMM's output and writes the sum (3), `cat` reads and writes ev
 Backward, autograd's broadcast products: the bias gradient `sum(grad * p)` (read the gradient,
 write the product, read it to reduce: 3) and the gate gradient `sum(grad * b)` (3), and `split`'s
 gradient, a `cat` of the experts' output gradients (2): 8; `cat`'s and the add's gradients are
-views (torch's dispatcher counts these passes and kernels in tests/test_expert_bias.py). A lower bound: under the flex dispatcher the gates are fp32
-(HybridEP and DeepEP take only fp32 probabilities, megatron/core/transformer/moe/
-token_dispatcher.py), which makes the products and the concatenation fp32 and adds a cast."""
+views (torch's dispatcher counts these passes and kernels in tests/test_expert_bias.py). A lower
+bound: under the flex dispatcher the gates are fp32 (HybridEP and DeepEP take only fp32
+probabilities, megatron/core/transformer/moe/token_dispatcher.py), which makes the products and
+the concatenation fp32 and adds a cast."""
 EXPERT_BIAS_KERNELS = ((2, 1), (4, 2))
 """Kernels of that eager bias, (per local expert, once), forward and backward: forward a product
 and an add per expert and one `cat`; backward two products and two reductions per expert and the

@@ -50,7 +50,7 @@ def megatron_apply_bias(out, biases, probs, tokens_per_expert):
 
     shape = out.shape
     return torch.cat([t + b * p for t, b, p in zip(torch.split(out.view(-1, shape[-1]), tokens_per_expert),
-                                                    biases, torch.split(probs, tokens_per_expert))]
+                                                    biases, torch.split(probs, tokens_per_expert), strict=True)]
                      ).view(shape).to(out.dtype)
 
 
