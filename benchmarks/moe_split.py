@@ -106,6 +106,24 @@ def split(shape, knobs, hw: timing.Hardware, sw: timing.Software, c=DEFAULT) -> 
     sorted_ = ep > 1 and local > 1
     parts.append(memory("permute, unpermute, sort", act * (plain_f + (sort_f if sorted_ else 0)) * assigned * h,
                         act * (plain_b + (sort_b if sorted_ else 0)) * assigned * h))
+    if sw.expert_bias:
+        bias = timing.expert_bias_work(assigned, h, local)
+        parts.append(Part("expert output bias (eager)",
+                          timing.memory_seconds(bias.bytes_f, hw, c) + bias.kernels_f * c.kernel_overhead,
+                          timing.memory_seconds(bias.bytes_b, hw, c) + bias.kernels_b * c.kernel_overhead,
+                          0.0, bias.bytes_f, bias.bytes_b))
+    if sw.rope_unfused and not shape.position_params:
+        rope_f, rope_b = timing.UNFUSED_ROPE_BYTES[0] * (q + kv) * n, timing.UNFUSED_ROPE_BYTES[1] * (q + kv) * n
+        kernels_f, kernels_b = (2 * k - 1 for k in timing.UNFUSED_ROPE_KERNELS)
+        parts.append(Part("RoPE unfused, beyond the fused kernel",
+                          timing.memory_seconds(rope_f, hw, c) + kernels_f * c.kernel_overhead,
+                          timing.memory_seconds(rope_b, hw, c) + kernels_b * c.kernel_overhead, 0.0, rope_f, rope_b))
+    if sw.expert_clamp:
+        clamp = timing.expert_clamp_work(assigned, up * f)
+        parts.append(Part("expert GLU clamp (eager)",
+                          timing.memory_seconds(clamp.bytes_f, hw, c) + clamp.kernels_f * c.kernel_overhead,
+                          timing.memory_seconds(clamp.bytes_b, hw, c) + clamp.kernels_b * c.kernel_overhead,
+                          0.0, clamp.bytes_f, clamp.bytes_b))
     if precision == "fp8" and hw.fp8:
         gemms = [(1, 1, n, h, q + 2 * kv), (1, 1, n, q, h), (1, 1, n, h, e),
                  (rounds, local, per_expert, h, up * f), (rounds, local, per_expert, f, h)]
@@ -132,7 +150,9 @@ def layer_of(row_id: str, path: Path = ROOT / "benchmarks" / "data" / "megatron_
     k, s, hw, sw = p.knobs, p.shape, p.hardware, row.software
     work = timing.layer_work(s, True, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
                              timing.gemm_precision(k.precision, sw), sw.attention, sw.kernels, hw, DEFAULT,
-                             sw.balanced_routing, sw.context_parallel, sw.fp8_scaling)
+                             sw.balanced_routing, sw.context_parallel, sw.fp8_scaling,
+                             expert_bias=sw.expert_bias, expert_clamp=sw.expert_clamp,
+                             rope_unfused=sw.rope_unfused)
     return split(s, k, hw, sw), work, row, p
 
 
@@ -217,7 +237,9 @@ def residual_table(path: Path = ROOT / "benchmarks" / "data" / "megatron_bridge_
         pairs = -(-p.shape.layers // k.pp) * k.microbatches  # the fullest stage's layers
         work = timing.layer_work(p.shape, True, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch,
                                  k.ep, timing.gemm_precision(k.precision, sw), sw.attention, sw.kernels, p.hardware,
-                                 DEFAULT, sw.balanced_routing, sw.context_parallel, sw.fp8_scaling)
+                                 DEFAULT, sw.balanced_routing, sw.context_parallel, sw.fp8_scaling,
+                                 expert_bias=sw.expert_bias, expert_clamp=sw.expert_clamp,
+                                 rope_unfused=sw.rope_unfused)
         gpu = work.forward + work.backward_input + work.backward_weight
         lines.append(f"| {row.id} | {row.plan.training.precision} | {k.seq * k.micro_batch // max(1, k.tp):,} | "
                      f"{pairs:,} | {1e3 * gpu:.1f} | {step:.2f} | {reported:.2f} | "
@@ -275,7 +297,10 @@ def host_rows(path: Path = ROOT / "benchmarks" / "data" / "megatron_bridge_25_11
         precision = timing.gemm_precision(k.precision, sw)
         work = timing.slowed(timing.layer_work(s, True, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq,
                                                k.micro_batch, k.ep, precision, sw.attention, sw.kernels, hw, DEFAULT,
-                                               sw.balanced_routing, sw.context_parallel, sw.fp8_scaling), sw, DEFAULT)
+                                               sw.balanced_routing, sw.context_parallel, sw.fp8_scaling,
+                                               expert_bias=sw.expert_bias, expert_clamp=sw.expert_clamp,
+                                               rope_unfused=sw.rope_unfused),
+                               sw, DEFAULT)
         charged = timing.dispatched(work, s, hw, sw)
         out.append(HostRow(
             id=row.id, recipe=timing.fp8_recipe(precision, sw.fp8_scaling, hw), local=max(1, s.experts // k.ep),

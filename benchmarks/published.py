@@ -609,6 +609,25 @@ TORCH_FSDP_WORDS = ("llm-foundry", "composer", "torch fsdp")
 (MosaicML's llm-foundry through Composer): the runtime facts of `target torch`, parc's own job."""
 
 
+def yarn_concentration(model: dict) -> float:
+    """The factor YaRN multiplies RoPE's sine and cosine by, from the model's stated `yarn_factor`
+    and optional `yarn_mscale`, `yarn_mscale_all_dim`, as Megatron-Core computes it
+    (`_yarn_get_concentration_factor`, megatron/core/models/common/embeddings/
+    yarn_rotary_pos_embedding.py at Megatron-LM 23265d2): 0.1 m ln(s) + 1 for a factor s > 1 (m = 1
+    unless both mscales are given, then their ratio of such terms); 1 without YaRN."""
+    factor = model.get("yarn_factor")
+    if not isinstance(factor, (int, float)) or isinstance(factor, bool) or factor <= 1:
+        return 1.0
+
+    def mscale(m: float) -> float:
+        return 0.1 * m * math.log(factor) + 1.0
+
+    m, m_all = model.get("yarn_mscale"), model.get("yarn_mscale_all_dim")
+    if m is None or m_all is None:
+        return mscale(1.0)
+    return mscale(float(m)) / mscale(float(m_all))
+
+
 def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str]) -> tuple[timing.Software, str]:
     """The training program's facts, from its source: kernels, attention, overlap, gradients.
     Returns them and the family ("megatron", "torchtitan" or "other") whose defaults fill gaps."""
@@ -689,6 +708,29 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     if torch_fsdp:
         notes.append("PyTorch FSDP's data-parallel traffic (FSDP stated, no Megatron runtime): under "
                      "pipelining the gradients are reduced once per step, after the last micro-batch")
+    # a model with linear biases in its routed experts (gpt-oss: Megatron-Bridge's gpt_oss_bridge.py
+    # sets `add_bias_linear = True`): Megatron-Core adds the down projection's bias in eager
+    # PyTorch, expert by expert (`timing.EXPERT_BIAS_PASSES`); a fact of the model the row states
+    expert_bias = (entry.get("model") or {}).get("expert_bias") is True and family == "megatron"
+    if expert_bias:
+        notes.append("the routed experts' output bias added in eager PyTorch per expert (stated: linear biases; "
+                     "Megatron-Core TEGroupedMLP._apply_bias; not expressible in a spec)")
+    # a clamped GLU in the routed experts (gpt-oss: `activation_func_clamp_value = 7.0`): Megatron-Core
+    # clamps and concatenates the fc1 output in eager PyTorch before its compiled activation
+    # (`timing.EXPERT_CLAMP_PASSES`); a fact of the model the row states
+    clamp = (entry.get("model") or {}).get("activation_clamp")
+    expert_clamp = isinstance(clamp, (int, float)) and not isinstance(clamp, bool) and clamp > 0 \
+        and family == "megatron"
+    if expert_clamp:
+        notes.append(f"the routed experts' GLU input clamped at {clamp} in eager PyTorch before the fused "
+                     "activation (stated; Megatron-Core weighted_bias_quick_geglu_impl; not expressible in a spec)")
+    # YaRN with a concentration factor other than 1 (gpt-oss: factor 32, no mscale): Megatron-Core
+    # runs its unfused RoPE, op by op (`timing.UNFUSED_ROPE_BYTES`); a fact of the model the row states
+    concentration = yarn_concentration(entry.get("model") or {})
+    rope_unfused = family == "megatron" and abs(concentration - 1.0) > 1e-9
+    if rope_unfused:
+        notes.append(f"YaRN concentration {concentration:.3f} (stated YaRN factor): Megatron-Core's unfused RoPE "
+                     "(rope_utils.apply_rotary_pos_emb; not expressible in a spec)")
     recipe = "dynamic" if family == "torchtitan" else fp8_recipe_of(entry)
     if precision == "fp8" and recipe in ("current", "mxfp8"):
         notes.append(f"Transformer Engine's {'per-tensor current scaling' if recipe == 'current' else 'MXFP8'} "
@@ -712,6 +754,9 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         ep_overlap=ep_overlap,
         ep_node_limit=node_limit,
         moe_host_sync=host_sync,
+        expert_bias=expert_bias,
+        expert_clamp=expert_clamp,
+        rope_unfused=rope_unfused,
     )
     return software, family
 
@@ -942,7 +987,9 @@ def read_recipe(entry: dict) -> dict:
     `overlap_moe_expert_parallel_comm`), forced balancing, DeepEP under the flex dispatcher, the
     recomputation, and an expert capacity with padding (`moe_expert_capacity_factor`,
     `moe_pad_expert_input_to_capacity`) or a full-iteration CUDA graph, either of which keeps the
-    token counts on the GPU (`Software.moe_host_sync` off). The others (HybridEP, partial CUDA
+    token counts on the GPU (`Software.moe_host_sync` off), and Transformer Engine's fused grouped
+    MLP, which adds the experts' biases and clamps their GLU inside its kernels
+    (`Software.expert_bias`, `Software.expert_clamp` off). The others (HybridEP, partial CUDA
     graphs, fused kernels) are kept in the row for the record. A row without `recipe` is unchanged."""
     r = entry.get("recipe")
     if not isinstance(r, dict):
@@ -970,6 +1017,17 @@ def read_recipe(entry: dict) -> dict:
             lay["recompute"] = "none (recipe)"
     if r.get("moe_expert_capacity_factor") and "capacity_factor" not in model:
         model["capacity_factor"] = r["moe_expert_capacity_factor"]
+    if (model.get("expert_bias") or model.get("activation_clamp")) \
+            and "cutedsl_fused_grouped_mlp" in (r.get("other") or ()):
+        # Megatron-Bridge's `cutedsl_fused_grouped_mlp` turns on `use_transformer_engine_op_fuser`
+        # (scripts/performance/utils/overrides.py at c270efc505): `TEGroupedMLP._fused_forward`
+        # runs Transformer Engine's fused ops, whose grouped linear adds the bias itself and whose
+        # `ScaledClampedQGeGLU` clamps inside the activation; neither `_apply_bias` nor the eager
+        # clamp runs (megatron/core/transformer/moe/experts.py, Megatron-LM addc601)
+        model["expert_bias"] = False
+        model["activation_clamp"] = None
+        said.append("experts' bias and clamp inside Transformer Engine's fused grouped MLP "
+                    "(recipe: cutedsl_fused_grouped_mlp)")
     notes = "; ".join(str(x) for x in (entry.get("notes"), ", ".join(said)) if x)
     return dict(entry, notes=notes or None, layout=lay, model=model)
 

@@ -195,8 +195,13 @@ def moe_dispatch_bytes(shape: Shape, tp: int, ep: int, n: float, kernels: str) -
 
 @lru_cache(maxsize=16384)
 def layer_bytes(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
-                ep: int, precision: str, attention: str, kernels: str) -> PieceBytes:
-    """One transformer layer on one rank for one micro-batch (module doc)."""
+                ep: int, precision: str, attention: str, kernels: str, expert_bias: bool = False,
+                expert_clamp: bool = False, rope_unfused: bool = False) -> PieceBytes:
+    """One transformer layer on one rank for one micro-batch (module doc). `expert_bias`
+    (`timing.Software.expert_bias`): the routed experts' eager output bias, `timing.EXPERT_BIAS_PASSES`
+    over the balanced routed copies; `expert_clamp` (`timing.Software.expert_clamp`): the eager
+    clamp of their GLU input, `timing.EXPERT_CLAMP_PASSES` over their fc1 output; `rope_unfused`
+    (`timing.Software.rope_unfused`): Megatron-Core's unfused RoPE, `timing.UNFUSED_ROPE_BYTES`."""
     from . import timing
 
     h = shape.hidden
@@ -226,6 +231,12 @@ def layer_bytes(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: st
         inner = copies * shape.expert_ffn + n * shape.shared_experts * shape.expert_ffn / tp
         elements += copies * (up + 1) * shape.expert_ffn
         dispatch_f, dispatch_b = moe_dispatch_bytes(shape, tp, ep, n, kernels)
+        if expert_bias and kernels != "eager":
+            dispatch_f += timing.ACT * timing.EXPERT_BIAS_PASSES[0] * copies * shape.hidden
+            dispatch_b += timing.ACT * timing.EXPERT_BIAS_PASSES[1] * copies * shape.hidden
+        if expert_clamp and kernels != "eager":
+            dispatch_f += timing.ACT * timing.EXPERT_CLAMP_PASSES[0] * copies * up * shape.expert_ffn
+            dispatch_b += timing.ACT * timing.EXPERT_CLAMP_PASSES[1] * copies * up * shape.expert_ffn
         recomputable += copies * (up + 1) * shape.expert_ffn
         expert_act += copies * (up + 1) * shape.expert_ffn
         if shape.shared_experts:
@@ -243,6 +254,9 @@ def layer_bytes(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: st
         extra_f += sum(count * timing.FP8_CAST_BYTES * m * k for count, m, k, _ in fused)
         extra_b += sum(count * timing.FP8_CAST_BYTES * m * nn for count, m, _, nn in fused)
     eager_f = eager_b = 0.0
+    if rope_unfused and kernels != "eager" and not shape.position_params:
+        eager_f += timing.UNFUSED_ROPE_BYTES[0] * (q + kv) * n
+        eager_b += timing.UNFUSED_ROPE_BYTES[1] * (q + kv) * n
     if kernels == "eager":
         if not shape.position_params:
             eager_f += timing.EAGER_ROPE_BYTES[0] * (q + kv) * n

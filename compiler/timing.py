@@ -201,6 +201,18 @@ a cast back) moves beyond the one fused read and write the fused runtimes charge
 forward 6 (cast) + 4 x 4 (products) + 2 x 6 (sum, difference) + 8 (cat) + 6 (cast back) = 48;
 backward 6 + 4 + 16 + 6 + 8 + 6 = 46 against the fused 8 (autograd's casts, products, the
 negation, the accumulation of the two paths into each half and the halves' scatter)."""
+UNFUSED_ROPE_BYTES = (20, 20)
+"""Bytes per query/key element that Megatron-Core's unfused rotary embedding moves beyond the
+fused kernel's read and write (4 forward, 8 backward): `_apply_rotary_pos_emb_bshd`
+(megatron/core/models/common/embeddings/rope_utils.py at Megatron-LM 23265d2) computes
+`cat(t * cos + cat(-t2, t1) * sin, t_pass)` in bf16, 12 passes forward (24 bytes) and 14 backward
+(28), counted by torch's dispatcher in tests/test_expert_bias.py. Megatron-Core takes it instead of
+Transformer Engine's fused RoPE whenever the YaRN concentration factor (`mscale`) is not 1
+(`apply_rotary_pos_emb`: "mscale ... is not supported by TE's fused RoPE. Using unfused
+implementation"), e.g. gpt-oss (YaRN factor 32, no `yarn_mscale`: 0.1 ln 32 + 1 = 1.35)."""
+UNFUSED_ROPE_KERNELS = (12, 7)
+"""Kernels of one unfused rotary embedding call (the queries' or the keys'), forward and backward,
+the per-position cos and sin included."""
 EAGER_SWIGLU_BYTES = (4, 6)
 """Bytes per FFN inner element that eager SwiGLU (`silu(w1 x) * w3 x`: silu reads and writes, the
 product reads both and writes) moves beyond the fused kernel's read of two and write of one (6):
@@ -231,6 +243,44 @@ Backward: `permute`'s gradient is a scatter-add of the copies' gradients into th
 dot product of each copy with its gradient (read both: 2): 5, and the re-sorts again (+4).
 parc's runtime ("eager": index_select and index_add_ per expert) is charged 4 passes forward
 and 8 backward, as before this model."""
+EXPERT_BIAS_PASSES = (6, 8)
+"""16-bit passes over the routed token copies (each `top_k x tokens x h` elements) that the
+routed experts' output bias moves in Megatron-Core, forward and backward, when the model has
+linear biases (`add_bias_linear`, e.g. gpt-oss through Megatron-Bridge's `gpt_oss_bridge.py`).
+`TEGroupedMLP` builds `linear_fc2` with `skip_bias_add=True`, so Transformer Engine's
+`GroupedLinear` returns the experts' biases unapplied (`return_bias`) and
+`TEGroupedMLP._apply_bias` adds them in eager PyTorch, one expert after another:
+`torch.cat([t + b * p for t, b, p in zip(split(out), biases, split(probs))])`
+(megatron/core/transformer/moe/experts.py at NVIDIA/Megatron-LM 23265d2, the submodule of
+Megatron-Bridge 74695a06d7). Forward, `b * p` writes each copy's h-wide bias row (1), the add
+reads it and the GEMM's output and writes the sum (3), `cat` reads and writes every row (2): 6.
+Backward, autograd's broadcast products: the bias gradient `sum(grad * p)` (read the gradient,
+write the product, read it to reduce: 3) and the gate gradient `sum(grad * b)` (3), and `split`'s
+gradient, a `cat` of the experts' output gradients (2): 8; `cat`'s and the add's gradients are
+views (torch's dispatcher counts these passes and kernels in tests/test_expert_bias.py). A lower
+bound: under the flex dispatcher the gates are fp32 (HybridEP and DeepEP take only fp32
+probabilities, megatron/core/transformer/moe/token_dispatcher.py), which makes the products and
+the concatenation fp32 and adds a cast."""
+EXPERT_BIAS_KERNELS = ((2, 1), (4, 2))
+"""Kernels of that eager bias, (per local expert, once), forward and backward: forward a product
+and an add per expert and one `cat`; backward two products and two reductions per expert and the
+two `cat`s of `split`'s gradients (the outputs' and the gates')."""
+EXPERT_CLAMP_PASSES = (4.0, 7.5)
+"""16-bit passes over the routed experts' fc1 output (`up x expert_ffn` per routed copy) that
+Megatron-Core's clamped GLU moves in eager PyTorch before its fused activation, forward and
+backward, when the model clamps it (`activation_func_clamp_value`, 7.0 for gpt-oss:
+Megatron-Bridge `gpt_oss_bridge.py`). `weighted_bias_quick_geglu_impl`
+(megatron/core/fusions/fused_bias_geglu.py at Megatron-LM 23265d2) clamps the two halves and
+concatenates them outside the compiled kernel: `torch.cat((x_glu.clamp(max=c),
+x_linear.clamp(-c, c)), -1)`. Forward, the two clamps read and write each half (2) and `cat`
+reads and writes the whole (2): 4. Backward, each clamp's gradient builds its mask from the saved
+input (`ge`, `le` and their `and` for the two-sided one, one `le` for the other: 0.75 each in
+16-bit units, reading a half and writing a byte mask) and selects the gradient (`where`: 1.25
+each), and the halves' gradients are concatenated (2): 7.5. Counted by torch's dispatcher in
+tests/test_expert_bias.py. Under `--recompute-modules moe_act` the forward runs again."""
+EXPERT_CLAMP_KERNELS = (3, 9)
+"""Kernels of that eager clamp, forward (two clamps, a `cat`) and backward (the masks' three
+comparisons and `and`, two `where`, a `cat`, and two scalar fills)."""
 MEMORY_KERNELS = 6
 """Memory-bound kernels of a layer's forward: two norms, two residual adds, the activation, RoPE
 (the backward runs as many, each twice the bytes)."""
@@ -459,6 +509,20 @@ class Software:
     transformer_engine/pytorch/module/layernorm_linear.py, linear.py), so every NeMo and
     Megatron-Bridge run. False for parc's job and torchtitan: DTensor's all-gather output is
     the tensor autograd saves for the matmul's backward, so nothing is gathered again."""
+    rope_unfused: bool = False
+    """The rotary embedding runs unfused in a fused runtime (`UNFUSED_ROPE_BYTES`): Megatron-Core
+    under a YaRN concentration factor other than 1. A spec states no YaRN: the reader of published
+    runs sets it from a model's stated fact (gpt-oss, YaRN factor 32)."""
+    expert_clamp: bool = False
+    """The routed experts' GLU input is clamped in eager PyTorch before the fused activation
+    (Megatron-Core's `weighted_bias_quick_geglu_impl` with `activation_func_clamp_value`:
+    `EXPERT_CLAMP_PASSES`, `EXPERT_CLAMP_KERNELS`). A spec states no clamp: the reader of published
+    runs sets it from a model's stated fact (gpt-oss, clamp 7.0)."""
+    expert_bias: bool = False
+    """The routed experts' down projection has a bias that the runtime adds in eager PyTorch,
+    expert by expert (Megatron-Core's `TEGroupedMLP._apply_bias` under `add_bias_linear`:
+    `EXPERT_BIAS_PASSES`, `EXPERT_BIAS_KERNELS`). A spec states no biases: the reader of
+    published runs sets it from a model's stated fact (gpt-oss, `add_bias_linear = True`)."""
     host_op_seconds: float = kernel_model.HOST_OP_SECONDS
     """The host's time to issue one eager op where a MoE layer's host sync or pacing is charged
     (`kernels.host_stall_seconds`, `host_paced_seconds`): the stored `kernels.HOST_OP_SECONDS`
@@ -1302,11 +1366,42 @@ def moe_gemm_floor(shape: Shape, tp: int, cp: int, seq: int, micro: int, precisi
                for kernels, count, m, k, nn in attention_gemms(shape, tp, n) + router + shared)
 
 
+@dataclass(frozen=True)
+class BiasWork:
+    """An eager elementwise pass of the routed experts (their output bias, their GLU clamp) on one
+    GPU for one micro-batch."""
+
+    bytes_f: float
+    bytes_b: float
+    kernels_f: int
+    kernels_b: int
+
+
+def expert_bias_work(rows: float, hidden: int, local: int) -> BiasWork:
+    """HBM bytes and kernels of Megatron-Core's eager per-expert output bias (`EXPERT_BIAS_PASSES`,
+    `EXPERT_BIAS_KERNELS`) over `rows` routed copies of width `hidden` on `local` experts: it is
+    memory-bound elementwise work the grouped GEMM's epilogue does not absorb, so it costs its
+    bytes at the HBM rate whatever the GPU's FLOP/s."""
+    (per_f, once_f), (per_b, once_b) = EXPERT_BIAS_KERNELS
+    return BiasWork(ACT * EXPERT_BIAS_PASSES[0] * rows * hidden, ACT * EXPERT_BIAS_PASSES[1] * rows * hidden,
+                    per_f * local + once_f, per_b * local + once_b)
+
+
+def expert_clamp_work(rows: float, width: float) -> BiasWork:
+    """HBM bytes and kernels of Megatron-Core's eager clamp of the routed experts' GLU input
+    (`EXPERT_CLAMP_PASSES`, `EXPERT_CLAMP_KERNELS`) over `rows` routed copies of the fc1 output,
+    `width` (= `up x expert_ffn`) wide: elementwise work outside the compiled activation kernel,
+    paid at the HBM rate whatever the GPU's FLOP/s."""
+    return BiasWork(ACT * EXPERT_CLAMP_PASSES[0] * rows * width, ACT * EXPERT_CLAMP_PASSES[1] * rows * width,
+                    *EXPERT_CLAMP_KERNELS)
+
+
 @lru_cache(maxsize=16384)
 def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
                ep: int, precision: str, attention: str, kernels: str, hw: Hardware, c: Constants,
                balanced: bool = False, cp_runtime: str = "parc", fp8_scaling: str = "delayed",
-               routing_load: float = 0.0) -> Work:
+               routing_load: float = 0.0, expert_bias: bool = False, expert_clamp: bool = False,
+               rope_unfused: bool = False) -> Work:
     """One transformer layer. `cp_runtime` and `fp8_scaling` are `Software.context_parallel` and
     `Software.fp8_scaling`. `attention` is "flash" (fused, causal work skipped: torch's SDPA,
     what parc's runtime runs), "flash-te" (the same through Transformer Engine) or "unfused" (the
@@ -1315,7 +1410,11 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     runtime loops over its local experts, a kernel per matrix product and activation each;
     Megatron-LM's grouped GEMM is one kernel per matrix for all of them. `balanced`
     (`Software.balanced_routing`): every expert rank receives the mean load; `routing_load`
-    (`Software.routing_load`): a measured busiest-rank load in place of the random router's."""
+    (`Software.routing_load`): a measured busiest-rank load in place of the random router's.
+    `expert_bias` (`Software.expert_bias`): the routed experts' output bias added eagerly per
+    expert (`expert_bias_work`); `expert_clamp` (`Software.expert_clamp`): their GLU input clamped
+    eagerly (`expert_clamp_work`); `rope_unfused` (`Software.rope_unfused`): the rotary embedding
+    op by op in a fused runtime (`UNFUSED_ROPE_BYTES`)."""
     h, t = shape.hidden, tp
     n = seq * micro / cp
     shard = t if sp and t > 1 else 1
@@ -1336,6 +1435,11 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     loop_kernels = 0  # activation kernels of an expert loop, one per expert (two for SwiGLU)
     moe_f = moe_b = 0.0  # bytes of the router's and the permutations' kernels, forward and backward
     moe_kernels = 0
+    # op-by-op passes of a fused runtime (the experts' output bias and GLU clamp, `expert_bias_work`,
+    # `expert_clamp_work`; an unfused RoPE): their kernels forward and backward, and the clamp's
+    # forward again under `moe_act`
+    eager_kernels = (0, 0)
+    clamp_again = 0.0
     expert_act = 0.0  # elements the experts' activation reads and writes (`--recompute-modules moe_act`)
     if moe:
         local = max(1, shape.experts // ep)
@@ -1368,6 +1472,17 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
         moe_b = (ROUTER_BYTES[1] * routed * shape.experts
                  + ACT * (plain_b + (sort_b if sorted_ else 0)) * assigned * h)
         moe_kernels = ROUTER_KERNELS
+        if expert_bias and kernels != "eager":
+            bias = expert_bias_work(assigned, h, local)
+            moe_f += bias.bytes_f
+            moe_b += bias.bytes_b
+            eager_kernels = bias.kernels_f, bias.kernels_b
+        if expert_clamp and kernels != "eager":
+            clamp = expert_clamp_work(assigned, up * f)
+            moe_f += clamp.bytes_f
+            moe_b += clamp.bytes_b
+            clamp_again = memory_seconds(clamp.bytes_f, hw, c) + clamp.kernels_f * c.kernel_overhead
+            eager_kernels = eager_kernels[0] + clamp.kernels_f, eager_kernels[1] + clamp.kernels_b
         if shape.shared_experts:
             fs = shape.shared_experts * f / t
             gemms += shared
@@ -1392,9 +1507,9 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     norms_again = memory_seconds(ACT * 4 * h * n / shard, hw, c) + 2 * c.kernel_overhead
     moe_act_again = moe_again = 0.0
     if moe:
-        moe_act_again = memory_seconds(ACT * expert_act, hw, c) + c.kernel_overhead
-        moe_again = (sum(timed[2:]) + memory_seconds(moe_f, hw, c) + moe_kernels * c.kernel_overhead
-                     + moe_act_again)
+        moe_act_again = memory_seconds(ACT * expert_act, hw, c) + c.kernel_overhead + clamp_again
+        moe_again = (sum(timed[2:]) + memory_seconds(moe_f, hw, c)
+                     + (moe_kernels + eager_kernels[0]) * c.kernel_overhead + moe_act_again)
     cast_f = cast_b = 0.0
     if precision == "fp8" and hw.fp8:
         # each GEMM input cast to fp8 with a transposed copy for the other backward GEMM (read 2
@@ -1405,6 +1520,12 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     # launches queue ahead asynchronously behind the GEMMs; `kernel_overhead`, fitted on GEMM-bound
     # runs, is a GEMM's ramp and tail, not charged to them)
     eager_f = eager_b = 0.0
+    if rope_unfused and kernels != "eager" and not shape.position_params:
+        # two calls, the queries' and the keys'; the fused kernel is one of `MEMORY_KERNELS`
+        eager_f += UNFUSED_ROPE_BYTES[0] * (q + kv) * n
+        eager_b += UNFUSED_ROPE_BYTES[1] * (q + kv) * n
+        eager_kernels = (eager_kernels[0] + 2 * UNFUSED_ROPE_KERNELS[0] - 1,
+                        eager_kernels[1] + 2 * UNFUSED_ROPE_KERNELS[1] - 1)
     if kernels == "eager":
         if not shape.position_params:
             eager_f += EAGER_ROPE_BYTES[0] * (q + kv) * n
@@ -1420,9 +1541,11 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
     quantize_kernels = (kernel_model.expert_quantize_launches(local, fp8_recipe(precision, fp8_scaling, hw))
                         if moe and kernels != "eager" else 0)
     memory_f = (memory_seconds(ACT * elements + cast_f + eager_f + moe_f, hw, c)
-                + (MEMORY_KERNELS + loop_kernels + moe_kernels + quantize_kernels) * c.kernel_overhead)
+                + (MEMORY_KERNELS + loop_kernels + moe_kernels + quantize_kernels + eager_kernels[0])
+                * c.kernel_overhead)
     memory_b = (memory_seconds(2 * ACT * elements + cast_b + eager_b + moe_b, hw, c)
-                + (MEMORY_KERNELS + loop_kernels + moe_kernels + quantize_kernels) * c.kernel_overhead)
+                + (MEMORY_KERNELS + loop_kernels + moe_kernels + quantize_kernels + eager_kernels[1])
+                * c.kernel_overhead)
     # parc's selective policy also re-runs the attention output projection: its output feeds the
     # second norm, whose backward needs it (torch's checkpoint stops before the FFN down-projection)
     pointwise = memory_seconds(ACT * recomputable + eager_f, hw, c) + (MEMORY_KERNELS - 2) * c.kernel_overhead
@@ -1513,7 +1636,8 @@ def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str
             cp_bytes = (sent, sent)
     ep_bytes = ACT * assigned * h if moe and ep > 1 else 0.0
     launches_f, launches_b = layer_launches(gemms, moe and kernels != "eager", local if moe else 0,
-                                            fp8_recipe(precision, fp8_scaling, hw), loop_kernels + moe_kernels,
+                                            fp8_recipe(precision, fp8_scaling, hw),
+                                            loop_kernels + moe_kernels + eager_kernels[0],
                                             launched if attention != "unfused" else 4)
     return Work(launches_f=launches_f, launches_b=launches_b, gemm=gemm, attention_f=attention_f, attention_b=attention_b, memory_f=memory_f,
                 memory_b=memory_b, selective_core=core_again, selective_elementwise=elementwise,
@@ -2299,7 +2423,10 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
         w = runtime_work(layer_work(shape, moe, k.tp, sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
                                     gemm_precision(k.precision, sw), sw.attention, sw.kernels, hw, c,
                                     balanced=sw.balanced_routing, cp_runtime=sw.context_parallel,
-                                    fp8_scaling=sw.fp8_scaling, routing_load=sw.routing_load), moe, shape, hw, sw, c)
+                                    fp8_scaling=sw.fp8_scaling, routing_load=sw.routing_load,
+                                    expert_bias=sw.expert_bias, expert_clamp=sw.expert_clamp,
+                                    rope_unfused=sw.rope_unfused),
+                          moe, shape, hw, sw, c)
         # the expert-count exchange before each dispatch: one int64 per (ep rank, local expert)
         counts = ((Collective("ep", "all_to_all", 8 * shape.experts, 1, ep_l.size, ep_l.local, "path", 1,
                               "forward"),) if moe and ep_l.size > 1 else ())
@@ -2792,7 +2919,8 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Co
     back = FLASH_BACKWARD if sw.attention in CAUSAL_SKIPPING else 2.0
     for moe, mode, count in load.pieces:
         piece = hbm.layer_bytes(shape, moe, k.tp, k.sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
-                                gemm_precision(k.precision, sw), sw.attention, sw.kernels)
+                                gemm_precision(k.precision, sw), sw.attention, sw.kernels, sw.expert_bias,
+                                sw.expert_clamp, sw.rope_unfused)
         moved["gemm"] += count * (piece.gemm_f + piece.gemm_b)
         moved["attention"] += count * (piece.attention_f + piece.attention_b)
         moved["memory"] += count * (piece.memory_f + piece.memory_b)

@@ -987,7 +987,9 @@ class Engine:
                 shape, moe, tp, sp, cp, self.flavour, self.seq, micro, ep,
                 timing.gemm_precision(self.fixed["precision"], sw), sw.attention, sw.kernels, hw, c,
                 balanced=sw.balanced_routing, cp_runtime=sw.context_parallel, fp8_scaling=sw.fp8_scaling,
-                routing_load=sw.routing_load), moe, shape, hw, sw, c)  # `slowed`, then `dispatched` if moe
+                routing_load=sw.routing_load, expert_bias=sw.expert_bias,
+                expert_clamp=sw.expert_clamp, rope_unfused=sw.rope_unfused),
+                moe, shape, hw, sw, c)  # `slowed`, then `dispatched` if moe
             self._piece_cache[key] = work
         return work
 
