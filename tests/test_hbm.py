@@ -181,6 +181,7 @@ def test_one_qwen3_moe_layer_moves_the_router_and_dispatcher_bytes_counted_by_ha
     assert piece.memory_f + piece.memory_b == qwen3_moe_memory_by_hand(n, ep)
     # and the time model charges every one of those bytes at most at the HBM's bandwidth
     hw = timing.hardware_of(plan)
-    work = timing.layer_work(shape, True, 1, False, 1, "ring", 4096, 2, ep, "bf16", "flash-te", "fused", hw,
-                             DEFAULT)
+    work = timing.layer_work(shape, timing.LayerCase(moe=True, tp=1, sp=False, cp=1, flavour="ring", seq=4096,
+                                                     micro=2, ep=ep, precision="bf16", attention="flash-te",
+                                                     kernels="fused"), hw, DEFAULT)
     assert work.memory_f + work.memory_b >= (piece.memory_f + piece.memory_b) / hw.hbm

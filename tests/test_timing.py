@@ -318,9 +318,10 @@ def test_parc_runtime_launches_a_kernel_per_local_expert():
     activation kernels); Megatron-LM's grouped GEMM is one kernel per matrix for all of them."""
     plan = plan_of(layout="dp 8", model="mixtral-8x7b")
     s, hw = shape_of(plan), timing.hardware_of(plan)
-    args = (s, True, 1, False, 1, "ring", 4096, 1, 2, "bf16", "flash")
-    eager = timing.layer_work(*args, "eager", hw, DEFAULT)
-    fused = timing.layer_work(*args, "fused", hw, DEFAULT)
+    case = timing.LayerCase(moe=True, tp=1, sp=False, cp=1, flavour="ring", seq=4096, micro=1, ep=2,
+                            precision="bf16", attention="flash", kernels="eager")
+    eager = timing.layer_work(s, case, hw, DEFAULT)
+    fused = timing.layer_work(s, replace(case, kernels="fused"), hw, DEFAULT)
     local, up = 8 // 2, 2  # 4 experts on each of the 2 expert ranks; SwiGLU: gate and up
     # at least the extra launches; more where one expert's tiles fill the SMs' waves worse than
     # the grouped kernel's pooled tiles
@@ -328,7 +329,7 @@ def test_parc_runtime_launches_a_kernel_per_local_expert():
     assert launches * 0.999 <= eager.gemm - fused.gemm
     # the loop's activation kernels, plus eager PyTorch's op-by-op rotary embedding and SwiGLU
     assert eager.memory_f - fused.memory_f > local * up * DEFAULT.kernel_overhead
-    dense = [timing.layer_work(s, False, *args[2:], k, hw, DEFAULT) for k in ("eager", "fused")]
+    dense = [timing.layer_work(s, replace(case, moe=False, kernels=k), hw, DEFAULT) for k in ("eager", "fused")]
     # dense layers differ only in the element-wise bytes of eager PyTorch's rotary embedding and
     # SwiGLU (the attention kernel is SDPA's in both here)
     same = {"memory_f": 0.0, "memory_b": 0.0, "selective_elementwise": 0.0, "selective_torchtitan": 0.0}
@@ -523,7 +524,9 @@ def test_ring_attention_pays_each_ring_step():
     s, hw = shape_of(plan), timing.hardware_of(plan)
 
     def per_sequence(cp, flavour):
-        w = timing.layer_work(s, False, 1, False, cp, flavour, 8192, 1, 1, "bf16", "flash", "eager", hw, DEFAULT)
+        w = timing.layer_work(s, timing.LayerCase(moe=False, tp=1, sp=False, cp=cp, flavour=flavour, seq=8192,
+                                                  micro=1, ep=1, precision="bf16", attention="flash",
+                                                  kernels="eager"), hw, DEFAULT)
         return cp * (w.attention_f + w.attention_b)
 
     ring = [per_sequence(cp, "ring") for cp in (1, 2, 4, 8)]
@@ -542,7 +545,9 @@ def test_moe_experts_are_split_over_tp_ranks_by_tokens():
     s, hw = shape_of(plan), timing.hardware_of(plan)
 
     def gemm(tp, sp):
-        return timing.layer_work(s, True, tp, sp, 1, "ring", 4096, 1, 1, "bf16", "flash", "fused", hw, DEFAULT).gemm
+        return timing.layer_work(s, timing.LayerCase(moe=True, tp=tp, sp=sp, cp=1, flavour="ring", seq=4096,
+                                                     micro=1, ep=1, precision="bf16", attention="flash",
+                                                     kernels="fused"), hw, DEFAULT).gemm
 
     assert gemm(2, False) == pytest.approx(gemm(2, True), rel=1e-12)  # sp changes nothing here
     assert gemm(1, False) <= 2 * gemm(2, False) < 1.3 * gemm(1, False)
@@ -571,8 +576,9 @@ def test_runtime_work_is_slowed_then_dispatched_to_the_bit():
                                           (8, True, 4, 1, 2), (1, False, 8, 16, 64)):
                 for sw in softwares:
                     for c in constants:
-                        w = timing.layer_work(s, moe, tp, sp, cp, "ring", 4096, micro, ep, "bf16", "flash",
-                                              sw.kernels, hw, c)
+                        w = timing.layer_work(s, timing.LayerCase(moe=moe, tp=tp, sp=sp, cp=cp, flavour="ring",
+                                                                  seq=4096, micro=micro, ep=ep, precision="bf16",
+                                                                  attention="flash", kernels=sw.kernels), hw, c)
                         two = timing.slowed(w, sw, c)
                         if moe:
                             two = timing.dispatched(two, s, hw, sw)
