@@ -19,15 +19,17 @@ a handful of global constants (`calibration.py`, fitted on published runs by
   data-parallel communication and the optimizer step.
 
 Search evaluates ~10^5 layouts a second, so the core is plain functions over frozen, hashable
-bundles of numbers (`Shape`, `Knobs`, `Hardware`, `Geometry`, `Software`, `Constants`), cached by
-the part of the layout each depends on:
+bundles of numbers (`Shape`, `Knobs`, `Hardware`, `Geometry`, `Software`, `Constants`,
+`LayerCase`), cached by the part of the layout each depends on:
 
 - `geometry(axes, ep_fold, ep, hsdp_shard, level)`: the groups' placement, per rank order;
-- `layer_work`: tp, sequence parallelism, cp, seq, micro-batch, ep, precision;
+- `layer_work(shape, case, hardware, constants)`: its `LayerCase` (dense or MoE; tp, sequence
+  parallelism, cp, seq, micro-batch, ep, precision; the runtime's kernel choices);
 - `link`: a group's size and placement;
 - `rank_loads`: the chunking and the recomputation;
-- `rank_times`: all of the above but the micro-batch count and the dp sharding, so candidates that
-  differ only in the global batch or the sharding reuse every per-rank time;
+- `rank_times`: all of the above but the micro-batch count and the dp sharding (`_rank_times`
+  keyed on `per_rank_knobs`), so candidates that differ only in the global batch or the sharding
+  reuse every per-rank time;
 - `step_time(shape, knobs, hardware, geometry, constants, software)`: one `Breakdown`, no pydantic
   object built (benchmarks/timing_speed.py measures the rate).
 
@@ -38,7 +40,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from operator import attrgetter
 
@@ -1303,7 +1305,7 @@ def moe_gemm_floor(shape: Shape, tp: int, cp: int, seq: int, micro: int, precisi
                for kernels, count, m, k, nn in attention_gemms(shape, tp, n) + router + shared)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class LayerCase:
     """What one layer runs on a rank: its kind, the layout's degrees that shape its work, the
     tokens, the precision and the runtime's kernel choices. Everything `layer_work` reads besides
@@ -1346,8 +1348,20 @@ class LayerCase:
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        hash_once(self)
+    def __init__(self, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int, ep: int,
+                 precision: str, attention: str, kernels: str, balanced: bool = False, cp_runtime: str = "parc",
+                 fp8_scaling: str = "delayed", routing_load: float = 0.0) -> None:
+        """The generated `__init__`, faster: each field stored by its slot's own setter (past the
+        frozen class's `__setattr__`, as `frozen.replaced` copies), and the hash of the fields'
+        tuple kept (`frozen.hash_once`'s value). A search builds one per distinct layer it bounds
+        (thousands); the generated one's `object.__setattr__` per field and `hash_once` took
+        5.5 us of each, a few per cent of an MoE search. tests/test_timing.py checks it against
+        the generated one's fields, equality and hash."""
+        values = (moe, tp, sp, cp, flavour, seq, micro, ep, precision, attention, kernels, balanced, cp_runtime,
+                  fp8_scaling, routing_load)
+        for store, value in zip(_CASE_STORES, values, strict=True):
+            store(self, value)
+        _CASE_HASH(self, hash(values))
 
     def __hash__(self) -> int:
         return self._hash
@@ -1358,16 +1372,19 @@ class LayerCase:
         """A layer of a layout (`precision` as the spec says it) as runtime `sw` runs it: its
         GEMMs' precision (`gemm_precision`), attention, kernels, routing and cp exchange. For
         callers that hold the layout's degrees but no `Knobs` (search's bounds)."""
-        return cls(moe=moe, tp=tp, sp=sp, cp=cp, flavour=flavour, seq=seq, micro=micro, ep=ep,
-                   precision=gemm_precision(precision, sw), attention=sw.attention, kernels=sw.kernels,
-                   balanced=sw.balanced_routing, cp_runtime=sw.context_parallel, fp8_scaling=sw.fp8_scaling,
-                   routing_load=sw.routing_load)
+        return cls(moe, tp, sp, cp, flavour, seq, micro, ep, gemm_precision(precision, sw), sw.attention,
+                   sw.kernels, sw.balanced_routing, sw.context_parallel, sw.fp8_scaling, sw.routing_load)
 
     @classmethod
     def of(cls, k: Knobs, moe: bool, sw: Software) -> LayerCase:
         """A dense (`moe` False) or MoE layer of layout `k` as runtime `sw` runs it (`under`)."""
         return cls.under(sw, moe=moe, tp=k.tp, sp=k.sp, cp=k.cp, flavour=k.cp_flavour, seq=k.seq,
                          micro=k.micro_batch, ep=k.ep, precision=k.precision)
+
+
+_CASE_STORES = tuple(LayerCase.__dict__[f.name].__set__ for f in fields(LayerCase) if f.name != "_hash")
+"""Each `LayerCase` field's slot setter, in the fields' order (`LayerCase.__init__`)."""
+_CASE_HASH = LayerCase.__dict__["_hash"].__set__
 
 
 @lru_cache(maxsize=16384)
