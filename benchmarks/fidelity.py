@@ -2520,7 +2520,9 @@ def layer_check(constants: Constants) -> str:
     for name, (mf, mb) in measured.items():
         sp = "sequence parallel" in name
         w = timing.regathered(  # Megatron-LM re-gathers each column layer's saved sharded input
-            timing.layer_work(shape, False, 8, sp, 1, "ring", 2048, 4, 1, "fp16", "unfused", "fused", hw, constants),
+            timing.layer_work(shape, timing.LayerCase(moe=False, tp=8, sp=sp, cp=1, flavour="ring", seq=2048, micro=4,
+                                                      ep=1, precision="fp16", attention="unfused", kernels="fused"),
+                              hw, constants),
             MEGATRON_LM)
         x = timing.exposed(w, tp, none, none, False, "backward", constants)
         fwd = w.forward + x.tp_f

@@ -130,11 +130,7 @@ def model_split(row, constants=DEFAULT) -> tuple[float, float, float]:
     b = fidelity.predicted_step(row, p, constants)
     v = max(1, k.virtual_stages)
     micro = b.step / (k.microbatches + (k.pp - 1) / v)
-    w = timing.layer_work(s, s.moe, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
-                          timing.gemm_precision(k.precision, sw), sw.attention, sw.kernels, hw, constants,
-                          sw.balanced_routing, sw.context_parallel, sw.fp8_scaling,
-                          expert_bias=sw.expert_bias, expert_clamp=sw.expert_clamp,
-                          rope_unfused=sw.rope_unfused)
+    w = timing.layer_work(s, timing.LayerCase.of(k, bool(s.moe), sw), hw, constants)
     layers = math.ceil(s.layers / k.pp)
     attention = layers * (w.attention_f + w.attention_b)
     flops = point(row).attention_flops

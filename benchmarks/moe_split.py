@@ -148,11 +148,7 @@ def layer_of(row_id: str, path: Path = ROOT / "benchmarks" / "data" / "megatron_
     row = next(r for r in rows if r.id == row_id)
     p = fidelity.prepare(row)
     k, s, hw, sw = p.knobs, p.shape, p.hardware, row.software
-    work = timing.layer_work(s, True, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
-                             timing.gemm_precision(k.precision, sw), sw.attention, sw.kernels, hw, DEFAULT,
-                             sw.balanced_routing, sw.context_parallel, sw.fp8_scaling,
-                             expert_bias=sw.expert_bias, expert_clamp=sw.expert_clamp,
-                             rope_unfused=sw.rope_unfused)
+    work = timing.layer_work(s, timing.LayerCase.of(k, True, sw), hw, DEFAULT)
     return split(s, k, hw, sw), work, row, p
 
 
@@ -235,11 +231,7 @@ def residual_table(path: Path = ROOT / "benchmarks" / "data" / "megatron_bridge_
         step = fidelity.predicted_step(row, p, DEFAULT).step
         reported = step * fidelity.predicted_tflops(row, step) / row.reported_tflops
         pairs = -(-p.shape.layers // k.pp) * k.microbatches  # the fullest stage's layers
-        work = timing.layer_work(p.shape, True, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch,
-                                 k.ep, timing.gemm_precision(k.precision, sw), sw.attention, sw.kernels, p.hardware,
-                                 DEFAULT, sw.balanced_routing, sw.context_parallel, sw.fp8_scaling,
-                                 expert_bias=sw.expert_bias, expert_clamp=sw.expert_clamp,
-                                 rope_unfused=sw.rope_unfused)
+        work = timing.layer_work(p.shape, timing.LayerCase.of(k, True, sw), p.hardware, DEFAULT)
         gpu = work.forward + work.backward_input + work.backward_weight
         lines.append(f"| {row.id} | {row.plan.training.precision} | {k.seq * k.micro_batch // max(1, k.tp):,} | "
                      f"{pairs:,} | {1e3 * gpu:.1f} | {step:.2f} | {reported:.2f} | "
@@ -294,13 +286,9 @@ def host_rows(path: Path = ROOT / "benchmarks" / "data" / "megatron_bridge_25_11
         step = fidelity.predicted_step(row, p, DEFAULT).step
         reported = step * fidelity.predicted_tflops(row, step) / row.reported_tflops
         pairs = -(-s.layers // k.pp) * k.microbatches  # the fullest stage's layers
-        precision = timing.gemm_precision(k.precision, sw)
-        work = timing.slowed(timing.layer_work(s, True, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq,
-                                               k.micro_batch, k.ep, precision, sw.attention, sw.kernels, hw, DEFAULT,
-                                               sw.balanced_routing, sw.context_parallel, sw.fp8_scaling,
-                                               expert_bias=sw.expert_bias, expert_clamp=sw.expert_clamp,
-                                               rope_unfused=sw.rope_unfused),
-                               sw, DEFAULT)
+        case = timing.LayerCase.of(k, True, sw)
+        precision = case.precision
+        work = timing.slowed(timing.layer_work(s, case, hw, DEFAULT), sw, DEFAULT)
         charged = timing.dispatched(work, s, hw, sw)
         out.append(HostRow(
             id=row.id, recipe=timing.fp8_recipe(precision, sw.fp8_scaling, hw), local=max(1, s.experts // k.ep),

@@ -54,10 +54,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from .memory.activations import torchtitan_matmuls, torchtitan_op_split
 from .memory.inputs import Shape
 from .memory.parameters import kv_split
+
+if TYPE_CHECKING:  # timing imports this module; the type only names the bundle
+    from .timing import LayerCase
 
 LSE = 4
 """Bytes of the log-sum-exp a flash kernel keeps per query and head (fp32)."""
@@ -194,16 +198,19 @@ def moe_dispatch_bytes(shape: Shape, tp: int, ep: int, n: float, kernels: str) -
 
 
 @lru_cache(maxsize=16384)
-def layer_bytes(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
-                ep: int, precision: str, attention: str, kernels: str, expert_bias: bool = False,
-                expert_clamp: bool = False, rope_unfused: bool = False) -> PieceBytes:
-    """One transformer layer on one rank for one micro-batch (module doc). `expert_bias`
-    (`timing.Software.expert_bias`): the routed experts' eager output bias, `timing.EXPERT_BIAS_PASSES`
-    over the balanced routed copies; `expert_clamp` (`timing.Software.expert_clamp`): the eager
-    clamp of their GLU input, `timing.EXPERT_CLAMP_PASSES` over their fc1 output; `rope_unfused`
+def layer_bytes(shape: Shape, case: LayerCase) -> PieceBytes:
+    """One transformer layer on one rank for one micro-batch (module doc), the layer `case` that
+    `timing.layer_work` times. `case.expert_bias` (`timing.Software.expert_bias`): the routed
+    experts' eager output bias, `timing.EXPERT_BIAS_PASSES` over the balanced routed copies;
+    `case.expert_clamp` (`timing.Software.expert_clamp`): the eager clamp of their GLU input,
+    `timing.EXPERT_CLAMP_PASSES` over their fc1 output; `case.rope_unfused`
     (`timing.Software.rope_unfused`): Megatron-Core's unfused RoPE, `timing.UNFUSED_ROPE_BYTES`."""
     from . import timing
 
+    moe, tp, sp, cp, flavour, seq, micro, ep = (case.moe, case.tp, case.sp, case.cp, case.flavour, case.seq,
+                                                 case.micro, case.ep)
+    precision, attention, kernels = case.precision, case.attention, case.kernels
+    expert_bias, expert_clamp, rope_unfused = case.expert_bias, case.expert_clamp, case.rope_unfused
     h = shape.hidden
     n = seq * micro / cp
     shard = tp if sp and tp > 1 else 1

@@ -19,15 +19,17 @@ a handful of global constants (`calibration.py`, fitted on published runs by
   data-parallel communication and the optimizer step.
 
 Search evaluates ~10^5 layouts a second, so the core is plain functions over frozen, hashable
-bundles of numbers (`Shape`, `Knobs`, `Hardware`, `Geometry`, `Software`, `Constants`), cached by
-the part of the layout each depends on:
+bundles of numbers (`Shape`, `Knobs`, `Hardware`, `Geometry`, `Software`, `Constants`,
+`LayerCase`), cached by the part of the layout each depends on:
 
 - `geometry(axes, ep_fold, ep, hsdp_shard, level)`: the groups' placement, per rank order;
-- `layer_work`: tp, sequence parallelism, cp, seq, micro-batch, ep, precision;
+- `layer_work(shape, case, hardware, constants)`: its `LayerCase` (dense or MoE; tp, sequence
+  parallelism, cp, seq, micro-batch, ep, precision; the runtime's kernel choices);
 - `link`: a group's size and placement;
 - `rank_loads`: the chunking and the recomputation;
-- `rank_times`: all of the above but the micro-batch count and the dp sharding, so candidates that
-  differ only in the global batch or the sharding reuse every per-rank time;
+- `rank_times`: all of the above but the micro-batch count and the dp sharding (`_rank_times`
+  keyed on `per_rank_knobs`), so candidates that differ only in the global batch or the sharding
+  reuse every per-rank time;
 - `step_time(shape, knobs, hardware, geometry, constants, software)`: one `Breakdown`, no pydantic
   object built (benchmarks/timing_speed.py measures the rate).
 
@@ -38,8 +40,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
+from operator import attrgetter
 
 from . import flops, hbm
 from . import kernels as kernel_model
@@ -1396,25 +1399,115 @@ def expert_clamp_work(rows: float, width: float) -> BiasWork:
                     *EXPERT_CLAMP_KERNELS)
 
 
+@dataclass(frozen=True, slots=True, init=False)
+class LayerCase:
+    """What one layer runs on a rank: its kind, the layout's degrees that shape its work, the
+    tokens, the precision and the runtime's kernel choices. Everything `layer_work` reads besides
+    the model (`Shape`), the GPU (`Hardware`) and the fitted constants, as one hashable key: a
+    search builds it once per distinct layer and `layer_work`'s cache hits on it."""
+
+    moe: bool
+    """A mixture-of-experts layer: routed experts (and their all-to-alls) in place of the FFN."""
+    tp: int
+    """Tensor-parallel degree: the heads and the FFN (shared experts) split over it."""
+    sp: bool
+    """Sequence parallelism in effect (`Knobs.sp`): the norms' tokens split over tp, and its
+    collectives all-gathers and reduce-scatters in place of all-reduces."""
+    cp: int
+    """Context-parallel degree: each rank holds seq / cp of every sequence's tokens."""
+    flavour: str
+    """How cp exchanges K/V (`Knobs.cp_flavour`): "ring", "all-gather" or "all-to-all"."""
+    seq: int
+    """Tokens of one sequence: the attention's key length."""
+    micro: int
+    """Sequences per micro-batch: with seq and cp, the tokens each GEMM runs on."""
+    ep: int
+    """Expert-parallel degree: an MoE layer's local experts and its busiest rank's load."""
+    precision: str
+    """The GEMMs' precision as the runtime runs them (`gemm_precision`: an fp8 spec without an
+    fp8 runtime runs bf16)."""
+    attention: str
+    """`Software.attention`: "flash", "flash-te" or "unfused" (the s x s scores materialised)."""
+    kernels: str
+    """`Software.kernels`: "eager" (an expert loop, op-by-op RoPE and SwiGLU) or "fused"
+    (grouped GEMMs)."""
+    balanced: bool = False
+    """`Software.balanced_routing`: every expert rank receives the mean load."""
+    cp_runtime: str = "parc"
+    """`Software.context_parallel`: whose attention exchange runs cp ("parc", "torch", "te")."""
+    fp8_scaling: str = "delayed"
+    """`Software.fp8_scaling`: which cast bytes and quantize kernels an fp8 GEMM pays."""
+    routing_load: float = 0.0
+    """`Software.routing_load`: a measured busiest-rank load in place of the random router's (0)."""
+    expert_bias: bool = False
+    """`Software.expert_bias`: the routed experts' output bias added eagerly per expert
+    (`expert_bias_work`)."""
+    expert_clamp: bool = False
+    """`Software.expert_clamp`: the routed experts' GLU input clamped eagerly (`expert_clamp_work`)."""
+    rope_unfused: bool = False
+    """`Software.rope_unfused`: the rotary embedding op by op in a fused runtime (`UNFUSED_ROPE_BYTES`)."""
+
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __init__(self, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int, ep: int,
+                 precision: str, attention: str, kernels: str, balanced: bool = False, cp_runtime: str = "parc",
+                 fp8_scaling: str = "delayed", routing_load: float = 0.0, expert_bias: bool = False,
+                 expert_clamp: bool = False, rope_unfused: bool = False) -> None:
+        """The generated `__init__`, faster: each field stored by its slot's own setter (past the
+        frozen class's `__setattr__`, as `frozen.replaced` copies), and the hash of the fields'
+        tuple kept (`frozen.hash_once`'s value). A search builds one per distinct layer it bounds
+        (thousands); the generated one's `object.__setattr__` per field and `hash_once` took
+        5.5 us of each, a few per cent of an MoE search. tests/test_timing.py checks it against
+        the generated one's fields, equality and hash."""
+        values = (moe, tp, sp, cp, flavour, seq, micro, ep, precision, attention, kernels, balanced, cp_runtime,
+                  fp8_scaling, routing_load, expert_bias, expert_clamp, rope_unfused)
+        for store, value in zip(_CASE_STORES, values, strict=True):
+            store(self, value)
+        _CASE_HASH(self, hash(values))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    @classmethod
+    def under(cls, sw: Software, *, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
+              ep: int, precision: str) -> LayerCase:
+        """A layer of a layout (`precision` as the spec says it) as runtime `sw` runs it: its
+        GEMMs' precision (`gemm_precision`), attention, kernels, routing and cp exchange. For
+        callers that hold the layout's degrees but no `Knobs` (search's bounds)."""
+        return cls(moe, tp, sp, cp, flavour, seq, micro, ep, gemm_precision(precision, sw), sw.attention,
+                   sw.kernels, sw.balanced_routing, sw.context_parallel, sw.fp8_scaling, sw.routing_load,
+                   sw.expert_bias, sw.expert_clamp, sw.rope_unfused)
+
+    @classmethod
+    def of(cls, k: Knobs, moe: bool, sw: Software) -> LayerCase:
+        """A dense (`moe` False) or MoE layer of layout `k` as runtime `sw` runs it (`under`)."""
+        return cls.under(sw, moe=moe, tp=k.tp, sp=k.sp, cp=k.cp, flavour=k.cp_flavour, seq=k.seq,
+                         micro=k.micro_batch, ep=k.ep, precision=k.precision)
+
+
+_CASE_STORES = tuple(LayerCase.__dict__[f.name].__set__ for f in fields(LayerCase) if f.name != "_hash")
+"""Each `LayerCase` field's slot setter, in the fields' order (`LayerCase.__init__`)."""
+_CASE_HASH = LayerCase.__dict__["_hash"].__set__
+
+
 @lru_cache(maxsize=16384)
-def layer_work(shape: Shape, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
-               ep: int, precision: str, attention: str, kernels: str, hw: Hardware, c: Constants,
-               balanced: bool = False, cp_runtime: str = "parc", fp8_scaling: str = "delayed",
-               routing_load: float = 0.0, expert_bias: bool = False, expert_clamp: bool = False,
-               rope_unfused: bool = False) -> Work:
-    """One transformer layer. `cp_runtime` and `fp8_scaling` are `Software.context_parallel` and
-    `Software.fp8_scaling`. `attention` is "flash" (fused, causal work skipped: torch's SDPA,
-    what parc's runtime runs), "flash-te" (the same through Transformer Engine) or "unfused" (the
-    s x s scores materialised, as Megatron-LM did before 2022).
-    `kernels` ("eager" or "fused", `Software.kernels`) decides how routed experts launch: parc's
-    runtime loops over its local experts, a kernel per matrix product and activation each;
-    Megatron-LM's grouped GEMM is one kernel per matrix for all of them. `balanced`
-    (`Software.balanced_routing`): every expert rank receives the mean load; `routing_load`
+def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Work:
+    """One transformer layer: `case` (`LayerCase`) says which and how the runtime runs it.
+    `case.attention` is "flash" (fused, causal work skipped: torch's SDPA, what parc's runtime
+    runs), "flash-te" (the same through Transformer Engine) or "unfused" (the s x s scores
+    materialised, as Megatron-LM did before 2022).
+    `case.kernels` ("eager" or "fused", `Software.kernels`) decides how routed experts launch:
+    parc's runtime loops over its local experts, a kernel per matrix product and activation each;
+    Megatron-LM's grouped GEMM is one kernel per matrix for all of them. `case.balanced`
+    (`Software.balanced_routing`): every expert rank receives the mean load; `case.routing_load`
     (`Software.routing_load`): a measured busiest-rank load in place of the random router's.
-    `expert_bias` (`Software.expert_bias`): the routed experts' output bias added eagerly per
-    expert (`expert_bias_work`); `expert_clamp` (`Software.expert_clamp`): their GLU input clamped
-    eagerly (`expert_clamp_work`); `rope_unfused` (`Software.rope_unfused`): the rotary embedding
-    op by op in a fused runtime (`UNFUSED_ROPE_BYTES`)."""
+    `case.expert_bias`, `case.expert_clamp` and `case.rope_unfused`: a fused runtime's op-by-op
+    passes (`expert_bias_work`, `expert_clamp_work`, `UNFUSED_ROPE_BYTES`)."""
+    moe, tp, sp, cp, flavour, seq, micro, ep = (case.moe, case.tp, case.sp, case.cp, case.flavour, case.seq,
+                                                 case.micro, case.ep)
+    precision, attention, kernels, balanced = case.precision, case.attention, case.kernels, case.balanced
+    cp_runtime, fp8_scaling, routing_load = case.cp_runtime, case.fp8_scaling, case.routing_load
+    expert_bias, expert_clamp, rope_unfused = case.expert_bias, case.expert_clamp, case.rope_unfused
     h, t = shape.hidden, tp
     n = seq * micro / cp
     shard = t if sp and t > 1 else 1
@@ -2394,19 +2487,38 @@ def rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants
                sw: Software) -> tuple[tuple[Load, ...], dict[Load, RankTimes]]:
     """Every pipeline rank's load, and the per-micro-batch times of each distinct load. Cached
     on everything but the micro-batch count and the sharding, which only the step's sum uses."""
-    return _rank_times(shape, k.tp, k.pp, k.cp, k.ep, k.sp, k.cp_flavour, k.seq, k.micro_batch, k.precision,
-                       k.virtual_stages, k.schedule, k.split, k.runtime, k.recompute, k.recompute_layers,
-                       hw, geo, c, sw)
+    return _rank_times(shape, per_rank_knobs(k), hw, geo, c, sw)
+
+
+RANK_KNOBS = ("tp", "pp", "cp", "ep", "virtual_stages", "schedule", "split", "cp_flavour", "seq", "micro_batch",
+              "precision", "recompute", "recompute_layers", "runtime")
+"""The `Knobs` fields a pipeline rank's per-micro-batch times read (`_rank_times`), besides
+sequence parallelism as in effect (`Knobs.sp`). Not among them: the dp degree and sharding (the
+replicas' own groups are the `Geometry`'s), the micro-batch count per step (only the step's sum
+reads it), the optimizer and the memory model's own fields."""
+
+_rank_knobs_read = attrgetter(*RANK_KNOBS, "sp")
+
+
+def per_rank_knobs(k: Knobs) -> Knobs:
+    """`k` with every field outside `RANK_KNOBS` at its default (dp 1) and sequence parallelism as
+    in effect: `_rank_times`' key, so layouts that differ only elsewhere share one entry. One
+    object per distinct key (`_rank_knobs`): building a `Knobs` costs some 7 us, as much as a
+    warm `step_time`'s share of the whole lookup, and the cache then finds its key by identity."""
+    return _rank_knobs(_rank_knobs_read(k))
 
 
 @lru_cache(maxsize=16384)
-def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flavour: str, seq: int,
-                micro: int, precision: str, v: int, schedule: str, split: tuple[int, ...] | None, runtime: str,
-                recompute: str, recompute_layers: int | None, hw: Hardware, geo: Geometry, c: Constants,
+def _rank_knobs(values: tuple) -> Knobs:
+    """The `Knobs` of `RANK_KNOBS`' `values` followed by `Knobs.sp` (`per_rank_knobs`)."""
+    *kept, sp = values
+    return Knobs(dp=1, sequence_parallel=sp, **dict(zip(RANK_KNOBS, kept, strict=True)))
+
+
+@lru_cache(maxsize=16384)
+def _rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants,
                 sw: Software) -> tuple[tuple[Load, ...], dict[Load, RankTimes]]:
-    k = Knobs(tp=tp, pp=pp, dp=1, cp=cp, ep=ep, virtual_stages=v, schedule=schedule, split=split,
-              sequence_parallel=sp, cp_flavour=flavour, seq=seq, micro_batch=micro, precision=precision,
-              recompute=recompute, recompute_layers=recompute_layers, runtime=runtime)
+    """`rank_times` of knobs normalised by `per_rank_knobs` (the cache's key)."""
     loads = rank_loads(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime,
                        k.recompute, k.recompute_layers)
     links = (link(geo.tp, hw, c), link(geo.cp, hw, c), link(geo.ep, hw, c))
@@ -2420,13 +2532,7 @@ def _rank_times(shape: Shape, tp: int, pp: int, cp: int, ep: int, sp: bool, flav
         if moe and not shape.moe:
             pieces.append(None)
             continue
-        w = runtime_work(layer_work(shape, moe, k.tp, sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
-                                    gemm_precision(k.precision, sw), sw.attention, sw.kernels, hw, c,
-                                    balanced=sw.balanced_routing, cp_runtime=sw.context_parallel,
-                                    fp8_scaling=sw.fp8_scaling, routing_load=sw.routing_load,
-                                    expert_bias=sw.expert_bias, expert_clamp=sw.expert_clamp,
-                                    rope_unfused=sw.rope_unfused),
-                          moe, shape, hw, sw, c)
+        w = runtime_work(layer_work(shape, LayerCase.of(k, moe, sw), hw, c), moe, shape, hw, sw, c)
         # the expert-count exchange before each dispatch: one int64 per (ep rank, local expert)
         counts = ((Collective("ep", "all_to_all", 8 * shape.experts, 1, ep_l.size, ep_l.local, "path", 1,
                               "forward"),) if moe and ep_l.size > 1 else ())
@@ -2918,9 +3024,7 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Co
     moved = {"gemm": 0.0, "attention": 0.0, "memory": 0.0}
     back = FLASH_BACKWARD if sw.attention in CAUSAL_SKIPPING else 2.0
     for moe, mode, count in load.pieces:
-        piece = hbm.layer_bytes(shape, moe, k.tp, k.sp, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
-                                gemm_precision(k.precision, sw), sw.attention, sw.kernels, sw.expert_bias,
-                                sw.expert_clamp, sw.rope_unfused)
+        piece = hbm.layer_bytes(shape, LayerCase.of(k, moe, sw))
         moved["gemm"] += count * (piece.gemm_f + piece.gemm_b)
         moved["attention"] += count * (piece.attention_f + piece.attention_b)
         moved["memory"] += count * (piece.memory_f + piece.memory_b)
@@ -3249,7 +3353,7 @@ def clear_caches() -> None:
     process look faster than any search a user runs; tests/test_search_speed_exact.py checks that
     none is left filled)."""
     for cached in (geometry, link, layer_work, embedding_work, output_work, exposed, rank_loads, _rank_frames, _piece,
-                   _rank_times, _dp_ledger, _dp_exposed, piece_flops, recompute_modules, _replayed_idle_per_rank,
+                   _rank_knobs, _rank_times, _dp_ledger, _dp_exposed, piece_flops, recompute_modules, _replayed_idle_per_rank,
                    gemm_seconds, flash_attention_seconds, flash_attention_launches, gathered_band,
                    _torchtitan_again_seconds):
         cached.cache_clear()

@@ -16,6 +16,7 @@ here by hand from the shapes; the reader sets the fact on the rows whose model s
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -140,9 +141,9 @@ def test_torch_counts_megatrons_clamp_as_the_constants_say():
 def test_the_layer_pays_the_clamp_bytes_and_kernels_counted_by_hand(ep):
     plan = compile_text(GPT_OSS_LIKE, path="g.par", checks=False).plan
     shape, hw = shape_of(plan), timing.hardware_of(plan)
-    args = (shape, True, 1, False, 1, "ring", 4096, 1, ep, "bf16", "flash-te", "fused", hw, DEFAULT)
-    plain = timing.layer_work(*args, balanced=True)
-    clamped = timing.layer_work(*args, balanced=True, expert_clamp=True)
+    case = timing.LayerCase(True, 1, False, 1, "ring", 4096, 1, ep, "bf16", "flash-te", "fused", balanced=True)
+    plain = timing.layer_work(shape, case, hw, DEFAULT)
+    clamped = timing.layer_work(shape, replace(case, expert_clamp=True), hw, DEFAULT)
     copies, width = 4096 * 4, 2 * 2880  # the fc1 output: gate and linear halves of the expert FFN
     # forward: two clamps read and write a half each, cat reads and writes the whole; backward:
     # masks (0.75 each: ge, le, and, le), two where (1.25 each), cat of the halves' gradients (2)
@@ -193,9 +194,9 @@ def test_torch_counts_megatrons_unfused_rope_as_the_constants_say():
 def test_the_layer_pays_the_unfused_rope_counted_by_hand():
     plan = compile_text(GPT_OSS_LIKE, path="g.par", checks=False).plan
     shape, hw = shape_of(plan), timing.hardware_of(plan)
-    args = (shape, True, 1, False, 1, "ring", 4096, 1, 8, "bf16", "flash-te", "fused", hw, DEFAULT)
-    plain = timing.layer_work(*args, balanced=True)
-    unfused = timing.layer_work(*args, balanced=True, rope_unfused=True)
+    case = timing.LayerCase(True, 1, False, 1, "ring", 4096, 1, 8, "bf16", "flash-te", "fused", balanced=True)
+    plain = timing.layer_work(shape, case, hw, DEFAULT)
+    unfused = timing.layer_work(shape, replace(case, rope_unfused=True), hw, DEFAULT)
     elements = 4096 * (64 * 64 + 8 * 64)  # queries and keys of the micro-batch
     rate = hw.hbm * DEFAULT.hbm_efficiency
     # 12 passes of 2 bytes forward and 14 backward, less the fused kernel's 2 and 4; 24 and 14
@@ -219,9 +220,9 @@ def test_yarn_concentration_is_megatrons():
 def test_the_layer_pays_the_bias_bytes_and_kernels_counted_by_hand(ep):
     plan = compile_text(GPT_OSS_LIKE, path="g.par", checks=False).plan
     shape, hw = shape_of(plan), timing.hardware_of(plan)
-    args = (shape, True, 1, False, 1, "ring", 4096, 1, ep, "bf16", "flash-te", "fused", hw, DEFAULT)
-    plain = timing.layer_work(*args, balanced=True)
-    biased = timing.layer_work(*args, balanced=True, expert_bias=True)
+    case = timing.LayerCase(True, 1, False, 1, "ring", 4096, 1, ep, "bf16", "flash-te", "fused", balanced=True)
+    plain = timing.layer_work(shape, case, hw, DEFAULT)
+    biased = timing.layer_work(shape, replace(case, expert_bias=True), hw, DEFAULT)
     copies = 4096 * 4  # balanced: every routed copy of the micro-batch lands on this GPU's experts
     local = 128 // ep
     h = 2880
@@ -273,12 +274,12 @@ def test_the_hbm_ledger_holds_the_bias_bytes():
 
     plan = compile_text(GPT_OSS_LIKE, path="g.par", checks=False).plan
     shape = shape_of(plan)
-    args = (shape, True, 1, False, 1, "ring", 4096, 1, 8, "bf16", "flash-te", "fused")
-    plain, biased = hbm.layer_bytes(*args), hbm.layer_bytes(*args, expert_bias=True)
+    case = timing.LayerCase(True, 1, False, 1, "ring", 4096, 1, 8, "bf16", "flash-te", "fused")
+    plain, biased = hbm.layer_bytes(shape, case), hbm.layer_bytes(shape, replace(case, expert_bias=True))
     copies, h = 4096 * 4, 2880
     assert biased.memory_f - plain.memory_f == 2 * copies * h * 6
     assert biased.memory_b - plain.memory_b == 2 * copies * h * 8
-    clamped = hbm.layer_bytes(*args, expert_clamp=True)
+    clamped = hbm.layer_bytes(shape, replace(case, expert_clamp=True))
     assert clamped.memory_f - plain.memory_f == 2 * copies * 2 * h * 4
     assert clamped.memory_b - plain.memory_b == 2 * copies * 2 * h * 7.5
 

@@ -30,8 +30,10 @@ def layer(scaling: str, precision: str = "fp8") -> timing.Work:
             f"train {{ seq {TOKENS}, global-batch 8, micro-batch 1, precision {precision} }}\n")
     plan = compile_text(text, path="fp8.par", checks=False).plan
     hw = timing.hardware_of(plan)
-    return timing.layer_work(shape_of(plan), False, 1, False, 1, "ring", TOKENS, 1, 1, precision, "flash",
-                             "fused", hw, DEFAULT, cp_runtime="parc", fp8_scaling=scaling), hw
+    return timing.layer_work(shape_of(plan), timing.LayerCase(moe=False, tp=1, sp=False, cp=1, flavour="ring",
+                                                              seq=TOKENS, micro=1, ep=1, precision=precision,
+                                                              attention="flash", kernels="fused", cp_runtime="parc",
+                                                              fp8_scaling=scaling), hw, DEFAULT), hw
 
 
 def test_dynamic_scaling_costs_an_amax_pass_and_the_weights_every_forward():

@@ -74,7 +74,7 @@ train {
     plan = compile_text(text, path="b.par", checks=False).plan
     shape = shape_of(plan)
     assert (shape.hidden, shape.q, shape.kv, shape.ffn, shape.heads) == (H, Q, KV, F, HEADS)
-    piece = hbm.layer_bytes(shape, False, 1, False, 1, "ring", N, 1, 1, "bf16", "flash", "eager")
+    piece = hbm.layer_bytes(shape, timing.LayerCase(False, 1, False, 1, "ring", N, 1, 1, "bf16", "flash", "eager"))
     want = llama3_8b_layer_by_hand()
     assert piece.gemm_f + piece.gemm_b == want["gemm"]
     assert piece.attention_f + piece.attention_b == want["attention"]
@@ -177,10 +177,11 @@ def test_one_qwen3_moe_layer_moves_the_router_and_dispatcher_bytes_counted_by_ha
     plan = compile_text(QWEN3_MOE, path="q.par", checks=False).plan
     shape = shape_of(plan)
     n = 4096 * 2
-    piece = hbm.layer_bytes(shape, True, 1, False, 1, "ring", 4096, 2, ep, "bf16", "flash-te", "fused")
+    piece = hbm.layer_bytes(shape, timing.LayerCase(True, 1, False, 1, "ring", 4096, 2, ep, "bf16", "flash-te", "fused"))
     assert piece.memory_f + piece.memory_b == qwen3_moe_memory_by_hand(n, ep)
     # and the time model charges every one of those bytes at most at the HBM's bandwidth
     hw = timing.hardware_of(plan)
-    work = timing.layer_work(shape, True, 1, False, 1, "ring", 4096, 2, ep, "bf16", "flash-te", "fused", hw,
-                             DEFAULT)
+    work = timing.layer_work(shape, timing.LayerCase(moe=True, tp=1, sp=False, cp=1, flavour="ring", seq=4096,
+                                                     micro=2, ep=ep, precision="bf16", attention="flash-te",
+                                                     kernels="fused"), hw, DEFAULT)
     assert work.memory_f + work.memory_b >= (piece.memory_f + piece.memory_b) / hw.hbm

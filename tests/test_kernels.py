@@ -286,8 +286,9 @@ def test_balanced_routing_charges_the_mean_load():
     assert (s.experts, s.top_k, s.hidden) == (8, 2, 4096)
 
     def work(balanced: bool) -> timing.Work:
-        return timing.layer_work(s, True, 2, True, 1, "ring", 4096, 1, 8, "bf16", "flash", "fused", hw, DEFAULT,
-                                 balanced)
+        return timing.layer_work(s, timing.LayerCase(moe=True, tp=2, sp=True, cp=1, flavour="ring", seq=4096,
+                                                     micro=1, ep=8, precision="bf16", attention="flash",
+                                                     kernels="fused", balanced=balanced), hw, DEFAULT)
 
     assert work(True).ep_bytes == 4096 / 2 * 2 * 4096 * 2  # tokens / tp x top-2 x hidden x bf16
     assert work(False).ep_bytes > work(True).ep_bytes * 1.01
@@ -368,7 +369,9 @@ def test_moe_layer_pays_its_host_launches_forward_and_backward():
     plan = compiled.plan
     s, hw = shape_of(plan), timing.hardware_of(plan)
     assert (s.experts, s.top_k, s.expert_ffn) == (128, 8, 768)
-    w = timing.layer_work(s, True, 1, False, 1, "ring", 4096, 1, 8, "fp8", "flash-te", "fused", hw, DEFAULT)
+    w = timing.layer_work(s, timing.LayerCase(moe=True, tp=1, sp=False, cp=1, flavour="ring", seq=4096, micro=1,
+                                              ep=8, precision="fp8", attention="flash-te",
+                                              kernels="fused"), hw, DEFAULT)
     assert w.launches_f == 3 * 2 + 37 + 6 + 4 + 1 == 54
     assert w.launches_b == 3 * 3 + 69 + 6 + 4 + 1 == 89
     assert kernels.DISPATCHER_OPS == 30 and kernels.DISPATCHER_BACKWARD_OPS == 18
@@ -390,8 +393,10 @@ def test_moe_layer_pays_its_host_launches_forward_and_backward():
         on, off = times(True, seq), times(False, seq)
         layers = on.moe_layers
         assert layers == 4
-        slow = timing.slowed(timing.layer_work(s, True, 1, False, 1, "ring", seq, 1, 8, "fp8", "flash-te", "fused",
-                                               hw, DEFAULT), sw, DEFAULT)
+        slow = timing.slowed(timing.layer_work(s, timing.LayerCase(moe=True, tp=1, sp=False, cp=1, flavour="ring",
+                                                                   seq=seq, micro=1, ep=8, precision="fp8",
+                                                                   attention="flash-te",
+                                                                   kernels="fused"), hw, DEFAULT), sw, DEFAULT)
         stall = 20e-6 + max(0.0, 84 * 10e-6 - slow.forward)
         paced = max(0.0, 107 * 10e-6 - (slow.backward_input + slow.backward_weight))
         assert on.forward - off.forward == pytest.approx(layers * stall, rel=1e-9)

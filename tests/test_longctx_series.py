@@ -125,8 +125,10 @@ def test_moe_act_recomputes_only_the_activation(rows):
     row = next(r for r in rows if r.id == "modelzoo_qwen3_235b_longctx_16k_cp1_forced_balance")
     p = fidelity.prepare(row)
     k, s, hw, sw = p.knobs, p.shape, p.hardware, row.software
-    w = timing.layer_work(s, True, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.ep,
-                          "bf16", sw.attention, sw.kernels, hw, DEFAULT, True, sw.context_parallel)
+    w = timing.layer_work(s, timing.LayerCase(moe=True, tp=k.tp, sp=k.sequence_parallel, cp=k.cp,
+                                              flavour=k.cp_flavour, seq=k.seq, micro=k.micro_batch, ep=k.ep,
+                                              precision="bf16", attention=sw.attention, kernels=sw.kernels,
+                                              balanced=True, cp_runtime=sw.context_parallel), hw, DEFAULT)
     copies = 16384 / 4 * 8
     activation_bytes = 2 * copies * 3 * 1536  # gate and up read, the product written, 16-bit
     assert w.moe_act_again == pytest.approx(timing.memory_seconds(activation_bytes, hw, DEFAULT)

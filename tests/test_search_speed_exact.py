@@ -2149,8 +2149,10 @@ def test_the_moe_floor_is_at_most_every_eps_own_moe_layer(name):
                     if ep > shape.experts:
                         continue
                     seq = 4096
-                    work = timing.layer_work(shape, True, tp, tp > 1, cp, "ring", seq, micro, ep, precision, "flash",
-                                             kernels, hw, c, balanced=balanced)
+                    work = timing.layer_work(shape, timing.LayerCase(moe=True, tp=tp, sp=tp > 1, cp=cp,
+                                                                     flavour="ring", seq=seq, micro=micro, ep=ep,
+                                                                     precision=precision, attention="flash",
+                                                                     kernels=kernels, balanced=balanced), hw, c)
                     gemm = timing.moe_gemm_floor(shape, tp, cp, seq, micro, precision, hw, c)
                     assert 0 < gemm <= work.gemm, (precision, kernels, balanced, tp, cp, micro, ep)
                     layers += 1

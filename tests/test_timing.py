@@ -3,6 +3,7 @@ the directions every knob must move it. Fidelity against published runs is tests
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from dataclasses import replace
 import pytest
 from parc import flops, timing
 from parc.calibration import DEFAULT
-from parc.memory.inputs import knobs_of, shape_of
+from parc.memory.inputs import Knobs, knobs_of, shape_of
 from parc.pipeline import compile_path, compile_text
 
 from .conftest import ROOT, SPECS
@@ -318,9 +319,10 @@ def test_parc_runtime_launches_a_kernel_per_local_expert():
     activation kernels); Megatron-LM's grouped GEMM is one kernel per matrix for all of them."""
     plan = plan_of(layout="dp 8", model="mixtral-8x7b")
     s, hw = shape_of(plan), timing.hardware_of(plan)
-    args = (s, True, 1, False, 1, "ring", 4096, 1, 2, "bf16", "flash")
-    eager = timing.layer_work(*args, "eager", hw, DEFAULT)
-    fused = timing.layer_work(*args, "fused", hw, DEFAULT)
+    case = timing.LayerCase(moe=True, tp=1, sp=False, cp=1, flavour="ring", seq=4096, micro=1, ep=2,
+                            precision="bf16", attention="flash", kernels="eager")
+    eager = timing.layer_work(s, case, hw, DEFAULT)
+    fused = timing.layer_work(s, replace(case, kernels="fused"), hw, DEFAULT)
     local, up = 8 // 2, 2  # 4 experts on each of the 2 expert ranks; SwiGLU: gate and up
     # at least the extra launches; more where one expert's tiles fill the SMs' waves worse than
     # the grouped kernel's pooled tiles
@@ -328,7 +330,7 @@ def test_parc_runtime_launches_a_kernel_per_local_expert():
     assert launches * 0.999 <= eager.gemm - fused.gemm
     # the loop's activation kernels, plus eager PyTorch's op-by-op rotary embedding and SwiGLU
     assert eager.memory_f - fused.memory_f > local * up * DEFAULT.kernel_overhead
-    dense = [timing.layer_work(s, False, *args[2:], k, hw, DEFAULT) for k in ("eager", "fused")]
+    dense = [timing.layer_work(s, replace(case, moe=False, kernels=k), hw, DEFAULT) for k in ("eager", "fused")]
     # dense layers differ only in the element-wise bytes of eager PyTorch's rotary embedding and
     # SwiGLU (the attention kernel is SDPA's in both here)
     same = {"memory_f": 0.0, "memory_b": 0.0, "selective_elementwise": 0.0, "selective_torchtitan": 0.0}
@@ -447,6 +449,86 @@ def test_search_can_reuse_pieces_between_candidates():
     assert timing.layer_work.cache_info().misses == before
 
 
+def test_rank_times_key_drops_only_what_the_rank_times_do_not_read():
+    """`rank_times` keys its cache on `per_rank_knobs`: knobs that differ only outside
+    `RANK_KNOBS` (the dp degree and sharding, the micro-batch count, the optimizer, the memory
+    model's fields) share one entry and one key object, their times computed afresh (uncached) equal
+    to the bit; sequence parallelism counts only where it is in effect (tp > 1)."""
+    plan = plan_of(layout="tp 2 x pp 2 x dp 2 x ep 2", model="mixtral-8x7b")
+    shape, k, hw = shape_of(plan), knobs_of(plan), timing.hardware_of(plan)
+    geo = timing.geometry_of(plan, hw)
+    others = dict(dp=16, ep_axis=not k.ep_axis, ep_over_tp=not k.ep_over_tp, sharding="zero3", hsdp_shard=4,
+                  bucket=123, microbatches=7, device="cpu", optimizer="sgd", pp_receives="kept",
+                  model_code="torchtitan")
+    names = {f.name for f in dataclasses.fields(k) if f.init}
+    assert set(others) | set(timing.RANK_KNOBS) | {"sequence_parallel"} == names  # every field placed
+    assert not set(others) & set(timing.RANK_KNOBS)
+    key = timing.per_rank_knobs(k)
+    assert key == Knobs(tp=k.tp, pp=k.pp, dp=1, cp=k.cp, ep=k.ep, virtual_stages=k.virtual_stages,
+                        schedule=k.schedule, split=k.split, sequence_parallel=k.sp, cp_flavour=k.cp_flavour,
+                        seq=k.seq, micro_batch=k.micro_batch, precision=k.precision, recompute=k.recompute,
+                        recompute_layers=k.recompute_layers, runtime=k.runtime)
+    fresh = timing._rank_times.__wrapped__
+    want = fresh(shape, key, hw, geo, DEFAULT, timing.PARC)
+    checked = 0
+    for name, value in others.items():
+        changed = replace(k, **{name: value})
+        assert timing.per_rank_knobs(changed) is key, name
+        assert fresh(shape, replace(key, **{name: value}), hw, geo, DEFAULT, timing.PARC) == want, name
+        checked += 1
+    assert checked == len(others)
+    assert timing.per_rank_knobs(replace(k, seq=2 * k.seq)) != key
+    one = replace(k, tp=1, ep=1)
+    assert timing.per_rank_knobs(one) == timing.per_rank_knobs(replace(one, sequence_parallel=not one.sequence_parallel))
+    timing.clear_caches()
+    timing.rank_times(shape, k, hw, geo, DEFAULT, timing.PARC)
+    misses = timing._rank_times.cache_info().misses
+    timing.rank_times(shape, replace(k, dp=8, sharding="zero1", microbatches=3), hw, geo, DEFAULT, timing.PARC)
+    assert timing._rank_times.cache_info().misses == misses
+
+
+def test_layer_case_builds_what_a_generated_dataclass_builds():
+    """`LayerCase`'s own `__init__` (slot setters, for speed) stores what the generated one
+    would: each argument in its field, by position or keyword, the declared defaults, the hash
+    of the fields' tuple, equality on the fields, frozen; `dataclasses.replace` rebuilds it."""
+    names = [f.name for f in dataclasses.fields(timing.LayerCase) if f.init]
+    assert names == ["moe", "tp", "sp", "cp", "flavour", "seq", "micro", "ep", "precision", "attention", "kernels",
+                     "balanced", "cp_runtime", "fp8_scaling", "routing_load"]
+    Reference = dataclasses.make_dataclass(
+        "Reference", [(f.name, f.type, f) for f in dataclasses.fields(timing.LayerCase) if f.init],
+        frozen=True)  # the generated __init__ over the same fields and defaults
+    values = (True, 4, True, 2, "all-gather", 8192, 3, 8, "fp8", "flash-te", "fused", True, "torch", "dynamic", 1.5)
+    case = timing.LayerCase(*values)
+    reference = Reference(*values)
+    assert tuple(getattr(case, n) for n in names) == dataclasses.astuple(reference) == values
+    assert timing.LayerCase(**dict(zip(names, values, strict=True))) == case
+    assert hash(case) == hash(values) == hash(timing.LayerCase(*values))
+    short = timing.LayerCase(*values[:11])
+    assert tuple(getattr(short, n) for n in names) == dataclasses.astuple(Reference(*values[:11]))
+    assert short != case and replace(short, **dict(zip(names[11:], values[11:], strict=True))) == case
+    assert hash(replace(case, tp=8)) == hash(values[:1] + (8,) + values[2:])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        case.tp = 8  # type: ignore[misc]
+
+
+def test_layer_case_of_knobs_runs_the_software_s_choices():
+    """`LayerCase.of`: the GEMMs in the precision the runtime runs (parc's job runs an fp8 spec
+    in bf16; Transformer Engine's linear layers in fp8), sequence parallelism only with tp, and
+    the software's attention, kernels, routing and cp exchange, written out by hand."""
+    k = Knobs(tp=1, pp=1, dp=8, cp=2, ep=4, sequence_parallel=True, cp_flavour="all-to-all", seq=8192,
+              micro_batch=2, precision="fp8")
+    assert timing.LayerCase.of(k, True, timing.PARC) == timing.LayerCase(
+        moe=True, tp=1, sp=False, cp=2, flavour="all-to-all", seq=8192, micro=2, ep=4, precision="bf16",
+        attention="flash", kernels="eager", balanced=False, cp_runtime="parc", fp8_scaling="delayed",
+        routing_load=0.0)
+    te = timing.Software(attention="flash-te", kernels="fused", fp8="linear", fp8_scaling="current",
+                         context_parallel="te", balanced_routing=True, routing_load=1.25)
+    assert timing.LayerCase.of(replace(k, tp=2), False, te) == timing.LayerCase(
+        moe=False, tp=2, sp=True, cp=2, flavour="all-to-all", seq=8192, micro=2, ep=4, precision="fp8",
+        attention="flash-te", kernels="fused", balanced=True, cp_runtime="te", fp8_scaling="current",
+        routing_load=1.25)
+
+
 def test_time_model_does_not_import_torch_or_numpy():
     code = ("import sys; from parc.pipeline import compile_path; from parc import timing; "
             "timing.predict(compile_path('specs/llama3-405b.par').plan); "
@@ -523,7 +605,9 @@ def test_ring_attention_pays_each_ring_step():
     s, hw = shape_of(plan), timing.hardware_of(plan)
 
     def per_sequence(cp, flavour):
-        w = timing.layer_work(s, False, 1, False, cp, flavour, 8192, 1, 1, "bf16", "flash", "eager", hw, DEFAULT)
+        w = timing.layer_work(s, timing.LayerCase(moe=False, tp=1, sp=False, cp=cp, flavour=flavour, seq=8192,
+                                                  micro=1, ep=1, precision="bf16", attention="flash",
+                                                  kernels="eager"), hw, DEFAULT)
         return cp * (w.attention_f + w.attention_b)
 
     ring = [per_sequence(cp, "ring") for cp in (1, 2, 4, 8)]
@@ -542,7 +626,9 @@ def test_moe_experts_are_split_over_tp_ranks_by_tokens():
     s, hw = shape_of(plan), timing.hardware_of(plan)
 
     def gemm(tp, sp):
-        return timing.layer_work(s, True, tp, sp, 1, "ring", 4096, 1, 1, "bf16", "flash", "fused", hw, DEFAULT).gemm
+        return timing.layer_work(s, timing.LayerCase(moe=True, tp=tp, sp=sp, cp=1, flavour="ring", seq=4096,
+                                                     micro=1, ep=1, precision="bf16", attention="flash",
+                                                     kernels="fused"), hw, DEFAULT).gemm
 
     assert gemm(2, False) == pytest.approx(gemm(2, True), rel=1e-12)  # sp changes nothing here
     assert gemm(1, False) <= 2 * gemm(2, False) < 1.3 * gemm(1, False)
@@ -571,8 +657,9 @@ def test_runtime_work_is_slowed_then_dispatched_to_the_bit():
                                           (8, True, 4, 1, 2), (1, False, 8, 16, 64)):
                 for sw in softwares:
                     for c in constants:
-                        w = timing.layer_work(s, moe, tp, sp, cp, "ring", 4096, micro, ep, "bf16", "flash",
-                                              sw.kernels, hw, c)
+                        w = timing.layer_work(s, timing.LayerCase(moe=moe, tp=tp, sp=sp, cp=cp, flavour="ring",
+                                                                  seq=4096, micro=micro, ep=ep, precision="bf16",
+                                                                  attention="flash", kernels=sw.kernels), hw, c)
                         two = timing.slowed(w, sw, c)
                         if moe:
                             two = timing.dispatched(two, s, hw, sw)

@@ -409,10 +409,11 @@ def test_every_unsaved_forward_op_runs_twice_as_the_eager_model_charges(titan):
     # the model: eagerly, the recomputed memory-bound work is the forward's, kernels and bytes
     shape = small_shape()
     hw = timing.hardware_of(compile_text(spec(tp=1), path="tiny.par").plan)
-    args = (shape, False, 1, False, 1, "ring", SEQ, BATCH, 1, "bf16", "flash")
-    work = timing.layer_work(*args, "eager", hw, timing.DEFAULT)
+    case = timing.LayerCase(moe=False, tp=1, sp=False, cp=1, flavour="ring", seq=SEQ, micro=BATCH, ep=1,
+                            precision="bf16", attention="flash", kernels="eager")
+    work = timing.layer_work(shape, case, hw, timing.DEFAULT)
     mms = timing.torchtitan_op_seconds(shape, 1, BATCH * SEQ, False, 0.0, "bf16", hw, timing.DEFAULT)
     assert work.selective_torchtitan - mms == pytest.approx(work.memory_f)
     from parc import hbm
-    piece = hbm.layer_bytes(shape, False, 1, False, 1, "ring", SEQ, BATCH, 1, "bf16", "flash", "eager")
+    piece = hbm.layer_bytes(shape, timing.LayerCase(False, 1, False, 1, "ring", SEQ, BATCH, 1, "bf16", "flash", "eager"))
     assert piece.selective_torchtitan - piece.torchtitan_gemm_again == pytest.approx(piece.memory_f)

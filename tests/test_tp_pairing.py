@@ -103,7 +103,9 @@ def reference(shape: Shape, tp: int, sp: bool, moe: bool, mode: str, regather: b
 
 
 def charged(shape: Shape, tp: int, sp: bool, moe: bool, mode: str, regather: bool = False) -> timing.Exposed:
-    work = timing.layer_work(shape, moe, tp, sp, 1, "ring", TOKENS, 1, 1, "bf16", "flash", "fused", HW, C)
+    work = timing.layer_work(shape, timing.LayerCase(moe=moe, tp=tp, sp=sp, cp=1, flavour="ring", seq=TOKENS,
+                                                     micro=1, ep=1, precision="bf16", attention="flash",
+                                                     kernels="fused"), HW, C)
     work = timing.regathered(work, MEGATRON if regather else DTENSOR)
     link = timing.link(timing.Group(tp, tp), HW, C)
     alone = timing.link(timing.Group(1, 1), HW, C)
@@ -140,7 +142,9 @@ def test_the_runtimes_pairs_are_tes_table():
     fc1_fprop all-gather, proj_fprop and fc2_fprop reduce-scatter; backward proj_dgrad and
     fc2_dgrad all-gather (before the row-parallel input-gradient GEMMs), qkv_wgrad and fc1_wgrad
     reduce-scatter (the column-parallel input gradients, beside the weight-gradient GEMMs)."""
-    work = timing.layer_work(DENSE, False, 4, True, 1, "ring", TOKENS, 1, 1, "bf16", "flash", "fused", HW, C)
+    work = timing.layer_work(DENSE, timing.LayerCase(moe=False, tp=4, sp=True, cp=1, flavour="ring", seq=TOKENS,
+                                                     micro=1, ep=1, precision="bf16", attention="flash",
+                                                     kernels="fused"), HW, C)
     (qkv, proj), (up, down) = blocks(DENSE, 4, False)
     expected = {("forward", "all_gather"): [qkv, up], ("forward", "reduce_scatter"): [proj, down],
                 ("backward", "all_gather"): [proj, down], ("backward", "reduce_scatter"): [qkv, up]}
@@ -187,7 +191,9 @@ def test_pairing_never_shows_less_than_one_window_or_any_pairs_excess():
     for (shape, moe), tp, sp, micro, mode, sw in itertools.product(CASES, (2, 4, 8), (True, False), (1, 4),
                                                                   ("none", "forward", "backward", "all"),
                                                                   (DTENSOR, MEGATRON)):
-        work = timing.layer_work(shape, moe, tp, sp, 1, "ring", TOKENS, micro, 1, "bf16", "flash", "fused", HW, C)
+        work = timing.layer_work(shape, timing.LayerCase(moe=moe, tp=tp, sp=sp, cp=1, flavour="ring", seq=TOKENS,
+                                                         micro=micro, ep=1, precision="bf16", attention="flash",
+                                                         kernels="fused"), HW, C)
         work = timing.regathered(work, sw)
         link = timing.link(timing.Group(tp, tp), HW, C)
         alone = timing.link(timing.Group(1, 1), HW, C)
@@ -240,7 +246,9 @@ def test_eager_slowing_scales_each_partner_gemm():
     """parc's eager runtime takes 1 / `eager_efficiency` as long over every GEMM, so the GEMM each
     tp collective hides beside is slowed too (`timing.slowed` scales `Work.tp_gemms`): the
     paired forward all-gather of a slowed layer shows max(t - g / e, share t), g the fused GEMM."""
-    work = timing.layer_work(DENSE, False, 4, True, 1, "ring", TOKENS, 1, 1, "bf16", "flash", "fused", HW, C)
+    work = timing.layer_work(DENSE, timing.LayerCase(moe=False, tp=4, sp=True, cp=1, flavour="ring", seq=TOKENS,
+                                                     micro=1, ep=1, precision="bf16", attention="flash",
+                                                     kernels="fused"), HW, C)
     eager = dataclasses.replace(C, eager_efficiency=0.5)
     slow = timing.slowed(work, timing.Software(kernels="eager"), eager)
     assert work.tp_gemms
@@ -259,7 +267,9 @@ def test_only_the_pieces_own_calls_pair():
     """A tp record the piece did not issue as one of its f/g pairs (the loss's statistics, the
     router's gradient: `Collective.pairs` false) waits whole, even one of the same size and kind
     as a call that pairs."""
-    work = timing.layer_work(DENSE, False, 4, True, 1, "ring", TOKENS, 1, 1, "bf16", "flash", "fused", HW, C)
+    work = timing.layer_work(DENSE, timing.LayerCase(moe=False, tp=4, sp=True, cp=1, flavour="ring", seq=TOKENS,
+                                                     micro=1, ep=1, precision="bf16", attention="flash",
+                                                     kernels="fused"), HW, C)
     link = timing.link(timing.Group(4, 4), HW, C)
     t = ring(4, 1)
     extra = Collective("tp", "all_gather", work.tp_bytes, 1, 4, 4, "path", 1, "forward")

@@ -42,8 +42,9 @@ def test_a_measured_load_replaces_the_random_floor_hand_computed():
     s, hw = shape_of(plan), timing.hardware_of(plan)
 
     def work(load: float) -> timing.Work:
-        return timing.layer_work(s, True, 2, True, 1, "ring", 4096, 1, 8, "bf16", "flash", "fused", hw, DEFAULT,
-                                 routing_load=load)
+        return timing.layer_work(s, timing.LayerCase(moe=True, tp=2, sp=True, cp=1, flavour="ring", seq=4096,
+                                                     micro=1, ep=8, precision="bf16", attention="flash",
+                                                     kernels="fused", routing_load=load), hw, DEFAULT)
 
     assert work(1.3).ep_bytes == pytest.approx(4096 / 2 * 2 * 1.3 * 4096 * 2, rel=1e-12)
     assert work(0.5).ep_bytes == pytest.approx(4096 / 2 * 2 * 1.0 * 4096 * 2, rel=1e-12)  # never below the mean

@@ -319,8 +319,9 @@ def test_a_skipped_ring_step_launches_no_kernel(every, cp, seq, window, launched
     more = replace(DEFAULT, kernel_overhead=DEFAULT.kernel_overhead + 1e-3)
 
     def work(s, c):
-        return timing.layer_work(s, False, 1, False, cp, "ring", seq, 1, 1, "bf16", "flash", "fused", hw, c,
-                                 cp_runtime="parc")
+        return timing.layer_work(s, timing.LayerCase(moe=False, tp=1, sp=False, cp=cp, flavour="ring", seq=seq,
+                                                     micro=1, ep=1, precision="bf16", attention="flash",
+                                                     kernels="fused", cp_runtime="parc"), hw, c)
 
     for s, want in ((shape, launched), (replace(shape, windowed=()), float(cp))):
         base, slower = work(s, DEFAULT), work(s, more)
@@ -345,8 +346,9 @@ def test_parcs_all_to_all_charges_the_windowed_blocks_of_one_process():
 
     def slope(s, cp, flavour):
         def work(c):
-            return timing.layer_work(s, False, 1, False, cp, flavour, 32, 1, 1, "bf16", "flash", "fused", hw, c,
-                                     cp_runtime="parc")
+            return timing.layer_work(s, timing.LayerCase(moe=False, tp=1, sp=False, cp=cp, flavour=flavour, seq=32,
+                                                         micro=1, ep=1, precision="bf16", attention="flash",
+                                                         kernels="fused", cp_runtime="parc"), hw, c)
         return (work(more).attention_f - work(DEFAULT).attention_f) / 1e-3
 
     assert slope(shape, 2, "all-to-all") == pytest.approx(7.0, rel=1e-9)
@@ -368,8 +370,9 @@ def test_parcs_all_gather_launches_each_chunks_band():
     more = replace(DEFAULT, kernel_overhead=DEFAULT.kernel_overhead + 1e-3)
 
     def work(s, c):
-        return timing.layer_work(s, False, 1, False, 2, "all-gather", 32, 1, 1, "bf16", "flash", "fused", hw, c,
-                                 cp_runtime="parc")
+        return timing.layer_work(s, timing.LayerCase(moe=False, tp=1, sp=False, cp=2, flavour="all-gather", seq=32,
+                                                     micro=1, ep=1, precision="bf16", attention="flash",
+                                                     kernels="fused", cp_runtime="parc"), hw, c)
 
     for s, want in ((shape, 15.0), (replace(shape, windowed=()), 4.0)):
         base, slower = work(s, DEFAULT), work(s, more)
@@ -409,8 +412,9 @@ def test_a_skipped_ring_step_merges_nothing():
 
     def bytes_f(s):
         def work(c):
-            return timing.layer_work(s, False, 1, False, 4, "ring", 32, 1, 1, "bf16", "flash", "fused", hw, c,
-                                     cp_runtime="parc")
+            return timing.layer_work(s, timing.LayerCase(moe=False, tp=1, sp=False, cp=4, flavour="ring", seq=32,
+                                                         micro=1, ep=1, precision="bf16", attention="flash",
+                                                         kernels="fused", cp_runtime="parc"), hw, c)
         return (work(slower).attention_f - work(DEFAULT).attention_f) * hw.hbm * DEFAULT.hbm_efficiency
 
     assert bytes_f(replace(shape, windowed=())) - bytes_f(shape) == pytest.approx(26 * 0.75 * 8 * 32 * 128,

@@ -482,16 +482,26 @@ class ComputeFloor:
         key = (tp, cp, micro)
         if key not in self.per_sequence:
             from ..calibration import DEFAULT
-            from ..timing import Group, exposed, gemm_precision, layer_work, link, slowed, tp_calls
+            from ..timing import (
+                Group,
+                LayerCase,
+                exposed,
+                layer_work,
+                link,
+                slowed,
+                tp_calls,
+            )
 
             alone = link(Group(), self.hw, DEFAULT)
             tp_link = link(Group(size=tp, local=tp), self.hw, DEFAULT)  # inside its NVLink domain (E0304)
             best = math.inf
             for sp in self.sp:
                 sp_on = sp and tp > 1
-                w = slowed(layer_work(self.shape, False, tp, sp_on, cp, self.flavour, self.seq, micro, 1,
-                                      gemm_precision(self.precision, self.sw), self.sw.attention, self.sw.kernels,
-                                      self.hw, DEFAULT), self.sw, DEFAULT)
+                # the layer as the target's runtime runs it (its cp exchange and fp8 scaling too:
+                # a floor built on another runtime's kernels need not stay under this one's step)
+                case = LayerCase.under(self.sw, moe=False, tp=tp, sp=sp_on, cp=cp, flavour=self.flavour,
+                                       seq=self.seq, micro=micro, ep=1, precision=self.precision)
+                w = slowed(layer_work(self.shape, case, self.hw, DEFAULT), self.sw, DEFAULT)
                 x = exposed(w, tp_link, alone, alone, False, self.sw.tp_overlap, DEFAULT,
                             tp_calls("dense", sp_on, tp, w))
                 best = min(best, (w.forward + w.backward_input + w.backward_weight + x.tp_f + x.tp_b) / micro)

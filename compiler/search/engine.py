@@ -983,13 +983,10 @@ class Engine:
         work = self._piece_cache.get(key)
         if work is None:
             shape, hw, c, sw = self.shape, self.hw, self.constants, self.software
-            work = timing.runtime_work(timing.layer_work(
-                shape, moe, tp, sp, cp, self.flavour, self.seq, micro, ep,
-                timing.gemm_precision(self.fixed["precision"], sw), sw.attention, sw.kernels, hw, c,
-                balanced=sw.balanced_routing, cp_runtime=sw.context_parallel, fp8_scaling=sw.fp8_scaling,
-                routing_load=sw.routing_load, expert_bias=sw.expert_bias,
-                expert_clamp=sw.expert_clamp, rope_unfused=sw.rope_unfused),
-                moe, shape, hw, sw, c)  # `slowed`, then `dispatched` if moe
+            case = timing.LayerCase.under(sw, moe=moe, tp=tp, sp=sp, cp=cp, flavour=self.flavour, seq=self.seq,
+                                          micro=micro, ep=ep, precision=self.fixed["precision"])
+            work = timing.runtime_work(timing.layer_work(shape, case, hw, c),
+                                       moe, shape, hw, sw, c)  # `slowed`, then `dispatched` if moe
             self._piece_cache[key] = work
         return work
 
