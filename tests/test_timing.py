@@ -493,11 +493,13 @@ def test_layer_case_builds_what_a_generated_dataclass_builds():
     of the fields' tuple, equality on the fields, frozen; `dataclasses.replace` rebuilds it."""
     names = [f.name for f in dataclasses.fields(timing.LayerCase) if f.init]
     assert names == ["moe", "tp", "sp", "cp", "flavour", "seq", "micro", "ep", "precision", "attention", "kernels",
-                     "balanced", "cp_runtime", "fp8_scaling", "routing_load"]
+                     "balanced", "cp_runtime", "fp8_scaling", "routing_load", "expert_bias", "expert_clamp",
+                     "rope_unfused"]
     Reference = dataclasses.make_dataclass(
         "Reference", [(f.name, f.type, f) for f in dataclasses.fields(timing.LayerCase) if f.init],
         frozen=True)  # the generated __init__ over the same fields and defaults
-    values = (True, 4, True, 2, "all-gather", 8192, 3, 8, "fp8", "flash-te", "fused", True, "torch", "dynamic", 1.5)
+    values = (True, 4, True, 2, "all-gather", 8192, 3, 8, "fp8", "flash-te", "fused", True, "torch", "dynamic", 1.5,
+              True, True, True)
     case = timing.LayerCase(*values)
     reference = Reference(*values)
     assert tuple(getattr(case, n) for n in names) == dataclasses.astuple(reference) == values
@@ -522,11 +524,12 @@ def test_layer_case_of_knobs_runs_the_software_s_choices():
         attention="flash", kernels="eager", balanced=False, cp_runtime="parc", fp8_scaling="delayed",
         routing_load=0.0)
     te = timing.Software(attention="flash-te", kernels="fused", fp8="linear", fp8_scaling="current",
-                         context_parallel="te", balanced_routing=True, routing_load=1.25)
+                         context_parallel="te", balanced_routing=True, routing_load=1.25, expert_bias=True,
+                         expert_clamp=True, rope_unfused=True)
     assert timing.LayerCase.of(replace(k, tp=2), False, te) == timing.LayerCase(
         moe=False, tp=2, sp=True, cp=2, flavour="all-to-all", seq=8192, micro=2, ep=4, precision="fp8",
         attention="flash-te", kernels="fused", balanced=True, cp_runtime="te", fp8_scaling="current",
-        routing_load=1.25)
+        routing_load=1.25, expert_bias=True, expert_clamp=True, rope_unfused=True)
 
 
 def test_time_model_does_not_import_torch_or_numpy():
