@@ -1369,10 +1369,11 @@ def moe_gemm_floor(shape: Shape, tp: int, cp: int, seq: int, micro: int, precisi
                for kernels, count, m, k, nn in attention_gemms(shape, tp, n) + router + shared)
 
 
-@dataclass(frozen=True)
-class BiasWork:
-    """An eager elementwise pass of the routed experts (their output bias, their GLU clamp) on one
-    GPU for one micro-batch."""
+@dataclass(frozen=True, slots=True)
+class EagerPass:
+    """Elementwise work a fused runtime leaves to eager PyTorch over the routed experts' rows (their
+    output bias, their GLU clamp) on one GPU for one micro-batch: HBM bytes and kernels, forward
+    and backward."""
 
     bytes_f: float
     bytes_b: float
@@ -1380,22 +1381,22 @@ class BiasWork:
     kernels_b: int
 
 
-def expert_bias_work(rows: float, hidden: int, local: int) -> BiasWork:
+def expert_bias_work(rows: float, hidden: int, local: int) -> EagerPass:
     """HBM bytes and kernels of Megatron-Core's eager per-expert output bias (`EXPERT_BIAS_PASSES`,
     `EXPERT_BIAS_KERNELS`) over `rows` routed copies of width `hidden` on `local` experts: it is
     memory-bound elementwise work the grouped GEMM's epilogue does not absorb, so it costs its
     bytes at the HBM rate whatever the GPU's FLOP/s."""
     (per_f, once_f), (per_b, once_b) = EXPERT_BIAS_KERNELS
-    return BiasWork(ACT * EXPERT_BIAS_PASSES[0] * rows * hidden, ACT * EXPERT_BIAS_PASSES[1] * rows * hidden,
+    return EagerPass(ACT * EXPERT_BIAS_PASSES[0] * rows * hidden, ACT * EXPERT_BIAS_PASSES[1] * rows * hidden,
                     per_f * local + once_f, per_b * local + once_b)
 
 
-def expert_clamp_work(rows: float, width: float) -> BiasWork:
+def expert_clamp_work(rows: float, width: float) -> EagerPass:
     """HBM bytes and kernels of Megatron-Core's eager clamp of the routed experts' GLU input
     (`EXPERT_CLAMP_PASSES`, `EXPERT_CLAMP_KERNELS`) over `rows` routed copies of the fc1 output,
     `width` (= `up x expert_ffn`) wide: elementwise work outside the compiled activation kernel,
     paid at the HBM rate whatever the GPU's FLOP/s."""
-    return BiasWork(ACT * EXPERT_CLAMP_PASSES[0] * rows * width, ACT * EXPERT_CLAMP_PASSES[1] * rows * width,
+    return EagerPass(ACT * EXPERT_CLAMP_PASSES[0] * rows * width, ACT * EXPERT_CLAMP_PASSES[1] * rows * width,
                     *EXPERT_CLAMP_KERNELS)
 
 
