@@ -2689,23 +2689,87 @@ def dp_ledger(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, re
       gradients;
     - hsdp: zero3 over the shard group plus one all-reduce of the sharded gradients over the
       replicas per step."""
+    params_dense, params_expert = r.params_dense, r.params_expert
     if experts_folded(runtime, k.tp, k.ep):  # one set: the experts are in their layers' units
-        r = replace(r, params_dense=r.params_dense + r.params_expert, params_expert=0)
-    return _dp_ledger(r.params_dense, r.params_expert, r.layers, k.microbatches, k.sharding, k.pp,
-                      dense, expert, shard, replicate, grad, runtime, r.moe_layers or r.layers,
-                      max(1, k.virtual_stages) if k.pp > 1 else 1, r.blocks_dense, r.blocks_expert, k.bucket,
-                      r.params_root)
+        params_dense, params_expert = params_dense + params_expert, 0
+    pp = k.pp
+    # the case built here, not by a classmethod: one Python call fewer per rank per `step_time`
+    case = DpCase(params_dense, params_expert, r.layers, r.moe_layers or r.layers,
+                  max(1, k.virtual_stages) if pp > 1 else 1, r.blocks_dense, r.blocks_expert, r.params_root,
+                  k.microbatches, k.sharding, pp, k.bucket, grad, runtime)
+    return _dp_ledger(case, dense, expert, shard, replicate)
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class DpCase:
+    """What one rank's data-parallel ledger (`_dp_ledger`) reads besides its four links, as one
+    hashable key: the rank's parameters as the runtime reduces and gathers them (`RankTimes`'
+    counts, the experts folded into the dense set where `experts_folded`), the layout's sharding
+    and step (`Knobs`), the bytes per reduced element and whose runtime moves them (`Software`).
+    Narrower than `RankTimes` and `Knobs` themselves: layouts whose ranks differ only in
+    seconds, or in knobs the ledger does not read, share one entry. Built once per rank per
+    `step_time` (`dp_ledger`): its `__init__` stores by slot and keeps the hash, as `LayerCase`'s
+    does."""
+
+    params_dense: int
+    """Dense parameters on the rank (the routed experts' too where `experts_folded`)."""
+    params_expert: int
+    """Routed-expert parameters on the rank, reduced over the expert group (0 when folded)."""
+    layers: int
+    """Transformer layers on the rank: FSDP units of the dense set, with the root."""
+    moe_layers: int
+    """FSDP units of the expert set: the rank's MoE layers (its layers where none is MoE)."""
+    chunks: int
+    """Model chunks on the rank (virtual stages under pp, else 1): zero1's buckets without blocks."""
+    blocks_dense: tuple
+    """Per chunk, its dense blocks (`Load.blocks_dense`): zero1's buckets."""
+    blocks_expert: tuple
+    """Per chunk, its routed experts' blocks (`Load.blocks_expert`)."""
+    params_root: int
+    """The embedding, final norm and output (FSDP2's root unit, `Load.params_root`)."""
+    microbatches: int
+    """Micro-batches per step: how often the per-micro-batch collectives repeat."""
+    sharding: str
+    """`Knobs.sharding`: none, zero1, zero2, zero3 or hsdp."""
+    pp: int
+    """Pipeline degree: torch's stages reduce and reshard only after the last backward."""
+    bucket: int
+    """`Knobs.bucket`: zero1's elements per bucket as the spec writes it (0: the default)."""
+    grad: int
+    """`Software.grad_bytes`: bytes per reduced gradient element."""
+    runtime: str
+    """`Software.dp_runtime`: "torch" (FSDP2, parc's job) or "megatron"."""
+
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __init__(self, params_dense: int, params_expert: int, layers: int, moe_layers: int, chunks: int,
+                 blocks_dense: tuple, blocks_expert: tuple, params_root: int, microbatches: int, sharding: str,
+                 pp: int, bucket: int, grad: int, runtime: str) -> None:
+        """The generated `__init__`, faster (`LayerCase.__init__`: slot setters, the hash kept)."""
+        values = (params_dense, params_expert, layers, moe_layers, chunks, blocks_dense, blocks_expert,
+                  params_root, microbatches, sharding, pp, bucket, grad, runtime)
+        for store, value in zip(_DP_STORES, values, strict=True):
+            store(self, value)
+        _DP_HASH(self, hash(values))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
+_DP_STORES = tuple(DpCase.__dict__[f.name].__set__ for f in fields(DpCase) if f.name != "_hash")
+"""Each `DpCase` field's slot setter, in the fields' order (`DpCase.__init__`)."""
+_DP_HASH = DpCase.__dict__["_hash"].__set__
 
 
 @lru_cache(maxsize=65536)
-def _dp_ledger(params_dense: int, params_expert: int, layers: int, m: int, mode: str, pp: int, dense: Link,
-               expert: Link, shard: Link, replicate: Link, grad: int, runtime: str = "torch",
-               moe_layers: int = 0, chunks: int = 1, blocks_dense: tuple = (), blocks_expert: tuple = (),
-               bucket: int = 0, params_root: int = 0) -> tuple[Collective, ...]:
-    sets = ((params_dense, shard if mode == "hsdp" else dense, layers + 1, blocks_dense, params_root),
-            (params_expert, expert, moe_layers, blocks_expert, 0))
+def _dp_ledger(case: DpCase, dense: Link, expert: Link, shard: Link, replicate: Link) -> tuple[Collective, ...]:
+    """`dp_ledger` of its `DpCase` (the cache's key) on the four links."""
+    mode, m, pp, grad, bucket, layers = case.sharding, case.microbatches, case.pp, case.grad, case.bucket, case.layers
+    params_dense, chunks = case.params_dense, case.chunks
+    sets = ((params_dense, shard if mode == "hsdp" else dense, layers + 1, case.blocks_dense, case.params_root),
+            (case.params_expert, expert, case.moe_layers, case.blocks_expert, 0))
     out: list[Collective] = []
-    torch_runtime = runtime == "torch"
+    torch_runtime = case.runtime == "torch"
     units = layers + 1  # FSDP2 wraps each transformer layer, and the root (embedding, output)
 
     def add(kind: str, payload: float, count: int, lk: Link, window: str, calls: int = 0) -> None:

@@ -669,3 +669,38 @@ def test_runtime_work_is_slowed_then_dispatched_to_the_bit():
                         assert timing.runtime_work(w, moe, s, hw, sw, c) == two
                         compared += 1
     assert compared == 2 * 2 * 5 * len(softwares) * len(constants)
+
+
+def test_dp_case_builds_what_a_generated_dataclass_builds():
+    """`DpCase`'s own `__init__` (slot setters, for speed) stores what the generated one would:
+    each argument in its field, the hash of the fields' tuple, equality on the fields, frozen."""
+    names = [f.name for f in dataclasses.fields(timing.DpCase) if f.init]
+    assert names == ["params_dense", "params_expert", "layers", "moe_layers", "chunks", "blocks_dense",
+                     "blocks_expert", "params_root", "microbatches", "sharding", "pp", "bucket", "grad", "runtime"]
+    Reference = dataclasses.make_dataclass(
+        "Reference", [(f.name, f.type, f) for f in dataclasses.fields(timing.DpCase) if f.init], frozen=True)
+    values = (1000, 400, 8, 4, 2, (((10, 3),), ((10, 5),)), (((7, 4),),), 30, 16, "zero1", 4, 0, 4, "torch")
+    case = timing.DpCase(*values)
+    assert tuple(getattr(case, n) for n in names) == dataclasses.astuple(Reference(*values)) == values
+    assert timing.DpCase(**dict(zip(names, values, strict=True))) == case
+    assert hash(case) == hash(values)
+    assert hash(replace(case, pp=8)) == hash(values[:10] + (8,) + values[11:])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        case.pp = 8  # type: ignore[misc]
+
+
+def test_dp_ledger_folds_the_experts_and_ignores_the_seconds():
+    """`dp_ledger` under parc's runtime without tp and ep reduces the routed experts with their
+    layers (`experts_folded`): DDP's one all-reduce per FSDP unit carries grad x (dense + expert)
+    bytes, by hand; with ep 2 the experts are their own set. Ranks that differ only in seconds
+    share the cached ledger (`DpCase` reads no seconds)."""
+    lk = timing.Link(size=8, ring=1e9, near=1e9, far=1e9, local=8, latency=0.0)
+    r = timing.RankTimes(forward=1.0, backward_input=1.0, backward_weight=1.0, recompute=0.0,
+                         exposed_f=(0.0,) * 4, exposed_b=(0.0,) * 4, sent=(0.0,) * 4,
+                         params_dense=1000, params_expert=600, layers=3, moe_layers=3)
+    k = Knobs(tp=1, pp=1, dp=8, ep=1, microbatches=4)
+    folded = timing.dp_ledger(r, k, lk, lk, lk, lk, 4, "torch")
+    assert [(c.kind, c.payload * c.count, c.window) for c in folded] == [("all_reduce", 4 * 1600, "last_backward")]
+    assert timing.dp_ledger(replace(r, forward=2.0, recompute=0.5), k, lk, lk, lk, lk, 4, "torch") is folded
+    apart = timing.dp_ledger(r, replace(k, ep=2), lk, lk, lk, lk, 4, "torch")
+    assert sorted(c.payload * c.count for c in apart) == [4 * 600, 4 * 1000]
