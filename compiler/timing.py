@@ -43,6 +43,7 @@ import math
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from operator import attrgetter
+from typing import NamedTuple
 
 from . import flops, hbm
 from . import kernels as kernel_model
@@ -2659,6 +2660,22 @@ def _replayed_idle_per_rank(schedule: str, pp: int, v: int, rounds: int, f: floa
 # Data parallelism and the optimizer step
 
 
+class DpLinks(NamedTuple):
+    """The four links a rank's data-parallel traffic runs on (`rank_steps`, search's
+    `_best_links`): one bundle for the functions that read the ledger against them. A tuple, so
+    callers that spread it over `dp_ledger`'s and `dp_exposed`'s four link parameters still can,
+    and its hash is the plain tuple's (a cache key no wider than the four links were)."""
+
+    dense: Link
+    """The dense parameters' data-parallel group (dp x cp x the ep axis)."""
+    expert: Link
+    """The routed experts' group (`Geometry.expert`, or `expert_tp` under parc's runtime)."""
+    shard: Link
+    """hsdp's shard group: the dense set's gathers and reduce-scatters under hsdp."""
+    replicate: Link
+    """hsdp's replicas: the sharded gradients' all-reduce under hsdp."""
+
+
 def dp_ledger(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, replicate: Link,
               grad: int = PARC.grad_bytes, runtime: str = PARC.dp_runtime) -> tuple[Collective, ...]:
     """The data-parallel collectives of one rank over one step: what the runtime that moves them
@@ -2848,7 +2865,7 @@ def dp_exposed(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, r
     Without `overlap` (`Software.dp_overlap`) the once-per-step calls are charged whole."""
     ledger = dp_ledger(r, k, dense, expert, shard, replicate, grad, runtime)
     back = r.backward_input + r.backward_weight + r.recompute
-    return _dp_exposed(ledger, k.microbatches, r.forward, back, dense, expert, shard, replicate,
+    return _dp_exposed(ledger, k.microbatches, r.forward, back, DpLinks(dense, expert, shard, replicate),
                        nic_busy(r, dense), overlap)
 
 
@@ -2871,21 +2888,23 @@ def nic_busy(r: RankTimes, lk: Link) -> tuple[float, float]:
 
 
 @lru_cache(maxsize=65536)
-def _dp_exposed(ledger: tuple[Collective, ...], m: int, forward: float, back: float, dense: Link, expert: Link,
-                shard: Link, replicate: Link, busy_nic: tuple[float, float] = (0.0, 0.0),
-                overlap: bool = True) -> tuple[float, float]:
-    windows = dp_windows(ledger, m, dense, expert, shard, replicate)
+def _dp_exposed(ledger: tuple[Collective, ...], m: int, forward: float, back: float, links: DpLinks,
+                busy_nic: tuple[float, float] = (0.0, 0.0), overlap: bool = True) -> tuple[float, float]:
+    """`dp_exposed` of a ledger on its four `links`, under windows of `forward` and `back`
+    seconds of which `busy_nic` the other axes' traffic holds the NIC (`nic_busy`)."""
+    windows = dp_windows(ledger, m, links)
     return dp_window_exposure(windows, m, forward, back, busy_nic, overlap), windows[3]
 
 
-def dp_windows(ledger: tuple[Collective, ...], m: int, dense: Link, expert: Link, shard: Link,
-               replicate: Link) -> tuple[dict, dict, tuple[float, float, int], float, dict]:
+def dp_windows(ledger: tuple[Collective, ...], m: int,
+               links: DpLinks) -> tuple[dict, dict, tuple[float, float, int], float, dict]:
     """What `_dp_exposed` reads of the ledger, which the computation's lengths do not change:
     (busy seconds per window, whether the window's traffic crosses the NIC, (FSDP units per
     micro-batch of the forward and the backward window, post-step gathers per step), bytes sent
     per step, and per window its calls' seconds times the share of the SMs NCCL holds for them
     (`Link.sm_share`, `kernels.overlap_exposed`)). Search's bounds keep it per rank parameters
     and sharding and charge many forward and backward lengths against it (`Engine._rank_tail`)."""
+    dense, expert, shard, replicate = links
     links = {(dense.size, dense.local): dense, (expert.size, expert.local): expert,
              (shard.size, shard.local): shard, (replicate.size, replicate.local): replicate}
     busy = dict.fromkeys(("forward", "backward", "last_backward", "after_step"), 0.0)

@@ -194,8 +194,8 @@ def test_axes_sharing_the_nic_are_held_to_it():
     links = tuple(timing.link(g, hw, timing.DEFAULT) for g in (geo.dense, geo.expert_tp, geo.shard, geo.replicate))
     ledger = timing.dp_ledger(r, knobs, *links)
     back = r.backward_input + r.backward_weight + r.recompute
-    alone, _ = timing._dp_exposed(ledger, knobs.microbatches, r.forward, back, *links)
-    shared, _ = timing._dp_exposed(ledger, knobs.microbatches, r.forward, back, *links,
+    alone, _ = timing._dp_exposed(ledger, knobs.microbatches, r.forward, back, timing.DpLinks(*links))
+    shared, _ = timing._dp_exposed(ledger, knobs.microbatches, r.forward, back, timing.DpLinks(*links),
                                    timing.nic_busy(r, links[0]))
     assert shared == pytest.approx(rank.dp_exposed) and shared > alone
     path = knobs.microbatches * r.total + rank.optimizer

@@ -1360,7 +1360,7 @@ class Engine:
                                                                recompute)
         return m * total / pp * (1 - PIPES_SLACK)
 
-    def _best_links(self, item: _Degrees, shard: int) -> tuple:
+    def _best_links(self, item: _Degrees, shard: int) -> timing.DpLinks:
         """The dense, expert, hsdp shard and replicate links, each with as many ranks inside one
         fast level as the best of the rank orders gives it: data-parallel time only grows with
         fewer, so no order's tail is shorter than with these."""
@@ -1377,7 +1377,7 @@ class Engine:
             size = getattr(groups[0], name).size
             local = max(getattr(g, name).local for g in groups)
             links.append(timing.link(timing.Group(size, local), self.hw, self.constants))
-        item.opt_cache[key] = tuple(links)
+        item.opt_cache[key] = timing.DpLinks(*links)
         return item.opt_cache[key]
 
     def _optimizer(self, item: _Degrees, r, k: Knobs) -> float:
@@ -1508,7 +1508,7 @@ class Engine:
                 ks = self._with_sharding(k, sharding, shard)
                 links = self._best_links(item, ks.hsdp_shard)
                 ledger = timing.dp_ledger(r, ks, *links, self.software.grad_bytes, self.software.dp_runtime)
-                windows = cache[wkey] = (timing.dp_windows(ledger, ks.microbatches, *links),
+                windows = cache[wkey] = (timing.dp_windows(ledger, ks.microbatches, links),
                                          self._optimizer(item, r, ks))
             cached = cache[key] = timing.dp_window_exposure(windows[0], k.microbatches, r.forward, back,
                                                             NO_NIC, self.software.dp_overlap) + windows[1]
