@@ -1785,11 +1785,46 @@ def _torchtitan_again_seconds(shape: Shape, tp: int, n: float, moe: bool, precis
     return sum(gemm_seconds(n, k, out, precision, hw, c) + c.kernel_overhead for _, k, out in again)
 
 
+@dataclass(frozen=True, slots=True)
+class TokenSplit:
+    """How one micro-batch's tokens and the vocabulary split over a layout: what the embedding
+    and the output layer (`embedding_work`, `output_work`) read of it, as one hashable key
+    narrower than `LayerCase` (neither reads the experts, the cp exchange or the attention), so
+    layouts that differ only there share their ends' work.
+
+    Hashed once when built (`frozen.hash_once`): built once per `_rank_times` miss and per
+    search bound's degrees, looked up on every call."""
+
+    tp: int
+    """Tensor-parallel degree: the vocabulary's shards, and the tp collectives' group."""
+    sp: bool
+    """Sequence parallelism in effect (`Knobs.sp`): the norm's tokens split over tp, and the
+    collectives reduce-scatters and all-gathers in place of all-reduces."""
+    cp: int
+    """Context-parallel degree: each rank holds seq / cp of a sequence's tokens."""
+    seq: int
+    """Tokens of one sequence."""
+    micro: int
+    """Sequences per micro-batch."""
+
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        hash_once(self)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    @property
+    def tokens(self) -> float:
+        """Tokens of one micro-batch on one rank: seq x micro / cp."""
+        return self.seq * self.micro / self.cp
+
+
 @lru_cache(maxsize=4096)
-def embedding_work(shape: Shape, tp: int, sp: bool, cp: int, seq: int, micro: int, hw: Hardware,
-                   c: Constants) -> Work:
+def embedding_work(shape: Shape, split: TokenSplit, hw: Hardware, c: Constants) -> Work:
     """Vocab-parallel lookup: its partial sums are all-reduced (reduce-scattered under sp) over tp."""
-    n = seq * micro / cp
+    tp, sp, n = split.tp, split.sp, split.tokens
     h = shape.hidden
     memory_f = memory_seconds(ACT * n * h, hw, c)
     tp_bytes = ACT * n * h if tp > 1 else 0.0
@@ -1800,12 +1835,12 @@ def embedding_work(shape: Shape, tp: int, sp: bool, cp: int, seq: int, micro: in
 
 
 @lru_cache(maxsize=4096)
-def output_work(shape: Shape, tp: int, sp: bool, cp: int, seq: int, micro: int, vocab: int,
-                precision: str, kernels: str, hw: Hardware, c: Constants) -> Work:
-    """Final norm, the vocab-parallel logits and the cross-entropy. Under sp the norm's output is
-    all-gathered forward and its gradient reduce-scattered backward; without, the input gradient
-    is all-reduced backward."""
-    n = seq * micro / cp
+def output_work(shape: Shape, split: TokenSplit, vocab: int, precision: str, kernels: str, hw: Hardware,
+                c: Constants) -> Work:
+    """Final norm, the vocab-parallel logits (`vocab` padded as the runtime pads it) and the
+    cross-entropy. Under sp the norm's output is all-gathered forward and its gradient
+    reduce-scattered backward; without, the input gradient is all-reduced backward."""
+    tp, sp, n = split.tp, split.sp, split.tokens
     h = shape.hidden
     shard = tp if sp and tp > 1 else 1
     gemm = gemm_seconds(n, h, vocab / tp, precision, hw, c) + c.kernel_overhead
@@ -2549,10 +2584,10 @@ def _rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constant
         seconds = tuple(sum(r.count * collective_seconds(r, tp_l if axis == "tp" else ep_l)
                             for r in replay if r.axis == axis) for axis in ("tp", "ep"))
         pieces.append((w, x, replay, seconds))
-    emb = slowed(embedding_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch, hw, c), sw, c)
-    out = regathered(slowed(output_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch,
-                                        padded_vocab(shape.vocab, k.tp, k.runtime), "bf16", sw.kernels, hw, c),
-                            sw, c), sw)
+    split = TokenSplit(k.tp, sp, k.cp, k.seq, k.micro_batch)
+    emb = slowed(embedding_work(shape, split, hw, c), sw, c)
+    out = regathered(slowed(output_work(shape, split, padded_vocab(shape.vocab, k.tp, k.runtime), "bf16",
+                                        sw.kernels, hw, c), sw, c), sw)
     # vocabulary-parallel cross-entropy: the max, the sum of exponentials and the target logit
     # of every token all-reduced over tp in fp32 (torch's loss_parallel, Megatron-LM's alike)
     loss = ((Collective("tp", "all_reduce", FP32 * tokens, 3, tp_l.size, tp_l.local, "path", 3, "forward"),)

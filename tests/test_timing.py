@@ -345,8 +345,8 @@ def test_the_loss_moves_the_bytes_of_each_runtimes_ops():
     assert timing.cross_entropy_bytes("eager", 2) == (38, 38)
     plan = plan_of(layout="dp 8")
     s, hw = shape_of(plan), timing.hardware_of(plan)
-    fused = timing.output_work(s, 1, False, 1, 4096, 1, 131072, "bf16", "fused", hw, DEFAULT)
-    eager = timing.output_work(s, 1, False, 1, 4096, 1, 131072, "bf16", "eager", hw, DEFAULT)
+    fused = timing.output_work(s, timing.TokenSplit(1, False, 1, 4096, 1), 131072, "bf16", "fused", hw, DEFAULT)
+    eager = timing.output_work(s, timing.TokenSplit(1, False, 1, 4096, 1), 131072, "bf16", "eager", hw, DEFAULT)
     logits, norm = 4096 * 131072, 2 * 2 * 4096 * s.hidden  # the final norm reads and writes h
     hbm = hw.hbm * DEFAULT.hbm_efficiency
     assert fused.memory_f == pytest.approx((38 * logits + norm) / hbm, rel=1e-9)
@@ -704,3 +704,22 @@ def test_dp_ledger_folds_the_experts_and_ignores_the_seconds():
     assert timing.dp_ledger(replace(r, forward=2.0, recompute=0.5), k, lk, lk, lk, lk, 4, "torch") is folded
     apart = timing.dp_ledger(r, replace(k, ep=2), lk, lk, lk, lk, 4, "torch")
     assert sorted(c.payload * c.count for c in apart) == [4 * 600, 4 * 1000]
+
+
+def test_token_split_keys_the_ends_work_on_its_fields():
+    """`TokenSplit` hashes its fields' tuple and compares on them; the ends' work of one split
+    is one cached object whichever layout asks, and the output layer's logits GEMM reads the
+    tokens on one rank as seq x micro / cp (8,192 x 2 / 4 = 4,096: the same as cp 1, micro 1,
+    seq 4,096), by hand."""
+    split = timing.TokenSplit(4, True, 4, 8192, 2)
+    assert hash(split) == hash((4, True, 4, 8192, 2)) and split == timing.TokenSplit(4, True, 4, 8192, 2)
+    assert split.tokens == 4096
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        split.tp = 8  # type: ignore[misc]
+    plan = plan_of(layout="dp 8")
+    s, hw = shape_of(plan), timing.hardware_of(plan)
+    out = timing.output_work(s, split, 131072, "bf16", "fused", hw, DEFAULT)
+    assert timing.output_work(s, timing.TokenSplit(4, True, 4, 8192, 2), 131072, "bf16", "fused", hw, DEFAULT) is out
+    same_tokens = timing.output_work(s, timing.TokenSplit(4, True, 1, 4096, 1), 131072, "bf16", "fused", hw, DEFAULT)
+    assert out == same_tokens
+    assert out != timing.output_work(s, timing.TokenSplit(4, True, 1, 8192, 1), 131072, "bf16", "fused", hw, DEFAULT)

@@ -965,10 +965,11 @@ class Engine:
             dense = self._work_of(False, tp, sp, cp, micro, ep)
             free = dict(zip(((False, mode) for mode in RECOMPUTE), summed(dense), strict=True))
             vocab = padded_vocab(shape.vocab, tp, self.runtime)
-            free["embedding"] = summed(timing.slowed(timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c),
-                                                     sw, c), ("none",))[0]
-            free["output"] = summed(timing.slowed(timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab,
-                                                                     "bf16", sw.kernels, hw, c), sw, c), ("none",))[0]
+            split = timing.TokenSplit(tp, sp, cp, self.seq, micro)
+            free["embedding"] = summed(timing.slowed(timing.embedding_work(shape, split, hw, c), sw, c),
+                                       ("none",))[0]
+            free["output"] = summed(timing.slowed(timing.output_work(shape, split, vocab, "bf16", sw.kernels, hw, c),
+                                                  sw, c), ("none",))[0]
             self._piece_cache[free_key] = free
         if not shape.moe:
             return free
@@ -1012,8 +1013,9 @@ class Engine:
             nothing, selective = timing.Exposed(), sw.selective
             vocab = padded_vocab(shape.vocab, tp, self.runtime)
             free = {}
-            for name, work in (("embedding", timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c)),
-                               ("output", timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab, "bf16",
+            split = timing.TokenSplit(tp, sp, cp, self.seq, micro)
+            for name, work in (("embedding", timing.embedding_work(shape, split, hw, c)),
+                               ("output", timing.output_work(shape, split, vocab, "bf16",
                                                              sw.kernels, hw, c))):
                 p = timing.piece_of(timing.slowed(work, sw, c), nothing, "none", selective)
                 free[name] = (p[0], p[1], p[2], p[3], 0.0, 0.0)
