@@ -1154,12 +1154,17 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
     (`windowed_ring_rank`: steps wholly outside every query's window do no work and launch no
     kernel; the count returned here stays the full layer's steps, the ring's structure, and
     `flash_attention_launches` counts the kernels that run); under the other flavours the ratio
-    scales the kernels."""
+    scales the kernels.
+
+    Its nine parameters stay plain (not an `AttentionCase`): the cache is typed, an int and a
+    float `n` of one value kept apart so that every caller gets the bits it got uncached, which a
+    bundle's key (equal and equally hashed for 1 and 1.0) would merge."""
     windowed = window_share(shape, seq)
-    full = _flash_attention_kind(shape, tp, cp, flavour, seq, n, attention, hw, sustained, 0)
+    case = AttentionCase(tp, cp, flavour, seq, n, attention, sustained)
+    full = _flash_attention_kind(shape, case, hw, 0)
     if not windowed:
         return full
-    banded = _flash_attention_kind(shape, tp, cp, flavour, seq, n, attention, hw, sustained, shape.window)
+    banded = _flash_attention_kind(shape, case, hw, shape.window)
     return ((1 - windowed) * full[0] + windowed * banded[0], (1 - windowed) * full[1] + windowed * banded[1],
             full[2])
 
@@ -1175,12 +1180,13 @@ def flash_attention_launches(shape: Shape, tp: int, cp: int, flavour: str, seq: 
     travels (the ring relays it to the ranks after), so the exchange is charged as before. Under
     parc's all-gather cp a windowed layer launches its query chunks' band blocks
     (`gathered_band`). Without a window, or under another flavour, exactly
-    `flash_attention_seconds`' count."""
+    `flash_attention_seconds`' count. Plain parameters as `flash_attention_seconds`' (its typed cache)."""
     steps = flash_attention_seconds(shape, tp, cp, flavour, seq, n, attention, hw, sustained)[2]
     windowed = window_share(shape, seq)
     if not windowed or flavour not in ("ring", GATHERED_BLOCKS) or cp == 1:
         return steps
-    banded = _flash_attention_kind(shape, tp, cp, flavour, seq, n, attention, hw, sustained, shape.window)
+    case = AttentionCase(tp, cp, flavour, seq, n, attention, sustained)
+    banded = _flash_attention_kind(shape, case, hw, shape.window)
     return (1 - windowed) * steps + windowed * banded[2]
 
 
@@ -1192,9 +1198,31 @@ def window_share(shape: Shape, seq: int) -> float:
     return sum(shape.windowed) / shape.layers
 
 
-def _flash_attention_kind(shape: Shape, tp: int, cp: int, flavour: str, seq: int, n: float, attention: str,
-                          hw: Hardware, sustained: float, window: int) -> tuple[float, float, int]:
+class AttentionCase(NamedTuple):
+    """One layer's fused attention as `flash_attention_seconds` is asked for it, less the model
+    and the GPU: what `_flash_attention_kind` reads for each kind of layer. Built only on the
+    cached callers' misses, and never a cache key itself (their typed keys stay theirs)."""
+
+    tp: int
+    """Tensor-parallel degree: the heads split over it."""
+    cp: int
+    """Context-parallel degree: each rank holds seq / cp of the queries."""
+    flavour: str
+    """How cp runs the kernels: "ring" (cp steps), `GATHERED_BLOCKS` (parc's all-gather blocks),
+    or one causal kernel over all keys (all-gather, all-to-all)."""
+    seq: int
+    """Tokens of one sequence: the keys."""
+    n: float
+    """Sequences whose attention one kernel runs (the micro-batch, or its share per rank)."""
+    attention: str
+    """`Software.attention`: whose kernel (`ATTENTION_KERNELS`, `kernels.attention_curve`)."""
+    sustained: float
+    """`Constants.attention_sustained`: a training run's speed relative to the benchmarks."""
+
+
+def _flash_attention_kind(shape: Shape, case: AttentionCase, hw: Hardware, window: int) -> tuple[float, float, int]:
     """`flash_attention_seconds` for layers of one kind: full causal (`window` 0) or windowed."""
+    tp, cp, flavour, seq, n, attention, sustained = case
     curve = kernel_model.attention_curve(ATTENTION_KERNELS.get(attention, "sdpa"), hw.generation)
     d = shape.head_dim
     ratio = flops.windowed_keys(seq, window) / flops.causal_keys(seq) if window else 1.0
