@@ -2194,15 +2194,51 @@ def _chunk_kinds(shape: Shape, first: int, layers: int, recompute: str,
     return kinds
 
 
+@dataclass(frozen=True, slots=True)
+class Chunking:
+    """How a layout cuts the model over its pipeline ranks and shards each rank's parameters:
+    what `rank_loads` reads of it besides the recomputation, and all `_rank_frames` reads, as one
+    key narrower than `Knobs` (no dp, cp, sequence or micro-batch: layouts that differ there
+    share their ranks' loads). Hashed once when built (`frozen.hash_once`)."""
+
+    tp: int
+    """Tensor-parallel degree: each rank's share of the layers' and the vocabulary's parameters."""
+    ep: int
+    """Expert-parallel degree: each rank's share of the routed experts."""
+    pp: int
+    """Pipeline degree: the ranks the chunks are placed on."""
+    v: int
+    """Virtual stages (`Knobs.virtual_stages`): chunks per rank under the interleaved schedules."""
+    schedule: str
+    """The pipeline schedule: with pp and v, which chunks each rank holds (`chunks_of`)."""
+    split: tuple[int, ...] | None
+    """Layers per stage as the spec writes them (None: even)."""
+    runtime: str
+    """`Knobs.runtime`: the vocabulary's padding and whether the experts fold into their layers."""
+
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        hash_once(self)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    @classmethod
+    def of(cls, k: Knobs) -> Chunking:
+        """Layout `k`'s chunking."""
+        return cls(k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)
+
+
 @lru_cache(maxsize=4096)
-def rank_loads(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str, split: tuple[int, ...] | None,
-               runtime: str, recompute: str, recompute_layers: int | None) -> tuple[Load, ...]:
+def rank_loads(shape: Shape, chunking: Chunking, recompute: str, recompute_layers: int | None) -> tuple[Load, ...]:
     """Each pipeline rank's load, from its chunks (`stages.py`, through the memory model's cached
     `chunks_of`); parameters counted as the memory model's `chunk_params` counts them, but from
     the layer counts, so that a hostile layer count costs nothing. What does not depend on the
-    recomputation (`_rank_frames`) is shared by every mode."""
+    recomputation (`_rank_frames`) is shared by every mode: `recompute` and `recompute_layers`
+    (`Knobs`' own, `full N`'s layers per chunk) stay apart from the `Chunking` for that."""
     loads = []
-    for mine, frame in _rank_frames(shape, tp, ep, pp, v, schedule, split, runtime):
+    for mine, frame in _rank_frames(shape, chunking):
         kinds: dict[tuple[bool, str], int] = {}
         for chunk in mine:
             for key, count in _chunk_kinds(shape, chunk.first_layer, chunk.layers, recompute, recompute_layers):
@@ -2214,13 +2250,13 @@ def rank_loads(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str, s
 
 
 @lru_cache(maxsize=1024)
-def _rank_frames(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str, split: tuple[int, ...] | None,
-                 runtime: str) -> tuple[tuple[tuple, dict], ...]:
+def _rank_frames(shape: Shape, chunking: Chunking) -> tuple[tuple[tuple, dict], ...]:
     """Per pipeline rank, its chunks and the fields of its `Load` that the recomputation does
     not change: placement, sends, parameters (a sum over its layers' kinds, whichever mode each
     is recomputed in) and zero1's blocks. A search asks for every recomputation mode of each
     chunking: the chunks are walked once."""
-    chunks = chunks_of(shape.layers, pp, v, schedule, split, shape.tied)
+    tp, ep, pp, runtime = chunking.tp, chunking.ep, chunking.pp, chunking.runtime
+    chunks = chunks_of(shape.layers, pp, chunking.v, chunking.schedule, chunking.split, shape.tied)
     # a boundary is a send only between ranks: ZB-V and DualPipe-V keep both chunks of the V's
     # turn on one rank, and pass the activation on locally (checked against the recorded p2p)
     owner = {ch.index: ch.rank for ch in chunks}
@@ -2584,8 +2620,7 @@ def _rank_knobs(values: tuple) -> Knobs:
 def _rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants,
                 sw: Software) -> tuple[tuple[Load, ...], dict[Load, RankTimes]]:
     """`rank_times` of knobs normalised by `per_rank_knobs` (the cache's key)."""
-    loads = rank_loads(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime,
-                       k.recompute, k.recompute_layers)
+    loads = rank_loads(shape, Chunking.of(k), k.recompute, k.recompute_layers)
     links = (link(geo.tp, hw, c), link(geo.cp, hw, c), link(geo.ep, hw, c))
     overlap_ep = k.schedule == "dualpipe-v" or sw.ep_overlap
     sp = k.sp
@@ -3370,8 +3405,7 @@ def hardware_flops_per_token(shape: Shape, k: Knobs, sw: Software) -> float:
         if "moe" in modules and shape.moe:
             total += flops.moe_count(shape) * moe_gemm_flops(shape, 1, 1, 1, 1)
     elif k.recompute == "full":
-        loads = rank_loads(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime,
-                           k.recompute, k.recompute_layers)
+        loads = rank_loads(shape, Chunking.of(k), k.recompute, k.recompute_layers)
         for load in loads:
             for moe, mode, count in load.pieces:
                 if mode == "full":

@@ -555,8 +555,7 @@ def test_rank_loads_agree_with_the_memory_model(path):
 
     plan = compile_path(str(path), checks=False).plan
     shape, k = shape_of(plan), knobs_of(plan)
-    loads = timing.rank_loads(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime,
-                              k.recompute, k.recompute_layers)
+    loads = timing.rank_loads(shape, timing.Chunking.of(k), k.recompute, k.recompute_layers)
     ranks = rank_params(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)
     assert len(loads) == len(ranks)
     for load, rank in zip(loads, ranks, strict=True):
@@ -723,3 +722,21 @@ def test_token_split_keys_the_ends_work_on_its_fields():
     same_tokens = timing.output_work(s, timing.TokenSplit(4, True, 1, 4096, 1), 131072, "bf16", "fused", hw, DEFAULT)
     assert out == same_tokens
     assert out != timing.output_work(s, timing.TokenSplit(4, True, 1, 8192, 1), 131072, "bf16", "fused", hw, DEFAULT)
+
+
+def test_chunking_of_knobs_reads_the_ranks_cut_and_nothing_else():
+    """`Chunking.of`: tp, ep, pp, the virtual stages, schedule, split and runtime, written out by
+    hand; layouts that differ only in dp, cp, sequence or micro-batch share one chunking, so
+    `rank_loads` returns them one cached tuple."""
+    k = Knobs(tp=2, pp=4, dp=8, cp=2, ep=4, virtual_stages=2, schedule="interleaved-1f1b", split=None, seq=8192,
+              runtime="megatron")
+    chunking = timing.Chunking.of(k)
+    assert chunking == timing.Chunking(tp=2, ep=4, pp=4, v=2, schedule="interleaved-1f1b", split=None,
+                                       runtime="megatron")
+    assert hash(chunking) == hash((2, 4, 4, 2, "interleaved-1f1b", None, "megatron"))
+    assert timing.Chunking.of(replace(k, dp=64, cp=1, seq=4096, micro_batch=4)) == chunking
+    assert timing.Chunking.of(replace(k, virtual_stages=3)) != chunking
+    shape = shape_of(plan_of(layout="dp 8"))
+    loads = timing.rank_loads(shape, chunking, "full", None)
+    assert timing.rank_loads(shape, timing.Chunking.of(replace(k, dp=2, seq=2048)), "full", None) is loads
+    assert len(loads) == 4 and all(load.chunks == 2 for load in loads)

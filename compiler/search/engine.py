@@ -1138,7 +1138,7 @@ class Engine:
             distinct = self._load_cache.get(chunked)
             if distinct is None:
                 distinct = tuple(dict.fromkeys(timing.rank_loads(
-                    self.shape, tp, item.ep, pp, v, schedule, self.split, self.runtime, recompute,
+                    self.shape, timing.Chunking(tp, item.ep, pp, v, schedule, self.split, self.runtime), recompute,
                     self.fixed["recompute_layers"])))
                 distinct = self._load_cache[chunked] = self._load_cache.setdefault(("interned", distinct), distinct)
             self._load_cache[key] = distinct
