@@ -1813,15 +1813,16 @@ def _torchtitan_again_seconds(shape: Shape, tp: int, n: float, moe: bool, precis
     return sum(gemm_seconds(n, k, out, precision, hw, c) + c.kernel_overhead for _, k, out in again)
 
 
-@dataclass(frozen=True, slots=True)
-class TokenSplit:
+class TokenSplit(NamedTuple):
     """How one micro-batch's tokens and the vocabulary split over a layout: what the embedding
     and the output layer (`embedding_work`, `output_work`) read of it, as one hashable key
     narrower than `LayerCase` (neither reads the experts, the cp exchange or the attention), so
     layouts that differ only there share their ends' work.
 
-    Hashed once when built (`frozen.hash_once`): built once per `_rank_times` miss and per
-    search bound's degrees, looked up on every call."""
+    A named tuple, not a slotted dataclass with its hash kept: each is built once per
+    `_rank_times` miss (and per search bound's degrees) and hashed once or twice, so a kept hash
+    buys nothing, and the tuple's own C hash and constructor spare the dataclass's Python
+    `__post_init__` and `__hash__` calls (measured: some 2,000 calls of a cold 405B search)."""
 
     tp: int
     """Tensor-parallel degree: the vocabulary's shards, and the tp collectives' group."""
@@ -1835,24 +1836,12 @@ class TokenSplit:
     micro: int
     """Sequences per micro-batch."""
 
-    _hash: int = field(default=0, init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        hash_once(self)
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    @property
-    def tokens(self) -> float:
-        """Tokens of one micro-batch on one rank: seq x micro / cp."""
-        return self.seq * self.micro / self.cp
-
 
 @lru_cache(maxsize=4096)
 def embedding_work(shape: Shape, split: TokenSplit, hw: Hardware, c: Constants) -> Work:
     """Vocab-parallel lookup: its partial sums are all-reduced (reduce-scattered under sp) over tp."""
-    tp, sp, n = split.tp, split.sp, split.tokens
+    tp, sp, cp, seq, micro = split
+    n = seq * micro / cp
     h = shape.hidden
     memory_f = memory_seconds(ACT * n * h, hw, c)
     tp_bytes = ACT * n * h if tp > 1 else 0.0
@@ -1868,7 +1857,8 @@ def output_work(shape: Shape, split: TokenSplit, vocab: int, precision: str, ker
     """Final norm, the vocab-parallel logits (`vocab` padded as the runtime pads it) and the
     cross-entropy. Under sp the norm's output is all-gathered forward and its gradient
     reduce-scattered backward; without, the input gradient is all-reduced backward."""
-    tp, sp, n = split.tp, split.sp, split.tokens
+    tp, sp, cp, seq, micro = split
+    n = seq * micro / cp
     h = shape.hidden
     shard = tp if sp and tp > 1 else 1
     gemm = gemm_seconds(n, h, vocab / tp, precision, hw, c) + c.kernel_overhead
@@ -2194,12 +2184,12 @@ def _chunk_kinds(shape: Shape, first: int, layers: int, recompute: str,
     return kinds
 
 
-@dataclass(frozen=True, slots=True)
-class Chunking:
+class Chunking(NamedTuple):
     """How a layout cuts the model over its pipeline ranks and shards each rank's parameters:
     what `rank_loads` reads of it besides the recomputation, and all `_rank_frames` reads, as one
     key narrower than `Knobs` (no dp, cp, sequence or micro-batch: layouts that differ there
-    share their ranks' loads). Hashed once when built (`frozen.hash_once`)."""
+    share their ranks' loads). A named tuple, as `TokenSplit` is (built once per lookup or two:
+    its C hash and constructor cost less than a dataclass's kept hash)."""
 
     tp: int
     """Tensor-parallel degree: each rank's share of the layers' and the vocabulary's parameters."""
@@ -2215,14 +2205,6 @@ class Chunking:
     """Layers per stage as the spec writes them (None: even)."""
     runtime: str
     """`Knobs.runtime`: the vocabulary's padding and whether the experts fold into their layers."""
-
-    _hash: int = field(default=0, init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        hash_once(self)
-
-    def __hash__(self) -> int:
-        return self._hash
 
     @classmethod
     def of(cls, k: Knobs) -> Chunking:
@@ -2815,16 +2797,18 @@ def dp_ledger(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, re
     return _dp_ledger(case, dense, expert, shard, replicate)
 
 
-@dataclass(frozen=True, slots=True, init=False)
-class DpCase:
+class DpCase(NamedTuple):
     """What one rank's data-parallel ledger (`_dp_ledger`) reads besides its four links, as one
     hashable key: the rank's parameters as the runtime reduces and gathers them (`RankTimes`'
     counts, the experts folded into the dense set where `experts_folded`), the layout's sharding
     and step (`Knobs`), the bytes per reduced element and whose runtime moves them (`Software`).
     Narrower than `RankTimes` and `Knobs` themselves: layouts whose ranks differ only in
-    seconds, or in knobs the ledger does not read, share one entry. Built once per rank per
-    `step_time` (`dp_ledger`): its `__init__` stores by slot and keeps the hash, as `LayerCase`'s
-    does."""
+    seconds, or in knobs the ledger does not read, share one entry.
+
+    A named tuple, not a slotted dataclass with its hash kept (as `LayerCase`): one is built per
+    rank per `step_time` (`dp_ledger`) and hashed once, by the one lookup, so a kept hash saves
+    nothing and its `__init__` and Python `__hash__` cost two calls per rank (measured on the
+    search rows' call counts); the tuple's constructor and C hash cost less."""
 
     params_dense: int
     """Dense parameters on the rank (the routed experts' too where `experts_folded`)."""
@@ -2854,26 +2838,6 @@ class DpCase:
     """`Software.grad_bytes`: bytes per reduced gradient element."""
     runtime: str
     """`Software.dp_runtime`: "torch" (FSDP2, parc's job) or "megatron"."""
-
-    _hash: int = field(default=0, init=False, repr=False, compare=False)
-
-    def __init__(self, params_dense: int, params_expert: int, layers: int, moe_layers: int, chunks: int,
-                 blocks_dense: tuple, blocks_expert: tuple, params_root: int, microbatches: int, sharding: str,
-                 pp: int, bucket: int, grad: int, runtime: str) -> None:
-        """The generated `__init__`, faster (`LayerCase.__init__`: slot setters, the hash kept)."""
-        values = (params_dense, params_expert, layers, moe_layers, chunks, blocks_dense, blocks_expert,
-                  params_root, microbatches, sharding, pp, bucket, grad, runtime)
-        for store, value in zip(_DP_STORES, values, strict=True):
-            store(self, value)
-        _DP_HASH(self, hash(values))
-
-    def __hash__(self) -> int:
-        return self._hash
-
-
-_DP_STORES = tuple(DpCase.__dict__[f.name].__set__ for f in fields(DpCase) if f.name != "_hash")
-"""Each `DpCase` field's slot setter, in the fields' order (`DpCase.__init__`)."""
-_DP_HASH = DpCase.__dict__["_hash"].__set__
 
 
 @lru_cache(maxsize=65536)
