@@ -2471,9 +2471,33 @@ def torchtitan_replay(work: Work, records: tuple[Collective, ...]) -> tuple[Coll
                  for kind, count in calls if count > 0)
 
 
-def rank_time(load: Load, dense: tuple | None, moe: tuple | None, emb: tuple, out: tuple, pp_send: float,
-              boundary: float, selective: str, pp_link: Link | None = None) -> RankTimes:
-    """`dense` and `moe`: (Work, Exposed, selective replay, its (tp, ep) seconds) of a layer."""
+class RankPieces(NamedTuple):
+    """Everything a pipeline rank's per-micro-batch times are summed from besides its `Load`:
+    one layout's pieces, the same for all its ranks (`_rank_times` builds it once and sums each
+    distinct load over it, `rank_time`)."""
+
+    dense: tuple | None
+    """A dense layer's (Work, Exposed, selective replay, its (tp, ep) seconds); None without one."""
+    moe: tuple | None
+    """An MoE layer's, as `dense`; None in a dense model."""
+    emb: tuple
+    """The embedding's (Work, Exposed)."""
+    out: tuple
+    """The output layer's (Work, Exposed)."""
+    pp_send: float
+    """Seconds of one activation's (or gradient's) send across a chunk boundary (0 without pp)."""
+    boundary: float
+    """Bytes of that send."""
+    selective: str
+    """`Software.selective`: which modules selective recomputation runs again."""
+    pp_link: Link | None = None
+    """The pipeline's link: the sends' records (None: none recorded)."""
+
+
+def rank_time(load: Load, pieces: RankPieces) -> RankTimes:
+    """One pipeline rank's per-micro-batch times: its load's layer counts times the layout's
+    `pieces`, its embedding, output layer and chunk-boundary sends."""
+    dense, moe, emb, out, pp_send, boundary, selective, pp_link = pieces
     acc = [0.0] * 13
     records: list[Collective] = []
     for is_moe, mode, count in load.pieces:
@@ -2644,8 +2668,8 @@ def _rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constant
     boundary = ACT * tokens * shape.hidden / k.tp
     pp_link = link(geo.pp, hw, c)
     pp_send = pp_link.send(boundary) if k.pp > 1 else 0.0
-    times = {load: rank_time(load, pieces[0], pieces[1], emb, out, pp_send, boundary, sw.selective, pp_link)
-             for load in dict.fromkeys(loads)}
+    summed = RankPieces(pieces[0], pieces[1], emb, out, pp_send, boundary, sw.selective, pp_link)
+    times = {load: rank_time(load, summed) for load in dict.fromkeys(loads)}
     return loads, times
 
 
