@@ -43,6 +43,7 @@ import math
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from operator import attrgetter
+from typing import NamedTuple
 
 from . import flops, hbm
 from . import kernels as kernel_model
@@ -1153,12 +1154,17 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
     (`windowed_ring_rank`: steps wholly outside every query's window do no work and launch no
     kernel; the count returned here stays the full layer's steps, the ring's structure, and
     `flash_attention_launches` counts the kernels that run); under the other flavours the ratio
-    scales the kernels."""
+    scales the kernels.
+
+    Its nine parameters stay plain (not an `AttentionCase`): the cache is typed, an int and a
+    float `n` of one value kept apart so that every caller gets the bits it got uncached, which a
+    bundle's key (equal and equally hashed for 1 and 1.0) would merge."""
     windowed = window_share(shape, seq)
-    full = _flash_attention_kind(shape, tp, cp, flavour, seq, n, attention, hw, sustained, 0)
+    case = AttentionCase(tp, cp, flavour, seq, n, attention, sustained)
+    full = _flash_attention_kind(shape, case, hw, 0)
     if not windowed:
         return full
-    banded = _flash_attention_kind(shape, tp, cp, flavour, seq, n, attention, hw, sustained, shape.window)
+    banded = _flash_attention_kind(shape, case, hw, shape.window)
     return ((1 - windowed) * full[0] + windowed * banded[0], (1 - windowed) * full[1] + windowed * banded[1],
             full[2])
 
@@ -1174,12 +1180,13 @@ def flash_attention_launches(shape: Shape, tp: int, cp: int, flavour: str, seq: 
     travels (the ring relays it to the ranks after), so the exchange is charged as before. Under
     parc's all-gather cp a windowed layer launches its query chunks' band blocks
     (`gathered_band`). Without a window, or under another flavour, exactly
-    `flash_attention_seconds`' count."""
+    `flash_attention_seconds`' count. Plain parameters as `flash_attention_seconds`' (its typed cache)."""
     steps = flash_attention_seconds(shape, tp, cp, flavour, seq, n, attention, hw, sustained)[2]
     windowed = window_share(shape, seq)
     if not windowed or flavour not in ("ring", GATHERED_BLOCKS) or cp == 1:
         return steps
-    banded = _flash_attention_kind(shape, tp, cp, flavour, seq, n, attention, hw, sustained, shape.window)
+    case = AttentionCase(tp, cp, flavour, seq, n, attention, sustained)
+    banded = _flash_attention_kind(shape, case, hw, shape.window)
     return (1 - windowed) * steps + windowed * banded[2]
 
 
@@ -1191,9 +1198,31 @@ def window_share(shape: Shape, seq: int) -> float:
     return sum(shape.windowed) / shape.layers
 
 
-def _flash_attention_kind(shape: Shape, tp: int, cp: int, flavour: str, seq: int, n: float, attention: str,
-                          hw: Hardware, sustained: float, window: int) -> tuple[float, float, int]:
+class AttentionCase(NamedTuple):
+    """One layer's fused attention as `flash_attention_seconds` is asked for it, less the model
+    and the GPU: what `_flash_attention_kind` reads for each kind of layer. Built only on the
+    cached callers' misses, and never a cache key itself (their typed keys stay theirs)."""
+
+    tp: int
+    """Tensor-parallel degree: the heads split over it."""
+    cp: int
+    """Context-parallel degree: each rank holds seq / cp of the queries."""
+    flavour: str
+    """How cp runs the kernels: "ring" (cp steps), `GATHERED_BLOCKS` (parc's all-gather blocks),
+    or one causal kernel over all keys (all-gather, all-to-all)."""
+    seq: int
+    """Tokens of one sequence: the keys."""
+    n: float
+    """Sequences whose attention one kernel runs (the micro-batch, or its share per rank)."""
+    attention: str
+    """`Software.attention`: whose kernel (`ATTENTION_KERNELS`, `kernels.attention_curve`)."""
+    sustained: float
+    """`Constants.attention_sustained`: a training run's speed relative to the benchmarks."""
+
+
+def _flash_attention_kind(shape: Shape, case: AttentionCase, hw: Hardware, window: int) -> tuple[float, float, int]:
     """`flash_attention_seconds` for layers of one kind: full causal (`window` 0) or windowed."""
+    tp, cp, flavour, seq, n, attention, sustained = case
     curve = kernel_model.attention_curve(ATTENTION_KERNELS.get(attention, "sdpa"), hw.generation)
     d = shape.head_dim
     ratio = flops.windowed_keys(seq, window) / flops.causal_keys(seq) if window else 1.0
@@ -1784,10 +1813,34 @@ def _torchtitan_again_seconds(shape: Shape, tp: int, n: float, moe: bool, precis
     return sum(gemm_seconds(n, k, out, precision, hw, c) + c.kernel_overhead for _, k, out in again)
 
 
+class TokenSplit(NamedTuple):
+    """How one micro-batch's tokens and the vocabulary split over a layout: what the embedding
+    and the output layer (`embedding_work`, `output_work`) read of it, as one hashable key
+    narrower than `LayerCase` (neither reads the experts, the cp exchange or the attention), so
+    layouts that differ only there share their ends' work.
+
+    A named tuple, not a slotted dataclass with its hash kept: each is built once per
+    `_rank_times` miss (and per search bound's degrees) and hashed once or twice, so a kept hash
+    buys nothing, and the tuple's own C hash and constructor spare the dataclass's Python
+    `__post_init__` and `__hash__` calls (measured: some 2,000 calls of a cold 405B search)."""
+
+    tp: int
+    """Tensor-parallel degree: the vocabulary's shards, and the tp collectives' group."""
+    sp: bool
+    """Sequence parallelism in effect (`Knobs.sp`): the norm's tokens split over tp, and the
+    collectives reduce-scatters and all-gathers in place of all-reduces."""
+    cp: int
+    """Context-parallel degree: each rank holds seq / cp of a sequence's tokens."""
+    seq: int
+    """Tokens of one sequence."""
+    micro: int
+    """Sequences per micro-batch."""
+
+
 @lru_cache(maxsize=4096)
-def embedding_work(shape: Shape, tp: int, sp: bool, cp: int, seq: int, micro: int, hw: Hardware,
-                   c: Constants) -> Work:
+def embedding_work(shape: Shape, split: TokenSplit, hw: Hardware, c: Constants) -> Work:
     """Vocab-parallel lookup: its partial sums are all-reduced (reduce-scattered under sp) over tp."""
+    tp, sp, cp, seq, micro = split
     n = seq * micro / cp
     h = shape.hidden
     memory_f = memory_seconds(ACT * n * h, hw, c)
@@ -1799,11 +1852,12 @@ def embedding_work(shape: Shape, tp: int, sp: bool, cp: int, seq: int, micro: in
 
 
 @lru_cache(maxsize=4096)
-def output_work(shape: Shape, tp: int, sp: bool, cp: int, seq: int, micro: int, vocab: int,
-                precision: str, kernels: str, hw: Hardware, c: Constants) -> Work:
-    """Final norm, the vocab-parallel logits and the cross-entropy. Under sp the norm's output is
-    all-gathered forward and its gradient reduce-scattered backward; without, the input gradient
-    is all-reduced backward."""
+def output_work(shape: Shape, split: TokenSplit, vocab: int, precision: str, kernels: str, hw: Hardware,
+                c: Constants) -> Work:
+    """Final norm, the vocab-parallel logits (`vocab` padded as the runtime pads it) and the
+    cross-entropy. Under sp the norm's output is all-gathered forward and its gradient
+    reduce-scattered backward; without, the input gradient is all-reduced backward."""
+    tp, sp, cp, seq, micro = split
     n = seq * micro / cp
     h = shape.hidden
     shard = tp if sp and tp > 1 else 1
@@ -2130,15 +2184,43 @@ def _chunk_kinds(shape: Shape, first: int, layers: int, recompute: str,
     return kinds
 
 
+class Chunking(NamedTuple):
+    """How a layout cuts the model over its pipeline ranks and shards each rank's parameters:
+    what `rank_loads` reads of it besides the recomputation, and all `_rank_frames` reads, as one
+    key narrower than `Knobs` (no dp, cp, sequence or micro-batch: layouts that differ there
+    share their ranks' loads). A named tuple, as `TokenSplit` is (built once per lookup or two:
+    its C hash and constructor cost less than a dataclass's kept hash)."""
+
+    tp: int
+    """Tensor-parallel degree: each rank's share of the layers' and the vocabulary's parameters."""
+    ep: int
+    """Expert-parallel degree: each rank's share of the routed experts."""
+    pp: int
+    """Pipeline degree: the ranks the chunks are placed on."""
+    v: int
+    """Virtual stages (`Knobs.virtual_stages`): chunks per rank under the interleaved schedules."""
+    schedule: str
+    """The pipeline schedule: with pp and v, which chunks each rank holds (`chunks_of`)."""
+    split: tuple[int, ...] | None
+    """Layers per stage as the spec writes them (None: even)."""
+    runtime: str
+    """`Knobs.runtime`: the vocabulary's padding and whether the experts fold into their layers."""
+
+    @classmethod
+    def of(cls, k: Knobs) -> Chunking:
+        """Layout `k`'s chunking."""
+        return cls(k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)
+
+
 @lru_cache(maxsize=4096)
-def rank_loads(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str, split: tuple[int, ...] | None,
-               runtime: str, recompute: str, recompute_layers: int | None) -> tuple[Load, ...]:
+def rank_loads(shape: Shape, chunking: Chunking, recompute: str, recompute_layers: int | None) -> tuple[Load, ...]:
     """Each pipeline rank's load, from its chunks (`stages.py`, through the memory model's cached
     `chunks_of`); parameters counted as the memory model's `chunk_params` counts them, but from
     the layer counts, so that a hostile layer count costs nothing. What does not depend on the
-    recomputation (`_rank_frames`) is shared by every mode."""
+    recomputation (`_rank_frames`) is shared by every mode: `recompute` and `recompute_layers`
+    (`Knobs`' own, `full N`'s layers per chunk) stay apart from the `Chunking` for that."""
     loads = []
-    for mine, frame in _rank_frames(shape, tp, ep, pp, v, schedule, split, runtime):
+    for mine, frame in _rank_frames(shape, chunking):
         kinds: dict[tuple[bool, str], int] = {}
         for chunk in mine:
             for key, count in _chunk_kinds(shape, chunk.first_layer, chunk.layers, recompute, recompute_layers):
@@ -2150,13 +2232,13 @@ def rank_loads(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str, s
 
 
 @lru_cache(maxsize=1024)
-def _rank_frames(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str, split: tuple[int, ...] | None,
-                 runtime: str) -> tuple[tuple[tuple, dict], ...]:
+def _rank_frames(shape: Shape, chunking: Chunking) -> tuple[tuple[tuple, dict], ...]:
     """Per pipeline rank, its chunks and the fields of its `Load` that the recomputation does
     not change: placement, sends, parameters (a sum over its layers' kinds, whichever mode each
     is recomputed in) and zero1's blocks. A search asks for every recomputation mode of each
     chunking: the chunks are walked once."""
-    chunks = chunks_of(shape.layers, pp, v, schedule, split, shape.tied)
+    tp, ep, pp, runtime = chunking.tp, chunking.ep, chunking.pp, chunking.runtime
+    chunks = chunks_of(shape.layers, pp, chunking.v, chunking.schedule, chunking.split, shape.tied)
     # a boundary is a send only between ranks: ZB-V and DualPipe-V keep both chunks of the V's
     # turn on one rank, and pass the activation on locally (checked against the recorded p2p)
     owner = {ch.index: ch.rank for ch in chunks}
@@ -2389,9 +2471,33 @@ def torchtitan_replay(work: Work, records: tuple[Collective, ...]) -> tuple[Coll
                  for kind, count in calls if count > 0)
 
 
-def rank_time(load: Load, dense: tuple | None, moe: tuple | None, emb: tuple, out: tuple, pp_send: float,
-              boundary: float, selective: str, pp_link: Link | None = None) -> RankTimes:
-    """`dense` and `moe`: (Work, Exposed, selective replay, its (tp, ep) seconds) of a layer."""
+class RankPieces(NamedTuple):
+    """Everything a pipeline rank's per-micro-batch times are summed from besides its `Load`:
+    one layout's pieces, the same for all its ranks (`_rank_times` builds it once and sums each
+    distinct load over it, `rank_time`)."""
+
+    dense: tuple | None
+    """A dense layer's (Work, Exposed, selective replay, its (tp, ep) seconds); None without one."""
+    moe: tuple | None
+    """An MoE layer's, as `dense`; None in a dense model."""
+    emb: tuple
+    """The embedding's (Work, Exposed)."""
+    out: tuple
+    """The output layer's (Work, Exposed)."""
+    pp_send: float
+    """Seconds of one activation's (or gradient's) send across a chunk boundary (0 without pp)."""
+    boundary: float
+    """Bytes of that send."""
+    selective: str
+    """`Software.selective`: which modules selective recomputation runs again."""
+    pp_link: Link | None = None
+    """The pipeline's link: the sends' records (None: none recorded)."""
+
+
+def rank_time(load: Load, pieces: RankPieces) -> RankTimes:
+    """One pipeline rank's per-micro-batch times: its load's layer counts times the layout's
+    `pieces`, its embedding, output layer and chunk-boundary sends."""
+    dense, moe, emb, out, pp_send, boundary, selective, pp_link = pieces
     acc = [0.0] * 13
     records: list[Collective] = []
     for is_moe, mode, count in load.pieces:
@@ -2520,8 +2626,7 @@ def _rank_knobs(values: tuple) -> Knobs:
 def _rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants,
                 sw: Software) -> tuple[tuple[Load, ...], dict[Load, RankTimes]]:
     """`rank_times` of knobs normalised by `per_rank_knobs` (the cache's key)."""
-    loads = rank_loads(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime,
-                       k.recompute, k.recompute_layers)
+    loads = rank_loads(shape, Chunking.of(k), k.recompute, k.recompute_layers)
     links = (link(geo.tp, hw, c), link(geo.cp, hw, c), link(geo.ep, hw, c))
     overlap_ep = k.schedule == "dualpipe-v" or sw.ep_overlap
     sp = k.sp
@@ -2548,10 +2653,10 @@ def _rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constant
         seconds = tuple(sum(r.count * collective_seconds(r, tp_l if axis == "tp" else ep_l)
                             for r in replay if r.axis == axis) for axis in ("tp", "ep"))
         pieces.append((w, x, replay, seconds))
-    emb = slowed(embedding_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch, hw, c), sw, c)
-    out = regathered(slowed(output_work(shape, k.tp, sp, k.cp, k.seq, k.micro_batch,
-                                        padded_vocab(shape.vocab, k.tp, k.runtime), "bf16", sw.kernels, hw, c),
-                            sw, c), sw)
+    split = TokenSplit(k.tp, sp, k.cp, k.seq, k.micro_batch)
+    emb = slowed(embedding_work(shape, split, hw, c), sw, c)
+    out = regathered(slowed(output_work(shape, split, padded_vocab(shape.vocab, k.tp, k.runtime), "bf16",
+                                        sw.kernels, hw, c), sw, c), sw)
     # vocabulary-parallel cross-entropy: the max, the sum of exponentials and the target logit
     # of every token all-reduced over tp in fp32 (torch's loss_parallel, Megatron-LM's alike)
     loss = ((Collective("tp", "all_reduce", FP32 * tokens, 3, tp_l.size, tp_l.local, "path", 3, "forward"),)
@@ -2563,8 +2668,8 @@ def _rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constant
     boundary = ACT * tokens * shape.hidden / k.tp
     pp_link = link(geo.pp, hw, c)
     pp_send = pp_link.send(boundary) if k.pp > 1 else 0.0
-    times = {load: rank_time(load, pieces[0], pieces[1], emb, out, pp_send, boundary, sw.selective, pp_link)
-             for load in dict.fromkeys(loads)}
+    summed = RankPieces(pieces[0], pieces[1], emb, out, pp_send, boundary, sw.selective, pp_link)
+    times = {load: rank_time(load, summed) for load in dict.fromkeys(loads)}
     return loads, times
 
 
@@ -2659,6 +2764,22 @@ def _replayed_idle_per_rank(schedule: str, pp: int, v: int, rounds: int, f: floa
 # Data parallelism and the optimizer step
 
 
+class DpLinks(NamedTuple):
+    """The four links a rank's data-parallel traffic runs on (`rank_steps`, search's
+    `_best_links`): one bundle for the functions that read the ledger against them. A tuple, so
+    callers that spread it over `dp_ledger`'s and `dp_exposed`'s four link parameters still can,
+    and its hash is the plain tuple's (a cache key no wider than the four links were)."""
+
+    dense: Link
+    """The dense parameters' data-parallel group (dp x cp x the ep axis)."""
+    expert: Link
+    """The routed experts' group (`Geometry.expert`, or `expert_tp` under parc's runtime)."""
+    shard: Link
+    """hsdp's shard group: the dense set's gathers and reduce-scatters under hsdp."""
+    replicate: Link
+    """hsdp's replicas: the sharded gradients' all-reduce under hsdp."""
+
+
 def dp_ledger(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, replicate: Link,
               grad: int = PARC.grad_bytes, runtime: str = PARC.dp_runtime) -> tuple[Collective, ...]:
     """The data-parallel collectives of one rank over one step: what the runtime that moves them
@@ -2689,23 +2810,69 @@ def dp_ledger(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, re
       gradients;
     - hsdp: zero3 over the shard group plus one all-reduce of the sharded gradients over the
       replicas per step."""
+    params_dense, params_expert = r.params_dense, r.params_expert
     if experts_folded(runtime, k.tp, k.ep):  # one set: the experts are in their layers' units
-        r = replace(r, params_dense=r.params_dense + r.params_expert, params_expert=0)
-    return _dp_ledger(r.params_dense, r.params_expert, r.layers, k.microbatches, k.sharding, k.pp,
-                      dense, expert, shard, replicate, grad, runtime, r.moe_layers or r.layers,
-                      max(1, k.virtual_stages) if k.pp > 1 else 1, r.blocks_dense, r.blocks_expert, k.bucket,
-                      r.params_root)
+        params_dense, params_expert = params_dense + params_expert, 0
+    pp = k.pp
+    # the case built here, not by a classmethod: one Python call fewer per rank per `step_time`
+    case = DpCase(params_dense, params_expert, r.layers, r.moe_layers or r.layers,
+                  max(1, k.virtual_stages) if pp > 1 else 1, r.blocks_dense, r.blocks_expert, r.params_root,
+                  k.microbatches, k.sharding, pp, k.bucket, grad, runtime)
+    return _dp_ledger(case, dense, expert, shard, replicate)
+
+
+class DpCase(NamedTuple):
+    """What one rank's data-parallel ledger (`_dp_ledger`) reads besides its four links, as one
+    hashable key: the rank's parameters as the runtime reduces and gathers them (`RankTimes`'
+    counts, the experts folded into the dense set where `experts_folded`), the layout's sharding
+    and step (`Knobs`), the bytes per reduced element and whose runtime moves them (`Software`).
+    Narrower than `RankTimes` and `Knobs` themselves: layouts whose ranks differ only in
+    seconds, or in knobs the ledger does not read, share one entry.
+
+    A named tuple, not a slotted dataclass with its hash kept (as `LayerCase`): one is built per
+    rank per `step_time` (`dp_ledger`) and hashed once, by the one lookup, so a kept hash saves
+    nothing and its `__init__` and Python `__hash__` cost two calls per rank (measured on the
+    search rows' call counts); the tuple's constructor and C hash cost less."""
+
+    params_dense: int
+    """Dense parameters on the rank (the routed experts' too where `experts_folded`)."""
+    params_expert: int
+    """Routed-expert parameters on the rank, reduced over the expert group (0 when folded)."""
+    layers: int
+    """Transformer layers on the rank: FSDP units of the dense set, with the root."""
+    moe_layers: int
+    """FSDP units of the expert set: the rank's MoE layers (its layers where none is MoE)."""
+    chunks: int
+    """Model chunks on the rank (virtual stages under pp, else 1): zero1's buckets without blocks."""
+    blocks_dense: tuple
+    """Per chunk, its dense blocks (`Load.blocks_dense`): zero1's buckets."""
+    blocks_expert: tuple
+    """Per chunk, its routed experts' blocks (`Load.blocks_expert`)."""
+    params_root: int
+    """The embedding, final norm and output (FSDP2's root unit, `Load.params_root`)."""
+    microbatches: int
+    """Micro-batches per step: how often the per-micro-batch collectives repeat."""
+    sharding: str
+    """`Knobs.sharding`: none, zero1, zero2, zero3 or hsdp."""
+    pp: int
+    """Pipeline degree: torch's stages reduce and reshard only after the last backward."""
+    bucket: int
+    """`Knobs.bucket`: zero1's elements per bucket as the spec writes it (0: the default)."""
+    grad: int
+    """`Software.grad_bytes`: bytes per reduced gradient element."""
+    runtime: str
+    """`Software.dp_runtime`: "torch" (FSDP2, parc's job) or "megatron"."""
 
 
 @lru_cache(maxsize=65536)
-def _dp_ledger(params_dense: int, params_expert: int, layers: int, m: int, mode: str, pp: int, dense: Link,
-               expert: Link, shard: Link, replicate: Link, grad: int, runtime: str = "torch",
-               moe_layers: int = 0, chunks: int = 1, blocks_dense: tuple = (), blocks_expert: tuple = (),
-               bucket: int = 0, params_root: int = 0) -> tuple[Collective, ...]:
-    sets = ((params_dense, shard if mode == "hsdp" else dense, layers + 1, blocks_dense, params_root),
-            (params_expert, expert, moe_layers, blocks_expert, 0))
+def _dp_ledger(case: DpCase, dense: Link, expert: Link, shard: Link, replicate: Link) -> tuple[Collective, ...]:
+    """`dp_ledger` of its `DpCase` (the cache's key) on the four links."""
+    mode, m, pp, grad, bucket, layers = case.sharding, case.microbatches, case.pp, case.grad, case.bucket, case.layers
+    params_dense, chunks = case.params_dense, case.chunks
+    sets = ((params_dense, shard if mode == "hsdp" else dense, layers + 1, case.blocks_dense, case.params_root),
+            (case.params_expert, expert, case.moe_layers, case.blocks_expert, 0))
     out: list[Collective] = []
-    torch_runtime = runtime == "torch"
+    torch_runtime = case.runtime == "torch"
     units = layers + 1  # FSDP2 wraps each transformer layer, and the root (embedding, output)
 
     def add(kind: str, payload: float, count: int, lk: Link, window: str, calls: int = 0) -> None:
@@ -2784,7 +2951,7 @@ def dp_exposed(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, r
     Without `overlap` (`Software.dp_overlap`) the once-per-step calls are charged whole."""
     ledger = dp_ledger(r, k, dense, expert, shard, replicate, grad, runtime)
     back = r.backward_input + r.backward_weight + r.recompute
-    return _dp_exposed(ledger, k.microbatches, r.forward, back, dense, expert, shard, replicate,
+    return _dp_exposed(ledger, k.microbatches, r.forward, back, DpLinks(dense, expert, shard, replicate),
                        nic_busy(r, dense), overlap)
 
 
@@ -2807,21 +2974,23 @@ def nic_busy(r: RankTimes, lk: Link) -> tuple[float, float]:
 
 
 @lru_cache(maxsize=65536)
-def _dp_exposed(ledger: tuple[Collective, ...], m: int, forward: float, back: float, dense: Link, expert: Link,
-                shard: Link, replicate: Link, busy_nic: tuple[float, float] = (0.0, 0.0),
-                overlap: bool = True) -> tuple[float, float]:
-    windows = dp_windows(ledger, m, dense, expert, shard, replicate)
+def _dp_exposed(ledger: tuple[Collective, ...], m: int, forward: float, back: float, links: DpLinks,
+                busy_nic: tuple[float, float] = (0.0, 0.0), overlap: bool = True) -> tuple[float, float]:
+    """`dp_exposed` of a ledger on its four `links`, under windows of `forward` and `back`
+    seconds of which `busy_nic` the other axes' traffic holds the NIC (`nic_busy`)."""
+    windows = dp_windows(ledger, m, links)
     return dp_window_exposure(windows, m, forward, back, busy_nic, overlap), windows[3]
 
 
-def dp_windows(ledger: tuple[Collective, ...], m: int, dense: Link, expert: Link, shard: Link,
-               replicate: Link) -> tuple[dict, dict, tuple[float, float, int], float, dict]:
+def dp_windows(ledger: tuple[Collective, ...], m: int,
+               links: DpLinks) -> tuple[dict, dict, tuple[float, float, int], float, dict]:
     """What `_dp_exposed` reads of the ledger, which the computation's lengths do not change:
     (busy seconds per window, whether the window's traffic crosses the NIC, (FSDP units per
     micro-batch of the forward and the backward window, post-step gathers per step), bytes sent
     per step, and per window its calls' seconds times the share of the SMs NCCL holds for them
     (`Link.sm_share`, `kernels.overlap_exposed`)). Search's bounds keep it per rank parameters
     and sharding and charge many forward and backward lengths against it (`Engine._rank_tail`)."""
+    dense, expert, shard, replicate = links
     links = {(dense.size, dense.local): dense, (expert.size, expert.local): expert,
              (shard.size, shard.local): shard, (replicate.size, replicate.local): replicate}
     busy = dict.fromkeys(("forward", "backward", "last_backward", "after_step"), 0.0)
@@ -3224,8 +3393,7 @@ def hardware_flops_per_token(shape: Shape, k: Knobs, sw: Software) -> float:
         if "moe" in modules and shape.moe:
             total += flops.moe_count(shape) * moe_gemm_flops(shape, 1, 1, 1, 1)
     elif k.recompute == "full":
-        loads = rank_loads(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime,
-                           k.recompute, k.recompute_layers)
+        loads = rank_loads(shape, Chunking.of(k), k.recompute, k.recompute_layers)
         for load in loads:
             for moe, mode, count in load.pieces:
                 if mode == "full":

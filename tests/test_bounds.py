@@ -140,7 +140,7 @@ def test_zero3_175b_on_1536_a100_is_at_or_above_its_link_bound():
     plan = _plan(ZERO3_175B)
     assert plan is not None
     prediction = assert_within_physics(plan)
-    params = sum(timing.rank_loads(shape_of(plan), 1, 1, 1, 1, "1f1b", None, "torch", "full", None)[0]
+    params = sum(timing.rank_loads(shape_of(plan), timing.Chunking(1, 1, 1, 1, "1f1b", None, "torch"), "full", None)[0]
                  .__getattribute__(f) for f in ("params_dense", "params_expert"))
     assert 170e9 < params < 180e9
     # one micro-batch: bf16 gather forward, again backward (no pp), fp32 reduce-scatter
@@ -194,8 +194,8 @@ def test_axes_sharing_the_nic_are_held_to_it():
     links = tuple(timing.link(g, hw, timing.DEFAULT) for g in (geo.dense, geo.expert_tp, geo.shard, geo.replicate))
     ledger = timing.dp_ledger(r, knobs, *links)
     back = r.backward_input + r.backward_weight + r.recompute
-    alone, _ = timing._dp_exposed(ledger, knobs.microbatches, r.forward, back, *links)
-    shared, _ = timing._dp_exposed(ledger, knobs.microbatches, r.forward, back, *links,
+    alone, _ = timing._dp_exposed(ledger, knobs.microbatches, r.forward, back, timing.DpLinks(*links))
+    shared, _ = timing._dp_exposed(ledger, knobs.microbatches, r.forward, back, timing.DpLinks(*links),
                                    timing.nic_busy(r, links[0]))
     assert shared == pytest.approx(rank.dp_exposed) and shared > alone
     path = knobs.microbatches * r.total + rank.optimizer

@@ -93,6 +93,7 @@ def test_post_step_gathers_expose_the_first_bucket_and_the_excess(buckets, gathe
     payload = gather * 2 / (2 - 1) * link.ring  # all_gather(payload) = (n - 1) / n x payload / ring
     assert link.all_gather(payload) == pytest.approx(gather)
     ledger = (Collective("dp", "all_gather", payload, buckets, 2, 2, "after_step"),)
-    exposed, _ = timing._dp_exposed(ledger, 1, buckets * work, 10.0 * buckets * work, link, link, link, link)
+    exposed, _ = timing._dp_exposed(ledger, 1, buckets * work, 10.0 * buckets * work,
+                                    timing.DpLinks(link, link, link, link))
     assert exposed == pytest.approx(simulate_post_step_gathers(buckets, gather, work), rel=1e-12)
     assert exposed > 0

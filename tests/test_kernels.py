@@ -418,8 +418,8 @@ def test_data_parallel_traffic_queues_behind_the_other_axes_on_the_nic():
     ledger = (timing.Collective("dp", "reduce_scatter", 4e9, 1, 64, 8, "last_backward"),)
     assert ledger[0].link_bytes()[1] > 0  # the group spans 8 nodes
     t = timing.collective_seconds(ledger[0], lk)
-    alone, _ = timing._dp_exposed(ledger, 1, t, 1.2 * t, lk, lk, lk, lk)
-    shared, _ = timing._dp_exposed(ledger, 1, t, 1.2 * t, lk, lk, lk, lk, (0.0, 0.5 * t))
+    alone, _ = timing._dp_exposed(ledger, 1, t, 1.2 * t, timing.DpLinks(lk, lk, lk, lk))
+    shared, _ = timing._dp_exposed(ledger, 1, t, 1.2 * t, timing.DpLinks(lk, lk, lk, lk), (0.0, 0.5 * t))
     assert alone == pytest.approx(16 / 132 * t, rel=1e-9)
     assert shared == pytest.approx(0.3 * t, rel=1e-9)
 

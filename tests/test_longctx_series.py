@@ -68,8 +68,7 @@ def _recompute_per_layer(row) -> float:
     p = fidelity.prepare(row)
     k, shape = p.knobs, p.shape
     b = fidelity.predicted_step(row, p, DEFAULT)
-    loads = timing.rank_loads(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime,
-                              k.recompute, k.recompute_layers)
+    loads = timing.rank_loads(shape, timing.Chunking.of(k), k.recompute, k.recompute_layers)
     layers = sum(count for _, _, count in loads[b.stage].pieces)
     return b.recompute / k.microbatches / layers
 
@@ -92,8 +91,7 @@ def test_moe_recomputation_runs_the_moe_products_again_by_hand(rows):
     row = next(r for r in rows if r.id == "modelzoo_qwen3_235b_longctx_16k_cp1_dropless")
     p = fidelity.prepare(row)
     k, shape, sw = p.knobs, p.shape, row.software
-    loads = timing.rank_loads(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime,
-                              k.recompute, k.recompute_layers)
+    loads = timing.rank_loads(shape, timing.Chunking.of(k), k.recompute, k.recompute_layers)
     assert loads
     h, e, f = 4096, 128, 1536
     per_token = 2 * h * e + 8 * 3 * 2 * h * f
@@ -147,12 +145,10 @@ def test_recomputed_bytes_land_in_the_modules_own_categories(rows):
     row = next(r for r in rows if r.id == "modelzoo_qwen3_235b_longctx_16k_cp1_dropless")
     p = fidelity.prepare(row)
     k, shape = p.knobs, p.shape
-    load = timing.rank_loads(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime,
-                             k.recompute, k.recompute_layers)[1]
+    load = timing.rank_loads(shape, timing.Chunking.of(k), k.recompute, k.recompute_layers)[1]
     none = {c.op: c.hbm_bytes for c in timing.compute_ledger(
         shape, replace(k, recompute="none"),
-        timing.rank_loads(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime, "none",
-                          None)[1], row.software)}
+        timing.rank_loads(shape, timing.Chunking.of(k), "none", None)[1], row.software)}
 
     def extra(selective: str) -> dict[str, float]:
         ledger = timing.compute_ledger(shape, k, load, replace(row.software, selective=selective))

@@ -182,6 +182,6 @@ def test_the_dp_windows_read_nccls_share(monkeypatch):
         lk = timing.link(timing.Group(64, 8), hw, DEFAULT)
         ledger = (timing.Collective("dp", "reduce_scatter", 4e9, 1, 64, 8, "last_backward"),)
         t = timing.collective_seconds(ledger[0], lk)
-        exposed, _ = timing._dp_exposed(ledger, 1, t, 3 * t, lk, lk, lk, lk)
+        exposed, _ = timing._dp_exposed(ledger, 1, t, 3 * t, timing.DpLinks(lk, lk, lk, lk))
         assert exposed == pytest.approx(sms / SMS * t, rel=1e-9)
     timing.clear_caches()

@@ -27,6 +27,7 @@ def _load(name):
 
 # One GPU per node in each of 4 nodes, its 25 GB/s NIC share at 0.92 of line rate, 5 us a step.
 LINK = timing.Link(size=4, ring=23e9, near=240e9, far=23e9, local=1, latency=5e-6, step_near=1e-6)
+LINKS = timing.DpLinks(LINK, LINK, LINK, LINK)
 GRADIENTS = 1e9  # bytes of fp32 gradients one rank all-reduces once per step
 # A ring all-reduce by hand: 2 (n - 1) / n of the buffer over the ring, 2 (n - 1) steps, each
 # crossing a node boundary: 1.5 x 1e9 / 23e9 + 6 x 5 us.
@@ -45,8 +46,8 @@ def test_the_hand_ring_is_the_links_all_reduce():
 def test_a_reduction_after_the_forward_backward_is_charged_whole(backward):
     """Overlapped, the last micro-batch's backward hides what it can of the all-reduce; after the
     forward-backward (Megatron-LM before --overlap-grad-reduce) nothing does."""
-    hidden, _ = timing._dp_exposed(ddp_ledger(), 8, 0.1, backward, LINK, LINK, LINK, LINK)
-    whole, _ = timing._dp_exposed(ddp_ledger(), 8, 0.1, backward, LINK, LINK, LINK, LINK, (0.0, 0.0), False)
+    hidden, _ = timing._dp_exposed(ddp_ledger(), 8, 0.1, backward, LINKS)
+    whole, _ = timing._dp_exposed(ddp_ledger(), 8, 0.1, backward, LINKS, (0.0, 0.0), False)
     assert hidden == pytest.approx(max(0.0, RING_BY_HAND - backward), rel=1e-9, abs=1e-15)
     assert whole == pytest.approx(RING_BY_HAND, rel=1e-9)
 
@@ -58,8 +59,8 @@ def test_the_post_step_gather_is_charged_whole_too():
               Collective("dp", "all_gather", GRADIENTS / 2, 1, 4, 1, "after_step"))
     # each (n - 1) / n of its tensor over the ring, n - 1 crossing steps
     by_hand = 0.75 * GRADIENTS / 23e9 + 3 * 5e-6 + 0.75 * GRADIENTS / 2 / 23e9 + 3 * 5e-6
-    whole, _ = timing._dp_exposed(ledger, 4, 1.0, 1.0, LINK, LINK, LINK, LINK, (0.0, 0.0), False)
-    hidden, _ = timing._dp_exposed(ledger, 4, 1.0, 1.0, LINK, LINK, LINK, LINK)
+    whole, _ = timing._dp_exposed(ledger, 4, 1.0, 1.0, LINKS, (0.0, 0.0), False)
+    hidden, _ = timing._dp_exposed(ledger, 4, 1.0, 1.0, LINKS)
     assert whole == pytest.approx(by_hand, rel=1e-9)
     # overlapped, the reduce-scatter hides under the last backward and the single post-step
     # gather shows whole (no earlier bucket's forward to hide under: `fsdp_fill`)
@@ -70,8 +71,8 @@ def test_per_micro_batch_windows_still_hide():
     """Only the once-per-step calls move: zero2's per-micro-batch reductions (none in the runtimes
     read so) keep their windows."""
     ledger = (Collective("dp", "reduce_scatter", GRADIENTS, 8, 4, 1, "backward"),)
-    a, _ = timing._dp_exposed(ledger, 8, 1.0, 1.0, LINK, LINK, LINK, LINK)
-    b, _ = timing._dp_exposed(ledger, 8, 1.0, 1.0, LINK, LINK, LINK, LINK, (0.0, 0.0), False)
+    a, _ = timing._dp_exposed(ledger, 8, 1.0, 1.0, LINKS)
+    b, _ = timing._dp_exposed(ledger, 8, 1.0, 1.0, LINKS, (0.0, 0.0), False)
     assert a == b
 
 
@@ -214,7 +215,7 @@ def test_the_dp_seconds_are_the_models_own(public_rows):
     for load in loads:
         dp = tuple(x for x in steps[load].ledger.collectives if x.axis == "dp")
         assert dp
-        busy = timing.dp_windows(dp, p.knobs.microbatches, *links)[0]
+        busy = timing.dp_windows(dp, p.knobs.microbatches, timing.DpLinks(*links))[0]
         model = sum(s * (p.knobs.microbatches if w in ("forward", "backward") else 1) for w, s in busy.items())
         total, latency = scaling.dp_seconds(steps[load].ledger, hw, c)
         assert total == pytest.approx(model, rel=1e-12)

@@ -368,7 +368,8 @@ def test_rank_loads_sharing_their_chunk_walk_are_the_plain_ones(path):
         tp, ep = rng.choice([1, 2, 8]), rng.choice([1, 2, 8]) if shape.moe else 1
         recompute, layers = rng.choice([("none", None), ("selective", None), ("full", None), ("full", 1)])
         args = (shape, tp, ep, pp, v, schedule, None, "torch", recompute, layers)
-        assert timing.rank_loads(*args) == _reference_rank_loads(*args), args
+        chunking = timing.Chunking(tp, ep, pp, v, schedule, None, "torch")
+        assert timing.rank_loads(shape, chunking, recompute, layers) == _reference_rank_loads(*args), args
         checked += 1
     assert checked
 
@@ -1322,7 +1323,8 @@ def _plain_loads(engine, item, schedule, v, micro, sp, recompute, geo=None, comp
         placements = engine._placements(item) if geo is None else ((geo.cp, geo.ep),)
         pieces = engine._pieces(tp, sp and tp > 1, cp, micro, item.ep, placements,
                                 (schedule == "dualpipe-v" or engine.software.ep_overlap,))
-    loads = dict.fromkeys(timing.rank_loads(engine.shape, tp, item.ep, pp, v, schedule, engine.split, engine.runtime,
+    loads = dict.fromkeys(timing.rank_loads(engine.shape,
+                                            timing.Chunking(tp, item.ep, pp, v, schedule, engine.split, engine.runtime),
                                             recompute, engine.fixed["recompute_layers"]))
     send = 0.0 if compute_only else engine._pp_send(item, tp, pp, cp, micro, geo)
     out = []

@@ -345,8 +345,8 @@ def test_the_loss_moves_the_bytes_of_each_runtimes_ops():
     assert timing.cross_entropy_bytes("eager", 2) == (38, 38)
     plan = plan_of(layout="dp 8")
     s, hw = shape_of(plan), timing.hardware_of(plan)
-    fused = timing.output_work(s, 1, False, 1, 4096, 1, 131072, "bf16", "fused", hw, DEFAULT)
-    eager = timing.output_work(s, 1, False, 1, 4096, 1, 131072, "bf16", "eager", hw, DEFAULT)
+    fused = timing.output_work(s, timing.TokenSplit(1, False, 1, 4096, 1), 131072, "bf16", "fused", hw, DEFAULT)
+    eager = timing.output_work(s, timing.TokenSplit(1, False, 1, 4096, 1), 131072, "bf16", "eager", hw, DEFAULT)
     logits, norm = 4096 * 131072, 2 * 2 * 4096 * s.hidden  # the final norm reads and writes h
     hbm = hw.hbm * DEFAULT.hbm_efficiency
     assert fused.memory_f == pytest.approx((38 * logits + norm) / hbm, rel=1e-9)
@@ -555,8 +555,7 @@ def test_rank_loads_agree_with_the_memory_model(path):
 
     plan = compile_path(str(path), checks=False).plan
     shape, k = shape_of(plan), knobs_of(plan)
-    loads = timing.rank_loads(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime,
-                              k.recompute, k.recompute_layers)
+    loads = timing.rank_loads(shape, timing.Chunking.of(k), k.recompute, k.recompute_layers)
     ranks = rank_params(shape, k.tp, k.ep, k.pp, k.virtual_stages, k.schedule, k.split, k.runtime)
     assert len(loads) == len(ranks)
     for load, rank in zip(loads, ranks, strict=True):
@@ -669,3 +668,72 @@ def test_runtime_work_is_slowed_then_dispatched_to_the_bit():
                         assert timing.runtime_work(w, moe, s, hw, sw, c) == two
                         compared += 1
     assert compared == 2 * 2 * 5 * len(softwares) * len(constants)
+
+
+def test_dp_case_is_its_fields_tuple():
+    """`DpCase` (a named tuple): its fields in this order, by position or keyword, hashed and
+    compared as the plain tuple of its values, immutable."""
+    names = ["params_dense", "params_expert", "layers", "moe_layers", "chunks", "blocks_dense", "blocks_expert",
+             "params_root", "microbatches", "sharding", "pp", "bucket", "grad", "runtime"]
+    assert list(timing.DpCase._fields) == names
+    values = (1000, 400, 8, 4, 2, (((10, 3),), ((10, 5),)), (((7, 4),),), 30, 16, "zero1", 4, 0, 4, "torch")
+    case = timing.DpCase(*values)
+    assert tuple(getattr(case, n) for n in names) == values
+    assert timing.DpCase(**dict(zip(names, values, strict=True))) == case
+    assert hash(case) == hash(values)
+    assert case._replace(pp=8) == values[:10] + (8,) + values[11:]
+    with pytest.raises(AttributeError):
+        case.pp = 8  # type: ignore[misc]
+
+
+def test_dp_ledger_folds_the_experts_and_ignores_the_seconds():
+    """`dp_ledger` under parc's runtime without tp and ep reduces the routed experts with their
+    layers (`experts_folded`): DDP's one all-reduce per FSDP unit carries grad x (dense + expert)
+    bytes, by hand; with ep 2 the experts are their own set. Ranks that differ only in seconds
+    share the cached ledger (`DpCase` reads no seconds)."""
+    lk = timing.Link(size=8, ring=1e9, near=1e9, far=1e9, local=8, latency=0.0)
+    r = timing.RankTimes(forward=1.0, backward_input=1.0, backward_weight=1.0, recompute=0.0,
+                         exposed_f=(0.0,) * 4, exposed_b=(0.0,) * 4, sent=(0.0,) * 4,
+                         params_dense=1000, params_expert=600, layers=3, moe_layers=3)
+    k = Knobs(tp=1, pp=1, dp=8, ep=1, microbatches=4)
+    folded = timing.dp_ledger(r, k, lk, lk, lk, lk, 4, "torch")
+    assert [(c.kind, c.payload * c.count, c.window) for c in folded] == [("all_reduce", 4 * 1600, "last_backward")]
+    assert timing.dp_ledger(replace(r, forward=2.0, recompute=0.5), k, lk, lk, lk, lk, 4, "torch") is folded
+    apart = timing.dp_ledger(r, replace(k, ep=2), lk, lk, lk, lk, 4, "torch")
+    assert sorted(c.payload * c.count for c in apart) == [4 * 600, 4 * 1000]
+
+
+def test_token_split_keys_the_ends_work_on_its_fields():
+    """`TokenSplit` hashes and compares as its fields' tuple; the ends' work of one split
+    is one cached object whichever layout asks, and the output layer's logits GEMM reads the
+    tokens on one rank as seq x micro / cp (8,192 x 2 / 4 = 4,096: the same as cp 1, micro 1,
+    seq 4,096), by hand."""
+    split = timing.TokenSplit(4, True, 4, 8192, 2)
+    assert hash(split) == hash((4, True, 4, 8192, 2)) and split == timing.TokenSplit(4, True, 4, 8192, 2)
+    with pytest.raises(AttributeError):
+        split.tp = 8  # type: ignore[misc]
+    plan = plan_of(layout="dp 8")
+    s, hw = shape_of(plan), timing.hardware_of(plan)
+    out = timing.output_work(s, split, 131072, "bf16", "fused", hw, DEFAULT)
+    assert timing.output_work(s, timing.TokenSplit(4, True, 4, 8192, 2), 131072, "bf16", "fused", hw, DEFAULT) is out
+    same_tokens = timing.output_work(s, timing.TokenSplit(4, True, 1, 4096, 1), 131072, "bf16", "fused", hw, DEFAULT)
+    assert out == same_tokens
+    assert out != timing.output_work(s, timing.TokenSplit(4, True, 1, 8192, 1), 131072, "bf16", "fused", hw, DEFAULT)
+
+
+def test_chunking_of_knobs_reads_the_ranks_cut_and_nothing_else():
+    """`Chunking.of`: tp, ep, pp, the virtual stages, schedule, split and runtime, written out by
+    hand; layouts that differ only in dp, cp, sequence or micro-batch share one chunking, so
+    `rank_loads` returns them one cached tuple."""
+    k = Knobs(tp=2, pp=4, dp=8, cp=2, ep=4, virtual_stages=2, schedule="interleaved-1f1b", split=None, seq=8192,
+              runtime="megatron")
+    chunking = timing.Chunking.of(k)
+    assert chunking == timing.Chunking(tp=2, ep=4, pp=4, v=2, schedule="interleaved-1f1b", split=None,
+                                       runtime="megatron")
+    assert hash(chunking) == hash((2, 4, 4, 2, "interleaved-1f1b", None, "megatron"))
+    assert timing.Chunking.of(replace(k, dp=64, cp=1, seq=4096, micro_batch=4)) == chunking
+    assert timing.Chunking.of(replace(k, virtual_stages=3)) != chunking
+    shape = shape_of(plan_of(layout="dp 8"))
+    loads = timing.rank_loads(shape, chunking, "full", None)
+    assert timing.rank_loads(shape, timing.Chunking.of(replace(k, dp=2, seq=2048)), "full", None) is loads
+    assert len(loads) == 4 and all(load.chunks == 2 for load in loads)

@@ -219,7 +219,7 @@ def test_the_output_layer_is_not_a_userbuffers_module():
     132 SMs), as under "backward". Torch's async TP ("forward") fuses the all-gather into the
     logits matmul."""
     vocab = 32000
-    out = timing.output_work(DENSE, 4, True, 1, TOKENS, 1, vocab, "bf16", "fused", HW, C)
+    out = timing.output_work(DENSE, timing.TokenSplit(4, True, 1, TOKENS, 1), vocab, "bf16", "fused", HW, C)
     logits = gemm(TOKENS, DENSE.hidden, vocab / 4)
     link = timing.link(timing.Group(4, 4), HW, C)
     alone = timing.link(timing.Group(1, 1), HW, C)

@@ -965,10 +965,11 @@ class Engine:
             dense = self._work_of(False, tp, sp, cp, micro, ep)
             free = dict(zip(((False, mode) for mode in RECOMPUTE), summed(dense), strict=True))
             vocab = padded_vocab(shape.vocab, tp, self.runtime)
-            free["embedding"] = summed(timing.slowed(timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c),
-                                                     sw, c), ("none",))[0]
-            free["output"] = summed(timing.slowed(timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab,
-                                                                     "bf16", sw.kernels, hw, c), sw, c), ("none",))[0]
+            split = timing.TokenSplit(tp, sp, cp, self.seq, micro)
+            free["embedding"] = summed(timing.slowed(timing.embedding_work(shape, split, hw, c), sw, c),
+                                       ("none",))[0]
+            free["output"] = summed(timing.slowed(timing.output_work(shape, split, vocab, "bf16", sw.kernels, hw, c),
+                                                  sw, c), ("none",))[0]
             self._piece_cache[free_key] = free
         if not shape.moe:
             return free
@@ -1012,8 +1013,9 @@ class Engine:
             nothing, selective = timing.Exposed(), sw.selective
             vocab = padded_vocab(shape.vocab, tp, self.runtime)
             free = {}
-            for name, work in (("embedding", timing.embedding_work(shape, tp, sp, cp, self.seq, micro, hw, c)),
-                               ("output", timing.output_work(shape, tp, sp, cp, self.seq, micro, vocab, "bf16",
+            split = timing.TokenSplit(tp, sp, cp, self.seq, micro)
+            for name, work in (("embedding", timing.embedding_work(shape, split, hw, c)),
+                               ("output", timing.output_work(shape, split, vocab, "bf16",
                                                              sw.kernels, hw, c))):
                 p = timing.piece_of(timing.slowed(work, sw, c), nothing, "none", selective)
                 free[name] = (p[0], p[1], p[2], p[3], 0.0, 0.0)
@@ -1136,7 +1138,7 @@ class Engine:
             distinct = self._load_cache.get(chunked)
             if distinct is None:
                 distinct = tuple(dict.fromkeys(timing.rank_loads(
-                    self.shape, tp, item.ep, pp, v, schedule, self.split, self.runtime, recompute,
+                    self.shape, timing.Chunking(tp, item.ep, pp, v, schedule, self.split, self.runtime), recompute,
                     self.fixed["recompute_layers"])))
                 distinct = self._load_cache[chunked] = self._load_cache.setdefault(("interned", distinct), distinct)
             self._load_cache[key] = distinct
@@ -1360,7 +1362,7 @@ class Engine:
                                                                recompute)
         return m * total / pp * (1 - PIPES_SLACK)
 
-    def _best_links(self, item: _Degrees, shard: int) -> tuple:
+    def _best_links(self, item: _Degrees, shard: int) -> timing.DpLinks:
         """The dense, expert, hsdp shard and replicate links, each with as many ranks inside one
         fast level as the best of the rank orders gives it: data-parallel time only grows with
         fewer, so no order's tail is shorter than with these."""
@@ -1377,7 +1379,7 @@ class Engine:
             size = getattr(groups[0], name).size
             local = max(getattr(g, name).local for g in groups)
             links.append(timing.link(timing.Group(size, local), self.hw, self.constants))
-        item.opt_cache[key] = tuple(links)
+        item.opt_cache[key] = timing.DpLinks(*links)
         return item.opt_cache[key]
 
     def _optimizer(self, item: _Degrees, r, k: Knobs) -> float:
@@ -1508,7 +1510,7 @@ class Engine:
                 ks = self._with_sharding(k, sharding, shard)
                 links = self._best_links(item, ks.hsdp_shard)
                 ledger = timing.dp_ledger(r, ks, *links, self.software.grad_bytes, self.software.dp_runtime)
-                windows = cache[wkey] = (timing.dp_windows(ledger, ks.microbatches, *links),
+                windows = cache[wkey] = (timing.dp_windows(ledger, ks.microbatches, links),
                                          self._optimizer(item, r, ks))
             cached = cache[key] = timing.dp_window_exposure(windows[0], k.microbatches, r.forward, back,
                                                             NO_NIC, self.software.dp_overlap) + windows[1]
