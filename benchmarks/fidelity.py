@@ -50,7 +50,13 @@ import release_check  # noqa: E402
 import trained_router  # noqa: E402
 from parc import timing  # noqa: E402
 from parc.calibration import (  # noqa: E402
-    ATTENTION_FITTED, DEFAULT, EAGER_FITTED, FITTED_NAMES, FIXED_SOURCES, Constants)
+    ATTENTION_FITTED,
+    DEFAULT,
+    EAGER_FITTED,
+    FITTED_NAMES,
+    FIXED_SOURCES,
+    Constants,
+)
 from parc.memory.inputs import knobs_of, shape_of  # noqa: E402
 from parc.pipeline import compile_text  # noqa: E402
 from parc.targets import software_of  # noqa: E402

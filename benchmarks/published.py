@@ -24,9 +24,9 @@ import re
 from dataclasses import dataclass, field, replace
 
 from parc import timing
-from parc.kernels import DEEPEP_SMS
 from parc.catalog.gpus import ALIASES as GPU_ALIASES
 from parc.catalog.gpus import GPUS
+from parc.kernels import DEEPEP_SMS
 
 # ---------------------------------------------------------------------------------------------
 # What a row is turned into

@@ -35,8 +35,8 @@ padded to whole tiles (`padded_rows`)."""
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from dataclasses import dataclass
+from functools import lru_cache
 
 TILE_M = 128
 TILE_N = 128

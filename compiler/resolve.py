@@ -11,6 +11,7 @@ import re
 from pathlib import PurePath
 from typing import Any
 
+from . import targets
 from .catalog import gpus as gpu_catalog
 from .catalog import models as model_catalog
 from .diagnostics import Diagnostic, Label, error
@@ -34,7 +35,6 @@ from .plan import (
     TensorParallel,
     Training,
 )
-from . import targets
 from .source import Span
 from .spec import HOLE, MAX_DEGREE, BlockSpec, Located, Spec
 from .suggest import did_you_mean, english_list

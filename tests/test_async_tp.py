@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from parc import timing
 from parc.calibration import DEFAULT
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-
 from parc import kernels, timing
 from parc.calibration import DEFAULT
 from parc.pipeline import compile_text

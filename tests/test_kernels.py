@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from parc import flops, kernels, timing
 from parc.calibration import DEFAULT
 from parc.memory.inputs import shape_of

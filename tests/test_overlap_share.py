@@ -8,7 +8,6 @@ what the rule says."""
 from __future__ import annotations
 
 import pytest
-
 from parc import kernels, timing
 from parc.calibration import DEFAULT
 

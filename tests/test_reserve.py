@@ -105,8 +105,8 @@ def test_70b_tp8_logits_and_staging_hand_count():
     # block and a 0.125 GiB neighbour).
     from dataclasses import replace
 
-    from parc.memory import knobs_of, shape_of
     from parc.memory import activations as act
+    from parc.memory import knobs_of, shape_of
     from parc.memory.model import _pieces, gathered_at_loss, loss_holes_bytes, transient_buffers
     from parc.memory.parameters import padded_vocab
 

@@ -14,7 +14,6 @@ import sys
 
 import pytest
 import yaml
-
 from parc.pipeline import compile_path
 
 from .conftest import ROOT, run_cli

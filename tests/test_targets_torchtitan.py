@@ -35,8 +35,7 @@ def titan():
             sys.modules.setdefault(name, mock.MagicMock())
     import torchtitan.models.llama3.config_registry  # noqa: F401 - registers the llama3 configs
     from torchtitan.config import ConfigManager
-    from torchtitan.distributed import ParallelDims
-    from torchtitan.distributed import pipeline_parallel
+    from torchtitan.distributed import ParallelDims, pipeline_parallel
 
     return ConfigManager, ParallelDims, pipeline_parallel
 

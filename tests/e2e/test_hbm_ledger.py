@@ -27,7 +27,14 @@ from pathlib import Path
 
 import pytest
 
-from .harness import compile_job, in_fresh_interpreter, model_module, one_micro_batch, only_rank_ledger, plan_of
+from .harness import (
+    compile_job,
+    in_fresh_interpreter,
+    model_module,
+    one_micro_batch,
+    only_rank_ledger,
+    plan_of,
+)
 
 pytestmark = pytest.mark.e2e
 
