@@ -2766,9 +2766,9 @@ def _replayed_idle_per_rank(schedule: str, pp: int, v: int, rounds: int, f: floa
 
 class DpLinks(NamedTuple):
     """The four links a rank's data-parallel traffic runs on (`rank_steps`, search's
-    `_best_links`): one bundle for the functions that read the ledger against them. A tuple, so
-    callers that spread it over `dp_ledger`'s and `dp_exposed`'s four link parameters still can,
-    and its hash is the plain tuple's (a cache key no wider than the four links were)."""
+    `_best_links`): one bundle for the functions that write the ledger and read it against them
+    (`dp_ledger`, `dp_exposed`, `dp_windows`). A tuple, so its hash is the plain tuple's (a cache
+    key no wider than the four links were) and `_dp_ledger`'s cache takes the links spread."""
 
     dense: Link
     """The dense parameters' data-parallel group (dp x cp x the ep axis)."""
@@ -2780,8 +2780,8 @@ class DpLinks(NamedTuple):
     """hsdp's replicas: the sharded gradients' all-reduce under hsdp."""
 
 
-def dp_ledger(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, replicate: Link,
-              grad: int = PARC.grad_bytes, runtime: str = PARC.dp_runtime) -> tuple[Collective, ...]:
+def dp_ledger(r: RankTimes, k: Knobs, links: DpLinks, grad: int = PARC.grad_bytes,
+              runtime: str = PARC.dp_runtime) -> tuple[Collective, ...]:
     """The data-parallel collectives of one rank over one step: what the runtime that moves them
     issues (`Software.dp_runtime`). Per parameter set P (dense over the dense group, or hsdp's
     shard group; experts over the expert group), `grad` bytes per reduced element, `PARAM` per
@@ -2818,7 +2818,7 @@ def dp_ledger(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, re
     case = DpCase(params_dense, params_expert, r.layers, r.moe_layers or r.layers,
                   max(1, k.virtual_stages) if pp > 1 else 1, r.blocks_dense, r.blocks_expert, r.params_root,
                   k.microbatches, k.sharding, pp, k.bucket, grad, runtime)
-    return _dp_ledger(case, dense, expert, shard, replicate)
+    return _dp_ledger(case, *links)
 
 
 class DpCase(NamedTuple):
@@ -2935,9 +2935,8 @@ def collective_seconds(c: Collective, lk: Link) -> float:
     return lk.all_gather(c.payload)
 
 
-def dp_exposed(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, replicate: Link,
-               grad: int = PARC.grad_bytes, runtime: str = PARC.dp_runtime,
-               overlap: bool = PARC.dp_overlap) -> tuple[float, float]:
+def dp_exposed(r: RankTimes, k: Knobs, links: DpLinks, grad: int = PARC.grad_bytes,
+               runtime: str = PARC.dp_runtime, overlap: bool = PARC.dp_overlap) -> tuple[float, float]:
     """(exposed seconds, bytes sent) of one step's data-parallel communication on one rank.
 
     Each window is counted once: the collectives that share it (zero3's backward gather and its
@@ -2949,10 +2948,9 @@ def dp_exposed(r: RankTimes, k: Knobs, dense: Link, expert: Link, shard: Link, r
     FSDP's per-unit collectives add the fill of a two-stage pipeline (`fsdp_fill`): the first
     unit's gather has no computation before it, the last unit's reduce-scatter none after it.
     Without `overlap` (`Software.dp_overlap`) the once-per-step calls are charged whole."""
-    ledger = dp_ledger(r, k, dense, expert, shard, replicate, grad, runtime)
+    ledger = dp_ledger(r, k, links, grad, runtime)
     back = r.backward_input + r.backward_weight + r.recompute
-    return _dp_exposed(ledger, k.microbatches, r.forward, back, DpLinks(dense, expert, shard, replicate),
-                       nic_busy(r, dense), overlap)
+    return _dp_exposed(ledger, k.microbatches, r.forward, back, links, nic_busy(r, links.dense), overlap)
 
 
 def nic_busy(r: RankTimes, lk: Link) -> tuple[float, float]:
@@ -3271,12 +3269,12 @@ def rank_steps(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants
                sw: Software = PARC) -> tuple[tuple[Load, ...], dict[Load, RankStep]]:
     loads, times = rank_times(shape, k, hw, geo, c, sw)
     experts = geo.expert_tp if sw.dp_runtime == "torch" else geo.expert
-    links = (link(geo.dense, hw, c), link(experts, hw, c), link(geo.shard, hw, c), link(geo.replicate, hw, c))
+    links = DpLinks(link(geo.dense, hw, c), link(experts, hw, c), link(geo.shard, hw, c), link(geo.replicate, hw, c))
     out = {}
     for load, r in times.items():
-        ledger = Ledger(path_ledger(r, k, geo, shape, load) + dp_ledger(r, k, *links, sw.grad_bytes, sw.dp_runtime),
+        ledger = Ledger(path_ledger(r, k, geo, shape, load) + dp_ledger(r, k, links, sw.grad_bytes, sw.dp_runtime),
                         compute_ledger(shape, k, load, sw))
-        exposed_dp, _ = dp_exposed(r, k, *links, sw.grad_bytes, sw.dp_runtime, sw.dp_overlap)
+        exposed_dp, _ = dp_exposed(r, k, links, sw.grad_bytes, sw.dp_runtime, sw.dp_overlap)
         out[load] = RankStep(times=r, ledger=ledger, dp_exposed=exposed_dp, optimizer=optimizer_seconds(r, k, hw, c),
                              bounds=link_bounds(ledger, hw, c))
     return loads, out

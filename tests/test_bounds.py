@@ -191,11 +191,12 @@ def test_axes_sharing_the_nic_are_held_to_it():
     _, steps = timing.rank_steps(shape, knobs, hw, geo)
     (rank,) = steps.values()
     r = rank.times
-    links = tuple(timing.link(g, hw, timing.DEFAULT) for g in (geo.dense, geo.expert_tp, geo.shard, geo.replicate))
-    ledger = timing.dp_ledger(r, knobs, *links)
+    links = timing.DpLinks(*(timing.link(g, hw, timing.DEFAULT) for g in (geo.dense, geo.expert_tp, geo.shard,
+                                                                           geo.replicate)))
+    ledger = timing.dp_ledger(r, knobs, links)
     back = r.backward_input + r.backward_weight + r.recompute
-    alone, _ = timing._dp_exposed(ledger, knobs.microbatches, r.forward, back, timing.DpLinks(*links))
-    shared, _ = timing._dp_exposed(ledger, knobs.microbatches, r.forward, back, timing.DpLinks(*links),
+    alone, _ = timing._dp_exposed(ledger, knobs.microbatches, r.forward, back, links)
+    shared, _ = timing._dp_exposed(ledger, knobs.microbatches, r.forward, back, links,
                                    timing.nic_busy(r, links[0]))
     assert shared == pytest.approx(rank.dp_exposed) and shared > alone
     path = knobs.microbatches * r.total + rank.optimizer
@@ -344,7 +345,7 @@ def test_the_backward_window_is_counted_once():
     rank, knobs = _rank("zero3", 1)
     lk = timing.Link(size=16, ring=1e9, near=1e9, far=1e9, local=8, latency=0.0)
     times = rank.times
-    exposed, _ = timing.dp_exposed(times, knobs, lk, lk, lk, lk)
+    exposed, _ = timing.dp_exposed(times, knobs, timing.DpLinks(lk, lk, lk, lk))
     ag = lk.all_gather(2 * times.params_dense)
     again = lk.all_gather(2 * (times.params_dense - LLAMA3_8B_ROOT))  # the backward's: not the root
     rs = lk.all_gather(4 * times.params_dense)

@@ -696,10 +696,11 @@ def test_dp_ledger_folds_the_experts_and_ignores_the_seconds():
                          exposed_f=(0.0,) * 4, exposed_b=(0.0,) * 4, sent=(0.0,) * 4,
                          params_dense=1000, params_expert=600, layers=3, moe_layers=3)
     k = Knobs(tp=1, pp=1, dp=8, ep=1, microbatches=4)
-    folded = timing.dp_ledger(r, k, lk, lk, lk, lk, 4, "torch")
+    links = timing.DpLinks(lk, lk, lk, lk)
+    folded = timing.dp_ledger(r, k, links, 4, "torch")
     assert [(c.kind, c.payload * c.count, c.window) for c in folded] == [("all_reduce", 4 * 1600, "last_backward")]
-    assert timing.dp_ledger(replace(r, forward=2.0, recompute=0.5), k, lk, lk, lk, lk, 4, "torch") is folded
-    apart = timing.dp_ledger(r, replace(k, ep=2), lk, lk, lk, lk, 4, "torch")
+    assert timing.dp_ledger(replace(r, forward=2.0, recompute=0.5), k, links, 4, "torch") is folded
+    apart = timing.dp_ledger(r, replace(k, ep=2), links, 4, "torch")
     assert sorted(c.payload * c.count for c in apart) == [4 * 600, 4 * 1000]
 
 

@@ -1509,7 +1509,7 @@ class Engine:
             if windows is None:  # the sharding's knobs built only here (the ledger reads them)
                 ks = self._with_sharding(k, sharding, shard)
                 links = self._best_links(item, ks.hsdp_shard)
-                ledger = timing.dp_ledger(r, ks, *links, self.software.grad_bytes, self.software.dp_runtime)
+                ledger = timing.dp_ledger(r, ks, links, self.software.grad_bytes, self.software.dp_runtime)
                 windows = cache[wkey] = (timing.dp_windows(ledger, ks.microbatches, links),
                                          self._optimizer(item, r, ks))
             cached = cache[key] = timing.dp_window_exposure(windows[0], k.microbatches, r.forward, back,
