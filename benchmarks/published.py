@@ -245,27 +245,70 @@ def _network_rates(text: str) -> list[re.Match]:
     return kept
 
 
+MAX_PORT_GBITS = 800
+"""The fastest scale-out port in service (ConnectX-8 / XDR-class 800 Gb/s): an unscoped rate above it
+is a node's aggregate, not one NIC's."""
+NIC_NOUN = r"(?:nics?|hcas?|adapters?|ports?|rails?|connectx-\d+|cx-?\d+)"
+"""Words that name a network adapter: "8 HCAs", "8 x ConnectX-7", "eight-rail"."""
+COUNTED_NICS = r"(\d+)\s*(?:x\s*)?(?:[\w-]+\s+){0,3}?" + NIC_NOUN + r"\b"
+"""A count of adapters with up to three words between ("8 InfiniBand NICs", "8 x ConnectX-7")."""
+
+
+def _stated_port_rate(text: str) -> float | None:
+    """Gb/s of one port as a note names it: the first network rate ("400Gb/s", "200G IB"), else an
+    InfiniBand generation ("NDR", "NDR400", "HDR 200")."""
+    for found in _network_rates(text):
+        return rate_gbits(found, 1)
+    found = re.search(r"\b(\d{2,4})\s*G\b", text)  # "8 NICs x 400G"; "80GB" is memory
+    if found:
+        return float(found.group(1))
+    found = re.search(r"\b(edr|hdr|ndr|xdr)", text, flags=re.I)
+    return float(GENERATIONS[found.group(1).lower()]) if found else None
+
+
 def network_of(hw: dict, per_node: int, gpu: dict, notes: list[str]) -> str:
     """The node's scale-out NICs from the hardware note: "8x200Gb/s HDR IB per node", "one 400 Gb/s
     NIC per GPU", "3.2 Tbps per node", "IB 8x50 GB/s per node" (eight 400 Gb/s NICs: bytes are
-    read as bytes), "8x NDR"; else the catalogue node's, noted."""
+    read as bytes), "8x NDR", "NDR 400Gb/s x8", "8 InfiniBand HCAs at 200 Gb/s"; a rate stated
+    with no count and no scope ("100 Gbps Ethernet") is each of the catalogue node's NICs, noted;
+    with nothing stated, the catalogue node's, noted. A stated rate is never dropped for the
+    catalogue's: a node read at 8 x 400 Gb/s when its note says 100 Gb/s would be predicted with
+    up to 32x the network it had."""
     text = " ".join(str(hw.get(k) or "") for k in ("note", "network")).replace("×", "x")
+    unscoped = None
     for found in _network_rates(text):
         gbits = rate_gbits(found, 1)
         if found.group(1):  # "8 x 200 Gb/s": a count of NICs, each at the rate
             return f"{int(found.group(1))} x {gbits:g} Gb/s"
-        scope = re.match(r"[\w\s/-]{0,40}?\bper\s+(gpu|node)", text[found.end():], flags=re.I)
+        after = text[found.end():]
+        scope = re.match(r"[\w\s/-]{0,40}?\bper\s+(gpu|node)", after, flags=re.I)
         if scope and scope.group(1).lower() == "gpu":
             return f"{per_node} x {gbits:g} Gb/s"
         if scope:
             return f"{per_node} x {gbits / per_node:g} Gb/s"
-        if found.group(6):  # "200G InfiniBand": one port's rate, no count
-            continue
+        times = re.match(r"\s*\)?\s*x\s*(\d+)\b", after)  # "NDR 400Gb/s x8"
+        if times:
+            return f"{int(times.group(1))} x {gbits:g} Gb/s"
+        if unscoped is None:
+            unscoped = gbits
+    counted = re.search(COUNTED_NICS, text, flags=re.I)
+    rate = _stated_port_rate(text)
+    if counted and rate:  # "8 InfiniBand NICs at 200Gbps", "8 x ConnectX-7 (400 Gb/s each)"
+        return f"{int(counted.group(1))} x {rate:g} Gb/s"
     found = re.search(r"(\d+)\s*x\s*(edr|hdr|ndr|xdr)\b", text, flags=re.I)
     if found:
         return f"{int(found.group(1))} x {GENERATIONS[found.group(2).lower()]} Gb/s"
-    nic = gpu["nic_bandwidth"] * 8 / 1e9
     nics = gpu["nics"] * per_node // gpu["gpus_per_node"] or 1
+    stated = unscoped or (rate if counted is None and re.search(r"\b(edr|hdr|ndr|xdr)", text, flags=re.I) else None)
+    if stated and stated > MAX_PORT_GBITS:  # "EFA 3200 Gbps": no port runs that fast, so the node's
+        notes.append(f"network {nics} x {stated / nics:g} Gb/s per node (the note's {stated:g} Gb/s is more than "
+                     f"one port carries: read as the node's, over the {gpu['description']}'s usual {nics} NICs)")
+        return f"{nics} x {stated / nics:g} Gb/s"
+    if stated:
+        notes.append(f"network {nics} x {stated:g} Gb/s per node (the note states the rate, not how many NICs: "
+                     f"the {gpu['description']}'s usual node has {nics})")
+        return f"{nics} x {stated:g} Gb/s"
+    nic = gpu["nic_bandwidth"] * 8 / 1e9
     notes.append(f"network {nics} x {nic:g} Gb/s per node (unstated: the {gpu['description']}'s usual node)")
     return f"{nics} x {nic:g} Gb/s"
 

@@ -296,6 +296,35 @@ def test_network_is_read_from_the_hardware_note(published, note, network):
     assert bool(notes) == (network is None)  # the catalogue's node is an assumption, listed
 
 
+@pytest.mark.parametrize("note, network", [
+    ("NDR 400Gb/s x8", "8 x 400 Gb/s"),  # the count after the rate
+    ("8 x ConnectX-7 (400 Gb/s each)", "8 x 400 Gb/s"),  # adapters counted by name
+    ("InfiniBand NDR400, 4 HCAs per node", "4 x 400 Gb/s"),
+    ("8 NICs x 400G", "8 x 400 Gb/s"),
+    ("2 InfiniBand NICs at 100 Gbps", "2 x 100 Gb/s"),
+])
+def test_network_counts_stated_apart_from_the_rate(published, note, network):
+    notes = []
+    assert published.network_of({"note": note}, 8, published.GPUS["a100-80gb"], notes) == network
+    assert not notes
+
+
+@pytest.mark.parametrize("note, network", [
+    # a rate with no count and no scope is each of the usual node's 8 NICs (A100: 8 x 200 Gb/s), never
+    # dropped for the catalogue's rate: 100 Gb/s read as 200 would predict twice the network it had
+    ("100 Gbps Ethernet", "8 x 100 Gb/s"),
+    ("ConnectX-6 100Gb/s", "8 x 100 Gb/s"),
+    ("InfiniBand EDR", "8 x 100 Gb/s"),
+    # more than any one port carries (ConnectX-8: 800 Gb/s): the node's aggregate over its 8 NICs
+    ("EFA 3200 Gbps", "8 x 400 Gb/s"),
+    ("1.6 Tb/s fabric", "8 x 200 Gb/s"),
+])
+def test_network_rate_without_count_is_read_and_noted(published, note, network):
+    notes = []
+    assert published.network_of({"note": note}, 8, published.GPUS["a100-80gb"], notes) == network
+    assert len(notes) == 1 and "usual" in notes[0] and "unstated" not in notes[0]
+
+
 def test_words_of_layouts_and_models(published):
     notes = []
     assert published.schedule_of({"pipeline_schedule": "interleaved 1F1B (vpp 4)"}, 8, notes) == ("interleaved-1f1b", 4)
