@@ -843,6 +843,9 @@ def fp8_recipe_of(entry: dict) -> str:
 
 def precision_of(lay: dict) -> str:
     text = _words(lay.get("precision"))
+    if re.search(r"fp4|float4|mxfp4|\b4[- ]?bit", text):
+        raise Unusable(f"precision `{lay.get('precision')}`: 4-bit GEMMs, which parc does not model (fp8 is its "
+                       "narrowest); read as fp8 or bf16 the run would be predicted slower than it ran")
     if "fp8" in text or "float8" in text:
         return "fp8"
     if "fp16" in text and "bf16" not in text:
@@ -873,7 +876,12 @@ def recompute_modules_text(modules: tuple[str, ...]) -> str:
 
 
 def recompute_of(lay: dict, layers: int, family: str, notes: list[str]) -> str:
-    text = _words(lay.get("recompute"))
+    raw = lay.get("recompute")
+    if isinstance(raw, bool):  # YAML's `recompute: yes` / `true`: activation checkpointing on, whole layers
+        if raw:
+            notes.append("recompute `true` read as full (activation checkpointing of every layer)")
+        return "full" if raw else "none"
+    text = _words(raw)
     if not text:
         notes.append(UNSTATED_RECOMPUTE)
         return "none"
@@ -889,10 +897,14 @@ def recompute_of(lay: dict, layers: int, family: str, notes: list[str]) -> str:
             notes.append("torchtitan's per-op policy: `selective` under `target torchtitan` (every second "
                          "matmul of a block recomputed)")
         return "selective"
-    if "full" in text or "uniform" in text or "block" in text or "every layer" in text:
+    if re.search(r"--recompute-activations\b|\brecompute[-_ ]activations\b", text):
+        return "selective"  # Megatron-LM's --recompute-activations: selective (Korthikanti et al. 2022)
+    if re.search(r"full|uniform|block|every layer|all layers|checkpoint|partial|^(?:yes|true|on|enabled)\b", text):
         count = re.search(r"(\d+)\s*(?:of\s*\d+\s*)?layers?", text)
         if count and 0 < int(count.group(1)) < layers and "every" not in text:
             return f"full {int(count.group(1))}"
+        if "partial" in text:
+            notes.append(f"recompute `{raw}` read as full (no layer count stated)")
         return "full"
     notes.append(f"recompute `{lay.get('recompute')}` read as none")
     return "none"
@@ -922,7 +934,7 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
         return "zero3"
     if any(w in words for w in ("zero2", "stage2", "shardgrad")):
         return "zero2"
-    if any(w in words for w in ("zero1", "stage1", "distributed", "distopt")):
+    if any(w in words for w in ("zero1", "stage1", "distributed", "distopt", "optimizershard", "shardedoptim")):
         return "zero1"
     if "fsdp" in words:
         return "zero3"
@@ -934,7 +946,7 @@ def schedule_of(lay: dict, pp: int, notes: list[str]) -> tuple[str, int]:
     """The pipeline schedule and virtual stages per rank."""
     text = _words(lay.get("pipeline_schedule")).replace("_", "-")
     vpp = _int(lay.get("vpp"), "vpp")
-    stated = re.search(r"(?:vpp|virtual[ -]?(?:pipeline[ -]?)?(?:stages?|chunks?)?)\s*[=:]?\s*(\d+)", text)
+    stated = re.search(r"(?:\bvpp?|virtual[ -]?(?:pipeline[ -]?)?(?:stages?|chunks?)?)\s*[=:]?\s*(\d+)", text)
     vpp = vpp or (int(stated.group(1)) if stated else 1)
     if pp == 1:
         return "1f1b", 1

@@ -325,6 +325,32 @@ def test_network_rate_without_count_is_read_and_noted(published, note, network):
     assert len(notes) == 1 and "usual" in notes[0] and "unstated" not in notes[0]
 
 
+@pytest.mark.parametrize("raw, expected", [
+    (True, "full"), (False, "none"),  # YAML's `recompute: yes` is a bool, not the word
+    ("enabled", "full"), ("checkpoint-activations", "full"),  # Megatron-LM's old flag: whole layers
+    ("recompute all layers", "full"), ("partial (4 layers)", "full 4"),
+    ("--recompute-activations", "selective"),  # Megatron-LM's flag for Korthikanti's selective
+    ("off", "none"), ("no checkpointing", "none"),
+])
+def test_recompute_phrasings(published, raw, expected):
+    assert published.recompute_of({"recompute": raw}, 32, "megatron", []) == expected
+
+
+def test_virtual_stages_stated_as_vp(published):
+    for text in ("Interleaved 1F1B (VP=4)", "interleaved, vpp 4", "interleaved (virtual stages 4)"):
+        notes = []
+        assert published.schedule_of({"pipeline_schedule": text}, 8, notes) == ("interleaved-1f1b", 4), text
+        assert not notes
+
+
+def test_four_bit_precision_is_left_out_not_read_as_bf16(published):
+    for text in ("NVFP4", "MXFP4", "FP4 (blockwise)"):
+        with pytest.raises(published.Unusable, match="4-bit"):
+            published.precision_of({"precision": text})
+    assert published.precision_of({"precision": "MXFP8"}) == "fp8"
+    assert published.sharding_of({"zero_or_fsdp": "optimizer sharding"}, "megatron", "", []) == "zero1"
+
+
 def test_words_of_layouts_and_models(published):
     notes = []
     assert published.schedule_of({"pipeline_schedule": "interleaved 1F1B (vpp 4)"}, 8, notes) == ("interleaved-1f1b", 4)
