@@ -119,10 +119,39 @@ def _int(value, name: str) -> int | None:
         if math.isfinite(value) and float(value).is_integer() and value >= 0:
             return int(value)
         raise Unusable(f"`{name}` is not a whole number ({value!r})")
-    found = re.match(r"\s*(\d+)(?![\d.])", str(value))  # "8 (stated)", not "2.5" or "-3"
+    found = re.match(WHOLE, str(value))  # "8 (stated)", "TP=8", "1,536"; not "2.5", "-3" or "1,5"
     if found:
-        return int(found.group(1))
+        return int(found.group(1).replace(",", ""))
     raise Unusable(f"`{name}` is not a whole number ({value!r})")
+
+
+WHOLE = r"\s*(?:[A-Za-z]+\s*[=:]?\s*)?(\d{1,3}(?:,\d{3})+|\d+)(?![\d.,])"
+"""A whole number as a row writes it: bare, after a label ("TP=8", "tp 8"), or with thousands
+separators ("1,536", which must never read as 1)."""
+TOKEN_SCALE = {"": 1, "k": 10**3, "m": 2**20, "b": 10**9}
+"""Multipliers of a token count: "4M tokens" is 4 x 2^20 (a batch of 4,194,304 = 1,024 x 4,096
+tokens is what papers call 4M); K and B are decimal."""
+
+
+def global_batch_sequences(value, seq: int | None, notes: list[str]) -> int | None:
+    """A global batch in sequences from what a row writes: a count of sequences, or of tokens
+    ("4M tokens", "4,194,304 tokens", "16M tokens (4096 seqs)"), divided by the sequence length.
+    A token count read as sequences would predict a batch a few thousand times too small."""
+    text = str(value) if value is not None and not isinstance(value, (int, float, bool)) else None
+    if text is None or "token" not in text.lower():
+        return _int(value, "global_batch")
+    stated = (re.search(r"(\d{1,3}(?:,\d{3})+|\d+)\s*(?:seqs?|sequences|samples)\b", text, flags=re.I)
+              or re.search(r"(\d{1,3}(?:,\d{3})+|\d+)\s*[x×]\s*[\d,]+\s*tokens", text))  # "2048 x 4096 tokens"
+    if stated:
+        return int(stated.group(1).replace(",", ""))
+    found = re.search(r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*([kmb])?\w*\s*tokens", text, flags=re.I)
+    if not found or not seq:
+        raise Unusable(f"global batch `{value}`: a token count that cannot be read in sequences")
+    tokens = float(found.group(1).replace(",", "")) * TOKEN_SCALE[(found.group(2) or "").lower()]
+    if tokens % seq:
+        raise Unusable(f"global batch `{value}`: {tokens:,.0f} tokens are not whole sequences of {seq:,}")
+    notes.append(f"global batch {int(tokens // seq):,} sequences ({value} / seq {seq:,})")
+    return int(tokens // seq)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1122,7 +1151,8 @@ def batch_of(entry: dict, replicas: int, others: list[dict], notes: list[str]) -
     else borrowed from a sibling run (`sibling_micro_batches`)."""
     lay = entry.get("layout") or {}
     micro = _int(lay.get("micro_batch"), "micro_batch")
-    batch = _int(lay.get("global_batch"), "global_batch")
+    seq = (entry.get("model") or {}).get("seq_len")
+    batch = global_batch_sequences(lay.get("global_batch"), seq if isinstance(seq, int) else None, notes)
     accum = _int(lay.get("grad_accum"), "grad_accum")
     if micro is None:
         if batch and accum and batch % (replicas * accum) == 0:

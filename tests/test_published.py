@@ -351,6 +351,25 @@ def test_four_bit_precision_is_left_out_not_read_as_bf16(published):
     assert published.sharding_of({"zero_or_fsdp": "optimizer sharding"}, "megatron", "", []) == "zero1"
 
 
+@pytest.mark.parametrize("raw, sequences", [
+    (1024, 1024), ("1,536", 1536),  # a thousands separator is not the end of the number
+    ("4M tokens", 1024),  # 4 x 2^20 tokens of 4,096: papers' "4M"
+    ("4,194,304 tokens", 1024), ("2048 x 4096 tokens", 2048), ("16M tokens (4096 seqs)", 4096),
+])
+def test_global_batch_in_sequences_or_tokens(published, raw, sequences):
+    entry = {"layout": {"global_batch": raw, "micro_batch": 1}, "model": {"seq_len": 4096}}
+    assert published.batch_of(entry, 8, [], []) == (1, sequences)
+
+
+def test_whole_numbers_as_rows_write_them(published):
+    assert [published._int(v, "tp") for v in ("8", "8 (TP)", "TP=8", "tp 8", "1,024")] == [8, 8, 8, 8, 1024]
+    for bad in ("2.5", "-3", "1,5", "x"):
+        with pytest.raises(published.Unusable, match="whole number"):
+            published._int(bad, "tp")
+    with pytest.raises(published.Unusable, match="not whole sequences"):
+        published.batch_of({"layout": {"global_batch": "1000 tokens"}, "model": {"seq_len": 4096}}, 1, [], [])
+
+
 def test_words_of_layouts_and_models(published):
     notes = []
     assert published.schedule_of({"pipeline_schedule": "interleaved 1F1B (vpp 4)"}, 8, notes) == ("interleaved-1f1b", 4)
