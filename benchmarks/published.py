@@ -620,11 +620,11 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
     def number(*names):
         for n in names:
             v = out.get(n)
-            if isinstance(v, str):  # YAML 1.1 reads "3.0e6" as a string
-                try:
-                    v = float(v.replace(",", ""))
-                except ValueError:
+            if isinstance(v, str):  # YAML 1.1 reads "3.0e6" as a string; rows write "52%", "~400 TFLOP/s"
+                found = re.fullmatch(r"\s*[~≈]?\s*(\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?)\s*(?:%|[A-Za-z/ -]*)\s*", v)
+                if not found:
                     continue
+                v = float(found.group(1).replace(",", ""))
             if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0:
                 return float(v)
         return None

@@ -370,6 +370,20 @@ def test_whole_numbers_as_rows_write_them(published):
         published.batch_of({"layout": {"global_batch": "1000 tokens"}, "model": {"seq_len": 4096}}, 1, [], [])
 
 
+def test_reported_numbers_written_with_units(published):
+    dims = published.Dims(layers=2, hidden=64, ffn=256, heads=4, kv_heads=4, head_dim=16, vocab=100, seq=16,
+                          swiglu=False, tied=True)
+    conv = published.convention_of({"flop_convention": "narayanan_hfu"})[1]
+    # 52 % of a 989 TFLOP/s peak, however the row writes it
+    for out in ({"mfu": "52%"}, {"mfu_pct": "52 %"}, {"mfu": 0.52}):
+        assert published.reported_tflops(out, conv, "k", dims, 8, 8, 989, "none")[0] == pytest.approx(514.28)
+    assert published.reported_tflops({"tflops_per_gpu": "~400 TFLOP/s"}, conv, "k", dims, 8, 8, 989, "none") == (
+        400.0, "reported TFLOP/s")
+    for unread in ("n/a", "400-450"):  # a range is not a figure
+        with pytest.raises(published.Unusable, match="no throughput"):
+            published.reported_tflops({"tflops_per_gpu": unread}, conv, "k", dims, 8, 8, 989, "none")
+
+
 def test_words_of_layouts_and_models(published):
     notes = []
     assert published.schedule_of({"pipeline_schedule": "interleaved 1F1B (vpp 4)"}, 8, notes) == ("interleaved-1f1b", 4)
