@@ -1312,7 +1312,12 @@ hardware note, a stated power cap and HBM bandwidth (the optional fields `power_
 layers) and MLA models (as attention of the published heads); tp, pp, dp, cp and ep (folded over
 the data-parallel ranks, or its own axis when the degrees multiply to the GPUs only with it);
 schedules (1F1B, interleaved, zero bubble, DualPipe) with uneven layer splits; sharding,
-recomputation and precision from their words; and every FLOP convention of `conventions.md`
+recomputation and precision from their words (YAML's bare `recompute: yes` is full recomputation;
+a 4-bit precision such as NVFP4 is left out, not read as bf16); numbers as rows write them
+("1,536", "TP=8", "52%", "~400 TFLOP/s"), a global batch stated in tokens divided by the sequence
+length, and the network's NICs counted however the note counts them ("NDR 400Gb/s x8", "8 x
+ConnectX-7 (400 Gb/s each)"; a rate with no count over the usual node's NICs, noted, never
+replaced by the catalogue's rate); and every FLOP convention of `conventions.md`
 (Megatron-Core's causal count after 2025-03-06, Megatron-Bridge, NeMo, torchtitan, PaLM,
 MegaScale, BLOOM's 8N), comparing on TFLOP/s, MFU, HFU, step time or tokens per second, whichever
 the row publishes; a row with an unknown convention is compared on its step time. A run that ran
