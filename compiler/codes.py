@@ -379,6 +379,17 @@ Megatron-LM pads instead (GPT-2's 50,257 tokens to 50,304), which costs the same
 Acknowledge it with `allow W0314` on the model line, or choose a vocabulary that tp divides.
 """)
 
+register("E0314", "an empty chunk inside the pipeline", """
+A `split` entry may be 0 only for the first chunk, which then holds just the input embedding,
+and for the last, which then holds just the final norm, the output layer and the loss
+(Megatron-Core's `account_for_embedding_in_pipeline_split` and
+`account_for_loss_in_pipeline_split`). An inner chunk with no layers would only pass the
+activations on, so parc refuses it:
+
+    pp 16 x 8 chunks, 126 layers:  split [0, 1, 1, ..., 1, 0]   # accepted
+    pp 4:                          split [2, 0, 3, 3]           # the 0 is refused
+""")
+
 register("E0315", "layers do not split evenly over the pipeline", """
 Each pipeline rank holds `layers / (pp x virtual stages)` layers per chunk. When that is not whole,
 write the uneven split explicitly so that the balance is a decision, not an accident:

@@ -991,9 +991,16 @@ def _parse_list(key, values, setting, diags):
                   help=f"write `{key.example}`")
         return None
     counts = []
-    for item in atom.items:
-        count = _count_atom(item, f"each entry of `{key.name}`", diags)
+    last = len(atom.items) - 1
+    for i, item in enumerate(atom.items):
+        count = _count_atom(item, f"each entry of `{key.name}`", diags, zero=True)
         if count is None:
+            return None
+        if count == 0 and 0 < i < last:
+            diags.err("E0314", f"only the first and last entries of `{key.name}` may be 0", item.span,
+                      label="a chunk with no layers in the middle of the pipeline",
+                      help="give this chunk at least 1 layer (only the ends, which hold the embedding and "
+                      "the loss, may be empty)")
             return None
         counts.append(count)
     if not counts:
