@@ -132,3 +132,11 @@ def test_explain_shows_the_empty_stages(tmp_path):
     assert result.exit_code == 0, result.stderr
     rows = [line.split() for line in result.stdout.splitlines() if re.match(r"\s+[0-3]\s+[0-3]\s", line)]
     assert [(r[0], r[1]) for r in rows[:4]] == [("0", "0"), ("1", "3"), ("2", "3"), ("3", "0")]
+
+
+def test_a_long_split_is_shortened_in_the_help_and_counted():
+    from parc.checks.schedule import spelled_split
+
+    assert spelled_split(empty_ends_split(126, 128)) == (
+        "`pp { split [0, 1, ..., 1, 0] }` (128 entries, 126 inner ones of 1)")
+    assert spelled_split((0, 2, 0)) == "`pp { split [0, 2, 0] }`"
