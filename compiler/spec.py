@@ -331,7 +331,9 @@ PP_KEYS = (
           aliases=(("zb-v", "zbv"), ("dualpipev", "dualpipe-v"))),
     Key("virtual-stages", "count", "model chunks per pipeline rank (interleaved schedules)",
         "virtual-stages 2", holes=True),
-    Key("split", "list", "layers per stage, in stage order (uneven split)", "split [7, 8, 8, 7]"),
+    Key("split", "list", "layers per chunk, in model order (uneven split); the first and last may be 0: "
+        "that chunk holds only the embedding, or only the output layer and loss (Megatron-Core's "
+        "account_for_embedding/loss_in_pipeline_split)", "split [7, 8, 8, 7]"),
 )
 
 DP_KEYS = (
