@@ -140,3 +140,36 @@ def test_a_long_split_is_shortened_in_the_help_and_counted():
     assert spelled_split(empty_ends_split(126, 128)) == (
         "`pp { split [0, 1, ..., 1, 0] }` (128 entries, 126 inner ones of 1)")
     assert spelled_split((0, 2, 0)) == "`pp { split [0, 2, 0] }`"
+
+
+def test_search_fills_holes_around_a_written_empty_ends_split(tmp_path):
+    """pp is a hole, the split's 32 entries over 8 virtual stages fix it at 4 (E0316 rejects the
+    rest); every layout left is timed, each as `parc explain` of the filled spec times it."""
+    import json
+
+    split = ", ".join(["0"] + ["1"] * 30 + ["0"])
+    path = tmp_path / "holes.par"
+    path.write_text(f"""job s
+tp ? x pp ? x dp ? on nodes(8 gpus, nvlink)
+model llama3-8b {{ layers 30 }}
+hardware {{
+  gpu h100-sxm
+  nodes 4
+}}
+train {{
+  seq 4096
+  global-batch 64
+}}
+pp {{
+  schedule interleaved-1f1b
+  virtual-stages 8
+  split [{split}]
+}}
+""", encoding="utf-8")
+    result = run_cli("search", str(path), "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert len(data["candidates"]) == 4 and all(c["degrees"]["pp"] == 4 for c in data["candidates"])
+    for c in data["candidates"]:
+        text = path.read_text().replace("tp ? x pp ? x dp ?", c["layout"])
+        assert predict(compiled(text)).breakdown.step == pytest.approx(c["step_seconds"], rel=1e-5)
