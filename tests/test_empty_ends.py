@@ -173,3 +173,11 @@ pp {{
     for c in data["candidates"]:
         text = path.read_text().replace("tp ? x pp ? x dp ?", c["layout"])
         assert predict(compiled(text)).breakdown.step == pytest.approx(c["step_seconds"], rel=1e-5)
+
+
+def test_the_job_readme_names_the_empty_stages():
+    from parc.backends import job_files
+
+    readme = job_files(compiled(spec((0, 3, 3, 0))))["README.md"]
+    assert "embedding, no layers" in readme and "no layers, final norm and output" in readme
+    assert "layers 0-2" in readme and "layers 3-5" in readme and "--1" not in readme
