@@ -181,3 +181,14 @@ def test_the_job_readme_names_the_empty_stages():
     readme = job_files(compiled(spec((0, 3, 3, 0))))["README.md"]
     assert "embedding, no layers" in readme and "no layers, final norm and output" in readme
     assert "layers 0-2" in readme and "layers 3-5" in readme and "--1" not in readme
+
+
+def test_a_split_of_the_wrong_length_is_shown_the_empty_ends_one():
+    """6 layers over pp 2 x 4 chunks, split written for 4: the help's example is the empty-ends
+    split, which compiles."""
+    text = spec((0, 3, 3, 0), layout="pp 2 x dp 2", schedule="interleaved-1f1b", extra="\n  virtual-stages 4")
+    [d] = [d for d in compile_text(text).diagnostics if d.is_error]
+    assert d.code == "E0316"
+    written = re.search(r"split (\[[\d, ]+\])", d.help).group(1)
+    assert written == "[0, 1, 1, 1, 1, 1, 1, 0]"
+    assert not [d for d in compile_text(text.replace("[0, 3, 3, 0]", written)).diagnostics if d.is_error]

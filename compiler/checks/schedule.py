@@ -49,6 +49,15 @@ def spelled_split(split: tuple[int, ...]) -> str:
             f"({len(split)} entries, {len(inner)} inner ones of {inner[0]})")
 
 
+def _split_example(layers: int, chunks: int) -> str:
+    """`, e.g. split [...]` for an E0316 help: the balanced split, or, one or two layers short of
+    the chunks, the empty-ends one; nothing past MAX_SPLIT_SHOWN chunks or when none exists."""
+    split = balanced_split(layers, chunks) if chunks <= layers else empty_ends_split(layers, chunks)
+    if split is None or chunks > MAX_SPLIT_SHOWN:
+        return ""
+    return f", e.g. `split [{', '.join(map(str, split))}]`"
+
+
 @rule
 def layers_split_over_pipeline(plan: Plan) -> Iterator[Diagnostic]:
     known = _pp_v(plan)
@@ -64,16 +73,14 @@ def layers_split_over_pipeline(plan: Plan) -> Iterator[Diagnostic]:
     if split is not None:
         span = pp_spans.span_of("split")
         if len(split) != chunks:
-            example = (f", e.g. `split [{', '.join(map(str, balanced_split(layers, chunks)))}]`"
-                       if chunks <= MAX_SPLIT_SHOWN and chunks <= layers else "")
+            example = _split_example(layers, chunks)
             yield error("E0316", f"split has {len(split)} entries; pp {pp} x {v} virtual stage{'s' if v > 1 else ''} "
                         f"needs {chunks}", span, label=f"{len(split)} entries",
                         labels=labels((axis_span(plan, "pp"), f"pp {pp}"),
                                       (pp_spans.span_of("virtual_stages"), f"{v} chunks per rank")),
                         help=f"write {chunks} entries summing to {layers}{example}")
         elif sum(split) != layers:
-            example = (f", e.g. `split [{', '.join(map(str, balanced_split(layers, chunks)))}]`"
-                       if chunks <= MAX_SPLIT_SHOWN and chunks <= layers else "")
+            example = _split_example(layers, chunks)
             yield error("E0316", f"split sums to {sum(split)} layers; the model has {layers}", span,
                         label=f"{' + '.join(map(str, split[:4]))}{' + ...' if len(split) > 4 else ''} = {sum(split)}",
                         labels=labels(model_label(plan, "layers", f"{layers} layers")),
