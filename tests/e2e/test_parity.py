@@ -24,6 +24,7 @@ DENSE = [
     "pp4-interleaved",   # interleaved 1F1B, 2 virtual stages per rank
     "pp4-empty-ends",    # split [0, 4, 4, 0]: an embedding-only first stage, a loss-only last one
     "pp2-interleaved-empty-ends",  # the same split over 2 ranks x 2 chunks, dp 2
+    "zbv-empty-ends",    # the same split in a V: rank 0 holds both empty ends and no layer
     "zbv",               # a zero-bubble schedule (ZB-V) with FSDP
     "dualpipe-recompute",  # DualPipeV with full recomputation: one recomputation per weight pass
     "cp2-ring",          # context parallelism: ring attention, load-balanced chunks
