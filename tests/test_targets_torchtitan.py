@@ -71,10 +71,10 @@ CUSTOM_LAYOUTS = {  # not in LAYOUTS: tests/test_import.py round-trips those (pa
                    "train { seq 4096, global-batch 32, micro-batch 1, recompute full }\ndp { sharding zero3 }\n"),
     # empty ends: torchtitan's first/last_stage_less_layers at the layers per stage leave the
     # first stage only tok_embeddings and the last only norm and the output
-    "empty-ends-1f1b": ("tp 2 x dp 1 x pp 4 on nodes(8 gpus, nvlink)", "llama3-8b { layers 6 }", "",
+    "empty-ends-1f1b": ("tp 2 x pp 4 on nodes(8 gpus, nvlink)", "llama3-8b { layers 6 }", "",
                         "train { seq 4096, global-batch 32, micro-batch 1, recompute full }\n"
                         "pp { schedule 1f1b, split [0, 3, 3, 0] }\n"),
-    "empty-ends-interleaved": ("tp 2 x dp 1 x pp 4 on nodes(8 gpus, nvlink)", "llama3-8b { layers 6 }", "",
+    "empty-ends-interleaved": ("tp 2 x pp 4 on nodes(8 gpus, nvlink)", "llama3-8b { layers 6 }", "",
                                "train { seq 4096, global-batch 32, micro-batch 1, recompute full }\n"
                                "pp { schedule interleaved-1f1b, virtual-stages 2, split [0, 1, 1, 1, 1, 1, 1, 0] }\n"),
     "mixtral": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nep 8 over tp x dp", "mixtral-8x7b { layers 4 }", "",
