@@ -999,7 +999,7 @@ def _parse_list(key, values, setting, diags):
         if count is None:
             return None
         if count == 0 and 0 < i < last:
-            diags.err("E0314", f"only the first and last entries of `{key.name}` may be 0", item.span,
+            diags.err("E0220", f"only the first and last entries of `{key.name}` may be 0", item.span,
                       label="a chunk with no layers in the middle of the pipeline",
                       help="give this chunk at least 1 layer (only the ends, which hold the embedding and "
                       "the loss, may be empty)")

@@ -2,7 +2,7 @@
 and account_for_loss_in_pipeline_split (NVIDIA's Llama 3.1 405B and Qwen3-235B recipes).
 
 The first chunk then holds only the embedding, the last only the final norm, the output layer
-and the loss. The checks accept 0 at the ends only (E0314 elsewhere), and the memory and time
+and the loss. The checks accept 0 at the ends only (E0220 elsewhere), and the memory and time
 models predict such layouts; the figures are compared with sums done by hand from the model's
 shape, not with what the models print. The generated job trains them like one process
 (tests/e2e/test_parity.py: pp4-empty-ends, pp2-interleaved-empty-ends).
@@ -65,7 +65,7 @@ def test_an_empty_inner_chunk_is_refused_on_its_entry(split, entry):
     text = spec(split)
     result = compile_text(text)
     [d] = [d for d in result.diagnostics if d.is_error]
-    assert d.code == "E0314" and d.help
+    assert d.code == "E0220" and d.help
     line = text.splitlines()[d.span.line - 1]
     column = line.index("[") + 1 + sum(len(f"{n}, ") for n in split[:entry])
     assert text[d.span.start:d.span.end] == "0" and d.span.col - 1 == column
