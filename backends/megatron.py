@@ -52,26 +52,53 @@ def _chunk_layers(plan: Plan) -> tuple[int, ...]:
 
 def uneven_ends(plan: Plan) -> tuple[int, int] | None:
     """Megatron-LM's `--decoder-first/last-pipeline-num-layers` for the plan's split: the first and
-    last stage's layers when every other stage holds the same number; None when even."""
+    last stage's layers when every other stage holds the same number; None when even. An empty
+    end cannot be written so (Megatron-Core wants each larger than 0): (-1, -1) as for any other
+    split they cannot express, which `accounted_ends` may still write."""
     layers = _chunk_layers(plan)
     if len(set(layers)) == 1:
         return None
     middle = set(layers[1:-1])
-    if (plan.layout.pp.virtual_stages or 1) > 1 or len(middle) > 1:
+    if (plan.layout.pp.virtual_stages or 1) > 1 or len(middle) > 1 or 0 in (layers[0], layers[-1]):
         return (-1, -1)
     return layers[0], layers[-1]
+
+
+def accounted_ends(plan: Plan) -> tuple[bool, bool] | None:
+    """Megatron-Core's `--account-for-embedding-in-pipeline-split` and
+    `--account-for-loss-in-pipeline-split` when they reproduce the plan's uneven split: the
+    embedding and (or) the loss count as one layer each, every chunk gets units / chunks of the
+    units = layers + those, and the first (last) chunk builds one layer fewer
+    (transformer_block.get_num_layers_to_build). None when no pair reproduces the split exactly."""
+    split = _chunk_layers(plan)
+    chunks, layers = len(split), sum(split)
+    if chunks < 2 or len(set(split)) == 1:
+        return None
+    for embedding, loss in ((True, True), (True, False), (False, True)):
+        units = layers + embedding + loss
+        each = units // chunks
+        if units % chunks == 0 and split == (each - embedding,) + (each,) * (chunks - 2) + (each - loss,):
+            return embedding, loss
+    return None
+
+
+def _placed_by_flags(plan: Plan) -> bool:
+    """Whether Megatron-LM can place the plan's layers: even, or with the first/last-stage flags,
+    or with the embedding and loss counted as layers."""
+    return uneven_ends(plan) != (-1, -1) or accounted_ends(plan) is not None
 
 
 def diagnostics(plan: Plan) -> list[Diagnostic]:
     """What Megatron-LM cannot run as the plan says (checks/target.py has the layout rules)."""
     out = []
     lay = plan.layout
-    if (lay.pp.degree or 1) > 1 and uneven_ends(plan) == (-1, -1):
+    if (lay.pp.degree or 1) > 1 and not _placed_by_flags(plan):
         out.append(error("E0620", "Megatron-LM cannot place layers as this pipeline split does",
                          lay.pp.span_of("split", "virtual_stages", "degree"), label=f"split {list(_chunk_layers(plan))}",
-                         help="use an even split, or one where only the first and last stages differ "
+                         help="use an even split, one where only the first and last stages differ "
                          "(`--decoder-first-pipeline-num-layers`, `--decoder-last-pipeline-num-layers`), "
-                         "without virtual stages"))
+                         "without virtual stages, or one that counts the embedding and the loss as a layer "
+                         "each (`--account-for-embedding-in-pipeline-split`, e.g. `split [0, 1, ..., 1, 0]`)"))
     dense = [a for a in ("cp", "dp") if (getattr(lay, a).degree or 1) > 1]
     fold = list(lay.ep.folded_over)
     if fold and fold not in (dense, ["tp", *dense]):
@@ -138,12 +165,18 @@ def _parallelism(plan: Plan) -> list[tuple[str, str | None]]:
     args.append(("--pipeline-model-parallel-size", str(pp)))
     if pp > 1:
         v = lay.pp.virtual_stages or 1
-        if v > 1:
-            args.append(("--num-layers-per-virtual-pipeline-stage", str(plan.model.layers // (pp * v))))
         ends = uneven_ends(plan)
+        accounted = accounted_ends(plan) if ends == (-1, -1) else None
+        units = plan.model.layers + sum(accounted or ())  # Megatron-LM divides these by pp x v
+        if v > 1:
+            args.append(("--num-layers-per-virtual-pipeline-stage", str(units // (pp * v))))
         if ends is not None and ends != (-1, -1):
             args += [("--decoder-first-pipeline-num-layers", str(ends[0])),
                      ("--decoder-last-pipeline-num-layers", str(ends[1]))]
+        if accounted is not None:
+            args += [(flag, None) for flag, on in zip(
+                ("--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"), accounted,
+                strict=True) if on]
     if cp > 1:
         args += [("--context-parallel-size", str(cp)), ("--cp-comm-type", CP_COMM[lay.cp.flavour])]
     if ep > 1:

@@ -27,6 +27,7 @@ from parc import timing
 from parc.catalog.gpus import ALIASES as GPU_ALIASES
 from parc.catalog.gpus import GPUS
 from parc.kernels import DEEPEP_SMS
+from parc.stages import empty_ends_split
 
 # ---------------------------------------------------------------------------------------------
 # What a row is turned into
@@ -1012,10 +1013,14 @@ def cp_flavour(text: str) -> str:
 
 def split_of(layers: int, chunks: int) -> list[int] | None:
     """Layers per pipeline chunk when they do not divide evenly: the first and last chunks, which
-    also hold the embedding and the output layer, take the fewer (Llama 3's split)."""
+    also hold the embedding and the output layer, take the fewer (Llama 3's split). Two layers
+    short of the chunks, the ends hold the embedding and the loss alone (`split [0, 1, ..., 1, 0]`):
+    Megatron-Core's account_for_embedding/loss_in_pipeline_split, the only way such a row ran."""
     if layers % chunks == 0:
         return None
     base, extra = divmod(layers, chunks)
+    if base == 0 and layers + 2 == chunks:
+        return list(empty_ends_split(layers, chunks))
     if base == 0:
         raise Unusable(f"{layers} layers cannot fill {chunks} pipeline chunks")
     order = sorted(range(chunks), key=lambda i: (i in (0, chunks - 1), abs(i - (chunks - 1) / 2)))
@@ -1244,7 +1249,11 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     if pp > 1:
         split = split_of(dims.layers, pp * vpp)
         options = [f"schedule {schedule}"] + ([f"virtual-stages {vpp}"] if schedule != "1f1b" else [])
-        if split:
+        if split and split[0] == 0:
+            options.append(f"split [{', '.join(map(str, split))}]")
+            notes.append("embedding and loss counted as pipeline layers (Megatron-Core's account_for_embedding/"
+                         f"loss_in_pipeline_split; the only split of {dims.layers} layers over {pp * vpp} chunks)")
+        elif split:
             options.append(f"split [{', '.join(map(str, split))}]")
             notes.append(f"layers split {min(split)}-{max(split)} per stage (uneven; the lighter at the ends)")
         lines.append(f"pp {{ {', '.join(options)} }}")

@@ -275,11 +275,13 @@ def h100_band(pts: list[Point]) -> tuple[float, float]:
 
 
 def find(groups: list[list[Point]], model: str, system: str, gpus: int, micro_batch: int,
-         fsdp: bool = False) -> list[Point]:
-    """The series of one configuration (the doc's reading quotes these); it must exist."""
+         fsdp: bool = False, recipe: str | None = None) -> list[Point]:
+    """The series of one configuration (the doc's reading quotes these); it must exist. `recipe`
+    (`Point.per_tensor`) tells apart two series that differ in their FP8 recipe alone."""
     found = [g for g in groups if g[0].model == model and g[0].system == system and g[0].result.row.gpus == gpus
              and g[0].result.row.plan.training.micro_batch == micro_batch
-             and (g[0].result.row.plan.layout.dp.sharding == "zero3") == fsdp]
+             and (g[0].result.row.plan.layout.dp.sharding == "zero3") == fsdp
+             and recipe in (None, g[0].per_tensor)]
     assert len(found) == 1, (model, system, gpus, micro_batch, len(found))
     return found[0]
 
@@ -298,7 +300,7 @@ def reading(groups: list[list[Point]], band: tuple[float, float]) -> str:
     g70 = find(groups, "Llama 3 70B", "GB200", 64, 1, fsdp=True)
     g70b = find(groups, "Llama 3 70B", "GB200", 64, 2, fsdp=True)
     g405 = find(groups, "Llama 3.1 405B", "GB200", 128, 1, fsdp=True)
-    g405b = find(groups, "Llama 3.1 405B", "GB200", 256, 1)
+    g405b = find(groups, "Llama 3.1 405B", "GB200", 256, 1, recipe="per-tensor")
     h70 = [p for g in groups if g[0].system == "H100" and g[0].model == "Llama 3 70B" for p in g]
     h405 = [p for g in groups if g[0].system == "H100" and g[0].model == "Llama 3.1 405B" for p in g]
     assert h70 and h405, "no H100 series"
@@ -697,7 +699,7 @@ def conclusion(pts: list[Point], groups: list[list[Point]], band: tuple[float, f
     the pipeline-parallel 405B, and MXFP8 beside FP8-CS at one layout and release."""
     b8 = find(groups, "Llama 3 8B", "B200", 8, 2)
     g8 = find(groups, "Llama 3 8B", "GB200", 8, 2)
-    g405b = find(groups, "Llama 3.1 405B", "GB200", 256, 1)
+    g405b = find(groups, "Llama 3.1 405B", "GB200", 256, 1, recipe="per-tensor")
     off = [p for p in pts if offloaded(p)]
     mx = [g for g in groups if g[0].system == "GB200" and g[0].per_tensor == "MXFP8"]
     assert off and mx, "no offloading row or GB200 MXFP8 series"
@@ -715,10 +717,10 @@ def conclusion(pts: list[Point], groups: list[list[Point]], band: tuple[float, f
                                                    if holds else "the release closes part of it, not all."),
         f"- **GB200:** the all-compute row (Llama 3 8B, dp 8) reads {span(p.result.error for p in g8)} in "
         f"{len(g8)} releases, from NeMo {g8[0].release} on, so the gap there is not the release. The rows that "
-        f"stay fast are tied to configuration: the {len(off)} FSDP rows whose recipe offloads activations "
+        f"stay fast (or slow) are tied to configuration: the {len(off)} FSDP rows whose recipe offloads activations "
         f"{span(p.result.error for p in off)} as read (table alone {span(p.table_error for p in off)}); MXFP8 "
-        f"at {', '.join(public_check_layout(g[0]) for g in mx)} {span(p.result.error for g in mx for p in g)} in "
-        f"{sum(len(g) for g in mx)} rows; Llama 3.1 405B on 256 GB200 (pipeline parallel, no FSDP, no offloading) "
+        + ", ".join(f"at {public_check_layout(g[0])} {span(p.result.error for p in g)} in {len(g)} rows" for g in mx)
+        + f"; Llama 3.1 405B on 256 GB200 (pipeline parallel, no FSDP, no offloading) "
         f"{span(p.result.error for p in g405b)}. At one layout and release Bridge's MXFP8 rows run "
         f"{span(ratios)} on its FP8-CS ones ({len(ratios)} pairs); the model charges them alike but for the "
         f"quantize launches.",

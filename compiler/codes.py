@@ -270,6 +270,17 @@ eager PyTorch with fp32 gradient reduction.
     target megatron { compile on }       # E0219: Megatron-LM has no torch.compile switch
 """)
 
+register("E0220", "an empty chunk inside the pipeline", """
+A `split` entry may be 0 only for the first chunk, which then holds just the input embedding,
+and for the last, which then holds just the final norm, the output layer and the loss
+(Megatron-Core's `account_for_embedding_in_pipeline_split` and
+`account_for_loss_in_pipeline_split`). An inner chunk with no layers would only pass the
+activations on, so parc refuses it:
+
+    pp 16 x 8 chunks, 126 layers:  split [0, 1, 1, ..., 1, 0]   # accepted
+    pp 4:                          split [2, 0, 3, 3]           # the 0 is refused
+""")
+
 register("E0230", "the training budget is stated twice", """
 A run's length is one number: either the tokens it trains on or its optimizer steps. Each one
 determines the other through the global batch (steps = tokens / (global batch x seq), rounded up),

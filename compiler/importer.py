@@ -700,12 +700,20 @@ def import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
         lines.append(f"cp {{ flavour {flavour} }}")
     if pp > 1:
         per = get("--num-layers-per-virtual-pipeline-stage")
-        opts = [f"schedule interleaved-1f1b, virtual-stages {layers // (pp * int(per))}"] if per else ["schedule 1f1b"]
+        # Megatron-Core's accounting: the embedding and (or) the loss count as a layer each
+        ends = (has("--account-for-embedding-in-pipeline-split"), has("--account-for-loss-in-pipeline-split"))
+        units = layers + sum(ends)
+        v = units // (pp * int(per)) if per else 1
+        opts = [f"schedule interleaved-1f1b, virtual-stages {v}"] if per else ["schedule 1f1b"]
         first, last = get("--decoder-first-pipeline-num-layers"), get("--decoder-last-pipeline-num-layers")
         if first or last:
             f_, l_ = int(first or 0), int(last or 0)
             middle = (layers - f_ - l_) // (pp - 2) if pp > 2 else 0
             opts.append(f"split [{', '.join(map(str, [f_] + [middle] * (pp - 2) + [l_]))}]")
+        elif any(ends):
+            each = units // (pp * v)
+            split = [each - ends[0]] + [each] * (pp * v - 2) + [each - ends[1]]
+            opts.append(f"split [{', '.join(map(str, split))}]")
         lines.append(f"pp {{ {', '.join(opts)} }}")
     steps = get("--train-iters")
     if steps is not None:

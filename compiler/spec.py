@@ -331,7 +331,9 @@ PP_KEYS = (
           aliases=(("zb-v", "zbv"), ("dualpipev", "dualpipe-v"))),
     Key("virtual-stages", "count", "model chunks per pipeline rank (interleaved schedules)",
         "virtual-stages 2", holes=True),
-    Key("split", "list", "layers per stage, in stage order (uneven split)", "split [7, 8, 8, 7]"),
+    Key("split", "list", "layers per chunk, in model order (uneven split); the first and last may be 0: "
+        "that chunk holds only the embedding, or only the output layer and loss (Megatron-Core's "
+        "account_for_embedding/loss_in_pipeline_split)", "split [7, 8, 8, 7]"),
 )
 
 DP_KEYS = (
@@ -991,9 +993,16 @@ def _parse_list(key, values, setting, diags):
                   help=f"write `{key.example}`")
         return None
     counts = []
-    for item in atom.items:
-        count = _count_atom(item, f"each entry of `{key.name}`", diags)
+    last = len(atom.items) - 1
+    for i, item in enumerate(atom.items):
+        count = _count_atom(item, f"each entry of `{key.name}`", diags, zero=True)
         if count is None:
+            return None
+        if count == 0 and 0 < i < last:
+            diags.err("E0220", f"only the first and last entries of `{key.name}` may be 0", item.span,
+                      label="a chunk with no layers in the middle of the pipeline",
+                      help="give this chunk at least 1 layer (only the ends, which hold the embedding and "
+                      "the loss, may be empty)")
             return None
         counts.append(count)
     if not counts:

@@ -12,7 +12,10 @@ generated runtime adds the two gradients locally instead of over a group; docs/r
 
 An explicit `split` gives the layers of each chunk in model order. Without one, layers are
 spread evenly; when they do not divide, the first chunks take one more layer each (and the
-checks report the unevenness).
+checks report the unevenness). The first and last entries may be 0 (Megatron-Core's
+account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split): that chunk holds
+only the embedding, or only the final norm, output layer and loss, and still sends and receives
+activations like any other stage.
 """
 
 from __future__ import annotations
@@ -58,6 +61,17 @@ def layers_per_chunk(layers: int, chunks: int, split: tuple[int, ...] | None) ->
         return split
     base, extra = divmod(layers, chunks)
     return tuple(base + (1 if c < extra else 0) for c in range(chunks))
+
+
+def empty_ends_split(layers: int, chunks: int) -> tuple[int, ...] | None:
+    """The split of one or two layers too few for the chunks, one layer a chunk: the embedding
+    (and, two short, the loss) takes a chunk of its own, which is what Megatron-Core's
+    account_for_embedding_in_pipeline_split (and account_for_loss_in_pipeline_split) produce
+    there. None when the layers are not one or two short (or would leave no layer at all)."""
+    ends = chunks - layers
+    if layers < 1 or ends not in (1, 2):
+        return None
+    return (0,) + (1,) * layers + ((0,) if ends == 2 else ())
 
 
 def pipeline_chunks(plan: Plan) -> tuple[Chunk, ...]:

@@ -228,11 +228,26 @@ def test_split_puts_the_lighter_stages_at_the_ends(published):
         published.split_of(10, 16)
 
 
+def test_two_layers_short_the_embedding_and_loss_take_a_chunk_each(published, fidelity):
+    """Megatron-Core's account_for_embedding/loss_in_pipeline_split: 126 layers over 128 chunks
+    (Llama 3.1 405B, pp 16 x vp 8), 94 over 96 (Qwen3-235B, pp 32 x vp 3); one or three short
+    is no split Megatron-Core's accounting of both gives, so the row stays out."""
+    rows, _ = fidelity.load_rows()
+    qwen = next(r for r in rows if r.id == "modelzoo_qwen3_235b_intranode_ep8_a2a_pp32")
+    assert qwen.plan.layout.pp.split == (0,) + (1,) * 94 + (0,)
+    assert any("the only split of 94 layers over 96 chunks" in a for a in qwen.assumptions)
+    assert published.split_of(126, 128) == [0] + [1] * 126 + [0]
+    assert published.split_of(94, 96) == [0] + [1] * 94 + [0]
+    for layers in (127, 125):
+        with pytest.raises(published.Unusable):
+            published.split_of(layers, 128)
+
+
 def test_calibration_rows_are_the_same_specs_as_before(fidelity):
     """The general reader writes the calibration set exactly as the fitted constants assume."""
     rows, skipped = fidelity.load_rows()
     by_id = {r.id: r for r in rows}
-    assert len(rows) == 51 and len(skipped) == 3
+    assert len(rows) == 52 and len(skipped) == 2
     assert by_id["korthikanti22_530B_2240gpu_selective_sp"].spec.count("global-batch 2240") == 1
     assert any("korthikanti22_530B_selective_sp's 280 micro-batches" in a
                for a in by_id["korthikanti22_530B_2240gpu_selective_sp"].assumptions)
@@ -476,7 +491,7 @@ def test_moe_rows_fold_ep_as_megatron_core_does_and_run_the_dispatcher_they_stat
     (`Software.ep_overlap`), and no MoE row is fitted (out-of-sample checks), with the reason."""
     rows, _ = fidelity.load_rows()
     moe = {r.id: r for r in rows if r.group == "megatron_moe_modelzoo_qwen3"}
-    assert len(moe) == 12
+    assert len(moe) == 13  # pp 32 x vp 3 over 94 layers read with empty ends (test_two_layers_short_...)
     # the long-context table's "forced balance" figures: a random router, stated and noted
     forced = [r for r in moe.values() if r.id.endswith("forced_balance")]
     assert len(forced) == 4 and all(any("RandomSTE" in n for n in r.assumptions) for r in forced)
@@ -496,7 +511,7 @@ def test_moe_rows_fold_ep_as_megatron_core_does_and_run_the_dispatcher_they_stat
     for r in [*moe.values(), deepseek]:
         assert not r.fitted
         assert any(a.startswith("not fitted: a mixture-of-experts row") for a in r.assumptions), r.id
-        assert r.software.ep_dispatcher == "deepep", r.id
+        assert r.software.ep_dispatcher == ("all-to-all" if "_a2a_" in r.id else "deepep"), r.id  # "dispatcher A2A"
         assert r.software.ep_overlap == r.id.endswith("1f1b_overlap"), r.id
 
 

@@ -34,6 +34,15 @@ LAYOUTS = {
     "uneven-1f1b": ("tp 8 x dp 2 x pp 16 on nodes(8 gpus, nvlink)", "llama3-405b", "",
                     "train { seq 8192, global-batch 256, micro-batch 1, recompute full 2 }\ndp { sharding zero1 }\n"
                     "pp { schedule 1f1b, split [7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7] }\n"),
+    "empty-ends-vpp": ("tp 8 x dp 2 x pp 16 on nodes(8 gpus, nvlink)", "llama3-405b", "",
+                       "train { seq 8192, global-batch 256, micro-batch 1, recompute full }\ndp { sharding zero1 }\n"
+                       "pp { schedule interleaved-1f1b, virtual-stages 8, split ["
+                       + ", ".join(["0"] + ["1"] * 126 + ["0"]) + "] }\n"),
+    "empty-ends-1f1b": ("tp 2 x dp 1 x pp 4 on nodes(8 gpus, nvlink)", "llama3-8b { layers 3 }", "",
+                        "train { seq 4096, global-batch 32, micro-batch 1 }\npp { schedule 1f1b, split [0, 1, 1, 1] }\n"),
+    "embedding-counted-vpp": ("tp 2 x dp 1 x pp 4 on nodes(8 gpus, nvlink)", "llama3-8b { layers 31 }", "",
+                              "train { seq 4096, global-batch 32, micro-batch 1, recompute full }\n"
+                              "pp { schedule interleaved-1f1b, virtual-stages 2, split [3, 4, 4, 4, 4, 4, 4, 4] }\n"),
     "moe-ep-over-dp": ("tp 2 x dp 8 on nodes(8 gpus, nvlink)\nep 8 over dp", "mixtral-8x7b", "",
                        "train { seq 4096, global-batch 64, micro-batch 1, recompute full }\ndp { sharding zero1 }\n"),
     "moe-ep-over-tp": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nep 8 over tp x dp", "mixtral-8x7b", "",
@@ -102,6 +111,10 @@ def transformer_config(plan):
     kwargs.pop("recompute_granularity", None)
     if "--recompute-granularity" in o:
         kwargs["recompute_granularity"] = o["--recompute-granularity"]
+    for option, field in (("--decoder-first-pipeline-num-layers", "num_layers_in_first_pipeline_stage"),
+                          ("--decoder-last-pipeline-num-layers", "num_layers_in_last_pipeline_stage")):
+        if option in o:  # renamed in core_transformer_config_from_args
+            kwargs[field] = int(o[option])
     if "--num-experts" in o:
         kwargs["num_moe_experts"] = int(o["--num-experts"])
     if "--disable-bias-linear" in o:  # its parser's dest is add_bias_linear
@@ -111,9 +124,10 @@ def transformer_config(plan):
     kwargs.pop("fp8", None)
     if "--fp8-format" in o:
         kwargs["fp8"] = o["--fp8-format"]
-    if "--num-layers-per-virtual-pipeline-stage" in o:
-        per = int(o["--num-layers-per-virtual-pipeline-stage"])
-        kwargs["virtual_pipeline_model_parallel_size"] = plan.model.layers // (plan.layout.pp.degree * per)
+    if "--num-layers-per-virtual-pipeline-stage" in o:  # Megatron-LM's arguments.py, the layers
+        per = int(o["--num-layers-per-virtual-pipeline-stage"])  # counting the embedding and loss when told
+        units = plan.model.layers + sum(f"--account-for-{what}-in-pipeline-split" in o for what in ("embedding", "loss"))
+        kwargs["virtual_pipeline_model_parallel_size"] = units // (plan.layout.pp.degree * per)
     pp = int(o["--pipeline-model-parallel-size"])
     if pp > 1:
         kwargs["pipeline_dtype"] = torch.bfloat16 if "--bf16" in o else torch.float16
@@ -178,6 +192,44 @@ def test_megatron_cores_rank_groups_are_parcs(name):
             assert sorted(plan.layout.group("ep", group[0])) == sorted(group), ("ep", group)
             compared += 1
     assert compared > 0
+
+
+@pytest.mark.skipif(not HAVE_MCORE, reason="megatron-core not installed (.ci/install-targets)")
+@pytest.mark.parametrize("name", ["empty-ends-vpp", "empty-ends-1f1b", "embedding-counted-vpp", "uneven-1f1b"])
+def test_megatron_cores_layers_per_chunk_are_the_splits(name):
+    """megatron-core's own get_num_layers_to_build, for every pipeline rank and virtual stage,
+    from the TransformerConfig of the generated options, against the spec's written split
+    (chunk c = vp_stage x pp + pp_rank in model order, as Megatron-Core interleaves)."""
+    from megatron.core.transformer.transformer_block import get_num_layers_to_build
+
+    plan = compiled(name)
+    c = transformer_config(plan)
+    pp, v = plan.layout.pp.degree, plan.layout.pp.virtual_stages or 1
+    built = [get_num_layers_to_build(c, vp_stage=(chunk // pp) if v > 1 else None, pp_rank=chunk % pp)
+             for chunk in range(pp * v)]
+    assert tuple(built) == plan.layout.pp.split
+
+
+def test_empty_ends_are_megatron_cores_accounting():
+    o = options(compiled("empty-ends-vpp"))
+    assert "--account-for-embedding-in-pipeline-split" in o and "--account-for-loss-in-pipeline-split" in o
+    assert o["--num-layers-per-virtual-pipeline-stage"] == "1"  # (126 + 2) / (16 x 8)
+    assert "--decoder-first-pipeline-num-layers" not in o
+    o = options(compiled("empty-ends-1f1b"))
+    assert "--account-for-embedding-in-pipeline-split" in o and "--account-for-loss-in-pipeline-split" not in o
+    o = options(compiled("embedding-counted-vpp"))
+    assert "--account-for-embedding-in-pipeline-split" in o and "--account-for-loss-in-pipeline-split" not in o
+    o = options(compiled("uneven-1f1b"))  # lighter ends without virtual stages: as before
+    assert o["--decoder-first-pipeline-num-layers"] == "7" and not any("account" in k for k in o)
+
+
+@pytest.mark.parametrize("split", ["[0, 8, 8, 16]", "[0, 16, 16, 0]", "[1, 15, 16, 0]"])
+def test_empty_ends_megatron_cannot_count_are_refused(split):
+    text = ("tp 2 x dp 1 x pp 4 on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware { gpu h100-sxm }\n"
+            f"target megatron\ntrain {{ seq 4096, global-batch 32, micro-batch 1, recompute full }}\n"
+            f"pp {{ schedule 1f1b, split {split} }}\n")
+    plan = compile_text(text, path="x.par").plan
+    assert [d.code for d in job_diagnostics(plan)] == ["E0620"]
 
 
 def test_what_megatron_cannot_express_is_refused():

@@ -69,6 +69,14 @@ CUSTOM_LAYOUTS = {  # not in LAYOUTS: tests/test_import.py round-trips those (pa
     "custom-moe": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nep 8 over tp x dp",
                    "deepseek-v3-like { layers 5, moe-balance aux-free 0.001 }", "",
                    "train { seq 4096, global-batch 32, micro-batch 1, recompute full }\ndp { sharding zero3 }\n"),
+    # empty ends: torchtitan's first/last_stage_less_layers at the layers per stage leave the
+    # first stage only tok_embeddings and the last only norm and the output
+    "empty-ends-1f1b": ("tp 2 x pp 4 on nodes(8 gpus, nvlink)", "llama3-8b { layers 6 }", "",
+                        "train { seq 4096, global-batch 32, micro-batch 1, recompute full }\n"
+                        "pp { schedule 1f1b, split [0, 3, 3, 0] }\n"),
+    "empty-ends-interleaved": ("tp 2 x pp 4 on nodes(8 gpus, nvlink)", "llama3-8b { layers 6 }", "",
+                               "train { seq 4096, global-batch 32, micro-batch 1, recompute full }\n"
+                               "pp { schedule interleaved-1f1b, virtual-stages 2, split [0, 1, 1, 1, 1, 1, 1, 0] }\n"),
     "mixtral": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nep 8 over tp x dp", "mixtral-8x7b { layers 4 }", "",
                 "train { seq 4096, global-batch 32, micro-batch 1, recompute full }\ndp { sharding zero3 }\n"),
 }
@@ -150,6 +158,21 @@ def test_torchtitans_pipeline_split_is_parcs(titan, name):
     theirs = [sum(1 for m in part if m.startswith("layers.")) for part in parts]
     ours = [c.layers for c in sorted(pipeline_chunks(plan), key=lambda c: c.index)]
     assert theirs == ours
+
+
+@pytest.mark.parametrize("name", ["empty-ends-1f1b", "empty-ends-interleaved"])
+def test_torchtitan_builds_the_empty_ends_as_stages_of_their_own(titan, name):
+    """torchtitan's own module split from the generated options: the first stage holds only the
+    embedding, the last only the final norm and the output layer."""
+    _, _, pipeline_parallel = titan
+    plan = compiled(name)
+    options = dict(zip(argv(plan), argv(plan)[1:] + [""], strict=True))
+    stages = plan.layout.pp.degree * (plan.layout.pp.virtual_stages or 1)
+    parts = pipeline_parallel._generate_llm_fqn_per_model_part(
+        stages, plan.model.layers, int(options["--parallelism.pipeline-parallel-first-stage-less-layers"]),
+        int(options["--parallelism.pipeline-parallel-last-stage-less-layers"]))
+    assert parts[0] == ["tok_embeddings"] and parts[-1] == ["norm", "lm_head"]
+    assert all(m.startswith("layers.") for part in parts[1:-1] for m in part)
 
 
 def mesh_groups(parallel_dims, degrees: dict, rank: int) -> dict[str, list[int]]:

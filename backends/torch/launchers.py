@@ -397,7 +397,7 @@ def _stage_rows(plan: Plan) -> list[tuple[int, int, str]]:
         return []
     rows = []
     for chunk in pipeline_chunks(plan):
-        parts = [f"layers {chunk.first_layer}-{chunk.first_layer + chunk.layers - 1}"]
+        parts = [f"layers {chunk.first_layer}-{chunk.first_layer + chunk.layers - 1}" if chunk.layers else "no layers"]
         if chunk.embedding:
             parts.insert(0, "embedding")
         if chunk.output:

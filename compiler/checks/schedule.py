@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from ..diagnostics import Diagnostic, error, warning
 from ..memory.schedules import interleaved_accepts, rounds
 from ..plan import Plan
-from ..stages import V_SCHEDULES, layers_per_chunk
+from ..stages import V_SCHEDULES, empty_ends_split, layers_per_chunk
 from . import rule
 from .helpers import axis_span, divisors, first_span, labels, model_label, suggest
 from .predicates import (
@@ -39,6 +39,25 @@ def balanced_split(layers: int, chunks: int) -> list[int]:
     return sizes
 
 
+def spelled_split(split: tuple[int, ...]) -> str:
+    """`pp { split [...] }` as a help line writes it: past MAX_SPLIT_SHOWN chunks the repeated
+    inner entries are shortened and counted (the line stays readable and says what to type)."""
+    if len(split) <= MAX_SPLIT_SHOWN:
+        return f"`pp {{ split [{', '.join(map(str, split))}] }}`"
+    inner = split[1:-1]
+    return (f"`pp {{ split [{split[0]}, {inner[0]}, ..., {inner[-1]}, {split[-1]}] }}` "
+            f"({len(split)} entries, {len(inner)} inner ones of {inner[0]})")
+
+
+def _split_example(layers: int, chunks: int) -> str:
+    """`, e.g. split [...]` for an E0316 help: the balanced split, or, one or two layers short of
+    the chunks, the empty-ends one; nothing past MAX_SPLIT_SHOWN chunks or when none exists."""
+    split = balanced_split(layers, chunks) if chunks <= layers else empty_ends_split(layers, chunks)
+    if split is None or chunks > MAX_SPLIT_SHOWN:
+        return ""
+    return f", e.g. `split [{', '.join(map(str, split))}]`"
+
+
 @rule
 def layers_split_over_pipeline(plan: Plan) -> Iterator[Diagnostic]:
     known = _pp_v(plan)
@@ -54,16 +73,14 @@ def layers_split_over_pipeline(plan: Plan) -> Iterator[Diagnostic]:
     if split is not None:
         span = pp_spans.span_of("split")
         if len(split) != chunks:
-            example = (f", e.g. `split [{', '.join(map(str, balanced_split(layers, chunks)))}]`"
-                       if chunks <= MAX_SPLIT_SHOWN and chunks <= layers else "")
+            example = _split_example(layers, chunks)
             yield error("E0316", f"split has {len(split)} entries; pp {pp} x {v} virtual stage{'s' if v > 1 else ''} "
                         f"needs {chunks}", span, label=f"{len(split)} entries",
                         labels=labels((axis_span(plan, "pp"), f"pp {pp}"),
                                       (pp_spans.span_of("virtual_stages"), f"{v} chunks per rank")),
                         help=f"write {chunks} entries summing to {layers}{example}")
         elif sum(split) != layers:
-            example = (f", e.g. `split [{', '.join(map(str, balanced_split(layers, chunks)))}]`"
-                       if chunks <= MAX_SPLIT_SHOWN and chunks <= layers else "")
+            example = _split_example(layers, chunks)
             yield error("E0316", f"split sums to {sum(split)} layers; the model has {layers}", span,
                         label=f"{' + '.join(map(str, split[:4]))}{' + ...' if len(split) > 4 else ''} = {sum(split)}",
                         labels=labels(model_label(plan, "layers", f"{layers} layers")),
@@ -71,12 +88,18 @@ def layers_split_over_pipeline(plan: Plan) -> Iterator[Diagnostic]:
         return
     if layers < chunks:
         most = max(1, layers // pp)
+        fewer = (f"use at most {most} virtual stage{'s' if most != 1 else ''} with pp {pp}"
+                 + (f", or at most pp {layers // v}" if layers // v >= 1 and v > 1 else ""))
+        ends = empty_ends_split(layers, chunks)
+        what = ("the embedding and the loss chunks of their own" if ends and ends[-1] == 0
+                else "the embedding a chunk of its own")
+        help_ = (f"give {what}: {spelled_split(ends)}, or {fewer}" if ends
+                 else f"every chunk needs a layer: {fewer}")
         yield error("E0315", f"{layers} layers cannot fill {pp} stages x {v} chunks", first_span(
                     pp_spans.span_of("virtual_stages"), axis_span(plan, "pp")),
                     label=f"{pp} x {v} = {chunks} chunks for {layers} layers",
                     labels=labels(model_label(plan, "layers", f"{layers} layers"), (axis_span(plan, "pp"), f"pp {pp}")),
-                    help=f"every chunk needs a layer: use at most {most} virtual stage{'s' if most != 1 else ''} "
-                    f"with pp {pp}" + (f", or at most pp {layers // v}" if layers // v >= 1 and v > 1 else ""))
+                    help=help_)
         return
     sizes = layers_per_chunk(layers, chunks, None)
     what = f"{pp} stages" + (f" x {v} chunks" if v > 1 else "")

@@ -105,12 +105,14 @@ class Estimate:
 
 def unpredictable(plan: Plan) -> str | None:
     """Why the plan's memory cannot be predicted, or None: open holes, or more pipeline chunks
-    than layers (E0315 reports it; a chunk without layers is no stage a runtime can build)."""
+    than layers without a written split that fills them (E0315 reports it; only the end chunks
+    may be empty, holding the embedding or the loss alone, and only a split says which)."""
     missing = missing_knobs(plan)
     if missing:
         return "holes are open (" + ", ".join(missing) + "); `parc search` fills them"
     chunks = (plan.layout.pp.degree or 1) * (plan.layout.pp.virtual_stages or 1)
-    if chunks > plan.model.layers:
+    split = plan.layout.pp.split
+    if chunks > plan.model.layers and (split is None or len(split) != chunks or sum(split) != plan.model.layers):
         return f"{chunks:,} pipeline chunks for {plan.model.layers:,} layers (E0315)"
     if chunks > MAX_CHUNKS:
         return f"{chunks:,} pipeline chunks: the model walks pipelines of up to {MAX_CHUNKS} chunks"

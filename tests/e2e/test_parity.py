@@ -22,6 +22,9 @@ DENSE = [
     # tp2-dp4-sp (tensor + sequence parallelism inside FSDP) runs in test_checkpoint.py
     "tp2-pp2-dp2-1f1b",  # 3-D: 1F1B over an uneven split, ZeRO-1
     "pp4-interleaved",   # interleaved 1F1B, 2 virtual stages per rank
+    "pp4-empty-ends",    # split [0, 4, 4, 0]: an embedding-only first stage, a loss-only last one
+    "pp2-interleaved-empty-ends",  # the same split over 2 ranks x 2 chunks, dp 2
+    "zbv-empty-ends",    # the same split in a V: rank 0 holds both empty ends and no layer
     "zbv",               # a zero-bubble schedule (ZB-V) with FSDP
     "dualpipe-recompute",  # DualPipeV with full recomputation: one recomputation per weight pass
     "cp2-ring",          # context parallelism: ring attention, load-balanced chunks
@@ -30,7 +33,7 @@ DENSE = [
 ]
 
 
-@pytest.mark.parametrize("spec", one_of_each_kind(DENSE, ["fsdp8", "tp2-pp2-dp2-1f1b", "cp2-ring"]))
+@pytest.mark.parametrize("spec", one_of_each_kind(DENSE, ["fsdp8", "tp2-pp2-dp2-1f1b", "pp4-empty-ends", "cp2-ring"]))
 def test_dense_layout_matches_one_process(spec, workdir, reference):
     run = train(compile_job(spec, workdir), plan_of(spec).cluster.world_size)
     assert_parity(run, reference)
