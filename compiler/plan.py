@@ -319,6 +319,9 @@ class Training(Sourced):
     recompute: Literal["none", "selective", "full"] | None
     recompute_layers: int | None = None
     """With `full N`: layers recomputed per pipeline stage; None = all of them."""
+    offload_layers: int = 0
+    """`offload-activations N`: the first N layers of each chunk copy their saved activations to
+    host memory in the forward and back in the backward; 0 = none."""
     clip_grad_norm: float | None = None
     """Largest global L2 norm of the gradients (torch's clip_grad_norm_); None = no clipping."""
     budget_tokens: int | None = None

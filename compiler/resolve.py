@@ -44,6 +44,7 @@ DEFAULTS = {
     "train.precision": "bf16",
     "train.optimizer": "adamw",
     "train.recompute": "none",
+    "train.offload-activations": "none (no layer's activations leave the GPU)",
     "train.clip-grad-norm": "off",
     "tp.sequence-parallel": "on",
     "pp.schedule": "1f1b",
@@ -640,6 +641,7 @@ class _Resolver:
                         precision=self.setting(block, "precision", "bf16"),
                         optimizer=self.setting(block, "optimizer", "adamw"),
                         recompute=mode, recompute_layers=layers,
+                        offload_layers=self.setting(block, "offload_activations", 0),
                         clip_grad_norm=self.setting(block, "clip_grad_norm", 0.0) or None, spans=spans,
                         budget_tokens=tokens.value if tokens else None, budget_steps=steps.value if steps else None)
 

@@ -306,6 +306,9 @@ TRAIN_KEYS = (
           "optimizer adamw", ("adam", "adamw", "sgd")),
     Key("recompute", "recompute", "activation recomputation: none, selective, full, or full N layers",
         "recompute selective", holes=True),
+    Key("offload-activations", "count", "copy the saved activations of the first N layers of each chunk to host "
+        "memory in the forward and back in the backward (Megatron-Core's `--cpu-offloading-num-layers`)",
+        "offload-activations 40"),
     Key("clip-grad-norm", "norm", "clip the gradients' global L2 norm to this (off: no clipping)",
         "clip-grad-norm 1.0"),
     Key("tokens", "tokens", "training budget: tokens the whole run trains on (`K`, `M`, `B`, `T` = 10^3 ... 10^12)",
