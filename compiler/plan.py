@@ -177,6 +177,9 @@ class Cluster(Sourced):
     model derates the peak by `power.clock_fraction`."""
     hbm_bandwidth: float | None = None
     """HBM bytes/s of one GPU, the spec's `hbm-bandwidth`; None: the catalogue's datasheet figure."""
+    host_bandwidth: float | None = None
+    """One GPU's share of its link to host memory, bytes/s one direction: the spec's
+    `host-bandwidth`; None: the catalogue's (`catalog.gpus.host_bandwidth`)."""
 
 
 class Axis(Sourced):

@@ -293,6 +293,8 @@ HARDWARE_KEYS = (
         "(limit / board power)^(1/3)", "power-limit 500 W"),
     Key("hbm-bandwidth", "bandwidth", "HBM bandwidth of one GPU (overrides the catalogue's: a part "
         "with slower memory)", "hbm-bandwidth 2.4 TB/s"),
+    Key("host-bandwidth", "bandwidth", "one GPU's share of its link to host memory, one direction "
+        "(overrides the catalogue's: activation offloading's copies)", "host-bandwidth 64 GB/s"),
 )
 
 TRAIN_KEYS = (
@@ -404,7 +406,8 @@ _MISPLACED = {
     "micro-batch": "train", "global-batch": "train", "seq": "train", "recompute": "train",
     "precision": "train", "optimizer": "train", "schedule": "pp", "virtual-stages": "pp",
     "sequence-parallel": "tp", "sharding": "dp", "gpu": "hardware", "nodes": "hardware",
-    "network": "hardware", "power-limit": "hardware", "hbm-bandwidth": "hardware", "layers": "model", "hidden": "model", "heads": "model",
+    "network": "hardware", "power-limit": "hardware", "hbm-bandwidth": "hardware",
+    "host-bandwidth": "hardware", "layers": "model", "hidden": "model", "heads": "model",
     "flavour": "cp", "image": "launch",
 }
 
