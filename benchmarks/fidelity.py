@@ -1213,7 +1213,27 @@ hop in k. The bytes over each link's bandwidth times its bus efficiency (`bus_nv
 busiest rank's floor (different axes' traffic, each hidden in its own window, leaves through the
 same NICs), the difference is exposed communication, charged to the axes by their bytes on that
 link. `tests/test_bounds.py` checks all three bounds on the plan's datasheet figures over random
-layouts (hypothesis), every shipped spec and search's winners at 1K-16K GPUs.
+layouts (hypothesis), every shipped spec and search's winners at 1K-16K GPUs. With activation
+offloading a fourth link class joins them, the GPU's link to host memory: step >= the ledger's
+host bytes (`Ledger.host_bytes`) / the GPU's share of that link (`Bounds.host`), which holds by
+construction (below) and `tests/test_bounds.py` checks on the datasheet figure.
+
+### Activation offloading
+
+`train { offload-activations N }` (Megatron-Core's `--cpu-offloading-num-layers`) sends the saved
+activations of the first N layers of each chunk to host memory in the forward and back in the
+backward: per micro-batch, each offloaded layer's saved set (the memory model's bytes,
+`memory.model.offloaded_saved`) crosses the host link twice, at the GPU's share of it
+(`catalog.gpus.HOST_LINKS`: PCIe Gen4 x16 on A100, 32 GB/s a direction; Gen5 x16 on H100, H200,
+H800, B200 and MI300X, 64 GB/s; on GB200 the superchip's NVLink-C2C, 450 GB/s a direction, and
+Grace's 512 GB/s LPDDR5X, both shared by its two GPUs: 225 GB/s; `hardware { host-bandwidth }`
+overrides) times `bus_nvlink` (the links' achieved share, not fitted here), and is read then
+written in HBM once (at `hbm_efficiency`). Megatron-Core copies on side streams (Transformer
+Engine's `AsyncDoubleBufferGroupOffloadHandler`): layer k's copy runs beside the layers up to its
+`layer_window_map` entry, about N / layers apart, and the step waits for what it takes beyond
+their forward (backward, for the reload): `timing.offload_exposed`. parc's generated job
+(`save_on_cpu`-style hooks on the compute stream) hides none of it. The seconds are a part of
+the step of their own (`Breakdown.offload`, "offload" in `parc explain`).
 
 ## The pipeline and the step
 
