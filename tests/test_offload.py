@@ -183,3 +183,33 @@ def test_parcs_job_copies_on_the_compute_stream():
     plan = compile_text(spec(), path="x.par").plan
     b = timing.predict(plan).breakdown
     assert b.offload == pytest.approx(b.host_bytes / (64e9 * 0.8) + b.host_bytes / (3.35e12 * 0.8), rel=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# Search carries the knob
+
+
+def test_search_ranks_with_the_offload(tmp_path):
+    """Every candidate's step includes its copies (the search's knobs carry the layer count) and
+    equals what `parc explain` predicts for the filled spec."""
+    import json
+
+    from parc import timing
+
+    from .conftest import run_cli
+
+    path = tmp_path / "s.par"
+    text = ("tp ? x dp ? on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware { gpu h100-sxm, nodes 1 }\n"
+            "train { seq 8192, global-batch 64, micro-batch ?, offload-activations 16 }\ndp { sharding ? }\n")
+    path.write_text(text)
+    out = run_cli("search", str(path), "--format", "json")
+    assert out.exit_code == 0, out.stderr
+    report = json.loads(out.stdout)
+    best = report["candidates"][0]
+    assert best["time"]["offload_seconds"] > 0 and best["time"]["host_bytes"] > 0
+    d, v = best["degrees"], best["values"]
+    filled = (f"tp {d['tp']} x dp {d['dp']} on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware {{ gpu h100-sxm }}\n"
+              f"train {{ seq 8192, global-batch 64, micro-batch {v['train.micro-batch']}, offload-activations 16 }}\n"
+              f"dp {{ sharding {v['dp.sharding']} }}\n")
+    plan = compile_text(filled, path="x.par").plan
+    assert timing.predict(plan).step_seconds == pytest.approx(best["step_seconds"], rel=1e-5)
