@@ -213,3 +213,16 @@ def test_search_ranks_with_the_offload(tmp_path):
               f"dp {{ sharding {v['dp.sharding']} }}\n")
     plan = compile_text(filled, path="x.par").plan
     assert timing.predict(plan).step_seconds == pytest.approx(best["step_seconds"], rel=1e-5)
+
+
+def test_the_memory_check_suggests_offloading_more_not_recomputing():
+    """Beside offloading, recomputation is refused (E0372): E0401's alternatives offload as many
+    layers as the chunk allows (one fewer than it holds) instead."""
+    from parc.memory import alternatives
+
+    text = spec(train="offload-activations 10", layout="dp 8", model="llama3-70b")
+    result = compile_text(text, path="x.par")
+    e0401 = [d for d in result.diagnostics if d.code == "E0401"]
+    assert e0401 and "offload-activations 79" in e0401[0].help and "recompute" not in e0401[0].help
+    changes = [a.change for a in alternatives(result.plan)]
+    assert "offload-activations 79" in changes and not any(c.startswith("recompute") for c in changes)
