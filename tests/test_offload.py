@@ -226,3 +226,23 @@ def test_the_memory_check_suggests_offloading_more_not_recomputing():
     assert e0401 and "offload-activations 79" in e0401[0].help and "recompute" not in e0401[0].help
     changes = [a.change for a in alternatives(result.plan)]
     assert "offload-activations 79" in changes and not any(c.startswith("recompute") for c in changes)
+
+
+def test_the_budget_and_the_report_carry_the_offload():
+    """The step's parts still sum to the step: the budget and the report's step picture gain an
+    "offload" part where the step has one, and only there."""
+    from parc import budget, report, timing
+
+    plan = megatron_plan("offload-activations 16, tokens 1T")
+    prediction = timing.predict(plan)
+    run = budget.budget(plan, prediction)
+    parts = dict(run.parts)
+    assert parts["offload"] == prediction.breakdown.offload > 0
+    assert sum(parts.values()) == pytest.approx(prediction.step_seconds, rel=1e-9)
+    time = prediction.time_json()
+    shown = report.time_parts(time)
+    assert [name for name, _, _ in shown][-1] == "offload"
+    assert sum(v for _, _, v in shown) == pytest.approx(time["step_seconds"], rel=1e-4)
+    plain = timing.predict(megatron_plan("recompute none, tokens 1T"))
+    assert "offload" not in dict(budget.budget(plan, plain).parts)
+    assert "offload" not in [name for name, _, _ in report.time_parts(plain.time_json())]
