@@ -408,7 +408,11 @@ def offload_relief(shape: Shape, ak: Knobs, first: int, layers: int, offload: in
     synchronously and reloads a layer's tensors as its backward unpacks them: at most one
     layer's set back on the GPU, the same bound. With several micro-batches in flight (a
     pipeline, `target torch` only: Megatron-Core refuses it, E0622), all but the newest have
-    every offloaded layer on the host: each counted so is an upper bound."""
+    every offloaded layer on the host: each counted so is an upper bound. Nothing leaves where the
+    tensors already are in host memory (`device` cpu, and the CPU fake-tensor rehearsal, "fake":
+    the job's hook leaves them as they are)."""
+    if ak.device != "cuda":
+        return 0
     sizes = offloaded_saved(shape, ak, first, layers, offload, recompute, recompute_layers)
     return sum(sizes[:-1])
 
