@@ -106,10 +106,17 @@ class Prepared:
 
 
 def prepare(row: Run) -> Prepared:
+    """The time model reads Megatron's knobs for every row (the vocabulary's padding); of the
+    target's accounting only whether attention saves its scores or FlashAttention's statistics
+    ("megatron-flash"), which sets the bytes activation offloading moves (`timing.offload_sizes`)
+    and nothing else the time model reads."""
+    from parc.targets import memory_runtime
+
     plan = row.plan
     hw = timing.hardware_of(plan)
-    return Prepared(shape=shape_of(plan), knobs=knobs_of(plan, "megatron"), hardware=hw,
-                    geometry=timing.geometry_of(plan, hw))
+    runtime = memory_runtime(plan.target)
+    return Prepared(shape=shape_of(plan), knobs=knobs_of(plan, runtime if runtime.startswith("megatron") else "megatron"),
+                    hardware=hw, geometry=timing.geometry_of(plan, hw))
 
 
 def predicted_step(row: Run, prepared: Prepared, constants: Constants) -> timing.Breakdown:
@@ -1206,7 +1213,27 @@ hop in k. The bytes over each link's bandwidth times its bus efficiency (`bus_nv
 busiest rank's floor (different axes' traffic, each hidden in its own window, leaves through the
 same NICs), the difference is exposed communication, charged to the axes by their bytes on that
 link. `tests/test_bounds.py` checks all three bounds on the plan's datasheet figures over random
-layouts (hypothesis), every shipped spec and search's winners at 1K-16K GPUs.
+layouts (hypothesis), every shipped spec and search's winners at 1K-16K GPUs. With activation
+offloading a fourth link class joins them, the GPU's link to host memory: step >= the ledger's
+host bytes (`Ledger.host_bytes`) / the GPU's share of that link (`Bounds.host`), which holds by
+construction (below) and `tests/test_bounds.py` checks on the datasheet figure.
+
+### Activation offloading
+
+`train { offload-activations N }` (Megatron-Core's `--cpu-offloading-num-layers`) sends the saved
+activations of the first N layers of each chunk to host memory in the forward and back in the
+backward: per micro-batch, each offloaded layer's saved set (the memory model's bytes,
+`memory.model.offloaded_saved`) crosses the host link twice, at the GPU's share of it
+(`catalog.gpus.HOST_LINKS`: PCIe Gen4 x16 on A100, 32 GB/s a direction; Gen5 x16 on H100, H200,
+H800, B200 and MI300X, 64 GB/s; on GB200 the superchip's NVLink-C2C, 450 GB/s a direction, and
+Grace's 512 GB/s LPDDR5X, both shared by its two GPUs: 225 GB/s; `hardware { host-bandwidth }`
+overrides) times `bus_nvlink` (the links' achieved share, not fitted here), and is read then
+written in HBM once (at `hbm_efficiency`). Megatron-Core copies on side streams (Transformer
+Engine's `AsyncDoubleBufferGroupOffloadHandler`): layer k's copy runs beside the layers up to its
+`layer_window_map` entry, about N / layers apart, and the step waits for what it takes beyond
+their forward (backward, for the reload): `timing.offload_exposed`. parc's generated job
+(`save_on_cpu`-style hooks on the compute stream) hides none of it. The seconds are a part of
+the step of their own (`Breakdown.offload`, "offload" in `parc explain`).
 
 ## The pipeline and the step
 
@@ -1933,9 +1960,13 @@ What the series show (computed by `release_check.reading`):
 **The GB200 FSDP rows offload activations.** Bridge's recipes for Llama 3 70B and 3.1 405B on
 GB200 with Megatron-FSDP at FP8-CS state no recomputation; they offload layers' activations to the
 Grace CPU's memory (`cpu_offloading_num_layers`, in each row's `recipe` with its config's commit).
-The main reading takes the stated recomputation (none); parc models no activation offloading, so
-the offload itself is left free and parc's memory check reports what it finds. The table-alone
-reading charges the least recomputation that fits instead:
+The main reading takes the stated recomputation (none) and the offloading (`offload-activations
+N`): the offloaded layers' saved activations leave the GPU but the copy in flight (Transformer
+Engine's handler), and each copy crosses NVLink-C2C (a GPU's share: 225 GB/s a direction, its
+superchip's 900 GB/s bidirectional link and 512 GB/s LPDDR5X shared by two GPUs) beside the layers
+Megatron-Core's handler gives it, exposed where it takes longer (`timing.offload_exposed`; nothing
+fitted). parc's memory check reports what it finds. The table-alone reading
+charges the least recomputation that fits instead:
 
 @RELEASE_OFFLOAD@
 
@@ -1943,9 +1974,13 @@ What follows for the hypothesis (computed by `release_check.conclusion`):
 
 @RELEASE_CONCLUSION@
 
-None of the causes left on GB200 (moving offloaded activations to and from the Grace CPU over
-NVLink-C2C, FSDP's gathers at this scale, MXFP8's cost beside per-tensor scaling) is measured by a
-source here, so no term is changed and nothing is fitted on these rows (issue 14, point 3).
+The copies mostly hide: a layer's saved set crosses the Grace link in less time than the layers
+it runs beside take, so what the offloading charges is the part that does not (on the 405B, whose
+95 of 126 layers leave a window of one layer for most copies) and the copies' HBM traffic; the rows
+stay fast, by a few points less than with the offload left free. None of the causes left on GB200 (FSDP's gathers at this
+scale, MXFP8's cost beside per-tensor scaling, the offload handler's own synchronisation) is
+measured by a source here, so no term is changed and nothing is fitted on these rows (issue 14,
+point 3).
 
 ### The mixture-of-experts rows across releases
 

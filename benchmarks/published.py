@@ -1074,7 +1074,8 @@ def read_recipe(entry: dict) -> dict:
     for are read: bf16 gradient reduction, tp communication overlap, the ep all-to-all overlapped
     with another micro-batch (`moe_a2a_overlap` sets Megatron-Core's
     `overlap_moe_expert_parallel_comm`), forced balancing, DeepEP under the flex dispatcher, the
-    recomputation, and an expert capacity with padding (`moe_expert_capacity_factor`,
+    recomputation, the activations offloaded to host memory (`cpu_offloading_num_layers`:
+    `train { offload-activations N }`), and an expert capacity with padding (`moe_expert_capacity_factor`,
     `moe_pad_expert_input_to_capacity`) or a full-iteration CUDA graph, either of which keeps the
     token counts on the GPU (`Software.moe_host_sync` off), and Transformer Engine's fused grouped
     MLP, which adds the experts' biases and clamps their GLU inside its kernels
@@ -1104,6 +1105,10 @@ def read_recipe(entry: dict) -> dict:
             lay["recompute"] = "--recompute-modules " + " ".join(r["recompute_modules"])
         elif r.get("recompute") == "none" or r.get("recompute_modules") == []:
             lay["recompute"] = "none (recipe)"
+    if r.get("cpu_offloading_num_layers") and not lay.get("offload_activations"):
+        lay["offload_activations"] = int(r["cpu_offloading_num_layers"])
+        said.append(f"activations of {lay['offload_activations']} layers offloaded to host memory "
+                    f"(recipe: cpu_offloading_num_layers {lay['offload_activations']})")
     if r.get("moe_expert_capacity_factor") and "capacity_factor" not in model:
         model["capacity_factor"] = r["moe_expert_capacity_factor"]
     if (model.get("expert_bias") or model.get("activation_clamp")) \
@@ -1242,6 +1247,13 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
         "train {",
         f"  seq {dims.seq}, global-batch {batch}, micro-batch {micro}",
         f"  precision {precision}, optimizer adam, recompute {recompute}",
+    ]
+    offload = _int(lay.get("offload_activations"), "offload_activations")
+    if offload:
+        if recompute != "none":
+            raise Unusable(f"{offload} layers offloaded beside recompute {recompute} (Megatron-Core refuses both)")
+        lines.append(f"  offload-activations {offload}")
+    lines += [
         "}",
     ]
     if tp > 1:

@@ -120,23 +120,32 @@ def table_alone(entry: dict, entries: list[dict], constants=None):
 
 def offloaded(p: Point) -> int:
     """Layers whose activations the row's recipe offloads to the Grace CPU's memory in place of
-    recomputation (`cpu_offloading_num_layers`; 0 where it states none). parc models no activation
-    offloading: the main reading takes the recipe's recomputation (none) and charges no offload
-    traffic; the table-alone reading charges the least recomputation that fits."""
+    recomputation (`cpu_offloading_num_layers`; 0 where it states none). The main reading takes the
+    recipe's recomputation (none) and its offloading (`offload-activations N`: the copies over the
+    Grace link, `timing.offload_exposed`); the table-alone reading charges the least recomputation
+    that fits."""
     return int((p.recipe or {}).get("cpu_offloading_num_layers") or 0)
 
 
 def offload_table(pts: list[Point]) -> str:
-    """The offloading rows as read (the recipe's recomputation: none) and from the table alone
-    (recomputation assumed: the least that fits), part by part."""
+    """The offloading rows as read (the recipe's recomputation, none, and its offloading) and from
+    the table alone (recomputation assumed: the least that fits), part by part. The offload columns:
+    the seconds the step's copies need on the host link (`Ledger.host_bytes` over the GPU's share
+    at the links' achieved fraction) and what of them the step exposes (`Breakdown.offload`: the
+    part of each copy longer than the layers it runs beside, and the copies' HBM traffic)."""
+    from parc import timing
+
     rows = sorted((p for p in pts if offloaded(p)), key=lambda p: (p.model, release_order(p.release)))
     assert rows, "no offloading row"
-    lines = ["| run | release | layers offloaded (recipe) | error as read (no recomputation) | parc's memory check as read | "
+    lines = ["| run | release | layers offloaded (recipe) | error as read (no recomputation, offloaded) | "
+             "host link: copies' seconds / exposed (s of step) | parc's memory check as read | "
              "error, table alone | recomputation the table-alone reading charges (s of step) |",
-             "|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|"]
     for p in rows:
-        b = p.table_only.breakdown
+        b, read = p.table_only.breakdown, p.result.breakdown
+        copies = read.host_bytes / (timing.hardware_of(p.result.row.plan).host * timing.DEFAULT.bus_nvlink)
         lines.append(f"| `{p.result.row.id}` | {p.release} | {offloaded(p)} | {p.result.error:+.1%} | "
+                     f"{copies:.2f} / {read.offload:.2f} of {read.step:.2f} | "
                      f"{', '.join(p.result.row.findings) or 'fits'} | {p.table_error:+.1%} | "
                      f"{b.recompute:.2f} of {b.step:.2f} |")
     return "\n".join(lines)
@@ -334,8 +343,11 @@ def reading(groups: list[list[Point]], band: tuple[float, float]) -> str:
         f"Llama 3.1 405B FSDP tp 2 dp 64, micro-batch 1: {run(g405)}. Their throughput moved "
         f"{g70[-1].tokens / g70[0].tokens - 1:+.1%} and {g405[-1].tokens / g405[0].tokens - 1:+.1%} between releases: "
         f"these gaps are not the release. On {len(off)} Bridge rows of this kind the recipe offloads activations "
-        f"to the Grace CPU in place of recomputation (the table below): read as stated (no recomputation; parc "
-        f"models no offload traffic, and its memory check finds {', '.join(sorted({c for p in off for c in p.result.row.findings})) or 'no error'}) "
+        f"to the Grace CPU in place of recomputation (the table below): read as stated (no recomputation, the "
+        f"offloading's copies charged where they outlast the layers beside them, "
+        f"{span(p.result.breakdown.offload / p.result.breakdown.step for p in off)} of the step; its memory check "
+        f"finds {', '.join(sorted({c for p in off for c in p.result.row.findings})) or 'no error'} on "
+        f"{sum(1 for p in off if p.result.row.findings)} of them) "
         f"they are {span(p.result.error for p in off)}; from the "
         f"tables alone (the reader's least recomputation that fits) {min(p.table_error for p in off):+.1%} .. "
         f"{max(p.table_error for p in off):+.1%}. The 70B at micro-batch 2 (batch 256, "

@@ -46,7 +46,8 @@ class Budget:
     gpus: int
     step_seconds: float
     parts: tuple[tuple[str, float], ...]
-    """(part, seconds of one step) in `PARTS` order; they sum to the step."""
+    """(part, seconds of one step) in `PARTS` order, then "offload" where activation offloading
+    adds seconds; they sum to the step."""
     price: float | None
     """Dollars per GPU-hour; None when neither the spec nor the catalogue gives one."""
     price_source: str | None
@@ -113,7 +114,9 @@ def budget(plan: Plan, prediction: Prediction | None) -> Budget | None:
                **{axis: b.exposed[axis] for axis in AXES}}
     return Budget(stated=kind, steps=steps, tokens=steps * plan.training.tokens_per_step,
                   tokens_per_step=plan.training.tokens_per_step, gpus=prediction.world, step_seconds=b.step,
-                  parts=tuple((name, seconds[name]) for name in PARTS), price=plan.cluster.price,
+                  parts=tuple((name, seconds[name]) for name in PARTS)
+                  + ((("offload", b.offload),) if b.offload else ()),  # activation offloading's copies
+                  price=plan.cluster.price,
                   price_source=plan.cluster.price_source)
 
 

@@ -592,6 +592,28 @@ the board power, below what the drivers accept and where the law no longer holds
     }
 """)
 
+register("E0371", "more layers offloaded than a chunk holds", """
+`train { offload-activations N }` copies the saved activations of the first N layers of each
+chunk to host memory (Megatron-Core's `--cpu-offloading-num-layers`). Megatron-Core requires N
+to be below the layers it offloads from (`TransformerConfig.__post_init__`): its handler frees
+an offloaded layer's GPU copy at the end of a later layer, so a chunk's last layer is never
+offloaded.
+
+    model llama3-70b           # 80 layers
+    train { offload-activations 40 }   # ok
+    train { offload-activations 80 }   # E0371
+
+Offload fewer layers than each chunk holds.
+""")
+
+register("E0372", "activation offloading with recomputation", """
+Megatron-Core refuses `--cpu-offloading` with any `--recompute-granularity` ("CPU offloading
+does not work when activation recomputation is enabled", `TransformerConfig.__post_init__`):
+the two are alternative ways to fit the saved activations. parc's memory and time models follow
+that handler, so they describe no job that combines them. Write `recompute none` beside
+`offload-activations`, or drop the offloading.
+""")
+
 # ---------------------------------------------------------------------------------------------
 # Memory (compiler/memory.py and its check): E04xx, W04xx. Add new codes below this line.
 
@@ -781,6 +803,22 @@ with expert tensor parallelism 1 the expert group takes consecutive ranks of tp 
 group other ranks than Megatron-Core does.
 """)
 
+
+register("E0614", "torchtitan has no activation offloading", """
+torchtitan 0.3 has no option that copies saved activations to host memory (its activation
+checkpointing is `none`, `selective` or `full`; its CPU offload is FSDP2's parameter offload,
+another thing). A spec with `offload-activations` cannot be run by `target torchtitan`: use
+`target torch` (the generated job wraps the offloaded layers in
+`torch.autograd.graph.save_on_cpu`) or `target megatron` (`--cpu-offloading`), or remove it.
+""")
+
+register("E0622", "Megatron-Core does not offload activations with pipeline parallelism", """
+Megatron-Core raises "Currently there is no support for Pipeline parallelism with CPU
+offloading" when `--cpu-offloading` meets `--pipeline-model-parallel-size` above 1
+(`TransformerConfig.__post_init__`). Under `target megatron`, `offload-activations` needs `pp 1`
+(Megatron-Bridge's GB200 recipes that offload shard with FSDP instead); `target torch` runs it
+with a pipeline.
+""")
 
 # ---------------------------------------------------------------------------------------------
 # `parc import` (compiler/importer.py): E07xx, W07xx.

@@ -119,6 +119,8 @@ def facts(plan: Plan) -> dict[str, str]:
     if train.recompute == "full" and train.recompute_layers is not None:
         recompute += f" {train.recompute_layers}"
     out["recompute"] = recompute
+    if train.offload_layers:  # a fact only where a side offloads (the other shows none)
+        out["offloaded layers"] = str(train.offload_layers)
     out["schedule"] = _opt(layout.pp.schedule)
     out["virtual stages"] = _opt(layout.pp.virtual_stages)
     out["split"] = _opt(layout.pp.split) if layout.pp.split else "even"

@@ -239,6 +239,9 @@ def memory_text(report: dict, compilation: Compilation, style: Style) -> list[st
     verdict = memory_verdict(memory, compilation)
     lines.append(f"peak: stage {memory['peak_stage']}, {size(memory['peak_bytes'])} of {size(usable)} usable "
                  f"({size(memory['hbm_bytes'])} HBM - {size(memory['reserve_bytes'])} reserve): {verdict}")
+    offloaded = offload_text(compilation)
+    if offloaded:
+        lines.append(offloaded)
     moment = next(s["peak_moment"] for s in memory["per_stage"] if s["stage"] == memory["peak_stage"])
     if moment is not None:
         lines.append(f"peak moment of stage {memory['peak_stage']}: {moment_text(moment, v)}")
@@ -307,6 +310,28 @@ def at_risk_text(memory: dict) -> str | None:
             f"{percent(memory['error_band'])}, W0410")
 
 
+def offload_text(compilation: Compilation) -> str | None:
+    """What `offload-activations` sends to host memory from the first stage's chunks, and what it
+    takes off the stage's activations (`memory.model.offload_relief`); None without offloading."""
+    plan = compilation.plan
+    n = plan.training.offload_layers if plan.training else 0
+    if not n:
+        return None
+    from .memory.inputs import knobs_of, shape_of
+    from .targets import memory_runtime
+    from .timing import offload_sizes
+
+    k = knobs_of(plan, memory_runtime(plan.target))
+    if k is None:
+        return None
+    sizes = offload_sizes(shape_of(plan), k, 0)
+    moved = sum(sum(each) for _, _, each in sizes)
+    kept = sum(each[-1] for _, _, each in sizes if each)
+    return (f"offloaded to host: the saved activations of {n} layer{'s' if n > 1 else ''} a chunk, "
+            f"{size(moved)} a micro-batch out in the forward and back in the backward; {size(moved - kept)} "
+            f"off stage 0's peak (the last offloaded layer's copy is still in flight when the forward ends)")
+
+
 def time_text(report: dict, compilation: Compilation, style: Style) -> list[str]:
     time, rate = report.get("time"), report.get("throughput")
     if time is None:
@@ -318,6 +343,8 @@ def time_text(report: dict, compilation: Compilation, style: Style) -> list[str]
         seconds, sent = time["exposed_comm_seconds"][axis], time["comm_bytes"][axis]
         if seconds or sent:
             rows.append((f"{axis} exposed", seconds, sent))
+    if "offload_seconds" in time:  # activation offloading's copies over the host link
+        rows.append(("offload", time["offload_seconds"], time["host_bytes"]))
     rows.append(("optimizer", time["optimizer_seconds"], None))
     lines = [style.bold(f"time per step, slowest pipeline stage ({time['slowest_stage']}): {_seconds(step)}")]
     lines.append(f"{'part':>12}  {'seconds':>9}  {'share':>6}  {'sent per GPU':>12}")

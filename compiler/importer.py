@@ -662,6 +662,7 @@ def import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
     granularity, method, count = get("--recompute-granularity"), get("--recompute-method"), get("--recompute-num-layers")
     recompute = ("none" if granularity is None else "selective" if granularity == "selective"
                  else "full" if method in (None, "uniform") else f"full {count}")
+    offload = int(get("--cpu-offloading-num-layers", 0))  # Megatron-LM turns offloading on when above 0
     if "--vocab-size" not in options:
         diags.append(warning("W0701", "no `--vocab-size`: the vocabulary is taken as GPT-2's 50,257", source.span(0, 0),
                              label="the tokenizer decides it", help="edit `vocab` in the spec's model block"))
@@ -676,7 +677,7 @@ def import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
     lines += [model_text(fields), f"hardware {{ gpu {defaults.gpu} }}", "train {",
               f"  seq {int(get('--seq-length'))}, global-batch {batch}, micro-batch {micro}",
               f"  precision {precision}, optimizer {'sgd' if get('--optimizer', 'adam') == 'sgd' else 'adamw'}, "
-              f"recompute {recompute}", "}"]
+              f"recompute {recompute}"] + ([f"  offload-activations {offload}"] if offload else []) + ["}"]
     target = []
     if get("--attention-backend", "auto") == "unfused":
         target.append("flash-attention off")

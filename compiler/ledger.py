@@ -174,6 +174,9 @@ class Ledger:
 
     collectives: tuple[Collective, ...]
     compute: tuple[Compute, ...] = ()
+    host_bytes: float = 0.0
+    """Bytes over the GPU's link to host memory per step, both directions: activation
+    offloading's copies out in the forward and back in the backward (`timing.offload_bytes`)."""
 
     def sent(self, axis: str) -> float:
         return sum(c.sent_per_step for c in self.collectives if c.axis == axis)
@@ -210,6 +213,9 @@ class Bounds:
 
     intra: float
     nic: float
+    host: float = 0.0
+    """The ledger's host-link bytes over the GPU's share of that link (activation offloading).
+    Not in `links`: the collectives' floor; the offload's own exposure keeps the step above it."""
 
     @property
     def links(self) -> float:

@@ -177,6 +177,9 @@ class Cluster(Sourced):
     model derates the peak by `power.clock_fraction`."""
     hbm_bandwidth: float | None = None
     """HBM bytes/s of one GPU, the spec's `hbm-bandwidth`; None: the catalogue's datasheet figure."""
+    host_bandwidth: float | None = None
+    """One GPU's share of its link to host memory, bytes/s one direction: the spec's
+    `host-bandwidth`; None: the catalogue's (`catalog.gpus.host_bandwidth`)."""
 
 
 class Axis(Sourced):
@@ -319,6 +322,9 @@ class Training(Sourced):
     recompute: Literal["none", "selective", "full"] | None
     recompute_layers: int | None = None
     """With `full N`: layers recomputed per pipeline stage; None = all of them."""
+    offload_layers: int = 0
+    """`offload-activations N`: the first N layers of each chunk copy their saved activations to
+    host memory in the forward and back in the backward; 0 = none."""
     clip_grad_norm: float | None = None
     """Largest global L2 norm of the gradients (torch's clip_grad_norm_); None = no clipping."""
     budget_tokens: int | None = None

@@ -53,7 +53,9 @@ MEMORY_PARTS = (("params_bytes", "parameters", "#4c78a8"), ("grads_bytes", "grad
 TIME_PARTS = (("compute_seconds", "compute", "#4c78a8"), ("recompute_seconds", "recompute", "#72b7b2"),
               ("bubble_seconds", "bubble", "#d9d9d9"), ("tp", "tp exposed", "#e45756"),
               ("cp", "cp exposed", "#b279a2"), ("ep", "ep exposed", "#ff9da6"), ("pp", "pp exposed", "#9d755d"),
-              ("dp", "dp exposed", "#f58518"), ("optimizer_seconds", "optimizer", "#54a24b"))
+              ("dp", "dp exposed", "#f58518"), ("optimizer_seconds", "optimizer", "#54a24b"),
+              ("offload_seconds", "offload", "#a6c4e0"))
+"""The step's parts; "offload" (activation offloading's copies) only where the step has it."""
 HOVER_AXES = ("tp", "cp", "ep", "dp")
 """Axes whose group the page highlights when a GPU is hovered."""
 LIGHT = frozenset({"#d9d9d9", "#ff9da6", "#72b7b2", "#f2a93b", "#a6c4e0", "#a9d6a4", "#b9dedb", "#f8d59c"})
@@ -542,10 +544,15 @@ def _nice_step(top: float) -> float:
 def time_parts(time: dict) -> list[tuple[str, str, float]]:
     """(label, colour, seconds) of the step, in TIME_PARTS order; they sum to the step time."""
     out = []
-    for key, name, colour in TIME_PARTS:
+    for key, name, colour in step_parts(time):
         value = time[key] if key in time else time["exposed_comm_seconds"].get(key, 0.0)
         out.append((name, colour, float(value)))
     return out
+
+
+def step_parts(time: dict) -> tuple[tuple[str, str, str], ...]:
+    """`TIME_PARTS` the step has: all but "offload" without activation offloading."""
+    return tuple(p for p in TIME_PARTS if p[0] != "offload_seconds" or p[0] in time)
 
 
 def time_picture(time: dict) -> Element:
@@ -862,7 +869,7 @@ def build_page(compilation: Compilation, cluster=None) -> str:
                      el("th", None, "sent per GPU")))
         total = time["step_seconds"] or 1.0
         sent = time.get("comm_bytes", {})
-        for key, name, colour in TIME_PARTS:
+        for key, name, colour in step_parts(time):
             value = time[key] if key in time else time["exposed_comm_seconds"].get(key, 0.0)
             moved = f"{sent[key] / 1e9:,.1f} GB" if key in sent and sent[key] else ""
             table.add(el("tr", None, el("td", None, el("i", {"style": f"display:inline-block;width:10px;height:10px;"

@@ -44,6 +44,7 @@ DEFAULTS = {
     "train.precision": "bf16",
     "train.optimizer": "adamw",
     "train.recompute": "none",
+    "train.offload-activations": "none (no layer's activations leave the GPU)",
     "train.clip-grad-norm": "off",
     "tp.sequence-parallel": "on",
     "pp.schedule": "1f1b",
@@ -491,11 +492,15 @@ class _Resolver:
         memory = hw.settings.get("hbm_bandwidth") if hw else None
         if memory is not None:
             spans["hbm_bandwidth"] = memory.span
+        host = hw.settings.get("host_bandwidth") if hw else None
+        if host is not None:
+            spans["host_bandwidth"] = host.span
         return Cluster(gpu=gpu, gpus_per_node=gpus_per_node, link=link, domain_size=domain, intra_bandwidth=intra,
                        network=network, world_size=world, nodes=nodes, spans=spans,
                        price=price.value if price else defaults.get("price"),
                        price_source="spec" if price else defaults.get("price_source"),
-                       power_limit=limit, hbm_bandwidth=memory.value if memory is not None else None)
+                       power_limit=limit, hbm_bandwidth=memory.value if memory is not None else None,
+                       host_bandwidth=host.value if host is not None else None)
 
     def power_limit(self, hw, gpu: Gpu, spans: dict) -> float | None:
         """The spec's `power-limit`, when the derating law applies to it (`power.py`): the GPU's
@@ -640,6 +645,7 @@ class _Resolver:
                         precision=self.setting(block, "precision", "bf16"),
                         optimizer=self.setting(block, "optimizer", "adamw"),
                         recompute=mode, recompute_layers=layers,
+                        offload_layers=self.setting(block, "offload_activations", 0),
                         clip_grad_norm=self.setting(block, "clip_grad_norm", 0.0) or None, spans=spans,
                         budget_tokens=tokens.value if tokens else None, budget_steps=steps.value if steps else None)
 

@@ -293,6 +293,8 @@ HARDWARE_KEYS = (
         "(limit / board power)^(1/3)", "power-limit 500 W"),
     Key("hbm-bandwidth", "bandwidth", "HBM bandwidth of one GPU (overrides the catalogue's: a part "
         "with slower memory)", "hbm-bandwidth 2.4 TB/s"),
+    Key("host-bandwidth", "bandwidth", "one GPU's share of its link to host memory, one direction "
+        "(overrides the catalogue's: activation offloading's copies)", "host-bandwidth 64 GB/s"),
 )
 
 TRAIN_KEYS = (
@@ -306,6 +308,9 @@ TRAIN_KEYS = (
           "optimizer adamw", ("adam", "adamw", "sgd")),
     Key("recompute", "recompute", "activation recomputation: none, selective, full, or full N layers",
         "recompute selective", holes=True),
+    Key("offload-activations", "count", "copy the saved activations of the first N layers of each chunk to host "
+        "memory in the forward and back in the backward (Megatron-Core's `--cpu-offloading-num-layers`)",
+        "offload-activations 40"),
     Key("clip-grad-norm", "norm", "clip the gradients' global L2 norm to this (off: no clipping)",
         "clip-grad-norm 1.0"),
     Key("tokens", "tokens", "training budget: tokens the whole run trains on (`K`, `M`, `B`, `T` = 10^3 ... 10^12)",
@@ -403,7 +408,8 @@ _MISPLACED = {
     "micro-batch": "train", "global-batch": "train", "seq": "train", "recompute": "train",
     "precision": "train", "optimizer": "train", "schedule": "pp", "virtual-stages": "pp",
     "sequence-parallel": "tp", "sharding": "dp", "gpu": "hardware", "nodes": "hardware",
-    "network": "hardware", "power-limit": "hardware", "hbm-bandwidth": "hardware", "layers": "model", "hidden": "model", "heads": "model",
+    "network": "hardware", "power-limit": "hardware", "hbm-bandwidth": "hardware",
+    "host-bandwidth": "hardware", "layers": "model", "hidden": "model", "heads": "model",
     "flavour": "cp", "image": "launch",
 }
 

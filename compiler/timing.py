@@ -354,6 +354,10 @@ class Hardware:
     """GPUs reached at `intra` bandwidth: the NVLink domain (72 on NVL72), else the node."""
     sms: int = 132
     """Streaming multiprocessors: the width of one wave of GEMM tiles (`kernels.wave_efficiency`)."""
+    host: float = 0.0
+    """One GPU's share of its link to host memory, bytes/s one direction, peak (the spec's
+    `host-bandwidth` over `catalog.gpus.host_bandwidth`): activation offloading's copies. 0:
+    unknown (a GPU defined in a spec without it), where offloading is charged nothing."""
     ceiling: float = 1.0
     """The part's measured tensor-core ceiling relative to the part the fitted GEMM ceiling comes
     from (`kernels.matmul_ceiling`: B200 0.966, GB200 0.908 of H100's); scales every GEMM and
@@ -369,8 +373,9 @@ class Hardware:
 
 
 def hardware_of(plan: Plan) -> Hardware:
-    """The plan's GPU and links as numbers: the spec's `hbm-bandwidth` over the datasheet's, the
-    dense peaks derated under the spec's `power-limit` (`power.clock_fraction`)."""
+    """The plan's GPU and links as numbers: the spec's `hbm-bandwidth` (and `host-bandwidth`) over
+    the datasheet's, the dense peaks derated under the spec's `power-limit` (`power.clock_fraction`)."""
+    from .catalog.gpus import host_bandwidth
     from .power import BOARD_POWER, clock_fraction
 
     cluster, gpu = plan.cluster, plan.cluster.gpu
@@ -383,6 +388,7 @@ def hardware_of(plan: Plan) -> Hardware:
         intra=cluster.intra_bandwidth, nic=cluster.network.node_bandwidth / cluster.gpus_per_node,
         level=max(cluster.domain_size, cluster.gpus_per_node),
         sms=gpu.sms or SMS_BY_GENERATION.get(gpu.generation, 132),
+        host=cluster.host_bandwidth or host_bandwidth(gpu.name) or 0.0,
         ceiling=kernel_model.matmul_ceiling(gpu.name, gpu.generation))
 
 
@@ -2345,6 +2351,10 @@ class RankTimes:
     collectives: tuple[Collective, ...] = ()
     """The tp, cp, ep and pp collectives of one micro-batch on this rank (every piece's records
     times its layers, the pipeline's sends, full recomputation's forward calls again)."""
+    layer_times: tuple = ()
+    """(forward, backward) seconds of one dense layer and of one MoE layer (None where the
+    model has none), exposed communication included, without recomputation: the windows
+    activation offloading's copies hide under (`offload_exposed`)."""
 
     @property
     def compute(self) -> float:
@@ -2498,6 +2508,8 @@ def rank_time(load: Load, pieces: RankPieces) -> RankTimes:
     """One pipeline rank's per-micro-batch times: its load's layer counts times the layout's
     `pieces`, its embedding, output layer and chunk-boundary sends."""
     dense, moe, emb, out, pp_send, boundary, selective, pp_link = pieces
+    layer_times = tuple(None if p is None else _layer_seconds(_piece(p[0], p[1], "none", selective))
+                        for p in (dense, moe))
     acc = [0.0] * 13
     records: list[Collective] = []
     for is_moe, mode, count in load.pieces:
@@ -2530,7 +2542,14 @@ def rank_time(load: Load, pieces: RankPieces) -> RankTimes:
                      chunks=load.chunks, params_dense=load.params_dense, params_expert=load.params_expert,
                      blocks_dense=load.blocks_dense, blocks_expert=load.blocks_expert, params_root=load.params_root,
                      layers=sum(count for _, _, count in load.pieces),
-                     moe_layers=sum(count for is_moe, _, count in load.pieces if is_moe), collectives=merged(records))
+                     moe_layers=sum(count for is_moe, _, count in load.pieces if is_moe), collectives=merged(records),
+                     layer_times=layer_times)
+
+
+def _layer_seconds(piece: tuple[float, ...]) -> tuple[float, float]:
+    """(forward, backward) of one layer from `piece_of`'s sums: compute and exposed tp, cp, ep."""
+    return (piece[0] + piece[4] + piece[5] + piece[6],
+            piece[1] + piece[2] + piece[7] + piece[8] + piece[9])
 
 
 def dispatched(w: Work, shape: Shape, hw: Hardware, sw: Software) -> Work:
@@ -3091,6 +3110,10 @@ class Breakdown:
     microbatches: int
     bounds: Bounds = Bounds(0.0, 0.0)
     """The link floor of the busiest rank (`link_bounds`): `step` is never below `bounds.links`."""
+    offload: float = 0.0
+    """Seconds activation offloading's copies add (`offload_exposed`, every micro-batch)."""
+    host_bytes: float = 0.0
+    """Bytes one GPU moves over its host link per step (both directions)."""
 
     @property
     def bubble_share(self) -> float:
@@ -3251,7 +3274,83 @@ def link_bounds(ledger: Ledger, hw: Hardware, c: Constants) -> Bounds:
     """The seconds the ledger's bytes need on each link class at the bandwidth the collectives
     reach (the datasheet's times the bus efficiencies: tighter than the datasheet itself)."""
     intra, nic = ledger.link_bytes()
-    return Bounds(intra=intra / (hw.intra * c.bus_nvlink), nic=nic / (hw.nic * c.bus_network))
+    host = ledger.host_bytes / (hw.host * c.bus_nvlink) if ledger.host_bytes and hw.host > 0 else 0.0
+    return Bounds(intra=intra / (hw.intra * c.bus_nvlink), nic=nic / (hw.nic * c.bus_network), host=host)
+
+
+# ---------------------------------------------------------------------------------------------
+# Activation offloading: the saved sets of a chunk's first layers to host memory and back
+
+
+def offload_windows(layers: int, offloaded: int) -> tuple[int, ...]:
+    """Transformer Engine's `layer_window_map` (cpu_offload_v1.py,
+    `AsyncDoubleBufferGroupOffloadHandler.__init__`): for each offloaded layer k, the layer at
+    whose end the forward waits for its copy to the host (and frees its GPU copy), and before
+    whose backward its reload starts; spread evenly over the chunk's layers, the last at the
+    chunk's last layer."""
+    out, constant = [], 0
+    for i in range(offloaded):
+        window = (layers // offloaded) * (i + 1) - 1
+        if i < layers % offloaded:
+            window += i + 1
+            constant = i + 1
+        else:
+            window += constant
+        out.append(window)
+    return tuple(out)
+
+
+def offload_sizes(shape: Shape, k: Knobs, stage: int) -> tuple[tuple[int, int, tuple[int, ...]], ...]:
+    """Per chunk of pipeline rank `stage`: (its first layer, its layers, the saved-set bytes of
+    each offloaded layer per micro-batch, `memory.model.offloaded_saved`): what crosses the host
+    link, out in the forward and back in the backward. Empty without offloading."""
+    if not k.offload_layers:
+        return ()
+    from .memory.model import activation_knobs, offloaded_saved
+
+    ak = activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
+                          k.ep if shape.moe else 1, k.precision, k.device, k.model_code)
+    chunks = by_rank(chunks_of(shape.layers, k.pp, k.virtual_stages, k.schedule, k.split, shape.tied), k.pp)[stage]
+    return tuple((c.first_layer, c.layers, offloaded_saved(shape, ak, c.first_layer, c.layers, k.offload_layers,
+                                                           k.recompute, k.recompute_layers))
+                 for c in chunks)
+
+
+def offload_bytes(sizes: tuple) -> int:
+    """Bytes one micro-batch moves over the host link, both directions (`offload_sizes`)."""
+    return 2 * sum(sum(each) for _, _, each in sizes)
+
+
+def offload_exposed(sizes: tuple, r: RankTimes, shape: Shape, runtime: str, hw: Hardware, c: Constants) -> float:
+    """Seconds activation offloading adds to one micro-batch on one rank.
+
+    Each offloaded layer's saved set crosses the host link once out (forward) and once back
+    (backward) at `hw.host` x `c.bus_nvlink` (the copy engines' achieved share of a link's peak,
+    the fraction the collectives reach on NVLink or PCIe), and the copies read, then write, the
+    bytes in HBM once (at `c.hbm_efficiency`, the memory-bound kernels' rate).
+
+    Megatron-Core (Transformer Engine's handler) copies on side streams: layer k's copy out
+    starts when the previous one is waited for (the first after layer 0) and the forward waits
+    for it at the end of layer `offload_windows(...)[k]`; the reloads mirror it in the backward.
+    Exposed: the part of each copy longer than the layers' forward (backward) it runs beside.
+    parc's job (`torch.autograd.graph.save_on_cpu`) copies on the compute stream: every copy is
+    exposed."""
+    if not sizes or hw.host <= 0:
+        return 0.0
+    rate = hw.host * c.bus_nvlink
+    hbm_s = offload_bytes(sizes) / (hw.hbm * c.hbm_efficiency)
+    if runtime == "torch":
+        return offload_bytes(sizes) / rate + hbm_s
+    dense, moe = r.layer_times
+    exposed = 0.0
+    for first, layers, each in sizes:
+        start = 1
+        for size, window in zip(each, offload_windows(layers, len(each)), strict=True):
+            beside = [moe if shape.is_moe(first + j) else dense for j in range(start, window + 1)]
+            copy = size / rate
+            exposed += max(0.0, copy - sum(f for f, _ in beside)) + max(0.0, copy - sum(b for _, b in beside))
+            start = window + 1
+    return exposed + hbm_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -3263,6 +3362,8 @@ class RankStep:
     dp_exposed: float
     optimizer: float
     bounds: Bounds
+    offload: float = 0.0
+    """Seconds activation offloading adds to the step (`offload_exposed`, every micro-batch)."""
 
 
 def rank_steps(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants = DEFAULT,
@@ -3271,12 +3372,17 @@ def rank_steps(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants
     experts = geo.expert_tp if sw.dp_runtime == "torch" else geo.expert
     links = DpLinks(link(geo.dense, hw, c), link(experts, hw, c), link(geo.shard, hw, c), link(geo.replicate, hw, c))
     out = {}
+    m = k.microbatches
     for load, r in times.items():
+        sizes = offload_sizes(shape, k, loads.index(load))
+        host = m * offload_bytes(sizes)
+        compute = compute_ledger(shape, k, load, sw) + ((Compute("offload", hbm_bytes=host),) if host else ())
         ledger = Ledger(path_ledger(r, k, geo, shape, load) + dp_ledger(r, k, links, sw.grad_bytes, sw.dp_runtime),
-                        compute_ledger(shape, k, load, sw))
+                        compute, host_bytes=host)
         exposed_dp, _ = dp_exposed(r, k, links, sw.grad_bytes, sw.dp_runtime, sw.dp_overlap)
         out[load] = RankStep(times=r, ledger=ledger, dp_exposed=exposed_dp, optimizer=optimizer_seconds(r, k, hw, c),
-                             bounds=link_bounds(ledger, hw, c))
+                             bounds=link_bounds(ledger, hw, c),
+                             offload=m * offload_exposed(sizes, r, shape, k.runtime, hw, c))
     return loads, out
 
 
@@ -3347,7 +3453,8 @@ def step_from(ranks: tuple[tuple[Load, ...], dict[Load, RankStep]], shape: Shape
     sent["dp"] = tail_step.ledger.sent("dp")
     compute = m * r.compute
     recompute = m * r.recompute
-    step = compute + recompute + sum(exposed_axes.values()) + bubble + opt
+    offload = steps[slow_load].offload
+    step = compute + recompute + sum(exposed_axes.values()) + bubble + opt + offload
     # the links' floor: the busiest link of any rank
     floor_rank = max(steps.values(), key=lambda s: s.bounds.links)
     bounds = floor_rank.bounds
@@ -3358,13 +3465,14 @@ def step_from(ranks: tuple[tuple[Load, ...], dict[Load, RankStep]], shape: Shape
         deficit = bounds.links - step
         for axis in AXES:
             exposed_axes[axis] = exposed_axes.get(axis, 0.0) + deficit * shares[axis] / total
-        step = compute + recompute + sum(exposed_axes.values()) + bubble + opt
+        step = compute + recompute + sum(exposed_axes.values()) + bubble + opt + offload
         step = max(step, bounds.links)  # rounding in the shares never undercuts the floor
     per_micro = r.total
     return Breakdown(step=step, compute=compute, recompute=recompute, bubble=bubble, optimizer=opt,
                      exposed={a: exposed_axes.get(a, 0.0) for a in AXES}, sent={a: sent[a] for a in AXES},
                      bubble_fraction=bubble / (m * per_micro) if per_micro > 0 else 0.0,
-                     stage=loads.index(slow_load), microbatches=m, bounds=bounds)
+                     stage=loads.index(slow_load), microbatches=m, bounds=bounds, offload=offload,
+                     host_bytes=steps[slow_load].ledger.host_bytes)
 
 
 def hardware_flops_per_token(shape: Shape, k: Knobs, sw: Software) -> float:
@@ -3461,7 +3569,7 @@ class Prediction:
             "comm_bytes": {a: int(round(b.sent[a])) for a in AXES},
             "slowest_stage": b.stage,
             "microbatches": b.microbatches,
-        }
+        } | ({"offload_seconds": _r(b.offload), "host_bytes": int(round(b.host_bytes))} if b.host_bytes else {})
 
     def throughput_json(self) -> dict:
         return {

@@ -84,7 +84,49 @@ def assert_within_physics(plan) -> timing.Prediction:
         intra_bytes, nic_bytes = rank.ledger.link_bytes()
         assert step >= intra_bytes / intra * (1 - 1e-9)
         assert step >= nic_bytes / nic * (1 - 1e-9)
+    if prediction.breakdown.host_bytes:  # activation offloading: the GPU's link to host memory
+        assert step >= prediction.breakdown.host_bytes / _host_link(plan) * (1 - 1e-9)
     return prediction
+
+
+HOST_LINK = {"a100-80gb": 32e9, "h100-sxm": 64e9, "gb200-nvl72": 225e9}
+"""One GPU's share of its host link per direction (datasheets: PCIe Gen4 x16, Gen5 x16; GB200's
+NVLink-C2C, 450 GB/s a direction, shared by two GPUs)."""
+
+
+def _host_link(plan) -> float:
+    return plan.cluster.host_bandwidth or HOST_LINK[plan.cluster.gpu.name]
+
+
+OFFLOAD_70B = """job o
+tp 4 x dp 16 on nodes(8 gpus, nvlink)
+model llama3-70b
+hardware {{
+  gpu {gpu}
+}}
+target megatron
+train {{
+  seq 8192
+  global-batch 128
+  micro-batch 1
+  offload-activations {n}
+}}
+dp {{
+  sharding zero3
+}}
+"""
+
+
+@pytest.mark.parametrize("gpu, n", [("h100-sxm", 40), ("h100-sxm", 79), ("gb200-nvl72", 40), ("a100-80gb", 10)])
+def test_offloading_is_at_or_above_its_host_link_bound(gpu, n):
+    text = OFFLOAD_70B.format(gpu=gpu, n=n)
+    if gpu == "gb200-nvl72":
+        text = text.replace("on nodes(8 gpus, nvlink)", "on nodes(4 gpus, nvl72)")
+    plan = _plan(text)
+    assert plan is not None
+    prediction = assert_within_physics(plan)
+    assert prediction.breakdown.host_bytes > 0
+    assert prediction.step_seconds >= prediction.breakdown.host_bytes / _host_link(plan)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -238,8 +238,9 @@ def test_the_doc_section_is_current(release_check, points, host):
 def test_the_offloading_rows_are_read_without_recomputation(points, release_check):
     """Bridge's GB200 FSDP FP8-CS recipes offload activations to the Grace CPU and state no
     recomputation: the rows whose recipe says so are exactly the 70B (25.09 to 26.04.01) and 405B
-    (25.09) FSDP rows; as read each charges no recomputation, and from the table alone the reader's
-    least recomputation that fits is charged and the row is predicted slower."""
+    (25.09) FSDP rows; as read each charges no recomputation and offloads the recipe's layers
+    (`offload-activations N`, its copies over the host link charged), and from the table alone the
+    reader's least recomputation that fits is charged and the row is predicted slower."""
     rows = [p for p in points if release_check.offloaded(p)]
     assert {p.result.row.id for p in rows} == {
         "bridge2509_gb200_llama3_70b_fp8cs", "bridge2511_gb200_llama3_70b", "bridge2602_gb200_llama3_70b_fp8cs",
@@ -247,7 +248,11 @@ def test_the_offloading_rows_are_read_without_recomputation(points, release_chec
         "bridge260401_gb200_llama3_70b_fp8cs", "bridge2509_gb200_llama31_405b_fp8cs"}
     for p in rows:
         assert p.result.breakdown.recompute == 0 and p.table_only.breakdown.recompute > 0, p.result.row.id
-        assert p.result.error > p.table_only.error + 0.15, p.result.row.id
+        n = release_check.offloaded(p)
+        assert f"offload-activations {n}\n" in p.result.row.spec and p.result.row.plan.training.offload_layers == n
+        assert p.result.breakdown.host_bytes > 0 and p.result.breakdown.offload > 0, p.result.row.id
+        assert p.table_only.breakdown.host_bytes == 0, p.result.row.id
+        assert p.result.error > p.table_only.error + 0.1, p.result.row.id
 
 
 # ---------------------------------------------------------------------------------------------

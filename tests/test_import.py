@@ -38,7 +38,7 @@ def settings(plan) -> dict:
         else None,
         "cp": lay.cp.flavour if (lay.cp.degree or 1) > 1 else None,
         "ep": (lay.ep.degree, lay.ep.folded_over),
-        "train": (t.seq_len, t.global_batch, t.micro_batch, t.precision, t.recompute, t.recompute_layers,
+        "train": (t.seq_len, t.global_batch, t.micro_batch, t.precision, t.recompute, t.recompute_layers, t.offload_layers,
                   "adam" if t.optimizer == "adamw" else t.optimizer),
         "target": plan.target.model_dump(exclude={"spans"}),
         "steps": plan.launch.steps,

@@ -84,6 +84,24 @@ def test_hbm_bandwidth_replaces_the_catalogues():
     assert_within_physics(plan)
 
 
+HOST_LINK_DATASHEET = {"a100-80gb": 64e9 / 2, "h100-sxm": 128e9 / 2, "b200": 128e9 / 2,
+                       "gb200-nvl72": min(900e9 / 2, 512e9) / 2}
+"""One GPU's share of its host link, one direction, from the datasheets: PCIe Gen4 x16 (64 GB/s
+bidirectional), Gen5 x16 (128 GB/s), and GB200's NVLink-C2C (900 GB/s bidirectional) and Grace's
+512 GB/s LPDDR5X, both shared by the superchip's two GPUs."""
+
+
+@pytest.mark.parametrize("gpu", sorted(HOST_LINK_DATASHEET))
+def test_the_host_link_is_the_datasheets(gpu):
+    assert timing.hardware_of(_plan(gpu=gpu)).host == HOST_LINK_DATASHEET[gpu]
+
+
+def test_host_bandwidth_replaces_the_catalogues():
+    plan = _plan("host-bandwidth 25 GB/s")
+    assert plan.cluster.host_bandwidth == 25e9 and timing.hardware_of(plan).host == 25e9
+    assert timing.hardware_of(_plan("host-bandwidth 25 GB/s", gpu="gb200-nvl72")).host == 25e9
+
+
 def test_both_survive_the_formatter():
     from parc.lsp import formatted as format_text
 

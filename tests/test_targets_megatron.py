@@ -51,6 +51,9 @@ LAYOUTS = {
                   " { flash-attention off, tp-overlap none }",
                   "train { seq 2048, global-batch 128, micro-batch 1, precision fp16, recompute full }\n"
                   "tp { sequence-parallel off }\n"),
+    "offload-fsdp": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)", "llama3-8b", "",
+                     "train { seq 8192, global-batch 64, micro-batch 1, offload-activations 16 }\n"
+                     "dp { sharding zero3 }\n"),
 }
 
 
@@ -115,6 +118,8 @@ def transformer_config(plan):
                           ("--decoder-last-pipeline-num-layers", "num_layers_in_last_pipeline_stage")):
         if option in o:  # renamed in core_transformer_config_from_args
             kwargs[field] = int(o[option])
+    if int(o.get("--cpu-offloading-num-layers") or 0) > 0:  # Megatron-LM's validate_args sets it so
+        kwargs["cpu_offloading"] = True
     if "--num-experts" in o:
         kwargs["num_moe_experts"] = int(o["--num-experts"])
     if "--disable-bias-linear" in o:  # its parser's dest is add_bias_linear
@@ -156,6 +161,8 @@ def test_megatron_cores_transformer_config_accepts_the_values(name):
         assert c.recompute_granularity == "full"
         layers = plan.training.recompute_layers
         assert (c.recompute_method, c.recompute_num_layers) == (("uniform", 1) if layers is None else ("block", layers))
+    assert (c.cpu_offloading, c.cpu_offloading_num_layers) == (bool(plan.training.offload_layers),
+                                                                plan.training.offload_layers)
     if m.is_moe:
         assert (c.num_moe_experts, c.moe_router_topk, c.moe_ffn_hidden_size) == (m.experts, m.top_k, m.expert_ffn)
         assert c.expert_tensor_parallel_size == backend.expert_tp(plan)
@@ -238,6 +245,34 @@ def test_what_megatron_cannot_express_is_refused():
             "pp { schedule 1f1b, split [7, 9, 7, 9] }\ndp { sharding zero1 }\n")
     plan = compile_text(text, path="x.par").plan
     assert [d.code for d in job_diagnostics(plan)] == ["E0620"]
+
+
+def offload_with_pipeline():
+    return ("tp 2 x dp 2 x pp 2 on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware { gpu h100-sxm }\n"
+            "target megatron\ntrain { seq 4096, global-batch 32, micro-batch 1, offload-activations 8 }\n")
+
+
+def test_offloading_with_a_pipeline_is_refused():
+    plan = compile_text(offload_with_pipeline(), path="x.par").plan
+    assert [d.code for d in job_diagnostics(plan)] == ["E0622"]
+
+
+@pytest.mark.skipif(not HAVE_MCORE, reason="megatron-core not installed (.ci/install-targets)")
+def test_megatron_core_refuses_what_e0622_refuses():
+    """The refusal is Megatron-Core's own: its TransformerConfig raises on the same values."""
+    import torch
+    from megatron.core.transformer import TransformerConfig
+
+    with pytest.raises(ValueError, match="Pipeline parallelism with CPU offloading"):
+        TransformerConfig(num_layers=32, hidden_size=4096, num_attention_heads=32, cpu_offloading=True,
+                          cpu_offloading_num_layers=8, pipeline_model_parallel_size=2,
+                          pipeline_dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="recomputation"):
+        TransformerConfig(num_layers=32, hidden_size=4096, num_attention_heads=32, cpu_offloading=True,
+                          cpu_offloading_num_layers=8, recompute_granularity="selective")
+    with pytest.raises(ValueError, match="only for layers less than 32"):
+        TransformerConfig(num_layers=32, hidden_size=4096, num_attention_heads=32, cpu_offloading=True,
+                          cpu_offloading_num_layers=32)
 
 
 def test_the_entry_point_hands_megatron_the_generated_options(tmp_path: Path):

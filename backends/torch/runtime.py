@@ -347,7 +347,7 @@ def parallel_context(plan: Plan, layout: Layout) -> dict:
         ep_digits=_tuple(digits) if expert_grid else "()",
         ep_permutation=_tuple(permutation) if expert_grid else "()",
         ep_shape=_tuple(ep_shape) if expert_grid else "()",
-        recompute=t.recompute or "none", recompute_layers=t.recompute_layers,
+        recompute=t.recompute or "none", recompute_layers=t.recompute_layers, offload_layers=t.offload_layers,
         recompute_text=_recompute_text(t.recompute or "none", t.recompute_layers),
         sharding=sharding, sharding_text=_wrap(_sharding_text(sharding, reshard, zero_bubble) + ".", 92)
         .replace("\n", "\n    "),
@@ -472,6 +472,9 @@ def _sequence(plan: Plan, layout: Layout, sharding: str, reshard: bool, tp, pp, 
         steps.append("apply_expert_parallel: experts sharded over ep, tokens sent with all_to_all_single")
     if cp:
         steps.append(f"apply_context_parallel: {plan.layout.cp.flavour} attention over the cp ranks")
+    if plan.training.offload_layers:
+        steps.append(f"apply_activation_offloading: the first {plan.training.offload_layers} blocks of each chunk "
+                     "keep their saved activations in host memory (save_on_cpu)")
     mode = plan.training.recompute or "none"
     if mode != "none":
         steps.append(f"apply_activation_checkpointing: {_recompute_text(mode, plan.training.recompute_layers)}")

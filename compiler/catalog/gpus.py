@@ -164,3 +164,40 @@ LINKS: dict[str, str] = {
 }
 
 PCIE_BANDWIDTH = 64 * GBps  # PCIe Gen5 x16, per direction (128 GB/s bidirectional)
+
+# The GPU's link to its host's memory (activation offloading, `train { offload-activations N }`):
+# per part, the link's peak bandwidth in one direction, the GPUs that share it, and the host
+# memory's bandwidth behind it where that is the narrower (None: DDR of a two-socket x86 host,
+# far above one PCIe link). A GPU's share, one direction, is min(link, memory) / sharing GPUs;
+# `hardware { host-bandwidth ... }` replaces it (a board with another link or switch).
+PCIE_GEN4_X16 = 32 * GBps  # 16 GT/s x 16 lanes, 128b/130b: 31.5 GB/s per direction (PCI-SIG, PCIe 4.0)
+HOST_LINKS: dict[str, dict] = {
+    "a100-40gb": dict(link=PCIE_GEN4_X16, sharing=1, memory=None,
+                      source="A100 SXM4 datasheet: PCIe Gen4 x16, 64 GB/s bidirectional"),
+    "a100-80gb": dict(link=PCIE_GEN4_X16, sharing=1, memory=None,
+                      source="A100 SXM4 datasheet: PCIe Gen4 x16, 64 GB/s bidirectional"),
+    "h100-sxm": dict(link=PCIE_BANDWIDTH, sharing=1, memory=None,
+                     source="H100 SXM5 datasheet: PCIe Gen5 x16, 128 GB/s bidirectional"),
+    "h200": dict(link=PCIE_BANDWIDTH, sharing=1, memory=None,
+                 source="H200 SXM datasheet: PCIe Gen5 x16, 128 GB/s bidirectional"),
+    "h800": dict(link=PCIE_BANDWIDTH, sharing=1, memory=None,
+                 source="same board as H100 SXM: PCIe Gen5 x16"),
+    "b200": dict(link=PCIE_BANDWIDTH, sharing=1, memory=None,
+                 source="HGX B200: PCIe Gen5 x16 per GPU, 128 GB/s bidirectional"),
+    "gb200-nvl72": dict(link=450 * GBps, sharing=2, memory=512 * GBps,
+                        source="GB200 NVL72 datasheet: NVLink-C2C 900 GB/s bidirectional per Grace-Blackwell "
+                               "superchip (1 Grace, 2 GPUs); Grace's LPDDR5X up to 512 GB/s (Grace CPU "
+                               "datasheet), both shared by the superchip's 2 GPUs"),
+    "mi300x": dict(link=PCIE_BANDWIDTH, sharing=1, memory=None,
+                   source="MI300X OAM datasheet: PCIe Gen5 x16 host interface, 128 GB/s bidirectional"),
+}
+
+
+def host_bandwidth(name: str) -> float | None:
+    """One GPU's share of its link to host memory, bytes/s in one direction (None: a GPU the
+    catalogue does not have: a spec states `host-bandwidth`)."""
+    entry = HOST_LINKS.get(name)
+    if entry is None:
+        return None
+    memory = entry["memory"] or entry["link"]
+    return min(entry["link"], memory) / entry["sharing"]

@@ -97,6 +97,7 @@ RULE_MODULES: tuple[str, ...] = (
     "window",  # a sliding window that changes nothing
     "schedule",  # layers over stages, what each pipeline schedule accepts
     "batch",  # global batch over dp, micro-batches over pp, the bubble
+    "offload",  # activation offloading: its layer count, no recomputation beside it
     "context",  # the sequence over cp and tp
     "experts",  # experts over ep, ep over its folded axes
     "sharding",  # hsdp factors, zero3 with pipelines

@@ -178,10 +178,15 @@ STRONGER_RECOMPUTE = {"none": "selective", "selective": "full"}
 STRONGER_SHARDING = {"none": "zero1", "zero1": "zero2", "zero2": "zero3"}
 
 
-def candidate_changes(k: Knobs, global_batch: int, batch_degree: int) -> list[tuple[str, Knobs]]:
-    """Single changes that keep the layout valid and usually lower memory."""
+def candidate_changes(k: Knobs, global_batch: int, batch_degree: int,
+                      most_offloaded: int = 0) -> list[tuple[str, Knobs]]:
+    """Single changes that keep the layout valid and usually lower memory. `most_offloaded`: the
+    most layers `offload-activations` may take (one fewer than the smallest chunk holds, E0371)."""
     out: list[tuple[str, Knobs]] = []
-    if k.recompute in STRONGER_RECOMPUTE:
+    if k.offload_layers:  # no recomputation beside offloading (E0372): offload more instead
+        if most_offloaded > k.offload_layers:
+            out.append((f"offload-activations {most_offloaded}", replace(k, offload_layers=most_offloaded)))
+    elif k.recompute in STRONGER_RECOMPUTE:
         mode = STRONGER_RECOMPUTE[k.recompute]
         out.append((f"recompute {mode}", replace(k, recompute=mode, recompute_layers=None)))
     elif k.recompute == "full" and k.recompute_layers is not None:
@@ -215,7 +220,9 @@ def alternatives(plan: Plan, runtime: str | None = None) -> list[Alternative]:
     shape = shape_of(plan)
     base, _ = peak(shape, knobs)
     found = []
-    for change, changed in candidate_changes(knobs, plan.training.global_batch, plan.layout.batch_degree or 1):
+    chunks = knobs.pp * knobs.virtual_stages
+    most = min(knobs.split) - 1 if knobs.split else shape.layers // chunks - 1
+    for change, changed in candidate_changes(knobs, plan.training.global_batch, plan.layout.batch_degree or 1, most):
         bytes_, _ = peak(shape, changed)
         if bytes_ < base:
             found.append(Alternative(change=change, peak_bytes=bytes_, freed_bytes=base - bytes_))

@@ -123,6 +123,9 @@ class Knobs:
     recompute: str = "none"
     recompute_layers: int | None = None
     """With `full`: layers recomputed in each chunk (None = all)."""
+    offload_layers: int = 0
+    """`offload-activations N`: the first N layers of each chunk keep their saved activations in
+    host memory between their forward and their backward (`model.offload_relief`)."""
     runtime: str = "torch"
     pp_receives: str = "on-demand"
     """How the pipeline stage holds its receive buffers (`targets.Runtime.pp_receives`):
@@ -275,7 +278,8 @@ def knobs_of(plan: Plan, runtime: str = "torch") -> Knobs | None:
         sharding=lay.dp.sharding or "none", hsdp_shard=lay.dp.shard or 0, bucket=lay.dp.bucket or 0,
         seq=train.seq_len,
         micro_batch=micro, microbatches=accum, precision=train.precision, optimizer=train.optimizer,
-        recompute=train.recompute or "none", recompute_layers=train.recompute_layers, runtime=runtime,
+        recompute=train.recompute or "none", recompute_layers=train.recompute_layers,
+        offload_layers=train.offload_layers, runtime=runtime,
         pp_receives=_pp_receives(plan), model_code=model_code(plan.target),
     )
 

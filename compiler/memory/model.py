@@ -271,7 +271,8 @@ def activation_knobs(tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: 
 def rank_activations(shape: Shape, k: Knobs) -> tuple[RankActivations, ...]:
     return _rank_activations(shape, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch,
                              k.runtime, k.recompute, k.recompute_layers, k.pp, k.virtual_stages,
-                             k.schedule, k.split, k.ep if shape.moe else 1, k.precision, k.device, k.model_code)
+                             k.schedule, k.split, k.ep if shape.moe else 1, k.precision, k.device, k.model_code,
+                             k.offload_layers)
 
 
 ChunkSignature = tuple[int, bool, bool, int]
@@ -334,11 +335,13 @@ class ChunkPieces:
 
 @lru_cache(maxsize=65536)
 def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recompute: str,
-                       recompute_layers: int | None, pipelined: bool, released: bool = True) -> ChunkPieces:
+                       recompute_layers: int | None, pipelined: bool, released: bool = True,
+                       offload: int = 0) -> ChunkPieces:
     """The activations, working set and embedding backward buffer of one chunk signature.
     `released`: the backward frees the micro-batch's tensors as it consumes them
     (`buffers.backward_working_set`); not under a zero-bubble schedule, whose input backward
-    runs autograd with retain_graph=True and keeps the saved set for the weight backward."""
+    runs autograd with retain_graph=True and keeps the saved set for the weight backward.
+    `offload`: the first layers whose saved sets go to host memory (`offload_relief`)."""
     layers, embedding, output, first = signature
     vocab = padded_vocab(shape.vocab, ak.tp, ak.runtime)
     torch = ak.runtime == "torch"
@@ -350,6 +353,7 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
         if torch:
             work = max(work, backward_working_set(a, ffn_weight_gradients(shape, ak, moe), released))
             weight_layer = max(weight_layer, weight_pass_working(a, ffn_weight_gradients(shape, ak, moe)))
+    saved -= offload_relief(shape, ak, first, layers, offload, recompute, recompute_layers)
     if embedding:
         # the embedding's backward runs after its micro-batch's layers have run theirs, which
         # freed their saved tensors (`embedding_moment`)
@@ -372,6 +376,45 @@ def _chunk_activations(shape: Shape, ak: Knobs, signature: ChunkSignature, recom
         weight_work = max(weight_layer, output_weight_gradient(shape, ak, vocab) if output else 0)
     return ChunkPieces(ChunkActivations(saved=saved, pending=pending, output=kept),
                        work, embedding_buffer, input_work, weight_work)
+
+
+def offloaded_saved(shape: Shape, ak: Knobs, first: int, layers: int, offload: int, recompute: str,
+                    recompute_layers: int | None) -> tuple[int, ...]:
+    """The saved-activation bytes of each offloaded layer of a chunk (its first
+    min(offload, layers - 1), in order) per micro-batch: what goes to host memory in the forward
+    and comes back in the backward (Megatron-Core's `cpu_offloading_num_layers` counts layers
+    from the chunk's first; it refuses as many as the chunk holds, E0371)."""
+    count = min(offload, layers - 1)
+    if count <= 0:
+        return ()
+    return tuple(layer_activations(shape, ak, shape.is_moe(first + i), layer_mode(recompute, recompute_layers, i)).saved
+                 for i in range(count))
+
+
+def offload_relief(shape: Shape, ak: Knobs, first: int, layers: int, offload: int, recompute: str,
+                   recompute_layers: int | None) -> int:
+    """What offloading takes off a micro-batch's saved set at its peak: every offloaded layer's
+    saved set but the last one's.
+
+    Transformer Engine's handler (`AsyncDoubleBufferGroupOffloadHandler`, cpu_offload_v1.py,
+    which Megatron-Core's `get_cpu_offload_context` builds with the block's layers as the model's
+    groups) copies offloaded layer k's tensors on a side stream and frees their GPU copy at the
+    end of layer `layer_window_map[k]` = about (k + 1) x layers / N - 1; group N - 1's window is
+    the chunk's last layer. Saved sets on the GPU after layer j: j + 1 produced less those
+    freed, which grows with j, so the most is at the end of the forward: every layer that is
+    not offloaded and the last offloaded one, still in flight. The backward mirrors it (group k
+    is reloaded when the backward reaches layer `layer_window_map[k]`, first group N - 1, before
+    the chunk's last layer runs its backward). parc's own job (`save_on_cpu`) copies
+    synchronously and reloads a layer's tensors as its backward unpacks them: at most one
+    layer's set back on the GPU, the same bound. With several micro-batches in flight (a
+    pipeline, `target torch` only: Megatron-Core refuses it, E0622), all but the newest have
+    every offloaded layer on the host: each counted so is an upper bound. Nothing leaves where the
+    tensors already are in host memory (`device` cpu, and the CPU fake-tensor rehearsal, "fake":
+    the job's hook leaves them as they are)."""
+    if ak.device != "cuda":
+        return 0
+    sizes = offloaded_saved(shape, ak, first, layers, offload, recompute, recompute_layers)
+    return sum(sizes[:-1])
 
 
 def weight_pass_working(a: LayerActivations, weight_gradients: int) -> int:
@@ -674,7 +717,7 @@ def released_backward(schedule: str, pp: int) -> bool:
 def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
                       runtime: str, recompute: str, recompute_layers: int | None, pp: int, v: int,
                       schedule: str, split: tuple[int, ...] | None, ep: int = 1, precision: str = "bf16",
-                      device: str = "cuda", model_code: str = "parc") -> tuple[RankActivations, ...]:
+                      device: str = "cuda", model_code: str = "parc", offload: int = 0) -> tuple[RankActivations, ...]:
     ak = activation_knobs(tp, sp, cp, flavour, seq, micro, runtime, ep, precision, device, model_code)
     released = released_backward(schedule, pp)
     out = []
@@ -685,7 +728,7 @@ def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, se
         rank = alike.get((mine, turn))
         if rank is None:
             rank = alike[(mine, turn)] = _one_rank(shape, ak, mine, turn, recompute, recompute_layers, pp, v,
-                                                   schedule, released)
+                                                   schedule, released, offload)
         out.append(rank)
     return tuple(out)
 
@@ -697,25 +740,26 @@ def end_rank_activations(shape: Shape, k: Knobs) -> tuple[RankActivations, RankA
     `_one_rank`)."""
     return _end_ranks(shape, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
                       k.recompute, k.recompute_layers, k.pp, k.virtual_stages, k.schedule, k.split,
-                      k.ep if shape.moe else 1, k.precision, k.device, k.model_code)
+                      k.ep if shape.moe else 1, k.precision, k.device, k.model_code, k.offload_layers)
 
 
 @lru_cache(maxsize=16384)
 def _end_ranks(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
                runtime: str, recompute: str, recompute_layers: int | None, pp: int, v: int,
                schedule: str, split: tuple[int, ...] | None, ep: int = 1, precision: str = "bf16",
-               device: str = "cuda", model_code: str = "parc") -> tuple[RankActivations, RankActivations]:
+               device: str = "cuda", model_code: str = "parc", offload: int = 0) -> tuple[RankActivations, RankActivations]:
     ak = activation_knobs(tp, sp, cp, flavour, seq, micro, runtime, ep, precision, device, model_code)
     released = released_backward(schedule, pp)
     signatures = rank_signatures(shape, pp, v, schedule, split)
     return tuple(_one_rank(shape, ak, signatures[index], runtime == "torch" and v_turn(schedule, pp, index),
-                           recompute, recompute_layers, pp, v, schedule, released) for index in (0, pp - 1))
+                           recompute, recompute_layers, pp, v, schedule, released, offload) for index in (0, pp - 1))
 
 
 def _one_rank(shape: Shape, ak: Knobs, mine: tuple[ChunkSignature, ...], turn: bool, recompute: str,
-              recompute_layers: int | None, pp: int, v: int, schedule: str, released: bool) -> RankActivations:
+              recompute_layers: int | None, pp: int, v: int, schedule: str, released: bool,
+              offload: int = 0) -> RankActivations:
     """One pp rank's activations from its chunks' signatures (`_rank_activations`' per rank)."""
-    pieces = [_chunk_activations(shape, ak, sig, recompute, recompute_layers, pp > 1, released)
+    pieces = [_chunk_activations(shape, ak, sig, recompute, recompute_layers, pp > 1, released, offload)
               for sig in mine]
     chunks = tuple(p.activations for p in pieces)
     if turn:  # the second chunk's input is the first's kept output, its gradient the first's
@@ -743,7 +787,7 @@ def first_backward_floors(shape: Shape, k: Knobs) -> dict[tuple[ChunkSignature, 
     ak = activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
                           k.ep if shape.moe else 1, k.precision, k.device, k.model_code)
     return _first_backward_floors(shape, ak, k.pp, k.virtual_stages, k.schedule, k.split, k.recompute,
-                                  k.recompute_layers)
+                                  k.recompute_layers, k.offload_layers)
 
 
 @lru_cache(maxsize=4096)
@@ -756,7 +800,7 @@ def _counted_rank_signatures(shape: Shape, pp: int, v: int, schedule: str, split
 
 def _first_backward_floors(shape: Shape, ak: Knobs, pp: int, v: int, schedule: str,
                            split: tuple[int, ...] | None, recompute: str,
-                           recompute_layers: int | None) -> Mapping[tuple[ChunkSignature, ...], int]:
+                           recompute_layers: int | None, offload: int = 0) -> Mapping[tuple[ChunkSignature, ...], int]:
     """`first_backward_floors` on what it reads: the layer's activation knobs and the chunking,
     not the data-parallel degree nor the micro-batch count, so the layout searches of an outer
     search over cluster sizes (`nodes ?`) share it (the same tp, cp, pp, micro-batch and
@@ -766,12 +810,12 @@ def _first_backward_floors(shape: Shape, ak: Knobs, pp: int, v: int, schedule: s
     the backward releases, not per schedule: schedules that chunk alike (1F1B and GPipe, the
     interleaved ones of one virtual-stage count) share one computation."""
     return _floors_of(shape, ak, _counted_rank_signatures(shape, pp, v, schedule, split), pp > 1,
-                      released_backward(schedule, pp), recompute, recompute_layers)
+                      released_backward(schedule, pp), recompute, recompute_layers, offload)
 
 
 @lru_cache(maxsize=16384)
 def _floors_of(shape: Shape, ak: Knobs, ranks: tuple, pipelined: bool, released: bool, recompute: str,
-               recompute_layers: int | None) -> Mapping[tuple[ChunkSignature, ...], int]:
+               recompute_layers: int | None, offload: int = 0) -> Mapping[tuple[ChunkSignature, ...], int]:
     """`_first_backward_floors` of the distinct ranks' counted chunk signatures (`ranks`,
     `_counted_rank_signatures`)."""
     out: dict[tuple[ChunkSignature, ...], int] = {}
@@ -782,7 +826,7 @@ def _floors_of(shape: Shape, ak: Knobs, ranks: tuple, pipelined: bool, released:
             p = pieces.get(sig)
             if p is None:
                 p = pieces[sig] = _chunk_activations(shape, ak, sig, recompute, recompute_layers, pipelined,
-                                                     released)
+                                                     released, offload)
             saved += count * p.activations.saved
             own = max(own, p.activations.saved + p.working)
         last = pieces[mine[-1]].working

@@ -324,7 +324,8 @@ class Engine:
         self.stats = Stats()
         self.ep_axis = "ep" in space.axes
         self.fixed = dict(precision=train.precision, optimizer=train.optimizer,
-                          recompute_layers=train.recompute_layers, cp_flavour=self.flavour, seq=self.seq,
+                          recompute_layers=train.recompute_layers, offload_layers=train.offload_layers,
+                          cp_flavour=self.flavour, seq=self.seq,
                           split=self.split, ep_over_tp="tp" in space.ep_fold, runtime=runtime,
                           pp_receives=target_runtime(plan.target).pp_receives,
                           model_code=model_code(plan.target))
@@ -350,9 +351,10 @@ class Engine:
         self._pipe_class_ids: dict[tuple, int] = {}
         self._floor_pieces: dict[tuple, tuple] = {}  # `_layer_floor_pieces`
         self._skipped: list[tuple] = []  # groups of degrees whose floor does not fit (`run`)
-        self.pipe_sets = train.recompute_layers is None
+        self.pipe_sets = train.recompute_layers is None and not train.offload_layers
         """Whether groups that differ only in their pipeline enter the scan as one set at
-        `pipes_bound` (not with `full N`: its recomputed layers per rank follow the chunking)."""
+        `pipes_bound` (not with `full N` nor offloading: the layers they treat per rank follow
+        the chunking)."""
         self.lazy_alone = True
         """Whether a group that is a set of one, and a set of pipelines, enter the scan at
         `alone_bound` (their own bounds computed when that comes out: `_scan`) rather than at
@@ -872,8 +874,8 @@ class Engine:
                      sequence_parallel=k.sequence_parallel, cp_flavour=k.cp_flavour, sharding=sharding,
                      hsdp_shard=shard, seq=k.seq, micro_batch=k.micro_batch, microbatches=k.microbatches,
                      precision=k.precision, optimizer=k.optimizer, recompute=k.recompute,
-                     recompute_layers=k.recompute_layers, runtime=k.runtime, pp_receives=k.pp_receives,
-                     model_code=k.model_code)
+                     recompute_layers=k.recompute_layers, offload_layers=k.offload_layers, runtime=k.runtime,
+                     pp_receives=k.pp_receives, model_code=k.model_code)
 
     def _group_shardings(self, item: _Degrees, k: Knobs) -> list[tuple[str, int]]:
         """The shardings a group's candidates take: only `none` where sharding spreads over a
@@ -1900,8 +1902,9 @@ class Engine:
 
     def _layers_floor_applies(self) -> bool:
         """The floors by layer counts (`_layers_floor`) hold in parc's runtime under the plain
-        recomputation modes (`full N` recomputes by position in the chunk)."""
-        return self.fixed["recompute_layers"] is None and self.runtime == "torch"
+        recomputation modes (`full N` recomputes by position in the chunk) without offloading
+        (which frees the first layers of each chunk: a layer's saved set is no floor of it)."""
+        return self.fixed["recompute_layers"] is None and not self.fixed["offload_layers"] and self.runtime == "torch"
 
     def _layers_floor(self, item: _Degrees, sp: bool, recompute: str) -> int:
         """`_pipelines_floor`'s value (see there), for pp 1 too (one rank holding every layer):

@@ -26,6 +26,7 @@ PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("exposed ep", ("ep", "order", "pp.schedule", "train.micro-batch", "dp")),
     ("exposed pp", ("pp", "order", "pp.virtual-stages", "train.micro-batch", "dp", "tp")),
     ("exposed dp", ("dp.sharding", "dp", "order", "pp", "cp", "ep", "train.micro-batch")),
+    ("offload", ("tp", "cp", "train.micro-batch", "pp", "dp", "tp.sequence-parallel")),
 )
 """Each part of the step and the holes it depends on (timing.py's inputs)."""
 SHOWN_PARTS = 3
@@ -46,6 +47,7 @@ def parts(breakdown) -> dict[str, float]:
            "optimizer": breakdown.optimizer}
     for axis, seconds in breakdown.exposed.items():
         out[f"exposed {axis}"] = seconds
+    out["offload"] = breakdown.offload  # activation offloading's copies (0 without)
     return out
 
 

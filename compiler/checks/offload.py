@@ -1,0 +1,49 @@
+"""Activation offloading (`train { offload-activations N }`): what Megatron-Core's
+`--cpu-offloading` accepts, whichever target runs it (the memory and time models follow its
+handler, so a layout it refuses would describe no job)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..diagnostics import Diagnostic, error
+from ..plan import Plan
+from ..stages import layers_per_chunk
+from . import rule
+from .helpers import labels
+from .predicates import layers_fill_chunks
+
+
+@rule
+def offload_fits_chunk(plan: Plan) -> Iterator[Diagnostic]:
+    """E0371: Megatron-Core requires `cpu_offloading_num_layers < num_layers`
+    (TransformerConfig.__post_init__): the handler frees an offloaded layer's GPU copy only at
+    the end of a later layer (its `layer_window_map`), so the last layer of the chunk is never
+    offloaded."""
+    train, pp = plan.training, plan.layout.pp
+    n = train.offload_layers if train else 0
+    if not n or pp.degree is None or pp.virtual_stages is None:
+        return
+    layers, split = plan.model.layers, pp.split
+    if layers_fill_chunks(layers, pp.degree, pp.virtual_stages, split) is not None:
+        return
+    fewest = min(layers_per_chunk(layers, pp.degree * pp.virtual_stages, split))
+    if n < fewest:
+        return
+    where = "the model has" if pp.degree * pp.virtual_stages == 1 else "a pipeline chunk holds"
+    yield error("E0371", f"{n} offloaded layers, but {where} {fewest}", train.span_of("offload_activations"),
+                label=f"not below {fewest}", labels=labels((pp.span_of("degree"), "the chunks")),
+                help=f"offload fewer layers than each chunk holds, e.g. `offload-activations {max(1, fewest // 2)}`")
+
+
+@rule
+def offload_without_recompute(plan: Plan) -> Iterator[Diagnostic]:
+    """E0372: Megatron-Core raises "CPU offloading does not work when activation recomputation
+    is enabled" (TransformerConfig.__post_init__)."""
+    train = plan.training
+    if not train or not train.offload_layers or train.recompute in (None, "none"):
+        return
+    yield error("E0372", f"activation offloading with `recompute {train.recompute}`", train.span_of("recompute"),
+                label="recomputation here",
+                labels=labels((train.span_of("offload_activations"), "offloading here")),
+                help="write `recompute none` with `offload-activations`, or remove `offload-activations`")
