@@ -161,8 +161,10 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("recompute", "s", "lower"),
     ("bubble time", "s", "lower"),
     ("optimizer", "s", "lower"),
+    ("offload", "s", "lower"),
     *((f"exposed {a}", "s", "lower") for a in AXES),
     *((f"sent {a}", "bytes", "lower") for a in AXES),
+    ("sent host", "bytes", "lower"),
     ("time to train", "days", "lower"),
     ("GPU-hours", "gpu-hours", "lower"),
     ("cost", "dollars", "lower"),
@@ -179,7 +181,10 @@ def predictions(report: dict | None) -> dict[str, float | None]:
     if time is not None:
         values.update({"step time": time["step_seconds"], "bubble": time["bubble_share"],  # of the step
                        "compute": time["compute_seconds"], "recompute": time["recompute_seconds"],
-                       "bubble time": time["bubble_seconds"], "optimizer": time["optimizer_seconds"]})
+                       "bubble time": time["bubble_seconds"], "optimizer": time["optimizer_seconds"],
+                       # activation offloading's copies over the host link: a part of the step like the
+                       # others (0 without offloading, so that switching it on shows what it costs)
+                       "offload": time.get("offload_seconds", 0.0), "sent host": time.get("host_bytes", 0)})
         for axis in AXES:
             values[f"exposed {axis}"] = time["exposed_comm_seconds"].get(axis)
             values[f"sent {axis}"] = time.get("comm_bytes", {}).get(axis)

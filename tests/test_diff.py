@@ -142,3 +142,35 @@ def test_help_shows_examples_and_the_exit_policy():
     result = run_cli("diff", "--help")
     assert "parc diff specs/llama3-405b.par --against origin/main" in result.stdout
     assert "3 slower than --max-slowdown" in result.stdout
+
+
+OFFLOAD_BASE = """job a
+dp 8 on nodes(8 gpus, nvlink)
+model llama3-8b
+hardware { gpu h100-sxm }
+target megatron
+train {
+  seq 8192, global-batch 64, micro-batch 1
+  precision bf16, recompute none%s
+}
+dp { sharding zero3 }
+"""
+
+
+def test_offloading_is_a_part_of_the_step_both_sides_show(tmp_path):
+    """Switching `offload-activations` on adds its copies as their own row, so each side's breakdown
+    still sums to its step (before this row, the step grew by seconds no row named)."""
+    old, new = tmp_path / "a.par", tmp_path / "b.par"
+    old.write_text(OFFLOAD_BASE % "")
+    new.write_text(OFFLOAD_BASE % ", offload-activations 20")
+    result = run_cli("diff", str(old), str(new), "--format", "json")
+    metrics = {m["name"]: m for m in json.loads(result.stdout)["metrics"]}
+    assert metrics["offload"]["old"] == 0 and metrics["offload"]["new"] > 0
+    assert metrics["sent host"]["old"] == 0 and metrics["sent host"]["new"] > 0
+    parts = ["compute", "recompute", "bubble time", "optimizer", "offload",
+             *(f"exposed {a}" for a in ("tp", "pp", "dp", "cp", "ep"))]
+    for side in ("old", "new"):
+        total = sum(metrics[p][side] or 0 for p in parts)
+        assert total == pytest.approx(metrics["step time"][side], rel=1e-3), side
+    text = run_cli("diff", str(old), str(new)).stdout
+    assert "  offload " in text and "  sent host " in text
