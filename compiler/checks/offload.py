@@ -8,10 +8,9 @@ from collections.abc import Iterator
 
 from ..diagnostics import Diagnostic, error
 from ..plan import Plan
-from ..stages import layers_per_chunk
 from . import rule
 from .helpers import labels
-from .predicates import layers_fill_chunks
+from .predicates import fewest_offloadable, layers_fill_chunks
 
 
 @rule
@@ -27,13 +26,20 @@ def offload_fits_chunk(plan: Plan) -> Iterator[Diagnostic]:
     layers, split = plan.model.layers, pp.split
     if layers_fill_chunks(layers, pp.degree, pp.virtual_stages, split) is not None:
         return
-    fewest = min(layers_per_chunk(layers, pp.degree * pp.virtual_stages, split))
+    # an empty end of the split (only the embedding or the loss: `split [0, ..., 0]`) has no layer to
+    # offload, and the generated hook and the memory model take nothing from it
+    fewest = fewest_offloadable(layers, pp.degree * pp.virtual_stages, split)
     if n < fewest:
         return
     where = "the model has" if pp.degree * pp.virtual_stages == 1 else "a pipeline chunk holds"
-    yield error("E0371", f"{n} offloaded layers, but {where} {fewest}", train.span_of("offload_activations"),
-                label=f"not below {fewest}", labels=labels((pp.span_of("degree"), "the chunks")),
-                help=f"offload fewer layers than each chunk holds, e.g. `offload-activations {max(1, fewest // 2)}`")
+    noun = "layer" if n == 1 else "layers"
+    if fewest > 1:
+        help_ = f"offload fewer layers than each chunk holds, e.g. `offload-activations {fewest // 2 or 1}`"
+    else:  # a chunk of one layer: no count is below it
+        help_ = ("every chunk keeps its last layer on the GPU, so a chunk of one layer offloads nothing: remove "
+                 "`offload-activations`, or give each chunk at least 2 layers (fewer pipeline chunks)")
+    yield error("E0371", f"{n} offloaded {noun}, but {where} {fewest}", train.span_of("offload_activations"),
+                label=f"not below {fewest}", labels=labels((pp.span_of("degree"), "the chunks")), help=help_)
 
 
 @rule

@@ -12,7 +12,7 @@ No function here builds a diagnostic, reads a Plan or registers a rule.
 from __future__ import annotations
 
 from ..memory.schedules import interleaved_accepts
-from ..stages import V_SCHEDULES
+from ..stages import V_SCHEDULES, layers_per_chunk
 
 SINGLE = ("gpipe", "1f1b")
 """Schedules that run one chunk per pipeline rank."""
@@ -158,3 +158,24 @@ def ep_fits_folded(ep: int, folded_ranks: int) -> bool:
 def hsdp_factors_match(replicate: int, shard: int, dp: int) -> bool:
     """E0350: hsdp's replicate x shard is the dp degree."""
     return replicate * shard == dp
+
+
+def fewest_offloadable(layers: int, chunks: int, split: tuple[int, ...] | None) -> int:
+    """The fewest layers a pipeline chunk holds, not counting an empty end of the split (only the
+    embedding or the loss, `split [0, ..., 0]`): `offload-activations N` must stay below it
+    (E0371; the layout must already fill its chunks)."""
+    return min((c for c in layers_per_chunk(layers, chunks, split) if c), default=0)
+
+
+def offload_problem(layers: int, pp: int, v: int, split: tuple[int, ...] | None, offload: int,
+                    target: str) -> str | None:
+    """E0371 (`offload-activations` not below a chunk's layers) or E0622 (Megatron-Core offloads
+    only without pipeline parallelism); None without offloading or when both hold. Search's
+    engine prunes by it, so that no layout it ranks is one `parc check` or `compile` refuses."""
+    if not offload:
+        return None
+    if offload >= fewest_offloadable(layers, pp * v, split):
+        return "E0371"
+    if target == "megatron" and pp > 1:
+        return "E0622"
+    return None

@@ -221,7 +221,7 @@ def alternatives(plan: Plan, runtime: str | None = None) -> list[Alternative]:
     base, _ = peak(shape, knobs)
     found = []
     chunks = knobs.pp * knobs.virtual_stages
-    most = min(knobs.split) - 1 if knobs.split else shape.layers // chunks - 1
+    most = min((n for n in knobs.split if n), default=1) - 1 if knobs.split else shape.layers // chunks - 1
     for change, changed in candidate_changes(knobs, plan.training.global_batch, plan.layout.batch_degree or 1, most):
         bytes_, _ = peak(shape, changed)
         if bytes_ < base:

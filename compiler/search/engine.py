@@ -609,6 +609,9 @@ class Engine:
         problem = rules.layers_fill_chunks(layers, pp, v, self.split)
         if problem is None and not rules.virtual_stages_fit(schedule, pp, v):
             problem = "E0317"
+        if problem is None and self.fixed["offload_layers"]:
+            problem = rules.offload_problem(layers, pp, v, self.split, self.fixed["offload_layers"],
+                                            self.plan.target.name)
         if problem is None and pp * v > MAX_CHUNKS:
             problem = UNPREDICTED
         return problem
