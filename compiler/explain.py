@@ -324,12 +324,19 @@ def offload_text(compilation: Compilation) -> str | None:
     k = knobs_of(plan, memory_runtime(plan.target))
     if k is None:
         return None
-    sizes = offload_sizes(shape_of(plan), k, 0)
+    shape = shape_of(plan)
+    # the stage that moves the most (stage 0 may hold only the embedding, or dense layers alone)
+    stage, sizes = max(((s, offload_sizes(shape, k, s)) for s in range(k.pp)),
+                       key=lambda item: (sum(sum(each) for _, _, each in item[1]), -item[0]))
     moved = sum(sum(each) for _, _, each in sizes)
-    kept = sum(each[-1] for _, _, each in sizes if each)
+    if k.runtime == "torch":  # parc's job copies on the compute stream: every offloaded layer leaves
+        kept, why = 0, "every offloaded layer's copy is done when the forward ends"
+    else:
+        kept = sum(each[-1] for _, _, each in sizes if each)
+        why = "the last offloaded layer's copy is still in flight when the forward ends"
     return (f"offloaded to host: the saved activations of {n} layer{'s' if n > 1 else ''} a chunk, "
-            f"{size(moved)} a micro-batch out in the forward and back in the backward; {size(moved - kept)} "
-            f"off stage 0's peak (the last offloaded layer's copy is still in flight when the forward ends)")
+            f"{size(moved)} a micro-batch out in the forward and back in the backward on stage {stage}; "
+            f"{size(moved - kept)} off its peak ({why})")
 
 
 def time_text(report: dict, compilation: Compilation, style: Style) -> list[str]:

@@ -3433,12 +3433,16 @@ def step_from(ranks: tuple[tuple[Load, ...], dict[Load, RankStep]], shape: Shape
     proportion to the bytes they put on that link."""
     loads, steps = ranks
     times = {load: s.times for load, s in steps.items()}
-    slow_load = max(times, key=lambda load: times[load].total)  # first of equals: dicts keep rank order
-    r = times[slow_load]
     m = k.microbatches
+    # a micro-batch's work on a rank includes its offload copies (`offload_exposed`): the slowest
+    # rank is the slowest with them, and they lengthen every pipeline slot the bubble is made of
+    # (out in the forward, back in the backward: the same bytes each way)
+    slow_load = max(times, key=lambda load: times[load].total + steps[load].offload / m)  # first of equals
+    r = times[slow_load]
     v = r.chunks
-    f = (r.forward + sum(r.exposed_f)) / v
-    b = (r.backward_input + r.recompute + sum(r.exposed_b)) / v
+    copies = steps[slow_load].offload / (m * v) / 2  # one direction, one chunk, one micro-batch
+    f = (r.forward + sum(r.exposed_f)) / v + copies
+    b = (r.backward_input + r.recompute + sum(r.exposed_b)) / v + copies
     w = r.backward_weight / v
     bubble = runtime_bubble_seconds(k.schedule, k.pp, v, m, f, b, w)
     tail, dp_s, opt, tail_step = -1.0, 0.0, 0.0, steps[slow_load]
@@ -3467,7 +3471,7 @@ def step_from(ranks: tuple[tuple[Load, ...], dict[Load, RankStep]], shape: Shape
             exposed_axes[axis] = exposed_axes.get(axis, 0.0) + deficit * shares[axis] / total
         step = compute + recompute + sum(exposed_axes.values()) + bubble + opt + offload
         step = max(step, bounds.links)  # rounding in the shares never undercuts the floor
-    per_micro = r.total
+    per_micro = r.total + offload / m
     return Breakdown(step=step, compute=compute, recompute=recompute, bubble=bubble, optimizer=opt,
                      exposed={a: exposed_axes.get(a, 0.0) for a in AXES}, sent={a: sent[a] for a in AXES},
                      bubble_fraction=bubble / (m * per_micro) if per_micro > 0 else 0.0,

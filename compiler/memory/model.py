@@ -393,8 +393,8 @@ def offloaded_saved(shape: Shape, ak: Knobs, first: int, layers: int, offload: i
 
 def offload_relief(shape: Shape, ak: Knobs, first: int, layers: int, offload: int, recompute: str,
                    recompute_layers: int | None) -> int:
-    """What offloading takes off a micro-batch's saved set at its peak: every offloaded layer's
-    saved set but the last one's.
+    """What offloading takes off a micro-batch's saved set at its peak: under Megatron-Core every
+    offloaded layer's saved set but the last one's; in parc's own job every offloaded layer's.
 
     Transformer Engine's handler (`AsyncDoubleBufferGroupOffloadHandler`, cpu_offload_v1.py,
     which Megatron-Core's `get_cpu_offload_context` builds with the block's layers as the model's
@@ -404,9 +404,12 @@ def offload_relief(shape: Shape, ak: Knobs, first: int, layers: int, offload: in
     freed, which grows with j, so the most is at the end of the forward: every layer that is
     not offloaded and the last offloaded one, still in flight. The backward mirrors it (group k
     is reloaded when the backward reaches layer `layer_window_map[k]`, first group N - 1, before
-    the chunk's last layer runs its backward). parc's own job (`save_on_cpu`) copies
-    synchronously and reloads a layer's tensors as its backward unpacks them: at most one
-    layer's set back on the GPU, the same bound. With several micro-batches in flight (a
+    the chunk's last layer runs its backward). parc's own job (`HostOffload`, as `save_on_cpu`)
+    copies on the compute stream, so a saved tensor's GPU block is free for the next kernel as
+    soon as autograd drops it (the caching allocator orders reuse on the stream, after the copy):
+    every offloaded layer leaves by the end of the forward, and the backward reloads one layer's
+    tensors as it unpacks them, never more than the layer it replaces. With several
+    micro-batches in flight (a
     pipeline, `target torch` only: Megatron-Core refuses it, E0622), all but the newest have
     every offloaded layer on the host: each counted so is an upper bound. Nothing leaves where the
     tensors already are in host memory (`device` cpu, and the CPU fake-tensor rehearsal, "fake":
@@ -414,7 +417,7 @@ def offload_relief(shape: Shape, ak: Knobs, first: int, layers: int, offload: in
     if ak.device != "cuda":
         return 0
     sizes = offloaded_saved(shape, ak, first, layers, offload, recompute, recompute_layers)
-    return sum(sizes[:-1])
+    return sum(sizes) if ak.runtime == "torch" else sum(sizes[:-1])
 
 
 def weight_pass_working(a: LayerActivations, weight_gradients: int) -> int:
