@@ -606,7 +606,25 @@ def _module_source(source: SourceFile, module: str, read: Reader) -> SourceFile 
 # Megatron-LM
 
 
+class _NotWhole(Exception):
+    """A Megatron-LM option whose value is not a whole number (the option's name)."""
+
+
 def import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
+    """`_import_megatron`, with an option that is not a whole number reported where it stands
+    (E0702) instead of ending the import as an internal error."""
+    try:
+        return _import_megatron(source, defaults)
+    except _NotWhole as exc:
+        name, least = exc.args
+        option = read_options(source)[0][name]
+        return Imported("megatron", None, [error(
+            "E0702", f"`{name}` is not a whole number of {least} or more", option.span,
+            label=f"{option.value or 'no value'}",
+            help=f"give `{name}` a whole number of {least} or more, as Megatron-LM's argument parser requires")])
+
+
+def _import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
     options, others = read_options(source)
     used: set[str] = set()
 
@@ -619,50 +637,59 @@ def import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
         used.add(name)
         return name in options
 
+    def whole(name: str, default: int | None = None, least: int = 0) -> int:
+        value = get(name, default)
+        if value is default:
+            return default
+        if isinstance(value, bool) or not str(value).isdigit() or int(value) < least:  # no value, a sign, a word
+            raise _NotWhole(name, least)
+        return int(value)
+
     diags: list[Diagnostic] = []
     need = [n for n in ("--num-layers", "--hidden-size", "--num-attention-heads", "--seq-length") if n not in options]
     if need:
         return Imported("megatron", None, [error("E0702", f"no {', '.join(need)} in the arguments", source.span(0, 0),
                                                  label="not a pretrain_gpt.py command line",
                                                  help="pass the launch script or argument file of a Megatron-LM job")])
-    layers, hidden, heads = int(get("--num-layers")), int(get("--hidden-size")), int(get("--num-attention-heads"))
+    layers, hidden = whole("--num-layers", least=1), whole("--hidden-size", least=1)
+    heads = whole("--num-attention-heads", least=1)
     swiglu = has("--swiglu")
-    ffn = int(get("--ffn-hidden-size", 4 * hidden))
-    kv = int(get("--num-query-groups", heads)) if has("--group-query-attention") else heads
+    ffn = whole("--ffn-hidden-size", 4 * hidden)
+    kv = whole("--num-query-groups", heads) if has("--group-query-attention") else heads
     used.add("--num-query-groups")
     position = {"rope": "rope", "learned_absolute": "learned", "none": "none"}.get(
         get("--position-embedding-type", "learned_absolute"), "learned")
     fields = {"layers": layers, "hidden": hidden, "ffn": ffn, "heads": heads, "kv_heads": kv,
-              "head_dim": int(get("--kv-channels", hidden // heads)), "vocab": int(get("--vocab-size", 50257)),
+              "head_dim": whole("--kv-channels", hidden // heads), "vocab": whole("--vocab-size", 50257),
               "tied_embeddings": not has("--untie-embeddings-and-output-weights"),
               "activation": "swiglu" if swiglu else "gelu",
               "norm": "rmsnorm" if get("--normalization", "LayerNorm") == "RMSNorm" else "layernorm",
               "position": position}
     if has("--num-experts"):
-        expert_ffn = int(get("--moe-ffn-hidden-size", ffn))
-        fields.update(experts=int(get("--num-experts")), top_k=int(get("--moe-router-topk", 2)), expert_ffn=expert_ffn,
-                      shared_experts=int(get("--moe-shared-expert-intermediate-size", 0)) // expert_ffn)
+        expert_ffn = whole("--moe-ffn-hidden-size", ffn)
+        fields.update(experts=whole("--num-experts"), top_k=whole("--moe-router-topk", 2), expert_ffn=expert_ffn,
+                      shared_experts=whole("--moe-shared-expert-intermediate-size", 0) // expert_ffn)
         freq = get("--moe-layer-freq")
         if isinstance(freq, str) and freq.startswith("["):
             fields["moe_from"] = freq.strip("[]").split(",").index("1")
     used.update(("--tokenizer-type", "--mock-data", "--disable-bias-linear", "--moe-grouped-gemm",
                  "--max-position-embeddings", "--group-query-attention"))
-    tp, pp = int(get("--tensor-model-parallel-size", 1)), int(get("--pipeline-model-parallel-size", 1))
-    cp, ep = int(get("--context-parallel-size", 1)), int(get("--expert-model-parallel-size", 1))
-    etp = int(get("--expert-tensor-parallel-size", tp))
-    world = int(get("--world-size", 0)) or None
+    tp, pp = whole("--tensor-model-parallel-size", 1), whole("--pipeline-model-parallel-size", 1)
+    cp, ep = whole("--context-parallel-size", 1), whole("--expert-model-parallel-size", 1)
+    etp = whole("--expert-tensor-parallel-size", tp)
+    world = whole("--world-size", 0) or None
     dp_words = [o for o in ("--data-parallel-size",) if o in options]
     if not dp_words and world is None:
         dp = defaults.dp
     else:
-        dp = int(get("--data-parallel-size", 0)) or (world // (tp * pp * cp))
-    micro, batch = int(get("--micro-batch-size", 1)), int(get("--global-batch-size", 0)) or int(get("--micro-batch-size", 1)) * dp
+        dp = whole("--data-parallel-size", 0) or (world // (tp * pp * cp))
+    micro, batch = whole("--micro-batch-size", 1), whole("--global-batch-size", 0) or whole("--micro-batch-size", 1) * dp
     precision = "fp8" if has("--fp8-format") else "fp16" if has("--fp16") else "bf16"
     has("--bf16")
     granularity, method, count = get("--recompute-granularity"), get("--recompute-method"), get("--recompute-num-layers")
     recompute = ("none" if granularity is None else "selective" if granularity == "selective"
                  else "full" if method in (None, "uniform") else f"full {count}")
-    offload = int(get("--cpu-offloading-num-layers", 0))  # Megatron-LM turns offloading on when above 0
+    offload = whole("--cpu-offloading-num-layers", 0)  # Megatron-LM turns offloading on when above 0
     if "--vocab-size" not in options:
         diags.append(warning("W0701", "no `--vocab-size`: the vocabulary is taken as GPT-2's 50,257", source.span(0, 0),
                              label="the tokenizer decides it", help="edit `vocab` in the spec's model block"))
@@ -675,7 +702,7 @@ def import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
         fold = [n for n, d in (("tp", tp), ("cp", cp), ("dp", dp)) if d > 1 and (n != "tp" or etp == 1)]
         lines.append(f"ep {ep} over {' x '.join(fold)}")
     lines += [model_text(fields), f"hardware {{ gpu {defaults.gpu} }}", "train {",
-              f"  seq {int(get('--seq-length'))}, global-batch {batch}, micro-batch {micro}",
+              f"  seq {whole('--seq-length', least=1)}, global-batch {batch}, micro-batch {micro}",
               f"  precision {precision}, optimizer {'sgd' if get('--optimizer', 'adam') == 'sgd' else 'adamw'}, "
               f"recompute {recompute}"] + ([f"  offload-activations {offload}"] if offload else []) + ["}"]
     target = []

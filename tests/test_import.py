@@ -318,3 +318,35 @@ def test_an_unknown_compile_component_is_reported_not_dropped():
                                                                      "--compile.components\n")),
                           Defaults(gpu="h100-sxm", gpus_per_node=8, dp=1))
     assert empty.text is None and [d.code for d in empty.diagnostics] == ["E0702"]
+
+
+MEGATRON_LINE = ("torchrun pretrain_gpt.py --num-layers 32 --hidden-size 4096 --num-attention-heads 32 "
+                 "--seq-length 4096 --vocab-size 32000 --micro-batch-size 1 {extra}\n")
+
+
+@pytest.mark.parametrize("extra, option", [
+    ("--cpu-offloading-num-layers -3", "--cpu-offloading-num-layers"),  # a sign: never `offload-activations -3`
+    ("--cpu-offloading-num-layers", "--cpu-offloading-num-layers"),  # no value: not 1
+    ("--tensor-model-parallel-size two", "--tensor-model-parallel-size"),
+    ("--global-batch-size 1.5", "--global-batch-size"),
+])
+def test_megatron_option_that_is_not_a_whole_number_is_an_error_where_it_stands(extra, option):
+    text = MEGATRON_LINE.format(extra=extra)
+    imported = import_source(SourceFile("train.sh", text))
+    assert imported.text is None  # nothing half-imported (a train block silently dropped, say)
+    [d] = imported.diagnostics
+    assert d.code == "E0702" and option in d.message
+    assert text[d.span.start:d.span.end].startswith(option)
+
+
+def test_megatron_heads_of_zero_is_an_error_not_a_division():
+    imported = import_source(SourceFile("train.sh", MEGATRON_LINE.format(extra="").replace(
+        "--num-attention-heads 32", "--num-attention-heads 0")))
+    assert [d.code for d in imported.diagnostics] == ["E0702"] and "1 or more" in imported.diagnostics[0].message
+
+
+def test_megatron_offloading_of_zero_layers_is_off():
+    imported = import_source(SourceFile("train.sh", MEGATRON_LINE.format(extra="--cpu-offloading-num-layers 0")))
+    assert imported.text is not None and "offload" not in imported.text
+    imported = import_source(SourceFile("train.sh", MEGATRON_LINE.format(extra="--cpu-offloading-num-layers 4")))
+    assert "offload-activations 4" in imported.text
