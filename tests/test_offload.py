@@ -246,3 +246,70 @@ def test_the_budget_and_the_report_carry_the_offload():
     plain = timing.predict(megatron_plan("recompute none, tokens 1T"))
     assert "offload" not in dict(budget.budget(plan, plain).parts)
     assert "offload" not in [name for name, _, _ in report.time_parts(plain.time_json())]
+
+
+PIPELINED = """job p
+pp 2 x dp 4 on nodes(8 gpus, nvlink)
+model llama3-8b
+hardware { gpu h100-sxm }
+train { seq 4096, global-batch 64, micro-batch 1%s }
+pp { schedule 1f1b }
+dp { sharding zero1 }
+"""
+
+
+def test_parc_jobs_copies_lengthen_every_pipeline_slot():
+    """Under `target torch` the copies run on the compute stream, so each of the (pp - 1) slots a
+    1F1B stage waits while the pipeline fills and drains grows by a micro-batch's copies, out and
+    back (Narayanan et al.'s bubble, (pp - 1) x (f + b)): written out here, not read from the model."""
+    from parc.timing import predict
+
+    plain = predict(compile_text(PIPELINED % "", path="x.par").plan).breakdown
+    offloaded = predict(compile_text(PIPELINED % ", offload-activations 15", path="x.par").plan).breakdown
+    assert plain.offload == 0 and offloaded.offload > 0
+    m, pp = 64 // 4, 2
+    per_microbatch = offloaded.offload / m
+    assert offloaded.compute == pytest.approx(plain.compute)
+    assert offloaded.bubble - plain.bubble == pytest.approx((pp - 1) * per_microbatch, rel=1e-6)
+
+
+def test_empty_ends_of_the_split_do_not_bound_it():
+    """An empty end (`split [0, ..., 0]`: only the embedding or the loss) has no layer to offload;
+    the bound is the fewest layers of the other chunks (16 here), and its help never suggests a
+    count it refuses."""
+    text = spec(train="offload-activations 2", layout="dp 2 x pp 4").replace(
+        "dp { sharding zero3 }", "pp { schedule 1f1b, split [0, 16, 16, 0] }")
+    assert "E0371" not in codes(text)
+    result = compile_text(text.replace("offload-activations 2", "offload-activations 16"), path="x.par")
+    [d] = [d for d in result.diagnostics if d.is_error]
+    assert d.code == "E0371" and d.message == "16 offloaded layers, but a pipeline chunk holds 16"
+    assert "offload-activations 8" in d.help
+    ones = spec(train="offload-activations 1", layout="dp 4 x pp 2").replace(
+        "dp { sharding zero3 }", "pp { schedule 1f1b, split [31, 1] }")
+    [d] = [d for d in compile_text(ones, path="x.par").diagnostics if d.code == "E0371"]
+    assert d.message == "1 offloaded layer, but a pipeline chunk holds 1"
+    assert "offload-activations 1" not in d.help  # the count it refuses
+
+
+SEARCHED = """job s
+tp ? x dp ? x pp ? on nodes(8 gpus, nvlink)
+model llama3-8b
+hardware { gpu h100-sxm, nodes 4 }
+train { seq 4096, global-batch 256, micro-batch 1, offload-activations 2 }
+%s
+"""
+
+
+def test_search_ranks_no_layout_the_target_refuses_for_offloading():
+    """Megatron-Core offloads only without a pipeline (E0622), and every chunk must keep a layer
+    (E0371): search prunes both, so nothing it ranks is refused afterwards. torchtitan has no
+    offloading at all: every layout is refused for the written `offload-activations`, reported
+    there (E0614), not as an internal error."""
+    from parc.search import search
+
+    megatron = search(compile_text(SEARCHED % "target megatron", path="s.par"))
+    assert megatron.candidates and not megatron.rejected
+    assert all(c.values["pp"] == "1" for c in megatron.candidates)
+    assert megatron.stats.pruned["E0622"] and megatron.stats.pruned["E0371"]
+    titan = search(compile_text(SEARCHED % "target torchtitan", path="s.par"))
+    assert not titan.candidates and [d.code for d in titan.diagnostics] == ["E0614"]
