@@ -1232,8 +1232,26 @@ written in HBM once (at `hbm_efficiency`). Megatron-Core copies on side streams 
 Engine's `AsyncDoubleBufferGroupOffloadHandler`): layer k's copy runs beside the layers up to its
 `layer_window_map` entry, about N / layers apart, and the step waits for what it takes beyond
 their forward (backward, for the reload): `timing.offload_exposed`. parc's generated job
-(`save_on_cpu`-style hooks on the compute stream) hides none of it. The seconds are a part of
-the step of their own (`Breakdown.offload`, "offload" in `parc explain`).
+(`save_on_cpu`-style hooks on the compute stream) hides none of it, and its copies lengthen
+every pipeline slot, so the bubble grows by them too. The seconds are a part of the step of
+their own (`Breakdown.offload`, "offload" in `parc explain` and `parc diff`).
+
+Open, from a review of this model against its sources:
+- The handler modelled is Transformer Engine's first one (`cpu_offload_v1.py`). From TE 2.10 the
+  default is another (`OffloadSynchronizer`, unless `NVTE_CPU_OFFLOAD_V1=1`). There, layer i's
+  copy must only finish before layer L - N + i starts, so each copy hides behind about L - N - 1
+  layers, not about L / N. It keeps one layer fewer on the GPU, and offloads no tensor under 2^20
+  elements and no weight. Which one a published run used depends on its container's TE. Under
+  the newer one, parc's charge over-counts what is exposed (the GB200 rows above would be
+  predicted a little faster still). Offloading all but one layer is the exception: there the
+  newer handler exposes nearly every copy, and parc hides each behind one layer.
+- On DGX and HGX boards two GPUs share a PCIe switch's x16 uplink to the host, which GPUDirect
+  RDMA's NIC traffic also crosses. The catalogue gives each GPU its own x16 link, and the bounds
+  keep the NIC and the host link apart. Both are optimistic when every GPU offloads at once
+  beside data-parallel traffic.
+- GB200's host link is taken as one 900 GB/s NVLink-C2C per superchip, shared by its two GPUs.
+  Some NVIDIA material draws one link per GPU; if that holds, Grace's LPDDR5X (about 256 GB/s per
+  GPU, reads and writes together) is the bound instead.
 
 ## The pipeline and the step
 
