@@ -171,17 +171,17 @@ PCIE_BANDWIDTH = 64 * GBps  # PCIe Gen5 x16, per direction (128 GB/s bidirection
 # far above one PCIe link). A GPU's share, one direction, is min(link, memory) / sharing GPUs;
 # `hardware { host-bandwidth ... }` replaces it (a board with another link or switch).
 PCIE_GEN4_X16 = 32 * GBps  # 16 GT/s x 16 lanes, 128b/130b: 31.5 GB/s per direction (PCI-SIG, PCIe 4.0)
+_A100_HOST = dict(link=PCIE_GEN4_X16, sharing=1, memory=None,
+                  source="A100 SXM4 datasheet: PCIe Gen4 x16, 64 GB/s bidirectional")
+_H100_HOST = dict(link=PCIE_BANDWIDTH, sharing=1, memory=None,
+                  source="H100 SXM5 datasheet: PCIe Gen5 x16, 128 GB/s bidirectional (H800: the same board)")
 HOST_LINKS: dict[str, dict] = {
-    "a100-40gb": dict(link=PCIE_GEN4_X16, sharing=1, memory=None,
-                      source="A100 SXM4 datasheet: PCIe Gen4 x16, 64 GB/s bidirectional"),
-    "a100-80gb": dict(link=PCIE_GEN4_X16, sharing=1, memory=None,
-                      source="A100 SXM4 datasheet: PCIe Gen4 x16, 64 GB/s bidirectional"),
-    "h100-sxm": dict(link=PCIE_BANDWIDTH, sharing=1, memory=None,
-                     source="H100 SXM5 datasheet: PCIe Gen5 x16, 128 GB/s bidirectional"),
+    "a100-40gb": _A100_HOST,
+    "a100-80gb": _A100_HOST,
+    "h100-sxm": _H100_HOST,
     "h200": dict(link=PCIE_BANDWIDTH, sharing=1, memory=None,
                  source="H200 SXM datasheet: PCIe Gen5 x16, 128 GB/s bidirectional"),
-    "h800": dict(link=PCIE_BANDWIDTH, sharing=1, memory=None,
-                 source="same board as H100 SXM: PCIe Gen5 x16"),
+    "h800": _H100_HOST,
     "b200": dict(link=PCIE_BANDWIDTH, sharing=1, memory=None,
                  source="HGX B200: PCIe Gen5 x16 per GPU, 128 GB/s bidirectional"),
     "gb200-nvl72": dict(link=450 * GBps, sharing=2, memory=512 * GBps,
