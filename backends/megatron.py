@@ -16,7 +16,6 @@ docs/targets.md maps each setting.
 
 from __future__ import annotations
 
-from ..checks.helpers import labels
 from ..diagnostics import Diagnostic, error
 from ..plan import Plan
 from ..stages import pipeline_chunks
@@ -100,13 +99,6 @@ def diagnostics(plan: Plan) -> list[Diagnostic]:
                          "(`--decoder-first-pipeline-num-layers`, `--decoder-last-pipeline-num-layers`), "
                          "without virtual stages, or one that counts the embedding and the loss as a layer "
                          "each (`--account-for-embedding-in-pipeline-split`, e.g. `split [0, 1, ..., 1, 0]`)"))
-    if plan.training.offload_layers and (lay.pp.degree or 1) > 1:
-        out.append(error("E0622", "Megatron-Core does not offload activations with pipeline parallelism",
-                         plan.training.span_of("offload_activations"),
-                         label=f"offloading beside pp {lay.pp.degree}",
-                         labels=labels((lay.pp.span_of("degree"), "the pipeline")),
-                         help="write the layout without pp (shard the model with `dp { sharding zero3 }` "
-                         "instead), remove `offload-activations`, or use `target torch`"))
     dense = [a for a in ("cp", "dp") if (getattr(lay, a).degree or 1) > 1]
     fold = list(lay.ep.folded_over)
     if fold and fold not in (dense, ["tp", *dense]):

@@ -318,11 +318,6 @@ def diagnostics(plan: Plan) -> list[Diagnostic]:
         out.append(error("E0612", "torchtitan recomputes all layers or none, not the first N of each stage",
                          t.span_of("recompute"), label=f"full {t.recompute_layers}",
                          help="write `recompute full` or `recompute selective`"))
-    if t.offload_layers:
-        out.append(error("E0614", "torchtitan has no activation offloading", t.span_of("offload_activations"),
-                         label=f"offload-activations {t.offload_layers}",
-                         help="remove `offload-activations` (or write `recompute selective` to save memory), "
-                         "or use `target torch` or `target megatron`"))
     pp = lay.pp.degree or 1
     if pp > 1:
         stages = pp * (lay.pp.virtual_stages or 1)

@@ -808,8 +808,9 @@ register("E0614", "torchtitan has no activation offloading", """
 torchtitan 0.3 has no option that copies saved activations to host memory (its activation
 checkpointing is `none`, `selective` or `full`; its CPU offload is FSDP2's parameter offload,
 another thing). A spec with `offload-activations` cannot be run by `target torchtitan`: use
-`target torch` (the generated job wraps the offloaded layers in
-`torch.autograd.graph.save_on_cpu`) or `target megatron` (`--cpu-offloading`), or remove it.
+`target torch` (the generated job wraps the offloaded layers in saved-tensor hooks that copy to
+host memory, as `torch.autograd.graph.save_on_cpu` does) or `target megatron`
+(`--cpu-offloading-num-layers`), or remove it. `parc check` reports it with the spec.
 """)
 
 register("E0622", "Megatron-Core does not offload activations with pipeline parallelism", """
@@ -817,7 +818,8 @@ Megatron-Core raises "Currently there is no support for Pipeline parallelism wit
 offloading" when `--cpu-offloading` meets `--pipeline-model-parallel-size` above 1
 (`TransformerConfig.__post_init__`). Under `target megatron`, `offload-activations` needs `pp 1`
 (Megatron-Bridge's GB200 recipes that offload shard with FSDP instead); `target torch` runs it
-with a pipeline.
+with a pipeline. `parc check` reports it with the layout, and `parc search` never ranks a
+pipelined layout that offloads under `target megatron`.
 """)
 
 # ---------------------------------------------------------------------------------------------

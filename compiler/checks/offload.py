@@ -53,3 +53,26 @@ def offload_without_recompute(plan: Plan) -> Iterator[Diagnostic]:
                 label="recomputation here",
                 labels=labels((train.span_of("offload_activations"), "offloading here")),
                 help="write `recompute none` with `offload-activations`, or remove `offload-activations`")
+
+
+@rule
+def offload_under_target(plan: Plan) -> Iterator[Diagnostic]:
+    """E0614: torchtitan 0.3 has no activation offloading. E0622: Megatron-Core raises "Currently
+    there is no support for Pipeline parallelism with CPU offloading" (TransformerConfig). Rules
+    of the target, checked with the layout (as `checks/target.py`'s are), so that `parc check`
+    says what `parc compile` refuses and search never ranks it (`predicates.offload_problem`)."""
+    train, pp = plan.training, plan.layout.pp
+    n = train.offload_layers if train else 0
+    if not n:
+        return
+    if plan.target.name == "torchtitan":
+        yield error("E0614", "torchtitan has no activation offloading", train.span_of("offload_activations"),
+                    label=f"offload-activations {n}", labels=labels((plan.target.span_of("name"), "target torchtitan")),
+                    help="remove `offload-activations` (or write `recompute selective` to save memory), "
+                    "or use `target torch` or `target megatron`")
+    elif plan.target.name == "megatron" and (pp.degree or 1) > 1:
+        yield error("E0622", "Megatron-Core does not offload activations with pipeline parallelism",
+                    train.span_of("offload_activations"), label=f"offloading beside pp {pp.degree}",
+                    labels=labels((pp.span_of("degree"), "the pipeline")),
+                    help="write the layout without pp (shard the model with `dp { sharding zero3 }` "
+                    "instead), remove `offload-activations`, or use `target torch`")
