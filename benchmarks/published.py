@@ -126,7 +126,9 @@ def _int(value, name: str) -> int | None:
     raise Unusable(f"`{name}` is not a whole number ({value!r})")
 
 
-WHOLE = r"\s*(?:[A-Za-z]+\s*[=:]?\s*)?(\d{1,3}(?:,\d{3})+|\d+)(?![\d.,])"
+COUNT = r"(\d{1,3}(?:,\d{3})+|\d+)"
+"""A whole number, bare or with thousands separators ("1,536", which must never read as 1)."""
+WHOLE = r"\s*(?:[A-Za-z]+\s*[=:]?\s*)?" + COUNT + r"(?![\d.,])"
 """A whole number as a row writes it: bare, after a label ("TP=8", "tp 8"), or with thousands
 separators ("1,536", which must never read as 1)."""
 TOKEN_SCALE = {"": 1, "k": 10**3, "m": 2**20, "b": 10**9}
@@ -141,8 +143,8 @@ def global_batch_sequences(value, seq: int | None, notes: list[str]) -> int | No
     text = str(value) if value is not None and not isinstance(value, (int, float, bool)) else None
     if text is None or "token" not in text.lower():
         return _int(value, "global_batch")
-    stated = (re.search(r"(\d{1,3}(?:,\d{3})+|\d+)\s*(?:seqs?|sequences|samples)\b", text, flags=re.I)
-              or re.search(r"(\d{1,3}(?:,\d{3})+|\d+)\s*[x×]\s*[\d,]+\s*tokens", text))  # "2048 x 4096 tokens"
+    stated = (re.search(COUNT + r"\s*(?:seqs?|sequences|samples)\b", text, flags=re.I)
+              or re.search(COUNT + r"\s*[x×]\s*[\d,]+\s*tokens", text))  # "2048 x 4096 tokens"
     if stated:
         return int(stated.group(1).replace(",", ""))
     found = re.search(r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*([kmb])?\w*\s*tokens", text, flags=re.I)
@@ -254,6 +256,8 @@ second ("50 GB/s", "400 GBps"). The unit's case is the unit: b is a bit, B a byt
 "/s" ("80GB") is memory, never a link."""
 GENERATIONS = {"edr": 100, "hdr": 200, "ndr": 400, "xdr": 800}
 """InfiniBand generations by name, Gb/s per port."""
+GENERATION = r"\b(edr|hdr|ndr|xdr)"
+"""A generation's name where a note states one ("NDR", "NDR400", "HDR 200")."""
 NOT_NETWORK = ("nvlink", "nvswitch", "pcie", "xgmi", "infinity fabric", "hbm")
 """Words that make a rate in a hardware note a scale-up or memory figure, not the NICs'."""
 
@@ -292,7 +296,7 @@ def _stated_port_rate(text: str) -> float | None:
     found = re.search(r"\b(\d{2,4})\s*G\b", text)  # "8 NICs x 400G"; "80GB" is memory
     if found:
         return float(found.group(1))
-    found = re.search(r"\b(edr|hdr|ndr|xdr)", text, flags=re.I)
+    found = re.search(GENERATION, text, flags=re.I)
     return float(GENERATIONS[found.group(1).lower()]) if found else None
 
 
@@ -329,7 +333,7 @@ def network_of(hw: dict, per_node: int, gpu: dict, notes: list[str]) -> str:
     if found:
         return f"{int(found.group(1))} x {GENERATIONS[found.group(2).lower()]} Gb/s"
     nics = gpu["nics"] * per_node // gpu["gpus_per_node"] or 1
-    stated = unscoped or (rate if counted is None and re.search(r"\b(edr|hdr|ndr|xdr)", text, flags=re.I) else None)
+    stated = unscoped or (rate if counted is None and re.search(GENERATION, text, flags=re.I) else None)
     if stated and stated > MAX_PORT_GBITS:  # "EFA 3200 Gbps": no port runs that fast, so the node's
         notes.append(f"network {nics} x {stated / nics:g} Gb/s per node (the note's {stated:g} Gb/s is more than "
                      f"one port carries: read as the node's, over the {gpu['description']}'s usual {nics} NICs)")
