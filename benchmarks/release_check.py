@@ -6,7 +6,8 @@ run does not depend on the release (no term reads it), so putting one model, lay
 side across releases separates the two: if the same system's reported throughput rises release over
 release to within the model's H100 error, the gap was the release; if it does not, something else is
 left. The rows come from four files, each evaluated exactly as a held-out file is (`fidelity.py
---published FILE`, the stored constants), never fitted:
+--published FILE`, the stored constants), never fitted but for one constant (the dense Blackwell
+rows fit `blackwell_sustained`, `blackwell_fit.py`, which the section's figures include):
 
 - `nemo_performance.yaml` (NeMo 24.07, 25.02, 25.04), `nemo_performance_25_07.yaml` (NeMo 25.07);
 - `megatron_bridge_25_11.yaml` and `megatron_bridge_releases.yaml` (Bridge 25.09, 25.11, 26.02,
@@ -339,7 +340,7 @@ def reading(groups: list[list[Point]], band: tuple[float, float]) -> str:
            if max(p.tokens for p in g8[1:]) <= g8[0].tokens else
            f"The fastest release runs {max(p.tokens for p in g8) / g8[0].tokens - 1:+.1%} on NeMo 25.04's row "
            f"(predicted {g8[0].result.error:+.1%})."),
-        f"- **GB200 FSDP rows that stay fast in every release:** Llama 3 70B FSDP dp 64, micro-batch 1: {run(g70)}; "
+        f"- **GB200 FSDP rows across releases:** Llama 3 70B FSDP dp 64, micro-batch 1: {run(g70)}; "
         f"Llama 3.1 405B FSDP tp 2 dp 64, micro-batch 1: {run(g405)}. Their throughput moved "
         f"{g70[-1].tokens / g70[0].tokens - 1:+.1%} and {g405[-1].tokens / g405[0].tokens - 1:+.1%} between releases: "
         f"these gaps are not the release. On {len(off)} Bridge rows of this kind the recipe offloads activations "

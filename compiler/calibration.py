@@ -53,6 +53,15 @@ class Constants:
     kernel (NeMo's cuDNN and torchtitan's FlashAttention-2 alike); the GEMM constants, fitted on
     training runs, already carry the same sustained-run losses for GEMMs. Fitted by
     `benchmarks/fidelity.py` on NeMo's long-sequence table, the others held fixed."""
+    blackwell_sustained: float
+    """Speed of a Blackwell part's tensor-core kernels (GEMMs and fused attention) in a training run
+    relative to Hopper's fitted ceiling scaled by the part's measured matmul ceiling
+    (`kernels.matmul_ceiling`). That scaling comes from a short sweep of single matmuls; a training
+    run holds the part at its board power for hours, and a Blackwell part, which draws its 1,000-1,200 W
+    for 2.3-2.5x H100's FLOP/s at 700 W, holds its clock less well under that load than the sweep
+    shows. Fitted by `benchmarks/fidelity.py` on the dense Blackwell rows of NeMo's and
+    Megatron-Bridge's published tables (`benchmarks/blackwell_fit.py`), the others held fixed; 1
+    leaves the scaling as measured."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -63,11 +72,20 @@ class Constants:
         return self._hash
 
     def gemm_efficiency(self, generation: str) -> float:
-        """Ceiling for a generation. Blackwell and CDNA3 have no published run here to fit on:
-        they take Hopper's value, an assumption `docs/time-model.md` states; a Blackwell part then
+        """Ceiling for a generation. Blackwell and CDNA3 take Hopper's value; a Blackwell part then
         runs at its measured ceiling relative to H100's (`kernels.matmul_ceiling`, applied by the
-        time model through `Hardware.ceiling`)."""
-        return self.gemm_ampere if generation == "ampere" else self.gemm_hopper
+        time model through `Hardware.ceiling`) times what a training run sustains of it
+        (`tensor_core_sustained`). CDNA3 has no published run here: Hopper's, as
+        `docs/time-model.md` states."""
+        if generation == "ampere":
+            return self.gemm_ampere
+        return self.gemm_hopper * self.tensor_core_sustained(generation)
+
+    def tensor_core_sustained(self, generation: str) -> float:
+        """The generation's tensor-core kernels in a training run relative to their scaled ceiling:
+        `blackwell_sustained` on Blackwell, 1 elsewhere (Ampere's and Hopper's ceilings are fitted
+        on their own training runs, which already carry it)."""
+        return self.blackwell_sustained if generation == "blackwell" else 1.0
 
     def with_values(self, values: dict[str, float]) -> Constants:
         return replace(self, **values)
@@ -85,6 +103,11 @@ fixed below with their sources, but for `EAGER_FITTED`."""
 ATTENTION_FITTED: tuple[str, ...] = ("attention_sustained",)
 """Fitted after `FITTED_NAMES`, on the long-sequence runs (`fidelity.LONG_SEQUENCE_GROUP`), the
 constants above held at their values."""
+
+BLACKWELL_FITTED: tuple[str, ...] = ("blackwell_sustained",)
+"""Fitted after `FITTED_NAMES` and `ATTENTION_FITTED`, on the dense Blackwell rows of NeMo's and
+Megatron-Bridge's tables (`benchmarks/blackwell_fit.py`), the constants above held at their values:
+no calibration row runs on Blackwell, so neither fit moves the other."""
 
 EAGER_FITTED: tuple[str, ...] = ("eager_efficiency",)
 """Fitted afterwards, on torchtitan's runs (eager PyTorch, the software parc generates), with the
@@ -120,6 +143,7 @@ DEFAULT = Constants(
     latency_inter=5e-06,
     eager_efficiency=0.9006,
     attention_sustained=0.5907,
+    blackwell_sustained=0.9185,
 )
 TIME_MODEL_SPREAD = 0.072
 # END FITTED

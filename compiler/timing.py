@@ -1690,10 +1690,12 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
         gathered = cp_runtime == "parc" and flavour == "all-gather" and cp > 1
         if gathered:  # parc's job: one kernel per block of the gathered sequence (`gathered_blocks`)
             stepped = GATHERED_BLOCKS
+        # the kernel benchmarks' curve at what a training run sustains of it, on this generation
+        sustained = c.attention_sustained * c.tensor_core_sustained(hw.generation)
         attention_f, attention_b, steps = flash_attention_seconds(shape, t, cp, stepped, seq, n, attention, hw,
-                                                                  c.attention_sustained)
+                                                                  sustained)
         # a windowed ring step outside every query's window launches nothing (its K/V still moves)
-        launched = flash_attention_launches(shape, t, cp, stepped, seq, n, attention, hw, c.attention_sustained)
+        launched = flash_attention_launches(shape, t, cp, stepped, seq, n, attention, hw, sustained)
         attention_b += launched * c.kernel_overhead
         attention_f += launched * c.kernel_overhead
         windowed = window_share(shape, seq)

@@ -182,9 +182,9 @@ def test_the_b200_series_the_doc_reads(points, release_check):
     """The figures the reading rests on, against the typed ones: NeMo 25.02's Llama 3 8B on 8 B200
     (26,006 tokens/s, nemo_performance.yaml) -> Bridge 25.09 / 25.11 (29,994 / 30,624) is +17.8 %
     on the same layout, and the error falls into Bridge's H100 band; on GB200, 25.04's 70B FSDP at
-    micro-batch 1 (4,035) and 25.07's (4,066) are within 1 % and both over 8 % fast (+12.3 %,
-    +10.1 % measured since GB200 runs at its measured tensor-core ceiling, `kernels.matmul_ceiling`;
-    +21.4 %, +18.9 % before)."""
+    micro-batch 1 (4,035) and 25.07's (4,066) are within 1 % and both fast by the same few per cent
+    (+4.9 %, +2.9 % measured with `blackwell_sustained`; +12.3 %, +10.1 % at the measured
+    tensor-core ceiling alone, `kernels.matmul_ceiling`; +21.4 %, +18.9 % before it)."""
     groups = release_check.series(points)
     b8 = release_check.find(groups, "Llama 3 8B", "B200", 8, 2)
     assert [(p.release, p.tokens) for p in b8] == [("25.02", 26006), ("25.09", 29994), ("25.11", 30624)]
@@ -192,7 +192,7 @@ def test_the_b200_series_the_doc_reads(points, release_check):
     assert b8[0].result.error > b8[-1].result.error + 0.15 and low <= b8[-1].result.error <= high
     g70 = release_check.find(groups, "Llama 3 70B", "GB200", 64, 1, fsdp=True)
     assert [(p.release, p.tokens) for p in g70] == [("25.04", 4035), ("25.07", 4066)]
-    assert all(p.result.error > 0.08 for p in g70)
+    assert all(0.0 < p.result.error < 0.08 for p in g70)
 
 
 def test_the_dense_recipes_facts_are_read_in_the_main_reading(points):
@@ -516,9 +516,10 @@ def test_the_token_layer_gap_is_the_reported_step_less_the_predicted(points, rel
 def test_the_eager_rows_the_doc_reads(points, release_check):
     """docs/time-model.md, "The same gap outside gpt-oss": the 26.02-26.04.01 rows of gpt-oss-120b
     on Blackwell and of Qwen3-235B-A22B on B200 and H100 whose recipe runs no CUDA graph lack
-    0.35-1.0 us a token-layer; gpt-oss-120b on H100, its eager passes charged ("gpt-oss's own eager
-    passes"), and Qwen3-235B-A22B on GB200, with Transformer Engine's graphs of attention, router
-    and preprocess, within 0.2 us of nothing."""
+    0.3-1.0 us a token-layer (0.35 before `blackwell_sustained` slowed the Blackwell rows); gpt-oss-120b
+    on H100, its eager passes charged ("gpt-oss's own eager passes"), and Qwen3-235B-A22B on GB200,
+    with Transformer Engine's graphs of attention, router and preprocess, within 0.25 us of nothing
+    (measured -0.20 to +0.12 us)."""
     pts = moe_points(points)
     releases = ("2602", "260201", "2604", "260401")
     eager = [p for rid, p in pts.items() if rid.split("_")[0][6:] in releases
@@ -530,8 +531,8 @@ def test_the_eager_rows_the_doc_reads(points, release_check):
     assert all(release_check.graph_kind(p.recipe) == "partial" for p in graphed)
     charged = [p for rid, p in pts.items() if rid.split("_")[0][6:] in releases and "h100_gpt_oss_120b_bf16" in rid]
     assert len(charged) == 4
-    assert all(0.35e-6 < release_check.token_layer_gap(p) < 1.0e-6 for p in eager if p not in charged)
-    assert all(abs(release_check.token_layer_gap(p)) < 0.2e-6 for p in graphed + charged)
+    assert all(0.3e-6 < release_check.token_layer_gap(p) < 1.0e-6 for p in eager if p not in charged)
+    assert all(abs(release_check.token_layer_gap(p)) < 0.25e-6 for p in graphed + charged)
 
 
 def test_no_moe_prediction_beats_the_peak_or_its_links(points):
