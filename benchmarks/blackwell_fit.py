@@ -42,6 +42,10 @@ SOURCES: dict[str, tuple[str, ...]] = {
 """The published tables the constant is fitted on, by source (leave-one-source-out drops one); of
 each, its dense rows (the MoE file's rows are all checks)."""
 
+THIRD_SOURCE = "dgxc_benchmarking.yaml"
+"""A third NVIDIA publication, never fitted: the DGX Cloud benchmarking recipes' Blackwell rows
+(`benchmarks/data/dgxc_benchmarking.yaml`), predicted by the constant fitted on the two above."""
+
 NAME = "blackwell_sustained"
 
 
@@ -71,6 +75,14 @@ def blackwell_rows() -> tuple[Row, ...]:
             out += [Row(r, fidelity.prepare(r), source) for r in runs
                     if r.plan.cluster.gpu.generation == "blackwell"]
     return tuple(out)
+
+
+def third_source_rows() -> tuple[Row, ...]:
+    """The never-fitted third publication's rows (`THIRD_SOURCE`)."""
+    import fidelity
+
+    runs, _ = fidelity.load_rows(DATA / THIRD_SOURCE)
+    return tuple(Row(r, fidelity.prepare(r), THIRD_SOURCE) for r in runs)
 
 
 def count() -> int:
@@ -160,6 +172,11 @@ def section(constants) -> dict[str, str]:
                      f"{h.value:.4g} | {_cell(h.unscaled)} | {_cell(h.errors)} |")
     lines.append(f"| mixture of experts, both sources (never fitted) | {len(moe)} | {getattr(constants, NAME):.4g} | "
                  f"{_cell(errors(moe, unscaled))} | {_cell(errors(moe, constants))} |")
+    third = third_source_rows()
+    assert third, "no row of the third source read"
+    lines.append(f"| dense, NVIDIA's DGX Cloud benchmarking recipes (`{THIRD_SOURCE}`, a third source, never fitted) | "
+                 f"{len(third)} | {getattr(constants, NAME):.4g} | {_cell(errors(third, unscaled))} | "
+                 f"{_cell(errors(third, constants))} |")
     return {"BLACKWELL_TABLE": "\n".join(lines), "BLACKWELL_N": str(len(dense)),
             "BLACKWELL_SUSTAINED": f"{getattr(constants, NAME):.4g}"}
 
