@@ -1343,10 +1343,13 @@ constant fitted on the other alone (median / p90 / worst |error|, and the median
 @BLACKWELL_TABLE@
 
 Each source is closer at the median with the constant fitted without it than with none, and so is
-the one row of a third NVIDIA publication the fit never saw: the DGX Cloud benchmarking recipes'
-Llama 3.1 405B in BF16 on 128 GB200 (release 25.07, 9.347 s a step), read with what its recipe at
-the stated NeMo commit states (no recomputation, tensor-parallel overlap, bf16 gradient reduction;
-`dgxc_benchmarking.yaml`). Fitted
+each row of a third NVIDIA publication the fit never saw, the DGX Cloud benchmarking recipes'
+worked examples on GB200 (`dgxc_benchmarking.yaml`, each read with what its recipe states at the
+pinned NeMo or Megatron-Bridge commit): Llama 3.1 405B in BF16 (release 25.07, tp 4 pp 8 cp 2, no
+recomputation, tensor-parallel overlap, bf16 gradient reduction; 9.347 s a step) and in FP8-CS
+(release 25.10, Megatron-FSDP at tp 2 with 80 layers' activations offloaded; 1,636.8 TFLOP/s a GPU,
+the layout of Megatron-Bridge's 25.09 row, the worst dense Bridge row, which its own table reports
+11 % faster). Fitted
 on NeMo's 15 rows alone the constant comes out lower and overshoots Megatron-Bridge's later
 releases (whose p90 grows): Bridge's software runs Blackwell faster than NeMo 25.02-25.07 did at
 the same layouts ("The same runs across releases"), which a constant per part cannot follow, so
