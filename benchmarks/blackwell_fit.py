@@ -3,9 +3,9 @@
 No calibration row (benchmarks/data/published.yaml) runs on Blackwell. B200 and GB200 take
 Hopper's fitted GEMM ceiling scaled by their measured matmul ceiling relative to H100's
 (`kernels.matmul_ceiling`, from a short sweep of single matmuls), and at that speed the dense
-Blackwell rows of NeMo's and Megatron-Bridge's published tables came out fast by a median of
-+10 to +13 %, on every release and on both parts, while the same tables' H100 rows sat within a
-few per cent. A training run holds a part at its board power for hours; a Blackwell part draws
+Blackwell rows of NeMo's and Megatron-Bridge's published tables came out fast, by a median of
++10 % (NeMo's +13 %, Bridge's +4 %) and on both parts, while the same tables' H100 rows sat within
+a few per cent. A training run holds a part at its board power for hours; a Blackwell part draws
 1,000-1,200 W for 2.3-2.5x H100's FLOP/s at 700 W, and holds its clock under that load less well
 than a sweep of single matmuls shows. That is one number per generation, as `gemm_hopper` is
 Hopper's, and it is fitted here as `gemm_hopper` is: on training runs, by least squares on the log

@@ -1325,8 +1325,8 @@ across ROCm releases.
 ### Blackwell in a training run: `blackwell_sustained`
 
 At that scaling alone the dense Blackwell rows of NeMo's and Megatron-Bridge's published tables
-(below) came out fast on every release and on both parts (median +10 %), while the same tables'
-H100 rows, on the constants fitted on H100 runs, sat within a few per cent. A sweep of single
+(below) came out fast on both parts (median +10 %: NeMo's +13 %, Megatron-Bridge's +4 %), while the
+same tables' H100 rows, on the constants fitted on H100 runs, sat within a few per cent. A sweep of single
 matmuls measures a part for seconds; a training run holds it at its board power for hours, and a
 Blackwell part, drawing 1,000-1,200 W for 2.3-2.5x H100's FLOP/s at 700 W, holds its clock under
 that load less well than the sweep shows. That is a number per generation, as `gemm_hopper` is
@@ -1347,9 +1347,9 @@ each row of a third NVIDIA publication the fit never saw, the DGX Cloud benchmar
 worked examples on GB200 (`dgxc_benchmarking.yaml`, each read with what its recipe states at the
 pinned NeMo or Megatron-Bridge commit): Llama 3.1 405B in BF16 (release 25.07, tp 4 pp 8 cp 2, no
 recomputation, tensor-parallel overlap, bf16 gradient reduction; 9.347 s a step) and in FP8-CS
-(release 25.10, Megatron-FSDP at tp 2 with 80 layers' activations offloaded; 1,636.8 TFLOP/s a GPU,
-the layout of Megatron-Bridge's 25.09 row, the worst dense Bridge row, which its own table reports
-11 % faster). Fitted
+(release 25.10, Megatron-FSDP at tp 2 with 80 layers' activations offloaded; 1,636.8 TFLOP/s a GPU;
+Megatron-Bridge's 25.09 row, the worst dense Bridge row, runs the same layout with 95 layers
+offloaded, and its own table reports 12 % more). Fitted
 on NeMo's 15 rows alone the constant comes out lower and overshoots Megatron-Bridge's later
 releases (whose p90 grows): Bridge's software runs Blackwell faster than NeMo 25.02-25.07 did at
 the same layouts ("The same runs across releases"), which a constant per part cannot follow, so

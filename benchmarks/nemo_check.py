@@ -49,9 +49,9 @@ def summary(results) -> str:
              "|---|---|---|---|---|---|", public_check._line("all evaluated", results)]
     for label, group in (("dense", dense), ("mixture of experts", moe),
                          ("on H100 (the constants' GPU)", [x for x in results if system_of(x.row) == "H100"]),
-                         ("on B200 (`blackwell_sustained` fitted on these and Bridge's rows)",
+                         ("on B200 (`blackwell_sustained` fitted on the dense ones, with Bridge's)",
                           [x for x in results if system_of(x.row) == "B200"]),
-                         ("on GB200 (`blackwell_sustained` fitted on these and Bridge's rows)",
+                         ("on GB200 (`blackwell_sustained` fitted on the dense ones, with Bridge's)",
                           [x for x in results if system_of(x.row) == "GB200"])):
         if group:
             lines.append(public_check._line(label, group))

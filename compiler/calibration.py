@@ -107,7 +107,8 @@ constants above held at their values."""
 BLACKWELL_FITTED: tuple[str, ...] = ("blackwell_sustained",)
 """Fitted after `FITTED_NAMES` and `ATTENTION_FITTED`, on the dense Blackwell rows of NeMo's and
 Megatron-Bridge's tables (`benchmarks/blackwell_fit.py`), the constants above held at their values:
-no calibration row runs on Blackwell, so neither fit moves the other."""
+no calibration row runs on Blackwell, so it moves none of them (`fidelity.fit_all` fits it last, on
+theirs)."""
 
 EAGER_FITTED: tuple[str, ...] = ("eager_efficiency",)
 """Fitted afterwards, on torchtitan's runs (eager PyTorch, the software parc generates), with the

@@ -1146,9 +1146,10 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
     s / cp keys, the others unmasked, half of them over s / cp keys (the later query chunk against
     both of the peer's chunks) and half over s / 2cp (both query chunks against the peer's earlier
     chunk). All-gather and all-to-all context parallelism run one causal kernel over all s keys.
-    `sustained` (`Constants.attention_sustained`) is a training run's speed relative to the kernel
-    benchmarks the curves come from (1: the curve as published). A Blackwell part runs Hopper's
-    curve times its measured tensor-core ceiling relative to H100's (`Hardware.ceiling`). Kept per
+    `sustained` is a training run's speed relative to the kernel benchmarks the curves come from (1:
+    the curve as published): `Constants.attention_sustained` times `Constants.tensor_core_sustained`
+    of the GPU's generation, as `layer_work` passes it. A Blackwell part runs Hopper's curve times
+    its measured tensor-core ceiling relative to H100's (`Hardware.ceiling`). Kept per
     its arguments: it reads no ep, and an MoE search times each layer per ep.
 
     Sliding-window layers (`Shape.windowed`) are timed apart and the result is the layers' mean
@@ -1223,7 +1224,8 @@ class AttentionCase(NamedTuple):
     attention: str
     """`Software.attention`: whose kernel (`ATTENTION_KERNELS`, `kernels.attention_curve`)."""
     sustained: float
-    """`Constants.attention_sustained`: a training run's speed relative to the benchmarks."""
+    """A training run's speed relative to the benchmarks: `Constants.attention_sustained` times the
+    generation's `Constants.tensor_core_sustained`."""
 
 
 def _flash_attention_kind(shape: Shape, case: AttentionCase, hw: Hardware, window: int) -> tuple[float, float, int]:
