@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import TORCHRUN, compile_job
+from tests.e2e.harness import TORCHRUN, compile_job, run_ranks
 
 ROOT = Path(__file__).resolve().parents[1]
 LENGTHS = (1536, 3072, 6144)
@@ -44,7 +43,7 @@ def measure(job: Path, nproc: int) -> dict:
     command = [*TORCHRUN, "--standalone", "--nproc-per-node", str(nproc),
                str(ROOT / "tests" / "attention_peak.py"), str(job), *map(str, LENGTHS)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": "65536", "PYTHONUNBUFFERED": "1"}
-    done = subprocess.run(command, cwd=job, env=env, capture_output=True, text=True, timeout=600)
+    done = run_ranks(command, cwd=job, env=env, timeout=600)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     assert len(lines) == 1, done.stdout

@@ -161,16 +161,15 @@ def test_cp_windowed_attention_matches_the_band_reference(flavour, cp, tmp_path)
     exactly the steps whose chunks no query's window reaches."""
     import json
     import os
-    import subprocess
     from pathlib import Path
 
-    from tests.e2e.harness import TORCHRUN
+    from tests.e2e.harness import TORCHRUN, run_ranks
 
     job = cp_job(tmp_path, flavour, cp)
     script = Path(__file__).resolve().parent / "window_cp_check.py"
     command = [*TORCHRUN, "--standalone", "--nproc-per-node", str(cp), str(script), str(job), *map(str, CP_WINDOWS)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-    done = subprocess.run(command, cwd=job, env=env, capture_output=True, text=True, timeout=600)
+    done = run_ranks(command, cwd=job, env=env, timeout=600)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert [line["window"] for line in lines] == list(CP_WINDOWS)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from parc.atomic import write_tree
 from parc.backends import job_files
 from parc.pipeline import compile_path
 
-from .harness import one_of_each_kind
+from .harness import one_of_each_kind, run_ranks
 
 pytestmark = pytest.mark.e2e
 
@@ -107,8 +106,8 @@ def probe(tmp_path: Path, name: str, layout: str, ranks: int, options: str = "",
     (job / "probe.py").write_text(PROBE)
     (job / "host_syncs.py").write_text((Path(__file__).parent.parent / "host_syncs.py").read_text())
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([str(TORCHRUN), "--standalone", "--nproc-per-node", str(ranks), "probe.py", str(job)],
-                          cwd=job, env=env, capture_output=True, text=True, timeout=600)
+    done = run_ranks([str(TORCHRUN), "--standalone", "--nproc-per-node", str(ranks), "probe.py", str(job)],
+                     cwd=job, env=env, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return [json.loads((job / f"flops-{rank}.json").read_text()) for rank in range(ranks)]
 

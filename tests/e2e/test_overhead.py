@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -28,6 +27,8 @@ import pytest
 from parc.atomic import write_tree
 from parc.backends import job_files
 from parc.pipeline import compile_text
+
+from .harness import run_ranks
 
 pytestmark = pytest.mark.e2e
 
@@ -142,10 +143,9 @@ def compile_job(tmp: Path, name: str, layout: str, extra: str = "") -> Path:
 def probe(job: Path, ranks: int, steps: int) -> list[dict]:
     """Every rank's counts over a run of `steps` steps that logs only its last."""
     out = job / f"counts-{steps}"
-    done = subprocess.run([*TORCHRUN, "--nproc-per-node", str(ranks), "probe.py", str(out), "--device", "cpu",
-                           "--steps", str(steps), "--log-every", "1000"],
-                          cwd=job, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True,
-                          timeout=600)
+    done = run_ranks([*TORCHRUN, "--nproc-per-node", str(ranks), "probe.py", str(out), "--device", "cpu",
+                      "--steps", str(steps), "--log-every", "1000"],
+                     cwd=job, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return [json.loads(Path(f"{out}-{rank}.json").read_text()) for rank in range(ranks)]
 
