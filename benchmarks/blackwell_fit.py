@@ -109,17 +109,7 @@ def fit(base, rows=None):
     import fidelity
 
     use = fitted_rows(rows if rows is not None else blackwell_rows())
-    if not use:
-        return base
-    runs, prepared = [r.run for r in use], [r.prepared for r in use]
-
-    def objective(z: list[float]) -> float:
-        logs = fidelity.log_errors(runs, prepared, base.with_values({NAME: fidelity._from_unit(NAME, z[0])}))
-        return sum(e * e for e in logs) / len(logs)
-
-    z, _ = fidelity.nelder_mead(objective, [fidelity._to_unit(NAME, fidelity.START[NAME])])
-    fidelity.timing.clear_caches()
-    return base.with_values({NAME: float(f"{fidelity._from_unit(NAME, z[0]):.4g}")})
+    return fidelity.fit_one(NAME, [r.run for r in use], [r.prepared for r in use], base)
 
 
 @dataclass(frozen=True)

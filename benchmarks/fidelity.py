@@ -233,21 +233,25 @@ LONG_SEQUENCE_ROWS = 9
 """How many rows of `LONG_SEQUENCE_GROUP` published.yaml holds (the doc states it; a test checks it)."""
 
 
+def fit_one(name: str, rows: list[Run], prepared: list[Prepared], base: Constants) -> Constants:
+    """`base` with the constant `name` alone fitted on `rows` (least squares on the log error, from
+    `START`, within `BOUNDS`), the others held; `base` itself when there is no row."""
+    if not rows:
+        return base
+
+    def objective(z: list[float]) -> float:
+        errors = log_errors(rows, prepared, base.with_values({name: _from_unit(name, z[0])}))
+        return sum(e * e for e in errors) / len(errors)
+
+    z, _ = nelder_mead(objective, [_to_unit(name, START[name])])
+    timing.clear_caches()
+    return base.with_values({name: float(f"{_from_unit(name, z[0]):.4g}")})
+
+
 def fit_attention(rows: list[Run], prepared: list[Prepared], base: Constants) -> Constants:
     """`attention_sustained` alone, on the long-sequence rows, the other constants held."""
     chosen = [(r, p) for r, p in zip(rows, prepared, strict=True) if r.group == LONG_SEQUENCE_GROUP]
-    if not chosen:
-        return base
-    rs, ps = [r for r, _ in chosen], [p for _, p in chosen]
-
-    def objective_attention(z: list[float]) -> float:
-        constants = base.with_values({"attention_sustained": _from_unit("attention_sustained", z[0])})
-        errors = log_errors(rs, ps, constants)
-        return sum(e * e for e in errors) / len(errors)
-
-    z, _ = nelder_mead(objective_attention, [_to_unit("attention_sustained", START["attention_sustained"])])
-    timing.clear_caches()
-    return base.with_values({"attention_sustained": float(f"{_from_unit('attention_sustained', z[0]):.4g}")})
+    return fit_one("attention_sustained", [r for r, _ in chosen], [p for _, p in chosen], base)
 
 
 FIT_ROUNDS = 3

@@ -84,7 +84,7 @@ def split(shape, knobs, hw: timing.Hardware, sw: timing.Software, c=DEFAULT) -> 
                                     (rounds, local, per_expert, f, h, pooled)], precision, hw, c),
     ]
     fa_f, fa_b, steps = timing.flash_attention_seconds(shape, 1, 1, "ring", knobs.seq, n, sw.attention, hw,
-                                                       c.attention_sustained * c.tensor_core_sustained(hw.generation))
+                                                       c.attention_speed(hw.generation))
     from parc import flops
     core = flops.attention_core_flops(shape, flops.causal_keys(knobs.seq)) * n
     lse = 4 * n * shape.heads

@@ -87,6 +87,12 @@ class Constants:
         on their own training runs, which already carry it)."""
         return self.blackwell_sustained if generation == "blackwell" else 1.0
 
+    def attention_speed(self, generation: str) -> float:
+        """What a training run sustains of the fused-attention kernel benchmarks on a generation:
+        `attention_sustained` times `tensor_core_sustained` (the `sustained` the attention timing
+        takes)."""
+        return self.attention_sustained * self.tensor_core_sustained(generation)
+
     def with_values(self, values: dict[str, float]) -> Constants:
         return replace(self, **values)
 

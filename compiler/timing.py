@@ -1147,8 +1147,8 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
     both of the peer's chunks) and half over s / 2cp (both query chunks against the peer's earlier
     chunk). All-gather and all-to-all context parallelism run one causal kernel over all s keys.
     `sustained` is a training run's speed relative to the kernel benchmarks the curves come from (1:
-    the curve as published): `Constants.attention_sustained` times `Constants.tensor_core_sustained`
-    of the GPU's generation, as `layer_work` passes it. A Blackwell part runs Hopper's curve times
+    the curve as published): `Constants.attention_speed` of the GPU's generation, as `layer_work`
+    passes it. A Blackwell part runs Hopper's curve times
     its measured tensor-core ceiling relative to H100's (`Hardware.ceiling`). Kept per
     its arguments: it reads no ep, and an MoE search times each layer per ep.
 
@@ -1224,8 +1224,7 @@ class AttentionCase(NamedTuple):
     attention: str
     """`Software.attention`: whose kernel (`ATTENTION_KERNELS`, `kernels.attention_curve`)."""
     sustained: float
-    """A training run's speed relative to the benchmarks: `Constants.attention_sustained` times the
-    generation's `Constants.tensor_core_sustained`."""
+    """A training run's speed relative to the benchmarks: `Constants.attention_speed`."""
 
 
 def _flash_attention_kind(shape: Shape, case: AttentionCase, hw: Hardware, window: int) -> tuple[float, float, int]:
@@ -1693,7 +1692,7 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
         if gathered:  # parc's job: one kernel per block of the gathered sequence (`gathered_blocks`)
             stepped = GATHERED_BLOCKS
         # the kernel benchmarks' curve at what a training run sustains of it, on this generation
-        sustained = c.attention_sustained * c.tensor_core_sustained(hw.generation)
+        sustained = c.attention_speed(hw.generation)
         attention_f, attention_b, steps = flash_attention_seconds(shape, t, cp, stepped, seq, n, attention, hw,
                                                                   sustained)
         # a windowed ring step outside every query's window launches nothing (its K/V still moves)
