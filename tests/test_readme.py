@@ -121,7 +121,7 @@ def test_the_regeneration_commands_exist():
                            ("docs/search_doc.py", "--write"), ("benchmarks/fidelity.py", "--write"),
                            ("benchmarks/fidelity.py", "--published"), ("benchmarks/cli_startup.py", None),
                            ("benchmarks/memory_speed.py", None), ("benchmarks/search_speed.py", None),
-                           ("benchmarks/hostile_input.py", None), ("benchmarks/gpu_rehearse.py", None)):
+                           ("benchmarks/hostile_input.py", None), ("benchmarks/gpu_check.py", None)):
         assert script in README, script
         assert (ROOT / script).is_file(), script
         if option:

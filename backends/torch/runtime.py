@@ -537,7 +537,7 @@ def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep,
     recompute = plan.training.recompute or "none"
     stdlib = []
     if pp:
-        stdlib.append("import copy")
+        stdlib += ["import contextlib", "import copy"]
     if sharding == "zero1":
         stdlib += ["import itertools", "import math"]
     stdlib.append("from dataclasses import dataclass, field" if sharding == "zero1" else "from dataclasses import dataclass")
@@ -565,7 +565,7 @@ def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep,
         add("torch.distributed.fsdp", "FSDPModule")
     if pp:
         add("torch.distributed.pipelining", "PipelineStage", schedule_class)
-        add("torch.distributed.pipelining._utils", "_make_tensor_from_meta")
+        add("torch.distributed.pipelining", "stage as torch_stage")
         add("torch.distributed.pipelining.stage", "_RecvInfo")
     add("torch.distributed.tensor", "DTensor", "distribute_tensor")
     if ep:
@@ -600,12 +600,14 @@ def _name_key(name: str) -> tuple:
 
 
 def _from_line(module: str, names: set[str]) -> str:
-    ordered = sorted(names, key=_name_key)
+    """One `from` import of `names` (isort's form: an aliased name on a line of its own, after)."""
+    ordered = sorted((n for n in names if " as " not in n), key=_name_key)
+    aliased = [f"from {module} import {n}" for n in sorted(n for n in names if " as " in n)]
     line = f"from {module} import {', '.join(ordered)}"
-    if len(line) <= 88:
-        return line
-    body = "".join(f"    {n},\n" for n in ordered)
-    return f"from {module} import (\n{body})"
+    if len(line) > 88:
+        body = "".join(f"    {n},\n" for n in ordered)
+        line = f"from {module} import (\n{body})"
+    return "\n".join(([line] if ordered else []) + aliased)
 
 
 # ---------------------------------------------------------------------------------------------

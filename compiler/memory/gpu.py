@@ -27,7 +27,7 @@ inside the caching allocator (in `max_memory_reserved`):
   (Megatron-LM's estimator adds 5 % for the same reason). Requests are rounded to 512 bytes,
   and above 1 MiB carved from 2 MiB or 20 MiB segments, so rounding alone is well under 1 %;
   what remains is blocks freed between steps that a larger request cannot reuse. Not fitted:
-  no GPU measurement of the generated runtime exists yet (benchmarks/gpu_rehearse.py is ready
+  no GPU measurement of the generated runtime exists yet (benchmarks/gpu_check.py is ready
   to take one). `parc rehearse` replays a rank's own allocations through the allocator's
   policy (`allocator.py`) and shows what this allowance stands for on that rank: at Llama 3
   405B's 1F1B first stage, twice it with the default policy, and 30-72 % of it on the 405B

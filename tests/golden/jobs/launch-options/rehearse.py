@@ -22,7 +22,11 @@ What differs from a real run, and why:
 `--ranks classes` rehearses one rank of every class of ranks that hold different shapes
 (pipeline stage, tp, cp and ep position), each in its own process, and writes one JSON list.
 On a GPU (`--device cuda`) the same runs with real tensors and the allocator's own counters
-(max_memory_allocated, max_memory_reserved) are reported too.
+(max_memory_allocated, max_memory_reserved) are reported too; `--real-tensors` runs real tensors
+on CPU (small models: a test of that path). `--timed-steps K` runs K more steps without the
+tracker and times each phase (forward and backward, finishing the gradients, the optimizer):
+with real tensors, the rank's own compute time, every collective faked. `--steps 0
+--timed-steps K` times without tracking at all.
 
 `--allocator-trace FILE` writes the rank's allocations and frees as the tracker sees them, in
 order, up to the end of the last step (before the checkpoint's state dict), for parc's replay of
@@ -325,10 +329,11 @@ def local_inputs(device: torch.device, vocab: int) -> tuple[torch.Tensor, torch.
 def rehearse_rank(args, train) -> dict:
     """Build and step rank `args.rank` of the job; its memory by category (bytes)."""
     started = time.perf_counter()
-    real = args.device == "cuda" and torch.cuda.is_available()  # else fake tensors on CPU
-    meshes = join_fake_world(args.rank, "cuda" if real else "cpu")
-    device = torch.device("cuda", 0) if real else torch.device("cpu")
-    if real:
+    cuda = args.device == "cuda" and torch.cuda.is_available()
+    real = cuda or args.real_tensors  # else fake tensors on CPU
+    meshes = join_fake_world(args.rank, "cuda" if cuda else "cpu")
+    device = torch.device("cuda", 0) if cuda else torch.device("cpu")
+    if cuda:
         torch.cuda.set_device(device)
     mode = fake_tensor.FakeTensorMode(allow_non_fake_inputs=True) if not real else None
     if mode is not None:
@@ -342,41 +347,80 @@ def rehearse_rank(args, train) -> dict:
     record: dict = {"rank": args.rank, "coordinates": dict(zip(parallel.MESH_DIMS, meshes.world.get_coordinate(),
                                                               strict=True))}
     with mode if mode is not None else torch.device(device):
-        shards_padded_before_tracking(rt.parts)
-        if mode is not None:
-            norms_as_fused(rt.parts)
-        tracker = RankTracker(rt.parts, optimizers)
-        if args.allocator_trace is not None:
-            tracker.start_trace()
-        with tracker:
-            for step in range(args.steps):
-                inputs, targets = local_inputs(device, train.VOCAB)
-                parallel.forward_backward(rt, inputs, targets)
-                parallel.finish_gradients(rt)
-                if step == args.steps - 1:
-                    record["after_backward"] = device_snapshot(tracker, "current")
-                optimizer.step()
-                if step == args.steps - 1:
-                    record["after_step"] = device_snapshot(tracker, "current")
-                    record["optimizer_step_counters"] = step_counters(optimizers)
-                    record["step_peak"] = device_snapshot(tracker, "peak")  # before the checkpoint
-                    if tracker.trace is not None:
-                        write_trace(args.allocator_trace, tracker, record)
-                    if mode is not None:  # the GPU figure: without the CPU composite norm's copies
-                        record["step_peak_fused_norm"] = categories(tracker.fused_peak_snapshot or {})
-                        record["cpu_norm_copies_at_peak"] = tracker.norm_copies_at_peak
-                optimizer.zero_grad()
-                if step == args.steps - 1:  # train.py saves after zero_grad
-                    state = train.checkpoint_state(rt, optimizer, step + 1)  # what a save builds
-                    record["checkpoint"] = device_snapshot(tracker, "current")
-                    del state
-        record["peak"] = device_snapshot(tracker, "peak")
+        if args.steps:
+            record.update(tracked_steps(args, train, rt, optimizer, optimizers, mode, device))
+        if args.timed_steps:
+            record["timed_steps"] = timed_steps(args, train, rt, optimizer, device)
     record["build_s"] = round(built, 3)
-    record["step_s"] = round((time.perf_counter() - started - built) / args.steps, 3)
+    record["step_s"] = round((time.perf_counter() - started - built) / (args.steps + args.timed_steps), 3)
     record["steps"] = args.steps
-    if real:
+    if cuda:
         record["max_memory_allocated"] = torch.cuda.max_memory_allocated(device)
         record["max_memory_reserved"] = torch.cuda.max_memory_reserved(device)
+        record["gpu"] = torch.cuda.get_device_name(device)
+        record["torch"] = torch.__version__
+    return record
+
+
+def timed_steps(args, train, rt, optimizer, device: torch.device) -> list[dict[str, float]]:
+    """`--timed-steps K`: K steps with no tracker, each phase's seconds (the device synchronised
+    at its ends): on real tensors, this rank's compute with every collective faked, the time
+    parc's model charges as compute, recomputation and the optimizer, without communication or
+    the pipeline's bubble."""
+    def synchronized() -> float:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        return time.perf_counter()
+
+    timings = []
+    for _ in range(args.timed_steps):
+        inputs, targets = local_inputs(device, train.VOCAB)
+        t0 = synchronized()
+        parallel.forward_backward(rt, inputs, targets)
+        t1 = synchronized()
+        parallel.finish_gradients(rt)
+        t2 = synchronized()
+        optimizer.step()
+        t3 = synchronized()
+        optimizer.zero_grad()
+        timings.append({"forward_backward": round(t1 - t0, 6), "finish_gradients": round(t2 - t1, 6),
+                        "optimizer": round(t3 - t2, 6)})
+    return timings
+
+
+def tracked_steps(args, train, rt, optimizer, optimizers: list, mode, device: torch.device) -> dict:
+    """The rehearsal's `--steps N` under the memory tracker: the rank's bytes by category after
+    the last backward and optimizer step, at the step's peak, and with a checkpoint's state."""
+    record: dict = {}
+    shards_padded_before_tracking(rt.parts)
+    if mode is not None:
+        norms_as_fused(rt.parts)
+    tracker = RankTracker(rt.parts, optimizers)
+    if args.allocator_trace is not None:
+        tracker.start_trace()
+    with tracker:
+        for step in range(args.steps):
+            inputs, targets = local_inputs(device, train.VOCAB)
+            parallel.forward_backward(rt, inputs, targets)
+            parallel.finish_gradients(rt)
+            if step == args.steps - 1:
+                record["after_backward"] = device_snapshot(tracker, "current")
+            optimizer.step()
+            if step == args.steps - 1:
+                record["after_step"] = device_snapshot(tracker, "current")
+                record["optimizer_step_counters"] = step_counters(optimizers)
+                record["step_peak"] = device_snapshot(tracker, "peak")  # before the checkpoint
+                if tracker.trace is not None:
+                    write_trace(args.allocator_trace, tracker, record)
+                if mode is not None:  # the GPU figure: without the CPU composite norm's copies
+                    record["step_peak_fused_norm"] = categories(tracker.fused_peak_snapshot or {})
+                    record["cpu_norm_copies_at_peak"] = tracker.norm_copies_at_peak
+            optimizer.zero_grad()
+            if step == args.steps - 1:  # train.py saves after zero_grad
+                state = train.checkpoint_state(rt, optimizer, step + 1)  # what a save builds
+                record["checkpoint"] = device_snapshot(tracker, "current")
+                del state
+    record["peak"] = device_snapshot(tracker, "peak")
     return record
 
 
@@ -415,7 +459,10 @@ def rehearse_classes(args) -> list[dict]:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "rank.json"
             command = [sys.executable, str(Path(__file__).with_name("train.py")), "--rehearse", "--rank", str(rank),
-                       "--steps", str(args.steps), "--device", args.device, "--rehearse-json", str(out)]
+                       "--steps", str(args.steps), "--timed-steps", str(args.timed_steps), "--device", args.device,
+                       "--rehearse-json", str(out)]
+            if args.real_tensors:
+                command.append("--real-tensors")
             if args.allocator_trace is not None:
                 command += ["--allocator-trace", f"{args.allocator_trace}.{rank}"]
             subprocess.run(command, check=True)

@@ -21,6 +21,7 @@ output, ...). A model of your own runs under this file if it keeps those names a
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from dataclasses import dataclass
 
@@ -38,7 +39,7 @@ from torch.distributed.checkpoint.state_dict import (
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B
-from torch.distributed.pipelining._utils import _make_tensor_from_meta
+from torch.distributed.pipelining import stage as torch_stage
 from torch.distributed.pipelining.stage import _RecvInfo
 from torch.distributed.tensor import DTensor, Replicate, Shard, distribute_tensor
 from torch.distributed.tensor.parallel import (
@@ -51,6 +52,12 @@ from torch.distributed.tensor.parallel import (
 )
 
 import model
+
+try:  # torch 2.13: a receive's metadata is kept apart from its buffer
+    from torch.distributed.pipelining._utils import _make_tensor_from_meta
+    RECEIVE_METADATA = True
+except ImportError:  # torch 2.11: each receive holds a buffer, allocated at the stage's set-up
+    RECEIVE_METADATA = False
 
 MESH_DIMS = ("dp", "pp", "tp", "dp_shard")
 MESH_SHAPE = (2, 2, 2, 1)
@@ -273,6 +280,29 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten(0, 1))
 
 
+def placeholder(t: torch.Tensor) -> torch.Tensor:
+    """A meta-device tensor standing for `t`'s buffer: its shape, dtype and requires_grad."""
+    return torch.empty(t.shape, dtype=t.dtype, device="meta").requires_grad_(t.requires_grad)
+
+
+@contextlib.contextmanager
+def placeholder_buffers():
+    """torch 2.11's stage set-up, with each receive buffer it allocates made a placeholder."""
+    allocate = torch_stage._make_tensor_from_meta
+    torch_stage._make_tensor_from_meta = lambda example, device: allocate(example, torch.device("meta"))
+    try:
+        yield
+    finally:
+        torch_stage._make_tensor_from_meta = allocate
+
+
+def holds_buffer(info) -> bool:
+    """Whether a stage's receive info holds a buffer now (a root input never does)."""
+    if RECEIVE_METADATA:
+        return not info.is_root_arg and info.buffer is not None
+    return isinstance(info, _RecvInfo) and not info.buffer.is_meta
+
+
 class ReceiveOnDemandStage(PipelineStage):
     """A PipelineStage whose receive buffers live only from the receive to their use.
 
@@ -293,7 +323,21 @@ class ReceiveOnDemandStage(PipelineStage):
     - same-rank hand-offs of V schedules (`set_local_fwd_input`, `set_local_bwd_input`) set
       the buffer as before; a missing gradient is a zero tensor made for that micro-batch.
 
-    Root inputs (stage 0) and outputs without gradient (no metadata) never had buffers."""
+    Root inputs (stage 0) and outputs without gradient (no metadata) never had buffers.
+
+    torch 2.11 keeps no metadata apart: its set-up (`_prepare_forward_infra`,
+    `_create_grad_recv_info`) allocates every buffer. There the set-up makes meta-device
+    placeholders of the same shape, dtype and requires_grad instead (`placeholder_buffers`), a
+    receive replaces its placeholder by a real buffer, and a use puts a placeholder back."""
+
+    if not RECEIVE_METADATA:
+        def _prepare_forward_infra(self, *args, **kwargs):
+            with placeholder_buffers():
+                return super()._prepare_forward_infra(*args, **kwargs)
+
+        def _create_grad_recv_info(self, act_send_info: dict) -> tuple:
+            with placeholder_buffers():
+                return super()._create_grad_recv_info(act_send_info)
 
     def _setup_forward_recv_info(self, num_microbatches: int, has_backward: bool) -> None:
         super()._setup_forward_recv_info(1, has_backward)  # one micro-batch's infos, as a template
@@ -303,22 +347,31 @@ class ReceiveOnDemandStage(PipelineStage):
                 _RecvInfo(info.input_name, info.source, None, info.tensor_meta, is_root_arg=info.is_root_arg)
                 for info in template)
 
-    def _create_grad_recv_info(self, act_send_info: dict) -> tuple:
-        infos = super()._create_grad_recv_info(act_send_info)
-        for info in infos:
-            info.buffer = None  # allocated by get_bwd_recv_ops; tensor_meta says one is due
-        return infos
+    if RECEIVE_METADATA:
+        def _create_grad_recv_info(self, act_send_info: dict) -> tuple:
+            infos = super()._create_grad_recv_info(act_send_info)
+            for info in infos:
+                info.buffer = None  # allocated by get_bwd_recv_ops; tensor_meta says one is due
+            return infos
 
     def _allocate(self, infos: tuple) -> None:
         for info in infos:
-            if not info.is_root_arg and info.tensor_meta is not None and info.buffer is None:
-                info.buffer = _make_tensor_from_meta(info.tensor_meta, self.device)
+            if RECEIVE_METADATA:
+                if not info.is_root_arg and info.tensor_meta is not None and info.buffer is None:
+                    info.buffer = _make_tensor_from_meta(info.tensor_meta, self.device)
+            elif isinstance(info, _RecvInfo) and info.buffer.is_meta:
+                held = info.buffer
+                info.buffer = torch.empty(held.shape, dtype=held.dtype, device=self.device)
+                info.buffer.requires_grad_(held.requires_grad)
 
     @staticmethod
     def _release(infos: tuple) -> None:
         for info in infos:
-            if not info.is_root_arg:
-                info.buffer = None
+            if RECEIVE_METADATA:
+                if not info.is_root_arg:
+                    info.buffer = None
+            elif isinstance(info, _RecvInfo) and not info.buffer.is_meta:
+                info.buffer = placeholder(info.buffer)
 
     def get_fwd_recv_ops(self, fwd_chunk_id: int) -> list:
         self._allocate(self.args_recv_info[fwd_chunk_id])
@@ -425,7 +478,8 @@ def forward_backward(rt: Runtime, inputs: torch.Tensor, targets: torch.Tensor) -
     losses: list[torch.Tensor] = []
     with loss_parallel():
         rt.schedule.step(
-            *([inputs] if rt.first_stage else []),
+            # contiguous: torch 2.11's stage checks each step's input strides against its first step's
+            *([inputs.contiguous()] if rt.first_stage else []),
             target=targets if rt.last_stage else None,
             losses=losses if rt.last_stage else None,
             return_outputs=False,  # else the last stage keeps every micro-batch's fp32 logits until the next step

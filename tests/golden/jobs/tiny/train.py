@@ -30,6 +30,10 @@ Options (docs/runtime.md in the parc repository describes them):
     --rehearse-json FILE       write the rehearsal's JSON to FILE instead of stdout
     --allocator-trace FILE     also write the rank's allocations and frees, in order, to FILE
                                (for parc's replay of the CUDA caching allocator; rehearse.py)
+    --timed-steps K            after the rehearsal's steps (0: none, and no memory tracker), K more
+                               untracked, each phase timed (real tensors: the rank's compute time)
+    --real-tensors             rehearse with real tensors and kernels on --device (always so on
+                               cuda; on cpu only for small models, to test the GPU's code path)
 
 Exit status: 0 done, 2 launched in a way that does not match the plan, 1 anything else.
 """
@@ -111,6 +115,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--ranks", choices=("classes",))
     parser.add_argument("--rehearse-json", type=Path)
     parser.add_argument("--allocator-trace", type=Path)
+    parser.add_argument("--timed-steps", type=int, default=0)
+    parser.add_argument("--real-tensors", action="store_true")
     args = parser.parse_args(argv)
     if args.steps is None:
         args.steps = 2 if args.rehearse else STEPS  # a rehearsal's second step holds the optimizer states
@@ -118,6 +124,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--resume needs --checkpoint-dir")
     if args.log_every < 1:
         parser.error("--log-every needs a number of steps >= 1")
+    if args.steps < 0 or args.timed_steps < 0:
+        parser.error("--steps and --timed-steps need a number of steps >= 0")
+    if args.rehearse and args.steps + args.timed_steps == 0:
+        parser.error("a rehearsal needs --steps or --timed-steps >= 1")
     return args
 
 
