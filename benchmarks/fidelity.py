@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import blackwell_fit  # noqa: E402
 import fsdp_check  # noqa: E402
+import gpu_check  # noqa: E402
 import longctx_series  # noqa: E402
 import nemo_check  # noqa: E402
 import public_check  # noqa: E402
@@ -2503,6 +2504,52 @@ not the recomputation.
 The H100 runs ran at a 500 W power limit on HBM2e parts whose peak torchtitan puts between the
 H100 NVL's and the SXM's; parc's catalogue has the 700 W SXM.
 
+### Measured on an H200
+
+`benchmarks/gpu_check.py` ran its kernels once, on the H200 lent to one session (torch
+2.11.0+cu130, CUDA 13.0, driver 580.159.04, 700 W power limit; its bf16 matmul of 8192^3 ran at
+777 TFLOP/s, 78.6 % of 989, and a device-to-device copy at 4.16 TB/s counting reads and writes).
+What it printed is `benchmarks/data/gpu/h200_kernels.json`; `report` puts parc's figures beside it,
+and `tests/test_gpu_check.py` holds the model to it. Nothing of parc was fitted on it.
+
+**One Llama 3 405B layer's matrix products**, as the job runs them (specs/llama3-405b.par, tp 8,
+one micro-batch of 8,192 tokens; each an `nn.Linear`: forward `x @ W^T`, backward its two
+products), each the median of 10 single launches after 3 warm-ups (the script now times runs of
+back-to-back launches, which keeps a launch's latency out of the shortest products):
+
+@H200_GEMMS@
+
+The layer took @H200_FORWARD@ ms forward and @H200_BACKWARD@ ms backward. Taken product by product
+at the job's own shapes, parc's GEMM model says @H200_MODEL_F@ and @H200_MODEL_B@: the physical
+check, bare kernels against the model of bare kernels. What the time model charges parc's job is
+@H200_CHARGE_F@ forward and @H200_CHARGE_B@ backward: its fused QKV and gate/up products at the fitted
+`gemm_hopper` with each kernel's launch overhead, slowed by `eager_efficiency`, which was fitted on
+whole torchtitan steps and which bare kernels cannot test. It charges the thin K and V
+projections (128 columns at tp 8) 1.5-1.6x their measured time, and the wide ones within -12 to
++8 %; the two products of one shape (w1 and w3) measured 14 % apart, which bounds how finely one
+such run can judge a single product.
+
+**Fused attention**, the aten op the job calls (`_scaled_dot_product_flash_attention` and its
+backward: FlashAttention-2 inside torch), causal, 16 query heads on one KV head (405B at tp 8),
+head dim 128, 131,072 tokens per call; parc's curve is `kernels.FA2_HOPPER`, its charge the
+curve's time divided by `attention_speed` (@H200_SPEED@):
+
+@H200_ATTENTION@
+
+parc's FlashAttention-2 curve (fitted on Dao's published H100 sweep) is torch's kernel on the H200
+to within @H200_CURVE_SHORT@ from 1K to 32K tokens, forward and backward, with grouped heads it was
+not fitted on; past 32K the measured forward falls off (from 339 TFLOP/s at 16K to 324 at 128K) and
+the curve, which saturates, misses the measured time by @H200_CURVE_LONG@ at 64K and 128K. What the
+model charges is the curve's time divided by `attention_speed` (@H200_SPEED@,
+`attention_sustained`): @H200_CHARGE_MULTIPLE@ the kernel's measured time. That constant was fitted on
+NeMo 24.03.01's long-sequence runs and stands for what a training run sustained there, as above;
+this measurement says it is not the kernel's speed, on this part and this torch. Whether parc's own
+job sustains the kernel's speed inside a training step is what the script's timed rehearsals of
+`benchmarks/data/gpu/llama3-8b-fsdp-8k.par` and `-32k.par` measure: the step's forward and backward
+with every collective faked, against the model's compute and recomputation. They did not run in
+that session (the job imported a torch 2.13 internal that torch 2.11 lacks; it now runs on both,
+and no GPU was lent again), so the question stays open and `attention_sustained` stays as fitted.
+
 ## The example specs
 
 The time model on every spec in `specs/`, each as its `target` runs it (docs/targets.md; parc's
@@ -2886,6 +2933,7 @@ def generate(constants: Constants = DEFAULT,
         "SENSITIVITY": sensitivity(max(fitted, key=lambda x: abs(x.error)), constants),
         **bridge_check(constants),
         **blackwell_fit.section(constants),
+        **gpu_check.section(constants),
         **fsdp_check.section(constants),
         **public_check.section(constants),
         **nemo_check.section(constants),

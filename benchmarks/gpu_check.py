@@ -2,35 +2,34 @@
 and time (issue 14: the model as the job's ledger), in three steps, so that the GPU machine needs
 torch and nothing of parc:
 
-    .venv/bin/python benchmarks/gpu_check.py prepare DIR [--spec SPEC] [--gpu GPU] [--rank R]
-    python3 benchmarks/gpu_check.py measure DIR OUT          # on the GPU machine: torch only
+    .venv/bin/python benchmarks/gpu_check.py prepare DIR [--spec SPEC ...] [--gpu GPU] [--rank R]
+    python3 benchmarks/gpu_check.py measure DIR OUT [--steps N] [--no-kernels]   # on the GPU machine
     .venv/bin/python benchmarks/gpu_check.py report DIR OUT  # prints the Markdown tables
 
-`prepare` compiles SPEC with its GPU replaced by GPU (default: specs/llama3-405b.par, TP 8 x PP 16
-x DP 64, on the H200 this project is lent), writes the generated job to DIR/job and what to
-measure to DIR/cases.json: the rank (default: the time model's slowest pipeline stage, which is
-also the memory model's peak stage, tp 3, dp 39), the matrix products of one of its layers as the
+`prepare` compiles each SPEC (default: SPECS) with its GPU replaced by GPU (default: the H200 this
+project is lent), writes each generated job to DIR/jobs/NAME, and what to measure to
+DIR/cases.json: each job's rank (default: the first rank of the time model's slowest pipeline
+stage; `--rank` for the first spec's), the matrix products of one layer of the first spec as its
 job runs them (each nn.Linear of the attention and the SwiGLU, at one micro-batch's tokens), and
 its fused attention at the rank's heads over a sweep of sequence lengths.
 
 `measure` runs, on cuda:0:
-- the bf16 matmul ceiling (8192^3) and the device-to-device copy bandwidth;
-- each product forward (x @ W^T, as nn.Linear) and its two backward products, CUDA events, the
-  median of 10 after 3 warm-ups;
-- torch's flash attention forward and backward, the aten ops the job calls
-  (`_scaled_dot_product_flash_attention` and its backward), causal, grouped heads as the job
-  holds them;
-- the job's rehearsal of the rank (`train.py --rehearse --device cuda`: fake process group at the
-  plan's world size, real tensors and kernels): once with `--steps 0 --timed-steps 3` (no
-  tracker: the rank's compute per step, each phase synchronised), once with `--steps 2` (the
-  tracker's categories, and the allocator's max_memory_allocated / max_memory_reserved).
-It writes OUT/kernels.json, OUT/timed.json, OUT/memory.json and OUT/log.txt, and goes on past a
-part that fails (its error is in the log).
+- the bf16 matmul ceiling (8192^3) and the device-to-device copy bandwidth, and nvidia-smi's
+  driver, power limit and clocks;
+- each product forward (x @ W^T, as nn.Linear) and its two backward products, and torch's flash
+  attention forward and backward (the aten ops the job calls: `_scaled_dot_product_flash_attention`
+  and its backward; causal, grouped heads as the job holds them), each timed by CUDA events over
+  back-to-back launches, the median of 5;
+- each job's rank rehearsed (`train.py --rehearse --device cuda --steps 0 --timed-steps N`: fake
+  process group at the plan's world size, real tensors and kernels, no memory tracker): each
+  step's phases, and the allocator's max_memory_allocated / max_memory_reserved.
+It writes OUT/kernels.json, OUT/NAME.json for each job and OUT/log.txt, and goes on past a part
+that fails (its error is in the log).
 
 `report` prints each measurement beside parc's prediction for the same thing: the memory model's
-peak and its predicted `max_memory_reserved`, the time model's compute + recomputation +
-optimizer seconds of the rank's stage (collectives faked: no communication, no bubble), the
-GEMM seconds it charges one layer, and its fused-attention seconds at each length.
+peak and its predicted `max_memory_reserved`, the time model's compute + recomputation and
+optimizer seconds of the rank's stage (collectives faked: no communication, no bubble), the GEMM
+seconds it charges one layer, and its fused-attention seconds at each length.
 """
 
 from __future__ import annotations
@@ -52,7 +51,9 @@ SPECS = ("specs/llama3-405b.par", "benchmarks/data/gpu/llama3-8b-fsdp-8k.par", "
 """What `prepare` compiles by default: the 405B job of issue 15 (its slowest stage), and parc's own
 FSDP2 job of Llama 3 8B at 8K and 32K tokens (the sequence lengths where the time model's
 attention was found short; issue 14)."""
-REPEATS, WARMUP = 10, 3
+REPEATS, WARMUP = 5, 3
+BURST_S = 0.05
+"""Seconds of back-to-back launches between a pair of CUDA events (`timed`)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -113,7 +114,7 @@ def prepare(args) -> int:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(body, encoding="utf-8")
         (job / "spec.par").write_text(text, encoding="utf-8")
-        rank = default_rank(plan)
+        rank = args.rank if args.rank is not None and spec == args.spec[0] else default_rank(plan)
         jobs.append(dict(name=name, spec=spec, rank=rank, coordinates=plan.layout.coordinates(rank)))
         print(f"{job}: rank {rank} {jobs[-1]['coordinates']}")
     plan, _ = compiled(args.spec[0], args.gpu)
@@ -134,26 +135,45 @@ def prepare(args) -> int:
 
 
 def timed(fn, *args, cuda: bool = True) -> float:
-    """Median seconds of `fn(*args)` over REPEATS launches after WARMUP, by CUDA events (on CPU,
-    the wall clock)."""
+    """Seconds of one `fn(*args)`: after WARMUP launches, the median over REPEATS of a run of
+    back-to-back launches (as many as fill BURST_S, at least one) between two CUDA events, so that
+    no launch's latency or host sync lands inside a short kernel's time (on CPU, the wall clock)."""
     import torch
 
     for _ in range(WARMUP):
         fn(*args)
+    one = time.perf_counter()
+    fn(*args)
+    if cuda:
+        torch.cuda.synchronize()
+    launches = max(1, int(BURST_S / max(time.perf_counter() - one, 1e-6)))
     times = []
     for _ in range(REPEATS):
         if not cuda:
             started = time.perf_counter()
-            fn(*args)
-            times.append(time.perf_counter() - started)
+            for _ in range(launches):
+                fn(*args)
+            times.append((time.perf_counter() - started) / launches)
             continue
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn(*args)
+        for _ in range(launches):
+            fn(*args)
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
+        times.append(start.elapsed_time(end) / 1e3 / launches)
     return statistics.median(times)
+
+
+def gpu_state() -> dict:
+    """nvidia-smi's driver, power limit and clocks now (empty where it is not there)."""
+    fields = "driver_version,power.limit,power.draw,clocks.sm,clocks.max.sm,temperature.gpu"
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30).stdout.strip().splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    return dict(zip(fields.split(","), (v.strip() for v in out[0].split(",")), strict=False)) if out else {}
 
 
 def measure_kernels(cases: dict, device: str) -> dict:
@@ -167,7 +187,7 @@ def measure_kernels(cases: dict, device: str) -> dict:
     timed_here = functools.partial(timed, cuda=cuda)
     bf16 = torch.bfloat16
     result: dict = {"gpu": torch.cuda.get_device_name(dev) if cuda else "cpu", "torch": torch.__version__,
-                    "cuda": torch.version.cuda}
+                    "cuda": torch.version.cuda, "before": gpu_state() if cuda else {}}
     side = 8192 if cuda else 512
     a = torch.randn(side, side, device=dev, dtype=bf16)
     b = torch.randn(side, side, device=dev, dtype=bf16)
@@ -215,6 +235,9 @@ def measure_kernels(cases: dict, device: str) -> dict:
         if cuda:
             torch.cuda.empty_cache()
     result["attention"] = attention
+    if cuda:
+        result["after"] = gpu_state()
+        torch.cuda.empty_cache()  # the rehearsals that follow are processes of their own
     return result
 
 
@@ -270,8 +293,6 @@ def report(args) -> int:
     from parc import timing
     from parc.calibration import DEFAULT
     from parc.memory import estimate
-    from parc.memory.inputs import shape_of
-    from parc.targets import software_of
 
     here, results = Path(args.dir), Path(args.out)
     cases = json.loads((here / "cases.json").read_text())
@@ -285,7 +306,7 @@ def report(args) -> int:
     print("each job's rank rehearsed with real kernels, every collective faked: memory by torch's allocator, "
           "time per step (the median of the steps after the first)\n")
     print("| job | rank | max_memory_allocated (GiB) | parc's peak | max_memory_reserved (GiB) | parc's reserved "
-          "| forward + backward (s) | parc's compute + recomputation | optimizer step (s) | parc's |")
+          "| forward + backward (s) | parc's compute + recomputation | clip + optimizer step (s) | parc's |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for job in cases["jobs"]:
         record = _load(results / f"{job['name']}.json")
@@ -300,60 +321,120 @@ def report(args) -> int:
         b = timing.predict(plan).breakdown
         steps = record["timed_steps"][1:]  # the first warms the kernels and the allocator
         fb = statistics.median(s["forward_backward"] for s in steps)
-        opt = statistics.median(s["finish_gradients"] + s["optimizer"] for s in steps)
+        opt = statistics.median(s["finish_gradients"] + s.get("clip", 0.0) + s["optimizer"] for s in steps)
         memory = (f"{record['max_memory_allocated'] / GIB:.2f} | {allocated / GIB:.2f} ({pct(allocated, record['max_memory_allocated'])}) | "
                   f"{record['max_memory_reserved'] / GIB:.2f} | {reserved / GIB:.2f} ({pct(reserved, record['max_memory_reserved'])})"
                   if "max_memory_allocated" in record else "| | |")
         print(f"| {job['name']} | {job['rank']} (stage {stage}) | {memory} | {fb:.3f} | "
               f"{b.compute + b.recompute:.3f} ({pct(b.compute + b.recompute, fb)}) | {opt:.4f} | {b.optimizer:.4f} |")
     print()
-    plan = _plan(here, cases["jobs"][0])
-    hw, shape, c = timing.hardware_of(plan), shape_of(plan), DEFAULT
-    tp = plan.layout.degree("tp") or 1
     if kernels:
-        print(f"one layer's matrix products at {kernels['gemms'][0]['m']} tokens (tp {tp}), as the job runs them\n")
-        print("| product | m x k x n | forward TFLOP/s | backward TFLOP/s | parc forward (ms) | measured forward (ms) |")
-        print("|---|---|---|---|---|---|")
-        charged = measured_f = measured_b = 0.0
-        for g in kernels["gemms"]:
-            m, k, n = g["m"], g["k"], g["n"]
-            flop = 2 * m * k * n
-            model = timing.gemm_seconds(m, k, n, "bf16", hw, c)
-            charged += model
-            measured_f += g["forward_s"]
-            measured_b += g["dgrad_s"] + g["wgrad_s"]
-            print(f"| {g['name']} | {m} x {k} x {n} | {flop / g['forward_s'] / 1e12:.0f} | "
-                  f"{2 * flop / (g['dgrad_s'] + g['wgrad_s']) / 1e12:.0f} | {1e3 * model:.3f} | {1e3 * g['forward_s']:.3f} |")
-        layer = timing.attention_gemms(shape, tp, kernels["gemms"][0]["m"])
-        up = shape.ffn_matrices - 1
-        layer += [(1, 1, kernels["gemms"][0]["m"], shape.hidden, up * shape.ffn / tp),
-                  (1, 1, kernels["gemms"][0]["m"], shape.ffn / tp, shape.hidden)]
-        model_layer = sum(count * timing.gemm_seconds(m, k, n, "bf16", hw, c) for _, count, m, k, n in layer)
-        if software_of(plan).kernels != "fused":  # the job's eager PyTorch (`timing.slowed`)
-            model_layer /= c.eager_efficiency
-        print(f"\nthe layer: forward {1e3 * measured_f:.2f} ms, backward {1e3 * measured_b:.2f} ms measured; "
-              f"parc's GEMM model at the job's shapes {1e3 * charged:.2f} ms forward ({pct(charged, measured_f)}), "
-              f"{2e3 * charged:.2f} ms backward ({pct(2 * charged, measured_b)}); what the time model charges the "
-              f"layer (fused QKV and gate/up products, its eager runtime's factor) {1e3 * model_layer:.2f} ms forward ({pct(model_layer, measured_f)}), "
-              f"{2e3 * model_layer:.2f} ms backward ({pct(2 * model_layer, measured_b)})\n")
-        print(f"fused attention (torch's flash kernel, causal, {kernels['attention'][0]['heads']} query heads, "
-              f"{kernels['attention'][0]['kv_heads']} kv, head dim {kernels['attention'][0]['head_dim']}, "
-              f"{kernels['attention'][0]['seq'] * kernels['attention'][0]['batch']} tokens per call)\n")
-        speed = c.attention_speed(hw.generation)
-        print("| seq | forward TFLOP/s | backward TFLOP/s | forward (ms) | parc's curve | parc's charge "
-              "| backward (ms) | parc's curve | parc's charge |")
-        print("|---|---|---|---|---|---|---|---|---|")
-        for a in kernels["attention"]:
-            s, bsz = a["seq"], a["batch"]
-            flop = 4 * bsz * a["heads"] * s * s * a["head_dim"] / 2  # causal: half the square
-            f, bwd, _ = timing.flash_attention_seconds(shape, tp, 1, "ring", s, bsz * s, "flash", hw, speed)
-            print(f"| {s} | {flop / a['forward_s'] / 1e12:.0f} | {2.5 * flop / a['backward_s'] / 1e12:.0f} | "
-                  f"{1e3 * a['forward_s']:.2f} | {1e3 * f * speed:.2f} ({pct(f * speed, a['forward_s'])}) | "
-                  f"{1e3 * f:.2f} | {1e3 * a['backward_s']:.2f} | {1e3 * bwd * speed:.2f} "
-                  f"({pct(bwd * speed, a['backward_s'])}) | {1e3 * bwd:.2f} |")
-        print(f"\n(the curve: FlashAttention-2's, `kernels.FA2_HOPPER`; the charge: the curve x attention_speed "
-              f"{speed:.4g}, `Constants.attention_sustained`)")
+        plan = _plan(here, cases["jobs"][0])
+        tables = kernel_tables(kernels, plan, DEFAULT)
+        g = tables["gemm"]
+        print(f"one layer's matrix products at {kernels['gemms'][0]['m']} tokens, as the job runs them\n")
+        print(tables["gemm_table"])
+        print(f"\nthe layer: forward {1e3 * g['forward']:.2f} ms, backward {1e3 * g['backward']:.2f} ms measured; "
+              f"parc's GEMM model at the job's shapes {1e3 * g['model']:.2f} ms forward ({pct(g['model'], g['forward'])}), "
+              f"{2e3 * g['model']:.2f} ms backward ({pct(2 * g['model'], g['backward'])}); what the time model charges the "
+              f"layer (`layer_work`: fused QKV and gate/up products, launch overheads, the runtime's factor) "
+              f"{1e3 * g['charge']:.2f} ms forward ({pct(g['charge'], g['forward'])}), "
+              f"{2e3 * g['charge']:.2f} ms backward ({pct(2 * g['charge'], g['backward'])})\n")
+        a = kernels["attention"][0]
+        print(f"fused attention (torch's flash kernel, causal, {a['heads']} query heads, {a['kv_heads']} kv, "
+              f"head dim {a['head_dim']}, {a['seq'] * a['batch']} tokens per call)\n")
+        print(tables["attention_table"])
+        print(f"\n(the curve: FlashAttention-2's, `kernels.FA2_HOPPER`, in seconds; the charge: the curve's seconds "
+              f"/ attention_speed {tables['speed']:.4g}, `Constants.attention_sustained`)")
     return 0
+
+
+def kernel_tables(kernels: dict, plan, c) -> dict:
+    """The measured kernels beside parc's models of them under constants `c`: the products' table
+    and the layer's sums (`gemm`: measured forward and backward, the GEMM model at the job's
+    shapes, the time model's charge), the attention's table and the curve's errors."""
+    from parc import timing
+    from parc.memory.inputs import shape_of
+
+    hw, shape = timing.hardware_of(plan), shape_of(plan)
+    tp = plan.layout.degree("tp") or 1
+    lines = ["| product | m x k x n | forward TFLOP/s | backward TFLOP/s | parc forward (ms) | measured forward (ms) |",
+             "|---|---|---|---|---|---|"]
+    model = forward = backward = 0.0
+    for g in kernels["gemms"]:
+        m, k, n = g["m"], g["k"], g["n"]
+        flop = 2 * m * k * n
+        seconds = timing.gemm_seconds(m, k, n, "bf16", hw, c)
+        model += seconds
+        forward += g["forward_s"]
+        backward += g["dgrad_s"] + g["wgrad_s"]
+        lines.append(f"| {g['name']} | {m} x {k} x {n} | {flop / g['forward_s'] / 1e12:.0f} | "
+                     f"{2 * flop / (g['dgrad_s'] + g['wgrad_s']) / 1e12:.0f} | {1e3 * seconds:.3f} | "
+                     f"{1e3 * g['forward_s']:.3f} |")
+    speed = c.attention_speed(hw.generation)
+    rows = ["| seq | forward TFLOP/s | backward TFLOP/s | forward (ms) | parc's curve | parc's charge "
+            "| backward (ms) | parc's curve | parc's charge |", "|---|---|---|---|---|---|---|---|---|"]
+    curve_errors, charge_ratios = [], []
+    for a in kernels["attention"]:
+        s, bsz = a["seq"], a["batch"]
+        flop = 4 * bsz * a["heads"] * s * s * a["head_dim"] / 2  # causal: half the square
+        f, bwd, _ = timing.flash_attention_seconds(shape, tp, 1, "ring", s, bsz * s, "flash", hw, speed)
+        curve_errors += [(s, "forward", f * speed / a["forward_s"] - 1), (s, "backward", bwd * speed / a["backward_s"] - 1)]
+        charge_ratios += [f / a["forward_s"], bwd / a["backward_s"]]
+        rows.append(f"| {s} | {flop / a['forward_s'] / 1e12:.0f} | {2.5 * flop / a['backward_s'] / 1e12:.0f} | "
+                    f"{1e3 * a['forward_s']:.2f} | {1e3 * f * speed:.2f} ({pct(f * speed, a['forward_s'])}) | "
+                    f"{1e3 * f:.2f} | {1e3 * a['backward_s']:.2f} | {1e3 * bwd * speed:.2f} "
+                    f"({pct(bwd * speed, a['backward_s'])}) | {1e3 * bwd:.2f} |")
+    return {"gemm_table": "\n".join(lines), "attention_table": "\n".join(rows), "speed": speed,
+            "gemm": {"forward": forward, "backward": backward, "model": model, "charge": layer_charge(plan, c)},
+            "curve_errors": curve_errors, "charge_ratios": charge_ratios}
+
+
+MEASURED = ROOT / "benchmarks" / "data" / "gpu" / "h200_kernels.json"
+"""What `measure` printed of the kernels on the H200 lent to one session (specs/llama3-405b.par's
+layer at tp 8)."""
+
+
+def section(constants) -> dict[str, str]:
+    """The H200_* placeholders of docs/time-model.md ("Measured on an H200"): the committed
+    measurement beside the model under `constants` (benchmarks/fidelity.py --write)."""
+    kernels = json.loads(MEASURED.read_text())
+    plan, _ = compiled("specs/llama3-405b.par", "h200")
+    tables = kernel_tables(kernels, plan, constants)
+    g = tables["gemm"]
+    errors = tables["curve_errors"]
+    assert errors, "no attention case measured"
+    short = max(abs(e) for s, _, e in errors if s <= 32768)
+    long_forward = [e for s, way, e in errors if s > 32768 and way == "forward"]
+    return {
+        "H200_GEMMS": tables["gemm_table"], "H200_ATTENTION": tables["attention_table"],
+        "H200_FORWARD": f"{1e3 * g['forward']:.2f}", "H200_BACKWARD": f"{1e3 * g['backward']:.2f}",
+        "H200_MODEL_F": f"{1e3 * g['model']:.2f} ms ({pct(g['model'], g['forward'])})",
+        "H200_MODEL_B": f"{2e3 * g['model']:.2f} ms ({pct(2 * g['model'], g['backward'])})",
+        "H200_CHARGE_F": f"{1e3 * g['charge']:.2f} ms ({pct(g['charge'], g['forward'])})",
+        "H200_CHARGE_B": f"{2e3 * g['charge']:.2f} ms ({pct(2 * g['charge'], g['backward'])})",
+        "H200_CURVE_SHORT": f"{100 * short:.0f} %",
+        "H200_CURVE_LONG": " and ".join(f"{100 * e:+.0f} %" for e in long_forward),
+        "H200_SPEED": f"{tables['speed']:.4g}",
+        "H200_CHARGE_MULTIPLE": f"{1 / tables['speed']:.2f}x the curve, "
+                                f"{min(tables['charge_ratios']):.2f}-{max(tables['charge_ratios']):.2f}x",
+    }
+
+
+def layer_charge(plan, c) -> float:
+    """The GEMM seconds the time model charges one layer of `plan`'s job on one micro-batch under
+    constants `c` (`timing.layer_work`, slowed as the runtime's kernels are: `timing.slowed`)."""
+    from parc import timing
+    from parc.memory.inputs import shape_of
+    from parc.targets import software_of
+
+    sw, layout = software_of(plan), plan.layout
+    tp = layout.degree("tp") or 1
+    case = timing.LayerCase(moe=False, tp=tp, sp=tp > 1 and layout.tp.sequence_parallel, cp=layout.degree("cp") or 1,
+                            flavour="ring", seq=plan.training.seq_len, micro=plan.training.micro_batch, ep=1,
+                            precision="bf16", attention=sw.attention, kernels=sw.kernels)
+    work = timing.layer_work(shape_of(plan), case, timing.hardware_of(plan), c)
+    return timing.slowed(work, sw, c).gemm
 
 
 def _plan(here: Path, job: dict):
@@ -376,7 +457,7 @@ def main() -> int:
     p.add_argument("dir")
     p.add_argument("--spec", action="append", help="repeatable (default: SPECS); the first's layer is the kernels'")
     p.add_argument("--gpu", default="h200")
-    p.add_argument("--rank", type=int)
+    p.add_argument("--rank", type=int, help="the first spec's rank to rehearse")
     p.add_argument("--sweep", type=lambda s: [int(x) for x in s.split(",")], default=list(SWEEP),
                    help="attention's sequence lengths, comma-separated")
     p.add_argument("--sweep-tokens", type=int, default=SWEEP_TOKENS, help="tokens per attention call")
@@ -391,6 +472,8 @@ def main() -> int:
     r.add_argument("dir")
     r.add_argument("out")
     args = parser.parse_args()
+    if args.command == "measure" and args.steps < 3:
+        parser.error("--steps needs at least 3: the first warms up, the median is of the others")
     if args.command == "prepare" and not args.spec:
         args.spec = list(SPECS)
     return {"prepare": prepare, "measure": measure, "report": report}[args.command](args)

@@ -537,7 +537,7 @@ def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep,
     recompute = plan.training.recompute or "none"
     stdlib = []
     if pp:
-        stdlib += ["import contextlib", "import copy"]
+        stdlib += ["import contextlib", "import copy", "import inspect"]
     if sharding == "zero1":
         stdlib += ["import itertools", "import math"]
     stdlib.append("from dataclasses import dataclass, field" if sharding == "zero1" else "from dataclasses import dataclass")

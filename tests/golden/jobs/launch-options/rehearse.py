@@ -364,14 +364,19 @@ def rehearse_rank(args, train) -> dict:
 
 def timed_steps(args, train, rt, optimizer, device: torch.device) -> list[dict[str, float]]:
     """`--timed-steps K`: K steps with no tracker, each phase's seconds (the device synchronised
-    at its ends): on real tensors, this rank's compute with every collective faked, the time
-    parc's model charges as compute, recomputation and the optimizer, without communication or
-    the pipeline's bubble."""
+    at its ends), the phases of train.py's loop: forward and backward, finishing the gradients,
+    the gradient clipping (0 without `clip-grad-norm`), the optimizer step. On real tensors this
+    is the rank's compute with every collective faked: the time parc's model charges as compute,
+    recomputation and the optimizer, without communication or the pipeline's bubble. The faked
+    all-gathers leave their outputs uninitialised (a gathered weight is whatever the allocator
+    held): kernels time the same on any values, within the clock's response to what they
+    switch, which zeros or repeated values can lower."""
     def synchronized() -> float:
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         return time.perf_counter()
 
+    norm_of = parallel.GradientNorm(rt)
     timings = []
     for _ in range(args.timed_steps):
         inputs, targets = local_inputs(device, train.VOCAB)
@@ -380,11 +385,14 @@ def timed_steps(args, train, rt, optimizer, device: torch.device) -> list[dict[s
         t1 = synchronized()
         parallel.finish_gradients(rt)
         t2 = synchronized()
-        optimizer.step()
+        if train.CLIP_GRAD_NORM is not None:  # as train.py's loop: the norm, then the clip
+            norm_of.clip(train.CLIP_GRAD_NORM)
         t3 = synchronized()
+        optimizer.step()
+        t4 = synchronized()
         optimizer.zero_grad()
         timings.append({"forward_backward": round(t1 - t0, 6), "finish_gradients": round(t2 - t1, 6),
-                        "optimizer": round(t3 - t2, 6)})
+                        "clip": round(t3 - t2, 6), "optimizer": round(t4 - t3, 6)})
     return timings
 
 

@@ -128,6 +128,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--steps and --timed-steps need a number of steps >= 0")
     if args.rehearse and args.steps + args.timed_steps == 0:
         parser.error("a rehearsal needs --steps or --timed-steps >= 1")
+    if not args.rehearse and (args.timed_steps or args.real_tensors):
+        parser.error("--timed-steps and --real-tensors belong to a rehearsal (--rehearse)")
+    if args.allocator_trace is not None and args.steps == 0:
+        parser.error("--allocator-trace records the tracked steps: it needs --steps >= 1")
     return args
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import inspect
 from dataclasses import dataclass
 from functools import partial
 
@@ -62,11 +63,15 @@ from torch.utils.checkpoint import (
 
 import model
 
-try:  # torch 2.13: a receive's metadata is kept apart from its buffer
+RECEIVE_METADATA = "tensor_meta" in inspect.signature(_RecvInfo.__init__).parameters
+"""torch 2.13's pipeline stage keeps a receive's metadata apart from its buffer; torch 2.11's
+holds a buffer in each receive, allocated at the stage's set-up (`ReceiveOnDemandStage` serves
+both; no other layout has been checked)."""
+if RECEIVE_METADATA:
     from torch.distributed.pipelining._utils import _make_tensor_from_meta
-    RECEIVE_METADATA = True
-except ImportError:  # torch 2.11: each receive holds a buffer, allocated at the stage's set-up
-    RECEIVE_METADATA = False
+elif list(inspect.signature(_RecvInfo.__init__).parameters) != ["self", "input_name", "source", "buffer"]:
+    raise ImportError(f"torch {torch.__version__}: its pipeline stage's receive infos are neither torch 2.13's "
+                      "nor torch 2.11's, which are the ones this job's ReceiveOnDemandStage knows")
 
 MESH_DIMS = ("dp", "pp", "tp")
 MESH_SHAPE = (64, 16, 8)
@@ -466,7 +471,8 @@ class ReceiveOnDemandStage(PipelineStage):
       the stage's caches keep (the stage input saved for backward, a zero-bubble schedule's
       output gradients), already counted as activations by the memory model;
     - same-rank hand-offs of V schedules (`set_local_fwd_input`, `set_local_bwd_input`) set
-      the buffer as before; a missing gradient is a zero tensor made for that micro-batch.
+      the buffer as before; a missing gradient is a zero tensor made for that micro-batch
+      (torch 2.13; torch 2.11 refuses a missing one, as its own stage does).
 
     Root inputs (stage 0) and outputs without gradient (no metadata) never had buffers.
 
