@@ -1230,6 +1230,16 @@ offloading a fourth link class joins them, the GPU's link to host memory: step >
 host bytes (`Ledger.host_bytes`) / the GPU's share of that link (`Bounds.host`), which holds by
 construction (below) and `tests/test_bounds.py` checks on the datasheet figure.
 
+Below the datasheet's peak sits the part's measured one: no BF16 matrix product is charged faster
+than the part's maximum achievable matmul FLOP/s (`kernels.matmul_achievable`: S. Bekman's
+brute-force sweep of `torch.matmul` shapes, H100 794.5 of 989 TFLOPS, B200 1,745 of 2,250, GB200
+1,822 of 2,500, A100 267.9 of 312; an H200 or H800 is an H100's chip; none for CDNA3). The fitted
+Hopper ceiling (`gemm_hopper`) times its intensity curve passed H100's 80.3 % for products of
+about 16,384^3 and larger, beyond any calibration run's: the bound moves no fitted figure, no
+shipped spec and no search winner, and keeps the curve from promising a rate no kernel reaches
+(tests/test_kernels.py, over 343 shapes on every catalogued NVIDIA part). The H200 measured here
+ran 8192^3 at 777 TFLOP/s, under the bound ("Measured on an H200").
+
 ### Activation offloading
 
 `train { offload-activations N }` (Megatron-Core's `--cpu-offloading-num-layers`) sends the saved

@@ -220,6 +220,15 @@ kind of shared memory and L2 (the table's pointer to AMD's account of why effici
 accelerators get faster: rocm.blogs.amd.com, software-tools-optimization/
 Understanding_Peak_and_Max-Achievable_FLOPS)."""
 
+MAMF_A100 = {"a100-80gb": 267.9 / 312}
+"""A100 SXM: 267.9 of 312 TFLOPS (85.9 %, CUDA 12.1, best shape 6912 x 16384 x 2048), from the same
+table's 2024 edition (its current one no longer lists the A100): a bound only (`matmul_achievable`),
+never a ceiling's scale."""
+
+MAMF_FLAGSHIP = {"ampere": "a100-80gb", "hopper": "h100-sxm", "blackwell": "b200"}
+"""The measured part a GPU of a generation stands for where the table has no row of its own (an
+H200 is an H100's chip at the same clocks: the table's "H200 is the same")."""
+
 MAMF_REFERENCE = "h100-sxm"
 """The part whose runs the fitted ceiling `Constants.gemm_hopper` comes from (the calibration rows of
 benchmarks/data/published.yaml are H100 runs)."""
@@ -244,6 +253,17 @@ def matmul_ceiling(gpu: str, generation: str) -> float:
         return 1.0
     part = gpu if gpu in MAMF_BF16 else MAMF_BY_GENERATION[generation]
     return MAMF_BF16[part] / MAMF_BF16[MAMF_REFERENCE]
+
+
+def matmul_achievable(gpu: str, generation: str) -> float:
+    """The most of its dense BF16 peak a part's matrix products reach: its maximum achievable
+    matmul FLOP/s (`MAMF_BF16`, `MAMF_A100`: the best of a brute-force sweep of shapes), else its
+    generation's flagship's (`MAMF_FLAGSHIP`); 1 where neither exists (CDNA3: its sweeps disagree by
+    15 % across ROCm releases). A physical bound, not a fit: `timing.gemm_efficiency` never
+    charges a product faster than this, whatever its fitted ceiling and shape say."""
+    measured = MAMF_BF16 | MAMF_A100
+    part = gpu if gpu in measured else MAMF_FLAGSHIP.get(generation)
+    return measured[part] if part is not None else 1.0
 
 
 # ---------------------------------------------------------------------------------------------
