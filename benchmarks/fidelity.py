@@ -1779,7 +1779,14 @@ Every row off by more than 20 %, its predicted step part by part (seconds):
   fork of the same software, is slower than predicted too. Neither the bubble (charged for plain
   1F1B at the rows' 160-240 micro-batches) nor the exposed communication is where the gap is; what
   DeepSpeed's pipeline engine costs beyond them (its point-to-point transfers and the engine's
-  per-micro-batch work) is not modelled, and
+  per-micro-batch work) is not modelled. Its schedule is not it: `TrainSchedule`
+  (deepspeed/runtime/pipe/schedule.py) runs every stage in lock-step, even and odd stages
+  alternating forward and backward steps, each step opening with a blocking exchange with one
+  neighbour; the pair's wait links a stage to a neighbour whose previous step was of the other
+  kind, so the longest cycle is still a stage's own forward plus backward, the period of plain
+  1F1B (simulated step by step for these rows' 35 stages and 160-240 micro-batches: equal to
+  1F1B's to the digit without transfers); the blocking transfers add about 2 x (m + p - 1)
+  exchanges of one micro-batch's activation, a few per cent of these steps. And
   BLOOM's script sets `CUDA_LAUNCH_BLOCKING=1`, which serialises every launch. Sequence parallelism
   did not exist yet for MT-NLG (the row says so; the reader's default would make it worse, table
   below), and its TFLOP/s count every layer's recomputation (the row states full recomputation).

@@ -55,6 +55,21 @@ def test_the_flash_attention_the_model_charges_is_torchs_kernel_on_an_h200():
         assert backward == pytest.approx(row["backward_s"], rel=0.07), s
 
 
+def test_no_memory_bound_kernel_is_charged_faster_than_the_h200s_copy():
+    """The time model runs memory-bound kernels at `hbm_efficiency` of the datasheet's bandwidth
+    (a fixed constant, sourced from STREAM-like copies on A100 and H100); a device-to-device copy of
+    2 GiB on the H200, counting reads and writes, moved 4.16 TB/s (86.7 % of 4.8): the charged
+    rate must stay under what the part's own best memory-bound kernel reaches."""
+    from parc import timing
+    from parc.calibration import DEFAULT
+
+    hw = timing.hardware_of(h200_plan())
+    copy = MEASURED["copy_tb_per_s"] * 1e12
+    assert 0.8 < copy / hw.hbm < 0.95  # a sane copy on a 4.8 TB/s part
+    one_gib = 2 ** 30
+    assert timing.memory_seconds(one_gib, hw, DEFAULT) >= one_gib / copy
+
+
 def layer_products():
     """(forward, backward) seconds of one 405B layer's seven nn.Linear products as measured (tp 8,
     8,192 tokens; the backward is each product's two GEMMs)."""
