@@ -220,10 +220,17 @@ kind of shared memory and L2 (the table's pointer to AMD's account of why effici
 accelerators get faster: rocm.blogs.amd.com, software-tools-optimization/
 Understanding_Peak_and_Max-Achievable_FLOPS)."""
 
-MAMF_A100 = {"a100-80gb": 267.9 / 312}
-"""A100 SXM: 267.9 of 312 TFLOPS (85.9 %, CUDA 12.1, best shape 6912 x 16384 x 2048), from the same
-table's 2024 edition (its current one no longer lists the A100): a bound only (`matmul_achievable`),
-never a ceiling's scale."""
+MAMF_BOUND_ONLY = {"a100-80gb": 271.2 / 312, "mi300x": 781.9 / 1300}
+"""Parts whose measured maximum serves only as a bound (`matmul_achievable`), never to scale a
+ceiling: the A100 SXM, 271.2 of 312 TFLOPS (86.9 %, torch 2.6.0+cu126; the same table); MI300X,
+the higher of its two sweeps, 781.9 of 1,300 (60.1 %, ROCm 6.2, the table's 2024 edition; 51.4 %
+under ROCm 6.3 in its current one): a bound must sit above every measurement of the part."""
+
+MAMF_FP8 = {"h100-sxm": 1402.6 / 1979, "h200": 1453.4 / 1979, "b200": 3432.5 / 4500, "gb200-nvl72": 3615.6 / 5000}
+"""The same table's FP8 (`float8_e4m3fn`) maxima as fractions of the dense FP8 peak: H100 SXM 1,402.6
+of 1,979 (70.9 %, torch 2.7.0+cu126), H200 1,453.4 (73.4 %, 2.7.1+cu128), B200 3,432.5 of 4,500
+(76.3 %, 2.7.1+cu128), GB200 3,615.6 of 5,000 (72.3 %, 2.10.0.dev+cu130). None for the A100 (no
+FP8) or MI300X (not measured there)."""
 
 MAMF_FLAGSHIP = {"ampere": "a100-80gb", "hopper": "h100-sxm", "blackwell": "b200"}
 """The measured part a GPU of a generation stands for where the table has no row of its own (an
@@ -238,7 +245,8 @@ MAMF_BY_GENERATION = {"blackwell": "b200"}
 has no measurement of its own (a GPU defined in a spec): the generation's flagship. CDNA3 has none:
 MI300X's two published sweeps disagree by 15 % across ROCm releases (60.1 % under ROCm 6.2 in the
 table's 2024 edition, 51.4 % under ROCm 6.3 in its 2025 one), a software figure, not the part's; it
-keeps Hopper's ceiling, as docs/time-model.md states."""
+keeps Hopper's ceiling, as docs/time-model.md states (and the higher sweep as its bound:
+`MAMF_BOUND_ONLY`)."""
 
 
 def matmul_ceiling(gpu: str, generation: str) -> float:
@@ -255,15 +263,15 @@ def matmul_ceiling(gpu: str, generation: str) -> float:
     return MAMF_BF16[part] / MAMF_BF16[MAMF_REFERENCE]
 
 
-def matmul_achievable(gpu: str, generation: str) -> float:
-    """The most of its dense BF16 peak a part's matrix products reach: its maximum achievable
-    matmul FLOP/s (`MAMF_BF16`, `MAMF_A100`: the best of a brute-force sweep of shapes), else its
-    generation's flagship's (`MAMF_FLAGSHIP`); 1 where neither exists (CDNA3: its sweeps disagree by
-    15 % across ROCm releases). A physical bound, not a fit: `timing.gemm_efficiency` never
-    charges a product faster than this, whatever its fitted ceiling and shape say."""
-    measured = MAMF_BF16 | MAMF_A100
+def matmul_achievable(gpu: str, generation: str, fp8: bool = False) -> float:
+    """The most of its dense BF16 (or, `fp8`, FP8) peak a part's matrix products reach: its maximum
+    achievable matmul FLOP/s (`MAMF_BF16` and `MAMF_BOUND_ONLY`, or `MAMF_FP8`: the best of a
+    brute-force sweep of shapes), else its generation's flagship's (`MAMF_FLAGSHIP`); 1 where
+    neither exists. A physical bound, not a fit: `timing.gemm_efficiency` never charges a product
+    faster than this, whatever its fitted ceiling and shape say."""
+    measured = MAMF_FP8 if fp8 else MAMF_BF16 | MAMF_BOUND_ONLY
     part = gpu if gpu in measured else MAMF_FLAGSHIP.get(generation)
-    return measured[part] if part is not None else 1.0
+    return measured.get(part, 1.0) if part is not None else 1.0
 
 
 # ---------------------------------------------------------------------------------------------

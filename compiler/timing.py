@@ -366,6 +366,8 @@ class Hardware:
     """The most of its dense BF16 peak the part's matrix products reach (`kernels.matmul_achievable`:
     its measured maximum achievable matmul FLOP/s, H100 0.803): the bound no BF16 GEMM is charged
     faster than (`gemm_efficiency`)."""
+    achievable_fp8: float = 1.0
+    """The same of its dense FP8 peak (H100 0.709): the bound of an FP8 GEMM."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -394,7 +396,8 @@ def hardware_of(plan: Plan) -> Hardware:
         sms=gpu.sms or SMS_BY_GENERATION.get(gpu.generation, 132),
         host=cluster.host_bandwidth or host_bandwidth(gpu.name) or 0.0,
         ceiling=kernel_model.matmul_ceiling(gpu.name, gpu.generation),
-        achievable=kernel_model.matmul_achievable(gpu.name, gpu.generation))
+        achievable=kernel_model.matmul_achievable(gpu.name, gpu.generation),
+        achievable_fp8=kernel_model.matmul_achievable(gpu.name, gpu.generation, fp8=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -939,15 +942,15 @@ def gemm_efficiency(m: float, k: float, n: float, element: int, peak: float, hw:
     SMs its tiles keep busy (`kernels.gemm_wave_efficiency`: wave quantisation, split-K when the
     output has fewer tiles than SMs), times the part's measured ceiling relative to the fitted
     generation's (`Hardware.ceiling`). `groups` products of this shape launched as one grouped
-    kernel share their waves. A BF16 product is never charged faster than the part's measured
-    maximum achievable matmul rate (`Hardware.achievable`): the fitted ceiling holds what training
-    runs' GEMMs reach at their shapes, and its intensity curve, extended to larger products than
-    those runs had, would pass it."""
+    kernel share their waves. A product is never charged faster than the part's measured maximum
+    achievable matmul rate at its precision (`Hardware.achievable`, `achievable_fp8`): the fitted
+    ceiling holds what training runs' GEMMs reach at their shapes, and its intensity curve would pass
+    it on large BF16 products and on ordinary FP8 ones, whose measured maxima sit lower."""
     intensity = 2 * m * k * n / (element * (m * k + k * n + m * n))
     half = c.intensity_half * peak / hw.hbm
     waves = kernel_model.gemm_wave_efficiency(m, k, n, hw.sms, groups)
     efficiency = c.gemm_efficiency(hw.generation) * hw.ceiling * intensity / (intensity + half) * waves
-    return min(efficiency, hw.achievable) if element == 2 else efficiency
+    return min(efficiency, hw.achievable if element == 2 else hw.achievable_fp8)
 
 
 @lru_cache(maxsize=65536, typed=True)
