@@ -422,18 +422,14 @@ def section(constants) -> dict[str, str]:
 
 
 def layer_charge(plan, c) -> float:
-    """The GEMM seconds the time model charges one layer of `plan`'s job on one micro-batch under
-    constants `c` (`timing.layer_work`, slowed as the runtime's kernels are: `timing.slowed`)."""
+    """The GEMM seconds the time model charges one dense layer of `plan`'s job on one micro-batch
+    under constants `c` (`timing.layer_work`, slowed as the runtime's kernels are: `timing.slowed`)."""
     from parc import timing
-    from parc.memory.inputs import shape_of
+    from parc.memory.inputs import knobs_of, shape_of
     from parc.targets import software_of
 
-    sw, layout = software_of(plan), plan.layout
-    tp = layout.degree("tp") or 1
-    case = timing.LayerCase(moe=False, tp=tp, sp=tp > 1 and layout.tp.sequence_parallel, cp=layout.degree("cp") or 1,
-                            flavour="ring", seq=plan.training.seq_len, micro=plan.training.micro_batch, ep=1,
-                            precision="bf16", attention=sw.attention, kernels=sw.kernels)
-    work = timing.layer_work(shape_of(plan), case, timing.hardware_of(plan), c)
+    sw = software_of(plan)
+    work = timing.layer_work(shape_of(plan), timing.LayerCase.of(knobs_of(plan), False, sw), timing.hardware_of(plan), c)
     return timing.slowed(work, sw, c).gemm
 
 

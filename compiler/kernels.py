@@ -233,20 +233,20 @@ of 1,979 (70.9 %, torch 2.7.0+cu126), H200 1,453.4 (73.4 %, 2.7.1+cu128), B200 3
 FP8) or MI300X (not measured there)."""
 
 MAMF_FLAGSHIP = {"ampere": "a100-80gb", "hopper": "h100-sxm", "blackwell": "b200"}
-"""The measured part a GPU of a generation stands for where the table has no row of its own (an
-H200 is an H100's chip at the same clocks: the table's "H200 is the same")."""
+"""The measured part a GPU of a generation stands for where the table has no row of its own (a GPU
+defined in a spec; an H200 is an H100's chip at the same clocks: the table's "H200 is the same").
+CDNA3 has none: MI300X's two published sweeps disagree by 15 % across ROCm releases (60.1 % under
+ROCm 6.2 in the table's 2024 edition, 51.4 % under ROCm 6.3 in its 2025 one), a software figure,
+not the part's; it keeps Hopper's ceiling, as docs/time-model.md states (and the higher sweep as
+its bound: `MAMF_BOUND_ONLY`)."""
 
 MAMF_REFERENCE = "h100-sxm"
 """The part whose runs the fitted ceiling `Constants.gemm_hopper` comes from (the calibration rows of
 benchmarks/data/published.yaml are H100 runs)."""
 
-MAMF_BY_GENERATION = {"blackwell": "b200"}
-"""The measured part a GPU of a generation without a fitted ceiling stands for when the catalogue
-has no measurement of its own (a GPU defined in a spec): the generation's flagship. CDNA3 has none:
-MI300X's two published sweeps disagree by 15 % across ROCm releases (60.1 % under ROCm 6.2 in the
-table's 2024 edition, 51.4 % under ROCm 6.3 in its 2025 one), a software figure, not the part's; it
-keeps Hopper's ceiling, as docs/time-model.md states (and the higher sweep as its bound:
-`MAMF_BOUND_ONLY`)."""
+CEILING_SCALED = frozenset({"blackwell"})
+"""Generations without a fitted GEMM ceiling of their own (no calibration run): their parts scale
+Hopper's by their measured maximum (`matmul_ceiling`)."""
 
 
 def matmul_ceiling(gpu: str, generation: str) -> float:
@@ -257,9 +257,9 @@ def matmul_ceiling(gpu: str, generation: str) -> float:
     sweep's ceiling (sustained power, shapes, the epilogues); a Blackwell part runs the same
     kernels, so it keeps those losses and scales by how much lower its own ceiling sits. Charged to
     every tensor-core kernel: GEMMs and fused attention alike."""
-    if generation not in MAMF_BY_GENERATION:
+    if generation not in CEILING_SCALED:
         return 1.0
-    part = gpu if gpu in MAMF_BF16 else MAMF_BY_GENERATION[generation]
+    part = gpu if gpu in MAMF_BF16 else MAMF_FLAGSHIP[generation]
     return MAMF_BF16[part] / MAMF_BF16[MAMF_REFERENCE]
 
 
@@ -271,7 +271,7 @@ def matmul_achievable(gpu: str, generation: str, fp8: bool = False) -> float:
     faster than this, whatever its fitted ceiling and shape say."""
     measured = MAMF_FP8 if fp8 else MAMF_BF16 | MAMF_BOUND_ONLY
     part = gpu if gpu in measured else MAMF_FLAGSHIP.get(generation)
-    return measured.get(part, 1.0) if part is not None else 1.0
+    return measured.get(part, 1.0)
 
 
 # ---------------------------------------------------------------------------------------------
