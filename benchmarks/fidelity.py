@@ -2007,6 +2007,46 @@ No model constant or term is changed for these rows. The dense calibration (`fid
 unchanged: nothing here is fitted, and the reader's two readings apply only to rows whose notes
 state them.
 
+### The long-sequence table on B200: how fast attention ran beside the rest
+
+NeMo's long-sequence page has a second table: Llama 3 8B, FP8, on DGX-B200 with the NeMo 25.04.rc2
+container, 8K to 1M tokens, context parallelism from 1 to 16 (NVIDIA/NeMo
+docs/source/performance/performance_long_sequence.md at 14d427f575). Its @NEMO_LONGSEQ_N@ rows are
+transcribed into `benchmarks/data/nemo_long_sequence.yaml` and never fitted (the file's header cites
+the table, the revision read and the FLOP convention). They are not among the dense Blackwell rows
+`blackwell_sustained` is fitted on either: attention is a fifth to nearly all of each of their steps,
+so they would fit attention's speed under that constant's name; every one of them is listed below
+with its error. `attention_sustained` is fitted on the page's
+other table, Llama 2 7B on H100 with NeMo 24.03.01. Each rank of both tables holds a few thousand to
+tens of thousands of tokens, and from one row to the next the attention's share of the step grows
+from a fifth to nearly all of it, so the way the error moves with the sequence says whether the
+model charges attention in the right proportion to the rest: right where the error is flat.
+Both tables, as stored and with attention at the kernel benchmarks' speed (`attention_sustained`
+1, nothing else refitted), and the B200 rows under the other reading of their TFLOP/s:
+
+@NEMO_LONGSEQ_TABLE@
+
+@NEMO_LONGSEQ_SUMMARY@
+
+The two tables disagree. NeMo 24.03.01 on H100 ran attention at about 0.6 of the benchmarks' speed
+beside its GEMMs, which is what the constant records; NeMo 25.04 on B200 ran it at the benchmarks'
+speed, and its level (about 15 % fast at every length) is what the rest of the step misses on B200,
+as the dense Blackwell rows above. The ModelZoo's 2025 Qwen3-235B-A22B long-context rows on H100
+(Megatron-Core, `published.yaml`) side with the B200 table: at the benchmarks' speed their
+forced-balance rows came within 4 % at 16K-128K when this was written, against 16-32 % slow as stored
+("The long-context MoE series, from its own points"). What
+differs between the two NeMo tables that could make attention 0.6x as fast on the older one: the
+software (NeMo's own Dockerfile from February to May 2024 builds on NGC PyTorch 24.01, v1.23.0's with
+Transformer Engine 1.2: older than the cuDNN releases, mid-2024 on, whose benchmarks the cuDNN curve
+is fitted on; which cuDNN that container carried is not in the sources read here);
+the GPU (the B200 curve is Hopper's fractions scaled by the measured matmul ceiling, no Blackwell
+attention sweep having been published); and the FLOP count (read as a causal count, the last
+column, the B200 rows come out slower the longer the sequence under either attention speed, the
+pattern no reading of the physics here removes, so the callback's non-causal count is the reading). None of these is measured here, so the constant stays as
+fitted and these rows stand as the check that says it may belong to one release rather than to
+training; the prepared timed rehearsal of Llama 3 8B at 32K tokens (`benchmarks/gpu_check.py`)
+measures the same question for parc's own runtime on the first session with a GPU.
+
 ### The same runs across releases: the hardware or the release?
 
 NeMo 25.02's B200 and 25.04's GB200 rows are predicted fast where Megatron-Bridge 25.11 (the same
