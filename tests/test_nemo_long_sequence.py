@@ -7,13 +7,11 @@ typed here; the doc's part of the NeMo section is checked current."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
 import yaml
 
 from .conftest import ROOT
+from .test_nemo_performance import _nemo_check
 
 # sequence (K tokens): (GPUs, global batch in sequences, tp, cp, dp, TFLOPS / GPU), typed from the table
 TYPED = {
@@ -45,14 +43,6 @@ def causal_flops_per_sequence(seq: int) -> float:
 
 def _rows():
     return yaml.safe_load((ROOT / "benchmarks" / "data" / "nemo_long_sequence.yaml").read_text())
-
-
-def _nemo_check():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("nemo_check", ROOT / "benchmarks" / "nemo_check.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_transcription_matches_the_typed_table():
