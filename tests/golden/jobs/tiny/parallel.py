@@ -285,9 +285,10 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten(0, 1))
 
 
-def placeholder(t: torch.Tensor) -> torch.Tensor:
-    """A meta-device tensor standing for `t`'s buffer: its shape, dtype and requires_grad."""
-    return torch.empty(t.shape, dtype=t.dtype, device="meta").requires_grad_(t.requires_grad)
+def buffer_like(t: torch.Tensor, device: torch.device | str) -> torch.Tensor:
+    """An unfilled tensor of `t`'s shape, dtype and requires_grad on `device`: a receive buffer,
+    or on the meta device the placeholder that stands for one."""
+    return torch.empty(t.shape, dtype=t.dtype, device=device).requires_grad_(t.requires_grad)
 
 
 @contextlib.contextmanager
@@ -366,18 +367,13 @@ class ReceiveOnDemandStage(PipelineStage):
                 if not info.is_root_arg and info.tensor_meta is not None and info.buffer is None:
                     info.buffer = _make_tensor_from_meta(info.tensor_meta, self.device)
             elif isinstance(info, _RecvInfo) and info.buffer.is_meta:
-                held = info.buffer
-                info.buffer = torch.empty(held.shape, dtype=held.dtype, device=self.device)
-                info.buffer.requires_grad_(held.requires_grad)
+                info.buffer = buffer_like(info.buffer, self.device)
 
     @staticmethod
     def _release(infos: tuple) -> None:
         for info in infos:
-            if RECEIVE_METADATA:
-                if not info.is_root_arg:
-                    info.buffer = None
-            elif isinstance(info, _RecvInfo) and not info.buffer.is_meta:
-                info.buffer = placeholder(info.buffer)
+            if holds_buffer(info):
+                info.buffer = None if RECEIVE_METADATA else buffer_like(info.buffer, "meta")
 
     def get_fwd_recv_ops(self, fwd_chunk_id: int) -> list:
         self._allocate(self.args_recv_info[fwd_chunk_id])
