@@ -73,14 +73,18 @@ def load_rows(path: Path = PUBLISHED) -> tuple[list[Run], list[Skipped]]:
     """Every run of a file in published.yaml's schema as a compiled spec, or why it is left out."""
     import yaml
 
-    rows, skipped = [], []
     try:
         entries = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as e:
         raise SystemExit(f"fidelity: cannot read {path}: {e}") from None
     if isinstance(entries, dict):  # a file that wraps its list (`runs: [...]`)
         entries = next((v for v in entries.values() if isinstance(v, list)), [])
-    entries = [e for e in entries or [] if isinstance(e, dict)]
+    return compile_entries([e for e in entries or [] if isinstance(e, dict)])
+
+
+def compile_entries(entries: list[dict]) -> tuple[list[Run], list[Skipped]]:
+    """Entries in published.yaml's schema as compiled specs, or why each is left out."""
+    rows, skipped = [], []
     for entry in entries:
         row = row_spec(entry, entries)
         if isinstance(row, Skipped):
