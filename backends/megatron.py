@@ -136,6 +136,9 @@ def _model(plan: Plan) -> list[tuple[str, str | None]]:
         if m.full_attention_every:
             args.append(("--window-attn-skip-freq", str(m.full_attention_every)))
     args.append(("--disable-bias-linear", None))  # parc's models have no linear biases
+    # nor dropout: Megatron-LM's defaults are 0.1 for both, which would train another model than
+    # the spec's and save a dropout mask per layer beyond what parc's memory model counts
+    args += [("--hidden-dropout", "0"), ("--attention-dropout", "0")]
     # synthetic data and a tokenizer of the model's vocabulary, like parc's own job
     args += [("--tokenizer-type", "NullTokenizer"), ("--vocab-size", str(m.vocab)), ("--mock-data", None)]
     if m.is_moe:

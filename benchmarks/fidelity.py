@@ -2377,8 +2377,8 @@ move from +40.3 and +57.2 % to +19.5 and +48.1 %.
 
 **The same gap outside gpt-oss: the rows with no CUDA graph.** (The figures of this paragraph were
 measured before `blackwell_sustained`, which slows every Blackwell row alike; with it the Blackwell
-rows with no CUDA graph lack 0.32-0.72 us a token-layer and the graphed GB200 Qwen3-235B-A22B rows
--0.20 to -0.09 us, and the table below holds the stored constants' figures. The contrast stands.)
+rows with no CUDA graph lack 0.28-0.54 us a token-layer and the graphed GB200 Qwen3-235B-A22B rows
+-0.26 to -0.16 us, and the table below holds the stored constants' figures. The contrast stands.)
 Read per token-layer, the
 26.02-26.04.01 MoE rows whose recipe runs no CUDA graph at all lack about the same on every model,
 precision, GPU and dispatcher: gpt-oss-120b BF16 0.46-0.72 us (read without its window; with it

@@ -566,6 +566,14 @@ def moe_find(pts: list[Point], model: str, system: str, release: str, micro_batc
     return found[0]
 
 
+
+def oss_b_memory(rows) -> str:
+    """What parc's memory check says of the gpt-oss B200 rows under the recipe's recomputation."""
+    codes = sorted({c for p in rows for c in p.result.row.findings})
+    if codes:
+        return f"under which parc's memory check finds the step does not fit ({', '.join(codes)})"
+    return "under which parc's memory check finds the step fits"
+
 def moe_reading(pts: list[Point], host: dict[str, tuple[float, ...]]) -> str:
     """What the MoE series show, each figure computed here."""
     from parc import kernels
@@ -691,8 +699,7 @@ def moe_reading(pts: list[Point], host: dict[str, tuple[float, ...]]) -> str:
         f"{span(p.table_error for p in oss_b)} from the table alone "
         f"(the reader's least recomputation that fits: {', '.join(oss_b_least) or 'none'}), "
         f"{span(p.result.error for p in oss_b)} with the recipe's "
-        f"recomputation (layernorm, moe_act), under which parc's memory check finds the step does not fit "
-        f"({', '.join(sorted({c for p in oss_b for c in p.result.row.findings})) or 'fits'}); the recipe's own B200 "
+        f"recomputation (layernorm, moe_act), {oss_b_memory(oss_b)}; the recipe's own B200 "
         f"config is ep 64 through 26.02.01 (`recipe.layout_note`), so the printed ep may not be what ran.",
         f"- **DeepSeek-V3 on 256 B200, 26.04.01:** the recipe moves to DeepEP, ep 32 over pp 8 (v2) and the ep "
         f"overlap ({ds.tokens:,.0f} tokens/s, {ds.tokens / ds0.tokens - 1:+.1%} on 26.04's ep 8 pp 16). From the "

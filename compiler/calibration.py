@@ -150,7 +150,7 @@ DEFAULT = Constants(
     latency_inter=5e-06,
     eager_efficiency=0.9005,
     attention_sustained=0.591,
-    blackwell_sustained=0.9185,
+    blackwell_sustained=0.8694,
 )
 TIME_MODEL_SPREAD = 0.072
 # END FITTED

@@ -181,15 +181,16 @@ def test_the_prediction_does_not_read_the_release(points, release_check):
 def test_the_b200_series_the_doc_reads(points, release_check):
     """The figures the reading rests on, against the typed ones: NeMo 25.02's Llama 3 8B on 8 B200
     (26,006 tokens/s, nemo_performance.yaml) -> Bridge 25.09 / 25.11 (29,994 / 30,624) is +17.8 %
-    on the same layout, and the error falls into Bridge's H100 band; on GB200, 25.04's 70B FSDP at
+    on the same layout, and the error falls by more than 15 points to within 10 % (-9.4 %, just
+    under Bridge's H100 band, -7.8 % .. +18.1 %, since `blackwell_sustained` was refitted with
+    Megatron's bf16 gradient buffer and fp8 saved inputs); on GB200, 25.04's 70B FSDP at
     micro-batch 1 (4,035) and 25.07's (4,066) are within 1 % and both fast by the same few per cent
-    (+4.9 %, +2.9 % measured with `blackwell_sustained`; +12.3 %, +10.1 % at the measured
+    (+3.4 %, +1.0 % measured with `blackwell_sustained`; +12.3 %, +10.1 % at the measured
     tensor-core ceiling alone, `kernels.matmul_ceiling`; +21.4 %, +18.9 % before it)."""
     groups = release_check.series(points)
     b8 = release_check.find(groups, "Llama 3 8B", "B200", 8, 2)
     assert [(p.release, p.tokens) for p in b8] == [("25.02", 26006), ("25.09", 29994), ("25.11", 30624)]
-    low, high = release_check.h100_band(points)
-    assert b8[0].result.error > b8[-1].result.error + 0.15 and low <= b8[-1].result.error <= high
+    assert b8[0].result.error > b8[-1].result.error + 0.15 and abs(b8[-1].result.error) < 0.10
     g70 = release_check.find(groups, "Llama 3 70B", "GB200", 64, 1, fsdp=True)
     assert [(p.release, p.tokens) for p in g70] == [("25.04", 4035), ("25.07", 4066)]
     assert all(0.0 < p.result.error < 0.08 for p in g70)
@@ -253,6 +254,31 @@ def test_the_offloading_rows_are_read_without_recomputation(points, release_chec
         assert p.result.breakdown.host_bytes > 0 and p.result.breakdown.offload > 0, p.result.row.id
         assert p.table_only.breakdown.host_bytes == 0, p.result.row.id
         assert p.result.error > p.table_only.error + 0.1, p.result.row.id
+
+
+RAN_WITHOUT_RECOMPUTATION = ("bridge2602_gb200_llama31_405b_fp8mx", "bridge260201_gb200_llama31_405b_fp8mx",
+                             "bridge2604_gb200_llama31_405b_fp8mx", "bridge260401_gb200_llama31_405b_fp8mx",
+                             "bridge2606_gb200_llama31_405b_fp8mx")
+"""Rows whose run held no recomputation, by the release's own code: the GB200 MXFP8 V2 preset
+(`llama31_workload_base_configs.py` at v0.3.0, v0.3.1, v0.4.0, v0.4.2 and v0.5.0: tp 4, pp 16, vp 8,
+cp 1, batch 1,536, and no recompute_num_layers or recompute_modules) over the recipe's
+`cfg.model.recompute_granularity = None` (`recipes/llama/llama3.py`, `llama31_405b_pretrain_config`;
+c0b9a00031 for 26.02), with `grad_reduce_in_fp32 = False`: they ran, so they fit in 186 GB."""
+
+
+def test_the_layouts_that_ran_without_recomputation_fit(points):
+    """A layout a published run held without recomputation fits in parc's memory model: the reader
+    then charges none. Under Megatron's bf16-era accounting (fp32 main gradients, every linear's
+    input saved in bf16) the worst stage needed 190 GiB of the 164 usable and the rows were read
+    with every layer recomputed, 20-22 % slow; Megatron-Core's bf16 gradient buffer and Transformer
+    Engine's fp8 saved inputs are what the run's code does (`memory/states.py`,
+    `memory/activations.te_fp8_saving`)."""
+    ran = [p for p in points if p.result.row.id in RAN_WITHOUT_RECOMPUTATION]
+    assert len(ran) == len(RAN_WITHOUT_RECOMPUTATION)
+    for p in ran:
+        assert p.result.row.plan.training.recompute in (None, "none"), p.result.row.id
+        assert p.result.breakdown.recompute == 0, p.result.row.id
+        assert "recompute none" in p.result.row.spec, p.result.row.id
 
 
 # ---------------------------------------------------------------------------------------------
@@ -472,13 +498,13 @@ def test_read_recipe_leaves_rows_without_one_alone():
 
 def test_the_moe_series_the_doc_reads(points, release_check, host):
     """B200's Qwen3-30B-A3B: micro-batch 1 (26.02, 9,691 tokens/s) is predicted over twice as fast,
-    micro-batch 4 (26.02.01, 26,695) within 5 %; H100's same printed layout from 26.02 (5,113) to
+    micro-batch 4 (26.02.01, 26,695) within 8 % (-6.3 %); H100's same printed layout from 26.02 (5,113) to
     26.02.01 (9,058) gets one prediction from the table alone; no tried host time per op brings both
     H100 rows within 20 %."""
     pts = moe_points(points)
     b1, b4 = pts["bridge2602_b200_qwen3_30b_a3b_fp8mx"], pts["bridge260201_b200_qwen3_30b_a3b_fp8mx"]
     assert (b1.tokens, b4.tokens) == (9691, 26695)
-    assert b1.result.error > 1.0 and abs(b4.result.error) < 0.05
+    assert b1.result.error > 1.0 and abs(b4.result.error) < 0.08
     h0, h1 = pts["bridge2602_h100_qwen3_30b_a3b_fp8cs"], pts["bridge260201_h100_qwen3_30b_a3b_fp8cs"]
     # the same printed layout: one prediction from the table alone; the recipes differ (release tags)
     assert h0.tokens * (1 + h0.table_error) == pytest.approx(h1.tokens * (1 + h1.table_error), rel=1e-9)
@@ -516,10 +542,10 @@ def test_the_token_layer_gap_is_the_reported_step_less_the_predicted(points, rel
 def test_the_eager_rows_the_doc_reads(points, release_check):
     """docs/time-model.md, "The same gap outside gpt-oss": the 26.02-26.04.01 rows of gpt-oss-120b
     on Blackwell and of Qwen3-235B-A22B on B200 and H100 whose recipe runs no CUDA graph lack
-    0.3-1.0 us a token-layer (0.35 before `blackwell_sustained` slowed the Blackwell rows); gpt-oss-120b
-    on H100, its eager passes charged ("gpt-oss's own eager passes"), and Qwen3-235B-A22B on GB200,
-    with Transformer Engine's graphs of attention, router and preprocess, within 0.25 us of nothing
-    (measured -0.20 to +0.12 us)."""
+    0.25-1.0 us a token-layer (measured 0.28-0.65 us); gpt-oss-120b on H100, its eager passes
+    charged ("gpt-oss's own eager passes"), and Qwen3-235B-A22B on GB200, with Transformer Engine's
+    graphs of attention, router and preprocess, within 0.3 us of nothing (measured -0.26 to
+    +0.12 us)."""
     pts = moe_points(points)
     releases = ("2602", "260201", "2604", "260401")
     eager = [p for rid, p in pts.items() if rid.split("_")[0][6:] in releases
@@ -531,8 +557,8 @@ def test_the_eager_rows_the_doc_reads(points, release_check):
     assert all(release_check.graph_kind(p.recipe) == "partial" for p in graphed)
     charged = [p for rid, p in pts.items() if rid.split("_")[0][6:] in releases and "h100_gpt_oss_120b_bf16" in rid]
     assert len(charged) == 4
-    assert all(0.3e-6 < release_check.token_layer_gap(p) < 1.0e-6 for p in eager if p not in charged)
-    assert all(abs(release_check.token_layer_gap(p)) < 0.25e-6 for p in graphed + charged)
+    assert all(0.25e-6 < release_check.token_layer_gap(p) < 1.0e-6 for p in eager if p not in charged)
+    assert all(abs(release_check.token_layer_gap(p)) < 0.3e-6 for p in graphed + charged)
 
 
 def test_no_moe_prediction_beats_the_peak_or_its_links(points):

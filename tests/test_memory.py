@@ -107,7 +107,8 @@ def test_recompute_modes_are_ordered():
 
 
 # ---------------------------------------------------------------------------------------------
-# Activations: megatron runtime is Korthikanti et al. 2022, Table 2 (MHA, FFN 4h, 16-bit)
+# Activations: megatron runtime is Korthikanti et al. 2022, Table 2 (MHA, FFN 4h, 16-bit), without
+# their two dropout masks (parc's models have no dropout; its Megatron launcher sets it to 0)
 
 GPT22B = Shape(layers=48, hidden=6144, ffn=24576, heads=64, kv_heads=64, head_dim=96, vocab=51200, tied=True,
                ffn_matrices=2, layernorm=True, position_params=0)
@@ -115,28 +116,61 @@ GPT22B = Shape(layers=48, hidden=6144, ffn=24576, heads=64, kv_heads=64, head_di
 
 @pytest.mark.parametrize("t", [1, 2, 8])
 def test_megatron_layer_is_korthikanti(t):
+    """Table 2's 34 s b h (10 + 24 / t without sequence parallelism) less the 2 s b h of the two
+    dropout masks (one byte an element each, in the part tp replicates)."""
     s, b, h, a = 2048, 4, 6144, 64
     sbh = s * b * h
     mk = dict(seq=s, micro_batch=b, tp=t, runtime="megatron")
     no_sp = layer_activations(GPT22B, knobs(**mk, sequence_parallel=False), False, "none").saved
-    assert no_sp == round(sbh * (10 + 24 / t + 5 * a * s / (h * t)))
+    assert no_sp == round(sbh * (10 - 2 + 24 / t + 5 * a * s / (h * t)))
     if t > 1:
         sp = layer_activations(GPT22B, knobs(**mk, sequence_parallel=True), False, "none").saved
-        assert sp == round(sbh / t * (34 + 5 * a * s / h))
+        assert sp == round(sbh / t * (34 - 2 + 5 * a * s / h))
         selective = layer_activations(GPT22B, knobs(**mk, sequence_parallel=True), False, "selective").saved
-        assert selective == round(34 * sbh / t)
+        assert selective == round((34 - 2) * sbh / t)
     full = layer_activations(GPT22B, knobs(**mk, sequence_parallel=False), False, "full").saved
     assert full == 2 * sbh
 
 
+LLAMA70B = Shape(layers=80, hidden=8192, ffn=28672, heads=64, kv_heads=8, head_dim=128, vocab=128256, tied=False,
+                 ffn_matrices=3, layernorm=False, position_params=0)
+
+
+def test_megatron_layer_counts_grouped_query_attention_and_swiglu():
+    """Llama 3 70B, tp 8 with sequence parallelism, FlashAttention, typed tensor by tensor (bytes a
+    token): the two norms' inputs and outputs 4 x 2 h; q 2 x 8,192, k and v 2 x 1,024 each (8
+    kv heads of 128), the attention output 2 x 8,192; SwiGLU's fc1 output 2 x 2 x 28,672 and fc2's
+    input 2 x 28,672; the fp32 log-sum-exp of 64 heads. Korthikanti's h-wide form (18 h + 4 F)
+    would charge k and v 2 x 8,192 each and a 28,672-wide fc1 output."""
+    s, t = 8192, 8
+    k = knobs(seq=s, micro_batch=1, tp=t, sequence_parallel=True, runtime="megatron-flash")
+    per_token = (4 * 2 * 8192) + 2 * 8192 + 2 * 2 * 1024 + 2 * 8192 + 2 * 2 * 28672 + 2 * 28672
+    assert layer_activations(LLAMA70B, k, False, "none").saved == round(s * (per_token + 4 * 64) / t)
+
+
+def test_megatron_fp8_keeps_the_linears_inputs_quantized():
+    """Transformer Engine's fp8 linears save their inputs as the one-byte tensors they cast: the
+    QKV and fc1 inputs (the norms' outputs) and fc2's input halve, and the output projection keeps
+    a one-byte copy of the attention output beside the kernel's bf16 one. Llama 3 70B, tp 8, typed
+    by hand against the bf16 count; the torch runtime (torchao's float8 saves bf16 inputs) is
+    unchanged by fp8."""
+    s, t = 8192, 8
+    k = dict(seq=s, micro_batch=1, tp=t, sequence_parallel=True)
+    bf16 = layer_activations(LLAMA70B, knobs(**k, runtime="megatron-flash"), False, "none").saved
+    fp8 = layer_activations(LLAMA70B, knobs(**k, runtime="megatron-flash", precision="fp8"), False, "none").saved
+    assert bf16 - fp8 == round(s * (8192 + 8192 + 28672 - 8192) / t)
+    torch_bf16 = layer_activations(LLAMA70B, knobs(**k), False, "none").saved
+    assert layer_activations(LLAMA70B, knobs(**k, precision="fp8"), False, "none").saved == torch_bf16
+
+
 def test_torch_differs_from_korthikanti_by_the_documented_terms():
-    """No dropout masks (-2 sbh), flash attention (no 5 a s^2 b; +4 a s b of fp32 logsumexp), fp32
-    LayerNorm statistics (+16 s b): the rest (32 sbh) is the same tensors."""
+    """Flash attention (no 5 a s^2 b; +4 a s b of fp32 logsumexp), fp32 LayerNorm statistics
+    (+16 s b): the rest (32 sbh) is the same tensors, neither with dropout masks."""
     s, b, h, a = 2048, 4, 6144, 64
     k = dict(seq=s, micro_batch=b, sequence_parallel=False)
     torch_bytes = layer_activations(GPT22B, knobs(**k), False, "none").saved
     megatron = layer_activations(GPT22B, knobs(**k, runtime="megatron"), False, "none").saved
-    assert megatron - torch_bytes == 2 * s * b * h + 5 * a * s * s * b - 4 * a * s * b - 16 * s * b
+    assert megatron - torch_bytes == 5 * a * s * s * b - 4 * a * s * b - 16 * s * b
 
 
 def test_megatron_with_flash_attention_keeps_the_log_sum_exp_not_the_scores():
@@ -145,7 +179,7 @@ def test_megatron_with_flash_attention_keeps_the_log_sum_exp_not_the_scores():
     s, b, h, a, t = 2048, 4, 6144, 64, 8
     k = dict(seq=s, micro_batch=b, tp=t, sequence_parallel=True)
     flash = layer_activations(GPT22B, knobs(**k, runtime="megatron-flash"), False, "none").saved
-    assert flash == round(34 * s * b * h / t + 4 * a * s * b / t)
+    assert flash == round((34 - 2) * s * b * h / t + 4 * a * s * b / t)
     selective = layer_activations(GPT22B, knobs(**k, runtime="megatron"), False, "selective").saved
     assert flash - selective == round(4 * a * s * b / t)
     assert per_param("megatron-flash", "zero1", 8) == per_param("megatron", "zero1", 8)
@@ -176,6 +210,23 @@ def test_zero_runtime_is_the_zero_paper(n):
 def test_megatron_runtime_is_megatrons_bytes_per_parameter(n):
     assert per_param("megatron", "none", n) == 18
     assert per_param("megatron", "zero1", n) == pytest.approx(6 + 12 / n)  # distributed optimizer
+
+
+def test_megatrons_gradient_buffer_holds_the_reduction_dtype():
+    """Megatron-Core's data-parallel buffer is fp32 with grad_reduce_in_fp32, else the parameters'
+    bf16 (param_and_grad_buffer.py: `grad_dtype = torch.float if grad_reduce_in_fp32 else
+    param.dtype`): 2 bytes a parameter fewer under `grad-reduce bf16`, and the spec's target
+    option reaches the memory model's knobs."""
+    k = knobs(dp=8, runtime="megatron-flash", sharding="zero1", grad_bytes=2)
+    assert model_states(Params(linear=PSI), k).grads == 2 * PSI
+    assert per_param("megatron-flash", "zero1", 8) == pytest.approx(6 + 12 / 8)
+    spec = ("tp 8 x dp 8 on nodes(8 gpus, nvlink)\nmodel llama3-70b\nhardware {{ gpu h100-sxm }}\n"
+            "target megatron {{ {} }}\ntrain {{ seq 8192, global-batch 64, micro-batch 1 }}\n")
+    from parc.memory.inputs import knobs_of
+
+    for option, grad in (("grad-reduce bf16", 2), ("grad-reduce fp32", 4), ("", 4)):
+        plan = compile_text(spec.format(option)).plan
+        assert knobs_of(plan, "megatron-flash").grad_bytes == grad, option
 
 
 def test_torch_runtime_states_per_sharding():

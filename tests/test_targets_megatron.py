@@ -156,6 +156,7 @@ def test_megatron_cores_transformer_config_accepts_the_values(name):
             c.expert_model_parallel_size) == (lay.tp.degree, lay.pp.degree or 1, lay.cp.degree or 1, lay.ep.degree or 1)
     assert c.sequence_parallel == bool(lay.tp.sequence_parallel and lay.tp.degree > 1)
     assert (c.num_query_groups or m.heads) == m.kv_heads
+    assert (c.hidden_dropout, c.attention_dropout) == (0, 0)  # parc's models have none; Megatron's default is 0.1
     assert (c.virtual_pipeline_model_parallel_size or 1) == (lay.pp.virtual_stages or 1)
     if plan.training.recompute == "full":
         assert c.recompute_granularity == "full"

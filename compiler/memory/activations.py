@@ -39,9 +39,27 @@ Recomputation (the contract the generated runtime implements):
   output projections are recomputed;
 - full: only the block input (h/sp per token).
 
-megatron runtime: Korthikanti et al. 2022, Table 2, generalised to an FFN of size F as in
-`benchmarks/data/conventions.md` (16-bit activations, dropout, no flash attention, MHA);
-megatron-flash: the same with FlashAttention, which keeps only the log-sum-exp of the scores.
+megatron runtime: Megatron-Core's layer on Transformer Engine's modules, tensor by tensor as
+Korthikanti et al. 2022 (Table 2) count it, with the widths of the model rather than their
+h-wide, GeLU-FFN case (`_megatron_layer`): per token, bytes, t = tp, a part "/sp" where
+sequence parallelism shards it along the sequence:
+
+| tensor | bytes | saved by |
+|---|---|---|
+| norm inputs (2) | 2 h/sp each | the norms' backward (TE's LayerNormLinear) |
+| norm outputs (2) | 2 h/sp each (fp8: 1) | the QKV and fc1 GEMMs' weight gradients |
+| q, k, v | 2 (q + 2 kv)/t | the fused attention kernel |
+| attention output | 2 q/t | the kernel, and the output projection (one tensor; fp8: and its 1-byte quantized copy) |
+| fc1 output | 2 (m - 1) F/t | the activation function (SwiGLU's is 2F wide) |
+| fc2 input | 2 F/t (fp8: 1) | fc2's weight gradient |
+| scores | 5 heads x seq/t (unfused), or the fp32 log-sum-exp, 4 heads/t (megatron-flash) | softmax, dropout |
+
+m = 2 (GeLU) or 3 (SwiGLU) matrices; a MoE layer counts its routed copies' and shared experts'
+FFN width as F. Korthikanti's 34 s b h (18 h + 4 F with F = 4 h) is this table for MHA and GeLU
+plus two dropout masks of h bytes: there are none, as the models parc states have no dropout
+and its Megatron launcher sets `--hidden-dropout 0` (Megatron-LM's default is 0.1). Under fp8,
+Transformer Engine's linears keep their inputs for the weight gradient as the quantized tensors
+they cast, one byte an element (`te_fp8_saving`).
 """
 
 from __future__ import annotations
@@ -532,7 +550,7 @@ def moe_backward_moments(shape: Shape, k: Knobs, n: Tokens, act: int, s: MoeSave
 
 
 def _megatron_layer(shape: Shape, k: Knobs, moe: bool, mode: str) -> LayerActivations:
-    """Korthikanti et al. 2022 (bytes, 16-bit, with dropout, no flash attention), per layer."""
+    """One layer of Megatron-Core on Transformer Engine (the module docstring's table), bytes."""
     t, h = k.tp, shape.hidden
     tokens = k.seq * k.micro_batch / k.cp
     ffn = shape.ffn if not moe else shape.top_k * shape.expert_ffn + shape.shared_experts * shape.expert_ffn
@@ -540,10 +558,12 @@ def _megatron_layer(shape: Shape, k: Knobs, moe: bool, mode: str) -> LayerActiva
         scores = FP32 * shape.heads * tokens / t
     else:  # scores and softmax (2 + 2 bytes) and the dropout mask (1) per score element
         scores = 5 * shape.heads * k.seq * tokens / t
-    if k.sp:
-        body = tokens * (18 * h + 4 * ffn) / t
-    else:
-        body = tokens * (10 * h + (8 * h + 4 * ffn) / t)
+    norms = 8 * h  # the two norms' inputs and outputs
+    split = 4 * shape.q + 4 * shape.kv + 2 * shape.ffn_matrices * ffn  # q, k, v, output; the FFN's
+    if k.precision == "fp8":
+        off_norms, off_split = te_fp8_saving(shape, ffn)
+        norms, split = norms - off_norms, split - off_split
+    body = tokens * ((norms + split) / t if k.sp else norms + split / t)
     full = body + scores
     if mode == "none":
         saved = full
@@ -552,6 +572,20 @@ def _megatron_layer(shape: Shape, k: Knobs, moe: bool, mode: str) -> LayerActiva
     else:
         saved = 2 * tokens * h / (t if k.sp else 1)
     return LayerActivations(saved=round(saved), full=round(full), weight_grads=0, working=0)
+
+
+def te_fp8_saving(shape: Shape, ffn: float) -> tuple[float, float]:
+    """Bytes per token that Transformer Engine's
+    fp8 linears keep below a bf16 run's: each saves its input for the weight gradient as the
+    quantized tensor it cast, one byte an element where bf16 keeps two (`_Linear.forward` saves
+    `inputmat` after `input_quantizer`; `LayerNormLinear` its norm's output likewise). That
+    halves the QKV and fc1 inputs (the norms' outputs, h each) and the fc2 input (`ffn`); the
+    output projection's input becomes a quantized copy beside the attention output the fused
+    kernel keeps in bf16 for its own backward (the two shared one bf16 tensor before): q bytes
+    more. The activation function's input and the attention kernel's tensors stay bf16.
+    Returned as (the norms' part, which sequence parallelism shards and tp otherwise replicates;
+    the tp-split part)."""
+    return 2 * shape.hidden, ffn - shape.q
 
 
 @lru_cache(maxsize=16384)

@@ -127,6 +127,12 @@ class Knobs:
     """`offload-activations N`: the first N layers of each chunk keep their saved activations in
     host memory between their forward and their backward (`model.offload_relief`)."""
     runtime: str = "torch"
+    grad_bytes: int = 4
+    """Bytes of a gradient element in Megatron-Core's data-parallel buffer: its dtype is fp32 with
+    `grad_reduce_in_fp32`, else the parameters' (bf16), where the target reduces in bf16 or fp16
+    (`targets.grad_bytes`; megatron/core/distributed/param_and_grad_buffer.py: `grad_dtype =
+    torch.float if grad_reduce_in_fp32 else param.dtype`). The torch runtime's gradients follow
+    FSDP2's own dtypes (`states.py`) and do not read it."""
     pp_receives: str = "on-demand"
     """How the pipeline stage holds its receive buffers (`targets.Runtime.pp_receives`):
     "on-demand" (parc's `ReceiveOnDemandStage`) or "kept" (torch's stock `PipelineStage`, one
@@ -279,7 +285,7 @@ def knobs_of(plan: Plan, runtime: str = "torch") -> Knobs | None:
         seq=train.seq_len,
         micro_batch=micro, microbatches=accum, precision=train.precision, optimizer=train.optimizer,
         recompute=train.recompute or "none", recompute_layers=train.recompute_layers,
-        offload_layers=train.offload_layers, runtime=runtime,
+        offload_layers=train.offload_layers, runtime=runtime, grad_bytes=_grad_bytes(plan),
         pp_receives=_pp_receives(plan), model_code=model_code(plan.target),
     )
 
@@ -295,6 +301,12 @@ def model_code(target) -> str:
     if not target.compile:
         return "torchtitan"
     return "torchtitan-compiled-model" if target.compile_loss is False else "torchtitan-compiled"
+
+
+def _grad_bytes(plan: Plan) -> int:
+    from ..targets import grad_bytes
+
+    return grad_bytes(plan.target, plan.training.precision)
 
 
 def _pp_receives(plan: Plan) -> str:

@@ -28,7 +28,10 @@ too, beside its buckets, under pipelining and under gradient accumulation (its F
 rank syncs only the last micro-batch).
 
 megatron (Megatron-LM `theoretical_memory_usage.py`): bf16 params 2, fp32 main grads 4, fp32 master
-plus moments 12 (= 18 per parameter; the distributed optimizer shards the 12: 6 + 12/d).
+plus moments 12 (= 18 per parameter; the distributed optimizer shards the 12: 6 + 12/d). The main
+grads are the data-parallel buffer, which holds the dtype gradients are reduced in: bf16 (2) where
+the target says `grad-reduce bf16` (Megatron-Core's `grad_reduce_in_fp32 = False`, the NeMo and
+Megatron-Bridge performance recipes' setting; `Knobs.grad_bytes`).
 zero (Rajbhandari et al. 2020, Section 3.1): 2 + 2 + 12 = 16; ZeRO-1 4 + 12/d, ZeRO-2 2 + 14/d,
 ZeRO-3 16/d. In both, zero2 also shards gradients and zero3/hsdp also parameters.
 """
@@ -122,7 +125,7 @@ def model_states(p: Params, k: Knobs, chunks: tuple[Params, ...] = (), padding: 
         sharded += (padding.linear + padding.other) / k.dense_shard_group + padding.expert / k.expert_shard_group
     opt = optimizer_bytes(k.optimizer, k.runtime)
     if k.runtime != "torch":
-        param, grad = (HALF, FP32) if k.runtime.startswith("megatron") else (HALF, HALF)
+        param, grad = (HALF, k.grad_bytes) if k.runtime.startswith("megatron") else (HALF, HALF)
         shard_params = k.sharding in ("zero3", "hsdp")
         shard_grads = k.sharding in ("zero2", "zero3", "hsdp")
         shard_opt = k.sharding != "none"

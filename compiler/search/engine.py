@@ -83,7 +83,7 @@ from ..memory.model import (
 )
 from ..memory.parameters import Params, chunks_of, layer_params, padded_vocab
 from ..memory.schedules import walked_peak
-from ..targets import runtime as target_runtime
+from ..targets import grad_bytes, runtime as target_runtime
 from ..timing import SCHEDULES
 from . import space as space_module
 from .space import RECOMPUTE, SEQUENCE_PARALLEL, SHARDING, Assignment, Space, canonical_key
@@ -327,6 +327,7 @@ class Engine:
                           recompute_layers=train.recompute_layers, offload_layers=train.offload_layers,
                           cp_flavour=self.flavour, seq=self.seq,
                           split=self.split, ep_over_tp="tp" in space.ep_fold, runtime=runtime,
+                          grad_bytes=grad_bytes(plan.target, train.precision),
                           pp_receives=target_runtime(plan.target).pp_receives,
                           model_code=model_code(plan.target))
         self._new_knobs = knobs_builder(self.fixed)
@@ -878,7 +879,7 @@ class Engine:
                      hsdp_shard=shard, seq=k.seq, micro_batch=k.micro_batch, microbatches=k.microbatches,
                      precision=k.precision, optimizer=k.optimizer, recompute=k.recompute,
                      recompute_layers=k.recompute_layers, offload_layers=k.offload_layers, runtime=k.runtime,
-                     pp_receives=k.pp_receives, model_code=k.model_code)
+                     grad_bytes=k.grad_bytes, pp_receives=k.pp_receives, model_code=k.model_code)
 
     def _group_shardings(self, item: _Degrees, k: Knobs) -> list[tuple[str, int]]:
         """The shardings a group's candidates take: only `none` where sharding spreads over a
