@@ -115,6 +115,14 @@ def read_options(source: SourceFile) -> tuple[dict[str, Option], list[tuple[str,
     return options, others
 
 
+def _is_zero(value) -> bool:
+    """An option's value that reads as the number 0 (`0`, `0.0`)."""
+    try:
+        return float(value) == 0.0
+    except (TypeError, ValueError):
+        return False
+
+
 def _unused(options: dict[str, Option], used: set[str], what: str) -> list[Diagnostic]:
     return [warning("W0701", f"`{name}` is not imported: parc has no setting for it", o.span,
                     label=f"not a {what} option parc reads",
@@ -674,6 +682,9 @@ def _import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
             fields["moe_from"] = freq.strip("[]").split(",").index("1")
     used.update(("--tokenizer-type", "--mock-data", "--disable-bias-linear", "--moe-grouped-gemm",
                  "--max-position-embeddings", "--group-query-attention"))
+    for name in ("--hidden-dropout", "--attention-dropout"):  # parc's models have none: 0 is parc's own
+        if name in options and _is_zero(options[name].value):
+            used.add(name)
     tp, pp = whole("--tensor-model-parallel-size", 1), whole("--pipeline-model-parallel-size", 1)
     cp, ep = whole("--context-parallel-size", 1), whole("--expert-model-parallel-size", 1)
     etp = whole("--expert-tensor-parallel-size", tp)

@@ -350,3 +350,17 @@ def test_megatron_offloading_of_zero_layers_is_off():
     assert imported.text is not None and "offload" not in imported.text
     imported = import_source(SourceFile("train.sh", MEGATRON_LINE.format(extra="--cpu-offloading-num-layers 4")))
     assert "offload-activations 4" in imported.text
+
+
+@pytest.mark.parametrize("value, reported", [("0", False), ("0.0", False), ("0.1", True)])
+def test_megatron_dropout_of_zero_is_parcs_own(value, reported):
+    """parc's models have no dropout (its Megatron launcher passes 0 for both): 0 imports silently,
+    any other rate is reported where it stands, as a setting parc does not have."""
+    extra = f"--hidden-dropout {value} --attention-dropout {value}"
+    text = MEGATRON_LINE.format(extra=extra)
+    imported = import_source(SourceFile("train.sh", text))
+    assert imported.text is not None
+    named = [d for d in imported.diagnostics if "dropout" in d.message]
+    assert len(named) == (2 if reported else 0)
+    for d in named:
+        assert d.code == "W0701" and text[d.span.start:d.span.end].startswith("--")

@@ -264,7 +264,7 @@ def knobs_builder(fixed: dict) -> Callable[..., Knobs]:
     """A function of `_GROUP_KNOBS` (positional, in that order) returning the `Knobs` that
     `Knobs(**those, **fixed)` returns: every field set through its slot, the others at
     `fixed`'s values or their defaults (`_hash` 0: hashed on first use). A frozen dataclass's
-    own `__init__` sets each of its 27 fields through `object.__setattr__` by name, and the
+    own `__init__` sets each of its fields through `object.__setattr__` by name, and the
     call spreads `fixed` as keywords: 7.5 us a bundle, 1.5 us here, and a search builds one per
     group it bounds (tests/test_search_speed_exact.py holds each equal, field by field and in
     its hash, to the bundle built the plain way). Generated once per engine, as `dataclasses`
@@ -836,7 +836,7 @@ class Engine:
     def _knobs(self, item: _Degrees, schedule, v, micro, m, sp, recompute, sharding="none", shard=0) -> Knobs:
         """The group's knobs, built once per group and sharding and kept with the degrees: a
         group is asked for them by its floors, its bounds and its evaluation, and building a
-        frozen bundle of 27 fields costs more than finding it (a tenth of the 983,040-GPU
+        frozen bundle of 28 fields costs more than finding it (a tenth of the 983,040-GPU
         space's search went to building `Knobs`). Knobs are frozen, so one object serves all."""
         key = ("knobs", schedule, v, micro, m, sp, recompute, sharding, shard)
         cached = item.opt_cache.get(key)
