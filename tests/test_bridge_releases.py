@@ -272,7 +272,7 @@ def test_the_layouts_that_ran_without_recomputation_fit(points):
     input saved in bf16) the worst stage needed 190 GiB of the 164 usable and the rows were read
     with every layer recomputed, 20-22 % slow; Megatron-Core's bf16 gradient buffer and Transformer
     Engine's fp8 saved inputs are what the run's code does (`memory/states.py`,
-    `memory/activations.te_fp8_saving`)."""
+    `memory/activations._megatron_layer`)."""
     ran = [p for p in points if p.result.row.id in RAN_WITHOUT_RECOMPUTATION]
     assert len(ran) == len(RAN_WITHOUT_RECOMPUTATION)
     for p in ran:

@@ -163,6 +163,27 @@ def test_megatron_fp8_keeps_the_linears_inputs_quantized():
     assert layer_activations(LLAMA70B, knobs(**k, precision="fp8"), False, "none").saved == torch_bf16
 
 
+QWEN3_30B = Shape(layers=48, hidden=2048, ffn=6144, heads=32, kv_heads=4, head_dim=128, vocab=151936, tied=False,
+                  ffn_matrices=3, layernorm=False, position_params=0, experts=128, top_k=8, expert_ffn=768,
+                  moe=(True,) * 48)
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp8"])
+def test_megatron_moe_layer_saves_the_routed_copies(precision):
+    """Qwen3-30B-A3B's MoE layer (h 2,048, q 4,096, 4 kv heads of 128, top-8 of 768-wide experts,
+    no shared expert), tp 2 with sequence parallelism, typed by hand, bytes a token: the first
+    norm's input and output, the second's input and output (the router's input, bf16 under fp8
+    too); q, k, v and the attention output (with its quantized copy under fp8); the eight routed
+    copies the experts' fc1 saves; SwiGLU's fc1 output (2 x 8 x 768 wide) and fc2's input."""
+    s, t = 4096, 2
+    k = knobs(seq=s, micro_batch=1, tp=t, sequence_parallel=True, runtime="megatron-flash", precision=precision)
+    h, q, kv, f = 2048, 4096, 512, 8 * 768
+    a = 1 if precision == "fp8" else 2
+    per_token = (2 * h + a * h + 2 * h + 2 * h) + (2 * (q + 2 * kv) + 2 * q + (q if a == 1 else 0)) \
+        + a * 8 * h + 2 * 2 * f + a * f
+    assert layer_activations(QWEN3_30B, k, True, "none").saved == round(s * (per_token + 4 * 32) / t)
+
+
 def test_torch_differs_from_korthikanti_by_the_documented_terms():
     """Flash attention (no 5 a s^2 b; +4 a s b of fp32 logsumexp), fp32 LayerNorm statistics
     (+16 s b): the rest (32 sbh) is the same tensors, neither with dropout masks."""

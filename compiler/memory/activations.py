@@ -53,13 +53,15 @@ sequence parallelism shards it along the sequence:
 | fc1 output | 2 (m - 1) F/t | the activation function (SwiGLU's is 2F wide) |
 | fc2 input | 2 F/t (fp8: 1) | fc2's weight gradient |
 | scores | 5 heads x seq/t (unfused), or the fp32 log-sum-exp, 4 heads/t (megatron-flash) | softmax, dropout |
+| MoE: routed copies | 2 k h/t (fp8: 1) | the experts' fc1 (the dispatched tokens) |
 
 m = 2 (GeLU) or 3 (SwiGLU) matrices; a MoE layer counts its routed copies' and shared experts'
-FFN width as F. Korthikanti's 34 s b h (18 h + 4 F with F = 4 h) is this table for MHA and GeLU
-plus two dropout masks of h bytes: there are none, as the models parc states have no dropout
-and its Megatron launcher sets `--hidden-dropout 0` (Megatron-LM's default is 0.1). Under fp8,
-Transformer Engine's linears keep their inputs for the weight gradient as the quantized tensors
-they cast, one byte an element (`te_fp8_saving`).
+FFN width as F, and its second norm's output is the router's input, kept in bf16 under fp8 too
+(with a 1-byte copy for the shared experts' fc1). Korthikanti's 34 s b h (18 h + 4 F with F = 4 h)
+is this table for MHA and GeLU plus two dropout masks of h bytes: there are none, as the models
+parc states have no dropout and its Megatron launcher sets `--hidden-dropout 0` (Megatron-LM's
+default is 0.1). Under fp8, Transformer Engine's linears keep their inputs for the weight gradient
+as the quantized tensors they cast, one byte an element (`_megatron_layer`).
 """
 
 from __future__ import annotations
@@ -550,19 +552,32 @@ def moe_backward_moments(shape: Shape, k: Knobs, n: Tokens, act: int, s: MoeSave
 
 
 def _megatron_layer(shape: Shape, k: Knobs, moe: bool, mode: str) -> LayerActivations:
-    """One layer of Megatron-Core on Transformer Engine (the module docstring's table), bytes."""
-    t, h = k.tp, shape.hidden
+    """One layer of Megatron-Core on Transformer Engine (the module docstring's table), bytes.
+    A linear saves its input for the weight gradient: 2 bytes an element in bf16, 1 under fp8,
+    where Transformer Engine keeps the quantized tensor it cast (`_Linear.forward` saves `inputmat`
+    after its `input_quantizer`; `LayerNormLinear` its norm's output likewise). The attention
+    output is the fused kernel's bf16 tensor, which the output projection shares in bf16 and
+    copies under fp8. In a MoE layer the second norm's output is the router's input, kept in
+    bf16 (and quantized once more for the shared experts' fc1 under fp8), and the experts' fc1
+    saves the top-k routed copies the dispatcher brings (Megatron-Core applies the routing
+    probabilities in the experts' activation, so the unpermutation keeps only its index map)."""
+    t, h, q, kv = k.tp, shape.hidden, shape.q, shape.kv
     tokens = k.seq * k.micro_batch / k.cp
     ffn = shape.ffn if not moe else shape.top_k * shape.expert_ffn + shape.shared_experts * shape.expert_ffn
     if k.runtime == "megatron-flash":  # only the fp32 log-sum-exp of each query and head
         scores = FP32 * shape.heads * tokens / t
     else:  # scores and softmax (2 + 2 bytes) and the dropout mask (1) per score element
         scores = 5 * shape.heads * k.seq * tokens / t
-    norms = 8 * h  # the two norms' inputs and outputs
-    split = 4 * shape.q + 4 * shape.kv + 2 * shape.ffn_matrices * ffn  # q, k, v, output; the FFN's
-    if k.precision == "fp8":
-        off_norms, off_split = te_fp8_saving(shape, ffn)
-        norms, split = norms - off_norms, split - off_split
+    fp8 = k.precision == "fp8"
+    saved_input = 1 if fp8 else ACT
+    norms = ACT * h + saved_input * h + ACT * h  # the first norm's input and output, the second's input
+    split = ACT * (q + 2 * kv) + ACT * q + (q if fp8 else 0)  # q, k, v; the output (and its copy)
+    if moe:
+        norms += ACT * h + (h if fp8 and shape.shared_experts else 0)
+        split += saved_input * shape.top_k * h
+    else:
+        norms += saved_input * h
+    split += ACT * (shape.ffn_matrices - 1) * ffn + saved_input * ffn  # fc1's output, fc2's input
     body = tokens * ((norms + split) / t if k.sp else norms + split / t)
     full = body + scores
     if mode == "none":
@@ -572,20 +587,6 @@ def _megatron_layer(shape: Shape, k: Knobs, moe: bool, mode: str) -> LayerActiva
     else:
         saved = 2 * tokens * h / (t if k.sp else 1)
     return LayerActivations(saved=round(saved), full=round(full), weight_grads=0, working=0)
-
-
-def te_fp8_saving(shape: Shape, ffn: float) -> tuple[float, float]:
-    """Bytes per token that Transformer Engine's
-    fp8 linears keep below a bf16 run's: each saves its input for the weight gradient as the
-    quantized tensor it cast, one byte an element where bf16 keeps two (`_Linear.forward` saves
-    `inputmat` after `input_quantizer`; `LayerNormLinear` its norm's output likewise). That
-    halves the QKV and fc1 inputs (the norms' outputs, h each) and the fc2 input (`ffn`); the
-    output projection's input becomes a quantized copy beside the attention output the fused
-    kernel keeps in bf16 for its own backward (the two shared one bf16 tensor before): q bytes
-    more. The activation function's input and the attention kernel's tensors stay bf16.
-    Returned as (the norms' part, which sequence parallelism shards and tp otherwise replicates;
-    the tp-split part)."""
-    return 2 * shape.hidden, ffn - shape.q
 
 
 @lru_cache(maxsize=16384)
