@@ -20,6 +20,7 @@ from ..diagnostics import Diagnostic, error
 from ..plan import Plan
 from ..stages import pipeline_chunks
 from . import launched_job
+from .torch.runtime import DEFAULT_LR
 
 CP_COMM = {"ring": "p2p", "all-gather": "all_gather", "all-to-all": "a2a"}
 """parc's cp flavour -> Megatron-Core's `--cp-comm-type`."""
@@ -40,6 +41,10 @@ root = os.environ.get("MEGATRON_LM")
 if not root:
     sys.exit("train.py: set MEGATRON_LM to a Megatron-LM checkout (it holds pretrain_gpt.py)")
 options = [line.strip() for line in ARGS.read_text().splitlines() if line.strip() and not line.startswith("#")]
+if not any(line.startswith(("--use-torch-fsdp2", "--use-megatron-fsdp")) for line in options):
+    # one hardware queue, so that tensor- and context-parallel communication is issued in the
+    # order its GEMMs need (Megatron-LM asserts it before Blackwell; FSDP wants more queues)
+    os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "1")
 sys.argv = ["pretrain_gpt.py"] + [word for line in options for word in line.split(" ", 1)] + sys.argv[1:]
 sys.path.insert(0, root)
 runpy.run_path(str(Path(root) / "pretrain_gpt.py"), run_name="__main__")
@@ -101,7 +106,7 @@ def diagnostics(plan: Plan) -> list[Diagnostic]:
                          "each (`--account-for-embedding-in-pipeline-split`, e.g. `split [0, 1, ..., 1, 0]`)"))
     dense = [a for a in ("cp", "dp") if (getattr(lay, a).degree or 1) > 1]
     fold = list(lay.ep.folded_over)
-    if fold and fold not in (dense, ["tp", *dense]):
+    if fold and (lay.ep.degree or 1) > 1 and fold not in (dense, ["tp", *dense]):  # ep 1 carves nothing
         written = " x ".join(fold)
         out.append(error("E0621", f"Megatron-Core cannot carve expert groups from {written} alone",
                          lay.ep.span_of("folded_over"), label=f"over {written}",
@@ -150,6 +155,35 @@ def _model(plan: Plan) -> list[tuple[str, str | None]]:
             args.append(("--moe-layer-freq", pattern))
         if m.shared_experts:
             args.append(("--moe-shared-expert-intermediate-size", str(m.shared_experts * m.expert_ffn)))
+        args += _routing(plan)
+    return args
+
+
+def _routing(plan: Plan) -> list[tuple[str, str | None]]:
+    """The router and the dispatcher as parc's model routes (model.py.jinja's `route`): a softmax
+    over the experts, the top k, their gates renormalised when k > 1, which is Megatron-Core's
+    default order (top k of the logits, then their softmax; `moe_utils.topk_routing_with_score_function`);
+    with k = 1 parc keeps the softmax probability, Megatron-Core's `--moe-router-pre-softmax`
+    (without it the one gate is 1 and the router gets no gradient). The Switch auxiliary loss is
+    Megatron-Core's `aux_loss` at the spec's coefficient (its default coefficient is 0: no
+    balancing); an expert capacity drops the copies past it in token order (`position`, where
+    Megatron-Core's default drops the lowest probabilities). Tokens travel by all-to-all with the
+    fused permutation, the dispatcher parc's time model charges (`kernels.py`); Megatron-Core's
+    default is the all-gather dispatcher. The shared experts' computation overlaps the
+    dispatch, as NVIDIA's recipes run it. DeepSeek-V3's expert bias is refused (E0626)."""
+    m = plan.model
+    args: list[tuple[str, str | None]] = []
+    if m.top_k == 1:
+        args.append(("--moe-router-pre-softmax", None))
+    if m.moe_balance == "aux-loss":
+        args += [("--moe-router-load-balancing-type", "aux_loss"), ("--moe-aux-loss-coeff", f"{m.balance_rate:g}")]
+    else:
+        args.append(("--moe-router-load-balancing-type", "none"))
+    if m.capacity_factor:
+        args += [("--moe-expert-capacity-factor", f"{m.capacity_factor:g}"), ("--moe-token-drop-policy", "position")]
+    args += [("--moe-token-dispatcher-type", "alltoall"), ("--moe-permute-fusion", None)]
+    if m.shared_experts:
+        args.append(("--moe-shared-expert-overlap", None))
     return args
 
 
@@ -185,12 +219,18 @@ def _parallelism(plan: Plan) -> list[tuple[str, str | None]]:
     if ep > 1:
         args += [("--expert-model-parallel-size", str(ep)), ("--expert-tensor-parallel-size", str(expert_tp(plan)))]
     sharding = lay.dp.sharding or "none"
+    if sharding == "zero3":
+        # torch FSDP2 refuses Megatron's fused gradient accumulation into main_grad (its default)
+        args += [("--use-torch-fsdp2", None), ("--no-gradient-accumulation-fusion", None)]
+        return args
+    # the gradient reduction (and the distributed optimizer's parameter gather) overlapped with
+    # the backward (and the next forward), in buckets, as parc's time model charges them; without
+    # these Megatron-LM reduces in one bucket after the backward and ignores --ddp-bucket-size
+    args.append(("--overlap-grad-reduce", None))
     if sharding == "zero1":
-        args.append(("--use-distributed-optimizer", None))
-        if lay.dp.bucket is not None:  # elements per bucket; unset, Megatron's default is parc's
-            args.append(("--ddp-bucket-size", str(lay.dp.bucket)))
-    elif sharding == "zero3":
-        args.append(("--use-torch-fsdp2", None))
+        args += [("--use-distributed-optimizer", None), ("--overlap-param-gather", None)]
+    if lay.dp.bucket is not None:  # elements per bucket; unset, Megatron's default is parc's
+        args.append(("--ddp-bucket-size", str(lay.dp.bucket)))
     return args
 
 
@@ -215,7 +255,16 @@ def _precision_and_overlap(plan: Plan) -> list[tuple[str, str | None]]:
     t, target = plan.training, plan.target
     args: list[tuple[str, str | None]] = {"bf16": [("--bf16", None)], "fp16": [("--fp16", None)],
                                           "fp8": [("--bf16", None), ("--fp8-format", "hybrid")]}[t.precision]
-    args.append(("--attention-backend", "flash" if target.flash_attention else "unfused"))
+    if t.precision == "fp8":
+        # delayed scaling, the recipe parc's time model charges, with NVIDIA's history (Megatron's
+        # default keeps one amax and takes the most recent)
+        args += [("--fp8-recipe", "delayed"), ("--fp8-amax-history-len", "1024"), ("--fp8-amax-compute-algo", "max")]
+    # `auto` lets Transformer Engine pick cuDNN's fused attention, the kernel parc times (`flash`
+    # would set NVTE_FUSED_ATTN=0 and need the flash-attn package)
+    args.append(("--attention-backend", "auto" if target.flash_attention else "unfused"))
+    # the causal mask is built inside the attention kernel: the dataloader's s x s mask per
+    # micro-batch (Megatron-LM's default) is memory parc's model does not hold
+    args.append(("--no-create-attention-mask-in-dataloader", None))
     overlap = target.tp_overlap or "backward"
     if overlap == "all":
         args.append(("--tp-comm-overlap", None))
@@ -237,9 +286,27 @@ def arguments(plan: Plan) -> list[tuple[str, str | None]]:
         *_recompute(plan),
         ("--micro-batch-size", str(t.micro_batch)), ("--global-batch-size", str(t.global_batch)),
         ("--train-iters", str(plan.launch.steps)),
-        ("--optimizer", "sgd" if t.optimizer == "sgd" else "adam"),  # Megatron's adam is AdamW
+        *_optimizer(plan),
         *_precision_and_overlap(plan),
     ]
+
+
+def _optimizer(plan: Plan) -> list[tuple[str, str | None]]:
+    """The optimizer parc's own job runs (train.py.jinja's `make_optimizer`): a constant learning
+    rate (Megatron-LM has no default and decays linearly to 0 over the run), Adam's betas 0.9 and
+    0.95 and eps 1e-8, weight decay 0.1 for `adamw` and 0 for `adam` (Megatron's adam is AdamW,
+    whose default decay is 0.01: with 0 the two are one optimizer), SGD's momentum 0.9, and the
+    spec's gradient clipping (Megatron-LM clips at 1.0 by default; 0 turns it off)."""
+    t = plan.training
+    args: list[tuple[str, str | None]] = [("--optimizer", "sgd" if t.optimizer == "sgd" else "adam"),
+                                          ("--lr", DEFAULT_LR), ("--lr-decay-style", "constant")]
+    if t.optimizer == "sgd":
+        args += [("--sgd-momentum", "0.9"), ("--weight-decay", "0")]
+    else:
+        args += [("--adam-beta1", "0.9"), ("--adam-beta2", "0.95"), ("--adam-eps", "1e-08"),
+                 ("--weight-decay", "0.1" if t.optimizer == "adamw" else "0")]
+    args.append(("--clip-grad", f"{t.clip_grad_norm:g}" if t.clip_grad_norm else "0"))
+    return args
 
 
 def args_text(plan: Plan) -> str:

@@ -822,6 +822,37 @@ with a pipeline. `parc check` reports it with the layout, and `parc search` neve
 pipelined layout that offloads under `target megatron`.
 """)
 
+register("E0623", "Megatron-LM's torch FSDP2 does not run with that", """
+Under `target megatron`, `sharding zero3` is Megatron-LM's `--use-torch-fsdp2`, whose argument
+checks (`validate_args`, megatron/training/arguments.py at core_v0.16.0) refuse it with pipeline
+parallelism, expert parallelism, tied input and output embeddings and fp16. Use `sharding zero1`
+(Megatron-Core's distributed optimizer), or `target torch`, whose generated FSDP2 job runs with
+all of them. `parc search` never ranks such a layout under `target megatron`.
+""")
+
+register("E0624", "Megatron-LM needs sequence parallelism here", """
+With tensor parallelism above 1, Megatron-LM asserts sequence parallelism under
+`--tp-comm-overlap` (parc's `tp-overlap all`: the GEMMs overlap the all-gather and
+reduce-scatter that sequence parallelism turns the all-reduces into), and Megatron-Core's MoE
+layer raises on the first training step without it ("performance may degrade if MoE and tensor
+parallelism are enabled without also enabling sequence parallelism"). Write
+`tp { sequence-parallel on }` (the default). `parc search` keeps sequence parallelism on there.
+""")
+
+register("E0625", "Megatron-Core's expert bias needs a sigmoid router", """
+DeepSeek-V3's auxiliary-loss-free balancing (`moe-balance aux-free`) adds a per-expert bias to
+the router's scores; Megatron-Core implements it (`--moe-router-enable-expert-bias`) only with
+a sigmoid score function (TransformerConfig refuses it otherwise), and parc's router is a
+softmax, so the Megatron job would train another router. Use `moe-balance aux-loss RATE` under
+`target megatron`, or `target torch` / `target torchtitan`, which run the bias over a softmax.
+""")
+
+register("E0626", "fp8 on a GPU without fp8 tensor cores", """
+Transformer Engine, which runs Megatron-LM's fp8, asserts compute capability 8.9 or higher (Ada,
+Hopper, Blackwell). On an A100 (8.0) a `precision fp8` job under `target megatron` stops at its
+first step; write `precision bf16`. (`target torch` runs an fp8 spec in bf16 and says so, W0601.)
+""")
+
 # ---------------------------------------------------------------------------------------------
 # `parc import` (compiler/importer.py): E07xx, W07xx.
 

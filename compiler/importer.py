@@ -123,6 +123,31 @@ def _is_zero(value) -> bool:
         return False
 
 
+def _megatron_optimizer(options: dict[str, Option], used: set[str]) -> str:
+    """parc's optimizer for Megatron-LM's: its `adam` is AdamW, parc's `adamw` at weight decay 0.1
+    and `adam` at 0 (the two are one optimizer without decay); Megatron-LM's default decay is 0.01,
+    which parc has not, so it is reported and read as `adamw`."""
+    name = options.get("--optimizer")
+    used.add("--optimizer")
+    if name is not None and name.value == "sgd":
+        if "--weight-decay" in options and _is_zero(options["--weight-decay"].value):
+            used.add("--weight-decay")
+        return "sgd"
+    decay = options.get("--weight-decay")
+    if decay is not None and (_is_zero(decay.value) or decay.value == "0.1"):
+        used.add("--weight-decay")
+        return "adam" if _is_zero(decay.value) else "adamw"
+    return "adamw"
+
+
+def _megatron_clip(options: dict[str, Option], used: set[str]) -> str | None:
+    """The gradient clipping Megatron-LM runs: `--clip-grad`, 1.0 when not given, 0 for none."""
+    used.add("--clip-grad")
+    clip = options.get("--clip-grad")
+    value = "1.0" if clip is None or clip.value is None else clip.value
+    return None if _is_zero(value) else value
+
+
 def _unused(options: dict[str, Option], used: set[str], what: str) -> list[Diagnostic]:
     return [warning("W0701", f"`{name}` is not imported: parc has no setting for it", o.span,
                     label=f"not a {what} option parc reads",
@@ -141,8 +166,10 @@ def model_text(fields: dict) -> str:
                 "shared_experts": 0, "kv_heads": preset.get("kv_heads", preset["heads"])} | preset
         if all(fields.get(k) == full.get(k) for k in ("layers", "hidden", "ffn", "heads", "kv_heads", "vocab",
                                                       "tied_embeddings", "activation", "norm", "position")) \
-                and fields.get("experts", 0) == full.get("experts", 0) and fields.get("head_dim") in (None, full["head_dim"]):
-            return f"model {name}"
+                and all(fields.get(k, 0) == full.get(k, 0) for k in ("experts", "top_k", "expert_ffn")) \
+                and fields.get("head_dim") in (None, full["head_dim"]):
+            extra = _routing_text(fields)
+            return f"model {name}" + (f" {{ {', '.join(extra)} }}" if extra else "")
     parts = [f"layers {fields['layers']}", f"hidden {fields['hidden']}", f"ffn {fields['ffn']}",
              f"heads {fields['heads']}", f"kv-heads {fields.get('kv_heads', fields['heads'])}"]
     if fields.get("head_dim") and fields["head_dim"] * fields["heads"] != fields["hidden"]:
@@ -157,9 +184,14 @@ def model_text(fields: dict) -> str:
             parts.append(f"moe-layers from {fields['moe_from']}")
         elif fields.get("moe_rule"):
             parts.append(f"moe-layers {fields['moe_rule']}")
-        if fields.get("moe_balance"):
-            parts.append(f"moe-balance {fields['moe_balance']}")
+        parts += _routing_text(fields)
     return "model {\n" + "".join(f"  {p}\n" for p in parts) + "}"
+
+
+def _routing_text(fields: dict) -> list[str]:
+    """The router's settings beyond the shape: balancing and an expert capacity."""
+    out = [f"moe-balance {fields['moe_balance']}"] if fields.get("moe_balance") else []
+    return out + ([f"capacity-factor {fields['capacity_factor']}"] if fields.get("capacity_factor") else [])
 
 
 SPEC_KEYS = (("layers", "layers"), ("hidden", "hidden"), ("ffn", "ffn"), ("heads", "heads"), ("kv_heads", "kv-heads"),
@@ -682,9 +714,41 @@ def _import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
             fields["moe_from"] = freq.strip("[]").split(",").index("1")
     used.update(("--tokenizer-type", "--mock-data", "--disable-bias-linear", "--moe-grouped-gemm",
                  "--max-position-embeddings", "--group-query-attention"))
+
+    def accept(name: str, *values: str) -> None:
+        """An option whose value is what parc's job does anyway (any value when none is named):
+        read without a setting; another value stays reported (W0701)."""
+        if name in options and (not values or options[name].value in values):
+            used.add(name)
+
     for name in ("--hidden-dropout", "--attention-dropout"):  # parc's models have none: 0 is parc's own
         if name in options and _is_zero(options[name].value):
             used.add(name)
+    # what parc's Megatron launcher always writes: its optimizer's constants, the data-parallel
+    # overlap, the attention mask in the kernel, NVIDIA's delayed-scaling preset, the dispatcher
+    for name, values in (("--lr", ("3e-4", "0.0003")), ("--lr-decay-style", ("constant",)),
+                         ("--adam-beta1", ("0.9",)), ("--adam-beta2", ("0.95",)), ("--adam-eps", ("1e-08", "1e-8")),
+                         ("--sgd-momentum", ("0.9",)), ("--overlap-grad-reduce", ()), ("--overlap-param-gather", ()),
+                         ("--no-gradient-accumulation-fusion", ()), ("--no-create-attention-mask-in-dataloader", ()),
+                         ("--fp8-recipe", ("delayed",)), ("--fp8-amax-history-len", ("1024",)),
+                         ("--fp8-amax-compute-algo", ("max",)), ("--moe-token-dispatcher-type", ("alltoall",)),
+                         ("--moe-permute-fusion", ()), ("--moe-shared-expert-overlap", ()),
+                         ("--moe-token-drop-policy", ("position",))):
+        accept(name, *values)
+    if fields.get("top_k") == 1:
+        accept("--moe-router-pre-softmax")  # parc's router keeps the softmax probability of its one expert
+    if "experts" in fields:
+        balance, coeff = options.get("--moe-router-load-balancing-type"), options.get("--moe-aux-loss-coeff")
+        kind = balance.value if balance else "aux_loss"  # Megatron-Core's default, at coefficient 0
+        if kind == "aux_loss" and coeff is not None and not _is_zero(coeff.value):
+            fields["moe_balance"] = f"aux-loss {coeff.value}"
+            used.update(("--moe-router-load-balancing-type", "--moe-aux-loss-coeff"))
+        elif kind in ("aux_loss", "none"):
+            used.update(("--moe-router-load-balancing-type", "--moe-aux-loss-coeff"))
+        capacity = options.get("--moe-expert-capacity-factor")
+        if capacity is not None and capacity.value is not None:
+            fields["capacity_factor"] = capacity.value
+            used.add("--moe-expert-capacity-factor")
     tp, pp = whole("--tensor-model-parallel-size", 1), whole("--pipeline-model-parallel-size", 1)
     cp, ep = whole("--context-parallel-size", 1), whole("--expert-model-parallel-size", 1)
     etp = whole("--expert-tensor-parallel-size", tp)
@@ -712,10 +776,12 @@ def _import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
     if ep > 1:
         fold = [n for n, d in (("tp", tp), ("cp", cp), ("dp", dp)) if d > 1 and (n != "tp" or etp == 1)]
         lines.append(f"ep {ep} over {' x '.join(fold)}")
+    clip = _megatron_clip(options, used)
     lines += [model_text(fields), f"hardware {{ gpu {defaults.gpu} }}", "train {",
               f"  seq {whole('--seq-length', least=1)}, global-batch {batch}, micro-batch {micro}",
-              f"  precision {precision}, optimizer {'sgd' if get('--optimizer', 'adam') == 'sgd' else 'adamw'}, "
-              f"recompute {recompute}"] + ([f"  offload-activations {offload}"] if offload else []) + ["}"]
+              f"  precision {precision}, optimizer {_megatron_optimizer(options, used)}, "
+              f"recompute {recompute}"] + ([f"  offload-activations {offload}"] if offload else []) \
+        + ([f"  clip-grad-norm {clip}"] if clip else []) + ["}"]
     target = []
     if get("--attention-backend", "auto") == "unfused":
         target.append("flash-attention off")

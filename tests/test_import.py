@@ -25,8 +25,9 @@ from .test_targets_torchtitan import compiled as titan_compiled
 
 
 def settings(plan) -> dict:
-    """The facts a job's configuration carries (not the cluster, which no imported file says, and
-    adam = adamw: Megatron's one Adam is AdamW)."""
+    """The facts a job's configuration carries (not the cluster, which no imported file says; for
+    torchtitan adam = adamw, its one Adam being AdamW at its own decay, while Megatron's launcher
+    writes the decay that tells parc's two apart)."""
     lay, t = plan.layout, plan.training
     return {
         "model": plan.model.model_dump(exclude={"spans", "name"}),
@@ -39,7 +40,8 @@ def settings(plan) -> dict:
         "cp": lay.cp.flavour if (lay.cp.degree or 1) > 1 else None,
         "ep": (lay.ep.degree, lay.ep.folded_over),
         "train": (t.seq_len, t.global_batch, t.micro_batch, t.precision, t.recompute, t.recompute_layers, t.offload_layers,
-                  "adam" if t.optimizer == "adamw" else t.optimizer),
+                  t.optimizer if plan.target.name == "megatron" else "adam" if t.optimizer == "adamw" else t.optimizer,
+                  t.clip_grad_norm if plan.target.name == "megatron" else None),
         "target": plan.target.model_dump(exclude={"spans"}),
         "steps": plan.launch.steps,
     }
@@ -134,7 +136,7 @@ def test_unknown_options_are_reported_with_their_line(tmp_path):
     script = tmp_path / "launch.sh"
     script.write_text("#!/bin/bash\ntorchrun --nproc-per-node 8 pretrain_gpt.py \\\n"
                       "  --num-layers 32 --hidden-size 4096 --num-attention-heads 32 \\\n"
-                      "  --seq-length 4096 --vocab-size 32000 --lr 3e-4 \\\n"
+                      "  --seq-length 4096 --vocab-size 32000 --lr 1e-4 \\\n"
                       "  --tensor-model-parallel-size 2 --data-path /data/x  # the corpus\n")
     result = run_cli("import", str(script), "--dp", "4")
     assert result.exit_code == 0
@@ -364,3 +366,20 @@ def test_megatron_dropout_of_zero_is_parcs_own(value, reported):
     assert len(named) == (2 if reported else 0)
     for d in named:
         assert d.code == "W0701" and text[d.span.start:d.span.end].startswith("--")
+
+
+def test_megatron_optimizer_and_clipping_are_read_as_megatron_runs_them():
+    """Megatron-LM clips at 1.0 unless told (`--clip-grad 0` turns it off); its `adam` is AdamW,
+    parc's `adamw` at weight decay 0.1 and `adam` at 0; its default decay, 0.01, parc has not: the
+    spec says adamw and the option is reported. A learning rate other than parc's is reported too."""
+    def imported(extra):
+        result = import_source(SourceFile("train.sh", MEGATRON_LINE.format(extra=extra)))
+        reported = {d.message.split("`")[1] for d in result.diagnostics if d.code == "W0701"}
+        return result.text, reported
+
+    text, reported = imported("")
+    assert "clip-grad-norm 1.0" in text and "optimizer adamw" in text and "--weight-decay" not in reported
+    text, reported = imported("--clip-grad 0 --weight-decay 0 --lr 3e-4")
+    assert "clip-grad-norm" not in text and "optimizer adam," in text and not {"--weight-decay", "--lr"} & reported
+    text, reported = imported("--clip-grad 2.5 --weight-decay 0.01 --lr 1e-4")
+    assert "clip-grad-norm 2.5" in text and "optimizer adamw" in text and {"--weight-decay", "--lr"} <= reported

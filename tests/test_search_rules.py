@@ -157,7 +157,7 @@ def test_the_draws_reach_every_layout_rule():
         _, _, engine, draws = _draws(path)
         seen.update(engine.rule_problem(a) for a in draws)
     wanted = {"E0304", "E0310", "E0312", "E0315", "E0316", "E0317", "E0318", "E0320", "E0321", "E0322",
-              "E0330", "E0331", "E0332", "E0340", "E0341", "E0342", "E0350"}
+              "E0330", "E0331", "E0332", "E0340", "E0341", "E0342", "E0350", "E0623", "E0624"}
     assert wanted <= seen, sorted(wanted - seen)
 
 

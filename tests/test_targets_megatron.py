@@ -51,6 +51,10 @@ LAYOUTS = {
                   " { flash-attention off, tp-overlap none }",
                   "train { seq 2048, global-batch 128, micro-batch 1, precision fp16, recompute full }\n"
                   "tp { sequence-parallel off }\n"),
+    "moe-top1-aux-capacity": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nep 4 over dp",
+                              "mixtral-8x7b { top-k 1, moe-balance aux-loss 0.02, capacity-factor 1.25 }", "",
+                              "train { seq 4096, global-batch 64, micro-batch 1, recompute full }\n"
+                              "dp { sharding zero1 }\n"),
     "offload-fsdp": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)", "llama3-8b", "",
                      "train { seq 8192, global-batch 64, micro-batch 1, offload-activations 16 }\n"
                      "dp { sharding zero3 }\n"),
@@ -108,10 +112,16 @@ def transformer_config(plan):
         name = option[2:].replace("-", "_")
         if name in fields and value is not None:
             kind = type(fields[name].default) if fields[name].default is not None else int
-            kwargs[name] = value if kind is str else (int(value) if value.lstrip("-").isdigit() else value)
+            if kind is float or (kind is int and "." in value):
+                kwargs[name] = float(value)
+            else:
+                kwargs[name] = value if kind is str else (int(value) if value.lstrip("-").isdigit() else value)
         elif name in fields:
             kwargs[name] = True
     kwargs.pop("recompute_granularity", None)
+    # checked on the options instead: Megatron-Core imports Transformer Engine's fused permutation
+    # to validate it, which a CPU install does not have
+    kwargs.pop("moe_permute_fusion", None)
     if "--recompute-granularity" in o:
         kwargs["recompute_granularity"] = o["--recompute-granularity"]
     for option, field in (("--decoder-first-pipeline-num-layers", "num_layers_in_first_pipeline_stage"),
@@ -167,6 +177,16 @@ def test_megatron_cores_transformer_config_accepts_the_values(name):
     if m.is_moe:
         assert (c.num_moe_experts, c.moe_router_topk, c.moe_ffn_hidden_size) == (m.experts, m.top_k, m.expert_ffn)
         assert c.expert_tensor_parallel_size == backend.expert_tp(plan)
+        # the dispatcher parc's time model charges (Megatron-Core's default is allgather)
+        assert c.moe_token_dispatcher_type == "alltoall" and "--moe-permute-fusion" in options(plan)
+        assert c.moe_router_pre_softmax == (m.top_k == 1)
+        if m.moe_balance == "aux-loss":
+            assert (c.moe_router_load_balancing_type, c.moe_aux_loss_coeff) == ("aux_loss", m.balance_rate)
+        else:
+            assert c.moe_router_load_balancing_type == "none"
+        assert (c.moe_expert_capacity_factor or 0.0) == m.capacity_factor
+    if plan.training.precision == "fp8":  # NVIDIA's delayed-scaling preset (Megatron's default keeps one amax)
+        assert (c.fp8_recipe, c.fp8_amax_history_len, c.fp8_amax_compute_algo) == ("delayed", 1024, "max")
     if lay.dp.bucket is not None:  # the bucket goes to megatron-core's DDP config (parameters per bucket)
         from megatron.core.distributed import DistributedDataParallelConfig
 
@@ -296,3 +316,87 @@ def test_the_entry_point_hands_megatron_the_generated_options(tmp_path: Path):
     assert Path(argv[0]).name == "pretrain_gpt.py" and argv[1:] == [*expected, "--log-interval", "1"]
     missing = subprocess.run([sys.executable, str(tmp_path / "train.py")], capture_output=True, text=True, env={})
     assert missing.returncode != 0 and "MEGATRON_LM" in missing.stderr
+
+
+def test_the_optimizer_is_parcs_own():
+    """Megatron-LM's command line trains the optimizer parc's torch job runs (train.py.jinja's
+    `make_optimizer`, typed here): a constant 3e-4, AdamW's betas 0.9 / 0.95 and eps 1e-8 with
+    weight decay 0.1 (`adamw`, parc's default; 0 for `adam`), SGD's momentum 0.9, and the spec's
+    clipping (none unless stated). Megatron-LM has
+    no default learning rate (its scheduler fails on None), decays linearly to 0, keeps beta2 0.999
+    and weight decay 0.01, and clips at 1.0."""
+    from parc.backends.torch.runtime import DEFAULT_LR
+
+    assert DEFAULT_LR == "3e-4"
+    o = options(compiled("moe-ep-over-dp"))
+    assert (o["--optimizer"], o["--lr"], o["--lr-decay-style"]) == ("adam", "3e-4", "constant")
+    assert (o["--adam-beta1"], o["--adam-beta2"], o["--adam-eps"], o["--weight-decay"]) == ("0.9", "0.95", "1e-08", "0.1")
+    assert o["--clip-grad"] == "0"
+    text = ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware { gpu h100-sxm }\ntarget megatron\n"
+            "train { seq 4096, global-batch 64, micro-batch 1, optimizer OPT, clip-grad-norm 1.5 }\n")
+    for optimizer, decay in (("adamw", "0.1"), ("adam", "0")):
+        o = options(compile_text(text.replace("OPT", optimizer), path="x.par").plan)
+        assert (o["--weight-decay"], o["--clip-grad"]) == (decay, "1.5")
+    o = options(compile_text(text.replace("OPT", "sgd"), path="x.par").plan)
+    assert (o["--optimizer"], o["--sgd-momentum"], o["--weight-decay"]) == ("sgd", "0.9", "0")
+
+
+def test_the_data_parallel_overlap_parc_charges_is_on():
+    """parc's time model hides the gradient reduce-scatter under the backward and the distributed
+    optimizer's gather under the next forward, bucket by bucket: Megatron-LM does so only with
+    --overlap-grad-reduce (and --overlap-param-gather, which needs the distributed optimizer);
+    torch FSDP2 (zero3) overlaps on its own and refuses fused gradient accumulation."""
+    o = options(compiled("dense-vpp-zero1"))
+    assert {"--overlap-grad-reduce", "--overlap-param-gather", "--use-distributed-optimizer"} <= set(o)
+    assert o["--ddp-bucket-size"] == "20000000"
+    o = options(compiled("offload-fsdp"))
+    assert {"--use-torch-fsdp2", "--no-gradient-accumulation-fusion"} <= set(o)
+    assert not {"--overlap-grad-reduce", "--overlap-param-gather"} & set(o)
+    # cuDNN's fused attention as parc times it (`flash` would turn it off), and no dataloader mask
+    assert o["--attention-backend"] == "auto" and "--no-create-attention-mask-in-dataloader" in o
+
+
+@pytest.mark.parametrize("name, connections", [("moe-ep-over-dp", "1"), ("offload-fsdp", None)])
+def test_the_entry_point_sets_one_hardware_queue_unless_fsdp(tmp_path: Path, name, connections):
+    """Megatron-LM asserts CUDA_DEVICE_MAX_CONNECTIONS=1 with tp or cp before Blackwell, and its
+    FSDP asserts the opposite: train.py sets it from the options it hands over (a stub
+    pretrain_gpt.py prints what it finds)."""
+    files = job_files(compiled(name))
+    for file in ("train.py", "megatron.args"):
+        (tmp_path / file).write_text(files[file])
+    checkout = tmp_path / "Megatron-LM"
+    checkout.mkdir()
+    (checkout / "pretrain_gpt.py").write_text("import json, os\nprint(json.dumps(os.environ.get('CUDA_DEVICE_MAX_CONNECTIONS')))\n")
+    out = subprocess.run([sys.executable, str(tmp_path / "train.py")], capture_output=True, text=True, check=True,
+                         env={"MEGATRON_LM": str(checkout)})
+    assert json.loads(out.stdout) == connections
+
+
+@pytest.mark.parametrize("spec, code", [
+    ("tp 2 x dp 2 x pp 2 on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware { gpu h100-sxm }\ntarget megatron\n"
+     "train { seq 4096, global-batch 64, micro-batch 1 }\ndp { sharding zero3 }\n", "E0623"),
+    ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nmodel gpt3-175b { layers 2 }\nhardware { gpu h100-sxm }\ntarget megatron\n"
+     "train { seq 2048, global-batch 64, micro-batch 1 }\ndp { sharding zero3 }\n", "E0623"),
+    ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware { gpu h100-sxm }\n"
+     "target megatron { tp-overlap all }\ntrain { seq 4096, global-batch 64, micro-batch 1 }\n"
+     "tp { sequence-parallel off }\n", "E0624"),
+    ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nep 4 over dp\nmodel mixtral-8x7b\nhardware { gpu h100-sxm }\n"
+     "target megatron\ntrain { seq 4096, global-batch 64, micro-batch 1 }\ntp { sequence-parallel off }\n", "E0624"),
+    ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nep 4 over dp\nmodel mixtral-8x7b { moe-balance aux-free }\n"
+     "hardware { gpu h100-sxm }\ntarget megatron\ntrain { seq 4096, global-batch 64, micro-batch 1 }\n", "E0625"),
+    ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware { gpu a100-80gb }\ntarget megatron\n"
+     "train { seq 4096, global-batch 64, micro-batch 1, precision fp8 }\n", "E0626"),
+])
+def test_what_megatron_refuses_is_said_with_the_spec(spec, code):
+    """Each refusal is Megatron-LM's or Megatron-Core's own (megatron/training/arguments.py
+    `validate_args`, TransformerConfig, MoELayer.forward, Transformer Engine at core_v0.16.0):
+    `parc check` reports it where the spec says it, and the same spec under `target torch` has
+    no such error."""
+    result = compile_text(spec, path="x.par")
+    found = [d for d in result.diagnostics if d.is_error]
+    assert [d.code for d in found if d.code.startswith("E062")] == [code], [d.message for d in found]
+    assert found[0].span is not None
+    torch = compile_text(spec.replace("target megatron { tp-overlap all }", "").replace("target megatron", ""),
+                         path="x.par")
+    assert code not in {d.code for d in torch.diagnostics}
+

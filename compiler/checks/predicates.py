@@ -179,3 +179,34 @@ def offload_problem(layers: int, pp: int, v: int, split: tuple[int, ...] | None,
     if target == "megatron" and pp > 1:
         return "E0622"
     return None
+
+
+# ---------------------------------------------------------------------------------------------
+# What Megatron-LM refuses (target.py)
+
+
+def megatron_fsdp_refuses(pp: int | None, ep: int | None, tied: bool, precision: str) -> str | None:
+    """E0623: what Megatron-LM's `--use-torch-fsdp2` (parc's zero3 under `target megatron`) is
+    refused with (megatron/training/arguments.py, `validate_args` at core_v0.16.0): pipeline or
+    expert parallelism, tied embeddings, fp16; None when it runs. An open degree refuses nothing."""
+    if (pp or 1) > 1:
+        return "pipeline parallelism"
+    if (ep or 1) > 1:
+        return "expert parallelism"
+    if tied:
+        return "tied embeddings"
+    if precision == "fp16":
+        return "fp16"
+    return None
+
+
+def megatron_needs_sequence_parallel(moe: bool, tp_overlap: str) -> str | None:
+    """E0624: why Megatron-LM needs sequence parallelism whenever tp > 1: `--tp-comm-overlap`
+    asserts it (`validate_args`), and a MoE layer raises in training without it
+    (`MoELayer.forward`); None when it does not."""
+    if tp_overlap == "all":
+        return "tensor-parallel overlap (`tp-overlap all`)"
+    if moe:
+        return "mixture-of-experts layers"
+    return None
+

@@ -11,6 +11,7 @@ from ..plan import Plan
 from ..targets import runtime
 from . import rule
 from .helpers import axis_span, labels, layout_span
+from .predicates import megatron_fsdp_refuses, megatron_needs_sequence_parallel
 
 
 def _target_label(plan: Plan) -> tuple:
@@ -105,3 +106,40 @@ def target_rank_order(plan: Plan) -> Iterator[Diagnostic]:
     yield error("E0364", f"target {rt.name} builds its mesh as {' x '.join(rt.rank_order)} (fastest first)",
                 layout_span(plan), label=f"written as {' x '.join(written)}", labels=_target_label(plan),
                 help=f"write the layout as `{order}`")
+
+
+@rule
+def target_megatron_refuses(plan: Plan) -> Iterator[Diagnostic]:
+    """What Megatron-LM's argument checks or Megatron-Core refuse at start-up or in the first step,
+    said with the spec: zero3 (torch FSDP2) beside pp, ep, tied embeddings or fp16 (E0623); tp
+    without sequence parallelism beside `tp-overlap all` or MoE layers (E0624); DeepSeek-V3's
+    expert bias, which Megatron-Core has only for a sigmoid router (E0625); fp8 on a GPU without
+    fp8 tensor cores, which Transformer Engine refuses (E0626)."""
+    if plan.target.name != "megatron":
+        return
+    lay, model, train = plan.layout, plan.model, plan.training
+    if lay.dp.sharding == "zero3":
+        refused = megatron_fsdp_refuses(lay.pp.degree, lay.ep.degree, model.tied_embeddings, train.precision)
+        if refused:
+            yield error("E0623", f"zero3 is Megatron-LM's torch FSDP2 here, which does not run with {refused}", lay.dp.span_of("sharding"),
+                        label="zero3: --use-torch-fsdp2", labels=_target_label(plan),
+                        help="use `sharding zero1` (the distributed optimizer), or `target torch`, "
+                        "whose FSDP2 runs with all of them")
+    tp = lay.tp.degree or 1
+    needs = megatron_needs_sequence_parallel(model.is_moe, plan.target.tp_overlap or "backward")
+    if tp > 1 and lay.tp.sequence_parallel is False and needs:
+        yield error("E0624", f"tp above 1 with {needs} needs sequence parallelism in Megatron-LM",
+                    lay.tp.span_of("sequence_parallel") or axis_span(plan, "tp"), label="sequence parallelism off",
+                    labels=_target_label(plan), help="write `tp { sequence-parallel on }`")
+    if model.is_moe and model.moe_balance == "aux-free":
+        yield error("E0625", "the expert bias needs a sigmoid router in Megatron-Core; parc's router is a softmax",
+                    model.span_of("moe_balance") or model.span, label="aux-free balancing",
+                    labels=_target_label(plan),
+                    help="use `moe-balance aux-loss` under `target megatron`, or `target torch` or "
+                    "`target torchtitan`, which run the expert bias over a softmax")
+    if train.precision == "fp8" and not plan.cluster.gpu.fp8_flops:
+        yield error("E0626", f"the {plan.cluster.gpu.name} has no fp8 tensor cores", train.span_of("precision"),
+                    label="precision fp8", labels=_target_label(plan),
+                    help="Transformer Engine runs fp8 from compute capability 8.9 (Ada, Hopper, "
+                    "Blackwell): use `precision bf16` on this GPU")
+

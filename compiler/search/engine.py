@@ -331,6 +331,9 @@ class Engine:
                           pp_receives=target_runtime(plan.target).pp_receives,
                           model_code=model_code(plan.target))
         self._new_knobs = knobs_builder(self.fixed)
+        self.needs_sp = plan.target.name == "megatron" and bool(rules.megatron_needs_sequence_parallel(
+            bool(plan.model.is_moe), plan.target.tp_overlap or "backward"))
+        """Megatron-LM refuses tp > 1 without sequence parallelism here (E0624)."""
         self.best: list[Found] = []
         self._sums: dict[tuple, _Sums] = {}  # `_kept_sums`' sums per (pieces, loads, send)
         self._sharded_knobs: dict[tuple, tuple] = {}  # `_with_sharding` per (knobs, sharding, shard)
@@ -579,11 +582,12 @@ class Engine:
         """The written sharding, or every mode and every hsdp factorisation of dp."""
         space = self.space
         dp = item.degrees.get("dp", 1)
+        refused = self._fsdp_refused(item.degrees, item.ep)
         if not space.sharding_open:
             mode, _, shard = space.fixed_sharding
-            return [(mode, shard if mode == "hsdp" else 0)]
+            return [] if mode == "zero3" and refused else [(mode, shard if mode == "hsdp" else 0)]  # E0623
         allowed = target_runtime(self.plan.target).shardings  # what the target runs (E0362)
-        options = [(mode, 0) for mode in SHARDING if mode in allowed]
+        options = [(mode, 0) for mode in SHARDING if mode in allowed and not (mode == "zero3" and refused)]
         if "hsdp" in allowed:
             options += [("hsdp", s) for s in _divisors(dp) if 1 < s < dp]
         return options
@@ -656,12 +660,26 @@ class Engine:
             stride *= degrees[name]
         return "E0304" if rules.crosses_domain(stride, tp, self.domain) else None
 
-    def _runtime_problem(self, degrees: dict) -> str | None:
+    def _runtime_problem(self, degrees: dict, ep: int = 1) -> str | None:
         """What `parc compile` refuses for the generated runtime although `parc check` accepts it:
         the checks allow replicated kv heads (W0311), the runtime splits K and V by whole heads
-        (E0603). Search proposes only what parc can run."""
+        (E0603). Search proposes only what parc can run. And what the target refuses with the
+        written sharding: Megatron-LM's FSDP2 with pp or ep (E0623)."""
         tp = degrees.get("tp", 1)
-        return "E0603" if tp > 1 and self.model.kv_heads % tp else None
+        if tp > 1 and self.model.kv_heads % tp:
+            return "E0603"
+        if not self.space.sharding_open and self.space.fixed_sharding[0] == "zero3" and self._fsdp_refused(degrees, ep):
+            return "E0623"
+        return None
+
+    def _fsdp_refused(self, degrees: dict, ep: int) -> bool:
+        """E0623: Megatron-LM's torch FSDP2 (zero3) refused with these degrees or the spec's model."""
+        return self.plan.target.name == "megatron" and bool(rules.megatron_fsdp_refuses(
+            degrees.get("pp", 1), ep, self.plan.model.tied_embeddings, self.fixed["precision"]))
+
+    def _sp_refused(self, tp: int, sequence_parallel: bool) -> bool:
+        """E0624: Megatron-LM refuses tp > 1 without sequence parallelism here."""
+        return self.needs_sp and tp > 1 and not sequence_parallel
 
     def rule_problem(self, a: Assignment) -> str | None:
         """The first rule a whole assignment fails, checked as `run` checks each level (used by
@@ -680,7 +698,13 @@ class Engine:
             return problem
         if not rules.local_sequence_splits(self.seq, cp, tp, a.sequence_parallel):
             return "E0331"
-        return self._order_problem(degrees, a.order) or self._runtime_problem(degrees)
+        if self._sp_refused(tp, a.sequence_parallel):
+            return "E0624"
+        if a.sharding not in target_runtime(self.plan.target).shardings:
+            return "E0362"
+        if a.sharding == "zero3" and self._fsdp_refused(degrees, a.ep):
+            return "E0623"
+        return self._order_problem(degrees, a.order) or self._runtime_problem(degrees, a.ep)
 
     def run(self) -> Outcome:
         """Every group of the space, then the scan (`_scan`), with the cyclic garbage collector
@@ -739,7 +763,7 @@ class Engine:
             shard_raw = raw_of("dp", dp)
             below_pipe = orders_raw * n_micro * n_sp * n_rec * shard_raw
             stats.raw += pipes_raw * below_pipe
-            problem = self._degree_problem(degrees, ep) or self._runtime_problem(degrees)
+            problem = self._degree_problem(degrees, ep) or self._runtime_problem(degrees, ep)
             if problem:
                 stats.pruned[problem] += pipes_raw * below_pipe
                 continue
@@ -762,7 +786,8 @@ class Engine:
             splits = {sp: rules.local_sequence_splits(self.seq, cp, tp, sp) for sp in space.sequence_parallel}
             # degrees whose every candidate's memory floor exceeds the part: their groups are
             # counted out of memory and never bounded (kept aside for "each needs at least")
-            out = self._degrees_floor(item, [sp for sp in space.sequence_parallel if splits[sp]]) > self.usable
+            out = self._degrees_floor(item, [sp for sp in space.sequence_parallel
+                                             if splits[sp] and not self._sp_refused(tp, sp)]) > self.usable
             listed = self._list_groups(item, pipes, canonical_pipe, splits, e0304, orders_raw, shard_raw, stats,
                                        count_only=out)
             n_listed = listed if out else len(listed)
@@ -796,8 +821,9 @@ class Engine:
         n_orders_valid = len(item.orders) * item.order_weight
         valid_here = n_orders_valid * len(item.shardings)
         folded = n_orders_valid * (len(item.shardings) - 1) if item.single_rank and space.sharding_open else 0
-        good_sp = [sp for sp in space.sequence_parallel if splits[sp]]
-        bad_sp = n_sp - len(good_sp)
+        refused_sp = [sp for sp in space.sequence_parallel if splits[sp] and self._sp_refused(tp, sp)]  # E0624
+        good_sp = [sp for sp in space.sequence_parallel if splits[sp] and sp not in refused_sp]
+        bad_sp = n_sp - len(good_sp) - len(refused_sp)
         # tp 1: sequence parallelism means nothing, every value but the first is folded into it
         kept_sp = [sp for sp in good_sp if not (tp == 1 and n_sp > 1 and sp != SEQUENCE_PARALLEL[0])]
         merged_sp = len(good_sp) - len(kept_sp)
@@ -817,6 +843,8 @@ class Engine:
                 continue
             if bad_sp:
                 pruned["E0331"] += n_valid * bad_sp * orders_raw * below_order
+            if refused_sp:
+                pruned["E0624"] += n_valid * len(refused_sp) * orders_raw * below_order
             if good_sp:  # (counted even when none: the count's entry exists as it always did)
                 pruned["E0304"] += n_valid * len(good_sp) * e0304 * below_order
             if pp == 1 and (schedule, v) != canonical_pipe:  # one pipeline stands for every one
