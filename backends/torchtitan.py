@@ -50,7 +50,10 @@ from pathlib import Path
 
 ARGS = Path(__file__).resolve().parent / "torchtitan.args"
 options = [line.strip() for line in ARGS.read_text().splitlines() if line.strip() and not line.startswith("#")]
-sys.argv = [sys.argv[0]] + [word for line in options for word in line.split(" ", 1)] + sys.argv[1:]
+words = [word for line in options for word in line.split(" ", 1)]
+# options given here go before the activation-checkpoint subcommand, which tyro reads last
+sub = [w for w in words if w.startswith("activation-checkpoint:")]
+sys.argv = [sys.argv[0]] + [w for w in words if w not in sub] + sys.argv[1:] + sub
 runpy.run_module("torchtitan.train", run_name="__main__")
 '''
 
@@ -314,6 +317,24 @@ def diagnostics(plan: Plan) -> list[Diagnostic]:
                          t.span_of("precision") or m.span_of("name"), label=f"precision {t.precision}",
                          help=f"write `precision {want}` (the float8 converter is part of the registered "
                          "config, not a command-line option)"))
+    if t.optimizer == "sgd":
+        out.append(error("E0615", "torchtitan has no SGD optimizer", t.span_of("optimizer"), label="optimizer sgd",
+                         help="write `optimizer adamw` or `optimizer adam` (torchtitan builds Adam, AdamW and "
+                         "Muon), or use `target torch`"))
+    target = plan.target
+    if (target.tp_overlap or "none") == "all" and (lay.tp.degree or 1) > 1 and not target.compile:
+        out.append(error("E0616", "torchtitan's async tensor parallelism needs `compile on`",
+                         target.span_of("tp_overlap") or target.span, label="tp-overlap all",
+                         help="add `compile on` (torch's micro-pipelining is a torch.compile pass), or drop "
+                         "`tp-overlap all`"))
+    if target.tp_overlap == "backward" or target.grad_reduce == "bf16":
+        what = "`tp-overlap backward`" if target.tp_overlap == "backward" else "`grad-reduce bf16`"
+        out.append(error("E0617", f"torchtitan 0.3 has no {what}",
+                         target.span_of("tp_overlap" if target.tp_overlap == "backward" else "grad_reduce") or target.span,
+                         label=what.strip("`"),
+                         help="torchtitan overlaps tp only by async TP (`tp-overlap all` with `compile on`) and "
+                         "reduces gradients in fp32: remove the option, which would change the prediction "
+                         "and not the job"))
     if t.recompute == "full" and t.recompute_layers is not None:
         out.append(error("E0612", "torchtitan recomputes all layers or none, not the first N of each stage",
                          t.span_of("recompute"), label=f"full {t.recompute_layers}",
@@ -368,7 +389,10 @@ def arguments(plan: Plan) -> list[tuple[str, str | None]]:
                      else "--parallelism.no-enable-sequence-parallel", None))
     sharding = lay.dp.sharding or "none"
     if sharding in ("zero2", "zero3", "hsdp"):
-        args.append(("--parallelism.fsdp-reshard-after-forward", "never" if sharding == "zero2" else "always"))
+        # zero3 / hsdp: torchtitan's `default`, which reshards after the forward without pipelining
+        # and keeps the gathered parameters under it (torchtitan/distributed/fsdp.py), as parc's
+        # memory and time models hold (`always` would gather every stage once per micro-batch)
+        args.append(("--parallelism.fsdp-reshard-after-forward", "never" if sharding == "zero2" else "default"))
     args += [("--parallelism.context-parallel-degree", str(d["cp"])),
              ("--parallelism.expert-parallel-degree", str(d["ep"])),
              ("--parallelism.pipeline-parallel-degree", str(d["pp"]))]
@@ -385,11 +409,31 @@ def arguments(plan: Plan) -> list[tuple[str, str | None]]:
     args.append(("--compile.enable" if plan.target.compile else "--compile.no-enable", None))
     if plan.target.compile and plan.target.compile_loss is False:
         args.append(("--compile.components", "model"))  # torchtitan's default is model and loss
-    overlap = (plan.target.tp_overlap or "none") == "all"
+    overlap = (plan.target.tp_overlap or "none") == "all" and d["tp"] > 1  # nothing to overlap at tp 1
     args.append(("--compile.enable-async-tensor-parallel" if overlap
                  else "--compile.no-enable-async-tensor-parallel", None))
+    args += _optimizer(plan)
+    # the registered configs profile every 100 steps; parc's own job does not
+    args.append(("--profiler.no-enable-profiling", None))
     args.append((f"activation-checkpoint:{AC[t.recompute or 'none']}", None))
     return args
+
+
+def _optimizer(plan: Plan) -> list[tuple[str, str | None]]:
+    """parc's own job's optimizer (train.py.jinja's `make_optimizer`), where the registered
+    configs set their own: AdamW (torchtitan's betas 0.9 / 0.95 and eps 1e-8 are parc's) at weight
+    decay 0.1, or Adam at 0; a constant 3e-4 (the configs warm up for 200-600 steps and decay
+    linearly to 0 from 1.5e-4 to 8e-4); the spec's clipping (torchtitan clips at 1.0 unless told,
+    `inf` for none). SGD torchtitan has not (E0615)."""
+    from .torch.runtime import DEFAULT_LR
+
+    t = plan.training
+    group = "--optimizer.param-groups.0."
+    adam = t.optimizer == "adam"
+    return [(group + "optimizer-name", "Adam" if adam else "AdamW"), (group + "optimizer-kwargs.lr", DEFAULT_LR),
+            (group + "optimizer-kwargs.weight-decay", "0" if adam else "0.1"),
+            ("--lr-scheduler.warmup-steps", "0"), ("--lr-scheduler.min-lr-factor", "1.0"),
+            ("--training.max-norm", f"{t.clip_grad_norm:g}" if t.clip_grad_norm else "inf")]
 
 
 AC = {"none": "none", "selective": "selective", "full": "full"}

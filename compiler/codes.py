@@ -788,6 +788,27 @@ a and b reproduce (or a virtual-stage count no `pipeline_parallel_layers_per_sta
 be expressed; use an even split or one with lighter ends.
 """)
 
+register("E0615", "torchtitan has no SGD optimizer", """
+torchtitan 0.3 builds its optimizers by name from Adam, AdamW and Muon
+(`torchtitan/components/optimizer`); a spec's `optimizer sgd` would silently train its config's
+AdamW. Write `optimizer adamw` (weight decay 0.1) or `optimizer adam` (no decay), or use
+`target torch`.
+""")
+
+register("E0616", "torchtitan's async tensor parallelism needs torch.compile", """
+`tp-overlap all` under `target torchtitan` is torch's async TP, a torch.compile pass that
+micro-pipelines each all-gather and reduce-scatter with its matmul; torchtitan refuses
+`--compile.enable-async-tensor-parallel` without `--compile.enable` and the model among the
+compiled components (`CompileConfig`). Add `compile on`, or drop the overlap.
+""")
+
+register("E0617", "torchtitan 0.3 has no such overlap or reduction", """
+torchtitan overlaps tensor-parallel communication only through async TP (`tp-overlap all` with
+`compile on`), which hides the forward's collectives, and reduces gradients in fp32 only
+(`mixed_precision_reduce`). `tp-overlap backward` and `grad-reduce bf16` under `target
+torchtitan` would change parc's prediction and nothing in the job: remove them.
+""")
+
 register("E0620", "Megatron-LM cannot place layers as this pipeline split does", """
 Megatron-LM spreads layers evenly over the pipeline's stages; the only unevenness it takes is a
 different count on the first and the last stage (`--decoder-first-pipeline-num-layers`,

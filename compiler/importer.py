@@ -140,6 +140,28 @@ def _megatron_optimizer(options: dict[str, Option], used: set[str]) -> str:
     return "adamw"
 
 
+def _torchtitan_optimizer(options: dict[str, Option], used: set[str]) -> tuple[str, str | None]:
+    """(parc's optimizer, its clipping) for torchtitan's options as parc's torchtitan job writes
+    them: AdamW at weight decay 0.1 (`adamw`) or Adam at 0 (`adam`), a constant 3e-4 without
+    warm-up; `--training.max-norm`, torchtitan's 1.0 when not given, `inf` for none. Another
+    learning rate, schedule or decay is reported (W0701): parc has no setting for it."""
+    group = "--optimizer.param-groups.0."
+    name, decay = options.get(group + "optimizer-name"), options.get(group + "optimizer-kwargs.weight-decay")
+    optimizer = "adam" if name is not None and name.value == "Adam" else "adamw"
+    if name is None or name.value in ("Adam", "AdamW"):
+        used.add(group + "optimizer-name")
+    if decay is not None and decay.value == ("0" if optimizer == "adam" else "0.1"):
+        used.add(group + "optimizer-kwargs.weight-decay")
+    for option, values in ((group + "optimizer-kwargs.lr", ("3e-4", "0.0003")), ("--lr-scheduler.warmup-steps", ("0",)),
+                           ("--lr-scheduler.min-lr-factor", ("1.0", "1")), ("--profiler.no-enable-profiling", (None,))):
+        if option in options and options[option].value in values:
+            used.add(option)
+    used.add("--training.max-norm")
+    norm = options.get("--training.max-norm")
+    value = "1.0" if norm is None or norm.value is None else norm.value
+    return optimizer, None if value == "inf" or _is_zero(value) else value
+
+
 def _megatron_clip(options: dict[str, Option], used: set[str]) -> str | None:
     """The gradient clipping Megatron-LM runs: `--clip-grad`, 1.0 when not given, 0 for none."""
     used.add("--clip-grad")
@@ -531,10 +553,11 @@ def import_torchtitan(source: SourceFile, defaults: Defaults, read: Reader = rea
     lines.append(" x ".join(f"{n} {d}" for n, d in axes) + f" on nodes({defaults.gpus_per_node} gpus, nvlink)")
     if ep > 1:
         lines.append(f"ep {ep} over " + " x ".join(n for n, d in (("tp", tp), ("cp", cp), ("dp", dp)) if d > 1))
+    optimizer, clip = _torchtitan_optimizer(options, used)
     lines += [flavour_model_text(flavour) if flavour else f"model {model}", f"hardware {{ gpu {defaults.gpu} }}", "train {",
               f"  seq {seq}, global-batch {batch}, micro-batch {micro}",
-              f"  precision {'fp8' if config in backend.FLOAT8_CONFIGS else 'bf16'}, optimizer adamw, recompute {recompute}",
-              "}"]
+              f"  precision {'fp8' if config in backend.FLOAT8_CONFIGS else 'bf16'}, optimizer {optimizer}, recompute {recompute}"]
+    lines += ([f"  clip-grad-norm {clip}"] if clip else []) + ["}"]
     options_line = []
     compiled = flag("--compile.enable", "--compile.no-enable", False)
     components, component_diags = _compile_components(options, others)

@@ -25,9 +25,9 @@ from .test_targets_torchtitan import compiled as titan_compiled
 
 
 def settings(plan) -> dict:
-    """The facts a job's configuration carries (not the cluster, which no imported file says; for
-    torchtitan adam = adamw, its one Adam being AdamW at its own decay, while Megatron's launcher
-    writes the decay that tells parc's two apart)."""
+    """The facts a job's configuration carries (not the cluster, which no imported file says): both
+    launchers write the optimizer, its weight decay and the clipping, which tell parc's settings
+    apart."""
     lay, t = plan.layout, plan.training
     return {
         "model": plan.model.model_dump(exclude={"spans", "name"}),
@@ -40,8 +40,7 @@ def settings(plan) -> dict:
         "cp": lay.cp.flavour if (lay.cp.degree or 1) > 1 else None,
         "ep": (lay.ep.degree, lay.ep.folded_over),
         "train": (t.seq_len, t.global_batch, t.micro_batch, t.precision, t.recompute, t.recompute_layers, t.offload_layers,
-                  t.optimizer if plan.target.name == "megatron" else "adam" if t.optimizer == "adamw" else t.optimizer,
-                  t.clip_grad_norm if plan.target.name == "megatron" else None),
+                  t.optimizer, t.clip_grad_norm),
         "target": plan.target.model_dump(exclude={"spans"}),
         "steps": plan.launch.steps,
     }

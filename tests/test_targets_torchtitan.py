@@ -321,4 +321,64 @@ def test_the_entry_point_hands_torchtitan_the_generated_options(tmp_path: Path):
 
     out = subprocess.run([sys.executable, str(tmp_path / "train.py"), "--training.steps", "3"],
                          capture_output=True, text=True, check=True, env={"PYTHONPATH": str(tmp_path / "record")})
-    assert json.loads(out.stdout) == argv(plan) + ["--training.steps", "3"]
+    # the launcher's options go before the activation-checkpoint subcommand, which tyro reads last
+    # (after it they would be the subcommand's, and torchtitan refuses them)
+    *options, subcommand = argv(plan)
+    assert subcommand.startswith("activation-checkpoint:")
+    assert json.loads(out.stdout) == options + ["--training.steps", "3", subcommand]
+    from torchtitan.config import ConfigManager
+
+    config = ConfigManager().parse_args(json.loads(out.stdout))
+    assert config.training.steps == 3
+
+
+def test_the_optimizer_and_the_sharding_are_parcs(titan, tmp_path, monkeypatch):
+    """torchtitan's ConfigManager reads back the optimizer parc's own job runs (train.py.jinja's
+    `make_optimizer`): AdamW at weight decay 0.1 (Adam at 0), a constant 3e-4 with no warm-up (the
+    registered configs warm up for 200-600 steps and decay to 0), torchtitan's betas and eps, the
+    spec's clipping (`inf` when none: torchtitan clips at 1.0 unless told), no profiler; and zero3
+    reshards as torchtitan's default does (after the forward, but not under pipelining), which
+    parc's memory and time models hold."""
+    config_manager, _, _ = titan
+    config = parse(config_manager, compiled("fsdp-tp-pp"), tmp_path, monkeypatch)
+    (group,) = config.optimizer.param_groups
+    assert group.optimizer_name == "AdamW"
+    assert {k: group.optimizer_kwargs[k] for k in ("lr", "weight_decay")} == {"lr": 3e-4, "weight_decay": 0.1}
+    assert (config.lr_scheduler.warmup_steps, config.lr_scheduler.min_lr_factor) == (0, 1.0)
+    assert config.training.max_norm == float("inf") and not config.profiler.enable_profiling
+    assert config.parallelism.fsdp_reshard_after_forward == "never"  # zero2
+    for name in ("fsdp", "hsdp-cp"):  # zero3, hsdp
+        config = parse(config_manager, compiled(name), tmp_path, monkeypatch)
+        assert config.parallelism.fsdp_reshard_after_forward == "default", name
+    text = ("dp 16 on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware { gpu h100-sxm }\ntarget torchtitan\n"
+            "train { seq 4096, global-batch 64, micro-batch 1, optimizer adam, clip-grad-norm 0.5 }\n"
+            "dp { sharding zero2 }\n")
+    config = parse(config_manager, compile_text(text, path="x.par").plan, tmp_path, monkeypatch)
+    (group,) = config.optimizer.param_groups
+    assert (group.optimizer_name, group.optimizer_kwargs["weight_decay"]) == ("Adam", 0)
+    assert config.training.max_norm == 0.5
+
+
+@pytest.mark.parametrize("extra, code", [
+    ("train { seq 4096, global-batch 64, micro-batch 1, optimizer sgd }", "E0615"),
+    ("target torchtitan { tp-overlap all }", "E0616"),
+    ("target torchtitan { tp-overlap backward }", "E0617"),
+    ("target torchtitan { grad-reduce bf16 }", "E0617"),
+])
+def test_what_torchtitan_would_run_otherwise_is_refused(extra, code):
+    """SGD (torchtitan builds Adam, AdamW and Muon), async TP without compile (torchtitan's
+    CompileConfig refuses it), a backward-only tp overlap and a bf16 gradient reduction (torchtitan
+    has neither: the prediction would change and the job would not)."""
+    text = ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware { gpu h100-sxm }\n"
+            "target torchtitan\ntrain { seq 4096, global-batch 64, micro-batch 1 }\n")
+    if extra.startswith("train"):
+        text = text.replace("train { seq 4096, global-batch 64, micro-batch 1 }", extra)
+    else:
+        text = text.replace("target torchtitan", extra)
+    plan = compile_text(text, path="x.par").plan
+    assert [d.code for d in job_diagnostics(plan)] == [code]
+    assert job_diagnostics(plan)[0].span is not None
+    if code == "E0616":  # with compile on, async TP is torch's own pass, and accepted
+        on = compile_text(text.replace("tp-overlap all", "tp-overlap all, compile on"), path="x.par").plan
+        assert not job_diagnostics(on)
+

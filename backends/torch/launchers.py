@@ -71,6 +71,14 @@ class JobShape:
     account: str | None
     time_limit: str | None
     namespace: str | None
+    train_options: str = "`--device cpu`, `--dry-run` or `--steps N`"
+    """Examples of the target's own train.py options, for the launchers' usage line."""
+
+
+TRAIN_OPTIONS = {"torch": "`--device cpu`, `--dry-run` or `--steps N`",
+                 "torchtitan": "`--training.steps N` or `--metrics.log-freq 1` (torchtitan's options)",
+                 "megatron": "`--log-interval 1` or `--train-iters N` (Megatron-LM's options)"}
+"""What a launcher's usage line offers to pass on, per target."""
 
 
 def job_shape(plan: Plan) -> JobShape:
@@ -90,7 +98,8 @@ def job_shape(plan: Plan) -> JobShape:
     return JobShape(job=launch.job, spec_name=_printable(PurePath(plan.source).name), nodes=cluster.nodes,
                     gpus_per_node=cluster.gpus_per_node, world_size=cluster.world_size, port=launch.port,
                     steps=launch.steps, env=tuple(env.items()), image=launch.image, partition=launch.partition,
-                    account=launch.account, time_limit=launch.time_limit, namespace=launch.namespace)
+                    account=launch.account, time_limit=launch.time_limit, namespace=launch.namespace,
+                    train_options=TRAIN_OPTIONS[plan.target.name])
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:
