@@ -663,11 +663,15 @@ class Engine:
     def _runtime_problem(self, degrees: dict, ep: int = 1) -> str | None:
         """What `parc compile` refuses for the generated runtime although `parc check` accepts it:
         the checks allow replicated kv heads (W0311), the runtime splits K and V by whole heads
-        (E0603). Search proposes only what parc can run. And what the target refuses with the
-        written sharding: Megatron-LM's FSDP2 with pp or ep (E0623)."""
+        (E0603). Search proposes only what parc can run. And what the target refuses with these
+        degrees: torchtitan's async TP without compile at tp > 1 (E0616), Megatron-LM's FSDP2
+        (the written sharding) with pp or ep (E0623)."""
         tp = degrees.get("tp", 1)
         if tp > 1 and self.model.kv_heads % tp:
             return "E0603"
+        target = self.plan.target
+        if tp > 1 and target.name == "torchtitan" and target.tp_overlap == "all" and not target.compile:
+            return "E0616"  # torchtitan's async TP is a torch.compile pass
         if not self.space.sharding_open and self.space.fixed_sharding[0] == "zero3" and self._fsdp_refused(degrees, ep):
             return "E0623"
         return None
