@@ -19,6 +19,7 @@ from __future__ import annotations
 from ..diagnostics import Diagnostic, error
 from ..plan import Plan
 from ..stages import pipeline_chunks
+from ..targets import fp8_params
 from . import launched_job
 from .torch.runtime import DEFAULT_LR
 
@@ -256,9 +257,17 @@ def _precision_and_overlap(plan: Plan) -> list[tuple[str, str | None]]:
     args: list[tuple[str, str | None]] = {"bf16": [("--bf16", None)], "fp16": [("--fp16", None)],
                                           "fp8": [("--bf16", None), ("--fp8-format", "hybrid")]}[t.precision]
     if t.precision == "fp8":
-        # delayed scaling, the recipe parc's time model charges, with NVIDIA's history (Megatron's
-        # default keeps one amax and takes the most recent)
-        args += [("--fp8-recipe", "delayed"), ("--fp8-amax-history-len", "1024"), ("--fp8-amax-compute-algo", "max")]
+        recipe = target.fp8_recipe or "delayed"
+        args.append(("--fp8-recipe", recipe))
+        if recipe == "delayed":  # NVIDIA's history (Megatron's default keeps one amax, the most recent)
+            args += [("--fp8-amax-history-len", "1024"), ("--fp8-amax-compute-algo", "max")]
+        if fp8_params(target, t.precision, plan.layout.dp.sharding):
+            # the weights held and gathered as fp8 tensors, as NeMo's and Megatron-Bridge's fp8
+            # recipes run them and parc's memory and time models count them; MXFP8 gathers its
+            # bf16 values through the gradient buffer instead of a buffer of its own
+            args.append(("--fp8-param-gather", None))
+            if recipe == "mxfp8":
+                args.append(("--reuse-grad-buf-for-mxfp8-param-ag", None))
     # `auto` lets Transformer Engine pick cuDNN's fused attention, the kernel parc times (`flash`
     # would set NVTE_FUSED_ATTN=0 and need the flash-attn package)
     args.append(("--attention-backend", "auto" if target.flash_attention else "unfused"))

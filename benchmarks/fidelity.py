@@ -933,6 +933,12 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   optimizer, the contract's anchor) under DDP and zero1; each call pays its ring's latency
   ((n - 1) steps for a gather or reduce-scatter: at 1,536 ranks over 192 nodes of 8, 191 at
   `latency_inter` and 1,344 at `latency_intra`, about 2.3 ms).
+  Under fp8 with the distributed optimizer Megatron-LM holds the fp8 linears' weights as fp8
+  tensors (`--fp8-param-gather`, which parc's Megatron launcher sets as NeMo's and
+  Megatron-Bridge's fp8 recipes do): its buffers are per dtype, so zero1's all-gather moves
+  those weights at 1 byte (delayed or per-tensor scaling; MXFP8 gathers bf16 values through the
+  gradient buffer, 2) beside the bf16 rest (norms, routers, embedding, output), each buffer in
+  its own buckets (`Software.gather_bytes`; tests/test_bounds.py types Llama 3 8B's split).
   `timing.dp_ledger` writes this table as frozen `ledger.Collective` records (axis, kind,
   payload, calls per step, group, window); the exposure is a reduction over them in which each
   window is counted once: the collectives sharing a window (zero3's backward gather and its

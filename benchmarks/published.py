@@ -811,7 +811,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     recipe = "dynamic" if family == "torchtitan" else fp8_recipe_of(entry)
     if precision == "fp8" and recipe in ("current", "mxfp8"):
         notes.append(f"Transformer Engine's {'per-tensor current scaling' if recipe == 'current' else 'MXFP8'} "
-                     "fp8 recipe (stated; not expressible in a spec)")
+                     f"fp8 recipe (stated: `fp8-recipe {'tensorwise' if recipe == 'current' else 'mxfp8'}`)")
     software = timing.Software(
         attention="unfused" if unfused else ("flash" if family in ("torchtitan", "torch") else "flash-te"),
         selective=("modules:" + ",".join(modules) if modules else timing.TORCHTITAN_OP if family == "torchtitan"
@@ -826,6 +826,10 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         # (`timing.regathered`); DTensor (torchtitan, FSDP with plain PyTorch) saves it gathered
         tp_regather=family == "megatron",
         grad_bytes=grad_bytes,
+        # the launcher's `--fp8-param-gather`, which NeMo's and Megatron-Bridge's fp8 recipes set
+        # (`targets.gather_bytes`): fp8 weights gathered at a byte, MXFP8's in bf16
+        gather_bytes=(1 if family not in ("torchtitan", "torch") and precision == "fp8" and recipe != "mxfp8"
+                      else 2),
         balanced_routing=balanced,
         ep_dispatcher="deepep" if deepep else "all-to-all",
         ep_overlap=ep_overlap,
@@ -856,6 +860,8 @@ def target_line(software: timing.Software, family: str, precision: str) -> str:
     default_grad = 2 if name == "megatron" and precision == "fp16" else 4
     if software.grad_bytes != default_grad:
         options.append(f"grad-reduce {'bf16' if software.grad_bytes == 2 else 'fp32'}")
+    if name == "megatron" and precision == "fp8" and software.fp8_scaling in ("current", "mxfp8"):
+        options.append(f"fp8-recipe {'tensorwise' if software.fp8_scaling == 'current' else 'mxfp8'}")
     return f"target {name}" + (f" {{ {', '.join(options)} }}" if options else "")
 
 
@@ -1354,9 +1360,10 @@ def note_stated_attention_kernel(software: timing.Software, run: Run) -> None:
         run.assumptions.append(TRITON_NOTE)
 
 
-TARGET_STATES = ("attention", "selective", "tp_overlap", "kernels", "fp8", "context_parallel", "grad_bytes")
+TARGET_STATES = ("attention", "selective", "tp_overlap", "kernels", "fp8", "context_parallel", "grad_bytes",
+                 "fp8_scaling", "gather_bytes")
 """The `Software` fields a spec's `target` statement states (`targets.software_of`); every other
-field is a fact of the row (its fp8 recipe, routing, dispatcher, dp runtime, host sync, and any field
+field is a fact of the row (its routing, dispatcher, dp runtime, host sync, and any field
 added later) and is carried through `compiled` untouched."""
 
 

@@ -142,15 +142,15 @@ DEFAULT = Constants(
     gemm_ampere=0.8564,
     gemm_hopper=0.857,
     intensity_half=1.573,
-    kernel_overhead=6.957e-06,
+    kernel_overhead=6.959e-06,
     bus_nvlink=0.8,
     bus_network=0.92,
     hbm_efficiency=0.8,
     latency_intra=1e-06,
     latency_inter=5e-06,
-    eager_efficiency=0.9005,
-    attention_sustained=0.591,
-    blackwell_sustained=0.8694,
+    eager_efficiency=0.9006,
+    attention_sustained=0.5908,
+    blackwell_sustained=0.8663,
 )
 TIME_MODEL_SPREAD = 0.072
 # END FITTED

@@ -577,6 +577,16 @@ generated command line, not the memory model, not the step time.
 Add `compile on`, or remove `compile-loss`.
 """)
 
+register("W0366", "`fp8-recipe` without `precision fp8`", """
+`fp8-recipe` picks Transformer Engine's fp8 scaling for a Megatron-LM job (`--fp8-recipe`). It
+scales nothing unless the job trains in fp8, so under `precision bf16` or `fp16` the option
+changes neither the generated command line nor the memory and time models.
+
+    target megatron { fp8-recipe mxfp8 }     # W0366 with train { precision bf16 }
+
+Write `precision fp8`, or remove `fp8-recipe`.
+""")
+
 register("E0370", "a power limit parc cannot derate", """
 `hardware { power-limit 500 W }` runs every GPU under that power limit (`nvidia-smi -pl`). At
 its limit a GPU lowers its clock until its power fits; near the top of its voltage-frequency
@@ -872,6 +882,13 @@ register("E0626", "fp8 on a GPU without fp8 tensor cores", """
 Transformer Engine, which runs Megatron-LM's fp8, asserts compute capability 8.9 or higher (Ada,
 Hopper, Blackwell). On an A100 (8.0) a `precision fp8` job under `target megatron` stops at its
 first step; write `precision bf16`. (`target torch` runs an fp8 spec in bf16 and says so, W0601.)
+""")
+
+register("E0627", "MXFP8 on a GPU before Blackwell", """
+MXFP8 (`fp8-recipe mxfp8`) scales each block of 32 elements by its own power of two, which only
+Blackwell's tensor cores apply inside the GEMM; Transformer Engine refuses the recipe on Hopper
+and Ada ("MXFP8 ... requires compute capability 10.0"). Use `fp8-recipe tensorwise` or
+`delayed` there, or a Blackwell GPU (`gpu b200`, `gpu gb200-nvl72`).
 """)
 
 # ---------------------------------------------------------------------------------------------

@@ -141,6 +141,7 @@ def facts(plan: Plan) -> dict[str, str]:
                                ("no flash-attention", not target.flash_attention)) if on]
     options += [f"tp-overlap {target.tp_overlap}"] if target.tp_overlap else []
     options += [f"grad-reduce {target.grad_reduce}"] if target.grad_reduce else []
+    options += [f"fp8-recipe {target.fp8_recipe}"] if target.fp8_recipe else []
     out["target"] = target.name + (f" ({', '.join(options)})" if options else "")
     return out
 

@@ -753,7 +753,8 @@ def _import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
                          ("--adam-beta1", ("0.9",)), ("--adam-beta2", ("0.95",)), ("--adam-eps", ("1e-08", "1e-8")),
                          ("--sgd-momentum", ("0.9",)), ("--overlap-grad-reduce", ()), ("--overlap-param-gather", ()),
                          ("--no-gradient-accumulation-fusion", ()), ("--no-create-attention-mask-in-dataloader", ()),
-                         ("--fp8-recipe", ("delayed",)), ("--fp8-amax-history-len", ("1024",)),
+                         ("--fp8-amax-history-len", ("1024",)), ("--fp8-param-gather", ()),
+                         ("--reuse-grad-buf-for-mxfp8-param-ag", ()),
                          ("--fp8-amax-compute-algo", ("max",)), ("--moe-token-dispatcher-type", ("alltoall",)),
                          ("--moe-permute-fusion", ()), ("--moe-shared-expert-overlap", ()),
                          ("--moe-token-drop-policy", ("position",))):
@@ -816,6 +817,18 @@ def _import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
         target.append("grad-reduce bf16")
     elif has("--accumulate-allreduce-grads-in-fp32") and precision == "fp16":
         target.append("grad-reduce fp32")
+    recipe = options.get("--fp8-recipe")
+    if precision == "fp8" and recipe is not None and recipe.value in ("delayed", "tensorwise", "mxfp8"):
+        used.add("--fp8-recipe")
+        if recipe.value != "delayed":  # Megatron-LM's default, and the spec's
+            target.append(f"fp8-recipe {recipe.value}")
+    zero1 = has("--use-distributed-optimizer") and dp * cp > 1  # the spec's `sharding zero1`
+    if precision == "fp8" and zero1 and "--fp8-param-gather" not in options:
+        diags.append(warning("W0701", "no `--fp8-param-gather`: the job keeps bf16 weights beside fp8 copies",
+                             source.span(0, 0), label="parc's job gathers fp8 parameters",
+                             help="parc's Megatron job sets `--fp8-param-gather` with the distributed optimizer, "
+                             "as NeMo's and Megatron-Bridge's fp8 recipes do; its memory and data-parallel "
+                             "traffic are what the imported spec predicts"))
     lines.append("target megatron" + (f" {{ {', '.join(target)} }}" if target else ""))
     if tp > 1:
         lines.append(f"tp {{ sequence-parallel {'on' if has('--sequence-parallel') else 'off'} }}")

@@ -378,6 +378,9 @@ class Target(Sourced):
     """Tensor-parallel communication hidden under GEMMs; None: the target's default."""
     grad_reduce: Literal["fp32", "bf16"] | None = None
     """Dtype of data-parallel gradient reduction; None: the target's default for the precision."""
+    fp8_recipe: Literal["delayed", "tensorwise", "mxfp8"] | None = None
+    """Megatron-LM's `--fp8-recipe` under `precision fp8`: Transformer Engine's delayed scaling
+    (None: the default), per-tensor current scaling, or MXFP8 (Blackwell's block scaling)."""
 
 
 class Hole(Frozen):

@@ -377,6 +377,9 @@ TARGET_KEYS = (
           "tp-overlap all", ("none", "backward", "all")),
     _enum("grad-reduce", "dtype of the data-parallel gradient reduction (default: the target's)",
           "grad-reduce bf16", ("fp32", "bf16")),
+    _enum("fp8-recipe", "megatron: Transformer Engine's fp8 scaling under `precision fp8` (default delayed; "
+          "tensorwise is per-tensor current scaling, mxfp8 Blackwell's 32-element blocks)",
+          "fp8-recipe mxfp8", ("delayed", "tensorwise", "mxfp8")),
 )
 
 TOP_KEYS = {

@@ -122,7 +122,7 @@ RUNTIMES: dict[str, Runtime] = {
         ep_fold=("dp", "cp", "tp"),
         # RankGenerator's default order "tp-cp-ep-dp-pp"
         rank_order=("tp", "cp", "ep", "dp", "pp"),
-        options=("flash-attention", "tp-overlap", "grad-reduce"), fp16_grad_bytes=2, fp8="linear",
+        options=("flash-attention", "tp-overlap", "grad-reduce", "fp8-recipe"), fp16_grad_bytes=2, fp8="linear",
         dp_runtime="megatron", context_parallel="te", tp_regather=True),
 }
 
@@ -160,6 +160,40 @@ def grad_bytes(target: Target, precision: str) -> int:
     return runtime(target).fp16_grad_bytes if precision == "fp16" else 4
 
 
+FP8_SCALING = {"delayed": "delayed", "tensorwise": "current", "mxfp8": "mxfp8"}
+"""`fp8-recipe` (Megatron-LM's `--fp8-recipe` names) as the time model's `Software.fp8_scaling`."""
+
+
+def fp8_scaling(target: Target) -> str:
+    """The fp8 recipe whose casts and quantize kernels the runtime's fp8 GEMMs pay
+    (`Software.fp8_scaling`): the spec's `fp8-recipe`, else the runtime's own."""
+    if target.fp8_recipe is not None:
+        return FP8_SCALING[target.fp8_recipe]
+    return runtime(target).fp8_scaling
+
+
+def fp8_params(target: Target, precision: str, sharding: str | None) -> bool:
+    """Whether the runtime holds the fp8 linears' weights as fp8 tensors and gathers them so:
+    Megatron-LM's `--fp8-param-gather`, which parc's Megatron launcher sets under fp8 with the
+    distributed optimizer, as every fp8 recipe of NeMo's and Megatron-Bridge's does
+    (`bf16_with_fp8_*_mixed`, `bf16_with_mxfp8_mixed`: `fp8_param_gather = True`). Megatron-LM
+    allows it with the distributed optimizer or FSDP, and turns it off under torch FSDP2 with
+    Transformer Engine 2 (`validate_args`), so only `zero1` has it."""
+    return target.name == "megatron" and precision == "fp8" and sharding == "zero1"
+
+
+def gather_bytes(target: Target, precision: str) -> int:
+    """Bytes per element of an fp8 linear's weight as the distributed optimizer all-gathers it
+    (`Software.gather_bytes`): 1 where Megatron-LM keeps fp8 parameters of delayed or
+    per-tensor scaling (its parameter buffer is uint8, param_and_grad_buffer.py), 2 otherwise:
+    the compute dtype, and MXFP8's, whose bf16 values are gathered into the gradient buffer
+    (`--reuse-grad-buf-for-mxfp8-param-ag`) and quantized after (`_post_param_sync`). Read only
+    where the ledger gathers fp8 parameters (`fp8_params`)."""
+    if target.name == "megatron" and precision == "fp8" and fp8_scaling(target) != "mxfp8":
+        return 1
+    return 2
+
+
 def memory_runtime(target: Target) -> str:
     """How the memory model counts this target's rank (`memory.estimate`'s runtime): "torch"
     for PyTorch with FSDP2, parc's job and torchtitan, compiled or not (FSDP2's sharded fp32
@@ -182,6 +216,7 @@ def software_of(plan: Plan):
     target = plan.target
     return Software(attention=attention(target), selective=runtime(target).selective,
                     tp_overlap=tp_overlap(target), kernels=kernels(target), fp8=runtime(target).fp8,
-                    fp8_scaling=runtime(target).fp8_scaling, context_parallel=runtime(target).context_parallel,
+                    fp8_scaling=fp8_scaling(target), context_parallel=runtime(target).context_parallel,
                     dp_runtime=runtime(target).dp_runtime, tp_regather=runtime(target).tp_regather,
-                    grad_bytes=grad_bytes(target, plan.training.precision))
+                    grad_bytes=grad_bytes(target, plan.training.precision),
+                    gather_bytes=gather_bytes(target, plan.training.precision))

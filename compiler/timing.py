@@ -486,6 +486,12 @@ class Software:
     reduce dtype is fp32) and in Megatron-LM under bf16 (it forces fp32 accumulation and
     reduction); 2 in Megatron-LM under fp16, which reduces in the parameters' dtype unless told
     `--accumulate-allreduce-grads-in-fp32`."""
+    gather_bytes: int = PARAM
+    """Bytes per element of an fp8 linear's weight (the layers' linears, the experts) as the
+    distributed optimizer all-gathers it: 1 where Megatron-LM holds fp8 parameters of delayed or
+    per-tensor scaling (`--fp8-param-gather`, a uint8 parameter buffer; `targets.gather_bytes`),
+    else the compute dtype's 2 (MXFP8 gathers bf16 values into the gradient buffer and quantizes
+    them after). Norms, the router, the embedding and the output layer are gathered in bf16."""
     balanced_routing: bool = False
     """The router's load is exactly even over the expert ranks: what the mean over a job's
     recorded ranks measures (tests/e2e/test_collectives.py). Otherwise the busiest expert rank
@@ -2179,6 +2185,9 @@ class Load:
     """Per chunk, the routed experts of its MoE layers, one block per layer."""
     params_root: int = 0
     """The embedding, final norm and output layer this rank holds (FSDP2's root unit)."""
+    params_other: int = 0
+    """Of `params_dense`, those no fp8 linear holds: norms, routers, the embedding and the output
+    layer (`Params.other`), which Megatron-LM gathers in bf16 beside fp8 parameters."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -2296,7 +2305,8 @@ def _rank_frames(shape: Shape, chunking: Chunking) -> tuple[tuple[tuple, dict], 
             chunks=len(mine), sends_f=sum(1 for ch in mine if owner.get(ch.index + 1, rank) != rank),
             sends_b=sum(1 for ch in mine if owner.get(ch.index - 1, rank) != rank),
             params_dense=dense + other, params_expert=expert,
-            blocks_dense=tuple(blocks_dense), blocks_expert=tuple(blocks_expert), params_root=root)))
+            blocks_dense=tuple(blocks_dense), blocks_expert=tuple(blocks_expert), params_root=root,
+            params_other=other)))
     return tuple(frames)
 
 
@@ -2359,6 +2369,8 @@ class RankTimes:
     """Per chunk, its dense blocks (`Load.blocks_dense`): zero1's buckets."""
     blocks_expert: tuple = ()
     params_root: int = 0
+    params_other: int = 0
+    """`Load.params_other`: the dense parameters no fp8 linear holds."""
     layers: int = 0
     """Transformer layers the rank holds (FSDP2 gathers and reduces each on its own)."""
     moe_layers: int = 0
@@ -2556,6 +2568,7 @@ def rank_time(load: Load, pieces: RankPieces) -> RankTimes:
                      sent=(acc[10], acc[11], acc[12], (load.sends_f + load.sends_b) * boundary if pp_send else 0.0),
                      chunks=load.chunks, params_dense=load.params_dense, params_expert=load.params_expert,
                      blocks_dense=load.blocks_dense, blocks_expert=load.blocks_expert, params_root=load.params_root,
+                     params_other=load.params_other,
                      layers=sum(count for _, _, count in load.pieces),
                      moe_layers=sum(count for is_moe, _, count in load.pieces if is_moe), collectives=merged(records),
                      layer_times=layer_times)
@@ -2815,7 +2828,7 @@ class DpLinks(NamedTuple):
 
 
 def dp_ledger(r: RankTimes, k: Knobs, links: DpLinks, grad: int = PARC.grad_bytes,
-              runtime: str = PARC.dp_runtime) -> tuple[Collective, ...]:
+              runtime: str = PARC.dp_runtime, gather: int = PARC.gather_bytes) -> tuple[Collective, ...]:
     """The data-parallel collectives of one rank over one step: what the runtime that moves them
     issues (`Software.dp_runtime`). Per parameter set P (dense over the dense group, or hsdp's
     shard group; experts over the expert group), `grad` bytes per reduced element, `PARAM` per
@@ -2835,7 +2848,8 @@ def dp_ledger(r: RankTimes, k: Knobs, links: DpLinks, grad: int = PARC.grad_byte
     - none (DDP): all-reduce of the gradients once per step (the last micro-batch; the others
       accumulate locally);
     - zero1: reduce-scatter of the gradients and all-gather of the updated parameters, once
-      per step (Megatron-LM's distributed optimizer);
+      per step (Megatron-LM's distributed optimizer); under fp8 parameters (`--fp8-param-gather`)
+      the fp8 linears' weights are gathered at `gather` bytes, the rest in bf16;
     - zero2: reduce-scatter every micro-batch, all-gather once per step;
     - zero3 (FSDP2): every micro-batch an all-gather before the forward, another before the
       backward only when `reshard_after_forward` is on (off under pp > 1, as torchtitan runs it;
@@ -2851,7 +2865,7 @@ def dp_ledger(r: RankTimes, k: Knobs, links: DpLinks, grad: int = PARC.grad_byte
     # the case built here, not by a classmethod: one Python call fewer per rank per `step_time`
     case = DpCase(params_dense, params_expert, r.layers, r.moe_layers or r.layers,
                   max(1, k.virtual_stages) if pp > 1 else 1, r.blocks_dense, r.blocks_expert, r.params_root,
-                  k.microbatches, k.sharding, pp, k.bucket, grad, runtime)
+                  k.microbatches, k.sharding, pp, k.bucket, grad, runtime, r.params_other, gather)
     return _dp_ledger(case, *links)
 
 
@@ -2896,6 +2910,11 @@ class DpCase(NamedTuple):
     """`Software.grad_bytes`: bytes per reduced gradient element."""
     runtime: str
     """`Software.dp_runtime`: "torch" (FSDP2, parc's job) or "megatron"."""
+    params_other: int
+    """Of `params_dense`, those no fp8 linear holds (`Load.params_other`)."""
+    gather: int
+    """`Software.gather_bytes`: bytes per gathered element of an fp8 linear's weight where
+    Megatron-LM's distributed optimizer gathers fp8 parameters."""
 
 
 @lru_cache(maxsize=65536)
@@ -2903,8 +2922,11 @@ def _dp_ledger(case: DpCase, dense: Link, expert: Link, shard: Link, replicate: 
     """`dp_ledger` of its `DpCase` (the cache's key) on the four links."""
     mode, m, pp, grad, bucket, layers = case.sharding, case.microbatches, case.pp, case.grad, case.bucket, case.layers
     params_dense, chunks = case.params_dense, case.chunks
-    sets = ((params_dense, shard if mode == "hsdp" else dense, layers + 1, case.blocks_dense, case.params_root),
-            (case.params_expert, expert, case.moe_layers, case.blocks_expert, 0))
+    # per parameter set: (elements, link, FSDP units, zero1's blocks, root unit, elements in bf16
+    # beside fp8 parameters); the experts are all fp8 linears
+    sets = ((params_dense, shard if mode == "hsdp" else dense, layers + 1, case.blocks_dense, case.params_root,
+             min(params_dense, case.params_other)),
+            (case.params_expert, expert, case.moe_layers, case.blocks_expert, 0, 0))
     out: list[Collective] = []
     torch_runtime = case.runtime == "torch"
     units = layers + 1  # FSDP2 wraps each transformer layer, and the root (embedding, output)
@@ -2921,7 +2943,7 @@ def _dp_ledger(case: DpCase, dense: Link, expert: Link, shard: Link, replicate: 
                 calls = units if per_unit else max(1, math.ceil(payload / bucket))
             out.append(Collective("dp", kind, payload / calls, count * calls, lk.size, lk.local, window))
 
-    for params, lk, units, blocks, root in sets:  # experts: one FSDP unit per MoE layer
+    for params, lk, units, blocks, root, bf16 in sets:  # experts: one FSDP unit per MoE layer
         if mode == "none":
             add("all_reduce", grad * params, 1, lk, "last_backward")
         elif mode == "zero1" and torch_runtime:  # buckets of whole blocks, per model chunk and parameter set
@@ -2933,7 +2955,15 @@ def _dp_ledger(case: DpCase, dense: Link, expert: Link, shard: Link, replicate: 
             add("all_gather", PARAM * params, 1, lk, "after_step", calls=max(1, buckets))
         elif mode == "zero1":
             add("reduce_scatter", grad * params, 1, lk, "last_backward")
-            add("all_gather", PARAM * params, 1, lk, "after_step")
+            if case.gather != PARAM:
+                # fp8 parameters: Megatron-LM keeps one buffer per dtype, the fp8 linears' uint8
+                # beside the bf16 rest, each cut into buckets of the same element count
+                elements = max(DP_BUCKET, DP_BUCKET_PER_RANK * lk.size)
+                calls = math.ceil((params - bf16) / elements) + math.ceil(bf16 / elements)
+                add("all_gather", case.gather * (params - bf16) + PARAM * bf16, 1, lk, "after_step",
+                    calls=max(1, calls))
+            else:
+                add("all_gather", case.gather * params, 1, lk, "after_step")
         elif torch_runtime and pp > 1:  # zero2, zero3, hsdp under torch's pipeline stages
             add("all_gather", PARAM * params, 1, lk, "after_step")
             add("reduce_scatter", grad * params, 1, lk, "last_backward")
@@ -2970,7 +3000,8 @@ def collective_seconds(c: Collective, lk: Link) -> float:
 
 
 def dp_exposed(r: RankTimes, k: Knobs, links: DpLinks, grad: int = PARC.grad_bytes,
-               runtime: str = PARC.dp_runtime, overlap: bool = PARC.dp_overlap) -> tuple[float, float]:
+               runtime: str = PARC.dp_runtime, overlap: bool = PARC.dp_overlap,
+               gather: int = PARC.gather_bytes) -> tuple[float, float]:
     """(exposed seconds, bytes sent) of one step's data-parallel communication on one rank.
 
     Each window is counted once: the collectives that share it (zero3's backward gather and its
@@ -2982,7 +3013,7 @@ def dp_exposed(r: RankTimes, k: Knobs, links: DpLinks, grad: int = PARC.grad_byt
     FSDP's per-unit collectives add the fill of a two-stage pipeline (`fsdp_fill`): the first
     unit's gather has no computation before it, the last unit's reduce-scatter none after it.
     Without `overlap` (`Software.dp_overlap`) the once-per-step calls are charged whole."""
-    ledger = dp_ledger(r, k, links, grad, runtime)
+    ledger = dp_ledger(r, k, links, grad, runtime, gather)
     back = r.backward_input + r.backward_weight + r.recompute
     return _dp_exposed(ledger, k.microbatches, r.forward, back, links, nic_busy(r, links.dense), overlap)
 
@@ -3392,9 +3423,10 @@ def rank_steps(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants
         sizes = offload_sizes(shape, k, loads.index(load))
         host = m * offload_bytes(sizes)
         compute = compute_ledger(shape, k, load, sw) + ((Compute("offload", hbm_bytes=host),) if host else ())
-        ledger = Ledger(path_ledger(r, k, geo, shape, load) + dp_ledger(r, k, links, sw.grad_bytes, sw.dp_runtime),
+        ledger = Ledger(path_ledger(r, k, geo, shape, load) + dp_ledger(r, k, links, sw.grad_bytes, sw.dp_runtime,
+                                                                  sw.gather_bytes),
                         compute, host_bytes=host)
-        exposed_dp, _ = dp_exposed(r, k, links, sw.grad_bytes, sw.dp_runtime, sw.dp_overlap)
+        exposed_dp, _ = dp_exposed(r, k, links, sw.grad_bytes, sw.dp_runtime, sw.dp_overlap, sw.gather_bytes)
         out[load] = RankStep(times=r, ledger=ledger, dp_exposed=exposed_dp, optimizer=optimizer_seconds(r, k, hw, c),
                              bounds=link_bounds(ledger, hw, c),
                              offload=m * offload_exposed(sizes, r, shape, k.runtime, hw, c))

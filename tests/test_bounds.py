@@ -356,6 +356,39 @@ def test_the_dp_ledger_is_the_traffic_contract(sharding, pp, dp_runtime, table):
         assert got[kind][1] == pytest.approx(want[kind][1], rel=0.01), kind
 
 
+@pytest.mark.parametrize("recipe, gathered", [("tensorwise", 1), ("delayed", 1), ("mxfp8", 2)])
+def test_fp8_parameters_are_gathered_in_their_own_bytes(recipe, gathered):
+    """Megatron-LM with `--fp8-param-gather` (the Megatron launcher's, under fp8 and zero1) holds
+    the fp8 linears' weights in a uint8 buffer and gathers them at a byte each beside a bf16
+    buffer for the rest (norms, embedding, output); MXFP8 gathers bf16 values through the
+    gradient buffer. Typed from Llama 3 8B's widths: per layer the attention's q, k, v and out
+    (4096 x 4096 x 2 + 4096 x 1024 x 2) and SwiGLU's three 4096 x 14336 matrices in fp8, two
+    4096 norms in bf16; calls per buffer of 40M-element buckets; the reduce-scatter unchanged."""
+    text = ("dp 16 on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware { gpu b200, nodes 2 }\n"
+            f"target megatron {{ fp8-recipe {recipe} }}\n"
+            "train { seq 4096, global-batch 64, micro-batch 1, precision fp8, recompute full }\n"
+            "dp { sharding zero1 }\n")
+    plan = _plan(text)
+    assert plan is not None
+    from parc.targets import software_of
+
+    shape, knobs, sw = shape_of(plan), knobs_of(plan, "megatron-flash"), software_of(plan)
+    hw = timing.hardware_of(plan)
+    _, steps = timing.rank_steps(shape, knobs, hw, timing.geometry_of(plan, hw), sw=sw)
+    rank = next(iter(steps.values()))
+    fp8 = 32 * (4096 * 4096 * 2 + 4096 * 1024 * 2 + 3 * 4096 * 14336)
+    bf16 = 32 * 2 * 4096 + LLAMA3_8B_ROOT
+    assert rank.times.params_dense == fp8 + bf16
+    wire = 15 / 16
+    gathers = [c for c in rank.ledger.collectives if c.axis == "dp" and c.kind == "all_gather"]
+    assert gathers
+    calls = math.ceil(fp8 / BUCKET) + math.ceil(bf16 / BUCKET) if gathered == 1 else math.ceil((fp8 + bf16) / BUCKET)
+    assert sum(c.count for c in gathers) == calls
+    assert sum(c.count * c.sent for c in gathers) == pytest.approx(wire * (gathered * fp8 + 2 * bf16), rel=1e-9)
+    scatters = [c for c in rank.ledger.collectives if c.axis == "dp" and c.kind == "reduce_scatter"]
+    assert sum(c.count * c.sent for c in scatters) == pytest.approx(wire * 4 * (fp8 + bf16), rel=1e-9)
+
+
 def test_a_thousand_rank_ring_pays_its_latency_per_call():
     """zero3 over 1,536 ranks gathers and reduces layer by layer: each call is a ring of 1,535
     steps over 192 nodes of 8, of which 191 cross the network (5 us) and 1,344 stay on NVLink

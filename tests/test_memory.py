@@ -250,6 +250,51 @@ def test_megatrons_gradient_buffer_holds_the_reduction_dtype():
         assert knobs_of(plan, "megatron-flash").grad_bytes == grad, option
 
 
+def test_megatrons_fp8_weights_are_the_bytes_transformer_engine_holds():
+    """Under fp8 a Transformer Engine linear's weight is an fp8 tensor (`--fp8-param-gather`, which
+    the Megatron launcher sets with the distributed optimizer) or a bf16 weight with its fp8 cast
+    cached across micro-batches (without it). Per element, typed from TE's tensor classes: one
+    byte under delayed or per-tensor scaling, two where Hopper's TN-only fp8 GEMMs also need the
+    transpose for the backward, and MXFP8's row- and column-wise bytes each with an E8M0 scale
+    per 32 elements. Norms, routers and the embedding stay bf16; the spec's recipe and the GPU
+    reach the knobs."""
+    linear, other, expert = 6_000_000, 40_000, 3_200_000
+    p = Params(linear=linear, other=other, expert=expert)
+    fp8 = linear + expert
+    cases = (  # (recipe, transposed, sharding) -> parameter bytes on the rank
+        (("delayed", True, "zero1"), 2 * fp8 + 2 * other),       # Hopper: data and its transpose
+        (("current", True, "zero1"), 2 * fp8 + 2 * other),
+        (("delayed", False, "zero1"), 1 * fp8 + 2 * other),      # Blackwell: any layout, one copy
+        (("current", False, "zero1"), 1 * fp8 + 2 * other),
+        (("mxfp8", False, "zero1"), 2.0625 * fp8 + 2 * other),   # rowwise + columnwise, 1/32 scales each
+        (("delayed", True, "none"), 2 * (fp8 + other) + 2 * fp8),  # bf16 weight + cached cast and transpose
+        (("delayed", False, "none"), 2 * (fp8 + other) + 1 * fp8),
+        (("mxfp8", False, "none"), 2 * (fp8 + other) + 2.0625 * fp8),
+    )
+    assert cases
+    for (recipe, transposed, sharding), want in cases:
+        k = knobs(dp=8, runtime="megatron-flash", sharding=sharding, precision="fp8", fp8_recipe=recipe,
+                  fp8_transposed=transposed)
+        assert model_states(p, k).params == round(want), (recipe, transposed, sharding)
+    # zero3: the bf16 shards, as before fp8 (what FSDP gathers is not told apart)
+    k = knobs(dp=8, runtime="megatron-flash", sharding="zero3", precision="fp8", fp8_recipe="current",
+              fp8_transposed=False)
+    assert model_states(p, k).params == round(2 * (linear + other + expert) / 8)
+    # bf16 training and the torch runtime hold no fp8 weights whatever the recipe
+    for k in (knobs(dp=8, runtime="megatron-flash", sharding="zero1", fp8_recipe="mxfp8", fp8_transposed=False),
+              knobs(dp=8, runtime="torch", sharding="zero3", precision="fp8", fp8_recipe="mxfp8")):
+        assert model_states(p, k).params == model_states(p, replace(k, fp8_recipe="delayed")).params
+    from parc.memory.inputs import knobs_of
+
+    spec = ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nmodel llama3-8b {{ layers 2 }}\nhardware {{ gpu {gpu} }}\n"
+            "target megatron{target}\ntrain {{ seq 4096, global-batch 64, micro-batch 1, precision fp8 }}\n"
+            "dp {{ sharding zero1 }}\n")
+    for gpu, target, recipe, transposed in (("h100-sxm", "", "delayed", True), ("b200", " { fp8-recipe mxfp8 }", "mxfp8", False),
+                                            ("b200", " { fp8-recipe tensorwise }", "current", False)):
+        k = knobs_of(compile_text(spec.format(gpu=gpu, target=target)).plan, "megatron-flash")
+        assert (k.fp8_recipe, k.fp8_transposed) == (recipe, transposed), (gpu, target)
+
+
 def test_torch_runtime_states_per_sharding():
     n = 8
     assert per_param("torch", "none", n) == 16  # fp32 params, fp32 grads, two fp32 moments

@@ -157,7 +157,7 @@ def test_kept_rank_tails_are_the_time_models_own(path):
         _, core, times, _, knobs = engine._parts(group)
         for ks in knobs:
             links = engine._best_links(item, ks.hsdp_shard)
-            plain = core + max(timing.dp_exposed(r, ks, links, sw.grad_bytes, sw.dp_runtime)[0]
+            plain = core + max(timing.dp_exposed(r, ks, links, sw.grad_bytes, sw.dp_runtime, sw.dp_overlap, sw.gather_bytes)[0]
                                + timing.optimizer_seconds(r, ks, engine.hw, engine.constants) for r in times)
             if engine.inside_is_fastest:
                 assert engine._tail(item, ks, core, times) == plain
@@ -325,7 +325,7 @@ def _reference_rank_loads(shape, tp, ep, pp, v, schedule, split, runtime, recomp
             sends_f=sum(1 for ch in mine if owner.get(ch.index + 1, rank) != rank),
             sends_b=sum(1 for ch in mine if owner.get(ch.index - 1, rank) != rank),
             params_dense=dense + other, params_expert=expert, blocks_dense=tuple(blocks_dense),
-            blocks_expert=tuple(blocks_expert), params_root=root))
+            blocks_expert=tuple(blocks_expert), params_root=root, params_other=other))
     return tuple(loads)
 
 
@@ -1595,7 +1595,7 @@ def test_rank_tails_sharing_windows_across_micro_batch_counts_are_the_time_model
         ks = engine._plain_with_sharding(k, sharding, shard)
         links = engine._best_links(item, shard)
         for r in times:
-            exposed, _ = timing.dp_exposed(r, ks, links, sw.grad_bytes, sw.dp_runtime, sw.dp_overlap)
+            exposed, _ = timing.dp_exposed(r, ks, links, sw.grad_bytes, sw.dp_runtime, sw.dp_overlap, sw.gather_bytes)
             optimizer = timing.optimizer_seconds(r, ks, engine.hw, engine.constants)
             assert engine._rank_tail_of(item, r, k, sharding, shard) == exposed + optimizer
             with_m.add((item.index, r.params_dense, r.params_expert, r.layers, r.moe_layers, k.microbatches,

@@ -55,15 +55,18 @@ LAYOUTS = {
                               "mixtral-8x7b { top-k 1, moe-balance aux-loss 0.02, capacity-factor 1.25 }", "",
                               "train { seq 4096, global-batch 64, micro-batch 1, recompute full }\n"
                               "dp { sharding zero1 }\n"),
+    "fp8-tensorwise-zero1": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)", "llama3-8b", " { fp8-recipe tensorwise }",
+                             "train { seq 8192, global-batch 64, micro-batch 1, precision fp8 }\n"
+                             "dp { sharding zero1 }\n"),
     "offload-fsdp": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)", "llama3-8b", "",
                      "train { seq 8192, global-batch 64, micro-batch 1, offload-activations 16 }\n"
                      "dp { sharding zero3 }\n"),
 }
 
 
-def compiled(name: str):
+def compiled(name: str, gpu: str = "h100-sxm"):
     layout, model, options, rest = LAYOUTS[name]
-    text = f"{layout}\nmodel {model}\nhardware {{ gpu h100-sxm }}\ntarget megatron{options}\n{rest}"
+    text = f"{layout}\nmodel {model}\nhardware {{ gpu {gpu} }}\ntarget megatron{options}\n{rest}"
     result = compile_text(text, path=f"{name}.par")
     # whether it fits in memory is not what these cases are about (E0401)
     errors = [d for d in result.diagnostics + job_diagnostics(result.plan) if d.is_error and d.code != "E0401"]
@@ -139,6 +142,8 @@ def transformer_config(plan):
     kwargs.pop("fp8", None)
     if "--fp8-format" in o:
         kwargs["fp8"] = o["--fp8-format"]
+    if "--fp8-param-gather" in o:  # Megatron-LM's arguments.py: kw_args['fp8_param'] = args.fp8_param_gather
+        kwargs["fp8_param"] = True
     if "--num-layers-per-virtual-pipeline-stage" in o:  # Megatron-LM's arguments.py, the layers
         per = int(o["--num-layers-per-virtual-pipeline-stage"])  # counting the embedding and loss when told
         units = plan.model.layers + sum(f"--account-for-{what}-in-pipeline-split" in o for what in ("embedding", "loss"))
@@ -185,8 +190,13 @@ def test_megatron_cores_transformer_config_accepts_the_values(name):
         else:
             assert c.moe_router_load_balancing_type == "none"
         assert (c.moe_expert_capacity_factor or 0.0) == m.capacity_factor
-    if plan.training.precision == "fp8":  # NVIDIA's delayed-scaling preset (Megatron's default keeps one amax)
+    if plan.training.precision == "fp8" and plan.target.fp8_recipe in (None, "delayed"):
+        # NVIDIA's delayed-scaling preset (Megatron's default keeps one amax)
         assert (c.fp8_recipe, c.fp8_amax_history_len, c.fp8_amax_compute_algo) == ("delayed", 1024, "max")
+    elif plan.training.precision == "fp8":
+        assert c.fp8_recipe == plan.target.fp8_recipe
+    # fp8 weights held as fp8 tensors with the distributed optimizer, as NVIDIA's recipes run them
+    assert c.fp8_param == (plan.training.precision == "fp8" and lay.dp.sharding == "zero1")
     if lay.dp.bucket is not None:  # the bucket goes to megatron-core's DDP config (parameters per bucket)
         from megatron.core.distributed import DistributedDataParallelConfig
 
@@ -339,6 +349,60 @@ def test_the_optimizer_is_parcs_own():
         assert (o["--weight-decay"], o["--clip-grad"]) == (decay, "1.5")
     o = options(compile_text(text.replace("OPT", "sgd"), path="x.par").plan)
     assert (o["--optimizer"], o["--sgd-momentum"], o["--weight-decay"]) == ("sgd", "0.9", "0")
+
+
+@pytest.mark.parametrize("gpu, recipe, sharding, flags", [
+    ("h100-sxm", "", "zero1", {"--fp8-recipe": "delayed", "--fp8-amax-history-len": "1024",
+                               "--fp8-amax-compute-algo": "max", "--fp8-param-gather": None}),
+    ("h100-sxm", "tensorwise", "zero1", {"--fp8-recipe": "tensorwise", "--fp8-param-gather": None}),
+    ("b200", "mxfp8", "zero1", {"--fp8-recipe": "mxfp8", "--fp8-param-gather": None,
+                                "--reuse-grad-buf-for-mxfp8-param-ag": None}),
+    ("b200", "mxfp8", "none", {"--fp8-recipe": "mxfp8"}),
+    ("b200", "tensorwise", "zero3", {"--fp8-recipe": "tensorwise"}),
+])
+def test_the_fp8_recipe_and_fp8_parameters_are_nvidias(gpu, recipe, sharding, flags):
+    """`fp8-recipe` is Megatron-LM's `--fp8-recipe`; with the distributed optimizer the weights are
+    fp8 tensors gathered as such (`--fp8-param-gather`, and MXFP8's gather through the gradient
+    buffer), as NeMo's and Megatron-Bridge's fp8 recipes set (`bf16_with_fp8_current_scaling_mixed`,
+    `bf16_with_mxfp8_mixed`: fp8_param_gather True, reuse_grad_buf_for_mxfp8_param_ag True);
+    Megatron-LM allows it only with the distributed optimizer or FSDP and turns it off under
+    torch FSDP2 with Transformer Engine 2, so DDP and zero3 keep bf16 weights. Delayed scaling
+    keeps NVIDIA's amax history; the others have none. The spec comes back from `parc import`."""
+    target = f" {{ fp8-recipe {recipe} }}" if recipe else ""
+    text = (f"tp 2 x dp 4 on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware {{ gpu {gpu} }}\n"
+            f"target megatron{target}\ntrain {{ seq 4096, global-batch 64, micro-batch 1, precision fp8 }}\n"
+            f"dp {{ sharding {sharding} }}\n")
+    plan = compile_text(text, path="fp8.par").plan
+    assert plan is not None
+    o = options(plan)
+    fp8 = {k: v for k, v in o.items() if k.startswith(("--fp8-", "--reuse-grad-buf"))}
+    assert fp8.pop("--fp8-format") == "hybrid"
+    assert fp8 == flags
+    assert set(o) <= FLAGS
+    from parc.importer import Defaults, import_source
+    from parc.source import SourceFile
+
+    imported = import_source(SourceFile("megatron.args", job_files(plan)["megatron.args"]),
+                             Defaults(gpu=gpu, gpus_per_node=8, dp=4))
+    assert not imported.diagnostics, [d.message for d in imported.diagnostics]
+    again = compile_text(imported.text, path="imported.par").plan
+    assert again.target.fp8_recipe == (recipe if recipe and recipe != "delayed" else None)
+
+
+def test_fp8_weights_without_fp8_param_gather_are_said_on_import():
+    """A Megatron-LM command line under fp8 with the distributed optimizer but without
+    `--fp8-param-gather` keeps bf16 weights beside their fp8 casts: not parc's job, whose memory
+    and traffic the imported spec would predict, so `parc import` says so (W0701)."""
+    from parc.importer import Defaults, import_source
+    from parc.source import SourceFile
+
+    plan = compiled("fp8-tensorwise-zero1")
+    args = job_files(plan)["megatron.args"]
+    assert "--fp8-param-gather\n" in args
+    imported = import_source(SourceFile("megatron.args", args.replace("--fp8-param-gather\n", "")),
+                             Defaults(gpu="h100-sxm", gpus_per_node=8, dp=4))
+    assert [d.code for d in imported.diagnostics] == ["W0701"]
+    assert "--fp8-param-gather" in imported.diagnostics[0].message
 
 
 def test_the_data_parallel_overlap_parc_charges_is_on():

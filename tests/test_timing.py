@@ -459,7 +459,8 @@ def test_rank_times_key_drops_only_what_the_rank_times_do_not_read():
     geo = timing.geometry_of(plan, hw)
     others = dict(dp=16, ep_axis=not k.ep_axis, ep_over_tp=not k.ep_over_tp, sharding="zero3", hsdp_shard=4,
                   bucket=123, microbatches=7, device="cpu", optimizer="sgd", pp_receives="kept",
-                  model_code="torchtitan", offload_layers=3, grad_bytes=2)
+                  model_code="torchtitan", offload_layers=3, grad_bytes=2, fp8_recipe="mxfp8",
+                  fp8_transposed=False)
     names = {f.name for f in dataclasses.fields(k) if f.init}
     assert set(others) | set(timing.RANK_KNOBS) | {"sequence_parallel"} == names  # every field placed
     assert not set(others) & set(timing.RANK_KNOBS)
@@ -674,9 +675,9 @@ def test_dp_case_is_its_fields_tuple():
     """`DpCase` (a named tuple): its fields in this order, by position or keyword, hashed and
     compared as the plain tuple of its values, immutable."""
     names = ["params_dense", "params_expert", "layers", "moe_layers", "chunks", "blocks_dense", "blocks_expert",
-             "params_root", "microbatches", "sharding", "pp", "bucket", "grad", "runtime"]
+             "params_root", "microbatches", "sharding", "pp", "bucket", "grad", "runtime", "params_other", "gather"]
     assert list(timing.DpCase._fields) == names
-    values = (1000, 400, 8, 4, 2, (((10, 3),), ((10, 5),)), (((7, 4),),), 30, 16, "zero1", 4, 0, 4, "torch")
+    values = (1000, 400, 8, 4, 2, (((10, 3),), ((10, 5),)), (((7, 4),),), 30, 16, "zero1", 4, 0, 4, "torch", 40, 2)
     case = timing.DpCase(*values)
     assert tuple(getattr(case, n) for n in names) == values
     assert timing.DpCase(**dict(zip(names, values, strict=True))) == case

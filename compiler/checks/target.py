@@ -94,6 +94,23 @@ def target_compile_loss_alone(plan: Plan) -> Iterator[Diagnostic]:
 
 
 @rule
+def target_fp8_recipe_alone(plan: Plan) -> Iterator[Diagnostic]:
+    """`fp8-recipe` scales only fp8 GEMMs: under bf16 or fp16 it is a no-op the user likely did
+    not mean."""
+    target = plan.target
+    if target.fp8_recipe is None or plan.training.precision == "fp8":
+        return
+    value = target.span_of("fp8_recipe")
+    key = target.span_of("fp8_recipe.key")
+    if key is not None and value is not None and key.line == value.line:
+        value = replace(value, start=key.start, col=key.col)
+    yield warning("W0366", f"`fp8-recipe` under `precision {plan.training.precision}` changes nothing", value,
+                  label="no fp8 GEMMs to scale",
+                  labels=labels((plan.training.span_of("precision"), f"precision {plan.training.precision}")),
+                  help="write `precision fp8`, or remove `fp8-recipe`")
+
+
+@rule
 def target_rank_order(plan: Plan) -> Iterator[Diagnostic]:
     rt = runtime(plan.target)
     if rt.rank_order is None or plan.layout.order_open:
@@ -114,7 +131,7 @@ def target_megatron_refuses(plan: Plan) -> Iterator[Diagnostic]:
     said with the spec: zero3 (torch FSDP2) beside pp, ep, tied embeddings or fp16 (E0623); tp
     without sequence parallelism beside `tp-overlap all` or MoE layers (E0624); DeepSeek-V3's
     expert bias, which Megatron-Core has only for a sigmoid router (E0625); fp8 on a GPU without
-    fp8 tensor cores, which Transformer Engine refuses (E0626)."""
+    fp8 tensor cores, which Transformer Engine refuses (E0626); MXFP8 before Blackwell (E0627)."""
     if plan.target.name != "megatron":
         return
     lay, model, train = plan.layout, plan.model, plan.training
@@ -137,6 +154,12 @@ def target_megatron_refuses(plan: Plan) -> Iterator[Diagnostic]:
                     labels=_target_label(plan),
                     help="use `moe-balance aux-loss` under `target megatron`, or `target torch` or "
                     "`target torchtitan`, which run the expert bias over a softmax")
+    if plan.target.fp8_recipe == "mxfp8" and train.precision == "fp8" and plan.cluster.gpu.generation != "blackwell":
+        yield error("E0627", f"the {plan.cluster.gpu.name} has no MXFP8: block scaling needs Blackwell's tensor cores",
+                    plan.target.span_of("fp8_recipe"), label="fp8-recipe mxfp8",
+                    labels=labels((plan.cluster.gpu.span_of("generation", "name"),
+                                   f"{plan.cluster.gpu.generation or 'no'} generation")),
+                    help="use `fp8-recipe tensorwise` (per-tensor current scaling) or `delayed` on this GPU")
     if train.precision == "fp8" and not plan.cluster.gpu.fp8_flops:
         yield error("E0626", f"the {plan.cluster.gpu.name} has no fp8 tensor cores", train.span_of("precision"),
                     label="precision fp8", labels=_target_label(plan),

@@ -133,6 +133,13 @@ class Knobs:
     (`targets.grad_bytes`; megatron/core/distributed/param_and_grad_buffer.py: `grad_dtype =
     torch.float if grad_reduce_in_fp32 else param.dtype`). The torch runtime's gradients follow
     FSDP2's own dtypes (`states.py`) and do not read it."""
+    fp8_recipe: str = "delayed"
+    """Transformer Engine's fp8 recipe under `precision fp8` (`Software.fp8_scaling`'s names:
+    "delayed", "current", "mxfp8"; `targets.fp8_scaling`): how many bytes an fp8 weight takes
+    (`states.fp8_weight_bytes`)."""
+    fp8_transposed: bool = True
+    """Whether an fp8 weight of per-tensor scaling keeps a transposed copy for the backward: the
+    GPU's fp8 GEMMs run TN only (Hopper, Ada; not Blackwell)."""
     pp_receives: str = "on-demand"
     """How the pipeline stage holds its receive buffers (`targets.Runtime.pp_receives`):
     "on-demand" (parc's `ReceiveOnDemandStage`) or "kept" (torch's stock `PipelineStage`, one
@@ -287,7 +294,20 @@ def knobs_of(plan: Plan, runtime: str = "torch") -> Knobs | None:
         recompute=train.recompute or "none", recompute_layers=train.recompute_layers,
         offload_layers=train.offload_layers, runtime=runtime, grad_bytes=_grad_bytes(plan),
         pp_receives=_pp_receives(plan), model_code=model_code(plan.target),
+        fp8_recipe=_fp8_recipe(plan), fp8_transposed=fp8_transposed(plan.cluster.gpu.generation),
     )
+
+
+def fp8_transposed(generation: str | None) -> bool:
+    """`Knobs.fp8_transposed`: fp8 GEMMs take only the TN layout before Blackwell, so a
+    per-tensor-scaled fp8 weight keeps its transpose for the backward."""
+    return generation != "blackwell"
+
+
+def _fp8_recipe(plan: Plan) -> str:
+    from ..targets import fp8_scaling
+
+    return fp8_scaling(plan.target)
 
 
 def model_code(target) -> str:

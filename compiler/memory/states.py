@@ -32,6 +32,13 @@ plus moments 12 (= 18 per parameter; the distributed optimizer shards the 12: 6 
 grads are the data-parallel buffer, which holds the dtype gradients are reduced in: bf16 (2) where
 the target says `grad-reduce bf16` (Megatron-Core's `grad_reduce_in_fp32 = False`, the NeMo and
 Megatron-Bridge performance recipes' setting; `Knobs.grad_bytes`).
+Under fp8 Transformer Engine's linears (the layers' linears and the experts) hold fp8 weights
+beside or in place of the bf16 ones (`fp8_weight_bytes`): with the distributed optimizer
+parc's launcher sets `--fp8-param-gather`, as NeMo's and Megatron-Bridge's fp8 recipes do, and
+the weight is the fp8 tensor itself (1 byte under delayed or per-tensor scaling, 2 where Hopper's
+fp8 GEMMs need its transpose too, 2 1/16 under MXFP8's two quantized copies and their scales);
+otherwise the bf16 weight stays and TE caches its fp8 cast across micro-batches (the module's
+`_fp8_workspaces`, kept while `is_first_microbatch` is passed, Megatron-Core's default).
 zero (Rajbhandari et al. 2020, Section 3.1): 2 + 2 + 12 = 16; ZeRO-1 4 + 12/d, ZeRO-2 2 + 14/d,
 ZeRO-3 16/d. In both, zero2 also shards gradients and zero3/hsdp also parameters.
 """
@@ -110,6 +117,35 @@ def zero1_buckets(p: Params, k: Knobs, chunks: tuple[Params, ...] = ()) -> tuple
     return float(sum(share * g for share, g in padded)), float(sum(share for share, _ in padded))
 
 
+def fp8_weight_bytes(k: Knobs) -> tuple[float, float]:
+    """(bytes per element of an fp8 linear's weight in place of its bf16 one, bytes of a cached
+    fp8 copy beside it) as Megatron-LM holds them under `precision fp8` (the module docstring's
+    table). Transformer Engine's fp8 tensor: one byte per element for delayed and per-tensor
+    current scaling, with a transposed copy where the GPU's fp8 GEMMs are TN only (Hopper and
+    Ada: TE's `is_non_tn_fp8_gemm_supported` is false before Blackwell, and the backward's
+    data-gradient GEMM reads the weight transposed); MXFP8 quantizes along rows and along
+    columns separately, each with one E8M0 scale per 32 elements (`MXFP8Tensor`'s rowwise and
+    columnwise data). With fp8 parameters (`--fp8-param-gather`, zero1) the fp8 tensor is the
+    weight: (those bytes, 0); without (DDP), the bf16 weight stays and the cast is cached: (2,
+    those bytes). Sharded weights (zero3) are counted as their bf16 shards: NVIDIA's FSDP runs
+    gather fp8 parameters layer by layer (Megatron-FSDP), which the gathered-weight accounting
+    does not tell from bf16, and torch FSDP2's cached casts are not modelled."""
+    if not (k.runtime.startswith("megatron") and k.precision == "fp8") or k.sharding not in ("zero1", "none"):
+        return HALF, 0.0
+    if k.fp8_recipe == "mxfp8":
+        fp8 = 2 * (FP8 + FP8 / 32)
+    else:
+        fp8 = 2.0 * FP8 if k.fp8_transposed else float(FP8)
+    return (fp8, 0.0) if k.sharding == "zero1" else (float(HALF), fp8)
+
+
+def fp8_weight_extra(p: Params, k: Knobs) -> float:
+    """Bytes the fp8 linears' weights add to their bf16 count (`fp8_weight_bytes`; negative where
+    fp8 parameters take less than bf16). zero1 and DDP hold every weight whole."""
+    weight, cached = fp8_weight_bytes(k)
+    return (weight - HALF + cached) * (p.linear + p.expert)
+
+
 NO_PADDING = Params()
 """No padded rows: the unpadded shares (`model_states`' default)."""
 
@@ -130,7 +166,7 @@ def model_states(p: Params, k: Knobs, chunks: tuple[Params, ...] = (), padding: 
         shard_grads = k.sharding in ("zero2", "zero3", "hsdp")
         shard_opt = k.sharding != "none"
         return States(
-            params=round(param * (sharded if shard_params else total)),
+            params=round(param * (sharded if shard_params else total) + fp8_weight_extra(p, k)),
             grads=round(grad * (sharded if shard_grads else total)),
             optimizer=round(opt * (sharded if shard_opt else total)),
         )

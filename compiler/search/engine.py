@@ -61,7 +61,7 @@ from ..frozen import replaced
 from ..memory import MAX_CHUNKS
 from ..memory import activations as act
 from ..memory.buffers import reserve_bytes
-from ..memory.inputs import Knobs, model_code, shape_of
+from ..memory.inputs import Knobs, fp8_transposed, model_code, shape_of
 from ..memory.model import (
     _chunk_activations,
     activation_floor_with,
@@ -83,7 +83,7 @@ from ..memory.model import (
 )
 from ..memory.parameters import Params, chunks_of, layer_params, padded_vocab
 from ..memory.schedules import walked_peak
-from ..targets import grad_bytes, runtime as target_runtime
+from ..targets import fp8_scaling, grad_bytes, runtime as target_runtime
 from ..timing import SCHEDULES
 from . import space as space_module
 from .space import RECOMPUTE, SEQUENCE_PARALLEL, SHARDING, Assignment, Space, canonical_key
@@ -329,7 +329,8 @@ class Engine:
                           split=self.split, ep_over_tp="tp" in space.ep_fold, runtime=runtime,
                           grad_bytes=grad_bytes(plan.target, train.precision),
                           pp_receives=target_runtime(plan.target).pp_receives,
-                          model_code=model_code(plan.target))
+                          model_code=model_code(plan.target), fp8_recipe=fp8_scaling(plan.target),
+                          fp8_transposed=fp8_transposed(plan.cluster.gpu.generation))
         self._new_knobs = knobs_builder(self.fixed)
         self.needs_sp = plan.target.name == "megatron" and bool(rules.megatron_needs_sequence_parallel(
             bool(plan.model.is_moe), plan.target.tp_overlap or "backward"))
@@ -911,7 +912,8 @@ class Engine:
                      hsdp_shard=shard, seq=k.seq, micro_batch=k.micro_batch, microbatches=k.microbatches,
                      precision=k.precision, optimizer=k.optimizer, recompute=k.recompute,
                      recompute_layers=k.recompute_layers, offload_layers=k.offload_layers, runtime=k.runtime,
-                     grad_bytes=k.grad_bytes, pp_receives=k.pp_receives, model_code=k.model_code)
+                     grad_bytes=k.grad_bytes, pp_receives=k.pp_receives, model_code=k.model_code,
+                     fp8_recipe=k.fp8_recipe, fp8_transposed=k.fp8_transposed)
 
     def _group_shardings(self, item: _Degrees, k: Knobs) -> list[tuple[str, int]]:
         """The shardings a group's candidates take: only `none` where sharding spreads over a
@@ -1532,7 +1534,8 @@ class Engine:
         (tests/test_search_speed_exact.py checks each tail against the time model's own)."""
         back = r.backward_input + r.backward_weight + r.recompute
         # the virtual stages only where the ledger reads them (zero1's buckets: see the docstring)
-        key = ("tail", r.params_dense, r.params_expert, r.layers, r.moe_layers, r.forward, back, k.microbatches,
+        key = ("tail", r.params_dense, r.params_expert, r.params_root, r.params_other, r.layers, r.moe_layers,
+               r.forward, back, k.microbatches,
                sharding, k.pp, k.virtual_stages if sharding == "zero1" else 0, shard, k.optimizer)
         cache = item.opt_cache
         cached = cache.get(key)
@@ -1547,7 +1550,8 @@ class Engine:
             if windows is None:  # the sharding's knobs built only here (the ledger reads them)
                 ks = self._with_sharding(k, sharding, shard)
                 links = self._best_links(item, ks.hsdp_shard)
-                ledger = timing.dp_ledger(r, ks, links, self.software.grad_bytes, self.software.dp_runtime)
+                ledger = timing.dp_ledger(r, ks, links, self.software.grad_bytes, self.software.dp_runtime,
+                                          self.software.gather_bytes)
                 windows = cache[wkey] = (timing.dp_windows(ledger, ks.microbatches, links),
                                          self._optimizer(item, r, ks))
             cached = cache[key] = timing.dp_window_exposure(windows[0], k.microbatches, r.forward, back,
@@ -1565,7 +1569,7 @@ class Engine:
         exposure does not read) grow with m. Groups that differ only in their micro-batch (and
         so in m) share one ledger and one pass over it (tests/test_search_speed_exact.py checks
         the exposure against windows of the group's own m)."""
-        return ("windows",) + tail_key[1:5] + tail_key[8:]
+        return ("windows",) + tail_key[1:7] + tail_key[10:]
 
     def _classes(self, item: _Degrees, shard: int) -> list:
         """Rank orders grouped by the placement they give every group: [(order, geometry, weight)]."""
