@@ -198,7 +198,8 @@ def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str
     lowered = name.lower()
     if "v100" in lowered:
         overrides += ["bf16 125 TFLOP/s", "link 150 GB/s", "generation ampere"]
-        notes.append("V100: 125 TFLOP/s fp16, Ampere's efficiency constants (Volta is not calibrated)")
+        notes.append("V100: 125 TFLOP/s fp16, 900 GB/s HBM2, Ampere's efficiency constants (Volta is not "
+                     "calibrated)")
     if "a800" in lowered:
         overrides.append("link 200 GB/s")  # the A800: an A100 with NVLink cut to 400 GB/s bidirectional
     peak = hw.get("peak_tflops_dense_at_precision")
@@ -215,7 +216,10 @@ def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str
     per_node = _int(hw.get("gpus_per_node"), "gpus_per_node") or g["gpus_per_node"]
     network = network_of(hw, per_node, g, notes)
     gpu = f"gpu {key}" + (f" {{ {', '.join(overrides)} }}" if overrides else "")
-    limits = "".join(f", {line}" for line in power_and_memory(hw, notes))
+    limited = power_and_memory(hw, notes)
+    if "v100" in lowered and not any(line.startswith("hbm-bandwidth") for line in limited):
+        limited.append("hbm-bandwidth 0.9 TB/s")  # V100 SXM2 datasheet: 900 GB/s HBM2
+    limits = "".join(f", {line}" for line in limited)
     return f"hardware {{ {gpu}, network {network}{limits} }}", key, per_node, float(peak)
 
 

@@ -782,3 +782,23 @@ def test_the_runner_up_listing_reuses_the_answers_compilation_and_names_what_a_f
         assert (p.clear_runner_up.rank, p.clear_runner_up.values, p.clear_runner_up.margin_bytes) == \
             (clear.rank, dict(clear.values), clear.memory.margin_bytes)
         assert p.listed == len(listing.candidates)
+
+
+@pytest.mark.parametrize("gpus, target, refused, chosen", [
+    ("a100-80gb, h100-sxm", "target megatron", "E0626", "h100-sxm"),
+    ("h100-sxm, b200", "target megatron { fp8-recipe mxfp8 }", "E0627", "b200"),
+])
+def test_a_gpu_the_target_cannot_run_rules_out_that_candidate(gpus, target, refused, chosen):
+    """Under `gpu ?` the checks of a GPU's own abilities wait for the candidates: fp8 on an A100
+    (no fp8 tensor cores, E0626) and MXFP8 on an H100 (no block scaling, E0627) rule that GPU
+    out of the cluster search, with the code, instead of refusing the whole spec."""
+    text = ("tp ? x dp ? on nodes(8 gpus, nvlink)\nmodel llama3-8b\n"
+            f"hardware {{ gpu ? in [{gpus}], gpus 64 }}\n{target}\n"
+            "train { seq 4096, global-batch 256, micro-batch 1, precision fp8, tokens 1T }\ndp { sharding zero1 }\n")
+    c = compile_text(text)
+    assert c.plan is not None and not [d for d in c.diagnostics if d.is_error]
+    result = search_cluster(c)
+    ruled = [p for p in result.points if p.reason]
+    assert ruled and all(refused in p.reason for p in ruled)
+    assert {p.probe.gpu for p in ruled} == {gpus.split(", ")[0]}
+    assert result.chosen is not None and result.chosen.probe.gpu == chosen

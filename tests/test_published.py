@@ -79,6 +79,7 @@ def test_hardware_is_read_from_the_gpu_name_note_and_figures(cases):
     assert "gpu h800" in spec_of(cases, "h800_deepseek_dualpipe")
     v100 = spec_of(cases, "ulysses_grad_accum")
     assert "bf16 125 TFLOP/s" in v100 and "hbm 32 GB" in v100 and "link 150 GB/s" in v100
+    assert "hbm-bandwidth 0.9 TB/s" in v100  # the V100 SXM2 datasheet's 900 GB/s, not the A100's it stands on
     assert "network 8 x 400 Gb/s" in spec_of(cases, "llama3_405b_cp_allgather")  # one 400 Gb/s NIC per GPU
     torchtitan = cases[0]["h100_hbm2e_torchtitan"].row
     assert torchtitan.peak == 989 and any("states none" in a for a in torchtitan.assumptions)
