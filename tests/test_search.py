@@ -281,10 +281,12 @@ def test_a_spec_without_holes_says_so_and_prints_explains_prediction(monkeypatch
     assert "`parc check` on the spec: 2 allowed" in out  # W0323 and W0410, both acknowledged
 
 
-def test_search_figures_equal_explains_for_the_written_winner(tmp_path):
-    """The winner's row and `parc explain` of the spec search wrote print the same figures."""
+@pytest.mark.parametrize("name", ["five-axes.par", "megatron-fp8.par"])
+def test_search_figures_equal_explains_for_the_written_winner(tmp_path, name):
+    """The winner's row and `parc explain` of the spec search wrote print the same figures (under
+    Megatron's fp8 too: fp8 parameters in the memory model and the zero1 gather)."""
     spec = tmp_path / "s.par"
-    shutil.copy(ROOT / "tests" / "golden" / "search" / "specs" / "five-axes.par", spec)
+    shutil.copy(ROOT / "tests" / "golden" / "search" / "specs" / name, spec)
     result = run_cli("search", str(spec), "--write", "--top", "1")
     assert result.exit_code == 0, result.stderr
     row = next(line for line in result.stdout.splitlines() if line.startswith("  1  ")).split()
