@@ -335,6 +335,12 @@ def diagnostics(plan: Plan) -> list[Diagnostic]:
                          help="torchtitan overlaps tp only by async TP (`tp-overlap all` with `compile on`) and "
                          "reduces gradients in fp32: remove the option, which would change the prediction "
                          "and not the job"))
+    if target.float8_all_gather:
+        out.append(error("E0618", "torchtitan 0.3 gathers its float8 weights in bf16",
+                         target.span_of("float8_all_gather"), label="float8-all-gather on",
+                         help="torchtitan 0.3 trains rowwise float8, which has no float8 all-gather (torchao's "
+                         "`enable_fsdp_float8_all_gather` is tensorwise only): remove the option, which "
+                         "describes torchtitan's 2024 runs and would change the prediction, not the job"))
     if t.recompute == "full" and t.recompute_layers is not None:
         out.append(error("E0612", "torchtitan recomputes all layers or none, not the first N of each stage",
                          t.span_of("recompute"), label=f"full {t.recompute_layers}",

@@ -103,6 +103,16 @@ def gpu_line(hw: dict, gpu_override: str | None) -> str:
             f"link 450 GB/s, nvlink-domain {hw['gpus_per_node']}, generation hopper }}")
 
 
+def float8_all_gather(row: dict) -> bool:
+    """Whether the row's float8 run gathered float8 weights through FSDP2 (`train.float8_all_gather`,
+    torchao's `enable_fsdp_float8_all_gather`): a fact of its config that a float8 row must state."""
+    train = row["train"]
+    if "float8_all_gather" not in train:
+        raise SystemExit(f"{row.get('id', '(a row without an id)')}: train has float8: true but no "
+                         "float8_all_gather: (did FSDP2 gather float8 weights? the run's config says)")
+    return bool(train["float8_all_gather"])
+
+
 def compile_loss(row: dict) -> bool:
     """Whether the row's compiled run compiled its loss too (`train.compile_loss`). Which
     torchtitan commit ran decides it, and nothing in the row's other fields says which, so a row
@@ -166,6 +176,8 @@ def spec_text(row: dict, gpu_override: str | None = None) -> str:
         options.append("compile-loss off")  # the run's torchtitan left the loss eager
     if train["async_tp"]:
         options.append("tp-overlap all")
+    if train["float8"] and float8_all_gather(row):
+        options.append("float8-all-gather on")  # FSDP2 gathered tensorwise float8 weights
     lines.append("target torchtitan { " + ", ".join(options) + " }")
     return "\n".join(lines) + "\n"
 

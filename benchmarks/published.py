@@ -832,7 +832,8 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         grad_bytes=grad_bytes,
         # the launcher's `--fp8-param-gather`, which NeMo's and Megatron-Bridge's fp8 recipes set
         # (`targets.gather_bytes`): fp8 weights gathered at a byte, MXFP8's in bf16
-        gather_bytes=(1 if family not in ("torchtitan", "torch") and precision == "fp8" and recipe != "mxfp8"
+        gather_bytes=(1 if precision == "fp8" and (family not in ("torchtitan", "torch") and recipe != "mxfp8"
+                                                   or family == "torchtitan" and titan_float8_all_gather(entry))
                       else 2),
         balanced_routing=balanced,
         ep_dispatcher="deepep" if deepep else "all-to-all",
@@ -846,6 +847,24 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     return software, family
 
 
+TITAN_ROWWISE = "2026-04-27"
+"""torchtitan's float8 became rowwise only on this day (pytorch/torchtitan 6348d93d1, "quantize
+on config instead of on model"): before it, its llama3_405b config trained tensorwise float8
+with `enable_fsdp_float8_all_gather` (train_configs/llama3_405b.toml, `[quantize.linear.float8]`,
+and the registry that replaced the TOML on 2026-02-23, 9810191bb), so FSDP2 gathered float8
+weights; torchtitan 0.3, which `target torchtitan` generates for, gathers bf16."""
+
+
+def titan_float8_all_gather(entry: dict) -> bool:
+    """Whether a torchtitan row's float8 run gathered float8 weights: its run (the runtime's date,
+    else the publication's year) predates `TITAN_ROWWISE`."""
+    date = str((entry.get("runtime") or {}).get("date") or "")
+    if date:
+        return date < TITAN_ROWWISE[:len(date)]
+    year = source_year(entry)
+    return year is not None and year < int(TITAN_ROWWISE[:4])
+
+
 def target_line(software: timing.Software, family: str, precision: str) -> str:
     """The spec's `target` statement carrying those facts (compiler/targets.py derives the
     time model's `Software` back from it): torchtitan runs as `target torchtitan`, Megatron-LM's
@@ -857,6 +876,8 @@ def target_line(software: timing.Software, family: str, precision: str) -> str:
     options = []
     if name == "torchtitan" and software.kernels == "fused":
         options.append("compile on")
+    if name == "torchtitan" and precision == "fp8" and software.gather_bytes == 1:
+        options.append("float8-all-gather on")
     if name == "megatron" and software.attention == "unfused":
         options.append("flash-attention off")
     if software.tp_overlap != ("backward" if name == "megatron" else "none"):

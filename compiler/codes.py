@@ -577,14 +577,16 @@ generated command line, not the memory model, not the step time.
 Add `compile on`, or remove `compile-loss`.
 """)
 
-register("W0366", "`fp8-recipe` without `precision fp8`", """
-`fp8-recipe` picks Transformer Engine's fp8 scaling for a Megatron-LM job (`--fp8-recipe`). It
-scales nothing unless the job trains in fp8, so under `precision bf16` or `fp16` the option
-changes neither the generated command line nor the memory and time models.
+register("W0366", "an fp8 option without `precision fp8`", """
+`fp8-recipe` picks Transformer Engine's fp8 scaling for a Megatron-LM job (`--fp8-recipe`), and
+`float8-all-gather` says torchtitan's FSDP2 gathers float8 weights. Both concern only fp8
+linears, so under `precision bf16` or `fp16` they change neither the generated job nor the
+memory and time models.
 
-    target megatron { fp8-recipe mxfp8 }     # W0366 with train { precision bf16 }
+    target megatron { fp8-recipe mxfp8 }             # W0366 with train { precision bf16 }
+    target torchtitan { float8-all-gather on }       # W0366 with train { precision bf16 }
 
-Write `precision fp8`, or remove `fp8-recipe`.
+Write `precision fp8`, or remove the option.
 """)
 
 register("E0370", "a power limit parc cannot derate", """
@@ -817,6 +819,16 @@ torchtitan overlaps tensor-parallel communication only through async TP (`tp-ove
 `compile on`), which hides the forward's collectives, and reduces gradients in fp32 only
 (`mixed_precision_reduce`). `tp-overlap backward` and `grad-reduce bf16` under `target
 torchtitan` would change parc's prediction and nothing in the job: remove them.
+""")
+
+register("E0618", "torchtitan 0.3 has no float8 all-gather", """
+`target torchtitan { float8-all-gather on }` says FSDP2 gathers the float8 linears' weights in
+float8 (torchao's `enable_fsdp_float8_all_gather`), as torchtitan's 405B config did in 2024 with
+tensorwise float8; the time model then gathers those weights at a byte and the memory model holds
+float8 compute copies. torchtitan 0.3 trains rowwise float8 (`Float8LinearConverter`'s only
+recipes are `rowwise` and `rowwise_with_gw_hp`), which gathers the bf16 weight, so the job
+`parc compile` writes cannot run it: remove the option. `parc check` predicts with it (the
+published 2024 runs are read so).
 """)
 
 register("E0620", "Megatron-LM cannot place layers as this pipeline split does", """

@@ -374,6 +374,10 @@ class Target(Sourced):
     (None: torchtitan's default, both)."""
     flash_attention: bool = True
     """Megatron-LM's `--use-flash-attn`; off: the s x s scores are materialised (before 2022)."""
+    float8_all_gather: bool = False
+    """torchtitan: FSDP2 gathers the float8 linears' weights in float8 (torchao's
+    `enable_fsdp_float8_all_gather` with tensorwise scaling, torchtitan's 405B config in 2024);
+    torchtitan 0.3 trains rowwise float8, whose weights are gathered in bf16."""
     tp_overlap: Literal["none", "backward", "all"] | None = None
     """Tensor-parallel communication hidden under GEMMs; None: the target's default."""
     grad_reduce: Literal["fp32", "bf16"] | None = None

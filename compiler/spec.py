@@ -371,6 +371,9 @@ TARGET_KEYS = (
     Key("compile", "bool", "torchtitan: torch.compile the model (fused kernels)", "compile on"),
     Key("compile-loss", "bool", "torchtitan: with `compile on`, compile the loss too (default on: "
         "`compile.components` model and loss)", "compile-loss off"),
+    Key("float8-all-gather", "bool", "torchtitan: FSDP2 all-gathers float8 weights (torchao's "
+        "`enable_fsdp_float8_all_gather`, tensorwise float8 before torchtitan 0.3, whose rowwise float8 gathers bf16)",
+        "float8-all-gather on"),
     Key("flash-attention", "bool", "megatron: `--use-flash-attn` (off: unfused attention, before 2022)",
         "flash-attention off"),
     _enum("tp-overlap", "tensor-parallel communication hidden under GEMMs (default: the target's)",

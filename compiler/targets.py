@@ -107,7 +107,8 @@ RUNTIMES: dict[str, Runtime] = {
         ep_fold=("dp", "cp", "tp"),
         # ParallelDims.build_mesh: ["pp", "dp_replicate", "dp_shard", "cp", "tp"], slowest first
         rank_order=("tp", "cp", "dp", "pp"),
-        options=("compile", "compile-loss", "tp-overlap", "grad-reduce"), fp16_grad_bytes=4, fp8="linear",
+        options=("compile", "compile-loss", "tp-overlap", "grad-reduce", "float8-all-gather"), fp16_grad_bytes=4,
+        fp8="linear",
         fp8_scaling="dynamic", context_parallel="torch", pp_receives="kept"),
     "megatron": Runtime(
         name="megatron", description="Megatron-LM / Megatron-Core (pretrain_gpt.py, Transformer Engine)",
@@ -183,15 +184,18 @@ def fp8_params(target: Target, precision: str, sharding: str | None) -> bool:
 
 
 def gather_bytes(target: Target, precision: str) -> int:
-    """Bytes per element of an fp8 linear's weight as the distributed optimizer all-gathers it
+    """Bytes per element of an fp8 linear's weight as the data-parallel all-gather moves it
     (`Software.gather_bytes`): 1 where Megatron-LM keeps fp8 parameters of delayed or
-    per-tensor scaling (its parameter buffer is uint8, param_and_grad_buffer.py), 2 otherwise:
-    the compute dtype, and MXFP8's, whose bf16 values are gathered into the gradient buffer
-    (`--reuse-grad-buf-for-mxfp8-param-ag`) and quantized after (`_post_param_sync`). Read only
-    where the ledger gathers fp8 parameters (`fp8_params`)."""
-    if target.name == "megatron" and precision == "fp8" and fp8_scaling(target) != "mxfp8":
+    per-tensor scaling (its parameter buffer is uint8, param_and_grad_buffer.py; read only where
+    the ledger gathers fp8 parameters, `fp8_params`) and where torchtitan's FSDP2 gathers float8
+    weights (`float8-all-gather on`); 2 otherwise: the compute dtype, and MXFP8's, whose bf16
+    values are gathered into the gradient buffer (`--reuse-grad-buf-for-mxfp8-param-ag`) and
+    quantized after (`_post_param_sync`)."""
+    if precision != "fp8":
+        return 2
+    if target.name == "megatron" and fp8_scaling(target) != "mxfp8":
         return 1
-    return 2
+    return 1 if target.name == "torchtitan" and target.float8_all_gather else 2
 
 
 def memory_runtime(target: Target) -> str:

@@ -2931,6 +2931,13 @@ def _dp_ledger(case: DpCase, dense: Link, expert: Link, shard: Link, replicate: 
     torch_runtime = case.runtime == "torch"
     units = layers + 1  # FSDP2 wraps each transformer layer, and the root (embedding, output)
 
+    def fsdp_gathered(params: int, bf16: int) -> float:
+        """Bytes FSDP2 gathers for `params` elements: torchtitan's float8 all-gather moves the
+        float8 linears' weights at `case.gather` (1) and the rest (norms, routers, embedding,
+        output: `bf16` of them) in bf16; every other FSDP gathers bf16 (Megatron-LM's torch FSDP2
+        turns fp8 parameters off)."""
+        return case.gather * (params - bf16) + PARAM * bf16 if torch_runtime else PARAM * params
+
     def add(kind: str, payload: float, count: int, lk: Link, window: str, calls: int = 0) -> None:
         """`payload` per logical collective, issued in calls: one per FSDP unit (every sharding
         in parc's runtime; zero2, zero3 and hsdp in Megatron-LM's), or per bucket (Megatron's
@@ -2965,19 +2972,19 @@ def _dp_ledger(case: DpCase, dense: Link, expert: Link, shard: Link, replicate: 
             else:
                 add("all_gather", case.gather * params, 1, lk, "after_step")
         elif torch_runtime and pp > 1:  # zero2, zero3, hsdp under torch's pipeline stages
-            add("all_gather", PARAM * params, 1, lk, "after_step")
+            add("all_gather", fsdp_gathered(params, bf16), 1, lk, "after_step")
             add("reduce_scatter", grad * params, 1, lk, "last_backward")
         elif mode == "zero2":
             add("reduce_scatter", grad * params, m, lk, "backward")
-            add("all_gather", PARAM * params, 1, lk, "after_step")
+            add("all_gather", fsdp_gathered(params, bf16), 1, lk, "after_step")
         else:
-            add("all_gather", PARAM * params, m, lk, "forward")
+            add("all_gather", fsdp_gathered(params, bf16), m, lk, "forward")
             if pp <= 1 and torch_runtime and root and units > 1:
                 # FSDP2 keeps the root (embedding, norm, output) gathered from its forward to
                 # its backward: only the layers are gathered again
-                add("all_gather", PARAM * (params - root), m, lk, "backward", calls=units - 1)
+                add("all_gather", fsdp_gathered(params - root, bf16 - root), m, lk, "backward", calls=units - 1)
             elif pp <= 1:
-                add("all_gather", PARAM * params, m, lk, "backward")
+                add("all_gather", fsdp_gathered(params, bf16), m, lk, "backward")
             add("reduce_scatter", grad * params, m, lk, "backward")
     units = layers + 1
     if mode == "hsdp" and replicate.size > 1 and params_dense:

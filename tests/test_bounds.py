@@ -389,6 +389,36 @@ def test_fp8_parameters_are_gathered_in_their_own_bytes(recipe, gathered):
     assert sum(c.count * c.sent for c in scatters) == pytest.approx(wire * 4 * (fp8 + bf16), rel=1e-9)
 
 
+@pytest.mark.parametrize("option, gathered", [("", 2), (", float8-all-gather on", 1)])
+def test_torchtitans_fsdp_gathers_float8_weights_only_when_told(option, gathered):
+    """torchtitan's FSDP2 gathers a float8 linear's weight at a byte only under torchao's
+    `enable_fsdp_float8_all_gather` (torchtitan's 405B config of 2024: `float8-all-gather on`);
+    torchtitan 0.3's rowwise float8 gathers bf16. zero3 without pp gathers every micro-batch
+    before the forward, and again before the backward but for the root (embedding, norm,
+    output), which stays gathered: the fp8 share is Llama 3 8B's linears, typed from its widths."""
+    text = ("dp 16 on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware { gpu h100-sxm, nodes 2 }\n"
+            f"target torchtitan {{ compile on{option} }}\n"
+            "train { seq 4096, global-batch 64, micro-batch 1, precision fp8, recompute full }\n"
+            "dp { sharding zero3 }\n")
+    plan = _plan(text)
+    assert plan is not None
+    from parc.targets import software_of
+
+    shape, knobs, sw = shape_of(plan), knobs_of(plan, "torch"), software_of(plan)
+    assert knobs.copy_precision == ("fp8" if gathered == 1 else "bf16")
+    hw = timing.hardware_of(plan)
+    _, steps = timing.rank_steps(shape, knobs, hw, timing.geometry_of(plan, hw), sw=sw)
+    rank = next(iter(steps.values()))
+    fp8 = 32 * (4096 * 4096 * 2 + 4096 * 1024 * 2 + 3 * 4096 * 14336)
+    norms = 32 * 2 * 4096
+    m, wire = 4, 15 / 16
+    forward = gathered * fp8 + 2 * (norms + LLAMA3_8B_ROOT)
+    backward = gathered * fp8 + 2 * norms
+    gathers = [c for c in rank.ledger.collectives if c.axis == "dp" and c.kind == "all_gather"]
+    assert gathers
+    assert sum(c.count * c.sent for c in gathers) == pytest.approx(wire * m * (forward + backward), rel=1e-9)
+
+
 def test_a_thousand_rank_ring_pays_its_latency_per_call():
     """zero3 over 1,536 ranks gathers and reduces layer by layer: each call is a ring of 1,535
     steps over 192 nodes of 8, of which 191 cross the network (5 us) and 1,344 stay on NVLink

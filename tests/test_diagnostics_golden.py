@@ -58,7 +58,7 @@ def test_every_code_has_a_golden_case():
         **{code: "tests/test_targets.py (the target backends, parc compile only)"
            for code in ("E0610", "E0611", "E0612", "E0613", "E0620", "E0621")},
         **{code: "tests/test_targets_torchtitan.py (the torchtitan backend, parc compile only)"
-           for code in ("E0615", "E0616", "E0617")},
+           for code in ("E0615", "E0616", "E0617", "E0618")},
         **{code: "tests/test_offload.py and tests/test_targets_megatron.py (rules of the target, with the spec)"
            for code in ("E0614", "E0622")},
         "W0701": "tests/test_import.py (parc import only)",

@@ -74,10 +74,22 @@ def test_a_row_becomes_the_spec_its_fields_say():
     assert "seq 262144" in text and "global-batch 8" in text and "micro-batch 1" in text
     assert "precision fp8" in text and "recompute full" in text and "sharding zero2" in text
     assert "schedule 1f1b" in text and "flavour all-gather" in text
-    # torchtitan 9dec370 left the loss eager; e7c0cae (the H200 rows) compiles it
-    assert "target torchtitan { compile on, compile-loss off, tp-overlap all }" in text
+    # torchtitan 9dec370 left the loss eager; e7c0cae (the H200 rows) compiles it. The 405B
+    # config's float8 gathered float8 weights (its TOML); the H200 rows' command says so too
+    assert "target torchtitan { compile on, compile-loss off, tp-overlap all, float8-all-gather on }" in text
     h200 = next(r for r in ROWS if r["id"] == "trainy2506_h200_4nodes")
-    assert "target torchtitan { compile on }" in bench.spec_text(h200)
+    assert "target torchtitan { compile on, float8-all-gather on }" in bench.spec_text(h200)
+    eight = next(r for r in ROWS if r["id"] == "titan2412_t1_compile_float8")  # 9dec370's flag off by default
+    assert "target torchtitan { compile on, compile-loss off }" in bench.spec_text(eight)
+
+
+def test_a_float8_row_says_whether_fsdp_gathered_float8():
+    import copy
+
+    row = copy.deepcopy(next(r for r in ROWS if r["id"] == "titan2412_t1_compile_float8"))
+    del row["train"]["float8_all_gather"]
+    with pytest.raises(SystemExit, match="titan2412_t1_compile_float8: .*no float8_all_gather"):
+        bench.spec_text(row)
 
 
 def test_a_compiled_row_without_compile_loss_is_refused_by_name():
@@ -88,7 +100,7 @@ def test_a_compiled_row_without_compile_loss_is_refused_by_name():
     with pytest.raises(SystemExit, match="trainy2506_h200_4nodes: .*no compile_loss"):
         bench.spec_text(row)
     row["train"]["compile"] = False  # an eager run compiles no loss: nothing to say
-    assert "target torchtitan { compile off }" in bench.spec_text(row)
+    assert "target torchtitan { compile off, float8-all-gather on }" in bench.spec_text(row)
 
 
 def test_the_readmes_figures_are_the_docs_table():

@@ -364,11 +364,13 @@ def test_the_optimizer_and_the_sharding_are_parcs(titan, tmp_path, monkeypatch):
     ("target torchtitan { tp-overlap all }", "E0616"),
     ("target torchtitan { tp-overlap backward }", "E0617"),
     ("target torchtitan { grad-reduce bf16 }", "E0617"),
+    ("target torchtitan { float8-all-gather on }", "E0618"),
 ])
 def test_what_torchtitan_would_run_otherwise_is_refused(extra, code):
     """SGD (torchtitan builds Adam, AdamW and Muon), async TP without compile (torchtitan's
     CompileConfig refuses it), a backward-only tp overlap and a bf16 gradient reduction (torchtitan
-    has neither: the prediction would change and the job would not)."""
+    has neither: the prediction would change and the job would not), and a float8 all-gather
+    (0.3's rowwise float8 gathers bf16)."""
     text = ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware { gpu h100-sxm }\n"
             "target torchtitan\ntrain { seq 4096, global-batch 64, micro-batch 1 }\n")
     if extra.startswith("train"):

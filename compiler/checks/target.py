@@ -94,20 +94,24 @@ def target_compile_loss_alone(plan: Plan) -> Iterator[Diagnostic]:
 
 
 @rule
-def target_fp8_recipe_alone(plan: Plan) -> Iterator[Diagnostic]:
-    """`fp8-recipe` scales only fp8 GEMMs: under bf16 or fp16 it is a no-op the user likely did
-    not mean."""
+def target_fp8_option_alone(plan: Plan) -> Iterator[Diagnostic]:
+    """`fp8-recipe` and `float8-all-gather` concern only fp8 linears: under bf16 or fp16 they are
+    no-ops the user likely did not mean."""
     target = plan.target
-    if target.fp8_recipe is None or plan.training.precision == "fp8":
+    if plan.training.precision == "fp8":
         return
-    value = target.span_of("fp8_recipe")
-    key = target.span_of("fp8_recipe.key")
-    if key is not None and value is not None and key.line == value.line:
-        value = replace(value, start=key.start, col=key.col)
-    yield warning("W0366", f"`fp8-recipe` under `precision {plan.training.precision}` changes nothing", value,
-                  label="no fp8 GEMMs to scale",
-                  labels=labels((plan.training.span_of("precision"), f"precision {plan.training.precision}")),
-                  help="write `precision fp8`, or remove `fp8-recipe`")
+    for field, option, on in (("fp8_recipe", "fp8-recipe", target.fp8_recipe is not None),
+                              ("float8_all_gather", "float8-all-gather", target.float8_all_gather)):
+        if not on:
+            continue
+        value = target.span_of(field)
+        key = target.span_of(f"{field}.key")
+        if key is not None and value is not None and key.line == value.line:
+            value = replace(value, start=key.start, col=key.col)
+        yield warning("W0366", f"`{option}` under `precision {plan.training.precision}` changes nothing", value,
+                      label="no fp8 linears",
+                      labels=labels((plan.training.span_of("precision"), f"precision {plan.training.precision}")),
+                      help=f"write `precision fp8`, or remove `{option}`")
 
 
 @rule

@@ -140,6 +140,9 @@ class Knobs:
     fp8_transposed: bool = True
     """Whether an fp8 weight of per-tensor scaling keeps a transposed copy for the backward: the
     GPU's fp8 GEMMs run TN only (Hopper, Ada; not Blackwell)."""
+    fp8_all_gather: bool = False
+    """FSDP2 gathers the float8 linears' weights in float8 (torchtitan's `float8-all-gather on`):
+    the unsharded compute copies are float8 (`copy_precision`)."""
     pp_receives: str = "on-demand"
     """How the pipeline stage holds its receive buffers (`targets.Runtime.pp_receives`):
     "on-demand" (parc's `ReceiveOnDemandStage`) or "kept" (torch's stock `PipelineStage`, one
@@ -182,13 +185,15 @@ class Knobs:
     @property
     def copy_precision(self) -> str:
         """The precision of FSDP2's unsharded compute copies (`states.compute_copy_bytes`). Only
-        torchtitan's float8 all-gathers fp8 weights (torchao's `enable_fsdp_float8_all_gather`,
-        which its llama3_405b config sets: the unsharded Float8Linear weight is the gathered fp8
-        data). parc's own job runs `precision fp8` as bf16 (W0601, backends/torch/runtime.py:
-        no torchao), so its unsharded copies are bf16, as torch's memory tracker counts them
-        (rehearsing the published 405B 1F1B row as parc's job: the 15 layers' tp shards held in
-        bf16 at the peak, where fp8 copies left the model 5.6 GiB under)."""
-        if self.precision == "fp8" and self.runtime == "torch" and not self.torchtitan_block:
+        torchtitan's float8 with `float8-all-gather on` gathers fp8 weights (torchao's
+        `enable_fsdp_float8_all_gather`, which its llama3_405b config set in 2024: the unsharded
+        Float8Linear weight is the gathered fp8 data); torchtitan 0.3's rowwise float8 gathers
+        the bf16 weight and casts it per use. parc's own job runs `precision fp8` as bf16 (W0601,
+        backends/torch/runtime.py: no torchao), so its unsharded copies are bf16, as torch's
+        memory tracker counts them (rehearsing the published 405B 1F1B row as parc's job: the
+        15 layers' tp shards held in bf16 at the peak, where fp8 copies left the model 5.6 GiB
+        under)."""
+        if self.precision == "fp8" and self.runtime == "torch" and not (self.torchtitan_block and self.fp8_all_gather):
             return "bf16"
         return self.precision
 
@@ -295,6 +300,7 @@ def knobs_of(plan: Plan, runtime: str = "torch") -> Knobs | None:
         offload_layers=train.offload_layers, runtime=runtime, grad_bytes=_grad_bytes(plan),
         pp_receives=_pp_receives(plan), model_code=model_code(plan.target),
         fp8_recipe=_fp8_recipe(plan), fp8_transposed=fp8_transposed(plan.cluster.gpu.generation),
+        fp8_all_gather=plan.target.name == "torchtitan" and plan.target.float8_all_gather,
     )
 
 
