@@ -145,8 +145,10 @@ def _model(plan: Plan) -> list[tuple[str, str | None]]:
     # nor dropout: Megatron-LM's defaults are 0.1 for both, which would train another model than
     # the spec's and save a dropout mask per layer beyond what parc's memory model counts
     args += [("--hidden-dropout", "0"), ("--attention-dropout", "0")]
-    # synthetic data and a tokenizer of the model's vocabulary, like parc's own job
-    args += [("--tokenizer-type", "NullTokenizer"), ("--vocab-size", str(m.vocab)), ("--mock-data", None)]
+    # synthetic data and a tokenizer of the model's vocabulary, like parc's own job; Megatron-LM's
+    # NullTokenizer adds an end-of-document id after the ones it is given (`_NullTokenizer.vocab_size`
+    # is vocab_size + 1, megatron/training/tokenizer/tokenizer.py), so it is given one fewer
+    args += [("--tokenizer-type", "NullTokenizer"), ("--vocab-size", str(m.vocab - 1)), ("--mock-data", None)]
     if m.is_moe:
         dense = [i for i in range(m.layers) if i not in set(m.moe_layers)]
         pattern = "[" + ",".join("1" if i in set(m.moe_layers) else "0" for i in range(m.layers)) + "]"

@@ -723,7 +723,9 @@ def _import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
     position = {"rope": "rope", "learned_absolute": "learned", "none": "none"}.get(
         get("--position-embedding-type", "learned_absolute"), "learned")
     fields = {"layers": layers, "hidden": hidden, "ffn": ffn, "heads": heads, "kv_heads": kv,
-              "head_dim": whole("--kv-channels", hidden // heads), "vocab": whole("--vocab-size", 50257),
+              "head_dim": whole("--kv-channels", hidden // heads),
+              # Megatron-LM's NullTokenizer has its --vocab-size ids and an end-of-document one
+              "vocab": whole("--vocab-size", 50257) + (1 if get("--tokenizer-type") == "NullTokenizer" else 0),
               "tied_embeddings": not has("--untie-embeddings-and-output-weights"),
               "activation": "swiglu" if swiglu else "gelu",
               "norm": "rmsnorm" if get("--normalization", "LayerNorm") == "RMSNorm" else "layernorm",

@@ -405,6 +405,24 @@ def test_fp8_weights_without_fp8_param_gather_are_said_on_import():
     assert "--fp8-param-gather" in imported.diagnostics[0].message
 
 
+@pytest.mark.parametrize("name", ["dense-vpp-zero1", "moe-ep-over-dp", "fp16-2021"])
+def test_the_job_builds_the_models_vocabulary(name):
+    """Megatron-LM's NullTokenizer reports one id more than it is given, its end-of-document id
+    (core_v0.16.0 megatron/training/tokenizer/tokenizer.py: `_NullTokenizer.vocab_size` returns
+    `_vocab_size_without_eod + 1`, typed here), and `_vocab_size_with_padding` rounds that up to a
+    multiple of `--make-vocab-size-divisible-by` (128) x tp: the job's embedding has the rows
+    parc's memory and time models count (`padded_vocab`)."""
+    from parc.memory.parameters import padded_vocab
+
+    plan = compiled(name)
+    o = options(plan)
+    assert o["--tokenizer-type"] == "NullTokenizer"
+    tokenizer_vocab = int(o["--vocab-size"]) + 1
+    assert tokenizer_vocab == plan.model.vocab
+    multiple = 128 * plan.layout.tp.degree
+    assert -(-tokenizer_vocab // multiple) * multiple == padded_vocab(plan.model.vocab, plan.layout.tp.degree, "megatron")
+
+
 def test_the_data_parallel_overlap_parc_charges_is_on():
     """parc's time model hides the gradient reduce-scatter under the backward and the distributed
     optimizer's gather under the next forward, bucket by bucket: Megatron-LM does so only with
