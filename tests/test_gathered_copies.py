@@ -56,12 +56,14 @@ def test_the_model_holds_every_layer_gathered_in_bf16_under_parcs_fp8_job(layers
     assert model_gathered(plan) == first_stage_gathered_by_hand(plan, layers)
 
 
-def test_torchtitans_float8_gathers_the_matmul_weights_in_one_byte():
-    """Under `target torchtitan` the float8 all-gather (the row's config sets it) stays: the
-    matmul weights' copies are 1 byte, the norms and the embedding 2."""
+def test_torchtitans_float8_gathers_the_matmul_weights_in_one_byte_only_where_it_did():
+    """Under `target torchtitan { float8-all-gather on }` (the 2024 row's config set torchao's
+    `enable_fsdp_float8_all_gather`) the matmul weights' copies are 1 byte, the norms and the
+    embedding 2; torchtitan 0.3's rowwise float8, without the option, gathers bf16."""
     from parc.memory.inputs import Knobs
 
-    assert Knobs(1, 1, 1, precision="fp8", model_code="torchtitan").copy_precision == "fp8"
+    assert Knobs(1, 1, 1, precision="fp8", model_code="torchtitan", fp8_all_gather=True).copy_precision == "fp8"
+    assert Knobs(1, 1, 1, precision="fp8", model_code="torchtitan").copy_precision == "bf16"
     assert Knobs(1, 1, 1, precision="fp8", model_code="parc").copy_precision == "bf16"
     assert Knobs(1, 1, 1, precision="fp8", runtime="megatron").copy_precision == "fp8"
     assert Knobs(1, 1, 1, precision="fp32").copy_precision == "fp32"
