@@ -356,6 +356,17 @@ def test_the_dp_ledger_is_the_traffic_contract(sharding, pp, dp_runtime, table):
         assert got[kind][1] == pytest.approx(want[kind][1], rel=0.01), kind
 
 
+def _target_rank(text: str, runtime: str):
+    """The one distinct rank of a spec's step under its target's software, and its knobs."""
+    from parc.targets import software_of
+
+    plan = _plan(text)
+    assert plan is not None
+    shape, knobs, hw = shape_of(plan), knobs_of(plan, runtime), timing.hardware_of(plan)
+    _, steps = timing.rank_steps(shape, knobs, hw, timing.geometry_of(plan, hw), sw=software_of(plan))
+    return next(iter(steps.values())), knobs
+
+
 @pytest.mark.parametrize("recipe, gathered", [("tensorwise", 1), ("delayed", 1), ("mxfp8", 2)])
 def test_fp8_parameters_are_gathered_in_their_own_bytes(recipe, gathered):
     """Megatron-LM with `--fp8-param-gather` (the Megatron launcher's, under fp8 and zero1) holds
@@ -368,14 +379,7 @@ def test_fp8_parameters_are_gathered_in_their_own_bytes(recipe, gathered):
             f"target megatron {{ fp8-recipe {recipe} }}\n"
             "train { seq 4096, global-batch 64, micro-batch 1, precision fp8, recompute full }\n"
             "dp { sharding zero1 }\n")
-    plan = _plan(text)
-    assert plan is not None
-    from parc.targets import software_of
-
-    shape, knobs, sw = shape_of(plan), knobs_of(plan, "megatron-flash"), software_of(plan)
-    hw = timing.hardware_of(plan)
-    _, steps = timing.rank_steps(shape, knobs, hw, timing.geometry_of(plan, hw), sw=sw)
-    rank = next(iter(steps.values()))
+    rank, _ = _target_rank(text, "megatron-flash")
     fp8 = 32 * (4096 * 4096 * 2 + 4096 * 1024 * 2 + 3 * 4096 * 14336)
     bf16 = 32 * 2 * 4096 + LLAMA3_8B_ROOT
     assert rank.times.params_dense == fp8 + bf16
@@ -400,15 +404,8 @@ def test_torchtitans_fsdp_gathers_float8_weights_only_when_told(option, gathered
             f"target torchtitan {{ compile on{option} }}\n"
             "train { seq 4096, global-batch 64, micro-batch 1, precision fp8, recompute full }\n"
             "dp { sharding zero3 }\n")
-    plan = _plan(text)
-    assert plan is not None
-    from parc.targets import software_of
-
-    shape, knobs, sw = shape_of(plan), knobs_of(plan, "torch"), software_of(plan)
+    rank, knobs = _target_rank(text, "torch")
     assert knobs.copy_precision == ("fp8" if gathered == 1 else "bf16")
-    hw = timing.hardware_of(plan)
-    _, steps = timing.rank_steps(shape, knobs, hw, timing.geometry_of(plan, hw), sw=sw)
-    rank = next(iter(steps.values()))
     fp8 = 32 * (4096 * 4096 * 2 + 4096 * 1024 * 2 + 3 * 4096 * 14336)
     norms = 32 * 2 * 4096
     m, wire = 4, 15 / 16
