@@ -2924,11 +2924,13 @@ def _dp_ledger(case: DpCase, dense: Link, expert: Link, shard: Link, replicate: 
     params_dense, chunks = case.params_dense, case.chunks
     # per parameter set: (elements, link, FSDP units, zero1's blocks, root unit, elements in bf16
     # beside fp8 parameters); the experts are all fp8 linears
+    torch_runtime = case.runtime == "torch"
     sets = ((params_dense, shard if mode == "hsdp" else dense, layers + 1, case.blocks_dense, case.params_root,
              min(params_dense, case.params_other)),
-            (case.params_expert, expert, case.moe_layers, case.blocks_expert, 0, 0))
+            # torchao's float8 all-gather covers Float8Linear, not torchtitan's grouped experts
+            (case.params_expert, expert, case.moe_layers, case.blocks_expert, 0,
+             case.params_expert if torch_runtime else 0))
     out: list[Collective] = []
-    torch_runtime = case.runtime == "torch"
     units = layers + 1  # FSDP2 wraps each transformer layer, and the root (embedding, output)
 
     def fsdp_gathered(params: int, bf16: int) -> float:

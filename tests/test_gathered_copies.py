@@ -84,3 +84,24 @@ def test_the_rehearsed_peak_holds_the_hand_counted_gathered_parameters():
     hand = first_stage_gathered_by_hand(plan, 1)
     assert peak["gathered_parameters"] == hand, (peak["gathered_parameters"], hand)
     assert model_gathered(plan) == hand
+
+
+def test_the_float8_all_gather_leaves_the_routed_experts_in_bf16():
+    """torchao's float8 all-gather covers its Float8Linear layers; torchtitan's routed experts are
+    grouped weights it does not convert: their gathered copies and their FSDP2 gathers stay bf16,
+    typed by hand (the linears 1 byte, the experts, norms and embedding 2)."""
+    from parc import timing
+    from parc.memory.inputs import Knobs
+    from parc.memory.parameters import Params
+    from parc.memory.states import compute_copy_bytes
+
+    assert compute_copy_bytes(Params(linear=1000, other=30, expert=600), "fp8") == 1000 + 2 * (600 + 30)
+    assert compute_copy_bytes(Params(linear=1000, other=30, expert=600), "bf16") == 2 * 1630
+    lk = timing.Link(size=8, ring=1e9, near=1e9, far=1e9, local=8, latency=0.0)
+    r = timing.RankTimes(forward=1.0, backward_input=1.0, backward_weight=1.0, recompute=0.0,
+                         exposed_f=(0.0,) * 4, exposed_b=(0.0,) * 4, sent=(0.0,) * 4,
+                         params_dense=1030, params_expert=600, params_other=30, layers=3, moe_layers=3)
+    k = Knobs(tp=1, pp=1, dp=8, ep=2, microbatches=1, sharding="zero3")
+    ledger = timing.dp_ledger(r, k, timing.DpLinks(lk, lk, lk, lk), 4, "torch", 1)
+    gathered = sum(c.count * c.payload for c in ledger if c.kind == "all_gather" and c.window == "forward")
+    assert ledger and gathered == (1 * 1000 + 2 * 30) + 2 * 600

@@ -75,12 +75,14 @@ def optimizer_bytes(optimizer: str, runtime: str) -> int:
 
 
 def compute_copy_bytes(p: Params, precision: str) -> int:
-    """An unsharded compute copy: matmul weights in bf16 (1 byte under fp8 all-gather), the rest
-    bf16; fp32 when the runtime computes in fp32 (FSDP2 still copies into its own buffer)."""
+    """An unsharded compute copy: the linears' weights in bf16 (1 byte under fp8 all-gather:
+    torchao's float8 all-gather covers its Float8Linear layers, not the routed experts' grouped
+    weights), the rest bf16; fp32 when the runtime computes in fp32 (FSDP2 still copies into its
+    own buffer)."""
     if precision == "fp32":
         return FP32 * p.total
     matmul = FP8 if precision == "fp8" else HALF
-    return (p.linear + p.expert) * matmul + p.other * HALF
+    return p.linear * matmul + (p.expert + p.other) * HALF
 
 
 def checkpoint_gather_bytes(p: Params, k: Knobs) -> int:
