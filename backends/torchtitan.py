@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 from ..catalog import models as model_catalog
+from ..checks.predicates import torchtitan_async_tp_refused
 from ..diagnostics import Diagnostic, error
 from ..plan import Plan
 from ..stages import pipeline_chunks
@@ -322,7 +323,7 @@ def diagnostics(plan: Plan) -> list[Diagnostic]:
                          help="write `optimizer adamw` or `optimizer adam` (torchtitan builds Adam, AdamW and "
                          "Muon), or use `target torch`"))
     target = plan.target
-    if (target.tp_overlap or "none") == "all" and (lay.tp.degree or 1) > 1 and not target.compile:
+    if torchtitan_async_tp_refused(lay.tp.degree or 1, target.tp_overlap, target.compile):
         out.append(error("E0616", "torchtitan's async tensor parallelism needs `compile on`",
                          target.span_of("tp_overlap") or target.span, label="tp-overlap all",
                          help="add `compile on` (torch's micro-pipelining is a torch.compile pass), or drop "

@@ -27,7 +27,9 @@ from parc import timing
 from parc.catalog.gpus import ALIASES as GPU_ALIASES
 from parc.catalog.gpus import GPUS
 from parc.kernels import DEEPEP_SMS
+from parc.plan import Target
 from parc.stages import empty_ends_split
+from parc.targets import gather_bytes
 
 # ---------------------------------------------------------------------------------------------
 # What a row is turned into
@@ -815,7 +817,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     recipe = "dynamic" if family == "torchtitan" else fp8_recipe_of(entry)
     if precision == "fp8" and recipe in ("current", "mxfp8"):
         notes.append(f"Transformer Engine's {'per-tensor current scaling' if recipe == 'current' else 'MXFP8'} "
-                     f"fp8 recipe (stated: `fp8-recipe {'tensorwise' if recipe == 'current' else 'mxfp8'}`)")
+                     f"fp8 recipe (stated: `fp8-recipe {TARGET_RECIPES[recipe]}`)")
     software = timing.Software(
         attention="unfused" if unfused else ("flash" if family in ("torchtitan", "torch") else "flash-te"),
         selective=("modules:" + ",".join(modules) if modules else timing.TORCHTITAN_OP if family == "torchtitan"
@@ -830,11 +832,12 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         # (`timing.regathered`); DTensor (torchtitan, FSDP with plain PyTorch) saves it gathered
         tp_regather=family == "megatron",
         grad_bytes=grad_bytes,
-        # the launcher's `--fp8-param-gather`, which NeMo's and Megatron-Bridge's fp8 recipes set
-        # (`targets.gather_bytes`): fp8 weights gathered at a byte, MXFP8's in bf16
-        gather_bytes=(1 if precision == "fp8" and (family not in ("torchtitan", "torch") and recipe != "mxfp8"
-                                                   or family == "torchtitan" and titan_float8_all_gather(entry))
-                      else 2),
+        # as the target the row compiles to gathers its fp8 weights (`targets.gather_bytes`): the
+        # Megatron launcher's `--fp8-param-gather` (NeMo's and Megatron-Bridge's fp8 recipes set
+        # it; MXFP8's in bf16), torchtitan's float8 all-gather where the run had it
+        gather_bytes=gather_bytes(Target(name=target_name(family), fp8_recipe=TARGET_RECIPES.get(recipe),
+                                         float8_all_gather=family == "torchtitan" and titan_float8_all_gather(entry)),
+                                  precision),
         balanced_routing=balanced,
         ep_dispatcher="deepep" if deepep else "all-to-all",
         ep_overlap=ep_overlap,
@@ -865,14 +868,25 @@ def titan_float8_all_gather(entry: dict) -> bool:
     return year is not None and year < int(TITAN_ROWWISE[:4])
 
 
+def target_name(family: str) -> str:
+    """The target a row of this family compiles to: torchtitan runs as `target torchtitan`, plain
+    PyTorch FSDP as `target torch`, Megatron-LM's and the other frameworks' fused-kernel runs as
+    `target megatron`."""
+    return family if family in ("torchtitan", "torch") else "megatron"
+
+
+TARGET_RECIPES = {"current": "tensorwise", "mxfp8": "mxfp8"}
+"""A row's Transformer Engine recipe (`fp8_recipe_of`) as the Megatron target's `fp8-recipe`
+(delayed, the default, is not written)."""
+
+
 def target_line(software: timing.Software, family: str, precision: str) -> str:
     """The spec's `target` statement carrying those facts (compiler/targets.py derives the
-    time model's `Software` back from it): torchtitan runs as `target torchtitan`, Megatron-LM's
-    and the other frameworks' fused-kernel runs as `target megatron` with the options in which
-    they differ from its defaults."""
-    if family == "torch":
+    time model's `Software` back from it), with the options in which the row differs from its
+    target's defaults (`target_name`)."""
+    name = target_name(family)
+    if name == "torch":
         return "target torch"  # its runtime facts are `target torch`'s; it takes no options
-    name = "torchtitan" if family == "torchtitan" else "megatron"
     options = []
     if name == "torchtitan" and software.kernels == "fused":
         options.append("compile on")
@@ -885,8 +899,8 @@ def target_line(software: timing.Software, family: str, precision: str) -> str:
     default_grad = 2 if name == "megatron" and precision == "fp16" else 4
     if software.grad_bytes != default_grad:
         options.append(f"grad-reduce {'bf16' if software.grad_bytes == 2 else 'fp32'}")
-    if name == "megatron" and precision == "fp8" and software.fp8_scaling in ("current", "mxfp8"):
-        options.append(f"fp8-recipe {'tensorwise' if software.fp8_scaling == 'current' else 'mxfp8'}")
+    if name == "megatron" and precision == "fp8" and software.fp8_scaling in TARGET_RECIPES:
+        options.append(f"fp8-recipe {TARGET_RECIPES[software.fp8_scaling]}")
     return f"target {name}" + (f" {{ {', '.join(options)} }}" if options else "")
 
 

@@ -183,6 +183,12 @@ def fp8_params(target: Target, precision: str, sharding: str | None) -> bool:
     return target.name == "megatron" and precision == "fp8" and sharding == "zero1"
 
 
+def float8_all_gather(target: Target) -> bool:
+    """Whether FSDP2 gathers the float8 linears' weights in float8: torchtitan with
+    `float8-all-gather on` (torchao's `enable_fsdp_float8_all_gather`; `Knobs.fp8_all_gather`)."""
+    return target.name == "torchtitan" and target.float8_all_gather
+
+
 def gather_bytes(target: Target, precision: str) -> int:
     """Bytes per element of an fp8 linear's weight as the data-parallel all-gather moves it
     (`Software.gather_bytes`): 1 where Megatron-LM keeps fp8 parameters of delayed or
@@ -195,7 +201,7 @@ def gather_bytes(target: Target, precision: str) -> int:
         return 2
     if target.name == "megatron" and fp8_scaling(target) != "mxfp8":
         return 1
-    return 1 if target.name == "torchtitan" and target.float8_all_gather else 2
+    return 1 if float8_all_gather(target) else 2
 
 
 def memory_runtime(target: Target) -> str:

@@ -487,11 +487,13 @@ class Software:
     reduction); 2 in Megatron-LM under fp16, which reduces in the parameters' dtype unless told
     `--accumulate-allreduce-grads-in-fp32`."""
     gather_bytes: int = PARAM
-    """Bytes per element of an fp8 linear's weight (the layers' linears, the experts) as the
-    distributed optimizer all-gathers it: 1 where Megatron-LM holds fp8 parameters of delayed or
-    per-tensor scaling (`--fp8-param-gather`, a uint8 parameter buffer; `targets.gather_bytes`),
-    else the compute dtype's 2 (MXFP8 gathers bf16 values into the gradient buffer and quantizes
-    them after). Norms, the router, the embedding and the output layer are gathered in bf16."""
+    """Bytes per element of an fp8 linear's weight as the data-parallel all-gather moves it
+    (`targets.gather_bytes`): 1 where Megatron-LM's distributed optimizer holds fp8 parameters of
+    delayed or per-tensor scaling (`--fp8-param-gather`, a uint8 parameter buffer; its experts
+    too) and where torchtitan's FSDP2 gathers float8 (`float8-all-gather on`; not its routed
+    experts), else the compute dtype's 2 (MXFP8 gathers bf16 values into the gradient buffer and
+    quantizes them after). Norms, the router, the embedding and the output layer are gathered in
+    bf16."""
     balanced_routing: bool = False
     """The router's load is exactly even over the expert ranks: what the mean over a job's
     recorded ranks measures (tests/e2e/test_collectives.py). Otherwise the busiest expert rank
@@ -2914,7 +2916,8 @@ class DpCase(NamedTuple):
     """Of `params_dense`, those no fp8 linear holds (`Load.params_other`)."""
     gather: int
     """`Software.gather_bytes`: bytes per gathered element of an fp8 linear's weight where
-    Megatron-LM's distributed optimizer gathers fp8 parameters."""
+    Megatron-LM's distributed optimizer gathers fp8 parameters (zero1) or torchtitan's FSDP2
+    gathers float8 (`fsdp_gathered`)."""
 
 
 @lru_cache(maxsize=65536)
@@ -2972,7 +2975,7 @@ def _dp_ledger(case: DpCase, dense: Link, expert: Link, shard: Link, replicate: 
                 add("all_gather", case.gather * (params - bf16) + PARAM * bf16, 1, lk, "after_step",
                     calls=max(1, calls))
             else:
-                add("all_gather", case.gather * params, 1, lk, "after_step")
+                add("all_gather", PARAM * params, 1, lk, "after_step")
         elif torch_runtime and pp > 1:  # zero2, zero3, hsdp under torch's pipeline stages
             add("all_gather", fsdp_gathered(params, bf16), 1, lk, "after_step")
             add("reduce_scatter", grad * params, 1, lk, "last_backward")

@@ -182,6 +182,16 @@ def offload_problem(layers: int, pp: int, v: int, split: tuple[int, ...] | None,
 
 
 # ---------------------------------------------------------------------------------------------
+# What torchtitan refuses (backends/torchtitan.py)
+
+
+def torchtitan_async_tp_refused(tp: int, tp_overlap: str | None, compile: bool) -> bool:
+    """E0616: torchtitan's async tensor parallelism (`tp-overlap all`) is torch's micro-pipelining,
+    a torch.compile pass: its CompileConfig refuses it without `compile on`, wherever tp > 1."""
+    return (tp_overlap or "none") == "all" and tp > 1 and not compile
+
+
+# ---------------------------------------------------------------------------------------------
 # What Megatron-LM refuses (target.py)
 
 

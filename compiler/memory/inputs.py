@@ -300,7 +300,7 @@ def knobs_of(plan: Plan, runtime: str = "torch") -> Knobs | None:
         offload_layers=train.offload_layers, runtime=runtime, grad_bytes=_grad_bytes(plan),
         pp_receives=_pp_receives(plan), model_code=model_code(plan.target),
         fp8_recipe=_fp8_recipe(plan), fp8_transposed=fp8_transposed(plan.cluster.gpu.generation),
-        fp8_all_gather=plan.target.name == "torchtitan" and plan.target.float8_all_gather,
+        fp8_all_gather=_float8_all_gather(plan),
     )
 
 
@@ -308,6 +308,12 @@ def fp8_transposed(generation: str | None) -> bool:
     """`Knobs.fp8_transposed`: fp8 GEMMs take only the TN layout before Blackwell, so a
     per-tensor-scaled fp8 weight keeps its transpose for the backward."""
     return generation != "blackwell"
+
+
+def _float8_all_gather(plan: Plan) -> bool:
+    from ..targets import float8_all_gather
+
+    return float8_all_gather(plan.target)
 
 
 def _fp8_recipe(plan: Plan) -> str:

@@ -83,7 +83,7 @@ from ..memory.model import (
 )
 from ..memory.parameters import Params, chunks_of, layer_params, padded_vocab
 from ..memory.schedules import walked_peak
-from ..targets import fp8_scaling, grad_bytes, runtime as target_runtime
+from ..targets import float8_all_gather, fp8_scaling, grad_bytes, runtime as target_runtime
 from ..timing import SCHEDULES
 from . import space as space_module
 from .space import RECOMPUTE, SEQUENCE_PARALLEL, SHARDING, Assignment, Space, canonical_key
@@ -331,7 +331,7 @@ class Engine:
                           pp_receives=target_runtime(plan.target).pp_receives,
                           model_code=model_code(plan.target), fp8_recipe=fp8_scaling(plan.target),
                           fp8_transposed=fp8_transposed(plan.cluster.gpu.generation),
-                          fp8_all_gather=plan.target.name == "torchtitan" and plan.target.float8_all_gather)
+                          fp8_all_gather=float8_all_gather(plan.target))
         self._new_knobs = knobs_builder(self.fixed)
         self.needs_sp = plan.target.name == "megatron" and bool(rules.megatron_needs_sequence_parallel(
             bool(plan.model.is_moe), plan.target.tp_overlap or "backward"))
@@ -672,7 +672,7 @@ class Engine:
         if tp > 1 and self.model.kv_heads % tp:
             return "E0603"
         target = self.plan.target
-        if tp > 1 and target.name == "torchtitan" and target.tp_overlap == "all" and not target.compile:
+        if target.name == "torchtitan" and rules.torchtitan_async_tp_refused(tp, target.tp_overlap, target.compile):
             return "E0616"  # torchtitan's async TP is a torch.compile pass
         if not self.space.sharding_open and self.space.fixed_sharding[0] == "zero3" and self._fsdp_refused(degrees, ep):
             return "E0623"
