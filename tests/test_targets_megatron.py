@@ -438,6 +438,37 @@ def test_the_data_parallel_overlap_parc_charges_is_on():
     assert o["--attention-backend"] == "auto" and "--no-create-attention-mask-in-dataloader" in o
 
 
+def test_the_ledger_cuts_the_buckets_the_job_asks_megatron_for():
+    """The job hands `dp { bucket }` to Megatron-LM as --ddp-bucket-size, which Megatron-Core's
+    `resolve_ddp_bucket_size` takes as is (elements per bucket; unset, max(40M, 1M x dp)): the time
+    model's zero1 reduce-scatter is cut into as many calls as those buckets make of the rank's
+    gradients, and the default bucket into fewer."""
+    from dataclasses import replace
+
+    from parc import timing
+    from parc.targets import software_of
+
+    plan = compiled("dense-vpp-zero1")
+    written = int(options(plan)["--ddp-bucket-size"])
+
+    def reduce_scatters(p):
+        sw = software_of(p)
+        knobs = timing.knobs_of(p, "megatron-flash")
+        hw = timing.hardware_of(p)
+        _, steps = timing.rank_steps(timing.shape_of(p), knobs, hw, timing.geometry_of(p, hw), timing.DEFAULT, sw)
+        found = [(c, sw.grad_bytes) for step in steps.values() for c in step.ledger.collectives
+                 if c.axis == "dp" and c.kind == "reduce_scatter"]
+        assert found
+        return found
+
+    for c, grad in reduce_scatters(plan):
+        elements = c.payload * c.count / grad  # the rank's gradients, whole
+        assert c.count == -(-round(elements) // written) and c.payload <= written * grad * (1 + 1e-9)
+    default = replace(plan, layout=replace(plan.layout, dp=replace(plan.layout.dp, bucket=None)))
+    for (c, _), (d, _) in zip(reduce_scatters(plan), reduce_scatters(default), strict=True):
+        assert c.payload * c.count == pytest.approx(d.payload * d.count) and d.count < c.count
+
+
 @pytest.mark.parametrize("name, connections", [("moe-ep-over-dp", "1"), ("offload-fsdp", None)])
 def test_the_entry_point_sets_one_hardware_queue_unless_fsdp(tmp_path: Path, name, connections):
     """Megatron-LM asserts CUDA_DEVICE_MAX_CONNECTIONS=1 with tp or cp before Blackwell, and its
