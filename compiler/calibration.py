@@ -150,7 +150,7 @@ DEFAULT = Constants(
     latency_inter=5e-06,
     eager_efficiency=0.9006,
     attention_sustained=0.5908,
-    blackwell_sustained=0.8663,
+    blackwell_sustained=0.8503,
 )
 TIME_MODEL_SPREAD = 0.072
 # END FITTED
