@@ -578,15 +578,29 @@ Add `compile on`, or remove `compile-loss`.
 """)
 
 register("W0366", "an fp8 option without `precision fp8`", """
-`fp8-recipe` picks Transformer Engine's fp8 scaling for a Megatron-LM job (`--fp8-recipe`), and
-`float8-all-gather` says torchtitan's FSDP2 gathers float8 weights. Both concern only fp8
-linears, so under `precision bf16` or `fp16` they change neither the generated job nor the
-memory and time models.
+`fp8-recipe` picks Transformer Engine's fp8 scaling for a Megatron-LM job (`--fp8-recipe`),
+`fp8-params` whether it holds fp8 weights (`--fp8-param-gather`), and `float8-all-gather` says
+torchtitan's FSDP2 gathers float8 weights. All concern only fp8 linears, so under `precision
+bf16` or `fp16` they change neither the generated job nor the memory and time models.
 
     target megatron { fp8-recipe mxfp8 }             # W0366 with train { precision bf16 }
+    target megatron { fp8-params off }               # W0366 with train { precision bf16 }
     target torchtitan { float8-all-gather on }       # W0366 with train { precision bf16 }
 
 Write `precision fp8`, or remove the option.
+""")
+
+register("W0367", "`fp8-params` without the distributed optimizer", """
+`fp8-params` says whether a Megatron-LM job holds its fp8 linears' weights as fp8 and all-gathers
+them so (`--fp8-param-gather`). Megatron-LM does that only where its distributed optimizer
+gathers the parameters: parc's Megatron job sets it with `dp { sharding zero1 }`. Under DDP
+(`sharding none`) the bf16 weights stay and Transformer Engine caches their fp8 casts; under
+torch FSDP2 (`zero3`) Megatron-LM turns fp8 parameters off itself. There the option changes
+neither the job nor the memory and time models.
+
+    target megatron { fp8-params off }               # W0367 with dp { sharding none }
+
+Write `dp { sharding zero1 }`, or remove `fp8-params`.
 """)
 
 register("E0370", "a power limit parc cannot derate", """

@@ -826,11 +826,7 @@ def _import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
             target.append(f"fp8-recipe {recipe.value}")
     zero1 = has("--use-distributed-optimizer") and dp * cp > 1  # the spec's `sharding zero1`
     if precision == "fp8" and zero1 and "--fp8-param-gather" not in options:
-        diags.append(warning("W0701", "no `--fp8-param-gather`: the job keeps bf16 weights beside fp8 copies",
-                             source.span(0, 0), label="parc's job gathers fp8 parameters",
-                             help="parc's Megatron job sets `--fp8-param-gather` with the distributed optimizer, "
-                             "as NeMo's and Megatron-Bridge's fp8 recipes do; its memory and data-parallel "
-                             "traffic are what the imported spec predicts"))
+        target.append("fp8-params off")  # Megatron-LM's default: bf16 weights beside cached fp8 casts
     lines.append("target megatron" + (f" {{ {', '.join(target)} }}" if target else ""))
     if tp > 1:
         lines.append(f"tp {{ sequence-parallel {'on' if has('--sequence-parallel') else 'off'} }}")

@@ -385,6 +385,10 @@ class Target(Sourced):
     fp8_recipe: Literal["delayed", "tensorwise", "mxfp8"] | None = None
     """Megatron-LM's `--fp8-recipe` under `precision fp8`: Transformer Engine's delayed scaling
     (None: the default), per-tensor current scaling, or MXFP8 (Blackwell's block scaling)."""
+    fp8_params: bool = True
+    """Megatron-LM's `--fp8-param-gather` under `precision fp8` with the distributed optimizer: the
+    fp8 linears' weights are held and gathered as fp8 (NeMo's and Megatron-Bridge's fp8 recipes);
+    off, Megatron-LM's own default: bf16 weights, gathered in bf16, beside cached fp8 casts."""
 
 
 class Hole(Frozen):

@@ -383,6 +383,9 @@ TARGET_KEYS = (
     _enum("fp8-recipe", "megatron: Transformer Engine's fp8 scaling under `precision fp8` (default delayed; "
           "tensorwise is per-tensor current scaling, mxfp8 Blackwell's 32-element blocks)",
           "fp8-recipe mxfp8", ("delayed", "tensorwise", "mxfp8")),
+    Key("fp8-params", "bool", "megatron: under `precision fp8` with zero1, hold and all-gather the fp8 linears' "
+        "weights as fp8 (`--fp8-param-gather`; default on, as NeMo's and Megatron-Bridge's fp8 recipes run; off is "
+        "Megatron-LM's own default: bf16 weights beside cached fp8 casts)", "fp8-params off"),
 )
 
 TOP_KEYS = {

@@ -123,7 +123,7 @@ RUNTIMES: dict[str, Runtime] = {
         ep_fold=("dp", "cp", "tp"),
         # RankGenerator's default order "tp-cp-ep-dp-pp"
         rank_order=("tp", "cp", "ep", "dp", "pp"),
-        options=("flash-attention", "tp-overlap", "grad-reduce", "fp8-recipe"), fp16_grad_bytes=2, fp8="linear",
+        options=("flash-attention", "tp-overlap", "grad-reduce", "fp8-recipe", "fp8-params"), fp16_grad_bytes=2, fp8="linear",
         dp_runtime="megatron", context_parallel="te", tp_regather=True),
 }
 
@@ -179,8 +179,9 @@ def fp8_params(target: Target, precision: str, sharding: str | None) -> bool:
     distributed optimizer, as every fp8 recipe of NeMo's and Megatron-Bridge's does
     (`bf16_with_fp8_*_mixed`, `bf16_with_mxfp8_mixed`: `fp8_param_gather = True`). Megatron-LM
     allows it with the distributed optimizer or FSDP, and turns it off under torch FSDP2 with
-    Transformer Engine 2 (`validate_args`), so only `zero1` has it."""
-    return target.name == "megatron" and precision == "fp8" and sharding == "zero1"
+    Transformer Engine 2 (`validate_args`), so only `zero1` has it; `fp8-params off` (Megatron-LM's
+    own default, `Target.fp8_params`) keeps bf16 weights."""
+    return target.name == "megatron" and target.fp8_params and precision == "fp8" and sharding == "zero1"
 
 
 def float8_all_gather(target: Target) -> bool:
@@ -194,12 +195,12 @@ def gather_bytes(target: Target, precision: str) -> int:
     (`Software.gather_bytes`): 1 where Megatron-LM keeps fp8 parameters of delayed or
     per-tensor scaling (its parameter buffer is uint8, param_and_grad_buffer.py; read only where
     the ledger gathers fp8 parameters, `fp8_params`) and where torchtitan's FSDP2 gathers float8
-    weights (`float8-all-gather on`); 2 otherwise: the compute dtype, and MXFP8's, whose bf16
+    weights (`float8-all-gather on`); 2 otherwise: the compute dtype (`fp8-params off`: bf16 weights), and MXFP8's, whose bf16
     values are gathered into the gradient buffer (`--reuse-grad-buf-for-mxfp8-param-ag`) and
     quantized after (`_post_param_sync`)."""
     if precision != "fp8":
         return 2
-    if target.name == "megatron" and fp8_scaling(target) != "mxfp8":
+    if target.name == "megatron" and target.fp8_params and fp8_scaling(target) != "mxfp8":
         return 1
     return 1 if float8_all_gather(target) else 2
 

@@ -270,11 +270,15 @@ def test_megatrons_fp8_weights_are_the_bytes_transformer_engine_holds():
         (("delayed", True, "none"), 2 * (fp8 + other) + 2 * fp8),  # bf16 weight + cached cast and transpose
         (("delayed", False, "none"), 2 * (fp8 + other) + 1 * fp8),
         (("mxfp8", False, "none"), 2 * (fp8 + other) + 2.0625 * fp8),
+        # `fp8-params off` (no --fp8-param-gather): zero1 keeps the bf16 weight and caches the cast
+        (("delayed", True, "zero1-bf16-params"), 2 * (fp8 + other) + 2 * fp8),
+        (("current", False, "zero1-bf16-params"), 2 * (fp8 + other) + 1 * fp8),
+        (("mxfp8", False, "zero1-bf16-params"), 2 * (fp8 + other) + 2.0625 * fp8),
     )
     assert cases
     for (recipe, transposed, sharding), want in cases:
-        k = knobs(dp=8, runtime="megatron-flash", sharding=sharding, precision="fp8", fp8_recipe=recipe,
-                  fp8_transposed=transposed)
+        k = knobs(dp=8, runtime="megatron-flash", sharding=sharding.removesuffix("-bf16-params"), precision="fp8",
+                  fp8_recipe=recipe, fp8_transposed=transposed, fp8_params=not sharding.endswith("-bf16-params"))
         assert model_states(p, k).params == round(want), (recipe, transposed, sharding)
     # zero3: the bf16 shards, as before fp8 (what FSDP gathers is not told apart)
     k = knobs(dp=8, runtime="megatron-flash", sharding="zero3", precision="fp8", fp8_recipe="current",
@@ -292,7 +296,9 @@ def test_megatrons_fp8_weights_are_the_bytes_transformer_engine_holds():
     for gpu, target, recipe, transposed in (("h100-sxm", "", "delayed", True), ("b200", " { fp8-recipe mxfp8 }", "mxfp8", False),
                                             ("b200", " { fp8-recipe tensorwise }", "current", False)):
         k = knobs_of(compile_text(spec.format(gpu=gpu, target=target)).plan, "megatron-flash")
-        assert (k.fp8_recipe, k.fp8_transposed) == (recipe, transposed), (gpu, target)
+        assert (k.fp8_recipe, k.fp8_transposed, k.fp8_params) == (recipe, transposed, True), (gpu, target)
+    k = knobs_of(compile_text(spec.format(gpu="h100-sxm", target=" { fp8-params off }")).plan, "megatron-flash")
+    assert not k.fp8_params
 
 
 def test_torch_runtime_states_per_sharding():

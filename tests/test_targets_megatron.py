@@ -359,6 +359,8 @@ def test_the_optimizer_is_parcs_own():
                                 "--reuse-grad-buf-for-mxfp8-param-ag": None}),
     ("b200", "mxfp8", "none", {"--fp8-recipe": "mxfp8"}),
     ("b200", "tensorwise", "zero3", {"--fp8-recipe": "tensorwise"}),
+    ("h100-sxm", "tensorwise, fp8-params off", "zero1", {"--fp8-recipe": "tensorwise"}),
+    ("b200", "mxfp8, fp8-params off", "zero1", {"--fp8-recipe": "mxfp8"}),
 ])
 def test_the_fp8_recipe_and_fp8_parameters_are_nvidias(gpu, recipe, sharding, flags):
     """`fp8-recipe` is Megatron-LM's `--fp8-recipe`; with the distributed optimizer the weights are
@@ -386,23 +388,50 @@ def test_the_fp8_recipe_and_fp8_parameters_are_nvidias(gpu, recipe, sharding, fl
                              Defaults(gpu=gpu, gpus_per_node=8, dp=4))
     assert not imported.diagnostics, [d.message for d in imported.diagnostics]
     again = compile_text(imported.text, path="imported.par").plan
+    recipe, _, params = recipe.partition(", ")
     assert again.target.fp8_recipe == (recipe if recipe and recipe != "delayed" else None)
+    assert again.target.fp8_params == (params != "fp8-params off")
 
 
-def test_fp8_weights_without_fp8_param_gather_are_said_on_import():
+def test_fp8_weights_without_fp8_param_gather_are_imported_as_bf16_weights():
     """A Megatron-LM command line under fp8 with the distributed optimizer but without
-    `--fp8-param-gather` keeps bf16 weights beside their fp8 casts: not parc's job, whose memory
-    and traffic the imported spec would predict, so `parc import` says so (W0701)."""
+    `--fp8-param-gather` (Megatron-LM's own default) keeps bf16 weights beside their fp8 casts:
+    `parc import` writes `fp8-params off`, whose memory holds the bf16 weight and the cached cast
+    (2 + 2 bytes per fp8-linear element on Hopper, against 2 for the fp8 tensor and its transpose)
+    and whose zero1 gathers them in bf16 (Llama 3 8B's 7.5 B linear weights on tp 2: the gathered
+    bytes grow by one byte per element)."""
+    from parc import timing
     from parc.importer import Defaults, import_source
+    from parc.memory import estimate
     from parc.source import SourceFile
+    from parc.targets import software_of
 
     plan = compiled("fp8-tensorwise-zero1")
     args = job_files(plan)["megatron.args"]
     assert "--fp8-param-gather\n" in args
     imported = import_source(SourceFile("megatron.args", args.replace("--fp8-param-gather\n", "")),
                              Defaults(gpu="h100-sxm", gpus_per_node=8, dp=4))
-    assert [d.code for d in imported.diagnostics] == ["W0701"]
-    assert "--fp8-param-gather" in imported.diagnostics[0].message
+    assert not imported.diagnostics, [d.message for d in imported.diagnostics]
+    assert "fp8-params off" in imported.text
+    bf16 = compile_text(imported.text, path="imported.par").plan
+    assert not bf16.target.fp8_params and "--fp8-param-gather" not in options(bf16)
+    assert software_of(bf16).gather_bytes == 2 and software_of(plan).gather_bytes == 1
+
+    def rank(p):
+        knobs = timing.knobs_of(p, "megatron-flash")
+        hw = timing.hardware_of(p)
+        _, steps = timing.rank_steps(timing.shape_of(p), knobs, hw, timing.geometry_of(p, hw), timing.DEFAULT,
+                                     software_of(p))
+        (step,) = steps.values()
+        return step, estimate(p).stages[0].params
+
+    (fp8_step, fp8_params), (bf16_step, bf16_params) = rank(plan), rank(bf16)
+    # Llama 3 8B's linear weights on one tp-2 rank: q, k, v (8 kv heads of 128), o, SwiGLU's three
+    per_rank_linear = 32 * (4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336) // 2
+    assert bf16_params - fp8_params == pytest.approx(2 * per_rank_linear, rel=1e-6)
+    gathered = [sum(c.payload * c.count for c in s.ledger.collectives if c.axis == "dp" and c.kind == "all_gather")
+                for s in (fp8_step, bf16_step)]
+    assert gathered[1] - gathered[0] == pytest.approx(per_rank_linear, rel=1e-6)
 
 
 @pytest.mark.parametrize("name", ["dense-vpp-zero1", "moe-ep-over-dp", "fp16-2021"])

@@ -95,23 +95,44 @@ def target_compile_loss_alone(plan: Plan) -> Iterator[Diagnostic]:
 
 @rule
 def target_fp8_option_alone(plan: Plan) -> Iterator[Diagnostic]:
-    """`fp8-recipe` and `float8-all-gather` concern only fp8 linears: under bf16 or fp16 they are
-    no-ops the user likely did not mean."""
+    """`fp8-recipe`, `fp8-params` and `float8-all-gather` concern only fp8 linears: under bf16 or
+    fp16 they are no-ops the user likely did not mean."""
     target = plan.target
     if plan.training.precision == "fp8":
         return
     for field, option, on in (("fp8_recipe", "fp8-recipe", target.fp8_recipe is not None),
+                              ("fp8_params", "fp8-params", target.span_of("fp8_params") is not None),
                               ("float8_all_gather", "float8-all-gather", target.float8_all_gather)):
         if not on:
             continue
-        value = target.span_of(field)
-        key = target.span_of(f"{field}.key")
-        if key is not None and value is not None and key.line == value.line:
-            value = replace(value, start=key.start, col=key.col)
-        yield warning("W0366", f"`{option}` under `precision {plan.training.precision}` changes nothing", value,
-                      label="no fp8 linears",
+        yield warning("W0366", f"`{option}` under `precision {plan.training.precision}` changes nothing",
+                      _option_span(target, field), label="no fp8 linears",
                       labels=labels((plan.training.span_of("precision"), f"precision {plan.training.precision}")),
                       help=f"write `precision fp8`, or remove `{option}`")
+
+
+def _option_span(target, field: str):
+    """A target option as written, its key and value together where they share a line."""
+    value = target.span_of(field)
+    key = target.span_of(f"{field}.key")
+    if key is not None and value is not None and key.line == value.line:
+        value = replace(value, start=key.start, col=key.col)
+    return value
+
+
+@rule
+def target_fp8_params_without_zero1(plan: Plan) -> Iterator[Diagnostic]:
+    """Megatron-LM holds and gathers fp8 parameters only through its distributed optimizer
+    (parc's zero1): under DDP or torch FSDP2 `fp8-params` is a no-op. Under bf16 W0366 says it."""
+    target = plan.target
+    sharding = plan.layout.dp.sharding or "none"
+    if (target.name != "megatron" or target.span_of("fp8_params") is None or sharding == "zero1"
+            or plan.training.precision != "fp8"):
+        return
+    yield warning("W0367", f"`fp8-params` under `sharding {sharding}` changes nothing", _option_span(target, "fp8_params"),
+                  label="no distributed optimizer to gather fp8 weights",
+                  labels=labels((plan.layout.dp.span_of("sharding"), f"sharding {sharding}")),
+                  help="write `dp { sharding zero1 }` (Megatron-LM's distributed optimizer), or remove `fp8-params`")
 
 
 @rule

@@ -143,6 +143,10 @@ class Knobs:
     fp8_all_gather: bool = False
     """FSDP2 gathers the float8 linears' weights in float8 (torchtitan's `float8-all-gather on`):
     the unsharded compute copies are float8 (`copy_precision`)."""
+    fp8_params: bool = True
+    """Megatron-LM holds the fp8 linears' weights as fp8 under zero1 (`--fp8-param-gather`,
+    `targets.fp8_params`); off (`fp8-params off`), bf16 weights beside cached fp8 casts
+    (`states.fp8_weight_bytes`)."""
     pp_receives: str = "on-demand"
     """How the pipeline stage holds its receive buffers (`targets.Runtime.pp_receives`):
     "on-demand" (parc's `ReceiveOnDemandStage`) or "kept" (torch's stock `PipelineStage`, one
@@ -300,7 +304,7 @@ def knobs_of(plan: Plan, runtime: str = "torch") -> Knobs | None:
         offload_layers=train.offload_layers, runtime=runtime, grad_bytes=_grad_bytes(plan),
         pp_receives=_pp_receives(plan), model_code=model_code(plan.target),
         fp8_recipe=_fp8_recipe(plan), fp8_transposed=fp8_transposed(plan.cluster.gpu.generation),
-        fp8_all_gather=_float8_all_gather(plan),
+        fp8_all_gather=_float8_all_gather(plan), fp8_params=plan.target.fp8_params,
     )
 
 

@@ -34,7 +34,8 @@ the target says `grad-reduce bf16` (Megatron-Core's `grad_reduce_in_fp32 = False
 Megatron-Bridge performance recipes' setting; `Knobs.grad_bytes`).
 Under fp8 Transformer Engine's linears (the layers' linears and the experts) hold fp8 weights
 beside or in place of the bf16 ones (`fp8_weight_bytes`): with the distributed optimizer
-parc's launcher sets `--fp8-param-gather`, as NeMo's and Megatron-Bridge's fp8 recipes do, and
+parc's launcher sets `--fp8-param-gather` (unless `fp8-params off`), as NeMo's and Megatron-Bridge's
+fp8 recipes do, and
 the weight is the fp8 tensor itself (1 byte under delayed or per-tensor scaling, 2 where Hopper's
 fp8 GEMMs need its transpose too, 2 1/16 under MXFP8's two quantized copies and their scales);
 otherwise the bf16 weight stays and TE caches its fp8 cast across micro-batches (the module's
@@ -128,8 +129,8 @@ def fp8_weight_bytes(k: Knobs) -> tuple[float, float]:
     data-gradient GEMM reads the weight transposed); MXFP8 quantizes along rows and along
     columns separately, each with one E8M0 scale per 32 elements (`MXFP8Tensor`'s rowwise and
     columnwise data). With fp8 parameters (`--fp8-param-gather`, zero1) the fp8 tensor is the
-    weight: (those bytes, 0); without (DDP), the bf16 weight stays and the cast is cached: (2,
-    those bytes). Sharded weights (zero3) are counted as their bf16 shards: NVIDIA's FSDP runs
+    weight: (those bytes, 0); without (DDP, or zero1 under `fp8-params off`: `Knobs.fp8_params`),
+    the bf16 weight stays and the cast is cached: (2, those bytes). Sharded weights (zero3) are counted as their bf16 shards: NVIDIA's FSDP runs
     gather fp8 parameters layer by layer (Megatron-FSDP), which the gathered-weight accounting
     does not tell from bf16, and torch FSDP2's cached casts are not modelled."""
     if not (k.runtime.startswith("megatron") and k.precision == "fp8") or k.sharding not in ("zero1", "none"):
@@ -138,7 +139,7 @@ def fp8_weight_bytes(k: Knobs) -> tuple[float, float]:
         fp8 = 2 * (FP8 + FP8 / 32)
     else:
         fp8 = 2.0 * FP8 if k.fp8_transposed else float(FP8)
-    return (fp8, 0.0) if k.sharding == "zero1" else (float(HALF), fp8)
+    return (fp8, 0.0) if k.sharding == "zero1" and k.fp8_params else (float(HALF), fp8)
 
 
 def fp8_weight_extra(p: Params, k: Knobs) -> float:

@@ -331,7 +331,7 @@ class Engine:
                           pp_receives=target_runtime(plan.target).pp_receives,
                           model_code=model_code(plan.target), fp8_recipe=fp8_scaling(plan.target),
                           fp8_transposed=fp8_transposed(plan.cluster.gpu.generation),
-                          fp8_all_gather=float8_all_gather(plan.target))
+                          fp8_all_gather=float8_all_gather(plan.target), fp8_params=plan.target.fp8_params)
         self._new_knobs = knobs_builder(self.fixed)
         self.needs_sp = plan.target.name == "megatron" and bool(rules.megatron_needs_sequence_parallel(
             bool(plan.model.is_moe), plan.target.tp_overlap or "backward"))
@@ -914,7 +914,8 @@ class Engine:
                      precision=k.precision, optimizer=k.optimizer, recompute=k.recompute,
                      recompute_layers=k.recompute_layers, offload_layers=k.offload_layers, runtime=k.runtime,
                      grad_bytes=k.grad_bytes, pp_receives=k.pp_receives, model_code=k.model_code,
-                     fp8_recipe=k.fp8_recipe, fp8_transposed=k.fp8_transposed, fp8_all_gather=k.fp8_all_gather)
+                     fp8_recipe=k.fp8_recipe, fp8_transposed=k.fp8_transposed, fp8_all_gather=k.fp8_all_gather,
+                     fp8_params=k.fp8_params)
 
     def _group_shardings(self, item: _Degrees, k: Knobs) -> list[tuple[str, int]]:
         """The shardings a group's candidates take: only `none` where sharding spreads over a
