@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import blackwell_fit  # noqa: E402
+import dgxc_check  # noqa: E402
 import fsdp_check  # noqa: E402
 import gpu_check  # noqa: E402
 import longctx_series  # noqa: E402
@@ -2059,6 +2060,28 @@ fitted and these rows stand as the check that says it may belong to one release 
 training; the prepared timed rehearsal of Llama 3 8B at 32K tokens (`benchmarks/gpu_check.py`)
 measures the same question for parc's own runtime on the first session with a GPU.
 
+### A third NVIDIA source on H100: the DGX Cloud benchmarking tables
+
+NVIDIA's DGX Cloud benchmarking recipes (NVIDIA/dgxc-benchmarking, release v24.11.1) publish, beside
+each NeMo workload's launcher configuration, a table of measured step times on DGX H100 from 8 to
+2,304 GPUs in BF16 and FP8. Every dense table is transcribed into
+`benchmarks/data/dgxc_benchmarking_h100.yaml`: Llama 3.1 8B, 70B and 405B (NeMo 24.09; the 405B
+rows below 576 GPUs run 7, 21 or 42 of its layers, as the table states), Nemotron-4 15B and 340B and
+GPT-3 175B (24.11), @DGXC_H100_N@ rows, @DGXC_H100_LEFT_OUT@ left out. Each row carries what its configuration states
+(`recipe`: no recomputation but the 340B's selective one, the tensor-parallel overlap, bf16 gradient
+reduction through Apex's distributed optimizer, fp8 parameters in every FP8 run), is compared on the
+step time the table prints, and is never fitted on: the file is evaluated exactly as a held-out file
+is (`fidelity.py --published benchmarks/data/dgxc_benchmarking_h100.yaml`, the stored constants).
+`benchmarks/dgxc_check.py` writes this section; `tests/test_dgxc_h100.py` checks each row against the
+table's own tokens/s and MFU. Median |error| @DGXC_H100_MEDIAN@; median signed error @DGXC_H100_BF16_SIGNED@ in BF16 and
+@DGXC_H100_FP8_SIGNED@ in FP8: both fast, FP8 more so, on the GPU whose GEMM constant is fitted (on Megatron-LM's
+BF16 rows); the FP8 gap is left as found, the check that says what an FP8 GEMM sustains in a NeMo
+24.09 run on H100 is not what `fp8_gemm_kernels.yaml`'s benchmarks give.
+
+@DGXC_H100_SUMMARY@
+
+@DGXC_H100_TABLE@
+
 ### The same runs across releases: the hardware or the release?
 
 NeMo 25.02's B200 and 25.04's GB200 rows are predicted fast where Megatron-Bridge 25.11 (the same
@@ -3012,6 +3035,7 @@ def generate(constants: Constants = DEFAULT,
         **fsdp_check.section(constants),
         **public_check.section(constants),
         **nemo_check.section(constants),
+        **dgxc_check.section(constants),
         **release_check.section(constants),
         "BOUNDS": ", ".join(f"`{n}` {lo:g}-{hi:g}" for n, (lo, hi) in BOUNDS.items() if n in FITTED_NAMES),
         "START": ", ".join(f"`{n}` {START[n]:g}" for n in FITTED_NAMES),

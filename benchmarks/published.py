@@ -725,7 +725,9 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         notes.append(f"unfused attention (published {year}, before FlashAttention was in training "
                      "frameworks; not expressible in a spec)")
     compact = text.replace("_", "-")
-    if "tp-comm-overlap" in compact or "tp comm overlap" in compact or "async tp" in compact or "async-tp" in compact:
+    # "ub_tp_comm_overlap false" (a launcher configuration quoted as evidence) states the opposite
+    tp_comm_overlap = re.search(r"tp[- ]comm[- ]overlap(?![\s:=]*(?:false|off|none|0)\b)", compact)
+    if tp_comm_overlap or "async tp" in compact or "async-tp" in compact:
         overlap, why = "all", "tensor-parallel communication overlap stated in the source"
     elif family == "megatron" and (year is None or year >= 2022):
         overlap, why = "backward", ("Megatron-LM's asynchronous input-gradient all-reduce / reduce-scatter "
@@ -1154,6 +1156,8 @@ def read_recipe(entry: dict) -> dict:
             lay["recompute"] = "--recompute-modules " + " ".join(r["recompute_modules"])
         elif r.get("recompute") == "none" or r.get("recompute_modules") == []:
             lay["recompute"] = "none (recipe)"
+        elif r.get("recompute_granularity") == "selective":  # NeMo 1.x: Megatron-Core's core-attention recompute
+            lay["recompute"] = "selective (recipe: activations_checkpoint_granularity selective)"
     if r.get("cpu_offloading_num_layers") and not lay.get("offload_activations"):
         lay["offload_activations"] = int(r["cpu_offloading_num_layers"])
         said.append(f"activations of {lay['offload_activations']} layers offloaded to host memory "

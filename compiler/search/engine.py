@@ -83,7 +83,8 @@ from ..memory.model import (
 )
 from ..memory.parameters import Params, chunks_of, layer_params, padded_vocab
 from ..memory.schedules import walked_peak
-from ..targets import float8_all_gather, fp8_scaling, grad_bytes, runtime as target_runtime
+from ..targets import float8_all_gather, fp8_scaling, grad_bytes
+from ..targets import runtime as target_runtime
 from ..timing import SCHEDULES
 from . import space as space_module
 from .space import RECOMPUTE, SEQUENCE_PARALLEL, SHARDING, Assignment, Space, canonical_key
