@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,16 @@ def check_golden(path: Path, actual: str) -> None:
         return
     expected = path.read_text(encoding="utf-8")
     assert actual == expected, f"{path.relative_to(ROOT)} differs (PARC_UPDATE_GOLDEN=1 to accept)"
+
+
+def benchmark_script(name: str):
+    """A script of benchmarks/ as a module (they import each other by name, so that folder goes on
+    the path first)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def assert_search_finds_nothing(case: Path) -> dict:

@@ -10,13 +10,10 @@ reader's use of each configuration's stated facts and the doc section are checke
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
 import yaml
 
-from .conftest import ROOT
+from .conftest import ROOT, benchmark_script
 
 # model: (layers, hidden, ffn, heads, kv heads, head dim, vocab, gated MLP, sequence)
 SHAPES = {
@@ -123,11 +120,7 @@ def test_the_340b_readmes_flop_count_is_the_one_typed_here():
 
 
 def _dgxc_check():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("dgxc_check", ROOT / "benchmarks" / "dgxc_check.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("dgxc_check")
 
 
 def test_every_row_is_evaluated_within_physics_and_the_doc_section_is_current():

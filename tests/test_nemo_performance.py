@@ -8,13 +8,10 @@ counter), not through benchmarks/published.py. The doc section is checked curren
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
 import yaml
 
-from .conftest import ROOT
+from .conftest import ROOT, benchmark_script
 
 # model: (layers, hidden, ffn, heads, kv heads, head dim, vocab, gated MLP, experts per token)
 SHAPES = {
@@ -113,11 +110,7 @@ def test_tokens_per_second_agree_with_nemos_tflops_through_its_flop_count(rid):
 
 
 def _nemo_check():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("nemo_check", ROOT / "benchmarks" / "nemo_check.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("nemo_check")
 
 
 def test_every_row_is_evaluated_and_the_doc_section_is_current():
