@@ -542,3 +542,27 @@ def test_what_megatron_refuses_is_said_with_the_spec(spec, code):
                          path="x.par")
     assert code not in {d.code for d in torch.diagnostics}
 
+
+
+def test_search_holds_the_bf16_weights_fp8_params_off_keeps():
+    """`parc search` fills holes with the target's fp8 parameters as written: under `fp8-params off`
+    every candidate holds the bf16 weight beside its cached cast (2 bytes more per fp8-linear
+    element on Hopper), the same layouts otherwise, and its peak is what `parc explain` says of
+    the candidate's plan."""
+    from parc.memory import estimate
+    from parc.search import search
+
+    text = ("tp ? x dp ? on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware { gpu h100-sxm, nodes 2 }\n"
+            "target megatronTARGET\ntrain { seq 8192, global-batch 64, micro-batch 1, precision fp8 }\n"
+            "dp { sharding zero1 }\n")
+    found = {}
+    for name, target in (("fp8", ""), ("bf16", " { fp8-params off }")):
+        result = search(compile_text(text.replace("TARGET", target), path="s.par"), top=3)
+        assert result.candidates
+        found[name] = {c.compilation.plan.layout.degree("tp"): c for c in result.candidates}
+    assert set(found["fp8"]) == set(found["bf16"]) and found["fp8"]
+    for tp, bf16 in found["bf16"].items():
+        assert not bf16.compilation.plan.target.fp8_params
+        linear = 32 * (4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336) // tp
+        assert bf16.peak_bytes - found["fp8"][tp].peak_bytes == pytest.approx(2 * linear, rel=0.02)
+        assert bf16.peak_bytes == estimate(bf16.compilation.plan).peak_bytes
