@@ -123,7 +123,8 @@ RUNTIMES: dict[str, Runtime] = {
         ep_fold=("dp", "cp", "tp"),
         # RankGenerator's default order "tp-cp-ep-dp-pp"
         rank_order=("tp", "cp", "ep", "dp", "pp"),
-        options=("flash-attention", "tp-overlap", "grad-reduce", "fp8-recipe", "fp8-params"), fp16_grad_bytes=2, fp8="linear",
+        options=("flash-attention", "tp-overlap", "grad-reduce", "fp8-recipe", "fp8-params"), fp16_grad_bytes=2,
+        fp8="linear",
         dp_runtime="megatron", context_parallel="te", tp_regather=True),
 }
 
@@ -195,8 +196,8 @@ def gather_bytes(target: Target, precision: str) -> int:
     (`Software.gather_bytes`): 1 where Megatron-LM keeps fp8 parameters of delayed or
     per-tensor scaling (its parameter buffer is uint8, param_and_grad_buffer.py; read only where
     the ledger gathers fp8 parameters, `fp8_params`) and where torchtitan's FSDP2 gathers float8
-    weights (`float8-all-gather on`); 2 otherwise: the compute dtype (`fp8-params off`: bf16 weights), and MXFP8's, whose bf16
-    values are gathered into the gradient buffer (`--reuse-grad-buf-for-mxfp8-param-ag`) and
+    weights (`float8-all-gather on`); 2 otherwise: the compute dtype (`fp8-params off`: bf16
+    weights), and MXFP8's, whose bf16 values are gathered into the gradient buffer (`--reuse-grad-buf-for-mxfp8-param-ag`) and
     quantized after (`_post_param_sync`)."""
     if precision != "fp8":
         return 2

@@ -34,9 +34,8 @@ the target says `grad-reduce bf16` (Megatron-Core's `grad_reduce_in_fp32 = False
 Megatron-Bridge performance recipes' setting; `Knobs.grad_bytes`).
 Under fp8 Transformer Engine's linears (the layers' linears and the experts) hold fp8 weights
 beside or in place of the bf16 ones (`fp8_weight_bytes`): with the distributed optimizer
-parc's launcher sets `--fp8-param-gather` (unless `fp8-params off`), as NeMo's and Megatron-Bridge's
-fp8 recipes do, and
-the weight is the fp8 tensor itself (1 byte under delayed or per-tensor scaling, 2 where Hopper's
+parc's launcher sets `--fp8-param-gather` (unless `fp8-params off`), as NeMo's and
+Megatron-Bridge's fp8 recipes do, and the weight is the fp8 tensor itself (1 byte under delayed or per-tensor scaling, 2 where Hopper's
 fp8 GEMMs need its transpose too, 2 1/16 under MXFP8's two quantized copies and their scales);
 otherwise the bf16 weight stays and TE caches its fp8 cast across micro-batches (the module's
 `_fp8_workspaces`, kept while `is_first_microbatch` is passed, Megatron-Core's default).
@@ -130,9 +129,10 @@ def fp8_weight_bytes(k: Knobs) -> tuple[float, float]:
     columns separately, each with one E8M0 scale per 32 elements (`MXFP8Tensor`'s rowwise and
     columnwise data). With fp8 parameters (`--fp8-param-gather`, zero1) the fp8 tensor is the
     weight: (those bytes, 0); without (DDP, or zero1 under `fp8-params off`: `Knobs.fp8_params`),
-    the bf16 weight stays and the cast is cached: (2, those bytes). Sharded weights (zero3) are counted as their bf16 shards: NVIDIA's FSDP runs
-    gather fp8 parameters layer by layer (Megatron-FSDP), which the gathered-weight accounting
-    does not tell from bf16, and torch FSDP2's cached casts are not modelled."""
+    the bf16 weight stays and the cast is cached: (2, those bytes). Sharded weights (zero3) are
+    counted as their bf16 shards: NVIDIA's FSDP runs gather fp8 parameters layer by layer
+    (Megatron-FSDP), which the gathered-weight accounting does not tell from bf16, and torch
+    FSDP2's cached casts are not modelled."""
     if not (k.runtime.startswith("megatron") and k.precision == "fp8") or k.sharding not in ("zero1", "none"):
         return HALF, 0.0
     if k.fp8_recipe == "mxfp8":
