@@ -197,8 +197,8 @@ def gather_bytes(target: Target, precision: str) -> int:
     per-tensor scaling (its parameter buffer is uint8, param_and_grad_buffer.py; read only where
     the ledger gathers fp8 parameters, `fp8_params`) and where torchtitan's FSDP2 gathers float8
     weights (`float8-all-gather on`); 2 otherwise: the compute dtype (`fp8-params off`: bf16
-    weights), and MXFP8's, whose bf16 values are gathered into the gradient buffer (`--reuse-grad-buf-for-mxfp8-param-ag`) and
-    quantized after (`_post_param_sync`)."""
+    weights), and MXFP8's, whose bf16 values are gathered into the gradient buffer
+    (`--reuse-grad-buf-for-mxfp8-param-ag`) and quantized after (`_post_param_sync`)."""
     if precision != "fp8":
         return 2
     if target.name == "megatron" and target.fp8_params and fp8_scaling(target) != "mxfp8":

@@ -2951,7 +2951,7 @@ def _dp_ledger(case: DpCase, dense: Link, expert: Link, shard: Link, replicate: 
         hold the spec's `dp { bucket }` elements where it writes one (the job passes it as
         `--ddp-bucket-size`), else Megatron-Core's default (`zero1_bucket_size`)."""
         if payload > 0 and count > 0 and lk.size > 1:
-            per_call = zero1_bucket_size(lk.size, bucket or None) * (grad if kind != "all_gather" else PARAM)
+            per_call = zero1_bucket_size(lk.size, bucket) * (grad if kind != "all_gather" else PARAM)
             if not calls:
                 per_unit = torch_runtime or mode in ("zero2", "zero3", "hsdp")
                 calls = units if per_unit else max(1, math.ceil(payload / per_call))
@@ -2972,7 +2972,7 @@ def _dp_ledger(case: DpCase, dense: Link, expert: Link, shard: Link, replicate: 
             if case.gather != PARAM:
                 # fp8 parameters: Megatron-LM keeps one buffer per dtype, the fp8 linears' uint8
                 # beside the bf16 rest, each cut into buckets of the same element count
-                elements = zero1_bucket_size(lk.size, bucket or None)
+                elements = zero1_bucket_size(lk.size, bucket)
                 calls = math.ceil((params - bf16) / elements) + math.ceil(bf16 / elements)
                 add("all_gather", case.gather * (params - bf16) + PARAM * bf16, 1, lk, "after_step",
                     calls=max(1, calls))

@@ -7,6 +7,8 @@ import pytest
 from parc.backends import job_diagnostics
 from parc.pipeline import compile_text
 
+from .conftest import rank_steps_of
+
 
 def spec(train: str = "offload-activations 16", layout: str = "tp 2 x dp 4", target: str = "",
          model: str = "llama3-8b") -> str:
@@ -133,15 +135,7 @@ def exposed_by_hand(plan, link: float) -> float:
     """16 of 32 layers: layer k's copy (k >= 1) runs beside layers 2k and 2k + 1, layer 0's beside
     layer 1 alone; the forward waits for what a copy takes beyond them, the backward likewise for
     the reload; and the copies read and write HBM once."""
-    from parc import timing
-    from parc.calibration import DEFAULT
-    from parc.memory.inputs import knobs_of, shape_of
-    from parc.targets import memory_runtime, software_of
-
-    hw = timing.hardware_of(plan)
-    _, steps = timing.rank_steps(shape_of(plan), knobs_of(plan, memory_runtime(plan.target)), hw,
-                                 timing.geometry_of(plan, hw), DEFAULT, software_of(plan))
-    (rank,) = steps.values()
+    (rank,) = rank_steps_of(plan).values()
     f, b = rank.times.layer_times[0]
     copy = LAYER_BYTES / (link * 0.8)  # bus_nvlink, the links' achieved share
     per_micro = (max(0, copy - f) + max(0, copy - b)) + 15 * (max(0, copy - 2 * f) + max(0, copy - 2 * b))

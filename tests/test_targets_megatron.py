@@ -16,7 +16,7 @@ from parc.backends import job_diagnostics, job_files
 from parc.backends import megatron as backend
 from parc.pipeline import compile_path, compile_text
 
-from .conftest import ROOT
+from .conftest import ROOT, rank_steps_of
 
 FLAGS = {line for line in (ROOT / "tests" / "data" / "megatron_lm_core_v0.16.0_flags.txt").read_text().splitlines()
          if line.startswith("--")}
@@ -400,7 +400,6 @@ def test_fp8_weights_without_fp8_param_gather_are_imported_as_bf16_weights():
     (2 + 2 bytes per fp8-linear element on Hopper, against 2 for the fp8 tensor and its transpose)
     and whose zero1 gathers them in bf16 (Llama 3 8B's 7.5 B linear weights on tp 2: the gathered
     bytes grow by one byte per element)."""
-    from parc import timing
     from parc.importer import Defaults, import_source
     from parc.memory import estimate
     from parc.source import SourceFile
@@ -418,11 +417,7 @@ def test_fp8_weights_without_fp8_param_gather_are_imported_as_bf16_weights():
     assert software_of(bf16).gather_bytes == 2 and software_of(plan).gather_bytes == 1
 
     def rank(p):
-        knobs = timing.knobs_of(p, "megatron-flash")
-        hw = timing.hardware_of(p)
-        _, steps = timing.rank_steps(timing.shape_of(p), knobs, hw, timing.geometry_of(p, hw), timing.DEFAULT,
-                                     software_of(p))
-        (step,) = steps.values()
+        (step,) = rank_steps_of(p).values()
         return step, estimate(p).stages[0].params
 
     (fp8_step, fp8_params), (bf16_step, bf16_params) = rank(plan), rank(bf16)
@@ -474,18 +469,14 @@ def test_the_ledger_cuts_the_buckets_the_job_asks_megatron_for():
     gradients, and the default bucket into fewer."""
     from dataclasses import replace
 
-    from parc import timing
     from parc.targets import software_of
 
     plan = compiled("dense-vpp-zero1")
     written = int(options(plan)["--ddp-bucket-size"])
 
     def reduce_scatters(p):
-        sw = software_of(p)
-        knobs = timing.knobs_of(p, "megatron-flash")
-        hw = timing.hardware_of(p)
-        _, steps = timing.rank_steps(timing.shape_of(p), knobs, hw, timing.geometry_of(p, hw), timing.DEFAULT, sw)
-        found = [(c, sw.grad_bytes) for step in steps.values() for c in step.ledger.collectives
+        grad = software_of(p).grad_bytes
+        found = [(c, grad) for step in rank_steps_of(p).values() for c in step.ledger.collectives
                  if c.axis == "dp" and c.kind == "reduce_scatter"]
         assert found
         return found
