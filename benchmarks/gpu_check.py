@@ -20,11 +20,15 @@ its fused attention at the rank's heads over a sweep of sequence lengths.
   attention forward and backward (the aten ops the job calls: `_scaled_dot_product_flash_attention`
   and its backward; causal, grouped heads as the job holds them), each timed by CUDA events over
   back-to-back launches, the median of 5;
+- one layer's products of each model's first FP8 run in DGXC's H100 tables (`fp8_cases`), in bf16
+  and in fp8 as Transformer Engine runs them (`fp8_products`);
+- with `--sustain S`: the attention at 32K and the 8192^3 matmul launched back to back for S seconds
+  each, with nvidia-smi's clock and power each second (`sustained`);
 - each job's rank rehearsed (`train.py --rehearse --device cuda --steps 0 --timed-steps N`: fake
   process group at the plan's world size, real tensors and kernels, no memory tracker): each
   step's phases, and the allocator's max_memory_allocated / max_memory_reserved.
-It writes OUT/kernels.json, OUT/NAME.json for each job and OUT/log.txt, and goes on past a part
-that fails (its error is in the log).
+It writes OUT/kernels.json, OUT/sustained.json, OUT/NAME.json for each job and OUT/log.txt, and
+goes on past a part that fails (its error is in the log).
 
 `report` prints each measurement beside parc's prediction for the same thing: the memory model's
 peak and its predicted `max_memory_reserved`, the time model's compute + recomputation and
@@ -51,6 +55,10 @@ SPECS = ("specs/llama3-405b.par", "benchmarks/data/gpu/llama3-8b-fsdp-8k.par", "
 """What `prepare` compiles by default: the 405B job of issue 15 (its slowest stage), and parc's own
 FSDP2 job of Llama 3 8B at 8K and 32K tokens (the sequence lengths where the time model's
 attention was found short; issue 14)."""
+DGXC = "benchmarks/data/dgxc_benchmarking_h100.yaml"
+"""Where `prepare` takes the FP8 products from: one layer of each model's first FP8 run there, as
+Megatron-Core's Transformer Engine layers run it (issue 14: the time model overstates FP8's speed-up
+over BF16 on Llama 3.1 70B and GPT-3 175B, not on 8B, 15B or 405B)."""
 REPEATS, WARMUP = 5, 3
 BURST_S = 0.05
 """Seconds of back-to-back launches between a pair of CUDA events (`timed`)."""
@@ -90,6 +98,44 @@ def job_gemms(plan) -> list[dict]:
             (("wq", h, q), ("wk", h, kv), ("wv", h, kv), ("wo", q, h), ("w1", h, f), ("w3", h, f), ("w2", f, h))]
 
 
+def megatron_gemms(row: dict) -> list[dict]:
+    """One layer's products as Megatron-Core's Transformer Engine layers run them for a published
+    row (fused QKV, the attention's projection, fc1 (gate and up fused where the MLP is gated),
+    fc2), at one micro-batch's tokens per tp rank: the gathered sequence under sequence
+    parallelism, less the context-parallel split."""
+    model, lay = row["model"], row["layout"]
+    tp, cp = lay.get("tp") or 1, lay.get("cp") or 1
+    head_dim = model.get("head_dim") or model["hidden"] // model["heads"]
+    q, kv = model["heads"] * head_dim // tp, (model.get("kv_heads") or model["heads"]) * head_dim // tp
+    h, f = model["hidden"], model["ffn"] // tp
+    gated = "swiglu" in model.get("arch", "").lower()
+    m = model["seq_len"] * (lay.get("micro_batch") or 1) // cp
+    return [dict(name=name, m=m, k=k, n=n) for name, k, n in
+            (("qkv", h, q + 2 * kv), ("proj", q, h), ("fc1", h, (2 if gated else 1) * f), ("fc2", f, h))]
+
+
+def fp8_cases(divide: int) -> list[dict]:
+    """The FP8 products `measure` times in fp8 and in bf16: one layer of the first FP8 run of each
+    distinct shape in DGXC (`megatron_gemms`), every dimension divided by `divide` (at least 16,
+    a multiple of 16: fp8 kernels' alignment) where it is above 1, to test the script on a CPU."""
+    import yaml
+
+    rows = yaml.safe_load((ROOT / DGXC).read_text(encoding="utf-8"))
+    cases, seen = [], set()
+    for row in rows:
+        gemms = megatron_gemms(row)
+        shapes = tuple((g["m"], g["k"], g["n"]) for g in gemms)
+        if row["layout"]["precision"].upper() != "FP8" or shapes in seen:
+            continue
+        seen.add(shapes)
+        if divide > 1:
+            gemms = [dict(g, **{d: max(16, g[d] // divide // 16 * 16) for d in "mkn"}) for g in gemms]
+        lay = row["layout"]
+        cases.append(dict(model=row["model"]["name"].split(" (")[0].split(",")[0], row=row["id"], tp=lay.get("tp") or 1, cp=lay.get("cp") or 1,
+                          gemms=gemms))
+    return cases
+
+
 def default_rank(plan) -> int:
     """The first rank of the time model's slowest pipeline stage."""
     from parc.timing import predict
@@ -125,6 +171,7 @@ def prepare(args) -> int:
         "attention": [dict(seq=s, batch=max(1, args.sweep_tokens // s), heads=shape.heads // tp,
                            kv_heads=max(1, shape.kv_heads // tp), head_dim=shape.head_dim)
                       for s in args.sweep if s <= args.sweep_tokens],
+        "fp8": fp8_cases(args.fp8_divide),
     }
     (out / "cases.json").write_text(json.dumps(cases, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return 0
@@ -235,13 +282,127 @@ def measure_kernels(cases: dict, device: str) -> dict:
         if cuda:
             torch.cuda.empty_cache()
     result["attention"] = attention
+    result["fp8"] = [dict(case, gemms=[dict(g, **fp8_products(g, dev, timed_here)) for g in case["gemms"]])
+                     for case in cases.get("fp8", [])]
     if cuda:
         result["after"] = gpu_state()
         torch.cuda.empty_cache()  # the rehearsals that follow are processes of their own
     return result
 
 
-def rehearse(job: Path, rank: int, extra: list[str], out: Path, log, device: str) -> None:
+def fp8_products(g: dict, dev, timed_here) -> dict:
+    """One product's forward and its two backward products (dgrad: dy @ W, wgrad: dy^T @ x) in
+    bf16 and as Transformer Engine runs them in fp8 with per-tensor scales (`torch._scaled_mm`:
+    e4m3 operands forward with fast accumulation; the e5m2 output gradient against an e4m3 operand
+    backward, split accumulation), each operand in the layout cuBLASLt's fp8 kernels take (the
+    first row-major, the second column-major: TE keeps transposed fp8 copies for that). Seconds
+    by `timed`; an error (a shape the kernel refuses) is recorded in place of the seconds."""
+    import functools
+
+    import torch
+
+    bf16, e4m3, e5m2 = torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2
+    one = torch.ones((), device=dev, dtype=torch.float32)
+    m, k, n = g["m"], g["k"], g["n"]
+    out: dict = {}
+    for way, (rows, inner, cols), first in (("forward", (m, k, n), e4m3), ("dgrad", (m, n, k), e5m2),
+                                           ("wgrad", (n, m, k), e5m2)):
+        a = torch.randn(rows, inner, device=dev, dtype=bf16)
+        b = torch.randn(cols, inner, device=dev, dtype=bf16)
+        out[f"{way}_bf16_s"] = timed_here(torch.matmul, a, b.t())
+        try:
+            out[f"{way}_fp8_s"] = timed_here(functools.partial(
+                torch._scaled_mm, a.to(first), b.to(e4m3).t(), scale_a=one, scale_b=one, out_dtype=bf16,
+                use_fast_accum=way == "forward"))
+        except (RuntimeError, TypeError) as error:
+            out[f"{way}_fp8_error"] = str(error).splitlines()[0][:300]
+        del a, b
+    return out
+
+
+WINDOW_S = 0.5
+"""Seconds of launches between a pair of CUDA events in `sustained`: its throughput's sampling."""
+COPIES_PER_WINDOW = 400
+"""2 GiB device copies queued beside each half-second window of `sustained` (about 1 ms each
+alone): enough to keep the second stream busy through the window."""
+
+
+def sustained(cases: dict, seconds: float) -> dict:
+    """The kernels under sustained load, as a training run holds them and a short burst does not:
+    the fused attention's forward and backward at 32K tokens (the sweep's heads), then the bf16
+    8192^3 matmul, each launched back to back for `seconds`, then the attention again with a
+    device-to-device copy running beside it on a second stream (a stand-in for the communication
+    kernels a training run overlaps with its compute). Each second: the kernels' throughput (by
+    CUDA events) and nvidia-smi's SM clock, power draw and temperature."""
+    import threading
+
+    import torch
+
+    dev = torch.device("cuda", 0)
+    bf16 = torch.bfloat16
+    aten = torch.ops.aten
+    case = next(a for a in cases["attention"] if a["seq"] == 32768)
+    s = case["seq"]
+    q, k, v = (torch.randn(case["batch"], s, case[count], case["head_dim"], device=dev, dtype=bf16).transpose(1, 2)
+               for count in ("heads", "kv_heads", "kv_heads"))
+    out, lse, *_ = aten._scaled_dot_product_flash_attention(q, k, v, 0.0, True)
+    grad = torch.randn_like(out)
+    seed = torch.zeros((), dtype=torch.int64, device=dev)
+    flop_attention = 3.5 * 4 * case["batch"] * case["heads"] * s * s * case["head_dim"] / 2  # forward + 2.5x backward
+
+    def attention():
+        aten._scaled_dot_product_flash_attention(q, k, v, 0.0, True)
+        aten._scaled_dot_product_flash_attention_backward(grad, q, k, v, out, lse, None, None, s, s, 0.0, True,
+                                                          seed, seed)
+    a = torch.randn(8192, 8192, device=dev, dtype=bf16)
+    b = torch.randn(8192, 8192, device=dev, dtype=bf16)
+    src = torch.empty(2 * GIB, dtype=torch.uint8, device=dev)
+    dst = torch.empty_like(src)
+    side = torch.cuda.Stream(dev)
+
+    def run(name, fn, flop, beside=False):
+        samples, stop = [], threading.Event()
+
+        def poll():
+            while not stop.is_set():
+                samples.append(dict(t=time.perf_counter(), **gpu_state()))
+                stop.wait(1.0)
+        poller = threading.Thread(target=poll)
+        poller.start()
+        one = time.perf_counter()
+        fn()
+        torch.cuda.synchronize(dev)
+        launches = max(1, int(WINDOW_S / (time.perf_counter() - one)))  # a window's worth, not a queue's
+        started, rates = time.perf_counter(), []
+        copies = 0
+        while time.perf_counter() - started < seconds:
+            if beside:
+                with torch.cuda.stream(side):
+                    for _ in range(COPIES_PER_WINDOW):
+                        dst.copy_(src)
+                        copies += 1
+            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            begin.record()
+            for _ in range(launches):
+                fn()
+            end.record()
+            end.synchronize()
+            n = launches
+            rates.append(dict(t=round(time.perf_counter() - started, 2), tflops=flop * n / (begin.elapsed_time(end) / 1e3) / 1e12))
+        torch.cuda.synchronize(dev)
+        stop.set()
+        poller.join()
+        return dict(name=name, rates=rates, smi=samples, copies=copies)
+
+    result = {"attention_case": case, "seconds": seconds, "runs": [
+        run("attention", attention, flop_attention),
+        run("matmul", lambda: torch.matmul(a, b), 2 * 8192 ** 3),
+        run("attention beside a copy stream", attention, flop_attention, beside=True),
+    ]}
+    return result
+
+
+def rehearse(job: Path, rank: int, extra: list[str], out: Path, log, device: str, timeout: float) -> None:
     command = [sys.executable, "train.py", "--rehearse", "--device", device, "--rank", str(rank),
                "--rehearse-json", str(out.resolve()), *extra]
     if device == "cpu":
@@ -249,7 +410,7 @@ def rehearse(job: Path, rank: int, extra: list[str], out: Path, log, device: str
     log.write(f"$ {' '.join(command)}\n")
     log.flush()
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=job, stdout=log, stderr=subprocess.STDOUT, timeout=300)
+    done = subprocess.run(command, cwd=job, stdout=log, stderr=subprocess.STDOUT, timeout=timeout)
     log.write(f"exit {done.returncode} after {time.perf_counter() - started:.1f} s\n")
     log.flush()
     if done.returncode:
@@ -264,10 +425,13 @@ def measure(args) -> int:
     cases = json.loads((here / "cases.json").read_text())
     parts = [] if args.no_kernels else [("kernels", lambda: (out / "kernels.json").write_text(
         json.dumps(measure_kernels(cases, args.device), indent=1) + "\n"))]
-    for job in cases["jobs"]:
+    if args.sustain:
+        parts.append(("sustained", lambda: (out / "sustained.json").write_text(
+            json.dumps(sustained(cases, args.sustain), indent=1) + "\n")))
+    for job in cases["jobs"] if not args.no_jobs else []:
         parts.append((job["name"], lambda job=job: rehearse(
             here / "jobs" / job["name"], job["rank"], ["--steps", "0", "--timed-steps", str(args.steps)],
-            out / f"{job['name']}.json", log, args.device)))
+            out / f"{job['name']}.json", log, args.device, args.job_timeout)))
     with open(out / "log.txt", "w") as log:
         for name, part in parts:
             started = time.perf_counter()
@@ -292,7 +456,6 @@ def pct(predicted: float, measured: float) -> str:
 def report(args) -> int:
     from parc import timing
     from parc.calibration import DEFAULT
-    from parc.memory import estimate
 
     here, results = Path(args.dir), Path(args.out)
     cases = json.loads((here / "cases.json").read_text())
@@ -313,20 +476,15 @@ def report(args) -> int:
         if not record:
             print(f"| {job['name']} | {job['rank']} | not measured (log.txt says why) | | | | | | | |")
             continue
-        plan = _plan(here, job)
-        stage = int(job["coordinates"].get("pp", 0))
-        est = estimate(plan)
-        allocated = est.stages[stage].total
-        reserved = allocated + (est.overheads.inside_allocator if est.overheads is not None else 0)
-        b = timing.predict(plan).breakdown
-        steps = record["timed_steps"][1:]  # the first warms the kernels and the allocator
-        fb = statistics.median(s["forward_backward"] for s in steps)
-        opt = statistics.median(s["finish_gradients"] + s.get("clip", 0.0) + s["optimizer"] for s in steps)
+        f = job_figures(_plan(here, job), job, record, DEFAULT)
+        stage, fb, opt = f["stage"], f["forward_backward"], f["optimizer"]
+        model = {"compute": f["model_compute"], "optimizer": f["model_optimizer"]}
+        allocated, reserved = f["model_allocated"], f["model_reserved"]
         memory = (f"{record['max_memory_allocated'] / GIB:.2f} | {allocated / GIB:.2f} ({pct(allocated, record['max_memory_allocated'])}) | "
                   f"{record['max_memory_reserved'] / GIB:.2f} | {reserved / GIB:.2f} ({pct(reserved, record['max_memory_reserved'])})"
                   if "max_memory_allocated" in record else "| | |")
         print(f"| {job['name']} | {job['rank']} (stage {stage}) | {memory} | {fb:.3f} | "
-              f"{b.compute + b.recompute:.3f} ({pct(b.compute + b.recompute, fb)}) | {opt:.4f} | {b.optimizer:.4f} |")
+              f"{model['compute']:.3f} ({pct(model['compute'], fb)}) | {opt:.4f} | {model['optimizer']:.4f} |")
     print()
     if kernels:
         plan = _plan(here, cases["jobs"][0])
@@ -344,9 +502,45 @@ def report(args) -> int:
         print(f"fused attention (torch's flash kernel, causal, {a['heads']} query heads, {a['kv_heads']} kv, "
               f"head dim {a['head_dim']}, {a['seq'] * a['batch']} tokens per call)\n")
         print(tables["attention_table"])
+        if kernels.get("fp8"):
+            print("\nFP8 against BF16: one layer's products of the first FP8 run of each model in "
+                  f"{DGXC} as Transformer Engine runs them (forward, dgrad and wgrad)\n")
+            print(fp8_table(kernels["fp8"], timing.hardware_of(plan), DEFAULT)["table"])
         print(f"\n(the curve: FlashAttention-2's, `kernels.FA2_HOPPER`, in seconds; the charge: the curve's seconds "
               f"/ attention_speed {tables['speed']:.4g}, `Constants.attention_sustained`)")
     return 0
+
+
+def job_figures(plan, job: dict, record: dict, c) -> dict:
+    """One rehearsed rank measured and modelled: its stage; the median forward + backward and
+    clip + optimizer seconds of the steps after the first (which warms the kernels and the
+    allocator); the memory model's peak and predicted reserved bytes of the stage; the time
+    model's compute + recomputation and optimizer seconds of the stage under constants `c`."""
+    from parc.memory import estimate
+
+    stage = int(job["coordinates"].get("pp", 0))
+    est = estimate(plan)
+    allocated = est.stages[stage].total
+    steps = record["timed_steps"][1:]
+    model = stage_model(plan, stage, c)
+    return {"stage": stage,
+            "forward_backward": statistics.median(s["forward_backward"] for s in steps),
+            "optimizer": statistics.median(s["finish_gradients"] + s.get("clip", 0.0) + s["optimizer"] for s in steps),
+            "model_allocated": allocated,
+            "model_reserved": allocated + (est.overheads.inside_allocator if est.overheads is not None else 0),
+            "model_compute": model["compute"], "model_optimizer": model["optimizer"]}
+
+
+def stage_model(plan, stage: int, c) -> dict[str, float]:
+    """What the time model charges a rank of pipeline stage `stage` per step under constants `c`
+    with every collective faked: its compute and recomputation (`compute`) and its optimizer
+    step (seconds)."""
+    from parc import timing
+
+    loads, steps = timing.plan_rank_steps(plan, c)
+    step = steps[loads[stage]]
+    m = timing.predict(plan, c).breakdown.microbatches
+    return {"compute": m * (step.times.compute + step.times.recompute), "optimizer": step.optimizer}
 
 
 def kernel_tables(kernels: dict, plan, c) -> dict:
@@ -388,6 +582,40 @@ def kernel_tables(kernels: dict, plan, c) -> dict:
     return {"gemm_table": "\n".join(lines), "attention_table": "\n".join(rows), "speed": speed,
             "gemm": {"forward": forward, "backward": backward, "model": model, "charge": layer_charge(plan, c)},
             "curve_errors": curve_errors, "charge_ratios": charge_ratios}
+
+
+def fp8_table(cases: list[dict], hw, c) -> dict:
+    """Each model's layer: BF16 and FP8 seconds of its products measured (forward + dgrad + wgrad)
+    beside `timing.gemm_seconds` at each precision, and the speed-ups (`speedups`: (model,
+    measured, parc's)). A product whose fp8 kernel failed is left out of its layer's sums and
+    named."""
+    from parc import timing
+
+    lines = ["| model (row's tp) | product | m x k x n | BF16 (ms) | FP8 (ms) | FP8 speed-up | parc's speed-up |",
+             "|---|---|---|---|---|---|---|"]
+    speedups = []
+    for case in cases:
+        layer = {"bf16": 0.0, "fp8": 0.0, "parc_bf16": 0.0, "parc_fp8": 0.0}
+        for g in case["gemms"]:
+            ways = ("forward", "dgrad", "wgrad")
+            if any(f"{w}_fp8_s" not in g for w in ways):
+                lines.append(f"| {case['model']} | {g['name']} | | fp8 failed: "
+                             f"{next(g[f'{w}_fp8_error'] for w in ways if f'{w}_fp8_error' in g)} | | | |")
+                continue
+            shapes = [(g["m"], g["k"], g["n"]), (g["m"], g["n"], g["k"]), (g["n"], g["m"], g["k"])]
+            bf16 = sum(g[f"{w}_bf16_s"] for w in ways)
+            fp8 = sum(g[f"{w}_fp8_s"] for w in ways)
+            model_bf16 = sum(timing.gemm_seconds(*shape, "bf16", hw, c) for shape in shapes)
+            model_fp8 = sum(timing.gemm_seconds(*shape, "fp8", hw, c) for shape in shapes)
+            for key, value in zip(layer, (bf16, fp8, model_bf16, model_fp8), strict=True):
+                layer[key] += value
+            lines.append(f"| {case['model']} ({case['tp']}) | {g['name']} | {g['m']} x {g['k']} x {g['n']} | "
+                         f"{1e3 * bf16:.3f} | {1e3 * fp8:.3f} | {bf16 / fp8:.2f} | {model_bf16 / model_fp8:.2f} |")
+        if layer["fp8"]:
+            speedups.append((case["model"], layer["bf16"] / layer["fp8"], layer["parc_bf16"] / layer["parc_fp8"]))
+            lines.append(f"| {case['model']} ({case['tp']}) | the layer | | {1e3 * layer['bf16']:.3f} | "
+                         f"{1e3 * layer['fp8']:.3f} | {speedups[-1][1]:.2f} | {speedups[-1][2]:.2f} |")
+    return {"table": "\n".join(lines), "speedups": speedups}
 
 
 MEASURED = ROOT / "benchmarks" / "data" / "gpu" / "h200_kernels.json"
@@ -457,11 +685,15 @@ def main() -> int:
     p.add_argument("--sweep", type=lambda s: [int(x) for x in s.split(",")], default=list(SWEEP),
                    help="attention's sequence lengths, comma-separated")
     p.add_argument("--sweep-tokens", type=int, default=SWEEP_TOKENS, help="tokens per attention call")
+    p.add_argument("--fp8-divide", type=int, default=1, help="divide the FP8 products' dimensions (a CPU test)")
     m = sub.add_parser("measure")
     m.add_argument("dir")
     m.add_argument("out")
     m.add_argument("--steps", type=int, default=3, help="timed steps per job (the first is a warm-up)")
     m.add_argument("--no-kernels", action="store_true", help="only the jobs")
+    m.add_argument("--no-jobs", action="store_true", help="no rehearsal")
+    m.add_argument("--sustain", type=float, default=0, help="seconds of each sustained-load run (GPU only)")
+    m.add_argument("--job-timeout", type=float, default=300, help="seconds each job's rehearsal may run")
     m.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                    help="cpu: a test of this script on small cases (wall clock, CPU kernels, real tensors)")
     r = sub.add_parser("report")

@@ -938,6 +938,11 @@ def gemm_precision(precision: str, sw: Software) -> str:
     return precision if precision != "fp8" or sw.fp8 == "linear" else "bf16"
 
 
+OUTPUT_BYTES = 2
+"""Bytes per element a GEMM writes: bf16, also for fp8 inputs (Transformer Engine's and torchao's
+fp8 GEMMs return bf16; the output is not quantized)."""
+
+
 def matmul_peak(hw: Hardware, precision: str) -> float:
     return hw.fp8 if precision == "fp8" and hw.fp8 else hw.bf16
 
@@ -954,7 +959,7 @@ def gemm_efficiency(m: float, k: float, n: float, element: int, peak: float, hw:
     achievable matmul rate at its precision (`Hardware.achievable`, `achievable_fp8`): the fitted
     ceiling holds what training runs' GEMMs reach at their shapes, and its intensity curve would pass
     it on large BF16 products and on ordinary FP8 ones, whose measured maxima sit lower."""
-    intensity = 2 * m * k * n / (element * (m * k + k * n + m * n))
+    intensity = 2 * m * k * n / (element * (m * k + k * n) + OUTPUT_BYTES * m * n)
     half = c.intensity_half * peak / hw.hbm
     waves = kernel_model.gemm_wave_efficiency(m, k, n, hw.sms, groups)
     efficiency = c.gemm_efficiency(hw.generation) * hw.ceiling * intensity / (intensity + half) * waves
@@ -3678,6 +3683,17 @@ def predict(plan: Plan, constants: Constants = DEFAULT, sw: Software | None = No
         model_flops_per_token=flops.model_flops_per_token(shape, knobs.seq),
         hardware_flops_per_token=hardware_flops_per_token(shape, knobs, sw),
         peak=datasheet_peak(plan, knobs.precision), sustained=matmul_peak(hw, knobs.precision))
+
+
+def plan_rank_steps(plan: Plan, constants: Constants = DEFAULT) -> tuple[tuple[Load, ...], dict[Load, RankStep]]:
+    """The rank classes of a plan as `predict` builds them (the target's software and memory
+    runtime), each pipeline stage's `Load` in stage order and its `RankStep`: what one stage's
+    rank computes and sends, where `predict` reports the slowest stage's."""
+    from .targets import memory_runtime, software_of
+
+    hw = hardware_of(plan)
+    return rank_steps(shape_of(plan), knobs_of(plan, memory_runtime(plan.target)), hw, geometry_of(plan, hw),
+                      constants, software_of(plan))
 
 
 def datasheet_peak(plan: Plan, precision: str) -> float:

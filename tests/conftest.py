@@ -43,14 +43,8 @@ def rank_steps_of(plan) -> dict:
     """The time model's rank classes of a plan (`timing.rank_steps`, each with its ledger), as
     `timing.predict` builds them: the target's software and memory runtime, the stored constants."""
     from parc import timing
-    from parc.calibration import DEFAULT
-    from parc.memory.inputs import knobs_of, shape_of
-    from parc.targets import memory_runtime, software_of
 
-    hw = timing.hardware_of(plan)
-    _, steps = timing.rank_steps(shape_of(plan), knobs_of(plan, memory_runtime(plan.target)), hw,
-                                 timing.geometry_of(plan, hw), DEFAULT, software_of(plan))
-    return steps
+    return timing.plan_rank_steps(plan)[1]
 
 
 def assert_search_finds_nothing(case: Path) -> dict:
