@@ -123,16 +123,15 @@ def fp8_cases(divide: int) -> list[dict]:
     rows = yaml.safe_load((ROOT / DGXC).read_text(encoding="utf-8"))
     cases, seen = [], set()
     for row in rows:
-        gemms = megatron_gemms(row)
+        lay, gemms = row["layout"], megatron_gemms(row)
         shapes = tuple((g["m"], g["k"], g["n"]) for g in gemms)
-        if row["layout"]["precision"].upper() != "FP8" or shapes in seen:
+        if lay["precision"].upper() != "FP8" or shapes in seen:
             continue
         seen.add(shapes)
         if divide > 1:
             gemms = [dict(g, **{d: max(16, g[d] // divide // 16 * 16) for d in "mkn"}) for g in gemms]
-        lay = row["layout"]
-        cases.append(dict(model=row["model"]["name"].split(" (")[0].split(",")[0], row=row["id"], tp=lay.get("tp") or 1, cp=lay.get("cp") or 1,
-                          gemms=gemms))
+        cases.append(dict(model=row["model"]["name"].split(" (")[0].split(",")[0], row=row["id"],
+                          tp=lay.get("tp") or 1, cp=lay.get("cp") or 1, gemms=gemms))
     return cases
 
 
@@ -387,8 +386,8 @@ def sustained(cases: dict, seconds: float) -> dict:
                 fn()
             end.record()
             end.synchronize()
-            n = launches
-            rates.append(dict(t=round(time.perf_counter() - started, 2), tflops=flop * n / (begin.elapsed_time(end) / 1e3) / 1e12))
+            rates.append(dict(t=round(time.perf_counter() - started, 2),
+                              tflops=flop * launches / (begin.elapsed_time(end) / 1e3) / 1e12))
         torch.cuda.synchronize(dev)
         stop.set()
         poller.join()
@@ -477,14 +476,13 @@ def report(args) -> int:
             print(f"| {job['name']} | {job['rank']} | not measured (log.txt says why) | | | | | | | |")
             continue
         f = job_figures(_plan(here, job), job, record, DEFAULT)
-        stage, fb, opt = f["stage"], f["forward_backward"], f["optimizer"]
-        model = {"compute": f["model_compute"], "optimizer": f["model_optimizer"]}
-        allocated, reserved = f["model_allocated"], f["model_reserved"]
+        fb, allocated, reserved = f["forward_backward"], f["model_allocated"], f["model_reserved"]
         memory = (f"{record['max_memory_allocated'] / GIB:.2f} | {allocated / GIB:.2f} ({pct(allocated, record['max_memory_allocated'])}) | "
                   f"{record['max_memory_reserved'] / GIB:.2f} | {reserved / GIB:.2f} ({pct(reserved, record['max_memory_reserved'])})"
                   if "max_memory_allocated" in record else "| | |")
-        print(f"| {job['name']} | {job['rank']} (stage {stage}) | {memory} | {fb:.3f} | "
-              f"{model['compute']:.3f} ({pct(model['compute'], fb)}) | {opt:.4f} | {model['optimizer']:.4f} |")
+        print(f"| {job['name']} | {job['rank']} (stage {f['stage']}) | {memory} | {fb:.3f} | "
+              f"{f['model_compute']:.3f} ({pct(f['model_compute'], fb)}) | {f['optimizer']:.4f} | "
+              f"{f['model_optimizer']:.4f} |")
     print()
     if kernels:
         plan = _plan(here, cases["jobs"][0])
@@ -536,10 +534,12 @@ def stage_model(plan, stage: int, c) -> dict[str, float]:
     with every collective faked: its compute and recomputation (`compute`) and its optimizer
     step (seconds)."""
     from parc import timing
+    from parc.memory.inputs import knobs_of
+    from parc.targets import memory_runtime
 
     loads, steps = timing.plan_rank_steps(plan, c)
     step = steps[loads[stage]]
-    m = timing.predict(plan, c).breakdown.microbatches
+    m = knobs_of(plan, memory_runtime(plan.target)).microbatches  # as `timing.step_time` counts them
     return {"compute": m * (step.times.compute + step.times.recompute), "optimizer": step.optimizer}
 
 
