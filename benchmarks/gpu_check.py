@@ -468,7 +468,7 @@ def report(args) -> int:
     print("each job's rank rehearsed with real kernels, every collective faked: memory by torch's allocator, "
           "time per step (the median of the steps after the first)\n")
     print("| job | rank | max_memory_allocated (GiB) | parc's peak | max_memory_reserved (GiB) | parc's reserved "
-          "| forward + backward (s) | parc's compute + recomputation | clip + optimizer step (s) | parc's |")
+          "| forward + backward (s) | parc's compute + recomputation + dp copies | clip + optimizer step (s) | parc's |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for job in cases["jobs"]:
         record = _load(results / f"{job['name']}.json")
@@ -513,7 +513,8 @@ def job_figures(plan, job: dict, record: dict, c) -> dict:
     """One rehearsed rank measured and modelled: its stage; the median forward + backward and
     clip + optimizer seconds of the steps after the first (which warms the kernels and the
     allocator); the memory model's peak and predicted reserved bytes of the stage; the time
-    model's compute + recomputation and optimizer seconds of the stage under constants `c`."""
+    model's compute + recomputation + data-parallel copies (FSDP2's, which run inside the
+    forward and backward) and optimizer seconds of the stage under constants `c`."""
     from parc.memory import estimate
 
     stage = int(job["coordinates"].get("pp", 0))
@@ -526,13 +527,15 @@ def job_figures(plan, job: dict, record: dict, c) -> dict:
             "optimizer": statistics.median(s["finish_gradients"] + s.get("clip", 0.0) + s["optimizer"] for s in steps),
             "model_allocated": allocated,
             "model_reserved": allocated + (est.overheads.inside_allocator if est.overheads is not None else 0),
-            "model_compute": model["compute"], "model_optimizer": model["optimizer"]}
+            "model_compute": model["compute"] + model["copies"], "model_copies": model["copies"],
+            "model_optimizer": model["optimizer"]}
 
 
 def stage_model(plan, stage: int, c) -> dict[str, float]:
     """What the time model charges a rank of pipeline stage `stage` per step under constants `c`
-    with every collective faked: its compute and recomputation (`compute`) and its optimizer
-    step (seconds)."""
+    with every collective faked: its compute and recomputation (`compute`), the data-parallel
+    runtime's copies around the faked collectives (`copies`: they run, only the collectives are
+    faked) and its optimizer step (seconds)."""
     from parc import timing
     from parc.memory.inputs import knobs_of
     from parc.targets import memory_runtime
@@ -540,7 +543,8 @@ def stage_model(plan, stage: int, c) -> dict[str, float]:
     loads, steps = timing.plan_rank_steps(plan, c)
     step = steps[loads[stage]]
     m = knobs_of(plan, memory_runtime(plan.target)).microbatches  # as `timing.step_time` counts them
-    return {"compute": m * (step.times.compute + step.times.recompute), "optimizer": step.optimizer}
+    return {"compute": m * (step.times.compute + step.times.recompute), "copies": step.copies,
+            "optimizer": step.optimizer}
 
 
 def kernel_tables(kernels: dict, plan, c) -> dict:

@@ -692,6 +692,18 @@ TORCH_FSDP_WORDS = ("llm-foundry", "composer", "torch fsdp")
 (MosaicML's llm-foundry through Composer): the runtime facts of `target torch`, parc's own job."""
 
 
+def fsdp_version(family: str, text: str) -> str:
+    """Whose copies the data-parallel runtime makes around its collectives (`Software.dp_copies`),
+    from what the row's source states: torchtitan runs FSDP2; Composer (llm-foundry) wraps torch's
+    FSDP1 (its flat parameters), as does a source that names FSDP1; one that names FSDP2 or
+    `fully_shard` runs FSDP2. Otherwise, and outside the torch families, none is charged."""
+    if family == "torchtitan" or re.search(r"\bfsdp ?2\b|fully[_ ]shard\b", text):
+        return "fsdp2"
+    if family == "torch" and re.search(r"\bfsdp ?1\b|composer|llm-foundry", text):
+        return "fsdp1"
+    return "none"
+
+
 def yarn_concentration(model: dict) -> float:
     """The factor YaRN multiplies RoPE's sine and cosine by, from the model's stated `yarn_factor`
     and optional `yarn_mscale`, `yarn_mscale_all_dim`, as Megatron-Core computes it
@@ -830,6 +842,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         fp8_scaling=recipe,
         context_parallel="torch" if family in ("torchtitan", "torch") else "te",
         dp_runtime="torch" if family in ("torchtitan", "torch") or torch_fsdp else "megatron",
+        dp_copies=fsdp_version(family, text),
         # Megatron-LM's and TE's linears re-gather their saved sharded input in the backward
         # (`timing.regathered`); DTensor (torchtitan, FSDP with plain PyTorch) saves it gathered
         tp_regather=family == "megatron",

@@ -47,7 +47,8 @@ class Budget:
     step_seconds: float
     parts: tuple[tuple[str, float], ...]
     """(part, seconds of one step) in `PARTS` order, then "offload" where activation offloading
-    adds seconds; they sum to the step."""
+    adds seconds and "dp copies" where the data-parallel runtime copies (FSDP2); they sum to the
+    step."""
     price: float | None
     """Dollars per GPU-hour; None when neither the spec nor the catalogue gives one."""
     price_source: str | None
@@ -115,7 +116,8 @@ def budget(plan: Plan, prediction: Prediction | None) -> Budget | None:
     return Budget(stated=kind, steps=steps, tokens=steps * plan.training.tokens_per_step,
                   tokens_per_step=plan.training.tokens_per_step, gpus=prediction.world, step_seconds=b.step,
                   parts=tuple((name, seconds[name]) for name in PARTS)
-                  + ((("offload", b.offload),) if b.offload else ()),  # activation offloading's copies
+                  + ((("offload", b.offload),) if b.offload else ())  # activation offloading's copies
+                  + ((("dp copies", b.copies),) if b.copies else ()),  # the data-parallel runtime's copies
                   price=plan.cluster.price,
                   price_source=plan.cluster.price_source)
 

@@ -148,7 +148,7 @@ DEFAULT = Constants(
     hbm_efficiency=0.8,
     latency_intra=1e-06,
     latency_inter=5e-06,
-    eager_efficiency=0.8977,
+    eager_efficiency=0.9292,
     attention_sustained=0.6007,
     blackwell_sustained=0.8731,
 )

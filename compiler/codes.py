@@ -520,8 +520,13 @@ generated runtime runs zero3 as zero2 and the memory model counts it that way. W
 
 register("W0353", "sharding over a single rank", """
 ZeRO and FSDP shard states over the data-parallel ranks of a stage (dp x cp, and ep when it is a
-layout axis). With only one such rank there is nothing to shard over and the setting only adds
-overhead; use `sharding none`.
+layout axis). With only one such rank there is nothing to shard over: under Megatron-LM the
+setting only adds overhead; use `sharding none`. In parc's own job the shardings still differ in
+the copies the runtime makes (docs/time-model.md, "FSDP2's copies"): `none` is FSDP2 over one rank,
+which casts every weight before each micro-batch's forward and backward, where zero1's buckets
+cast once a step, so with many micro-batches zero1 over one rank can be faster at a little more
+memory. `parc explain` shows each one's `dp copies`; `parc search` weighs them. Acknowledge with
+`allow W0353` if that is the trade you want.
 """)
 
 register("E0354", "a gradient bucket size without zero1", """

@@ -163,6 +163,7 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("bubble time", "s", "lower"),
     ("optimizer", "s", "lower"),
     ("offload", "s", "lower"),
+    ("dp copies", "s", "lower"),
     *((f"exposed {a}", "s", "lower") for a in AXES),
     *((f"sent {a}", "bytes", "lower") for a in AXES),
     ("sent host", "bytes", "lower"),
@@ -185,7 +186,9 @@ def predictions(report: dict | None) -> dict[str, float | None]:
                        "bubble time": time["bubble_seconds"], "optimizer": time["optimizer_seconds"],
                        # activation offloading's copies over the host link: a part of the step like the
                        # others (0 without offloading, so that switching it on shows what it costs)
-                       "offload": time.get("offload_seconds", 0.0), "sent host": time.get("host_bytes", 0)})
+                       "offload": time.get("offload_seconds", 0.0), "sent host": time.get("host_bytes", 0),
+                       # the data-parallel runtime's own copies (FSDP2's; 0 under Megatron-LM)
+                       "dp copies": time.get("dp_copy_seconds", 0.0)})
         for axis in AXES:
             values[f"exposed {axis}"] = time["exposed_comm_seconds"].get(axis)
             values[f"sent {axis}"] = time.get("comm_bytes", {}).get(axis)

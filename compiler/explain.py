@@ -352,6 +352,8 @@ def time_text(report: dict, compilation: Compilation, style: Style) -> list[str]
             rows.append((f"{axis} exposed", seconds, sent))
     if "offload_seconds" in time:  # activation offloading's copies over the host link
         rows.append(("offload", time["offload_seconds"], time["host_bytes"]))
+    if time.get("dp_copy_seconds"):  # FSDP2's (or zero1's buckets') copies around the collectives
+        rows.append(("dp copies", time["dp_copy_seconds"], None))
     rows.append(("optimizer", time["optimizer_seconds"], None))
     lines = [style.bold(f"time per step, slowest pipeline stage ({time['slowest_stage']}): {_seconds(step)}")]
     lines.append(f"{'part':>12}  {'seconds':>9}  {'share':>6}  {'sent per GPU':>12}")

@@ -54,8 +54,9 @@ TIME_PARTS = (("compute_seconds", "compute", "#4c78a8"), ("recompute_seconds", "
               ("bubble_seconds", "bubble", "#d9d9d9"), ("tp", "tp exposed", "#e45756"),
               ("cp", "cp exposed", "#b279a2"), ("ep", "ep exposed", "#ff9da6"), ("pp", "pp exposed", "#9d755d"),
               ("dp", "dp exposed", "#f58518"), ("optimizer_seconds", "optimizer", "#54a24b"),
-              ("offload_seconds", "offload", "#a6c4e0"))
-"""The step's parts; "offload" (activation offloading's copies) only where the step has it."""
+              ("offload_seconds", "offload", "#a6c4e0"), ("dp_copy_seconds", "dp copies", "#bab0ac"))
+"""The step's parts; "offload" (activation offloading's copies) and "dp copies" (the data-parallel
+runtime's own copies) only where the step has them."""
 HOVER_AXES = ("tp", "cp", "ep", "dp")
 """Axes whose group the page highlights when a GPU is hovered."""
 LIGHT = frozenset({"#d9d9d9", "#ff9da6", "#72b7b2", "#f2a93b", "#a6c4e0", "#a9d6a4", "#b9dedb", "#f8d59c"})
@@ -551,8 +552,10 @@ def time_parts(time: dict) -> list[tuple[str, str, float]]:
 
 
 def step_parts(time: dict) -> tuple[tuple[str, str, str], ...]:
-    """`TIME_PARTS` the step has: all but "offload" without activation offloading."""
-    return tuple(p for p in TIME_PARTS if p[0] != "offload_seconds" or p[0] in time)
+    """`TIME_PARTS` the step has: all but "offload" without activation offloading and "dp
+    copies" where the data-parallel runtime copies nothing (Megatron-LM)."""
+    return tuple(p for p in TIME_PARTS if (p[0] != "offload_seconds" or p[0] in time)
+                 and (p[0] != "dp_copy_seconds" or time.get(p[0])))
 
 
 def time_picture(time: dict) -> Element:

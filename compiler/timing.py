@@ -481,6 +481,16 @@ class Software:
     (`reduces_after_step`, from the runtime each row states: name, commit, date) with it as a
     reading beside the one the calibration's contract gives them (docs/time-model.md,
     "Throughput against GPU count", says why it is not the reading)."""
+    dp_copies: str = "fsdp2"
+    """How the data-parallel runtime copies parameters and gradients through HBM around its
+    collectives (`dp_copy_bytes`, under `dp_runtime` "torch"): "fsdp2" (parc's job and
+    torchtitan: FSDP2's copy-in and copy-out of each all-gather, its `chunk_cat` before each
+    reduce-scatter, its fp32 gradient accumulation; parc's zero1 buckets' main-gradient
+    accumulation), "fsdp1" (torch's FullyShardedDataParallel with flat parameters, as Composer
+    runs it: the gather lands in place, the flat gradient is concatenated, cast, divided) or
+    "none" (not charged: a torch FSDP whose version no source states; Megatron-LM accumulates
+    into its fp32 main-gradient buffer inside the weight-gradient GEMM and holds its parameters as
+    views of the gathered buffer, so it has none)."""
     grad_bytes: int = 4
     """Bytes of a gradient element as data-parallel ranks reduce it: 4 in parc's runtime (FSDP2's
     reduce dtype is fp32) and in Megatron-LM under bf16 (it forces fp32 accumulation and
@@ -3150,6 +3160,86 @@ def optimizer_seconds(r: RankTimes, k: Knobs, hw: Hardware, c: Constants) -> flo
     return memory_seconds(OPTIMIZER_BYTES.get(k.optimizer, 34) * updated, hw, c)
 
 
+def dp_copy_bytes(r: RankTimes, k: Knobs, links: DpLinks, sw: Software = PARC) -> float:
+    """HBM bytes one rank's data-parallel runtime copies per step around its collectives, on
+    the compute stream: parc's job and torchtitan (`Software.dp_copies`), each parameter set
+    (the dense one over its shard group, hsdp's shard, the routed experts over theirs) by
+    `_set_copy_bytes`. Counted from the running job: tests/e2e/test_dp_copies.py records every
+    op FSDP2's unshard and post-backward (and zero1's buckets) dispatch. 0 for Megatron-LM."""
+    if sw.dp_runtime != "torch" or sw.dp_copies == "none":
+        return 0.0
+    dense, experts = r.params_dense, r.params_expert
+    if experts_folded(sw.dp_runtime, k.tp, k.ep):  # the experts are in their layers' units
+        dense, experts = dense + experts, 0
+    shard = links.shard if k.sharding == "hsdp" else links.dense
+    sets = ((dense, shard.size, r.params_root), (experts, links.expert.size, 0))
+    copies = _fsdp1_copy_bytes if sw.dp_copies == "fsdp1" else _set_copy_bytes
+    return sum(copies(params, size, root, k.microbatches, k.sharding, k.pp, sw.grad_bytes)
+               for params, size, root in sets if params > 0)
+
+
+def _fsdp1_copy_bytes(params: float, size: int, root: int, m: int, sharding: str, pp: int, grad: int) -> float:
+    """`_set_copy_bytes` for torch's FSDP1 (flat parameters, bf16 compute, gradients reduced in
+    `grad` bytes, every micro-batch synchronised, as Composer accumulates), per element: each
+    unshard casts the fp32 shard into the bf16 flat buffer the all-gather fills in place,
+    (4 + 2) / size, before the forward and (FULL_SHARD) again before the backward; each
+    micro-batch's backward concatenates the parameters' gradients into the flat gradient, 2 x 2,
+    casts it to the reduce dtype, 2 + grad (not when that is bf16), divides it before the
+    reduce-scatter, 2 x grad, and the shard after it, 2 x grad / size; from the second
+    micro-batch the shard is added into the sharded gradient, 3 x grad / size. Measured on CPU
+    (torch 2.13's FSDP1, a dispatch mode over one step; docs/time-model.md): 18 + 24 / size
+    bytes per element and micro-batch at fp32 reduction, where this counts 18 + 20 / size (the
+    rest, a cast of the reduced shard, left out). `root` and `pp` are FSDP2's and not read."""
+    unshards = 1 if sharding == "zero2" else 2
+    cast = PARAM + grad if grad != PARAM else 0
+    micro = unshards * (FP32 + PARAM) / size + 2 * PARAM + cast + 2 * grad + 2 * grad / size
+    return params * (m * micro + (m - 1) * 3 * grad / size)
+
+
+def _set_copy_bytes(params: float, size: int, root: int, m: int, sharding: str, pp: int, grad: int) -> float:
+    """`dp_copy_bytes` of one parameter set of `params` elements sharded over `size` ranks
+    (`root` of them the embedding, final norm and output, which FSDP2 keeps gathered from the
+    forward to the backward), m micro-batches, fp32 master weights, bf16 compute copies, `grad`
+    bytes per reduced element. Per element:
+
+    - FSDP2's unshard: the fp32 shard cast into the all-gather input, (4 + 2) / size (read fp32,
+      write bf16), and the gathered buffer copied out into the parameters, 2 x 2. Over a shard
+      group of one (sharding none) there is no all-gather but the same cast and copy. Unshards
+      per step as the ledger's gathers (`dp_ledger`): every micro-batch before the forward and
+      again before the backward (less the root) under zero3, hsdp and none; once per step under
+      zero2 and under pp > 1.
+    - Reduced every micro-batch (zero2, zero3, hsdp without pp): `chunk_cat` of the bf16
+      gradients into the fp32 reduce-scatter input, 2 + grad; from the second micro-batch the
+      reduced shard is added into the sharded gradient, 3 x grad / size.
+    - Reduced once per step (none, or pp > 1): the first micro-batch's bf16 gradient cast into an
+      fp32 accumulator, 2 + grad; each later one added into it, 2 + 2 x grad; `chunk_cat` of the
+      accumulator, 2 x grad. One micro-batch: `chunk_cat` of the bf16 gradient, 2 + grad.
+    - Over a shard group of one the reduced gradient is copied into the parameter's, 2 x grad.
+    - zero1 (parc's buckets): each micro-batch's gradient added into the fp32 main gradient,
+      2 + 2 x grad; after the reduce-scatter the shard divided by dp, 2 x grad / size; the
+      updated fp32 master cast into the bf16 bucket, (4 + 2) / size; the main gradients zeroed,
+      grad. The parameters are views of the bucket: the gather copies nothing out.
+
+    The collectives' own reads and writes are the collectives' (NCCL's kernels), not counted."""
+    if sharding == "zero1":
+        return params * (m * (PARAM + 2 * grad) + (2 * grad + FP32 + PARAM) / size + grad)
+    size = 1 if sharding == "none" else size
+    unshard = (FP32 + PARAM) / size + 2 * PARAM
+    if pp > 1 or sharding == "zero2":
+        gathered = params
+    else:
+        gathered = m * (2 * params - root)
+    if sharding in ("zero2", "zero3", "hsdp") and pp == 1:
+        reduce = m * (PARAM + grad) + (m - 1) * 3 * grad / size
+    elif m == 1:
+        reduce = PARAM + grad
+    else:
+        reduce = (PARAM + grad) + (m - 1) * (PARAM + 2 * grad) + 2 * grad
+    if size == 1:
+        reduce += 2 * grad
+    return unshard * gathered + reduce * params
+
+
 # ---------------------------------------------------------------------------------------------
 # One step
 
@@ -3179,6 +3269,9 @@ class Breakdown:
     """Seconds activation offloading's copies add (`offload_exposed`, every micro-batch)."""
     host_bytes: float = 0.0
     """Bytes one GPU moves over its host link per step (both directions)."""
+    copies: float = 0.0
+    """Seconds the data-parallel runtime's copies around its collectives take (`dp_copy_seconds`:
+    FSDP2's and parc's zero1's, on the compute stream), on the rank whose tail sets the step."""
 
     @property
     def bubble_share(self) -> float:
@@ -3429,6 +3522,18 @@ class RankStep:
     bounds: Bounds
     offload: float = 0.0
     """Seconds activation offloading adds to the step (`offload_exposed`, every micro-batch)."""
+    copies: float = 0.0
+    """Seconds the data-parallel runtime's own copies take on the compute stream
+    (`dp_copy_seconds`)."""
+
+
+def dp_copy_seconds(copied: float, hw: Hardware, c: Constants) -> float:
+    """`dp_copy_bytes` as memory-bound kernels (read and write once each, at `hbm_efficiency`).
+    On the compute stream: FSDP2 runs the copy-out after the gather's wait and `chunk_cat`
+    before handing the buffer to the reduce-scatter's stream, so nothing hides them. Charged
+    in the step's tail beside the optimizer: under pp > 1 they run once per step, and without a
+    pipeline there is no bubble for them to lengthen."""
+    return memory_seconds(copied, hw, c) if copied else 0.0
 
 
 def rank_steps(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants = DEFAULT,
@@ -3441,14 +3546,17 @@ def rank_steps(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants
     for load, r in times.items():
         sizes = offload_sizes(shape, k, loads.index(load))
         host = m * offload_bytes(sizes)
-        compute = compute_ledger(shape, k, load, sw) + ((Compute("offload", hbm_bytes=host),) if host else ())
+        copied = dp_copy_bytes(r, k, links, sw)
+        compute = compute_ledger(shape, k, load, sw) + ((Compute("offload", hbm_bytes=host),) if host else ()) \
+            + ((Compute("dp_copies", hbm_bytes=copied),) if copied else ())
         ledger = Ledger(path_ledger(r, k, geo, shape, load) + dp_ledger(r, k, links, sw.grad_bytes, sw.dp_runtime,
                                                                   sw.gather_bytes),
                         compute, host_bytes=host)
         exposed_dp, _ = dp_exposed(r, k, links, sw.grad_bytes, sw.dp_runtime, sw.dp_overlap, sw.gather_bytes)
         out[load] = RankStep(times=r, ledger=ledger, dp_exposed=exposed_dp, optimizer=optimizer_seconds(r, k, hw, c),
                              bounds=link_bounds(ledger, hw, c),
-                             offload=m * offload_exposed(sizes, r, shape, k.runtime, hw, c))
+                             offload=m * offload_exposed(sizes, r, shape, k.runtime, hw, c),
+                             copies=dp_copy_seconds(copied, hw, c))
     return loads, out
 
 
@@ -3511,10 +3619,11 @@ def step_from(ranks: tuple[tuple[Load, ...], dict[Load, RankStep]], shape: Shape
     b = (r.backward_input + r.recompute + sum(r.exposed_b)) / v + copies
     w = r.backward_weight / v
     bubble = runtime_bubble_seconds(k.schedule, k.pp, v, m, f, b, w)
-    tail, dp_s, opt, tail_step = -1.0, 0.0, 0.0, steps[slow_load]
+    tail, dp_s, opt, copies, tail_step = -1.0, 0.0, 0.0, 0.0, steps[slow_load]
     for rank in steps.values():
-        if rank.dp_exposed + rank.optimizer > tail:
-            tail, dp_s, opt, tail_step = rank.dp_exposed + rank.optimizer, rank.dp_exposed, rank.optimizer, rank
+        if rank.dp_exposed + rank.optimizer + rank.copies > tail:
+            tail, tail_step = rank.dp_exposed + rank.optimizer + rank.copies, rank
+            dp_s, opt, copies = rank.dp_exposed, rank.optimizer, rank.copies
     exposed_axes = {axis: m * (r.exposed_f[i] + r.exposed_b[i]) for i, axis in enumerate(RANK_AXES)}
     exposed_axes["dp"] = dp_s
     if sw.ep_overlap and shape.moe:
@@ -3524,7 +3633,7 @@ def step_from(ranks: tuple[tuple[Load, ...], dict[Load, RankStep]], shape: Shape
     compute = m * r.compute
     recompute = m * r.recompute
     offload = steps[slow_load].offload
-    step = compute + recompute + sum(exposed_axes.values()) + bubble + opt + offload
+    step = compute + recompute + sum(exposed_axes.values()) + bubble + opt + offload + copies
     # the links' floor: the busiest link of any rank
     floor_rank = max(steps.values(), key=lambda s: s.bounds.links)
     bounds = floor_rank.bounds
@@ -3535,14 +3644,14 @@ def step_from(ranks: tuple[tuple[Load, ...], dict[Load, RankStep]], shape: Shape
         deficit = bounds.links - step
         for axis in AXES:
             exposed_axes[axis] = exposed_axes.get(axis, 0.0) + deficit * shares[axis] / total
-        step = compute + recompute + sum(exposed_axes.values()) + bubble + opt + offload
+        step = compute + recompute + sum(exposed_axes.values()) + bubble + opt + offload + copies
         step = max(step, bounds.links)  # rounding in the shares never undercuts the floor
     per_micro = r.total + offload / m
     return Breakdown(step=step, compute=compute, recompute=recompute, bubble=bubble, optimizer=opt,
                      exposed={a: exposed_axes.get(a, 0.0) for a in AXES}, sent={a: sent[a] for a in AXES},
                      bubble_fraction=bubble / (m * per_micro) if per_micro > 0 else 0.0,
                      stage=loads.index(slow_load), microbatches=m, bounds=bounds, offload=offload,
-                     host_bytes=steps[slow_load].ledger.host_bytes)
+                     host_bytes=steps[slow_load].ledger.host_bytes, copies=copies)
 
 
 def hardware_flops_per_token(shape: Shape, k: Knobs, sw: Software) -> float:
@@ -3635,6 +3744,7 @@ class Prediction:
             "bubble_share": _r(b.bubble_share),
             "idle_busy_ratio": _r(b.bubble_fraction),
             "optimizer_seconds": _r(b.optimizer),
+            "dp_copy_seconds": _r(b.copies),
             "exposed_comm_seconds": {a: _r(b.exposed[a]) for a in AXES},
             "comm_bytes": {a: int(round(b.sent[a])) for a in AXES},
             "slowest_stage": b.stage,

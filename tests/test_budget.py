@@ -123,7 +123,8 @@ def test_the_budget_is_the_step_times_the_steps(tmp_path):
     assert budget["cost"] == pytest.approx(world * steps * step / 3600 * 2.50, rel=1e-5)
     # The same breakdown as the step: each part of the step, scaled to the run; they add up.
     parts = budget["parts"]
-    assert set(parts) == {"compute", "recompute", "bubble", "tp", "pp", "dp", "cp", "ep", "optimizer"}
+    assert set(parts) == {"compute", "recompute", "bubble", "tp", "pp", "dp", "cp", "ep", "optimizer", "dp copies"}
+    assert parts["dp copies"]["days"] == pytest.approx(steps * report["time"]["dp_copy_seconds"] / 86400, rel=1e-5)
     assert parts["compute"]["gpu_hours"] == pytest.approx(world * steps * report["time"]["compute_seconds"] / 3600,
                                                           rel=1e-5)
     assert parts["dp"]["days"] == pytest.approx(steps * report["time"]["exposed_comm_seconds"]["dp"] / 86400, rel=1e-5)

@@ -120,7 +120,7 @@ def test_step_of_the_empty_ends_by_hand(layout, schedule, v, extra, ratio):
     for b in (empty, even):
         busy = b.compute + b.recompute + b.exposed["tp"] + b.exposed["pp"]
         assert b.bubble == pytest.approx((pp - 1) / (v * m) * busy, rel=1e-9)
-        assert b.step == pytest.approx(b.compute + b.recompute + b.bubble + sum(b.exposed.values()) + b.optimizer)
+        assert b.step == pytest.approx(b.compute + b.recompute + b.bubble + sum(b.exposed.values()) + b.optimizer + b.copies)
     assert empty.exposed["pp"] > 0 and empty.exposed["pp"] == pytest.approx(even.exposed["pp"])
     assert empty.stage in (1, 2) if v == 1 else empty.stage in (0, 1)
 

@@ -185,17 +185,19 @@ def test_the_fit_is_deterministic_and_starts_from_fixed_values(fidelity):
 
 def test_parc_runtime_matches_torchtitan_after_the_eager_fit(fidelity):
     """parc's runtime is eager PyTorch: with `eager_efficiency` fitted on torchtitan's eager runs,
-    the fitted runs are predicted within a few per cent at the median (measured 2.6 %, worst
-    9.4 %); with the Megatron-fitted speed alone (eager_efficiency 1) they would all come out
-    over 3 % fast (measured 3.8-18.8 %)."""
+    the fitted runs are predicted within a few per cent at the median (measured 2.1 %, worst
+    6.3 %); with the Megatron-fitted speed alone (eager_efficiency 1) they would all come out
+    over 2 % fast (measured 2.6-13.0 %; 3.8-18.8 % before FSDP2's copies were charged, which
+    took part of what the constant had absorbed, docs/time-model.md)."""
     assert 0.5 < DEFAULT.eager_efficiency < 1.0
     _, median, worst = fidelity.eager_table(DEFAULT)
-    assert median < 0.05 and worst < 0.12
+    assert median < 0.05 and worst < 0.08
     fused_speed = DEFAULT.with_values({"eager_efficiency": 1.0})
-    for run in fidelity.EAGER_RUNS:
-        if run.fitted:
-            plans = fidelity.eager_plans(run)
-            assert fidelity.eager_predicted(plans, fused_speed)[0] > 1.03 * run.reported, run.id
+    fitted = [run for run in fidelity.EAGER_RUNS if run.fitted]
+    assert len(fitted) == 10
+    for run in fitted:
+        plans = fidelity.eager_plans(run)
+        assert fidelity.eager_predicted(plans, fused_speed)[0] > 1.02 * run.reported, run.id
 
 
 def test_stored_eager_efficiency_is_the_fits_optimum(fidelity):

@@ -187,7 +187,7 @@ def test_megatron_moe_layer_saves_the_routed_copies(precision):
 def test_torch_differs_from_korthikanti_by_the_documented_terms():
     """Flash attention (no 5 a s^2 b; +4 a s b of fp32 logsumexp), fp32 LayerNorm statistics
     (+16 s b): the rest (32 sbh) is the same tensors, neither with dropout masks."""
-    s, b, h, a = 2048, 4, 6144, 64
+    s, b, a = 2048, 4, 64
     k = dict(seq=s, micro_batch=b, sequence_parallel=False)
     torch_bytes = layer_activations(GPT22B, knobs(**k), False, "none").saved
     megatron = layer_activations(GPT22B, knobs(**k, runtime="megatron"), False, "none").saved

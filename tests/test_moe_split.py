@@ -12,7 +12,6 @@ checks the model did not produce.
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 

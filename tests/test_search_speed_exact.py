@@ -142,7 +142,7 @@ def test_kept_rank_tails_are_the_time_models_own(path):
     """`Engine._rank_tail` keeps each rank's data-parallel tail and optimizer step on the plain
     numbers that determine them: over every group and sharding of a space, visited in a
     shuffled order (so kept values are reused across groups and pipelines), the kept tail is
-    `timing.dp_exposed` + `timing.optimizer_seconds` computed afresh."""
+    `timing.dp_exposed` + `timing.optimizer_seconds` + `timing.dp_copy_seconds` computed afresh."""
     from parc import timing
 
     engine = _engine(path)
@@ -158,7 +158,9 @@ def test_kept_rank_tails_are_the_time_models_own(path):
         for ks in knobs:
             links = engine._best_links(item, ks.hsdp_shard)
             plain = core + max(timing.dp_exposed(r, ks, links, sw.grad_bytes, sw.dp_runtime, sw.dp_overlap, sw.gather_bytes)[0]
-                               + timing.optimizer_seconds(r, ks, engine.hw, engine.constants) for r in times)
+                               + timing.optimizer_seconds(r, ks, engine.hw, engine.constants)
+                               + timing.dp_copy_seconds(timing.dp_copy_bytes(r, ks, links, sw), engine.hw, engine.constants)
+                               for r in times)
             if engine.inside_is_fastest:
                 assert engine._tail(item, ks, core, times) == plain
                 checked += 1
@@ -1597,7 +1599,8 @@ def test_rank_tails_sharing_windows_across_micro_batch_counts_are_the_time_model
         for r in times:
             exposed, _ = timing.dp_exposed(r, ks, links, sw.grad_bytes, sw.dp_runtime, sw.dp_overlap, sw.gather_bytes)
             optimizer = timing.optimizer_seconds(r, ks, engine.hw, engine.constants)
-            assert engine._rank_tail_of(item, r, k, sharding, shard) == exposed + optimizer
+            copies = timing.dp_copy_seconds(timing.dp_copy_bytes(r, ks, links, sw), engine.hw, engine.constants)
+            assert engine._rank_tail_of(item, r, k, sharding, shard) == exposed + optimizer + copies
             with_m.add((item.index, r.params_dense, r.params_expert, r.layers, r.moe_layers, k.microbatches,
                         sharding, k.pp, k.virtual_stages, shard, k.optimizer))
             with_v.add((item.index, r.params_dense, r.params_expert, r.layers, r.moe_layers,

@@ -195,7 +195,7 @@ def test_breakdown_sums_to_the_step(path):
     plan = compile_path(str(path), checks=False).plan
     p = timing.predict(plan)
     b = p.breakdown
-    parts = b.compute + b.recompute + b.bubble + b.optimizer + sum(b.exposed.values())
+    parts = b.compute + b.recompute + b.bubble + b.optimizer + sum(b.exposed.values()) + b.offload + b.copies
     assert parts == pytest.approx(b.step, rel=1e-12)
     assert all(v >= 0 for v in b.exposed.values()) and all(v >= 0 for v in b.sent.values())
     assert p.tokens_per_second == pytest.approx(plan.training.tokens_per_step / b.step)

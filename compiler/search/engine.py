@@ -39,7 +39,8 @@ found, so the top N is exact; docs/search.md lists what is exact and what is a b
 Some assignments are the same layout or dominated by one, and are folded into it without an
 evaluation (exact, each tested): with pp 1 every schedule predicts the same step and at least
 the memory of `1f1b`; with tp 1 sequence parallelism means nothing; sharding over a single
-data-parallel rank (W0353) is `none` or worse.
+data-parallel rank (W0353) is `none` or worse where the data-parallel runtime makes no copies of
+its own (Megatron-LM; `folds_single_rank`).
 """
 
 from __future__ import annotations
@@ -312,6 +313,8 @@ class Engine:
         self.hw = timing.hardware_of(plan)
         self.constants = DEFAULT
         self.software = software
+        self.folds_single_rank = folds_single_rank(software)
+        """Shardings over a single rank fold into `none` (`folds_single_rank`)."""
         self.runtime = runtime
         self.ceiling = ceiling
         self.degree_values = degree_values
@@ -788,8 +791,8 @@ class Engine:
             item.shardings = self._shardings(item)
             canonical_pipe = canonical_pipe_of(pipes)
             # the replicas depend on the degrees only: any pipeline and micro-batch will do
-            item.single_rank = is_single_rank(self._knobs(item, *canonical_pipe, space.micro[0], 1, True, "none"),
-                                              bool(self.shape.moe))
+            item.single_rank = self.folds_single_rank and is_single_rank(
+                self._knobs(item, *canonical_pipe, space.micro[0], 1, True, "none"), bool(self.shape.moe))
             splits = {sp: rules.local_sequence_splits(self.seq, cp, tp, sp) for sp in space.sequence_parallel}
             # degrees whose every candidate's memory floor exceeds the part: their groups are
             # counted out of memory and never bounded (kept aside for "each needs at least")
@@ -1510,7 +1513,8 @@ class Engine:
     def _tail_of(self, item: _Degrees, k: Knobs, sharding: str, shard: int, core: float, times: list) -> float:
         """`_tail` under `k` with another sharding, its knobs built only where needed."""
         if not self.inside_is_fastest:
-            return core + max(self._optimizer_of(item, r, k, sharding, shard) for r in times)
+            return core + max(self._optimizer_of(item, r, k, sharding, shard) + self._copies_of(item, r, k, sharding, shard)
+                              for r in times)
         return core + max(self._rank_tail_of(item, r, k, sharding, shard) for r in times)
 
     def _rank_tail(self, item: _Degrees, r, ks: Knobs) -> float:
@@ -1558,7 +1562,20 @@ class Engine:
                 windows = cache[wkey] = (timing.dp_windows(ledger, ks.microbatches, links),
                                          self._optimizer(item, r, ks))
             cached = cache[key] = timing.dp_window_exposure(windows[0], k.microbatches, r.forward, back,
-                                                            NO_NIC, self.software.dp_overlap) + windows[1]
+                                                            NO_NIC, self.software.dp_overlap) + windows[1] \
+                + self._copies_of(item, r, k, sharding, shard)
+        return cached
+
+    def _copies_of(self, item: _Degrees, r, k: Knobs, sharding: str, shard: int) -> float:
+        """`timing.dp_copy_seconds` of one rank under `k` with this sharding, kept per the plain
+        numbers `timing.dp_copy_bytes` reads: the rank's parameters, the micro-batches, sharding,
+        pp and hsdp shard (the group sizes follow from the degrees and the shard)."""
+        key = ("copies", r.params_dense, r.params_expert, r.params_root, k.microbatches, sharding, k.pp, shard)
+        cached = item.opt_cache.get(key)
+        if cached is None:
+            ks = self._with_sharding(k, sharding, shard)
+            copied = timing.dp_copy_bytes(r, ks, self._best_links(item, ks.hsdp_shard), self.software)
+            cached = item.opt_cache[key] = timing.dp_copy_seconds(copied, self.hw, self.constants)
         return cached
 
     @staticmethod
@@ -2445,6 +2462,16 @@ def least_state_shardings(shardings: list[tuple[str, int]]) -> list[tuple[str, i
     if ("zero3", 0) not in shardings:
         return shardings
     return [s for s in shardings if s[0] != "hsdp"]
+
+
+def folds_single_rank(sw: timing.Software) -> bool:
+    """Whether shardings over a single rank are `none` or worse under this runtime, so that search
+    may fold them into `none`: where the data-parallel runtime makes no copies of its own
+    (Megatron-LM). In parc's job and torchtitan they differ in their copies
+    (`timing.dp_copy_bytes`): FSDP2 over one rank (`none`) casts every weight before each forward
+    and backward and accumulates unreduced gradients in fp32, zero1's buckets cast once a step,
+    so at many micro-batches zero1 (or zero2) over one rank is faster; each is evaluated."""
+    return sw.dp_runtime != "torch" or sw.dp_copies == "none"
 
 
 def is_single_rank(k: Knobs, moe: bool) -> bool:

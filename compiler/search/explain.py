@@ -27,6 +27,7 @@ PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("exposed pp", ("pp", "order", "pp.virtual-stages", "train.micro-batch", "dp", "tp")),
     ("exposed dp", ("dp.sharding", "dp", "order", "pp", "cp", "ep", "train.micro-batch")),
     ("offload", ("tp", "cp", "train.micro-batch", "pp", "dp", "tp.sequence-parallel")),
+    ("dp copies", ("dp.sharding", "train.micro-batch", "pp", "dp", "tp", "ep")),
 )
 """Each part of the step and the holes it depends on (timing.py's inputs)."""
 SHOWN_PARTS = 3
@@ -48,6 +49,7 @@ def parts(breakdown) -> dict[str, float]:
     for axis, seconds in breakdown.exposed.items():
         out[f"exposed {axis}"] = seconds
     out["offload"] = breakdown.offload  # activation offloading's copies (0 without)
+    out["dp copies"] = breakdown.copies  # the data-parallel runtime's own copies (0 under Megatron-LM)
     return out
 
 

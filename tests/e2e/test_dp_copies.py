@@ -1,0 +1,170 @@
+"""HBM bytes the data-parallel runtime copies around its collectives: the ledger against the
+running job.
+
+Each case compiles a spec of tests/e2e/specs and rehearses rank 0 of its job in a fresh
+interpreter on CPU (`rehearse.rehearse_rank`: the fake process group, real tensors, bf16 compute
+as on GPUs) under a `TorchDispatchMode` that records every op torch dispatches while FSDP2 unshards
+a module (`FSDPParamGroup.unshard`, `wait_for_unshard`) or reduces its gradients
+(`post_backward`, `finalize_backward`), or while parc's zero1 buckets accumulate, reduce and
+gather (`Bucket`'s and `DistributedOptimizer`'s methods in the job's parallel.py, its optimizer
+step left out: the ledger charges that apart). Each op's bytes are what it reads and writes as its
+tensors reach it: inputs read and outputs written; a copy reads its source and writes its
+destination; an in-place op reads its operands and writes the first; zeroing writes. Collectives
+are not counted (NCCL's kernels move those bytes), nor allocations and views. One step is the
+difference between a rehearsal of two timed steps and one of one (the first step of a pipelined
+job gathers twice).
+
+The expected bytes are the time model's ledger (`timing.rank_steps`, its `dp_copies` entry, from
+`timing.dp_copy_bytes`' closed form), built from the plan alone. Within 1 %.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from .harness import compile_job, in_fresh_interpreter, plan_of
+
+pytestmark = pytest.mark.e2e
+
+TOLERANCE = 0.01
+FSDP_PHASES = {"unshard": "gather", "wait_for_unshard": "gather", "post_backward": "reduce",
+               "finalize_backward": "reduce"}
+"""FSDPParamGroup's methods whose ops are FSDP2's copies, by phase."""
+ZERO1_METHODS = {"accumulate", "collect", "start_reduction", "wait", "start_gather", "finish_gather",
+                 "zero_grad"}
+"""The job's zero1 methods (parallel.py's Bucket and DistributedOptimizer) that copy gradients and
+parameters; `step` (the optimizer's own update) is not one."""
+NOT_COPIES = ("c10d.", "profiler.", "fsdp.all_gather_copy_in")
+"""Ops recorded inside those methods that are not copies on the compute stream: the collectives,
+the profiler's ranges, and FSDP2's copy-in operator, whose own `_foreach_copy_` is recorded."""
+NO_BYTES = {"empty", "empty_strided", "new_empty", "new_empty_strided", "view", "_unsafe_view", "as_strided",
+            "alias", "detach", "slice", "split", "split_with_sizes", "narrow", "select", "unbind", "t",
+            "reshape", "flatten", "expand", "squeeze", "unsqueeze", "set_", "resize_", "chunk",
+            "_local_scalar_dense", "record_stream"}
+"""Allocations and views: no bytes move."""
+
+
+def _nbytes(x) -> int:
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        return x.numel() * x.element_size()
+    if isinstance(x, (list, tuple)):
+        return sum(_nbytes(y) for y in x)
+    if isinstance(x, dict):
+        return sum(_nbytes(y) for y in x.values())
+    return 0
+
+
+def op_bytes(name: str, args: tuple, kwargs: dict, out) -> int:
+    """Bytes one op reads and writes (the module doc's rule)."""
+    short = name.rsplit(".", 1)[-1]
+    if short in ("zero_", "fill_"):
+        return _nbytes(args[0])
+    if "copy_" in short:  # copy_, _foreach_copy_: the source read, the destination written
+        return _nbytes(args)
+    if short.endswith("_"):  # in place: the operands read, the first written
+        return _nbytes(args) + _nbytes(args[0])
+    if "out" in kwargs:
+        return _nbytes(args) + _nbytes({k: v for k, v in kwargs.items() if k != "out"}) + _nbytes(kwargs["out"])
+    return _nbytes(args) + _nbytes(kwargs) + _nbytes(out)
+
+
+def copied_bytes(job: str, timed_steps: int) -> dict[str, int]:
+    """{phase op: bytes} over a rehearsal of rank 0 with `timed_steps` timed steps (and none
+    untimed): run in a fresh interpreter (`in_fresh_interpreter`)."""
+    import torch.distributed.fsdp._fully_shard._fsdp_param_group as param_group
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    os.chdir(job)
+    sys.path.insert(0, job)
+    phase: list[str | None] = [None]
+
+    def labelled(method, label):
+        def run(*args, **kwargs):
+            outer, phase[0] = phase[0], phase[0] or label
+            try:
+                return method(*args, **kwargs)
+            finally:
+                phase[0] = outer
+        return run
+
+    for name, label in FSDP_PHASES.items():
+        setattr(param_group.FSDPParamGroup, name, labelled(getattr(param_group.FSDPParamGroup, name), label))
+
+    def zero1_method() -> str | None:
+        frame, depth = sys._getframe(2), 0
+        while frame is not None and depth < 40:
+            code = frame.f_code
+            if code.co_filename.endswith("parallel.py") and code.co_name in ZERO1_METHODS | {"step"}:
+                return None if code.co_name == "step" else "zero1"
+            frame, depth = frame.f_back, depth + 1
+        return None
+
+    recorded: dict[str, int] = {}
+
+    class Recorder(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            name = str(func.overloadpacket)
+            label = phase[0] or zero1_method()
+            if label and not name.startswith(NOT_COPIES) and name.rsplit(".", 1)[-1] not in NO_BYTES:
+                key = f"{label} {name}"
+                recorded[key] = recorded.get(key, 0) + op_bytes(name, args, kwargs, out)
+            return out
+
+    import rehearse  # the job's
+    import train
+
+    argv = ["--rehearse", "--device", "cpu", "--rank", "0", "--steps", "0", "--timed-steps", str(timed_steps),
+            "--real-tensors"]
+    with Recorder():
+        rehearse.rehearse_rank(train.parse_args(argv), train)
+    return recorded
+
+
+def measured_step(job: Path) -> tuple[int, dict[str, int]]:
+    """Bytes copied in one steady step: two timed steps less one."""
+    one = in_fresh_interpreter(copied_bytes, str(job), 1)
+    two = in_fresh_interpreter(copied_bytes, str(job), 2)
+    ops = {key: two.get(key, 0) - one.get(key, 0) for key in set(one) | set(two)}
+    return sum(ops.values()), ops
+
+
+def ledger_copies(spec: str) -> float:
+    from parc import timing
+    from parc.memory.inputs import knobs_of, shape_of
+    from parc.targets import software_of
+
+    plan = plan_of(spec)
+    hw = timing.hardware_of(plan)
+    _, steps = timing.rank_steps(shape_of(plan), knobs_of(plan, "torch"), hw, timing.geometry_of(plan, hw),
+                                 sw=software_of(plan))
+    first = steps[next(iter(steps))]  # rank 0: the first pipeline stage
+    return sum(c.hbm_bytes for c in first.ledger.compute if c.op == "dp_copies")
+
+
+CASES = {
+    "fsdp8": "zero3, two micro-batches: every micro-batch gathers (twice, the root once) and reduces",
+    "hsdp": "hsdp 2 x 2: zero3's copies over the shard group of two",
+    "ddp8": "none: FSDP2 over a shard group of one casts and copies without a gather; one micro-batch",
+    "copies-none-m2": "none, two micro-batches: the first is accumulated unsynchronised in fp32",
+    "copies-zero2-m2": "zero2: one gather a step, a reduce-scatter each micro-batch",
+    "copies-zero1-m2": "zero1: parc's buckets accumulate every micro-batch into fp32 main gradients",
+    "traffic-pp2-dp2": "zero3 under pp 2: gathered once, four micro-batches accumulated, reduced once",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", sorted(CASES))
+def test_dp_copies_ledger_equals_the_running_job(spec, tmp_path):
+    job = compile_job(spec, tmp_path)
+    total, ops = measured_step(job)
+    assert total > 0 and ops, f"{spec}: no copies recorded ({CASES[spec]})"
+    expected = ledger_copies(spec)
+    assert expected == pytest.approx(total, rel=TOLERANCE), (spec, CASES[spec], expected, total, sorted(ops.items()))
