@@ -3168,6 +3168,8 @@ def dp_copy_bytes(r: RankTimes, k: Knobs, links: DpLinks, sw: Software = PARC) -
     op FSDP2's unshard and post-backward (and zero1's buckets) dispatch. 0 for Megatron-LM."""
     if sw.dp_runtime != "torch" or sw.dp_copies == "none":
         return 0.0
+    if k.precision == "fp32" and k.dense_replicas == 1 and k.tp == 1 and k.ep == 1 and k.sharding != "zero1":
+        return 0.0  # one data rank computing in fp32: parc's job wraps nothing (`_plain_alone`)
     dense, experts = r.params_dense, r.params_expert
     if experts_folded(sw.dp_runtime, k.tp, k.ep):  # the experts are in their layers' units
         dense, experts = dense + experts, 0
