@@ -2745,8 +2745,10 @@ torch's FSDP1 (the flat-parameter FSDP that llm-foundry's MPT runs use through C
 differently: the gather lands in place, and the backward concatenates the gradients into the flat
 one, casts it to the reduce dtype and divides it before and after the reduce-scatter. The same
 dispatch-mode count on torch 2.13's FSDP1 (a small model, fp32 reduction, every micro-batch
-synchronised) gives 18 + 24 / s bytes per element and micro-batch; `Software.dp_copies` "fsdp1"
-charges 18 + 20 / s (the shard's cast after the reduction left out). The published rows say which:
+synchronised, as Composer runs it: `composer/trainer/dist_strategy.py`'s `ddp_sync_context` skips
+`no_sync` for a model that is not DDP) gives 18 + 20 / s bytes per element and micro-batch (the
+root's second unshard skipped); `Software.dp_copies` "fsdp1" charges it, and
+`tests/e2e/test_dp_copies.py` holds it to that count within 1 %. The published rows say which:
 torchtitan runs FSDP2, Composer FSDP1 (`published.fsdp_version`).
 
 What it changed, refit at this commit: `eager_efficiency` (fitted on torchtitan's FSDP2 runs, which

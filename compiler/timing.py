@@ -3182,20 +3182,20 @@ def dp_copy_bytes(r: RankTimes, k: Knobs, links: DpLinks, sw: Software = PARC) -
 
 def _fsdp1_copy_bytes(params: float, size: int, root: int, m: int, sharding: str, pp: int, grad: int) -> float:
     """`_set_copy_bytes` for torch's FSDP1 (flat parameters, bf16 compute, gradients reduced in
-    `grad` bytes, every micro-batch synchronised, as Composer accumulates), per element: each
+    `grad` bytes, every micro-batch synchronised, as Composer accumulates: its
+    `dist_strategy.ddp_sync_context` applies `no_sync` only to a DDP model), per element: each
     unshard casts the fp32 shard into the bf16 flat buffer the all-gather fills in place,
-    (4 + 2) / size, before the forward and (FULL_SHARD) again before the backward; each
-    micro-batch's backward concatenates the parameters' gradients into the flat gradient, 2 x 2,
-    casts it to the reduce dtype, 2 + grad (not when that is bf16), divides it before the
-    reduce-scatter, 2 x grad, and the shard after it, 2 x grad / size; from the second
-    micro-batch the shard is added into the sharded gradient, 3 x grad / size. Measured on CPU
-    (torch 2.13's FSDP1, a dispatch mode over one step; docs/time-model.md): 18 + 24 / size
-    bytes per element and micro-batch at fp32 reduction, where this counts 18 + 20 / size (the
-    rest, a cast of the reduced shard, left out). `root` and `pp` are FSDP2's and not read."""
-    unshards = 1 if sharding == "zero2" else 2
+    (4 + 2) / size, before the forward and (FULL_SHARD) again before the backward, but for the
+    root's, which FSDP1 keeps from its forward to its backward; each micro-batch's backward
+    concatenates the parameters' gradients into the flat gradient, 2 x 2, casts it to the reduce
+    dtype, 2 + grad (not when that is bf16), divides it before the reduce-scatter, 2 x grad, and
+    the shard after it, 2 x grad / size; from the second micro-batch the shard is added into the
+    sharded gradient, 3 x grad / size. tests/e2e/test_dp_copies.py counts it on torch's own FSDP1.
+    `pp` is not read (no FSDP1 row pipelines)."""
+    gathered = params if sharding == "zero2" else 2 * params - root
     cast = PARAM + grad if grad != PARAM else 0
-    micro = unshards * (FP32 + PARAM) / size + 2 * PARAM + cast + 2 * grad + 2 * grad / size
-    return params * (m * micro + (m - 1) * 3 * grad / size)
+    reduce = 2 * PARAM + cast + 2 * grad + 2 * grad / size
+    return m * (gathered * (FP32 + PARAM) / size + params * reduce) + params * (m - 1) * 3 * grad / size
 
 
 def _set_copy_bytes(params: float, size: int, root: int, m: int, sharding: str, pp: int, grad: int) -> float:

@@ -41,7 +41,7 @@ parameters; `step` (the optimizer's own update) is not one."""
 NOT_COPIES = ("c10d.", "profiler.", "fsdp.all_gather_copy_in")
 """Ops recorded inside those methods that are not copies on the compute stream: the collectives,
 the profiler's ranges, and FSDP2's copy-in operator, whose own `_foreach_copy_` is recorded."""
-NO_BYTES = {"empty", "empty_strided", "new_empty", "new_empty_strided", "view", "_unsafe_view", "as_strided",
+NO_BYTES = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "view", "_unsafe_view", "as_strided",
             "alias", "detach", "slice", "split", "split_with_sizes", "narrow", "select", "unbind", "t",
             "reshape", "flatten", "expand", "squeeze", "unsqueeze", "set_", "resize_", "chunk",
             "_local_scalar_dense", "record_stream"}
@@ -168,3 +168,113 @@ def test_dp_copies_ledger_equals_the_running_job(spec, tmp_path):
     assert total > 0 and ops, f"{spec}: no copies recorded ({CASES[spec]})"
     expected = ledger_copies(spec)
     assert expected == pytest.approx(total, rel=TOLERANCE), (spec, CASES[spec], expected, total, sorted(ops.items()))
+
+
+# ---------------------------------------------------------------------------------------------
+# torch's FSDP1, as Composer runs the published MPT rows (`Software.dp_copies` "fsdp1")
+
+FSDP1_RANKS = 8
+FSDP1_FILES = ("/torch/distributed/fsdp/_runtime_utils.py", "/torch/distributed/fsdp/_flat_param.py",
+               "/torch/distributed/fsdp/_fully_shard", "/torch/distributed/utils.py")
+"""Python files of FSDP1's unshard, reduction and casts: an op dispatched under one of their frames
+is FSDP1's."""
+
+
+def fsdp1_copied_bytes(micro_batches: int) -> tuple[int, int, int, dict[str, int]]:
+    """(parameters, the root's, bytes, {op: bytes}) of one step of a small MPT-like model (GELU
+    blocks, LayerNorm, an embedding and an output layer) under torch's FSDP1 on rank 0 of a fake
+    group of FSDP1_RANKS: FULL_SHARD, one unit per block and the root, bf16 parameters, fp32
+    reduction (Composer's `DEFAULT`), every micro-batch synchronised (Composer's
+    `ddp_sync_context` leaves an FSDP model alone). Recorded as `copied_bytes` does: the ops
+    dispatched under FSDP1's own frames, and the flat gradients' concatenation, which autograd
+    runs (the model has no `cat` of its own). A step unrecorded first: FSDP1 initialises lazily."""
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+    from torch.distributed.fsdp import FullyShardedDataParallel, MixedPrecision, ShardingStrategy
+    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=FSDP1_RANKS)
+    torch.manual_seed(0)
+
+    class Block(nn.Module):
+        def __init__(self, h: int) -> None:
+            super().__init__()
+            self.norm, self.up, self.down = nn.LayerNorm(h), nn.Linear(h, 4 * h), nn.Linear(4 * h, h)
+
+        def forward(self, x):
+            return x + self.down(nn.functional.gelu(self.up(self.norm(x))))
+
+    class Net(nn.Module):
+        def __init__(self, h: int = 64, layers: int = 4, vocab: int = 256) -> None:
+            super().__init__()
+            self.embedding = nn.Embedding(vocab, h)
+            self.blocks = nn.ModuleList(Block(h) for _ in range(layers))
+            self.output = nn.Linear(h, vocab)
+
+        def forward(self, tokens):
+            x = self.embedding(tokens)
+            for block in self.blocks:
+                x = block(x)
+            return self.output(x)
+
+    net = Net()
+    params = sum(p.numel() for p in net.parameters())
+    root = params - sum(p.numel() for block in net.blocks for p in block.parameters())
+    model = FullyShardedDataParallel(
+        net, auto_wrap_policy=ModuleWrapPolicy({Block}), sharding_strategy=ShardingStrategy.FULL_SHARD,
+        mixed_precision=MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32,
+                                       buffer_dtype=torch.bfloat16),
+        device_id=torch.device("cpu"))
+    optimizer = torch.optim.AdamW(model.parameters())
+    tokens = torch.randint(0, 256, (2, 16))
+
+    def step() -> None:
+        for _ in range(micro_batches):
+            model(tokens).float().sum().backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    def fsdp1_frame() -> bool:
+        frame, depth = sys._getframe(2), 0
+        while frame is not None and depth < 60:
+            if frame.f_code.co_filename.endswith(FSDP1_FILES) or any(f in frame.f_code.co_filename for f in FSDP1_FILES):
+                return True
+            frame, depth = frame.f_back, depth + 1
+        return False
+
+    recorded: dict[str, int] = {}
+
+    class Recorder(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            name = str(func.overloadpacket)
+            if name.startswith(NOT_COPIES) or name.rsplit(".", 1)[-1] in NO_BYTES:
+                return out
+            if name == "aten.cat" or fsdp1_frame():
+                recorded[name] = recorded.get(name, 0) + op_bytes(name, args, kwargs, out)
+            return out
+
+    step()
+    with Recorder():
+        step()
+    dist.destroy_process_group()
+    return params, root, sum(recorded.values()), recorded
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("micro_batches", [1, 3])
+def test_fsdp1_copies_are_what_torchs_fsdp1_does(micro_batches):
+    """`Software.dp_copies` "fsdp1" (`timing._fsdp1_copy_bytes`) against torch's FSDP1 counted op by
+    op (`fsdp1_copied_bytes`), one and three synchronised micro-batches: within 1 %. The count holds
+    the flat gradient's concatenation, its cast to fp32, both divisions and the shards' casts, and
+    (three micro-batches) the sharded gradients' accumulation."""
+    from parc import timing
+
+    params, root, total, ops = in_fresh_interpreter(fsdp1_copied_bytes, micro_batches)
+    assert {"aten.cat", "aten._to_copy", "aten.div_"} <= set(ops), ops
+    expected = timing._fsdp1_copy_bytes(params, FSDP1_RANKS, root, micro_batches, "zero3", 1, 4)
+    assert expected == pytest.approx(total, rel=TOLERANCE), (expected, total, sorted(ops.items()))
