@@ -72,6 +72,20 @@ def test_rows_run_as_target_torch_with_the_stated_kernel_noted():
     assert len(notes) == 1 and "attention_sustained" in notes[0] and "triton.ops.flash_attention" in notes[0]
 
 
+def test_the_rows_fsdp_is_fsdp1_and_torchtitans_fsdp2():
+    """Whose copies each row's data-parallel runtime makes (`Software.dp_copies`), from what its
+    source states (`published.fsdp_version`): every MPT row is Composer's FSDP1; torchtitan runs
+    FSDP2; a source naming `fully_shard` is FSDP2; a torch FSDP row that names neither is charged
+    none, and Megatron-LM's never."""
+    versions = {published.compiled(published.row_spec(e, ENTRIES)).software.dp_copies for e in ENTRIES}
+    assert versions == {"fsdp1"}
+    assert published.fsdp_version("torchtitan", "pytorch/torchtitan docs/performance.md") == "fsdp2"
+    assert published.fsdp_version("torch", "a run with fully_shard (per-parameter sharding)") == "fsdp2"
+    assert published.fsdp_version("torch", "torch fsdp, version not stated") == "none"
+    assert published.fsdp_version("other", "fsdp1 through composer") == "none"
+    assert published.fsdp_version("megatron", "megatron-lm with composer words") == "none"
+
+
 @pytest.fixture(scope="module")
 def checked():
     results, skipped, e_elsewhere, e_self = fsdp_check.check()
