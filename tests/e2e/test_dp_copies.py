@@ -74,11 +74,41 @@ def op_bytes(name: str, args: tuple, kwargs: dict, out) -> int:
     return _nbytes(args) + _nbytes(kwargs) + _nbytes(out)
 
 
+def recording(label_of):
+    """A dispatch mode that adds each op's bytes (`op_bytes`) under "LABEL OP", LABEL what
+    `label_of(op name)` says (None: not counted), and the dict it fills. Collectives, allocations
+    and views are never counted (`NOT_COPIES`, `NO_BYTES`)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    recorded: dict[str, int] = {}
+
+    class Recorder(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            name = str(func.overloadpacket)
+            if not name.startswith(NOT_COPIES) and name.rsplit(".", 1)[-1] not in NO_BYTES:
+                label = label_of(name)
+                if label:
+                    key = f"{label} {name}"
+                    recorded[key] = recorded.get(key, 0) + op_bytes(name, args, kwargs, out)
+            return out
+
+    return Recorder(), recorded
+
+
+def calling_frames(limit: int = 60):
+    """The Python frames above the caller's, innermost first (at most `limit`)."""
+    frame = sys._getframe(2)
+    while frame is not None and limit > 0:
+        yield frame
+        frame, limit = frame.f_back, limit - 1
+
+
 def copied_bytes(job: str, timed_steps: int) -> dict[str, int]:
     """{phase op: bytes} over a rehearsal of rank 0 with `timed_steps` timed steps (and none
     untimed): run in a fresh interpreter (`in_fresh_interpreter`)."""
     import torch.distributed.fsdp._fully_shard._fsdp_param_group as param_group
-    from torch.utils._python_dispatch import TorchDispatchMode
 
     os.chdir(job)
     sys.path.insert(0, job)
@@ -97,33 +127,20 @@ def copied_bytes(job: str, timed_steps: int) -> dict[str, int]:
         setattr(param_group.FSDPParamGroup, name, labelled(getattr(param_group.FSDPParamGroup, name), label))
 
     def zero1_method() -> str | None:
-        frame, depth = sys._getframe(2), 0
-        while frame is not None and depth < 40:
+        for frame in calling_frames():
             code = frame.f_code
             if code.co_filename.endswith("parallel.py") and code.co_name in ZERO1_METHODS | {"step"}:
                 return None if code.co_name == "step" else "zero1"
-            frame, depth = frame.f_back, depth + 1
         return None
 
-    recorded: dict[str, int] = {}
-
-    class Recorder(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            out = func(*args, **kwargs)
-            name = str(func.overloadpacket)
-            label = phase[0] or zero1_method()
-            if label and not name.startswith(NOT_COPIES) and name.rsplit(".", 1)[-1] not in NO_BYTES:
-                key = f"{label} {name}"
-                recorded[key] = recorded.get(key, 0) + op_bytes(name, args, kwargs, out)
-            return out
+    recorder, recorded = recording(lambda name: phase[0] or zero1_method())
 
     import rehearse  # the job's
     import train
 
     argv = ["--rehearse", "--device", "cpu", "--rank", "0", "--steps", "0", "--timed-steps", str(timed_steps),
             "--real-tensors"]
-    with Recorder():
+    with recorder:
         rehearse.rehearse_rank(train.parse_args(argv), train)
     return recorded
 
@@ -194,7 +211,6 @@ def fsdp1_copied_bytes(micro_batches: int) -> tuple[int, int, int, dict[str, int
     from torch.distributed.fsdp import FullyShardedDataParallel, MixedPrecision, ShardingStrategy
     from torch.distributed.fsdp.wrap import ModuleWrapPolicy
     from torch.testing._internal.distributed.fake_pg import FakeStore
-    from torch.utils._python_dispatch import TorchDispatchMode
 
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=FSDP1_RANKS)
     torch.manual_seed(0)
@@ -237,29 +253,15 @@ def fsdp1_copied_bytes(micro_batches: int) -> tuple[int, int, int, dict[str, int
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
-    def fsdp1_frame() -> bool:
-        frame, depth = sys._getframe(2), 0
-        while frame is not None and depth < 60:
-            if frame.f_code.co_filename.endswith(FSDP1_FILES) or any(f in frame.f_code.co_filename for f in FSDP1_FILES):
-                return True
-            frame, depth = frame.f_back, depth + 1
-        return False
+    def fsdp1(name: str) -> str | None:
+        if name == "aten.cat" or any(any(f in frame.f_code.co_filename for f in FSDP1_FILES)
+                                     for frame in calling_frames()):
+            return "fsdp1"
+        return None
 
-    recorded: dict[str, int] = {}
-
-    class Recorder(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            out = func(*args, **kwargs)
-            name = str(func.overloadpacket)
-            if name.startswith(NOT_COPIES) or name.rsplit(".", 1)[-1] in NO_BYTES:
-                return out
-            if name == "aten.cat" or fsdp1_frame():
-                recorded[name] = recorded.get(name, 0) + op_bytes(name, args, kwargs, out)
-            return out
-
+    recorder, recorded = recording(fsdp1)
     step()
-    with Recorder():
+    with recorder:
         step()
     dist.destroy_process_group()
     return params, root, sum(recorded.values()), recorded
@@ -275,6 +277,6 @@ def test_fsdp1_copies_are_what_torchs_fsdp1_does(micro_batches):
     from parc import timing
 
     params, root, total, ops = in_fresh_interpreter(fsdp1_copied_bytes, micro_batches)
-    assert {"aten.cat", "aten._to_copy", "aten.div_"} <= set(ops), ops
+    assert {"fsdp1 aten.cat", "fsdp1 aten._to_copy", "fsdp1 aten.div_"} <= set(ops), ops
     expected = timing._fsdp1_copy_bytes(params, FSDP1_RANKS, root, micro_batches, "zero3", 1, 4)
     assert expected == pytest.approx(total, rel=TOLERANCE), (expected, total, sorted(ops.items()))
