@@ -167,6 +167,18 @@ def one_micro_batch(module, plan, mode, dtype: torch.dtype | None = None) -> Non
         loss.backward()
 
 
+def tensor_bytes(x) -> int:
+    """Bytes of the tensors in `x` (a tensor, or lists, tuples and dicts of them; anything else
+    counts 0): what a recorded op reads or writes."""
+    if isinstance(x, torch.Tensor):
+        return x.numel() * x.element_size()
+    if isinstance(x, (list, tuple)):
+        return sum(tensor_bytes(y) for y in x)
+    if isinstance(x, dict):
+        return sum(tensor_bytes(y) for y in x.values())
+    return 0
+
+
 def only_rank_ledger(plan):
     """The time model's ledger of a one-rank plan, and its knobs (`timing.rank_steps` as the
     torch runtime runs it)."""

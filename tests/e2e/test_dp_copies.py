@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from .harness import compile_job, in_fresh_interpreter, plan_of
+from .harness import compile_job, in_fresh_interpreter, plan_of, tensor_bytes
 
 pytestmark = pytest.mark.e2e
 
@@ -48,30 +48,18 @@ NO_BYTES = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_stri
 """Allocations and views: no bytes move."""
 
 
-def _nbytes(x) -> int:
-    import torch
-
-    if isinstance(x, torch.Tensor):
-        return x.numel() * x.element_size()
-    if isinstance(x, (list, tuple)):
-        return sum(_nbytes(y) for y in x)
-    if isinstance(x, dict):
-        return sum(_nbytes(y) for y in x.values())
-    return 0
-
-
 def op_bytes(name: str, args: tuple, kwargs: dict, out) -> int:
     """Bytes one op reads and writes (the module doc's rule)."""
     short = name.rsplit(".", 1)[-1]
     if short in ("zero_", "fill_"):
-        return _nbytes(args[0])
+        return tensor_bytes(args[0])
     if "copy_" in short:  # copy_, _foreach_copy_: the source read, the destination written
-        return _nbytes(args)
+        return tensor_bytes(args)
     if short.endswith("_"):  # in place: the operands read, the first written
-        return _nbytes(args) + _nbytes(args[0])
+        return tensor_bytes(args) + tensor_bytes(args[0])
     if "out" in kwargs:
-        return _nbytes(args) + _nbytes({k: v for k, v in kwargs.items() if k != "out"}) + _nbytes(kwargs["out"])
-    return _nbytes(args) + _nbytes(kwargs) + _nbytes(out)
+        return tensor_bytes(args) + tensor_bytes({k: v for k, v in kwargs.items() if k != "out"}) + tensor_bytes(kwargs["out"])
+    return tensor_bytes(args) + tensor_bytes(kwargs) + tensor_bytes(out)
 
 
 def recording(label_of):
@@ -154,16 +142,11 @@ def measured_step(job: Path) -> tuple[int, dict[str, int]]:
 
 
 def ledger_copies(spec: str) -> float:
+    """The `dp_copies` bytes of rank 0's ledger (the first pipeline stage), as `predict` builds it."""
     from parc import timing
-    from parc.memory.inputs import knobs_of, shape_of
-    from parc.targets import software_of
 
-    plan = plan_of(spec)
-    hw = timing.hardware_of(plan)
-    _, steps = timing.rank_steps(shape_of(plan), knobs_of(plan, "torch"), hw, timing.geometry_of(plan, hw),
-                                 sw=software_of(plan))
-    first = steps[next(iter(steps))]  # rank 0: the first pipeline stage
-    return sum(c.hbm_bytes for c in first.ledger.compute if c.op == "dp_copies")
+    loads, steps = timing.plan_rank_steps(plan_of(spec))
+    return sum(c.hbm_bytes for c in steps[loads[0]].ledger.compute if c.op == "dp_copies")
 
 
 CASES = {

@@ -34,21 +34,12 @@ from .harness import (
     one_micro_batch,
     only_rank_ledger,
     plan_of,
+    tensor_bytes,
 )
 
 pytestmark = pytest.mark.e2e
 
 TIGHT = 1e-9
-
-
-def _nbytes(x) -> int:
-    import torch
-
-    if isinstance(x, torch.Tensor):
-        return x.numel() * x.element_size()
-    if isinstance(x, (list, tuple)):
-        return sum(_nbytes(y) for y in x)
-    return 0
 
 
 def recorded_bytes(job: Path, plan) -> dict[str, tuple[int, int]]:
@@ -71,7 +62,7 @@ def recorded_bytes(job: Path, plan) -> dict[str, tuple[int, int]]:
             if kind is not None:
                 calls_bytes = seen.setdefault(kind, [0, 0])
                 calls_bytes[0] += 1
-                calls_bytes[1] += _nbytes(args) + _nbytes(out)
+                calls_bytes[1] += tensor_bytes(args) + tensor_bytes(out)
             return out
 
     one_micro_batch(module, plan, Recorder(), dtype=torch.bfloat16)
