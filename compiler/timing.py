@@ -2334,6 +2334,14 @@ def experts_folded(runtime: str, tp: int, ep: int) -> bool:
     return runtime == "torch" and tp == 1 and ep == 1
 
 
+def plain_alone(data_ranks: int, tp: int, ep: int, sharding: str) -> bool:
+    """Whether parc's job, computing in fp32, skips fully_shard and trains plain tensors: one data
+    rank (no gradient to reduce), no tp (FSDP turns tp's partial gradients into their parameters'
+    placements), no ep (experts have their own data mesh); zero1 keeps its buckets over FSDP. The
+    generated job (backends/torch/runtime.py) and `dp_copy_bytes` both read this one rule."""
+    return data_ranks == 1 and tp == 1 and ep == 1 and sharding != "zero1"
+
+
 def _chunk_blocks(shape: Shape, chunk, per_layer: dict, table: int, folded: bool = False) -> tuple[Runs, Runs]:
     """A chunk's blocks as zero1's buckets see them (`bucket_count`): the embedding, each layer's
     dense parameters, the head; and each MoE layer's routed experts, or, `folded` (no expert
@@ -3168,8 +3176,8 @@ def dp_copy_bytes(r: RankTimes, k: Knobs, links: DpLinks, sw: Software = PARC) -
     op FSDP2's unshard and post-backward (and zero1's buckets) dispatch. 0 for Megatron-LM."""
     if sw.dp_runtime != "torch" or sw.dp_copies == "none":
         return 0.0
-    if k.precision == "fp32" and k.dense_replicas == 1 and k.tp == 1 and k.ep == 1 and k.sharding != "zero1":
-        return 0.0  # one data rank computing in fp32: parc's job wraps nothing (`_plain_alone`)
+    if k.precision == "fp32" and plain_alone(k.dense_replicas, k.tp, k.ep, k.sharding):
+        return 0.0  # parc's job wraps nothing: no FSDP2, no copies
     dense, experts = r.params_dense, r.params_expert
     if experts_folded(sw.dp_runtime, k.tp, k.ep):  # the experts are in their layers' units
         dense, experts = dense + experts, 0

@@ -20,7 +20,7 @@ from ...memory.allocator import GENERATED_ALLOC_CONF
 from ...memory.parameters import expert_shard_dim
 from ...plan import Plan
 from ...stages import V_SCHEDULES, pipeline_chunks
-from ...timing import zero1_bucket_size
+from ...timing import plain_alone, zero1_bucket_size
 from .render import render
 
 SCHEDULE_CLASSES = {
@@ -353,7 +353,7 @@ def parallel_context(plan: Plan, layout: Layout) -> dict:
         .replace("\n", "\n    "),
         wrapper="fully_shard", reshard=reshard, reshard_note=reshard_note, zero_bubble=zero_bubble,
         root_reshard="None" if reshard else "False",
-        plain_alone=_plain_alone(layout, sharding, tp, ep),
+        plain_alone=_plain_alone(layout, sharding),
         accumulation_text=_wrap(_accumulation_text(sharding), 92).replace("\n", "\n    "),
         tied_copy=tied and pp and not v_schedule, tied_local=tied and pp and v_schedule,
         reports_loss_expr=" and ".join(reports) or "True",
@@ -484,7 +484,7 @@ def _sequence(plan: Plan, layout: Layout, sharding: str, reshard: bool, tp, pp, 
                                             "zero3": f"fully_shard(reshard_after_forward={reshard})",
                                             "hsdp": f"fully_shard on (replicate, shard), reshard_after_forward={reshard}",
                                             }[sharding]
-                 + ("; in fp32 plain tensors (one data rank)" if _plain_alone(layout, sharding, tp, ep) else ""))
+                 + ("; in fp32 plain tensors (one data rank)" if _plain_alone(layout, sharding) else ""))
     steps.append("materialize: allocate the shards, fill them from model.initial_value")
     if sharding == "zero1":
         steps.append("build_buckets: fp32 master shards, then the parameters in the compute dtype as views of "
@@ -504,11 +504,9 @@ def _bucket_sizes(plan: Plan, layout: Layout, ep_shape: list[int]) -> str:
     return "{" + ", ".join(f'"{k}": {v:_}' for k, v in sizes.items()) + "}"
 
 
-def _plain_alone(layout: Layout, sharding: str, tp: bool, ep: bool) -> bool:
-    """Whether the job may skip fully_shard when it computes in fp32: one data rank (no gradient
-    to reduce), no tp (FSDP turns tp's partial gradients into their parameters' placements) and no
-    ep (experts have their own data mesh); zero1 keeps its ShardedOptimizer over FSDP."""
-    return layout.data_degree == 1 and not tp and not ep and sharding != "zero1"
+def _plain_alone(layout: Layout, sharding: str) -> bool:
+    """`timing.plain_alone` over this layout's degrees."""
+    return plain_alone(layout.data_degree, layout.degrees["tp"], layout.degrees["ep"], sharding)
 
 
 def _expert_shard_dims(plan: Plan, layout: Layout) -> dict[str, int]:
@@ -561,7 +559,7 @@ def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep,
             "set_model_state_dict", "get_optimizer_state_dict", "set_optimizer_state_dict")
         add("torch.distributed.fsdp", "MixedPrecisionPolicy", "fully_shard")
     add("torch.distributed.device_mesh", "DeviceMesh", "init_device_mesh")
-    if not pp and _plain_alone(layout, sharding, tp, ep):
+    if not pp and _plain_alone(layout, sharding):
         add("torch.distributed.fsdp", "FSDPModule")
     if pp:
         add("torch.distributed.pipelining", "PipelineStage", schedule_class)
