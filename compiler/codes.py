@@ -523,10 +523,12 @@ ZeRO and FSDP shard states over the data-parallel ranks of a stage (dp x cp, and
 layout axis). With only one such rank there is nothing to shard over: under Megatron-LM the
 setting only adds overhead; use `sharding none`. In parc's own job the shardings still differ in
 the copies the runtime makes (docs/time-model.md, "FSDP2's copies"): `none` is FSDP2 over one rank,
-which casts every weight before each micro-batch's forward and backward, where zero1's buckets
-cast once a step, so with many micro-batches zero1 over one rank can be faster at a little more
-memory. `parc explain` shows each one's `dp copies`; `parc search` weighs them. Acknowledge with
-`allow W0353` if that is the trade you want.
+which casts every weight before each micro-batch's forward and backward and frees the bf16 copy
+after each use (the least memory). zero2 keeps that copy from the step's first forward to its last
+backward (one cast a step, one bf16 copy of the weights held) and zero1's buckets cast once a
+step, so with many micro-batches either can be faster at a little more memory. `parc explain`
+shows each one's `dp copies`; `parc search` weighs them. Acknowledge with `allow W0353` if that is
+the trade you want.
 """)
 
 register("E0354", "a gradient bucket size without zero1", """
