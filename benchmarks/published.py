@@ -294,6 +294,11 @@ COUNTED_NICS = r"(\d+)\s*(?:x\s*)?(?:[\w-]+\s+){0,3}?" + NIC_NOUN + r"\b"
 """A count of adapters with up to three words between ("8 InfiniBand NICs", "8 x ConnectX-7")."""
 
 
+NUMBERS = {"one": 1, "two": 2, "four": 4, "eight": 8, "sixteen": 16}
+"""Counts a note may spell out ("eight 400 Gb/s NICs per node")."""
+NUMBER_WORDS = r"\b(" + "|".join(NUMBERS) + r")\b"
+
+
 def _stated_port_rate(text: str) -> float | None:
     """Gb/s of one port as a note names it: the first network rate ("400Gb/s", "200G IB"), else an
     InfiniBand generation ("NDR", "NDR400", "HDR 200")."""
@@ -315,20 +320,25 @@ def network_of(hw: dict, per_node: int, gpu: dict, notes: list[str]) -> str:
     catalogue's: a node read at 8 x 400 Gb/s when its note says 100 Gb/s would be predicted with
     up to 32x the network it had."""
     text = " ".join(str(hw.get(k) or "") for k in ("note", "network")).replace("×", "x")
+    text = re.sub(NUMBER_WORDS, lambda word: str(NUMBERS[word.group(1).lower()]), text, flags=re.I)
     unscoped = None
     for found in _network_rates(text):
         gbits = rate_gbits(found, 1)
         if found.group(1):  # "8 x 200 Gb/s": a count of NICs, each at the rate
             return f"{int(found.group(1))} x {gbits:g} Gb/s"
         after = text[found.end():]
-        scope = re.match(r"[\w\s/-]{0,40}?\bper\s+(gpu|node)", after, flags=re.I)
-        if scope and scope.group(1).lower() == "gpu":
-            return f"{per_node} x {gbits:g} Gb/s"
-        if scope:
-            return f"{per_node} x {gbits / per_node:g} Gb/s"
-        times = re.match(r"\s*\)?\s*x\s*(\d+)\b", after)  # "NDR 400Gb/s x8"
+        times = re.match(r"\s*\)?\s*x\s*(\d+)\b", after)  # "NDR 400Gb/s x8", "200Gb/s x8 per node"
         if times:
             return f"{int(times.group(1))} x {gbits:g} Gb/s"
+        scope = re.match(r"([\w\s/-]{0,40}?)\bper\s+(gpu|node)", after, flags=re.I)
+        if scope and scope.group(2).lower() == "gpu":
+            return f"{per_node} x {gbits:g} Gb/s"
+        if scope and re.search(NIC_NOUN, scope.group(1), flags=re.I):  # "eight 400 Gb/s NICs per node"
+            count = re.search(r"(\d+)\s*$", text[:found.start()])  # each NIC's rate, counted before it
+            nics = int(count.group(1)) if count else gpu["nics"] * per_node // gpu["gpus_per_node"] or 1
+            return f"{nics} x {gbits:g} Gb/s"
+        if scope:
+            return f"{per_node} x {gbits / per_node:g} Gb/s"
         if unscoped is None:
             unscoped = gbits
     counted = re.search(COUNTED_NICS, text, flags=re.I)
@@ -993,9 +1003,12 @@ def recompute_of(lay: dict, layers: int, family: str, notes: list[str]) -> str:
         return "selective"
     if re.search(r"--recompute-activations\b|\brecompute[-_ ]activations\b", text):
         return "selective"  # Megatron-LM's --recompute-activations: selective (Korthikanti et al. 2022)
+    if re.search(r"core[\s_-]*attention|attention[\s_-]*(?:core|only)", text):
+        return "selective"  # recomputing the core attention alone is Korthikanti et al.'s selective
     if re.search(r"full|uniform|block|every layer|all layers|checkpoint|partial|^(?:yes|true|on|enabled)\b", text):
         count = re.search(r"(\d+)\s*(?:of\s*\d+\s*)?layers?", text)
-        if count and 0 < int(count.group(1)) < layers and "every" not in text:
+        # Megatron's `uniform` method checkpoints every group of N layers: every layer, whatever N
+        if count and 0 < int(count.group(1)) < layers and "every" not in text and "uniform" not in text:
             return f"full {int(count.group(1))}"
         if "partial" in text:
             notes.append(f"recompute `{raw}` read as full (no layer count stated)")
@@ -1024,7 +1037,7 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
         return "none"
     if "hsdp" in words or "hybrid" in words:
         return "hsdp"
-    if any(w in words for w in ("zero3", "stage3", "fullshard")):
+    if any(w in words for w in ("zero3", "stage3", "fullshard", "fullysharded")):
         return "zero3"
     if any(w in words for w in ("zero2", "stage2", "shardgrad")):
         return "zero2"

@@ -318,6 +318,9 @@ def test_network_is_read_from_the_hardware_note(published, note, network):
     ("InfiniBand NDR400, 4 HCAs per node", "4 x 400 Gb/s"),
     ("8 NICs x 400G", "8 x 400 Gb/s"),
     ("2 InfiniBand NICs at 100 Gbps", "2 x 100 Gb/s"),
+    ("Mellanox HDR 200Gb/s x8 per node", "8 x 200 Gb/s"),  # the count before the scope (was 8 x 25)
+    ("eight 400 Gb/s NICs per node", "8 x 400 Gb/s"),  # per NIC, counted in words (was 8 x 50)
+    ("4 400 Gb/s HCAs per node", "4 x 400 Gb/s"),
 ])
 def test_network_counts_stated_apart_from_the_rate(published, note, network):
     notes = []
@@ -407,8 +410,10 @@ def test_words_of_layouts_and_models(published):
     assert published.recompute_of({"recompute": "selective, every layer"}, 32, "megatron", notes) == "selective"
     assert published.recompute_of({"recompute": "selective layer"}, 32, "torchtitan", notes) == "full 16"
     assert published.recompute_of({"recompute": "full, 10 layers"}, 32, "megatron", notes) == "full 10"
+    assert published.recompute_of({"recompute": "uniform, 1 layer"}, 32, "megatron", notes) == "full"  # groups of 1
+    assert published.recompute_of({"recompute": "partial (core attention)"}, 32, "megatron", notes) == "selective"
     for raw, expected in (("ZeRO-3", "zero3"), ("shard_grad_op", "zero2"), ("distributed optimizer", "zero1"),
-                          ("FSDP2", "zero3"), ("none (DDP)", "none")):
+                          ("FSDP2", "zero3"), ("none (DDP)", "none"), ("fully sharded", "zero3")):
         assert published.sharding_of({"zero_or_fsdp": raw}, "other", "", notes) == expected, raw
     text, dims = published.model_block({"layers": 96, "hidden": 18432, "heads": 96, "kv_heads": 8, "vocab": 256000,
                                         "seq_len": 4096, "ffn": 73728, "arch": "Nemotron-4: squared ReLU, RoPE, GQA"},
