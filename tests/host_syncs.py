@@ -5,8 +5,8 @@ On CUDA each of these blocks the host until the GPU catches up. On CPU nothing b
 counter looks for the operations instead: a TorchDispatchMode sees `_local_scalar_dense`
 (`.item()`, `int(t)`, `bool(t)`) and the ops whose output shape depends on the data (nonzero,
 bincount, unique, masked_select, repeat_interleave with a tensor of repeats and no
-`output_size`); `Tensor.tolist` and `Tensor.item`, which CPU tensors serve without
-dispatching, are wrapped while the counter is active.
+`output_size`); `Tensor.tolist`, `Tensor.item` and `Tensor.cpu` (a device-to-host copy on a GPU),
+which CPU tensors serve without dispatching, are wrapped while the counter is active.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class HostSyncs(TorchDispatchMode):
         self.seen.append(what)
 
     def __enter__(self):
-        for method in ("tolist", "item"):
+        for method in ("tolist", "item", "cpu"):
             original = getattr(torch.Tensor, method)
             self._patched[method] = original
 

@@ -191,3 +191,13 @@ def test_fsdp_over_two_ranks_steps_with_one_fused_kernel_and_no_per_step_syncs(t
         assert_no_step_syncs(short[rank], long[rank])
         gathers = long[rank]["collectives"]["fsdp_all_gather"] - short[rank]["collectives"]["fsdp_all_gather"]
         assert gathers == 3 * micro_batches * ((TINY_LAYERS + 1) + TINY_LAYERS), gathers
+
+
+def test_context_parallel_steps_without_per_step_syncs(tmp_path):
+    """cp 2: each step's batch is cut to this rank's positions on the host, where it is made (before,
+    the positions lived on the device and every step copied them back to the host: one sync a step,
+    which HostSyncs counts as `cpu`)."""
+    job = compile_job(tmp_path, "cp2", "cp 2 on nodes(2 gpus, nvlink)")
+    short, long = probe(job, 2, 2), probe(job, 2, 5)
+    for rank in range(2):
+        assert_no_step_syncs(short[rank], long[rank])

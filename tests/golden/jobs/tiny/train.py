@@ -241,6 +241,8 @@ def local_batch(rt: parallel.Runtime, step: int, seed: int, device: torch.device
     """This rank's rows of the global batch (all its micro-batches), made here and nowhere else."""
     tokens = torch.stack([synthetic_sequence(step, seed, row) for row in range(rt.rows.start, rt.rows.stop)])
     inputs, targets = tokens[:, :-1], tokens[:, 1:]
+    if device.type == "cuda":  # page-locked, so that the copies are asynchronous to the host
+        inputs, targets = inputs.pin_memory(), targets.pin_memory()
     return inputs.to(device, non_blocking=True), targets.to(device, non_blocking=True)
 
 
