@@ -128,7 +128,10 @@ def _model(plan: Plan) -> list[tuple[str, str | None]]:
         args.append(("--kv-channels", str(m.head_dim)))
     args += [("--seq-length", str(t.seq_len)), ("--max-position-embeddings", str(t.seq_len)),
              ("--position-embedding-type", {"rope": "rope", "learned": "learned_absolute", "none": "none"}[m.position]),
-             ("--normalization", "RMSNorm" if m.norm == "rmsnorm" else "LayerNorm")]
+             ("--normalization", "RMSNorm" if m.norm == "rmsnorm" else "LayerNorm"),
+             ("--norm-epsilon", repr(m.norm_eps))]
+    if m.position == "rope":  # Megatron-LM reads the base as an integer (`--rotary-base`, type int)
+        args.append(("--rotary-base", str(round(m.rope_theta))))
     if m.activation == "swiglu":
         args.append(("--swiglu", None))
     if not m.tied_embeddings:

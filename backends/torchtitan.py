@@ -219,8 +219,7 @@ MOE_BLOCK = """\
 def flavour_module(plan: Plan) -> str:
     """`parc_torchtitan.py` for a model torchtitan does not register: the llama3 decoder for a
     dense model, the qwen3 decoder (whose blocks are MoE or dense one by one) without its q/k
-    norms for an MoE model, both with parc's own job's norm epsilon and RoPE theta."""
-    from .torch.runtime import NORM_EPS, ROPE_THETA
+    norms for an MoE model, both with the model's norm epsilon and RoPE theta."""
 
     m = plan.model
     dense = not m.is_moe
@@ -236,7 +235,7 @@ def flavour_module(plan: Plan) -> str:
         + (f", {m.shared_experts} shared" if m.shared_experts else "")
         + (", auxiliary-loss-free balancing" if m.moe_balance == "aux-free" else ""))
     return FLAVOUR.format(
-        job=plan.launch.job, model=m.name, family=family, module=MODULE, eps=NORM_EPS, theta=ROPE_THETA,
+        job=plan.launch.job, model=m.name, family=family, module=MODULE, eps=repr(m.norm_eps), theta=repr(m.rope_theta),
         moe_note=moe_note, base="llama3_8b" if dense else "qwen3_30b_a3b",
         rope_class="ComplexRoPE" if dense else "CosSinRoPE", imports=imports,
         layers=m.layers, hidden=m.hidden, heads=m.heads, kv_heads=m.kv_heads, head_dim=m.head_dim,

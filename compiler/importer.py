@@ -190,7 +190,7 @@ def model_text(fields: dict) -> str:
                                                       "tied_embeddings", "activation", "norm", "position")) \
                 and all(fields.get(k, 0) == full.get(k, 0) for k in ("experts", "top_k", "expert_ffn")) \
                 and fields.get("head_dim") in (None, full["head_dim"]):
-            extra = _routing_text(fields)
+            extra = _rope_and_norm_text(fields, preset) + _routing_text(fields)
             return f"model {name}" + (f" {{ {', '.join(extra)} }}" if extra else "")
     parts = [f"layers {fields['layers']}", f"hidden {fields['hidden']}", f"ffn {fields['ffn']}",
              f"heads {fields['heads']}", f"kv-heads {fields.get('kv_heads', fields['heads'])}"]
@@ -198,6 +198,7 @@ def model_text(fields: dict) -> str:
         parts.append(f"head-dim {fields['head_dim']}")
     parts += [f"vocab {fields['vocab']}", f"tied-embeddings {'on' if fields['tied_embeddings'] else 'off'}",
               f"activation {fields['activation']}", f"norm {fields['norm']}", f"position {fields['position']}"]
+    parts += _rope_and_norm_text(fields, {})
     if fields.get("experts"):
         parts += [f"experts {fields['experts']}", f"top-k {fields['top_k']}", f"expert-ffn {fields['expert_ffn']}"]
         if fields.get("shared_experts"):
@@ -208,6 +209,29 @@ def model_text(fields: dict) -> str:
             parts.append(f"moe-layers {fields['moe_rule']}")
         parts += _routing_text(fields)
     return "model {\n" + "".join(f"  {p}\n" for p in parts) + "}"
+
+
+ROPE_THETA, NORM_EPS = 10000.0, 1e-5
+"""The spec's defaults for `rope-theta` and `norm-eps` (`plan.Model`'s)."""
+
+
+def _rope_and_norm_text(fields: dict, preset: dict) -> list[str]:
+    """`rope-theta` and `norm-eps` where the source's differ from what `preset` (or, without one,
+    the spec's default) gives; theta only for a RoPE model."""
+    parts = []
+    theta = fields.get("rope_theta")
+    if theta is not None and fields.get("position") == "rope" and theta != preset.get("rope_theta", ROPE_THETA):
+        parts.append(f"rope-theta {spec_number(theta)}")
+    eps = fields.get("norm_eps")
+    if eps is not None and eps != preset.get("norm_eps", NORM_EPS):
+        parts.append(f"norm-eps {spec_number(eps)}")
+    return parts
+
+
+def spec_number(value: float) -> str:
+    """A real number as the spec's lexer reads it back: whole ones without a point, others as
+    Python writes them (`1e-06`)."""
+    return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else repr(float(value))
 
 
 def _routing_text(fields: dict) -> list[str]:
@@ -238,6 +262,7 @@ def preset_model_text(name: str, fields: dict) -> str:
         parts.append(f"moe-layers {fields['moe_rule']}")
     if moe and fields.get("moe_balance"):
         parts.append(f"moe-balance {fields['moe_balance']}")
+    parts += _rope_and_norm_text(fields, preset)
     return f"model {name}" + (" {\n" + "".join(f"  {p}\n" for p in parts) + "}" if parts else "")
 
 
@@ -313,6 +338,14 @@ def import_hf(source: SourceFile) -> Imported:
         "position": "rope" if "rope_theta" in config or config.get("model_type") in ("llama", "mistral", "mixtral",
                                                                                     "qwen2", "qwen3") else "learned",
     }
+    for key, field_ in (("rope_theta", "rope_theta"), ("rms_norm_eps", "norm_eps"), ("layer_norm_eps", "norm_eps"),
+                        ("layer_norm_epsilon", "norm_eps")):
+        value = config.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
+            fields[field_] = float(value)
+        elif key in config:
+            diags.append(warning("W0701", f"`{key}` is not a positive number: not imported", span(key),
+                                 label="not imported", help="check the config's value"))
     experts = config.get("num_local_experts") or config.get("n_routed_experts") or config.get("num_experts") or 0
     if experts:
         fields.update(experts=experts, top_k=config.get("num_experts_per_tok", 1),
@@ -386,9 +419,8 @@ def read_flavour(module: SourceFile, config: str, config_span: Span) -> tuple[Fl
     """The model of a generated flavour module, read statically: `ast` parses the file and
     evaluates literals only, so nothing in it runs (it imports torch and torchtitan, which the
     `parc` command never does). The model is torchtitan's llama3 (dense) or qwen3 (MoE)
-    decoder, so SwiGLU, RMSNorm and RoPE are what the decoder is, not settings; the norm epsilon
-    and RoPE theta parc's own job fixes are compared and reported when they differ."""
-    from .backends.torch.runtime import NORM_EPS, ROPE_THETA
+    decoder, so SwiGLU, RMSNorm and RoPE are what the decoder is, not settings; its norm epsilon
+    and RoPE theta are read as `norm-eps` and `rope-theta`."""
 
     where = module.span(0, 0)
     try:
@@ -451,12 +483,13 @@ def read_flavour(module: SourceFile, config: str, config_span: Span) -> tuple[Fl
                    "moe_balance": f"aux-free {rate!r}" if rate is not None else None}
     else:
         fields |= {"experts": 0, "top_k": 0, "expert_ffn": 0, "shared_experts": 0}
-    for name, ours in (("NORM_EPS", NORM_EPS), ("ROPE_THETA", ROPE_THETA)):
+    for name, field_, default in (("NORM_EPS", "norm_eps", NORM_EPS), ("ROPE_THETA", "rope_theta", ROPE_THETA)):
         value, span = constants.get(name, (None, where))
-        if not isinstance(value, (int, float)) or float(value) != float(ours):
-            diags.append(warning("W0701", f"`{name}` is not imported: parc's job uses {ours}", span,
-                                 label="parc's model has no such setting",
-                                 help="check that the job parc describes is the one meant"))
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
+            fields[field_] = float(value)
+        else:
+            diags.append(warning("W0701", f"`{name}` is not a positive number: the spec's default {default:g} "
+                                 "is used", span, label="not imported", help=f"write `{name} = {default:g}`"))
     seq, seq_span = constants.get("MAX_SEQ", (None, None))
     docstring = ast.get_docstring(tree) or ""
     named = _FLAVOUR_NAME.search(docstring)
@@ -673,6 +706,14 @@ class _NotWhole(Exception):
     """A Megatron-LM option whose value is not a whole number (the option's name)."""
 
 
+MEGATRON_EXAMPLES = {"--norm-epsilon": "1e-5", "--rotary-base": "500000"}
+"""What the real-valued Megatron-LM options parc reads look like."""
+
+
+class _NotPositive(Exception):
+    """A Megatron-LM option whose value is not a positive number (the option's name)."""
+
+
 def import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
     """`_import_megatron`, with an option that is not a whole number reported where it stands
     (E0702) instead of ending the import as an internal error."""
@@ -685,6 +726,12 @@ def import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
             "E0702", f"`{name}` is not a whole number of {least} or more", option.span,
             label=f"{option.value or 'no value'}",
             help=f"give `{name}` a whole number of {least} or more, as Megatron-LM's argument parser requires")])
+    except _NotPositive as exc:
+        name, = exc.args
+        option = read_options(source)[0][name]
+        return Imported("megatron", None, [error(
+            "E0702", f"`{name}` is not a positive number", option.span, label=f"{option.value or 'no value'}",
+            help=f"give `{name}` a positive number (e.g. `{name} {MEGATRON_EXAMPLES[name]}`)")])
 
 
 def _import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
@@ -708,6 +755,16 @@ def _import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
             raise _NotWhole(name, least)
         return int(value)
 
+    def positive(name: str, default: float) -> float:
+        value = get(name, default)
+        try:
+            number = math.nan if isinstance(value, bool) else float(value)
+        except ValueError:
+            number = math.nan
+        if not (math.isfinite(number) and number > 0):
+            raise _NotPositive(name)
+        return number
+
     diags: list[Diagnostic] = []
     need = [n for n in ("--num-layers", "--hidden-size", "--num-attention-heads", "--seq-length") if n not in options]
     if need:
@@ -729,7 +786,9 @@ def _import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
               "tied_embeddings": not has("--untie-embeddings-and-output-weights"),
               "activation": "swiglu" if swiglu else "gelu",
               "norm": "rmsnorm" if get("--normalization", "LayerNorm") == "RMSNorm" else "layernorm",
-              "position": position}
+              "position": position, "norm_eps": positive("--norm-epsilon", NORM_EPS)}
+    if position == "rope":  # Megatron-LM's --rotary-base: an int, 10000 by default
+        fields["rope_theta"] = positive("--rotary-base", ROPE_THETA)
     if has("--num-experts"):
         expert_ffn = whole("--moe-ffn-hidden-size", ffn)
         fields.update(experts=whole("--num-experts"), top_k=whole("--moe-router-topk", 2), expert_ffn=expert_ffn,

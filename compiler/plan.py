@@ -68,6 +68,11 @@ class Model(Sourced):
     norm: Literal["layernorm", "rmsnorm"]
     position: Literal["learned", "rope", "none"]
     """`learned` adds a seq x hidden embedding table."""
+    rope_theta: float = 10000.0
+    """RoPE's base: position p turns pair i of a head by p x theta^(-2i / head_dim) (Su et al.
+    2021's 10,000; Llama 3 500,000). Changes no cost, only the function the job computes."""
+    norm_eps: float = 1e-5
+    """Epsilon of every normalisation layer (RMSNorm or LayerNorm)."""
     experts: int = 0
     """Routed experts per MoE layer; 0 for a dense model."""
     top_k: int = 0

@@ -57,6 +57,8 @@ DEFAULTS = {
     "model.activation": "swiglu",
     "model.norm": "rmsnorm",
     "model.position": "rope",
+    "model.rope-theta": "10000 (Su et al. 2021's RoPE)",
+    "model.norm-eps": "1e-5",
     "model.expert-ffn": "ffn",
     "model.moe-layers": "all (when experts > 0)",
     "model.moe-balance": "none (aux-free: rate 0.001; aux-loss: coefficient 0.01)",
@@ -218,6 +220,7 @@ class _Resolver:
             activation=base.get("activation", "swiglu"),
             norm=base.get("norm", "rmsnorm"),
             position=base.get("position", "rope"),
+            **self.rope_and_norm(base, {k: spans[k] for k in block.settings}),
             experts=experts,
             top_k=top_k if experts else 0,
             expert_ffn=base.get("expert_ffn", base["ffn"]) if experts else 0,
@@ -228,6 +231,14 @@ class _Resolver:
         )
         total, active = count_parameters(fields, seq or 0)
         return Model(**fields, parameters=total, active_parameters=active, spans=spans)
+
+    def rope_and_norm(self, base: dict, written: dict) -> dict:
+        """RoPE's base and the norms' epsilon. A `rope-theta` the block writes without RoPE would
+        change nothing: an error (a preset's own theta stays, whatever position the block writes)."""
+        if base.get("position", "rope") != "rope" and "rope_theta" in written:
+            self.err("E0212", "`rope-theta` without RoPE", written["rope_theta"],
+                     label=f"position is {base.get('position')}", help="remove it, or write `position rope`")
+        return dict(rope_theta=float(base.get("rope_theta", 10000.0)), norm_eps=float(base.get("norm_eps", 1e-5)))
 
     def moe_routing(self, base: dict, spans: dict, block: BlockSpec, moe: bool) -> dict:
         """Balancing and capacity of the routed experts; on a dense model they are an error

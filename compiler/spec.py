@@ -248,6 +248,9 @@ MODEL_KEYS = (
     _enum("norm", "normalisation layer", "norm rmsnorm", ("layernorm", "rmsnorm")),
     _enum("position", "position encoding (learned adds seq x hidden weights)", "position rope",
           ("learned", "rope", "none")),
+    Key("rope-theta", "positive", "RoPE's base theta (default 10,000; Llama 3 500,000, Mixtral 1,000,000)",
+        "rope-theta 500000", limit=10**12),
+    Key("norm-eps", "positive", "epsilon of the normalisation layers (default 1e-5)", "norm-eps 1e-6", limit=1),
     Key("experts", "count0", "routed experts per MoE layer (0 = dense model)", "experts 8"),
     Key("top-k", "count", "experts each token is routed to", "top-k 2"),
     Key("expert-ffn", "count", "FFN inner size of one expert", "expert-ffn 14336"),
@@ -1111,6 +1114,12 @@ def _parse_moe_balance(key, values, setting, diags):
     return None if rate is None else MoeBalance(mode=mode, rate=rate)
 
 
+def _parse_positive(key, values, setting, diags):
+    """A real number in (0, key.limit]: `500000`, `5e5`, `1e-6`."""
+    atom = _one(key, values, diags)
+    return None if atom is None else _fraction_atom(atom, f"`{key.name}`", diags, key.example, limit=key.limit)
+
+
 def _parse_factor(key, values, setting, diags):
     atom = _one(key, values, diags)
     if atom is None:
@@ -1348,6 +1357,7 @@ _PARSERS: dict[str, Callable] = {
     "moe_layers": _parse_moe_layers,
     "moe_balance": _parse_moe_balance,
     "factor": _parse_factor,
+    "positive": _parse_positive,
     "sharding": _parse_sharding,
     "network": _parse_network,
     "gpu": _parse_gpu,
@@ -1375,6 +1385,7 @@ _VALUE_WORDS = {
     "moe_layers": "all \\| none \\| from K \\| every K",
     "moe_balance": "none \\| aux-free [RATE] \\| aux-loss [COEFF]",
     "factor": "number > 0 \\| none",
+    "positive": "number > 0: `500000`, `1e-6`",
     "sharding": "none \\| zero1 \\| zero2 \\| zero3 \\| fsdp \\| hsdp R x S",
     "network": "N x bandwidth",
     "gpu": "catalogue name [`{ overrides }`]",

@@ -208,7 +208,7 @@ def _flavour_job(tmp_path, edit=None):
     """The custom-dense job written to tmp_path/job, its module optionally edited."""
     files = job_files(titan_compiled("custom-dense"))
     job = tmp_path / "job"
-    job.mkdir()
+    job.mkdir(parents=True)
     for file in ("torchtitan.args", "parc_torchtitan.py"):
         (job / file).write_text(files[file])
     if edit:
@@ -242,10 +242,23 @@ def test_unreadable_flavour_is_an_error_at_its_line(tmp_path, edit, line, words)
     assert "help:" in result.stderr
 
 
-def test_flavour_settings_parc_does_not_model_are_reported(tmp_path):
-    job = _flavour_job(tmp_path, lambda t: t.replace("NORM_EPS = 1e-5", "NORM_EPS = 1e-6"))
+def test_flavour_norm_epsilon_and_rope_theta_are_imported(tmp_path):
+    """The module's constants become the model's settings where they differ from its preset's
+    (llama3-8b: theta 500,000, epsilon 1e-5)."""
+    unchanged = run_cli("import", str(_flavour_job(tmp_path / "a") / "torchtitan.args"))
+    assert "rope-theta" not in unchanged.stdout and "norm-eps" not in unchanged.stdout, unchanged.stdout
+    job = _flavour_job(tmp_path / "b", lambda t: t.replace("NORM_EPS = 1e-05", "NORM_EPS = 1e-06")
+                       .replace("ROPE_THETA = 500000.0", "ROPE_THETA = 250000.0"))
     result = run_cli("import", str(job / "torchtitan.args"))
     assert result.exit_code == 0 and "layers 10" in result.stdout
+    assert "rope-theta 250000" in result.stdout and "norm-eps 1e-06" in result.stdout, result.stdout
+    assert result.stderr == ""
+
+
+def test_flavour_setting_that_is_not_a_number_is_reported(tmp_path):
+    job = _flavour_job(tmp_path, lambda t: t.replace("NORM_EPS = 1e-05", "NORM_EPS = -1"))
+    result = run_cli("import", str(job / "torchtitan.args"))
+    assert result.exit_code == 0 and "layers 10" in result.stdout and "norm-eps" not in result.stdout
     assert f"{job / 'parc_torchtitan.py'}:32:" in result.stderr and "warning[W0701]" in result.stderr
     assert "NORM_EPS" in result.stderr
 
@@ -338,6 +351,31 @@ def test_megatron_option_that_is_not_a_whole_number_is_an_error_where_it_stands(
     [d] = imported.diagnostics
     assert d.code == "E0702" and option in d.message
     assert text[d.span.start:d.span.end].startswith(option)
+
+
+@pytest.mark.parametrize("extra, option", [
+    ("--position-embedding-type rope --rotary-base 0", "--rotary-base"),
+    ("--norm-epsilon tiny", "--norm-epsilon"),
+])
+def test_megatron_real_option_that_is_not_positive_is_an_error_where_it_stands(extra, option):
+    text = MEGATRON_LINE.format(extra=extra)
+    imported = import_source(SourceFile("train.sh", text))
+    assert imported.text is None
+    [d] = imported.diagnostics
+    assert d.code == "E0702" and option in d.message and "positive" in d.message and d.help
+    assert text[d.span.start:d.span.end].startswith(option)
+
+
+def test_megatron_rope_base_and_norm_epsilon_are_read():
+    """Megatron-LM's own defaults (--rotary-base 10000, --norm-epsilon 1e-5) are the spec's: no
+    setting; other values become `rope-theta` and `norm-eps`, which the plan then carries."""
+    plain = import_source(SourceFile("train.sh", MEGATRON_LINE.format(extra="--position-embedding-type rope")))
+    assert "rope-theta" not in plain.text and "norm-eps" not in plain.text
+    text = MEGATRON_LINE.format(extra="--position-embedding-type rope --rotary-base 500000 --norm-epsilon 1e-6")
+    imported = import_source(SourceFile("train.sh", text))
+    assert not imported.diagnostics and "rope-theta 500000" in imported.text and "norm-eps 1e-06" in imported.text
+    model = compile_text(imported.text, path="x.par", checks=False).plan.model
+    assert (model.rope_theta, model.norm_eps) == (500000.0, 1e-6)
 
 
 def test_megatron_heads_of_zero_is_an_error_not_a_division():

@@ -40,8 +40,6 @@ STATE_KEYS = {"adamw": ("exp_avg", "exp_avg_sq"), "adam": ("exp_avg", "exp_avg_s
 HAS_STEP = {"adamw": True, "adam": True, "sgd": False}
 DEFAULT_LR = "3e-4"
 INIT_STD = 0.02
-NORM_EPS = "1e-5"
-ROPE_THETA = "10000.0"
 
 
 def files(plan: Plan) -> dict[str, str]:
@@ -231,7 +229,7 @@ def model_context(plan: Plan) -> dict:
         description=_wrap("Model: " + "; ".join(parts) + "."),
         layers=m.layers, hidden=m.hidden, ffn=m.ffn, heads=m.heads, kv_heads=m.kv_heads, head_dim=m.head_dim,
         vocab=m.vocab, seq_len=plan.training.seq_len, tied=m.tied_embeddings, activation=m.activation,
-        norm=m.norm, position=m.position, norm_eps=NORM_EPS, rope_theta=ROPE_THETA,
+        norm=m.norm, position=m.position, norm_eps=repr(m.norm_eps), rope_theta=repr(m.rope_theta),
         moe=m.is_moe, experts=m.experts, top_k=m.top_k, expert_ffn=m.expert_ffn,
         shared_experts=m.shared_experts, moe_layers=_layers_literal(sorted(moe_layers)),
         window=m.window, windowed_layers=_layers_literal(list(m.windowed_layers)),

@@ -23,24 +23,26 @@ MODELS: dict[str, dict] = {
         tied_embeddings=True, activation="gelu", norm="layernorm", position="learned",
     ),
     # Dubey et al. 2024 (The Llama 3 Herd of Models), Table 3; vocabulary 128,256 as shipped
-    # (the paper's "128K"); RMSNorm, SwiGLU, RoPE, untied output layer.
+    # (the paper's "128K"); RMSNorm, SwiGLU, RoPE, untied output layer; RoPE base theta 500,000
+    # (Table 3); norm epsilon 1e-5 (the released config.json's rms_norm_eps).
     "llama3-8b": dict(
         layers=32, hidden=4096, ffn=14336, heads=32, kv_heads=8, vocab=128256,
-        tied_embeddings=False, activation="swiglu", norm="rmsnorm", position="rope",
+        tied_embeddings=False, activation="swiglu", norm="rmsnorm", position="rope", rope_theta=500000.0,
     ),
     "llama3-70b": dict(
         layers=80, hidden=8192, ffn=28672, heads=64, kv_heads=8, vocab=128256,
-        tied_embeddings=False, activation="swiglu", norm="rmsnorm", position="rope",
+        tied_embeddings=False, activation="swiglu", norm="rmsnorm", position="rope", rope_theta=500000.0,
     ),
     "llama3-405b": dict(
         layers=126, hidden=16384, ffn=53248, heads=128, kv_heads=8, vocab=128256,
-        tied_embeddings=False, activation="swiglu", norm="rmsnorm", position="rope",
+        tied_embeddings=False, activation="swiglu", norm="rmsnorm", position="rope", rope_theta=500000.0,
     ),
     # Jiang et al. 2024 (Mixtral of Experts), Table 1: dim 4096, 32 layers, head_dim 128,
-    # 32 heads, 8 KV heads, hidden_dim 14336, vocab 32000, 8 experts, top-2, every layer MoE.
+    # 32 heads, 8 KV heads, hidden_dim 14336, vocab 32000, 8 experts, top-2, every layer MoE;
+    # RoPE base 1,000,000 and rms_norm_eps 1e-5: the released config.json (`rope_theta`, `rms_norm_eps`).
     "mixtral-8x7b": dict(
         layers=32, hidden=4096, ffn=14336, heads=32, kv_heads=8, vocab=32000,
-        tied_embeddings=False, activation="swiglu", norm="rmsnorm", position="rope",
+        tied_embeddings=False, activation="swiglu", norm="rmsnorm", position="rope", rope_theta=1000000.0,
         experts=8, top_k=2, expert_ffn=14336, shared_experts=0, moe_layers="all",
     ),
     # DeepSeek-AI 2024 (DeepSeek-V3 technical report), Section 4.2: 61 layers, hidden 7,168,
@@ -48,10 +50,11 @@ MODELS: dict[str, dict] = {
     # (FFN 18,432), vocabulary 129,280. "-like": parc has no multi-head latent attention (MLA),
     # so attention is modelled as GQA with 128 query heads of 128 and 8 KV heads (236 M
     # projection weights per layer against MLA's 187 M); the MoE part, which holds 98 % of the
-    # 671 B parameters, is exact.
+    # 671 B parameters, is exact. RoPE base 10,000 and rms_norm_eps 1e-6: the released config.json
+    # (`rope_theta`, `rms_norm_eps`; its YaRN context extension is a later stage, not modelled).
     "deepseek-v3-like": dict(
         layers=61, hidden=7168, ffn=18432, heads=128, kv_heads=8, head_dim=128, vocab=129280,
-        tied_embeddings=False, activation="swiglu", norm="rmsnorm", position="rope",
+        tied_embeddings=False, activation="swiglu", norm="rmsnorm", position="rope", norm_eps=1e-6,
         experts=256, top_k=8, expert_ffn=2048, shared_experts=1, moe_layers=("from", 3),
     ),
     # Tiny models for the CPU end-to-end tests: every feature (GQA, SwiGLU, RMSNorm), 8 layers

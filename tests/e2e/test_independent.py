@@ -77,30 +77,32 @@ def mixture_of_experts(w: dict, p: str, x: torch.Tensor, m) -> torch.Tensor:
     return routed + swiglu(w, p + "shared_experts.", x)
 
 
-def decoder_loss(w: dict, tokens: torch.Tensor, m) -> torch.Tensor:
-    """The tiny decoder, by hand: mean next-token cross-entropy over the batch."""
+def decoder_loss(w: dict, tokens: torch.Tensor, m, model) -> torch.Tensor:
+    """The tiny decoder, by hand: mean next-token cross-entropy over the batch. Its shape comes
+    from the job's module `m`; RoPE's base and the norms' epsilon from the plan's `model` (what the
+    spec says), so that a job that computes with other values fails."""
     inputs, targets = tokens[:, :-1], tokens[:, 1:]
     batch, seq = inputs.shape
     h = w["tok_embeddings.weight"][inputs]
     causal = torch.ones(seq, seq, dtype=torch.bool).tril()
     for i in range(m.LAYERS):
         p = f"layers.{i}."
-        x = rms_norm(h, w[p + "attention_norm.weight"], m.NORM_EPS)
+        x = rms_norm(h, w[p + "attention_norm.weight"], model.norm_eps)
         q = (x @ w[p + "attention.wq.weight"].T).view(batch, seq, m.HEADS, m.HEAD_DIM).transpose(1, 2)
         k = (x @ w[p + "attention.wk.weight"].T).view(batch, seq, m.KV_HEADS, m.HEAD_DIM).transpose(1, 2)
         v = (x @ w[p + "attention.wv.weight"].T).view(batch, seq, m.KV_HEADS, m.HEAD_DIM).transpose(1, 2)
-        q, k = rope(q, m.ROPE_THETA), rope(k, m.ROPE_THETA)
+        q, k = rope(q, model.rope_theta), rope(k, model.rope_theta)
         group = m.HEADS // m.KV_HEADS
         k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(m.HEAD_DIM)
         attention = scores.masked_fill(~causal, float("-inf")).softmax(-1) @ v
         h = h + attention.transpose(1, 2).reshape(batch, seq, -1) @ w[p + "attention.wo.weight"].T
-        x = rms_norm(h, w[p + "ffn_norm.weight"], m.NORM_EPS)
+        x = rms_norm(h, w[p + "ffn_norm.weight"], model.norm_eps)
         if i in getattr(m, "MOE_LAYERS", ()):
             h = h + mixture_of_experts(w, p + "feed_forward.", x, m)
         else:
             h = h + swiglu(w, p + "feed_forward.", x)
-    logits = rms_norm(h, w["norm.weight"], m.NORM_EPS) @ w["output.weight"].T
+    logits = rms_norm(h, w["norm.weight"], model.norm_eps) @ w["output.weight"].T
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
@@ -136,7 +138,7 @@ def hand_run(job: Path, plan) -> Run:
     run = Run(0, "", 0.0)
     t = plan.training
     for step in range(STEPS):
-        loss = decoder_loss(weights, data(step, 0, t.global_batch, t.seq_len, m.VOCAB), m)
+        loss = decoder_loss(weights, data(step, 0, t.global_batch, t.seq_len, m.VOCAB), m, plan.model)
         loss.backward()
         run.records.append({"step": step, "loss": loss.item()})
         run.grads[step] = {name: w.grad.detach().clone() for name, w in weights.items()}
@@ -155,6 +157,17 @@ def test_generated_job_matches_the_hand_written_decoder(spec, workdir, by_hand):
     assert sorted(by_hand.grads) == list(range(STEPS)) and by_hand.grads[0]
     run = train(compile_job(spec, workdir), plan_of(spec).cluster.world_size)
     assert_parity(run, by_hand)
+
+
+def test_generated_job_computes_with_the_specs_rope_base_and_norm_epsilon(workdir):
+    """Llama 3's RoPE base (500,000) and another epsilon than the default: the hand-written
+    decoder takes both from the plan, so a job that kept the defaults (10,000 and 1e-5, as
+    parc's job once hard-coded) would fail here."""
+    spec = "reference-rope"
+    model = plan_of(spec).model
+    assert (model.rope_theta, model.norm_eps) == (500000.0, 1e-3)
+    job = compile_job(spec, workdir)
+    assert_parity(train(job, 1), hand_run(job, plan_of(spec)))
 
 
 @pytest.fixture(scope="module")

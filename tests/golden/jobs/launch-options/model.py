@@ -47,7 +47,7 @@ SEQ_LEN = 32
 # layers of WINDOWED_LAYERS (0-based); the others are full causal.
 WINDOW = 0
 WINDOWED_LAYERS = frozenset(())
-NORM_EPS = 1e-5
+NORM_EPS = 1e-05
 ROPE_THETA = 10000.0
 INIT_STD = 0.02
 """Standard deviation of every weight matrix's initial values (GPT-2)..."""
