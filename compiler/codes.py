@@ -493,6 +493,16 @@ Expert parallelism spreads the routed experts of mixture-of-experts layers; the 
 Remove ep, or describe the experts in the model (`experts 8, top-k 2`).
 """)
 
+register("W0343", "routed experts spread over ranks with neither balancing nor a capacity", """
+With `moe-balance none` and no `capacity-factor`, nothing keeps the router from sending most
+tokens to a few experts: the ep ranks that hold them receive rows without bound, run out of
+memory first, and the all-to-all waits on them. parc's memory and time models assume balanced
+routing, so their figures do not cover such a run. Balance the router (`moe-balance aux-free
+0.001`, DeepSeek-V3's bias update, or `aux-loss 0.01`, the Switch Transformer's loss), or cap
+what each expert takes (`capacity-factor 1.25`). A run that measures its routing (a router
+already trained, say) may `allow W0343`.
+""")
+
 register("E0350", "hsdp replicate x shard is not dp", """
 `sharding hsdp R x S` shards every parameter over S ranks and keeps R replicas of those shards,
 so R x S must equal the dp degree.

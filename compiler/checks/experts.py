@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from math import prod
 
-from ..diagnostics import Diagnostic, error
+from ..diagnostics import Diagnostic, error, warning
 from ..plan import Plan
 from . import rule
 from .helpers import axis_span, divisors, labels, model_label, suggest
@@ -53,3 +53,18 @@ def ep_fits_folded_axes(plan: Plan) -> Iterator[Diagnostic]:
                 axis_span(plan, "ep"), label=f"{ranks} / {ep} = {ranks / ep:.2f} groups",
                 labels=labels(*[(axis_span(plan, n), f"{n} {d}") for n, d in zip(folded, degrees, strict=True)]),
                 help=f"use ep {choices}" if choices else f"fold over axes whose degrees multiply to a multiple of {ep}")
+
+
+@rule
+def experts_need_balance_or_capacity(plan: Plan) -> Iterator[Diagnostic]:
+    """W0343: routed experts over several ep ranks, dropless and unbalanced."""
+    model, ep = plan.model, plan.layout.ep.degree
+    if not model.is_moe or not ep or ep == 1 or model.moe_balance != "none" or model.capacity_factor:
+        return
+    span, text = model_label(plan, "moe_balance", "no load balancing")
+    if span is None:
+        span, text = model_label(plan, "experts", f"{model.experts} experts, dropless, no load balancing")
+    yield warning("W0343", f"{model.experts} routed experts over ep {ep} with neither load balancing nor a capacity",
+                  span, label=text, labels=labels((axis_span(plan, "ep"), f"ep {ep}")),
+                  help="add `moe-balance aux-free 0.001` (DeepSeek-V3's bias update) or `moe-balance aux-loss 0.01`, "
+                       "or cap the experts with `capacity-factor 1.25`")
