@@ -359,6 +359,8 @@ class Launch(Sourced):
     namespace: str | None = None
     port: int = 29500
     steps: int = 10
+    restarts: int = 0
+    """torchrun's `--max-restarts`: a failed rank restarts every rank, up to this many times."""
 
     def environment(self) -> dict[str, str]:
         """The launch environment as the job's process sees it (name -> value): what the allocator

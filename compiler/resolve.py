@@ -70,6 +70,7 @@ DEFAULTS = {
     "job": "the spec's file name",
     "launch.port": "29500",
     "launch.steps": "10",
+    "launch.restarts": "0 (a failure ends the job)",
 }
 
 _MULTI_STAGE = ("interleaved-1f1b", "interleaved-zb", "zbv", "dualpipe-v")
@@ -738,8 +739,8 @@ class _Resolver:
             self.err("E0207", f"port {port} is outside 1024..65535", spans.get("port"), label="not a usable port",
                      help="write `port 29500`")
             return None
-        return Launch(job=job, env=tuple(env), port=port, steps=self.setting(block, "steps", 10), spans=spans,
-                      **fields)
+        return Launch(job=job, env=tuple(env), port=port, steps=self.setting(block, "steps", 10),
+                      restarts=self.setting(block, "restarts", 0), spans=spans, **fields)
 
     def safe(self, value: str, pattern: re.Pattern, span: Span, what: str, example: str) -> bool:
         if pattern.fullmatch(value):  # not match: `$` would accept a final "\n"

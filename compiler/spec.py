@@ -368,6 +368,9 @@ LAUNCH_KEYS = (
     Key("namespace", "string", "Kubernetes namespace", 'namespace "training"'),
     Key("port", "count", "rendezvous port", "port 29500"),
     Key("steps", "count", "training steps the generated job runs", "steps 100"),
+    Key("restarts", "count0", "times torchrun restarts every rank after one fails (`--max-restarts`); "
+        "parc's job then resumes from its `--checkpoint-dir` (torchtitan and Megatron-LM from their own "
+        "checkpoint options)", "restarts 3"),
 )
 
 TARGET_KEYS = (

@@ -323,6 +323,12 @@ def test_slurm_script_with_an_image_runs_torchrun_in_the_container(tmp_path):
                          f"--container-mounts={job}:{job}", f"--container-workdir={job}", "python3", "-m",
                          "torch.distributed.run"]
     assert option(srun, "--rdzv-endpoint") == "gpu-node-17:29510"
+    assert option(srun, "--max-restarts") == "2"  # `launch { restarts 2 }`
+    # torchrun's own parser reads the options as written (torch.distributed.run)
+    from torch.distributed.run import get_args_parser
+    start = srun.index("torch.distributed.run") + 1
+    parsed = get_args_parser().parse_args(srun[start:])
+    assert (parsed.max_restarts, parsed.rdzv_endpoint, parsed.training_script) == (2, "gpu-node-17:29510", "train.py")
 
 
 def test_slurm_script_outside_the_job_directory_stops_with_a_message(hostile_plan, tmp_path):

@@ -232,6 +232,8 @@ def test_manifest_names_its_image_and_namespace_from_the_spec():
     container = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     assert container["image"] == "nvcr.io/nvidia/pytorch:24.07-py3"
     assert container["workingDir"] == "/workspace/Launch_Options.v2"
+    command = container["command"]
+    assert command[command.index("--max-restarts") + 1] == "2"  # `launch { restarts 2 }`
 
 
 def test_crd_excerpt_records_its_source():

@@ -64,6 +64,8 @@ class JobShape:
     world_size: int
     port: int
     steps: int
+    restarts: int
+    """torchrun's --max-restarts."""
     env: tuple[tuple[str, str], ...]
     """Environment for every rank, in first-written order; a name written twice keeps its last value."""
     image: str | None
@@ -97,7 +99,7 @@ def job_shape(plan: Plan) -> JobShape:
     launch = plan.launch
     return JobShape(job=launch.job, spec_name=_printable(PurePath(plan.source).name), nodes=cluster.nodes,
                     gpus_per_node=cluster.gpus_per_node, world_size=cluster.world_size, port=launch.port,
-                    steps=launch.steps, env=tuple(env.items()), image=launch.image, partition=launch.partition,
+                    steps=launch.steps, restarts=launch.restarts, env=tuple(env.items()), image=launch.image, partition=launch.partition,
                     account=launch.account, time_limit=launch.time_limit, namespace=launch.namespace,
                     train_options=TRAIN_OPTIONS[plan.target.name])
 
@@ -203,14 +205,17 @@ def exports(shape: JobShape) -> list[str]:
 # torchrun's command line, the one definition all three launchers use
 
 
-def torchrun_options(nnodes: str | int, nproc_per_node: str | int, endpoint: str, rdzv_id: str) -> list[tuple[str, str | int]]:
+def torchrun_options(nnodes: str | int, nproc_per_node: str | int, endpoint: str, rdzv_id: str,
+                     restarts: int = 0) -> list[tuple[str, str | int]]:
+    """`restarts`: torchrun's --max-restarts (a failed worker restarts every worker of the job;
+    train.py prefixes each attempt's store keys and resumes from --checkpoint-dir)."""
     return [
         ("--nnodes", nnodes),
         ("--nproc-per-node", nproc_per_node),
         ("--rdzv-backend", RDZV_BACKEND),
         ("--rdzv-endpoint", endpoint),
         ("--rdzv-id", rdzv_id),
-    ]
+    ] + ([("--max-restarts", restarts)] if restarts else [])
 
 
 def python() -> Expansion:
@@ -229,7 +234,7 @@ TORCHRUN = ["-m", "torch.distributed.run"]
 def torchrun_sh(shape: JobShape) -> str:
     command = shell_command(
         ["exec", python(), *TORCHRUN],
-        torchrun_options(shape.nodes, shape.gpus_per_node, expand("rdzv_endpoint"), expand("rdzv_id")),
+        torchrun_options(shape.nodes, shape.gpus_per_node, expand("rdzv_endpoint"), expand("rdzv_id"), shape.restarts),
         [expand("job_dir", after=f"/{TRAIN_SCRIPT}"), Expansion('"$@"')],
     )
     return render("launch/torchrun.sh.jinja", shape=shape, multi_node=shape.nodes > 1,
@@ -257,7 +262,7 @@ def slurm_sbatch(shape: JobShape) -> str:
     command = shell_command(
         srun + [python(), *TORCHRUN],
         torchrun_options(expand("SLURM_JOB_NUM_NODES"), expand("SLURM_GPUS_ON_NODE"),
-                         expand("head_node", after=f":{shape.port}"), expand("SLURM_JOB_ID")),
+                         expand("head_node", after=f":{shape.port}"), expand("SLURM_JOB_ID"), shape.restarts),
         [TRAIN_SCRIPT, Expansion('"$@"')],
     )
     lines = [f"#SBATCH --{flag}" + ("" if value is None else f"={value}") for flag, value in directives]
@@ -298,7 +303,8 @@ def pytorchjob(shape: JobShape) -> dict:
     torchrun over all of its node's GPUs. Each replica gets its own copies (no shared objects)."""
     name = k8s_name(shape.job, shape.nodes)
     command = ["torchrun"]
-    for flag, value in torchrun_options(shape.nodes, shape.gpus_per_node, "$(MASTER_ADDR):$(MASTER_PORT)", name):
+    for flag, value in torchrun_options(shape.nodes, shape.gpus_per_node, "$(MASTER_ADDR):$(MASTER_PORT)", name,
+                                          shape.restarts):
         command += [flag, str(value)]
     command.append(TRAIN_SCRIPT)
 

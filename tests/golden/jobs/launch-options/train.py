@@ -17,13 +17,18 @@ Options (docs/runtime.md in the parc repository describes them):
     --checkpoint-dir DIR       save DCP checkpoints to DIR/step-N
     --checkpoint-every N       also every N steps (default: only after the last step)
     --async-checkpoint         write checkpoints in the background (dcp.async_save) while training goes on
-    --resume                   continue from the newest DIR/step-N (written by any layout), if any
+    --resume                   continue from the newest DIR/step-N (written by any layout), if any;
+                               a torchrun restart (--max-restarts) resumes whenever DIR is given
+    --checkpoint-timeout SECONDS  timeout of the checkpoints' own (gloo) group: a slow writer
+                               waits this long, not --timeout (default 1800)
     --log-every N              log (and synchronise with the host) every N steps and after the last (default 10)
     --log-json FILE            rank 0 appends one JSON object per logged step
     --save-grads DIR           write every parameter's full gradient at every step (tests)
     --measure-memory FILE      write what every rank's tensors take in the last step (JSON, tests)
     --record-collectives FILE  write every collective the last step issues, per axis (JSON, tests)
     --timeout SECONDS          collective timeout (default 300)
+    --trace-dir DIR            where NCCL's flight recorder dumps each rank's last collectives when
+                               one times out (default: comm_traces in the current directory)
     --rehearse                 no torchrun: rehearse one rank at the real world size in one process
                                (fake process group and tensors; rehearse.py), print its memory (JSON)
     --rank R | --ranks classes the rank to rehearse (default 0), or one of every class of ranks
@@ -104,12 +109,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--checkpoint-every", type=int, default=0)
     parser.add_argument("--async-checkpoint", action="store_true")
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--checkpoint-timeout", type=float, default=1800.0)
     parser.add_argument("--log-every", type=int, default=10)
     parser.add_argument("--log-json", type=Path)
     parser.add_argument("--save-grads", type=Path)
     parser.add_argument("--measure-memory", type=Path)
     parser.add_argument("--record-collectives", type=Path)
     parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--trace-dir", type=Path, default=Path("comm_traces"))
     parser.add_argument("--rehearse", action="store_true")
     parser.add_argument("--rank", type=int, default=0)
     parser.add_argument("--ranks", choices=("classes",))
@@ -122,6 +129,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.steps = 2 if args.rehearse else STEPS  # a rehearsal's second step holds the optimizer states
     if args.resume and args.checkpoint_dir is None:
         parser.error("--resume needs --checkpoint-dir")
+    if int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0 and args.checkpoint_dir is not None:
+        args.resume = True  # torchrun restarted the job (--max-restarts): continue from its last checkpoint
     if args.log_every < 1:
         parser.error("--log-every needs a number of steps >= 1")
     if args.steps < 0 or args.timed_steps < 0:
@@ -189,15 +198,27 @@ def rendezvous(timeout: timedelta) -> dict:
     return {"store": dist.PrefixStore(f"attempt-{attempt}", store), "rank": rank, "world_size": world}
 
 
+def flight_recorder(trace_dir: Path) -> None:
+    """NCCL's flight recorder, as torchtitan sets it: every rank keeps its last collectives and
+    dumps them to DIR/rank_N when one times out, so a hang at thousands of ranks shows which
+    rank stopped where (torch's `fr_trace` reads the dumps). Read when the NCCL group is made;
+    a value already in the environment is kept."""
+    os.environ.setdefault("TORCH_NCCL_TRACE_BUFFER_SIZE", "20000")
+    os.environ.setdefault("TORCH_NCCL_DUMP_ON_TIMEOUT", "1")
+    if "TORCH_FR_DUMP_TEMP_FILE" not in os.environ:
+        trace_dir.mkdir(parents=True, exist_ok=True)
+        os.environ["TORCH_FR_DUMP_TEMP_FILE"] = str(trace_dir.resolve() / "rank_")
+
+
 def start(args: argparse.Namespace) -> torch.device:
     timeout = timedelta(seconds=args.timeout)
     store = rendezvous(timeout)
     if args.device == "cuda":
+        flight_recorder(args.trace_dir)
         device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
         torch.cuda.set_device(device)
-        # an asynchronous checkpoint's background writer runs its collectives on gloo
-        backend = "cpu:gloo,cuda:nccl" if args.async_checkpoint else "nccl"
-        dist.init_process_group(backend, timeout=timeout, device_id=device, **store)
+        # (checkpoints, an asynchronous one's background writer too, run on their own gloo group)
+        dist.init_process_group("nccl", timeout=timeout, device_id=device, **store)
     else:
         device = torch.device("cpu")
         dist.init_process_group("gloo", timeout=timeout, **store)
@@ -276,15 +297,28 @@ def checkpoint_state(rt: parallel.Runtime, optimizer, step: int) -> dict:
             "progress": {"step": step}}
 
 
+def checkpoint_group(args: argparse.Namespace):
+    """The checkpoints' own group, on gloo with --checkpoint-timeout: DCP's coordination and the
+    barriers around a save wait on the slowest writer (minutes for a large model on a shared
+    filesystem) without tripping the training collectives' --timeout, whose watchdog would take
+    the job down mid-save. None without --checkpoint-dir (every rank parses the same options,
+    so all of them make it, or none)."""
+    if args.checkpoint_dir is None:
+        return None
+    return dist.new_group(backend="gloo", timeout=timedelta(seconds=args.checkpoint_timeout))
+
+
 class Checkpointer:
     """Writes DIR/step-N under step-N.partial and renames it once every rank has finished. With
     --async-checkpoint, dcp.async_save copies the state to host memory and writes it from a
     background thread while training goes on; the write is finished (waited for, renamed) at
-    the next save and before the job exits, so at most one is in flight."""
+    the next save and before the job exits, so at most one is in flight. Every collective of a
+    save runs on `group` (`checkpoint_group`)."""
 
-    def __init__(self, directory: Path | None, asynchronous: bool) -> None:
+    def __init__(self, directory: Path | None, asynchronous: bool, group) -> None:
         self.directory = directory
         self.asynchronous = asynchronous
+        self.group = group
         self.pending: tuple | None = None
 
     def save(self, rt: parallel.Runtime, optimizer, step: int) -> None:
@@ -293,9 +327,9 @@ class Checkpointer:
         partial = self.directory / f"step-{step}.partial"
         state = checkpoint_state(rt, optimizer, step)
         if self.asynchronous:
-            self.pending = (dcp.async_save(state, checkpoint_id=str(partial)), partial, final)
+            self.pending = (dcp.async_save(state, checkpoint_id=str(partial), process_group=self.group), partial, final)
         else:
-            dcp.save(state, checkpoint_id=str(partial))
+            dcp.save(state, checkpoint_id=str(partial), process_group=self.group)
             self.pending = (None, partial, final)
             self.finish()
 
@@ -306,14 +340,14 @@ class Checkpointer:
         self.pending = None
         if writing is not None:
             writing.result()
-        dist.barrier()
+        dist.barrier(group=self.group)
         if dist.get_rank() == 0:
             partial.rename(final)
             print(f"saved {final}", flush=True)
-        dist.barrier()
+        dist.barrier(group=self.group)
 
 
-def load_checkpoint(rt: parallel.Runtime, optimizer, directory: Path) -> int:
+def load_checkpoint(rt: parallel.Runtime, optimizer, directory: Path, group) -> int:
     """The step to continue from: 0 when DIR holds no checkpoint yet, so that one command line
     starts a job and resumes it after a restart."""
     latest = latest_checkpoint(directory)
@@ -322,7 +356,7 @@ def load_checkpoint(rt: parallel.Runtime, optimizer, directory: Path) -> int:
             print(f"no checkpoint in {directory} yet: starting from step 0", flush=True)
         return 0
     state = checkpoint_state(rt, optimizer, 0)
-    dcp.load(state, checkpoint_id=str(latest[1]))
+    dcp.load(state, checkpoint_id=str(latest[1]), process_group=group)
     parallel.load_model_state(rt, state["model"])
     parallel.load_optimizer_state(rt, optimizer, state["optimizer"])
     if dist.get_rank() == 0:
@@ -830,11 +864,12 @@ def main(argv: list[str] | None = None) -> None:
         finish(0)
     rt = parallel.parallelize(meshes, device, compute_dtype(args, device), args.seed)
     optimizer = parallel.build_optimizer(rt, lambda params: make_optimizer(params, args.lr))
-    first = load_checkpoint(rt, optimizer, args.checkpoint_dir) if args.resume else 0
+    saving = checkpoint_group(args)
+    first = load_checkpoint(rt, optimizer, args.checkpoint_dir, saving) if args.resume else 0
     meter = MemoryMeter(rt) if args.measure_memory is not None else None
     norm_of = parallel.GradientNorm(rt)
     recorder = CollectiveRecorder(rt) if args.record_collectives is not None else None
-    checkpointer = Checkpointer(args.checkpoint_dir, args.async_checkpoint)
+    checkpointer = Checkpointer(args.checkpoint_dir, args.async_checkpoint, saving)
     window_start, window_cpu, window_steps = time.perf_counter(), time.process_time(), 0
     for step in range(first, args.steps):
         for group in optimizer.param_groups:

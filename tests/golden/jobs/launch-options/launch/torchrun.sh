@@ -47,4 +47,5 @@ exec "${PYTHON:-python3}" -m torch.distributed.run \
   --rdzv-backend c10d \
   --rdzv-endpoint "${rdzv_endpoint}" \
   --rdzv-id "${rdzv_id}" \
+  --max-restarts 2 \
   "${job_dir}/train.py" "$@"
