@@ -852,6 +852,9 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         fp8_scaling=recipe,
         context_parallel="torch" if family in ("torchtitan", "torch") else "te",
         dp_runtime="torch" if family in ("torchtitan", "torch") or torch_fsdp else "megatron",
+        # torch.distributed.pipelining's REDUCE_GRAD (`timing.serial_windows`): torchtitan's; an
+        # FSDP run's own pipeline (Meta's Llama 3) is not described by its source
+        pp_reduce_waits=family in ("torchtitan", "torch"),
         dp_copies=fsdp_version(family, text),
         # Megatron-LM's and TE's linears re-gather their saved sharded input in the backward
         # (`timing.regathered`); DTensor (torchtitan, FSDP with plain PyTorch) saves it gathered

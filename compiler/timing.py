@@ -481,6 +481,11 @@ class Software:
     (`reduces_after_step`, from the runtime each row states: name, commit, date) with it as a
     reading beside the one the calibration's contract gives them (docs/time-model.md,
     "Throughput against GPU count", says why it is not the reading)."""
+    pp_reduce_waits: bool = True
+    """Under pp the gradients' reduction waits for each stage's last backward and the compute
+    stream waits for it (torch.distributed.pipelining's REDUCE_GRAD, `serial_windows`: parc's job
+    and torchtitan). False: a pipeline runtime that reduces under the last micro-batch's backward
+    (Megatron-LM's bucket hooks), or one no source describes (Meta's Llama 3 runtime)."""
     dp_copies: str = "fsdp2"
     """How the data-parallel runtime copies parameters and gradients through HBM around its
     collectives (`dp_copy_bytes`, under `dp_runtime` "torch"): "fsdp2" (parc's job and
@@ -3037,7 +3042,7 @@ def collective_seconds(c: Collective, lk: Link) -> float:
 
 
 def dp_exposed(r: RankTimes, k: Knobs, links: DpLinks, grad: int = PARC.grad_bytes,
-               runtime: str = PARC.dp_runtime, overlap: bool = PARC.dp_overlap,
+               runtime: str = PARC.dp_runtime, serial: tuple[str, ...] = (),
                gather: int = PARC.gather_bytes) -> tuple[float, float]:
     """(exposed seconds, bytes sent) of one step's data-parallel communication on one rank.
 
@@ -3049,10 +3054,32 @@ def dp_exposed(r: RankTimes, k: Knobs, links: DpLinks, grad: int = PARC.grad_byt
 
     FSDP's per-unit collectives add the fill of a two-stage pipeline (`fsdp_fill`): the first
     unit's gather has no computation before it, the last unit's reduce-scatter none after it.
-    Without `overlap` (`Software.dp_overlap`) the once-per-step calls are charged whole."""
+    The once-per-step windows in `serial` (`serial_windows`), which nothing hides, are charged whole."""
     ledger = dp_ledger(r, k, links, grad, runtime, gather)
     back = r.backward_input + r.backward_weight + r.recompute
-    return _dp_exposed(ledger, k.microbatches, r.forward, back, links, nic_busy(r, links.dense), overlap)
+    return _dp_exposed(ledger, k.microbatches, r.forward, back, links, nic_busy(r, links.dense), serial)
+
+
+def serial_windows(sw: Software, pp: int) -> tuple[str, ...]:
+    """The once-per-step data-parallel windows whose calls no computation hides, so that all
+    their seconds show:
+
+    - without `Software.dp_overlap` (Megatron-LM before --overlap-grad-reduce) the gradients'
+      reduction after the forward-backward and the parameters' gather before the next one;
+    - under torch.distributed.pipelining (`Software.pp_reduce_waits`: parc's job and torchtitan
+      with pp > 1, FSDP2's data parallelism) the gradients' reduction: the schedule's REDUCE_GRAD action, placed right after a stage's last backward
+      (`schedules._add_reduce_grad`), issues every FSDP unit's reduce-scatter at once
+      (`PipelineStage.perform_reduce_grad`: `post_backward` of each group) and then makes the
+      compute stream wait for them (`_root_post_backward_final_callback` -> `finalize_backward`
+      waits on each group's post-reduce event), so the rank's next computation, another
+      chunk's backward or the optimizer step, starts only when they are done. The updated
+      parameters' gather stays hidden: the schedule's UNSHARD actions start it ahead of each
+      chunk's first forward (`fsdp_fill` charges the first one)."""
+    if not sw.dp_overlap:
+        return ("last_backward", "after_step")
+    if sw.dp_runtime == "torch" and sw.pp_reduce_waits and pp > 1:
+        return ("last_backward",)
+    return ()
 
 
 def nic_busy(r: RankTimes, lk: Link) -> tuple[float, float]:
@@ -3075,11 +3102,11 @@ def nic_busy(r: RankTimes, lk: Link) -> tuple[float, float]:
 
 @lru_cache(maxsize=65536)
 def _dp_exposed(ledger: tuple[Collective, ...], m: int, forward: float, back: float, links: DpLinks,
-                busy_nic: tuple[float, float] = (0.0, 0.0), overlap: bool = True) -> tuple[float, float]:
+                busy_nic: tuple[float, float] = (0.0, 0.0), serial: tuple[str, ...] = ()) -> tuple[float, float]:
     """`dp_exposed` of a ledger on its four `links`, under windows of `forward` and `back`
     seconds of which `busy_nic` the other axes' traffic holds the NIC (`nic_busy`)."""
     windows = dp_windows(ledger, m, links)
-    return dp_window_exposure(windows, m, forward, back, busy_nic, overlap), windows[3]
+    return dp_window_exposure(windows, m, forward, back, busy_nic, serial), windows[3]
 
 
 def dp_windows(ledger: tuple[Collective, ...], m: int,
@@ -3110,21 +3137,22 @@ def dp_windows(ledger: tuple[Collective, ...], m: int,
 
 
 def dp_window_exposure(windows: tuple, m: int, forward: float, back: float,
-                       busy_nic: tuple[float, float] = (0.0, 0.0), overlap: bool = True) -> float:
+                       busy_nic: tuple[float, float] = (0.0, 0.0), serial: tuple[str, ...] = ()) -> float:
     """The exposed seconds of `dp_windows` under one micro-batch's forward and backward (each
-    window counted once, see `dp_exposed`). Without `overlap` the once-per-step windows'
-    calls (`last_backward`, `after_step`) run between two forward-backwards, where no
-    computation hides them: all their seconds show.
+    window counted once, see `dp_exposed`). The once-per-step windows in `serial`
+    (`serial_windows`: `last_backward`, `after_step`) run where no computation hides them: all
+    their seconds show.
 
     A hidden call is not free: NCCL's kernels hold their share of the SMs while they run and the
     window's computation runs on the rest (`kernels.overlap_exposed`), except FSDP's first unit's
     call per window, which runs beside no computation (`fsdp_fill` charges it)."""
-    if not overlap:
-        busy, on_nic, (units_f, units_b, _), sent, occupied = windows
-        serial = busy["last_backward"] + busy["after_step"]
-        rest = (dict(busy, last_backward=0.0, after_step=0.0), on_nic, (units_f, units_b, 0), sent,
-                dict(occupied, last_backward=0.0, after_step=0.0))
-        return serial + dp_window_exposure(rest, m, forward, back, busy_nic)
+    if serial:
+        busy, on_nic, (units_f, units_b, after_step_calls), sent, occupied = windows
+        shown = sum(busy[window] for window in serial)
+        cleared = dict.fromkeys(serial, 0.0)
+        rest = (busy | cleared, on_nic, (units_f, units_b, 0 if "after_step" in serial else after_step_calls), sent,
+                occupied | cleared)
+        return shown + dp_window_exposure(rest, m, forward, back, busy_nic)
     busy, on_nic, (units_f, units_b, after_step_calls), _, occupied = windows
     exposed_s = 0.0
     for (window, once, length), taken, n in zip((("forward", "after_step", forward),
@@ -3562,7 +3590,7 @@ def rank_steps(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants
         ledger = Ledger(path_ledger(r, k, geo, shape, load) + dp_ledger(r, k, links, sw.grad_bytes, sw.dp_runtime,
                                                                   sw.gather_bytes),
                         compute, host_bytes=host)
-        exposed_dp, _ = dp_exposed(r, k, links, sw.grad_bytes, sw.dp_runtime, sw.dp_overlap, sw.gather_bytes)
+        exposed_dp, _ = dp_exposed(r, k, links, sw.grad_bytes, sw.dp_runtime, serial_windows(sw, k.pp), sw.gather_bytes)
         out[load] = RankStep(times=r, ledger=ledger, dp_exposed=exposed_dp, optimizer=optimizer_seconds(r, k, hw, c),
                              bounds=link_bounds(ledger, hw, c),
                              offload=m * offload_exposed(sizes, r, shape, k.runtime, hw, c),

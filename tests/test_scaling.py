@@ -47,7 +47,7 @@ def test_a_reduction_after_the_forward_backward_is_charged_whole(backward):
     """Overlapped, the last micro-batch's backward hides what it can of the all-reduce; after the
     forward-backward (Megatron-LM before --overlap-grad-reduce) nothing does."""
     hidden, _ = timing._dp_exposed(ddp_ledger(), 8, 0.1, backward, LINKS)
-    whole, _ = timing._dp_exposed(ddp_ledger(), 8, 0.1, backward, LINKS, (0.0, 0.0), False)
+    whole, _ = timing._dp_exposed(ddp_ledger(), 8, 0.1, backward, LINKS, (0.0, 0.0), ("last_backward", "after_step"))
     assert hidden == pytest.approx(max(0.0, RING_BY_HAND - backward), rel=1e-9, abs=1e-15)
     assert whole == pytest.approx(RING_BY_HAND, rel=1e-9)
 
@@ -59,7 +59,7 @@ def test_the_post_step_gather_is_charged_whole_too():
               Collective("dp", "all_gather", GRADIENTS / 2, 1, 4, 1, "after_step"))
     # each (n - 1) / n of its tensor over the ring, n - 1 crossing steps
     by_hand = 0.75 * GRADIENTS / 23e9 + 3 * 5e-6 + 0.75 * GRADIENTS / 2 / 23e9 + 3 * 5e-6
-    whole, _ = timing._dp_exposed(ledger, 4, 1.0, 1.0, LINKS, (0.0, 0.0), False)
+    whole, _ = timing._dp_exposed(ledger, 4, 1.0, 1.0, LINKS, (0.0, 0.0), ("last_backward", "after_step"))
     hidden, _ = timing._dp_exposed(ledger, 4, 1.0, 1.0, LINKS)
     assert whole == pytest.approx(by_hand, rel=1e-9)
     # overlapped, the reduce-scatter hides under the last backward and the single post-step
@@ -72,8 +72,56 @@ def test_per_micro_batch_windows_still_hide():
     read so) keep their windows."""
     ledger = (Collective("dp", "reduce_scatter", GRADIENTS, 8, 4, 1, "backward"),)
     a, _ = timing._dp_exposed(ledger, 8, 1.0, 1.0, LINKS)
-    b, _ = timing._dp_exposed(ledger, 8, 1.0, 1.0, LINKS, (0.0, 0.0), False)
+    b, _ = timing._dp_exposed(ledger, 8, 1.0, 1.0, LINKS, (0.0, 0.0), ("last_backward", "after_step"))
     assert a == b
+
+
+def test_torch_pipelining_reduces_after_each_stages_last_backward():
+    """torch.distributed.pipelining (parc's job and torchtitan under pp) puts one REDUCE_GRAD per
+    stage in each rank's order right after that stage's last backward (`_add_reduce_grad`), where FSDP's post-backward
+    issues the stage's reduce-scatters and makes the compute stream wait for them: under 1F1B it
+    is each rank's last action, with no computation of that rank after it. The time model charges
+    that reduction whole under pp (`timing.serial_windows`), and hides it under the last
+    micro-batch's backward without pp."""
+    from torch.distributed.pipelining.schedules import (
+        REDUCE_GRAD,
+        Schedule1F1B,
+        ScheduleInterleaved1F1B,
+        _add_reduce_grad,
+        _ComputationType,
+    )
+
+    class Stage:  # what the schedules' constructors read of a stage
+        def __init__(self, index, stages):
+            self.stage_index, self.num_stages, self.group_size, self.group_rank = index, stages, 2, index % 2
+
+    computations = (_ComputationType.FORWARD, _ComputationType.BACKWARD_INPUT, _ComputationType.FULL_BACKWARD,
+                    _ComputationType.BACKWARD_WEIGHT)
+    for schedule, per_rank in ((Schedule1F1B, 1), (ScheduleInterleaved1F1B, 2)):
+        for rank in range(2):
+            stages = [Stage(rank + 2 * c, 2 * per_rank) for c in range(per_rank)]
+            built = schedule(stages[0] if per_rank == 1 else stages, n_microbatches=4)
+            actions = [a for a in built.pipeline_order[rank] if a is not None]
+            if not any(a.computation_type == REDUCE_GRAD for a in actions):  # a multi-stage schedule's
+                actions = _add_reduce_grad(actions, 4)  # compute-only order, lowered as `_load_actions` does
+            reduces = [i for i, a in enumerate(actions) if a.computation_type == REDUCE_GRAD]
+            assert len(reduces) == per_rank, actions
+            for i in reduces:
+                stage = actions[i].stage_index
+                backward = [j for j, a in enumerate(actions) if a.stage_index == stage
+                            and a.computation_type in computations[1:]]
+                assert backward and i == backward[-1] + 1  # right after the stage's last backward
+            if per_rank == 1:
+                assert not [a for a in actions[reduces[0] + 1:] if a.computation_type in computations]
+    ledger = (Collective("dp", "reduce_scatter", GRADIENTS, 1, 4, 1, "last_backward"),)
+    by_hand = 0.75 * GRADIENTS / 23e9 + 3 * 5e-6
+    megatron = dataclasses.replace(timing.PARC, dp_runtime="megatron")
+    assert timing.serial_windows(timing.PARC, 4) == ("last_backward",)
+    assert timing.serial_windows(timing.PARC, 1) == timing.serial_windows(megatron, 4) == ()
+    assert timing.serial_windows(dataclasses.replace(timing.PARC, pp_reduce_waits=False), 4) == ()
+    piped, _ = timing._dp_exposed(ledger, 4, 1.0, 1.0, LINKS, (0.0, 0.0), timing.serial_windows(timing.PARC, 4))
+    alone, _ = timing._dp_exposed(ledger, 4, 1.0, 1.0, LINKS, (0.0, 0.0), timing.serial_windows(timing.PARC, 1))
+    assert piped == pytest.approx(by_hand, rel=1e-9) and alone < 0.1 * by_hand
 
 
 @pytest.fixture(scope="module")

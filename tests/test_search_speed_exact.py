@@ -157,7 +157,7 @@ def test_kept_rank_tails_are_the_time_models_own(path):
         _, core, times, _, knobs = engine._parts(group)
         for ks in knobs:
             links = engine._best_links(item, ks.hsdp_shard)
-            plain = core + max(timing.dp_exposed(r, ks, links, sw.grad_bytes, sw.dp_runtime, sw.dp_overlap, sw.gather_bytes)[0]
+            plain = core + max(timing.dp_exposed(r, ks, links, sw.grad_bytes, sw.dp_runtime, timing.serial_windows(sw, ks.pp), sw.gather_bytes)[0]
                                + timing.optimizer_seconds(r, ks, engine.hw, engine.constants)
                                + timing.dp_copy_seconds(timing.dp_copy_bytes(r, ks, links, sw), engine.hw, engine.constants)
                                for r in times)
@@ -1597,7 +1597,7 @@ def test_rank_tails_sharing_windows_across_micro_batch_counts_are_the_time_model
         ks = engine._plain_with_sharding(k, sharding, shard)
         links = engine._best_links(item, shard)
         for r in times:
-            exposed, _ = timing.dp_exposed(r, ks, links, sw.grad_bytes, sw.dp_runtime, sw.dp_overlap, sw.gather_bytes)
+            exposed, _ = timing.dp_exposed(r, ks, links, sw.grad_bytes, sw.dp_runtime, timing.serial_windows(sw, ks.pp), sw.gather_bytes)
             optimizer = timing.optimizer_seconds(r, ks, engine.hw, engine.constants)
             copies = timing.dp_copy_seconds(timing.dp_copy_bytes(r, ks, links, sw), engine.hw, engine.constants)
             assert engine._rank_tail_of(item, r, k, sharding, shard) == exposed + optimizer + copies
@@ -2309,8 +2309,10 @@ def test_the_held_floors_cheap_decision_is_the_floors_own(name):
 def test_groups_out_by_their_held_floor_change_no_answer(name):
     """The scan that tries each group's held floor before its bounds (`Engine.held_floors`)
     against the scan without it: the same top to the last bit, the same evaluations of the time
-    model and the same smallest peak noted (where nothing fits, the held floor's groups are
-    noted at their own `_quick_floor`, as a family's are); only the split between "bounded out"
+    model and, where nothing fits, the same smallest peak (E0502 reports it; the held floor's
+    groups are noted at their own `_quick_floor`, as a family's are; where something fits they
+    are never noted, so the held scan's smallest peak is of fewer groups: no smaller); only the
+    split between "bounded out"
     and "does not fit" moves (a group counted out where the plain scan left it queued), and
     fewer groups are bounded. Every group the held floor counts out is out by it."""
     from parc.pipeline import compile_text
@@ -2340,7 +2342,10 @@ def test_groups_out_by_their_held_floor_change_no_answer(name):
     assert (a.timed, a.time_evaluations, a.merged, a.valid, a.raw, a.pruned) == (
         b.timed, b.time_evaluations, b.merged, b.valid, b.raw, b.pruned)
     assert a.bounded + a.out_of_memory == b.bounded + b.out_of_memory and a.out_of_memory >= b.out_of_memory
-    assert fast.smallest_peak == plain.smallest_peak
+    if fast.found:
+        assert fast.smallest_peak is None or fast.smallest_peak >= plain.smallest_peak
+    else:
+        assert fast.smallest_peak == plain.smallest_peak
     assert bool(fast.found) == (name != "nothing fits")
     if name != "deepseek-v3-like":  # (all pp 1: a rank holds one micro-batch, the first floor is sharper)
         assert counted and fast_bounds < plain_bounds, (len(counted), fast_bounds, plain_bounds)

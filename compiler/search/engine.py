@@ -1561,8 +1561,9 @@ class Engine:
                                           self.software.gather_bytes)
                 windows = cache[wkey] = (timing.dp_windows(ledger, ks.microbatches, links),
                                          self._optimizer(item, r, ks))
+            serial = timing.serial_windows(self.software, k.pp)
             cached = cache[key] = timing.dp_window_exposure(windows[0], k.microbatches, r.forward, back,
-                                                            NO_NIC, self.software.dp_overlap) + windows[1] \
+                                                            NO_NIC, serial) + windows[1] \
                 + self._copies_of(item, r, k, sharding, shard)
         return cached
 
