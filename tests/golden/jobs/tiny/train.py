@@ -13,6 +13,9 @@ Options (docs/runtime.md in the parc repository describes them):
     --steps N                  optimizer steps (default 4; 2 with --rehearse)
     --seed S                   seed of the initial weights and the synthetic data (default 0)
     --lr LR, --warmup N        peak learning rate (default 3e-4), linear warm-up steps (default 0)
+    --lr-decay {constant,linear,cosine}  after the warm-up: constant (default), or decayed to
+                               --min-lr at the last step (--steps counts the whole run)
+    --min-lr LR                the decayed rate at the last step (default: a tenth of --lr)
     --precision {auto,fp32,bf16}   auto: bf16 on cuda, fp32 on cpu
     --checkpoint-dir DIR       save DCP checkpoints to DIR/step-N
     --checkpoint-every N       also every N steps (default: only after the last step)
@@ -49,6 +52,7 @@ import argparse
 import dataclasses
 import importlib
 import json
+import math
 import os
 import re
 import resource
@@ -104,6 +108,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--lr", type=float, default=3e-4)
     parser.add_argument("--warmup", type=int, default=0)
+    parser.add_argument("--lr-decay", choices=("constant", "linear", "cosine"), default="constant")
+    parser.add_argument("--min-lr", type=float)
     parser.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto")
     parser.add_argument("--checkpoint-dir", type=Path)
     parser.add_argument("--checkpoint-every", type=int, default=0)
@@ -133,6 +139,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.resume = True  # torchrun restarted the job (--max-restarts): continue from its last checkpoint
     if args.log_every < 1:
         parser.error("--log-every needs a number of steps >= 1")
+    if args.min_lr is not None and not 0 <= args.min_lr <= args.lr:
+        parser.error("--min-lr needs a rate from 0 to --lr")
     if args.steps < 0 or args.timed_steps < 0:
         parser.error("--steps and --timed-steps need a number of steps >= 0")
     if args.rehearse and args.steps + args.timed_steps == 0:
@@ -278,9 +286,17 @@ def make_optimizer(params: list, lr: float) -> torch.optim.Optimizer:
 
 
 def learning_rate(args: argparse.Namespace, step: int) -> float:
+    """Linear warm-up to --lr over --warmup steps, then --lr-decay: constant, or linear or
+    cosine from --lr down to --min-lr at the run's last step (step --steps - 1). A function of
+    the step alone, so a resumed run continues the same schedule."""
     if step < args.warmup:
         return args.lr * (step + 1) / args.warmup
-    return args.lr
+    if args.lr_decay == "constant":
+        return args.lr
+    floor = args.lr / 10 if args.min_lr is None else args.min_lr
+    progress = min(1.0, (step - args.warmup) / max(1, args.steps - 1 - args.warmup))
+    shape = 1 - progress if args.lr_decay == "linear" else 0.5 * (1 + math.cos(math.pi * progress))
+    return floor + (args.lr - floor) * shape
 
 
 # ---------------------------------------------------------------------------------------------
