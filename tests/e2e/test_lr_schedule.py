@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from .harness import compile_job, torchrun
+from .harness import compile_job, one_of_each_kind, torchrun
 
 pytestmark = pytest.mark.e2e
 
@@ -25,8 +25,7 @@ def expected(decay: str, step: int) -> float:
     return FLOOR + (PEAK - FLOOR) * shape
 
 
-@pytest.mark.parametrize("decay", ["cosine", pytest.param("linear", marks=pytest.mark.slow),
-                                   pytest.param("constant", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("decay", one_of_each_kind(["cosine", "linear", "constant"], ["cosine"]))
 def test_the_logged_rates_follow_the_schedule(decay, workdir):
     job = compile_job("reference", workdir)
     run = torchrun(job, 1, "--steps", str(STEPS), "--lr", str(PEAK), "--warmup", str(WARMUP), "--lr-decay", decay,
