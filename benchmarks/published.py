@@ -207,8 +207,9 @@ def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str
     peak = hw.get("peak_tflops_dense_at_precision")
     catalogue = _catalogue_peak(key, precision) if "v100" not in lowered else 125
     if isinstance(peak, (int, float)) and peak > 0:
-        if abs(peak - catalogue) > 0.5:
-            overrides.append(f"{'fp8' if precision == 'fp8' and g['fp8_flops'] else 'bf16'} {peak:g} TFLOP/s")
+        if abs(peak - catalogue) > 0.5:  # the row's own peak replaces the one assumed above (a V100's)
+            field = "fp8" if precision == "fp8" and g["fp8_flops"] else "bf16"
+            overrides = [o for o in overrides if not o.startswith(field + " ")] + [f"{field} {peak:g} TFLOP/s"]
     else:
         peak = catalogue
         if name:

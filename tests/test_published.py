@@ -85,6 +85,22 @@ def test_hardware_is_read_from_the_gpu_name_note_and_figures(cases):
     assert torchtitan.peak == 989 and any("states none" in a for a in torchtitan.assumptions)
 
 
+def test_a_v100_row_with_its_own_peak_compiles(published):
+    """A V100 whose row states a peak other than the SXM2's 125 TFLOP/s (DGX-2's SXM3 parts run at
+    130): that peak replaces the assumed one (the block once set `bf16` twice: E0204, the row left out)."""
+    notes: list[str] = []
+    text, key, _, peak = published.hardware_block(
+        {"gpu": "V100-SXM3-32GB", "gpu_memory_gb": 32, "gpus_per_node": 16, "peak_tflops_dense_at_precision": 130},
+        "fp16", notes)
+    assert key == "a100-40gb" and peak == 130 and text.count("bf16 ") == 1 and "bf16 130 TFLOP/s" in text
+    from parc.pipeline import compile_text
+    spec = (f"dp 16 on nodes(16 gpus, nvlink)\nmodel tiny\n{text}\n"
+            "train { seq 32, global-batch 16, precision fp16 }\n")
+    result = compile_text(spec, path="v100.par", checks=False)
+    assert result.plan is not None, [d.message for d in result.diagnostics]
+    assert result.plan.cluster.gpu.bf16_flops == 130e12
+
+
 def test_layouts_axes_and_schedules(cases):
     assert "tp 2 x dp 16 x pp 4" in spec_of(cases, "h800_mixtral_folded_ep")
     # expert tensor parallelism 1 with tp 2: Megatron-Core's expert mesh takes the tp ranks first
