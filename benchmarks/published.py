@@ -113,7 +113,10 @@ def source_year(entry: dict) -> int | None:
     return None
 
 
-def _int(value, name: str) -> int | None:
+def _int(value, name: str, binary: bool = False) -> int | None:
+    """A whole number as a row writes it (`WHOLE`), or with a multiplier (`SCALED`: "50K", "1.5M"):
+    decimal, or powers of 1,024 where `binary` (a sequence's "8K" is 8,192 tokens). A multiplier
+    is never dropped: "2K" read as 2 would predict a sequence of two tokens."""
     if value is None:
         return None
     if isinstance(value, bool):
@@ -121,6 +124,12 @@ def _int(value, name: str) -> int | None:
     if isinstance(value, (int, float)):
         if math.isfinite(value) and float(value).is_integer() and value >= 0:
             return int(value)
+        raise Unusable(f"`{name}` is not a whole number ({value!r})")
+    scaled = re.match(SCALED, str(value))
+    if scaled:
+        number = float(scaled.group(1)) * (1024 if binary else 1000) ** ("kmb".index(scaled.group(2).lower()) + 1)
+        if number.is_integer():
+            return int(number)
         raise Unusable(f"`{name}` is not a whole number ({value!r})")
     found = re.match(WHOLE, str(value))  # "8 (stated)", "TP=8", "1,536"; not "2.5", "-3" or "1,5"
     if found:
@@ -133,6 +142,8 @@ COUNT = r"(\d{1,3}(?:,\d{3})+|\d+)"
 WHOLE = r"\s*(?:[A-Za-z]+\s*[=:]?\s*)?" + COUNT + r"(?![\d.,])"
 """A whole number as a row writes it: bare, after a label ("TP=8", "tp 8"), or with thousands
 separators ("1,536", which must never read as 1)."""
+SCALED = r"\s*(?:[A-Za-z]+\s*[=:]?\s*)?(\d+(?:\.\d+)?)\s*([KkMmBb])(?![A-Za-z])"
+"""A number with a multiplier letter: "2K", "128k", "1.5M", "seq=8K"."""
 TOKEN_SCALE = {"": 1, "k": 10**3, "m": 2**20, "b": 10**9}
 """Multipliers of a token count: "4M tokens" is 4 x 2^20 (a batch of 4,194,304 = 1,024 x 4,096
 tokens is what papers call 4M); K and B are decimal."""
@@ -431,7 +442,7 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     if missing:
         raise Unusable("the model's " + ", ".join(f"`{k}`" for k in missing) + " not published")
     layers, h, heads = _int(m["layers"], "layers"), _int(m["hidden"], "hidden"), _int(m["heads"], "heads")
-    vocab, seq = _int(m["vocab"], "vocab"), _int(m["seq_len"], "seq_len")
+    vocab, seq = _int(m["vocab"], "vocab"), _int(m["seq_len"], "seq_len", binary=True)
     zero = [k for k, v in (("layers", layers), ("hidden", h), ("heads", heads), ("vocab", vocab), ("seq_len", seq))
             if v == 0]
     if zero:
@@ -643,10 +654,12 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
         for n in names:
             v = out.get(n)
             if isinstance(v, str):  # YAML 1.1 reads "3.0e6" as a string; rows write "52%", "~400 TFLOP/s"
-                found = re.fullmatch(r"\s*[~≈]?\s*(\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?)\s*(?:%|[A-Za-z/ -]*)\s*", v)
+                found = re.fullmatch(r"\s*[~≈]?\s*(\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?)\s*([KMB](?![A-Za-z]))?"
+                                     r"\s*(?:%|[A-Za-z/ -]*)\s*", v)
                 if not found:
                     continue
-                v = float(found.group(1).replace(",", ""))
+                # "1.2M tokens/s": the multiplier is never dropped (decimal, as throughputs are written)
+                v = float(found.group(1).replace(",", "")) * {None: 1, "K": 1e3, "M": 1e6, "B": 1e9}[found.group(2)]
             if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0:
                 return float(v)
         return None
@@ -1244,8 +1257,8 @@ def batch_of(entry: dict, replicas: int, others: list[dict], notes: list[str]) -
     else borrowed from a sibling run (`sibling_micro_batches`)."""
     lay = entry.get("layout") or {}
     micro = _int(lay.get("micro_batch"), "micro_batch")
-    seq = (entry.get("model") or {}).get("seq_len")
-    batch = global_batch_sequences(lay.get("global_batch"), seq if isinstance(seq, int) else None, notes)
+    seq = _int((entry.get("model") or {}).get("seq_len"), "seq_len", binary=True)
+    batch = global_batch_sequences(lay.get("global_batch"), seq, notes)
     accum = _int(lay.get("grad_accum"), "grad_accum")
     if micro is None:
         if batch and accum and batch % (replicas * accum) == 0:

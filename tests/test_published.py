@@ -85,6 +85,18 @@ def test_hardware_is_read_from_the_gpu_name_note_and_figures(cases):
     assert torchtitan.peak == 989 and any("states none" in a for a in torchtitan.assumptions)
 
 
+def test_counts_with_a_multiplier_keep_it(published):
+    """A sequence's "8K" is 8,192 tokens (it once read as 8); other counts' K, M and B are decimal."""
+    assert published._int("8K", "seq_len", binary=True) == 8192
+    assert published._int("128k", "seq_len", binary=True) == 131072
+    assert published._int("seq=1M", "seq_len", binary=True) == 2**20
+    assert published._int("50K", "vocab") == 50_000 and published._int("1.5M", "x") == 1_500_000
+    assert published._int("32 blocks", "layers") == 32 and published._int("TP=8", "tp") == 8
+    assert published._int("1.5K", "seq_len", binary=True) == 1536
+    with pytest.raises(published.Unusable):
+        published._int("1.2345K", "x")  # 1,234.5 is no count
+
+
 def test_a_v100_row_with_its_own_peak_compiles(published):
     """A V100 whose row states a peak other than the SXM2's 125 TFLOP/s (DGX-2's SXM3 parts run at
     130): that peak replaces the assumed one (the block once set `bf16` twice: E0204, the row left out)."""
@@ -414,6 +426,10 @@ def test_reported_numbers_written_with_units(published):
         assert published.reported_tflops(out, conv, "k", dims, 8, 8, 989, "none")[0] == pytest.approx(514.28)
     assert published.reported_tflops({"tflops_per_gpu": "~400 TFLOP/s"}, conv, "k", dims, 8, 8, 989, "none") == (
         400.0, "reported TFLOP/s")
+    # a multiplier is the figure's: "1.2M tokens/s" is 1.2e6 (it once read as 1.2)
+    per_token = published.reported_tflops({"tokens_per_s": 1.2e6}, conv, "k", dims, 8, 8, 989, "none")[0]
+    assert published.reported_tflops({"tokens_per_s": "1.2M tokens/s"}, conv, "k", dims, 8, 8, 989, "none")[0] \
+        == pytest.approx(per_token)
     for unread in ("n/a", "400-450"):  # a range is not a figure
         with pytest.raises(published.Unusable, match="no throughput"):
             published.reported_tflops({"tflops_per_gpu": unread}, conv, "k", dims, 8, 8, 989, "none")
