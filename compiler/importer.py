@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from .catalog import models as model_catalog
 from .diagnostics import Diagnostic, error, warning
+from .plan import NORM_EPS, ROPE_THETA
 from .source import SourceFile, Span
 
 MODEL_FIELDS = ("layers", "hidden", "ffn", "heads", "kv_heads", "head_dim", "vocab", "tied_embeddings",
@@ -211,8 +212,11 @@ def model_text(fields: dict) -> str:
     return "model {\n" + "".join(f"  {p}\n" for p in parts) + "}"
 
 
-ROPE_THETA, NORM_EPS = 10000.0, 1e-5
-"""The spec's defaults for `rope-theta` and `norm-eps` (`plan.Model`'s)."""
+def _positive_number(value) -> float | None:
+    """A config's real value that is a positive, finite number (not a bool), else None."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
+        return float(value)
+    return None
 
 
 def _rope_and_norm_text(fields: dict, preset: dict) -> list[str]:
@@ -340,9 +344,9 @@ def import_hf(source: SourceFile) -> Imported:
     }
     for key, field_ in (("rope_theta", "rope_theta"), ("rms_norm_eps", "norm_eps"), ("layer_norm_eps", "norm_eps"),
                         ("layer_norm_epsilon", "norm_eps")):
-        value = config.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
-            fields[field_] = float(value)
+        value = _positive_number(config.get(key))
+        if value is not None:
+            fields[field_] = value
         elif key in config:
             diags.append(warning("W0701", f"`{key}` is not a positive number: not imported", span(key),
                                  label="not imported", help="check the config's value"))
@@ -485,8 +489,8 @@ def read_flavour(module: SourceFile, config: str, config_span: Span) -> tuple[Fl
         fields |= {"experts": 0, "top_k": 0, "expert_ffn": 0, "shared_experts": 0}
     for name, field_, default in (("NORM_EPS", "norm_eps", NORM_EPS), ("ROPE_THETA", "rope_theta", ROPE_THETA)):
         value, span = constants.get(name, (None, where))
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
-            fields[field_] = float(value)
+        if (number := _positive_number(value)) is not None:
+            fields[field_] = number
         else:
             diags.append(warning("W0701", f"`{name}` is not a positive number: the spec's default {default:g} "
                                  "is used", span, label="not imported", help=f"write `{name} = {default:g}`"))
@@ -756,12 +760,12 @@ def _import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
         return int(value)
 
     def positive(name: str, default: float) -> float:
-        value = get(name, default)
+        value = get(name, default)  # the command line's text, or True for an option without a value
         try:
-            number = math.nan if isinstance(value, bool) else float(value)
+            number = None if isinstance(value, bool) else _positive_number(float(value))
         except ValueError:
-            number = math.nan
-        if not (math.isfinite(number) and number > 0):
+            number = None
+        if number is None:
             raise _NotPositive(name)
         return number
 

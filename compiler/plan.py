@@ -43,6 +43,12 @@ class Sourced(Frozen):
         return None
 
 
+ROPE_THETA = 10000.0
+"""RoPE's base where the spec states none (Su et al. 2021's)."""
+NORM_EPS = 1e-5
+"""The normalisation layers' epsilon where the spec states none."""
+
+
 class Model(Sourced):
     """The network: a decoder-only transformer, dense or mixture-of-experts."""
 
@@ -68,10 +74,10 @@ class Model(Sourced):
     norm: Literal["layernorm", "rmsnorm"]
     position: Literal["learned", "rope", "none"]
     """`learned` adds a seq x hidden embedding table."""
-    rope_theta: float = 10000.0
+    rope_theta: float = ROPE_THETA
     """RoPE's base: position p turns pair i of a head by p x theta^(-2i / head_dim) (Su et al.
     2021's 10,000; Llama 3 500,000). Changes no cost, only the function the job computes."""
-    norm_eps: float = 1e-5
+    norm_eps: float = NORM_EPS
     """Epsilon of every normalisation layer (RMSNorm or LayerNorm)."""
     experts: int = 0
     """Routed experts per MoE layer; 0 for a dense model."""

@@ -16,6 +16,8 @@ from .catalog import gpus as gpu_catalog
 from .catalog import models as model_catalog
 from .diagnostics import Diagnostic, Label, error
 from .plan import (
+    NORM_EPS,
+    ROPE_THETA,
     Allow,
     Axis,
     Cluster,
@@ -239,7 +241,7 @@ class _Resolver:
         if base.get("position", "rope") != "rope" and "rope_theta" in written:
             self.err("E0212", "`rope-theta` without RoPE", written["rope_theta"],
                      label=f"position is {base.get('position')}", help="remove it, or write `position rope`")
-        return dict(rope_theta=float(base.get("rope_theta", 10000.0)), norm_eps=float(base.get("norm_eps", 1e-5)))
+        return dict(rope_theta=float(base.get("rope_theta", ROPE_THETA)), norm_eps=float(base.get("norm_eps", NORM_EPS)))
 
     def moe_routing(self, base: dict, spans: dict, block: BlockSpec, moe: bool) -> dict:
         """Balancing and capacity of the routed experts; on a dense model they are an error
