@@ -190,3 +190,24 @@ def test_resume_with_no_checkpoint_yet_starts_from_step_zero(job, uninterrupted)
                                  "--checkpoint-dir", str(job.parent / "ck-empty"), "--resume")
     assert status == 0, output[-3000:]
     assert [s for s, _ in losses(log)] == [0, 1]
+
+
+def test_a_resume_with_other_settings_stops_before_the_model_is_built(job, uninterrupted):
+    """Every checkpoint keeps the run's seed and learning-rate schedule; a resume that changes
+    them (here --seed and --lr) would train on another data stream at another rate without a
+    word, so it stops with exit status 2 naming each change, unless --override-settings."""
+    import shutil
+    checkpoints = job.parent / "ck-changed"
+    shutil.copytree(job.parent / "ck-uninterrupted" / f"step-{EVERY}", checkpoints / f"step-{EVERY}")
+    changed = ("--steps", str(STEPS), "--seed", "1", "--lr", "2e-3", "--checkpoint-dir", str(checkpoints), "--resume")
+    status, output, _ = torchrun(job, "train.py", *changed)
+    assert status != 0 and re.search(r"exitcode\s*:\s*2\b", output), output[-3000:]
+    assert "seed 0 in the checkpoint, 1 now" in output and "lr 0.001 in the checkpoint, 0.002 now" in output, output[-3000:]
+    assert "help: pass the checkpoint's values again, or --override-settings" in output
+    assert 'File "train.py"' not in output and "resumed from" not in output, output[-3000:]
+    log = job.parent / "changed.jsonl"
+    status, output, _ = torchrun(job, "train.py", *changed, "--override-settings", "--log-json", str(log),
+                                 "--log-every", "1")
+    assert status == 0, output[-3000:]
+    assert "note: resuming" in output and re.search(rf"resumed from \S*step-{EVERY}\b", output), output[-3000:]
+    assert [s for s, _ in losses(log)] == list(range(EVERY, STEPS))

@@ -24,6 +24,9 @@ Options (docs/runtime.md in the parc repository describes them):
                                a torchrun restart (--max-restarts) resumes whenever DIR is given
     --checkpoint-timeout SECONDS  timeout of the checkpoints' own (gloo) group: a slow writer
                                waits this long, not --timeout (default 1800)
+    --override-settings        resume although --seed or the learning-rate schedule (--lr, --warmup,
+                               --lr-decay, --min-lr, and --steps under a decay) differ from the
+                               checkpoint's: the new values apply from the resumed step on
     --log-every N              log (and synchronise with the host) every N steps and after the last (default 10)
     --log-json FILE            rank 0 appends one JSON object per logged step
     --save-grads DIR           write every parameter's full gradient at every step (tests)
@@ -43,7 +46,8 @@ Options (docs/runtime.md in the parc repository describes them):
     --real-tensors             rehearse with real tensors and kernels on --device (always so on
                                cuda; on cpu only for small models, to test the GPU's code path)
 
-Exit status: 0 done, 2 launched in a way that does not match the plan, 1 anything else.
+Exit status: 0 done, 2 launched in a way that does not match the plan (or resumed with other
+settings than its checkpoint's), 1 anything else.
 """
 
 from __future__ import annotations
@@ -116,6 +120,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--async-checkpoint", action="store_true")
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--checkpoint-timeout", type=float, default=1800.0)
+    parser.add_argument("--override-settings", action="store_true")
     parser.add_argument("--log-every", type=int, default=10)
     parser.add_argument("--log-json", type=Path)
     parser.add_argument("--save-grads", type=Path)
@@ -308,9 +313,20 @@ def latest_checkpoint(directory: Path) -> tuple[int, Path] | None:
     return max(found) if found else None
 
 
-def checkpoint_state(rt: parallel.Runtime, optimizer, step: int) -> dict:
+def run_settings(args: argparse.Namespace) -> dict:
+    """The options that decide a run's trajectory beyond its state: the data stream (--seed:
+    each step's batch is a function of the seed and the step) and the learning rate of every
+    step (`learning_rate`: --steps only sets the horizon of a decay). Saved with every
+    checkpoint; a resume compares them (`check_resumed_settings`)."""
+    decays = args.lr_decay != "constant"
+    return {"seed": args.seed, "lr": args.lr, "warmup": args.warmup, "lr_decay": args.lr_decay,
+            "min_lr": (args.lr / 10 if args.min_lr is None else args.min_lr) if decays else 0.0,
+            "steps": args.steps if decays else 0}
+
+
+def checkpoint_state(rt: parallel.Runtime, optimizer, step: int, settings: dict) -> dict:
     return {"model": parallel.model_state(rt), "optimizer": parallel.optimizer_state(rt, optimizer),
-            "progress": {"step": step}}
+            "progress": {"step": step, "settings": dict(settings)}}
 
 
 def checkpoint_group(args: argparse.Namespace):
@@ -331,17 +347,18 @@ class Checkpointer:
     the next save and before the job exits, so at most one is in flight. Every collective of a
     save runs on `group` (`checkpoint_group`)."""
 
-    def __init__(self, directory: Path | None, asynchronous: bool, group) -> None:
+    def __init__(self, directory: Path | None, asynchronous: bool, group, settings: dict) -> None:
         self.directory = directory
         self.asynchronous = asynchronous
         self.group = group
+        self.settings = settings
         self.pending: tuple | None = None
 
     def save(self, rt: parallel.Runtime, optimizer, step: int) -> None:
         self.finish()
         final = self.directory / f"step-{step}"
         partial = self.directory / f"step-{step}.partial"
-        state = checkpoint_state(rt, optimizer, step)
+        state = checkpoint_state(rt, optimizer, step, self.settings)
         if self.asynchronous:
             self.pending = (dcp.async_save(state, checkpoint_id=str(partial), process_group=self.group), partial, final)
         else:
@@ -363,20 +380,56 @@ class Checkpointer:
         dist.barrier(group=self.group)
 
 
-def load_checkpoint(rt: parallel.Runtime, optimizer, directory: Path, group) -> int:
-    """The step to continue from: 0 when DIR holds no checkpoint yet, so that one command line
-    starts a job and resumes it after a restart."""
-    latest = latest_checkpoint(directory)
+def resumed_checkpoint(args: argparse.Namespace, group) -> Path | None:
+    """The checkpoint a --resume continues from (the newest DIR/step-N), None when DIR holds
+    none yet, so that one command line starts a job and resumes it after a restart. Read before
+    the model is built: a resume whose settings differ from the checkpoint's stops here, in
+    seconds, with exit status 2 (`check_resumed_settings`)."""
+    latest = latest_checkpoint(args.checkpoint_dir)
     if latest is None:
         if dist.get_rank() == 0:
-            print(f"no checkpoint in {directory} yet: starting from step 0", flush=True)
-        return 0
-    state = checkpoint_state(rt, optimizer, 0)
-    dcp.load(state, checkpoint_id=str(latest[1]), process_group=group)
+            print(f"no checkpoint in {args.checkpoint_dir} yet: starting from step 0", flush=True)
+        return None
+    check_resumed_settings(args, latest[1], group)
+    return latest[1]
+
+
+def check_resumed_settings(args: argparse.Namespace, path: Path, group) -> None:
+    """Stop (exit status 2, every rank) where this run's `run_settings` differ from those saved
+    in checkpoint `path`, unless --override-settings: a changed seed silently trains on another
+    data stream from the resumed step on, a changed schedule jumps the learning rate (Megatron-LM
+    refuses the same unless told `--override-opt_param-scheduler`). A checkpoint written before
+    the settings were saved has none to compare: it resumes as before."""
+    ours = run_settings(args)
+    saved = {"progress": {"settings": dict(ours)}}  # kept where the checkpoint has no settings
+    dcp.load(saved, checkpoint_id=str(path), process_group=group,
+             planner=dcp.DefaultLoadPlanner(allow_partial_load=True))
+    theirs = saved["progress"]["settings"]
+    changed = [name for name in ours if theirs[name] != ours[name]]
+    if not changed:
+        return
+    listed = ", ".join(f"{name} {theirs[name]!r} in the checkpoint, {ours[name]!r} now" for name in changed)
+    if args.override_settings:
+        if dist.get_rank() == 0:
+            print(f"note: resuming {path} with other settings (--override-settings): {listed}", flush=True)
+        return
+    if dist.get_rank() == 0:
+        print(f"error: {path} was written with other settings than this run's: {listed}\n"
+              "help: pass the checkpoint's values again, or --override-settings to continue with the new ones "
+              "from the resumed step on", file=sys.stderr, flush=True)
+    finish(2)
+
+
+def load_checkpoint(rt: parallel.Runtime, optimizer, path: Path, group) -> int:
+    """Loads checkpoint `path` (`resumed_checkpoint`) into the model and optimizer; DCP reshards
+    it from whatever layout wrote it. Returns the step to continue from."""
+    state = checkpoint_state(rt, optimizer, 0, {})
+    state["progress"].pop("settings")  # compared before the model was built
+    dcp.load(state, checkpoint_id=str(path), process_group=group)
     parallel.load_model_state(rt, state["model"])
     parallel.load_optimizer_state(rt, optimizer, state["optimizer"])
     if dist.get_rank() == 0:
-        print(f"resumed from {latest[1]}", flush=True)
+        print(f"resumed from {path}", flush=True)
     return int(state["progress"]["step"])
 
 
@@ -878,14 +931,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.dry_run:
         dry_run(args, meshes)
         finish(0)
+    saving = checkpoint_group(args)
+    resumed = resumed_checkpoint(args, saving) if args.resume else None
     rt = parallel.parallelize(meshes, device, compute_dtype(args, device), args.seed)
     optimizer = parallel.build_optimizer(rt, lambda params: make_optimizer(params, args.lr))
-    saving = checkpoint_group(args)
-    first = load_checkpoint(rt, optimizer, args.checkpoint_dir, saving) if args.resume else 0
+    first = load_checkpoint(rt, optimizer, resumed, saving) if resumed is not None else 0
     meter = MemoryMeter(rt) if args.measure_memory is not None else None
     norm_of = parallel.GradientNorm(rt)
     recorder = CollectiveRecorder(rt) if args.record_collectives is not None else None
-    checkpointer = Checkpointer(args.checkpoint_dir, args.async_checkpoint, saving)
+    checkpointer = Checkpointer(args.checkpoint_dir, args.async_checkpoint, saving, run_settings(args))
     window_start, window_cpu, window_steps = time.perf_counter(), time.process_time(), 0
     for step in range(first, args.steps):
         for group in optimizer.param_groups:
