@@ -59,6 +59,25 @@ def test_asynchronous_checkpoints_resume_like_synchronous_ones(workdir, referenc
     resume_elsewhere(workdir, saved, "reference", 1, reference, "async-resume")
 
 
+def test_a_checkpoint_written_before_the_run_settings_were_saved_resumes(workdir, reference):
+    """Checkpoints now keep the run's settings (`run_settings`; a resume with other values
+    stops: tests/test_faults.py). One written before has none: the step-2 checkpoint is
+    rewritten without them (DCP -> torch.save -> DCP, torch's own format converters) and
+    resumes exactly as before."""
+    import torch
+    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save, torch_save_to_dcp
+
+    saved = save_checkpoints(workdir, "reference", 1, reference, "with-settings")
+    whole = workdir / "with-settings.pt"
+    dcp_to_torch_save(saved / "step-2", whole)
+    state = torch.load(whole, weights_only=False)
+    assert state["progress"].pop("settings")["seed"] == 0, "the settings are saved"
+    torch.save(state, whole)
+    old = workdir / "checkpoints-pre-settings"
+    torch_save_to_dcp(whole, old / "step-2")
+    resume_elsewhere(workdir, old, "reference", 1, reference, "pre-settings-resume")
+
+
 @pytest.mark.long
 def test_aux_free_expert_bias_resumes_under_another_layout(workdir):
     """The routers' expert bias is model state: ep 2 x dp 2 saves it after step 2, one process
