@@ -2776,6 +2776,36 @@ chunk's first forward. What it moved: torchtitan's 3D 405B rows on 512 H100 from
 (1F1B / interleaved) to +11.4 % / +12.5 %; `specs/llama3-405b.par` from 13.63 s to 13.84 s a step
 (0.33 s of exposed data-parallel traffic instead of 0.14 s); no fitted constant moved.
 
+### Recomputation under torch's pipelining, and the expert counts
+
+Three facts of the generated job, each recorded from the running job on CPU
+(tests/e2e/test_collectives.py: moe-zbv-recompute, ZB-V on pp 2 with ep 2 over dp 2, full
+recomputation, calls per rank and axis exactly) and now in the ledger:
+
+- **A split backward recomputes twice.** torch's non-reentrant checkpoint recomputes a block once
+  per autograd graph task (pytorch/pytorch#136766). Under a zero-bubble schedule the input pass
+  and the weight pass (`stage_backward_weight`) are two graph tasks, so a chunk whose backward is
+  split recomputes its checkpointed blocks in each: every micro-batch under interleaved-zb and
+  zbv, and under dualpipe-v only the 2 p - 1 - rank split backwards of its cool-down (the rest run
+  whole). The weight pass's recomputation, its collectives with it, is charged to the step's
+  recomputation and to the weight passes the bubble is made of (`timing.weight_passes`, counted
+  from the action orders tests/test_bubble_runtime.py checks against torch's own;
+  `Software.weight_pass_recomputes`: parc's job and torchtitan). `specs/deepseek-v3-like.par`
+  (dualpipe-v, full recomputation) went from 36.05 s to 36.95 s a step.
+- **The expert counts are kept for the recomputation.** parc's dispatcher exchanged the token
+  counts and read them on the host in every forward, the recomputed ones too. It now keeps each
+  forward's count tables under the block's input and reads them back when recomputing, so a
+  recomputation issues neither the int64 all-to-all nor the host round trip
+  (`Software.moe_counts_kept`; torchtitan and Megatron-Core run their dispatcher again).
+- **One FSDP root per chunk that holds one.** Under pp each chunk is its own `fully_shard` root:
+  the chunk with the embedding, and the one with the final norm and output, gather and reduce
+  their own unit; a chunk of layers alone has none. The ledger charged one root per rank: a
+  middle pipeline rank now has none, and the first rank of a V (zbv, dualpipe-v), which holds both
+  ends, has two (`RankTimes.roots`). Only the calls' count and their latency move.
+
+No published row runs a zero-bubble schedule with recomputation or parc's MoE job, so none of the
+evaluated rows moved by more than 0.5 %.
+
 ## The example specs
 
 The time model on every spec in `specs/`, each as its `target` runs it (docs/targets.md; parc's
@@ -2898,7 +2928,7 @@ def constants_table(constants: Constants, n_fitted: int) -> str:
 
 
 MEGATRON_LM = timing.Software(attention="unfused", selective="attention-core", tp_overlap="backward",
-                              kernels="fused", tp_regather=True)
+                              kernels="fused", tp_regather=True, moe_counts_kept=False)
 """Korthikanti et al.'s runtime as the one-layer check needs it: the backward's re-gathers."""
 
 

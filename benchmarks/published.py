@@ -869,6 +869,8 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         # torch.distributed.pipelining's REDUCE_GRAD (`timing.serial_windows`): torchtitan's; an
         # FSDP run's own pipeline (Meta's Llama 3) is not described by its source
         pp_reduce_waits=family in ("torchtitan", "torch"),
+        # ... whose zero-bubble weight passes recompute again (`timing.weight_pass_recomputes`)
+        weight_pass_recomputes=family in ("torchtitan", "torch"),
         dp_copies=fsdp_version(family, text),
         # Megatron-LM's and TE's linears re-gather their saved sharded input in the backward
         # (`timing.regathered`); DTensor (torchtitan, FSDP with plain PyTorch) saves it gathered
@@ -885,6 +887,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         ep_overlap=ep_overlap,
         ep_node_limit=node_limit,
         moe_host_sync=host_sync,
+        moe_counts_kept=False,  # parc's own job alone keeps them (`targets.Runtime.moe_counts_kept`)
         expert_bias=expert_bias,
         expert_clamp=expert_clamp,
         rope_unfused=rope_unfused,

@@ -74,6 +74,10 @@ class Runtime:
     """`Software.tp_regather`: whether its column-parallel linears save their input sharded under
     sequence parallelism and all-gather it again in the backward (Megatron-LM's and Transformer
     Engine's linears: True; DTensor's, in parc's job and torchtitan, save the gathered input)."""
+    moe_counts_kept: bool = False
+    """`Software.moe_counts_kept`: whether a recomputed MoE layer reuses its forward's expert-count
+    exchange and host read (parc's job: its dispatcher keeps them) or runs its dispatcher again
+    (torchtitan, Megatron-Core)."""
     pp_receives: str = "on-demand"
     """How its pipeline stages hold receive buffers (the memory model's `Knobs.pp_receives`):
     "on-demand" (parc's `ReceiveOnDemandStage` allocates one when the receive is posted and drops
@@ -90,7 +94,7 @@ RUNTIMES: dict[str, Runtime] = {
         name="torch", description="the PyTorch job parc generates (DTensor, FSDP2, torch.distributed.pipelining)",
         kernels="eager", selective="elementwise", tp_overlap="none", schedules=ALL_SCHEDULES,
         cp_flavours=("ring", "all-gather", "all-to-all"), shardings=("none", "zero1", "zero2", "zero3", "hsdp"),
-        ep_fold=("dp", "cp"), rank_order=None, options=(), fp16_grad_bytes=4),
+        ep_fold=("dp", "cp"), rank_order=None, options=(), fp16_grad_bytes=4, moe_counts_kept=True),
     "torchtitan": Runtime(
         name="torchtitan", description="torchtitan 0.3 (FSDP2, DTensor TP, torch.distributed.pipelining, "
         "torch's context_parallel)",
@@ -231,4 +235,5 @@ def software_of(plan: Plan):
                     fp8_scaling=fp8_scaling(target), context_parallel=runtime(target).context_parallel,
                     dp_runtime=runtime(target).dp_runtime, tp_regather=runtime(target).tp_regather,
                     grad_bytes=grad_bytes(target, plan.training.precision),
-                    gather_bytes=gather_bytes(target, plan.training.precision))
+                    gather_bytes=gather_bytes(target, plan.training.precision),
+                    moe_counts_kept=runtime(target).moe_counts_kept)

@@ -526,6 +526,16 @@ class Software:
     """Each MoE layer's forward reads its token counts on the host (`kernels.host_stall_seconds`):
     Megatron-Core's dropless dispatcher and parc's runtime. False where the runtime keeps them on
     the GPU: capacity padding (`--moe-pad-expert-input-to-capacity`) or CUDA graphs over the layer."""
+    weight_pass_recomputes: bool = True
+    """Under a zero-bubble schedule each weight pass (torch's `stage_backward_weight`, its own
+    autograd call) recomputes the chunk's checkpointed blocks again: the non-reentrant
+    checkpoint recomputes once per graph task (pytorch/pytorch#136766), so a micro-batch whose
+    backward is split into input and weight passes is recomputed twice
+    (`weight_pass_recomputes`): parc's job and torchtitan (torch.distributed.pipelining)."""
+    moe_counts_kept: bool = True
+    """A recomputed MoE layer reuses its forward's expert-count exchange and host read instead of
+    issuing them again: parc's job (`TokenDispatcher` keeps the count tables under the block's
+    input). False: torchtitan and Megatron-Core, whose recomputation runs the dispatcher again."""
     ep_dispatcher: str = "all-to-all"
     """How routed tokens travel between expert ranks: "all-to-all" (NCCL's all-to-all of one copy
     per (token, expert) pair: parc's runtime, Megatron-Core's alltoall dispatcher, torchtitan) or
@@ -898,6 +908,10 @@ class Work:
     launches_b: float = 0
     """Kernels the backward launches (`layer_launches`): what the host must issue in a backward
     with no sync (`kernels.host_paced_seconds`)."""
+    replay_host: float = 0.0
+    """Seconds of the forward's host round trip (`kernels.HOST_SYNC_SECONDS`, part of
+    `memory_f`) a full recomputation does not repeat: the runtime keeps the forward's token
+    counts for it (`Software.moe_counts_kept`, set by `dispatched`)."""
 
     @property
     def forward(self) -> float:
@@ -2080,6 +2094,11 @@ class Exposed:
     cp_sent: tuple[float, float] = (0.0, 0.0)
     ep_sent: tuple[float, float] = (0.0, 0.0)
     collectives: tuple[Collective, ...] = ()
+    kept: tuple[Collective, ...] = ()
+    """Forward records a recomputation does not issue again (the expert-count exchange where the
+    runtime keeps its tables: `Software.moe_counts_kept`)."""
+    ep_kept: tuple[float, float] = (0.0, 0.0)
+    """The `kept` ep records' exposed seconds and bytes sent, per micro-batch."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -2130,7 +2149,8 @@ def paired_tp_exposed(work: Work, records: tuple[Collective, ...], tp: Link, mod
 
 @lru_cache(maxsize=16384)
 def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_tp: str,
-            c: Constants, calls: TpCalls | None = None, extra: tuple[Collective, ...] = ()) -> Exposed:
+            c: Constants, calls: TpCalls | None = None, extra: tuple[Collective, ...] = (),
+            kept: tuple[Collective, ...] = ()) -> Exposed:
     """Exposed time of one piece's tp, cp and ep communication, reduced from its records
     (`piece_collectives`): each record's calls at `collective_seconds` on its axis's link.
 
@@ -2145,7 +2165,11 @@ def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_
     kernels' share of the SMs while it runs and the computation beside it runs on the rest, so
     W seconds of computation and T of transfer take max(T, W + share x T). The shares: tp by the
     runtime's overlap (`kernels.tp_overlap_sms`: TE's userbuffers, torch's copy engines, NCCL),
-    cp's ring sends NCCL's (`Link.sm_share`), ep DeepEP's (`Work.ep_sm_share`) or NCCL's."""
+    cp's ring sends NCCL's (`Link.sm_share`), ep DeepEP's (`Work.ep_sm_share`) or NCCL's.
+
+    `kept`: the ep records of `extra` a recomputation does not issue again (`Exposed.kept`);
+    their seconds leave the recomputation's exposure where they were exposed alone (under
+    `overlap_ep` the exposure is one figure, and the recomputation keeps it)."""
     records = piece_collectives(work, tp, cp, ep, calls, extra)
     links = {"tp": tp, "cp": cp, "ep": ep}
     time = {(axis, phase): 0.0 for axis in links for phase in ("forward", "backward")}
@@ -2177,10 +2201,12 @@ def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_
         busy = ep_f + ep_b
         share = work.ep_sm_share if work.ep_fanout[0] else ep.sm_share
         ep_f = ep_b = kernel_model.overlap_exposed(compute, busy, share * busy) / 2
+    kept_seconds = 0.0 if overlap_ep else sum(r.count * collective_seconds(r, ep) for r in kept)
     return Exposed(tp_f=tp_f, tp_b=tp_b, cp_f=cp_f, cp_b=cp_b, ep_f=ep_f, ep_b=ep_b,
                    tp_sent=(sent[("tp", "forward")], sent[("tp", "backward")]),
                    cp_sent=(sent[("cp", "forward")], sent[("cp", "backward")]),
-                   ep_sent=(sent[("ep", "forward")], sent[("ep", "backward")]), collectives=records)
+                   ep_sent=(sent[("ep", "forward")], sent[("ep", "backward")]), collectives=records,
+                   kept=kept, ep_kept=(kept_seconds, sum(r.count * r.sent for r in kept)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2412,6 +2438,14 @@ class RankTimes:
     """(forward, backward) seconds of one dense layer and of one MoE layer (None where the
     model has none), exposed communication included, without recomputation: the windows
     activation offloading's copies hide under (`offload_exposed`)."""
+    roots: int = 1
+    """FSDP root units on the rank: one per chunk that holds the embedding or the final norm and
+    output (`Load.embedding`, `Load.output`), each chunk being its own `fully_shard` root; a
+    chunk of layers alone gathers nothing of its own. One without a pipeline; two on the first
+    rank of a V (zbv, dualpipe-v), which holds both ends; none on a middle pipeline rank."""
+    recompute_exposed: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    """Of `exposed_b`, the seconds on tp, cp, ep the recomputation's own collectives leave
+    exposed (a weight pass that recomputes again repeats them: `weight_pass_recomputes`)."""
 
     @property
     def compute(self) -> float:
@@ -2435,9 +2469,10 @@ def piece_of(work: Work, x: Exposed, mode: str, selective: str) -> tuple[float, 
     s_tp, s_cp, s_ep = x.tp_sent[0] + x.tp_sent[1], x.cp_sent[0] + x.cp_sent[1], x.ep_sent[0] + x.ep_sent[1]
     rec = 0.0
     if mode == "full":  # the forward again, its communication included, before the backward
-        rec = work.forward
-        b_tp, b_cp, b_ep = b_tp + f_tp, b_cp + f_cp, b_ep + f_ep
-        s_tp, s_cp, s_ep = s_tp + x.tp_sent[0], s_cp + x.cp_sent[0], s_ep + x.ep_sent[0]
+        # (but for what the runtime keeps from the forward: `Software.moe_counts_kept`)
+        rec = work.forward - work.replay_host
+        b_tp, b_cp, b_ep = b_tp + f_tp, b_cp + f_cp, b_ep + f_ep - x.ep_kept[0]
+        s_tp, s_cp, s_ep = s_tp + x.tp_sent[0], s_cp + x.cp_sent[0], s_ep + x.ep_sent[0] - x.ep_kept[1]
     elif mode == "selective" and selective == "elementwise":
         rec = work.selective_elementwise
     elif mode == "selective" and selective == TORCHTITAN_OP:
@@ -2472,13 +2507,14 @@ def recompute_modules(selective: str) -> frozenset[str]:
     return frozenset()
 
 
-def _recomputed(records: tuple[Collective, ...]) -> list[Collective]:
-    """Full recomputation runs the forward again before the backward, its collectives with it."""
-    return [replace(c, phase="recompute") for c in records if c.phase == "forward"]
+def _recomputed(records: tuple[Collective, ...], kept: tuple[Collective, ...] = ()) -> list[Collective]:
+    """Full recomputation runs the forward again before the backward, its collectives with it
+    (but those the runtime keeps from the forward, `Exposed.kept`)."""
+    return [replace(c, phase="recompute") for c in records if c.phase == "forward" and c not in kept]
 
 
-def selective_replay(work: Work, records: tuple[Collective, ...], selective: str = "elementwise"
-                     ) -> tuple[Collective, ...]:
+def selective_replay(work: Work, records: tuple[Collective, ...], selective: str = "elementwise",
+                     kept: tuple[Collective, ...] = ()) -> tuple[Collective, ...]:
     """The collectives selective recomputation issues again, per micro-batch (phase
     `recompute`); none for Megatron-LM's policies; torchtitan's per-op policy's are
     `torchtitan_replay`.
@@ -2490,9 +2526,10 @@ def selective_replay(work: Work, records: tuple[Collective, ...], selective: str
     included: tp's attention pair (the input's all-gather and the output projection's
     reduce-scatter under sp; the output projection's all-reduce without) and, under sp, the
     all-gather of each FFN input split over tp (the dense FFN, the shared experts); ep's
-    expert-count exchange (an int64 all-to-all, needed for the dispatch's splits). Not replayed:
-    the FFN's down-projection and its reduction, which the backward does not need. Checked
-    against the recorded moe-4d job (tests/e2e/test_collectives.py)."""
+    expert-count exchange (an int64 all-to-all, needed for the dispatch's splits) unless the
+    runtime keeps the forward's (`kept`, `Software.moe_counts_kept`: parc's job does). Not
+    replayed: the FFN's down-projection and its reduction, which the backward does not need.
+    Checked against the recorded moe-4d job (tests/e2e/test_collectives.py)."""
     if selective == TORCHTITAN_OP:
         return torchtitan_replay(work, records)
     if selective != "elementwise":
@@ -2508,7 +2545,7 @@ def selective_replay(work: Work, records: tuple[Collective, ...], selective: str
                                "recompute"),
                     Collective("tp", "reduce_scatter", work.tp_bytes, 1, tp.size, tp.local, "path", 1, "recompute")]
     out += [replace(c, phase="recompute") for c in records
-            if c.axis == "ep" and c.phase == "forward" and c.payload != work.ep_bytes]
+            if c.axis == "ep" and c.phase == "forward" and c.payload != work.ep_bytes and c not in kept]
     return tuple(c for c in out if c.count > 0)
 
 
@@ -2568,20 +2605,28 @@ def rank_time(load: Load, pieces: RankPieces) -> RankTimes:
     layer_times = tuple(None if p is None else _layer_seconds(_piece(p[0], p[1], "none", selective))
                         for p in (dense, moe))
     acc = [0.0] * 13
+    again = [0.0] * 3  # the recomputation's exposed tp, cp, ep
     records: list[Collective] = []
     for is_moe, mode, count in load.pieces:
         work, x, replay, (replay_tp, replay_ep) = moe if is_moe else dense
-        for i, value in enumerate(_piece(work, x, mode, selective)):
+        piece = _piece(work, x, mode, selective)
+        for i, value in enumerate(piece):
             acc[i] += count * value
+        if mode != "none":  # what the mode adds to the backward's exposure is the recomputation's
+            plain = _piece(work, x, "none", selective)
+            for i in range(3):
+                again[i] += count * (piece[7 + i] - plain[7 + i])
         records += [c.scaled(count) for c in x.collectives]
         if mode == "full":
-            records += [c.scaled(count) for c in _recomputed(x.collectives)]
+            records += [c.scaled(count) for c in _recomputed(x.collectives, x.kept)]
         elif mode == "selective" and is_moe and "moe" in recompute_modules(selective):
             records += [c.scaled(count) for c in _recomputed(x.collectives) if c.axis == "ep"]
         elif mode == "selective" and replay:
             records += [c.scaled(count) for c in replay]
             acc[7] += count * replay_tp  # exposed backward tp, ep; bytes sent on tp, ep
             acc[9] += count * replay_ep
+            again[0] += count * replay_tp
+            again[2] += count * replay_ep
             acc[10] += count * sum(c.count * c.sent for c in replay if c.axis == "tp")
             acc[12] += count * sum(c.count * c.sent for c in replay if c.axis == "ep")
     for present, (work, x) in ((load.embedding, emb), (load.output, out)):
@@ -2601,7 +2646,8 @@ def rank_time(load: Load, pieces: RankPieces) -> RankTimes:
                      params_other=load.params_other,
                      layers=sum(count for _, _, count in load.pieces),
                      moe_layers=sum(count for is_moe, _, count in load.pieces if is_moe), collectives=merged(records),
-                     layer_times=layer_times)
+                     layer_times=layer_times, recompute_exposed=tuple(again),
+                     roots=min(load.chunks, int(load.embedding) + int(load.output)))
 
 
 def _layer_seconds(piece: tuple[float, ...]) -> tuple[float, float]:
@@ -2623,7 +2669,8 @@ def dispatched(w: Work, shape: Shape, hw: Hardware, sw: Software) -> Work:
                                                 sw.host_op_seconds)
         paced = kernel_model.host_paced_seconds(w.launches_b + kernel_model.DISPATCHER_BACKWARD_OPS,
                                                 w.backward_input + w.backward_weight, sw.host_op_seconds)
-        w = replaced(w, memory_f=w.memory_f + stall, memory_b=w.memory_b + paced)
+        w = replaced(w, memory_f=w.memory_f + stall, memory_b=w.memory_b + paced,
+                     replay_host=kernel_model.HOST_SYNC_SECONDS if sw.moe_counts_kept else 0.0)
     return w
 
 
@@ -2725,8 +2772,9 @@ def _rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constant
             counts += (Collective("tp", "all_reduce", ACT * shape.experts * shape.hidden, 1, tp_l.size,
                                   tp_l.local, "path", 1, "backward"),)
         calls = tp_calls("moe" if moe else "dense", sp_on, k.tp, w)
-        x = exposed(w, *links, overlap_ep, sw.tp_overlap, c, calls, counts)
-        replay = selective_replay(w, x.collectives, sw.selective)
+        kept = tuple(r for r in counts if r.axis == "ep") if sw.moe_counts_kept else ()
+        x = exposed(w, *links, overlap_ep, sw.tp_overlap, c, calls, counts, kept)
+        replay = selective_replay(w, x.collectives, sw.selective, kept)
         seconds = tuple(sum(r.count * collective_seconds(r, tp_l if axis == "tp" else ep_l)
                             for r in replay if r.axis == axis) for axis in ("tp", "ep"))
         pieces.append((w, x, replay, seconds))
@@ -2800,6 +2848,29 @@ def bubble_terms(schedule: str) -> tuple[float, float, float]:
     if schedule == "dualpipe-v":
         return (1.0, 2.0, -1.0)
     return (1.0, 1.0, 1.0)
+
+
+@lru_cache(maxsize=4096)
+def weight_passes(schedule: str, pp: int, v: int, m: int, rank: int) -> int:
+    """Weight passes (W actions) pipeline rank `rank` runs apart from their input passes in one
+    step, over its chunks: every chunk and micro-batch under interleaved-zb and zbv, and under
+    dualpipe-v only those its cool-down splits (2 pp - 1 - rank once m >= 2 pp; the rest run
+    whole backwards). From the action orders the memory model walks (`memory.schedules.actions`,
+    torch 2.13's, tests/test_memory_schedules.py)."""
+    from .memory import schedules as orders
+
+    if pp <= 1 or schedule not in orders.ZERO_BUBBLE:
+        return 0
+    return sum(1 for kind, _ in orders.actions(schedule, pp, v, m, rank) if kind == orders.W)
+
+
+def recomputed_again(k: Knobs, sw: Software, v: int, rank: int) -> float:
+    """Micro-batches' worth of the rank's recomputation its weight passes run a second time
+    (`Software.weight_pass_recomputes`): each split backward recomputes one chunk's blocks again,
+    a 1 / v share of a micro-batch's recomputation over the rank's v chunks."""
+    if not sw.weight_pass_recomputes or k.recompute == "none":
+        return 0.0
+    return weight_passes(k.schedule, k.pp, v, k.microbatches, rank) / v
 
 
 ZERO_BUBBLE = ("interleaved-zb", "zbv")
@@ -2895,7 +2966,7 @@ def dp_ledger(r: RankTimes, k: Knobs, links: DpLinks, grad: int = PARC.grad_byte
     # the case built here, not by a classmethod: one Python call fewer per rank per `step_time`
     case = DpCase(params_dense, params_expert, r.layers, r.moe_layers or r.layers,
                   max(1, k.virtual_stages) if pp > 1 else 1, r.blocks_dense, r.blocks_expert, r.params_root,
-                  k.microbatches, k.sharding, pp, k.bucket, grad, runtime, r.params_other, gather)
+                  k.microbatches, k.sharding, pp, k.bucket, grad, runtime, r.params_other, gather, r.roots)
     return _dp_ledger(case, *links)
 
 
@@ -2946,6 +3017,8 @@ class DpCase(NamedTuple):
     """`Software.gather_bytes`: bytes per gathered element of an fp8 linear's weight where
     Megatron-LM's distributed optimizer gathers fp8 parameters (zero1) or torchtitan's FSDP2
     gathers float8 (`fsdp_gathered`)."""
+    roots: int = 1
+    """`RankTimes.roots`: the rank's FSDP root units (the dense set's units are its layers and these)."""
 
 
 @lru_cache(maxsize=65536)
@@ -2956,13 +3029,13 @@ def _dp_ledger(case: DpCase, dense: Link, expert: Link, shard: Link, replicate: 
     # per parameter set: (elements, link, FSDP units, zero1's blocks, root unit, elements in bf16
     # beside fp8 parameters); the experts are all fp8 linears
     torch_runtime = case.runtime == "torch"
-    sets = ((params_dense, shard if mode == "hsdp" else dense, layers + 1, case.blocks_dense, case.params_root,
+    sets = ((params_dense, shard if mode == "hsdp" else dense, layers + case.roots, case.blocks_dense, case.params_root,
              min(params_dense, case.params_other)),
             # torchao's float8 all-gather covers Float8Linear, not torchtitan's grouped experts
             (case.params_expert, expert, case.moe_layers, case.blocks_expert, 0,
              case.params_expert if torch_runtime else 0))
     out: list[Collective] = []
-    units = layers + 1  # FSDP2 wraps each transformer layer, and the root (embedding, output)
+    units = layers + case.roots  # FSDP2 wraps each transformer layer, and each chunk's root (embedding, output)
 
     def fsdp_gathered(params: int, bf16: int) -> float:
         """Bytes FSDP2 gathers for `params` elements: torchtitan's float8 all-gather moves the
@@ -2982,7 +3055,7 @@ def _dp_ledger(case: DpCase, dense: Link, expert: Link, shard: Link, replicate: 
             per_call = zero1_bucket_size(lk.size, bucket) * (grad if kind != "all_gather" else PARAM)
             if not calls:
                 per_unit = torch_runtime or mode in ("zero2", "zero3", "hsdp")
-                calls = units if per_unit else max(1, math.ceil(payload / per_call))
+                calls = max(1, units) if per_unit else max(1, math.ceil(payload / per_call))
             out.append(Collective("dp", kind, payload / calls, count * calls, lk.size, lk.local, window))
 
     for params, lk, units, blocks, root, bf16 in sets:  # experts: one FSDP unit per MoE layer
@@ -3021,7 +3094,7 @@ def _dp_ledger(case: DpCase, dense: Link, expert: Link, shard: Link, replicate: 
             elif pp <= 1:
                 add("all_gather", fsdp_gathered(params, bf16), m, lk, "backward")
             add("reduce_scatter", grad * params, m, lk, "backward")
-    units = layers + 1
+    units = layers + case.roots
     if mode == "hsdp" and replicate.size > 1 and params_dense:
         add("all_reduce", grad * params_dense / max(1, shard.size), 1, replicate, "last_backward")
     return tuple(out)
@@ -3319,15 +3392,19 @@ class Breakdown:
 
 
 def path_ledger(r: RankTimes, k: Knobs, geo: Geometry, shape: Shape | None = None,
-                load: Load | None = None) -> tuple[Collective, ...]:
+                load: Load | None = None, again: float = 0.0) -> tuple[Collective, ...]:
     """The tp, cp, ep and pp collectives of one rank over one step: the rank's per-micro-batch
     records (`RankTimes.collectives`, from the per-layer closed forms) m times, and, under
     sequence parallelism, the once-per-step all-reduce over tp of the gradients of the norms,
     which sp keeps replicated (one call per norm weight or bias: two norms per layer, the final
     norm on the output chunk). Their exposure is the per-layer model's; the records carry their
-    bytes to the link bounds and the runtime comparison."""
+    bytes to the link bounds and the runtime comparison. `again`: micro-batches' worth of
+    recomputation the weight passes run a second time (`recomputed_again`), their collectives
+    with them (rounded to whole calls where the split passes' chunks differ)."""
     m = k.microbatches
     out = [c.per_step(m) for c in r.collectives]
+    if again:
+        out += [replace(c, count=round(c.count * again), micro=0) for c in r.collectives if c.phase == "recompute"]
     if shape is not None and load is not None and k.sp and geo.tp.size > 1:
         tensors = 2 if shape.layernorm else 1
         norms = (2 * r.layers + (1 if load.output else 0)) * tensors
@@ -3397,41 +3474,43 @@ def moe_gemm_flops(shape: Shape, tp: int, cp: int, seq: int, micro: int) -> floa
     return routed_gemm_flops(shape, tp, n) + n * shape.shared_experts * flops.expert_flops(shape) / tp
 
 
-def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Compute, ...]:
+def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software, again: float = 0.0) -> tuple[Compute, ...]:
     """The FLOPs of one pipeline rank over one step, per op kind: every GEMM backward twice its
     forward (input and weight gradients); the flash attention backward `FLASH_BACKWARD` times its
     forward (it recomputes the scores: five products to the forward's two), unfused twice;
     recomputation as `_piece` charges it (full: the forward again; parc's selective policy: the
     attention output projection; torchtitan's: every second counted matmul of a block and an MoE
     layer's router and routed experts, `torchtitan_op_flops`; Megatron-LM's: the attention core). Each record carries its
-    HBM bytes (`hbm.py`), and a fourth, `optimizer`, the optimizer step's."""
+    HBM bytes (`hbm.py`), and a fourth, `optimizer`, the optimizer step's. `again`: micro-batches'
+    worth of recomputation the weight passes run a second time (`recomputed_again`)."""
     m = k.microbatches
     gemm = [0.0, 0.0, 0.0]
     core = [0.0, 0.0, 0.0]
     moved = {"gemm": 0.0, "attention": 0.0, "memory": 0.0}
+    redone = dict.fromkeys(moved, 0.0)  # the recomputation's bytes, per micro-batch
     back = FLASH_BACKWARD if sw.attention in CAUSAL_SKIPPING else 2.0
     for moe, mode, count in load.pieces:
         piece = hbm.layer_bytes(shape, LayerCase.of(k, moe, sw))
         moved["gemm"] += count * (piece.gemm_f + piece.gemm_b)
         moved["attention"] += count * (piece.attention_f + piece.attention_b)
         moved["memory"] += count * (piece.memory_f + piece.memory_b)
-        again = hbm.recomputed(piece, mode, sw.selective)
+        repeated = hbm.recomputed(piece, mode, sw.selective)
         if mode == "full":
-            moved["gemm"] += count * piece.gemm_f
-            moved["attention"] += count * piece.attention_f
-            moved["memory"] += count * piece.memory_f
+            redone["gemm"] += count * piece.gemm_f
+            redone["attention"] += count * piece.attention_f
+            redone["memory"] += count * piece.memory_f
         elif mode == "selective" and sw.selective == "elementwise":
-            moved["memory"] += count * again
+            redone["memory"] += count * repeated
         elif mode == "selective" and sw.selective == TORCHTITAN_OP:
-            moved["gemm"] += count * piece.torchtitan_gemm_again
-            moved["memory"] += count * (again - piece.torchtitan_gemm_again)
+            redone["gemm"] += count * piece.torchtitan_gemm_again
+            redone["memory"] += count * (repeated - piece.torchtitan_gemm_again)
         elif mode == "selective":  # Megatron's modules: the core's bytes, the MoE layer's GEMMs and kernels
             modules = recompute_modules(sw.selective)
             core_bytes = piece.selective_core if "core_attn" in modules else 0.0
             moe_gemm = piece.moe_gemm_again if "moe" in modules else 0.0
-            moved["attention"] += count * core_bytes
-            moved["gemm"] += count * moe_gemm
-            moved["memory"] += count * (again - core_bytes - moe_gemm)
+            redone["attention"] += count * core_bytes
+            redone["gemm"] += count * moe_gemm
+            redone["memory"] += count * (repeated - core_bytes - moe_gemm)
         g, a, wo, _ = piece_flops(shape, moe, k.tp, k.cp, k.seq, k.micro_batch, 0, sw.attention)
         gemm[0] += count * g
         gemm[1] += count * 2 * g
@@ -3460,9 +3539,10 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software) -> tuple[Co
     if load.embedding:
         moved["memory"] += hbm.embedding_bytes(shape, k.tp, k.cp, k.seq, k.micro_batch).total
     updated = load.params_dense / k.dense_shard_group + load.params_expert / k.expert_shard_group
-    return (Compute("gemm", m * gemm[0], m * gemm[1], m * gemm[2], m * moved["gemm"]),
-            Compute("attention", m * core[0], m * core[1], m * core[2], m * moved["attention"]),
-            Compute("memory", hbm_bytes=m * moved["memory"]),
+    r = m + again  # the recomputation runs once per micro-batch, and again in split weight passes
+    return (Compute("gemm", m * gemm[0], m * gemm[1], r * gemm[2], m * moved["gemm"] + r * redone["gemm"]),
+            Compute("attention", m * core[0], m * core[1], r * core[2], m * moved["attention"] + r * redone["attention"]),
+            Compute("memory", hbm_bytes=m * moved["memory"] + r * redone["memory"]),
             Compute("optimizer", hbm_bytes=OPTIMIZER_BYTES.get(k.optimizer, 34) * updated))
 
 
@@ -3585,9 +3665,10 @@ def rank_steps(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants
         sizes = offload_sizes(shape, k, loads.index(load))
         host = m * offload_bytes(sizes)
         copied = dp_copy_bytes(r, k, links, sw)
-        compute = compute_ledger(shape, k, load, sw) + ((Compute("offload", hbm_bytes=host),) if host else ()) \
+        again = recomputed_again(k, sw, r.chunks, loads.index(load))
+        compute = compute_ledger(shape, k, load, sw, again) + ((Compute("offload", hbm_bytes=host),) if host else ()) \
             + ((Compute("dp_copies", hbm_bytes=copied),) if copied else ())
-        ledger = Ledger(path_ledger(r, k, geo, shape, load) + dp_ledger(r, k, links, sw.grad_bytes, sw.dp_runtime,
+        ledger = Ledger(path_ledger(r, k, geo, shape, load, again) + dp_ledger(r, k, links, sw.grad_bytes, sw.dp_runtime,
                                                                   sw.gather_bytes),
                         compute, host_bytes=host)
         exposed_dp, _ = dp_exposed(r, k, links, sw.grad_bytes, sw.dp_runtime, serial_windows(sw, k.pp), sw.gather_bytes)
@@ -3653,23 +3734,26 @@ def step_from(ranks: tuple[tuple[Load, ...], dict[Load, RankStep]], shape: Shape
     r = times[slow_load]
     v = r.chunks
     copies = steps[slow_load].offload / (m * v) / 2  # one direction, one chunk, one micro-batch
+    again = recomputed_again(k, sw, v, loads.index(slow_load))
+    rework = r.recompute + sum(r.recompute_exposed)  # one micro-batch's recomputation, exposure included
     f = (r.forward + sum(r.exposed_f)) / v + copies
     b = (r.backward_input + r.recompute + sum(r.exposed_b)) / v + copies
-    w = r.backward_weight / v
+    w = (r.backward_weight + again * rework / m) / v  # the weight passes' recomputation, spread over them
     bubble = runtime_bubble_seconds(k.schedule, k.pp, v, m, f, b, w)
     tail, dp_s, opt, copies, tail_step = -1.0, 0.0, 0.0, 0.0, steps[slow_load]
     for rank in steps.values():
         if rank.dp_exposed + rank.optimizer + rank.copies > tail:
             tail, tail_step = rank.dp_exposed + rank.optimizer + rank.copies, rank
             dp_s, opt, copies = rank.dp_exposed, rank.optimizer, rank.copies
-    exposed_axes = {axis: m * (r.exposed_f[i] + r.exposed_b[i]) for i, axis in enumerate(RANK_AXES)}
+    exposed_axes = {axis: m * (r.exposed_f[i] + r.exposed_b[i]) + again * (r.recompute_exposed[i] if i < 3 else 0.0)
+                    for i, axis in enumerate(RANK_AXES)}
     exposed_axes["dp"] = dp_s
     if sw.ep_overlap and shape.moe:
         exposed_axes["ep"] += unpaired_ep_seconds(shape, k, hw, geo, c, sw, loads.index(slow_load), v)
     sent = {axis: m * r.sent[i] for i, axis in enumerate(RANK_AXES)}
     sent["dp"] = tail_step.ledger.sent("dp")
     compute = m * r.compute
-    recompute = m * r.recompute
+    recompute = (m + again) * r.recompute
     offload = steps[slow_load].offload
     step = compute + recompute + sum(exposed_axes.values()) + bubble + opt + offload + copies
     # the links' floor: the busiest link of any rank

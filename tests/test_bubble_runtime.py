@@ -145,3 +145,18 @@ def _torch_replay_check(schedule, pp, m, f, b, w):
     w_split = schedule != "interleaved-1f1b"
     charged = runtime_bubble_seconds(schedule, pp, v, m, f, b, w) if w_split else bubble_seconds(schedule, pp, f, b, w)
     assert charged == pytest.approx(idle, rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize("schedule", ["interleaved-zb", "zbv", "dualpipe-v"])
+@pytest.mark.parametrize("pp, m", [(2, 4), (4, 8), (4, 16), (8, 16)])
+def test_weight_passes_are_torchs_split_backwards(schedule, pp, m):
+    """The weight passes each rank runs apart (each its own autograd call, which recomputes a
+    checkpointed chunk again: `timing.recomputed_again`) are torch's W actions, rank by rank:
+    all of them under interleaved-zb and zbv, DualPipe-V's cool-down's only."""
+    from parc.timing import weight_passes
+
+    ops = _torch_ops(schedule, pp, 2, m)
+    counted = [sum(1 for kind, _, _ in rank if kind == "W") for rank in ops]
+    assert all(counted), counted
+    assert [weight_passes(schedule, pp, 2, m, rank) for rank in range(pp)] == counted
+    assert weight_passes("interleaved-1f1b", pp, 2, m, 0) == weight_passes("1f1b", pp, 1, m, 0) == 0

@@ -675,9 +675,10 @@ def test_dp_case_is_its_fields_tuple():
     """`DpCase` (a named tuple): its fields in this order, by position or keyword, hashed and
     compared as the plain tuple of its values, immutable."""
     names = ["params_dense", "params_expert", "layers", "moe_layers", "chunks", "blocks_dense", "blocks_expert",
-             "params_root", "microbatches", "sharding", "pp", "bucket", "grad", "runtime", "params_other", "gather"]
+             "params_root", "microbatches", "sharding", "pp", "bucket", "grad", "runtime", "params_other", "gather",
+             "roots"]
     assert list(timing.DpCase._fields) == names
-    values = (1000, 400, 8, 4, 2, (((10, 3),), ((10, 5),)), (((7, 4),),), 30, 16, "zero1", 4, 0, 4, "torch", 40, 2)
+    values = (1000, 400, 8, 4, 2, (((10, 3),), ((10, 5),)), (((7, 4),),), 30, 16, "zero1", 4, 0, 4, "torch", 40, 2, 2)
     case = timing.DpCase(*values)
     assert tuple(getattr(case, n) for n in names) == values
     assert timing.DpCase(**dict(zip(names, values, strict=True))) == case

@@ -577,6 +577,8 @@ def _parallel_imports(plan: Plan, layout: Layout, sharding: str, tp, pp, cp, ep,
         add("torch.distributed.tensor.parallel", *names)
     if recompute == "selective":
         add("torch.utils.checkpoint", "CheckpointPolicy", "create_selective_checkpoint_contexts")
+    if recompute != "none" and ep:  # the dispatchers' count tables, kept for the recomputation
+        add("torch.utils.weak", "WeakTensorKeyDictionary")
     if recompute != "none" and pp and plan.layout.pp.schedule in ZERO_BUBBLE:  # one recomputation per weight pass
         add("torch.utils.checkpoint", "GraphExecGroup")
     add("torch", "nn")

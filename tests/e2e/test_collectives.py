@@ -242,7 +242,7 @@ def assert_ledger_matches(spec: str, plan, ranks: list[dict]) -> None:
         assert abs(real - model) <= TOLERANCE * model, f"{spec} {key}: job {real:,.0f} bytes over the ranks, ledger {model:,.0f}"
 
 
-FAST = ("traffic-tp2-sp", "traffic-pp2-zbv", "cp2-ring", "ep2-over-dp")
+FAST = ("traffic-tp2-sp", "traffic-pp2-zbv", "cp2-ring", "ep2-over-dp", "moe-zbv-recompute")
 """One case per kind in the default run; the others are `long`."""
 LEDGER_CASES = FAST + ("traffic-tp2-dp2", "traffic-pp2-dp2", "traffic-pp2-1f1b", "traffic-pp2-interleaved",
                        "traffic-pp2-zb", "traffic-pp2-dualpipe", "cp2-all-gather", "cp2-all-to-all", "ep2-axis",
@@ -257,8 +257,11 @@ def test_the_ledger_is_what_the_job_issues(spec, tmp_path):
     each cp flavour, ep as an axis and folded over dp with MoE layers, MoE under tp with and
     without sp, and the data-parallel collectives alongside; moe-4d: tp 2 (sp) x dp 2 x pp 2 with
     ep 2 folded over dp, zero2 and selective recomputation, whose replay re-issues tp's gathers
-    and the expert-count exchange) equals the collectives the running job records in one step,
-    per (axis, kind): calls exactly, bytes within 1 %."""
+    but not the expert-count exchange, which the job keeps from the forward; moe-zbv-recompute:
+    ZB-V with full recomputation, each block recomputed in its input pass and again in its
+    weight pass, both without the count exchange, and the V's first rank holding two FSDP roots,
+    the second none) equals the collectives the running job records in one step, per (axis,
+    kind): calls exactly, bytes within 1 %."""
     assert_ledger_is_the_job(spec, tmp_path)
 
 

@@ -43,6 +43,7 @@ MOE = [
     "ep2-over-dp",  # ep folded over dp 4 (2 groups of 2), zero2
     "ep2-axis",     # ep 2 x dp 2, DDP
     "moe-4d",       # tp 2 (SP) x dp 2 x pp 2 (1F1B), ep 2 over dp, zero2, selective recompute
+    "moe-zbv-recompute",  # ZB-V, full recompute twice per micro-batch (input and weight passes), ep 2 over dp
     "moe-ep-over-cp-dp",  # cp 2 (ring) x dp 2, ep 4 over cp x dp, zero3
     "moe-tp2-dp2",  # tp 2 (SP, the default): each tp rank routes its half of the sequence, DDP
     "moe-tp2-ep2-zero1",  # tp 2 (SP), ep 2 over dp 2, zero1: the experts' bucket over edp
@@ -54,7 +55,7 @@ MOE = [
 ]
 
 
-@pytest.mark.parametrize("spec", one_of_each_kind(MOE, ["moe-tp2-ep2-zero1"]))
+@pytest.mark.parametrize("spec", one_of_each_kind(MOE, ["moe-tp2-ep2-zero1", "moe-zbv-recompute"]))
 def test_moe_layout_matches_one_process(spec, workdir, reference_moe):
     run = train(compile_job(spec, workdir), plan_of(spec).cluster.world_size)
     assert_parity(run, reference_moe)
