@@ -11,7 +11,11 @@ Options (docs/runtime.md in the parc repository describes them):
     --device {cuda,cpu}        cuda: NCCL, one GPU per LOCAL_RANK (default); cpu: gloo
     --dry-run                  build the device mesh, print every rank's coordinates and groups
     --steps N                  optimizer steps (default 10; 2 with --rehearse)
-    --seed S                   seed of the initial weights and the synthetic data (default 0)
+    --seed S                   seed of the initial weights and of the data's order (default 0)
+    --data FILE                train on FILE's tokens: a flat array of token ids (uint16 where the
+                               vocabulary fits, else uint32; --data-dtype), read in place; without
+                               it, synthetic sequences
+    --data-dtype {auto,uint16,uint32}  the ids' width in --data (auto: uint32 for a vocabulary of 128256)
     --lr LR, --warmup N        peak learning rate (default 3e-4), linear warm-up steps (default 0)
     --lr-decay {constant,linear,cosine}  after the warm-up: constant (default), or decayed to
                                --min-lr at the last step (--steps counts the whole run)
@@ -24,9 +28,10 @@ Options (docs/runtime.md in the parc repository describes them):
                                a torchrun restart (--max-restarts) resumes whenever DIR is given
     --checkpoint-timeout SECONDS  timeout of the checkpoints' own (gloo) group: a slow writer
                                waits this long, not --timeout (default 1800)
-    --override-settings        resume although --seed or the learning-rate schedule (--lr, --warmup,
-                               --lr-decay, --min-lr, and --steps under a decay) differ from the
-                               checkpoint's: the new values apply from the resumed step on
+    --override-settings        resume although --seed, --data's token count or the learning-rate
+                               schedule (--lr, --warmup, --lr-decay, --min-lr, and --steps under a
+                               decay) differ from the checkpoint's: the new values apply from the
+                               resumed step on
     --log-every N              log (and synchronise with the host) every N steps and after the last (default 10)
     --log-json FILE            rank 0 appends one JSON object per logged step
     --save-grads DIR           write every parameter's full gradient at every step (tests)
@@ -110,6 +115,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dry-run", action="store_true")
     parser.add_argument("--steps", type=int)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data", type=Path)
+    parser.add_argument("--data-dtype", choices=("auto", "uint16", "uint32"), default="auto")
     parser.add_argument("--lr", type=float, default=3e-4)
     parser.add_argument("--warmup", type=int, default=0)
     parser.add_argument("--lr-decay", choices=("constant", "linear", "cosine"), default="constant")
@@ -271,9 +278,68 @@ def synthetic_sequence(step: int, seed: int, row: int) -> torch.Tensor:
     return torch.where(noise, torch.randint(VOCAB, tokens.shape, generator=generator), tokens)
 
 
-def local_batch(rt: parallel.Runtime, step: int, seed: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """This rank's rows of the global batch (all its micro-batches), made here and nowhere else."""
-    tokens = torch.stack([synthetic_sequence(step, seed, row) for row in range(rt.rows.start, rt.rows.stop)])
+class TokenFile:
+    """Training data: a flat file of token ids (the `.bin` of nanoGPT's prepare scripts, or any
+    tokenizer's output written as one array), read in place through a private memory map, so a
+    rank touches only the pages of its own sequences and a file of trillions of tokens costs no
+    memory.
+
+    The file is cut into W windows of SEQ_LEN + 1 tokens at a stride of SEQ_LEN (each window's
+    last token, the target of its last position, is the next window's first). Sequence `row` of
+    step `step` is the run's sequence n = step x GLOBAL_BATCH + row, and takes window
+    (a x (n mod W) + b + epoch) mod W, epoch = n // W: an affine permutation (a coprime to W),
+    so every window is read once per epoch in an order the seed sets, from the step alone: a
+    resumed run, or another layout, reads the same sequences with no loader state to save."""
+
+    def __init__(self, path: Path, dtype: str, seed: int) -> None:
+        import mmap
+        if dtype == "auto":
+            dtype = "uint16" if VOCAB <= 2**16 else "uint32"
+        self.dtype = {"uint16": torch.uint16, "uint32": torch.uint32}[dtype]
+        self.width = 2 if dtype == "uint16" else 4
+        try:
+            with open(path, "rb") as f:
+                self.buffer = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)  # writable view: frombuffer warns on read-only
+        except (OSError, ValueError) as e:  # ValueError: an empty file cannot be mapped
+            fail(f"--data {path}: cannot map it ({e})")
+        if len(self.buffer) % self.width:
+            fail(f"--data {path}: {len(self.buffer):,} bytes are not whole {dtype} token ids (--data-dtype)")
+        self.tokens = len(self.buffer) // self.width
+        self.windows = (self.tokens - 1) // SEQ_LEN
+        if self.windows < 1:
+            fail(f"--data {path}: {self.tokens:,} tokens, fewer than one sequence of {SEQ_LEN + 1}")
+        self.path = path
+        # the permutation's step: odd and large, drawn from the seed, moved until coprime to W
+        self.a = (0x9E3779B97F4A7C15 + 2 * seed) % self.windows or 1
+        while math.gcd(self.a, self.windows) != 1:
+            self.a += 1
+        self.b = (seed * 0x2545F4914F6CDD1D) % self.windows
+
+    def window(self, step: int, row: int) -> int:
+        n = step * GLOBAL_BATCH + row
+        epoch, i = divmod(n, self.windows)
+        return (self.a * i + self.b + epoch) % self.windows
+
+    def sequence(self, step: int, row: int) -> torch.Tensor:
+        start = self.window(step, row) * SEQ_LEN
+        tokens = torch.frombuffer(self.buffer, dtype=self.dtype, count=SEQ_LEN + 1,
+                                  offset=start * self.width).to(torch.int64)
+        largest = int(tokens.max())  # on the host: no device sync
+        if largest >= VOCAB:  # this rank's rows only: it speaks for itself, and torchrun stops the others
+            print(f"error: rank {dist.get_rank()}: --data {self.path}: token id {largest:,} at token "
+                  f"{start + int(tokens.argmax()):,} is outside the model's vocabulary of {VOCAB:,} (tokenized "
+                  "for another model, or the wrong --data-dtype?)", file=sys.stderr, flush=True)
+            sys.exit(2)
+        return tokens
+
+
+def local_batch(rt: parallel.Runtime, step: int, seed: int, device: torch.device,
+                data: TokenFile | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """This rank's rows of the global batch (all its micro-batches), made or read here and
+    nowhere else: --data's windows (`TokenFile`), else synthetic sequences."""
+    rows = range(rt.rows.start, rt.rows.stop)
+    tokens = torch.stack([data.sequence(step, row) if data is not None else synthetic_sequence(step, seed, row)
+                          for row in rows])
     inputs, targets = tokens[:, :-1], tokens[:, 1:]
     if device.type == "cuda":  # page-locked, so that the copies are asynchronous to the host
         inputs, targets = inputs.pin_memory(), targets.pin_memory()
@@ -314,14 +380,26 @@ def latest_checkpoint(directory: Path) -> tuple[int, Path] | None:
 
 
 def run_settings(args: argparse.Namespace) -> dict:
-    """The options that decide a run's trajectory beyond its state: the data stream (--seed:
-    each step's batch is a function of the seed and the step) and the learning rate of every
+    """The options that decide a run's trajectory beyond its state: the data stream (--seed and
+    --data: each step's batch is a function of them and the step) and the learning rate of every
     step (`learning_rate`: --steps only sets the horizon of a decay). Saved with every
     checkpoint; a resume compares them (`check_resumed_settings`)."""
     decays = args.lr_decay != "constant"
     return {"seed": args.seed, "lr": args.lr, "warmup": args.warmup, "lr_decay": args.lr_decay,
             "min_lr": (args.lr / 10 if args.min_lr is None else args.min_lr) if decays else 0.0,
-            "steps": args.steps if decays else 0}
+            "steps": args.steps if decays else 0, "data_tokens": data_tokens(args)}
+
+
+def data_tokens(args: argparse.Namespace) -> int:
+    """The token count of --data (0: synthetic data): what sets the data's windows and order with
+    the seed. Its size, not its path: a dataset moved to another mount resumes as itself."""
+    if args.data is None:
+        return 0
+    try:
+        return args.data.stat().st_size // (2 if args.data_dtype == "uint16" or
+                                             (args.data_dtype == "auto" and VOCAB <= 2**16) else 4)
+    except OSError:
+        return -1  # TokenFile says why
 
 
 def checkpoint_state(rt: parallel.Runtime, optimizer, step: int, settings: dict) -> dict:
@@ -933,6 +1011,7 @@ def main(argv: list[str] | None = None) -> None:
         finish(0)
     saving = checkpoint_group(args)
     resumed = resumed_checkpoint(args, saving) if args.resume else None
+    data = TokenFile(args.data, args.data_dtype, args.seed) if args.data is not None else None  # before the model: fails fast
     rt = parallel.parallelize(meshes, device, compute_dtype(args, device), args.seed)
     optimizer = parallel.build_optimizer(rt, lambda params: make_optimizer(params, args.lr))
     first = load_checkpoint(rt, optimizer, resumed, saving) if resumed is not None else 0
@@ -944,7 +1023,7 @@ def main(argv: list[str] | None = None) -> None:
     for step in range(first, args.steps):
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(args, step)
-        inputs, targets = local_batch(rt, step, args.seed, device)
+        inputs, targets = local_batch(rt, step, args.seed, device, data)
         metered = meter is not None and step == args.steps - 1
         if recorder is not None:
             recorder.active = step == args.steps - 1
