@@ -310,7 +310,8 @@ def test_megatron_core_refuses_what_e0622_refuses():
 
 
 def test_the_entry_point_hands_megatron_the_generated_options(tmp_path: Path):
-    """train.py as generated, with a pretrain_gpt.py that records its sys.argv."""
+    """train.py as generated, with a pretrain_gpt.py that records its sys.argv: the generated options,
+    then the given ones; Megatron-LM's own data options given there replace the mock data."""
     plan = compiled("moe-ep-over-dp")
     files = job_files(plan)
     for name in ("train.py", "megatron.args"):
@@ -324,6 +325,12 @@ def test_the_entry_point_hands_megatron_the_generated_options(tmp_path: Path):
                                                                                else [option, value])]
     argv = json.loads(out.stdout)
     assert Path(argv[0]).name == "pretrain_gpt.py" and argv[1:] == [*expected, "--log-interval", "1"]
+    assert "--mock-data" in argv
+    data = ["--data-path", "1.0", "/data/tokens_text_document", "--tokenizer-type", "HuggingFaceTokenizer"]
+    out = subprocess.run([sys.executable, str(tmp_path / "train.py"), *data], capture_output=True, text=True,
+                         check=True, env={"MEGATRON_LM": str(checkout)})
+    argv = json.loads(out.stdout)
+    assert argv[1:] == [word for word in expected if word != "--mock-data"] + data, "real data replaces the mock data"
     missing = subprocess.run([sys.executable, str(tmp_path / "train.py")], capture_output=True, text=True, env={})
     assert missing.returncode != 0 and "MEGATRON_LM" in missing.stderr
 
