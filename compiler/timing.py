@@ -2966,7 +2966,8 @@ def dp_ledger(r: RankTimes, k: Knobs, links: DpLinks, grad: int = PARC.grad_byte
     # the case built here, not by a classmethod: one Python call fewer per rank per `step_time`
     case = DpCase(params_dense, params_expert, r.layers, r.moe_layers or r.layers,
                   max(1, k.virtual_stages) if pp > 1 else 1, r.blocks_dense, r.blocks_expert, r.params_root,
-                  k.microbatches, k.sharding, pp, k.bucket, grad, runtime, r.params_other, gather, r.roots)
+                  k.microbatches, k.sharding, pp, k.bucket, grad, runtime, r.params_other, gather,
+                  r.roots if pp > 1 else 1)  # without a pipeline the whole model is one root
     return _dp_ledger(case, *links)
 
 
@@ -3943,7 +3944,7 @@ def clear_caches() -> None:
     for cached in (geometry, link, layer_work, embedding_work, output_work, exposed, rank_loads, _rank_frames, _piece,
                    _rank_knobs, _rank_times, _dp_ledger, _dp_exposed, piece_flops, recompute_modules, _replayed_idle_per_rank,
                    gemm_seconds, flash_attention_seconds, flash_attention_launches, gathered_band,
-                   _torchtitan_again_seconds):
+                   _torchtitan_again_seconds, weight_passes):
         cached.cache_clear()
     for cached in (kernel_model.padded_rows, kernel_model._largest_normal, kernel_model.deepep_fractions,
                    hbm.layer_bytes, hbm.embedding_bytes, hbm.output_bytes):
