@@ -52,6 +52,11 @@ class Shape:
     """The MoE capacity factor (0: dropless): under 1 it drops routed copies."""
     moe: tuple[bool, ...] = ()
     """Per layer: is it a mixture-of-experts layer."""
+    router_buffer_bytes: int = 0
+    """Bytes of state each MoE layer's router holds beside its parameters in parc's job: under
+    auxiliary-loss-free balancing its expert bias (fp32) and its load counter (int64), one of
+    each per expert, replicated on every rank that holds the layer (`MoE.expert_bias`, `MoE.load`
+    in model.py)."""
     window: int = 0
     """Sliding-window attention's window W (a token attends to itself and W - 1 before it); 0: none."""
     windowed: tuple[bool, ...] = ()
@@ -255,6 +260,7 @@ def shape_of(plan: Plan) -> Shape:
         position_params=plan.training.seq_len * m.hidden if m.position == "learned" else 0,
         experts=m.experts, top_k=m.top_k, expert_ffn=m.expert_ffn, shared_experts=m.shared_experts,
         capacity_factor=m.capacity_factor,
+        router_buffer_bytes=(4 + 8) * m.experts if moe and m.moe_balance == "aux-free" else 0,
         moe=tuple(i in moe for i in range(m.layers)) if moe else (), rope=m.position == "rope",
         window=m.window, windowed=_windowed(m.windowed_layers, m.layers),
     )

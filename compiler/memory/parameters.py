@@ -34,13 +34,17 @@ class Params:
     linear: int = 0
     other: int = 0
     expert: int = 0
+    buffer_bytes: int = 0
+    """Bytes of module buffers held beside the parameters, never sharded, with no gradient or
+    optimizer state (`Shape.router_buffer_bytes`); not in `total`, which counts elements."""
 
     @property
     def total(self) -> int:
         return self.linear + self.other + self.expert
 
     def __add__(self, o: Params) -> Params:
-        return Params(self.linear + o.linear, self.other + o.other, self.expert + o.expert)
+        return Params(self.linear + o.linear, self.other + o.other, self.expert + o.expert,
+                      self.buffer_bytes + o.buffer_bytes)
 
 
 def padded_vocab(vocab: int, tp: int, runtime: str = "torch") -> int:
@@ -99,7 +103,8 @@ def chunk_params(shape: Shape, chunk: Chunk, tp: int, ep: int, runtime: str) -> 
         total += Params(p.linear * dense, p.other * dense, p.expert * dense)
     if moe:
         p = layer_params(shape, tp, ep, True)
-        total += Params(p.linear * moe, p.other * moe, p.expert * moe)
+        total += Params(p.linear * moe, p.other * moe, p.expert * moe,
+                        shape.router_buffer_bytes * moe if runtime == "torch" else 0)
     table = padded_vocab(shape.vocab, tp, runtime) * shape.hidden // tp
     if chunk.embedding:
         total += Params(other=table + shape.position_params)

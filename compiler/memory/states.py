@@ -173,17 +173,18 @@ def model_states(p: Params, k: Knobs, chunks: tuple[Params, ...] = (), padding: 
             grads=round(grad * (sharded if shard_grads else total)),
             optimizer=round(opt * (sharded if shard_opt else total)),
         )
+    buffers = p.buffer_bytes  # the modules' buffers (routers' balancing state), whole on every rank
     if k.sharding == "zero1":  # no FSDP2: parameters in the compute dtype, no compute copy
         buckets, shard = zero1_buckets(p, k, chunks)
-        return States(round(zero1_param_bytes(k) * buckets), round(FP32 * buckets),
+        return States(round(zero1_param_bytes(k) * buckets) + buffers, round(FP32 * buckets),
                       round(opt * shard) + zero1_buffer_bytes(p, k, chunks))
     # none runs on FSDP2 too (a mesh of replicas x shards of one rank): its compute copy is a
     # separate buffer, held or freed like zero3's (see `model.py`)
     copy = compute_copy_bytes(p, k.copy_precision)
     if k.sharding == "none":
-        return States(FP32 * total, FP32 * total, opt * total, unsharded=copy)
+        return States(FP32 * total + buffers, FP32 * total, opt * total, unsharded=copy)
     return States(
-        params=round(FP32 * sharded), grads=round(FP32 * sharded), optimizer=round(opt * sharded),
+        params=round(FP32 * sharded) + buffers, grads=round(FP32 * sharded), optimizer=round(opt * sharded),
         unsharded=copy,
         accumulated_grads=FP32 * total if k.pp > 1 else 0,
     )
