@@ -47,7 +47,7 @@ options = [line.strip() for line in ARGS.read_text().splitlines() if line.strip(
 DATA = ("--data-path", "--train-data-path", "--valid-data-path", "--test-data-path", "--data-args-path",
         "--per-split-data-args-path")
 if any(word.split("=", 1)[0] in DATA for word in sys.argv[1:]):
-    options.remove("--mock-data")  # Megatron-LM would train on mock data whatever paths it was given
+    options = [o for o in options if o != "--mock-data"]  # Megatron-LM would train on mock data whatever paths it was given
 if not any(line.startswith(("--use-torch-fsdp2", "--use-megatron-fsdp")) for line in options):
     # one hardware queue, so that tensor- and context-parallel communication is issued in the
     # order its GEMMs need (Megatron-LM asserts it before Blackwell; FSDP wants more queues)

@@ -12,7 +12,8 @@ in an order set by the seed and the step alone (`TokenFile`). Checked:
   process does (losses and gradients, harness.assert_parity), and differently from the
   synthetic data;
 - bad files stop with a message and exit status 2, not a traceback: ids outside the vocabulary,
-  a size that is not whole ids, a file shorter than one sequence.
+  a size that is not whole ids, a file shorter than one sequence, uint32 ids the vocabulary's
+  width (uint16) would misread.
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def test_a_layout_trains_on_the_file_as_one_process_does(workdir, reference, dat
     assert_parity(spread, one)
 
 
-@pytest.mark.parametrize("case", one_of_each_kind(["outside the vocabulary", "odd bytes", "too short"],
+@pytest.mark.parametrize("case", one_of_each_kind(["outside the vocabulary", "odd bytes", "too short", "uint32 ids"],
                                                   ["outside the vocabulary"]))
 def test_a_bad_token_file_stops_with_a_message(case, tmp_path):
     job = compile_job("reference", tmp_path)
@@ -116,9 +117,14 @@ def test_a_bad_token_file_stops_with_a_message(case, tmp_path):
     elif case == "odd bytes":
         path.write_bytes(b"\x01\x00" * 100 + b"\x01")
         expected = "201 bytes are not whole uint16 token ids"
-    else:
+    elif case == "too short":
         write_tokens(path, SEQ_LEN)
         expected = f"{SEQ_LEN} tokens, fewer than one sequence of {SEQ_LEN + 1}"
+    else:  # uint32 ids read as the uint16 the vocabulary takes: every second one would be 0
+        ids = write_tokens(path, 10 * SEQ_LEN)
+        with open(path, "wb") as f:
+            array.array("I", ids).tofile(f)
+        expected = "help: pass --data-dtype uint32"
     run = train(job, 1, "--data", str(path), grads=False)
     assert run.returncode != 0 and re.search(r"exitcode\s*:\s*2\b", run.output), run.output[-3000:]
     assert expected in run.output, run.output[-3000:]

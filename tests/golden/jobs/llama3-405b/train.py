@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import importlib
 import json
 import math
@@ -280,50 +281,63 @@ def synthetic_sequence(step: int, seed: int, row: int) -> torch.Tensor:
 
 class TokenFile:
     """Training data: a flat file of token ids (the `.bin` of nanoGPT's prepare scripts, or any
-    tokenizer's output written as one array), read in place through a private memory map, so a
-    rank touches only the pages of its own sequences and a file of trillions of tokens costs no
-    memory.
+    tokenizer's output written as one array). Each sequence is read with one positioned read
+    (`os.pread`) of its own bytes: nothing else of the file is mapped or held, so a file of
+    trillions of tokens costs no memory and no address-space commitment.
 
     The file is cut into W windows of SEQ_LEN + 1 tokens at a stride of SEQ_LEN (each window's
     last token, the target of its last position, is the next window's first). Sequence `row` of
-    step `step` is the run's sequence n = step x GLOBAL_BATCH + row, and takes window
-    (a x (n mod W) + b + epoch) mod W, epoch = n // W: an affine permutation (a coprime to W),
-    so every window is read once per epoch in an order the seed sets, from the step alone: a
-    resumed run, or another layout, reads the same sequences with no loader state to save."""
+    step `step` is the run's sequence n = step x GLOBAL_BATCH + row: epoch e = n // W reads
+    window (a_e x (n mod W) + b_e) mod W, an affine permutation of the W windows (a_e coprime to
+    W) whose constants are drawn from the seed and the epoch. Every window is read once per
+    epoch, in an order the seed sets, from the step alone: a resumed run, or another layout,
+    reads the same sequences with no loader state to save."""
 
     def __init__(self, path: Path, dtype: str, seed: int) -> None:
-        import mmap
-        if dtype == "auto":
-            dtype = "uint16" if VOCAB <= 2**16 else "uint32"
-        self.dtype = {"uint16": torch.uint16, "uint32": torch.uint32}[dtype]
-        self.width = 2 if dtype == "uint16" else 4
+        width = {"auto": 2 if VOCAB <= 2**16 else 4, "uint16": 2, "uint32": 4}[dtype]
+        self.dtype, self.width = (torch.uint16 if width == 2 else torch.uint32), width
         try:
-            with open(path, "rb") as f:
-                self.buffer = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)  # writable view: frombuffer warns on read-only
-        except (OSError, ValueError) as e:  # ValueError: an empty file cannot be mapped
-            fail(f"--data {path}: cannot map it ({e})")
-        if len(self.buffer) % self.width:
-            fail(f"--data {path}: {len(self.buffer):,} bytes are not whole {dtype} token ids (--data-dtype)")
-        self.tokens = len(self.buffer) // self.width
+            self.fd = os.open(path, os.O_RDONLY)
+            size = os.fstat(self.fd).st_size
+        except OSError as e:
+            fail(f"--data {path}: cannot read it ({e.strerror})")
+        named = f"uint{8 * width}"
+        if size % width:
+            fail(f"--data {path}: {size:,} bytes are not whole {named} token ids (--data-dtype)")
+        self.tokens = size // width
         self.windows = (self.tokens - 1) // SEQ_LEN
         if self.windows < 1:
             fail(f"--data {path}: {self.tokens:,} tokens, fewer than one sequence of {SEQ_LEN + 1}")
-        self.path = path
-        # the permutation's step: odd and large, drawn from the seed, moved until coprime to W
-        self.a = (0x9E3779B97F4A7C15 + 2 * seed) % self.windows or 1
-        while math.gcd(self.a, self.windows) != 1:
-            self.a += 1
-        self.b = (seed * 0x2545F4914F6CDD1D) % self.windows
+        self.path, self.seed = path, seed
+        if width == 2 and dtype == "auto":
+            head = self.read(0, min(self.tokens, 1 << 16))
+            if head.numel() >= 64 and not head[1::2].any() and head[0::2].any():
+                fail(f"--data {path}: every second id of its first {head.numel():,} is 0, as uint32 ids read as "
+                     "uint16 would be\nhelp: pass --data-dtype uint32 (or --data-dtype uint16 if that is the data)")
+
+    def read(self, first: int, count: int) -> torch.Tensor:
+        """Tokens [first, first + count) as int64."""
+        raw = os.pread(self.fd, count * self.width, first * self.width)
+        return torch.frombuffer(bytearray(raw), dtype=self.dtype).to(torch.int64)
+
+    @functools.lru_cache(maxsize=8)  # noqa: B019 - one TokenFile per run
+    def permutation(self, epoch: int) -> tuple[int, int]:
+        """(a_e, b_e) of epoch `epoch`: large and odd, drawn from the seed and the epoch, a moved
+        until coprime to W."""
+        mix = (self.seed * 0x9E3779B97F4A7C15 + epoch * 0xC2B2AE3D27D4EB4F + 0x165667B19E3779F9) % 2**64
+        a = (mix | 1) % self.windows or 1
+        while math.gcd(a, self.windows) != 1:
+            a += 1
+        return a, (mix >> 17) % self.windows
 
     def window(self, step: int, row: int) -> int:
-        n = step * GLOBAL_BATCH + row
-        epoch, i = divmod(n, self.windows)
-        return (self.a * i + self.b + epoch) % self.windows
+        epoch, i = divmod(step * GLOBAL_BATCH + row, self.windows)
+        a, b = self.permutation(epoch)
+        return (a * i + b) % self.windows
 
     def sequence(self, step: int, row: int) -> torch.Tensor:
         start = self.window(step, row) * SEQ_LEN
-        tokens = torch.frombuffer(self.buffer, dtype=self.dtype, count=SEQ_LEN + 1,
-                                  offset=start * self.width).to(torch.int64)
+        tokens = self.read(start, SEQ_LEN + 1)
         largest = int(tokens.max())  # on the host: no device sync
         if largest >= VOCAB:  # this rank's rows only: it speaks for itself, and torchrun stops the others
             print(f"error: rank {dist.get_rank()}: --data {self.path}: token id {largest:,} at token "
@@ -462,40 +476,50 @@ def resumed_checkpoint(args: argparse.Namespace, group) -> Path | None:
     """The checkpoint a --resume continues from (the newest DIR/step-N), None when DIR holds
     none yet, so that one command line starts a job and resumes it after a restart. Read before
     the model is built: a resume whose settings differ from the checkpoint's stops here, in
-    seconds, with exit status 2 (`check_resumed_settings`)."""
-    latest = latest_checkpoint(args.checkpoint_dir)
-    if latest is None:
+    seconds, with exit status 2. Rank 0 alone reads the directory and the checkpoint's settings
+    (`resume_verdict`) and every rank takes its verdict (one broadcast on the checkpoints'
+    group): no rank can see another newest checkpoint or stop alone."""
+    verdict: list = [None]
+    if dist.get_rank() == 0:
+        verdict[0] = resume_verdict(args)
+    dist.broadcast_object_list(verdict, src=0, group=group)
+    path, changed = verdict[0]
+    if path is None:
         if dist.get_rank() == 0:
             print(f"no checkpoint in {args.checkpoint_dir} yet: starting from step 0", flush=True)
         return None
-    check_resumed_settings(args, latest[1], group)
-    return latest[1]
-
-
-def check_resumed_settings(args: argparse.Namespace, path: Path, group) -> None:
-    """Stop (exit status 2, every rank) where this run's `run_settings` differ from those saved
-    in checkpoint `path`, unless --override-settings: a changed seed silently trains on another
-    data stream from the resumed step on, a changed schedule jumps the learning rate (Megatron-LM
-    refuses the same unless told `--override-opt_param-scheduler`). A checkpoint written before
-    the settings were saved has none to compare: it resumes as before."""
-    ours = run_settings(args)
-    saved = {"progress": {"settings": dict(ours)}}  # kept where the checkpoint has no settings
-    dcp.load(saved, checkpoint_id=str(path), process_group=group,
-             planner=dcp.DefaultLoadPlanner(allow_partial_load=True))
-    theirs = saved["progress"]["settings"]
-    changed = [name for name in ours if theirs[name] != ours[name]]
-    if not changed:
-        return
-    listed = ", ".join(f"{name} {theirs[name]!r} in the checkpoint, {ours[name]!r} now" for name in changed)
-    if args.override_settings:
+    if changed and args.override_settings:
         if dist.get_rank() == 0:
-            print(f"note: resuming {path} with other settings (--override-settings): {listed}", flush=True)
-        return
-    if dist.get_rank() == 0:
-        print(f"error: {path} was written with other settings than this run's: {listed}\n"
-              "help: pass the checkpoint's values again, or --override-settings to continue with the new ones "
-              "from the resumed step on", file=sys.stderr, flush=True)
-    finish(2)
+            print(f"note: resuming {path} with other settings (--override-settings): {changed}", flush=True)
+    elif changed:
+        if dist.get_rank() == 0:
+            print(f"error: {path} was written with other settings than this run's: {changed}\n"
+                  "help: pass the checkpoint's values again, or --override-settings to continue with the new ones "
+                  "from the resumed step on", file=sys.stderr, flush=True)
+        finish(2)
+    return path
+
+
+def resume_verdict(args: argparse.Namespace) -> tuple[Path | None, str]:
+    """(the newest checkpoint, how its saved `run_settings` differ from this run's: "" where
+    they agree). A changed seed silently trains on another data stream from the resumed step
+    on, a changed schedule jumps the learning rate (Megatron-LM refuses the same unless told
+    `--override-opt_param-scheduler`). Read here alone (`no_dist`: no collective, one reader);
+    a checkpoint written before the settings were saved has none to compare and resumes as
+    before (the partial load keeps this run's values)."""
+    latest = latest_checkpoint(args.checkpoint_dir)
+    if latest is None:
+        return None, ""
+    ours = run_settings(args)
+    saved = {"progress": {"settings": dict(ours)}}
+    dcp.load(saved, checkpoint_id=str(latest[1]), no_dist=True, planner=dcp.DefaultLoadPlanner(allow_partial_load=True))
+    theirs = saved["progress"]["settings"]
+
+    def same(a, b) -> bool:  # a float the run computed (the default --min-lr) or was given may differ in its last bit
+        return math.isclose(a, b, rel_tol=1e-9) if isinstance(a, float) and isinstance(b, float) else a == b
+
+    changed = [name for name in ours if not same(theirs[name], ours[name])]
+    return latest[1], ", ".join(f"{name} {theirs[name]!r} in the checkpoint, {ours[name]!r} now" for name in changed)
 
 
 def load_checkpoint(rt: parallel.Runtime, optimizer, path: Path, group) -> int:
@@ -1010,8 +1034,8 @@ def main(argv: list[str] | None = None) -> None:
         dry_run(args, meshes)
         finish(0)
     saving = checkpoint_group(args)
-    resumed = resumed_checkpoint(args, saving) if args.resume else None
     data = TokenFile(args.data, args.data_dtype, args.seed) if args.data is not None else None  # before the model: fails fast
+    resumed = resumed_checkpoint(args, saving) if args.resume else None
     rt = parallel.parallelize(meshes, device, compute_dtype(args, device), args.seed)
     optimizer = parallel.build_optimizer(rt, lambda params: make_optimizer(params, args.lr))
     first = load_checkpoint(rt, optimizer, resumed, saving) if resumed is not None else 0
