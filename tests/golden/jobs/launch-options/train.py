@@ -294,6 +294,10 @@ class TokenFile:
     reads the same sequences with no loader state to save."""
 
     def __init__(self, path: Path, dtype: str, seed: int) -> None:
+        def fail(message: str) -> None:  # every rank: a node whose mount differs must say so too
+            print(f"error: rank {os.environ.get('RANK', '?')}: {message}", file=sys.stderr, flush=True)
+            sys.exit(2)
+
         width = {"auto": 2 if VOCAB <= 2**16 else 4, "uint16": 2, "uint32": 4}[dtype]
         self.dtype, self.width = (torch.uint16 if width == 2 else torch.uint32), width
         try:

@@ -371,7 +371,9 @@ def selective_checkpoint(block: nn.Module) -> nn.Module:
         if has_submodule(block, name):
             module = block.get_submodule(name)
             module.register_forward_pre_hook(policy.enter)
-            module.register_forward_hook(policy.leave)
+            # always: a recomputation that stops early (torch's checkpoint raises once it has what the
+            # backward needs) must not leave the count raised for the next forward
+            module.register_forward_hook(policy.leave, always_call=True)
     return checkpoint_wrapper(block, context_fn=partial(create_selective_checkpoint_contexts, policy))
 
 
