@@ -2236,6 +2236,11 @@ class Load:
     params_other: int = 0
     """Of `params_dense`, those no fp8 linear holds: norms, routers, the embedding and the output
     layer (`Params.other`), which Megatron-LM gathers in bf16 beside fp8 parameters."""
+    roots: int = 1
+    """FSDP root units on the rank: under pp each chunk is its own `fully_shard` root, and one
+    gathers something of its own only where it holds the embedding or the final norm and output
+    (none on a middle rank, two on the first rank of a V, which holds both ends); without a
+    pipeline the whole model is one root, whatever its virtual stages."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -2354,7 +2359,7 @@ def _rank_frames(shape: Shape, chunking: Chunking) -> tuple[tuple[tuple, dict], 
             sends_b=sum(1 for ch in mine if owner.get(ch.index - 1, rank) != rank),
             params_dense=dense + other, params_expert=expert,
             blocks_dense=tuple(blocks_dense), blocks_expert=tuple(blocks_expert), params_root=root,
-            params_other=other)))
+            params_other=other, roots=sum(1 for ch in mine if ch.embedding or ch.output) if pp > 1 else 1)))
     return tuple(frames)
 
 
@@ -2439,10 +2444,7 @@ class RankTimes:
     model has none), exposed communication included, without recomputation: the windows
     activation offloading's copies hide under (`offload_exposed`)."""
     roots: int = 1
-    """FSDP root units on the rank: one per chunk that holds the embedding or the final norm and
-    output (`Load.embedding`, `Load.output`), each chunk being its own `fully_shard` root; a
-    chunk of layers alone gathers nothing of its own. One without a pipeline; two on the first
-    rank of a V (zbv, dualpipe-v), which holds both ends; none on a middle pipeline rank."""
+    """`Load.roots`: the rank's FSDP root units."""
     recompute_exposed: tuple[float, float, float] = (0.0, 0.0, 0.0)
     """Of `exposed_b`, the seconds on tp, cp, ep the recomputation's own collectives leave
     exposed (a weight pass that recomputes again repeats them: `weight_pass_recomputes`)."""
@@ -2647,7 +2649,7 @@ def rank_time(load: Load, pieces: RankPieces) -> RankTimes:
                      layers=sum(count for _, _, count in load.pieces),
                      moe_layers=sum(count for is_moe, _, count in load.pieces if is_moe), collectives=merged(records),
                      layer_times=layer_times, recompute_exposed=tuple(again),
-                     roots=min(load.chunks, int(load.embedding) + int(load.output)))
+                     roots=load.roots)
 
 
 def _layer_seconds(piece: tuple[float, ...]) -> tuple[float, float]:
@@ -2966,8 +2968,7 @@ def dp_ledger(r: RankTimes, k: Knobs, links: DpLinks, grad: int = PARC.grad_byte
     # the case built here, not by a classmethod: one Python call fewer per rank per `step_time`
     case = DpCase(params_dense, params_expert, r.layers, r.moe_layers or r.layers,
                   max(1, k.virtual_stages) if pp > 1 else 1, r.blocks_dense, r.blocks_expert, r.params_root,
-                  k.microbatches, k.sharding, pp, k.bucket, grad, runtime, r.params_other, gather,
-                  r.roots if pp > 1 else 1)  # without a pipeline the whole model is one root
+                  k.microbatches, k.sharding, pp, k.bucket, grad, runtime, r.params_other, gather, r.roots)
     return _dp_ledger(case, *links)
 
 

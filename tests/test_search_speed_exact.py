@@ -327,7 +327,8 @@ def _reference_rank_loads(shape, tp, ep, pp, v, schedule, split, runtime, recomp
             sends_f=sum(1 for ch in mine if owner.get(ch.index + 1, rank) != rank),
             sends_b=sum(1 for ch in mine if owner.get(ch.index - 1, rank) != rank),
             params_dense=dense + other, params_expert=expert, blocks_dense=tuple(blocks_dense),
-            blocks_expert=tuple(blocks_expert), params_root=root, params_other=other))
+            blocks_expert=tuple(blocks_expert), params_root=root, params_other=other,
+            roots=sum(1 for ch in mine if ch.embedding or ch.output) if pp > 1 else 1))
     return tuple(loads)
 
 
