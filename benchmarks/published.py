@@ -127,7 +127,7 @@ def _int(value, name: str, binary: bool = False) -> int | None:
         raise Unusable(f"`{name}` is not a whole number ({value!r})")
     scaled = re.match(SCALED, str(value))
     if scaled:
-        number = float(scaled.group(1)) * (1024 if binary else 1000) ** ("kmb".index(scaled.group(2).lower()) + 1)
+        number = float(scaled.group(1)) * (BINARY_SCALE if binary else DECIMAL_SCALE)[scaled.group(2).lower()]
         if number.is_integer():
             return int(number)
         raise Unusable(f"`{name}` is not a whole number ({value!r})")
@@ -144,6 +144,10 @@ WHOLE = r"\s*(?:[A-Za-z]+\s*[=:]?\s*)?" + COUNT + r"(?![\d.,])"
 separators ("1,536", which must never read as 1)."""
 SCALED = r"\s*(?:[A-Za-z]+\s*[=:]?\s*)?(\d+(?:\.\d+)?)\s*([KkMmBb])(?![A-Za-z])"
 """A number with a multiplier letter: "2K", "128k", "1.5M", "seq=8K"."""
+DECIMAL_SCALE = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9}
+"""Multipliers as counts and throughputs are written: "50K" vocabulary, "1.2M tokens/s"."""
+BINARY_SCALE = {"": 1, "k": 2**10, "m": 2**20, "b": 2**30}
+"""Multipliers of a sequence length: "8K" is 8,192 tokens."""
 TOKEN_SCALE = {"": 1, "k": 10**3, "m": 2**20, "b": 10**9}
 """Multipliers of a token count: "4M tokens" is 4 x 2^20 (a batch of 4,194,304 = 1,024 x 4,096
 tokens is what papers call 4M); K and B are decimal."""
@@ -659,7 +663,7 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
                 if not found:
                     continue
                 # "1.2M tokens/s": the multiplier is never dropped (decimal, as throughputs are written)
-                v = float(found.group(1).replace(",", "")) * {None: 1, "K": 1e3, "M": 1e6, "B": 1e9}[found.group(2)]
+                v = float(found.group(1).replace(",", "")) * DECIMAL_SCALE[(found.group(2) or "").lower()]
             if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0:
                 return float(v)
         return None

@@ -425,7 +425,7 @@ def tracked_steps(args, train, rt, optimizer, optimizers: list, mode, device: to
                     record["cpu_norm_copies_at_peak"] = tracker.norm_copies_at_peak
             optimizer.zero_grad()
             if step == args.steps - 1:  # train.py saves after zero_grad
-                state = train.checkpoint_state(rt, optimizer, step + 1, train.run_settings(args))  # what a save builds
+                state = train.checkpoint_state(rt, optimizer, step + 1, train.run_settings(args, None))  # what a save builds (no data read here)
                 record["checkpoint"] = device_snapshot(tracker, "current")
                 del state
     record["peak"] = device_snapshot(tracker, "peak")

@@ -169,8 +169,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 # Start-up guard: before any collective, so that a wrong launch stops in seconds, not a hang
 
 
-def fail(message: str) -> None:
-    if os.environ.get("LOCAL_RANK", "0") == "0":
+def fail(message: str, every_rank: bool = False) -> None:
+    """Stop with exit status 2 and a message: from each node's first process, where every rank
+    finds the same fault, or from `every_rank` (each naming itself) where one rank's may be its own."""
+    if every_rank:
+        print(f"error: rank {os.environ.get('RANK', '?')}: {message}", file=sys.stderr, flush=True)
+    elif os.environ.get("LOCAL_RANK", "0") == "0":
         print(f"error: {message}", file=sys.stderr, flush=True)
     sys.exit(2)
 
@@ -294,30 +298,27 @@ class TokenFile:
     reads the same sequences with no loader state to save."""
 
     def __init__(self, path: Path, dtype: str, seed: int) -> None:
-        def fail(message: str) -> None:  # every rank: a node whose mount differs must say so too
-            print(f"error: rank {os.environ.get('RANK', '?')}: {message}", file=sys.stderr, flush=True)
-            sys.exit(2)
-
         width = {"auto": 2 if VOCAB <= 2**16 else 4, "uint16": 2, "uint32": 4}[dtype]
         self.dtype, self.width = (torch.uint16 if width == 2 else torch.uint32), width
         try:
             self.fd = os.open(path, os.O_RDONLY)
             size = os.fstat(self.fd).st_size
         except OSError as e:
-            fail(f"--data {path}: cannot read it ({e.strerror})")
+            fail(f"--data {path}: cannot read it ({e.strerror})", every_rank=True)  # a node's mount may differ
         named = f"uint{8 * width}"
         if size % width:
-            fail(f"--data {path}: {size:,} bytes are not whole {named} token ids (--data-dtype)")
+            fail(f"--data {path}: {size:,} bytes are not whole {named} token ids (--data-dtype)", every_rank=True)
         self.tokens = size // width
         self.windows = (self.tokens - 1) // SEQ_LEN
         if self.windows < 1:
-            fail(f"--data {path}: {self.tokens:,} tokens, fewer than one sequence of {SEQ_LEN + 1}")
+            fail(f"--data {path}: {self.tokens:,} tokens, fewer than one sequence of {SEQ_LEN + 1}", every_rank=True)
         self.path, self.seed = path, seed
         if width == 2 and dtype == "auto":
             head = self.read(0, min(self.tokens, 1 << 16))
             if head.numel() >= 64 and not head[1::2].any() and head[0::2].any():
                 fail(f"--data {path}: every second id of its first {head.numel():,} is 0, as uint32 ids read as "
-                     "uint16 would be\nhelp: pass --data-dtype uint32 (or --data-dtype uint16 if that is the data)")
+                     "uint16 would be\nhelp: pass --data-dtype uint32 (or --data-dtype uint16 if that is the data)",
+                     every_rank=True)
 
     def read(self, first: int, count: int) -> torch.Tensor:
         """Tokens [first, first + count) as int64."""
@@ -344,10 +345,9 @@ class TokenFile:
         tokens = self.read(start, SEQ_LEN + 1)
         largest = int(tokens.max())  # on the host: no device sync
         if largest >= VOCAB:  # this rank's rows only: it speaks for itself, and torchrun stops the others
-            print(f"error: rank {dist.get_rank()}: --data {self.path}: token id {largest:,} at token "
-                  f"{start + int(tokens.argmax()):,} is outside the model's vocabulary of {VOCAB:,} (tokenized "
-                  "for another model, or the wrong --data-dtype?)", file=sys.stderr, flush=True)
-            sys.exit(2)
+            fail(f"--data {self.path}: token id {largest:,} at token {start + int(tokens.argmax()):,} is outside "
+                 f"the model's vocabulary of {VOCAB:,} (tokenized for another model, or the wrong --data-dtype?)",
+                 every_rank=True)
         return tokens
 
 
@@ -397,32 +397,24 @@ def latest_checkpoint(directory: Path) -> tuple[int, Path] | None:
     return max(found) if found else None
 
 
-def run_settings(args: argparse.Namespace) -> dict:
-    """The options that decide a run's trajectory beyond its state: the data stream (--seed and
-    --data: each step's batch is a function of them and the step) and the learning rate of every
-    step (`learning_rate`: --steps only sets the horizon of a decay). Saved with every
-    checkpoint; a resume compares them (`check_resumed_settings`)."""
+def run_settings(args: argparse.Namespace, data: TokenFile | None) -> dict:
+    """The options that decide a run's trajectory beyond its state: the data stream (--seed, and
+    --data's token count, its size rather than its path, so that a dataset moved to another
+    mount resumes as itself: each step's batch is a function of them and the step) and the
+    learning rate of every step (`learning_rate`: --steps only sets the horizon of a decay).
+    Saved with every checkpoint; a resume compares them (`resume_verdict`)."""
     decays = args.lr_decay != "constant"
     return {"seed": args.seed, "lr": args.lr, "warmup": args.warmup, "lr_decay": args.lr_decay,
             "min_lr": (args.lr / 10 if args.min_lr is None else args.min_lr) if decays else 0.0,
-            "steps": args.steps if decays else 0, "data_tokens": data_tokens(args)}
+            "steps": args.steps if decays else 0, "data_tokens": data.tokens if data is not None else 0}
 
 
-def data_tokens(args: argparse.Namespace) -> int:
-    """The token count of --data (0: synthetic data): what sets the data's windows and order with
-    the seed. Its size, not its path: a dataset moved to another mount resumes as itself."""
-    if args.data is None:
-        return 0
-    try:
-        return args.data.stat().st_size // (2 if args.data_dtype == "uint16" or
-                                             (args.data_dtype == "auto" and VOCAB <= 2**16) else 4)
-    except OSError:
-        return -1  # TokenFile says why
-
-
-def checkpoint_state(rt: parallel.Runtime, optimizer, step: int, settings: dict) -> dict:
+def checkpoint_state(rt: parallel.Runtime, optimizer, step: int, settings: dict | None) -> dict:
+    """What a checkpoint holds; `settings` None: none (a load, whose settings were compared before
+    the model was built)."""
+    progress = {"step": step} if settings is None else {"step": step, "settings": dict(settings)}
     return {"model": parallel.model_state(rt), "optimizer": parallel.optimizer_state(rt, optimizer),
-            "progress": {"step": step, "settings": dict(settings)}}
+            "progress": progress}
 
 
 def checkpoint_group(args: argparse.Namespace):
@@ -476,7 +468,7 @@ class Checkpointer:
         dist.barrier(group=self.group)
 
 
-def resumed_checkpoint(args: argparse.Namespace, group) -> Path | None:
+def resumed_checkpoint(args: argparse.Namespace, data: TokenFile | None, group) -> Path | None:
     """The checkpoint a --resume continues from (the newest DIR/step-N), None when DIR holds
     none yet, so that one command line starts a job and resumes it after a restart. Read before
     the model is built: a resume whose settings differ from the checkpoint's stops here, in
@@ -485,7 +477,7 @@ def resumed_checkpoint(args: argparse.Namespace, group) -> Path | None:
     group): no rank can see another newest checkpoint or stop alone."""
     verdict: list = [None]
     if dist.get_rank() == 0:
-        verdict[0] = resume_verdict(args)
+        verdict[0] = resume_verdict(args, data)
     dist.broadcast_object_list(verdict, src=0, group=group)
     path, changed = verdict[0]
     if path is None:
@@ -504,7 +496,7 @@ def resumed_checkpoint(args: argparse.Namespace, group) -> Path | None:
     return path
 
 
-def resume_verdict(args: argparse.Namespace) -> tuple[Path | None, str]:
+def resume_verdict(args: argparse.Namespace, data: TokenFile | None) -> tuple[Path | None, str]:
     """(the newest checkpoint, how its saved `run_settings` differ from this run's: "" where
     they agree). A changed seed silently trains on another data stream from the resumed step
     on, a changed schedule jumps the learning rate (Megatron-LM refuses the same unless told
@@ -514,7 +506,7 @@ def resume_verdict(args: argparse.Namespace) -> tuple[Path | None, str]:
     latest = latest_checkpoint(args.checkpoint_dir)
     if latest is None:
         return None, ""
-    ours = run_settings(args)
+    ours = run_settings(args, data)
     saved = {"progress": {"settings": dict(ours)}}
     dcp.load(saved, checkpoint_id=str(latest[1]), no_dist=True, planner=dcp.DefaultLoadPlanner(allow_partial_load=True))
     theirs = saved["progress"]["settings"]
@@ -529,8 +521,7 @@ def resume_verdict(args: argparse.Namespace) -> tuple[Path | None, str]:
 def load_checkpoint(rt: parallel.Runtime, optimizer, path: Path, group) -> int:
     """Loads checkpoint `path` (`resumed_checkpoint`) into the model and optimizer; DCP reshards
     it from whatever layout wrote it. Returns the step to continue from."""
-    state = checkpoint_state(rt, optimizer, 0, {})
-    state["progress"].pop("settings")  # compared before the model was built
+    state = checkpoint_state(rt, optimizer, 0, None)
     dcp.load(state, checkpoint_id=str(path), process_group=group)
     parallel.load_model_state(rt, state["model"])
     parallel.load_optimizer_state(rt, optimizer, state["optimizer"])
@@ -1039,14 +1030,14 @@ def main(argv: list[str] | None = None) -> None:
         finish(0)
     saving = checkpoint_group(args)
     data = TokenFile(args.data, args.data_dtype, args.seed) if args.data is not None else None  # before the model: fails fast
-    resumed = resumed_checkpoint(args, saving) if args.resume else None
+    resumed = resumed_checkpoint(args, data, saving) if args.resume else None
     rt = parallel.parallelize(meshes, device, compute_dtype(args, device), args.seed)
     optimizer = parallel.build_optimizer(rt, lambda params: make_optimizer(params, args.lr))
     first = load_checkpoint(rt, optimizer, resumed, saving) if resumed is not None else 0
     meter = MemoryMeter(rt) if args.measure_memory is not None else None
     norm_of = parallel.GradientNorm(rt)
     recorder = CollectiveRecorder(rt) if args.record_collectives is not None else None
-    checkpointer = Checkpointer(args.checkpoint_dir, args.async_checkpoint, saving, run_settings(args))
+    checkpointer = Checkpointer(args.checkpoint_dir, args.async_checkpoint, saving, run_settings(args, data))
     window_start, window_cpu, window_steps = time.perf_counter(), time.process_time(), 0
     for step in range(first, args.steps):
         for group in optimizer.param_groups:
