@@ -700,6 +700,30 @@ check is torchtitan's context-parallel table below (FlashAttention-2 through tor
 another runtime and kernel, never fitted), and llm-foundry's MPT runs below (eager PyTorch with
 FSDP, 512-65,536 tokens, never fitted).
 
+**FP8 attention.** Attention runs in BF16 whatever the linears run in, unless the runtime says
+otherwise: Transformer Engine's FP8 dot-product attention (cuDNN's FP8 fused attention; Megatron-Core's
+`fp8_dot_product_attention`, which Megatron-Bridge's 26.06 and later GB200 recipes set for their
+Qwen3 and gpt-oss rows) runs the products on the FP8 peak (`Software.attention_fp8`, layer kind
+"flash-te-fp8"). The curve is the same kernel's; the fraction of the FP8 peak it reaches is
+`kernels.FP8_ATTENTION_SHARE` (0.81) of the fraction the 16-bit kernel reaches of its own, from
+FlashAttention-3's abstract on H100 (FP16 up to 740 TFLOP/s, 74.8 % of 989; FP8 close to 1.2
+PFLOP/s, 60.6 % of 1,979): the softmax between the products keeps its cost. Megatron-LM's command
+line (core_v0.16.0) has no flag for it (the option is a `TransformerConfig` field its parser
+leaves out), so a spec cannot state it and parc's Megatron launcher does not set it; the reader
+of published runs takes it from a recipe that states it. No fitted row states it.
+
+**The exponential unit's floor.** Each score entry a fused kernel computes takes one exponential
+forward (the softmax) and one backward (P recomputed from the saved log-sum-exp), on the SMs'
+special-function units: 16 results per SM per clock on Ampere, Hopper and Blackwell alike (the CUDA
+C++ Programming Guide's throughput table; FlashAttention-4, Zadouri et al. 2026: unchanged while
+Blackwell doubled the tensor cores, which makes the exponentials the forward's bottleneck on B200).
+With the dense BF16 peak at 2,048, 4,096 and 8,192 FLOP per SM per clock (A100, H100, Blackwell),
+that rate is the BF16 peak x 16 / that width, and no kernel is charged below entries / rate
+(`kernels.exp_seconds`, `timing.attention_kernel_seconds`). At head dim 128 the floor is the BF16
+peak's time for the forward's products on Blackwell and half of it on Hopper: the 16-bit curves
+sit above it everywhere, and it bounds what FP8 products can gain (tests/test_kernels.py checks
+the floor against the clock and SM count by hand on each catalogued part).
+
 **Sliding-window layers** (`model { window W, full-attention-every N }`, docs/language.md). A
 windowed layer's query i attends to min(i + 1, W) keys: the causal square loses
 (s - W)(s - W + 1) / 2 entries (`flops.window_dropped_entries`), leaving s W - W (W - 1) / 2

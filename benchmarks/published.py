@@ -856,12 +856,18 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     if rope_unfused:
         notes.append(f"YaRN concentration {concentration:.3f} (stated YaRN factor): Megatron-Core's unfused RoPE "
                      "(rope_utils.apply_rotary_pos_emb; not expressible in a spec)")
+    # Transformer Engine's FP8 dot-product attention (Megatron-LM's --fp8-dot-product-attention,
+    # Megatron-Bridge's `fp8_dot_product_attention`): the attention's products in FP8 too
+    attention_fp8 = family == "megatron" and precision == "fp8" and "fp8-dot-product-attention" in compact
+    if attention_fp8:
+        notes.append("FP8 dot-product attention (stated: Transformer Engine's FP8 fused attention)")
     recipe = "dynamic" if family == "torchtitan" else fp8_recipe_of(entry)
     if precision == "fp8" and recipe in ("current", "mxfp8"):
         notes.append(f"Transformer Engine's {'per-tensor current scaling' if recipe == 'current' else 'MXFP8'} "
                      f"fp8 recipe (stated: `fp8-recipe {TARGET_RECIPES[recipe]}`)")
     software = timing.Software(
         attention="unfused" if unfused else ("flash" if family in ("torchtitan", "torch") else "flash-te"),
+        attention_fp8=attention_fp8,
         selective=("modules:" + ",".join(modules) if modules else timing.TORCHTITAN_OP if family == "torchtitan"
                    else "elementwise" if family == "torch" else "attention-core"),
         tp_overlap=overlap,
@@ -1180,7 +1186,8 @@ def read_recipe(entry: dict) -> dict:
     `moe_pad_expert_input_to_capacity`) or a full-iteration CUDA graph, either of which keeps the
     token counts on the GPU (`Software.moe_host_sync` off), and Transformer Engine's fused grouped
     MLP, which adds the experts' biases and clamps their GLU inside its kernels
-    (`Software.expert_bias`, `Software.expert_clamp` off). The others (HybridEP, partial CUDA
+    (`Software.expert_bias`, `Software.expert_clamp` off), and Transformer Engine's FP8 attention
+    (`fp8_dot_product_attention` in `other`: `Software.attention_fp8`). The others (HybridEP, partial CUDA
     graphs, fused kernels) are kept in the row for the record. A row without `recipe` is unchanged."""
     r = entry.get("recipe")
     if not isinstance(r, dict):
@@ -1200,6 +1207,8 @@ def read_recipe(entry: dict) -> dict:
         said.append(f"pad-expert-input-to-capacity (recipe: capacity factor {r['moe_expert_capacity_factor']})")
     if r.get("cuda_graph_impl") == "full_iteration":
         said.append("full-iteration-cuda-graph (recipe: cuda_graph_impl full_iteration)")
+    if "fp8_dot_product_attention" in (r.get("other") or ()):
+        said.append("fp8-dot-product-attention (recipe: fp8_dot_product_attention)")
     lay, model = dict(entry.get("layout") or {}), dict(entry.get("model") or {})
     if not lay.get("recompute"):
         if r.get("recompute_modules"):
@@ -1236,7 +1245,7 @@ def row_spec(entry: dict, others: list[dict] = ()) -> Run | Skipped:
         return _row_spec(read_recipe(entry), others)
     except Unusable as e:
         return Skipped(str(entry.get("id", "?")), str(e))
-    except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError) as e:
+    except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError, OverflowError) as e:
         return Skipped(str(entry.get("id", "?")), f"the row does not follow the schema ({type(e).__name__}: {e})")
 
 

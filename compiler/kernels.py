@@ -185,6 +185,47 @@ def _ampere(curve: AttentionCurve) -> AttentionCurve:
 
 FA2_AMPERE = _ampere(FA2_HOPPER)
 
+FP8_ATTENTION_SHARE = (1.2e15 / 1979e12) / (740e12 / 989e12)
+"""The fraction of its FP8 peak an FP8 fused-attention kernel reaches, relative to the fraction of
+the 16-bit peak the same kernel reaches in 16 bits: FlashAttention-3 on H100 (Shah et al. 2024,
+abstract) reaches up to 740 TFLOP/s in FP16 (74.8 % of 989) and close to 1.2 PFLOP/s in FP8
+(60.6 % of 1,979): 0.81. The products run at the FP8 rate, the softmax between them does not
+(its exponentials, rescaling and the casts of P to FP8 keep their 16-bit cost), so the kernel
+gains less than the tensor cores' 2x. Charged to Transformer Engine's FP8 attention (cuDNN's,
+`Software.attention_fp8`) on the FP8 peak, with the 16-bit kernel's curve; the exponential unit
+bounds it below (`exp_seconds`)."""
+
+EXP_PER_CLOCK = 16
+"""Exponentials (MUFU `ex2`) one SM completes per clock: 16 on Ampere, Hopper and Blackwell alike
+(NVIDIA's CUDA C++ Programming Guide, "Arithmetic Instructions" throughput table: base-2
+exponential, 16 results per clock per multiprocessor for compute capabilities 8.0 to 10.0;
+FlashAttention-4, Zadouri et al. 2026, section 2: unchanged from Hopper to Blackwell while the
+tensor cores doubled, which makes the exponentials the forward's bottleneck on B200)."""
+
+MMA_FLOPS_PER_CLOCK = {"ampere": 2048, "hopper": 4096, "blackwell": 8192}
+"""Dense 16-bit tensor-core FLOPs one SM completes per clock: A100 312 TFLOP/s = 108 SMs x
+1.41 GHz x 2,048; H100 SXM 989.4 = 132 x 1.83 GHz x 4,096; Blackwell doubles Hopper's per SM
+(B200 2,250 = 148 x ~1.86 GHz x 8,192). The exponential unit's rate is then the dense BF16 peak x
+`EXP_PER_CLOCK` / this, at whatever clock the peak is quoted (or derated) at. CDNA3 has none here:
+no exponential bound is charged there."""
+
+
+def exp_rate(bf16_peak: float, generation: str) -> float | None:
+    """Exponentials per second the GPU's special-function units complete (`EXP_PER_CLOCK`), from
+    its dense BF16 peak; None where the generation's tensor-core width is not known here."""
+    width = MMA_FLOPS_PER_CLOCK.get(generation)
+    return bf16_peak * EXP_PER_CLOCK / width if width else None
+
+
+def exp_seconds(score_entries: float, bf16_peak: float, generation: str) -> float:
+    """The floor a fused-attention kernel's time cannot go below: one exponential per score entry
+    it computes (the forward's softmax; the backward recomputes P = exp(S - LSE) once), all on the
+    special-function units (`exp_rate`). A physical bound, not a fitted speed: FlashAttention-4 on
+    B200 emulates part of them on the FMA units to get past it, which the kernels parc charges
+    (cuDNN's, FlashAttention-2) do not."""
+    rate = exp_rate(bf16_peak, generation)
+    return score_entries / rate if rate else 0.0
+
 
 def attention_curve(kernel: str, generation: str) -> AttentionCurve:
     """The curve of the kernel a runtime runs on a generation. "sdpa" (torch's

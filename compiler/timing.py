@@ -412,6 +412,13 @@ class Software:
     "flash-te": the same through Transformer Engine (Megatron-LM, NeMo: FlashAttention-2 on
     Ampere, cuDNN's fused attention on Hopper and later); "unfused": the s x s
     scores are materialised and the full square computed (Megatron-LM before mid-2022)."""
+    attention_fp8: bool = False
+    """The fused attention's products run in FP8 under an fp8 spec: Transformer Engine's FP8
+    dot-product attention (Megatron-LM's `--fp8-dot-product-attention`, Megatron-Bridge's
+    `fp8_dot_product_attention`; `target megatron { fp8-attention on }`), at the FP8 peak times
+    `kernels.FP8_ATTENTION_SHARE`, never below the exponential unit's floor
+    (`kernels.exp_seconds`). Off: attention in BF16 whatever the linears run in (every runtime's
+    default)."""
     selective: str = "elementwise"
     """What `recompute selective` repeats: "elementwise" (parc's runtime: an op-level policy that
     saves most matmul outputs and recomputes norms, RoPE, activations and the attention output
@@ -1014,12 +1021,29 @@ def memory_seconds(nbytes: float, hw: Hardware, c: Constants) -> float:
     return nbytes / (hw.hbm * c.hbm_efficiency)
 
 
-ATTENTION_KERNELS = {"flash-te": "te"}
-"""`Software.attention` -> the kernel curve it runs (`kernels.attention_curve`); "flash": "sdpa"."""
+ATTENTION_KERNELS = {"flash-te": "te", "flash-te-fp8": "te"}
+"""`LayerCase.attention` -> the kernel curve it runs (`kernels.attention_curve`); "flash": "sdpa"."""
 
-CAUSAL_SKIPPING = ("flash",)
-"""Fused kernels that skip the masked half of a causal square and recompute the scores in the
-backward (`FLASH_BACKWARD`)."""
+FP8_ATTENTION = {"flash-te": "flash-te-fp8"}
+"""A runtime's fused attention (`Software.attention`) -> its FP8 variant, where it has one:
+Transformer Engine's FP8 dot-product attention (cuDNN's FP8 fused attention). torch's SDPA has
+none."""
+
+
+def attention_kernel(sw: Software, precision: str) -> str:
+    """`LayerCase.attention`: the runtime's fused attention (`Software.attention`), or its FP8
+    variant (`FP8_ATTENTION`) where the runtime runs it so (`Software.attention_fp8`) and the
+    layer's linears run in fp8 (`gemm_precision`: Transformer Engine's FP8 attention sits inside
+    its fp8 autocast)."""
+    if sw.attention_fp8 and precision == "fp8":
+        return FP8_ATTENTION.get(sw.attention, sw.attention)
+    return sw.attention
+
+def skips_causal(attention: str) -> bool:
+    """Whether the runtime's attention kernel skips the masked half of a causal square and
+    recomputes the scores in the backward (`FLASH_BACKWARD`): every fused kernel (torch's SDPA,
+    Transformer Engine's, in 16 bits or FP8); the unfused path computes the full square."""
+    return attention != "unfused"
 
 
 GATHERED_BLOCKS = "gathered-blocks"
@@ -1291,9 +1315,11 @@ def _flash_attention_kind(shape: Shape, case: AttentionCase, hw: Hardware, windo
     work = flops.attention_core_flops(shape, flops.causal_keys(seq)) / tp * n
     back = flops.FLASH_BACKWARD * work
 
+    fp8 = attention in FP8_ATTENTION.values()
+
     def seconds(flop: float, keys: float, causal: bool, backward: bool) -> float:
         efficiency = curve.efficiency(min(keys, cap), d, causal or window > 0, backward)
-        return ratio * flop / (hw.bf16 * efficiency * hw.ceiling * sustained)
+        return attention_kernel_seconds(ratio * flop, efficiency, backward, d, fp8, hw, sustained)
 
     if flavour == GATHERED_BLOCKS and cp > 1:
         per_key = flops.attention_core_flops(shape, 1.0) / tp * n / 2  # one query chunk's rows
@@ -1314,8 +1340,8 @@ def _flash_attention_kind(shape: Shape, case: AttentionCase, hw: Hardware, windo
         return seconds(work, seq, True, False), seconds(back, seq, True, True), 1
     if window:
         per_entry = flops.attention_core_flops(shape, 1.0) / tp * n / (seq / cp)  # one (query, key) pair
-        return max((windowed_ring_rank(r, cp, seq, window, per_entry, curve, d, hw, sustained) for r in range(cp)),
-                   key=lambda t: t[0] + t[1])
+        return max((windowed_ring_rank(r, cp, seq, window, per_entry, curve, d, hw, sustained, fp8)
+                    for r in range(cp)), key=lambda t: t[0] + t[1])
     block, share = seq / cp, 1.0 / cp
     rest = (cp - 1) * share / 2
 
@@ -1346,8 +1372,22 @@ def band_entries(distance: int, chunk: int, window: int) -> int:
     return total
 
 
+def attention_kernel_seconds(flop: float, efficiency: float, backward: bool, head_dim: int, fp8: bool,
+                             hw: Hardware, sustained: float) -> float:
+    """Seconds of fused-attention kernels doing `flop` FLOPs (a backward's counted as
+    `FLASH_BACKWARD` x its forward's products) at the curve's `efficiency`: the products at the
+    peak of the precision they run in (`fp8`: `kernels.FP8_ATTENTION_SHARE` of the FP8 peak), at
+    what a training run sustains (`sustained`), on the part's tensor-core ceiling; never below the
+    exponential unit's floor, one exponential per score entry each way (`kernels.exp_seconds`: a
+    physical bound, which the 16-bit curves sit above and which caps what FP8 products gain)."""
+    peak = hw.fp8 * kernel_model.FP8_ATTENTION_SHARE if fp8 and hw.fp8 else hw.bf16
+    products = flop / (peak * efficiency * hw.ceiling * sustained)
+    entries = flop / ((flops.FLASH_BACKWARD if backward else 1.0) * 4 * head_dim)
+    return max(products, kernel_model.exp_seconds(entries, hw.bf16, hw.generation))
+
+
 def windowed_ring_rank(rank: int, cp: int, seq: int, window: int, per_entry: float, curve, d: int,
-                       hw: Hardware, sustained: float) -> tuple[float, float, int]:
+                       hw: Hardware, sustained: float, fp8: bool = False) -> tuple[float, float, int]:
     """Forward and backward seconds and kernels of one cp rank's ring attention on a windowed
     layer (zig-zag chunks: the rank holds chunks `rank` and 2 cp - 1 - rank of s / 2cp tokens).
     At step k the rank holds the K/V of rank (rank - k) mod cp; each pair of its query chunk i and
@@ -1381,11 +1421,12 @@ def windowed_ring_rank(rank: int, cp: int, seq: int, window: int, per_entry: flo
         keys = min(len(walked) * chunk, 2 * window) if masked else len(walked) * chunk
         flop = per_entry * entries
         for backward_pass in (False, True):
-            rate = hw.bf16 * curve.efficiency(keys, d, masked, backward_pass) * hw.ceiling * sustained
+            efficiency = curve.efficiency(keys, d, masked, backward_pass)
             if backward_pass:
-                backward += flops.FLASH_BACKWARD * flop / rate
+                backward += attention_kernel_seconds(flops.FLASH_BACKWARD * flop, efficiency, True, d, fp8, hw,
+                                                     sustained)
             else:
-                forward += flop / rate
+                forward += attention_kernel_seconds(flop, efficiency, False, d, fp8, hw, sustained)
     return forward, backward, kernels
 
 
@@ -1518,7 +1559,8 @@ class LayerCase:
     """The GEMMs' precision as the runtime runs them (`gemm_precision`: an fp8 spec without an
     fp8 runtime runs bf16)."""
     attention: str
-    """`Software.attention`: "flash", "flash-te" or "unfused" (the s x s scores materialised)."""
+    """The fused attention the layer runs (`attention_kernel`): `Software.attention` ("flash",
+    "flash-te" or "unfused", the s x s scores materialised), or "flash-te-fp8" (`FP8_ATTENTION`)."""
     kernels: str
     """`Software.kernels`: "eager" (an expert loop, op-by-op RoPE and SwiGLU) or "fused"
     (grouped GEMMs)."""
@@ -1565,7 +1607,8 @@ class LayerCase:
         """A layer of a layout (`precision` as the spec says it) as runtime `sw` runs it: its
         GEMMs' precision (`gemm_precision`), attention, kernels, routing and cp exchange. For
         callers that hold the layout's degrees but no `Knobs` (search's bounds)."""
-        return cls(moe, tp, sp, cp, flavour, seq, micro, ep, gemm_precision(precision, sw), sw.attention,
+        gemms = gemm_precision(precision, sw)
+        return cls(moe, tp, sp, cp, flavour, seq, micro, ep, gemms, attention_kernel(sw, gemms),
                    sw.kernels, sw.balanced_routing, sw.context_parallel, sw.fp8_scaling, sw.routing_load,
                    sw.expert_bias, sw.expert_clamp, sw.rope_unfused)
 
@@ -3445,7 +3488,7 @@ def piece_flops(shape: Shape, moe: bool, tp: int, cp: int, seq: int, micro: int,
         gemm += n * shape.shared_experts * flops.expert_flops(shape) / tp
     else:
         gemm += 2 * n * h * shape.ffn * shape.ffn_matrices / tp
-    keys = flops.attention_keys(shape, seq) if attention in CAUSAL_SKIPPING else float(seq)
+    keys = flops.attention_keys(shape, seq) if skips_causal(attention) else float(seq)
     return gemm, n * flops.attention_core_flops(shape, keys) / tp, out_projection, 0.0
 
 
@@ -3490,7 +3533,7 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software, again: floa
     core = [0.0, 0.0, 0.0]
     moved = {"gemm": 0.0, "attention": 0.0, "memory": 0.0}
     redone = dict.fromkeys(moved, 0.0)  # the recomputation's bytes, per micro-batch
-    back = FLASH_BACKWARD if sw.attention in CAUSAL_SKIPPING else 2.0
+    back = FLASH_BACKWARD if skips_causal(sw.attention) else 2.0
     for moe, mode, count in load.pieces:
         piece = hbm.layer_bytes(shape, LayerCase.of(k, moe, sw))
         moved["gemm"] += count * (piece.gemm_f + piece.gemm_b)
@@ -3785,7 +3828,7 @@ def hardware_flops_per_token(shape: Shape, k: Knobs, sw: Software) -> float:
     recomputation repeats (the attention output projection under parc's selective policy; under
     torchtitan's every second counted matmul of a block, and an MoE layer's router and routed
     experts, `torchtitan_op_flops`)."""
-    flash = sw.attention != "unfused"
+    flash = skips_causal(sw.attention)
     keys = flops.attention_keys(shape, k.seq) if flash else float(k.seq)
     total = 3.0 * flops.forward_flops_per_token(shape, keys)
     if flash:  # the backward recomputes the scores: 2.5x the forward's, not 2x

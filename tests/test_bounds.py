@@ -579,3 +579,29 @@ def test_the_search_winner_of_each_shipped_spec_stays_within_physics(name):
     assert 1024 <= world <= 16384
     for candidate in result.candidates:
         assert_within_physics(candidate.compilation.plan)
+
+
+@pytest.mark.parametrize("target", ["torch", "megatron"])
+def test_fused_attention_flops_are_the_causal_half_on_every_runtime(target):
+    """The compute ledger's attention FLOPs are what the fused kernel executes, Transformer
+    Engine's as torch's: the causal half of the square forward (4 x heads x head dim per score
+    entry, s / 2 keys per query) and 2.5x that backward (the scores recomputed: five products to
+    two, FlashAttention-2 section 3.1.2). Written here from the model's sizes, per rank: Llama 3
+    8B (32 layers, 32 heads of 128) at tp 2, one 8k sequence per micro-batch, 4 micro-batches."""
+    text = "\n".join([
+        "tp 2 x dp 4 on nodes(8 gpus, nvlink)", "model llama3-8b", "hardware { gpu h100-sxm }",
+        f"target {target}", "train {", "  seq 8192, global-batch 16, micro-batch 1",
+        "  precision bf16, optimizer adamw, recompute none", "}"]) + "\n"
+    plan = _plan(text)
+    assert plan is not None
+    shape, knobs = shape_of(plan), knobs_of(plan, target)
+    hw = timing.hardware_of(plan)
+    sw = timing.Software(attention="flash-te" if target == "megatron" else "flash")
+    _, steps = timing.rank_steps(shape, knobs, hw, timing.geometry_of(plan, hw), sw=sw)
+    assert steps
+    entries = 8192 * 8192 / 2 * (32 / 2)  # causal score entries of one sequence, the rank's 16 heads
+    forward = 4 * 32 * entries * 4 * 128  # micro-batches x layers x entries x (QK^T and PV: 4 x head dim)
+    for rank in steps.values():
+        attention = next(c for c in rank.ledger.compute if c.op == "attention")
+        assert attention.forward == pytest.approx(forward, rel=1e-9)
+        assert attention.backward == pytest.approx(2.5 * attention.forward, rel=1e-12)

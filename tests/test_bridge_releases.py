@@ -506,8 +506,9 @@ def test_the_recipes_stated_facts_are_read(points):
     """What each recipe states reaches the reading where parc has the physics: token drop padded to
     a capacity (25.09) states `capacity-factor 1.0` and no host sync, a full-iteration CUDA graph
     (26.06) no host sync, `moe_a2a_overlap` the ep overlap, DeepEP under the flex dispatcher
-    DeepEP's fan-out, `grad_reduce_in_fp32 = False` bf16 reduction; the same row read from its
-    table alone keeps every default."""
+    DeepEP's fan-out, `grad_reduce_in_fp32 = False` bf16 reduction, `fp8_dot_product_attention`
+    (26.06's `other`) the FP8 attention; the same row read from its table alone keeps every
+    default."""
     rows = load("megatron_bridge_releases_moe.yaml")
     pts = moe_points(points)
     assert len(pts) == len(MOE) - len(MOE_LEFT_OUT)
@@ -522,12 +523,15 @@ def test_the_recipes_stated_facts_are_read(points):
         deepep = recipe.get("moe_token_dispatcher_type") == "flex" and recipe.get("moe_flex_dispatcher_backend") == "deepep"
         assert (sw.ep_dispatcher == "deepep") == deepep, rid
         assert ("grad-reduce bf16" in spec) == (recipe.get("grad_reduce_in_fp32") is False), rid
+        fp8_attention = "fp8_dot_product_attention" in (recipe.get("other") or ())
+        assert sw.attention_fp8 == fp8_attention, rid
         bare = p.table_only
         assert bare is not None and bare.row.software.moe_host_sync and not bare.row.software.ep_overlap, rid
+        assert not bare.row.software.attention_fp8, rid
         assert "capacity-factor" not in bare.row.spec and "grad-reduce bf16" not in bare.row.spec, rid
         seen |= {k for k, v in (("padded", padded), ("graph", graph), ("deepep", deepep),
-                                ("overlap", sw.ep_overlap)) if v}
-    assert seen == {"padded", "graph", "deepep", "overlap"}
+                                ("overlap", sw.ep_overlap), ("fp8 attention", fp8_attention)) if v}
+    assert seen == {"padded", "graph", "deepep", "overlap", "fp8 attention"}
 
 
 def test_read_recipe_leaves_rows_without_one_alone():

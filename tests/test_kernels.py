@@ -543,3 +543,72 @@ def test_blackwell_attention_runs_hoppers_curve_at_its_measured_ceiling():
     e = kernels.FA2_HOPPER.efficiency(seq, shape.head_dim, True, False)
     ratio = (1745.0 / 2250) / (794.5 / 989)
     assert forward == pytest.approx(work / (2250e12 * e * ratio), rel=1e-6)
+
+
+def _gpu_plan(gpu: str, precision: str = "bf16"):
+    text = "\n".join([
+        "dp 8 on nodes(8 gpus, nvlink)", "model llama3-8b", f"hardware {{ gpu {gpu} }}", "target megatron",
+        "train {", "  seq 8192, global-batch 8, micro-batch 1",
+        f"  precision {precision}, optimizer adamw, recompute none", "}", "dp { sharding zero1 }"]) + "\n"
+    compiled = compile_text(text, path="gpu.par", checks=False)
+    assert compiled.plan is not None, compiled.diagnostics
+    return compiled.plan
+
+
+def test_fp8_attention_runs_its_products_at_the_fp8_rate():
+    """Transformer Engine's FP8 attention on a B200: its products at the FP8 peak (4,500 TFLOP/s
+    dense, twice the BF16 2,250), at the share of it FlashAttention-3's FP8 kernel reaches against
+    its FP16 one on H100 (abstract: 1.2 PFLOP/s of 1,979 against 740 TFLOP/s of 989), forward and
+    backward alike; far from the exponential unit's floor, which does not bind."""
+    plan = _gpu_plan("b200", "fp8")
+    s, hw = shape_of(plan), timing.hardware_of(plan)
+    bf16 = timing.flash_attention_seconds(s, 1, 1, "ring", 8192, 8192, "flash-te", hw)
+    fp8 = timing.flash_attention_seconds(s, 1, 1, "ring", 8192, 8192, "flash-te-fp8", hw)
+    share = (1.2e15 / 1979e12) / (740e12 / 989e12)
+    want = 2250e12 / (4500e12 * share)
+    assert 0.6 < want < 0.7
+    assert fp8[0] / bf16[0] == pytest.approx(want, rel=1e-6)
+    assert fp8[1] / bf16[1] == pytest.approx(want, rel=1e-6)
+    assert fp8[2] == bf16[2] == 1
+
+
+def test_fp8_attention_is_charged_only_where_the_runtime_runs_it():
+    """`Software.attention_fp8` turns Transformer Engine's attention into its FP8 kernel only under
+    fp8 linears; torch's SDPA has no FP8 variant, and a bf16 spec keeps 16-bit attention."""
+    on = timing.Software(attention="flash-te", fp8="linear", attention_fp8=True)
+    assert timing.attention_kernel(on, "fp8") == "flash-te-fp8"
+    assert timing.attention_kernel(on, "bf16") == "flash-te"
+    assert timing.attention_kernel(replace(on, attention="flash"), "fp8") == "flash"
+    assert timing.attention_kernel(replace(on, attention_fp8=False), "fp8") == "flash-te"
+    plan = _gpu_plan("b200", "fp8")
+    shape, hw = shape_of(plan), timing.hardware_of(plan)
+    from parc.memory.inputs import knobs_of
+
+    k = knobs_of(plan, "megatron")
+    works = [timing.layer_work(shape, timing.LayerCase.of(k, False, sw), hw, DEFAULT)
+             for sw in (replace(on, attention_fp8=False), on)]
+    assert works[1].attention_f < 0.7 * works[0].attention_f
+    assert works[1].gemm == works[0].gemm
+
+
+@pytest.mark.parametrize("gpu", ["a100-80gb", "h100-sxm", "b200", "gb200-nvl72"])
+def test_no_attention_beats_the_exponential_unit(gpu):
+    """Each score entry takes one exponential forward and one backward (the recomputed
+    probabilities), on 16 special-function results per SM per clock (CUDA C++ Programming Guide's
+    throughput table; FlashAttention-4: unchanged on Blackwell). The clock by hand from the
+    datasheet: A100 1.41 GHz x 108 SMs, H100 SXM 1.83 GHz x 132, B200 and GB200 148 SMs at
+    the BF16 peak over 8,192 FLOP per SM per clock (twice Hopper's 4,096). At an absurd sustained
+    speed the fused kernel's charge is exactly that floor, FP8 or not; at the stored constants
+    it sits above it."""
+    plan = _gpu_plan(gpu)
+    s, hw = shape_of(plan), timing.hardware_of(plan)
+    rate = {"a100-80gb": 108 * 16 * 1.41e9, "h100-sxm": 132 * 16 * 1.83e9,
+            "b200": 148 * 16 * 2250e12 / (148 * 8192), "gb200-nvl72": 148 * 16 * 2500e12 / (148 * 8192)}[gpu]
+    entries = s.heads * 8192 * 8192 / 2  # one causal 8k sequence, every head
+    for kernel in ("flash-te", "flash-te-fp8"):
+        f, b, _ = timing.flash_attention_seconds(s, 1, 1, "ring", 8192, 8192, kernel, hw, 1e4)
+        assert f == pytest.approx(entries / rate, rel=2e-3)
+        assert b == pytest.approx(entries / rate, rel=2e-3)
+        stored = timing.flash_attention_seconds(s, 1, 1, "ring", 8192, 8192, kernel, hw,
+                                                DEFAULT.attention_speed(hw.generation))
+        assert stored[0] > 1.2 * f and stored[1] > 1.2 * b
