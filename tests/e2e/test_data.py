@@ -13,7 +13,10 @@ in an order set by the seed and the step alone (`TokenFile`). Checked:
   synthetic data;
 - bad files stop with a message and exit status 2, not a traceback: ids outside the vocabulary,
   a size that is not whole ids, a file shorter than one sequence, uint32 ids the vocabulary's
-  width (uint16) would misread.
+  width (uint16) would misread;
+- every rank reads the same file: two processes on a gloo group, each with its own copy (as two
+  nodes with their own mounts), pass where the copies are equal and both stop, the differing
+  rank naming itself, where one copy's last token differs (`check_same_data`).
 """
 
 from __future__ import annotations
@@ -129,3 +132,60 @@ def test_a_bad_token_file_stops_with_a_message(case, tmp_path):
     assert run.returncode != 0 and re.search(r"exitcode\s*:\s*2\b", run.output), run.output[-3000:]
     assert expected in run.output, run.output[-3000:]
     assert not re.search(r'File "[^"]*train\.py"', run.output), "a message from train.py, not a traceback"
+
+
+def _check_copy(job: Path, path: Path, rank: int, store: Path) -> tuple[int | None, str]:
+    """Rank `rank` of two on a gloo group (a FileStore at `store`) runs the job's `check_same_data`
+    on its own copy `path`: (exit status or None, what it printed to stderr)."""
+    import contextlib
+    import importlib.util
+    import io
+    import os
+    import sys
+
+    import torch
+    import torch.distributed as dist
+
+    os.environ.update(RANK=str(rank), LOCAL_RANK="0")  # as torchrun sets them: each its own node
+    sys.path.insert(0, str(job))
+    spec = importlib.util.spec_from_file_location("train_of_job", job / "train.py")
+    train_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train_module)
+    dist.init_process_group("gloo", store=dist.FileStore(str(store), 2), rank=rank, world_size=2)
+    err = io.StringIO()
+    status = None
+    try:
+        with contextlib.redirect_stderr(err):
+            train_module.check_same_data(train_module.TokenFile(path, "auto", 0), torch.device("cpu"))
+    except SystemExit as e:
+        status = e.code
+    dist.destroy_process_group()
+    return status, err.getvalue()
+
+
+def _two_ranks(job: Path, paths: list[Path], store: Path) -> list[tuple[int | None, str]]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(_check_copy, job, paths[r], r, store) for r in range(2)]
+        return [f.result(timeout=300) for f in futures]
+
+
+@pytest.mark.parametrize("copies", ["equal", "last token differs"])
+def test_every_rank_reads_the_same_file(copies, tmp_path):
+    job = compile_job("reference", tmp_path)
+    ids = write_tokens(tmp_path / "node0.bin", 100 * SEQ_LEN + 1, seed=3)
+    if copies == "last token differs":
+        ids[-1] = (ids[-1] + 1) % VOCAB
+    with open(tmp_path / "node1.bin", "wb") as f:
+        array.array("H", ids).tofile(f)
+    got = _two_ranks(job, [tmp_path / "node0.bin", tmp_path / "node1.bin"], tmp_path / "store")
+    if copies == "equal":
+        assert got == [(None, ""), (None, "")]
+        return
+    (status0, err0), (status1, err1) = got
+    assert status0 == status1 == 2
+    assert "error: rank 1: --data" in err1 and "this node's copy is not rank 0's (3,201 tokens" in err1, err1
+    assert "1 rank(s) read another copy of the file than rank 0" in err0, err0
+    assert "help: give every node the same file" in err0 and "help:" in err1

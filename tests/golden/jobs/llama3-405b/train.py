@@ -60,6 +60,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import hashlib
 import importlib
 import json
 import math
@@ -320,6 +321,18 @@ class TokenFile:
                      "uint16 would be\nhelp: pass --data-dtype uint32 (or --data-dtype uint16 if that is the data)",
                      every_rank=True)
 
+    def fingerprint(self) -> str:
+        """The file as a few positioned reads see it: its size and 16 blocks of 4 KiB at even
+        offsets from the first byte to the last, hashed (SHA-256, 16 hex digits). Copies that
+        differ in size or in a sampled block differ here, at the cost of 16 reads whatever the
+        file's size (`check_same_data`)."""
+        size = self.tokens * self.width
+        block = min(4096, size)
+        digest = hashlib.sha256(str(size).encode())
+        for i in range(16):
+            digest.update(os.pread(self.fd, block, (size - block) * i // 15))
+        return digest.hexdigest()[:16]
+
     def read(self, first: int, count: int) -> torch.Tensor:
         """Tokens [first, first + count) as int64."""
         raw = os.pread(self.fd, count * self.width, first * self.width)
@@ -349,6 +362,27 @@ class TokenFile:
                  f"the model's vocabulary of {VOCAB:,} (tokenized for another model, or the wrong --data-dtype?)",
                  every_rank=True)
         return tokens
+
+
+def check_same_data(data: TokenFile, device: torch.device) -> None:
+    """Every rank reads the same --data. Each rank reads its own rows from its own node's path, so
+    a node whose mount holds another copy (a stale or partial sync) would train its rows on other
+    tokens without a sign. Rank 0's fingerprint (`TokenFile.fingerprint`) goes to every rank; each
+    compares its own, and all stop together where any differs, the differing ranks naming
+    themselves."""
+    mine = data.fingerprint()
+    theirs = [mine if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(theirs, src=0)
+    differing = torch.tensor([int(mine != theirs[0])], device=device)
+    dist.all_reduce(differing)
+    if not int(differing.item()):
+        return
+    help_line = "help: give every node the same file (sync it again), or put it on storage every node mounts"
+    if mine != theirs[0]:
+        fail(f"--data {data.path}: this node's copy is not rank 0's ({data.tokens:,} tokens, fingerprint {mine} "
+             f"against {theirs[0]}): every rank must read the same tokens\n{help_line}", every_rank=True)
+    fail(f"--data {data.path}: {int(differing.item())} rank(s) read another copy of the file than rank 0 "
+         f"(each names itself above)\n{help_line}")
 
 
 def local_batch(rt: parallel.Runtime, step: int, seed: int, device: torch.device,
@@ -1030,6 +1064,8 @@ def main(argv: list[str] | None = None) -> None:
         finish(0)
     saving = checkpoint_group(args)
     data = TokenFile(args.data, args.data_dtype, args.seed) if args.data is not None else None  # before the model: fails fast
+    if data is not None:
+        check_same_data(data, device)
     resumed = resumed_checkpoint(args, data, saving) if args.resume else None
     rt = parallel.parallelize(meshes, device, compute_dtype(args, device), args.seed)
     optimizer = parallel.build_optimizer(rt, lambda params: make_optimizer(params, args.lr))
