@@ -83,7 +83,8 @@ def split(shape, knobs, hw: timing.Hardware, sw: timing.Software, c=DEFAULT) -> 
         _gemm_part("expert GEMMs", [(rounds, local, per_expert, h, up * f, pooled),
                                     (rounds, local, per_expert, f, h, pooled)], precision, hw, c),
     ]
-    fa_f, fa_b, steps = timing.flash_attention_seconds(shape, 1, 1, "ring", knobs.seq, n, sw.attention, hw,
+    kernel = timing.attention_kernel(sw, precision)  # FP8 attention where the run states it
+    fa_f, fa_b, steps = timing.flash_attention_seconds(shape, 1, 1, "ring", knobs.seq, n, kernel, hw,
                                                        c.attention_speed(hw.generation))
     from parc import flops
     core = flops.attention_core_flops(shape, flops.causal_keys(knobs.seq)) * n

@@ -12,7 +12,10 @@ model's own bundles):
   ledger, each micro-batch reads every bf16 weight a rank holds at least twice (forward, and
   backward for the input gradients);
 - step >= bytes over each link class / its bandwidth: the ledger's NVLink (or PCIe) bytes and its
-  NIC bytes per GPU (the node's NIC bandwidth over its GPUs).
+  NIC bytes per GPU (the node's NIC bandwidth over its GPUs);
+- step >= exponentials / the special-function units' rate: one per score entry of the attention
+  the ledger counts forward and recomputed, at 16 per SM per clock (by hand from the SM count and
+  clock).
 
 The data-parallel ledger is compared with a table written here from the contract (bytes within
 1 %, counts exact). The whole ledger (every axis) is compared with the running job's recorded
@@ -84,9 +87,38 @@ def assert_within_physics(plan) -> timing.Prediction:
         intra_bytes, nic_bytes = rank.ledger.link_bytes()
         assert step >= intra_bytes / intra * (1 - 1e-9)
         assert step >= nic_bytes / nic * (1 - 1e-9)
+        exps = _exp_rate(plan)
+        if exps:  # every score entry's softmax takes an exponential, forward and when recomputed
+            attention = next(c for c in rank.ledger.compute if c.op == "attention")
+            entries = (attention.forward + attention.recompute) / (4 * shape.head_dim)
+            assert step >= entries / exps * (1 - 1e-9)
     if prediction.breakdown.host_bytes:  # activation offloading: the GPU's link to host memory
         assert step >= prediction.breakdown.host_bytes / _host_link(plan) * (1 - 1e-9)
     return prediction
+
+
+SMS_AND_CLOCK = {"a100-80gb": (108, 1.41e9), "h100-sxm": (132, 1.83e9), "h800": (132, 1.83e9),
+                 "h200": (132, 1.83e9), "b200": (148, 2250e12 / (148 * 8192)),
+                 "gb200-nvl72": (148, 2500e12 / (148 * 8192))}
+"""SMs and the clock the dense BF16 peak is quoted at (datasheets: A100 312 TFLOP/s = 108 x 1.41 GHz
+x 2,048 FLOP per SM per clock, H100 989.4 = 132 x 1.83 GHz x 4,096; Blackwell's 8,192 per SM per
+clock give B200's and GB200's clocks from their peaks)."""
+
+
+def _exp_rate(plan) -> float | None:
+    """Exponentials per second: 16 per SM per clock (the CUDA C++ Programming Guide's throughput
+    table, compute capability 8.0 to 10.0), at the clock a power limit leaves; None for a part
+    not listed here."""
+    known = SMS_AND_CLOCK.get(plan.cluster.gpu.name)
+    if known is None:
+        return None
+    clock = 1.0
+    if plan.cluster.power_limit:
+        watts = BOARD_WATTS.get(plan.cluster.gpu.name)
+        if watts is None:
+            return None
+        clock = min(1.0, plan.cluster.power_limit / watts) ** (1 / 3)
+    return known[0] * 16 * known[1] * clock
 
 
 HOST_LINK = {"a100-80gb": 32e9, "h100-sxm": 64e9, "gb200-nvl72": 225e9}

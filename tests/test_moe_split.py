@@ -43,6 +43,16 @@ def test_the_split_is_the_models_layer(h100_qwen3):
     assert abs(forward) < 1e-12 and abs(backward) < 1e-12
 
 
+def test_the_split_follows_a_row_that_runs_fp8_attention():
+    """26.06's GB200 row states Transformer Engine's FP8 attention: the split's attention core is
+    the FP8 kernel's, as the layer's."""
+    parts, work, row, _ = moe_split.layer_of("bridge2606_gb200_qwen3_30b_a3b_fp8mx",
+                                             ROOT / "benchmarks" / "data" / "megatron_bridge_releases_moe.yaml")
+    assert row.software.attention_fp8
+    forward, backward = moe_split.reconcile(parts, work)
+    assert abs(forward) < 1e-12 and abs(backward) < 1e-12
+
+
 def test_no_part_is_charged_below_its_roofline(h100_qwen3):
     parts, _, row, p = h100_qwen3
     hw = p.hardware
