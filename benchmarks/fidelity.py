@@ -1263,7 +1263,11 @@ link. `tests/test_bounds.py` checks all three bounds on the plan's datasheet fig
 layouts (hypothesis), every shipped spec and search's winners at 1K-16K GPUs. With activation
 offloading a fourth link class joins them, the GPU's link to host memory: step >= the ledger's
 host bytes (`Ledger.host_bytes`) / the GPU's share of that link (`Bounds.host`), which holds by
-construction (below) and `tests/test_bounds.py` checks on the datasheet figure.
+construction (below) and `tests/test_bounds.py` checks on the datasheet figure. A fifth is the
+SMs' special-function units: step >= the exponentials of the rank's attention (one per score
+entry, forward and recomputed) / 16 per SM per clock, which holds by construction (every fused
+kernel's charge is at or above it: "The exponential unit's floor" above) and which
+`tests/test_bounds.py` checks with the SM count and clock written by hand.
 
 Below the datasheet's peak sits the part's measured one: no matrix product is charged faster
 than the part's maximum achievable matmul FLOP/s at its precision (`kernels.matmul_achievable`:
