@@ -918,7 +918,14 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   nodes, 4.6 without the limit). The call takes the slower of its two links. DeepEP's kernels hold 20 SMs
   (`kernels.DEEPEP_SMS`, Megatron-Core's default, DeepSeek-V3's figure) while they transfer:
   overlapped, T seconds of transfer beside W seconds of computation take `max(T, W + 20/132 T)`
-  on an H100, so at least that share of the transfer shows.
+  on an H100, so at least that share of the transfer shows. Hybrid-EP (`Software.ep_dispatcher =
+  "hybridep"`, DeepEP's Hybrid-EP kernels under the same dispatcher, the runs whose recipe states
+  it) sends as DeepEP does (its RDMA buffer holds a rank's tokens once per remote NVLink domain)
+  on `HybridEpBuffer`'s 32 SMs (`kernels.HYBRIDEP_SMS`), and lands the tokens in expert order
+  through its own permute kernels: 4 passes over the routed copies each way where Megatron-Core's
+  all-to-all path makes 7 forward and 9 backward with its re-sorts by local expert
+  (`timing.PERMUTE_PASSES`; tests/test_deepep.py counts them by hand from DeepEP's Hybrid-EP
+  guide).
 - **Selective recomputation in parc's runtime** replays a block's forward up to the FFN's
   activation, serving its saved ops (Q/K/V and up-projection matmuls, the attention kernel, the
   token exchanges) from its cache and running the rest again, collectives included: tp's
@@ -1021,6 +1028,7 @@ own share. The shares are the runtimes' own figures, never fitted:
 | TE userbuffers, pipeline and bulk (the reduce-scatters) | 16 (`kernels.UB_KERNEL_SMS`) | TE `initialize_ub` defaults: `num_sm` 16, `set_sm_margin` |
 | torch's async TP (symmetric memory) | 0 (`kernels.TORCH_ASYNC_TP_SMS`) | peer-to-peer copies on the copy engines (torch/distributed/_symmetric_memory) |
 | DeepEP | 20 (`kernels.DEEPEP_SMS`) | DeepSeek-V3 Section 3.2.2; Megatron-Core's `moe_deepep_num_sms` |
+| Hybrid-EP | 32 (`kernels.HYBRIDEP_SMS`) | DeepEP's `HybridEpBuffer` defaults, which Megatron-Core keeps unless `moe_flex_dispatcher_num_sms` is set |
 
 Each share is the SMs over the GPU's (`Link.sms`, the catalogue's `sms`): 16/132 = 12 % on an
 H100. Megatron-Bridge's tuned recipes state their own userbuffers SMs (the H100 Llama 3.1 405B
@@ -2199,8 +2207,9 @@ for (`published.read_recipe`): bf16 gradient reduction, tp overlap, the ep overl
 (`moe_a2a_overlap`, Megatron-Core's `overlap_moe_expert_parallel_comm`), forced balancing, the
 recomputation, and an expert capacity with padded inputs (25.09's token drop) or a full-iteration
 CUDA graph (26.06), either of which keeps the token counts on the GPU (`Software.moe_host_sync`
-off: no host sync charged). HybridEP, TE's partial CUDA graphs and the fused kernels are kept for
-the record; parc has no physics of its own for them. "Error, table alone" reads the row without
+off: no host sync charged), and since stop 43 HybridEP (its fan-out and permute kernels, "Communication")
+and FP8 attention (`fp8_dot_product_attention`, "FP8 attention"). TE's partial CUDA graphs and the
+fused kernels are kept for the record; parc has no physics of its own for them. "Error, table alone" reads the row without
 its recipe (the dense rows' second column, the same rule). @RELEASE_MOE_N@ MoE rows are evaluated; @RELEASE_MOE_SERIES_N@
 MoE configurations appear in two releases or more. Nothing is fitted on these rows.
 

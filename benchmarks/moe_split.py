@@ -103,7 +103,7 @@ def split(shape, knobs, hw: timing.Hardware, sw: timing.Software, c=DEFAULT) -> 
     parts.append(memory("expert SwiGLU", swiglu, 2 * swiglu))
     parts.append(memory("router (fp32 softmax, top-k, aux)", timing.ROUTER_BYTES[0] * n * e,
                         timing.ROUTER_BYTES[1] * n * e, timing.ROUTER_KERNELS))
-    (plain_f, plain_b), (sort_f, sort_b) = timing.PERMUTE_PASSES["fused"]
+    (plain_f, plain_b), (sort_f, sort_b) = timing.PERMUTE_PASSES[timing.permute_kind("fused", sw.ep_dispatcher)]
     sorted_ = ep > 1 and local > 1
     parts.append(memory("permute, unpermute, sort", act * (plain_f + (sort_f if sorted_ else 0)) * assigned * h,
                         act * (plain_b + (sort_b if sorted_ else 0)) * assigned * h))

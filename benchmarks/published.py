@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from parc import timing
 from parc.catalog.gpus import ALIASES as GPU_ALIASES
 from parc.catalog.gpus import GPUS
-from parc.kernels import DEEPEP_SMS
+from parc.kernels import DEEPEP_SMS, HYBRIDEP_SMS
 from parc.plan import Target
 from parc.stages import empty_ends_split
 from parc.targets import gather_bytes
@@ -801,10 +801,15 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                      "logits as normal noise per token, moe_utils.RandomSTE): the random router's busiest-rank "
                      "load, kernels.routing_imbalance")
     balanced = False
-    deepep = "deepep" in text.replace(" ", "")
+    # DeepEP's Hybrid-EP kernels (Megatron-Core's flex dispatcher, backend hybridep) before DeepEP's own
+    hybridep = re.search(r"hybrid-?ep", text.replace(" ", "")) is not None
+    deepep = "deepep" in text.replace(" ", "") and not hybridep
     if deepep:
         notes.append("DeepEP's dispatcher (stated): one copy per destination node over RDMA, forwarded over NVLink, "
                      f"on {DEEPEP_SMS} SMs (not expressible in a spec)")
+    if hybridep:
+        notes.append("Hybrid-EP's dispatcher (stated): DeepEP's fan-out on its own permute kernels, no re-sort by "
+                     f"local expert (timing.PERMUTE_PASSES), on {HYBRIDEP_SMS} SMs (not expressible in a spec)")
     limited = re.search(r"node-limited routing \(at most (\d+) nodes per token\)", text)
     node_limit = int(limited.group(1)) if limited else 0
     if node_limit:
@@ -893,7 +898,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                                          float8_all_gather=family == "torchtitan" and titan_float8_all_gather(entry)),
                                   precision),
         balanced_routing=balanced,
-        ep_dispatcher="deepep" if deepep else "all-to-all",
+        ep_dispatcher="hybridep" if hybridep else "deepep" if deepep else "all-to-all",
         ep_overlap=ep_overlap,
         ep_node_limit=node_limit,
         moe_host_sync=host_sync,
@@ -1187,8 +1192,9 @@ def read_recipe(entry: dict) -> dict:
     token counts on the GPU (`Software.moe_host_sync` off), and Transformer Engine's fused grouped
     MLP, which adds the experts' biases and clamps their GLU inside its kernels
     (`Software.expert_bias`, `Software.expert_clamp` off), and Transformer Engine's FP8 attention
-    (`fp8_dot_product_attention` in `other`: `Software.attention_fp8`). The others (HybridEP, partial CUDA
-    graphs, fused kernels) are kept in the row for the record. A row without `recipe` is unchanged."""
+    (`fp8_dot_product_attention` in `other`: `Software.attention_fp8`), and HybridEP under the flex
+    dispatcher (`Software.ep_dispatcher` "hybridep"). The others (partial CUDA graphs, fused
+    kernels) are kept in the row for the record. A row without `recipe` is unchanged."""
     r = entry.get("recipe")
     if not isinstance(r, dict):
         return entry
@@ -1203,6 +1209,8 @@ def read_recipe(entry: dict) -> dict:
         said.append("moe-router-force-load-balancing (recipe)")
     if r.get("moe_token_dispatcher_type") == "flex" and r.get("moe_flex_dispatcher_backend") == "deepep":
         said.append("DeepEP under the flex dispatcher (recipe)")
+    if r.get("moe_token_dispatcher_type") == "flex" and r.get("moe_flex_dispatcher_backend") == "hybridep":
+        said.append("HybridEP under the flex dispatcher (recipe)")
     if r.get("moe_expert_capacity_factor") and r.get("moe_pad_expert_input_to_capacity"):
         said.append(f"pad-expert-input-to-capacity (recipe: capacity factor {r['moe_expert_capacity_factor']})")
     if r.get("cuda_graph_impl") == "full_iteration":

@@ -176,7 +176,8 @@ def attention_bytes(shape: Shape, tp: int, cp: int, flavour: str, seq: int, micr
     return forward, backward
 
 
-def moe_dispatch_bytes(shape: Shape, tp: int, ep: int, n: float, kernels: str) -> tuple[float, float]:
+def moe_dispatch_bytes(shape: Shape, tp: int, ep: int, n: float, kernels: str,
+                       dispatcher: str = "all-to-all") -> tuple[float, float]:
     """(forward, backward) HBM bytes of a MoE layer's router and token permutations on one rank
     for one micro-batch, at balanced routing: the router's fp32 kernels on the E scores of each of
     the rank's n / tp routed tokens (`timing.ROUTER_BYTES` per token and expert), and the
@@ -188,7 +189,7 @@ def moe_dispatch_bytes(shape: Shape, tp: int, ep: int, n: float, kernels: str) -
 
     routed = n / tp
     copies = routed * shape.top_k * (min(1.0, shape.capacity_factor) if shape.capacity_factor else 1.0)
-    (plain_f, plain_b), (sort_f, sort_b) = timing.PERMUTE_PASSES["eager" if kernels == "eager" else "fused"]
+    (plain_f, plain_b), (sort_f, sort_b) = timing.PERMUTE_PASSES[timing.permute_kind(kernels, dispatcher)]
     if not (ep > 1 and shape.experts // ep > 1):
         sort_f = sort_b = 0
     router_f, router_b = timing.ROUTER_BYTES
@@ -237,7 +238,7 @@ def layer_bytes(shape: Shape, case: LayerCase) -> PieceBytes:
         copies = n / tp * shape.top_k * (min(1.0, shape.capacity_factor) if shape.capacity_factor else 1.0)
         inner = copies * shape.expert_ffn + n * shape.shared_experts * shape.expert_ffn / tp
         elements += copies * (up + 1) * shape.expert_ffn
-        dispatch_f, dispatch_b = moe_dispatch_bytes(shape, tp, ep, n, kernels)
+        dispatch_f, dispatch_b = moe_dispatch_bytes(shape, tp, ep, n, kernels, case.dispatcher)
         if expert_bias and kernels != "eager":
             dispatch_f += timing.ACT * timing.EXPERT_BIAS_PASSES[0] * copies * shape.hidden
             dispatch_b += timing.ACT * timing.EXPERT_BIAS_PASSES[1] * copies * shape.hidden

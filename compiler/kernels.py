@@ -463,6 +463,16 @@ SMs are sufficient to fully utilize the bandwidths of IB and NVLink") and Megatr
 `Buffer.set_num_sms(20)` when unset, megatron/core/transformer/moe/token_dispatcher.py)."""
 
 
+HYBRIDEP_SMS = 32
+"""SMs Hybrid-EP's dispatch and combine kernels occupy: `HybridEpBuffer`'s defaults
+(`num_sms_dispatch_api = num_sms_combine_api = 32`, deep_ep/hybrid_ep_buffer.py in DeepEP),
+which Megatron-Core keeps when `moe_flex_dispatcher_num_sms` is unset (`init_hybrid_ep_buffer`
+passes only what is set, megatron/core/transformer/moe/fused_a2a.py)."""
+
+DISPATCHER_SMS = {"deepep": DEEPEP_SMS, "hybridep": HYBRIDEP_SMS}
+"""SMs each of the flex dispatcher's backends holds while it transfers (`Software.ep_dispatcher`)."""
+
+
 def _none_chosen(experts: int, top_k: int, outside: int) -> float:
     """Probability that a token's `top_k` distinct experts, drawn uniformly from `experts`, all
     fall among `outside` of them (hypergeometric: C(outside, top_k) / C(experts, top_k))."""

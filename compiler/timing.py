@@ -231,7 +231,7 @@ the softmax backward (read the probabilities and the gradient, write: 12) and th
 backward (read 4, write 2): 30. The logits GEMM itself is one of the layer's GEMMs."""
 ROUTER_KERNELS = 4
 """Memory-bound kernels of the router each way (cast, softmax, top-k, the balancing statistic)."""
-PERMUTE_PASSES = {"fused": ((3, 5), (4, 4)), "eager": ((4, 8), (0, 0))}
+PERMUTE_PASSES = {"fused": ((3, 5), (4, 4)), "eager": ((4, 8), (0, 0)), "hybridep": ((4, 4), (0, 0))}
 """Passes over the routed token copies (each `top_k x tokens x h` elements, 16-bit) that the
 dispatcher's permutations make, forward and backward, per runtime: (plain, extra when ep > 1
 and a rank holds several experts).
@@ -246,7 +246,20 @@ Backward: `permute`'s gradient is a scatter-add of the copies' gradients into th
 `unpermute`'s a gather of each token's gradient into its copies (2) plus the gates' gradient, a
 dot product of each copy with its gradient (read both: 2): 5, and the re-sorts again (+4).
 parc's runtime ("eager": index_select and index_add_ per expert) is charged 4 passes forward
-and 8 backward, as before this model."""
+and 8 backward, as before this model.
+
+HybridEP under Megatron-Core's flex dispatcher ("hybridep", `Software.ep_dispatcher`): the
+dispatch kernel reads each token where it lies and writes it into the destination's registered
+buffer (the communication), and HybridEP's own permute kernel then moves the received copies
+into expert order (read, write: 2); before the combine its unpermute kernel moves the experts'
+outputs back (2), and the combine kernel sums each token's copies with their gates
+(`_HybridEPManager`: "permute tokens for communication, perform all-to-all communication, and
+permute tokens for experts in single step", megatron/core/transformer/moe/token_dispatcher.py;
+DeepEP's Hybrid-EP implementation guide, "Executor": `dispatch_with_permute` = dispatch kernel
++ permute kernel, `combine_with_unpermute` = unpermute kernel + combine kernel): 4 forward, and
+backward the same two kernels with the roles swapped, 4; no re-sort by local expert. With
+Megatron-Core's `moe_permute_fusion_into_hybridep` the permutations fuse into the communication
+kernels; no transcribed run states it, so the unfused kernels are charged."""
 EXPERT_BIAS_PASSES = (6, 8)
 """16-bit passes over the routed token copies (each `top_k x tokens x h` elements) that the
 routed experts' output bias moves in Megatron-Core, forward and backward, when the model has
@@ -545,11 +558,14 @@ class Software:
     input). False: torchtitan and Megatron-Core, whose recomputation runs the dispatcher again."""
     ep_dispatcher: str = "all-to-all"
     """How routed tokens travel between expert ranks: "all-to-all" (NCCL's all-to-all of one copy
-    per (token, expert) pair: parc's runtime, Megatron-Core's alltoall dispatcher, torchtitan) or
+    per (token, expert) pair: parc's runtime, Megatron-Core's alltoall dispatcher, torchtitan),
     "deepep" (DeepEP's kernels under Megatron-Core's flex dispatcher: one copy per destination
-    node over RDMA, forwarded over NVLink once per destination GPU; `kernels.deepep_fractions`).
-    DeepEP's kernels run on `kernels.DEEPEP_SMS` of the GPU's SMs: computation that overlaps them
-    (`ep_overlap`, DualPipe) runs on the rest while they transfer."""
+    node over RDMA, forwarded over NVLink once per destination GPU; `kernels.deepep_fractions`),
+    or "hybridep" (DeepEP's Hybrid-EP kernels under the same dispatcher: the same fan-out, one
+    copy per destination NVLink domain over RDMA, its buffers' `rdma_to_attn_map`; the tokens
+    arrive in expert order through its own permute kernel, `PERMUTE_PASSES`). DeepEP's kernels
+    run on `kernels.DEEPEP_SMS` of the GPU's SMs, Hybrid-EP's on `kernels.HYBRIDEP_SMS`:
+    computation that overlaps them (`ep_overlap`, DualPipe) runs on the rest while they transfer."""
     ep_node_limit: int = 0
     """Each token's experts lie within this many nodes (DeepSeek-V3's node-limited routing,
     `n_group` / `topk_group`): DeepEP then sends it to fewer nodes (`kernels.deepep_fractions`).
@@ -1038,6 +1054,15 @@ def attention_kernel(sw: Software, precision: str) -> str:
     if sw.attention_fp8 and precision == "fp8":
         return FP8_ATTENTION.get(sw.attention, sw.attention)
     return sw.attention
+
+def permute_kind(kernels: str, dispatcher: str) -> str:
+    """`PERMUTE_PASSES`' key for a runtime's kernels and ep dispatcher: parc's eager expert loop,
+    Hybrid-EP's own permute kernels, or Megatron-Core's fused permutations around an all-to-all
+    (NCCL's or DeepEP's)."""
+    if kernels == "eager":
+        return "eager"
+    return "hybridep" if dispatcher == "hybridep" else "fused"
+
 
 def skips_causal(attention: str) -> bool:
     """Whether the runtime's attention kernel skips the masked half of a causal square and
@@ -1579,13 +1604,16 @@ class LayerCase:
     """`Software.expert_clamp`: the routed experts' GLU input clamped eagerly (`expert_clamp_work`)."""
     rope_unfused: bool = False
     """`Software.rope_unfused`: the rotary embedding op by op in a fused runtime (`UNFUSED_ROPE_BYTES`)."""
+    dispatcher: str = "all-to-all"
+    """`Software.ep_dispatcher`: whose kernels move an MoE layer's copies into expert order
+    (`PERMUTE_PASSES`)."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __init__(self, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int, ep: int,
                  precision: str, attention: str, kernels: str, balanced: bool = False, cp_runtime: str = "parc",
                  fp8_scaling: str = "delayed", routing_load: float = 0.0, expert_bias: bool = False,
-                 expert_clamp: bool = False, rope_unfused: bool = False) -> None:
+                 expert_clamp: bool = False, rope_unfused: bool = False, dispatcher: str = "all-to-all") -> None:
         """The generated `__init__`, faster: each field stored by its slot's own setter (past the
         frozen class's `__setattr__`, as `frozen.replaced` copies), and the hash of the fields'
         tuple kept (`frozen.hash_once`'s value). A search builds one per distinct layer it bounds
@@ -1593,7 +1621,7 @@ class LayerCase:
         5.5 us of each, a few per cent of an MoE search. tests/test_timing.py checks it against
         the generated one's fields, equality and hash."""
         values = (moe, tp, sp, cp, flavour, seq, micro, ep, precision, attention, kernels, balanced, cp_runtime,
-                  fp8_scaling, routing_load, expert_bias, expert_clamp, rope_unfused)
+                  fp8_scaling, routing_load, expert_bias, expert_clamp, rope_unfused, dispatcher)
         for store, value in zip(_CASE_STORES, values, strict=True):
             store(self, value)
         _CASE_HASH(self, hash(values))
@@ -1610,7 +1638,7 @@ class LayerCase:
         gemms = gemm_precision(precision, sw)
         return cls(moe, tp, sp, cp, flavour, seq, micro, ep, gemms, attention_kernel(sw, gemms),
                    sw.kernels, sw.balanced_routing, sw.context_parallel, sw.fp8_scaling, sw.routing_load,
-                   sw.expert_bias, sw.expert_clamp, sw.rope_unfused)
+                   sw.expert_bias, sw.expert_clamp, sw.rope_unfused, sw.ep_dispatcher)
 
     @classmethod
     def of(cls, k: Knobs, moe: bool, sw: Software) -> LayerCase:
@@ -1692,7 +1720,7 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
         elements += assigned * (up + 1) * f  # the activation
         recomputable += assigned * (up + 1) * f
         expert_act += assigned * (up + 1) * f
-        (plain_f, plain_b), (sort_f, sort_b) = PERMUTE_PASSES["eager" if kernels == "eager" else "fused"]
+        (plain_f, plain_b), (sort_f, sort_b) = PERMUTE_PASSES[permute_kind(kernels, case.dispatcher)]
         sorted_ = ep > 1 and local > 1
         moe_f = (ROUTER_BYTES[0] * routed * shape.experts
                  + ACT * (plain_f + (sort_f if sorted_ else 0)) * assigned * h)
@@ -2704,9 +2732,9 @@ def _layer_seconds(piece: tuple[float, ...]) -> tuple[float, float]:
 def dispatched(w: Work, shape: Shape, hw: Hardware, sw: Software) -> Work:
     """An MoE layer's work as the runtime's dispatcher runs it: DeepEP's node-limited fan-out
     and SM share, and the host's read of the token counts (search's bound reads the same)."""
-    if sw.ep_dispatcher == "deepep":
+    if sw.ep_dispatcher in kernel_model.DISPATCHER_SMS:
         w = replaced(w, ep_fanout=(shape.experts, shape.top_k, sw.ep_node_limit),
-                    ep_sm_share=min(1.0, kernel_model.DEEPEP_SMS / max(1, hw.sms)))
+                    ep_sm_share=min(1.0, kernel_model.DISPATCHER_SMS[sw.ep_dispatcher] / max(1, hw.sms)))
     if sw.moe_host_sync:
         # the dispatcher's read of the token counts drains the GPU once per forward; the backward
         # starts drained and runs at the slower of the host's launches and the GPU's kernels

@@ -506,7 +506,7 @@ def test_the_recipes_stated_facts_are_read(points):
     """What each recipe states reaches the reading where parc has the physics: token drop padded to
     a capacity (25.09) states `capacity-factor 1.0` and no host sync, a full-iteration CUDA graph
     (26.06) no host sync, `moe_a2a_overlap` the ep overlap, DeepEP under the flex dispatcher
-    DeepEP's fan-out, `grad_reduce_in_fp32 = False` bf16 reduction, `fp8_dot_product_attention`
+    DeepEP's fan-out, HybridEP its own, `grad_reduce_in_fp32 = False` bf16 reduction, `fp8_dot_product_attention`
     (26.06's `other`) the FP8 attention; the same row read from its table alone keeps every
     default."""
     rows = load("megatron_bridge_releases_moe.yaml")
@@ -522,16 +522,19 @@ def test_the_recipes_stated_facts_are_read(points):
         assert sw.ep_overlap == bool(recipe.get("moe_a2a_overlap")), rid
         deepep = recipe.get("moe_token_dispatcher_type") == "flex" and recipe.get("moe_flex_dispatcher_backend") == "deepep"
         assert (sw.ep_dispatcher == "deepep") == deepep, rid
+        hybridep = recipe.get("moe_token_dispatcher_type") == "flex" and recipe.get("moe_flex_dispatcher_backend") == "hybridep"
+        assert (sw.ep_dispatcher == "hybridep") == hybridep, rid
         assert ("grad-reduce bf16" in spec) == (recipe.get("grad_reduce_in_fp32") is False), rid
         fp8_attention = "fp8_dot_product_attention" in (recipe.get("other") or ())
         assert sw.attention_fp8 == fp8_attention, rid
         bare = p.table_only
         assert bare is not None and bare.row.software.moe_host_sync and not bare.row.software.ep_overlap, rid
-        assert not bare.row.software.attention_fp8, rid
+        assert not bare.row.software.attention_fp8 and bare.row.software.ep_dispatcher == "all-to-all", rid
         assert "capacity-factor" not in bare.row.spec and "grad-reduce bf16" not in bare.row.spec, rid
         seen |= {k for k, v in (("padded", padded), ("graph", graph), ("deepep", deepep),
-                                ("overlap", sw.ep_overlap), ("fp8 attention", fp8_attention)) if v}
-    assert seen == {"padded", "graph", "deepep", "overlap", "fp8 attention"}
+                                ("overlap", sw.ep_overlap), ("fp8 attention", fp8_attention),
+                                ("hybridep", hybridep)) if v}
+    assert seen == {"padded", "graph", "deepep", "overlap", "fp8 attention", "hybridep"}
 
 
 def test_read_recipe_leaves_rows_without_one_alone():

@@ -495,12 +495,12 @@ def test_layer_case_builds_what_a_generated_dataclass_builds():
     names = [f.name for f in dataclasses.fields(timing.LayerCase) if f.init]
     assert names == ["moe", "tp", "sp", "cp", "flavour", "seq", "micro", "ep", "precision", "attention", "kernels",
                      "balanced", "cp_runtime", "fp8_scaling", "routing_load", "expert_bias", "expert_clamp",
-                     "rope_unfused"]
+                     "rope_unfused", "dispatcher"]
     Reference = dataclasses.make_dataclass(
         "Reference", [(f.name, f.type, f) for f in dataclasses.fields(timing.LayerCase) if f.init],
         frozen=True)  # the generated __init__ over the same fields and defaults
     values = (True, 4, True, 2, "all-gather", 8192, 3, 8, "fp8", "flash-te", "fused", True, "torch", "dynamic", 1.5,
-              True, True, True)
+              True, True, True, "hybridep")
     case = timing.LayerCase(*values)
     reference = Reference(*values)
     assert tuple(getattr(case, n) for n in names) == dataclasses.astuple(reference) == values
@@ -648,7 +648,7 @@ def test_runtime_work_is_slowed_then_dispatched_to_the_bit():
     # a host 10x slower per op than parc's figure: the layers' launches outlast their GPU time,
     # so the stall and the paced backward read the slowed forward and backward
     softwares = [timing.Software(kernels=kernels, ep_dispatcher=dispatcher, moe_host_sync=sync, host_op_seconds=op)
-                 for kernels in ("eager", "fused") for dispatcher in ("all-to-all", "deepep")
+                 for kernels in ("eager", "fused") for dispatcher in ("all-to-all", "deepep", "hybridep")
                  for sync in (True, False) for op in (timing.Software().host_op_seconds, 1e-4)]
     constants = [DEFAULT, replace(DEFAULT, eager_efficiency=1.0)]
     compared = 0
