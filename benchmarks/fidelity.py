@@ -921,11 +921,12 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   on an H100, so at least that share of the transfer shows. Hybrid-EP (`Software.ep_dispatcher =
   "hybridep"`, DeepEP's Hybrid-EP kernels under the same dispatcher, the runs whose recipe states
   it) sends as DeepEP does (its RDMA buffer holds a rank's tokens once per remote NVLink domain)
-  on `HybridEpBuffer`'s 32 SMs (`kernels.HYBRIDEP_SMS`), and lands the tokens in expert order
-  through its own permute kernels: 4 passes over the routed copies each way where Megatron-Core's
-  all-to-all path makes 7 forward and 9 backward with its re-sorts by local expert
-  (`timing.PERMUTE_PASSES`; tests/test_deepep.py counts them by hand from DeepEP's Hybrid-EP
-  guide).
+  on `HybridEpBuffer`'s 32 SMs (`kernels.HYBRIDEP_SMS`). Under either backend the tokens arrive
+  once per rank and are expanded into expert order there (Megatron-Core's `permute` after DeepEP's
+  dispatch, Hybrid-EP's own permute kernel after its own): 3 passes over the routed copies forward
+  and 5 backward, where Megatron-Core's all-to-all path adds 4 each way re-sorting the received
+  copies by local expert (`sort_chunks_by_idxs`; `timing.PERMUTE_PASSES`, counted by hand in
+  tests/test_deepep.py).
 - **Selective recomputation in parc's runtime** replays a block's forward up to the FFN's
   activation, serving its saved ops (Q/K/V and up-projection matmuls, the attention kernel, the
   token exchanges) from its cache and running the rest again, collectives included: tp's

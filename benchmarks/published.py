@@ -808,8 +808,8 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         notes.append("DeepEP's dispatcher (stated): one copy per destination node over RDMA, forwarded over NVLink, "
                      f"on {DEEPEP_SMS} SMs (not expressible in a spec)")
     if hybridep:
-        notes.append("Hybrid-EP's dispatcher (stated): DeepEP's fan-out on its own permute kernels, no re-sort by "
-                     f"local expert (timing.PERMUTE_PASSES), on {HYBRIDEP_SMS} SMs (not expressible in a spec)")
+        notes.append("Hybrid-EP's dispatcher (stated): DeepEP's fan-out, no re-sort by local expert "
+                     f"(timing.PERMUTE_PASSES), on {HYBRIDEP_SMS} SMs (not expressible in a spec)")
     limited = re.search(r"node-limited routing \(at most (\d+) nodes per token\)", text)
     node_limit = int(limited.group(1)) if limited else 0
     if node_limit:

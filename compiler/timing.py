@@ -231,7 +231,7 @@ the softmax backward (read the probabilities and the gradient, write: 12) and th
 backward (read 4, write 2): 30. The logits GEMM itself is one of the layer's GEMMs."""
 ROUTER_KERNELS = 4
 """Memory-bound kernels of the router each way (cast, softmax, top-k, the balancing statistic)."""
-PERMUTE_PASSES = {"fused": ((3, 5), (4, 4)), "eager": ((4, 8), (0, 0)), "hybridep": ((4, 4), (0, 0))}
+PERMUTE_PASSES = {"fused": ((3, 5), (4, 4)), "eager": ((4, 8), (0, 0)), "flex": ((3, 5), (0, 0))}
 """Passes over the routed token copies (each `top_k x tokens x h` elements, 16-bit) that the
 dispatcher's permutations make, forward and backward, per runtime: (plain, extra when ep > 1
 and a rank holds several experts).
@@ -248,18 +248,18 @@ dot product of each copy with its gradient (read both: 2): 5, and the re-sorts a
 parc's runtime ("eager": index_select and index_add_ per expert) is charged 4 passes forward
 and 8 backward, as before this model.
 
-HybridEP under Megatron-Core's flex dispatcher ("hybridep", `Software.ep_dispatcher`): the
-dispatch kernel reads each token where it lies and writes it into the destination's registered
-buffer (the communication), and HybridEP's own permute kernel then moves the received copies
-into expert order (read, write: 2); before the combine its unpermute kernel moves the experts'
-outputs back (2), and the combine kernel sums each token's copies with their gates
-(`_HybridEPManager`: "permute tokens for communication, perform all-to-all communication, and
-permute tokens for experts in single step", megatron/core/transformer/moe/token_dispatcher.py;
-DeepEP's Hybrid-EP implementation guide, "Executor": `dispatch_with_permute` = dispatch kernel
-+ permute kernel, `combine_with_unpermute` = unpermute kernel + combine kernel): 4 forward, and
-backward the same two kernels with the roles swapped, 4; no re-sort by local expert. With
-Megatron-Core's `moe_permute_fusion_into_hybridep` the permutations fuse into the communication
-kernels; no transcribed run states it, so the unfused kernels are charged."""
+Under Megatron-Core's flex dispatcher (DeepEP, "deepep", and Hybrid-EP, "hybridep":
+`Software.ep_dispatcher`) the exchange itself reads each token where it lies and delivers it
+once per destination rank, and the tokens arrive grouped for the rank's experts: Megatron-Core's
+`permute` over the received tokens' routing map expands them into expert order (2) and
+`unpermute` sums each token's copies back before the combine (1) (`_DeepepManager.
+get_permuted_hidden_states_by_experts` / `get_restored_hidden_states_by_experts`); Hybrid-EP
+does the same in its own permute and unpermute kernels (`_HybridEPManager`, "permute tokens for
+experts in single step"; DeepEP's Hybrid-EP guide, "Executor": `dispatch_with_permute` is its
+dispatch kernel then a permute kernel, `combine_with_unpermute` an unpermute kernel then its
+combine kernel): 3 forward and 5 backward, and no re-sort by local expert. With Megatron-Core's
+`moe_permute_fusion_into_hybridep` Hybrid-EP's permutations fuse into its communication
+kernels; no transcribed run states it, so the separate kernels are charged."""
 EXPERT_BIAS_PASSES = (6, 8)
 """16-bit passes over the routed token copies (each `top_k x tokens x h` elements) that the
 routed experts' output bias moves in Megatron-Core, forward and backward, when the model has
@@ -562,8 +562,8 @@ class Software:
     "deepep" (DeepEP's kernels under Megatron-Core's flex dispatcher: one copy per destination
     node over RDMA, forwarded over NVLink once per destination GPU; `kernels.deepep_fractions`),
     or "hybridep" (DeepEP's Hybrid-EP kernels under the same dispatcher: the same fan-out, one
-    copy per destination NVLink domain over RDMA, its buffers' `rdma_to_attn_map`; the tokens
-    arrive in expert order through its own permute kernel, `PERMUTE_PASSES`). DeepEP's kernels
+    copy per destination NVLink domain over RDMA, its buffers' `rdma_to_attn_map`). Under either
+    the received tokens need no re-sort by local expert (`PERMUTE_PASSES`). DeepEP's kernels
     run on `kernels.DEEPEP_SMS` of the GPU's SMs, Hybrid-EP's on `kernels.HYBRIDEP_SMS`:
     computation that overlaps them (`ep_overlap`, DualPipe) runs on the rest while they transfer."""
     ep_node_limit: int = 0
@@ -1057,11 +1057,11 @@ def attention_kernel(sw: Software, precision: str) -> str:
 
 def permute_kind(kernels: str, dispatcher: str) -> str:
     """`PERMUTE_PASSES`' key for a runtime's kernels and ep dispatcher: parc's eager expert loop,
-    Hybrid-EP's own permute kernels, or Megatron-Core's fused permutations around an all-to-all
-    (NCCL's or DeepEP's)."""
+    Megatron-Core's fused permutations around NCCL's all-to-all (re-sorted by local expert), or
+    around the flex dispatcher's DeepEP and Hybrid-EP exchanges (no re-sort)."""
     if kernels == "eager":
         return "eager"
-    return "hybridep" if dispatcher == "hybridep" else "fused"
+    return "flex" if dispatcher in ("deepep", "hybridep") else "fused"
 
 
 def skips_causal(attention: str) -> bool:
