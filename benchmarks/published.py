@@ -861,8 +861,8 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     if rope_unfused:
         notes.append(f"YaRN concentration {concentration:.3f} (stated YaRN factor): Megatron-Core's unfused RoPE "
                      "(rope_utils.apply_rotary_pos_emb; not expressible in a spec)")
-    # Transformer Engine's FP8 dot-product attention (Megatron-LM's --fp8-dot-product-attention,
-    # Megatron-Bridge's `fp8_dot_product_attention`): the attention's products in FP8 too
+    # Transformer Engine's FP8 dot-product attention (Megatron-Core's `fp8_dot_product_attention`,
+    # which Megatron-Bridge's recipes set): the attention's products in FP8 too
     attention_fp8 = family == "megatron" and precision == "fp8" and "fp8-dot-product-attention" in compact
     if attention_fp8:
         notes.append("FP8 dot-product attention (stated: Transformer Engine's FP8 fused attention)")

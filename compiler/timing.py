@@ -427,8 +427,9 @@ class Software:
     scores are materialised and the full square computed (Megatron-LM before mid-2022)."""
     attention_fp8: bool = False
     """The fused attention's products run in FP8 under an fp8 spec: Transformer Engine's FP8
-    dot-product attention (Megatron-LM's `--fp8-dot-product-attention`, Megatron-Bridge's
-    `fp8_dot_product_attention`; `target megatron { fp8-attention on }`), at the FP8 peak times
+    dot-product attention (Megatron-Core's `TransformerConfig.fp8_dot_product_attention`, which
+    Megatron-Bridge's recipes set; Megatron-LM's command line has no flag for it at core_v0.16.0,
+    so no spec states it and the reader of published runs sets it), at the FP8 peak times
     `kernels.FP8_ATTENTION_SHARE`, never below the exponential unit's floor
     (`kernels.exp_seconds`). Off: attention in BF16 whatever the linears run in (every runtime's
     default)."""
@@ -1055,6 +1056,7 @@ def attention_kernel(sw: Software, precision: str) -> str:
         return FP8_ATTENTION.get(sw.attention, sw.attention)
     return sw.attention
 
+
 def permute_kind(kernels: str, dispatcher: str) -> str:
     """`PERMUTE_PASSES`' key for a runtime's kernels and ep dispatcher: parc's eager expert loop,
     Megatron-Core's fused permutations around NCCL's all-to-all (re-sorted by local expert), or
@@ -1340,7 +1342,7 @@ def _flash_attention_kind(shape: Shape, case: AttentionCase, hw: Hardware, windo
     work = flops.attention_core_flops(shape, flops.causal_keys(seq)) / tp * n
     back = flops.FLASH_BACKWARD * work
 
-    fp8 = attention in FP8_ATTENTION.values()
+    fp8 = attention in FP8_ATTENTION.values()  # Transformer Engine's FP8 attention: `attention_kernel`
 
     def seconds(flop: float, keys: float, causal: bool, backward: bool) -> float:
         efficiency = curve.efficiency(min(keys, cap), d, causal or window > 0, backward)
@@ -2730,8 +2732,9 @@ def _layer_seconds(piece: tuple[float, ...]) -> tuple[float, float]:
 
 
 def dispatched(w: Work, shape: Shape, hw: Hardware, sw: Software) -> Work:
-    """An MoE layer's work as the runtime's dispatcher runs it: DeepEP's node-limited fan-out
-    and SM share, and the host's read of the token counts (search's bound reads the same)."""
+    """An MoE layer's work as the runtime's dispatcher runs it: the flex dispatcher's (DeepEP's,
+    Hybrid-EP's) node-limited fan-out and SM share, and the host's read of the token counts
+    (search's bound reads the same)."""
     if sw.ep_dispatcher in kernel_model.DISPATCHER_SMS:
         w = replaced(w, ep_fanout=(shape.experts, shape.top_k, sw.ep_node_limit),
                     ep_sm_share=min(1.0, kernel_model.DISPATCHER_SMS[sw.ep_dispatcher] / max(1, hw.sms)))
