@@ -921,7 +921,9 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   on an H100, so at least that share of the transfer shows. Hybrid-EP (`Software.ep_dispatcher =
   "hybridep"`, DeepEP's Hybrid-EP kernels under the same dispatcher, the runs whose recipe states
   it) sends as DeepEP does (its RDMA buffer holds a rank's tokens once per remote NVLink domain)
-  on `HybridEpBuffer`'s 32 SMs (`kernels.HYBRIDEP_SMS`). Under either backend the tokens arrive
+  on `HybridEpBuffer`'s 32 SMs (`kernels.HYBRIDEP_SMS`); before each forward's dispatch it
+  all-gathers every rank's routing map over the ep group, a byte per (token, expert), where the
+  other dispatchers exchange the expert counts (`timing.dispatch_metadata`). Under either backend the tokens arrive
   once per rank and are expanded into expert order there (Megatron-Core's `permute` after DeepEP's
   dispatch, Hybrid-EP's own permute kernel after its own): 3 passes over the routed copies forward
   and 5 backward, where Megatron-Core's all-to-all path adds 4 each way re-sorting the received

@@ -2109,6 +2109,23 @@ def piece_collectives(work: Work, tp: Link, cp: Link, ep: Link, calls: TpCalls |
     return tuple(c for c in out if c.count > 0 and c.size > 1 and c.payload > 0)
 
 
+def dispatch_metadata(shape: Shape, sw: Software, ep: Link, routed: float) -> tuple[Collective, ...]:
+    """What an MoE layer's dispatcher exchanges before its tokens, each forward (and each
+    recomputation that runs the dispatcher again), for `routed` tokens a rank routes: the
+    expert counts, one int64 per (ep rank, local expert) (parc's runtime, Megatron-Core's
+    all-to-all dispatcher, DeepEP's layout notification); Hybrid-EP instead all-gathers every
+    rank's routing map, one byte per (token, expert), so that each rank's metadata kernel sees
+    where every token goes (`HybridEpBuffer`'s metadata preprocessing: `all_gather_into_tensor`
+    of the N x E boolean map over the ep group, DeepEP's deep_ep/hybrid_ep_buffer.py; its guide,
+    "Executor": "Allgather + metadata kernel")."""
+    if ep.size <= 1:
+        return ()
+    if sw.ep_dispatcher == "hybridep":
+        return (Collective("ep", "all_gather", ep.size * routed * shape.experts, 1, ep.size, ep.local, "path", 1,
+                           "forward"),)
+    return (Collective("ep", "all_to_all", 8 * shape.experts, 1, ep.size, ep.local, "path", 1, "forward"),)
+
+
 def torch_cp_collectives(work: Work, cp: Link) -> list[Collective]:
     """torch's context parallelism (`_templated_ring_attention`, torchtitan), per layer and
     micro-batch, one K/V block B = `cp_bytes[0]`: K/V arrive by cp - 1 sends of B (rotate method
@@ -2839,9 +2856,7 @@ def _rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constant
             pieces.append(None)
             continue
         w = runtime_work(layer_work(shape, LayerCase.of(k, moe, sw), hw, c), moe, shape, hw, sw, c)
-        # the expert-count exchange before each dispatch: one int64 per (ep rank, local expert)
-        counts = ((Collective("ep", "all_to_all", 8 * shape.experts, 1, ep_l.size, ep_l.local, "path", 1,
-                              "forward"),) if moe and ep_l.size > 1 else ())
+        counts = dispatch_metadata(shape, sw, ep_l, tokens / k.tp) if moe else ()
         if moe and tp_l.size > 1 and sw.dp_runtime == "torch":
             # each tp rank routes its own tokens: the router's gradient is summed over tp per
             # micro-batch (the runtime's SumGradient), in the compute dtype

@@ -178,3 +178,38 @@ def test_hybridep_sends_as_deepep_does_on_its_own_sms():
         out = timing.dispatched(w, shape, hw, replace(sw, ep_dispatcher=dispatcher, moe_host_sync=False))
         assert out.ep_sm_share == pytest.approx(sms / 132)
         assert out.ep_fanout == (128, 8, 0)
+
+
+@pytest.mark.parametrize("dispatcher", ["all-to-all", "deepep", "hybridep"])
+def test_each_dispatcher_exchanges_its_own_metadata(dispatcher):
+    """Before its tokens, each MoE layer's forward exchanges what the dispatcher needs to place
+    them: the expert counts, one int64 per expert (8 x 128 bytes for Qwen3's 128 experts), for
+    NCCL's all-to-all and DeepEP; Hybrid-EP all-gathers every rank's routing map, a byte per
+    (token, expert): 4,096 tokens x 128 experts from each of the 8 ranks, 4 MiB gathered. Per
+    step, once per MoE layer and micro-batch (48 layers, 8 micro-batches a rank)."""
+    text = "\n".join([
+        "dp 8 on nodes(8 gpus, nvlink)", "ep 8 over dp",
+        "model {", "  layers 48, hidden 2048, ffn 6144, heads 32, kv-heads 4, vocab 151936", "  head-dim 128",
+        "  activation swiglu, norm rmsnorm, position rope, tied-embeddings off",
+        "  experts 128, top-k 8, expert-ffn 768, shared-experts 0, moe-layers all", "}",
+        "hardware { gpu h100-sxm }", "target megatron",
+        "train {", "  seq 4096, global-batch 64, micro-batch 1", "  precision bf16, optimizer adam, recompute none", "}",
+        "dp { sharding zero1 }"]) + "\n"
+    compiled = compile_text(text, path="q30.par")
+    assert compiled.plan is not None, compiled.diagnostics
+    from parc.memory.inputs import knobs_of, shape_of
+
+    plan = compiled.plan
+    sw = replace(software_of(plan), ep_dispatcher=dispatcher)
+    hw = timing.hardware_of(plan)
+    _, steps = timing.rank_steps(shape_of(plan), knobs_of(plan, "megatron"), hw, timing.geometry_of(plan, hw), sw=sw)
+    assert steps
+    for rank in steps.values():
+        small = [c for c in rank.ledger.collectives if c.axis == "ep" and c.payload < 1e6 and c.kind == "all_to_all"]
+        gathers = [c for c in rank.ledger.collectives if c.axis == "ep" and c.kind == "all_gather"]
+        if dispatcher == "hybridep":
+            assert not small and len(gathers) == 1
+            assert gathers[0].payload == 8 * 4096 * 128 and gathers[0].count == 48 * 8
+        else:
+            assert not gathers and len(small) == 1
+            assert small[0].payload == 8 * 128 and small[0].count == 48 * 8
