@@ -161,19 +161,26 @@ def test_the_flex_dispatcher_does_not_re_sort_the_copies(dispatcher):
 def test_hybridep_sends_as_deepep_does_on_its_own_sms():
     """Hybrid-EP's buffers send a token once to each other NVLink domain holding one of its
     experts (its RDMA buffer holds a rank's tokens once per remote node), DeepEP's fan-out: the
-    cross-node exchange is exposed for the same seconds under either; overlapped, its kernels
-    hold `HybridEpBuffer`'s 32 SMs (DeepEP's 20)."""
+    cross-node dispatch and combine are the same records, with the same spread, under either;
+    overlapped, its kernels hold `HybridEpBuffer`'s 32 SMs (DeepEP's 20)."""
     compiled = compile_text(CROSS_NODE, path="cross.par")
     assert compiled.plan is not None, compiled.diagnostics
-    sw = software_of(compiled.plan)
-    deepep = timing.predict(compiled.plan, sw=replace(sw, ep_dispatcher="deepep")).breakdown
-    hybrid = timing.predict(compiled.plan, sw=replace(sw, ep_dispatcher="hybridep")).breakdown
-    assert deepep.exposed["ep"] > 0
-    assert hybrid.exposed["ep"] == pytest.approx(deepep.exposed["ep"], rel=1e-9)
-    w = timing.Work(moe=True)
-    from parc.memory.inputs import shape_of
+    from parc.memory.inputs import knobs_of, shape_of
 
-    shape, hw = shape_of(compiled.plan), timing.hardware_of(compiled.plan)
+    plan = compiled.plan
+    sw = software_of(plan)
+    shape, hw = shape_of(plan), timing.hardware_of(plan)
+    geo, k = timing.geometry_of(plan, hw), knobs_of(plan, "megatron")
+
+    def exchanges(dispatcher):
+        _, steps = timing.rank_steps(shape, k, hw, geo, sw=replace(sw, ep_dispatcher=dispatcher))
+        return [sorted((c.kind, c.payload, c.count, c.spread) for c in step.ledger.collectives
+                       if c.axis == "ep" and c.kind == "all_to_all" and c.payload > 1e6) for step in steps.values()]
+
+    deepep, hybrid = exchanges("deepep"), exchanges("hybridep")
+    assert deepep and all(deepep) and hybrid == deepep
+    assert all(spread is not None for rank in hybrid for *_, spread in rank)
+    w = timing.Work(moe=True)
     for dispatcher, sms in (("deepep", 20), ("hybridep", 32)):
         out = timing.dispatched(w, shape, hw, replace(sw, ep_dispatcher=dispatcher, moe_host_sync=False))
         assert out.ep_sm_share == pytest.approx(sms / 132)
