@@ -119,6 +119,17 @@ def test_overlapped_deepep_costs_the_sms_it_takes():
     assert x.ep_f + x.ep_b == pytest.approx(transfer, rel=1e-9)
 
 
+QWEN3_30B = "\n".join([
+    "dp 8 on nodes(8 gpus, nvlink)", "ep 8 over dp",
+    "model {", "  layers 48, hidden 2048, ffn 6144, heads 32, kv-heads 4, vocab 151936", "  head-dim 128",
+    "  activation swiglu, norm rmsnorm, position rope, tied-embeddings off",
+    "  experts 128, top-k 8, expert-ffn 768, shared-experts 0, moe-layers all", "}",
+    "hardware { gpu h100-sxm }", "target megatron",
+    "train {", "  seq 4096, global-batch 64, micro-batch 1", "  precision bf16, optimizer adam, recompute none", "}",
+    "dp { sharding zero1 }"]) + "\n"
+"""Qwen3-30B-A3B on one H100 node, ep 8 (16 experts a rank): Megatron-Bridge's small-expert MoE."""
+
+
 @pytest.mark.parametrize("dispatcher", ["deepep", "hybridep"])
 def test_the_flex_dispatcher_does_not_re_sort_the_copies(dispatcher):
     """Megatron-Core's all-to-all path passes over the routed copies (16-bit, h wide) seven times
@@ -130,15 +141,7 @@ def test_the_flex_dispatcher_does_not_re_sort_the_copies(dispatcher):
     own) and summed back before the combine: no re-sort. Qwen3-30B-A3B at ep 8, 16 experts a rank,
     4,096 tokens: the layer's forward and backward are 4 passes shorter each, in the time and in
     the ledger's bytes alike."""
-    text = "\n".join([
-        "dp 8 on nodes(8 gpus, nvlink)", "ep 8 over dp",
-        "model {", "  layers 48, hidden 2048, ffn 6144, heads 32, kv-heads 4, vocab 151936", "  head-dim 128",
-        "  activation swiglu, norm rmsnorm, position rope, tied-embeddings off",
-        "  experts 128, top-k 8, expert-ffn 768, shared-experts 0, moe-layers all", "}",
-        "hardware { gpu h100-sxm }", "target megatron",
-        "train {", "  seq 4096, global-batch 64, micro-batch 1", "  precision bf16, optimizer adam, recompute none", "}",
-        "dp { sharding zero1 }"]) + "\n"
-    compiled = compile_text(text, path="q30.par")
+    compiled = compile_text(QWEN3_30B, path="q30.par")
     assert compiled.plan is not None, compiled.diagnostics
     from parc import hbm
     from parc.memory.inputs import knobs_of, shape_of
@@ -194,15 +197,7 @@ def test_each_dispatcher_exchanges_its_own_metadata(dispatcher):
     NCCL's all-to-all and DeepEP; Hybrid-EP all-gathers every rank's routing map, a byte per
     (token, expert): 4,096 tokens x 128 experts from each of the 8 ranks, 4 MiB gathered. Per
     step, once per MoE layer and micro-batch (48 layers, 8 micro-batches a rank)."""
-    text = "\n".join([
-        "dp 8 on nodes(8 gpus, nvlink)", "ep 8 over dp",
-        "model {", "  layers 48, hidden 2048, ffn 6144, heads 32, kv-heads 4, vocab 151936", "  head-dim 128",
-        "  activation swiglu, norm rmsnorm, position rope, tied-embeddings off",
-        "  experts 128, top-k 8, expert-ffn 768, shared-experts 0, moe-layers all", "}",
-        "hardware { gpu h100-sxm }", "target megatron",
-        "train {", "  seq 4096, global-batch 64, micro-batch 1", "  precision bf16, optimizer adam, recompute none", "}",
-        "dp { sharding zero1 }"]) + "\n"
-    compiled = compile_text(text, path="q30.par")
+    compiled = compile_text(QWEN3_30B, path="q30.par")
     assert compiled.plan is not None, compiled.diagnostics
     from parc.memory.inputs import knobs_of, shape_of
 
