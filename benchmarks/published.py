@@ -802,8 +802,9 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                      "load, kernels.routing_imbalance")
     balanced = False
     # DeepEP's Hybrid-EP kernels (Megatron-Core's flex dispatcher, backend hybridep) before DeepEP's own
-    hybridep = re.search(r"hybrid-?ep", text.replace(" ", "")) is not None
-    deepep = "deepep" in text.replace(" ", "") and not hybridep
+    unspaced = text.replace(" ", "")
+    hybridep = re.search(r"hybrid-?ep", unspaced) is not None
+    deepep = "deepep" in unspaced and not hybridep
     if deepep:
         notes.append("DeepEP's dispatcher (stated): one copy per destination node over RDMA, forwarded over NVLink, "
                      f"on {DEEPEP_SMS} SMs (not expressible in a spec)")

@@ -470,7 +470,8 @@ which Megatron-Core keeps when `moe_flex_dispatcher_num_sms` is unset (`init_hyb
 passes only what is set, megatron/core/transformer/moe/fused_a2a.py)."""
 
 DISPATCHER_SMS = {"deepep": DEEPEP_SMS, "hybridep": HYBRIDEP_SMS}
-"""SMs each of the flex dispatcher's backends holds while it transfers (`Software.ep_dispatcher`)."""
+"""SMs each of the flex dispatcher's backends holds while it transfers (`Software.ep_dispatcher`);
+its keys are those backends (`timing.dispatched`, `timing.permute_kind`)."""
 
 
 def _none_chosen(experts: int, top_k: int, outside: int) -> float:

@@ -1063,7 +1063,7 @@ def permute_kind(kernels: str, dispatcher: str) -> str:
     around the flex dispatcher's DeepEP and Hybrid-EP exchanges (no re-sort)."""
     if kernels == "eager":
         return "eager"
-    return "flex" if dispatcher in ("deepep", "hybridep") else "fused"
+    return "flex" if dispatcher in kernel_model.DISPATCHER_SMS else "fused"  # the flex dispatcher's backends
 
 
 def skips_causal(attention: str) -> bool:

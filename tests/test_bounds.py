@@ -51,14 +51,22 @@ BOARD_WATTS = {"h100-sxm": 700, "a100-80gb": 400}
 """Datasheet board power of the GPUs the random layouts draw, for their power limits."""
 
 
+def _clock(plan) -> float | None:
+    """The fraction of its clock the plan's GPU holds: under a power limit the clock falls as
+    (limit / board power)^(1/3); None for a limited part whose board power is not listed here."""
+    if not plan.cluster.power_limit:
+        return 1.0
+    watts = BOARD_WATTS.get(plan.cluster.gpu.name)
+    return None if watts is None else min(1.0, plan.cluster.power_limit / watts) ** (1 / 3)
+
+
 def _datasheet(plan) -> tuple[float, float, float, float]:
-    """(peak FLOP/s, HBM bytes/s, intra-node bytes/s, NIC bytes/s per GPU) of the plan's cluster:
-    under a power limit the clock, and the peak, fall as (limit / board power)^(1/3)."""
+    """(peak FLOP/s, HBM bytes/s, intra-node bytes/s, NIC bytes/s per GPU) of the plan's cluster,
+    the peak at the clock a power limit leaves (`_clock`)."""
     cluster, gpu = plan.cluster, plan.cluster.gpu
     hbm = cluster.hbm_bandwidth or timing.HBM_BANDWIDTH.get(gpu.name) or timing.HBM_BY_GENERATION[gpu.generation]
-    clock = 1.0
-    if cluster.power_limit:
-        clock = min(1.0, cluster.power_limit / BOARD_WATTS[gpu.name]) ** (1 / 3)
+    clock = _clock(plan)
+    assert clock is not None, f"no board power for {gpu.name} under a power limit"
     peak = max(gpu.bf16_flops, gpu.fp8_flops or 0.0) * clock
     return peak, hbm, cluster.intra_bandwidth, cluster.network.node_bandwidth / cluster.gpus_per_node
 
@@ -109,15 +117,9 @@ def _exp_rate(plan) -> float | None:
     """Exponentials per second: 16 per SM per clock (the CUDA C++ Programming Guide's throughput
     table, compute capability 8.0 to 10.0), at the clock a power limit leaves; None for a part
     not listed here."""
-    known = SMS_AND_CLOCK.get(plan.cluster.gpu.name)
-    if known is None:
+    known, clock = SMS_AND_CLOCK.get(plan.cluster.gpu.name), _clock(plan)
+    if known is None or clock is None:
         return None
-    clock = 1.0
-    if plan.cluster.power_limit:
-        watts = BOARD_WATTS.get(plan.cluster.gpu.name)
-        if watts is None:
-            return None
-        clock = min(1.0, plan.cluster.power_limit / watts) ** (1 / 3)
     return known[0] * 16 * known[1] * clock
 
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from parc import kernels, timing
+from parc import hbm, kernels, timing
 from parc.calibration import DEFAULT
+from parc.memory.inputs import knobs_of, shape_of
 from parc.pipeline import compile_text
 from parc.targets import software_of
 
@@ -143,9 +144,6 @@ def test_the_flex_dispatcher_does_not_re_sort_the_copies(dispatcher):
     the ledger's bytes alike."""
     compiled = compile_text(QWEN3_30B, path="q30.par")
     assert compiled.plan is not None, compiled.diagnostics
-    from parc import hbm
-    from parc.memory.inputs import knobs_of, shape_of
-
     plan = compiled.plan
     shape, k, hw = shape_of(plan), knobs_of(plan, "megatron"), timing.hardware_of(plan)
     sw = replace(software_of(plan), balanced_routing=True)  # every rank the mean load: the copies above
@@ -168,8 +166,6 @@ def test_hybridep_sends_as_deepep_does_on_its_own_sms():
     overlapped, its kernels hold `HybridEpBuffer`'s 32 SMs (DeepEP's 20)."""
     compiled = compile_text(CROSS_NODE, path="cross.par")
     assert compiled.plan is not None, compiled.diagnostics
-    from parc.memory.inputs import knobs_of, shape_of
-
     plan = compiled.plan
     sw = software_of(plan)
     shape, hw = shape_of(plan), timing.hardware_of(plan)
@@ -199,8 +195,6 @@ def test_each_dispatcher_exchanges_its_own_metadata(dispatcher):
     step, once per MoE layer and micro-batch (48 layers, 8 micro-batches a rank)."""
     compiled = compile_text(QWEN3_30B, path="q30.par")
     assert compiled.plan is not None, compiled.diagnostics
-    from parc.memory.inputs import knobs_of, shape_of
-
     plan = compiled.plan
     sw = replace(software_of(plan), ep_dispatcher=dispatcher)
     hw = timing.hardware_of(plan)
