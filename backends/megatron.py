@@ -128,9 +128,17 @@ def _model(plan: Plan) -> list[tuple[str, str | None]]:
         ("--num-layers", str(m.layers)), ("--hidden-size", str(m.hidden)), ("--ffn-hidden-size", str(m.ffn)),
         ("--num-attention-heads", str(m.heads)),
     ]
-    if m.kv_heads != m.heads:
+    if m.mla:  # multi-head latent attention: Megatron-LM's MLA options (arguments.py `_add_mla_args`)
+        args += [("--multi-latent-attention", None), ("--kv-lora-rank", str(m.kv_lora_rank)),
+                 ("--qk-head-dim", str(m.head_dim)), ("--qk-pos-emb-head-dim", str(m.rope_head_dim)),
+                 ("--v-head-dim", str(m.v_head_dim))]
+        if m.q_lora_rank:  # unset: the queries projected straight from the hidden state
+            args.append(("--q-lora-rank", str(m.q_lora_rank)))
+        # MLATransformerConfig's default rope_type is "yarn" (DeepSeek's scaled RoPE); the spec's is plain
+        args.append(("--rope-type", "rope"))
+    elif m.kv_heads != m.heads:
         args += [("--group-query-attention", None), ("--num-query-groups", str(m.kv_heads))]
-    if m.head_dim * m.heads != m.hidden:
+    if m.head_dim * m.heads != m.hidden and not m.mla:
         args.append(("--kv-channels", str(m.head_dim)))
     args += [("--seq-length", str(t.seq_len)), ("--max-position-embeddings", str(t.seq_len)),
              ("--position-embedding-type", {"rope": "rope", "learned": "learned_absolute", "none": "none"}[m.position]),

@@ -465,9 +465,13 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
         if h % heads:
             raise Unusable(f"hidden {h} is not a multiple of {heads} heads and no head_dim is published")
         head_dim = h // heads
-    if "mla" in arch or "latent" in arch:
+    kv_lora = _int(m.get("kv_lora_rank"), "kv_lora_rank")
+    if kv_lora and kv != heads:
+        raise Unusable(f"multi-head latent attention (kv_lora_rank {kv_lora}) with {kv} kv heads of {heads}: "
+                       "MLA gives every head its own key and value")
+    if ("mla" in arch or "latent" in arch) and not kv_lora:
         notes.append("multi-head latent attention modelled as attention with the published heads and "
-                     "head size (parc has no MLA)")
+                     "head size (the row states no latent ranks: kv_lora_rank, q_lora_rank)")
     experts = _int(m.get("experts"), "experts") or 0
     top_k = _int(m.get("top_k"), "top_k") or 0
     if experts and not top_k:
@@ -503,6 +507,15 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     fields = [f"layers {layers}, hidden {h}, ffn {ffn}, heads {heads}, kv-heads {kv}, vocab {vocab}"]
     if head_dim * heads != h:
         fields.append(f"head-dim {head_dim}")
+    if kv_lora:  # multi-head latent attention: head_dim is then the query/key part without RoPE
+        fields[0] = fields[0].replace(f", kv-heads {kv}", "")
+        latent = [f"kv-lora-rank {kv_lora}"]
+        for key, name in (("q_lora_rank", "q-lora-rank"), ("qk_rope_head_dim", "rope-head-dim"),
+                          ("v_head_dim", "v-head-dim")):
+            value = _int(m.get(key), key)
+            if value:
+                latent.append(f"{name} {value}")
+        fields.append(", ".join(latent))
     fields.append(f"activation {'swiglu' if swiglu else 'gelu'}, norm {'rmsnorm' if llama_like else 'layernorm'}, "
                   f"position {'learned' if learned else 'none' if alibi else 'rope'}, "
                   f"tied-embeddings {'on' if tied else 'off'}")

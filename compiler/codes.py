@@ -796,6 +796,17 @@ the windowed blocks over the whole sequence for its heads. Earlier versions repo
 a window with cp > 1; the code stays reserved.
 """)
 
+register("E0605", "multi-head latent attention in the generated runtime", """
+The generated PyTorch runtime builds grouped-query attention: one Q, K and V projection per head.
+Multi-head latent attention (`kv-lora-rank`, DeepSeek-V2/V3) projects the hidden state down to
+compressed latents, normalises them and projects them up to every head's key, value and query,
+with a decoupled RoPE part; the generated model does not implement those layers. parc still
+predicts the model's memory and time as Megatron-Core runs it.
+
+    model { ..., head-dim 128, kv-lora-rank 512, q-lora-rank 1536 }
+    target megatron    # emits --multi-latent-attention --kv-lora-rank 512 ...
+""")
+
 register("E0610", "torchtitan cannot build this model", """
 torchtitan 0.3 builds a job from a config function (`--module llama3 --config llama3_70b`). For
 the shapes it registers (`llama3-8b`, `llama3-70b`, `llama3-405b` unchanged) parc names that
@@ -807,7 +818,9 @@ or not at all, so they cannot build a GELU FFN, LayerNorm, learned or no positio
 balancing loss or an expert capacity (GPT-3, Megatron's 1T model): use `target torch` or
 `target megatron` for those. Nor can they attend through a sliding window (`window`): torchtitan's
 gpt-oss decoder has one (FlexAttention) but is not a shape parc's models can state (attention
-sinks, biases); `target megatron` emits `--window-size`.
+sinks, biases); `target megatron` emits `--window-size`. Nor can they build multi-head latent
+attention (`kv-lora-rank`): torchtitan's deepseek_v3 decoder has it, but parc does not generate
+that decoder's config; `target megatron` emits `--multi-latent-attention`.
 """)
 
 register("E0611", "the precision differs from torchtitan's registered config", """

@@ -71,11 +71,15 @@ def _axis_text(plan: Plan, name: str) -> str:
 
 
 def _attention_text(model) -> str:
-    """Full causal, or the sliding window and its layer pattern."""
+    """Full causal, or the sliding window and its layer pattern; and multi-head latent attention's
+    latents where the model has them."""
+    latent = ""
+    if model.kv_lora_rank:
+        latent = f", latent kv {model.kv_lora_rank:,}" + (f" q {model.q_lora_rank:,}" if model.q_lora_rank else "")
     if not model.window:
-        return "full causal"
+        return "full causal" + latent
     every = f", every {model.full_attention_every} full" if model.full_attention_every else ""
-    return f"window {model.window:,} on {len(model.windowed_layers)} layers{every}"
+    return f"window {model.window:,} on {len(model.windowed_layers)} layers{every}" + latent
 
 
 def _opt(value) -> str:

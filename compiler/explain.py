@@ -68,6 +68,8 @@ def header_section(compilation: Compilation) -> dict[str, Any]:
         "window": plan.model.window,
         "full_attention_every": plan.model.full_attention_every,
         "windowed_layers": len(plan.model.windowed_layers),
+        "kv_lora_rank": plan.model.kv_lora_rank,
+        "q_lora_rank": plan.model.q_lora_rank,
         "seq": train.seq_len,
         "global_batch": train.global_batch,
         "micro_batch": train.micro_batch,
@@ -210,6 +212,10 @@ def header_text(report: dict, compilation: Compilation, style: Style) -> list[st
         pattern = f" (layers {every}, {2 * every}, ... full causal)" if every else ""
         lines.append(f"sliding-window attention: {report['window']:,} tokens on {report['windowed_layers']} "
                      f"layers{pattern}")
+    if report.get("kv_lora_rank"):
+        queries = f", queries through a {report['q_lora_rank']:,}-wide latent" if report["q_lora_rank"] else ""
+        lines.append(f"multi-head latent attention: keys and values from a {report['kv_lora_rank']:,}-wide latent"
+                     f"{queries}")
     return lines
 
 

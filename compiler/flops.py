@@ -6,8 +6,10 @@ softmax are memory-bound work that the time model charges by bytes, not FLOPs). 
 per layer, forward:
 
 - attention projections: Q, K, V and output, `2 h (q + 2 kv) + 2 q h`, with q = heads x head_dim
-  and kv = kv_heads x head_dim (GQA);
-- attention core: Q K^T and P V, `4 q c` for a query that attends to c keys; causal attention
+  and kv = kv_heads x head_dim (GQA); under multi-head latent attention its down and up
+  projections and the output, 2 FLOPs per weight (`latent.mla_linears`);
+- attention core: Q K^T and P V, `4 q c` for a query that attends to c keys (MLA: `2 heads
+  (qk + v) c`, its query/key and value head dims); causal attention
   over s tokens attends to s / 2 keys on average (the PaLM and Llama 3 convention); a layer with
   a sliding window of W attends to s / 2 less the keys the window drops (`windowed_keys`);
 - dense FFN: `2 h F` per weight matrix, 3 matrices for SwiGLU and 2 for GELU;
@@ -21,6 +23,7 @@ gradient), so a training step costs 3x forward. These functions take numbers (th
 
 from __future__ import annotations
 
+from .latent import mla_linears
 from .memory.inputs import Shape
 
 # `Shape` is the memory model's bundle of numbers (`parc.memory.inputs`): one description of the
@@ -38,12 +41,18 @@ def dense_count(shape: Shape) -> int:
 # --- forward FLOPs of one token through one piece ---------------------------------------------
 
 def attention_projection_flops(shape: Shape) -> int:
+    """The projections' products for one token: Q, K, V and the output, or multi-head latent
+    attention's down and up projections (`latent.mla_linears`) and its output."""
+    if shape.mla:
+        return 2 * sum(w.weights for w in mla_linears(shape.hidden, shape.heads, shape.head_dim, shape.q_lora,
+                                                       shape.kv_lora, shape.rope_dim, shape.v_dim))
     return 2 * shape.hidden * (shape.q + 2 * shape.kv) + 2 * shape.q * shape.hidden
 
 
 def attention_core_flops(shape: Shape, keys: float) -> float:
-    """Q K^T and P V for one query token attending to `keys` keys."""
-    return 4.0 * shape.q * keys
+    """Q K^T and P V for one query token attending to `keys` keys: `score_flops` per head and
+    key (4 head_dim; MLA's queries and keys are `head_dim + rope_dim` wide, its values `v_dim`)."""
+    return float(shape.heads * shape.score_flops) * keys
 
 
 FLASH_BACKWARD = 2.5

@@ -56,9 +56,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from .latent import COLUMN
 from .memory.activations import torchtitan_matmuls, torchtitan_op_split
 from .memory.inputs import Shape
-from .memory.parameters import kv_split
+from .memory.parameters import attention_linears, kv_split
 
 if TYPE_CHECKING:  # timing imports this module; the type only names the bundle
     from .timing import LayerCase
@@ -92,6 +93,9 @@ class PieceBytes:
     """`--recompute-modules layernorm`: the two norms' bytes again."""
     moe_act_again: float = 0.0
     """`--recompute-modules moe_act`: the experts' activation's bytes again."""
+    mla_up_again: float = 0.0
+    """`--recompute-modules mla_up_proj`: MLA's up projections' forward bytes and its key and value
+    assembly again (`timing.Work.mla_up_again`)."""
     moe_gemm_again: float = 0.0
     """`--recompute-modules moe`: the MoE layer's GEMMs' forward bytes again (its router and
     permutation kernels and activation are `moe_kernels_again`)."""
@@ -119,19 +123,25 @@ def gemm_bytes(m: float, k: float, n: float, element_in: float = 2, element_out:
     return forward, backward
 
 
-def _gemms(shape: Shape, moe: bool, tp: int, ep: int, n: float, kernels: str) -> list[tuple[float, float, float, float]]:
+def _gemms(shape: Shape, moe: bool, tp: int, ep: int, n: float, kernels: str,
+           shard: int = 1) -> list[tuple[float, float, float, float]]:
     """(count, m, k, n) of one layer's forward GEMMs on one rank, as the runtime launches them:
     eager PyTorch (parc's job, torchtitan) has a linear layer per projection, so Q, K and V are
     three products that each read the input, and SwiGLU's gate and up are two; fused runtimes
     (Megatron-LM) run one QKV and one gate-up product. Routed experts at balanced routing: every
     local expert's weights are read once, its share of the rank's copies its rows."""
+    from . import timing
+
     h = shape.hidden
     q = shape.q / tp
     kv = shape.kv / tp if kv_split(shape, tp) else shape.kv
     up = shape.ffn_matrices - 1
     split = kernels == "eager"
-    out = [(1.0, n, h, q), (2.0, n, h, kv)] if split else [(1.0, n, h, q + 2 * kv)]
-    out.append((1.0, n, q, h))
+    if shape.mla:  # multi-head latent attention: the time model's list (`timing.mla_gemms`)
+        out = [(float(count), m, k, width) for _, count, m, k, width in timing.mla_gemms(shape, tp, n, shard)]
+    else:
+        out = [(1.0, n, h, q), (2.0, n, h, kv)] if split else [(1.0, n, h, q + 2 * kv)]
+        out.append((1.0, n, shape.o / tp, h))
 
     def ffn(count: float, m: float, f: float) -> None:
         out.extend([(count * up, m, h, f)] if split else [(count, m, h, up * f)])
@@ -219,19 +229,22 @@ def layer_bytes(shape: Shape, case: LayerCase) -> PieceBytes:
     kv = shape.kv / tp if kv_split(shape, tp) else shape.kv
     up = shape.ffn_matrices - 1
     fp8 = precision == "fp8"
-    gemms = _gemms(shape, moe, tp, ep, n, kernels)
+    gemms = _gemms(shape, moe, tp, ep, n, kernels, shard)
     gemm_f = gemm_b = 0.0
     for count, m, k, nn in gemms:
         f, b = gemm_bytes(m, k, nn, 1 if fp8 else 2)
         gemm_f += count * f
         gemm_b += count * b
-    out_projection = gemm_bytes(n, q, h, 1 if fp8 else 2)[0]
+    out_projection = gemm_bytes(n, shape.o / tp, h, 1 if fp8 else 2)[0]
     # memory-bound kernels: the element counts of `timing.layer_work`
     elements = 10 * h * n / shard
     recomputable = 4 * h * n / shard
     if not shape.position_params:
         elements += 2 * (q + kv) * n
         recomputable += 2 * (q + kv) * n
+    if shape.mla:  # multi-head latent attention's latent norms and key-value assembly (`timing.mla_elements`)
+        elements += timing.mla_elements(shape, tp, n, shard)
+        recomputable += timing.mla_elements(shape, tp, n, shard)
     dispatch_f = dispatch_b = 0.0
     expert_act = 0.0
     if moe:
@@ -258,7 +271,7 @@ def layer_bytes(shape: Shape, case: LayerCase) -> PieceBytes:
         recomputable += n * (up + 1) * shape.ffn / tp
     extra_f = extra_b = 0.0
     if fp8:  # Transformer Engine's casts, once per GEMM input as its fused products see it
-        fused = _gemms(shape, moe, tp, ep, n, "fused")
+        fused = _gemms(shape, moe, tp, ep, n, "fused", shard)
         extra_f += sum(count * timing.FP8_CAST_BYTES * m * k for count, m, k, _ in fused)
         extra_b += sum(count * timing.FP8_CAST_BYTES * m * nn for count, m, _, nn in fused)
     eager_f = eager_b = 0.0
@@ -285,9 +298,14 @@ def layer_bytes(shape: Shape, case: LayerCase) -> PieceBytes:
         memory_f += (cp - 1) * 3 * timing.ACT * n * q  # merge each step's output by its log-sum-exp
         memory_b += (cp - 1) * 2 * 4 * n * 2 * kv  # accumulate dK, dV per step in fp32
     # the MoE layer's own products: every GEMM after the attention's (QKV as one or three, the output)
-    attention_gemms = 3 if kernels == "eager" else 2
+    attention_gemms = len(timing.mla_gemms(shape, tp, n, shard)) if shape.mla else 3 if kernels == "eager" else 2
     moe_gemm = sum(count * gemm_bytes(m, k, nn, 1 if fp8 else 2)[0] for count, m, k, nn in gemms[attention_gemms:]) \
         if moe else 0.0
+    mla_up = 0.0
+    if shape.mla:  # the up projections (the column-parallel ones) and the key-value assembly again
+        ups = [i for i, w in enumerate(attention_linears(shape)) if w.split == COLUMN]
+        mla_up = (sum(gemms[i][0] * gemm_bytes(*gemms[i][1:], 1 if fp8 else 2)[0] for i in ups)
+                  + timing.ACT * timing.mla_key_value_elements(shape, tp, n))
     elementwise = timing.ACT * recomputable + eager_f + out_projection
     # torchtitan's policy (`timing.torchtitan_op_seconds`): its counted matmuls not saved, and an
     # MoE layer's router gate and routed experts whole (the three GEMMs after the attention's)
@@ -305,7 +323,7 @@ def layer_bytes(shape: Shape, case: LayerCase) -> PieceBytes:
                       selective_torchtitan=torchtitan_gemm + forward_kernels,
                       torchtitan_gemm_again=torchtitan_gemm,
                       selective_core=core_again, norms_again=timing.ACT * 4 * h * n / shard,
-                      moe_act_again=timing.ACT * expert_act, moe_gemm_again=moe_gemm,
+                      moe_act_again=timing.ACT * expert_act, moe_gemm_again=moe_gemm, mla_up_again=mla_up,
                       moe_kernels_again=dispatch_f + timing.ACT * expert_act if moe else 0.0)
 
 
@@ -349,6 +367,7 @@ def recomputed(piece: PieceBytes, mode: str, selective: str) -> float:
     if mode == "selective":
         modules = timing.recompute_modules(selective)
         return (("core_attn" in modules) * piece.selective_core + ("layernorm" in modules) * piece.norms_again
+                + ("mla_up_proj" in modules) * piece.mla_up_again
                 + (piece.moe_gemm_again + piece.moe_kernels_again if "moe" in modules
                    else ("moe_act" in modules) * piece.moe_act_again))
     return 0.0

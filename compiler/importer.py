@@ -189,14 +189,22 @@ def model_text(fields: dict) -> str:
                 "shared_experts": 0, "kv_heads": preset.get("kv_heads", preset["heads"])} | preset
         if all(fields.get(k) == full.get(k) for k in ("layers", "hidden", "ffn", "heads", "kv_heads", "vocab",
                                                       "tied_embeddings", "activation", "norm", "position")) \
-                and all(fields.get(k, 0) == full.get(k, 0) for k in ("experts", "top_k", "expert_ffn")) \
+                and all(fields.get(k, 0) == full.get(k, 0) for k in ("experts", "top_k", "expert_ffn", "kv_lora_rank",
+                                                                     "q_lora_rank", "rope_head_dim", "v_head_dim")) \
                 and fields.get("head_dim") in (None, full["head_dim"]):
             extra = _rope_and_norm_text(fields, preset) + _routing_text(fields)
             return f"model {name}" + (f" {{ {', '.join(extra)} }}" if extra else "")
     parts = [f"layers {fields['layers']}", f"hidden {fields['hidden']}", f"ffn {fields['ffn']}",
-             f"heads {fields['heads']}", f"kv-heads {fields.get('kv_heads', fields['heads'])}"]
+             f"heads {fields['heads']}"]
+    if not fields.get("kv_lora_rank"):  # multi-head latent attention gives every head its own key and value
+        parts.append(f"kv-heads {fields.get('kv_heads', fields['heads'])}")
     if fields.get("head_dim") and fields["head_dim"] * fields["heads"] != fields["hidden"]:
         parts.append(f"head-dim {fields['head_dim']}")
+    if fields.get("kv_lora_rank"):
+        parts.append(f"kv-lora-rank {fields['kv_lora_rank']}")
+        if fields.get("q_lora_rank"):
+            parts.append(f"q-lora-rank {fields['q_lora_rank']}")
+        parts += [f"rope-head-dim {fields['rope_head_dim']}", f"v-head-dim {fields['v_head_dim']}"]
     parts += [f"vocab {fields['vocab']}", f"tied-embeddings {'on' if fields['tied_embeddings'] else 'off'}",
               f"activation {fields['activation']}", f"norm {fields['norm']}", f"position {fields['position']}"]
     parts += _rope_and_norm_text(fields, {})
@@ -301,7 +309,8 @@ def moe_rule(layers: int, indices: tuple[int, ...]) -> str | None:
 HF_USED = {"num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
            "head_dim", "vocab_size", "tie_word_embeddings", "hidden_act", "rms_norm_eps", "layer_norm_eps",
            "layer_norm_epsilon", "rope_theta", "num_local_experts", "num_experts_per_tok", "moe_intermediate_size",
-           "n_routed_experts", "n_shared_experts", "first_k_dense_replace", "num_experts"}
+           "n_routed_experts", "n_shared_experts", "first_k_dense_replace", "num_experts",
+           "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}
 HF_METADATA = {"architectures", "model_type", "torch_dtype", "dtype", "transformers_version", "bos_token_id",
                "eos_token_id", "pad_token_id", "initializer_range", "use_cache", "max_position_embeddings",
                "attention_dropout", "hidden_dropout", "output_router_logits", "router_aux_loss_coef",
@@ -350,6 +359,12 @@ def import_hf(source: SourceFile) -> Imported:
         elif key in config:
             diags.append(warning("W0701", f"`{key}` is not a positive number: not imported", span(key),
                                  label="not imported", help="check the config's value"))
+    if isinstance(config.get("kv_lora_rank"), int) and config["kv_lora_rank"] > 0:
+        # multi-head latent attention (DeepSeek-V2/V3's config): head_dim is the part without RoPE
+        fields.update(kv_heads=heads, kv_lora_rank=config["kv_lora_rank"], q_lora_rank=config.get("q_lora_rank") or 0,
+                      head_dim=config.get("qk_nope_head_dim") or fields["head_dim"],
+                      rope_head_dim=config.get("qk_rope_head_dim") or 64,
+                      v_head_dim=config.get("v_head_dim") or config.get("qk_nope_head_dim") or fields["head_dim"])
     experts = config.get("num_local_experts") or config.get("n_routed_experts") or config.get("num_experts") or 0
     if experts:
         fields.update(experts=experts, top_k=config.get("num_experts_per_tok", 1),
@@ -793,6 +808,10 @@ def _import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
               "position": position, "norm_eps": positive("--norm-epsilon", NORM_EPS)}
     if position == "rope":  # Megatron-LM's --rotary-base: an int, 10000 by default
         fields["rope_theta"] = positive("--rotary-base", ROPE_THETA)
+    if has("--multi-latent-attention"):  # Megatron-LM's MLA options, with its argparse defaults
+        fields.update(kv_heads=heads, kv_lora_rank=whole("--kv-lora-rank", 32), q_lora_rank=whole("--q-lora-rank", 0),
+                      head_dim=whole("--qk-head-dim", 128), rope_head_dim=whole("--qk-pos-emb-head-dim", 64),
+                      v_head_dim=whole("--v-head-dim", 128))
     if has("--num-experts"):
         expert_ffn = whole("--moe-ffn-hidden-size", ffn)
         fields.update(experts=whole("--num-experts"), top_k=whole("--moe-router-topk", 2), expert_ffn=expert_ffn,
@@ -809,6 +828,7 @@ def _import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
         if name in options and (not values or options[name].value in values):
             used.add(name)
 
+    accept("--rope-type", "rope")  # plain RoPE, parc's own (MLATransformerConfig's default is YaRN)
     for name in ("--hidden-dropout", "--attention-dropout"):  # parc's models have none: 0 is parc's own
         if name in options and _is_zero(options[name].value):
             used.add(name)

@@ -106,6 +106,18 @@ class Model(Sourced):
     (Megatron-Core's `window_attn_skip_freq`); 0: every layer windowed."""
     windowed_layers: tuple[int, ...] = ()
     """0-based indices of the layers that attend through the window; the others are full causal."""
+    kv_lora_rank: int = 0
+    """Multi-head latent attention (DeepSeek-V2 section 2.1; Megatron-Core's
+    `--multi-latent-attention`): each token's keys and values come up from one latent of this
+    width, cached and exchanged instead of the heads; 0: ordinary (grouped-query) attention."""
+    q_lora_rank: int = 0
+    """Under MLA, the width of the queries' own latent (DeepSeek-V2/V3 1,536); 0: queries projected
+    straight from the hidden state (DeepSeek-V2-Lite)."""
+    rope_head_dim: int = 0
+    """Under MLA, the decoupled RoPE dimensions each query head adds and the one RoPE key all heads
+    share (64 in DeepSeek-V2/V3); `head_dim` is then the part without RoPE (128)."""
+    v_head_dim: int = 0
+    """Under MLA, the value head dim (128 in DeepSeek-V2/V3)."""
     parameters: int
     """Total parameters (unpadded vocabulary; tied embeddings counted once)."""
     active_parameters: int
@@ -116,11 +128,19 @@ class Model(Sourced):
         return self.experts > 0 and bool(self.moe_layers)
 
     @property
+    def mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
     def q_size(self) -> int:
-        return self.heads * self.head_dim
+        """Queries per token, as the attention kernel reads them (with MLA's RoPE part)."""
+        return self.heads * (self.head_dim + self.rope_head_dim)
 
     @property
     def kv_size(self) -> int:
+        """Keys (or values) per token; under MLA the mean of the two widths (K and V are 2 x this)."""
+        if self.mla:
+            return self.heads * (2 * self.head_dim + self.rope_head_dim + self.v_head_dim) // 2
         return self.kv_heads * self.head_dim
 
     @property

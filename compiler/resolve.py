@@ -15,6 +15,7 @@ from . import targets
 from .catalog import gpus as gpu_catalog
 from .catalog import models as model_catalog
 from .diagnostics import Diagnostic, Label, error
+from .latent import latent_norm_widths, mla_linears
 from .plan import (
     NORM_EPS,
     ROPE_THETA,
@@ -55,6 +56,10 @@ DEFAULTS = {
     "cp.flavour": "ring",
     "model.kv-heads": "heads (multi-head attention)",
     "model.head-dim": "hidden / heads",
+    "model.kv-lora-rank": "none (ordinary attention)",
+    "model.q-lora-rank": "none (with kv-lora-rank: queries projected from the hidden state)",
+    "model.rope-head-dim": "64 (with kv-lora-rank)",
+    "model.v-head-dim": "head-dim (with kv-lora-rank)",
     "model.tied-embeddings": "off",
     "model.activation": "swiglu",
     "model.norm": "rmsnorm",
@@ -232,6 +237,10 @@ class _Resolver:
             **self.moe_routing(base, spans, block, bool(experts)),
             **self.window(base, spans, layers),
         )
+        latent = self.latent(base, spans, block)
+        if latent is None:
+            return None
+        fields.update(latent)
         total, active = count_parameters(fields, seq or 0)
         return Model(**fields, parameters=total, active_parameters=active, spans=spans)
 
@@ -256,6 +265,34 @@ class _Resolver:
             return {}
         return dict(moe_balance=balance.mode if balance else "none",
                     balance_rate=balance.rate if balance else 0.0, capacity_factor=factor)
+
+    def latent(self, base: dict, spans: dict, block: BlockSpec) -> dict | None:
+        """Multi-head latent attention's widths (`compiler/latent.py`). Its other keys without
+        `kv-lora-rank` would change nothing: an error, as is a GQA count (MLA gives every head its
+        own key and value) or a model without RoPE (MLA's RoPE is its decoupled part)."""
+        kv_lora = base.get("kv_lora_rank", 0)
+        others = [k for k in ("q_lora_rank", "rope_head_dim", "v_head_dim") if k in base]
+        if not kv_lora:
+            for key in others:
+                self.err("E0212", f"`{key.replace('_', '-')}` without `kv-lora-rank`", spans[key],
+                         label="no latent attention to shape",
+                         help="add `kv-lora-rank 512` (multi-head latent attention), or remove it")
+            return None if others else {}
+        heads = base["heads"]
+        if base.get("kv_heads", heads) != heads:
+            self.err("E0212", "multi-head latent attention with grouped keys and values", spans["kv_heads"],
+                     label=f"kv-heads {base['kv_heads']} under kv-lora-rank",
+                     labels=(Label(span=spans["kv_lora_rank"], message="latent attention"),),
+                     help="MLA gives every head its own key and value from the latent: remove `kv-heads`")
+            return None
+        if base.get("position", "rope") != "rope":
+            self.err("E0212", "multi-head latent attention without RoPE", spans["kv_lora_rank"],
+                     label=f"position is {base['position']}",
+                     help="MLA carries positions in its decoupled RoPE dims: write `position rope`")
+            return None
+        return dict(kv_lora_rank=kv_lora, q_lora_rank=base.get("q_lora_rank", 0),
+                    rope_head_dim=base.get("rope_head_dim", 64),
+                    v_head_dim=base.get("v_head_dim", base.get("head_dim", base["hidden"] // heads)))
 
     def window(self, base: dict, spans: dict, layers: int) -> dict:
         """Sliding-window attention and which layers use it. Megatron-Core's rule
@@ -766,7 +803,8 @@ def _divisors(n: int) -> list[int]:
 def count_parameters(model: dict, seq: int) -> tuple[int, int]:
     """Total and per-token-active parameters: exact shapes, no linear biases.
 
-    Per layer: attention h x (q + 2 kv) + q x h; two norms (a LayerNorm has weight and bias);
+    Per layer: attention h x (q + 2 kv) + q x h (multi-head latent attention: its down and up
+    projections and latent norms, `latent.mla_linears`); two norms (a LayerNorm has weight and bias);
     a dense FFN has 2 (GELU) or 3 (SwiGLU) matrices of h x ffn; a MoE layer has a router h x E and
     (E + shared) experts of that shape with `expert_ffn`. Plus embeddings (twice when untied),
     learned positions (seq x h) and the final norm.
@@ -777,6 +815,12 @@ def count_parameters(model: dict, seq: int) -> tuple[int, int]:
     norm = 2 * h if model["norm"] == "layernorm" else h
     matrices = 3 if model["activation"] == "swiglu" else 2
     attention = h * (q + 2 * kv) + q * h + 2 * norm
+    if model.get("kv_lora_rank"):  # multi-head latent attention: its own matrices and latent norms
+        latent = (model["heads"], model["head_dim"], model.get("q_lora_rank", 0), model["kv_lora_rank"],
+                  model["rope_head_dim"], model["v_head_dim"])
+        per_element = 2 if model["norm"] == "layernorm" else 1
+        attention = (sum(w.weights for w in mla_linears(h, *latent))
+                     + per_element * sum(latent_norm_widths(latent[2], latent[3])) + 2 * norm)
     dense_ffn = matrices * h * model["ffn"]
     expert = matrices * h * model.get("expert_ffn", 0)
     experts = model.get("experts", 0)

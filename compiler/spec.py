@@ -242,6 +242,14 @@ MODEL_KEYS = (
     Key("heads", "count", "query heads", "heads 128"),
     Key("kv-heads", "count", "key/value heads (GQA); equal to heads for MHA", "kv-heads 8"),
     Key("head-dim", "count", "size of one head; default hidden / heads", "head-dim 128"),
+    Key("kv-lora-rank", "count", "multi-head latent attention (DeepSeek-V2/V3): keys and values come up "
+        "from one latent of this width per token (Megatron-Core `--kv-lora-rank`); `head-dim` is then "
+        "each head's query/key part without RoPE", "kv-lora-rank 512"),
+    Key("q-lora-rank", "count", "with `kv-lora-rank`: the queries' own latent width (default: queries "
+        "projected straight from the hidden state)", "q-lora-rank 1536"),
+    Key("rope-head-dim", "count", "with `kv-lora-rank`: the decoupled RoPE dims each query head adds and "
+        "all heads' shared RoPE key has (default 64)", "rope-head-dim 64"),
+    Key("v-head-dim", "count", "with `kv-lora-rank`: the value head dim (default: `head-dim`)", "v-head-dim 128"),
     Key("vocab", "count", "vocabulary size before padding", "vocab 128256"),
     Key("tied-embeddings", "bool", "output layer shares the input embedding", "tied-embeddings off"),
     _enum("activation", "FFN activation", "activation swiglu", ("gelu", "swiglu")),

@@ -49,11 +49,19 @@ from . import flops, hbm
 from . import kernels as kernel_model
 from .calibration import DEFAULT, Constants
 from .frozen import hash_once, lazy_hash, replaced
+from .latent import COLUMN, DUPLICATED, latent_norm_widths
 from .ledger import Bounds, Collective, Compute, Ledger, merged
 from .memory import unpredictable
 from .memory.activations import torchtitan_matmuls, torchtitan_op_split
 from .memory.inputs import Knobs, Shape, knobs_of, shape_of
-from .memory.parameters import by_rank, chunks_of, kv_split, layer_params, padded_vocab
+from .memory.parameters import (
+    attention_linears,
+    by_rank,
+    chunks_of,
+    kv_split,
+    layer_params,
+    padded_vocab,
+)
 from .plan import AXES, Plan
 
 ACT = 2
@@ -884,6 +892,9 @@ class Work:
     """Megatron-Core's `--recompute-modules layernorm`: the layer's two norms again."""
     moe_act_again: float = 0.0
     """`--recompute-modules moe_act`: the routed (and shared) experts' activation again."""
+    mla_up_again: float = 0.0
+    """`--recompute-modules mla_up_proj`: multi-head latent attention's up projections and its key
+    and value assembly again (Megatron-Core's `qkv_up_checkpoint`)."""
     moe_again: float = 0.0
     """`--recompute-modules moe`: the MoE layer's forward again but for its all-to-alls (the
     router GEMM and kernels, the permutations, the expert GEMMs and their activation); the
@@ -1336,7 +1347,7 @@ def _flash_attention_kind(shape: Shape, case: AttentionCase, hw: Hardware, windo
     """`flash_attention_seconds` for layers of one kind: full causal (`window` 0) or windowed."""
     tp, cp, flavour, seq, n, attention, sustained = case
     curve = kernel_model.attention_curve(ATTENTION_KERNELS.get(attention, "sdpa"), hw.generation)
-    d = shape.head_dim
+    d, entry = shape.qk_dim, shape.score_flops
     ratio = flops.windowed_keys(seq, window) / flops.causal_keys(seq) if window else 1.0
     cap = 2 * window if window else float("inf")
     work = flops.attention_core_flops(shape, flops.causal_keys(seq)) / tp * n
@@ -1346,7 +1357,7 @@ def _flash_attention_kind(shape: Shape, case: AttentionCase, hw: Hardware, windo
 
     def seconds(flop: float, keys: float, causal: bool, backward: bool) -> float:
         efficiency = curve.efficiency(min(keys, cap), d, causal or window > 0, backward)
-        return attention_kernel_seconds(ratio * flop, efficiency, backward, d, fp8, hw, sustained)
+        return attention_kernel_seconds(ratio * flop, efficiency, backward, entry, fp8, hw, sustained)
 
     if flavour == GATHERED_BLOCKS and cp > 1:
         per_key = flops.attention_core_flops(shape, 1.0) / tp * n / 2  # one query chunk's rows
@@ -1367,7 +1378,7 @@ def _flash_attention_kind(shape: Shape, case: AttentionCase, hw: Hardware, windo
         return seconds(work, seq, True, False), seconds(back, seq, True, True), 1
     if window:
         per_entry = flops.attention_core_flops(shape, 1.0) / tp * n / (seq / cp)  # one (query, key) pair
-        return max((windowed_ring_rank(r, cp, seq, window, per_entry, curve, d, hw, sustained, fp8)
+        return max((windowed_ring_rank(r, cp, seq, window, per_entry, curve, d, hw, sustained, fp8, entry)
                     for r in range(cp)), key=lambda t: t[0] + t[1])
     block, share = seq / cp, 1.0 / cp
     rest = (cp - 1) * share / 2
@@ -1399,22 +1410,24 @@ def band_entries(distance: int, chunk: int, window: int) -> int:
     return total
 
 
-def attention_kernel_seconds(flop: float, efficiency: float, backward: bool, head_dim: int, fp8: bool,
+def attention_kernel_seconds(flop: float, efficiency: float, backward: bool, score_flops: float, fp8: bool,
                              hw: Hardware, sustained: float) -> float:
     """Seconds of fused-attention kernels doing `flop` FLOPs (a backward's counted as
     `FLASH_BACKWARD` x its forward's products) at the curve's `efficiency`: the products at the
     peak of the precision they run in (`fp8`: `kernels.FP8_ATTENTION_SHARE` of the FP8 peak), at
     what a training run sustains (`sustained`), on the part's tensor-core ceiling; never below the
     exponential unit's floor, one exponential per score entry each way (`kernels.exp_seconds`: a
-    physical bound, which the 16-bit curves sit above and which caps what FP8 products gain)."""
+    physical bound, which the 16-bit curves sit above and which caps what FP8 products gain).
+    `score_flops`: a head's forward FLOPs per score entry (`Shape.score_flops`, 4 x head dim)."""
     peak = hw.fp8 * kernel_model.FP8_ATTENTION_SHARE if fp8 and hw.fp8 else hw.bf16
     products = flop / (peak * efficiency * hw.ceiling * sustained)
-    entries = flop / ((flops.FLASH_BACKWARD if backward else 1.0) * 4 * head_dim)
+    entries = flop / ((flops.FLASH_BACKWARD if backward else 1.0) * score_flops)
     return max(products, kernel_model.exp_seconds(entries, hw.bf16, hw.generation))
 
 
 def windowed_ring_rank(rank: int, cp: int, seq: int, window: int, per_entry: float, curve, d: int,
-                       hw: Hardware, sustained: float, fp8: bool = False) -> tuple[float, float, int]:
+                       hw: Hardware, sustained: float, fp8: bool = False,
+                       score_flops: float | None = None) -> tuple[float, float, int]:
     """Forward and backward seconds and kernels of one cp rank's ring attention on a windowed
     layer (zig-zag chunks: the rank holds chunks `rank` and 2 cp - 1 - rank of s / 2cp tokens).
     At step k the rank holds the K/V of rank (rank - k) mod cp; each pair of its query chunk i and
@@ -1427,6 +1440,7 @@ def windowed_ring_rank(rank: int, cp: int, seq: int, window: int, per_entry: flo
     `flash_attention_seconds`' windowed layers; a step of whole blocks, or of blocks the window
     only clips at a corner, at the unmasked curve's over the keys it walks."""
     chunk = seq // (2 * cp)
+    entry = score_flops if score_flops is not None else 4 * d  # a head's FLOPs per score entry
     mine = (rank, 2 * cp - 1 - rank)
     forward = backward = 0.0
     kernels = 0
@@ -1450,10 +1464,10 @@ def windowed_ring_rank(rank: int, cp: int, seq: int, window: int, per_entry: flo
         for backward_pass in (False, True):
             efficiency = curve.efficiency(keys, d, masked, backward_pass)
             if backward_pass:
-                backward += attention_kernel_seconds(flops.FLASH_BACKWARD * flop, efficiency, True, d, fp8, hw,
+                backward += attention_kernel_seconds(flops.FLASH_BACKWARD * flop, efficiency, True, entry, fp8, hw,
                                                      sustained)
             else:
-                forward += attention_kernel_seconds(flop, efficiency, False, d, fp8, hw, sustained)
+                forward += attention_kernel_seconds(flop, efficiency, False, entry, fp8, hw, sustained)
     return forward, backward, kernels
 
 
@@ -1491,12 +1505,53 @@ def tp_partners(blocks: list[tuple[float, float]], sp: bool) -> tuple[tuple[str,
     return tuple(out)
 
 
-def attention_gemms(shape: Shape, tp: int, n: float) -> list[tuple[int, float, float, float, float]]:
+def attention_gemms(shape: Shape, tp: int, n: float, shard: int | None = 1) -> list[tuple[int, float, float, float, float]]:
     """(kernels, count, m, k, n) of a layer's attention projections (QKV, output) on `n` tokens
-    per tp rank: `layer_work`'s first two GEMMs, which no ep reads."""
+    per tp rank: `layer_work`'s first GEMMs, which no ep reads. Multi-head latent attention:
+    `mla_gemms`, its duplicated down projections on the rank's n / `shard` own tokens (`shard`
+    None: left out, for a floor that must hold at every sequence-parallel setting)."""
+    if shape.mla:
+        return mla_gemms(shape, tp, n, shard)
     h, q = shape.hidden, shape.q / tp
     kv = shape.kv / tp if kv_split(shape, tp) else shape.kv
-    return [(1, 1, n, h, q + 2 * kv), (1, 1, n, q, h)]
+    return [(1, 1, n, h, q + 2 * kv), (1, 1, n, shape.o / tp, h)]
+
+
+def mla_key_value_elements(shape: Shape, tp: int, n: float) -> float:
+    """Elements multi-head latent attention's key and value assembly reads and writes on one tp
+    rank for `n` tokens beyond the RoPE pass every RoPE model pays (which reads or writes q and
+    one K-and-V width, `2 (q + kv)`): Megatron-Core's fused MLA RoPE (`fused_apply_mla_rope_for_kv`)
+    reads the key-value up projection's output (each head's key part and value) and the shared
+    RoPE key and writes every head's key (its part joined to the RoPE key) and its value,
+    contiguous. The RoPE pass counts the writes; this is the read, heads x (head_dim + v_dim)."""
+    return shape.heads * (shape.head_dim + shape.value_dim) / tp * n
+
+
+def mla_elements(shape: Shape, tp: int, n: float, shard: int) -> float:
+    """Elements multi-head latent attention's own memory-bound kernels read and write per
+    micro-batch on one rank: its latent norms (`q_layernorm`, `kv_layernorm`: read and write each
+    latent, on the rank's own n / `shard` tokens, where the duplicated down projections ran) and
+    the key and value assembly (`mla_key_value_elements`)."""
+    return 2 * sum(latent_norm_widths(shape.q_lora, shape.kv_lora)) * n / shard + mla_key_value_elements(shape, tp, n)
+
+
+def mla_gemms(shape: Shape, tp: int, n: float, shard: int | None) -> list[tuple[int, float, float, float, float]]:
+    """(kernels, count, m, k, n) of multi-head latent attention's projections on one tp rank, in
+    the order Megatron-Core runs them (`latent.mla_linears`): the down projections whole on every
+    rank (`parallel_mode="duplicated"`) over the rank's own tokens, n / tp under sequence
+    parallelism (`shard` = tp) and all n without it (each rank repeats them); the up projections
+    (column-parallel: the rank's heads) and the output projection (row-parallel) over all n, after
+    the latents' all-gather."""
+    out = []
+    for w in attention_linears(shape):
+        k, width = w.local(tp)
+        if w.split == DUPLICATED:
+            if shard is None:
+                continue
+            out.append((1, 1, n / shard, k, width))
+        else:
+            out.append((1, 1, n, k, width))
+    return out
 
 
 def moe_free_gemms(shape: Shape, tp: int, n: float) -> tuple[list, list]:
@@ -1524,7 +1579,7 @@ def moe_gemm_floor(shape: Shape, tp: int, cp: int, seq: int, micro: int, precisi
     n = seq * micro / cp
     router, shared = moe_free_gemms(shape, tp, n)
     return sum(count * gemm_seconds(m, k, nn, precision, hw, c, count) + kernels * c.kernel_overhead
-               for kernels, count, m, k, nn in attention_gemms(shape, tp, n) + router + shared)
+               for kernels, count, m, k, nn in attention_gemms(shape, tp, n, shard=None) + router + shared)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1683,12 +1738,16 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
     # expert computation and the ep all-to-alls are 1/tp per rank, never repeated on each
     routed = n / t
     # (kernels, count, m, k, n) of the forward GEMMs
-    gemms: list[tuple[int, float, float, float, float]] = attention_gemms(shape, t, n)
+    gemms: list[tuple[int, float, float, float, float]] = attention_gemms(shape, t, n, shard)
+    attention_count = len(gemms)  # the attention's products, before the FFN's or the router's
     elements = 10 * h * n / shard  # two norms (read + write h) and two residual adds (3h) per token
     recomputable = 4 * h * n / shard  # the norms; selective recomputation also redoes the activations
     if not shape.position_params:  # RoPE (or no position code: the same few bytes)
         elements += 2 * (q + kv) * n
         recomputable += 2 * (q + kv) * n
+    latent = mla_elements(shape, t, n, shard) if shape.mla else 0.0
+    elements += latent
+    recomputable += latent
     loop_kernels = 0  # activation kernels of an expert loop, one per expert (two for SwiGLU)
     moe_f = moe_b = 0.0  # bytes of the router's and the permutations' kernels, forward and backward
     moe_kernels = 0
@@ -1765,8 +1824,14 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
     moe_act_again = moe_again = 0.0
     if moe:
         moe_act_again = memory_seconds(ACT * expert_act, hw, c) + c.kernel_overhead + clamp_again
-        moe_again = (sum(timed[2:]) + memory_seconds(moe_f, hw, c)
+        moe_again = (sum(timed[attention_count:]) + memory_seconds(moe_f, hw, c)
                      + (moe_kernels + eager_kernels[0]) * c.kernel_overhead + moe_act_again)
+    # `--recompute-modules mla_up_proj`: the latents' up projections (the column-parallel ones
+    # before the output's) and the key and value assembly again; their outputs are not kept
+    mla_up_again = 0.0
+    if shape.mla:
+        ups = [i for i, w in enumerate(attention_linears(shape)) if w.split == COLUMN]
+        mla_up_again = sum(timed[i] for i in ups) + memory_seconds(ACT * mla_key_value_elements(shape, t, n), hw, c)
     cast_f = cast_b = 0.0
     if precision == "fp8" and hw.fp8:
         # each GEMM input cast to fp8 with a transposed copy for the other backward GEMM (read 2
@@ -1901,7 +1966,7 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
     return Work(launches_f=launches_f, launches_b=launches_b, gemm=gemm, attention_f=attention_f, attention_b=attention_b, memory_f=memory_f,
                 memory_b=memory_b, selective_core=core_again, selective_elementwise=elementwise,
                 selective_torchtitan=torchtitan, norms_again=norms_again, moe_act_again=moe_act_again, moe_again=moe_again,
-                tp_bytes=tp_bytes, tp_all_reduce=reduce, tp_gather=gather,
+                mla_up_again=mla_up_again, tp_bytes=tp_bytes, tp_all_reduce=reduce, tp_gather=gather,
                 tp_gemms=tp_partners(blocks, sp) if t > 1 else (), cp_flavour=flavour,
                 cp_bytes=cp_bytes, cp_runtime=cp_runtime, ep_bytes=ep_bytes, moe=moe)
 
@@ -2021,7 +2086,8 @@ def slowed(work: Work, sw: Software, c: Constants) -> Work:
                     memory_f=work.memory_f * f, memory_b=work.memory_b * f,
                     selective_elementwise=work.selective_elementwise * f,
                     selective_torchtitan=work.selective_torchtitan * f, norms_again=work.norms_again * f,
-                    moe_act_again=work.moe_act_again * f, moe_again=work.moe_again * f)
+                    moe_act_again=work.moe_act_again * f, moe_again=work.moe_again * f,
+                    mla_up_again=work.mla_up_again * f)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2572,6 +2638,7 @@ def piece_of(work: Work, x: Exposed, mode: str, selective: str) -> tuple[float, 
     elif mode == "selective":
         modules = recompute_modules(selective)
         rec = (("core_attn" in modules) * work.selective_core + ("layernorm" in modules) * work.norms_again
+               + ("mla_up_proj" in modules) * work.mla_up_again
                + (work.moe_again if "moe" in modules else ("moe_act" in modules) * work.moe_act_again))
         if "moe" in modules and work.moe:  # the dispatch and combine again, before the backward
             b_ep, s_ep = b_ep + f_ep, s_ep + x.ep_sent[0]
@@ -2582,9 +2649,9 @@ def piece_of(work: Work, x: Exposed, mode: str, selective: str) -> tuple[float, 
 _piece = lru_cache(maxsize=16384)(piece_of)
 
 
-MEGATRON_MODULES = ("core_attn", "layernorm", "moe_act", "moe")
-"""Megatron-Core's `--recompute-modules` the time model charges (its others, `mlp`,
-`shared_experts`, `mla_up_proj`, are read as not recomputed: `recompute_modules`)."""
+MEGATRON_MODULES = ("core_attn", "layernorm", "moe_act", "moe", "mla_up_proj")
+"""Megatron-Core's `--recompute-modules` the time model charges (its others, `mlp` and
+`shared_experts`, are read as not recomputed: `recompute_modules`)."""
 
 
 @lru_cache(maxsize=64)
@@ -3510,7 +3577,7 @@ def path_ledger(r: RankTimes, k: Knobs, geo: Geometry, shape: Shape | None = Non
 
 @lru_cache(maxsize=16384)
 def piece_flops(shape: Shape, moe: bool, tp: int, cp: int, seq: int, micro: int, vocab: int,
-                attention: str) -> tuple[float, float, float, float]:
+                attention: str, shard: int = 1) -> tuple[float, float, float, float]:
     """FLOPs one rank executes for one micro-batch of one layer (`vocab` 0) or of the output
     layer (`vocab` the padded vocabulary): (forward GEMMs, forward attention core, the attention
     output projection alone, which parc's selective policy recomputes, 0). GEMMs as shaped on the
@@ -3518,15 +3585,20 @@ def piece_flops(shape: Shape, moe: bool, tp: int, cp: int, seq: int, micro: int,
     the FFN; routed experts on this tp rank's own tokens (n / tp, balanced routing, a capacity
     factor under 1 dropping copies); the router; shared experts split over tp. The attention core
     as the kernel runs it: flash skips the causal half (s / 2 keys per query on average, also
-    under cp's load-balanced chunks), unfused computes the full square."""
+    under cp's load-balanced chunks), unfused computes the full square. Multi-head latent
+    attention: its projections as `mla_gemms` runs them (the duplicated down projections on the
+    rank's n / `shard` own tokens: `shard` = tp under sequence parallelism)."""
     n = seq * micro / cp
     h = shape.hidden
     if vocab:
         return 2 * n * h * vocab / tp, 0.0, 0.0, 0.0
-    q = shape.q / tp
-    kv = shape.kv / tp if kv_split(shape, tp) else shape.kv
-    out_projection = 2 * n * q * h
-    gemm = 2 * n * h * (q + 2 * kv) + out_projection
+    out_projection = 2 * n * shape.o / tp * h
+    if shape.mla:
+        gemm = sum(2 * count * m * k * width for _, count, m, k, width in mla_gemms(shape, tp, n, shard))
+    else:
+        q = shape.q / tp
+        kv = shape.kv / tp if kv_split(shape, tp) else shape.kv
+        gemm = 2 * n * h * (q + 2 * kv) + out_projection
     if moe:
         routed = n / tp
         kept = min(1.0, shape.capacity_factor) if shape.capacity_factor else 1.0
@@ -3599,10 +3671,12 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software, again: floa
             modules = recompute_modules(sw.selective)
             core_bytes = piece.selective_core if "core_attn" in modules else 0.0
             moe_gemm = piece.moe_gemm_again if "moe" in modules else 0.0
+            up_bytes = piece.mla_up_again if "mla_up_proj" in modules else 0.0  # its GEMMs and assembly
             redone["attention"] += count * core_bytes
-            redone["gemm"] += count * moe_gemm
-            redone["memory"] += count * (repeated - core_bytes - moe_gemm)
-        g, a, wo, _ = piece_flops(shape, moe, k.tp, k.cp, k.seq, k.micro_batch, 0, sw.attention)
+            redone["gemm"] += count * (moe_gemm + up_bytes)
+            redone["memory"] += count * (repeated - core_bytes - moe_gemm - up_bytes)
+        g, a, wo, _ = piece_flops(shape, moe, k.tp, k.cp, k.seq, k.micro_batch, 0, sw.attention,
+                                  k.tp if k.sp and k.tp > 1 else 1)
         gemm[0] += count * g
         gemm[1] += count * 2 * g
         core[0] += count * a
@@ -3617,6 +3691,9 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software, again: floa
         elif mode == "selective":
             modules = recompute_modules(sw.selective)
             core[2] += count * a * ("core_attn" in modules)
+            if shape.mla and "mla_up_proj" in modules:  # the up projections' products again
+                n = k.seq * k.micro_batch / k.cp
+                gemm[2] += count * sum(2 * n * w.weights / k.tp for w in attention_linears(shape) if w.split == COLUMN)
             if moe and "moe" in modules:
                 gemm[2] += count * moe_gemm_flops(shape, k.tp, k.cp, k.seq, k.micro_batch)
     if load.output:
@@ -3880,7 +3957,7 @@ def hardware_flops_per_token(shape: Shape, k: Knobs, sw: Software) -> float:
     if flash:  # the backward recomputes the scores: 2.5x the forward's, not 2x
         total += (flops.FLASH_BACKWARD - 2.0) * shape.layers * flops.attention_core_flops(shape, keys)
     if k.recompute == "selective" and sw.selective == "elementwise":
-        total += shape.layers * 2 * shape.q * shape.hidden
+        total += shape.layers * 2 * shape.o * shape.hidden
     elif k.recompute == "selective" and sw.selective == TORCHTITAN_OP:
         total += (flops.dense_count(shape) * torchtitan_op_flops(shape, False, 1, 1)
                   + flops.moe_count(shape) * torchtitan_op_flops(shape, True, 1, 1))
@@ -3890,6 +3967,8 @@ def hardware_flops_per_token(shape: Shape, k: Knobs, sw: Software) -> float:
             total += shape.layers * flops.attention_core_flops(shape, keys)
         if "moe" in modules and shape.moe:
             total += flops.moe_count(shape) * moe_gemm_flops(shape, 1, 1, 1, 1)
+        if "mla_up_proj" in modules and shape.mla:  # the up projections' products again
+            total += shape.layers * 2 * sum(w.weights for w in attention_linears(shape) if w.split == COLUMN)
     elif k.recompute == "full":
         loads = rank_loads(shape, Chunking.of(k), k.recompute, k.recompute_layers)
         for load in loads:

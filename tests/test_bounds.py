@@ -98,7 +98,7 @@ def assert_within_physics(plan) -> timing.Prediction:
         exps = _exp_rate(plan)
         if exps:  # every score entry's softmax takes an exponential, forward and when recomputed
             attention = next(c for c in rank.ledger.compute if c.op == "attention")
-            entries = (attention.forward + attention.recompute) / (4 * shape.head_dim)
+            entries = (attention.forward + attention.recompute) / shape.score_flops
             assert step >= entries / exps * (1 - 1e-9)
     if prediction.breakdown.host_bytes:  # activation offloading: the GPU's link to host memory
         assert step >= prediction.breakdown.host_bytes / _host_link(plan) * (1 - 1e-9)

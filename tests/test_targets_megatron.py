@@ -55,6 +55,11 @@ LAYOUTS = {
                               "mixtral-8x7b { top-k 1, moe-balance aux-loss 0.02, capacity-factor 1.25 }", "",
                               "train { seq 4096, global-batch 64, micro-batch 1, recompute full }\n"
                               "dp { sharding zero1 }\n"),
+    "mla-moe-tp2": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nep 4 over dp",
+                    "{ layers 4, hidden 1024, ffn 2816, heads 16, head-dim 64, vocab 32000, kv-lora-rank 128, "
+                    "q-lora-rank 256, rope-head-dim 32, v-head-dim 64, experts 8, top-k 2, expert-ffn 512, "
+                    "shared-experts 1, moe-layers from 1 }", "",
+                    "train { seq 4096, global-batch 64, micro-batch 1, recompute full }\ndp { sharding zero1 }\n"),
     "fp8-tensorwise-zero1": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)", "llama3-8b", " { fp8-recipe tensorwise }",
                              "train { seq 8192, global-batch 64, micro-batch 1, precision fp8 }\n"
                              "dp { sharding zero1 }\n"),
@@ -107,8 +112,11 @@ def transformer_config(plan):
     and the few renamed ones are translated as there."""
     import torch
     from megatron.core.transformer import TransformerConfig
+    from megatron.core.transformer.transformer_config import MLATransformerConfig
 
     o = options(plan)
+    if "--multi-latent-attention" in o:  # core_transformer_config_from_args picks the MLA config class
+        TransformerConfig = MLATransformerConfig  # noqa: N806 - the class Megatron-LM builds
     fields = {f: TransformerConfig.__dataclass_fields__[f] for f in TransformerConfig.__dataclass_fields__}
     kwargs = {}
     for option, value in o.items():
@@ -171,6 +179,10 @@ def test_megatron_cores_transformer_config_accepts_the_values(name):
             c.expert_model_parallel_size) == (lay.tp.degree, lay.pp.degree or 1, lay.cp.degree or 1, lay.ep.degree or 1)
     assert c.sequence_parallel == bool(lay.tp.sequence_parallel and lay.tp.degree > 1)
     assert (c.num_query_groups or m.heads) == m.kv_heads
+    if m.mla:  # Megatron-Core's own MLA fields (megatron/core/transformer/transformer_config.py)
+        assert c.multi_latent_attention and c.rope_type == "rope"
+        assert (c.q_lora_rank, c.kv_lora_rank, c.qk_head_dim, c.qk_pos_emb_head_dim, c.v_head_dim) == (
+            m.q_lora_rank or None, m.kv_lora_rank, m.head_dim, m.rope_head_dim, m.v_head_dim)
     assert (c.hidden_dropout, c.attention_dropout) == (0, 0)  # parc's models have none; Megatron's default is 0.1
     assert (c.virtual_pipeline_model_parallel_size or 1) == (lay.pp.virtual_stages or 1)
     if plan.training.recompute == "full":

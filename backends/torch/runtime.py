@@ -641,6 +641,14 @@ def diagnostics(plan: Plan) -> list[Diagnostic]:
             notes=("the generated runtime splits the K and V projections by whole heads over tp; "
                    "it does not replicate kv heads (W0311's layout)",),
             help=f"use a tp that divides {m.kv_heads}"))
+    if m.mla:
+        found.append(error(
+            "E0605", "the generated runtime has no multi-head latent attention", m.span_of("kv_lora_rank"),
+            label="latent attention",
+            notes=("parc's job builds grouped-query attention (Q, K and V projections per head); MLA's "
+                   "low-rank down and up projections, latent norms and decoupled RoPE are not in it",),
+            help="write `target megatron` (it emits `--multi-latent-attention`), or state the model "
+                 "without `kv-lora-rank`"))
     return _allowed(plan, found)
 
 

@@ -47,13 +47,24 @@ MODELS: dict[str, dict] = {
     ),
     # DeepSeek-AI 2024 (DeepSeek-V3 technical report), Section 4.2: 61 layers, hidden 7,168,
     # 128 heads, 256 routed experts of FFN 2,048 + 1 shared, top-8, the first 3 layers dense
-    # (FFN 18,432), vocabulary 129,280. "-like": parc has no multi-head latent attention (MLA),
-    # so attention is modelled as GQA with 128 query heads of 128 and 8 KV heads (236 M
-    # projection weights per layer against MLA's 187 M); the MoE part, which holds 98 % of the
-    # 671 B parameters, is exact. RoPE base 10,000 and rms_norm_eps 1e-6: the released config.json
-    # (`rope_theta`, `rms_norm_eps`; its YaRN context extension is a later stage, not modelled).
+    # (FFN 18,432), vocabulary 129,280. "-like": parc's generated job has no multi-head latent
+    # attention (MLA, E0605), so attention is modelled as GQA with 128 query heads of 128 and 8 KV
+    # heads (236 M projection weights per layer against MLA's 187 M); the MoE part, which holds 98 %
+    # of the 671 B parameters, is exact. RoPE base 10,000 and rms_norm_eps 1e-6: the released
+    # config.json (`rope_theta`, `rms_norm_eps`; its YaRN context extension is a later stage, not
+    # modelled).
     "deepseek-v3-like": dict(
         layers=61, hidden=7168, ffn=18432, heads=128, kv_heads=8, head_dim=128, vocab=129280,
+        tied_embeddings=False, activation="swiglu", norm="rmsnorm", position="rope", norm_eps=1e-6,
+        experts=256, top_k=8, expert_ffn=2048, shared_experts=1, moe_layers=("from", 3),
+    ),
+    # DeepSeek-V3 itself, with its MLA (report section 4.2, config.json: KV latent 512, query
+    # latent 1,536, 64 decoupled RoPE dims, values of 128): 671.0 B parameters, 37.6 B active, as
+    # the report's abstract counts them (without its multi-token-prediction module). For `target
+    # megatron`, which builds MLA; parc's own job refuses it (E0605).
+    "deepseek-v3": dict(
+        layers=61, hidden=7168, ffn=18432, heads=128, head_dim=128, vocab=129280,
+        kv_lora_rank=512, q_lora_rank=1536, rope_head_dim=64, v_head_dim=128,
         tied_embeddings=False, activation="swiglu", norm="rmsnorm", position="rope", norm_eps=1e-6,
         experts=256, top_k=8, expert_ffn=2048, shared_experts=1, moe_layers=("from", 3),
     ),

@@ -69,6 +69,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..latent import latent_norm_widths
 from .inputs import Knobs, Shape
 from .parameters import ffn_params, kv_split
 
@@ -555,7 +556,11 @@ def _megatron_layer(shape: Shape, k: Knobs, moe: bool, mode: str) -> LayerActiva
     """One layer of Megatron-Core on Transformer Engine (the module docstring's table), bytes.
     A linear saves its input for the weight gradient: 2 bytes an element in bf16, 1 under fp8,
     where Transformer Engine keeps the quantized tensor it cast (`_Linear.forward` saves `inputmat`
-    after its `input_quantizer`; `LayerNormLinear` its norm's output likewise). The attention
+    after its `input_quantizer`; `LayerNormLinear` its norm's output likewise). Multi-head latent
+    attention keeps its q, k and v (queries and keys `qk_dim` wide, values `v_dim`), its output
+    (`v_dim` per head), and per latent the norm's input and the up projection's saved input, on
+    the rank's own tokens under sequence parallelism (`--recompute-modules mla_up_proj`, which
+    drops q, k and v, is not a spec setting: the memory model keeps them). The attention
     output is the fused kernel's bf16 tensor, which the output projection shares in bf16 and
     copies under fp8. In a MoE layer the second norm's output is the router's input, kept in
     bf16 (and quantized once more for the shared experts' fc1 under fp8), and the experts' fc1
@@ -571,7 +576,10 @@ def _megatron_layer(shape: Shape, k: Knobs, moe: bool, mode: str) -> LayerActiva
     fp8 = k.precision == "fp8"
     saved_input = 1 if fp8 else ACT
     norms = ACT * h + saved_input * h + ACT * h  # the first norm's input and output, the second's input
-    split = ACT * (q + 2 * kv) + ACT * q + (q if fp8 else 0)  # q, k, v; the output (and its copy)
+    o = shape.o
+    split = ACT * (q + 2 * kv) + ACT * o + (o if fp8 else 0)  # q, k, v; the output (and its copy)
+    if shape.mla:  # each latent's norm input (bf16) and its up projection's saved input, per own token
+        norms += (ACT + saved_input) * sum(latent_norm_widths(shape.q_lora, shape.kv_lora))
     if moe:
         norms += ACT * h + (h if fp8 and shape.shared_experts else 0)
         split += saved_input * shape.top_k * h

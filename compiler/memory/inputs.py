@@ -64,6 +64,16 @@ class Shape:
     rope: bool = False
     """Rotary positions: the runtime's rotation saves its cos/sin tables and hands attention a
     fresh (batch, heads, seq, dim) q, so the output projection's input is a copy of attention's."""
+    kv_lora: int = 0
+    """Multi-head latent attention (DeepSeek-V2, section 2.1): keys and values come up from one
+    compressed latent of this width per token; 0: ordinary (grouped-query) attention."""
+    q_lora: int = 0
+    """Under MLA, the queries' compressed latent (0: the queries are projected directly)."""
+    rope_dim: int = 0
+    """Under MLA, the decoupled RoPE dimensions each query head adds, and the one RoPE key all
+    heads share (the key's part comes down with the latent)."""
+    v_dim: int = 0
+    """Under MLA, the value head dim (`head_dim` is then the query's and key's part without RoPE)."""
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -73,12 +83,42 @@ class Shape:
         return self._hash
 
     @property
-    def q(self) -> int:
-        return self.heads * self.head_dim
+    def mla(self) -> bool:
+        return self.kv_lora > 0
 
     @property
-    def kv(self) -> int:
+    def qk_dim(self) -> int:
+        """A query's (and key's) head dim: `head_dim`, plus the decoupled RoPE part under MLA."""
+        return self.head_dim + self.rope_dim
+
+    @property
+    def value_dim(self) -> int:
+        return self.v_dim if self.mla else self.head_dim
+
+    @property
+    def q(self) -> int:
+        """Width of the queries the attention kernel reads, per token."""
+        return self.heads * self.qk_dim
+
+    @property
+    def kv(self) -> float:
+        """Width of the keys, and of the values, per token: K and V together are 2 x kv. Under MLA
+        (every head its own key and value, keys `qk_dim` and values `value_dim` wide) the mean of
+        the two, so that every cost counted over the pair is exact."""
+        if self.mla:
+            return self.heads * (self.qk_dim + self.value_dim) / 2
         return self.kv_heads * self.head_dim
+
+    @property
+    def o(self) -> int:
+        """Width of the attention's output per token (the output projection's input)."""
+        return self.heads * self.value_dim
+
+    @property
+    def score_flops(self) -> int:
+        """Multiply-add FLOPs of one score entry for one head, Q K^T and P V together: 2 qk_dim +
+        2 value_dim (4 x head_dim without MLA)."""
+        return 2 * (self.qk_dim + self.value_dim)
 
     @property
     def norm_params(self) -> int:
@@ -263,6 +303,7 @@ def shape_of(plan: Plan) -> Shape:
         router_buffer_bytes=(4 + 8) * m.experts if moe and m.moe_balance == "aux-free" else 0,
         moe=tuple(i in moe for i in range(m.layers)) if moe else (), rope=m.position == "rope",
         window=m.window, windowed=_windowed(m.windowed_layers, m.layers),
+        kv_lora=m.kv_lora_rank, q_lora=m.q_lora_rank, rope_dim=m.rope_head_dim, v_dim=m.v_head_dim,
     )
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..latent import Linear, latent_norm_widths, mla_linears
 from ..stages import Chunk, make_chunks
 from .inputs import Knobs, Shape
 
@@ -53,6 +54,18 @@ def padded_vocab(vocab: int, tp: int, runtime: str = "torch") -> int:
     return -(-vocab // multiple) * multiple
 
 
+def attention_linears(shape: Shape) -> tuple[Linear, ...]:
+    """Multi-head latent attention's matrices (`latent.mla_linears`) for `shape`."""
+    return mla_linears(shape.hidden, shape.heads, shape.head_dim, shape.q_lora, shape.kv_lora, shape.rope_dim,
+                       shape.v_dim)
+
+
+def latent_norm_params(shape: Shape) -> int:
+    """Weights of MLA's latent norms on every rank (whole: they run before the column-parallel up
+    projections, on the duplicated down projections' outputs)."""
+    return (2 if shape.layernorm else 1) * sum(latent_norm_widths(shape.q_lora, shape.kv_lora))
+
+
 def kv_split(shape: Shape, tp: int) -> bool:
     """Are the K and V projections split over tp (rather than replicated on every tp rank)?"""
     return shape.kv_heads % tp == 0
@@ -62,9 +75,13 @@ def kv_split(shape: Shape, tp: int) -> bool:
 def layer_params(shape: Shape, tp: int, ep: int, moe: bool) -> Params:
     """One transformer layer on one rank."""
     h, m = shape.hidden, shape.ffn_matrices
-    kv = shape.kv // tp if kv_split(shape, tp) else shape.kv
-    attention = h * shape.q // tp + 2 * h * kv + shape.q * h // tp
-    norms = 2 * shape.norm_params
+    if shape.mla:  # multi-head latent attention: its matrices as Megatron-Core splits them, its latent norms
+        attention = sum(round(i * o) for i, o in (w.local(tp) for w in attention_linears(shape)))
+        norms = 2 * shape.norm_params + latent_norm_params(shape)
+    else:
+        kv = shape.kv // tp if kv_split(shape, tp) else shape.kv
+        attention = h * shape.q // tp + 2 * h * kv + shape.q * h // tp
+        norms = 2 * shape.norm_params
     if not moe:
         return Params(linear=attention + m * h * shape.ffn // tp, other=norms)
     shared = shape.shared_experts * m * h * shape.expert_ffn // tp
@@ -132,9 +149,14 @@ def layer_rows(shape: Shape, tp: int, ep: int, moe: bool) -> tuple[tuple[int, in
     shards: a column-parallel weight's rows are its tp shard's, a row-parallel one keeps all
     (tp splits its columns); routed experts are (experts on this rank, h, F) stacks."""
     h, m = shape.hidden, shape.ffn_matrices
-    kv = shape.kv // tp if kv_split(shape, tp) else shape.kv
     norms = [(h, 1, "other")] * (4 if shape.layernorm else 2)
-    attention = [(shape.q // tp, h, "linear"), (kv, h, "linear"), (kv, h, "linear"), (h, shape.q // tp, "linear")]
+    if shape.mla:  # each matrix stored (outputs, inputs), this rank's part; the latent norms
+        attention = [(round(o), round(i), "linear") for i, o in (w.local(tp) for w in attention_linears(shape))]
+        norms += [(width, 1, "other") for width in latent_norm_widths(shape.q_lora, shape.kv_lora)
+                  for _ in range(2 if shape.layernorm else 1)]
+    else:
+        kv = shape.kv // tp if kv_split(shape, tp) else shape.kv
+        attention = [(shape.q // tp, h, "linear"), (kv, h, "linear"), (kv, h, "linear"), (h, shape.q // tp, "linear")]
 
     def ffn(width: int, kind: str) -> list[tuple[int, int, str]]:
         return [(width // tp, h, kind)] * (m - 1) + [(h, width // tp, kind)]
