@@ -158,6 +158,8 @@ def _model(plan: Plan) -> list[tuple[str, str | None]]:
         args.append(("--window-size", f"{m.window - 1},0"))
         if m.full_attention_every:
             args.append(("--window-attn-skip-freq", str(m.full_attention_every)))
+    if m.mtp_layers:  # Megatron-Core builds them on the last pipeline stage, with the loss
+        args.append(("--mtp-num-layers", str(m.mtp_layers)))
     args.append(("--disable-bias-linear", None))  # parc's models have no linear biases
     # nor dropout: Megatron-LM's defaults are 0.1 for both, which would train another model than
     # the spec's and save a dropout mask per layer beyond what parc's memory model counts

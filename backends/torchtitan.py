@@ -102,6 +102,8 @@ def inexpressible(plan: Plan) -> list[str]:
     if m.windowed_layers and m.window < plan.training.seq_len:
         out.append("a sliding window (the llama3 and qwen3 decoders attend full causal; torchtitan's "
                    "gpt-oss decoder has a FlexAttention window but also attention sinks and biases)")
+    if m.mtp_layers:
+        out.append("multi-token prediction (torchtitan's decoders train the next token only)")
     if m.mla:
         out.append("multi-head latent attention (the llama3 and qwen3 decoders project Q, K and V per "
                    "head; torchtitan's deepseek_v3 decoder, which has MLA, is not one parc generates)")

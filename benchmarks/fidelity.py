@@ -1463,7 +1463,9 @@ reason), its peak and memory where they differ from the catalogue's, the network
 hardware note, a stated power cap and HBM bandwidth (the optional fields `power_limit_w` and
 `hbm_bandwidth_tbps`, or the note's "500 W power cap", "HBM2e (2.4 TB/s)") as the spec's
 `power-limit` and `hbm-bandwidth`, which the compiler derates; dense, GQA, MoE (experts, top-k, expert FFN, shared experts, leading dense
-layers) and MLA models (as attention of the published heads); tp, pp, dp, cp and ep (folded over
+layers), multi-head latent attention where a row states its ranks (`kv_lora_rank`, `q_lora_rank`,
+`qk_rope_head_dim`, `v_head_dim`; as attention of the published heads where it names MLA without
+them) and multi-token prediction (`mtp_layers`); tp, pp, dp, cp and ep (folded over
 the data-parallel ranks, or its own axis when the degrees multiply to the GPUs only with it);
 schedules (1F1B, interleaved, zero bubble, DualPipe) with uneven layer splits; sharding,
 recomputation and precision from their words (YAML's bare `recompute: yes` is full recomputation;
@@ -2198,9 +2200,16 @@ The same tables' MoE rows, transcribed the same way into `megatron_bridge_releas
 (Qwen3-30B-A3B, Qwen3-235B-A22B, gpt-oss-120b and DeepSeek-V3 on GB200, B200 and H100 at BF16,
 FP8 and MXFP8, from 25.09 to 26.06; no Llama 4 row is published), beside 25.11's
 (`megatron_bridge_25_11.yaml`) and NeMo's. DeepSeek-V3 is read as `published.yaml`'s DeepSeek-V3
-row is (multi-head latent attention as attention of the published heads, multi-token prediction not
-charged: neither is expressible in a spec; Bridge's own TFLOP/s count the MTP layer, as the test's
-hand count shows); 25.09's GB200 MXFP8 layout (ep 64 over 32 data-parallel
+row is, with its multi-head latent attention (the report's ranks: `model { kv-lora-rank 512,
+q-lora-rank 1536, rope-head-dim 64, v-head-dim 128 }`, 671.0B parameters as the report counts)
+and its one multi-token-prediction module (`mtp 1`, which Bridge's own TFLOP/s count, as the
+test's hand count shows), placed as the recipe's pipeline layout places it
+(`pipeline_model_parallel_layout` "Et*4|(t*4|)*14tmL" from 26.02: one decoder layer beside the
+MTP layer and the loss in the last chunk; 25.09's GB200 and B200 rows state no layout their
+pp x vpp holds, and the reader balances the MTP layer as a layer of the last chunk). Before stop
+44 the rows stood in grouped-query attention of the published heads and charged no MTP: 17B more
+projection weights and no MTP layer or second output pass, which left the B200, H100 and H800
+rows within 0-24 % for the wrong reasons. 25.09's GB200 MXFP8 layout (ep 64 over 32 data-parallel
 ranks at tp 1) is refused by the reader. Each row
 also records what its release's performance recipe states (`recipe`: the dispatcher and its
 backend, CUDA graphs and their scope, the ep all-to-all overlap, recomputation, grouped GEMM,

@@ -404,6 +404,7 @@ class Dims:
     dense_layers: int = 0
     learned_positions: bool = False
     params_b: float | None = None
+    mtp: int = 0
 
     @property
     def moe_layers(self) -> int:
@@ -503,7 +504,8 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     dims = Dims(layers=layers, hidden=h, ffn=ffn, heads=heads, kv_heads=kv, head_dim=head_dim, vocab=vocab,
                 seq=seq, swiglu=swiglu, tied=tied, experts=experts, top_k=top_k, expert_ffn=expert_ffn or 0,
                 shared_experts=shared, dense_layers=dense_layers, learned_positions=learned,
-                params_b=m.get("params_b") if isinstance(m.get("params_b"), (int, float)) else None)
+                params_b=m.get("params_b") if isinstance(m.get("params_b"), (int, float)) else None,
+                mtp=_int(m.get("mtp_layers"), "mtp_layers") or 0)
     fields = [f"layers {layers}, hidden {h}, ffn {ffn}, heads {heads}, kv-heads {kv}, vocab {vocab}"]
     if head_dim * heads != h:
         fields.append(f"head-dim {head_dim}")
@@ -526,6 +528,8 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
         factor = m.get("capacity_factor")
         if isinstance(factor, (int, float)) and factor > 0:
             fields.append(f"capacity-factor {factor}")
+    if dims.mtp:  # multi-token prediction modules (Megatron-Core's mtp_num_layers)
+        fields.append(f"mtp {dims.mtp}")
     window = _int(m.get("window"), "window")
     if window:  # optional: the keys a token sees, itself included (HF sliding_window; Megatron (W-1, 0))
         every = _int(m.get("full_attention_every"), "full_attention_every")
@@ -1156,6 +1160,33 @@ def split_of(layers: int, chunks: int) -> list[int] | None:
     return sizes
 
 
+LAYOUT_SYMBOLS = "EtmL"
+"""Megatron-Core's pipeline-layout symbols (`PipelineParallelLayerLayout`, core_v0.16.0
+megatron/core/transformer/pipeline_parallel_layer_layout.py): embedding, decoder layer, MTP layer, loss."""
+
+
+def layout_split(layout: str, chunks: int) -> tuple[list[int], int]:
+    """(decoder layers per chunk, MTP layers) from a `--pipeline-model-parallel-layout` string
+    ("Et*4|(t*4|)*14tmL": `|` ends a chunk, `x*n` and `(...)*n` repeat): the chunks must be the
+    layout's pp x vpp, and multi-token prediction must sit in the last chunk (where parc's models
+    put it)."""
+    text = re.sub(r"\s+", "", str(layout))
+    for _ in range(16):  # innermost groups first
+        expanded = re.sub(r"\(([^()]*)\)\*(\d+)", lambda g: g.group(1) * int(g.group(2)), text)
+        if expanded == text:
+            break
+        text = expanded
+    text = re.sub(r"([EtmL])\*(\d+)", lambda g: g.group(1) * int(g.group(2)), text)
+    if any(ch not in LAYOUT_SYMBOLS + "|" for ch in text):
+        raise Unusable(f"pipeline layout `{layout}` has symbols other than {LAYOUT_SYMBOLS} and |")
+    stages = text.split("|")
+    if len(stages) != chunks:
+        raise Unusable(f"pipeline layout `{layout}` has {len(stages)} chunks, not pp x vpp = {chunks}")
+    if any("m" in s for s in stages[:-1]):
+        raise Unusable(f"pipeline layout `{layout}` places multi-token prediction before the last chunk")
+    return [s.count("t") for s in stages], stages[-1].count("m")
+
+
 def layout_of(lay: dict, gpus: int, notes: list[str]) -> dict:
     """Degrees of every axis, with the one a row leaves out derived from its GPU count."""
     deg = {a: _int(lay.get(a), a) for a in ("tp", "pp", "dp", "cp", "ep")}
@@ -1239,6 +1270,8 @@ def read_recipe(entry: dict) -> dict:
             lay["recompute"] = "none (recipe)"
         elif r.get("recompute_granularity") == "selective":  # NeMo 1.x: Megatron-Core's core-attention recompute
             lay["recompute"] = "selective (recipe: activations_checkpoint_granularity selective)"
+    if r.get("pipeline_model_parallel_layout") and not lay.get("pipeline_layout"):
+        lay["pipeline_layout"] = r["pipeline_model_parallel_layout"]
     if r.get("cpu_offloading_num_layers") and not lay.get("offload_activations"):
         lay["offload_activations"] = int(r["cpu_offloading_num_layers"])
         said.append(f"activations of {lay['offload_activations']} layers offloaded to host memory "
@@ -1395,7 +1428,25 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     if pp > 1:
         split = split_of(dims.layers, pp * vpp)
         options = [f"schedule {schedule}"] + ([f"virtual-stages {vpp}"] if schedule != "1f1b" else [])
-        if split and split[0] == 0:
+        if lay.get("pipeline_layout"):
+            split, mtp = layout_split(lay["pipeline_layout"], pp * vpp)
+            if sum(split) != dims.layers or mtp != dims.mtp:
+                raise Unusable(f"pipeline layout `{lay['pipeline_layout']}` holds {sum(split)} layers and {mtp} MTP, "
+                               f"not the model's {dims.layers} and {dims.mtp}")
+            options.append(f"split [{', '.join(map(str, split))}]")
+            notes.append(f"layers split as the recipe's pipeline layout `{lay['pipeline_layout']}` places them")
+        elif dims.mtp:
+            # no layout stated: the MTP layers count as layers of the last chunk in the balance
+            # (as Megatron-Core's account_for_loss_in_pipeline_split counts the loss)
+            units = dims.layers + dims.mtp
+            split = split_of(units, pp * vpp) or [units // (pp * vpp)] * (pp * vpp)
+            split[-1] -= dims.mtp
+            if split[-1] < 0:
+                raise Unusable(f"{dims.mtp} MTP layers outnumber the last chunk's share of layers")
+            options.append(f"split [{', '.join(map(str, split))}]")
+            notes.append(f"layers split {min(split)}-{max(split)} per stage, the MTP layer counted in the last "
+                         "(no pipeline layout stated)")
+        elif split and split[0] == 0:
             options.append(f"split [{', '.join(map(str, split))}]")
             notes.append("embedding and loss counted as pipeline layers (Megatron-Core's account_for_embedding/"
                          f"loss_in_pipeline_split; the only split of {dims.layers} layers over {pp * vpp} chunks)")

@@ -807,6 +807,16 @@ predicts the model's memory and time as Megatron-Core runs it.
     target megatron    # emits --multi-latent-attention --kv-lora-rank 512 ...
 """)
 
+register("E0606", "multi-token prediction in the generated runtime", """
+The generated PyTorch runtime trains the next token only. Multi-token prediction (`mtp N`,
+DeepSeek-V3 section 2.2) adds N modules after the last layer, each predicting one token further
+with its own projection, transformer layer and loss; the generated model does not implement them.
+parc still predicts the model's memory and time as Megatron-Core runs it.
+
+    model { ..., mtp 1 }
+    target megatron    # emits --mtp-num-layers 1
+""")
+
 register("E0610", "torchtitan cannot build this model", """
 torchtitan 0.3 builds a job from a config function (`--module llama3 --config llama3_70b`). For
 the shapes it registers (`llama3-8b`, `llama3-70b`, `llama3-405b` unchanged) parc names that
@@ -820,7 +830,8 @@ balancing loss or an expert capacity (GPT-3, Megatron's 1T model): use `target t
 gpt-oss decoder has one (FlexAttention) but is not a shape parc's models can state (attention
 sinks, biases); `target megatron` emits `--window-size`. Nor can they build multi-head latent
 attention (`kv-lora-rank`): torchtitan's deepseek_v3 decoder has it, but parc does not generate
-that decoder's config; `target megatron` emits `--multi-latent-attention`.
+that decoder's config; `target megatron` emits `--multi-latent-attention`. Nor multi-token
+prediction (`mtp`): `target megatron` emits `--mtp-num-layers`.
 """)
 
 register("E0611", "the precision differs from torchtitan's registered config", """

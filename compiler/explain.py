@@ -70,6 +70,7 @@ def header_section(compilation: Compilation) -> dict[str, Any]:
         "windowed_layers": len(plan.model.windowed_layers),
         "kv_lora_rank": plan.model.kv_lora_rank,
         "q_lora_rank": plan.model.q_lora_rank,
+        "mtp_layers": plan.model.mtp_layers,
         "seq": train.seq_len,
         "global_batch": train.global_batch,
         "micro_batch": train.micro_batch,
@@ -212,6 +213,10 @@ def header_text(report: dict, compilation: Compilation, style: Style) -> list[st
         pattern = f" (layers {every}, {2 * every}, ... full causal)" if every else ""
         lines.append(f"sliding-window attention: {report['window']:,} tokens on {report['windowed_layers']} "
                      f"layers{pattern}")
+    if report.get("mtp_layers"):
+        n = report["mtp_layers"]
+        lines.append(f"multi-token prediction: {n} module{'s' if n > 1 else ''} (a layer and a loss each) "
+                     "on the last pipeline stage")
     if report.get("kv_lora_rank"):
         queries = f", queries through a {report['q_lora_rank']:,}-wide latent" if report["q_lora_rank"] else ""
         lines.append(f"multi-head latent attention: keys and values from a {report['kv_lora_rank']:,}-wide latent"

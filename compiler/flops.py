@@ -14,7 +14,9 @@ per layer, forward:
   a sliding window of W attends to s / 2 less the keys the window drops (`windowed_keys`);
 - dense FFN: `2 h F` per weight matrix, 3 matrices for SwiGLU and 2 for GELU;
 - MoE FFN: the router `2 h E` plus `top_k + shared` experts of size `expert_ffn`;
-- logits: `2 h V` once per token (the input embedding is a lookup, not a product).
+- logits: `2 h V` once per token (the input embedding is a lookup, not a product);
+- multi-token prediction: each module's transformer layer counts as a layer of the last layer's
+  kind, plus its `2 (2h) h` projection and another `2 h V` of logits (`mtp_flops`).
 
 Backward costs twice the forward (one product for the input gradient, one for the weight
 gradient), so a training step costs 3x forward. These functions take numbers (the memory model's
@@ -122,6 +124,13 @@ def logits_flops(shape: Shape) -> int:
     return 2 * shape.hidden * shape.vocab
 
 
+def mtp_flops(shape: Shape) -> int:
+    """One token through the multi-token prediction modules beyond their transformer layers
+    (which count as layers): each module's 2h -> h projection and its pass through the shared
+    output layer."""
+    return shape.mtp * (2 * 2 * shape.hidden * shape.hidden + logits_flops(shape))
+
+
 def layer_forward_flops(shape: Shape, moe: bool, keys: float) -> float:
     ffn = moe_ffn_flops(shape) if moe else dense_ffn_flops(shape)
     return attention_projection_flops(shape) + attention_core_flops(shape, keys) + ffn
@@ -131,7 +140,7 @@ def forward_flops_per_token(shape: Shape, keys: float) -> float:
     """Every layer plus the logits, for a token attending to `keys` keys."""
     per_layer = (dense_count(shape) * layer_forward_flops(shape, False, keys)
                  + moe_count(shape) * layer_forward_flops(shape, True, keys))
-    return per_layer + logits_flops(shape)
+    return per_layer + logits_flops(shape) + mtp_flops(shape)
 
 
 def model_flops_per_token(shape: Shape, seq: int) -> float:
@@ -152,4 +161,4 @@ def matmul_parameters(shape: Shape) -> int:
     """Active parameters that multiply a token (the N of `6 N`)."""
     per_dense = attention_projection_flops(shape) // 2 + dense_ffn_flops(shape) // 2
     per_moe = attention_projection_flops(shape) // 2 + moe_ffn_flops(shape) // 2
-    return dense_count(shape) * per_dense + moe_count(shape) * per_moe + logits_flops(shape) // 2
+    return dense_count(shape) * per_dense + moe_count(shape) * per_moe + (logits_flops(shape) + mtp_flops(shape)) // 2

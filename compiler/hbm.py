@@ -341,17 +341,22 @@ def embedding_bytes(shape: Shape, tp: int, cp: int, seq: int, micro: int) -> Pie
 def output_bytes(shape: Shape, tp: int, sp: bool, cp: int, seq: int, micro: int, vocab: int,
                  kernels: str) -> PieceBytes:
     """The final norm, the logits GEMM (bf16, as the runtimes run it) and the loss
-    (`timing.cross_entropy_bytes` per logit)."""
+    (`timing.cross_entropy_bytes` per logit), once and again for each multi-token prediction
+    module, whose projection and own passes (`timing.MTP_ELEMENTS`) are here too."""
     from . import timing
 
     n = seq * micro / cp
     h = shape.hidden
     shard = tp if sp and tp > 1 else 1
+    heads = 1 + shape.mtp
     gemm_f, gemm_b = gemm_bytes(n, h, vocab / tp)
+    project_f, project_b = gemm_bytes(n, 2 * h, h / tp)
     logits = n * vocab / tp
     loss_f, loss_b = timing.cross_entropy_bytes(kernels, tp)
-    return PieceBytes(gemm_f=gemm_f, gemm_b=gemm_b, memory_f=timing.ACT * 2 * h * n / shard + loss_f * logits,
-                      memory_b=timing.ACT * 4 * h * n / shard + loss_b * logits)
+    extra_f, extra_b = (shape.mtp * timing.ACT * e * h * n / shard for e in timing.MTP_ELEMENTS)
+    return PieceBytes(gemm_f=heads * gemm_f + shape.mtp * project_f, gemm_b=heads * gemm_b + shape.mtp * project_b,
+                      memory_f=heads * (timing.ACT * 2 * h * n / shard + loss_f * logits) + extra_f,
+                      memory_b=heads * (timing.ACT * 4 * h * n / shard + loss_b * logits) + extra_b)
 
 
 def recomputed(piece: PieceBytes, mode: str, selective: str) -> float:

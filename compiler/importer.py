@@ -190,7 +190,8 @@ def model_text(fields: dict) -> str:
         if all(fields.get(k) == full.get(k) for k in ("layers", "hidden", "ffn", "heads", "kv_heads", "vocab",
                                                       "tied_embeddings", "activation", "norm", "position")) \
                 and all(fields.get(k, 0) == full.get(k, 0) for k in ("experts", "top_k", "expert_ffn", "kv_lora_rank",
-                                                                     "q_lora_rank", "rope_head_dim", "v_head_dim")) \
+                                                                     "q_lora_rank", "rope_head_dim", "v_head_dim",
+                                                                     "mtp_layers")) \
                 and fields.get("head_dim") in (None, full["head_dim"]):
             extra = _rope_and_norm_text(fields, preset) + _routing_text(fields)
             return f"model {name}" + (f" {{ {', '.join(extra)} }}" if extra else "")
@@ -205,6 +206,8 @@ def model_text(fields: dict) -> str:
         if fields.get("q_lora_rank"):
             parts.append(f"q-lora-rank {fields['q_lora_rank']}")
         parts += [f"rope-head-dim {fields['rope_head_dim']}", f"v-head-dim {fields['v_head_dim']}"]
+    if fields.get("mtp_layers"):
+        parts.append(f"mtp {fields['mtp_layers']}")
     parts += [f"vocab {fields['vocab']}", f"tied-embeddings {'on' if fields['tied_embeddings'] else 'off'}",
               f"activation {fields['activation']}", f"norm {fields['norm']}", f"position {fields['position']}"]
     parts += _rope_and_norm_text(fields, {})
@@ -310,7 +313,8 @@ HF_USED = {"num_hidden_layers", "hidden_size", "intermediate_size", "num_attenti
            "head_dim", "vocab_size", "tie_word_embeddings", "hidden_act", "rms_norm_eps", "layer_norm_eps",
            "layer_norm_epsilon", "rope_theta", "num_local_experts", "num_experts_per_tok", "moe_intermediate_size",
            "n_routed_experts", "n_shared_experts", "first_k_dense_replace", "num_experts",
-           "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}
+           "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+           "num_nextn_predict_layers"}
 HF_METADATA = {"architectures", "model_type", "torch_dtype", "dtype", "transformers_version", "bos_token_id",
                "eos_token_id", "pad_token_id", "initializer_range", "use_cache", "max_position_embeddings",
                "attention_dropout", "hidden_dropout", "output_router_logits", "router_aux_loss_coef",
@@ -365,6 +369,8 @@ def import_hf(source: SourceFile) -> Imported:
                       head_dim=config.get("qk_nope_head_dim") or fields["head_dim"],
                       rope_head_dim=config.get("qk_rope_head_dim") or 64,
                       v_head_dim=config.get("v_head_dim") or config.get("qk_nope_head_dim") or fields["head_dim"])
+    if isinstance(config.get("num_nextn_predict_layers"), int) and config["num_nextn_predict_layers"] > 0:
+        fields["mtp_layers"] = config["num_nextn_predict_layers"]  # DeepSeek-V3's multi-token prediction
     experts = config.get("num_local_experts") or config.get("n_routed_experts") or config.get("num_experts") or 0
     if experts:
         fields.update(experts=experts, top_k=config.get("num_experts_per_tok", 1),
@@ -812,6 +818,8 @@ def _import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
         fields.update(kv_heads=heads, kv_lora_rank=whole("--kv-lora-rank", 32), q_lora_rank=whole("--q-lora-rank", 0),
                       head_dim=whole("--qk-head-dim", 128), rope_head_dim=whole("--qk-pos-emb-head-dim", 64),
                       v_head_dim=whole("--v-head-dim", 128))
+    if has("--mtp-num-layers"):
+        fields["mtp_layers"] = whole("--mtp-num-layers", 0)
     if has("--num-experts"):
         expert_ffn = whole("--moe-ffn-hidden-size", ffn)
         fields.update(experts=whole("--num-experts"), top_k=whole("--moe-router-topk", 2), expert_ffn=expert_ffn,

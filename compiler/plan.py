@@ -118,6 +118,12 @@ class Model(Sourced):
     share (64 in DeepSeek-V2/V3); `head_dim` is then the part without RoPE (128)."""
     v_head_dim: int = 0
     """Under MLA, the value head dim (128 in DeepSeek-V2/V3)."""
+    mtp_layers: int = 0
+    """Multi-token prediction depth D (DeepSeek-V3 section 2.2; Megatron-Core's
+    `--mtp-num-layers`): D modules after the last layer, module k predicting token i + k + 1 from
+    module k - 1's hidden state and the embedding of token i + k (two norms, a 2h -> h projection,
+    one transformer layer of the last layer's kind, a norm, the shared output layer and its own
+    loss). They sit on the last pipeline stage, which then also holds the embedding."""
     parameters: int
     """Total parameters (unpadded vocabulary; tied embeddings counted once)."""
     active_parameters: int

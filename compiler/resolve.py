@@ -70,6 +70,7 @@ DEFAULTS = {
     "model.moe-layers": "all (when experts > 0)",
     "model.moe-balance": "none (aux-free: rate 0.001; aux-loss: coefficient 0.01)",
     "model.capacity-factor": "none (dropless)",
+    "model.mtp": "0 (no multi-token prediction)",
     "hardware.gpus-per-node": "the GPU's usual node (8; 4 for gb200-nvl72)",
     "hardware.link": "the GPU's own (nvlink; xgmi for mi300x; nvl72 for gb200-nvl72)",
     "hardware.network": "the GPU's usual node NICs (e.g. 8 x 400 Gb/s for H100)",
@@ -240,7 +241,7 @@ class _Resolver:
         latent = self.latent(base, spans, block)
         if latent is None:
             return None
-        fields.update(latent)
+        fields.update(latent, mtp_layers=base.get("mtp", 0))
         total, active = count_parameters(fields, seq or 0)
         return Model(**fields, parameters=total, active_parameters=active, spans=spans)
 
@@ -807,7 +808,8 @@ def count_parameters(model: dict, seq: int) -> tuple[int, int]:
     projections and latent norms, `latent.mla_linears`); two norms (a LayerNorm has weight and bias);
     a dense FFN has 2 (GELU) or 3 (SwiGLU) matrices of h x ffn; a MoE layer has a router h x E and
     (E + shared) experts of that shape with `expert_ffn`. Plus embeddings (twice when untied),
-    learned positions (seq x h) and the final norm.
+    learned positions (seq x h) and the final norm; and each multi-token prediction module (a layer
+    of the last layer's kind, its enorm, hnorm and final norm, and its 2h x h projection).
     """
     h = model["hidden"]
     q = model["heads"] * model["head_dim"]
@@ -832,7 +834,14 @@ def count_parameters(model: dict, seq: int) -> tuple[int, int]:
     embed = model["vocab"] * h * (1 if model["tied_embeddings"] else 2)
     position = seq * h if model["position"] == "learned" else 0
     common = embed + position + norm + model["layers"] * attention + n_dense * dense_ffn
-    return common + n_moe * moe_total, common + n_moe * moe_active
+    total, active = common + n_moe * moe_total, common + n_moe * moe_active
+    mtp = model.get("mtp_layers", 0)
+    if mtp:  # each module: a layer of the last layer's kind, two input norms, the 2h -> h projection, a norm
+        last_moe = (model["layers"] - 1) in set(model.get("moe_layers", ()))
+        module = attention + 3 * norm + 2 * h * h
+        total += mtp * (module + (moe_total if last_moe else dense_ffn))
+        active += mtp * (module + (moe_active if last_moe else dense_ffn))
+    return total, active
 
 
 def resolve(spec: Spec) -> tuple[Plan | None, list[Diagnostic]]:

@@ -270,6 +270,10 @@ MODEL_KEYS = (
         "moe-balance aux-free 0.001"),
     Key("capacity-factor", "factor", "expert capacity as a multiple of an even share of the routed "
         "tokens; copies beyond it are dropped (default: none, dropless)", "capacity-factor 1.25"),
+    Key("mtp", "count0", "multi-token prediction depth (DeepSeek-V3 section 2.2, Megatron-Core "
+        "`--mtp-num-layers`): D modules after the last layer, each a projection of the hidden state and "
+        "the next token's embedding, one transformer layer of the last layer's kind and the shared "
+        "output layer with its own loss, on the last pipeline stage (default 0)", "mtp 1"),
     Key("window", "count", "sliding-window attention: each token attends to itself and the W - 1 "
         "tokens before it (HF `sliding_window` W, Megatron-Core `window_size` (W - 1, 0))", "window 128"),
     Key("full-attention-every", "count", "with a window: every N-th layer (N, 2N, ...) keeps full causal "

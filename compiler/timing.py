@@ -60,6 +60,7 @@ from .memory.parameters import (
     chunks_of,
     kv_split,
     layer_params,
+    output_params,
     padded_vocab,
 )
 from .plan import AXES, Plan
@@ -2057,21 +2058,38 @@ def output_work(shape: Shape, split: TokenSplit, vocab: int, precision: str, ker
                 c: Constants) -> Work:
     """Final norm, the vocab-parallel logits (`vocab` padded as the runtime pads it) and the
     cross-entropy. Under sp the norm's output is all-gathered forward and its gradient
-    reduce-scattered backward; without, the input gradient is all-reduced backward."""
+    reduce-scattered backward; without, the input gradient is all-reduced backward.
+
+    With multi-token prediction (`Shape.mtp`, Megatron-Core's `MultiTokenPredictionLayer`) each
+    module adds, around its transformer layer (a layer piece): its norms, the embedding of the
+    shifted tokens, their concatenation (`MTP_ELEMENTS`), the column-parallel 2h -> h projection
+    (`eh_proj`, whose output is all-gathered over tp), and the final norm, logits and loss again."""
     tp, sp, cp, seq, micro = split
     n = seq * micro / cp
     h = shape.hidden
     shard = tp if sp and tp > 1 else 1
-    gemm = gemm_seconds(n, h, vocab / tp, precision, hw, c) + c.kernel_overhead
+    heads = 1 + shape.mtp
+    gemm = heads * (gemm_seconds(n, h, vocab / tp, precision, hw, c) + c.kernel_overhead)
+    project = shape.mtp * (gemm_seconds(n, 2 * h, h / tp, precision, hw, c) + c.kernel_overhead)
     logits = n * vocab / tp
     loss_f, loss_b = cross_entropy_bytes(kernels, tp)
-    memory_f = memory_seconds(ACT * 2 * h * n / shard + loss_f * logits, hw, c)
-    memory_b = memory_seconds(ACT * 4 * h * n / shard + loss_b * logits, hw, c)
+    extra_f, extra_b = (shape.mtp * ACT * e * h * n / shard for e in MTP_ELEMENTS)
+    memory_f = memory_seconds(heads * (ACT * 2 * h * n / shard + loss_f * logits) + extra_f, hw, c)
+    memory_b = memory_seconds(heads * (ACT * 4 * h * n / shard + loss_b * logits) + extra_b, hw, c)
     sp_on = sp and tp > 1
-    return Work(gemm=gemm, memory_f=memory_f, memory_b=memory_b, tp_bytes=ACT * n * h if tp > 1 else 0.0,
-                tp_all_reduce=(0, 1) if tp > 1 and not sp_on else (0, 0),
-                tp_gather=(1, 1) if sp_on else (0, 0),
-                tp_gemms=tp_partners([(gemm, 0.0)], sp_on) if tp > 1 else (), tp_userbuffers=False)
+    collectives = heads + shape.mtp  # each head's norm output; each projection's output
+    return Work(gemm=gemm + project, memory_f=memory_f, memory_b=memory_b, tp_bytes=ACT * n * h if tp > 1 else 0.0,
+                tp_all_reduce=(0, collectives) if tp > 1 and not sp_on else (0, 0),
+                tp_gather=(collectives, collectives) if sp_on else (0, 0),
+                tp_gemms=tp_partners([(gemm + project, 0.0)], sp_on) if tp > 1 else (), tp_userbuffers=False)
+
+
+MTP_ELEMENTS = (7, 14)
+"""Elements per token and hidden unit a multi-token prediction module's own memory-bound kernels
+read and write (forward, backward), beyond its layer and its output pass: the two input norms
+(`enorm`, `hnorm`: read and write h each, 4), the shifted tokens' embedding (write h, 1) and the
+concatenation the projection reads (write 2h, 2); the backward twice the forward's, as the
+layer's own norms are charged (`layer_work`)."""
 
 
 def slowed(work: Work, sw: Software, c: Constants) -> Work:
@@ -2477,7 +2495,7 @@ def _rank_frames(shape: Shape, chunking: Chunking) -> tuple[tuple[tuple, dict], 
     is recomputed in) and zero1's blocks. A search asks for every recomputation mode of each
     chunking: the chunks are walked once."""
     tp, ep, pp, runtime = chunking.tp, chunking.ep, chunking.pp, chunking.runtime
-    chunks = chunks_of(shape.layers, pp, chunking.v, chunking.schedule, chunking.split, shape.tied)
+    chunks = chunks_of(shape.layers, pp, chunking.v, chunking.schedule, chunking.split, shape.tied, shape.mtp)
     # a boundary is a send only between ranks: ZB-V and DualPipe-V keep both chunks of the V's
     # turn on one rank, and pass the activation on locally (checked against the recorded p2p)
     owner = {ch.index: ch.rank for ch in chunks}
@@ -2495,13 +2513,14 @@ def _rank_frames(shape: Shape, chunking: Chunking) -> tuple[tuple[tuple, dict], 
                     layers[moe] = layers.get(moe, 0) + count
             if chunk.embedding:
                 other += table + shape.position_params
-            if chunk.output:
-                other += shape.norm_params + (table if not shape.tied or chunk.tied_copy else 0)
-            if chunk.embedding:
                 root += table + shape.position_params
-            if chunk.output:
-                root += shape.norm_params + (table if not shape.tied or chunk.tied_copy else 0)
-            dense_runs, expert_runs = _chunk_blocks(shape, chunk, per_layer, table, experts_folded(runtime, tp, ep))
+            if chunk.output:  # the final norm and head, and multi-token prediction's own
+                linear, own = output_params(shape, chunk, tp, table)
+                dense += linear
+                other += own
+                root += linear + own
+            dense_runs, expert_runs = _chunk_blocks(shape, chunk, per_layer, table, experts_folded(runtime, tp, ep),
+                                                    tp)
             blocks_dense.append(dense_runs)
             blocks_expert.append(expert_runs)
         for moe, count in layers.items():
@@ -2534,7 +2553,8 @@ def plain_alone(data_ranks: int, tp: int, ep: int, sharding: str) -> bool:
     return data_ranks == 1 and tp == 1 and ep == 1 and sharding != "zero1"
 
 
-def _chunk_blocks(shape: Shape, chunk, per_layer: dict, table: int, folded: bool = False) -> tuple[Runs, Runs]:
+def _chunk_blocks(shape: Shape, chunk, per_layer: dict, table: int, folded: bool = False,
+                  tp: int = 1) -> tuple[Runs, Runs]:
     """A chunk's blocks as zero1's buckets see them (`bucket_count`): the embedding, each layer's
     dense parameters, the head; and each MoE layer's routed experts, or, `folded` (no expert
     grid: `experts_folded`), each MoE layer's experts inside its layer's block. Layers of one
@@ -2562,7 +2582,7 @@ def _chunk_blocks(shape: Shape, chunk, per_layer: dict, table: int, folded: bool
     else:
         add(dense, per_layer[False].linear + per_layer[False].other, chunk.layers)
     if chunk.output:
-        add(dense, shape.norm_params + (table if not shape.tied or chunk.tied_copy else 0))
+        add(dense, sum(output_params(shape, chunk, tp, table)))
     return tuple(dense), tuple(expert)
 
 
@@ -3699,6 +3719,8 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software, again: floa
     if load.output:
         vocab = padded_vocab(shape.vocab, k.tp, k.runtime)
         g = piece_flops(shape, False, k.tp, k.cp, k.seq, k.micro_batch, vocab, sw.attention)[0]
+        n = k.seq * k.micro_batch / k.cp  # and each multi-token prediction module's head and projection
+        g = (1 + shape.mtp) * g + shape.mtp * 2 * n * 2 * shape.hidden * shape.hidden / k.tp
         gemm[0] += g
         gemm[1] += 2 * g
         out = hbm.output_bytes(shape, k.tp, k.sp, k.cp, k.seq, k.micro_batch, vocab, sw.kernels)
@@ -3754,7 +3776,7 @@ def offload_sizes(shape: Shape, k: Knobs, stage: int) -> tuple[tuple[int, int, t
 
     ak = activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
                           k.ep if shape.moe else 1, k.precision, k.device, k.model_code)
-    chunks = by_rank(chunks_of(shape.layers, k.pp, k.virtual_stages, k.schedule, k.split, shape.tied), k.pp)[stage]
+    chunks = by_rank(chunks_of(shape.layers, k.pp, k.virtual_stages, k.schedule, k.split, shape.tied, shape.mtp), k.pp)[stage]
     return tuple((c.first_layer, c.layers, offloaded_saved(shape, ak, c.first_layer, c.layers, k.offload_layers,
                                                            k.recompute, k.recompute_layers))
                  for c in chunks)

@@ -56,6 +56,7 @@ def test_every_code_has_a_golden_case():
         "E0603": "tests/e2e/test_backend_diagnostics.py (parc compile only)",
         "E0604": "no longer reported (a window under cp runs: tests/test_window_job.py)",
         "E0605": "tests/test_mla.py (parc compile only)",
+        "E0606": "tests/test_mtp.py (parc compile only)",
         **{code: "tests/test_targets.py (the target backends, parc compile only)"
            for code in ("E0610", "E0611", "E0612", "E0613", "E0620", "E0621")},
         **{code: "tests/test_targets_torchtitan.py (the torchtitan backend, parc compile only)"

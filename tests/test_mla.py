@@ -183,8 +183,7 @@ def test_the_published_deepseek_rows_state_their_latent_attention():
 
 def test_a_deepseek_config_imports_as_latent_attention():
     """`parc import config.json` of DeepSeek-V3's Hugging Face config (its shape keys as published
-    in deepseek-ai/DeepSeek-V3's config.json) gives the model above; its MTP depth is reported as
-    not imported, never dropped silently."""
+    in deepseek-ai/DeepSeek-V3's config.json) gives the model above, with its one MTP module."""
     import json
 
     from parc.importer import import_source
@@ -198,10 +197,11 @@ def test_a_deepseek_config_imports_as_latent_attention():
               "rope_theta": 10000, "hidden_act": "silu", "tie_word_embeddings": False, "num_nextn_predict_layers": 1}
     imported = import_source(SourceFile("config.json", json.dumps(config, indent=1)))
     ours = plan_of(imported.text.strip() + "\n").model
-    theirs = plan_of().model
+    theirs = plan_of(DEEPSEEK_V3.replace("moe-layers from 3", "moe-layers from 3, mtp 1")).model
     assert (ours.parameters, ours.active_parameters, ours.kv_lora_rank, ours.q_lora_rank, ours.rope_head_dim,
-            ours.v_head_dim, ours.head_dim) == (theirs.parameters, theirs.active_parameters, 512, 1536, 64, 128, 128)
-    assert {d.message.split("`")[1] for d in imported.diagnostics} == {"num_nextn_predict_layers"}
+            ours.v_head_dim, ours.head_dim, ours.mtp_layers) == (
+        theirs.parameters, theirs.active_parameters, 512, 1536, 64, 128, 128, 1)
+    assert not imported.diagnostics
 
 
 @pytest.mark.parametrize("layout", ["tp 2 x dp 4 on nodes(8 gpus, nvlink)\nep 4 over dp",

@@ -58,7 +58,7 @@ LAYOUTS = {
     "mla-moe-tp2": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nep 4 over dp",
                     "{ layers 4, hidden 1024, ffn 2816, heads 16, head-dim 64, vocab 32000, kv-lora-rank 128, "
                     "q-lora-rank 256, rope-head-dim 32, v-head-dim 64, experts 8, top-k 2, expert-ffn 512, "
-                    "shared-experts 1, moe-layers from 1 }", "",
+                    "shared-experts 1, moe-layers from 1, mtp 1 }", "",
                     "train { seq 4096, global-batch 64, micro-batch 1, recompute full }\ndp { sharding zero1 }\n"),
     "fp8-tensorwise-zero1": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)", "llama3-8b", " { fp8-recipe tensorwise }",
                              "train { seq 8192, global-batch 64, micro-batch 1, precision fp8 }\n"
@@ -179,6 +179,7 @@ def test_megatron_cores_transformer_config_accepts_the_values(name):
             c.expert_model_parallel_size) == (lay.tp.degree, lay.pp.degree or 1, lay.cp.degree or 1, lay.ep.degree or 1)
     assert c.sequence_parallel == bool(lay.tp.sequence_parallel and lay.tp.degree > 1)
     assert (c.num_query_groups or m.heads) == m.kv_heads
+    assert (c.mtp_num_layers or 0) == m.mtp_layers
     if m.mla:  # Megatron-Core's own MLA fields (megatron/core/transformer/transformer_config.py)
         assert c.multi_latent_attention and c.rope_type == "rope"
         assert (c.q_lora_rank, c.kv_lora_rank, c.qk_head_dim, c.qk_pos_emb_head_dim, c.v_head_dim) == (

@@ -649,6 +649,13 @@ def diagnostics(plan: Plan) -> list[Diagnostic]:
                    "low-rank down and up projections, latent norms and decoupled RoPE are not in it",),
             help="write `target megatron` (it emits `--multi-latent-attention`), or state the model "
                  "without `kv-lora-rank`"))
+    if m.mtp_layers:
+        found.append(error(
+            "E0606", "the generated runtime has no multi-token prediction", m.span_of("mtp_layers"),
+            label=f"mtp {m.mtp_layers}",
+            notes=("parc's job trains the next token only; the MTP modules' projections, layers and "
+                   "losses are not in it",),
+            help="write `target megatron` (it emits `--mtp-num-layers`), or remove `mtp`"))
     return _allowed(plan, found)
 
 

@@ -26,7 +26,8 @@ def catalog_reference() -> str:
     for name, m in models.MODELS.items():
         moe = (f"{m['experts']} experts, top-{m['top_k']}, expert ffn {m['expert_ffn']}"
                + (f", {m['shared_experts']} shared" if m.get("shared_experts") else "")) if m.get("experts") else "-"
-        out.append(f"| `{name}` | {m['layers']} | {m['hidden']:,} | {m['ffn']:,} | {m['heads']} | {m['kv_heads']} "
+        kv = f"MLA, latent {m['kv_lora_rank']}" if m.get("kv_lora_rank") else m.get("kv_heads", m["heads"])
+        out.append(f"| `{name}` | {m['layers']} | {m['hidden']:,} | {m['ffn']:,} | {m['heads']} | {kv} "
                    f"| {m['vocab']:,} | {moe} |")
     out.append("\nEach preset cites its source in `compiler/catalog/models.py`.\n")
     return "\n".join(out)

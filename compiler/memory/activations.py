@@ -629,7 +629,10 @@ def output_activations(shape: Shape, k: Knobs, vocab: int) -> int:
         unfused = h / sp if k.device == "cpu" and not shape.layernorm else 0
         loss = compiled_loss_saved(k, vocab) if k.compiled_loss else FP32 * vocab / t
         return round(tokens * (act * (h / sp + unfused + h) + stats + loss + INDEX) + FP32)
-    return round(4 * tokens * (h + vocab) / t)  # Megatron: "inputs to output layer and CE loss"
+    # Megatron: "inputs to output layer and CE loss", for the main head and each multi-token
+    # prediction module's, which also keeps its two input norms' inputs and its projection's
+    # input (2h each, bf16)
+    return round(tokens * (4 * (1 + shape.mtp) * (h + vocab) + shape.mtp * ACT * 4 * h) / t)
 
 
 def logits_bytes(k: Knobs, vocab: int) -> int:

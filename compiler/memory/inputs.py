@@ -74,6 +74,10 @@ class Shape:
     heads share (the key's part comes down with the latent)."""
     v_dim: int = 0
     """Under MLA, the value head dim (`head_dim` is then the query's and key's part without RoPE)."""
+    mtp: int = 0
+    """Multi-token prediction modules (`Model.mtp_layers`): each one's transformer layer is one of
+    `layers` (the last ones, of the last decoder layer's kind, in the last chunk: `chunks_of` puts
+    them there); its projection, norms and extra output layer and loss are the output piece's."""
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -291,19 +295,26 @@ class Knobs:
 
 
 def shape_of(plan: Plan) -> Shape:
+    """The model as numbers. Multi-token prediction's transformer layers are counted as layers
+    after the decoder's, each of the last decoder layer's kind (MoE or dense, windowed or not)."""
     m = plan.model
-    moe = frozenset(m.moe_layers)
+    moe = frozenset(m.moe_layers) | (frozenset(range(m.layers, m.layers + m.mtp_layers))
+                                     if m.layers - 1 in m.moe_layers else frozenset())
+    windowed = m.windowed_layers + (tuple(range(m.layers, m.layers + m.mtp_layers))
+                                     if m.layers - 1 in m.windowed_layers else ())
+    layers = m.layers + m.mtp_layers
     return Shape(
-        layers=m.layers, hidden=m.hidden, ffn=m.ffn, heads=m.heads, kv_heads=m.kv_heads,
+        layers=layers, hidden=m.hidden, ffn=m.ffn, heads=m.heads, kv_heads=m.kv_heads,
         head_dim=m.head_dim, vocab=m.vocab, tied=m.tied_embeddings, ffn_matrices=m.ffn_matrices,
         layernorm=m.norm == "layernorm",
         position_params=plan.training.seq_len * m.hidden if m.position == "learned" else 0,
         experts=m.experts, top_k=m.top_k, expert_ffn=m.expert_ffn, shared_experts=m.shared_experts,
         capacity_factor=m.capacity_factor,
         router_buffer_bytes=(4 + 8) * m.experts if moe and m.moe_balance == "aux-free" else 0,
-        moe=tuple(i in moe for i in range(m.layers)) if moe else (), rope=m.position == "rope",
-        window=m.window, windowed=_windowed(m.windowed_layers, m.layers),
+        moe=tuple(i in moe for i in range(layers)) if moe else (), rope=m.position == "rope",
+        window=m.window, windowed=_windowed(windowed, layers),
         kv_lora=m.kv_lora_rank, q_lora=m.q_lora_rank, rope_dim=m.rope_head_dim, v_dim=m.v_head_dim,
+        mtp=m.mtp_layers,
     )
 
 

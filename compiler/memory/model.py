@@ -219,7 +219,7 @@ def rank_params(shape: Shape, tp: int, ep: int, pp: int, v: int, schedule: str,
     embedding, output and tied-copy flags and (MoE) which of their layers are MoE layers only
     (`chunk_params`, `largest_layer`, `last_layer`), so ranks alike in those (most of a deep
     pipeline's) share one computation (`_rank_figures`); each keeps its own chunks."""
-    chunks = chunks_of(shape.layers, pp, v, schedule, split, shape.tied)
+    chunks = chunks_of(shape.layers, pp, v, schedule, split, shape.tied, shape.mtp)
     out = []
     alike: dict[tuple, RankParams] = {}
     for mine in by_rank(chunks, pp):
@@ -306,7 +306,7 @@ def _canonical_firsts(shape: Shape, layers: int) -> tuple[int, ...]:
 def rank_signatures(shape: Shape, pp: int, v: int, schedule: str,
                     split: tuple[int, ...] | None) -> tuple[tuple[ChunkSignature, ...], ...]:
     """Each pp rank's chunks as signatures, model order (interleaving makes many alike)."""
-    chunks = chunks_of(shape.layers, pp, v, schedule, split, shape.tied)
+    chunks = chunks_of(shape.layers, pp, v, schedule, split, shape.tied, shape.mtp)
     return tuple(tuple(_signature(shape, c) for c in mine) for mine in by_rank(chunks, pp))
 
 

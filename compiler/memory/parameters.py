@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..latent import Linear, latent_norm_widths, mla_linears
-from ..stages import Chunk, make_chunks
+from ..stages import Chunk, layers_per_chunk, make_chunks
 from .inputs import Knobs, Shape
 
 MEGATRON_VOCAB_MULTIPLE = 128
@@ -101,7 +101,15 @@ def ffn_params(shape: Shape, tp: int, ep: int, moe: bool) -> int:
 
 @lru_cache(maxsize=4096)
 def chunks_of(layers: int, pp: int, v: int, schedule: str, split: tuple[int, ...] | None,
-              tied: bool) -> tuple[Chunk, ...]:
+              tied: bool, mtp: int = 0) -> tuple[Chunk, ...]:
+    """The model's chunks (`stages.make_chunks`). `layers` counts the `mtp` multi-token prediction
+    layers after the decoder's; they go to the last chunk, where Megatron-Core builds them (the
+    stage that computes the loss, `mtp_process`), whatever the decoder's split (`split` is the
+    decoder's, the spec's or the even one)."""
+    if mtp and pp * v > 1:
+        split = list(layers_per_chunk(layers - mtp, pp * v, split))
+        split[-1] += mtp
+        split = tuple(split)
     return make_chunks(layers, pp, v, schedule, split, tied)
 
 
@@ -126,14 +134,29 @@ def chunk_params(shape: Shape, chunk: Chunk, tp: int, ep: int, runtime: str) -> 
     if chunk.embedding:
         total += Params(other=table + shape.position_params)
     if chunk.output:
-        own_table = not shape.tied or chunk.tied_copy  # tied: shared with the embedding, or a copy
-        total += Params(other=shape.norm_params + (table if own_table else 0))
+        linear, other = output_params(shape, chunk, tp, table)
+        total += Params(linear=linear, other=other)
     return total
+
+
+def output_params(shape: Shape, chunk: Chunk, tp: int, table: int) -> tuple[int, int]:
+    """(linear, other) parameters of the output end on one rank: the final norm and the output
+    layer (tied: shared with the embedding, or a copy); and each multi-token prediction module's
+    own (its `eh_proj`, column-parallel 2h -> h; its enorm, hnorm and final norm) and, where the
+    chunk does not hold the embedding, the embedding table Megatron-Core keeps on the stage that
+    runs them (`GPTModel` builds `self.embedding` where `mtp_process`; tied models have their copy)."""
+    own_table = not shape.tied or chunk.tied_copy
+    other = shape.norm_params + (table if own_table else 0)
+    linear = 0
+    if shape.mtp:
+        linear = shape.mtp * 2 * shape.hidden * shape.hidden // tp
+        other += shape.mtp * 3 * shape.norm_params + (table if not (chunk.embedding or shape.tied) else 0)
+    return linear, other
 
 
 def rank_chunks(shape: Shape, k: Knobs) -> tuple[tuple[Chunk, ...], ...]:
     """The chunks each pp rank holds (from `stages.py`, the one definition)."""
-    return by_rank(chunks_of(shape.layers, k.pp, k.virtual_stages, k.schedule, k.split, shape.tied), k.pp)
+    return by_rank(chunks_of(shape.layers, k.pp, k.virtual_stages, k.schedule, k.split, shape.tied, shape.mtp), k.pp)
 
 
 def by_rank(chunks: tuple[Chunk, ...], pp: int) -> tuple[tuple[Chunk, ...], ...]:

@@ -1180,7 +1180,7 @@ class Engine:
             # interleaved ones of one virtual-stage count) share one tuple of loads, computed
             # once, so that their sums below are computed once too
             chunked = ("chunked", tp, item.ep, pp, recompute,
-                       chunks_of(self.shape.layers, pp, v, schedule, self.split, self.shape.tied))
+                       chunks_of(self.shape.layers, pp, v, schedule, self.split, self.shape.tied, self.shape.mtp))
             distinct = self._load_cache.get(chunked)
             if distinct is None:
                 distinct = tuple(dict.fromkeys(timing.rank_loads(
@@ -1370,7 +1370,7 @@ class Engine:
         found = self._load_cache.get(key)
         if found is None:
             layers, chunks = [0] * pp, [0] * pp
-            for c in chunks_of(self.shape.layers, pp, v, schedule, self.split, self.shape.tied):
+            for c in chunks_of(self.shape.layers, pp, v, schedule, self.split, self.shape.tied, self.shape.mtp):
                 layers[c.rank] += c.layers
                 chunks[c.rank] += 1
             found = self._load_cache[key] = (timing.bubble_terms(schedule),
@@ -2168,7 +2168,7 @@ class Engine:
         key = (pp, schedule, v)
         found = self._pipe_classes.get(key)
         if found is None:
-            what = (chunks_of(self.shape.layers, pp, v, schedule, self.split, self.shape.tied),
+            what = (chunks_of(self.shape.layers, pp, v, schedule, self.split, self.shape.tied, self.shape.mtp),
                     released_backward(schedule, pp))
             found = self._pipe_classes[key] = self._pipe_class_ids.setdefault(what, len(self._pipe_class_ids))
         return found

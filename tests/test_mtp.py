@@ -1,0 +1,133 @@
+"""Multi-token prediction (`model { mtp N }`): its parameters, FLOPs, placement and time against
+figures the code did not produce (DeepSeek-V3's published checkpoint size, Megatron-Core's FLOP
+formula typed by hand, hand counts), its refusals, and Megatron's pipeline-layout strings.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from parc import flops, timing
+from parc.backends import job_diagnostics
+from parc.memory import parameters
+from parc.memory.inputs import knobs_of, shape_of
+
+from .conftest import ROOT
+from .test_bridge_releases import deepseek_v3_flops_per_token
+from .test_mla import DEEPSEEK_V3, plan_of
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import published  # noqa: E402
+
+WITH_MTP = DEEPSEEK_V3.replace("moe-layers from 3", "moe-layers from 3, mtp 1")
+H, V = 7168, 129280
+
+
+def test_deepseek_v3s_mtp_module_is_the_checkpoints_14b():
+    """deepseek-ai/DeepSeek-V3's model card: 685B on Hugging Face, "671B of the Main Model weights
+    and 14B of the Multi-Token Prediction (MTP) Module weights" (the 14B by difference). The
+    checkpoint stores the module's own copies of the embedding and the output head (2 V h), which
+    parc's model shares with the main model's: with them the count is 684.5B, the card's 685B
+    (it also stores fp8 block scales, a 128 x 128th of each matrix), and the module 13.5B."""
+    main, total = plan_of().model.parameters, plan_of(WITH_MTP).model.parameters
+    assert 684e9 <= total + 2 * V * H < 685.5e9
+    assert 13e9 <= total - main + 2 * V * H < 14.5e9
+
+
+def test_model_flops_are_megatron_cores_count_with_its_mtp_layer():
+    """Megatron-Core's `num_floating_point_operations` with `mtp_num_layers` 1 (typed in
+    test_bridge_releases, which Bridge's published TFLOP/s agree with): the MTP layer as one more
+    MoE layer and one more pass through the output layer. parc also counts the module's 2h -> h
+    projection and the routers, which Megatron's formula leaves out."""
+    shape = shape_of(plan_of(WITH_MTP))
+    ours = flops.model_flops_per_token(shape, 4096)
+    routers = 3 * 59 * flops.router_flops(shape)
+    projection = 3 * 2 * 2 * H * H
+    assert ours - routers - projection == pytest.approx(deepseek_v3_flops_per_token(4096, mtp=1), rel=5e-4)
+
+
+@pytest.mark.parametrize("split", [None, "split [4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1]"])
+def test_the_mtp_layer_sits_in_the_last_chunk(split):
+    """Megatron-Core builds the MTP modules on the stage that computes the loss (`mtp_process`):
+    the last chunk holds them whatever the decoder's split, and the embedding copy they read."""
+    plan = plan_of(WITH_MTP, layout="dp 16 x pp 16 on nodes(8 gpus, nvlink)\nep 8 over dp",
+                   extra=f"pp {{ {split} }}\n" if split else "")
+    shape, k = shape_of(plan), knobs_of(plan, "megatron")
+    ranks = parameters.rank_chunks(shape, k)
+    layers = [sum(c.layers for c in r) for r in ranks]
+    decoder = [4] * 15 + [1] if split else [4] * 13 + [3] * 3
+    assert layers == decoder[:-1] + [decoder[-1] + 1]
+    last = ranks[-1][0]
+    assert last.output and shape.is_moe(last.layer_range[-1])
+    # the last stage: its layers; the final norm (h) and the head (V h); the module's own, its
+    # eh_proj (2h x h) and three norms (3h); and the embedding copy it reads (V h: untied)
+    p = parameters.chunk_params(shape, last, 1, 8, "megatron")
+    layer = parameters.layer_params(shape, 1, 8, True)
+    assert p.linear == (decoder[-1] + 1) * layer.linear + 2 * H * H
+    assert p.other == (decoder[-1] + 1) * layer.other + H + V * H + 3 * H + V * H
+
+
+def test_the_output_piece_runs_each_head_and_projection():
+    """Under mtp 1 the output piece is the main head twice (logits GEMM, norm and loss) and the
+    2h -> h projection once: by hand from `gemm_seconds` and the piece without MTP."""
+    with_mtp, without = shape_of(plan_of(WITH_MTP)), shape_of(plan_of())
+    plan = plan_of()
+    hw, c = timing.hardware_of(plan), timing.DEFAULT
+    split = (1, False, 1, 4096, 1)
+    one = timing.output_work(without, split, V, "bf16", "fused", hw, c)
+    two = timing.output_work(with_mtp, split, V, "bf16", "fused", hw, c)
+    projection = timing.gemm_seconds(4096, 2 * H, H, "bf16", hw, c) + c.kernel_overhead
+    assert two.gemm == pytest.approx(2 * one.gemm + projection, rel=1e-12)
+    assert two.memory_f > 2 * one.memory_f and two.memory_b > 2 * one.memory_b
+
+
+@pytest.mark.parametrize("target, code", [("torch", "E0606"), ("torchtitan", "E0610")])
+def test_runtimes_without_mtp_refuse_it(target, code):
+    plan = plan_of(layout="dp 8 on nodes(8 gpus, nvlink)", target=target,
+                   model="model { layers 2, hidden 256, ffn 512, heads 4, vocab 1024, mtp 1 }\n")
+    found = [d for d in job_diagnostics(plan) if d.is_error]
+    assert code in {d.code for d in found}
+    message = next(d for d in found if d.code == code)
+    assert "multi-token prediction" in message.message + " ".join(message.notes or ()) + message.help
+
+
+def test_megatron_emits_mtp_num_layers():
+    from parc.backends import megatron
+
+    assert dict(megatron.arguments(plan_of(WITH_MTP)))["--mtp-num-layers"] == "1"
+    assert "--mtp-num-layers" not in dict(megatron.arguments(plan_of()))
+
+
+@pytest.mark.parametrize("layout, chunks, split, mtp", [
+    ("Et*4|(t*4|)*14tmL", 16, [4] * 15 + [1], 1),  # Megatron-Bridge's DeepSeek-V3 (16, 1), (8, 2), (4, 4)
+    ("Et|(tt|)*30mL", 32, [1] + [2] * 30 + [0], 1),  # its H100 (8, 4) layout
+    ("Et*4|(t*7|)*5t*8|tmL", 8, [4, 7, 7, 7, 7, 7, 8, 1], 1),  # its Qwen3 layout of 26.04
+    ("E|t*2|t t|L", 4, [0, 2, 2, 0], 0),
+])
+def test_megatron_layout_strings_read_as_splits(layout, chunks, split, mtp):
+    """Megatron-Core's `--pipeline-model-parallel-layout` grammar (`|` ends a chunk, `x*n` and
+    `(...)*n` repeat), expanded by hand."""
+    assert published.layout_split(layout, chunks) == (split, mtp)
+
+
+@pytest.mark.parametrize("layout, chunks", [("Et|mt|tL", 3), ("Et*4|t*4L", 3), ("Et*4|tXL", 2)])
+def test_layouts_parc_cannot_read_are_refused(layout, chunks):
+    with pytest.raises(published.Unusable):
+        published.layout_split(layout, chunks)
+
+
+def test_the_bridge_deepseek_rows_read_their_mtp_and_layout():
+    import yaml
+
+    entries = yaml.safe_load((ROOT / "benchmarks" / "data" / "megatron_bridge_releases_moe.yaml").read_text())
+    rows = [e for e in entries if "deepseek" in e["id"]]
+    assert rows
+    for entry in rows:
+        assert entry["model"]["mtp_layers"] == 1
+        run = published.row_spec(entry, entries)
+        if isinstance(run, published.Skipped):
+            continue
+        assert "mtp 1" in run.spec
+        if entry["recipe"].get("pipeline_model_parallel_layout") == "Et*4|(t*4|)*14tmL":
+            assert "split [4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1]" in run.spec
