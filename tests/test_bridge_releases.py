@@ -457,7 +457,7 @@ def test_the_moe_transcription_matches_the_archive():
 def test_deepseek_v3_tokens_per_second_agree_with_the_tables_tflops_with_its_mtp_layer(rid):
     """Bridge's DeepSeek-V3 TFLOP/s count its multi-token-prediction layer: through the typed MLA
     count with it each row agrees within 0.6 %, without it every row misses by more than 3.5 %
-    (parc charges no MTP layer, so its DeepSeek-V3 predictions leave out that share)."""
+    (the rows state it, `mtp_layers: 1`, and parc charges it: tests/test_mtp.py)."""
     *_, tokens, tflops = MOE[rid]
     assert tokens * deepseek_v3_flops_per_token(4096) / 1e12 == pytest.approx(tflops, rel=0.006)
     assert tokens * deepseek_v3_flops_per_token(4096, mtp=0) / 1e12 < tflops * 0.965
