@@ -1917,11 +1917,10 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
             attention_b += memory_seconds(ring_b, hw, c)
         core_again = attention_f
     else:
-        d = shape.head_dim
         rows = seq / cp  # one sequence's queries on this rank; each head's products are batched
         batch = micro * heads  # each product is one batched kernel over heads and sequences
-        per_head = (gemm_seconds(rows, d, seq, "bf16", hw, c, batch)
-                    + gemm_seconds(rows, seq, d, "bf16", hw, c, batch))
+        per_head = (gemm_seconds(rows, shape.qk_dim, seq, "bf16", hw, c, batch)  # Q K^T
+                    + gemm_seconds(rows, seq, shape.value_dim, "bf16", hw, c, batch))  # P V
         attention_f = micro * heads * per_head + 2 * c.kernel_overhead  # two batched products
         scores = heads * n * seq
         softmax_f = memory_seconds(SOFTMAX_FORWARD_BYTES * scores, hw, c) + 2 * c.kernel_overhead
@@ -1930,11 +1929,12 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
         memory_b += memory_seconds(SOFTMAX_BACKWARD_BYTES * scores, hw, c) + 2 * c.kernel_overhead
         core_again = attention_f + softmax_f
     # torchtitan's per-op policy: an MoE layer also runs its router gate and routed experts again
-    # (timed[2:5]), and, compiled, its router's and permutations' kernels, which feed them
+    # (the three products after the attention's), and, compiled, its router's and permutations'
+    # kernels, which feed them
     torchtitan = torchtitan_op_seconds(
         shape, t, n, moe, torchtitan_kernels_again(kernels, memory_f, pointwise + (
             memory_seconds(moe_f, hw, c) + moe_kernels * c.kernel_overhead if moe else 0.0)),
-        precision, hw, c) + (sum(timed[2:5]) if moe else 0.0)
+        precision, hw, c) + (sum(timed[attention_count:attention_count + 3]) if moe else 0.0)
 
     tp_bytes = ACT * n * h if t > 1 else 0.0
     pairs = 1 if moe and not shape.shared_experts else 2  # routed experts are not split over tp

@@ -71,7 +71,7 @@ from functools import lru_cache
 
 from ..latent import latent_norm_widths
 from .inputs import Knobs, Shape
-from .parameters import ffn_params, kv_split
+from .parameters import attention_linears, ffn_params, kv_split
 
 ACT = 2
 """Bytes of an activation element: bf16/fp16; fp8 training keeps activations in bf16 (torchao's
@@ -398,9 +398,13 @@ def torchtitan_matmuls(shape: Shape, tp: int, fused_qkv: bool = TORCHTITAN_FUSED
     q = shape.q / tp
     kv = shape.kv / tp if kv_split(shape, tp) else shape.kv
     f = (shape.shared_experts * shape.expert_ffn if moe else shape.ffn) / tp
-    attention = [("wqkv", h, q + 2 * kv)] if fused_qkv else [("wq", h, q), ("wk", h, kv), ("wv", h, kv)]
+    if shape.mla:  # torchtitan's deepseek_v3 attention: its down and up projections, then wo
+        attention = [(w.name, *w.local(tp)) for w in attention_linears(shape)]
+    else:
+        attention = [("wqkv", h, q + 2 * kv)] if fused_qkv else [("wq", h, q), ("wk", h, kv), ("wv", h, kv)]
+        attention.append(("wo", shape.o / tp, h))
     ffn = [("w1", h, f), ("w3", h, f), ("w2", f, h)] if shape.ffn_matrices == 3 else [("w1", h, f), ("w2", f, h)]
-    return tuple(attention + [("wo", q, h)] + (ffn if f else []))
+    return tuple(attention + (ffn if f else []))
 
 
 def torchtitan_op_split(matmuls: tuple[Matmul, ...]) -> tuple[tuple[Matmul, ...], tuple[Matmul, ...]]:
