@@ -441,6 +441,45 @@ class Dims:
         return self.layers * (self.attention_params() + 4 * self.hidden) + dense + experts + embed + positions
 
 
+MLA_RANKS = {"kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64}
+"""Multi-head latent attention's widths where a row names MLA without them: DeepSeek-V2's and
+DeepSeek-V3's (V2 section 2.1.2 and V3 section 4.2: KV latent 512, query latent 1,536, 64
+decoupled RoPE dims per head), which later MLA models (Kimi K2) keep; the value head dim is the
+row's head dim, as in both."""
+
+MLA_WORDS = {"kv_lora_rank": r"kv[ _-]?lora(?:[ _-]?rank)?\s*(\d+)", "q_lora_rank": r"\bq[ _-]?lora(?:[ _-]?rank)?\s*(\d+)",
+             "qk_rope_head_dim": r"(\d+)\s*rope dims|rope[ _-]?head[ _-]?dim\s*(\d+)"}
+"""How an `arch` note states MLA's widths ("q LoRA 1536, kv LoRA 512, ... + 64 RoPE dims")."""
+
+
+def latent_from_words(arch: str, head_dim: int, notes: list[str]) -> dict:
+    """MLA's widths from a row whose `arch` names it: those the note states, else `MLA_RANKS`."""
+    out, assumed = {}, []
+    for key, pattern in MLA_WORDS.items():
+        found = re.search(pattern, arch)
+        value = next((int(g) for g in found.groups() if g), None) if found else None
+        if value is None:
+            value = MLA_RANKS[key]
+            assumed.append(f"{key} {value}")
+        out[key] = value
+    out["v_head_dim"] = head_dim
+    notes.append("multi-head latent attention (stated) with " + ", ".join(f"{k} {v}" for k, v in out.items())
+                 + (f" ({', '.join(assumed)} unstated: DeepSeek-V2/V3's)" if assumed else " (as the note states them)"))
+    return out
+
+
+def mtp_from_words(arch: str, notes: list[str]) -> int:
+    """Multi-token prediction modules a row's `arch` names ("multi-token prediction depth 1"):
+    the depth stated, else 1 (DeepSeek-V3's, the one published runs use)."""
+    if "multi-token prediction" not in arch and not re.search(r"\bmtp\b", arch):
+        return 0
+    found = re.search(r"(?:multi-token prediction|mtp)[^,;.]*?(?:depth|layers?|modules?)\s*(?:of\s*)?(\d+)", arch)
+    depth = int(found.group(1)) if found else 1
+    notes.append(f"multi-token prediction (stated): {depth} module{'s' if depth > 1 else ''}"
+                 + ("" if found else " (depth unstated: DeepSeek-V3's 1)"))
+    return depth
+
+
 def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     """The spec's `model { ... }` block, and the shapes the FLOP conventions read."""
     missing = [k for k in ("layers", "hidden", "heads", "vocab", "seq_len") if m.get(k) is None]
@@ -470,9 +509,9 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     if kv_lora and kv != heads:
         raise Unusable(f"multi-head latent attention (kv_lora_rank {kv_lora}) with {kv} kv heads of {heads}: "
                        "MLA gives every head its own key and value")
-    if ("mla" in arch or "latent" in arch) and not kv_lora:
-        notes.append("multi-head latent attention modelled as attention with the published heads and "
-                     "head size (the row states no latent ranks: kv_lora_rank, q_lora_rank)")
+    latent = {}
+    if not kv_lora and (re.search(r"\bmla\b", arch) or "latent attention" in arch) and kv == heads:
+        latent = latent_from_words(arch, head_dim, notes)
     experts = _int(m.get("experts"), "experts") or 0
     top_k = _int(m.get("top_k"), "top_k") or 0
     if experts and not top_k:
@@ -505,19 +544,18 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
                 seq=seq, swiglu=swiglu, tied=tied, experts=experts, top_k=top_k, expert_ffn=expert_ffn or 0,
                 shared_experts=shared, dense_layers=dense_layers, learned_positions=learned,
                 params_b=m.get("params_b") if isinstance(m.get("params_b"), (int, float)) else None,
-                mtp=_int(m.get("mtp_layers"), "mtp_layers") or 0)
+                mtp=_int(m.get("mtp_layers"), "mtp_layers") or mtp_from_words(arch, notes))
     fields = [f"layers {layers}, hidden {h}, ffn {ffn}, heads {heads}, kv-heads {kv}, vocab {vocab}"]
     if head_dim * heads != h:
         fields.append(f"head-dim {head_dim}")
-    if kv_lora:  # multi-head latent attention: head_dim is then the query/key part without RoPE
+    if kv_lora or latent:  # multi-head latent attention: head_dim is then the query/key part without RoPE
         fields[0] = fields[0].replace(f", kv-heads {kv}", "")
-        latent = [f"kv-lora-rank {kv_lora}"]
-        for key, name in (("q_lora_rank", "q-lora-rank"), ("qk_rope_head_dim", "rope-head-dim"),
-                          ("v_head_dim", "v-head-dim")):
-            value = _int(m.get(key), key)
-            if value:
-                latent.append(f"{name} {value}")
-        fields.append(", ".join(latent))
+        stated = {key: _int(m.get(key), key) for key in ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
+                                                          "v_head_dim")}
+        ranks = [f"{name} {stated[key] or latent.get(key)}" for key, name in (
+            ("kv_lora_rank", "kv-lora-rank"), ("q_lora_rank", "q-lora-rank"), ("qk_rope_head_dim", "rope-head-dim"),
+            ("v_head_dim", "v-head-dim")) if stated[key] or latent.get(key)]
+        fields.append(", ".join(ranks))
     fields.append(f"activation {'swiglu' if swiglu else 'gelu'}, norm {'rmsnorm' if llama_like else 'layernorm'}, "
                   f"position {'learned' if learned else 'none' if alibi else 'rope'}, "
                   f"tied-embeddings {'on' if tied else 'off'}")
@@ -1436,16 +1474,19 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
             options.append(f"split [{', '.join(map(str, split))}]")
             notes.append(f"layers split as the recipe's pipeline layout `{lay['pipeline_layout']}` places them")
         elif dims.mtp:
-            # no layout stated: the MTP layers count as layers of the last chunk in the balance
-            # (as Megatron-Core's account_for_loss_in_pipeline_split counts the loss)
-            units = dims.layers + dims.mtp
-            split = split_of(units, pp * vpp) or [units // (pp * vpp)] * (pp * vpp)
-            split[-1] -= dims.mtp
-            if split[-1] < 0:
-                raise Unusable(f"{dims.mtp} MTP layers outnumber the last chunk's share of layers")
+            # no layout stated: the last chunk holds the MTP layers and 1 + MTP output passes, each
+            # counted as a layer in the balance (as Megatron-Core's account_for_loss_in_pipeline_split
+            # counts the loss; Megatron-Bridge's DeepSeek-V3 layouts leave its last chunk one layer)
+            chunks = pp * vpp
+            ends = dims.mtp + 1 + dims.mtp
+            last = max(0, (dims.layers + ends) // chunks - ends)
+            base, extra = divmod(dims.layers - last, chunks - 1)  # the rest evenly, the lighter first
+            split = [base + (1 if c >= chunks - 1 - extra else 0) for c in range(chunks - 1)] + [last]
+            if base == 0:
+                raise Unusable(f"{dims.layers} layers cannot fill {chunks} pipeline chunks beside the MTP layer")
             options.append(f"split [{', '.join(map(str, split))}]")
-            notes.append(f"layers split {min(split)}-{max(split)} per stage, the MTP layer counted in the last "
-                         "(no pipeline layout stated)")
+            notes.append(f"layers split {min(split)}-{max(split)} per stage, the MTP layer and each output pass "
+                         "counted as a layer of the last (no pipeline layout stated)")
         elif split and split[0] == 0:
             options.append(f"split [{', '.join(map(str, split))}]")
             notes.append("embedding and loss counted as pipeline layers (Megatron-Core's account_for_embedding/"

@@ -131,3 +131,49 @@ def test_the_bridge_deepseek_rows_read_their_mtp_and_layout():
         assert "mtp 1" in run.spec
         if entry["recipe"].get("pipeline_model_parallel_layout") == "Et*4|(t*4|)*14tmL":
             assert "split [4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1]" in run.spec
+
+
+def _without(entry: dict, *keys: str) -> dict:
+    import copy
+
+    out = copy.deepcopy(entry)
+    for key in keys:
+        out["model"].pop(key, None)
+        (out.get("recipe") or {}).pop(key, None)
+    return out
+
+
+def test_without_a_layout_the_reader_places_the_mtp_layer_as_the_recipes_do():
+    """Megatron-Bridge's hand-written DeepSeek-V3 layouts ("Et*4|(t*4|)*14tmL" over 16 chunks,
+    "Et|(tt|)*30mL" over 32) are what the reader's rule gives a row that states MTP and no layout:
+    the MTP layer and each output pass counted as a layer of the last chunk, the rest even, the
+    lighter first."""
+    import yaml
+
+    entries = yaml.safe_load((ROOT / "benchmarks" / "data" / "megatron_bridge_releases_moe.yaml").read_text())
+    compared = 0
+    for entry in entries:
+        if not (entry.get("recipe") or {}).get("pipeline_model_parallel_layout"):
+            continue
+        stated = published.row_spec(entry, entries)
+        ruled = published.row_spec(_without(entry, "pipeline_model_parallel_layout"), entries)
+        assert stated.spec == ruled.spec, entry["id"]
+        compared += 1
+    assert compared >= 12
+
+
+@pytest.mark.parametrize("name, rid", [("published.yaml", "deepseek_v3_pretraining_2048xH800"),
+                                       ("megatron_bridge_releases_moe.yaml", "bridge2602_b200_deepseek_v3_fp8mx")])
+def test_a_row_naming_mla_and_mtp_in_words_reads_as_one_stating_them(name, rid):
+    """A row whose `arch` says "multi-head latent attention" and "multi-token prediction" but
+    states no ranks or depth is read with DeepSeek-V2/V3's ranks and one module, each said in its
+    assumptions: the same spec as the row with the fields."""
+    import yaml
+
+    entries = yaml.safe_load((ROOT / "benchmarks" / "data" / name).read_text())
+    entry = next(e for e in entries if e["id"] == rid)
+    worded = published.row_spec(_without(entry, "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "v_head_dim",
+                                          "mtp_layers", "pipeline_model_parallel_layout"), entries)
+    assert worded.spec == published.row_spec(entry, entries).spec
+    said = " ".join(worded.assumptions)
+    assert "multi-head latent attention (stated)" in said and "multi-token prediction (stated)" in said
