@@ -134,8 +134,11 @@ def _model(plan: Plan) -> list[tuple[str, str | None]]:
                  ("--v-head-dim", str(m.v_head_dim))]
         if m.q_lora_rank:  # unset: the queries projected straight from the hidden state
             args.append(("--q-lora-rank", str(m.q_lora_rank)))
-        # MLATransformerConfig's default rope_type is "yarn" (DeepSeek's scaled RoPE); the spec's is plain
-        args.append(("--rope-type", "rope"))
+        # MLATransformerConfig's default rope_type is "yarn" (DeepSeek's scaled RoPE); the spec's is
+        # plain, which its fused MLA RoPE refuses ("apply_rope_fusion for MLA only works with YARN
+        # RoPE", MLATransformerConfig.__post_init__); the latents are normalised (DeepSeek-V2/V3's
+        # q_a_layernorm and kv_a_layernorm) only under --qk-layernorm, whose default is off
+        args += [("--rope-type", "rope"), ("--no-rope-fusion", None), ("--qk-layernorm", None)]
     elif m.kv_heads != m.heads:
         args += [("--group-query-attention", None), ("--num-query-groups", str(m.kv_heads))]
     if m.head_dim * m.heads != m.hidden and not m.mla:

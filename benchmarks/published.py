@@ -1208,7 +1208,7 @@ def layout_split(layout: str, chunks: int) -> tuple[list[int], int]:
     ("Et*4|(t*4|)*14tmL": `|` ends a chunk, `x*n` and `(...)*n` repeat): the chunks must be the
     layout's pp x vpp, and multi-token prediction must sit in the last chunk (where parc's models
     put it)."""
-    text = re.sub(r"\s+", "", str(layout))
+    text = re.sub(r"[\s,]+", "", str(layout))  # Megatron-Core strips commas and spaces too
     for _ in range(16):  # innermost groups first
         expanded = re.sub(r"\(([^()]*)\)\*(\d+)", lambda g: g.group(1) * int(g.group(2)), text)
         if expanded == text:
@@ -1221,7 +1221,11 @@ def layout_split(layout: str, chunks: int) -> tuple[list[int], int]:
     if len(stages) != chunks:
         raise Unusable(f"pipeline layout `{layout}` has {len(stages)} chunks, not pp x vpp = {chunks}")
     if any("m" in s for s in stages[:-1]):
-        raise Unusable(f"pipeline layout `{layout}` places multi-token prediction before the last chunk")
+        raise Unusable(f"pipeline layout `{layout}` places multi-token prediction before the last chunk "
+                       "(Megatron-Core's standalone MTP stage): parc's models put it with the loss")
+    order = "".join(stages)
+    if "E" in order[1:] or "L" in order[:-1] or re.search(r"m.*t", order):
+        raise Unusable(f"pipeline layout `{layout}` is not embedding, decoder layers, MTP, loss in order")
     return [s.count("t") for s in stages], stages[-1].count("m")
 
 

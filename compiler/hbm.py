@@ -166,19 +166,20 @@ def attention_bytes(shape: Shape, tp: int, cp: int, flavour: str, seq: int, micr
     """(forward, backward) HBM bytes of one layer's attention core on one rank (module doc)."""
     n = seq * micro / cp
     q = shape.q / tp
+    o = shape.o / tp  # the output's width (the queries' but under MLA, whose values are narrower)
     kv = shape.kv / tp if kv_split(shape, tp) else shape.kv
     heads = shape.heads / tp
     if attention == "unfused":
         keys = micro * seq  # every query of a sequence against all its keys
         scores = heads * n * seq
-        forward = 2 * (n * q + keys * kv + scores) + 2 * (scores + keys * kv + n * q)
+        forward = 2 * (n * q + keys * kv + scores) + 2 * (scores + keys * kv + n * o)
         return forward, 2 * forward
     kv_elems = n * kv
     if cp > 1 and flavour == "all-gather":
         kv_elems = cp * n * kv  # the gathered keys and values
-    forward = 2 * (n * q + 2 * kv_elems + n * q) + LSE * n * heads
-    backward = (2 * (2 * n * q) + LSE * n * heads  # pre-pass: read O and dO, write their row sums
-                + 2 * (3 * n * q + 2 * kv_elems) + 2 * LSE * n * heads  # read Q K V O dO, the sums
+    forward = 2 * (n * q + 2 * kv_elems + n * o) + LSE * n * heads
+    backward = (2 * (2 * n * o) + LSE * n * heads  # pre-pass: read O and dO, write their row sums
+                + 2 * (n * q + 2 * n * o + 2 * kv_elems) + 2 * LSE * n * heads  # read Q K V O dO, the sums
                 + 2 * (n * q + 2 * kv_elems))  # write dQ dK dV
     if cp > 1 and flavour == "ring":
         steps = 1 + 0.75 * (cp - 1)
@@ -295,7 +296,7 @@ def layer_bytes(shape: Shape, case: LayerCase) -> PieceBytes:
         memory_b += timing.SOFTMAX_BACKWARD_BYTES * scores
         core_again += timing.SOFTMAX_FORWARD_BYTES * scores
     elif cp > 1 and flavour == "ring":
-        memory_f += (cp - 1) * 3 * timing.ACT * n * q  # merge each step's output by its log-sum-exp
+        memory_f += (cp - 1) * 3 * timing.ACT * n * shape.o / tp  # merge each step's output by its log-sum-exp
         memory_b += (cp - 1) * 2 * 4 * n * 2 * kv  # accumulate dK, dV per step in fp32
     # the MoE layer's own products: every GEMM after the attention's (QKV as one or three, the output)
     attention_gemms = len(timing.mla_gemms(shape, tp, n, shard)) if shape.mla else 3 if kernels == "eager" else 2

@@ -836,7 +836,10 @@ def _import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
         if name in options and (not values or options[name].value in values):
             used.add(name)
 
-    accept("--rope-type", "rope")  # plain RoPE, parc's own (MLATransformerConfig's default is YaRN)
+    if has("--multi-latent-attention"):  # what parc's MLA is: plain RoPE, unfused, latents normalised
+        accept("--rope-type", "rope")  # (MLATransformerConfig's default is YaRN)
+        accept("--no-rope-fusion")
+        accept("--qk-layernorm")
     for name in ("--hidden-dropout", "--attention-dropout"):  # parc's models have none: 0 is parc's own
         if name in options and _is_zero(options[name].value):
             used.add(name)

@@ -1912,7 +1912,7 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
             # parc's ring merges and accumulates only on the steps that run (a windowed layer's
             # skipped steps merge nothing): `launched` of the `steps`
             run = launched if cp_runtime == "parc" and stepped == "ring" else steps
-            ring_f, ring_b = ring_bytes(cp_runtime, kernels, steps, n, q, exchanged, run=run)
+            ring_f, ring_b = ring_bytes(cp_runtime, kernels, steps, n, shape.o / t, exchanged, run=run)
             attention_f += memory_seconds(ring_f, hw, c)
             attention_b += memory_seconds(ring_b, hw, c)
         core_again = attention_f
@@ -1940,7 +1940,11 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
     pairs = 1 if moe and not shape.shared_experts else 2  # routed experts are not split over tp
     # each tp-split block's (column, row) GEMMs in `gemms`' order: attention, then the dense FFN
     # or the shared experts (after the router and the routed experts' two)
-    blocks = [(timed[0], timed[1])] + ([(timed[-2], timed[-1])] if pairs == 2 else [])
+    # (MLA: its up projections are the column side, its output projection the row side; its
+    # duplicated down projections run before the latents' gather and pair with nothing)
+    columns = (sum(timed[i] for i, w in enumerate(attention_linears(shape)) if w.split == COLUMN) if shape.mla
+               else timed[0])
+    blocks = [(columns, timed[attention_count - 1])] + ([(timed[-2], timed[-1])] if pairs == 2 else [])
     reduce = (0, 0) if sp or t == 1 else (pairs, pairs)
     gather = (2 * pairs, 2 * pairs) if sp and t > 1 else (0, 0)
     if moe and t > 1 and not sp:
@@ -1957,7 +1961,7 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
         elif flavour == "all-gather":
             cp_bytes = (cp * kv_block, cp * kv_block)
         else:
-            sent = ACT * n * (2 * q + 2 * kv)
+            sent = ACT * n * (q + 2 * kv + shape.o / t)  # Q, K and V there, the output back
             cp_bytes = (sent, sent)
     ep_bytes = ACT * assigned * h if moe and ep > 1 else 0.0
     launches_f, launches_b = layer_launches(gemms, moe and kernels != "eager", local if moe else 0,

@@ -158,6 +158,8 @@ def test_megatron_emits_its_mla_options():
             options["--qk-pos-emb-head-dim"], options["--v-head-dim"], options["--rope-type"]) == (
         "512", "1536", "128", "64", "128", "rope")
     assert "--kv-channels" not in options
+    # Megatron-Core's fused MLA RoPE takes YaRN only; its latent norms exist under --qk-layernorm
+    assert "--no-rope-fusion" in options and "--qk-layernorm" in options
 
 
 def test_the_published_deepseek_rows_state_their_latent_attention():
@@ -231,3 +233,26 @@ def test_the_tp_ranks_flops_add_up_to_the_models_and_the_repeated_down_projectio
     model = seq * (flops.attention_projection_flops(shape) + flops.dense_ffn_flops(shape))
     repeated = 0 if sp else (tp - 1) * seq * 2 * 7168 * (1536 + 512 + 64)
     assert ranks == pytest.approx(model + repeated, rel=1e-12)
+
+
+def test_tp_overlap_pairs_the_latents_gather_with_the_up_projections():
+    """Under tp with sequence parallelism Megatron-Core gathers the latents into the up
+    projections (column-parallel) and reduce-scatters the output projection's result (row-
+    parallel): the collectives' partner GEMMs are those, by hand from `gemm_seconds`, not the
+    duplicated query down projection that runs first."""
+    plan = plan_of()
+    shape, hw, c = shape_of(plan), timing.hardware_of(plan), timing.DEFAULT
+    case = timing.LayerCase(moe=False, tp=4, sp=True, cp=1, flavour="ring", seq=4096, micro=1, ep=1,
+                            precision="bf16", attention="flash-te", kernels="fused")
+    work = timing.layer_work(shape, case, hw, c)
+    gemms = timing.attention_gemms(shape, 4, 4096.0, 4)
+
+    def timed(i):
+        _, count, m, k, n = gemms[i]
+        return count * timing.gemm_seconds(m, k, n, "bf16", hw, c, count) + c.kernel_overhead
+
+    first = {}  # the attention's (the FFN's collectives follow)
+    for phase, kind, seconds in work.tp_gemms:
+        first.setdefault((phase, kind), seconds)
+    assert first["forward", "all_gather"] == pytest.approx(timed(1) + timed(3), rel=1e-12)  # q_up + kv_up
+    assert first["forward", "reduce_scatter"] == pytest.approx(timed(4), rel=1e-12)  # o_proj

@@ -104,14 +104,22 @@ def test_megatron_emits_mtp_num_layers():
     ("Et|(tt|)*30mL", 32, [1] + [2] * 30 + [0], 1),  # its H100 (8, 4) layout
     ("Et*4|(t*7|)*5t*8|tmL", 8, [4, 7, 7, 7, 7, 7, 8, 1], 1),  # its Qwen3 layout of 26.04
     ("E|t*2|t t|L", 4, [0, 2, 2, 0], 0),
+    ("Ettt|(tt|)*29,m|L", 32, [3] + [2] * 29 + [0, 0], None),  # Megatron-Core's docstring example: MTP standalone
+    ("E|t*4|t*4|t*4,mL", 4, [0, 4, 4, 4], 1),  # commas are cosmetic
 ])
 def test_megatron_layout_strings_read_as_splits(layout, chunks, split, mtp):
     """Megatron-Core's `--pipeline-model-parallel-layout` grammar (`|` ends a chunk, `x*n` and
-    `(...)*n` repeat), expanded by hand."""
+    `(...)*n` repeat, commas and spaces ignored), expanded by hand; an MTP stage of its own is
+    refused (parc puts MTP with the loss)."""
+    if mtp is None:
+        with pytest.raises(published.Unusable, match="standalone"):
+            published.layout_split(layout, chunks)
+        return
     assert published.layout_split(layout, chunks) == (split, mtp)
 
 
-@pytest.mark.parametrize("layout, chunks", [("Et|mt|tL", 3), ("Et*4|t*4L", 3), ("Et*4|tXL", 2)])
+@pytest.mark.parametrize("layout, chunks", [("Et|mt|tL", 3), ("Et*4|t*4L", 3), ("Et*4|tXL", 2), ("Et|t|mtL", 3),
+                                            ("tE|t|tL", 3)])
 def test_layouts_parc_cannot_read_are_refused(layout, chunks):
     with pytest.raises(published.Unusable):
         published.layout_split(layout, chunks)

@@ -145,6 +145,11 @@ def transformer_config(plan):
         kwargs["num_moe_experts"] = int(o["--num-experts"])
     if "--disable-bias-linear" in o:  # its parser's dest is add_bias_linear
         kwargs["add_bias_linear"] = False
+    if "--multi-latent-attention" in o:
+        # `--no-rope-fusion` is store_false into apply_rope_fusion, on unless given (arguments.py);
+        # MLA's config refuses the fusion with plain RoPE (set for MLA only: without Transformer
+        # Engine, which this CPU install lacks, the fusion is refused whatever the model)
+        kwargs["apply_rope_fusion"] = "--no-rope-fusion" not in o
     if "--swiglu" in o:
         kwargs.update(gated_linear_unit=True, activation_func=torch.nn.functional.silu)
     kwargs.pop("fp8", None)
@@ -181,7 +186,7 @@ def test_megatron_cores_transformer_config_accepts_the_values(name):
     assert (c.num_query_groups or m.heads) == m.kv_heads
     assert (c.mtp_num_layers or 0) == m.mtp_layers
     if m.mla:  # Megatron-Core's own MLA fields (megatron/core/transformer/transformer_config.py)
-        assert c.multi_latent_attention and c.rope_type == "rope"
+        assert c.multi_latent_attention and c.rope_type == "rope" and c.qk_layernorm and not c.apply_rope_fusion
         assert (c.q_lora_rank, c.kv_lora_rank, c.qk_head_dim, c.qk_pos_emb_head_dim, c.v_head_dim) == (
             m.q_lora_rank or None, m.kv_lora_rank, m.head_dim, m.rope_head_dim, m.v_head_dim)
     assert (c.hidden_dropout, c.attention_dropout) == (0, 0)  # parc's models have none; Megatron's default is 0.1

@@ -131,7 +131,7 @@ def _tokens(shape: Shape, k: Knobs) -> Tokens:
     sp = t if k.sp else 1
     tokens = k.seq * k.micro_batch / k.cp
     kv = shape.kv / t if kv_split(shape, t) else shape.kv
-    o = shape.q / t
+    o = shape.o / t
     if k.torchtitan_block:
         kv_saved = o  # torchtitan repeats K and V to every query head; torch's cp saves the local ones
     elif k.cp > 1 and k.cp_flavour == "all-gather":
@@ -157,7 +157,8 @@ def _attention(shape: Shape, k: Knobs, n: Tokens, act: int) -> tuple[float, floa
     follows its layout), and each layer keeps the cos/sin tables of the two rotations (fp32,
     seq/cp x head_dim/2 each, twice)."""
     c = k.cp
-    tables = 2 * (k.seq / c) * shape.head_dim * FP32 if shape.rope else 0
+    rotated = shape.rope_dim if shape.mla else shape.head_dim  # MLA turns its decoupled RoPE dims only
+    tables = 2 * (k.seq / c) * rotated * FP32 if shape.rope else 0
     copy = n.o if shape.rope and not (c > 1 and k.cp_flavour == "all-to-all") else 0
     lse = n.heads * FP32
     full = act * (n.q + 2 * n.kv + n.o + copy) + lse
@@ -167,7 +168,7 @@ def _attention(shape: Shape, k: Knobs, n: Tokens, act: int) -> tuple[float, floa
     kv_kept = n.kv / c if c > 1 and k.cp_flavour == "all-gather" else n.kv
     if k.torchtitan_block:  # the K and V projections' outputs, before torchtitan repeats them
         kv_kept = shape.kv / k.tp if kv_split(shape, k.tp) else shape.kv
-    selective = act * (n.q + 2 * kv_kept + shape.q / k.tp) + lse
+    selective = act * (n.q + 2 * kv_kept + shape.o / k.tp) + lse
     return full, selective, tables
 
 
@@ -315,7 +316,7 @@ def backward_moments(shape: Shape, k: Knobs, n: Tokens, act: int, full: float, f
     down = full + residual + act * tokens * (h + f) + matrix
     inner = act * tokens * 2 * up * f  # w1 (and w3) outputs, the activation's output (and the product)
     upward = full - inner + residual + act * tokens * (f + up * h) + m * matrix
-    output_projection = act * shape.q * h // t
+    output_projection = act * shape.o * h // t
     # the kernel's gradients of q, k and v, or torch's context parallelism's whole backward
     kernel = torch_cp_backward_transient(k, n, act) or act * tokens * (n.q + 2 * n.kv)
     attention = full - ffn_full - copy_bytes + residual + act * tokens * n.o + kernel \
@@ -354,7 +355,7 @@ def torchtitan_selective(shape: Shape, k: Knobs, n: Tokens, act: int) -> float:
     t, h = k.tp, shape.hidden
     saved, _ = torchtitan_op_split(torchtitan_matmuls(shape, t))
     reduce_scatters = 2 * h / t if k.sp else 0
-    kept = sum(out for _, _, out in saved) + shape.q / t + reduce_scatters + h / n.sp
+    kept = sum(out for _, _, out in saved) + shape.o / t + reduce_scatters + h / n.sp
     if k.compiled_block and shape.ffn_matrices == 3:
         kept -= h + (h / t if k.sp else 0)  # w2's output and its reduce-scatter: never read back
     return act * kept + n.heads * FP32
@@ -548,7 +549,7 @@ def moe_backward_moments(shape: Shape, k: Knobs, n: Tokens, act: int, s: MoeSave
         moments.append(own + grads)
     rows_bytes = act * s.rows * h
     moments.append(base - combine - s.kept * inside * f * act - rows_bytes + 2 * act * s.kept * h + m * stack)
-    output_projection = act * shape.q * h // t
+    output_projection = act * shape.o * h // t
     weights = act * ffn_params(shape, t, k.ep, True)  # router, shared and routed experts
     kernel = torch_cp_backward_transient(k, n, act) or act * n.tokens * (n.q + 2 * n.kv)
     moments.append(s.full - s.ffn_full - copy_bytes + residual + act * n.tokens * n.o + kernel

@@ -144,13 +144,14 @@ def output_params(shape: Shape, chunk: Chunk, tp: int, table: int) -> tuple[int,
     layer (tied: shared with the embedding, or a copy); and each multi-token prediction module's
     own (its `eh_proj`, column-parallel 2h -> h; its enorm, hnorm and final norm) and, where the
     chunk does not hold the embedding, the embedding table Megatron-Core keeps on the stage that
-    runs them (`GPTModel` builds `self.embedding` where `mtp_process`; tied models have their copy)."""
+    runs them (`GPTModel` builds `self.embedding` where `mtp_process`, beside the output layer's
+    weight, which a tied model's last stage allocates too: two tables there)."""
     own_table = not shape.tied or chunk.tied_copy
     other = shape.norm_params + (table if own_table else 0)
     linear = 0
     if shape.mtp:
         linear = shape.mtp * 2 * shape.hidden * shape.hidden // tp
-        other += shape.mtp * 3 * shape.norm_params + (table if not (chunk.embedding or shape.tied) else 0)
+        other += shape.mtp * 3 * shape.norm_params + (table if not chunk.embedding else 0)
     return linear, other
 
 
