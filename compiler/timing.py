@@ -2081,12 +2081,23 @@ def output_work(shape: Shape, split: TokenSplit, vocab: int, precision: str, ker
     memory_f = memory_seconds(heads * (ACT * 2 * h * n / shard + loss_f * logits) + extra_f, hw, c)
     memory_b = memory_seconds(heads * (ACT * 4 * h * n / shard + loss_b * logits) + extra_b, hw, c)
     sp_on = sp and tp > 1
-    collectives = heads + shape.mtp  # each head's norm output; each projection's output
+    # each module's tp collectives, in units of the hidden state (Megatron-Core's
+    # MultiTokenPredictionLayer): under sp its embedding's reduce-scatter, its projection's input
+    # gathered (2h), its output gathered (`gather_from_tensor_model_parallel_region`) and its
+    # head's input gathered, 5 each way; without sp the embedding's all-reduce and the output's
+    # gather forward (both charged as all-reduces), the projection's 2h input gradient backward
+    gathers = 1 + MTP_TP_UNITS[0] * shape.mtp
+    reduces = (MTP_TP_UNITS[1] * shape.mtp, 1 + MTP_TP_UNITS[2] * shape.mtp)
     return Work(gemm=gemm + project, memory_f=memory_f, memory_b=memory_b, tp_bytes=ACT * n * h if tp > 1 else 0.0,
-                tp_all_reduce=(0, collectives) if tp > 1 and not sp_on else (0, 0),
-                tp_gather=(collectives, collectives) if sp_on else (0, 0),
+                tp_all_reduce=reduces if tp > 1 and not sp_on else (0, 0),
+                tp_gather=(gathers, gathers) if sp_on else (0, 0),
                 tp_gemms=tp_partners([(gemm + project, 0.0)], sp_on) if tp > 1 else (), tp_userbuffers=False)
 
+
+MTP_TP_UNITS = (5, 2, 2)
+"""A multi-token prediction module's tp collectives in units of h per token (`output_work`):
+under sequence parallelism 5 gathers or reduce-scatters each way; without it 2 all-reduces
+forward and 2 backward."""
 
 MTP_ELEMENTS = (7, 14)
 """Elements per token and hidden unit a multi-token prediction module's own memory-bound kernels

@@ -185,3 +185,17 @@ def test_a_row_naming_mla_and_mtp_in_words_reads_as_one_stating_them(name, rid):
     assert worded.spec == published.row_spec(entry, entries).spec
     said = " ".join(worded.assumptions)
     assert "multi-head latent attention (stated)" in said and "multi-token prediction (stated)" in said
+
+
+@pytest.mark.parametrize("sp, gathers, reduces", [(True, (6, 6), (0, 0)), (False, (0, 0), (2, 3))])
+def test_the_output_piece_carries_each_modules_tp_collectives(sp, gathers, reduces):
+    """By hand from Megatron-Core's MultiTokenPredictionLayer (core_v0.16.0): under sequence
+    parallelism the embedding's reduce-scatter, the projection's 2h input gathered, its output
+    gathered and the head's input gathered (5 hidden widths) beside the main head's one, each way;
+    without it the embedding's all-reduce and the output's gather forward, the projection's 2h
+    input gradient backward beside the main head's one."""
+    shape = shape_of(plan_of(WITH_MTP))
+    plan = plan_of()
+    work = timing.output_work(shape, (2, sp, 1, 4096, 1), V, "bf16", "fused", timing.hardware_of(plan),
+                              timing.DEFAULT)
+    assert (work.tp_gather, work.tp_all_reduce) == (gathers, reduces)
