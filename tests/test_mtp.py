@@ -199,3 +199,24 @@ def test_the_output_piece_carries_each_modules_tp_collectives(sp, gathers, reduc
     work = timing.output_work(shape, (2, sp, 1, 4096, 1), V, "bf16", "fused", timing.hardware_of(plan),
                               timing.DEFAULT)
     assert (work.tp_gather, work.tp_all_reduce) == (gathers, reduces)
+
+
+def test_search_over_a_latent_attention_model_with_mtp_agrees_with_explain_and_physics():
+    """Search's fast path (its own chunk walk and bounds) and the front end's prediction of the
+    filled spec agree on a DeepSeek-V3-shaped model with MLA and an MTP layer, and every
+    candidate stays within the physical bounds."""
+    from parc.pipeline import compile_text
+    from parc.search import search
+
+    from .test_bounds import assert_within_physics
+
+    text = ("job s\ntp ? x dp ? x pp ? on nodes(8 gpus, nvlink)\nep 8 over dp\n"
+            "model deepseek-v3 { layers 16, mtp 1, moe-balance aux-loss 0.001 }\n"
+            "hardware { gpu h100-sxm, nodes 32, network 8 x 400 Gb/s }\ntarget megatron\n"
+            "train { seq 4096, global-batch 1024, micro-batch 1, recompute full }\ndp { sharding zero1 }\n")
+    compiled = compile_text(text, path="s.par")
+    result = search(compiled, top=3)
+    assert result.candidates and not result.rejected, [d.message for d in result.diagnostics]
+    for candidate in result.candidates:
+        assert candidate.fast_step == pytest.approx(candidate.prediction.breakdown.step, rel=1e-9)
+        assert_within_physics(candidate.compilation.plan)
