@@ -2153,11 +2153,15 @@ def tp_calls(piece: str, sp: bool, tp: int, work: Work) -> TpCalls:
         return ()
     if piece == "embedding":
         return (("forward", "reduce_scatter", 1), ("backward", "all_gather", 1)) if sp else (("forward", "all_reduce", 1),)
-    if piece == "output":
+    if piece == "output":  # and each multi-token prediction module's (`output_work`, `MTP_TP_UNITS`)
         if not sp:
-            return (("backward", "all_reduce", 1),)
+            return tuple((phase, "all_reduce", n) for phase, n in zip(("forward", "backward"), work.tp_all_reduce,
+                                                                       strict=True) if n)
+        mtp = (work.tp_gather[0] - 1) // MTP_TP_UNITS[0]  # per module: 4 gathers (one 2h wide), a reduce-scatter
         again = (("backward", "all_gather", work.tp_regather),) if work.tp_regather else ()
-        return (("forward", "all_gather", 1), ("backward", "reduce_scatter", 1)) + again
+        calls = (("forward", "all_gather", 1 + 4 * mtp), ("forward", "reduce_scatter", mtp),
+                 ("backward", "reduce_scatter", 1 + 4 * mtp), ("backward", "all_gather", mtp))
+        return tuple(c for c in calls if c[2]) + again
     return pair_calls(work)
 
 

@@ -199,6 +199,12 @@ def test_the_output_piece_carries_each_modules_tp_collectives(sp, gathers, reduc
     work = timing.output_work(shape, (2, sp, 1, 4096, 1), V, "bf16", "fused", timing.hardware_of(plan),
                               timing.DEFAULT)
     assert (work.tp_gather, work.tp_all_reduce) == (gathers, reduces)
+    calls = set(timing.tp_calls("output", sp, 2, work))
+    if sp:  # the embedding's reduce-scatter and three gathers, the projection's 2h one counted twice
+        assert calls == {("forward", "all_gather", 5), ("forward", "reduce_scatter", 1),
+                         ("backward", "reduce_scatter", 5), ("backward", "all_gather", 1)}
+    else:
+        assert calls == {("forward", "all_reduce", 2), ("backward", "all_reduce", 3)}
 
 
 def test_search_over_a_latent_attention_model_with_mtp_agrees_with_explain_and_physics():
