@@ -1463,9 +1463,12 @@ reason), its peak and memory where they differ from the catalogue's, the network
 hardware note, a stated power cap and HBM bandwidth (the optional fields `power_limit_w` and
 `hbm_bandwidth_tbps`, or the note's "500 W power cap", "HBM2e (2.4 TB/s)") as the spec's
 `power-limit` and `hbm-bandwidth`, which the compiler derates; dense, GQA, MoE (experts, top-k, expert FFN, shared experts, leading dense
-layers), multi-head latent attention where a row states its ranks (`kv_lora_rank`, `q_lora_rank`,
-`qk_rope_head_dim`, `v_head_dim`; as attention of the published heads where it names MLA without
-them) and multi-token prediction (`mtp_layers`); tp, pp, dp, cp and ep (folded over
+layers), multi-head latent attention (its ranks `kv_lora_rank`, `q_lora_rank`, `qk_rope_head_dim`,
+`v_head_dim`; where a row only names MLA, the ranks its note states, else DeepSeek-V2/V3's, every
+head its own key and value whatever `kv_heads` says, and a head dim of 128 where none is given) and
+multi-token prediction (`mtp_layers`, or named in the note: depth 1 unless stated; without a
+pipeline layout the MTP layer and each output pass count as layers of the last chunk, which gives
+Megatron-Bridge's own DeepSeek-V3 layouts); tp, pp, dp, cp and ep (folded over
 the data-parallel ranks, or its own axis when the degrees multiply to the GPUs only with it);
 schedules (1F1B, interleaved, zero bubble, DualPipe) with uneven layer splits; sharding,
 recomputation and precision from their words (YAML's bare `recompute: yes` is full recomputation;

@@ -447,6 +447,10 @@ DeepSeek-V3's (V2 section 2.1.2 and V3 section 4.2: KV latent 512, query latent 
 decoupled RoPE dims per head), which later MLA models (Kimi K2) keep; the value head dim is the
 row's head dim, as in both."""
 
+MLA_HEAD_DIM = 128
+"""The head dim of an MLA row that states none: DeepSeek-V2's and V3's (128 without RoPE, values of
+128), not hidden / heads (56 for DeepSeek-V3)."""
+
 MLA_WORDS = {"kv_lora_rank": r"kv[ _-]?lora(?:[ _-]?rank)?\s*(\d+)", "q_lora_rank": r"\bq[ _-]?lora(?:[ _-]?rank)?\s*(\d+)",
              "qk_rope_head_dim": r"(\d+)\s*rope dims|rope[ _-]?head[ _-]?dim\s*(\d+)"}
 """How an `arch` note states MLA's widths ("q LoRA 1536, kv LoRA 512, ... + 64 RoPE dims")."""
@@ -496,22 +500,27 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
                                          "gemma", "rmsnorm", "rope", "silu", "glu"))
     plain = ("gelu" in arch and "geglu" not in arch) or "relu" in arch  # GELU, (squared) ReLU: 2 matrices
     swiglu = any(w in arch for w in ("swiglu", "geglu", "silu")) or (llama_like and not plain)
+    kv_lora = _int(m.get("kv_lora_rank"), "kv_lora_rank")
+    named_mla = not kv_lora and bool(re.search(r"\bmla\b", arch) or "latent attention" in arch)
     kv = _int(m.get("kv_heads"), "kv_heads")
+    if (kv_lora or named_mla) and kv not in (None, heads):
+        # MLA's shared latent is sometimes written as one kv head: its heads' keys and values are their own
+        notes.append(f"kv_heads {kv} read as {heads}: multi-head latent attention gives every head its own "
+                     "key and value (from the shared latent)")
+        kv = heads
     if kv is None:
         kv = heads
         notes.append("kv-heads = heads (no grouped-query attention stated)")
     head_dim = _int(m.get("head_dim"), "head_dim")
+    if head_dim is None and (kv_lora or named_mla):
+        head_dim = MLA_HEAD_DIM
+        notes.append(f"head_dim {MLA_HEAD_DIM} (unstated: DeepSeek-V2/V3's query/key part without RoPE, "
+                     "and their value head dim)")
     if head_dim is None:
         if h % heads:
             raise Unusable(f"hidden {h} is not a multiple of {heads} heads and no head_dim is published")
         head_dim = h // heads
-    kv_lora = _int(m.get("kv_lora_rank"), "kv_lora_rank")
-    if kv_lora and kv != heads:
-        raise Unusable(f"multi-head latent attention (kv_lora_rank {kv_lora}) with {kv} kv heads of {heads}: "
-                       "MLA gives every head its own key and value")
-    latent = {}
-    if not kv_lora and (re.search(r"\bmla\b", arch) or "latent attention" in arch) and kv == heads:
-        latent = latent_from_words(arch, head_dim, notes)
+    latent = latent_from_words(arch, head_dim, notes) if named_mla else {}
     experts = _int(m.get("experts"), "experts") or 0
     top_k = _int(m.get("top_k"), "top_k") or 0
     if experts and not top_k:

@@ -185,6 +185,11 @@ def test_a_row_naming_mla_and_mtp_in_words_reads_as_one_stating_them(name, rid):
     assert worded.spec == published.row_spec(entry, entries).spec
     said = " ".join(worded.assumptions)
     assert "multi-head latent attention (stated)" in said and "multi-token prediction (stated)" in said
+    # the shared latent written as one kv head, and no head dim (hidden / heads would be 56)
+    sparse = _without(entry, "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "v_head_dim", "mtp_layers",
+                      "pipeline_model_parallel_layout", "head_dim")
+    sparse["model"]["kv_heads"] = 1
+    assert published.row_spec(sparse, entries).spec == worded.spec
 
 
 @pytest.mark.parametrize("sp, gathers, reduces", [(True, (6, 6), (0, 0)), (False, (0, 0), (2, 3))])
