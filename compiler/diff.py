@@ -110,7 +110,7 @@ def facts(plan: Plan) -> dict[str, str]:
     out["model"] = model.name
     out["parameters"] = f"{model.parameters:,}"
     for key, value in (("layers", model.layers), ("hidden", model.hidden), ("heads", model.heads),
-                       ("kv-heads", model.kv_heads), ("experts", model.experts)):
+                       ("kv-heads", model.kv_heads), ("experts", model.experts), ("mtp", model.mtp_layers)):
         out[key] = str(value)
     out["attention"] = _attention_text(model)
     out["seq"] = f"{train.seq_len:,}"
