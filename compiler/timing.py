@@ -3852,6 +3852,25 @@ class RankStep:
     copies: float = 0.0
     """Seconds the data-parallel runtime's own copies take on the compute stream
     (`dp_copy_seconds`)."""
+    embedding_sync: float = 0.0
+    """Seconds of the once-a-step sum of the embedding copies' gradients between the first and
+    the last pipeline stage (`embedding_sync`), in the step's tail: nothing runs beside it."""
+
+
+def embedding_sync(shape: Shape, k: Knobs, load: Load, geo: Geometry, grad: int) -> tuple[Collective, ...]:
+    """The all-reduce that keeps a pipeline's two copies of the embedding table equal, on a rank
+    that holds one end of the model but not the other: a tied model's output layer on the last
+    stage is a copy of the first stage's embedding (parc's job: `dist.all_reduce` over
+    `rt.meshes.tied` in parallel.py; Megatron-Core: the embedding group's all-reduce in
+    `finalize_model_grads`), and so is the embedding Megatron-Core keeps on the stage that runs
+    multi-token prediction (`GPTModel.embedding` where `mtp_process`). Once a step, after the
+    last backward, the gradient's dtype (`grad` bytes an element) over the two stages. None where
+    one rank holds both ends (the V schedules) or there is no pipeline."""
+    if k.pp <= 1 or load.embedding == load.output or not (shape.tied or shape.mtp):
+        return ()
+    table = padded_vocab(shape.vocab, k.tp, k.runtime) * shape.hidden / k.tp
+    local = 2 if geo.pp.inside else 1  # the first and the last stage in one NVLink domain, or not
+    return (Collective("pp", "all_reduce", grad * table, 1, 2, local, "last_backward"),)
 
 
 def dp_copy_seconds(copied: float, hw: Hardware, c: Constants) -> float:
@@ -3877,14 +3896,17 @@ def rank_steps(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants
         again = recomputed_again(k, sw, r.chunks, loads.index(load))
         compute = compute_ledger(shape, k, load, sw, again) + ((Compute("offload", hbm_bytes=host),) if host else ()) \
             + ((Compute("dp_copies", hbm_bytes=copied),) if copied else ())
+        sync = embedding_sync(shape, k, load, geo, sw.grad_bytes)
         ledger = Ledger(path_ledger(r, k, geo, shape, load, again) + dp_ledger(r, k, links, sw.grad_bytes, sw.dp_runtime,
-                                                                  sw.gather_bytes),
+                                                                  sw.gather_bytes) + sync,
                         compute, host_bytes=host)
         exposed_dp, _ = dp_exposed(r, k, links, sw.grad_bytes, sw.dp_runtime, serial_windows(sw, k.pp), sw.gather_bytes)
+        pair = link(Group(2, 2 if geo.pp.inside else 1), hw, c)
         out[load] = RankStep(times=r, ledger=ledger, dp_exposed=exposed_dp, optimizer=optimizer_seconds(r, k, hw, c),
                              bounds=link_bounds(ledger, hw, c),
                              offload=m * offload_exposed(sizes, r, shape, k.runtime, hw, c),
-                             copies=dp_copy_seconds(copied, hw, c))
+                             copies=dp_copy_seconds(copied, hw, c),
+                             embedding_sync=sum(collective_seconds(s, pair) for s in sync))
     return loads, out
 
 
@@ -3949,14 +3971,15 @@ def step_from(ranks: tuple[tuple[Load, ...], dict[Load, RankStep]], shape: Shape
     b = (r.backward_input + r.recompute + sum(r.exposed_b)) / v + copies
     w = (r.backward_weight + again * rework / m) / v  # the weight passes' recomputation, spread over them
     bubble = runtime_bubble_seconds(k.schedule, k.pp, v, m, f, b, w)
-    tail, dp_s, opt, copies, tail_step = -1.0, 0.0, 0.0, 0.0, steps[slow_load]
+    tail, dp_s, opt, copies, sync, tail_step = -1.0, 0.0, 0.0, 0.0, 0.0, steps[slow_load]
     for rank in steps.values():
-        if rank.dp_exposed + rank.optimizer + rank.copies > tail:
-            tail, tail_step = rank.dp_exposed + rank.optimizer + rank.copies, rank
-            dp_s, opt, copies = rank.dp_exposed, rank.optimizer, rank.copies
+        if rank.dp_exposed + rank.optimizer + rank.copies + rank.embedding_sync > tail:
+            tail, tail_step = rank.dp_exposed + rank.optimizer + rank.copies + rank.embedding_sync, rank
+            dp_s, opt, copies, sync = rank.dp_exposed, rank.optimizer, rank.copies, rank.embedding_sync
     exposed_axes = {axis: m * (r.exposed_f[i] + r.exposed_b[i]) + again * (r.recompute_exposed[i] if i < 3 else 0.0)
                     for i, axis in enumerate(RANK_AXES)}
     exposed_axes["dp"] = dp_s
+    exposed_axes["pp"] += sync  # the embedding copies' gradient sum, in the tail (`embedding_sync`)
     if sw.ep_overlap and shape.moe:
         exposed_axes["ep"] += unpaired_ep_seconds(shape, k, hw, geo, c, sw, loads.index(slow_load), v)
     sent = {axis: m * r.sent[i] for i, axis in enumerate(RANK_AXES)}

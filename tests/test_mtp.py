@@ -231,3 +231,29 @@ def test_search_over_a_latent_attention_model_with_mtp_agrees_with_explain_and_p
     for candidate in result.candidates:
         assert candidate.fast_step == pytest.approx(candidate.prediction.breakdown.step, rel=1e-9)
         assert_within_physics(candidate.compilation.plan)
+
+
+def test_the_mtp_stage_sums_its_embedding_copy_with_the_first_stage_once_a_step():
+    """Megatron-Core keeps an embedding on the stage that runs multi-token prediction and
+    all-reduces its gradient with the first stage's over the embedding group once a step
+    (`finalize_model_grads`): one call of V'/tp x h gradient elements (fp32: Megatron's default
+    gradient buffer) on the first and the last stage, none between; without MTP none."""
+    from parc.memory.parameters import padded_vocab
+
+    for mtp, model in ((1, WITH_MTP), (0, DEEPSEEK_V3)):
+        plan = plan_of(model.replace("layers 61", "layers 16"), layout="tp 2 x dp 8 x pp 4 on nodes(8 gpus, nvlink)\n"
+                       "ep 8 over dp", extra="pp { schedule 1f1b }\n")
+        loads, steps = timing.plan_rank_steps(plan)
+        calls = [[c for c in steps[load].ledger.collectives if c.axis == "pp" and c.kind == "all_reduce"]
+                 for load in loads]
+        assert len(calls) == 4
+        if not mtp:
+            assert not any(calls)
+            continue
+        table = padded_vocab(V, 2, "megatron") * H / 2
+        for stage, found in enumerate(calls):
+            if stage in (0, 3):
+                assert [(c.count, c.size, c.payload) for c in found] == [(1, 2, 4 * table)]
+                assert steps[loads[stage]].embedding_sync > 0
+            else:
+                assert not found and steps[loads[stage]].embedding_sync == 0

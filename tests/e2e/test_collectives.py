@@ -242,7 +242,7 @@ def assert_ledger_matches(spec: str, plan, ranks: list[dict]) -> None:
         assert abs(real - model) <= TOLERANCE * model, f"{spec} {key}: job {real:,.0f} bytes over the ranks, ledger {model:,.0f}"
 
 
-FAST = ("traffic-tp2-sp", "traffic-pp2-zbv", "cp2-ring", "ep2-over-dp", "moe-zbv-recompute")
+FAST = ("traffic-tp2-sp", "traffic-pp2-zbv", "cp2-ring", "ep2-over-dp", "moe-zbv-recompute", "traffic-pp2-tied")
 """One case per kind in the default run; the others are `long`."""
 LEDGER_CASES = FAST + ("traffic-tp2-dp2", "traffic-pp2-dp2", "traffic-pp2-1f1b", "traffic-pp2-interleaved",
                        "traffic-pp2-zb", "traffic-pp2-dualpipe", "cp2-all-gather", "cp2-all-to-all", "ep2-axis",
@@ -260,8 +260,9 @@ def test_the_ledger_is_what_the_job_issues(spec, tmp_path):
     but not the expert-count exchange, which the job keeps from the forward; moe-zbv-recompute:
     ZB-V with full recomputation, each block recomputed in its input pass and again in its
     weight pass, both without the count exchange, and the V's first rank holding two FSDP roots,
-    the second none) equals the collectives the running job records in one step, per (axis,
-    kind): calls exactly, bytes within 1 %."""
+    the second none; traffic-pp2-tied: the tied embedding's two copies, their gradients summed
+    over the two stages once a step) equals the collectives the running job records in one step,
+    per (axis, kind): calls exactly, bytes within 1 %."""
     assert_ledger_is_the_job(spec, tmp_path)
 
 
