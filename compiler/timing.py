@@ -59,6 +59,7 @@ from .memory.parameters import (
     by_rank,
     chunks_of,
     kv_split,
+    latent_norm_params,
     layer_params,
     output_params,
     padded_vocab,
@@ -3594,7 +3595,8 @@ def path_ledger(r: RankTimes, k: Knobs, geo: Geometry, shape: Shape | None = Non
     records (`RankTimes.collectives`, from the per-layer closed forms) m times, and, under
     sequence parallelism, the once-per-step all-reduce over tp of the gradients of the norms,
     which sp keeps replicated (one call per norm weight or bias: two norms per layer, the final
-    norm on the output chunk). Their exposure is the per-layer model's; the records carry their
+    norm on the output chunk), and of multi-head latent attention's duplicated down projections
+    and latent norms (one call per layer). Their exposure is the per-layer model's; the records carry their
     bytes to the link bounds and the runtime comparison. `again`: micro-batches' worth of
     recomputation the weight passes run a second time (`recomputed_again`), their collectives
     with them (rounded to whole calls where the split passes' chunks differ)."""
@@ -3607,6 +3609,12 @@ def path_ledger(r: RankTimes, k: Knobs, geo: Geometry, shape: Shape | None = Non
         norms = (2 * r.layers + (1 if load.output else 0)) * tensors
         out.append(Collective("tp", "all_reduce", FP32 * shape.hidden, norms, geo.tp.size, geo.tp.local,
                               "last_backward"))
+        if shape.mla:  # MLA's duplicated down projections and latent norms, also replicated over tp
+            # (Megatron-Core marks them `sequence_parallel`: `_allreduce_non_tensor_model_parallel_grads`)
+            duplicated = sum(w.weights for w in attention_linears(shape) if w.split == DUPLICATED) \
+                + latent_norm_params(shape)
+            out.append(Collective("tp", "all_reduce", FP32 * duplicated, r.layers, geo.tp.size, geo.tp.local,
+                                  "last_backward"))
     return tuple(out)
 
 

@@ -256,3 +256,16 @@ def test_tp_overlap_pairs_the_latents_gather_with_the_up_projections():
         first.setdefault((phase, kind), seconds)
     assert first["forward", "all_gather"] == pytest.approx(timed(1) + timed(3), rel=1e-12)  # q_up + kv_up
     assert first["forward", "reduce_scatter"] == pytest.approx(timed(4), rel=1e-12)  # o_proj
+
+
+def test_the_duplicated_weights_gradients_are_summed_over_tp_once_a_step():
+    """Under sequence parallelism Megatron-Core all-reduces over tp the gradients of every weight
+    it keeps whole on each tp rank (`_allreduce_non_tensor_model_parallel_grads`): for MLA the down
+    projections, h (q_lora + kv_lora + r) = 7168 x 2112, and the latent norms, 1536 + 512, one
+    call per layer, fp32."""
+    plan = plan_of(DEEPSEEK_V3.replace("layers 61", "layers 8"), layout="tp 2 x dp 4 on nodes(8 gpus, nvlink)\n"
+                   "ep 4 over dp")
+    loads, steps = timing.plan_rank_steps(plan)
+    found = [c for c in steps[loads[0]].ledger.collectives
+             if c.axis == "tp" and c.kind == "all_reduce" and c.payload == 4 * (7168 * 2112 + 1536 + 512)]
+    assert [c.count for c in found] == [8]
