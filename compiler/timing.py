@@ -903,6 +903,11 @@ class Work:
     all-to-alls' time and bytes are added from the layer's exposure (`_piece`)."""
     tp_bytes: float = 0.0
     """Tensor the tp collectives carry (micro-batch activations, b x s/cp x h, 16-bit)."""
+    tp_latent: float = 0.0
+    """Where the attention's input-side tp collective carries something else than `tp_bytes`:
+    multi-head latent attention's latents (`mla_tp_width`), one call each way in place of one of
+    `tp_bytes` (`piece_collectives`; the backward re-gather of the up projections' saved inputs
+    stays charged at `tp_bytes`, an overcount); 0 otherwise."""
     tp_all_reduce: tuple[int, int] = (0, 0)
     """All-reduces of `tp_bytes` (forward, backward): without sequence parallelism."""
     tp_gather: tuple[int, int] = (0, 0)
@@ -1519,6 +1524,23 @@ def attention_gemms(shape: Shape, tp: int, n: float, shard: int | None = 1) -> l
     return [(1, 1, n, h, q + 2 * kv), (1, 1, n, shape.o / tp, h)]
 
 
+LATENT_CALLS = (("forward", "all_gather"), ("backward", "reduce_scatter"), ("backward", "all_reduce"))
+"""The attention's input-side tp calls (`Work.tp_latent`): under sequence parallelism the gather
+into its column-parallel projections and the reduce-scatter of their input gradient; without it
+the all-reduce of that gradient."""
+
+
+def mla_tp_width(shape: Shape, sp: bool) -> int:
+    """Elements per token of multi-head latent attention's input-side tp collectives (Megatron-Core,
+    multi_latent_attention.py at core_v0.16.0): the up projections gather their inputs, the query
+    latent (or the hidden state without one) and the key-value latent, and the shared RoPE key is
+    gathered beside them (`gather_from_sequence_parallel_region(k_pos_emb)`); without sequence
+    parallelism the column-parallel projections' input gradients are all-reduced, the RoPE key's
+    is not (its down projection runs whole on every rank)."""
+    queries = shape.q_lora or shape.hidden
+    return queries + shape.kv_lora + (shape.rope_dim if sp else 0)
+
+
 def mla_key_value_elements(shape: Shape, tp: int, n: float) -> float:
     """Elements multi-head latent attention's key and value assembly reads and writes on one tp
     rank for `n` tokens beyond the RoPE pass every RoPE model pays (which reads or writes q and
@@ -1938,6 +1960,7 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
         precision, hw, c) + (sum(timed[attention_count:attention_count + 3]) if moe else 0.0)
 
     tp_bytes = ACT * n * h if t > 1 else 0.0
+    tp_latent = ACT * n * mla_tp_width(shape, sp) if t > 1 and shape.mla else 0.0
     pairs = 1 if moe and not shape.shared_experts else 2  # routed experts are not split over tp
     # each tp-split block's (column, row) GEMMs in `gemms`' order: attention, then the dense FFN
     # or the shared experts (after the router and the routed experts' two)
@@ -1972,7 +1995,8 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
     return Work(launches_f=launches_f, launches_b=launches_b, gemm=gemm, attention_f=attention_f, attention_b=attention_b, memory_f=memory_f,
                 memory_b=memory_b, selective_core=core_again, selective_elementwise=elementwise,
                 selective_torchtitan=torchtitan, norms_again=norms_again, moe_act_again=moe_act_again, moe_again=moe_again,
-                mla_up_again=mla_up_again, tp_bytes=tp_bytes, tp_all_reduce=reduce, tp_gather=gather,
+                mla_up_again=mla_up_again, tp_bytes=tp_bytes, tp_latent=tp_latent, tp_all_reduce=reduce,
+                tp_gather=gather,
                 tp_gemms=tp_partners(blocks, sp) if t > 1 else (), cp_flavour=flavour,
                 cp_bytes=cp_bytes, cp_runtime=cp_runtime, ep_bytes=ep_bytes, moe=moe)
 
@@ -2189,8 +2213,11 @@ def piece_collectives(work: Work, tp: Link, cp: Link, ep: Link, calls: TpCalls |
     expert-count exchange). Times, bytes sent and link bytes are all read from these records."""
     out: list[Collective] = list(extra)
     if tp.size > 1 and work.tp_bytes:
-        out += [Collective("tp", kind, work.tp_bytes, n, tp.size, tp.local, "path", n, phase, pairs=True)
-                for phase, kind, n in (pair_calls(work) if calls is None else calls)]
+        for phase, kind, n in (pair_calls(work) if calls is None else calls):
+            if work.tp_latent and (phase, kind) in LATENT_CALLS:  # the attention's first, as its GEMM pairs come
+                out.append(Collective("tp", kind, work.tp_latent, 1, tp.size, tp.local, "path", 1, phase, pairs=True))
+                n -= 1
+            out.append(Collective("tp", kind, work.tp_bytes, n, tp.size, tp.local, "path", n, phase, pairs=True))
     n = cp.size
     if n > 1 and work.cp_runtime == "torch":
         out += torch_cp_collectives(work, cp)

@@ -269,3 +269,28 @@ def test_the_duplicated_weights_gradients_are_summed_over_tp_once_a_step():
     found = [c for c in steps[loads[0]].ledger.collectives
              if c.axis == "tp" and c.kind == "all_reduce" and c.payload == 4 * (7168 * 2112 + 1536 + 512)]
     assert [c.count for c in found] == [8]
+
+
+@pytest.mark.parametrize("sp, kinds, width", [(True, {("forward", "all_gather"), ("backward", "reduce_scatter")},
+                                               1536 + 512 + 64),
+                                              (False, {("backward", "all_reduce")}, 1536 + 512)])
+def test_the_attentions_tp_collectives_carry_the_latents(sp, kinds, width):
+    """Megatron-Core gathers MLA's latents, not the hidden state, into its up projections (and the
+    shared RoPE key beside them) under sequence parallelism; without it the up projections'
+    input gradients, q_lora + kv_lora wide, are all-reduced. One call each way carries them; the
+    layer's other calls keep the hidden width."""
+    plan = plan_of()
+    shape, hw, c = shape_of(plan), timing.hardware_of(plan), timing.DEFAULT
+    case = timing.LayerCase(moe=False, tp=2, sp=sp, cp=1, flavour="ring", seq=4096, micro=1, ep=1,
+                            precision="bf16", attention="flash-te", kernels="fused")
+    work = timing.layer_work(shape, case, hw, c)
+    tp = timing.link(timing.Group(2, 2), hw, c)
+    records = timing.piece_collectives(work, tp, tp, tp)
+    latent = {(r.phase, r.kind) for r in records if r.axis == "tp" and r.payload == 2 * 4096 * width}
+    assert latent == kinds
+    # as many calls as before, each kind: the latent one in place of one of the hidden width
+    calls = {}
+    for r in records:
+        if r.axis == "tp":
+            calls[r.phase, r.kind] = calls.get((r.phase, r.kind), 0) + r.count
+    assert calls == {(phase, kind): n for phase, kind, n in timing.pair_calls(work)}
