@@ -1059,7 +1059,8 @@ def precision_of(lay: dict) -> str:
 
 MODULE_WORDS = {"core_attn": "the attention core", "layernorm": "the two norms",
                 "moe_act": "the experts' activation", "moe": "the whole MoE layer (router, permutations, "
-                "expert GEMMs, its dispatch and combine)"}
+                "expert GEMMs, its dispatch and combine)",
+                "mla_up_proj": "multi-head latent attention's up projections and key/value assembly"}
 """Megatron-Core's `--recompute-modules` names the time model charges (`timing.MEGATRON_MODULES`)."""
 
 
@@ -1067,7 +1068,7 @@ def megatron_modules(entry: dict) -> tuple[str, ...]:
     """The modules a row's `--recompute-modules` flag names (Megatron-Core's selective
     recomputation by module, `megatron/training/arguments.py`; default `core_attn`), in the
     flag's order; () when the row states no such flag. Names the model does not charge
-    (`mlp`, `shared_experts`, `mla_up_proj`) are kept out."""
+    (`mlp`, `shared_experts`) are kept out."""
     text = str((entry.get("layout") or {}).get("recompute") or "")
     found = re.search(r"--recompute-modules\s+([a-z_ ]+)", text)
     if not found:
