@@ -25,8 +25,8 @@ gradient), so a training step costs 3x forward. These functions take numbers (th
 
 from __future__ import annotations
 
-from .latent import mla_linears
 from .memory.inputs import Shape
+from .memory.parameters import attention_linears
 
 # `Shape` is the memory model's bundle of numbers (`parc.memory.inputs`): one description of the
 # model shared by the memory model, the time model and search.
@@ -46,8 +46,7 @@ def attention_projection_flops(shape: Shape) -> int:
     """The projections' products for one token: Q, K, V and the output, or multi-head latent
     attention's down and up projections (`latent.mla_linears`) and its output."""
     if shape.mla:
-        return 2 * sum(w.weights for w in mla_linears(shape.hidden, shape.heads, shape.head_dim, shape.q_lora,
-                                                       shape.kv_lora, shape.rope_dim, shape.v_dim))
+        return 2 * sum(w.weights for w in attention_linears(shape))
     return 2 * shape.hidden * (shape.q + 2 * shape.kv) + 2 * shape.q * shape.hidden
 
 

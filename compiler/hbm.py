@@ -56,10 +56,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from .latent import COLUMN
 from .memory.activations import torchtitan_matmuls, torchtitan_op_split
 from .memory.inputs import Shape
-from .memory.parameters import attention_linears, kv_split
+from .memory.parameters import attention_linears, kv_split, up_projections
 
 if TYPE_CHECKING:  # timing imports this module; the type only names the bundle
     from .timing import LayerCase
@@ -299,13 +298,12 @@ def layer_bytes(shape: Shape, case: LayerCase) -> PieceBytes:
         memory_f += (cp - 1) * 3 * timing.ACT * n * shape.o / tp  # merge each step's output by its log-sum-exp
         memory_b += (cp - 1) * 2 * 4 * n * 2 * kv  # accumulate dK, dV per step in fp32
     # the MoE layer's own products: every GEMM after the attention's (QKV as one or three, the output)
-    attention_gemms = len(timing.mla_gemms(shape, tp, n, shard)) if shape.mla else 3 if kernels == "eager" else 2
+    attention_gemms = len(attention_linears(shape)) if shape.mla else 3 if kernels == "eager" else 2
     moe_gemm = sum(count * gemm_bytes(m, k, nn, 1 if fp8 else 2)[0] for count, m, k, nn in gemms[attention_gemms:]) \
         if moe else 0.0
     mla_up = 0.0
     if shape.mla:  # the up projections (the column-parallel ones) and the key-value assembly again
-        ups = [i for i, w in enumerate(attention_linears(shape)) if w.split == COLUMN]
-        mla_up = (sum(gemms[i][0] * gemm_bytes(*gemms[i][1:], 1 if fp8 else 2)[0] for i in ups)
+        mla_up = (sum(gemms[i][0] * gemm_bytes(*gemms[i][1:], 1 if fp8 else 2)[0] for i in up_projections(shape))
                   + timing.ACT * timing.mla_key_value_elements(shape, tp, n))
     elementwise = timing.ACT * recomputable + eager_f + out_projection
     # torchtitan's policy (`timing.torchtitan_op_seconds`): its counted matmuls not saved, and an

@@ -818,11 +818,12 @@ def count_parameters(model: dict, seq: int) -> tuple[int, int]:
     matrices = 3 if model["activation"] == "swiglu" else 2
     attention = h * (q + 2 * kv) + q * h + 2 * norm
     if model.get("kv_lora_rank"):  # multi-head latent attention: its own matrices and latent norms
-        latent = (model["heads"], model["head_dim"], model.get("q_lora_rank", 0), model["kv_lora_rank"],
-                  model["rope_head_dim"], model["v_head_dim"])
+        q_lora, kv_lora = model.get("q_lora_rank", 0), model["kv_lora_rank"]
+        linears = mla_linears(h, model["heads"], model["head_dim"], q_lora, kv_lora, model["rope_head_dim"],
+                              model["v_head_dim"])
         per_element = 2 if model["norm"] == "layernorm" else 1
-        attention = (sum(w.weights for w in mla_linears(h, *latent))
-                     + per_element * sum(latent_norm_widths(latent[2], latent[3])) + 2 * norm)
+        attention = (sum(w.weights for w in linears) + per_element * sum(latent_norm_widths(q_lora, kv_lora))
+                     + 2 * norm)
     dense_ffn = matrices * h * model["ffn"]
     expert = matrices * h * model.get("expert_ffn", 0)
     experts = model.get("experts", 0)

@@ -63,6 +63,8 @@ from .memory.parameters import (
     layer_params,
     output_params,
     padded_vocab,
+    split_weights,
+    up_projections,
 )
 from .plan import AXES, Plan
 
@@ -1854,8 +1856,8 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
     # before the output's) and the key and value assembly again; their outputs are not kept
     mla_up_again = 0.0
     if shape.mla:
-        ups = [i for i, w in enumerate(attention_linears(shape)) if w.split == COLUMN]
-        mla_up_again = sum(timed[i] for i in ups) + memory_seconds(ACT * mla_key_value_elements(shape, t, n), hw, c)
+        mla_up_again = (sum(timed[i] for i in up_projections(shape))
+                        + memory_seconds(ACT * mla_key_value_elements(shape, t, n), hw, c))
     cast_f = cast_b = 0.0
     if precision == "fp8" and hw.fp8:
         # each GEMM input cast to fp8 with a transposed copy for the other backward GEMM (read 2
@@ -1966,8 +1968,7 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
     # or the shared experts (after the router and the routed experts' two)
     # (MLA: its up projections are the column side, its output projection the row side; its
     # duplicated down projections run before the latents' gather and pair with nothing)
-    columns = (sum(timed[i] for i, w in enumerate(attention_linears(shape)) if w.split == COLUMN) if shape.mla
-               else timed[0])
+    columns = sum(timed[i] for i in up_projections(shape)) if shape.mla else timed[0]
     blocks = [(columns, timed[attention_count - 1])] + ([(timed[-2], timed[-1])] if pairs == 2 else [])
     reduce = (0, 0) if sp or t == 1 else (pairs, pairs)
     gather = (2 * pairs, 2 * pairs) if sp and t > 1 else (0, 0)
@@ -3638,8 +3639,7 @@ def path_ledger(r: RankTimes, k: Knobs, geo: Geometry, shape: Shape | None = Non
                               "last_backward"))
         if shape.mla:  # MLA's duplicated down projections and latent norms, also replicated over tp
             # (Megatron-Core marks them `sequence_parallel`: `_allreduce_non_tensor_model_parallel_grads`)
-            duplicated = sum(w.weights for w in attention_linears(shape) if w.split == DUPLICATED) \
-                + latent_norm_params(shape)
+            duplicated = split_weights(shape, DUPLICATED) + latent_norm_params(shape)
             out.append(Collective("tp", "all_reduce", FP32 * duplicated, r.layers, geo.tp.size, geo.tp.local,
                                   "last_backward"))
     return tuple(out)
@@ -3767,7 +3767,7 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software, again: floa
             core[2] += count * a * ("core_attn" in modules)
             if shape.mla and "mla_up_proj" in modules:  # the up projections' products again
                 n = k.seq * k.micro_batch / k.cp
-                gemm[2] += count * sum(2 * n * w.weights / k.tp for w in attention_linears(shape) if w.split == COLUMN)
+                gemm[2] += count * 2 * n * split_weights(shape, COLUMN) / k.tp
             if moe and "moe" in modules:
                 gemm[2] += count * moe_gemm_flops(shape, k.tp, k.cp, k.seq, k.micro_batch)
     if load.output:
@@ -3936,12 +3936,12 @@ def rank_steps(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants
                                                                   sw.gather_bytes) + sync,
                         compute, host_bytes=host)
         exposed_dp, _ = dp_exposed(r, k, links, sw.grad_bytes, sw.dp_runtime, serial_windows(sw, k.pp), sw.gather_bytes)
-        pair = link(Group(2, 2 if geo.pp.inside else 1), hw, c)
         out[load] = RankStep(times=r, ledger=ledger, dp_exposed=exposed_dp, optimizer=optimizer_seconds(r, k, hw, c),
                              bounds=link_bounds(ledger, hw, c),
                              offload=m * offload_exposed(sizes, r, shape, k.runtime, hw, c),
                              copies=dp_copy_seconds(copied, hw, c),
-                             embedding_sync=sum(collective_seconds(s, pair) for s in sync))
+                             embedding_sync=sum(collective_seconds(s, link(Group(s.size, s.local), hw, c))
+                                                for s in sync))
     return loads, out
 
 
@@ -4067,7 +4067,7 @@ def hardware_flops_per_token(shape: Shape, k: Knobs, sw: Software) -> float:
         if "moe" in modules and shape.moe:
             total += flops.moe_count(shape) * moe_gemm_flops(shape, 1, 1, 1, 1)
         if "mla_up_proj" in modules and shape.mla:  # the up projections' products again
-            total += shape.layers * 2 * sum(w.weights for w in attention_linears(shape) if w.split == COLUMN)
+            total += shape.layers * 2 * split_weights(shape, COLUMN)
     elif k.recompute == "full":
         loads = rank_loads(shape, Chunking.of(k), k.recompute, k.recompute_layers)
         for load in loads:

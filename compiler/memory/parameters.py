@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..latent import Linear, latent_norm_widths, mla_linears
+from ..latent import COLUMN, Linear, latent_norm_widths, mla_linears
 from ..stages import Chunk, layers_per_chunk, make_chunks
 from .inputs import Knobs, Shape
 
@@ -58,6 +58,18 @@ def attention_linears(shape: Shape) -> tuple[Linear, ...]:
     """Multi-head latent attention's matrices (`latent.mla_linears`) for `shape`."""
     return mla_linears(shape.hidden, shape.heads, shape.head_dim, shape.q_lora, shape.kv_lora, shape.rope_dim,
                        shape.v_dim)
+
+
+def up_projections(shape: Shape) -> tuple[int, ...]:
+    """Positions, in `attention_linears` and in `timing.mla_gemms`' list, of MLA's up projections:
+    the column-parallel matrices, which the latents' tp gather feeds and which `--recompute-modules
+    mla_up_proj` runs again."""
+    return tuple(i for i, w in enumerate(attention_linears(shape)) if w.split == COLUMN)
+
+
+def split_weights(shape: Shape, split: str) -> int:
+    """Weights of MLA's matrices that tp splits as `split` (`latent.COLUMN`, `DUPLICATED`)."""
+    return sum(w.weights for w in attention_linears(shape) if w.split == split)
 
 
 def latent_norm_params(shape: Shape) -> int:
