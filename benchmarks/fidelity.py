@@ -2223,8 +2223,10 @@ for (`published.read_recipe`): bf16 gradient reduction, tp overlap, the ep overl
 recomputation, and an expert capacity with padded inputs (25.09's token drop) or a full-iteration
 CUDA graph (26.06), either of which keeps the token counts on the GPU (`Software.moe_host_sync`
 off: no host sync charged), and since stop 43 HybridEP (its fan-out and permute kernels, "Communication")
-and FP8 attention (`fp8_dot_product_attention`, "FP8 attention"). TE's partial CUDA graphs and the
-fused kernels are kept for the record; parc has no physics of its own for them. "Error, table alone" reads the row without
+and FP8 attention (`fp8_dot_product_attention`, "FP8 attention"), since stop 45 Transformer
+Engine's fused grouped MLP (`cutedsl_fused_grouped_mlp`, "The fused grouped MLP"). TE's partial
+CUDA graphs and the permute and router fusions are kept for the record; parc has no physics of its
+own for them. "Error, table alone" reads the row without
 its recipe (the dense rows' second column, the same rule). @RELEASE_MOE_N@ MoE rows are evaluated; @RELEASE_MOE_SERIES_N@
 MoE configurations appear in two releases or more. Nothing is fitted on these rows.
 
@@ -2503,6 +2505,37 @@ stored value is not changed):
 What the MoE series show (computed by `release_check.moe_reading`):
 
 @RELEASE_MOE_READING@
+
+**The fused grouped MLP (stop 45).** From 26.06 the GB200 recipes set `cutedsl_fused_grouped_mlp`,
+which turns on Megatron-Core's `use_transformer_engine_op_fuser` (scripts/performance/utils/overrides.py
+at c270efc505). `TEGroupedMLP._fused_forward` (megatron/core/transformer/moe/experts.py) then runs
+Transformer Engine's `_GroupedMLP_CuTeGEMMBase` (transformer_engine/pytorch/ops/fused/grouped_mlp.py):
+- forward: one `group_quantize` of fc1's input for all local experts; fc1's grouped GEMM with the
+  GLU, the router's probabilities and the quantization of fc2's input in its epilogue
+  (`grouped_gemm_glu_wrapper_sm100`); fc2's grouped GEMM;
+- backward: one `group_quantize` of fc2's output gradient; fc2's dgrad with the GLU's backward and
+  the quantization of fc1's output gradient in its epilogue (`grouped_gemm_dglu_wrapper_sm100`);
+  fc1's dgrad; the two weight gradients.
+
+Each grouped GEMM is one kernel over all the local experts, where `GroupedLinear` issues one
+cuBLAS GEMM per expert over four streams. So the layer loses the activation's memory-bound pass
+(forward and backward), two of the four fp8 casts around the experts, the per-expert quantize
+launches (two `split_quantize`s of one kernel per expert each way under MXFP8) and three of every
+four GEMM ramps (`Software.fused_grouped_mlp`, `timing.fuses_grouped_mlp`,
+`kernels.fused_grouped_mlp_launches`, `timing.fused_mlp_epilogue_casts`; `hbm.layer_bytes` drops
+the same bytes; tests/test_fused_grouped_mlp.py counts each by hand). Transformer Engine fuses
+only on Blackwell under MXFP8 or NVFP4, for a GLU, with both linears' widths divisible by 64
+(`fuse_grouped_mlp_ops`, `validate_grouped_mlp_dims`): the model applies it under the same
+conditions and leaves every other layer as it was. The rows that state it, with the stored
+constants:
+
+@FUSED_MLP@
+
+Qwen3-30B-A3B (16 local experts of width 768: many small kernels and a wide activation) gains
+most; DeepSeek-V3 (4 local experts of 2,048 at ep 64, 32,768 copies a rank) least, and its GB200
+rows stay about a fifth slow: what else its 26.06 recipe changes (the full-iteration graph beyond
+the host read, the paged stash) is not in the model. gpt-oss gets faster too, which widens its
+open Blackwell gap (above).
 
 ## torch FSDP runs never fitted: llm-foundry's MPT tables
 
@@ -3190,6 +3223,19 @@ def attention_table() -> str:
     return "\n".join(lines)
 
 
+def fused_mlp_table(constants: Constants) -> str:
+    """The rows whose recipe runs Transformer Engine's fused grouped MLP
+    (`timing.Software.fused_grouped_mlp`), each row's error without the fusion and with it."""
+    rows, _ = load_rows(ROOT / "benchmarks" / "data" / "megatron_bridge_releases_moe.yaml")
+    fused = [r for r in rows if r.software.fused_grouped_mlp]
+    unfused = [dataclasses.replace(r, software=dataclasses.replace(r.software, fused_grouped_mlp=False)) for r in fused]
+    prepared = [prepare(r) for r in fused]
+    lines = ["| run | unfused grouped GEMMs | fused grouped MLP |", "|---|---|---|"]
+    for a, b in zip(evaluate(unfused, prepared, constants), evaluate(fused, prepared, constants), strict=True):
+        lines.append(f"| `{b.row.id}` | {a.error:+.1%} | {b.error:+.1%} |")
+    return "\n".join(lines)
+
+
 def moe_summary(results: list[Result]) -> str:
     """The mixture-of-experts rows: none is fitted (no fitted constant is a MoE one;
     `published.py`), so their errors with the stored constants are out of sample."""
@@ -3228,6 +3274,7 @@ def generate(constants: Constants = DEFAULT,
         "ALL_MEDIAN": f"{all_median:.1%}", "ALL_WORST": f"{all_worst:.1%}", "ALL_WORST_ID": all_worst_id,
         "SKIPPED": skipped_text, "LAYER_CHECK": layer_check(constants), "SPECS": specs_table(constants),
         "MOE_SUMMARY": moe_summary(results),
+        "FUSED_MLP": fused_mlp_table(constants),
         "LONGCTX": longctx_series.section(rows, constants),
         "TRAINED_ROUTER": trained_router.section(rows, constants),
         "TRAINED_LITERATURE": trained_router.literature(rows, constants),

@@ -74,8 +74,11 @@ def split(shape, knobs, hw: timing.Hardware, sw: timing.Software, c=DEFAULT) -> 
     mean = n * shape.top_k
     assigned = mean * (1.0 if sw.balanced_routing else kernel_model.routing_imbalance(mean, ep, shape.capacity_factor))
     per_expert = kernel_model.padded_rows(assigned / local, sw.balanced_routing)
-    rounds = kernel_model.grouped_rounds(local)
-    pooled = min(local, kernel_model.GROUPED_STREAMS)
+    # Transformer Engine's fused grouped MLP (`timing.fuses_grouped_mlp`): one kernel per grouped GEMM,
+    # the GLU and two casts in their epilogues
+    fused = timing.fuses_grouped_mlp(shape, timing.LayerCase.of(knobs, True, sw))
+    rounds = 1 if fused else kernel_model.grouped_rounds(local)
+    pooled = local if fused else min(local, kernel_model.GROUPED_STREAMS)
     act = timing.ACT
     parts = [
         _gemm_part("dense GEMMs (qkv, out)", [(1, 1, n, h, q + 2 * kv, 1), (1, 1, n, q, h, 1)], precision, hw, c),
@@ -99,8 +102,9 @@ def split(shape, knobs, hw: timing.Hardware, sw: timing.Software, c=DEFAULT) -> 
 
     norms = act * 10 * h * n + act * 2 * (q + kv) * n
     parts.append(memory("norms, residuals, RoPE", norms, 2 * norms, timing.MEMORY_KERNELS))
-    swiglu = act * assigned * (up + 1) * f
-    parts.append(memory("expert SwiGLU", swiglu, 2 * swiglu))
+    if not fused:
+        swiglu = act * assigned * (up + 1) * f
+        parts.append(memory("expert SwiGLU", swiglu, 2 * swiglu))
     parts.append(memory("router (fp32 softmax, top-k, aux)", timing.ROUTER_BYTES[0] * n * e,
                         timing.ROUTER_BYTES[1] * n * e, timing.ROUTER_KERNELS))
     (plain_f, plain_b), (sort_f, sort_b) = timing.PERMUTE_PASSES[timing.permute_kind("fused", sw.ep_dispatcher)]
@@ -129,8 +133,18 @@ def split(shape, knobs, hw: timing.Hardware, sw: timing.Software, c=DEFAULT) -> 
         gemms = [(1, 1, n, h, q + 2 * kv), (1, 1, n, q, h), (1, 1, n, h, e),
                  (rounds, local, per_expert, h, up * f), (rounds, local, per_expert, f, h)]
         cast_f, cast_b = timing.fp8_cast_bytes(gemms, sw.fp8_scaling)
-        quantize = kernel_model.expert_quantize_launches(local, timing.fp8_recipe(precision, sw.fp8_scaling, hw))
-        parts.append(memory("fp8 casts", cast_f, cast_b, quantize))
+        recipe = timing.fp8_recipe(precision, sw.fp8_scaling, hw)
+        if fused:
+            epilogue_f, epilogue_b = timing.fused_mlp_epilogue_casts(local, per_expert, f, up)
+            pad = kernel_model.expert_padding_launches(local, recipe)
+            parts.append(Part("fp8 casts (the fused MLP's group quantizes)",
+                              timing.memory_seconds(cast_f - epilogue_f, hw, c)
+                              + (kernel_model.FUSED_MLP_MEMORY_KERNELS.forward + pad) * c.kernel_overhead,
+                              timing.memory_seconds(cast_b - epilogue_b, hw, c)
+                              + (kernel_model.FUSED_MLP_MEMORY_KERNELS.backward + pad) * c.kernel_overhead,
+                              0.0, cast_f - epilogue_f, cast_b - epilogue_b))
+        else:
+            parts.append(memory("fp8 casts", cast_f, cast_b, kernel_model.expert_quantize_launches(local, recipe)))
     return parts
 
 

@@ -931,6 +931,14 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     attention_fp8 = family == "megatron" and precision == "fp8" and "fp8-dot-product-attention" in compact
     if attention_fp8:
         notes.append("FP8 dot-product attention (stated: Transformer Engine's FP8 fused attention)")
+    # Transformer Engine's fused grouped MLP (Megatron-Bridge's `cutedsl_fused_grouped_mlp`, which
+    # sets Megatron-Core's `use_transformer_engine_op_fuser`): the experts' GLU and quantizations
+    # in their grouped GEMMs' epilogues, where TE fuses (`timing.fuses_grouped_mlp`)
+    fused_grouped_mlp = family == "megatron" and "fused-grouped-mlp" in compact
+    if fused_grouped_mlp:
+        notes.append("Transformer Engine's fused grouped MLP (stated): the experts' GLU and quantizations in the "
+                     "grouped GEMMs' epilogues, one kernel per GEMM for all local experts, on Blackwell under "
+                     "MXFP8 (not expressible in a spec)")
     recipe = "dynamic" if family == "torchtitan" else fp8_recipe_of(entry)
     if precision == "fp8" and recipe in ("current", "mxfp8"):
         notes.append(f"Transformer Engine's {'per-tensor current scaling' if recipe == 'current' else 'MXFP8'} "
@@ -955,6 +963,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         # Megatron-LM's and TE's linears re-gather their saved sharded input in the backward
         # (`timing.regathered`); DTensor (torchtitan, FSDP with plain PyTorch) saves it gathered
         tp_regather=family == "megatron",
+        fused_grouped_mlp=fused_grouped_mlp,
         grad_bytes=grad_bytes,
         # as the target the row compiles to gathers its fp8 weights (`targets.gather_bytes`): the
         # Megatron launcher's `--fp8-param-gather` (NeMo's and Megatron-Bridge's fp8 recipes set
@@ -1314,6 +1323,8 @@ def read_recipe(entry: dict) -> dict:
         said.append("full-iteration-cuda-graph (recipe: cuda_graph_impl full_iteration)")
     if "fp8_dot_product_attention" in (r.get("other") or ()):
         said.append("fp8-dot-product-attention (recipe: fp8_dot_product_attention)")
+    if "cutedsl_fused_grouped_mlp" in (r.get("other") or ()):
+        said.append("fused-grouped-mlp (recipe: cutedsl_fused_grouped_mlp)")
     lay, model = dict(entry.get("layout") or {}), dict(entry.get("model") or {})
     if not lay.get("recompute"):
         if r.get("recompute_modules"):

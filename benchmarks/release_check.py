@@ -688,8 +688,8 @@ def moe_reading(pts: list[Point], host: dict[str, tuple[float, ...]]) -> str:
         f"{g401.tokens:,.0f} (26.04.01, {g401.result.error:+.1%}): toward the prediction. 26.06 adds a "
         f"full-iteration CUDA graph, the ep overlap, cuteDSL's fused grouped MLP and FP8 attention: "
         f"{g606.tokens:,.0f} ({g606.tokens / g401.tokens - 1:+.1%}); reading the graph (no host sync), the "
-        f"overlap and the FP8 attention takes it from {g606.table_error:+.1%} to {g606.result.error:+.1%}; the fused kernels parc "
-        f"does not model are the rest.",
+        f"overlap, the FP8 attention and the fused grouped MLP takes it from {g606.table_error:+.1%} to "
+        f"{g606.result.error:+.1%}.",
         f"- **gpt-oss-120b on GB200 stays fast in every release:** {', '.join(f'{p.release} {p.tokens:,.0f} ({p.result.error:+.1%})' for p in oss)}; "
         f"table alone {span(p.table_error for p in oss)}. Its "
         f"throughput moves {max(p.tokens for p in oss) / min(p.tokens for p in oss) - 1:.1%} across releases: not the "

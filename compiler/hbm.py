@@ -215,7 +215,9 @@ def layer_bytes(shape: Shape, case: LayerCase) -> PieceBytes:
     experts' eager output bias, `timing.EXPERT_BIAS_PASSES` over the balanced routed copies;
     `case.expert_clamp` (`timing.Software.expert_clamp`): the eager clamp of their GLU input,
     `timing.EXPERT_CLAMP_PASSES` over their fc1 output; `case.rope_unfused`
-    (`timing.Software.rope_unfused`): Megatron-Core's unfused RoPE, `timing.UNFUSED_ROPE_BYTES`."""
+    (`timing.Software.rope_unfused`): Megatron-Core's unfused RoPE, `timing.UNFUSED_ROPE_BYTES`;
+    `case.fused_grouped_mlp` (`timing.fuses_grouped_mlp`): the experts' activation and two of
+    their casts inside the grouped GEMMs, no bytes of their own."""
     from . import timing
 
     moe, tp, sp, cp, flavour, seq, micro, ep = (case.moe, case.tp, case.sp, case.cp, case.flavour, case.seq,
@@ -247,10 +249,15 @@ def layer_bytes(shape: Shape, case: LayerCase) -> PieceBytes:
         recomputable += timing.mla_elements(shape, tp, n, shard)
     dispatch_f = dispatch_b = 0.0
     expert_act = 0.0
+    # Transformer Engine's fused grouped MLP: the routed experts' GLU in fc1's epilogue, fc2's input
+    # and fc1's output gradient quantized in the GEMMs' (`timing.fused_mlp_epilogue_casts`)
+    fused_mlp = timing.fuses_grouped_mlp(shape, case)
+    routed_act = 0.0
     if moe:
         copies = n / tp * shape.top_k * (min(1.0, shape.capacity_factor) if shape.capacity_factor else 1.0)
         inner = copies * shape.expert_ffn + n * shape.shared_experts * shape.expert_ffn / tp
-        elements += copies * (up + 1) * shape.expert_ffn
+        routed_act = 0.0 if fused_mlp else copies * (up + 1) * shape.expert_ffn
+        elements += routed_act
         dispatch_f, dispatch_b = moe_dispatch_bytes(shape, tp, ep, n, kernels, case.dispatcher)
         if expert_bias and kernels != "eager":
             dispatch_f += timing.ACT * timing.EXPERT_BIAS_PASSES[0] * copies * shape.hidden
@@ -258,8 +265,8 @@ def layer_bytes(shape: Shape, case: LayerCase) -> PieceBytes:
         if expert_clamp and kernels != "eager":
             dispatch_f += timing.ACT * timing.EXPERT_CLAMP_PASSES[0] * copies * up * shape.expert_ffn
             dispatch_b += timing.ACT * timing.EXPERT_CLAMP_PASSES[1] * copies * up * shape.expert_ffn
-        recomputable += copies * (up + 1) * shape.expert_ffn
-        expert_act += copies * (up + 1) * shape.expert_ffn
+        recomputable += routed_act
+        expert_act += routed_act
         if shape.shared_experts:
             fs = shape.shared_experts * shape.expert_ffn / tp
             elements += n * (up + 1) * fs
@@ -274,6 +281,10 @@ def layer_bytes(shape: Shape, case: LayerCase) -> PieceBytes:
         fused = _gemms(shape, moe, tp, ep, n, "fused", shard)
         extra_f += sum(count * timing.FP8_CAST_BYTES * m * k for count, m, k, _ in fused)
         extra_b += sum(count * timing.FP8_CAST_BYTES * m * nn for count, m, _, nn in fused)
+        if fused_mlp:
+            local = max(1, shape.experts // ep)
+            epilogue_f, epilogue_b = timing.fused_mlp_epilogue_casts(local, copies / local, shape.expert_ffn, up)
+            extra_f, extra_b = extra_f - epilogue_f, extra_b - epilogue_b
     eager_f = eager_b = 0.0
     if rope_unfused and kernels != "eager" and not shape.position_params:
         eager_f += timing.UNFUSED_ROPE_BYTES[0] * (q + kv) * n

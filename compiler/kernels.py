@@ -420,13 +420,43 @@ def grouped_mlp_launches(local: int, recipe: str) -> Launches:
     return Launches(forward=quantize + 2 * local, backward=quantize + 4 * local)
 
 
+def expert_padding_launches(local: int, recipe: str) -> int:
+    """Megatron-Core's fp8 paddings around the routed experts, each way: `Fp8Padding` of the
+    tokens and of the probabilities, `Fp8Unpadding` of the output (one `fused_multi_row_padding`
+    launch per `MULTI_TENSOR_KERNEL` experts each; their backward the same)."""
+    return 3 * math.ceil(local / MULTI_TENSOR_KERNEL) if recipe in QUANTIZE_KERNELS and local > 0 else 0
+
+
 def expert_quantize_launches(local: int, recipe: str) -> int:
     """The memory-bound kernels of `grouped_mlp_launches`, each way: two `split_quantize`s (fc1's
     and fc2's input forward, their output gradients backward) and the three fp8 paddings (or their
     backward). They run one after another on the compute stream (only the GEMMs spread over
     streams), so each pays a kernel's ramp and tail on the GPU as well as its launch on the host."""
-    pad = 3 * math.ceil(local / MULTI_TENSOR_KERNEL) if recipe in QUANTIZE_KERNELS and local > 0 else 0
-    return 2 * split_quantize_launches(local, recipe) + pad
+    return 2 * split_quantize_launches(local, recipe) + expert_padding_launches(local, recipe)
+
+
+FUSED_MLP_MEMORY_KERNELS = Launches(forward=2, backward=1)
+"""The memory-bound kernels Transformer Engine's fused grouped MLP launches per micro-batch
+(`transformer_engine/pytorch/ops/fused/grouped_mlp.py`, `_GroupedMLP_CuTeGEMMBase`, MXFP8):
+forward one `group_quantize` of fc1's input for all experts and one `splits_to_offsets_multi`;
+backward one `group_quantize` of fc2's output gradient. fc2's input and fc1's output gradient
+come quantized out of the GEMMs' epilogues."""
+
+FUSED_MLP_GEMM_KERNELS = Launches(forward=2, backward=4)
+"""Its grouped GEMMs, one kernel each over all local experts: forward fc1 with the GLU
+(`grouped_gemm_glu_wrapper_sm100`) and fc2 (`grouped_gemm_quant_wrapper_sm100`); backward fc2's
+dgrad with the GLU's backward (`grouped_gemm_dglu_wrapper_sm100`), fc1's dgrad, and the two
+weight gradients (`grouped_gemm_wgrad_wrapper_sm100`)."""
+
+
+def fused_grouped_mlp_launches(local: int, recipe: str) -> Launches:
+    """Kernels the routed experts launch per micro-batch under Transformer Engine's fused grouped
+    MLP (`timing.Software.fused_grouped_mlp`): `FUSED_MLP_MEMORY_KERNELS` and
+    `FUSED_MLP_GEMM_KERNELS`, and Megatron-Core's fp8 paddings, which `TEGroupedMLP._fused_forward`
+    keeps (`expert_padding_launches`)."""
+    pad = expert_padding_launches(local, recipe)
+    return Launches(forward=FUSED_MLP_MEMORY_KERNELS.forward + FUSED_MLP_GEMM_KERNELS.forward + pad,
+                    backward=FUSED_MLP_MEMORY_KERNELS.backward + FUSED_MLP_GEMM_KERNELS.backward + pad)
 
 
 def host_paced_seconds(ops: int, gpu_seconds: float, op_seconds: float = HOST_OP_SECONDS) -> float:

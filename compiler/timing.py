@@ -148,6 +148,14 @@ def fp8_cast_bytes(gemms: list[tuple], scaling: str) -> tuple[float, float]:
     return forward, backward
 
 
+def fused_mlp_epilogue_casts(local: int, rows: float, expert_ffn: float, up: int) -> tuple[float, float]:
+    """The casts `fp8_cast_bytes` counts that Transformer Engine's fused grouped MLP
+    (`Software.fused_grouped_mlp`) does not run, forward and backward: fc2's input (`rows` x
+    `expert_ffn` per local expert) leaves fc1's GEMM quantized, and fc1's output gradient (`rows` x
+    `up` x `expert_ffn`) leaves fc2's dgrad quantized. MXFP8 scales per block, with no amax pass."""
+    return (local * FP8_CAST_BYTES * rows * expert_ffn, local * FP8_CAST_BYTES * rows * up * expert_ffn)
+
+
 RING_ROWS = 0.75
 """Mean share of a rank's query rows (or of a K/V block's keys) an off-diagonal zig-zag ring step
 touches: half the steps bring an earlier rank's chunks (all query rows against its first key
@@ -610,6 +618,17 @@ class Software:
     expert by expert (Megatron-Core's `TEGroupedMLP._apply_bias` under `add_bias_linear`:
     `EXPERT_BIAS_PASSES`, `EXPERT_BIAS_KERNELS`). A spec states no biases: the reader of
     published runs sets it from a model's stated fact (gpt-oss, `add_bias_linear = True`)."""
+    fused_grouped_mlp: bool = False
+    """The routed experts run Transformer Engine's fused grouped MLP (Megatron-Core's
+    `use_transformer_engine_op_fuser`, which Megatron-Bridge's `cutedsl_fused_grouped_mlp` sets;
+    `TEGroupedMLP._fused_forward` -> `transformer_engine/pytorch/ops/fused/grouped_mlp.py`, cuDNN's
+    CuTe DSL grouped GEMMs): fc1's grouped GEMM applies the GLU, the router's probabilities and
+    fc2's input quantization in its epilogue, and fc2's dgrad the GLU's backward and the
+    quantization of fc1's output gradient in its own, each grouped GEMM one kernel over all local
+    experts. Transformer Engine fuses only on Blackwell (compute capability 10) under MXFP8 (or
+    NVFP4) with a GLU and widths divisible by 64 (`fuse_grouped_mlp_ops`,
+    `validate_grouped_mlp_dims`); elsewhere the flag changes nothing (`fuses_grouped_mlp`). A spec
+    cannot state it: the reader of published runs sets it from a recipe that does."""
     host_op_seconds: float = kernel_model.HOST_OP_SECONDS
     """The host's time to issue one eager op where a MoE layer's host sync or pacing is charged
     (`kernels.host_stall_seconds`, `host_paced_seconds`): the stored `kernels.HOST_OP_SECONDS`
@@ -986,21 +1005,21 @@ def fp8_recipe(precision: str, fp8_scaling: str, hw: Hardware) -> str:
     return "delayed" if fp8_scaling == "dynamic" else fp8_scaling
 
 
-def layer_launches(gemms: list[tuple], grouped: bool, local: int, recipe: str, extra: int,
-                   attention: float) -> tuple[float, float]:
+def layer_launches(gemms: list[tuple], routed: tuple[int, ...], experts: kernel_model.Launches, recipe: str,
+                   extra: int, attention: float) -> tuple[float, float]:
     """Kernels one layer launches per micro-batch, forward and backward: what the host must issue
     (`kernels.host_stall_seconds`, `kernels.host_paced_seconds`). `gemms` are `layer_work`'s
-    forward GEMM tuples (kernels first); `grouped`: the routed experts (the two tuples after the
-    router's) run Transformer Engine's grouped GEMM, counted by `kernels.grouped_mlp_launches`,
-    one cuBLAS call per expert whatever streams they run on; every other GEMM launches its kernels
+    forward GEMM tuples (kernels first); `routed`: the positions in `gemms` of the routed experts'
+    two, which run Transformer Engine's grouped GEMM, `experts` their kernels (counted by
+    `kernels.grouped_mlp_launches`, one cuBLAS call per expert whatever streams they run on, or
+    `kernels.fused_grouped_mlp_launches`); `recipe` the fp8 recipe (`fp8_recipe`); every other GEMM launches its kernels
     forward, twice that backward (dgrad, wgrad), each with an fp8 cast of its input forward and of
     its output gradient backward under fp8. `extra`: the layer's other memory-bound kernels
     beyond `MEMORY_KERNELS` (router, expert-loop activations), launched again backward;
     `attention`: the attention core's kernels, forward and again backward (a mean over the layers
     where windowed ring layers skip steps: `flash_attention_launches`)."""
     cast = 1 if recipe != "bf16" else 0
-    experts = kernel_model.grouped_mlp_launches(local, recipe) if grouped else kernel_model.Launches(0, 0)
-    plain = sum(g[0] for i, g in enumerate(gemms) if not (grouped and i in (3, 4)))
+    plain = sum(g[0] for i, g in enumerate(gemms) if i not in routed)
     base = MEMORY_KERNELS + extra + attention
     return (plain * (1 + cast) + experts.forward + base,
             plain * (2 + cast) + experts.backward + base)
@@ -1690,13 +1709,17 @@ class LayerCase:
     dispatcher: str = "all-to-all"
     """`Software.ep_dispatcher`: whose kernels move an MoE layer's copies into expert order
     (`PERMUTE_PASSES`)."""
+    fused_grouped_mlp: bool = False
+    """`Software.fused_grouped_mlp` where it applies to the layer's precision and recipe: an MoE
+    layer's fp8 GEMMs under MXFP8 in a fused runtime (`fuses_grouped_mlp` checks the model)."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __init__(self, moe: bool, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int, ep: int,
                  precision: str, attention: str, kernels: str, balanced: bool = False, cp_runtime: str = "parc",
                  fp8_scaling: str = "delayed", routing_load: float = 0.0, expert_bias: bool = False,
-                 expert_clamp: bool = False, rope_unfused: bool = False, dispatcher: str = "all-to-all") -> None:
+                 expert_clamp: bool = False, rope_unfused: bool = False, dispatcher: str = "all-to-all",
+                 fused_grouped_mlp: bool = False) -> None:
         """The generated `__init__`, faster: each field stored by its slot's own setter (past the
         frozen class's `__setattr__`, as `frozen.replaced` copies), and the hash of the fields'
         tuple kept (`frozen.hash_once`'s value). A search builds one per distinct layer it bounds
@@ -1704,7 +1727,7 @@ class LayerCase:
         5.5 us of each, a few per cent of an MoE search. tests/test_timing.py checks it against
         the generated one's fields, equality and hash."""
         values = (moe, tp, sp, cp, flavour, seq, micro, ep, precision, attention, kernels, balanced, cp_runtime,
-                  fp8_scaling, routing_load, expert_bias, expert_clamp, rope_unfused, dispatcher)
+                  fp8_scaling, routing_load, expert_bias, expert_clamp, rope_unfused, dispatcher, fused_grouped_mlp)
         for store, value in zip(_CASE_STORES, values, strict=True):
             store(self, value)
         _CASE_HASH(self, hash(values))
@@ -1721,13 +1744,30 @@ class LayerCase:
         gemms = gemm_precision(precision, sw)
         return cls(moe, tp, sp, cp, flavour, seq, micro, ep, gemms, attention_kernel(sw, gemms),
                    sw.kernels, sw.balanced_routing, sw.context_parallel, sw.fp8_scaling, sw.routing_load,
-                   sw.expert_bias, sw.expert_clamp, sw.rope_unfused, sw.ep_dispatcher)
+                   sw.expert_bias, sw.expert_clamp, sw.rope_unfused, sw.ep_dispatcher,
+                   sw.fused_grouped_mlp and moe and gemms == "fp8" and sw.fp8_scaling == "mxfp8"
+                   and sw.kernels != "eager")
 
     @classmethod
     def of(cls, k: Knobs, moe: bool, sw: Software) -> LayerCase:
         """A dense (`moe` False) or MoE layer of layout `k` as runtime `sw` runs it (`under`)."""
         return cls.under(sw, moe=moe, tp=k.tp, sp=k.sp, cp=k.cp, flavour=k.cp_flavour, seq=k.seq,
                          micro=k.micro_batch, ep=k.ep, precision=k.precision)
+
+
+FUSED_MLP_ALIGNMENT = 64
+"""Widths Transformer Engine's fused grouped MLP requires of both linears, in and out
+(`validate_grouped_mlp_dims`): a model whose hidden or expert width is not a multiple runs the
+unfused grouped GEMMs."""
+
+
+def fuses_grouped_mlp(shape: Shape, case: LayerCase) -> bool:
+    """Whether the layer's routed experts run Transformer Engine's fused grouped MLP
+    (`Software.fused_grouped_mlp`, which `LayerCase.under` keeps for an MoE layer's MXFP8 GEMMs in
+    a fused runtime): a GLU (the fused kernels' SwiGLU and GeGLU) and widths
+    `FUSED_MLP_ALIGNMENT` divides."""
+    return (case.fused_grouped_mlp and case.moe and shape.ffn_matrices == 3
+            and shape.hidden % FUSED_MLP_ALIGNMENT == 0 and shape.expert_ffn % FUSED_MLP_ALIGNMENT == 0)
 
 
 _CASE_STORES = tuple(LayerCase.__dict__[f.name].__set__ for f in fields(LayerCase) if f.name != "_hash")
@@ -1753,6 +1793,7 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
     precision, attention, kernels, balanced = case.precision, case.attention, case.kernels, case.balanced
     cp_runtime, fp8_scaling, routing_load = case.cp_runtime, case.fp8_scaling, case.routing_load
     expert_bias, expert_clamp, rope_unfused = case.expert_bias, case.expert_clamp, case.rope_unfused
+    fused_mlp = fuses_grouped_mlp(shape, case)
     h, t = shape.hidden, tp
     n = seq * micro / cp
     shard = t if sp and t > 1 else 1
@@ -1783,6 +1824,7 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
     eager_kernels = (0, 0)
     clamp_again = 0.0
     expert_act = 0.0  # elements the experts' activation reads and writes (`--recompute-modules moe_act`)
+    routed_at: tuple[int, ...] = ()  # where the routed experts' grouped GEMMs sit in `gemms`
     if moe:
         local = max(1, shape.experts // ep)
         # balanced routing: what this GPU's experts receive (a capacity factor under 1 drops some)
@@ -1799,14 +1841,19 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
         if kernels == "eager":  # parc's runtime: one expert after another, each matrix its own kernel
             up_kernels, down_kernels, loop_kernels = local * up, local, local * up
             pooled = 1
+        elif fused_mlp:  # Transformer Engine's fused grouped MLP: one kernel over all the experts
+            up_kernels = down_kernels = 1
+            pooled = local
         else:  # Transformer Engine's grouped GEMM: one GEMM per expert over a few streams
             up_kernels = down_kernels = kernel_model.grouped_rounds(local)
             pooled = min(local, kernel_model.GROUPED_STREAMS)
+        routed_at = (len(gemms), len(gemms) + 1) if kernels != "eager" else ()
         gemms += [(up_kernels, local, per_expert, h, up * f, pooled),
                   (down_kernels, local, per_expert, f, h, pooled)]
-        elements += assigned * (up + 1) * f  # the activation
-        recomputable += assigned * (up + 1) * f
-        expert_act += assigned * (up + 1) * f
+        if not fused_mlp:  # the activation (the fused MLP runs it in fc1's epilogue, its backward in fc2's dgrad)
+            elements += assigned * (up + 1) * f
+            recomputable += assigned * (up + 1) * f
+            expert_act += assigned * (up + 1) * f
         (plain_f, plain_b), (sort_f, sort_b) = PERMUTE_PASSES[permute_kind(kernels, case.dispatcher)]
         sorted_ = ep > 1 and local > 1
         moe_f = (ROUTER_BYTES[0] * routed * shape.experts
@@ -1864,6 +1911,9 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
         # bytes, write 1 + 1) forward, each output gradient backward; dynamic scaling reads each
         # tensor once more for its amax and casts the weights on every forward
         cast_f, cast_b = fp8_cast_bytes(gemms, fp8_scaling)
+        if fused_mlp:  # fc2's input and fc1's output gradient leave the GEMMs' epilogues quantized
+            routed_f, routed_b = fused_mlp_epilogue_casts(local, per_expert, f, up)
+            cast_f, cast_b = cast_f - routed_f, cast_b - routed_b
     # eager PyTorch runs the rotary embedding and SwiGLU op by op: their extra bytes (their extra
     # launches queue ahead asynchronously behind the GEMMs; `kernel_overhead`, fitted on GEMM-bound
     # runs, is a GEMM's ramp and tail, not charged to them)
@@ -1886,13 +1936,18 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
     # Transformer Engine quantizes each routed expert's slice in a kernel of its own (all of them
     # in one under delayed scaling) and pads them to the fp8 GEMM's alignment: each kernel's ramp
     # and tail, one after another on the compute stream (`kernels.expert_quantize_launches`)
-    quantize_kernels = (kernel_model.expert_quantize_launches(local, fp8_recipe(precision, fp8_scaling, hw))
-                        if moe and kernels != "eager" else 0)
+    recipe = fp8_recipe(precision, fp8_scaling, hw)
+    quantize_kernels = (kernel_model.expert_quantize_launches(local, recipe), ) * 2 \
+        if moe and kernels != "eager" and not fused_mlp else (0, 0)
+    if fused_mlp:  # its group quantizes (`kernels.FUSED_MLP_MEMORY_KERNELS`) and the fp8 paddings
+        pad = kernel_model.expert_padding_launches(local, recipe)
+        quantize_kernels = (kernel_model.FUSED_MLP_MEMORY_KERNELS.forward + pad,
+                            kernel_model.FUSED_MLP_MEMORY_KERNELS.backward + pad)
     memory_f = (memory_seconds(ACT * elements + cast_f + eager_f + moe_f, hw, c)
-                + (MEMORY_KERNELS + loop_kernels + moe_kernels + quantize_kernels + eager_kernels[0])
+                + (MEMORY_KERNELS + loop_kernels + moe_kernels + quantize_kernels[0] + eager_kernels[0])
                 * c.kernel_overhead)
     memory_b = (memory_seconds(2 * ACT * elements + cast_b + eager_b + moe_b, hw, c)
-                + (MEMORY_KERNELS + loop_kernels + moe_kernels + quantize_kernels + eager_kernels[1])
+                + (MEMORY_KERNELS + loop_kernels + moe_kernels + quantize_kernels[1] + eager_kernels[1])
                 * c.kernel_overhead)
     # parc's selective policy also re-runs the attention output projection: its output feeds the
     # second norm, whose backward needs it (torch's checkpoint stops before the FFN down-projection)
@@ -1989,8 +2044,10 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
             sent = ACT * n * (q + 2 * kv + shape.o / t)  # Q, K and V there, the output back
             cp_bytes = (sent, sent)
     ep_bytes = ACT * assigned * h if moe and ep > 1 else 0.0
-    launches_f, launches_b = layer_launches(gemms, moe and kernels != "eager", local if moe else 0,
-                                            fp8_recipe(precision, fp8_scaling, hw),
+    experts = (kernel_model.Launches(0, 0) if not moe or kernels == "eager"
+               else kernel_model.fused_grouped_mlp_launches(local, recipe) if fused_mlp
+               else kernel_model.grouped_mlp_launches(local, recipe))
+    launches_f, launches_b = layer_launches(gemms, routed_at, experts, recipe,
                                             loop_kernels + moe_kernels + eager_kernels[0],
                                             launched if attention != "unfused" else 4)
     return Work(launches_f=launches_f, launches_b=launches_b, gemm=gemm, attention_f=attention_f, attention_b=attention_b, memory_f=memory_f,

@@ -495,12 +495,12 @@ def test_layer_case_builds_what_a_generated_dataclass_builds():
     names = [f.name for f in dataclasses.fields(timing.LayerCase) if f.init]
     assert names == ["moe", "tp", "sp", "cp", "flavour", "seq", "micro", "ep", "precision", "attention", "kernels",
                      "balanced", "cp_runtime", "fp8_scaling", "routing_load", "expert_bias", "expert_clamp",
-                     "rope_unfused", "dispatcher"]
+                     "rope_unfused", "dispatcher", "fused_grouped_mlp"]
     Reference = dataclasses.make_dataclass(
         "Reference", [(f.name, f.type, f) for f in dataclasses.fields(timing.LayerCase) if f.init],
         frozen=True)  # the generated __init__ over the same fields and defaults
     values = (True, 4, True, 2, "all-gather", 8192, 3, 8, "fp8", "flash-te", "fused", True, "torch", "dynamic", 1.5,
-              True, True, True, "hybridep")
+              True, True, True, "hybridep", True)
     case = timing.LayerCase(*values)
     reference = Reference(*values)
     assert tuple(getattr(case, n) for n in names) == dataclasses.astuple(reference) == values
@@ -531,6 +531,13 @@ def test_layer_case_of_knobs_runs_the_software_s_choices():
         moe=False, tp=2, sp=True, cp=2, flavour="all-to-all", seq=8192, micro=2, ep=4, precision="fp8",
         attention="flash-te", kernels="fused", balanced=True, cp_runtime="te", fp8_scaling="current",
         routing_load=1.25, expert_bias=True, expert_clamp=True, rope_unfused=True)
+    # Transformer Engine's fused grouped MLP: an MoE layer's fp8 GEMMs under MXFP8 only
+    fuser = replace(te, fp8_scaling="mxfp8", fused_grouped_mlp=True)
+    assert timing.LayerCase.of(k, True, fuser).fused_grouped_mlp
+    assert not timing.LayerCase.of(k, False, fuser).fused_grouped_mlp
+    assert not timing.LayerCase.of(k, True, replace(fuser, fp8_scaling="current")).fused_grouped_mlp
+    assert not timing.LayerCase.of(replace(k, precision="bf16"), True, fuser).fused_grouped_mlp
+    assert not timing.LayerCase.of(k, True, replace(te, fp8_scaling="mxfp8")).fused_grouped_mlp
 
 
 def test_time_model_does_not_import_torch_or_numpy():
