@@ -188,7 +188,7 @@ def gpu_key(name: str, memory_gb) -> str:
         return n
     if n in GPU_ALIASES:
         return GPU_ALIASES[n]
-    for pattern, key in (("gb300", "gb200-nvl72"), ("gb200", "gb200-nvl72"), ("b300", "b200"), ("b200", "b200"),
+    for pattern, key in (("gb300", "gb300-nvl72"), ("gb200", "gb200-nvl72"), ("b300", "b300"), ("b200", "b200"),
                          ("h200", "h200"), ("h800", "h800"), ("h100", "h100-sxm"), ("mi3", "mi300x")):
         if pattern in n:
             return key
@@ -1451,7 +1451,8 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     pcie = "pcie" in _words(hw.get("gpu"))
     if pcie:
         notes.append("PCIe part: intra-node traffic over PCIe; HBM bandwidth of the SXM part")
-    link = "pcie" if pcie else "nvl72" if key == "gb200-nvl72" else "xgmi" if key == "mi300x" else "nvlink"
+    rack = GPUS[key]["nvlink_domain"] > GPUS[key]["gpus_per_node"]  # GB200 and GB300 NVL72
+    link = "pcie" if pcie else "nvl72" if rack else "xgmi" if key == "mi300x" else "nvlink"
     lines = [
         "# " + ": ".join(str(x) for x in (src.get("title"), src.get("locator")) if x).replace("\n", " "),
         f"job {re.sub(r'[^A-Za-z0-9._-]', '-', run_id)[:60] or 'run'}",

@@ -955,7 +955,7 @@ register("E0627", "MXFP8 on a GPU before Blackwell", """
 MXFP8 (`fp8-recipe mxfp8`) scales each block of 32 elements by its own power of two, which only
 Blackwell's tensor cores apply inside the GEMM; Transformer Engine refuses the recipe on Hopper
 and Ada ("MXFP8 ... requires compute capability 10.0"). Use `fp8-recipe tensorwise` or
-`delayed` there, or a Blackwell GPU (`gpu b200`, `gpu gb200-nvl72`).
+`delayed` there, or a Blackwell GPU (`gpu b200`, `gpu gb200-nvl72`, `gpu b300`, `gpu gb300-nvl72`).
 """)
 
 # ---------------------------------------------------------------------------------------------

@@ -210,20 +210,28 @@ MMA_FLOPS_PER_CLOCK = {"ampere": 2048, "hopper": 4096, "blackwell": 8192}
 no exponential bound is charged there."""
 
 
-def exp_rate(bf16_peak: float, generation: str) -> float | None:
-    """Exponentials per second the GPU's special-function units complete (`EXP_PER_CLOCK`), from
-    its dense BF16 peak; None where the generation's tensor-core width is not known here."""
+EXP_SCALE = {"b300": 10.7 / 5.0, "gb300-nvl72": 10.7 / 5.0}
+"""Parts whose special-function units complete more exponentials per clock than their generation's
+`EXP_PER_CLOCK`, as a factor on it: Blackwell Ultra's SFUs run the attention's `ex2` at 10.7
+TeraExponentials/s where Blackwell's run 5 (NVIDIA, "Inside NVIDIA Blackwell Ultra", 2025-08:
+"2x attention-layer acceleration"; the same figures in Verda's GB300 NVL72 per-GPU table)."""
+
+
+def exp_rate(bf16_peak: float, generation: str, scale: float = 1.0) -> float | None:
+    """Exponentials per second the GPU's special-function units complete (`EXP_PER_CLOCK` times the
+    part's `EXP_SCALE`, `scale`), from its dense BF16 peak; None where the generation's
+    tensor-core width is not known here."""
     width = MMA_FLOPS_PER_CLOCK.get(generation)
-    return bf16_peak * EXP_PER_CLOCK / width if width else None
+    return bf16_peak * EXP_PER_CLOCK * scale / width if width else None
 
 
-def exp_seconds(score_entries: float, bf16_peak: float, generation: str) -> float:
+def exp_seconds(score_entries: float, bf16_peak: float, generation: str, scale: float = 1.0) -> float:
     """The floor a fused-attention kernel's time cannot go below: one exponential per score entry
     it computes (the forward's softmax; the backward recomputes P = exp(S - LSE) once), all on the
     special-function units (`exp_rate`). A physical bound, not a fitted speed: FlashAttention-4 on
     B200 emulates part of them on the FMA units to get past it, which the kernels parc charges
     (cuDNN's, FlashAttention-2) do not."""
-    rate = exp_rate(bf16_peak, generation)
+    rate = exp_rate(bf16_peak, generation, scale)
     return score_entries / rate if rate else 0.0
 
 

@@ -31,6 +31,8 @@ BOARD_POWER = {
     "h800": 700.0,  # same board as H100 SXM
     "b200": 1000.0,  # DGX B200 datasheet: 1,000 W per GPU
     "gb200-nvl72": 1200.0,  # GB200 NVL72: 1,200 W per Blackwell GPU
+    "b300": 1100.0,  # HGX B300: 1,100 W per Blackwell Ultra GPU
+    "gb300-nvl72": 1400.0,  # GB300 NVL72: 1,400 W per Blackwell Ultra GPU
     "mi300x": 750.0,  # datasheet: MI300X OAM, 750 W
 }
 """Board power (W) of the catalogue's GPUs, the P0 of the law. A GPU defined in a spec has none:

@@ -71,8 +71,8 @@ DEFAULTS = {
     "model.moe-balance": "none (aux-free: rate 0.001; aux-loss: coefficient 0.01)",
     "model.capacity-factor": "none (dropless)",
     "model.mtp": "0 (no multi-token prediction)",
-    "hardware.gpus-per-node": "the GPU's usual node (8; 4 for gb200-nvl72)",
-    "hardware.link": "the GPU's own (nvlink; xgmi for mi300x; nvl72 for gb200-nvl72)",
+    "hardware.gpus-per-node": "the GPU's usual node (8; 4 for gb200-nvl72 and gb300-nvl72)",
+    "hardware.link": "the GPU's own (nvlink; xgmi for mi300x; nvl72 for gb200-nvl72 and gb300-nvl72)",
     "hardware.network": "the GPU's usual node NICs (e.g. 8 x 400 Gb/s for H100)",
     "hardware.nodes": "derived from the layout when every degree is known",
     "job": "the spec's file name",
@@ -513,7 +513,9 @@ class _Resolver:
             spans["gpus_per_node"] = chosen.span
 
         link_located = (spec.layout.link if spec.layout else None) or (hw.settings.get("link") if hw else None)
-        default_link = {"mi300x": "xgmi", "gb200-nvl72": "nvl72"}.get(gpu.name, "nvlink")
+        # a rack-scale NVLink domain (GB200, GB300 NVL72) spans more GPUs than a node holds
+        rack = gpu.nvlink_domain > defaults.get("gpus_per_node", 8)
+        default_link = "xgmi" if gpu.name == "mi300x" else "nvl72" if rack else "nvlink"
         link = link_located.value if link_located else default_link
         if link_located:
             spans["link"] = link_located.span

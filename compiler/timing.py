@@ -352,6 +352,8 @@ HBM_BANDWIDTH = {
     "h800": 3.35e12,  # same HBM3 as H100 SXM
     "b200": 8.0e12,  # DGX B200 datasheet: 64 TB/s for 8 GPUs
     "gb200-nvl72": 8.0e12,  # NVL72 datasheet: 576 TB/s for 72 GPUs
+    "b300": 8.0e12,  # NVIDIA, "Inside NVIDIA Blackwell Ultra": 8 TB/s HBM3e per GPU
+    "gb300-nvl72": 8.0e12,  # GB300 NVL72: 576 TB/s for 72 GPUs
     "mi300x": 5.3e12,  # datasheet: 5.3 TB/s HBM3
 }
 """HBM bandwidth (bytes/s) of the catalogue's GPUs. The catalogue (`catalog/gpus.py`) does not carry
@@ -401,6 +403,10 @@ class Hardware:
     faster than (`gemm_efficiency`)."""
     achievable_fp8: float = 1.0
     """The same of its dense FP8 peak (H100 0.709): the bound of an FP8 GEMM."""
+    exp_scale: float = 1.0
+    """The part's special-function units against its generation's exponential rate
+    (`kernels.EXP_SCALE`: Blackwell Ultra 2.14): the attention's exponential floor
+    (`kernels.exp_seconds`)."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -430,7 +436,8 @@ def hardware_of(plan: Plan) -> Hardware:
         host=cluster.host_bandwidth or host_bandwidth(gpu.name) or 0.0,
         ceiling=kernel_model.matmul_ceiling(gpu.name, gpu.generation),
         achievable=kernel_model.matmul_achievable(gpu.name, gpu.generation),
-        achievable_fp8=kernel_model.matmul_achievable(gpu.name, gpu.generation, fp8=True))
+        achievable_fp8=kernel_model.matmul_achievable(gpu.name, gpu.generation, fp8=True),
+        exp_scale=kernel_model.EXP_SCALE.get(gpu.name, 1.0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -1450,7 +1457,7 @@ def attention_kernel_seconds(flop: float, efficiency: float, backward: bool, sco
     peak = hw.fp8 * kernel_model.FP8_ATTENTION_SHARE if fp8 and hw.fp8 else hw.bf16
     products = flop / (peak * efficiency * hw.ceiling * sustained)
     entries = flop / ((flops.FLASH_BACKWARD if backward else 1.0) * score_flops)
-    return max(products, kernel_model.exp_seconds(entries, hw.bf16, hw.generation))
+    return max(products, kernel_model.exp_seconds(entries, hw.bf16, hw.generation, hw.exp_scale))
 
 
 def windowed_ring_rank(rank: int, cp: int, seq: int, window: int, per_entry: float, curve, d: int,

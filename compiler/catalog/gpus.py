@@ -127,6 +127,32 @@ GPUS: dict[str, dict] = {
         nics=4,
         nic_bandwidth=400 * Gbps,  # GB200 compute tray: 4x ConnectX-7 400 Gb/s
     ),
+    "b300": dict(
+        description="NVIDIA B300 (DGX B300 / HGX B300, Blackwell Ultra)",
+        generation="blackwell",
+        hbm_bytes=288 * GB,  # DGX B300 datasheet: 2.3 TB HBM3e for 8 GPUs; NVIDIA's Blackwell Ultra brief: 288 GB
+        bf16_flops=2250 * TFLOPS,  # DGX B300: 72 PFLOPS FP8 training (sparse) / 8 / 2 = 4.5 FP8 dense; BF16 half
+        fp8_flops=4500 * TFLOPS,  # HGX B300: FP8 4.5 PFLOPS dense per GPU, as B200 (Blackwell Ultra adds FP4, not FP8)
+        sms=160,  # NVIDIA, "Inside NVIDIA Blackwell Ultra" (2025-08): 160 SMs, 640 fifth-generation tensor cores
+        link_bandwidth=900 * GBps,  # NVLink 5: 1.8 TB/s bidirectional
+        nvlink_domain=8,
+        gpus_per_node=8,
+        nics=8,
+        nic_bandwidth=800 * Gbps,  # DGX B300: 8x ConnectX-8 SuperNIC, 800 Gb/s each
+    ),
+    "gb300-nvl72": dict(
+        description="NVIDIA GB300 in an NVL72 rack (Blackwell Ultra; 18 trays x 4 GPUs, one NVLink domain)",
+        generation="blackwell",
+        hbm_bytes=288 * GB,  # GB300 NVL72: 20.7 TB HBM3e for 72 GPUs, 288 GB per GPU (12-high stacks)
+        bf16_flops=2500 * TFLOPS,  # GB300 NVL72: 360 PFLOPS FP8 dense / 72 = 5 FP8 dense; BF16 half, as GB200
+        fp8_flops=5000 * TFLOPS,
+        sms=160,  # NVIDIA, "Inside NVIDIA Blackwell Ultra": 160 SMs
+        link_bandwidth=900 * GBps,  # NVLink 5: 1.8 TB/s bidirectional per GPU
+        nvlink_domain=72,  # one NVLink switch domain spans the rack
+        gpus_per_node=4,  # a compute tray is the OS node: 2 Grace CPUs + 4 GPUs
+        nics=4,
+        nic_bandwidth=800 * Gbps,  # GB300 compute tray: 4x ConnectX-8, 800 Gb/s each (72 per rack)
+    ),
     "mi300x": dict(
         description="AMD Instinct MI300X 192 GB",
         generation="cdna3",
@@ -153,12 +179,14 @@ ALIASES: dict[str, str] = {
     "h200-sxm": "h200",
     "gb200": "gb200-nvl72",
     "b200-sxm": "b200",
+    "gb300": "gb300-nvl72",
+    "b300-sxm": "b300",
 }
 
 # Intra-node links a placement may name, and whether they form an NVLink-class domain.
 LINKS: dict[str, str] = {
     "nvlink": "NVLink / NVSwitch: the GPU's full intra-node bandwidth",
-    "nvl72": "NVLink switch domain of a GB200 NVL72 rack (72 GPUs)",
+    "nvl72": "NVLink switch domain of a GB200 or GB300 NVL72 rack (72 GPUs)",
     "xgmi": "AMD Infinity Fabric between the GPUs of one node",
     "pcie": "PCIe only: no NVLink; intra-node traffic at PCIe Gen5 x16 speed",
 }
@@ -188,6 +216,12 @@ HOST_LINKS: dict[str, dict] = {
                         source="GB200 NVL72 datasheet: NVLink-C2C 900 GB/s bidirectional per Grace-Blackwell "
                                "superchip (1 Grace, 2 GPUs); Grace's LPDDR5X up to 512 GB/s (Grace CPU "
                                "datasheet), both shared by the superchip's 2 GPUs"),
+    "b300": dict(link=2 * PCIE_BANDWIDTH, sharing=1, memory=None,
+                 source="HGX B300: PCIe Gen6 x16 per GPU, 256 GB/s bidirectional"),
+    "gb300-nvl72": dict(link=450 * GBps, sharing=2, memory=512 * GBps,
+                        source="GB300 NVL72: NVLink-C2C 900 GB/s bidirectional per Grace and its two Blackwell "
+                               "Ultra GPUs (a tray: 2 Grace, 4 GPUs); Grace's LPDDR5X up to 512 GB/s, shared "
+                               "by the two"),
     "mi300x": dict(link=PCIE_BANDWIDTH, sharing=1, memory=None,
                    source="MI300X OAM datasheet: PCIe Gen5 x16 host interface, 128 GB/s bidirectional"),
 }

@@ -248,7 +248,7 @@ def _model_facts(spec: Spec, gpu: str, gpus_per_node: int) -> dict | None:
     link = spec.layout.link.value if spec.layout and spec.layout.link else None
     if link == "pcie":
         domain = 1
-    elif link == "nvl72" or gpu == "gb200-nvl72":
+    elif link == "nvl72" or entry.get("nvlink_domain", 0) > entry.get("gpus_per_node", 8):  # a rack-scale domain
         domain = entry.get("nvlink_domain", gpus_per_node)
     choices = degree_choices((model, seq, max(1, sequences), domain))
     pp_options = spec.axis_options.get("pp")
