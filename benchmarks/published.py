@@ -405,6 +405,15 @@ class Dims:
     learned_positions: bool = False
     params_b: float | None = None
     mtp: int = 0
+    kv_lora: int = 0
+    """Multi-head latent attention's KV latent (0: not MLA); then `head_dim` is the query/key part
+    without RoPE, as Megatron-Core's `qk_head_dim`."""
+    q_lora: int = 0
+    """MLA's query latent (0: the queries projected from the hidden state directly)."""
+    rope_dim: int = 0
+    """MLA's decoupled RoPE dims per head (`qk_pos_emb_head_dim`)."""
+    v_dim: int = 0
+    """MLA's value head dim."""
 
     @property
     def moe_layers(self) -> int:
@@ -414,8 +423,24 @@ class Dims:
     def q(self) -> int:
         return self.heads * self.head_dim
 
+    @property
+    def core_width(self) -> float:
+        """The width PaLM-style counts (`12 L H Q T`) give the attention core, `heads x head_dim`,
+        generalised to MLA's unequal query/key and value widths: the mean of the two products'
+        inner widths, `heads (head_dim + rope_dim + v_dim) / 2`."""
+        if not self.kv_lora:
+            return self.q
+        return self.heads * (self.head_dim + self.rope_dim + self.v_dim) / 2
+
     def attention_params(self) -> int:
-        return self.hidden * (2 * self.q + 2 * self.kv_heads * self.head_dim)
+        """Weights of one layer's attention products: Q, K, V and the output (GQA), or MLA's down and
+        up projections, the keys' shared RoPE part and the output."""
+        if not self.kv_lora:
+            return self.hidden * (2 * self.q + 2 * self.kv_heads * self.head_dim)
+        h, qk = self.hidden, self.heads * (self.head_dim + self.rope_dim)
+        queries = self.q_lora * (h + qk) if self.q_lora else h * qk
+        keys_values = self.kv_lora * (h + self.heads * (self.head_dim + self.v_dim)) + h * self.rope_dim
+        return queries + keys_values + self.heads * self.v_dim * h
 
     def ffn_params(self, width: int) -> int:
         return (3 if self.swiglu else 2) * self.hidden * width
@@ -549,22 +574,29 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     tied = not llama_like if "untied" not in arch else False
     if "tied" in arch and "untied" not in arch:
         tied = True
+    # multi-head latent attention: head_dim is then the query/key part without RoPE; the widths a
+    # spec leaves out take the compiler's defaults (`resolve`: RoPE 64 dims, the value head_dim)
+    ranks_of = {}
+    if kv_lora or latent:
+        stated = {key: _int(m.get(key), key) for key in ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
+                                                          "v_head_dim")}
+        ranks_of = {key: stated[key] or latent.get(key) for key in stated if stated[key] or latent.get(key)}
     dims = Dims(layers=layers, hidden=h, ffn=ffn, heads=heads, kv_heads=kv, head_dim=head_dim, vocab=vocab,
                 seq=seq, swiglu=swiglu, tied=tied, experts=experts, top_k=top_k, expert_ffn=expert_ffn or 0,
                 shared_experts=shared, dense_layers=dense_layers, learned_positions=learned,
                 params_b=m.get("params_b") if isinstance(m.get("params_b"), (int, float)) else None,
-                mtp=_int(m.get("mtp_layers"), "mtp_layers") or mtp_from_words(arch, notes))
+                mtp=_int(m.get("mtp_layers"), "mtp_layers") or mtp_from_words(arch, notes),
+                kv_lora=ranks_of.get("kv_lora_rank", 0), q_lora=ranks_of.get("q_lora_rank", 0),
+                rope_dim=ranks_of.get("qk_rope_head_dim", 64) if ranks_of else 0,
+                v_dim=ranks_of.get("v_head_dim", head_dim) if ranks_of else 0)
     fields = [f"layers {layers}, hidden {h}, ffn {ffn}, heads {heads}, kv-heads {kv}, vocab {vocab}"]
     if head_dim * heads != h:
         fields.append(f"head-dim {head_dim}")
-    if kv_lora or latent:  # multi-head latent attention: head_dim is then the query/key part without RoPE
+    if ranks_of:
         fields[0] = fields[0].replace(f", kv-heads {kv}", "")
-        stated = {key: _int(m.get(key), key) for key in ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
-                                                          "v_head_dim")}
-        ranks = [f"{name} {stated[key] or latent.get(key)}" for key, name in (
+        fields.append(", ".join(f"{name} {ranks_of[key]}" for key, name in (
             ("kv_lora_rank", "kv-lora-rank"), ("q_lora_rank", "q-lora-rank"), ("qk_rope_head_dim", "rope-head-dim"),
-            ("v_head_dim", "v-head-dim")) if stated[key] or latent.get(key)]
-        fields.append(", ".join(ranks))
+            ("v_head_dim", "v-head-dim")) if key in ranks_of))
     fields.append(f"activation {'swiglu' if swiglu else 'gelu'}, norm {'rmsnorm' if llama_like else 'layernorm'}, "
                   f"position {'learned' if learned else 'none' if alibi else 'rope'}, "
                   f"tied-embeddings {'on' if tied else 'off'}")
@@ -608,14 +640,32 @@ def korthikanti_selective_hardware(d: Dims) -> float:
 
 
 def megatron_core(d: Dims, causal: bool) -> float:
-    """Megatron-Core `num_floating_point_operations`: non-causal (`s/h`) up to 2025-03-06, causal
-    (`s/2h`) after; dense and MoE layers each with their own FFN term."""
-    s, L, h = d.seq, d.layers, d.hidden
-    attention = (1 + d.kv_heads / d.heads + s / ((2 if causal else 1) * h)) * (d.q / h)
-    gate = 1.5 if d.swiglu else 1.0
-    ffn_widths = (L - d.moe_layers) * d.ffn + d.moe_layers * (d.top_k + d.shared_experts) * d.expert_ffn
-    mlp = ffn_widths / L / h * gate
-    return 12 * s * L * h * h * (attention + mlp + d.vocab / (2 * L * h))
+    """Megatron-Core `num_floating_point_operations` (megatron/training/training.py,
+    `transformer_flops`): non-causal (`s/h`) up to 2025-03-06, causal (`s/2h`) after; dense and
+    MoE layers each with their own FFN term. Multi-head latent attention by its own terms (the
+    query latent's projections `q_lora (h + heads (d + r) + 1)`, the KV latent's
+    `kv_lora (h + heads (d + v) + 1) + h r`, the output `heads v h`; the core
+    `heads (d + r) / 2 + heads v / 2` per token pair); each multi-token-prediction module is one
+    more layer (of the last layer's kind) plus its projection and norms `3h + 2h^2` and one more
+    output layer."""
+    s, h = d.seq, d.hidden
+    layers = d.layers + d.mtp
+    moe = d.moe_layers + (d.mtp if d.moe_layers else 0)  # the MTP layer is the last layer's kind
+    gate = 3 if d.swiglu else 2
+    mlp = 6 * h * gate * ((layers - moe) * d.ffn + moe * (d.top_k + d.shared_experts) * d.expert_ffn)
+    half = 2 if causal else 1
+    if d.kv_lora:
+        qk = d.heads * (d.head_dim + d.rope_dim)
+        queries = d.q_lora * (h + qk + 1) if d.q_lora else h * qk
+        linear = 6 * (queries + d.kv_lora * (h + d.heads * (d.head_dim + d.v_dim) + 1) + h * d.rope_dim
+                      + d.heads * d.v_dim * h)
+        core = 6 * (qk + d.heads * d.v_dim) / half
+    else:
+        kv = d.kv_heads * d.head_dim
+        linear = 6 * (h * (d.q + 2 * kv) + d.q * h)
+        core = 12 * d.q / half
+    extra = 6 * d.mtp * (3 * h + 2 * h * h) + 6 * h * d.vocab * (d.mtp + 1)
+    return s * (mlp + layers * linear + extra) + s * s * core * layers
 
 
 def nemo_noncausal(d: Dims) -> float:
@@ -633,7 +683,7 @@ def nemo_noncausal(d: Dims) -> float:
 
 def torchtitan_flops(d: Dims) -> float:
     """torchtitan: `6 N_non-embedding + 12 l heads head_dim s` per token (non-causal)."""
-    return d.seq * (6 * d.matmul_params() + 12 * d.layers * d.heads * d.head_dim * d.seq)
+    return d.seq * (6 * d.matmul_params() + 12 * d.layers * d.core_width * d.seq)
 
 
 def llm_foundry_mfu(d: Dims) -> float:
@@ -646,7 +696,7 @@ def llm_foundry_mfu(d: Dims) -> float:
 def palm_flops(d: Dims) -> float:
     """PaLM, Appendix B (Llama 3's and MegaScale's MFU): `6 N + 12 L H Q T` per token, no
     rematerialisation; N the weights in matrix products (the embedding lookup is not one)."""
-    return d.seq * (6 * d.matmul_params() + 12 * d.layers * d.heads * d.head_dim * d.seq)
+    return d.seq * (6 * d.matmul_params() + 12 * d.layers * d.core_width * d.seq)
 
 
 def bloom_flops(d: Dims) -> float:

@@ -567,3 +567,23 @@ def test_nemo_long_sequence_rows_read_as_published(fidelity):
     assert last.plan.training.precision == "fp8" and last.software.fp8 == "linear"
     assert last.software.context_parallel == "te" and last.software.fp8_scaling == "delayed"
     assert not any(r.fitted for r in nemo.values())
+
+
+def test_megatron_cores_flop_count_reproduces_bridges_published_tflops(published):
+    """Megatron-Bridge prints Megatron-Core's own model TFLOP/s (`num_floating_point_operations`,
+    causal) beside tokens/s: the convention's count (MLA's latent projections and core, the
+    multi-token-prediction layer, projection and head included) times the published tokens must
+    give the published TFLOP/s. gpt-oss is left out: Bridge counts its experts and window its own
+    way (megatron_bridge_releases_moe.yaml's header)."""
+    checked = {"mla": 0, "other": 0}
+    for name in ("megatron_bridge_releases_moe.yaml", "megatron_bridge_releases.yaml", "megatron_bridge_25_11.yaml"):
+        for entry in yaml.safe_load((ROOT / "benchmarks" / "data" / name).read_text()):
+            reported = entry["outcomes"]["reported"]
+            if "bridge_model_tflops_per_gpu" not in reported or "gpt_oss" in entry["id"]:
+                continue
+            _, dims = published.model_block(published.read_recipe(entry)["model"], [])
+            ours = published.megatron_core(dims, causal=True) / dims.seq * reported["tokens_per_s_per_gpu"] / 1e12
+            mla = dims.kv_lora > 0
+            assert ours == pytest.approx(reported["bridge_model_tflops_per_gpu"], rel=0.005 if mla else 0.03), entry["id"]
+            checked["mla" if mla else "other"] += 1
+    assert checked["mla"] >= 15 and checked["other"] >= 60
