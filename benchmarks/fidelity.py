@@ -2537,6 +2537,29 @@ rows stay about a fifth slow: what else its 26.06 recipe changes (the full-itera
 the host read, the paged stash) is not in the model. gpt-oss gets faster too, which widens its
 open Blackwell gap (above).
 
+### Blackwell Ultra: GB300 and B300, never fitted
+
+The catalogue's `gb300-nvl72` and `b300` (stop 45) take their datasheets' figures: the same dense
+BF16 and FP8 peaks as GB200 and B200, 288 GB of HBM3e, 800 Gb/s ConnectX-8 NICs, 1,400 and
+1,100 W, and the special-function units' doubled exponential rate (`kernels.EXP_SCALE`). No
+maximum-achievable-matmul sweep of either part is published, so both stand on B200's measured
+ceiling (`kernels.MAMF_FLAGSHIP`). Megatron-Bridge's tables print 66 rows on them from 26.02 to
+26.08, transcribed with their recipes in `benchmarks/data/megatron_bridge_blackwell_ultra.yaml`
+(its header lists what is left out and why) and evaluated with the stored constants; each row's
+tokens/s and its printed TFLOP/s agree through Megatron-Core's own count (tests/test_blackwell_ultra.py).
+Against the GB200 or B200 row of the same release, model and printed layout:
+
+@BLACKWELL_ULTRA@
+
+GB300 and GB200 share one dense peak, yet GB300 runs about a fifth faster at one layout, where
+the model gives it only what the catalogue can state (its larger NICs, the exponential units,
+B200's measured ceiling where GB200's own is lower): GB300 rows are predicted slow. B300's pairs
+move about as the model moves them. What the GB300 rows show is a sustained clock the datasheets
+do not quote: the part draws 1,400 W for GB200's peak at 1,200 W (a power-limited part runs its
+tensor cores faster with more power), but B200's and GB200's own sweeps (GB200's maximum only 4 %
+above B200's for 20 % more power) give no law that carries it to GB300. It stays open until a
+sweep of a Blackwell Ultra part is published; nothing is fitted on these rows.
+
 ## torch FSDP runs never fitted: llm-foundry's MPT tables
 
 MosaicML's llm-foundry publishes MPT training throughput (`scripts/train/benchmarking/README.md`,
@@ -3236,6 +3259,37 @@ def fused_mlp_table(constants: Constants) -> str:
     return "\n".join(lines)
 
 
+def blackwell_ultra_table(constants: Constants) -> str:
+    """Megatron-Bridge's GB300 and B300 rows (megatron_bridge_blackwell_ultra.yaml, never fitted):
+    per system the errors, and against the GB200 or B200 row of the same release, model and
+    printed layout, the throughput ratio the tables print beside the one the model predicts."""
+    data = ROOT / "benchmarks" / "data"
+    rows, _ = load_rows(data / "megatron_bridge_blackwell_ultra.yaml")
+    results = evaluate(rows, [prepare(r) for r in rows], constants)
+    siblings: dict[str, Result] = {}
+    for name in ("megatron_bridge_releases.yaml", "megatron_bridge_releases_moe.yaml"):
+        others, _ = load_rows(data / name)
+        siblings.update({x.row.id: x for x in evaluate(others, [prepare(r) for r in others], constants)})
+
+    def layout(x: Result) -> str:
+        return x.row.spec.split("\nhardware")[0].split("\n", 2)[2]
+
+    lines = ["| system | rows | median abs. error | median signed | 90th percentile | worst | same layout as the Blackwell row "
+             "(pairs) | throughput ratio, printed | ratio, predicted |", "|---|---|---|---|---|---|---|---|---|"]
+    for system, sibling in (("gb300", "gb200"), ("b300", "b200")):
+        mine = [x for x in results if f"_{system}_" in x.row.id]
+        pairs = [(x, siblings[x.row.id.replace(f"_{system}_", f"_{sibling}_")]) for x in mine
+                 if x.row.id.replace(f"_{system}_", f"_{sibling}_") in siblings]
+        pairs = [(x, y) for x, y in pairs if layout(x) == layout(y)]
+        errors = sorted(abs(x.error) for x in mine)
+        printed = statistics.median(x.row.reported_tflops / y.row.reported_tflops for x, y in pairs)
+        predicted = statistics.median(x.predicted / y.predicted for x, y in pairs)
+        lines.append(f"| {system.upper()} | {len(mine)} | {statistics.median(errors):.1%} | "
+                     f"{statistics.median(x.error for x in mine):+.1%} | {p90(errors):.1%} | {errors[-1]:.1%} | "
+                     f"{sibling.upper()} ({len(pairs)}) | {printed:.2f}x | {predicted:.2f}x |")
+    return "\n".join(lines)
+
+
 def moe_summary(results: list[Result]) -> str:
     """The mixture-of-experts rows: none is fitted (no fitted constant is a MoE one;
     `published.py`), so their errors with the stored constants are out of sample."""
@@ -3275,6 +3329,7 @@ def generate(constants: Constants = DEFAULT,
         "SKIPPED": skipped_text, "LAYER_CHECK": layer_check(constants), "SPECS": specs_table(constants),
         "MOE_SUMMARY": moe_summary(results),
         "FUSED_MLP": fused_mlp_table(constants),
+        "BLACKWELL_ULTRA": blackwell_ultra_table(constants),
         "LONGCTX": longctx_series.section(rows, constants),
         "TRAINED_ROUTER": trained_router.section(rows, constants),
         "TRAINED_LITERATURE": trained_router.literature(rows, constants),

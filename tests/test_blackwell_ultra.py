@@ -91,3 +91,32 @@ def test_the_reader_reads_a_table_s_blackwell_ultra_systems():
     run = published.row_spec(entry)
     assert isinstance(run, published.Run), run
     assert "gpu gb300-nvl72" in run.spec and "gpus, nvl72)" in run.spec
+
+
+BLACKWELL_ULTRA = ROOT / "benchmarks" / "data" / "megatron_bridge_blackwell_ultra.yaml"
+
+
+def test_the_transcribed_rows_agree_with_their_own_tflops():
+    """Each Megatron-Bridge GB300 / B300 row prints tokens/s and Megatron-Core's model TFLOP/s:
+    the convention's count (`published.megatron_core`, causal, MLA and MTP included) times the
+    tokens must give the TFLOP/s (gpt-oss left out: Bridge counts it its own way), so a mistyped
+    cell or model shows. Every row reads: none is left out."""
+    import published
+    import yaml
+
+    entries = yaml.safe_load(BLACKWELL_ULTRA.read_text())
+    systems = {"GB300": 0, "B300": 0}
+    for entry in entries:
+        run = published.row_spec(entry)
+        assert isinstance(run, published.Run), (entry["id"], getattr(run, "reason", None))
+        systems[entry["hardware"]["gpu"]] += 1
+        reported = entry["outcomes"]["reported"]
+        if "gpt_oss" in entry["id"]:
+            continue
+        _, dims = published.model_block(published.read_recipe(entry)["model"], [])
+        ours = published.megatron_core(dims, causal=True) / dims.seq * reported["tokens_per_s_per_gpu"] / 1e12
+        assert ours == pytest.approx(reported["bridge_model_tflops_per_gpu"], rel=0.015), entry["id"]
+    assert systems["GB300"] >= 45 and systems["B300"] >= 15
+    # the reader places them on the Blackwell Ultra entries, GB300 in its rack
+    gb300 = published.row_spec(next(e for e in entries if e["hardware"]["gpu"] == "GB300"))
+    assert "gpu gb300-nvl72" in gb300.spec and "gpus, nvl72)" in gb300.spec

@@ -49,11 +49,13 @@ def rows(fidelity):
 
 def test_every_run_compiles_through_the_front_end(rows):
     evaluated, skipped, _ = rows
-    assert len(evaluated) == 52 and len(skipped) == 2
+    assert len(evaluated) == 53 and len(skipped) == 2
     assert all("not published" in s.reason for s in skipped)
     for r in evaluated:
         assert r.plan is not None and r.plan.cluster.world_size == r.gpus, r.id
-        assert f"on nodes({min(8, r.gpus)} gpus, nvlink)" in r.spec
+        rack = "gpu gb200-nvl72" in r.spec  # 4 GPUs a tray, one NVLink domain over the rack
+        assert (f"on nodes({min(4, r.gpus)} gpus, nvl72)" if rack else f"on nodes({min(8, r.gpus)} gpus, nvlink)") \
+            in r.spec, r.id
 
 
 def test_unstated_fields_are_listed_as_assumptions(rows):

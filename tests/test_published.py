@@ -276,7 +276,7 @@ def test_calibration_rows_are_the_same_specs_as_before(fidelity):
     """The general reader writes the calibration set exactly as the fitted constants assume."""
     rows, skipped = fidelity.load_rows()
     by_id = {r.id: r for r in rows}
-    assert len(rows) == 52 and len(skipped) == 2
+    assert len(rows) == 53 and len(skipped) == 2
     assert by_id["korthikanti22_530B_2240gpu_selective_sp"].spec.count("global-batch 2240") == 1
     assert any("korthikanti22_530B_selective_sp's 280 micro-batches" in a
                for a in by_id["korthikanti22_530B_2240gpu_selective_sp"].assumptions)
