@@ -52,7 +52,8 @@ if not any(line.startswith(("--use-torch-fsdp2", "--use-megatron-fsdp")) for lin
     # one hardware queue, so that tensor- and context-parallel communication is issued in the
     # order its GEMMs need (Megatron-LM asserts it before Blackwell; FSDP wants more queues)
     os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "1")
-sys.argv = ["pretrain_gpt.py"] + [word for line in options for word in line.split(" ", 1)] + sys.argv[1:]
+# an option and its values, one word each (`--recompute-modules moe_act mla_up_proj` takes a list)
+sys.argv = ["pretrain_gpt.py"] + [word for line in options for word in line.split()] + sys.argv[1:]
 sys.path.insert(0, root)
 runpy.run_path(str(Path(root) / "pretrain_gpt.py"), run_name="__main__")
 '''
@@ -207,7 +208,8 @@ def _routing(plan: Plan) -> list[tuple[str, str | None]]:
     if m.capacity_factor:
         args += [("--moe-expert-capacity-factor", f"{m.capacity_factor:g}"), ("--moe-token-drop-policy", "position")]
     args += [("--moe-token-dispatcher-type", "alltoall"), ("--moe-permute-fusion", None)]
-    if m.shared_experts:
+    if m.shared_experts and "shared_experts" not in plan.training.recompute_modules:
+        # (Megatron-Core refuses the overlap beside `--recompute-modules shared_experts`)
         args.append(("--moe-shared-expert-overlap", None))
     return args
 
@@ -261,6 +263,8 @@ def _parallelism(plan: Plan) -> list[tuple[str, str | None]]:
 
 def _recompute(plan: Plan) -> list[tuple[str, str | None]]:
     t = plan.training
+    if t.recompute == "selective" and t.recompute_modules:  # the modules the spec names
+        return [("--recompute-granularity", "selective"), ("--recompute-modules", " ".join(t.recompute_modules))]
     if t.recompute == "selective":
         return [("--recompute-granularity", "selective")]
     if t.recompute == "full" and t.recompute_layers is None:  # every layer its own checkpoint

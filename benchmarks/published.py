@@ -943,7 +943,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     modules = megatron_modules(entry)
     if modules:
         notes.append(f"Megatron-Core's --recompute-modules {' '.join(modules)} (stated): "
-                     + recompute_modules_text(modules) + " again before the backward (not expressible in a spec)")
+                     + recompute_modules_text(modules) + " again before the backward (`recompute selective [...]`)")
     # A run that states FSDP (PyTorch's fully sharded data parallel) on no Megatron runtime moves
     # FSDP's traffic: under pipelining torch's stages defer the gradients' reduction to the last
     # micro-batch (`PipelineStage.backward_maybe_with_nosync`), where the megatron contract's
@@ -1119,15 +1119,29 @@ def precision_of(lay: dict) -> str:
 MODULE_WORDS = {"core_attn": "the attention core", "layernorm": "the two norms",
                 "moe_act": "the experts' activation", "moe": "the whole MoE layer (router, permutations, "
                 "expert GEMMs, its dispatch and combine)",
-                "mla_up_proj": "multi-head latent attention's up projections and key/value assembly"}
-"""Megatron-Core's `--recompute-modules` names the time model charges (`timing.MEGATRON_MODULES`)."""
+                "mla_up_proj": "multi-head latent attention's up projections and key/value assembly",
+                "mlp": "the dense layers' FFN", "shared_experts": "the shared experts"}
+"""Megatron-Core's `--recompute-modules` names (`timing.MEGATRON_MODULES`, `spec.RECOMPUTE_MODULES`)."""
+
+
+def modules_the_model_has(modules: tuple[str, ...], dims: Dims, notes: list[str]) -> tuple[str, ...]:
+    """The stated modules that name a part of the model (the ones `recompute selective [...]` may
+    write, E0628): a module of a part the model lacks recomputes nothing, and is noted."""
+    has = {"mla_up_proj": dims.kv_lora > 0, "moe": dims.moe_layers > 0, "moe_act": dims.moe_layers > 0,
+           "shared_experts": dims.moe_layers > 0 and dims.shared_experts > 0,
+           "mlp": dims.moe_layers < dims.layers}
+    kept = tuple(m for m in modules if has.get(m, True))
+    if kept != modules:
+        notes.append("--recompute-modules " + " ".join(m for m in modules if m not in kept)
+                     + " stated, of parts the model has not: nothing recomputed")
+    return kept
 
 
 def megatron_modules(entry: dict) -> tuple[str, ...]:
     """The modules a row's `--recompute-modules` flag names (Megatron-Core's selective
     recomputation by module, `megatron/training/arguments.py`; default `core_attn`), in the
-    flag's order; () when the row states no such flag. Names the model does not charge
-    (`mlp`, `shared_experts`) are kept out."""
+    flag's order; () when the row states no such flag. Names that are not Megatron-Core's
+    modules are kept out."""
     text = str((entry.get("layout") or {}).get("recompute") or "")
     found = re.search(r"--recompute-modules\s+([a-z_ ]+)", text)
     if not found:
@@ -1521,13 +1535,17 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
         elif not folded or (cp * dp) % ep:
             raise Unusable(f"ep {ep} does not divide the data-parallel ranks ({dp} x cp {cp}) it folds over")
         lines.append(f"ep {ep} over {' x '.join(folded)}")
+    written = recompute
+    if recompute == "selective" and family == "megatron":  # the modules, as Megatron-Core's list
+        stated = modules_the_model_has(megatron_modules(entry), dims, notes)
+        written = f"selective [{', '.join(stated)}]" if stated else recompute
     lines += [
         model_text,
         hardware_text,
         target_line(software, family, precision),
         "train {",
         f"  seq {dims.seq}, global-batch {batch}, micro-batch {micro}",
-        f"  precision {precision}, optimizer adam, recompute {recompute}",
+        f"  precision {precision}, optimizer adam, recompute {written}",
     ]
     offload = _int(lay.get("offload_activations"), "offload_activations")
     if offload:

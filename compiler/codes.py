@@ -958,6 +958,19 @@ and Ada ("MXFP8 ... requires compute capability 10.0"). Use `fp8-recipe tensorwi
 `delayed` there, or a Blackwell GPU (`gpu b200`, `gpu gb200-nvl72`, `gpu b300`, `gpu gb300-nvl72`).
 """)
 
+register("E0628", "recompute modules Megatron-Core cannot run here", """
+`recompute selective [moe_act, mla_up_proj, ...]` names Megatron-Core's `--recompute-modules`: the
+parts of each layer it runs again before the backward instead of keeping their activations
+(core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj). They exist only under
+`target megatron`: parc's job and torchtitan have their own selective policies (`recompute
+selective`). Each module must name a part the model has: `mla_up_proj` latent attention
+(Megatron-Core refuses it otherwise), `moe` and `moe_act` MoE layers, `shared_experts` shared
+experts, `mlp` dense FFN layers. Under fp8 with delayed scaling Megatron-Core does not recompute
+`moe_act` or `layernorm`; per-tensor current scaling (`fp8-recipe tensorwise`) and MXFP8 do.
+
+    train { recompute selective [mla_up_proj, moe_act] }
+""")
+
 # ---------------------------------------------------------------------------------------------
 # `parc import` (compiler/importer.py): E07xx, W07xx.
 

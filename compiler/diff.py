@@ -122,6 +122,8 @@ def facts(plan: Plan) -> dict[str, str]:
     recompute = _opt(train.recompute)
     if train.recompute == "full" and train.recompute_layers is not None:
         recompute += f" {train.recompute_layers}"
+    if train.recompute_modules:  # Megatron-Core's modules
+        recompute += f" [{', '.join(train.recompute_modules)}]"
     out["recompute"] = recompute
     if train.offload_layers:  # a fact only where a side offloads (the other shows none)
         out["offloaded layers"] = str(train.offload_layers)

@@ -99,6 +99,12 @@ class PieceBytes:
     """`--recompute-modules moe`: the MoE layer's GEMMs' forward bytes again (its router and
     permutation kernels and activation are `moe_kernels_again`)."""
     moe_kernels_again: float = 0.0
+    ffn_gemm_again: float = 0.0
+    """`--recompute-modules mlp` (a dense layer) or `shared_experts` (a MoE layer's): that FFN's two
+    GEMMs' forward bytes again (`timing.Work.ffn_again`); its activation is `ffn_act_again`."""
+    ffn_act_again: float = 0.0
+    moe: bool = False
+    """A mixture-of-experts layer (which of `ffn_*_again`'s modules applies: `timing.ffn_recomputed`)."""
 
     @property
     def forward(self) -> float:
@@ -317,6 +323,9 @@ def layer_bytes(shape: Shape, case: LayerCase) -> PieceBytes:
         mla_up = (sum(gemms[i][0] * gemm_bytes(*gemms[i][1:], 1 if fp8 else 2)[0] for i in up_projections(shape))
                   + timing.ACT * timing.mla_key_value_elements(shape, tp, n))
     elementwise = timing.ACT * recomputable + eager_f + out_projection
+    # the layer's own FFN (a dense layer's, a MoE layer's shared experts): the last two products
+    own = shape.shared_experts * shape.expert_ffn / tp if moe else shape.ffn / tp
+    ffn_gemm = sum(count * gemm_bytes(m, k, nn, 1 if fp8 else 2)[0] for count, m, k, nn in gemms[-2:]) if own else 0.0
     # torchtitan's policy (`timing.torchtitan_op_seconds`): its counted matmuls not saved, and an
     # MoE layer's router gate and routed experts whole (the three GEMMs after the attention's)
     torchtitan_gemm = sum(
@@ -334,7 +343,8 @@ def layer_bytes(shape: Shape, case: LayerCase) -> PieceBytes:
                       torchtitan_gemm_again=torchtitan_gemm,
                       selective_core=core_again, norms_again=timing.ACT * 4 * h * n / shard,
                       moe_act_again=timing.ACT * expert_act, moe_gemm_again=moe_gemm, mla_up_again=mla_up,
-                      moe_kernels_again=dispatch_f + timing.ACT * expert_act if moe else 0.0)
+                      moe_kernels_again=dispatch_f + timing.ACT * expert_act if moe else 0.0,
+                      ffn_gemm_again=ffn_gemm, ffn_act_again=timing.ACT * n * (up + 1) * own, moe=moe)
 
 
 @lru_cache(maxsize=4096)
@@ -384,6 +394,7 @@ def recomputed(piece: PieceBytes, mode: str, selective: str) -> float:
         return (("core_attn" in modules) * piece.selective_core + ("layernorm" in modules) * piece.norms_again
                 + ("mla_up_proj" in modules) * piece.mla_up_again
                 + (piece.moe_gemm_again + piece.moe_kernels_again if "moe" in modules
-                   else ("moe_act" in modules) * piece.moe_act_again))
+                   else ("moe_act" in modules) * piece.moe_act_again)
+                + timing.ffn_recomputed(modules, piece.moe) * (piece.ffn_gemm_again + piece.ffn_act_again))
     return 0.0
 

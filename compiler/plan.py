@@ -359,6 +359,9 @@ class Training(Sourced):
     recompute: Literal["none", "selective", "full"] | None
     recompute_layers: int | None = None
     """With `full N`: layers recomputed per pipeline stage; None = all of them."""
+    recompute_modules: tuple[str, ...] = ()
+    """With `selective [m, ...]`: Megatron-Core's `--recompute-modules` (`spec.RECOMPUTE_MODULES`);
+    empty: the runtime's own selective policy."""
     offload_layers: int = 0
     """`offload-activations N`: the first N layers of each chunk copy their saved activations to
     host memory in the forward and back in the backward; 0 = none."""

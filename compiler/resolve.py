@@ -678,12 +678,13 @@ class _Resolver:
         micro = self.setting(block, "micro_batch", 1)
         micro = None if micro == HOLE else micro
         recompute = self.setting(block, "recompute")
+        modules: tuple[str, ...] = ()
         if recompute == HOLE:
             mode, layers = None, None
         elif recompute is None:
             mode, layers = "none", None
         else:
-            mode, layers = recompute.mode, recompute.layers
+            mode, layers, modules = recompute.mode, recompute.layers, recompute.modules
         tokens, steps = block.settings.get("tokens"), block.settings.get("steps")
         if tokens is not None and steps is not None:
             self.err("E0230", "the training budget is stated twice", steps.span, label="`steps` here",
@@ -698,7 +699,7 @@ class _Resolver:
         return Training(seq_len=seq, global_batch=global_batch, micro_batch=micro, grad_accum=accum,
                         precision=self.setting(block, "precision", "bf16"),
                         optimizer=self.setting(block, "optimizer", "adamw"),
-                        recompute=mode, recompute_layers=layers,
+                        recompute=mode, recompute_layers=layers, recompute_modules=modules,
                         offload_layers=self.setting(block, "offload_activations", 0),
                         clip_grad_norm=self.setting(block, "clip_grad_norm", 0.0) or None, spans=spans,
                         budget_tokens=tokens.value if tokens else None, budget_steps=steps.value if steps else None)

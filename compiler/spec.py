@@ -75,6 +75,9 @@ class Recompute(Frozen):
     """none | selective | full."""
     layers: int | None = None
     """For `full N`: recompute only N layers per pipeline stage; None = every layer."""
+    modules: tuple[str, ...] = ()
+    """For `selective [m, ...]`: Megatron-Core's `--recompute-modules` (`RECOMPUTE_MODULES`); empty:
+    the runtime's own selective policy."""
 
 
 class MoeLayers(Frozen):
@@ -321,7 +324,9 @@ TRAIN_KEYS = (
     _enum("precision", "compute precision of the matmuls", "precision bf16", ("bf16", "fp16", "fp8")),
     _enum("optimizer", "optimizer (adam/adamw keep fp32 master weights and two moments)",
           "optimizer adamw", ("adam", "adamw", "sgd")),
-    Key("recompute", "recompute", "activation recomputation: none, selective, full, or full N layers",
+    Key("recompute", "recompute", "activation recomputation: none, selective, full, or full N layers; under "
+        "`target megatron`, `selective [moe_act, mla_up_proj, ...]` names Megatron-Core's --recompute-modules "
+        "(core_attn, layernorm, mlp, moe, moe_act, shared_experts, mla_up_proj)",
         "recompute selective", holes=True),
     Key("offload-activations", "count", "copy the saved activations of the first N layers of each chunk to host "
         "memory in the forward and back in the backward (Megatron-Core's `--cpu-offloading-num-layers`)",
@@ -1060,6 +1065,11 @@ def _parse_batch(key, values, setting, diags):
 
 _RECOMPUTE = ("none", "selective", "full")
 
+RECOMPUTE_MODULES = ("core_attn", "layernorm", "mlp", "moe", "moe_act", "shared_experts", "mla_up_proj")
+"""Megatron-Core's `--recompute-modules` (TransformerConfig.recompute_modules, core 0.16): the
+parts of a layer `recompute selective [...]` runs again before the backward instead of keeping
+their activations. Megatron-Core's default, `recompute selective` alone, is `core_attn`."""
+
 
 def _parse_recompute(key, values, setting, diags):
     atom = values[0]
@@ -1069,12 +1079,39 @@ def _parse_recompute(key, values, setting, diags):
         return None
     if len(values) == 1:
         return Recompute(mode=atom.text)
+    if atom.text == "selective" and len(values) == 2 and values[1].kind == "list":
+        return _recompute_modules(values[1], diags)
     if atom.text != "full" or len(values) != 2:
-        diags.err("E0203", "only `full` takes a layer count", values[1].span, label="unexpected value",
-                  help="write `recompute full 8` (8 layers per stage) or `recompute selective`")
+        diags.err("E0203", "only `full` takes a layer count, and only `selective` a list of modules", values[1].span,
+                  label="unexpected value",
+                  help="write `recompute full 8` (8 layers per stage), `recompute selective` or "
+                  "`recompute selective [moe_act, mla_up_proj]` (Megatron-Core's modules)")
         return None
     layers = _count_atom(values[1], "the recomputed layer count", diags)
     return None if layers is None else Recompute(mode="full", layers=layers)
+
+
+def _recompute_modules(atom: Atom, diags) -> Recompute | None:
+    """`selective [m, ...]`: Megatron-Core's recompute modules, each once, in the order written."""
+    modules: list[str] = []
+    for item in atom.items:
+        if item.kind != "name" or item.text not in RECOMPUTE_MODULES:
+            diags.err("E0202", f"unknown recompute module `{item.text[:30]}`", item.span,
+                      label="not one of Megatron-Core's --recompute-modules",
+                      help=did_you_mean(item.text, RECOMPUTE_MODULES) + "; the modules are "
+                      + ", ".join(RECOMPUTE_MODULES))
+            return None
+        if item.text in modules:
+            diags.err("E0203", f"recompute module `{item.text}` listed twice", item.span, label="again",
+                      help="name each module once")
+            return None
+        modules.append(item.text)
+    if not modules:
+        diags.err("E0203", "`recompute selective []` names no module", atom.span, label="empty list",
+                  help="write `recompute selective` (the runtime's own policy) or name modules: "
+                  "`recompute selective [moe_act, mla_up_proj]`")
+        return None
+    return Recompute(mode="selective", modules=tuple(modules))
 
 
 def _parse_moe_layers(key, values, setting, diags):
@@ -1396,7 +1433,7 @@ _VALUE_WORDS = {
     "env": 'NAME "value"',
     "list": "`[n, n, ...]`",
     "batch": "number [`sequences` \\| `tokens`]",
-    "recompute": "none \\| selective \\| full \\| full N",
+    "recompute": "none \\| selective \\| selective [modules] \\| full \\| full N",
     "moe_layers": "all \\| none \\| from K \\| every K",
     "moe_balance": "none \\| aux-free [RATE] \\| aux-loss [COEFF]",
     "factor": "number > 0 \\| none",

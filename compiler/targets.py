@@ -230,7 +230,10 @@ def software_of(plan: Plan):
     from .timing import Software
 
     target = plan.target
-    return Software(attention=attention(target), selective=runtime(target).selective,
+    modules = plan.training.recompute_modules
+    # `recompute selective [...]` (Megatron-Core's modules) in place of the runtime's own policy
+    selective = "modules:" + ",".join(modules) if modules else runtime(target).selective
+    return Software(attention=attention(target), selective=selective,
                     tp_overlap=tp_overlap(target), kernels=kernels(target), fp8=runtime(target).fp8,
                     fp8_scaling=fp8_scaling(target), context_parallel=runtime(target).context_parallel,
                     dp_runtime=runtime(target).dp_runtime, tp_regather=runtime(target).tp_regather,

@@ -929,6 +929,10 @@ class Work:
     """`--recompute-modules moe`: the MoE layer's forward again but for its all-to-alls (the
     router GEMM and kernels, the permutations, the expert GEMMs and their activation); the
     all-to-alls' time and bytes are added from the layer's exposure (`_piece`)."""
+    ffn_again: float = 0.0
+    """`--recompute-modules mlp` in a dense layer, `shared_experts` in a MoE layer: that FFN's
+    forward again, its two products and its activation (Megatron-Core checkpoints the whole MLP
+    module, `recompute_mlp`, or the shared experts' `SharedExpertMLP`)."""
     tp_bytes: float = 0.0
     """Tensor the tp collectives carry (micro-batch activations, b x s/cp x h, 16-bit)."""
     tp_latent: float = 0.0
@@ -1906,6 +1910,11 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
         moe_act_again = memory_seconds(ACT * expert_act, hw, c) + c.kernel_overhead + clamp_again
         moe_again = (sum(timed[attention_count:]) + memory_seconds(moe_f, hw, c)
                      + (moe_kernels + eager_kernels[0]) * c.kernel_overhead + moe_act_again)
+    # `--recompute-modules mlp` (a dense layer) or `shared_experts` (a MoE layer's): that FFN's two
+    # products, the last two of `gemms`, and its activation
+    own_ffn = (shape.shared_experts * shape.expert_ffn / t) if moe else shape.ffn / t
+    ffn_again = (sum(timed[-2:]) + memory_seconds(ACT * n * (up + 1) * own_ffn, hw, c) + c.kernel_overhead
+                 if own_ffn else 0.0)
     # `--recompute-modules mla_up_proj`: the latents' up projections (the column-parallel ones
     # before the output's) and the key and value assembly again; their outputs are not kept
     mla_up_again = 0.0
@@ -2060,7 +2069,7 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
     return Work(launches_f=launches_f, launches_b=launches_b, gemm=gemm, attention_f=attention_f, attention_b=attention_b, memory_f=memory_f,
                 memory_b=memory_b, selective_core=core_again, selective_elementwise=elementwise,
                 selective_torchtitan=torchtitan, norms_again=norms_again, moe_act_again=moe_act_again, moe_again=moe_again,
-                mla_up_again=mla_up_again, tp_bytes=tp_bytes, tp_latent=tp_latent, tp_all_reduce=reduce,
+                mla_up_again=mla_up_again, ffn_again=ffn_again, tp_bytes=tp_bytes, tp_latent=tp_latent, tp_all_reduce=reduce,
                 tp_gather=gather,
                 tp_gemms=tp_partners(blocks, sp) if t > 1 else (), cp_flavour=flavour,
                 cp_bytes=cp_bytes, cp_runtime=cp_runtime, ep_bytes=ep_bytes, moe=moe)
@@ -2210,7 +2219,7 @@ def slowed(work: Work, sw: Software, c: Constants) -> Work:
                     selective_elementwise=work.selective_elementwise * f,
                     selective_torchtitan=work.selective_torchtitan * f, norms_again=work.norms_again * f,
                     moe_act_again=work.moe_act_again * f, moe_again=work.moe_again * f,
-                    mla_up_again=work.mla_up_again * f)
+                    mla_up_again=work.mla_up_again * f, ffn_again=work.ffn_again * f)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2771,7 +2780,8 @@ def piece_of(work: Work, x: Exposed, mode: str, selective: str) -> tuple[float, 
         modules = recompute_modules(selective)
         rec = (("core_attn" in modules) * work.selective_core + ("layernorm" in modules) * work.norms_again
                + ("mla_up_proj" in modules) * work.mla_up_again
-               + (work.moe_again if "moe" in modules else ("moe_act" in modules) * work.moe_act_again))
+               + (work.moe_again if "moe" in modules else ("moe_act" in modules) * work.moe_act_again)
+               + ffn_recomputed(modules, work.moe) * work.ffn_again)
         if "moe" in modules and work.moe:  # the dispatch and combine again, before the backward
             b_ep, s_ep = b_ep + f_ep, s_ep + x.ep_sent[0]
     return (work.forward, work.backward_input, work.backward_weight, rec, f_tp, f_cp, f_ep,
@@ -2781,9 +2791,16 @@ def piece_of(work: Work, x: Exposed, mode: str, selective: str) -> tuple[float, 
 _piece = lru_cache(maxsize=16384)(piece_of)
 
 
-MEGATRON_MODULES = ("core_attn", "layernorm", "moe_act", "moe", "mla_up_proj")
-"""Megatron-Core's `--recompute-modules` the time model charges (its others, `mlp` and
-`shared_experts`, are read as not recomputed: `recompute_modules`)."""
+MEGATRON_MODULES = ("core_attn", "layernorm", "moe_act", "moe", "mla_up_proj", "mlp", "shared_experts")
+"""Megatron-Core's `--recompute-modules` (`spec.RECOMPUTE_MODULES`), each charged: `Work`'s
+`selective_core`, `norms_again`, `moe_act_again`, `moe_again`, `mla_up_again` and `ffn_again`."""
+
+
+def ffn_recomputed(modules: frozenset[str], moe: bool) -> bool:
+    """Whether Megatron-Core's `modules` run a layer's own FFN again (`Work.ffn_again`): a dense
+    layer's under `mlp`; a MoE layer's shared experts under `shared_experts`, unless `moe` runs
+    the whole layer (whose `moe_again` holds them)."""
+    return ("shared_experts" in modules and "moe" not in modules) if moe else "mlp" in modules
 
 
 @lru_cache(maxsize=64)
@@ -3775,6 +3792,14 @@ def moe_gemm_flops(shape: Shape, tp: int, cp: int, seq: int, micro: int) -> floa
     return routed_gemm_flops(shape, tp, n) + n * shape.shared_experts * flops.expert_flops(shape) / tp
 
 
+def own_ffn_flops(shape: Shape, moe: bool, tp: int, n: float) -> float:
+    """Forward FLOPs of a layer's own FFN on one tp rank for `n` tokens: a dense layer's, or a MoE
+    layer's shared experts (split over tp): what `--recompute-modules mlp` / `shared_experts`
+    runs again (`Work.ffn_again`)."""
+    width = shape.shared_experts * shape.expert_ffn if moe else shape.ffn
+    return 2 * n * shape.ffn_matrices * shape.hidden * width / tp
+
+
 def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software, again: float = 0.0) -> tuple[Compute, ...]:
     """The FLOPs of one pipeline rank over one step, per op kind: every GEMM backward twice its
     forward (input and weight gradients); the flash attention backward `FLASH_BACKWARD` times its
@@ -3810,9 +3835,10 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software, again: floa
             core_bytes = piece.selective_core if "core_attn" in modules else 0.0
             moe_gemm = piece.moe_gemm_again if "moe" in modules else 0.0
             up_bytes = piece.mla_up_again if "mla_up_proj" in modules else 0.0  # its GEMMs and assembly
+            ffn_gemm = piece.ffn_gemm_again if ffn_recomputed(modules, moe) else 0.0
             redone["attention"] += count * core_bytes
-            redone["gemm"] += count * (moe_gemm + up_bytes)
-            redone["memory"] += count * (repeated - core_bytes - moe_gemm - up_bytes)
+            redone["gemm"] += count * (moe_gemm + up_bytes + ffn_gemm)
+            redone["memory"] += count * (repeated - core_bytes - moe_gemm - up_bytes - ffn_gemm)
         g, a, wo, _ = piece_flops(shape, moe, k.tp, k.cp, k.seq, k.micro_batch, 0, sw.attention,
                                   k.tp if k.sp and k.tp > 1 else 1)
         gemm[0] += count * g
@@ -3834,6 +3860,8 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software, again: floa
                 gemm[2] += count * 2 * n * split_weights(shape, COLUMN) / k.tp
             if moe and "moe" in modules:
                 gemm[2] += count * moe_gemm_flops(shape, k.tp, k.cp, k.seq, k.micro_batch)
+            if ffn_recomputed(modules, moe):  # the dense FFN's or the shared experts' products again
+                gemm[2] += count * own_ffn_flops(shape, moe, k.tp, k.seq * k.micro_batch / k.cp)
     if load.output:
         vocab = padded_vocab(shape.vocab, k.tp, k.runtime)
         g = piece_flops(shape, False, k.tp, k.cp, k.seq, k.micro_batch, vocab, sw.attention)[0]
@@ -4132,6 +4160,10 @@ def hardware_flops_per_token(shape: Shape, k: Knobs, sw: Software) -> float:
             total += flops.moe_count(shape) * moe_gemm_flops(shape, 1, 1, 1, 1)
         if "mla_up_proj" in modules and shape.mla:  # the up projections' products again
             total += shape.layers * 2 * split_weights(shape, COLUMN)
+        if "mlp" in modules:
+            total += flops.dense_count(shape) * own_ffn_flops(shape, False, 1, 1)
+        if "shared_experts" in modules and "moe" not in modules and shape.moe:
+            total += flops.moe_count(shape) * own_ffn_flops(shape, True, 1, 1)
     elif k.recompute == "full":
         loads = rank_loads(shape, Chunking.of(k), k.recompute, k.recompute_layers)
         for load in loads:

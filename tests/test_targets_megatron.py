@@ -60,6 +60,13 @@ LAYOUTS = {
                     "q-lora-rank 256, rope-head-dim 32, v-head-dim 64, experts 8, top-k 2, expert-ffn 512, "
                     "shared-experts 1, moe-layers from 1, mtp 1 }", "",
                     "train { seq 4096, global-batch 64, micro-batch 1, recompute full }\ndp { sharding zero1 }\n"),
+    "mla-moe-modules": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nep 4 over dp",
+                        "{ layers 4, hidden 1024, ffn 2816, heads 16, head-dim 64, vocab 32000, kv-lora-rank 128, "
+                        "q-lora-rank 256, rope-head-dim 32, v-head-dim 64, experts 8, top-k 2, expert-ffn 512, "
+                        "shared-experts 1, moe-layers from 1 }", "",
+                        "train { seq 4096, global-batch 64, micro-batch 1, "
+                        "recompute selective [mla_up_proj, moe_act, layernorm, mlp, shared_experts] }\n"
+                        "dp { sharding zero1 }\n"),
     "fp8-tensorwise-zero1": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)", "llama3-8b", " { fp8-recipe tensorwise }",
                              "train { seq 8192, global-batch 64, micro-batch 1, precision fp8 }\n"
                              "dp { sharding zero1 }\n"),
@@ -135,6 +142,8 @@ def transformer_config(plan):
     kwargs.pop("moe_permute_fusion", None)
     if "--recompute-granularity" in o:
         kwargs["recompute_granularity"] = o["--recompute-granularity"]
+    if "--recompute-modules" in o:  # nargs='*': the list of its words
+        kwargs["recompute_modules"] = o["--recompute-modules"].split()
     for option, field in (("--decoder-first-pipeline-num-layers", "num_layers_in_first_pipeline_stage"),
                           ("--decoder-last-pipeline-num-layers", "num_layers_in_last_pipeline_stage")):
         if option in o:  # renamed in core_transformer_config_from_args
@@ -340,7 +349,7 @@ def test_the_entry_point_hands_megatron_the_generated_options(tmp_path: Path):
     out = subprocess.run([sys.executable, str(tmp_path / "train.py"), "--log-interval", "1"], capture_output=True,
                          text=True, check=True, env={"MEGATRON_LM": str(checkout)})
     expected = [word for option, value in backend.arguments(plan) for word in ([option] if value is None
-                                                                               else [option, value])]
+                                                                               else [option, *value.split()])]
     argv = json.loads(out.stdout)
     assert Path(argv[0]).name == "pretrain_gpt.py" and argv[1:] == [*expected, "--log-interval", "1"]
     assert "--mock-data" in argv
@@ -582,3 +591,36 @@ def test_search_holds_the_bf16_weights_fp8_params_off_keeps():
         linear = 32 * (4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336) // tp
         assert bf16.peak_bytes - found["fp8"][tp].peak_bytes == pytest.approx(2 * linear, rel=0.02)
         assert bf16.peak_bytes == estimate(bf16.compilation.plan).peak_bytes
+
+
+def test_recompute_modules_are_megatron_cores_list():
+    """`recompute selective [...]` is Megatron-LM's `--recompute-granularity selective
+    --recompute-modules ...`: one word per module on the command line (the option takes a list),
+    which megatron-core's TransformerConfig keeps as its `recompute_modules`."""
+    plan = compiled("mla-moe-modules")
+    o = options(plan)
+    assert o["--recompute-granularity"] == "selective"
+    assert o["--recompute-modules"].split() == ["mla_up_proj", "moe_act", "layernorm", "mlp", "shared_experts"]
+    files = job_files(plan)
+    assert "--recompute-modules mla_up_proj moe_act layernorm mlp shared_experts\n" in files["megatron.args"]
+    if HAVE_MCORE:
+        config = transformer_config(plan)
+        assert config.recompute_granularity == "selective"
+        assert list(config.recompute_modules) == ["mla_up_proj", "moe_act", "layernorm", "mlp", "shared_experts"]
+
+
+@pytest.mark.skipif(not HAVE_MCORE, reason="megatron-core not installed (.ci/install-targets)")
+def test_megatron_core_refuses_what_e0628_refuses():
+    """Megatron-Core's TransformerConfig raises on `mla_up_proj` without latent attention, as
+    parc's E0628 does, and on a name outside its list, as parc's parser does."""
+    from megatron.core.transformer import TransformerConfig
+
+    with pytest.raises(ValueError, match="mla_up_proj"):
+        TransformerConfig(num_layers=4, hidden_size=1024, num_attention_heads=16, recompute_granularity="selective",
+                          recompute_modules=["mla_up_proj"])
+    with pytest.raises(AssertionError, match="Invalid choices"):
+        TransformerConfig(num_layers=4, hidden_size=1024, num_attention_heads=16, recompute_granularity="selective",
+                          recompute_modules=["moe_akt"])
+    spec = ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware { gpu h100-sxm }\ntarget megatron\n"
+            "train { seq 4096, global-batch 64, micro-batch 1, recompute selective [mla_up_proj] }\n")
+    assert "E0628" in {d.code for d in compile_text(spec, path="x.par").diagnostics}

@@ -193,3 +193,48 @@ def target_megatron_refuses(plan: Plan) -> Iterator[Diagnostic]:
                     help="Transformer Engine runs fp8 from compute capability 8.9 (Ada, Hopper, "
                     "Blackwell): use `precision bf16` on this GPU")
 
+
+
+# what each Megatron-Core recompute module needs of the model to run at all
+_MODULE_NEEDS = {
+    "mla_up_proj": ("multi-head latent attention", lambda m: m.mla, "`kv-lora-rank`"),
+    "moe": ("mixture-of-experts layers", lambda m: m.is_moe, "`experts`"),
+    "moe_act": ("mixture-of-experts layers", lambda m: m.is_moe, "`experts`"),
+    "shared_experts": ("shared experts", lambda m: m.is_moe and m.shared_experts > 0, "`shared-experts`"),
+    "mlp": ("dense FFN layers", lambda m: not m.is_moe or len(m.moe_layers) < m.layers, "dense layers"),
+}
+
+
+@rule
+def target_recompute_modules(plan: Plan) -> Iterator[Diagnostic]:
+    """`recompute selective [...]` names Megatron-Core's `--recompute-modules` (E0628): only under
+    `target megatron`; each module of a part the model has (Megatron-Core refuses `mla_up_proj`
+    without latent attention, TransformerConfig at core_v0.16.0, and the others would recompute
+    nothing); and not `moe_act` or `layernorm` with fp8 under delayed scaling, which
+    TransformerConfig refuses ("Delayed scaling does not support moe_act and layernorm recompute
+    for fp8")."""
+    train = plan.training
+    modules = train.recompute_modules
+    if not modules:
+        return
+    span = train.span_of("recompute")
+    written = f"recompute selective [{', '.join(modules)}]"
+    if plan.target.name != "megatron":
+        yield error("E0628", f"recompute modules are Megatron-Core's, not target {plan.target.name}'s", span,
+                    label=written, labels=_target_label(plan),
+                    help="write `recompute selective` (the runtime's own policy), or `target megatron`")
+        return
+    model = plan.model
+    for module in modules:
+        part, has, key = _MODULE_NEEDS.get(module, (None, None, None))
+        if part is not None and not has(model):
+            yield error("E0628", f"recompute module `{module}` needs {part}, which the model has not", span,
+                        label=written, labels=labels((model.span_of("name", "layers"), "the model")),
+                        help=f"remove `{module}` (it recomputes {part}: {key})")
+    delayed = (plan.target.fp8_recipe or "delayed") == "delayed"
+    refused = [m for m in modules if m in ("moe_act", "layernorm")]
+    if train.precision == "fp8" and delayed and refused:
+        yield error("E0628", f"Megatron-Core does not recompute {' or '.join(refused)} under fp8 delayed scaling",
+                    span, label=written, labels=labels((train.span_of("precision"), "precision fp8")),
+                    help="use `fp8-recipe tensorwise` or `mxfp8` in `target megatron { ... }`, or drop "
+                    + " and ".join(f"`{m}`" for m in refused))

@@ -564,42 +564,74 @@ def _megatron_layer(shape: Shape, k: Knobs, moe: bool, mode: str) -> LayerActiva
     after its `input_quantizer`; `LayerNormLinear` its norm's output likewise). Multi-head latent
     attention keeps its q, k and v (queries and keys `qk_dim` wide, values `v_dim`), its output
     (`v_dim` per head), and per latent the norm's input and the up projection's saved input, on
-    the rank's own tokens under sequence parallelism (`--recompute-modules mla_up_proj`, which
-    drops q, k and v, is not a spec setting: the memory model keeps them). The attention
+    the rank's own tokens under sequence parallelism. The attention
     output is the fused kernel's bf16 tensor, which the output projection shares in bf16 and
     copies under fp8. In a MoE layer the second norm's output is the router's input, kept in
     bf16 (and quantized once more for the shared experts' fc1 under fp8), and the experts' fc1
     saves the top-k routed copies the dispatcher brings (Megatron-Core applies the routing
-    probabilities in the experts' activation, so the unpermutation keeps only its index map)."""
-    t, h, q, kv = k.tp, shape.hidden, shape.q, shape.kv
+    probabilities in the experts' activation, so the unpermutation keeps only its index map).
+
+    `recompute selective` keeps all of it but the attention core's (Megatron-Core's default
+    module, `core_attn`); with modules named (`Knobs.recompute_modules`, `--recompute-modules`)
+    each drops what it runs again (Megatron-Core 0.16, transformer_layer.py, experts.py,
+    multi_latent_attention.py): `core_attn` the core's scores (their log-sum-exp under flash
+    attention); `layernorm` the output of each norm that is its own module, which Transformer
+    Engine's fused norm-and-linear is not (a MoE layer's pre-FFN norm, the router's input;
+    under latent attention the input norm, whose output the down projections save in bf16 only:
+    under fp8 they keep their quantized copies); `mla_up_proj` the up projections' q, k and v;
+    `mlp` a dense layer's FFN but its input; `moe` a MoE layer's experts, shared ones too, but
+    the layer's input; `moe_act` the routed experts' activation output (fc2's input); and
+    `shared_experts` the shared experts' activations."""
     tokens = k.seq * k.micro_batch / k.cp
-    ffn = shape.ffn if not moe else shape.top_k * shape.expert_ffn + shape.shared_experts * shape.expert_ffn
     if k.runtime == "megatron-flash":  # only the fp32 log-sum-exp of each query and head
-        scores = FP32 * shape.heads * tokens / t
+        scores = FP32 * shape.heads * tokens / k.tp
     else:  # scores and softmax (2 + 2 bytes) and the dropout mask (1) per score element
-        scores = 5 * shape.heads * k.seq * tokens / t
-    fp8 = k.precision == "fp8"
-    saved_input = 1 if fp8 else ACT
-    norms = ACT * h + saved_input * h + ACT * h  # the first norm's input and output, the second's input
-    o = shape.o
-    split = ACT * (q + 2 * kv) + ACT * o + (o if fp8 else 0)  # q, k, v; the output (and its copy)
-    if shape.mla:  # each latent's norm input (bf16) and its up projection's saved input, per own token
-        norms += (ACT + saved_input) * sum(latent_norm_widths(shape.q_lora, shape.kv_lora))
-    if moe:
-        norms += ACT * h + (h if fp8 and shape.shared_experts else 0)
-        split += saved_input * shape.top_k * h
-    else:
-        norms += saved_input * h
-    split += ACT * (shape.ffn_matrices - 1) * ffn + saved_input * ffn  # fc1's output, fc2's input
-    body = tokens * ((norms + split) / t if k.sp else norms + split / t)
-    full = body + scores
+        scores = 5 * shape.heads * k.seq * tokens / k.tp
+    full = _megatron_body(shape, k, moe, ()) + scores
     if mode == "none":
         saved = full
     elif mode == "selective":
-        saved = body
+        modules = k.recompute_modules or ("core_attn",)  # Megatron-Core's default module
+        saved = _megatron_body(shape, k, moe, modules) + (0.0 if "core_attn" in modules else scores)
     else:
-        saved = 2 * tokens * h / (t if k.sp else 1)
+        saved = 2 * tokens * shape.hidden / (k.tp if k.sp else 1)
     return LayerActivations(saved=round(saved), full=round(full), weight_grads=0, working=0)
+
+
+def _megatron_body(shape: Shape, k: Knobs, moe: bool, modules: tuple[str, ...]) -> float:
+    """`_megatron_layer`'s saved bytes but the attention core's, with Megatron-Core's recompute
+    `modules` dropping what each runs again (its docstring)."""
+    t, h, q, kv = k.tp, shape.hidden, shape.q, shape.kv
+    tokens = k.seq * k.micro_batch / k.cp
+    fp8 = k.precision == "fp8"
+    saved_input = 1 if fp8 else ACT
+    up = shape.ffn_matrices - 1
+
+    def ffn(width: float, dropped: bool, activation_dropped: bool = False) -> float:
+        """fc1's output and fc2's input (the activation's output) per token, less what is recomputed."""
+        return 0.0 if dropped else ACT * up * width + (0.0 if activation_dropped else saved_input * width)
+
+    norms = 2 * ACT * h  # the first and the second norm's input (the residual stream)
+    # the first norm's output, saved by the QKV projection (or latent attention's down projections)
+    norms += 0.0 if shape.mla and "layernorm" in modules and not fp8 else saved_input * h
+    o = shape.o
+    qkv = 0.0 if shape.mla and "mla_up_proj" in modules else ACT * (q + 2 * kv)
+    split = qkv + ACT * o + (o if fp8 else 0)  # q, k, v; the output (and its copy)
+    if shape.mla:  # each latent's norm input (bf16) and its up projection's saved input, per own token
+        norms += (ACT + saved_input) * sum(latent_norm_widths(shape.q_lora, shape.kv_lora))
+    if moe:
+        whole = "moe" in modules
+        shared = whole or "shared_experts" in modules
+        norms += 0.0 if "layernorm" in modules else ACT * h  # the router's input
+        norms += h if fp8 and shape.shared_experts and not shared else 0  # its fp8 copy for the shared experts
+        split += 0.0 if whole else saved_input * shape.top_k * h  # the routed copies, fc1's input
+        split += ffn(shape.top_k * shape.expert_ffn, whole, "moe_act" in modules)
+        split += ffn(shape.shared_experts * shape.expert_ffn, shared)
+    else:
+        dense = "mlp" in modules
+        norms += 0.0 if dense else saved_input * h  # fc1's saved input (its fused norm's output)
+        split += ffn(shape.ffn, dense)
+    return tokens * ((norms + split) / t if k.sp else norms + split / t)
 
 
 @lru_cache(maxsize=16384)

@@ -172,6 +172,9 @@ class Knobs:
     recompute: str = "none"
     recompute_layers: int | None = None
     """With `full`: layers recomputed in each chunk (None = all)."""
+    recompute_modules: tuple[str, ...] = ()
+    """With `selective`: Megatron-Core's `--recompute-modules` the spec names (`Training.recompute_modules`;
+    `activations._megatron_layer` drops what each recomputes); empty: the runtime's own policy."""
     offload_layers: int = 0
     """`offload-activations N`: the first N layers of each chunk keep their saved activations in
     host memory between their forward and their backward (`model.offload_relief`)."""
@@ -359,7 +362,7 @@ def knobs_of(plan: Plan, runtime: str = "torch") -> Knobs | None:
         seq=train.seq_len,
         micro_batch=micro, microbatches=accum, precision=train.precision, optimizer=train.optimizer,
         recompute=train.recompute or "none", recompute_layers=train.recompute_layers,
-        offload_layers=train.offload_layers, runtime=runtime, grad_bytes=_grad_bytes(plan),
+        recompute_modules=train.recompute_modules, offload_layers=train.offload_layers, runtime=runtime, grad_bytes=_grad_bytes(plan),
         pp_receives=_pp_receives(plan), model_code=model_code(plan.target),
         fp8_recipe=_fp8_recipe(plan), fp8_transposed=fp8_transposed(plan.cluster.gpu.generation),
         fp8_all_gather=_float8_all_gather(plan), fp8_params=plan.target.fp8_params,

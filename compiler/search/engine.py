@@ -328,8 +328,8 @@ class Engine:
         self.stats = Stats()
         self.ep_axis = "ep" in space.axes
         self.fixed = dict(precision=train.precision, optimizer=train.optimizer,
-                          recompute_layers=train.recompute_layers, offload_layers=train.offload_layers,
-                          cp_flavour=self.flavour, seq=self.seq,
+                          recompute_layers=train.recompute_layers, recompute_modules=train.recompute_modules,
+                          offload_layers=train.offload_layers, cp_flavour=self.flavour, seq=self.seq,
                           split=self.split, ep_over_tp="tp" in space.ep_fold, runtime=runtime,
                           grad_bytes=grad_bytes(plan.target, train.precision),
                           pp_receives=target_runtime(plan.target).pp_receives,
@@ -916,7 +916,8 @@ class Engine:
                      sequence_parallel=k.sequence_parallel, cp_flavour=k.cp_flavour, sharding=sharding,
                      hsdp_shard=shard, seq=k.seq, micro_batch=k.micro_batch, microbatches=k.microbatches,
                      precision=k.precision, optimizer=k.optimizer, recompute=k.recompute,
-                     recompute_layers=k.recompute_layers, offload_layers=k.offload_layers, runtime=k.runtime,
+                     recompute_layers=k.recompute_layers, recompute_modules=k.recompute_modules,
+                     offload_layers=k.offload_layers, runtime=k.runtime,
                      grad_bytes=k.grad_bytes, pp_receives=k.pp_receives, model_code=k.model_code,
                      fp8_recipe=k.fp8_recipe, fp8_transposed=k.fp8_transposed, fp8_all_gather=k.fp8_all_gather,
                      fp8_params=k.fp8_params)
