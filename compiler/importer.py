@@ -83,6 +83,11 @@ class Defaults:
 _TOKEN = re.compile(r"""'[^']*'|"[^"]*"|[^\s'"]+""")
 
 
+LIST_OPTIONS = frozenset({"--recompute-modules"})
+"""Megatron-LM options that take a list (argparse `nargs='*'`): their value is every word up to
+the next option, space-separated."""
+
+
 def read_options(source: SourceFile) -> tuple[dict[str, Option], list[tuple[str, Span]]]:
     """`--name [value]` pairs in the order written (a later one wins), and the other words
     (a torchtitan subcommand, the program's name) with their spans. `#` starts a comment; a
@@ -109,6 +114,9 @@ def read_options(source: SourceFile) -> tuple[dict[str, Option], list[tuple[str,
                     not words[i + 1][0].startswith("activation-checkpoint:"):
                 value = words[i + 1][0]
                 i += 1
+                while name in LIST_OPTIONS and i + 1 < len(words) and not words[i + 1][0].startswith("--"):
+                    value += " " + words[i + 1][0]  # an option that takes a list: every word up to the next
+                    i += 1
             options[name] = Option(value, span)
         else:
             others.append((word, span))
@@ -884,6 +892,9 @@ def _import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
     granularity, method, count = get("--recompute-granularity"), get("--recompute-method"), get("--recompute-num-layers")
     recompute = ("none" if granularity is None else "selective" if granularity == "selective"
                  else "full" if method in (None, "uniform") else f"full {count}")
+    modules = str(get("--recompute-modules") or "").split() if granularity == "selective" else []
+    if modules and modules != ["core_attn"]:  # Megatron-Core's own default is `recompute selective` alone
+        recompute = f"selective [{', '.join(modules)}]"  # parc's parser reports a name it does not know
     offload = whole("--cpu-offloading-num-layers", 0)  # Megatron-LM turns offloading on when above 0
     if "--vocab-size" not in options:
         diags.append(warning("W0701", "no `--vocab-size`: the vocabulary is taken as GPT-2's 50,257", source.span(0, 0),

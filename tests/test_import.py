@@ -39,8 +39,8 @@ def settings(plan) -> dict:
         else None,
         "cp": lay.cp.flavour if (lay.cp.degree or 1) > 1 else None,
         "ep": (lay.ep.degree, lay.ep.folded_over),
-        "train": (t.seq_len, t.global_batch, t.micro_batch, t.precision, t.recompute, t.recompute_layers, t.offload_layers,
-                  t.optimizer, t.clip_grad_norm),
+        "train": (t.seq_len, t.global_batch, t.micro_batch, t.precision, t.recompute, t.recompute_layers,
+                  t.recompute_modules, t.offload_layers, t.optimizer, t.clip_grad_norm),
         "target": plan.target.model_dump(exclude={"spans"}),
         "steps": plan.launch.steps,
     }
