@@ -113,7 +113,8 @@ def test_megatron_recompute_modules_are_read_from_the_rows():
     assert published.megatron_modules({"layout": {"recompute": "selective"}}) == ()
     assert timing.recompute_modules("attention-core") == frozenset({"core_attn"})
     assert timing.recompute_modules("elementwise") == frozenset()
-    assert timing.recompute_modules("modules:layernorm,moe_act,mlp") == frozenset({"layernorm", "moe_act"})
+    assert timing.recompute_modules("modules:layernorm,moe_act,mlp") == frozenset({"layernorm", "moe_act", "mlp"})
+    assert timing.recompute_modules("modules:layernorm,not_a_module") == frozenset({"layernorm"})
 
 
 def test_moe_act_recomputes_only_the_activation(rows):
