@@ -93,6 +93,8 @@ class PieceBytes:
     moe_act_again: float = 0.0
     """`--recompute-modules moe_act`: the experts' activation's bytes again."""
     mla_up_again: float = 0.0
+    mla_up_gemm_again: float = 0.0
+    """The GEMM share of `mla_up_again` (the rest is the key and value assembly, memory-bound)."""
     """`--recompute-modules mla_up_proj`: MLA's up projections' forward bytes and its key and value
     assembly again (`timing.Work.mla_up_again`)."""
     moe_gemm_again: float = 0.0
@@ -318,10 +320,10 @@ def layer_bytes(shape: Shape, case: LayerCase) -> PieceBytes:
     attention_gemms = len(attention_linears(shape)) if shape.mla else 3 if kernels == "eager" else 2
     moe_gemm = sum(count * gemm_bytes(m, k, nn, 1 if fp8 else 2)[0] for count, m, k, nn in gemms[attention_gemms:]) \
         if moe else 0.0
-    mla_up = 0.0
+    mla_up = mla_up_gemm = 0.0
     if shape.mla:  # the up projections (the column-parallel ones) and the key-value assembly again
-        mla_up = (sum(gemms[i][0] * gemm_bytes(*gemms[i][1:], 1 if fp8 else 2)[0] for i in up_projections(shape))
-                  + timing.ACT * timing.mla_key_value_elements(shape, tp, n))
+        mla_up_gemm = sum(gemms[i][0] * gemm_bytes(*gemms[i][1:], 1 if fp8 else 2)[0] for i in up_projections(shape))
+        mla_up = mla_up_gemm + timing.ACT * timing.mla_key_value_elements(shape, tp, n)
     elementwise = timing.ACT * recomputable + eager_f + out_projection
     # the layer's own FFN (a dense layer's, a MoE layer's shared experts): the last two products
     own = shape.shared_experts * shape.expert_ffn / tp if moe else shape.ffn / tp
@@ -343,6 +345,7 @@ def layer_bytes(shape: Shape, case: LayerCase) -> PieceBytes:
                       torchtitan_gemm_again=torchtitan_gemm,
                       selective_core=core_again, norms_again=timing.ACT * 4 * h * n / shard,
                       moe_act_again=timing.ACT * expert_act, moe_gemm_again=moe_gemm, mla_up_again=mla_up,
+                      mla_up_gemm_again=mla_up_gemm,
                       moe_kernels_again=dispatch_f + timing.ACT * expert_act if moe else 0.0,
                       ffn_gemm_again=ffn_gemm, ffn_act_again=timing.ACT * n * (up + 1) * own, moe=moe)
 

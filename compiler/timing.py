@@ -3834,7 +3834,7 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software, again: floa
             modules = recompute_modules(sw.selective)
             core_bytes = piece.selective_core if "core_attn" in modules else 0.0
             moe_gemm = piece.moe_gemm_again if "moe" in modules else 0.0
-            up_bytes = piece.mla_up_again if "mla_up_proj" in modules else 0.0  # its GEMMs and assembly
+            up_bytes = piece.mla_up_gemm_again if "mla_up_proj" in modules else 0.0  # its GEMMs (the assembly: memory)
             ffn_gemm = piece.ffn_gemm_again if ffn_recomputed(modules, moe) else 0.0
             redone["attention"] += count * core_bytes
             redone["gemm"] += count * (moe_gemm + up_bytes + ffn_gemm)

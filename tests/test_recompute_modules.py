@@ -143,3 +143,31 @@ def test_a_module_changes_nothing_under_full_or_none():
     shape = shape_of(plan)
     assert activations.layer_activations(shape, k, True, "full") == \
         activations.layer_activations(shape, knobs_of(plan, "megatron-flash"), True, "full")
+
+
+def test_the_ledger_books_mla_up_projs_gemms_as_gemms_and_its_assembly_as_memory():
+    """`mla_up_proj` runs the up projections (GEMM bytes) and the key and value assembly again
+    (memory-bound: `timing.mla_key_value_elements`, 2 bytes each); the step's ledger books each
+    where it belongs."""
+    from parc import hbm
+    from parc.timing import compute_ledger, mla_key_value_elements, rank_loads
+    from parc.timing import Chunking
+
+    def ledger(recompute):
+        plan = plan_with(recompute)
+        k = knobs_of(plan, "megatron-flash")
+        load = rank_loads(shape_of(plan), Chunking.of(k), k.recompute, k.recompute_layers)[0]
+        return {c.op: c.hbm_bytes for c in compute_ledger(shape_of(plan), k, load, targets.software_of(plan))}, \
+            plan, k, load
+
+    base, plan, k, load = ledger("selective [core_attn]")
+    up, _, _, _ = ledger("selective [core_attn, mla_up_proj]")
+    shape = shape_of(plan)
+    layers = sum(count for _, _, count in load.pieces)
+    assert layers > 0
+    micro = k.microbatches
+    assembly = 2 * mla_key_value_elements(shape, k.tp, TOKENS)
+    piece = hbm.layer_bytes(shape, timing.LayerCase.of(k, True, targets.software_of(plan)))
+    assert piece.mla_up_gemm_again > 0 and piece.mla_up_again == pytest.approx(piece.mla_up_gemm_again + assembly)
+    assert up["memory"] - base["memory"] == pytest.approx(micro * layers * assembly, rel=1e-9)
+    assert up["gemm"] - base["gemm"] == pytest.approx(micro * layers * piece.mla_up_gemm_again, rel=1e-9)
