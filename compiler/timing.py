@@ -938,8 +938,12 @@ class Work:
     tp_latent: float = 0.0
     """Where the attention's input-side tp collective carries something else than `tp_bytes`:
     multi-head latent attention's latents (`mla_tp_width`), one call each way in place of one of
-    `tp_bytes` (`piece_collectives`; the backward re-gather of the up projections' saved inputs
-    stays charged at `tp_bytes`, an overcount); 0 otherwise."""
+    `tp_bytes` (`piece_collectives`); 0 otherwise."""
+    tp_latent_regather: float = 0.0
+    """Multi-head latent attention's backward re-gather (`regathered`) of its up projections' saved
+    sequence-parallel inputs, the query latent (or the hidden state) and the key-value latent
+    (`mla_tp_width` without the RoPE key, which is no projection's input), in place of one
+    re-gather of `tp_bytes`; 0 otherwise."""
     tp_all_reduce: tuple[int, int] = (0, 0)
     """All-reduces of `tp_bytes` (forward, backward): without sequence parallelism."""
     tp_gather: tuple[int, int] = (0, 0)
@@ -2034,6 +2038,7 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
 
     tp_bytes = ACT * n * h if t > 1 else 0.0
     tp_latent = ACT * n * mla_tp_width(shape, sp) if t > 1 and shape.mla else 0.0
+    tp_latent_regather = ACT * n * mla_tp_width(shape, False) if t > 1 and sp and shape.mla else 0.0
     pairs = 1 if moe and not shape.shared_experts else 2  # routed experts are not split over tp
     # each tp-split block's (column, row) GEMMs in `gemms`' order: attention, then the dense FFN
     # or the shared experts (after the router and the routed experts' two)
@@ -2069,7 +2074,8 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
     return Work(launches_f=launches_f, launches_b=launches_b, gemm=gemm, attention_f=attention_f, attention_b=attention_b, memory_f=memory_f,
                 memory_b=memory_b, selective_core=core_again, selective_elementwise=elementwise,
                 selective_torchtitan=torchtitan, norms_again=norms_again, moe_act_again=moe_act_again, moe_again=moe_again,
-                mla_up_again=mla_up_again, ffn_again=ffn_again, tp_bytes=tp_bytes, tp_latent=tp_latent, tp_all_reduce=reduce,
+                mla_up_again=mla_up_again, ffn_again=ffn_again, tp_bytes=tp_bytes, tp_latent=tp_latent,
+                tp_latent_regather=tp_latent_regather, tp_all_reduce=reduce,
                 tp_gather=gather,
                 tp_gemms=tp_partners(blocks, sp) if t > 1 else (), cp_flavour=flavour,
                 cp_bytes=cp_bytes, cp_runtime=cp_runtime, ep_bytes=ep_bytes, moe=moe)
@@ -2290,6 +2296,11 @@ def piece_collectives(work: Work, tp: Link, cp: Link, ep: Link, calls: TpCalls |
         for phase, kind, n in (pair_calls(work) if calls is None else calls):
             if work.tp_latent and (phase, kind) in LATENT_CALLS:  # the attention's first, as its GEMM pairs come
                 out.append(Collective("tp", kind, work.tp_latent, 1, tp.size, tp.local, "path", 1, phase, pairs=True))
+                n -= 1
+            if work.tp_latent_regather and work.tp_regather and (phase, kind) == ("backward", "all_gather"):
+                # the up projections' inputs gathered again: the latents, not the hidden state
+                out.append(Collective("tp", kind, work.tp_latent_regather, 1, tp.size, tp.local, "path", 1, phase,
+                                      pairs=True))
                 n -= 1
             out.append(Collective("tp", kind, work.tp_bytes, n, tp.size, tp.local, "path", n, phase, pairs=True))
     n = cp.size

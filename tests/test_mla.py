@@ -294,3 +294,23 @@ def test_the_attentions_tp_collectives_carry_the_latents(sp, kinds, width):
         if r.axis == "tp":
             calls[r.phase, r.kind] = calls.get((r.phase, r.kind), 0) + r.count
     assert calls == {(phase, kind): n for phase, kind, n in timing.pair_calls(work)}
+
+
+def test_the_backward_regathers_the_latents_not_the_hidden_state():
+    """Under sequence parallelism Megatron-Core's up projections (TE's column-parallel linears)
+    save their inputs sharded and gather them again in the backward (`timing.regathered`): the
+    query latent and the key-value latent, 1,536 + 512 wide (the RoPE key is no projection's
+    input), in place of one re-gather of the hidden state; the FFN's stays hidden-wide."""
+    plan = plan_of()
+    shape, hw, c = shape_of(plan), timing.hardware_of(plan), timing.DEFAULT
+    case = timing.LayerCase(moe=False, tp=2, sp=True, cp=1, flavour="ring", seq=4096, micro=1, ep=1,
+                            precision="bf16", attention="flash-te", kernels="fused")
+    sw = timing.Software(attention="flash-te", kernels="fused", tp_regather=True)
+    work = timing.runtime_work(timing.layer_work(shape, case, hw, c), False, shape, hw, sw, c)
+    assert work.tp_regather == 2  # the up projections' block and the FFN's
+    tp = timing.link(timing.Group(2, 2), hw, c)
+    records = [r for r in timing.piece_collectives(work, tp, tp, tp) if r.axis == "tp"]
+    gathers = [r for r in records if (r.phase, r.kind) == ("backward", "all_gather")]
+    assert any(r.payload == 2 * 4096 * (1536 + 512) and r.count == 1 for r in gathers)
+    hidden = sum(r.count for r in gathers if r.payload == 2 * 4096 * shape.hidden)
+    assert hidden + 1 == dict(((p, k), n) for p, k, n in timing.pair_calls(work))["backward", "all_gather"]
