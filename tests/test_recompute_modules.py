@@ -150,8 +150,7 @@ def test_the_ledger_books_mla_up_projs_gemms_as_gemms_and_its_assembly_as_memory
     (memory-bound: `timing.mla_key_value_elements`, 2 bytes each); the step's ledger books each
     where it belongs."""
     from parc import hbm
-    from parc.timing import compute_ledger, mla_key_value_elements, rank_loads
-    from parc.timing import Chunking
+    from parc.timing import Chunking, compute_ledger, mla_key_value_elements, rank_loads
 
     def ledger(recompute):
         plan = plan_with(recompute)
