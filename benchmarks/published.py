@@ -1622,7 +1622,8 @@ UNSTATED_RECOMPUTE = "recompute none (unstated; the frameworks' default)"
 def least_recompute_that_fits(spec: str, plan, runtime: str, compile_spec):
     """The cheapest recomputation under which the spec fits in memory as `runtime` keeps it:
     selective, then full recomputation of the first N layers of each pipeline chunk for the
-    smallest N (memory falls as N grows), then every layer; None if even that does not fit."""
+    smallest N (memory falls as N grows), then every layer; None if even that does not fit. A
+    torchtitan run recomputes every layer or none (E0612): selective, then full."""
     def fits(mode: str):
         text = spec.replace("recompute none", f"recompute {mode}", 1)
         result = compile_spec(text)
@@ -1630,6 +1631,8 @@ def least_recompute_that_fits(spec: str, plan, runtime: str, compile_spec):
 
     if (found := fits("selective")):
         return found
+    if plan.target.name == "torchtitan":  # no `full N` in torchtitan
+        return fits("full")
     pp = plan.layout.pp
     per_chunk = -(-plan.model.layers // ((pp.degree or 1) * (pp.virtual_stages or 1)))
     lo, hi, best = 1, per_chunk - 1, None

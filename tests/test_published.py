@@ -587,3 +587,22 @@ def test_megatron_cores_flop_count_reproduces_bridges_published_tflops(published
             assert ours == pytest.approx(reported["bridge_model_tflops_per_gpu"], rel=0.005 if mla else 0.03), entry["id"]
             checked["mla" if mla else "other"] += 1
     assert checked["mla"] >= 15 and checked["other"] >= 60
+
+
+def test_a_torchtitan_row_recomputes_every_layer_or_none(published):
+    """The least recomputation that fits, for a row that states none: torchtitan has no `full N`
+    (E0612), so a torchtitan run that does not fit selectively recomputes every layer; a Megatron
+    run of the same shape takes the fewest layers that fit."""
+    from parc.pipeline import compile_text
+
+    spec = ("job t\ndp 8 on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware { gpu h100-sxm }\nTARGET\n"
+            "train { seq 8192, global-batch 64, micro-batch 2, recompute none }\ndp { sharding zero3 }\n")
+
+    def least(target: str):
+        text = spec.replace("TARGET", target)
+        plan = compile_text(text, path="t.par").plan
+        return published.least_recompute_that_fits(text, plan, "torch", lambda t: compile_text(t, path="t.par"))[0]
+
+    assert least("target torchtitan") == "full"
+    megatron = least("target megatron")
+    assert megatron.startswith("full ") and int(megatron.split()[1]) < 32
