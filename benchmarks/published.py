@@ -1592,8 +1592,10 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     if sharding == "hsdp":
         notes.append("hsdp read as zero3 over all data-parallel ranks (the shard group is not published)")
         sharding = "zero3"
-    if dp * cp > 1:
+    if dp > 1:
         lines.append(f"dp {{ sharding {sharding} }}")
+    elif cp > 1 and sharding != "none":  # a spec shards over the dp axis, which this layout has not
+        notes.append(f"{sharding} over the cp ranks alone (dp 1): not expressible in a spec, read as no sharding")
     if cp > 1:
         lines.append(f"cp {{ flavour {cp_flavour(text)} }}")
     spec = "\n".join(lines) + "\n"
