@@ -93,10 +93,10 @@ class PieceBytes:
     moe_act_again: float = 0.0
     """`--recompute-modules moe_act`: the experts' activation's bytes again."""
     mla_up_again: float = 0.0
-    mla_up_gemm_again: float = 0.0
-    """The GEMM share of `mla_up_again` (the rest is the key and value assembly, memory-bound)."""
     """`--recompute-modules mla_up_proj`: MLA's up projections' forward bytes and its key and value
     assembly again (`timing.Work.mla_up_again`)."""
+    mla_up_gemm_again: float = 0.0
+    """The GEMM share of `mla_up_again` (the rest is the key and value assembly, memory-bound)."""
     moe_gemm_again: float = 0.0
     """`--recompute-modules moe`: the MoE layer's GEMMs' forward bytes again (its router and
     permutation kernels and activation are `moe_kernels_again`)."""
@@ -105,6 +105,7 @@ class PieceBytes:
     """`--recompute-modules mlp` (a dense layer) or `shared_experts` (a MoE layer's): that FFN's two
     GEMMs' forward bytes again (`timing.Work.ffn_again`); its activation is `ffn_act_again`."""
     ffn_act_again: float = 0.0
+    """The same FFN's activation bytes again."""
     moe: bool = False
     """A mixture-of-experts layer (which of `ffn_*_again`'s modules applies: `timing.ffn_recomputed`)."""
 

@@ -1956,13 +1956,18 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
     # Transformer Engine quantizes each routed expert's slice in a kernel of its own (all of them
     # in one under delayed scaling) and pads them to the fp8 GEMM's alignment: each kernel's ramp
     # and tail, one after another on the compute stream (`kernels.expert_quantize_launches`)
+    # (the grouped experts' kernels, as the host issues them, `experts`, for `layer_launches`)
     recipe = fp8_recipe(precision, fp8_scaling, hw)
-    quantize_kernels = (kernel_model.expert_quantize_launches(local, recipe), ) * 2 \
-        if moe and kernels != "eager" and not fused_mlp else (0, 0)
-    if fused_mlp:  # its group quantizes (`kernels.FUSED_MLP_MEMORY_KERNELS`) and the fp8 paddings
+    if not moe or kernels == "eager":
+        quantize_kernels, experts = (0, 0), kernel_model.Launches(0, 0)
+    elif fused_mlp:  # its group quantizes (`kernels.FUSED_MLP_MEMORY_KERNELS`) and the fp8 paddings
         pad = kernel_model.expert_padding_launches(local, recipe)
         quantize_kernels = (kernel_model.FUSED_MLP_MEMORY_KERNELS.forward + pad,
                             kernel_model.FUSED_MLP_MEMORY_KERNELS.backward + pad)
+        experts = kernel_model.fused_grouped_mlp_launches(local, recipe)
+    else:
+        quantize = kernel_model.expert_quantize_launches(local, recipe)
+        quantize_kernels, experts = (quantize, quantize), kernel_model.grouped_mlp_launches(local, recipe)
     memory_f = (memory_seconds(ACT * elements + cast_f + eager_f + moe_f, hw, c)
                 + (MEMORY_KERNELS + loop_kernels + moe_kernels + quantize_kernels[0] + eager_kernels[0])
                 * c.kernel_overhead)
@@ -2065,9 +2070,6 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
             sent = ACT * n * (q + 2 * kv + shape.o / t)  # Q, K and V there, the output back
             cp_bytes = (sent, sent)
     ep_bytes = ACT * assigned * h if moe and ep > 1 else 0.0
-    experts = (kernel_model.Launches(0, 0) if not moe or kernels == "eager"
-               else kernel_model.fused_grouped_mlp_launches(local, recipe) if fused_mlp
-               else kernel_model.grouped_mlp_launches(local, recipe))
     launches_f, launches_b = layer_launches(gemms, routed_at, experts, recipe,
                                             loop_kernels + moe_kernels + eager_kernels[0],
                                             launched if attention != "unfused" else 4)
@@ -3800,15 +3802,15 @@ def moe_gemm_flops(shape: Shape, tp: int, cp: int, seq: int, micro: int) -> floa
     routed experts on this tp rank's tokens, shared experts split over tp): what
     `--recompute-modules moe` runs again (`piece_flops`' MoE terms)."""
     n = seq * micro / cp
-    return routed_gemm_flops(shape, tp, n) + n * shape.shared_experts * flops.expert_flops(shape) / tp
+    return routed_gemm_flops(shape, tp, n) + own_ffn_flops(shape, True, tp, n)
 
 
 def own_ffn_flops(shape: Shape, moe: bool, tp: int, n: float) -> float:
     """Forward FLOPs of a layer's own FFN on one tp rank for `n` tokens: a dense layer's, or a MoE
     layer's shared experts (split over tp): what `--recompute-modules mlp` / `shared_experts`
     runs again (`Work.ffn_again`)."""
-    width = shape.shared_experts * shape.expert_ffn if moe else shape.ffn
-    return 2 * n * shape.ffn_matrices * shape.hidden * width / tp
+    per_token = shape.shared_experts * flops.expert_flops(shape) if moe else flops.dense_ffn_flops(shape)
+    return n * per_token / tp
 
 
 def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software, again: float = 0.0) -> tuple[Compute, ...]:
@@ -4171,10 +4173,8 @@ def hardware_flops_per_token(shape: Shape, k: Knobs, sw: Software) -> float:
             total += flops.moe_count(shape) * moe_gemm_flops(shape, 1, 1, 1, 1)
         if "mla_up_proj" in modules and shape.mla:  # the up projections' products again
             total += shape.layers * 2 * split_weights(shape, COLUMN)
-        if "mlp" in modules:
-            total += flops.dense_count(shape) * own_ffn_flops(shape, False, 1, 1)
-        if "shared_experts" in modules and "moe" not in modules and shape.moe:
-            total += flops.moe_count(shape) * own_ffn_flops(shape, True, 1, 1)
+        total += sum(count * own_ffn_flops(shape, moe, 1, 1) for moe, count in (
+            (False, flops.dense_count(shape)), (True, flops.moe_count(shape))) if ffn_recomputed(modules, moe))
     elif k.recompute == "full":
         loads = rank_loads(shape, Chunking.of(k), k.recompute, k.recompute_layers)
         for load in loads:

@@ -194,7 +194,6 @@ def target_megatron_refuses(plan: Plan) -> Iterator[Diagnostic]:
                     "Blackwell): use `precision bf16` on this GPU")
 
 
-
 # what each Megatron-Core recompute module needs of the model to run at all
 _MODULE_NEEDS = {
     "mla_up_proj": ("multi-head latent attention", lambda m: m.mla, "`kv-lora-rank`"),
