@@ -28,6 +28,7 @@ from parc.catalog.gpus import ALIASES as GPU_ALIASES
 from parc.catalog.gpus import GPUS
 from parc.kernels import DEEPEP_SMS, HYBRIDEP_SMS
 from parc.plan import Target
+from parc.spec import modules_of_absent_parts
 from parc.stages import empty_ends_split
 from parc.targets import gather_bytes
 
@@ -1127,10 +1128,9 @@ MODULE_WORDS = {"core_attn": "the attention core", "layernorm": "the two norms",
 def modules_the_model_has(modules: tuple[str, ...], dims: Dims, notes: list[str]) -> tuple[str, ...]:
     """The stated modules that name a part of the model (the ones `recompute selective [...]` may
     write, E0628): a module of a part the model lacks recomputes nothing, and is noted."""
-    has = {"mla_up_proj": dims.kv_lora > 0, "moe": dims.moe_layers > 0, "moe_act": dims.moe_layers > 0,
-           "shared_experts": dims.moe_layers > 0 and dims.shared_experts > 0,
-           "mlp": dims.moe_layers < dims.layers}
-    kept = tuple(m for m in modules if has.get(m, True))
+    absent = modules_of_absent_parts(modules, mla=dims.kv_lora > 0, moe=dims.moe_layers > 0,
+                                     shared=dims.shared_experts > 0, dense=dims.moe_layers < dims.layers)
+    kept = tuple(m for m in modules if m not in absent)
     if kept != modules:
         notes.append("--recompute-modules " + " ".join(m for m in modules if m not in kept)
                      + " stated, of parts the model has not: nothing recomputed")

@@ -1071,6 +1071,16 @@ parts of a layer `recompute selective [...]` runs again before the backward inst
 their activations. Megatron-Core's default, `recompute selective` alone, is `core_attn`."""
 
 
+def modules_of_absent_parts(modules: tuple[str, ...], *, mla: bool, moe: bool, shared: bool,
+                            dense: bool) -> tuple[str, ...]:
+    """The recompute modules among `modules` that name a part the model has not (E0628, and what
+    the reader of published runs leaves out): `mla_up_proj` without latent attention, `moe` and
+    `moe_act` without MoE layers, `shared_experts` without shared experts in them, `mlp` without
+    a dense FFN layer."""
+    has = {"mla_up_proj": mla, "moe": moe, "moe_act": moe, "shared_experts": moe and shared, "mlp": dense}
+    return tuple(m for m in modules if not has.get(m, True))
+
+
 def _parse_recompute(key, values, setting, diags):
     atom = values[0]
     if atom.kind != "name" or atom.text not in _RECOMPUTE:

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from ..diagnostics import Diagnostic, error, warning
 from ..plan import Plan
+from ..spec import modules_of_absent_parts
 from ..targets import runtime
 from . import rule
 from .helpers import axis_span, labels, layout_span
@@ -194,13 +195,13 @@ def target_megatron_refuses(plan: Plan) -> Iterator[Diagnostic]:
                     "Blackwell): use `precision bf16` on this GPU")
 
 
-# what each Megatron-Core recompute module needs of the model to run at all
-_MODULE_NEEDS = {
-    "mla_up_proj": ("multi-head latent attention", lambda m: m.mla, "`kv-lora-rank`"),
-    "moe": ("mixture-of-experts layers", lambda m: m.is_moe, "`experts`"),
-    "moe_act": ("mixture-of-experts layers", lambda m: m.is_moe, "`experts`"),
-    "shared_experts": ("shared experts", lambda m: m.is_moe and m.shared_experts > 0, "`shared-experts`"),
-    "mlp": ("dense FFN layers", lambda m: not m.is_moe or len(m.moe_layers) < m.layers, "dense layers"),
+# the part of the model each Megatron-Core recompute module runs again, and where a spec states it
+_MODULE_PARTS = {
+    "mla_up_proj": ("multi-head latent attention", "`kv-lora-rank`"),
+    "moe": ("mixture-of-experts layers", "`experts`"),
+    "moe_act": ("mixture-of-experts layers", "`experts`"),
+    "shared_experts": ("shared experts", "`shared-experts`"),
+    "mlp": ("dense FFN layers", "dense layers"),
 }
 
 
@@ -224,12 +225,13 @@ def target_recompute_modules(plan: Plan) -> Iterator[Diagnostic]:
                     help="write `recompute selective` (the runtime's own policy), or `target megatron`")
         return
     model = plan.model
-    for module in modules:
-        part, has, key = _MODULE_NEEDS.get(module, (None, None, None))
-        if part is not None and not has(model):
-            yield error("E0628", f"recompute module `{module}` needs {part}, which the model has not", span,
-                        label=written, labels=labels((model.span_of("name", "layers"), "the model")),
-                        help=f"remove `{module}` (it recomputes {part}: {key})")
+    absent = modules_of_absent_parts(modules, mla=model.mla, moe=model.is_moe, shared=model.shared_experts > 0,
+                                     dense=not model.is_moe or len(model.moe_layers) < model.layers)
+    for module in absent:
+        part, key = _MODULE_PARTS[module]
+        yield error("E0628", f"recompute module `{module}` needs {part}, which the model has not", span,
+                    label=written, labels=labels((model.span_of("name", "layers"), "the model")),
+                    help=f"remove `{module}` (it recomputes {part}: {key})")
     delayed = (plan.target.fp8_recipe or "delayed") == "delayed"
     refused = [m for m in modules if m in ("moe_act", "layernorm")]
     if train.precision == "fp8" and delayed and refused:
