@@ -46,6 +46,7 @@ import blackwell_fit  # noqa: E402
 import dgxc_check  # noqa: E402
 import fsdp_check  # noqa: E402
 import gpu_check  # noqa: E402
+import kernel_fit  # noqa: E402
 import longctx_series  # noqa: E402
 import nemo_check  # noqa: E402
 import public_check  # noqa: E402
@@ -765,10 +766,30 @@ core-attention term is `s / 2` on every layer whatever `window_size` says (train
 unchanged: flash attention saves q, k, v, the output and the log-sum-exp, none of which depends
 on the mask.
 
-Blackwell takes Hopper's curves (no published sweep here) at its own peak times its measured
-tensor-core ceiling relative to H100's (`kernels.matmul_ceiling`) and `blackwell_sustained`, as its
-GEMMs do ("Constants"); CDNA3 takes
-Hopper's fractions of its own peak. The
+Blackwell takes Hopper's curves at its own peak times its attention ceiling
+(`kernels.attention_ceiling`) and `blackwell_sustained` ("Constants"). The ceiling is measured:
+cudnn-frontend's training SDPA benchmark (one script, its Llama 3.1 preset of 64 query heads, 8 KV
+heads, head dim 128) was run on H200 with cuDNN 9.19.1 and on GB200 and GB300 with cuDNN 9.22.0
+(`benchmarks/data/attention_kernels.yaml`, `releases` and `parts`, each cited). Each Blackwell
+part's fraction of its own dense peak over H200's at the same points (the median of ten, causal and
+unmasked, 2K-32K keys) is its ratio to the Hopper curve, `kernels.ATTENTION_MEASURED`: GB200 0.94
+forward and 0.92 backward, which its independently measured matmul ceiling (0.91, the figure the
+model used before the sweeps) agrees with; GB300 1.13 and 1.02, its doubled exponential units
+showing in the forward at an unchanged dense peak. B200 and B300, the same dies on other boards,
+carry their rack sibling's ratio over its matmul ceiling, times their own. The model's seconds
+over each sweep's (`sustained` 1; the curve is FlashAttention-3's 2024 cuDNN, which sits below
+cuDNN 9.19 on H200 by as much as it sits below 9.22 on Blackwell; `benchmarks/kernel_fit.py`,
+tests/test_attention_parts.py):
+
+@ATTENTION_PARTS@
+
+The sliding-window rows (cudnn-frontend's gpt-oss preset, head dim 64, never fitted) check the
+windowed charge, the causal curve at min(keys, 2W): with H200's 1,024-key window forward and
+backward come within 10 %; with Blackwell's 128-key window the backward within 20 % but the
+forward runs at half the charged speed (a 128-row query tile walks one or two key tiles, so the
+tile's fixed load, rescale and store work dominates, which a curve of keys does not see), about
+10 % over both directions at 2K-16K and 20 % at 32K, where the measured forward drops again.
+CDNA3 takes Hopper's fractions of its own peak. The
 attention kernel is the same fused kernel in eager PyTorch, so `eager_efficiency` does not slow
 it. Without context parallelism, under all-to-all, and under Megatron-LM's all-gather, a layer
 runs one causal kernel over `s` keys each way. parc's own all-gather (`AllGatherAttention` in the
@@ -2096,8 +2117,8 @@ differs between the two NeMo tables that could make attention 0.6x as fast on th
 software (NeMo's own Dockerfile from February to May 2024 builds on NGC PyTorch 24.01, v1.23.0's with
 Transformer Engine 1.2: older than the cuDNN releases, mid-2024 on, whose benchmarks the cuDNN curve
 is fitted on; which cuDNN that container carried is not in the sources read here);
-the GPU (the B200 curve is Hopper's fractions scaled by the measured matmul ceiling, no Blackwell
-attention sweep having been published); and the FLOP count (read as a causal count, the last
+the GPU (the B200 curve was Hopper's fractions scaled by the measured matmul ceiling when this was
+written; the GB200 sweep published since gives B200 4 % more forward and 1.5 % more backward); and the FLOP count (read as a causal count, the last
 column, the B200 rows come out slower the longer the sequence under either attention speed, the
 pattern no reading of the physics here removes, so the callback's non-causal count is the reading). None of these is measured here, so the constant stays as
 fitted and these rows stand as the check that says it may belong to one release rather than to
@@ -2552,13 +2573,16 @@ Against the GB200 or B200 row of the same release, model and printed layout:
 @BLACKWELL_ULTRA@
 
 GB300 and GB200 share one dense peak, yet GB300 runs about a fifth faster at one layout, where
-the model gives it only what the catalogue can state (its larger NICs, the exponential units,
-B200's measured ceiling where GB200's own is lower): GB300 rows are predicted slow. B300's pairs
-move about as the model moves them. What the GB300 rows show is a sustained clock the datasheets
-do not quote: the part draws 1,400 W for GB200's peak at 1,200 W (a power-limited part runs its
-tensor cores faster with more power), but B200's and GB200's own sweeps (GB200's maximum only 4 %
-above B200's for 20 % more power) give no law that carries it to GB300. It stays open until a
-sweep of a Blackwell Ultra part is published; nothing is fitted on these rows.
+the model gives it what the catalogue and the published sweeps state: its larger NICs, B200's
+measured matmul ceiling where GB200's own is lower, and its fused attention as cuDNN's sweep of
+GB300 measures it (1.13x Hopper's fraction forward, 1.02x backward: "Attention" above; before that
+sweep the model charged GB300 rows 1.2 points slower at the median). GB300 rows are still
+predicted slow. B300's pairs move about as the model moves them. What the GB300 rows show beyond
+attention is a sustained GEMM clock the datasheets do not quote: the part draws 1,400 W for GB200's
+peak at 1,200 W (a power-limited part runs its tensor cores faster with more power), but B200's
+and GB200's own matmul sweeps (GB200's maximum only 4 % above B200's for 20 % more power) give no
+law that carries it to GB300. That stays open until a matmul sweep of a Blackwell Ultra part is
+published; nothing is fitted on these rows.
 
 ## torch FSDP runs never fitted: llm-foundry's MPT tables
 
@@ -3330,6 +3354,7 @@ def generate(constants: Constants = DEFAULT,
         "MOE_SUMMARY": moe_summary(results),
         "FUSED_MLP": fused_mlp_table(constants),
         "BLACKWELL_ULTRA": blackwell_ultra_table(constants),
+        "ATTENTION_PARTS": kernel_fit.sweep_table(kernel_fit.load()),
         "LONGCTX": longctx_series.section(rows, constants),
         "TRAINED_ROUTER": trained_router.section(rows, constants),
         "TRAINED_LITERATURE": trained_router.literature(rows, constants),

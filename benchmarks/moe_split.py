@@ -155,12 +155,23 @@ def reconcile(parts: list[Part], work: timing.Work) -> tuple[float, float]:
     return forward - work.forward, backward - (work.backward_input + work.backward_weight)
 
 
-def layer_of(row_id: str, path: Path = ROOT / "benchmarks" / "data" / "megatron_bridge_25_11.yaml"):
-    """(parts, Work, row, prepared) for one MoE row of a published file."""
+DATA = ROOT / "benchmarks" / "data"
+
+
+def layer_of(row_id: str, path: Path | None = None):
+    """(parts, Work, row, prepared) for one MoE row of a published file: `path`, else the first of
+    benchmarks/data/*.yaml that holds a row of that id."""
     import fidelity
 
-    rows, _ = fidelity.load_rows(path)
-    row = next(r for r in rows if r.id == row_id)
+    for candidate in [path] if path else sorted(DATA.glob("*.yaml")):
+        if "runs" in candidate.name or candidate.name.startswith(("attention_", "fp8_gemm")):
+            continue
+        rows, _ = fidelity.load_rows(candidate)
+        row = next((r for r in rows if r.id == row_id), None)
+        if row is not None:
+            break
+    else:
+        raise SystemExit(f"moe_split: no row {row_id!r} in {path or 'benchmarks/data/*.yaml'}")
     p = fidelity.prepare(row)
     k, s, hw, sw = p.knobs, p.shape, p.hardware, row.software
     work = timing.layer_work(s, timing.LayerCase.of(k, True, sw), hw, DEFAULT)

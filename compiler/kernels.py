@@ -235,13 +235,47 @@ def exp_seconds(score_entries: float, bf16_peak: float, generation: str, scale: 
     return score_entries / rate if rate else 0.0
 
 
+# BEGIN MEASURED (written by benchmarks/kernel_fit.py --write; do not edit by hand)
+ATTENTION_MEASURED = {"gb200-nvl72": (0.9426, 0.9212), "gb300-nvl72": (1.1269, 1.0171)}
+# END MEASURED
+"""For each part with a published sweep of cuDNN's fused attention in the same suite as H200's (cudnn-frontend's training
+SDPA benchmark, Llama 3.1 preset, benchmarks/data/attention_kernels.yaml `parts`), its (forward,
+backward) fraction of its own dense BF16 peak over H200's at the same points: the median over the
+points both runs hold. H200 is H100's chip at H100's clocks, so the ratio is the part's attention
+against the Hopper curve's. GB200 0.94 / 0.92 (the matmul ceiling's 0.91 says as much); GB300 1.13
+/ 1.02, Blackwell Ultra's doubled exponential units showing in the forward."""
+
+ATTENTION_SIBLING = {"b200": "gb200-nvl72", "b300": "gb300-nvl72"}
+"""Parts whose die has a measured sweep under another board (`ATTENTION_MEASURED`): the DGX's B200 is
+the GB200's Blackwell GPU, the B300 the GB300's Blackwell Ultra GPU, at other board powers and
+clocks. The sibling's attention is carried over relative to each part's matmul ceiling
+(`attention_ceiling`), as the matmul ceiling itself carries a flagship's (`MAMF_FLAGSHIP`)."""
+
+
+def attention_ceiling(gpu: str, generation: str) -> tuple[float, float]:
+    """(forward, backward) ceiling of a part's fused attention relative to the Hopper curve it is
+    charged on (`attention_curve`), in place of the matmul ceiling (`matmul_ceiling`) that scales its
+    GEMMs. A part with a measured sweep (`ATTENTION_MEASURED`) takes its measured ratio; a part whose
+    die was measured on another board (`ATTENTION_SIBLING`) the sibling's ratio over the sibling's
+    matmul ceiling, times its own matmul ceiling; any other the matmul ceiling both ways (no
+    published sweep says otherwise: what parc assumed for every part before the sweeps)."""
+    ceiling = matmul_ceiling(gpu, generation)
+    measured = gpu if gpu in ATTENTION_MEASURED else ATTENTION_SIBLING.get(gpu)
+    if measured is None or measured not in ATTENTION_MEASURED:
+        return ceiling, ceiling
+    scale = ceiling / matmul_ceiling(measured, generation)
+    forward, backward = ATTENTION_MEASURED[measured]
+    return forward * scale, backward * scale
+
+
 def attention_curve(kernel: str, generation: str) -> AttentionCurve:
     """The curve of the kernel a runtime runs on a generation. "sdpa" (torch's
     scaled_dot_product_attention: its flash backend is FlashAttention-2, parc's runtime and
     torchtitan) and "te" (Transformer Engine: FlashAttention-2 on Ampere, cuDNN's fused attention
-    on Hopper and later). Blackwell and CDNA3 have no published sweep here: they take Hopper's
-    fractions of their own peak, an assumption docs/time-model.md states (the time model then
-    scales a Blackwell part's by its measured tensor-core ceiling, `matmul_ceiling`)."""
+    on Hopper and later). Blackwell and CDNA3 take Hopper's curves at their own peak: the time
+    model scales a Blackwell part's by its attention ceiling (`attention_ceiling`, measured against
+    H200 in one suite where published); CDNA3 has no published sweep, an assumption
+    docs/time-model.md states."""
     if generation == "ampere":
         return FA2_AMPERE
     return CUDNN_HOPPER if kernel == "te" else FA2_HOPPER

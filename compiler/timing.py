@@ -395,8 +395,13 @@ class Hardware:
     unknown (a GPU defined in a spec without it), where offloading is charged nothing."""
     ceiling: float = 1.0
     """The part's measured tensor-core ceiling relative to the part the fitted GEMM ceiling comes
-    from (`kernels.matmul_ceiling`: B200 0.966, GB200 0.908 of H100's); scales every GEMM and
-    fused attention kernel."""
+    from (`kernels.matmul_ceiling`: B200 0.966, GB200 0.908 of H100's); scales every GEMM (and,
+    where no sweep of the part's fused attention is published, its attention:
+    `attention_ceiling`)."""
+    attention_ceiling: tuple[float, float] = (1.0, 1.0)
+    """The part's fused attention (forward, backward) relative to the Hopper curve it is charged on
+    (`kernels.attention_ceiling`: measured in one suite where published, GB200 0.94 / 0.92, GB300
+    1.13 / 1.02; else `ceiling` both ways)."""
     achievable: float = 1.0
     """The most of its dense BF16 peak the part's matrix products reach (`kernels.matmul_achievable`:
     its measured maximum achievable matmul FLOP/s, H100 0.803): the bound no BF16 GEMM is charged
@@ -435,6 +440,7 @@ def hardware_of(plan: Plan) -> Hardware:
         sms=gpu.sms or SMS_BY_GENERATION.get(gpu.generation, 132),
         host=cluster.host_bandwidth or host_bandwidth(gpu.name) or 0.0,
         ceiling=kernel_model.matmul_ceiling(gpu.name, gpu.generation),
+        attention_ceiling=kernel_model.attention_ceiling(gpu.name, gpu.generation),
         achievable=kernel_model.matmul_achievable(gpu.name, gpu.generation),
         achievable_fp8=kernel_model.matmul_achievable(gpu.name, gpu.generation, fp8=True),
         exp_scale=kernel_model.EXP_SCALE.get(gpu.name, 1.0))
@@ -1307,8 +1313,9 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
     chunk). All-gather and all-to-all context parallelism run one causal kernel over all s keys.
     `sustained` is a training run's speed relative to the kernel benchmarks the curves come from (1:
     the curve as published): `Constants.attention_speed` of the GPU's generation, as `layer_work`
-    passes it. A Blackwell part runs Hopper's curve times
-    its measured tensor-core ceiling relative to H100's (`Hardware.ceiling`). Kept per
+    passes it. A Blackwell part runs Hopper's curve times its attention ceiling
+    (`Hardware.attention_ceiling`: measured where a sweep of the part is published, else its
+    tensor-core ceiling relative to H100's). Kept per
     its arguments: it reads no ep, and an MoE search times each layer per ep.
 
     Sliding-window layers (`Shape.windowed`) are timed apart and the result is the layers' mean
@@ -1458,12 +1465,13 @@ def attention_kernel_seconds(flop: float, efficiency: float, backward: bool, sco
     """Seconds of fused-attention kernels doing `flop` FLOPs (a backward's counted as
     `FLASH_BACKWARD` x its forward's products) at the curve's `efficiency`: the products at the
     peak of the precision they run in (`fp8`: `kernels.FP8_ATTENTION_SHARE` of the FP8 peak), at
-    what a training run sustains (`sustained`), on the part's tensor-core ceiling; never below the
+    what a training run sustains (`sustained`), on the part's attention ceiling
+    (`Hardware.attention_ceiling`, forward or backward); never below the
     exponential unit's floor, one exponential per score entry each way (`kernels.exp_seconds`: a
     physical bound, which the 16-bit curves sit above and which caps what FP8 products gain).
     `score_flops`: a head's forward FLOPs per score entry (`Shape.score_flops`, 4 x head dim)."""
     peak = hw.fp8 * kernel_model.FP8_ATTENTION_SHARE if fp8 and hw.fp8 else hw.bf16
-    products = flop / (peak * efficiency * hw.ceiling * sustained)
+    products = flop / (peak * efficiency * hw.attention_ceiling[backward] * sustained)
     entries = flop / ((flops.FLASH_BACKWARD if backward else 1.0) * score_flops)
     return max(products, kernel_model.exp_seconds(entries, hw.bf16, hw.generation, hw.exp_scale))
 

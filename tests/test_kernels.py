@@ -531,9 +531,11 @@ def test_large_gemm_speedup_over_h100_is_the_measured_one(gpu):
 
 
 def test_blackwell_attention_runs_hoppers_curve_at_its_measured_ceiling():
-    """The fused attention kernel on B200: Hopper's curve (no Blackwell sweep is published) at
-    B200's share of its peak, scaled by the MAMF ratio: one layer's forward attention seconds
-    equal the FLOPs over 2,250 TFLOPS x the curve x 0.966 (hand-computed ratio)."""
+    """The fused attention kernel on B200: Hopper's curve at B200's share of its peak, scaled by its
+    attention ceiling: no sweep of the B200 is published, so its rack sibling GB200's measured
+    ratio (0.9426 forward, `kernels.ATTENTION_MEASURED`) over GB200's matmul ceiling, times B200's
+    (the MAMF ratio 0.966): one layer's forward attention seconds equal the FLOPs over
+    2,250 TFLOPS x the curve x 0.9426 x (1,745 / 2,250) / (1,822 / 2,500) (hand-computed)."""
     plan = _gpu_plan("b200")
     hw, shape = timing.hardware_of(plan), shape_of(plan)
     seq = 4096
@@ -541,7 +543,7 @@ def test_blackwell_attention_runs_hoppers_curve_at_its_measured_ceiling():
     assert kernels_run == 1
     work = flops.attention_core_flops(shape, flops.causal_keys(seq)) * seq
     e = kernels.FA2_HOPPER.efficiency(seq, shape.head_dim, True, False)
-    ratio = (1745.0 / 2250) / (794.5 / 989)
+    ratio = 0.9426 * (1745.0 / 2250) / (1822.0 / 2500)
     assert forward == pytest.approx(work / (2250e12 * e * ratio), rel=1e-6)
 
 
