@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from parc import kernels, timing
 
 ROOT = Path(__file__).resolve().parent.parent
