@@ -789,6 +789,10 @@ backward come within 10 %; with Blackwell's 128-key window the backward within 2
 forward runs at half the charged speed (a 128-row query tile walks one or two key tiles, so the
 tile's fixed load, rescale and store work dominates, which a curve of keys does not see), about
 10 % over both directions at 2K-16K and 20 % at 32K, where the measured forward drops again.
+The same suite's DeepSeek-V3 preset (MLA's core: queries and keys 192 wide, values 128; `mla`)
+checks the MLA charge, 2 x (192 + 128) FLOPs a score entry at the curve's head-dim-128 efficiency:
+on GB200 and GB300 its quotients follow the Llama preset's within 8 % forward; backward, from 16K
+keys, MLA runs 6-13 % slower than charged where the Llama preset runs faster (within 16 %).
 CDNA3 takes Hopper's fractions of its own peak. The
 attention kernel is the same fused kernel in eager PyTorch, so `eager_efficiency` does not slow
 it. Without context parallelism, under all-to-all, and under Megatron-LM's all-gather, a layer
@@ -841,6 +845,20 @@ model.py's own ops: the rotary embedding (cast to fp32, four products, a sum and
 on the halves, a concatenation, a cast back: 48 bytes per query/key element forward and 46
 backward) and SwiGLU (`silu(w1 x) * w3 x`: 10 bytes per inner element
 forward and 18 backward); `timing.EAGER_ROPE_BYTES`, `EAGER_SWIGLU_BYTES`.
+
+The rate is checked against a kernel parc did not fit it on: cudnn-frontend's norm benchmark
+(`benchmarks/data/memory_kernels.yaml`, cited; tests/test_memory_kernels.py) times cuDNN's
+RMSNorm at the norm shapes of a dozen models on H200, GB200 and GB300. At the largest shape
+(16,384 x 4,096, 134 MB a pass) it moves 0.77-0.81 of the datasheet bandwidth forward and
+backward on all three, the fixed 0.8. Charged its bytes at that rate plus one `kernel_overhead`,
+every point comes out at 0.84x or more of the time it ran, and 0.84-1.38x from 50 MB a pass up;
+below that the charge reaches 3x the kernel alone (4-34 MB: the overhead, fitted on training
+steps, carries what a step spends between kernels as well as a kernel's own ramp). Two gaps the
+same file shows: LayerNorm's backward over only 1,024 rows (GPT-3 175B's shape) runs at a fifth
+of the bandwidth (its weight and bias gradients reduce over few rows), a third of the charged
+speed; and PyTorch's own eager RMSNorm backward, which parc's runtime runs, at 0.25-0.3 of it
+(0.67-0.70 forward) at the large shapes, which `eager_efficiency` carries rather than a per-kernel
+charge.
 
 **Recomputation.** full: the forward again (its communication included) before the backward;
 `full N` recomputes the first N layers of each chunk (the memory model's rule). selective, parc's
