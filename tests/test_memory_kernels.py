@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from parc import timing
 from parc.calibration import DEFAULT
 
