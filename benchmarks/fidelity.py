@@ -703,15 +703,27 @@ FSDP, 512-65,536 tokens, never fitted).
 
 **FP8 attention.** Attention runs in BF16 whatever the linears run in, unless the runtime says
 otherwise: Transformer Engine's FP8 dot-product attention (cuDNN's FP8 fused attention; Megatron-Core's
-`fp8_dot_product_attention`, which Megatron-Bridge's 26.06 and later GB200 recipes set for their
-Qwen3 and gpt-oss rows) runs the products on the FP8 peak (`Software.attention_fp8`, layer kind
-"flash-te-fp8"). The curve is the same kernel's; the fraction of the FP8 peak it reaches is
-`kernels.FP8_ATTENTION_SHARE` (0.81) of the fraction the 16-bit kernel reaches of its own, from
-FlashAttention-3's abstract on H100 (FP16 up to 740 TFLOP/s, 74.8 % of 989; FP8 close to 1.2
-PFLOP/s, 60.6 % of 1,979): the softmax between the products keeps its cost. Megatron-LM's command
-line (core_v0.16.0) has no flag for it (the option is a `TransformerConfig` field its parser
-leaves out), so a spec cannot state it and parc's Megatron launcher does not set it; the reader
-of published runs takes it from a recipe that states it. No fitted row states it.
+`fp8_dot_product_attention`, which Megatron-Bridge's 26.06 and later GB200 and GB300 recipes set for
+their Qwen3, gpt-oss and DeepSeek-V3 rows; `Software.attention_fp8`, layer kind "flash-te-fp8",
+or "flash-te-mxfp8" under the MXFP8 recipe, whose quantizer TE's attention takes from TE 2.16,
+the release Bridge pins from 26.06). It is charged as the part's BF16 attention over the speedup
+cudnn-frontend's sweep measured for that kind on the part or its die (`kernels.ATTENTION_FP8_MEASURED`,
+the median of ten points, causal and unmasked, 2K-32K keys; `benchmarks/data/attention_kernels.yaml`,
+`quantized`): H200 (and H100, the same chip) FP8 1.49x forward, 1.06x backward; GB200 (and B200)
+FP8 1.30x / 1.20x, MXFP8 1.21x / 1.03x; GB300 (and B300) FP8 1.57x / 1.32x, MXFP8 1.42x / 1.03x.
+The backward gains little: its five products run at the FP8 rate, the recomputed exponentials and
+the gradients' rescaling and casts do not (H200's causal FP8 backward even falls to 0.64x its BF16
+kernel at 16K-32K keys, where the unmasked one gains 1.1x). Before the sweeps were read the model
+charged both directions `kernels.FP8_ATTENTION_SHARE` (0.81) of the FP8 peak, FlashAttention-3's
+forward-only figure (FP16 up to 740 TFLOP/s of 989, FP8 close to 1.2 PFLOP/s of 1,979): 1.62x on
+both. That share stays for a part no sweep covers. The 23 rows that run FP8 attention come out
+6-13 points slower for it (their errors are in the Megatron-Bridge sections): the Qwen3-30B-A3B GB200
+rows, within 4 % before, now 12-14 % slow, which says something else in 26.06's recipes (that
+release raised those rows' throughput 1.56x at one layout) runs faster than the model has it, not that
+cuDNN's backward does. Megatron-LM's command line (core_v0.16.0) has no flag for it (the option is
+a `TransformerConfig` field its parser leaves out), so a spec cannot state it and parc's Megatron
+launcher does not set it; the reader of published runs takes it from a recipe that states it. No
+fitted row states it.
 
 **The exponential unit's floor.** Each score entry a fused kernel computes takes one exponential
 forward (the softmax) and one backward (P recomputed from the saved log-sum-exp), on the SMs'

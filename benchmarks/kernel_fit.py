@@ -185,9 +185,41 @@ def write(curves: dict[str, AttentionCurve]) -> None:
     KERNELS.write_text(new)
 
 
-def write_measured(ratios: dict[str, tuple[float, float]]) -> None:
+def bf16_points(data: dict, part: str) -> dict[tuple[int, bool], tuple[float, float]]:
+    """A part's BF16 sweep in the suite: H200's `releases` entry (`parts_reference`), else its `parts`
+    entry; (seq, causal) -> (forward, backward) TFLOP/s."""
+    if part == "h200":
+        run = next(r for r in data["releases"] if r["release"] == data["parts_reference"])
+    else:
+        run = next(p for p in data["parts"] if p["part"] == part)
+    return {(s, c): (f, b) for s, c, f, b in run["points"]}
+
+
+def fp8_speedups(data: dict) -> dict[str, dict[str, tuple[float, float]]]:
+    """`kernels.ATTENTION_FP8_MEASURED`: for each part of the yaml's `quantized`, each FP8 kind it was
+    run in ("fp8", "mxfp8") -> (forward, backward): the median over the (seq, causal) points the
+    part's BF16 run also holds of FP8 TFLOP/s over BF16 TFLOP/s. A measurement, not a fit."""
+    import statistics
+
+    out: dict[str, dict[str, tuple[float, float]]] = {}
+    for run in data["quantized"]:
+        bf16 = bf16_points(data, run["part"])
+        for kind in ("fp8", "mxfp8"):
+            pairs = [(f / bf16[(s, c)][0], b / bf16[(s, c)][1])
+                     for s, c, f, b in run.get(kind, []) if (s, c) in bf16]
+            if pairs:
+                out.setdefault(run["part"], {})[kind] = (round(statistics.median(x for x, _ in pairs), 4),
+                                                         round(statistics.median(y for _, y in pairs), 4))
+    return out
+
+
+def write_measured(ratios: dict[str, tuple[float, float]],
+                   speedups: dict[str, dict[str, tuple[float, float]]]) -> None:
     text = KERNELS.read_text()
-    block = "ATTENTION_MEASURED = {" + ", ".join(f'"{k}": ({f}, {b})' for k, (f, b) in ratios.items()) + "}"
+    block = "ATTENTION_MEASURED = {" + ", ".join(f'"{k}": ({f}, {b})' for k, (f, b) in ratios.items()) + "}\n"
+    block += "ATTENTION_FP8_MEASURED = {" + ", ".join(
+        f'"{part}": {{' + ", ".join(f'"{kind}": ({f}, {b})' for kind, (f, b) in kinds.items()) + "}"
+        for part, kinds in speedups.items()) + "}"
     new = re.sub(re.escape(MEASURED_BEGIN) + r".*?" + re.escape(MEASURED_END),
                  lambda _: f"{MEASURED_BEGIN}\n{block}\n{MEASURED_END}", text, flags=re.S)
     KERNELS.write_text(new)
@@ -205,9 +237,13 @@ def main(argv=None) -> int:
     ratios = measured_ratios(data)
     for part, (f, b) in ratios.items():
         print(f"{part}: fused attention {f:.4f} forward, {b:.4f} backward of H200's fraction of peak")
+    speedups = fp8_speedups(data)
+    for part, kinds in speedups.items():
+        for kind, (f, b) in kinds.items():
+            print(f"{part}: {kind} attention {f:.4f}x forward, {b:.4f}x backward its BF16 kernel")
     if args.write:
         write(curves)
-        write_measured(ratios)
+        write_measured(ratios, speedups)
     return 0
 
 

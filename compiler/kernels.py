@@ -237,19 +237,39 @@ def exp_seconds(score_entries: float, bf16_peak: float, generation: str, scale: 
 
 # BEGIN MEASURED (written by benchmarks/kernel_fit.py --write; do not edit by hand)
 ATTENTION_MEASURED = {"gb200-nvl72": (0.9426, 0.9212), "gb300-nvl72": (1.1269, 1.0171)}
+ATTENTION_FP8_MEASURED = {"h200": {"fp8": (1.4887, 1.0579)}, "gb200-nvl72": {"fp8": (1.3047, 1.1985), "mxfp8": (1.2141, 1.0302)}, "gb300-nvl72": {"fp8": (1.5697, 1.3186), "mxfp8": (1.4201, 1.0326)}}
 # END MEASURED
-"""For each part with a published sweep of cuDNN's fused attention in the same suite as H200's (cudnn-frontend's training
-SDPA benchmark, Llama 3.1 preset, benchmarks/data/attention_kernels.yaml `parts`), its (forward,
-backward) fraction of its own dense BF16 peak over H200's at the same points: the median over the
+"""`ATTENTION_MEASURED`: for each part with a published sweep of cuDNN's fused attention in the same
+suite as H200's (cudnn-frontend's training SDPA benchmark, Llama 3.1 preset,
+benchmarks/data/attention_kernels.yaml `parts`), its (forward, backward) fraction of its own dense BF16 peak over H200's at the same points: the median over the
 points both runs hold. H200 is H100's chip at H100's clocks, so the ratio is the part's attention
 against the Hopper curve's. GB200 0.94 / 0.92 (the matmul ceiling's 0.91 says as much); GB300 1.13
-/ 1.02, Blackwell Ultra's doubled exponential units showing in the forward."""
+/ 1.02, Blackwell Ultra's doubled exponential units showing in the forward.
+`ATTENTION_FP8_MEASURED`: the same runs' FP8 kernels (`quantized`) over each part's own BF16 one
+(`attention_fp8_speedup`)."""
 
 ATTENTION_SIBLING = {"b200": "gb200-nvl72", "b300": "gb300-nvl72"}
 """Parts whose die has a measured sweep under another board (`ATTENTION_MEASURED`): the DGX's B200 is
 the GB200's Blackwell GPU, the B300 the GB300's Blackwell Ultra GPU, at other board powers and
 clocks. The sibling's attention is carried over relative to each part's matmul ceiling
 (`attention_ceiling`), as the matmul ceiling itself carries a flagship's (`MAMF_FLAGSHIP`)."""
+
+FP8_ATTENTION_SIBLING = {"h100-sxm": "h200", "h800": "h200", "b200": "gb200-nvl72", "b300": "gb300-nvl72"}
+"""Parts whose FP8 attention was measured on their die under another name or board
+(`ATTENTION_FP8_MEASURED`): H100 SXM and H800 are H200's GH100 at the same clocks, B200 and B300
+the rack parts' GPUs. A speedup over the same part's BF16 kernel carries over as it stands."""
+
+
+def attention_fp8_speedup(gpu: str, kind: str) -> tuple[float, float] | None:
+    """(forward, backward) speedup of cuDNN's FP8 fused attention over the same part's BF16 kernel,
+    `kind` "fp8" (per-tensor scales) or "mxfp8" (MXFP8 block scales), as cudnn-frontend's sweep
+    measured it on the part or its sibling (`ATTENTION_FP8_MEASURED`, `FP8_ATTENTION_SIBLING`):
+    H200 1.49x forward but 1.06x backward, GB200 MXFP8 1.21x / 1.03x, GB300 MXFP8 1.42x / 1.03x.
+    The backward gains little: its five products run at the FP8 rate but the softmax's recomputed
+    exponentials and the gradients' rescaling and casts do not. None where no sweep of the part
+    and kind exists (the time model then charges `FP8_ATTENTION_SHARE` of the FP8 peak)."""
+    part = gpu if gpu in ATTENTION_FP8_MEASURED else FP8_ATTENTION_SIBLING.get(gpu)
+    return ATTENTION_FP8_MEASURED.get(part, {}).get(kind) if part else None
 
 
 def attention_ceiling(gpu: str, generation: str) -> tuple[float, float]:

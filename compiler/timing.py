@@ -402,6 +402,11 @@ class Hardware:
     """The part's fused attention (forward, backward) relative to the Hopper curve it is charged on
     (`kernels.attention_ceiling`: measured in one suite where published, GB200 0.94 / 0.92, GB300
     1.13 / 1.02; else `ceiling` both ways)."""
+    fp8_attention: tuple[float, float] | None = None
+    """(forward, backward) speedup of the part's FP8 fused attention (per-tensor scales) over its BF16
+    one, as measured (`kernels.attention_fp8_speedup`); None: not measured."""
+    mxfp8_attention: tuple[float, float] | None = None
+    """The same with MXFP8 block scales (Blackwell)."""
     achievable: float = 1.0
     """The most of its dense BF16 peak the part's matrix products reach (`kernels.matmul_achievable`:
     its measured maximum achievable matmul FLOP/s, H100 0.803): the bound no BF16 GEMM is charged
@@ -420,6 +425,10 @@ class Hardware:
 
     def __hash__(self) -> int:
         return self._hash
+
+    def quantized_attention(self, kind: str) -> tuple[float, float] | None:
+        """The measured speedup of the FP8 attention kernel `kind` ("fp8", "mxfp8"), or None."""
+        return self.mxfp8_attention if kind == "mxfp8" else self.fp8_attention if kind == "fp8" else None
 
 
 def hardware_of(plan: Plan) -> Hardware:
@@ -441,6 +450,8 @@ def hardware_of(plan: Plan) -> Hardware:
         host=cluster.host_bandwidth or host_bandwidth(gpu.name) or 0.0,
         ceiling=kernel_model.matmul_ceiling(gpu.name, gpu.generation),
         attention_ceiling=kernel_model.attention_ceiling(gpu.name, gpu.generation),
+        fp8_attention=kernel_model.attention_fp8_speedup(gpu.name, "fp8"),
+        mxfp8_attention=kernel_model.attention_fp8_speedup(gpu.name, "mxfp8"),
         achievable=kernel_model.matmul_achievable(gpu.name, gpu.generation),
         achievable_fp8=kernel_model.matmul_achievable(gpu.name, gpu.generation, fp8=True),
         exp_scale=kernel_model.EXP_SCALE.get(gpu.name, 1.0))
@@ -1098,22 +1109,32 @@ def memory_seconds(nbytes: float, hw: Hardware, c: Constants) -> float:
     return nbytes / (hw.hbm * c.hbm_efficiency)
 
 
-ATTENTION_KERNELS = {"flash-te": "te", "flash-te-fp8": "te"}
+ATTENTION_KERNELS = {"flash-te": "te", "flash-te-fp8": "te", "flash-te-mxfp8": "te"}
 """`LayerCase.attention` -> the kernel curve it runs (`kernels.attention_curve`); "flash": "sdpa"."""
 
 FP8_ATTENTION = {"flash-te": "flash-te-fp8"}
 """A runtime's fused attention (`Software.attention`) -> its FP8 variant, where it has one:
-Transformer Engine's FP8 dot-product attention (cuDNN's FP8 fused attention). torch's SDPA has
-none."""
+Transformer Engine's FP8 dot-product attention (cuDNN's FP8 fused attention, per-tensor scales).
+torch's SDPA has none."""
+
+MXFP8_ATTENTION = {"flash-te": "flash-te-mxfp8"}
+"""The same under the MXFP8 recipe: Transformer Engine runs its FP8 attention with MXFP8 block
+scales there (TE 2.16, "Add MXFP8 attention", #2719: the qkv quantizer is the recipe's
+`MXFP8Quantizer`; Megatron-Bridge pins a TE with it from its 26.06 release, the first whose
+recipes set `fp8_dot_product_attention`)."""
+
+QUANTIZED_ATTENTION = {"flash-te-fp8": "fp8", "flash-te-mxfp8": "mxfp8"}
+"""A quantized attention kernel -> the kind of its sweep (`kernels.attention_fp8_speedup`)."""
 
 
 def attention_kernel(sw: Software, precision: str) -> str:
     """`LayerCase.attention`: the runtime's fused attention (`Software.attention`), or its FP8
-    variant (`FP8_ATTENTION`) where the runtime runs it so (`Software.attention_fp8`) and the
+    variant (`FP8_ATTENTION`, `MXFP8_ATTENTION` under the MXFP8 recipe) where the runtime runs it so (`Software.attention_fp8`) and the
     layer's linears run in fp8 (`gemm_precision`: Transformer Engine's FP8 attention sits inside
     its fp8 autocast)."""
     if sw.attention_fp8 and precision == "fp8":
-        return FP8_ATTENTION.get(sw.attention, sw.attention)
+        variants = MXFP8_ATTENTION if sw.fp8_scaling == "mxfp8" else FP8_ATTENTION
+        return variants.get(sw.attention, sw.attention)
     return sw.attention
 
 
@@ -1403,11 +1424,11 @@ def _flash_attention_kind(shape: Shape, case: AttentionCase, hw: Hardware, windo
     work = flops.attention_core_flops(shape, flops.causal_keys(seq)) / tp * n
     back = flops.FLASH_BACKWARD * work
 
-    fp8 = attention in FP8_ATTENTION.values()  # Transformer Engine's FP8 attention: `attention_kernel`
+    quantized = QUANTIZED_ATTENTION.get(attention, "")  # Transformer Engine's FP8 attention: `attention_kernel`
 
     def seconds(flop: float, keys: float, causal: bool, backward: bool) -> float:
         efficiency = curve.efficiency(min(keys, cap), d, causal or window > 0, backward)
-        return attention_kernel_seconds(ratio * flop, efficiency, backward, entry, fp8, hw, sustained)
+        return attention_kernel_seconds(ratio * flop, efficiency, backward, entry, quantized, hw, sustained)
 
     if flavour == GATHERED_BLOCKS and cp > 1:
         per_key = flops.attention_core_flops(shape, 1.0) / tp * n / 2  # one query chunk's rows
@@ -1428,7 +1449,7 @@ def _flash_attention_kind(shape: Shape, case: AttentionCase, hw: Hardware, windo
         return seconds(work, seq, True, False), seconds(back, seq, True, True), 1
     if window:
         per_entry = flops.attention_core_flops(shape, 1.0) / tp * n / (seq / cp)  # one (query, key) pair
-        return max((windowed_ring_rank(r, cp, seq, window, per_entry, curve, d, hw, sustained, fp8, entry)
+        return max((windowed_ring_rank(r, cp, seq, window, per_entry, curve, d, hw, sustained, quantized, entry)
                     for r in range(cp)), key=lambda t: t[0] + t[1])
     block, share = seq / cp, 1.0 / cp
     rest = (cp - 1) * share / 2
@@ -1460,24 +1481,29 @@ def band_entries(distance: int, chunk: int, window: int) -> int:
     return total
 
 
-def attention_kernel_seconds(flop: float, efficiency: float, backward: bool, score_flops: float, fp8: bool,
+def attention_kernel_seconds(flop: float, efficiency: float, backward: bool, score_flops: float, quantized: str,
                              hw: Hardware, sustained: float) -> float:
     """Seconds of fused-attention kernels doing `flop` FLOPs (a backward's counted as
-    `FLASH_BACKWARD` x its forward's products) at the curve's `efficiency`: the products at the
-    peak of the precision they run in (`fp8`: `kernels.FP8_ATTENTION_SHARE` of the FP8 peak), at
+    `FLASH_BACKWARD` x its forward's products) at the curve's `efficiency` of the BF16 peak, at
     what a training run sustains (`sustained`), on the part's attention ceiling
-    (`Hardware.attention_ceiling`, forward or backward); never below the
-    exponential unit's floor, one exponential per score entry each way (`kernels.exp_seconds`: a
-    physical bound, which the 16-bit curves sit above and which caps what FP8 products gain).
-    `score_flops`: a head's forward FLOPs per score entry (`Shape.score_flops`, 4 x head dim)."""
-    peak = hw.fp8 * kernel_model.FP8_ATTENTION_SHARE if fp8 and hw.fp8 else hw.bf16
-    products = flop / (peak * efficiency * hw.attention_ceiling[backward] * sustained)
+    (`Hardware.attention_ceiling`, forward or backward). A `quantized` kernel ("fp8", "mxfp8":
+    `QUANTIZED_ATTENTION`) runs that over its measured speedup on the part
+    (`Hardware.quantized_attention`), or, where none was measured, its products at
+    `kernels.FP8_ATTENTION_SHARE` of the FP8 peak. Never below the exponential unit's floor, one
+    exponential per score entry each way (`kernels.exp_seconds`: a physical bound, which the
+    16-bit curves sit above and which caps what FP8 products gain). `score_flops`: a head's
+    forward FLOPs per score entry (`Shape.score_flops`, 4 x head dim)."""
+    products = flop / (hw.bf16 * efficiency * hw.attention_ceiling[backward] * sustained)
+    if quantized and hw.fp8:
+        speedup = hw.quantized_attention(quantized)
+        products = (products / speedup[backward] if speedup
+                    else products * hw.bf16 / (hw.fp8 * kernel_model.FP8_ATTENTION_SHARE))
     entries = flop / ((flops.FLASH_BACKWARD if backward else 1.0) * score_flops)
     return max(products, kernel_model.exp_seconds(entries, hw.bf16, hw.generation, hw.exp_scale))
 
 
 def windowed_ring_rank(rank: int, cp: int, seq: int, window: int, per_entry: float, curve, d: int,
-                       hw: Hardware, sustained: float, fp8: bool = False,
+                       hw: Hardware, sustained: float, quantized: str = "",
                        score_flops: float | None = None) -> tuple[float, float, int]:
     """Forward and backward seconds and kernels of one cp rank's ring attention on a windowed
     layer (zig-zag chunks: the rank holds chunks `rank` and 2 cp - 1 - rank of s / 2cp tokens).
@@ -1515,10 +1541,10 @@ def windowed_ring_rank(rank: int, cp: int, seq: int, window: int, per_entry: flo
         for backward_pass in (False, True):
             efficiency = curve.efficiency(keys, d, masked, backward_pass)
             if backward_pass:
-                backward += attention_kernel_seconds(flops.FLASH_BACKWARD * flop, efficiency, True, entry, fp8, hw,
+                backward += attention_kernel_seconds(flops.FLASH_BACKWARD * flop, efficiency, True, entry, quantized, hw,
                                                      sustained)
             else:
-                forward += attention_kernel_seconds(flop, efficiency, False, entry, fp8, hw, sustained)
+                forward += attention_kernel_seconds(flop, efficiency, False, entry, quantized, hw, sustained)
     return forward, backward, kernels
 
 
@@ -1710,7 +1736,8 @@ class LayerCase:
     fp8 runtime runs bf16)."""
     attention: str
     """The fused attention the layer runs (`attention_kernel`): `Software.attention` ("flash",
-    "flash-te" or "unfused", the s x s scores materialised), or "flash-te-fp8" (`FP8_ATTENTION`)."""
+    "flash-te" or "unfused", the s x s scores materialised), or "flash-te-fp8" / "flash-te-mxfp8"
+    (`FP8_ATTENTION`, `MXFP8_ATTENTION`)."""
     kernels: str
     """`Software.kernels`: "eager" (an expert loop, op-by-op RoPE and SwiGLU) or "fused"
     (grouped GEMMs)."""
