@@ -990,6 +990,12 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         notes.append("Transformer Engine's fused grouped MLP (stated): the experts' GLU and quantizations in the "
                      "grouped GEMMs' epilogues, one kernel per GEMM for all local experts, on Blackwell under "
                      "MXFP8 (not expressible in a spec)")
+    # a fused cross-entropy the source states (llm-foundry's MPT: `loss_fn: fused_crossentropy`,
+    # flash-attention's xentropy CUDA extension): one kernel each way on the 16-bit logits
+    loss_kernel = "xentropy" if family == "torch" and "fused-crossentropy" in compact else ""
+    if loss_kernel:
+        notes.append("flash-attention's fused cross-entropy (stated: llm-foundry's `loss_fn: fused_crossentropy`, "
+                     "xentropy on the 16-bit logits; not expressible in a spec)")
     recipe = "dynamic" if family == "torchtitan" else fp8_recipe_of(entry)
     if precision == "fp8" and recipe in ("current", "mxfp8"):
         notes.append(f"Transformer Engine's {'per-tensor current scaling' if recipe == 'current' else 'MXFP8'} "
@@ -1001,6 +1007,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                    else "elementwise" if family == "torch" else "attention-core"),
         tp_overlap=overlap,
         kernels=kernels,
+        loss_kernel=loss_kernel,
         fp8="linear",  # Transformer Engine (Megatron-LM, NeMo) and torchao's float8 (torchtitan)
         fp8_scaling=recipe,
         context_parallel="torch" if family in ("torchtitan", "torch") else "te",

@@ -338,7 +338,15 @@ def cross_entropy_bytes(kernels: str, tp: int) -> tuple[int, int]:
     gradient twice and the output once, write: 16) and the cast's backward (6): 26. Under
     tensor parallelism `loss_parallel` runs it as separate ops on the vocabulary shard: max (4),
     subtract (8), exp (8), sum (4), subtract the log-sum-exp (8): 38; backward, zeros (4), exp of
-    the log-probabilities (8), add (12), multiply (8) and the cast's backward (6): 38."""
+    the log-probabilities (8), add (12), multiply (8) and the cast's backward (6): 38.
+
+    "xentropy" (`Software.loss_kernel`: flash-attention's csrc/xentropy, apex's
+    `SoftmaxCrossEntropyLoss`) works on the 16-bit logits in one kernel each way: forward, a pass
+    for the row's max and a pass for its sum of exponentials (read 2 each; it writes one loss and
+    one log-sum-exp per row): 4; backward, the softmax minus the one-hot from the logits and the
+    log-sum-exp (read 2, write the 16-bit gradient 2): 4."""
+    if kernels == "xentropy":
+        return 4, 4
     if kernels == "fused":
         return 38, 14
     return (22, 26) if tp == 1 else (38, 38)
@@ -505,6 +513,12 @@ class Software:
     torch.compile): its computation runs at `eager_efficiency` of the fitted speed. "fused":
     Megatron-LM with fused kernels and Transformer Engine, the runs the GEMM constants were
     fitted on."""
+    loss_kernel: str = ""
+    """The cross-entropy's kernels where the runtime's differ from its `kernels`' own
+    (`cross_entropy_bytes`): "xentropy", flash-attention's fused softmax cross-entropy CUDA
+    extension (csrc/xentropy, from apex), one kernel each way on the 16-bit logits, which
+    llm-foundry's MPT uses by default (`loss_fn: fused_crossentropy`); "" the runtime's own
+    (`loss_kernels`)."""
     fp8: str = "none"
     """Which GEMMs an fp8 spec runs in fp8: "none" (parc's runtime has no fp8 matmuls and runs
     an fp8 spec in bf16, `backends/torch/runtime.py`), or "linear" (Transformer Engine in
@@ -666,6 +680,12 @@ class Software:
 
     def __hash__(self) -> int:
         return self._hash
+
+    @property
+    def loss_kernels(self) -> str:
+        """The kernels the cross-entropy runs (`cross_entropy_bytes`' key): `loss_kernel`, else the
+        runtime's `kernels`."""
+        return self.loss_kernel or self.kernels
 
 
 PARC = Software()
@@ -3136,7 +3156,7 @@ def _rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constant
     split = TokenSplit(k.tp, sp, k.cp, k.seq, k.micro_batch)
     emb = slowed(embedding_work(shape, split, hw, c), sw, c)
     out = regathered(slowed(output_work(shape, split, padded_vocab(shape.vocab, k.tp, k.runtime), "bf16",
-                                        sw.kernels, hw, c), sw, c), sw)
+                                        sw.loss_kernels, hw, c), sw, c), sw)
     # vocabulary-parallel cross-entropy: the max, the sum of exponentials and the target logit
     # of every token all-reduced over tp in fp32 (torch's loss_parallel, Megatron-LM's alike)
     loss = ((Collective("tp", "all_reduce", FP32 * tokens, 3, tp_l.size, tp_l.local, "path", 3, "forward"),)
@@ -3917,7 +3937,7 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software, again: floa
         g = (1 + shape.mtp) * g + shape.mtp * 2 * n * 2 * shape.hidden * shape.hidden / k.tp
         gemm[0] += g
         gemm[1] += 2 * g
-        out = hbm.output_bytes(shape, k.tp, k.sp, k.cp, k.seq, k.micro_batch, vocab, sw.kernels)
+        out = hbm.output_bytes(shape, k.tp, k.sp, k.cp, k.seq, k.micro_batch, vocab, sw.loss_kernels)
         moved["gemm"] += out.gemm_f + out.gemm_b
         moved["memory"] += out.memory_f + out.memory_b
     if load.embedding:

@@ -1015,7 +1015,7 @@ class Engine:
             split = timing.TokenSplit(tp, sp, cp, self.seq, micro)
             free["embedding"] = summed(timing.slowed(timing.embedding_work(shape, split, hw, c), sw, c),
                                        ("none",))[0]
-            free["output"] = summed(timing.slowed(timing.output_work(shape, split, vocab, "bf16", sw.kernels, hw, c),
+            free["output"] = summed(timing.slowed(timing.output_work(shape, split, vocab, "bf16", sw.loss_kernels, hw, c),
                                                   sw, c), ("none",))[0]
             self._piece_cache[free_key] = free
         if not shape.moe:
@@ -1063,7 +1063,7 @@ class Engine:
             split = timing.TokenSplit(tp, sp, cp, self.seq, micro)
             for name, work in (("embedding", timing.embedding_work(shape, split, hw, c)),
                                ("output", timing.output_work(shape, split, vocab, "bf16",
-                                                             sw.kernels, hw, c))):
+                                                             sw.loss_kernels, hw, c))):
                 p = timing.piece_of(timing.slowed(work, sw, c), nothing, "none", selective)
                 free[name] = (p[0], p[1], p[2], p[3], 0.0, 0.0)
             if any(not moe for moe, _ in self._layer_counts):
