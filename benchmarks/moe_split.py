@@ -62,9 +62,17 @@ def _gemm_part(name: str, products: list[tuple[float, float, float, float, float
     return Part(name, seconds, 2 * seconds, flops, bytes_f, bytes_b)
 
 
+class Unsplittable(ValueError):
+    """A layer this split does not write out part by part (its parts would not add up to
+    `layer_work`)."""
+
+
 def split(shape, knobs, hw: timing.Hardware, sw: timing.Software, c=DEFAULT) -> list[Part]:
-    """The parts of one MoE layer (tp 1, cp 1, fused kernels, flash attention: the Bridge rows)."""
+    """The parts of one MoE layer (tp 1, cp 1, fused kernels, flash attention: the Bridge rows;
+    grouped-query attention and routed experts only: `Unsplittable` otherwise)."""
     assert knobs.tp == 1 and knobs.cp == 1 and sw.kernels == "fused" and sw.attention != "unfused"
+    if shape.mla or shape.shared_experts:
+        raise Unsplittable("multi-head latent attention" if shape.mla else "shared experts")
     precision = timing.gemm_precision(knobs.precision, sw)
     n = knobs.seq * knobs.micro_batch
     h, q, kv, e, f = shape.hidden, shape.q, shape.kv, shape.experts, shape.expert_ffn
@@ -180,7 +188,11 @@ def layer_of(row_id: str, path: Path | None = None):
 
 def main(argv: list[str]) -> int:
     row_id = argv[0] if argv else "bridge2511_h100_qwen3_30b_a3b"
-    parts, work, row, p = layer_of(row_id)
+    try:
+        parts, work, row, p = layer_of(row_id)
+    except Unsplittable as why:
+        print(f"moe_split: {row_id}'s layer has {why}, which this split does not write out part by part")
+        return 1
     hw, k = p.hardware, p.knobs
     peak = timing.matmul_peak(hw, timing.gemm_precision(k.precision, row.software))
     print(f"{row.id}: one MoE layer, one micro-batch of {k.seq * k.micro_batch:,} tokens, ep {k.ep}, "

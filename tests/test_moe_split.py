@@ -53,6 +53,26 @@ def test_the_split_follows_a_row_that_runs_fp8_attention():
     assert abs(forward) < 1e-12 and abs(backward) < 1e-12
 
 
+@pytest.mark.parametrize("row_id", ["bridge2604_gb200_gpt_oss_120b_bf16", "bridge2606_gb300_qwen3_235b_a22b_fp8mx"])
+def test_the_split_finds_any_published_row_and_adds_up(row_id):
+    """Without a file named, the split looks the row up in every published file (gpt-oss in the
+    Bridge MoE releases, a GB300 row in the Blackwell Ultra file); its parts add up to the layer."""
+    parts, work, row, _ = moe_split.layer_of(row_id)
+    assert row.id == row_id and parts
+    forward, backward = moe_split.reconcile(parts, work)
+    assert abs(forward) < 1e-12 and abs(backward) < 1e-12
+
+
+def test_the_split_refuses_a_layer_it_cannot_write_out():
+    """DeepSeek-V3's layer (multi-head latent attention, a shared expert) has parts this split does
+    not write out: it says so rather than print parts that do not add up to the layer."""
+    with pytest.raises(moe_split.Unsplittable, match="latent attention"):
+        moe_split.layer_of("bridge2606_gb200_deepseek_v3_fp8mx")
+    assert moe_split.main(["bridge2606_gb200_deepseek_v3_fp8mx"]) == 1
+    with pytest.raises(SystemExit, match="no row 'no_such_row'"):
+        moe_split.layer_of("no_such_row")
+
+
 def test_no_part_is_charged_below_its_roofline(h100_qwen3):
     parts, _, row, p = h100_qwen3
     hw = p.hardware
