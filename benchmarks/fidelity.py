@@ -2606,7 +2606,9 @@ GB300 and GB200 share one dense peak, yet GB300 runs about a fifth faster at one
 the model gives it what the catalogue and the published sweeps state: its larger NICs, B200's
 measured matmul ceiling where GB200's own is lower, and its fused attention as cuDNN's sweep of
 GB300 measures it (1.13x Hopper's fraction forward, 1.02x backward: "Attention" above; before that
-sweep the model charged GB300 rows 1.2 points slower at the median). GB300 rows are still
+sweep the model charged GB300 rows 1.2 points slower at the median), and its FP8 and MXFP8
+attention at the speedups the same sweep measured (the 26.06 and later rows that run it come out
+6-13 points slower than under the assumed 1.62x: "FP8 attention" above). GB300 rows are still
 predicted slow. B300's pairs move about as the model moves them. What the GB300 rows show beyond
 attention is a sustained GEMM clock the datasheets do not quote: the part draws 1,400 W for GB200's
 peak at 1,200 W (a power-limited part runs its tensor cores faster with more power), but B200's
