@@ -119,12 +119,7 @@ def facts(plan: Plan) -> dict[str, str]:
     out["micro-batches per step"] = _opt(train.grad_accum)
     out["precision"] = train.precision
     out["optimizer"] = train.optimizer
-    recompute = _opt(train.recompute)
-    if train.recompute == "full" and train.recompute_layers is not None:
-        recompute += f" {train.recompute_layers}"
-    if train.recompute_modules:  # Megatron-Core's modules
-        recompute += f" [{', '.join(train.recompute_modules)}]"
-    out["recompute"] = recompute
+    out["recompute"] = train.recompute_stated
     if train.offload_layers:  # a fact only where a side offloads (the other shows none)
         out["offloaded layers"] = str(train.offload_layers)
     out["schedule"] = _opt(layout.pp.schedule)

@@ -376,6 +376,20 @@ class Training(Sourced):
     def tokens_per_step(self) -> int:
         return self.global_batch * self.seq_len
 
+    @property
+    def recompute_stated(self) -> str:
+        """The recomputation as a spec states it: `none`, `full`, `full 8`, `selective`,
+        `selective [mlp, layernorm]` ("?" for a hole): what a diagnostic's label and `parc diff`
+        show, so that two specs differing only in their modules never read alike."""
+        if self.recompute is None:
+            return "?"
+        text = self.recompute
+        if self.recompute == "full" and self.recompute_layers is not None:
+            text += f" {self.recompute_layers}"
+        if self.recompute_modules:
+            text += f" [{', '.join(self.recompute_modules)}]"
+        return text
+
 
 class EnvVar(Frozen):
     name: str

@@ -170,3 +170,17 @@ def test_the_ledger_books_mla_up_projs_gemms_as_gemms_and_its_assembly_as_memory
     assert piece.mla_up_gemm_again > 0 and piece.mla_up_again == pytest.approx(piece.mla_up_gemm_again + assembly)
     assert up["memory"] - base["memory"] == pytest.approx(micro * layers * assembly, rel=1e-9)
     assert up["gemm"] - base["gemm"] == pytest.approx(micro * layers * piece.mla_up_gemm_again, rel=1e-9)
+
+
+def test_the_memory_error_labels_the_modules_it_recomputes():
+    """E0401's label on the recompute statement says which modules (two specs differing only in
+    them must not read alike), as `parc diff` shows them."""
+    text = "\n".join([
+        "tp 2 x dp 4 on nodes(8 gpus, nvlink)", "model llama3-70b", "hardware { gpu h100-sxm }", "target megatron",
+        "train {", "  seq 8192, global-batch 64, micro-batch 2",
+        "  precision bf16, optimizer adamw, recompute selective [mlp, layernorm]", "}", "dp { sharding zero1 }"]) + "\n"
+    compiled = compile_text(text, path="oom.par")
+    errors = [d for d in compiled.diagnostics if d.code == "E0401"]
+    assert len(errors) == 1
+    assert "recompute selective [mlp, layernorm]" in [label.message for label in errors[0].labels]
+    assert compiled.plan.training.recompute_stated == "selective [mlp, layernorm]"

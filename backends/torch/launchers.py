@@ -401,7 +401,7 @@ def _model_line(plan: Plan) -> str:
 
 def _training_line(plan: Plan) -> str:
     t = plan.training
-    recompute = t.recompute if t.recompute_layers is None else f"{t.recompute} {t.recompute_layers}"
+    recompute = t.recompute_stated
     accumulation = "" if t.grad_accum is None else f", {count(t.grad_accum, 'micro-batch', 'micro-batches')} per step"
     return (f"seq {t.seq_len}, global batch {t.global_batch} sequences ({t.tokens_per_step:,} tokens), "
             f"micro-batch {t.micro_batch}{accumulation}, {t.precision}, {t.optimizer}, recompute {recompute}")

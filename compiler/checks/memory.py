@@ -72,7 +72,7 @@ def fits_in_memory(plan: Plan) -> Iterator[Diagnostic]:
                 f"usable on a {plan.cluster.gpu.name}", layout_span(plan),
                 label=f"{gib(need)} over",
                 labels=labels((train.span_of("micro_batch"), f"micro-batch {train.micro_batch}"),
-                              (train.span_of("recompute"), f"recompute {train.recompute}"),
+                              (train.span_of("recompute"), f"recompute {train.recompute_stated}"),
                               (dp.span_of("sharding"), f"sharding {dp.sharding}")),
                 notes=tuple(notes), help=help_)
 

@@ -49,7 +49,7 @@ def offload_without_recompute(plan: Plan) -> Iterator[Diagnostic]:
     train = plan.training
     if not train or not train.offload_layers or train.recompute in (None, "none"):
         return
-    yield error("E0372", f"activation offloading with `recompute {train.recompute}`", train.span_of("recompute"),
+    yield error("E0372", f"activation offloading with `recompute {train.recompute_stated}`", train.span_of("recompute"),
                 label="recomputation here",
                 labels=labels((train.span_of("offload_activations"), "offloading here")),
                 help="write `recompute none` with `offload-activations`, or remove `offload-activations`")
