@@ -707,23 +707,32 @@ otherwise: Transformer Engine's FP8 dot-product attention (cuDNN's FP8 fused att
 their Qwen3, gpt-oss and DeepSeek-V3 rows; `Software.attention_fp8`, layer kind "flash-te-fp8",
 or "flash-te-mxfp8" under the MXFP8 recipe, whose quantizer TE's attention takes from TE 2.16,
 the release Bridge pins from 26.06). It is charged as the part's BF16 attention over the speedup
-cudnn-frontend's sweep measured for that kind on the part or its die (`kernels.ATTENTION_FP8_MEASURED`,
-the median of ten points, causal and unmasked, 2K-32K keys; `benchmarks/data/attention_kernels.yaml`,
-`quantized`): H200 (and H100, the same chip) FP8 1.49x forward, 1.06x backward; GB200 (and B200)
-FP8 1.30x / 1.20x, MXFP8 1.21x / 1.03x; GB300 (and B300) FP8 1.57x / 1.32x, MXFP8 1.42x / 1.03x.
-The backward gains little: its five products run at the FP8 rate, the recomputed exponentials and
-the gradients' rescaling and casts do not (H200's causal FP8 backward even falls to 0.64x its BF16
-kernel at 16K-32K keys, where the unmasked one gains 1.1x). Before the sweeps were read the model
+the suite measured for that kind, layer and mask on the part, its die or its generation's
+flagship (`kernels.ATTENTION_FP8_MEASURED`: FP8 over BF16 of the same run, the median of five
+points a mask, 2K-32K keys; FP8 from the 9.19.1 suite, MXFP8 from its next release, 9.22.0,
+`mxfp8`): causal GQA, H200 (and H100, the same chip) FP8 1.50x forward but 0.79x backward; GB200
+(and B200) FP8 1.27x / 1.13x, MXFP8 1.21x / 0.97x; GB300 (and B300) FP8 1.47x / 1.15x, MXFP8
+1.38x / 0.98x; MLA's wider heads gain more (GB200 MXFP8 1.40x / 1.29x). The backward gains little
+at head dim 128: its five products run at the FP8 rate, the recomputed exponentials and the
+gradients' rescaling and casts do not (H200's causal FP8 backward falls to 0.64x its BF16 kernel
+at 16K-32K keys, where the unmasked one gains 1.07-1.13x). A windowed layer keeps the BF16
+kernel's speed: the one FP8 sliding-window run (9.19's gpt-oss preset on GB200 and GB300) runs its
+backward at 0.33-0.35x the BF16 kernel's at the median (0.09x at 32K), a path no recipe would take,
+and whether TE runs a window in FP8 is not established. Before the sweeps were read the model
 charged both directions `kernels.FP8_ATTENTION_SHARE` (0.81) of the FP8 peak, FlashAttention-3's
-forward-only figure (FP16 up to 740 TFLOP/s of 989, FP8 close to 1.2 PFLOP/s of 1,979): 1.62x on
-both. That share stays for a part no sweep covers. The 23 rows that run FP8 attention come out
-6-13 points slower for it (their errors are in the Megatron-Bridge sections): the Qwen3-30B-A3B GB200
-rows, within 4 % before, now 12-14 % slow, which says something else in 26.06's recipes (that
-release raised those rows' throughput 1.56x at one layout) runs faster than the model has it, not that
-cuDNN's backward does. Megatron-LM's command line (core_v0.16.0) has no flag for it (the option is
-a `TransformerConfig` field its parser leaves out), so a spec cannot state it and parc's Megatron
-launcher does not set it; the reader of published runs takes it from a recipe that states it. No
-fitted row states it.
+forward-only figure (FP16 up to 740 TFLOP/s of 989, FP8 close to 1.2 PFLOP/s of 1,979): 1.62x
+both ways, which stays for a part no sweep covers (CDNA3). The rows that run FP8 attention come
+out slower for it: the Qwen3-30B-A3B GB200 rows, within 4 % before, 13-15 % slow, which says
+something else in 26.06's recipes (that release raised those rows' throughput 1.56x at one
+layout) runs faster than the model has it, not that cuDNN's backward does. Megatron-LM's command
+line (core_v0.16.0) has no flag for it (the option is a `TransformerConfig` field its parser leaves
+out), so a spec cannot state it and parc's Megatron launcher does not set it; the reader of
+published runs takes it from a recipe that states it. No fitted row states it.
+
+**Attention's matmul bound.** A fused attention kernel's products are matmuls on the same tensor
+cores as the GEMMs, so no kernel is charged faster than the part's measured maximum matmul rate at
+the precision its products run in (`Hardware.achievable`, `achievable_fp8`: the mamf-finder
+maxima), besides the exponential floor below. At head dim 128 it is the binding one of the two.
 
 **The exponential unit's floor.** Each score entry a fused kernel computes takes one exponential
 forward (the softmax) and one backward (P recomputed from the saved log-sum-exp), on the SMs'
@@ -780,31 +789,35 @@ on the mask.
 
 Blackwell takes Hopper's curves at its own peak times its attention ceiling
 (`kernels.attention_ceiling`) and `blackwell_sustained` ("Constants"). The ceiling is measured:
-cudnn-frontend's training SDPA benchmark (one script, its Llama 3.1 preset of 64 query heads, 8 KV
-heads, head dim 128) was run on H200 with cuDNN 9.19.1 and on GB200 and GB300 with cuDNN 9.22.0
-(`benchmarks/data/attention_kernels.yaml`, `releases` and `parts`, each cited). Each Blackwell
-part's fraction of its own dense peak over H200's at the same points (the median of ten, causal and
-unmasked, 2K-32K keys) is its ratio to the Hopper curve, `kernels.ATTENTION_MEASURED`: GB200 0.94
-forward and 0.92 backward, which its independently measured matmul ceiling (0.91, the figure the
-model used before the sweeps) agrees with; GB300 1.13 and 1.02, its doubled exponential units
-showing in the forward at an unchanged dense peak. B200 and B300, the same dies on other boards,
-carry their rack sibling's ratio over its matmul ceiling, times their own. The model's seconds
-over each sweep's (`sustained` 1; the curve is FlashAttention-3's 2024 cuDNN, which sits below
-cuDNN 9.19 on H200 by as much as it sits below 9.22 on Blackwell; `benchmarks/kernel_fit.py`,
+cudnn-frontend's training SDPA benchmark ran one script, three model presets and one cuDNN
+release (9.19.1) on H200, GB200 and GB300 (`benchmarks/data/attention_kernels.yaml`, `suite`,
+each run cited; read at the commit that published them together, df73764). Each Blackwell part's
+fraction of its own dense peak over H200's at the same points of the Llama 3.1 preset (64 query
+heads, 8 KV heads, head dim 128; the median of ten, causal and unmasked, 2K-32K keys) is its ratio
+to the Hopper curve, `kernels.ATTENTION_MEASURED`: GB200 0.98 forward and 0.94 backward, within
+8 % of its independently measured matmul ceiling (0.91, the figure the model used before the
+sweeps); GB300 1.11 and 1.00, its doubled exponential units showing in the forward at an
+unchanged dense peak. B200 and B300, the same dies on other boards, and any Blackwell GPU a spec
+defines carry the measured ratio scaled by the matmul sweep's ratio of the two parts (a B200
+holds 77.6 % of its lower peak where a GB200 holds 72.9 % of its higher one: 1.064x; the one
+other published B200 attention sweep, another backend set, sits below GB200's and is not read). From 4K keys the Blackwell points
+follow their ratio within 11 % of H200's; at 2K they run 4-21 % slower than it has them (more
+fixed work per tile against tensor cores twice as fast). The model's seconds over each run's
+(`sustained` 1; the curve is FlashAttention-3's 2024 cuDNN, below cuDNN 9.19 at long keys; the
+BF16 kernel and the quantized one of the same run; `benchmarks/kernel_fit.py`,
 tests/test_attention_parts.py):
 
 @ATTENTION_PARTS@
 
-The sliding-window rows (cudnn-frontend's gpt-oss preset, head dim 64, never fitted) check the
-windowed charge, the causal curve at min(keys, 2W): with H200's 1,024-key window forward and
-backward come within 10 %; with Blackwell's 128-key window the backward within 20 % but the
-forward runs at half the charged speed (a 128-row query tile walks one or two key tiles, so the
-tile's fixed load, rescale and store work dominates, which a curve of keys does not see), about
-10 % over both directions at 2K-16K and 20 % at 32K, where the measured forward drops again.
-The same suite's DeepSeek-V3 preset (MLA's core: queries and keys 192 wide, values 128; `mla`)
-checks the MLA charge, 2 x (192 + 128) FLOPs a score entry at the curve's head-dim-128 efficiency:
-on GB200 and GB300 its quotients follow the Llama preset's within 8 % forward; backward, from 16K
-keys, MLA runs 6-13 % slower than charged where the Llama preset runs faster (within 16 %).
+The gpt-oss preset (head dim 64, a 1,024-key window, never fitted) checks the windowed charge, the
+causal curve at min(keys, 2W): on H200 forward and backward come within 10 %; on GB200 and GB300
+the backward within 16 % but the forward runs slower than charged (the model's seconds 0.59-0.79
+of the run's): at head dim 64 Blackwell reaches about 0.7 of H200's fraction of peak where at 128
+it reaches 0.98, its faster products leaving the softmax's per-entry work exposed, which the Hopper
+curve's head-dim factor does not see. The DeepSeek-V3 preset (MLA's core: queries and keys 192
+wide, values 128) checks the MLA charge, 2 x (192 + 128) FLOPs a score entry at the curve's
+head-dim-128 efficiency: the model's seconds are 0.84-1.26x the runs' on GB200 and GB300, the
+Llama preset's span (H200's MLA kernel failed from 16K keys in its run).
 CDNA3 takes Hopper's fractions of its own peak. The
 attention kernel is the same fused kernel in eager PyTorch, so `eager_efficiency` does not slow
 it. Without context parallelism, under all-to-all, and under Megatron-LM's all-gather, a layer
@@ -2605,10 +2618,9 @@ Against the GB200 or B200 row of the same release, model and printed layout:
 GB300 and GB200 share one dense peak, yet GB300 runs about a fifth faster at one layout, where
 the model gives it what the catalogue and the published sweeps state: its larger NICs, B200's
 measured matmul ceiling where GB200's own is lower, and its fused attention as cuDNN's sweep of
-GB300 measures it (1.13x Hopper's fraction forward, 1.02x backward: "Attention" above; before that
-sweep the model charged GB300 rows 1.2 points slower at the median), and its FP8 and MXFP8
-attention at the speedups the same sweep measured (the 26.06 and later rows that run it come out
-6-13 points slower than under the assumed 1.62x: "FP8 attention" above). GB300 rows are still
+GB300 measures it (1.11x Hopper's fraction forward, 1.00x backward: "Attention" above), and its
+FP8 and MXFP8 attention at the speedups the same suite measured (the 26.06 and later rows that run
+it come out slower than under the assumed 1.62x: "FP8 attention" above). GB300 rows are still
 predicted slow. B300's pairs move about as the model moves them. What the GB300 rows show beyond
 attention is a sustained GEMM clock the datasheets do not quote: the part draws 1,400 W for GB200's
 peak at 1,200 W (a power-limited part runs its tensor cores faster with more power), but B200's

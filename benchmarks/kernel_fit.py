@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import pprint
 import re
 import sys
 from dataclasses import fields
@@ -73,6 +74,12 @@ def fit(data: dict, kernel: str) -> AttentionCurve:
     return AttentionCurve(**{f.name: float(f"{getattr(c, f.name):.4g}") for f in fields(AttentionCurve)})
 
 
+PRESETS = {"llama3.1": "gqa", "dsv3": "mla", "gpt_oss": "window"}
+"""cudnn-frontend's model presets -> the kind of attention layer each measures
+(`kernels.ATTENTION_FP8_MEASURED`' key): grouped-query attention at head dim 128, multi-head latent
+attention's core (queries and keys 192 wide, values 128), a sliding window at head dim 64."""
+
+
 def _peak(part: str) -> float:
     """A catalogue part's dense BF16 peak, TFLOP/s."""
     from parc.catalog.gpus import GPUS
@@ -80,86 +87,146 @@ def _peak(part: str) -> float:
     return GPUS[part]["bf16_flops"] / 1e12
 
 
+def suite_runs(data: dict, preset: str) -> dict[str, dict]:
+    """The suite's runs of one preset, by part."""
+    return {r["part"]: r for r in data["suite"]["runs"] if r["preset"] == preset}
+
+
 def measured_ratios(data: dict) -> dict[str, tuple[float, float]]:
-    """`kernels.ATTENTION_MEASURED`: each part of the yaml's `parts` against the `releases` entry
-    named by `parts_reference` (H200), (forward, backward): the median over the (seq, causal)
-    points both hold of (part TFLOP/s / part peak) / (reference TFLOP/s / reference peak). A
-    measurement, not a fit: no constant is chosen to match anything."""
+    """`kernels.ATTENTION_MEASURED`: each part of the suite's Llama 3.1 runs against the reference's
+    (H200), (forward, backward): the median over the (seq, causal) points both hold of (part BF16
+    TFLOP/s / part peak) / (reference BF16 TFLOP/s / reference peak). A measurement, not a fit: no
+    constant is chosen to match anything."""
     import statistics
 
-    reference = next(r for r in data["releases"] if r["release"] == data["parts_reference"])
-    ref_peak = _peak("h200")
-    ref = {(s, c): (f / ref_peak, b / ref_peak) for s, c, f, b in reference["points"]}
+    runs = suite_runs(data, "llama3.1")
+    reference = data["suite"]["reference"]
+    ref_peak = _peak(reference)
+    ref = {(s, c): (f / ref_peak, b / ref_peak) for s, c, f, b, _, _ in runs[reference]["points"]}
     out = {}
-    for part in data["parts"]:
-        peak = _peak(part["part"])
+    for part, run in runs.items():
+        if part == reference:
+            continue
+        peak = _peak(part)
         common = [(f / peak / ref[(s, c)][0], b / peak / ref[(s, c)][1])
-                  for s, c, f, b in part["points"] if (s, c) in ref]
+                  for s, c, f, b, _, _ in run["points"] if (s, c) in ref]
         if not common:
-            raise SystemExit(f"kernel_fit: {part['part']} shares no point with {data['parts_reference']}")
-        out[part["part"]] = (round(statistics.median(x for x, _ in common), 4),
-                             round(statistics.median(y for _, y in common), 4))
+            raise SystemExit(f"kernel_fit: {part} shares no point with {reference}")
+        out[part] = (round(statistics.median(x for x, _ in common), 4),
+                     round(statistics.median(y for _, y in common), 4))
+    return out
+
+
+def fp8_speedups(data: dict) -> dict[str, dict[str, dict[str, dict[str, tuple[float, float]]]]]:
+    """`kernels.ATTENTION_FP8_MEASURED`: part -> layer kind (`PRESETS`) -> FP8 kind ("fp8" from the
+    suite, "mxfp8" from the 9.22 runs) -> mask ("causal", "full") -> (forward, backward): the
+    median over the run's points of that mask, both kernels measured, of FP8 TFLOP/s over BF16
+    TFLOP/s of the same run. A measurement, not a fit."""
+    import statistics
+
+    out: dict = {}
+    for kind, runs in (("fp8", data["suite"]["runs"]), ("mxfp8", data["mxfp8"]["runs"])):
+        for run in runs:
+            for mask, causal in (("causal", True), ("full", False)):
+                pairs = [(qf / bf, qb / bb) for _, c, bf, bb, qf, qb in run["points"]
+                         if c == causal and None not in (bf, bb, qf, qb)]
+                if pairs:
+                    out.setdefault(run["part"], {}).setdefault(PRESETS[run["preset"]], {}).setdefault(kind, {})[mask] = (
+                        round(statistics.median(x for x, _ in pairs), 4),
+                        round(statistics.median(y for _, y in pairs), 4))
     return out
 
 
 SWEEP_NODES = {"gb200-nvl72": "nodes(4 gpus, nvl72)", "gb300-nvl72": "nodes(4 gpus, nvl72)", "h200": "nodes(8 gpus, nvlink)"}
 
 
-def sweep_case(gpu: str, heads: int, kv_heads: int, head_dim: int, window: int | None = None):
-    """(Hardware, Shape) of a two-layer model with a sweep's heads on `gpu` (only its attention
-    core is timed)."""
+def sweep_case(gpu: str, run: dict):
+    """(Hardware, Shape) of a two-layer model with a sweep run's attention on `gpu` (only its
+    attention core is timed): its heads and head dims (MLA's 192-wide queries and keys as a
+    128-wide head plus 64 RoPE dims, values 128) and its window."""
     from parc import timing
     from parc.memory.inputs import shape_of
     from parc.pipeline import compile_text
 
+    heads, kv, qk, v = run["heads"], run["kv_heads"], run["qk_dim"], run["v_dim"]
+    if qk != v:  # multi-head latent attention
+        dims = f"head-dim {v}, kv-lora-rank 512, rope-head-dim {qk - v}, v-head-dim {v}"
+        hidden = 7168
+    else:
+        dims, hidden = f"head-dim {qk}", heads * qk
     text = "\n".join([
         f"dp 2 on {SWEEP_NODES[gpu]}", "model {",
-        f"  layers 2, hidden {heads * head_dim}, ffn {heads * head_dim}, heads {heads}, kv-heads {kv_heads}, "
-        "vocab 32000",
-        f"  head-dim {head_dim}, activation swiglu, norm rmsnorm, position rope, tied-embeddings off",
-        *([f"  window {window}"] if window else []), "}",
+        f"  layers 2, hidden {hidden}, ffn {hidden}, heads {heads}, kv-heads {kv}, vocab 32000",
+        f"  {dims}, activation swiglu, norm rmsnorm, position rope, tied-embeddings off",
+        *([f"  window {run['window']}"] if run.get("window") else []), "}",
         f"hardware {{ gpu {gpu} }}", "target megatron", "train {", "  seq 4096, global-batch 2, micro-batch 1",
         "  precision bf16, optimizer adamw, recompute none", "}"]) + "\n"
     plan = compile_text(text, path="sweep.par", checks=False).plan
     return timing.hardware_of(plan), shape_of(plan)
 
 
-def sweep_quotients(gpu: str, run: dict, seq: int, causal: bool, forward: float, backward: float,
-                    window: int | None = None) -> tuple[float, float]:
-    """(forward, backward): the time model's seconds for one point of a cudnn-frontend sweep, at the
-    kernel's own speed (`sustained` 1), over the seconds the sweep's TFLOP/s give under its own FLOP
-    count (benchmark_single_sdpa.py's `flops()`: 4 x head dim x heads x batch x the unmasked
-    entries, the causal triangle with its diagonal, a window's band; the backward 2.5x)."""
-    from parc import timing
-
-    hw, shape = sweep_case(gpu, run["heads"], run["kv_heads"], run["head_dim"], window)
-    batch = run.get("batch") or 1
-    f, b, _ = timing.flash_attention_seconds(shape, 1, 1, "ring", seq, batch * seq, "flash-te", hw, 1.0)
+def sweep_flops(run: dict, seq: int, causal: bool) -> float:
+    """The forward FLOPs benchmark_single_sdpa.py's `flops()` counts for one call: 2 x (qk + v dims)
+    x heads x batch x the unmasked entries (the causal triangle with its diagonal; a window's band
+    W (W + 1) / 2 + (S - W) W)."""
+    window = run.get("window")
     if window:
         entries = window * (window + 1) // 2 + (seq - window) * window
     else:
         entries = seq * (seq + 1) // 2 if causal else seq * seq
-    flop = 4.0 * entries * run["head_dim"] * run["heads"] * batch
+    return 2.0 * entries * (run["qk_dim"] + run["v_dim"]) * run["heads"] * run["batch"]
+
+
+def model_seconds(gpu: str, run: dict, seq: int, causal: bool, kind: str = "") -> tuple[float, float]:
+    """(forward, backward) seconds the time model charges one call of a run's kernel at the kernel's
+    own speed (`sustained` 1): a causal call as a layer's attention (`timing.flash_attention_seconds`),
+    an unmasked one as one unmasked kernel over all `seq` keys (`timing.attention_kernel_seconds` at
+    the curve's unmasked efficiency, as a ring step's). `kind`: "" for the BF16 kernel, "fp8" or
+    "mxfp8"."""
+    from parc import flops, timing
+    from parc import kernels as kernel_model
+
+    hw, shape = sweep_case(gpu, run)
+    kernel = f"flash-te-{kind}" if kind else "flash-te"
+    tokens = run["batch"] * seq
+    if causal or run.get("window"):
+        f, b, _ = timing.flash_attention_seconds(shape, 1, 1, "ring", seq, tokens, kernel, hw, 1.0)
+        return f, b
+    curve = kernel_model.attention_curve("te", hw.generation)
+    work = flops.attention_core_flops(shape, seq) * tokens
+    layer = "mla" if shape.mla else "gqa"
+    return tuple(timing.attention_kernel_seconds(
+        (flops.FLASH_BACKWARD if backward else 1.0) * work, curve.efficiency(seq, shape.qk_dim, False, backward),
+        backward, shape.score_flops, kind, hw, 1.0, layer, False) for backward in (False, True))
+
+
+def sweep_quotients(gpu: str, run: dict, seq: int, causal: bool, forward: float, backward: float,
+                    kind: str = "") -> tuple[float, float]:
+    """(forward, backward): the time model's seconds for one point of a cudnn-frontend run
+    (`model_seconds`) over the seconds the run's TFLOP/s give under its own FLOP count
+    (`sweep_flops`; the backward 2.5x)."""
+    f, b = model_seconds(gpu, run, seq, causal, kind)
+    flop = sweep_flops(run, seq, causal)
     return f / (flop / (forward * 1e12)), b / (2.5 * flop / (backward * 1e12))
 
 
 def sweep_table(data: dict) -> str:
-    """The model's seconds over each sweep's, causal points: H200 (the reference), GB200, GB300
-    (`parts`), and the sliding-window preset (`windowed`); for docs/time-model.md."""
-    reference = next(r for r in data["releases"] if r["release"] == data["parts_reference"])
-    runs = [("H200 (cuDNN 9.19.1)", "h200", reference)] + [
-        (f"{p['gpu'].removeprefix('NVIDIA ')} ({p['release']})", p["part"], p) for p in data["parts"]]
-    seqs = sorted({s for _, _, run in runs for s, c, _, _ in run["points"] if c})
-    lines = ["| run, head dim 128, causal | " + " | ".join(f"{s // 1024}K fwd / bwd" for s in seqs) + " |",
-             "|---|" + "---|" * len(seqs)]
-    for label, gpu, run in runs:
-        cells = {s: sweep_quotients(gpu, run, s, True, f, b) for s, c, f, b in run["points"] if c}
-        lines.append(f"| {label} | " + " | ".join(f"{cells[s][0]:.2f} / {cells[s][1]:.2f}" for s in seqs) + " |")
-    for w in data["windowed"]:
-        cells = [sweep_quotients(w["part"], w, s, True, f, b, w["window"]) for s, f, b in w["points"]]
-        lines.append(f"| {w['gpu'].removeprefix('NVIDIA ')}, head dim 64, window {w['window']} | "
-                     + " | ".join(f"{f:.2f} / {b:.2f}" for f, b in cells)
-                     + " |" * (len(seqs) - len(cells) + 1))
+    """The model's seconds over each run's at its causal points, BF16 and the quantized kernel of
+    the same run; for docs/time-model.md."""
+    runs = [(run, "fp8") for run in data["suite"]["runs"]] + [(run, "mxfp8") for run in data["mxfp8"]["runs"]]
+    seqs = sorted({p[0] for run, _ in runs for p in run["points"] if p[1]})
+    lines = ["| run (cuDNN) | kernel | " + " | ".join(f"{s // 1024}K fwd / bwd" for s in seqs) + " |",
+             "|---|---|" + "---|" * len(seqs)]
+    for run, kind in runs:
+        label = f"{run['gpu'].removeprefix('NVIDIA ')}, {run['preset']} ({'9.22' if kind == 'mxfp8' else '9.19'})"
+        for name, (fi, bi), k in (("BF16", (2, 3), ""), (kind.upper(), (4, 5), kind)):
+            cells = {p[0]: (sweep_quotients(run["part"], run, p[0], True, p[fi], p[bi], k)
+                            if p[fi] is not None and p[bi] is not None else None)
+                     for p in run["points"] if p[1]}
+            if not any(cells.values()):
+                continue
+            lines.append(f"| {label} | {name} | " + " | ".join(
+                f"{cells[s][0]:.2f} / {cells[s][1]:.2f}" if cells.get(s) else "-" for s in seqs) + " |")
     return "\n".join(lines)
 
 
@@ -185,41 +252,10 @@ def write(curves: dict[str, AttentionCurve]) -> None:
     KERNELS.write_text(new)
 
 
-def bf16_points(data: dict, part: str) -> dict[tuple[int, bool], tuple[float, float]]:
-    """A part's BF16 sweep in the suite: H200's `releases` entry (`parts_reference`), else its `parts`
-    entry; (seq, causal) -> (forward, backward) TFLOP/s."""
-    if part == "h200":
-        run = next(r for r in data["releases"] if r["release"] == data["parts_reference"])
-    else:
-        run = next(p for p in data["parts"] if p["part"] == part)
-    return {(s, c): (f, b) for s, c, f, b in run["points"]}
-
-
-def fp8_speedups(data: dict) -> dict[str, dict[str, tuple[float, float]]]:
-    """`kernels.ATTENTION_FP8_MEASURED`: for each part of the yaml's `quantized`, each FP8 kind it was
-    run in ("fp8", "mxfp8") -> (forward, backward): the median over the (seq, causal) points the
-    part's BF16 run also holds of FP8 TFLOP/s over BF16 TFLOP/s. A measurement, not a fit."""
-    import statistics
-
-    out: dict[str, dict[str, tuple[float, float]]] = {}
-    for run in data["quantized"]:
-        bf16 = bf16_points(data, run["part"])
-        for kind in ("fp8", "mxfp8"):
-            pairs = [(f / bf16[(s, c)][0], b / bf16[(s, c)][1])
-                     for s, c, f, b in run.get(kind, []) if (s, c) in bf16]
-            if pairs:
-                out.setdefault(run["part"], {})[kind] = (round(statistics.median(x for x, _ in pairs), 4),
-                                                         round(statistics.median(y for _, y in pairs), 4))
-    return out
-
-
-def write_measured(ratios: dict[str, tuple[float, float]],
-                   speedups: dict[str, dict[str, tuple[float, float]]]) -> None:
+def write_measured(ratios: dict[str, tuple[float, float]], speedups: dict) -> None:
     text = KERNELS.read_text()
     block = "ATTENTION_MEASURED = {" + ", ".join(f'"{k}": ({f}, {b})' for k, (f, b) in ratios.items()) + "}\n"
-    block += "ATTENTION_FP8_MEASURED = {" + ", ".join(
-        f'"{part}": {{' + ", ".join(f'"{kind}": ({f}, {b})' for kind, (f, b) in kinds.items()) + "}"
-        for part, kinds in speedups.items()) + "}"
+    block += "ATTENTION_FP8_MEASURED = " + pprint.pformat(speedups, width=110, sort_dicts=False)
     new = re.sub(re.escape(MEASURED_BEGIN) + r".*?" + re.escape(MEASURED_END),
                  lambda _: f"{MEASURED_BEGIN}\n{block}\n{MEASURED_END}", text, flags=re.S)
     KERNELS.write_text(new)
@@ -238,9 +274,11 @@ def main(argv=None) -> int:
     for part, (f, b) in ratios.items():
         print(f"{part}: fused attention {f:.4f} forward, {b:.4f} backward of H200's fraction of peak")
     speedups = fp8_speedups(data)
-    for part, kinds in speedups.items():
-        for kind, (f, b) in kinds.items():
-            print(f"{part}: {kind} attention {f:.4f}x forward, {b:.4f}x backward its BF16 kernel")
+    for part, layers in speedups.items():
+        for layer, kinds in layers.items():
+            for kind, masks in kinds.items():
+                for mask, (f, b) in masks.items():
+                    print(f"{part} {layer} {kind} {mask}: {f:.4f}x forward, {b:.4f}x backward its BF16 kernel")
     if args.write:
         write(curves)
         write_measured(ratios, speedups)

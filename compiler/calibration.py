@@ -150,7 +150,7 @@ DEFAULT = Constants(
     latency_inter=5e-06,
     eager_efficiency=0.9283,
     attention_sustained=0.6004,
-    blackwell_sustained=0.8664,
+    blackwell_sustained=0.8606,
 )
 TIME_MODEL_SPREAD = 0.073
 # END FITTED

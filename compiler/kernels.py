@@ -236,55 +236,94 @@ def exp_seconds(score_entries: float, bf16_peak: float, generation: str, scale: 
 
 
 # BEGIN MEASURED (written by benchmarks/kernel_fit.py --write; do not edit by hand)
-ATTENTION_MEASURED = {"gb200-nvl72": (0.9426, 0.9212), "gb300-nvl72": (1.1269, 1.0171)}
-ATTENTION_FP8_MEASURED = {"h200": {"fp8": (1.4887, 1.0579)}, "gb200-nvl72": {"fp8": (1.3047, 1.1985), "mxfp8": (1.2141, 1.0302)}, "gb300-nvl72": {"fp8": (1.5697, 1.3186), "mxfp8": (1.4201, 1.0326)}}
+ATTENTION_MEASURED = {"gb200-nvl72": (0.98, 0.9426), "gb300-nvl72": (1.1121, 1.0037)}
+ATTENTION_FP8_MEASURED = {'h200': {'gqa': {'fp8': {'causal': (1.4969, 0.7948), 'full': (1.4805, 1.075)}}},
+ 'gb200-nvl72': {'gqa': {'fp8': {'causal': (1.2656, 1.1274), 'full': (1.2465, 1.1568)},
+                         'mxfp8': {'causal': (1.2084, 0.9662), 'full': (1.224, 1.0648)}},
+                 'window': {'fp8': {'causal': (1.0279, 0.3313)}},
+                 'mla': {'fp8': {'causal': (1.42, 1.2604)},
+                         'mxfp8': {'causal': (1.4, 1.2904), 'full': (1.369, 1.4374)}}},
+ 'gb300-nvl72': {'gqa': {'fp8': {'causal': (1.4732, 1.148), 'full': (1.5528, 1.1619)},
+                         'mxfp8': {'causal': (1.3847, 0.9784), 'full': (1.4229, 1.0686)}},
+                 'window': {'fp8': {'causal': (1.2019, 0.3503)}},
+                 'mla': {'fp8': {'causal': (1.6273, 1.3222)},
+                         'mxfp8': {'causal': (1.5501, 1.3788), 'full': (1.5565, 1.558)}}}}
 # END MEASURED
-"""`ATTENTION_MEASURED`: for each part with a published sweep of cuDNN's fused attention in the same
-suite as H200's (cudnn-frontend's training SDPA benchmark, Llama 3.1 preset,
-benchmarks/data/attention_kernels.yaml `parts`), its (forward, backward) fraction of its own dense BF16 peak over H200's at the same points: the median over the
-points both runs hold. H200 is H100's chip at H100's clocks, so the ratio is the part's attention
-against the Hopper curve's. GB200 0.94 / 0.92 (the matmul ceiling's 0.91 says as much); GB300 1.13
-/ 1.02, Blackwell Ultra's doubled exponential units showing in the forward.
-`ATTENTION_FP8_MEASURED`: the same runs' FP8 kernels (`quantized`) over each part's own BF16 one
-(`attention_fp8_speedup`)."""
+"""Written from cudnn-frontend's training SDPA benchmark run on H200, GB200 and GB300 with one
+script, preset and cuDNN release (9.19.1; benchmarks/data/attention_kernels.yaml `suite`; MXFP8
+from the suite's next release, 9.22.0, `mxfp8`). `ATTENTION_MEASURED`: each Blackwell part's
+(forward, backward) fraction of its own dense BF16 peak over H200's at the same points of the Llama
+3.1 preset (the median of ten, causal and unmasked, 2K-32K keys). H200 is H100's chip at H100's
+clocks, so the ratio is the part's attention against the Hopper curve's: GB200 0.98 / 0.94 (its
+matmul ceiling, 0.91, which the model used before, is within 8 %); GB300 1.11 / 1.00, Blackwell
+Ultra's doubled exponential units showing in the forward. `ATTENTION_FP8_MEASURED`: part -> layer
+("gqa", "mla", "window": the Llama, DeepSeek-V3 and gpt-oss presets) -> kind ("fp8", "mxfp8") ->
+mask ("causal", "full") -> (forward, backward) speedup of the FP8 kernel over the BF16 one of the
+same run (`attention_fp8_speedup`)."""
 
-ATTENTION_SIBLING = {"b200": "gb200-nvl72", "b300": "gb300-nvl72"}
-"""Parts whose die has a measured sweep under another board (`ATTENTION_MEASURED`): the DGX's B200 is
-the GB200's Blackwell GPU, the B300 the GB300's Blackwell Ultra GPU, at other board powers and
-clocks. The sibling's attention is carried over relative to each part's matmul ceiling
-(`attention_ceiling`), as the matmul ceiling itself carries a flagship's (`MAMF_FLAGSHIP`)."""
+ATTENTION_SIBLING = {"b200": "gb200-nvl72", "b300": "gb300-nvl72", "h100-sxm": "h200", "h800": "h200"}
+"""Parts whose die was measured under another name or board: the DGX's B200 is the GB200's
+Blackwell GPU, the B300 the GB300's Blackwell Ultra GPU (at other board powers and clocks); H100
+SXM and H800 are H200's GH100 at the same clocks. A speedup over the sibling's own BF16 kernel
+carries over as it stands; a fraction of peak carries over scaled by the parts' matmul ceilings
+(`attention_ceiling`), as the matmul ceiling itself carries a flagship's. The one other published
+BF16 sweep of a B200 (cudnn-frontend's artifacts/sdpa_bf16_benchmark_results_NVIDIA_B200.csv) ran
+another set of backends and puts the B200 below the GB200 rather than above; it is not read.)"""
 
-FP8_ATTENTION_SIBLING = {"h100-sxm": "h200", "h800": "h200", "b200": "gb200-nvl72", "b300": "gb300-nvl72"}
-"""Parts whose FP8 attention was measured on their die under another name or board
-(`ATTENTION_FP8_MEASURED`): H100 SXM and H800 are H200's GH100 at the same clocks, B200 and B300
-the rack parts' GPUs. A speedup over the same part's BF16 kernel carries over as it stands."""
+ATTENTION_FLAGSHIP = {"hopper": "h200", "blackwell": "gb200-nvl72"}
+"""The measured part a GPU of a generation stands for where neither it nor a sibling was measured (a
+GPU defined in a spec), as `MAMF_FLAGSHIP` for the matmul ceiling."""
 
 
-def attention_fp8_speedup(gpu: str, kind: str) -> tuple[float, float] | None:
-    """(forward, backward) speedup of cuDNN's FP8 fused attention over the same part's BF16 kernel,
-    `kind` "fp8" (per-tensor scales) or "mxfp8" (MXFP8 block scales), as cudnn-frontend's sweep
-    measured it on the part or its sibling (`ATTENTION_FP8_MEASURED`, `FP8_ATTENTION_SIBLING`):
-    H200 1.49x forward but 1.06x backward, GB200 MXFP8 1.21x / 1.03x, GB300 MXFP8 1.42x / 1.03x.
-    The backward gains little: its five products run at the FP8 rate but the softmax's recomputed
-    exponentials and the gradients' rescaling and casts do not. None where no sweep of the part
-    and kind exists (the time model then charges `FP8_ATTENTION_SHARE` of the FP8 peak)."""
-    part = gpu if gpu in ATTENTION_FP8_MEASURED else FP8_ATTENTION_SIBLING.get(gpu)
-    return ATTENTION_FP8_MEASURED.get(part, {}).get(kind) if part else None
+def _attention_part(gpu: str, generation: str, measured: dict) -> str | None:
+    """The part whose measurement `gpu` takes from `measured`: itself, its sibling or its
+    generation's flagship; None where none of them was measured."""
+    for part in (gpu, ATTENTION_SIBLING.get(gpu), ATTENTION_FLAGSHIP.get(generation)):
+        if part in measured:
+            return part
+    return None
+
+
+def fp8_attention_part(gpu: str, generation: str) -> str:
+    """The part whose FP8 attention measurements `gpu` takes (`ATTENTION_FP8_MEASURED`): itself, its
+    sibling or its generation's flagship; "" where none was measured."""
+    return _attention_part(gpu, generation, ATTENTION_FP8_MEASURED) or ""
+
+
+def attention_fp8_speedup(part: str, layer: str, kind: str, causal: bool) -> tuple[float, float] | None:
+    """(forward, backward) speedup of cuDNN's FP8 fused attention over the same part's BF16 kernel on
+    the measured `part` (`fp8_attention_part`) for a `layer` ("gqa", "mla"), `kind` ("fp8":
+    per-tensor scales; "mxfp8": MXFP8 block scales) and mask (`ATTENTION_FP8_MEASURED`; a mask the
+    run lacks takes the other's): causal GQA, H200 1.50x forward and 0.79x backward (slower than
+    BF16 from 8K keys), GB200 MXFP8 1.21x / 0.97x, GB300 MXFP8 1.38x / 0.98x; MLA's wider heads gain
+    more (GB200 MXFP8 1.40x / 1.29x). The backward gains little at head dim 128: its five products
+    run at the FP8 rate, the recomputed exponentials and the gradients' rescaling and casts do not.
+    None where no measurement covers the part, layer and kind (the time model then charges
+    `FP8_ATTENTION_SHARE` of the FP8 peak)."""
+    masks = ATTENTION_FP8_MEASURED.get(part, {}).get(layer, {}).get(kind, {})
+    if not masks:
+        return None
+    wanted, other = ("causal", "full") if causal else ("full", "causal")
+    return masks.get(wanted) or masks[other]
 
 
 def attention_ceiling(gpu: str, generation: str) -> tuple[float, float]:
     """(forward, backward) ceiling of a part's fused attention relative to the Hopper curve it is
-    charged on (`attention_curve`), in place of the matmul ceiling (`matmul_ceiling`) that scales its
-    GEMMs. A part with a measured sweep (`ATTENTION_MEASURED`) takes its measured ratio; a part whose
-    die was measured on another board (`ATTENTION_SIBLING`) the sibling's ratio over the sibling's
-    matmul ceiling, times its own matmul ceiling; any other the matmul ceiling both ways (no
-    published sweep says otherwise: what parc assumed for every part before the sweeps)."""
-    ceiling = matmul_ceiling(gpu, generation)
-    measured = gpu if gpu in ATTENTION_MEASURED else ATTENTION_SIBLING.get(gpu)
-    if measured is None or measured not in ATTENTION_MEASURED:
+    charged on (`attention_curve`), in place of the matmul ceiling (`matmul_ceiling`) that scales
+    its GEMMs: the measured ratio of the part (`ATTENTION_MEASURED`; Hopper is the reference, 1),
+    else its sibling's or its generation's flagship's times the two parts' matmul ceilings' ratio
+    (a B200 holds more of its lower peak than a GB200 does of its higher one, 77.6 % against
+    72.9 % in the matmul sweep, both dies power-limited alike: 1.064x GB200's fraction); the
+    matmul ceiling both ways where none was measured (CDNA3: what parc assumed for every part
+    before the sweeps)."""
+    if generation == "hopper":
+        return 1.0, 1.0
+    part = _attention_part(gpu, generation, ATTENTION_MEASURED)
+    if part is None:
+        ceiling = matmul_ceiling(gpu, generation)
         return ceiling, ceiling
-    scale = ceiling / matmul_ceiling(measured, generation)
-    forward, backward = ATTENTION_MEASURED[measured]
+    scale = matmul_ceiling(gpu, generation) / matmul_ceiling(part, generation)
+    forward, backward = ATTENTION_MEASURED[part]
     return forward * scale, backward * scale
 
 
@@ -359,7 +398,7 @@ def matmul_ceiling(gpu: str, generation: str) -> float:
     (CDNA3). The fitted `gemm_hopper` holds what a training run's GEMMs lose on H100 beyond the
     sweep's ceiling (sustained power, shapes, the epilogues); a Blackwell part runs the same
     kernels, so it keeps those losses and scales by how much lower its own ceiling sits. Charged to
-    every tensor-core kernel: GEMMs and fused attention alike."""
+    every GEMM, and to fused attention where no sweep of the part measured it (`attention_ceiling`)."""
     if generation not in CEILING_SCALED:
         return 1.0
     part = gpu if gpu in MAMF_BF16 else MAMF_FLAGSHIP[generation]

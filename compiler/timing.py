@@ -408,13 +408,11 @@ class Hardware:
     `attention_ceiling`)."""
     attention_ceiling: tuple[float, float] = (1.0, 1.0)
     """The part's fused attention (forward, backward) relative to the Hopper curve it is charged on
-    (`kernels.attention_ceiling`: measured in one suite where published, GB200 0.94 / 0.92, GB300
-    1.13 / 1.02; else `ceiling` both ways)."""
-    fp8_attention: tuple[float, float] | None = None
-    """(forward, backward) speedup of the part's FP8 fused attention (per-tensor scales) over its BF16
-    one, as measured (`kernels.attention_fp8_speedup`); None: not measured."""
-    mxfp8_attention: tuple[float, float] | None = None
-    """The same with MXFP8 block scales (Blackwell)."""
+    (`kernels.attention_ceiling`: measured in one suite, GB200 0.98 / 0.94, GB300 1.11 / 1.00;
+    else `ceiling` both ways)."""
+    fp8_attention_part: str = ""
+    """The measured part whose FP8 attention speedups this part takes (`kernels.fp8_attention_part`);
+    "": none measured."""
     achievable: float = 1.0
     """The most of its dense BF16 peak the part's matrix products reach (`kernels.matmul_achievable`:
     its measured maximum achievable matmul FLOP/s, H100 0.803): the bound no BF16 GEMM is charged
@@ -434,9 +432,11 @@ class Hardware:
     def __hash__(self) -> int:
         return self._hash
 
-    def quantized_attention(self, kind: str) -> tuple[float, float] | None:
-        """The measured speedup of the FP8 attention kernel `kind` ("fp8", "mxfp8"), or None."""
-        return self.mxfp8_attention if kind == "mxfp8" else self.fp8_attention if kind == "fp8" else None
+    def quantized_attention(self, layer: str, kind: str, causal: bool) -> tuple[float, float] | None:
+        """The measured (forward, backward) speedup of the FP8 attention kernel `kind` ("fp8",
+        "mxfp8") on a `layer` ("gqa", "mla") and mask over the BF16 one, or None
+        (`kernels.attention_fp8_speedup`)."""
+        return kernel_model.attention_fp8_speedup(self.fp8_attention_part, layer, kind, causal)
 
 
 def hardware_of(plan: Plan) -> Hardware:
@@ -458,8 +458,7 @@ def hardware_of(plan: Plan) -> Hardware:
         host=cluster.host_bandwidth or host_bandwidth(gpu.name) or 0.0,
         ceiling=kernel_model.matmul_ceiling(gpu.name, gpu.generation),
         attention_ceiling=kernel_model.attention_ceiling(gpu.name, gpu.generation),
-        fp8_attention=kernel_model.attention_fp8_speedup(gpu.name, "fp8"),
-        mxfp8_attention=kernel_model.attention_fp8_speedup(gpu.name, "mxfp8"),
+        fp8_attention_part=kernel_model.fp8_attention_part(gpu.name, gpu.generation),
         achievable=kernel_model.matmul_achievable(gpu.name, gpu.generation),
         achievable_fp8=kernel_model.matmul_achievable(gpu.name, gpu.generation, fp8=True),
         exp_scale=kernel_model.EXP_SCALE.get(gpu.name, 1.0))
@@ -1444,11 +1443,17 @@ def _flash_attention_kind(shape: Shape, case: AttentionCase, hw: Hardware, windo
     work = flops.attention_core_flops(shape, flops.causal_keys(seq)) / tp * n
     back = flops.FLASH_BACKWARD * work
 
-    quantized = QUANTIZED_ATTENTION.get(attention, "")  # Transformer Engine's FP8 attention: `attention_kernel`
+    # Transformer Engine's FP8 attention (`attention_kernel`), on the full layers: a windowed layer
+    # keeps the BF16 kernel's speed (the one FP8 sliding-window sweep, cuDNN 9.19's gpt-oss preset,
+    # runs its backward at 0.33-0.35x the BF16 kernel's: a path a recipe would not run; whether
+    # Transformer Engine runs a window in FP8 at all is not established)
+    quantized = "" if window else QUANTIZED_ATTENTION.get(attention, "")
+    layer = "mla" if shape.mla else "gqa"
 
     def seconds(flop: float, keys: float, causal: bool, backward: bool) -> float:
         efficiency = curve.efficiency(min(keys, cap), d, causal or window > 0, backward)
-        return attention_kernel_seconds(ratio * flop, efficiency, backward, entry, quantized, hw, sustained)
+        return attention_kernel_seconds(ratio * flop, efficiency, backward, entry, quantized, hw, sustained, layer,
+                                        causal or window > 0)
 
     if flavour == GATHERED_BLOCKS and cp > 1:
         per_key = flops.attention_core_flops(shape, 1.0) / tp * n / 2  # one query chunk's rows
@@ -1469,7 +1474,7 @@ def _flash_attention_kind(shape: Shape, case: AttentionCase, hw: Hardware, windo
         return seconds(work, seq, True, False), seconds(back, seq, True, True), 1
     if window:
         per_entry = flops.attention_core_flops(shape, 1.0) / tp * n / (seq / cp)  # one (query, key) pair
-        return max((windowed_ring_rank(r, cp, seq, window, per_entry, curve, d, hw, sustained, quantized, entry)
+        return max((windowed_ring_rank(r, cp, seq, window, per_entry, curve, d, hw, sustained, entry)
                     for r in range(cp)), key=lambda t: t[0] + t[1])
     block, share = seq / cp, 1.0 / cp
     rest = (cp - 1) * share / 2
@@ -1502,28 +1507,32 @@ def band_entries(distance: int, chunk: int, window: int) -> int:
 
 
 def attention_kernel_seconds(flop: float, efficiency: float, backward: bool, score_flops: float, quantized: str,
-                             hw: Hardware, sustained: float) -> float:
+                             hw: Hardware, sustained: float, layer: str = "gqa", causal: bool = True) -> float:
     """Seconds of fused-attention kernels doing `flop` FLOPs (a backward's counted as
     `FLASH_BACKWARD` x its forward's products) at the curve's `efficiency` of the BF16 peak, at
     what a training run sustains (`sustained`), on the part's attention ceiling
     (`Hardware.attention_ceiling`, forward or backward). A `quantized` kernel ("fp8", "mxfp8":
-    `QUANTIZED_ATTENTION`) runs that over its measured speedup on the part
-    (`Hardware.quantized_attention`), or, where none was measured, its products at
-    `kernels.FP8_ATTENTION_SHARE` of the FP8 peak. Never below the exponential unit's floor, one
-    exponential per score entry each way (`kernels.exp_seconds`: a physical bound, which the
-    16-bit curves sit above and which caps what FP8 products gain). `score_flops`: a head's
-    forward FLOPs per score entry (`Shape.score_flops`, 4 x head dim)."""
+    `QUANTIZED_ATTENTION`) runs that over its speedup measured on the part for the `layer` ("gqa",
+    "mla") and mask (`Hardware.quantized_attention`), or, where none was measured, its products at
+    `kernels.FP8_ATTENTION_SHARE` of the FP8 peak. Physical bounds: never faster than the part's
+    measured maximum matmul rate at the precision the products run in (`Hardware.achievable`,
+    `achievable_fp8`: attention's products are matmuls on the same tensor cores), nor than the
+    exponential unit's floor, one exponential per score entry each way (`kernels.exp_seconds`).
+    `score_flops`: a head's forward FLOPs per score entry (`Shape.score_flops`, 4 x head dim)."""
     products = flop / (hw.bf16 * efficiency * hw.attention_ceiling[backward] * sustained)
+    bound = flop / (hw.bf16 * hw.achievable)
     if quantized and hw.fp8:
-        speedup = hw.quantized_attention(quantized)
+        speedup = hw.quantized_attention(layer, quantized, causal)
         products = (products / speedup[backward] if speedup
                     else products * hw.bf16 / (hw.fp8 * kernel_model.FP8_ATTENTION_SHARE))
+        bound = flop / (hw.fp8 * hw.achievable_fp8)
+    products = max(products, bound)
     entries = flop / ((flops.FLASH_BACKWARD if backward else 1.0) * score_flops)
     return max(products, kernel_model.exp_seconds(entries, hw.bf16, hw.generation, hw.exp_scale))
 
 
 def windowed_ring_rank(rank: int, cp: int, seq: int, window: int, per_entry: float, curve, d: int,
-                       hw: Hardware, sustained: float, quantized: str = "",
+                       hw: Hardware, sustained: float,
                        score_flops: float | None = None) -> tuple[float, float, int]:
     """Forward and backward seconds and kernels of one cp rank's ring attention on a windowed
     layer (zig-zag chunks: the rank holds chunks `rank` and 2 cp - 1 - rank of s / 2cp tokens).
@@ -1535,7 +1544,8 @@ def windowed_ring_rank(rank: int, cp: int, seq: int, window: int, per_entry: flo
     diagonal, or a block the window cuts to half its pairs or fewer: more edge than interior, a
     causal kernel's regime) runs at the causal curve's efficiency at min(keys it walks, 2W), like
     `flash_attention_seconds`' windowed layers; a step of whole blocks, or of blocks the window
-    only clips at a corner, at the unmasked curve's over the keys it walks."""
+    only clips at a corner, at the unmasked curve's over the keys it walks. In BF16 under FP8
+    attention too (`_flash_attention_kind`)."""
     chunk = seq // (2 * cp)
     entry = score_flops if score_flops is not None else 4 * d  # a head's FLOPs per score entry
     mine = (rank, 2 * cp - 1 - rank)
@@ -1561,10 +1571,10 @@ def windowed_ring_rank(rank: int, cp: int, seq: int, window: int, per_entry: flo
         for backward_pass in (False, True):
             efficiency = curve.efficiency(keys, d, masked, backward_pass)
             if backward_pass:
-                backward += attention_kernel_seconds(flops.FLASH_BACKWARD * flop, efficiency, True, entry, quantized, hw,
+                backward += attention_kernel_seconds(flops.FLASH_BACKWARD * flop, efficiency, True, entry, "", hw,
                                                      sustained)
             else:
-                forward += attention_kernel_seconds(flop, efficiency, False, entry, quantized, hw, sustained)
+                forward += attention_kernel_seconds(flop, efficiency, False, entry, "", hw, sustained)
     return forward, backward, kernels
 
 

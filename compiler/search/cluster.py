@@ -542,17 +542,31 @@ class ComputeFloor:
 def kernel_ceiling(generation: str) -> float:
     """The largest fraction of the matrix peak the time model lets any FLOP run at: a GEMM at most
     at its generation's fitted ceiling (`Constants.gemm_efficiency`, times factors <= 1:
-    intensity, waves), a fused attention kernel at most at its curve's plateau (`kernels`,
-    times factors <= 1; and at the BF16 peak, never above the matrix peak). Every FLOP the MFU
-    convention counts is executed by some rank (the backward at least twice the forward,
-    recomputation only adds), the busiest rank does at least the average and a step is at least
-    its rank's computation, so MFU <= this ceiling; tests/test_cluster_search.py holds it on the
-    random layouts of tests/test_bounds.py and the shipped specs."""
+    intensity, waves), a fused attention kernel at most at its curve's plateau (`kernels`, times
+    factors <= 1) times the largest measured attention ceiling (`kernels.ATTENTION_MEASURED`, or 1),
+    what a training run sustains of the benchmarks (`Constants.attention_speed`) and the largest
+    speedup an FP8 kernel gets over the BF16 one (`kernels.ATTENTION_FP8_MEASURED`, or the
+    unmeasured parts' 2 x `FP8_ATTENTION_SHARE`), at the BF16 peak. Every FLOP the MFU convention
+    counts is executed by some rank (the backward at least twice the forward, recomputation only
+    adds), the busiest rank does at least the average and a step is at least its rank's
+    computation, so MFU <= this ceiling; tests/test_cluster_search.py holds it on the random
+    layouts of tests/test_bounds.py and the shipped specs."""
     from ..calibration import DEFAULT
-    from ..kernels import attention_curve
+    from ..kernels import (
+        ATTENTION_FP8_MEASURED,
+        ATTENTION_MEASURED,
+        FP8_ATTENTION_SHARE,
+        attention_curve,
+    )
 
     curves = [attention_curve(kernel, generation) for kernel in ("sdpa", "te")]
-    return max([DEFAULT.gemm_efficiency(generation)] + [x for c in curves for x in (c.forward, c.backward)])
+    plateau = max(x for c in curves for x in (c.forward, c.backward))
+    ceiling = max([1.0] + [x for pair in ATTENTION_MEASURED.values() for x in pair])
+    speedup = max([2 * FP8_ATTENTION_SHARE] + [x for layers in ATTENTION_FP8_MEASURED.values()
+                                               for kinds in layers.values() for masks in kinds.values()
+                                               for pair in masks.values() for x in pair])
+    attention = plateau * ceiling * DEFAULT.attention_speed(generation) * speedup
+    return max(DEFAULT.gemm_efficiency(generation), attention)
 
 
 def floors_of(compilation: Compilation, question: ClusterQuestion, probes: list[Probe]) -> Floors | None:
