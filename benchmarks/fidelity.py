@@ -722,7 +722,7 @@ and whether TE runs a window in FP8 is not established. Before the sweeps were r
 charged both directions `kernels.FP8_ATTENTION_SHARE` (0.81) of the FP8 peak, FlashAttention-3's
 forward-only figure (FP16 up to 740 TFLOP/s of 989, FP8 close to 1.2 PFLOP/s of 1,979): 1.62x
 both ways, which stays for a part no sweep covers (CDNA3). The rows that run FP8 attention come
-out slower for it: the Qwen3-30B-A3B GB200 rows, within 4 % before, 13-15 % slow, which says
+out slower for it: the Qwen3-30B-A3B GB200 rows, within 4 % before, 13-16 % slow, which says
 something else in 26.06's recipes (that release raised those rows' throughput 1.56x at one
 layout) runs faster than the model has it, not that cuDNN's backward does. Megatron-LM's command
 line (core_v0.16.0) has no flag for it (the option is a `TransformerConfig` field its parser leaves
