@@ -797,7 +797,11 @@ heads, 8 KV heads, head dim 128; the median of ten, causal and unmasked, 2K-32K 
 to the Hopper curve, `kernels.ATTENTION_MEASURED`: GB200 0.98 forward and 0.94 backward, within
 8 % of its independently measured matmul ceiling (0.91, the figure the model used before the
 sweeps); GB300 1.11 and 1.00, its doubled exponential units showing in the forward at an
-unchanged dense peak. B200 and B300, the same dies on other boards, and any Blackwell GPU a spec
+unchanged dense peak. At head dim 64 (the gpt-oss preset: a 1,024-key window, causal, the same
+heads) the ratios fall to 0.69 / 0.85 on GB200 and 0.81 / 0.88 on GB300: Blackwell's products run
+twice as fast per SM as Hopper's while the softmax's per-entry work does not, and a narrower head
+has half the products per entry to hide it behind. The ceiling is linear in head dim between the
+two (`kernels.ceiling_at`), the nearest one's outside. B200 and B300, the same dies on other boards, and any Blackwell GPU a spec
 defines carry the measured ratio scaled by the matmul sweep's ratio of the two parts (a B200
 holds 77.6 % of its lower peak where a GB200 holds 72.9 % of its higher one: 1.064x; the one
 other published B200 attention sweep, another backend set, sits below GB200's and is not read). From 4K keys the Blackwell points
@@ -809,12 +813,10 @@ tests/test_attention_parts.py):
 
 @ATTENTION_PARTS@
 
-The gpt-oss preset (head dim 64, a 1,024-key window, never fitted) checks the windowed charge, the
-causal curve at min(keys, 2W): on H200 forward and backward come within 10 %; on GB200 and GB300
-the backward within 16 % but the forward runs slower than charged (the model's seconds 0.59-0.79
-of the run's): at head dim 64 Blackwell reaches about 0.7 of H200's fraction of peak where at 128
-it reaches 0.98, its faster products leaving the softmax's per-entry work exposed, which the Hopper
-curve's head-dim factor does not see. The DeepSeek-V3 preset (MLA's core: queries and keys 192
+On H200 the gpt-oss preset, never fitted, checks the windowed charge (the causal curve at
+min(keys, 2W)) and the curve's head-dim factor: forward and backward within 11.5 %; on Blackwell
+the same preset sets the head-dim-64 ceiling (the model's forward there was 0.59-0.79 of the run's
+at the head-dim-128 ratio). The DeepSeek-V3 preset (MLA's core: queries and keys 192
 wide, values 128) checks the MLA charge, 2 x (192 + 128) FLOPs a score entry at the curve's
 head-dim-128 efficiency: the model's seconds are 0.84-1.26x the runs' on GB200 and GB300, the
 Llama preset's span (H200's MLA kernel failed from 16K keys in its run).

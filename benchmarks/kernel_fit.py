@@ -92,28 +92,34 @@ def suite_runs(data: dict, preset: str) -> dict[str, dict]:
     return {r["part"]: r for r in data["suite"]["runs"] if r["preset"] == preset}
 
 
-def measured_ratios(data: dict) -> dict[str, tuple[float, float]]:
-    """`kernels.ATTENTION_MEASURED`: each part of the suite's Llama 3.1 runs against the reference's
-    (H200), (forward, backward): the median over the (seq, causal) points both hold of (part BF16
-    TFLOP/s / part peak) / (reference BF16 TFLOP/s / reference peak). A measurement, not a fit: no
-    constant is chosen to match anything."""
+RATIO_PRESETS = {128: "llama3.1", 64: "gpt_oss"}
+"""The presets the attention ceiling is measured on, by head dim: Llama 3.1's grouped-query
+attention at 128 (causal and unmasked), gpt-oss's at 64 (a 1,024-key window, causal)."""
+
+
+def measured_ratios(data: dict) -> dict[str, dict[int, tuple[float, float]]]:
+    """`kernels.ATTENTION_MEASURED`: each part of the suite against the reference (H200), by head dim
+    (`RATIO_PRESETS`), (forward, backward): the median over the (seq, causal) points both runs of
+    the preset hold of (part BF16 TFLOP/s / part peak) / (reference BF16 TFLOP/s / reference peak).
+    A measurement, not a fit: no constant is chosen to match anything."""
     import statistics
 
-    runs = suite_runs(data, "llama3.1")
     reference = data["suite"]["reference"]
     ref_peak = _peak(reference)
-    ref = {(s, c): (f / ref_peak, b / ref_peak) for s, c, f, b, _, _ in runs[reference]["points"]}
-    out = {}
-    for part, run in runs.items():
-        if part == reference:
-            continue
-        peak = _peak(part)
-        common = [(f / peak / ref[(s, c)][0], b / peak / ref[(s, c)][1])
-                  for s, c, f, b, _, _ in run["points"] if (s, c) in ref]
-        if not common:
-            raise SystemExit(f"kernel_fit: {part} shares no point with {reference}")
-        out[part] = (round(statistics.median(x for x, _ in common), 4),
-                     round(statistics.median(y for _, y in common), 4))
+    out: dict[str, dict[int, tuple[float, float]]] = {}
+    for head_dim, preset in RATIO_PRESETS.items():
+        runs = suite_runs(data, preset)
+        ref = {(s, c): (f / ref_peak, b / ref_peak) for s, c, f, b, _, _ in runs[reference]["points"]}
+        for part, run in runs.items():
+            if part == reference:
+                continue
+            peak = _peak(part)
+            common = [(f / peak / ref[(s, c)][0], b / peak / ref[(s, c)][1])
+                      for s, c, f, b, _, _ in run["points"] if (s, c) in ref]
+            if not common:
+                raise SystemExit(f"kernel_fit: {part} shares no {preset} point with {reference}")
+            out.setdefault(part, {})[head_dim] = (round(statistics.median(x for x, _ in common), 4),
+                                                  round(statistics.median(y for _, y in common), 4))
     return out
 
 
@@ -197,7 +203,7 @@ def model_seconds(gpu: str, run: dict, seq: int, causal: bool, kind: str = "") -
     layer = "mla" if shape.mla else "gqa"
     return tuple(timing.attention_kernel_seconds(
         (flops.FLASH_BACKWARD if backward else 1.0) * work, curve.efficiency(seq, shape.qk_dim, False, backward),
-        backward, shape.score_flops, kind, hw, 1.0, layer, False) for backward in (False, True))
+        backward, shape.score_flops, kind, hw, 1.0, layer, False, shape.qk_dim) for backward in (False, True))
 
 
 def sweep_quotients(gpu: str, run: dict, seq: int, causal: bool, forward: float, backward: float,
@@ -252,9 +258,9 @@ def write(curves: dict[str, AttentionCurve]) -> None:
     KERNELS.write_text(new)
 
 
-def write_measured(ratios: dict[str, tuple[float, float]], speedups: dict) -> None:
+def write_measured(ratios: dict, speedups: dict) -> None:
     text = KERNELS.read_text()
-    block = "ATTENTION_MEASURED = {" + ", ".join(f'"{k}": ({f}, {b})' for k, (f, b) in ratios.items()) + "}\n"
+    block = "ATTENTION_MEASURED = " + pprint.pformat(ratios, width=110, sort_dicts=False) + "\n"
     block += "ATTENTION_FP8_MEASURED = " + pprint.pformat(speedups, width=110, sort_dicts=False)
     new = re.sub(re.escape(MEASURED_BEGIN) + r".*?" + re.escape(MEASURED_END),
                  lambda _: f"{MEASURED_BEGIN}\n{block}\n{MEASURED_END}", text, flags=re.S)
@@ -271,8 +277,10 @@ def main(argv=None) -> int:
         print(f"{NAMES[k]} = {c}")
     print(table(data, curves))
     ratios = measured_ratios(data)
-    for part, (f, b) in ratios.items():
-        print(f"{part}: fused attention {f:.4f} forward, {b:.4f} backward of H200's fraction of peak")
+    for part, by_dim in ratios.items():
+        for head_dim, (f, b) in by_dim.items():
+            print(f"{part} head dim {head_dim}: fused attention {f:.4f} forward, {b:.4f} backward of H200's "
+                  "fraction of peak")
     speedups = fp8_speedups(data)
     for part, layers in speedups.items():
         for layer, kinds in layers.items():

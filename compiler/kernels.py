@@ -236,7 +236,8 @@ def exp_seconds(score_entries: float, bf16_peak: float, generation: str, scale: 
 
 
 # BEGIN MEASURED (written by benchmarks/kernel_fit.py --write; do not edit by hand)
-ATTENTION_MEASURED = {"gb200-nvl72": (0.98, 0.9426), "gb300-nvl72": (1.1121, 1.0037)}
+ATTENTION_MEASURED = {'gb200-nvl72': {128: (0.98, 0.9426), 64: (0.6903, 0.8519)},
+ 'gb300-nvl72': {128: (1.1121, 1.0037), 64: (0.8139, 0.8809)}}
 ATTENTION_FP8_MEASURED = {'h200': {'gqa': {'fp8': {'causal': (1.4969, 0.7948), 'full': (1.4805, 1.075)}}},
  'gb200-nvl72': {'gqa': {'fp8': {'causal': (1.2656, 1.1274), 'full': (1.2465, 1.1568)},
                          'mxfp8': {'causal': (1.2084, 0.9662), 'full': (1.224, 1.0648)}},
@@ -307,24 +308,42 @@ def attention_fp8_speedup(part: str, layer: str, kind: str, causal: bool) -> tup
     return masks.get(wanted) or masks[other]
 
 
-def attention_ceiling(gpu: str, generation: str) -> tuple[float, float]:
-    """(forward, backward) ceiling of a part's fused attention relative to the Hopper curve it is
-    charged on (`attention_curve`), in place of the matmul ceiling (`matmul_ceiling`) that scales
-    its GEMMs: the measured ratio of the part (`ATTENTION_MEASURED`; Hopper is the reference, 1),
-    else its sibling's or its generation's flagship's times the two parts' matmul ceilings' ratio
-    (a B200 holds more of its lower peak than a GB200 does of its higher one, 77.6 % against
-    72.9 % in the matmul sweep, both dies power-limited alike: 1.064x GB200's fraction); the
-    matmul ceiling both ways where none was measured (CDNA3: what parc assumed for every part
-    before the sweeps)."""
+AttentionCeiling = tuple[tuple[int, float, float], ...]
+"""A part's attention ceiling by head dim: (head dim, forward, backward) points, ascending."""
+
+
+def attention_ceiling(gpu: str, generation: str) -> AttentionCeiling:
+    """A part's fused attention (forward, backward) relative to the Hopper curve it is charged on
+    (`attention_curve`), by head dim, in place of the matmul ceiling (`matmul_ceiling`) that scales
+    its GEMMs: the measured ratios of the part (`ATTENTION_MEASURED`: head dims 64 and 128; Hopper
+    is the reference, 1), else its sibling's or its generation's flagship's times the two parts'
+    matmul ceilings' ratio (a B200 holds more of its lower peak than a GB200 does of its higher
+    one, 77.6 % against 72.9 % in the matmul sweep, both dies power-limited alike: 1.064x GB200's
+    fraction); the matmul ceiling both ways where none was measured (CDNA3: what parc assumed for
+    every part before the sweeps). `ceiling_at` reads it at a head dim."""
     if generation == "hopper":
-        return 1.0, 1.0
+        return ((128, 1.0, 1.0),)
     part = _attention_part(gpu, generation, ATTENTION_MEASURED)
     if part is None:
         ceiling = matmul_ceiling(gpu, generation)
-        return ceiling, ceiling
+        return ((128, ceiling, ceiling),)
     scale = matmul_ceiling(gpu, generation) / matmul_ceiling(part, generation)
-    forward, backward = ATTENTION_MEASURED[part]
-    return forward * scale, backward * scale
+    return tuple((d, f * scale, b * scale) for d, (f, b) in sorted(ATTENTION_MEASURED[part].items()))
+
+
+def ceiling_at(points: AttentionCeiling, head_dim: float, backward: bool) -> float:
+    """An attention ceiling (`attention_ceiling`) at a head dim: linear between the measured head
+    dims, the nearest one's outside them (at head dim 64 a Blackwell part reaches 0.69-0.81 of
+    H200's fraction of peak forward where at 128 it reaches 0.98-1.11: its twice-as-fast products
+    leave the softmax's per-entry work exposed, which doubles per FLOP as the head narrows)."""
+    column = 2 if backward else 1
+    if head_dim <= points[0][0]:
+        return points[0][column]
+    for low, high in zip(points, points[1:], strict=False):
+        if head_dim <= high[0]:
+            t = (head_dim - low[0]) / (high[0] - low[0])
+            return low[column] + t * (high[column] - low[column])
+    return points[-1][column]
 
 
 def attention_curve(kernel: str, generation: str) -> AttentionCurve:

@@ -406,10 +406,10 @@ class Hardware:
     from (`kernels.matmul_ceiling`: B200 0.966, GB200 0.908 of H100's); scales every GEMM (and,
     where no sweep of the part's fused attention is published, its attention:
     `attention_ceiling`)."""
-    attention_ceiling: tuple[float, float] = (1.0, 1.0)
-    """The part's fused attention (forward, backward) relative to the Hopper curve it is charged on
-    (`kernels.attention_ceiling`: measured in one suite, GB200 0.98 / 0.94, GB300 1.11 / 1.00;
-    else `ceiling` both ways)."""
+    attention_ceiling: kernel_model.AttentionCeiling = ((128, 1.0, 1.0),)
+    """The part's fused attention (forward, backward) relative to the Hopper curve it is charged on,
+    by head dim (`kernels.attention_ceiling`, read with `kernels.ceiling_at`: measured in one suite,
+    GB200 0.98 / 0.94 at head dim 128 and 0.69 / 0.85 at 64; else `ceiling` both ways)."""
     fp8_attention_part: str = ""
     """The measured part whose FP8 attention speedups this part takes (`kernels.fp8_attention_part`);
     "": none measured."""
@@ -1453,7 +1453,7 @@ def _flash_attention_kind(shape: Shape, case: AttentionCase, hw: Hardware, windo
     def seconds(flop: float, keys: float, causal: bool, backward: bool) -> float:
         efficiency = curve.efficiency(min(keys, cap), d, causal or window > 0, backward)
         return attention_kernel_seconds(ratio * flop, efficiency, backward, entry, quantized, hw, sustained, layer,
-                                        causal or window > 0)
+                                        causal or window > 0, d)
 
     if flavour == GATHERED_BLOCKS and cp > 1:
         per_key = flops.attention_core_flops(shape, 1.0) / tp * n / 2  # one query chunk's rows
@@ -1507,11 +1507,12 @@ def band_entries(distance: int, chunk: int, window: int) -> int:
 
 
 def attention_kernel_seconds(flop: float, efficiency: float, backward: bool, score_flops: float, quantized: str,
-                             hw: Hardware, sustained: float, layer: str = "gqa", causal: bool = True) -> float:
+                             hw: Hardware, sustained: float, layer: str = "gqa", causal: bool = True,
+                             head_dim: float = 128) -> float:
     """Seconds of fused-attention kernels doing `flop` FLOPs (a backward's counted as
     `FLASH_BACKWARD` x its forward's products) at the curve's `efficiency` of the BF16 peak, at
-    what a training run sustains (`sustained`), on the part's attention ceiling
-    (`Hardware.attention_ceiling`, forward or backward). A `quantized` kernel ("fp8", "mxfp8":
+    what a training run sustains (`sustained`), on the part's attention ceiling at the kernel's
+    `head_dim` (`Hardware.attention_ceiling`, forward or backward). A `quantized` kernel ("fp8", "mxfp8":
     `QUANTIZED_ATTENTION`) runs that over its speedup measured on the part for the `layer` ("gqa",
     "mla") and mask (`Hardware.quantized_attention`), or, where none was measured, its products at
     `kernels.FP8_ATTENTION_SHARE` of the FP8 peak. Physical bounds: never faster than the part's
@@ -1519,7 +1520,8 @@ def attention_kernel_seconds(flop: float, efficiency: float, backward: bool, sco
     `achievable_fp8`: attention's products are matmuls on the same tensor cores), nor than the
     exponential unit's floor, one exponential per score entry each way (`kernels.exp_seconds`).
     `score_flops`: a head's forward FLOPs per score entry (`Shape.score_flops`, 4 x head dim)."""
-    products = flop / (hw.bf16 * efficiency * hw.attention_ceiling[backward] * sustained)
+    ceiling = kernel_model.ceiling_at(hw.attention_ceiling, head_dim, backward)
+    products = flop / (hw.bf16 * efficiency * ceiling * sustained)
     bound = flop / (hw.bf16 * hw.achievable)
     if quantized and hw.fp8:
         speedup = hw.quantized_attention(layer, quantized, causal)
@@ -1572,9 +1574,9 @@ def windowed_ring_rank(rank: int, cp: int, seq: int, window: int, per_entry: flo
             efficiency = curve.efficiency(keys, d, masked, backward_pass)
             if backward_pass:
                 backward += attention_kernel_seconds(flops.FLASH_BACKWARD * flop, efficiency, True, entry, "", hw,
-                                                     sustained)
+                                                     sustained, head_dim=d)
             else:
-                forward += attention_kernel_seconds(flop, efficiency, False, entry, "", hw, sustained)
+                forward += attention_kernel_seconds(flop, efficiency, False, entry, "", hw, sustained, head_dim=d)
     return forward, backward, kernels
 
 

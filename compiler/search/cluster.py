@@ -561,7 +561,7 @@ def kernel_ceiling(generation: str) -> float:
 
     curves = [attention_curve(kernel, generation) for kernel in ("sdpa", "te")]
     plateau = max(x for c in curves for x in (c.forward, c.backward))
-    ceiling = max([1.0] + [x for pair in ATTENTION_MEASURED.values() for x in pair])
+    ceiling = max([1.0] + [x for by_dim in ATTENTION_MEASURED.values() for pair in by_dim.values() for x in pair])
     speedup = max([2 * FP8_ATTENTION_SHARE] + [x for layers in ATTENTION_FP8_MEASURED.values()
                                                for kinds in layers.values() for masks in kinds.values()
                                                for pair in masks.values() for x in pair])
