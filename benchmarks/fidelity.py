@@ -2532,7 +2532,9 @@ move from +40.3 and +57.2 % to +19.5 and +48.1 %.
 **The same gap outside gpt-oss: the rows with no CUDA graph.** (The figures of this paragraph were
 measured before `blackwell_sustained`, which slows every Blackwell row alike; with it the Blackwell
 rows with no CUDA graph lack 0.28-0.54 us a token-layer and the graphed GB200 Qwen3-235B-A22B rows
--0.26 to -0.16 us; since FP8 products count their bf16 output, 0.28-0.50 us and -0.31 to -0.21 us.
+-0.26 to -0.16 us; since FP8 products count their bf16 output, 0.28-0.50 us and -0.31 to -0.21 us;
+since attention's head-dim-64 ceiling was measured (stop 46), which slows gpt-oss's attention on
+Blackwell, 0.25-0.65 us and -0.21 to -0.11 us.
 The table below holds the stored constants' figures. The contrast stands.)
 Read per token-layer, the
 26.02-26.04.01 MoE rows whose recipe runs no CUDA graph at all lack about the same on every model,
