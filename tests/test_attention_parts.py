@@ -29,16 +29,16 @@ def _runs(preset: str, section: str = "suite") -> dict[str, dict]:
     return {r["part"]: r for r in DATA[section]["runs"] if r["preset"] == preset}
 
 
-def _flops(run: dict, seq: int, causal: bool) -> float:
-    """The forward FLOPs cudnn-frontend's `flops()` counts (benchmark_single_sdpa.py), written here
-    from its source: 2 x (qk + v head dims) x heads x batch x the unmasked score entries, the
-    causal triangle with its diagonal, a window's band W (W + 1) / 2 + (S - W) W."""
-    window = run.get("window")
-    if window:
-        entries = window * (window + 1) // 2 + (seq - window) * window
-    else:
-        entries = seq * (seq + 1) // 2 if causal else seq * seq
-    return 2.0 * entries * (run["qk_dim"] + run["v_dim"]) * run["heads"] * run["batch"]
+def test_the_harness_counts_flops_as_the_benchmark_does():
+    """`kernel_fit.sweep_flops` against cudnn-frontend's `flops()` (benchmark_single_sdpa.py) worked
+    by hand: 2 x (qk + v dims) x heads x batch x the unmasked entries; a causal 4-token square has
+    4 x 5 / 2 = 10 entries, an unmasked one 16, a 2-key window over 4 tokens 2 x 3 / 2 + 2 x 2 = 7."""
+    run = {"qk_dim": 128, "v_dim": 128, "heads": 64, "batch": 2}
+    assert kernel_fit.sweep_flops(run, 4, True) == 2 * 256 * 64 * 2 * 10
+    assert kernel_fit.sweep_flops(run, 4, False) == 2 * 256 * 64 * 2 * 16
+    assert kernel_fit.sweep_flops(dict(run, window=2), 4, True) == 2 * 256 * 64 * 2 * 7
+    mla = {"qk_dim": 192, "v_dim": 128, "heads": 128, "batch": 1}
+    assert kernel_fit.sweep_flops(mla, 8192, True) == 2 * (192 + 128) * 128 * (8192 * 8193 // 2)
 
 
 def _quotients(part: str, run: dict, seq: int, causal: bool, forward: float, backward: float,
@@ -47,7 +47,7 @@ def _quotients(part: str, run: dict, seq: int, causal: bool, forward: float, bac
     call as a layer's attention, an unmasked one as one unmasked kernel, at the kernel's own speed,
     `sustained` 1: a benchmark, not a training run) over the seconds the run's TFLOP/s give."""
     f, b = kernel_fit.model_seconds(part, run, seq, causal, kind)
-    flop = _flops(run, seq, causal)
+    flop = kernel_fit.sweep_flops(run, seq, causal)
     return f / (flop / (forward * 1e12)), b / (2.5 * flop / (backward * 1e12))
 
 
