@@ -34,7 +34,7 @@ def _bytes(norm: str, n: int, c: int, bias: bool, backward: bool) -> int:
 
 
 def _hardware(part: str) -> timing.Hardware:
-    hw, _ = kernel_fit.sweep_case(part, 64, 8, 128)
+    hw, _ = kernel_fit.sweep_case(part, {"heads": 64, "kv_heads": 8, "qk_dim": 128, "v_dim": 128})
     return hw
 
 
