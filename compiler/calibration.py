@@ -54,12 +54,13 @@ class Constants:
     training runs, already carry the same sustained-run losses for GEMMs. Fitted by
     `benchmarks/fidelity.py` on NeMo's long-sequence table, the others held fixed."""
     blackwell_sustained: float
-    """Speed of a Blackwell part's tensor-core kernels (GEMMs and fused attention) in a training run
-    relative to Hopper's fitted ceiling scaled by the part's measured matmul ceiling
-    (`kernels.matmul_ceiling`). That scaling comes from a short sweep of single matmuls; a training
-    run holds the part at its board power for hours, and a Blackwell part, which draws its 1,000-1,200 W
-    for 2.3-2.5x H100's FLOP/s at 700 W, holds its clock less well under that load than the sweep
-    shows. Fitted by `benchmarks/fidelity.py` on the dense Blackwell rows of NeMo's and
+    """Speed of a Blackwell part's tensor-core kernels in a training run relative to what the short
+    sweeps give it: its GEMMs at Hopper's fitted ceiling scaled by its measured matmul ceiling
+    (`kernels.matmul_ceiling`), its fused attention at the Hopper curve scaled by its measured
+    attention ceiling (`kernels.attention_ceiling`). Those come from short sweeps of single kernels;
+    a training run holds the part at its board power for hours, and a Blackwell part, which draws
+    its 1,000-1,200 W for 2.3-2.5x H100's FLOP/s at 700 W, holds its clock less well under that load
+    than the sweeps show. Fitted by `benchmarks/fidelity.py` on the dense Blackwell rows of NeMo's and
     Megatron-Bridge's published tables (`benchmarks/blackwell_fit.py`), the others held fixed; 1
     leaves the scaling as measured."""
 

@@ -253,11 +253,12 @@ ATTENTION_FP8_MEASURED = {'h200': {'gqa': {'fp8': {'causal': (1.4969, 0.7948), '
 """Written from cudnn-frontend's training SDPA benchmark run on H200, GB200 and GB300 with one
 script, preset and cuDNN release (9.19.1; benchmarks/data/attention_kernels.yaml `suite`; MXFP8
 from the suite's next release, 9.22.0, `mxfp8`). `ATTENTION_MEASURED`: each Blackwell part's
-(forward, backward) fraction of its own dense BF16 peak over H200's at the same points of the Llama
-3.1 preset (the median of ten, causal and unmasked, 2K-32K keys). H200 is H100's chip at H100's
-clocks, so the ratio is the part's attention against the Hopper curve's: GB200 0.98 / 0.94 (its
-matmul ceiling, 0.91, which the model used before, is within 8 %); GB300 1.11 / 1.00, Blackwell
-Ultra's doubled exponential units showing in the forward. `ATTENTION_FP8_MEASURED`: part -> layer
+(forward, backward) fraction of its own dense BF16 peak over H200's at the same points, by head
+dim: 128 from the Llama 3.1 preset (the median of ten, causal and unmasked, 2K-32K keys), 64 from
+the gpt-oss preset (five, causal, a 1,024-key window). H200 is H100's chip at H100's clocks, so the
+ratio is the part's attention against the Hopper curve's: at 128 GB200 0.98 / 0.94 (its matmul
+ceiling, 0.91, which the model used before, is within 8 %), GB300 1.11 / 1.00, Blackwell Ultra's
+doubled exponential units showing in the forward; at 64 GB200 0.69 / 0.85, GB300 0.81 / 0.88. `ATTENTION_FP8_MEASURED`: part -> layer
 ("gqa", "mla", "window": the Llama, DeepSeek-V3 and gpt-oss presets) -> kind ("fp8", "mxfp8") ->
 mask ("causal", "full") -> (forward, backward) speedup of the FP8 kernel over the BF16 one of the
 same run (`attention_fp8_speedup`)."""
@@ -269,7 +270,7 @@ SXM and H800 are H200's GH100 at the same clocks. A speedup over the sibling's o
 carries over as it stands; a fraction of peak carries over scaled by the parts' matmul ceilings
 (`attention_ceiling`), as the matmul ceiling itself carries a flagship's. The one other published
 BF16 sweep of a B200 (cudnn-frontend's artifacts/sdpa_bf16_benchmark_results_NVIDIA_B200.csv) ran
-another set of backends and puts the B200 below the GB200 rather than above; it is not read.)"""
+another set of backends and puts the B200 below the GB200 rather than above; it is not read."""
 
 ATTENTION_FLAGSHIP = {"hopper": "h200", "blackwell": "gb200-nvl72"}
 """The measured part a GPU of a generation stands for where neither it nor a sibling was measured (a
