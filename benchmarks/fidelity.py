@@ -2636,8 +2636,8 @@ published; nothing is fitted on these rows.
 
 MosaicML's llm-foundry publishes MPT training throughput (`scripts/train/benchmarking/README.md`,
 tables "H100 80GB BF16 (Large Scale)", "H100 80GB BF16", "A100 80GB with 1600 Gbps node-node
-interconnect" and "A100 40GB with 1600 Gbps node-node interconnect", the last transcribed at stop
-46): @FSDP_N@ bf16 runs of 125M-70B models on 8-512 GPUs at 512-65,536 tokens, torch FSDP
+interconnect" and "A100 40GB with 1600 Gbps node-node interconnect", and "H100 80GB FP8", the last
+two transcribed at stop 46): @FSDP_N@ runs of 125M-70B models on 8-512 GPUs at 512-65,536 tokens, torch FSDP
 (FULL_SHARD or SHARD_GRAD_OP, through Composer), eager PyTorch, no tensor or pipeline
 parallelism. Transcribed in published.yaml's schema into `benchmarks/data/llm_foundry_mpt.yaml`
 (every bf16 row of those tables; none left out) and predicted with the stored constants, as
@@ -2657,6 +2657,12 @@ forward and 2x backward than "FlashAttention in Triton", was measured by the Fla
 repository's `benchmarks/benchmark_flash_attention.py` against OpenAI's
 `triton.ops.flash_attention`, not against the Tri Dao kernel llm-foundry runs (whose own
 header reports its forward faster than FlashAttention-1's CUDA kernel and its backward slower).
+The FP8 table's runs replace the MPT blocks' linears with Transformer Engine's (v0.10, the model's
+`fc_type: te`, which the benchmark script sets with `--precision fp8`) under Composer's fp8 autocast:
+their linears' GEMMs run in fp8 (`target torch`, parc's own runtime, states none, so the reader
+keeps the row's fact: `published.te_fp8_linears`). Read so, they come out 0-16 % fast, the H100
+BF16 rows' bias; read as the target states them (every GEMM in BF16) they were 2-23 % slow at
+512-8K tokens.
 The loss is flash-attention's fused softmax cross-entropy (the MPT model's `loss_fn` default,
 `fused_crossentropy`, at every commit that added a table; its xentropy CUDA extension in
 setup.py's gpu extra): one kernel each way on the 16-bit logits, 4 bytes a logit forward and 4

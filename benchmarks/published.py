@@ -993,6 +993,9 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     # a fused cross-entropy the source states (llm-foundry's MPT: `loss_fn: fused_crossentropy`,
     # flash-attention's xentropy CUDA extension): one kernel each way on the 16-bit logits
     loss_kernel = "xentropy" if family == "torch" and "fused-crossentropy" in compact else ""
+    if te_fp8_linears(family, precision, text):
+        notes.append("Transformer Engine's fp8 linears (stated: the model's fc_type te under amp_fp8; `target torch` "
+                     "states none, parc's runtime has no fp8 matmuls)")
     if loss_kernel:
         notes.append("flash-attention's fused cross-entropy (stated: llm-foundry's `loss_fn: fused_crossentropy`, "
                      "xentropy on the 16-bit logits; not expressible in a spec)")
@@ -1689,13 +1692,23 @@ field is a fact of the row (its routing, dispatcher, dp runtime, host sync, and 
 added later) and is carried through `compiled` untouched."""
 
 
-def software_compiled(row: timing.Software, target: timing.Software) -> timing.Software:
+def te_fp8_linears(family: str, precision: str, text: str) -> bool:
+    """An eager PyTorch run (`target torch`) whose source states Transformer Engine's linears under
+    fp8 (llm-foundry's H100 FP8 table: submit_benchmarks.py sets the MPT model's `fc_type: te` with
+    `--precision fp8`): its linears' GEMMs run in fp8, which the `target torch` statement, parc's own
+    runtime's, does not say, so the row's `fp8` is kept through `compiled`."""
+    return family == "torch" and precision == "fp8" and bool(re.search(r"fc[_-]type[:\s]+te\b", text))
+
+
+def software_compiled(row: timing.Software, target: timing.Software, keep_fp8: bool = False) -> timing.Software:
     """The row's software with the fields its compiled `target` states taken from the target: built
     from the row's (`dataclasses.replace`), so that a field no target states is never lost. A
     `modules:` recomputation list is the row's own (a target names only the policy's family)."""
     stated = {f: getattr(target, f) for f in TARGET_STATES}
     if row.selective.startswith("modules:"):
         stated["selective"] = row.selective
+    if keep_fp8:  # the runtime's fp8 linears, which its target statement cannot say (`te_fp8_linears`)
+        stated["fp8"], stated["fp8_scaling"] = row.fp8, row.fp8_scaling
     return replace(row, **stated)
 
 
@@ -1724,7 +1737,9 @@ def compiled(run: Run) -> Run | Skipped:
         # no spec states
         software = targets.software_of(result.plan)
         note_stated_attention_kernel(software, run)
-        run.software = software_compiled(run.software, software)
+        keep_fp8 = te_fp8_linears("torch" if run.software.kernels == "eager" else "", result.plan.training.precision,
+                                  run.source_words)
+        run.software = software_compiled(run.software, software, keep_fp8)
         runtime = targets.memory_runtime(result.plan.target)
         if not run.recompute_stated and not fits_memory(result.plan, runtime):
             found = least_recompute_that_fits(run.spec, result.plan, runtime, compile_spec)
