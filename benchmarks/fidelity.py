@@ -2672,7 +2672,7 @@ hidden state, so the loss is a fifth of a 125M step: read as torch's own loss (b
 the A100 40GB table's 125M-760M rows came out 10-24 % slow; with the stated kernel the table's
 median error is 4.6 % against 6.1 %, while the other tables' rows, whose small models were
 near, move 1-4 % faster (the H100 rows, already fast, furthest from their runs). The memory model
-still charges torch's loss, fp32 logits and all, which the spec cannot tell apart: 29 of the 78
+still charges torch's loss, fp32 logits and all, which the spec cannot tell apart: 42 of the 78
 A100 40GB rows, small models at large micro-batches, are flagged E0401 though they ran.
 MPT's shape is stated as parc states any GPT: GELU FFN 4h, LayerNorm, learned positions (the
 benchmark configs leave ALiBi off: each row's published parameter count grows by d_model per
