@@ -1148,9 +1148,9 @@ QUANTIZED_ATTENTION = {"flash-te-fp8": "fp8", "flash-te-mxfp8": "mxfp8"}
 
 def attention_kernel(sw: Software, precision: str) -> str:
     """`LayerCase.attention`: the runtime's fused attention (`Software.attention`), or its FP8
-    variant (`FP8_ATTENTION`, `MXFP8_ATTENTION` under the MXFP8 recipe) where the runtime runs it so (`Software.attention_fp8`) and the
-    layer's linears run in fp8 (`gemm_precision`: Transformer Engine's FP8 attention sits inside
-    its fp8 autocast)."""
+    variant (`FP8_ATTENTION`; `MXFP8_ATTENTION` under the MXFP8 recipe) where the runtime runs it
+    so (`Software.attention_fp8`) and the layer's linears run in fp8 (`gemm_precision`:
+    Transformer Engine's FP8 attention sits inside its fp8 autocast)."""
     if sw.attention_fp8 and precision == "fp8":
         variants = MXFP8_ATTENTION if sw.fp8_scaling == "mxfp8" else FP8_ATTENTION
         return variants.get(sw.attention, sw.attention)
