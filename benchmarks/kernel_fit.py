@@ -17,6 +17,7 @@ import pprint
 import re
 import sys
 from dataclasses import fields
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -149,12 +150,16 @@ SWEEP_NODES = {"gb200-nvl72": "nodes(4 gpus, nvl72)", "gb300-nvl72": "nodes(4 gp
 def sweep_case(gpu: str, run: dict):
     """(Hardware, Shape) of a two-layer model with a sweep run's attention on `gpu` (only its
     attention core is timed): its heads and head dims (MLA's 192-wide queries and keys as a
-    128-wide head plus 64 RoPE dims, values 128) and its window."""
+    128-wide head plus 64 RoPE dims, values 128) and its window. Compiled once per run's shape."""
+    return _sweep_case(gpu, run["heads"], run["kv_heads"], run["qk_dim"], run["v_dim"], run.get("window"))
+
+
+@cache
+def _sweep_case(gpu: str, heads: int, kv: int, qk: int, v: int, window: int | None):
     from parc import timing
     from parc.memory.inputs import shape_of
     from parc.pipeline import compile_text
 
-    heads, kv, qk, v = run["heads"], run["kv_heads"], run["qk_dim"], run["v_dim"]
     if qk != v:  # multi-head latent attention
         dims = f"head-dim {v}, kv-lora-rank 512, rope-head-dim {qk - v}, v-head-dim {v}"
         hidden = 7168
@@ -164,7 +169,7 @@ def sweep_case(gpu: str, run: dict):
         f"dp 2 on {SWEEP_NODES[gpu]}", "model {",
         f"  layers 2, hidden {hidden}, ffn {hidden}, heads {heads}, kv-heads {kv}, vocab 32000",
         f"  {dims}, activation swiglu, norm rmsnorm, position rope, tied-embeddings off",
-        *([f"  window {run['window']}"] if run.get("window") else []), "}",
+        *([f"  window {window}"] if window else []), "}",
         f"hardware {{ gpu {gpu} }}", "target megatron", "train {", "  seq 4096, global-batch 2, micro-batch 1",
         "  precision bf16, optimizer adamw, recompute none", "}"]) + "\n"
     plan = compile_text(text, path="sweep.par", checks=False).plan

@@ -59,6 +59,9 @@ class Run:
     """False when the row leaves recomputation out (then `compiled` picks the least that fits)."""
     source_words: str = ""
     """What the row's source says about its software (`source_text`), for the facts a spec cannot state."""
+    fp8_linears_stated: bool = False
+    """The row's eager PyTorch runtime runs Transformer Engine's fp8 linears (`te_fp8_linears`), which
+    its `target torch` statement cannot say: `compiled` keeps the row's `fp8`."""
 
 
 @dataclass
@@ -993,12 +996,12 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     # a fused cross-entropy the source states (llm-foundry's MPT: `loss_fn: fused_crossentropy`,
     # flash-attention's xentropy CUDA extension): one kernel each way on the 16-bit logits
     loss_kernel = "xentropy" if family == "torch" and "fused-crossentropy" in compact else ""
-    if te_fp8_linears(family, precision, text):
-        notes.append("Transformer Engine's fp8 linears (stated: the model's fc_type te under amp_fp8; `target torch` "
-                     "states none, parc's runtime has no fp8 matmuls)")
     if loss_kernel:
         notes.append("flash-attention's fused cross-entropy (stated: llm-foundry's `loss_fn: fused_crossentropy`, "
                      "xentropy on the 16-bit logits; not expressible in a spec)")
+    if te_fp8_linears(family, precision, text):
+        notes.append("Transformer Engine's fp8 linears (stated: the model's fc_type te under amp_fp8; `target torch` "
+                     "states none, parc's runtime has no fp8 matmuls)")
     recipe = "dynamic" if family == "torchtitan" else fp8_recipe_of(entry)
     if precision == "fp8" and recipe in ("current", "mxfp8"):
         notes.append(f"Transformer Engine's {'per-tensor current scaling' if recipe == 'current' else 'MXFP8'} "
@@ -1625,7 +1628,8 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     return Run(id=run_id, group=str(entry.get("group", "")), convention=conv.label, gpus=gpus, peak=peak,
                reported_tflops=reported, reported_from=source, spec=spec, software=software, assumptions=notes,
                fitted=fitted, conv_flops=conv.model(dims) * batch,
-               recompute_stated=bool(_words(lay.get("recompute"))), source_words=text)
+               recompute_stated=bool(_words(lay.get("recompute"))), source_words=text,
+               fp8_linears_stated=te_fp8_linears(family, precision, text))
 
 
 UNSTATED_RECOMPUTE = "recompute none (unstated; the frameworks' default)"
@@ -1737,9 +1741,7 @@ def compiled(run: Run) -> Run | Skipped:
         # no spec states
         software = targets.software_of(result.plan)
         note_stated_attention_kernel(software, run)
-        keep_fp8 = te_fp8_linears("torch" if run.software.kernels == "eager" else "", result.plan.training.precision,
-                                  run.source_words)
-        run.software = software_compiled(run.software, software, keep_fp8)
+        run.software = software_compiled(run.software, software, run.fp8_linears_stated)
         runtime = targets.memory_runtime(result.plan.target)
         if not run.recompute_stated and not fits_memory(result.plan, runtime):
             found = least_recompute_that_fits(run.spec, result.plan, runtime, compile_spec)
