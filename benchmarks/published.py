@@ -1635,15 +1635,17 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
 UNSTATED_RECOMPUTE = "recompute none (unstated; the frameworks' default)"
 
 
-def least_recompute_that_fits(spec: str, plan, runtime: str, compile_spec):
-    """The cheapest recomputation under which the spec fits in memory as `runtime` keeps it:
+def least_recompute_that_fits(spec: str, plan, runtime: str, compile_spec, loss_kernel: str = ""):
+    """The cheapest recomputation under which the spec fits in memory as `runtime` keeps it
+    (with the run's fused cross-entropy, `loss_kernel`, where its source states one):
     selective, then full recomputation of the first N layers of each pipeline chunk for the
     smallest N (memory falls as N grows), then every layer; None if even that does not fit. A
     torchtitan run recomputes every layer or none (E0612): selective, then full."""
     def fits(mode: str):
         text = spec.replace("recompute none", f"recompute {mode}", 1)
         result = compile_spec(text)
-        return (mode, text, result) if result.plan is not None and fits_memory(result.plan, runtime) else None
+        return ((mode, text, result) if result.plan is not None and fits_memory(result.plan, runtime, loss_kernel)
+                else None)
 
     if (found := fits("selective")):
         return found
@@ -1661,11 +1663,30 @@ def least_recompute_that_fits(spec: str, plan, runtime: str, compile_spec):
     return best or fits("full")
 
 
-def fits_memory(plan, runtime: str) -> bool:
+def fits_memory(plan, runtime: str, loss_kernel: str = "") -> bool:
     from parc import memory
 
-    estimate = memory.estimate(plan, runtime)
+    estimate = memory.estimate(plan, runtime, loss_kernel)
     return estimate is None or estimate.fits
+
+
+FUSED_LOSS_FITS = ("memory: the stated fused cross-entropy's tensors (the 16-bit logits, their gradient and an "
+                   "fp32 log-sum-exp a token, `Knobs.loss_kernel`), not the fp32 copies of the eager loss `target "
+                   "torch` states: fits, where the spec as written does not (E0401)")
+"""The assumption of a row whose spec overflows only by the eager loss its source did not run."""
+
+
+def stated_loss_findings(run: Run, plan, runtime: str, findings: list[str]) -> list[str]:
+    """The compiler's findings on the run's spec, read with the loss kernel its source states:
+    a spec cannot name a fused cross-entropy, so the compiler's memory check (E0401) counts the
+    eager loss's fp32 logits, which such a run never allocates. Where the row's stated kernel
+    (`Software.loss_kernel`) fits, E0401 is not the run's and goes, with an assumption saying so;
+    every other finding stays."""
+    kernel = run.software.loss_kernel
+    if not kernel or "E0401" not in findings or not fits_memory(plan, runtime, kernel):
+        return findings
+    run.assumptions.append(FUSED_LOSS_FITS)
+    return [code for code in findings if code != "E0401"]
 
 
 TRITON_ATTENTION = re.compile(r"attn[_-]impl:?\s*triton|flash ?attention in triton|triton flash")
@@ -1743,8 +1764,9 @@ def compiled(run: Run) -> Run | Skipped:
         note_stated_attention_kernel(software, run)
         run.software = software_compiled(run.software, software, run.fp8_linears_stated)
         runtime = targets.memory_runtime(result.plan.target)
-        if not run.recompute_stated and not fits_memory(result.plan, runtime):
-            found = least_recompute_that_fits(run.spec, result.plan, runtime, compile_spec)
+        loss_kernel = run.software.loss_kernel
+        if not run.recompute_stated and not fits_memory(result.plan, runtime, loss_kernel):
+            found = least_recompute_that_fits(run.spec, result.plan, runtime, compile_spec, loss_kernel)
             if found:
                 mode, run.spec, result = found
                 run.assumptions = [f"recompute {mode} (unstated; the least that fits in memory)"
@@ -1752,5 +1774,6 @@ def compiled(run: Run) -> Run | Skipped:
     except Unusable as e:
         return Skipped(run.id, str(e))
     run.plan = result.plan
-    run.findings = sorted({d.code for d in result.diagnostics if d.is_error})
+    findings = sorted({d.code for d in result.diagnostics if d.is_error})
+    run.findings = stated_loss_findings(run, result.plan, targets.memory_runtime(result.plan.target), findings)
     return run

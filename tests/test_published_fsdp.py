@@ -191,3 +191,86 @@ def test_parc_beats_the_one_constant_estimator(checked):
         other = sorted(abs(getattr(x, field)) for x in results)
         assert statistics.median(other) > statistics.median(parc)
         assert other[int(0.9 * len(other))] > parc[int(0.9 * len(parc))]
+
+
+class XentropyReference:
+    """flash-attention's `SoftmaxCrossEntropyLossFn` (flash_attn/losses/cross_entropy.py as
+    llm-foundry's MPT calls it in 2023) with its CUDA kernels written out in torch: the forward
+    returns the per-token losses and keeps `save_for_backward(logits, lse, labels)`, the
+    log-sum-exp in fp32; the backward returns a new tensor of the logits' shape and dtype
+    (`xentropy_cuda_lib.backward(..., inplace_backward=False)`, the module's default)."""
+
+    @staticmethod
+    def function():
+        import torch
+
+        class Fn(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, logits, labels):
+                lse = torch.logsumexp(logits.float(), dim=-1)
+                losses = lse - logits.gather(-1, labels[:, None]).squeeze(-1).float()
+                ctx.save_for_backward(logits, lse, labels)
+                return losses
+
+            @staticmethod
+            def backward(ctx, grad_loss):
+                logits, lse, labels = ctx.saved_tensors
+                probs = torch.exp(logits.float() - lse[:, None])
+                probs[torch.arange(len(labels)), labels] -= 1
+                return (probs * grad_loss[:, None]).to(logits.dtype), None
+
+        return Fn
+
+
+def test_fused_cross_entropy_memory_is_what_the_kernel_keeps():
+    """The memory model's fused loss (`Knobs.loss_kernel` "xentropy") against the kernel's own
+    saved tensors, collected as autograd packs them, and the gradient its backward returns: the
+    16-bit logits themselves (no fp32 copy) and one fp32 number a token are kept, and the
+    backward's large output is one tensor of the logits' shape in their dtype. The eager loss the
+    spec's `target torch` states keeps an fp32 log-softmax instead, 4 bytes a logit."""
+    import torch
+    from parc.memory.activations import compiled_loss_saved, logits_buffer, output_activations
+    from parc.memory.inputs import Knobs, Shape
+
+    tokens, vocab = 96, 512
+    shape = Shape(layers=1, hidden=64, ffn=256, heads=4, kv_heads=4, head_dim=16, vocab=vocab, tied=True,
+                  ffn_matrices=2, layernorm=True, position_params=0)
+    logits = torch.randn(tokens, vocab, dtype=torch.bfloat16, requires_grad=True)
+    labels = torch.randint(0, vocab, (tokens,))
+    saved = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+        losses = XentropyReference.function().apply(logits, labels)
+    losses.sum().backward()
+    assert saved and logits.grad is not None
+    big = [t for t in saved if t.numel() == tokens * vocab]
+    assert [(t.dtype, t.untyped_storage().data_ptr()) for t in big] == [
+        (torch.bfloat16, logits.untyped_storage().data_ptr())]
+    floats = sum(t.numel() * t.element_size() for t in saved if t.dtype == torch.float32)
+    assert floats == 4 * tokens
+    reference = torch.nn.functional.cross_entropy(logits.detach().float().requires_grad_(), labels, reduction="sum")
+    assert torch.allclose(losses.sum(), reference, rtol=1e-3)
+
+    k = Knobs(tp=1, pp=1, dp=1, seq=tokens, micro_batch=1, loss_kernel="xentropy")
+    assert k.saved_logits_loss and not k.compiled_loss
+    assert compiled_loss_saved(k, vocab) * tokens == 2 * tokens * vocab + floats
+    assert logits_buffer(k, vocab) == logits.grad.numel() * logits.grad.element_size() + 4 * tokens
+    eager = Knobs(tp=1, pp=1, dp=1, seq=tokens, micro_batch=1)
+    assert output_activations(shape, eager, vocab) - output_activations(shape, k, vocab) == (4 - 2) * tokens * vocab - floats
+    sharded = Knobs(tp=2, pp=1, dp=1, seq=tokens, micro_batch=1, loss_kernel="xentropy")
+    assert compiled_loss_saved(sharded, vocab) * tokens == 2 * tokens * vocab / 2 + floats  # its vocabulary shard
+
+
+def test_a_run_that_overflows_only_by_the_eager_loss_is_not_flagged():
+    """The compiler's E0401 on an MPT spec counts `target torch`'s eager loss; the reader takes
+    the run's stated fused cross-entropy (`published.stated_loss_findings`): where that fits, the
+    finding is not the run's and goes, with an assumption saying why; where the run overflows
+    either way (parc's block keeps more than MPT's), it stays."""
+    rows = {r.id: r for r in (published.compiled(published.row_spec(e, ENTRIES)) for e in ENTRIES)}
+    cleared = [r for r in rows.values() if published.FUSED_LOSS_FITS in r.assumptions]
+    assert cleared and all("E0401" not in r.findings for r in cleared)
+    row = rows["mpt_h100_13b_s16384_g8_mb3"]
+    assert row in cleared
+    runtime = "torch"
+    assert not published.fits_memory(row.plan, runtime) and published.fits_memory(row.plan, runtime, "xentropy")
+    kept = [r for r in rows.values() if "E0401" in r.findings]
+    assert kept and all(not published.fits_memory(r.plan, runtime, "xentropy") for r in kept)

@@ -119,15 +119,19 @@ def unpredictable(plan: Plan) -> str | None:
     return None
 
 
-def estimate(plan: Plan, runtime: str | None = None) -> Estimate | None:
+def estimate(plan: Plan, runtime: str | None = None, loss_kernel: str = "") -> Estimate | None:
     """Per-stage memory of a plan; None when it cannot be predicted (`unpredictable`). The
-    runtime's accounting is the plan's target's (`targets.memory_runtime`) unless given."""
+    runtime's accounting is the plan's target's (`targets.memory_runtime`) unless given;
+    `loss_kernel` a fused cross-entropy the run calls where no spec can say it
+    (`Knobs.loss_kernel`: the published runs' reader)."""
     if unpredictable(plan) is not None:
         return None
     runtime = runtime or _target_runtime(plan)
     knobs = knobs_of(plan, runtime)
     if knobs is None:
         return None
+    if loss_kernel:
+        knobs = replace(knobs, loss_kernel=loss_kernel)
     from .parameters import padded_vocab
 
     hbm = plan.cluster.gpu.hbm_bytes

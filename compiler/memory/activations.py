@@ -664,7 +664,7 @@ def output_activations(shape: Shape, k: Knobs, vocab: int) -> int:
         sp = t if k.sp else 1
         stats = (2 if shape.layernorm else 1) * FP32 / sp
         unfused = h / sp if k.device == "cpu" and not shape.layernorm else 0
-        loss = compiled_loss_saved(k, vocab) if k.compiled_loss else FP32 * vocab / t
+        loss = compiled_loss_saved(k, vocab) if k.saved_logits_loss else FP32 * vocab / t
         return round(tokens * (act * (h / sp + unfused + h) + stats + loss + INDEX) + FP32)
     # Megatron: "inputs to output layer and CE loss", for the main head and each multi-token
     # prediction module's, which also keeps its two input norms' inputs and its projection's
@@ -703,9 +703,9 @@ def logits_buffer(k: Knobs, vocab: int) -> int:
     `_log_softmax_backward_data`'s). The loss is not chunked."""
     if k.runtime != "torch":
         return 0
-    if k.compiled_loss:
+    if k.saved_logits_loss:  # the logits' gradient in their dtype (and an fp32 number a token)
         tokens = k.seq * k.micro_batch / k.cp
-        return round(tokens * (activation_bytes(k.precision) * vocab + FP32))
+        return round(tokens * (activation_bytes(k.precision) * vocab / k.tp + FP32))
     return (3 if k.tp > 1 else 2) * logits_bytes(k, vocab)
 
 
@@ -724,9 +724,21 @@ def compiled_loss_saved(k: Knobs, vocab: int) -> float:
     1) fp32 and one bf16 (tokens, vocab) buffer). Under pipelining the logits it saves are the
     last stage's output, which the schedule keeps until the backward anyway (`ChunkActivations.
     output`): not counted twice. With tp the loss runs on DTensor logits under torchtitan's loss
-    parallelism, not traced: counted as eager."""
-    logits = activation_bytes(k.precision) * vocab if k.pp == 1 else 0
-    return logits + 2 * FP32
+    parallelism, not traced: counted as eager.
+
+    A fused cross-entropy kernel (`Knobs.loss_kernel` "xentropy": flash-attention's
+    `SoftmaxCrossEntropyLossFn`, `ctx.save_for_backward(logits, lse, labels)`; its backward
+    `xentropy_cuda_lib.backward` returns a new tensor of the logits' shape and dtype unless
+    `inplace_backward`, off by default) saves the same compute-dtype logits (the tp rank's
+    vocabulary shard under a process group) and one fp32 number a token, the log-sum-exp."""
+    logits = activation_bytes(k.precision) * vocab / k.tp if k.pp == 1 else 0
+    return logits + LOSS_ROW_STATS.get(k.loss_kernel, 2) * FP32
+
+
+LOSS_ROW_STATS = {"xentropy": 1}
+"""fp32 numbers a token a saved-logits loss keeps besides the logits (`compiled_loss_saved`):
+inductor's partition of torchtitan's compiled loss keeps two (the row maximum and the
+log-sum-exp), flash-attention's xentropy one (the log-sum-exp)."""
 
 
 @lru_cache(maxsize=4096)

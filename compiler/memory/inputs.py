@@ -214,6 +214,13 @@ class Knobs:
     (`activations.torchtitan_selective`, `activations.output_activations`);
     "torchtitan-compiled-model" the block compiled and the loss eager (`compile-loss off`, and
     what torchtitan 9dec370 did: "compiling loss function causes CUDA errors")."""
+    loss_kernel: str = ""
+    """A fused cross-entropy kernel the run's loss calls (`timing.Software.loss_kernel`'s names;
+    "": the target's own loss). "xentropy": flash-attention's `csrc/xentropy` (llm-foundry's
+    `loss_fn: fused_crossentropy`), which keeps the compute-dtype logits and one fp32 number a
+    token for its backward and writes the logits' gradient in their dtype
+    (`activations.saved_logits_loss`). No spec states it: the published runs' reader sets it
+    (benchmarks/published.py) where a source does."""
     _hash: int = field(default=0, init=False, repr=False, compare=False)
     """The fields' hash, kept (`frozen.lazy_hash`): the memory model's caches hash the same
     knobs thousands of times in a search, and most knobs built never key one."""
@@ -237,6 +244,15 @@ class Knobs:
         """torchtitan's loss runs under torch.compile (without tp: the vocabulary-parallel loss
         is counted as eager, `activations.compiled_loss`)."""
         return self.model_code == "torchtitan-compiled" and self.tp == 1
+
+    @property
+    def saved_logits_loss(self) -> bool:
+        """The loss keeps the compute-dtype logits for its backward instead of an fp32
+        log-softmax, and its backward's one large output is their gradient in that dtype:
+        torchtitan's compiled loss (`compiled_loss`) or a fused cross-entropy kernel
+        (`loss_kernel`). Nothing of the logits is freed before the backward
+        (`model.loss_holes_bytes`)."""
+        return self.compiled_loss or bool(self.loss_kernel)
 
     @property
     def copy_precision(self) -> str:

@@ -1340,8 +1340,8 @@ def loss_holes_bytes(shape: Shape, k: Knobs) -> tuple[int, int]:
     fp32 logits out of the stage; Megatron-LM's fused cross-entropy has no such cast."""
     from .gpu import loss_holes
 
-    if k.runtime != "torch" or k.pp > 1 or k.precision == "fp32" or k.compiled_loss:
-        return 0, 0  # a compiled loss saves the logits for its backward: none freed (`act.compiled_loss_saved`)
+    if k.runtime != "torch" or k.pp > 1 or k.precision == "fp32" or k.saved_logits_loss:
+        return 0, 0  # a compiled or fused loss saves the logits for its backward: none freed (`act.compiled_loss_saved`)
     params, acts = _pieces(shape, k)
     vocab = padded_vocab(shape.vocab, k.tp, k.runtime)
     compute = act.logits_bytes(k, vocab) * act.activation_bytes(k.precision) // FP32
