@@ -460,7 +460,8 @@ def test_rank_times_key_drops_only_what_the_rank_times_do_not_read():
     others = dict(dp=16, ep_axis=not k.ep_axis, ep_over_tp=not k.ep_over_tp, sharding="zero3", hsdp_shard=4,
                   bucket=123, microbatches=7, device="cpu", optimizer="sgd", pp_receives="kept",
                   model_code="torchtitan", offload_layers=3, grad_bytes=2, fp8_recipe="mxfp8",
-                  fp8_transposed=False, fp8_all_gather=True, fp8_params=False, recompute_modules=("moe_act",))
+                  fp8_transposed=False, fp8_all_gather=True, fp8_params=False, recompute_modules=("moe_act",),
+                  loss_kernel="xentropy")
     names = {f.name for f in dataclasses.fields(k) if f.init}
     assert set(others) | set(timing.RANK_KNOBS) | {"sequence_parallel"} == names  # every field placed
     assert not set(others) & set(timing.RANK_KNOBS)
