@@ -205,10 +205,11 @@ def model_seconds(gpu: str, run: dict, seq: int, causal: bool, kind: str = "") -
         return f, b
     curve = kernel_model.attention_curve("te", hw.generation)
     work = flops.attention_core_flops(shape, seq) * tokens
-    layer = "mla" if shape.mla else "gqa"
+    kernel = timing.AttentionKernel(score_flops=shape.score_flops, head_dim=shape.qk_dim, sustained=1.0,
+                                    layer="mla" if shape.mla else "gqa", quantized=kind)
     return tuple(timing.attention_kernel_seconds(
-        (flops.FLASH_BACKWARD if backward else 1.0) * work, curve.efficiency(seq, shape.qk_dim, False, backward),
-        backward, shape.score_flops, kind, hw, 1.0, layer, False, shape.qk_dim) for backward in (False, True))
+        kernel, hw, (flops.FLASH_BACKWARD if backward else 1.0) * work,
+        curve.efficiency(seq, shape.qk_dim, False, backward), backward, causal=False) for backward in (False, True))
 
 
 def sweep_quotients(gpu: str, run: dict, seq: int, causal: bool, forward: float, backward: float,

@@ -1450,10 +1450,11 @@ def _flash_attention_kind(shape: Shape, case: AttentionCase, hw: Hardware, windo
     quantized = "" if window else QUANTIZED_ATTENTION.get(attention, "")
     layer = "mla" if shape.mla else "gqa"
 
+    kernel = AttentionKernel(score_flops=entry, head_dim=d, sustained=sustained, layer=layer, quantized=quantized)
+
     def seconds(flop: float, keys: float, causal: bool, backward: bool) -> float:
         efficiency = curve.efficiency(min(keys, cap), d, causal or window > 0, backward)
-        return attention_kernel_seconds(ratio * flop, efficiency, backward, entry, quantized, hw, sustained, layer,
-                                        causal or window > 0, d)
+        return attention_kernel_seconds(kernel, hw, ratio * flop, efficiency, backward, causal or window > 0)
 
     if flavour == GATHERED_BLOCKS and cp > 1:
         per_key = flops.attention_core_flops(shape, 1.0) / tp * n / 2  # one query chunk's rows
@@ -1506,20 +1507,39 @@ def band_entries(distance: int, chunk: int, window: int) -> int:
     return total
 
 
-def attention_kernel_seconds(flop: float, efficiency: float, backward: bool, score_flops: float, quantized: str,
-                             hw: Hardware, sustained: float, layer: str = "gqa", causal: bool = True,
-                             head_dim: float = 128) -> float:
-    """Seconds of fused-attention kernels doing `flop` FLOPs (a backward's counted as
-    `FLASH_BACKWARD` x its forward's products) at the curve's `efficiency` of the BF16 peak, at
-    what a training run sustains (`sustained`), on the part's attention ceiling at the kernel's
-    `head_dim` (`Hardware.attention_ceiling`, forward or backward). A `quantized` kernel ("fp8", "mxfp8":
-    `QUANTIZED_ATTENTION`) runs that over its speedup measured on the part for the `layer` ("gqa",
-    "mla") and mask (`Hardware.quantized_attention`), or, where none was measured, its products at
+@dataclass(frozen=True, slots=True)
+class AttentionKernel:
+    """One layer kind's fused-attention kernel, whatever work a call gives it: what its seconds
+    depend on beyond the FLOPs, the curve's efficiency and the pass (`attention_kernel_seconds`)."""
+
+    score_flops: float
+    """A head's forward FLOPs per score entry (`Shape.score_flops`, 4 x head dim without MLA):
+    how many score entries, hence exponentials, the FLOPs stand for."""
+    head_dim: float
+    """The query-key head dim, where the part's measured attention ceiling is read
+    (`kernels.ceiling_at`)."""
+    sustained: float
+    """A training run's speed relative to the kernel benchmarks (`Constants.attention_speed`)."""
+    layer: str = "gqa"
+    """"gqa" or "mla": the layer kind the part's FP8 speedups were measured for."""
+    quantized: str = ""
+    """"" for the BF16 kernel, "fp8" or "mxfp8" (`QUANTIZED_ATTENTION`)."""
+
+
+def attention_kernel_seconds(kernel: AttentionKernel, hw: Hardware, flop: float, efficiency: float, backward: bool,
+                             causal: bool = True) -> float:
+    """Seconds of `kernel` doing `flop` FLOPs (a backward's counted as `FLASH_BACKWARD` x its
+    forward's products) at the curve's `efficiency` of the BF16 peak, at what a training run
+    sustains (`kernel.sustained`), on the part's attention ceiling at the kernel's head dim
+    (`Hardware.attention_ceiling`, forward or backward). A quantized kernel ("fp8", "mxfp8")
+    runs that over its speedup measured on the part for its layer kind and the mask (`causal`,
+    `Hardware.quantized_attention`), or, where none was measured, its products at
     `kernels.FP8_ATTENTION_SHARE` of the FP8 peak. Physical bounds: never faster than the part's
     measured maximum matmul rate at the precision the products run in (`Hardware.achievable`,
     `achievable_fp8`: attention's products are matmuls on the same tensor cores), nor than the
-    exponential unit's floor, one exponential per score entry each way (`kernels.exp_seconds`).
-    `score_flops`: a head's forward FLOPs per score entry (`Shape.score_flops`, 4 x head dim)."""
+    exponential unit's floor, one exponential per score entry each way (`kernels.exp_seconds`)."""
+    score_flops, head_dim, sustained = kernel.score_flops, kernel.head_dim, kernel.sustained
+    quantized, layer = kernel.quantized, kernel.layer
     ceiling = kernel_model.ceiling_at(hw.attention_ceiling, head_dim, backward)
     products = flop / (hw.bf16 * efficiency * ceiling * sustained)
     bound = flop / (hw.bf16 * hw.achievable)
@@ -1550,6 +1570,7 @@ def windowed_ring_rank(rank: int, cp: int, seq: int, window: int, per_entry: flo
     attention too (`_flash_attention_kind`)."""
     chunk = seq // (2 * cp)
     entry = score_flops if score_flops is not None else 4 * d  # a head's FLOPs per score entry
+    kernel = AttentionKernel(score_flops=entry, head_dim=d, sustained=sustained)  # BF16 (`_flash_attention_kind`)
     mine = (rank, 2 * cp - 1 - rank)
     forward = backward = 0.0
     kernels = 0
@@ -1573,10 +1594,9 @@ def windowed_ring_rank(rank: int, cp: int, seq: int, window: int, per_entry: flo
         for backward_pass in (False, True):
             efficiency = curve.efficiency(keys, d, masked, backward_pass)
             if backward_pass:
-                backward += attention_kernel_seconds(flops.FLASH_BACKWARD * flop, efficiency, True, entry, "", hw,
-                                                     sustained, head_dim=d)
+                backward += attention_kernel_seconds(kernel, hw, flops.FLASH_BACKWARD * flop, efficiency, True)
             else:
-                forward += attention_kernel_seconds(flop, efficiency, False, entry, "", hw, sustained, head_dim=d)
+                forward += attention_kernel_seconds(kernel, hw, flop, efficiency, False)
     return forward, backward, kernels
 
 
