@@ -154,3 +154,30 @@ def test_the_configurations_stated_facts_reach_the_spec():
         assert sw.gather_bytes == (1 if precision == "fp8" else 2) and plan.target.fp8_params, x.row.id
         if model == "llama31_405b":
             assert plan.model.layers == LAYERS_405B.get(gpus, 126), x.row.id
+
+
+def test_the_fp8_speedup_matches_the_tables_own_bf16_twins():
+    """Each FP8 run beside its BF16 twin: same model, GPUs, layout and release, the precision the
+    only difference. What FP8 buys on H100 under NeMo is measured here apart from the level both
+    rows share (the table's BF16 rows are themselves predicted about 7 % fast): the model's
+    FP8-over-BF16 throughput ratio over the table's, pair by pair, has a median within 3 % of 1
+    and no pair beyond 20 %. An FP8 GEMM ceiling scaled by the matmul sweep's FP8-over-BF16
+    maximum (0.883 on H100, `kernels.MAMF_FP8` over `MAMF_BF16`) was tried against these pairs
+    and put the median at 0.94: the fitted BF16 ceiling's losses are not carried into FP8 at that
+    ratio, so it was not kept."""
+    import statistics
+
+    results, _ = _dgxc_check().check()
+    by_id = {x.row.id: x for x in results}
+    ratios = []
+    for row_id, fp8 in by_id.items():
+        if "_fp8_" not in row_id:
+            continue
+        bf16 = by_id[row_id.replace("_fp8_", "_bf16_")]
+        degrees = [tuple((a.name, a.degree) for a in x.row.plan.layout.axes) for x in (fp8, bf16)]
+        assert degrees[0] == degrees[1], row_id
+        measured = fp8.row.reported_tflops / bf16.row.reported_tflops
+        ratios.append(fp8.predicted / bf16.predicted / measured)
+    assert len(ratios) == 35
+    assert abs(statistics.median(ratios) - 1) < 0.03
+    assert all(0.8 < r < 1.2 for r in ratios), [round(r, 3) for r in ratios]
