@@ -1475,8 +1475,8 @@ def _flash_attention_kind(shape: Shape, case: AttentionCase, hw: Hardware, windo
         return seconds(work, seq, True, False), seconds(back, seq, True, True), 1
     if window:
         per_entry = flops.attention_core_flops(shape, 1.0) / tp * n / (seq / cp)  # one (query, key) pair
-        return max((windowed_ring_rank(r, cp, seq, window, per_entry, curve, d, hw, sustained, entry)
-                    for r in range(cp)), key=lambda t: t[0] + t[1])
+        return max((windowed_ring_rank(r, cp, seq, window, per_entry, curve, kernel, hw) for r in range(cp)),
+                   key=lambda t: t[0] + t[1])
     block, share = seq / cp, 1.0 / cp
     rest = (cp - 1) * share / 2
 
@@ -1553,9 +1553,8 @@ def attention_kernel_seconds(kernel: AttentionKernel, hw: Hardware, flop: float,
     return max(products, kernel_model.exp_seconds(entries, hw.bf16, hw.generation, hw.exp_scale))
 
 
-def windowed_ring_rank(rank: int, cp: int, seq: int, window: int, per_entry: float, curve, d: int,
-                       hw: Hardware, sustained: float,
-                       score_flops: float | None = None) -> tuple[float, float, int]:
+def windowed_ring_rank(rank: int, cp: int, seq: int, window: int, per_entry: float, curve, kernel: AttentionKernel,
+                       hw: Hardware) -> tuple[float, float, int]:
     """Forward and backward seconds and kernels of one cp rank's ring attention on a windowed
     layer (zig-zag chunks: the rank holds chunks `rank` and 2 cp - 1 - rank of s / 2cp tokens).
     At step k the rank holds the K/V of rank (rank - k) mod cp; each pair of its query chunk i and
@@ -1566,11 +1565,10 @@ def windowed_ring_rank(rank: int, cp: int, seq: int, window: int, per_entry: flo
     diagonal, or a block the window cuts to half its pairs or fewer: more edge than interior, a
     causal kernel's regime) runs at the causal curve's efficiency at min(keys it walks, 2W), like
     `flash_attention_seconds`' windowed layers; a step of whole blocks, or of blocks the window
-    only clips at a corner, at the unmasked curve's over the keys it walks. In BF16 under FP8
-    attention too (`_flash_attention_kind`)."""
+    only clips at a corner, at the unmasked curve's over the keys it walks. `kernel` is the
+    layer's, in BF16 under FP8 attention too (`_flash_attention_kind`)."""
     chunk = seq // (2 * cp)
-    entry = score_flops if score_flops is not None else 4 * d  # a head's FLOPs per score entry
-    kernel = AttentionKernel(score_flops=entry, head_dim=d, sustained=sustained)  # BF16 (`_flash_attention_kind`)
+    d = kernel.head_dim
     mine = (rank, 2 * cp - 1 - rank)
     forward = backward = 0.0
     kernels = 0

@@ -283,7 +283,8 @@ def test_the_ring_walks_every_chunk_pair_once_and_skips_the_far_ones(cp, window)
     unit = SimpleNamespace(efficiency=lambda *a: 1.0)
     hw = SimpleNamespace(bf16=1.0, ceiling=1.0, attention_ceiling=((128, 1.0, 1.0),), achievable=1.0, generation="unit",
                          exp_scale=1.0)  # no exponential floor: pure rates
-    ranks = [timing.windowed_ring_rank(r, cp, seq, window, 1.0, unit, 64, hw, 1.0) for r in range(cp)]
+    kernel = timing.AttentionKernel(score_flops=4 * 64, head_dim=64, sustained=1.0)
+    ranks = [timing.windowed_ring_rank(r, cp, seq, window, 1.0, unit, kernel, hw) for r in range(cp)]
 
     def pairs(i, j):
         count = sum(1 for q in range(i * chunk, (i + 1) * chunk) for k in range(j * chunk, (j + 1) * chunk)
