@@ -50,9 +50,25 @@ def summary(results) -> str:
     return "\n".join(lines)
 
 
+def fp8_pairs(results) -> list[float]:
+    """Each FP8 run's predicted FP8-over-BF16 throughput ratio over the table's, against its BF16
+    twin (same model, GPUs, layout and release: the precision the only difference), so that what
+    FP8 buys is read apart from the level both rows share."""
+    by_id = {x.row.id: x for x in results}
+    ratios = []
+    for row_id, fp8 in by_id.items():
+        bf16 = by_id.get(row_id.replace("_fp8_", "_bf16_")) if "_fp8_" in row_id else None
+        if bf16 is not None:
+            measured = fp8.row.reported_tflops / bf16.row.reported_tflops
+            ratios.append(fp8.predicted / bf16.predicted / measured)
+    return ratios
+
+
 def section(constants=None) -> dict[str, str]:
     """The DGXC_H100_* placeholders of docs/time-model.md."""
     results, skipped = check(constants)
+    pairs = fp8_pairs(results)
+    assert pairs, "no FP8 row with its BF16 twin"
     errors = sorted(abs(x.error) for x in results)
     fp8 = [x.error for x in results if workload(x.row).endswith("FP8")]
     bf16 = [x.error for x in results if workload(x.row).endswith("BF16")]
@@ -60,7 +76,9 @@ def section(constants=None) -> dict[str, str]:
             "DGXC_H100_N": str(len(results)), "DGXC_H100_LEFT_OUT": str(len(skipped)),
             "DGXC_H100_MEDIAN": f"{statistics.median(errors):.1%}",
             "DGXC_H100_FP8_SIGNED": f"{statistics.median(fp8):+.1%}" if fp8 else "-",
-            "DGXC_H100_BF16_SIGNED": f"{statistics.median(bf16):+.1%}" if bf16 else "-"}
+            "DGXC_H100_BF16_SIGNED": f"{statistics.median(bf16):+.1%}" if bf16 else "-",
+            "DGXC_H100_PAIRS": f"{len(pairs)} pairs, median {statistics.median(pairs):.3f} "
+                               f"({min(pairs):.3f} to {max(pairs):.3f})"}
 
 
 def main() -> int:

@@ -134,7 +134,7 @@ def test_every_row_is_evaluated_within_physics_and_the_doc_section_is_current():
         assert b.step >= max(b.bounds.nic, b.bounds.intra) * (1 - 1e-9), x.row.id
     values = module.section()
     doc = (ROOT / "docs" / "time-model.md").read_text()
-    for key in ("DGXC_H100_TABLE", "DGXC_H100_SUMMARY"):
+    for key in ("DGXC_H100_TABLE", "DGXC_H100_SUMMARY", "DGXC_H100_PAIRS"):
         assert values[key] in doc, f"stale {key}: run `.venv/bin/python benchmarks/fidelity.py --write`"
 
 
