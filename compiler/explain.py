@@ -15,7 +15,8 @@ where a rank runs no forward between its first two backwards, `model.relieved_sp
 fraction of the prediction, compiler/memory/band.py, null for an accounting it was not measured
 on (Megatron's); fits by less than it, W0410),
 `time.{step_seconds, compute_seconds, recompute_seconds, bubble_seconds, bubble_fraction,
-exposed_comm_seconds.{tp, pp, dp, cp, ep}, comm_bytes.{tp, pp, dp, cp, ep}}`,
+exposed_comm_seconds.{tp, pp, dp, cp, ep}, comm_bytes.{tp, pp, dp, cp, ep}, caveats[].{code, text}}`
+(`caveats`: where the prediction leans on what the time model measured least, `parc.caveats`),
 `throughput.{tokens_per_second, tokens_per_second_per_gpu, model_tflops_per_gpu,
 hardware_tflops_per_gpu, mfu, hfu}`, `diagnostics`.
 
@@ -35,6 +36,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import budget as run_budget
+from .caveats import caveats
 from .diagnostics import Severity, Style, as_json, render_text, summary_line
 from .human import byte_unit, in_unit, percent, size
 from .human import count as count_text
@@ -42,7 +44,7 @@ from .memory import estimate, peak_moments, unpredictable
 from .memory.gpu import FRAGMENTATION
 from .pipeline import Compilation
 from .plan import AXES, Plan
-from .timing import predict
+from .timing import attention_share, predict
 
 # ---------------------------------------------------------------------------------------------
 # Data
@@ -154,9 +156,16 @@ def allocator_assumed(plan: Plan) -> dict[str, Any]:
 
 
 def time_section(compilation: Compilation) -> dict[str, Any] | None:
-    """The predicted step and where it goes (`parc.timing`); None while holes are open."""
-    prediction = predict(compilation.plan)
-    return None if prediction is None else prediction.time_json()
+    """The predicted step and where it goes (`parc.timing`), with the caveats that say where it
+    leans on what the model measured least (`parc.caveats`); None while holes are open."""
+    plan = compilation.plan
+    prediction = predict(plan)
+    if prediction is None:
+        return None
+    section = prediction.time_json()
+    found = caveats(plan, attention_share(plan), section["exposed_comm_seconds"]["ep"], section["step_seconds"])
+    section["caveats"] = [c.json() for c in found]
+    return section
 
 
 def throughput_section(compilation: Compilation) -> dict[str, Any] | None:
@@ -378,6 +387,7 @@ def time_text(report: dict, compilation: Compilation, style: Style) -> list[str]
                  f"(peak {_flops(rate['peak_tflops_per_gpu'])}"
                  + (f"; {_flops(rate['sustained_peak_tflops_per_gpu'])} under the power limit"
                     if "sustained_peak_tflops_per_gpu" in rate else "") + ")")
+    lines += [f"caveat ({c['code']}): {c['text']}" for c in time.get("caveats", ())]
     return lines
 
 

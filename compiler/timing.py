@@ -4378,6 +4378,31 @@ def predict(plan: Plan, constants: Constants = DEFAULT, sw: Software | None = No
         peak=datasheet_peak(plan, knobs.precision), sustained=matmul_peak(hw, knobs.precision))
 
 
+def attention_share(plan: Plan, constants: Constants = DEFAULT) -> float | None:
+    """The fused attention's share of a layer's computation as the plan's runtime runs it
+    (forward and both backward passes; an MoE model's layers weighted by their count), or None
+    while the plan cannot be predicted: how much of the step rests on the attention kernel's speed
+    in a training run, the time model's least certain term (`caveats`)."""
+    if unpredictable(plan) is not None:
+        return None
+    from .targets import memory_runtime, software_of
+
+    sw = software_of(plan)
+    k = knobs_of(plan, memory_runtime(plan.target))
+    if k is None:
+        return None
+    shape, hw = shape_of(plan), hardware_of(plan)
+    moe_layers = sum(shape.moe) if shape.moe else 0
+    attention = total = 0.0
+    for moe, count in ((False, shape.layers - moe_layers), (True, moe_layers)):
+        if count:
+            w = runtime_work(layer_work(shape, LayerCase.of(k, moe, sw), hw, constants), moe, shape, hw, sw,
+                             constants)
+            attention += count * (w.attention_f + w.attention_b)
+            total += count * (w.forward + w.backward_input + w.backward_weight)
+    return attention / total if total else 0.0
+
+
 def plan_rank_steps(plan: Plan, constants: Constants = DEFAULT) -> tuple[tuple[Load, ...], dict[Load, RankStep]]:
     """The rank classes of a plan as `predict` builds them (the target's software and memory
     runtime), each pipeline stage's `Load` in stage order and its `RankStep`: what one stage's

@@ -1,0 +1,86 @@
+"""Where a prediction leans on what the time model measured least: the caveats `parc explain`
+prints under its time section (`time.caveats` in its JSON).
+
+The time model's errors on published runs are not spread evenly (docs/time-model.md). Three
+situations carry most of them, and whoever picks a layout from a prediction should know when it
+is in one:
+
+- an attention-heavy step: how fast a fused attention kernel runs inside a training run, against
+  its own benchmarks, differs by runtime and release (`attention_sustained`, fitted on NeMo
+  24.03's long-sequence table, 0.6; NeMo 25.04 on B200 and the 2025 ModelZoo runs sustained more,
+  llm-foundry's Triton kernel less), so the longer the sequence, the wider the error;
+- a GPU whose tensor cores no published matmul sweep measured: its GEMMs take a measured part's
+  ceiling (`kernels.MAMF_FLAGSHIP`; GB300 runs about 1.2x GB200 in Megatron-Bridge's tables where
+  the model gives it 1.07x), or Hopper's fitted one (CDNA3);
+- a step the expert-parallel all-to-all dominates: the mixture-of-experts rows are the model's
+  least accurate class (routing, the dispatcher's kernels and the fabric under many-to-many
+  traffic).
+
+A caveat names the term and the section of docs/time-model.md with the evidence; none changes a
+number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import kernels
+from .plan import Plan
+
+ATTENTION_SHARE = 0.4
+"""A layer whose attention is at least this share of its computation is attention-heavy: there a
+spread of 0.6-0.9 in the sustained kernel speed moves the step by a fifth or more."""
+
+EP_SHARE = 0.2
+"""A step whose exposed expert-parallel all-to-all is at least this share of it is dominated by
+the dispatch."""
+
+
+@dataclass(frozen=True, slots=True)
+class Caveat:
+    """One reason to hold a prediction loosely: a stable code and a sentence saying why."""
+
+    code: str
+    text: str
+
+    def json(self) -> dict[str, str]:
+        return {"code": self.code, "text": self.text}
+
+
+def attention_caveat(share: float | None) -> Caveat | None:
+    if share is None or share < ATTENTION_SHARE:
+        return None
+    return Caveat("attention", f"attention is {share:.0%} of a layer's computation: its speed in a training run "
+                  "differs by runtime and release more than any other term (docs/time-model.md, \"The "
+                  "long-sequence table on B200: how fast attention ran beside the rest\")")
+
+
+def gemm_ceiling_caveat(gpu: str, generation: str) -> Caveat | None:
+    """A part no matmul sweep measured, outside the generations whose own runs fitted the ceiling."""
+    if gpu in kernels.MAMF_BF16 or generation in ("ampere", "hopper"):
+        return None
+    flagship = kernels.MAMF_FLAGSHIP.get(generation) if generation in kernels.CEILING_SCALED else None
+    if flagship is not None:
+        why = f"its GEMMs take the {flagship}'s measured ceiling"
+    else:
+        why = "its GEMMs take Hopper's fitted ceiling"
+    return Caveat("gemm-ceiling", f"no matmul sweep of the {gpu} is published: {why} (docs/time-model.md, "
+                  "\"Blackwell Ultra: GB300 and B300, never fitted\")")
+
+
+def ep_caveat(exposed_ep: float, step: float) -> Caveat | None:
+    if step <= 0 or exposed_ep / step < EP_SHARE:
+        return None
+    return Caveat("expert-all-to-all", f"the expert-parallel all-to-all exposes {exposed_ep / step:.0%} of the step: "
+                  "mixture-of-experts predictions are the model's least accurate class (docs/time-model.md, "
+                  "\"The small-expert MoE rows, part by part\")")
+
+
+def caveats(plan: Plan, attention_share: float | None, exposed_ep: float, step: float) -> tuple[Caveat, ...]:
+    """The caveats of a predicted plan, in a fixed order (attention, the GEMM ceiling, the
+    all-to-all): `attention_share` from `timing.attention_share`, `exposed_ep` and `step` the
+    prediction's exposed ep seconds and step seconds."""
+    gpu = plan.cluster.gpu
+    found = (attention_caveat(attention_share), gemm_ceiling_caveat(gpu.name, gpu.generation or ""),
+             ep_caveat(exposed_ep, step))
+    return tuple(c for c in found if c is not None)

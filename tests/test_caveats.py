@@ -1,0 +1,104 @@
+"""`parc explain`'s caveats (`parc.caveats`, `time.caveats` in its JSON): where a prediction leans
+on what the time model measured least.
+
+References the code under test does not produce: a layer's attention and linear FLOPs counted by
+hand (attention's share of the computation is at least its share of the FLOPs, the attention
+kernel running at a lower fraction of peak than the layer's GEMMs), the GPUs a published matmul
+sweep measured (Bekman's table, typed here), and the headings of docs/time-model.md each caveat
+cites."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from parc import caveats as caveat_model
+from parc.pipeline import compile_path, compile_text
+from parc.timing import attention_share, predict
+
+from .conftest import ROOT, run_cli
+
+LLAMA_8B = """{layout} on nodes(8 gpus, nvlink)
+model llama3-8b
+hardware {{ gpu {gpu} }}
+train {{ seq {seq}, global-batch {batch}, micro-batch 1 }}
+"""
+
+
+def plan(gpu: str = "h100-sxm", seq: int = 8192, layout: str = "dp 8", batch: int = 8):
+    result = compile_text(LLAMA_8B.format(gpu=gpu, seq=seq, layout=layout, batch=batch), path="t.par")
+    assert result.plan is not None, [d.message for d in result.diagnostics]
+    return result.plan
+
+
+def flop_share(seq: int) -> float:
+    """Llama 3 8B's causal attention over a layer's FLOPs, per token, by hand: the scores and the
+    weighted sum over the s / 2 keys a causal token sees on average (2 x 2 x 128 per key and
+    head, 32 heads), against the layer's products, 2 FLOPs per weight (attention 4096 x (4096 +
+    2 x 1024) + 4096 x 4096, the SwiGLU FFN 3 x 4096 x 14336)."""
+    attention = 2 * 2 * 128 * 32 * seq / 2
+    linear = 2 * (4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336)
+    return attention / (attention + linear)
+
+
+def codes(p) -> list[str]:
+    prediction = predict(p)
+    time = prediction.time_json()
+    return [c.code for c in caveat_model.caveats(p, attention_share(p), time["exposed_comm_seconds"]["ep"],
+                                                 time["step_seconds"])]
+
+
+def test_attention_share_is_at_least_its_flop_share_and_grows_with_the_sequence():
+    seqs = (2048, 8192, 32768, 131072)
+    shares = [attention_share(plan(seq=s, layout="cp 8" if s > 8192 else "dp 8")) for s in seqs]
+    assert shares and all(0 < x < 1 for x in shares)
+    assert shares == sorted(shares)
+    for seq, share in zip(seqs, shares, strict=True):
+        assert share >= flop_share(seq), seq
+    assert flop_share(2048) < caveat_model.ATTENTION_SHARE < flop_share(131072)
+
+
+def test_an_attention_heavy_step_is_flagged_and_a_short_one_is_not():
+    assert "attention" not in codes(plan(seq=2048))
+    assert "attention" in codes(plan(seq=131072, layout="cp 8"))
+
+
+MEASURED = {"a100-80gb", "h100-sxm", "h200", "b200", "gb200-nvl72"}
+"""Parts a published matmul sweep measured (or, H200, "the same" as H100 in it), typed from Bekman's
+table; the A100 and H100 are also the generations whose runs fitted the GEMM ceiling."""
+
+
+@pytest.mark.parametrize("gpu", ["a100-80gb", "h100-sxm", "h200", "b200", "gb200-nvl72", "gb300-nvl72", "b300", "mi300x"])
+def test_a_gpu_no_sweep_measured_is_flagged(gpu):
+    found = caveat_model.gemm_ceiling_caveat(gpu, plan(gpu=gpu).cluster.gpu.generation)
+    assert (found is None) == (gpu in MEASURED)
+    if found is not None:
+        assert gpu in found.text
+        assert ("b200" in found.text) == gpu.startswith(("gb300", "b300"))
+
+
+def test_an_all_to_all_dominated_step_is_flagged():
+    moe = compile_path(ROOT / "specs" / "deepseek-v3.par")
+    prediction = predict(moe.plan)
+    ep, step = prediction.breakdown.exposed["ep"], prediction.breakdown.step
+    assert ("expert-all-to-all" in codes(moe.plan)) == (ep / step >= caveat_model.EP_SHARE)
+    assert caveat_model.ep_caveat(0.25, 1.0) is not None and caveat_model.ep_caveat(0.15, 1.0) is None
+    assert "expert-all-to-all" not in codes(plan())
+
+
+def test_every_cited_section_is_a_heading_of_the_time_model_doc():
+    headings = set(re.findall(r"^#+ (.+)$", (ROOT / "docs" / "time-model.md").read_text(), re.M))
+    texts = [caveat_model.attention_caveat(0.9).text, caveat_model.gemm_ceiling_caveat("gb300-nvl72", "blackwell").text,
+             caveat_model.ep_caveat(0.5, 1.0).text]
+    cited = [m for t in texts for m in re.findall(r'docs/time-model.md, "([^"]+)"', t)]
+    assert len(cited) == 3 and all(c in headings for c in cited), cited
+
+
+def test_explain_prints_them_in_text_and_json(tmp_path):
+    spec = tmp_path / "long.par"
+    spec.write_text(LLAMA_8B.format(gpu="gb300-nvl72", seq=131072, layout="cp 8", batch=8))
+    report = json.loads(run_cli("explain", "--format", "json", str(spec)).stdout)
+    assert [c["code"] for c in report["time"]["caveats"]] == ["attention", "gemm-ceiling"]
+    text = run_cli("explain", str(spec)).stdout
+    assert "caveat (attention)" in text and "caveat (gemm-ceiling)" in text
