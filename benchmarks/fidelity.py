@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import blackwell_fit  # noqa: E402
+import caveat_check  # noqa: E402
 import dgxc_check  # noqa: E402
 import fsdp_check  # noqa: E402
 import gpu_check  # noqa: E402
@@ -1589,6 +1590,19 @@ plainest reading and its error. (`parc check` flags any variant that would not f
 The smallest 2024 runs (1.7B, 7.1B, tp 1-2) come out fast: their kernels are short, and what that
 costs beyond `kernel_overhead` (host-side launch gaps, the data loader, logging, all in the
 README's end-to-end numbers) is not modelled.
+
+### The caveats explain prints, against the published runs
+
+`parc explain` names where a prediction leans on what the model measured least (`time.caveats`,
+`parc.caveats`): `attention`, a layer whose fused attention is 40 % or more of its computation
+(its speed in a training run is the term that differs most by runtime and release); `gemm-ceiling`,
+a GPU no published matmul sweep measured; `expert-all-to-all`, a step whose exposed expert
+all-to-all is a fifth or more of it. Each of the @CAVEATS_N@ published runs of `benchmarks/data/`,
+predicted as `fidelity.py --published` predicts it (its `caveats` field), grouped by the caveats
+its prediction carries (`benchmarks/caveat_check.py` writes the table; `tests/test_caveats.py`
+checks that the runs a caveat flags miss more than the runs none flags):
+
+@CAVEATS_TABLE@
 
 ## A check that was not fitted: one layer (Korthikanti et al. 2022, Table 4)
 
@@ -3451,6 +3465,7 @@ def generate(constants: Constants = DEFAULT,
         **public_check.section(constants),
         **nemo_check.section(constants),
         **dgxc_check.section(constants),
+        **caveat_check.section(constants),
         **release_check.section(constants),
         "BOUNDS": ", ".join(f"`{n}` {lo:g}-{hi:g}" for n, (lo, hi) in BOUNDS.items() if n in FITTED_NAMES),
         "START": ", ".join(f"`{n}` {START[n]:g}" for n in FITTED_NAMES),
@@ -3477,6 +3492,22 @@ def loso_spread(held: list[tuple[str, list[float], Constants]]) -> float:
     return round(max(statistics.median(errors) for _, errors, _ in held), 3)
 
 
+def run_files() -> list[Path]:
+    """The files of benchmarks/data/ that hold published training runs (every one `load_rows`
+    reads), not the kernel sweeps (`*_kernels.yaml`)."""
+    return [p for p in sorted((ROOT / "benchmarks" / "data").glob("*.yaml")) if not p.name.endswith("_kernels.yaml")]
+
+
+def row_caveats(x: Result) -> list[str]:
+    """The codes of `parc explain`'s caveats for a run as it was predicted (its own software):
+    where its prediction leans on what the model measured least (`parc.caveats`)."""
+    from parc import caveats
+
+    b = x.breakdown
+    share = timing.attention_share(x.row.plan, sw=x.row.software)
+    return [c.code for c in caveats.caveats(x.row.plan, share, b.exposed.get("ep", 0.0), b.step)]
+
+
 def as_json(results: list[Result], skipped: list[Skipped]) -> dict:
     """Each run's prediction beside its reported figure, the facts assumed, and what was left out."""
     runs = []
@@ -3488,7 +3519,7 @@ def as_json(results: list[Result], skipped: list[Skipped]) -> dict:
                      "step_seconds": round(b.step, 6), "bubble_fraction": round(b.bubble / b.step, 5),
                      "exposed_comm_fraction": round(sum(b.exposed.values()) / b.step, 5),
                      "fitted": x.row.fitted, "findings": x.row.findings, "assumptions": x.row.assumptions,
-                     "spec": x.row.spec})
+                     "caveats": row_caveats(x), "spec": x.row.spec})
     errors = [abs(x.error) for x in results]
     return {"runs": runs, "left_out": [{"id": s.id, "reason": s.reason} for s in skipped],
             "median_abs_error": round(statistics.median(errors), 5) if errors else None,

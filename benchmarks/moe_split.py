@@ -163,17 +163,12 @@ def reconcile(parts: list[Part], work: timing.Work) -> tuple[float, float]:
     return forward - work.forward, backward - (work.backward_input + work.backward_weight)
 
 
-DATA = ROOT / "benchmarks" / "data"
-
-
 def layer_of(row_id: str, path: Path | None = None):
     """(parts, Work, row, prepared) for one MoE row of a published file: `path`, else the first of
-    benchmarks/data/*.yaml that holds a row of that id."""
+    the published run files (`fidelity.run_files`) that holds a row of that id."""
     import fidelity
 
-    for candidate in [path] if path else sorted(DATA.glob("*.yaml")):
-        if candidate.name.endswith("_kernels.yaml"):  # kernel benchmarks, not published runs
-            continue
+    for candidate in [path] if path else fidelity.run_files():
         rows, _ = fidelity.load_rows(candidate)
         row = next((r for r in rows if r.id == row_id), None)
         if row is not None:

@@ -4378,16 +4378,16 @@ def predict(plan: Plan, constants: Constants = DEFAULT, sw: Software | None = No
         peak=datasheet_peak(plan, knobs.precision), sustained=matmul_peak(hw, knobs.precision))
 
 
-def attention_share(plan: Plan, constants: Constants = DEFAULT) -> float | None:
-    """The fused attention's share of a layer's computation as the plan's runtime runs it
-    (forward and both backward passes; an MoE model's layers weighted by their count), or None
-    while the plan cannot be predicted: how much of the step rests on the attention kernel's speed
-    in a training run, the time model's least certain term (`caveats`)."""
+def attention_share(plan: Plan, constants: Constants = DEFAULT, sw: Software | None = None) -> float | None:
+    """The fused attention's share of a layer's computation as the plan's runtime (`sw`, else the
+    target's) runs it (forward and both backward passes; an MoE model's layers weighted by their
+    count), or None while the plan cannot be predicted: how much of the step rests on the
+    attention kernel's speed in a training run, the time model's least certain term (`caveats`)."""
     if unpredictable(plan) is not None:
         return None
     from .targets import memory_runtime, software_of
 
-    sw = software_of(plan)
+    sw = sw or software_of(plan)
     k = knobs_of(plan, memory_runtime(plan.target))
     if k is None:
         return None
