@@ -3504,7 +3504,10 @@ def row_caveats(x: Result) -> list[str]:
     from parc import caveats
 
     b = x.breakdown
-    share = timing.attention_share(x.row.plan, sw=x.row.software)
+    try:
+        share = timing.attention_share(x.row.plan, sw=x.row.software)
+    except Exception:  # noqa: BLE001 - a caveat must never cost a held-out file its evaluation
+        share = None
     return [c.code for c in caveats.caveats(x.row.plan, share, b.exposed.get("ep", 0.0), b.step)]
 
 

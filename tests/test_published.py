@@ -288,6 +288,7 @@ def test_cli_evaluates_another_file_as_json():
     data = json.loads(out)
     assert {r["id"] for r in data["left_out"]} == LEFT_OUT
     assert len(data["runs"]) == 15 and data["median_abs_error"] > 0
+    assert all(set(r["caveats"]) <= {"attention", "gemm-ceiling", "expert-all-to-all"} for r in data["runs"])
     refused = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "fidelity.py"), "--published", str(CASES),
                               "--write"], capture_output=True, text=True)
     assert refused.returncode == 2 and "calibration set only" in refused.stderr
