@@ -249,10 +249,36 @@ def build(old: Side | None, new: Side, max_slowdown: float | None = None) -> dic
         per_stage.append({"stage": stage, "old": a, "new": b,
                           "delta": b - a if a is not None and b is not None else None})
     result = {"old": _side_json(old), "new": _side_json(new), "facts": rows, "metrics": metrics,
-              "memory_per_stage": per_stage, "max_slowdown_percent": max_slowdown}
+              "memory_per_stage": per_stage, "max_slowdown_percent": max_slowdown,
+              "caveats": caveat_change(old.report if old else None, new.report)}
     result["status"], result["reasons"] = status(result, max_slowdown)
     result["summary"] = summary(result)
     return result
+
+
+def _caveats(report: dict | None) -> dict[str, str]:
+    """code -> text of the caveats explain's report gives its time prediction (`parc.caveats`)."""
+    time = (report or {}).get("time") or {}
+    return {c["code"]: c["text"] for c in time.get("caveats", ())}
+
+
+def caveat_change(old: dict | None, new: dict | None) -> dict[str, Any]:
+    """The new prediction's caveats (where it leans on what the time model measured least) and
+    which the change adds or removes: a review sees when a change moves a layout into the
+    model's least certain ground, or out of it."""
+    before, after = _caveats(old), _caveats(new)
+    return {"new": [{"code": code, "text": text} for code, text in after.items()],
+            "added": [code for code in after if code not in before],
+            "removed": [code for code in before if code not in after]}
+
+
+def caveat_lines(diff: dict) -> list[str]:
+    """The caveat change as text lines (a caveat the change adds is marked new)."""
+    change = diff.get("caveats") or {"new": [], "added": [], "removed": []}
+    lines = [f"caveat ({c['code']}{', new' if c['code'] in change['added'] else ''}): {c['text']}"
+             for c in change["new"]]
+    lines += [f"caveat ({code}): no longer applies" for code in change["removed"]]
+    return lines
 
 
 def metric(diff: dict, name: str) -> dict:
@@ -422,6 +448,9 @@ def render_text(diff: dict) -> str:
             lines += _table(rows, {0, 1, 2, 3})
     else:
         lines.append("predicted effect: not predicted (errors or open holes)")
+    caveats = caveat_lines(diff)
+    if caveats:
+        lines += ["", *caveats]
     lines.append("")
     lines.append(f"summary: {diff['summary']}")
     return "\n".join(lines) + "\n"
@@ -464,5 +493,8 @@ def render_markdown(diff: dict) -> str:
             lines += ["", "</details>"]
     else:
         lines.append("Not predicted: errors or open holes.")
+    caveats = caveat_lines(diff)
+    if caveats:
+        lines += [""] + [f"- {_md_escape(line)}" for line in caveats]
     lines += ["", f"<sub>parc diff, exit status {diff['status']}</sub>"]
     return "\n".join(lines) + "\n"

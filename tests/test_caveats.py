@@ -121,3 +121,19 @@ def test_the_runs_a_caveat_flags_miss_more_and_the_doc_table_is_current():
         assert statistics.median(errors) > unflagged, code
     doc = (ROOT / "docs" / "time-model.md").read_text()
     assert module.section()["CAVEATS_TABLE"] in doc, "stale: run `.venv/bin/python benchmarks/fidelity.py --write`"
+
+
+def test_diff_shows_the_caveats_a_change_adds_and_removes(tmp_path):
+    """A change that stretches the sequence to 128K tokens moves the prediction into attention-heavy
+    ground: `parc diff` lists the caveat as new (JSON `caveats.added`, text and markdown), and the
+    change back removes it."""
+    short, long = tmp_path / "short.par", tmp_path / "long.par"
+    short.write_text(LLAMA_8B.format(gpu="h100-sxm", seq=8192, layout="cp 8", batch=8))
+    long.write_text(LLAMA_8B.format(gpu="h100-sxm", seq=131072, layout="cp 8", batch=8))
+    forward = json.loads(run_cli("diff", str(short), str(long), "--format", "json").stdout)
+    assert forward["caveats"]["added"] == ["attention"] and forward["caveats"]["removed"] == []
+    assert [c["code"] for c in forward["caveats"]["new"]] == ["attention"]
+    backward = json.loads(run_cli("diff", str(long), str(short), "--format", "json").stdout)
+    assert backward["caveats"] == {"new": [], "added": [], "removed": ["attention"]}
+    assert "caveat (attention, new)" in run_cli("diff", str(short), str(long)).stdout
+    assert "caveat (attention): no longer applies" in run_cli("diff", str(long), str(short), "--format", "md").stdout
