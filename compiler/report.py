@@ -880,6 +880,13 @@ def build_page(compilation: Compilation, cluster=None) -> str:
                          el("td", {"class": "num"}, seconds(value)), el("td", {"class": "num"}, percent(value / total)),
                          el("td", {"class": "num"}, moved)))
         main.add(table)
+        caveats = time.get("caveats") or []
+        if caveats:  # where the prediction leans on what the time model measured least (`parc.caveats`)
+            main.add(el("h3", None, "Caveats"))
+            items = el("ul", {"class": "caveats"})
+            for c in caveats:
+                items.add(el("li", None, el("b", None, c["code"]), f": {c['text']}"))
+            main.add(items)
 
     if budget is not None:
         main.add(budget_block(budget, world))

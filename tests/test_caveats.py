@@ -137,3 +137,13 @@ def test_diff_shows_the_caveats_a_change_adds_and_removes(tmp_path):
     assert backward["caveats"] == {"new": [], "added": [], "removed": ["attention"]}
     assert "caveat (attention, new)" in run_cli("diff", str(short), str(long)).stdout
     assert "caveat (attention): no longer applies" in run_cli("diff", str(long), str(short), "--format", "md").stdout
+
+
+def test_the_report_page_lists_the_caveats():
+    """`parc report` prints the caveats under its step time; a short-sequence page has none."""
+    from parc.report import build_page
+
+    long = build_page(compile_text(LLAMA_8B.format(gpu="h100-sxm", seq=131072, layout="cp 8", batch=8), path="l.par"))
+    assert "<h3>Caveats</h3>" in long and "<b>attention</b>" in long
+    short = build_page(compile_text(LLAMA_8B.format(gpu="h100-sxm", seq=2048, layout="dp 8", batch=8), path="s.par"))
+    assert "Caveats" not in short
