@@ -1683,7 +1683,13 @@ def stated_loss_findings(run: Run, plan, runtime: str, findings: list[str]) -> l
     (`Software.loss_kernel`) fits, E0401 is not the run's and goes, with an assumption saying so;
     every other finding stays."""
     kernel = run.software.loss_kernel
-    if not kernel or "E0401" not in findings or not fits_memory(plan, runtime, kernel):
+    if not kernel or "E0401" not in findings:
+        return findings
+    try:
+        fits = fits_memory(plan, runtime, kernel)
+    except Exception:  # noqa: BLE001 - a second reading of memory must not cost a row its evaluation
+        return findings
+    if not fits:
         return findings
     run.assumptions.append(FUSED_LOSS_FITS)
     return [code for code in findings if code != "E0401"]
