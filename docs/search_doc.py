@@ -342,6 +342,12 @@ indistinguishable runner-up least like the winner (the largest summed difference
 parts), because layouts made of the same parts share the model's errors while dissimilar ones
 are where an error flips the order (`benchmark_first` in the JSON).
 
+**Caveats.** Each candidate carries `parc explain`'s caveats for its filled spec (`caveats` in the
+JSON; the winner's under its line in the text): an attention-heavy layer, a GPU no published
+matmul sweep measured, a step the expert all-to-all dominates. They mark where the time model
+measured least, so a ranking among candidates that carry them is the least certain
+(docs/time-model.md, "The caveats explain prints, against the published runs").
+
 ## Output
 
 The table lists, per candidate, the layout in its rank order, each open knob, tokens/s, step

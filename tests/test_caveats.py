@@ -147,3 +147,17 @@ def test_the_report_page_lists_the_caveats():
     assert "<h3>Caveats</h3>" in long and "<b>attention</b>" in long
     short = build_page(compile_text(LLAMA_8B.format(gpu="h100-sxm", seq=2048, layout="dp 8", batch=8), path="s.par"))
     assert "Caveats" not in short
+
+
+def test_search_gives_each_candidate_its_caveats(tmp_path):
+    """`parc search` lists the caveats of every candidate's filled spec in its JSON and the winner's
+    under the winner's line: at 128K tokens on sixteen GPUs every layout is attention-heavy."""
+    spec = tmp_path / "search.par"
+    spec.write_text("cp ? x dp ? on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware { gpu h100-sxm, gpus 16 }\n"
+                    "train { seq 131072, global-batch 16, micro-batch 1, recompute full }\ndp { sharding zero3 }\n")
+    report = json.loads(run_cli("search", str(spec), "--top", "3", "--format", "json").stdout)
+    assert report["candidates"] and all("attention" in [c["code"] for c in cand["caveats"]]
+                                        for cand in report["candidates"])
+    text = run_cli("search", str(spec), "--top", "3").stdout
+    winner = text.index("winner:")
+    assert "caveat (attention)" in text[winner:]

@@ -109,6 +109,7 @@ def render_text(result: SearchResult, style: Style) -> str:
     winner = result.winner
     values = ", ".join(f"{LABELS.get(h, h)} {v}" for h, v in winner.values.items())
     lines += ["", style.bold(f"winner: {values}")]
+    lines += [f"caveat ({caveat.code}): {caveat.text}" for caveat in candidate_caveats(winner)]
     budget = run_budget.budget(winner.compilation.plan, winner.prediction)
     if budget is not None:
         cost = f", {run_budget.dollars(budget.cost)}" if budget.cost is not None else ""
@@ -131,6 +132,16 @@ def _check_lines(candidate: Candidate, what: str, style: Style) -> list[str]:
     source = candidate.compilation.source
     return ["", f"`parc check` on {what}: {summary_line(diagnostics, style)}",
             render_diagnostic_text(diagnostics, {source.path: source}, style).rstrip("\n")]
+
+
+def candidate_caveats(c: Candidate) -> tuple:
+    """`parc explain`'s caveats for a candidate's filled spec (`parc.caveats`): where its predicted
+    step leans on what the time model measured least."""
+    from ..caveats import caveats
+    from ..timing import attention_share
+
+    plan, b = c.compilation.plan, c.prediction.breakdown
+    return caveats(plan, attention_share(plan), b.exposed.get("ep", 0.0), b.step)
 
 
 def candidate_json(space: Space, c: Candidate) -> dict:
@@ -160,6 +171,7 @@ def candidate_json(space: Space, c: Candidate) -> dict:
         "lost_because": c.lost_because,
         "indistinguishable": c.indistinguishable,
         "budget": _budget_json(c),
+        "caveats": [caveat.json() for caveat in candidate_caveats(c)],
         "diagnostics": as_json(c.compilation.diagnostics),
     }
 
