@@ -14,7 +14,9 @@ is in one:
   the model gives it 1.07x), or Hopper's fitted one (CDNA3);
 - a step the expert-parallel all-to-all dominates: the mixture-of-experts rows are the model's
   least accurate class (routing, the dispatcher's kernels and the fabric under many-to-many
-  traffic).
+  traffic);
+- a job larger than any published run the model was compared with (`LARGEST_COMPARED`): nothing
+  measured says how its collectives, stragglers and fabric behave there.
 
 A caveat names the term and the section of docs/time-model.md with the evidence; none changes a
 number.
@@ -34,6 +36,11 @@ spread of 0.6-0.9 in the sustained kernel speed moves the step by a fifth or mor
 EP_SHARE = 0.2
 """A step whose exposed expert-parallel all-to-all is at least this share of it is dominated by
 the dispatch."""
+
+
+LARGEST_COMPARED = 16384
+"""The most GPUs of any published run in benchmarks/data/ (Meta's Llama 3 405B on 16,384 H100):
+beyond it a prediction is an extrapolation (a test keeps it equal to the data's largest)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,11 +83,19 @@ def ep_caveat(exposed_ep: float, step: float) -> Caveat | None:
                   "\"The small-expert MoE rows, part by part\")")
 
 
+def scale_caveat(gpus: int | None) -> Caveat | None:
+    if not gpus or gpus <= LARGEST_COMPARED:
+        return None
+    return Caveat("scale", f"{gpus:,} GPUs is more than any published run the model was compared with "
+                  f"({LARGEST_COMPARED:,}): its collectives, stragglers and fabric there are extrapolated "
+                  "(docs/time-model.md, \"Throughput against GPU count\")")
+
+
 def caveats(plan: Plan, attention_share: float | None, exposed_ep: float, step: float) -> tuple[Caveat, ...]:
     """The caveats of a predicted plan, in a fixed order (attention, the GEMM ceiling, the
-    all-to-all): `attention_share` from `timing.attention_share`, `exposed_ep` and `step` the
-    prediction's exposed ep seconds and step seconds."""
+    all-to-all, the scale): `attention_share` from `timing.attention_share`, `exposed_ep` and
+    `step` the prediction's exposed ep seconds and step seconds."""
     gpu = plan.cluster.gpu
     found = (attention_caveat(attention_share), gemm_ceiling_caveat(gpu.name, gpu.generation or ""),
-             ep_caveat(exposed_ep, step))
+             ep_caveat(exposed_ep, step), scale_caveat(plan.cluster.world_size))
     return tuple(c for c in found if c is not None)

@@ -344,7 +344,8 @@ are where an error flips the order (`benchmark_first` in the JSON).
 
 **Caveats.** Each candidate carries `parc explain`'s caveats for its filled spec (`caveats` in the
 JSON; the winner's under its line in the text): an attention-heavy layer, a GPU no published
-matmul sweep measured, a step the expert all-to-all dominates. They mark where the time model
+matmul sweep measured, a step the expert all-to-all dominates, a job larger than any published run
+compared. They mark where the time model
 measured least, so a ranking among candidates that carry them is the least certain
 (docs/time-model.md, "The caveats explain prints, against the published runs").
 

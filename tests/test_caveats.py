@@ -90,9 +90,24 @@ def test_an_all_to_all_dominated_step_is_flagged():
 def test_every_cited_section_is_a_heading_of_the_time_model_doc():
     headings = set(re.findall(r"^#+ (.+)$", (ROOT / "docs" / "time-model.md").read_text(), re.M))
     texts = [caveat_model.attention_caveat(0.9).text, caveat_model.gemm_ceiling_caveat("gb300-nvl72", "blackwell").text,
-             caveat_model.ep_caveat(0.5, 1.0).text]
+             caveat_model.ep_caveat(0.5, 1.0).text, caveat_model.scale_caveat(32768).text]
     cited = [m for t in texts for m in re.findall(r'docs/time-model.md, "([^"]+)"', t)]
-    assert len(cited) == 3 and all(c in headings for c in cited), cited
+    assert len(cited) == 4 and all(c in headings for c in cited), cited
+
+
+def test_a_job_larger_than_any_compared_run_is_flagged():
+    """`LARGEST_COMPARED` is the largest GPU count of the published runs in benchmarks/data/ (read
+    here from the files, not from the model): at it no caveat, one GPU count past it one."""
+    import yaml
+
+    counts = []
+    for path in sorted((ROOT / "benchmarks" / "data").glob("*.yaml")):
+        entries = yaml.safe_load(path.read_text()) or []
+        counts += [e["hardware"]["num_gpus"] for e in entries if isinstance(e, dict)
+                   and isinstance(e.get("hardware"), dict) and isinstance(e["hardware"].get("num_gpus"), int)]
+    assert counts and max(counts) == caveat_model.LARGEST_COMPARED
+    assert caveat_model.scale_caveat(caveat_model.LARGEST_COMPARED) is None
+    assert caveat_model.scale_caveat(2 * caveat_model.LARGEST_COMPARED).code == "scale"
 
 
 def test_explain_prints_them_in_text_and_json(tmp_path):
