@@ -3504,12 +3504,10 @@ def row_caveats(x: Result) -> list[str]:
     where its prediction leans on what the model measured least (`parc.caveats`)."""
     from parc import caveats
 
-    b = x.breakdown
     try:
-        share = timing.attention_share(x.row.plan, sw=x.row.software)
+        return [c.code for c in caveats.of_prediction(x.row.plan, x.breakdown, x.row.software)]
     except Exception:  # noqa: BLE001 - a caveat must never cost a held-out file its evaluation
-        share = None
-    return [c.code for c in caveats.caveats(x.row.plan, share, b.exposed.get("ep", 0.0), b.step)]
+        return []
 
 
 def as_json(results: list[Result], skipped: list[Skipped]) -> dict:

@@ -99,3 +99,12 @@ def caveats(plan: Plan, attention_share: float | None, exposed_ep: float, step: 
     found = (attention_caveat(attention_share), gemm_ceiling_caveat(gpu.name, gpu.generation or ""),
              ep_caveat(exposed_ep, step), scale_caveat(plan.cluster.world_size))
     return tuple(c for c in found if c is not None)
+
+
+def of_prediction(plan: Plan, breakdown, sw=None) -> tuple[Caveat, ...]:
+    """`caveats` of a plan and its predicted step (`timing.Breakdown`) as the runtime `sw` (else the
+    plan's target's) runs it: the one entry explain, diff, report, search and the published runs'
+    evaluation share."""
+    from .timing import attention_share
+
+    return caveats(plan, attention_share(plan, sw=sw), breakdown.exposed.get("ep", 0.0), breakdown.step)

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import budget as run_budget
-from .caveats import caveats
+from . import caveats
 from .diagnostics import Severity, Style, as_json, render_text, summary_line
 from .human import byte_unit, in_unit, percent, size
 from .human import count as count_text
@@ -44,7 +44,7 @@ from .memory import estimate, peak_moments, unpredictable
 from .memory.gpu import FRAGMENTATION
 from .pipeline import Compilation
 from .plan import AXES, Plan
-from .timing import attention_share, predict
+from .timing import predict
 
 # ---------------------------------------------------------------------------------------------
 # Data
@@ -163,8 +163,7 @@ def time_section(compilation: Compilation) -> dict[str, Any] | None:
     if prediction is None:
         return None
     section = prediction.time_json()
-    found = caveats(plan, attention_share(plan), section["exposed_comm_seconds"]["ep"], section["step_seconds"])
-    section["caveats"] = [c.json() for c in found]
+    section["caveats"] = [c.json() for c in caveats.of_prediction(plan, prediction.breakdown)]
     return section
 
 

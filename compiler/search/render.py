@@ -137,11 +137,9 @@ def _check_lines(candidate: Candidate, what: str, style: Style) -> list[str]:
 def candidate_caveats(c: Candidate) -> tuple:
     """`parc explain`'s caveats for a candidate's filled spec (`parc.caveats`): where its predicted
     step leans on what the time model measured least."""
-    from ..caveats import caveats
-    from ..timing import attention_share
+    from ..caveats import of_prediction
 
-    plan, b = c.compilation.plan, c.prediction.breakdown
-    return caveats(plan, attention_share(plan), b.exposed.get("ep", 0.0), b.step)
+    return of_prediction(c.compilation.plan, c.prediction.breakdown)
 
 
 def candidate_json(space: Space, c: Candidate) -> dict:
