@@ -198,10 +198,10 @@ def model_seconds(gpu: str, run: dict, seq: int, causal: bool, kind: str = "") -
     from parc import kernels as kernel_model
 
     hw, shape = sweep_case(gpu, run)
-    kernel = f"flash-te-{kind}" if kind else "flash-te"
+    attention = f"flash-te-{kind}" if kind else "flash-te"
     tokens = run["batch"] * seq
     if causal or run.get("window"):
-        f, b, _ = timing.flash_attention_seconds(shape, 1, 1, "ring", seq, tokens, kernel, hw, 1.0)
+        f, b, _ = timing.flash_attention_seconds(shape, 1, 1, "ring", seq, tokens, attention, hw, 1.0)
         return f, b
     curve = kernel_model.attention_curve("te", hw.generation)
     work = flops.attention_core_flops(shape, seq) * tokens

@@ -1142,7 +1142,7 @@ scales there (TE 2.16, "Add MXFP8 attention", #2719: the qkv quantizer is the re
 `MXFP8Quantizer`; Megatron-Bridge pins a TE with it from its 26.06 release, the first whose
 recipes set `fp8_dot_product_attention`)."""
 
-QUANTIZED_ATTENTION = {"flash-te-fp8": "fp8", "flash-te-mxfp8": "mxfp8"}
+QUANTIZED_ATTENTION = dict.fromkeys(FP8_ATTENTION.values(), "fp8") | dict.fromkeys(MXFP8_ATTENTION.values(), "mxfp8")
 """A quantized attention kernel -> the kind of its sweep (`kernels.attention_fp8_speedup`)."""
 
 
@@ -1538,18 +1538,16 @@ def attention_kernel_seconds(kernel: AttentionKernel, hw: Hardware, flop: float,
     measured maximum matmul rate at the precision the products run in (`Hardware.achievable`,
     `achievable_fp8`: attention's products are matmuls on the same tensor cores), nor than the
     exponential unit's floor, one exponential per score entry each way (`kernels.exp_seconds`)."""
-    score_flops, head_dim, sustained = kernel.score_flops, kernel.head_dim, kernel.sustained
-    quantized, layer = kernel.quantized, kernel.layer
-    ceiling = kernel_model.ceiling_at(hw.attention_ceiling, head_dim, backward)
-    products = flop / (hw.bf16 * efficiency * ceiling * sustained)
+    ceiling = kernel_model.ceiling_at(hw.attention_ceiling, kernel.head_dim, backward)
+    products = flop / (hw.bf16 * efficiency * ceiling * kernel.sustained)
     bound = flop / (hw.bf16 * hw.achievable)
-    if quantized and hw.fp8:
-        speedup = hw.quantized_attention(layer, quantized, causal)
+    if kernel.quantized and hw.fp8:
+        speedup = hw.quantized_attention(kernel.layer, kernel.quantized, causal)
         products = (products / speedup[backward] if speedup
                     else products * hw.bf16 / (hw.fp8 * kernel_model.FP8_ATTENTION_SHARE))
         bound = flop / (hw.fp8 * hw.achievable_fp8)
     products = max(products, bound)
-    entries = flop / ((flops.FLASH_BACKWARD if backward else 1.0) * score_flops)
+    entries = flop / ((flops.FLASH_BACKWARD if backward else 1.0) * kernel.score_flops)
     return max(products, kernel_model.exp_seconds(entries, hw.bf16, hw.generation, hw.exp_scale))
 
 
