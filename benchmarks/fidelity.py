@@ -938,6 +938,31 @@ with `a` the latency per algorithm step (`latency_intra` inside a level, `latenc
 Bytes sent per GPU: all-reduce `2 (n-1)/n S`, all-gather, reduce-scatter and all-to-all
 `(n-1)/n S`, point-to-point S.
 
+**In-network reduction, only where the hardware block states it.** NCCL can reduce an all-reduce
+in the switches rather than on the GPUs; parc never assumes it. `hardware { nvls on }` (NVLink
+SHARP: the third-generation NVSwitch of Hopper and Blackwell systems; E0373 refuses it elsewhere)
+adds, for a group inside one level, NCCL's NVLS algorithm: each GPU writes S into the switch, which
+sums the copies, and reads the sum back, `S / (e_nvls B_in) + 25 us`, with `e_nvls` NCCL's own
+`nvlsEfficiency` (Hopper 0.85, Blackwell 0.74) and its NVLS latency; against the ring's
+`2 (n-1)/n S / B_in` that is 1.49x faster on 8 Hopper GPUs for large buffers, while small ones
+stay on the ring. `hardware { sharp on }` (InfiniBand SHARP, NCCL's CollNet Direct with the SHARP
+plugin) adds, for a group across levels, the k GPUs of a level reduce-scattering over NVLink (with
+NVLS, through the switch), each sending its S / k share once into the fabric's aggregation tree
+and reading the sum back, then all-gathering: `max(2 (k-1)/k S / B_in, S / k / (0.85 B_out)) +
+31 us + 2 (k - 1) 0.4 us` (NCCL's CollNet efficiency on Hopper and later, its network latency
+and its per-rank arity serialisation, `src/graph/tuning.cc`). The NIC then carries `S / k`
+whatever the number of levels, where a ring carries `2 (N-1)/N S / k`: up to half, which is what
+SHARP buys a data-parallel all-reduce with one GPU per node; with eight, the NVLink exchange
+inside the node is the longer part. NCCL's choice stays the fastest of all the algorithms the
+hardware has. Only all-reduces change: NCCL's NVLS and CollNet reduce-scatters and all-gathers
+gain no bandwidth over the ring (a rank still receives `(n-1)/n S`), so ZeRO and FSDP traffic is
+charged as before. The ledger's link bytes (`Collective.link_bytes`, the physical bounds) count
+an all-reduce at the fewer of its ring's bytes and the in-network ones (S inside the level, S / k
+over the NIC), so no prediction beats the links whichever algorithm NCCL picks; "sent per GPU"
+stays the ring's count. The generated job sets NCCL's switches to match: `NCCL_NVLS_ENABLE` 1
+under `nvls on` and 0 otherwise (NCCL enables NVLS by itself where it finds the switches), and
+`NCCL_COLLNET_ENABLE=1` under `sharp on` (the image needs the SHARP plugin).
+
 Per axis, with `S_act = 2 n h` (one micro-batch's activations):
 
 - **tp**, per layer: Megatron-LM (fused QKV and up-projections): without sequence parallelism

@@ -657,6 +657,20 @@ that handler, so they describe no job that combines them. Write `recompute none`
 `offload-activations`, or drop the offloading.
 """)
 
+register("E0373", "NVLink SHARP on hardware without it", """
+`hardware { nvls on }` lets NCCL reduce all-reduces inside the NVLink domain in the NVSwitches
+themselves (NVLink SHARP, NCCL's NVLS algorithm): each GPU sends its buffer into the switch once
+and reads the sum back, where a ring sends 2 (n - 1) / n of it. Only the third-generation
+NVSwitch of Hopper and Blackwell systems reduces (HGX H100, H200 and B200 boards, GB200 and GB300
+NVL72 racks); an Ampere NVSwitch, PCIe and AMD's Infinity Fabric do not, so parc refuses the
+setting there rather than predict a speed the hardware cannot reach.
+
+    hardware {
+      gpu a100-80gb
+      nvls on   # E0373
+    }
+""")
+
 # ---------------------------------------------------------------------------------------------
 # Memory (compiler/memory.py and its check): E04xx, W04xx. Add new codes below this line.
 

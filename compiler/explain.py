@@ -63,6 +63,8 @@ def header_section(compilation: Compilation) -> dict[str, Any]:
         "nodes": plan.cluster.nodes,
         "gpus_per_node": plan.cluster.gpus_per_node,
         "gpu": plan.cluster.gpu.name,
+        "in_network_reduction": [name for name, on in (("nvls", plan.cluster.nvls), ("sharp", plan.cluster.sharp))
+                                 if on],
         "layout": layout_text(plan),
         "model": plan.model.name,
         "target": plan.target.name,
@@ -211,6 +213,10 @@ def header_text(report: dict, compilation: Compilation, style: Style) -> list[st
     lines = [style.bold(f"{report['file']}: {report['layout']} on {nodes} ({size})")]
     if report["target"] != "torch":
         lines.append(f"target {report['target']}: predicted as {report['target']} runs it (docs/targets.md)")
+    reducing = {"nvls": "NVLink SHARP inside each NVLink domain", "sharp": "InfiniBand SHARP across nodes"}
+    if report.get("in_network_reduction"):
+        lines.append("all-reduces may reduce in the network: "
+                     + "; ".join(reducing[name] for name in report["in_network_reduction"]))
     accum = report["microbatches"]
     micro = report["micro_batch"] if report["micro_batch"] is not None else "?"
     batch = (f"seq {report['seq']:,}, global batch {report['global_batch']:,}, micro-batch {micro}"

@@ -20,7 +20,10 @@ an all-reduce) and `(k - 1) / k x S` (twice) inside the level. An all-to-all sen
 over the NIC and `(k - 1) / n x S` inside (DeepEP's deduplicated dispatch and combine carry their
 own split, `Collective.spread`). A ring of point-to-point sends (ring attention, the
 pipeline's chain) crosses a level boundary on one hop in k: `1 / k` of its bytes per GPU on
-average go over the NIC.
+average go over the NIC. In-network reduction, where the hardware states it, lowers an
+all-reduce's bytes: NVLink SHARP (`nvls on`) sends the buffer once into the NVSwitch inside a level
+(S, not 2 (n - 1) / n x S), InfiniBand SHARP (`sharp on`) each GPU's 1/k share once into the
+fabric's switches (S / k over the NIC, not 2 (N - 1) / N x S / k).
 """
 
 from __future__ import annotations
@@ -108,8 +111,12 @@ class Collective:
             return s + s / n
         return 2 * s
 
-    def link_bytes(self) -> tuple[float, float]:
-        """(intra, nic) bytes this rank's GPU carries per call, by the rules of the module doc."""
+    def link_bytes(self, in_network: tuple[bool, bool] = (False, False)) -> tuple[float, float]:
+        """(intra, nic) bytes this rank's GPU carries per call, by the rules of the module doc.
+        `in_network` (NVLS, SHARP), where the hardware states them: an all-reduce may send its
+        buffer once into the NVSwitch inside a level, and each GPU its 1/k share once into the
+        fabric's switches across levels (`timing.Link.nvls_all_reduce`, `sharp_all_reduce`); the
+        fewer of those and the ring's bytes count, so the bound holds whichever NCCL picks."""
         n, k, s = self.size, min(self.local, self.size), self.payload
         if n <= 1 or s <= 0:
             return 0.0, 0.0
@@ -120,10 +127,13 @@ class Collective:
         if self.kind == "all_to_all":
             return (k - 1) / n * s, (n - k) / n * s
         twice = 2 if self.kind == "all_reduce" else 1
+        nvls, sharp = in_network if self.kind == "all_reduce" else (False, False)
         if k >= n:
-            return twice * (n - 1) / n * s, 0.0
+            ring = twice * (n - 1) / n * s
+            return (min(ring, s) if nvls else ring), 0.0
         levels = math.ceil(n / k)
-        return twice * (k - 1) / k * s, twice * (levels - 1) / levels * s / k
+        intra, nic = twice * (k - 1) / k * s, twice * (levels - 1) / levels * s / k
+        return (min(intra, s) if nvls and k > 1 else intra), (min(nic, s / k) if sharp else nic)
 
 
 def merged(records: list[Collective] | tuple[Collective, ...]) -> tuple[Collective, ...]:
@@ -195,12 +205,14 @@ class Ledger:
             out += sum(x.hbm_bytes for x in self.compute if op is None or x.op == op)
         return out
 
-    def link_bytes(self, axis: str | None = None) -> tuple[float, float]:
-        """(intra, nic) bytes per step, of one axis or of all."""
+    def link_bytes(self, axis: str | None = None,
+                   in_network: tuple[bool, bool] = (False, False)) -> tuple[float, float]:
+        """(intra, nic) bytes per step, of one axis or of all (`in_network`: the hardware's NVLS
+        and SHARP, `Collective.link_bytes`)."""
         intra = nic = 0.0
         for c in self.collectives:
             if axis is None or c.axis == axis:
-                a, b = c.link_bytes()
+                a, b = c.link_bytes(in_network)
                 intra += c.count * a
                 nic += c.count * b
         return intra, nic

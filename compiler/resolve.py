@@ -549,12 +549,33 @@ class _Resolver:
         host = hw.settings.get("host_bandwidth") if hw else None
         if host is not None:
             spans["host_bandwidth"] = host.span
+        nvls, sharp = self.in_network(hw, gpu, link, spans)
         return Cluster(gpu=gpu, gpus_per_node=gpus_per_node, link=link, domain_size=domain, intra_bandwidth=intra,
                        network=network, world_size=world, nodes=nodes, spans=spans,
                        price=price.value if price else defaults.get("price"),
                        price_source="spec" if price else defaults.get("price_source"),
                        power_limit=limit, hbm_bandwidth=memory.value if memory is not None else None,
-                       host_bandwidth=host.value if host is not None else None)
+                       host_bandwidth=host.value if host is not None else None, nvls=nvls, sharp=sharp)
+
+    def in_network(self, hw, gpu: Gpu, link: str, spans: dict) -> tuple[bool, bool]:
+        """The spec's `nvls` and `sharp`: in-network reduction, never assumed. NVLink SHARP needs
+        the third-generation NVSwitch of Hopper and Blackwell systems (E0373)."""
+        nvls = hw.settings.get("nvls") if hw else None
+        sharp = hw.settings.get("sharp") if hw else None
+        if sharp is not None:
+            spans["sharp"] = sharp.span
+        if nvls is None or not nvls.value:
+            return False, bool(sharp.value) if sharp is not None else False
+        if link not in ("nvlink", "nvl72") or gpu.generation not in ("hopper", "blackwell"):
+            where = (f"`{gpu.name}` ({gpu.generation}) has none" if link in ("nvlink", "nvl72")
+                     else f"a `{link}` link has none")
+            self.err("E0373", f"`nvls on` (NVLink SHARP) needs an NVSwitch that reduces: {where}", nvls.span,
+                     label="no NVLS here",
+                     help="NVLS runs on the NVSwitches of Hopper and Blackwell NVLink systems "
+                          "(HGX H100/H200/B200, GB200/GB300 NVL72); write `nvls off` or drop it")
+            return False, bool(sharp.value) if sharp is not None else False
+        spans["nvls"] = nvls.span
+        return True, bool(sharp.value) if sharp is not None else False
 
     def power_limit(self, hw, gpu: Gpu, spans: dict) -> float | None:
         """The spec's `power-limit`, when the derating law applies to it (`power.py`): the GPU's

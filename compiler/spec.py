@@ -313,6 +313,11 @@ HARDWARE_KEYS = (
         "with slower memory)", "hbm-bandwidth 2.4 TB/s"),
     Key("host-bandwidth", "bandwidth", "one GPU's share of its link to host memory, one direction "
         "(overrides the catalogue's: activation offloading's copies)", "host-bandwidth 64 GB/s"),
+    Key("nvls", "bool", "NVLink SHARP: the NVSwitches reduce an all-reduce inside the NVLink domain "
+        "(NCCL's NVLS, `NCCL_NVLS_ENABLE`; Hopper and Blackwell NVSwitch systems); off unless stated",
+        "nvls on"),
+    Key("sharp", "bool", "InfiniBand SHARP: the fabric's switches reduce an all-reduce across nodes "
+        "(NCCL's CollNet with the SHARP plugin, `NCCL_COLLNET_ENABLE`); off unless stated", "sharp on"),
 )
 
 TRAIN_KEYS = (
@@ -441,7 +446,7 @@ _MISPLACED = {
     "precision": "train", "optimizer": "train", "schedule": "pp", "virtual-stages": "pp",
     "sequence-parallel": "tp", "sharding": "dp", "gpu": "hardware", "nodes": "hardware",
     "network": "hardware", "power-limit": "hardware", "hbm-bandwidth": "hardware",
-    "host-bandwidth": "hardware", "layers": "model", "hidden": "model", "heads": "model",
+    "host-bandwidth": "hardware", "nvls": "hardware", "sharp": "hardware", "layers": "model", "hidden": "model", "heads": "model",
     "flavour": "cp", "image": "launch",
 }
 

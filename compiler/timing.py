@@ -423,6 +423,12 @@ class Hardware:
     """The part's special-function units against its generation's exponential rate
     (`kernels.EXP_SCALE`: Blackwell Ultra 2.14): the attention's exponential floor
     (`kernels.exp_seconds`)."""
+    nvls: bool = False
+    """NVLink SHARP (the spec's `nvls on`): all-reduces inside the NVLink domain may reduce in the
+    NVSwitches (`Link.nvls_all_reduce`)."""
+    sharp: bool = False
+    """InfiniBand SHARP (the spec's `sharp on`): all-reduces across nodes may reduce in the
+    fabric's switches (`Link.sharp_all_reduce`)."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -461,7 +467,7 @@ def hardware_of(plan: Plan) -> Hardware:
         fp8_attention_part=kernel_model.fp8_attention_part(gpu.name, gpu.generation),
         achievable=kernel_model.matmul_achievable(gpu.name, gpu.generation),
         achievable_fp8=kernel_model.matmul_achievable(gpu.name, gpu.generation, fp8=True),
-        exp_scale=kernel_model.EXP_SCALE.get(gpu.name, 1.0))
+        exp_scale=kernel_model.EXP_SCALE.get(gpu.name, 1.0), nvls=cluster.nvls, sharp=cluster.sharp)
 
 
 @dataclass(frozen=True, slots=True)
@@ -831,6 +837,12 @@ class Link:
     sms: int = 0
     """SMs of the GPUs at its ends: what a transfer's kernels hold a share of while they run
     (`sm_share`). 0: free overlap (a link built by hand)."""
+    nvls: float = 0.0
+    """NVLink SHARP's efficiency on this part (`NVLS_EFFICIENCY`) where the spec says `nvls on`:
+    an all-reduce may reduce in the NVSwitches. 0: rings and trees only."""
+    sharp: float = 0.0
+    """InfiniBand SHARP's efficiency (`SHARP_EFFICIENCY`) where the spec says `sharp on`: an
+    all-reduce across levels may reduce in the fabric's switches. 0: rings and trees only."""
 
     @property
     def sm_share(self) -> float:
@@ -844,12 +856,44 @@ class Link:
         return max(1, math.ceil(self.size / max(1, min(self.local, self.size))))
 
     def all_reduce(self, nbytes: float) -> float:
-        """NCCL's choice: the faster of its ring and its tree by their own cost models (what its
-        tuner does for every call, `src/graph/tuning.cc`)."""
+        """NCCL's choice: the fastest of its ring, its tree and, where the hardware states
+        in-network reduction, NVLS inside one level or SHARP across levels, by their own cost
+        models (what its tuner does for every call, `src/graph/tuning.cc`)."""
         n = self.size
         if n <= 1 or nbytes <= 0:
             return 0.0
-        return min(self.ring_all_reduce(nbytes), self.tree_all_reduce(nbytes))
+        best = min(self.ring_all_reduce(nbytes), self.tree_all_reduce(nbytes))
+        if self.nvls and self.levels == 1:
+            best = min(best, self.nvls_all_reduce(nbytes))
+        if self.sharp and self.levels > 1:
+            best = min(best, self.sharp_all_reduce(nbytes))
+        return best
+
+    def nvls_all_reduce(self, nbytes: float) -> float:
+        """NVLink SHARP inside one level: each GPU writes its buffer into the NVSwitch, which sums
+        the GPUs' copies, and reads the sum back (multimem reduce and multicast), so each GPU's
+        link carries the buffer once each way where a ring carries 2 (n - 1) / n of it; at
+        `nvls` of the ring's bus bandwidth (NCCL's `nvlsEfficiency`), one `NVLS_LATENCY` however
+        many GPUs take part (NCCL's NVLS latency has no per-rank step)."""
+        return nbytes / (self.nvls * self.ring) + NVLS_LATENCY
+
+    def sharp_all_reduce(self, nbytes: float) -> float:
+        """InfiniBand SHARP across levels (NCCL's CollNet Direct): the k GPUs of a level reduce-
+        scatter the buffer among themselves over NVLink (with NVLS, through the switch), each
+        sends its 1/k share to the fabric's aggregation tree once and reads the sum back, then
+        they all-gather it. The NIC carries nbytes / k each way whatever the number of levels (a
+        ring's 2 (N - 1) / N of it), at `sharp` of its bus bandwidth; the level's exchange runs
+        beside it, pipelined, and the slower of the two sets the time. Latency: the switch tree's
+        (`SHARP_LATENCY`) and NCCL's per-rank arity serialisation inside the level
+        (`SHARP_ARITY_LATENCY`, `src/graph/tuning.cc`), not a step per level."""
+        k = max(1, min(self.local, self.size))
+        if k > 1:
+            inner = nbytes / (self.nvls * self.near) if self.nvls else 2 * (k - 1) / k * nbytes / self.near
+        else:
+            inner = 0.0
+        outer = nbytes / k / (self.sharp * self.far)
+        latency = SHARP_LATENCY + 2 * (min(1, k - 1) * self.step_near + (k - 1) * SHARP_ARITY_LATENCY)
+        return max(inner, outer) + latency
 
     def ring_latency(self, passes: int) -> float:
         """Latency of `passes` trips round a ring of n ranks over N levels, n - 1 steps each: the
@@ -908,6 +952,31 @@ TREE_BUS = 0.9
 tree (algorithm bandwidth half the bus bandwidth), where the ring moves 2 (n - 1)/n of it."""
 
 
+NVLS_EFFICIENCY = {"hopper": 0.85, "blackwell": 0.74}
+"""NVLink SHARP's bandwidth against a ring's on the same NVLinks, by generation: NCCL's
+`nvlsEfficiency` (`src/graph/tuning.cc`: Volta and Ampere 0, whose NVSwitches do not reduce;
+Hopper 0.85; Blackwell 0.74), the share of the link the multimem reduce-and-multicast sustains."""
+
+NVLS_LATENCY = 25e-6
+"""Seconds one NVLS all-reduce costs beyond its bytes: NCCL's NVLS latency inside a node (its
+`hwLatencies` NVLINK, NVLS, Simple: 25 us, no base and no per-rank term). Rings win the small
+calls, as NCCL's tuner picks them."""
+
+SHARP_EFFICIENCY = 0.85
+"""InfiniBand SHARP's bandwidth against the NIC's bus bandwidth: NCCL scales CollNet Direct's bus
+bandwidth by 0.85 on Hopper and later (`if (minCompCap >= 90) busBw *= .85`, `src/graph/tuning.cc`);
+parc applies it on every part, the lower figure."""
+
+SHARP_LATENCY = 31e-6
+"""Seconds one SHARP all-reduce spends in the network: NCCL's CollNet Direct latency (`hwLatencies`
+NET, CollNetDirect, Simple: 31 us): one trip up and down the switches' aggregation tree, not a step
+per node."""
+
+SHARP_ARITY_LATENCY = 0.4e-6
+"""NCCL's CollNet Direct serialisation per rank of a node ("0.4 us arity serialization latency"),
+charged twice (the reduce-scatter into the NIC's share and the all-gather out of it)."""
+
+
 def sent_all_reduce(n: int, nbytes: float) -> float:
     return 2 * (n - 1) / n * nbytes if n > 1 else 0.0
 
@@ -922,7 +991,9 @@ def link(group: Group, hw: Hardware, c: Constants) -> Link:
     ring = intra if group.inside else min(intra, group.local * far)
     latency = c.latency_intra if group.inside else c.latency_inter
     return Link(size=group.size, ring=ring, near=intra, far=far, local=group.local, latency=latency,
-                step_near=c.latency_intra, sms=hw.sms)
+                step_near=c.latency_intra, sms=hw.sms,
+                nvls=NVLS_EFFICIENCY.get(hw.generation, 0.0) if hw.nvls else 0.0,
+                sharp=SHARP_EFFICIENCY if hw.sharp else 0.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -3570,7 +3641,8 @@ def nic_busy(r: RankTimes, lk: Link) -> tuple[float, float]:
     nic = {(axis, phase): 0.0 for axis in RANK_AXES for phase in (0, 1)}
     for c in r.collectives:
         if c.axis in RANK_AXES:
-            nic[(c.axis, 0 if c.phase == "forward" else 1)] += c.micro * c.link_bytes()[1] / lk.far
+            nic[(c.axis, 0 if c.phase == "forward" else 1)] += (
+                c.micro * c.link_bytes((lk.nvls > 0, lk.sharp > 0))[1] / lk.far)
     exposed = (r.exposed_f, r.exposed_b)
     return tuple(sum(max(0.0, nic[(axis, phase)] - exposed[phase][i]) for i, axis in enumerate(RANK_AXES))
                  for phase in (0, 1))
@@ -3978,10 +4050,16 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software, again: floa
             Compute("optimizer", hbm_bytes=OPTIMIZER_BYTES.get(k.optimizer, 34) * updated))
 
 
+def in_network(hw: Hardware) -> tuple[bool, bool]:
+    """(NVLS, SHARP) where the part can use them: what `Collective.link_bytes` counts an
+    all-reduce's bytes by. NVLS only where `NVLS_EFFICIENCY` knows the generation (as `link`)."""
+    return hw.nvls and hw.generation in NVLS_EFFICIENCY, hw.sharp
+
+
 def link_bounds(ledger: Ledger, hw: Hardware, c: Constants) -> Bounds:
     """The seconds the ledger's bytes need on each link class at the bandwidth the collectives
     reach (the datasheet's times the bus efficiencies: tighter than the datasheet itself)."""
-    intra, nic = ledger.link_bytes()
+    intra, nic = ledger.link_bytes(in_network=in_network(hw))
     host = ledger.host_bytes / (hw.host * c.bus_nvlink) if ledger.host_bytes and hw.host > 0 else 0.0
     return Bounds(intra=intra / (hw.intra * c.bus_nvlink), nic=nic / (hw.nic * c.bus_network), host=host)
 
@@ -4216,7 +4294,7 @@ def step_from(ranks: tuple[tuple[Load, ...], dict[Load, RankStep]], shape: Shape
     bounds = floor_rank.bounds
     if bounds.links > step:
         which = 1 if bounds.nic >= bounds.intra else 0
-        shares = {axis: floor_rank.ledger.link_bytes(axis)[which] for axis in AXES}
+        shares = {axis: floor_rank.ledger.link_bytes(axis, in_network(hw))[which] for axis in AXES}
         total = sum(shares.values())
         deficit = bounds.links - step
         for axis in AXES:

@@ -92,7 +92,7 @@ def assert_within_physics(plan) -> timing.Prediction:
         assert step >= moved / hbm * (1 - 1e-9)
         assert rank.ledger.flops() > 0
         assert step >= rank.ledger.flops() / peak * (1 - 1e-9)
-        intra_bytes, nic_bytes = rank.ledger.link_bytes()
+        intra_bytes, nic_bytes = _fewest_link_bytes(rank.ledger, plan.cluster.nvls, plan.cluster.sharp)
         assert step >= intra_bytes / intra * (1 - 1e-9)
         assert step >= nic_bytes / nic * (1 - 1e-9)
         exps = _exp_rate(plan)
@@ -103,6 +103,40 @@ def assert_within_physics(plan) -> timing.Prediction:
     if prediction.breakdown.host_bytes:  # activation offloading: the GPU's link to host memory
         assert step >= prediction.breakdown.host_bytes / _host_link(plan) * (1 - 1e-9)
     return prediction
+
+
+def _fewest_link_bytes(ledger, nvls: bool, sharp: bool) -> tuple[float, float]:
+    """(NVLink, NIC) bytes per GPU of the ledger's collectives, counted here from their sizes
+    (not by `Collective.link_bytes`): hierarchical rings (a group of n ranks, k per node, over N
+    nodes: an all-reduce 2 (k-1)/k S inside and 2 (N-1)/N S / k over the NIC, half that for a
+    gather or scatter), and where the hardware reduces in the network the fewer bytes its
+    all-reduce needs: NVLS sends S once into the NVSwitch, SHARP each GPU's S / k once into the
+    fabric. All-to-alls and sends as the module doc of ledger.py splits them."""
+    import math
+
+    intra = nic = 0.0
+    for c in ledger.collectives:
+        n, k, s = c.size, min(c.local, c.size), c.payload
+        if n <= 1 or s <= 0:
+            continue
+        if c.kind == "send":
+            a, b = (s, 0.0) if k >= n else (s - s / k, s / k)
+        elif c.spread is not None:
+            a, b = c.spread[0] * s, c.spread[1] * s
+        elif c.kind == "all_to_all":
+            a, b = (k - 1) / n * s, (n - k) / n * s
+        else:
+            twice = 2 if c.kind == "all_reduce" else 1
+            nodes = math.ceil(n / k)
+            a = twice * (k - 1) / k * s
+            b = twice * (nodes - 1) / nodes * s / k
+            if c.kind == "all_reduce" and nvls and k > 1:
+                a = min(a, s)
+            if c.kind == "all_reduce" and sharp and nodes > 1:
+                b = min(b, s / k)
+        intra += c.count * a
+        nic += c.count * b
+    return intra, nic
 
 
 SMS_AND_CLOCK = {"a100-80gb": (108, 1.41e9), "h100-sxm": (132, 1.83e9), "h800": (132, 1.83e9),
@@ -525,6 +559,8 @@ def layouts(draw):
     link = draw(st.sampled_from(["nvlink", "pcie"]))
     limits = draw(st.sampled_from(["", "power-limit 300 W", "hbm-bandwidth 1.2 TB/s",
                                    "power-limit 350 W, hbm-bandwidth 2.4 TB/s"]))
+    reduction = draw(st.sampled_from(["", "nvls on", "sharp on", "nvls on, sharp on"]))
+    assume("nvls" not in reduction or (gpu == "h100-sxm" and link == "nvlink"))  # E0373 elsewhere
     text = f"""job r
 {layout} on nodes({gpus_per_node} gpus, {link})
 model {model}
@@ -533,6 +569,7 @@ hardware {{
   nodes {nodes}
   network {nics} x {rate} Gb/s
   {limits}
+  {reduction}
 }}
 train {{
   seq {seq}

@@ -99,8 +99,9 @@ def test_every_launcher_number_is_the_plans(layout, batch, nodes, gpus):
     assert f"= {nodes * gpus} ranks" in readme
 
 
-FIXED_TEXT = re.compile(r"python3|>&2|exit 2|shift 2|head -n 1|--kill-on-bad-exit=1|c10d|127\.0\.0\.1|\[0\]|-gt 0|\$\{1#|\$[12]\b|\$\{?[12]:")
-"""Numbers that are part of the scripts' fixed text, not facts about the job."""
+FIXED_TEXT = re.compile(r"NCCL_(?:NVLS|COLLNET)_ENABLE=[01]|python3|>&2|exit 2|shift 2|head -n 1|--kill-on-bad-exit=1|c10d|127\.0\.0\.1|\[0\]|-gt 0|\$\{1#|\$[12]\b|\$\{?[12]:")
+"""Numbers that are part of the scripts' fixed text, not facts about the job (NCCL's in-network
+switches are the hardware block's, checked in tests/test_in_network.py)."""
 
 
 def numbers_in_commands(script: str) -> list[str]:
@@ -129,7 +130,7 @@ def test_output_is_deterministic_and_free_of_machine_paths(tmp_path, monkeypatch
 
 def test_the_same_env_name_twice_keeps_the_last_value_everywhere():
     plan = plan_of(spec_text(launch='  env A "1"\n  env B "2"\n  env A "3"'))
-    assert job_shape(plan).env == (("A", "3"), ("B", "2"))
+    assert job_shape(plan).env == (("NCCL_NVLS_ENABLE", "0"), ("A", "3"), ("B", "2"))
     files = launchers.files(plan)
     assert "export A=1" not in files["launch/torchrun.sh"]
     assert files["launch/torchrun.sh"].count("export A=3") == 1

@@ -67,7 +67,8 @@ class JobShape:
     restarts: int
     """torchrun's --max-restarts."""
     env: tuple[tuple[str, str], ...]
-    """Environment for every rank, in first-written order; a name written twice keeps its last value."""
+    """Environment for every rank, in first-written order; a name written twice keeps its last value.
+    NCCL's in-network reduction switches come first (`nccl_in_network`), the spec's `env` after."""
     image: str | None
     partition: str | None
     account: str | None
@@ -93,7 +94,7 @@ def job_shape(plan: Plan) -> JobShape:
         raise LauncherError(f"{cluster.nodes} nodes x {cluster.gpus_per_node} GPUs per node "
                             f"!= world size {cluster.world_size}")
     _check_spec_strings(plan)
-    env: dict[str, str] = {}
+    env: dict[str, str] = dict(nccl_in_network(plan))
     for var in plan.launch.env:
         env[var.name] = var.value  # dicts keep first-insertion order; the last value wins
     launch = plan.launch
@@ -102,6 +103,34 @@ def job_shape(plan: Plan) -> JobShape:
                     steps=launch.steps, restarts=launch.restarts, env=tuple(env.items()), image=launch.image, partition=launch.partition,
                     account=launch.account, time_limit=launch.time_limit, namespace=launch.namespace,
                     train_options=TRAIN_OPTIONS[plan.target.name])
+
+
+def nccl_in_network(plan: Plan) -> tuple[tuple[str, str], ...]:
+    """NCCL's switches for in-network reduction, set as the spec's hardware states them so that
+    the job reduces as the time model charges it (`hardware { nvls on }`, `sharp on`): NVLS is on
+    by default wherever NCCL finds NVSwitches that reduce, so the job turns it off unless the spec
+    says `nvls on`; CollNet (SHARP) is off by default and is turned on only by `sharp on` (it
+    also needs the SHARP plugin, `nccl-rdma-sharp-plugins`, in the image). The spec's `env`
+    comes after these and wins."""
+    cluster = plan.cluster
+    out = [("NCCL_NVLS_ENABLE", "1" if cluster.nvls else "0")]
+    if cluster.sharp:
+        out.append(("NCCL_COLLNET_ENABLE", "1"))
+    return tuple(out)
+
+
+def nccl_note(plan: Plan) -> str:
+    """The job README's sentence on in-network reduction: what the launchers set and why."""
+    cluster = plan.cluster
+    nvls = ("NVLink SHARP on (`NCCL_NVLS_ENABLE=1`, the spec's `nvls on`): NCCL may reduce "
+            "all-reduces inside each NVLink domain in the NVSwitches, as the prediction charges them"
+            if cluster.nvls else
+            "NVLink SHARP off (`NCCL_NVLS_ENABLE=0`): the prediction charges rings and trees only; "
+            "on NVSwitches that reduce (HGX H100/H200/B200, NVL72) write `hardware { nvls on }`")
+    sharp = ("; InfiniBand SHARP on (`NCCL_COLLNET_ENABLE=1`, the spec's `sharp on`): the image "
+             "needs NCCL's SHARP plugin (`nccl-rdma-sharp-plugins`, in HPC-X), and the fabric switches "
+             "with SHARP enabled and its aggregation manager running" if cluster.sharp else "")
+    return f"In-network reduction: {nvls}{sharp} (docs/time-model.md, \"Communication\")."
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:
@@ -448,7 +477,7 @@ def readme(plan: Plan, shape: JobShape) -> str:
                   image=default_image(shape), train_script=TRAIN_SCRIPT,
                   env=shape.env, multi_node=shape.nodes > 1, shape_phrase=shape_phrase(shape),
                   rdzv_backend=RDZV_BACKEND, nodes=count(shape.nodes, "node"),
-                  dependencies=python_dependencies(plan),
+                  dependencies=python_dependencies(plan), nccl_note=nccl_note(plan),
                   workers=count(shape.nodes - 1, "Worker pod"), nodes_number=shape.nodes)
 
 

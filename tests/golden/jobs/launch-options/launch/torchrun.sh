@@ -35,7 +35,8 @@ if [[ -z $endpoint_given ]]; then
        "on a cluster pass --rdzv-endpoint FIRST_NODE:$port on every node" >&2
 fi
 
-# Environment for every rank, from the spec's launch block.
+# Environment for every rank: NCCL's in-network reduction as the hardware block states it, then the launch block's.
+export NCCL_NVLS_ENABLE=0
 export NCCL_DEBUG=WARN
 # shellcheck disable=SC2016  # the value is literal text
 export PARC_NOTE='it'"'"'s "quoted", $HOME stays literal, `so` does $(this)
