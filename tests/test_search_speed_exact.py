@@ -480,6 +480,10 @@ BOUND_SPACES = {
     "llama3-70b-cp-all-to-all": "job b\ntp ? x cp ? x pp ? x dp ? on nodes(8 gpus, nvlink)\nmodel llama3-70b\n"
                                 "hardware { gpu h100-sxm, nodes 64 }\ncp { flavour all-to-all }\n"
                                 + EVERY_HOLE.format(seq=32768, batch=256),
+    # in-network reduction: NVLS and SHARP make some all-reduces cheaper than any ring's bytes
+    "llama3-8b-nvls-sharp": "job b\ntp ? x cp ? x pp ? x dp ? on nodes(8 gpus, nvlink)\nmodel llama3-8b\n"
+                            "hardware { gpu h100-sxm, nodes 16, network 8 x 100 Gb/s, nvls on, sharp on }\n"
+                            + EVERY_HOLE.format(seq=4096, batch=256),
 }
 
 
