@@ -990,8 +990,14 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
 - **ep**, per MoE layer: dispatch and combine all-to-alls of `2 (n/sp) top_k h` bytes forward and
   again backward, exposed; under dualpipe-v, and where the runtime overlaps them with another
   micro-batch's computation (`Software.ep_overlap`: Megatron-Core's 1F1B all-to-all overlap,
-  `--overlap-moe-expert-parallel-comm`), only what exceeds the layer's computation shows
-  (DeepSeek-AI 2024); Megatron-Core's overlap pairs only the steady state's forward and backward
+  `--overlap-moe-expert-parallel-comm`), each all-to-all runs beside the one block of the other
+  micro-batch its schedule pairs it with (`timing.paired_ep_exposed`; Megatron-Core's
+  `schedule_layer_1f1b` and DualPipe's chunk pairs, DeepSeek-AI 2024, Figure 4, alike): the
+  backward's combine beside the forward's attention, the forward's dispatch beside the
+  backward's expert MLP, the backward's dispatch beside the forward's expert MLP, the forward's
+  combine beside the backward's attention (the expert block: the MoE layer's computation without
+  its all-to-alls, twice that backward; the attention block: the rest), and only what exceeds
+  its partner shows, whatever the other pairs have to spare; Megatron-Core's overlap pairs only the steady state's forward and backward
   steps, so its warm-up forwards and cool-down backwards (`timing.unpaired_chunk_steps`: the
   interleaved warm-up `(pp - rank - 1) 2 + (v - 1) pp + 1` of the pacing rank's `m v`
   chunk-steps) wait for their all-to-alls as without it. DeepEP (`Software.ep_dispatcher = "deepep"`, the runs that state it) sends a

@@ -2609,6 +2609,29 @@ def paired_tp_exposed(work: Work, records: tuple[Collective, ...], tp: Link, mod
     return out["forward"], out["backward"]
 
 
+def paired_ep_exposed(work: Work, forward: float, backward: float, share: float) -> float:
+    """Seconds a MoE layer's four all-to-alls show when each runs beside the block of the other
+    micro-batch's computation the schedule pairs it with: Megatron-Core's 1F1B all-to-all overlap
+    (`schedule_layer_1f1b` in megatron/core/models/common/model_chunk_schedule_plan.py: the
+    forward's attention beside the backward's combine, the forward's dispatch beside the backward's
+    expert MLP, the backward's dispatch beside the forward's expert MLP, the forward's combine
+    beside the backward's attention, each pair on its own stream) and DualPipe's chunk pairs
+    (DeepSeek-V3 report, Figure 4: the same four). A transfer longer than its partner shows by
+    the difference, however much the other blocks have to spare: the streams meet at each pair.
+
+    `forward`, `backward`: the layer's all-to-all seconds each way (dispatch and combine alike,
+    the same tokens). The expert block's forward is the MoE layer's computation without its
+    all-to-alls (`Work.moe_again`: router, permutations, expert GEMMs, activation, shared
+    experts), its backward twice that (input and weight gradients); the attention block is the
+    rest of the layer. Each pair takes `kernels.overlap_exposed` (the transfer's SM share)."""
+    mlp_f = min(work.moe_again, work.forward)
+    mlp_b = min(2 * mlp_f, work.backward_input + work.backward_weight)
+    attention_f = work.forward - mlp_f
+    attention_b = work.backward_input + work.backward_weight - mlp_b
+    pairs = ((attention_f, backward / 2), (mlp_b, forward / 2), (mlp_f, backward / 2), (attention_b, forward / 2))
+    return sum(kernel_model.overlap_exposed(block, transfer, share * transfer) for block, transfer in pairs)
+
+
 @lru_cache(maxsize=16384)
 def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_tp: str,
             c: Constants, calls: TpCalls | None = None, extra: tuple[Collective, ...] = (),
@@ -2658,11 +2681,10 @@ def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_
     ep_f, ep_b = time[("ep", "forward")], time[("ep", "backward")]
     if overlap_ep and ep_f + ep_b:
         # the transfers hide under the other micro-batch's computation, which meanwhile runs on
-        # the SMs they leave free (DeepEP's own kernels, or NCCL's all-to-all)
-        compute = work.forward + work.backward_input + work.backward_weight
-        busy = ep_f + ep_b
+        # the SMs they leave free (DeepEP's own kernels, or NCCL's all-to-all), each beside the
+        # one block of it the schedule pairs it with (`paired_ep_exposed`)
         share = work.ep_sm_share if work.ep_fanout[0] else ep.sm_share
-        ep_f = ep_b = kernel_model.overlap_exposed(compute, busy, share * busy) / 2
+        ep_f = ep_b = paired_ep_exposed(work, ep_f, ep_b, share) / 2
     kept_seconds = 0.0 if overlap_ep else sum(r.count * collective_seconds(r, ep) for r in kept)
     return Exposed(tp_f=tp_f, tp_b=tp_b, cp_f=cp_f, cp_b=cp_b, ep_f=ep_f, ep_b=ep_b,
                    tp_sent=(sent[("tp", "forward")], sent[("tp", "backward")]),

@@ -99,8 +99,10 @@ def test_deepep_shortens_a_cross_node_exchange_by_its_nic_bytes():
 def test_overlapped_deepep_costs_the_sms_it_takes():
     """A MoE layer whose all-to-alls hide under another micro-batch's computation (1F1B overlap,
     DualPipe): DeepEP's kernels hold 20 of the 132 SMs while they transfer, so W seconds of
-    computation beside T seconds of transfer take max(T, W + 20/132 T). By hand, from one layer's
-    Work and the link's four exchanges."""
+    computation beside T seconds of transfer take max(T, W + 20/132 T), each exchange beside the
+    block of the other micro-batch it is paired with (`timing.paired_ep_exposed`). By hand, from
+    one layer's Work (attention g forward and backward, expert MLP g forward, 2 g backward) and
+    the link's four exchanges."""
     hw = timing.Hardware("hopper", 989e12, 1979e12, 3.35e12, intra=450e9, nic=50e9, level=8)
     ep = timing.link(timing.Group(32, 8), hw, DEFAULT)
     none = timing.link(timing.Group(1, 1), hw, DEFAULT)
@@ -110,10 +112,11 @@ def test_overlapped_deepep_costs_the_sms_it_takes():
     call = max(near * payload / ep.near, far * payload / ep.far) + 31 * ep.latency
     transfer = 4 * call  # dispatch and combine, forward and backward
     for gemm in (0.5e-3, 5e-3):  # shorter than the transfers, then longer
-        work = timing.Work(gemm=gemm, ep_bytes=payload, ep_fanout=(128, 8, 0), ep_sm_share=share, moe=True)
+        work = timing.Work(gemm=gemm, attention_f=gemm, attention_b=gemm, moe_again=gemm, ep_bytes=payload,
+                           ep_fanout=(128, 8, 0), ep_sm_share=share, moe=True)
         x = timing.exposed(work, none, none, ep, True, "none", DEFAULT)
-        compute = 3 * gemm
-        assert x.ep_f + x.ep_b == pytest.approx(max(transfer - compute, share * transfer), rel=1e-9)
+        blocks = (gemm, 2 * gemm, gemm, gemm)  # attention forward, MLP backward, MLP forward, attention backward
+        assert x.ep_f + x.ep_b == pytest.approx(sum(max(call - w, share * call) for w in blocks), rel=1e-9)
     # exposed (no overlap): the whole transfer
     x = timing.exposed(timing.Work(gemm=5e-3, ep_bytes=payload, ep_fanout=(128, 8, 0), ep_sm_share=share, moe=True),
                        none, none, ep, False, "none", DEFAULT)

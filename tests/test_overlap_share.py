@@ -162,7 +162,8 @@ def test_the_ep_overlap_reads_its_dispatchers_share(monkeypatch, dispatcher):
     none = timing.link(timing.Group(1, 1), HW, DEFAULT)
     payload = 64e6
     deepep = dispatcher == "deepep"
-    work = timing.Work(gemm=50e-3, ep_bytes=payload, moe=True, ep_fanout=(64, 8, 0) if deepep else (0, 0, 0),
+    work = timing.Work(gemm=50e-3, moe_again=20e-3, ep_bytes=payload, moe=True,
+                       ep_fanout=(64, 8, 0) if deepep else (0, 0, 0),
                        ep_sm_share=kernels.sm_share(kernels.DEEPEP_SMS, SMS) if deepep else 0.0)
     x = timing.exposed(work, none, none, ep, True, "none", DEFAULT)
     busy = sum(r.count * timing.collective_seconds(r, ep) for r in x.collectives if r.axis == "ep")
@@ -170,6 +171,25 @@ def test_the_ep_overlap_reads_its_dispatchers_share(monkeypatch, dispatcher):
     share = (44 if deepep else 66) / SMS
     assert x.ep_f + x.ep_b == pytest.approx(share * busy, rel=1e-9)
     timing.clear_caches()
+
+
+def test_each_all_to_all_hides_only_under_its_partner_block():
+    """Megatron-Core's 1F1B all-to-all overlap pairs each of a MoE layer's four all-to-alls with
+    one block of the other micro-batch (`schedule_layer_1f1b`): backward combine / forward
+    attention, forward dispatch / backward expert MLP, backward dispatch / forward expert MLP,
+    forward combine / backward attention. By hand, for a layer whose forward is 10 ms of
+    attention and 2 ms of expert MLP (so 4 ms of expert MLP backward and 20 ms of attention
+    backward) and all-to-alls of 5 ms each, no SM share: the expert MLP's forward and backward are
+    shorter than their transfers, by 3 and 1 ms, though the layer's computation (36 ms) outlasts
+    all four (20 ms)."""
+    work = timing.Work(gemm=4e-3, attention_f=8e-3, moe_again=2e-3, memory_b=12e-3, attention_b=4e-3, moe=True)
+    assert work.forward == pytest.approx(12e-3) and work.backward_input + work.backward_weight == pytest.approx(24e-3)
+    assert timing.paired_ep_exposed(work, 10e-3, 10e-3, 0.0) == pytest.approx(4e-3, rel=1e-9)
+    # with a share s each pair shows at least s T (0.2 x 5 ms = 1 ms): 3 ms beside the forward's
+    # expert MLP, 1 ms beside each of the other three
+    assert timing.paired_ep_exposed(work, 10e-3, 10e-3, 0.2) == pytest.approx(3e-3 + 3 * 1e-3, rel=1e-9)
+    # the whole layer's computation against the four together would have hidden them all
+    assert kernels.overlap_exposed(36e-3, 20e-3, 0.0) == 0.0
 
 
 def test_the_dp_windows_read_nccls_share(monkeypatch):
