@@ -940,28 +940,38 @@ Bytes sent per GPU: all-reduce `2 (n-1)/n S`, all-gather, reduce-scatter and all
 
 **In-network reduction, only where the hardware block states it.** NCCL can reduce an all-reduce
 in the switches rather than on the GPUs; parc never assumes it. `hardware { nvls on }` (NVLink
-SHARP: the third-generation NVSwitch of Hopper and Blackwell systems; E0373 refuses it elsewhere)
-adds, for a group inside one level, NCCL's NVLS algorithm: each GPU writes S into the switch, which
-sums the copies, and reads the sum back, `S / (e_nvls B_in) + 25 us`, with `e_nvls` NCCL's own
-`nvlsEfficiency` (Hopper 0.85, Blackwell 0.74) and its NVLS latency; against the ring's
-`2 (n-1)/n S / B_in` that is 1.49x faster on 8 Hopper GPUs for large buffers, while small ones
-stay on the ring. `hardware { sharp on }` (InfiniBand SHARP, NCCL's CollNet Direct with the SHARP
-plugin) adds, for a group across levels, the k GPUs of a level reduce-scattering over NVLink (with
-NVLS, through the switch), each sending its S / k share once into the fabric's aggregation tree
-and reading the sum back, then all-gathering: `max(2 (k-1)/k S / B_in, S / k / (0.85 B_out)) +
-31 us + 2 (k - 1) 0.4 us` (NCCL's CollNet efficiency on Hopper and later, its network latency
-and its per-rank arity serialisation, `src/graph/tuning.cc`). The NIC then carries `S / k`
-whatever the number of levels, where a ring carries `2 (N-1)/N S / k`: up to half, which is what
-SHARP buys a data-parallel all-reduce with one GPU per node; with eight, the NVLink exchange
-inside the node is the longer part. NCCL's choice stays the fastest of all the algorithms the
-hardware has. Only all-reduces change: NCCL's NVLS and CollNet reduce-scatters and all-gathers
-gain no bandwidth over the ring (a rank still receives `(n-1)/n S`), so ZeRO and FSDP traffic is
-charged as before. The ledger's link bytes (`Collective.link_bytes`, the physical bounds) count
-an all-reduce at the fewer of its ring's bytes and the in-network ones (S inside the level, S / k
-over the NIC), so no prediction beats the links whichever algorithm NCCL picks; "sent per GPU"
-stays the ring's count. The generated job sets NCCL's switches to match: `NCCL_NVLS_ENABLE` 1
-under `nvls on` and 0 otherwise (NCCL enables NVLS by itself where it finds the switches), and
-`NCCL_COLLNET_ENABLE=1` under `sharp on` (the image needs the SHARP plugin).
+SHARP: the third-generation NVSwitch of Hopper and Blackwell systems of 8 or more GPUs; E0373
+refuses it elsewhere) adds, for a group inside one level, NCCL's NVLS algorithm: each GPU reduces
+its 1/n of the buffer by reading every GPU's copy through the switch and writes the sum back to be
+multicast, so its link carries `(n+1)/n S` each way where a ring carries `2 (n-1)/n S`:
+`(n+1)/n S / (e_nvls B_in) + 25 us`, with `e_nvls` NCCL's own `nvlsEfficiency` (Hopper 0.85,
+Blackwell 0.74) and its NVLS latency (NCCL's tuner charges `(n-1)/n S`, which at two GPUs would
+beat the link; parc keeps the bytes the switch moves). On 8 Hopper GPUs that is 1.32x a ring for
+large buffers, about the gain nccl-tests show; small buffers, and any pair of GPUs, stay on the
+ring. `hardware { sharp on }` (InfiniBand SHARP, NCCL's CollNet with the SHARP plugin) adds, for a
+group across levels, the k GPUs of a level reduce-scattering over NVLink, each sending its S / k
+share once into the fabric's aggregation tree and reading the sum back, then all-gathering:
+`max(2 (k-1)/k S / B_in, S / k / (0.85 B_out)) + 31 us + 2 (3.7 us + (k - 1) 0.4 us)` (CollNet
+Direct's efficiency from Hopper on, its network latency, one NVLink hop and its per-rank arity
+serialisation; 14 us, NCCL's tree latency, with one GPU a level), only for up to 8 GPUs a level,
+as NCCL runs CollNet (`src/enqueue.cc`); with `nvls on` too, NCCL's NVLS algorithm across nodes
+moves the level's share through the switch instead, at any k (an NVL72 rack):
+`max((k+1)/k S / (e_nvls B_in), S / k / (0.85 B_out)) + 25 + 18 us`. The NIC then carries `S / k`
+whatever the number of levels, where a ring carries `2 (N-1)/N S / k`: up to half, what SHARP
+buys a data-parallel all-reduce with one GPU per node; with eight, the exchange inside the node is
+the longer part. NCCL's choice stays the fastest of every algorithm the hardware has, so turning
+either on never slows an all-reduce (`tests/test_in_network.py` checks it over group shapes and
+sizes). Only all-reduces change: NCCL's NVLS and CollNet reduce-scatters and all-gathers gain no
+bandwidth over the ring (a rank still receives `(n-1)/n S`), so ZeRO and FSDP traffic is charged
+as before. The ledger's link bytes (`Collective.link_bytes`, the physical bounds) count an
+all-reduce at the fewer of its ring's bytes and the in-network ones (`(n+1)/n S` inside a level,
+S / k over the NIC), so no prediction beats the links whichever algorithm NCCL picks; "sent per
+GPU" stays the ring's count. The generated job sets NCCL's switches where the spec states them
+(`NCCL_NVLS_ENABLE`, `NCCL_COLLNET_ENABLE`, 1 or 0); unstated it leaves NCCL's defaults, under
+which NCCL does use NVLS on NVSwitches that reduce: the prediction is then conservative for the
+all-reduces inside a node, and the job's README says so. Not modelled: NVLS's own buffers (per
+communicator, NCCL's 16 (Hopper) to 32 (Blackwell) NVLS channels x 2 x 1 MiB per head,
+`src/transport/nvls.cc`), left to the memory model's fixed reserve.
 
 Per axis, with `S_act = 2 n h` (one micro-batch's activations):
 

@@ -662,8 +662,10 @@ register("E0373", "NVLink SHARP on hardware without it", """
 themselves (NVLink SHARP, NCCL's NVLS algorithm): each GPU sends its buffer into the switch once
 and reads the sum back, where a ring sends 2 (n - 1) / n of it. Only the third-generation
 NVSwitch of Hopper and Blackwell systems reduces (HGX H100, H200 and B200 boards, GB200 and GB300
-NVL72 racks); an Ampere NVSwitch, PCIe and AMD's Infinity Fabric do not, so parc refuses the
-setting there rather than predict a speed the hardware cannot reach.
+NVL72 racks); an Ampere NVSwitch, PCIe, AMD's Infinity Fabric and NVLink domains of fewer than 8
+GPUs (2- and 4-GPU boards link their GPUs directly, without a switch) do not, so parc refuses the
+setting there rather than predict a speed the hardware cannot reach. Unstated, parc predicts no
+NVLS and leaves NCCL its own default; `nvls off` pins it off in the generated job.
 
     hardware {
       gpu a100-80gb

@@ -21,8 +21,8 @@ over the NIC and `(k - 1) / n x S` inside (DeepEP's deduplicated dispatch and co
 own split, `Collective.spread`). A ring of point-to-point sends (ring attention, the
 pipeline's chain) crosses a level boundary on one hop in k: `1 / k` of its bytes per GPU on
 average go over the NIC. In-network reduction, where the hardware states it, lowers an
-all-reduce's bytes: NVLink SHARP (`nvls on`) sends the buffer once into the NVSwitch inside a level
-(S, not 2 (n - 1) / n x S), InfiniBand SHARP (`sharp on`) each GPU's 1/k share once into the
+all-reduce's bytes: NVLink SHARP (`nvls on`) moves (n + 1) / n x S through the NVSwitch inside a
+level (not 2 (n - 1) / n x S), InfiniBand SHARP (`sharp on`) each GPU's 1/k share once into the
 fabric's switches (S / k over the NIC, not 2 (N - 1) / N x S / k).
 """
 
@@ -113,10 +113,11 @@ class Collective:
 
     def link_bytes(self, in_network: tuple[bool, bool] = (False, False)) -> tuple[float, float]:
         """(intra, nic) bytes this rank's GPU carries per call, by the rules of the module doc.
-        `in_network` (NVLS, SHARP), where the hardware states them: an all-reduce may send its
-        buffer once into the NVSwitch inside a level, and each GPU its 1/k share once into the
-        fabric's switches across levels (`timing.Link.nvls_all_reduce`, `sharp_all_reduce`); the
-        fewer of those and the ring's bytes count, so the bound holds whichever NCCL picks."""
+        `in_network` (NVLS, SHARP), where the hardware states them: an all-reduce may move
+        (n + 1)/n of its buffer through the NVSwitch inside a level, and each GPU its 1/k share
+        once into the fabric's switches across levels (`timing.Link.nvls_all_reduce`,
+        `sharp_all_reduce`); the fewer of those and the ring's bytes count, so the bound holds
+        whichever NCCL picks."""
         n, k, s = self.size, min(self.local, self.size), self.payload
         if n <= 1 or s <= 0:
             return 0.0, 0.0
@@ -130,10 +131,10 @@ class Collective:
         nvls, sharp = in_network if self.kind == "all_reduce" else (False, False)
         if k >= n:
             ring = twice * (n - 1) / n * s
-            return (min(ring, s) if nvls else ring), 0.0
+            return (min(ring, (n + 1) / n * s) if nvls else ring), 0.0
         levels = math.ceil(n / k)
         intra, nic = twice * (k - 1) / k * s, twice * (levels - 1) / levels * s / k
-        return (min(intra, s) if nvls and k > 1 else intra), (min(nic, s / k) if sharp else nic)
+        return (min(intra, (k + 1) / k * s) if nvls and k > 1 else intra), (min(nic, s / k) if sharp else nic)
 
 
 def merged(records: list[Collective] | tuple[Collective, ...]) -> tuple[Collective, ...]:

@@ -217,12 +217,14 @@ class Cluster(Sourced):
     host_bandwidth: float | None = None
     """One GPU's share of its link to host memory, bytes/s one direction: the spec's
     `host-bandwidth`; None: the catalogue's (`catalog.gpus.host_bandwidth`)."""
-    nvls: bool = False
-    """NVLink SHARP, the spec's `nvls on`: the NVSwitches reduce all-reduces inside the NVLink
-    domain (NCCL's NVLS algorithm). Off unless stated: parc never assumes in-network reduction."""
-    sharp: bool = False
-    """InfiniBand SHARP, the spec's `sharp on`: the fabric's switches reduce all-reduces across
-    nodes (NCCL's CollNet). Off unless stated."""
+    nvls: bool | None = None
+    """NVLink SHARP, the spec's `nvls on` (True) or `nvls off` (False): the NVSwitches reduce
+    all-reduces inside the NVLink domain (NCCL's NVLS algorithm). None: unstated, which the time
+    model reads as off (parc never assumes in-network reduction) and the launchers leave to
+    NCCL's own default."""
+    sharp: bool | None = None
+    """InfiniBand SHARP, the spec's `sharp on` / `sharp off`: the fabric's switches reduce
+    all-reduces across nodes (NCCL's CollNet). None: unstated, read as off."""
 
 
 class Axis(Sourced):

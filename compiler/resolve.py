@@ -90,6 +90,11 @@ SAFE_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 SAFE_TIME = re.compile(r"^(\d{1,3}-)?\d{1,3}(:\d{2}){0,2}$")
 
 
+NVSWITCH_DOMAIN = 8
+"""The smallest NVLink domain built around NVSwitches (an HGX board of 8 GPUs); smaller ones
+(2- and 4-GPU boards) link their GPUs directly and have no switch to reduce in (E0373)."""
+
+
 class _Resolver:
     def __init__(self, spec: Spec):
         self.spec = spec
@@ -549,7 +554,7 @@ class _Resolver:
         host = hw.settings.get("host_bandwidth") if hw else None
         if host is not None:
             spans["host_bandwidth"] = host.span
-        nvls, sharp = self.in_network(hw, gpu, link, spans)
+        nvls, sharp = self.in_network(hw, gpu, link, domain, spans)
         return Cluster(gpu=gpu, gpus_per_node=gpus_per_node, link=link, domain_size=domain, intra_bandwidth=intra,
                        network=network, world_size=world, nodes=nodes, spans=spans,
                        price=price.value if price else defaults.get("price"),
@@ -557,25 +562,35 @@ class _Resolver:
                        power_limit=limit, hbm_bandwidth=memory.value if memory is not None else None,
                        host_bandwidth=host.value if host is not None else None, nvls=nvls, sharp=sharp)
 
-    def in_network(self, hw, gpu: Gpu, link: str, spans: dict) -> tuple[bool, bool]:
-        """The spec's `nvls` and `sharp`: in-network reduction, never assumed. NVLink SHARP needs
-        the third-generation NVSwitch of Hopper and Blackwell systems (E0373)."""
+    def in_network(self, hw, gpu: Gpu, link: str, domain: int, spans: dict) -> tuple[bool | None, bool | None]:
+        """The spec's `nvls` and `sharp` (None where unstated): in-network reduction, never
+        assumed. NVLink SHARP needs NVSwitches that reduce: the third-generation switch of Hopper
+        and Blackwell systems, which an NVLink domain of fewer than 8 GPUs (GPUs linked directly,
+        a 4-GPU board) does not have (E0373)."""
         nvls = hw.settings.get("nvls") if hw else None
         sharp = hw.settings.get("sharp") if hw else None
+        stated_sharp = bool(sharp.value) if sharp is not None else None
         if sharp is not None:
             spans["sharp"] = sharp.span
-        if nvls is None or not nvls.value:
-            return False, bool(sharp.value) if sharp is not None else False
-        if link not in ("nvlink", "nvl72") or gpu.generation not in ("hopper", "blackwell"):
-            where = (f"`{gpu.name}` ({gpu.generation}) has none" if link in ("nvlink", "nvl72")
-                     else f"a `{link}` link has none")
-            self.err("E0373", f"`nvls on` (NVLink SHARP) needs an NVSwitch that reduces: {where}", nvls.span,
-                     label="no NVLS here",
-                     help="NVLS runs on the NVSwitches of Hopper and Blackwell NVLink systems "
-                          "(HGX H100/H200/B200, GB200/GB300 NVL72); write `nvls off` or drop it")
-            return False, bool(sharp.value) if sharp is not None else False
+        if nvls is None:
+            return None, stated_sharp
+        if nvls.value:
+            if link not in ("nvlink", "nvl72"):
+                where = f"{gpu.name} over {'an' if link[0] in 'aeiouxh' else 'a'} `{link}` link has no NVSwitch"
+            elif gpu.generation not in ("hopper", "blackwell"):
+                where = f"the NVSwitches of {gpu.generation.capitalize()} systems ({gpu.name}) do not reduce"
+            elif domain < NVSWITCH_DOMAIN:
+                where = f"a {domain}-GPU NVLink domain links its GPUs directly, without an NVSwitch"
+            else:
+                where = ""
+            if where:
+                self.err("E0373", f"`nvls on` (NVLink SHARP) needs NVSwitches that reduce: {where}", nvls.span,
+                         label="no NVLS here",
+                         help="NVLS runs on the NVSwitches of Hopper and Blackwell systems of 8 or more NVLinked "
+                              "GPUs (HGX H100/H200/B200, GB200/GB300 NVL72); write `nvls off` or drop it")
+                return None, stated_sharp
         spans["nvls"] = nvls.span
-        return True, bool(sharp.value) if sharp is not None else False
+        return bool(nvls.value), stated_sharp
 
     def power_limit(self, hw, gpu: Gpu, spans: dict) -> float | None:
         """The spec's `power-limit`, when the derating law applies to it (`power.py`): the GPU's

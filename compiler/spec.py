@@ -314,10 +314,10 @@ HARDWARE_KEYS = (
     Key("host-bandwidth", "bandwidth", "one GPU's share of its link to host memory, one direction "
         "(overrides the catalogue's: activation offloading's copies)", "host-bandwidth 64 GB/s"),
     Key("nvls", "bool", "NVLink SHARP: the NVSwitches reduce an all-reduce inside the NVLink domain "
-        "(NCCL's NVLS, `NCCL_NVLS_ENABLE`; Hopper and Blackwell NVSwitch systems); off unless stated",
-        "nvls on"),
+        "(NCCL's NVLS, `NCCL_NVLS_ENABLE`; Hopper and Blackwell NVSwitch systems); unstated, the "
+        "prediction counts none and the job leaves it to NCCL", "nvls on"),
     Key("sharp", "bool", "InfiniBand SHARP: the fabric's switches reduce an all-reduce across nodes "
-        "(NCCL's CollNet with the SHARP plugin, `NCCL_COLLNET_ENABLE`); off unless stated", "sharp on"),
+        "(NCCL's CollNet with the SHARP plugin, `NCCL_COLLNET_ENABLE`); unstated, off", "sharp on"),
 )
 
 TRAIN_KEYS = (

@@ -467,7 +467,8 @@ def hardware_of(plan: Plan) -> Hardware:
         fp8_attention_part=kernel_model.fp8_attention_part(gpu.name, gpu.generation),
         achievable=kernel_model.matmul_achievable(gpu.name, gpu.generation),
         achievable_fp8=kernel_model.matmul_achievable(gpu.name, gpu.generation, fp8=True),
-        exp_scale=kernel_model.EXP_SCALE.get(gpu.name, 1.0), nvls=cluster.nvls, sharp=cluster.sharp)
+        exp_scale=kernel_model.EXP_SCALE.get(gpu.name, 1.0), nvls=bool(cluster.nvls),
+        sharp=bool(cluster.sharp))
 
 
 @dataclass(frozen=True, slots=True)
@@ -859,41 +860,57 @@ class Link:
         """NCCL's choice: the fastest of its ring, its tree and, where the hardware states
         in-network reduction, NVLS inside one level or SHARP across levels, by their own cost
         models (what its tuner does for every call, `src/graph/tuning.cc`)."""
+        return self.all_reduce_choice(nbytes)[0]
+
+    def all_reduce_choice(self, nbytes: float) -> tuple[float, str]:
+        """(seconds, algorithm) of `all_reduce`: "ring", "tree", "nvls" or "sharp" (what the
+        bytes on each link follow, `Collective.link_bytes`)."""
         n = self.size
         if n <= 1 or nbytes <= 0:
-            return 0.0
-        best = min(self.ring_all_reduce(nbytes), self.tree_all_reduce(nbytes))
+            return 0.0, "ring"
+        options = [(self.ring_all_reduce(nbytes), "ring"), (self.tree_all_reduce(nbytes), "tree")]
         if self.nvls and self.levels == 1:
-            best = min(best, self.nvls_all_reduce(nbytes))
+            options.append((self.nvls_all_reduce(nbytes), "nvls"))
         if self.sharp and self.levels > 1:
-            best = min(best, self.sharp_all_reduce(nbytes))
-        return best
+            sharp = self.sharp_all_reduce(nbytes)
+            if sharp is not None:
+                options.append((sharp, "sharp"))
+        return min(options)
 
     def nvls_all_reduce(self, nbytes: float) -> float:
-        """NVLink SHARP inside one level: each GPU writes its buffer into the NVSwitch, which sums
-        the GPUs' copies, and reads the sum back (multimem reduce and multicast), so each GPU's
-        link carries the buffer once each way where a ring carries 2 (n - 1) / n of it; at
-        `nvls` of the ring's bus bandwidth (NCCL's `nvlsEfficiency`), one `NVLS_LATENCY` however
-        many GPUs take part (NCCL's NVLS latency has no per-rank step)."""
-        return nbytes / (self.nvls * self.ring) + NVLS_LATENCY
+        """NVLink SHARP inside one level: each GPU reduces its 1/n of the buffer by reading every
+        GPU's copy of it through the NVSwitch (multimem load-reduce), then writes the sum once
+        for the switch to multicast to all; each GPU's link carries (n + 1)/n of the buffer each
+        way (its shard to every reader, its own included, and every sum back), where a ring
+        carries 2 (n - 1)/n. At `nvls` of the ring's bus bandwidth (NCCL's `nvlsEfficiency`) and
+        one `NVLS_LATENCY` however many GPUs take part. NCCL's own tuner charges (n - 1)/n rather
+        than (n + 1)/n of the buffer, which at 2 GPUs would beat the link; parc keeps the bytes
+        the switch moves: 1.3x a ring's speed on 8 Hopper GPUs, about what nccl-tests report."""
+        n = self.size
+        return (n + 1) / n * nbytes / (self.nvls * self.ring) + NVLS_LATENCY
 
-    def sharp_all_reduce(self, nbytes: float) -> float:
-        """InfiniBand SHARP across levels (NCCL's CollNet Direct): the k GPUs of a level reduce-
-        scatter the buffer among themselves over NVLink (with NVLS, through the switch), each
-        sends its 1/k share to the fabric's aggregation tree once and reads the sum back, then
-        they all-gather it. The NIC carries nbytes / k each way whatever the number of levels (a
-        ring's 2 (N - 1) / N of it), at `sharp` of its bus bandwidth; the level's exchange runs
-        beside it, pipelined, and the slower of the two sets the time. Latency: the switch tree's
-        (`SHARP_LATENCY`) and NCCL's per-rank arity serialisation inside the level
-        (`SHARP_ARITY_LATENCY`, `src/graph/tuning.cc`), not a step per level."""
+    def sharp_all_reduce(self, nbytes: float) -> float | None:
+        """InfiniBand SHARP across levels: the k GPUs of a level reduce-scatter the buffer among
+        themselves, each sends its 1/k share to the fabric's aggregation tree once and reads the
+        sum back, then they all-gather it. The NIC carries nbytes / k each way whatever the number
+        of levels (a ring's 2 (N - 1)/N of it), at `sharp` of its bus bandwidth; the level's
+        exchange runs beside it, pipelined, and the slower of the two sets the time. The level's
+        exchange is NCCL's CollNet Direct (or Chain) over NVLink, only for up to 8 GPUs a level
+        (`NCCL_MAX_DIRECT_ARITY` + 1, `src/enqueue.cc`), with CollNet's latencies (`SHARP_LATENCY`
+        across, one NVLink hop `SHARP_HOP_LATENCY` and `SHARP_ARITY_LATENCY` per rank inside); or,
+        with NVLS, NCCL's NVLS algorithm across nodes, through the NVSwitch at any k
+        (`NVLS_LATENCY` + `NVLS_NET_LATENCY`): the faster of the two. None where neither runs."""
         k = max(1, min(self.local, self.size))
-        if k > 1:
-            inner = nbytes / (self.nvls * self.near) if self.nvls else 2 * (k - 1) / k * nbytes / self.near
-        else:
-            inner = 0.0
         outer = nbytes / k / (self.sharp * self.far)
-        latency = SHARP_LATENCY + 2 * (min(1, k - 1) * self.step_near + (k - 1) * SHARP_ARITY_LATENCY)
-        return max(inner, outer) + latency
+        options = []
+        if k <= COLLNET_MAX_LOCAL:
+            inner = 2 * (k - 1) / k * nbytes / self.near if k > 1 else 0.0
+            hop = 2 * (min(1, k - 1) * SHARP_HOP_LATENCY + (k - 1) * SHARP_ARITY_LATENCY)
+            options.append(max(inner, outer) + (SHARP_LATENCY if k > 1 else SHARP_ONE_LATENCY) + hop)
+        if self.nvls and k > 1:
+            inner = (k + 1) / k * nbytes / (self.nvls * self.near)
+            options.append(max(inner, outer) + NVLS_LATENCY + NVLS_NET_LATENCY)
+        return min(options) if options else None
 
     def ring_latency(self, passes: int) -> float:
         """Latency of `passes` trips round a ring of n ranks over N levels, n - 1 steps each: the
@@ -962,6 +979,15 @@ NVLS_LATENCY = 25e-6
 `hwLatencies` NVLINK, NVLS, Simple: 25 us, no base and no per-rank term). Rings win the small
 calls, as NCCL's tuner picks them."""
 
+NVLS_NET_LATENCY = 18e-6
+"""NCCL's latency for its NVLS algorithm across nodes beyond the NVLS step (`hwLatencies` NET, NVLS,
+Simple: 18 us): the CollNet trip of NVLS with SHARP."""
+
+COLLNET_MAX_LOCAL = 8
+"""GPUs a level may hold for NCCL's CollNet Direct and Chain (`NCCL_MAX_DIRECT_ARITY` 7, plus one:
+`src/enqueue.cc` skips both above it): an NVL72 domain of 72 reduces across domains with SHARP
+only through NVLS."""
+
 SHARP_EFFICIENCY = 0.85
 """InfiniBand SHARP's bandwidth against the NIC's bus bandwidth: NCCL scales CollNet Direct's bus
 bandwidth by 0.85 on Hopper and later (`if (minCompCap >= 90) busBw *= .85`, `src/graph/tuning.cc`);
@@ -971,6 +997,13 @@ SHARP_LATENCY = 31e-6
 """Seconds one SHARP all-reduce spends in the network: NCCL's CollNet Direct latency (`hwLatencies`
 NET, CollNetDirect, Simple: 31 us): one trip up and down the switches' aggregation tree, not a step
 per node."""
+
+SHARP_ONE_LATENCY = 14e-6
+"""The same with one GPU a level: NCCL charges the tree's network latency then (`ppn == 1`:
+`hwLatencies` NET, Tree, Simple: 14 us)."""
+
+SHARP_HOP_LATENCY = 3.7e-6
+"""One NVLink hop of CollNet Direct inside a level (`hwLatencies` NVLINK, CollNetDirect, Simple)."""
 
 SHARP_ARITY_LATENCY = 0.4e-6
 """NCCL's CollNet Direct serialisation per rank of a node ("0.4 us arity serialization latency"),
@@ -3663,8 +3696,9 @@ def nic_busy(r: RankTimes, lk: Link) -> tuple[float, float]:
     nic = {(axis, phase): 0.0 for axis in RANK_AXES for phase in (0, 1)}
     for c in r.collectives:
         if c.axis in RANK_AXES:
+            chosen = lk.all_reduce_choice(c.payload)[1] if c.kind == "all_reduce" else "ring"
             nic[(c.axis, 0 if c.phase == "forward" else 1)] += (
-                c.micro * c.link_bytes((lk.nvls > 0, lk.sharp > 0))[1] / lk.far)
+                c.micro * c.link_bytes((False, chosen == "sharp"))[1] / lk.far)
     exposed = (r.exposed_f, r.exposed_b)
     return tuple(sum(max(0.0, nic[(axis, phase)] - exposed[phase][i]) for i, axis in enumerate(RANK_AXES))
                  for phase in (0, 1))
@@ -4074,7 +4108,8 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software, again: floa
 
 def in_network(hw: Hardware) -> tuple[bool, bool]:
     """(NVLS, SHARP) where the part can use them: what `Collective.link_bytes` counts an
-    all-reduce's bytes by. NVLS only where `NVLS_EFFICIENCY` knows the generation (as `link`)."""
+    all-reduce's fewest bytes by (the bound). NVLS only where `NVLS_EFFICIENCY` knows the
+    generation (as `link`)."""
     return hw.nvls and hw.generation in NVLS_EFFICIENCY, hw.sharp
 
 

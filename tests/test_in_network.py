@@ -37,19 +37,33 @@ def _link(size: int, local: int, nvls: bool = False, sharp: bool = False, genera
 
 
 def test_the_constants_are_nccls():
+    """NCCL's tuner (`src/graph/tuning.cc`): nvlsEfficiency {0, 0, 0.85, 0.74} (Volta, Ampere,
+    Hopper, Blackwell); hwLatencies NVLINK NVLS Simple 25, NET NVLS Simple 18, NET CollNetDirect
+    Simple 31, NET Tree Simple 14 (one GPU a node), NVLINK CollNetDirect Simple 3.7 us; CollNet
+    Direct's 0.4 us arity term and its x0.85 from sm90; `src/enqueue.cc`: CollNet only up to
+    NCCL_MAX_DIRECT_ARITY + 1 = 8 local ranks."""
     assert timing.NVLS_EFFICIENCY == {"hopper": NVLS_HOPPER, "blackwell": 0.74}
     assert timing.SHARP_EFFICIENCY == SHARP
-    assert (timing.NVLS_LATENCY, timing.SHARP_LATENCY, timing.SHARP_ARITY_LATENCY) == (25e-6, 31e-6, 0.4e-6)
+    assert (timing.NVLS_LATENCY, timing.NVLS_NET_LATENCY) == (25e-6, 18e-6)
+    assert (timing.SHARP_LATENCY, timing.SHARP_ONE_LATENCY, timing.SHARP_HOP_LATENCY) == (31e-6, 14e-6, 3.7e-6)
+    assert (timing.SHARP_ARITY_LATENCY, timing.COLLNET_MAX_LOCAL) == (0.4e-6, 8)
     assert (DEFAULT.bus_nvlink, DEFAULT.bus_network) == (BUS_NVLINK, BUS_NETWORK)
 
 
-def test_nvls_sends_the_buffer_once_inside_a_node():
+def test_nvls_moves_each_gpus_shard_through_the_switch():
+    """8 GPUs: each reads its 1/8 of the sum from all 8 copies through the switch and writes it
+    back for the multicast: 9/8 of the buffer each way, against a ring's 2 x 7/8."""
     size = 8 * GB
-    ring = 2 * 7 / 8 * size / (H100_NVLINK * BUS_NVLINK)
-    nvls = size / (NVLS_HOPPER * H100_NVLINK * BUS_NVLINK) + 25e-6
-    assert _link(8, 8).all_reduce(size) == pytest.approx(ring, rel=1e-3)  # off: the ring
+    ring = 2 * 7 / 8 * size / (H100_NVLINK * BUS_NVLINK) + 14 * 1e-6  # 14 steps at latency_intra
+    nvls = 9 / 8 * size / (NVLS_HOPPER * H100_NVLINK * BUS_NVLINK) + 25e-6
+    assert _link(8, 8).all_reduce(size) == pytest.approx(ring, rel=1e-9)  # off: the ring
     assert _link(8, 8, nvls=True).all_reduce(size) == pytest.approx(nvls, rel=1e-9)
-    assert ring / nvls == pytest.approx(1.75 * 0.85, rel=1e-3)  # 1.49x: the doc's figure
+    assert ring / nvls == pytest.approx(1.75 * 0.85 / 1.125, rel=1e-3)  # 1.32x: the doc's figure
+
+
+def test_two_gpus_keep_the_ring():
+    """A ring of two sends the buffer once; NVLS would move 3/2 of it: never chosen."""
+    assert _link(2, 2, nvls=True).all_reduce(8 * GB) == _link(2, 2).all_reduce(8 * GB)
 
 
 def test_small_calls_stay_on_the_ring():
@@ -60,13 +74,15 @@ def test_small_calls_stay_on_the_ring():
 
 def test_nvls_needs_a_generation_whose_switch_reduces():
     assert _link(8, 8, nvls=True, generation="ampere").all_reduce(8 * GB) == _link(8, 8).all_reduce(8 * GB)
+    blackwell = 9 / 8 * 8 * GB / (0.74 * H100_NVLINK * BUS_NVLINK) + 25e-6
+    assert _link(8, 8, nvls=True, generation="blackwell").all_reduce(8 * GB) == pytest.approx(blackwell, rel=1e-9)
 
 
 def test_sharp_halves_the_nic_bytes_of_one_gpu_per_node():
     """dp over 16 nodes, one GPU each (tp 8 inside the node): the ring's NIC carries 2 (N-1)/N S,
-    SHARP S once."""
+    SHARP S once (NCCL's tree latency with one GPU a node)."""
     size = 4 * GB
-    sharp = size / (SHARP * NIC * BUS_NETWORK) + 31e-6
+    sharp = size / (SHARP * NIC * BUS_NETWORK) + 14e-6
     ring = 2 * 15 / 16 * size / (NIC * BUS_NETWORK)
     assert _link(16, 1, sharp=True).all_reduce(size) == pytest.approx(sharp, rel=1e-9)
     assert _link(16, 1).all_reduce(size) == pytest.approx(ring, rel=1e-2)
@@ -76,37 +92,66 @@ def test_sharp_halves_the_nic_bytes_of_one_gpu_per_node():
 
 def test_with_eight_gpus_per_node_the_nvlink_exchange_sets_the_pace():
     """128 ranks, 8 per node: each NIC carries S / 8, while NVLink carries the node's
-    reduce-scatter and all-gather, 2 x 7/8 S, the longer part; with NVLS too, S through the switch."""
+    reduce-scatter and all-gather, 2 x 7/8 S, the longer part; with NVLS too, NCCL's NVLS across
+    nodes moves 9/8 S through the switch instead, faster still."""
     size = 4 * GB
     inner = 2 * 7 / 8 * size / (H100_NVLINK * BUS_NVLINK)
     outer = size / 8 / (SHARP * NIC * BUS_NETWORK)
     assert inner > outer
-    latency = 31e-6 + 2 * (1e-6 + 7 * 0.4e-6)  # one NVLink step (latency_intra) and the arity term
-    assert _link(128, 8, sharp=True).sharp_all_reduce(size) == pytest.approx(inner + latency, rel=1e-9)
-    through_switch = size / (NVLS_HOPPER * H100_NVLINK * BUS_NVLINK)
+    latency = 31e-6 + 2 * (3.7e-6 + 7 * 0.4e-6)  # CollNet Direct: the tree, one NVLink hop, 7 ranks' arity
+    assert _link(128, 8, sharp=True).all_reduce(size) == pytest.approx(inner + latency, rel=1e-9)
+    through_switch = 9 / 8 * size / (NVLS_HOPPER * H100_NVLINK * BUS_NVLINK)
+    assert through_switch > outer
     both = _link(128, 8, nvls=True, sharp=True)
-    assert both.sharp_all_reduce(size) == pytest.approx(max(through_switch, outer) + latency, rel=1e-9)
-    assert both.all_reduce(size) <= _link(128, 8).all_reduce(size)
+    assert both.all_reduce(size) == pytest.approx(through_switch + 25e-6 + 18e-6, rel=1e-9)
+
+
+def test_a_rack_of_72_reduces_across_racks_only_through_nvls():
+    """NCCL runs CollNet for at most 8 GPUs a node: two NVL72 racks reduce over SHARP only with
+    NVLS (NCCL's NVLS algorithm across nodes)."""
+    size = 4 * GB
+    rack = dict(size=144, local=72, generation="blackwell")
+    assert _link(**rack, sharp=True).all_reduce(size) == _link(**rack).all_reduce(size)
+    outer = size / 72 / (SHARP * NIC * BUS_NETWORK)
+    inner = 73 / 72 * size / (0.74 * H100_NVLINK * BUS_NVLINK)
+    assert _link(**rack, nvls=True, sharp=True).all_reduce(size) == pytest.approx(
+        max(inner, outer) + 43e-6, rel=1e-9)
+
+
+SHAPES = [(n, k) for n in (2, 4, 8, 16, 32, 64, 128, 144, 512, 1152) for k in (1, 2, 4, 8, 72) if k <= n and n % k == 0]
+
+
+@pytest.mark.parametrize(("n", "k"), SHAPES)
+def test_turning_in_network_reduction_on_never_slows_an_all_reduce(n, k):
+    assert len(SHAPES) > 30
+    for generation in ("hopper", "blackwell"):
+        for size in (1e3, 1e6, 64e6, 4 * GB):
+            off = _link(n, k, generation=generation).all_reduce(size)
+            nvls = _link(n, k, nvls=True, generation=generation).all_reduce(size)
+            sharp = _link(n, k, sharp=True, generation=generation).all_reduce(size)
+            both = _link(n, k, nvls=True, sharp=True, generation=generation).all_reduce(size)
+            assert nvls <= off and sharp <= off and both <= min(nvls, sharp), (n, k, generation, size)
 
 
 def test_gathers_and_scatters_are_unchanged():
-    on, off = _link(128, 8, nvls=True, sharp=True), _link(128, 8)
-    assert on.all_gather(4 * GB) == off.all_gather(4 * GB)
-    inside_on, inside_off = _link(8, 8, nvls=True), _link(8, 8)
-    assert inside_on.all_gather(4 * GB) == inside_off.all_gather(4 * GB)
+    """NCCL's NVLS and CollNet reduce-scatters and all-gathers gain no bandwidth: parc keeps the ring."""
+    for n, k in ((128, 8), (8, 8), (16, 1)):
+        on, off = _link(n, k, nvls=True, sharp=True), _link(n, k)
+        for kind in ("all_gather", "reduce_scatter"):
+            call = Collective("dp", kind, 4 * GB, 1, n, k, "backward")
+            assert timing.collective_seconds(call, on) == timing.collective_seconds(call, off) > 0
+            assert call.link_bytes((True, True)) == call.link_bytes()
 
 
 def test_link_bytes_count_the_fewer_bytes():
     inside = Collective("dp", "all_reduce", 8.0, 1, 8, 8, "last_backward")
     assert inside.link_bytes() == (2 * 7 / 8 * 8, 0.0)
-    assert inside.link_bytes((True, False)) == (8.0, 0.0)
+    assert inside.link_bytes((True, False)) == (9.0, 0.0)
     across = Collective("dp", "all_reduce", 8.0, 1, 128, 8, "last_backward")
     assert across.link_bytes() == (2 * 7 / 8 * 8, 2 * 15 / 16 * 8 / 8)
-    assert across.link_bytes((True, True)) == (8.0, 1.0)
+    assert across.link_bytes((True, True)) == (9.0, 1.0)
     two = Collective("dp", "all_reduce", 8.0, 1, 2, 2, "last_backward")
-    assert two.link_bytes((True, False)) == (8.0, 0.0)  # a ring of two already sends S once
-    gather = Collective("dp", "all_gather", 8.0, 1, 128, 8, "forward")
-    assert gather.link_bytes((True, True)) == gather.link_bytes()
+    assert two.link_bytes((True, False)) == (8.0, 0.0)  # a ring of two moves fewer than NVLS's 3/2
 
 
 SPEC = """job reduce
@@ -151,7 +196,7 @@ def _plan(reduction: str = "", layout: str = "tp 8 x dp 16", model: str = "llama
 
 def test_nvls_shortens_the_tensor_parallel_all_reduces():
     off, on = timing.predict(_plan()), timing.predict(_plan("nvls on"))
-    assert on.breakdown.exposed["tp"] < 0.8 * off.breakdown.exposed["tp"]
+    assert on.breakdown.exposed["tp"] < 0.9 * off.breakdown.exposed["tp"]
     assert on.breakdown.compute == off.breakdown.compute
     assert on.step_seconds < off.step_seconds
 
@@ -181,7 +226,7 @@ def test_the_plan_carries_it_only_where_stated():
     plan = _plan("nvls on, sharp on")
     assert plan.cluster.nvls and plan.cluster.sharp
     assert not _plan().cluster.nvls and not _plan().cluster.sharp
-    assert not _plan("nvls off, sharp off").cluster.nvls
+    assert _plan("nvls off, sharp off").cluster.nvls is False and _plan().cluster.nvls is None
 
 
 def test_explain_json_and_text_name_it(tmp_path):
@@ -203,17 +248,39 @@ def _env(plan) -> dict[str, str]:
     return dict(launchers.job_shape(plan).env)
 
 
-def test_the_launchers_set_ncclS_switches_as_the_spec_states():
-    assert _env(_plan()) == {"NCCL_NVLS_ENABLE": "0"}
+def test_the_launchers_set_nccls_switches_as_the_spec_states():
+    assert _env(_plan()) == {}  # unstated: NCCL's own defaults
     assert _env(_plan("nvls on")) == {"NCCL_NVLS_ENABLE": "1"}
-    assert _env(_plan("sharp on")) == {"NCCL_NVLS_ENABLE": "0", "NCCL_COLLNET_ENABLE": "1"}
+    assert _env(_plan("nvls off")) == {"NCCL_NVLS_ENABLE": "0"}
+    assert _env(_plan("sharp on")) == {"NCCL_COLLNET_ENABLE": "1"}
+    assert _env(_plan("nvls off, sharp off")) == {"NCCL_NVLS_ENABLE": "0", "NCCL_COLLNET_ENABLE": "0"}
     files = launchers.files(_plan("nvls on, sharp on"))
     for name in ("launch/torchrun.sh", "launch/slurm.sbatch"):
         assert "export NCCL_NVLS_ENABLE=1\n" in files[name] and "export NCCL_COLLNET_ENABLE=1\n" in files[name]
     assert "NCCL_NVLS_ENABLE=1" in files["README.md"] and "nccl-rdma-sharp-plugins" in files["README.md"]
 
 
+def test_the_readme_advises_nvls_only_where_the_switches_reduce():
+    assert "`hardware { nvls on }`" in launchers.files(_plan())["README.md"]  # HGX H100, unstated
+    for gpu, node in (("a100-80gb", "8 gpus, nvlink"), ("h100-sxm", "8 gpus, pcie"), ("h100-sxm", "4 gpus, nvlink"),
+                      ("mi300x", "8 gpus, xgmi")):
+        four = node.startswith("4")
+        text = _spec(layout="tp 4 x dp 32" if four else "tp 8 x dp 16", batch=32 if four else 16)
+        text = text.replace("gpu h100-sxm", f"gpu {gpu}").replace("8 gpus, nvlink", node)
+        result = compile_text(text, "reduce.par")
+        assert result.plan is not None and not [d for d in result.diagnostics if d.severity == "error"], gpu
+        readme = launchers.files(result.plan)["README.md"]
+        assert "In-network reduction" not in readme and "NCCL_NVLS_ENABLE" not in readme, (gpu, node)
+
+
 def test_the_spec_environment_comes_after_and_wins():
     text = _spec("nvls on") + 'launch {\n  env NCCL_NVLS_ENABLE "0"\n}\n'
     plan = compile_text(text, "reduce.par").plan
     assert launchers.job_shape(plan).env == (("NCCL_NVLS_ENABLE", "0"),)
+
+
+def test_nvls_needs_an_nvswitch_of_8_gpus():
+    text = _spec("nvls on", layout="tp 4 x dp 32", batch=32).replace("8 gpus, nvlink", "4 gpus, nvlink")
+    result = compile_text(text, "reduce.par")
+    [error] = [d for d in result.diagnostics if d.severity == "error"]
+    assert error.code == "E0373" and "4-GPU NVLink domain" in error.message and error.help

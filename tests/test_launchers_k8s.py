@@ -223,7 +223,7 @@ def test_environment_values_reach_the_pod_unchanged():
         env = replica["template"]["spec"]["containers"][0]["env"]
         defined = {"MASTER_ADDR": "must-not-appear", "ESCAPED": "must-not-appear"}
         seen = {e["name"]: expand_like_kubernetes(e["value"], defined) for e in env}
-        assert seen == {"NCCL_NVLS_ENABLE": "0", **HOSTILE_VALUES}  # the hardware's switch, then the spec's
+        assert seen == HOSTILE_VALUES
 
 
 def test_manifest_names_its_image_and_namespace_from_the_spec():

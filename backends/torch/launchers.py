@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import textwrap
 from dataclasses import dataclass
 from pathlib import PurePath
 
@@ -106,31 +107,58 @@ def job_shape(plan: Plan) -> JobShape:
 
 
 def nccl_in_network(plan: Plan) -> tuple[tuple[str, str], ...]:
-    """NCCL's switches for in-network reduction, set as the spec's hardware states them so that
-    the job reduces as the time model charges it (`hardware { nvls on }`, `sharp on`): NVLS is on
-    by default wherever NCCL finds NVSwitches that reduce, so the job turns it off unless the spec
-    says `nvls on`; CollNet (SHARP) is off by default and is turned on only by `sharp on` (it
-    also needs the SHARP plugin, `nccl-rdma-sharp-plugins`, in the image). The spec's `env`
-    comes after these and wins."""
+    """NCCL's switches for in-network reduction, set where the spec's hardware block states them
+    (`nvls on|off`, `sharp on|off`), so that the job reduces as the time model charges it.
+    Unstated, they are left to NCCL: CollNet (SHARP) is then off, and NVLS on wherever NCCL finds
+    NVSwitches that reduce, which the prediction does not count on (a conservative figure for
+    those all-reduces; `nvls_note`). `sharp on` also needs the SHARP plugin
+    (`nccl-rdma-sharp-plugins`) in the image. The spec's `env` comes after these and wins."""
     cluster = plan.cluster
-    out = [("NCCL_NVLS_ENABLE", "1" if cluster.nvls else "0")]
-    if cluster.sharp:
-        out.append(("NCCL_COLLNET_ENABLE", "1"))
+    out = []
+    if cluster.nvls is not None:
+        out.append(("NCCL_NVLS_ENABLE", "1" if cluster.nvls else "0"))
+    if cluster.sharp is not None:
+        out.append(("NCCL_COLLNET_ENABLE", "1" if cluster.sharp else "0"))
     return tuple(out)
 
 
-def nccl_note(plan: Plan) -> str:
-    """The job README's sentence on in-network reduction: what the launchers set and why."""
+def nvls_capable(plan: Plan) -> bool:
+    """Whether NCCL could reduce in this cluster's NVSwitches (what E0373 requires of `nvls on`)."""
+    from ...resolve import NVSWITCH_DOMAIN
+
     cluster = plan.cluster
-    nvls = ("NVLink SHARP on (`NCCL_NVLS_ENABLE=1`, the spec's `nvls on`): NCCL may reduce "
-            "all-reduces inside each NVLink domain in the NVSwitches, as the prediction charges them"
-            if cluster.nvls else
-            "NVLink SHARP off (`NCCL_NVLS_ENABLE=0`): the prediction charges rings and trees only; "
-            "on NVSwitches that reduce (HGX H100/H200/B200, NVL72) write `hardware { nvls on }`")
-    sharp = ("; InfiniBand SHARP on (`NCCL_COLLNET_ENABLE=1`, the spec's `sharp on`): the image "
-             "needs NCCL's SHARP plugin (`nccl-rdma-sharp-plugins`, in HPC-X), and the fabric switches "
-             "with SHARP enabled and its aggregation manager running" if cluster.sharp else "")
-    return f"In-network reduction: {nvls}{sharp} (docs/time-model.md, \"Communication\")."
+    return (cluster.link in ("nvlink", "nvl72") and cluster.gpu.generation in ("hopper", "blackwell")
+            and cluster.domain_size >= NVSWITCH_DOMAIN)
+
+
+def nccl_note(plan: Plan) -> str:
+    """The job README's lines on in-network reduction: what the launchers set and why; empty
+    where the spec says nothing and the cluster has no NVSwitch that reduces."""
+    cluster = plan.cluster
+    parts = []
+    if cluster.nvls:
+        parts.append("NVLink SHARP on (`NCCL_NVLS_ENABLE=1`, the spec's `nvls on`): NCCL may reduce all-reduces "
+                     "inside each NVLink domain in the NVSwitches, as the prediction charges them.")
+    elif cluster.nvls is False:
+        parts.append("NVLink SHARP off (`NCCL_NVLS_ENABLE=0`, the spec's `nvls off`): rings and trees only, "
+                     "as the prediction charges them.")
+    elif nvls_capable(plan):
+        parts.append("NVLink SHARP is left to NCCL, which uses it by default on these NVSwitches; the prediction "
+                     "does not count on it (its all-reduces inside a node are charged as rings). Write "
+                     "`hardware { nvls on }` to have it counted, or `nvls off` to pin it off.")
+    if cluster.sharp:
+        parts.append("InfiniBand SHARP on (`NCCL_COLLNET_ENABLE=1`, the spec's `sharp on`): the image needs NCCL's "
+                     "SHARP plugin (`nccl-rdma-sharp-plugins`, in HPC-X), and the fabric switches with SHARP "
+                     "enabled and its aggregation manager running.")
+    elif cluster.sharp is False:
+        parts.append("InfiniBand SHARP off (`NCCL_COLLNET_ENABLE=0`, the spec's `sharp off`).")
+    if not parts:
+        return ""
+    text = "In-network reduction (docs/time-model.md, \"Communication\"): " + " ".join(parts)
+    # wrapped as the README's other items are, never inside a code span
+    glued = re.sub(r"`[^`]*`", lambda m: m.group(0).replace(" ", "\0"), text)
+    lines = textwrap.wrap(glued, width=98, break_long_words=False, break_on_hyphens=False)
+    return "\n  ".join(line.replace("\0", " ") for line in lines)
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:

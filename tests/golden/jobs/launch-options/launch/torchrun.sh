@@ -36,7 +36,6 @@ if [[ -z $endpoint_given ]]; then
 fi
 
 # Environment for every rank: NCCL's in-network reduction as the hardware block states it, then the launch block's.
-export NCCL_NVLS_ENABLE=0
 export NCCL_DEBUG=WARN
 # shellcheck disable=SC2016  # the value is literal text
 export PARC_NOTE='it'"'"'s "quoted", $HOME stays literal, `so` does $(this)

@@ -35,9 +35,6 @@ if [[ -z $endpoint_given ]]; then
        "on a cluster pass --rdzv-endpoint FIRST_NODE:$port on every node" >&2
 fi
 
-# Environment for every rank: NCCL's in-network reduction as the hardware block states it, then the launch block's.
-export NCCL_NVLS_ENABLE=0
-
 exec "${PYTHON:-python3}" -m torch.distributed.run \
   --nnodes 2 \
   --nproc-per-node 4 \
