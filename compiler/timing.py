@@ -4485,29 +4485,50 @@ def _r(x: float) -> float:
     return float(f"{x:.6g}")
 
 
-def predict(plan: Plan, constants: Constants = DEFAULT, sw: Software | None = None,
-            runtime: str | None = None) -> Prediction | None:
-    """The time model for a plan; None when it cannot be predicted: holes are open, or the
-    pipeline cannot be built (the memory model's `unpredictable` says why). The software and
-    the memory runtime are the plan's target's (`compiler/targets.py`) unless given."""
+@dataclass(frozen=True)
+class PlanInputs:
+    """What the time model reads of a plan, read once: the model's shape, the layout's knobs
+    under the target's memory runtime, the GPU and its links, where each group's ranks sit, and
+    the target's software. Every reduction of a plan starts here (`predict`, `attention_share`,
+    `plan_rank_steps`)."""
+
+    shape: Shape
+    knobs: Knobs
+    hw: Hardware
+    geo: Geometry
+    sw: Software
+
+
+def plan_inputs(plan: Plan, sw: Software | None = None, runtime: str | None = None) -> PlanInputs | None:
+    """`PlanInputs` of a plan, its target's software and memory runtime unless given; None while
+    the plan cannot be predicted (holes open, or a pipeline that cannot be built: the memory
+    model's `unpredictable` says why)."""
     if unpredictable(plan) is not None:
         return None
     from .targets import memory_runtime, software_of
 
-    sw = sw or software_of(plan)
-    runtime = runtime or memory_runtime(plan.target)
-    knobs = knobs_of(plan, runtime)
-    if knobs is None or plan.cluster.world_size is None:
+    knobs = knobs_of(plan, runtime or memory_runtime(plan.target))
+    if knobs is None:
         return None
-    shape = shape_of(plan)
     hw = hardware_of(plan)
-    geo = geometry_of(plan, hw)
-    breakdown = step_time(shape, knobs, hw, geo, constants, sw)
+    return PlanInputs(shape=shape_of(plan), knobs=knobs, hw=hw, geo=geometry_of(plan, hw), sw=sw or software_of(plan))
+
+
+def predict(plan: Plan, constants: Constants = DEFAULT, sw: Software | None = None,
+            runtime: str | None = None) -> Prediction | None:
+    """The time model for a plan; None when it cannot be predicted (`plan_inputs`, or no world
+    size). The software and the memory runtime are the plan's target's (`compiler/targets.py`)
+    unless given."""
+    inputs = plan_inputs(plan, sw, runtime)
+    if inputs is None or plan.cluster.world_size is None:
+        return None
+    shape, knobs, hw = inputs.shape, inputs.knobs, inputs.hw
+    breakdown = step_time(shape, knobs, hw, inputs.geo, constants, inputs.sw)
     return Prediction(
         breakdown=breakdown, world=plan.cluster.world_size,
         tokens_per_step=plan.training.tokens_per_step,
         model_flops_per_token=flops.model_flops_per_token(shape, knobs.seq),
-        hardware_flops_per_token=hardware_flops_per_token(shape, knobs, sw),
+        hardware_flops_per_token=hardware_flops_per_token(shape, knobs, inputs.sw),
         peak=datasheet_peak(plan, knobs.precision), sustained=matmul_peak(hw, knobs.precision))
 
 
@@ -4516,15 +4537,10 @@ def attention_share(plan: Plan, constants: Constants = DEFAULT, sw: Software | N
     target's) runs it (forward and both backward passes; an MoE model's layers weighted by their
     count), or None while the plan cannot be predicted: how much of the step rests on the
     attention kernel's speed in a training run, the time model's least certain term (`caveats`)."""
-    if unpredictable(plan) is not None:
+    inputs = plan_inputs(plan, sw)
+    if inputs is None:
         return None
-    from .targets import memory_runtime, software_of
-
-    sw = sw or software_of(plan)
-    k = knobs_of(plan, memory_runtime(plan.target))
-    if k is None:
-        return None
-    shape, hw = shape_of(plan), hardware_of(plan)
+    shape, k, hw, sw = inputs.shape, inputs.knobs, inputs.hw, inputs.sw
     moe_layers = sum(shape.moe) if shape.moe else 0
     attention = total = 0.0
     for moe, count in ((False, shape.layers - moe_layers), (True, moe_layers)):
@@ -4540,11 +4556,10 @@ def plan_rank_steps(plan: Plan, constants: Constants = DEFAULT) -> tuple[tuple[L
     """The rank classes of a plan as `predict` builds them (the target's software and memory
     runtime), each pipeline stage's `Load` in stage order and its `RankStep`: what one stage's
     rank computes and sends, where `predict` reports the slowest stage's."""
-    from .targets import memory_runtime, software_of
-
-    hw = hardware_of(plan)
-    return rank_steps(shape_of(plan), knobs_of(plan, memory_runtime(plan.target)), hw, geometry_of(plan, hw),
-                      constants, software_of(plan))
+    inputs = plan_inputs(plan)
+    if inputs is None:
+        raise ValueError(f"{plan.source}: the plan cannot be predicted ({unpredictable(plan)})")
+    return rank_steps(inputs.shape, inputs.knobs, inputs.hw, inputs.geo, constants, inputs.sw)
 
 
 def datasheet_peak(plan: Plan, precision: str) -> float:
