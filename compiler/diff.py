@@ -107,6 +107,15 @@ def facts(plan: Plan) -> dict[str, str]:
     out["HBM per GPU"] = f"{cluster.gpu.hbm_bytes / GiB:,.1f} GiB"
     out["intra-node link"] = f"{cluster.link}, {cluster.intra_bandwidth / 1e9:,.0f} GB/s per GPU"
     out["network"] = f"{cluster.network.nics} x {cluster.network.nic_bandwidth * 8 / 1e9:,.0f} Gb/s per node"
+    # the hardware block's optional facts, where the spec states them (the other side shows none)
+    if cluster.power_limit is not None:
+        out["power limit"] = f"{cluster.power_limit:,g} W"
+    if cluster.hbm_bandwidth is not None:
+        out["HBM bandwidth"] = f"{cluster.hbm_bandwidth / 1e12:,.2f} TB/s"
+    stated = [f"{name} {'on' if on else 'off'}" for name, on in (("NVLS", cluster.nvls), ("SHARP", cluster.sharp))
+              if on is not None]
+    if stated:
+        out["in-network reduction"] = ", ".join(stated)
     out["model"] = model.name
     out["parameters"] = f"{model.parameters:,}"
     for key, value in (("layers", model.layers), ("hidden", model.hidden), ("heads", model.heads),

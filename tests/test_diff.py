@@ -65,6 +65,21 @@ def test_rank_order_is_a_fact():
     assert changed["micro-batch"] == ("2", "1")
 
 
+def test_the_hardware_blocks_optional_facts_are_facts(tmp_path):
+    """A power limit, a slower HBM and in-network reduction change predictions: a reviewer sees
+    each as a changed fact, not only its effect."""
+    base = (ROOT / "specs" / "tiny.par").read_text()
+    assert "hardware {" in base
+    changed_text = base.replace("hardware {", "hardware {\n  power-limit 500 W\n  hbm-bandwidth 2.4 TB/s\n"
+                                             "  nvls off\n  sharp on", 1)
+    new = tmp_path / "tiny-hardware.par"
+    new.write_text(changed_text)
+    data = json.loads(run_cli("diff", "specs/tiny.par", str(new), "--format", "json").stdout)
+    changed = {f["name"]: (f["old"], f["new"]) for f in data["facts"] if f["changed"]}
+    assert changed == {"power limit": (None, "500 W"), "HBM bandwidth": (None, "2.40 TB/s"),
+                       "in-network reduction": (None, "NVLS off, SHARP on")}
+
+
 def test_comments_and_formatting_are_no_change():
     data = json.loads(run_cli("diff", *PAIRS["tiny-reformatted"], "--format", "json").stdout)
     assert not any(f["changed"] for f in data["facts"])
