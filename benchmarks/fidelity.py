@@ -80,8 +80,10 @@ def load_rows(path: Path = PUBLISHED) -> tuple[list[Run], list[Skipped]]:
         entries = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as e:
         raise SystemExit(f"fidelity: cannot read {path}: {e}") from None
-    if isinstance(entries, dict):  # a file that wraps its list (`runs: [...]`)
-        entries = next((v for v in entries.values() if isinstance(v, list)), [])
+    if isinstance(entries, dict):  # a file that wraps its list (`runs: [...]`): that key, else a list of runs
+        lists = [v for v in entries.values() if isinstance(v, list)]
+        entries = entries.get("runs") if isinstance(entries.get("runs"), list) else next(
+            (v for v in lists if any(isinstance(e, dict) and "id" in e for e in v)), [])
     return compile_entries([e for e in entries or [] if isinstance(e, dict)])
 
 
@@ -1587,7 +1589,16 @@ ConnectX-7 (400 Gb/s each)"; a rate with no count over the usual node's NICs, no
 replaced by the catalogue's rate); and every FLOP convention of `conventions.md`
 (Megatron-Core's causal count after 2025-03-06, Megatron-Bridge, NeMo, torchtitan, PaLM,
 MegaScale, BLOOM's 8N), comparing on TFLOP/s, MFU, HFU, step time or tokens per second, whichever
-the row publishes; a row with an unknown convention is compared on its step time. A run that ran
+the row publishes; a row with an unknown convention is compared on its step time. A field
+written another reasonable way reads as its canonical spelling: "n/a", "not stated" or "-" is
+unstated (the runtime's default), a degree of "none" is 1, "without activation checkpointing" is
+no recomputation, "non-interleaved 1F1B" is plain 1F1B, "4 virtual stages" or
+"--num-layers-per-virtual-pipeline-stage 2" are virtual stages, "E4M3/E5M2 hybrid" is fp8,
+"MHA" is one KV head per head, "8Ki" is 8,192, a rate's own clause decides whether it is the
+network's ("900 GB/s NVLink, 8x400 Gb/s IB"), and a NIC count may follow the rate ("200 Gbps HDR
+InfiniBand x 4", "HDR (200 Gb/s), 4 per node"); `tests/test_reader_variants.py` holds 52 such
+spellings of rows of this file to the canonical reading (from a pass that rewrote each field of
+233 rows 475 ways and found 160 of them misread). A run that ran
 fitted in memory: where a row leaves recomputation out and the layout would not fit without it,
 as the run's runtime keeps memory (Megatron-LM's accounting with FlashAttention for fused-kernel
 runs, parc's own for eager ones), it is predicted with the least recomputation that fits

@@ -129,25 +129,62 @@ def _int(value, name: str, binary: bool = False) -> int | None:
         if math.isfinite(value) and float(value).is_integer() and value >= 0:
             return int(value)
         raise Unusable(f"`{name}` is not a whole number ({value!r})")
+    if placeholder(value):  # "n/a", "not stated", "-": the row does not say
+        return None
     scaled = re.match(SCALED, str(value))
     if scaled:
-        number = float(scaled.group(1)) * (BINARY_SCALE if binary else DECIMAL_SCALE)[scaled.group(2).lower()]
+        scale = BINARY_SCALE if binary or scaled.group(3) else DECIMAL_SCALE  # "8Ki" is binary whatever the field
+        number = float(scaled.group(1)) * scale[scaled.group(2).lower()]
         if number.is_integer():
             return int(number)
         raise Unusable(f"`{name}` is not a whole number ({value!r})")
-    found = re.match(WHOLE, str(value))  # "8 (stated)", "TP=8", "1,536"; not "2.5", "-3" or "1,5"
+    found = re.match(WHOLE, str(value))  # "8 (stated)", "TP=8", "TP-8", "tensor parallel 8", "1,536"
     if found:
         return int(found.group(1).replace(",", ""))
+    found = re.fullmatch(r"\s*(\d+)\.0+\s*", str(value))  # "8.0"
+    if found:
+        return int(found.group(1))
     raise Unusable(f"`{name}` is not a whole number ({value!r})")
+
+
+PLACEHOLDER = r"\s*(?:n/?a|null|unknown|unstated|not\s+(?:stated|published|given|reported)|[-–—?]+)?\s*\.?\s*"
+"""What a transcriber writes for a field the source leaves open: "n/a", "not stated", "-", or
+nothing; such a field is unstated, never a value."""
+
+
+def stated_bool(value) -> bool | None:
+    """A yes/no field as a row writes it: YAML's booleans, or "true"/"false", "yes"/"no", "on"/"off",
+    "enabled"/"disabled", 1/0; None where it says nothing (`placeholder`)."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (int, float)):
+        return bool(value)
+    if placeholder(value):
+        return None
+    text = str(value).strip().lower()
+    if re.match(r"(?:no|false|off|disabled?|0)\b", text) or text.startswith(("without", "not ")):
+        return False
+    return True
+
+
+def unused(value) -> bool:
+    """A parallel degree written as not used ("none", "n/a", "-", "off"): 1. Unlike "not stated"
+    or "unknown", which leave it open."""
+    return isinstance(value, str) and re.fullmatch(r"\s*(?:n/?a|none|no|off|[-–—]+)\s*", value, flags=re.I) is not None
+
+
+def placeholder(value) -> bool:
+    """Whether a row's field says nothing (`PLACEHOLDER`); a YAML boolean says something."""
+    return value is None or (isinstance(value, str) and re.fullmatch(PLACEHOLDER, value, flags=re.I) is not None)
 
 
 COUNT = r"(\d{1,3}(?:,\d{3})+|\d+)"
 """A whole number, bare or with thousands separators ("1,536", which must never read as 1)."""
-WHOLE = r"\s*(?:[A-Za-z]+\s*[=:]?\s*)?" + COUNT + r"(?![\d.,])"
+WHOLE = r"\s*(?:[A-Za-z][A-Za-z _-]*?\s*[=:-]?\s*)?" + COUNT + r"(?![\d.,]|[KkMm]i?(?![A-Za-z]))"
 """A whole number as a row writes it: bare, after a label ("TP=8", "tp 8"), or with thousands
 separators ("1,536", which must never read as 1)."""
-SCALED = r"\s*(?:[A-Za-z]+\s*[=:]?\s*)?(\d+(?:\.\d+)?)\s*([KkMmBb])(?![A-Za-z])"
-"""A number with a multiplier letter: "2K", "128k", "1.5M", "seq=8K"."""
+SCALED = r"\s*(?:[A-Za-z][A-Za-z _-]*?\s*[=:-]?\s*)?(\d+(?:\.\d+)?)\s*([KkMmBb])(i?)(?![A-Za-z])"
+"""A number with a multiplier letter: "2K", "128k", "1.5M", "seq=8K"; "8Ki" (binary, always)."""
 DECIMAL_SCALE = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9}
 """Multipliers as counts and throughputs are written: "50K" vocabulary, "1.2M tokens/s"."""
 BINARY_SCALE = {"": 1, "k": 2**10, "m": 2**20, "b": 2**30}
@@ -197,7 +234,10 @@ def gpu_key(name: str, memory_gb) -> str:
         if pattern in n:
             return key
     if "a100" in n or "a800" in n:
-        return "a100-40gb" if ("40" in n or memory_gb == 40) else "a100-80gb"
+        # the part's memory: a stated `gpu_memory_gb`, else "40GB" / "40-GB" in the name (not "400W")
+        memory = _int(memory_gb, "gpu_memory_gb") if memory_gb is not None and not placeholder(memory_gb) else None
+        forty = memory == 40 if memory else re.search(r"(?<!\d)40-?gb", n) is not None
+        return "a100-40gb" if forty else "a100-80gb"
     if "v100" in n:
         return "a100-40gb"
     raise Unusable(f"GPU `{name}` is not one parc's catalogue knows, and the row gives no figures to define it")
@@ -275,7 +315,7 @@ def power_and_memory(hw: dict, notes: list[str]) -> list[str]:
     return out
 
 
-RATE = (r"(\d+(?:\.\d+)?)\s*(?:([GT])(?:(b/s|bps|bit/s|bits?|b)|(B/s|Bps|[Bb]ytes?/s))(?![A-Za-z])"
+RATE = (r"(\d+(?:\.\d+)?)\s*(?:([GT])(?:(b/s|bps|bit/s|bits?|bE|b)|(B/s|Bps|[Bb]ytes?/s))(?![A-Za-z])"
         r"|(G)(?=\s*(?i:ib|infiniband|roce|nics?|ethernet)\b))")
 """A link rate with its unit: bits ("200Gb/s", "400 Gbps", "3.2 Tbps", "400G RoCE") or bytes per
 second ("50 GB/s", "400 GBps"). The unit's case is the unit: b is a bit, B a byte. A size without
@@ -296,11 +336,14 @@ def rate_gbits(found: re.Match, offset: int = 0) -> float:
 
 
 def _network_rates(text: str) -> list[re.Match]:
-    """Rate phrases that speak of the network, not of NVLink, PCIe or memory."""
+    """Rate phrases that speak of the network, not of NVLink, PCIe or memory: no such word in the
+    rate's own clause, before it back to the last "," ";" or "(" (or 16 characters) and after it up
+    to the next delimiter ("900 GB/s NVLink, 8x400 Gb/s IB": the first is NVLink's)."""
     kept = []
     for found in re.finditer(r"(?:(\d+)\s*x\s*)?" + RATE, text):
-        before = text[max(0, found.start() - 16):found.start()].lower()
-        if not any(word in before for word in NOT_NETWORK):
+        before = re.split(r"[,;(]", text[max(0, found.start() - 16):found.start()])[-1].lower()
+        after = re.split(r"[,;()]", text[found.end():found.end() + 24])[0].lower()
+        if not any(word in before or word in after for word in NOT_NETWORK):
             kept.append(found)
     return kept
 
@@ -341,15 +384,27 @@ def network_of(hw: dict, per_node: int, gpu: dict, notes: list[str]) -> str:
     up to 32x the network it had."""
     text = " ".join(str(hw.get(k) or "") for k in ("note", "network")).replace("×", "x")
     text = re.sub(NUMBER_WORDS, lambda word: str(NUMBERS[word.group(1).lower()]), text, flags=re.I)
+    # a count of ports at a rate written the short way: "4 x 200G", "8x400G", "4 x HDR200", "8x NDR400"
+    short = re.search(r"(\d+)\s*x\s*(?:(edr|hdr|ndr|xdr)\s*(\d{2,4})?|(\d{2,4})\s*G(?![Bb]/?s?\b|B))",
+                      text, flags=re.I)
+    if short and short.group(4):
+        return f"{int(short.group(1))} x {float(short.group(4)):g} Gb/s"
+    if short and short.group(3):
+        return f"{int(short.group(1))} x {float(short.group(3)):g} Gb/s"
     unscoped = None
     for found in _network_rates(text):
         gbits = rate_gbits(found, 1)
         if found.group(1):  # "8 x 200 Gb/s": a count of NICs, each at the rate
             return f"{int(found.group(1))} x {gbits:g} Gb/s"
-        after = text[found.end():]
-        times = re.match(r"\s*\)?\s*x\s*(\d+)\b", after)  # "NDR 400Gb/s x8", "200Gb/s x8 per node"
+        after = re.split(r"[,;]", text[found.end():])[0]  # the rate's own clause
+        # "NDR 400Gb/s x8", "200Gb/s x8 per node", "400Gb/s InfiniBand x8", "200 Gbps HDR InfiniBand x 4"
+        times = re.match(r"(?:\s*\)?\s*[A-Za-z][\w/-]*){0,3}?\s*\)?\s*x\s*(\d+)\b", after)
         if times:
             return f"{int(times.group(1))} x {gbits:g} Gb/s"
+        counted_after = re.match(r"[\s),]*(\d+)\s*(?:x\s*)?(?:per\s+node|nics?|hcas?|ports?|adapters?|rails?)\b",
+                                 text[found.end():], flags=re.I)  # "HDR (200 Gb/s), 4 per node"
+        if counted_after:
+            return f"{int(counted_after.group(1))} x {gbits:g} Gb/s"
         scope = re.match(r"([\w\s/-]{0,40}?)\bper\s+(gpu|node)", after, flags=re.I)
         if scope and scope.group(2).lower() == "gpu":
             return f"{per_node} x {gbits:g} Gb/s"
@@ -359,6 +414,12 @@ def network_of(hw: dict, per_node: int, gpu: dict, notes: list[str]) -> str:
             return f"{nics} x {gbits:g} Gb/s"
         if scope:
             return f"{per_node} x {gbits / per_node:g} Gb/s"
+        if found.group(3) == "T" or re.search(r"\b(?:aggregate|total|combined)\b", after, flags=re.I):
+            # "3.2 Tb/s", "0.8 Tb/s aggregate": a node's, over its usual NICs
+            nics = gpu["nics"] * per_node // gpu["gpus_per_node"] or 1
+            notes.append(f"network {nics} x {gbits / nics:g} Gb/s per node (the note's {gbits:g} Gb/s is the node's, "
+                         f"over the {gpu['description']}'s usual {nics} NICs)")
+            return f"{nics} x {gbits / nics:g} Gb/s"
         if unscoped is None:
             unscoped = gbits
     counted = re.search(COUNTED_NICS, text, flags=re.I)
@@ -518,7 +579,8 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     missing = [k for k in ("layers", "hidden", "heads", "vocab", "seq_len") if m.get(k) is None]
     if missing:
         raise Unusable("the model's " + ", ".join(f"`{k}`" for k in missing) + " not published")
-    layers, h, heads = _int(m["layers"], "layers"), _int(m["hidden"], "hidden"), _int(m["heads"], "heads")
+    # widths written with a multiplier are powers of two ("8K" hidden is 8,192)
+    layers, h, heads = _int(m["layers"], "layers"), _int(m["hidden"], "hidden", binary=True), _int(m["heads"], "heads")
     vocab, seq = _int(m["vocab"], "vocab"), _int(m["seq_len"], "seq_len", binary=True)
     zero = [k for k, v in (("layers", layers), ("hidden", h), ("heads", heads), ("vocab", vocab), ("seq_len", seq))
             if v == 0]
@@ -531,7 +593,10 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     swiglu = any(w in arch for w in ("swiglu", "geglu", "silu")) or (llama_like and not plain)
     kv_lora = _int(m.get("kv_lora_rank"), "kv_lora_rank")
     named_mla = not kv_lora and bool(re.search(r"\bmla\b", arch) or "latent attention" in arch)
-    kv = _int(m.get("kv_heads"), "kv_heads")
+    raw_kv = m.get("kv_heads")
+    # "MHA": every head its own key and value; "GQA-8", "8 (GQA)": the number
+    kv = heads if isinstance(raw_kv, str) and re.fullmatch(r"\s*(?:mha|multi[- ]head(?: attention)?)\s*", raw_kv,
+                                                           flags=re.I) else _int(raw_kv, "kv_heads")
     if (kv_lora or named_mla) and kv not in (None, heads):
         # MLA's shared latent is sometimes written as one kv head: its heads' keys and values are their own
         notes.append(f"kv_heads {kv} read as {heads}: multi-head latent attention gives every head its own "
@@ -554,8 +619,8 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     top_k = _int(m.get("top_k"), "top_k") or 0
     if experts and not top_k:
         raise Unusable("a mixture-of-experts model without its top-k (experts per token)")
-    ffn = _int(m.get("ffn"), "ffn")
-    expert_ffn = _int(m.get("moe_ffn"), "moe_ffn")
+    ffn = _int(m.get("ffn"), "ffn", binary=True)
+    expert_ffn = _int(m.get("moe_ffn"), "moe_ffn", binary=True)
     if experts and expert_ffn is None:
         expert_ffn = ffn
     if ffn is None and experts and expert_ffn:
@@ -738,8 +803,24 @@ STEP_ONLY = Convention("step time (no FLOP convention)", palm_flops)
 any FLOP count gives the same ratio of predicted to reported, so PaLM's serves as the unit."""
 
 
+CONVENTION_ALIASES = {
+    "megatron_core": "megatron_core_model_flops", "megatron_core_model_flop": "megatron_core_model_flops",
+    "megatron_core_mfu": "megatron_core_model_flops", "megatron_core_model_flops_mfu": "megatron_core_model_flops",
+}
+"""Other spellings of a convention's key (`convention_key` folds case, hyphens and spaces first)."""
+
+
+def convention_key(value) -> str:
+    """A row's `flop_convention` as `CONVENTIONS` keys it: lower case, words joined by "_"
+    ("Megatron-Core model FLOPs" is `megatron_core_model_flops`), aliases resolved."""
+    if placeholder(value):
+        return "unspecified"
+    key = re.sub(r"[^a-z0-9]+", "_", str(value).strip().lower()).strip("_")
+    return CONVENTION_ALIASES.get(key, key)
+
+
 def convention_of(entry: dict) -> tuple[str, Convention]:
-    key = entry.get("flop_convention") or "unspecified"
+    key = convention_key(entry.get("flop_convention"))
     if key == "megatron_core_model_flops" and _megatron_causal(entry):
         return key, Convention("MFU (Megatron-Core, causal)", lambda d: megatron_core(d, causal=True))
     if key in CONVENTIONS:
@@ -776,9 +857,9 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
         for n in names:
             v = out.get(n)
             if isinstance(v, str):  # YAML 1.1 reads "3.0e6" as a string; rows write "52%", "~400 TFLOP/s"
-                found = re.fullmatch(r"\s*[~≈]?\s*(\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?)\s*([KMB](?![A-Za-z]))?"
-                                     r"\s*(?:%|[A-Za-z/ -]*)\s*", v)
-                if not found:
+                # the first number, whatever follows it ("41.2% MFU", "430 (TFLOP/s/GPU)")
+                found = re.match(r"\s*[~≈]?\s*(\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?)\s*([KMB](?![A-Za-z]))?", v)
+                if not found or re.match(r"\s*(?:[-–]|to\b)\s*\d", v[found.end():]):  # "400-450": a range, no figure
                     continue
                 # "1.2M tokens/s": the multiplier is never dropped (decimal, as throughputs are written)
                 v = float(found.group(1).replace(",", "")) * DECIMAL_SCALE[(found.group(2) or "").lower()]
@@ -788,11 +869,12 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
 
     for kind in order:
         if kind == "tflops":
-            v = number("tflops_per_gpu", "model_tflops_per_gpu", "achieved_tflops_per_gpu")
+            v = number("tflops_per_gpu", "model_tflops_per_gpu", "achieved_tflops_per_gpu", "tflops", "model_tflops",
+                       "tflops_gpu", "tflop_s_per_gpu")
             if v:
                 return v, "reported TFLOP/s"
         elif kind == "mfu":
-            v = number("mfu_pct", "mfu")
+            v = number("mfu_pct", "mfu", "mfu_percent", "MFU", "mfu_%")
             if v:
                 return (v if v > 1 else 100 * v) / 100 * peak, "reported MFU"
         elif kind == "pct":
@@ -800,19 +882,21 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
             if v:
                 return v / 100 * peak, "reported % of peak"
         elif kind == "hfu" and hardware:
-            v = number("hfu_pct", "hfu")
+            v = number("hfu_pct", "hfu", "hfu_percent", "HFU")
             if v and (recompute == "selective" or conv.utilisation == "hfu"):
                 return (v if v > 1 else 100 * v) / 100 * peak * model / hardware, "reported HFU"
         elif kind == "step":
-            v = number("step_time_s", "iteration_time_s", "step_s", "iteration_s")
+            v = number("step_time_s", "iteration_time_s", "step_s", "iteration_s", "step_time", "time_per_step_s",
+                       "iteration_time", "seconds_per_step")
             ms = number("step_time_ms", "iteration_time_ms")
             if v or ms:
                 return model / ((v or ms / 1000) * gpus) / 1e12, "reported step time"
         elif kind == "tokens":
-            v = number("tokens_per_s_per_gpu", "tokens_per_sec_per_gpu", "tokens_per_gpu_per_s")
+            v = number("tokens_per_s_per_gpu", "tokens_per_sec_per_gpu", "tokens_per_gpu_per_s",
+                       "tokens_per_second_per_gpu", "tokens_per_gpu_per_second")
             if v:
                 return model / (batch * per_seq.seq) * v / 1e12, "reported tokens/s per GPU"
-            v = number("tokens_per_s", "tokens_per_sec", "throughput_tokens_per_s")
+            v = number("tokens_per_s", "tokens_per_sec", "throughput_tokens_per_s", "tokens_per_second")
             if v:
                 return model / (batch * per_seq.seq) * v / gpus / 1e12, "reported tokens/s"
             v = number("gpu_hours_per_trillion_tokens")
@@ -1110,10 +1194,10 @@ def fp8_recipe_of(entry: dict) -> str:
     """Transformer Engine's fp8 recipe where the row names it (Megatron-Bridge's table: "FP8-CS",
     per-tensor current scaling; "FP8-MX", MXFP8), else its default, delayed scaling. It decides
     how many quantize kernels each GEMM input launches (`kernels.QUANTIZE_KERNELS`)."""
-    text = _words((entry.get("layout") or {}).get("precision")).replace("_", "-")
-    if "fp8-mx" in text or "mxfp8" in text:
+    text = re.sub(r"[\s_()-]+", "", _words((entry.get("layout") or {}).get("precision")))  # "FP8 (MX)" = "fp8mx"
+    if re.search(r"fp8mx|mxfp8|microscal", text):
         return "mxfp8"
-    if "fp8-cs" in text or "current scaling" in text:
+    if re.search(r"fp8cs|currentscal|tensorwise", text):
         return "current"
     return "delayed"
 
@@ -1123,9 +1207,9 @@ def precision_of(lay: dict) -> str:
     if re.search(r"fp4|float4|mxfp4|\b4[- ]?bit", text):
         raise Unusable(f"precision `{lay.get('precision')}`: 4-bit GEMMs, which parc does not model (fp8 is its "
                        "narrowest); read as fp8 or bf16 the run would be predicted slower than it ran")
-    if "fp8" in text or "float8" in text:
+    if "fp8" in text or "float8" in text or re.search(r"\be4m3|\be5m2", text):
         return "fp8"
-    if "fp16" in text and "bf16" not in text:
+    if re.search(r"fp16|float16|\bhalf\b", text) and not re.search(r"bf16|bfloat16", text):
         return "fp16"
     return "bf16"
 
@@ -1173,12 +1257,18 @@ def recompute_of(lay: dict, layers: int, family: str, notes: list[str]) -> str:
             notes.append("recompute `true` read as full (activation checkpointing of every layer)")
         return "full" if raw else "none"
     text = _words(raw)
-    if not text:
+    if placeholder(raw) or not text:
         notes.append(UNSTATED_RECOMPUTE)
         return "none"
     if megatron_modules({"layout": lay}):
         return "selective"  # Megatron-Core's selective recomputation by module (`software_of` names them)
     if text.startswith(("none", "no ", "off", "false", "disabled")) or text in ("no", "0"):
+        return "none"
+    # a negation with no kind of recomputation named: "without activation checkpointing",
+    # "activation_checkpointing: False", "checkpointing off"
+    if (re.search(r"\b(?:no|not|without|off|false|disabled|none)\b", text)
+            and not re.search(r"\b(?:selective|full|uniform|block|every|partial|core|\d+\s*(?:of\s*\d+\s*)?layers?)\b",
+                              text)):
         return "none"
     if re.search(r"selective[\s_-]*layer|every (?:other|2nd|second) layer", text):
         notes.append(f"selective per layer = full recomputation of every second layer (`full {layers // 2}`)")
@@ -1193,7 +1283,9 @@ def recompute_of(lay: dict, layers: int, family: str, notes: list[str]) -> str:
     if re.search(r"core[\s_-]*attention|attention[\s_-]*(?:core|only)", text):
         return "selective"  # recomputing the core attention alone is Korthikanti et al.'s selective
     if re.search(r"full|uniform|block|every layer|all layers|checkpoint|partial|^(?:yes|true|on|enabled)\b", text):
-        count = re.search(r"(\d+)\s*(?:of\s*\d+\s*)?layers?", text)
+        # "full 8 layers", "16 of 80 layers"; not "1 layer per checkpoint" (a checkpoint's granularity)
+        count = re.search(r"(\d+)\s*(?:of\s*\d+\s*)?layers?(?!\s*(?:per|each|in each|a)\s+(?:checkpoint|group|block))",
+                          text)
         # Megatron's `uniform` method checkpoints every group of N layers: every layer, whatever N
         if count and 0 < int(count.group(1)) < layers and "every" not in text and "uniform" not in text:
             return f"full {int(count.group(1))}"
@@ -1207,7 +1299,7 @@ def recompute_of(lay: dict, layers: int, family: str, notes: list[str]) -> str:
 def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
     raw = lay.get("zero_or_fsdp")
     words = re.sub(r"[^a-z0-9]", "", _words(raw))  # "ZeRO-3", "zero_3", "full_shard": one spelling
-    if raw is None:
+    if placeholder(raw):  # unstated, or "n/a", "not stated": the runtime's default
         if family == "megatron" and ("overlap-param-gather" in text.replace("_", "-") or "param-gather" in text
                                      or "distributed optimizer" in text or "distributed-optimizer" in text):
             notes.append("zero1 (--overlap-param-gather needs the distributed optimizer)")
@@ -1224,11 +1316,12 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
         return "none"
     if "hsdp" in words or "hybrid" in words:
         return "hsdp"
-    if any(w in words for w in ("zero3", "stage3", "fullshard", "fullysharded")):
+    if any(w in words for w in ("zero3", "stage3", "fullshard", "fullysharded", "fullyshard")):
         return "zero3"
     if any(w in words for w in ("zero2", "stage2", "shardgrad")):
         return "zero2"
-    if any(w in words for w in ("zero1", "stage1", "distributed", "distopt", "optimizershard", "shardedoptim")):
+    if any(w in words for w in ("zero1", "stage1", "distributed", "distopt", "optimizershard", "shardedoptim",
+                                "optimizerstate", "optimizerstatesshard")):
         return "zero1"
     if "fsdp" in words:
         return "zero3"
@@ -1236,12 +1329,24 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
     return "none"
 
 
-def schedule_of(lay: dict, pp: int, notes: list[str]) -> tuple[str, int]:
-    """The pipeline schedule and virtual stages per rank."""
+def schedule_of(lay: dict, pp: int, notes: list[str], layers: int = 0) -> tuple[str, int]:
+    """The pipeline schedule and virtual stages per rank: `vpp`, or the schedule's words ("vpp 4",
+    "VPP=4", "virtual pipeline size 4", "--virtual-pipeline-model-parallel-size 4", "4 virtual
+    stages", "4 model chunks per rank", "V=4"; "--num-layers-per-virtual-pipeline-stage 2" with the
+    model's `layers` over pp ranks)."""
     text = _words(lay.get("pipeline_schedule")).replace("_", "-")
-    vpp = _int(lay.get("vpp"), "vpp")
-    stated = re.search(r"(?:\bvpp?|virtual[ -]?(?:pipeline[ -]?)?(?:stages?|chunks?)?)\s*[=:]?\s*(\d+)", text)
-    vpp = vpp or (int(stated.group(1)) if stated else 1)
+    vpp = 1 if unused(lay.get("vpp")) else _int(lay.get("vpp"), "vpp")
+    per_stage = re.search(r"layers[ -]per[ -]virtual[ -](?:pipeline[ -])?stage\s*[=:]?\s*(\d+)", text)
+    stated = (re.search(r"(?:\bvpp?|\bv(?=\s*=)|virtual[ -]?(?:pipeline[ -]?)?(?:model[ -]parallel[ -])?(?:size|stages?|chunks?)?)"
+                        r"\s*[=:]?\s*(\d+)", text)
+              or re.search(r"(\d+)\s*(?:virtual[ -]?(?:pipeline[ -]?)?(?:stages?|chunks?)|model[ -]chunks?)", text))
+    if per_stage and layers and pp and int(per_stage.group(1)) and layers % (pp * int(per_stage.group(1))) == 0:
+        stated_v = layers // (pp * int(per_stage.group(1)))
+    else:
+        stated_v = int(stated.group(1)) if stated and not per_stage else None
+    vpp = vpp or stated_v or 1
+    if re.search(r"non[ -]?interleav|not[ -]interleav|no[ -]interleav|without[ -]interleav", text):
+        text = re.sub(r"\w*[ -]?interleav\w*", "", text)  # plain 1F1B, whatever else the words say
     if pp == 1:
         return "1f1b", 1
     if "dualpipe" in text:
@@ -1327,7 +1432,7 @@ def layout_split(layout: str, chunks: int) -> tuple[list[int], int]:
 
 def layout_of(lay: dict, gpus: int, notes: list[str]) -> dict:
     """Degrees of every axis, with the one a row leaves out derived from its GPU count."""
-    deg = {a: _int(lay.get(a), a) for a in ("tp", "pp", "dp", "cp", "ep")}
+    deg = {a: 1 if unused(lay.get(a)) and a != "dp" else _int(lay.get(a), a) for a in ("tp", "pp", "dp", "cp", "ep")}
     for a in ("cp", "ep"):
         deg[a] = deg[a] or 1
     known = [a for a in ("tp", "pp", "dp") if deg[a] is not None]
@@ -1455,10 +1560,17 @@ def sibling_micro_batches(entry: dict, others: list[dict]) -> tuple[int, str] | 
         om, ol = other.get("model") or {}, other.get("layout") or {}
         if other is entry or any(om.get(k) != m.get(k) for k in same):
             continue
-        if (ol.get("tp"), ol.get("pp")) != (lay.get("tp"), lay.get("pp")):
+        try:
+            if (_int(ol.get("tp"), "tp"), _int(ol.get("pp"), "pp")) != (_int(lay.get("tp"), "tp"), _int(lay.get("pp"), "pp")):
+                continue
+        except Unusable:
             continue
-        batch, dp, micro = ol.get("global_batch"), ol.get("dp"), ol.get("micro_batch") or 1
-        if isinstance(batch, int) and isinstance(dp, int) and dp > 0 and batch % (dp * micro) == 0:
+        try:
+            batch, dp = _int(ol.get("global_batch"), "global_batch"), _int(ol.get("dp"), "dp")
+            micro = _int(ol.get("micro_batch"), "micro_batch") or 1
+        except Unusable:
+            continue
+        if batch and dp and batch % (dp * micro) == 0:
             return batch // (dp * micro), str(other.get("id"))
     return None
 
@@ -1512,12 +1624,12 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
 
     micro, batch = batch_of(entry, dp * (ep if deg["ep_axis"] else 1), others, notes)
     recompute = recompute_of(lay, dims.layers, family, notes)
-    sp = lay.get("sequence_parallel")
+    sp = stated_bool(lay.get("sequence_parallel"))
     if sp is None:
         sp = tp > 1
         if tp > 1:
             notes.append("sequence parallelism on (the frameworks' choice with tensor parallelism)")
-    schedule, vpp = schedule_of(lay, pp, notes)
+    schedule, vpp = schedule_of(lay, pp, notes, dims.layers)
     sharding = sharding_of(lay, family, text, notes)
     if _int(lay.get("expert_tp"), "expert_tp") not in (None, 1):
         notes.append(f"expert tensor parallelism {lay.get('expert_tp')} not modelled: experts whole on each rank")
@@ -1628,7 +1740,7 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     return Run(id=run_id, group=str(entry.get("group", "")), convention=conv.label, gpus=gpus, peak=peak,
                reported_tflops=reported, reported_from=source, spec=spec, software=software, assumptions=notes,
                fitted=fitted, conv_flops=conv.model(dims) * batch,
-               recompute_stated=bool(_words(lay.get("recompute"))), source_words=text,
+               recompute_stated=not placeholder(lay.get("recompute")), source_words=text,
                fp8_linears_stated=te_fp8_linears(family, precision, text))
 
 
