@@ -152,6 +152,17 @@ PLACEHOLDER = r"\s*(?:n/?a|null|unknown|unstated|not\s+(?:stated|published|given
 nothing; such a field is unstated, never a value."""
 
 
+def first_number(value) -> float | None:
+    """A figure as a row writes it: a number, or the first number of a string ("96 GB",
+    "989 TFLOP/s"); None where there is none."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    found = re.match(r"\s*[~≈]?\s*(\d[\d,]*(?:\.\d+)?)", str(value))
+    return float(found.group(1).replace(",", "")) if found else None
+
+
 def stated_bool(value) -> bool | None:
     """A yes/no field as a row writes it: YAML's booleans, or "true"/"false", "yes"/"no", "on"/"off",
     "enabled"/"disabled", 1/0; None where it says nothing (`placeholder`)."""
@@ -209,6 +220,9 @@ def global_batch_sequences(value, seq: int | None, notes: list[str]) -> int | No
     if not found or not seq:
         raise Unusable(f"global batch `{value}`: a token count that cannot be read in sequences")
     tokens = float(found.group(1).replace(",", "")) * TOKEN_SCALE[(found.group(2) or "").lower()]
+    if tokens % seq and found.group(2):  # "4.2M tokens": a rounded figure, the nearest whole sequences
+        notes.append(f"global batch {round(tokens / seq):,} sequences ({value}, rounded, / seq {seq:,})")
+        return round(tokens / seq)
     if tokens % seq:
         raise Unusable(f"global batch `{value}`: {tokens:,.0f} tokens are not whole sequences of {seq:,}")
     notes.append(f"global batch {int(tokens // seq):,} sequences ({value} / seq {seq:,})")
@@ -235,7 +249,7 @@ def gpu_key(name: str, memory_gb) -> str:
             return key
     if "a100" in n or "a800" in n:
         # the part's memory: a stated `gpu_memory_gb`, else "40GB" / "40-GB" in the name (not "400W")
-        memory = _int(memory_gb, "gpu_memory_gb") if memory_gb is not None and not placeholder(memory_gb) else None
+        memory = first_number(memory_gb)
         forty = memory == 40 if memory else re.search(r"(?<!\d)40-?gb", n) is not None
         return "a100-40gb" if forty else "a100-80gb"
     if "v100" in n:
@@ -263,7 +277,8 @@ def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str
                      "calibrated)")
     if "a800" in lowered:
         overrides.append("link 200 GB/s")  # the A800: an A100 with NVLink cut to 400 GB/s bidirectional
-    peak = hw.get("peak_tflops_dense_at_precision")
+    peak = first_number(hw.get("peak_tflops_dense_at_precision"))
+    memory = first_number(memory)
     catalogue = _catalogue_peak(key, precision) if "v100" not in lowered else 125
     if isinstance(peak, (int, float)) and peak > 0:
         if abs(peak - catalogue) > 0.5:  # the row's own peak replaces the one assumed above (a V100's)
@@ -1610,7 +1625,7 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     out = (entry.get("outcomes") or {}).get("reported") or {}
     src = entry.get("source") or {}
     notes: list[str] = []
-    gpus = _int(hw.get("num_gpus"), "num_gpus")
+    gpus = _int(hw.get("num_gpus"), "num_gpus", binary=True)  # "16K GPUs" is 16,384
     deg = layout_of(lay, gpus or 0, notes)
     tp, pp, dp, cp, ep = deg["tp"], deg["pp"], deg["dp"], deg["cp"], deg["ep"]
     gpus = gpus or tp * pp * dp * cp * (ep if deg["ep_axis"] else 1)

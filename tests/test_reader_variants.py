@@ -106,6 +106,9 @@ CASES = [
     (NARAYANAN_39B, "flop_convention", "narayanan_hfu", "Narayanan-HFU"),
     (README_70B, "flop_convention", "megatron_core_model_flops", "Megatron-Core model FLOPs"),
     (README_70B, "outcomes.reported.tflops_per_gpu", 419.7, "419.7 (TFLOP/s/GPU)"),
+    (NARAYANAN_39B, "hardware.gpu_memory_gb", 80, "80 GB"),
+    (NARAYANAN_39B, "hardware.peak_tflops_dense_at_precision", 312, "312 TFLOP/s"),
+    (NARAYANAN_39B, "hardware.num_gpus", 512, "512 GPUs"),
     (NEMO_5B, "outcomes.reported", {"tokens_per_s_per_gpu": 23406}, {"tokens_per_second_per_gpu": "23,406"}),
 ]
 
