@@ -147,7 +147,8 @@ def _int(value, name: str, binary: bool = False) -> int | None:
     raise Unusable(f"`{name}` is not a whole number ({value!r})")
 
 
-PLACEHOLDER = r"\s*(?:n/?a|null|unknown|unstated|not\s+(?:stated|published|given|reported)|[-–—?]+)?\s*\.?\s*"
+PLACEHOLDER = (r"\s*(?:n/?a|null|unknown|unstated|unspecified|not\s+(?:stated|published|given|reported|specified)"
+               r"|[-–—?]+)?\s*\.?\s*(?:\((?:not|un)[^)]*\))?\s*")
 """What a transcriber writes for a field the source leaves open: "n/a", "not stated", "-", or
 nothing; such a field is unstated, never a value."""
 
@@ -173,7 +174,8 @@ def stated_bool(value) -> bool | None:
     if placeholder(value):
         return None
     text = str(value).strip().lower()
-    if re.match(r"(?:no|false|off|disabled?|0)\b", text) or text.startswith(("without", "not ")):
+    if (re.match(r"(?:no|none|n|false|off|disabled?|0|✗|x)\b", text) or text.startswith(("without", "not ", "✗"))
+            or re.search(r"\b(?:off|disabled|false)\b|\(off\)", text)):
         return False
     return True
 
@@ -250,7 +252,8 @@ def gpu_key(name: str, memory_gb) -> str:
     if "a100" in n or "a800" in n:
         # the part's memory: a stated `gpu_memory_gb`, else "40GB" / "40-GB" in the name (not "400W")
         memory = first_number(memory_gb)
-        forty = memory == 40 if memory else re.search(r"(?<!\d)40-?gb", n) is not None
+        # "40GB", "40 GB", "40G", "40GiB"; a DGX A100 of 320 GB holds eight of them
+        forty = memory == 40 if memory else re.search(r"(?<!\d)40-?g(?:i?b)?\b|(?<!\d)320-?gb", n) is not None
         return "a100-40gb" if forty else "a100-80gb"
     if "v100" in n:
         return "a100-40gb"
@@ -277,7 +280,10 @@ def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str
                      "calibrated)")
     if "a800" in lowered:
         overrides.append("link 200 GB/s")  # the A800: an A100 with NVLink cut to 400 GB/s bidirectional
-    peak = first_number(hw.get("peak_tflops_dense_at_precision"))
+    stated_peak = hw.get("peak_tflops_dense_at_precision")
+    dense = re.search(r"(\d[\d,]*(?:\.\d+)?)\s*(?:T?FLOP\S*\s*)?\(?\s*dense|dense\W*(\d[\d,]*(?:\.\d+)?)",
+                      str(stated_peak), flags=re.I) if isinstance(stated_peak, str) else None
+    peak = float((dense.group(1) or dense.group(2)).replace(",", "")) if dense else first_number(stated_peak)
     memory = first_number(memory)
     catalogue = _catalogue_peak(key, precision) if "v100" not in lowered else 125
     if isinstance(peak, (int, float)) and peak > 0:
@@ -331,7 +337,7 @@ def power_and_memory(hw: dict, notes: list[str]) -> list[str]:
 
 
 RATE = (r"(\d+(?:\.\d+)?)\s*(?:([GT])(?:(b/s|bps|bit/s|bits?|bE|b)|(B/s|Bps|[Bb]ytes?/s))(?![A-Za-z])"
-        r"|(G)(?=\s*(?i:ib|infiniband|roce|nics?|ethernet)\b))")
+        r"|(G)(?=\s*(?i:ib|infiniband|roce|nics?|ethernet|hcas?|adapters?|ports?|edr|hdr|ndr|xdr)\b))")
 """A link rate with its unit: bits ("200Gb/s", "400 Gbps", "3.2 Tbps", "400G RoCE") or bytes per
 second ("50 GB/s", "400 GBps"). The unit's case is the unit: b is a bit, B a byte. A size without
 "/s" ("80GB") is memory, never a link."""
@@ -406,6 +412,11 @@ def network_of(hw: dict, per_node: int, gpu: dict, notes: list[str]) -> str:
         return f"{int(short.group(1))} x {float(short.group(4)):g} Gb/s"
     if short and short.group(3):
         return f"{int(short.group(1))} x {float(short.group(3)):g} Gb/s"
+    # the same with the count after: "HDR200 x4", "200G HDR x 4 per node", "ConnectX-6 200G x4"
+    after = re.search(r"(?:(?:edr|hdr|ndr|xdr)\s*(\d{2,4})|(?<![\d.])(\d{2,4})\s*G(?![Bb]/?s?\b|B))"
+                      r"(?:\s*[A-Za-z]+){0,2}?\s*x\s*(\d+)\b", text, flags=re.I)
+    if after:
+        return f"{int(after.group(3))} x {float(after.group(1) or after.group(2)):g} Gb/s"
     unscoped = None
     for found in _network_rates(text):
         gbits = rate_gbits(found, 1)
@@ -610,8 +621,11 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     named_mla = not kv_lora and bool(re.search(r"\bmla\b", arch) or "latent attention" in arch)
     raw_kv = m.get("kv_heads")
     # "MHA": every head its own key and value; "GQA-8", "8 (GQA)": the number
-    kv = heads if isinstance(raw_kv, str) and re.fullmatch(r"\s*(?:mha|multi[- ]head(?: attention)?)\s*", raw_kv,
-                                                           flags=re.I) else _int(raw_kv, "kv_heads")
+    grouped = re.search(r"(\d+)\s*(?:kv[ _-]?heads?|groups?|query groups?)", raw_kv, flags=re.I) \
+        if isinstance(raw_kv, str) else None  # "GQA (8 groups)", "GQA, 8 KV heads"
+    kv = (heads if isinstance(raw_kv, str) and re.fullmatch(r"\s*(?:mha|multi[- ]head(?: attention)?)\s*", raw_kv,
+                                                            flags=re.I)
+          else int(grouped.group(1)) if grouped else _int(raw_kv, "kv_heads"))
     if (kv_lora or named_mla) and kv not in (None, heads):
         # MLA's shared latent is sometimes written as one kv head: its heads' keys and values are their own
         notes.append(f"kv_heads {kv} read as {heads}: multi-head latent attention gives every head its own "
@@ -821,6 +835,9 @@ any FLOP count gives the same ratio of predicted to reported, so PaLM's serves a
 CONVENTION_ALIASES = {
     "megatron_core": "megatron_core_model_flops", "megatron_core_model_flop": "megatron_core_model_flops",
     "megatron_core_mfu": "megatron_core_model_flops", "megatron_core_model_flops_mfu": "megatron_core_model_flops",
+    "nemo_dgxc_non_causal": "nemo_dgxc_noncausal", "nemo_non_causal": "nemo_dgxc_noncausal",
+    "megatron_bridge_causal": "bridge_causal", "megatron_bridge": "bridge_causal", "bridge": "bridge_causal",
+    "llm_foundry": "llm_foundry_mfu", "palm": "palm_mfu", "megascale": "megascale_mfu",
 }
 """Other spellings of a convention's key (`convention_key` folds case, hyphens and spaces first)."""
 
@@ -858,6 +875,30 @@ def _megatron_causal(entry: dict) -> bool:
 # Reported figure
 
 
+def _key(name) -> str:
+    """A reported figure's key as `reported_tflops` looks it up: lower case, letters, digits and %."""
+    return re.sub(r"[^a-z0-9%]", "", str(name).lower())
+
+
+MULTIPLIER_WORDS = {"million": "m", "billion": "b", "thousand": "k"}
+
+
+def figure(text: str, seconds: bool = False) -> float | None:
+    """The first number of a reported figure, whatever surrounds it ("41.2% MFU", "MFU 41.2 %",
+    "430 (TFLOP/s/GPU)", "~400 TFLOP/s"), with its multiplier ("1.2M tokens/s", "1.007k", "1.2
+    million": decimal, as throughputs are written); in a field of seconds, "12300 ms" is 12.3. None
+    for no number, or a range ("400-450"), which is no figure."""
+    found = re.search(r"(?<![\w.])[~≈]?\s*(\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?)\s*"
+                      r"([KMBkmb](?![A-Za-z])|million\b|billion\b|thousand\b)?", text)
+    if not found or re.match(r"\s*(?:[-–]|to\b)\s*\d", text[found.end():]):
+        return None
+    letter = (found.group(2) or "").lower()
+    value = float(found.group(1).replace(",", "")) * DECIMAL_SCALE[MULTIPLIER_WORDS.get(letter, letter)]
+    if seconds and re.match(r"\s*ms\b", text[found.end():]):
+        value /= 1000
+    return value
+
+
 def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch: int, gpus: int,
                     peak: float, recompute: str) -> tuple[float, str]:
     """TFLOP/s per GPU in the row's convention, and which published number it came from."""
@@ -868,16 +909,13 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
     else:
         order = ("tflops", "mfu", "pct", "hfu", "step", "tokens", "aggregate")
 
+    keyed = {_key(k): v for k, v in out.items()}  # "MFU (%)", "TFLOP/s/GPU", "tokens/s/GPU" as their keys
+
     def number(*names):
         for n in names:
-            v = out.get(n)
+            v = out[n] if n in out else keyed.get(_key(n))
             if isinstance(v, str):  # YAML 1.1 reads "3.0e6" as a string; rows write "52%", "~400 TFLOP/s"
-                # the first number, whatever follows it ("41.2% MFU", "430 (TFLOP/s/GPU)")
-                found = re.match(r"\s*[~≈]?\s*(\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?)\s*([KMB](?![A-Za-z]))?", v)
-                if not found or re.match(r"\s*(?:[-–]|to\b)\s*\d", v[found.end():]):  # "400-450": a range, no figure
-                    continue
-                # "1.2M tokens/s": the multiplier is never dropped (decimal, as throughputs are written)
-                v = float(found.group(1).replace(",", "")) * DECIMAL_SCALE[(found.group(2) or "").lower()]
+                v = figure(v, seconds=n.endswith("_s") or "(s)" in n)
             if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0:
                 return float(v)
         return None
@@ -885,11 +923,11 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
     for kind in order:
         if kind == "tflops":
             v = number("tflops_per_gpu", "model_tflops_per_gpu", "achieved_tflops_per_gpu", "tflops", "model_tflops",
-                       "tflops_gpu", "tflop_s_per_gpu")
+                       "tflops_gpu", "tflop_s_per_gpu", "tflops_per_gpu_model", "tflop/s/gpu", "model_tflop/s/gpu")
             if v:
                 return v, "reported TFLOP/s"
         elif kind == "mfu":
-            v = number("mfu_pct", "mfu", "mfu_percent", "MFU", "mfu_%")
+            v = number("mfu_pct", "mfu", "mfu_percent", "MFU", "mfu_%", "mfu (%)")
             if v:
                 return (v if v > 1 else 100 * v) / 100 * peak, "reported MFU"
         elif kind == "pct":
@@ -902,13 +940,13 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
                 return (v if v > 1 else 100 * v) / 100 * peak * model / hardware, "reported HFU"
         elif kind == "step":
             v = number("step_time_s", "iteration_time_s", "step_s", "iteration_s", "step_time", "time_per_step_s",
-                       "iteration_time", "seconds_per_step")
+                       "iteration_time", "seconds_per_step", "step_time (s)")
             ms = number("step_time_ms", "iteration_time_ms")
             if v or ms:
                 return model / ((v or ms / 1000) * gpus) / 1e12, "reported step time"
         elif kind == "tokens":
             v = number("tokens_per_s_per_gpu", "tokens_per_sec_per_gpu", "tokens_per_gpu_per_s",
-                       "tokens_per_second_per_gpu", "tokens_per_gpu_per_second")
+                       "tokens_per_second_per_gpu", "tokens_per_gpu_per_second", "tokens/s/gpu", "tok/s/gpu")
             if v:
                 return model / (batch * per_seq.seq) * v / 1e12, "reported tokens/s per GPU"
             v = number("tokens_per_s", "tokens_per_sec", "throughput_tokens_per_s", "tokens_per_second")
@@ -1051,7 +1089,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     # FSDP's traffic: under pipelining torch's stages defer the gradients' reduction to the last
     # micro-batch (`PipelineStage.backward_maybe_with_nosync`), where the megatron contract's
     # zero2 reduce-scatters every micro-batch.
-    torch_fsdp = family == "other" and re.search(r"\bfsdp\b|fully sharded",
+    torch_fsdp = family == "other" and re.search(r"\bfsdp\d?\b|fully[ _]shard|shard_grad_op|full_shard|hybrid_shard",
                                                   _words((entry.get("layout") or {}).get("zero_or_fsdp")))
     if torch_fsdp:
         notes.append("PyTorch FSDP's data-parallel traffic (FSDP stated, no Megatron runtime): under "
@@ -1210,15 +1248,16 @@ def fp8_recipe_of(entry: dict) -> str:
     per-tensor current scaling; "FP8-MX", MXFP8), else its default, delayed scaling. It decides
     how many quantize kernels each GEMM input launches (`kernels.QUANTIZE_KERNELS`)."""
     text = re.sub(r"[\s_()-]+", "", _words((entry.get("layout") or {}).get("precision")))  # "FP8 (MX)" = "fp8mx"
-    if re.search(r"fp8mx|mxfp8|microscal", text):
+    if re.search(r"fp8mx|mxfp8|microscal|blockscal\w*mx|32elementblock", text):
         return "mxfp8"
-    if re.search(r"fp8cs|currentscal|tensorwise", text):
+    if re.search(r"fp8cs|currentscal|tensorwise|pertensorcurrent", text):
         return "current"
     return "delayed"
 
 
 def precision_of(lay: dict) -> str:
-    text = _words(lay.get("precision"))
+    # a negated format says which is not used: "BF16 (no FP8)", "FP8 disabled", "fp16 (not bf16)"
+    text = re.sub(r"\b(?:no|not|without)\s+(\w+)|(\w+)\s+(?:disabled|off)\b", " ", _words(lay.get("precision")))
     if re.search(r"fp4|float4|mxfp4|\b4[- ]?bit", text):
         raise Unusable(f"precision `{lay.get('precision')}`: 4-bit GEMMs, which parc does not model (fp8 is its "
                        "narrowest); read as fp8 or bf16 the run would be predicted slower than it ran")
@@ -1295,11 +1334,12 @@ def recompute_of(lay: dict, layers: int, family: str, notes: list[str]) -> str:
         return "selective"
     if re.search(r"--recompute-activations\b|\brecompute[-_ ]activations\b", text):
         return "selective"  # Megatron-LM's --recompute-activations: selective (Korthikanti et al. 2022)
-    if re.search(r"core[\s_-]*attention|attention[\s_-]*(?:core|only)", text):
+    if re.search(r"core[\s_-]*att(?:ention|n)|att(?:ention|n)[\s_-]*(?:core|only|recompute)|^(?:attention|attn)$"
+                 r"|recompute\W*(?:attention|attn)\b", text):
         return "selective"  # recomputing the core attention alone is Korthikanti et al.'s selective
     if re.search(r"full|uniform|block|every layer|all layers|checkpoint|partial|^(?:yes|true|on|enabled)\b", text):
         # "full 8 layers", "16 of 80 layers"; not "1 layer per checkpoint" (a checkpoint's granularity)
-        count = re.search(r"(\d+)\s*(?:of\s*\d+\s*)?layers?(?!\s*(?:per|each|in each|a)\s+(?:checkpoint|group|block))",
+        count = re.search(r"(\d+)\s*(?:of\s*\d+\s*)?layers?(?!\s*(?:(?:per|each|in each|a)\s+|/\s*)(?:checkpoint|group|block))",
                           text)
         # Megatron's `uniform` method checkpoints every group of N layers: every layer, whatever N
         if count and 0 < int(count.group(1)) < layers and "every" not in text and "uniform" not in text:
@@ -1327,8 +1367,13 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
             return "zero3"
         notes.append("no optimizer sharding (unstated)")
         return "none"
-    if words.startswith(("none", "no", "ddp", "false")):
+    if isinstance(raw, int) and not isinstance(raw, bool) and 0 <= raw <= 3:  # a ZeRO stage: 0 is DDP
+        return ("none", "zero1", "zero2", "zero3")[raw]
+    if (words.startswith(("none", "no", "ddp", "false", "distributeddataparallel", "without"))
+            or re.search(r"distributed[ _-]?optimizer\W*(?:off|false|no|disabled)\b|(?:no|without)\s+distributed", _words(raw))):
         return "none"
+    if "reshardafterforwardfalse" in words:  # FSDP without resharding after the forward: ZeRO-2
+        return "zero2"
     if "hsdp" in words or "hybrid" in words:
         return "hsdp"
     if any(w in words for w in ("zero3", "stage3", "fullshard", "fullysharded", "fullyshard")):
@@ -1352,9 +1397,9 @@ def schedule_of(lay: dict, pp: int, notes: list[str], layers: int = 0) -> tuple[
     text = _words(lay.get("pipeline_schedule")).replace("_", "-")
     vpp = 1 if unused(lay.get("vpp")) else _int(lay.get("vpp"), "vpp")
     per_stage = re.search(r"layers[ -]per[ -]virtual[ -](?:pipeline[ -])?stage\s*[=:]?\s*(\d+)", text)
-    stated = (re.search(r"(?:\bvpp?|\bv(?=\s*=)|virtual[ -]?(?:pipeline[ -]?)?(?:model[ -]parallel[ -])?(?:size|stages?|chunks?)?)"
-                        r"\s*[=:]?\s*(\d+)", text)
-              or re.search(r"(\d+)\s*(?:virtual[ -]?(?:pipeline[ -]?)?(?:stages?|chunks?)|model[ -]chunks?)", text))
+    stated = (re.search(r"(?:\bvpp?(?:[ -]size)?|\bv(?=\s*=)|virtual[ -]?(?:pipeline[ -]?)?(?:model[ -])?(?:parallel[ -])?"
+                        r"(?:size|stages?|chunks?)?)\s*[=:]?\s*(\d+)", text)
+              or re.search(r"(\d+)\s*(?:virtual[ -]?(?:pipeline[ -]?)?(?:stages?|chunks?)|(?:model[ -])?chunks?[ -]per)", text))
     if per_stage and layers and pp and int(per_stage.group(1)) and layers % (pp * int(per_stage.group(1))) == 0:
         stated_v = layers // (pp * int(per_stage.group(1)))
     else:
@@ -1447,7 +1492,11 @@ def layout_split(layout: str, chunks: int) -> tuple[list[int], int]:
 
 def layout_of(lay: dict, gpus: int, notes: list[str]) -> dict:
     """Degrees of every axis, with the one a row leaves out derived from its GPU count."""
-    deg = {a: 1 if unused(lay.get(a)) and a != "dp" else _int(lay.get(a), a) for a in ("tp", "pp", "dp", "cp", "ep")}
+    deg = {a: 1 if unused(lay.get(a)) else _int(lay.get(a), a) for a in ("tp", "pp", "dp", "cp", "ep")}
+    if all(deg[a] is None for a in ("tp", "pp", "dp")):  # the layout as one string: "TP8/PP4/DP16", "tp=8, pp=4"
+        written = " ".join(str(v) for v in lay.values() if isinstance(v, str))
+        for axis, degree in re.findall(r"\b(tp|pp|dp|cp|ep)\s*[=:-]?\s*(\d+)\b", written, flags=re.I):
+            deg[axis.lower()] = int(degree)
     for a in ("cp", "ep"):
         deg[a] = deg[a] or 1
     known = [a for a in ("tp", "pp", "dp") if deg[a] is not None]
@@ -1581,7 +1630,8 @@ def sibling_micro_batches(entry: dict, others: list[dict]) -> tuple[int, str] | 
         except Unusable:
             continue
         try:
-            batch, dp = _int(ol.get("global_batch"), "global_batch"), _int(ol.get("dp"), "dp")
+            seq = _int(om.get("seq_len"), "seq_len", binary=True)
+            batch, dp = global_batch_sequences(ol.get("global_batch"), seq, []), _int(ol.get("dp"), "dp")
             micro = _int(ol.get("micro_batch"), "micro_batch") or 1
         except Unusable:
             continue
@@ -1614,6 +1664,13 @@ def batch_of(entry: dict, replicas: int, others: list[dict], notes: list[str]) -
                          "per pipeline)")
         else:
             raise Unusable("the global batch is not published (nor gradient-accumulation steps)")
+    raw = lay.get("global_batch")
+    if micro and batch % (replicas * micro) and isinstance(raw, str) and "token" not in raw.lower():
+        binary = _int(raw, "global_batch", binary=True)  # "2K" sequences: 2,048 where 2,000 does not divide
+        if binary != batch and binary % (replicas * micro) == 0:
+            notes.append(f"global batch {binary:,} sequences (`{raw}` read in powers of 1,024: {batch:,} does not "
+                         f"divide over {replicas} replicas x micro-batch {micro})")
+            batch = binary
     if micro == 0 or batch % (replicas * micro):
         raise Unusable(f"global batch {batch} is not a multiple of {replicas} replicas x micro-batch {micro}")
     return micro, batch
@@ -1625,7 +1682,10 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     out = (entry.get("outcomes") or {}).get("reported") or {}
     src = entry.get("source") or {}
     notes: list[str] = []
-    gpus = _int(hw.get("num_gpus"), "num_gpus", binary=True)  # "16K GPUs" is 16,384
+    counted = re.fullmatch(r"\s*(\d+)\s*(?:nodes?\s*)?[x×*]\s*(\d+)(?:\s*gpus?)?\s*", str(hw.get("num_gpus") or ""),
+                           flags=re.I)  # "192 nodes x 8 GPUs", "256x8"
+    gpus = (int(counted.group(1)) * int(counted.group(2)) if counted
+            else _int(hw.get("num_gpus"), "num_gpus", binary=True))  # "16K GPUs" is 16,384
     deg = layout_of(lay, gpus or 0, notes)
     tp, pp, dp, cp, ep = deg["tp"], deg["pp"], deg["dp"], deg["cp"], deg["ep"]
     gpus = gpus or tp * pp * dp * cp * (ep if deg["ep_axis"] else 1)
