@@ -174,7 +174,7 @@ def stated_bool(value) -> bool | None:
     if placeholder(value):
         return None
     text = str(value).strip().lower()
-    if (re.match(r"(?:no|none|n|false|off|disabled?|0|✗|x)\b", text) or text.startswith(("without", "not ", "✗"))
+    if (re.match(r"(?:no|none|n|false|off|disabled?|0)\b", text) or text.startswith(("without", "not ", "✗"))
             or re.search(r"\b(?:off|disabled|false)\b|\(off\)", text)):
         return False
     return True
@@ -207,7 +207,7 @@ TOKEN_SCALE = {"": 1, "k": 10**3, "m": 2**20, "b": 10**9}
 tokens is what papers call 4M); K and B are decimal."""
 
 
-def global_batch_sequences(value, seq: int | None, notes: list[str]) -> int | None:
+def global_batch_sequences(value, seq: int | None, notes: list[str], multiple: int = 1) -> int | None:
     """A global batch in sequences from what a row writes: a count of sequences, or of tokens
     ("4M tokens", "4,194,304 tokens", "16M tokens (4096 seqs)"), divided by the sequence length.
     A token count read as sequences would predict a batch a few thousand times too small."""
@@ -222,9 +222,12 @@ def global_batch_sequences(value, seq: int | None, notes: list[str]) -> int | No
     if not found or not seq:
         raise Unusable(f"global batch `{value}`: a token count that cannot be read in sequences")
     tokens = float(found.group(1).replace(",", "")) * TOKEN_SCALE[(found.group(2) or "").lower()]
-    if tokens % seq and found.group(2):  # "4.2M tokens": a rounded figure, the nearest whole sequences
-        notes.append(f"global batch {round(tokens / seq):,} sequences ({value}, rounded, / seq {seq:,})")
-        return round(tokens / seq)
+    if tokens % seq and found.group(2):
+        # "4.2M tokens": a rounded figure; the nearest whole sequences that divide over the replicas'
+        # micro-batches (`multiple`)
+        batch = max(1, round(tokens / seq / multiple)) * multiple
+        notes.append(f"global batch {batch:,} sequences ({value}, a rounded figure, / seq {seq:,})")
+        return batch
     if tokens % seq:
         raise Unusable(f"global batch `{value}`: {tokens:,.0f} tokens are not whole sequences of {seq:,}")
     notes.append(f"global batch {int(tokens // seq):,} sequences ({value} / seq {seq:,})")
@@ -1646,7 +1649,7 @@ def batch_of(entry: dict, replicas: int, others: list[dict], notes: list[str]) -
     lay = entry.get("layout") or {}
     micro = _int(lay.get("micro_batch"), "micro_batch")
     seq = _int((entry.get("model") or {}).get("seq_len"), "seq_len", binary=True)
-    batch = global_batch_sequences(lay.get("global_batch"), seq, notes)
+    batch = global_batch_sequences(lay.get("global_batch"), seq, notes, replicas * (micro or 1))
     accum = _int(lay.get("grad_accum"), "grad_accum")
     if micro is None:
         if batch and accum and batch % (replicas * accum) == 0:

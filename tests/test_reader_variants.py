@@ -91,6 +91,8 @@ CASES = [
     (NARAYANAN_39B, "layout.micro_batch", 4, "micro-batch 4"),
     (NARAYANAN_39B, "layout.global_batch", 1536, "global batch 1536"),
     (README_70B, "layout.global_batch", 1536, "1.5K"),  # 1,500 does not divide over dp 48; 1,536 does
+    # "6.05M tokens" (M = 2^20, as papers count) / 4,096 is 1,548.8 sequences: 1,536 the nearest over dp 48
+    (README_70B, "layout.global_batch", 1536, "6.05M tokens"),
     (README_70B, "model.seq_len", 4096, "4Ki"),
     (README_70B, "model.hidden", 8192, "8K"),
     (README_70B, "model.kv_heads", DELETE, "MHA"),
