@@ -153,6 +153,20 @@ PLACEHOLDER = (r"\s*(?:n/?a|null|unknown|unstated|unspecified|not\s+(?:stated|pu
 nothing; such a field is unstated, never a value."""
 
 
+def memory_of(value) -> float | None:
+    """One GPU's memory in GB as a row writes it: 80, "80 GB", "8 x 80 GB" (a node's GPUs: one of
+    them), "40960 MiB" (40 GiB, read as 40); None where no figure is given."""
+    if isinstance(value, str):
+        found = re.search(r"(\d[\d,]*(?:\.\d+)?)\s*(mi?b|gi?b|tb)?\s*$|(\d[\d,]*(?:\.\d+)?)\s*(mi?b|gi?b)\b", value,
+                          flags=re.I)
+        if found:
+            number = float((found.group(1) or found.group(3)).replace(",", ""))
+            unit = (found.group(2) or found.group(4) or "").lower()
+            return number / 1024 if unit.startswith("m") else number * 1000 if unit == "tb" else number
+        return None
+    return first_number(value)
+
+
 def first_number(value) -> float | None:
     """A figure as a row writes it: a number, or the first number of a string ("96 GB",
     "989 TFLOP/s"); None where there is none."""
@@ -171,13 +185,16 @@ def stated_bool(value) -> bool | None:
         return value
     if isinstance(value, (int, float)):
         return bool(value)
-    if placeholder(value):
-        return None
     text = str(value).strip().lower()
-    if (re.match(r"(?:no|none|n|false|off|disabled?|0)\b", text) or text.startswith(("without", "not ", "✗"))
-            or re.search(r"\b(?:off|disabled|false)\b|\(off\)", text)):
+    if placeholder(value) or re.fullmatch(r"\(\s*(?:n/?a|none|unknown|\?)\s*\)|tbd", text):  # bare "none" is a no
+        return None
+    first = re.match(r"[\W_]*([a-z0-9]+|[✓✗])", text)
+    token = first.group(1) if first else ""
+    if token in ("no", "none", "n", "false", "off", "disabled", "disable", "0", "without", "not", "✗"):
         return False
-    return True
+    if token in ("yes", "y", "true", "on", "enabled", "enable", "1", "with", "✓"):
+        return True
+    return not re.search(r"\b(?:off|disabled|false)\b", text)  # "SP off": the word after the subject
 
 
 def unused(value) -> bool:
@@ -214,6 +231,9 @@ def global_batch_sequences(value, seq: int | None, notes: list[str], multiple: i
     text = str(value) if value is not None and not isinstance(value, (int, float, bool)) else None
     if text is None or "token" not in text.lower():
         return _int(value, "global_batch")
+    leading = re.match(r"\s*" + COUNT + r"\s*(?:\(|seqs?\b|sequences\b|samples\b)", text)  # "1536 (6.3M tokens)"
+    if leading:
+        return int(leading.group(1).replace(",", ""))
     stated = (re.search(COUNT + r"\s*(?:seqs?|sequences|samples)\b", text, flags=re.I)
               or re.search(COUNT + r"\s*[x×]\s*[\d,]+\s*tokens", text))  # "2048 x 4096 tokens"
     if stated:
@@ -254,9 +274,9 @@ def gpu_key(name: str, memory_gb) -> str:
             return key
     if "a100" in n or "a800" in n:
         # the part's memory: a stated `gpu_memory_gb`, else "40GB" / "40-GB" in the name (not "400W")
-        memory = first_number(memory_gb)
+        memory = memory_of(memory_gb)
         # "40GB", "40 GB", "40G", "40GiB"; a DGX A100 of 320 GB holds eight of them
-        forty = memory == 40 if memory else re.search(r"(?<!\d)40-?g(?:i?b)?\b|(?<!\d)320-?gb", n) is not None
+        forty = memory == 40 if memory else re.search(r"(?<!\d)40(?:-?g(?:i?b)?)?\b|(?<!\d)320-?gb", n) is not None
         return "a100-40gb" if forty else "a100-80gb"
     if "v100" in n:
         return "a100-40gb"
@@ -284,10 +304,10 @@ def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str
     if "a800" in lowered:
         overrides.append("link 200 GB/s")  # the A800: an A100 with NVLink cut to 400 GB/s bidirectional
     stated_peak = hw.get("peak_tflops_dense_at_precision")
-    dense = re.search(r"(\d[\d,]*(?:\.\d+)?)\s*(?:T?FLOP\S*\s*)?\(?\s*dense|dense\W*(\d[\d,]*(?:\.\d+)?)",
+    dense = re.search(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s*(?:T?FLOP\S*\s*)?\(?\s*dense|dense\W*(?<![\w.])(\d[\d,]*(?:\.\d+)?)",
                       str(stated_peak), flags=re.I) if isinstance(stated_peak, str) else None
     peak = float((dense.group(1) or dense.group(2)).replace(",", "")) if dense else first_number(stated_peak)
-    memory = first_number(memory)
+    memory = memory_of(memory)
     catalogue = _catalogue_peak(key, precision) if "v100" not in lowered else 125
     if isinstance(peak, (int, float)) and peak > 0:
         if abs(peak - catalogue) > 0.5:  # the row's own peak replaces the one assumed above (a V100's)
@@ -391,11 +411,37 @@ def _stated_port_rate(text: str) -> float | None:
     InfiniBand generation ("NDR", "NDR400", "HDR 200")."""
     for found in _network_rates(text):
         return rate_gbits(found, 1)
-    found = re.search(r"\b(\d{2,4})\s*G\b", text)  # "8 NICs x 400G"; "80GB" is memory
+    compute = ",".join(c for c in re.split(r"[,;]", text) if not any(w in c.lower() for w in NOT_COMPUTE))
+    found = re.search(r"\b(\d{2,4})\s*G\b", compute)  # "8 NICs x 400G"; "80GB" is memory
     if found:
         return float(found.group(1))
     found = re.search(GENERATION, text, flags=re.I)
     return float(GENERATIONS[found.group(1).lower()]) if found else None
+
+
+NOT_COMPUTE = NOT_NETWORK + ("storage", "mgmt", "management", "frontend", "front-end", "bluefield", "ethernet mgmt")
+"""Words that put a clause's ports elsewhere than the compute fabric: scale-up links, memory,
+storage and management networks ("2x 200G storage")."""
+
+
+def _short_ports(text: str, per_node: int) -> str | None:
+    """A count of ports at a rate written the short way, clause by clause, skipping clauses about
+    NVLink, storage or management (`NOT_COMPUTE`): "4 x 200G", "8x400G", "4 x HDR200", "8x NDR400",
+    and with the count after, "HDR200 x4", "200G HDR x 4 per node", "ConnectX-6 200G x4"; "per
+    GPU" counts each GPU's. A G figure after a GPU's name ("A100 80G x 8") is memory, not a port."""
+    for clause in re.split(r"[,;]", text):
+        if any(word in clause.lower() for word in NOT_COMPUTE):
+            continue
+        port = r"(?:(?:edr|hdr|ndr|xdr)\s*(?P<gen>\d{2,4})|(?<![\d.])(?P<g>\d{2,4})\s*G(?![Bb]/?s?\b|B))"
+        found = (re.search(r"(?P<count>\d+)\s*x\s*" + port, clause, flags=re.I)
+                 or re.search(port + r"(?:\s*[A-Za-z]+){0,2}?\s*x\s*(?P<count>\d+)\b", clause, flags=re.I))
+        if not found or re.search(r"\b(?:[abh]|gb)\d{3}\w*\s*$", clause[:found.start()], flags=re.I):
+            continue
+        count, rate = int(found.group("count")), float(found.group("gen") or found.group("g"))
+        if re.search(r"\bper\s+gpu\b", clause[found.end():], flags=re.I):
+            count *= per_node
+        return f"{count} x {rate:g} Gb/s"
+    return None
 
 
 def network_of(hw: dict, per_node: int, gpu: dict, notes: list[str]) -> str:
@@ -408,18 +454,9 @@ def network_of(hw: dict, per_node: int, gpu: dict, notes: list[str]) -> str:
     up to 32x the network it had."""
     text = " ".join(str(hw.get(k) or "") for k in ("note", "network")).replace("×", "x")
     text = re.sub(NUMBER_WORDS, lambda word: str(NUMBERS[word.group(1).lower()]), text, flags=re.I)
-    # a count of ports at a rate written the short way: "4 x 200G", "8x400G", "4 x HDR200", "8x NDR400"
-    short = re.search(r"(\d+)\s*x\s*(?:(edr|hdr|ndr|xdr)\s*(\d{2,4})?|(\d{2,4})\s*G(?![Bb]/?s?\b|B))",
-                      text, flags=re.I)
-    if short and short.group(4):
-        return f"{int(short.group(1))} x {float(short.group(4)):g} Gb/s"
-    if short and short.group(3):
-        return f"{int(short.group(1))} x {float(short.group(3)):g} Gb/s"
-    # the same with the count after: "HDR200 x4", "200G HDR x 4 per node", "ConnectX-6 200G x4"
-    after = re.search(r"(?:(?:edr|hdr|ndr|xdr)\s*(\d{2,4})|(?<![\d.])(\d{2,4})\s*G(?![Bb]/?s?\b|B))"
-                      r"(?:\s*[A-Za-z]+){0,2}?\s*x\s*(\d+)\b", text, flags=re.I)
-    if after:
-        return f"{int(after.group(3))} x {float(after.group(1) or after.group(2)):g} Gb/s"
+    short = _short_ports(text, per_node)
+    if short:
+        return short
     unscoped = None
     for found in _network_rates(text):
         gbits = rate_gbits(found, 1)
@@ -624,8 +661,15 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     named_mla = not kv_lora and bool(re.search(r"\bmla\b", arch) or "latent attention" in arch)
     raw_kv = m.get("kv_heads")
     # "MHA": every head its own key and value; "GQA-8", "8 (GQA)": the number
-    grouped = re.search(r"(\d+)\s*(?:kv[ _-]?heads?|groups?|query groups?)", raw_kv, flags=re.I) \
+    grouped = re.search(r"(\d+)\s*(?:kv[ _-]?heads?|groups?|query groups?)\b(?!\s*size)", raw_kv, flags=re.I) \
         if isinstance(raw_kv, str) else None  # "GQA (8 groups)", "GQA, 8 KV heads"
+    sized = re.search(r"group[ _-]?size\s*[=:]?\s*(\d+)|heads?\s+per\s+(?:kv\s+)?group\s*[=:]?\s*(\d+)",
+                      raw_kv, flags=re.I) if isinstance(raw_kv, str) else None  # "GQA group size 4": heads / 4
+    if sized and not grouped:
+        size = int(sized.group(1) or sized.group(2))
+        if not size or heads % size:
+            raise Unusable(f"`kv_heads` {raw_kv!r}: {heads} heads do not split into groups of {size}")
+        raw_kv = heads // size
     kv = (heads if isinstance(raw_kv, str) and re.fullmatch(r"\s*(?:mha|multi[- ]head(?: attention)?)\s*", raw_kv,
                                                             flags=re.I)
           else int(grouped.group(1)) if grouped else _int(raw_kv, "kv_heads"))
@@ -891,9 +935,9 @@ def figure(text: str, seconds: bool = False) -> float | None:
     "430 (TFLOP/s/GPU)", "~400 TFLOP/s"), with its multiplier ("1.2M tokens/s", "1.007k", "1.2
     million": decimal, as throughputs are written); in a field of seconds, "12300 ms" is 12.3. None
     for no number, or a range ("400-450"), which is no figure."""
-    found = re.search(r"(?<![\w.])[~≈]?\s*(\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?)\s*"
+    found = re.search(r"(?<![\w.])[~≈]?\s*(\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*"
                       r"([KMBkmb](?![A-Za-z])|million\b|billion\b|thousand\b)?", text)
-    if not found or re.match(r"\s*(?:[-–]|to\b)\s*\d", text[found.end():]):
+    if not found or re.match(r"\s*(?:[-–]|to\b)\s*\d|\s*[x×]\s*10\b", text[found.end():]):  # a range, "3.2 × 10^6"
         return None
     letter = (found.group(2) or "").lower()
     value = float(found.group(1).replace(",", "")) * DECIMAL_SCALE[MULTIPLIER_WORDS.get(letter, letter)]
@@ -914,11 +958,11 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
 
     keyed = {_key(k): v for k, v in out.items()}  # "MFU (%)", "TFLOP/s/GPU", "tokens/s/GPU" as their keys
 
-    def number(*names):
+    def number(*names, seconds: bool = False):
         for n in names:
             v = out[n] if n in out else keyed.get(_key(n))
             if isinstance(v, str):  # YAML 1.1 reads "3.0e6" as a string; rows write "52%", "~400 TFLOP/s"
-                v = figure(v, seconds=n.endswith("_s") or "(s)" in n)
+                v = figure(v, seconds=seconds)
             if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0:
                 return float(v)
         return None
@@ -943,7 +987,7 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
                 return (v if v > 1 else 100 * v) / 100 * peak * model / hardware, "reported HFU"
         elif kind == "step":
             v = number("step_time_s", "iteration_time_s", "step_s", "iteration_s", "step_time", "time_per_step_s",
-                       "iteration_time", "seconds_per_step", "step_time (s)")
+                       "iteration_time", "seconds_per_step", "step_time (s)", seconds=True)
             ms = number("step_time_ms", "iteration_time_ms")
             if v or ms:
                 return model / ((v or ms / 1000) * gpus) / 1e12, "reported step time"
@@ -1260,7 +1304,9 @@ def fp8_recipe_of(entry: dict) -> str:
 
 def precision_of(lay: dict) -> str:
     # a negated format says which is not used: "BF16 (no FP8)", "FP8 disabled", "fp16 (not bf16)"
-    text = re.sub(r"\b(?:no|not|without)\s+(\w+)|(\w+)\s+(?:disabled|off)\b", " ", _words(lay.get("precision")))
+    # (only where the denial ends its clause: "fp8 disabled in the first layers" still runs fp8)
+    text = re.sub(r"\b(?:no|not|without)\s+(\w+)\s*(?=[),;]|$)|(\w+)\s+(?:disabled|off|not\s+used)\s*(?=[),;]|$)", " ",
+                  _words(lay.get("precision")))
     if re.search(r"fp4|float4|mxfp4|\b4[- ]?bit", text):
         raise Unusable(f"precision `{lay.get('precision')}`: 4-bit GEMMs, which parc does not model (fp8 is its "
                        "narrowest); read as fp8 or bf16 the run would be predicted slower than it ran")
@@ -1323,7 +1369,9 @@ def recompute_of(lay: dict, layers: int, family: str, notes: list[str]) -> str:
         return "none"
     # a negation with no kind of recomputation named: "without activation checkpointing",
     # "activation_checkpointing: False", "checkpointing off"
-    if (re.search(r"\b(?:no|not|without|off|false|disabled|none)\b", text)
+    subject = r"(?:activation[\s_-]*)?(?:recomput\w*|checkpoint\w*|remat\w*|ac)"
+    if (re.search(r"\b(?:no|not|without)\s+" + subject + r"\b|\b" + subject + r"\s*[:=]?\s*(?:off|false|disabled|none)\b",
+                  text)
             and not re.search(r"\b(?:selective|full|uniform|block|every|partial|core|\d+\s*(?:of\s*\d+\s*)?layers?)\b",
                               text)):
         return "none"
@@ -1372,22 +1420,26 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
         return "none"
     if isinstance(raw, int) and not isinstance(raw, bool) and 0 <= raw <= 3:  # a ZeRO stage: 0 is DDP
         return ("none", "zero1", "zero2", "zero3")[raw]
-    if (words.startswith(("none", "no", "ddp", "false", "distributeddataparallel", "without"))
-            or re.search(r"distributed[ _-]?optimizer\W*(?:off|false|no|disabled)\b|(?:no|without)\s+distributed", _words(raw))):
-        return "none"
-    if "reshardafterforwardfalse" in words:  # FSDP without resharding after the forward: ZeRO-2
-        return "zero2"
+    # what is denied ("no distributed optimizer", "without CPU offload", "DistributedDataParallel")
+    # says nothing of the stage; a stage named anywhere else decides it
+    stated = re.sub(r"\b(?:no|without|not)\s+[\w-]+(?:\s+optimi[sz]er)?|[\w-]+(?:\s+optimi[sz]er)?\W{0,3}"
+                    r"(?:off|false|disabled)\b|distributed[\s_-]*data[\s_-]*parallel", " ", _words(raw))
+    words = re.sub(r"[^a-z0-9]", "", stated)
+    kept = "reshardafterforwardfalse" in re.sub(r"[^a-z0-9]", "", _words(raw))  # FSDP without resharding: ZeRO-2
     if "hsdp" in words or "hybrid" in words:
         return "hsdp"
     if any(w in words for w in ("zero3", "stage3", "fullshard", "fullysharded", "fullyshard")):
-        return "zero3"
+        return "zero2" if kept else "zero3"
     if any(w in words for w in ("zero2", "stage2", "shardgrad")):
         return "zero2"
     if any(w in words for w in ("zero1", "stage1", "distributed", "distopt", "optimizershard", "shardedoptim",
                                 "optimizerstate", "optimizerstatesshard")):
         return "zero1"
     if "fsdp" in words:
-        return "zero3"
+        return "zero2" if kept else "zero3"
+    if (not words or words.startswith(("none", "no", "ddp", "false", "zero0", "stage0"))
+            or stated.strip() != _words(raw).strip()):  # only denials, or plain DDP
+        return "none"
     notes.append(f"sharding `{raw}` read as none")
     return "none"
 
@@ -1495,7 +1547,9 @@ def layout_split(layout: str, chunks: int) -> tuple[list[int], int]:
 
 def layout_of(lay: dict, gpus: int, notes: list[str]) -> dict:
     """Degrees of every axis, with the one a row leaves out derived from its GPU count."""
-    deg = {a: 1 if unused(lay.get(a)) else _int(lay.get(a), a) for a in ("tp", "pp", "dp", "cp", "ep")}
+    # a degree written as not used is 1; for dp only "none" (its "n/a" leaves it to the GPU count)
+    deg = {a: 1 if unused(lay.get(a)) and (a != "dp" or _words(lay.get(a)).strip() == "none")
+           else _int(lay.get(a), a) for a in ("tp", "pp", "dp", "cp", "ep")}
     if all(deg[a] is None for a in ("tp", "pp", "dp")):  # the layout as one string: "TP8/PP4/DP16", "tp=8, pp=4"
         written = " ".join(str(v) for v in lay.values() if isinstance(v, str))
         for axis, degree in re.findall(r"\b(tp|pp|dp|cp|ep)\s*[=:-]?\s*(\d+)\b", written, flags=re.I):

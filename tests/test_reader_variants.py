@@ -146,6 +146,26 @@ CASES = [
     (README_70B, "outcomes.reported", {"tflops_per_gpu": 419.7}, {"TFLOP/s/GPU": "419.7"}),
     (NEMO_5B, "outcomes.reported", {"tokens_per_s_per_gpu": 23406}, {"tokens/s/GPU": "23.406k"}),
     (NEMO_5B, "outcomes.reported", {"step_time_s": 12.3}, {"step_time_s": "12300 ms"}),
+    # a review of the new rules for false positives (stop 48): spellings they must not misread
+    (NARAYANAN_39B, "hardware.peak_tflops_dense_at_precision", 312, "312 TFLOPS FP16 dense"),
+    (NARAYANAN_39B, "hardware.note", "8x200Gb/s HDR IB per node", "8x 200 Gb/s IB, 2x 100G storage"),
+    (NARAYANAN_39B, "hardware.note", "8x200Gb/s HDR IB per node", "12x 50G NVLink, 8x 200G IB"),
+    (NARAYANAN_39B, "hardware.note", "8x200Gb/s HDR IB per node", "1x 200G per GPU"),
+    (NARAYANAN_39B, "hardware.note", "8x200Gb/s HDR IB per node", "A100 80G x 8, 8x HDR"),
+    (NARAYANAN_39B, "hardware.note", "8x200Gb/s HDR IB per node", "2x BlueField-2 100G, 8x ConnectX-6 200G"),
+    (NARAYANAN_39B, "layout.recompute", "full", "activation checkpointing (no offload)"),
+    (NARAYANAN_39B, "layout.recompute", "full", "gradient checkpointing, no CPU offload"),
+    (NEMO_5B, "outcomes.reported", {"step_time_s": 12.3}, {"step_time": "12,300 ms"}),
+    (README_70B, "layout.zero_or_fsdp", "zero3", "FSDP (no distributed optimizer)"),
+    (README_70B, "layout.zero_or_fsdp", "zero1", "DDP + distributed optimizer"),
+    (README_70B, "layout.zero_or_fsdp", "zero2", "without CPU offload, ZeRO-2"),
+    (NARAYANAN_39B, "layout.sequence_parallel", True, "true (default false)"),
+    (NEMO_5B, "layout.precision", "FP8", "fp8 disabled in the first and last layers"),
+    (NEMO_5B, "layout.precision", "BF16", "BF16 (FP8 not used)"),
+    (README_70B, "layout.global_batch", 384, "384 (1.5M tokens)"),
+    (NEMO_5B, "outcomes.reported", {"tokens_per_s_per_gpu": 23406}, {"tokens_per_s_per_gpu": "2.3406E4"}),
+    (NEMO_5B, "model.kv_heads", 8, "GQA group size 4"),  # 32 heads in groups of 4
+    (NARAYANAN_39B, "hardware.gpu", "A100-SXM4-40GB", "A100-40"),
     (NEMO_5B, "outcomes.reported", {"tokens_per_s_per_gpu": 23406}, {"tokens_per_second_per_gpu": "23,406"}),
 ]
 
