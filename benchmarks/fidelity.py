@@ -1596,7 +1596,7 @@ no recomputation, "non-interleaved 1F1B" is plain 1F1B, "4 virtual stages" or
 "--num-layers-per-virtual-pipeline-stage 2" are virtual stages, "E4M3/E5M2 hybrid" is fp8,
 "MHA" is one KV head per head, "8Ki" is 8,192, a rate's own clause decides whether it is the
 network's ("900 GB/s NVLink, 8x400 Gb/s IB"), and a NIC count may follow the rate ("200 Gbps HDR
-InfiniBand x 4", "HDR (200 Gb/s), 4 per node"); `tests/test_reader_variants.py` holds 109 such
+InfiniBand x 4", "HDR (200 Gb/s), 4 per node"); `tests/test_reader_variants.py` holds 110 such
 spellings of rows of this file to the canonical reading (from a pass that rewrote each field of
 233 rows 475 ways and found 160 of them misread, then 251 more ways of which 35). A run that ran
 fitted in memory: where a row leaves recomputation out and the layout would not fit without it,

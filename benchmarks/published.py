@@ -210,7 +210,8 @@ def placeholder(value) -> bool:
 
 COUNT = r"(\d{1,3}(?:,\d{3})+|\d+)"
 """A whole number, bare or with thousands separators ("1,536", which must never read as 1)."""
-WHOLE = r"\s*(?:[A-Za-z][A-Za-z _-]*?\s*[=:-]?\s*)?" + COUNT + r"(?![\d.,]|[KkMm]i?(?![A-Za-z]))"
+WHOLE = (r"\s*(?:[A-Za-z][A-Za-z _-]*?\s*[=:-]?\s*)?" + COUNT
+         + r"(?![\d.,]|[KkMm]i?(?![A-Za-z])|\s*(?:[-–]|to\b)\s*\d)")  # "2-4" is a range, no count
 """A whole number as a row writes it: bare, after a label ("TP=8", "tp 8"), or with thousands
 separators ("1,536", which must never read as 1)."""
 SCALED = r"\s*(?:[A-Za-z][A-Za-z _-]*?\s*[=:-]?\s*)?(\d+(?:\.\d+)?)\s*([KkMmBb])(i?)(?![A-Za-z])"
@@ -943,6 +944,8 @@ def figure(text: str, seconds: bool = False) -> float | None:
     value = float(found.group(1).replace(",", "")) * DECIMAL_SCALE[MULTIPLIER_WORDS.get(letter, letter)]
     if seconds and re.match(r"\s*ms\b", text[found.end():]):
         value /= 1000
+    elif seconds and re.match(r"\s*min(?:utes?)?\b", text[found.end():]):  # "2.5 min"
+        value *= 60
     return value
 
 

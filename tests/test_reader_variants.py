@@ -156,6 +156,7 @@ CASES = [
     (NARAYANAN_39B, "layout.recompute", "full", "activation checkpointing (no offload)"),
     (NARAYANAN_39B, "layout.recompute", "full", "gradient checkpointing, no CPU offload"),
     (NEMO_5B, "outcomes.reported", {"step_time_s": 12.3}, {"step_time": "12,300 ms"}),
+    (NEMO_5B, "outcomes.reported", {"step_time_s": 150}, {"step_time": "2.5 min"}),
     (README_70B, "layout.zero_or_fsdp", "zero3", "FSDP (no distributed optimizer)"),
     (README_70B, "layout.zero_or_fsdp", "zero1", "DDP + distributed optimizer"),
     (README_70B, "layout.zero_or_fsdp", "zero2", "without CPU offload, ZeRO-2"),
@@ -193,6 +194,15 @@ def test_a_reasonable_spelling_reads_as_the_canonical_one(row, field, canonical,
     assert b.reported_tflops == pytest.approx(a.reported_tflops, rel=1e-9)
     assert b.convention == a.convention and b.software == a.software
     assert b.recompute_stated == a.recompute_stated
+
+
+def test_a_range_is_no_count():
+    """"2-4" GPUs per node, "4 to 8": a range names no one value; reading its first number would
+    predict a layout the source does not state."""
+    for text in ("2-4", "2 - 4", "4 to 8", "TP 2-4"):
+        with pytest.raises(published.Unusable):
+            published._int(text, "tp")
+    assert published._int("TP-8", "tp") == 8 and published._int("8 (stated)", "tp") == 8
 
 
 def test_a_wrapped_file_reads_its_runs_list_whatever_comes_first(tmp_path):
