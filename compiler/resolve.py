@@ -90,11 +90,6 @@ SAFE_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 SAFE_TIME = re.compile(r"^(\d{1,3}-)?\d{1,3}(:\d{2}){0,2}$")
 
 
-NVSWITCH_DOMAIN = 8
-"""The smallest NVLink domain built around NVSwitches (an HGX board of 8 GPUs); smaller ones
-(2- and 4-GPU boards) link their GPUs directly and have no switch to reduce in (E0373)."""
-
-
 class _Resolver:
     def __init__(self, spec: Spec):
         self.spec = spec
@@ -574,21 +569,19 @@ class _Resolver:
             spans["sharp"] = sharp.span
         if nvls is None:
             return None, stated_sharp
-        if nvls.value:
+        if nvls.value and not gpu_catalog.nvls_capable(link, gpu.generation, domain):
+            # which of `nvls_capable`'s conditions fails, in the user's terms
             if link not in ("nvlink", "nvl72"):
                 where = f"{gpu.name} over {'an' if link[0] in 'aeiouxh' else 'a'} `{link}` link has no NVSwitch"
-            elif gpu.generation not in ("hopper", "blackwell"):
+            elif gpu.generation not in gpu_catalog.NVLS_GENERATIONS:
                 where = f"the NVSwitches of {gpu.generation.capitalize()} systems ({gpu.name}) do not reduce"
-            elif domain < NVSWITCH_DOMAIN:
-                where = f"a {domain}-GPU NVLink domain links its GPUs directly, without an NVSwitch"
             else:
-                where = ""
-            if where:
-                self.err("E0373", f"`nvls on` (NVLink SHARP) needs NVSwitches that reduce: {where}", nvls.span,
-                         label="no NVLS here",
-                         help="NVLS runs on the NVSwitches of Hopper and Blackwell systems of 8 or more NVLinked "
-                              "GPUs (HGX H100/H200/B200, GB200/GB300 NVL72); write `nvls off` or drop it")
-                return None, stated_sharp
+                where = f"a {domain}-GPU NVLink domain links its GPUs directly, without an NVSwitch"
+            self.err("E0373", f"`nvls on` (NVLink SHARP) needs NVSwitches that reduce: {where}", nvls.span,
+                     label="no NVLS here",
+                     help="NVLS runs on the NVSwitches of Hopper and Blackwell systems of 8 or more NVLinked "
+                          "GPUs (HGX H100/H200/B200, GB200/GB300 NVL72); write `nvls off` or drop it")
+            return None, stated_sharp
         spans["nvls"] = nvls.span
         return bool(nvls.value), stated_sharp
 

@@ -19,6 +19,7 @@ import pytest
 from parc import timing
 from parc.backends.torch import launchers
 from parc.calibration import DEFAULT
+from parc.catalog import gpus
 from parc.ledger import Collective
 from parc.pipeline import compile_text
 
@@ -43,6 +44,8 @@ def test_the_constants_are_nccls():
     Direct's 0.4 us arity term and its x0.85 from sm90; `src/enqueue.cc`: CollNet only up to
     NCCL_MAX_DIRECT_ARITY + 1 = 8 local ranks."""
     assert timing.NVLS_EFFICIENCY == {"hopper": NVLS_HOPPER, "blackwell": 0.74}
+    # the generations the time model charges NVLS on are the ones E0373 and the job README accept
+    assert tuple(timing.NVLS_EFFICIENCY) == gpus.NVLS_GENERATIONS
     assert timing.SHARP_EFFICIENCY == SHARP
     assert (timing.NVLS_LATENCY, timing.NVLS_NET_LATENCY) == (25e-6, 18e-6)
     assert (timing.SHARP_LATENCY, timing.SHARP_ONE_LATENCY, timing.SHARP_HOP_LATENCY) == (31e-6, 14e-6, 3.7e-6)

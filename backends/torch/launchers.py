@@ -24,6 +24,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import PurePath
 
+from ...catalog.gpus import nvls_capable
 from ...plan import Plan
 from ...resolve import SAFE_ENV_NAME, SAFE_IMAGE, SAFE_NAME, SAFE_TIME
 from ...stages import pipeline_chunks
@@ -122,15 +123,6 @@ def nccl_in_network(plan: Plan) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def nvls_capable(plan: Plan) -> bool:
-    """Whether NCCL could reduce in this cluster's NVSwitches (what E0373 requires of `nvls on`)."""
-    from ...resolve import NVSWITCH_DOMAIN
-
-    cluster = plan.cluster
-    return (cluster.link in ("nvlink", "nvl72") and cluster.gpu.generation in ("hopper", "blackwell")
-            and cluster.domain_size >= NVSWITCH_DOMAIN)
-
-
 def nccl_note(plan: Plan) -> str:
     """The job README's lines on in-network reduction: what the launchers set and why; empty
     where the spec says nothing and the cluster has no NVSwitch that reduces."""
@@ -142,7 +134,7 @@ def nccl_note(plan: Plan) -> str:
     elif cluster.nvls is False:
         parts.append("NVLink SHARP off (`NCCL_NVLS_ENABLE=0`, the spec's `nvls off`): rings and trees only, "
                      "as the prediction charges them.")
-    elif nvls_capable(plan):
+    elif nvls_capable(cluster.link, cluster.gpu.generation, cluster.domain_size):
         parts.append("NVLink SHARP is left to NCCL, which uses it by default on these NVSwitches; the prediction "
                      "does not count on it (its all-reduces inside a node are charged as rings). Write "
                      "`hardware { nvls on }` to have it counted, or `nvls off` to pin it off.")

@@ -193,6 +193,21 @@ LINKS: dict[str, str] = {
 
 PCIE_BANDWIDTH = 64 * GBps  # PCIe Gen5 x16, per direction (128 GB/s bidirectional)
 
+NVLS_GENERATIONS = ("hopper", "blackwell")
+"""Generations whose NVSwitches reduce (NVLink SHARP, NCCL's NVLS): the third-generation NVSwitch of
+Hopper and Blackwell systems; Ampere's does not (NCCL's `nvlsEfficiency` is 0 there)."""
+
+NVSWITCH_DOMAIN = 8
+"""The smallest NVLink domain built around NVSwitches (an HGX board of 8 GPUs); smaller ones
+(2- and 4-GPU boards) link their GPUs directly and have no switch to reduce in."""
+
+
+def nvls_capable(link: str, generation: str, domain: int) -> bool:
+    """Whether NCCL could reduce in this cluster's NVSwitches: an NVLink (or NVL72) domain of
+    `NVSWITCH_DOMAIN` or more GPUs of a generation in `NVLS_GENERATIONS`. What `nvls on` requires
+    (E0373) and where the generated job's README mentions NCCL's own NVLS default."""
+    return link in ("nvlink", "nvl72") and generation in NVLS_GENERATIONS and domain >= NVSWITCH_DOMAIN
+
 # The GPU's link to its host's memory (activation offloading, `train { offload-activations N }`):
 # per part, the link's peak bandwidth in one direction, the GPUs that share it, and the host
 # memory's bandwidth behind it where that is the narrower (None: DDR of a two-socket x86 host,
