@@ -164,18 +164,7 @@ def memory_of(value) -> float | None:
             unit = (found.group(2) or found.group(4) or "").lower()
             return number / 1024 if unit.startswith("m") else number * 1000 if unit == "tb" else number
         return None
-    return first_number(value)
-
-
-def first_number(value) -> float | None:
-    """A figure as a row writes it: a number, or the first number of a string ("96 GB",
-    "989 TFLOP/s"); None where there is none."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    found = re.match(r"\s*[~≈]?\s*(\d[\d,]*(?:\.\d+)?)", str(value))
-    return float(found.group(1).replace(",", "")) if found else None
+    return figure(value)
 
 
 def stated_bool(value) -> bool | None:
@@ -293,7 +282,7 @@ def _catalogue_peak(key: str, precision: str) -> float:
 def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str, int, float]:
     """The spec's `hardware { ... }` block, the GPU key, GPUs per node and the peak (TFLOP/s)."""
     name = hw.get("gpu") or ""
-    memory = hw.get("gpu_memory_gb")
+    memory = memory_of(hw.get("gpu_memory_gb"))
     key = gpu_key(name, memory)
     g = GPUS[key]
     overrides: list[str] = []
@@ -307,8 +296,7 @@ def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str
     stated_peak = hw.get("peak_tflops_dense_at_precision")
     dense = re.search(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s*(?:T?FLOP\S*\s*)?\(?\s*dense|dense\W*(?<![\w.])(\d[\d,]*(?:\.\d+)?)",
                       str(stated_peak), flags=re.I) if isinstance(stated_peak, str) else None
-    peak = float((dense.group(1) or dense.group(2)).replace(",", "")) if dense else first_number(stated_peak)
-    memory = memory_of(memory)
+    peak = float((dense.group(1) or dense.group(2)).replace(",", "")) if dense else figure(stated_peak)
     catalogue = _catalogue_peak(key, precision) if "v100" not in lowered else 125
     if isinstance(peak, (int, float)) and peak > 0:
         if abs(peak - catalogue) > 0.5:  # the row's own peak replaces the one assumed above (a V100's)
@@ -407,22 +395,27 @@ NUMBERS = {"one": 1, "two": 2, "four": 4, "eight": 8, "sixteen": 16}
 NUMBER_WORDS = r"\b(" + "|".join(NUMBERS) + r")\b"
 
 
+NOT_COMPUTE = NOT_NETWORK + ("storage", "mgmt", "management", "frontend", "front-end", "bluefield", "ethernet mgmt")
+"""Words that put a clause's ports elsewhere than the compute fabric: scale-up links, memory,
+storage and management networks ("2x 200G storage")."""
+
+
+def compute_clauses(text: str) -> list[str]:
+    """A hardware note's clauses (between "," and ";") that may speak of the compute fabric: not of
+    NVLink, memory, storage or management (`NOT_COMPUTE`)."""
+    return [c for c in re.split(r"[,;]", text) if not any(word in c.lower() for word in NOT_COMPUTE)]
+
+
 def _stated_port_rate(text: str) -> float | None:
     """Gb/s of one port as a note names it: the first network rate ("400Gb/s", "200G IB"), else an
     InfiniBand generation ("NDR", "NDR400", "HDR 200")."""
     for found in _network_rates(text):
         return rate_gbits(found, 1)
-    compute = ",".join(c for c in re.split(r"[,;]", text) if not any(w in c.lower() for w in NOT_COMPUTE))
-    found = re.search(r"\b(\d{2,4})\s*G\b", compute)  # "8 NICs x 400G"; "80GB" is memory
+    found = re.search(r"\b(\d{2,4})\s*G\b", ",".join(compute_clauses(text)))  # "8 NICs x 400G"; "80GB" is memory
     if found:
         return float(found.group(1))
     found = re.search(GENERATION, text, flags=re.I)
     return float(GENERATIONS[found.group(1).lower()]) if found else None
-
-
-NOT_COMPUTE = NOT_NETWORK + ("storage", "mgmt", "management", "frontend", "front-end", "bluefield", "ethernet mgmt")
-"""Words that put a clause's ports elsewhere than the compute fabric: scale-up links, memory,
-storage and management networks ("2x 200G storage")."""
 
 
 def _short_ports(text: str, per_node: int) -> str | None:
@@ -430,9 +423,7 @@ def _short_ports(text: str, per_node: int) -> str | None:
     NVLink, storage or management (`NOT_COMPUTE`): "4 x 200G", "8x400G", "4 x HDR200", "8x NDR400",
     and with the count after, "HDR200 x4", "200G HDR x 4 per node", "ConnectX-6 200G x4"; "per
     GPU" counts each GPU's. A G figure after a GPU's name ("A100 80G x 8") is memory, not a port."""
-    for clause in re.split(r"[,;]", text):
-        if any(word in clause.lower() for word in NOT_COMPUTE):
-            continue
+    for clause in compute_clauses(text):
         port = r"(?:(?:edr|hdr|ndr|xdr)\s*(?P<gen>\d{2,4})|(?<![\d.])(?P<g>\d{2,4})\s*G(?![Bb]/?s?\b|B))"
         found = (re.search(r"(?P<count>\d+)\s*x\s*" + port, clause, flags=re.I)
                  or re.search(port + r"(?:\s*[A-Za-z]+){0,2}?\s*x\s*(?P<count>\d+)\b", clause, flags=re.I))
@@ -931,11 +922,17 @@ def _key(name) -> str:
 MULTIPLIER_WORDS = {"million": "m", "billion": "b", "thousand": "k"}
 
 
-def figure(text: str, seconds: bool = False) -> float | None:
-    """The first number of a reported figure, whatever surrounds it ("41.2% MFU", "MFU 41.2 %",
-    "430 (TFLOP/s/GPU)", "~400 TFLOP/s"), with its multiplier ("1.2M tokens/s", "1.007k", "1.2
-    million": decimal, as throughputs are written); in a field of seconds, "12300 ms" is 12.3. None
-    for no number, or a range ("400-450"), which is no figure."""
+def figure(value, seconds: bool = False) -> float | None:
+    """A figure as a row writes it: a number as it stands, or the first number of a string,
+    whatever surrounds it ("41.2% MFU", "MFU 41.2 %", "430 (TFLOP/s/GPU)", "~400 TFLOP/s", "96 GB"),
+    with its multiplier ("1.2M tokens/s", "1.007k", "1.2 million": decimal, as throughputs are
+    written); in a field of seconds, "12300 ms" is 12.3. None for no number (a boolean, nothing),
+    or a range ("400-450"), which is no figure."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    text = str(value)
     found = re.search(r"(?<![\w.])[~≈]?\s*(\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*"
                       r"([KMBkmb](?![A-Za-z])|million\b|billion\b|thousand\b)?", text)
     if not found or re.match(r"\s*(?:[-–]|to\b)\s*\d|\s*[x×]\s*10\b", text[found.end():]):  # a range, "3.2 × 10^6"
@@ -964,10 +961,9 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
     def number(*names, seconds: bool = False):
         for n in names:
             v = out[n] if n in out else keyed.get(_key(n))
-            if isinstance(v, str):  # YAML 1.1 reads "3.0e6" as a string; rows write "52%", "~400 TFLOP/s"
-                v = figure(v, seconds=seconds)
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0:
-                return float(v)
+            v = figure(v, seconds=seconds)  # YAML 1.1 reads "3.0e6" as a string; rows write "52%", "~400 TFLOP/s"
+            if v is not None and math.isfinite(v) and v > 0:
+                return v
         return None
 
     for kind in order:
