@@ -19,7 +19,7 @@ from __future__ import annotations
 from ..diagnostics import Diagnostic, error
 from ..plan import Plan
 from ..stages import pipeline_chunks
-from ..targets import fp8_params
+from ..targets import fp4_params, fp8_params
 from . import launched_job
 from .torch.runtime import DEFAULT_LR
 
@@ -283,7 +283,13 @@ def _recompute(plan: Plan) -> list[tuple[str, str | None]]:
 def _precision_and_overlap(plan: Plan) -> list[tuple[str, str | None]]:
     t, target = plan.training, plan.target
     args: list[tuple[str, str | None]] = {"bf16": [("--bf16", None)], "fp16": [("--fp16", None)],
-                                          "fp8": [("--bf16", None), ("--fp8-format", "hybrid")]}[t.precision]
+                                          "fp8": [("--bf16", None), ("--fp8-format", "hybrid")],
+                                          "nvfp4": [("--bf16", None), ("--fp4-format", "e2m1"),
+                                                    ("--fp4-recipe", "nvfp4")]}[t.precision]
+    if fp4_params(target, t.precision, plan.layout.dp.sharding):
+        # the NVFP4 linears' weights held and all-gathered as packed 4-bit values with their block
+        # scales, as Megatron-Bridge's `bf16_with_nvfp4_mixed` runs them (`fp4_param_gather = True`)
+        args.append(("--fp4-param-gather", None))
     if t.precision == "fp8":
         recipe = target.fp8_recipe or "delayed"
         args.append(("--fp8-recipe", recipe))

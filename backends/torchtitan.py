@@ -311,12 +311,12 @@ def diagnostics(plan: Plan) -> list[Diagnostic]:
                          m.span_of("name", "layers"), label="not expressible as a torchtitan flavour",
                          help="use a SwiGLU/RMSNorm/RoPE model (dropless, aux-free or no balancing for MoE), "
                          "or `target torch`"))
-    elif config is None and t.precision == "fp8":
-        out.append(error("E0611", "parc's generated torchtitan flavour trains in bf16, not fp8",
-                         t.span_of("precision") or m.span_of("name"), label="precision fp8",
+    elif config is None and t.precision in ("fp8", "nvfp4"):
+        out.append(error("E0611", f"parc's generated torchtitan flavour trains in bf16, not {t.precision}",
+                         t.span_of("precision") or m.span_of("name"), label=f"precision {t.precision}",
                          help="write `precision bf16` (float8 comes with torchtitan's registered "
                          "`llama3-405b` config only)"))
-    elif config is not None and (t.precision == "fp8") != (config[1] in FLOAT8_CONFIGS):
+    elif config is not None and (t.precision == "nvfp4" or (t.precision == "fp8") != (config[1] in FLOAT8_CONFIGS)):
         want = "fp8" if config[1] in FLOAT8_CONFIGS else "bf16"
         out.append(error("E0611", f"torchtitan's `{config[1]}` trains in {want}, not {t.precision}",
                          t.span_of("precision") or m.span_of("name"), label=f"precision {t.precision}",

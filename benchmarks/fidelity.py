@@ -671,7 +671,8 @@ bytes and their own quantize kernels (`kernels.QUANTIZE_KERNELS`); current scali
 1.4-2.4 %, dense ones included, and is left for a change that refits the dense rows with it.
 parc's runtime has no fp8 matmuls
 and runs an fp8 spec in BF16 (its MFU still divides by the FP8 peak, the convention of fp8
-reports).
+reports). Under nvfp4 Transformer Engine runs the same linears at the FP4 peak with NVFP4's
+operand bytes, casts and kernels ("NVFP4" below); parc's runtime runs it in BF16 too.
 
 **Attention core.** FlashAttention: `4 q n (s/2)` FLOPs forward (causal; context-parallel blocks
 load-balanced); the backward runs 2.5x the forward's products (it recomputes the scores; Dao
@@ -2706,6 +2707,42 @@ and GB200's own matmul sweeps (GB200's maximum only 4 % above B200's for 20 % mo
 law that carries it to GB300. That stays open until a matmul sweep of a Blackwell Ultra part is
 published; nothing is fitted on these rows.
 
+### NVFP4: Megatron-Bridge's 4-bit rows, never fitted
+
+`precision nvfp4` (stop 49) is Transformer Engine's NVFP4 recipe as Megatron-LM runs it
+(`--fp4-format e2m1 --fp4-recipe nvfp4`, and `--fp4-param-gather` with the distributed
+optimizer). What the model charges, each from the format or TE's kernels (TE 2.20, read at
+d0067d0d), with no constant fitted:
+- the transformer layers' linears (QKV, output projection, FFN, experts) at the part's dense FP4
+  peak (`gpu ... { fp4 ... }`: B200 9, GB200 10, B300 13.5, GB300 15 PFLOP/s), fprop, dgrad and
+  wgrad alike; attention, the router, the embedding and the output layer stay BF16;
+- each operand at 0.5625 bytes an element (half a byte, one E4M3 scale per 16:
+  `timing.OPERAND_BYTES`) in the GEMM's intensity, and FP8's measured fraction of peak as its
+  ceiling (`achievable_fp8`: no maximum achievable FP4 matmul rate is published for any part);
+- each GEMM input and output gradient quantized twice, rowwise and Hadamard-rotated columnwise,
+  after an amax pass: 5.125 bytes an element (`timing.NVFP4_CAST_BYTES`, against FP8's 4), and
+  five kernels a GEMM for the host to issue (three to quantize, the global-scale and the
+  scale-swizzle kernels: `kernels.gemm_cast_launches`);
+- in memory, the weight as two NVFP4 copies (1.125 bytes an element) where `--fp4-param-gather`
+  holds it, else the bf16 weight beside them; each linear's saved input at 0.5625 bytes
+  (`activations.QUANTIZED_INPUT`); the parameter all-gather at half a byte an element
+  (`targets.NVFP4_GATHER_BYTES`).
+
+Megatron-Bridge prints 18 NVFP4 rows of the models and systems the other files transcribe (Llama 3
+70B on 64 and Llama 3.1 405B on 256 GB200 and GB300, 26.02 to 26.06), transcribed with their recipes
+in `benchmarks/data/megatron_bridge_nvfp4.yaml` (every NVFP4 recipe turns the userbuffers tp overlap
+off; `fp4_param_gather` exists from 26.04.01, so earlier rows gather bf16 weights: `fp8-params
+off`). 26.02.01's GB300 70B cell prints tp 1 and pp 1, where the recipe and the neighbouring
+releases run pp 4: kept as printed (its prediction carries E0401, the layout does not fit).
+Against the MXFP8 and FP8-CS rows of the same release, model and printed layout:
+
+@NVFP4@
+
+On GB300 the model moves from MXFP8 to NVFP4 as the tables do; its GB300 rows are slow by the
+Blackwell Ultra gap above. On GB200 the 70B rows land within 8 %, and the 405B rows are predicted
+15-22 % slow: their pipeline sends cross NVL72 racks and are charged fully exposed (the pp share
+of their step is 16 %, twice the FP8 rows'), which a faster compute makes more visible.
+
 ## torch FSDP runs never fitted: llm-foundry's MPT tables
 
 MosaicML's llm-foundry publishes MPT training throughput (`scripts/train/benchmarking/README.md`,
@@ -3459,6 +3496,41 @@ def blackwell_ultra_table(constants: Constants) -> str:
     return "\n".join(lines)
 
 
+def nvfp4_table(constants: Constants) -> str:
+    """Megatron-Bridge's NVFP4 rows (megatron_bridge_nvfp4.yaml, never fitted): per system the
+    errors, and against the MXFP8 and FP8-CS rows of the same release, model and printed layout,
+    the throughput ratio the tables print beside the one the model predicts."""
+    data = ROOT / "benchmarks" / "data"
+    rows, _ = load_rows(data / "megatron_bridge_nvfp4.yaml")
+    results = evaluate(rows, [prepare(r) for r in rows], constants)
+    siblings: dict[str, Result] = {}
+    for name in ("megatron_bridge_releases.yaml", "megatron_bridge_blackwell_ultra.yaml"):
+        others, _ = load_rows(data / name)
+        siblings.update({x.row.id: x for x in evaluate(others, [prepare(r) for r in others], constants)})
+
+    def layout(x: Result) -> str:
+        return x.row.spec.split("\nhardware")[0].split("\n", 2)[2]
+
+    lines = ["| system | rows | median abs. error | median signed | worst | against | same layout (pairs) | "
+             "throughput ratio, printed | ratio, predicted |", "|---|---|---|---|---|---|---|---|---|"]
+    for system in ("gb300", "gb200"):
+        mine = [x for x in results if f"_{system}_" in x.row.id]
+        if not mine:
+            continue
+        errors = sorted(abs(x.error) for x in mine)
+        for suffix, name in (("fp8mx", "MXFP8"), ("fp8cs", "FP8-CS")):
+            pairs = [(x, siblings[x.row.id.replace("_nvfp4", f"_{suffix}")]) for x in mine
+                     if x.row.id.replace("_nvfp4", f"_{suffix}") in siblings]
+            pairs = [(x, y) for x, y in pairs if layout(x) == layout(y)]
+            printed = (f"{statistics.median(x.row.reported_tflops / y.row.reported_tflops for x, y in pairs):.2f}x"
+                       if pairs else "-")
+            predicted = f"{statistics.median(x.predicted / y.predicted for x, y in pairs):.2f}x" if pairs else "-"
+            lines.append(f"| {system.upper()} | {len(mine)} | {statistics.median(errors):.1%} | "
+                         f"{statistics.median(x.error for x in mine):+.1%} | {errors[-1]:.1%} | {name} | "
+                         f"{len(pairs)} | {printed} | {predicted} |")
+    return "\n".join(lines)
+
+
 def moe_summary(results: list[Result]) -> str:
     """The mixture-of-experts rows: none is fitted (no fitted constant is a MoE one;
     `published.py`), so their errors with the stored constants are out of sample."""
@@ -3499,6 +3571,7 @@ def generate(constants: Constants = DEFAULT,
         "MOE_SUMMARY": moe_summary(results),
         "FUSED_MLP": fused_mlp_table(constants),
         "BLACKWELL_ULTRA": blackwell_ultra_table(constants),
+        "NVFP4": nvfp4_table(constants),
         "ATTENTION_PARTS": kernel_fit.sweep_table(kernel_fit.load()),
         "LONGCTX": longctx_series.section(rows, constants),
         "TRAINED_ROUTER": trained_router.section(rows, constants),

@@ -273,10 +273,19 @@ def gpu_key(name: str, memory_gb) -> str:
     raise Unusable(f"GPU `{name}` is not one parc's catalogue knows, and the row gives no figures to define it")
 
 
+PEAK_FIELDS = {"fp8": "fp8", "nvfp4": "fp4"}
+"""A quantized precision -> the GPU key (`gpu ... { fp8 ... }`) of its dense peak; bf16 and fp16 run at `bf16`."""
+
+
+def peak_field(key: str, precision: str) -> str:
+    """The catalogue field of the peak a run at `precision` on the part `key` runs its products at:
+    the precision's own where the part has it, else bf16 (the spec then says which, E0626)."""
+    field = PEAK_FIELDS.get(precision, "bf16")
+    return field if GPUS[key].get(f"{field}_flops") else "bf16"
+
+
 def _catalogue_peak(key: str, precision: str) -> float:
-    g = GPUS[key]
-    flops = g["fp8_flops"] if precision == "fp8" and g["fp8_flops"] else g["bf16_flops"]
-    return flops / 1e12
+    return GPUS[key][f"{peak_field(key, precision)}_flops"] / 1e12
 
 
 def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str, int, float]:
@@ -300,7 +309,7 @@ def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str
     catalogue = _catalogue_peak(key, precision) if "v100" not in lowered else 125
     if isinstance(peak, (int, float)) and peak > 0:
         if abs(peak - catalogue) > 0.5:  # the row's own peak replaces the one assumed above (a V100's)
-            field = "fp8" if precision == "fp8" and g["fp8_flops"] else "bf16"
+            field = peak_field(key, precision)
             overrides = [o for o in overrides if not o.startswith(field + " ")] + [f"{field} {peak:g} TFLOP/s"]
     else:
         peak = catalogue
@@ -1215,8 +1224,10 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         # as the target the row compiles to gathers its fp8 weights (`targets.gather_bytes`): the
         # Megatron launcher's `--fp8-param-gather` (NeMo's and Megatron-Bridge's fp8 recipes set
         # it; MXFP8's in bf16), torchtitan's float8 all-gather where the run had it
+        # (NVFP4's from Megatron-Bridge 26.04.01, `fp4_param_gather`; bf16 before, `read_recipe`)
         gather_bytes=gather_bytes(Target(name=target_name(family), fp8_recipe=TARGET_RECIPES.get(recipe),
-                                         float8_all_gather=family == "torchtitan" and titan_float8_all_gather(entry)),
+                                         float8_all_gather=family == "torchtitan" and titan_float8_all_gather(entry),
+                                         fp8_params="fp4-param-gather false" not in compact),
                                   precision),
         balanced_routing=balanced,
         ep_dispatcher="hybridep" if hybridep else "deepep" if deepep else "all-to-all",
@@ -1280,6 +1291,8 @@ def target_line(software: timing.Software, family: str, precision: str) -> str:
     default_grad = 2 if name == "megatron" and precision == "fp16" else 4
     if software.grad_bytes != default_grad:
         options.append(f"grad-reduce {'bf16' if software.grad_bytes == 2 else 'fp32'}")
+    if name == "megatron" and precision == "nvfp4" and software.gather_bytes == 2:
+        options.append("fp8-params off")  # bf16 parameters beside their NVFP4 casts (`targets.fp4_params`)
     if name == "megatron" and precision == "fp8" and software.fp8_scaling in TARGET_RECIPES:
         options.append(f"fp8-recipe {TARGET_RECIPES[software.fp8_scaling]}")
     return f"target {name}" + (f" {{ {', '.join(options)} }}" if options else "")
@@ -1306,9 +1319,12 @@ def precision_of(lay: dict) -> str:
     # (only where the denial ends its clause: "fp8 disabled in the first layers" still runs fp8)
     text = re.sub(r"\b(?:no|not|without)\s+(\w+)\s*(?=[),;]|$)|(\w+)\s+(?:disabled|off|not\s+used)\s*(?=[),;]|$)", " ",
                   _words(lay.get("precision")))
-    if re.search(r"fp4|float4|mxfp4|\b4[- ]?bit", text):
-        raise Unusable(f"precision `{lay.get('precision')}`: 4-bit GEMMs, which parc does not model (fp8 is its "
-                       "narrowest); read as fp8 or bf16 the run would be predicted slower than it ran")
+    if re.search(r"nv-?fp4", text):
+        return "nvfp4"
+    if re.search(r"fp4|float4|\b4[- ]?bit", text):
+        raise Unusable(f"precision `{lay.get('precision')}`: 4-bit GEMMs other than NVFP4 (MXFP4's 32-element "
+                       "blocks), which parc does not model; read as NVFP4, fp8 or bf16 the run would be "
+                       "predicted at another speed than it ran")
     if "fp8" in text or "float8" in text or re.search(r"\be4m3|\be5m2", text):
         return "fp8"
     if re.search(r"fp16|float16|\bhalf\b", text) and not re.search(r"bf16|bfloat16", text):
@@ -1601,7 +1617,8 @@ def read_recipe(entry: dict) -> dict:
     MLP, which adds the experts' biases and clamps their GLU inside its kernels
     (`Software.expert_bias`, `Software.expert_clamp` off), and Transformer Engine's FP8 attention
     (`fp8_dot_product_attention` in `other`: `Software.attention_fp8`), and HybridEP under the flex
-    dispatcher (`Software.ep_dispatcher` "hybridep"). The others (partial CUDA graphs, fused
+    dispatcher (`Software.ep_dispatcher` "hybridep"), and NVFP4 weights kept in bf16
+    (`fp4_param_gather` False: `target megatron { fp8-params off }`). The others (partial CUDA graphs, fused
     kernels) are kept in the row for the record. A row without `recipe` is unchanged."""
     r = entry.get("recipe")
     if not isinstance(r, dict):
@@ -1621,6 +1638,8 @@ def read_recipe(entry: dict) -> dict:
         said.append("HybridEP under the flex dispatcher (recipe)")
     if r.get("moe_expert_capacity_factor") and r.get("moe_pad_expert_input_to_capacity"):
         said.append(f"pad-expert-input-to-capacity (recipe: capacity factor {r['moe_expert_capacity_factor']})")
+    if r.get("fp4_param_gather") is False:
+        said.append("bf16 parameters (recipe: fp4_param_gather False)")
     if r.get("cuda_graph_impl") == "full_iteration":
         said.append("full-iteration-cuda-graph (recipe: cuda_graph_impl full_iteration)")
     if "fp8_dot_product_attention" in (r.get("other") or ()):

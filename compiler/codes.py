@@ -781,8 +781,8 @@ Relax the constraint to the figure given, widen `nodes ? in LOW to HIGH`, or add
 register("W0601", "the precision runs as bf16 in the generated runtime", """
 The generated PyTorch runtime imports torch alone. It computes in bf16 (FSDP2's
 MixedPrecisionPolicy, fp32 parameters and gradient reductions) whatever the spec's precision:
-fp8 matmuls need torchao's float8 training recipe, and fp16 needs loss scaling, neither of which
-the runtime implements. The memory and time models still describe the precision written.
+fp8 matmuls need torchao's float8 training recipe, NVFP4's Transformer Engine, and fp16 loss
+scaling, none of which the runtime implements. The memory and time models still describe the precision written.
 Write `precision bf16`, or acknowledge with `allow W0601` on the precision line.
 """)
 
@@ -972,6 +972,14 @@ MXFP8 (`fp8-recipe mxfp8`) scales each block of 32 elements by its own power of 
 Blackwell's tensor cores apply inside the GEMM; Transformer Engine refuses the recipe on Hopper
 and Ada ("MXFP8 ... requires compute capability 10.0"). Use `fp8-recipe tensorwise` or
 `delayed` there, or a Blackwell GPU (`gpu b200`, `gpu gb200-nvl72`, `gpu b300`, `gpu gb300-nvl72`).
+""")
+
+register("E0629", "NVFP4 on a GPU without FP4 tensor cores", """
+NVFP4 (`precision nvfp4`) multiplies 4-bit E2M1 values scaled per block of 16 by an E4M3 factor,
+which only Blackwell's fifth-generation tensor cores do; Transformer Engine refuses the recipe
+below compute capability 10.0. Under `target megatron` use a Blackwell GPU (`gpu b200`,
+`gb200-nvl72`, `b300`, `gb300-nvl72`), or `precision fp8` (Hopper, Ada) or `bf16`. A GPU
+defined in the spec states its FP4 peak with `fp4 ... TFLOP/s`.
 """)
 
 register("E0628", "recompute modules Megatron-Core cannot run here", """

@@ -239,14 +239,16 @@ def layer_bytes(shape: Shape, case: LayerCase) -> PieceBytes:
     q = shape.q / tp
     kv = shape.kv / tp if kv_split(shape, tp) else shape.kv
     up = shape.ffn_matrices - 1
-    fp8 = precision == "fp8"
+    fp8 = precision in timing.QUANTIZED  # fp8 or NVFP4: quantized GEMM operands and their casts
+    element = timing.OPERAND_BYTES.get(precision, 2)
+    cast = timing.NVFP4_CAST_BYTES if precision == "nvfp4" else timing.FP8_CAST_BYTES
     gemms = _gemms(shape, moe, tp, ep, n, kernels, shard)
     gemm_f = gemm_b = 0.0
     for count, m, k, nn in gemms:
-        f, b = gemm_bytes(m, k, nn, 1 if fp8 else 2)
+        f, b = gemm_bytes(m, k, nn, element)
         gemm_f += count * f
         gemm_b += count * b
-    out_projection = gemm_bytes(n, shape.o / tp, h, 1 if fp8 else 2)[0]
+    out_projection = gemm_bytes(n, shape.o / tp, h, element)[0]
     # memory-bound kernels: the element counts of `timing.layer_work`
     elements = 10 * h * n / shard
     recomputable = 4 * h * n / shard
@@ -288,8 +290,8 @@ def layer_bytes(shape: Shape, case: LayerCase) -> PieceBytes:
     extra_f = extra_b = 0.0
     if fp8:  # Transformer Engine's casts, once per GEMM input as its fused products see it
         fused = _gemms(shape, moe, tp, ep, n, "fused", shard)
-        extra_f += sum(count * timing.FP8_CAST_BYTES * m * k for count, m, k, _ in fused)
-        extra_b += sum(count * timing.FP8_CAST_BYTES * m * nn for count, m, _, nn in fused)
+        extra_f += sum(count * cast * m * k for count, m, k, _ in fused)
+        extra_b += sum(count * cast * m * nn for count, m, _, nn in fused)
         if fused_mlp:
             local = max(1, shape.experts // ep)
             epilogue_f, epilogue_b = timing.fused_mlp_epilogue_casts(local, copies / local, shape.expert_ffn, up)
@@ -319,23 +321,23 @@ def layer_bytes(shape: Shape, case: LayerCase) -> PieceBytes:
         memory_b += (cp - 1) * 2 * 4 * n * 2 * kv  # accumulate dK, dV per step in fp32
     # the MoE layer's own products: every GEMM after the attention's (QKV as one or three, the output)
     attention_gemms = len(attention_linears(shape)) if shape.mla else 3 if kernels == "eager" else 2
-    moe_gemm = sum(count * gemm_bytes(m, k, nn, 1 if fp8 else 2)[0] for count, m, k, nn in gemms[attention_gemms:]) \
+    moe_gemm = sum(count * gemm_bytes(m, k, nn, element)[0] for count, m, k, nn in gemms[attention_gemms:]) \
         if moe else 0.0
     mla_up = mla_up_gemm = 0.0
     if shape.mla:  # the up projections (the column-parallel ones) and the key-value assembly again
-        mla_up_gemm = sum(gemms[i][0] * gemm_bytes(*gemms[i][1:], 1 if fp8 else 2)[0] for i in up_projections(shape))
+        mla_up_gemm = sum(gemms[i][0] * gemm_bytes(*gemms[i][1:], element)[0] for i in up_projections(shape))
         mla_up = mla_up_gemm + timing.ACT * timing.mla_key_value_elements(shape, tp, n)
     elementwise = timing.ACT * recomputable + eager_f + out_projection
     # the layer's own FFN (a dense layer's, a MoE layer's shared experts): the last two products
     own = shape.shared_experts * shape.expert_ffn / tp if moe else shape.ffn / tp
-    ffn_gemm = sum(count * gemm_bytes(m, k, nn, 1 if fp8 else 2)[0] for count, m, k, nn in gemms[-2:]) if own else 0.0
+    ffn_gemm = sum(count * gemm_bytes(m, k, nn, element)[0] for count, m, k, nn in gemms[-2:]) if own else 0.0
     # torchtitan's policy (`timing.torchtitan_op_seconds`): its counted matmuls not saved, and an
     # MoE layer's router gate and routed experts whole (the three GEMMs after the attention's)
     torchtitan_gemm = sum(
-        gemm_bytes(n, k, out, 1 if fp8 else 2)[0]
+        gemm_bytes(n, k, out, element)[0]
         for _, k, out in torchtitan_op_split(torchtitan_matmuls(shape, tp, moe=moe))[1])
     if moe:
-        torchtitan_gemm += sum(count * gemm_bytes(m, k, nn, 1 if fp8 else 2)[0]
+        torchtitan_gemm += sum(count * gemm_bytes(m, k, nn, element)[0]
                                for count, m, k, nn in gemms[attention_gemms:attention_gemms + 3])
     forward_kernels = timing.torchtitan_kernels_again(kernels, timing.ACT * elements + extra_f + eager_f + dispatch_f,
                                                       timing.ACT * recomputable + dispatch_f)

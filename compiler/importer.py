@@ -887,7 +887,12 @@ def _import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
     else:
         dp = whole("--data-parallel-size", 0) or (world // (tp * pp * cp))
     micro, batch = whole("--micro-batch-size", 1), whole("--global-batch-size", 0) or whole("--micro-batch-size", 1) * dp
-    precision = "fp8" if has("--fp8-format") else "fp16" if has("--fp16") else "bf16"
+    # NVFP4 is Megatron-LM's default (and, beside `custom`, only) `--fp4-recipe`; another is reported
+    fp4_recipe = options.get("--fp4-recipe")
+    nvfp4 = "--fp4-format" in options and (fp4_recipe is None or fp4_recipe.value == "nvfp4")
+    if nvfp4:
+        used.update(("--fp4-format", "--fp4-recipe"))
+    precision = "nvfp4" if nvfp4 else "fp8" if has("--fp8-format") else "fp16" if has("--fp16") else "bf16"
     has("--bf16")
     granularity, method, count = get("--recompute-granularity"), get("--recompute-method"), get("--recompute-num-layers")
     recompute = ("none" if granularity is None else "selective" if granularity == "selective"
@@ -932,6 +937,8 @@ def _import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
     zero1 = has("--use-distributed-optimizer") and dp * cp > 1  # the spec's `sharding zero1`
     if precision == "fp8" and zero1 and "--fp8-param-gather" not in options:
         target.append("fp8-params off")  # Megatron-LM's default: bf16 weights beside cached fp8 casts
+    if precision == "nvfp4" and zero1 and not has("--fp4-param-gather"):
+        target.append("fp8-params off")  # the same choice for NVFP4 weights (`targets.fp4_params`)
     lines.append("target megatron" + (f" {{ {', '.join(target)} }}" if target else ""))
     if tp > 1:
         lines.append(f"tp {{ sequence-parallel {'on' if has('--sequence-parallel') else 'off'} }}")

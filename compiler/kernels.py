@@ -479,7 +479,7 @@ gradient); the permutation (1 of 2: its index has none), the token and probabili
 weighting (2); the activation's probability product (2)."""
 
 
-QUANTIZE_KERNELS = {"delayed": 1, "current": 4, "mxfp8": 1}
+QUANTIZE_KERNELS = {"delayed": 1, "current": 4, "mxfp8": 1, "nvfp4": 3}
 """Kernels Transformer Engine (2.9, the 25.11 container's; 2.8 and 2.10 alike) launches to quantize
 one tensor to fp8, by recipe (`transformer_engine/pytorch/csrc/quantizer.cpp`): delayed scaling
 one cast-transpose (the scale comes from the amax history, the new amax is recorded in the same
@@ -489,7 +489,27 @@ kernel; and `split_quantize` of a grouped GEMM's inputs fuses all experts into o
 `nvte_compute_amax` (a one-thread `zero_amax_kernel`, then the amax reduction:
 `common/recipe/current_scaling.cu`), `nvte_compute_scale_from_amax` (one thread), then
 `nvte_quantize_v2`; MXFP8 (`MXFP8Quantizer::quantize`, FP8-MX) one `nvte_quantize_v2` that writes
-the row-wise and column-wise copies with their 1x32 block scales."""
+the row-wise and column-wise copies with their 1x32 block scales; NVFP4 (`NVFP4Quantizer`, TE 2.20,
+the default recipe's random Hadamard transform on) three: a one-thread kernel zeroing the
+amaxes, the amax of the tensor and of its rotation (`hadamard_transform.cu`), then the fused
+row-cast / column-Hadamard-cast (`row_cast_col_hadamard_transform_cast_fusion.cu`)."""
+
+NVFP4_GEMM_KERNELS = 2
+"""Kernels Transformer Engine launches around each NVFP4 GEMM beside the cuBLASLt call
+(`common/gemm/cublaslt_gemm.cu`, TE 2.20): a one-thread kernel computing the GEMM's global scale
+from its operands' two amaxes, and a swizzle of the weight's block scales into the layout the
+tensor cores read (quantized primary weights are not pre-swizzled, `module/base.py`)."""
+
+
+def gemm_cast_launches(recipe: str) -> int:
+    """Kernels beside each plain (not grouped) GEMM of a layer, forward (its input's quantization)
+    and again backward (its output gradient's), under `recipe` (`timing.fp8_recipe`): none in
+    bf16; one cast under an fp8 recipe (the model's count since fp8 was added: the amax kernels
+    of per-tensor current scaling run inside its host's stride); NVFP4's quantization
+    (`QUANTIZE_KERNELS`) and the kernels around its GEMM (`NVFP4_GEMM_KERNELS`)."""
+    if recipe == "bf16":
+        return 0
+    return QUANTIZE_KERNELS["nvfp4"] + NVFP4_GEMM_KERNELS if recipe == "nvfp4" else 1
 
 MULTI_TENSOR_KERNEL = 64
 """Tensors one of Transformer Engine's multi-tensor kernels takes per launch

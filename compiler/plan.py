@@ -168,6 +168,9 @@ class Gpu(Sourced):
     """Dense BF16 tensor-core peak (FLOP/s)."""
     fp8_flops: float | None
     """Dense FP8 peak (FLOP/s); None where the GPU has no FP8 tensor cores."""
+    fp4_flops: float | None = None
+    """Dense FP4 peak (FLOP/s: NVFP4's E2M1 products); None where the GPU has no FP4 tensor cores
+    (before Blackwell)."""
     link_bandwidth: float
     """Intra-node bandwidth of one GPU, one direction (bytes/s)."""
     nvlink_domain: int
@@ -362,7 +365,7 @@ class Training(Sourced):
     grad_accum: int | None
     """Micro-batches per step on one pipeline (global_batch / (batch_degree x micro_batch));
     None when that is not a whole number (a check reports it) or depends on a hole."""
-    precision: Literal["bf16", "fp16", "fp8"]
+    precision: Literal["bf16", "fp16", "fp8", "nvfp4"]
     optimizer: Literal["adam", "adamw", "sgd"]
     recompute: Literal["none", "selective", "full"] | None
     recompute_layers: int | None = None

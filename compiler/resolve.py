@@ -359,14 +359,16 @@ class _Resolver:
             spans = {k: block.preset.span for k in entry}
             name = key
         elif block.settings:
-            entry = {"description": f"custom GPU `{name}`", "generation": "hopper", "fp8_flops": None}
+            entry = {"description": f"custom GPU `{name}`", "generation": "hopper", "fp8_flops": None,
+                     "fp4_flops": None}
         else:
             self.err("E0202", f"unknown GPU `{name}`", block.preset.span if block.preset else block.span,
                      label="not in the catalogue",
                      help=did_you_mean(name, list(gpu_catalog.GPUS) + list(gpu_catalog.ALIASES))
                      + "\nor define it: `gpu my-gpu { hbm 96 GB, bf16 800 TFLOP/s, link 450 GB/s, nvlink-domain 8 }`")
             return None
-        renames = {"hbm": "hbm_bytes", "bf16": "bf16_flops", "fp8": "fp8_flops", "link": "link_bandwidth"}
+        renames = {"hbm": "hbm_bytes", "bf16": "bf16_flops", "fp8": "fp8_flops", "fp4": "fp4_flops",
+                   "link": "link_bandwidth"}
         for field, located in block.settings.items():
             entry[renames.get(field, field)] = located.value
             spans[renames.get(field, field)] = located.span

@@ -288,6 +288,7 @@ GPU_KEYS = (
     Key("hbm", "bytes", "memory a training process can use", "hbm 80 GB"),
     Key("bf16", "flops", "dense BF16 tensor-core peak", "bf16 989 TFLOP/s"),
     Key("fp8", "flops", "dense FP8 tensor-core peak", "fp8 1979 TFLOP/s"),
+    Key("fp4", "flops", "dense FP4 tensor-core peak (NVFP4's products)", "fp4 9000 TFLOP/s"),
     Key("link", "bandwidth", "intra-node bandwidth of one GPU, one direction", "link 450 GB/s"),
     Key("nvlink-domain", "count", "GPUs in one NVLink (or Infinity Fabric) domain", "nvlink-domain 8"),
     _enum("generation", "architecture generation (keys the time model's efficiency)",
@@ -326,7 +327,8 @@ TRAIN_KEYS = (
         "global-batch 2048"),
     Key("micro-batch", "count", "sequences per micro-batch on one data-parallel rank",
         "micro-batch 1", holes=True),
-    _enum("precision", "compute precision of the matmuls", "precision bf16", ("bf16", "fp16", "fp8")),
+    _enum("precision", "compute precision of the matmuls (nvfp4: Transformer Engine's NVFP4 block scaling, "
+          "4-bit products on Blackwell)", "precision bf16", ("bf16", "fp16", "fp8", "nvfp4")),
     _enum("optimizer", "optimizer (adam/adamw keep fp32 master weights and two moments)",
           "optimizer adamw", ("adam", "adamw", "sgd")),
     Key("recompute", "recompute", "activation recomputation: none, selective, full, or full N layers; under "
@@ -411,9 +413,10 @@ TARGET_KEYS = (
     _enum("fp8-recipe", "megatron: Transformer Engine's fp8 scaling under `precision fp8` (default delayed; "
           "tensorwise is per-tensor current scaling, mxfp8 Blackwell's 32-element blocks)",
           "fp8-recipe mxfp8", ("delayed", "tensorwise", "mxfp8")),
-    Key("fp8-params", "bool", "megatron: under `precision fp8` with zero1, hold and all-gather the fp8 linears' "
-        "weights as fp8 (`--fp8-param-gather`; default on, as NeMo's and Megatron-Bridge's fp8 recipes run; off is "
-        "Megatron-LM's own default: bf16 weights beside cached fp8 casts)", "fp8-params off"),
+    Key("fp8-params", "bool", "megatron: with zero1, hold and all-gather the quantized linears' weights as "
+        "fp8 under `precision fp8` (`--fp8-param-gather`) or as NVFP4 under `precision nvfp4` "
+        "(`--fp4-param-gather`); default on, as NeMo's and Megatron-Bridge's recipes run; off is "
+        "Megatron-LM's own default: bf16 weights beside cached casts)", "fp8-params off"),
 )
 
 TOP_KEYS = {

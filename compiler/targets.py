@@ -189,20 +189,39 @@ def fp8_params(target: Target, precision: str, sharding: str | None) -> bool:
     return target.name == "megatron" and target.fp8_params and precision == "fp8" and sharding == "zero1"
 
 
+def fp4_params(target: Target, precision: str, sharding: str | None) -> bool:
+    """Whether the runtime holds the NVFP4 linears' weights as NVFP4 tensors and gathers them so:
+    Megatron-LM's `--fp4-param-gather`, set with the distributed optimizer as Megatron-Bridge's
+    `bf16_with_nvfp4_mixed` sets it (`fp4_param_gather = True`). The spec's `fp8-params` states
+    both (Megatron's two options are one choice: keep the quantized weight, not a bf16 one);
+    `fp8-params off` keeps bf16 weights, quantized on each step's first micro-batch."""
+    return target.name == "megatron" and target.fp8_params and precision == "nvfp4" and sharding == "zero1"
+
+
 def float8_all_gather(target: Target) -> bool:
     """Whether FSDP2 gathers the float8 linears' weights in float8: torchtitan with
     `float8-all-gather on` (torchao's `enable_fsdp_float8_all_gather`; `Knobs.fp8_all_gather`)."""
     return target.name == "torchtitan" and target.float8_all_gather
 
 
-def gather_bytes(target: Target, precision: str) -> int:
+NVFP4_GATHER_BYTES = 0.5
+"""Bytes per element of an NVFP4 weight in Megatron-LM's parameter all-gather
+(`--fp4-param-gather`): its buffer holds the packed rowwise E2M1 data, N/2 uint8 for N elements
+(`param_and_grad_buffer.py`); the block scales and the columnwise copy are rebuilt on each rank
+after the gather."""
+
+
+def gather_bytes(target: Target, precision: str) -> float:
     """Bytes per element of an fp8 linear's weight as the data-parallel all-gather moves it
     (`Software.gather_bytes`): 1 where Megatron-LM keeps fp8 parameters of delayed or
     per-tensor scaling (its parameter buffer is uint8, param_and_grad_buffer.py; read only where
     the ledger gathers fp8 parameters, `fp8_params`) and where torchtitan's FSDP2 gathers float8
     weights (`float8-all-gather on`); 2 otherwise: the compute dtype (`fp8-params off`: bf16
     weights), and MXFP8's, whose bf16 values are gathered into the gradient buffer
-    (`--reuse-grad-buf-for-mxfp8-param-ag`) and quantized after (`_post_param_sync`)."""
+    (`--reuse-grad-buf-for-mxfp8-param-ag`) and quantized after (`_post_param_sync`); NVFP4
+    parameters `NVFP4_GATHER_BYTES`."""
+    if precision == "nvfp4":
+        return NVFP4_GATHER_BYTES if target.name == "megatron" and target.fp8_params else 2
     if precision != "fp8":
         return 2
     if target.name == "megatron" and target.fp8_params and fp8_scaling(target) != "mxfp8":

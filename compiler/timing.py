@@ -122,11 +122,21 @@ SOFTMAX_BACKWARD_BYTES = 11
 """Backward: dropout reads the gradient and the mask and writes (5), softmax reads the gradient and
 the probabilities and writes (6)."""
 FP8_CAST_BYTES = 4
+OPERAND_BYTES_NVFP4 = 0.5 + 1 / 16
+"""NVFP4: half a byte per E2M1 element and one E4M3 scale per block of 16."""
 """Per element of an fp8 GEMM input: read 2 bytes, write the fp8 copy and its transpose."""
 FP8_AMAX_BYTES = 2
 """Dynamic (tensorwise) scaling, per element of each tensor cast: the amax reduction reads the
 bf16 tensor once before the cast can start (torchao's `tensor_to_scale`; the cast needs the
 reduction's result, so torch.compile cannot fuse the two passes)."""
+NVFP4_CAST_BYTES = 2 * 2 + 2 * OPERAND_BYTES_NVFP4
+"""Per element of an NVFP4 GEMM input (and output gradient), Transformer Engine's default recipe
+(`NVFP4BlockScaling`, TE 2.20, `NVFP4Quantizer`): one pass reads the bf16 tensor (2) for the
+per-tensor amax of it and of its Hadamard rotation, the fused row-cast / column-Hadamard-cast
+kernel reads it again (2) and writes both copies, each half a byte an element with an E4M3
+scale per 16 (2 x 0.5625): the rowwise one for the forward (or data-gradient) GEMM, the
+rotated columnwise one for the weight-gradient GEMM. Gradients take stochastic rounding in the
+same kernel."""
 FP8_WEIGHT_CAST_BYTES = 5
 """Dynamic scaling, per weight element and forward pass (and recomputation): the amax reads the
 bf16 weight (2), the cast reads it again and writes the fp8 copy (3). torchao's Float8Linear
@@ -140,7 +150,8 @@ def fp8_cast_bytes(gemms: list[tuple], scaling: str) -> tuple[float, float]:
     forward and backward: each GEMM input cast forward and each output gradient backward
     (`FP8_CAST_BYTES`, plus `FP8_AMAX_BYTES` under dynamic scaling), and under dynamic scaling the
     weights on every forward (`FP8_WEIGHT_CAST_BYTES`)."""
-    per = FP8_CAST_BYTES + (FP8_AMAX_BYTES if scaling == "dynamic" else 0)
+    per = (NVFP4_CAST_BYTES if scaling == "nvfp4"
+           else FP8_CAST_BYTES + (FP8_AMAX_BYTES if scaling == "dynamic" else 0))
     forward = sum(count * per * m * k for _, count, m, k, _, *_ in gemms)
     backward = sum(count * per * m * n for _, count, m, _, n, *_ in gemms)
     if scaling == "dynamic":
@@ -395,6 +406,8 @@ class Hardware:
     of a node talks at once in the collectives modelled here)."""
     level: int
     """GPUs reached at `intra` bandwidth: the NVLink domain (72 on NVL72), else the node."""
+    fp4: float | None = None
+    """Dense FP4 peak, FLOP/s (NVFP4's products); None before Blackwell."""
     sms: int = 132
     """Streaming multiprocessors: the width of one wave of GEMM tiles (`kernels.wave_efficiency`)."""
     host: float = 0.0
@@ -458,6 +471,7 @@ def hardware_of(plan: Plan) -> Hardware:
     return Hardware(
         generation=gpu.generation, bf16=gpu.bf16_flops * clock,
         fp8=gpu.fp8_flops * clock if gpu.fp8_flops else gpu.fp8_flops, hbm=hbm,
+        fp4=gpu.fp4_flops * clock if gpu.fp4_flops else None,
         intra=cluster.intra_bandwidth, nic=cluster.network.node_bandwidth / cluster.gpus_per_node,
         level=max(cluster.domain_size, cluster.gpus_per_node),
         sms=gpu.sms or SMS_BY_GENERATION.get(gpu.generation, 132),
@@ -586,7 +600,7 @@ class Software:
     reduce dtype is fp32) and in Megatron-LM under bf16 (it forces fp32 accumulation and
     reduction); 2 in Megatron-LM under fp16, which reduces in the parameters' dtype unless told
     `--accumulate-allreduce-grads-in-fp32`."""
-    gather_bytes: int = PARAM
+    gather_bytes: float = PARAM
     """Bytes per element of an fp8 linear's weight as the data-parallel all-gather moves it
     (`targets.gather_bytes`): 1 where Megatron-LM's distributed optimizer holds fp8 parameters of
     delayed or per-tensor scaling (`--fp8-param-gather`, a uint8 parameter buffer; its experts
@@ -1151,10 +1165,12 @@ class Work:
 
 
 def fp8_recipe(precision: str, fp8_scaling: str, hw: Hardware) -> str:
-    """The quantizer recipe whose kernels a layer's fp8 GEMMs launch (`kernels.QUANTIZE_KERNELS`):
-    "bf16" without fp8 GEMMs; torchao's dynamic scaling (torchtitan) quantizes a grouped GEMM's
-    operand as one tensor for all experts, counted as Transformer Engine's fused delayed-scaling
-    kernel (one launch for all of them)."""
+    """The quantizer recipe whose kernels a layer's quantized GEMMs launch (`kernels.QUANTIZE_KERNELS`):
+    "bf16" without quantized GEMMs; "nvfp4" for NVFP4's; torchao's dynamic scaling (torchtitan)
+    quantizes a grouped GEMM's operand as one tensor for all experts, counted as Transformer
+    Engine's fused delayed-scaling kernel (one launch for all of them)."""
+    if precision == "nvfp4" and hw.fp4:
+        return "nvfp4"
     if precision != "fp8" or not hw.fp8:
         return "bf16"
     return "delayed" if fp8_scaling == "dynamic" else fp8_scaling
@@ -1173,16 +1189,21 @@ def layer_launches(gemms: list[tuple], routed: tuple[int, ...], experts: kernel_
     beyond `MEMORY_KERNELS` (router, expert-loop activations), launched again backward;
     `attention`: the attention core's kernels, forward and again backward (a mean over the layers
     where windowed ring layers skip steps: `flash_attention_launches`)."""
-    cast = 1 if recipe != "bf16" else 0
+    cast = kernel_model.gemm_cast_launches(recipe)
     plain = sum(g[0] for i, g in enumerate(gemms) if i not in routed)
     base = MEMORY_KERNELS + extra + attention
     return (plain * (1 + cast) + experts.forward + base,
             plain * (2 + cast) + experts.backward + base)
 
 
+QUANTIZED = ("fp8", "nvfp4")
+"""The precisions whose linears run quantized GEMMs (Transformer Engine's; torchao's float8)."""
+
+
 def gemm_precision(precision: str, sw: Software) -> str:
-    """The precision the layers' linear GEMMs run in: fp8 only where the runtime has fp8 GEMMs."""
-    return precision if precision != "fp8" or sw.fp8 == "linear" else "bf16"
+    """The precision the layers' linear GEMMs run in: fp8 or NVFP4 only where the runtime has
+    quantized GEMMs (`Software.fp8`: Transformer Engine's linears run both recipes)."""
+    return precision if precision not in QUANTIZED or sw.fp8 == "linear" else "bf16"
 
 
 OUTPUT_BYTES = 2
@@ -1190,11 +1211,27 @@ OUTPUT_BYTES = 2
 fp8 GEMMs return bf16; the output is not quantized)."""
 
 
+OPERAND_BYTES = {"fp8": 1.0, "nvfp4": OPERAND_BYTES_NVFP4}
+"""Bytes per element a quantized GEMM reads of each operand: fp8's one byte (its per-tensor or
+MXFP8's 1-in-32 scales are noise), NVFP4's half byte plus one E4M3 scale per 16 elements
+(Transformer Engine's `NVFP4BlockScaling`); bf16 and fp16 read 2."""
+
+
 def matmul_peak(hw: Hardware, precision: str) -> float:
+    """The dense peak a GEMM at `precision` runs at: the FP8 or FP4 tensor cores' where the part has
+    them, else BF16's."""
+    if precision == "nvfp4" and hw.fp4:
+        return hw.fp4
     return hw.fp8 if precision == "fp8" and hw.fp8 else hw.bf16
 
 
-def gemm_efficiency(m: float, k: float, n: float, element: int, peak: float, hw: Hardware,
+def operand_bytes(hw: Hardware, precision: str) -> float:
+    """Bytes per operand element of a GEMM at `precision` as the part runs it (`matmul_peak`)."""
+    peak = matmul_peak(hw, precision)
+    return OPERAND_BYTES[precision] if peak != hw.bf16 else 2.0
+
+
+def gemm_efficiency(m: float, k: float, n: float, element: float, peak: float, hw: Hardware,
                     c: Constants, groups: float = 1.0) -> float:
     """Achievable fraction of peak for an (m x k) @ (k x n) product: the generation's ceiling
     times intensity / (intensity + half), intensity = FLOPs / bytes of the three matrices and
@@ -1205,7 +1242,9 @@ def gemm_efficiency(m: float, k: float, n: float, element: int, peak: float, hw:
     kernel share their waves. A product is never charged faster than the part's measured maximum
     achievable matmul rate at its precision (`Hardware.achievable`, `achievable_fp8`): the fitted
     ceiling holds what training runs' GEMMs reach at their shapes, and its intensity curve would pass
-    it on large BF16 products and on ordinary FP8 ones, whose measured maxima sit lower."""
+    it on large BF16 products and on ordinary FP8 ones, whose measured maxima sit lower. NVFP4's
+    products (`element` 0.5625) take FP8's measured fraction of their own peak: no maximum
+    achievable FP4 rate is published for any part, and the same tensor cores feed both."""
     intensity = 2 * m * k * n / (element * (m * k + k * n) + OUTPUT_BYTES * m * n)
     half = c.intensity_half * peak / hw.hbm
     waves = kernel_model.gemm_wave_efficiency(m, k, n, hw.sms, groups)
@@ -1224,7 +1263,7 @@ def gemm_seconds(m: float, k: float, n: float, precision: str, hw: Hardware, c: 
     if m <= 0 or k <= 0 or n <= 0:
         return 0.0
     peak = matmul_peak(hw, precision)
-    element = 1 if peak != hw.bf16 else 2
+    element = operand_bytes(hw, precision)
     return 2 * m * k * n / (peak * gemm_efficiency(m, k, n, element, peak, hw, c, groups))
 
 
@@ -2113,7 +2152,11 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
         mla_up_again = (sum(timed[i] for i in up_projections(shape))
                         + memory_seconds(ACT * mla_key_value_elements(shape, t, n), hw, c))
     cast_f = cast_b = 0.0
-    if precision == "fp8" and hw.fp8:
+    if precision == "nvfp4" and hw.fp4:
+        # each GEMM input and output gradient quantized to NVFP4 rowwise and, Hadamard-rotated,
+        # columnwise (`NVFP4_CAST_BYTES`); the weights are quantized once a step
+        cast_f, cast_b = fp8_cast_bytes(gemms, "nvfp4")
+    elif precision == "fp8" and hw.fp8:
         # each GEMM input cast to fp8 with a transposed copy for the other backward GEMM (read 2
         # bytes, write 1 + 1) forward, each output gradient backward; dynamic scaling reads each
         # tensor once more for its amax and casts the weights on every forward
@@ -3458,7 +3501,7 @@ class DpLinks(NamedTuple):
 
 
 def dp_ledger(r: RankTimes, k: Knobs, links: DpLinks, grad: int = PARC.grad_bytes,
-              runtime: str = PARC.dp_runtime, gather: int = PARC.gather_bytes) -> tuple[Collective, ...]:
+              runtime: str = PARC.dp_runtime, gather: float = PARC.gather_bytes) -> tuple[Collective, ...]:
     """The data-parallel collectives of one rank over one step: what the runtime that moves them
     issues (`Software.dp_runtime`). Per parameter set P (dense over the dense group, or hsdp's
     shard group; experts over the expert group), `grad` bytes per reduced element, `PARAM` per
@@ -3542,7 +3585,7 @@ class DpCase(NamedTuple):
     """`Software.dp_runtime`: "torch" (FSDP2, parc's job) or "megatron"."""
     params_other: int
     """Of `params_dense`, those no fp8 linear holds (`Load.params_other`)."""
-    gather: int
+    gather: float
     """`Software.gather_bytes`: bytes per gathered element of an fp8 linear's weight where
     Megatron-LM's distributed optimizer gathers fp8 parameters (zero1) or torchtitan's FSDP2
     gathers float8 (`fsdp_gathered`)."""
@@ -3645,7 +3688,7 @@ def collective_seconds(c: Collective, lk: Link) -> float:
 
 def dp_exposed(r: RankTimes, k: Knobs, links: DpLinks, grad: int = PARC.grad_bytes,
                runtime: str = PARC.dp_runtime, serial: tuple[str, ...] = (),
-               gather: int = PARC.gather_bytes) -> tuple[float, float]:
+               gather: float = PARC.gather_bytes) -> tuple[float, float]:
     """(exposed seconds, bytes sent) of one step's data-parallel communication on one rank.
 
     Each window is counted once: the collectives that share it (zero3's backward gather and its
@@ -4563,9 +4606,12 @@ def plan_rank_steps(plan: Plan, constants: Constants = DEFAULT) -> tuple[tuple[L
 
 
 def datasheet_peak(plan: Plan, precision: str) -> float:
-    """The dense peak MFU and HFU divide by: the datasheet's, not a power limit's derated one
-    (a run under a limit pays for it in MFU, as published MFUs count)."""
+    """The dense peak MFU and HFU divide by: the datasheet's at the precision of the linears
+    (FP8's under fp8, FP4's under nvfp4), not a power limit's derated one (a run under a limit
+    pays for it in MFU, as published MFUs count)."""
     gpu = plan.cluster.gpu
+    if precision == "nvfp4" and gpu.fp4_flops:
+        return gpu.fp4_flops
     return gpu.fp8_flops if precision == "fp8" and gpu.fp8_flops else gpu.bf16_flops
 
 

@@ -391,8 +391,9 @@ def test_virtual_stages_stated_as_vp(published):
         assert not notes
 
 
-def test_four_bit_precision_is_left_out_not_read_as_bf16(published):
-    for text in ("NVFP4", "MXFP4", "FP4 (blockwise)"):
+def test_four_bit_precision_other_than_nvfp4_is_left_out_not_read_as_bf16(published):
+    assert published.precision_of({"precision": "NVFP4"}) == "nvfp4"
+    for text in ("MXFP4", "FP4 (blockwise)", "4-bit"):
         with pytest.raises(published.Unusable, match="4-bit"):
             published.precision_of({"precision": text})
     assert published.precision_of({"precision": "MXFP8"}) == "fp8"

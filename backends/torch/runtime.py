@@ -370,6 +370,7 @@ def train_context(plan: Plan, layout: Layout) -> dict:
         "bf16": "the spec's precision (bf16)",
         "fp16": "the spec asks for fp16, which this runtime runs as bf16 (no loss scaling)",
         "fp8": "the spec asks for fp8, which this runtime runs as bf16 (no fp8 matmuls)",
+        "nvfp4": "the spec asks for nvfp4, which this runtime runs as bf16 (no fp4 matmuls)",
     }
     return dict(
         job=plan.launch.job, layout_text=_layout_text(plan), world_size=plan.cluster.world_size,
@@ -616,9 +617,11 @@ def diagnostics(plan: Plan) -> list[Diagnostic]:
     """Findings about this plan that concern the generated runtime only (E06xx, W06xx)."""
     found: list[Diagnostic] = []
     t, lay, m = plan.training, plan.layout, plan.model
-    if t.precision in ("fp8", "fp16"):
+    if t.precision in ("fp8", "nvfp4", "fp16"):
         what = {"fp8": "fp8 matmuls need torchao's float8 training, which the generated code does not "
                        "import (it uses torch alone)",
+                "nvfp4": "NVFP4 matmuls need Transformer Engine's NVFP4 recipe, which the generated code does "
+                         "not import (it uses torch alone); `target megatron` runs it",
                 "fp16": "fp16 needs loss scaling, which the generated runtime does not implement"}[t.precision]
         found.append(warning(
             "W0601", f"precision {t.precision} runs as bf16 in the generated runtime", t.span_of("precision"),

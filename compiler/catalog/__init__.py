@@ -7,14 +7,15 @@ def catalog_reference() -> str:
     """The GPU catalogue and model presets as Markdown tables: generated into docs/language.md."""
     from . import gpus, models
 
-    out = ["### GPUs\n", "| name | part | HBM | BF16 dense | FP8 dense | intra-node link (one way) | NVLink domain | "
-           "default node | list price |", "|---|---|---|---|---|---|---|---|---|"]
+    out = ["### GPUs\n", "| name | part | HBM | BF16 dense | FP8 dense | FP4 dense | intra-node link (one way) | "
+           "NVLink domain | default node | list price |", "|---|---|---|---|---|---|---|---|---|---|"]
     for name, g in gpus.GPUS.items():
         fp8 = f"{g['fp8_flops'] / 1e12:,.0f} TFLOP/s" if g["fp8_flops"] else "-"
+        fp4 = f"{g['fp4_flops'] / 1e12:,.0f} TFLOP/s" if g.get("fp4_flops") else "-"
         price = f"${g['price']:,.2f}/GPU-hour" if g.get("price") else "-"
         out.append(
             f"| `{name}` | {g['description']} | {g['hbm_bytes'] / 2**30:,.1f} GiB | {g['bf16_flops'] / 1e12:,.0f} TFLOP/s "
-            f"| {fp8} | {g['link_bandwidth'] / 1e9:,.0f} GB/s | {g['nvlink_domain']} | "
+            f"| {fp8} | {fp4} | {g['link_bandwidth'] / 1e9:,.0f} GB/s | {g['nvlink_domain']} | "
             f"{g['gpus_per_node']} GPUs, {g['nics']} x {g['nic_bandwidth'] * 8 / 1e9:,.0f} Gb/s | {price} |")
     out.append("\nSources for every figure are comments in `compiler/catalog/gpus.py`. List prices (dollars per "
                "GPU-hour, on demand) are the default of `hardware { price ... }`: "

@@ -107,6 +107,7 @@ GPUS: dict[str, dict] = {
         hbm_bytes=180 * GB,  # DGX B200 datasheet: 1,440 GB for 8 GPUs
         bf16_flops=2250 * TFLOPS,  # DGX B200: 72 PFLOPS FP8 sparse / 8 / 2 = 4.5 FP8 dense; BF16 half
         fp8_flops=4500 * TFLOPS,
+        fp4_flops=9000 * TFLOPS,  # DGX B200: 144 PFLOPS FP4 sparse / 8 / 2
         sms=148,  # Blackwell architecture technical brief: 148 SMs per B200 (2 dies x 74)
         link_bandwidth=900 * GBps,  # NVLink 5: 1.8 TB/s bidirectional
         nvlink_domain=8,
@@ -120,6 +121,7 @@ GPUS: dict[str, dict] = {
         hbm_bytes=186 * GB,  # NVL72 datasheet: 13.4 TB HBM3e for 72 GPUs
         bf16_flops=2500 * TFLOPS,  # NVL72: 360 PFLOPS BF16 sparse / 72 = 5 sparse, 2.5 dense
         fp8_flops=5000 * TFLOPS,  # NVL72: 720 PFLOPS FP8 sparse / 72 / 2
+        fp4_flops=10000 * TFLOPS,  # NVL72: 1,440 PFLOPS FP4 sparse / 72 / 2
         sms=148,  # the same B200 GPU: 148 SMs
         link_bandwidth=900 * GBps,  # NVLink 5: 1.8 TB/s bidirectional per GPU
         nvlink_domain=72,  # one NVLink switch domain spans the rack
@@ -133,6 +135,7 @@ GPUS: dict[str, dict] = {
         hbm_bytes=288 * GB,  # DGX B300 datasheet: 2.3 TB HBM3e for 8 GPUs; NVIDIA's Blackwell Ultra brief: 288 GB
         bf16_flops=2250 * TFLOPS,  # DGX B300: 72 PFLOPS FP8 training (sparse) / 8 / 2 = 4.5 FP8 dense; BF16 half
         fp8_flops=4500 * TFLOPS,  # HGX B300: FP8 4.5 PFLOPS dense per GPU, as B200 (Blackwell Ultra adds FP4, not FP8)
+        fp4_flops=13500 * TFLOPS,  # HGX B300: 108 PFLOPS FP4 dense / 8 (144 sparse)
         sms=160,  # NVIDIA, "Inside NVIDIA Blackwell Ultra" (2025-08): 160 SMs, 640 fifth-generation tensor cores
         link_bandwidth=900 * GBps,  # NVLink 5: 1.8 TB/s bidirectional
         nvlink_domain=8,
@@ -146,6 +149,7 @@ GPUS: dict[str, dict] = {
         hbm_bytes=288 * GB,  # GB300 NVL72: 20.7 TB HBM3e for 72 GPUs, 288 GB per GPU (12-high stacks)
         bf16_flops=2500 * TFLOPS,  # GB300 NVL72: 360 PFLOPS FP8 dense / 72 = 5 FP8 dense; BF16 half, as GB200
         fp8_flops=5000 * TFLOPS,
+        fp4_flops=15000 * TFLOPS,  # GB300 NVL72: 1,080 PFLOPS FP4 dense / 72 (1.5x GB200: Blackwell Ultra brief)
         sms=160,  # NVIDIA, "Inside NVIDIA Blackwell Ultra": 160 SMs
         link_bandwidth=900 * GBps,  # NVLink 5: 1.8 TB/s bidirectional per GPU
         nvlink_domain=72,  # one NVLink switch domain spans the rack

@@ -97,12 +97,16 @@ def target_compile_loss_alone(plan: Plan) -> Iterator[Diagnostic]:
 @rule
 def target_fp8_option_alone(plan: Plan) -> Iterator[Diagnostic]:
     """`fp8-recipe`, `fp8-params` and `float8-all-gather` concern only fp8 linears: under bf16 or
-    fp16 they are no-ops the user likely did not mean."""
+    fp16 they are no-ops the user likely did not mean (`fp8-params` also states whether Megatron-LM
+    keeps NVFP4 weights, so under nvfp4 it counts)."""
     target = plan.target
-    if plan.training.precision == "fp8":
+    precision = plan.training.precision
+    if precision == "fp8":
         return
+    # `fp8-params` also states Megatron-LM's NVFP4 weights (`targets.fp4_params`)
+    stated_params = target.span_of("fp8_params") is not None and precision != "nvfp4"
     for field, option, on in (("fp8_recipe", "fp8-recipe", target.fp8_recipe is not None),
-                              ("fp8_params", "fp8-params", target.span_of("fp8_params") is not None),
+                              ("fp8_params", "fp8-params", stated_params),
                               ("float8_all_gather", "float8-all-gather", target.float8_all_gather)):
         if not on:
             continue
@@ -128,7 +132,7 @@ def target_fp8_params_without_zero1(plan: Plan) -> Iterator[Diagnostic]:
     target = plan.target
     sharding = plan.layout.dp.sharding or "none"
     if (target.name != "megatron" or target.span_of("fp8_params") is None or sharding == "zero1"
-            or plan.training.precision != "fp8"):
+            or plan.training.precision not in ("fp8", "nvfp4")):
         return
     yield warning("W0367", f"`fp8-params` under `sharding {sharding}` changes nothing", _option_span(target, "fp8_params"),
                   label="no distributed optimizer to gather fp8 weights",
@@ -157,7 +161,8 @@ def target_megatron_refuses(plan: Plan) -> Iterator[Diagnostic]:
     said with the spec: zero3 (torch FSDP2) beside pp, ep, tied embeddings or fp16 (E0623); tp
     without sequence parallelism beside `tp-overlap all` or MoE layers (E0624); DeepSeek-V3's
     expert bias, which Megatron-Core has only for a sigmoid router (E0625); fp8 on a GPU without
-    fp8 tensor cores, which Transformer Engine refuses (E0626); MXFP8 before Blackwell (E0627)."""
+    fp8 tensor cores, which Transformer Engine refuses (E0626); MXFP8 before Blackwell (E0627);
+    NVFP4 on a GPU without FP4 tensor cores (E0629)."""
     if plan.target.name != "megatron":
         return
     lay, model, train = plan.layout, plan.model, plan.training
@@ -188,6 +193,11 @@ def target_megatron_refuses(plan: Plan) -> Iterator[Diagnostic]:
                     labels=labels((plan.cluster.gpu.span_of("generation", "name"),
                                    f"{plan.cluster.gpu.generation or 'no'} generation")),
                     help="use `fp8-recipe tensorwise` (per-tensor current scaling) or `delayed` on this GPU")
+    if train.precision == "nvfp4" and not plan.cluster.gpu.fp4_flops:
+        yield error("E0629", f"the {plan.cluster.gpu.name} has no FP4 tensor cores", train.span_of("precision"),
+                    label="precision nvfp4", labels=_target_label(plan),
+                    help="Transformer Engine runs NVFP4 from compute capability 10.0 (Blackwell: `gpu b200`, "
+                    "`gb200-nvl72`, `b300`, `gb300-nvl72`); on this GPU use `precision fp8` or `bf16`")
     if train.precision == "fp8" and not plan.cluster.gpu.fp8_flops:
         yield error("E0626", f"the {plan.cluster.gpu.name} has no fp8 tensor cores", train.span_of("precision"),
                     label="precision fp8", labels=_target_label(plan),

@@ -557,9 +557,17 @@ def moe_backward_moments(shape: Shape, k: Knobs, n: Tokens, act: int, s: MoeSave
     return tuple(round(x) for x in moments)
 
 
+QUANTIZED_INPUT = {"fp8": 1.0, "nvfp4": 0.5 + 1 / 16}
+"""Bytes per element of the input a Transformer Engine linear saves for its weight gradient under
+a quantized precision: fp8's byte; NVFP4's columnwise copy only (half a byte and an E4M3 scale per
+16 elements: `_Linear.forward` keeps the Hadamard-rotated columnwise data the weight-gradient GEMM
+reads, TE 2.20 `module/linear.py`)."""
+
+
 def _megatron_layer(shape: Shape, k: Knobs, moe: bool, mode: str) -> LayerActivations:
     """One layer of Megatron-Core on Transformer Engine (the module docstring's table), bytes.
-    A linear saves its input for the weight gradient: 2 bytes an element in bf16, 1 under fp8,
+    A linear saves its input for the weight gradient: 2 bytes an element in bf16, 1 under fp8
+    (0.5625 under NVFP4, `QUANTIZED_INPUT`),
     where Transformer Engine keeps the quantized tensor it cast (`_Linear.forward` saves `inputmat`
     after its `input_quantizer`; `LayerNormLinear` its norm's output likewise). Multi-head latent
     attention keeps its q, k and v (queries and keys `qk_dim` wide, values `v_dim`), its output
@@ -603,8 +611,8 @@ def _megatron_body(shape: Shape, k: Knobs, moe: bool, modules: tuple[str, ...]) 
     `modules` dropping what each runs again (its docstring)."""
     t, h, q, kv = k.tp, shape.hidden, shape.q, shape.kv
     tokens = k.seq * k.micro_batch / k.cp
-    fp8 = k.precision == "fp8"
-    saved_input = 1 if fp8 else ACT
+    fp8 = k.precision in QUANTIZED_INPUT  # fp8 or NVFP4: the linears keep their quantized inputs
+    saved_input = QUANTIZED_INPUT.get(k.precision, ACT)
     up = shape.ffn_matrices - 1
 
     def ffn(width: float, dropped: bool, activation_dropped: bool = False) -> float:
@@ -616,14 +624,14 @@ def _megatron_body(shape: Shape, k: Knobs, moe: bool, modules: tuple[str, ...]) 
     norms += 0.0 if shape.mla and "layernorm" in modules and not fp8 else saved_input * h
     o = shape.o
     qkv = 0.0 if shape.mla and "mla_up_proj" in modules else ACT * (q + 2 * kv)
-    split = qkv + ACT * o + (o if fp8 else 0)  # q, k, v; the output (and its copy)
+    split = qkv + ACT * o + (saved_input * o if fp8 else 0)  # q, k, v; the output (and its copy)
     if shape.mla:  # each latent's norm input (bf16) and its up projection's saved input, per own token
         norms += (ACT + saved_input) * sum(latent_norm_widths(shape.q_lora, shape.kv_lora))
     if moe:
         whole = "moe" in modules
         shared = whole or "shared_experts" in modules
         norms += 0.0 if "layernorm" in modules else ACT * h  # the router's input
-        norms += h if fp8 and shape.shared_experts and not shared else 0  # its fp8 copy for the shared experts
+        norms += saved_input * h if fp8 and shape.shared_experts and not shared else 0  # its quantized copy for the shared experts
         split += 0.0 if whole else saved_input * shape.top_k * h  # the routed copies, fc1's input
         split += ffn(shape.top_k * shape.expert_ffn, whole, "moe_act" in modules)
         split += ffn(shape.shared_experts * shape.expert_ffn, shared)

@@ -265,6 +265,8 @@ class Knobs:
         memory tracker counts them (rehearsing the published 405B 1F1B row as parc's job: the
         15 layers' tp shards held in bf16 at the peak, where fp8 copies left the model 5.6 GiB
         under)."""
+        if self.precision == "nvfp4" and self.runtime == "torch":  # no NVFP4 in torch's runtimes (W0601)
+            return "bf16"
         if self.precision == "fp8" and self.runtime == "torch" and not (self.torchtitan_block and self.fp8_all_gather):
             return "bf16"
         return self.precision

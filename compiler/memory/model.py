@@ -261,11 +261,12 @@ def activation_knobs(tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: 
                      precision: str = "bf16", device: str = "cuda", model_code: str = "parc") -> Knobs:
     """The knobs a layer's activations depend on, and only those (they key its cache). torch's
     layers do not depend on bf16, fp16 or fp8 (all keep bf16 activations: torchao's float8 linear
-    saves its high-precision input); fp32 they do, and Megatron's fp8 (Transformer Engine's linears
+    saves its high-precision input); fp32 they do, and Megatron's fp8 and NVFP4 (Transformer Engine's linears
     save their quantized inputs, `activations._megatron_layer`). Kept: one frozen object per value,
     so the caches it keys find it by identity (a fresh bundle was built, then compared field by
     field, on each of a search's thousands of floors)."""
-    kept = precision if precision == "fp32" or (precision == "fp8" and runtime.startswith("megatron")) else "bf16"
+    kept = (precision if precision == "fp32" or (precision in ("fp8", "nvfp4") and runtime.startswith("megatron"))
+            else "bf16")
     return Knobs(tp=tp, pp=1, dp=1, cp=cp, ep=ep, sequence_parallel=sp, cp_flavour=flavour, seq=seq,
                  micro_batch=micro, runtime=runtime, precision=kept, device=device, model_code=model_code)
 

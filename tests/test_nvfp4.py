@@ -1,0 +1,256 @@
+"""`precision nvfp4`: Transformer Engine's NVFP4 recipe as Megatron-LM runs it, from the language to
+the launcher, the memory and time models and the reader of published runs.
+
+Independent partners: the datasheets' FP4 peaks (hand-copied below), Megatron-LM core_v0.16.0's
+own option list (tests/data), the bytes an NVFP4 tensor takes written out from its format (half a
+byte per E2M1 value, one E4M3 scale per 16), and the published NVFP4 rows of Megatron-Bridge's
+tables (benchmarks/data/megatron_bridge_nvfp4.yaml), which no constant was fitted on."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from parc import timing
+from parc.backends import job_diagnostics
+from parc.backends import megatron as backend
+from parc.catalog.gpus import GPUS
+from parc.importer import import_source
+from parc.memory import estimate
+from parc.pipeline import compile_text
+from parc.source import SourceFile
+
+from .conftest import ROOT
+from .test_bounds import assert_within_physics
+
+NVFP4_ELEMENT = 0.5 + 1 / 16
+"""Half a byte per E2M1 value and one E4M3 (one-byte) scale per block of 16 values."""
+
+LLAMA_8B = ("tp 2 x dp 4 on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware {{ gpu {gpu} }}\n{target}\n"
+            "train {{ seq 8192, global-batch 64, micro-batch 1, precision {precision}, recompute none }}\n"
+            "tp {{ sequence-parallel on }}\ndp {{ sharding {sharding} }}\n")
+
+
+def spec(gpu: str = "b200", target: str = "target megatron", precision: str = "nvfp4", sharding: str = "zero1") -> str:
+    return LLAMA_8B.format(gpu=gpu, target=target, precision=precision, sharding=sharding)
+
+
+def plan_of(text: str):
+    result = compile_text(text, path="x.par")
+    errors = [d for d in result.diagnostics if d.is_error]
+    assert result.plan is not None and not errors, [d.message for d in errors]
+    return result.plan
+
+
+# ---------------------------------------------------------------------------------------------
+# The catalogue and the checks
+
+
+@pytest.mark.parametrize("gpu, dense_fp4", [
+    ("b200", 9000e12),  # DGX B200: 144 PFLOPS FP4 (sparse) for 8 GPUs
+    ("gb200-nvl72", 10000e12),  # GB200 NVL72: 1,440 PFLOPS FP4 (sparse) for 72 GPUs
+    ("b300", 13500e12),  # HGX B300: 108 PFLOPS FP4 dense for 8 GPUs
+    ("gb300-nvl72", 15000e12),  # GB300 NVL72: 1,080 PFLOPS FP4 dense for 72 GPUs
+])
+def test_fp4_peaks_are_the_datasheets_dense_figures(gpu, dense_fp4):
+    assert GPUS[gpu]["fp4_flops"] == dense_fp4
+    assert all(not g.get("fp4_flops") for name, g in GPUS.items() if g["generation"] != "blackwell")
+
+
+def test_nvfp4_on_a_gpu_without_fp4_tensor_cores_is_refused_where_the_spec_says_it():
+    result = compile_text(spec(gpu="h100-sxm"), path="x.par")
+    found = [d for d in result.diagnostics if d.is_error]
+    assert [d.code for d in found] == ["E0629"]
+    assert found[0].help and "b200" in found[0].help
+    text = spec(gpu="h100-sxm")
+    assert text[found[0].span.start:found[0].span.end] == "nvfp4"
+    assert not [d for d in compile_text(spec(), path="x.par").diagnostics if d.is_error]
+
+
+def test_a_spec_defined_gpu_states_its_fp4_peak():
+    text = spec(gpu="my-gpu { hbm 192 GB, bf16 2000 TFLOP/s, fp8 4000 TFLOP/s, fp4 8000 TFLOP/s, "
+                    "link 900 GB/s, nvlink-domain 8, generation blackwell }")
+    plan = plan_of(text)
+    assert plan.cluster.gpu.fp4_flops == 8000e12
+    assert timing.hardware_of(plan).fp4 == 8000e12
+    unstated = compile_text(text.replace("fp4 8000 TFLOP/s, ", ""), path="x.par")
+    assert [d.code for d in unstated.diagnostics if d.is_error] == ["E0629"]
+
+
+def test_the_torch_runtimes_say_what_they_run_instead():
+    torch = compile_text(spec(target="target torch", sharding="zero3"), path="x.par")
+    assert not [d for d in torch.diagnostics if d.is_error]
+    assert "W0601" in {d.code for d in job_diagnostics(torch.plan)}
+    titan = compile_text(spec(target="target torchtitan", sharding="zero3"), path="x.par")
+    assert titan.plan is not None and "E0611" in {d.code for d in job_diagnostics(titan.plan) if d.is_error}
+
+
+def test_a_gpu_search_rules_out_the_gpus_without_fp4():
+    from parc.search.cluster import search_cluster
+
+    text = ("tp ? x dp ? on nodes(8 gpus, nvlink)\nmodel llama3-8b\n"
+            "hardware { gpu ? in [h100-sxm, b200], gpus 64 }\ntarget megatron\n"
+            "train { seq 4096, global-batch 256, micro-batch 1, precision nvfp4, tokens 1T }\ndp { sharding zero1 }\n")
+    c = compile_text(text)
+    assert c.plan is not None and not [d for d in c.diagnostics if d.is_error]
+    result = search_cluster(c)
+    ruled = [p for p in result.points if p.reason]
+    assert ruled and all("E0629" in p.reason for p in ruled) and {p.probe.gpu for p in ruled} == {"h100-sxm"}
+    assert result.chosen is not None and result.chosen.probe.gpu == "b200"
+
+
+# ---------------------------------------------------------------------------------------------
+# The launcher and `parc import`
+
+FLAGS = {line for line in (ROOT / "tests" / "data" / "megatron_lm_core_v0.16.0_flags.txt").read_text().splitlines()
+         if line.startswith("--")}
+
+
+def test_megatron_runs_nvfp4_with_its_own_flags():
+    args = dict(backend.arguments(plan_of(spec())))
+    assert (args["--fp4-format"], args["--fp4-recipe"]) == ("e2m1", "nvfp4")
+    assert "--fp4-param-gather" in args and "--bf16" in args
+    assert not {a for a in args if a.startswith("--fp8")}  # Megatron-LM refuses fp4 beside fp8
+    assert set(args) <= FLAGS
+    kept = dict(backend.arguments(plan_of(spec(target="target megatron { fp8-params off }"))))
+    assert "--fp4-format" in kept and "--fp4-param-gather" not in kept
+    ddp = dict(backend.arguments(plan_of(spec(sharding="none"))))
+    assert "--fp4-format" in ddp and "--fp4-param-gather" not in ddp
+
+
+MEGATRON_LINE = ("torchrun pretrain_gpt.py --num-layers 32 --hidden-size 4096 --num-attention-heads 32 "
+                 "--seq-length 4096 --vocab-size 32000 --micro-batch-size 1 --bf16 --data-parallel-size 8 "
+                 "--use-distributed-optimizer {extra}\n")
+
+
+@pytest.mark.parametrize("extra, precision, params_off", [
+    ("--fp4-format e2m1 --fp4-recipe nvfp4 --fp4-param-gather", "nvfp4", False),
+    ("--fp4-format e2m1", "nvfp4", True),  # nvfp4 is Megatron-LM's default recipe; bf16 weights kept
+])
+def test_import_reads_megatrons_nvfp4_back(extra, precision, params_off):
+    imported = import_source(SourceFile("train.sh", MEGATRON_LINE.format(extra=extra)))
+    assert not [d for d in imported.diagnostics if d.code == "W0701"], [d.message for d in imported.diagnostics]
+    assert f"precision {precision}" in imported.text
+    assert ("fp8-params off" in imported.text) == params_off
+
+
+def test_import_reports_an_fp4_recipe_parc_does_not_model():
+    imported = import_source(SourceFile("train.sh", MEGATRON_LINE.format(extra="--fp4-format e2m1 --fp4-recipe custom")))
+    unread = [d for d in imported.diagnostics if d.code == "W0701"]
+    assert unread and "precision bf16" in imported.text
+
+
+# ---------------------------------------------------------------------------------------------
+# The time model
+
+
+@pytest.mark.parametrize("gpu", ["b200", "gb200-nvl72", "b300", "gb300-nvl72"])
+def test_an_nvfp4_gemm_never_beats_the_fp4_peak_nor_the_bytes_it_reads(gpu):
+    """A large product is compute-bound: never faster than its FLOPs at the FP4 peak, and faster
+    than the same product in fp8. A thin one is memory-bound: never faster than its operands
+    (0.5625 bytes an element) and bf16 output over the HBM bandwidth."""
+    plan = plan_of(spec(gpu=gpu))
+    hw, c = timing.hardware_of(plan), timing.DEFAULT
+    m, k, n = 16384, 8192, 28672
+    flops = 2 * m * k * n
+    fp4 = timing.gemm_seconds(m, k, n, "nvfp4", hw, c)
+    fp8 = timing.gemm_seconds(m, k, n, "fp8", hw, c)
+    assert flops / GPUS[gpu]["fp4_flops"] <= fp4 < fp8
+    thin = timing.gemm_seconds(8, k, n, "nvfp4", hw, c)
+    assert thin >= (NVFP4_ELEMENT * (8 * k + k * n) + 2 * 8 * n) / hw.hbm
+
+
+def test_nvfp4_layer_pays_its_casts_and_counts_its_launches():
+    """An NVFP4 layer moves more HBM bytes than the fp8 layer of the same shape in its casts (each
+    input read twice, two 0.5625-byte copies written: 5.125 bytes an element against fp8's 4) and
+    fewer in its GEMMs' operands; its host issues the quantize, scale and swizzle kernels."""
+    from parc import kernels
+
+    assert timing.NVFP4_CAST_BYTES == 2 + 2 + 2 * NVFP4_ELEMENT
+    assert kernels.gemm_cast_launches("nvfp4") == 5 and kernels.gemm_cast_launches("current") == 1
+    assert kernels.gemm_cast_launches("bf16") == 0
+
+
+def test_megatron_nvfp4_predicts_within_physics_and_mfu_counts_the_fp4_peak():
+    for gpu in ("b200", "gb200-nvl72", "gb300-nvl72"):
+        plan = plan_of(spec(gpu=gpu))
+        prediction = assert_within_physics(plan)
+        assert prediction.peak == GPUS[gpu]["fp4_flops"]
+        bf16 = timing.predict(plan_of(spec(gpu=gpu, precision="bf16")))
+        fp8 = timing.predict(plan_of(spec(gpu=gpu, precision="fp8")))
+        assert prediction.step_seconds < fp8.step_seconds < bf16.step_seconds
+
+
+def test_parcs_own_job_times_nvfp4_as_the_bf16_it_runs():
+    nv = timing.predict(plan_of(spec(target="target torch", sharding="zero3")))
+    bf16 = timing.predict(plan_of(spec(target="target torch", sharding="zero3", precision="bf16")))
+    assert nv.step_seconds == bf16.step_seconds
+
+
+# ---------------------------------------------------------------------------------------------
+# The memory model
+
+
+def _linear_params_per_rank(tp: int) -> float:
+    """Llama 3 8B's linear weights on one tp rank, from its sizes: q 4096, k and v 1024 each, the
+    output 4096, three FFN matrices of 14336, 32 layers."""
+    h, kv, ffn, layers = 4096, 1024, 14336, 32
+    return layers * (h * (h + 2 * kv) + h * h + 3 * h * ffn) / tp
+
+
+def test_nvfp4_weights_are_two_nvfp4_copies_in_place_of_bf16():
+    """With `--fp4-param-gather` each linear weight is an NVFP4 tensor, rowwise and columnwise
+    (2 x 0.5625 bytes) where bf16 held 2; without it the bf16 weight stays beside the cached
+    NVFP4 copies."""
+    linear = _linear_params_per_rank(2)
+    bf16 = estimate(plan_of(spec(precision="bf16"))).stages[0].params
+    nv = estimate(plan_of(spec())).stages[0].params
+    assert bf16 - nv == pytest.approx((2 - 2 * NVFP4_ELEMENT) * linear, rel=1e-6)
+    kept = estimate(plan_of(spec(target="target megatron { fp8-params off }"))).stages[0].params
+    assert kept - bf16 == pytest.approx(2 * NVFP4_ELEMENT * linear, rel=1e-6)
+
+
+def test_nvfp4_linears_save_their_inputs_at_0_5625_bytes():
+    """Transformer Engine's linears keep the quantized input their weight gradient reads: per token
+    and layer the QKV and fc1 inputs (h each, the tokens tp-split by sequence parallelism), the
+    output projection's (its bf16 copy and a quantized one, q / tp) and fc2's (F / tp) — one byte
+    under fp8, 0.5625 under NVFP4."""
+    tp, h, q, ffn, layers, tokens = 2, 4096, 4096, 14336, 32, 8192
+    per_token = (h + h) / tp + q / tp + ffn / tp  # the saved inputs, sequence-parallel
+    expected = (1 - NVFP4_ELEMENT) * per_token * tokens * layers
+    fp8 = estimate(plan_of(spec(precision="fp8"))).stages[0]
+    nv = estimate(plan_of(spec())).stages[0]
+    assert fp8.activations - nv.activations == pytest.approx(expected, rel=0.01)
+
+
+# ---------------------------------------------------------------------------------------------
+# Published NVFP4 runs
+
+
+def test_the_reader_reads_nvfp4_and_refuses_other_4_bit_formats():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import published
+
+    assert published.precision_of({"precision": "NVFP4"}) == "nvfp4"
+    assert published.precision_of({"precision": "nv-fp4 (E2M1, 16-element blocks)"}) == "nvfp4"
+    with pytest.raises(published.Unusable):
+        published.precision_of({"precision": "MXFP4"})
+
+
+def test_megatron_bridges_nvfp4_rows_are_predicted_and_none_beats_physics():
+    """Every NVFP4 row Megatron-Bridge published (never fitted on) is read and predicted, within
+    the error band the calibration's other Blackwell rows have."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import fidelity
+
+    path = ROOT / "benchmarks" / "data" / "megatron_bridge_nvfp4.yaml"
+    rows, left_out = fidelity.load_rows(path)
+    assert len(rows) >= 16 and not left_out
+    errors = []
+    for row in rows:
+        assert "precision nvfp4" in row.spec
+        prepared = fidelity.prepare(row)
+        step = fidelity.predicted_step(row, prepared, fidelity.DEFAULT).step
+        errors.append(row.conv_flops / step / row.gpus / 1e12 / row.reported_tflops - 1)
+    errors.sort(key=abs)
+    assert abs(errors[len(errors) // 2]) < 0.15 and abs(errors[-1]) < 0.35, errors
