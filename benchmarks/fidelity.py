@@ -1649,7 +1649,8 @@ README's end-to-end numbers) is not modelled.
 `parc explain` names where a prediction leans on what the model measured least (`time.caveats`,
 `parc.caveats`): `attention`, a layer whose fused attention is 40 % or more of its computation
 (its speed in a training run is the term that differs most by runtime and release); `gemm-ceiling`,
-a GPU no published matmul sweep measured; `expert-all-to-all`, a step whose exposed expert
+a GPU no published matmul sweep measured; `fp4-gemm`, NVFP4 products, whose ceiling no FP4 matmul
+sweep measured; `expert-all-to-all`, a step whose exposed expert
 all-to-all is a fifth or more of it; `scale`, a job of more GPUs than any published run here (it
 flags none of them). Each of the @CAVEATS_N@ published runs of `benchmarks/data/`,
 predicted as `fidelity.py --published` predicts it (its `caveats` field), grouped by the caveats

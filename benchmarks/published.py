@@ -231,7 +231,17 @@ def global_batch_sequences(value, seq: int | None, notes: list[str], multiple: i
     found = re.search(r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s*([kmb])?\w*\s*tokens", text, flags=re.I)
     if not found or not seq:
         raise Unusable(f"global batch `{value}`: a token count that cannot be read in sequences")
-    tokens = float(found.group(1).replace(",", "")) * TOKEN_SCALE[(found.group(2) or "").lower()]
+    unit = (found.group(2) or "").lower()
+    tokens = float(found.group(1).replace(",", "")) * TOKEN_SCALE[unit]
+    # the reading of the multiplier that makes whole sequences: "2M tokens" at 2,000 a sequence is
+    # 1,000 (decimal); "512K tokens" at 4,096 is 128 (2^19: a power-of-two count is binary first,
+    # though 512,000 is 125 whole sequences too); "1.5M tokens" at 2,048 is 768 (binary)
+    mantissa = float(found.group(1).replace(",", ""))
+    binary_first = mantissa.is_integer() and mantissa > 0 and not int(mantissa) & (int(mantissa) - 1)
+    order = (BINARY_SCALE, DECIMAL_SCALE) if binary_first else (DECIMAL_SCALE, BINARY_SCALE)
+    whole = [scale[unit] * mantissa for scale in order if unit and not scale[unit] * mantissa % seq]
+    if whole:
+        tokens = whole[0]
     if tokens % seq and found.group(2):
         # "4.2M tokens": a rounded figure; the nearest whole sequences that divide over the replicas'
         # micro-batches (`multiple`)
@@ -288,6 +298,13 @@ def _catalogue_peak(key: str, precision: str) -> float:
     return GPUS[key][f"{peak_field(key, precision)}_flops"] / 1e12
 
 
+def _other_peaks(key: str, fp4: float) -> tuple[float, ...]:
+    """The peaks (TFLOP/s) a row of an NVFP4 run on part `key` may state for its precision without
+    meaning the FP4 one: the part's dense FP8 and BF16 peaks, and its sparse FP4 (twice `fp4`)."""
+    g = GPUS[key]
+    return tuple(f / 1e12 for f in (g["fp8_flops"], g["bf16_flops"]) if f) + (2 * fp4,)
+
+
 def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str, int, float]:
     """The spec's `hardware { ... }` block, the GPU key, GPUs per node and the peak (TFLOP/s)."""
     name = hw.get("gpu") or ""
@@ -307,7 +324,14 @@ def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str
                       str(stated_peak), flags=re.I) if isinstance(stated_peak, str) else None
     peak = float((dense.group(1) or dense.group(2)).replace(",", "")) if dense else figure(stated_peak)
     catalogue = _catalogue_peak(key, precision) if "v100" not in lowered else 125
-    if isinstance(peak, (int, float)) and peak > 0:
+    if isinstance(peak, (int, float)) and peak > 0 and precision == "nvfp4" and key in GPUS and any(
+            abs(peak - other) <= 0.5 for other in _other_peaks(key, catalogue)):
+        # an NVFP4 row whose "peak at precision" is the part's FP8 or BF16 peak, or its sparse FP4
+        # one: the row's MFU convention, not a slower FP4 part (the figure still converts its MFU)
+        notes.append(f"peak {peak:,.0f} TFLOP/s stated for an NVFP4 run: the {g['description']}'s "
+                     f"{'sparse FP4' if peak > catalogue else 'FP8 or BF16'} peak, read as the row's MFU "
+                     f"convention; its products at the catalogue's dense FP4 {catalogue:,.0f}")
+    elif isinstance(peak, (int, float)) and peak > 0:
         if abs(peak - catalogue) > 0.5:  # the row's own peak replaces the one assumed above (a V100's)
             field = peak_field(key, precision)
             overrides = [o for o in overrides if not o.startswith(field + " ")] + [f"{field} {peak:g} TFLOP/s"]

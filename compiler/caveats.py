@@ -1,7 +1,7 @@
 """Where a prediction leans on what the time model measured least: the caveats `parc explain`
 prints under its time section (`time.caveats` in its JSON).
 
-The time model's errors on published runs are not spread evenly (docs/time-model.md). Three
+The time model's errors on published runs are not spread evenly (docs/time-model.md). These
 situations carry most of them, and whoever picks a layout from a prediction should know when it
 is in one:
 
@@ -15,6 +15,8 @@ is in one:
 - a step the expert-parallel all-to-all dominates: the mixture-of-experts rows are the model's
   least accurate class (routing, the dispatcher's kernels and the fabric under many-to-many
   traffic);
+- NVFP4 products: no FP4 matmul sweep of any part is published (their ceiling is FP8's measured
+  fraction of the FP4 peak);
 - a job larger than any published run the model was compared with (`LARGEST_COMPARED`): nothing
   measured says how its collectives, stragglers and fabric behave there.
 
@@ -75,6 +77,16 @@ def gemm_ceiling_caveat(gpu: str, generation: str) -> Caveat | None:
                   "\"Blackwell Ultra: GB300 and B300, never fitted\")")
 
 
+def fp4_caveat(gemms: str) -> Caveat | None:
+    """NVFP4 products (`gemms`, the precision the runtime runs the linears in): no FP4 matmul sweep
+    of any part is published, so their ceiling is FP8's measured fraction of the FP4 peak."""
+    if gemms != "nvfp4":
+        return None
+    return Caveat("fp4-gemm", "no FP4 matmul sweep of any part is published: NVFP4 products run at FP8's measured "
+                  "fraction of the FP4 peak (docs/time-model.md, \"NVFP4: Megatron-Bridge's 4-bit rows, never "
+                  "fitted\")")
+
+
 def ep_caveat(exposed_ep: float, step: float) -> Caveat | None:
     if step <= 0 or exposed_ep / step < EP_SHARE:
         return None
@@ -91,13 +103,15 @@ def scale_caveat(gpus: int | None) -> Caveat | None:
                   "(docs/time-model.md, \"Throughput against GPU count\")")
 
 
-def caveats(plan: Plan, attention_share: float | None, exposed_ep: float, step: float) -> tuple[Caveat, ...]:
-    """The caveats of a predicted plan, in a fixed order (attention, the GEMM ceiling, the
+def caveats(plan: Plan, attention_share: float | None, exposed_ep: float, step: float,
+            gemms: str = "bf16") -> tuple[Caveat, ...]:
+    """The caveats of a predicted plan, in a fixed order (attention, the GEMM ceiling, FP4's, the
     all-to-all, the scale): `attention_share` from `timing.attention_share`, `exposed_ep` and
-    `step` the prediction's exposed ep seconds and step seconds."""
+    `step` the prediction's exposed ep seconds and step seconds, `gemms` the precision its
+    runtime runs the linears in (`timing.gemm_precision`)."""
     gpu = plan.cluster.gpu
     found = (attention_caveat(attention_share), gemm_ceiling_caveat(gpu.name, gpu.generation or ""),
-             ep_caveat(exposed_ep, step), scale_caveat(plan.cluster.world_size))
+             fp4_caveat(gemms), ep_caveat(exposed_ep, step), scale_caveat(plan.cluster.world_size))
     return tuple(c for c in found if c is not None)
 
 
@@ -105,6 +119,8 @@ def of_prediction(plan: Plan, breakdown, sw=None) -> tuple[Caveat, ...]:
     """`caveats` of a plan and its predicted step (`timing.Breakdown`) as the runtime `sw` (else the
     plan's target's) runs it: the one entry explain, diff, report, search and the published runs'
     evaluation share."""
-    from .timing import attention_share
+    from .targets import software_of
+    from .timing import attention_share, gemm_precision
 
-    return caveats(plan, attention_share(plan, sw=sw), breakdown.exposed.get("ep", 0.0), breakdown.step)
+    gemms = gemm_precision(plan.training.precision, sw if sw is not None else software_of(plan))
+    return caveats(plan, attention_share(plan, sw=sw), breakdown.exposed.get("ep", 0.0), breakdown.step, gemms)

@@ -254,3 +254,34 @@ def test_megatron_bridges_nvfp4_rows_are_predicted_and_none_beats_physics():
         errors.append(row.conv_flops / step / row.gpus / 1e12 / row.reported_tflops - 1)
     errors.sort(key=abs)
     assert abs(errors[len(errors) // 2]) < 0.15 and abs(errors[-1]) < 0.35, errors
+
+
+@pytest.mark.parametrize("stated, override", [(10000, False), (5000, False), (2500, False), (20000, False),
+                                              (8000, True)])
+def test_an_nvfp4_rows_stated_peak_overrides_the_fp4_peak_only_where_it_is_another_part(stated, override):
+    """A row's "peak at precision" for an NVFP4 run on GB200 may be the FP8 (5000), BF16 (2500) or
+    sparse FP4 (20000) figure of the part: its MFU convention, not a slower part; any other figure
+    is the row's own part and overrides the catalogue's 10000."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import published
+
+    notes: list[str] = []
+    block, key, _, peak = published.hardware_block(
+        {"gpu": "GB200", "gpu_memory_gb": 186, "gpus_per_node": 4, "peak_tflops_dense_at_precision": stated},
+        "nvfp4", notes)
+    assert key == "gb200-nvl72" and peak == stated
+    assert ("fp4 " in block) == override, block
+
+
+def test_explain_says_nvfp4_products_stand_on_fp8s_measured_ceiling():
+    """The caveat where the runtime runs NVFP4 products (Megatron-LM), not where it runs the spec in
+    bf16 (parc's job)."""
+    from parc import caveats
+
+    def codes(text: str) -> list[str]:
+        plan = plan_of(text)
+        return [c.code for c in caveats.of_prediction(plan, timing.predict(plan).breakdown)]
+
+    assert "fp4-gemm" in codes(spec())
+    assert "fp4-gemm" not in codes(spec(target="target torch", sharding="zero3"))
+    assert "fp4-gemm" not in codes(spec(precision="fp8"))

@@ -288,7 +288,7 @@ def test_cli_evaluates_another_file_as_json():
     data = json.loads(out)
     assert {r["id"] for r in data["left_out"]} == LEFT_OUT
     assert len(data["runs"]) == 15 and data["median_abs_error"] > 0
-    assert all(set(r["caveats"]) <= {"attention", "gemm-ceiling", "expert-all-to-all"} for r in data["runs"])
+    assert all(set(r["caveats"]) <= {"attention", "gemm-ceiling", "fp4-gemm", "expert-all-to-all"} for r in data["runs"])
     refused = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "fidelity.py"), "--published", str(CASES),
                               "--write"], capture_output=True, text=True)
     assert refused.returncode == 2 and "calibration set only" in refused.stderr
@@ -404,6 +404,10 @@ def test_four_bit_precision_other_than_nvfp4_is_left_out_not_read_as_bf16(publis
     (1024, 1024), ("1,536", 1536),  # a thousands separator is not the end of the number
     ("4M tokens", 1024),  # 4 x 2^20 tokens of 4,096: papers' "4M"
     ("4,194,304 tokens", 1024), ("2048 x 4096 tokens", 2048), ("16M tokens (4096 seqs)", 4096),
+    ("512K tokens", 128),  # 2^19: a power-of-two count reads binary, though 512,000 is 125 sequences too
+    ("1.5M tokens", 384),  # 1.5 x 2^20: the reading that makes whole sequences (1,500,000 is not)
+    ("3M tokens", 768),  # 3 x 2^20, though 3 is no power of two: 3,000,000 is not whole sequences
+    ("1024K tokens", 256),  # 1,048,576 tokens, as "1M"
 ])
 def test_global_batch_in_sequences_or_tokens(published, raw, sequences):
     entry = {"layout": {"global_batch": raw, "micro_batch": 1}, "model": {"seq_len": 4096}}
