@@ -992,9 +992,10 @@ class Engine:
         shape, hw, c, sw = self.shape, self.hw, self.constants, self.software
         links = self._bound_links(tp, cp, cp_group, ep_group)
 
-        def summed(work, modes=RECOMPUTE, overlaps=(False,)) -> list[tuple]:
-            """Per recomputation mode, the least over `overlaps`."""
-            xs = [timing.exposed(work, *links, overlap, sw.tp_overlap, c) for overlap in overlaps]
+        def summed(work, modes=RECOMPUTE, overlaps=(False,), calls=None) -> list[tuple]:
+            """Per recomputation mode, the least over `overlaps`. `calls`: the piece's tp calls
+            (`timing.tp_calls`; None: a layer's f/g pairs, `pair_calls`)."""
+            xs = [timing.exposed(work, *links, overlap, sw.tp_overlap, c, calls) for overlap in overlaps]
             out = []
             for mode in modes:
                 each = []
@@ -1015,8 +1016,15 @@ class Engine:
             split = timing.TokenSplit(tp, sp, cp, self.seq, micro)
             free["embedding"] = summed(timing.slowed(timing.embedding_work(shape, split, hw, c), sw, c),
                                        ("none",))[0]
-            free["output"] = summed(timing.slowed(timing.output_work(shape, split, vocab, "bf16", sw.loss_kernels, hw, c),
-                                                  sw, c), ("none",))[0]
+            # the output layer as `timing._rank_times` builds it: with its backward re-gather
+            # (`regathered`) and its own tp calls (`tp_calls`: under sp its gradient is
+            # reduce-scattered backward, which a runtime that overlaps tp, Megatron-LM's
+            # "backward", hides under its GEMM; a layer's f/g pairs would charge an all-gather
+            # there, with no GEMM to hide it, above the step); its loss statistics left out
+            # (they only add)
+            output = timing.regathered(timing.slowed(timing.output_work(shape, split, vocab, "bf16", sw.loss_kernels,
+                                                                        hw, c), sw, c), sw)
+            free["output"] = summed(output, ("none",), calls=timing.tp_calls("output", sp, tp, output))[0]
             self._piece_cache[free_key] = free
         if not shape.moe:
             return free
