@@ -983,7 +983,10 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   each way, and 2 more all-gathers backward: Megatron-LM and Transformer Engine save each
   column-parallel layer's input sharded and all-gather it again for its weight-gradient GEMM
   (`timing.regathered`; a MoE layer without shared experts has one pair: its routed experts are not split
-  over tp). parc's job and torchtitan (torch's DTensor) issue the same pairs: attention, the
+  over tp). Under fp8 and NVFP4 the all-gathers carry the quantized GEMM input (1 or 0.5625
+  bytes an element, `Work.tp_gather_bytes`): Transformer Engine quantizes before it gathers (the
+  input, the saved shard again, the output gradient), as torchao's float8 tensor-parallel plans
+  do; the reduce-scatters carry the bf16 outputs. parc's job and torchtitan (torch's DTensor) issue the same pairs: attention, the
   dense FFN and the shared experts take a Replicate DTensor (`PrepareModuleInput`,
   `use_local_output=False`), so their column-parallel linears' Partial input gradients are
   summed on the rank and redistributed once (one all-reduce, or one reduce-scatter under sp);

@@ -1089,6 +1089,13 @@ class Work:
     module, `recompute_mlp`, or the shared experts' `SharedExpertMLP`)."""
     tp_bytes: float = 0.0
     """Tensor the tp collectives carry (micro-batch activations, b x s/cp x h, 16-bit)."""
+    tp_gather_bytes: float = 0.0
+    """What sequence parallelism's all-gathers carry where they gather a quantized GEMM input
+    (`OPERAND_BYTES` an element: fp8 or NVFP4 products); 0: `tp_bytes`. Transformer Engine
+    quantizes a column-parallel linear's input before gathering it (`gather_along_first_dim` with
+    the input quantizer; the backward's re-gather of the saved shard and the row-parallel
+    linear's output-gradient gather alike), as torchao's float8 tensor-parallel plans cast before
+    their all-gather; the reduce-scatters carry the GEMMs' bf16 outputs."""
     tp_latent: float = 0.0
     """Where the attention's input-side tp collective carries something else than `tp_bytes`:
     multi-head latent attention's latents (`mla_tp_width`), one call each way in place of one of
@@ -2272,6 +2279,9 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
         precision, hw, c) + (sum(timed[attention_count:attention_count + 3]) if moe else 0.0)
 
     tp_bytes = ACT * n * h if t > 1 else 0.0
+    # under sequence parallelism the all-gathers carry quantized GEMM inputs (`Work.tp_gather_bytes`)
+    tp_gather_bytes = (operand_bytes(hw, precision) * n * h if t > 1 and sp and precision in OPERAND_BYTES
+                       else 0.0)
     tp_latent = ACT * n * mla_tp_width(shape, sp) if t > 1 and shape.mla else 0.0
     tp_latent_regather = ACT * n * mla_tp_width(shape, False) if t > 1 and sp and shape.mla else 0.0
     pairs = 1 if moe and not shape.shared_experts else 2  # routed experts are not split over tp
@@ -2306,7 +2316,8 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
     return Work(launches_f=launches_f, launches_b=launches_b, gemm=gemm, attention_f=attention_f, attention_b=attention_b, memory_f=memory_f,
                 memory_b=memory_b, selective_core=core_again, selective_elementwise=elementwise,
                 selective_torchtitan=torchtitan, norms_again=norms_again, moe_act_again=moe_act_again, moe_again=moe_again,
-                mla_up_again=mla_up_again, ffn_again=ffn_again, tp_bytes=tp_bytes, tp_latent=tp_latent,
+                mla_up_again=mla_up_again, ffn_again=ffn_again, tp_bytes=tp_bytes, tp_gather_bytes=tp_gather_bytes,
+                tp_latent=tp_latent,
                 tp_latent_regather=tp_latent_regather, tp_all_reduce=reduce,
                 tp_gather=gather,
                 tp_gemms=tp_partners(blocks, sp) if t > 1 else (), cp_flavour=flavour,
@@ -2534,7 +2545,8 @@ def piece_collectives(work: Work, tp: Link, cp: Link, ep: Link, calls: TpCalls |
                 out.append(Collective("tp", kind, work.tp_latent_regather, 1, tp.size, tp.local, "path", 1, phase,
                                       pairs=True))
                 n -= 1
-            out.append(Collective("tp", kind, work.tp_bytes, n, tp.size, tp.local, "path", n, phase, pairs=True))
+            size = work.tp_gather_bytes if kind == "all_gather" and work.tp_gather_bytes else work.tp_bytes
+            out.append(Collective("tp", kind, size, n, tp.size, tp.local, "path", n, phase, pairs=True))
     n = cp.size
     if n > 1 and work.cp_runtime == "torch":
         out += torch_cp_collectives(work, cp)

@@ -285,3 +285,28 @@ def test_explain_says_nvfp4_products_stand_on_fp8s_measured_ceiling():
     assert "fp4-gemm" in codes(spec())
     assert "fp4-gemm" not in codes(spec(target="target torch", sharding="zero3"))
     assert "fp4-gemm" not in codes(spec(precision="fp8"))
+
+
+@pytest.mark.parametrize("precision, gathered", [("bf16", 2), ("fp8", 1), ("nvfp4", NVFP4_ELEMENT)])
+def test_sequence_parallel_all_gathers_carry_the_quantized_input(precision, gathered):
+    """Under sequence parallelism Transformer Engine quantizes a linear's input before its tp
+    all-gather (and the backward's re-gather and output-gradient gather), so each all-gather of a
+    layer carries the tokens x hidden GEMM input at the precision's bytes; the reduce-scatters
+    carry the bf16 outputs. Llama 3 8B at tp 2, one 8,192-token sequence a micro-batch."""
+    from .conftest import rank_steps_of
+
+    plan = plan_of(spec(gpu="b200", precision=precision))
+    records = [c for rank in rank_steps_of(plan).values() for c in rank.ledger.collectives
+               if c.axis == "tp" and c.pairs]
+    # the layers' all-gathers: two a layer forward (QKV's and fc1's inputs), four backward (those
+    # re-gathered, and the output projection's and fc2's output gradients); the output layer's
+    # (Megatron-LM's own bf16 linear, outside Transformer Engine) gathers bf16 once forward, twice back
+    if precision == "bf16":  # every call one bf16 tensor (the output layer's merged with the layers')
+        assert records and {c.payload for c in records if c.kind != "all_reduce"} == {2 * 8192 * 4096}
+        return
+    layers = {c.phase: c for c in records if c.kind == "all_gather" and c.micro >= 2 * 32}
+    assert {p: c.micro for p, c in layers.items()} == {"forward": 64, "backward": 128}
+    assert {c.payload for c in layers.values()} == {gathered * 8192 * 4096}
+    others = [c for c in records if c.kind == "all_gather" and c.micro < 2 * 32]
+    assert others and all(c.payload == 2 * 8192 * 4096 and c.micro <= 2 for c in others)
+    assert {c.payload for c in records if c.kind == "reduce_scatter"} == {2 * 8192 * 4096}
