@@ -1098,8 +1098,9 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   different axes' traffic in one window queues on the same NIC.
   Calls issued unit by unit (FSDP: each layer's gather one unit ahead, its reduce-scatter when
   its backward ends) form a two-stage pipeline of `units` stages with the computation, which
-  also exposes its fill, min(busy, window) / units per micro-batch and window
-  (`timing.fsdp_fill`): the first unit's gather in the forward, the first gather and the last
+  also exposes its fill, min(busy, window) / units per micro-batch and window, the window
+  before the other axes' NIC time (that time shortens what hides the calls, not the units'
+  computation; so more of it never shows less) (`timing.fsdp_fill`): the first unit's gather in the forward, the first gather and the last
   reduce-scatter in the backward (Zhao et al. 2023, "PyTorch FSDP", Section 3.3). An
   event-by-event simulation of the two streams checks it (tests/test_fsdp_exposure.py).
   The post-step gathers (`after_step`: zero1's buckets, FSDP2's units under pp) are charged

@@ -1343,7 +1343,7 @@ def precision_of(lay: dict) -> str:
     # (only where the denial ends its clause: "fp8 disabled in the first layers" still runs fp8)
     text = re.sub(r"\b(?:no|not|without)\s+(\w+)\s*(?=[),;]|$)|(\w+)\s+(?:disabled|off|not\s+used)\s*(?=[),;]|$)", " ",
                   _words(lay.get("precision")))
-    if re.search(r"nv-?fp4", text):
+    if re.search(r"nv[- ]?fp4", text):
         return "nvfp4"
     if re.search(r"fp4|float4|\b4[- ]?bit", text):
         raise Unusable(f"precision `{lay.get('precision')}`: 4-bit GEMMs other than NVFP4 (MXFP4's 32-element "

@@ -3817,19 +3817,23 @@ def dp_window_exposure(windows: tuple, m: int, forward: float, back: float,
     for (window, once, length), taken, n in zip((("forward", "after_step", forward),
                                                  ("backward", "last_backward", back)), busy_nic, (units_f, units_b),
                                                 strict=True):
+        # the pipeline's fill (`fsdp_fill`) reads the units' computation, which the other axes'
+        # NIC traffic does not shorten; only the window left to hide the calls under shrinks (so
+        # more NIC traffic never shows less)
+        computed = length
         if on_nic[window] or on_nic[once]:  # the window's NIC time the other axes' traffic takes
             length = max(0.0, length - taken)
         beside = (n - 1) / n if n >= 1 else 1.0  # the first unit's call runs beside nothing
         sms, sms_once = occupied[window] * beside, occupied[once]
         exposed_s += ((m - 1) * kernel_model.overlap_exposed(length, busy[window], sms)
                       + kernel_model.overlap_exposed(length, busy[window] + busy[once], sms + sms_once))
-        exposed_s += m * fsdp_fill(busy[window], length, n)
+        exposed_s += m * fsdp_fill(busy[window], computed, n)
         if once == "after_step":
             # The post-step gathers (zero1's buckets, all issued after the step; FSDP2's units
             # under pp) are waited for by the first forward, each by the first module that uses
             # its bucket: bucket k + 1's runs under bucket k's forward, the first one's under
             # nothing, the same two-stage pipeline as FSDP's forward.
-            exposed_s += fsdp_fill(busy[once], length, after_step_calls)
+            exposed_s += fsdp_fill(busy[once], computed, after_step_calls)
     return exposed_s
 
 

@@ -232,7 +232,8 @@ def test_the_reader_reads_nvfp4_and_refuses_other_4_bit_formats():
     import published
 
     assert published.precision_of({"precision": "NVFP4"}) == "nvfp4"
-    assert published.precision_of({"precision": "nv-fp4 (E2M1, 16-element blocks)"}) == "nvfp4"
+    for text in ("nv-fp4 (E2M1, 16-element blocks)", "NV FP4", "bf16_with_nvfp4_mixed", "FP4 (NVFP4 recipe)"):
+        assert published.precision_of({"precision": text}) == "nvfp4", text
     with pytest.raises(published.Unusable):
         published.precision_of({"precision": "MXFP4"})
 

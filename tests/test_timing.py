@@ -748,3 +748,26 @@ def test_chunking_of_knobs_reads_the_ranks_cut_and_nothing_else():
     loads = timing.rank_loads(shape, chunking, "full", None)
     assert timing.rank_loads(shape, timing.Chunking.of(replace(k, dp=2, seq=2048)), "full", None) is loads
     assert len(loads) == 4 and all(load.chunks == 2 for load in loads)
+
+
+def test_more_nic_traffic_beside_the_data_parallel_calls_never_shows_less():
+    """`dp_window_exposure` against the other axes' NIC time in its windows: the window left to hide
+    the calls shrinks, the units' computation (the pipeline's fill) does not, so the exposure never
+    falls as that time grows (search's bound reads the exposure without it as the least)."""
+    import random
+
+    rng = random.Random(14)
+    windows = ("forward", "after_step", "backward", "last_backward")
+    checked = 0
+    for _ in range(2000):
+        busy = {w: rng.choice([0.0, rng.uniform(0, 2)]) for w in windows}
+        occupied = {w: busy[w] * rng.uniform(0, 0.3) for w in windows}
+        on_nic = {w: rng.random() < 0.7 for w in windows}
+        units = (rng.choice([0, 1, 4, 81]), rng.choice([0, 1, 4, 81]), rng.choice([0, 1, 8]))
+        packed = (busy, on_nic, units, {}, occupied)
+        m, forward, back = rng.choice([1, 4, 32]), rng.uniform(0.01, 2), rng.uniform(0.01, 4)
+        taken = sorted(rng.uniform(0, 3) for _ in range(4))
+        shown = [timing.dp_window_exposure(packed, m, forward, back, (t, t * 1.5)) for t in taken]
+        assert shown == sorted(shown), (shown, taken)
+        checked += 1
+    assert checked == 2000
