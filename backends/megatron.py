@@ -52,6 +52,10 @@ if not any(line.startswith(("--use-torch-fsdp2", "--use-megatron-fsdp")) for lin
     # one hardware queue, so that tensor- and context-parallel communication is issued in the
     # order its GEMMs need (Megatron-LM asserts it before Blackwell; FSDP wants more queues)
     os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "1")
+if any(line.startswith("--fp4-format") for line in options):
+    # NVFP4's quantize kernels in fast math, as NVIDIA's NVFP4 recipes run them (Megatron-Bridge's
+    # performance recipes set it; Transformer Engine reads it in its NVFP4 quantizer)
+    os.environ.setdefault("NVTE_USE_FAST_MATH", "1")
 # an option and its values, one word each (`--recompute-modules moe_act mla_up_proj` takes a list)
 sys.argv = ["pretrain_gpt.py"] + [word for line in options for word in line.split()] + sys.argv[1:]
 sys.path.insert(0, root)
@@ -372,7 +376,25 @@ def readme(plan: Plan) -> str:
         "Ranks: Megatron-Core's order tp-cp-ep-dp-pp, which is the spec's; docs/targets.md lists",
         "every setting and what Megatron-LM cannot express.",
         "",
-    ])
+    ] + _nvfp4_note(plan))
+
+
+def _nvfp4_note(plan: Plan) -> list[str]:
+    """What an NVFP4 job needs beyond core_v0.16.0: Transformer Engine's NVFP4 recipe (2.7), and
+    for `--fp4-param-gather` a distributed optimizer that holds NVFP4 parameters (Megatron-Core's
+    packed NVFP4 parameter buffer, core_v0.18.0) and Transformer Engine's `quantize_master_weights`
+    (2.14), without which the first optimizer step fails."""
+    if plan.training.precision != "nvfp4":
+        return []
+    gather = fp4_params(plan.target, plan.training.precision, plan.layout.dp.sharding)
+    return [
+        "NVFP4 (`--fp4-format e2m1 --fp4-recipe nvfp4`) needs Transformer Engine 2.7 or later"
+        + (", and `--fp4-param-gather` a Megatron-LM whose distributed optimizer holds NVFP4 parameters"
+           " (core_v0.18.0 or later) with Transformer Engine 2.14 or later (`fp8-params off` in the spec"
+           " keeps bf16 weights instead)." if gather else "."),
+        "`train.py` sets `NVTE_USE_FAST_MATH=1`, as NVIDIA's NVFP4 recipes run.",
+        "",
+    ]
 
 
 def job_files(plan: Plan) -> dict[str, str]:

@@ -2728,10 +2728,29 @@ d0067d0d), with no constant fitted:
   after an amax pass: 5.125 bytes an element (`timing.NVFP4_CAST_BYTES`, against FP8's 4), and
   five kernels a GEMM for the host to issue (three to quantize, the global-scale and the
   scale-swizzle kernels: `kernels.gemm_cast_launches`);
+- under sequence parallelism, the tp all-gathers carry quantized tensors (Transformer Engine
+  quantizes the local shard before it gathers): each input's rowwise copy forward (0.5625 bytes
+  an element), the saved shard's columnwise copy again backward (0.5625), each output gradient's
+  two copies (1.125; fp8's per-tensor gradient one byte) (`Work.tp_gather_bytes`,
+  `Work.tp_grad_gather_bytes`);
 - in memory, the weight as two NVFP4 copies (1.125 bytes an element) where `--fp4-param-gather`
-  holds it, else the bf16 weight beside them; each linear's saved input at 0.5625 bytes
-  (`activations.QUANTIZED_INPUT`); the parameter all-gather at half a byte an element
-  (`targets.NVFP4_GATHER_BYTES`).
+  holds it, else the bf16 weight beside them; each linear's saved input as Transformer Engine
+  keeps it (`activations.QUANTIZED_INPUT`): the columnwise copy (0.5625 bytes), both copies for a
+  fused norm-and-linear under sequence parallelism (QKV's, a dense FC1's), and no quantized copy
+  of the output projection's input (Megatron-Core keeps its bf16 input under fp4); the parameter
+  all-gather at half a byte an element (`targets.NVFP4_GATHER_BYTES`);
+- in the job: `tp-overlap all` is E0630 (Transformer Engine's userbuffers take no NVFP4; NVIDIA's
+  NVFP4 recipes turn them off), `train.py` sets `NVTE_USE_FAST_MATH=1` as those recipes do, and
+  the job README says what `--fp4-param-gather` needs (Megatron-Core 0.18 and Transformer Engine
+  2.14 or later).
+
+Not modelled: the tp amax all-reduces of each quantized input under sequence parallelism (tiny,
+on the compute stream), the per-step amax all-reduce over dp of NVFP4 parameters' 16x16 tiles
+and the transpose after their gather, the weights' quantization each step without
+`--fp4-param-gather`, casts charged on the gathered tensor where Transformer Engine quantizes the
+local shard (the column-parallel inputs and row-parallel output gradients under sequence
+parallelism; as for fp8), and the bf16 first and last layers some NVIDIA recipes keep (Nemotron 3
+Super, gpt-oss; not the Llama recipes).
 
 Megatron-Bridge prints 18 NVFP4 rows of the models and systems the other files transcribe (Llama 3
 70B on 64 and Llama 3.1 405B on 256 GB200 and GB300, 26.02 to 26.06), transcribed with their recipes
@@ -2743,10 +2762,14 @@ Against the MXFP8 and FP8-CS rows of the same release, model and printed layout:
 
 @NVFP4@
 
-On GB300 the model moves from MXFP8 to NVFP4 as the tables do; its GB300 rows are slow by the
-Blackwell Ultra gap above. On GB200 the 70B rows land within 8 %, and the 405B rows are predicted
-15-22 % slow: their pipeline sends cross NVL72 racks and are charged fully exposed (the pp share
-of their step is 16 %, twice the FP8 rows'), which a faster compute makes more visible.
+On GB300 the model moves from MXFP8 to NVFP4 as the tables do (against FP8-CS it gains more
+than the tables print). On GB200 it gains less than they print, on the 405B rows most: their
+pipeline sends cross NVL72 racks and are charged fully exposed (the pp share of their step is
+about 16 %, twice the FP8 rows'), which a faster compute makes more visible. Megatron-Core
+overlaps those sends with the next chunk's computation under the interleaved schedule
+(`overlap_p2p_comm`); charging them so moves these rows closer but the H100 GPT-3 and
+Nemotron-4 rows further (all 621 rows: median 7.4 -> 7.5 %, p90 19.3 -> 19.9 % with every such
+send hidden), so the sends stay exposed until a run separates the two.
 
 ## torch FSDP runs never fitted: llm-foundry's MPT tables
 

@@ -1108,6 +1108,10 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                                     "under the weight-gradient GEMM, on by default since late 2021")
     else:
         overlap, why = "none", ""
+    if overlap == "all" and precision == "nvfp4" and family == "megatron":
+        # Transformer Engine's userbuffers take no NVFP4 (E0630): NVIDIA's NVFP4 recipes turn them off
+        overlap, why = "backward", ("the userbuffers overlap stated, which Transformer Engine has not for "
+                                    "NVFP4 (E0630): Megatron-LM's backward overlap")
     if overlap != "none" and tp > 1:
         notes.append(f"tp overlap: {overlap} ({why}; not expressible in a spec)")
     grad_bytes = 4

@@ -982,6 +982,15 @@ below compute capability 10.0. Under `target megatron` use a Blackwell GPU (`gpu
 defined in the spec states its FP4 peak with `fp4 ... TFLOP/s`.
 """)
 
+register("E0630", "NVFP4 with the userbuffers tp overlap", """
+`tp-overlap all` runs Megatron-LM's `--tp-comm-overlap`: Transformer Engine's userbuffers, which
+overlap the sequence-parallel all-gathers and reduce-scatters with the GEMMs chunk by chunk. Their
+buffers take FP8, MXFP8 or FP8-block inputs only; under NVFP4 Transformer Engine stops at the first
+forward ("Unsupported quantizer for Userbuffers"), and NVIDIA's NVFP4 recipes turn the overlap
+off. Write `tp-overlap backward` (Megatron-LM's default overlap of the backward's collectives), or
+`precision fp8`.
+""")
+
 register("E0628", "recompute modules Megatron-Core cannot run here", """
 `recompute selective [moe_act, mla_up_proj, ...]` names Megatron-Core's `--recompute-modules`: the
 parts of each layer it runs again before the backward instead of keeping their activations

@@ -521,12 +521,16 @@ def split_quantize_launches(local: int, recipe: str) -> int:
     """Kernels `tex.split_quantize` launches to quantize a grouped GEMM's operand for `local`
     experts (`transformer_engine/pytorch/csrc/extensions/cast.cpp`, `multi_tensor_quantize_impl`):
     only delayed scaling has a fused multi-tensor kernel (`nvte_multi_cast_transpose`, 64 tensors a
-    launch); every other recipe quantizes the experts' slices one by one, `QUANTIZE_KERNELS` each.
+    launch), and NVFP4 a grouped one on Blackwell (TE 2.20 `cast.cpp`: one grouped amax and one
+    fused cast for every expert, whose token counts Megatron-Core pads to 128 under fp4); every
+    other recipe quantizes the experts' slices one by one, `QUANTIZE_KERNELS` each.
     bf16 ("" or "bf16"): nothing (`torch.split` makes views)."""
     if recipe not in QUANTIZE_KERNELS or local <= 0:
         return 0
     if recipe == "delayed":
         return math.ceil(local / MULTI_TENSOR_KERNEL)
+    if recipe == "nvfp4":  # one grouped amax and one fused cast for all experts (plus the zeroing)
+        return QUANTIZE_KERNELS[recipe]
     return QUANTIZE_KERNELS[recipe] * local
 
 

@@ -1090,12 +1090,17 @@ class Work:
     tp_bytes: float = 0.0
     """Tensor the tp collectives carry (micro-batch activations, b x s/cp x h, 16-bit)."""
     tp_gather_bytes: float = 0.0
-    """What sequence parallelism's all-gathers carry where they gather a quantized GEMM input
+    """What sequence parallelism's all-gathers of a GEMM input carry where it is quantized
     (`OPERAND_BYTES` an element: fp8 or NVFP4 products); 0: `tp_bytes`. Transformer Engine
     quantizes a column-parallel linear's input before gathering it (`gather_along_first_dim` with
-    the input quantizer; the backward's re-gather of the saved shard and the row-parallel
-    linear's output-gradient gather alike), as torchao's float8 tensor-parallel plans cast before
-    their all-gather; the reduce-scatters carry the GEMMs' bf16 outputs."""
+    the input quantizer: the rowwise copy forward, the saved shard's columnwise copy in the
+    backward's re-gather), as torchao's float8 tensor-parallel plans cast before their
+    all-gather; the reduce-scatters carry the GEMMs' bf16 outputs."""
+    tp_grad_gather_bytes: float = 0.0
+    """The backward's all-gathers of a row-parallel linear's output gradient where it is quantized:
+    both copies under MXFP8 and NVFP4 (the gradient quantizer's rowwise copy for the data-gradient
+    GEMM and columnwise for the weight-gradient one, each gathered: TE 2.20 `distributed.py`), one
+    under per-tensor fp8 and torchao's float8; 0: `tp_gather_bytes`."""
     tp_latent: float = 0.0
     """Where the attention's input-side tp collective carries something else than `tp_bytes`:
     multi-head latent attention's latents (`mla_tp_width`), one call each way in place of one of
@@ -2279,9 +2284,12 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
         precision, hw, c) + (sum(timed[attention_count:attention_count + 3]) if moe else 0.0)
 
     tp_bytes = ACT * n * h if t > 1 else 0.0
-    # under sequence parallelism the all-gathers carry quantized GEMM inputs (`Work.tp_gather_bytes`)
+    # under sequence parallelism the all-gathers carry quantized GEMM inputs (`Work.tp_gather_bytes`,
+    # `Work.tp_grad_gather_bytes`: both copies of a gradient under the block-scaled recipes)
     tp_gather_bytes = (operand_bytes(hw, precision) * n * h if t > 1 and sp and precision in OPERAND_BYTES
                        else 0.0)
+    both = 2 if precision == "nvfp4" or fp8_scaling == "mxfp8" else 1
+    tp_grad_gather_bytes = both * tp_gather_bytes if tp_gather_bytes != ACT * n * h else 0.0
     tp_latent = ACT * n * mla_tp_width(shape, sp) if t > 1 and shape.mla else 0.0
     tp_latent_regather = ACT * n * mla_tp_width(shape, False) if t > 1 and sp and shape.mla else 0.0
     pairs = 1 if moe and not shape.shared_experts else 2  # routed experts are not split over tp
@@ -2317,6 +2325,7 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
                 memory_b=memory_b, selective_core=core_again, selective_elementwise=elementwise,
                 selective_torchtitan=torchtitan, norms_again=norms_again, moe_act_again=moe_act_again, moe_again=moe_again,
                 mla_up_again=mla_up_again, ffn_again=ffn_again, tp_bytes=tp_bytes, tp_gather_bytes=tp_gather_bytes,
+                tp_grad_gather_bytes=tp_grad_gather_bytes,
                 tp_latent=tp_latent,
                 tp_latent_regather=tp_latent_regather, tp_all_reduce=reduce,
                 tp_gather=gather,
@@ -2545,6 +2554,13 @@ def piece_collectives(work: Work, tp: Link, cp: Link, ep: Link, calls: TpCalls |
                 out.append(Collective("tp", kind, work.tp_latent_regather, 1, tp.size, tp.local, "path", 1, phase,
                                       pairs=True))
                 n -= 1
+            if (phase, kind) == ("backward", "all_gather") and work.tp_gather_bytes and n:
+                # the saved shards' re-gathers (columnwise copies), then the output gradients'
+                again = min(n, max(0, work.tp_regather - (1 if work.tp_latent_regather else 0)))
+                grads = work.tp_grad_gather_bytes or work.tp_gather_bytes
+                out += [Collective("tp", kind, size, count, tp.size, tp.local, "path", count, phase, pairs=True)
+                        for size, count in ((work.tp_gather_bytes, again), (grads, n - again)) if count]
+                continue
             size = work.tp_gather_bytes if kind == "all_gather" and work.tp_gather_bytes else work.tp_bytes
             out.append(Collective("tp", kind, size, n, tp.size, tp.local, "path", n, phase, pairs=True))
     n = cp.size

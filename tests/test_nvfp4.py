@@ -210,14 +210,15 @@ def test_nvfp4_weights_are_two_nvfp4_copies_in_place_of_bf16():
     assert kept - bf16 == pytest.approx(2 * NVFP4_ELEMENT * linear, rel=1e-6)
 
 
-def test_nvfp4_linears_save_their_inputs_at_0_5625_bytes():
-    """Transformer Engine's linears keep the quantized input their weight gradient reads: per token
-    and layer the QKV and fc1 inputs (h each, the tokens tp-split by sequence parallelism), the
-    output projection's (its bf16 copy and a quantized one, q / tp) and fc2's (F / tp) — one byte
-    under fp8, 0.5625 under NVFP4."""
+def test_nvfp4_linears_save_their_inputs_as_transformer_engine_keeps_them():
+    """Transformer Engine's linears keep the quantized input their weight gradient reads, per token
+    and layer: the QKV and fc1 inputs (h each, the tokens tp-split by sequence parallelism; fused
+    norm-and-linears, which under NVFP4 keep both copies, 2 x 0.5625, against fp8's byte), the
+    output projection's (q / tp: fp8 keeps a quantized copy beside the bf16 output, NVFP4 none,
+    Megatron-Core's `save_original_input`) and fc2's (F / tp: 1 byte against 0.5625)."""
     tp, h, q, ffn, layers, tokens = 2, 4096, 4096, 14336, 32, 8192
-    per_token = (h + h) / tp + q / tp + ffn / tp  # the saved inputs, sequence-parallel
-    expected = (1 - NVFP4_ELEMENT) * per_token * tokens * layers
+    per_token = (1 - 2 * NVFP4_ELEMENT) * (h + h) / tp + 1 * q / tp + (1 - NVFP4_ELEMENT) * ffn / tp
+    expected = per_token * tokens * layers
     fp8 = estimate(plan_of(spec(precision="fp8"))).stages[0]
     nv = estimate(plan_of(spec())).stages[0]
     assert fp8.activations - nv.activations == pytest.approx(expected, rel=0.01)
@@ -288,26 +289,77 @@ def test_explain_says_nvfp4_products_stand_on_fp8s_measured_ceiling():
     assert "fp4-gemm" not in codes(spec(precision="fp8"))
 
 
-@pytest.mark.parametrize("precision, gathered", [("bf16", 2), ("fp8", 1), ("nvfp4", NVFP4_ELEMENT)])
-def test_sequence_parallel_all_gathers_carry_the_quantized_input(precision, gathered):
-    """Under sequence parallelism Transformer Engine quantizes a linear's input before its tp
-    all-gather (and the backward's re-gather and output-gradient gather), so each all-gather of a
-    layer carries the tokens x hidden GEMM input at the precision's bytes; the reduce-scatters
-    carry the bf16 outputs. Llama 3 8B at tp 2, one 8,192-token sequence a micro-batch."""
+@pytest.mark.parametrize("precision, forward, again, gradient", [
+    ("bf16", 2, 2, 2), ("fp8", 1, 1, 1), ("nvfp4", NVFP4_ELEMENT, NVFP4_ELEMENT, 2 * NVFP4_ELEMENT)])
+def test_sequence_parallel_all_gathers_carry_the_quantized_tensors(precision, forward, again, gradient):
+    """Under sequence parallelism Transformer Engine quantizes before it gathers: forward each
+    column-parallel input (QKV's, fc1's: the rowwise copy), backward each saved shard again (the
+    columnwise copy) and each row-parallel output gradient (the output projection's, fc2's: both
+    copies under NVFP4, for the data- and the weight-gradient GEMMs; fp8's per-tensor one). The
+    reduce-scatters carry bf16 outputs; the output layer (Megatron-LM's own linear) gathers bf16.
+    Llama 3 8B at tp 2, one 8,192-token sequence a micro-batch: per layer and micro-batch two
+    all-gathers forward, two re-gathers and two gradient gathers backward."""
     from .conftest import rank_steps_of
 
     plan = plan_of(spec(gpu="b200", precision=precision))
     records = [c for rank in rank_steps_of(plan).values() for c in rank.ledger.collectives
                if c.axis == "tp" and c.pairs]
-    # the layers' all-gathers: two a layer forward (QKV's and fc1's inputs), four backward (those
-    # re-gathered, and the output projection's and fc2's output gradients); the output layer's
-    # (Megatron-LM's own bf16 linear, outside Transformer Engine) gathers bf16 once forward, twice back
-    if precision == "bf16":  # every call one bf16 tensor (the output layer's merged with the layers')
-        assert records and {c.payload for c in records if c.kind != "all_reduce"} == {2 * 8192 * 4096}
-        return
-    layers = {c.phase: c for c in records if c.kind == "all_gather" and c.micro >= 2 * 32}
-    assert {p: c.micro for p, c in layers.items()} == {"forward": 64, "backward": 128}
-    assert {c.payload for c in layers.values()} == {gathered * 8192 * 4096}
-    others = [c for c in records if c.kind == "all_gather" and c.micro < 2 * 32]
-    assert others and all(c.payload == 2 * 8192 * 4096 and c.micro <= 2 for c in others)
-    assert {c.payload for c in records if c.kind == "reduce_scatter"} == {2 * 8192 * 4096}
+    tensor = 8192 * 4096
+    per_micro: dict[tuple[str, float], int] = {}
+    for c in records:
+        if c.kind == "all_gather":
+            per_micro[(c.phase, c.payload)] = per_micro.get((c.phase, c.payload), 0) + c.micro
+    expected: dict[tuple[str, float], int] = {}
+    for phase, size, calls in (("forward", forward, 2 * 32), ("forward", 2, 1), ("backward", again, 2 * 32),
+                               ("backward", gradient, 2 * 32), ("backward", 2, 2)):
+        expected[(phase, size * tensor)] = expected.get((phase, size * tensor), 0) + calls
+    assert per_micro == {k: v for k, v in expected.items() if v}
+    assert {c.payload for c in records if c.kind == "reduce_scatter"} == {2 * tensor}
+
+
+def test_the_megatron_job_runs_nvfp4_as_nvidias_recipes_and_says_what_it_needs():
+    """`train.py` sets NVTE_USE_FAST_MATH only where the options run NVFP4 (run here on options
+    with and without `--fp4-format`, as the launchers run it, up to Megatron-LM's import); the
+    job README names the software `--fp4-param-gather` needs, and only then."""
+    from parc.backends import job_files
+
+    files = job_files(plan_of(spec()))
+    assert "core_v0.18.0" in files["README.md"] and "Transformer Engine 2.14" in files["README.md"]
+    assert "NVTE_USE_FAST_MATH" in files["train.py"]
+    kept = job_files(plan_of(spec(target="target megatron { fp8-params off }")))["README.md"]
+    assert "NVFP4" in kept and "core_v0.18.0" not in kept
+    assert "NVFP4" not in job_files(plan_of(spec(precision="fp8")))["README.md"]
+
+
+@pytest.mark.parametrize("fp4, expected", [(True, "1"), (False, None)])
+def test_train_py_sets_fast_math_only_under_nvfp4(tmp_path, monkeypatch, fp4, expected):
+    import os
+    import runpy
+
+    from parc.backends import job_files
+
+    files = job_files(plan_of(spec(precision="nvfp4" if fp4 else "fp8")))
+    (tmp_path / "train.py").write_text(files["train.py"])
+    (tmp_path / "megatron.args").write_text(files["megatron.args"])
+    checkout = tmp_path / "megatron"
+    checkout.mkdir()
+    (checkout / "pretrain_gpt.py").write_text("import os\nSEEN = os.environ.get('NVTE_USE_FAST_MATH')\n")
+    monkeypatch.setenv("MEGATRON_LM", str(checkout))
+    monkeypatch.delenv("NVTE_USE_FAST_MATH", raising=False)
+    monkeypatch.setattr(sys, "argv", ["train.py"])
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    runpy.run_path(str(tmp_path / "train.py"), run_name="__main__")
+    assert os.environ.get("NVTE_USE_FAST_MATH") == expected
+
+
+def test_the_reader_runs_a_stated_userbuffers_overlap_as_megatrons_backward_under_nvfp4():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import published
+    import yaml
+
+    rows = yaml.safe_load((ROOT / "benchmarks" / "data" / "megatron_bridge_nvfp4.yaml").read_text())
+    row = next(r for r in rows if r["layout"]["tp"] > 1)
+    run = published.row_spec(dict(row, recipe=dict(row["recipe"], tp_comm_overlap=True)))
+    target = next(line for line in run.spec.splitlines() if line.startswith("target"))
+    assert run.software.tp_overlap == "backward" and "tp-overlap" not in target
+    assert "E0630" in " ".join(run.assumptions)

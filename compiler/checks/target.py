@@ -162,7 +162,8 @@ def target_megatron_refuses(plan: Plan) -> Iterator[Diagnostic]:
     without sequence parallelism beside `tp-overlap all` or MoE layers (E0624); DeepSeek-V3's
     expert bias, which Megatron-Core has only for a sigmoid router (E0625); fp8 on a GPU without
     fp8 tensor cores, which Transformer Engine refuses (E0626); MXFP8 before Blackwell (E0627);
-    NVFP4 on a GPU without FP4 tensor cores (E0629)."""
+    NVFP4 on a GPU without FP4 tensor cores (E0629) or with the userbuffers tp overlap, whose
+    buffers Transformer Engine has only for FP8 and MXFP8 (E0630)."""
     if plan.target.name != "megatron":
         return
     lay, model, train = plan.layout, plan.model, plan.training
@@ -193,6 +194,12 @@ def target_megatron_refuses(plan: Plan) -> Iterator[Diagnostic]:
                     labels=labels((plan.cluster.gpu.span_of("generation", "name"),
                                    f"{plan.cluster.gpu.generation or 'no'} generation")),
                     help="use `fp8-recipe tensorwise` (per-tensor current scaling) or `delayed` on this GPU")
+    if train.precision == "nvfp4" and plan.target.tp_overlap == "all":
+        yield error("E0630", "the userbuffers tp overlap (Transformer Engine's) has no NVFP4",
+                    plan.target.span_of("tp_overlap") or train.span_of("precision"), label="tp-overlap all",
+                    labels=labels((train.span_of("precision"), "precision nvfp4")),
+                    help="write `tp-overlap backward` (Megatron-LM's default), as NVIDIA's NVFP4 recipes "
+                    "turn the userbuffers overlap off, or `precision fp8`")
     if train.precision == "nvfp4" and not plan.cluster.gpu.fp4_flops:
         yield error("E0629", f"the {plan.cluster.gpu.name} has no FP4 tensor cores", train.span_of("precision"),
                     label="precision nvfp4", labels=_target_label(plan),

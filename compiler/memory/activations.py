@@ -561,7 +561,9 @@ QUANTIZED_INPUT = {"fp8": 1.0, "nvfp4": 0.5 + 1 / 16}
 """Bytes per element of the input a Transformer Engine linear saves for its weight gradient under
 a quantized precision: fp8's byte; NVFP4's columnwise copy only (half a byte and an E4M3 scale per
 16 elements: `_Linear.forward` keeps the Hadamard-rotated columnwise data the weight-gradient GEMM
-reads, TE 2.20 `module/linear.py`)."""
+reads, TE 2.20 `module/linear.py`), both copies for a fused norm-and-linear under sequence
+parallelism (`LayerNormLinear`), and none for the attention's output projection (Megatron-Core's
+`save_original_input` under fp4: its bf16 input, the attention core's output, already kept)."""
 
 
 def _megatron_layer(shape: Shape, k: Knobs, moe: bool, mode: str) -> LayerActivations:
@@ -613,6 +615,11 @@ def _megatron_body(shape: Shape, k: Knobs, moe: bool, modules: tuple[str, ...]) 
     tokens = k.seq * k.micro_batch / k.cp
     fp8 = k.precision in QUANTIZED_INPUT  # fp8 or NVFP4: the linears keep their quantized inputs
     saved_input = QUANTIZED_INPUT.get(k.precision, ACT)
+    nvfp4 = k.precision == "nvfp4"
+    # a fused norm-and-linear's saved input (QKV's, a dense FC1's): under NVFP4 with sequence
+    # parallelism Transformer Engine keeps both copies of its local shard (`LayerNormLinear`
+    # drops the rowwise one only for MXFP8 or where nothing is gathered)
+    norm_input = 2 * saved_input if nvfp4 and k.sp else saved_input
     up = shape.ffn_matrices - 1
 
     def ffn(width: float, dropped: bool, activation_dropped: bool = False) -> float:
@@ -621,10 +628,12 @@ def _megatron_body(shape: Shape, k: Knobs, moe: bool, modules: tuple[str, ...]) 
 
     norms = 2 * ACT * h  # the first and the second norm's input (the residual stream)
     # the first norm's output, saved by the QKV projection (or latent attention's down projections)
-    norms += 0.0 if shape.mla and "layernorm" in modules and not fp8 else saved_input * h
+    norms += 0.0 if shape.mla and "layernorm" in modules and not fp8 else (saved_input if shape.mla else norm_input) * h
     o = shape.o
     qkv = 0.0 if shape.mla and "mla_up_proj" in modules else ACT * (q + 2 * kv)
-    split = qkv + ACT * o + (saved_input * o if fp8 else 0)  # q, k, v; the output (and its copy)
+    # q, k, v; the output (and its quantized copy: not under NVFP4, where Megatron-Core has the
+    # output projection keep its bf16 input, `save_original_input`, shared with the core's output)
+    split = qkv + ACT * o + (saved_input * o if fp8 and not nvfp4 else 0)
     if shape.mla:  # each latent's norm input (bf16) and its up projection's saved input, per own token
         norms += (ACT + saved_input) * sum(latent_norm_widths(shape.q_lora, shape.kv_lora))
     if moe:
@@ -637,7 +646,7 @@ def _megatron_body(shape: Shape, k: Knobs, moe: bool, modules: tuple[str, ...]) 
         split += ffn(shape.shared_experts * shape.expert_ffn, shared)
     else:
         dense = "mlp" in modules
-        norms += 0.0 if dense else saved_input * h  # fc1's saved input (its fused norm's output)
+        norms += 0.0 if dense else norm_input * h  # fc1's saved input (its fused norm's output)
         split += ffn(shape.ffn, dense)
     return tokens * ((norms + split) / t if k.sp else norms + split / t)
 
