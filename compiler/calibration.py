@@ -151,7 +151,7 @@ DEFAULT = Constants(
     latency_inter=5e-06,
     eager_efficiency=0.9305,
     attention_sustained=0.5932,
-    blackwell_sustained=0.8615,
+    blackwell_sustained=0.8557,
 )
 TIME_MODEL_SPREAD = 0.073
 # END FITTED

@@ -218,7 +218,7 @@ def moe_dispatch_bytes(shape: Shape, tp: int, ep: int, n: float, kernels: str,
 
 
 @lru_cache(maxsize=16384)
-def layer_bytes(shape: Shape, case: LayerCase) -> PieceBytes:
+def layer_bytes(shape: Shape, case: LayerCase, transposed: bool = True) -> PieceBytes:
     """One transformer layer on one rank for one micro-batch (module doc), the layer `case` that
     `timing.layer_work` times. `case.expert_bias` (`timing.Software.expert_bias`): the routed
     experts' eager output bias, `timing.EXPERT_BIAS_PASSES` over the balanced routed copies;
@@ -226,7 +226,8 @@ def layer_bytes(shape: Shape, case: LayerCase) -> PieceBytes:
     `timing.EXPERT_CLAMP_PASSES` over their fc1 output; `case.rope_unfused`
     (`timing.Software.rope_unfused`): Megatron-Core's unfused RoPE, `timing.UNFUSED_ROPE_BYTES`;
     `case.fused_grouped_mlp` (`timing.fuses_grouped_mlp`): the experts' activation and two of
-    their casts inside the grouped GEMMs, no bytes of their own."""
+    their casts inside the grouped GEMMs, no bytes of their own. `transposed`: the GPU's fp8 GEMMs
+    run TN only (`Knobs.fp8_transposed`), so a per-tensor fp8 cast writes a transpose too."""
     from . import timing
 
     moe, tp, sp, cp, flavour, seq, micro, ep = (case.moe, case.tp, case.sp, case.cp, case.flavour, case.seq,
@@ -241,7 +242,11 @@ def layer_bytes(shape: Shape, case: LayerCase) -> PieceBytes:
     up = shape.ffn_matrices - 1
     fp8 = precision in timing.QUANTIZED  # fp8 or NVFP4: quantized GEMM operands and their casts
     element = timing.OPERAND_BYTES.get(precision, 2)
-    cast = timing.NVFP4_CAST_BYTES if precision == "nvfp4" else timing.FP8_CAST_BYTES
+    # the casts' bytes as `timing.layer_work` charges them (`transposed`: the GPU's fp8 GEMMs run
+    # TN only, so a per-tensor cast writes a transpose: `Knobs.fp8_transposed`)
+    cast = timing.fp8_cast_per_element("nvfp4" if precision == "nvfp4" else case.fp8_scaling, transposed)
+    if case.fp8_scaling == "dynamic" and precision != "nvfp4":
+        cast = timing.FP8_CAST_BYTES  # torchao's amax pass is not counted here (as before)
     gemms = _gemms(shape, moe, tp, ep, n, kernels, shard)
     gemm_f = gemm_b = 0.0
     for count, m, k, nn in gemms:

@@ -53,7 +53,7 @@ from .latent import COLUMN, DUPLICATED, latent_norm_widths
 from .ledger import Bounds, Collective, Compute, Ledger, merged
 from .memory import unpredictable
 from .memory.activations import torchtitan_matmuls, torchtitan_op_split
-from .memory.inputs import Knobs, Shape, knobs_of, shape_of
+from .memory.inputs import Knobs, Shape, fp8_transposed, knobs_of, shape_of
 from .memory.parameters import (
     attention_linears,
     by_rank,
@@ -122,9 +122,12 @@ SOFTMAX_BACKWARD_BYTES = 11
 """Backward: dropout reads the gradient and the mask and writes (5), softmax reads the gradient and
 the probabilities and writes (6)."""
 FP8_CAST_BYTES = 4
+"""Per element of an fp8 GEMM input: read 2 bytes, write the fp8 copy and its transpose. Where the
+GPU's fp8 GEMMs take either layout (Blackwell: Transformer Engine's
+`nvte_is_non_tn_fp8_gemm_supported`, `quantizer.cpp`) a per-tensor recipe's cast writes no
+transpose: one byte less (`fp8_cast_per_element`); MXFP8 writes both directions everywhere."""
 OPERAND_BYTES_NVFP4 = 0.5 + 1 / 16
 """NVFP4: half a byte per E2M1 element and one E4M3 scale per block of 16."""
-"""Per element of an fp8 GEMM input: read 2 bytes, write the fp8 copy and its transpose."""
 FP8_AMAX_BYTES = 2
 """Dynamic (tensorwise) scaling, per element of each tensor cast: the amax reduction reads the
 bf16 tensor once before the cast can start (torchao's `tensor_to_scale`; the cast needs the
@@ -144,14 +147,25 @@ casts the weights on every forward (no cache across micro-batches); the backward
 copy it saved. Transformer Engine's delayed scaling casts them once per step (not counted)."""
 
 
-def fp8_cast_bytes(gemms: list[tuple], scaling: str) -> tuple[float, float]:
+def fp8_cast_per_element(scaling: str, transposed: bool = True) -> float:
+    """HBM bytes of one cast per element of the tensor cast, by recipe (`Software.fp8_scaling`, or
+    "nvfp4"): `NVFP4_CAST_BYTES`; `FP8_CAST_BYTES`, less the transpose a per-tensor recipe of
+    Transformer Engine does not write where the GPU's fp8 GEMMs take either layout (`transposed`
+    False: Blackwell), plus `FP8_AMAX_BYTES` under torchao's dynamic scaling."""
+    if scaling == "nvfp4":
+        return NVFP4_CAST_BYTES
+    if scaling == "dynamic":
+        return FP8_CAST_BYTES + FP8_AMAX_BYTES
+    return FP8_CAST_BYTES - (0 if transposed or scaling == "mxfp8" else 1)
+
+
+def fp8_cast_bytes(gemms: list[tuple], scaling: str, transposed: bool = True) -> tuple[float, float]:
     """HBM bytes of an fp8 runtime's casts around one layer's GEMMs ((kernels, count, m, k, n, ...):
     `layer_work`'s GEMM tuples, whose further fields are the kernels' pooling),
     forward and backward: each GEMM input cast forward and each output gradient backward
-    (`FP8_CAST_BYTES`, plus `FP8_AMAX_BYTES` under dynamic scaling), and under dynamic scaling the
-    weights on every forward (`FP8_WEIGHT_CAST_BYTES`)."""
-    per = (NVFP4_CAST_BYTES if scaling == "nvfp4"
-           else FP8_CAST_BYTES + (FP8_AMAX_BYTES if scaling == "dynamic" else 0))
+    (`fp8_cast_per_element`), and under dynamic scaling the weights on every forward
+    (`FP8_WEIGHT_CAST_BYTES`)."""
+    per = fp8_cast_per_element(scaling, transposed)
     forward = sum(count * per * m * k for _, count, m, k, _, *_ in gemms)
     backward = sum(count * per * m * n for _, count, m, _, n, *_ in gemms)
     if scaling == "dynamic":
@@ -2172,7 +2186,7 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
         # each GEMM input cast to fp8 with a transposed copy for the other backward GEMM (read 2
         # bytes, write 1 + 1) forward, each output gradient backward; dynamic scaling reads each
         # tensor once more for its amax and casts the weights on every forward
-        cast_f, cast_b = fp8_cast_bytes(gemms, fp8_scaling)
+        cast_f, cast_b = fp8_cast_bytes(gemms, fp8_scaling, fp8_transposed(hw.generation))
         if fused_mlp:  # fc2's input and fc1's output gradient leave the GEMMs' epilogues quantized
             routed_f, routed_b = fused_mlp_epilogue_casts(local, per_expert, f, up)
             cast_f, cast_b = cast_f - routed_f, cast_b - routed_b
@@ -4115,7 +4129,7 @@ def compute_ledger(shape: Shape, k: Knobs, load: Load, sw: Software, again: floa
     redone = dict.fromkeys(moved, 0.0)  # the recomputation's bytes, per micro-batch
     back = FLASH_BACKWARD if skips_causal(sw.attention) else 2.0
     for moe, mode, count in load.pieces:
-        piece = hbm.layer_bytes(shape, LayerCase.of(k, moe, sw))
+        piece = hbm.layer_bytes(shape, LayerCase.of(k, moe, sw), k.fp8_transposed)
         moved["gemm"] += count * (piece.gemm_f + piece.gemm_b)
         moved["attention"] += count * (piece.attention_f + piece.attention_b)
         moved["memory"] += count * (piece.memory_f + piece.memory_b)
