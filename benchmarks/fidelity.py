@@ -3493,34 +3493,55 @@ def fused_mlp_table(constants: Constants) -> str:
     return "\n".join(lines)
 
 
+def evaluated_beside(name: str, siblings: tuple[str, ...], constants: Constants) -> tuple[list[Result], dict[str, Result]]:
+    """The rows of benchmarks/data/`name` evaluated with `constants`, and those of the `siblings`
+    files by id: a never-fitted file set against the rows it is compared with."""
+    data = ROOT / "benchmarks" / "data"
+    rows, _ = load_rows(data / name)
+    results = evaluate(rows, [prepare(r) for r in rows], constants)
+    others: dict[str, Result] = {}
+    for sibling in siblings:
+        more, _ = load_rows(data / sibling)
+        others.update({x.row.id: x for x in evaluate(more, [prepare(r) for r in more], constants)})
+    return results, others
+
+
+def same_layout_pairs(mine: list[Result], siblings: dict[str, Result], old: str, new: str) -> list[tuple[Result, Result]]:
+    """Each row of `mine` beside the sibling whose id has `new` for `old`, where both print the same
+    layout (the spec's lines from the layout to the hardware block)."""
+    def layout(x: Result) -> str:
+        return x.row.spec.split("\nhardware")[0].split("\n", 2)[2]
+
+    pairs = [(x, siblings[x.row.id.replace(old, new)]) for x in mine if x.row.id.replace(old, new) in siblings]
+    return [(x, y) for x, y in pairs if layout(x) == layout(y)]
+
+
+def pair_ratios(pairs: list[tuple[Result, Result]]) -> tuple[str, str]:
+    """The median throughput ratio of `pairs` as the tables print it and as the model predicts it."""
+    if not pairs:
+        return "-", "-"
+    printed = statistics.median(x.row.reported_tflops / y.row.reported_tflops for x, y in pairs)
+    predicted = statistics.median(x.predicted / y.predicted for x, y in pairs)
+    return f"{printed:.2f}x", f"{predicted:.2f}x"
+
+
 def blackwell_ultra_table(constants: Constants) -> str:
     """Megatron-Bridge's GB300 and B300 rows (megatron_bridge_blackwell_ultra.yaml, never fitted):
     per system the errors, and against the GB200 or B200 row of the same release, model and
     printed layout, the throughput ratio the tables print beside the one the model predicts."""
-    data = ROOT / "benchmarks" / "data"
-    rows, _ = load_rows(data / "megatron_bridge_blackwell_ultra.yaml")
-    results = evaluate(rows, [prepare(r) for r in rows], constants)
-    siblings: dict[str, Result] = {}
-    for name in ("megatron_bridge_releases.yaml", "megatron_bridge_releases_moe.yaml"):
-        others, _ = load_rows(data / name)
-        siblings.update({x.row.id: x for x in evaluate(others, [prepare(r) for r in others], constants)})
-
-    def layout(x: Result) -> str:
-        return x.row.spec.split("\nhardware")[0].split("\n", 2)[2]
-
+    results, siblings = evaluated_beside("megatron_bridge_blackwell_ultra.yaml",
+                                         ("megatron_bridge_releases.yaml", "megatron_bridge_releases_moe.yaml"),
+                                         constants)
     lines = ["| system | rows | median abs. error | median signed | 90th percentile | worst | same layout as the Blackwell row "
              "(pairs) | throughput ratio, printed | ratio, predicted |", "|---|---|---|---|---|---|---|---|---|"]
     for system, sibling in (("gb300", "gb200"), ("b300", "b200")):
         mine = [x for x in results if f"_{system}_" in x.row.id]
-        pairs = [(x, siblings[x.row.id.replace(f"_{system}_", f"_{sibling}_")]) for x in mine
-                 if x.row.id.replace(f"_{system}_", f"_{sibling}_") in siblings]
-        pairs = [(x, y) for x, y in pairs if layout(x) == layout(y)]
+        pairs = same_layout_pairs(mine, siblings, f"_{system}_", f"_{sibling}_")
         errors = sorted(abs(x.error) for x in mine)
-        printed = statistics.median(x.row.reported_tflops / y.row.reported_tflops for x, y in pairs)
-        predicted = statistics.median(x.predicted / y.predicted for x, y in pairs)
+        printed, predicted = pair_ratios(pairs)
         lines.append(f"| {system.upper()} | {len(mine)} | {statistics.median(errors):.1%} | "
                      f"{statistics.median(x.error for x in mine):+.1%} | {p90(errors):.1%} | {errors[-1]:.1%} | "
-                     f"{sibling.upper()} ({len(pairs)}) | {printed:.2f}x | {predicted:.2f}x |")
+                     f"{sibling.upper()} ({len(pairs)}) | {printed} | {predicted} |")
     return "\n".join(lines)
 
 
@@ -3528,17 +3549,9 @@ def nvfp4_table(constants: Constants) -> str:
     """Megatron-Bridge's NVFP4 rows (megatron_bridge_nvfp4.yaml, never fitted): per system the
     errors, and against the MXFP8 and FP8-CS rows of the same release, model and printed layout,
     the throughput ratio the tables print beside the one the model predicts."""
-    data = ROOT / "benchmarks" / "data"
-    rows, _ = load_rows(data / "megatron_bridge_nvfp4.yaml")
-    results = evaluate(rows, [prepare(r) for r in rows], constants)
-    siblings: dict[str, Result] = {}
-    for name in ("megatron_bridge_releases.yaml", "megatron_bridge_blackwell_ultra.yaml"):
-        others, _ = load_rows(data / name)
-        siblings.update({x.row.id: x for x in evaluate(others, [prepare(r) for r in others], constants)})
-
-    def layout(x: Result) -> str:
-        return x.row.spec.split("\nhardware")[0].split("\n", 2)[2]
-
+    results, siblings = evaluated_beside("megatron_bridge_nvfp4.yaml",
+                                         ("megatron_bridge_releases.yaml", "megatron_bridge_blackwell_ultra.yaml"),
+                                         constants)
     lines = ["| system | rows | median abs. error | median signed | worst | against | same layout (pairs) | "
              "throughput ratio, printed | ratio, predicted |", "|---|---|---|---|---|---|---|---|---|"]
     for system in ("gb300", "gb200"):
@@ -3547,12 +3560,8 @@ def nvfp4_table(constants: Constants) -> str:
             continue
         errors = sorted(abs(x.error) for x in mine)
         for suffix, name in (("fp8mx", "MXFP8"), ("fp8cs", "FP8-CS")):
-            pairs = [(x, siblings[x.row.id.replace("_nvfp4", f"_{suffix}")]) for x in mine
-                     if x.row.id.replace("_nvfp4", f"_{suffix}") in siblings]
-            pairs = [(x, y) for x, y in pairs if layout(x) == layout(y)]
-            printed = (f"{statistics.median(x.row.reported_tflops / y.row.reported_tflops for x, y in pairs):.2f}x"
-                       if pairs else "-")
-            predicted = f"{statistics.median(x.predicted / y.predicted for x, y in pairs):.2f}x" if pairs else "-"
+            pairs = same_layout_pairs(mine, siblings, "_nvfp4", f"_{suffix}")
+            printed, predicted = pair_ratios(pairs)
             lines.append(f"| {system.upper()} | {len(mine)} | {statistics.median(errors):.1%} | "
                          f"{statistics.median(x.error for x in mine):+.1%} | {errors[-1]:.1%} | {name} | "
                          f"{len(pairs)} | {printed} | {predicted} |")
