@@ -28,7 +28,8 @@ CP_COMM = {"ring": "p2p", "all-gather": "all_gather", "all-to-all": "a2a"}
 
 ENTRY = '''\
 """Run Megatron-LM's pretrain_gpt.py with the options parc generated (megatron.args), then any
-given here. Set MEGATRON_LM to a Megatron-LM checkout (core_v0.16.0 or later). The generated
+given here. Set MEGATRON_LM to a Megatron-LM checkout (core_v0.16.0 or later; core_v0.18.0 for
+NVFP4 parameters, --fp4-param-gather). The generated
 options train on mock data; give Megatron-LM's own data options here (--data-path, or the
 per-split ones, with your --tokenizer-type and --tokenizer-model) and it trains on them instead.
 

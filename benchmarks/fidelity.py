@@ -2767,9 +2767,10 @@ than the tables print). On GB200 it gains less than they print, on the 405B rows
 pipeline sends cross NVL72 racks and are charged fully exposed (the pp share of their step is
 about 16 %, twice the FP8 rows'), which a faster compute makes more visible. Megatron-Core
 overlaps those sends with the next chunk's computation under the interleaved schedule
-(`overlap_p2p_comm`); charging them so moves these rows closer but the H100 GPT-3 and
-Nemotron-4 rows further (all 621 rows: median 7.4 -> 7.5 %, p90 19.3 -> 19.9 % with every such
-send hidden), so the sends stay exposed until a run separates the two.
+(`overlap_p2p_comm`); hiding them moves these rows closer but the H100 GPT-3 and Nemotron-4
+rows, already fast, further (measured at stop 49 with every such send hidden, before that stop's
+Blackwell cast refit: all 621 rows' median 7.4 -> 7.5 %, p90 19.3 -> 19.9 %), so the sends stay
+exposed until a run separates the two.
 
 ## torch FSDP runs never fitted: llm-foundry's MPT tables
 

@@ -54,7 +54,7 @@ def _gemm_part(name: str, products: list[tuple[float, float, float, float, float
     """`products`: (kernels, count, m, k, n, pooled) as `layer_work` lists them."""
     seconds = sum(count * timing.gemm_seconds(m, k, n, precision, hw, c, pooled) + kernels * c.kernel_overhead
                   for kernels, count, m, k, n, pooled in products)
-    element = 1 if precision == "fp8" and hw.fp8 else 2
+    element = timing.operand_bytes(hw, precision) if precision in timing.OPERAND_BYTES else 2
     flops = sum(2 * count * m * k * n for _, count, m, k, n, _ in products)
     # forward: read A and B, write C; backward: dA = dC B^T and dB = A^T dC (each reads two, writes one)
     bytes_f = sum(count * element * (m * k + k * n + m * n) for _, count, m, k, n, _ in products)
@@ -137,10 +137,12 @@ def split(shape, knobs, hw: timing.Hardware, sw: timing.Software, c=DEFAULT) -> 
                           timing.memory_seconds(clamp.bytes_f, hw, c) + clamp.kernels_f * c.kernel_overhead,
                           timing.memory_seconds(clamp.bytes_b, hw, c) + clamp.kernels_b * c.kernel_overhead,
                           0.0, clamp.bytes_f, clamp.bytes_b))
-    if precision == "fp8" and hw.fp8:
+    quantized = timing.fp8_recipe(precision, sw.fp8_scaling, hw) != "bf16"  # fp8 or NVFP4 the part runs
+    if quantized:
         gemms = [(1, 1, n, h, q + 2 * kv), (1, 1, n, q, h), (1, 1, n, h, e),
                  (rounds, local, per_expert, h, up * f), (rounds, local, per_expert, f, h)]
-        cast_f, cast_b = timing.fp8_cast_bytes(gemms, sw.fp8_scaling)
+        scaling = "nvfp4" if precision == "nvfp4" else sw.fp8_scaling
+        cast_f, cast_b = timing.fp8_cast_bytes(gemms, scaling, timing.fp8_transposed(hw.generation))
         recipe = timing.fp8_recipe(precision, sw.fp8_scaling, hw)
         if fused:
             epilogue_f, epilogue_b = timing.fused_mlp_epilogue_casts(local, per_expert, f, up)

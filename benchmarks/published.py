@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 from parc import timing
 from parc.catalog.gpus import ALIASES as GPU_ALIASES
-from parc.catalog.gpus import GPUS
+from parc.catalog.gpus import FP4_SPARSE_FLOPS, GPUS
 from parc.kernels import DEEPEP_SMS, HYBRIDEP_SMS
 from parc.plan import Target
 from parc.spec import modules_of_absent_parts
@@ -289,7 +289,7 @@ PEAK_FIELDS = {"fp8": "fp8", "nvfp4": "fp4"}
 
 def peak_field(key: str, precision: str) -> str:
     """The catalogue field of the peak a run at `precision` on the part `key` runs its products at:
-    the precision's own where the part has it, else bf16 (the spec then says which, E0626)."""
+    the precision's own where the part has it, else bf16 (the spec then says which: E0626, E0629)."""
     field = PEAK_FIELDS.get(precision, "bf16")
     return field if GPUS[key].get(f"{field}_flops") else "bf16"
 
@@ -298,11 +298,12 @@ def _catalogue_peak(key: str, precision: str) -> float:
     return GPUS[key][f"{peak_field(key, precision)}_flops"] / 1e12
 
 
-def _other_peaks(key: str, fp4: float) -> tuple[float, ...]:
+def _other_peaks(key: str) -> tuple[float, ...]:
     """The peaks (TFLOP/s) a row of an NVFP4 run on part `key` may state for its precision without
-    meaning the FP4 one: the part's dense FP8 and BF16 peaks, and its sparse FP4 (twice `fp4`)."""
+    meaning the dense FP4 one: the part's dense FP8 and BF16 peaks, and its sparse FP4
+    (`catalog.gpus.FP4_SPARSE_FLOPS`)."""
     g = GPUS[key]
-    return tuple(f / 1e12 for f in (g["fp8_flops"], g["bf16_flops"]) if f) + (2 * fp4,)
+    return tuple(f / 1e12 for f in (g["fp8_flops"], g["bf16_flops"], FP4_SPARSE_FLOPS.get(key)) if f)
 
 
 def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str, int, float]:
@@ -325,7 +326,7 @@ def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str
     peak = float((dense.group(1) or dense.group(2)).replace(",", "")) if dense else figure(stated_peak)
     catalogue = _catalogue_peak(key, precision) if "v100" not in lowered else 125
     if isinstance(peak, (int, float)) and peak > 0 and precision == "nvfp4" and key in GPUS and any(
-            abs(peak - other) <= 0.5 for other in _other_peaks(key, catalogue)):
+            abs(peak - other) <= 0.5 for other in _other_peaks(key)):
         # an NVFP4 row whose "peak at precision" is the part's FP8 or BF16 peak, or its sparse FP4
         # one: the row's MFU convention, not a slower FP4 part (the figure still converts its MFU)
         notes.append(f"peak {peak:,.0f} TFLOP/s stated for an NVFP4 run: the {g['description']}'s "
@@ -1092,6 +1093,9 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     year = source_year(entry)
     family = ("torchtitan" if "torchtitan" in text else "megatron" if any(w in text for w in MEGATRON_WORDS)
               else "torch" if any(w in text for w in TORCH_FSDP_WORDS) else "other")
+    if precision == "nvfp4" and family != "megatron":
+        raise Unusable("NVFP4 outside Megatron-LM and Transformer Engine: parc models Transformer Engine's NVFP4 "
+                       "recipe only (another runtime's kernels and casts differ)")
     # "without FlashAttention" / "before FlashAttention" / "no flash" name the kernel to deny it
     flash_stated = "flash" in text and not re.search(r"\b(?:no|without|w/o|before|not)\s+flash", text)
     unfused = not flash_stated and year is not None and year <= 2022
@@ -1235,6 +1239,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         kernels=kernels,
         loss_kernel=loss_kernel,
         fp8="linear",  # Transformer Engine (Megatron-LM, NeMo) and torchao's float8 (torchtitan)
+        fp4=family == "megatron",  # Transformer Engine's NVFP4 recipe (`software_of` refuses it elsewhere)
         fp8_scaling=recipe,
         context_parallel="torch" if family in ("torchtitan", "torch") else "te",
         dp_runtime="torch" if family in ("torchtitan", "torch") or torch_fsdp else "megatron",
@@ -1798,6 +1803,8 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     hardware_text, key, per_node, peak = hardware_block(hw, precision, notes)
     if precision == "fp8" and not GPUS[key]["fp8_flops"]:
         raise Unusable(f"fp8 on {GPUS[key]['description']}, which has no FP8 tensor cores")
+    if precision == "nvfp4" and not GPUS[key].get("fp4_flops"):
+        raise Unusable(f"NVFP4 on {GPUS[key]['description']}, which has no FP4 tensor cores")
     text = source_text(entry)
 
     micro, batch = batch_of(entry, dp * (ep if deg["ep_axis"] else 1), others, notes)

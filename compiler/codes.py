@@ -598,7 +598,9 @@ register("W0366", "an fp8 option without `precision fp8`", """
 `fp8-recipe` picks Transformer Engine's fp8 scaling for a Megatron-LM job (`--fp8-recipe`),
 `fp8-params` whether it holds fp8 weights (`--fp8-param-gather`), and `float8-all-gather` says
 torchtitan's FSDP2 gathers float8 weights. All concern only fp8 linears, so under `precision
-bf16` or `fp16` they change neither the generated job nor the memory and time models.
+bf16`, `fp16` or `nvfp4` they change neither the generated job nor the memory and time models
+(but `fp8-params`, which under `nvfp4` also says whether Megatron-LM keeps NVFP4 weights,
+`--fp4-param-gather`).
 
     target megatron { fp8-recipe mxfp8 }             # W0366 with train { precision bf16 }
     target megatron { fp8-params off }               # W0366 with train { precision bf16 }

@@ -152,6 +152,8 @@ def facts(plan: Plan) -> dict[str, str]:
     options += [f"tp-overlap {target.tp_overlap}"] if target.tp_overlap else []
     options += [f"grad-reduce {target.grad_reduce}"] if target.grad_reduce else []
     options += [f"fp8-recipe {target.fp8_recipe}"] if target.fp8_recipe else []
+    options += ["fp8-params off"] if target.name == "megatron" and not target.fp8_params else []
+    options += ["float8-all-gather"] if target.float8_all_gather else []
     out["target"] = target.name + (f" ({', '.join(options)})" if options else "")
     return out
 

@@ -501,15 +501,16 @@ from its operands' two amaxes, and a swizzle of the weight's block scales into t
 tensor cores read (quantized primary weights are not pre-swizzled, `module/base.py`)."""
 
 
-def gemm_cast_launches(recipe: str) -> int:
-    """Kernels beside each plain (not grouped) GEMM of a layer, forward (its input's quantization)
-    and again backward (its output gradient's), under `recipe` (`timing.fp8_recipe`): none in
-    bf16; one cast under an fp8 recipe (the model's count since fp8 was added: the amax kernels
-    of per-tensor current scaling run inside its host's stride); NVFP4's quantization
-    (`QUANTIZE_KERNELS`) and the kernels around its GEMM (`NVFP4_GEMM_KERNELS`)."""
+def gemm_cast_launches(recipe: str, gemms: int = 1) -> int:
+    """Kernels beside one plain (not grouped) linear of a layer in one direction, under `recipe`
+    (`timing.fp8_recipe`): forward its input's quantization and one GEMM, backward its output
+    gradient's quantization and `gemms` (2) GEMMs, the data and the weight gradient. None in
+    bf16; one cast under an fp8 recipe (the model's count since fp8 was added: the amax kernels of
+    per-tensor current scaling run inside its host's stride); NVFP4's quantization
+    (`QUANTIZE_KERNELS`) and the kernels around each of its GEMMs (`NVFP4_GEMM_KERNELS`)."""
     if recipe == "bf16":
         return 0
-    return QUANTIZE_KERNELS["nvfp4"] + NVFP4_GEMM_KERNELS if recipe == "nvfp4" else 1
+    return QUANTIZE_KERNELS["nvfp4"] + gemms * NVFP4_GEMM_KERNELS if recipe == "nvfp4" else 1
 
 MULTI_TENSOR_KERNEL = 64
 """Tensors one of Transformer Engine's multi-tensor kernels takes per launch

@@ -64,6 +64,10 @@ class Runtime:
     """Which GEMMs an fp8 spec runs in fp8 (the time model's `Software.fp8`): "none" (parc's job
     has no fp8 matmuls: an fp8 spec runs in bf16, W0601) or "linear" (Transformer Engine in
     Megatron-LM, torchao's float8 in torchtitan: the transformer layers' linear layers)."""
+    fp4: bool = False
+    """Whether the runtime runs an nvfp4 spec's linears in NVFP4 (the time model's `Software.fp4`):
+    Transformer Engine's recipe in Megatron-LM; parc's job runs it in bf16 (W0601) and torchtitan
+    has no NVFP4 training (E0611)."""
     fp8_scaling: str = "delayed"
     """`Software.fp8_scaling`: "delayed" (Transformer Engine's default recipe) or "dynamic"
     (torchao's tensorwise float8, torchtitan's default)."""
@@ -128,7 +132,7 @@ RUNTIMES: dict[str, Runtime] = {
         # RankGenerator's default order "tp-cp-ep-dp-pp"
         rank_order=("tp", "cp", "ep", "dp", "pp"),
         options=("flash-attention", "tp-overlap", "grad-reduce", "fp8-recipe", "fp8-params"), fp16_grad_bytes=2,
-        fp8="linear",
+        fp8="linear", fp4=True,
         dp_runtime="megatron", context_parallel="te", tp_regather=True),
 }
 
@@ -254,6 +258,7 @@ def software_of(plan: Plan):
     selective = "modules:" + ",".join(modules) if modules else runtime(target).selective
     return Software(attention=attention(target), selective=selective,
                     tp_overlap=tp_overlap(target), kernels=kernels(target), fp8=runtime(target).fp8,
+                    fp4=runtime(target).fp4,
                     fp8_scaling=fp8_scaling(target), context_parallel=runtime(target).context_parallel,
                     dp_runtime=runtime(target).dp_runtime, tp_regather=runtime(target).tp_regather,
                     grad_bytes=grad_bytes(target, plan.training.precision),

@@ -558,6 +558,9 @@ class Software:
     an fp8 spec in bf16, `backends/torch/runtime.py`), or "linear" (Transformer Engine in
     Megatron-LM and NeMo, torchao's float8 in torchtitan: the transformer layers' linear
     layers; attention and the output layer stay bf16 in both)."""
+    fp4: bool = False
+    """Whether an nvfp4 spec's linears run in NVFP4 (`gemm_precision`): Transformer Engine's recipe
+    (Megatron-LM); elsewhere they run in bf16."""
     fp8_scaling: str = "delayed"
     """How an fp8 runtime finds each tensor's scale (`fp8_cast_bytes`): "delayed" (Transformer
     Engine's default recipe: the scale comes from an amax history and the cast kernel records the
@@ -1215,11 +1218,10 @@ def layer_launches(gemms: list[tuple], routed: tuple[int, ...], experts: kernel_
     beyond `MEMORY_KERNELS` (router, expert-loop activations), launched again backward;
     `attention`: the attention core's kernels, forward and again backward (a mean over the layers
     where windowed ring layers skip steps: `flash_attention_launches`)."""
-    cast = kernel_model.gemm_cast_launches(recipe)
     plain = sum(g[0] for i, g in enumerate(gemms) if i not in routed)
     base = MEMORY_KERNELS + extra + attention
-    return (plain * (1 + cast) + experts.forward + base,
-            plain * (2 + cast) + experts.backward + base)
+    return (plain * (1 + kernel_model.gemm_cast_launches(recipe, 1)) + experts.forward + base,
+            plain * (2 + kernel_model.gemm_cast_launches(recipe, 2)) + experts.backward + base)
 
 
 QUANTIZED = ("fp8", "nvfp4")
@@ -1227,9 +1229,11 @@ QUANTIZED = ("fp8", "nvfp4")
 
 
 def gemm_precision(precision: str, sw: Software) -> str:
-    """The precision the layers' linear GEMMs run in: fp8 or NVFP4 only where the runtime has
-    quantized GEMMs (`Software.fp8`: Transformer Engine's linears run both recipes)."""
-    return precision if precision not in QUANTIZED or sw.fp8 == "linear" else "bf16"
+    """The precision the layers' linear GEMMs run in: fp8 only where the runtime has fp8 GEMMs
+    (`Software.fp8`), NVFP4 only where it has Transformer Engine's NVFP4 recipe (`Software.fp4`)."""
+    if precision == "nvfp4":
+        return precision if sw.fp4 else "bf16"
+    return precision if precision != "fp8" or sw.fp8 == "linear" else "bf16"
 
 
 OUTPUT_BYTES = 2
@@ -3156,8 +3160,8 @@ def selective_replay(work: Work, records: tuple[Collective, ...], selective: str
             out.append(Collective("tp", "all_reduce", work.tp_bytes, 1, tp.size, tp.local, "path", 1, "recompute"))
         else:
             gathers = work.tp_gather[0] // 2  # the f/g pairs: attention, and the FFN split over tp
-            out += [Collective("tp", "all_gather", work.tp_bytes, gathers, tp.size, tp.local, "path", gathers,
-                               "recompute"),
+            out += [Collective("tp", "all_gather", work.tp_gather_bytes or work.tp_bytes, gathers, tp.size, tp.local,
+                               "path", gathers, "recompute"),
                     Collective("tp", "reduce_scatter", work.tp_bytes, 1, tp.size, tp.local, "path", 1, "recompute")]
     out += [replace(c, phase="recompute") for c in records
             if c.axis == "ep" and c.phase == "forward" and c.payload != work.ep_bytes and c not in kept]
@@ -3185,9 +3189,11 @@ def torchtitan_replay(work: Work, records: tuple[Collective, ...]) -> tuple[Coll
         return ()
     sp = work.tp_all_reduce[0] == 0
     gathers = work.tp_gather[0] // 2 if sp else work.tp_gather[0]
-    calls = (("all_reduce", work.tp_all_reduce[0]), ("all_gather", gathers))
-    return tuple(Collective("tp", kind, work.tp_bytes, count, tp.size, tp.local, "path", count, "recompute")
-                 for kind, count in calls if count > 0)
+    # the gathers carry what the forward's did (`Work.tp_gather_bytes`: quantized inputs under fp8)
+    calls = (("all_reduce", work.tp_all_reduce[0], work.tp_bytes),
+             ("all_gather", gathers, work.tp_gather_bytes or work.tp_bytes))
+    return tuple(Collective("tp", kind, size, count, tp.size, tp.local, "path", count, "recompute")
+                 for kind, count, size in calls if count > 0)
 
 
 class RankPieces(NamedTuple):
@@ -3855,9 +3861,11 @@ def dp_window_exposure(windows: tuple, m: int, forward: float, back: float,
             length = max(0.0, length - taken)
         beside = (n - 1) / n if n >= 1 else 1.0  # the first unit's call runs beside nothing
         sms, sms_once = occupied[window] * beside, occupied[once]
-        exposed_s += ((m - 1) * kernel_model.overlap_exposed(length, busy[window], sms)
-                      + kernel_model.overlap_exposed(length, busy[window] + busy[once], sms + sms_once))
-        exposed_s += m * fsdp_fill(busy[window], computed, n)
+        fill = fsdp_fill(busy[window], computed, n)
+        # a micro-batch's calls never show longer than they take (the fill is part of them)
+        exposed_s += ((m - 1) * min(busy[window], kernel_model.overlap_exposed(length, busy[window], sms) + fill)
+                      + min(busy[window] + busy[once],
+                            kernel_model.overlap_exposed(length, busy[window] + busy[once], sms + sms_once) + fill))
         if once == "after_step":
             # The post-step gathers (zero1's buckets, all issued after the step; FSDP2's units
             # under pp) are waited for by the first forward, each by the first module that uses

@@ -769,5 +769,9 @@ def test_more_nic_traffic_beside_the_data_parallel_calls_never_shows_less():
         taken = sorted(rng.uniform(0, 3) for _ in range(4))
         shown = [timing.dp_window_exposure(packed, m, forward, back, (t, t * 1.5)) for t in taken]
         assert shown == sorted(shown), (shown, taken)
+        # and never more than the calls take: each micro-batch's, the once-per-step ones, and the
+        # post-step gathers' fill (at most all of them)
+        most = m * (busy["forward"] + busy["backward"]) + 2 * (busy["after_step"] + busy["last_backward"])
+        assert shown[-1] <= most + 1e-12, (shown[-1], most)
         checked += 1
     assert checked == 2000

@@ -172,6 +172,16 @@ GPUS: dict[str, dict] = {
     ),
 }
 
+FP4_SPARSE_FLOPS: dict[str, float] = {
+    "b200": 18000 * TFLOPS,  # DGX B200: 144 PFLOPS FP4 (2:4 sparse) for 8 GPUs
+    "gb200-nvl72": 20000 * TFLOPS,  # GB200 NVL72: 1,440 PFLOPS FP4 (sparse) for 72 GPUs
+    "b300": 18000 * TFLOPS,  # HGX B300: 144 PFLOPS FP4 sparse for 8 GPUs (108 dense: Blackwell Ultra's dense FP4 is 3/4 of sparse)
+    "gb300-nvl72": 20000 * TFLOPS,  # GB300 NVL72: 1,440 PFLOPS FP4 sparse for 72 GPUs (1,080 dense)
+}
+"""The 2:4-sparse FP4 peaks datasheets quote beside the dense ones (`fp4_flops`): never a rate parc
+charges, only a figure a published row may state as its "peak" (benchmarks/published.py reads it
+as the row's MFU convention). Not twice the dense peak on Blackwell Ultra."""
+
 # Names people write for the same part; never one that fits two parts (`a100`: 40 or 80 GB).
 ALIASES: dict[str, str] = {
     "a100-sxm4-40gb": "a100-40gb",

@@ -204,7 +204,8 @@ def target_megatron_refuses(plan: Plan) -> Iterator[Diagnostic]:
         yield error("E0629", f"the {plan.cluster.gpu.name} has no FP4 tensor cores", train.span_of("precision"),
                     label="precision nvfp4", labels=_target_label(plan),
                     help="Transformer Engine runs NVFP4 from compute capability 10.0 (Blackwell: `gpu b200`, "
-                    "`gb200-nvl72`, `b300`, `gb300-nvl72`); on this GPU use `precision fp8` or `bf16`")
+                    "`gb200-nvl72`, `b300`, `gb300-nvl72`); on this GPU use "
+                    + ("`precision fp8` or `bf16`" if plan.cluster.gpu.fp8_flops else "`precision bf16`"))
     if train.precision == "fp8" and not plan.cluster.gpu.fp8_flops:
         yield error("E0626", f"the {plan.cluster.gpu.name} has no fp8 tensor cores", train.span_of("precision"),
                     label="precision fp8", labels=_target_label(plan),
