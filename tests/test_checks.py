@@ -222,6 +222,18 @@ def test_nvl72_domain_spans_trays():
     assert "straddle" in d.message and "72-GPU" in d.message
 
 
+def test_rank_order_warning_is_silent_inside_one_nvlink_domain():
+    """64 GPUs of a GB200 NVL72 rack are one NVLink domain: pp 4 at stride 16 spans 64 ranks, which
+    does not divide 72, yet no group leaves the rack. Two racks' worth (128 GPUs) the second
+    pipeline (ranks 64-127) straddles the boundary at 72, and W0306 says so."""
+    spec = ("tp 2 x dp {dp} x pp 4 on nodes(4 gpus, nvl72)\nmodel llama3-70b\n"
+            "hardware {{ gpu gb200-nvl72, network 4 x 400 Gb/s }}\ntarget megatron\n"
+            "train {{ seq 8192, global-batch 256, micro-batch 1, recompute none }}\ntp {{ sequence-parallel on }}\n"
+            "pp {{ schedule interleaved-1f1b, virtual-stages 5 }}\ndp {{ sharding zero1 }}\n")
+    assert "W0306" not in codes_of(compile_text(spec.format(dp=8)))
+    assert "W0306" in codes_of(compile_text(spec.format(dp=16)))
+
+
 def test_rank_order_warning_is_silent_when_search_chooses_the_order():
     text = (GOLDEN / "diagnostics" / "w0306_cp_across_nodes.par").read_text()
     assert "W0306" in codes_of(compile_text(text))

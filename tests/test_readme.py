@@ -146,13 +146,16 @@ def test_the_example_specs_figures_are_parcs(tmp_path):
         "specs/llama3-405b.par": r"`specs/llama3-405b\.par` \|[^|]*: (\d+) predicted vs 430",
         "specs/llama3-405b-128k.par": r"`specs/llama3-405b-128k\.par` \|[^|]*\((\d+) predicted vs 380",
         "specs/megatron-1t.par": r"`specs/megatron-1t\.par` \|[^|]*\(([\d.]+) predicted vs 163",
+        "specs/llama3-70b-nvfp4.par": r"`specs/llama3-70b-nvfp4\.par` \|[^|]*: ([\d,]+) tokens/s per GPU predicted vs 4,864",
     }
     for spec, pattern in quoted.items():
         written = re.search(pattern, README)
         assert written, f"the README's row for {spec} no longer quotes a prediction this way"
         report = explained(spec)
         t = report["throughput"]
-        if "megatron" in spec:
+        if "nvfp4" in spec:
+            predicted = f"{t['tokens_per_second_per_gpu']:,.0f}"
+        elif "megatron" in spec:
             predicted = f"{t['hardware_tflops_per_gpu']:.1f}"
         else:
             predicted = f"{t['tokens_per_second_per_gpu'] * palm_flops_per_token(LLAMA3_405B, report['seq']) / 1e12:.0f}"

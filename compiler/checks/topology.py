@@ -165,8 +165,8 @@ def rank_order_traffic(plan: Plan) -> Iterator[Diagnostic]:
         return
     cluster = plan.cluster
     domain = cluster.domain_size
-    if cluster.link == "pcie" or domain <= 1:
-        return
+    if cluster.link == "pcie" or domain <= 1 or cluster.world_size <= domain:
+        return  # one NVLink domain holds every rank (64 GPUs of an NVL72 rack): no order crosses it
     written = tuple((a.name, a.degree) for a in layout.axes)
     folded = layout.ep.folded_over
     crossing = _crossing(written, folded, k.ep, domain)
