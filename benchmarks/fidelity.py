@@ -985,8 +985,10 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   (`timing.regathered`; a MoE layer without shared experts has one pair: its routed experts are not split
   over tp). Under fp8 and NVFP4 the all-gathers carry the quantized GEMM input (1 or 0.5625
   bytes an element, `Work.tp_gather_bytes`): Transformer Engine quantizes before it gathers (the
-  input, the saved shard again, the output gradient), as torchao's float8 tensor-parallel plans
-  do; the reduce-scatters carry the bf16 outputs. parc's job and torchtitan (torch's DTensor) issue the same pairs: attention, the
+  input, the saved shard again, the output gradient); the reduce-scatters carry the bf16 outputs.
+  torchao's float8 tensor-parallel plans (torchtitan) gather float8 too, after an amax all-reduce
+  over the tp group per cast that the model does not charge; torchtitan's one published fp8 pair
+  under tp 8 (1.16x bf16) shows no gain from the smaller gathers, so there they stay bf16. parc's job and torchtitan (torch's DTensor) issue the same pairs: attention, the
   dense FFN and the shared experts take a Replicate DTensor (`PrepareModuleInput`,
   `use_local_output=False`), so their column-parallel linears' Partial input gradients are
   summed on the rank and redistributed once (one all-reduce, or one reduce-scatter under sp);

@@ -1111,8 +1111,8 @@ class Work:
     (`OPERAND_BYTES` an element: fp8 or NVFP4 products); 0: `tp_bytes`. Transformer Engine
     quantizes a column-parallel linear's input before gathering it (`gather_along_first_dim` with
     the input quantizer: the rowwise copy forward, the saved shard's columnwise copy in the
-    backward's re-gather), as torchao's float8 tensor-parallel plans cast before their
-    all-gather; the reduce-scatters carry the GEMMs' bf16 outputs."""
+    backward's re-gather); the reduce-scatters carry the GEMMs' bf16 outputs. Not under
+    torchao's dynamic scaling (torchtitan: charged in bf16, `layer_work` says why)."""
     tp_grad_gather_bytes: float = 0.0
     """The backward's all-gathers of a row-parallel linear's output gradient where it is quantized:
     both copies under MXFP8 and NVFP4 (the gradient quantizer's rowwise copy for the data-gradient
@@ -2302,10 +2302,14 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
         precision, hw, c) + (sum(timed[attention_count:attention_count + 3]) if moe else 0.0)
 
     tp_bytes = ACT * n * h if t > 1 else 0.0
-    # under sequence parallelism the all-gathers carry quantized GEMM inputs (`Work.tp_gather_bytes`,
-    # `Work.tp_grad_gather_bytes`: both copies of a gradient under the block-scaled recipes)
-    tp_gather_bytes = (operand_bytes(hw, precision) * n * h if t > 1 and sp and precision in OPERAND_BYTES
-                       else 0.0)
+    # under sequence parallelism Transformer Engine's all-gathers carry quantized GEMM inputs
+    # (`Work.tp_gather_bytes`, `Work.tp_grad_gather_bytes`: both copies of a gradient under the
+    # block-scaled recipes). torchao's float8 tensor-parallel plans (torchtitan, dynamic scaling)
+    # gather float8 too, but each cast first all-reduces its amax over the tp group, latency the
+    # model does not charge; torchtitan's one published fp8 pair under tp 8 (1.16x bf16,
+    # tests/test_fp8_casts.py) shows no gain from the smaller gathers, so they are charged in bf16
+    tp_gather_bytes = (operand_bytes(hw, precision) * n * h
+                       if t > 1 and sp and precision in OPERAND_BYTES and fp8_scaling != "dynamic" else 0.0)
     both = 2 if precision == "nvfp4" or fp8_scaling == "mxfp8" else 1
     tp_grad_gather_bytes = both * tp_gather_bytes if tp_gather_bytes != ACT * n * h else 0.0
     tp_latent = ACT * n * mla_tp_width(shape, sp) if t > 1 and shape.mla else 0.0

@@ -287,6 +287,7 @@ NO_REHEARSAL = {
     "specs/llama3-70b-torchtitan.par": "this spec's target is torchtitan",
     "specs/megatron-1t.par": "this spec's target is megatron",
     "specs/deepseek-v3.par": "this spec's target is megatron",
+    "specs/llama3-70b-nvfp4.par": "this spec's target is megatron",
 }
 """Shipped specs with no job of parc's own to rehearse, and what `parc rehearse` says why."""
 REHEARSABLE = [s for s in SHIPPED if s not in NO_REHEARSAL]
