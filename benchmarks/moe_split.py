@@ -141,8 +141,8 @@ def split(shape, knobs, hw: timing.Hardware, sw: timing.Software, c=DEFAULT) -> 
     if quantized:
         gemms = [(1, 1, n, h, q + 2 * kv), (1, 1, n, q, h), (1, 1, n, h, e),
                  (rounds, local, per_expert, h, up * f), (rounds, local, per_expert, f, h)]
-        scaling = "nvfp4" if precision == "nvfp4" else sw.fp8_scaling
-        cast_f, cast_b = timing.fp8_cast_bytes(gemms, scaling, timing.fp8_transposed(hw.generation))
+        cast_f, cast_b = timing.fp8_cast_bytes(gemms, timing.cast_scaling(precision, sw.fp8_scaling),
+                                               timing.fp8_transposed(hw.generation))
         recipe = timing.fp8_recipe(precision, sw.fp8_scaling, hw)
         if fused:
             epilogue_f, epilogue_b = timing.fused_mlp_epilogue_casts(local, per_expert, f, up)

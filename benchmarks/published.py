@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 from parc import timing
 from parc.catalog.gpus import ALIASES as GPU_ALIASES
-from parc.catalog.gpus import FP4_SPARSE_FLOPS, GPUS
+from parc.catalog.gpus import FP4_SPARSE_FLOPS, GPUS, PRECISION_PEAK
 from parc.kernels import DEEPEP_SMS, HYBRIDEP_SMS
 from parc.plan import Target
 from parc.spec import modules_of_absent_parts
@@ -283,14 +283,10 @@ def gpu_key(name: str, memory_gb) -> str:
     raise Unusable(f"GPU `{name}` is not one parc's catalogue knows, and the row gives no figures to define it")
 
 
-PEAK_FIELDS = {"fp8": "fp8", "nvfp4": "fp4"}
-"""A quantized precision -> the GPU key (`gpu ... { fp8 ... }`) of its dense peak; bf16 and fp16 run at `bf16`."""
-
-
 def peak_field(key: str, precision: str) -> str:
     """The catalogue field of the peak a run at `precision` on the part `key` runs its products at:
     the precision's own where the part has it, else bf16 (the spec then says which: E0626, E0629)."""
-    field = PEAK_FIELDS.get(precision, "bf16")
+    field = PRECISION_PEAK.get(precision, "bf16")
     return field if GPUS[key].get(f"{field}_flops") else "bf16"
 
 

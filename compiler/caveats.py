@@ -122,5 +122,6 @@ def of_prediction(plan: Plan, breakdown, sw=None) -> tuple[Caveat, ...]:
     from .targets import software_of
     from .timing import attention_share, gemm_precision
 
-    gemms = gemm_precision(plan.training.precision, sw if sw is not None else software_of(plan))
+    sw = sw if sw is not None else software_of(plan)  # read once: the attention share reads it too
+    gemms = gemm_precision(plan.training.precision, sw)
     return caveats(plan, attention_share(plan, sw=sw), breakdown.exposed.get("ep", 0.0), breakdown.step, gemms)

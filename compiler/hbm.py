@@ -244,7 +244,7 @@ def layer_bytes(shape: Shape, case: LayerCase, transposed: bool = True) -> Piece
     element = timing.OPERAND_BYTES.get(precision, 2)
     # the casts' bytes as `timing.layer_work` charges them (`transposed`: the GPU's fp8 GEMMs run
     # TN only, so a per-tensor cast writes a transpose: `Knobs.fp8_transposed`)
-    cast = timing.fp8_cast_per_element("nvfp4" if precision == "nvfp4" else case.fp8_scaling, transposed)
+    cast = timing.fp8_cast_per_element(timing.cast_scaling(precision, case.fp8_scaling), transposed)
     if case.fp8_scaling == "dynamic" and precision != "nvfp4":
         cast = timing.FP8_CAST_BYTES  # torchao's amax pass is not counted here (as before)
     gemms = _gemms(shape, moe, tp, ep, n, kernels, shard)

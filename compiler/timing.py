@@ -48,12 +48,13 @@ from typing import NamedTuple
 from . import flops, hbm
 from . import kernels as kernel_model
 from .calibration import DEFAULT, Constants
+from .catalog.gpus import PRECISION_PEAK
 from .frozen import hash_once, lazy_hash, replaced
 from .latent import COLUMN, DUPLICATED, latent_norm_widths
 from .ledger import Bounds, Collective, Compute, Ledger, merged
 from .memory import unpredictable
 from .memory.activations import torchtitan_matmuls, torchtitan_op_split
-from .memory.inputs import Knobs, Shape, fp8_transposed, knobs_of, shape_of
+from .memory.inputs import ELEMENT_BYTES, Knobs, Shape, fp8_transposed, knobs_of, shape_of
 from .memory.parameters import (
     attention_linears,
     by_rank,
@@ -126,13 +127,11 @@ FP8_CAST_BYTES = 4
 GPU's fp8 GEMMs take either layout (Blackwell: Transformer Engine's
 `nvte_is_non_tn_fp8_gemm_supported`, `quantizer.cpp`) a per-tensor recipe's cast writes no
 transpose: one byte less (`fp8_cast_per_element`); MXFP8 writes both directions everywhere."""
-OPERAND_BYTES_NVFP4 = 0.5 + 1 / 16
-"""NVFP4: half a byte per E2M1 element and one E4M3 scale per block of 16."""
 FP8_AMAX_BYTES = 2
 """Dynamic (tensorwise) scaling, per element of each tensor cast: the amax reduction reads the
 bf16 tensor once before the cast can start (torchao's `tensor_to_scale`; the cast needs the
 reduction's result, so torch.compile cannot fuse the two passes)."""
-NVFP4_CAST_BYTES = 2 * 2 + 2 * OPERAND_BYTES_NVFP4
+NVFP4_CAST_BYTES = 2 * 2 + 2 * ELEMENT_BYTES["nvfp4"]
 """Per element of an NVFP4 GEMM input (and output gradient), Transformer Engine's default recipe
 (`NVFP4BlockScaling`, TE 2.20, `NVFP4Quantizer`): one pass reads the bf16 tensor (2) for the
 per-tensor amax of it and of its Hadamard rotation, the fused row-cast / column-Hadamard-cast
@@ -157,6 +156,12 @@ def fp8_cast_per_element(scaling: str, transposed: bool = True) -> float:
     if scaling == "dynamic":
         return FP8_CAST_BYTES + FP8_AMAX_BYTES
     return FP8_CAST_BYTES - (0 if transposed or scaling == "mxfp8" else 1)
+
+
+def cast_scaling(precision: str, fp8_scaling: str) -> str:
+    """What `fp8_cast_per_element` reads a quantized layer's casts by: "nvfp4" for NVFP4's, else the
+    runtime's fp8 scaling (`Software.fp8_scaling`)."""
+    return "nvfp4" if precision == "nvfp4" else fp8_scaling
 
 
 def fp8_cast_bytes(gemms: list[tuple], scaling: str, transposed: bool = True) -> tuple[float, float]:
@@ -1241,18 +1246,16 @@ OUTPUT_BYTES = 2
 fp8 GEMMs return bf16; the output is not quantized)."""
 
 
-OPERAND_BYTES = {"fp8": 1.0, "nvfp4": OPERAND_BYTES_NVFP4}
-"""Bytes per element a quantized GEMM reads of each operand: fp8's one byte (its per-tensor or
-MXFP8's 1-in-32 scales are noise), NVFP4's half byte plus one E4M3 scale per 16 elements
-(Transformer Engine's `NVFP4BlockScaling`); bf16 and fp16 read 2."""
+OPERAND_BYTES = ELEMENT_BYTES
+"""Bytes per element a quantized GEMM reads of each operand (`memory.inputs.ELEMENT_BYTES`: fp8's
+byte, NVFP4's 0.5625); bf16 and fp16 read 2."""
 
 
 def matmul_peak(hw: Hardware, precision: str) -> float:
     """The dense peak a GEMM at `precision` runs at: the FP8 or FP4 tensor cores' where the part has
     them, else BF16's."""
-    if precision == "nvfp4" and hw.fp4:
-        return hw.fp4
-    return hw.fp8 if precision == "fp8" and hw.fp8 else hw.bf16
+    key = PRECISION_PEAK.get(precision)
+    return (getattr(hw, key) if key else None) or hw.bf16
 
 
 def operand_bytes(hw: Hardware, precision: str) -> float:
@@ -2182,15 +2185,14 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
         mla_up_again = (sum(timed[i] for i in up_projections(shape))
                         + memory_seconds(ACT * mla_key_value_elements(shape, t, n), hw, c))
     cast_f = cast_b = 0.0
-    if precision == "nvfp4" and hw.fp4:
-        # each GEMM input and output gradient quantized to NVFP4 rowwise and, Hadamard-rotated,
-        # columnwise (`NVFP4_CAST_BYTES`); the weights are quantized once a step
-        cast_f, cast_b = fp8_cast_bytes(gemms, "nvfp4")
-    elif precision == "fp8" and hw.fp8:
-        # each GEMM input cast to fp8 with a transposed copy for the other backward GEMM (read 2
-        # bytes, write 1 + 1) forward, each output gradient backward; dynamic scaling reads each
-        # tensor once more for its amax and casts the weights on every forward
-        cast_f, cast_b = fp8_cast_bytes(gemms, fp8_scaling, fp8_transposed(hw.generation))
+    recipe = fp8_recipe(precision, fp8_scaling, hw)
+    if recipe != "bf16":
+        # each GEMM input cast forward, each output gradient backward: to fp8 with a transposed
+        # copy for the other backward GEMM where the part's fp8 GEMMs are TN only (read 2 bytes,
+        # write 1 + 1; dynamic scaling reads each tensor once more for its amax and casts the
+        # weights on every forward), or to NVFP4 rowwise and, Hadamard-rotated, columnwise
+        # (`NVFP4_CAST_BYTES`; its weights are quantized once a step)
+        cast_f, cast_b = fp8_cast_bytes(gemms, cast_scaling(precision, fp8_scaling), fp8_transposed(hw.generation))
         if fused_mlp:  # fc2's input and fc1's output gradient leave the GEMMs' epilogues quantized
             routed_f, routed_b = fused_mlp_epilogue_casts(local, per_expert, f, up)
             cast_f, cast_b = cast_f - routed_f, cast_b - routed_b
@@ -2217,7 +2219,6 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
     # in one under delayed scaling) and pads them to the fp8 GEMM's alignment: each kernel's ramp
     # and tail, one after another on the compute stream (`kernels.expert_quantize_launches`)
     # (the grouped experts' kernels, as the host issues them, `experts`, for `layer_launches`)
-    recipe = fp8_recipe(precision, fp8_scaling, hw)
     if not moe or kernels == "eager":
         quantize_kernels, experts = (0, 0), kernel_model.Launches(0, 0)
     elif fused_mlp:  # its group quantizes (`kernels.FUSED_MLP_MEMORY_KERNELS`) and the fp8 paddings
@@ -2308,10 +2309,9 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
     # gather float8 too, but each cast first all-reduces its amax over the tp group, latency the
     # model does not charge; torchtitan's one published fp8 pair under tp 8 (1.16x bf16,
     # tests/test_fp8_casts.py) shows no gain from the smaller gathers, so they are charged in bf16
-    tp_gather_bytes = (operand_bytes(hw, precision) * n * h
-                       if t > 1 and sp and precision in OPERAND_BYTES and fp8_scaling != "dynamic" else 0.0)
-    both = 2 if precision == "nvfp4" or fp8_scaling == "mxfp8" else 1
-    tp_grad_gather_bytes = both * tp_gather_bytes if tp_gather_bytes != ACT * n * h else 0.0
+    quantized = t > 1 and sp and recipe != "bf16" and fp8_scaling != "dynamic"
+    tp_gather_bytes = operand_bytes(hw, precision) * n * h if quantized else 0.0
+    tp_grad_gather_bytes = (2 if recipe in ("nvfp4", "mxfp8") else 1) * tp_gather_bytes
     tp_latent = ACT * n * mla_tp_width(shape, sp) if t > 1 and shape.mla else 0.0
     tp_latent_regather = ACT * n * mla_tp_width(shape, False) if t > 1 and sp and shape.mla else 0.0
     pairs = 1 if moe and not shape.shared_experts else 2  # routed experts are not split over tp
@@ -4668,9 +4668,8 @@ def datasheet_peak(plan: Plan, precision: str) -> float:
     (FP8's under fp8, FP4's under nvfp4), not a power limit's derated one (a run under a limit
     pays for it in MFU, as published MFUs count)."""
     gpu = plan.cluster.gpu
-    if precision == "nvfp4" and gpu.fp4_flops:
-        return gpu.fp4_flops
-    return gpu.fp8_flops if precision == "fp8" and gpu.fp8_flops else gpu.bf16_flops
+    key = PRECISION_PEAK.get(precision)
+    return (getattr(gpu, f"{key}_flops") if key else None) or gpu.bf16_flops
 
 
 def clear_caches() -> None:

@@ -172,6 +172,11 @@ GPUS: dict[str, dict] = {
     ),
 }
 
+PRECISION_PEAK = {"fp8": "fp8", "nvfp4": "fp4"}
+"""A quantized precision -> the dense peak its products run at: the spec's GPU key and
+`timing.Hardware`'s field, the catalogue's `<key>_flops`; bf16 and fp16 run at `bf16`, and so
+does a precision on a part without that peak (a check says so: E0626, E0629)."""
+
 FP4_SPARSE_FLOPS: dict[str, float] = {
     "b200": 18000 * TFLOPS,  # DGX B200: 144 PFLOPS FP4 (2:4 sparse) for 8 GPUs
     "gb200-nvl72": 20000 * TFLOPS,  # GB200 NVL72: 1,440 PFLOPS FP4 (sparse) for 72 GPUs

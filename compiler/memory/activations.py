@@ -70,7 +70,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..latent import latent_norm_widths
-from .inputs import Knobs, Shape
+from .inputs import ELEMENT_BYTES, Knobs, Shape
 from .parameters import attention_linears, ffn_params, kv_split
 
 ACT = 2
@@ -557,7 +557,7 @@ def moe_backward_moments(shape: Shape, k: Knobs, n: Tokens, act: int, s: MoeSave
     return tuple(round(x) for x in moments)
 
 
-QUANTIZED_INPUT = {"fp8": 1.0, "nvfp4": 0.5 + 1 / 16}
+QUANTIZED_INPUT = ELEMENT_BYTES
 """Bytes per element of the input a Transformer Engine linear saves for its weight gradient under
 a quantized precision: fp8's byte; NVFP4's columnwise copy only (half a byte and an E4M3 scale per
 16 elements: `_Linear.forward` keeps the Hadamard-rotated columnwise data the weight-gradient GEMM

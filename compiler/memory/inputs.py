@@ -388,6 +388,14 @@ def knobs_of(plan: Plan, runtime: str = "torch") -> Knobs | None:
     )
 
 
+ELEMENT_BYTES = {"fp8": 1.0, "nvfp4": 0.5 + 1 / 16}
+"""Bytes per element of a tensor quantized at a precision, its scales included: fp8's byte (its
+per-tensor or MXFP8's 1-in-32 scales are noise); NVFP4's half byte and one E4M3 scale per block of
+16 (a weight's 16x16 blocks share one, written out per row of the block in Transformer Engine's
+layout). GEMM operands (`timing.OPERAND_BYTES`), saved inputs (`activations.QUANTIZED_INPUT`) and
+weights (`states.fp8_weight_bytes`) are counted with it."""
+
+
 def fp8_transposed(generation: str | None) -> bool:
     """`Knobs.fp8_transposed`: fp8 GEMMs take only the TN layout before Blackwell, so a
     per-tensor-scaled fp8 weight keeps its transpose for the backward."""

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .inputs import Knobs
+from .inputs import ELEMENT_BYTES, Knobs
 from .parameters import Params
 
 FP32 = 4
@@ -119,10 +119,6 @@ def zero1_buckets(p: Params, k: Knobs, chunks: tuple[Params, ...] = ()) -> tuple
     return float(sum(share * g for share, g in padded)), float(sum(share for share, _ in padded))
 
 
-NVFP4_ELEMENT = 0.5 + 1 / 16
-"""Bytes of one NVFP4 element: half a byte, and one E4M3 scale per 16 (a weight's 16x16 blocks
-share one scale, written out per row of the block in Transformer Engine's layout)."""
-
 
 def fp8_weight_bytes(k: Knobs) -> tuple[float, float]:
     """(bytes per element of an fp8 linear's weight in place of its bf16 one, bytes of a cached
@@ -132,7 +128,7 @@ def fp8_weight_bytes(k: Knobs) -> tuple[float, float]:
     Ada: TE's `is_non_tn_fp8_gemm_supported` is false before Blackwell, and the backward's
     data-gradient GEMM reads the weight transposed); MXFP8 quantizes along rows and along
     columns separately, each with one E8M0 scale per 32 elements (`MXFP8Tensor`'s rowwise and
-    columnwise data); NVFP4 keeps both directions too (`NVFP4Tensor`, `NVFP4_ELEMENT` each:
+    columnwise data); NVFP4 keeps both directions too (`NVFP4Tensor`, `ELEMENT_BYTES` each:
     Megatron-LM's parameter buffer holds the rowwise data and a transpose kernel rebuilds the
     columnwise after each gather, TE 2.20 `tensor/utils.py`). With fp8 (or NVFP4) parameters (`--fp8-param-gather`, zero1) the fp8 tensor is the
     weight: (those bytes, 0); without (DDP, or zero1 under `fp8-params off`: `Knobs.fp8_params`),
@@ -143,7 +139,7 @@ def fp8_weight_bytes(k: Knobs) -> tuple[float, float]:
     if not (k.runtime.startswith("megatron") and k.precision in ("fp8", "nvfp4")) or k.sharding not in ("zero1", "none"):
         return HALF, 0.0
     if k.precision == "nvfp4":
-        fp8 = 2 * NVFP4_ELEMENT
+        fp8 = 2 * ELEMENT_BYTES["nvfp4"]
     elif k.fp8_recipe == "mxfp8":
         fp8 = 2 * (FP8 + FP8 / 32)
     else:
