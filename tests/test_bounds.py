@@ -67,7 +67,8 @@ def _datasheet(plan) -> tuple[float, float, float, float]:
     hbm = cluster.hbm_bandwidth or timing.HBM_BANDWIDTH.get(gpu.name) or timing.HBM_BY_GENERATION[gpu.generation]
     clock = _clock(plan)
     assert clock is not None, f"no board power for {gpu.name} under a power limit"
-    peak = max(gpu.bf16_flops, gpu.fp8_flops or 0.0) * clock
+    # the fastest dense tensor-core rate the part has: no product of any precision runs faster
+    peak = max(gpu.bf16_flops, gpu.fp8_flops or 0.0, gpu.fp4_flops or 0.0) * clock
     return peak, hbm, cluster.intra_bandwidth, cluster.network.node_bandwidth / cluster.gpus_per_node
 
 
@@ -79,10 +80,11 @@ def assert_within_physics(plan) -> timing.Prediction:
     peak, hbm, intra, nic = _datasheet(plan)
     assert prediction.mfu <= 1.0 and prediction.hfu <= 1.0
     assert prediction.hardware_flops_per_gpu * step / peak <= step * (1 + 1e-9)  # HFU at the derated peak
-    shape, knobs = shape_of(plan), knobs_of(plan, "torch")
-    hw = timing.hardware_of(plan)
-    geo = timing.geometry_of(plan, hw)
-    _, steps = timing.rank_steps(shape, knobs, hw, geo)
+    # the ranks as the prediction built them: the plan's target's software and memory runtime
+    inputs = timing.plan_inputs(plan)
+    assert inputs is not None
+    shape, knobs = inputs.shape, inputs.knobs
+    _, steps = timing.plan_rank_steps(plan)
     assert steps
     for rank in steps.values():
         held = rank.times.params_dense + rank.times.params_expert
@@ -150,10 +152,19 @@ x 2,048 FLOP per SM per clock, H100 989.4 = 132 x 1.83 GHz x 4,096; Blackwell's 
 clock give B200's and GB200's clocks from their peaks)."""
 
 
+EXP_RATE = {"b300": 10.7e12, "gb300-nvl72": 10.7e12}
+"""Blackwell Ultra's special-function units: 10.7 TeraExponentials/s (NVIDIA, "Inside NVIDIA
+Blackwell Ultra", 2025-08), the figure for the faster board taken for both (a bound must sit at
+or above the part's rate)."""
+
+
 def _exp_rate(plan) -> float | None:
     """Exponentials per second: 16 per SM per clock (the CUDA C++ Programming Guide's throughput
-    table, compute capability 8.0 to 10.0), at the clock a power limit leaves; None for a part
-    not listed here."""
+    table, compute capability 8.0 to 10.0), at the clock a power limit leaves; Blackwell Ultra's
+    published rate (`EXP_RATE`); None for a part not listed here."""
+    if plan.cluster.gpu.name in EXP_RATE:
+        clock = _clock(plan)
+        return None if clock is None else EXP_RATE[plan.cluster.gpu.name] * clock
     known, clock = SMS_AND_CLOCK.get(plan.cluster.gpu.name), _clock(plan)
     if known is None or clock is None:
         return None
@@ -605,6 +616,121 @@ def test_random_layouts_stay_within_physics(text):
 @given(layouts())
 def test_thousands_of_random_layouts_stay_within_physics(text):
     _check_random(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Every runtime, part and precision: the targets' own software, Blackwell, fp8 and NVFP4, experts
+
+RUNTIME_GPUS = {
+    "a100-80gb": "8 gpus, nvlink", "h100-sxm": "8 gpus, nvlink", "b200": "8 gpus, nvlink",
+    "b300": "8 gpus, nvlink", "gb200-nvl72": "4 gpus, nvl72", "gb300-nvl72": "4 gpus, nvl72",
+}
+"""The parts the runtime layouts draw, each in the node its catalogue describes (an HGX board of
+eight, or a tray of four in an NVL72 rack)."""
+
+TARGETS = ["", "target torchtitan", "target megatron", "target megatron { tp-overlap all }",
+           "target megatron { fp8-recipe mxfp8 }", "target megatron { fp8-recipe tensorwise, grad-reduce bf16 }"]
+"""The runtimes: parc's own job (no target line), torchtitan's, Megatron-LM's with and without
+its tensor-parallel overlap and under each fp8 recipe (the front end refuses the pairings a
+runtime or part cannot run, which the strategy then skips)."""
+
+
+@st.composite
+def runtime_layouts(draw):
+    """A layout under any target, on any catalogue part from A100 to GB300, in any precision the
+    part has, dense or mixture-of-experts (with the experts folded over dp), pipelined 1F1B or
+    interleaved."""
+    gpu = draw(st.sampled_from(sorted(RUNTIME_GPUS)))
+    node = RUNTIME_GPUS[gpu]
+    per_node = int(node.split()[0])
+    tp = draw(st.sampled_from([1, 2, 4]))
+    pp = draw(st.sampled_from([1, 2, 4]))
+    cp = draw(st.sampled_from([1, 2]))
+    dp = draw(st.sampled_from([1, 2, 4, 8, 16, 64]))
+    world = tp * pp * cp * dp
+    assume(world % per_node == 0 or world < per_node)
+    model = draw(st.sampled_from(["llama3-8b", "llama3-70b", "mixtral-8x7b", "deepseek-v3-like", "tiny"]))
+    moe = model in ("mixtral-8x7b", "deepseek-v3-like")
+    ep = draw(st.sampled_from([1, 2, 4, 8])) if moe else 1
+    assume(dp % ep == 0)
+    layout = " x ".join(f"{a} {d}" for a, d in (("tp", tp), ("cp", cp), ("dp", dp), ("pp", pp)) if d > 1) or "dp 1"
+    experts = f"ep {ep} over dp\n" if ep > 1 else ""
+    target = draw(st.sampled_from(TARGETS))
+    precision = draw(st.sampled_from(["bf16", "fp8", "nvfp4"]))
+    sharding = draw(st.sampled_from(["zero1", "zero3"] if "megatron" in target else ["none", "zero1", "zero3"]))
+    seq = draw(st.sampled_from([2048, 4096, 8192]))
+    micro = draw(st.sampled_from([1, 2]))
+    m = draw(st.sampled_from([1, 2, 4, 8]))
+    recompute = draw(st.sampled_from(["full", "selective", "none"]))
+    virtual = draw(st.sampled_from([1, 2])) if pp > 1 else 1
+    schedule = f"pp {{ schedule interleaved-1f1b, virtual-stages {virtual} }}\n" if virtual > 1 else ""
+    sp = "tp { sequence-parallel on }\n" if tp > 1 and "megatron" in target else ""
+    nodes = max(1, world // per_node)
+    return f"""job r
+{layout} on nodes({node})
+{experts}model {model}
+hardware {{ gpu {gpu}, nodes {nodes} }}
+{target}
+train {{
+  seq {seq}, global-batch {micro * m * dp}, micro-batch {micro}
+  precision {precision}, recompute {recompute}
+}}
+{sp}{schedule}dp {{ sharding {sharding} }}
+"""
+
+
+def test_the_runtime_layouts_reach_every_runtime_part_and_precision():
+    """The strategy below is not vacuous: a fixed sample of its layouts compiles and is predicted
+    under each target, on Blackwell Ultra, in NVFP4 and with experts folded over dp."""
+    from hypothesis import find
+
+    def predicted(text: str) -> bool:
+        plan = _plan(text)
+        return plan is not None and timing.predict(plan) is not None
+
+    settings_ = settings(max_examples=2000, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    for wanted in ("target megatron", "target torchtitan", "gpu gb300-nvl72", "precision nvfp4", "ep 4 over dp"):
+        found = find(runtime_layouts(), lambda t, w=wanted: w in t and predicted(t), settings=settings_)
+        assert wanted in found
+
+
+@pytest.mark.parametrize("speedup", [1.3, 3.0])
+def test_a_prediction_faster_than_its_bounds_is_caught(monkeypatch, speedup):
+    """`assert_within_physics` can fail: a Megatron-LM Llama 3 70B, its step shortened below the
+    FLOP or HBM bound that binds it (`speedup` past it), is refused."""
+    import dataclasses
+
+    plan = _plan(OFFLOAD_70B.format(gpu="h100-sxm", n=4))
+    honest = timing.predict(plan)
+    assert_within_physics(plan)
+    peak, hbm, _, _ = _datasheet(plan)
+    _, steps = timing.plan_rank_steps(plan)
+    floor = max(max(r.ledger.flops() / peak, r.ledger.hbm_bytes() / hbm) for r in steps.values())
+    assert 0 < floor < honest.step_seconds
+    fast = dataclasses.replace(honest, breakdown=dataclasses.replace(honest.breakdown, step=floor / speedup))
+    monkeypatch.setattr(timing, "predict", lambda *args, **kwargs: fast)
+    with pytest.raises(AssertionError):
+        assert_within_physics(plan)
+
+
+def _check_runtime(text: str) -> None:
+    plan = _plan(text)
+    assume(plan is not None)
+    assume(timing.predict(plan) is not None)
+    assert_within_physics(plan)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(runtime_layouts())
+def test_layouts_under_every_runtime_stay_within_physics(text):
+    _check_runtime(text)
+
+
+@pytest.mark.long
+@settings(max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck))
+@given(runtime_layouts())
+def test_thousands_of_layouts_under_every_runtime_stay_within_physics(text):
+    _check_runtime(text)
 
 
 # ---------------------------------------------------------------------------------------------
