@@ -3269,7 +3269,7 @@ def constants_table(constants: Constants, n_fitted: int) -> str:
             lo, hi = BOUNDS[name]
             source = (f"fitted on the {blackwell_fit.count()} dense B200 and GB200 rows of NeMo's and "
                       f"Megatron-Bridge's published tables, the others held (bounds {lo}-{hi}); multiplies "
-                      "a Blackwell part's GEMM and fused attention ceilings (below)")
+                      "a Blackwell part's GEMM ceiling, not its fused attention's (below)")
         elif name in EAGER_FITTED:
             lo, hi = BOUNDS[name]
             n_eager = sum(r.fitted for r in EAGER_RUNS)

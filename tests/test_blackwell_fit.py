@@ -120,11 +120,11 @@ def _breakdown(plan, constants):
     return timing.step_time(shape_of(plan), knobs_of(plan, "megatron"), hw, timing.geometry_of(plan, hw), constants)
 
 
-def test_only_blackwell_tensor_core_kernels_feel_it():
-    """An H100 step is the same at any value; on B200 a GEMM and a layer's fused attention slow by
-    exactly the factor (a 4K-cube GEMM; the layer's attention kernels, launch costs set aside: the
-    factor reaches attention through `layer_work`'s `sustained`), its memory-bound kernels not at
-    all, and the whole step by less than the factor, never under its links' floor."""
+def test_only_blackwell_gemms_feel_it():
+    """An H100 step is the same at any value; on B200 a GEMM slows by exactly the factor (a 4K-cube
+    GEMM), a layer's fused attention and its memory-bound kernels not at all (attention's run
+    speed is `attention_sustained` alone: `Constants.attention_speed`, launch costs set aside),
+    and the whole step by less than the factor, never under its links' floor."""
     slow = DEFAULT.with_values({"blackwell_sustained": 0.5})
     assert _breakdown(compile_text(SPEC.format(gpu="h100-sxm"), "h.par").plan, slow).step == \
         _breakdown(compile_text(SPEC.format(gpu="h100-sxm"), "h.par").plan, DEFAULT).step
@@ -133,8 +133,8 @@ def test_only_blackwell_tensor_core_kernels_feel_it():
     one = DEFAULT.with_values({"blackwell_sustained": 1.0})
     assert timing.gemm_seconds(4096, 4096, 4096, "bf16", hw, slow) == pytest.approx(
         timing.gemm_seconds(4096, 4096, 4096, "bf16", hw, one) / 0.5, rel=1e-12)
-    # one layer, launch costs set aside: its fused attention takes twice as long at half the
-    # factor, its memory-bound kernels exactly as long
+    # one layer, launch costs set aside: its fused attention and its memory-bound kernels take
+    # exactly as long at half the factor; its GEMMs (the rest of its forward) longer
     from parc.memory.inputs import shape_of
 
     shape = shape_of(plan)
@@ -143,9 +143,13 @@ def test_only_blackwell_tensor_core_kernels_feel_it():
     at_one = timing.layer_work(shape, case, hw, one.with_values(no_launch))
     at_half = timing.layer_work(shape, case, hw, slow.with_values(no_launch))
     assert at_one.attention_f > 0 and at_one.attention_b > 0 and at_one.memory_f > 0
-    assert at_half.attention_f == pytest.approx(2 * at_one.attention_f, rel=1e-9)
-    assert at_half.attention_b == pytest.approx(2 * at_one.attention_b, rel=1e-9)
+    assert (at_half.attention_f, at_half.attention_b) == (at_one.attention_f, at_one.attention_b)
     assert (at_half.memory_f, at_half.memory_b) == (at_one.memory_f, at_one.memory_b)
+    assert at_half.forward > at_one.forward
+    # the attention's speed is the other constant's: half of it doubles the kernels' time
+    half_attention = one.with_values({**no_launch, "attention_sustained": one.attention_sustained / 2})
+    slower = timing.layer_work(shape, case, hw, half_attention)
+    assert slower.attention_f == pytest.approx(2 * at_one.attention_f, rel=1e-9)
     base, halved = _breakdown(plan, one), _breakdown(plan, slow)
     assert base.step < halved.step < 2 * base.step
     assert halved.step >= halved.bounds.links and base.step >= base.bounds.links
