@@ -338,6 +338,9 @@ class EagerRun:
     hbm_bandwidth: str = ""
     """HBM bandwidth the source states when its part differs from the catalogue's (torchtitan's
     H100s: HBM2e at 2.4 TB/s), written into the spec as `hbm-bandwidth`."""
+    float8_all_gather: bool = False
+    """torchao's `enable_fsdp_float8_all_gather` (the source's `--float8.enable_fsdp_float8_all_gather`):
+    FSDP2 gathers the float8 linears' weights at a byte (`target torchtitan { float8-all-gather on }`)."""
 
     def hardware_lines(self) -> list[str]:
         """The hardware block's facts of the source beyond the GPU's name: stated in the spec."""
@@ -349,7 +352,8 @@ class EagerRun:
         axes = " x ".join(a for a in (f"tp {self.tp}" if self.tp > 1 else "", f"dp {dp}" if dp > 1 else "",
                                       f"cp {self.cp}" if self.cp > 1 else "") if a)
         options = ", ".join(o for o in ("compile on" if self.compiled else "",
-                                        "tp-overlap all" if self.async_tp else "") if o)
+                                        "tp-overlap all" if self.async_tp else "",
+                                        "float8-all-gather on" if self.float8_all_gather else "") if o)
         target = f"target torchtitan {{ {options} }}" if options else "target torchtitan"
         return "\n".join([
             f"job {self.id}",
@@ -379,6 +383,13 @@ TORCHTITAN_H100_2D = ("pytorch/torchtitan benchmarks/llama3_h100_202412_torchtit
 TORCHTITAN_ASYNC_TP = ("pytorch/torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md (256 H100 FSDP 32 x "
                        "TP 8, full AC, local batch 16; 64 H100 FSDP 8 x TP 8, per-op SAC, local batch 12; "
                        "torch.compile; sequence 8192, the configs' default)")
+TORCHTITAN_H200 = ("pytorch/torchtitan benchmarks/llama3_8b_h200_2025-06_torchtitan.md (the Trainy team on WhiteFiber, "
+                   "June 2025: Llama 3.1 8B, 4 and 8 hosts of 8 H200, 400 Gb/s CX-7 per GPU, the llama3_8b.toml config "
+                   "at torchtitan e7c0cae: FSDP over every GPU, per-op SAC, sequence 8192; local batch 2, "
+                   "torch.compile, Float8 with its FSDP float8 all-gather; TPS/GPU at the 100th step)")
+H200_CHECK = ("H200 check, not fitted: compiled, Float8 (dynamic tensorwise) with its float8 all-gather; the "
+              "precomputed dynamic scales (one amax for all weights) and the weights' float8 cast recomputed in "
+              "the backward are not stated in a spec")
 TP_CHECK = ("tensor-parallel check, not fitted: compiled (and Float8 where stated: tensorwise); the 500 W "
             "cap and HBM as in Table 1")
 EAGER_RUNS = (
@@ -441,6 +452,12 @@ EAGER_RUNS = (
     EagerRun("llama3_8b_64xH100_tp8_fp8_2025_async", TORCHTITAN_ASYNC_TP, "llama3-8b", 64, "h100-sxm", 8192, 12,
              "selective", "selective op", 5570.1, False, TP_CHECK, tp=8, compiled=True, precision="fp8",
              async_tp=True, power_cap_w=500),
+    EagerRun("llama3_8b_32xH200_ac_op_compile_fp8", TORCHTITAN_H200, "llama3-8b", 32, "h200", 8192, 2,
+             "selective", "selective op", 10938, False, H200_CHECK, compiled=True, precision="fp8",
+             float8_all_gather=True),
+    EagerRun("llama3_8b_64xH200_ac_op_compile_fp8", TORCHTITAN_H200, "llama3-8b", 64, "h200", 8192, 2,
+             "selective", "selective op", 10753, False, H200_CHECK, compiled=True, precision="fp8",
+             float8_all_gather=True),
     EagerRun("llama3_8b_8xH100_cp1_32k", TORCHTITAN_H100_CP, "llama3-8b", 8, "h100-sxm", 32768, 1,
              "full", "full", 3890, False, LONG_SEQUENCE, cp=1, compiled=True, precision="fp8", power_cap_w=500,
              hbm_bandwidth="2.4 TB/s"),
@@ -457,7 +474,8 @@ EAGER_RUNS = (
 """torchtitan's FSDP2 runs without torch.compile or Float8 (compiled runs fuse kernels; parc's
 runtime does not compile). Llama 3.1 8B has Llama 3 8B's shapes."""
 
-EAGER_NETWORKS = {"a100-80gb": ("8 x 200 Gb/s", "4 x 100 Gb/s"), "h100-sxm": ("8 x 400 Gb/s",)}
+EAGER_NETWORKS = {"a100-80gb": ("8 x 200 Gb/s", "4 x 100 Gb/s"), "h100-sxm": ("8 x 400 Gb/s",),
+                  "h200": ("8 x 400 Gb/s",)}
 """The A100 cluster's network is not published: each run is predicted on both, and the doc says
 how far apart they are; the H100 hosts have 400 Gb/s per GPU (Grand Teton, as stated)."""
 
@@ -2893,6 +2911,12 @@ derated with the clock like the bf16 one, and `attention_sustained`. Before this
 were +35 %, +24 %, +62 % and +68 % (32K to 256K). The 64K row is the one the model cannot
 follow: its neighbours grow with the attention's FLOPs (the model's ratio 64K / 32K is 1.8 and
 128K / 64K 1.9) while the published step grows 1.5x and then 2.4x.
+The two H200 rows (torchtitan's June 2025 baseline by the Trainy team: Llama 3.1 8B on 4 and 8
+hosts, compiled, Float8 with FSDP's float8 all-gather, `benchmarks/llama3_8b_h200_2025-06_torchtitan.md`,
+stop 50) are the only runs here on H200, never fitted: what the model gives them is its H100
+physics at H200's HBM (4.8 TB/s) and the same Hopper ceiling. Their 32 -> 64 GPU drop (1.7 %
+published) the model does not show: the growth of a synchronous job's cost with its ranks that
+the scaling series also show ("Throughput against GPU count").
 
 `eager_efficiency` = **@EAGER@**; fitted runs: median |error| **@EAGER_MEDIAN@**, worst **@EAGER_WORST@**
 in sample. Out of sample (fitted on the other fitted runs, each run predicted): @EAGER_HELD_OUT@.
