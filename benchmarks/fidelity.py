@@ -2800,7 +2800,13 @@ overlaps those sends with the next chunk's computation under the interleaved sch
 (`overlap_p2p_comm`); hiding them moves these rows closer but the H100 GPT-3 and Nemotron-4
 rows, already fast, further (measured at stop 49 with every such send hidden, before that stop's
 Blackwell cast refit: all 621 rows' median 7.4 -> 7.5 %, p90 19.3 -> 19.9 %), so the sends stay
-exposed until a run separates the two.
+exposed until a run separates the two. Megatron-Core's own schedule has since sided with exposed
+sends: from 16 April 2026 (Megatron-LM 260cba7133, "wait for async P2P send before deallocating
+output tensor") the interleaved schedule waits for each forward send before it frees the output,
+whenever `deallocate_pipeline_outputs` is set, as Megatron-LM's training arguments and Megatron-Bridge's
+GPT provider always set it; the
+overlap it ran from October 2023 (4eeff55d1f, "Make overlap_p2p_comm the default") to then is the
+one the rows of the 24.09-26.04 containers ran, and they still do not ask for it as a whole.
 
 ## torch FSDP runs never fitted: llm-foundry's MPT tables
 
