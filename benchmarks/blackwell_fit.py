@@ -1,4 +1,4 @@
-"""`blackwell_sustained`: what a Blackwell training run sustains of its scaled tensor-core ceiling.
+"""`blackwell_sustained`: what a Blackwell training run sustains of its scaled matmul ceiling.
 
 No calibration row (benchmarks/data/published.yaml) runs on Blackwell. B200 and GB200 take
 Hopper's fitted GEMM ceiling scaled by their measured matmul ceiling relative to H100's

@@ -471,13 +471,16 @@ EAGER_RUNS = (
              "full", "full", 548, False, LONG_SEQUENCE, cp=8, compiled=True, precision="fp8", power_cap_w=500,
              hbm_bandwidth="2.4 TB/s"),
 )
-"""torchtitan's FSDP2 runs without torch.compile or Float8 (compiled runs fuse kernels; parc's
-runtime does not compile). Llama 3.1 8B has Llama 3 8B's shapes."""
+"""torchtitan's published runs: the eager FSDP2 ones (no torch.compile, no Float8) are fitted
+(`eager_efficiency`); the compiled, Float8, tensor-parallel, long-sequence and H200 ones are
+checks, never fitted (compiled runs fuse kernels; parc's runtime does not compile). Llama 3.1 8B
+has Llama 3 8B's shapes."""
 
 EAGER_NETWORKS = {"a100-80gb": ("8 x 200 Gb/s", "4 x 100 Gb/s"), "h100-sxm": ("8 x 400 Gb/s",),
                   "h200": ("8 x 400 Gb/s",)}
 """The A100 cluster's network is not published: each run is predicted on both, and the doc says
-how far apart they are; the H100 hosts have 400 Gb/s per GPU (Grand Teton, as stated)."""
+how far apart they are; the H100 hosts have 400 Gb/s per GPU (Grand Teton, as stated), and so do
+the H200 hosts (WhiteFiber's CX-7, as stated)."""
 
 
 def eager_plans(run: EagerRun) -> list:
@@ -1517,8 +1520,8 @@ again for the norm), 18 under SGD; ZeRO divides the parameters by the sharding g
 
 @CONSTANTS@
 
-`gemm_efficiency` of Blackwell and CDNA3 GPUs starts from Hopper's. A Blackwell part's GEMMs and
-fused attention run at its measured tensor-core ceiling relative to H100's
+`gemm_efficiency` of Blackwell and CDNA3 GPUs starts from Hopper's. A Blackwell part's GEMMs run
+at its measured tensor-core ceiling relative to H100's
 (`kernels.matmul_ceiling`): the maximum achievable matmul FLOP/s of S. Bekman's ml-engineering BF16
 table (a brute-force sweep of `torch.matmul` shapes), B200 1,745 of 2,250 TFLOPS (77.6 %) and GB200
 1,822 of 2,500 (72.9 %) against H100's 794.5 of 989 (80.3 %): 0.966 and 0.908. The fitted ceiling
@@ -1539,12 +1542,11 @@ Hopper's, so it is fitted as `gemm_hopper` is, on training runs: `blackwell_sust
 (@BLACKWELL_SUSTAINED@) multiplies a Blackwell part's GEMM ceiling
 (`Constants.tensor_core_sustained`; memory-bound kernels, which HBM paces, keep their speed). Until
 stop 50 it multiplied the fused-attention ceiling as well, on top of `attention_sustained`, which
-already is attention's run-versus-benchmark factor on every part: two factors for one gap. Blackwell's
-attention is bound by its exponential units (`kernels.EXP_PER_CLOCK`), not by the tensor cores
-whose power draw the constant stands for, and the one Blackwell table where attention is most of
-the step, never fitted, says it loses no more than Hopper's: NeMo 25.04's long-sequence rows on B200
-("The long-sequence table on B200") came out 7-31 % slow with both factors, the error growing with
-the sequence, and median 15 % with one (the constant refitted from 0.856 to 0.815 on the same rows).
+already is attention's run-versus-benchmark factor on every part: two factors for one gap. The one
+Blackwell table where attention is most of the step, never fitted, says attention loses no more
+there than Hopper's factor: NeMo 25.04's long-sequence rows on B200 ("The long-sequence table on
+B200") came out 7-31 % slow with both factors and 5-21 % (median 15 %) with one, the error still
+growing with the sequence (the constant refitted from 0.856 to 0.815 on its own dense rows).
 It is fitted by least squares on the log error of the @BLACKWELL_N@ dense B200 and GB200 rows of
 `nemo_performance.yaml`, `nemo_performance_25_07.yaml`, `megatron_bridge_releases.yaml` and
 `megatron_bridge_25_11.yaml`, every such row and no other (`benchmarks/blackwell_fit.py`); no
@@ -2239,7 +2241,7 @@ docs/source/performance/performance_long_sequence.md at 14d427f575). Its @NEMO_L
 transcribed into `benchmarks/data/nemo_long_sequence.yaml` and never fitted (the file's header cites
 the table, the revision read and the FLOP convention). They are not among the dense Blackwell rows
 `blackwell_sustained` is fitted on either: attention is a fifth to nearly all of each of their steps,
-so they would fit attention's speed under that constant's name; every one of them is listed below
+so fitting on them would make a GEMM constant absorb attention's error; every one of them is listed below
 with its error. `attention_sustained` is fitted on the page's
 other table, Llama 2 7B on H100 with NeMo 24.03.01. Each rank of both tables holds a few thousand to
 tens of thousands of tokens, and from one row to the next the attention's share of the step grows
@@ -2800,13 +2802,14 @@ overlaps those sends with the next chunk's computation under the interleaved sch
 (`overlap_p2p_comm`); hiding them moves these rows closer but the H100 GPT-3 and Nemotron-4
 rows, already fast, further (measured at stop 49 with every such send hidden, before that stop's
 Blackwell cast refit: all 621 rows' median 7.4 -> 7.5 %, p90 19.3 -> 19.9 %), so the sends stay
-exposed until a run separates the two. Megatron-Core's own schedule has since sided with exposed
-sends: from 16 April 2026 (Megatron-LM 260cba7133, "wait for async P2P send before deallocating
+exposed until a run separates the two. What Megatron-Core does depends on its date: from 16 April 2026 (Megatron-LM 260cba7133, "wait for async P2P send before deallocating
 output tensor") the interleaved schedule waits for each forward send before it frees the output,
 whenever `deallocate_pipeline_outputs` is set, as Megatron-LM's training arguments and Megatron-Bridge's
 GPT provider always set it; the
 overlap it ran from October 2023 (4eeff55d1f, "Make overlap_p2p_comm the default") to then is the
-one the rows of the 24.09-26.04 containers ran, and they still do not ask for it as a whole.
+one the rows of the 24.09-26.04 containers ran. Those rows ran their sends overlapped and the model
+charges them exposed; hiding them all at once does not read them better (above), and today's
+Megatron-Core, which parc's `target megatron` jobs run, exposes them as charged.
 
 ## torch FSDP runs never fitted: llm-foundry's MPT tables
 

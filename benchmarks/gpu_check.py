@@ -569,7 +569,7 @@ def kernel_tables(kernels: dict, plan, c) -> dict:
         lines.append(f"| {g['name']} | {m} x {k} x {n} | {flop / g['forward_s'] / 1e12:.0f} | "
                      f"{2 * flop / (g['dgrad_s'] + g['wgrad_s']) / 1e12:.0f} | {1e3 * seconds:.3f} | "
                      f"{1e3 * g['forward_s']:.3f} |")
-    speed = c.attention_speed(hw.generation)
+    speed = c.attention_speed
     rows = ["| seq | forward TFLOP/s | backward TFLOP/s | forward (ms) | parc's curve | parc's charge "
             "| backward (ms) | parc's curve | parc's charge |", "|---|---|---|---|---|---|---|---|---|"]
     curve_errors, charge_ratios = [], []

@@ -96,7 +96,7 @@ def split(shape, knobs, hw: timing.Hardware, sw: timing.Software, c=DEFAULT) -> 
     ]
     kernel = timing.attention_kernel(sw, precision)  # FP8 attention where the run states it
     fa_f, fa_b, steps = timing.flash_attention_seconds(shape, 1, 1, "ring", knobs.seq, n, kernel, hw,
-                                                       c.attention_speed(hw.generation))
+                                                       c.attention_speed)
     from parc import flops
     core = flops.attention_core_flops(shape, flops.causal_keys(knobs.seq)) * n
     lse = 4 * n * shape.heads

@@ -88,19 +88,18 @@ class Constants:
         on their own training runs, which already carry it)."""
         return self.blackwell_sustained if generation == "blackwell" else 1.0
 
-    def attention_speed(self, generation: str) -> float:
-        """What a training run sustains of the fused-attention kernel benchmarks on a generation
-        (the `sustained` the attention timing takes): `attention_sustained` on every generation.
+    @property
+    def attention_speed(self) -> float:
+        """What a training run sustains of the fused-attention kernel benchmarks (the `sustained`
+        the attention timing takes): `attention_sustained`, the same on every generation.
 
         Not also `tensor_core_sustained`: that is what Blackwell's GEMMs lose at board power, fitted
-        on GEMM-bound rows, and `attention_sustained` already is the run-versus-benchmark factor of
-        the attention kernel on every part; both on one kernel counted its gap twice. A Blackwell
-        attention kernel is bound by its exponential units (`kernels.EXP_PER_CLOCK`), not its
-        tensor cores, and the one Blackwell table where attention is most of the step (NeMo 25.04's
-        long-sequence rows on B200, never fitted) ran it no slower than Hopper's factor says: with
-        both factors it came out 7-31 % slow, growing with the sequence (docs/time-model.md, "The
+        on GEMM-bound rows, while `attention_sustained` already is the attention kernel's
+        run-versus-benchmark factor on every part; both on one kernel counted its gap twice. The
+        one Blackwell table where attention is most of the step (NeMo 25.04's long-sequence rows on
+        B200, never fitted) says so: with both factors it came out 7-31 % slow, with one 5-21 %
+        (median 15 %), the error still growing with the sequence (docs/time-model.md, "The
         long-sequence table on B200")."""
-        del generation  # one factor for every generation (above)
         return self.attention_sustained
 
     def with_values(self, values: dict[str, float]) -> Constants:

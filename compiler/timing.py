@@ -1528,7 +1528,7 @@ def flash_attention_seconds(shape: Shape, tp: int, cp: int, flavour: str, seq: i
     both of the peer's chunks) and half over s / 2cp (both query chunks against the peer's earlier
     chunk). All-gather and all-to-all context parallelism run one causal kernel over all s keys.
     `sustained` is a training run's speed relative to the kernel benchmarks the curves come from (1:
-    the curve as published): `Constants.attention_speed` of the GPU's generation, as `layer_work`
+    the curve as published): `Constants.attention_speed` (one for every generation), as `layer_work`
     passes it. A Blackwell part runs Hopper's curve times its attention ceiling
     (`Hardware.attention_ceiling`: measured where a sweep of the part is published, else its
     tensor-core ceiling relative to H100's). Kept per
@@ -2251,7 +2251,7 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
         if gathered:  # parc's job: one kernel per block of the gathered sequence (`gathered_blocks`)
             stepped = GATHERED_BLOCKS
         # the kernel benchmarks' curve at what a training run sustains of it, on this generation
-        sustained = c.attention_speed(hw.generation)
+        sustained = c.attention_speed
         attention_f, attention_b, steps = flash_attention_seconds(shape, t, cp, stepped, seq, n, attention, hw,
                                                                   sustained)
         # a windowed ring step outside every query's window launches nothing (its K/V still moves)

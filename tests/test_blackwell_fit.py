@@ -1,6 +1,6 @@
 """`blackwell_sustained` (benchmarks/blackwell_fit.py): fitted on every dense Blackwell row of NeMo's
 and Megatron-Bridge's published tables, checked out of sample by leaving a source out, and felt by
-Blackwell's tensor-core kernels alone."""
+Blackwell's GEMMs alone."""
 
 from __future__ import annotations
 
@@ -150,6 +150,7 @@ def test_only_blackwell_gemms_feel_it():
     half_attention = one.with_values({**no_launch, "attention_sustained": one.attention_sustained / 2})
     slower = timing.layer_work(shape, case, hw, half_attention)
     assert slower.attention_f == pytest.approx(2 * at_one.attention_f, rel=1e-9)
+    assert slower.attention_b == pytest.approx(2 * at_one.attention_b, rel=1e-9)
     base, halved = _breakdown(plan, one), _breakdown(plan, slow)
     assert base.step < halved.step < 2 * base.step
     assert halved.step >= halved.bounds.links and base.step >= base.bounds.links

@@ -639,6 +639,6 @@ def test_no_attention_beats_the_exponential_unit_or_the_matmul_maximum(gpu):
             assert seconds >= entries / rate * (1 - 1e-9)
             checked += 1
         stored = timing.flash_attention_seconds(s, 1, 1, "ring", 8192, 8192, kernel, hw,
-                                                DEFAULT.attention_speed(hw.generation))
+                                                DEFAULT.attention_speed)
         assert stored[0] > 1.2 * f and stored[1] > 1.2 * b
     assert checked == 4

@@ -565,7 +565,7 @@ def kernel_ceiling(generation: str) -> float:
     speedup = max([2 * FP8_ATTENTION_SHARE] + [x for layers in ATTENTION_FP8_MEASURED.values()
                                                for kinds in layers.values() for masks in kinds.values()
                                                for pair in masks.values() for x in pair])
-    attention = plateau * ceiling * DEFAULT.attention_speed(generation) * speedup
+    attention = plateau * ceiling * DEFAULT.attention_speed * speedup
     return max(DEFAULT.gemm_efficiency(generation), attention)
 
 
