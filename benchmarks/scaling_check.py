@@ -296,7 +296,19 @@ def section(constants=None) -> dict[str, str]:
             "SCALING_MPT70_LATENCY": (f"{mpt70[0].dp_latency:.3f} -> {mpt70[-1].dp_latency:.3f} s per step under a "
                                       f"{mpt70[-1].step:.0f} s step"),
             "SCALING_MPT_RATIO": f"{ratio[0]:.1f}-{ratio[1]:.1f}x",
-            "SCALING_RAILS": f"at most {across:.1f} s across 96-192 servers, against up to {inside:.1f} s within one set"}
+            "SCALING_RAILS": f"at most {across:.1f} s across 96-192 servers, against up to {inside:.1f} s within one set",
+            "SCALING_SLOPES": slopes_line(constants)}
+
+
+def slopes_line(constants) -> str:
+    """How many series of every published file see their error rise with the GPUs, and the median
+    rise per doubling (`scale_slope.all_series`)."""
+    import scale_slope
+
+    found = scale_slope.all_series(constants)
+    rising = sum(s.slope > 0 for s in found)
+    return (f"{rising} of the {len(found)} series see the prediction's error rise with the GPU count, by a median "
+            f"{statistics.median(s.slope for s in found):+.2f} points per doubling")
 
 
 def main() -> int:
