@@ -2075,7 +2075,7 @@ groups each file's runs whose specs differ only in dp, nodes and global batch, k
 three GPU counts or more, and fits each one's error on log2 of its GPUs; it prints every series).
 A cost that grows with the ranks and that the model does not charge reads so; the static
 variation of identical GPUs (Sinha et al., SC22: about 8 %, a synchronous step waiting for its
-slowest GPU) explains about a third of it when modelled (stop 50, not shipped: neutral on the
+slowest GPU) explains under a third of it when modelled (stop 50, not shipped: neutral on the
 rows as a whole).
 
 What the terms and the sources say:
