@@ -272,6 +272,7 @@ def across_rails(points: list[tuple[Series, list[Point]]], prefix: str) -> tuple
 def section(constants=None) -> dict[str, str]:
     """The SCALING_* placeholders of docs/time-model.md."""
     import fidelity
+    import scale_slope
 
     constants = constants or fidelity.DEFAULT
     points = series_points(constants)
@@ -297,15 +298,12 @@ def section(constants=None) -> dict[str, str]:
                                       f"{mpt70[-1].step:.0f} s step"),
             "SCALING_MPT_RATIO": f"{ratio[0]:.1f}-{ratio[1]:.1f}x",
             "SCALING_RAILS": f"at most {across:.1f} s across 96-192 servers, against up to {inside:.1f} s within one set",
-            "SCALING_SLOPES": slopes_line(constants)}
+            "SCALING_SLOPES": slopes_line(scale_slope.all_series(constants))}
 
 
-def slopes_line(constants) -> str:
-    """How many series of every published file see their error rise with the GPUs, and the median
-    rise per doubling (`scale_slope.all_series`)."""
-    import scale_slope
-
-    found = scale_slope.all_series(constants)
+def slopes_line(found) -> str:
+    """How many of the series `found` (`scale_slope.all_series`) see their error rise with the
+    GPUs, and the median rise per doubling."""
     rising = sum(s.slope > 0 for s in found)
     return (f"{rising} of the {len(found)} series see the prediction's error rise with the GPU count, by a median "
             f"{statistics.median(s.slope for s in found):+.2f} points per doubling")

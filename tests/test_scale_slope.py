@@ -55,7 +55,7 @@ def test_the_published_series_and_the_docs_figures():
     found = scale_slope.all_series()
     assert len(found) >= 25
     assert all(len({g for g, _ in s.points}) >= scale_slope.MIN_COUNTS for s in found)
-    line = scaling.slopes_line(None)
+    line = scaling.slopes_line(found)
     assert f"of the {len(found)} series" in line
     assert f"{statistics.median(s.slope for s in found):+.2f} points per doubling" in line
     assert line in (ROOT / "docs" / "time-model.md").read_text().replace("\n", " ")
