@@ -69,7 +69,10 @@ def gemm_ceiling_caveat(gpu: str, generation: str) -> Caveat | None:
     if gpu in kernels.MAMF_BF16 or generation in ("ampere", "hopper"):
         return None
     flagship = kernels.MAMF_FLAGSHIP.get(generation) if generation in kernels.CEILING_SCALED else None
-    if flagship is not None:
+    if gpu in kernels.MAMF_CARRIED:
+        why = (f"its GEMMs take the {kernels.MAMF_CARRIED[gpu]}'s measured ceiling, carried by the SM counts and "
+               "board powers (power.power_limited_throughput)")
+    elif flagship is not None:
         why = f"its GEMMs take the {flagship}'s measured ceiling"
     else:
         why = "its GEMMs take Hopper's fitted ceiling"

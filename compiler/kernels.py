@@ -38,6 +38,9 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .catalog.gpus import GPUS
+from .power import BOARD_POWER, power_limited_throughput
+
 TILE_M = 128
 TILE_N = 128
 """Output tile of one thread block (rows x columns)."""
@@ -402,6 +405,40 @@ ROCm 6.2 in the table's 2024 edition, 51.4 % under ROCm 6.3 in its 2025 one), a 
 not the part's; it keeps Hopper's ceiling, as docs/time-model.md states (and the higher sweep as
 its bound: `MAMF_BOUND_ONLY`)."""
 
+MAMF_CARRIED = {"gb300-nvl72": "gb200-nvl72", "b300": "b200"}
+"""Parts no published sweep measured -> the swept part of the same generation and platform whose
+maximum is carried to them by the power law (`carried_maximum`): Blackwell Ultra's GB300 from
+GB200 (the same NVL72 tray, 160 SMs at 1,400 W against 148 at 1,200 W), B300 from B200 (HGX, 160 at
+1,100 W against 148 at 1,000 W). Both quote their sibling's dense BF16 and FP8 peaks, so the peak
+alone would give them their sibling's speed; their extra SMs and watts are what the law adds."""
+
+
+def carried_maximum(part: str, fp8: bool = False) -> float:
+    """A `MAMF_CARRIED` part's maximum achievable matmul rate as a fraction of its own dense peak:
+    its sibling's measured FLOP/s (`MAMF_BF16`, or `MAMF_FP8`) times the throughput ratio of the two
+    parts at their board powers (`power.power_limited_throughput`), never above the peak. GB300:
+    1,822 x 1.108 = 2,020 TFLOP/s BF16 (80.8 % of 2,500), B300: 1,745 x 1.087 = 1,897 (84.3 % of
+    2,250; its datasheet clock is the lower one, 2,250 TFLOP/s over 160 SMs against B200's 148)."""
+    sibling = MAMF_CARRIED[part]
+    table, peak = (MAMF_FP8, "fp8_flops") if fp8 else (MAMF_BF16, "bf16_flops")
+    mine, theirs = GPUS[part], GPUS[sibling]
+    flops = table[sibling] * theirs[peak] * power_limited_throughput(
+        mine["sms"], BOARD_POWER[part], theirs["sms"], BOARD_POWER[sibling])
+    return min(1.0, flops / mine[peak])
+
+
+def measured_maximum(gpu: str, generation: str, table: dict[str, float], fp8: bool = False) -> float | None:
+    """The part's maximum achievable matmul rate as a fraction of its dense peak: its own in
+    `table` (`MAMF_BF16`, `MAMF_FP8`), carried from a measured sibling (`MAMF_CARRIED`; `fp8`
+    picks the sibling's FP8 maximum), else its generation's flagship's (`MAMF_FLAGSHIP`); None
+    where none of these exists."""
+    if gpu in table:
+        return table[gpu]
+    if gpu in MAMF_CARRIED:
+        return carried_maximum(gpu, fp8)
+    return table.get(MAMF_FLAGSHIP.get(generation, ""))
+
+
 MAMF_REFERENCE = "h100-sxm"
 """The part whose runs the fitted ceiling `Constants.gemm_hopper` comes from (the calibration rows of
 benchmarks/data/published.yaml are H100 runs)."""
@@ -413,7 +450,8 @@ Hopper's by their measured maximum (`matmul_ceiling`)."""
 
 def matmul_ceiling(gpu: str, generation: str) -> float:
     """The tensor cores' achievable fraction of peak on `gpu` relative to the part the fitted ceiling
-    was measured on: MAMF(gpu) / MAMF(H100) for a Blackwell part (`MAMF_BF16`), 1 where the
+    was measured on: MAMF(gpu) / MAMF(H100) for a Blackwell part (`MAMF_BF16`, or carried from a
+    measured sibling: `MAMF_CARRIED`), 1 where the
     generation's own runs fitted the ceiling (Ampere, Hopper) or no stable measurement exists
     (CDNA3). The fitted `gemm_hopper` holds what a training run's GEMMs lose on H100 beyond the
     sweep's ceiling (sustained power, shapes, the epilogues); a Blackwell part runs the same
@@ -421,19 +459,18 @@ def matmul_ceiling(gpu: str, generation: str) -> float:
     every GEMM, and to fused attention where no sweep of the part measured it (`attention_ceiling`)."""
     if generation not in CEILING_SCALED:
         return 1.0
-    part = gpu if gpu in MAMF_BF16 else MAMF_FLAGSHIP[generation]
-    return MAMF_BF16[part] / MAMF_BF16[MAMF_REFERENCE]
+    return measured_maximum(gpu, generation, MAMF_BF16) / MAMF_BF16[MAMF_REFERENCE]
 
 
 def matmul_achievable(gpu: str, generation: str, fp8: bool = False) -> float:
     """The most of its dense BF16 (or, `fp8`, FP8) peak a part's matrix products reach: its maximum
     achievable matmul FLOP/s (`MAMF_BF16` and `MAMF_BOUND_ONLY`, or `MAMF_FP8`: the best of a
-    brute-force sweep of shapes), else its generation's flagship's (`MAMF_FLAGSHIP`); 1 where
-    neither exists. A physical bound, not a fit: `timing.gemm_efficiency` never charges a product
+    brute-force sweep of shapes), or a measured sibling's carried by the power law (`MAMF_CARRIED`),
+    else its generation's flagship's (`MAMF_FLAGSHIP`); 1 where none exists. A physical bound, not a fit: `timing.gemm_efficiency` never charges a product
     faster than this, whatever its fitted ceiling and shape say."""
-    measured = MAMF_FP8 if fp8 else MAMF_BF16 | MAMF_BOUND_ONLY
-    part = gpu if gpu in measured else MAMF_FLAGSHIP.get(generation)
-    return measured.get(part, 1.0)
+    table = MAMF_FP8 if fp8 else MAMF_BF16 | MAMF_BOUND_ONLY
+    found = measured_maximum(gpu, generation, table, fp8)
+    return 1.0 if found is None else found
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,6 +14,11 @@ datasheets list them). HBM bandwidth does not follow the SM clock (its own clock
 limit at or above the board power changes nothing. NVIDIA's drivers refuse limits below about a
 quarter to a third of the board power (H100 SXM: 200 of 700 W; A100 SXM: 100 of 400 W), where
 the law above no longer holds: the front end refuses them (E0370).
+
+The same law compares two parts of one generation at their own board powers
+(`power_limited_throughput`): with power going as N f^3 over N SMs, a part of N SMs held at P
+runs its clock at (P / N)^(1/3) and its tensor cores at N f ~ N^(2/3) P^(1/3). It carries a
+measured matmul maximum from a swept part to an unswept sibling (`kernels.MAMF_CARRIED`).
 """
 
 from __future__ import annotations
@@ -37,6 +42,16 @@ BOARD_POWER = {
 }
 """Board power (W) of the catalogue's GPUs, the P0 of the law. A GPU defined in a spec has none:
 a power limit on it is refused (E0370)."""
+
+
+def power_limited_throughput(sms: int, board: float, measured_sms: int, measured_board: float) -> float:
+    """Dense tensor-core throughput of a part with `sms` SMs held at its board power `board`,
+    relative to a part of the same generation with `measured_sms` held at `measured_board`: both
+    at the top of one voltage-frequency curve (module doc), (sms / measured_sms)^(2/3) x
+    (board / measured_board)^(1/3). Checked against the two parts a sweep measured at their board
+    powers: B200 (1,000 W) to GB200 (1,200 W), 148 SMs each, gives 1.063 where the sweeps measured
+    1.044 in BF16 and 1.053 in FP8 (tests/test_kernels.py)."""
+    return (sms / measured_sms) ** (1.0 - CLOCK_EXPONENT) * (board / measured_board) ** CLOCK_EXPONENT
 
 
 def clock_fraction(limit: float | None, board: float | None) -> float:

@@ -92,7 +92,9 @@ def test_gb200s_attention_sweep_agrees_with_its_matmul_sweep():
 def test_every_part_gets_its_attention_ceiling():
     """GB200 and GB300 their measured ratios; B200 and B300 their rack siblings', scaled by the matmul
     sweep's ratio of the two parts (B200: 1,745.0 / 2,250 against GB200's 1,822.0 / 2,500, 1.064x;
-    B300 and GB300, neither in the matmul table, 1x); a Blackwell GPU defined in a spec its
+    B300 against GB300, neither swept, their maxima carried by the power law from B200's and GB200's:
+    1,745.0 x 1.0533 x 1.1^(1/3) / 2,250 against 1,822.0 x 1.0533 x (7/6)^(1/3) / 2,500, 1.043x); a
+    Blackwell GPU defined in a spec its
     generation's flagship's (GB200's, scaled as a B200: the matmul table's flagship); Hopper 1 (the
     reference); Ampere and CDNA3, never measured, their matmul ceiling (1). Between the measured
     head dims the ceiling is linear (96: halfway), outside them the nearest one's."""
@@ -106,7 +108,10 @@ def test_every_part_gets_its_attention_ceiling():
     assert flat(kernels.attention_ceiling("gb200-nvl72", "blackwell")) == points("gb200-nvl72")
     assert flat(kernels.attention_ceiling("b200", "blackwell")) == pytest.approx(points("gb200-nvl72", b200_scale))
     assert flat(kernels.attention_ceiling("gb300-nvl72", "blackwell")) == pytest.approx(points("gb300-nvl72"))
-    assert flat(kernels.attention_ceiling("b300", "blackwell")) == pytest.approx(points("gb300-nvl72"))
+    more_sms = (160 / 148) ** (2 / 3)  # 1.0533
+    b300_scale = (1745.0 * more_sms * 1.1 ** (1 / 3) / 2250) / (1822.0 * more_sms * (1400 / 1200) ** (1 / 3) / 2500)
+    assert b300_scale == pytest.approx(1.0434, abs=5e-4)
+    assert flat(kernels.attention_ceiling("b300", "blackwell")) == pytest.approx(points("gb300-nvl72", b300_scale))
     assert flat(kernels.attention_ceiling("my-blackwell", "blackwell")) == pytest.approx(
         points("gb200-nvl72", b200_scale))
     for gpu, generation in (("h100-sxm", "hopper"), ("h200", "hopper"), ("a100-80gb", "ampere"), ("mi300x", "cdna3")):

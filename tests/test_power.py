@@ -166,3 +166,46 @@ def test_explain_text_says_the_sustained_peak(tmp_path):
     spec.write_text(BASE.format(gpu="h100-sxm", extra="  power-limit 500 W\n"))
     result = run_cli("explain", str(spec))
     assert "(peak 989; 884 under the power limit)" in result.stdout
+
+
+def test_the_law_carries_b200s_measured_maximum_to_gb200_within_two_percent():
+    """The power law between two parts of one generation (`power.power_limited_throughput`), checked
+    against the two parts whose matmul maxima were both measured at their board powers (S. Bekman's
+    mamf-finder table, typed here, not read from kernels.py): B200 at 1,000 W and GB200 at 1,200 W,
+    148 SMs each. The law gives (1.2)^(1/3) = 1.063; the sweeps measured 1,822.0 / 1,745.0 = 1.044
+    in BF16 and 3,615.6 / 3,432.5 = 1.053 in FP8."""
+    from parc.catalog.gpus import GPUS
+    from parc.power import BOARD_POWER, power_limited_throughput
+
+    b200, gb200 = GPUS["b200"], GPUS["gb200-nvl72"]
+    law = power_limited_throughput(gb200["sms"], BOARD_POWER["gb200-nvl72"], b200["sms"], BOARD_POWER["b200"])
+    assert law == pytest.approx(1.2 ** (1 / 3), rel=1e-9)
+    assert law == pytest.approx(1822.0 / 1745.0, rel=0.02)
+    assert law == pytest.approx(3615.6 / 3432.5, rel=0.01)
+    # more SMs at one power: each runs slower, the part faster, as the 2/3 power of the count
+    assert power_limited_throughput(160, 1000.0, 148, 1000.0) == pytest.approx((160 / 148) ** (2 / 3), rel=1e-9)
+
+
+def test_blackwell_ultra_takes_its_siblings_maximum_carried_by_the_law():
+    """GB300 (160 SMs, 1,400 W) from GB200's 1,822.0 TFLOP/s, B300 (160 SMs, 1,100 W) from B200's
+    1,745.0, both at their siblings' dense peaks: 2,020 of 2,500 and 1,897 of 2,250 in BF16, 4,008
+    and 3,732 of 5,000 and 4,500 in FP8 (hand computed). The time model's ceiling and bound are
+    these; before, both parts stood on B200's 77.6 %."""
+    from parc import kernels
+
+    more_sms = (160 / 148) ** (2 / 3)
+    cases = {
+        "gb300-nvl72": (1822.0 * more_sms * (1400 / 1200) ** (1 / 3) / 2500, 3615.6 * more_sms * (1400 / 1200) ** (1 / 3) / 5000),
+        "b300": (1745.0 * more_sms * (1100 / 1000) ** (1 / 3) / 2250, 3432.5 * more_sms * (1100 / 1000) ** (1 / 3) / 4500),
+    }
+    assert cases["gb300-nvl72"][0] * 2500 == pytest.approx(2020, abs=1)
+    assert cases["b300"][0] * 2250 == pytest.approx(1897, abs=1)
+    for gpu, (bf16, fp8) in cases.items():
+        assert kernels.matmul_achievable(gpu, "blackwell") == pytest.approx(bf16, rel=1e-9)
+        assert kernels.matmul_achievable(gpu, "blackwell", fp8=True) == pytest.approx(fp8, rel=1e-9)
+        assert kernels.matmul_ceiling(gpu, "blackwell") == pytest.approx(bf16 / (794.5 / 989), rel=1e-9)
+        hw = timing.hardware_of(compile_text(
+            f"model llama3-8b\ndp 8 on nodes(8 gpus, nvlink)\nhardware {{ gpu {gpu} }}\n"
+            "train {\n  seq 4096, global-batch 8, micro-batch 1\n  precision bf16, optimizer adamw, recompute none\n}\n",
+            path="x.par").plan)
+        assert hw.achievable == pytest.approx(bf16, rel=1e-9) and hw.achievable_fp8 == pytest.approx(fp8, rel=1e-9)
