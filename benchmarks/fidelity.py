@@ -2739,7 +2739,8 @@ B300 at 1,100 W 1.087x B200 at 1,000 W (1,897, 84.3 % of 2,250). The one pair of
 at their board powers checks the law: from B200 to GB200 (148 SMs each, 1,000 and 1,200 W) it
 gives 1.063x where the sweeps measured 1.044x in BF16 and 1.053x in FP8 (tests/test_power.py).
 Before the law both parts stood on B200's measured ceiling; the law moved the GB300 rows' median
-signed error from -11.9 % to -9.9 % and the B300 rows' median |error| from 8.5 % to 5.0 %. Megatron-Bridge's tables print 66 rows on them from 26.02 to
+signed error from -11.9 % to -9.9 % and the B300 rows' median |error| from 8.5 % to 5.0 % (the
+stored constants of stop 50; with the sequence-parallel casts below, -10.3 % and 5.2 %). Megatron-Bridge's tables print 66 rows on them from 26.02 to
 26.08, transcribed with their recipes in `benchmarks/data/megatron_bridge_blackwell_ultra.yaml`
 (its header lists what is left out and why) and evaluated with the stored constants; each row's
 tokens/s and its printed TFLOP/s agree through Megatron-Core's own count (tests/test_blackwell_ultra.py).
@@ -2793,10 +2794,29 @@ d0067d0d), with no constant fitted:
 Not modelled: the tp amax all-reduces of each quantized input under sequence parallelism (tiny,
 on the compute stream), the per-step amax all-reduce over dp of NVFP4 parameters' 16x16 tiles
 and the transpose after their gather, the weights' quantization each step without
-`--fp4-param-gather`, casts charged on the gathered tensor where Transformer Engine quantizes the
-local shard (the column-parallel inputs and row-parallel output gradients under sequence
-parallelism; as for fp8), and the bf16 first and last layers some NVIDIA recipes keep (Nemotron 3
+`--fp4-param-gather`, and the bf16 first and last layers some NVIDIA recipes keep (Nemotron 3
 Super, gpt-oss; not the Llama recipes).
+
+**Casts before the gather (every quantized recipe, stop 51).** Under sequence parallelism
+Transformer Engine quantizes a column-parallel linear's input on the rank's own rows and gathers
+the quantized tensor (`gather_along_first_dim` with the linear's quantizer,
+transformer_engine/pytorch/distributed.py: `_all_gather_fp8`, `_all_gather_mxfp8`,
+`_all_gather_nvfp4`), and a row-parallel linear's output gradient the same way in the backward.
+The gathers' bytes were already charged so (`Work.tp_gather_bytes`); the casts were charged on the
+gathered tensor, tp times the rows the kernel reads. Now each such cast is charged on 1/tp of the
+rows (`timing.gathered_cast_saving`, the attention's and the dense FFN's or shared experts' input
+and output gradient: `timing.sp_gathered_blocks`), in the time model and the HBM ledger alike. A
+per-tensor recipe on Hopper, whose fp8 GEMMs take one layout, gathers the rowwise copy alone
+(`_all_gather_fp8` turns the columnwise usage off for the local cast) and makes the transpose from
+the gathered tensor: 3/tp bytes an element plus 2 (read 1, write 1), where 4 were charged. With
+the refit it brings (`blackwell_sustained` 0.815 -> 0.809, the dense Blackwell FP8 rows being
+faster), all 621 published rows go from 7.4 % to 7.3 % median, p90 19.0 % both. The rows it speeds
+up were mostly fast already on H100 (DGX Cloud's, median |error| 7.8 -> 8.4 %), and Megatron-Bridge's
+dense releases move 5.8 -> 6.1 %; NVFP4's rows lose their bias (median signed error -2.1 -> +0.1 %,
+median |error| 6.8 -> 7.6 %: the GB200 405B rows, 12-20 % slow, gain about 1.5 points, the rows
+near zero cross it). The H100 FP8 rows' remaining speed is something else; the casts are now what
+the runtime runs. A layer's cast bytes are counted by hand in
+tests/test_fp8_casts.py.
 
 Megatron-Bridge prints 18 NVFP4 rows of the models and systems the other files transcribe (Llama 3
 70B on 64 and Llama 3.1 405B on 256 GB200 and GB300, 26.02 to 26.06), transcribed with their recipes

@@ -148,18 +148,18 @@ FIXED_SOURCES: dict[str, str] = {
 # search's indistinguishability band (search/ranking.py) follows every refit.
 # BEGIN FITTED (written by benchmarks/fidelity.py --write; do not edit by hand)
 DEFAULT = Constants(
-    gemm_ampere=0.8575,
+    gemm_ampere=0.8574,
     gemm_hopper=0.8607,
     intensity_half=1.578,
-    kernel_overhead=7.248e-06,
+    kernel_overhead=7.188e-06,
     bus_nvlink=0.8,
     bus_network=0.92,
     hbm_efficiency=0.8,
     latency_intra=1e-06,
     latency_inter=5e-06,
-    eager_efficiency=0.9305,
-    attention_sustained=0.5932,
-    blackwell_sustained=0.8152,
+    eager_efficiency=0.931,
+    attention_sustained=0.5919,
+    blackwell_sustained=0.8089,
 )
 TIME_MODEL_SPREAD = 0.073
 # END FITTED

@@ -178,6 +178,43 @@ def fp8_cast_bytes(gemms: list[tuple], scaling: str, transposed: bool = True) ->
     return forward, backward
 
 
+def gathers_quantized(tp: int, sp: bool, quantized: bool, fp8_scaling: str) -> bool:
+    """Whether sequence parallelism's all-gathers of a layer's GEMM inputs (and, backward, of its
+    output gradients) carry quantized tensors: Transformer Engine quantizes the rank's own rows
+    first and gathers the result (`gather_along_first_dim` with the linear's quantizer,
+    transformer_engine/pytorch/distributed.py, every recipe: `_all_gather_fp8`, `_all_gather_mxfp8`,
+    `_all_gather_nvfp4`). Not torchao's dynamic scaling (torchtitan), charged in bf16 (`layer_work`
+    says why). `quantized`: the layer's linears run quantized GEMMs."""
+    return tp > 1 and sp and quantized and fp8_scaling != "dynamic"
+
+
+GATHER_TRANSPOSE_BYTES = 2
+"""A transpose made from an fp8 tensor after its all-gather: read 1 byte an element, write 1."""
+
+
+def gathered_cast_saving(scaling: str, transposed: bool, shard: int) -> float:
+    """Bytes per element of a gathered tensor that `fp8_cast_per_element` (the cast of the whole
+    tensor) over-counts where the runtime quantizes before the gather (`gathers_quantized`): the
+    quantize reads and writes only the rank's 1/`shard` of the rows. Under a per-tensor recipe on a
+    part whose fp8 GEMMs take one layout (`transposed`: Hopper) the gather carries the rowwise copy
+    alone (`_all_gather_fp8` turns the quantizer's columnwise usage off for the local cast) and the
+    transpose the other GEMM needs is made from the gathered tensor (`GATHER_TRANSPOSE_BYTES`).
+    H100 at tp 4 under delayed scaling: 4 - 3/4 - 2 = 1.25 bytes of the 4 charged before."""
+    full = fp8_cast_per_element(scaling, transposed)
+    after = GATHER_TRANSPOSE_BYTES if transposed and scaling in ("delayed", "current") else 0.0
+    local = full - after / 2  # the local cast writes no transpose
+    return full - local / shard - after
+
+
+def sp_gathered_blocks(shape: Shape, moe: bool) -> int:
+    """A layer's tp-split blocks whose column-parallel input sequence parallelism gathers, and whose
+    row-parallel output gradient it gathers backward, at the hidden width: the attention (not
+    multi-head latent attention, whose latents Megatron-Core gathers in bf16 itself:
+    `gather_from_sequence_parallel_region`) and the dense FFN or the shared experts (routed experts
+    take their tokens from the all-to-all)."""
+    return (0 if shape.mla else 1) + (1 if not moe or shape.shared_experts else 0)
+
+
 def fused_mlp_epilogue_casts(local: int, rows: float, expert_ffn: float, up: int) -> tuple[float, float]:
     """The casts `fp8_cast_bytes` counts that Transformer Engine's fused grouped MLP
     (`Software.fused_grouped_mlp`) does not run, forward and backward: fc2's input (`rows` x
@@ -2196,6 +2233,10 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
         if fused_mlp:  # fc2's input and fc1's output gradient leave the GEMMs' epilogues quantized
             routed_f, routed_b = fused_mlp_epilogue_casts(local, per_expert, f, up)
             cast_f, cast_b = cast_f - routed_f, cast_b - routed_b
+        if gathers_quantized(t, sp, True, fp8_scaling):  # quantized on the rank's own rows, then gathered
+            saved = sp_gathered_blocks(shape, moe) * n * h * gathered_cast_saving(
+                cast_scaling(precision, fp8_scaling), fp8_transposed(hw.generation), shard)
+            cast_f, cast_b = cast_f - saved, cast_b - saved
     # eager PyTorch runs the rotary embedding and SwiGLU op by op: their extra bytes (their extra
     # launches queue ahead asynchronously behind the GEMMs; `kernel_overhead`, fitted on GEMM-bound
     # runs, is a GEMM's ramp and tail, not charged to them)
@@ -2309,7 +2350,7 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
     # gather float8 too, but each cast first all-reduces its amax over the tp group, latency the
     # model does not charge; torchtitan's one published fp8 pair under tp 8 (1.16x bf16,
     # tests/test_fp8_casts.py) shows no gain from the smaller gathers, so they are charged in bf16
-    quantized = t > 1 and sp and recipe != "bf16" and fp8_scaling != "dynamic"
+    quantized = gathers_quantized(t, sp, recipe != "bf16", fp8_scaling)
     tp_gather_bytes = operand_bytes(hw, precision) * n * h if quantized else 0.0
     tp_grad_gather_bytes = (2 if recipe in ("nvfp4", "mxfp8") else 1) * tp_gather_bytes
     tp_latent = ACT * n * mla_tp_width(shape, sp) if t > 1 and shape.mla else 0.0

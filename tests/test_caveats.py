@@ -143,7 +143,7 @@ def test_diff_shows_the_caveats_a_change_adds_and_removes(tmp_path):
     ground: `parc diff` lists the caveat as new (JSON `caveats.added`, text and markdown), and the
     change back removes it."""
     short, long = tmp_path / "short.par", tmp_path / "long.par"
-    short.write_text(LLAMA_8B.format(gpu="h100-sxm", seq=8192, layout="cp 8", batch=8))
+    short.write_text(LLAMA_8B.format(gpu="h100-sxm", seq=2048, layout="cp 8", batch=8))  # 8K sits at the 40 % line
     long.write_text(LLAMA_8B.format(gpu="h100-sxm", seq=131072, layout="cp 8", batch=8))
     forward = json.loads(run_cli("diff", str(short), str(long), "--format", "json").stdout)
     assert forward["caveats"]["added"] == ["attention"] and forward["caveats"]["removed"] == []

@@ -107,3 +107,75 @@ def test_float8_speedup_matches_torchtitans_tables():
         assert predicted == pytest.approx(published, rel=0.055), (gpus, predicted)
         checked += 1
     assert checked == 3
+
+
+def _ledger_casts(gpu: str, scaling: str, precision: str, tp: int, sp: bool) -> tuple[float, float]:
+    """A Llama 3 8B layer's cast bytes in the HBM ledger (`hbm.layer_bytes`), forward and backward:
+    its memory-bound bytes under `precision` less those in bf16 (the casts are the only difference)."""
+    from dataclasses import replace
+
+    from parc import hbm
+
+    text = (f"tp {tp} x dp 8 on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware {{ gpu {gpu} }}\n"
+            "target megatron\n"
+            f"train {{ seq {TOKENS}, global-batch 8, micro-batch 1, precision {precision} }}\n")
+    plan = compile_text(text, path="fp8.par", checks=False).plan
+    case = timing.LayerCase(moe=False, tp=tp, sp=sp, cp=1, flavour="ring", seq=TOKENS, micro=1, ep=1,
+                            precision=precision, attention="flash-te", kernels="fused", cp_runtime="te",
+                            fp8_scaling=scaling)
+    transposed = gpu.startswith("h")
+    quantized = hbm.layer_bytes(shape_of(plan), case, transposed)
+    plain = hbm.layer_bytes(shape_of(plan), replace(case, precision="bf16"), transposed)
+    return quantized.memory_f - plain.memory_f, quantized.memory_b - plain.memory_b
+
+
+@pytest.mark.parametrize("gpu, scaling, precision, local, after", [
+    ("h100-sxm", "delayed", "fp8", 3, 2),  # rowwise cast on own rows; transpose of the gathered tensor
+    ("h100-sxm", "current", "fp8", 3, 2),
+    ("b200", "delayed", "fp8", 3, 0),  # Blackwell's fp8 GEMMs take either layout: no transpose
+    ("b200", "mxfp8", "fp8", 4, 0),  # rowwise and columnwise block-scaled copies, both gathered
+    ("b200", "nvfp4", "nvfp4", 5.125, 0),  # amax, cast, two 0.5625-byte copies, both gathered
+])
+def test_sequence_parallel_casts_run_on_the_ranks_own_rows(gpu, scaling, precision, local, after):
+    """Transformer Engine quantizes a column-parallel linear's input, and a row-parallel linear's
+    output gradient, on the rank's own 1/tp of the rows before the sequence-parallel all-gather
+    (`gather_along_first_dim` with the quantizer: transformer_engine/pytorch/distributed.py). At tp
+    4 with sequence parallelism, the four gathered tensors of a layer (QKV's and fc1's inputs
+    forward, the output projection's and fc2's output gradients backward, each tokens x hidden)
+    cost `local` / 4 bytes an element plus `after` (a transpose made from the gathered fp8 tensor
+    where the GEMMs take one layout), the other casts their whole tensor (`full` bytes an element:
+    `local` + `after` / 2); without sequence parallelism every cast runs on the whole tensor."""
+    tp = 4
+    full = local + after / 2
+    own = TOKENS * (Q / tp + F / tp)  # the output projection's and fc2's inputs: no gather
+    gathered = TOKENS * (H + H)  # QKV's and fc1's inputs, gathered
+    own_grads = TOKENS * ((Q + 2 * KV) / tp + 2 * F / tp)  # QKV's and gate/up's output gradients
+    forward, backward = _ledger_casts(gpu, scaling, precision, tp, sp=True)
+    assert forward == pytest.approx(full * own + (local / tp + after) * gathered, rel=1e-9)
+    assert backward == pytest.approx(full * own_grads + (local / tp + after) * gathered, rel=1e-9)
+    forward, backward = _ledger_casts(gpu, scaling, precision, tp, sp=False)
+    assert forward == pytest.approx(full * (own + gathered), rel=1e-9)
+    assert backward == pytest.approx(full * (own_grads + gathered), rel=1e-9)
+
+
+def test_the_time_model_charges_the_ledgers_casts():
+    """`timing.layer_work`'s memory-bound seconds move by the ledger's cast bytes at the HBM rate:
+    the same saving in both (H100, delayed scaling, tp 4, sequence parallelism on and off)."""
+    from parc.calibration import DEFAULT as c
+
+    text = ("tp 4 x dp 8 on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware { gpu h100-sxm }\ntarget megatron\n"
+            f"train {{ seq {TOKENS}, global-batch 8, micro-batch 1, precision fp8 }}\n")
+    plan = compile_text(text, path="fp8.par", checks=False).plan
+    hw = timing.hardware_of(plan)
+
+    def work(sp: bool, precision: str) -> timing.Work:
+        return timing.layer_work(shape_of(plan), timing.LayerCase(
+            moe=False, tp=4, sp=sp, cp=1, flavour="ring", seq=TOKENS, micro=1, ep=1, precision=precision,
+            attention="flash-te", kernels="fused", cp_runtime="te", fp8_scaling="delayed"), hw, c)
+
+    for sp in (True, False):
+        forward, backward = _ledger_casts("h100-sxm", "delayed", "fp8", 4, sp)
+        charged_f = work(sp, "fp8").memory_f - work(sp, "bf16").memory_f
+        charged_b = work(sp, "fp8").memory_b - work(sp, "bf16").memory_b
+        assert charged_f == pytest.approx(forward / (hw.hbm * c.hbm_efficiency), rel=1e-6)
+        assert charged_b == pytest.approx(backward / (hw.hbm * c.hbm_efficiency), rel=1e-6)

@@ -164,7 +164,8 @@ def test_an_nvfp4_gemm_never_beats_the_fp4_peak_nor_the_bytes_it_reads(gpu):
 def test_nvfp4_layer_pays_its_casts_and_counts_its_launches():
     """One Llama 3 8B layer at tp 2 with sequence parallelism, 8,192 tokens, on B200: the HBM ledger
     (`hbm.layer_bytes`) under NVFP4 moves more cast bytes than under fp8 by exactly (5.125 - 3)
-    bytes an element of every GEMM input forward and output gradient backward (NVFP4: an amax
+    bytes an element of every GEMM input forward and output gradient backward, the sequence-parallel
+    gathers' on the rank's own rows (NVFP4: an amax
     read, a cast read, two 0.5625-byte copies; fp8 delayed scaling on Blackwell: read 2, write 1,
     no transpose), the elements counted here from the model's sizes; its host issues the quantize,
     global-scale and swizzle kernels (three, then two per GEMM)."""
@@ -181,8 +182,11 @@ def test_nvfp4_layer_pays_its_casts_and_counts_its_launches():
         return hbm.layer_bytes(shape, case, transposed=False)
 
     tokens, h, q, kv, ffn, tp = 8192, 4096, 4096, 1024, 14336, 2
-    inputs = tokens * (h + q / tp + h + ffn / tp)  # QKV, output projection, fc1 (gate and up), fc2
-    gradients = tokens * ((q + 2 * kv) / tp + h + 2 * ffn / tp + h)
+    # QKV, output projection, fc1 (gate and up), fc2; QKV's and fc1's inputs, and the output
+    # projection's and fc2's output gradients, quantized on the rank's own rows before the
+    # sequence-parallel gather (1/tp of them)
+    inputs = tokens * (h / tp + q / tp + h / tp + ffn / tp)
+    gradients = tokens * ((q + 2 * kv) / tp + h / tp + 2 * ffn / tp + h / tp)
     fp8, nv = bytes_of("fp8"), bytes_of("nvfp4")
     assert nv.memory_f - fp8.memory_f == pytest.approx((5.125 - 3) * inputs, rel=1e-9)
     assert nv.memory_b - fp8.memory_b == pytest.approx((5.125 - 3) * gradients, rel=1e-9)
@@ -267,7 +271,10 @@ def test_the_reader_reads_nvfp4_and_refuses_other_4_bit_formats():
 
 def test_megatron_bridges_nvfp4_rows_are_predicted_and_none_beats_physics():
     """Every NVFP4 row Megatron-Bridge published (never fitted on) is read and predicted, within
-    the error band the calibration's other Blackwell rows have."""
+    the error band the other Blackwell rows have, without a bias: median |error| 7.6 % and median
+    signed error +0.1 % since the casts are charged before the sequence-parallel gather as
+    Transformer Engine runs them (stop 51; 6.8 % with a -2.1 % bias when they were charged on the
+    gathered tensor), worst under 25 %."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import fidelity
 
@@ -282,6 +289,7 @@ def test_megatron_bridges_nvfp4_rows_are_predicted_and_none_beats_physics():
         errors.append(row.conv_flops / step / row.gpus / 1e12 / row.reported_tflops - 1)
     errors.sort(key=abs)
     assert statistics.median(abs(e) for e in errors) < 0.08 and abs(errors[-1]) < 0.25, errors
+    assert abs(statistics.median(errors)) < 0.03, errors
 
 
 @pytest.mark.parametrize("gpu, memory, key, stated, override", [
