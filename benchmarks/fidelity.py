@@ -679,7 +679,9 @@ Under fp8, only where the runtime has fp8 GEMMs (`Software.fp8`): Transformer En
 NeMo) and torchao's float8 (torchtitan) run the transformer layers' linear layers at the FP8 peak
 (attention and the output layer stay BF16: torchtitan converts every `nn.Linear` but `output`)
 and their casts move 4 bytes per element of each GEMM input forward and of each output gradient
-backward (read 2, write the fp8 copy and its transpose). How the scale is found differs
+backward (read 2, write the fp8 copy and its transpose), those sequence parallelism gathers on
+the rank's own rows before the gather (Transformer Engine's; "Casts before the gather" below).
+How the scale is found differs
 (`Software.fp8_scaling`, `timing.fp8_cast_bytes`): Transformer Engine's delayed scaling takes it
 from an amax history and records the new amax inside the cast, and casts the weights once per
 step (not counted); torchao's dynamic tensorwise scaling (torchtitan's default) reduces each
@@ -828,9 +830,10 @@ heads) the ratios fall to 0.69 / 0.85 on GB200 and 0.81 / 0.88 on GB300: Blackwe
 twice as fast per SM as Hopper's while the softmax's per-entry work does not, and a narrower head
 has half the products per entry to hide it behind. The ceiling is linear in head dim between the
 two (`kernels.ceiling_at`), the nearest one's outside. B200 and B300, the same dies on other boards, and any Blackwell GPU a spec
-defines carry the measured ratio scaled by the matmul sweep's ratio of the two parts (a B200
-holds 77.6 % of its lower peak where a GB200 holds 72.9 % of its higher one: 1.064x; the one
-other published B200 attention sweep, another backend set, sits below GB200's and is not read). From 4K keys the Blackwell points
+defines carry the measured ratio scaled by the two parts' matmul maxima (a B200 holds 77.6 % of
+its lower peak where a GB200 holds 72.9 % of its higher one: 1.064x; a B300 84.3 % and a GB300
+80.8 %, both carried by the power law from their swept siblings: 1.043x; the one other published
+B200 attention sweep, another backend set, sits below GB200's and is not read). From 4K keys the Blackwell points
 follow their ratio within 11 % of H200's; at 2K they run 4-21 % slower than it has them (more
 fixed work per tile against tensor cores twice as fast). The model's seconds over each run's
 (`sustained` 1; the curve is FlashAttention-3's 2024 cuDNN, below cuDNN 9.19 at long keys; the
@@ -1524,7 +1527,8 @@ again for the norm), 18 under SGD; ZeRO divides the parameters by the sharding g
 at its measured tensor-core ceiling relative to H100's
 (`kernels.matmul_ceiling`): the maximum achievable matmul FLOP/s of S. Bekman's ml-engineering BF16
 table (a brute-force sweep of `torch.matmul` shapes), B200 1,745 of 2,250 TFLOPS (77.6 %) and GB200
-1,822 of 2,500 (72.9 %) against H100's 794.5 of 989 (80.3 %): 0.966 and 0.908. The fitted ceiling
+1,822 of 2,500 (72.9 %) against H100's 794.5 of 989 (80.3 %): 0.966 and 0.908; GB300 and B300,
+never swept, carry GB200's and B200's by the power law ("Blackwell Ultra" below): 1.006 and 1.050. The fitted ceiling
 keeps what a training run loses on H100 beyond the sweep; the faster part keeps those losses and
 reaches less of its datasheet peak (boost clock not held at full board power, twice H100's operand
 bytes per SM and clock). CDNA3 keeps Hopper's: MI300X's two published sweeps disagree by 15 %
@@ -2808,7 +2812,11 @@ rows (`timing.gathered_cast_saving`, the attention's and the dense FFN's or shar
 and output gradient: `timing.sp_gathered_blocks`), in the time model and the HBM ledger alike. A
 per-tensor recipe on Hopper, whose fp8 GEMMs take one layout, gathers the rowwise copy alone
 (`_all_gather_fp8` turns the columnwise usage off for the local cast) and makes the transpose from
-the gathered tensor: 3/tp bytes an element plus 2 (read 1, write 1), where 4 were charged. With
+the gathered tensor for the weight-gradient GEMM, in the backward (the input's after its saved
+shard is gathered again): 3/tp bytes an element forward, 3/tp + 2 for the gradient and 2 for the
+input's transpose backward (read 1, write 1), where 4 and 4 were charged. Multi-head latent
+attention's latents keep their bf16 gathers and whole-tensor casts (`Work.tp_latent`); its output
+projection's gradient is gathered quantized as any. With
 the refit it brings (`blackwell_sustained` 0.815 -> 0.809, the dense Blackwell FP8 rows being
 faster), all 621 published rows go from 7.4 % to 7.3 % median, p90 19.0 % both. The rows it speeds
 up were mostly fast already on H100 (DGX Cloud's, median |error| 7.8 -> 8.4 %), and Megatron-Bridge's

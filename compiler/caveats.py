@@ -9,9 +9,10 @@ is in one:
   its own benchmarks, differs by runtime and release (`attention_sustained`, fitted on NeMo
   24.03's long-sequence table, 0.6; NeMo 25.04 on B200 and the 2025 ModelZoo runs sustained more,
   llm-foundry's Triton kernel less), so the longer the sequence, the wider the error;
-- a GPU whose tensor cores no published matmul sweep measured: its GEMMs take a measured part's
-  ceiling (`kernels.MAMF_FLAGSHIP`; GB300 runs about 1.2x GB200 in Megatron-Bridge's tables where
-  the model gives it 1.07x), or Hopper's fitted one (CDNA3);
+- a GPU whose tensor cores no published matmul sweep measured: its GEMMs take a measured sibling's
+  ceiling carried by the power law (`kernels.MAMF_CARRIED`; GB300 runs about 1.2x GB200 in
+  Megatron-Bridge's tables where the law gives it 1.11x), a measured part's
+  (`kernels.MAMF_FLAGSHIP`), or Hopper's fitted one (CDNA3);
 - a step the expert-parallel all-to-all dominates: the mixture-of-experts rows are the model's
   least accurate class (routing, the dispatcher's kernels and the fabric under many-to-many
   traffic);

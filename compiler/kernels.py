@@ -398,8 +398,9 @@ of 1,979 (70.9 %, torch 2.7.0+cu126), H200 1,453.4 (73.4 %, 2.7.1+cu128), B200 3
 FP8) or MI300X (not measured there)."""
 
 MAMF_FLAGSHIP = {"ampere": "a100-80gb", "hopper": "h100-sxm", "blackwell": "b200"}
-"""The measured part a GPU of a generation stands for where the table has no row of its own (a GPU
-defined in a spec; an H200 is an H100's chip at the same clocks: the table's "H200 is the same").
+"""The measured part a GPU of a generation stands for where the table has no row of its own and no
+sibling carries one to it (`MAMF_CARRIED`): a GPU defined in a spec; an H200, an H100's chip at the
+same clocks (the table's "H200 is the same").
 CDNA3 has none: MI300X's two published sweeps disagree by 15 % across ROCm releases (60.1 % under
 ROCm 6.2 in the table's 2024 edition, 51.4 % under ROCm 6.3 in its 2025 one), a software figure,
 not the part's; it keeps Hopper's ceiling, as docs/time-model.md states (and the higher sweep as
@@ -410,7 +411,10 @@ MAMF_CARRIED = {"gb300-nvl72": "gb200-nvl72", "b300": "b200"}
 maximum is carried to them by the power law (`carried_maximum`): Blackwell Ultra's GB300 from
 GB200 (the same NVL72 tray, 160 SMs at 1,400 W against 148 at 1,200 W), B300 from B200 (HGX, 160 at
 1,100 W against 148 at 1,000 W). Both quote their sibling's dense BF16 and FP8 peaks, so the peak
-alone would give them their sibling's speed; their extra SMs and watts are what the law adds."""
+alone would give them their sibling's speed; their extra SMs and watts are what the law adds. Of
+the law's two factors only the power's is checked by a measured pair (B200 to GB200, equal SM
+counts: the law 1.063x, the sweeps 1.044x BF16 and 1.053x FP8); the SM count's (1.053x for 160
+against 148) follows from the same f^3 power but no pair of swept parts tests it."""
 
 
 def carried_maximum(part: str, fp8: bool = False) -> float:
@@ -427,11 +431,12 @@ def carried_maximum(part: str, fp8: bool = False) -> float:
     return min(1.0, flops / mine[peak])
 
 
-def measured_maximum(gpu: str, generation: str, table: dict[str, float], fp8: bool = False) -> float | None:
-    """The part's maximum achievable matmul rate as a fraction of its dense peak: its own in
-    `table` (`MAMF_BF16`, `MAMF_FP8`), carried from a measured sibling (`MAMF_CARRIED`; `fp8`
-    picks the sibling's FP8 maximum), else its generation's flagship's (`MAMF_FLAGSHIP`); None
-    where none of these exists."""
+def measured_maximum(gpu: str, generation: str, fp8: bool = False, bounds: bool = False) -> float | None:
+    """The part's maximum achievable matmul rate as a fraction of its dense BF16 (or, `fp8`, FP8)
+    peak: its own sweep's (`MAMF_BF16`, `MAMF_FP8`; with `bounds`, `MAMF_BOUND_ONLY` too), carried
+    from a measured sibling (`MAMF_CARRIED`), else its generation's flagship's (`MAMF_FLAGSHIP`);
+    None where none of these exists."""
+    table = MAMF_FP8 if fp8 else (MAMF_BF16 | MAMF_BOUND_ONLY if bounds else MAMF_BF16)
     if gpu in table:
         return table[gpu]
     if gpu in MAMF_CARRIED:
@@ -459,7 +464,7 @@ def matmul_ceiling(gpu: str, generation: str) -> float:
     every GEMM, and to fused attention where no sweep of the part measured it (`attention_ceiling`)."""
     if generation not in CEILING_SCALED:
         return 1.0
-    return measured_maximum(gpu, generation, MAMF_BF16) / MAMF_BF16[MAMF_REFERENCE]
+    return measured_maximum(gpu, generation) / MAMF_BF16[MAMF_REFERENCE]
 
 
 def matmul_achievable(gpu: str, generation: str, fp8: bool = False) -> float:
@@ -468,8 +473,7 @@ def matmul_achievable(gpu: str, generation: str, fp8: bool = False) -> float:
     brute-force sweep of shapes), or a measured sibling's carried by the power law (`MAMF_CARRIED`),
     else its generation's flagship's (`MAMF_FLAGSHIP`); 1 where none exists. A physical bound, not a fit: `timing.gemm_efficiency` never charges a product
     faster than this, whatever its fitted ceiling and shape say."""
-    table = MAMF_FP8 if fp8 else MAMF_BF16 | MAMF_BOUND_ONLY
-    found = measured_maximum(gpu, generation, table, fp8)
+    found = measured_maximum(gpu, generation, fp8, bounds=True)
     return 1.0 if found is None else found
 
 

@@ -50,7 +50,8 @@ def power_limited_throughput(sms: int, board: float, measured_sms: int, measured
     at the top of one voltage-frequency curve (module doc), (sms / measured_sms)^(2/3) x
     (board / measured_board)^(1/3). Checked against the two parts a sweep measured at their board
     powers: B200 (1,000 W) to GB200 (1,200 W), 148 SMs each, gives 1.063 where the sweeps measured
-    1.044 in BF16 and 1.053 in FP8 (tests/test_kernels.py)."""
+    1.044 in BF16 and 1.053 in FP8 (tests/test_power.py). The SM-count factor has no such pair: it
+    follows from the same power law, untested by a measurement."""
     return (sms / measured_sms) ** (1.0 - CLOCK_EXPONENT) * (board / measured_board) ** CLOCK_EXPONENT
 
 

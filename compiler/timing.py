@@ -191,28 +191,41 @@ def gathers_quantized(tp: int, sp: bool, quantized: bool, fp8_scaling: str) -> b
 GATHER_TRANSPOSE_BYTES = 2
 """A transpose made from an fp8 tensor after its all-gather: read 1 byte an element, write 1."""
 
+CAST_TRANSPOSE_WRITE_BYTES = 1
+"""The transposed copy a per-tensor fp8 cast writes beside the rowwise one where the part's fp8
+GEMMs take one layout (part of `FP8_CAST_BYTES`)."""
 
-def gathered_cast_saving(scaling: str, transposed: bool, shard: int) -> float:
-    """Bytes per element of a gathered tensor that `fp8_cast_per_element` (the cast of the whole
-    tensor) over-counts where the runtime quantizes before the gather (`gathers_quantized`): the
-    quantize reads and writes only the rank's 1/`shard` of the rows. Under a per-tensor recipe on a
-    part whose fp8 GEMMs take one layout (`transposed`: Hopper) the gather carries the rowwise copy
-    alone (`_all_gather_fp8` turns the quantizer's columnwise usage off for the local cast) and the
-    transpose the other GEMM needs is made from the gathered tensor (`GATHER_TRANSPOSE_BYTES`).
-    H100 at tp 4 under delayed scaling: 4 - 3/4 - 2 = 1.25 bytes of the 4 charged before."""
+
+def gathered_cast_saving(scaling: str, transposed: bool, shard: int, inputs: int,
+                         gradients: int) -> tuple[float, float]:
+    """(forward, backward) bytes per element of a gathered tensor that `fp8_cast_bytes` (each cast
+    on the whole gathered tensor) over-counts where the runtime quantizes before the gather
+    (`gathers_quantized`): `inputs` column-parallel inputs forward and `gradients` row-parallel
+    output gradients backward (`sp_gathered_blocks`), each quantized on the rank's own 1/`shard` of
+    the rows. Under a per-tensor recipe on a part whose fp8 GEMMs take one layout (`transposed`:
+    Hopper) the gather carries the rowwise copy alone (`_all_gather_fp8` turns the quantizer's
+    columnwise usage off for the local cast), and the transpose the weight-gradient GEMM needs is
+    made from the gathered tensor (`GATHER_TRANSPOSE_BYTES`): the output gradient's in the
+    backward, and the input's in the backward too, after the saved shard is gathered again (the
+    forward saves the local shard). H100 at tp 4 under delayed scaling, one block: forward 3/4
+    byte an element where 4 were charged, backward 3/4 + 2 + 2 where 4 were."""
+    if shard <= 1:
+        return 0.0, 0.0
     full = fp8_cast_per_element(scaling, transposed)
     after = GATHER_TRANSPOSE_BYTES if transposed and scaling in ("delayed", "current") else 0.0
-    local = full - after / 2  # the local cast writes no transpose
-    return full - local / shard - after
+    local = full - (CAST_TRANSPOSE_WRITE_BYTES if after else 0.0)
+    return inputs * (full - local / shard), gradients * (full - local / shard - after) - inputs * after
 
 
-def sp_gathered_blocks(shape: Shape, moe: bool) -> int:
-    """A layer's tp-split blocks whose column-parallel input sequence parallelism gathers, and whose
-    row-parallel output gradient it gathers backward, at the hidden width: the attention (not
-    multi-head latent attention, whose latents Megatron-Core gathers in bf16 itself:
-    `gather_from_sequence_parallel_region`) and the dense FFN or the shared experts (routed experts
-    take their tokens from the all-to-all)."""
-    return (0 if shape.mla else 1) + (1 if not moe or shape.shared_experts else 0)
+def sp_gathered_blocks(shape: Shape, moe: bool) -> tuple[int, int]:
+    """(inputs, gradients): a layer's column-parallel inputs that sequence parallelism gathers at
+    the hidden width forward, and its row-parallel output gradients it gathers backward
+    (`gathered_cast_saving`). Gradients: the attention's output projection's and the dense FFN's or
+    the shared experts' fc2's (routed experts take their tokens from the all-to-all). Inputs: the
+    same blocks' QKV and fc1, but multi-head latent attention's, whose gathered latents the model
+    charges in bf16 (`Work.tp_latent`), their casts on the gathered tensor."""
+    ffn = 1 if not moe or shape.shared_experts else 0
+    return (0 if shape.mla else 1) + ffn, 1 + ffn
 
 
 def fused_mlp_epilogue_casts(local: int, rows: float, expert_ffn: float, up: int) -> tuple[float, float]:
@@ -1152,8 +1165,10 @@ class Work:
     """What sequence parallelism's all-gathers of a GEMM input carry where it is quantized
     (`OPERAND_BYTES` an element: fp8 or NVFP4 products); 0: `tp_bytes`. Transformer Engine
     quantizes a column-parallel linear's input before gathering it (`gather_along_first_dim` with
-    the input quantizer: the rowwise copy forward, the saved shard's columnwise copy in the
-    backward's re-gather); the reduce-scatters carry the GEMMs' bf16 outputs. Not under
+    the input quantizer: the rowwise copy forward; in the backward's re-gather the saved shard's
+    columnwise copy under the block-scaled recipes, its rowwise copy under a per-tensor one on a part
+    whose fp8 GEMMs take one layout, transposed after the gather: `gathered_cast_saving`); the
+    reduce-scatters carry the GEMMs' bf16 outputs. Not under
     torchao's dynamic scaling (torchtitan: charged in bf16, `layer_work` says why)."""
     tp_grad_gather_bytes: float = 0.0
     """The backward's all-gathers of a row-parallel linear's output gradient where it is quantized:
@@ -2234,9 +2249,9 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
             routed_f, routed_b = fused_mlp_epilogue_casts(local, per_expert, f, up)
             cast_f, cast_b = cast_f - routed_f, cast_b - routed_b
         if gathers_quantized(t, sp, True, fp8_scaling):  # quantized on the rank's own rows, then gathered
-            saved = sp_gathered_blocks(shape, moe) * n * h * gathered_cast_saving(
-                cast_scaling(precision, fp8_scaling), fp8_transposed(hw.generation), shard)
-            cast_f, cast_b = cast_f - saved, cast_b - saved
+            saved_f, saved_b = gathered_cast_saving(cast_scaling(precision, fp8_scaling), fp8_transposed(hw.generation),
+                                                    shard, *sp_gathered_blocks(shape, moe))
+            cast_f, cast_b = cast_f - saved_f * n * h, cast_b - saved_b * n * h
     # eager PyTorch runs the rotary embedding and SwiGLU op by op: their extra bytes (their extra
     # launches queue ahead asynchronously behind the GEMMs; `kernel_overhead`, fitted on GEMM-bound
     # runs, is a GEMM's ramp and tail, not charged to them)

@@ -142,40 +142,63 @@ def test_sequence_parallel_casts_run_on_the_ranks_own_rows(gpu, scaling, precisi
     (`gather_along_first_dim` with the quantizer: transformer_engine/pytorch/distributed.py). At tp
     4 with sequence parallelism, the four gathered tensors of a layer (QKV's and fc1's inputs
     forward, the output projection's and fc2's output gradients backward, each tokens x hidden)
-    cost `local` / 4 bytes an element plus `after` (a transpose made from the gathered fp8 tensor
-    where the GEMMs take one layout), the other casts their whole tensor (`full` bytes an element:
-    `local` + `after` / 2); without sequence parallelism every cast runs on the whole tensor."""
+    cost `local` / 4 bytes an element; where the GEMMs take one layout each also pays `after` in
+    the backward (a transpose made from the gathered fp8 tensor for the weight-gradient GEMM: the
+    gradient's, and the input's once its saved shard is gathered again). The other casts cover
+    their whole tensor (`full` bytes an element: `local` + the transpose's write where there is
+    one); without sequence parallelism every cast runs on the whole tensor, in its own pass."""
     tp = 4
-    full = local + after / 2
+    full = local + (1 if after else 0)
     own = TOKENS * (Q / tp + F / tp)  # the output projection's and fc2's inputs: no gather
     gathered = TOKENS * (H + H)  # QKV's and fc1's inputs, gathered
     own_grads = TOKENS * ((Q + 2 * KV) / tp + 2 * F / tp)  # QKV's and gate/up's output gradients
+    gathered_grads = TOKENS * (H + H)  # the output projection's and fc2's output gradients
     forward, backward = _ledger_casts(gpu, scaling, precision, tp, sp=True)
-    assert forward == pytest.approx(full * own + (local / tp + after) * gathered, rel=1e-9)
-    assert backward == pytest.approx(full * own_grads + (local / tp + after) * gathered, rel=1e-9)
+    assert forward == pytest.approx(full * own + local / tp * gathered, rel=1e-9)
+    assert backward == pytest.approx(full * own_grads + (local / tp + after) * gathered_grads + after * gathered,
+                                     rel=1e-9)
     forward, backward = _ledger_casts(gpu, scaling, precision, tp, sp=False)
     assert forward == pytest.approx(full * (own + gathered), rel=1e-9)
     assert backward == pytest.approx(full * (own_grads + gathered), rel=1e-9)
 
 
-def test_the_time_model_charges_the_ledgers_casts():
-    """`timing.layer_work`'s memory-bound seconds move by the ledger's cast bytes at the HBM rate:
-    the same saving in both (H100, delayed scaling, tp 4, sequence parallelism on and off)."""
+@pytest.mark.parametrize("model, moe", [("llama3-8b", False), ("mixtral-8x7b", True), ("deepseek-v3-like", True)])
+@pytest.mark.parametrize("gpu, scaling", [("h100-sxm", "delayed"), ("b200", "mxfp8")])
+@pytest.mark.parametrize("tp", [2, 4])
+def test_the_time_model_charges_the_ledgers_casts(model, moe, gpu, scaling, tp):
+    """What sequence parallelism takes off a layer's casts moves `timing.layer_work`'s memory-bound
+    seconds by the HBM ledger's bytes at the HBM rate, forward and backward: a dense layer, a MoE
+    layer without shared experts (Mixtral) and one with them and multi-head latent attention
+    (DeepSeek-V3's shape), at tp 2 and 4, on Hopper's per-tensor recipe and Blackwell's MXFP8; for
+    the dense layer the casts themselves agree too (the MoE layer's time model casts its routed
+    experts' tile-padded rows, the ledger their rows). No cast count goes below nothing."""
+    from dataclasses import replace
+
+    from parc import hbm
     from parc.calibration import DEFAULT as c
 
-    text = ("tp 4 x dp 8 on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware { gpu h100-sxm }\ntarget megatron\n"
+    text = (f"tp {tp} x dp 8 on nodes(8 gpus, nvlink)\nmodel {model}\nhardware {{ gpu {gpu} }}\ntarget megatron\n"
             f"train {{ seq {TOKENS}, global-batch 8, micro-batch 1, precision fp8 }}\n")
     plan = compile_text(text, path="fp8.par", checks=False).plan
-    hw = timing.hardware_of(plan)
+    hw, shape = timing.hardware_of(plan), shape_of(plan)
+    rate = hw.hbm * c.hbm_efficiency
 
-    def work(sp: bool, precision: str) -> timing.Work:
-        return timing.layer_work(shape_of(plan), timing.LayerCase(
-            moe=False, tp=4, sp=sp, cp=1, flavour="ring", seq=TOKENS, micro=1, ep=1, precision=precision,
-            attention="flash-te", kernels="fused", cp_runtime="te", fp8_scaling="delayed"), hw, c)
+    def casts(sp: bool) -> dict[str, tuple[float, float]]:
+        case = timing.LayerCase(moe=moe, tp=tp, sp=sp, cp=1, flavour="ring", seq=TOKENS, micro=1, ep=1,
+                                precision="fp8", attention="flash-te", kernels="fused", cp_runtime="te",
+                                fp8_scaling=scaling)
+        plain = replace(case, precision="bf16")
+        quantized, unquantized = (hbm.layer_bytes(shape, x, gpu == "h100-sxm") for x in (case, plain))
+        timed, untimed = (timing.layer_work(shape, x, hw, c) for x in (case, plain))
+        return {d: ((getattr(quantized, d) - getattr(unquantized, d)) / rate, getattr(timed, d) - getattr(untimed, d))
+                for d in ("memory_f", "memory_b")}
 
-    for sp in (True, False):
-        forward, backward = _ledger_casts("h100-sxm", "delayed", "fp8", 4, sp)
-        charged_f = work(sp, "fp8").memory_f - work(sp, "bf16").memory_f
-        charged_b = work(sp, "fp8").memory_b - work(sp, "bf16").memory_b
-        assert charged_f == pytest.approx(forward / (hw.hbm * c.hbm_efficiency), rel=1e-6)
-        assert charged_b == pytest.approx(backward / (hw.hbm * c.hbm_efficiency), rel=1e-6)
+    on, off = casts(True), casts(False)
+    assert set(on) == {"memory_f", "memory_b"}
+    for direction, (ledger, charged) in on.items():
+        assert ledger > 0 and charged > 0, direction
+        ledger_off, charged_off = off[direction]
+        assert ledger_off != ledger, direction  # sequence parallelism moves the casts
+        assert charged - charged_off == pytest.approx(ledger - ledger_off, rel=1e-6, abs=1e-12), direction
+        if not moe:
+            assert charged == pytest.approx(ledger, rel=1e-6), direction
