@@ -2809,14 +2809,17 @@ transformer_engine/pytorch/distributed.py: `_all_gather_fp8`, `_all_gather_mxfp8
 The gathers' bytes were already charged so (`Work.tp_gather_bytes`); the casts were charged on the
 gathered tensor, tp times the rows the kernel reads. Now each such cast is charged on 1/tp of the
 rows (`timing.gathered_cast_saving`, the attention's and the dense FFN's or shared experts' input
-and output gradient: `timing.sp_gathered_blocks`), in the time model and the HBM ledger alike. A
+and output gradient: `timing.sp_gathered_widths`), in the time model and the HBM ledger alike. A
 per-tensor recipe on Hopper, whose fp8 GEMMs take one layout, gathers the rowwise copy alone
 (`_all_gather_fp8` turns the columnwise usage off for the local cast) and makes the transpose from
 the gathered tensor for the weight-gradient GEMM, in the backward (the input's after its saved
 shard is gathered again): 3/tp bytes an element forward, 3/tp + 2 for the gradient and 2 for the
 input's transpose backward (read 1, write 1), where 4 and 4 were charged. Multi-head latent
-attention's latents keep their bf16 gathers and whole-tensor casts (`Work.tp_latent`); its output
-projection's gradient is gathered quantized as any. With
+attention's up projections gather their latents the same way (Megatron-Core scatters the query
+and key-value latents; its column-parallel up projections gather them): the forward gather and
+the backward re-gather now carry them quantized (`Work.tp_latent_gather`, `tp_latent_regather`)
+and their casts run on the rank's rows; the shared RoPE key, which Megatron-Core gathers itself,
+and the latents' input-gradient reduce-scatter stay bf16. With
 the refit it brings (`blackwell_sustained` 0.815 -> 0.809, the dense Blackwell FP8 rows being
 faster), all 621 published rows go from 7.4 % to 7.3 % median, p90 19.0 % both. The rows it speeds
 up were mostly fast already on H100 (DGX Cloud's, median |error| 7.8 -> 8.4 %), and Megatron-Bridge's

@@ -196,13 +196,13 @@ CAST_TRANSPOSE_WRITE_BYTES = 1
 GEMMs take one layout (part of `FP8_CAST_BYTES`)."""
 
 
-def gathered_cast_saving(scaling: str, transposed: bool, shard: int, inputs: int,
-                         gradients: int) -> tuple[float, float]:
+def gathered_cast_saving(scaling: str, transposed: bool, shard: int, inputs: float,
+                         gradients: float) -> tuple[float, float]:
     """(forward, backward) bytes per element of a gathered tensor that `fp8_cast_bytes` (each cast
     on the whole gathered tensor) over-counts where the runtime quantizes before the gather
-    (`gathers_quantized`): `inputs` column-parallel inputs forward and `gradients` row-parallel
-    output gradients backward (`sp_gathered_blocks`), each quantized on the rank's own 1/`shard` of
-    the rows. Under a per-tensor recipe on a part whose fp8 GEMMs take one layout (`transposed`:
+    (`gathers_quantized`), per token: `inputs` elements of column-parallel inputs forward and
+    `gradients` of row-parallel output gradients backward (`sp_gathered_widths`), each quantized on
+    the rank's own 1/`shard` of the rows. Under a per-tensor recipe on a part whose fp8 GEMMs take one layout (`transposed`:
     Hopper) the gather carries the rowwise copy alone (`_all_gather_fp8` turns the quantizer's
     columnwise usage off for the local cast), and the transpose the weight-gradient GEMM needs is
     made from the gathered tensor (`GATHER_TRANSPOSE_BYTES`): the output gradient's in the
@@ -217,15 +217,19 @@ def gathered_cast_saving(scaling: str, transposed: bool, shard: int, inputs: int
     return inputs * (full - local / shard), gradients * (full - local / shard - after) - inputs * after
 
 
-def sp_gathered_blocks(shape: Shape, moe: bool) -> tuple[int, int]:
-    """(inputs, gradients): a layer's column-parallel inputs that sequence parallelism gathers at
-    the hidden width forward, and its row-parallel output gradients it gathers backward
+def sp_gathered_widths(shape: Shape, moe: bool) -> tuple[float, float]:
+    """(inputs, gradients): elements per token of a layer's column-parallel inputs that sequence
+    parallelism gathers forward, and of its row-parallel output gradients it gathers backward
     (`gathered_cast_saving`). Gradients: the attention's output projection's and the dense FFN's or
-    the shared experts' fc2's (routed experts take their tokens from the all-to-all). Inputs: the
-    same blocks' QKV and fc1, but multi-head latent attention's, whose gathered latents the model
-    charges in bf16 (`Work.tp_latent`), their casts on the gathered tensor."""
-    ffn = 1 if not moe or shape.shared_experts else 0
-    return (0 if shape.mla else 1) + ffn, 1 + ffn
+    the shared experts' fc2's, the hidden width each (routed experts take their tokens from the
+    all-to-all). Inputs: the same blocks' QKV and fc1, the hidden width each, but multi-head latent
+    attention's up projections, which gather their inputs, the query latent (or the hidden state)
+    and the key-value latent (`mla_tp_width` without the RoPE key: Megatron-Core's
+    multi_latent_attention.py scatters both latents and its column-parallel up projections gather
+    them)."""
+    ffn = shape.hidden if not moe or shape.shared_experts else 0
+    attention = mla_tp_width(shape, False) if shape.mla else shape.hidden
+    return attention + ffn, shape.hidden + ffn
 
 
 def fused_mlp_epilogue_casts(local: int, rows: float, expert_ffn: float, up: int) -> tuple[float, float]:
@@ -1179,11 +1183,16 @@ class Work:
     """Where the attention's input-side tp collective carries something else than `tp_bytes`:
     multi-head latent attention's latents (`mla_tp_width`), one call each way in place of one of
     `tp_bytes` (`piece_collectives`); 0 otherwise."""
+    tp_latent_gather: float = 0.0
+    """The forward all-gather of those latents where it carries quantized tensors
+    (`gathers_quantized`: Transformer Engine's column-parallel up projections quantize the latents
+    before gathering them; the RoPE key, which Megatron-Core gathers itself, stays bf16); 0:
+    `tp_latent`."""
     tp_latent_regather: float = 0.0
     """Multi-head latent attention's backward re-gather (`regathered`) of its up projections' saved
     sequence-parallel inputs, the query latent (or the hidden state) and the key-value latent
-    (`mla_tp_width` without the RoPE key, which is no projection's input), in place of one
-    re-gather of `tp_bytes`; 0 otherwise."""
+    (`mla_tp_width` without the RoPE key, which is no projection's input), quantized where the
+    gathers are (`gathers_quantized`), in place of one re-gather of `tp_bytes`; 0 otherwise."""
     tp_all_reduce: tuple[int, int] = (0, 0)
     """All-reduces of `tp_bytes` (forward, backward): without sequence parallelism."""
     tp_gather: tuple[int, int] = (0, 0)
@@ -2250,8 +2259,8 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
             cast_f, cast_b = cast_f - routed_f, cast_b - routed_b
         if gathers_quantized(t, sp, True, fp8_scaling):  # quantized on the rank's own rows, then gathered
             saved_f, saved_b = gathered_cast_saving(cast_scaling(precision, fp8_scaling), fp8_transposed(hw.generation),
-                                                    shard, *sp_gathered_blocks(shape, moe))
-            cast_f, cast_b = cast_f - saved_f * n * h, cast_b - saved_b * n * h
+                                                    shard, *sp_gathered_widths(shape, moe))
+            cast_f, cast_b = cast_f - saved_f * n, cast_b - saved_b * n
     # eager PyTorch runs the rotary embedding and SwiGLU op by op: their extra bytes (their extra
     # launches queue ahead asynchronously behind the GEMMs; `kernel_overhead`, fitted on GEMM-bound
     # runs, is a GEMM's ramp and tail, not charged to them)
@@ -2369,7 +2378,12 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
     tp_gather_bytes = operand_bytes(hw, precision) * n * h if quantized else 0.0
     tp_grad_gather_bytes = (2 if recipe in ("nvfp4", "mxfp8") else 1) * tp_gather_bytes
     tp_latent = ACT * n * mla_tp_width(shape, sp) if t > 1 and shape.mla else 0.0
-    tp_latent_regather = ACT * n * mla_tp_width(shape, False) if t > 1 and sp and shape.mla else 0.0
+    # the up projections gather their latents quantized as any column-parallel input; the RoPE key
+    # Megatron-Core gathers itself, in bf16
+    latent_element = operand_bytes(hw, precision) if quantized else ACT
+    tp_latent_gather = (n * (latent_element * mla_tp_width(shape, False) + ACT * shape.rope_dim)
+                        if quantized and shape.mla else 0.0)
+    tp_latent_regather = latent_element * n * mla_tp_width(shape, False) if t > 1 and sp and shape.mla else 0.0
     pairs = 1 if moe and not shape.shared_experts else 2  # routed experts are not split over tp
     # each tp-split block's (column, row) GEMMs in `gemms`' order: attention, then the dense FFN
     # or the shared experts (after the router and the routed experts' two)
@@ -2404,7 +2418,7 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
                 selective_torchtitan=torchtitan, norms_again=norms_again, moe_act_again=moe_act_again, moe_again=moe_again,
                 mla_up_again=mla_up_again, ffn_again=ffn_again, tp_bytes=tp_bytes, tp_gather_bytes=tp_gather_bytes,
                 tp_grad_gather_bytes=tp_grad_gather_bytes,
-                tp_latent=tp_latent,
+                tp_latent=tp_latent, tp_latent_gather=tp_latent_gather,
                 tp_latent_regather=tp_latent_regather, tp_all_reduce=reduce,
                 tp_gather=gather,
                 tp_gemms=tp_partners(blocks, sp) if t > 1 else (), cp_flavour=flavour,
@@ -2625,7 +2639,8 @@ def piece_collectives(work: Work, tp: Link, cp: Link, ep: Link, calls: TpCalls |
     if tp.size > 1 and work.tp_bytes:
         for phase, kind, n in (pair_calls(work) if calls is None else calls):
             if work.tp_latent and (phase, kind) in LATENT_CALLS:  # the attention's first, as its GEMM pairs come
-                out.append(Collective("tp", kind, work.tp_latent, 1, tp.size, tp.local, "path", 1, phase, pairs=True))
+                size = work.tp_latent_gather if kind == "all_gather" and work.tp_latent_gather else work.tp_latent
+                out.append(Collective("tp", kind, size, 1, tp.size, tp.local, "path", 1, phase, pairs=True))
                 n -= 1
             if work.tp_latent_regather and work.tp_regather and (phase, kind) == ("backward", "all_gather"):
                 # the up projections' inputs gathered again: the latents, not the hidden state

@@ -162,7 +162,7 @@ def test_sequence_parallel_casts_run_on_the_ranks_own_rows(gpu, scaling, precisi
     assert backward == pytest.approx(full * (own_grads + gathered), rel=1e-9)
 
 
-@pytest.mark.parametrize("model, moe", [("llama3-8b", False), ("mixtral-8x7b", True), ("deepseek-v3-like", True)])
+@pytest.mark.parametrize("model, moe", [("llama3-8b", False), ("mixtral-8x7b", True), ("deepseek-v3", True)])
 @pytest.mark.parametrize("gpu, scaling", [("h100-sxm", "delayed"), ("b200", "mxfp8")])
 @pytest.mark.parametrize("tp", [2, 4])
 def test_the_time_model_charges_the_ledgers_casts(model, moe, gpu, scaling, tp):

@@ -314,3 +314,33 @@ def test_the_backward_regathers_the_latents_not_the_hidden_state():
     assert any(r.payload == 2 * 4096 * (1536 + 512) and r.count == 1 for r in gathers)
     hidden = sum(r.count for r in gathers if r.payload == 2 * 4096 * shape.hidden)
     assert hidden + 1 == dict(((p, k), n) for p, k, n in timing.pair_calls(work))["backward", "all_gather"]
+
+
+@pytest.mark.parametrize("gpu, precision, element", [("h100-sxm", "fp8", 1.0), ("b200", "nvfp4", 0.5625)])
+def test_quantized_up_projections_gather_their_latents_quantized(gpu, precision, element):
+    """Under fp8 or NVFP4 with sequence parallelism, Transformer Engine's column-parallel up
+    projections quantize the latents on the rank's own rows and gather the quantized tensor, as
+    every column-parallel input (`gather_along_first_dim` with the quantizer); the shared RoPE key,
+    which Megatron-Core gathers itself, stays bf16. So the forward's latent gather carries
+    `element` bytes of the 1,536 + 512 latents and 2 of the 64 RoPE dims, the backward's
+    re-gather the latents quantized, and the reduce-scatter of their input gradient stays bf16
+    (1,536 + 512 + 64 wide, 2 bytes)."""
+    text = (f"dp 8 on nodes(8 gpus, nvlink)\nep 8 over dp\n{DEEPSEEK_V3}hardware {{ gpu {gpu} }}\ntarget megatron\n"
+            "train { seq 4096, global-batch 64, micro-batch 1, recompute full }\n")
+    plan = compile_text(text, path="mla.par", checks=False).plan
+    shape, hw, c = shape_of(plan), timing.hardware_of(plan), timing.DEFAULT
+    case = timing.LayerCase(moe=False, tp=2, sp=True, cp=1, flavour="ring", seq=4096, micro=1, ep=1,
+                            precision=precision, attention="flash-te", kernels="fused", fp8_scaling="delayed")
+    sw = timing.Software(attention="flash-te", kernels="fused", tp_regather=True, fp4=True)
+    work = timing.runtime_work(timing.layer_work(shape, case, hw, c), False, shape, hw, sw, c)
+    tp = timing.link(timing.Group(2, 2), hw, c)
+    records = [r for r in timing.piece_collectives(work, tp, tp, tp) if r.axis == "tp"]
+    assert records
+    tokens = 4096
+    gathered = tokens * (element * (1536 + 512) + 2 * 64)
+    assert any((r.phase, r.kind, r.payload, r.count) == ("forward", "all_gather", pytest.approx(gathered), 1)
+               for r in records), [(r.phase, r.kind, r.payload) for r in records]
+    assert any((r.phase, r.kind, r.payload) == ("backward", "all_gather", pytest.approx(element * tokens * (1536 + 512)))
+               for r in records)
+    assert any((r.phase, r.kind, r.payload) == ("backward", "reduce_scatter", 2 * tokens * (1536 + 512 + 64))
+               for r in records)
