@@ -301,10 +301,8 @@ def layer_bytes(shape: Shape, case: LayerCase, transposed: bool = True) -> Piece
             local = max(1, shape.experts // ep)
             epilogue_f, epilogue_b = timing.fused_mlp_epilogue_casts(local, copies / local, shape.expert_ffn, up)
             extra_f, extra_b = extra_f - epilogue_f, extra_b - epilogue_b
-        if timing.gathers_quantized(tp, sp, True, case.fp8_scaling):  # quantized on the rank's own rows
-            saved_f, saved_b = timing.gathered_cast_saving(timing.cast_scaling(precision, case.fp8_scaling), transposed,
-                                                           shard, *timing.sp_gathered_widths(shape, moe))
-            extra_f, extra_b = extra_f - saved_f * n, extra_b - saved_b * n
+        saved_f, saved_b = timing.sp_cast_saving(shape, case, transposed)  # quantized on the rank's own rows
+        extra_f, extra_b = extra_f - saved_f, extra_b - saved_b
     eager_f = eager_b = 0.0
     if rope_unfused and kernels != "eager" and not shape.position_params:
         eager_f += timing.UNFUSED_ROPE_BYTES[0] * (q + kv) * n

@@ -456,8 +456,8 @@ Hopper's by their measured maximum (`matmul_ceiling`)."""
 def matmul_ceiling(gpu: str, generation: str) -> float:
     """The tensor cores' achievable fraction of peak on `gpu` relative to the part the fitted ceiling
     was measured on: MAMF(gpu) / MAMF(H100) for a Blackwell part (`MAMF_BF16`, or carried from a
-    measured sibling: `MAMF_CARRIED`), 1 where the
-    generation's own runs fitted the ceiling (Ampere, Hopper) or no stable measurement exists
+    measured sibling: `MAMF_CARRIED`), 1 where the generation's own runs fitted the ceiling
+    (Ampere, Hopper) or no stable measurement exists
     (CDNA3). The fitted `gemm_hopper` holds what a training run's GEMMs lose on H100 beyond the
     sweep's ceiling (sustained power, shapes, the epilogues); a Blackwell part runs the same
     kernels, so it keeps those losses and scales by how much lower its own ceiling sits. Charged to
@@ -471,8 +471,9 @@ def matmul_achievable(gpu: str, generation: str, fp8: bool = False) -> float:
     """The most of its dense BF16 (or, `fp8`, FP8) peak a part's matrix products reach: its maximum
     achievable matmul FLOP/s (`MAMF_BF16` and `MAMF_BOUND_ONLY`, or `MAMF_FP8`: the best of a
     brute-force sweep of shapes), or a measured sibling's carried by the power law (`MAMF_CARRIED`),
-    else its generation's flagship's (`MAMF_FLAGSHIP`); 1 where none exists. A physical bound, not a fit: `timing.gemm_efficiency` never charges a product
-    faster than this, whatever its fitted ceiling and shape say."""
+    else its generation's flagship's (`MAMF_FLAGSHIP`); 1 where none exists. A physical bound, not a
+    fit: `timing.gemm_efficiency` never charges a product faster than this, whatever its fitted
+    ceiling and shape say."""
     found = measured_maximum(gpu, generation, fp8, bounds=True)
     return 1.0 if found is None else found
 

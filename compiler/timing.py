@@ -202,12 +202,12 @@ def gathered_cast_saving(scaling: str, transposed: bool, shard: int, inputs: flo
     on the whole gathered tensor) over-counts where the runtime quantizes before the gather
     (`gathers_quantized`), per token: `inputs` elements of column-parallel inputs forward and
     `gradients` of row-parallel output gradients backward (`sp_gathered_widths`), each quantized on
-    the rank's own 1/`shard` of the rows. Under a per-tensor recipe on a part whose fp8 GEMMs take one layout (`transposed`:
-    Hopper) the gather carries the rowwise copy alone (`_all_gather_fp8` turns the quantizer's
-    columnwise usage off for the local cast), and the transpose the weight-gradient GEMM needs is
-    made from the gathered tensor (`GATHER_TRANSPOSE_BYTES`): the output gradient's in the
-    backward, and the input's in the backward too, after the saved shard is gathered again (the
-    forward saves the local shard). H100 at tp 4 under delayed scaling, one block: forward 3/4
+    the rank's own 1/`shard` of the rows. Under a per-tensor recipe on a part whose fp8 GEMMs take
+    one layout (`transposed`: Hopper) the gather carries the rowwise copy alone (`_all_gather_fp8`
+    turns the quantizer's columnwise usage off for the local cast), and the transpose the
+    weight-gradient GEMM needs is made from the gathered tensor (`GATHER_TRANSPOSE_BYTES`): the
+    output gradient's in the backward, and the input's in the backward too, after the saved shard
+    is gathered again (the forward saves the local shard). H100 at tp 4 under delayed scaling, one block: forward 3/4
     byte an element where 4 were charged, backward 3/4 + 2 + 2 where 4 were."""
     if shard <= 1:
         return 0.0, 0.0
@@ -230,6 +230,21 @@ def sp_gathered_widths(shape: Shape, moe: bool) -> tuple[float, float]:
     ffn = shape.hidden if not moe or shape.shared_experts else 0
     attention = mla_tp_width(shape, False) if shape.mla else shape.hidden
     return attention + ffn, shape.hidden + ffn
+
+
+def sp_cast_saving(shape: Shape, case: LayerCase, transposed: bool) -> tuple[float, float]:
+    """(forward, backward) HBM bytes one layer's casts move less, on one rank for one micro-batch,
+    where sequence parallelism gathers quantized tensors (`gathers_quantized`): the per-element
+    saving (`gathered_cast_saving`) over the gathered widths (`sp_gathered_widths`) and the
+    micro-batch's tokens. The one place `timing.layer_work` and the HBM ledger (`hbm.layer_bytes`)
+    both take it from; 0 where the gathers carry bf16. `transposed`: the part's fp8 GEMMs take one
+    layout (`fp8_transposed`)."""
+    if not gathers_quantized(case.tp, case.sp, True, case.fp8_scaling):
+        return 0.0, 0.0
+    tokens = case.seq * case.micro / case.cp
+    forward, backward = gathered_cast_saving(cast_scaling(case.precision, case.fp8_scaling), transposed, case.tp,
+                                             *sp_gathered_widths(shape, case.moe))
+    return forward * tokens, backward * tokens
 
 
 def fused_mlp_epilogue_casts(local: int, rows: float, expert_ffn: float, up: int) -> tuple[float, float]:
@@ -2257,10 +2272,9 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
         if fused_mlp:  # fc2's input and fc1's output gradient leave the GEMMs' epilogues quantized
             routed_f, routed_b = fused_mlp_epilogue_casts(local, per_expert, f, up)
             cast_f, cast_b = cast_f - routed_f, cast_b - routed_b
-        if gathers_quantized(t, sp, True, fp8_scaling):  # quantized on the rank's own rows, then gathered
-            saved_f, saved_b = gathered_cast_saving(cast_scaling(precision, fp8_scaling), fp8_transposed(hw.generation),
-                                                    shard, *sp_gathered_widths(shape, moe))
-            cast_f, cast_b = cast_f - saved_f * n, cast_b - saved_b * n
+        # quantized on the rank's own rows, then gathered, under sequence parallelism
+        saved_f, saved_b = sp_cast_saving(shape, case, fp8_transposed(hw.generation))
+        cast_f, cast_b = cast_f - saved_f, cast_b - saved_b
     # eager PyTorch runs the rotary embedding and SwiGLU op by op: their extra bytes (their extra
     # launches queue ahead asynchronously behind the GEMMs; `kernel_overhead`, fitted on GEMM-bound
     # runs, is a GEMM's ramp and tail, not charged to them)

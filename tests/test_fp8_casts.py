@@ -109,6 +109,19 @@ def test_float8_speedup_matches_torchtitans_tables():
     assert checked == 3
 
 
+def _megatron_plan(model: str, gpu: str, tp: int, precision: str):
+    text = (f"tp {tp} x dp 8 on nodes(8 gpus, nvlink)\nmodel {model}\nhardware {{ gpu {gpu} }}\ntarget megatron\n"
+            f"train {{ seq {TOKENS}, global-batch 8, micro-batch 1, precision {precision} }}\n")
+    return compile_text(text, path="fp8.par", checks=False).plan
+
+
+def _te_case(moe: bool, tp: int, sp: bool, precision: str, scaling: str) -> timing.LayerCase:
+    """One layer of `TOKENS` tokens as Megatron-LM runs it (Transformer Engine's kernels)."""
+    return timing.LayerCase(moe=moe, tp=tp, sp=sp, cp=1, flavour="ring", seq=TOKENS, micro=1, ep=1,
+                            precision=precision, attention="flash-te", kernels="fused", cp_runtime="te",
+                            fp8_scaling=scaling)
+
+
 def _ledger_casts(gpu: str, scaling: str, precision: str, tp: int, sp: bool) -> tuple[float, float]:
     """A Llama 3 8B layer's cast bytes in the HBM ledger (`hbm.layer_bytes`), forward and backward:
     its memory-bound bytes under `precision` less those in bf16 (the casts are the only difference)."""
@@ -116,16 +129,11 @@ def _ledger_casts(gpu: str, scaling: str, precision: str, tp: int, sp: bool) -> 
 
     from parc import hbm
 
-    text = (f"tp {tp} x dp 8 on nodes(8 gpus, nvlink)\nmodel llama3-8b\nhardware {{ gpu {gpu} }}\n"
-            "target megatron\n"
-            f"train {{ seq {TOKENS}, global-batch 8, micro-batch 1, precision {precision} }}\n")
-    plan = compile_text(text, path="fp8.par", checks=False).plan
-    case = timing.LayerCase(moe=False, tp=tp, sp=sp, cp=1, flavour="ring", seq=TOKENS, micro=1, ep=1,
-                            precision=precision, attention="flash-te", kernels="fused", cp_runtime="te",
-                            fp8_scaling=scaling)
+    shape = shape_of(_megatron_plan("llama3-8b", gpu, tp, precision))
+    case = _te_case(False, tp, sp, precision, scaling)
     transposed = gpu.startswith("h")
-    quantized = hbm.layer_bytes(shape_of(plan), case, transposed)
-    plain = hbm.layer_bytes(shape_of(plan), replace(case, precision="bf16"), transposed)
+    quantized = hbm.layer_bytes(shape, case, transposed)
+    plain = hbm.layer_bytes(shape, replace(case, precision="bf16"), transposed)
     return quantized.memory_f - plain.memory_f, quantized.memory_b - plain.memory_b
 
 
@@ -177,16 +185,12 @@ def test_the_time_model_charges_the_ledgers_casts(model, moe, gpu, scaling, tp):
     from parc import hbm
     from parc.calibration import DEFAULT as c
 
-    text = (f"tp {tp} x dp 8 on nodes(8 gpus, nvlink)\nmodel {model}\nhardware {{ gpu {gpu} }}\ntarget megatron\n"
-            f"train {{ seq {TOKENS}, global-batch 8, micro-batch 1, precision fp8 }}\n")
-    plan = compile_text(text, path="fp8.par", checks=False).plan
+    plan = _megatron_plan(model, gpu, tp, "fp8")
     hw, shape = timing.hardware_of(plan), shape_of(plan)
     rate = hw.hbm * c.hbm_efficiency
 
     def casts(sp: bool) -> dict[str, tuple[float, float]]:
-        case = timing.LayerCase(moe=moe, tp=tp, sp=sp, cp=1, flavour="ring", seq=TOKENS, micro=1, ep=1,
-                                precision="fp8", attention="flash-te", kernels="fused", cp_runtime="te",
-                                fp8_scaling=scaling)
+        case = _te_case(moe, tp, sp, "fp8", scaling)
         plain = replace(case, precision="bf16")
         quantized, unquantized = (hbm.layer_bytes(shape, x, gpu == "h100-sxm") for x in (case, plain))
         timed, untimed = (timing.layer_work(shape, x, hw, c) for x in (case, plain))
