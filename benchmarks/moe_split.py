@@ -139,13 +139,14 @@ def split(shape, knobs, hw: timing.Hardware, sw: timing.Software, c=DEFAULT) -> 
                           0.0, clamp.bytes_f, clamp.bytes_b))
     quantized = timing.fp8_recipe(precision, sw.fp8_scaling, hw) != "bf16"  # fp8 or NVFP4 the part runs
     if quantized:
+        # on each expert's own rows (its GEMMs compute whole tiles; the casts quantize the rows)
         gemms = [(1, 1, n, h, q + 2 * kv), (1, 1, n, q, h), (1, 1, n, h, e),
-                 (rounds, local, per_expert, h, up * f), (rounds, local, per_expert, f, h)]
+                 (rounds, local, assigned / local, h, up * f), (rounds, local, assigned / local, f, h)]
         cast_f, cast_b = timing.fp8_cast_bytes(gemms, timing.cast_scaling(precision, sw.fp8_scaling),
                                                timing.fp8_transposed(hw.generation))
         recipe = timing.fp8_recipe(precision, sw.fp8_scaling, hw)
         if fused:
-            epilogue_f, epilogue_b = timing.fused_mlp_epilogue_casts(local, per_expert, f, up)
+            epilogue_f, epilogue_b = timing.fused_mlp_epilogue_casts(local, assigned / local, f, up)
             pad = kernel_model.expert_padding_launches(local, recipe)
             parts.append(Part("fp8 casts (the fused MLP's group quantizes)",
                               timing.memory_seconds(cast_f - epilogue_f, hw, c)

@@ -2175,6 +2175,7 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
     clamp_again = 0.0
     expert_act = 0.0  # elements the experts' activation reads and writes (`--recompute-modules moe_act`)
     routed_at: tuple[int, ...] = ()  # where the routed experts' grouped GEMMs sit in `gemms`
+    cast_gemms: list[tuple] = []  # `gemms` with each routed expert's rows unpadded (`fp8_cast_bytes`)
     if moe:
         local = max(1, shape.experts // ep)
         # balanced routing: what this GPU's experts receive (a capacity factor under 1 drops some)
@@ -2200,6 +2201,9 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
         routed_at = (len(gemms), len(gemms) + 1) if kernels != "eager" else ()
         gemms += [(up_kernels, local, per_expert, h, up * f, pooled),
                   (down_kernels, local, per_expert, f, h, pooled)]
+        # the tiles' padding is computed, not stored: the casts quantize each expert's own rows
+        cast_gemms = gemms[:-2] + [(up_kernels, local, assigned / local, h, up * f),
+                                   (down_kernels, local, assigned / local, f, h)]
         if not fused_mlp:  # the activation (the fused MLP runs it in fc1's epilogue, its backward in fc2's dgrad)
             elements += assigned * (up + 1) * f
             recomputable += assigned * (up + 1) * f
@@ -2225,6 +2229,7 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
         if shape.shared_experts:
             fs = shape.shared_experts * f / t
             gemms += shared
+            cast_gemms += shared
             elements += n * (up + 1) * fs
             recomputable += n * (up + 1) * fs
             expert_act += n * (up + 1) * fs
@@ -2268,9 +2273,10 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
         # write 1 + 1; dynamic scaling reads each tensor once more for its amax and casts the
         # weights on every forward), or to NVFP4 rowwise and, Hadamard-rotated, columnwise
         # (`NVFP4_CAST_BYTES`; its weights are quantized once a step)
-        cast_f, cast_b = fp8_cast_bytes(gemms, cast_scaling(precision, fp8_scaling), fp8_transposed(hw.generation))
+        cast_f, cast_b = fp8_cast_bytes(cast_gemms if moe else gemms, cast_scaling(precision, fp8_scaling),
+                                        fp8_transposed(hw.generation))
         if fused_mlp:  # fc2's input and fc1's output gradient leave the GEMMs' epilogues quantized
-            routed_f, routed_b = fused_mlp_epilogue_casts(local, per_expert, f, up)
+            routed_f, routed_b = fused_mlp_epilogue_casts(local, assigned / local, f, up)
             cast_f, cast_b = cast_f - routed_f, cast_b - routed_b
         # quantized on the rank's own rows, then gathered, under sequence parallelism
         saved_f, saved_b = sp_cast_saving(shape, case, fp8_transposed(hw.generation))
