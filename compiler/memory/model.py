@@ -22,10 +22,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from types import MappingProxyType
 
+from ..frozen import hash_once
 from . import activations as act
 from .activations import LayerActivations, layer_activations
 from .buffers import (
@@ -271,11 +272,50 @@ def activation_knobs(tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: 
                  micro_batch=micro, runtime=runtime, precision=kept, device=device, model_code=model_code)
 
 
+@dataclass(frozen=True, slots=True)
+class RankLayout:
+    """What a pp rank's activations depend on beyond the model: one layer's activation knobs
+    (`activation_knobs`), how the pipeline chunks the layers, and what is recomputed or
+    offloaded. Not the dp degree, the batch nor the micro-batch count, so the layouts of a search
+    that differ only there share one computation (it keys `_rank_activations` and `_end_ranks`)."""
+
+    layer: Knobs
+    pp: int
+    v: int
+    """Virtual stages per pp rank."""
+    schedule: str
+    split: tuple[int, ...] | None
+    recompute: str
+    recompute_layers: int | None
+    offload: int
+    """Layers whose saved activations are offloaded to the host."""
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        hash_once(self)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    @classmethod
+    def of(cls, shape: Shape, k: Knobs) -> RankLayout:
+        return cls(layer=activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch,
+                                          k.runtime, k.ep if shape.moe else 1, k.precision, k.device, k.model_code),
+                   pp=k.pp, v=k.virtual_stages, schedule=k.schedule, split=k.split, recompute=k.recompute,
+                   recompute_layers=k.recompute_layers, offload=k.offload_layers)
+
+    @property
+    def released(self) -> bool:
+        """Whether a backward frees its micro-batch's saved tensors (`released_backward`)."""
+        return released_backward(self.schedule, self.pp)
+
+    def turn(self, index: int) -> bool:
+        """Whether pp rank `index` holds the turn of a V in parc's job (`v_turn`)."""
+        return self.layer.runtime == "torch" and v_turn(self.schedule, self.pp, index)
+
+
 def rank_activations(shape: Shape, k: Knobs) -> tuple[RankActivations, ...]:
-    return _rank_activations(shape, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch,
-                             k.runtime, k.recompute, k.recompute_layers, k.pp, k.virtual_stages,
-                             k.schedule, k.split, k.ep if shape.moe else 1, k.precision, k.device, k.model_code,
-                             k.offload_layers)
+    return _rank_activations(shape, RankLayout.of(shape, k))
 
 
 ChunkSignature = tuple[int, bool, bool, int]
@@ -720,21 +760,15 @@ def released_backward(schedule: str, pp: int) -> bool:
 
 
 @lru_cache(maxsize=16384)
-def _rank_activations(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
-                      runtime: str, recompute: str, recompute_layers: int | None, pp: int, v: int,
-                      schedule: str, split: tuple[int, ...] | None, ep: int = 1, precision: str = "bf16",
-                      device: str = "cuda", model_code: str = "parc", offload: int = 0) -> tuple[RankActivations, ...]:
-    ak = activation_knobs(tp, sp, cp, flavour, seq, micro, runtime, ep, precision, device, model_code)
-    released = released_backward(schedule, pp)
+def _rank_activations(shape: Shape, layout: RankLayout) -> tuple[RankActivations, ...]:
     out = []
     # ranks of equal chunks (most of a deep pipeline), apart from the turn of a V
     alike: dict[tuple[tuple[ChunkSignature, ...], bool], RankActivations] = {}
-    for index, mine in enumerate(rank_signatures(shape, pp, v, schedule, split)):
-        turn = runtime == "torch" and v_turn(schedule, pp, index)
+    for index, mine in enumerate(rank_signatures(shape, layout.pp, layout.v, layout.schedule, layout.split)):
+        turn = layout.turn(index)
         rank = alike.get((mine, turn))
         if rank is None:
-            rank = alike[(mine, turn)] = _one_rank(shape, ak, mine, turn, recompute, recompute_layers, pp, v,
-                                                   schedule, released, offload)
+            rank = alike[(mine, turn)] = _one_rank(shape, layout, mine, turn)
         out.append(rank)
     return tuple(out)
 
@@ -744,28 +778,21 @@ def end_rank_activations(shape: Shape, k: Knobs) -> tuple[RankActivations, RankA
     floor reads those two, `Engine._quick_floor`): a deep pipeline's other ranks are not
     walked. The same objects' values as `rank_activations`' (one rank's computation,
     `_one_rank`)."""
-    return _end_ranks(shape, k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
-                      k.recompute, k.recompute_layers, k.pp, k.virtual_stages, k.schedule, k.split,
-                      k.ep if shape.moe else 1, k.precision, k.device, k.model_code, k.offload_layers)
+    return _end_ranks(shape, RankLayout.of(shape, k))
 
 
 @lru_cache(maxsize=16384)
-def _end_ranks(shape: Shape, tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int,
-               runtime: str, recompute: str, recompute_layers: int | None, pp: int, v: int,
-               schedule: str, split: tuple[int, ...] | None, ep: int = 1, precision: str = "bf16",
-               device: str = "cuda", model_code: str = "parc", offload: int = 0) -> tuple[RankActivations, RankActivations]:
-    ak = activation_knobs(tp, sp, cp, flavour, seq, micro, runtime, ep, precision, device, model_code)
-    released = released_backward(schedule, pp)
-    signatures = rank_signatures(shape, pp, v, schedule, split)
-    return tuple(_one_rank(shape, ak, signatures[index], runtime == "torch" and v_turn(schedule, pp, index),
-                           recompute, recompute_layers, pp, v, schedule, released, offload) for index in (0, pp - 1))
+def _end_ranks(shape: Shape, layout: RankLayout) -> tuple[RankActivations, RankActivations]:
+    signatures = rank_signatures(shape, layout.pp, layout.v, layout.schedule, layout.split)
+    return tuple(_one_rank(shape, layout, signatures[index], layout.turn(index)) for index in (0, layout.pp - 1))
 
 
-def _one_rank(shape: Shape, ak: Knobs, mine: tuple[ChunkSignature, ...], turn: bool, recompute: str,
-              recompute_layers: int | None, pp: int, v: int, schedule: str, released: bool,
-              offload: int = 0) -> RankActivations:
+def _one_rank(shape: Shape, layout: RankLayout, mine: tuple[ChunkSignature, ...], turn: bool) -> RankActivations:
     """One pp rank's activations from its chunks' signatures (`_rank_activations`' per rank)."""
-    pieces = [_chunk_activations(shape, ak, sig, recompute, recompute_layers, pp > 1, released, offload)
+    ak, pp, schedule, v = layout.layer, layout.pp, layout.schedule, layout.v
+    released = layout.released
+    pieces = [_chunk_activations(shape, ak, sig, layout.recompute, layout.recompute_layers, pp > 1, released,
+                                 layout.offload)
               for sig in mine]
     chunks = tuple(p.activations for p in pieces)
     if turn:  # the second chunk's input is the first's kept output, its gradient the first's
