@@ -2840,21 +2840,38 @@ Against the MXFP8 and FP8-CS rows of the same release, model and printed layout:
 @NVFP4@
 
 On GB300 the model moves from MXFP8 to NVFP4 as the tables do (against FP8-CS it gains more
-than the tables print). On GB200 it gains less than they print, on the 405B rows most: their
-pipeline sends cross NVL72 racks and are charged fully exposed (the pp share of their step is
-about 16 %, twice the FP8 rows'), which a faster compute makes more visible. Megatron-Core
-overlaps those sends with the next chunk's computation under the interleaved schedule
-(`overlap_p2p_comm`); hiding them moves these rows closer but the H100 GPT-3 and Nemotron-4
-rows, already fast, further (measured at stop 49 with every such send hidden, before that stop's
-Blackwell cast refit: all 621 rows' median 7.4 -> 7.5 %, p90 19.3 -> 19.9 %), so the sends stay
-exposed until a run separates the two. What Megatron-Core does depends on its date: from 16 April 2026 (Megatron-LM 260cba7133, "wait for async P2P send before deallocating
-output tensor") the interleaved schedule waits for each forward send before it frees the output,
-whenever `deallocate_pipeline_outputs` is set, as Megatron-LM's training arguments and Megatron-Bridge's
-GPT provider always set it; the
-overlap it ran from October 2023 (4eeff55d1f, "Make overlap_p2p_comm the default") to then is the
-one the rows of the 24.09-26.04 containers ran. Those rows ran their sends overlapped and the model
-charges them exposed; hiding them all at once does not read them better (above), and today's
-Megatron-Core, which parc's `target megatron` jobs run, exposes them as charged.
+than the tables print). On GB200 the 405B rows' pipeline sends cross NVL72 racks over each GPU's
+50 GB/s of NIC; charged whole they were about 16 % of the step, and these rows were 12-20 % slow.
+
+### Pipeline sends beside the next chunk (stop 52)
+
+Megatron-Core's interleaved schedule posts each chunk's send and the next receive asynchronously
+(`overlap_p2p_comm`) and waits on a send only before it posts the next one, a chunk of
+computation later; without interleaving it batches them and waits (`batch_p2p_comm`:
+Megatron-LM's arguments.py turns the overlap off there). Which runs did so is a fact of their
+software, read from what each row states (`published.pp_overlap_of`, `Software.pp_overlap`):
+- Megatron-LM made `overlap_p2p_comm` its default on 12 October 2023 (4eeff55d1f); NeMo 2's
+  `MegatronCommOverlapCallback` (24.09 on, 1d5de59460) and Megatron-Bridge's `CommOverlapConfig`
+  set it whenever there are virtual stages; NeMo 1's configs (24.07 and before) leave it off.
+- From 16 April 2026 (260cba7133, "wait for async P2P send before deallocating output tensor")
+  the forward send is waited on at once, before its output is freed; the backward's still run
+  beside the next chunk. Megatron-Bridge's 26.06 container is the first to carry it (its
+  submodule addc601f57; 26.04's 23265d2 is the day before).
+- parc's `target megatron` writes for core_v0.16.0 (2026-02-26), which overlaps both.
+
+The model charges such a send what outlasts the chunk it runs beside, at an NCCL send's share of
+the SMs (`timing.pp_sends_exposed`, `kernels.overlap_exposed`: a forward send beside a chunk's
+backward, a backward send beside a chunk's forward); every other send delays its rank whole, as
+before. Search's bounds add the sends by the same rule. The refit takes `blackwell_sustained` from
+0.8089 to 0.7713: the GB200 405B rows, whose sends were most of what they lacked, now ask for
+slower Blackwell GEMMs. All 621 rows: median 7.3 -> 7.4 %, p90 19.0 -> 19.2 %. By source:
+Megatron-Bridge's dense releases 6.1 -> 4.3 % (p90 15.6 -> 12.8 %), its MoE releases 11.6 -> 10.1
+%, NVFP4 7.6 -> 5.5 %, NeMo's tables 5.6 -> 4.7 %; DGX Cloud's H100 rows, already fast, 8.4 -> 9.5
+% (their FP8 pairs' median 1.015 -> 1.021), and the Blackwell Ultra rows, whose GB300 sends stay
+in the rack and whose ceiling the lower constant scales, 11.0 -> 11.9 % (GB300's median signed
+-10.3 -> -12.3 %, B300's median 5.2 -> 6.4 %). Stop 49 had hidden every send whole and on every
+runtime (the MegaScale baseline's 2023 code, Narayanan's and Korthikanti's rows too); this
+charges what the runs' own code does.
 
 ## torch FSDP runs never fitted: llm-foundry's MPT tables
 

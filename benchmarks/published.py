@@ -1267,8 +1267,57 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         expert_bias=expert_bias,
         expert_clamp=expert_clamp,
         rope_unfused=rope_unfused,
+        pp_overlap=pp_overlap_of(entry, family, year),
     )
     return software, family
+
+
+P2P_OVERLAP_DEFAULT = "2023-10-12"
+"""Megatron-LM's `overlap_p2p_comm` became its default on this day (NVIDIA/Megatron-LM 4eeff55d1f,
+"Make overlap_p2p_comm the default"): its interleaved schedule posts each chunk's sends and
+receives asynchronously from then on (off without interleaving, arguments.py)."""
+
+NEMO2_RELEASE = "24.09"
+"""The first NeMo container of NeMo 2, whose `MegatronCommOverlapCallback` sets `overlap_p2p_comm`
+(and clears `batch_p2p_comm`) whenever virtual pipeline stages are used (NVIDIA/NeMo 1d5de59460,
+2024-09-06, nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py; Megatron-Bridge's
+`CommOverlapConfig` keeps the rule, src/megatron/bridge/training/comm_overlap.py). NeMo 1's own
+configs leave it off (examples/nlp/language_modeling/conf/megatron_gpt_config.yaml at 8e3d65dcfe)."""
+
+P2P_FORWARD_WAIT_RELEASE = "26.06"
+"""The first NeMo container whose Megatron-Core waits for each forward send before freeing its
+output (Megatron-LM 260cba7133, 2026-04-16: in Megatron-Bridge c270efc505's submodule addc601f57,
+26.06; 26.04's, 23265d2, is the day before it)."""
+
+
+def container_release(entry: dict) -> str:
+    """The NeMo (or DGX Cloud benchmarking) container release a row states, "YY.MM", or ""."""
+    stated = str(entry.get("release") or "")
+    found = re.match(r"(\d\d\.\d\d)", stated)
+    if found:
+        return found.group(1)
+    title = str((entry.get("source") or {}).get("title") or "")
+    found = re.search(r"(?<![\d.])(\d\d\.\d\d)(?:\.\d+)?(?:\.rc\d+)?\s+NeMo\s+container|NeMo\s*(\d\d\.\d\d)"
+                      r"|release\s+v?(\d\d\.\d\d)", title, flags=re.I)
+    return next((g for g in found.groups() if g), "") if found else ""
+
+
+def pp_overlap_of(entry: dict, family: str, year: int | None) -> str:
+    """Which chunk-boundary sends of an interleaved schedule the row's runtime runs beside the next
+    chunk (`timing.Software.pp_overlap`), from what the row states of its software: a NeMo or
+    Megatron-Bridge container by its release (`NEMO2_RELEASE`, `P2P_FORWARD_WAIT_RELEASE`), else
+    Megatron-LM code by its date (`P2P_OVERLAP_DEFAULT`), else a Megatron-family source published
+    from 2024 on: "all"; everything else waits for its sends ("none", as before)."""
+    if family != "megatron":
+        return "none"
+    release = container_release(entry)
+    if release:
+        return ("backward" if release >= P2P_FORWARD_WAIT_RELEASE else "all" if release >= NEMO2_RELEASE
+                else "none")
+    date = str((entry.get("runtime") or {}).get("date") or "")
+    if date:
+        return "all" if date >= P2P_OVERLAP_DEFAULT[:len(date)] and len(date) >= 7 else "none"
+    return "all" if year is not None and year >= 2024 else "none"
 
 
 TITAN_ROWWISE = "2026-04-27"

@@ -159,7 +159,7 @@ DEFAULT = Constants(
     latency_inter=5e-06,
     eager_efficiency=0.931,
     attention_sustained=0.5919,
-    blackwell_sustained=0.8089,
+    blackwell_sustained=0.7713,
 )
 TIME_MODEL_SPREAD = 0.073
 # END FITTED

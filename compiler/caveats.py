@@ -17,7 +17,8 @@ is in one:
   least accurate class (routing, the dispatcher's kernels and the fabric under many-to-many
   traffic);
 - NVFP4 products: no FP4 matmul sweep of any part is published (their ceiling is FP8's measured
-  fraction of the FP4 peak);
+  fraction of the FP4 peak): an assumption, not a measured miss (Megatron-Bridge's NVFP4 rows are
+  predicted no worse than the rest);
 - a job larger than any published run the model was compared with (`LARGEST_COMPARED`): nothing
   measured says how its collectives, stragglers and fabric behave there.
 

@@ -82,6 +82,12 @@ class Runtime:
     """`Software.moe_counts_kept`: whether a recomputed MoE layer reuses its forward's expert-count
     exchange and host read (parc's job: its dispatcher keeps them) or runs its dispatcher again
     (torchtitan, Megatron-Core)."""
+    pp_overlap: str = "none"
+    """`Software.pp_overlap`: which sends of its interleaved schedule run beside the next chunk.
+    Megatron-LM core_v0.16.0 (the version `target megatron` writes for): "all", its default
+    `overlap_p2p_comm` under the interleaved schedule, whose forward sends are waited on only
+    before the next is posted (the wait before freeing the output came with 260cba7133, after
+    core_v0.17.0); torch.distributed.pipelining (parc's job, torchtitan): "none", as charged."""
     pp_receives: str = "on-demand"
     """How its pipeline stages hold receive buffers (the memory model's `Knobs.pp_receives`):
     "on-demand" (parc's `ReceiveOnDemandStage` allocates one when the receive is posted and drops
@@ -133,7 +139,7 @@ RUNTIMES: dict[str, Runtime] = {
         rank_order=("tp", "cp", "ep", "dp", "pp"),
         options=("flash-attention", "tp-overlap", "grad-reduce", "fp8-recipe", "fp8-params"), fp16_grad_bytes=2,
         fp8="linear", fp4=True,
-        dp_runtime="megatron", context_parallel="te", tp_regather=True),
+        dp_runtime="megatron", context_parallel="te", tp_regather=True, pp_overlap="all"),
 }
 
 
@@ -263,4 +269,4 @@ def software_of(plan: Plan):
                     dp_runtime=runtime(target).dp_runtime, tp_regather=runtime(target).tp_regather,
                     grad_bytes=grad_bytes(target, plan.training.precision),
                     gather_bytes=gather_bytes(target, plan.training.precision),
-                    moe_counts_kept=runtime(target).moe_counts_kept)
+                    moe_counts_kept=runtime(target).moe_counts_kept, pp_overlap=runtime(target).pp_overlap)

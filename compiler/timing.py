@@ -740,6 +740,17 @@ class Software:
     """Each token's experts lie within this many nodes (DeepSeek-V3's node-limited routing,
     `n_group` / `topk_group`): DeepEP then sends it to fewer nodes (`kernels.deepep_fractions`).
     0: no limit."""
+    pp_overlap: str = "none"
+    """Which chunk-boundary sends of an interleaved schedule run beside the next chunk's
+    computation (`pp_send_seconds`): "none" (each send delays its rank by its transfer: blocking
+    batched p2p, Megatron-Core's every non-interleaved schedule, Megatron-LM before 4eeff55d1f,
+    parc's job and torchtitan as charged), "all" (Megatron-Core's interleaved schedule with
+    `overlap_p2p_comm`, Megatron-LM's default from 4eeff55d1f, 2023-10-12: sends and receives
+    posted asynchronously, each send waited on only before the next one is posted, a chunk
+    later; core_v0.16.0 and core_v0.17.0 alike) or "backward" (from Megatron-LM 260cba7133,
+    2026-04-16: the forward send is waited on before its output is freed, the backward's still
+    run beside the next chunk). A single-chunk rank sends on the critical path whatever this says
+    (Megatron-Core turns `overlap_p2p_comm` off without interleaving)."""
     ep_overlap: bool = False
     """The dispatch and combine of one micro-batch run under another micro-batch's computation:
     Megatron-Core's 1F1B all-to-all overlap (`--overlap-moe-expert-parallel-comm`, Megatron-Bridge's
@@ -3312,12 +3323,31 @@ class RankPieces(NamedTuple):
     """`Software.selective`: which modules selective recomputation runs again."""
     pp_link: Link | None = None
     """The pipeline's link: the sends' records (None: none recorded)."""
+    pp_overlap: str = "none"
+    """`Software.pp_overlap`: which sends of a multi-chunk rank run beside the next chunk."""
+
+
+def pp_sends_exposed(load: Load, send: float, share: float, overlap: str, forward: float,
+                     backward: float) -> tuple[float, float]:
+    """Seconds a rank's chunk-boundary sends add to its micro-batch, (forward, backward), of
+    `send` seconds each: the whole transfer where the rank waits for it (a single-chunk rank,
+    `overlap` "none", the forward sends under "backward"), else what outlasts the chunk of
+    computation it runs beside, at the link's SM `share` (`kernels.overlap_exposed`, the one rule
+    of every overlap). Megatron-Core's interleaved steady state runs a forward step and then a
+    backward step, posting each one's send before the other: a forward send runs beside a
+    chunk's backward (its recomputation included), a backward send beside a chunk's forward
+    (`forward`, `backward`: the rank's per micro-batch, over its chunks)."""
+    if load.chunks <= 1 or overlap == "none":
+        return load.sends_f * send, load.sends_b * send
+    beside_forward = kernel_model.overlap_exposed(forward / load.chunks, send, share * send)
+    beside_backward = kernel_model.overlap_exposed(backward / load.chunks, send, share * send)
+    return load.sends_f * (beside_backward if overlap == "all" else send), load.sends_b * beside_forward
 
 
 def rank_time(load: Load, pieces: RankPieces) -> RankTimes:
     """One pipeline rank's per-micro-batch times: its load's layer counts times the layout's
     `pieces`, its embedding, output layer and chunk-boundary sends."""
-    dense, moe, emb, out, pp_send, boundary, selective, pp_link = pieces
+    dense, moe, emb, out, pp_send, boundary, selective, pp_link, pp_overlap = pieces
     layer_times = tuple(None if p is None else _layer_seconds(_piece(p[0], p[1], "none", selective))
                         for p in (dense, moe))
     acc = [0.0] * 13
@@ -3350,7 +3380,8 @@ def rank_time(load: Load, pieces: RankPieces) -> RankTimes:
             for i, value in enumerate(_piece(work, x, "none", selective)):
                 acc[i] += value
             records += x.collectives
-    pp_f, pp_b = load.sends_f * pp_send, load.sends_b * pp_send
+    pp_f, pp_b = pp_sends_exposed(load, pp_send, pp_link.sm_share if pp_link is not None else 0.0, pp_overlap,
+                                  acc[0], acc[1] + acc[2] + acc[3])
     if pp_send and pp_link is not None:
         records += [Collective("pp", "send", boundary, n, pp_link.size, pp_link.local, "path", n, phase)
                     for phase, n in (("forward", load.sends_f), ("backward", load.sends_b)) if n]
@@ -3508,7 +3539,7 @@ def _rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constant
     boundary = ACT * tokens * shape.hidden / k.tp
     pp_link = link(geo.pp, hw, c)
     pp_send = pp_link.send(boundary) if k.pp > 1 else 0.0
-    summed = RankPieces(pieces[0], pieces[1], emb, out, pp_send, boundary, sw.selective, pp_link)
+    summed = RankPieces(pieces[0], pieces[1], emb, out, pp_send, boundary, sw.selective, pp_link, sw.pp_overlap)
     times = {load: rank_time(load, summed) for load in dict.fromkeys(loads)}
     return loads, times
 

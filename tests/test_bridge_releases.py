@@ -187,13 +187,16 @@ def test_the_405b_gb200_recipes_without_recomputation_are_read_so(points):
 
 
 def test_the_prediction_does_not_read_the_release(points, release_check):
-    """One configuration gets one prediction in every Bridge release (no term reads the release):
-    within each series the section compares, the rows read into the same spec (a release whose
-    recipe states a fact the table does not, such as no recomputation, reads into another) have
-    one predicted tokens/s."""
+    """One configuration gets one prediction in every Bridge release (no term reads the release
+    but the software fact its Megatron-Core ships: whether the interleaved schedule waits for its
+    forward sends, `published.pp_overlap_of`): within each series the section compares, the rows
+    read into the same spec and the same pipeline-send overlap (a release whose recipe states a
+    fact the table does not, such as no recomputation, reads into another) have one predicted
+    tokens/s."""
 
     def configuration(p) -> str:
-        return "\n".join(line for line in p.result.row.spec.splitlines() if not line.startswith(("#", "job ")))
+        spec = "\n".join(line for line in p.result.row.spec.splitlines() if not line.startswith(("#", "job ")))
+        return spec + "\npp sends overlapped: " + p.result.row.software.pp_overlap
 
     groups = []
     for series in release_check.series(points):
@@ -592,7 +595,8 @@ def test_the_token_layer_gap_is_the_reported_step_less_the_predicted(points, rel
 def test_the_eager_rows_the_doc_reads(points, release_check):
     """docs/time-model.md, "The same gap outside gpt-oss": the 26.02-26.04.01 rows of gpt-oss-120b
     on Blackwell and of Qwen3-235B-A22B on B200 and H100 whose recipe runs no CUDA graph lack
-    0.2-1.0 us a token-layer (measured 0.25-0.65 us); gpt-oss-120b on H100, its eager passes
+    0.15-1.0 us a token-layer (measured 0.198-0.68 us since the interleaved schedule's sends are
+    overlapped, which lowered `blackwell_sustained`; 0.25-0.65 us before); gpt-oss-120b on H100, its eager passes
     charged ("gpt-oss's own eager passes"), and Qwen3-235B-A22B on GB200, with Transformer Engine's
     graphs of attention, router and preprocess, within 0.35 us of nothing (measured -0.31 to
     +0.10 us; -0.26 to +0.12 before the FP8 products counted their bf16 output, which made the
@@ -608,7 +612,7 @@ def test_the_eager_rows_the_doc_reads(points, release_check):
     assert all(release_check.graph_kind(p.recipe) == "partial" for p in graphed)
     charged = [p for rid, p in pts.items() if rid.split("_")[0][6:] in releases and "h100_gpt_oss_120b_bf16" in rid]
     assert len(charged) == 4
-    assert all(0.2e-6 < release_check.token_layer_gap(p) < 1.0e-6 for p in eager if p not in charged)
+    assert all(0.15e-6 < release_check.token_layer_gap(p) < 1.0e-6 for p in eager if p not in charged)
     assert all(abs(release_check.token_layer_gap(p)) < 0.35e-6 for p in graphed + charged)
 
 

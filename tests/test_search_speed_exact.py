@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from parc import kernels as kernel_model
 from parc import schedule
 from parc.memory import schedules
 
@@ -1346,14 +1347,22 @@ def _plain_loads(engine, item, schedule, v, micro, sp, recompute, geo=None, comp
                                             timing.Chunking(tp, item.ep, pp, v, schedule, engine.split, engine.runtime),
                                             recompute, engine.fixed["recompute_layers"]))
     send = 0.0 if compute_only else engine._pp_send(item, tp, pp, cp, micro, geo)
+    # a runtime that overlaps an interleaved rank's sends charges them after its computation
+    # (`timing.pp_sends_exposed`, at an NCCL send's SM share)
+    overlap = engine.software.pp_overlap if send else "none"
+    share = kernel_model.sm_share(kernel_model.NCCL_SMS, engine.hw.sms)
     out = []
     for load in loads:
-        sums = [0.0, 0.0, 0.0, 0.0, load.sends_f * send, load.sends_b * send]
+        later = overlap != "none" and load.chunks > 1
+        sums = [0.0, 0.0, 0.0, 0.0, *((0.0, 0.0) if later else (load.sends_f * send, load.sends_b * send))]
         names = [((is_moe, mode), count) for is_moe, mode, count in load.pieces]
         names += [(name, 1) for present, name in ((load.embedding, "embedding"), (load.output, "output")) if present]
         for name, count in names:
             p = pieces[name]
             sums = [s + count * p[j] for j, s in enumerate(sums)]
+        if later:
+            sent = timing.pp_sends_exposed(load, send, share, overlap, sums[0], sums[1] + sums[2] + sums[3])
+            sums[4], sums[5] = sums[4] + sent[0], sums[5] + sent[1]
         out.append((*sums, load))
     return tuple(out)
 

@@ -55,6 +55,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from .. import kernels as kernel_model
 from .. import timing
 from ..calibration import DEFAULT
 from ..checks import predicates as rules
@@ -1206,9 +1207,15 @@ class Engine:
             return kept
         out = []
         busiest = 0.0
+        # sends a multi-chunk rank's runtime overlaps are charged after its computation is summed
+        # (`timing.pp_sends_exposed`, as `timing.rank_time`); the others before, as always
+        overlap = self.software.pp_overlap if send else "none"
+        # the SMs an NCCL send holds: the part's, whatever link the pp group crosses (`timing.link`)
+        share = kernel_model.sm_share(kernel_model.NCCL_SMS, self.hw.sms)
         for load in distinct:
             f = bi = bw = rec = 0.0
-            xf, xb = load.sends_f * send, load.sends_b * send
+            later = overlap != "none" and load.chunks > 1
+            xf, xb = (0.0, 0.0) if later else (load.sends_f * send, load.sends_b * send)
             for is_moe, mode, count in load.pieces:
                 p = pieces[(is_moe, mode)]
                 f, bi, bw = f + count * p[0], bi + count * p[1], bw + count * p[2]
@@ -1220,6 +1227,9 @@ class Engine:
             if load.output:
                 p = pieces["output"]
                 f, bi, bw, rec, xf, xb = f + p[0], bi + p[1], bw + p[2], rec + p[3], xf + p[4], xb + p[5]
+            if later:
+                sf, sb = timing.pp_sends_exposed(load, send, share, overlap, f, bi + bw + rec)
+                xf, xb = xf + sf, xb + sb
             out.append((f, bi, bw, rec, xf, xb, load))
             total = f + bi + bw + rec + xf + xb  # a rank added up as `step_time` does
             if total > busiest:  # `max(busiest, total)`, without the call

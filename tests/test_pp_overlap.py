@@ -1,0 +1,147 @@
+"""Pipeline sends beside the next chunk (`timing.Software.pp_overlap`, `timing.pp_sends_exposed`).
+
+What each runtime does is read from its code (docs/time-model.md, "Pipeline sends beside the next
+chunk"): Megatron-Core's interleaved schedule with `overlap_p2p_comm` waits on a send only a
+chunk later; from Megatron-LM 260cba7133 it waits on the forward send at once; without
+interleaving every send is waited on. The tests hold the model to those facts: a waited send
+costs its whole transfer, an overlapped one never less than the SMs it holds nor more than its
+transfer, and only what outlasts the computation beside it; and the reader gives each published
+row the behaviour its own release ships.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+
+import pytest
+from parc import kernels, timing
+from parc.calibration import DEFAULT
+from parc.memory.inputs import knobs_of, shape_of
+from parc.pipeline import compile_text
+from parc.targets import software_of
+
+from .conftest import ROOT
+
+SPEC = """
+job pp_overlap
+{layout} on nodes(8 gpus, nvlink)
+model llama3-70b
+hardware {{ gpu h100-sxm, network 8 x 400 Gb/s }}
+target megatron
+train {{ seq 8192, global-batch 64, micro-batch 1, precision bf16, optimizer adam, recompute none }}
+{pp}
+"""
+
+INTERLEAVED = "pp { schedule interleaved-1f1b, virtual-stages 4 }"
+
+
+def _ranks(layout: str, pp: str, overlap: str):
+    """The rank loads and times of a Megatron job on H100, its sends charged under `overlap`."""
+    plan = compile_text(SPEC.format(layout=layout, pp=pp), path="pp.par").plan
+    hw = timing.hardware_of(plan)
+    shape, k, geo = shape_of(plan), knobs_of(plan, "megatron"), timing.geometry_of(plan, hw)
+    sw = replace(software_of(plan), pp_overlap=overlap)
+    loads, times = timing.rank_times(shape, k, hw, geo, DEFAULT, sw)
+    send = timing.link(geo.pp, hw, DEFAULT).send(timing.ACT * k.seq * k.micro_batch * shape.hidden / k.tp)
+    return loads, times, send, hw
+
+
+def test_the_megatron_target_overlaps_its_interleaved_sends_as_core_v0_16_does():
+    plan = compile_text(SPEC.format(layout="tp 8 x pp 4 x dp 2", pp=INTERLEAVED), path="pp.par").plan
+    assert software_of(plan).pp_overlap == "all"
+    torch_plan = compile_text(SPEC.format(layout="tp 8 x pp 4 x dp 2", pp=INTERLEAVED).replace(
+        "target megatron", "target torch"), path="pp.par").plan
+    assert software_of(torch_plan).pp_overlap == "none"
+
+
+def test_an_overlapped_send_costs_at_least_its_sms_and_at_most_its_transfer():
+    """Interleaved ranks, sends between nodes (pp across nodes over the NIC): under "all" each
+    send costs between its SM share of the transfer and the whole transfer, and here, where a
+    chunk's computation outlasts the transfer, exactly the SM share; under "none" the whole
+    transfer; under "backward" the forward sends whole and the backward ones shared."""
+    loads, waited, send, hw = _ranks("tp 8 x pp 4 x dp 2", INTERLEAVED, "none")
+    _, overlapped, _, _ = _ranks("tp 8 x pp 4 x dp 2", INTERLEAVED, "all")
+    _, forward_waits, _, _ = _ranks("tp 8 x pp 4 x dp 2", INTERLEAVED, "backward")
+    share = kernels.sm_share(kernels.NCCL_SMS, hw.sms)
+    checked = 0
+    for load in loads:
+        assert load.chunks == 4
+        w, o, f = waited[load], overlapped[load], forward_waits[load]
+        assert w.exposed_f[3] == pytest.approx(load.sends_f * send)
+        assert w.exposed_b[3] == pytest.approx(load.sends_b * send)
+        chunk_forward = o.forward / load.chunks
+        assert chunk_forward > send  # the computation beside a send outlasts it
+        if load.sends_f:
+            assert o.exposed_f[3] == pytest.approx(load.sends_f * share * send)
+            assert f.exposed_f[3] == pytest.approx(load.sends_f * send)
+            checked += 1
+        if load.sends_b:
+            assert o.exposed_b[3] == pytest.approx(load.sends_b * share * send)
+            assert f.exposed_b[3] == pytest.approx(load.sends_b * share * send)
+        assert 0 < share < 1
+        assert o.total < w.total
+    assert checked > 0
+
+
+def test_a_send_longer_than_the_chunk_beside_it_shows_its_excess():
+    """A slow pipeline link (200 MB/s a GPU): the transfer outlasts a chunk, and an overlapped send
+    adds what is left of it after the chunk, T - W, never less than its SM share."""
+    plan = compile_text(SPEC.format(layout="tp 8 x pp 4 x dp 2", pp=INTERLEAVED), path="pp.par").plan
+    hw = replace(timing.hardware_of(plan), nic=2e8)
+    shape, k, geo = shape_of(plan), knobs_of(plan, "megatron"), timing.geometry_of(plan, hw)
+    sw = software_of(plan)
+    loads, times = timing.rank_times(shape, k, hw, geo, DEFAULT, sw)
+    send = timing.link(geo.pp, hw, DEFAULT).send(timing.ACT * k.seq * shape.hidden / k.tp)
+    checked = 0
+    for load in loads:
+        r = times[load]
+        beside = (r.backward_input + r.backward_weight + r.recompute) / load.chunks  # a forward send's
+        if load.sends_f:
+            assert send > beside
+            assert r.exposed_f[3] == pytest.approx(load.sends_f * (send - beside))
+            checked += 1
+    assert checked > 0
+
+
+def test_a_single_chunk_rank_waits_for_its_sends_whatever_the_runtime():
+    """Megatron-LM turns `overlap_p2p_comm` off without interleaving: 1F1B's sends cost their
+    whole transfer under every setting."""
+    loads, waited, send, _ = _ranks("tp 8 x pp 4 x dp 2", "pp { schedule 1f1b }", "none")
+    _, overlapped, _, _ = _ranks("tp 8 x pp 4 x dp 2", "pp { schedule 1f1b }", "all")
+    assert loads and all(load.chunks == 1 for load in loads)
+    for load in loads:
+        assert overlapped[load].exposed_f[3] == waited[load].exposed_f[3] == pytest.approx(load.sends_f * send)
+        assert overlapped[load].exposed_b[3] == waited[load].exposed_b[3] == pytest.approx(load.sends_b * send)
+
+
+def _published():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import published
+
+    return published
+
+
+@pytest.mark.parametrize("file, row, expected", [
+    # Megatron-Bridge 26.04: its Megatron-LM (23265d2, 2026-04-16) is the day before the wait
+    ("megatron_bridge_releases.yaml", "bridge2604_gb200_llama31_405b_fp8mx", "all"),
+    # 26.06 carries 260cba7133 (submodule addc601f57): the forward send waited on at once
+    ("megatron_bridge_releases.yaml", "bridge2606_gb200_llama31_405b_fp8mx", "backward"),
+    # NeMo 2 (24.09 on) under DGX Cloud's v24.11.1 recipes
+    ("dgxc_benchmarking_h100.yaml", "dgxc2411_h100_gpt3_175b_bf16_1024gpu", "all"),
+    # NeMo 1's 24.07 configs leave overlap_p2p_comm off
+    ("nemo_performance.yaml", "nemo2407_h100_gpt3_175b_512gpu", "none"),
+    # MegaScale's Megatron-LM baseline: code of 2023-01-11, before 4eeff55d1f
+    ("published_public.yaml", "megascale_megatron_175b_1024gpu", "none"),
+    # torch.distributed.pipelining: as charged
+    ("published_public.yaml", "torchtitan_405b_512gpu_3d_interleaved", "none"),
+])
+def test_each_row_gets_the_sends_its_release_ships(file, row, expected):
+    import yaml
+
+    published = _published()
+    entries = yaml.safe_load((ROOT / "benchmarks" / "data" / file).read_text())
+    entries = entries if isinstance(entries, list) else entries.get("runs", entries)
+    entry = next(e for e in entries if e.get("id") == row)
+    run = published.row_spec(entry, entries)
+    assert run.software.pp_overlap == expected
