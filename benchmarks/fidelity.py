@@ -2858,6 +2858,12 @@ software, read from what each row states (`published.pp_overlap_of`, `Software.p
   beside the next chunk. Megatron-Bridge's 26.06 container is the first to carry it (its
   submodule addc601f57; 26.04's 23265d2 is the day before).
 - parc's `target megatron` writes for core_v0.16.0 (2026-02-26), which overlaps both.
+- torch.distributed.pipelining (parc's own job, torchtitan) runs its multi-stage schedules
+  through `_PipelineScheduleRuntime`, which posts each send once its chunk is done and waits on
+  the sends only at the end of the step, and each receive as early as the schedule allows
+  (`_add_send_recv`, torch 2.13); its single-stage `Schedule1F1B` waits on each send with the
+  receive batched beside it. No published torch row moves by half a per cent (their sends were
+  a per cent of their steps or less).
 
 The model charges such a send what outlasts the chunk it runs beside, at an NCCL send's share of
 the SMs (`timing.pp_sends_exposed`, `kernels.overlap_exposed`: a forward send beside a chunk's

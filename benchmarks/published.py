@@ -1307,7 +1307,10 @@ def pp_overlap_of(entry: dict, family: str, year: int | None) -> str:
     chunk (`timing.Software.pp_overlap`), from what the row states of its software: a NeMo or
     Megatron-Bridge container by its release (`NEMO2_RELEASE`, `P2P_FORWARD_WAIT_RELEASE`), else
     Megatron-LM code by its date (`P2P_OVERLAP_DEFAULT`), else a Megatron-family source published
-    from 2024 on: "all"; everything else waits for its sends ("none", as before)."""
+    from 2024 on: "all"; torch's pipelining (torchtitan, torch FSDP runs) "all", as its multi-stage
+    schedules run; everything else waits for its sends ("none", as before)."""
+    if family in ("torchtitan", "torch"):
+        return "all"  # torch.distributed.pipelining's multi-stage schedules (`targets.Runtime.pp_overlap`)
     if family != "megatron":
         return "none"
     release = container_release(entry)

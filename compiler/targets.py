@@ -87,7 +87,12 @@ class Runtime:
     Megatron-LM core_v0.16.0 (the version `target megatron` writes for): "all", its default
     `overlap_p2p_comm` under the interleaved schedule, whose forward sends are waited on only
     before the next is posted (the wait before freeing the output came with 260cba7133, after
-    core_v0.17.0); torch.distributed.pipelining (parc's job, torchtitan): "none", as charged."""
+    core_v0.17.0). torch.distributed.pipelining (parc's job, torchtitan): "all" too, its
+    multi-stage schedules (`ScheduleInterleaved1F1B`, the zero-bubble ones, `ScheduleDualPipeV`)
+    run through `_PipelineScheduleRuntime`, which posts each send as soon as its chunk is done and
+    waits on the sends only at the end of the step, and each receive as early as the schedule
+    allows (`_add_send_recv`; torch 2.13's schedules.py); its single-stage `Schedule1F1B` waits on
+    every send with the receive it is batched with."""
     pp_receives: str = "on-demand"
     """How its pipeline stages hold receive buffers (the memory model's `Knobs.pp_receives`):
     "on-demand" (parc's `ReceiveOnDemandStage` allocates one when the receive is posted and drops
@@ -104,7 +109,8 @@ RUNTIMES: dict[str, Runtime] = {
         name="torch", description="the PyTorch job parc generates (DTensor, FSDP2, torch.distributed.pipelining)",
         kernels="eager", selective="elementwise", tp_overlap="none", schedules=ALL_SCHEDULES,
         cp_flavours=("ring", "all-gather", "all-to-all"), shardings=("none", "zero1", "zero2", "zero3", "hsdp"),
-        ep_fold=("dp", "cp"), rank_order=None, options=(), fp16_grad_bytes=4, moe_counts_kept=True),
+        ep_fold=("dp", "cp"), rank_order=None, options=(), fp16_grad_bytes=4, moe_counts_kept=True,
+        pp_overlap="all"),
     "torchtitan": Runtime(
         name="torchtitan", description="torchtitan 0.3 (FSDP2, DTensor TP, torch.distributed.pipelining, "
         "torch's context_parallel)",
@@ -123,7 +129,7 @@ RUNTIMES: dict[str, Runtime] = {
         rank_order=("tp", "cp", "dp", "pp"),
         options=("compile", "compile-loss", "tp-overlap", "grad-reduce", "float8-all-gather"), fp16_grad_bytes=4,
         fp8="linear",
-        fp8_scaling="dynamic", context_parallel="torch", pp_receives="kept"),
+        fp8_scaling="dynamic", context_parallel="torch", pp_receives="kept", pp_overlap="all"),
     "megatron": Runtime(
         name="megatron", description="Megatron-LM / Megatron-Core (pretrain_gpt.py, Transformer Engine)",
         kernels="fused", selective="attention-core", tp_overlap="backward",

@@ -742,15 +742,17 @@ class Software:
     0: no limit."""
     pp_overlap: str = "none"
     """Which chunk-boundary sends of an interleaved schedule run beside the next chunk's
-    computation (`pp_send_seconds`): "none" (each send delays its rank by its transfer: blocking
-    batched p2p, Megatron-Core's every non-interleaved schedule, Megatron-LM before 4eeff55d1f,
-    parc's job and torchtitan as charged), "all" (Megatron-Core's interleaved schedule with
-    `overlap_p2p_comm`, Megatron-LM's default from 4eeff55d1f, 2023-10-12: sends and receives
-    posted asynchronously, each send waited on only before the next one is posted, a chunk
-    later; core_v0.16.0 and core_v0.17.0 alike) or "backward" (from Megatron-LM 260cba7133,
-    2026-04-16: the forward send is waited on before its output is freed, the backward's still
-    run beside the next chunk). A single-chunk rank sends on the critical path whatever this says
-    (Megatron-Core turns `overlap_p2p_comm` off without interleaving)."""
+    computation (`pp_sends_exposed`): "none" (each send delays its rank by its transfer: blocking
+    batched p2p, Megatron-LM before 4eeff55d1f, NeMo 1, DeepSpeed's and other runtimes as
+    charged), "all" (Megatron-Core's interleaved schedule with `overlap_p2p_comm`, Megatron-LM's
+    default from 4eeff55d1f, 2023-10-12: sends and receives posted asynchronously, each send
+    waited on only before the next one is posted, a chunk later, core_v0.16.0 and core_v0.17.0
+    alike; torch.distributed.pipelining's multi-stage schedules, parc's job and torchtitan, whose
+    `_PipelineScheduleRuntime` waits on its sends at the end of the step) or "backward" (from
+    Megatron-LM 260cba7133, 2026-04-16: the forward send is waited on before its output is
+    freed, the backward's still run beside the next chunk). A single-chunk rank sends on the
+    critical path whatever this says (Megatron-Core turns `overlap_p2p_comm` off without
+    interleaving; torch's `Schedule1F1B` waits on each send with its batched receive)."""
     ep_overlap: bool = False
     """The dispatch and combine of one micro-batch run under another micro-batch's computation:
     Megatron-Core's 1F1B all-to-all overlap (`--overlap-moe-expert-parallel-comm`, Megatron-Bridge's
