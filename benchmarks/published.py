@@ -1273,53 +1273,68 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
 
 
 P2P_OVERLAP_DEFAULT = "2023-10-12"
-"""Megatron-LM's `overlap_p2p_comm` became its default on this day (NVIDIA/Megatron-LM 4eeff55d1f,
-"Make overlap_p2p_comm the default"): its interleaved schedule posts each chunk's sends and
-receives asynchronously from then on (off without interleaving, arguments.py)."""
+"""Megatron-LM made `overlap_p2p_comm` its default on this day (4eeff55d1f); what the interleaved
+schedule then does is `timing.Software.pp_overlap`'s "all". NeMo 2's `MegatronCommOverlapCallback`
+(1d5de59460, 2024-09-06) and Megatron-Bridge's `CommOverlapConfig` set it whenever there are
+virtual stages, and NeMo 1's launcher configs state it (NeMo-Framework-Launcher
+conf/training/llama/llama3_1_70b.yaml, dgxc-benchmarking nemo_megatron/gpt3_175b_hydra.yaml:
+`overlap_p2p_comm: true`, `batch_p2p_comm: false`); NeMo 1's example configs leave it off."""
 
 NEMO2_RELEASE = "24.09"
-"""The first NeMo container of NeMo 2, whose `MegatronCommOverlapCallback` sets `overlap_p2p_comm`
-(and clears `batch_p2p_comm`) whenever virtual pipeline stages are used (NVIDIA/NeMo 1d5de59460,
-2024-09-06, nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py; Megatron-Bridge's
-`CommOverlapConfig` keeps the rule, src/megatron/bridge/training/comm_overlap.py). NeMo 1's own
-configs leave it off (examples/nlp/language_modeling/conf/megatron_gpt_config.yaml at 8e3d65dcfe)."""
+"""The first NeMo 2 container (NeMo 1d5de59460, 2024-09-06: `MegatronCommOverlapCallback` sets
+`overlap_p2p_comm` under virtual stages). An earlier container's run states no config of its own
+here, and NeMo 1's example configs leave the overlap off (megatron_gpt_config.yaml at 8e3d65dcfe)."""
 
-P2P_FORWARD_WAIT_RELEASE = "26.06"
-"""The first NeMo container whose Megatron-Core waits for each forward send before freeing its
-output (Megatron-LM 260cba7133, 2026-04-16: in Megatron-Bridge c270efc505's submodule addc601f57,
-26.06; 26.04's, 23265d2, is the day before it)."""
+P2P_FORWARD_WAIT = ("26.06", "2026-04-16")
+"""The first NeMo container, and the Megatron-LM date (260cba7133), from which the interleaved
+schedule waits on each forward send at once (`Software.pp_overlap` "backward"): Megatron-Bridge
+c270efc505's submodule addc601f57 (26.06) has it, 26.04's 23265d2 is the day before it."""
 
 
 def container_release(entry: dict) -> str:
-    """The NeMo (or DGX Cloud benchmarking) container release a row states, "YY.MM", or ""."""
-    stated = str(entry.get("release") or "")
-    found = re.match(r"(\d\d\.\d\d)", stated)
-    if found:
-        return found.group(1)
+    """The NeMo container a row ran, "YY.MM", or "": the image's tag where the source names it
+    (`nvcr.io/nvidia/nemo:24.09`; DGX Cloud's recipes carry their own release numbers beside it),
+    else the row's `release`, else its title's "26.06.01 NeMo container" / "NeMo25.04.rc2"."""
     title = str((entry.get("source") or {}).get("title") or "")
-    found = re.search(r"(?<![\d.])(\d\d\.\d\d)(?:\.\d+)?(?:\.rc\d+)?\s+NeMo\s+container|NeMo\s*(\d\d\.\d\d)"
-                      r"|release\s+v?(\d\d\.\d\d)", title, flags=re.I)
+    tag = re.search(r"nvidia/nemo:(\d\d\.\d\d)", title)
+    if tag:
+        return tag.group(1)
+    stated = re.search(r"(\d\d\.\d\d)", str(entry.get("release") or ""))
+    if stated:
+        return stated.group(1)
+    found = re.search(r"(?<![\d.])(\d\d\.\d\d)(?:\.\d+)?(?:\.rc\d+)?\s+NeMo\s+container|NeMo\s*(\d\d\.\d\d)",
+                      title, flags=re.I)
     return next((g for g in found.groups() if g), "") if found else ""
 
 
 def pp_overlap_of(entry: dict, family: str, year: int | None) -> str:
     """Which chunk-boundary sends of an interleaved schedule the row's runtime runs beside the next
-    chunk (`timing.Software.pp_overlap`), from what the row states of its software: a NeMo or
-    Megatron-Bridge container by its release (`NEMO2_RELEASE`, `P2P_FORWARD_WAIT_RELEASE`), else
-    Megatron-LM code by its date (`P2P_OVERLAP_DEFAULT`), else a Megatron-family source published
-    from 2024 on: "all"; torch's pipelining (torchtitan, torch FSDP runs) "all", as its multi-stage
-    schedules run; everything else waits for its sends ("none", as before)."""
+    chunk (`timing.Software.pp_overlap`), from what the row states of its software, first found:
+    torch's pipelining (torchtitan, torch FSDP runs) "all"; another non-Megatron runtime "none";
+    a stated `overlap_p2p_comm` flag; NeMo's launcher, whose configs state it; a NeMo container by
+    its release (`NEMO2_RELEASE`), or Megatron-LM code by its date (`P2P_FORWARD_WAIT`: "backward"
+    from then, else "all" from `P2P_OVERLAP_DEFAULT` on);
+    a Megatron-family source published from 2024 on "all"; else "none", as before."""
     if family in ("torchtitan", "torch"):
-        return "all"  # torch.distributed.pipelining's multi-stage schedules (`targets.Runtime.pp_overlap`)
+        return "all"
     if family != "megatron":
         return "none"
+    text = source_text(entry).replace("-", "_")
+    stated = re.search(r"overlap_p2p_comm\s*[=:]\s*(true|false)", text)
     release = container_release(entry)
-    if release:
-        return ("backward" if release >= P2P_FORWARD_WAIT_RELEASE else "all" if release >= NEMO2_RELEASE
-                else "none")
     date = str((entry.get("runtime") or {}).get("date") or "")
-    if date:
-        return "all" if date >= P2P_OVERLAP_DEFAULT[:len(date)] and len(date) >= 7 else "none"
+    forward_waits = (release >= P2P_FORWARD_WAIT[0]) if release else (date >= P2P_FORWARD_WAIT[1] if len(date) >= 10
+                                                                        else False)
+    if stated:
+        return "none" if stated.group(1) == "false" else "backward" if forward_waits else "all"
+    if re.search(r"nemo.s launcher|nemo_framework_launcher", text):
+        return "all"  # the launcher's training configs state it (`P2P_OVERLAP_DEFAULT`)
+    if release:  # NeMo 2 (`NEMO2_RELEASE` on) and Megatron-Bridge set it; NeMo 1's own configs leave it off
+        return "backward" if forward_waits else "all" if release >= NEMO2_RELEASE else "none"
+    if len(date) >= 7:  # a month or a day: compared with the default's
+        return "backward" if forward_waits else "all" if date >= P2P_OVERLAP_DEFAULT[:len(date)] else "none"
+    if date:  # a year alone decides only where the whole year is past the default
+        return "all" if date > P2P_OVERLAP_DEFAULT[:4] else "none"
     return "all" if year is not None and year >= 2024 else "none"
 
 

@@ -3324,9 +3324,22 @@ class RankPieces(NamedTuple):
     selective: str
     """`Software.selective`: which modules selective recomputation runs again."""
     pp_link: Link | None = None
-    """The pipeline's link: the sends' records (None: none recorded)."""
+    """The pipeline's link: the sends' records and the SM share an overlapped send holds (None:
+    none recorded, and an overlapped send charged as a free copy)."""
     pp_overlap: str = "none"
     """`Software.pp_overlap`: which sends of a multi-chunk rank run beside the next chunk."""
+
+
+PP_OVERLAPS = ("none", "all", "backward")
+"""`Software.pp_overlap`'s values."""
+
+
+def sends_overlapped(load: Load, overlap: str) -> bool:
+    """Whether some of the rank's sends run beside its next chunk (`pp_sends_exposed` charges them
+    after the rank's computation is summed; search's sums do the same)."""
+    if overlap not in PP_OVERLAPS:
+        raise ValueError(f"pp_overlap {overlap!r}: one of {PP_OVERLAPS}")
+    return load.chunks > 1 and overlap != "none"
 
 
 def pp_sends_exposed(load: Load, send: float, share: float, overlap: str, forward: float,
@@ -3339,7 +3352,7 @@ def pp_sends_exposed(load: Load, send: float, share: float, overlap: str, forwar
     backward step, posting each one's send before the other: a forward send runs beside a
     chunk's backward (its recomputation included), a backward send beside a chunk's forward
     (`forward`, `backward`: the rank's per micro-batch, over its chunks)."""
-    if load.chunks <= 1 or overlap == "none":
+    if not sends_overlapped(load, overlap):
         return load.sends_f * send, load.sends_b * send
     beside_forward = kernel_model.overlap_exposed(forward / load.chunks, send, share * send)
     beside_backward = kernel_model.overlap_exposed(backward / load.chunks, send, share * send)

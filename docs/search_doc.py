@@ -1700,9 +1700,13 @@ from each of four spaces, Mixtral with ep over dp x cp, gpt3-175b, deepseek-v3-l
 group's bound <= each sharding's tightened bound <= each rank order's own bound <= the time
 model's step of that order and sharding):
 
-- **The pipeline sends in the bound.** The time model charges every pp send as exposed (one
-  micro-batch's boundary activations per chunk boundary, forward and backward). The bound adds
-  each rank's sends at the least send any of the group's rank orders gives: the pp group's
+- **The pipeline sends in the bound.** The time model charges a pp send (one micro-batch's
+  boundary activations per chunk boundary, forward and backward) whole where the rank waits on
+  it and, where the runtime runs an interleaved rank's sends beside the next chunk
+  (`Software.pp_overlap`), what outlasts that chunk at the send's SM share; the bound adds them
+  by the same rule (`timing.pp_sends_exposed`), after the rank's computation. What a send costs
+  never falls as it grows, so the bound adds each rank's sends at the least send any of the
+  group's rank orders gives: the pp group's
   placement depends only on its stride (the product of the degrees before it), so the least
   over the orders' strides is computed without building their geometries (tested equal to the
   least over every order's `timing.geometry`).

@@ -127,9 +127,10 @@ def _published():
     ("megatron_bridge_releases.yaml", "bridge2604_gb200_llama31_405b_fp8mx", "all"),
     # 26.06 carries 260cba7133 (submodule addc601f57): the forward send waited on at once
     ("megatron_bridge_releases.yaml", "bridge2606_gb200_llama31_405b_fp8mx", "backward"),
-    # NeMo 2 (24.09 on) under DGX Cloud's v24.11.1 recipes
+    # DGX Cloud's v24.11.1 recipes: NeMo's launcher in the nemo:24.09 image, its GPT-3 config
+    # stating overlap_p2p_comm true
     ("dgxc_benchmarking_h100.yaml", "dgxc2411_h100_gpt3_175b_bf16_1024gpu", "all"),
-    # NeMo 1's 24.07 configs leave overlap_p2p_comm off
+    # NeMo 24.07's table (NeMo 1, no config of its own stated): NeMo 1's example configs leave it off
     ("nemo_performance.yaml", "nemo2407_h100_gpt3_175b_512gpu", "none"),
     # MegaScale's Megatron-LM baseline: code of 2023-01-11, before 4eeff55d1f
     ("published_public.yaml", "megascale_megatron_175b_1024gpu", "none"),
@@ -145,3 +146,26 @@ def test_each_row_gets_the_sends_its_release_ships(file, row, expected):
     entry = next(e for e in entries if e.get("id") == row)
     run = published.row_spec(entry, entries)
     assert run.software.pp_overlap == expected
+
+
+@pytest.mark.parametrize("stated, expected", [
+    ({"runtime": {"name": "Megatron-LM", "date": "2023-01-11"}}, "none"),  # before 4eeff55d1f
+    ({"runtime": {"name": "Megatron-LM", "date": "2023-11"}}, "all"),
+    ({"runtime": {"name": "Megatron-LM", "date": "2024"}}, "all"),  # the whole year past the default
+    ({"runtime": {"name": "Megatron-LM", "date": "2023"}}, "none"),  # a year that holds the day decides nothing
+    ({"runtime": {"name": "Megatron-LM", "date": "2026-05-02"}}, "backward"),  # 260cba7133 on
+    ({"release": "v25.04"}, "all"),
+    ({"release": "26.06.01"}, "backward"),
+    ({"source": {"title": "recipe in the nvcr.io/nvidia/nemo:24.09 container (release v26.08.1)"}}, "all"),
+    ({"source": {"title": "26.06.01 NeMo container"}}, "backward"),
+    ({"release": "26.06", "notes": ["model.overlap_p2p_comm=False"]}, "none"),  # a stated flag first
+    ({"notes": ["overlap_p2p_comm: true"]}, "all"),
+    ({"release": "24.07"}, "none"),  # NeMo 1, its configs unstated
+    ({"release": "24.07", "notes": ["the recipe runs NeMo's launcher"]}, "all"),  # its configs state it
+])
+def test_the_reader_reads_the_release_the_date_and_a_stated_flag(stated, expected):
+    """`published.pp_overlap_of` on what a row may state: Megatron-LM code by its date, a NeMo
+    container by its release or its image tag, and a stated `overlap_p2p_comm` above both."""
+    published = _published()
+    entry = {"group": "megatron", **stated}
+    assert published.pp_overlap_of(entry, "megatron", None) == expected

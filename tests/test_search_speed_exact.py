@@ -1353,7 +1353,7 @@ def _plain_loads(engine, item, schedule, v, micro, sp, recompute, geo=None, comp
     share = kernel_model.sm_share(kernel_model.NCCL_SMS, engine.hw.sms)
     out = []
     for load in loads:
-        later = overlap != "none" and load.chunks > 1
+        later = timing.sends_overlapped(load, overlap)
         sums = [0.0, 0.0, 0.0, 0.0, *((0.0, 0.0) if later else (load.sends_f * send, load.sends_b * send))]
         names = [((is_moe, mode), count) for is_moe, mode, count in load.pieces]
         names += [(name, 1) for present, name in ((load.embedding, "embedding"), (load.output, "output")) if present]

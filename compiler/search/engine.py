@@ -1214,7 +1214,7 @@ class Engine:
         share = kernel_model.sm_share(kernel_model.NCCL_SMS, self.hw.sms)
         for load in distinct:
             f = bi = bw = rec = 0.0
-            later = overlap != "none" and load.chunks > 1
+            later = timing.sends_overlapped(load, overlap)
             xf, xb = (0.0, 0.0) if later else (load.sends_f * send, load.sends_b * send)
             for is_moe, mode, count in load.pieces:
                 p = pieces[(is_moe, mode)]
@@ -1241,8 +1241,9 @@ class Engine:
                  geo: timing.Geometry | None = None) -> float:
         """The least seconds of one pipeline send (`timing._rank_times`'s `pp_send`: one micro-
         batch's boundary activations, b x s/cp x h / tp in 16 bits) over the rank orders of the
-        degrees: the time model charges every send as exposed, so each rank's sends at this
-        length never exceed what any order's step charges. The pp group's placement depends
+        degrees: what a send costs never falls as it grows, waited on or beside the next chunk
+        (`timing.pp_sends_exposed`), so each rank's sends at this length never exceed what any
+        order's step charges. The pp group's placement depends
         only on its stride (the product of the degrees before it), and a smaller stride never
         places fewer of its ranks inside one fast level, but the least over the orders' own
         strides is taken rather than assumed. With `geo`, that order's own send."""
