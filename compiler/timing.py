@@ -3164,6 +3164,10 @@ class RankTimes:
     recompute_exposed: tuple[float, float, float] = (0.0, 0.0, 0.0)
     """Of `exposed_b`, the seconds on tp, cp, ep the recomputation's own collectives leave
     exposed (a weight pass that recomputes again repeats them: `weight_pass_recomputes`)."""
+    pp_windows: tuple[int, int] = (0, 1)
+    """The window (0 forward, 1 backward) the forward sends and the backward sends keep the NIC
+    busy in (`nic_busy`): their own, unless they run beside the next chunk (`pp_sends_exposed`:
+    a forward send beside a backward, a backward send beside a forward)."""
 
     @property
     def compute(self) -> float:
@@ -3342,6 +3346,13 @@ def sends_overlapped(load: Load, overlap: str) -> bool:
     return load.chunks > 1 and overlap != "none"
 
 
+def pp_windows(load: Load, overlap: str) -> tuple[int, int]:
+    """`RankTimes.pp_windows`: where a rank's forward and backward sends occupy its NIC."""
+    if not sends_overlapped(load, overlap):
+        return 0, 1
+    return (1 if overlap == "all" else 0), 0
+
+
 def pp_sends_exposed(load: Load, send: float, share: float, overlap: str, forward: float,
                      backward: float) -> tuple[float, float]:
     """Seconds a rank's chunk-boundary sends add to its micro-batch, (forward, backward), of
@@ -3409,7 +3420,7 @@ def rank_time(load: Load, pieces: RankPieces) -> RankTimes:
                      layers=sum(count for _, _, count in load.pieces),
                      moe_layers=sum(count for is_moe, _, count in load.pieces if is_moe), collectives=merged(records),
                      layer_times=layer_times, recompute_exposed=tuple(again),
-                     roots=load.roots)
+                     roots=load.roots, pp_windows=pp_windows(load, pp_overlap))
 
 
 def _layer_seconds(piece: tuple[float, ...]) -> tuple[float, float]:
@@ -3918,7 +3929,8 @@ def serial_windows(sw: Software, pp: int) -> tuple[str, ...]:
 
 def nic_busy(r: RankTimes, lk: Link) -> tuple[float, float]:
     """Seconds of one micro-batch's forward and backward (recomputation included) windows that
-    the tp, cp, ep and pp collectives keep this GPU's NIC share busy: per axis, its NIC bytes
+    the tp, cp, ep and pp collectives keep this GPU's NIC share busy (an overlapped pipeline
+    send in the window it runs beside, `RankTimes.pp_windows`): per axis, its NIC bytes
     (`Collective.link_bytes`) at the NIC's rate (`lk.far`, the bandwidth of a link that crosses
     nodes), less the part of it the axis leaves exposed (that part lengthens the step outside
     the window). Data-parallel traffic hidden under those windows queues behind them on the
@@ -3932,8 +3944,12 @@ def nic_busy(r: RankTimes, lk: Link) -> tuple[float, float]:
             nic[(c.axis, 0 if c.phase == "forward" else 1)] += (
                 c.micro * c.link_bytes((False, chosen == "sharp"))[1] / lk.far)
     exposed = (r.exposed_f, r.exposed_b)
-    return tuple(sum(max(0.0, nic[(axis, phase)] - exposed[phase][i]) for i, axis in enumerate(RANK_AXES))
-                 for phase in (0, 1))
+    # each axis's time in its own phase's window, but pipeline sends that run beside the next
+    # chunk, which keep the NIC busy in that chunk's window (`RankTimes.pp_windows`)
+    return tuple(sum(max(0.0, nic[(axis, phase)] - exposed[phase][i])
+                     for i, axis in enumerate(RANK_AXES) for phase in (0, 1)
+                     if (r.pp_windows[phase] if axis == "pp" else phase) == window)
+                 for window in (0, 1))
 
 
 @lru_cache(maxsize=65536)

@@ -169,3 +169,25 @@ def test_the_reader_reads_the_release_the_date_and_a_stated_flag(stated, expecte
     published = _published()
     entry = {"group": "megatron", **stated}
     assert published.pp_overlap_of(entry, "megatron", None) == expected
+
+
+def test_an_overlapped_send_keeps_the_nic_busy_in_the_window_it_runs_beside():
+    """The NIC time data-parallel traffic queues behind (`timing.nic_busy`): a forward send run
+    beside the next chunk's backward occupies the backward window, a backward send the forward
+    one; waited on, each its own. The seconds only move between the windows."""
+    loads, overlapped, _, hw = _ranks("tp 8 x pp 4 x dp 2", INTERLEAVED, "all")
+    plan = compile_text(SPEC.format(layout="tp 8 x pp 4 x dp 2", pp=INTERLEAVED), path="pp.par").plan
+    nic = timing.link(timing.geometry_of(plan, hw).pp, hw, DEFAULT)
+    checked = 0
+    for load in loads:
+        r = overlapped[load]
+        assert r.pp_windows == (1, 0)
+        own = replace(r, pp_windows=(0, 1))
+        beside, waited = timing.nic_busy(r, nic), timing.nic_busy(own, nic)
+        assert sum(beside) == pytest.approx(sum(waited))
+        if load.sends_f != load.sends_b:  # the windows differ by the sends that moved
+            assert beside != pytest.approx(waited)
+        checked += load.sends_f > 0
+    assert checked > 0
+    _, waited_ranks, _, _ = _ranks("tp 8 x pp 4 x dp 2", INTERLEAVED, "none")
+    assert all(r.pp_windows == (0, 1) for r in waited_ranks.values())

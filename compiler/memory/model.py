@@ -279,7 +279,7 @@ class RankLayout:
     offloaded. Not the dp degree, the batch nor the micro-batch count, so the layouts of a search
     that differ only there share one computation (it keys `_rank_activations` and `_end_ranks`)."""
 
-    layer: Knobs
+    layer_knobs: Knobs
     pp: int
     v: int
     """Virtual stages per pp rank."""
@@ -299,8 +299,9 @@ class RankLayout:
 
     @classmethod
     def of(cls, shape: Shape, k: Knobs) -> RankLayout:
-        return cls(layer=activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch,
-                                          k.runtime, k.ep if shape.moe else 1, k.precision, k.device, k.model_code),
+        return cls(layer_knobs=activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq,
+                                                k.micro_batch, k.runtime, k.ep if shape.moe else 1, k.precision,
+                                                k.device, k.model_code),
                    pp=k.pp, v=k.virtual_stages, schedule=k.schedule, split=k.split, recompute=k.recompute,
                    recompute_layers=k.recompute_layers, offload=k.offload_layers)
 
@@ -311,7 +312,7 @@ class RankLayout:
 
     def turn(self, index: int) -> bool:
         """Whether pp rank `index` holds the turn of a V in parc's job (`v_turn`)."""
-        return self.layer.runtime == "torch" and v_turn(self.schedule, self.pp, index)
+        return self.layer_knobs.runtime == "torch" and v_turn(self.schedule, self.pp, index)
 
 
 def rank_activations(shape: Shape, k: Knobs) -> tuple[RankActivations, ...]:
@@ -789,7 +790,7 @@ def _end_ranks(shape: Shape, layout: RankLayout) -> tuple[RankActivations, RankA
 
 def _one_rank(shape: Shape, layout: RankLayout, mine: tuple[ChunkSignature, ...], turn: bool) -> RankActivations:
     """One pp rank's activations from its chunks' signatures (`_rank_activations`' per rank)."""
-    ak, pp, schedule, v = layout.layer, layout.pp, layout.schedule, layout.v
+    ak, pp, schedule, v = layout.layer_knobs, layout.pp, layout.schedule, layout.v
     released = layout.released
     pieces = [_chunk_activations(shape, ak, sig, layout.recompute, layout.recompute_layers, pp > 1, released,
                                  layout.offload)
