@@ -812,8 +812,9 @@ class Software:
         return self.loss_kernel or self.kernels
 
 
-PARC = Software()
-"""The program parc generates."""
+PARC = Software(pp_overlap="all")
+"""The program parc generates (`targets.RUNTIMES["torch"]`'s facts: torch.distributed.pipelining
+runs a multi-stage rank's sends beside its next chunk)."""
 
 
 @dataclass(frozen=True, slots=True)
