@@ -1311,10 +1311,10 @@ def pp_overlap_of(entry: dict, family: str, year: int | None) -> str:
     """Which chunk-boundary sends of an interleaved schedule the row's runtime runs beside the next
     chunk (`timing.Software.pp_overlap`), from what the row states of its software, first found:
     torch's pipelining (torchtitan, torch FSDP runs) "all"; another non-Megatron runtime "none";
-    a stated `overlap_p2p_comm` flag; NeMo's launcher, whose configs state it; a NeMo container by
-    its release (`NEMO2_RELEASE`), or Megatron-LM code by its date (`P2P_FORWARD_WAIT`: "backward"
-    from then, else "all" from `P2P_OVERLAP_DEFAULT` on);
-    a Megatron-family source published from 2024 on "all"; else "none", as before."""
+    a stated `overlap_p2p_comm` flag; NeMo's launcher, whose configs state it; a NeMo container
+    by its release (`NEMO2_RELEASE`), or Megatron-LM code by its date (`P2P_FORWARD_WAIT`:
+    "backward" from then, else "all" from `P2P_OVERLAP_DEFAULT` on); a Megatron-family source
+    published from 2024 on "all"; else "none", as before."""
     if family in ("torchtitan", "torch"):
         return "all"
     if family != "megatron":
@@ -1323,8 +1323,10 @@ def pp_overlap_of(entry: dict, family: str, year: int | None) -> str:
     stated = re.search(r"overlap_p2p_comm\s*[=:]\s*(true|false)", text)
     release = container_release(entry)
     date = str((entry.get("runtime") or {}).get("date") or "")
-    forward_waits = (release >= P2P_FORWARD_WAIT[0]) if release else (date >= P2P_FORWARD_WAIT[1] if len(date) >= 10
-                                                                        else False)
+    if release:
+        forward_waits = release >= P2P_FORWARD_WAIT[0]
+    else:  # a day decides; a month or a year that holds 2026-04-16 does not
+        forward_waits = len(date) >= 10 and date >= P2P_FORWARD_WAIT[1]
     if stated:
         return "none" if stated.group(1) == "false" else "backward" if forward_waits else "all"
     if re.search(r"nemo.s launcher|nemo_framework_launcher", text):
