@@ -4404,10 +4404,9 @@ def offload_sizes(shape: Shape, k: Knobs, stage: int) -> tuple[tuple[int, int, t
     link, out in the forward and back in the backward. Empty without offloading."""
     if not k.offload_layers:
         return ()
-    from .memory.model import activation_knobs, offloaded_saved
+    from .memory.model import layer_knobs_of, offloaded_saved
 
-    ak = activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
-                          k.ep if shape.moe else 1, k.precision, k.device, k.model_code)
+    ak = layer_knobs_of(shape, k)
     chunks = by_rank(chunks_of(shape.layers, k.pp, k.virtual_stages, k.schedule, k.split, shape.tied, shape.mtp), k.pp)[stage]
     return tuple((c.first_layer, c.layers, offloaded_saved(shape, ak, c.first_layer, c.layers, k.offload_layers,
                                                            k.recompute, k.recompute_layers))

@@ -272,6 +272,12 @@ def activation_knobs(tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: 
                  micro_batch=micro, runtime=runtime, precision=kept, device=device, model_code=model_code)
 
 
+def layer_knobs_of(shape: Shape, k: Knobs) -> Knobs:
+    """`activation_knobs` of a layout's knobs: ep counts only where the model has experts."""
+    return activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
+                            k.ep if shape.moe else 1, k.precision, k.device, k.model_code)
+
+
 @dataclass(frozen=True, slots=True)
 class RankLayout:
     """What a pp rank's activations depend on beyond the model: one layer's activation knobs
@@ -299,9 +305,7 @@ class RankLayout:
 
     @classmethod
     def of(cls, shape: Shape, k: Knobs) -> RankLayout:
-        return cls(layer_knobs=activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq,
-                                                k.micro_batch, k.runtime, k.ep if shape.moe else 1, k.precision,
-                                                k.device, k.model_code),
+        return cls(layer_knobs=layer_knobs_of(shape, k),
                    pp=k.pp, v=k.virtual_stages, schedule=k.schedule, split=k.split, recompute=k.recompute,
                    recompute_layers=k.recompute_layers, offload=k.offload_layers)
 
@@ -818,8 +822,7 @@ def first_backward_floors(shape: Shape, k: Knobs) -> dict[tuple[ChunkSignature, 
     working set (a chunk's backward runs with its working set only: `moments_peak`); never more
     than `rank_activations`' sums give, without building every rank (search's cheapest memory
     floor, `Engine._first_floor`)."""
-    ak = activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
-                          k.ep if shape.moe else 1, k.precision, k.device, k.model_code)
+    ak = layer_knobs_of(shape, k)
     return _first_backward_floors(shape, ak, k.pp, k.virtual_stages, k.schedule, k.split, k.recompute,
                                   k.recompute_layers, k.offload_layers)
 
@@ -891,8 +894,7 @@ def first_backward_ceiling(shape: Shape, k: Knobs, layers: int) -> int:
     the same expressions, each non-decreasing in the layers' working set, at the largest kind's.
     tests/test_search_speed_exact.py holds it at or above each rank's floor over sampled
     layouts."""
-    ak = activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
-                          k.ep if shape.moe else 1, k.precision, k.device, k.model_code)
+    ak = layer_knobs_of(shape, k)
     per_layer, rest = _ceiling_pieces(shape, ak, released_backward(k.schedule, k.pp), k.recompute,
                                       k.recompute_layers)
     return layers * per_layer + rest
