@@ -104,8 +104,9 @@ def test_a_send_longer_than_the_chunk_beside_it_shows_its_excess():
     assert checked > 0
 
 
-def test_a_single_chunk_rank_waits_for_its_sends_whatever_the_runtime():
-    """Megatron-LM turns `overlap_p2p_comm` off without interleaving: 1F1B's sends cost their
+def test_a_1f1b_rank_waits_for_its_sends_whatever_the_runtime():
+    """Megatron-LM turns `overlap_p2p_comm` off without interleaving, and torch's `Schedule1F1B`
+    waits on each steady-state send with the receive it is batched with: 1F1B's sends cost their
     whole transfer under every setting."""
     loads, waited, send, _ = _ranks("tp 8 x pp 4 x dp 2", "pp { schedule 1f1b }", "none")
     _, overlapped, _, _ = _ranks("tp 8 x pp 4 x dp 2", "pp { schedule 1f1b }", "all")
@@ -191,3 +192,128 @@ def test_an_overlapped_send_keeps_the_nic_busy_in_the_window_it_runs_beside():
     assert checked > 0
     _, waited_ranks, _, _ = _ranks("tp 8 x pp 4 x dp 2", INTERLEAVED, "none")
     assert all(r.pp_windows == (0, 1) for r in waited_ranks.values())
+
+
+GPIPE = "pp { schedule gpipe }"
+
+
+def _torch_schedule_trace(schedule_class, stages: int, stage: int, microbatches: int) -> list[tuple]:
+    """What torch's own single-stage schedule does on one rank, in order: each chunk computed
+    ("F", i) / ("B", i), each send posted ("post", "fwd_send", i) and each wait ("wait", kind, i).
+    torch.distributed.pipelining's `_step_microbatches` is run as written, with a stage that
+    records instead of computing and p2p calls that record instead of communicating."""
+    from types import SimpleNamespace
+
+    from torch.distributed.pipelining import schedules
+
+    trace: list[tuple] = []
+
+    def ops(kind, i):
+        return [(kind, i)]
+
+    stage_obj = SimpleNamespace(
+        stage_index=stage, is_first=stage == 0, is_last=stage == stages - 1,
+        get_fwd_recv_ops=lambda i: ops("fwd_recv", i) if stage > 0 else [],
+        get_fwd_send_ops=lambda i: ops("fwd_send", i) if stage < stages - 1 else [],
+        get_bwd_recv_ops=lambda i: ops("bwd_recv", i) if stage < stages - 1 else [],
+        get_bwd_send_ops=lambda i: ops("bwd_send", i) if stage > 0 else [],
+        forward_one_chunk=lambda i, *a, **kw: trace.append(("F", i)),
+        backward_one_chunk=lambda i, **kw: trace.append(("B", i)),
+        perform_reduce_grad=lambda *a: None)
+
+    def batch(p2p, desc=None):
+        for op in p2p:
+            trace.append(("post", *op))
+        return {0: tuple(p2p)} if p2p else {}
+
+    def wait(work):
+        for op in (work if isinstance(work, tuple) else ()):
+            trace.append(("wait", *op))
+
+    fake = SimpleNamespace(_n_microbatches=microbatches, _num_stages=stages, _stage=stage_obj, scale_grads=True,
+                           _check_inputs=lambda a, k, t, losses: ([()] * microbatches, [{}] * microbatches),
+                           _initialize_stage=lambda *a: None, _maybe_compute_loss=lambda *a: None,
+                           _maybe_get_loss=lambda *a: None, _update_losses=lambda *a: None)
+    saved = schedules._sorted_batch_p2p, schedules._batch_p2p, schedules._wait_batch_p2p
+    schedules._sorted_batch_p2p = batch
+    schedules._batch_p2p = lambda p2p, desc=None: batch(p2p)[0] if p2p else ()
+    schedules._wait_batch_p2p = wait
+    try:
+        schedule_class._step_microbatches(fake)
+    finally:
+        schedules._sorted_batch_p2p, schedules._batch_p2p, schedules._wait_batch_p2p = saved
+    return trace
+
+
+def test_torchs_gpipe_waits_on_its_sends_after_the_last_chunk_of_their_direction():
+    """torch 2.13's `ScheduleGPipe`, run as written on a middle rank: every forward send is
+    posted after its forward and waited on only after the rank's last forward, every backward
+    send only after its last backward, so each runs beside the next micro-batch's chunk of its
+    own direction (`Load.breadth_first`). `Schedule1F1B` on the same rank waits on a send at
+    most one chunk later, with the receive it is batched with (the 1F1B rule: charged whole)."""
+    from torch.distributed.pipelining import Schedule1F1B, ScheduleGPipe
+
+    trace = _torch_schedule_trace(ScheduleGPipe, stages=4, stage=1, microbatches=6)
+    position = {event: n for n, event in enumerate(trace)}
+    last_forward, first_backward = position[("F", 5)], position[("B", 0)]
+    last_backward = position[("B", 5)]
+    sends = [e for e in trace if e[0] == "wait" and e[1] in ("fwd_send", "bwd_send")]
+    assert len(sends) == 12
+    for i in range(6):
+        assert position[("post", "fwd_send", i)] == position[("F", i)] + 1
+        assert last_forward < position[("wait", "fwd_send", i)] < first_backward
+        assert position[("post", "bwd_send", i)] == position[("B", i)] + 1
+        assert position[("wait", "bwd_send", i)] > last_backward
+
+    trace = _torch_schedule_trace(Schedule1F1B, stages=4, stage=1, microbatches=6)
+    computed = [n for n, e in enumerate(trace) if e[0] in ("F", "B")]
+    waited = 0
+    for n, event in enumerate(trace):
+        if event[0] == "post" and event[1] in ("fwd_send", "bwd_send"):
+            done = trace.index(("wait", *event[1:]))
+            assert sum(1 for c in computed if n < c < done) <= 1
+            waited += 1
+    assert waited == 12
+
+
+def test_a_gpipe_rank_under_torch_runs_its_sends_beside_its_next_chunk():
+    """parc's job and torchtitan run GPipe with torch's `ScheduleGPipe`: a forward send costs what
+    outlasts the next forward beside it (here, where a micro-batch's forward outlasts the transfer,
+    its SM share), a backward send what outlasts the next backward; a runtime that waits ("none")
+    pays each whole. The sends' NIC time stays in their own windows."""
+    loads, waited, send, hw = _ranks("tp 8 x pp 4 x dp 2", GPIPE, "none")
+    _, overlapped, _, _ = _ranks("tp 8 x pp 4 x dp 2", GPIPE, "all")
+    share = kernels.sm_share(kernels.NCCL_SMS, hw.sms)
+    checked = 0
+    for load in loads:
+        assert load.breadth_first and load.chunks == 1
+        w, o = waited[load], overlapped[load]
+        assert w.exposed_f[3] == pytest.approx(load.sends_f * send)
+        assert w.exposed_b[3] == pytest.approx(load.sends_b * send)
+        assert o.forward > send and o.backward_input + o.backward_weight > send
+        assert o.exposed_f[3] == pytest.approx(load.sends_f * share * send)
+        assert o.exposed_b[3] == pytest.approx(load.sends_b * share * send)
+        assert o.pp_windows == w.pp_windows == (0, 1)
+        checked += load.sends_f + load.sends_b
+    assert checked > 0
+    text = SPEC.format(layout="tp 8 x pp 4 x dp 2", pp=GPIPE).replace("target megatron", "target torch")
+    assert software_of(compile_text(text, path="pp.par").plan).pp_overlap == "all"
+
+
+def test_a_gpipe_send_longer_than_the_chunk_beside_it_shows_its_excess():
+    """A slow pipeline link (200 MB/s a GPU) under GPipe: a forward send outlasts the next
+    forward and adds T - W of it, W that forward (not the backward, as under interleaving)."""
+    plan = compile_text(SPEC.format(layout="tp 8 x pp 4 x dp 2", pp=GPIPE).replace("target megatron", "target torch"),
+                        path="pp.par").plan
+    hw = replace(timing.hardware_of(plan), nic=2e8)
+    shape, k, geo = shape_of(plan), knobs_of(plan, "torch"), timing.geometry_of(plan, hw)
+    loads, times = timing.rank_times(shape, k, hw, geo, DEFAULT, software_of(plan))
+    send = timing.link(geo.pp, hw, DEFAULT).send(timing.ACT * k.seq * shape.hidden / k.tp)
+    checked = 0
+    for load in loads:
+        r = times[load]
+        if load.sends_f:
+            assert send > r.forward
+            assert r.exposed_f[3] == pytest.approx(load.sends_f * (send - r.forward))
+            checked += 1
+    assert checked > 0
