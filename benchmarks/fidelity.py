@@ -743,9 +743,15 @@ points a mask, 2K-32K keys; FP8 from the 9.19.1 suite, MXFP8 from its next relea
 at head dim 128: its five products run at the FP8 rate, the recomputed exponentials and the
 gradients' rescaling and casts do not (H200's causal FP8 backward falls to 0.64x its BF16 kernel
 at 16K-32K keys, where the unmasked one gains 1.07-1.13x). A windowed layer keeps the BF16
-kernel's speed: the one FP8 sliding-window run (9.19's gpt-oss preset on GB200 and GB300) runs its
-backward at 0.33-0.35x the BF16 kernel's at the median (0.09x at 32K), a path no recipe would take,
-and whether TE runs a window in FP8 is not established. Before the sweeps were read the model
+kernel's speed. TE 2.16 does run a window in FP8 on sm100 with cuDNN 9.21 or later (its backend
+filter; `fused_attn_fp8.cu` passes the band forward and backward), but the one FP8 sliding-window
+run (9.19's gpt-oss preset on GB200 and GB300) measured the forward alone (1.03x and 1.20x,
+per-tensor scales): its backward, 0.33-0.35x the BF16 kernel's at the median and 0.09x at 32K,
+is benchmark_single_sdpa.py's `sdpa_fp8_backward` called without a diagonal band, the full causal
+square counted as the band (its TFLOP/s halve at each doubling of the keys where the BF16
+backward's stay flat; stop 53, `kernel_fit.UNBANDED_FP8_BACKWARD`), so none is written, and the
+rows that run FP8 attention on a window (Megatron-Bridge 26.06's gpt-oss, MXFP8) have no MXFP8
+window measurement at all. Before the sweeps were read the model
 charged both directions `kernels.FP8_ATTENTION_SHARE` (0.81) of the FP8 peak, FlashAttention-3's
 forward-only figure (FP16 up to 740 TFLOP/s of 989, FP8 close to 1.2 PFLOP/s of 1,979): 1.62x
 both ways, which stays for a part no sweep covers (CDNA3). The rows that run FP8 attention come

@@ -542,7 +542,7 @@ class Hardware:
     def quantized_attention(self, layer: str, kind: str, causal: bool) -> tuple[float, float] | None:
         """The measured (forward, backward) speedup of the FP8 attention kernel `kind` ("fp8",
         "mxfp8") on a `layer` ("gqa", "mla") and mask over the BF16 one, or None
-        (`kernels.attention_fp8_speedup`)."""
+        (`kernels.attention_fp8_speedup`; a direction never measured is None)."""
         return kernel_model.attention_fp8_speedup(self.fp8_attention_part, layer, kind, causal)
 
 
@@ -1711,9 +1711,12 @@ def _flash_attention_kind(shape: Shape, case: AttentionCase, hw: Hardware, windo
     back = flops.FLASH_BACKWARD * work
 
     # Transformer Engine's FP8 attention (`attention_kernel`), on the full layers: a windowed layer
-    # keeps the BF16 kernel's speed (the one FP8 sliding-window sweep, cuDNN 9.19's gpt-oss preset,
-    # runs its backward at 0.33-0.35x the BF16 kernel's: a path a recipe would not run; whether
-    # Transformer Engine runs a window in FP8 at all is not established)
+    # keeps the BF16 kernel's speed. Transformer Engine 2.16 runs a window in FP8 on sm100 with
+    # cuDNN >= 9.21 (utils.py's sliding-window filter; fused_attn_fp8.cu passes the band both
+    # ways), but the one FP8 sliding-window sweep, cuDNN 9.19's gpt-oss preset, measured only the
+    # forward (1.03x GB200, 1.20x GB300, per-tensor scales, none under MXFP8): its backward call
+    # computes the full causal square (`kernels.ATTENTION_FP8_MEASURED`' window None), so no FP8
+    # speed of the windowed backward is known
     quantized = "" if window else QUANTIZED_ATTENTION.get(attention, "")
     layer = "mla" if shape.mla else "gqa"
 
@@ -1810,7 +1813,8 @@ def attention_kernel_seconds(kernel: AttentionKernel, hw: Hardware, flop: float,
     bound = flop / (hw.bf16 * hw.achievable)
     if kernel.quantized and hw.fp8:
         speedup = hw.quantized_attention(kernel.layer, kernel.quantized, causal)
-        products = (products / speedup[backward] if speedup
+        measured = speedup[backward] if speedup else None
+        products = (products / measured if measured is not None
                     else products * hw.bf16 / (hw.fp8 * kernel_model.FP8_ATTENTION_SHARE))
         bound = flop / (hw.fp8 * hw.achievable_fp8)
     products = max(products, bound)

@@ -564,7 +564,7 @@ def kernel_ceiling(generation: str) -> float:
     ceiling = max([1.0] + [x for by_dim in ATTENTION_MEASURED.values() for pair in by_dim.values() for x in pair])
     speedup = max([2 * FP8_ATTENTION_SHARE] + [x for layers in ATTENTION_FP8_MEASURED.values()
                                                for kinds in layers.values() for masks in kinds.values()
-                                               for pair in masks.values() for x in pair])
+                                               for pair in masks.values() for x in pair if x is not None])
     attention = plateau * ceiling * DEFAULT.attention_speed * speedup
     return max(DEFAULT.gemm_efficiency(generation), attention)
 
