@@ -237,7 +237,7 @@ def test_the_fp8_window_sweeps_backward_is_the_full_causal_square():
     checked = 0
     for part, run in _runs("gpt_oss").items():
         points = [p for p in run["points"] if p[0] >= 4096 and None not in p]
-        for (s0, _, bf0, bb0, qf0, qb0), (s1, _, bf1, bb1, qf1, qb1) in zip(points, points[1:]):
+        for (s0, _, bf0, bb0, qf0, qb0), (s1, _, bf1, bb1, qf1, qb1) in zip(points, points[1:], strict=False):
             assert s1 == 2 * s0
             assert bb1 / bb0 == pytest.approx(1.0, abs=0.08)  # BF16: linear time
             assert 1.55 < qb0 / qb1 < 2.05, (part, s0)  # FP8: quadratic time, tending to 2
