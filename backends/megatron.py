@@ -19,7 +19,7 @@ from __future__ import annotations
 from ..diagnostics import Diagnostic, error
 from ..plan import Plan
 from ..stages import pipeline_chunks
-from ..targets import fp4_params, fp8_params
+from ..targets import attention_backend, fp4_params, fp8_params
 from . import launched_job
 from .torch.runtime import DEFAULT_LR
 
@@ -307,9 +307,10 @@ def _precision_and_overlap(plan: Plan) -> list[tuple[str, str | None]]:
             args.append(("--fp8-param-gather", None))
             if recipe == "mxfp8":
                 args.append(("--reuse-grad-buf-for-mxfp8-param-ag", None))
-    # `auto` lets Transformer Engine pick cuDNN's fused attention, the kernel parc times (`flash`
-    # would set NVTE_FUSED_ATTN=0 and need the flash-attn package)
-    args.append(("--attention-backend", "auto" if target.flash_attention else "unfused"))
+    # `auto` lets Transformer Engine pick cuDNN's fused attention, the kernel parc times; `flash`
+    # (`attention-backend flash`) sets NVTE_FUSED_ATTN=0 and runs the flash-attn package's
+    # FlashAttention-2, which the job's image must hold (NeMo's and PyTorch's NGC images do)
+    args.append(("--attention-backend", attention_backend(target)))
     # the causal mask is built inside the attention kernel: the dataloader's s x s mask per
     # micro-batch (Megatron-LM's default) is memory parc's model does not hold
     args.append(("--no-create-attention-mask-in-dataloader", None))

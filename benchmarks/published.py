@@ -1098,6 +1098,13 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     if unfused:
         notes.append(f"unfused attention (published {year}, before FlashAttention was in training "
                      "frameworks; not expressible in a spec)")
+    # Transformer Engine told to run flash-attn's FlashAttention-2 instead of cuDNN's fused kernel:
+    # `NVTE_FUSED_ATTN=0` in a launch script, or Megatron-Core's `--attention-backend flash`
+    flash_attn_te = family == "megatron" and not unfused and bool(
+        re.search(r"nvte[_-]fused[_-]attn\s*=\s*0\b|attention[_ -]backend[\s:=]+flash\b", text))
+    if flash_attn_te:
+        notes.append("flash-attn's FlashAttention-2 through Transformer Engine (stated: NVTE_FUSED_ATTN=0; "
+                     "`attention-backend flash`)")
     compact = text.replace("_", "-")
     # "ub_tp_comm_overlap false" (a launcher configuration quoted as evidence) states the opposite
     tp_comm_overlap = re.search(r"tp[- ]comm[- ]overlap(?![\s:=]*(?:false|off|none|0)\b)", compact)
@@ -1227,7 +1234,8 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         notes.append(f"Transformer Engine's {'per-tensor current scaling' if recipe == 'current' else 'MXFP8'} "
                      f"fp8 recipe (stated: `fp8-recipe {TARGET_RECIPES[recipe]}`)")
     software = timing.Software(
-        attention="unfused" if unfused else ("flash" if family in ("torchtitan", "torch") else "flash-te"),
+        attention="unfused" if unfused else ("flash" if family in ("torchtitan", "torch")
+                                             else "flash-te-fa2" if flash_attn_te else "flash-te"),
         attention_fp8=attention_fp8,
         selective=("modules:" + ",".join(modules) if modules else timing.TORCHTITAN_OP if family == "torchtitan"
                    else "elementwise" if family == "torch" else "attention-core"),
@@ -1384,6 +1392,8 @@ def target_line(software: timing.Software, family: str, precision: str) -> str:
         options.append("float8-all-gather on")
     if name == "megatron" and software.attention == "unfused":
         options.append("flash-attention off")
+    if name == "megatron" and software.attention == "flash-te-fa2":
+        options.append("attention-backend flash")
     if software.tp_overlap != ("backward" if name == "megatron" else "none"):
         options.append(f"tp-overlap {software.tp_overlap}")
     default_grad = 2 if name == "megatron" and precision == "fp16" else 4

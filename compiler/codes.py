@@ -675,6 +675,20 @@ NVLS and leaves NCCL its own default; `nvls off` pins it off in the generated jo
     }
 """)
 
+register("E0374", "`attention-backend` against `flash-attention`", """
+A Megatron-LM job runs one attention. `flash-attention off` is Megatron-LM's unfused attention
+(`--attention-backend unfused`: the s x s scores materialised); `attention-backend` names the
+backend itself: `auto` (Transformer Engine's choice, cuDNN's fused attention on Hopper and later),
+`fused` (cuDNN's), `flash` (flash-attn's FlashAttention-2, `NVTE_FUSED_ATTN=0`) or `unfused`.
+Written together they must name the same one: a fused backend beside `flash-attention off`, or
+`unfused` beside `flash-attention on`, leaves it open which attention the job runs and parc
+times.
+
+    target megatron { flash-attention off, attention-backend flash }   # E0374
+
+Keep one of the two: `attention-backend flash` alone, or `flash-attention off` alone.
+""")
+
 # ---------------------------------------------------------------------------------------------
 # Memory (compiler/memory.py and its check): E04xx, W04xx. Add new codes below this line.
 

@@ -149,6 +149,7 @@ def facts(plan: Plan) -> dict[str, str]:
     target = plan.target
     options = [o for o, on in (("compile", target.compile), ("no compiled loss", target.compile and target.compile_loss is False),
                                ("no flash-attention", not target.flash_attention)) if on]
+    options += [f"attention-backend {target.attention_backend}"] if target.attention_backend else []
     options += [f"tp-overlap {target.tp_overlap}"] if target.tp_overlap else []
     options += [f"grad-reduce {target.grad_reduce}"] if target.grad_reduce else []
     options += [f"fp8-recipe {target.fp8_recipe}"] if target.fp8_recipe else []

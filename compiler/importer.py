@@ -171,6 +171,17 @@ def _torchtitan_optimizer(options: dict[str, Option], used: set[str]) -> tuple[s
     return optimizer, None if value == "inf" or _is_zero(value) else value
 
 
+def _te_attention_of(others: list[tuple[str, Span]]) -> str:
+    """The attention a launch script picks through Transformer Engine's variables, as Megatron-LM
+    did before `--attention-backend` (and NVIDIA's NeMo 1 recipes still do: `export
+    NVTE_FUSED_ATTN=0`): "flash" with the fused backend off, "unfused" with flash-attn's off too,
+    else "auto" (every backend on, Transformer Engine's default)."""
+    off = {word.partition("=")[0] for word, _ in others if re.fullmatch(r"NVTE_(?:FUSED|FLASH)_ATTN=0", word)}
+    if "NVTE_FUSED_ATTN" not in off:
+        return "auto"
+    return "unfused" if "NVTE_FLASH_ATTN" in off else "flash"
+
+
 def _megatron_clip(options: dict[str, Option], used: set[str]) -> str | None:
     """The gradient clipping Megatron-LM runs: `--clip-grad`, 1.0 when not given, 0 for none."""
     used.add("--clip-grad")
@@ -919,8 +930,11 @@ def _import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
               f"recompute {recompute}"] + ([f"  offload-activations {offload}"] if offload else []) \
         + ([f"  clip-grad-norm {clip}"] if clip else []) + ["}"]
     target = []
-    if get("--attention-backend", "auto") == "unfused":
+    backend = get("--attention-backend", None) or _te_attention_of(others)
+    if backend == "unfused":
         target.append("flash-attention off")
+    elif backend in ("fused", "flash"):  # `auto` is the spec's default; `local` has no spec
+        target.append(f"attention-backend {backend}")
     if has("--tp-comm-overlap"):
         target.append("tp-overlap all")
     elif has("--no-async-tensor-model-parallel-allreduce"):

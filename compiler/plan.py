@@ -441,6 +441,11 @@ class Target(Sourced):
     (None: torchtitan's default, both)."""
     flash_attention: bool = True
     """Megatron-LM's `--use-flash-attn`; off: the s x s scores are materialised (before 2022)."""
+    attention_backend: Literal["auto", "fused", "flash", "unfused"] | None = None
+    """Megatron-Core's `--attention-backend` (None: auto, or unfused under `flash-attention off`):
+    which attention Transformer Engine runs: cuDNN's fused kernel ("auto" on Hopper and later,
+    "fused"), flash-attn's FlashAttention-2 ("flash": `NVTE_FUSED_ATTN=0`, as NeMo's GPT-3 175B
+    and Nemotron-4 340B recipes run it) or the materialised scores ("unfused")."""
     float8_all_gather: bool = False
     """torchtitan: FSDP2 gathers the float8 linears' weights in float8 (torchao's
     `enable_fsdp_float8_all_gather` with tensorwise scaling, torchtitan's 405B config in 2024);

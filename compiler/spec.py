@@ -406,6 +406,10 @@ TARGET_KEYS = (
         "float8-all-gather on"),
     Key("flash-attention", "bool", "megatron: `--use-flash-attn` (off: unfused attention, before 2022)",
         "flash-attention off"),
+    _enum("attention-backend", "megatron: `--attention-backend`, the attention Transformer Engine runs (default "
+          "auto: cuDNN's fused attention on Hopper and later; flash: flash-attn's FlashAttention-2, "
+          "`NVTE_FUSED_ATTN=0`; fused: cuDNN's; unfused: the s x s scores, as `flash-attention off`)",
+          "attention-backend flash", ("auto", "fused", "flash", "unfused")),
     _enum("tp-overlap", "tensor-parallel communication hidden under GEMMs (default: the target's)",
           "tp-overlap all", ("none", "backward", "all")),
     _enum("grad-reduce", "dtype of the data-parallel gradient reduction (default: the target's)",

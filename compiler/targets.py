@@ -143,7 +143,8 @@ RUNTIMES: dict[str, Runtime] = {
         ep_fold=("dp", "cp", "tp"),
         # RankGenerator's default order "tp-cp-ep-dp-pp"
         rank_order=("tp", "cp", "ep", "dp", "pp"),
-        options=("flash-attention", "tp-overlap", "grad-reduce", "fp8-recipe", "fp8-params"), fp16_grad_bytes=2,
+        options=("flash-attention", "attention-backend", "tp-overlap", "grad-reduce", "fp8-recipe", "fp8-params"),
+        fp16_grad_bytes=2,
         fp8="linear", fp4=True,
         dp_runtime="megatron", context_parallel="te", tp_regather=True, pp_overlap="all"),
 }
@@ -159,13 +160,26 @@ def kernels(target: Target) -> str:
     return runtime(target).kernels
 
 
+def attention_backend(target: Target) -> str:
+    """Megatron-Core's `--attention-backend` for the target: the spec's `attention-backend`, else
+    "unfused" under `flash-attention off`, else "auto" (Transformer Engine's choice: cuDNN's fused
+    attention on Hopper and later)."""
+    if target.attention_backend is not None:
+        return target.attention_backend
+    return "auto" if target.flash_attention else "unfused"
+
+
 def attention(target: Target) -> str:
     """"flash" (torch's SDPA: FlashAttention-2), "flash-te" (Megatron-LM: Transformer Engine's
-    fused attention, cuDNN's on Hopper), or "unfused" for Megatron-LM without `--use-flash-attn`
-    (before mid-2022)."""
-    if not target.flash_attention:
+    fused attention, cuDNN's on Hopper), "flash-te-fa2" (Transformer Engine running flash-attn's
+    FlashAttention-2: `attention-backend flash`), or "unfused" for Megatron-LM without
+    `--use-flash-attn` (before mid-2022) or with `--attention-backend unfused`."""
+    if target.name != "megatron":
+        return "flash" if target.flash_attention else "unfused"
+    backend = attention_backend(target)
+    if backend == "unfused":
         return "unfused"
-    return "flash-te" if target.name == "megatron" else "flash"
+    return "flash-te-fa2" if backend == "flash" else "flash-te"
 
 
 def tp_overlap(target: Target) -> str:
@@ -257,7 +271,7 @@ def memory_runtime(target: Target) -> str:
     "Against published GPU memory") Megatron's accounting was under by a median 43 %."""
     if kernels(target) == "eager" or target.name == "torchtitan":
         return "torch"
-    return "megatron-flash" if target.flash_attention else "megatron"
+    return "megatron-flash" if attention(target) != "unfused" else "megatron"
 
 
 def software_of(plan: Plan):

@@ -583,7 +583,9 @@ class Software:
     """"flash": fused attention that skips the masked half (causal), torch's SDPA (its flash
     backend is FlashAttention-2: parc's runtime, torchtitan with or without torch.compile);
     "flash-te": the same through Transformer Engine (Megatron-LM, NeMo: FlashAttention-2 on
-    Ampere, cuDNN's fused attention on Hopper and later); "unfused": the s x s
+    Ampere, cuDNN's fused attention on Hopper and later); "flash-te-fa2": Transformer Engine
+    running flash-attn's FlashAttention-2 on every generation (`attention-backend flash`,
+    `NVTE_FUSED_ATTN=0`: torch's SDPA's curve, no FP8 variant); "unfused": the s x s
     scores are materialised and the full square computed (Megatron-LM before mid-2022)."""
     attention_fp8: bool = False
     """The fused attention's products run in FP8 under an fp8 spec: Transformer Engine's FP8
@@ -1396,7 +1398,8 @@ def memory_seconds(nbytes: float, hw: Hardware, c: Constants) -> float:
 
 
 ATTENTION_KERNELS = {"flash-te": "te", "flash-te-fp8": "te", "flash-te-mxfp8": "te"}
-"""`LayerCase.attention` -> the kernel curve it runs (`kernels.attention_curve`); "flash": "sdpa"."""
+"""`LayerCase.attention` -> the kernel curve it runs (`kernels.attention_curve`); "flash" and
+"flash-te-fa2" (both FlashAttention-2): "sdpa"."""
 
 FP8_ATTENTION = {"flash-te": "flash-te-fp8"}
 """A runtime's fused attention (`Software.attention`) -> its FP8 variant, where it has one:

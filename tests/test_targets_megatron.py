@@ -70,6 +70,10 @@ LAYOUTS = {
     "fp8-tensorwise-zero1": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)", "llama3-8b", " { fp8-recipe tensorwise }",
                              "train { seq 8192, global-batch 64, micro-batch 1, precision fp8 }\n"
                              "dp { sharding zero1 }\n"),
+    "flash-attn-fp8": ("tp 4 x dp 4 x pp 8 on nodes(8 gpus, nvlink)", "gpt3-175b",
+                       " { attention-backend flash, tp-overlap all }",
+                       "train { seq 2048, global-batch 256, micro-batch 1, precision fp8 }\ndp { sharding zero1 }\n"
+                       "pp { schedule interleaved-1f1b, virtual-stages 12 }\n"),
     "offload-fsdp": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)", "llama3-8b", "",
                      "train { seq 8192, global-batch 64, micro-batch 1, offload-activations 16 }\n"
                      "dp { sharding zero3 }\n"),
@@ -222,6 +226,9 @@ def test_megatron_cores_transformer_config_accepts_the_values(name):
         assert (c.fp8_recipe, c.fp8_amax_history_len, c.fp8_amax_compute_algo) == ("delayed", 1024, "max")
     elif plan.training.precision == "fp8":
         assert c.fp8_recipe == plan.target.fp8_recipe
+    # the attention parc times: `attention-backend`, else unfused under `flash-attention off`, else auto
+    assert c.attention_backend.name == (plan.target.attention_backend
+                                        or ("auto" if plan.target.flash_attention else "unfused"))
     # fp8 weights held as fp8 tensors with the distributed optimizer, as NVIDIA's recipes run them
     assert c.fp8_param == (plan.training.precision == "fp8" and lay.dp.sharding == "zero1")
     if lay.dp.bucket is not None:  # the bucket goes to megatron-core's DDP config (parameters per bucket)

@@ -95,6 +95,22 @@ def target_compile_loss_alone(plan: Plan) -> Iterator[Diagnostic]:
 
 
 @rule
+def target_attention_backend_contradicts(plan: Plan) -> Iterator[Diagnostic]:
+    """`attention-backend` and a written `flash-attention` name one attention: unfused exactly when
+    flash attention is off (`targets.attention_backend`)."""
+    target = plan.target
+    if target.attention_backend is None or target.span_of("flash_attention") is None:
+        return
+    if (target.attention_backend == "unfused") == (not target.flash_attention):
+        return
+    stated = "on" if target.flash_attention else "off"
+    yield error("E0374", f"`attention-backend {target.attention_backend}` contradicts `flash-attention {stated}`",
+                _option_span(target, "attention_backend"), label="this backend",
+                labels=labels((_option_span(target, "flash_attention"), f"flash-attention {stated}")),
+                help="keep one of the two: `attention-backend` names the attention alone")
+
+
+@rule
 def target_fp8_option_alone(plan: Plan) -> Iterator[Diagnostic]:
     """`fp8-recipe`, `fp8-params` and `float8-all-gather` concern only fp8 linears: under bf16 or
     fp16 they are no-ops the user likely did not mean (`fp8-params` also states whether Megatron-LM
