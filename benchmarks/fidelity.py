@@ -2885,17 +2885,12 @@ software, read from what each row states (`published.pp_overlap_of`, `Software.p
   the sends only at the end of the step, and each receive as early as the schedule allows
   (`_add_send_recv`, torch 2.13); its single-stage `Schedule1F1B` waits on each send with the
   receive batched beside it. No published torch row moves by half a per cent (their sends were
-  a per cent of their steps or less). Its single-stage `ScheduleGPipe` (stop 53) posts each
-  send after its chunk and waits on the forward sends only after the rank's last forward, the
-  backward ones after its last backward: a GPipe rank's send runs beside the next micro-batch's
-  chunk of its own direction (`Load.breadth_first`; tests/test_pp_overlap.py runs torch's own
-  `_step_microbatches` with a recording stage and checks where each wait falls). No published
-  row runs GPipe.
+  a per cent of their steps or less).
 
 The model charges such a send what outlasts the chunk it runs beside, at an NCCL send's share of
 the SMs (`timing.pp_sends_exposed`, `kernels.overlap_exposed`: a forward send beside a chunk's
-backward, a backward send beside a chunk's forward; under GPipe each beside the next chunk of its
-own direction); every other send delays its rank whole, as before. Search's bounds add the sends by the same rule. The refit takes `blackwell_sustained` from
+backward, a backward send beside a chunk's forward); every other send delays its rank whole, as
+before. Search's bounds add the sends by the same rule. The refit takes `blackwell_sustained` from
 0.8089 to 0.7713: the GB200 405B rows, whose sends were most of what they lacked, now ask for
 slower Blackwell GEMMs. All 621 rows: median 7.3 -> 7.4 %, p90 19.0 -> 19.2 %. By source:
 Megatron-Bridge's dense releases 6.1 -> 4.3 % (p90 15.6 -> 12.8 %), its MoE releases 11.6 -> 10.1

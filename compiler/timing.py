@@ -752,10 +752,9 @@ class Software:
     alike; torch.distributed.pipelining's multi-stage schedules, parc's job and torchtitan, whose
     `_PipelineScheduleRuntime` waits on its sends at the end of the step) or "backward" (from
     Megatron-LM 260cba7133, 2026-04-16: the forward send is waited on before its output is
-    freed, the backward's still run beside the next chunk). A 1F1B rank sends on the critical
-    path whatever this says (Megatron-Core turns `overlap_p2p_comm` off without interleaving;
-    torch's `Schedule1F1B` waits on each send with its batched receive); torch's `ScheduleGPipe`
-    waits on its sends after the last chunk of their direction (`Load.breadth_first`)."""
+    freed, the backward's still run beside the next chunk). A single-chunk rank sends on the
+    critical path whatever this says (Megatron-Core turns `overlap_p2p_comm` off without
+    interleaving; torch's `Schedule1F1B` waits on each send with its batched receive)."""
     ep_overlap: bool = False
     """The dispatch and combine of one micro-batch run under another micro-batch's computation:
     Megatron-Core's 1F1B all-to-all overlap (`--overlap-moe-expert-parallel-comm`, Megatron-Bridge's
@@ -2964,9 +2963,6 @@ class Load:
     gathers something of its own only where it holds the embedding or the final norm and output
     (none on a middle rank, two on the first rank of a V, which holds both ends); without a
     pipeline the whole model is one root, whatever its virtual stages."""
-    breadth_first: bool = False
-    """The rank runs every forward before any backward (GPipe): a send it leaves unwaited runs
-    beside the next micro-batch's chunk of its own direction (`pp_sends_exposed`)."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -3086,8 +3082,7 @@ def _rank_frames(shape: Shape, chunking: Chunking) -> tuple[tuple[tuple, dict], 
             sends_b=sum(1 for ch in mine if owner.get(ch.index - 1, rank) != rank),
             params_dense=dense + other, params_expert=expert,
             blocks_dense=tuple(blocks_dense), blocks_expert=tuple(blocks_expert), params_root=root,
-            params_other=other, roots=sum(1 for ch in mine if ch.embedding or ch.output) if pp > 1 else 1,
-            breadth_first=chunking.schedule == "gpipe")))
+            params_other=other, roots=sum(1 for ch in mine if ch.embedding or ch.output) if pp > 1 else 1)))
     return tuple(frames)
 
 
@@ -3353,18 +3348,15 @@ PP_OVERLAPS = ("none", "all", "backward")
 
 def sends_overlapped(load: Load, overlap: str) -> bool:
     """Whether some of the rank's sends run beside its next chunk (`pp_sends_exposed` charges them
-    after the rank's computation is summed; search's sums do the same): a multi-chunk rank's, and
-    a GPipe rank's (torch's `ScheduleGPipe` waits on its forward sends after the last forward and
-    on its backward sends after the last backward), where the runtime does not wait at once."""
+    after the rank's computation is summed; search's sums do the same)."""
     if overlap not in PP_OVERLAPS:
         raise ValueError(f"pp_overlap {overlap!r}: one of {PP_OVERLAPS}")
-    return (load.chunks > 1 or load.breadth_first) and overlap != "none"
+    return load.chunks > 1 and overlap != "none"
 
 
 def pp_windows(load: Load, overlap: str) -> tuple[int, int]:
-    """`RankTimes.pp_windows`: where a rank's forward and backward sends occupy its NIC (0: its
-    forward window, 1: its backward window)."""
-    if not sends_overlapped(load, overlap) or load.breadth_first:
+    """`RankTimes.pp_windows`: where a rank's forward and backward sends occupy its NIC."""
+    if not sends_overlapped(load, overlap):
         return 0, 1
     return (1 if overlap == "all" else 0), 0
 
@@ -3372,24 +3364,18 @@ def pp_windows(load: Load, overlap: str) -> tuple[int, int]:
 def pp_sends_exposed(load: Load, send: float, share: float, overlap: str, forward: float,
                      backward: float) -> tuple[float, float]:
     """Seconds a rank's chunk-boundary sends add to its micro-batch, (forward, backward), of
-    `send` seconds each: the whole transfer where the rank waits for it (a 1F1B rank,
+    `send` seconds each: the whole transfer where the rank waits for it (a single-chunk rank,
     `overlap` "none", the forward sends under "backward"), else what outlasts the chunk of
     computation it runs beside, at the link's SM `share` (`kernels.overlap_exposed`, the one rule
     of every overlap). Megatron-Core's interleaved steady state runs a forward step and then a
     backward step, posting each one's send before the other: a forward send runs beside a
     chunk's backward (its recomputation included), a backward send beside a chunk's forward
-    (`forward`, `backward`: the rank's per micro-batch, over its chunks). A GPipe rank runs all
-    its forwards, then all its backwards: each send runs beside the next micro-batch's chunk of
-    its own direction."""
+    (`forward`, `backward`: the rank's per micro-batch, over its chunks)."""
     if not sends_overlapped(load, overlap):
         return load.sends_f * send, load.sends_b * send
     beside_forward = kernel_model.overlap_exposed(forward / load.chunks, send, share * send)
     beside_backward = kernel_model.overlap_exposed(backward / load.chunks, send, share * send)
-    if load.breadth_first:
-        forward_send, backward_send = beside_forward, beside_backward
-    else:
-        forward_send, backward_send = beside_backward, beside_forward
-    return load.sends_f * (forward_send if overlap == "all" else send), load.sends_b * backward_send
+    return load.sends_f * (beside_backward if overlap == "all" else send), load.sends_b * beside_forward
 
 
 def rank_time(load: Load, pieces: RankPieces) -> RankTimes:

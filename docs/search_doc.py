@@ -851,12 +851,10 @@ every pipeline of each, shuffled and asked twice, with and without communication
 order's own placement):
 
 - **The ranks' loads once per chunking**: `timing.rank_loads` reads the schedule and the
-  virtual stages through `chunks_of` and whether the schedule is GPipe's breadth-first order
-  (`Load.breadth_first`: its ranks wait on their sends later) alone, so `_loads` asks for them
-  once per (tp, ep, pp, recomputation, GPipe or not, chunks): the interleaved schedules of one
-  virtual-stage count share. Calls of `rank_loads` in one cold search, measured when 1F1B and
-  GPipe shared too (before stop 53): 444 -> 231 in the 983,040-GPU space, 403 -> 213 in
-  gpt3-175b.par, 917 -> 504 in the Mixtral benchmark row.
+  virtual stages through `chunks_of` alone, so `_loads` asks for them once per (tp, ep, pp,
+  recomputation, chunks): 1F1B and GPipe share, and the interleaved schedules of one
+  virtual-stage count. Calls of `rank_loads` in one cold search: 444 -> 231 in the
+  983,040-GPU space, 403 -> 213 in gpt3-175b.par, 917 -> 504 in the Mixtral benchmark row.
 - **The sums kept per (pieces, loads, send)** (one tuple of loads for the schedules that
   chunk alike, so their sums are computed once): in the 983,040-GPU space 32,815 calls
   compute 17,262 sums.

@@ -1186,11 +1186,10 @@ class Engine:
         distinct = self._load_cache.get(key)
         if distinct is None:
             # `timing.rank_loads` reads the schedule and the virtual stages through the chunks
-            # (`chunks_of`) and whether the rank runs GPipe's breadth-first order
-            # (`Load.breadth_first`) alone: schedules that chunk alike (the interleaved ones of
-            # one virtual-stage count) share one tuple of loads, computed once, so that their
-            # sums below are computed once too
-            chunked = ("chunked", tp, item.ep, pp, recompute, schedule == "gpipe",
+            # alone (`chunks_of`): schedules that chunk alike (1F1B and GPipe always, the
+            # interleaved ones of one virtual-stage count) share one tuple of loads, computed
+            # once, so that their sums below are computed once too
+            chunked = ("chunked", tp, item.ep, pp, recompute,
                        chunks_of(self.shape.layers, pp, v, schedule, self.split, self.shape.tied, self.shape.mtp))
             distinct = self._load_cache.get(chunked)
             if distinct is None:
