@@ -2884,8 +2884,13 @@ software, read from what each row states (`published.pp_overlap_of`, `Software.p
   through `_PipelineScheduleRuntime`, which posts each send once its chunk is done and waits on
   the sends only at the end of the step, and each receive as early as the schedule allows
   (`_add_send_recv`, torch 2.13); its single-stage `Schedule1F1B` waits on each send with the
-  receive batched beside it. No published torch row moves by half a per cent (their sends were
-  a per cent of their steps or less).
+  receive batched beside it, and its `ScheduleGPipe`, which waits on its sends only after its
+  last chunk of each direction, posts each receive just before the chunk that needs it: a
+  transfer cannot end before its receive is posted, so it still runs between the receiving
+  rank's chunks, and GPipe's sends stay charged whole (tests/test_pp_overlap.py runs torch's own
+  `_step_microbatches` with a recording stage: a stop-53 change that overlapped them was
+  reverted for this). No published torch row moves by half a per cent (their sends were a per
+  cent of their steps or less).
 
 The model charges such a send what outlasts the chunk it runs beside, at an NCCL send's share of
 the SMs (`timing.pp_sends_exposed`, `kernels.overlap_exposed`: a forward send beside a chunk's

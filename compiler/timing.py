@@ -754,7 +754,9 @@ class Software:
     Megatron-LM 260cba7133, 2026-04-16: the forward send is waited on before its output is
     freed, the backward's still run beside the next chunk). A single-chunk rank sends on the
     critical path whatever this says (Megatron-Core turns `overlap_p2p_comm` off without
-    interleaving; torch's `Schedule1F1B` waits on each send with its batched receive)."""
+    interleaving; torch's `Schedule1F1B` waits on each send with its batched receive; torch's
+    `ScheduleGPipe` defers its send waits but posts each receive just before the chunk that needs
+    it, so every transfer still runs between the receiving rank's chunks)."""
     ep_overlap: bool = False
     """The dispatch and combine of one micro-batch run under another micro-batch's computation:
     Megatron-Core's 1F1B all-to-all overlap (`--overlap-moe-expert-parallel-comm`, Megatron-Bridge's

@@ -191,3 +191,96 @@ def test_an_overlapped_send_keeps_the_nic_busy_in_the_window_it_runs_beside():
     assert checked > 0
     _, waited_ranks, _, _ = _ranks("tp 8 x pp 4 x dp 2", INTERLEAVED, "none")
     assert all(r.pp_windows == (0, 1) for r in waited_ranks.values())
+
+
+GPIPE = "pp { schedule gpipe }"
+
+
+def _torch_schedule_trace(schedule_class, stages: int, stage: int, microbatches: int) -> list[tuple]:
+    """What torch's own single-stage schedule does on one rank, in order: each chunk computed
+    ("F", i) / ("B", i), each p2p op posted ("post", kind, i) and waited on ("wait", kind, i).
+    torch.distributed.pipelining's `_step_microbatches` is run as written, with a stage that
+    records instead of computing and p2p calls that record instead of communicating."""
+    from types import SimpleNamespace
+
+    from torch.distributed.pipelining import schedules
+
+    trace: list[tuple] = []
+    stage_obj = SimpleNamespace(
+        stage_index=stage, is_first=stage == 0, is_last=stage == stages - 1,
+        get_fwd_recv_ops=lambda i: [("fwd_recv", i)] if stage > 0 else [],
+        get_fwd_send_ops=lambda i: [("fwd_send", i)] if stage < stages - 1 else [],
+        get_bwd_recv_ops=lambda i: [("bwd_recv", i)] if stage < stages - 1 else [],
+        get_bwd_send_ops=lambda i: [("bwd_send", i)] if stage > 0 else [],
+        forward_one_chunk=lambda i, *a, **kw: trace.append(("F", i)),
+        backward_one_chunk=lambda i, **kw: trace.append(("B", i)),
+        perform_reduce_grad=lambda *a: None)
+
+    def batch(p2p, desc=None):
+        trace.extend(("post", *op) for op in p2p)
+        return {0: tuple(p2p)} if p2p else {}
+
+    def wait(work):
+        trace.extend(("wait", *op) for op in (work if isinstance(work, tuple) else ()))
+
+    fake = SimpleNamespace(_n_microbatches=microbatches, _num_stages=stages, _stage=stage_obj, scale_grads=True,
+                           _check_inputs=lambda a, k, t, losses: ([()] * microbatches, [{}] * microbatches),
+                           _initialize_stage=lambda *a: None, _maybe_compute_loss=lambda *a: None,
+                           _maybe_get_loss=lambda *a: None, _update_losses=lambda *a: None)
+    saved = schedules._sorted_batch_p2p, schedules._batch_p2p, schedules._wait_batch_p2p
+    schedules._sorted_batch_p2p = batch
+    schedules._batch_p2p = lambda p2p, desc=None: batch(p2p)[0] if p2p else ()
+    schedules._wait_batch_p2p = wait
+    try:
+        schedule_class._step_microbatches(fake)
+    finally:
+        schedules._sorted_batch_p2p, schedules._batch_p2p, schedules._wait_batch_p2p = saved
+    return trace
+
+
+def test_torchs_gpipe_posts_each_receive_just_before_its_chunk():
+    """torch 2.13's `ScheduleGPipe`, run as written on a middle rank: it waits on its forward sends
+    only after its last forward and on its backward sends after its last backward, but it posts
+    each receive immediately before the chunk that needs it and waits on it there. A transfer
+    cannot finish before its receive is posted, so each one still runs between the receiving
+    rank's chunks, on the pipeline's critical path: the deferred waits hide nothing, and GPipe's
+    sends are charged whole under every runtime (`timing.sends_overlapped`: only a multi-chunk
+    rank, whose runtime posts its receives ahead, overlaps them). `Schedule1F1B` on the same
+    rank waits on a send at most one chunk after posting it."""
+    from torch.distributed.pipelining import Schedule1F1B, ScheduleGPipe
+
+    trace = _torch_schedule_trace(ScheduleGPipe, stages=4, stage=1, microbatches=6)
+    position = {event: n for n, event in enumerate(trace)}
+    assert sum(1 for e in trace if e[0] == "wait" and e[1].endswith("_send")) == 12
+    for i in range(6):
+        for recv, compute in (("fwd_recv", "F"), ("bwd_recv", "B")):
+            # posted, waited on, computed: nothing of the rank's between them
+            assert position[("post", recv, i)] + 1 == position[("wait", recv, i)] == position[(compute, i)] - 1
+        assert position[("wait", "fwd_send", i)] > position[("F", 5)]  # the send waits deferred
+        assert position[("wait", "bwd_send", i)] > position[("B", 5)]
+
+    trace = _torch_schedule_trace(Schedule1F1B, stages=4, stage=1, microbatches=6)
+    computed = [n for n, e in enumerate(trace) if e[0] in ("F", "B")]
+    waited = 0
+    for n, event in enumerate(trace):
+        if event[0] == "post" and event[1].endswith("_send"):
+            done = trace.index(("wait", *event[1:]))
+            assert sum(1 for c in computed if n < c < done) <= 1
+            waited += 1
+    assert waited == 12
+
+
+def test_a_gpipe_rank_waits_for_its_sends_whatever_the_runtime():
+    """GPipe's transfers run between the receiving rank's chunks (above): charged whole under
+    "all" as under "none", for parc's torch job as for any runtime."""
+    text = SPEC.format(layout="tp 8 x pp 4 x dp 2", pp=GPIPE).replace("target megatron", "target torch")
+    plan = compile_text(text, path="pp.par").plan
+    assert software_of(plan).pp_overlap == "all"
+    hw = timing.hardware_of(plan)
+    shape, k, geo = shape_of(plan), knobs_of(plan, "torch"), timing.geometry_of(plan, hw)
+    send = timing.link(geo.pp, hw, DEFAULT).send(timing.ACT * k.seq * k.micro_batch * shape.hidden / k.tp)
+    loads, times = timing.rank_times(shape, k, hw, geo, DEFAULT, software_of(plan))
+    assert loads and all(load.chunks == 1 for load in loads)
+    for load in loads:
+        assert times[load].exposed_f[3] == pytest.approx(load.sends_f * send)
+        assert times[load].exposed_b[3] == pytest.approx(load.sends_b * send)
