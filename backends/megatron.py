@@ -378,7 +378,22 @@ def readme(plan: Plan) -> str:
         "Ranks: Megatron-Core's order tp-cp-ep-dp-pp, which is the spec's; docs/targets.md lists",
         "every setting and what Megatron-LM cannot express.",
         "",
-    ] + _nvfp4_note(plan))
+    ] + _nvfp4_note(plan) + _flash_attn_note(plan))
+
+
+def _flash_attn_note(plan: Plan) -> list[str]:
+    """What `attention-backend flash` needs of the image: Megatron-Core turns Transformer Engine's
+    cuDNN and unfused attention off, so without the flash-attn package no backend is left; and
+    which kernel parc timed, where the image holds a newer one Transformer Engine would prefer."""
+    if attention_backend(plan.target) != "flash":
+        return []
+    return [
+        "`--attention-backend flash` runs the flash-attn package's kernel through Transformer Engine",
+        "(cuDNN's and the unfused attention off): the image must hold flash-attn, or Transformer",
+        "Engine finds no attention backend. parc timed FlashAttention-2; where the image also holds",
+        "FlashAttention-3 (Hopper) or -4 (Blackwell), Transformer Engine runs that instead.",
+        "",
+    ]
 
 
 def _nvfp4_note(plan: Plan) -> list[str]:

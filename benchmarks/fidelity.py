@@ -2322,8 +2322,8 @@ dropout 0.1, which parc does not model). The reader writes it `attention-backend
 53), timed on FlashAttention-2's curve, which Transformer Engine's own attention guide confirms
 (its H100 case: cuDNN 7.49 ms, flash-attn 11.89 ms; the model 7.47 and 12.19 at the kernels'
 speed, tests/test_attention_backend.py); until then their rows were timed on cuDNN's and GPT-3's
-did not state it. Their twenty rows came 2-6 points closer (GPT-3 BF16 +12.3 -> +10.0 %, 340B BF16
-+12.7 -> +9.0 %). The rest (GPT-3 175B and Llama 3.1 70B most) is left as found. What FP8 buys is measured here apart from that level: each
+did not state it. Their twenty rows came 2-6 points closer (median signed error: GPT-3 BF16 +12.5 ->
++10.2 %, 340B BF16 +12.7 -> +9.0 %). The rest (GPT-3 175B and Llama 3.1 70B most) is left as found. What FP8 buys is measured here apart from that level: each
 FP8 run has a BF16 twin of the same model, GPUs, layout and release, and the model's FP8-over-BF16
 throughput ratio over the table's is @DGXC_H100_PAIRS@ (`dgxc_check.fp8_pairs`). An FP8
 product's ceiling scaled by the matmul sweep's FP8-over-BF16 maximum (H100: 70.9 % of the FP8 peak

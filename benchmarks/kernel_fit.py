@@ -132,7 +132,7 @@ def measured_ratios(data: dict) -> dict[str, dict[int, tuple[float, float]]]:
     return out
 
 
-def fp8_speedups(data: dict) -> dict[str, dict[str, dict[str, dict[str, tuple[float, float]]]]]:
+def fp8_speedups(data: dict) -> dict[str, dict[str, dict[str, dict[str, tuple[float, float | None]]]]]:
     """`kernels.ATTENTION_FP8_MEASURED`: part -> layer kind (`PRESETS`) -> FP8 kind ("fp8" from the
     suite, "mxfp8" from the 9.22 runs) -> mask ("causal", "full") -> (forward, backward): the
     median over the run's points of that mask, both kernels measured, of FP8 TFLOP/s over BF16

@@ -689,6 +689,20 @@ times.
 Keep one of the two: `attention-backend flash` alone, or `flash-attention off` alone.
 """)
 
+register("E0375", "`attention-backend flash` for an attention flash-attn cannot run", """
+`attention-backend flash` asks Megatron-LM to run flash-attn's FlashAttention-2 and turns
+Transformer Engine's other backends off (`NVTE_FUSED_ATTN=0`, `NVTE_UNFUSED_ATTN=0`).
+FlashAttention-2 runs query-key head dims up to 256, in multiples of 8, equal to the value head
+dim; it has no multi-head latent attention. For any other attention Transformer Engine is left
+with no backend and the job stops at its first layer, so parc refuses the spec rather than time
+a kernel that cannot run.
+
+    model { ..., kv-lora-rank 512, ... }
+    target megatron { attention-backend flash }   # E0375
+
+Use `attention-backend auto` (cuDNN's fused attention, which runs both) or `fused`.
+""")
+
 # ---------------------------------------------------------------------------------------------
 # Memory (compiler/memory.py and its check): E04xx, W04xx. Add new codes below this line.
 

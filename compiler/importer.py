@@ -176,10 +176,19 @@ def _te_attention_of(others: list[tuple[str, Span]]) -> str:
     did before `--attention-backend` (and NVIDIA's NeMo 1 recipes still do: `export
     NVTE_FUSED_ATTN=0`): "flash" with the fused backend off, "unfused" with flash-attn's off too,
     else "auto" (every backend on, Transformer Engine's default)."""
-    off = {word.partition("=")[0] for word, _ in others if re.fullmatch(r"NVTE_(?:FUSED|FLASH)_ATTN=0", word)}
-    if "NVTE_FUSED_ATTN" not in off:
+    value = {}
+    for i, (word, span) in enumerate(others):  # in the order written: a later assignment wins
+        found = re.fullmatch(r"(NVTE_(?:FUSED|FLASH)_ATTN)=(\w*)", word)
+        if not found:
+            continue
+        text = found.group(2)
+        if not text and i + 1 < len(others) and others[i + 1][1].start == span.end:
+            text = others[i + 1][0]  # `NAME="0"`: the quoted value is the next word, unquoted, adjacent
+        if text in ("0", "1"):
+            value[found.group(1)] = text
+    if value.get("NVTE_FUSED_ATTN") != "0":
         return "auto"
-    return "unfused" if "NVTE_FLASH_ATTN" in off else "flash"
+    return "unfused" if value.get("NVTE_FLASH_ATTN") == "0" else "flash"
 
 
 def _megatron_clip(options: dict[str, Option], used: set[str]) -> str | None:
@@ -930,8 +939,10 @@ def _import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
               f"recompute {recompute}"] + ([f"  offload-activations {offload}"] if offload else []) \
         + ([f"  clip-grad-norm {clip}"] if clip else []) + ["}"]
     target = []
+    # the option wins over Transformer Engine's variables (Megatron-Core refuses the two where they
+    # disagree); `local`, Megatron-Core's own attention, materialises the scores as `unfused` does
     backend = get("--attention-backend", None) or _te_attention_of(others)
-    if backend == "unfused":
+    if backend in ("unfused", "local"):
         target.append("flash-attention off")
     elif backend in ("fused", "flash"):  # `auto` is the spec's default; `local` has no spec
         target.append(f"attention-backend {backend}")

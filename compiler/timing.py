@@ -539,7 +539,7 @@ class Hardware:
     def __hash__(self) -> int:
         return self._hash
 
-    def quantized_attention(self, layer: str, kind: str, causal: bool) -> tuple[float, float] | None:
+    def quantized_attention(self, layer: str, kind: str, causal: bool) -> tuple[float, float | None] | None:
         """The measured (forward, backward) speedup of the FP8 attention kernel `kind` ("fp8",
         "mxfp8") on a `layer` ("gqa", "mla") and mask over the BF16 one, or None
         (`kernels.attention_fp8_speedup`; a direction never measured is None)."""
@@ -2059,7 +2059,7 @@ class LayerCase:
     fp8 runtime runs bf16)."""
     attention: str
     """The fused attention the layer runs (`attention_kernel`): `Software.attention` ("flash",
-    "flash-te" or "unfused", the s x s scores materialised), or "flash-te-fp8" / "flash-te-mxfp8"
+    "flash-te", "flash-te-fa2" or "unfused", the s x s scores materialised), or "flash-te-fp8" / "flash-te-mxfp8"
     (`FP8_ATTENTION`, `MXFP8_ATTENTION`)."""
     kernels: str
     """`Software.kernels`: "eager" (an expert loop, op-by-op RoPE and SwiGLU) or "fused"
@@ -2152,8 +2152,9 @@ _CASE_HASH = LayerCase.__dict__["_hash"].__set__
 def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Work:
     """One transformer layer: `case` (`LayerCase`) says which and how the runtime runs it.
     `case.attention` is "flash" (fused, causal work skipped: torch's SDPA, what parc's runtime
-    runs), "flash-te" (the same through Transformer Engine) or "unfused" (the s x s scores
-    materialised, as Megatron-LM did before 2022).
+    runs), "flash-te" (the same through Transformer Engine), "flash-te-fa2" (flash-attn's kernel
+    through Transformer Engine) or "unfused" (the s x s scores materialised, as Megatron-LM did
+    before 2022).
     `case.kernels` ("eager" or "fused", `Software.kernels`) decides how routed experts launch:
     parc's runtime loops over its local experts, a kernel per matrix product and activation each;
     Megatron-LM's grouped GEMM is one kernel per matrix for all of them. `case.balanced`

@@ -116,17 +116,19 @@ def test_a_backend_against_flash_attention_is_refused(options):
 
 
 def test_the_importer_keeps_the_backend():
-    """`parc import` of a Megatron-LM command line keeps `--attention-backend flash` (and fused)."""
+    """`parc import` of a Megatron-LM command line keeps `--attention-backend flash` and `fused`,
+    and reads `local` (Megatron-Core's own attention, the scores materialised) as unfused."""
     from parc.importer import import_source
     from parc.source import SourceFile
 
-    for backend in ("flash", "fused"):
+    for backend in ("flash", "fused", "local"):
         script = SourceFile(f"{backend}.sh", "torchrun pretrain_gpt.py --tensor-model-parallel-size 4 --num-layers 32 --hidden-size 4096 "
                           "--ffn-hidden-size 14336 --num-attention-heads 32 --seq-length 8192 --micro-batch-size 1 "
                           f"--global-batch-size 64 --bf16 --vocab-size 128256 --attention-backend {backend}\n")
         imported = import_source(script)
-        assert f"attention-backend {backend}" in imported.text
-        assert targets.attention_backend(compile_text(imported.text, path="imported.par").plan.target) == backend
+        expected = "unfused" if backend == "local" else backend  # Megatron-Core's own attention: the scores
+        assert ("flash-attention off" if backend == "local" else f"attention-backend {backend}") in imported.text
+        assert targets.attention_backend(compile_text(imported.text, path="imported.par").plan.target) == expected
 
 
 @pytest.mark.parametrize("exports, backend", [
@@ -134,6 +136,8 @@ def test_the_importer_keeps_the_backend():
     ("export NVTE_FUSED_ATTN=0\nexport NVTE_FLASH_ATTN=0", "unfused"),
     ("export NVTE_FLASH_ATTN=0\nexport NVTE_FUSED_ATTN=1", "auto"),  # the Llama 3.1 recipes: cuDNN's
     ("", "auto"),
+    ('export NVTE_FUSED_ATTN="0"', "flash"),  # quoted
+    ("export NVTE_FUSED_ATTN=0\nexport NVTE_FUSED_ATTN=1", "auto"),  # the later assignment wins
 ])
 def test_the_importer_reads_transformer_engines_variables(exports, backend):
     """A launch script from before `--attention-backend` picks the kernel with Transformer

@@ -243,8 +243,9 @@ def test_the_fp8_window_sweeps_backward_is_the_full_causal_square():
             assert 1.55 < qb0 / qb1 < 2.05, (part, s0)  # FP8: quadratic time, tending to 2
             assert qf1 / qf0 == pytest.approx(bf1 / bf0, rel=0.08)  # both forwards banded alike
             checked += 1
-        if checked:
-            assert kernels.ATTENTION_FP8_MEASURED[part]["window"]["fp8"]["causal"][1] is None
+        if points:  # this part's FP8 window sweep: its forward speedup written, its backward not
+            forward, backward = kernels.ATTENTION_FP8_MEASURED[part]["window"]["fp8"]["causal"]
+            assert forward > 1 and backward is None, part
     assert checked == 6
 
 

@@ -110,6 +110,37 @@ def target_attention_backend_contradicts(plan: Plan) -> Iterator[Diagnostic]:
                 help="keep one of the two: `attention-backend` names the attention alone")
 
 
+FLASH_ATTN_MAX_HEAD_DIM = 256
+"""flash-attn's FlashAttention-2 runs query-key head dims up to 256, in multiples of 8, equal to the
+value head dim (Transformer Engine 2.16's `get_attention_backend`: "Supported: head_dim_qk =
+head_dim_v, head_dim_qk %8 = 0, head_dim_qk <= 256"; "Disabling FlashAttention 2 as it does not
+support MLA")."""
+
+
+@rule
+def target_flash_attn_cannot_run(plan: Plan) -> Iterator[Diagnostic]:
+    """`attention-backend flash` turns Transformer Engine's cuDNN and unfused attention off
+    (Megatron-Core's `_set_attention_backend`): an attention flash-attn cannot run leaves no
+    backend, and the job stops at its first layer."""
+    target, m = plan.target, plan.model
+    if target.name != "megatron" or target.attention_backend != "flash":
+        return
+    qk = m.head_dim + (m.rope_head_dim if m.mla else 0)
+    v = (m.v_head_dim or m.head_dim) if m.mla else m.head_dim
+    if m.mla:
+        why, key = "multi-head latent attention", "kv_lora_rank"
+    elif qk > FLASH_ATTN_MAX_HEAD_DIM or qk % 8:
+        why, key = f"head dim {qk}", "head_dim"
+    elif qk != v:
+        why, key = f"query-key head dim {qk} with value head dim {v}", "head_dim"
+    else:
+        return
+    yield error("E0375", f"`attention-backend flash` cannot run {why}", _option_span(target, "attention_backend"),
+                label="flash-attn's FlashAttention-2", labels=labels((m.span_of(key), why)),
+                help="use `attention-backend auto` (cuDNN's fused attention) or `fused`; flash-attn runs head dims "
+                     f"up to {FLASH_ATTN_MAX_HEAD_DIM} in multiples of 8, the same for queries, keys and values")
+
+
 @rule
 def target_fp8_option_alone(plan: Plan) -> Iterator[Diagnostic]:
     """`fp8-recipe`, `fp8-params` and `float8-all-gather` concern only fp8 linears: under bf16 or
