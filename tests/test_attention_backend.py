@@ -167,3 +167,15 @@ def test_the_reader_gives_nvidias_flash_attn_recipes_their_kernel():
         assert ("attention-backend flash" in row.spec) == flash, row.id
         checked[flash] += 1
     assert checked[True] == 20 and checked[False] > 20
+
+
+@pytest.mark.parametrize("model, refused", [
+    ("{ layers 2, hidden 3200, ffn 8192, heads 32, head-dim 100, vocab 32000 }", True),  # not a multiple of 8
+    ("{ layers 2, hidden 4096, ffn 8192, heads 16, head-dim 256, vocab 32000 }", False),  # flash-attn's largest
+    ("{ layers 2, hidden 4096, ffn 8192, heads 8, head-dim 512, vocab 32000 }", True),
+])
+def test_flash_is_refused_where_flash_attn_has_no_kernel(model, refused):
+    """flash-attn's FlashAttention-2 runs head dims up to 256 in multiples of 8 (E0375 beyond)."""
+    text = SPEC.format(options=" { attention-backend flash }").replace("model llama3-8b", f"model {model}")
+    codes = [d.code for d in compile_text(text, path="attention.par").diagnostics if d.is_error]
+    assert ("E0375" in codes) == refused, codes

@@ -125,14 +125,11 @@ def target_flash_attn_cannot_run(plan: Plan) -> Iterator[Diagnostic]:
     target, m = plan.target, plan.model
     if target.name != "megatron" or target.attention_backend != "flash":
         return
-    qk = m.head_dim + (m.rope_head_dim if m.mla else 0)
-    v = (m.v_head_dim or m.head_dim) if m.mla else m.head_dim
+    # only MLA gives queries, keys and values different head dims (`v-head-dim` needs `kv-lora-rank`)
     if m.mla:
         why, key = "multi-head latent attention", "kv_lora_rank"
-    elif qk > FLASH_ATTN_MAX_HEAD_DIM or qk % 8:
-        why, key = f"head dim {qk}", "head_dim"
-    elif qk != v:
-        why, key = f"query-key head dim {qk} with value head dim {v}", "head_dim"
+    elif m.head_dim > FLASH_ATTN_MAX_HEAD_DIM or m.head_dim % 8:
+        why, key = f"head dim {m.head_dim}", "head_dim"
     else:
         return
     yield error("E0375", f"`attention-backend flash` cannot run {why}", _option_span(target, "attention_backend"),
