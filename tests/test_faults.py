@@ -1,7 +1,8 @@
 """The generated job under faults (issue 8), tested from the outside through torchrun on CPU.
 
 1. Launched with the wrong world size, the job stops with a message naming both sizes, within
-   seconds and before any collective (train.py's start-up check, exit status 2).
+   seconds and before any collective (train.py's start-up check, exit status 2), said even where
+   another rank reaches the check first.
 2. One rank is SIGKILLed in the middle of a run under `torchrun --max-restarts 1`: torchrun
    restarts every rank, they resume from the last checkpoint, and every step's loss equals the
    uninterrupted run's.
@@ -95,6 +96,18 @@ WRAPPER = textwrap.dedent('''\
     runpy.run_path("train.py", run_name="__main__")
 ''')
 
+SLOW_FIRST_WRAPPER = textwrap.dedent('''\
+    """Started by torchrun in place of train.py: holds each node's first process back SLOW_FIRST
+    seconds, so that the others reach train.py's start-up check first."""
+    import os, runpy, sys, time
+
+    if os.environ["LOCAL_RANK"] == "0":
+        time.sleep(float(os.environ["SLOW_FIRST"]))
+    sys.argv[0] = "train.py"
+    sys.path.insert(0, os.getcwd())
+    runpy.run_path("train.py", run_name="__main__")
+''')
+
 
 def torchrun(job: Path, script: str, *args: str, nproc: int = RANKS, env: dict | None = None,
              launcher: tuple[str, ...] = ("--standalone",), timeout: float = RUN_TIMEOUT):
@@ -119,6 +132,7 @@ def job(tmp_path_factory) -> Path:
     result = run_cli("compile", str(spec), "-o", str(tmp / "job"))
     assert result.exit_code == 0, result.stderr
     (tmp / "job" / "fault_wrapper.py").write_text(WRAPPER)
+    (tmp / "job" / "slow_first.py").write_text(SLOW_FIRST_WRAPPER)
     return tmp / "job"
 
 
@@ -141,6 +155,22 @@ def test_the_wrong_world_size_stops_within_seconds_with_both_sizes(job):
     assert re.search(r"exitcode\s*:\s*2\b", output), "train.py's start-up check exits with status 2"
     assert 'File "train.py"' not in output, "a clear message from train.py, not a traceback (torchrun adds its own)"
     assert seconds < WRONG_SIZE_SECONDS, f"took {seconds:.1f} s"
+
+
+@pytest.mark.parametrize("delay", [1.0, 9.0], ids=["first-process-late", "first-process-later-than-the-grace"])
+def test_the_wrong_world_size_is_said_even_when_another_rank_fails_first(job, delay):
+    """torchrun stops the whole group at the first exit. A rank that is not its node's first holds its
+    message back FAULT_REPORT_GRACE_SECONDS (5 s), so the first process still says it; where the
+    first is later than that, the other says it, naming itself. Without the grace the message was
+    lost: CI saw rank 1 exit with status 2 and rank 0 stopped before it printed."""
+    status, output, _ = torchrun(job, "slow_first.py", "--steps", "2", nproc=2, env={"SLOW_FIRST": str(delay)},
+                                 timeout=WRONG_SIZE_SECONDS * 2)
+    assert status != 0
+    said = re.findall(r"^error: (rank \d+: )?the layout .* needs WORLD_SIZE=4", output, flags=re.MULTILINE)
+    assert said and set(said) <= {"", "rank 1: "}, output[-3000:]
+    # Late by less than the grace, the first process says it; the other may too where the first's exit
+    # (torch's teardown) outlasts the grace on a loaded machine. Later than the grace, the other does.
+    assert ("" if delay < 5 else "rank 1: ") in said, output[-3000:]
 
 
 def _killed_run(job: Path, name: str, launcher=("--standalone",), resume=("--resume",)):

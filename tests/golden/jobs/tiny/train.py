@@ -170,13 +170,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 # Start-up guard: before any collective, so that a wrong launch stops in seconds, not a hang
 
 
+FAULT_REPORT_GRACE_SECONDS = 5.0
+"""How long a node's other processes hold back a fault every rank finds, so that the first one says it
+once: torchrun stops the whole group at the first exit, and a process it stops has printed nothing."""
+
+
 def fail(message: str, every_rank: bool = False) -> None:
-    """Stop with exit status 2 and a message: from each node's first process, where every rank
-    finds the same fault, or from `every_rank` (each naming itself) where one rank's may be its own."""
-    if every_rank:
-        print(f"error: rank {os.environ.get('RANK', '?')}: {message}", file=sys.stderr, flush=True)
-    elif os.environ.get("LOCAL_RANK", "0") == "0":
-        print(f"error: {message}", file=sys.stderr, flush=True)
+    """Stop with exit status 2 and a message. A fault every rank finds is said by each node's first
+    process; the others say it (naming themselves) only if they outlive FAULT_REPORT_GRACE_SECONDS, as
+    they do when the first process was slower to get here. `every_rank`: each rank's may be its own."""
+    first_on_node = os.environ.get("LOCAL_RANK", "0") == "0"
+    if not every_rank and not first_on_node:
+        time.sleep(FAULT_REPORT_GRACE_SECONDS)
+    where = "" if first_on_node and not every_rank else f"rank {os.environ.get('RANK', '?')}: "
+    print(f"error: {where}{message}", file=sys.stderr, flush=True)
     sys.exit(2)
 
 
