@@ -62,6 +62,9 @@ over BF16 on Llama 3.1 70B and GPT-3 175B, not on 8B, 15B or 405B)."""
 REPEATS, WARMUP = 5, 3
 BURST_S = 0.05
 """Seconds of back-to-back launches between a pair of CUDA events (`timed`)."""
+CPU_BURST_S = 0.002
+"""The same on a CPU, where the script only tests itself (`--device cpu`): its hundreds of products
+would otherwise take minutes of wall clock whatever their size."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,7 +185,7 @@ def prepare(args) -> int:
 
 def timed(fn, *args, cuda: bool = True) -> float:
     """Seconds of one `fn(*args)`: after WARMUP launches, the median over REPEATS of a run of
-    back-to-back launches (as many as fill BURST_S, at least one) between two CUDA events, so that
+    back-to-back launches (as many as fill BURST_S, CPU_BURST_S on a CPU, at least one) between two CUDA events, so that
     no launch's latency or host sync lands inside a short kernel's time (on CPU, the wall clock)."""
     import torch
 
@@ -192,7 +195,7 @@ def timed(fn, *args, cuda: bool = True) -> float:
     fn(*args)
     if cuda:
         torch.cuda.synchronize()
-    launches = max(1, int(BURST_S / max(time.perf_counter() - one, 1e-6)))
+    launches = max(1, int((BURST_S if cuda else CPU_BURST_S) / max(time.perf_counter() - one, 1e-6)))
     times = []
     for _ in range(REPEATS):
         if not cuda:
