@@ -852,6 +852,9 @@ class Geometry:
     """hsdp: the ranks a replica is sharded over."""
     replicate: Group = Group()
     """hsdp: the replicas."""
+    stage: Group = Group()
+    """Every rank of one pipeline stage, tp x cp x dp (x ep when ep is a layout axis): Megatron-Core's
+    amax reduction group (`amax_reductions`)."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -927,7 +930,8 @@ def geometry(axes: tuple[tuple[str, int], ...], ep_fold: tuple[str, ...], ep: in
         tp=_group(of("tp"), level), cp=_group(of("cp"), level), ep=_group(ep_parts, level),
         pp=_group(of("pp"), level), dense=_group(dense, level), expert=_group(expert, level),
         expert_tp=_group(expert + ([] if "tp" in ep_fold else of("tp")), level),
-        shard=_group(shard_parts, level), replicate=_group(replicate_parts, level))
+        shard=_group(shard_parts, level), replicate=_group(replicate_parts, level),
+        stage=_group(of("tp") + dense, level))
 
 
 def geometry_of(plan: Plan, hw: Hardware) -> Geometry:
@@ -4477,6 +4481,9 @@ class RankStep:
     embedding_sync: float = 0.0
     """Seconds of the once-a-step sum of the embedding copies' gradients between the first and
     the last pipeline stage (`embedding_sync`), in the step's tail: nothing runs beside it."""
+    amax: float = 0.0
+    """Seconds of Transformer Engine's blocking amax all-reduces over the step (`amax_reductions`),
+    on the rank's critical path."""
 
 
 def embedding_sync(shape: Shape, k: Knobs, load: Load, geo: Geometry, grad: int) -> tuple[Collective, ...]:
@@ -4493,6 +4500,46 @@ def embedding_sync(shape: Shape, k: Knobs, load: Load, geo: Geometry, grad: int)
     table = padded_vocab(shape.vocab, k.tp, k.runtime) * shape.hidden / k.tp
     local = 2 if geo.pp.inside else 1  # the first and the last stage in one NVLink domain, or not
     return (Collective("pp", "all_reduce", grad * table, 1, 2, local, "last_backward"),)
+
+
+AMAX_SLOTS = (3, 2)
+"""Amaxes Transformer Engine's delayed scaling reduces per fp8 GEMM: forward its input's, weight's and
+output's (`scaling_fwd`, `GemmParallelModes` slots of each module's `fp8_meta`), backward its output
+gradient's and input gradient's (`scaling_bwd`)."""
+
+
+def amax_gemms(shape: Shape, load: Load, k: Knobs) -> float:
+    """fp8 GEMMs of one model chunk of `load` (Transformer Engine modules whose amaxes one autocast
+    region gathers): per layer the attention's projections (`attention_gemms`), then the dense
+    FFN's two, or a MoE layer's two per local expert (`GroupedLinear` keeps each GEMM's) and the
+    shared experts' two. The embedding and the output layer run outside fp8."""
+    attention = len(attention_gemms(shape, k.tp, 1.0))
+    local = shape.experts / max(1, k.ep) if shape.moe else 0
+    per_layer = {False: attention + 2, True: attention + 2 * local + (2 if shape.shared_experts else 0)}
+    return sum(count * per_layer[moe] for moe, _, count in load.pieces) / load.chunks
+
+
+def amax_reductions(shape: Shape, k: Knobs, load: Load, geo: Geometry, hw: Hardware,
+                    sw: Software) -> tuple[Collective, ...]:
+    """Transformer Engine's delayed scaling takes each fp8 tensor's scale from an amax history
+    that every rank of the amax group must agree on: when an `fp8_autocast` region exits, TE
+    concatenates the amaxes its modules recorded and all-reduces them (MAX) before updating the
+    scales, and in the backward does the same when it reaches the region's first module (TE 1.10
+    `fp8.py`: `fp8_autocast_exit` -> `reduce_and_update_fp8_tensors`, `reduce_tensor_across_group_op_max`
+    with `async_op=False`; TE >= 1.6 has no asynchronous variant, so `NVTE_ASYNC_AMAX_REDUCTION`,
+    which NVIDIA's recipes still export, does nothing). Megatron-Core wraps each model chunk's
+    forward in one region (`TransformerBlock`'s outer fp8 context under the delayed recipe) over
+    its amax reduction group, tp x dp x cp (`get_amax_reduction_group(with_context_parallel=True)`:
+    `Geometry.stage`). So two blocking all-reduces of a few KB per chunk and micro-batch, on the
+    compute stream, across every rank of the stage: latency, growing with the data-parallel degree.
+    None outside Transformer Engine's delayed scaling (torchao's dynamic scaling and TE's current
+    and block-scaled recipes keep no history to agree on)."""
+    if gemm_precision(k.precision, sw) != "fp8" or not hw.fp8 or sw.fp8_scaling != "delayed" or geo.stage.size <= 1:
+        return ()
+    gemms, calls = amax_gemms(shape, load, k), k.microbatches * load.chunks
+    return tuple(Collective("dp", "all_reduce", FP32 * slots * gemms, calls, geo.stage.size, geo.stage.local,
+                            "path", load.chunks, phase)
+                 for phase, slots in zip(("forward", "backward"), AMAX_SLOTS, strict=True))
 
 
 def dp_copy_seconds(copied: float, hw: Hardware, c: Constants) -> float:
@@ -4519,8 +4566,9 @@ def rank_steps(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants
         compute = compute_ledger(shape, k, load, sw, again) + ((Compute("offload", hbm_bytes=host),) if host else ()) \
             + ((Compute("dp_copies", hbm_bytes=copied),) if copied else ())
         sync = embedding_sync(shape, k, load, geo, sw.grad_bytes)
+        amax = amax_reductions(shape, k, load, geo, hw, sw)
         ledger = Ledger(path_ledger(r, k, geo, shape, load, again) + dp_ledger(r, k, links, sw.grad_bytes, sw.dp_runtime,
-                                                                  sw.gather_bytes) + sync,
+                                                                  sw.gather_bytes) + sync + amax,
                         compute, host_bytes=host)
         exposed_dp, _ = dp_exposed(r, k, links, sw.grad_bytes, sw.dp_runtime, serial_windows(sw, k.pp), sw.gather_bytes)
         out[load] = RankStep(times=r, ledger=ledger, dp_exposed=exposed_dp, optimizer=optimizer_seconds(r, k, hw, c),
@@ -4528,7 +4576,8 @@ def rank_steps(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants
                              offload=m * offload_exposed(sizes, r, shape, k.runtime, hw, c),
                              copies=dp_copy_seconds(copied, hw, c),
                              embedding_sync=sum(collective_seconds(s, link(Group(s.size, s.local), hw, c))
-                                                for s in sync))
+                                                for s in sync),
+                             amax=sum(a.count * collective_seconds(a, link(geo.stage, hw, c)) for a in amax))
     return loads, out
 
 
@@ -4600,7 +4649,7 @@ def step_from(ranks: tuple[tuple[Load, ...], dict[Load, RankStep]], shape: Shape
             dp_s, opt, copies, sync = rank.dp_exposed, rank.optimizer, rank.copies, rank.embedding_sync
     exposed_axes = {axis: m * (r.exposed_f[i] + r.exposed_b[i]) + again * (r.recompute_exposed[i] if i < 3 else 0.0)
                     for i, axis in enumerate(RANK_AXES)}
-    exposed_axes["dp"] = dp_s
+    exposed_axes["dp"] = dp_s + steps[slow_load].amax  # the amax all-reduces: on the path, not in the tail
     exposed_axes["pp"] += sync  # the embedding copies' gradient sum, in the tail (`embedding_sync`)
     if sw.ep_overlap and shape.moe:
         exposed_axes["ep"] += unpaired_ep_seconds(shape, k, hw, geo, c, sw, loads.index(slow_load), v)
