@@ -1383,7 +1383,7 @@ layers held, `S = 2 b (s / cp) h` (bf16 activations), `m` micro-batches per step
 | ep, MoE layer | all-to-all (expert counts, int64) forward; all-to-all x 2 forward (dispatch, combine); x 2 backward | 8 E; 2 (b s / cp / tp) top_k h |
 | pp | send per chunk boundary to another rank, forward and backward (ZB-V and DualPipe-V keep the V's turn on one rank: no send there) | 2 b (s / cp) h / tp |
 | dp | `dp_ledger` (above); experts: one FSDP unit per MoE layer | as above |
-| amax, Transformer Engine's delayed fp8 scaling | all-reduce (MAX) x chunks forward and x chunks backward, over the stage's tp x dp x cp ranks, blocking | 4 bytes x (3 forward, 2 backward) per fp8 GEMM of the chunk |
+| amax, Transformer Engine's delayed fp8 scaling | all-reduce (MAX) x chunks forward and x chunks backward (full recomputation: x each TE module of the recomputed layers, + chunks if some layers are kept), over the stage's tp x dp x cp ranks, blocking | 4 bytes x (3 forward, 2 backward) per fp8 GEMM of the rank |
 
 A MoE layer under tp: attention and the shared experts as a dense layer's attention and FFN
 (without shared experts: attention's pair only); without sp one all-gather of the routed result
@@ -1398,8 +1398,13 @@ scales: when an `fp8_autocast` region exits TE all-reduces the amaxes its module
 module (TE 1.10 `fp8.py`, `reduce_and_update_fp8_tensors`; TE 1.6 removed the asynchronous variant,
 so the `NVTE_ASYNC_AMAX_REDUCTION=1` NVIDIA's recipes still export does nothing). Megatron-Core opens
 one region per model chunk over its amax group, tp x dp x cp (`get_amax_reduction_group`,
-`Geometry.stage`): two calls per chunk and micro-batch, of a few hundred bytes, so latency alone
-(`timing.amax_reductions`, charged on the path to the data-parallel axis). It grows with the
+`Geometry.stage`): two calls per chunk and micro-batch, each of every fp8 GEMM's amaxes on the rank
+(TE keeps one buffer per recipe and group for the process), under a few KB, so latency alone
+(`timing.amax_reductions`, charged on the path to the data-parallel axis, whatever the dp degree;
+each lengthens its pipeline slot, so the bubble grows with them). Under full recomputation TE
+>= 1.12 reduces once in the backward for every module of a recomputed layer (its checkpoint's
+forward runs without gradients and never consumes the region's first-module flag, which the
+recompute phase then hands each module; TE 1.10-1.11 reduced nothing there, TE issue #1190). It grows with the
 data-parallel degree: GPT-3 175B's DGX Cloud FP8 rows, 12 chunks x 64 micro-batches, pay 0.7 %
 of the step at 128 GPUs and 2.0 % at 2,048. torchao's dynamic scaling and TE's current and
 block-scaled recipes keep no amax history and issue none (TE 2.x's per-tensor current scaling does

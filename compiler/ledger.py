@@ -60,7 +60,8 @@ class Collective:
     micro: int = 0
     """Calls per micro-batch (0: issued per step, not per micro-batch)."""
     phase: str = "step"
-    """`PHASES`: where in a micro-batch the call runs (the data-parallel records: `step`)."""
+    """`PHASES`: where in a micro-batch the call runs (the data-parallel gradients' and parameters'
+    records: `step`; Transformer Engine's amax all-reduces, on the dp axis: `forward`, `backward`)."""
     spread: tuple[float, float] | None = None
     """An all-to-all that does not send every byte of its payload once to its destination rank:
     the (NVLink, NIC) bytes per GPU as fractions of `payload` (DeepEP's dispatch and combine,

@@ -4481,9 +4481,9 @@ class RankStep:
     embedding_sync: float = 0.0
     """Seconds of the once-a-step sum of the embedding copies' gradients between the first and
     the last pipeline stage (`embedding_sync`), in the step's tail: nothing runs beside it."""
-    amax: float = 0.0
-    """Seconds of Transformer Engine's blocking amax all-reduces over the step (`amax_reductions`),
-    on the rank's critical path."""
+    amax: tuple[float, float] = (0.0, 0.0)
+    """Seconds Transformer Engine's blocking amax all-reduces (`amax_reductions`) add to one chunk's
+    forward and to its backward, one micro-batch: on the path, in every pipeline slot."""
 
 
 def embedding_sync(shape: Shape, k: Knobs, load: Load, geo: Geometry, grad: int) -> tuple[Collective, ...]:
@@ -4508,15 +4508,17 @@ output's (`scaling_fwd`, `GemmParallelModes` slots of each module's `fp8_meta`),
 gradient's and input gradient's (`scaling_bwd`)."""
 
 
-def amax_gemms(shape: Shape, load: Load, k: Knobs) -> float:
-    """fp8 GEMMs of one model chunk of `load` (Transformer Engine modules whose amaxes one autocast
-    region gathers): per layer the attention's projections (`attention_gemms`), then the dense
-    FFN's two, or a MoE layer's two per local expert (`GroupedLinear` keeps each GEMM's) and the
-    shared experts' two. The embedding and the output layer run outside fp8."""
+def amax_modules(shape: Shape, k: Knobs, moe: bool) -> tuple[int, float]:
+    """(Transformer Engine modules, fp8 GEMMs) of one layer under Megatron-Core's TE layer spec: the
+    attention's projections, one module and GEMM each (`attention_gemms`), then the dense FFN's
+    `linear_fc1` and `linear_fc2`, or a MoE layer's two `GroupedLinear` modules, which keep each
+    local expert's GEMM's amaxes, and the shared experts' two. The embedding and the output layer
+    run outside fp8."""
     attention = len(attention_gemms(shape, k.tp, 1.0))
-    local = shape.experts / max(1, k.ep) if shape.moe else 0
-    per_layer = {False: attention + 2, True: attention + 2 * local + (2 if shape.shared_experts else 0)}
-    return sum(count * per_layer[moe] for moe, _, count in load.pieces) / load.chunks
+    if not moe:
+        return attention + 2, attention + 2
+    shared = 2 if shape.shared_experts else 0
+    return attention + 2 + shared, attention + 2 * shape.experts / max(1, k.ep) + shared
 
 
 def amax_reductions(shape: Shape, k: Knobs, load: Load, geo: Geometry, hw: Hardware,
@@ -4530,16 +4532,30 @@ def amax_reductions(shape: Shape, k: Knobs, load: Load, geo: Geometry, hw: Hardw
     which NVIDIA's recipes still export, does nothing). Megatron-Core wraps each model chunk's
     forward in one region (`TransformerBlock`'s outer fp8 context under the delayed recipe) over
     its amax reduction group, tp x dp x cp (`get_amax_reduction_group(with_context_parallel=True)`:
-    `Geometry.stage`). So two blocking all-reduces of a few KB per chunk and micro-batch, on the
-    compute stream, across every rank of the stage: latency, growing with the data-parallel degree.
+    `Geometry.stage`; `--tp-only-amax-red`, tp x cp, is not modelled). TE keeps one buffer per
+    recipe and group for the whole process, so each call reduces every fp8 GEMM's amaxes on the
+    rank (`AMAX_SLOTS` each: under a few KB), not one chunk's: latency, on the compute stream,
+    across every rank of the stage, growing with the data-parallel degree.
+
+    Calls per micro-batch: one per chunk forward. Backward one per chunk, except under full
+    recomputation: TE's checkpoint runs the forward without gradients, which never consumes the
+    region's first-module flag, and its recompute phase hands every module of a recomputed layer
+    that flag (TE >= 1.12, `activation_recompute_forward`, `linear.py`'s `reduce_and_update_bwd_fp8_tensors`;
+    TE 1.10-1.11 reduced nothing there, issue #1190): one call per module of the recomputed layers,
+    plus one per chunk for its layers kept.
     None outside Transformer Engine's delayed scaling (torchao's dynamic scaling and TE's current
     and block-scaled recipes keep no history to agree on)."""
     if gemm_precision(k.precision, sw) != "fp8" or not hw.fp8 or sw.fp8_scaling != "delayed" or geo.stage.size <= 1:
         return ()
-    gemms, calls = amax_gemms(shape, load, k), k.microbatches * load.chunks
-    return tuple(Collective("dp", "all_reduce", FP32 * slots * gemms, calls, geo.stage.size, geo.stage.local,
-                            "path", load.chunks, phase)
-                 for phase, slots in zip(("forward", "backward"), AMAX_SLOTS, strict=True))
+    per_layer = {moe: amax_modules(shape, k, moe) for moe in (False, True)}
+    gemms = sum(count * per_layer[moe][1] for moe, _, count in load.pieces)
+    recomputed = sum(count * per_layer[moe][0] for moe, mode, count in load.pieces if mode == "full")
+    kept = any(mode != "full" for _, mode, _ in load.pieces)
+    backward = recomputed + (load.chunks if kept else 0)
+    return tuple(Collective("dp", "all_reduce", FP32 * slots * gemms, k.microbatches * calls, geo.stage.size,
+                            geo.stage.local, "path", calls, phase)
+                 for phase, slots, calls in zip(("forward", "backward"), AMAX_SLOTS, (load.chunks, backward),
+                                                strict=True))
 
 
 def dp_copy_seconds(copied: float, hw: Hardware, c: Constants) -> float:
@@ -4577,7 +4593,8 @@ def rank_steps(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constants
                              copies=dp_copy_seconds(copied, hw, c),
                              embedding_sync=sum(collective_seconds(s, link(Group(s.size, s.local), hw, c))
                                                 for s in sync),
-                             amax=sum(a.count * collective_seconds(a, link(geo.stage, hw, c)) for a in amax))
+                             amax=tuple(a.micro / r.chunks * collective_seconds(a, link(geo.stage, hw, c))
+                                        for a in amax) or (0.0, 0.0))
     return loads, out
 
 
@@ -4638,8 +4655,9 @@ def step_from(ranks: tuple[tuple[Load, ...], dict[Load, RankStep]], shape: Shape
     copies = steps[slow_load].offload / (m * v) / 2  # one direction, one chunk, one micro-batch
     again = recomputed_again(k, sw, v, loads.index(slow_load))
     rework = r.recompute + sum(r.recompute_exposed)  # one micro-batch's recomputation, exposure included
-    f = (r.forward + sum(r.exposed_f)) / v + copies
-    b = (r.backward_input + r.recompute + sum(r.exposed_b)) / v + copies
+    amax_f, amax_b = steps[slow_load].amax  # each chunk's amax all-reduces lengthen its slots
+    f = (r.forward + sum(r.exposed_f)) / v + copies + amax_f
+    b = (r.backward_input + r.recompute + sum(r.exposed_b)) / v + copies + amax_b
     w = (r.backward_weight + again * rework / m) / v  # the weight passes' recomputation, spread over them
     bubble = runtime_bubble_seconds(k.schedule, k.pp, v, m, f, b, w)
     tail, dp_s, opt, copies, sync, tail_step = -1.0, 0.0, 0.0, 0.0, 0.0, steps[slow_load]
@@ -4649,7 +4667,7 @@ def step_from(ranks: tuple[tuple[Load, ...], dict[Load, RankStep]], shape: Shape
             dp_s, opt, copies, sync = rank.dp_exposed, rank.optimizer, rank.copies, rank.embedding_sync
     exposed_axes = {axis: m * (r.exposed_f[i] + r.exposed_b[i]) + again * (r.recompute_exposed[i] if i < 3 else 0.0)
                     for i, axis in enumerate(RANK_AXES)}
-    exposed_axes["dp"] = dp_s + steps[slow_load].amax  # the amax all-reduces: on the path, not in the tail
+    exposed_axes["dp"] = dp_s + m * v * (amax_f + amax_b)  # the amax all-reduces: on the path, not in the tail
     exposed_axes["pp"] += sync  # the embedding copies' gradient sum, in the tail (`embedding_sync`)
     if sw.ep_overlap and shape.moe:
         exposed_axes["ep"] += unpaired_ep_seconds(shape, k, hw, geo, c, sw, loads.index(slow_load), v)
@@ -4671,7 +4689,7 @@ def step_from(ranks: tuple[tuple[Load, ...], dict[Load, RankStep]], shape: Shape
             exposed_axes[axis] = exposed_axes.get(axis, 0.0) + deficit * shares[axis] / total
         step = compute + recompute + sum(exposed_axes.values()) + bubble + opt + offload + copies
         step = max(step, bounds.links)  # rounding in the shares never undercuts the floor
-    per_micro = r.total + offload / m
+    per_micro = r.total + offload / m + v * (amax_f + amax_b)
     return Breakdown(step=step, compute=compute, recompute=recompute, bubble=bubble, optimizer=opt,
                      exposed={a: exposed_axes.get(a, 0.0) for a in AXES}, sent={a: sent[a] for a in AXES},
                      bubble_fraction=bubble / (m * per_micro) if per_micro > 0 else 0.0,
