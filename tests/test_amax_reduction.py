@@ -20,9 +20,7 @@ from dataclasses import replace
 import pytest
 from parc import timing
 from parc.calibration import DEFAULT
-from parc.memory.inputs import knobs_of, shape_of
 from parc.pipeline import compile_text
-from parc.targets import software_of
 
 SPEC = """\
 job amax
@@ -70,20 +68,21 @@ def plan(dp: int = 2, precision: str = "fp8", options: str = "", recompute: str 
     return compile_text(text, path="amax.par").plan
 
 
-def ranks(p):
-    hw = timing.hardware_of(p)
-    return timing.rank_steps(shape_of(p), knobs_of(p), hw, timing.geometry_of(p, hw), DEFAULT, software_of(p))
+def ranks(p, **software) -> dict:
+    """The plan's rank classes as `timing.predict` builds them (`plan_inputs`), under its target's
+    software with `software`'s fields replaced."""
+    inputs = timing.plan_inputs(p)
+    sw = replace(inputs.sw, **software)
+    return timing.rank_steps(inputs.shape, inputs.knobs, inputs.hw, inputs.geo, DEFAULT, sw)[1]
 
 
-def amax_records(p) -> list:
-    _, steps = ranks(p)
-    records = [c for step in steps.values() for c in step.ledger.collectives if c.axis == "dp" and c.window == "path"]
-    return records
+def amax_records(steps: dict) -> list:
+    """Every rank class's amax all-reduces: the dp records on the path (the gradients' are not)."""
+    return [c for step in steps.values() for c in step.ledger.collectives if c.axis == "dp" and c.window == "path"]
 
 
 def test_two_blocking_all_reduces_per_chunk_and_micro_batch_over_the_stage():
-    p = plan()
-    records = amax_records(p)
+    records = amax_records(ranks(plan()))
     assert records, "no amax all-reduce in the ledger of a delayed-scaling fp8 run"
     # 80 layers over 4 stages: 20 a rank, 4 in each of its 5 chunks, each layer with QKV, the output
     # projection, FC1 and FC2 in fp8. TE's one buffer holds all 80 GEMMs' amaxes, whichever chunk exits
@@ -101,8 +100,7 @@ def test_full_recomputation_reduces_once_per_module_of_each_recomputed_layer():
     """TE >= 1.12: the checkpointed forward (no gradients) leaves the first-module flag unconsumed,
     and the recompute phase hands it to each of the layer's 4 modules: 20 layers x 4 backward calls
     per micro-batch on a rank, the forward's 5 unchanged."""
-    p = plan(recompute="full")
-    records = amax_records(p)
+    records = amax_records(ranks(plan(recompute="full")))
     assert records
     for record in records:
         expected = 5 if record.phase == "forward" else 20 * 4
@@ -112,9 +110,9 @@ def test_full_recomputation_reduces_once_per_module_of_each_recomputed_layer():
 def test_a_moe_layers_modules_and_gemms():
     """Megatron-Core's MoE layer under TE: the attention's two modules, two `GroupedLinear` modules
     holding each local expert's GEMM, and the shared experts' two."""
-    p = plan()
-    k = knobs_of(p)
-    moe = replace(shape_of(p), experts=16, top_k=2, expert_ffn=2048, shared_experts=1)
+    inputs = timing.plan_inputs(plan())
+    k = inputs.knobs
+    moe = replace(inputs.shape, experts=16, top_k=2, expert_ffn=2048, shared_experts=1)
     assert timing.amax_modules(moe, replace(k, ep=4), True) == (2 + 2 + 2, 2 + 2 * 16 / 4 + 2)
     assert timing.amax_modules(replace(moe, shared_experts=0), replace(k, ep=8), True) == (4, 2 + 2 * 2)
     assert timing.amax_modules(moe, k, False) == (4, 4)
@@ -125,17 +123,15 @@ def test_the_seconds_are_nccls_tree_latency_on_the_path():
     ceil(log2 2) network steps), its bytes negligible. Each of the 64 x 5 chunk forwards and
     backwards waits one out, and so does each of the pipeline's slots: the interleaved schedule's
     bubble, (p - 1)(F + B + W) of one chunk, grows by (p - 1) x 2 of them."""
-    p = plan()
-    hw = timing.hardware_of(p)
     one = 2 * (7 * DEFAULT.latency_intra + 1 * DEFAULT.latency_inter)
-    _, steps = ranks(p)
+    steps = ranks(plan())
     assert steps
     for step in steps.values():
         assert step.amax == pytest.approx((one, one), rel=0.01)
-    geometry = timing.geometry_of(p, hw)
-    with_amax = timing.step_time(shape_of(p), knobs_of(p), hw, geometry, DEFAULT, software_of(p))
-    without = timing.step_time(shape_of(p), knobs_of(p), hw, replace(geometry, stage=timing.Group()), DEFAULT,
-                               software_of(p))
+    inputs = timing.plan_inputs(plan())
+    with_amax = timing.step_time(inputs.shape, inputs.knobs, inputs.hw, inputs.geo, DEFAULT, inputs.sw)
+    without = timing.step_time(inputs.shape, inputs.knobs, inputs.hw, replace(inputs.geo, stage=timing.Group()),
+                               DEFAULT, inputs.sw)
     assert with_amax.exposed["dp"] - without.exposed["dp"] == pytest.approx(2 * 64 * 5 * one, rel=0.01)
     assert with_amax.bubble - without.bubble == pytest.approx((4 - 1) * 2 * one, rel=0.01)
     assert with_amax.step - without.step == pytest.approx((2 * 64 * 5 + (4 - 1) * 2) * one, rel=0.01)
@@ -144,7 +140,7 @@ def test_the_seconds_are_nccls_tree_latency_on_the_path():
 def test_the_cost_grows_with_the_data_parallel_degree():
     """The stage is 8 x dp ranks, a node's 8 in each of dp nodes: the tree's network steps are
     ceil(log2 dp), 1 at 2 nodes, 3 at 8, 6 at 64."""
-    seconds = [max(sum(s.amax) for s in ranks(plan(dp=dp))[1].values()) for dp in (2, 8, 64)]
+    seconds = [max(sum(s.amax) for s in ranks(plan(dp=dp)).values()) for dp in (2, 8, 64)]
     one = [2 * (7 * DEFAULT.latency_intra + math.ceil(math.log2(dp)) * DEFAULT.latency_inter) for dp in (2, 8, 64)]
     assert seconds[0] < seconds[1] < seconds[2]
     assert [s / 2 for s in seconds] == pytest.approx(one, rel=0.01)
@@ -154,9 +150,9 @@ def test_the_cost_grows_with_the_data_parallel_degree():
 def test_no_reduction_without_an_amax_history(precision, options):
     """bf16 has no fp8 tensors; per-tensor current scaling keeps no amax history (nor does MXFP8,
     Blackwell's, whose `Software.fp8_scaling` "mxfp8" the same condition leaves out)."""
-    p = plan(precision=precision, options=options)
-    assert not amax_records(p)
-    assert all(s.amax == (0.0, 0.0) for s in ranks(p)[1].values())
+    steps = ranks(plan(precision=precision, options=options))
+    assert steps and not amax_records(steps)
+    assert all(s.amax == (0.0, 0.0) for s in steps.values())
 
 
 def test_dynamic_scaling_issues_none():
@@ -165,9 +161,6 @@ def test_dynamic_scaling_issues_none():
     from parc.targets import RUNTIMES
 
     assert RUNTIMES["torchtitan"].fp8_scaling == "dynamic"
-    p = plan()
-    hw = timing.hardware_of(p)
-    sw = replace(software_of(p), fp8_scaling="dynamic")
-    _, steps = timing.rank_steps(shape_of(p), knobs_of(p), hw, timing.geometry_of(p, hw), DEFAULT, sw)
+    steps = ranks(plan(), fp8_scaling="dynamic")
     assert steps and all(s.amax == (0.0, 0.0) for s in steps.values())
-    assert not [c for s in steps.values() for c in s.ledger.collectives if c.axis == "dp" and c.window == "path"]
+    assert not amax_records(steps)
