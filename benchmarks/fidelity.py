@@ -688,10 +688,13 @@ step (not counted); torchao's dynamic tensorwise scaling (torchtitan's default) 
 tensor's amax in a pass of its own before the cast (2 bytes more per element: the cast needs the
 reduction's result, so torch.compile cannot fuse them) and casts every weight on every forward
 and recomputation (amax 2 + cast 3 bytes per weight element). Transformer Engine's per-tensor
-current scaling (Megatron-Bridge's FP8-CS rows) and MXFP8 (FP8-MX) are charged delayed scaling's
-bytes and their own quantize kernels (`kernels.QUANTIZE_KERNELS`); current scaling's amax pass
-(2 bytes more per element of each cast tensor) is not charged: it would slow the FP8-CS rows by
-1.4-2.4 %, dense ones included, and is left for a change that refits the dense rows with it.
+current scaling (Megatron-Bridge's FP8-CS rows) finds each scale from the tensor too: TE 2.x's
+quantizer reads it for its amax (`nvte_compute_amax`), then casts (2 bytes more per element of
+each cast tensor), except where a `LayerNormLinear`'s norm kernel records the amax of what it
+writes (QKV's and a dense fc1's inputs, `timing.norm_fused_amax_bytes`); Megatron-Core runs the
+FFN's activation itself, so fc2's input and every output gradient take the pass. MXFP8 (FP8-MX)
+is charged delayed scaling's bytes. Each recipe launches its own quantize kernels
+(`kernels.QUANTIZE_KERNELS`).
 parc's runtime has no fp8 matmuls
 and runs an fp8 spec in BF16 (its MFU still divides by the FP8 peak, the convention of fp8
 reports). Under nvfp4 Transformer Engine runs the same linears at the FP4 peak with NVFP4's
@@ -1384,6 +1387,7 @@ layers held, `S = 2 b (s / cp) h` (bf16 activations), `m` micro-batches per step
 | pp | send per chunk boundary to another rank, forward and backward (ZB-V and DualPipe-V keep the V's turn on one rank: no send there) | 2 b (s / cp) h / tp |
 | dp | `dp_ledger` (above); experts: one FSDP unit per MoE layer | as above |
 | amax, Transformer Engine's delayed fp8 scaling | all-reduce (MAX) x chunks forward and x chunks backward (full recomputation: x each TE module of the recomputed layers, + chunks if some layers are kept), over the stage's tp x dp x cp ranks, blocking | 4 bytes x (3 forward, 2 backward) per fp8 GEMM of the rank |
+| tp amax, Transformer Engine's current scaling and NVFP4 under sp | all-reduce (MAX) per layer x the gathered inputs forward (QKV or MLA's up projections, and the dense or shared fc1) and x the gathered output gradients backward (the output projection's, that fc2's); again in a full recomputation's forward; over tp, blocking | 4 bytes (NVFP4: 8, rowwise and columnwise) |
 
 A MoE layer under tp: attention and the shared experts as a dense layer's attention and FFN
 (without shared experts: attention's pair only); without sp one all-gather of the routed result
@@ -1407,9 +1411,13 @@ forward runs without gradients and never consumes the region's first-module flag
 recompute phase then hands each module; TE 1.10-1.11 reduced nothing there, TE issue #1190). It grows with the
 data-parallel degree: GPT-3 175B's DGX Cloud FP8 rows, 12 chunks x 64 micro-batches, pay 0.7 %
 of the step at 128 GPUs and 2.0 % at 2,048. torchao's dynamic scaling and TE's current and
-block-scaled recipes keep no amax history and issue none (TE 2.x's per-tensor current scaling does
-all-reduce one amax over tp for each sequence-parallel input it gathers, `with_amax_reduction` in
-`linear.py`: not charged).
+block-scaled recipes keep no amax history and issue none. TE 2.x's per-tensor current scaling and
+NVFP4 instead reduce one tensor's amax over tp for each tensor sequence parallelism gathers
+quantized: the rank quantizes its own rows, so every tp rank must cast with the whole tensor's
+scale (`with_amax_reduction` in `linear.py` and `layernorm_linear.py`; the quantizer waits for the
+all-reduce between its amax pass and its cast, `quantizer.cpp`): two calls a dense layer forward
+and two backward, each a few microseconds of NVLink latency on the compute path
+(`timing.tp_amax_reductions`, exposed on the tp axis).
 
 tests/e2e/test_collectives.py runs the generated job (torchrun on CPU, `--record-collectives`)
 for tp with and without sp, every pipeline schedule (gpipe, 1f1b, interleaved-1f1b,
@@ -2834,8 +2842,7 @@ d0067d0d), with no constant fitted:
   the job README says what `--fp4-param-gather` needs (Megatron-Core 0.18 and Transformer Engine
   2.14 or later).
 
-Not modelled: the tp amax all-reduces of each quantized input under sequence parallelism (tiny,
-on the compute stream), the per-step amax all-reduce over dp of NVFP4 parameters' 16x16 tiles
+Not modelled: the per-step amax all-reduce over dp of NVFP4 parameters' 16x16 tiles
 and the transpose after their gather, the weights' quantization each step without
 `--fp4-param-gather`, and the bf16 first and last layers some NVIDIA recipes keep (Nemotron 3
 Super, gpt-oss; not the Llama recipes).

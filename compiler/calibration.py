@@ -159,7 +159,7 @@ DEFAULT = Constants(
     latency_inter=5e-06,
     eager_efficiency=0.9309,
     attention_sustained=0.5919,
-    blackwell_sustained=0.7715,
+    blackwell_sustained=0.7785,
 )
 TIME_MODEL_SPREAD = 0.073
 # END FITTED

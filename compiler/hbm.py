@@ -301,7 +301,8 @@ def layer_bytes(shape: Shape, case: LayerCase, transposed: bool = True) -> Piece
             local = max(1, shape.experts // ep)
             epilogue_f, epilogue_b = timing.fused_mlp_epilogue_casts(local, copies / local, shape.expert_ffn, up)
             extra_f, extra_b = extra_f - epilogue_f, extra_b - epilogue_b
-        saved_f, saved_b = timing.sp_cast_saving(shape, case, transposed)  # quantized on the rank's own rows
+        # quantized on the rank's own rows; the norm-fused inputs' amax found by the norm
+        saved_f, saved_b = timing.cast_saving(shape, case, transposed)
         extra_f, extra_b = extra_f - saved_f, extra_b - saved_b
     eager_f = eager_b = 0.0
     if rope_unfused and kernels != "eager" and not shape.position_params:

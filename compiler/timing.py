@@ -128,9 +128,13 @@ GPU's fp8 GEMMs take either layout (Blackwell: Transformer Engine's
 `nvte_is_non_tn_fp8_gemm_supported`, `quantizer.cpp`) a per-tensor recipe's cast writes no
 transpose: one byte less (`fp8_cast_per_element`); MXFP8 writes both directions everywhere."""
 FP8_AMAX_BYTES = 2
-"""Dynamic (tensorwise) scaling, per element of each tensor cast: the amax reduction reads the
-bf16 tensor once before the cast can start (torchao's `tensor_to_scale`; the cast needs the
-reduction's result, so torch.compile cannot fuse the two passes)."""
+"""Per-tensor scaling found from the tensor itself, per element of each tensor cast: the amax
+reduction reads the bf16 tensor once before the cast can start, since the cast needs its result.
+torchao's dynamic (tensorwise) scaling (`tensor_to_scale`; torch.compile cannot fuse the two
+passes) and Transformer Engine's current scaling (`Float8CurrentScalingQuantizer::quantize_impl`,
+transformer_engine/pytorch/csrc/quantizer.cpp, TE 2.x: `nvte_compute_amax`, then the scale, then
+`nvte_quantize_v2` reads the tensor again), except where TE's norm kernel records the amax of
+the output it writes (`norm_fused_amax_bytes`)."""
 NVFP4_CAST_BYTES = 2 * 2 + 2 * ELEMENT_BYTES["nvfp4"]
 """Per element of an NVFP4 GEMM input (and output gradient), Transformer Engine's default recipe
 (`NVFP4BlockScaling`, TE 2.20, `NVFP4Quantizer`): one pass reads the bf16 tensor (2) for the
@@ -150,12 +154,33 @@ def fp8_cast_per_element(scaling: str, transposed: bool = True) -> float:
     """HBM bytes of one cast per element of the tensor cast, by recipe (`Software.fp8_scaling`, or
     "nvfp4"): `NVFP4_CAST_BYTES`; `FP8_CAST_BYTES`, less the transpose a per-tensor recipe of
     Transformer Engine does not write where the GPU's fp8 GEMMs take either layout (`transposed`
-    False: Blackwell), plus `FP8_AMAX_BYTES` under torchao's dynamic scaling."""
+    False: Blackwell), plus `FP8_AMAX_BYTES` where the scale is found from the tensor before its
+    cast (torchao's dynamic scaling, TE's current scaling)."""
     if scaling == "nvfp4":
         return NVFP4_CAST_BYTES
     if scaling == "dynamic":
         return FP8_CAST_BYTES + FP8_AMAX_BYTES
-    return FP8_CAST_BYTES - (0 if transposed or scaling == "mxfp8" else 1)
+    amax = FP8_AMAX_BYTES if scaling == "current" else 0
+    return FP8_CAST_BYTES + amax - (0 if transposed or scaling == "mxfp8" else 1)
+
+
+def norm_fused_amax_bytes(shape: Shape, case: LayerCase) -> float:
+    """Forward HBM bytes of the amax passes `fp8_cast_per_element` counts that Transformer Engine's
+    current scaling does not run, on one rank for one micro-batch: a `LayerNormLinear`'s norm
+    kernel records the amax of the output it writes (`FUSED_NORM_AMAX_FP8`,
+    transformer_engine/pytorch/csrc/extensions/normalization.cpp, TE 2.x), and its quantizer then
+    casts without reading it first (`quantize_with_amax`). Megatron-Core fuses the input norm into
+    the attention's QKV projection and the pre-FFN norm into a dense layer's fc1
+    (`TELayerNormColumnParallelLinear`); multi-head latent attention's down projections and a MoE
+    layer's router, experts and shared experts read a separate norm's output, and Megatron-Core
+    runs the FFN's activation itself, so fc2's input (and every output gradient) takes its own
+    amax pass. The norm runs on the rank's own rows under sequence parallelism (its amax then
+    reduced over tp, `tp_amax_reductions`). 0 under every other recipe."""
+    if case.fp8_scaling != "current" or case.precision not in QUANTIZED or case.precision == "nvfp4":
+        return 0.0
+    shard = case.tp if case.sp and case.tp > 1 else 1
+    widths = (0 if shape.mla else shape.hidden) + (0 if case.moe else shape.hidden)
+    return FP8_AMAX_BYTES * widths * case.seq * case.micro / case.cp / shard
 
 
 def cast_scaling(precision: str, fp8_scaling: str) -> str:
@@ -236,15 +261,24 @@ def sp_cast_saving(shape: Shape, case: LayerCase, transposed: bool) -> tuple[flo
     """(forward, backward) HBM bytes one layer's casts move less, on one rank for one micro-batch,
     where sequence parallelism gathers quantized tensors (`gathers_quantized`): the per-element
     saving (`gathered_cast_saving`) over the gathered widths (`sp_gathered_widths`) and the
-    micro-batch's tokens. The one place `timing.layer_work` and the HBM ledger (`hbm.layer_bytes`)
-    both take it from; 0 where the gathers carry bf16. `transposed`: the part's fp8 GEMMs take one
-    layout (`fp8_transposed`)."""
+    micro-batch's tokens (part of `cast_saving`); 0 where the gathers carry bf16. `transposed`:
+    the part's fp8 GEMMs take one layout (`fp8_transposed`)."""
     if not gathers_quantized(case.tp, case.sp, True, case.fp8_scaling):
         return 0.0, 0.0
     tokens = case.seq * case.micro / case.cp
     forward, backward = gathered_cast_saving(cast_scaling(case.precision, case.fp8_scaling), transposed, case.tp,
                                              *sp_gathered_widths(shape, case.moe))
     return forward * tokens, backward * tokens
+
+
+def cast_saving(shape: Shape, case: LayerCase, transposed: bool) -> tuple[float, float]:
+    """(forward, backward) HBM bytes of one layer's casts, on one rank for one micro-batch, that
+    `fp8_cast_bytes` (each cast whole, with its recipe's passes) counts and Transformer Engine does
+    not move: the gathered tensors' casts run on the rank's own rows (`sp_cast_saving`) and the
+    norm-fused inputs' amax passes are the norm's (`norm_fused_amax_bytes`). The one place
+    `timing.layer_work` and the HBM ledger (`hbm.layer_bytes`) take it from."""
+    forward, backward = sp_cast_saving(shape, case, transposed)
+    return forward + norm_fused_amax_bytes(shape, case), backward
 
 
 def fused_mlp_epilogue_casts(local: int, rows: float, expert_ffn: float, up: int) -> tuple[float, float]:
@@ -643,8 +677,10 @@ class Software:
     new amax in the same pass; weights cast once per step) or "dynamic" (torchao's float8 in
     torchtitan, tensorwise: an amax reduction reads each tensor before its cast, and every forward,
     recomputation and backward casts the weights again). Transformer Engine's other recipes,
-    "current" (per-tensor current scaling) and "mxfp8", move the bytes of "delayed" (weights cast
-    once per step) and differ in the quantize kernels they launch (`kernels.QUANTIZE_KERNELS`)."""
+    "current" (per-tensor current scaling: an amax pass before each cast but where the norm found
+    it, `norm_fused_amax_bytes`, and under sequence parallelism a tp all-reduce of the gathered
+    tensors' amaxes, `tp_amax_reductions`) and "mxfp8" (block scales: the bytes of "delayed"), cast
+    the weights once per step and launch their own quantize kernels (`kernels.QUANTIZE_KERNELS`)."""
     context_parallel: str = "parc"
     """Whose attention exchange runs context parallelism (`ring_bytes`, `piece_collectives`):
     "parc" (the generated job's own ring, all-gather and all-to-all: K/V at the kv heads' width,
@@ -2306,8 +2342,9 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
         if fused_mlp:  # fc2's input and fc1's output gradient leave the GEMMs' epilogues quantized
             routed_f, routed_b = fused_mlp_epilogue_casts(local, assigned / local, f, up)
             cast_f, cast_b = cast_f - routed_f, cast_b - routed_b
-        # quantized on the rank's own rows, then gathered, under sequence parallelism
-        saved_f, saved_b = sp_cast_saving(shape, case, fp8_transposed(hw.generation))
+        # quantized on the rank's own rows, then gathered, under sequence parallelism; the
+        # norm-fused inputs' amax found by the norm
+        saved_f, saved_b = cast_saving(shape, case, fp8_transposed(hw.generation))
         cast_f, cast_b = cast_f - saved_f, cast_b - saved_b
     # eager PyTorch runs the rotary embedding and SwiGLU op by op: their extra bytes (their extra
     # launches queue ahead asynchronously behind the GEMMs; `kernel_overhead`, fitted on GEMM-bound
@@ -3551,8 +3588,10 @@ def _rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constant
         if moe and not shape.moe:
             pieces.append(None)
             continue
-        w = runtime_work(layer_work(shape, LayerCase.of(k, moe, sw), hw, c), moe, shape, hw, sw, c)
-        counts = dispatch_metadata(shape, sw, ep_l, tokens / k.tp) if moe else ()
+        case = LayerCase.of(k, moe, sw)
+        w = runtime_work(layer_work(shape, case, hw, c), moe, shape, hw, sw, c)
+        counts = (dispatch_metadata(shape, sw, ep_l, tokens / k.tp) if moe else ()) \
+            + tp_amax_reductions(shape, case, hw, tp_l)
         if moe and tp_l.size > 1 and sw.dp_runtime == "torch":
             # each tp rank routes its own tokens: the router's gradient is summed over tp per
             # micro-batch (the runtime's SumGradient), in the compute dtype
@@ -4556,6 +4595,31 @@ def amax_reductions(shape: Shape, k: Knobs, load: Load, geo: Geometry, hw: Hardw
                             geo.stage.local, "path", calls, phase)
                  for phase, slots, calls in zip(("forward", "backward"), AMAX_SLOTS, (load.chunks, backward),
                                                 strict=True))
+
+
+def tp_amax_reductions(shape: Shape, case: LayerCase, hw: Hardware, tp: Link) -> tuple[Collective, ...]:
+    """The amax all-reduces over tp that Transformer Engine's current scaling (and NVFP4's
+    per-tensor amax) runs under sequence parallelism, per layer and micro-batch: a column-parallel
+    linear's input and a row-parallel linear's output gradient are quantized on the rank's own
+    rows and then gathered, so every tp rank must cast with the scale of the whole tensor; their
+    quantizers reduce the amax over the tp group (`with_amax_reduction`, set by
+    `_customize_quantizers_float8_current_scaling` and `_customize_quantizers_nvfp4` in TE 2.x's
+    module/linear.py and layernorm_linear.py) between the amax pass and the cast, and wait for it
+    (`Float8CurrentScalingQuantizer::quantize_impl`: `allreduce(...)->wait()`, quantizer.cpp): one
+    fp32 amax (NVFP4 coalesces its rowwise and columnwise ones), latency on the compute path.
+    Forward one per gathered input (the QKV projection or multi-head latent attention's
+    column-parallel up projections, and the dense FFN's or shared experts' fc1), backward one per
+    gathered output gradient (the output projection's and that fc2's): the blocks of
+    `sp_gathered_widths`. None under delayed scaling (`amax_reductions`), MXFP8 (block scales)
+    or torchao's dynamic scaling (charged with bf16 gathers, `layer_work`)."""
+    recipe = fp8_recipe(case.precision, case.fp8_scaling, hw)
+    if recipe not in ("current", "nvfp4") or not gathers_quantized(case.tp, case.sp, True, case.fp8_scaling):
+        return ()
+    ffn = 1 if not case.moe or shape.shared_experts else 0
+    attention = len(up_projections(shape)) if shape.mla else 1
+    amaxes = 2 if recipe == "nvfp4" else 1
+    return tuple(Collective("tp", "all_reduce", FP32 * amaxes, calls, tp.size, tp.local, "path", calls, phase)
+                 for phase, calls in (("forward", attention + ffn), ("backward", 1 + ffn)))
 
 
 def dp_copy_seconds(copied: float, hw: Hardware, c: Constants) -> float:

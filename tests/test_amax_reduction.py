@@ -164,3 +164,87 @@ def test_dynamic_scaling_issues_none():
     steps = ranks(plan(), fp8_scaling="dynamic")
     assert steps and all(s.amax == (0.0, 0.0) for s in steps.values())
     assert not amax_records(steps)
+
+
+# Transformer Engine's current scaling and NVFP4: each gathered tensor's amax reduced over tp
+# (`timing.tp_amax_reductions`). Counted from TE 2.x's module/linear.py and layernorm_linear.py:
+# `_customize_quantizers_float8_current_scaling` sets `with_amax_reduction` on a column-parallel
+# linear's input quantizer and a row-parallel linear's output-gradient quantizer under sequence
+# parallelism, and `Float8CurrentScalingQuantizer::quantize_impl` (csrc/quantizer.cpp) all-reduces
+# the one fp32 amax (MAX) and waits before it computes the scale and casts.
+
+
+def tp_amax_records(steps: dict) -> list:
+    """Every rank class's tp all-reduces of one or two fp32 amaxes."""
+    return [c for step in steps.values() for c in step.ledger.collectives
+            if c.axis == "tp" and c.kind == "all_reduce" and c.payload in (4, 8)]
+
+
+def test_current_scaling_reduces_each_gathered_tensors_amax_over_tp():
+    """Llama 3.1 70B's layer under sequence parallelism: forward QKV's and fc1's inputs, backward
+    the output projection's and fc2's output gradients: 2 + 2 calls a layer, 20 layers a rank,
+    64 micro-batches. Each is a 4-byte all-reduce inside the node over tp 4, latency-bound:
+    2 (4 - 1) NVLink steps, waited for on the compute path, so the rank's exposed tp time per
+    micro-batch grows by 40 of them each way over delayed scaling's (same gathers, no reduction)."""
+    steps = ranks(plan(options="fp8-recipe tensorwise"))
+    records = tp_amax_records(steps)
+    assert records, "no tp amax all-reduce under current scaling"
+    for record in records:
+        assert record.phase in ("forward", "backward") and record.window == "path" and not record.pairs
+        assert (record.payload, record.size, record.local) == (4, 4, 4)
+        assert record.micro == 20 * 2 and record.count == 64 * 20 * 2
+    for step in steps.values():
+        assert sorted(r.phase for r in tp_amax_records({0: step})) == ["backward", "forward"]
+    delayed = ranks(plan())
+    assert not tp_amax_records(delayed)
+    one = 2 * 3 * DEFAULT.latency_intra
+    for load, step in steps.items():
+        for i, times in ((0, "exposed_f"), (0, "exposed_b")):
+            grown = getattr(step.times, times)[i] - getattr(delayed[load].times, times)[i]
+            assert grown == pytest.approx(40 * one, rel=0.02), times
+
+
+def test_full_recomputation_reduces_the_forwards_again():
+    """The recomputed forward quantizes QKV's and fc1's inputs again, and reduces their amaxes again."""
+    steps = ranks(plan(options="fp8-recipe tensorwise", recompute="full"))
+    assert steps
+    for step in steps.values():
+        records = tp_amax_records({0: step})
+        assert sorted(r.phase for r in records) == ["backward", "forward", "recompute"]
+        assert all(r.micro == 40 for r in records)
+
+
+@pytest.mark.parametrize("precision, options, sp", [
+    ("fp8", "", True),  # delayed scaling: the amax history's reduction instead (above)
+    ("bf16", "", True),
+    ("fp8", "fp8-recipe tensorwise", False),  # nothing gathered: each rank casts the whole tensor
+])
+def test_no_tp_amax_reduction_without_a_gathered_current_scaled_tensor(precision, options, sp):
+    p = plan(precision=precision, options=options)
+    if not sp:
+        p = compile_text(SPEC.format(dp=2, nodes=8, batch=128, precision=precision, options=options,
+                                     recompute="none").replace("sequence-parallel on", "sequence-parallel off"),
+                         path="amax.par").plan
+    steps = ranks(p)
+    assert steps and not tp_amax_records(steps)
+
+
+def test_a_moe_layer_with_latent_attention_and_nvfp4():
+    """DeepSeek-V3's layer: multi-head latent attention's two column-parallel up projections
+    (queries and key-values) and the shared experts' fc1 forward, the output projection's and the
+    shared experts' fc2's gradients backward; the routed experts' tokens come by the all-to-all.
+    NVFP4 coalesces the rowwise and columnwise amaxes: 8 bytes. MXFP8 scales per block: none."""
+    text = ("tp 4 x dp 2 on nodes(8 gpus, nvlink)\nmodel deepseek-v3\nhardware { gpu b200 }\ntarget megatron\n"
+            "train { seq 4096, global-batch 8, micro-batch 1, precision nvfp4 }\n")
+    p = compile_text(text, path="mla.par", checks=False).plan
+    inputs = timing.plan_inputs(p)
+    link = timing.link(inputs.geo.tp, inputs.hw, DEFAULT)
+    case = timing.LayerCase.of(inputs.knobs, True, inputs.sw)
+    assert case.sp and case.precision == "nvfp4"
+    records = timing.tp_amax_reductions(inputs.shape, case, inputs.hw, link)
+    assert [(r.phase, r.micro, r.payload) for r in records] == [("forward", 3, 8), ("backward", 2, 8)]
+    dense = timing.tp_amax_reductions(inputs.shape, timing.LayerCase.of(inputs.knobs, False, inputs.sw),
+                                      inputs.hw, link)
+    assert [(r.phase, r.micro) for r in dense] == [("forward", 3), ("backward", 2)]  # its FFN: fc1, fc2
+    mxfp8 = replace(case, precision="fp8", fp8_scaling="mxfp8")
+    assert timing.tp_amax_reductions(inputs.shape, mxfp8, inputs.hw, link) == ()

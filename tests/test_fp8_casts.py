@@ -139,7 +139,6 @@ def _ledger_casts(gpu: str, scaling: str, precision: str, tp: int, sp: bool) -> 
 
 @pytest.mark.parametrize("gpu, scaling, precision, local, after", [
     ("h100-sxm", "delayed", "fp8", 3, 2),  # rowwise cast on own rows; transpose of the gathered tensor
-    ("h100-sxm", "current", "fp8", 3, 2),
     ("b200", "delayed", "fp8", 3, 0),  # Blackwell's fp8 GEMMs take either layout: no transpose
     ("b200", "mxfp8", "fp8", 4, 0),  # rowwise and columnwise block-scaled copies, both gathered
     ("b200", "nvfp4", "nvfp4", 5.125, 0),  # amax, cast, two 0.5625-byte copies, both gathered
@@ -170,8 +169,42 @@ def test_sequence_parallel_casts_run_on_the_ranks_own_rows(gpu, scaling, precisi
     assert backward == pytest.approx(full * (own_grads + gathered), rel=1e-9)
 
 
+@pytest.mark.parametrize("gpu, transpose", [("h100-sxm", 1), ("b200", 0)])
+def test_current_scaling_reads_each_tensor_for_its_amax_unless_the_norm_found_it(gpu, transpose):
+    """Transformer Engine's per-tensor current scaling finds each scale from the tensor itself:
+    `Float8CurrentScalingQuantizer::quantize_impl` (TE 2.x csrc/quantizer.cpp) runs
+    `nvte_compute_amax` (read 2 bytes an element), then the cast (read 2, write 1, and the
+    transpose's 1 where the GEMMs take one layout): 6 bytes, 5 on Blackwell. Where a
+    `LayerNormLinear` feeds the GEMM (QKV's and fc1's inputs in Megatron-Core's TE layer) the norm
+    kernel records the amax of what it writes (`FUSED_NORM_AMAX_FP8`, csrc/extensions/normalization.cpp)
+    and the quantizer casts without reading it first: 4 (3). The output projection's input (the
+    attention's output), fc2's (Megatron-Core runs the activation itself) and every output gradient
+    take the amax pass. Under sequence parallelism at tp 4 the gathered tensors are quantized on
+    the rank's own quarter (and the transposes of the gathered ones made after it, 2 bytes)."""
+    tp = 4
+    full = 3 + transpose  # read 2, write 1, and the transpose
+    after = 2 * transpose
+    own = TOKENS * (Q / tp + F / tp)  # the output projection's and fc2's inputs: amax pass
+    normed = TOKENS * (H + H)  # QKV's and fc1's inputs: the norm's amax
+    own_grads = TOKENS * ((Q + 2 * KV) / tp + 2 * F / tp)  # QKV's and gate/up's output gradients
+    gathered_grads = TOKENS * (H + H)  # the output projection's and fc2's output gradients
+    forward, backward = _ledger_casts(gpu, "current", "fp8", tp, sp=False)
+    assert forward == pytest.approx((full + 2) * own + full * normed, rel=1e-9)
+    assert backward == pytest.approx((full + 2) * (own_grads + gathered_grads), rel=1e-9)
+    forward, backward = _ledger_casts(gpu, "current", "fp8", tp, sp=True)
+    local = full - transpose  # on the rank's rows: amax, read and the rowwise write
+    assert forward == pytest.approx((full + 2) * own + local / tp * normed, rel=1e-9)
+    assert backward == pytest.approx((full + 2) * own_grads + ((local + 2) / tp + after) * gathered_grads
+                                     + after * normed, rel=1e-9)
+    # and against delayed scaling, whose cast records the amax in its one pass: only the amax passes differ
+    delayed = _ledger_casts(gpu, "delayed", "fp8", tp, sp=False)
+    current = _ledger_casts(gpu, "current", "fp8", tp, sp=False)
+    assert current[0] - delayed[0] == pytest.approx(2 * own, rel=1e-9)
+    assert current[1] - delayed[1] == pytest.approx(2 * (own_grads + gathered_grads), rel=1e-9)
+
+
 @pytest.mark.parametrize("model, moe", [("llama3-8b", False), ("mixtral-8x7b", True), ("deepseek-v3", True)])
-@pytest.mark.parametrize("gpu, scaling", [("h100-sxm", "delayed"), ("b200", "mxfp8")])
+@pytest.mark.parametrize("gpu, scaling", [("h100-sxm", "delayed"), ("h100-sxm", "current"), ("b200", "mxfp8")])
 @pytest.mark.parametrize("tp", [2, 4])
 def test_the_time_model_charges_the_ledgers_casts(model, moe, gpu, scaling, tp):
     """What sequence parallelism takes off a layer's casts moves `timing.layer_work`'s memory-bound
