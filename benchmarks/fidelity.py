@@ -690,11 +690,21 @@ reduction's result, so torch.compile cannot fuse them) and casts every weight on
 and recomputation (amax 2 + cast 3 bytes per weight element). Transformer Engine's per-tensor
 current scaling (Megatron-Bridge's FP8-CS rows) finds each scale from the tensor too: TE 2.x's
 quantizer reads it for its amax (`nvte_compute_amax`), then casts (2 bytes more per element of
-each cast tensor), except where a `LayerNormLinear`'s norm kernel records the amax of what it
-writes (QKV's and a dense fc1's inputs, `timing.norm_fused_amax_bytes`); Megatron-Core runs the
-FFN's activation itself, so fc2's input and every output gradient take the pass. MXFP8 (FP8-MX)
-is charged delayed scaling's bytes. Each recipe launches its own quantize kernels
-(`kernels.QUANTIZE_KERNELS`).
+each cast tensor); Megatron-Core runs the FFN's activation itself, so fc2's input and every
+output gradient take the pass. MXFP8 (FP8-MX) is charged delayed scaling's bytes with both of
+its copies. Each recipe launches its own quantize kernels (`kernels.QUANTIZE_KERNELS`). Three
+things the runtime does differ from a bf16 producer and a cast (`timing.cast_correction`, the
+one figure the time model and the HBM ledger take): under sequence parallelism a gathered
+tensor is cast on the rank's own rows ("Casts before the gather" below); a `LayerNormLinear`
+(QKV's input, a dense fc1's, multi-head latent attention's up projections' latents) has its
+norm kernel write the fp8 copy itself under delayed scaling (no bf16 output written and read
+back: 4 bytes an element, 3 where it then transposes an ungathered copy) and record the amax of
+what it writes under current scaling (the 2-byte pass), and runs unfused under MXFP8 and NVFP4
+(`timing.norm_fused_cast_saving`, TE's normalization.cpp); and under every recipe but delayed
+scaling Megatron-Core has the attention's output projection and the shared experts' fc1 keep
+their bf16 input (`set_save_original_input`, TE >= 2.6), which TE quantizes rowwise only in the
+forward and again, amax pass and all, for the weight gradient in the backward
+(`timing.original_input_casts`; the memory model keeps the bf16 input, not a quantized copy).
 parc's runtime has no fp8 matmuls
 and runs an fp8 spec in BF16 (its MFU still divides by the FP8 peak, the convention of fp8
 reports). Under nvfp4 Transformer Engine runs the same linears at the FP4 peak with NVFP4's
@@ -1387,7 +1397,7 @@ layers held, `S = 2 b (s / cp) h` (bf16 activations), `m` micro-batches per step
 | pp | send per chunk boundary to another rank, forward and backward (ZB-V and DualPipe-V keep the V's turn on one rank: no send there) | 2 b (s / cp) h / tp |
 | dp | `dp_ledger` (above); experts: one FSDP unit per MoE layer | as above |
 | amax, Transformer Engine's delayed fp8 scaling | all-reduce (MAX) x chunks forward and x chunks backward (full recomputation: x each TE module of the recomputed layers, + chunks if some layers are kept), over the stage's tp x dp x cp ranks, blocking | 4 bytes x (3 forward, 2 backward) per fp8 GEMM of the rank |
-| tp amax, Transformer Engine's current scaling and NVFP4 under sp | all-reduce (MAX) per layer x the gathered inputs forward (QKV or MLA's up projections, and the dense or shared fc1) and x the gathered output gradients backward (the output projection's, that fc2's); again in a full recomputation's forward; over tp, blocking | 4 bytes (NVFP4: 8, rowwise and columnwise) |
+| tp amax, Transformer Engine's current scaling and NVFP4 under sp | all-reduce (MAX) per layer x the gathered inputs forward (QKV or MLA's up projections, and the dense or shared fc1) and x the gathered output gradients backward (the output projection's, that fc2's), and once more backward where the shared experts' fc1 quantizes its kept bf16 input again; again in a full recomputation's forward; over tp, blocking | 4 bytes a quantized usage (NVFP4: 8 where both are quantized) |
 
 A MoE layer under tp: attention and the shared experts as a dense layer's attention and FFN
 (without shared experts: attention's pair only); without sp one all-gather of the routed result
@@ -1417,7 +1427,10 @@ quantized: the rank quantizes its own rows, so every tp rank must cast with the 
 scale (`with_amax_reduction` in `linear.py` and `layernorm_linear.py`; the quantizer waits for the
 all-reduce between its amax pass and its cast, `quantizer.cpp`): two calls a dense layer forward
 and two backward, each a few microseconds of NVLink latency on the compute path
-(`timing.tp_amax_reductions`, exposed on the tp axis).
+(`timing.tp_amax_reductions`, exposed on the tp axis). Megatron-Core's selective recomputation
+of `mlp`, `shared_experts` or `mla_up_proj` runs those linears' forward again, and their
+reductions and gathers with it; the model replays no collective for Megatron-Core's selective
+policies (`timing.selective_replay`), these included.
 
 tests/e2e/test_collectives.py runs the generated job (torchrun on CPU, `--record-collectives`)
 for tp with and without sp, every pipeline schedule (gpipe, 1f1b, interleaved-1f1b,

@@ -245,8 +245,6 @@ def layer_bytes(shape: Shape, case: LayerCase, transposed: bool = True) -> Piece
     # the casts' bytes as `timing.layer_work` charges them (`transposed`: the GPU's fp8 GEMMs run
     # TN only, so a per-tensor cast writes a transpose: `Knobs.fp8_transposed`)
     cast = timing.fp8_cast_per_element(timing.cast_scaling(precision, case.fp8_scaling), transposed)
-    if case.fp8_scaling == "dynamic" and precision != "nvfp4":
-        cast = timing.FP8_CAST_BYTES  # torchao's amax pass is not counted here (as before)
     gemms = _gemms(shape, moe, tp, ep, n, kernels, shard)
     gemm_f = gemm_b = 0.0
     for count, m, k, nn in gemms:
@@ -297,13 +295,15 @@ def layer_bytes(shape: Shape, case: LayerCase, transposed: bool = True) -> Piece
         fused = _gemms(shape, moe, tp, ep, n, "fused", shard)
         extra_f += sum(count * cast * m * k for count, m, k, _ in fused)
         extra_b += sum(count * cast * m * nn for count, m, _, nn in fused)
+        if timing.cast_scaling(precision, case.fp8_scaling) == "dynamic":  # torchao casts every weight each forward
+            extra_f += sum(count * timing.FP8_WEIGHT_CAST_BYTES * k * nn for count, _, k, nn in fused)
         if fused_mlp:
             local = max(1, shape.experts // ep)
             epilogue_f, epilogue_b = timing.fused_mlp_epilogue_casts(local, copies / local, shape.expert_ffn, up)
             extra_f, extra_b = extra_f - epilogue_f, extra_b - epilogue_b
-        # quantized on the rank's own rows; the norm-fused inputs' amax found by the norm
-        saved_f, saved_b = timing.cast_saving(shape, case, transposed)
-        extra_f, extra_b = extra_f - saved_f, extra_b - saved_b
+        # quantized on the rank's own rows; the fused norms' outputs; the bf16 inputs kept
+        more_f, more_b = timing.cast_correction(shape, case, transposed)
+        extra_f, extra_b = extra_f + more_f, extra_b + more_b
     eager_f = eager_b = 0.0
     if rope_unfused and kernels != "eager" and not shape.position_params:
         eager_f += timing.UNFUSED_ROPE_BYTES[0] * (q + kv) * n

@@ -134,7 +134,7 @@ torchao's dynamic (tensorwise) scaling (`tensor_to_scale`; torch.compile cannot 
 passes) and Transformer Engine's current scaling (`Float8CurrentScalingQuantizer::quantize_impl`,
 transformer_engine/pytorch/csrc/quantizer.cpp, TE 2.x: `nvte_compute_amax`, then the scale, then
 `nvte_quantize_v2` reads the tensor again), except where TE's norm kernel records the amax of
-the output it writes (`norm_fused_amax_bytes`)."""
+the output it writes (`norm_fused_cast_saving`)."""
 NVFP4_CAST_BYTES = 2 * 2 + 2 * ELEMENT_BYTES["nvfp4"]
 """Per element of an NVFP4 GEMM input (and output gradient), Transformer Engine's default recipe
 (`NVFP4BlockScaling`, TE 2.20, `NVFP4Quantizer`): one pass reads the bf16 tensor (2) for the
@@ -164,23 +164,39 @@ def fp8_cast_per_element(scaling: str, transposed: bool = True) -> float:
     return FP8_CAST_BYTES + amax - (0 if transposed or scaling == "mxfp8" else 1)
 
 
-def norm_fused_amax_bytes(shape: Shape, case: LayerCase) -> float:
-    """Forward HBM bytes of the amax passes `fp8_cast_per_element` counts that Transformer Engine's
-    current scaling does not run, on one rank for one micro-batch: a `LayerNormLinear`'s norm
-    kernel records the amax of the output it writes (`FUSED_NORM_AMAX_FP8`,
-    transformer_engine/pytorch/csrc/extensions/normalization.cpp, TE 2.x), and its quantizer then
-    casts without reading it first (`quantize_with_amax`). Megatron-Core fuses the input norm into
-    the attention's QKV projection and the pre-FFN norm into a dense layer's fc1
-    (`TELayerNormColumnParallelLinear`); multi-head latent attention's down projections and a MoE
-    layer's router, experts and shared experts read a separate norm's output, and Megatron-Core
-    runs the FFN's activation itself, so fc2's input (and every output gradient) takes its own
-    amax pass. The norm runs on the rank's own rows under sequence parallelism (its amax then
-    reduced over tp, `tp_amax_reductions`). 0 under every other recipe."""
-    if case.fp8_scaling != "current" or case.precision not in QUANTIZED or case.precision == "nvfp4":
+def norm_fused_cast_saving(shape: Shape, case: LayerCase, transposed: bool) -> float:
+    """Forward HBM bytes, on one rank for one micro-batch, that the layer's accounting counts (the
+    norm writing its bf16 output among the memory-bound elements, then `fp8_cast_per_element`'s
+    cast) and Transformer Engine does not move where a `LayerNormLinear`'s norm kernel feeds the
+    quantized GEMM: Megatron-Core fuses the input norm into the attention's QKV projection, the
+    pre-FFN norm into a dense layer's fc1, and multi-head latent attention's latent norms into its
+    up projections (`TELayerNormColumnParallelLinear`; `qk_layernorm`, which DeepSeek-V3's latent
+    norms are: megatron/core/models/gpt/gpt_layer_specs.py). MLA's down projections share the
+    input norm's output, and a MoE layer's experts and shared experts read the pre-FFN norm's
+    through the router, so those take their own cast. TE 2.x,
+    transformer_engine/pytorch/csrc/extensions/normalization.cpp:
+
+    - delayed scaling (`FULLY_FUSED`): the norm kernel writes the fp8 copy itself (1 byte an
+      element where 2 were written and 2 read back), then, where the GEMMs take one layout and the
+      input is not gathered, `nvte_transpose` reads it and writes the transpose (rmsnorm_api.cpp):
+      4 bytes an element saved, 3 with that transpose (under sequence parallelism the transpose is
+      made after the gather, `gathered_cast_saving`);
+    - current scaling (`FUSED_NORM_AMAX_FP8`): the norm writes bf16 and records its amax, and the
+      quantizer casts without reading it first (`quantize_with_amax`): the amax pass's 2 bytes;
+    - MXFP8 and NVFP4: the norm writes bf16 and the quantizer runs whole (`UNFUSED`; MXFP8's fused
+      path only under `NVTE_NORM_FWD_USE_CUDNN`): nothing saved.
+
+    The norm runs on the rank's own rows under sequence parallelism."""
+    if case.precision not in QUANTIZED or case.precision == "nvfp4" or case.fp8_scaling not in ("delayed", "current"):
         return 0.0
     shard = case.tp if case.sp and case.tp > 1 else 1
-    widths = (0 if shape.mla else shape.hidden) + (0 if case.moe else shape.hidden)
-    return FP8_AMAX_BYTES * widths * case.seq * case.micro / case.cp / shard
+    if case.fp8_scaling == "current":
+        per = FP8_AMAX_BYTES
+    else:
+        per = 2 * ACT - (CAST_TRANSPOSE_WRITE_BYTES if transposed and shard == 1 else 0)
+    attention = sum(latent_norm_widths(shape.q_lora, shape.kv_lora)) if shape.mla else shape.hidden
+    widths = attention + (0 if case.moe else shape.hidden)
+    return per * widths * case.seq * case.micro / case.cp / shard
 
 
 def cast_scaling(precision: str, fp8_scaling: str) -> str:
@@ -261,7 +277,7 @@ def sp_cast_saving(shape: Shape, case: LayerCase, transposed: bool) -> tuple[flo
     """(forward, backward) HBM bytes one layer's casts move less, on one rank for one micro-batch,
     where sequence parallelism gathers quantized tensors (`gathers_quantized`): the per-element
     saving (`gathered_cast_saving`) over the gathered widths (`sp_gathered_widths`) and the
-    micro-batch's tokens (part of `cast_saving`); 0 where the gathers carry bf16. `transposed`:
+    micro-batch's tokens (part of `cast_correction`); 0 where the gathers carry bf16. `transposed`:
     the part's fp8 GEMMs take one layout (`fp8_transposed`)."""
     if not gathers_quantized(case.tp, case.sp, True, case.fp8_scaling):
         return 0.0, 0.0
@@ -271,14 +287,49 @@ def sp_cast_saving(shape: Shape, case: LayerCase, transposed: bool) -> tuple[flo
     return forward * tokens, backward * tokens
 
 
-def cast_saving(shape: Shape, case: LayerCase, transposed: bool) -> tuple[float, float]:
-    """(forward, backward) HBM bytes of one layer's casts, on one rank for one micro-batch, that
-    `fp8_cast_bytes` (each cast whole, with its recipe's passes) counts and Transformer Engine does
-    not move: the gathered tensors' casts run on the rank's own rows (`sp_cast_saving`) and the
-    norm-fused inputs' amax passes are the norm's (`norm_fused_amax_bytes`). The one place
-    `timing.layer_work` and the HBM ledger (`hbm.layer_bytes`) take it from."""
-    forward, backward = sp_cast_saving(shape, case, transposed)
-    return forward + norm_fused_amax_bytes(shape, case), backward
+def original_input_casts(shape: Shape, case: LayerCase, transposed: bool) -> tuple[float, float]:
+    """(forward, backward) HBM bytes, on one rank for one micro-batch, that the linears Megatron-Core
+    has keep their bf16 input (`set_save_original_input`: the attention's output projection, and a
+    MoE layer's shared-expert fc1 unless the shared experts are recomputed; Megatron-Core
+    attention.py, multi_latent_attention.py and moe/shared_experts.py, under every fp8 recipe but
+    delayed scaling (TE >= 2.6) and under NVFP4 (TE >= 2.7)) move beyond the one cast each
+    `fp8_cast_bytes` counts. TE 2.x's `Linear` (module/linear.py) then quantizes the input rowwise
+    only in the forward (no transpose, columnwise copy or Hadamard-rotated copy: the forward saves
+    that write) and quantizes the saved bf16 input again in the backward for its weight gradient,
+    amax pass and all: per-tensor scaling writes the rowwise copy and its transpose there, block
+    scaling the columnwise copy alone; a gathered input (the shared experts' fc1 under sequence
+    parallelism) is quantized rowwise on the rank's own rows and transposed after the re-gather.
+    Negative forward, positive backward; 0 under delayed scaling and outside Transformer Engine."""
+    recipe = cast_scaling(case.precision, case.fp8_scaling)
+    if case.precision not in QUANTIZED or recipe not in ("current", "mxfp8", "nvfp4"):
+        return 0.0, 0.0
+    block = recipe != "current"
+    full = fp8_cast_per_element(recipe, transposed)
+    column = ELEMENT_BYTES["nvfp4"] if recipe == "nvfp4" else (1.0 if block or transposed else 0.0)
+    tokens = case.seq * case.micro / case.cp
+    shard = case.tp if case.sp and case.tp > 1 else 1
+    # the output projection's input: the attention's output, the rank's own, never gathered
+    forward = -column * tokens * shape.o / case.tp
+    backward = (full - (column if block else 0.0)) * tokens * shape.o / case.tp
+    if case.moe and shape.shared_experts:  # the shared experts' fc1 input, the pre-FFN norm's output
+        rows = tokens * shape.hidden / shard
+        gathered = shard > 1
+        forward -= 0.0 if gathered and not block else column * rows  # per-tensor: gathered rowwise anyway
+        backward += (full - (column if block or gathered else 0.0)) * rows
+    return forward, backward
+
+
+def cast_correction(shape: Shape, case: LayerCase, transposed: bool) -> tuple[float, float]:
+    """(forward, backward) HBM bytes to add, on one rank for one micro-batch, to one layer's casts
+    as `fp8_cast_bytes` counts them (each whole, with its recipe's passes, after a bf16 producer),
+    for what Transformer Engine and Megatron-Core move instead: the gathered tensors' casts run on
+    the rank's own rows (`sp_cast_saving`), a fused norm writes or measures the quantized GEMM's
+    input itself (`norm_fused_cast_saving`), and the linears that keep their bf16 input quantize
+    it again in the backward (`original_input_casts`). The one place `timing.layer_work` and the
+    HBM ledger (`hbm.layer_bytes`) take it from."""
+    sp_f, sp_b = sp_cast_saving(shape, case, transposed)
+    original_f, original_b = original_input_casts(shape, case, transposed)
+    return original_f - sp_f - norm_fused_cast_saving(shape, case, transposed), original_b - sp_b
 
 
 def fused_mlp_epilogue_casts(local: int, rows: float, expert_ffn: float, up: int) -> tuple[float, float]:
@@ -678,7 +729,7 @@ class Software:
     torchtitan, tensorwise: an amax reduction reads each tensor before its cast, and every forward,
     recomputation and backward casts the weights again). Transformer Engine's other recipes,
     "current" (per-tensor current scaling: an amax pass before each cast but where the norm found
-    it, `norm_fused_amax_bytes`, and under sequence parallelism a tp all-reduce of the gathered
+    it, `norm_fused_cast_saving`, and under sequence parallelism a tp all-reduce of the gathered
     tensors' amaxes, `tp_amax_reductions`) and "mxfp8" (block scales: the bytes of "delayed"), cast
     the weights once per step and launch their own quantize kernels (`kernels.QUANTIZE_KERNELS`)."""
     context_parallel: str = "parc"
@@ -2342,10 +2393,10 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
         if fused_mlp:  # fc2's input and fc1's output gradient leave the GEMMs' epilogues quantized
             routed_f, routed_b = fused_mlp_epilogue_casts(local, assigned / local, f, up)
             cast_f, cast_b = cast_f - routed_f, cast_b - routed_b
-        # quantized on the rank's own rows, then gathered, under sequence parallelism; the
-        # norm-fused inputs' amax found by the norm
-        saved_f, saved_b = cast_saving(shape, case, fp8_transposed(hw.generation))
-        cast_f, cast_b = cast_f - saved_f, cast_b - saved_b
+        # quantized on the rank's own rows, then gathered, under sequence parallelism; the fused
+        # norms' outputs; the bf16 inputs kept and quantized again in the backward
+        more_f, more_b = cast_correction(shape, case, fp8_transposed(hw.generation))
+        cast_f, cast_b = cast_f + more_f, cast_b + more_b
     # eager PyTorch runs the rotary embedding and SwiGLU op by op: their extra bytes (their extra
     # launches queue ahead asynchronously behind the GEMMs; `kernel_overhead`, fitted on GEMM-bound
     # runs, is a GEMM's ramp and tail, not charged to them)
@@ -4606,20 +4657,28 @@ def tp_amax_reductions(shape: Shape, case: LayerCase, hw: Hardware, tp: Link) ->
     `_customize_quantizers_float8_current_scaling` and `_customize_quantizers_nvfp4` in TE 2.x's
     module/linear.py and layernorm_linear.py) between the amax pass and the cast, and wait for it
     (`Float8CurrentScalingQuantizer::quantize_impl`: `allreduce(...)->wait()`, quantizer.cpp): one
-    fp32 amax (NVFP4 coalesces its rowwise and columnwise ones), latency on the compute path.
+    fp32 amax per usage quantized (NVFP4 coalesces its rowwise and columnwise ones), latency on
+    the compute path.
     Forward one per gathered input (the QKV projection or multi-head latent attention's
     column-parallel up projections, and the dense FFN's or shared experts' fc1), backward one per
     gathered output gradient (the output projection's and that fc2's): the blocks of
-    `sp_gathered_widths`. None under delayed scaling (`amax_reductions`), MXFP8 (block scales)
-    or torchao's dynamic scaling (charged with bf16 gathers, `layer_work`)."""
+    `sp_gathered_widths`; and one more backward where the shared experts' fc1 keeps its bf16
+    input and quantizes it again, rowwise only, before re-gathering it (`original_input_casts`).
+    None under delayed scaling (`amax_reductions`), MXFP8 (block scales) or torchao's dynamic
+    scaling (charged with bf16 gathers, `layer_work`)."""
     recipe = fp8_recipe(case.precision, case.fp8_scaling, hw)
     if recipe not in ("current", "nvfp4") or not gathers_quantized(case.tp, case.sp, True, case.fp8_scaling):
         return ()
-    ffn = 1 if not case.moe or shape.shared_experts else 0
+    both = 2 if recipe == "nvfp4" else 1  # amaxes a call reduces where both usages are quantized
+    shared = case.moe and bool(shape.shared_experts)
+    ffn = 1 if not case.moe or shared else 0
     attention = len(up_projections(shape)) if shape.mla else 1
-    amaxes = 2 if recipe == "nvfp4" else 1
-    return tuple(Collective("tp", "all_reduce", FP32 * amaxes, calls, tp.size, tp.local, "path", calls, phase)
-                 for phase, calls in (("forward", attention + ffn), ("backward", 1 + ffn)))
+    # (phase, amaxes, calls): the shared experts' fc1 keeps its bf16 input: its forward cast and
+    # its backward re-cast are rowwise only, one amax each
+    calls = [("forward", both, attention + ffn - shared), ("forward", 1, int(shared)),
+             ("backward", both, 1 + ffn), ("backward", 1, int(shared))]
+    return tuple(Collective("tp", "all_reduce", FP32 * amaxes, n, tp.size, tp.local, "path", n, phase)
+                 for phase, amaxes, n in calls if n)
 
 
 def dp_copy_seconds(copied: float, hw: Hardware, c: Constants) -> float:

@@ -45,11 +45,13 @@ def test_dynamic_scaling_costs_an_amax_pass_and_the_weights_every_forward():
     bandwidth = hw.hbm * DEFAULT.hbm_efficiency
     forward_extra = (dynamic.memory_f - delayed.memory_f) * bandwidth
     backward_extra = (dynamic.memory_b - delayed.memory_b) * bandwidth
-    assert forward_extra == pytest.approx(2 * inputs + 5 * weights, rel=1e-9)
+    normed = TOKENS * (H + H)  # QKV's and fc1's inputs: Transformer Engine's norm writes them in fp8
+    assert forward_extra == pytest.approx(2 * inputs + 5 * weights + 3 * normed, rel=1e-9)
     assert backward_extra == pytest.approx(2 * gradients, rel=1e-9)
-    # and the casts themselves: bf16 (no casts) against delayed fp8, 4 bytes per element
+    # and the casts themselves: bf16 (no casts) against delayed fp8, 4 bytes per element, less what
+    # the fused norm saves (no bf16 write and read back; the fp8 copy's transpose read once)
     plain, _ = layer("delayed", "bf16")
-    assert (delayed.memory_f - plain.memory_f) * bandwidth == pytest.approx(4 * inputs, rel=1e-9)
+    assert (delayed.memory_f - plain.memory_f) * bandwidth == pytest.approx(4 * inputs - 3 * normed, rel=1e-9)
     assert (delayed.memory_b - plain.memory_b) * bandwidth == pytest.approx(4 * gradients, rel=1e-9)
     # the GEMMs run at the fp8 peak either way
     assert dynamic.gemm == delayed.gemm < plain.gemm
@@ -137,13 +139,21 @@ def _ledger_casts(gpu: str, scaling: str, precision: str, tp: int, sp: bool) -> 
     return quantized.memory_f - plain.memory_f, quantized.memory_b - plain.memory_b
 
 
-@pytest.mark.parametrize("gpu, scaling, precision, local, after", [
-    ("h100-sxm", "delayed", "fp8", 3, 2),  # rowwise cast on own rows; transpose of the gathered tensor
-    ("b200", "delayed", "fp8", 3, 0),  # Blackwell's fp8 GEMMs take either layout: no transpose
-    ("b200", "mxfp8", "fp8", 4, 0),  # rowwise and columnwise block-scaled copies, both gathered
-    ("b200", "nvfp4", "nvfp4", 5.125, 0),  # amax, cast, two 0.5625-byte copies, both gathered
+@pytest.mark.parametrize("gpu, scaling, precision, local, after, normed, kept", [
+    # rowwise cast on own rows; transpose of the gathered tensor; the norm writes the fp8 copy of
+    # QKV's and fc1's inputs itself (no bf16 write, no read back: 4 bytes; 3 where it must then
+    # transpose a tensor it does not gather)
+    ("h100-sxm", "delayed", "fp8", 3, 2, (4, 3), (0, 0)),
+    ("b200", "delayed", "fp8", 3, 0, (4, 4), (0, 0)),  # Blackwell's fp8 GEMMs take either layout: no transpose
+    # rowwise and columnwise block-scaled copies, both gathered; norm unfused; the output projection
+    # keeps its bf16 input: rowwise only forward (1 byte less), columnwise again backward (read 2,
+    # write 1)
+    ("b200", "mxfp8", "fp8", 4, 0, (0, 0), (-1, 3)),
+    # amax, cast, two 0.5625-byte copies, both gathered; the kept input's columnwise copy backward
+    # after its own amax pass (2 + 2 + 0.5625)
+    ("b200", "nvfp4", "nvfp4", 5.125, 0, (0, 0), (-0.5625, 4.5625)),
 ])
-def test_sequence_parallel_casts_run_on_the_ranks_own_rows(gpu, scaling, precision, local, after):
+def test_sequence_parallel_casts_run_on_the_ranks_own_rows(gpu, scaling, precision, local, after, normed, kept):
     """Transformer Engine quantizes a column-parallel linear's input, and a row-parallel linear's
     output gradient, on the rank's own 1/tp of the rows before the sequence-parallel all-gather
     (`gather_along_first_dim` with the quantizer: transformer_engine/pytorch/distributed.py). At tp
@@ -153,20 +163,24 @@ def test_sequence_parallel_casts_run_on_the_ranks_own_rows(gpu, scaling, precisi
     the backward (a transpose made from the gathered fp8 tensor for the weight-gradient GEMM: the
     gradient's, and the input's once its saved shard is gathered again). The other casts cover
     their whole tensor (`full` bytes an element: `local` + the transpose's write where there is
-    one); without sequence parallelism every cast runs on the whole tensor, in its own pass."""
+    one); without sequence parallelism every cast runs on the whole tensor, in its own pass. Where
+    the recipe lets a `LayerNormLinear`'s norm write the fp8 copy itself (delayed scaling), QKV's
+    and fc1's inputs save `normed` bytes an element of the norm's rows against a bf16 norm and a
+    cast (with, without sequence parallelism)."""
     tp = 4
     full = local + (1 if after else 0)
     own = TOKENS * (Q / tp + F / tp)  # the output projection's and fc2's inputs: no gather
     gathered = TOKENS * (H + H)  # QKV's and fc1's inputs, gathered
     own_grads = TOKENS * ((Q + 2 * KV) / tp + 2 * F / tp)  # QKV's and gate/up's output gradients
     gathered_grads = TOKENS * (H + H)  # the output projection's and fc2's output gradients
+    projected = TOKENS * Q / tp  # the output projection's input, which it keeps in bf16 but under delayed scaling
     forward, backward = _ledger_casts(gpu, scaling, precision, tp, sp=True)
-    assert forward == pytest.approx(full * own + local / tp * gathered, rel=1e-9)
-    assert backward == pytest.approx(full * own_grads + (local / tp + after) * gathered_grads + after * gathered,
-                                     rel=1e-9)
+    assert forward == pytest.approx(full * own + (local - normed[0]) / tp * gathered + kept[0] * projected, rel=1e-9)
+    assert backward == pytest.approx(full * own_grads + (local / tp + after) * gathered_grads + after * gathered
+                                     + kept[1] * projected, rel=1e-9)
     forward, backward = _ledger_casts(gpu, scaling, precision, tp, sp=False)
-    assert forward == pytest.approx(full * (own + gathered), rel=1e-9)
-    assert backward == pytest.approx(full * (own_grads + gathered), rel=1e-9)
+    assert forward == pytest.approx(full * own + (full - normed[1]) * gathered + kept[0] * projected, rel=1e-9)
+    assert backward == pytest.approx(full * (own_grads + gathered) + kept[1] * projected, rel=1e-9)
 
 
 @pytest.mark.parametrize("gpu, transpose", [("h100-sxm", 1), ("b200", 0)])
@@ -180,39 +194,50 @@ def test_current_scaling_reads_each_tensor_for_its_amax_unless_the_norm_found_it
     and the quantizer casts without reading it first: 4 (3). The output projection's input (the
     attention's output), fc2's (Megatron-Core runs the activation itself) and every output gradient
     take the amax pass. Under sequence parallelism at tp 4 the gathered tensors are quantized on
-    the rank's own quarter (and the transposes of the gathered ones made after it, 2 bytes)."""
+    the rank's own quarter (and the transposes of the gathered ones made after it, 2 bytes).
+    The output projection keeps its bf16 input (Megatron-Core's `set_save_original_input` under
+    every recipe but delayed scaling): its forward cast writes no transpose (1 byte less on
+    Hopper) and the backward quantizes the kept input again, amax, rowwise copy and transpose
+    (6 bytes, 5 on Blackwell)."""
     tp = 4
     full = 3 + transpose  # read 2, write 1, and the transpose
     after = 2 * transpose
-    own = TOKENS * (Q / tp + F / tp)  # the output projection's and fc2's inputs: amax pass
+    projected = TOKENS * Q / tp  # the output projection's input: amax pass; kept in bf16
+    own = projected + TOKENS * F / tp  # and fc2's input: amax pass
     normed = TOKENS * (H + H)  # QKV's and fc1's inputs: the norm's amax
     own_grads = TOKENS * ((Q + 2 * KV) / tp + 2 * F / tp)  # QKV's and gate/up's output gradients
     gathered_grads = TOKENS * (H + H)  # the output projection's and fc2's output gradients
     forward, backward = _ledger_casts(gpu, "current", "fp8", tp, sp=False)
-    assert forward == pytest.approx((full + 2) * own + full * normed, rel=1e-9)
-    assert backward == pytest.approx((full + 2) * (own_grads + gathered_grads), rel=1e-9)
+    assert forward == pytest.approx((full + 2) * own + full * normed - transpose * projected, rel=1e-9)
+    assert backward == pytest.approx((full + 2) * (own_grads + gathered_grads + projected), rel=1e-9)
     forward, backward = _ledger_casts(gpu, "current", "fp8", tp, sp=True)
     local = full - transpose  # on the rank's rows: amax, read and the rowwise write
-    assert forward == pytest.approx((full + 2) * own + local / tp * normed, rel=1e-9)
-    assert backward == pytest.approx((full + 2) * own_grads + ((local + 2) / tp + after) * gathered_grads
+    assert forward == pytest.approx((full + 2) * own + local / tp * normed - transpose * projected, rel=1e-9)
+    assert backward == pytest.approx((full + 2) * (own_grads + projected) + ((local + 2) / tp + after) * gathered_grads
                                      + after * normed, rel=1e-9)
-    # and against delayed scaling, whose cast records the amax in its one pass: only the amax passes differ
+    # and against delayed scaling, whose cast records the amax in its one pass, whose norm writes
+    # the fp8 copy itself (4 bytes an element saved, less the transpose's read where there is one)
+    # and whose output projection keeps its fp8 input
     delayed = _ledger_casts(gpu, "delayed", "fp8", tp, sp=False)
     current = _ledger_casts(gpu, "current", "fp8", tp, sp=False)
-    assert current[0] - delayed[0] == pytest.approx(2 * own, rel=1e-9)
-    assert current[1] - delayed[1] == pytest.approx(2 * (own_grads + gathered_grads), rel=1e-9)
+    assert current[0] - delayed[0] == pytest.approx(2 * own + (4 - transpose) * normed - transpose * projected,
+                                                    rel=1e-9)
+    assert current[1] - delayed[1] == pytest.approx(2 * (own_grads + gathered_grads) + (full + 2) * projected,
+                                                    rel=1e-9)
 
 
 @pytest.mark.parametrize("model, moe", [("llama3-8b", False), ("mixtral-8x7b", True), ("deepseek-v3", True)])
-@pytest.mark.parametrize("gpu, scaling", [("h100-sxm", "delayed"), ("h100-sxm", "current"), ("b200", "mxfp8")])
+@pytest.mark.parametrize("gpu, scaling", [("h100-sxm", "delayed"), ("h100-sxm", "current"), ("h100-sxm", "dynamic"),
+                                          ("b200", "mxfp8")])
 @pytest.mark.parametrize("tp", [2, 4])
 def test_the_time_model_charges_the_ledgers_casts(model, moe, gpu, scaling, tp):
     """What sequence parallelism takes off a layer's casts moves `timing.layer_work`'s memory-bound
     seconds by the HBM ledger's bytes at the HBM rate, forward and backward: a dense layer, a MoE
     layer without shared experts (Mixtral) and one with them and multi-head latent attention
-    (DeepSeek-V3's shape), at tp 2 and 4, on Hopper's per-tensor recipe and Blackwell's MXFP8; the
-    casts themselves agree too (the routed experts' rows as the runtime quantizes them, not the
-    128-row tiles their GEMMs compute). No cast count goes below nothing."""
+    (DeepSeek-V3's shape), at tp 2 and 4, on Hopper's per-tensor recipes (delayed, current, and
+    torchao's dynamic scaling with its amax passes and per-forward weight casts) and Blackwell's
+    MXFP8; the casts themselves agree too (the routed experts' rows as the runtime quantizes them,
+    not the 128-row tiles their GEMMs compute). No cast count goes below nothing."""
     from dataclasses import replace
 
     from parc import hbm
@@ -236,6 +261,52 @@ def test_the_time_model_charges_the_ledgers_casts(model, moe, gpu, scaling, tp):
     for direction, (ledger, charged) in on.items():
         assert ledger > 0 and charged > 0, direction
         ledger_off, charged_off = off[direction]
-        assert ledger_off != ledger, direction  # sequence parallelism moves the casts
+        if scaling != "dynamic":  # TE quantizes the rank's own rows before it gathers (torchao gathers bf16)
+            assert ledger_off != ledger, direction
         assert charged - charged_off == pytest.approx(ledger - ledger_off, rel=1e-6, abs=1e-12), direction
         assert charged == pytest.approx(ledger, rel=1e-6), direction
+
+
+@pytest.mark.parametrize("scaling, per_element", [("delayed", 3), ("current", 2), ("mxfp8", 0)])
+def test_the_fused_norms_of_a_latent_attention_layer(scaling, per_element):
+    """DeepSeek-V3 (DeepSeek-AI 2024, Table 1 and its config: hidden 7,168, query latent 1,536,
+    key-value latent 512): Megatron-Core's MLA fuses each latent's norm into its up projection
+    (`TELayerNormColumnParallelLinear` under `qk_layernorm`), a dense layer's pre-FFN norm into fc1;
+    the MoE layer's pre-FFN norm feeds the router, the experts and the shared experts, unfused.
+    Per element of those norms' outputs Transformer Engine moves, against a bf16 norm and a cast:
+    delayed scaling 3 bytes less on Hopper without sequence parallelism (the norm writes the fp8
+    copy, then transposes it), current scaling 2 (its amax pass), MXFP8 nothing (its norm runs
+    unfused). Under sequence parallelism the norms run on the rank's own rows."""
+    plan = _megatron_plan("deepseek-v3", "h100-sxm", 4, "fp8")
+    shape = shape_of(plan)
+    assert (shape.hidden, shape.q_lora, shape.kv_lora) == (7168, 1536, 512)
+    for moe, widths in ((True, 1536 + 512), (False, 1536 + 512 + 7168)):
+        case = _te_case(moe, 4, False, "fp8", scaling)
+        assert timing.norm_fused_cast_saving(shape, case, True) == per_element * widths * TOKENS
+        gathered = _te_case(moe, 4, True, "fp8", scaling)
+        sp = {"delayed": 4, "current": 2, "mxfp8": 0}[scaling]  # the transpose waits for the gather
+        assert timing.norm_fused_cast_saving(shape, gathered, True) == sp * widths * TOKENS / 4
+
+
+@pytest.mark.parametrize("scaling, sp, forward, backward", [
+    ("current", False, (-1, -1), (6, 6)),  # rowwise only forward; amax, rowwise and transpose again
+    ("current", True, (-1, 0), (6, 5)),  # fc1's gathered input: rowwise anyway; transposed after the re-gather
+    ("mxfp8", True, (-1, -1), (3, 3)),  # the columnwise copy: not forward, alone backward (read 2, write 1)
+    ("delayed", True, (0, 0), (0, 0)),  # Megatron-Core keeps the fp8 copy under delayed scaling
+])
+def test_the_kept_bf16_inputs_are_quantized_again_in_the_backward(scaling, sp, forward, backward):
+    """Megatron-Core has the output projection and a MoE layer's shared-expert fc1 keep their bf16
+    input under every recipe but delayed scaling (`set_save_original_input`: attention.py,
+    multi_latent_attention.py, moe/shared_experts.py, TE >= 2.6), and TE's `Linear` then quantizes
+    it rowwise only forward and again for the weight gradient backward (module/linear.py). Bytes
+    an element of (the output projection's input, the shared fc1's input on the rank), on Hopper,
+    typed here; DeepSeek-V3's MoE layer at tp 4: 128 heads of value width 128 (16,384 / 4 a rank)
+    and a 7,168-wide hidden state (a quarter of the rows under sequence parallelism)."""
+    shape = shape_of(_megatron_plan("deepseek-v3", "h100-sxm", 4, "fp8"))
+    assert (shape.heads, shape.v_dim, shape.hidden, shape.shared_experts) == (128, 128, 7168, 1)
+    elements = (TOKENS * 128 * 128 / 4, TOKENS * 7168 / (4 if sp else 1))
+    got = timing.original_input_casts(shape, _te_case(True, 4, sp, "fp8", scaling), True)
+    assert got == pytest.approx((sum(b * n for b, n in zip(forward, elements, strict=True)),
+                                 sum(b * n for b, n in zip(backward, elements, strict=True))), rel=1e-12)
+    dense = timing.original_input_casts(shape, _te_case(False, 4, sp, "fp8", scaling), True)
+    assert dense == pytest.approx((forward[0] * elements[0], backward[0] * elements[0]), rel=1e-12)

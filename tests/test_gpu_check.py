@@ -158,6 +158,53 @@ def test_the_three_steps_run_on_the_cpu(checked):
     assert len(kernels["fp8"]) == 6
     assert all(g["forward_fp8_s"] > 0 and g["wgrad_bf16_s"] > 0 for case in kernels["fp8"] for g in case["gemms"])
     assert "| GPT-3 175B (4) | the layer |" in report
+    # and the chunks Transformer Engine's userbuffers cut them into, timed and reported apart
+    chunks = [g for case in kernels["fp8"] for g in case["gemms"] if g.get("chunk_of")]
+    assert chunks and all(g["forward_fp8_s"] > 0 and g["forward_bf16_s"] > 0 for g in chunks)
+    assert "| GPT-3 175B (4) | proj/4 |" in report
+
+
+def test_userbuffers_chunks_are_the_products_transformer_engine_launches():
+    """Counted by hand from TE 1.10's `comm_gemm_overlap.h` and its default userbuffers config: a
+    ring exchange (QKV's and fc1's forward all-gathers) runs tp GEMMs of m / tp rows, the pipelined
+    reduce-scatter (the projection's and fc2's forward) `num_splits` 4 of m / 4. Llama 3.1 70B on
+    DGXC (tp 4, cp 2: 4,096 rows) and 405B (tp 8, cp 2): 1,024 rows each at tp 4, 512 for the ring
+    exchange at tp 8; none at tp 1."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gpu_check
+
+    cases = {case["model"]: case for case in gpu_check.fp8_cases(1)}
+    assert cases, "no FP8 row read from DGXC's table"
+
+    def cut(model):
+        return {g["name"]: (g["m"], g["k"], g["n"], g["chunk_of"]) for g in cases[model]["gemms"] if g.get("chunk_of")}
+    whole = {g["name"]: (g["k"], g["n"]) for g in cases["Llama 3.1 70B"]["gemms"] if not g.get("chunk_of")}
+    assert cut("Llama 3.1 70B") == {"qkv/4": (1024, *whole["qkv"], "qkv"), "proj/4": (1024, *whole["proj"], "proj"),
+                                    "fc1/4": (1024, *whole["fc1"], "fc1"), "fc2/4": (1024, *whole["fc2"], "fc2")}
+    assert {name: m for name, (m, *_) in cut("Llama 3.1 405B").items()} == {"qkv/8": 512, "proj/4": 1024,
+                                                                             "fc1/8": 512, "fc2/4": 1024}
+    assert not cut("Llama 3.1 8B")  # tp 1: no userbuffers
+
+
+def test_chunk_table_compares_the_cut_with_the_whole():
+    """A chunk measured at exactly its share of the whole product reads 1; one 20 % slower per row
+    reads 1.2; the layer's speed-ups ignore the chunks. The model's own ratio charges the shorter m
+    no less than the whole (its intensity curve and waves)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gpu_check
+    from parc import timing
+    from parc.calibration import DEFAULT
+
+    whole = dict(name="fc2", m=4096, k=7168, n=8192, forward_bf16_s=1.0e-3, forward_fp8_s=0.5e-3,
+                 dgrad_bf16_s=1e-3, dgrad_fp8_s=0.5e-3, wgrad_bf16_s=1e-3, wgrad_fp8_s=0.5e-3)
+    chunk = dict(whole, name="fc2/4", m=1024, chunk_of="fc2", forward_bf16_s=0.25e-3, forward_fp8_s=0.15e-3)
+    hw = timing.hardware_of(h200_plan())
+    cases = [dict(model="M", tp=4, gemms=[whole, chunk])]
+    ratios = gpu_check.chunk_table(cases, hw, DEFAULT)["ratios"]
+    assert [(r[2], round(r[3], 6)) for r in ratios] == [("bf16", 1.0), ("fp8", 1.2)]
+    assert all(r[4] >= 1.0 for r in ratios)
+    assert gpu_check.fp8_table(cases, hw, DEFAULT)["speedups"] == [("M", 2.0, pytest.approx(
+        gpu_check.fp8_table([dict(model="M", tp=4, gemms=[whole])], hw, DEFAULT)["speedups"][0][2]))]
 
 
 @pytest.mark.parametrize("argv, says", [

@@ -168,7 +168,12 @@ def test_nvfp4_layer_pays_its_casts_and_counts_its_launches():
     gathers' on the rank's own rows (NVFP4: an amax
     read, a cast read, two 0.5625-byte copies; fp8 delayed scaling on Blackwell: read 2, write 1,
     no transpose), the elements counted here from the model's sizes; its host issues the quantize,
-    global-scale and swizzle kernels (three, then two per GEMM)."""
+    global-scale and swizzle kernels (three, then two per GEMM). Two differences besides: under
+    delayed fp8 the norms write QKV's and fc1's fp8 inputs themselves (4 bytes an element of their
+    own rows: no bf16 output, no read back), NVFP4's run unfused; under NVFP4 the output
+    projection keeps its bf16 input (Megatron-Core's `set_save_original_input`), writing only the
+    rowwise copy forward (0.5625 less) and the Hadamard-rotated columnwise one backward after its
+    own amax pass (2 + 2 + 0.5625)."""
     from parc import hbm, kernels
     from parc.memory.inputs import shape_of
     from parc.targets import software_of
@@ -188,8 +193,10 @@ def test_nvfp4_layer_pays_its_casts_and_counts_its_launches():
     inputs = tokens * (h / tp + q / tp + h / tp + ffn / tp)
     gradients = tokens * ((q + 2 * kv) / tp + h / tp + 2 * ffn / tp + h / tp)
     fp8, nv = bytes_of("fp8"), bytes_of("nvfp4")
-    assert nv.memory_f - fp8.memory_f == pytest.approx((5.125 - 3) * inputs, rel=1e-9)
-    assert nv.memory_b - fp8.memory_b == pytest.approx((5.125 - 3) * gradients, rel=1e-9)
+    normed, projected = tokens * (h + h) / tp, tokens * q / tp
+    assert nv.memory_f - fp8.memory_f == pytest.approx((5.125 - 3) * inputs + 4 * normed - 0.5625 * projected,
+                                                       rel=1e-9)
+    assert nv.memory_b - fp8.memory_b == pytest.approx((5.125 - 3) * gradients + 4.5625 * projected, rel=1e-9)
     assert kernels.gemm_cast_launches("nvfp4") == 5 and kernels.gemm_cast_launches("current") == 1
     assert kernels.gemm_cast_launches("nvfp4", 2) == 7  # backward: data and weight gradients
 
@@ -252,6 +259,18 @@ def test_nvfp4_linears_save_their_inputs_as_transformer_engine_keeps_them():
     fp8 = estimate(plan_of(spec(precision="fp8"))).stages[0]
     nv = estimate(plan_of(spec())).stages[0]
     assert fp8.activations - nv.activations == pytest.approx(expected, rel=0.01)
+
+
+@pytest.mark.parametrize("recipe", ["tensorwise", "mxfp8"])
+def test_fp8_recipes_but_delayed_keep_the_output_projections_bf16_input(recipe):
+    """Megatron-Core has the output projection keep its bf16 input under every fp8 recipe but
+    delayed scaling, as under NVFP4 (`set_save_original_input`, attention.py, TE >= 2.6): the
+    quantized copy delayed scaling keeps beside the core's bf16 output (q / tp, one byte a token
+    and layer under fp8) is not kept. Nothing else of the dense layer's saved inputs differs."""
+    tp, q, layers, tokens = 2, 4096, 32, 8192
+    delayed = estimate(plan_of(spec(precision="fp8"))).stages[0]
+    other = estimate(plan_of(spec(precision="fp8", target=f"target megatron {{ fp8-recipe {recipe} }}"))).stages[0]
+    assert delayed.activations - other.activations == pytest.approx(1 * q / tp * tokens * layers, rel=0.01)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -616,6 +616,11 @@ def _megatron_body(shape: Shape, k: Knobs, moe: bool, modules: tuple[str, ...]) 
     fp8 = k.precision in QUANTIZED_INPUT  # fp8 or NVFP4: the linears keep their quantized inputs
     saved_input = QUANTIZED_INPUT.get(k.precision, ACT)
     nvfp4 = k.precision == "nvfp4"
+    # Megatron-Core has the output projection, and a MoE layer's shared-expert fc1, keep their bf16
+    # input rather than its quantized copy under NVFP4 and every fp8 recipe but delayed scaling
+    # (`set_save_original_input`: attention.py, multi_latent_attention.py, moe/shared_experts.py;
+    # TE >= 2.6); the backward quantizes it again (`timing.original_input_casts`)
+    keeps_bf16 = fp8 and (nvfp4 or k.fp8_recipe in ("current", "mxfp8"))
     # a fused norm-and-linear's saved input (QKV's, a dense FC1's): under NVFP4 with sequence
     # parallelism Transformer Engine keeps both copies of its local shard (`LayerNormLinear`
     # drops the rowwise one only for MXFP8 or where nothing is gathered)
@@ -631,16 +636,17 @@ def _megatron_body(shape: Shape, k: Knobs, moe: bool, modules: tuple[str, ...]) 
     norms += 0.0 if shape.mla and "layernorm" in modules and not fp8 else (saved_input if shape.mla else norm_input) * h
     o = shape.o
     qkv = 0.0 if shape.mla and "mla_up_proj" in modules else ACT * (q + 2 * kv)
-    # q, k, v; the output (and its quantized copy: not under NVFP4, where Megatron-Core has the
-    # output projection keep its bf16 input, `save_original_input`, shared with the core's output)
-    split = qkv + ACT * o + (saved_input * o if fp8 and not nvfp4 else 0)
+    # q, k, v; the output (and its quantized copy, but where the output projection keeps the bf16
+    # input, which is the core's output)
+    split = qkv + ACT * o + (saved_input * o if fp8 and not keeps_bf16 else 0)
     if shape.mla:  # each latent's norm input (bf16) and its up projection's saved input, per own token
         norms += (ACT + saved_input) * sum(latent_norm_widths(shape.q_lora, shape.kv_lora))
     if moe:
         whole = "moe" in modules
         shared = whole or "shared_experts" in modules
         norms += 0.0 if "layernorm" in modules else ACT * h  # the router's input
-        norms += saved_input * h if fp8 and shape.shared_experts and not shared else 0  # its quantized copy for the shared experts
+        # its quantized copy for the shared experts, but where their fc1 keeps the bf16 input (the router's)
+        norms += saved_input * h if fp8 and shape.shared_experts and not shared and not keeps_bf16 else 0
         split += 0.0 if whole else saved_input * shape.top_k * h  # the routed copies, fc1's input
         split += ffn(shape.top_k * shape.expert_ffn, whole, "moe_act" in modules)
         split += ffn(shape.shared_experts * shape.expert_ffn, shared)

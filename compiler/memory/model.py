@@ -259,23 +259,27 @@ def _rank_figures(shape: Shape, tp: int, ep: int, runtime: str, mine: tuple) -> 
 
 @lru_cache(maxsize=16384)
 def activation_knobs(tp: int, sp: bool, cp: int, flavour: str, seq: int, micro: int, runtime: str, ep: int = 1,
-                     precision: str = "bf16", device: str = "cuda", model_code: str = "parc") -> Knobs:
+                     precision: str = "bf16", device: str = "cuda", model_code: str = "parc",
+                     fp8_recipe: str = "delayed") -> Knobs:
     """The knobs a layer's activations depend on, and only those (they key its cache). torch's
     layers do not depend on bf16, fp16 or fp8 (all keep bf16 activations: torchao's float8 linear
     saves its high-precision input); fp32 they do, and Megatron's fp8 and NVFP4 (Transformer Engine's linears
-    save their quantized inputs, `activations._megatron_layer`). Kept: one frozen object per value,
-    so the caches it keys find it by identity (a fresh bundle was built, then compared field by
-    field, on each of a search's thousands of floors)."""
-    kept = (precision if precision == "fp32" or (precision in ("fp8", "nvfp4") and runtime.startswith("megatron"))
-            else "bf16")
+    save their quantized inputs, `activations._megatron_layer`), and under fp8 its recipe (which
+    linears keep their bf16 input instead). Kept: one frozen object per value, so the caches it keys
+    find it by identity (a fresh bundle was built, then compared field by field, on each of a
+    search's thousands of floors)."""
+    megatron = runtime.startswith("megatron")
+    kept = precision if precision == "fp32" or (precision in ("fp8", "nvfp4") and megatron) else "bf16"
+    recipe = fp8_recipe if kept == "fp8" else "delayed"
     return Knobs(tp=tp, pp=1, dp=1, cp=cp, ep=ep, sequence_parallel=sp, cp_flavour=flavour, seq=seq,
-                 micro_batch=micro, runtime=runtime, precision=kept, device=device, model_code=model_code)
+                 micro_batch=micro, runtime=runtime, precision=kept, device=device, model_code=model_code,
+                 fp8_recipe=recipe)
 
 
 def layer_knobs_of(shape: Shape, k: Knobs) -> Knobs:
     """`activation_knobs` of a layout's knobs: ep counts only where the model has experts."""
     return activation_knobs(k.tp, k.sequence_parallel, k.cp, k.cp_flavour, k.seq, k.micro_batch, k.runtime,
-                            k.ep if shape.moe else 1, k.precision, k.device, k.model_code)
+                            k.ep if shape.moe else 1, k.precision, k.device, k.model_code, k.fp8_recipe)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2036,7 +2036,7 @@ class Engine:
         if found is None:
             shape, fixed = self.shape, self.fixed
             ak = activation_knobs(tp, sp, cp, fixed["cp_flavour"], self.seq, self.space.micro[0], self.runtime,
-                                  ep if shape.moe else 1, fixed["precision"])
+                                  ep if shape.moe else 1, fixed["precision"], fp8_recipe=fixed["fp8_recipe"])
             if moe is None:
                 vocab = padded_vocab(shape.vocab, tp, self.runtime)
                 found = (act.embedding_activations(shape, ak) + act.output_activations(shape, ak, vocab),
@@ -2396,7 +2396,7 @@ class Engine:
         if found is None:
             shape, fixed = self.shape, self.fixed
             ak = activation_knobs(tp, sp, cp, fixed["cp_flavour"], self.seq, micro, self.runtime,
-                                  ep if shape.moe else 1, fixed["precision"])
+                                  ep if shape.moe else 1, fixed["precision"], fp8_recipe=fixed["fp8_recipe"])
             found = self._floor_pieces[key] = min(
                 _chunk_activations(shape, ak, (1, False, False, shape.moe.index(moe) if shape.moe else 0),
                                    recompute, None, True).activations.saved
