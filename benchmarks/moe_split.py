@@ -144,6 +144,11 @@ def split(shape, knobs, hw: timing.Hardware, sw: timing.Software, c=DEFAULT) -> 
                  (rounds, local, assigned / local, h, up * f), (rounds, local, assigned / local, f, h)]
         cast_f, cast_b = timing.fp8_cast_bytes(gemms, timing.cast_scaling(precision, sw.fp8_scaling),
                                                timing.fp8_transposed(hw.generation))
+        # what the runtime moves instead: casts on the rank's own rows before a gather, a fused
+        # norm's own fp8 copy or amax, the kept bf16 inputs quantized again in the backward
+        more_f, more_b = timing.cast_correction(shape, timing.LayerCase.of(knobs, True, sw),
+                                                timing.fp8_transposed(hw.generation))
+        cast_f, cast_b = cast_f + more_f, cast_b + more_b
         recipe = timing.fp8_recipe(precision, sw.fp8_scaling, hw)
         if fused:
             epilogue_f, epilogue_b = timing.fused_mlp_epilogue_casts(local, assigned / local, f, up)
