@@ -387,7 +387,7 @@ def sustained(cases: dict, seconds: float) -> dict:
             while not stop.is_set():
                 samples.append(dict(t=time.perf_counter(), **gpu_state()))
                 stop.wait(1.0)
-        poller = threading.Thread(target=poll)
+        poller = threading.Thread(target=poll, daemon=True)  # never keeps the process alive on an error
         poller.start()
         one = time.perf_counter()
         fn()
