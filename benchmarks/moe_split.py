@@ -84,7 +84,8 @@ def split(shape, knobs, hw: timing.Hardware, sw: timing.Software, c=DEFAULT) -> 
     per_expert = kernel_model.padded_rows(assigned / local, sw.balanced_routing)
     # Transformer Engine's fused grouped MLP (`timing.fuses_grouped_mlp`): one kernel per grouped GEMM,
     # the GLU and two casts in their epilogues
-    fused = timing.fuses_grouped_mlp(shape, timing.LayerCase.of(knobs, True, sw))
+    case = timing.LayerCase.of(knobs, True, sw)
+    fused = timing.fuses_grouped_mlp(shape, case)
     rounds = 1 if fused else kernel_model.grouped_rounds(local)
     pooled = local if fused else min(local, kernel_model.GROUPED_STREAMS)
     act = timing.ACT
@@ -146,8 +147,7 @@ def split(shape, knobs, hw: timing.Hardware, sw: timing.Software, c=DEFAULT) -> 
                                                timing.fp8_transposed(hw.generation))
         # what the runtime moves instead: casts on the rank's own rows before a gather, a fused
         # norm's own fp8 copy or amax, the kept bf16 inputs quantized again in the backward
-        more_f, more_b = timing.cast_correction(shape, timing.LayerCase.of(knobs, True, sw),
-                                                timing.fp8_transposed(hw.generation))
+        more_f, more_b = timing.cast_correction(shape, case, timing.fp8_transposed(hw.generation))
         cast_f, cast_b = cast_f + more_f, cast_b + more_b
         recipe = timing.fp8_recipe(precision, sw.fp8_scaling, hw)
         if fused:

@@ -230,21 +230,16 @@ def layer_bytes(shape: Shape, case: LayerCase, transposed: bool = True) -> Piece
     run TN only (`Knobs.fp8_transposed`), so a per-tensor fp8 cast writes a transpose too."""
     from . import timing
 
-    moe, tp, sp, cp, flavour, seq, micro, ep = (case.moe, case.tp, case.sp, case.cp, case.flavour, case.seq,
-                                                 case.micro, case.ep)
+    moe, tp, cp, flavour, seq, micro, ep = case.moe, case.tp, case.cp, case.flavour, case.seq, case.micro, case.ep
     precision, attention, kernels = case.precision, case.attention, case.kernels
     expert_bias, expert_clamp, rope_unfused = case.expert_bias, case.expert_clamp, case.rope_unfused
     h = shape.hidden
-    n = seq * micro / cp
-    shard = tp if sp and tp > 1 else 1
+    n, shard = case.tokens, case.shard
     q = shape.q / tp
     kv = shape.kv / tp if kv_split(shape, tp) else shape.kv
     up = shape.ffn_matrices - 1
     fp8 = precision in timing.QUANTIZED  # fp8 or NVFP4: quantized GEMM operands and their casts
     element = timing.OPERAND_BYTES.get(precision, 2)
-    # the casts' bytes as `timing.layer_work` charges them (`transposed`: the GPU's fp8 GEMMs run
-    # TN only, so a per-tensor cast writes a transpose: `Knobs.fp8_transposed`)
-    cast = timing.fp8_cast_per_element(timing.cast_scaling(precision, case.fp8_scaling), transposed)
     gemms = _gemms(shape, moe, tp, ep, n, kernels, shard)
     gemm_f = gemm_b = 0.0
     for count, m, k, nn in gemms:
@@ -293,10 +288,10 @@ def layer_bytes(shape: Shape, case: LayerCase, transposed: bool = True) -> Piece
     extra_f = extra_b = 0.0
     if fp8:  # Transformer Engine's casts, once per GEMM input as its fused products see it
         fused = _gemms(shape, moe, tp, ep, n, "fused", shard)
-        extra_f += sum(count * cast * m * k for count, m, k, _ in fused)
-        extra_b += sum(count * cast * m * nn for count, m, _, nn in fused)
-        if timing.cast_scaling(precision, case.fp8_scaling) == "dynamic":  # torchao casts every weight each forward
-            extra_f += sum(count * timing.FP8_WEIGHT_CAST_BYTES * k * nn for count, _, k, nn in fused)
+        # the casts' bytes as `timing.layer_work` charges them, by the same count (`transposed`: the
+        # GPU's fp8 GEMMs run TN only, so a per-tensor cast writes a transpose: `Knobs.fp8_transposed`)
+        extra_f, extra_b = timing.fp8_cast_bytes([(None, *g) for g in fused],
+                                                 timing.cast_scaling(precision, case.fp8_scaling), transposed)
         if fused_mlp:
             local = max(1, shape.experts // ep)
             epilogue_f, epilogue_b = timing.fused_mlp_epilogue_casts(local, copies / local, shape.expert_ffn, up)

@@ -189,14 +189,14 @@ def norm_fused_cast_saving(shape: Shape, case: LayerCase, transposed: bool) -> f
     The norm runs on the rank's own rows under sequence parallelism."""
     if case.precision not in QUANTIZED or case.precision == "nvfp4" or case.fp8_scaling not in ("delayed", "current"):
         return 0.0
-    shard = case.tp if case.sp and case.tp > 1 else 1
+    shard = case.shard
     if case.fp8_scaling == "current":
         per = FP8_AMAX_BYTES
     else:
         per = 2 * ACT - (CAST_TRANSPOSE_WRITE_BYTES if transposed and shard == 1 else 0)
     attention = sum(latent_norm_widths(shape.q_lora, shape.kv_lora)) if shape.mla else shape.hidden
     widths = attention + (0 if case.moe else shape.hidden)
-    return per * widths * case.seq * case.micro / case.cp / shard
+    return per * widths * case.tokens / shard
 
 
 def cast_scaling(precision: str, fp8_scaling: str) -> str:
@@ -281,7 +281,7 @@ def sp_cast_saving(shape: Shape, case: LayerCase, transposed: bool) -> tuple[flo
     the part's fp8 GEMMs take one layout (`fp8_transposed`)."""
     if not gathers_quantized(case.tp, case.sp, True, case.fp8_scaling):
         return 0.0, 0.0
-    tokens = case.seq * case.micro / case.cp
+    tokens = case.tokens
     forward, backward = gathered_cast_saving(cast_scaling(case.precision, case.fp8_scaling), transposed, case.tp,
                                              *sp_gathered_widths(shape, case.moe))
     return forward * tokens, backward * tokens
@@ -306,8 +306,7 @@ def original_input_casts(shape: Shape, case: LayerCase, transposed: bool) -> tup
     block = recipe != "current"
     full = fp8_cast_per_element(recipe, transposed)
     column = ELEMENT_BYTES["nvfp4"] if recipe == "nvfp4" else (1.0 if block or transposed else 0.0)
-    tokens = case.seq * case.micro / case.cp
-    shard = case.tp if case.sp and case.tp > 1 else 1
+    tokens, shard = case.tokens, case.shard
     # the output projection's input: the attention's output, the rank's own, never gathered
     forward = -column * tokens * shape.o / case.tp
     backward = (full - (column if block else 0.0)) * tokens * shape.o / case.tp
@@ -2218,6 +2217,18 @@ class LayerCase:
         return cls.under(sw, moe=moe, tp=k.tp, sp=k.sp, cp=k.cp, flavour=k.cp_flavour, seq=k.seq,
                          micro=k.micro_batch, ep=k.ep, precision=k.precision)
 
+    @property
+    def tokens(self) -> float:
+        """Tokens of one micro-batch on the rank: its cp share of the sequence, before sequence
+        parallelism splits them over tp."""
+        return self.seq * self.micro / self.cp
+
+    @property
+    def shard(self) -> int:
+        """How many ways sequence parallelism splits those tokens' rows between the norms and the
+        gathers: tp with sequence parallelism, else 1."""
+        return self.tp if self.sp and self.tp > 1 else 1
+
 
 FUSED_MLP_ALIGNMENT = 64
 """Widths Transformer Engine's fused grouped MLP requires of both linears, in and out
@@ -2260,8 +2271,7 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
     expert_bias, expert_clamp, rope_unfused = case.expert_bias, case.expert_clamp, case.rope_unfused
     fused_mlp = fuses_grouped_mlp(shape, case)
     h, t = shape.hidden, tp
-    n = seq * micro / cp
-    shard = t if sp and t > 1 else 1
+    n, shard = case.tokens, case.shard
     q = shape.q / t
     kv = shape.kv / t if kv_split(shape, t) else shape.kv
     up = shape.ffn_matrices - 1
