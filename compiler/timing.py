@@ -3651,16 +3651,17 @@ def _rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constant
             continue
         case = LayerCase.of(k, moe, sw)
         w = runtime_work(layer_work(shape, case, hw, c), moe, shape, hw, sw, c)
-        counts = (dispatch_metadata(shape, sw, ep_l, tokens / k.tp) if moe else ()) \
+        # the piece's calls besides its tp pairs, cp and ep exchanges (`piece_collectives`' `extra`)
+        extra = (dispatch_metadata(shape, sw, ep_l, tokens / k.tp) if moe else ()) \
             + tp_amax_reductions(shape, case, hw, tp_l)
         if moe and tp_l.size > 1 and sw.dp_runtime == "torch":
             # each tp rank routes its own tokens: the router's gradient is summed over tp per
             # micro-batch (the runtime's SumGradient), in the compute dtype
-            counts += (Collective("tp", "all_reduce", ACT * shape.experts * shape.hidden, 1, tp_l.size,
-                                  tp_l.local, "path", 1, "backward"),)
+            extra += (Collective("tp", "all_reduce", ACT * shape.experts * shape.hidden, 1, tp_l.size,
+                                 tp_l.local, "path", 1, "backward"),)
         calls = tp_calls("moe" if moe else "dense", sp_on, k.tp, w)
-        kept = tuple(r for r in counts if r.axis == "ep") if sw.moe_counts_kept else ()
-        x = exposed(w, *links, overlap_ep, sw.tp_overlap, c, calls, counts, kept)
+        kept = tuple(r for r in extra if r.axis == "ep") if sw.moe_counts_kept else ()
+        x = exposed(w, *links, overlap_ep, sw.tp_overlap, c, calls, extra, kept)
         replay = selective_replay(w, x.collectives, sw.selective, kept)
         seconds = tuple(sum(r.count * collective_seconds(r, tp_l if axis == "tp" else ep_l)
                             for r in replay if r.axis == axis) for axis in ("tp", "ep"))
