@@ -1428,9 +1428,9 @@ scale (`with_amax_reduction` in `linear.py` and `layernorm_linear.py`; the quant
 all-reduce between its amax pass and its cast, `quantizer.cpp`): two calls a dense layer forward
 and two backward, each a few microseconds of NVLink latency on the compute path
 (`timing.tp_amax_reductions`, exposed on the tp axis). Megatron-Core's selective recomputation
-of `mlp`, `shared_experts` or `mla_up_proj` runs those linears' forward again, and their
-reductions and gathers with it; the model replays no collective for Megatron-Core's selective
-policies (`timing.selective_replay`), these included.
+of `mlp`, `shared_experts`, `moe` or `mla_up_proj` runs those linears' forward again, and their
+gathers, reduce-scatters and amax reductions with it (`timing.megatron_replay`, phase
+`recompute`), exposed as the forward's own tp calls are (`timing.forward_exposed_share`).
 
 tests/e2e/test_collectives.py runs the generated job (torchrun on CPU, `--record-collectives`)
 for tp with and without sp, every pipeline schedule (gpipe, 1f1b, interleaved-1f1b,

@@ -3360,8 +3360,8 @@ def _recomputed(records: tuple[Collective, ...], kept: tuple[Collective, ...] = 
 def selective_replay(work: Work, records: tuple[Collective, ...], selective: str = "elementwise",
                      kept: tuple[Collective, ...] = ()) -> tuple[Collective, ...]:
     """The collectives selective recomputation issues again, per micro-batch (phase
-    `recompute`); none for Megatron-LM's policies; torchtitan's per-op policy's are
-    `torchtitan_replay`.
+    `recompute`); Megatron-Core's module policies' are `megatron_replay`; torchtitan's per-op
+    policy's are `torchtitan_replay`.
 
     parc's policy (`SelectivePolicy` in backends/torch/templates/parallel.py.jinja)
     replays a block's forward in the backward up to the last tensor the backward needs (the FFN's
@@ -3391,6 +3391,52 @@ def selective_replay(work: Work, records: tuple[Collective, ...], selective: str
     out += [replace(c, phase="recompute") for c in records
             if c.axis == "ep" and c.phase == "forward" and c.payload != work.ep_bytes and c not in kept]
     return tuple(c for c in out if c.count > 0)
+
+
+def forward_exposed_share(x: Exposed, tp: Link) -> float:
+    """Of a piece's forward tp calls' seconds, the share its exposure leaves on the critical path
+    (1 where nothing overlaps them): what a recomputation's replay of some of those calls shows,
+    as the forward's show on average (a runtime that runs a forward gather beside its GEMM,
+    Transformer Engine's userbuffers, runs the replayed one beside the same GEMM again)."""
+    whole = sum(c.count * collective_seconds(c, tp) for c in x.collectives if c.axis == "tp" and c.phase == "forward")
+    return min(1.0, x.tp_f / whole) if whole > 0 else 1.0
+
+
+def megatron_replay(shape: Shape, case: LayerCase, work: Work, modules: frozenset[str], hw: Hardware,
+                    tp: Link) -> tuple[Collective, ...]:
+    """The tp collectives Megatron-Core's selective recomputation (`--recompute-modules`,
+    `recompute_modules`) issues again, per layer and micro-batch (phase `recompute`). Each module
+    is checkpointed whole and its forward runs again before its backward, collectives included:
+    - `mlp` (a dense layer: `TransformerLayer.recompute_mlp`, `tensor_parallel.checkpoint` or
+      `te_checkpoint` around the MLP module) and `shared_experts` (`SharedExpertMLP`), or `moe`
+      (the whole `MoELayer`, its shared experts inside): the FFN's fc1 gathers its input under
+      sequence parallelism (quantized where the gathers are, `Work.tp_gather_bytes`) and fc2
+      reduce-scatters its output; without sequence parallelism fc2 all-reduces it.
+    - `mla_up_proj` (`MLASelfAttention.qkv_up_checkpoint`, `CheckpointWithoutOutput` around
+      `qkv_up_proj_and_rope_apply`): the column-parallel up projections gather their latents
+      again under sequence parallelism (`Work.tp_latent_regather`'s bytes: the latents alone; the
+      RoPE key is gathered before the checkpointed function, in multi_latent_attention.py).
+    - Under per-tensor current scaling and NVFP4, those linears' amax all-reduces with them
+      (`tp_amax_reductions`, `replayed`).
+    `core_attn`, `layernorm` and `moe_act` hold no tp collective; the routed experts are not split
+    over tp (`moe`'s dispatch and combine are replayed from the ep records, `rank_time`)."""
+    if tp.size <= 1 or not work.tp_bytes:
+        return ()
+    ffn = (ffn_recomputed(modules, case.moe) or (case.moe and "moe" in modules)) \
+        and (not case.moe or bool(shape.shared_experts))
+    up = "mla_up_proj" in modules and bool(shape.mla)
+    out: list[Collective] = []
+    if case.shard > 1:
+        if ffn:
+            out += [Collective("tp", "all_gather", work.tp_gather_bytes or work.tp_bytes, 1, tp.size, tp.local,
+                               "path", 1, "recompute"),
+                    Collective("tp", "reduce_scatter", work.tp_bytes, 1, tp.size, tp.local, "path", 1, "recompute")]
+        if up and work.tp_latent_regather:
+            out.append(Collective("tp", "all_gather", work.tp_latent_regather, 1, tp.size, tp.local, "path", 1,
+                                  "recompute"))
+    elif ffn:
+        out.append(Collective("tp", "all_reduce", work.tp_bytes, 1, tp.size, tp.local, "path", 1, "recompute"))
+    return tuple(out) + tp_amax_reductions(shape, case, hw, tp, (up, ffn))
 
 
 def _tp_record(work: Work, records: tuple[Collective, ...]) -> Collective | None:
@@ -3505,8 +3551,9 @@ def rank_time(load: Load, pieces: RankPieces) -> RankTimes:
         if mode == "full":
             records += [c.scaled(count) for c in _recomputed(x.collectives, x.kept)]
         elif mode == "selective" and is_moe and "moe" in recompute_modules(selective):
+            # the dispatch and combine again (their seconds are `_piece`'s), then the tp calls
             records += [c.scaled(count) for c in _recomputed(x.collectives) if c.axis == "ep"]
-        elif mode == "selective" and replay:
+        if mode == "selective" and replay:
             records += [c.scaled(count) for c in replay]
             acc[7] += count * replay_tp  # exposed backward tp, ep; bytes sent on tp, ep
             acc[9] += count * replay_ep
@@ -3662,10 +3709,15 @@ def _rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constant
         calls = tp_calls("moe" if moe else "dense", sp_on, k.tp, w)
         kept = tuple(r for r in extra if r.axis == "ep") if sw.moe_counts_kept else ()
         x = exposed(w, *links, overlap_ep, sw.tp_overlap, c, calls, extra, kept)
-        replay = selective_replay(w, x.collectives, sw.selective, kept)
+        modules = recompute_modules(sw.selective)
+        if modules:  # Megatron-Core's modules: their tp calls as exposed as the forward's are
+            replay = megatron_replay(shape, case, w, modules, hw, tp_l)
+            share = forward_exposed_share(x, tp_l)
+        else:
+            replay, share = selective_replay(w, x.collectives, sw.selective, kept), 1.0
         seconds = tuple(sum(r.count * collective_seconds(r, tp_l if axis == "tp" else ep_l)
                             for r in replay if r.axis == axis) for axis in ("tp", "ep"))
-        pieces.append((w, x, replay, seconds))
+        pieces.append((w, x, replay, (seconds[0] * share, seconds[1])))
     split = TokenSplit(k.tp, sp, k.cp, k.seq, k.micro_batch)
     emb = slowed(embedding_work(shape, split, hw, c), sw, c)
     out = regathered(slowed(output_work(shape, split, padded_vocab(shape.vocab, k.tp, k.runtime), "bf16",
@@ -4659,7 +4711,8 @@ def amax_reductions(shape: Shape, k: Knobs, load: Load, geo: Geometry, hw: Hardw
                                                 strict=True))
 
 
-def tp_amax_reductions(shape: Shape, case: LayerCase, hw: Hardware, tp: Link) -> tuple[Collective, ...]:
+def tp_amax_reductions(shape: Shape, case: LayerCase, hw: Hardware, tp: Link,
+                       replayed: tuple[bool, bool] | None = None) -> tuple[Collective, ...]:
     """The amax all-reduces over tp that Transformer Engine's current scaling (and NVFP4's
     per-tensor amax) runs under sequence parallelism, per layer and micro-batch: a column-parallel
     linear's input and a row-parallel linear's output gradient are quantized on the rank's own
@@ -4676,7 +4729,10 @@ def tp_amax_reductions(shape: Shape, case: LayerCase, hw: Hardware, tp: Link) ->
     `sp_gathered_widths`; and one more backward where the shared experts' fc1 keeps its bf16
     input and quantizes it again, rowwise only, before re-gathering it (`original_input_casts`).
     None under delayed scaling (`amax_reductions`), MXFP8 (block scales) or torchao's dynamic
-    scaling (charged with bf16 gathers, `layer_work`)."""
+    scaling (charged with bf16 gathers, `layer_work`).
+    `replayed` (attention, ffn): the forward's reductions of those linears again, phase
+    `recompute`, for Megatron-Core's selective recomputation (`megatron_replay`: the attention
+    side is multi-head latent attention's up projections under `mla_up_proj`)."""
     recipe = fp8_recipe(case.precision, case.fp8_scaling, hw)
     if recipe not in ("current", "nvfp4") or not gathers_quantized(case.tp, case.sp, True, case.fp8_scaling):
         return ()
@@ -4684,6 +4740,12 @@ def tp_amax_reductions(shape: Shape, case: LayerCase, hw: Hardware, tp: Link) ->
     shared = case.moe and bool(shape.shared_experts)
     ffn = 1 if not case.moe or shared else 0
     attention = len(up_projections(shape)) if shape.mla else 1
+    if replayed is not None:
+        again_attention, again_ffn = replayed
+        calls = [("recompute", both, (attention if again_attention else 0) + (ffn - shared if again_ffn else 0)),
+                 ("recompute", 1, int(shared and again_ffn))]
+        return tuple(Collective("tp", "all_reduce", FP32 * amaxes, n, tp.size, tp.local, "path", n, phase)
+                     for phase, amaxes, n in calls if n)
     # (phase, amaxes, calls): the shared experts' fc1 keeps its bf16 input: its forward cast and
     # its backward re-cast are rowwise only, one amax each
     calls = [("forward", both, attention + ffn - shared), ("forward", 1, int(shared)),

@@ -184,3 +184,104 @@ def test_the_memory_error_labels_the_modules_it_recomputes():
     assert len(errors) == 1
     assert "recompute selective [mlp, layernorm]" in [label.message for label in errors[0].labels]
     assert compiled.plan.training.recompute_stated == "selective [mlp, layernorm]"
+
+
+# The tp collectives each module issues again (`timing.megatron_replay`), counted by hand from
+# Megatron-Core (transformer_layer.py's `recompute_mlp`, moe/moe_layer.py's checkpointed
+# `custom_forward` with the shared experts inside, moe/shared_experts.py, multi_latent_attention.py's
+# `qkv_up_checkpoint`): a checkpointed module's forward runs again whole, so its column-parallel
+# linear gathers its input again under sequence parallelism (Transformer Engine's
+# `gather_along_first_dim`) and its row-parallel linear reduce-scatters its output again.
+# SPEC: tp 2 with sequence parallelism (the frameworks' choice), layer 0 dense, layers 1-3 MoE with
+# one shared expert, latent attention everywhere.
+SHARED_FFN_LAYERS = 3
+
+
+def replayed(recompute: str, precision: str = "bf16", options: str = "") -> list:
+    """Every rank class's tp records of phase `recompute`, with their rank's micro-batches."""
+    text = SPEC.replace("RECOMPUTE", recompute)
+    if precision != "bf16":
+        text = text.replace("micro-batch 1,", f"micro-batch 1, precision {precision},")
+    if options:
+        text = text.replace("target megatron", f"target megatron {{ {options} }}")
+    plan = compile_text(text, path="m.par", checks=False).plan
+    inputs = timing.plan_inputs(plan)
+    assert inputs.knobs.sp and inputs.knobs.tp == TP and inputs.knobs.recompute == "selective"
+    steps = timing.rank_steps(inputs.shape, inputs.knobs, inputs.hw, inputs.geo, DEFAULT, inputs.sw)[1]
+    assert steps
+    return [(c.kind, c.payload, c.micro) for step in steps.values() for c in step.ledger.collectives
+            if c.axis == "tp" and c.phase == "recompute"]
+
+
+def test_attention_core_layernorm_and_the_routed_activation_replay_no_tp_collective():
+    assert replayed("selective [core_attn, layernorm, moe_act]") == []
+
+
+@pytest.mark.parametrize("modules, layers", [("mlp", 1), ("shared_experts", SHARED_FFN_LAYERS),
+                                             ("moe", SHARED_FFN_LAYERS), ("mlp, shared_experts", 4)])
+def test_an_ffn_module_gathers_its_input_and_reduce_scatters_its_output_again(modules, layers):
+    """The dense layer's MLP under `mlp`; the shared experts (alone, or inside the whole MoE layer)
+    under `shared_experts` or `moe`: one all-gather and one reduce-scatter of the layer's
+    hidden state (4,096 tokens x 1,024, bf16) per recomputed FFN and micro-batch."""
+    hidden = ACT * TOKENS * H
+    assert sorted(replayed(f"selective [core_attn, {modules}]")) == [
+        ("all_gather", hidden, layers), ("reduce_scatter", hidden, layers)]
+
+
+def test_the_up_projections_gather_their_latents_again():
+    """`mla_up_proj` in every layer (all four use latent attention): the query latent (256) and the
+    key-value latent (128) gathered again, 384 bf16 elements a token; the RoPE key (32) was
+    gathered before the checkpointed function and is not."""
+    assert replayed("selective [core_attn, mla_up_proj]") == [("all_gather", ACT * TOKENS * (256 + 128), 4)]
+
+
+def test_fp8_gathers_replay_quantized_and_current_scaling_reduces_their_amaxes_again():
+    """Under fp8 the gathers carry the quantized inputs (1 byte an element); under per-tensor
+    current scaling the replayed linears reduce their input's amax over tp again, one fp32 amax
+    each: the dense fc1 and the three shared experts' fc1 (the ledger merges the four alike)."""
+    delayed = replayed("selective [core_attn, mlp, shared_experts]", "fp8")
+    assert sorted(delayed) == [("all_gather", TOKENS * H, 4), ("reduce_scatter", ACT * TOKENS * H, 4)]
+    current = replayed("selective [core_attn, mlp, shared_experts]", "fp8", "fp8-recipe tensorwise")
+    amaxes = sorted(r for r in current if r[1] == 4)
+    assert amaxes == [("all_reduce", 4, 1 + SHARED_FFN_LAYERS)]
+    latent = replayed("selective [core_attn, mla_up_proj]", "fp8", "fp8-recipe tensorwise")
+    assert sorted(latent) == [("all_gather", TOKENS * (256 + 128), 4), ("all_reduce", 4, 2 * 4)]
+
+
+def test_the_replay_is_charged_as_the_forwards_calls_are_exposed():
+    """The recomputation's gathers and reduce-scatters wait as the forward's do (Megatron-LM's
+    default overlap hides backward calls only): the backward's exposed tp time per micro-batch
+    grows by exactly the replayed calls' seconds on the tp link."""
+    def step(recompute):
+        plan = compile_text(SPEC.replace("RECOMPUTE", recompute), path="m.par", checks=False).plan
+        inputs = timing.plan_inputs(plan)
+        steps = timing.rank_steps(inputs.shape, inputs.knobs, inputs.hw, inputs.geo, DEFAULT, inputs.sw)[1]
+        assert len(steps) == 1
+        return next(iter(steps.values())), timing.link(inputs.geo.tp, inputs.hw, DEFAULT)
+
+    base, link = step("selective [core_attn]")
+    mlp, _ = step("selective [core_attn, mlp]")
+    hidden = ACT * TOKENS * H
+    expected = 2 * link.all_gather(hidden)  # layer 0, the one dense layer: a reduce-scatter costs a gather
+    assert mlp.times.exposed_b[0] - base.times.exposed_b[0] == pytest.approx(expected, rel=1e-9)
+    assert mlp.times.recompute_exposed[0] - base.times.recompute_exposed[0] == pytest.approx(expected, rel=1e-9)
+
+
+def test_under_tp_comm_overlap_the_replay_hides_as_the_forwards_calls_do():
+    """Megatron-Core's `--tp-comm-overlap` runs the forward's gathers and reduce-scatters beside
+    their GEMMs, and the recomputed forward's with them: the replay's exposed seconds are the
+    forward's exposed share of its own (`timing.forward_exposed_share`), less than whole."""
+    text = SPEC.replace("RECOMPUTE", "selective [core_attn, mlp]").replace("target megatron",
+                                                                           "target megatron { tp-overlap all }")
+    plan = compile_text(text, path="m.par", checks=False).plan
+    inputs = timing.plan_inputs(plan)
+    assert inputs.sw.tp_overlap == "all"
+    base = compile_text(text.replace(", mlp]", "]"), path="m.par", checks=False).plan
+    steps = timing.rank_steps(inputs.shape, inputs.knobs, inputs.hw, inputs.geo, DEFAULT, inputs.sw)[1]
+    base_in = timing.plan_inputs(base)
+    base_steps = timing.rank_steps(base_in.shape, base_in.knobs, base_in.hw, base_in.geo, DEFAULT, base_in.sw)[1]
+    (step,), (plain,) = steps.values(), base_steps.values()
+    link = timing.link(inputs.geo.tp, inputs.hw, DEFAULT)
+    whole = 2 * link.all_gather(ACT * TOKENS * H)
+    grown = step.times.exposed_b[0] - plain.times.exposed_b[0]
+    assert 0 < grown < 0.9 * whole
