@@ -19,7 +19,13 @@ from __future__ import annotations
 from ..diagnostics import Diagnostic, error
 from ..plan import Plan
 from ..stages import pipeline_chunks
-from ..targets import attention_backend, fp4_params, fp8_params
+from ..targets import (
+    attention_backend,
+    fp4_params,
+    fp8_params,
+    shared_expert_overlap,
+    shared_overlap_applies,
+)
 from . import launched_job
 from .torch.runtime import DEFAULT_LR
 
@@ -201,7 +207,8 @@ def _routing(plan: Plan) -> list[tuple[str, str | None]]:
     Megatron-Core's default drops the lowest probabilities). Tokens travel by all-to-all with the
     fused permutation, the dispatcher parc's time model charges (`kernels.py`); Megatron-Core's
     default is the all-gather dispatcher. The shared experts' computation overlaps the
-    dispatch, as NVIDIA's recipes run it. DeepSeek-V3's expert bias is refused (E0626)."""
+    dispatch, as NVIDIA's recipes run it, where there is no tensor parallelism
+    (`targets.shared_overlap_applies` says why). DeepSeek-V3's expert bias is refused (E0626)."""
     m = plan.model
     args: list[tuple[str, str | None]] = []
     if m.top_k == 1:
@@ -213,8 +220,7 @@ def _routing(plan: Plan) -> list[tuple[str, str | None]]:
     if m.capacity_factor:
         args += [("--moe-expert-capacity-factor", f"{m.capacity_factor:g}"), ("--moe-token-drop-policy", "position")]
     args += [("--moe-token-dispatcher-type", "alltoall"), ("--moe-permute-fusion", None)]
-    if m.shared_experts and "shared_experts" not in plan.training.recompute_modules:
-        # (Megatron-Core refuses the overlap beside `--recompute-modules shared_experts`)
+    if shared_expert_overlap(plan) and shared_overlap_applies(plan.layout.tp.degree or 1):
         args.append(("--moe-shared-expert-overlap", None))
     return args
 

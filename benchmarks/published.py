@@ -30,7 +30,7 @@ from parc.kernels import DEEPEP_SMS, HYBRIDEP_SMS
 from parc.plan import Target
 from parc.spec import modules_of_absent_parts
 from parc.stages import empty_ends_split
-from parc.targets import gather_bytes
+from parc.targets import gather_bytes, shared_overlap_applies
 
 # ---------------------------------------------------------------------------------------------
 # What a row is turned into
@@ -1165,6 +1165,14 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     if ep_overlap:
         notes.append("ep all-to-all overlapped with another micro-batch's computation (stated: 1F1B overlap; "
                      "not expressible in a spec)")
+    # Megatron-Core's shared experts on their own stream beside the alltoall dispatcher's
+    # all-to-alls (`Software.shared_expert_overlap`); Megatron-Bridge turns it off beside the 1F1B
+    # overlap and under the flex dispatcher
+    shared_overlap = ("moe-shared-expert-overlap" in compact and not ep_overlap and not (deepep or hybridep)
+                      and bool((entry.get("model") or {}).get("shared_experts")) and shared_overlap_applies(tp))
+    if shared_overlap:
+        notes.append("shared experts beside the dispatcher's all-to-alls (stated: --moe-shared-expert-overlap; "
+                     "timing.shared_beside_ep)")
     # the dispatcher reads each layer's token counts on the host unless the runtime keeps them on
     # the GPU: inputs padded to a stated capacity, or a CUDA graph over the whole iteration
     host_sync = not ("pad-expert-input-to-capacity" in compact or "full-iteration-cuda-graph" in compact)
@@ -1269,6 +1277,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         balanced_routing=balanced,
         ep_dispatcher="hybridep" if hybridep else "deepep" if deepep else "all-to-all",
         ep_overlap=ep_overlap,
+        shared_expert_overlap=shared_overlap,
         ep_node_limit=node_limit,
         moe_host_sync=host_sync,
         moe_counts_kept=False,  # parc's own job alone keeps them (`targets.Runtime.moe_counts_kept`)
@@ -1738,6 +1747,8 @@ def read_recipe(entry: dict) -> dict:
         said.append("tp-comm-overlap (recipe)")
     if r.get("moe_a2a_overlap"):
         said.append("overlap-moe-expert-parallel-comm (recipe: moe_a2a_overlap)")
+    if r.get("moe_shared_expert_overlap"):
+        said.append("moe-shared-expert-overlap (recipe)")
     if r.get("moe_router_force_load_balancing"):
         said.append("moe-router-force-load-balancing (recipe)")
     if r.get("moe_token_dispatcher_type") == "flex" and r.get("moe_flex_dispatcher_backend") == "deepep":

@@ -274,6 +274,25 @@ def memory_runtime(target: Target) -> str:
     return "megatron-flash" if attention(target) != "unfused" else "megatron"
 
 
+def shared_expert_overlap(plan: Plan) -> bool:
+    """Whether the runtime runs a MoE layer's shared experts on their own stream beside the token
+    dispatcher (`Software.shared_expert_overlap`): Megatron-Core's `--moe-shared-expert-overlap`,
+    which parc's Megatron launcher passes for a model with shared experts (as NVIDIA's recipes
+    run them) unless they are recomputed (Megatron-Core refuses the two together), and only where
+    `shared_overlap_applies`."""
+    return (plan.target.name == "megatron" and bool(plan.model.shared_experts)
+            and "shared_experts" not in plan.training.recompute_modules)
+
+
+def shared_overlap_applies(tp: int) -> bool:
+    """Where the shared experts' overlap runs: without tensor parallelism. Under tp Megatron-Core's
+    overlapped shared experts gather their input themselves in bf16 and their linears keep it
+    gathered for the backward (`SharedExpertMLP.pre_forward_comm`; TE's `parallel_mode` cleared):
+    tp times the saved bytes of that input, traffic Transformer Engine would have sent quantized.
+    parc's launcher passes the flag only here, and the time model applies it only here."""
+    return tp == 1
+
+
 def software_of(plan: Plan):
     """The time model's `Software` bundle for the plan's target."""
     from .timing import Software
@@ -289,4 +308,5 @@ def software_of(plan: Plan):
                     dp_runtime=runtime(target).dp_runtime, tp_regather=runtime(target).tp_regather,
                     grad_bytes=grad_bytes(target, plan.training.precision),
                     gather_bytes=gather_bytes(target, plan.training.precision),
-                    moe_counts_kept=runtime(target).moe_counts_kept, pp_overlap=runtime(target).pp_overlap)
+                    moe_counts_kept=runtime(target).moe_counts_kept, pp_overlap=runtime(target).pp_overlap,
+                    shared_expert_overlap=shared_expert_overlap(plan))

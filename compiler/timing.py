@@ -68,6 +68,7 @@ from .memory.parameters import (
     up_projections,
 )
 from .plan import AXES, Plan
+from .targets import shared_overlap_applies
 
 ACT = 2
 """Bytes of an activation element (bf16/fp16; fp8 training keeps activations in bf16)."""
@@ -847,6 +848,16 @@ class Software:
     """The dispatch and combine of one micro-batch run under another micro-batch's computation:
     Megatron-Core's 1F1B all-to-all overlap (`--overlap-moe-expert-parallel-comm`, Megatron-Bridge's
     `moe_a2a_overlap`); DualPipe-V does the same by its schedule (`dualpipe-v`)."""
+    shared_expert_overlap: bool = False
+    """The MoE layers' shared experts run on their own CUDA stream beside the token dispatcher
+    (Megatron-Core's `--moe-shared-expert-overlap`, `SharedExpertMLP.stream`: the alltoall
+    dispatcher launches fc1 and its activation after the dispatch all-to-all is posted and fc2
+    after the combine's, on that stream, so each all-to-all transfers while they compute; autograd
+    runs their backward on the same stream, beside the backward's two all-to-alls). Charged
+    where the layer has shared experts and no tensor parallelism (`targets.shared_overlap_applies`)
+    and the 1F1B all-to-all overlap (`ep_overlap`, which Megatron-Bridge runs with it off) is not
+    on: `exposed`. The Megatron target sets it as its launcher passes the flag
+    (`targets.shared_expert_overlap`); the reader of published runs from a recipe that states it."""
     tp_regather: bool = False
     """Whether the runtime saves a column-parallel linear's input sharded under sequence
     parallelism and all-gathers it again in the backward for the weight-gradient GEMM
@@ -1352,6 +1363,9 @@ class Work:
     """Fraction of the SMs the ep transfers occupy while they run (DeepEP's `DEEPEP_SMS` of the
     GPU's): overlapped computation loses that share for as long as they transfer."""
     moe: bool = False
+    shared_blocks: tuple[float, float] = (0.0, 0.0)
+    """A MoE layer's shared experts' forward seconds: fc1 with its activation, and fc2 (the blocks
+    `Software.shared_expert_overlap` runs beside the dispatch and the combine all-to-all)."""
     launches_f: float = 0
     """Kernels the forward launches (GEMMs, their fp8 casts, memory-bound kernels, attention):
     what the host must issue after a MoE layer's sync (`kernels.host_stall_seconds`)."""
@@ -2384,6 +2398,7 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
     own_ffn = (shape.shared_experts * shape.expert_ffn / t) if moe else shape.ffn / t
     ffn_again = (sum(timed[-2:]) + memory_seconds(ACT * n * (up + 1) * own_ffn, hw, c) + c.kernel_overhead
                  if own_ffn else 0.0)
+    shared_blocks = (ffn_again - timed[-1], timed[-1]) if moe and own_ffn else (0.0, 0.0)
     # `--recompute-modules mla_up_proj`: the latents' up projections (the column-parallel ones
     # before the output's) and the key and value assembly again; their outputs are not kept
     mla_up_again = 0.0
@@ -2568,7 +2583,7 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
                 tp_latent_regather=tp_latent_regather, tp_all_reduce=reduce,
                 tp_gather=gather,
                 tp_gemms=tp_partners(blocks, sp) if t > 1 else (), cp_flavour=flavour,
-                cp_bytes=cp_bytes, cp_runtime=cp_runtime, ep_bytes=ep_bytes, moe=moe)
+                cp_bytes=cp_bytes, cp_runtime=cp_runtime, ep_bytes=ep_bytes, moe=moe, shared_blocks=shared_blocks)
 
 
 TORCHTITAN_OP = "torchtitan-op"
@@ -2715,7 +2730,8 @@ def slowed(work: Work, sw: Software, c: Constants) -> Work:
                     selective_elementwise=work.selective_elementwise * f,
                     selective_torchtitan=work.selective_torchtitan * f, norms_again=work.norms_again * f,
                     moe_act_again=work.moe_act_again * f, moe_again=work.moe_again * f,
-                    mla_up_again=work.mla_up_again * f, ffn_again=work.ffn_again * f)
+                    mla_up_again=work.mla_up_again * f, ffn_again=work.ffn_again * f,
+                    shared_blocks=(work.shared_blocks[0] * f, work.shared_blocks[1] * f))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2975,10 +2991,32 @@ def paired_ep_exposed(work: Work, forward: float, backward: float, share: float)
     return sum(kernel_model.overlap_exposed(block, transfer, share * transfer) for block, transfer in pairs)
 
 
+def overlaps_shared_experts(sw: Software, shape: Shape, tp: int) -> bool:
+    """Whether a MoE layer of `shape` runs its shared experts beside its all-to-alls under `sw` at
+    tensor-parallel degree `tp` (`Software.shared_expert_overlap`)."""
+    return sw.shared_expert_overlap and bool(shape.shared_experts) and shared_overlap_applies(tp)
+
+
+def shared_beside_ep(work: Work, forward: float, backward: float, share: float) -> tuple[float, float]:
+    """Seconds (forward, backward) a MoE layer's all-to-alls show when its shared experts run beside
+    them on their own stream (`Software.shared_expert_overlap`): in the forward the dispatch
+    transfers while fc1 and its activation compute, the combine while fc2 does (the alltoall
+    dispatcher's `token_dispatch` and `token_combine` call the shared experts' two halves right
+    after posting each all-to-all); in the backward each half's gradients (input and weight, twice
+    its forward) run beside the all-to-all that carries the gradient of the tokens it waits for:
+    fc2's beside the combine's, fc1's beside the dispatch's. Each pair takes
+    `kernels.overlap_exposed` at the transfer's SM share; `forward`, `backward`: the layer's
+    all-to-all seconds each way (dispatch and combine alike, the same tokens)."""
+    fc1, fc2 = work.shared_blocks
+    out_f = sum(kernel_model.overlap_exposed(block, forward / 2, share * forward / 2) for block in (fc1, fc2))
+    out_b = sum(kernel_model.overlap_exposed(2 * block, backward / 2, share * backward / 2) for block in (fc2, fc1))
+    return out_f, out_b
+
+
 @lru_cache(maxsize=16384)
 def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_tp: str,
             c: Constants, calls: TpCalls | None = None, extra: tuple[Collective, ...] = (),
-            kept: tuple[Collective, ...] = ()) -> Exposed:
+            kept: tuple[Collective, ...] = (), overlap_shared: bool = False) -> Exposed:
     """Exposed time of one piece's tp, cp and ep communication, reduced from its records
     (`piece_collectives`): each record's calls at `collective_seconds` on its axis's link.
 
@@ -2997,7 +3035,9 @@ def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_
 
     `kept`: the ep records of `extra` a recomputation does not issue again (`Exposed.kept`);
     their seconds leave the recomputation's exposure where they were exposed alone (under
-    `overlap_ep` the exposure is one figure, and the recomputation keeps it)."""
+    `overlap_ep` the exposure is one figure, and the recomputation keeps it).
+    `overlap_shared`: the layer's shared experts compute beside its all-to-alls
+    (`Software.shared_expert_overlap`, `shared_beside_ep`)."""
     records = piece_collectives(work, tp, cp, ep, calls, extra)
     links = {"tp": tp, "cp": cp, "ep": ep}
     time = {(axis, phase): 0.0 for axis in links for phase in ("forward", "backward")}
@@ -3028,6 +3068,9 @@ def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_
         # one block of it the schedule pairs it with (`paired_ep_exposed`)
         share = work.ep_sm_share if work.ep_fanout[0] else ep.sm_share
         ep_f = ep_b = paired_ep_exposed(work, ep_f, ep_b, share) / 2
+    elif overlap_shared and ep_f + ep_b:
+        share = work.ep_sm_share if work.ep_fanout[0] else ep.sm_share
+        ep_f, ep_b = shared_beside_ep(work, ep_f, ep_b, share)
     kept_seconds = 0.0 if overlap_ep else sum(r.count * collective_seconds(r, ep) for r in kept)
     return Exposed(tp_f=tp_f, tp_b=tp_b, cp_f=cp_f, cp_b=cp_b, ep_f=ep_f, ep_b=ep_b,
                    tp_sent=(sent[("tp", "forward")], sent[("tp", "backward")]),
@@ -3708,7 +3751,8 @@ def _rank_times(shape: Shape, k: Knobs, hw: Hardware, geo: Geometry, c: Constant
                                  tp_l.local, "path", 1, "backward"),)
         calls = tp_calls("moe" if moe else "dense", sp_on, k.tp, w)
         kept = tuple(r for r in extra if r.axis == "ep") if sw.moe_counts_kept else ()
-        x = exposed(w, *links, overlap_ep, sw.tp_overlap, c, calls, extra, kept)
+        x = exposed(w, *links, overlap_ep, sw.tp_overlap, c, calls, extra, kept,
+                    moe and overlaps_shared_experts(sw, shape, k.tp))
         modules = recompute_modules(sw.selective)
         if modules:  # Megatron-Core's modules: their tp calls as exposed as the forward's are
             replay = megatron_replay(shape, case, w, modules, hw, tp_l)

@@ -67,6 +67,12 @@ LAYOUTS = {
                         "train { seq 4096, global-batch 64, micro-batch 1, "
                         "recompute selective [mla_up_proj, moe_act, layernorm, mlp, shared_experts] }\n"
                         "dp { sharding zero1 }\n"),
+    "mla-moe-shared-overlap": ("dp 8 on nodes(8 gpus, nvlink)\nep 8 over dp",
+                              "{ layers 4, hidden 1024, ffn 2816, heads 16, head-dim 64, vocab 32000, "
+                              "kv-lora-rank 128, q-lora-rank 256, rope-head-dim 32, v-head-dim 64, experts 8, "
+                              "top-k 2, expert-ffn 512, shared-experts 1, moe-layers from 1 }", "",
+                              "train { seq 4096, global-batch 64, micro-batch 1, recompute selective [mla_up_proj] }\n"
+                              "dp { sharding zero1 }\n"),
     "fp8-tensorwise-zero1": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)", "llama3-8b", " { fp8-recipe tensorwise }",
                              "train { seq 8192, global-batch 64, micro-batch 1, precision fp8 }\n"
                              "dp { sharding zero1 }\n"),
@@ -221,6 +227,10 @@ def test_megatron_cores_transformer_config_accepts_the_values(name):
         else:
             assert c.moe_router_load_balancing_type == "none"
         assert (c.moe_expert_capacity_factor or 0.0) == m.capacity_factor
+        # the shared experts beside the dispatch where there is no tensor parallelism, as the time
+        # model charges them (`targets.shared_overlap_applies`)
+        assert c.moe_shared_expert_overlap == (m.shared_experts > 0 and lay.tp.degree == 1
+                                               and "shared_experts" not in plan.training.recompute_modules)
     if plan.training.precision == "fp8" and plan.target.fp8_recipe in (None, "delayed"):
         # NVIDIA's delayed-scaling preset (Megatron's default keeps one amax)
         assert (c.fp8_recipe, c.fp8_amax_history_len, c.fp8_amax_compute_algo) == ("delayed", 1024, "max")

@@ -993,10 +993,12 @@ class Engine:
         shape, hw, c, sw = self.shape, self.hw, self.constants, self.software
         links = self._bound_links(tp, cp, cp_group, ep_group)
 
-        def summed(work, modes=RECOMPUTE, overlaps=(False,), calls=None) -> list[tuple]:
+        def summed(work, modes=RECOMPUTE, overlaps=(False,), calls=None, shared=False) -> list[tuple]:
             """Per recomputation mode, the least over `overlaps`. `calls`: the piece's tp calls
-            (`timing.tp_calls`; None: a layer's f/g pairs, `pair_calls`)."""
-            xs = [timing.exposed(work, *links, overlap, sw.tp_overlap, c, calls) for overlap in overlaps]
+            (`timing.tp_calls`; None: a layer's f/g pairs, `pair_calls`); `shared`: the shared
+            experts beside the all-to-alls (`timing.overlaps_shared_experts`)."""
+            xs = [timing.exposed(work, *links, overlap, sw.tp_overlap, c, calls, overlap_shared=shared)
+                  for overlap in overlaps]
             out = []
             for mode in modes:
                 each = []
@@ -1030,7 +1032,8 @@ class Engine:
         if not shape.moe:
             return free
         moe = self._work_of(True, tp, sp, cp, micro, ep)
-        return {**free, **dict(zip(((True, mode) for mode in RECOMPUTE), summed(moe, RECOMPUTE, overlaps),
+        shared = timing.overlaps_shared_experts(sw, shape, tp)
+        return {**free, **dict(zip(((True, mode) for mode in RECOMPUTE), summed(moe, RECOMPUTE, overlaps, shared=shared),
                                    strict=True))}
 
     def _work_of(self, moe: bool, tp: int, sp: bool, cp: int, micro: int, ep: int) -> timing.Work:
