@@ -1062,7 +1062,13 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   its partner shows, whatever the other pairs have to spare; Megatron-Core's overlap pairs only the steady state's forward and backward
   steps, so its warm-up forwards and cool-down backwards (`timing.unpaired_chunk_steps`: the
   interleaved warm-up `(pp - rank - 1) 2 + (v - 1) pp + 1` of the pacing rank's `m v`
-  chunk-steps) wait for their all-to-alls as without it. DeepEP (`Software.ep_dispatcher = "deepep"`, the runs that state it) sends a
+  chunk-steps) wait for their all-to-alls as without it. Where the runtime runs a MoE layer's
+  shared experts on their own stream (`Software.shared_expert_overlap`: Megatron-Core's
+  `--moe-shared-expert-overlap`, which parc's Megatron launcher passes where there is no tensor
+  parallelism, and Megatron-Bridge 25.09's DeepSeek-V3 recipe without the 1F1B overlap), the
+  dispatch transfers beside fc1 and its activation and the combine beside fc2, and each one's
+  gradient beside that half's backward (twice its forward), each pair by the same rule
+  (`timing.shared_beside_ep`). DeepEP (`Software.ep_dispatcher = "deepep"`, the runs that state it) sends a
   token once to each node holding any of its experts, over RDMA to the GPU of the same index
   there, which forwards it over NVLink once to each GPU of its node holding one; inside a node,
   once per destination GPU (the combine mirrors it). With the experts chosen at random, a
