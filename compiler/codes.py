@@ -997,11 +997,14 @@ Hopper, Blackwell). On an A100 (8.0) a `precision fp8` job under `target megatro
 first step; write `precision bf16`. (`target torch` runs an fp8 spec in bf16 and says so, W0601.)
 """)
 
-register("E0627", "MXFP8 on a GPU before Blackwell", """
+register("E0627", "An fp8 block-scaling recipe the GPU cannot run", """
 MXFP8 (`fp8-recipe mxfp8`) scales each block of 32 elements by its own power of two, which only
 Blackwell's tensor cores apply inside the GEMM; Transformer Engine refuses the recipe on Hopper
-and Ada ("MXFP8 ... requires compute capability 10.0"). Use `fp8-recipe tensorwise` or
-`delayed` there, or a Blackwell GPU (`gpu b200`, `gpu gb200-nvl72`, `gpu b300`, `gpu gb300-nvl72`).
+and Ada ("MXFP8 ... requires compute capability 10.0"). Use `fp8-recipe tensorwise`, `blockwise`
+or `delayed` there, or a Blackwell GPU (`gpu b200`, `gpu gb200-nvl72`, `gpu b300`, `gpu gb300-nvl72`).
+The blockwise recipe (`fp8-recipe blockwise`, DeepSeek-V3's 1x128 and 128x128 blocks) needs the
+block-scaled fp8 GEMMs of compute capability 9.0 or later (Hopper, Blackwell; "FP8 block scaled
+GEMM requires compute capability 9.0 or higher and CUDA >= 12.9").
 """)
 
 register("E0629", "NVFP4 on a GPU without FP4 tensor cores", """

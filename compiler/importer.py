@@ -955,7 +955,7 @@ def _import_megatron(source: SourceFile, defaults: Defaults) -> Imported:
     elif has("--accumulate-allreduce-grads-in-fp32") and precision == "fp16":
         target.append("grad-reduce fp32")
     recipe = options.get("--fp8-recipe")
-    if precision == "fp8" and recipe is not None and recipe.value in ("delayed", "tensorwise", "mxfp8"):
+    if precision == "fp8" and recipe is not None and recipe.value in ("delayed", "tensorwise", "mxfp8", "blockwise"):
         used.add("--fp8-recipe")
         if recipe.value != "delayed":  # Megatron-LM's default, and the spec's
             target.append(f"fp8-recipe {recipe.value}")

@@ -522,7 +522,7 @@ gradient); the permutation (1 of 2: its index has none), the token and probabili
 weighting (2); the activation's probability product (2)."""
 
 
-QUANTIZE_KERNELS = {"delayed": 1, "current": 4, "mxfp8": 1, "nvfp4": 3}
+QUANTIZE_KERNELS = {"delayed": 1, "current": 4, "mxfp8": 1, "blockwise": 1, "nvfp4": 3}
 """Kernels Transformer Engine (2.9, the 25.11 container's; 2.8 and 2.10 alike) launches to quantize
 one tensor to fp8, by recipe (`transformer_engine/pytorch/csrc/quantizer.cpp`): delayed scaling
 one cast-transpose (the scale comes from the amax history, the new amax is recorded in the same
@@ -532,7 +532,9 @@ kernel; and `split_quantize` of a grouped GEMM's inputs fuses all experts into o
 `nvte_compute_amax` (a one-thread `zero_amax_kernel`, then the amax reduction:
 `common/recipe/current_scaling.cu`), `nvte_compute_scale_from_amax` (one thread), then
 `nvte_quantize_v2`; MXFP8 (`MXFP8Quantizer::quantize`, FP8-MX) one `nvte_quantize_v2` that writes
-the row-wise and column-wise copies with their 1x32 block scales; NVFP4 (`NVFP4Quantizer`, TE 2.20,
+the row-wise and column-wise copies with their 1x32 block scales; the blockwise recipe
+(`Float8BlockQuantizer::quantize`) one `quantize_transpose_vector_blockwise` that writes both
+copies with their 1x128 tile scales; NVFP4 (`NVFP4Quantizer`, TE 2.20,
 the default recipe's random Hadamard transform on) three: a one-thread kernel zeroing the
 amaxes, the amax of the tensor and of its rotation (`hadamard_transform.cu`), then the fused
 row-cast / column-Hadamard-cast (`row_cast_col_hadamard_transform_cast_fusion.cu`)."""

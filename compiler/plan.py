@@ -454,9 +454,11 @@ class Target(Sourced):
     """Tensor-parallel communication hidden under GEMMs; None: the target's default."""
     grad_reduce: Literal["fp32", "bf16"] | None = None
     """Dtype of data-parallel gradient reduction; None: the target's default for the precision."""
-    fp8_recipe: Literal["delayed", "tensorwise", "mxfp8"] | None = None
+    fp8_recipe: Literal["delayed", "tensorwise", "mxfp8", "blockwise"] | None = None
     """Megatron-LM's `--fp8-recipe` under `precision fp8`: Transformer Engine's delayed scaling
-    (None: the default), per-tensor current scaling, or MXFP8 (Blackwell's block scaling)."""
+    (None: the default), per-tensor current scaling, MXFP8 (Blackwell's block scaling), or
+    blockwise (`Float8BlockScaling`: DeepSeek-V3's fp32 scales per 1x128 activation tile and
+    128x128 weight block, Hopper and later)."""
     fp8_params: bool = True
     """Megatron-LM's `--fp8-param-gather` under `precision fp8` with the distributed optimizer: the
     fp8 linears' weights are held and gathered as fp8 (NeMo's and Megatron-Bridge's fp8 recipes);

@@ -415,8 +415,9 @@ TARGET_KEYS = (
     _enum("grad-reduce", "dtype of the data-parallel gradient reduction (default: the target's)",
           "grad-reduce bf16", ("fp32", "bf16")),
     _enum("fp8-recipe", "megatron: Transformer Engine's fp8 scaling under `precision fp8` (default delayed; "
-          "tensorwise is per-tensor current scaling, mxfp8 Blackwell's 32-element blocks)",
-          "fp8-recipe mxfp8", ("delayed", "tensorwise", "mxfp8")),
+          "tensorwise is per-tensor current scaling, mxfp8 Blackwell's 32-element blocks, blockwise "
+          "DeepSeek-V3's 1x128 activation and 128x128 weight blocks)",
+          "fp8-recipe mxfp8", ("delayed", "tensorwise", "mxfp8", "blockwise")),
     Key("fp8-params", "bool", "megatron: with zero1, hold and all-gather the quantized linears' weights as "
         "fp8 under `precision fp8` (`--fp8-param-gather`) or as NVFP4 under `precision nvfp4` "
         "(`--fp4-param-gather`); default on, as NeMo's and Megatron-Bridge's recipes run; off is "

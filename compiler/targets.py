@@ -196,7 +196,7 @@ def grad_bytes(target: Target, precision: str) -> int:
     return runtime(target).fp16_grad_bytes if precision == "fp16" else 4
 
 
-FP8_SCALING = {"delayed": "delayed", "tensorwise": "current", "mxfp8": "mxfp8"}
+FP8_SCALING = {"delayed": "delayed", "tensorwise": "current", "mxfp8": "mxfp8", "blockwise": "blockwise"}
 """`fp8-recipe` (Megatron-LM's `--fp8-recipe` names) as the time model's `Software.fp8_scaling`."""
 
 

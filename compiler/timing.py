@@ -127,7 +127,20 @@ FP8_CAST_BYTES = 4
 """Per element of an fp8 GEMM input: read 2 bytes, write the fp8 copy and its transpose. Where the
 GPU's fp8 GEMMs take either layout (Blackwell: Transformer Engine's
 `nvte_is_non_tn_fp8_gemm_supported`, `quantizer.cpp`) a per-tensor recipe's cast writes no
-transpose: one byte less (`fp8_cast_per_element`); MXFP8 writes both directions everywhere."""
+transpose: one byte less (`fp8_cast_per_element`); the block-scaled recipes (`BLOCK_SCALED`) write
+both directions everywhere."""
+BLOCK_SCALED = ("mxfp8", "blockwise")
+"""Transformer Engine's fp8 recipes that scale blocks, not tensors: MXFP8 (an E8M0 scale per 32
+elements) and the blockwise recipe (`Float8BlockScaling`: an fp32 scale per 1x128 tile of an
+activation or gradient, per 128x128 block of a weight). Each block's scale comes from the block
+itself inside the one quantize kernel (no amax pass before it, no amax reduced over tp, no
+history), and the kernel writes the rowwise copy and the columnwise one beside it, each with its
+scales (a byte a block of 32, or 4 bytes a tile of 128: 1/32 of a byte an element either way,
+left out as `FP8_CAST_BYTES` leaves out per-tensor scales): TE 2.x's `MXFP8Quantizer` and
+`Float8BlockQuantizer` (`quantize_transpose_vector_blockwise`, transpose_vector_blockwise.cu).
+A norm before them runs unfused (`norm_fused_cast_saving`); the gathers under sequence
+parallelism carry quantized copies, both of an output gradient (`_all_gather_mxfp8`,
+`_all_gather_fp8_blockwise`, transformer_engine/pytorch/distributed.py)."""
 FP8_AMAX_BYTES = 2
 """Per-tensor scaling found from the tensor itself, per element of each tensor cast: the amax
 reduction reads the bf16 tensor once before the cast can start, since the cast needs its result.
@@ -162,7 +175,7 @@ def fp8_cast_per_element(scaling: str, transposed: bool = True) -> float:
     if scaling == "dynamic":
         return FP8_CAST_BYTES + FP8_AMAX_BYTES
     amax = FP8_AMAX_BYTES if scaling == "current" else 0
-    return FP8_CAST_BYTES + amax - (0 if transposed or scaling == "mxfp8" else 1)
+    return FP8_CAST_BYTES + amax - (0 if transposed or scaling in BLOCK_SCALED else 1)
 
 
 def norm_fused_cast_saving(shape: Shape, case: LayerCase, transposed: bool) -> float:
@@ -250,12 +263,17 @@ def gathered_cast_saving(scaling: str, transposed: bool, shard: int, inputs: flo
     weight-gradient GEMM needs is made from the gathered tensor (`GATHER_TRANSPOSE_BYTES`): the
     output gradient's in the backward, and the input's in the backward too, after the saved shard
     is gathered again (the forward saves the local shard). H100 at tp 4 under delayed scaling, one block: forward 3/4
-    byte an element where 4 were charged, backward 3/4 + 2 + 2 where 4 were."""
+    byte an element where 4 were charged, backward 3/4 + 2 + 2 where 4 were. The blockwise recipe
+    on such a part casts both copies locally, gathers them in their compact layout and transposes
+    the gathered columnwise copy into the GEMM's (`_post_process_fp8_blockwise_gather`, TE 2.9
+    distributed.py: "this fp8 blockwise tensor primarily works with Hopper"): the same transposes
+    after the gathers, no transpose write saved before them."""
     if shard <= 1:
         return 0.0, 0.0
     full = fp8_cast_per_element(scaling, transposed)
-    after = GATHER_TRANSPOSE_BYTES if transposed and scaling in ("delayed", "current") else 0.0
-    local = full - (CAST_TRANSPOSE_WRITE_BYTES if after else 0.0)
+    per_tensor = scaling in ("delayed", "current")
+    after = GATHER_TRANSPOSE_BYTES if transposed and (per_tensor or scaling == "blockwise") else 0.0
+    local = full - (CAST_TRANSPOSE_WRITE_BYTES if after and per_tensor else 0.0)
     return inputs * (full - local / shard), gradients * (full - local / shard - after) - inputs * after
 
 
@@ -302,7 +320,7 @@ def original_input_casts(shape: Shape, case: LayerCase, transposed: bool) -> tup
     parallelism) is quantized rowwise on the rank's own rows and transposed after the re-gather.
     Negative forward, positive backward; 0 under delayed scaling and outside Transformer Engine."""
     recipe = cast_scaling(case.precision, case.fp8_scaling)
-    if case.precision not in QUANTIZED or recipe not in ("current", "mxfp8", "nvfp4"):
+    if case.precision not in QUANTIZED or recipe not in ("current", "nvfp4", *BLOCK_SCALED):
         return 0.0, 0.0
     block = recipe != "current"
     full = fp8_cast_per_element(recipe, transposed)
@@ -730,8 +748,9 @@ class Software:
     recomputation and backward casts the weights again). Transformer Engine's other recipes,
     "current" (per-tensor current scaling: an amax pass before each cast but where the norm found
     it, `norm_fused_cast_saving`, and under sequence parallelism a tp all-reduce of the gathered
-    tensors' amaxes, `tp_amax_reductions`) and "mxfp8" (block scales: the bytes of "delayed"), cast
-    the weights once per step and launch their own quantize kernels (`kernels.QUANTIZE_KERNELS`)."""
+    tensors' amaxes, `tp_amax_reductions`), "mxfp8" and "blockwise" (block scales, `BLOCK_SCALED`:
+    the bytes of "delayed" with both directions written everywhere), cast the weights once per
+    step and launch their own quantize kernels (`kernels.QUANTIZE_KERNELS`)."""
     context_parallel: str = "parc"
     """Whose attention exchange runs context parallelism (`ring_bytes`, `piece_collectives`):
     "parc" (the generated job's own ring, all-gather and all-to-all: K/V at the kv heads' width,
@@ -2537,7 +2556,7 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
     # tests/test_fp8_casts.py) shows no gain from the smaller gathers, so they are charged in bf16
     quantized = gathers_quantized(t, sp, recipe != "bf16", fp8_scaling)
     tp_gather_bytes = operand_bytes(hw, precision) * n * h if quantized else 0.0
-    tp_grad_gather_bytes = (2 if recipe in ("nvfp4", "mxfp8") else 1) * tp_gather_bytes
+    tp_grad_gather_bytes = (2 if recipe == "nvfp4" or recipe in BLOCK_SCALED else 1) * tp_gather_bytes
     tp_latent = ACT * n * mla_tp_width(shape, sp) if t > 1 and shape.mla else 0.0
     # the up projections gather their latents quantized as any column-parallel input; the RoPE key
     # Megatron-Core gathers itself, in bf16

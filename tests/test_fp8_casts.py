@@ -228,7 +228,7 @@ def test_current_scaling_reads_each_tensor_for_its_amax_unless_the_norm_found_it
 
 @pytest.mark.parametrize("model, moe", [("llama3-8b", False), ("mixtral-8x7b", True), ("deepseek-v3", True)])
 @pytest.mark.parametrize("gpu, scaling", [("h100-sxm", "delayed"), ("h100-sxm", "current"), ("h100-sxm", "dynamic"),
-                                          ("b200", "mxfp8")])
+                                          ("b200", "mxfp8"), ("h100-sxm", "blockwise")])
 @pytest.mark.parametrize("tp", [2, 4])
 def test_the_time_model_charges_the_ledgers_casts(model, moe, gpu, scaling, tp):
     """What sequence parallelism takes off a layer's casts moves `timing.layer_work`'s memory-bound
@@ -267,7 +267,7 @@ def test_the_time_model_charges_the_ledgers_casts(model, moe, gpu, scaling, tp):
         assert charged == pytest.approx(ledger, rel=1e-6), direction
 
 
-@pytest.mark.parametrize("scaling, per_element", [("delayed", 3), ("current", 2), ("mxfp8", 0)])
+@pytest.mark.parametrize("scaling, per_element", [("delayed", 3), ("current", 2), ("mxfp8", 0), ("blockwise", 0)])
 def test_the_fused_norms_of_a_latent_attention_layer(scaling, per_element):
     """DeepSeek-V3 (DeepSeek-AI 2024, Table 1 and its config: hidden 7,168, query latent 1,536,
     key-value latent 512): Megatron-Core's MLA fuses each latent's norm into its up projection
@@ -284,7 +284,7 @@ def test_the_fused_norms_of_a_latent_attention_layer(scaling, per_element):
         case = _te_case(moe, 4, False, "fp8", scaling)
         assert timing.norm_fused_cast_saving(shape, case, True) == per_element * widths * TOKENS
         gathered = _te_case(moe, 4, True, "fp8", scaling)
-        sp = {"delayed": 4, "current": 2, "mxfp8": 0}[scaling]  # the transpose waits for the gather
+        sp = {"delayed": 4, "current": 2, "mxfp8": 0, "blockwise": 0}[scaling]  # the transpose waits for the gather
         assert timing.norm_fused_cast_saving(shape, gathered, True) == sp * widths * TOKENS / 4
 
 
@@ -292,6 +292,7 @@ def test_the_fused_norms_of_a_latent_attention_layer(scaling, per_element):
     ("current", False, (-1, -1), (6, 6)),  # rowwise only forward; amax, rowwise and transpose again
     ("current", True, (-1, 0), (6, 5)),  # fc1's gathered input: rowwise anyway; transposed after the re-gather
     ("mxfp8", True, (-1, -1), (3, 3)),  # the columnwise copy: not forward, alone backward (read 2, write 1)
+    ("blockwise", True, (-1, -1), (3, 3)),  # the same for its 1x128 tiles
     ("delayed", True, (0, 0), (0, 0)),  # Megatron-Core keeps the fp8 copy under delayed scaling
 ])
 def test_the_kept_bf16_inputs_are_quantized_again_in_the_backward(scaling, sp, forward, backward):
@@ -310,3 +311,30 @@ def test_the_kept_bf16_inputs_are_quantized_again_in_the_backward(scaling, sp, f
                                  sum(b * n for b, n in zip(backward, elements, strict=True))), rel=1e-12)
     dense = timing.original_input_casts(shape, _te_case(False, 4, sp, "fp8", scaling), True)
     assert dense == pytest.approx((forward[0] * elements[0], backward[0] * elements[0]), rel=1e-12)
+
+
+def test_blockwise_scaling_casts_both_copies_in_one_pass_and_transposes_after_its_gathers():
+    """Transformer Engine's blockwise recipe on Hopper (`Float8BlockScaling`, DeepSeek-V3's scheme:
+    an fp32 scale per 1x128 tile of each activation and gradient). `Float8BlockQuantizer` finds
+    each tile's scale inside its one kernel and writes the rowwise and the columnwise copy
+    (`quantize_transpose_vector_blockwise`): read 2, write 1 + 1, no amax pass: 4 bytes an element.
+    Its norm runs unfused (normalization.cpp: neither a `Float8Quantizer` nor current scaling), so
+    QKV's and fc1's inputs save nothing there. Under sequence parallelism at tp 4 the rank casts
+    its own quarter, both copies, gathers them compact and transposes the gathered columnwise copy
+    for the GEMM (`_post_process_fp8_blockwise_gather`): 2 bytes an element of the gathered output
+    gradients and, once their saved shards are gathered again, of the gathered inputs. The output
+    projection keeps its bf16 input (`set_save_original_input`): no columnwise copy forward (1 byte
+    less), the columnwise copy alone backward (read 2, write 1)."""
+    tp = 4
+    projected = TOKENS * Q / tp
+    own = projected + TOKENS * F / tp  # the output projection's and fc2's inputs: no gather
+    gathered = TOKENS * (H + H)  # QKV's and fc1's inputs
+    own_grads = TOKENS * ((Q + 2 * KV) / tp + 2 * F / tp)
+    gathered_grads = TOKENS * (H + H)  # the output projection's and fc2's output gradients
+    forward, backward = _ledger_casts("h100-sxm", "blockwise", "fp8", tp, sp=False)
+    assert forward == pytest.approx(4 * (own + gathered) - projected, rel=1e-9)
+    assert backward == pytest.approx(4 * (own_grads + gathered_grads) + 3 * projected, rel=1e-9)
+    forward, backward = _ledger_casts("h100-sxm", "blockwise", "fp8", tp, sp=True)
+    assert forward == pytest.approx(4 * own + 4 / tp * gathered - projected, rel=1e-9)
+    assert backward == pytest.approx(4 * own_grads + (4 / tp + 2) * gathered_grads + 2 * gathered + 3 * projected,
+                                     rel=1e-9)

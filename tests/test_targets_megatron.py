@@ -73,6 +73,9 @@ LAYOUTS = {
                               "top-k 2, expert-ffn 512, shared-experts 1, moe-layers from 1 }", "",
                               "train { seq 4096, global-batch 64, micro-batch 1, recompute selective [mla_up_proj] }\n"
                               "dp { sharding zero1 }\n"),
+    "fp8-blockwise-zero1": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)", "llama3-8b", " { fp8-recipe blockwise }",
+                            "train { seq 8192, global-batch 64, micro-batch 1, precision fp8 }\n"
+                            "dp { sharding zero1 }\n"),
     "fp8-tensorwise-zero1": ("tp 2 x dp 4 on nodes(8 gpus, nvlink)", "llama3-8b", " { fp8-recipe tensorwise }",
                              "train { seq 8192, global-batch 64, micro-batch 1, precision fp8 }\n"
                              "dp { sharding zero1 }\n"),

@@ -14,6 +14,11 @@ from . import rule
 from .helpers import axis_span, labels, layout_span
 from .predicates import megatron_fsdp_refuses, megatron_needs_sequence_parallel
 
+BLOCKWISE_GENERATIONS = ("hopper", "blackwell")
+"""Where Transformer Engine runs its blockwise fp8 recipe (`Float8BlockScaling`): compute capability
+9.0 or later with CUDA 12.9's block-scaled GEMMs (`check_fp8_block_scaling_support`,
+transformer_engine/pytorch/quantization.py, TE 2.9)."""
+
 
 def _target_label(plan: Plan) -> tuple:
     return labels((plan.target.span_of("name"), f"target {plan.target.name}"))
@@ -237,7 +242,15 @@ def target_megatron_refuses(plan: Plan) -> Iterator[Diagnostic]:
                     plan.target.span_of("fp8_recipe"), label="fp8-recipe mxfp8",
                     labels=labels((plan.cluster.gpu.span_of("generation", "name"),
                                    f"{plan.cluster.gpu.generation or 'no'} generation")),
-                    help="use `fp8-recipe tensorwise` (per-tensor current scaling) or `delayed` on this GPU")
+                    help="use `fp8-recipe tensorwise` (per-tensor current scaling), `blockwise` or `delayed` on this GPU")
+    if plan.target.fp8_recipe == "blockwise" and train.precision == "fp8" \
+            and plan.cluster.gpu.generation not in BLOCKWISE_GENERATIONS:
+        yield error("E0627", f"the {plan.cluster.gpu.name} has no fp8 block-scaled GEMMs: Transformer Engine's "
+                    "blockwise recipe needs compute capability 9.0 or later",
+                    plan.target.span_of("fp8_recipe"), label="fp8-recipe blockwise",
+                    labels=labels((plan.cluster.gpu.span_of("generation", "name"),
+                                   f"{plan.cluster.gpu.generation or 'no'} generation")),
+                    help="use a Hopper or Blackwell GPU, or write `precision bf16`")
     if train.precision == "nvfp4" and plan.target.tp_overlap == "all":
         yield error("E0630", "the userbuffers tp overlap (Transformer Engine's) has no NVFP4",
                     plan.target.span_of("tp_overlap") or train.span_of("precision"), label="tp-overlap all",

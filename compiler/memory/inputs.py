@@ -187,7 +187,7 @@ class Knobs:
     FSDP2's own dtypes (`states.py`) and do not read it."""
     fp8_recipe: str = "delayed"
     """Transformer Engine's fp8 recipe under `precision fp8` (`Software.fp8_scaling`'s names:
-    "delayed", "current", "mxfp8"; `targets.fp8_scaling`): how many bytes an fp8 weight takes
+    "delayed", "current", "mxfp8", "blockwise"; `targets.fp8_scaling`): how many bytes an fp8 weight takes
     (`states.fp8_weight_bytes`)."""
     fp8_transposed: bool = True
     """Whether an fp8 weight of per-tensor scaling keeps a transposed copy for the backward: the

@@ -1,0 +1,81 @@
+"""`fp8-recipe blockwise` (issue 14: the runtimes' own recipes): Transformer Engine's
+`Float8BlockScaling`, which Megatron-LM runs as `--fp8-recipe blockwise` and DeepSeek-V3 trained
+with (an fp32 scale per 1x128 tile of each activation and gradient, per 128x128 block of each
+weight). What it must be is read from Transformer Engine 2.9 and Megatron-Core, not from the
+model: supported from compute capability 9.0 (`check_fp8_block_scaling_support`); block scales
+found inside the one quantize kernel (no amax pass, no amax reduced over tp, no history); the
+output projection's bf16 input kept (`set_save_original_input`, every recipe but delayed). The
+cast bytes are hand-counted in tests/test_fp8_casts.py."""
+
+from __future__ import annotations
+
+import pytest
+from parc import kernels, targets, timing
+from parc.backends import megatron as backend
+from parc.memory import activations
+from parc.memory.inputs import knobs_of, shape_of
+from parc.pipeline import compile_text
+
+SPEC = """tp 4 x dp 2 on nodes(8 gpus, nvlink)
+model llama3-8b
+hardware {{ gpu {gpu} }}
+target megatron {{ fp8-recipe {recipe} }}
+train {{ seq 8192, global-batch 64, micro-batch 1, precision fp8 }}
+dp {{ sharding zero1 }}
+"""
+
+
+def compiled(gpu: str = "h100-sxm", recipe: str = "blockwise"):
+    return compile_text(SPEC.format(gpu=gpu, recipe=recipe), path="bw.par")
+
+
+def test_the_recipe_is_megatrons_blockwise_with_fp8_weights():
+    plan = compiled().plan
+    assert plan is not None and plan.target.fp8_recipe == "blockwise"
+    assert targets.software_of(plan).fp8_scaling == "blockwise"
+    args = dict(backend.arguments(plan))
+    assert args["--fp8-recipe"] == "blockwise"
+    assert "--fp8-amax-history-len" not in args  # no history: each block's scale is its own
+    assert "--fp8-param-gather" in args and "--reuse-grad-buf-for-mxfp8-param-ag" not in args
+    # weights gathered at a byte an element, as Megatron-Core's blockwise parameters are
+    assert targets.gather_bytes(plan.target, "fp8") == 1
+
+
+@pytest.mark.parametrize("gpu, refused", [("h100-sxm", False), ("h200", False), ("b200", False),
+                                          ("a100-80gb", True), ("mi300x", True)])
+def test_blockwise_needs_compute_capability_9(gpu, refused):
+    result = compiled(gpu)
+    errors = [d for d in result.diagnostics if d.code == "E0627"]
+    assert bool(errors) == refused
+    if refused:
+        (e,) = errors
+        assert "fp8-recipe blockwise" in [label.message for label in e.labels] or e.span is not None
+        assert e.help and "Hopper" in e.help
+
+
+def test_no_amax_is_reduced_and_one_kernel_quantizes():
+    """Unlike per-tensor current scaling (an amax all-reduce over tp per gathered tensor and four
+    kernels a cast), the blockwise quantizer needs no tensor-wide amax: no tp record, one launch."""
+    plan = compiled().plan
+    inputs = timing.plan_inputs(plan)
+    link = timing.link(inputs.geo.tp, inputs.hw, timing.DEFAULT)
+    case = timing.LayerCase.of(inputs.knobs, False, inputs.sw)
+    assert case.fp8_scaling == "blockwise" and case.sp
+    assert timing.tp_amax_reductions(inputs.shape, case, inputs.hw, link) == ()
+    current = timing.LayerCase.of(inputs.knobs, False, targets.software_of(compiled(recipe="tensorwise").plan))
+    assert timing.tp_amax_reductions(inputs.shape, current, inputs.hw, link)
+    assert kernels.QUANTIZE_KERNELS["blockwise"] == 1 < kernels.QUANTIZE_KERNELS["current"]
+
+
+def test_the_output_projection_keeps_its_bf16_input():
+    """Megatron-Core's `set_save_original_input` under every recipe but delayed scaling: the output
+    projection saves its bf16 input, the attention's output, which the attention kernel keeps for
+    its own backward anyway, instead of a quantized copy beside it: a byte an element less than
+    delayed scaling holds (a 4,096-wide query at tp 4, 8,192 tokens), as under current scaling."""
+    def saved(recipe: str) -> float:
+        plan = compiled(recipe=recipe).plan
+        k = knobs_of(plan, "megatron-flash")
+        return activations.layer_activations(shape_of(plan), k, False, "none").saved
+
+    assert saved("delayed") - saved("blockwise") == pytest.approx(8192 * 4096 / 4, abs=1)
+    assert saved("blockwise") == saved("tensorwise")
