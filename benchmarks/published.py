@@ -1238,9 +1238,9 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         notes.append("Transformer Engine's fp8 linears (stated: the model's fc_type te under amp_fp8; `target torch` "
                      "states none, parc's runtime has no fp8 matmuls)")
     recipe = "dynamic" if family == "torchtitan" else fp8_recipe_of(entry)
-    if precision == "fp8" and recipe in ("current", "mxfp8"):
-        notes.append(f"Transformer Engine's {'per-tensor current scaling' if recipe == 'current' else 'MXFP8'} "
-                     f"fp8 recipe (stated: `fp8-recipe {TARGET_RECIPES[recipe]}`)")
+    if precision == "fp8" and recipe in TARGET_RECIPES:
+        name = {"current": "per-tensor current scaling", "mxfp8": "MXFP8", "blockwise": "blockwise (1x128, 128x128)"}
+        notes.append(f"Transformer Engine's {name[recipe]} fp8 recipe (stated: `fp8-recipe {TARGET_RECIPES[recipe]}`)")
     software = timing.Software(
         attention="unfused" if unfused else ("flash" if family in ("torchtitan", "torch")
                                              else "flash-te-fa2" if flash_attn_te else "flash-te"),
@@ -1382,7 +1382,7 @@ def target_name(family: str) -> str:
     return family if family in ("torchtitan", "torch") else "megatron"
 
 
-TARGET_RECIPES = {"current": "tensorwise", "mxfp8": "mxfp8"}
+TARGET_RECIPES = {"current": "tensorwise", "mxfp8": "mxfp8", "blockwise": "blockwise"}
 """A row's Transformer Engine recipe (`fp8_recipe_of`) as the Megatron target's `fp8-recipe`
 (delayed, the default, is not written)."""
 
@@ -1421,11 +1421,15 @@ def target_line(software: timing.Software, family: str, precision: str) -> str:
 
 def fp8_recipe_of(entry: dict) -> str:
     """Transformer Engine's fp8 recipe where the row names it (Megatron-Bridge's table: "FP8-CS",
-    per-tensor current scaling; "FP8-MX", MXFP8), else its default, delayed scaling. It decides
-    how many quantize kernels each GEMM input launches (`kernels.QUANTIZE_KERNELS`)."""
+    per-tensor current scaling; "FP8-MX", MXFP8; DeepSeek-V3's "fine-grained block-wise scaling",
+    1x128 tiles and 128x128 blocks, TE's `Float8BlockScaling`), else its default, delayed scaling.
+    It decides the casts' bytes and how many quantize kernels each GEMM input launches
+    (`kernels.QUANTIZE_KERNELS`)."""
     text = re.sub(r"[\s_()-]+", "", _words((entry.get("layout") or {}).get("precision")))  # "FP8 (MX)" = "fp8mx"
     if re.search(r"fp8mx|mxfp8|microscal|blockscal\w*mx|32elementblock", text):
         return "mxfp8"
+    if re.search(r"blockwise|finegrained|1x128|128x128|fp8blockscal|subchannel", text):
+        return "blockwise"
     if re.search(r"fp8cs|currentscal|tensorwise|pertensorcurrent", text):
         return "current"
     return "delayed"

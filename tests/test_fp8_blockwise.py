@@ -79,3 +79,28 @@ def test_the_output_projection_keeps_its_bf16_input():
 
     assert saved("delayed") - saved("blockwise") == pytest.approx(8192 * 4096 / 4, abs=1)
     assert saved("blockwise") == saved("tensorwise")
+
+
+def test_the_reader_takes_deepseek_v3s_fine_grained_scaling_as_blockwise():
+    """DeepSeek-V3's report (Section 3.3.2: tile-wise 1x128 activations, block-wise 128x128
+    weights) is the blockwise recipe; Megatron-Bridge's FP8-CS and FP8-MX cells stay theirs."""
+    import sys
+
+    from .conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import published
+
+    def recipe(words: str) -> str:
+        return published.fp8_recipe_of({"layout": {"precision": words}})
+
+    assert recipe("FP8 (fine-grained block-wise scaling)") == "blockwise"
+    assert recipe("FP8-CS") == "current" and recipe("FP8-MX") == "mxfp8" and recipe("FP8") == "delayed"
+    import yaml
+
+    entries = yaml.safe_load((ROOT / "benchmarks" / "data" / "published.yaml").read_text())
+    (row,) = [e for e in entries if e["id"] == "deepseek_v3_pretraining_2048xH800"]
+    run = published.row_spec(row)
+    assert isinstance(run, published.Run)
+    assert "fp8-recipe blockwise" in run.spec and run.software.fp8_scaling == "blockwise"
+    assert compile_text(run.spec, path="dsv3.par").plan.target.fp8_recipe == "blockwise"
