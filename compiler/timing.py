@@ -54,7 +54,15 @@ from .latent import COLUMN, DUPLICATED, latent_norm_widths
 from .ledger import Bounds, Collective, Compute, Ledger, merged
 from .memory import unpredictable
 from .memory.activations import torchtitan_matmuls, torchtitan_op_split
-from .memory.inputs import ELEMENT_BYTES, Knobs, Shape, fp8_transposed, knobs_of, shape_of
+from .memory.inputs import (
+    ELEMENT_BYTES,
+    Knobs,
+    Shape,
+    fp8_transposed,
+    keeps_original_input,
+    knobs_of,
+    shape_of,
+)
 from .memory.parameters import (
     attention_linears,
     by_rank,
@@ -319,9 +327,9 @@ def original_input_casts(shape: Shape, case: LayerCase, transposed: bool) -> tup
     scaling the columnwise copy alone; a gathered input (the shared experts' fc1 under sequence
     parallelism) is quantized rowwise on the rank's own rows and transposed after the re-gather.
     Negative forward, positive backward; 0 under delayed scaling and outside Transformer Engine."""
-    recipe = cast_scaling(case.precision, case.fp8_scaling)
-    if case.precision not in QUANTIZED or recipe not in ("current", "nvfp4", *BLOCK_SCALED):
+    if not keeps_original_input(case.precision, case.fp8_scaling):
         return 0.0, 0.0
+    recipe = cast_scaling(case.precision, case.fp8_scaling)
     block = recipe != "current"
     full = fp8_cast_per_element(recipe, transposed)
     column = ELEMENT_BYTES["nvfp4"] if recipe == "nvfp4" else (1.0 if block or transposed else 0.0)

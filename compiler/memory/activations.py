@@ -70,7 +70,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..latent import latent_norm_widths
-from .inputs import ELEMENT_BYTES, Knobs, Shape
+from .inputs import ELEMENT_BYTES, Knobs, Shape, keeps_original_input
 from .parameters import attention_linears, ffn_params, kv_split
 
 ACT = 2
@@ -620,7 +620,7 @@ def _megatron_body(shape: Shape, k: Knobs, moe: bool, modules: tuple[str, ...]) 
     # input rather than its quantized copy under NVFP4 and every fp8 recipe but delayed scaling
     # (`set_save_original_input`: attention.py, multi_latent_attention.py, moe/shared_experts.py;
     # TE >= 2.6); the backward quantizes it again (`timing.original_input_casts`)
-    keeps_bf16 = fp8 and (nvfp4 or k.fp8_recipe in ("current", "mxfp8", "blockwise"))
+    keeps_bf16 = keeps_original_input(k.precision, k.fp8_recipe)
     # a fused norm-and-linear's saved input (QKV's, a dense FC1's): under NVFP4 with sequence
     # parallelism Transformer Engine keeps both copies of its local shard (`LayerNormLinear`
     # drops the rowwise one only for MXFP8 or where nothing is gathered)

@@ -396,6 +396,16 @@ layout). GEMM operands (`timing.OPERAND_BYTES`), saved inputs (`activations.QUAN
 weights (`states.fp8_weight_bytes`) are counted with it."""
 
 
+def keeps_original_input(precision: str, recipe: str) -> bool:
+    """Whether Megatron-Core has the output projection, and a MoE layer's shared-expert fc1, keep
+    their bf16 input rather than its quantized copy (`set_save_original_input`: attention.py,
+    multi_latent_attention.py, moe/shared_experts.py): under NVFP4 (TE >= 2.7) and every fp8
+    recipe but delayed scaling (TE >= 2.6), `recipe` read as `targets.fp8_scaling` names it. The
+    one predicate the memory model (`activations._megatron_body`: what the linear saves) and the
+    time model (`timing.original_input_casts`: the backward's second quantization) both ask."""
+    return precision == "nvfp4" or (precision == "fp8" and recipe in ("current", "mxfp8", "blockwise"))
+
+
 def fp8_transposed(generation: str | None) -> bool:
     """`Knobs.fp8_transposed`: fp8 GEMMs take only the TN layout before Blackwell, so a
     per-tensor-scaled fp8 weight keeps its transpose for the backward."""
