@@ -210,7 +210,8 @@ def target_megatron_refuses(plan: Plan) -> Iterator[Diagnostic]:
     said with the spec: zero3 (torch FSDP2) beside pp, ep, tied embeddings or fp16 (E0623); tp
     without sequence parallelism beside `tp-overlap all` or MoE layers (E0624); DeepSeek-V3's
     expert bias, which Megatron-Core has only for a sigmoid router (E0625); fp8 on a GPU without
-    fp8 tensor cores, which Transformer Engine refuses (E0626); MXFP8 before Blackwell (E0627);
+    fp8 tensor cores, which Transformer Engine refuses (E0626); MXFP8 before Blackwell, or the
+    blockwise recipe before Hopper on a GPU with fp8 (E0627);
     NVFP4 on a GPU without FP4 tensor cores (E0629) or with the userbuffers tp overlap, whose
     buffers Transformer Engine has only for FP8 and MXFP8 (E0630)."""
     if plan.target.name != "megatron":
@@ -243,8 +244,8 @@ def target_megatron_refuses(plan: Plan) -> Iterator[Diagnostic]:
                     labels=labels((plan.cluster.gpu.span_of("generation", "name"),
                                    f"{plan.cluster.gpu.generation or 'no'} generation")),
                     help="use `fp8-recipe tensorwise` (per-tensor current scaling), `blockwise` or `delayed` on this GPU")
-    if plan.target.fp8_recipe == "blockwise" and train.precision == "fp8" \
-            and plan.cluster.gpu.generation not in BLOCKWISE_GENERATIONS:
+    if plan.target.fp8_recipe == "blockwise" and train.precision == "fp8" and plan.cluster.gpu.fp8_flops \
+            and plan.cluster.gpu.generation not in BLOCKWISE_GENERATIONS:  # (no fp8 at all: E0626)
         yield error("E0627", f"the {plan.cluster.gpu.name} has no fp8 block-scaled GEMMs: Transformer Engine's "
                     "blockwise recipe needs compute capability 9.0 or later",
                     plan.target.span_of("fp8_recipe"), label="fp8-recipe blockwise",
