@@ -337,7 +337,7 @@ def original_input_casts(shape: Shape, case: LayerCase, transposed: bool) -> tup
     # the output projection's input: the attention's output, the rank's own, never gathered
     forward = -column * tokens * shape.o / case.tp
     backward = (full - (column if block else 0.0)) * tokens * shape.o / case.tp
-    if case.moe and shape.shared_experts:  # the shared experts' fc1 input, the pre-FFN norm's output
+    if case.moe and shape.shared_experts and not case.shared_recomputed:  # the shared fc1's input (the norm's output)
         rows = tokens * shape.hidden / shard
         gathered = shard > 1
         forward -= 0.0 if gathered and not block else column * rows  # per-tensor: gathered rowwise anyway
@@ -2216,6 +2216,12 @@ class LayerCase:
     fused_grouped_mlp: bool = False
     """`Software.fused_grouped_mlp` where it applies to the layer's precision and recipe: an MoE
     layer's fp8 GEMMs under MXFP8 in a fused runtime (`fuses_grouped_mlp` checks the model)."""
+    shared_recomputed: bool = False
+    """Megatron-Core's `--recompute-modules shared_experts` (`Software.selective`): the shared
+    experts' fc1 then keeps its quantized input, not the bf16 one (moe/shared_experts.py sets
+    `set_save_original_input` only where the shared experts are not recomputed), so its casts and
+    amax reductions are a plain column-parallel linear's (`original_input_casts`,
+    `tp_amax_reductions`), as the memory model keeps it (`activations._megatron_body`)."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -2223,7 +2229,7 @@ class LayerCase:
                  precision: str, attention: str, kernels: str, balanced: bool = False, cp_runtime: str = "parc",
                  fp8_scaling: str = "delayed", routing_load: float = 0.0, expert_bias: bool = False,
                  expert_clamp: bool = False, rope_unfused: bool = False, dispatcher: str = "all-to-all",
-                 fused_grouped_mlp: bool = False) -> None:
+                 fused_grouped_mlp: bool = False, shared_recomputed: bool = False) -> None:
         """The generated `__init__`, faster: each field stored by its slot's own setter (past the
         frozen class's `__setattr__`, as `frozen.replaced` copies), and the hash of the fields'
         tuple kept (`frozen.hash_once`'s value). A search builds one per distinct layer it bounds
@@ -2231,7 +2237,8 @@ class LayerCase:
         5.5 us of each, a few per cent of an MoE search. tests/test_timing.py checks it against
         the generated one's fields, equality and hash."""
         values = (moe, tp, sp, cp, flavour, seq, micro, ep, precision, attention, kernels, balanced, cp_runtime,
-                  fp8_scaling, routing_load, expert_bias, expert_clamp, rope_unfused, dispatcher, fused_grouped_mlp)
+                  fp8_scaling, routing_load, expert_bias, expert_clamp, rope_unfused, dispatcher, fused_grouped_mlp,
+                  shared_recomputed)
         for store, value in zip(_CASE_STORES, values, strict=True):
             store(self, value)
         _CASE_HASH(self, hash(values))
@@ -2250,7 +2257,9 @@ class LayerCase:
                    sw.kernels, sw.balanced_routing, sw.context_parallel, sw.fp8_scaling, sw.routing_load,
                    sw.expert_bias, sw.expert_clamp, sw.rope_unfused, sw.ep_dispatcher,
                    sw.fused_grouped_mlp and moe and gemms == "fp8" and sw.fp8_scaling == "mxfp8"
-                   and sw.kernels != "eager")
+                   and sw.kernels != "eager",
+                   # a module list is stated only with `recompute selective`, so the policy alone says it
+                   moe and "shared_experts" in recompute_modules(sw.selective))
 
     @classmethod
     def of(cls, k: Knobs, moe: bool, sw: Software) -> LayerCase:
@@ -4811,16 +4820,17 @@ def tp_amax_reductions(shape: Shape, case: LayerCase, hw: Hardware, tp: Link,
     shared = case.moe and bool(shape.shared_experts)
     ffn = 1 if not case.moe or shared else 0
     attention = len(up_projections(shape)) if shape.mla else 1
+    kept = int(shared and not case.shared_recomputed)  # the shared fc1 keeps its bf16 input
     if replayed is not None:
         again_attention, again_ffn = replayed
-        calls = [("recompute", both, (attention if again_attention else 0) + (ffn - shared if again_ffn else 0)),
-                 ("recompute", 1, int(shared and again_ffn))]
+        calls = [("recompute", both, (attention if again_attention else 0) + (ffn - kept if again_ffn else 0)),
+                 ("recompute", 1, kept if again_ffn else 0)]
         return tuple(Collective("tp", "all_reduce", FP32 * amaxes, n, tp.size, tp.local, "path", n, phase)
                      for phase, amaxes, n in calls if n)
-    # (phase, amaxes, calls): the shared experts' fc1 keeps its bf16 input: its forward cast and
-    # its backward re-cast are rowwise only, one amax each
-    calls = [("forward", both, attention + ffn - shared), ("forward", 1, int(shared)),
-             ("backward", both, 1 + ffn), ("backward", 1, int(shared))]
+    # (phase, amaxes, calls): a shared fc1 that keeps its bf16 input casts it rowwise only forward
+    # and again in the backward, one amax each
+    calls = [("forward", both, attention + ffn - kept), ("forward", 1, kept),
+             ("backward", both, 1 + ffn), ("backward", 1, kept)]
     return tuple(Collective("tp", "all_reduce", FP32 * amaxes, n, tp.size, tp.local, "path", n, phase)
                  for phase, amaxes, n in calls if n)
 

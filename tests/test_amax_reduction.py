@@ -251,3 +251,23 @@ def test_a_moe_layer_with_latent_attention_and_nvfp4():
     assert [(r.phase, r.micro) for r in dense] == [("forward", 3), ("backward", 2)]  # its FFN: fc1, fc2
     mxfp8 = replace(case, precision="fp8", fp8_scaling="mxfp8")
     assert timing.tp_amax_reductions(inputs.shape, mxfp8, inputs.hw, link) == ()
+
+
+def test_recomputed_shared_experts_cast_their_input_as_any_column_parallel_linear():
+    """Megatron-Core sets `set_save_original_input` on the shared experts' fc1 only where they are
+    not recomputed (moe/shared_experts.py: `shared_experts_recompute`); under `recompute selective
+    [shared_experts]` their fc1 quantizes both usages forward like QKV's up projections (one
+    8-byte NVFP4 call, not a 4-byte rowwise one) and quantizes nothing again backward; the kept
+    bf16 input left is the output projection's alone, as in a dense layer."""
+    text = ("tp 4 x dp 2 on nodes(8 gpus, nvlink)\nmodel deepseek-v3\nhardware { gpu b200 }\ntarget megatron\n"
+            "train { seq 4096, global-batch 8, micro-batch 1, precision nvfp4, recompute selective [shared_experts] }\n")
+    p = compile_text(text, path="mla.par", checks=False).plan
+    inputs = timing.plan_inputs(p)
+    link = timing.link(inputs.geo.tp, inputs.hw, DEFAULT)
+    case = timing.LayerCase.of(inputs.knobs, True, inputs.sw)
+    assert case.shared_recomputed and not timing.LayerCase.of(inputs.knobs, False, inputs.sw).shared_recomputed
+    records = timing.tp_amax_reductions(inputs.shape, case, inputs.hw, link)
+    assert [(r.phase, r.micro, r.payload) for r in records] == [("forward", 3, 8), ("backward", 2, 8)]
+    dense = timing.LayerCase.of(inputs.knobs, False, inputs.sw)
+    assert timing.original_input_casts(inputs.shape, case, False) == \
+        timing.original_input_casts(inputs.shape, dense, False) != (0.0, 0.0)
