@@ -639,7 +639,8 @@ RUNTIME_GPUS = {
 eight, or a tray of four in an NVL72 rack)."""
 
 TARGETS = ["", "target torchtitan", "target megatron", "target megatron { tp-overlap all }",
-           "target megatron { fp8-recipe mxfp8 }", "target megatron { fp8-recipe tensorwise, grad-reduce bf16 }"]
+           "target megatron { fp8-recipe mxfp8 }", "target megatron { fp8-recipe tensorwise, grad-reduce bf16 }",
+           "target megatron { fp8-recipe blockwise }"]
 """The runtimes: parc's own job (no target line), torchtitan's, Megatron-LM's with and without
 its tensor-parallel overlap and under each fp8 recipe. The pairings a runtime or part cannot run
 are refused by the checks (`_runtime_plan`), and not drawn."""
@@ -712,7 +713,9 @@ def test_the_runtime_layouts_reach_every_runtime_part_and_precision():
     """The strategy below is not vacuous: a derandomized search of its layouts finds one that the
     checks accept and the model predicts for each combination named here: each target, NVFP4 on
     a Blackwell part under Megatron-LM, Blackwell Ultra, experts folded over dp, context
-    parallelism under torchtitan, the interleaved schedule."""
+    parallelism under torchtitan, the interleaved schedule, the blockwise fp8 recipe, and shared
+    experts beside Megatron-Core's all-to-alls (a model with them, ep, and Megatron-LM's own
+    settings)."""
     from hypothesis import find
 
     def predicted(text: str) -> bool:
@@ -723,7 +726,8 @@ def test_the_runtime_layouts_reach_every_runtime_part_and_precision():
                          suppress_health_check=list(HealthCheck))
     wanted = [("target megatron",), ("target torchtitan",), ("precision nvfp4", "target megatron", "gb"),
               ("gpu gb300-nvl72",), ("gpu b300",), ("ep 4 over dp", "target megatron"),
-              ("cp 2", "target torchtitan"), ("ep 8 over dp",), ("virtual-stages 2",)]
+              ("cp 2", "target torchtitan"), ("ep 8 over dp",), ("virtual-stages 2",),
+              ("fp8-recipe blockwise", "precision fp8"), ("deepseek-v3-like", "ep 4 over dp", "target megatron\n")]
     for words in wanted:
         found = find(runtime_layouts(), lambda t, w=words: all(x in t for x in w) and predicted(t), settings=settings_)
         assert all(x in found for x in words)
