@@ -229,6 +229,15 @@ def test_no_tp_amax_reduction_without_a_gathered_current_scaled_tensor(precision
     assert steps and not tp_amax_records(steps)
 
 
+def _deepseek_nvfp4_moe_layer(train: str):
+    """DeepSeek-V3 at tp 4 with sequence parallelism on B200 under NVFP4 (`train`: more of its
+    train block): its plan's inputs, tp link and MoE layer case."""
+    text = ("tp 4 x dp 2 on nodes(8 gpus, nvlink)\nmodel deepseek-v3\nhardware { gpu b200 }\ntarget megatron\n"
+            f"train {{ seq 4096, global-batch 8, micro-batch 1, precision nvfp4{train} }}\n")
+    inputs = timing.plan_inputs(compile_text(text, path="mla.par", checks=False).plan)
+    return inputs, timing.link(inputs.geo.tp, inputs.hw, DEFAULT), timing.LayerCase.of(inputs.knobs, True, inputs.sw)
+
+
 def test_a_moe_layer_with_latent_attention_and_nvfp4():
     """DeepSeek-V3's layer: multi-head latent attention's two column-parallel up projections
     (queries and key-values) and the shared experts' fc1 forward, the output projection's and the
@@ -236,12 +245,7 @@ def test_a_moe_layer_with_latent_attention_and_nvfp4():
     NVFP4 coalesces the rowwise and columnwise amaxes: 8 bytes, but for the shared experts' fc1,
     which keeps its bf16 input (Megatron-Core's `set_save_original_input`): rowwise only forward,
     and again in the backward before its re-gather, one amax each. MXFP8 scales per block: none."""
-    text = ("tp 4 x dp 2 on nodes(8 gpus, nvlink)\nmodel deepseek-v3\nhardware { gpu b200 }\ntarget megatron\n"
-            "train { seq 4096, global-batch 8, micro-batch 1, precision nvfp4 }\n")
-    p = compile_text(text, path="mla.par", checks=False).plan
-    inputs = timing.plan_inputs(p)
-    link = timing.link(inputs.geo.tp, inputs.hw, DEFAULT)
-    case = timing.LayerCase.of(inputs.knobs, True, inputs.sw)
+    inputs, link, case = _deepseek_nvfp4_moe_layer("")
     assert case.sp and case.precision == "nvfp4"
     records = timing.tp_amax_reductions(inputs.shape, case, inputs.hw, link)
     assert [(r.phase, r.micro, r.payload) for r in records] == [("forward", 2, 8), ("forward", 1, 4),
@@ -259,12 +263,7 @@ def test_recomputed_shared_experts_cast_their_input_as_any_column_parallel_linea
     [shared_experts]` their fc1 quantizes both usages forward like QKV's up projections (one
     8-byte NVFP4 call, not a 4-byte rowwise one) and quantizes nothing again backward; the kept
     bf16 input left is the output projection's alone, as in a dense layer."""
-    text = ("tp 4 x dp 2 on nodes(8 gpus, nvlink)\nmodel deepseek-v3\nhardware { gpu b200 }\ntarget megatron\n"
-            "train { seq 4096, global-batch 8, micro-batch 1, precision nvfp4, recompute selective [shared_experts] }\n")
-    p = compile_text(text, path="mla.par", checks=False).plan
-    inputs = timing.plan_inputs(p)
-    link = timing.link(inputs.geo.tp, inputs.hw, DEFAULT)
-    case = timing.LayerCase.of(inputs.knobs, True, inputs.sw)
+    inputs, link, case = _deepseek_nvfp4_moe_layer(", recompute selective [shared_experts]")
     assert case.shared_recomputed and not timing.LayerCase.of(inputs.knobs, False, inputs.sw).shared_recomputed
     records = timing.tp_amax_reductions(inputs.shape, case, inputs.hw, link)
     assert [(r.phase, r.micro, r.payload) for r in records] == [("forward", 3, 8), ("backward", 2, 8)]
