@@ -22,7 +22,8 @@ its fused attention at the rank's heads over a sweep of sequence lengths.
   back-to-back launches, the median of 5;
 - one layer's products of each model's first FP8 run in DGXC's H100 tables (`fp8_cases`), whole
   and cut into the chunks Transformer Engine's userbuffers launch (`userbuffers_chunks`), in bf16
-  and in fp8 as Transformer Engine runs them (`fp8_products`);
+  and in fp8 as Transformer Engine runs them (`fp8_products`), and each forward product again
+  under the blockwise recipe's scales (1x128 tiles by 128x128 blocks, `fp8-recipe blockwise`);
 - with `--sustain S`: the attention at 32K and the 8192^3 matmul (bf16, then fp8) launched back to
   back for S seconds each, with nvidia-smi's clock and power each second (`sustained`);
 - each job's rank rehearsed (`train.py --rehearse --device cuda --steps 0 --timed-steps N`: fake
@@ -316,7 +317,8 @@ def fp8_products(g: dict, dev, timed_here) -> dict:
     e4m3 operands forward with fast accumulation; the e5m2 output gradient against an e4m3 operand
     backward, split accumulation), each operand in the layout cuBLASLt's fp8 kernels take (the
     first row-major, the second column-major: TE keeps transposed fp8 copies for that). Seconds
-    by `timed`; an error (a shape the kernel refuses) is recorded in place of the seconds."""
+    by `timed`; an error (a shape the kernel refuses) is recorded in place of the seconds. The
+    forward also runs as the blockwise recipe's GEMM (`blockwise_forward`)."""
     import functools
 
     import torch
@@ -336,8 +338,43 @@ def fp8_products(g: dict, dev, timed_here) -> dict:
                 use_fast_accum=way == "forward"))
         except (RuntimeError, TypeError) as error:
             out[f"{way}_fp8_error"] = str(error).splitlines()[0][:300]
+        if way == "forward":
+            out.update(blockwise_forward(a, b, timed_here))
         del a, b
     return out
+
+
+BLOCK = 128
+"""The blockwise recipe's scale granularity: an fp32 scale per 1 x 128 tile of the activation and per
+128 x 128 block of the weight (Transformer Engine's `Float8BlockScaling`, DeepSeek-V3's scheme)."""
+
+
+def blockwise_forward(a, b, timed_here) -> dict:
+    """The forward product `a @ b^T` as the blockwise recipe runs it (`torch._scaled_mm` with
+    (BlockWise1x128, BlockWise128x128) scales: `scale_a` (m, k / 128), `scale_b` (k / 128, n / 128),
+    cuBLAS 12.9's block-scaled fp8 GEMM on Hopper). Whether it keeps per-tensor fp8's speed is what
+    the time model assumes (`timing.BLOCK_SCALED`: the same GEMM rate) and what this measures. The
+    scales are tried row-major, then outer-dimension-major (the layout cuBLAS's block scaling
+    reads); both errors are recorded where neither runs."""
+    import functools
+
+    import torch
+
+    e4m3, dev = torch.float8_e4m3fn, a.device
+    rows, inner = a.shape
+    cols = b.shape[0]
+    a8, b8 = a.to(e4m3), b.to(e4m3).t()
+    tiles = (inner + BLOCK - 1) // BLOCK
+    scale_a = torch.ones(rows, tiles, device=dev, dtype=torch.float32)
+    scale_b = torch.ones(tiles, (cols + BLOCK - 1) // BLOCK, device=dev, dtype=torch.float32)
+    errors = []
+    for sa, sb in ((scale_a, scale_b), (scale_a.t().contiguous().t(), scale_b.t().contiguous().t())):
+        try:
+            return {"forward_blockwise_s": timed_here(functools.partial(
+                torch._scaled_mm, a8, b8, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16))}
+        except (RuntimeError, TypeError, ValueError) as error:
+            errors.append(str(error).splitlines()[0][:200])
+    return {"forward_blockwise_error": " | ".join(errors)}
 
 
 WINDOW_S = 0.5
@@ -540,6 +577,10 @@ def report(args) -> int:
                 print("\nThe same products cut as Transformer Engine's userbuffers cut them (forward): the chunks' "
                       "seconds x splits over the whole product's\n")
                 print(chunks["table"])
+            blocks = blockwise_table(kernels["fp8"])
+            print("\nThe forward products under the blockwise recipe's scales (1x128 by 128x128) against "
+                  "per-tensor fp8 (parc charges both at one rate: 1)\n")
+            print(blocks["table"])
         print(f"\n(the curve: FlashAttention-2's, `kernels.FA2_HOPPER`, in seconds; the charge: the curve's seconds "
               f"/ attention_speed {tables['speed']:.4g}, `Constants.attention_sustained`)")
     return 0
@@ -685,6 +726,26 @@ def chunk_table(cases: list[dict], hw, c) -> dict:
                 ratios.append((case["model"], g["name"], precision, measured, charged))
                 lines.append(f"| {case['model']} ({case['tp']}) | {g['name']} | {g['m']} x {g['k']} x {g['n']} | "
                              f"{precision} | {measured:.3f} | {charged:.3f} |")
+    return {"table": "\n".join(lines), "ratios": ratios}
+
+
+def blockwise_table(cases: list[dict]) -> dict:
+    """Each whole forward product's blockwise seconds over its per-tensor fp8 seconds, measured
+    (`ratios`: (model, product, ratio)); the time model charges both at one rate
+    (`timing.BLOCK_SCALED`), so 1 is what it assumes. A product whose blockwise kernel did not run
+    is named with its error."""
+    lines = ["| model (tp) | product | m x k x n | per-tensor fp8 (ms) | blockwise (ms) | blockwise / per-tensor |",
+             "|---|---|---|---|---|---|"]
+    ratios = []
+    for case in cases:
+        for g in (g for g in case["gemms"] if not g.get("chunk_of") and "forward_fp8_s" in g):
+            head = f"| {case['model']} ({case['tp']}) | {g['name']} | {g['m']} x {g['k']} x {g['n']} | "
+            if "forward_blockwise_s" not in g:
+                lines.append(head + f"{1e3 * g['forward_fp8_s']:.3f} | failed: {g.get('forward_blockwise_error', '')} | |")
+                continue
+            ratio = g["forward_blockwise_s"] / g["forward_fp8_s"]
+            ratios.append((case["model"], g["name"], ratio))
+            lines.append(head + f"{1e3 * g['forward_fp8_s']:.3f} | {1e3 * g['forward_blockwise_s']:.3f} | {ratio:.2f} |")
     return {"table": "\n".join(lines), "ratios": ratios}
 
 

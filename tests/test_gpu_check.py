@@ -207,6 +207,22 @@ def test_chunk_table_compares_the_cut_with_the_whole():
         gpu_check.fp8_table([dict(model="M", tp=4, gemms=[whole])], hw, DEFAULT)["speedups"][0][2]))]
 
 
+def test_blockwise_table_reads_the_blockwise_over_the_per_tensor_forward():
+    """A blockwise forward twice as slow as per-tensor fp8 reads 2; one that failed is named with
+    its error and counts no ratio; the chunks are left to `chunk_table`; an empty list gives no
+    ratio at all (the table must not pass by having nothing in it)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gpu_check
+
+    ran = dict(name="qkv", m=4096, k=8192, n=10240, forward_fp8_s=1e-3, forward_blockwise_s=2e-3)
+    failed = dict(name="fc1", m=4096, k=8192, n=28672, forward_fp8_s=1e-3, forward_blockwise_error="no kernel")
+    chunk = dict(ran, name="qkv/4", m=1024, chunk_of="qkv")
+    table = gpu_check.blockwise_table([dict(model="M", tp=4, gemms=[ran, failed, chunk])])
+    assert table["ratios"] == [("M", "qkv", 2.0)]
+    assert "failed: no kernel" in table["table"] and "qkv/4" not in table["table"]
+    assert gpu_check.blockwise_table([])["ratios"] == []
+
+
 @pytest.mark.parametrize("argv, says", [
     (["--rehearse", "--steps", "0"], "needs --steps or --timed-steps"),
     (["--timed-steps", "2"], "belong to a rehearsal"),
