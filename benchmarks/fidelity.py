@@ -692,7 +692,10 @@ current scaling (Megatron-Bridge's FP8-CS rows) finds each scale from the tensor
 quantizer reads it for its amax (`nvte_compute_amax`), then casts (2 bytes more per element of
 each cast tensor); Megatron-Core runs the FFN's activation itself, so fc2's input and every
 output gradient take the pass. MXFP8 (FP8-MX) is charged delayed scaling's bytes with both of
-its copies. Each recipe launches its own quantize kernels (`kernels.QUANTIZE_KERNELS`). Three
+its copies, and so is the blockwise recipe (`fp8-recipe blockwise`, TE's `Float8BlockScaling`:
+DeepSeek-V3's fp32 scales per 1x128 tile and 128x128 block, found inside its one quantize
+kernel; `timing.BLOCK_SCALED`), whose gathered columnwise copy Hopper transposes after the
+gather. Each recipe launches its own quantize kernels (`kernels.QUANTIZE_KERNELS`). Three
 things the runtime does differ from a bf16 producer and a cast (`timing.cast_correction`, the
 one figure the time model and the HBM ledger take): under sequence parallelism a gathered
 tensor is cast on the rank's own rows ("Casts before the gather" below); a `LayerNormLinear`
