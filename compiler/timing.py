@@ -3098,14 +3098,14 @@ def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_
         cp_f = (n - 1) * kernel_model.overlap_exposed(work.attention_f / n, shift, cp.sm_share * shift)
         cp_b = (n - 1) * kernel_model.overlap_exposed(work.attention_b / n, both, cp.sm_share * both) + shift
     ep_f, ep_b = time[("ep", "forward")], time[("ep", "backward")]
+    # the SMs an overlapped transfer holds: DeepEP's own kernels, or NCCL's all-to-all
+    share = work.ep_sm_share if work.ep_fanout[0] else ep.sm_share
     if overlap_ep and ep_f + ep_b:
         # the transfers hide under the other micro-batch's computation, which meanwhile runs on
-        # the SMs they leave free (DeepEP's own kernels, or NCCL's all-to-all), each beside the
-        # one block of it the schedule pairs it with (`paired_ep_exposed`)
-        share = work.ep_sm_share if work.ep_fanout[0] else ep.sm_share
+        # the SMs they leave free, each beside the one block of it the schedule pairs it with
+        # (`paired_ep_exposed`)
         ep_f = ep_b = paired_ep_exposed(work, ep_f, ep_b, share) / 2
     elif overlap_shared and ep_f + ep_b:
-        share = work.ep_sm_share if work.ep_fanout[0] else ep.sm_share
         ep_f, ep_b = shared_beside_ep(work, ep_f, ep_b, share)
     kept_seconds = 0.0 if overlap_ep else sum(r.count * collective_seconds(r, ep) for r in kept)
     return Exposed(tp_f=tp_f, tp_b=tp_b, cp_f=cp_f, cp_b=cp_b, ep_f=ep_f, ep_b=ep_b,
@@ -3504,17 +3504,18 @@ def megatron_replay(shape: Shape, case: LayerCase, work: Work, modules: frozense
     ffn = (ffn_recomputed(modules, case.moe) or (case.moe and "moe" in modules)) \
         and (not case.moe or bool(shape.shared_experts))
     up = "mla_up_proj" in modules and bool(shape.mla)
+
+    def again(kind: str, payload: float) -> Collective:
+        return Collective("tp", kind, payload, 1, tp.size, tp.local, "path", 1, "recompute")
+
     out: list[Collective] = []
     if case.shard > 1:
         if ffn:
-            out += [Collective("tp", "all_gather", work.tp_gather_bytes or work.tp_bytes, 1, tp.size, tp.local,
-                               "path", 1, "recompute"),
-                    Collective("tp", "reduce_scatter", work.tp_bytes, 1, tp.size, tp.local, "path", 1, "recompute")]
+            out += [again("all_gather", work.tp_gather_bytes or work.tp_bytes), again("reduce_scatter", work.tp_bytes)]
         if up and work.tp_latent_regather:
-            out.append(Collective("tp", "all_gather", work.tp_latent_regather, 1, tp.size, tp.local, "path", 1,
-                                  "recompute"))
+            out.append(again("all_gather", work.tp_latent_regather))
     elif ffn:
-        out.append(Collective("tp", "all_reduce", work.tp_bytes, 1, tp.size, tp.local, "path", 1, "recompute"))
+        out.append(again("all_reduce", work.tp_bytes))
     return tuple(out) + tp_amax_reductions(shape, case, hw, tp, (up, ffn))
 
 
@@ -4808,8 +4809,8 @@ def tp_amax_reductions(shape: Shape, case: LayerCase, hw: Hardware, tp: Link,
     gathered output gradient (the output projection's and that fc2's): the blocks of
     `sp_gathered_widths`; and one more backward where the shared experts' fc1 keeps its bf16
     input and quantizes it again, rowwise only, before re-gathering it (`original_input_casts`).
-    None under delayed scaling (`amax_reductions`), MXFP8 (block scales) or torchao's dynamic
-    scaling (charged with bf16 gathers, `layer_work`).
+    None under delayed scaling (`amax_reductions`), the block-scaled recipes (`BLOCK_SCALED`) or
+    torchao's dynamic scaling (charged with bf16 gathers, `layer_work`).
     `replayed` (attention, ffn): the forward's reductions of those linears again, phase
     `recompute`, for Megatron-Core's selective recomputation (`megatron_replay`: the attention
     side is multi-head latent attention's up projections under `mla_up_proj`)."""
@@ -4821,16 +4822,15 @@ def tp_amax_reductions(shape: Shape, case: LayerCase, hw: Hardware, tp: Link,
     ffn = 1 if not case.moe or shared else 0
     attention = len(up_projections(shape)) if shape.mla else 1
     kept = int(shared and not case.shared_recomputed)  # the shared fc1 keeps its bf16 input
+    # (phase, amaxes, calls): a shared fc1 that keeps its bf16 input casts it rowwise only forward
+    # and again in the backward, one amax each
     if replayed is not None:
         again_attention, again_ffn = replayed
         calls = [("recompute", both, (attention if again_attention else 0) + (ffn - kept if again_ffn else 0)),
                  ("recompute", 1, kept if again_ffn else 0)]
-        return tuple(Collective("tp", "all_reduce", FP32 * amaxes, n, tp.size, tp.local, "path", n, phase)
-                     for phase, amaxes, n in calls if n)
-    # (phase, amaxes, calls): a shared fc1 that keeps its bf16 input casts it rowwise only forward
-    # and again in the backward, one amax each
-    calls = [("forward", both, attention + ffn - kept), ("forward", 1, kept),
-             ("backward", both, 1 + ffn), ("backward", 1, kept)]
+    else:
+        calls = [("forward", both, attention + ffn - kept), ("forward", 1, kept),
+                 ("backward", both, 1 + ffn), ("backward", 1, kept)]
     return tuple(Collective("tp", "all_reduce", FP32 * amaxes, n, tp.size, tp.local, "path", n, phase)
                  for phase, amaxes, n in calls if n)
 
