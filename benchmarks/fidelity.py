@@ -708,6 +708,11 @@ scaling Megatron-Core has the attention's output projection and the shared exper
 their bf16 input (`set_save_original_input`, TE >= 2.6), which TE quantizes rowwise only in the
 forward and again, amax pass and all, for the weight gradient in the backward
 (`timing.original_input_casts`; the memory model keeps the bf16 input, not a quantized copy).
+Megatron-Core has done so since Megatron-LM 781e765818 (2025-08-19; NeMo's and Megatron-Bridge's
+containers from 25.09): the rows of earlier NeMo containers (25.02-25.07) are read without it
+(`Software.save_original_input`, `published.save_original_input_of`): their linears keep the
+quantized copy they cast. parc's Megatron target launches the current Megatron-Core, which keeps
+the bf16 input.
 parc's runtime has no fp8 matmuls
 and runs an fp8 spec in BF16 (its MFU still divides by the FP8 peak, the convention of fp8
 reports). Under nvfp4 Transformer Engine runs the same linears at the FP4 peak with NVFP4's

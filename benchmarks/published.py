@@ -1278,6 +1278,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         ep_dispatcher="hybridep" if hybridep else "deepep" if deepep else "all-to-all",
         ep_overlap=ep_overlap,
         shared_expert_overlap=shared_overlap,
+        save_original_input=save_original_input_of(entry, family, notes),
         ep_node_limit=node_limit,
         moe_host_sync=host_sync,
         moe_counts_kept=False,  # parc's own job alone keeps them (`targets.Runtime.moe_counts_kept`)
@@ -1322,6 +1323,36 @@ def container_release(entry: dict) -> str:
     found = re.search(r"(?<![\d.])(\d\d\.\d\d)(?:\.\d+)?(?:\.rc\d+)?\s+NeMo\s+container|NeMo\s*(\d\d\.\d\d)",
                       title, flags=re.I)
     return next((g for g in found.groups() if g), "") if found else ""
+
+
+SAVE_ORIGINAL_INPUT = ("25.09", "2025-08-19")
+"""The first NeMo container, and the Megatron-LM date (781e765818, "Support recomputation for FP8
+layernorm/moe_act/shared_experts"), from which Megatron-Core's output projection and shared-expert
+fc1 keep their bf16 input under the fp8 recipes but delayed scaling and under NVFP4
+(`timing.Software.save_original_input`): Megatron-LM's tag 25.09-alpha.rc1 contains it, and
+core_v0.15.0; core_r0.14.0 does not."""
+
+
+def save_original_input_of(entry: dict, family: str, notes: list[str]) -> bool:
+    """`timing.Software.save_original_input` for a Megatron-family row: False where its NeMo
+    container (`container_release`), or failing that its code's date, predates
+    `SAVE_ORIGINAL_INPUT`; else the current Megatron-Core's True (a row that states neither is
+    read as the current code, as the target it compiles to runs)."""
+    if family != "megatron":
+        return True
+    release = container_release(entry)
+    date = str((entry.get("runtime") or {}).get("date") or "")
+    if release:
+        current = release >= SAVE_ORIGINAL_INPUT[0]
+    elif len(date) >= 10:
+        current = date >= SAVE_ORIGINAL_INPUT[1]
+    else:
+        return True
+    if not current:
+        notes.append(f"Megatron-Core before `set_save_original_input` (NeMo container {release or date}, before "
+                     f"{SAVE_ORIGINAL_INPUT[0]}): the output projection and shared-expert fc1 keep their quantized "
+                     "input under current scaling, MXFP8 and NVFP4")
+    return current
 
 
 def pp_overlap_of(entry: dict, family: str, year: int | None) -> str:

@@ -159,7 +159,7 @@ DEFAULT = Constants(
     latency_inter=5e-06,
     eager_efficiency=0.9317,
     attention_sustained=0.5891,
-    blackwell_sustained=0.7701,
+    blackwell_sustained=0.7697,
 )
 TIME_MODEL_SPREAD = 0.073
 # END FITTED

@@ -327,7 +327,7 @@ def original_input_casts(shape: Shape, case: LayerCase, transposed: bool) -> tup
     scaling the columnwise copy alone; a gathered input (the shared experts' fc1 under sequence
     parallelism) is quantized rowwise on the rank's own rows and transposed after the re-gather.
     Negative forward, positive backward; 0 under delayed scaling and outside Transformer Engine."""
-    if not keeps_original_input(case.precision, case.fp8_scaling):
+    if not case.original_input or not keeps_original_input(case.precision, case.fp8_scaling):
         return 0.0, 0.0
     recipe = cast_scaling(case.precision, case.fp8_scaling)
     block = recipe != "current"
@@ -875,6 +875,14 @@ class Software:
     """The dispatch and combine of one micro-batch run under another micro-batch's computation:
     Megatron-Core's 1F1B all-to-all overlap (`--overlap-moe-expert-parallel-comm`, Megatron-Bridge's
     `moe_a2a_overlap`); DualPipe-V does the same by its schedule (`dualpipe-v`)."""
+    save_original_input: bool = True
+    """Megatron-Core has the attention's output projection and the shared experts' fc1 keep their
+    bf16 input for the weight gradient, quantizing it again in the backward, under every fp8 recipe
+    but delayed scaling and under NVFP4 (`set_save_original_input`, `memory.inputs.keeps_original_input`,
+    `original_input_casts`): Megatron-LM 781e765818 (2025-08-19), in the NeMo and Megatron-Bridge
+    containers from 25.09 (Megatron-LM's tag 25.09-alpha.rc1) and core_v0.15.0. False: an earlier
+    Megatron-Core (the reader sets it for NeMo containers before 25.09), whose linears keep the
+    quantized copy they cast in the forward. parc's Megatron launcher targets the current one."""
     shared_expert_overlap: bool = False
     """The MoE layers' shared experts run on their own CUDA stream beside the token dispatcher
     (Megatron-Core's `--moe-shared-expert-overlap`, `SharedExpertMLP.stream`: the alltoall
@@ -2222,6 +2230,10 @@ class LayerCase:
     `set_save_original_input` only where the shared experts are not recomputed), so its casts and
     amax reductions are a plain column-parallel linear's (`original_input_casts`,
     `tp_amax_reductions`), as the memory model keeps it (`activations._megatron_body`)."""
+    original_input: bool = True
+    """`Software.save_original_input`: the runtime's output projection and shared-expert fc1 keep
+    their bf16 input where the recipe lets them (`memory.inputs.keeps_original_input`); False for
+    a Megatron-Core that predates `set_save_original_input`."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -2229,7 +2241,8 @@ class LayerCase:
                  precision: str, attention: str, kernels: str, balanced: bool = False, cp_runtime: str = "parc",
                  fp8_scaling: str = "delayed", routing_load: float = 0.0, expert_bias: bool = False,
                  expert_clamp: bool = False, rope_unfused: bool = False, dispatcher: str = "all-to-all",
-                 fused_grouped_mlp: bool = False, shared_recomputed: bool = False) -> None:
+                 fused_grouped_mlp: bool = False, shared_recomputed: bool = False,
+                 original_input: bool = True) -> None:
         """The generated `__init__`, faster: each field stored by its slot's own setter (past the
         frozen class's `__setattr__`, as `frozen.replaced` copies), and the hash of the fields'
         tuple kept (`frozen.hash_once`'s value). A search builds one per distinct layer it bounds
@@ -2238,7 +2251,7 @@ class LayerCase:
         the generated one's fields, equality and hash."""
         values = (moe, tp, sp, cp, flavour, seq, micro, ep, precision, attention, kernels, balanced, cp_runtime,
                   fp8_scaling, routing_load, expert_bias, expert_clamp, rope_unfused, dispatcher, fused_grouped_mlp,
-                  shared_recomputed)
+                  shared_recomputed, original_input)
         for store, value in zip(_CASE_STORES, values, strict=True):
             store(self, value)
         _CASE_HASH(self, hash(values))
@@ -2259,7 +2272,7 @@ class LayerCase:
                    sw.fused_grouped_mlp and moe and gemms == "fp8" and sw.fp8_scaling == "mxfp8"
                    and sw.kernels != "eager",
                    # a module list is stated only with `recompute selective`, so the policy alone says it
-                   moe and "shared_experts" in recompute_modules(sw.selective))
+                   moe and "shared_experts" in recompute_modules(sw.selective), sw.save_original_input)
 
     @classmethod
     def of(cls, k: Knobs, moe: bool, sw: Software) -> LayerCase:
@@ -4831,7 +4844,7 @@ def tp_amax_reductions(shape: Shape, case: LayerCase, hw: Hardware, tp: Link,
     shared = case.moe and bool(shape.shared_experts)
     ffn = 1 if not case.moe or shared else 0
     attention = len(up_projections(shape)) if shape.mla else 1
-    kept = int(shared and not case.shared_recomputed)  # the shared fc1 keeps its bf16 input
+    kept = int(shared and not case.shared_recomputed and case.original_input)  # the shared fc1 keeps its bf16 input
     # (phase, amaxes, calls): a shared fc1 that keeps its bf16 input casts it rowwise only forward
     # and again in the backward, one amax each
     if replayed is not None:

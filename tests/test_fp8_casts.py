@@ -15,6 +15,9 @@ and 8 K/V heads of 128, SwiGLU FFN 14,336) and the two runtimes' scaling recipes
 
 from __future__ import annotations
 
+import dataclasses
+import sys
+
 import pytest
 from parc import timing
 from parc.calibration import DEFAULT
@@ -311,6 +314,46 @@ def test_the_kept_bf16_inputs_are_quantized_again_in_the_backward(scaling, sp, f
                                  sum(b * n for b, n in zip(backward, elements, strict=True))), rel=1e-12)
     dense = timing.original_input_casts(shape, _te_case(False, 4, sp, "fp8", scaling), True)
     assert dense == pytest.approx((forward[0] * elements[0], backward[0] * elements[0]), rel=1e-12)
+
+
+def test_a_megatron_core_before_save_original_input_casts_as_a_plain_linear():
+    """`set_save_original_input` entered Megatron-LM at 781e765818 (2025-08-19; tag
+    25.09-alpha.rc1, core_v0.15.0, not core_r0.14.0). A NeMo 25.07 container's linears keep the
+    quantized copy they cast in the forward: no second quantization backward and no rowwise-only
+    forward, under MXFP8 as under current scaling, and the shared fc1's extra amax all-reduces
+    go with it. The ledger's casts of such a layer are the plain per-GEMM count (the case with
+    the fact off equals the delayed-scaling correction, which is 0 here), and the reader takes the
+    fact from the row's container."""
+    shape = shape_of(_megatron_plan("deepseek-v3", "h100-sxm", 4, "fp8"))
+    for scaling in ("current", "mxfp8", "blockwise"):
+        older = dataclasses.replace(_te_case(True, 4, True, "fp8", scaling), original_input=False)
+        assert timing.original_input_casts(shape, older, True) == (0.0, 0.0)
+        assert timing.original_input_casts(shape, _te_case(True, 4, True, "fp8", scaling), True) != (0.0, 0.0)
+    hw = timing.hardware_of(_megatron_plan("deepseek-v3", "h100-sxm", 4, "fp8"))
+    link = timing.link(timing.Group(4, 4), hw, DEFAULT)
+
+    def calls(case: timing.LayerCase) -> dict[str, int]:
+        out = {"forward": 0, "backward": 0}
+        for c in timing.tp_amax_reductions(shape, case, hw, link):
+            out[c.phase] += c.count
+        return out
+
+    # forward: one amax per gathered input either way (MLA's two up projections, the shared
+    # fc1); backward: the output projection's and the shared fc2's output gradients, and the
+    # kept fc1 input's second quantization before its re-gather only where it is kept
+    assert calls(_te_case(True, 4, True, "fp8", "current")) == {"forward": 3, "backward": 3}
+    older = dataclasses.replace(_te_case(True, 4, True, "fp8", "current"), original_input=False)
+    assert calls(older) == {"forward": 3, "backward": 2}
+    notes: list[str] = []
+    entry = {"release": "25.07", "source": {"title": "NeMo 25.07 performance summary"}}
+    from .conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import published
+
+    assert published.save_original_input_of(entry, "megatron", notes) is False and notes
+    assert published.save_original_input_of({"release": "25.09"}, "megatron", []) is True
+    assert published.save_original_input_of({}, "megatron", []) is True
 
 
 def test_blockwise_scaling_casts_both_copies_in_one_pass_and_transposes_after_its_gathers():
