@@ -121,17 +121,24 @@ def megatron_gemms(row: dict) -> list[dict]:
 
 def userbuffers_chunks(gemms: list[dict], tp: int) -> list[dict]:
     """The products Transformer Engine's userbuffers overlap actually launches under
-    `--tp-comm-overlap` at tp > 1 (TE 1.10 `comm_gemm_overlap.h`): a ring exchange runs tp GEMMs of
-    m / tp rows each beside the all-gather (QKV and fc1 forward), a pipelined reduce-scatter
-    `num_splits` = 4 GEMMs of m / 4 rows (the projection and fc2 forward, TE's default config):
-    each chunk's shape once, marked `chunk_of` (the whole product's name) so that `fp8_table`
-    keeps them out of the layer's sums. The time model times each product whole; what a chunk
-    loses to its shorter m is the open question of the FP8 rows with tp overlap (issue 14)."""
+    `--tp-comm-overlap` at tp > 1, TE's default config (`initialize_ub`): a ring exchange
+    (`split_overlap_ag`, QKV's and fc1's forward all-gathers) runs tp GEMMs, one per rank's m / tp
+    input rows; a pipelined reduce-scatter (`split_overlap_rs`, the projection's and fc2's forward)
+    runs `num_splits` = 4 GEMMs, each on a quarter of the weight's output rows (TE 1.10's
+    comm_gemm_overlap.h: `m = A.size(0)`, A the weight, `m_chunk = m / _num_splits`; the same in
+    TE 2.x's comm_gemm_overlap.cpp): every input row against n / 4 of the outputs. Each chunk's
+    shape once, marked `chunk_of` (the whole product's name) so that `fp8_table` keeps them out of
+    the layer's sums. The time model times each product whole
+    (`kernels.userbuffers_exposed`); what a chunk loses to its smaller shape is the open question."""
     if tp <= 1:
         return []
-    splits = {"qkv": tp, "fc1": tp, "proj": 4, "fc2": 4}
-    return [dict(g, name=f"{g['name']}/{splits[g['name']]}", m=max(16, g["m"] // splits[g["name"]] // 16 * 16),
-                 chunk_of=g["name"]) for g in gemms if g["name"] in splits]
+    out = []
+    for g in gemms:
+        if g["name"] in ("qkv", "fc1"):
+            out.append(dict(g, name=f"{g['name']}/{tp}", m=max(16, g["m"] // tp // 16 * 16), chunk_of=g["name"]))
+        elif g["name"] in ("proj", "fc2"):
+            out.append(dict(g, name=f"{g['name']}/4", n=max(16, g["n"] // 4 // 16 * 16), chunk_of=g["name"]))
+    return out
 
 
 def fp8_cases(divide: int) -> list[dict]:
@@ -703,9 +710,10 @@ def fp8_table(cases: list[dict], hw, c) -> dict:
 
 def chunk_table(cases: list[dict], hw, c) -> dict:
     """Each userbuffers chunk (`userbuffers_chunks`) against the product it is cut from, forward, at
-    each precision: the chunks' measured seconds summed over the split (chunk seconds x splits)
-    over the whole product's measured seconds, and the same ratio as `timing.gemm_seconds` charges
-    it (`ratios`: (model, product, precision, measured, parc's)). 1 where the cut costs nothing."""
+    each precision: the chunks' measured seconds summed over the split (chunk seconds x splits,
+    the splits the whole's m x n over the chunk's) over the whole product's measured seconds, and
+    the same ratio as `timing.gemm_seconds` charges it (`ratios`: (model, product, precision,
+    measured, parc's)). 1 where the cut costs nothing."""
     from parc import timing
 
     lines = ["| model (tp) | chunk | m x k x n | precision | splits x chunk / whole, measured | the same, parc's |",
@@ -715,7 +723,7 @@ def chunk_table(cases: list[dict], hw, c) -> dict:
         whole = {g["name"]: g for g in case["gemms"] if not g.get("chunk_of")}
         for g in (g for g in case["gemms"] if g.get("chunk_of")):
             parent = whole[g["chunk_of"]]
-            splits = parent["m"] / g["m"]
+            splits = parent["m"] * parent["n"] / (g["m"] * g["n"])
             for precision in ("bf16", "fp8"):
                 key = f"forward_{precision}_s"
                 if key not in g or key not in parent:

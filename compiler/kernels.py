@@ -807,43 +807,6 @@ Llama 3.1 405B recipe `userbuffers_bf16_h100_h16384_tp8_cp2_mbs1_seqlen8192`: `p
 `fc2_fprop` 8, the bulk ones 2-24), which the published rows do not carry; TE's default is
 the one figure read for all of them."""
 
-UB_PIPELINE_SPLITS = 4
-"""Chunks Transformer Engine's userbuffers `pipeline` overlap cuts a row-parallel GEMM into
-(`proj_fprop`, `fc2_fprop`): TE's default `num_splits` 4 (`initialize_ub`'s `get_default_config`,
-transformer_engine/pytorch/module/base.py; NeMo's and Megatron-Bridge's tuned H100 recipes keep
-4, e.g. dgxc-benchmarking v24.11.1 llama3.1/llama3.1_70b.yaml). `CommOverlapBase::split_overlap_rs`
-(transformer_engine/common/comm_gemm_overlap/comm_gemm_overlap.cpp) runs the chunks' GEMMs one
-after another and reduce-scatters chunk i while chunk i + 1 computes: the first chunk computes
-with nothing beside it and the last chunk's reduce-scatter runs after the last GEMM
-(`userbuffers_exposed`)."""
-
-
-def userbuffers_exposed(kind: str, compute: float, transfer: float, share: float, tp: int) -> float:
-    """Seconds a tensor-parallel collective that Transformer Engine's userbuffers overlap with its
-    own GEMM (Megatron-Core's `--tp-comm-overlap`) adds to that GEMM's `compute` seconds, by how
-    the overlap runs (comm_gemm_overlap.cpp, TE 1.x-2.x):
-
-    - "all_gather", `ring_exchange` (`split_overlap_ag`): the GEMM runs in `tp` chunks, one per
-      rank's rows, each beside the exchange of the next chunk; the last chunk arrives before the
-      last GEMM, which runs alone. The transfer overlaps (tp - 1) / tp of the GEMM.
-    - "reduce_scatter", `pipeline` (`split_overlap_rs`, `UB_PIPELINE_SPLITS` chunks s): the first
-      chunk's GEMM runs alone, each later one beside the previous chunk's reduce-scatter, and the
-      last chunk's reduce-scatter after every GEMM: (s - 1) / s of each overlap, and 1 / s of the
-      transfer shown whole.
-
-    Each overlapped part takes `overlap_exposed` at the transfer's SM `share`. The chunks'
-    GEMMs are charged as the whole GEMM: how much a chunk loses to its smaller shape is not
-    measured here (the GEMM model's shape rule, fitted on whole GEMMs, would charge 17-38 % more
-    GEMM time at Llama 3.1 70B's to 405B's shapes, which no published row supports)."""
-    if kind == "all_gather" and tp > 1:
-        return overlap_exposed(compute * (tp - 1) / tp, transfer, share * transfer)
-    if kind == "reduce_scatter":
-        paired = (UB_PIPELINE_SPLITS - 1) / UB_PIPELINE_SPLITS
-        return (overlap_exposed(compute * paired, transfer * paired, share * transfer * paired)
-                + transfer / UB_PIPELINE_SPLITS)
-    return overlap_exposed(compute, transfer, share * transfer)
-
-
 TORCH_ASYNC_TP_SMS = 0
 """SMs torch's async tensor parallelism holds for its transfers: its symmetric-memory
 micro-pipelines (`_pipelined_all_gather_and_consume`, `_pipelined_produce_and_all2all` in

@@ -2998,22 +2998,12 @@ def paired_tp_exposed(work: Work, records: tuple[Collective, ...], tp: Link, mod
         sms = kernel_model.tp_overlap_sms(mode, kind)
         return tp.sm_share if sms is None else kernel_model.sm_share(sms, tp.sms)
 
-    def pair_exposed(phase: str, kind: str, gemm: float, transfer: float, sm: float) -> float:
-        # userbuffers chunk the ring-exchange all-gathers (forward and backward) and the forward's
-        # pipelined reduce-scatters; their bulk overlaps (the backward's reduce-scatters, the
-        # re-gathers) run beside the whole GEMM
-        if mode == "all" and (kind == "all_gather" or (kind == "reduce_scatter" and phase == "forward")):
-            return kernel_model.userbuffers_exposed(kind, gemm, transfer, sm, tp.size)
-        return kernel_model.overlap_exposed(gemm, transfer, sm * transfer)
-
-    # (phase, the call's kind on the wire) -> its GEMMs' (seconds, SM share, the pairing's kind)
-    partners: dict[tuple[str, str], list[tuple[float, float, str]]] = {}
+    partners: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for phase, kind, seconds in work.tp_gemms:
         if kernel_model.tp_overlap_pairs(mode, phase, kind):
             # a re-gather is an all-gather of the same bytes: one record carries both kinds of
-            # call, each paired call at its own kernel's share and overlap
-            partners.setdefault((phase, "all_gather" if kind == REGATHER else kind), []).append(
-                (seconds, share(kind), kind))
+            # call, each paired call at its own kernel's share
+            partners.setdefault((phase, "all_gather" if kind == REGATHER else kind), []).append((seconds, share(kind)))
     out = {"forward": 0.0, "backward": 0.0}
     for r in records:
         if r.axis != "tp" or r.phase not in out:
@@ -3021,7 +3011,7 @@ def paired_tp_exposed(work: Work, records: tuple[Collective, ...], tp: Link, mod
         one = collective_seconds(r, tp)
         mates = partners.get((r.phase, r.kind), []) if r.pairs else []
         paired = min(r.count, len(mates))
-        out[r.phase] += (sum(pair_exposed(r.phase, kind, g, one, s) for g, s, kind in mates[:paired])
+        out[r.phase] += (sum(kernel_model.overlap_exposed(g, one, s * one) for g, s in mates[:paired])
                          + (r.count - paired) * one)
         del mates[:paired]
     return out["forward"], out["backward"]

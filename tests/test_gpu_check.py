@@ -166,10 +166,14 @@ def test_the_three_steps_run_on_the_cpu(checked):
 
 def test_userbuffers_chunks_are_the_products_transformer_engine_launches():
     """Counted by hand from TE 1.10's `comm_gemm_overlap.h` and its default userbuffers config: a
-    ring exchange (QKV's and fc1's forward all-gathers) runs tp GEMMs of m / tp rows, the pipelined
-    reduce-scatter (the projection's and fc2's forward) `num_splits` 4 of m / 4. Llama 3.1 70B on
-    DGXC (tp 4, cp 2: 4,096 rows) and 405B (tp 8, cp 2): 1,024 rows each at tp 4, 512 for the ring
-    exchange at tp 8; none at tp 1."""
+    ring exchange (QKV's and fc1's forward all-gathers) runs tp GEMMs of m / tp input rows
+    (`n_chunk = n / _tp_size` of the input B); the pipelined reduce-scatter (the projection's and
+    fc2's forward) `num_splits` 4 GEMMs, each on a quarter of the weight A's rows
+    (`m_chunk = m / _num_splits`, m = A.size(0)): every token against a quarter of the output
+    features. Llama 3.1 70B on DGXC (tp 4, cp 2: 4,096 rows; hidden 8,192) and 405B (tp 8, cp 2;
+    hidden 16,384, the release's 16 query groups: QKV (16,384 + 2 x 2,048) / 8 = 2,560 wide): 1,024
+    rows at tp 4, 512 at tp 8, and 2,048 and 4,096 output features for the reduce-scatter's
+    chunks; none at tp 1."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import gpu_check
 
@@ -179,16 +183,16 @@ def test_userbuffers_chunks_are_the_products_transformer_engine_launches():
     def cut(model):
         return {g["name"]: (g["m"], g["k"], g["n"], g["chunk_of"]) for g in cases[model]["gemms"] if g.get("chunk_of")}
     whole = {g["name"]: (g["k"], g["n"]) for g in cases["Llama 3.1 70B"]["gemms"] if not g.get("chunk_of")}
-    assert cut("Llama 3.1 70B") == {"qkv/4": (1024, *whole["qkv"], "qkv"), "proj/4": (1024, *whole["proj"], "proj"),
-                                    "fc1/4": (1024, *whole["fc1"], "fc1"), "fc2/4": (1024, *whole["fc2"], "fc2")}
-    assert {name: m for name, (m, *_) in cut("Llama 3.1 405B").items()} == {"qkv/8": 512, "proj/4": 1024,
-                                                                             "fc1/8": 512, "fc2/4": 1024}
+    assert cut("Llama 3.1 70B") == {"qkv/4": (1024, *whole["qkv"], "qkv"), "proj/4": (4096, whole["proj"][0], 2048, "proj"),
+                                    "fc1/4": (1024, *whole["fc1"], "fc1"), "fc2/4": (4096, whole["fc2"][0], 2048, "fc2")}
+    assert {name: (m, n) for name, (m, _, n, _) in cut("Llama 3.1 405B").items()} == {
+        "qkv/8": (512, 2560), "proj/4": (4096, 4096), "fc1/8": (512, 13312), "fc2/4": (4096, 4096)}
     assert not cut("Llama 3.1 8B")  # tp 1: no userbuffers
 
 
 def test_chunk_table_compares_the_cut_with_the_whole():
-    """A chunk measured at exactly its share of the whole product reads 1; one 20 % slower per row
-    reads 1.2; the layer's speed-ups ignore the chunks. The model's own ratio charges the shorter m
+    """A chunk measured at exactly its share of the whole product reads 1; one 20 % slower than its
+    share reads 1.2; the layer's speed-ups ignore the chunks. The model's own ratio charges the narrower chunk
     no less than the whole (its intensity curve and waves)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import gpu_check
@@ -197,7 +201,7 @@ def test_chunk_table_compares_the_cut_with_the_whole():
 
     whole = dict(name="fc2", m=4096, k=7168, n=8192, forward_bf16_s=1.0e-3, forward_fp8_s=0.5e-3,
                  dgrad_bf16_s=1e-3, dgrad_fp8_s=0.5e-3, wgrad_bf16_s=1e-3, wgrad_fp8_s=0.5e-3)
-    chunk = dict(whole, name="fc2/4", m=1024, chunk_of="fc2", forward_bf16_s=0.25e-3, forward_fp8_s=0.15e-3)
+    chunk = dict(whole, name="fc2/4", n=2048, chunk_of="fc2", forward_bf16_s=0.25e-3, forward_fp8_s=0.15e-3)
     hw = timing.hardware_of(h200_plan())
     cases = [dict(model="M", tp=4, gemms=[whole, chunk])]
     ratios = gpu_check.chunk_table(cases, hw, DEFAULT)["ratios"]

@@ -79,21 +79,6 @@ def over(g: float, t: float, share: float) -> float:
     return max(t - g, share * t, 0.0)
 
 
-def ring_exchange(g: float, t: float, share: float, tp: int) -> float:
-    """TE's ring-exchange all-gather beside its GEMM (`split_overlap_ag`): tp steps, step i computes
-    the GEMM on chunk i (g / tp) while chunk i + 1 arrives (t / (tp - 1)); the last step computes
-    with nothing arriving. Summed step by step."""
-    return sum(max(t / (tp - 1) - g / tp, share * t / (tp - 1), 0.0) for _ in range(tp - 1))
-
-
-def pipelined(g: float, t: float, share: float, splits: int = 4) -> float:
-    """TE's pipelined reduce-scatter beside its GEMM (`split_overlap_rs`, 4 splits): chunk 0's GEMM
-    alone, then chunk i's GEMM beside chunk i - 1's reduce-scatter, then the last reduce-scatter
-    alone. The seconds beyond the GEMM's, step by step."""
-    paired = sum(max(t / splits - g / splits, share * t / splits, 0.0) for _ in range(splits - 1))
-    return paired + t / splits
-
-
 def reference(shape: Shape, tp: int, sp: bool, moe: bool, mode: str, regather: bool = False) -> tuple[float, float]:
     """Exposed tp seconds (forward, backward) of one layer, by hand. `regather`: the runtime
     all-gathers each column-parallel layer's saved sharded input again in the backward, beside
@@ -104,13 +89,9 @@ def reference(shape: Shape, tp: int, sp: bool, moe: bool, mode: str, regather: b
     s = SHARE[mode]
     if sp:
         t = ring(tp, 1)
-        if mode == "all":  # userbuffers: ring exchange forward and backward, the forward's pipeline
-            f_gather = [ring_exchange(col, t, s["all_gather"], tp) for col, _ in pairs]
-            f_scatter = [pipelined(row, t, s["reduce_scatter"]) for _, row in pairs]
-        else:
-            f_gather = [over(col, t, s["all_gather"]) if mode == "forward" else t for col, _ in pairs]
-            f_scatter = [over(row, t, s["reduce_scatter"]) if mode == "forward" else t for _, row in pairs]
-        b_gather = [ring_exchange(row, t, s["all_gather"], tp) if mode == "all" else t for _, row in pairs]
+        f_gather = [over(col, t, s["all_gather"]) if mode in ("all", "forward") else t for col, _ in pairs]
+        f_scatter = [over(row, t, s["reduce_scatter"]) if mode in ("all", "forward") else t for _, row in pairs]
+        b_gather = [over(row, t, s["all_gather"]) if mode == "all" else t for _, row in pairs]
         b_scatter = [over(col, t, s["reduce_scatter"]) if mode in ("all", "backward") else t for col, _ in pairs]
         again = [over(col, t, s["regather"]) if mode in ("all", "backward") else t for col, _ in pairs]
         return sum(f_gather) + sum(f_scatter), sum(b_gather) + sum(b_scatter) + (sum(again) if regather else 0.0)
@@ -295,8 +276,8 @@ def test_only_the_pieces_own_calls_pair():
     own = dataclasses.replace(extra, pairs=True)
     assert timing.paired_tp_exposed(work, (extra,), link, "all") == pytest.approx((t, 0.0), rel=1e-9)
     col = blocks(DENSE, 4, False)[0][0]
-    assert timing.paired_tp_exposed(work, (own,), link, "all") == pytest.approx(
-        (ring_exchange(col, t, 1 / SMS, 4), 0.0), rel=1e-9)
+    assert timing.paired_tp_exposed(work, (own,), link, "all") == pytest.approx((over(col, t, 1 / SMS), 0.0),
+                                                                              rel=1e-9)
 
 
 def test_the_megatron_backward_regathers_each_column_input():
