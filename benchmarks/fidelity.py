@@ -1058,7 +1058,10 @@ Per axis, with `S_act = 2 n h` (one micro-batch's activations):
   all-gather: K and V gathered forward, their gradients reduce-scattered backward, exposed.
   all-to-all (Ulysses): Q, K, V and the output re-sharded each way, exposed.
 - **ep**, per MoE layer: dispatch and combine all-to-alls of `2 (n/sp) top_k h` bytes forward and
-  again backward, exposed; under dualpipe-v, and where the runtime overlaps them with another
+  again backward (where a run states DeepSeek-V3's FP8 communication, `Software.ep_dispatch_fp8`,
+  the two into the experts, the forward's dispatch and the backward's gradient before the down
+  projection, carry `1 + 4/128` bytes an element, e4m3 with a scale per 128 channels, and the two
+  out of them stay BF16: the report's Section 3.3.3), exposed; under dualpipe-v, and where the runtime overlaps them with another
   micro-batch's computation (`Software.ep_overlap`: Megatron-Core's 1F1B all-to-all overlap,
   `--overlap-moe-expert-parallel-comm`), each all-to-all runs beside the one block of the other
   micro-batch its schedule pairs it with (`timing.paired_ep_exposed`; Megatron-Core's
@@ -3375,9 +3378,10 @@ runtime, eager PyTorch with FlashAttention and no tensor-parallel overlap, unles
 - Memory-bandwidth contention between communication kernels and computation (NCCL's SMs are
   counted as free), and network congestion beyond the NIC share (a fat-tree without
   oversubscription is assumed).
-- FP8 dispatch (DeepSeek-V3 dispatches in FP8; the bytes are charged in the activations' 16
-  bits). Mixture-of-experts rows are evaluated, never fitted: no fitted constant is a MoE one,
-  so they check the MoE physics out of sample.
+- FP8 all-to-alls where a run does not state them: no target parc generates sends them, and a
+  published row gets them only from its source (DeepSeek-V3's report, above). Mixture-of-experts
+  rows are evaluated, never fitted: no fitted constant is a MoE one, so they check the MoE physics
+  out of sample.
 - The host beyond the MoE dispatcher's synchronisation (modelled above): launch rates that fall
   behind the GPU elsewhere (Megatron-Core's MoE guide names this "CPU overhead bottleneck" for
   fine-grained MoE; the small-expert Bridge rows below are the suspects).

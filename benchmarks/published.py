@@ -1161,6 +1161,11 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     if node_limit:
         notes.append(f"node-limited routing (stated): each token's experts within {node_limit} nodes "
                      "(not expressible in a spec)")
+    dispatch_fp8 = "fp8 dispatch" in text
+    if dispatch_fp8:
+        notes.append("FP8 all-to-alls into the experts (stated: the dispatch, and the gradient before the down "
+                     "projection; the combine and its gradient in BF16), e4m3 with a scale per 128 channels "
+                     "(not expressible in a spec)")
     ep_overlap = "1f1b overlap" in text or "overlap-moe-expert-parallel-comm" in compact
     if ep_overlap:
         notes.append("ep all-to-all overlapped with another micro-batch's computation (stated: 1F1B overlap; "
@@ -1278,6 +1283,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         ep_dispatcher="hybridep" if hybridep else "deepep" if deepep else "all-to-all",
         ep_overlap=ep_overlap,
         shared_expert_overlap=shared_overlap,
+        ep_dispatch_fp8=dispatch_fp8,
         save_original_input=save_original_input_of(entry, family, notes),
         ep_node_limit=node_limit,
         moe_host_sync=host_sync,

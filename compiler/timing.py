@@ -80,6 +80,10 @@ from .targets import shared_overlap_applies
 
 ACT = 2
 """Bytes of an activation element (bf16/fp16; fp8 training keeps activations in bf16)."""
+FP8_DISPATCH_BYTES = 1 + 4 / 128
+"""Bytes an element of a token the forward's dispatch carries in FP8 (`Software.ep_dispatch_fp8`):
+e4m3 values and one fp32 scale per 128 channels (DeepSeek-V3's 1x128 activation tiles; DeepEP's
+low-precision dispatch takes the same `(x_fp8, scales)` pair)."""
 PARAM = 2
 FP32 = 4
 """Bytes of a parameter element when gathered (the bf16 compute copy)."""
@@ -875,6 +879,13 @@ class Software:
     """The dispatch and combine of one micro-batch run under another micro-batch's computation:
     Megatron-Core's 1F1B all-to-all overlap (`--overlap-moe-expert-parallel-comm`, Megatron-Bridge's
     `moe_a2a_overlap`); DualPipe-V does the same by its schedule (`dualpipe-v`)."""
+    ep_dispatch_fp8: bool = False
+    """The forward's dispatch all-to-all carries the routed tokens in FP8, e4m3 with a scale per
+    128 channels (`FP8_DISPATCH_BYTES`), where the layer's GEMMs run in fp8: DeepSeek-V3 quantizes
+    the activations before the experts' up projection and dispatches them so, the combine and the
+    backward's all-to-alls in BF16 (DeepSeek-V3 Technical Report, Section 3.3.2, "Low-Precision
+    Communication"). No target parc generates does it; the reader sets it from a row that
+    states it."""
     save_original_input: bool = True
     """Megatron-Core has the attention's output projection and the shared experts' fc1 keep their
     bf16 input for the weight gradient, quantizing it again in the backward, under every fp8 recipe
@@ -1390,6 +1401,11 @@ class Work:
     and the calls are torch's (`torch_cp_collectives`)."""
     ep_bytes: float = 0.0
     """Bytes one all-to-all sends from this GPU (routed tokens x top-k x h); 2 forward, 2 backward."""
+    ep_dispatch_bytes: float = 0.0
+    """Bytes each all-to-all into the experts sends (the forward's dispatch, the backward's
+    gradients before the down projection) where it carries them quantized
+    (`Software.ep_dispatch_fp8`: `FP8_DISPATCH_BYTES` an element); 0: `ep_bytes`. The two out of
+    the experts (the combine and its gradient's way back) send `ep_bytes`."""
     ep_fanout: tuple[int, int, int] = (0, 0, 0)
     """(experts, top-k, node limit) when DeepEP carries the dispatch and combine
     (`Software.ep_dispatcher`, `Software.ep_node_limit`): their link bytes then follow
@@ -2234,6 +2250,9 @@ class LayerCase:
     """`Software.save_original_input`: the runtime's output projection and shared-expert fc1 keep
     their bf16 input where the recipe lets them (`memory.inputs.keeps_original_input`); False for
     a Megatron-Core that predates `set_save_original_input`."""
+    fp8_dispatch: bool = False
+    """`Software.ep_dispatch_fp8` where the layer's GEMMs run in fp8: the forward dispatch carries
+    the routed tokens quantized (`Work.ep_dispatch_bytes`)."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
@@ -2242,7 +2261,7 @@ class LayerCase:
                  fp8_scaling: str = "delayed", routing_load: float = 0.0, expert_bias: bool = False,
                  expert_clamp: bool = False, rope_unfused: bool = False, dispatcher: str = "all-to-all",
                  fused_grouped_mlp: bool = False, shared_recomputed: bool = False,
-                 original_input: bool = True) -> None:
+                 original_input: bool = True, fp8_dispatch: bool = False) -> None:
         """The generated `__init__`, faster: each field stored by its slot's own setter (past the
         frozen class's `__setattr__`, as `frozen.replaced` copies), and the hash of the fields'
         tuple kept (`frozen.hash_once`'s value). A search builds one per distinct layer it bounds
@@ -2251,7 +2270,7 @@ class LayerCase:
         the generated one's fields, equality and hash."""
         values = (moe, tp, sp, cp, flavour, seq, micro, ep, precision, attention, kernels, balanced, cp_runtime,
                   fp8_scaling, routing_load, expert_bias, expert_clamp, rope_unfused, dispatcher, fused_grouped_mlp,
-                  shared_recomputed, original_input)
+                  shared_recomputed, original_input, fp8_dispatch)
         for store, value in zip(_CASE_STORES, values, strict=True):
             store(self, value)
         _CASE_HASH(self, hash(values))
@@ -2272,7 +2291,8 @@ class LayerCase:
                    sw.fused_grouped_mlp and moe and gemms == "fp8" and sw.fp8_scaling == "mxfp8"
                    and sw.kernels != "eager",
                    # a module list is stated only with `recompute selective`, so the policy alone says it
-                   moe and "shared_experts" in recompute_modules(sw.selective), sw.save_original_input)
+                   moe and "shared_experts" in recompute_modules(sw.selective), sw.save_original_input,
+                   sw.ep_dispatch_fp8 and moe and gemms == "fp8")
 
     @classmethod
     def of(cls, k: Knobs, moe: bool, sw: Software) -> LayerCase:
@@ -2620,6 +2640,7 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
             sent = ACT * n * (q + 2 * kv + shape.o / t)  # Q, K and V there, the output back
             cp_bytes = (sent, sent)
     ep_bytes = ACT * assigned * h if moe and ep > 1 else 0.0
+    ep_dispatch_bytes = FP8_DISPATCH_BYTES * assigned * h if ep_bytes and case.fp8_dispatch else 0.0
     launches_f, launches_b = layer_launches(gemms, routed_at, experts, recipe,
                                             loop_kernels + moe_kernels + eager_kernels[0],
                                             launched if attention != "unfused" else 4)
@@ -2632,7 +2653,8 @@ def layer_work(shape: Shape, case: LayerCase, hw: Hardware, c: Constants) -> Wor
                 tp_latent_regather=tp_latent_regather, tp_all_reduce=reduce,
                 tp_gather=gather,
                 tp_gemms=tp_partners(blocks, sp) if t > 1 else (), cp_flavour=flavour,
-                cp_bytes=cp_bytes, cp_runtime=cp_runtime, ep_bytes=ep_bytes, moe=moe, shared_blocks=shared_blocks)
+                cp_bytes=cp_bytes, cp_runtime=cp_runtime, ep_bytes=ep_bytes, ep_dispatch_bytes=ep_dispatch_bytes,
+                moe=moe, shared_blocks=shared_blocks)
 
 
 TORCHTITAN_OP = "torchtitan-op"
@@ -2884,8 +2906,12 @@ def piece_collectives(work: Work, tp: Link, cp: Link, ep: Link, calls: TpCalls |
     if work.ep_bytes and ep.size > 1:
         experts, top_k, limit = work.ep_fanout
         spread = kernel_model.deepep_fractions(experts, top_k, ep.size, ep.local, limit) if experts else None
-        out += [Collective("ep", "all_to_all", work.ep_bytes, 2, ep.size, ep.local, "path", 2, phase, spread)
-                for phase in ("forward", "backward")]
+        for phase in ("forward", "backward"):
+            if work.ep_dispatch_bytes:  # quantized into the experts, 16 bits out of them
+                out += [Collective("ep", "all_to_all", size, 1, ep.size, ep.local, "path", 1, phase, spread)
+                        for size in (work.ep_dispatch_bytes, work.ep_bytes)]
+            else:
+                out.append(Collective("ep", "all_to_all", work.ep_bytes, 2, ep.size, ep.local, "path", 2, phase, spread))
     return tuple(c for c in out if c.count > 0 and c.size > 1 and c.payload > 0)
 
 
@@ -3017,7 +3043,8 @@ def paired_tp_exposed(work: Work, records: tuple[Collective, ...], tp: Link, mod
     return out["forward"], out["backward"]
 
 
-def paired_ep_exposed(work: Work, forward: float, backward: float, share: float) -> float:
+def paired_ep_exposed(work: Work, forward: float, backward: float, share: float,
+                      into: tuple[float, float] | None = None) -> float:
     """Seconds a MoE layer's four all-to-alls show when each runs beside the block of the other
     micro-batch's computation the schedule pairs it with: Megatron-Core's 1F1B all-to-all overlap
     (`schedule_layer_1f1b` in megatron/core/models/common/model_chunk_schedule_plan.py: the
@@ -3031,12 +3058,16 @@ def paired_ep_exposed(work: Work, forward: float, backward: float, share: float)
     the same tokens). The expert block's forward is the MoE layer's computation without its
     all-to-alls (`Work.moe_again`: router, permutations, expert GEMMs, activation, shared
     experts), its backward twice that (input and weight gradients); the attention block is the
-    rest of the layer. Each pair takes `kernels.overlap_exposed` (the transfer's SM share)."""
+    rest of the layer. Each pair takes `kernels.overlap_exposed` (the transfer's SM share).
+    `into`: (forward, backward) seconds of the all-to-all into the experts (the dispatch, the
+    combine's gradient) where an FP8 dispatch makes them differ from the way out
+    (`Work.ep_dispatch_bytes`); the way out takes the rest of each. None: halves."""
+    dispatch, gathered = (forward / 2, backward / 2) if into is None else into
     mlp_f = min(work.moe_again, work.forward)
     mlp_b = min(2 * mlp_f, work.backward_input + work.backward_weight)
     attention_f = work.forward - mlp_f
     attention_b = work.backward_input + work.backward_weight - mlp_b
-    pairs = ((attention_f, backward / 2), (mlp_b, forward / 2), (mlp_f, backward / 2), (attention_b, forward / 2))
+    pairs = ((attention_f, gathered), (mlp_b, dispatch), (mlp_f, backward - gathered), (attention_b, forward - dispatch))
     return sum(kernel_model.overlap_exposed(block, transfer, share * transfer) for block, transfer in pairs)
 
 
@@ -3046,7 +3077,8 @@ def overlaps_shared_experts(sw: Software, shape: Shape, tp: int) -> bool:
     return sw.shared_expert_overlap and bool(shape.shared_experts) and shared_overlap_applies(tp)
 
 
-def shared_beside_ep(work: Work, forward: float, backward: float, share: float) -> tuple[float, float]:
+def shared_beside_ep(work: Work, forward: float, backward: float, share: float,
+                     into: tuple[float, float] | None = None) -> tuple[float, float]:
     """Seconds (forward, backward) a MoE layer's all-to-alls show when its shared experts run beside
     them on their own stream (`Software.shared_expert_overlap`): in the forward the dispatch
     transfers while fc1 and its activation compute, the combine while fc2 does (the alltoall
@@ -3055,10 +3087,15 @@ def shared_beside_ep(work: Work, forward: float, backward: float, share: float) 
     its forward) run beside the all-to-all that carries the gradient of the tokens it waits for:
     fc2's beside the combine's, fc1's beside the dispatch's. Each pair takes
     `kernels.overlap_exposed` at the transfer's SM share; `forward`, `backward`: the layer's
-    all-to-all seconds each way (dispatch and combine alike, the same tokens)."""
+    all-to-all seconds each way (dispatch and combine alike, the same tokens); `into` the
+    all-to-alls into the experts' where an FP8 dispatch makes them differ (`paired_ep_exposed`)."""
     fc1, fc2 = work.shared_blocks
-    out_f = sum(kernel_model.overlap_exposed(block, forward / 2, share * forward / 2) for block in (fc1, fc2))
-    out_b = sum(kernel_model.overlap_exposed(2 * block, backward / 2, share * backward / 2) for block in (fc2, fc1))
+    dispatch, gathered = (forward / 2, backward / 2) if into is None else into
+    out_f = sum(kernel_model.overlap_exposed(block, seconds, share * seconds)
+                for block, seconds in ((fc1, dispatch), (fc2, forward - dispatch)))
+    # fc2's gradients beside the combine's gradient into the experts, fc1's beside the way back
+    out_b = sum(kernel_model.overlap_exposed(2 * block, seconds, share * seconds)
+                for block, seconds in ((fc2, gathered), (fc1, backward - gathered)))
     return out_f, out_b
 
 
@@ -3113,13 +3150,22 @@ def exposed(work: Work, tp: Link, cp: Link, ep: Link, overlap_ep: bool, overlap_
     ep_f, ep_b = time[("ep", "forward")], time[("ep", "backward")]
     # the SMs an overlapped transfer holds: DeepEP's own kernels, or NCCL's all-to-all
     share = work.ep_sm_share if work.ep_fanout[0] else ep.sm_share
+    # of each way's ep seconds, the all-to-all into the experts': half, or less where it carries
+    # FP8 (the two calls' difference taken off its half)
+    into = {"forward": ep_f / 2, "backward": ep_b / 2}
+    if work.ep_dispatch_bytes:
+        for phase in into:
+            calls = {r.payload: r for r in records if r.axis == "ep" and r.phase == phase}
+            if work.ep_dispatch_bytes in calls and work.ep_bytes in calls:
+                into[phase] -= (collective_seconds(calls[work.ep_bytes], ep)
+                                - collective_seconds(calls[work.ep_dispatch_bytes], ep)) / 2
     if overlap_ep and ep_f + ep_b:
         # the transfers hide under the other micro-batch's computation, which meanwhile runs on
         # the SMs they leave free, each beside the one block of it the schedule pairs it with
         # (`paired_ep_exposed`)
-        ep_f = ep_b = paired_ep_exposed(work, ep_f, ep_b, share) / 2
+        ep_f = ep_b = paired_ep_exposed(work, ep_f, ep_b, share, (into["forward"], into["backward"])) / 2
     elif overlap_shared and ep_f + ep_b:
-        ep_f, ep_b = shared_beside_ep(work, ep_f, ep_b, share)
+        ep_f, ep_b = shared_beside_ep(work, ep_f, ep_b, share, (into["forward"], into["backward"]))
     kept_seconds = 0.0 if overlap_ep else sum(r.count * collective_seconds(r, ep) for r in kept)
     return Exposed(tp_f=tp_f, tp_b=tp_b, cp_f=cp_f, cp_b=cp_b, ep_f=ep_f, ep_b=ep_b,
                    tp_sent=(sent[("tp", "forward")], sent[("tp", "backward")]),
@@ -3481,7 +3527,8 @@ def selective_replay(work: Work, records: tuple[Collective, ...], selective: str
                                "path", gathers, "recompute"),
                     Collective("tp", "reduce_scatter", work.tp_bytes, 1, tp.size, tp.local, "path", 1, "recompute")]
     out += [replace(c, phase="recompute") for c in records
-            if c.axis == "ep" and c.phase == "forward" and c.payload != work.ep_bytes and c not in kept]
+            if c.axis == "ep" and c.phase == "forward" and c.payload not in (work.ep_bytes, work.ep_dispatch_bytes)
+            and c not in kept]
     return tuple(c for c in out if c.count > 0)
 
 

@@ -496,12 +496,13 @@ def test_layer_case_builds_what_a_generated_dataclass_builds():
     names = [f.name for f in dataclasses.fields(timing.LayerCase) if f.init]
     assert names == ["moe", "tp", "sp", "cp", "flavour", "seq", "micro", "ep", "precision", "attention", "kernels",
                      "balanced", "cp_runtime", "fp8_scaling", "routing_load", "expert_bias", "expert_clamp",
-                     "rope_unfused", "dispatcher", "fused_grouped_mlp", "shared_recomputed"]
+                     "rope_unfused", "dispatcher", "fused_grouped_mlp", "shared_recomputed", "original_input",
+                     "fp8_dispatch"]
     Reference = dataclasses.make_dataclass(
         "Reference", [(f.name, f.type, f) for f in dataclasses.fields(timing.LayerCase) if f.init],
         frozen=True)  # the generated __init__ over the same fields and defaults
     values = (True, 4, True, 2, "all-gather", 8192, 3, 8, "fp8", "flash-te", "fused", True, "torch", "dynamic", 1.5,
-              True, True, True, "hybridep", True, True)
+              True, True, True, "hybridep", True, True, False, True)
     case = timing.LayerCase(*values)
     reference = Reference(*values)
     assert tuple(getattr(case, n) for n in names) == dataclasses.astuple(reference) == values
