@@ -81,9 +81,9 @@ from .targets import shared_overlap_applies
 ACT = 2
 """Bytes of an activation element (bf16/fp16; fp8 training keeps activations in bf16)."""
 FP8_DISPATCH_BYTES = 1 + 4 / 128
-"""Bytes an element of a token the forward's dispatch carries in FP8 (`Software.ep_dispatch_fp8`):
-e4m3 values and one fp32 scale per 128 channels (DeepSeek-V3's 1x128 activation tiles; DeepEP's
-low-precision dispatch takes the same `(x_fp8, scales)` pair)."""
+"""Bytes an element of a token an all-to-all into the experts carries in FP8
+(`Software.ep_dispatch_fp8`): e4m3 values and one fp32 scale per 128 channels (DeepSeek-V3's 1x128
+activation tiles; DeepEP's low-precision dispatch takes the same `(x_fp8, scales)` pair)."""
 PARAM = 2
 FP32 = 4
 """Bytes of a parameter element when gathered (the bf16 compute copy)."""
@@ -880,12 +880,13 @@ class Software:
     Megatron-Core's 1F1B all-to-all overlap (`--overlap-moe-expert-parallel-comm`, Megatron-Bridge's
     `moe_a2a_overlap`); DualPipe-V does the same by its schedule (`dualpipe-v`)."""
     ep_dispatch_fp8: bool = False
-    """The forward's dispatch all-to-all carries the routed tokens in FP8, e4m3 with a scale per
-    128 channels (`FP8_DISPATCH_BYTES`), where the layer's GEMMs run in fp8: DeepSeek-V3 quantizes
-    the activations before the experts' up projection and dispatches them so, the combine and the
-    backward's all-to-alls in BF16 (DeepSeek-V3 Technical Report, Section 3.3.2, "Low-Precision
-    Communication"). No target parc generates does it; the reader sets it from a row that
-    states it."""
+    """The two all-to-alls into the experts carry FP8, e4m3 with a scale per 128 channels
+    (`FP8_DISPATCH_BYTES`), where the layer's GEMMs run in fp8: DeepSeek-V3 quantizes the
+    activation before the experts' up projection and then dispatches it, and does the same with
+    the activation gradient before the down projection; both combines (the forward's and the
+    backward's way out of the experts) stay BF16 (DeepSeek-V3 Technical Report, Section 3.3.3,
+    "Low-Precision Communication"; `Work.ep_dispatch_bytes`). No target parc generates does it;
+    the reader sets it from a row that states it."""
     save_original_input: bool = True
     """Megatron-Core has the attention's output projection and the shared experts' fc1 keep their
     bf16 input for the weight gradient, quantizing it again in the backward, under every fp8 recipe
@@ -2251,8 +2252,8 @@ class LayerCase:
     their bf16 input where the recipe lets them (`memory.inputs.keeps_original_input`); False for
     a Megatron-Core that predates `set_save_original_input`."""
     fp8_dispatch: bool = False
-    """`Software.ep_dispatch_fp8` where the layer's GEMMs run in fp8: the forward dispatch carries
-    the routed tokens quantized (`Work.ep_dispatch_bytes`)."""
+    """`Software.ep_dispatch_fp8` where the layer's GEMMs run in fp8: the all-to-alls into the
+    experts carry their tokens quantized (`Work.ep_dispatch_bytes`)."""
 
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
