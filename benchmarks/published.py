@@ -27,6 +27,7 @@ from parc import timing
 from parc.catalog.gpus import ALIASES as GPU_ALIASES
 from parc.catalog.gpus import FP4_SPARSE_FLOPS, GPUS, PRECISION_PEAK
 from parc.kernels import DEEPEP_SMS, HYBRIDEP_SMS
+from parc.memory.inputs import keeps_original_input
 from parc.plan import Target
 from parc.spec import modules_of_absent_parts
 from parc.stages import empty_ends_split
@@ -1284,7 +1285,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         ep_overlap=ep_overlap,
         shared_expert_overlap=shared_overlap,
         ep_dispatch_fp8=dispatch_fp8,
-        save_original_input=save_original_input_of(entry, family, notes),
+        save_original_input=save_original_input_of(entry, family, notes if keeps_original_input(precision, recipe) else []),
         ep_node_limit=node_limit,
         moe_host_sync=host_sync,
         moe_counts_kept=False,  # parc's own job alone keeps them (`targets.Runtime.moe_counts_kept`)
@@ -1343,7 +1344,8 @@ def save_original_input_of(entry: dict, family: str, notes: list[str]) -> bool:
     """`timing.Software.save_original_input` for a Megatron-family row: False where its NeMo
     container (`container_release`), or failing that its code's date, predates
     `SAVE_ORIGINAL_INPUT`; else the current Megatron-Core's True (a row that states neither is
-    read as the current code, as the target it compiles to runs)."""
+    read as the current code, as the target it compiles to runs). The caller passes the row's
+    notes only where the fact changes what it runs (`memory.inputs.keeps_original_input`)."""
     if family != "megatron":
         return True
     release = container_release(entry)
