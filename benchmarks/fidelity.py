@@ -1275,8 +1275,9 @@ the GEMM, `max(T - G (tp - 1) / tp, s T)`. A pipelined reduce-scatter (`proj_fpr
 TE's default 4 splits, each a quarter of the weight's output rows) computes its first split
 alone and reduces the last split after every GEMM: `max(3/4 (T - G), 3/4 s T) + T / 4`.
 Charged so and refitted (measured 2026-12-06 on the 2-core development box), it was not kept:
-the fitted runs it slows most are Megatron-LM's 2024 tp-8 rows, already slow for their
-data-parallel traffic ("Where the model is weakest"), and the least-squares fit answered by
+the fitted Hopper runs it slows are Megatron-LM's 2024 rows with tp, the worst of them (the
+tp-8 32B) already slow for its data-parallel traffic ("Where the model is weakest"), and the
+least-squares fit answered by
 raising the Hopper GEMM ceiling, `gemm_hopper` 0.8608 -> 0.8692 and `intensity_half` 1.577 ->
 1.554: the GEMM model at parc's job's shapes then came out 6.7 % faster than the H200's measured
 products on the backward's sum (outside tests/test_gpu_check.py's 6 % band), Llama 3 405B's
