@@ -1285,7 +1285,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         ep_overlap=ep_overlap,
         shared_expert_overlap=shared_overlap,
         ep_dispatch_fp8=dispatch_fp8,
-        save_original_input=save_original_input_of(entry, family, notes if keeps_original_input(precision, recipe) else []),
+        save_original_input=save_original_input_of(entry, family, precision, recipe, notes),
         ep_node_limit=node_limit,
         moe_host_sync=host_sync,
         moe_counts_kept=False,  # parc's own job alone keeps them (`targets.Runtime.moe_counts_kept`)
@@ -1340,12 +1340,13 @@ fc1 keep their bf16 input under the fp8 recipes but delayed scaling and under NV
 core_v0.15.0; core_r0.14.0 does not."""
 
 
-def save_original_input_of(entry: dict, family: str, notes: list[str]) -> bool:
+def save_original_input_of(entry: dict, family: str, precision: str, recipe: str, notes: list[str]) -> bool:
     """`timing.Software.save_original_input` for a Megatron-family row: False where its NeMo
     container (`container_release`), or failing that its code's date, predates
     `SAVE_ORIGINAL_INPUT`; else the current Megatron-Core's True (a row that states neither is
-    read as the current code, as the target it compiles to runs). The caller passes the row's
-    notes only where the fact changes what it runs (`memory.inputs.keeps_original_input`)."""
+    read as the current code, as the target it compiles to runs). Noted only where the fact
+    changes what the row runs: its `precision` and fp8 `recipe` are ones Megatron-Core keeps the
+    bf16 input under (`memory.inputs.keeps_original_input`)."""
     if family != "megatron":
         return True
     release = container_release(entry)
@@ -1356,7 +1357,7 @@ def save_original_input_of(entry: dict, family: str, notes: list[str]) -> bool:
         current = date >= SAVE_ORIGINAL_INPUT[1]
     else:
         return True
-    if not current:
+    if not current and keeps_original_input(precision, recipe):
         notes.append(f"Megatron-Core before `set_save_original_input` (NeMo container {release or date}, before "
                      f"{SAVE_ORIGINAL_INPUT[0]}): the output projection and shared-expert fc1 keep their quantized "
                      "input under current scaling, MXFP8 and NVFP4")

@@ -318,6 +318,21 @@ def sp_cast_saving(shape: Shape, case: LayerCase, transposed: bool) -> tuple[flo
     return forward * tokens, backward * tokens
 
 
+def kept_bf16_input(case: LayerCase) -> bool:
+    """Whether the layer's output projection keeps its bf16 input for the weight gradient: the
+    runtime's Megatron-Core has `set_save_original_input` (`LayerCase.original_input`) and the
+    recipe is one it sets it under (`memory.inputs.keeps_original_input`)."""
+    return case.original_input and keeps_original_input(case.precision, case.fp8_scaling)
+
+
+def shared_fc1_keeps_bf16(shape: Shape, case: LayerCase) -> bool:
+    """Whether a MoE layer's shared-expert fc1 keeps its bf16 input too (`kept_bf16_input`):
+    Megatron-Core's shared_experts.py sets it unless the shared experts are recomputed
+    (`LayerCase.shared_recomputed`). The one predicate of its casts (`original_input_casts`) and
+    of its extra amax all-reduce (`tp_amax_reductions`)."""
+    return case.moe and bool(shape.shared_experts) and not case.shared_recomputed and kept_bf16_input(case)
+
+
 def original_input_casts(shape: Shape, case: LayerCase, transposed: bool) -> tuple[float, float]:
     """(forward, backward) HBM bytes, on one rank for one micro-batch, that the linears Megatron-Core
     has keep their bf16 input (`set_save_original_input`: the attention's output projection, and a
@@ -331,7 +346,7 @@ def original_input_casts(shape: Shape, case: LayerCase, transposed: bool) -> tup
     scaling the columnwise copy alone; a gathered input (the shared experts' fc1 under sequence
     parallelism) is quantized rowwise on the rank's own rows and transposed after the re-gather.
     Negative forward, positive backward; 0 under delayed scaling and outside Transformer Engine."""
-    if not case.original_input or not keeps_original_input(case.precision, case.fp8_scaling):
+    if not kept_bf16_input(case):
         return 0.0, 0.0
     recipe = cast_scaling(case.precision, case.fp8_scaling)
     block = recipe != "current"
@@ -341,7 +356,7 @@ def original_input_casts(shape: Shape, case: LayerCase, transposed: bool) -> tup
     # the output projection's input: the attention's output, the rank's own, never gathered
     forward = -column * tokens * shape.o / case.tp
     backward = (full - (column if block else 0.0)) * tokens * shape.o / case.tp
-    if case.moe and shape.shared_experts and not case.shared_recomputed:  # the shared fc1's input (the norm's output)
+    if shared_fc1_keeps_bf16(shape, case):  # the shared fc1's input (the norm's output)
         rows = tokens * shape.hidden / shard
         gathered = shard > 1
         forward -= 0.0 if gathered and not block else column * rows  # per-tensor: gathered rowwise anyway
@@ -4882,7 +4897,7 @@ def tp_amax_reductions(shape: Shape, case: LayerCase, hw: Hardware, tp: Link,
     shared = case.moe and bool(shape.shared_experts)
     ffn = 1 if not case.moe or shared else 0
     attention = len(up_projections(shape)) if shape.mla else 1
-    kept = int(shared and not case.shared_recomputed and case.original_input)  # the shared fc1 keeps its bf16 input
+    kept = int(shared_fc1_keeps_bf16(shape, case))
     # (phase, amaxes, calls): a shared fc1 that keeps its bf16 input casts it rowwise only forward
     # and again in the backward, one amax each
     if replayed is not None:
