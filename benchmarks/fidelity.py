@@ -2363,16 +2363,46 @@ run"), which took them to the errors above. The ModelZoo's 2025 Qwen3-235B-A22B 
 forced-balance rows came within 4 % at 16K-128K when this was written, against 16-32 % slow as stored
 ("The long-context MoE series, from its own points"). What
 differs between the two NeMo tables that could make attention 0.6x as fast on the older one: the
-software (NeMo's own Dockerfile from February to May 2024 builds on NGC PyTorch 24.01, v1.23.0's with
-Transformer Engine 1.2: older than the cuDNN releases, mid-2024 on, whose benchmarks the cuDNN curve
-is fitted on; which cuDNN that container carried is not in the sources read here);
-the GPU (the B200 curve was Hopper's fractions scaled by the measured matmul ceiling when this was
-written; the GB200 sweep published since gives B200 4 % more forward and 1.5 % more backward); and the FLOP count (read as a causal count, the last
-column, the B200 rows come out slower the longer the sequence under either attention speed, the
-pattern no reading of the physics here removes, so the callback's non-causal count is the reading). None of these is measured here, so the constant stays as
-fitted and these rows stand as the check that says it may belong to one release rather than to
-training; the prepared timed rehearsal of Llama 3 8B at 32K tokens (`benchmarks/gpu_check.py`)
-measures the same question for parc's own runtime on the first session with a GPU.
+GPU (the B200 curve was Hopper's fractions scaled by the measured matmul ceiling when this was
+written; the GB200 sweep published since gives B200 4 % more forward and 1.5 % more backward); the
+FLOP count (read as a causal count, the last column, the B200 rows come out slower the longer the
+sequence under either attention speed, the pattern no reading of the physics here removes, so the
+callback's non-causal count is the reading); and the kernel, which has since been read.
+
+*Which kernel the H100 table ran (read at stop 58).* Not cuDNN's. The table names the
+`NeMo24.03.01.framework` container, whose entry point is NeMo-Framework-Launcher, and the launcher
+exports `NVTE_FUSED_ATTN: 0` ("Disable cudnn FA until we've tested it more") in every job it starts
+(`launcher_scripts/conf/config.yaml`, added in 562dcb45, 2024-02-13, and removed in 04b8d098,
+2024-08-29, "enable fused attention"; the tags 24.01, 24.03.01, 24.05 and 24.07 carry it, 23.11 and
+24.09 do not). Transformer Engine therefore ran flash-attn's FlashAttention-2 there, as it does
+for the two DGX Cloud recipes below that state the same variable. NeMo's 24.07 performance table
+(`nemo_performance.yaml`) ran under the same launcher default. What that reading does, measured on
+the development machine by giving those 21 rows FlashAttention-2's curve and refitting every
+constant (`fidelity.py --write`, then every published file):
+
+- the H100 table alone: `attention_sustained` refits to 0.976, with the table's errors as flat as
+  stored (+0.9 % at 4K, -4.7 % at 512K). FlashAttention-2 sustained its benchmarks' speed in that
+  run, and the stored constant charges the same seconds: cuDNN's curve at 0.5906 is within 2.3 % of
+  FlashAttention-2's at 0.976 for every kernel of the table (4K-1M keys, head dim 128, causal,
+  forward and backward; `kernels.CUDNN_HOPPER`, `kernels.FA2_HOPPER`);
+- one constant at 0.976 for every runtime: all 621 rows' median 7.3 % -> 8.9 %, p90 18.7 % ->
+  27.9 %. llm-foundry's Triton-kernel rows at 32K-65K tokens go from +7-18 % to +48-71 %,
+  torchtitan's context-parallel rows from -2..-8 % to up to +40 %, DGX Cloud's H100 rows' median
+  9.1 % -> 11.0 %, the B200 table from -16 % to +20 % (median signed); the ModelZoo's Qwen3
+  long-context rows improve (`published.yaml` median 4.2 % -> 2.6 %);
+- Transformer Engine's attention at 0.976 and every other runtime's at the stored 0.5906 (two
+  constants): median 7.7 %, p90 19.1 %. DGX Cloud's H100 rows (cuDNN, NeMo 24.09) and NeMo's 24.07
+  and 25.x tables come out faster than measured (`nemo_performance.yaml` median 4.9 % -> 8.8 %), the
+  B200 table +20 %.
+
+The stored constant is kept, with the H100 table read as cuDNN, until the evidence agrees with
+itself: read as it ran, that table says attention in training reaches its kernel's benchmarks,
+while the runs at 2K-8K tokens under cuDNN (DGX Cloud, NeMo 24.09-25.x) and the runs outside
+Transformer Engine say it does not, and the constant at 0.59 of cuDNN's curve is what fits both
+(about FlashAttention-2's benchmark speed on Hopper, whichever kernel ran). The reading that would
+separate them is a timed cuDNN attention kernel inside a training step, which the prepared
+rehearsal of Llama 3 8B at 32K tokens (`benchmarks/gpu_check.py`) measures for parc's own runtime
+on the first session with a GPU.
 
 ### A third NVIDIA source on H100: the DGX Cloud benchmarking tables
 
