@@ -3454,7 +3454,11 @@ runtime, eager PyTorch with FlashAttention and no tensor-parallel overlap, unles
   generation, and the published rows show that it cannot: NeMo 24.03's attention and the
   ModelZoo's late-2025 Megatron-Core attention differ 1.7x by their own points ("The long-context
   MoE series", above), so rows of the later runtime come out slow in proportion to their attention
-  share (the long-context MoE rows: -16 to -34 % with the router forced even). torchtitan compiles each transformer block, not the output layer and the loss,
+  share (the long-context MoE rows: -16 to -34 % with the router forced even). The 1.7x is the
+  kernels' own ratio: NeMo 24.03 ran flash-attn's FlashAttention-2 ("Which kernel the H100 table
+  ran"), the ModelZoo runs cuDNN's, and cuDNN's published curve is 1.64x FlashAttention-2's at
+  long keys, forward and backward; each source alone says its kernel ran at its benchmarks, and
+  the other sources are what keep the constant where it is. torchtitan compiles each transformer block, not the output layer and the loss,
   which the model times at the compiled speed (under 1 % of the long-sequence steps). torch's SDPA is taken to run its FlashAttention-2 backend on every generation
   (its cuDNN backend, when a torch version prefers it on Hopper, is faster).
 - Tile shapes other than 128 x 128 and stream-K: cuBLAS picks among several tiles per shape; the
