@@ -2394,7 +2394,8 @@ exports `NVTE_FUSED_ATTN: 0` ("Disable cudnn FA until we've tested it more") in 
 2024-08-29, "enable fused attention"; the tags 24.01, 24.03, 24.03.01, 24.05 and 24.07 carry it, 23.11 and
 24.09 do not). Transformer Engine therefore ran flash-attn's FlashAttention-2 there, as it does
 for the two DGX Cloud recipes below that state the same variable. NeMo's 24.07 performance table
-(`nemo_performance.yaml`) ran under the same launcher default. What that reading does, measured on
+(`nemo_performance.yaml`) names a container whose launcher sets the same default (read so below,
+an inference: the table does not say how its runs were launched). What that reading does, measured on
 the development machine by giving those 21 rows FlashAttention-2's curve and refitting every
 constant (`fidelity.py --write`, then every published file):
 
