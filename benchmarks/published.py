@@ -2127,7 +2127,8 @@ TRITON_ATTENTION = re.compile(r"attn[_-]impl:?\s*triton|flash ?attention in trit
 
 TRITON_NOTE = ("attention: FlashAttention in Triton, as the source states; evaluated with the "
                "FlashAttention-2 curve x `attention_sustained`, the speed training runs reach relative "
-               "to the kernel benchmarks (fitted on NeMo's long-sequence rows read as cuDNN's, held on torchtitan's SDPA rows), "
+               "to the kernel benchmarks (fitted on NeMo's long-sequence rows read as cuDNN's, held on "
+               "torchtitan's SDPA rows), "
                "which already carries the gap; Dao 2023's Triton-vs-FlashAttention-2 ratio (Section 4.1) "
                "was measured on OpenAI's `triton.ops.flash_attention`, not on this kernel (Tri Dao's "
                "`flash_attn_triton.py`, which llm-foundry copies)")

@@ -8,8 +8,9 @@ is in one:
 - an attention-heavy step: how fast a fused attention kernel runs inside a training run, against
   its own benchmarks, differs by runtime and release (`attention_sustained`, fitted on NeMo
   24.03's long-sequence table read as cuDNN's kernel, 0.6, though its launcher ran
-  FlashAttention-2 at about that kernel's benchmark speed; NeMo 25.04 on B200 and the 2025 ModelZoo runs sustained more,
-  llm-foundry's Triton kernel less), so the longer the sequence, the wider the error;
+  FlashAttention-2 at about that kernel's benchmark speed; NeMo 25.04 on B200 and the 2025
+  ModelZoo runs sustained more, llm-foundry's Triton kernel less), so the longer the sequence,
+  the wider the error;
 - a GPU whose tensor cores no published matmul sweep measured: its GEMMs take a measured sibling's
   ceiling carried by the power law (`kernels.MAMF_CARRIED`; GB300 runs about 1.2x GB200 in
   Megatron-Bridge's tables where the law gives it 1.11x), a measured part's
