@@ -1052,6 +1052,19 @@ TORCH_FSDP_WORDS = ("llm-foundry", "composer", "torch fsdp")
 (MosaicML's llm-foundry through Composer): the runtime facts of `target torch`, parc's own job."""
 
 
+SET_OFF = r"[\s:=]*(?:false|off|none|no|0|disabled)\b"
+"""What follows an option set off as a row may write it: "tp_comm_overlap: False",
+"moe_a2a_overlap=false", "ub_tp_comm_overlap false"."""
+
+
+def states(compact: str, option: str) -> bool:
+    """Whether a row's text (`software_of`'s `compact`: lower-cased, `_` written `-`) states
+    `option` (a pattern: the option's words joined by `-`) on: named at least once without a false
+    value after it. A config pasted into a note ("moe_router_force_load_balancing: False") names
+    an option to set it off."""
+    return re.search(option + "(?!" + SET_OFF + ")", compact) is not None
+
+
 def fsdp_version(family: str, text: str) -> str:
     """Whose copies the data-parallel runtime makes around its collectives (`Software.dp_copies`),
     from what the row's source states: torchtitan runs FSDP2; Composer (llm-foundry) wraps torch's
@@ -1108,7 +1121,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                      "`attention-backend flash`)")
     compact = text.replace("_", "-")
     # "ub_tp_comm_overlap false" (a launcher configuration quoted as evidence) states the opposite
-    tp_comm_overlap = re.search(r"tp[- ]comm[- ]overlap(?![\s:=]*(?:false|off|none|0)\b)", compact)
+    tp_comm_overlap = states(compact, "tp[- ]comm[- ]overlap")
     if tp_comm_overlap or "async tp" in compact or "async-tp" in compact:
         overlap, why = "all", "tensor-parallel communication overlap stated in the source"
     elif family == "megatron" and (year is None or year >= 2022):
@@ -1128,7 +1141,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         if dp > 1:
             notes.append("fp16 gradients reduced in fp16 (Megatron-LM reduces in the parameters' dtype; "
                          "only bf16 forces fp32)")
-    if "grad-reduce-in-bf16" in compact or "bf16 gradient reduc" in compact:
+    if states(compact, "grad-reduce-in-bf16") or "bf16 gradient reduc" in compact:
         grad_bytes = 2
     kernels = "fused"
     if family == "torch":
@@ -1138,7 +1151,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         kernels = "fused" if compiled else "eager"
         if compiled:
             notes.append("torch.compile: fused kernels' speed (the eager runtime's without it)")
-    if "force-load-balancing" in compact or "forced balance" in text:
+    if states(compact, "force-load-balancing") or "forced balance" in text:
         # Megatron-Core's benchmark mode replaces the router's logits with normal noise for every
         # token (megatron/core/transformer/moe/moe_utils.py, RandomSTE: "random logits of router
         # for load-balanced benchmark"): a random router, whose busiest rank the model's floor
@@ -1167,21 +1180,21 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         notes.append("FP8 all-to-alls into the experts (stated: the dispatch, and the gradient before the down "
                      "projection; the combine and its gradient in BF16), e4m3 with a scale per 128 channels "
                      "(not expressible in a spec)")
-    ep_overlap = "1f1b overlap" in text or "overlap-moe-expert-parallel-comm" in compact
+    ep_overlap = "1f1b overlap" in text or states(compact, "overlap-moe-expert-parallel-comm")
     if ep_overlap:
         notes.append("ep all-to-all overlapped with another micro-batch's computation (stated: 1F1B overlap; "
                      "not expressible in a spec)")
     # Megatron-Core's shared experts on their own stream beside the alltoall dispatcher's
     # all-to-alls (`Software.shared_expert_overlap`); Megatron-Bridge turns it off beside the 1F1B
     # overlap and under the flex dispatcher
-    shared_overlap = ("moe-shared-expert-overlap" in compact and not ep_overlap and not (deepep or hybridep)
+    shared_overlap = (states(compact, "moe-shared-expert-overlap") and not ep_overlap and not (deepep or hybridep)
                       and bool((entry.get("model") or {}).get("shared_experts")) and shared_overlap_applies(tp))
     if shared_overlap:
         notes.append("shared experts beside the dispatcher's all-to-alls (stated: --moe-shared-expert-overlap; "
                      "timing.shared_beside_ep)")
     # the dispatcher reads each layer's token counts on the host unless the runtime keeps them on
     # the GPU: inputs padded to a stated capacity, or a CUDA graph over the whole iteration
-    host_sync = not ("pad-expert-input-to-capacity" in compact or "full-iteration-cuda-graph" in compact)
+    host_sync = not (states(compact, "pad-expert-input-to-capacity") or states(compact, "full-iteration-cuda-graph"))
     if not host_sync:
         notes.append("no host read of the token counts (stated: experts' inputs padded to capacity or a "
                      "full-iteration CUDA graph; Software.moe_host_sync off)")
@@ -1223,13 +1236,13 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                      "(rope_utils.apply_rotary_pos_emb; not expressible in a spec)")
     # Transformer Engine's FP8 dot-product attention (Megatron-Core's `fp8_dot_product_attention`,
     # which Megatron-Bridge's recipes set): the attention's products in FP8 too
-    attention_fp8 = family == "megatron" and precision == "fp8" and "fp8-dot-product-attention" in compact
+    attention_fp8 = family == "megatron" and precision == "fp8" and states(compact, "fp8-dot-product-attention")
     if attention_fp8:
         notes.append("FP8 dot-product attention (stated: Transformer Engine's FP8 fused attention)")
     # Transformer Engine's fused grouped MLP (Megatron-Bridge's `cutedsl_fused_grouped_mlp`, which
     # sets Megatron-Core's `use_transformer_engine_op_fuser`): the experts' GLU and quantizations
     # in their grouped GEMMs' epilogues, where TE fuses (`timing.fuses_grouped_mlp`)
-    fused_grouped_mlp = family == "megatron" and "fused-grouped-mlp" in compact
+    fused_grouped_mlp = family == "megatron" and states(compact, "fused-grouped-mlp")
     if fused_grouped_mlp:
         notes.append("Transformer Engine's fused grouped MLP (stated): the experts' GLU and quantizations in the "
                      "grouped GEMMs' epilogues, one kernel per GEMM for all local experts, on Blackwell under "
@@ -1278,7 +1291,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         # (NVFP4's from Megatron-Bridge 26.04.01, `fp4_param_gather`; bf16 before, `read_recipe`)
         gather_bytes=gather_bytes(Target(name=target_name(family), fp8_recipe=TARGET_RECIPES.get(recipe),
                                          float8_all_gather=family == "torchtitan" and titan_float8_all_gather(entry),
-                                         fp8_params="fp4-param-gather false" not in compact),
+                                         fp8_params=not re.search("fp4-param-gather" + SET_OFF, compact)),
                                   precision),
         balanced_routing=balanced,
         ep_dispatcher="hybridep" if hybridep else "deepep" if deepep else "all-to-all",
@@ -1514,15 +1527,17 @@ def modules_the_model_has(modules: tuple[str, ...], dims: Dims, notes: list[str]
 
 
 def megatron_modules(entry: dict) -> tuple[str, ...]:
-    """The modules a row's `--recompute-modules` flag names (Megatron-Core's selective
-    recomputation by module, `megatron/training/arguments.py`; default `core_attn`), in the
-    flag's order; () when the row states no such flag. Names that are not Megatron-Core's
-    modules are kept out."""
-    text = str((entry.get("layout") or {}).get("recompute") or "")
-    found = re.search(r"--recompute-modules\s+([a-z_ ]+)", text)
+    """The modules a row's recomputation names (Megatron-Core's selective recomputation by module,
+    `--recompute-modules`, `megatron/training/arguments.py`; default `core_attn`), in the order
+    written; () when it names none. Read after the option's name however it is written
+    ("--recompute-modules mla_up_proj mlp", "recompute_modules: [mla_up_proj, mlp]") or after a
+    leading "selective" ("selective (mla_up_proj, mlp)"). Words that are not Megatron-Core's
+    module names are kept out, so "selective (the attention core)" names none."""
+    text = str((entry.get("layout") or {}).get("recompute") or "").lower()
+    found = re.search(r"recompute[-_ ]modules(.*)", text, flags=re.S) or re.match(r"\s*selective\b(.*)", text, flags=re.S)
     if not found:
         return ()
-    return tuple(m for m in found.group(1).split() if m in MODULE_WORDS)
+    return tuple(dict.fromkeys(m for m in re.findall(r"[a-z_]+", found.group(1)) if m in MODULE_WORDS))
 
 
 def recompute_modules_text(modules: tuple[str, ...]) -> str:
@@ -1764,6 +1779,101 @@ def layout_of(lay: dict, gpus: int, notes: list[str]) -> dict:
 # A whole row
 
 
+STATED_OPTIONS: dict[str, tuple[str, str]] = {
+    # the name as a config, a command line or a note writes it: (the `recipe` key, kind of value)
+    "grad_reduce_in_fp32": ("grad_reduce_in_fp32", "bool"),
+    "grad_reduce_in_bf16": ("grad_reduce_in_fp32", "not"),  # Megatron-LM's `--grad-reduce-in-bf16`
+    "tp_comm_overlap": ("tp_comm_overlap", "bool"),
+    "ub_tp_comm_overlap": ("tp_comm_overlap", "bool"),  # NeMo 1.x's name
+    "moe_a2a_overlap": ("moe_a2a_overlap", "bool"),
+    "overlap_moe_expert_parallel_comm": ("moe_a2a_overlap", "bool"),  # Megatron-Core's name
+    "moe_shared_expert_overlap": ("moe_shared_expert_overlap", "bool"),
+    "moe_router_force_load_balancing": ("moe_router_force_load_balancing", "bool"),
+    "moe_pad_expert_input_to_capacity": ("moe_pad_expert_input_to_capacity", "bool"),
+    "fp4_param_gather": ("fp4_param_gather", "bool"),
+    "fp8_dot_product_attention": ("other", "bool"),
+    "cutedsl_fused_grouped_mlp": ("other", "bool"),
+    "moe_token_dispatcher_type": ("moe_token_dispatcher_type", "word"),
+    "moe_flex_dispatcher_backend": ("moe_flex_dispatcher_backend", "word"),
+    "cuda_graph_impl": ("cuda_graph_impl", "word"),
+    "recompute_granularity": ("recompute_granularity", "word"),
+    "activations_checkpoint_granularity": ("recompute_granularity", "word"),  # NeMo 1.x's name
+    "moe_expert_capacity_factor": ("moe_expert_capacity_factor", "number"),
+    "cpu_offloading_num_layers": ("cpu_offloading_num_layers", "number"),
+    "recompute_modules": ("recompute_modules", "modules"),
+    "pipeline_model_parallel_layout": ("pipeline_model_parallel_layout", "layout"),
+}
+"""The options `read_recipe` reads, as a row's text may state them instead of a `recipe`: Megatron-
+Bridge's and Megatron-Core's names (`_` or `-`, optionally a command line's `--`), each followed by
+`:`, `=` or a space and its value. A yes/no option named with no value after it is on (a command
+line's flag)."""
+
+OPTION_VALUES = {
+    "bool": r"(?:\s*[:=]\s*|\s+)(true|false|on|off|yes|no|enabled|disabled|1|0)\b",
+    "not": r"(?:\s*[:=]\s*|\s+)(true|false|on|off|yes|no|enabled|disabled|1|0)\b",
+    "word": r"(?:\s*[:=]\s*|\s+)['\"]?([a-z][\w-]*)",
+    "number": r"(?:\s*[:=]\s*|\s+)(\d+(?:\.\d+)?|\.\d+)\b",
+    "modules": r"(?:\s*[:=]\s*|\s+)(\[[^\]]*\]|[a-z_]+(?:\s+[a-z_]+)*)",
+    "layout": r"(?:\s*[:=]\s*|\s+)['\"]?([EtmL0-9*|()]+)",
+}
+"""The value each kind of option takes after its name (`STATED_OPTIONS`)."""
+
+ON_WORDS = ("true", "on", "yes", "enabled", "1")
+
+
+def stated_options(entry: dict) -> dict:
+    """The `recipe` options (`STATED_OPTIONS`) a row's own text states, in the `recipe` field's
+    form: what a transcriber who pasted the run's config into its evidence or notes wrote
+    ("moe_a2a_overlap: True", "--moe-token-dispatcher-type flex", "recompute_modules=[mla_up_proj,
+    mlp]"). The first statement of each option counts; a yes/no option named with no value is on,
+    as a command line's flag; names it does not know of are not read."""
+    lay, model = entry.get("layout") or {}, entry.get("model") or {}
+    parts: list[str] = []
+
+    def walk(x):
+        if isinstance(x, str):
+            parts.append(x)
+        elif isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, (list, tuple)):
+            for v in x:
+                walk(v)
+
+    walk([entry.get("source"), entry.get("notes"), lay.get("extra"), model.get("extra")])
+    text = "\n".join(parts)
+    out: dict = {}
+    for name, (key, kind) in STATED_OPTIONS.items():
+        words = name.replace("_", "[_-]")
+        said = re.search(r"(?<![\w-])(?:--)?" + words + r"(?![\w-])", text, flags=re.I)
+        if not said:
+            continue
+        value = re.match(OPTION_VALUES[kind], text[said.end():], flags=0 if kind == "layout" else re.I)
+        if kind in ("bool", "not"):
+            on = value is None or value.group(1).lower() in ON_WORDS
+            if key == "other":
+                if on:
+                    out.setdefault("other", []).append(name)
+            elif key not in out:
+                out[key] = on if kind == "bool" else not on
+        elif value is None or key in out:
+            continue
+        elif kind == "word":
+            if value.group(1).lower() not in ("null", "none") or key == "cuda_graph_impl":
+                out[key] = value.group(1).lower().replace("-", "_")
+        elif kind == "number":
+            number = float(value.group(1))
+            out[key] = int(number) if number.is_integer() and key == "cpu_offloading_num_layers" else number
+        elif kind == "modules":
+            named = re.findall(r"[a-z_]+", value.group(1).lower())
+            modules = [m for m in named if m in MODULE_WORDS]
+            if modules or not named:  # "recompute_modules: []" states none; unknown names state nothing
+                out[key] = modules
+        else:
+            out[key] = value.group(1)
+    return out
+
+
 def read_recipe(entry: dict) -> dict:
     """A row with the facts its `recipe` states (the framework's performance recipe for the run,
     megatron_bridge_releases_moe.yaml: Megatron-Bridge's option names and values), put as the
@@ -1780,9 +1890,11 @@ def read_recipe(entry: dict) -> dict:
     (`fp8_dot_product_attention` in `other`: `Software.attention_fp8`), and HybridEP under the flex
     dispatcher (`Software.ep_dispatcher` "hybridep"), and NVFP4 weights kept in bf16
     (`fp4_param_gather` False: `target megatron { fp8-params off }`). The others (partial CUDA graphs, fused
-    kernels) are kept in the row for the record. A row without `recipe` is unchanged."""
-    r = entry.get("recipe")
-    if not isinstance(r, dict):
+    kernels) are kept in the row for the record. The options its text states (`stated_options`) are read
+    as the same recipe, the `recipe` field first. A row that states none of them is unchanged."""
+    recipe = entry.get("recipe")
+    r = {**stated_options(entry), **(recipe if isinstance(recipe, dict) else {})}
+    if not r:
         return entry
     said = []
     if r.get("grad_reduce_in_fp32") is False:
