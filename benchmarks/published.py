@@ -1952,11 +1952,68 @@ def read_recipe(entry: dict) -> dict:
     return dict(entry, notes=notes or None, layout=lay, model=model)
 
 
+MODEL_FACTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    # the model field the reader takes: (kind of value, other names a config gives it)
+    "kv_lora_rank": ("int", ()),
+    "q_lora_rank": ("int", ()),
+    "qk_rope_head_dim": ("int", ()),
+    "v_head_dim": ("int", ()),
+    "mtp_layers": ("int", ("mtp_num_layers", "num_nextn_predict_layers")),
+    "window": ("int", ("sliding_window", "window_size")),
+    "full_attention_every": ("int", ()),
+    "expert_bias": ("bool", ()),
+    "activation_clamp": ("float", ("activation_func_clamp_value", "swiglu_limit")),
+    "yarn_factor": ("float", ()),
+    "yarn_mscale": ("float", ()),
+    "yarn_mscale_all_dim": ("float", ()),
+    "capacity_factor": ("float", ("moe_expert_capacity_factor",)),
+}
+"""The model's facts beyond the shared schema's fields that the reader takes (`model_block`,
+`software_of`), and the names Megatron-Core's and Hugging Face's configs give them
+(`num_nextn_predict_layers`, `sliding_window`, `swiglu_limit`), as a row may state them in
+`model.extra`, the schema's place for them, instead of as fields of their own."""
+
+FACT_VALUES = {"int": r"(\d+)\b", "float": r"(\d+(?:\.\d+)?|\.\d+)", "bool": r"(true|false|yes|no|on|off)\b"}
+
+
+def read_model_extra(entry: dict) -> dict:
+    """A row with the model facts (`MODEL_FACTS`) its `model.extra` states, a mapping or a text
+    ("kv_lora_rank: 512, sliding_window 128"), put as the model's own fields; a field the row
+    already has is kept. A row whose `extra` states none of them is unchanged."""
+    model = entry.get("model") or {}
+    extra = model.get("extra")
+    if not extra:
+        return entry
+    found: dict = {}
+    for key, (kind, aliases) in MODEL_FACTS.items():
+        if key in model:
+            continue
+        for name in (key, *aliases):
+            if isinstance(extra, dict):
+                value = next((v for k, v in extra.items()
+                              if re.sub(r"[ -]", "_", str(k).strip().lower()) == name), None)
+                if isinstance(value, str):
+                    said = re.match(FACT_VALUES[kind], value.strip(), flags=re.I)
+                    value = said.group(1) if said else None
+            else:
+                said = re.search(r"(?<![\w-])" + name.replace("_", "[_ -]") + r"(?![\w-])\s*[:=]?\s*"
+                                 + FACT_VALUES[kind], str(extra), flags=re.I)
+                value = said.group(1) if said else None
+            if value is None or isinstance(value, (dict, list)):
+                continue
+            if kind == "bool":
+                found[key] = value if isinstance(value, bool) else str(value).lower() in ("true", "yes", "on")
+            else:
+                found[key] = int(float(value)) if kind == "int" else float(value)
+            break
+    return dict(entry, model=dict(model, **found)) if found else entry
+
+
 def row_spec(entry: dict, others: list[dict] = ()) -> Run | Skipped:
     """The .par text of one published run, with the facts it had to assume; never raises.
     `others`, the rest of the file, may lend a missing global batch (`sibling_micro_batches`)."""
     try:
-        return _row_spec(read_recipe(entry), others)
+        return _row_spec(read_recipe(read_model_extra(entry)), others)
     except Unusable as e:
         return Skipped(str(entry.get("id", "?")), str(e))
     except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError, OverflowError) as e:

@@ -170,3 +170,51 @@ def test_the_options_a_text_states(text, read):
 ])
 def test_the_recomputed_modules_however_written(recompute, modules):
     assert published.megatron_modules({"layout": {"recompute": recompute}}) == modules
+
+
+def _model_rows() -> list[tuple[dict, list[dict], list[str]]]:
+    out = []
+    for path in sorted(DATA.glob("*.yaml")):
+        entries = yaml.safe_load(path.read_text())
+        if not isinstance(entries, list):
+            continue
+        for e in entries:
+            keys = [k for k in published.MODEL_FACTS if k in (e.get("model") or {})]
+            if keys:
+                out.append((e, entries, keys))
+    return out
+
+
+@pytest.mark.parametrize("form", ["mapping", "text"])
+def test_model_facts_in_model_extra_read_as_fields(form):
+    """The shared schema keeps facts beyond its model fields in `model.extra`: MLA's ranks, the
+    multi-token prediction depth, gpt-oss's window, expert bias, clamp and YaRN factor, moved
+    there from the repository's own fields, read the same (before `read_model_extra` a window
+    there was dropped and gpt-oss's layers attended to the whole sequence)."""
+    rows = _model_rows()
+    assert len(rows) >= 60
+    differ = []
+    for entry, others, keys in rows:
+        want = published.row_spec(entry, others)
+        moved = copy.deepcopy(entry)
+        facts = {k: moved["model"].pop(k) for k in keys}
+        moved["model"]["extra"] = facts if form == "mapping" else ", ".join(f"{k}: {v}" for k, v in facts.items())
+        got = published.row_spec(moved, others)
+        if isinstance(want, published.Skipped):
+            same = got == want
+        else:
+            same = not isinstance(got, published.Skipped) and _spec_body(got) == _spec_body(want) \
+                and got.software == want.software
+        if not same:
+            differ.append(entry["id"])
+    assert not differ, differ[:10]
+
+
+def test_a_config_s_own_names_for_a_model_fact():
+    """Hugging Face's and Megatron-Core's names for the same facts (gpt-oss's `sliding_window`,
+    `swiglu_limit`; DeepSeek-V3's `num_nextn_predict_layers`)."""
+    entry = {"model": {"name": "x", "extra": "sliding_window: 128, swiglu_limit=7.0, num_nextn_predict_layers 1"}}
+    model = published.read_model_extra(entry)["model"]
+    assert (model["window"], model["activation_clamp"], model["mtp_layers"]) == (128, 7.0, 1)
+    kept = {"model": {"window": 64, "extra": {"sliding_window": 128}}}
+    assert published.read_model_extra(kept)["model"]["window"] == 64
