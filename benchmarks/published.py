@@ -1329,6 +1329,18 @@ schedule waits on each forward send at once (`Software.pp_overlap` "backward"): 
 c270efc505's submodule addc601f57 (26.06) has it, 26.04's 23265d2 is the day before it."""
 
 
+def runtime_date(entry: dict) -> str:
+    """The date of the code a row ran, "YYYY", "YYYY-MM" or "YYYY-MM-DD", or "": its `runtime`
+    block's, else a date its text states beside the commit it names ("Megatron-LM commit
+    285068c8 of 2023-01-11", "at commit fa0315ae26 (2025-10-10)"): the shared schema has no
+    `runtime` block, so a transcriber who knows the date writes it there."""
+    stated = str((entry.get("runtime") or {}).get("date") or "")
+    if stated:
+        return stated
+    found = re.search(r"commit\s+[0-9a-f]{7,40}\b[^.;\n]{0,40}?\b(20\d\d-[01]\d(?:-[0-3]\d)?)\b", source_text(entry))
+    return found.group(1) if found else ""
+
+
 def container_release(entry: dict) -> str:
     """The NeMo container a row ran, "YY.MM", or "": the image's tag where the source names it
     (`nvcr.io/nvidia/nemo:24.09`; DGX Cloud's recipes carry their own release numbers beside it),
@@ -1363,7 +1375,7 @@ def save_original_input_of(entry: dict, family: str, precision: str, recipe: str
     if family != "megatron":
         return True
     release = container_release(entry)
-    date = str((entry.get("runtime") or {}).get("date") or "")
+    date = runtime_date(entry)
     if release:
         current = release >= SAVE_ORIGINAL_INPUT[0]
     elif len(date) >= 10:
@@ -1392,7 +1404,7 @@ def pp_overlap_of(entry: dict, family: str, year: int | None) -> str:
     text = source_text(entry).replace("-", "_")
     stated = re.search(r"overlap_p2p_comm\s*[=:]\s*(true|false)", text)
     release = container_release(entry)
-    date = str((entry.get("runtime") or {}).get("date") or "")
+    date = runtime_date(entry)
     if release:
         forward_waits = release >= P2P_FORWARD_WAIT[0]
     else:  # a day decides; a month or a year that holds 2026-04-16 does not
@@ -1421,7 +1433,7 @@ weights; torchtitan 0.3, which `target torchtitan` generates for, gathers bf16."
 def titan_float8_all_gather(entry: dict) -> bool:
     """Whether a torchtitan row's float8 run gathered float8 weights: its run (the runtime's date,
     else the publication's year) predates `TITAN_ROWWISE`."""
-    date = str((entry.get("runtime") or {}).get("date") or "")
+    date = runtime_date(entry)
     if date:
         return date < TITAN_ROWWISE[:len(date)]
     year = source_year(entry)

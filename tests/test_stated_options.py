@@ -218,3 +218,24 @@ def test_a_config_s_own_names_for_a_model_fact():
     assert (model["window"], model["activation_clamp"], model["mtp_layers"]) == (128, 7.0, 1)
     kept = {"model": {"window": 64, "extra": {"sliding_window": 128}}}
     assert published.read_model_extra(kept)["model"]["window"] == 64
+
+
+def test_the_code_s_date_stated_beside_its_commit_reads_as_the_runtime_block():
+    """MegaScale's Megatron-LM baseline (commit 285068c8 of 2023-01-11) sends its pipeline's
+    activations blocking, before `overlap_p2p_comm`: with the `runtime` block removed and the
+    date written beside the commit in the evidence, the row reads the same; with neither, the
+    paper's 2024 reads as the later code."""
+    entries = yaml.safe_load((DATA / "published_public.yaml").read_text())
+    entry = next(e for e in entries if e["id"] == "megascale_megatron_175b_256gpu")
+    assert entry["runtime"]["date"] == "2023-01-11"
+    want = published.row_spec(entry, entries)
+    bare = copy.deepcopy(entry)
+    del bare["runtime"]
+    dated = copy.deepcopy(bare)
+    dated["source"]["primary_evidence"] = [e.replace("commit 285068c8", "commit 285068c8 of 2023-01-11")
+                                           for e in dated["source"]["primary_evidence"]]
+    assert published.runtime_date(dated) == "2023-01-11" and published.runtime_date(bare) == ""
+    got = published.row_spec(dated, entries)
+    assert _spec_body(got) == _spec_body(want) and got.software == want.software
+    assert want.software.pp_overlap == "none"
+    assert published.row_spec(bare, entries).software.pp_overlap == "all"
