@@ -1795,6 +1795,7 @@ STATED_OPTIONS: dict[str, tuple[str, str]] = {
     # the name as a config, a command line or a note writes it: (the `recipe` key, kind of value)
     "grad_reduce_in_fp32": ("grad_reduce_in_fp32", "bool"),
     "grad_reduce_in_bf16": ("grad_reduce_in_fp32", "not"),  # Megatron-LM's `--grad-reduce-in-bf16`
+    "grad_sync_dtype": ("grad_reduce_in_fp32", "dtype"),  # NeMo 1.x's distributed_fused_adam
     "tp_comm_overlap": ("tp_comm_overlap", "bool"),
     "ub_tp_comm_overlap": ("tp_comm_overlap", "bool"),  # NeMo 1.x's name
     "moe_a2a_overlap": ("moe_a2a_overlap", "bool"),
@@ -1824,6 +1825,7 @@ OPTION_VALUES = {
     "bool": r"(?:\s*[:=]\s*|\s+)(true|false|on|off|yes|no|enabled|disabled|1|0)\b",
     "not": r"(?:\s*[:=]\s*|\s+)(true|false|on|off|yes|no|enabled|disabled|1|0)\b",
     "word": r"(?:\s*[:=]\s*|\s+)['\"]?([a-z][\w-]*)",
+    "dtype": r"(?:\s*[:=]\s*|\s+)['\"]?(?:torch\.)?(bf16|bfloat16|fp32|float32)\b",
     "number": r"(?:\s*[:=]\s*|\s+)(\d+(?:\.\d+)?|\.\d+)\b",
     "modules": r"(?:\s*[:=]\s*|\s+)(\[[^\]]*\]|[a-z_]+(?:\s+[a-z_]+)*)",
     "layout": r"(?:\s*[:=]\s*|\s+)['\"]?([EtmL0-9*|()]+)",
@@ -1871,8 +1873,12 @@ def stated_options(entry: dict) -> dict:
         elif value is None or key in out:
             continue
         elif kind == "word":
-            if value.group(1).lower() not in ("null", "none") or key == "cuda_graph_impl":
-                out[key] = value.group(1).lower().replace("-", "_")
+            word = value.group(1).lower().replace("-", "_")
+            # a granularity of null is Megatron-Core's no recomputation; another option's null says nothing
+            if word not in ("null", "none") or key in ("cuda_graph_impl", "recompute_granularity"):
+                out[key] = "none" if word == "null" else word
+        elif kind == "dtype":  # the gradients' reduction dtype: fp32 unless bf16
+            out[key] = value.group(1).lower() in ("fp32", "float32")
         elif kind == "number":
             number = float(value.group(1))
             out[key] = int(number) if number.is_integer() and key == "cpu_offloading_num_layers" else number
@@ -1941,6 +1947,10 @@ def read_recipe(entry: dict) -> dict:
             lay["recompute"] = "none (recipe)"
         elif r.get("recompute_granularity") == "selective":  # NeMo 1.x: Megatron-Core's core-attention recompute
             lay["recompute"] = "selective (recipe: activations_checkpoint_granularity selective)"
+        elif r.get("recompute_granularity") == "full":  # every layer, Megatron-Core's uniform method
+            lay["recompute"] = "full (recipe: recompute granularity full)"
+        elif r.get("recompute_granularity") == "none":  # null: Megatron-Core recomputes nothing
+            lay["recompute"] = "none (recipe: recompute granularity null)"
     if r.get("pipeline_model_parallel_layout") and not lay.get("pipeline_layout"):
         lay["pipeline_layout"] = r["pipeline_model_parallel_layout"]
     if r.get("cpu_offloading_num_layers") and not lay.get("offload_activations"):

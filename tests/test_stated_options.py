@@ -152,7 +152,9 @@ def test_an_option_set_false_in_the_text_is_read_off(note, field, on, off):
      {"cpu_offloading_num_layers": 40, "moe_expert_capacity_factor": 1.0}),
     ("fp8_dot_product_attention: true; cutedsl_fused_grouped_mlp: false",
      {"other": ["fp8_dot_product_attention"]}),
-    ("activations_checkpoint_granularity null", {}),
+    ("activations_checkpoint_granularity null", {"recompute_granularity": "none"}),
+    ("optim distributed_fused_adam with grad_sync_dtype bf16", {"grad_reduce_in_fp32": False}),
+    ("moe_token_dispatcher_type: null", {}),
     ("the run overlapped the a2a with compute", {}),  # no option's name
 ])
 def test_the_options_a_text_states(text, read):
@@ -239,3 +241,20 @@ def test_the_code_s_date_stated_beside_its_commit_reads_as_the_runtime_block():
     assert _spec_body(got) == _spec_body(want) and got.software == want.software
     assert want.software.pp_overlap == "none"
     assert published.row_spec(bare, entries).software.pp_overlap == "all"
+
+
+def test_dgx_cloud_rows_read_the_same_from_their_evidence_alone():
+    """DGX Cloud's rows quote their launcher configs in their evidence ("activations_checkpoint_granularity
+    null; ub_tp_comm_overlap True; optim distributed_fused_adam with grad_sync_dtype bf16"): without
+    the `recipe` field the repository adds, each reads the same. Before NeMo 1.x's names were read,
+    70 of the 72 lost their bf16 gradient reduction and 59 their stated recomputation."""
+    compared = 0
+    for name in ("dgxc_benchmarking.yaml", "dgxc_benchmarking_h100.yaml"):
+        entries = yaml.safe_load((DATA / name).read_text())
+        for entry in entries:
+            bare = {k: v for k, v in entry.items() if k != "recipe"}
+            want, got = published.row_spec(entry, entries), published.row_spec(bare, entries)
+            assert not isinstance(want, published.Skipped), want
+            assert _spec_body(got) == _spec_body(want) and got.software == want.software, entry["id"]
+            compared += 1
+    assert compared == 72
