@@ -1046,23 +1046,52 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
 # The runtime facts a spec cannot state
 
 
-MEGATRON_WORDS = ("megatron", "nemo", "bridge", "megascale", "nvidia")
-TORCH_FSDP_WORDS = ("llm-foundry", "composer", "torch fsdp")
+MEGATRON_WORDS = r"megatron|\bnemo(?!tron)|megascale|nvidia/|nvidia-nemo|nvcr\.io/nvidia|dgx[ -]?cloud|dgxc"
+"""The words that name the Megatron family as a row's runtime: Megatron-LM, -Core, -Bridge,
+-DeepSpeed, NeMo (not Nemotron, a model), MegaScale (a Megatron-LM fork), NVIDIA's repositories
+and containers (`NVIDIA/Megatron-LM`, `NVIDIA-NeMo/...`, `nvcr.io/nvidia/nemo`) and DGX Cloud's
+benchmarks. NVIDIA's name alone, or an NVLink "bridge", names a GPU, not a runtime."""
+TORCH_FSDP_WORDS = r"llm[- _]?foundry|composer|torch fsdp"
 """Sources whose runs are eager PyTorch with torch's FSDP and flash-attn's FlashAttention-2
 (MosaicML's llm-foundry through Composer): the runtime facts of `target torch`, parc's own job."""
 
 
-SET_OFF = r"[\s:=]*(?:false|off|none|no|0|disabled)\b"
+SET_OFF = r"""[\s"')\]]*(?:[:=]|\bis\b|\bwas\b)?[\s"'(\[]*(?:false|off|none|no|0|disabled)\b"""
 """What follows an option set off as a row may write it: "tp_comm_overlap: False",
-"moe_a2a_overlap=false", "ub_tp_comm_overlap false"."""
+"moe_a2a_overlap=false", "ub_tp_comm_overlap false", `"overlap": "false"`, "(False)"."""
+
+DENIED_BEFORE = re.compile(r"(?:\bno|\bnot|\bnon|\bnever|\bwithout|\bw/o|\bdisabled?|\bpre|\bpredates?|\bbefore"
+                           r"|\bunlike|\bexcept|\binstead of)[\s-]+(?:[\w.'-]+\s+){0,2}$")
+"""A denial in the words just before a mention, within its clause: "no DeepEP", "without
+torch.compile", "did not use FlashAttention", "pre-FlashAttention"."""
+
+DENIED_AFTER = re.compile(r"^[^.;,()\n]{0,30}?\b(?:(?:was|were|is|are) not|not (?:used|set|enabled|on)|disabled"
+                          r"|turned off|switched off|unused|was off)\b")
+"""A denial in the words just after a mention, within its clause: "FP8 dispatch was not used",
+"overlap_moe_expert_parallel_comm was disabled"."""
 
 
 def states(compact: str, option: str) -> bool:
     """Whether a row's text (`software_of`'s `compact`: lower-cased, `_` written `-`) states
     `option` (a pattern: the option's words joined by `-`) on: named at least once without a false
-    value after it. A config pasted into a note ("moe_router_force_load_balancing: False") names
-    an option to set it off."""
-    return re.search(option + "(?!" + SET_OFF + ")", compact) is not None
+    value after it and without a denial around it (`affirms`). A config pasted into a note
+    ("moe_router_force_load_balancing: False") names an option to set it off."""
+    return affirms(compact, option, SET_OFF)
+
+
+def affirms(text: str, pattern: str, set_off: str = SET_OFF) -> bool:
+    """Whether `text` (lower-cased) states what `pattern` names: some mention of it that no
+    denial in its own clause takes back, neither before it ("no DeepEP", "without fp8 dispatch",
+    "predates FlashAttention": `DENIED_BEFORE`) nor after it ("DeepEP not used", "fp8 dispatch:
+    off": `set_off`, `DENIED_AFTER`). One denied mention does not cancel another
+    ("FlashAttention-2 (not FlashAttention-1)" states FlashAttention)."""
+    for found in re.finditer(pattern, text):
+        before = re.split(r"[.;,()\n]", text[max(0, found.start() - 60):found.start()])[-1]
+        after = text[found.end():found.end() + 60]
+        if DENIED_BEFORE.search(before) or re.match(set_off, after) or DENIED_AFTER.match(after):
+            continue
+        return True
+    return False
 
 
 def fsdp_version(family: str, text: str) -> str:
@@ -1096,13 +1125,33 @@ def yarn_concentration(model: dict) -> float:
     return mscale(float(m)) / mscale(float(m_all))
 
 
+def runtime_family(entry: dict) -> str:
+    """Whose runtime a row ran, "torchtitan", "megatron", "torch" (eager PyTorch with torch's FSDP:
+    llm-foundry's Composer) or "other", from the words that name it (`MEGATRON_WORDS`,
+    `TORCH_FSDP_WORDS`), each mention taken only where no denial takes it back (`affirms`). The
+    row's own account of what ran (its source, its layout's and model's extras) decides before its
+    notes, where a comparison ("faster than torchtitan's figure") names
+    another runtime."""
+    lay, model = entry.get("layout") or {}, entry.get("model") or {}
+    source = entry.get("source") or {}
+    primary = _words(entry.get("group"), source.get("title"), source.get("locator"), source.get("primary_evidence"),
+                     lay.get("extra"), model.get("extra"))
+    for text in (primary, source_text(entry)):
+        if affirms(text, "torchtitan"):
+            return "torchtitan"
+        if affirms(text, MEGATRON_WORDS):
+            return "megatron"
+        if affirms(text, TORCH_FSDP_WORDS):
+            return "torch"
+    return "other"
+
+
 def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str]) -> tuple[timing.Software, str]:
     """The training program's facts, from its source: kernels, attention, overlap, gradients.
     Returns them and the family ("megatron", "torchtitan" or "other") whose defaults fill gaps."""
     text = source_text(entry)
     year = source_year(entry)
-    family = ("torchtitan" if "torchtitan" in text else "megatron" if any(w in text for w in MEGATRON_WORDS)
-              else "torch" if any(w in text for w in TORCH_FSDP_WORDS) else "other")
+    family = runtime_family(entry)
     if precision == "nvfp4" and family != "megatron":
         raise Unusable("NVFP4 outside Megatron-LM and Transformer Engine: parc models Transformer Engine's NVFP4 "
                        "recipe only (another runtime's kernels and casts differ)")
