@@ -1125,6 +1125,56 @@ def yarn_concentration(model: dict) -> float:
     return mscale(float(m)) / mscale(float(m_all))
 
 
+FLASH_WORDS = r"flash[- _]?attn|flash[- _]?attention|\bfa[23]\b|io-aware (?:exact )?attention|\bflash\b(?! storage| memory| drive)"
+"""A fused attention kernel named: FlashAttention (-2, -3, flash-attn), "FA2", Dao et al.'s
+IO-aware attention, or "flash" where it does not name a storage medium."""
+
+TE_FLASH_ATTN = (r"nvte[_-]fused[_-]attn[\"']?\s*[:=]\s*[\"']?0\b|attention[_ -]backend[\s:=\"']+(?:attnbackend\.)?flash\b"
+                 r"|(?:cudnn|fused) (?:fused )?attention (?:was |is )?(?:disabled|off|turned off)")
+"""Transformer Engine told to run flash-attn's FlashAttention-2 instead of cuDNN's fused kernel:
+`NVTE_FUSED_ATTN=0` (or `: 0`, quoted) in a launch script, Megatron-Core's `--attention-backend
+flash` (`AttnBackend.flash`), or cuDNN's fused attention said to be off."""
+
+ASYNC_TP = r"async(?:hronous)?[- ]?(?:tp|tensor[- ]parall\w*)|enable-async-tensor-parallel"
+"""torch's asynchronous tensor parallelism (torchtitan's `enable_async_tensor_parallel`)."""
+
+BF16_REDUCTION = (r"bf16 grad\w*[- ](?:all-?)?reduc|grad\w* (?:all-?)?reduc\w* (?:in|as|with) bf16"
+                  r"|reduc\w* (?:the )?grad\w* in bf16|reduce-dtype[\s\"':=]+(?:torch\.)?(?:bf16|bfloat16)")
+"""Gradients reduced in bf16, in words ("gradients reduced in bf16", "bf16 gradient all-reduce")
+or as torch FSDP's `MixedPrecision(reduce_dtype=torch.bfloat16)`."""
+
+COMPILE_WORDS = (r"torch\.compile|torch-compile|torchinductor|\binductor\b|torch\.-dynamo|--compile\b"
+                 r"|\bcompiled? (?:with|by|model|graph|mode)|\bcompile(?:d)?\b(?=[\s\"':=]*(?:true|on|yes|1)\b)")
+"""torch.compile named as what ran: by name, its Inductor back end, a `--compile` flag or a
+compile option set on. "compiled from" (a table compiled from a file) names no compiler."""
+
+FP8_DISPATCH = (r"fp8[- ](?:token[- ]|all-to-all[- ])?dispatch|dispatch\w* (?:in|as|with) fp8|fp8 all-to-all"
+                r"|low-precision \(fp8\) dispatch|fp8 communication for the dispatch|moe-dispatch-fp8")
+"""The all-to-alls into the experts carried in FP8 (DeepSeek-V3's low-precision dispatch)."""
+
+EP_OVERLAP = (r"1f1b[- ](?:a2a |all-to-all |ep )?overlap(?! of p2p| of the pipeline)|(?:ep|expert-parallel) (?:a2a|all-to-all)"
+              r" overlap|a2a overlap|moe-a2a-overlap")
+"""The expert-parallel all-to-alls overlapped with another micro-batch's computation (Megatron-
+Core's 1F1B all-to-all overlap), not the pipeline's sends ("1F1B overlap of P2P communication")."""
+
+def node_limit_of(compact: str) -> int:
+    """The nodes each token's experts lie within, where the text states node-limited routing
+    (DeepSeek-V3's "at most 4 nodes", its `topk_group`, Megatron-Core's `--moe-router-group-topk`);
+    0 where it states none, or denies it."""
+    number = r"(\d+|" + "|".join(NUMBERS) + r")"
+    for pattern in (r"(?:topk-group|moe-router-group-topk)[\s\"':=]+" + number,
+                    r"node[- ]limited routing[^.;]{0,60}?(?:at most|max(?:imum)?|<=|up to|m\s*=)\s*" + number,
+                    r"(?:routed|sent|dispatched) to at most " + number + r" nodes",
+                    r"at most " + number + r" nodes per token"):
+        for found in re.finditer(pattern, compact):
+            if affirms(compact[max(0, found.start() - 60):found.end()], re.escape(found.group(0))) \
+                    and not DENIED_AFTER.match(compact[found.end():]) \
+                    and not re.match(r"[^.;]{0,40}?\b(?:was|were) not (?:used|applied)", compact[found.end():]):
+                value = found.group(1)
+                return int(value) if value.isdigit() else NUMBERS[value]
+    return 0
+
+
 def runtime_family(entry: dict) -> str:
     """Whose runtime a row ran, "torchtitan", "megatron", "torch" (eager PyTorch with torch's FSDP:
     llm-foundry's Composer) or "other", from the words that name it (`MEGATRON_WORDS`,
@@ -1156,22 +1206,21 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         raise Unusable("NVFP4 outside Megatron-LM and Transformer Engine: parc models Transformer Engine's NVFP4 "
                        "recipe only (another runtime's kernels and casts differ)")
     # "without FlashAttention" / "before FlashAttention" / "no flash" name the kernel to deny it
-    flash_stated = "flash" in text and not re.search(r"\b(?:no|without|w/o|before|not)\s+flash", text)
+    flash_stated = affirms(text, FLASH_WORDS)
     unfused = not flash_stated and year is not None and year <= 2022
     if unfused:
         notes.append(f"unfused attention (published {year}, before FlashAttention was in training "
                      "frameworks; not expressible in a spec)")
     # Transformer Engine told to run flash-attn's FlashAttention-2 instead of cuDNN's fused kernel:
     # `NVTE_FUSED_ATTN=0` in a launch script, or Megatron-Core's `--attention-backend flash`
-    flash_attn_te = family == "megatron" and not unfused and bool(
-        re.search(r"nvte[_-]fused[_-]attn\s*=\s*0\b|attention[_ -]backend[\s:=]+flash\b", text))
+    flash_attn_te = family == "megatron" and not unfused and affirms(text, TE_FLASH_ATTN, r"\b\B")
     if flash_attn_te:
         notes.append("flash-attn's FlashAttention-2 through Transformer Engine (stated: NVTE_FUSED_ATTN=0; "
                      "`attention-backend flash`)")
     compact = text.replace("_", "-")
     # "ub_tp_comm_overlap false" (a launcher configuration quoted as evidence) states the opposite
     tp_comm_overlap = states(compact, "tp[- ]comm[- ]overlap")
-    if tp_comm_overlap or "async tp" in compact or "async-tp" in compact:
+    if tp_comm_overlap or states(compact, ASYNC_TP):
         overlap, why = "all", "tensor-parallel communication overlap stated in the source"
     elif family == "megatron" and (year is None or year >= 2022):
         overlap, why = "backward", ("Megatron-LM's asynchronous input-gradient all-reduce / reduce-scatter "
@@ -1190,17 +1239,17 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         if dp > 1:
             notes.append("fp16 gradients reduced in fp16 (Megatron-LM reduces in the parameters' dtype; "
                          "only bf16 forces fp32)")
-    if states(compact, "grad-reduce-in-bf16") or "bf16 gradient reduc" in compact:
+    if states(compact, "grad-reduce-in-bf16") or affirms(compact, BF16_REDUCTION):
         grad_bytes = 2
     kernels = "fused"
     if family == "torch":
         kernels = "eager"
     if family == "torchtitan":
-        compiled = "torch.compile" in text or re.search(r"\bcompiled?\b", text)
+        compiled = affirms(text, COMPILE_WORDS)
         kernels = "fused" if compiled else "eager"
         if compiled:
             notes.append("torch.compile: fused kernels' speed (the eager runtime's without it)")
-    if states(compact, "force-load-balancing") or "forced balance" in text:
+    if states(compact, "force-load-balancing") or affirms(text, r"forced? (?:load[- ])?balanc"):
         # Megatron-Core's benchmark mode replaces the router's logits with normal noise for every
         # token (megatron/core/transformer/moe/moe_utils.py, RandomSTE: "random logits of router
         # for load-balanced benchmark"): a random router, whose busiest rank the model's floor
@@ -1210,26 +1259,25 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                      "load, kernels.routing_imbalance")
     balanced = False
     # DeepEP's Hybrid-EP kernels (Megatron-Core's flex dispatcher, backend hybridep) before DeepEP's own
-    unspaced = text.replace(" ", "")
-    hybridep = re.search(r"hybrid-?ep", unspaced) is not None
-    deepep = "deepep" in unspaced and not hybridep
+    hybridep = affirms(compact, r"hybrid[- ]?ep(?![\w+])")
+    deepep = not hybridep and (affirms(compact, r"deep[- ]?ep(?![\w+])|moe-enable-deepep")
+                               or bool(re.search(r"moe-token-dispatcher-type[\s\"':=]+flex\b", compact)))
     if deepep:
         notes.append("DeepEP's dispatcher (stated): one copy per destination node over RDMA, forwarded over NVLink, "
                      f"on {DEEPEP_SMS} SMs (not expressible in a spec)")
     if hybridep:
         notes.append("Hybrid-EP's dispatcher (stated): DeepEP's fan-out, no re-sort by local expert "
                      f"(timing.PERMUTE_PASSES), on {HYBRIDEP_SMS} SMs (not expressible in a spec)")
-    limited = re.search(r"node-limited routing \(at most (\d+) nodes per token\)", text)
-    node_limit = int(limited.group(1)) if limited else 0
+    node_limit = node_limit_of(compact)
     if node_limit:
         notes.append(f"node-limited routing (stated): each token's experts within {node_limit} nodes "
                      "(not expressible in a spec)")
-    dispatch_fp8 = "fp8 dispatch" in text
+    dispatch_fp8 = affirms(compact, FP8_DISPATCH)
     if dispatch_fp8:
         notes.append("FP8 all-to-alls into the experts (stated: the dispatch, and the gradient before the down "
                      "projection; the combine and its gradient in BF16), e4m3 with a scale per 128 channels "
                      "(not expressible in a spec)")
-    ep_overlap = "1f1b overlap" in text or states(compact, "overlap-moe-expert-parallel-comm")
+    ep_overlap = affirms(compact, EP_OVERLAP) or states(compact, "overlap-moe-expert-parallel-comm")
     if ep_overlap:
         notes.append("ep all-to-all overlapped with another micro-batch's computation (stated: 1F1B overlap; "
                      "not expressible in a spec)")
@@ -1243,7 +1291,9 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                      "timing.shared_beside_ep)")
     # the dispatcher reads each layer's token counts on the host unless the runtime keeps them on
     # the GPU: inputs padded to a stated capacity, or a CUDA graph over the whole iteration
-    host_sync = not (states(compact, "pad-expert-input-to-capacity") or states(compact, "full-iteration-cuda-graph"))
+    host_sync = not (states(compact, r"pad(?:s|ded)?[- ](?:the[- ])?(?:experts?'?[- ])?inputs?[- ](?:of[- ]the[- ]experts[- ])?"
+                                     r"to[- ]capacity|inputs? padded to (?:the )?capacity")
+                     or states(compact, "full-iteration-cuda-graph"))
     if not host_sync:
         notes.append("no host read of the token counts (stated: experts' inputs padded to capacity or a "
                      "full-iteration CUDA graph; Software.moe_host_sync off)")
