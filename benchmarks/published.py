@@ -1501,15 +1501,15 @@ def pp_overlap_of(entry: dict, family: str, year: int | None) -> str:
     if family != "megatron":
         return "none"
     text = source_text(entry).replace("-", "_")
-    stated = re.search(r"overlap_p2p_comm\s*[=:]\s*(true|false)", text)
+    stated = stated_options(entry).get("overlap_p2p_comm")  # `overlap_p2p_comm`, `--no-overlap-p2p-communication`
     release = container_release(entry)
     date = runtime_date(entry)
     if release:
         forward_waits = release >= P2P_FORWARD_WAIT[0]
     else:  # a day decides; a month or a year that holds 2026-04-16 does not
         forward_waits = len(date) >= 10 and date >= P2P_FORWARD_WAIT[1]
-    if stated:
-        return "none" if stated.group(1) == "false" else "backward" if forward_waits else "all"
+    if stated is not None:
+        return "backward" if stated and forward_waits else "all" if stated else "none"
     if re.search(r"nemo.s launcher|nemo_framework_launcher", text):
         return "all"  # the launcher's training configs state it (`P2P_OVERLAP_DEFAULT`)
     if release:  # NeMo 2 (`NEMO2_RELEASE` on) and Megatron-Bridge set it; NeMo 1's own configs leave it off
@@ -1914,20 +1914,27 @@ STATED_OPTIONS: dict[str, tuple[str, str]] = {
     "cpu_offloading_num_layers": ("cpu_offloading_num_layers", "number"),
     "recompute_modules": ("recompute_modules", "modules"),
     "pipeline_model_parallel_layout": ("pipeline_model_parallel_layout", "layout"),
+    "overlap_p2p_comm": ("overlap_p2p_comm", "bool"),
+    "overlap_p2p_communication": ("overlap_p2p_comm", "bool"),  # Megatron-LM's `--no-overlap-p2p-communication`
 }
 """The options `read_recipe` reads, as a row's text may state them instead of a `recipe`: Megatron-
-Bridge's and Megatron-Core's names (`_` or `-`, optionally a command line's `--`), each followed by
-`:`, `=` or a space and its value. A yes/no option named with no value after it is on (a command
-line's flag)."""
+Bridge's and Megatron-Core's names (words joined by `_`, `-` or a space, optionally a command
+line's `--`, quoted as a JSON or Python key may be), each followed by `:`, `=`, a parenthesis or a
+space and its value (quoted or bare). A yes/no option named with no value after it is on (a
+command line's flag) unless a denial takes it back (`--no-...`, "no ...", "... was disabled":
+`affirms`)."""
+
+OPTION_SEP = r"""["']?(?:\s*[:=]\s*|\s*\(\s*|\s+)["']?"""
+"""Between an option's name and its value: `: `, `=`, ` (`, a space, a quote either side."""
 
 OPTION_VALUES = {
-    "bool": r"(?:\s*[:=]\s*|\s+)(true|false|on|off|yes|no|enabled|disabled|1|0)\b",
-    "not": r"(?:\s*[:=]\s*|\s+)(true|false|on|off|yes|no|enabled|disabled|1|0)\b",
-    "word": r"(?:\s*[:=]\s*|\s+)['\"]?([a-z][\w-]*)",
-    "dtype": r"(?:\s*[:=]\s*|\s+)['\"]?(?:torch\.)?(bf16|bfloat16|fp32|float32)\b",
-    "number": r"(?:\s*[:=]\s*|\s+)(\d+(?:\.\d+)?|\.\d+)\b",
-    "modules": r"(?:\s*[:=]\s*|\s+)(\[[^\]]*\]|[a-z_]+(?:\s+[a-z_]+)*)",
-    "layout": r"(?:\s*[:=]\s*|\s+)['\"]?([EtmL0-9*|()]+)",
+    "bool": OPTION_SEP + r"(true|false|on|off|yes|no|enabled|disabled|1|0)\b",
+    "not": OPTION_SEP + r"(true|false|on|off|yes|no|enabled|disabled|1|0)\b",
+    "word": OPTION_SEP + r"([a-z][\w-]*)",
+    "dtype": OPTION_SEP + r"(?:torch\.)?(bf16|bfloat16|fp32|float32)\b",
+    "number": OPTION_SEP + r"(\d+(?:\.\d+)?|\.\d+)\b",
+    "modules": OPTION_SEP + r"(\[[^\]]*\]|[a-z_]+(?:,?\s+[a-z_]+)*)",
+    "layout": OPTION_SEP + r"([EtmL0-9*|()]+)",
 }
 """The value each kind of option takes after its name (`STATED_OPTIONS`)."""
 
@@ -1957,13 +1964,18 @@ def stated_options(entry: dict) -> dict:
     text = "\n".join(parts)
     out: dict = {}
     for name, (key, kind) in STATED_OPTIONS.items():
-        words = name.replace("_", "[_-]")
-        said = re.search(r"(?<![\w-])(?:--)?" + words + r"(?![\w-])", text, flags=re.I)
+        words = name.replace("_", "[_ -]")
+        said = re.search(r"(?<![\w-])(--no-)?(?:--)?" + words + r"(?![\w-])", text, flags=re.I)
         if not said:
             continue
-        value = re.match(OPTION_VALUES[kind], text[said.end():], flags=0 if kind == "layout" else re.I)
+        rest = text[said.end():]
+        value = re.match(OPTION_VALUES[kind], rest, flags=0 if kind == "layout" else re.I)
         if kind in ("bool", "not"):
-            on = value is None or value.group(1).lower() in ON_WORDS
+            if value is not None:
+                on = value.group(1).lower() in ON_WORDS
+            else:  # a flag: on, unless denied ("--no-...", "no ...", "... was disabled")
+                clause = re.split(r"[.;,()\n]", text[max(0, said.start() - 60):said.start()])[-1].lower()
+                on = not (said.group(1) or DENIED_BEFORE.search(clause) or DENIED_AFTER.match(rest.lower()))
             if key == "other":
                 if on:
                     out.setdefault("other", []).append(name)
