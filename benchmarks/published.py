@@ -109,12 +109,17 @@ def source_text(entry: dict) -> str:
 
 def source_year(entry: dict) -> int | None:
     """The year the run was published: the first 20xx in the source's title (else its locator or
-    the group's name)."""
+    the group's name), else a venue's abbreviated year ("SC '21")."""
     src = entry.get("source") or {}
     for text in (src.get("title"), src.get("locator"), entry.get("group")):
         found = re.findall(r"(?<!\d)(20[12]\d)(?!\d)", str(text or ""))
         if found:
             return int(found[0])
+    for text in (src.get("title"), src.get("locator")):  # a venue's year as its name writes it: "SC '21"
+        venue = re.search(r"\b(?:sc|neurips|nips|icml|iclr|mlsys|osdi|nsdi|sosp|atc|ppopp|asplos|eurosys|isca|ipdps|hpdc)"
+                          r"\s*['\u2019](\d\d)\b", str(text or ""), flags=re.I)
+        if venue:
+            return 2000 + int(venue.group(1))
     return None
 
 
@@ -1066,7 +1071,8 @@ DENIED_BEFORE = re.compile(r"(?:\bno|\bnot|\bnon|\bnever|\bwithout|\bw/o|\bdisab
 torch.compile", "did not use FlashAttention", "pre-FlashAttention"."""
 
 DENIED_AFTER = re.compile(r"^[^.;,()\n]{0,30}?\b(?:(?:was|were|is|are) not|not (?:used|set|enabled|on)|disabled"
-                          r"|turned off|switched off|unused|was off)\b")
+                          r"|turned off|switched off|unused|unavailable|was off|(?:was )?(?:published|released) later"
+                          r"|came later|postdates)\b")
 """A denial in the words just after a mention, within its clause: "FP8 dispatch was not used",
 "overlap_moe_expert_parallel_comm was disabled"."""
 
@@ -1099,9 +1105,9 @@ def fsdp_version(family: str, text: str) -> str:
     from what the row's source states: torchtitan runs FSDP2; Composer (llm-foundry) wraps torch's
     FSDP1 (its flat parameters), as does a source that names FSDP1; one that names FSDP2 or
     `fully_shard` runs FSDP2. Otherwise, and outside the torch families, none is charged."""
-    if family == "torchtitan" or re.search(r"\bfsdp ?2\b|fully[_ ]shard\b", text):
+    if family == "torchtitan" or affirms(text, r"\bfsdp[- ]?v?2\b(?!-way)|fully[-_ ]shard\b"):
         return "fsdp2"
-    if family == "torch" and re.search(r"\bfsdp ?1\b|composer|llm-foundry", text):
+    if family == "torch" and affirms(text, r"\bfsdp[- ]?v?1\b|composer|llm[- _]?foundry"):
         return "fsdp1"
     return "none"
 
@@ -1125,25 +1131,32 @@ def yarn_concentration(model: dict) -> float:
     return mscale(float(m)) / mscale(float(m_all))
 
 
-FLASH_WORDS = r"flash[- _]?attn|flash[- _]?attention|\bfa[23]\b|io-aware (?:exact )?attention|\bflash\b(?! storage| memory| drive)"
+FLASH_WORDS = r"flash[- _]?attn|flash[- _]?attention|\bfa[23]\b|io-aware\b[^.;]{0,20}?attention|\bflash\b(?! storage| memory| drive)"
 """A fused attention kernel named: FlashAttention (-2, -3, flash-attn), "FA2", Dao et al.'s
 IO-aware attention, or "flash" where it does not name a storage medium."""
 
-TE_FLASH_ATTN = (r"nvte[_-]fused[_-]attn[\"']?\s*[:=]\s*[\"']?0\b|attention[_ -]backend[\s:=\"']+(?:attnbackend\.)?flash\b"
+TE_FLASH_ATTN = (r"nvte[_-]fused[_-]attn[\"']?\s*[:=]\s*[\"']?0\b|attention[_ -]backend[\s:=\"']+(?:attnbackend\.)?"
+                 r"(?:flash\b|flash-?attn|flashattention)"
                  r"|(?:cudnn|fused) (?:fused )?attention (?:was |is )?(?:disabled|off|turned off)")
 """Transformer Engine told to run flash-attn's FlashAttention-2 instead of cuDNN's fused kernel:
 `NVTE_FUSED_ATTN=0` (or `: 0`, quoted) in a launch script, Megatron-Core's `--attention-backend
 flash` (`AttnBackend.flash`), or cuDNN's fused attention said to be off."""
 
-ASYNC_TP = r"async(?:hronous)?[- ]?(?:tp|tensor[- ]parall\w*)|enable-async-tensor-parallel"
+ASYNC_TP = r"async(?:hronous)?[- ]?(?:tp|tensor[- ]parall\w*)|enable-async-tensor-parallel|micro-?pipelined? tp"
+
+TP_OVERLAP = (r"tp[- ]comm[- ]overlap|\btp (?:communication |comm )?overlap|tensor[- ]parallel(?:ism)? (?:communication |comm )?"
+              r"overlap|tensor[- ]parallel communication overlapped|userbuffers|comm-gemm overlap")
+"""Transformer Engine's userbuffers overlap of the tensor-parallel collectives with their GEMMs
+(Megatron-Core's `--tp-comm-overlap`, NeMo's `ub_tp_comm_overlap`), however written."""
 """torch's asynchronous tensor parallelism (torchtitan's `enable_async_tensor_parallel`)."""
 
-BF16_REDUCTION = (r"bf16 grad\w*[- ](?:all-?)?reduc|grad\w* (?:all-?)?reduc\w* (?:in|as|with) bf16"
+BF16_REDUCTION = (r"bf16 grad\w*[- ](?:all-?)?reduc|grad\w* (?:all-?)?reduc\w* (?:in|as|with) bf16|bf16 reduce\b"
                   r"|reduc\w* (?:the )?grad\w* in bf16|reduce-dtype[\s\"':=]+(?:torch\.)?(?:bf16|bfloat16)")
 """Gradients reduced in bf16, in words ("gradients reduced in bf16", "bf16 gradient all-reduce")
 or as torch FSDP's `MixedPrecision(reduce_dtype=torch.bfloat16)`."""
 
-COMPILE_WORDS = (r"torch\.compile|torch-compile|torchinductor|\binductor\b|torch\.-dynamo|--compile\b"
+COMPILE_WORDS = (r"torch\.compile|torch-compile|torch compile|torchinductor|\binductor\b|torch\.-dynamo|--compile\b"
+                 r"|\bcompilation\b|compile\.enable\W*(?:true|on)"
                  r"|\bcompiled? (?:with|by|model|graph|mode)|\bcompile(?:d)?\b(?=[\s\"':=]*(?:true|on|yes|1)\b)")
 """torch.compile named as what ran: by name, its Inductor back end, a `--compile` flag or a
 compile option set on. "compiled from" (a table compiled from a file) names no compiler."""
@@ -1152,8 +1165,8 @@ FP8_DISPATCH = (r"fp8[- ](?:token[- ]|all-to-all[- ])?dispatch|dispatch\w* (?:in
                 r"|low-precision \(fp8\) dispatch|fp8 communication for the dispatch|moe-dispatch-fp8")
 """The all-to-alls into the experts carried in FP8 (DeepSeek-V3's low-precision dispatch)."""
 
-EP_OVERLAP = (r"1f1b[- ](?:a2a |all-to-all |ep )?overlap(?! of p2p| of the pipeline)|(?:ep|expert-parallel) (?:a2a|all-to-all)"
-              r" overlap|a2a overlap|moe-a2a-overlap")
+EP_OVERLAP = (r"1f1b[- ](?:a2a |all-to-all |ep )?overlap(?! of p2p| of the pipeline)|(?:ep|expert-parallel) (?:a2a|all-to-all"
+              r"|communication) overlap|a2a overlap|moe-a2a-overlap")
 """The expert-parallel all-to-alls overlapped with another micro-batch's computation (Megatron-
 Core's 1F1B all-to-all overlap), not the pipeline's sends ("1F1B overlap of P2P communication")."""
 
@@ -1219,7 +1232,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                      "`attention-backend flash`)")
     compact = text.replace("_", "-")
     # "ub_tp_comm_overlap false" (a launcher configuration quoted as evidence) states the opposite
-    tp_comm_overlap = states(compact, "tp[- ]comm[- ]overlap")
+    tp_comm_overlap = states(compact, TP_OVERLAP)
     if tp_comm_overlap or states(compact, ASYNC_TP):
         overlap, why = "all", "tensor-parallel communication overlap stated in the source"
     elif family == "megatron" and (year is None or year >= 2022):
@@ -1249,7 +1262,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         kernels = "fused" if compiled else "eager"
         if compiled:
             notes.append("torch.compile: fused kernels' speed (the eager runtime's without it)")
-    if states(compact, "force-load-balancing") or affirms(text, r"forced? (?:load[- ])?balanc"):
+    if states(compact, "force-load-balancing") or affirms(text, r"forced? (?:load[- ])?balanc|forced to balance"):
         # Megatron-Core's benchmark mode replaces the router's logits with normal noise for every
         # token (megatron/core/transformer/moe/moe_utils.py, RandomSTE: "random logits of router
         # for load-balanced benchmark"): a random router, whose busiest rank the model's floor
@@ -1259,7 +1272,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                      "load, kernels.routing_imbalance")
     balanced = False
     # DeepEP's Hybrid-EP kernels (Megatron-Core's flex dispatcher, backend hybridep) before DeepEP's own
-    hybridep = affirms(compact, r"hybrid[- ]?ep(?![\w+])")
+    hybridep = affirms(compact, r"hybrid[- ]?ep(?![\w+])|deepep'?s? hybrid")
     deepep = not hybridep and (affirms(compact, r"deep[- ]?ep(?![\w+])|moe-enable-deepep")
                                or bool(re.search(r"moe-token-dispatcher-type[\s\"':=]+flex\b", compact)))
     if deepep:
@@ -1284,7 +1297,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     # Megatron-Core's shared experts on their own stream beside the alltoall dispatcher's
     # all-to-alls (`Software.shared_expert_overlap`); Megatron-Bridge turns it off beside the 1F1B
     # overlap and under the flex dispatcher
-    shared_overlap = (states(compact, "moe-shared-expert-overlap") and not ep_overlap and not (deepep or hybridep)
+    shared_overlap = (states(compact, r"(?:moe-)?shared[- ]experts?[- ]overlap") and not ep_overlap and not (deepep or hybridep)
                       and bool((entry.get("model") or {}).get("shared_experts")) and shared_overlap_applies(tp))
     if shared_overlap:
         notes.append("shared experts beside the dispatcher's all-to-alls (stated: --moe-shared-expert-overlap; "
@@ -1348,7 +1361,8 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                      "MXFP8 (not expressible in a spec)")
     # a fused cross-entropy the source states (llm-foundry's MPT: `loss_fn: fused_crossentropy`,
     # flash-attention's xentropy CUDA extension): one kernel each way on the 16-bit logits
-    loss_kernel = "xentropy" if family == "torch" and "fused-crossentropy" in compact else ""
+    loss_kernel = "xentropy" if family == "torch" and affirms(compact, r"fused[- ]?cross[- ]?entropy|fused ce\b|\bxentropy") \
+        else ""
     if loss_kernel:
         notes.append("flash-attention's fused cross-entropy (stated: llm-foundry's `loss_fn: fused_crossentropy`, "
                      "xentropy on the 16-bit logits; not expressible in a spec)")
