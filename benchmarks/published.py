@@ -354,8 +354,16 @@ def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str
     return f"hardware {{ {gpu}, network {network}{limits} }}", key, per_node, float(peak)
 
 
-POWER = r"(\d+(?:\.\d+)?)\s*W\b"
-"""A power figure in watts ("500 W", "500W"), which a hardware note states as a limit or cap."""
+POWER = r"(\d+(?:\.\d+)?)\s*(W\b|-?watts?\b|kW\b)"
+"""A power figure ("500 W", "500W", "500-watt", "0.5 kW"), which a hardware note states as a limit
+or cap."""
+
+POWER_LIMIT = (POWER + r"[\w\s-]{0,20}?\b(?:power[- ]?)?(?:cap(?:ped)?|limit(?:ed)?)\b"
+               r"|\b(?:power[- ]?(?:cap|limit)|capped|limited to|(?:tdp|power) (?:limited|capped) (?:to|at))\D{0,20}?" + POWER
+               + r"|running at " + POWER + r"\s*\(power[- ]capped\)")
+"""A power limit stated in a hardware note: "500 W power cap", "power limit 500W", "TDP limited to
+500 W", "500-watt power cap", "0.5 kW power limit", "running at 500 W (power-capped)". A figure
+that belongs to something else ("3000 W power supplies") is none."""
 
 
 def power_and_memory(hw: dict, notes: list[str]) -> list[str]:
@@ -367,16 +375,21 @@ def power_and_memory(hw: dict, notes: list[str]) -> list[str]:
     text = " ".join(str(hw.get(k) or "") for k in ("note", "network"))
     watts = hw.get("power_limit_w")
     if not isinstance(watts, (int, float)) or watts <= 0:
-        found = (re.search(POWER + r"[\w\s-]{0,20}?\b(?:power|cap|limit)", text, flags=re.I)
-                 or re.search(r"\b(?:power\s+(?:cap|limit)|capped)\D{0,20}?" + POWER, text, flags=re.I))
-        watts = float(found.group(1)) if found else None
+        found = re.search(POWER_LIMIT, text, flags=re.I)
+        smi = re.search(r"nvidia-smi\s+(?:-pl|--power-limit)[\s=]+(\d+(?:\.\d+)?)", text, flags=re.I)
+        watts = None
+        if found:
+            figure = next(i for i in range(1, found.re.groups + 1, 2) if found.group(i))
+            watts = float(found.group(figure)) * (1000.0 if found.group(figure + 1).lower() == "kw" else 1.0)
+        elif smi:  # `nvidia-smi -pl 500`: watts
+            watts = float(smi.group(1))
     if watts:
         out.append(f"power-limit {watts:g} W")
         notes.append(f"power limit {watts:g} W stated: the peak is derated by the compiler")
     tbps = hw.get("hbm_bandwidth_tbps")
     if not isinstance(tbps, (int, float)) or tbps <= 0:
-        found = (re.search(r"\bHBM[\w\s(,-]{0,12}?(\d+(?:\.\d+)?)\s*TB/s", text)
-                 or re.search(r"(\d+(?:\.\d+)?)\s*TB/s\)?\s*(?:of\s+)?HBM", text))
+        found = (re.search(r"\b(?:HBM|memory bandwidth)[\w\s(,:-]{0,14}?(\d+(?:\.\d+)?)\s*TB/s", text, flags=re.I)
+                 or re.search(r"(\d+(?:\.\d+)?)\s*TB/s\)?\s*(?:of\s+)?(?:HBM|memory bandwidth)", text, flags=re.I))
         tbps = float(found.group(1)) if found else None
     if tbps:
         out.append(f"hbm-bandwidth {tbps:g} TB/s")
@@ -519,6 +532,8 @@ def network_of(hw: dict, per_node: int, gpu: dict, notes: list[str]) -> str:
     counted = re.search(COUNTED_NICS, text, flags=re.I)
     rate = _stated_port_rate(text)
     if counted and rate:  # "8 InfiniBand NICs at 200Gbps", "8 x ConnectX-7 (400 Gb/s each)"
+        if re.match(r"\s*(?:per|for each|to each)\s+gpu\b", text[counted.end():], flags=re.I):
+            return f"{int(counted.group(1)) * per_node} x {rate:g} Gb/s"  # "one port per GPU": the node's GPUs'
         return f"{int(counted.group(1))} x {rate:g} Gb/s"
     found = re.search(r"(\d+)\s*x\s*(edr|hdr|ndr|xdr)\b", text, flags=re.I)
     if found:
