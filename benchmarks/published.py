@@ -1653,6 +1653,11 @@ MODULE_WORDS = {"core_attn": "the attention core", "layernorm": "the two norms",
                 "mlp": "the dense layers' FFN", "shared_experts": "the shared experts"}
 """Megatron-Core's `--recompute-modules` names (`timing.MEGATRON_MODULES`, `spec.RECOMPUTE_MODULES`)."""
 
+MODULE_SPELLINGS = ((r"\blayer[ -]norms?\b", "layernorm"), (r"\bmoe[ -]act(?:ivation)?s?\b", "moe_act"),
+                    (r"\bexperts'? activations?\b", "moe_act"), (r"\bmla[ -]up[ -]proj(?:ections?)?\b", "mla_up_proj"),
+                    (r"\bshared[ -]experts\b", "shared_experts"), (r"\bcore[ -]attn\b", "core_attn"))
+"""Prose spellings of Megatron-Core's module names ("MoE activation", "layer norm")."""
+
 
 def modules_the_model_has(modules: tuple[str, ...], dims: Dims, notes: list[str]) -> tuple[str, ...]:
     """The stated modules that name a part of the model (the ones `recompute selective [...]` may
@@ -1674,10 +1679,16 @@ def megatron_modules(entry: dict) -> tuple[str, ...]:
     leading "selective" ("selective (mla_up_proj, mlp)"). Words that are not Megatron-Core's
     module names are kept out, so "selective (the attention core)" names none."""
     text = str((entry.get("layout") or {}).get("recompute") or "").lower()
-    found = re.search(r"recompute[-_ ]modules(.*)", text, flags=re.S) or re.match(r"\s*selective\b(.*)", text, flags=re.S)
-    if not found:
+    for words, module in MODULE_SPELLINGS:  # "MoE activation", "layer norm": the module's own name
+        text = re.sub(words, module, text)
+    found = (re.search(r"recompute[d]?[-_ ]modules(.*)", text, flags=re.S) or re.match(r"\s*selective\b(.*)", text, flags=re.S)
+             or re.match(r"\s*recompute[d]?\s*:(.*)", text, flags=re.S))
+    named = re.findall(r"[a-z_]+", found.group(1) if found else text)
+    if not found and not any("_" in m and m in MODULE_WORDS and m != "core_attn" for m in named):
+        # without the option's name or "selective", only a module's own name (moe_act, mla_up_proj) says it;
+        # "core_attn" alone is Megatron-Core's default, Korthikanti et al.'s selective recomputation
         return ()
-    return tuple(dict.fromkeys(m for m in re.findall(r"[a-z_]+", found.group(1)) if m in MODULE_WORDS))
+    return tuple(dict.fromkeys(m for m in named if m in MODULE_WORDS))
 
 
 def recompute_modules_text(modules: tuple[str, ...]) -> str:
@@ -1701,7 +1712,8 @@ def recompute_of(lay: dict, layers: int, family: str, notes: list[str]) -> str:
     # a negation with no kind of recomputation named: "without activation checkpointing",
     # "activation_checkpointing: False", "checkpointing off"
     subject = r"(?:activation[\s_-]*)?(?:recomput\w*|checkpoint\w*|remat\w*|ac)"
-    if (re.search(r"\b(?:no|not|without)\s+" + subject + r"\b|\b" + subject + r"\s*[:=]?\s*(?:off|false|disabled|none)\b",
+    if (re.search(r"\b(?:no|not|without)\s+" + subject + r"\b|\b" + subject + r"\s*[:=]?\s*(?:off|false|disabled|none)\b"
+                  r"|\b" + subject + r"[^.;,]{0,20}?\b(?:(?:was|were) not used|not used|turned off|switched off|disabled)\b",
                   text)
             and not re.search(r"\b(?:selective|full|uniform|block|every|partial|core|\d+\s*(?:of\s*\d+\s*)?layers?)\b",
                               text)):
@@ -1717,9 +1729,11 @@ def recompute_of(lay: dict, layers: int, family: str, notes: list[str]) -> str:
     if re.search(r"--recompute-activations\b|\brecompute[-_ ]activations\b", text):
         return "selective"  # Megatron-LM's --recompute-activations: selective (Korthikanti et al. 2022)
     if re.search(r"core[\s_-]*att(?:ention|n)|att(?:ention|n)[\s_-]*(?:core|only|recompute)|^(?:attention|attn)$"
-                 r"|recompute\W*(?:attention|attn)\b", text):
+                 r"|recompute\W*(?:attention|attn)\b|softmax[^.;]{0,40}?(?:attention|dropout)|attention[- ]over[- ]v\b", text):
         return "selective"  # recomputing the core attention alone is Korthikanti et al.'s selective
-    if re.search(r"full|uniform|block|every layer|all layers|checkpoint|partial|^(?:yes|true|on|enabled)\b", text):
+    if re.search(r"full|uniform|block|every (?:\w+ )?layer|all (?:\w+ )?layers|checkpoint|partial|^(?:yes|true|on|enabled)\b"
+                 r"|\b(?:ac|recomput\w*|checkpoint\w*)\b[^.;]{0,20}?\b(?:every|all)\b|\b(?:every|all)\b[^.;]{0,30}?"
+                 r"\b(?:recomputed|checkpointed)\b", text):
         # "full 8 layers", "16 of 80 layers"; not "1 layer per checkpoint" (a checkpoint's granularity)
         count = re.search(r"(\d+)\s*(?:of\s*\d+\s*)?layers?(?!\s*(?:(?:per|each|in each|a)\s+|/\s*)(?:checkpoint|group|block))",
                           text)
