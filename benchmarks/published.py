@@ -1195,6 +1195,9 @@ def node_limit_of(compact: str) -> int:
                     r"(?:routed|sent|dispatched) to at most " + number + r" nodes",
                     r"at most " + number + r" nodes per token"):
         for found in re.finditer(pattern, compact):
+            sentence = re.split(r"[.;\n]", compact[:found.start()])[-1]
+            if re.search(r"\b(?:no|not|without)\s+node[- ]limited", sentence):
+                continue  # "no node-limited routing (at most 4 nodes per token in the paper's setup)"
             if affirms(compact[max(0, found.start() - 60):found.end()], re.escape(found.group(0))) \
                     and not DENIED_AFTER.match(compact[found.end():]) \
                     and not re.match(r"[^.;]{0,40}?\b(?:was|were) not (?:used|applied)", compact[found.end():]):
@@ -1619,9 +1622,9 @@ def fp8_recipe_of(entry: dict) -> str:
     It decides the casts' bytes and how many quantize kernels each GEMM input launches
     (`kernels.QUANTIZE_KERNELS`)."""
     text = re.sub(r"[\s_()-]+", "", _words((entry.get("layout") or {}).get("precision")))  # "FP8 (MX)" = "fp8mx"
-    if re.search(r"fp8mx|mxfp8|microscal|blockscal\w*mx|32elementblock", text):
+    if re.search(r"fp8mx|mxfp8|microscal|blockscal\w*mx|32elementblock|block32\b|block32scal", text):
         return "mxfp8"
-    if re.search(r"blockwise|finegrained|1x128|128x128|fp8blockscal|subchannel", text):
+    if re.search(r"blockwise|finegrained|1x128|128x128|fp8blockscal|float8blockscal|subchannel", text):
         return "blockwise"
     if re.search(r"fp8cs|currentscal|tensorwise|pertensorcurrent", text):
         return "current"
@@ -1631,7 +1634,8 @@ def fp8_recipe_of(entry: dict) -> str:
 def precision_of(lay: dict) -> str:
     # a negated format says which is not used: "BF16 (no FP8)", "FP8 disabled", "fp16 (not bf16)"
     # (only where the denial ends its clause: "fp8 disabled in the first layers" still runs fp8)
-    text = re.sub(r"\b(?:no|not|without)\s+(\w+)\s*(?=[),;]|$)|(\w+)\s+(?:disabled|off|not\s+used)\s*(?=[),;]|$)", " ",
+    text = re.sub(r"\b(?:no|not|without)\s+(\w+)(?:\s+(?:training|gemms?|matmuls?|linears?|recipe|compute))?\s*(?=[),;]|$)"
+                  r"|(\w+)\s+(?:(?:was|were|is)\s+)?(?:disabled|off|not\s+used)\s*(?=[),;]|$)", " ",
                   _words(lay.get("precision")))
     if re.search(r"nv[- ]?fp4", text):
         return "nvfp4"
@@ -1770,13 +1774,17 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
     stated = re.sub(r"\b(?:no|without|not)\s+[\w-]+(?:\s+optimi[sz]er)?|[\w-]+(?:\s+optimi[sz]er)?\W{0,3}"
                     r"(?:off|false|disabled)\b|distributed[\s_-]*data[\s_-]*parallel", " ", _words(raw))
     words = re.sub(r"[^a-z0-9]", "", stated)
-    kept = "reshardafterforwardfalse" in re.sub(r"[^a-z0-9]", "", _words(raw))  # FSDP without resharding: ZeRO-2
+    # FSDP that keeps the gathered parameters after the forward (SHARD_GRAD_OP): ZeRO-2
+    kept = re.search(r"reshardafterforwardfalse|no(?:t)?resharding?afterforward|notreshardedafterforward"
+                     r"|(?:parameters|params)(?:kept|stay|remain)gathered", re.sub(r"[^a-z0-9]", "", _words(raw))) is not None
     if "hsdp" in words or "hybrid" in words:
         return "hsdp"
     if any(w in words for w in ("zero3", "stage3", "fullshard", "fullysharded", "fullyshard")):
         return "zero2" if kept else "zero3"
-    if any(w in words for w in ("zero2", "stage2", "shardgrad")):
+    if any(w in words for w in ("zero2", "stage2", "shardgrad", "gradop")):
         return "zero2"
+    if "fsdp" in words and not any(w in words for w in ("zero1", "stage1")):  # what FSDP shards, whatever it also names
+        return "zero2" if kept else "zero3"
     if any(w in words for w in ("zero1", "stage1", "distributed", "distopt", "optimizershard", "shardedoptim",
                                 "optimizerstate", "optimizerstatesshard")):
         return "zero1"
@@ -1954,6 +1962,7 @@ STATED_OPTIONS: dict[str, tuple[str, str]] = {
     "recompute_granularity": ("recompute_granularity", "word"),
     "activations_checkpoint_granularity": ("recompute_granularity", "word"),  # NeMo 1.x's name
     "moe_expert_capacity_factor": ("moe_expert_capacity_factor", "number"),
+    "capacity_factor": ("moe_expert_capacity_factor", "number"),  # "capacity factor 1.0" in prose
     "cpu_offloading_num_layers": ("cpu_offloading_num_layers", "number"),
     "recompute_modules": ("recompute_modules", "modules"),
     "pipeline_model_parallel_layout": ("pipeline_model_parallel_layout", "layout"),
