@@ -1742,7 +1742,24 @@ no recomputation, "non-interleaved 1F1B" is plain 1F1B, "4 virtual stages" or
 network's ("900 GB/s NVLink, 8x400 Gb/s IB"), and a NIC count may follow the rate ("200 Gbps HDR
 InfiniBand x 4", "HDR (200 Gb/s), 4 per node"); `tests/test_reader_variants.py` holds 110 such
 spellings of rows of this file to the canonical reading (from a pass that rewrote each field of
-233 rows 475 ways and found 160 of them misread, then 251 more ways of which 35). A run that ran
+233 rows 475 ways and found 160 of them misread, then 251 more ways of which 35). What a row's words
+state about its runtime reads by what they say, not by a substring: each mention counts only where
+no denial in its own clause takes it back ("no DeepEP", "without torch.compile", "FP8 dispatch was
+not used", "tp_comm_overlap: False", "--no-overlap-p2p-communication"), the runtime family only
+from words that name a runtime (NVIDIA's name, an NVLink bridge or Nemotron name none), and each
+fact in the ways other transcribers write it ("each token is routed to at most 4 nodes",
+"topk_group 4", "dispatch in FP8", "TP communication overlap (userbuffers)", "TDP limited to 500
+W", "recomputed modules: layernorm, moe_act", "FSDP, no resharding after forward");
+`tests/test_reader_paraphrases.py` holds 317 such paraphrases and denials of 48 facts (198 of its
+344 checks fail with the reader before stop 59). The performance recipe a row carries in the
+repository's own `recipe` field (Megatron-Bridge's and DGX Cloud's rows) reads the same when the
+row states those options in its words instead, as the shared schema (which has no such field)
+leaves a transcriber to: a config line, an override or a command line ("moe_a2a_overlap: True",
+"--moe-token-dispatcher-type flex", NeMo 1.x's "grad_sync_dtype bf16"), its model facts in
+`model.extra` (MLA's ranks, `sliding_window`, `num_nextn_predict_layers`) and the code's date
+beside its commit ("Megatron-LM commit 285068c8 of 2023-01-11");
+`tests/test_stated_options.py` checks all 269 rows with a recipe in three spellings and DGX
+Cloud's 72 rows from their evidence alone (before stop 59 every one of them read differently). A run that ran
 fitted in memory: where a row leaves recomputation out and the layout would not fit without it,
 as the run's runtime keeps memory (Megatron-LM's accounting with FlashAttention for fused-kernel
 runs, parc's own for eager ones), it is predicted with the least recomputation that fits
