@@ -79,8 +79,8 @@ class Unusable(Exception):
 # Reading the row's words
 
 
-def _words(*parts) -> str:
-    """Every string in the given fields (nested lists and dicts too), lower-cased, one text."""
+def _strings(*parts) -> list[str]:
+    """Every string in the given fields (nested lists and dicts too), numbers as written, in order."""
     out: list[str] = []
 
     def walk(x):
@@ -97,7 +97,12 @@ def _words(*parts) -> str:
 
     for p in parts:
         walk(p)
-    return " ".join(out).lower()
+    return out
+
+
+def _words(*parts) -> str:
+    """Every string in the given fields (nested lists and dicts too), lower-cased, one text."""
+    return " ".join(_strings(*parts)).lower()
 
 
 def source_text(entry: dict) -> str:
@@ -2000,20 +2005,7 @@ def stated_options(entry: dict) -> dict:
     mlp]"). The first statement of each option counts; a yes/no option named with no value is on,
     as a command line's flag; names it does not know of are not read."""
     lay, model = entry.get("layout") or {}, entry.get("model") or {}
-    parts: list[str] = []
-
-    def walk(x):
-        if isinstance(x, str):
-            parts.append(x)
-        elif isinstance(x, dict):
-            for v in x.values():
-                walk(v)
-        elif isinstance(x, (list, tuple)):
-            for v in x:
-                walk(v)
-
-    walk([entry.get("source"), entry.get("notes"), lay.get("extra"), model.get("extra")])
-    text = "\n".join(parts)
+    text = "\n".join(_strings(entry.get("source"), entry.get("notes"), lay.get("extra"), model.get("extra")))
     out: dict = {}
     for name, (key, kind) in STATED_OPTIONS.items():
         words = name.replace("_", "[_ -]")
