@@ -937,13 +937,31 @@ CONVENTION_ALIASES = {
 """Other spellings of a convention's key (`convention_key` folds case, hyphens and spaces first)."""
 
 
+CONVENTION_WORDS = (
+    (r"megascale", "megascale_mfu"), (r"narayanan", "narayanan_hfu"), (r"korthikanti", "korthikanti_mfu_hfu"),
+    (r"torchtitan", "torchtitan"), (r"llm_?foundry", "llm_foundry_mfu"), (r"bloom|\b8_?n\b", "bloom_hfu_4x"),
+    (r"dgxc|dgx_cloud", "nemo_dgxc_noncausal"), (r"bridge|megatron_core\w*(?<!non)_causal\b", "bridge_causal"),
+    (r"megatron_core", "megatron_core_model_flops"), (r"palm", "palm_mfu"),
+)
+"""A convention named in other words ("MFU (PaLM)", "torchtitan's MFU", "Narayanan et al. 2021 HFU",
+"Megatron-Core model FLOPs, causal"): the first source or counting its words name, in this order
+(MegaScale counts as PaLM does but is its own row family)."""
+
+
 def convention_key(value) -> str:
     """A row's `flop_convention` as `CONVENTIONS` keys it: lower case, words joined by "_"
-    ("Megatron-Core model FLOPs" is `megatron_core_model_flops`), aliases resolved."""
+    ("Megatron-Core model FLOPs" is `megatron_core_model_flops`), aliases resolved, else a
+    convention's label ("MFU (NeMo DGXC)") or the words that name one (`CONVENTION_WORDS`)."""
     if placeholder(value):
         return "unspecified"
     key = re.sub(r"[^a-z0-9]+", "_", str(value).strip().lower()).strip("_")
-    return CONVENTION_ALIASES.get(key, key)
+    key = CONVENTION_ALIASES.get(key, key)
+    if key in CONVENTIONS:
+        return key
+    labels = {re.sub(r"[^a-z0-9]+", "_", c.label.lower()).strip("_"): k for k, c in CONVENTIONS.items()}
+    if key in labels:
+        return labels[key]
+    return next((k for words, k in CONVENTION_WORDS if re.search(words, key)), key)
 
 
 def convention_of(entry: dict) -> tuple[str, Convention]:
@@ -1002,8 +1020,35 @@ def figure(value, seconds: bool = False) -> float | None:
     return value
 
 
+def figure_kind(name, value) -> str | None:
+    """What a reported figure measures, from the words of its key and of its value's unit, for a
+    key the explicit lists of `reported_tflops` do not hold ("TFLOPs/s/GPU", "achieved_tflops",
+    "TGS", "throughput: 4312 tokens/s/GPU", "tokens_per_s_per_node", "train_step_timing",
+    "elapsed_time_per_iteration_ms", "samples/s", "model FLOPs utilization (%)"): "tflops",
+    "mfu", "hfu", "aggregate", "tokens_gpu", "tokens_node", "tokens", "samples", "step",
+    "step_ms", or None."""
+    words = (str(name) + " " + (value if isinstance(value, str) else "")).lower().replace("_", " ")
+    if re.search(r"\bmfu\b|model flops? util", words):
+        return "mfu"
+    if re.search(r"\bhfu\b|hardware flops? util", words):
+        return "hfu"
+    if re.search(r"pflop", words) and re.search(r"aggregate|total|cluster|all gpus", words):
+        return "aggregate"
+    if re.search(r"tflop", words) and not re.search(r"aggregate|total|cluster", words):
+        return "tflops"
+    if re.search(r"token|\btgs\b", words) and "hour" not in words:
+        if re.search(r"per[ -]?gpu|/ ?gpu|\btgs\b|gpu per s", words):
+            return "tokens_gpu"
+        return "tokens_node" if re.search(r"per[ -]?node|/ ?node", words) else "tokens"
+    if re.search(r"sample|\bseq(?:uence)?s? ?(?:/|per) ?s", words):
+        return "samples"
+    if re.search(r"step|iter", words) and re.search(r"time|timing|second|duration|elapsed|\bs\b|\bms\b", words):
+        return "step_ms" if re.search(r"\bms\b|millisecond", words) and not isinstance(value, str) else "step"
+    return None
+
+
 def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch: int, gpus: int,
-                    peak: float, recompute: str) -> tuple[float, str]:
+                    peak: float, recompute: str, per_node: int = 0) -> tuple[float, str]:
     """TFLOP/s per GPU in the row's convention, and which published number it came from."""
     model = conv.model(per_seq) * batch
     hardware = conv.hardware(per_seq) * batch if conv.hardware else None
@@ -1014,56 +1059,78 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
 
     keyed = {_key(k): v for k, v in out.items()}  # "MFU (%)", "TFLOP/s/GPU", "tokens/s/GPU" as their keys
 
-    def number(*names, seconds: bool = False):
-        for n in names:
+    by_words = False  # the second pass: keys no list holds, read by what their words say they measure
+
+    def number(*names, seconds: bool = False, kinds: tuple[str, ...] = ()):
+        for n in names if not by_words else ():
             v = out[n] if n in out else keyed.get(_key(n))
             v = figure(v, seconds=seconds)  # YAML 1.1 reads "3.0e6" as a string; rows write "52%", "~400 TFLOP/s"
             if v is not None and math.isfinite(v) and v > 0:
                 return v
+        for n, raw in out.items() if by_words else ():
+            if figure_kind(n, raw) in kinds:
+                v = figure(raw, seconds=seconds)
+                if v is not None and math.isfinite(v) and v > 0:
+                    return v
         return None
 
-    for kind in order:
-        if kind == "tflops":
-            v = number("tflops_per_gpu", "model_tflops_per_gpu", "achieved_tflops_per_gpu", "tflops", "model_tflops",
-                       "tflops_gpu", "tflop_s_per_gpu", "tflops_per_gpu_model", "tflop/s/gpu", "model_tflop/s/gpu")
-            if v:
-                return v, "reported TFLOP/s"
-        elif kind == "mfu":
-            v = number("mfu_pct", "mfu", "mfu_percent", "MFU", "mfu_%", "mfu (%)")
-            if v:
-                return (v if v > 1 else 100 * v) / 100 * peak, "reported MFU"
-        elif kind == "pct":
-            v = number("pct_of_peak")
-            if v:
-                return v / 100 * peak, "reported % of peak"
-        elif kind == "hfu" and hardware:
-            v = number("hfu_pct", "hfu", "hfu_percent", "HFU")
-            if v and (recompute == "selective" or conv.utilisation == "hfu"):
-                return (v if v > 1 else 100 * v) / 100 * peak * model / hardware, "reported HFU"
-        elif kind == "step":
-            v = number("step_time_s", "iteration_time_s", "step_s", "iteration_s", "step_time", "time_per_step_s",
-                       "iteration_time", "seconds_per_step", "step_time (s)", seconds=True)
-            ms = number("step_time_ms", "iteration_time_ms")
-            if v or ms:
-                return model / ((v or ms / 1000) * gpus) / 1e12, "reported step time"
-        elif kind == "tokens":
-            v = number("tokens_per_s_per_gpu", "tokens_per_sec_per_gpu", "tokens_per_gpu_per_s",
-                       "tokens_per_second_per_gpu", "tokens_per_gpu_per_second", "tokens/s/gpu", "tok/s/gpu")
-            if v:
-                return model / (batch * per_seq.seq) * v / 1e12, "reported tokens/s per GPU"
-            v = number("tokens_per_s", "tokens_per_sec", "throughput_tokens_per_s", "tokens_per_second")
-            if v:
-                return model / (batch * per_seq.seq) * v / gpus / 1e12, "reported tokens/s"
-            v = number("gpu_hours_per_trillion_tokens")
-            if v:  # DeepSeek-V3's report: "each trillion tokens requires 180K H800 GPU hours"
-                return model / (batch * per_seq.seq) * 1e12 / (v * 3600) / 1e12, "reported GPU hours per trillion tokens"
-            v = number("samples_per_s", "sequences_per_s", "samples_per_sec")
-            if v:
-                return model / batch * v / gpus / 1e12, "reported sequences/s"
-        elif kind == "aggregate":
-            v = number("aggregate_pflops")
-            if v:
-                return v * 1000 / gpus, "reported aggregate PFLOP/s"
+    def first() -> tuple[float, str] | None:
+        """The first figure `number` finds, kind by kind in `order`, as TFLOP/s per GPU in the
+        convention's count, with where it came from; None if none."""
+        for kind in order:
+            if kind == "tflops":
+                v = number("tflops_per_gpu", "model_tflops_per_gpu", "achieved_tflops_per_gpu", "tflops", "model_tflops",
+                           "tflops_gpu", "tflop_s_per_gpu", "tflops_per_gpu_model", "tflop/s/gpu", "model_tflop/s/gpu",
+                           kinds=("tflops",))
+                if v:
+                    return v, "reported TFLOP/s"
+            elif kind == "mfu":
+                v = number("mfu_pct", "mfu", "mfu_percent", "MFU", "mfu_%", "mfu (%)", kinds=("mfu",))
+                if v:
+                    return (v if v > 1 else 100 * v) / 100 * peak, "reported MFU"
+            elif kind == "pct":
+                v = number("pct_of_peak")
+                if v:
+                    return v / 100 * peak, "reported % of peak"
+            elif kind == "hfu" and hardware:
+                v = number("hfu_pct", "hfu", "hfu_percent", "HFU", kinds=("hfu",))
+                if v and (recompute == "selective" or conv.utilisation == "hfu"):
+                    return (v if v > 1 else 100 * v) / 100 * peak * model / hardware, "reported HFU"
+            elif kind == "step":
+                v = number("step_time_s", "iteration_time_s", "step_s", "iteration_s", "step_time", "time_per_step_s",
+                           "iteration_time", "seconds_per_step", "step_time (s)", seconds=True, kinds=("step",))
+                ms = number("step_time_ms", "iteration_time_ms", kinds=("step_ms",))
+                if v or ms:
+                    return model / ((v or ms / 1000) * gpus) / 1e12, "reported step time"
+            elif kind == "tokens":
+                v = number("tokens_per_s_per_gpu", "tokens_per_sec_per_gpu", "tokens_per_gpu_per_s",
+                           "tokens_per_second_per_gpu", "tokens_per_gpu_per_second", "tokens/s/gpu", "tok/s/gpu",
+                           kinds=("tokens_gpu",))
+                if v:
+                    return model / (batch * per_seq.seq) * v / 1e12, "reported tokens/s per GPU"
+                v = number(kinds=("tokens_node",)) if per_node else None
+                if v:
+                    return model / (batch * per_seq.seq) * v / per_node / 1e12, "reported tokens/s per node"
+                v = number("tokens_per_s", "tokens_per_sec", "throughput_tokens_per_s", "tokens_per_second", kinds=("tokens",))
+                if v:
+                    return model / (batch * per_seq.seq) * v / gpus / 1e12, "reported tokens/s"
+                v = number("gpu_hours_per_trillion_tokens")
+                if v:  # DeepSeek-V3's report: "each trillion tokens requires 180K H800 GPU hours"
+                    return model / (batch * per_seq.seq) * 1e12 / (v * 3600) / 1e12, "reported GPU hours per trillion tokens"
+                v = number("samples_per_s", "sequences_per_s", "samples_per_sec", kinds=("samples",))
+                if v:
+                    return model / batch * v / gpus / 1e12, "reported sequences/s"
+            elif kind == "aggregate":
+                v = number("aggregate_pflops", kinds=("aggregate",))
+                if v:
+                    return v * 1000 / gpus, "reported aggregate PFLOP/s"
+        return None
+
+    for second_pass in (False, True):
+        by_words = second_pass
+        found = first()
+        if found:
+            return found
     raise Unusable(f"no throughput reported that the FLOP convention `{key}` can be compared on")
 
 
@@ -2389,7 +2456,7 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     key_conv, conv = convention_of(entry)
     if conv is STEP_ONLY:
         notes.append(f"FLOP convention `{key_conv}` unknown: compared on the step time")
-    reported, source = reported_tflops(out, conv, key_conv, dims, batch, gpus, peak, recompute)
+    reported, source = reported_tflops(out, conv, key_conv, dims, batch, gpus, peak, recompute, per_node)
     fitted = entry.get("completeness") == "full"
     if fitted and dims.experts:
         # the fitted constants are the dense kernels' (GEMM, launch, attention): the MoE physics
