@@ -1257,6 +1257,36 @@ EP_OVERLAP = (r"1f1b[- ](?:a2a |all-to-all |ep )?overlap(?! of p2p| of the pipel
 """The expert-parallel all-to-alls overlapped with another micro-batch's computation (Megatron-
 Core's 1F1B all-to-all overlap), not the pipeline's sends ("1F1B overlap of P2P communication")."""
 
+FULL_ITERATION_GRAPH = (r"full[- ]iteration[- ]cuda[- ]graphs?|cuda[- ]graphs? (?:over|of|for|capturing) the (?:whole|entire|full)"
+                        r" (?:training )?iteration|(?:whole|entire) (?:training )?iteration captured in (?:one|a) cuda[- ]graph"
+                        r"|cuda[- ]graph\W{1,3}full[- ]iteration|cuda-graph-impl\W{1,3}full-iteration")
+"""A CUDA graph over the whole training iteration (Megatron-Core's `cuda_graph_impl: full_iteration`)."""
+
+FP8_ATTENTION = r"fp8[- ]dot[- ]product[- ]attention|fp8[- ](?:fused )?attention|fp8[- ]dpa|attention in fp8"
+"""Transformer Engine's FP8 fused attention (Megatron-Core's `fp8_dot_product_attention`, "FP8 DPA")."""
+
+FUSED_GROUPED_MLP = (r"fused[- ]grouped[- ]mlp|transformer-engine-op-fuser|te op fuser|cutedsl[- ]fused[- ]grouped"
+                     r"|nvte-cutedsl-fused-grouped-mlp\W{0,3}1")
+"""Transformer Engine's fused grouped MLP for the routed experts (Megatron-Bridge's
+`cutedsl_fused_grouped_mlp`, Megatron-Core's `use_transformer_engine_op_fuser`)."""
+
+BF16_PARAMETERS = (r"fp[48]-param-gather" + SET_OFF + r"|(?:nvfp4 |fp8 )?param(?:eter)?s? (?:all-)?gathered in bf16"
+                   r"|bf16 (?:weights|parameters) kept|no fp[48] parameter(?:s)? (?:all-)?gather|fp[48]-param-gather[^.;,]{0,12}"
+                   r"(?:not set|off|disabled|not used)")
+"""The quantized run's parameters held and gathered in bf16: Megatron's `fp8_param_gather` or
+`fp4_param_gather` off, however written."""
+
+UNFUSED_BACKEND = r"attention[- ]backend[\s:=\"']+(?:attnbackend\.)?(?:unfused|local)\b|\bunfused attention\b"
+"""Megatron-Core told to run its unfused attention (`--attention-backend unfused`), or a source
+that says its attention was unfused, whatever its year."""
+
+OFFLOAD_WORDS = (r"offload\w* (?:the )?activations of (\d+) layers|activations of (\d+) layers offloaded"
+                 r"|(\d+) layers'? activations offloaded|activation offloading[^.;]{0,40}?\b(\d+)(?: of \d+)? layers"
+                 r"|activation offloading\W+(\d+) layers")
+"""Activations offloaded to host memory for a number of layers, in words (Megatron-Bridge's
+`cpu_offloading_num_layers`)."""
+
+
 def node_limit_of(compact: str) -> int:
     """The nodes each token's experts lie within, where the text states node-limited routing
     (DeepSeek-V3's "at most 4 nodes", its `topk_group`, Megatron-Core's `--moe-router-group-topk`);
@@ -1310,7 +1340,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                        "recipe only (another runtime's kernels and casts differ)")
     # "without FlashAttention" / "before FlashAttention" / "no flash" name the kernel to deny it
     flash_stated = affirms(text, FLASH_WORDS)
-    unfused = not flash_stated and year is not None and year <= 2022
+    unfused = (not flash_stated and year is not None and year <= 2022) or affirms(text, UNFUSED_BACKEND)
     if unfused:
         notes.append(f"unfused attention (published {year}, before FlashAttention was in training "
                      "frameworks; not expressible in a spec)")
@@ -1396,7 +1426,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     # the GPU: inputs padded to a stated capacity, or a CUDA graph over the whole iteration
     host_sync = not (states(compact, r"pad(?:s|ded)?[- ](?:the[- ])?(?:experts?'?[- ])?inputs?[- ](?:of[- ]the[- ]experts[- ])?"
                                      r"to[- ]capacity|inputs? padded to (?:the )?capacity")
-                     or states(compact, "full-iteration-cuda-graph"))
+                     or states(compact, FULL_ITERATION_GRAPH))
     if not host_sync:
         notes.append("no host read of the token counts (stated: experts' inputs padded to capacity or a "
                      "full-iteration CUDA graph; Software.moe_host_sync off)")
@@ -1438,13 +1468,13 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                      "(rope_utils.apply_rotary_pos_emb; not expressible in a spec)")
     # Transformer Engine's FP8 dot-product attention (Megatron-Core's `fp8_dot_product_attention`,
     # which Megatron-Bridge's recipes set): the attention's products in FP8 too
-    attention_fp8 = family == "megatron" and precision == "fp8" and states(compact, "fp8-dot-product-attention")
+    attention_fp8 = family == "megatron" and precision == "fp8" and states(compact, FP8_ATTENTION)
     if attention_fp8:
         notes.append("FP8 dot-product attention (stated: Transformer Engine's FP8 fused attention)")
     # Transformer Engine's fused grouped MLP (Megatron-Bridge's `cutedsl_fused_grouped_mlp`, which
     # sets Megatron-Core's `use_transformer_engine_op_fuser`): the experts' GLU and quantizations
     # in their grouped GEMMs' epilogues, where TE fuses (`timing.fuses_grouped_mlp`)
-    fused_grouped_mlp = family == "megatron" and states(compact, "fused-grouped-mlp")
+    fused_grouped_mlp = family == "megatron" and states(compact, FUSED_GROUPED_MLP)
     if fused_grouped_mlp:
         notes.append("Transformer Engine's fused grouped MLP (stated): the experts' GLU and quantizations in the "
                      "grouped GEMMs' epilogues, one kernel per GEMM for all local experts, on Blackwell under "
@@ -1494,7 +1524,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         # (NVFP4's from Megatron-Bridge 26.04.01, `fp4_param_gather`; bf16 before, `read_recipe`)
         gather_bytes=gather_bytes(Target(name=target_name(family), fp8_recipe=TARGET_RECIPES.get(recipe),
                                          float8_all_gather=family == "torchtitan" and titan_float8_all_gather(entry),
-                                         fp8_params=not re.search("fp4-param-gather" + SET_OFF, compact)),
+                                         fp8_params=not affirms(compact, BF16_PARAMETERS, r"\b\B")),
                                   precision),
         balanced_routing=balanced,
         ep_dispatcher="hybridep" if hybridep else "deepep" if deepep else "all-to-all",
@@ -2111,6 +2141,12 @@ def stated_options(entry: dict) -> dict:
                 out[key] = modules
         else:
             out[key] = value.group(1)
+    words = text.lower().replace("_", "-")  # what the text says in prose, where no option's name is used
+    if "cutedsl_fused_grouped_mlp" not in out.get("other", ()) and states(words, FUSED_GROUPED_MLP):
+        out.setdefault("other", []).append("cutedsl_fused_grouped_mlp")
+    offloaded = re.search(OFFLOAD_WORDS, words)
+    if "cpu_offloading_num_layers" not in out and offloaded and affirms(words, re.escape(offloaded.group(0))):
+        out["cpu_offloading_num_layers"] = int(next(g for g in offloaded.groups() if g))
     return out
 
 
@@ -2535,7 +2571,8 @@ def stated_loss_findings(run: Run, plan, runtime: str, findings: list[str]) -> l
     return [code for code in findings if code != "E0401"]
 
 
-TRITON_ATTENTION = re.compile(r"attn[_-]impl:?\s*triton|flash ?attention in triton|triton flash")
+TRITON_ATTENTION = (r"attn[_-]impl[\s\"':=]*triton|flash ?attention in triton|triton flash|triton implementation of flash ?attention"
+                    r"|flash ?attention \(triton|attention\W{1,3}triton\b")
 """How a source states that its runs used FlashAttention in Triton (llm-foundry's `attn_impl: triton`)."""
 
 TRITON_NOTE = ("attention: FlashAttention in Triton, as the source states; evaluated with the "
@@ -2553,7 +2590,7 @@ def note_stated_attention_kernel(software: timing.Software, run: Run) -> None:
     `target` cannot say it (eager PyTorch with FlashAttention in Triton). The row keeps its
     target's kernel curve: a Triton-specific slowdown on top of `attention_sustained` would count
     the same gap twice (docs/time-model.md, llm-foundry's section)."""
-    if software.attention == "flash" and TRITON_ATTENTION.search(run.source_words):
+    if software.attention == "flash" and affirms(run.source_words, TRITON_ATTENTION):
         run.assumptions.append(TRITON_NOTE)
 
 
