@@ -1265,8 +1265,7 @@ FULL_ITERATION_GRAPH = (r"full[- ]iteration[- ]cuda[- ]graphs?|cuda[- ]graphs? (
 FP8_ATTENTION = r"fp8[- ]dot[- ]product[- ]attention|fp8[- ](?:fused )?attention|fp8[- ]dpa|attention in fp8"
 """Transformer Engine's FP8 fused attention (Megatron-Core's `fp8_dot_product_attention`, "FP8 DPA")."""
 
-FUSED_GROUPED_MLP = (r"fused[- ]grouped[- ]mlp|transformer-engine-op-fuser|te op fuser|cutedsl[- ]fused[- ]grouped"
-                     r"|nvte-cutedsl-fused-grouped-mlp\W{0,3}1")
+FUSED_GROUPED_MLP = r"fused[- ]grouped[- ]mlp(?!\W{0,3}0\b)|transformer-engine-op-fuser|te op fuser"
 """Transformer Engine's fused grouped MLP for the routed experts (Megatron-Bridge's
 `cutedsl_fused_grouped_mlp`, Megatron-Core's `use_transformer_engine_op_fuser`)."""
 
@@ -1276,7 +1275,7 @@ BF16_PARAMETERS = (r"fp[48]-param-gather" + SET_OFF + r"|(?:nvfp4 |fp8 )?param(?
 """The quantized run's parameters held and gathered in bf16: Megatron's `fp8_param_gather` or
 `fp4_param_gather` off, however written."""
 
-UNFUSED_BACKEND = r"attention[- ]backend[\s:=\"']+(?:attnbackend\.)?(?:unfused|local)\b|\bunfused attention\b"
+UNFUSED_BACKEND = r"attention[-_ ]backend[\s:=\"']+(?:attnbackend\.)?(?:unfused|local)\b|\bunfused attention\b"
 """Megatron-Core told to run its unfused attention (`--attention-backend unfused`), or a source
 that says its attention was unfused, whatever its year."""
 
@@ -1853,12 +1852,18 @@ def recompute_of(lay: dict, layers: int, family: str, notes: list[str]) -> str:
     return "none"
 
 
+DISTRIBUTED_OPTIMIZER = (r"(?:overlap-)?param-gather|distributed[- ]optimi[sz]er|optimi[sz]er[- ]states? (?:are |is )?shard"
+                         r"|optimi[sz]er-state shard|\bzero-?1\b|zero stage 1")
+"""Megatron's distributed optimizer (ZeRO-1) named in a row's words, where its sharding field is
+unstated: `--use-distributed-optimizer`, `--overlap-param-gather` (which needs it), "optimizer
+states sharded over the data-parallel ranks"."""
+
+
 def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
     raw = lay.get("zero_or_fsdp")
     words = re.sub(r"[^a-z0-9]", "", _words(raw))  # "ZeRO-3", "zero_3", "full_shard": one spelling
     if placeholder(raw):  # unstated, or "n/a", "not stated": the runtime's default
-        if family == "megatron" and ("overlap-param-gather" in text.replace("_", "-") or "param-gather" in text
-                                     or "distributed optimizer" in text or "distributed-optimizer" in text):
+        if family == "megatron" and affirms(text.replace("_", "-"), DISTRIBUTED_OPTIMIZER):
             notes.append("zero1 (--overlap-param-gather needs the distributed optimizer)")
             return "zero1"
         if family == "megatron" and ("nemo" in text or "bridge" in text):
@@ -1942,11 +1947,23 @@ def schedule_of(lay: dict, pp: int, notes: list[str], layers: int = 0) -> tuple[
 
 def cp_flavour(text: str) -> str:
     """How context-parallel ranks exchange K/V: Ulysses' all-to-all, an all-gather (Llama 3's),
-    else the ring (Megatron-LM's and torch's default)."""
-    if "ulysses" in text or "all-to-all" in text:
-        return "all-to-all"
-    if "all-gather" in text and "context" in text:
-        return "all-gather"
+    else the ring (Megatron-LM's and torch's default), as the row's words state it of its context
+    parallelism: Megatron-Core's `cp_comm_type` (p2p, all_gather, a2a), or the exchange named in
+    the same clause as the context parallelism ("all-gather based context parallelism", "CP with
+    K/V all-gathered"), never another axis's collective (the experts' all-to-all, the optimizer's
+    parameter all-gather) nor a denied one ("ring, not all-gather")."""
+    words = text.replace("_", "-")
+    stated = re.search(r"cp-comm-type[\s\"':=]+(p2p|all-?gather|a2a\+p2p|a2a)\b", words)
+    if stated:
+        return {"p2p": "ring", "a2a": "all-to-all", "a2a+p2p": "all-to-all"}.get(stated.group(1), "all-gather")
+    for clause in re.split(r"[.;\n]", words):
+        if not re.search(r"context[- ]parallel|\bcp\b|ulysses", clause):
+            continue
+        if affirms(clause, r"ulysses|all-to-all|\ba2a\b") and not re.search(r"\b(?:ep|expert|moe|token)s?\b[^,]{0,20}all-to-all",
+                                                                           clause):
+            return "all-to-all"
+        if affirms(clause, r"all-?gather"):
+            return "all-gather"
     return "ring"
 
 
