@@ -101,8 +101,9 @@ def _strings(*parts) -> list[str]:
 
 
 def _words(*parts) -> str:
-    """Every string in the given fields (nested lists and dicts too), lower-cased, one text."""
-    return " ".join(_strings(*parts)).lower()
+    """Every string in the given fields (nested lists and dicts too), lower-cased, one text: one
+    line each, so that no clause runs from one field or note into the next (`affirms`)."""
+    return "\n".join(_strings(*parts)).lower()
 
 
 def source_text(entry: dict) -> str:
@@ -1269,11 +1270,13 @@ FUSED_GROUPED_MLP = r"fused[- ]grouped[- ]mlp(?!\W{0,3}0\b)|transformer-engine-o
 """Transformer Engine's fused grouped MLP for the routed experts (Megatron-Bridge's
 `cutedsl_fused_grouped_mlp`, Megatron-Core's `use_transformer_engine_op_fuser`)."""
 
-BF16_PARAMETERS = (r"fp[48]-param-gather" + SET_OFF + r"|(?:nvfp4 |fp8 )?param(?:eter)?s? (?:all-)?gathered in bf16"
-                   r"|bf16 (?:weights|parameters) kept|no fp[48] parameter(?:s)? (?:all-)?gather|fp[48]-param-gather[^.;,]{0,12}"
-                   r"(?:not set|off|disabled|not used)")
-"""The quantized run's parameters held and gathered in bf16: Megatron's `fp8_param_gather` or
-`fp4_param_gather` off, however written."""
+def bf16_parameters(fmt: str) -> str:
+    """The quantized run's parameters held and gathered in bf16, however written: Megatron's
+    `fp8_param_gather` off for an fp8 run, `fp4_param_gather` off for an NVFP4 one (`fmt` "fp8" or
+    "fp4": the other format's flag says nothing of this run)."""
+    return (fmt + r"-param-gather" + SET_OFF + r"|(?:nvfp4 |fp8 )?param(?:eter)?s? (?:all-)?gathered in bf16"
+            r"|bf16 (?:weights|parameters) kept|no " + fmt + r" parameter(?:s)? (?:all-)?gather|" + fmt
+            + r"-param-gather[^.;,]{0,12}(?:not set|off|disabled|not used)")
 
 UNFUSED_BACKEND = r"attention[-_ ]backend[\s:=\"']+(?:attnbackend\.)?(?:unfused|local)\b|\bunfused attention\b"
 """Megatron-Core told to run its unfused attention (`--attention-backend unfused`), or a source
@@ -1523,7 +1526,8 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         # (NVFP4's from Megatron-Bridge 26.04.01, `fp4_param_gather`; bf16 before, `read_recipe`)
         gather_bytes=gather_bytes(Target(name=target_name(family), fp8_recipe=TARGET_RECIPES.get(recipe),
                                          float8_all_gather=family == "torchtitan" and titan_float8_all_gather(entry),
-                                         fp8_params=not affirms(compact, BF16_PARAMETERS, r"\b\B")),
+                                         fp8_params=not affirms(compact, bf16_parameters("fp4" if precision == "nvfp4" else "fp8"),
+                                                                r"\b\B")),
                                   precision),
         balanced_routing=balanced,
         ep_dispatcher="hybridep" if hybridep else "deepep" if deepep else "all-to-all",
