@@ -1915,29 +1915,34 @@ def schedule_of(lay: dict, pp: int, notes: list[str], layers: int = 0) -> tuple[
     model's `layers` over pp ranks)."""
     text = _words(lay.get("pipeline_schedule")).replace("_", "-")
     vpp = 1 if unused(lay.get("vpp")) else _int(lay.get("vpp"), "vpp")
-    per_stage = re.search(r"layers[ -]per[ -]virtual[ -](?:pipeline[ -])?stage\s*[=:]?\s*(\d+)", text)
+    per_stage = (re.search(r"layers[ -]per[ -]virtual[ -](?:pipeline[ -])?stage\s*[=:]?\s*(\d+)", text)
+                 or re.search(r"(\d+)\s*layers[ -]per[ -]virtual[ -](?:pipeline[ -])?stage", text))
     stated = (re.search(r"(?:\bvpp?(?:[ -]size)?|\bv(?=\s*=)|virtual[ -]?(?:pipeline[ -]?)?(?:model[ -])?(?:parallel[ -])?"
-                        r"(?:size|stages?|chunks?)?)\s*[=:]?\s*(\d+)", text)
-              or re.search(r"(\d+)\s*(?:virtual[ -]?(?:pipeline[ -]?)?(?:stages?|chunks?)|(?:model[ -])?chunks?[ -]per)", text))
+                        r"(?:size|stages?|chunks?)?|num-model-chunks)\s*[=:]?\s*(\d+)", text)
+              or re.search(r"(\d+)\s*(?:virtual[ -]?(?:pipeline[ -]?)?(?:stages?|chunks?)|(?:model[ -])?chunks?[ -]per)", text)
+              or re.search(r"(?:interleav\w*|1f1b)\W[^.;]{0,12}?\bx?(\d+)\s*(?:model[ -])?chunks\b", text))
     if per_stage and layers and pp and int(per_stage.group(1)) and layers % (pp * int(per_stage.group(1))) == 0:
         stated_v = layers // (pp * int(per_stage.group(1)))
     else:
         stated_v = int(stated.group(1)) if stated and not per_stage else None
     vpp = vpp or stated_v or 1
-    if re.search(r"non[ -]?interleav|not[ -]interleav|no[ -]interleav|without[ -]interleav", text):
+    if re.search(r"non[ -]?interleav|not[ -]interleav|no[ -]interleav|without[ -]interleav", text) \
+            or ("interleav" in text and not affirms(text, r"interleav\w*", SET_OFF + r"|\s*(?:schedule )?(?:off|not used)\b")):
         text = re.sub(r"\w*[ -]?interleav\w*", "", text)  # plain 1F1B, whatever else the words say
+        vpp = 1 if stated_v else vpp
     if pp == 1:
         return "1f1b", 1
-    if "dualpipe" in text:
+    if affirms(text, r"dual[- ]?pipe"):
         return "dualpipe-v", 2
-    if "zbv" in text or "zb-v" in text or ("zero" in text and "bubble" in text and "v" in text.split()):
+    zero_bubble = affirms(text, r"zero[- ]?bubble|\bzb(?:1p|-h\d?|-?v)?\b|zbv")
+    if zero_bubble and re.search(r"zb-?v|\bzb v\b|zero[- ]?bubble[^.;]{0,12}?\bv(?:-shaped| schedule)?\b", text):
         return "zbv", 2
-    if "zero" in text and "bubble" in text or "zb" in text.split() or "zb1p" in text or "zb-h" in text:
+    if zero_bubble:
         if vpp < 2:
             notes.append("interleaved-zb with 2 virtual stages (torch's zero-bubble schedule interleaves; "
                          "parc has no single-chunk one)")
         return "interleaved-zb", max(vpp, 2)
-    if "gpipe" in text:
+    if affirms(text, r"gpipe|\bafab\b|all[- ]forward[- ](?:then[- ])?all[- ]backward", SET_OFF + r"|\W{0,3}(?:'s|memory)"):
         return "gpipe", 1
     if "interleav" in text or vpp > 1:
         if vpp < 2:
