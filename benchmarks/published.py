@@ -204,6 +204,19 @@ def unused(value) -> bool:
     return isinstance(value, str) and re.fullmatch(r"\s*(?:n/?a|none|no|off|[-–—]+)\s*", value, flags=re.I) is not None
 
 
+def expert_tp_of(lay: dict, text: str) -> int | None:
+    """Expert tensor parallelism: the row's `expert_tp`, where a degree written as not used
+    ("none", "off", "n/a") is 1, else the degree its words state (`expert_tensor_parallel_size: 1`,
+    "ETP=1", `--expert-tensor-parallel-size 1`); None where neither says."""
+    raw = lay.get("expert_tp")
+    if unused(raw) or (isinstance(raw, str) and re.fullmatch(r"\s*(?:n/?a|none|no|off)\W*\(?\s*1\s*\)?\s*", raw, re.I)):
+        return 1
+    if not placeholder(raw):
+        return _int(raw, "expert_tp")
+    said = re.search(r"(?:expert[-_ ]tensor[-_ ]parallel(?:ism|[-_ ]size)?|\betp)\b[\s\"':=]*(\d+)\b", text)
+    return int(said.group(1)) if said else None
+
+
 def placeholder(value) -> bool:
     """Whether a row's field says nothing (`PLACEHOLDER`); a YAML boolean says something."""
     return value is None or (isinstance(value, str) and re.fullmatch(PLACEHOLDER, value, flags=re.I) is not None)
@@ -2094,6 +2107,8 @@ STATED_OPTIONS: dict[str, tuple[str, str]] = {
     "cpu_offloading_num_layers": ("cpu_offloading_num_layers", "number"),
     "recompute_modules": ("recompute_modules", "modules"),
     "pipeline_model_parallel_layout": ("pipeline_model_parallel_layout", "layout"),
+    "pipeline_layout": ("pipeline_model_parallel_layout", "layout"),
+    "pp_layout": ("pipeline_model_parallel_layout", "layout"),
     "overlap_p2p_comm": ("overlap_p2p_comm", "bool"),
     "overlap_p2p_communication": ("overlap_p2p_comm", "bool"),  # Megatron-LM's `--no-overlap-p2p-communication`
 }
@@ -2114,7 +2129,7 @@ OPTION_VALUES = {
     "dtype": OPTION_SEP + r"(?:torch\.)?(bf16|bfloat16|fp32|float32)\b",
     "number": OPTION_SEP + r"(\d+(?:\.\d+)?|\.\d+)\b",
     "modules": OPTION_SEP + r"(\[[^\]]*\]|[a-z_]+(?:,?\s+[a-z_]+)*)",
-    "layout": OPTION_SEP + r"([EtmL0-9*|()]+)",
+    "layout": OPTION_SEP + r"((?:[EtmL0-9*|(),]|\s(?=[EtmL0-9*|(),]))+)",
 }
 """The value each kind of option takes after its name (`STATED_OPTIONS`)."""
 
@@ -2165,8 +2180,8 @@ def stated_options(entry: dict) -> dict:
             modules = [m for m in named if m in MODULE_WORDS]
             if modules or not named:  # "recompute_modules: []" states none; unknown names state nothing
                 out[key] = modules
-        else:
-            out[key] = value.group(1)
+        else:  # a layout, its spaces and commas dropped as Megatron-Core's parser drops them
+            out[key] = re.sub(r"[\s,]", "", value.group(1))
     words = text.lower().replace("_", "-")  # what the text says in prose, where no option's name is used
     if "cutedsl_fused_grouped_mlp" not in out.get("other", ()) and states(words, FUSED_GROUPED_MLP):
         out.setdefault("other", []).append("cutedsl_fused_grouped_mlp")
@@ -2421,8 +2436,9 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
             notes.append("sequence parallelism on (the frameworks' choice with tensor parallelism)")
     schedule, vpp = schedule_of(lay, pp, notes, dims.layers)
     sharding = sharding_of(lay, family, text, notes)
-    if _int(lay.get("expert_tp"), "expert_tp") not in (None, 1):
-        notes.append(f"expert tensor parallelism {lay.get('expert_tp')} not modelled: experts whole on each rank")
+    expert_tp = expert_tp_of(lay, text)
+    if expert_tp not in (None, 1):
+        notes.append(f"expert tensor parallelism {expert_tp} not modelled: experts whole on each rank")
 
     axes = [("tp", tp), ("cp", cp)] + ([("ep", ep)] if deg["ep_axis"] else []) + [("dp", dp), ("pp", pp)]
     written = [(n, d) for n, d in axes if d > 1] or [("tp", 1)]
@@ -2439,7 +2455,6 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     ]
     if ep > 1 and not deg["ep_axis"]:
         folded = [n for n, d in (("cp", cp), ("dp", dp)) if d > 1]
-        expert_tp = _int(lay.get("expert_tp"), "expert_tp")
         if (family == "megatron" and tp > 1 and (tp * cp * dp) % ep == 0
                 and (expert_tp == 1 or (cp * dp) % ep)):
             # Megatron-Core's expert mesh regroups the tp x cp x dp ranks, tp fastest: with expert
