@@ -693,10 +693,13 @@ def latent_from_words(arch: str, head_dim: int, notes: list[str]) -> dict:
 def mtp_from_words(arch: str, notes: list[str]) -> int:
     """Multi-token prediction modules a row's `arch` names ("multi-token prediction depth 1"):
     the depth stated, else 1 (DeepSeek-V3's, the one published runs use)."""
-    if "multi-token prediction" not in arch and not re.search(r"\bmtp\b", arch):
-        return 0
-    found = re.search(r"(?:multi-token prediction|mtp)[^,;.]*?(?:depth|layers?|modules?)\s*(?:of\s*)?(\d+)", arch)
-    depth = int(found.group(1)) if found else 1
+    arch = arch.replace("multi-token-prediction", "multi-token prediction")
+    if not affirms(arch, r"multi-token prediction|\bmtp\b"):
+        return 0  # none named, or denied ("no MTP", "without multi-token prediction", "MTP not used")
+    found = (re.search(r"(?:multi-token prediction|mtp)[^,;.]*?(?:depth|layers?|modules?)\s*(?:of\s*)?(\d+)", arch)
+             or re.search(r"(?:multi-token prediction|mtp)\s*\(\s*d\s*=\s*(\d+)", arch)
+             or re.search(r"\b(\d+|one|two) (?:mtp|multi-token prediction) (?:modules?|layers?|depth)", arch))
+    depth = int(NUMBERS.get(found.group(1), found.group(1))) if found else 1
     notes.append(f"multi-token prediction (stated): {depth} module{'s' if depth > 1 else ''}"
                  + ("" if found else " (depth unstated: DeepSeek-V3's 1)"))
     return depth
@@ -715,13 +718,19 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     if zero:
         raise Unusable("the model's " + ", ".join(f"`{k}`" for k in zero) + " is 0")
     arch = _words(m.get("arch"), m.get("name"))
-    llama_like = any(w in arch for w in ("llama", "swiglu", "mixtral", "mistral", "qwen", "deepseek", "nemotron-h",
-                                         "gemma", "rmsnorm", "rope", "silu", "glu"))
-    plain = ("gelu" in arch and "geglu" not in arch) or "relu" in arch  # GELU, (squared) ReLU: 2 matrices
-    swiglu = any(w in arch for w in ("swiglu", "geglu", "silu")) or (llama_like and not plain)
+    arch = re.sub(r"swish[- ]gated linear unit|swish-glu|silu-gated", "swiglu", arch)
+    arch = re.sub(r"gated gelu|gelu-gated linear unit", "geglu", arch)
+    arch = re.sub(r"\brms[- ]norm(?:ali[sz]ation)?\b", "rmsnorm", arch)
+    arch = re.sub(r"rotary (?:position(?:al)? )?embeddings?", "rope", arch)
+    llama_like = affirms(arch, r"llama|swiglu|mixtral|mistral|qwen|deepseek|nemotron-h|gemma|rmsnorm|rope|silu|glu")
+    plain = affirms(arch, r"gelu(?!-)|\brelu") and not affirms(arch, r"geglu")  # GELU, (squared) ReLU: 2 matrices
+    swiglu = affirms(arch, r"swiglu|geglu|silu") or (llama_like and not plain)
     kv_lora = _int(m.get("kv_lora_rank"), "kv_lora_rank")
     named_mla = not kv_lora and bool(re.search(r"\bmla\b", arch) or "latent attention" in arch)
     raw_kv = m.get("kv_heads")
+    if placeholder(raw_kv):  # "GQA-8", "GQA (8 KV heads)", "num_key_value_heads: 8" in the architecture's words
+        said = re.search(r"\bgqa[- ]?(\d+)\b|(\d+) (?:kv|key[- ]value) heads|num[-_ ]key[-_ ]value[-_ ]heads\W{1,3}(\d+)", arch)
+        raw_kv = next(int(g) for g in said.groups() if g) if said else raw_kv
     # "MHA": every head its own key and value; "GQA-8", "8 (GQA)": the number
     grouped = re.search(r"(\d+)\s*(?:kv[ _-]?heads?|groups?|query groups?)\b(?!\s*size)", raw_kv, flags=re.I) \
         if isinstance(raw_kv, str) else None  # "GQA (8 groups)", "GQA, 8 KV heads"
@@ -777,10 +786,12 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     if experts and dense_layers >= layers:
         raise Unusable(f"{dense_layers} dense layers of {layers}: no layer is a mixture of experts")
     alibi = "alibi" in arch
-    learned = not llama_like and not alibi and "rope" not in arch and "rotary" not in arch
-    tied = not llama_like if "untied" not in arch else False
-    if "tied" in arch and "untied" not in arch:
-        tied = True
+    learned = not llama_like and not alibi and not affirms(arch, r"rope|rotary")
+    untied = affirms(arch, r"untied|tie[-_ ]word[-_ ]embeddings\W{1,3}false") or bool(
+        re.search(r"(?:\bno|\bnot|\bwithout)[^.;,]{0,12}\btied\b|\btied\b[^.;,]{0,12}\bnot\b|embeddings not tied", arch))
+    stated_tied = not untied and affirms(arch, r"(?<!un)\btied\b|tie[-_ ]word[-_ ]embeddings\W{1,3}true|weight tying"
+                                               r"|shared input/output embedding|embedding weights tied")
+    tied = False if untied else True if stated_tied else not llama_like
     # multi-head latent attention: head_dim is then the query/key part without RoPE; the widths a
     # spec leaves out take the compiler's defaults (`resolve`: RoPE 64 dims, the value head_dim)
     ranks_of = {}
@@ -2288,6 +2299,10 @@ MODEL_FACTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "yarn_mscale": ("float", ()),
     "yarn_mscale_all_dim": ("float", ()),
     "capacity_factor": ("float", ("moe_expert_capacity_factor",)),
+    "shared_experts": ("int", ("n_shared_experts", "num_shared_experts", "moe_shared_experts")),
+    "dense_layers": ("int", ("first_k_dense_replace", "num_dense_layers")),
+    "top_k": ("int", ("num_experts_per_tok", "moe_router_topk", "topk")),
+    "kv_heads": ("int", ("num_key_value_heads", "num_query_groups", "kv_heads")),
 }
 """The model's facts beyond the shared schema's fields that the reader takes (`model_block`,
 `software_of`), and the names Megatron-Core's and Hugging Face's configs give them
@@ -2296,18 +2311,45 @@ MODEL_FACTS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 FACT_VALUES = {"int": r"(\d+)\b", "float": r"(\d+(?:\.\d+)?|\.\d+)", "bool": r"(true|false|yes|no|on|off)\b"}
 
+FACT_WORDS: dict[str, tuple[str, ...]] = {
+    # the same facts in prose, in a model's `extra` or `arch`: patterns whose first group holds the value
+    "shared_experts": (r"(\d+|one|two) shared experts?\b", r"routed \+ (\d+) shared", r"\((one|two) shared experts?\)"),
+    "dense_layers": (r"first (\d+) layers (?:are |being )?dense", r"(\d+) dense layers", r"moe[-_ ]layer[-_ ]freq\W+\[0\]\s*\*\s*(\d+)"),
+    "top_k": (r"(\d+) (?:routed )?(?:of \d+ )?experts per token", r"\btop[- ]?(\d+)\b"),
+    "window": (r"sliding[-_ ]window(?:[-_ ]attention)?\W{0,3}\(?\s*(\d+)", r"window[-_ ]size\W{0,3}(\d+)", r"\bswa\W{0,3}(\d+)"),
+    "full_attention_every": (r"window[-_ ]attn[-_ ]skip[-_ ]freq\W{0,3}(\d+)",),
+    "yarn_factor": (r"yarn\W{0,3}\(?factor\W{0,3}(\d+(?:\.\d+)?)", r"yarn\W{0,3}x\s*(\d+(?:\.\d+)?)",
+                    r"type\W{1,3}yarn\W{1,3}factor\W{1,3}(\d+(?:\.\d+)?)"),
+    "capacity_factor": (r"capacity factor (?:of )?(\d+(?:\.\d+)?)", r"\bcf\W{0,3}(\d+(?:\.\d+)?)"),
+}
+"""Prose forms of `MODEL_FACTS`: "1 shared expert", "the first 3 layers dense", "8 of 256 experts per
+token", "sliding-window attention (128)", "YaRN (factor 32)", "capacity factor of 1.25"."""
+
+ALTERNATE_LAYERS = r"(?:on |in )?(?:alternate|every other|every second) layers?"
+"""A window that applies to every other layer: full attention every second layer (gpt-oss)."""
+
 
 def read_model_extra(entry: dict) -> dict:
     """A row with the model facts (`MODEL_FACTS`) its `model.extra` states, a mapping or a text
-    ("kv_lora_rank: 512, sliding_window 128"), put as the model's own fields; a field the row
-    already has is kept. A row whose `extra` states none of them is unchanged."""
+    ("kv_lora_rank: 512, sliding_window 128"), or its `extra` and `arch` say in prose
+    (`FACT_WORDS`), put as the model's own fields; a field the row already has is kept. A row
+    whose words state none of them is unchanged."""
     model = entry.get("model") or {}
     extra = model.get("extra")
-    if not extra:
+    prose = "\n".join(x for x in (extra if isinstance(extra, str) else "", str(model.get("arch") or "")) if x).lower()
+    if not extra and not prose:
         return entry
     found: dict = {}
     for key, (kind, aliases) in MODEL_FACTS.items():
-        if key in model:
+        if not placeholder(model.get(key)):
+            continue
+        for pattern in FACT_WORDS.get(key, ()):
+            said = re.search(pattern, prose)
+            if said and affirms(prose, re.escape(said.group(0))):
+                value = NUMBERS.get(said.group(1), said.group(1))
+                found[key] = int(float(value)) if kind == "int" else float(value)
+                break
+        if key in found or not extra:
             continue
         for name in (key, *aliases):
             if isinstance(extra, dict):
@@ -2327,6 +2369,10 @@ def read_model_extra(entry: dict) -> dict:
             else:
                 found[key] = int(float(value)) if kind == "int" else float(value)
             break
+    window = found.get("window") or model.get("window")
+    if window and placeholder(model.get("full_attention_every")) and "full_attention_every" not in found \
+            and re.search(r"(?:window|\bswa\b)[^.;]{0,40}?" + ALTERNATE_LAYERS, prose):
+        found["full_attention_every"] = 2  # "sliding window 128 on alternate layers"
     return dict(entry, model=dict(model, **found)) if found else entry
 
 
