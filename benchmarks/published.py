@@ -1733,8 +1733,11 @@ def target_line(software: timing.Software, family: str, precision: str) -> str:
     default_grad = 2 if name == "megatron" and precision == "fp16" else 4
     if software.grad_bytes != default_grad:
         options.append(f"grad-reduce {'bf16' if software.grad_bytes == 2 else 'fp32'}")
-    if name == "megatron" and precision == "nvfp4" and software.gather_bytes == 2:
-        options.append("fp8-params off")  # bf16 parameters beside their NVFP4 casts (`targets.fp4_params`)
+    if name == "megatron" and software.gather_bytes == 2 and (
+            precision == "nvfp4" or (precision == "fp8" and software.fp8_scaling != "mxfp8")):
+        # bf16 parameters beside their NVFP4 or fp8 casts (`targets.fp4_params`, `targets.gather_bytes`):
+        # `fp4_param_gather` or `fp8_param_gather` off
+        options.append("fp8-params off")
     if name == "megatron" and precision == "fp8" and software.fp8_scaling in TARGET_RECIPES:
         options.append(f"fp8-recipe {TARGET_RECIPES[software.fp8_scaling]}")
     return f"target {name}" + (f" {{ {', '.join(options)} }}" if options else "")
