@@ -1732,8 +1732,12 @@ length, and the network's NICs counted however the note counts them ("NDR 400Gb/
 ConnectX-7 (400 Gb/s each)"; a rate with no count over the usual node's NICs, noted, never
 replaced by the catalogue's rate); and every FLOP convention of `conventions.md`
 (Megatron-Core's causal count after 2025-03-06, Megatron-Bridge, NeMo, torchtitan, PaLM,
-MegaScale, BLOOM's 8N), comparing on TFLOP/s, MFU, HFU, step time or tokens per second, whichever
-the row publishes; a row with an unknown convention is compared on its step time. A field
+MegaScale, BLOOM's 8N), comparing on what the row measured before what it derived: its step time or
+tokens (or sequences) per second where it publishes one, which no FLOP count enters, else its
+TFLOP/s, MFU or HFU in its convention (since stop 59: a table whose own TFLOP/s counts differently
+from the convention as implemented, gpt-oss's and a 64K Mixtral row's by 21-37 %, no longer moves
+the error when the row also gives tokens/s); a row with an unknown convention is compared on its
+step time. A field
 written another reasonable way reads as its canonical spelling: "n/a", "not stated" or "-" is
 unstated (the runtime's default), a degree of "none" is 1, "without activation checkpointing" is
 no recomputation, "non-interleaved 1F1B" is plain 1F1B, "4 virtual stages" or
@@ -1750,8 +1754,15 @@ from words that name a runtime (NVIDIA's name, an NVLink bridge or Nemotron name
 fact in the ways other transcribers write it ("each token is routed to at most 4 nodes",
 "topk_group 4", "dispatch in FP8", "TP communication overlap (userbuffers)", "TDP limited to 500
 W", "recomputed modules: layernorm, moe_act", "FSDP, no resharding after forward");
-`tests/test_reader_paraphrases.py` holds 317 such paraphrases and denials of 48 facts (198 of its
-344 checks fail with the reader before stop 59). The performance recipe a row carries in the
+`tests/test_reader_paraphrases.py` and `tests/test_reader_paraphrases_more.py` hold 692 such
+paraphrases and denials of 103 facts (386 of their 746 checks fail with the reader before stop
+59), the model's facts in its architecture's words among them ("1 shared expert", "the first 3
+layers dense", "GQA-8", "sliding-window attention (128) on alternate layers", "YaRN (factor 32)",
+"no RoPE"), the pipeline schedule denied ("1F1B, not the interleaved schedule"), context
+parallelism's exchange only where its own clause names it, the reported figure under a key no list
+holds (read by what its words and unit say: "TFLOPs/s/GPU", "TGS", "tokens/s per node",
+"train_step_timing", "samples/s") and the FLOP convention by its label or the source it names
+("MFU (PaLM)", "torchtitan's MFU"). The performance recipe a row carries in the
 repository's own `recipe` field (Megatron-Bridge's and DGX Cloud's rows) reads the same when the
 row states those options in its words instead, as the shared schema (which has no such field)
 leaves a transcriber to: a config line, an override or a command line ("moe_a2a_overlap: True",

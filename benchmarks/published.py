@@ -114,16 +114,20 @@ def source_text(entry: dict) -> str:
 
 
 def source_year(entry: dict) -> int | None:
-    """The year the run was published: the first 20xx in the source's title (else its locator or
-    the group's name), else a venue's abbreviated year ("SC '21")."""
+    """The year the run was published: its arXiv identifier's (the first submission: "arXiv:2205.05198"
+    is 2022 whatever venue's year follows), else the first 20xx in the source's title (else its
+    locator or the group's name), else a venue's abbreviated year ("SC '21", "SC21")."""
     src = entry.get("source") or {}
+    arxiv = re.search(r"arxiv[:\s]*(\d\d)(\d\d)\.\d{4,5}", str(src.get("title") or ""), flags=re.I)
+    if arxiv and 1 <= int(arxiv.group(2)) <= 12:  # first submitted then, whatever venue year follows it
+        return 2000 + int(arxiv.group(1))
     for text in (src.get("title"), src.get("locator"), entry.get("group")):
         found = re.findall(r"(?<!\d)(20[12]\d)(?!\d)", str(text or ""))
         if found:
             return int(found[0])
-    for text in (src.get("title"), src.get("locator")):  # a venue's year as its name writes it: "SC '21"
+    for text in (src.get("title"), src.get("locator")):  # a venue's year as its name writes it: "SC '21", "SC21"
         venue = re.search(r"\b(?:sc|neurips|nips|icml|iclr|mlsys|osdi|nsdi|sosp|atc|ppopp|asplos|eurosys|isca|ipdps|hpdc)"
-                          r"\s*['\u2019](\d\d)\b", str(text or ""), flags=re.I)
+                          r"\s*['\u2019]?(\d\d)\b", str(text or ""), flags=re.I)
         if venue:
             return 2000 + int(venue.group(1))
     return None
@@ -444,7 +448,8 @@ def _network_rates(text: str) -> list[re.Match]:
     for found in re.finditer(r"(?:(\d+)\s*x\s*)?" + RATE, text):
         before = re.split(r"[,;(]", text[max(0, found.start() - 16):found.start()])[-1].lower()
         after = re.split(r"[,;()]", text[found.end():found.end() + 24])[0].lower()
-        if not any(word in before or word in after for word in NOT_NETWORK):
+        terabytes = found.group(3) == "T" and found.group(5)  # "2.4 TB/s": HBM's, no port moves that
+        if not terabytes and not any(word in before or word in after for word in NOT_NETWORK):
             kept.append(found)
     return kept
 
@@ -1077,10 +1082,13 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
     """TFLOP/s per GPU in the row's convention, and which published number it came from."""
     model = conv.model(per_seq) * batch
     hardware = conv.hardware(per_seq) * batch if conv.hardware else None
+    # what the run measured (its step time, tokens or sequences per second: no FLOP count enters the
+    # ratio of predicted to reported) before what a convention derived from it (TFLOP/s, MFU, HFU),
+    # which moves the error wherever the source's count differs from the convention as implemented
     if conv is STEP_ONLY:
         order = ("step", "tokens")
     else:
-        order = ("tflops", "mfu", "pct", "hfu", "step", "tokens", "aggregate")
+        order = ("step", "tokens", "tflops", "mfu", "pct", "hfu", "aggregate")
 
     keyed = {_key(k): v for k, v in out.items()}  # "MFU (%)", "TFLOP/s/GPU", "tokens/s/GPU" as their keys
 
@@ -1139,7 +1147,8 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
                 v = number("tokens_per_s", "tokens_per_sec", "throughput_tokens_per_s", "tokens_per_second", kinds=("tokens",))
                 if v:
                     return model / (batch * per_seq.seq) * v / gpus / 1e12, "reported tokens/s"
-                v = number("gpu_hours_per_trillion_tokens")
+                v = number("gpu_hours_per_trillion_tokens", "gpu_hours_per_1t_tokens", "gpu_hours_per_1t",
+                           "h800_gpu_hours_per_trillion_tokens")
                 if v:  # DeepSeek-V3's report: "each trillion tokens requires 180K H800 GPU hours"
                     return model / (batch * per_seq.seq) * 1e12 / (v * 3600) / 1e12, "reported GPU hours per trillion tokens"
                 v = number("samples_per_s", "sequences_per_s", "samples_per_sec", kinds=("samples",))
@@ -1168,7 +1177,7 @@ MEGATRON_WORDS = r"megatron|\bnemo(?!tron)|megascale|nvidia/|nvidia-nemo|nvcr\.i
 -DeepSpeed, NeMo (not Nemotron, a model), MegaScale (a Megatron-LM fork), NVIDIA's repositories
 and containers (`NVIDIA/Megatron-LM`, `NVIDIA-NeMo/...`, `nvcr.io/nvidia/nemo`) and DGX Cloud's
 benchmarks. NVIDIA's name alone, or an NVLink "bridge", names a GPU, not a runtime."""
-TORCH_FSDP_WORDS = r"llm[- _]?foundry|composer|torch fsdp"
+TORCH_FSDP_WORDS = r"llm[- _]?foundry|composer|\btorch fsdp"
 """Sources whose runs are eager PyTorch with torch's FSDP and flash-attn's FlashAttention-2
 (MosaicML's llm-foundry through Composer): the runtime facts of `target torch`, parc's own job."""
 
@@ -1177,7 +1186,7 @@ SET_OFF = r"""[\s"')\]]*(?:[:=]|\bis\b|\bwas\b)?[\s"'(\[]*(?:false|off|none|no|0
 """What follows an option set off as a row may write it: "tp_comm_overlap: False",
 "moe_a2a_overlap=false", "ub_tp_comm_overlap false", `"overlap": "false"`, "(False)"."""
 
-DENIED_BEFORE = re.compile(r"(?:\bno|\bnot|\bnon|\bnever|\bwithout|\bw/o|\bdisabled?|\bpre|\bpredates?|\bbefore"
+DENIED_BEFORE = re.compile(r"(?:\bno|\bnot|\bnon|\bnever|\bneither|\bnor|\bwithout|\bw/o|\bdisabled?|\bpre|\bpredates?|\bbefore"
                            r"|\bunlike|\bexcept|\binstead of)[\s-]+(?:[\w.'-]+\s+){0,2}$")
 """A denial in the words just before a mention, within its clause: "no DeepEP", "without
 torch.compile", "did not use FlashAttention", "pre-FlashAttention"."""
@@ -1262,7 +1271,8 @@ TP_OVERLAP = (r"tp[- ]comm[- ]overlap|\btp (?:communication |comm )?overlap|tens
 (Megatron-Core's `--tp-comm-overlap`, NeMo's `ub_tp_comm_overlap`), however written."""
 """torch's asynchronous tensor parallelism (torchtitan's `enable_async_tensor_parallel`)."""
 
-BF16_REDUCTION = (r"bf16 grad\w*[- ](?:all-?)?reduc|grad\w* (?:all-?)?reduc\w* (?:in|as|with) bf16|bf16 reduce\b"
+BF16_REDUCTION = (r"bf16 grad\w*[- ](?:all-?)?reduc|grad\w* (?:are |is |were )?(?:all-?)?reduc\w* (?:in|as|with) bf16"
+                  r"|bf16 reduce\b"
                   r"|reduc\w* (?:the )?grad\w* in bf16|reduce-dtype[\s\"':=]+(?:torch\.)?(?:bf16|bfloat16)")
 """Gradients reduced in bf16, in words ("gradients reduced in bf16", "bf16 gradient all-reduce")
 or as torch FSDP's `MixedPrecision(reduce_dtype=torch.bfloat16)`."""
@@ -1274,6 +1284,7 @@ COMPILE_WORDS = (r"torch\.compile|torch-compile|torch compile|torchinductor|\bin
 compile option set on. "compiled from" (a table compiled from a file) names no compiler."""
 
 FP8_DISPATCH = (r"fp8[- ](?:token[- ]|all-to-all[- ])?dispatch|dispatch\w* (?:in|as|with) fp8|fp8 all-to-all"
+                r"|quantiz\w* (?:in)?to fp8[^.;]{0,30}?\bdispatch"
                 r"|low-precision \(fp8\) dispatch|fp8 communication for the dispatch|moe-dispatch-fp8")
 """The all-to-alls into the experts carried in FP8 (DeepSeek-V3's low-precision dispatch)."""
 
@@ -1408,7 +1419,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         kernels = "fused" if compiled else "eager"
         if compiled:
             notes.append("torch.compile: fused kernels' speed (the eager runtime's without it)")
-    if states(compact, "force-load-balancing") or affirms(text, r"forced? (?:load[- ])?balanc|forced to balance"):
+    if states(compact, "force-load-balancing") or affirms(text, r"forced? (?:load[- ])?balanc|forced to (?:a )?balance"):
         # Megatron-Core's benchmark mode replaces the router's logits with normal noise for every
         # token (megatron/core/transformer/moe/moe_utils.py, RandomSTE: "random logits of router
         # for load-balanced benchmark"): a random router, whose busiest rank the model's floor
@@ -1597,8 +1608,16 @@ def runtime_date(entry: dict) -> str:
     stated = str((entry.get("runtime") or {}).get("date") or "")
     if stated:
         return stated
-    found = re.search(r"commit\s+[0-9a-f]{7,40}\b[^.;\n]{0,40}?\b(20\d\d-[01]\d(?:-[0-3]\d)?)\b", source_text(entry))
-    return found.group(1) if found else ""
+    text = source_text(entry)
+    found = re.search(r"commit\s+[0-9a-f]{7,40}\b[^.;\n]{0,40}?\b(20\d\d-[01]\d(?:-[0-3]\d)?)\b", text)
+    if found:
+        return found.group(1)
+    months = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+              "november", "december")
+    found = re.search(r"commit\s+[0-9a-f]{7,40}\b[^.;\n]{0,40}?\b(\d{1,2}) (" + "|".join(months) + r"),? (20\d\d)\b", text)
+    if found:  # "commit 285068c8 (authored 11 January 2023)"
+        return f"{found.group(3)}-{months.index(found.group(2)) + 1:02d}-{int(found.group(1)):02d}"
+    return ""
 
 
 def container_release(entry: dict) -> str:
@@ -1612,8 +1631,8 @@ def container_release(entry: dict) -> str:
     stated = re.search(r"(\d\d\.\d\d)", str(entry.get("release") or ""))
     if stated:
         return stated.group(1)
-    found = re.search(r"(?<![\d.])(\d\d\.\d\d)(?:\.\d+)?(?:\.rc\d+)?\s+NeMo\s+container|NeMo\s*(\d\d\.\d\d)",
-                      title, flags=re.I)
+    found = re.search(r"(?<![\d.])(\d\d\.\d\d)(?:\.\d+)?(?:\.rc\d+)?\s+NeMo\s+container|NeMo\s*(\d\d\.\d\d)"
+                      r"|NeMo\s+container\s+(\d\d\.\d\d)", title, flags=re.I)
     return next((g for g in found.groups() if g), "") if found else ""
 
 
@@ -1671,7 +1690,7 @@ def pp_overlap_of(entry: dict, family: str, year: int | None) -> str:
         forward_waits = len(date) >= 10 and date >= P2P_FORWARD_WAIT[1]
     if stated is not None:
         return "backward" if stated and forward_waits else "all" if stated else "none"
-    if re.search(r"nemo.s launcher|nemo_framework_launcher", text):
+    if re.search(r"nemo.s launcher|nemo[-_ ](?:framework[-_ ])?launcher", text):
         return "all"  # the launcher's training configs state it (`P2P_OVERLAP_DEFAULT`)
     if release:  # NeMo 2 (`NEMO2_RELEASE` on) and Megatron-Bridge set it; NeMo 1's own configs leave it off
         return "backward" if forward_waits else "all" if release >= NEMO2_RELEASE else "none"
@@ -1789,7 +1808,7 @@ MODULE_WORDS = {"core_attn": "the attention core", "layernorm": "the two norms",
                 "mlp": "the dense layers' FFN", "shared_experts": "the shared experts"}
 """Megatron-Core's `--recompute-modules` names (`timing.MEGATRON_MODULES`, `spec.RECOMPUTE_MODULES`)."""
 
-MODULE_SPELLINGS = ((r"\blayer[ -]norms?\b", "layernorm"), (r"\bmoe[ -]act(?:ivation)?s?\b", "moe_act"),
+MODULE_SPELLINGS = ((r"\blayer[ -]norms?\b|\brms[ -]?norms?\b", "layernorm"), (r"\bmoe[ -]act(?:ivation)?s?\b", "moe_act"),
                     (r"\bexperts'? activations?\b", "moe_act"), (r"\bmla[ -]up[ -]proj(?:ections?)?\b", "mla_up_proj"),
                     (r"\bshared[ -]experts\b", "shared_experts"), (r"\bcore[ -]attn\b", "core_attn"))
 """Prose spellings of Megatron-Core's module names ("MoE activation", "layer norm")."""
@@ -2133,7 +2152,7 @@ space and its value (quoted or bare). A yes/no option named with no value after 
 command line's flag) unless a denial takes it back (`--no-...`, "no ...", "... was disabled":
 `affirms`)."""
 
-OPTION_SEP = r"""["']?(?:\s*[:=]\s*|\s*\(\s*|\s+)["']?"""
+OPTION_SEP = r"""["']?(?:\s*[:=]\s*|\s*\(\s*|\s+of\s+|\s+)["']?"""
 """Between an option's name and its value: `: `, `=`, ` (`, a space, a quote either side."""
 
 OPTION_VALUES = {
@@ -2296,7 +2315,7 @@ MODEL_FACTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "mtp_layers": ("int", ("mtp_num_layers", "num_nextn_predict_layers")),
     "window": ("int", ("sliding_window", "window_size")),
     "full_attention_every": ("int", ()),
-    "expert_bias": ("bool", ()),
+    "expert_bias": ("bool", ("add_bias_linear",)),
     "activation_clamp": ("float", ("activation_func_clamp_value", "swiglu_limit")),
     "yarn_factor": ("float", ()),
     "yarn_mscale": ("float", ()),
@@ -2322,13 +2341,15 @@ FACT_WORDS: dict[str, tuple[str, ...]] = {
     "window": (r"sliding[-_ ]window(?:[-_ ]attention)?\W{0,3}\(?\s*(\d+)", r"window[-_ ]size\W{0,3}(\d+)", r"\bswa\W{0,3}(\d+)"),
     "full_attention_every": (r"window[-_ ]attn[-_ ]skip[-_ ]freq\W{0,3}(\d+)",),
     "yarn_factor": (r"yarn\W{0,3}\(?factor\W{0,3}(\d+(?:\.\d+)?)", r"yarn\W{0,3}x\s*(\d+(?:\.\d+)?)",
-                    r"type\W{1,3}yarn\W{1,3}factor\W{1,3}(\d+(?:\.\d+)?)"),
+                    r"type\W{1,5}yarn\W{1,5}factor\W{1,5}(\d+(?:\.\d+)?)"),
     "capacity_factor": (r"capacity factor (?:of )?(\d+(?:\.\d+)?)", r"\bcf\W{0,3}(\d+(?:\.\d+)?)"),
+    "expert_bias": (r"experts?'? (?:\w+ ){0,2}(?:carry|have|with|use) (?:linear )?bias(?:es)?\b",
+                    r"(?:linear )?bias(?:es)? (?:in|on) the (?:routed )?experts?"),
 }
 """Prose forms of `MODEL_FACTS`: "1 shared expert", "the first 3 layers dense", "8 of 256 experts per
 token", "sliding-window attention (128)", "YaRN (factor 32)", "capacity factor of 1.25"."""
 
-ALTERNATE_LAYERS = r"(?:on |in )?(?:alternate|every other|every second) layers?"
+ALTERNATE_LAYERS = r"(?:on |in )?(?:alternate|every other|every second) layers?|alternating"
 """A window that applies to every other layer: full attention every second layer (gpt-oss)."""
 
 
@@ -2339,7 +2360,9 @@ def read_model_extra(entry: dict) -> dict:
     whose words state none of them is unchanged."""
     model = entry.get("model") or {}
     extra = model.get("extra")
-    prose = "\n".join(x for x in (extra if isinstance(extra, str) else "", str(model.get("arch") or "")) if x).lower()
+    # a mapping's nested values too ("rope_scaling: {rope_type: yarn, factor: 32}"), as text
+    prose = "\n".join(x for x in (extra if isinstance(extra, str) else "; ".join(
+        f"{k}: {v}" for k, v in extra.items()) if isinstance(extra, dict) else "", str(model.get("arch") or "")) if x).lower()
     if not extra and not prose:
         return entry
     found: dict = {}
@@ -2349,6 +2372,9 @@ def read_model_extra(entry: dict) -> dict:
         for pattern in FACT_WORDS.get(key, ()):
             said = re.search(pattern, prose)
             if said and affirms(prose, re.escape(said.group(0))):
+                if kind == "bool":  # a statement of the fact, no value: on
+                    found[key] = True
+                    break
                 value = NUMBERS.get(said.group(1), said.group(1))
                 found[key] = int(float(value)) if kind == "int" else float(value)
                 break
@@ -2374,7 +2400,8 @@ def read_model_extra(entry: dict) -> dict:
             break
     window = found.get("window") or model.get("window")
     if window and placeholder(model.get("full_attention_every")) and "full_attention_every" not in found \
-            and re.search(r"(?:window|\bswa\b)[^.;]{0,40}?" + ALTERNATE_LAYERS, prose):
+            and re.search(r"(?:window|\bswa\b|sliding[-_ ]attention)[^.;]{0,40}?(?:" + ALTERNATE_LAYERS + r")|(?:"
+                          + ALTERNATE_LAYERS + r")[^.;]{0,40}?(?:window|\bswa\b|sliding[-_ ]attention)", prose):
         found["full_attention_every"] = 2  # "sliding window 128 on alternate layers"
     return dict(entry, model=dict(model, **found)) if found else entry
 
@@ -2696,7 +2723,7 @@ def te_fp8_linears(family: str, precision: str, text: str) -> bool:
     fp8 (llm-foundry's H100 FP8 table: submit_benchmarks.py sets the MPT model's `fc_type: te` with
     `--precision fp8`): its linears' GEMMs run in fp8, which the `target torch` statement, parc's own
     runtime's, does not say, so the row's `fp8` is kept through `compiled`."""
-    return family == "torch" and precision == "fp8" and bool(re.search(r"fc[_-]type[:\s]+te\b", text))
+    return family == "torch" and precision == "fp8" and bool(re.search(r"fc[_-]type[\s:=\"']+te\b", text))
 
 
 def software_compiled(row: timing.Software, target: timing.Software, keep_fp8: bool = False) -> timing.Software:
