@@ -151,18 +151,18 @@ FIXED_SOURCES: dict[str, str] = {
 # search's indistinguishability band (search/ranking.py) follows every refit.
 # BEGIN FITTED (written by benchmarks/fidelity.py --write; do not edit by hand)
 DEFAULT = Constants(
-    gemm_ampere=0.8574,
-    gemm_hopper=0.8608,
-    intensity_half=1.577,
-    kernel_overhead=7.146e-06,
+    gemm_ampere=0.8566,
+    gemm_hopper=0.8597,
+    intensity_half=1.568,
+    kernel_overhead=7.13e-06,
     bus_nvlink=0.8,
     bus_network=0.92,
     hbm_efficiency=0.8,
     latency_intra=1e-06,
     latency_inter=5e-06,
-    eager_efficiency=0.9313,
+    eager_efficiency=0.9316,
     attention_sustained=0.5906,
-    blackwell_sustained=0.7747,
+    blackwell_sustained=0.7749,
 )
-TIME_MODEL_SPREAD = 0.073
+TIME_MODEL_SPREAD = 0.072
 # END FITTED
