@@ -1762,7 +1762,9 @@ layers dense", "GQA-8", "sliding-window attention (128) on alternate layers", "Y
 parallelism's exchange only where its own clause names it, the reported figure under a key no list
 holds (read by what its words and unit say: "TFLOPs/s/GPU", "TGS", "tokens/s per node",
 "train_step_timing", "samples/s") and the FLOP convention by its label or the source it names
-("MFU (PaLM)", "torchtitan's MFU"). The performance recipe a row carries in the
+("MFU (PaLM)", "torchtitan's MFU"). And whole rows: `tests/test_retranscribed.py` reads 41 of these
+rows re-transcribed by hand in the shared schema, in other words and without the repository's own
+fields, each as its original (31 of them read differently with the reader before stop 59). The performance recipe a row carries in the
 repository's own `recipe` field (Megatron-Bridge's and DGX Cloud's rows) reads the same when the
 row states those options in its words instead, as the shared schema (which has no such field)
 leaves a transcriber to: a config line, an override or a command line ("moe_a2a_overlap: True",
