@@ -348,18 +348,21 @@ def test_public_papers_never_fitted(fidelity):
     assert "tp 8 x cp 16 x dp 8 x pp 16" in long and "flavour all-gather" in long and "seq 131072" in long
 
     # MT-NLG: batch 1920, iteration 60.1 / 50.2 / 44.4 s, 126 / 121 / 113 TFLOP/s; Narayanan et
-    # al.'s Eq. 3 (recomputation counted, vocabulary 51,200) turns the one into the other
+    # al.'s Eq. 3 (recomputation counted, vocabulary 51,200) turns the one into the other. The row
+    # is compared on what was measured, the iteration time (`reported_tflops`: measured first)
     for gpus, step, tflops in ((2240, 60.1, 126), (2800, 50.2, 121), (3360, 44.4, 113)):
         row = by_id[f"mtnlg_530b_{gpus}gpu"]
         eq3 = 96 * 1920 * 2048 * 105 * 20480 ** 2 * (1 + 2048 / (6 * 20480) + 51200 / (16 * 105 * 20480))
-        assert row.reported_tflops == tflops and abs(eq3 / step / gpus / 1e12 / tflops - 1) < 0.01
+        assert abs(eq3 / step / gpus / 1e12 / tflops - 1) < 0.01
+        assert row.reported_from == "reported step time" and row.reported_tflops == pytest.approx(eq3 / step / gpus / 1e12)
         assert "network 8 x 200 Gb/s" in row.spec and "sequence-parallel off" in row.spec
         assert "recompute full" in row.spec and "flash-attention off" in row.spec
 
     # BLOOM: the run's log line, 105.22 s per iteration at GBS 2048, 149.02 TFLOPs
     bloom = by_id["bloom_176b_384gpu_tp4_pp12_dp8"]
     eq3 = 96 * 2048 * 2048 * 70 * 14336 ** 2 * (1 + 2048 / (6 * 14336) + 250880 / (16 * 70 * 14336))
-    assert bloom.reported_tflops == 149.02 and abs(eq3 / 105.22 / 384 / 1e12 / 149.02 - 1) < 0.005
+    assert abs(eq3 / 105.22 / 384 / 1e12 / 149.02 - 1) < 0.005
+    assert bloom.reported_tflops == pytest.approx(149.02, rel=0.005)
     for fact in ("tp 4 x dp 8 x pp 12", "network 4 x 100 Gb/s", "micro-batch 2", "recompute full",
                  "sharding zero1", "split [5, 6, 6", "flash-attention off", "position none"):
         assert fact in bloom.spec, fact
@@ -371,7 +374,10 @@ def test_public_papers_never_fitted(fidelity):
               (3072, 433.6e3, 48.7), (6144, 851.6e3, 47.8), (8192, 1027.9e3, 43.3), (12288, 1466.8e3, 41.2))
     for gpus, tokens, mfu in table2:
         row = by_id[f"megascale_megatron_175b_{gpus}gpu"]
-        assert row.reported_tflops == pytest.approx(mfu / 100 * 312)
+        # compared on what was measured (the iteration time; its throughput column agrees), which
+        # PaLM's count turns into the published MFU
+        assert row.reported_from == "reported step time"
+        assert row.reported_tflops == pytest.approx(tokens * palm / gpus / 1e12, rel=0.02)
         assert abs(tokens * palm / gpus / 312e12 * 100 - mfu) < 0.8, gpus
     assert "interleaved-1f1b, virtual-stages 6" in by_id["megascale_megatron_175b_256gpu"].spec
 
