@@ -228,11 +228,12 @@ def test_the_series_and_what_the_doc_says_of_them():
     assert -0.25 < slopes[small] < 0.25, slopes
     assert -1.0 < slopes[large] < -0.25, slopes
     assert -0.25 < scaling.gap_elasticity(points, large, 3072) < 0.25
-    # the spreads the doc prints, pinned ~10 % above the model's figures (1.19, 2.66 and 1.63
-    # under per-GEMM tp pairing) so a change that moves them is seen: the small-batch series
-    # within a third of its least gap; the large-batch one's 3,072-GPU run stands out (2.66),
-    # without it the series spreads as little as 1.63
-    assert scaling.gap_spread(points, small) < 1.35
+    # the spreads the doc prints, pinned ~10 % above the model's figures (1.37, 2.74 and 1.69 since
+    # stop 59 compares these rows on their iteration time, the measured figure, not their MFU) so a
+    # change that moves them is seen: the small-batch series within 40 % of its least gap; the
+    # large-batch one's 3,072-GPU run stands out (2.74), without it the series spreads as little
+    # as 1.69
+    assert scaling.gap_spread(points, small) < 1.5
     assert scaling.gap_spread(points, large) < 2.95
     assert scaling.gap_spread(points, large, 3072) < 1.8
     # the line rate the gap would need: the whole dp traffic's bytes at bus x line rate, by hand
