@@ -401,9 +401,9 @@ def power_and_memory(hw: dict, notes: list[str]) -> list[str]:
         found = re.search(POWER_LIMIT, text, flags=re.I)
         smi = re.search(r"nvidia-smi\s+(?:-pl|--power-limit)[\s=]+(\d+(?:\.\d+)?)", text, flags=re.I)
         watts = None
-        if found:
-            figure = next(i for i in range(1, found.re.groups + 1, 2) if found.group(i))
-            watts = float(found.group(figure)) * (1000.0 if found.group(figure + 1).lower() == "kw" else 1.0)
+        if found:  # the one figure in the limit's words, in watts
+            value, unit = re.search(POWER, found.group(0), flags=re.I).groups()
+            watts = float(value) * (1000.0 if unit.lower() == "kw" else 1.0)
         elif smi:  # `nvidia-smi -pl 500`: watts
             watts = float(smi.group(1))
     if watts:
@@ -733,9 +733,6 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     kv_lora = _int(m.get("kv_lora_rank"), "kv_lora_rank")
     named_mla = not kv_lora and bool(re.search(r"\bmla\b", arch) or "latent attention" in arch)
     raw_kv = m.get("kv_heads")
-    if placeholder(raw_kv):  # "GQA-8", "GQA (8 KV heads)", "num_key_value_heads: 8" in the architecture's words
-        said = re.search(r"\bgqa[- ]?(\d+)\b|(\d+) (?:kv|key[- ]value) heads|num[-_ ]key[-_ ]value[-_ ]heads\W{1,3}(\d+)", arch)
-        raw_kv = next(int(g) for g in said.groups() if g) if said else raw_kv
     # "MHA": every head its own key and value; "GQA-8", "8 (GQA)": the number
     grouped = re.search(r"(\d+)\s*(?:kv[ _-]?heads?|groups?|query groups?)\b(?!\s*size)", raw_kv, flags=re.I) \
         if isinstance(raw_kv, str) else None  # "GQA (8 groups)", "GQA, 8 KV heads"
@@ -1092,22 +1089,19 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
 
     keyed = {_key(k): v for k, v in out.items()}  # "MFU (%)", "TFLOP/s/GPU", "tokens/s/GPU" as their keys
 
-    by_words = False  # the second pass: keys no list holds, read by what their words say they measure
+    def usable(raw, seconds: bool) -> float | None:
+        v = figure(raw, seconds=seconds)  # YAML 1.1 reads "3.0e6" as a string; rows write "52%", "~400 TFLOP/s"
+        return v if v is not None and math.isfinite(v) and v > 0 else None
 
-    def number(*names, seconds: bool = False, kinds: tuple[str, ...] = ()):
-        for n in names if not by_words else ():
-            v = out[n] if n in out else keyed.get(_key(n))
-            v = figure(v, seconds=seconds)  # YAML 1.1 reads "3.0e6" as a string; rows write "52%", "~400 TFLOP/s"
-            if v is not None and math.isfinite(v) and v > 0:
-                return v
-        for n, raw in out.items() if by_words else ():
-            if figure_kind(n, raw) in kinds:
-                v = figure(raw, seconds=seconds)
-                if v is not None and math.isfinite(v) and v > 0:
-                    return v
-        return None
+    def listed(*names, seconds: bool = False, kinds: tuple[str, ...] = ()) -> float | None:
+        """The first of the listed keys the row holds, as a figure."""
+        return next((v for n in names if (v := usable(out[n] if n in out else keyed.get(_key(n)), seconds))), None)
 
-    def first() -> tuple[float, str] | None:
+    def worded(*names, seconds: bool = False, kinds: tuple[str, ...] = ()) -> float | None:
+        """The first key no list holds whose words say it measures one of `kinds` (`figure_kind`)."""
+        return next((v for n, raw in out.items() if figure_kind(n, raw) in kinds and (v := usable(raw, seconds))), None)
+
+    def first(number) -> tuple[float, str] | None:
         """The first figure `number` finds, kind by kind in `order`, as TFLOP/s per GPU in the
         convention's count, with where it came from; None if none."""
         for kind in order:
@@ -1160,9 +1154,8 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
                     return v * 1000 / gpus, "reported aggregate PFLOP/s"
         return None
 
-    for second_pass in (False, True):
-        by_words = second_pass
-        found = first()
+    for number in (listed, worded):  # every listed key before any key read by its words
+        found = first(number)
         if found:
             return found
     raise Unusable(f"no throughput reported that the FLOP convention `{key}` can be compared on")
@@ -1198,27 +1191,27 @@ DENIED_AFTER = re.compile(r"^[^.;,()\n]{0,30}?\b(?:(?:was|were|is|are) not|not (
 "overlap_moe_expert_parallel_comm was disabled"."""
 
 
-def states(compact: str, option: str) -> bool:
-    """Whether a row's text (`software_of`'s `compact`: lower-cased, `_` written `-`) states
-    `option` (a pattern: the option's words joined by `-`) on: named at least once without a false
-    value after it and without a denial around it (`affirms`). A config pasted into a note
-    ("moe_router_force_load_balancing: False") names an option to set it off."""
-    return affirms(compact, option, SET_OFF)
+HOLDS_ITS_VALUE = r"\b\B"
+"""The `set_off` of `affirms` for a pattern that holds its own value (`NVTE_FUSED_ATTN=0`,
+"fp8-param-gather: false"): nothing after it can set it off, so this never matches."""
+
+
+def denied(text: str, found: re.Match, set_off: str = SET_OFF) -> bool:
+    """Whether a denial in its own clause takes the mention `found` back: before it ("no DeepEP",
+    "without fp8 dispatch", "predates FlashAttention": `DENIED_BEFORE`) or after it ("DeepEP not
+    used", "fp8 dispatch: off": `set_off`, `DENIED_AFTER`)."""
+    before = re.split(r"[.;,()\n]", text[max(0, found.start() - 60):found.start()])[-1]
+    after = text[found.end():found.end() + 60]
+    return bool(DENIED_BEFORE.search(before) or re.match(set_off, after) or DENIED_AFTER.match(after))
 
 
 def affirms(text: str, pattern: str, set_off: str = SET_OFF) -> bool:
-    """Whether `text` (lower-cased) states what `pattern` names: some mention of it that no
-    denial in its own clause takes back, neither before it ("no DeepEP", "without fp8 dispatch",
-    "predates FlashAttention": `DENIED_BEFORE`) nor after it ("DeepEP not used", "fp8 dispatch:
-    off": `set_off`, `DENIED_AFTER`). One denied mention does not cancel another
-    ("FlashAttention-2 (not FlashAttention-1)" states FlashAttention)."""
-    for found in re.finditer(pattern, text):
-        before = re.split(r"[.;,()\n]", text[max(0, found.start() - 60):found.start()])[-1]
-        after = text[found.end():found.end() + 60]
-        if DENIED_BEFORE.search(before) or re.match(set_off, after) or DENIED_AFTER.match(after):
-            continue
-        return True
-    return False
+    """Whether `text` (lower-cased; in `software_of`'s `compact`, `_` written `-`) states what
+    `pattern` names: some mention of it that no denial takes back (`denied`). One denied mention
+    does not cancel another ("FlashAttention-2 (not FlashAttention-1)" states FlashAttention); a
+    config pasted into a note ("moe_router_force_load_balancing: False") names an option to set
+    it off."""
+    return any(not denied(text, found, set_off) for found in re.finditer(pattern, text))
 
 
 def fsdp_version(family: str, text: str) -> str:
@@ -1264,12 +1257,12 @@ TE_FLASH_ATTN = (r"nvte[_-]fused[_-]attn[\"']?\s*[:=]\s*[\"']?0\b|attention[_ -]
 flash` (`AttnBackend.flash`), or cuDNN's fused attention said to be off."""
 
 ASYNC_TP = r"async(?:hronous)?[- ]?(?:tp|tensor[- ]parall\w*)|enable-async-tensor-parallel|micro-?pipelined? tp"
+"""torch's asynchronous tensor parallelism (torchtitan's `enable_async_tensor_parallel`)."""
 
 TP_OVERLAP = (r"tp[- ]comm[- ]overlap|\btp (?:communication |comm )?overlap|tensor[- ]parallel(?:ism)? (?:communication |comm )?"
               r"overlap|tensor[- ]parallel communication overlapped|userbuffers|comm-gemm overlap")
 """Transformer Engine's userbuffers overlap of the tensor-parallel collectives with their GEMMs
 (Megatron-Core's `--tp-comm-overlap`, NeMo's `ub_tp_comm_overlap`), however written."""
-"""torch's asynchronous tensor parallelism (torchtitan's `enable_async_tensor_parallel`)."""
 
 BF16_REDUCTION = (r"bf16 grad\w*[- ](?:all-?)?reduc|grad\w* (?:are |is |were )?(?:all-?)?reduc\w* (?:in|as|with) bf16"
                   r"|bf16 reduce\b"
@@ -1305,6 +1298,7 @@ FUSED_GROUPED_MLP = r"fused[- ]grouped[- ]mlp(?!\W{0,3}0\b)|transformer-engine-o
 """Transformer Engine's fused grouped MLP for the routed experts (Megatron-Bridge's
 `cutedsl_fused_grouped_mlp`, Megatron-Core's `use_transformer_engine_op_fuser`)."""
 
+
 def bf16_parameters(fmt: str) -> str:
     """The quantized run's parameters held and gathered in bf16, however written: Megatron's
     `fp8_param_gather` off for an fp8 run, `fp4_param_gather` off for an NVFP4 one (`fmt` "fp8" or
@@ -1312,6 +1306,7 @@ def bf16_parameters(fmt: str) -> str:
     return (fmt + r"-param-gather" + SET_OFF + r"|(?:nvfp4 |fp8 )?param(?:eter)?s? (?:all-)?gathered in bf16"
             r"|bf16 (?:weights|parameters) kept|no " + fmt + r" parameter(?:s)? (?:all-)?gather|" + fmt
             + r"-param-gather[^.;,]{0,12}(?:not set|off|disabled|not used)")
+
 
 UNFUSED_BACKEND = r"attention[-_ ]backend[\s:=\"']+(?:attnbackend\.)?(?:unfused|local)\b|\bunfused attention\b"
 """Megatron-Core told to run its unfused attention (`--attention-backend unfused`), or a source
@@ -1337,8 +1332,7 @@ def node_limit_of(compact: str) -> int:
             sentence = re.split(r"[.;\n]", compact[:found.start()])[-1]
             if re.search(r"\b(?:no|not|without)\s+node[- ]limited", sentence):
                 continue  # "no node-limited routing (at most 4 nodes per token in the paper's setup)"
-            if affirms(compact[max(0, found.start() - 60):found.end()], re.escape(found.group(0))) \
-                    and not DENIED_AFTER.match(compact[found.end():]) \
+            if not denied(compact, found) \
                     and not re.match(r"[^.;]{0,40}?\b(?:was|were) not (?:used|applied)", compact[found.end():]):
                 value = found.group(1)
                 return int(value) if value.isdigit() else NUMBERS[value]
@@ -1383,14 +1377,14 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                      "frameworks; not expressible in a spec)")
     # Transformer Engine told to run flash-attn's FlashAttention-2 instead of cuDNN's fused kernel:
     # `NVTE_FUSED_ATTN=0` in a launch script, or Megatron-Core's `--attention-backend flash`
-    flash_attn_te = family == "megatron" and not unfused and affirms(text, TE_FLASH_ATTN, r"\b\B")
+    flash_attn_te = family == "megatron" and not unfused and affirms(text, TE_FLASH_ATTN, HOLDS_ITS_VALUE)
     if flash_attn_te:
         notes.append("flash-attn's FlashAttention-2 through Transformer Engine (stated: NVTE_FUSED_ATTN=0; "
                      "`attention-backend flash`)")
     compact = text.replace("_", "-")
     # "ub_tp_comm_overlap false" (a launcher configuration quoted as evidence) states the opposite
-    tp_comm_overlap = states(compact, TP_OVERLAP)
-    if tp_comm_overlap or states(compact, ASYNC_TP):
+    tp_comm_overlap = affirms(compact, TP_OVERLAP)
+    if tp_comm_overlap or affirms(compact, ASYNC_TP):
         overlap, why = "all", "tensor-parallel communication overlap stated in the source"
     elif family == "megatron" and (year is None or year >= 2022):
         overlap, why = "backward", ("Megatron-LM's asynchronous input-gradient all-reduce / reduce-scatter "
@@ -1409,7 +1403,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         if dp > 1:
             notes.append("fp16 gradients reduced in fp16 (Megatron-LM reduces in the parameters' dtype; "
                          "only bf16 forces fp32)")
-    if states(compact, "grad-reduce-in-bf16") or affirms(compact, BF16_REDUCTION):
+    if affirms(compact, "grad-reduce-in-bf16") or affirms(compact, BF16_REDUCTION):
         grad_bytes = 2
     kernels = "fused"
     if family == "torch":
@@ -1419,7 +1413,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         kernels = "fused" if compiled else "eager"
         if compiled:
             notes.append("torch.compile: fused kernels' speed (the eager runtime's without it)")
-    if states(compact, "force-load-balancing") or affirms(text, r"forced? (?:load[- ])?balanc|forced to (?:a )?balance"):
+    if affirms(compact, "force-load-balancing") or affirms(text, r"forced? (?:load[- ])?balanc|forced to (?:a )?balance"):
         # Megatron-Core's benchmark mode replaces the router's logits with normal noise for every
         # token (megatron/core/transformer/moe/moe_utils.py, RandomSTE: "random logits of router
         # for load-balanced benchmark"): a random router, whose busiest rank the model's floor
@@ -1447,23 +1441,23 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         notes.append("FP8 all-to-alls into the experts (stated: the dispatch, and the gradient before the down "
                      "projection; the combine and its gradient in BF16), e4m3 with a scale per 128 channels "
                      "(not expressible in a spec)")
-    ep_overlap = affirms(compact, EP_OVERLAP) or states(compact, "overlap-moe-expert-parallel-comm")
+    ep_overlap = affirms(compact, EP_OVERLAP) or affirms(compact, "overlap-moe-expert-parallel-comm")
     if ep_overlap:
         notes.append("ep all-to-all overlapped with another micro-batch's computation (stated: 1F1B overlap; "
                      "not expressible in a spec)")
     # Megatron-Core's shared experts on their own stream beside the alltoall dispatcher's
     # all-to-alls (`Software.shared_expert_overlap`); Megatron-Bridge turns it off beside the 1F1B
     # overlap and under the flex dispatcher
-    shared_overlap = (states(compact, r"(?:moe-)?shared[- ]experts?[- ]overlap") and not ep_overlap and not (deepep or hybridep)
+    shared_overlap = (affirms(compact, r"(?:moe-)?shared[- ]experts?[- ]overlap") and not ep_overlap and not (deepep or hybridep)
                       and bool((entry.get("model") or {}).get("shared_experts")) and shared_overlap_applies(tp))
     if shared_overlap:
         notes.append("shared experts beside the dispatcher's all-to-alls (stated: --moe-shared-expert-overlap; "
                      "timing.shared_beside_ep)")
     # the dispatcher reads each layer's token counts on the host unless the runtime keeps them on
     # the GPU: inputs padded to a stated capacity, or a CUDA graph over the whole iteration
-    host_sync = not (states(compact, r"pad(?:s|ded)?[- ](?:the[- ])?(?:experts?'?[- ])?inputs?[- ](?:of[- ]the[- ]experts[- ])?"
+    host_sync = not (affirms(compact, r"pad(?:s|ded)?[- ](?:the[- ])?(?:experts?'?[- ])?inputs?[- ](?:of[- ]the[- ]experts[- ])?"
                                      r"to[- ]capacity|inputs? padded to (?:the )?capacity")
-                     or states(compact, FULL_ITERATION_GRAPH))
+                     or affirms(compact, FULL_ITERATION_GRAPH))
     if not host_sync:
         notes.append("no host read of the token counts (stated: experts' inputs padded to capacity or a "
                      "full-iteration CUDA graph; Software.moe_host_sync off)")
@@ -1505,13 +1499,13 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                      "(rope_utils.apply_rotary_pos_emb; not expressible in a spec)")
     # Transformer Engine's FP8 dot-product attention (Megatron-Core's `fp8_dot_product_attention`,
     # which Megatron-Bridge's recipes set): the attention's products in FP8 too
-    attention_fp8 = family == "megatron" and precision == "fp8" and states(compact, FP8_ATTENTION)
+    attention_fp8 = family == "megatron" and precision == "fp8" and affirms(compact, FP8_ATTENTION)
     if attention_fp8:
         notes.append("FP8 dot-product attention (stated: Transformer Engine's FP8 fused attention)")
     # Transformer Engine's fused grouped MLP (Megatron-Bridge's `cutedsl_fused_grouped_mlp`, which
     # sets Megatron-Core's `use_transformer_engine_op_fuser`): the experts' GLU and quantizations
     # in their grouped GEMMs' epilogues, where TE fuses (`timing.fuses_grouped_mlp`)
-    fused_grouped_mlp = family == "megatron" and states(compact, FUSED_GROUPED_MLP)
+    fused_grouped_mlp = family == "megatron" and affirms(compact, FUSED_GROUPED_MLP)
     if fused_grouped_mlp:
         notes.append("Transformer Engine's fused grouped MLP (stated): the experts' GLU and quantizations in the "
                      "grouped GEMMs' epilogues, one kernel per GEMM for all local experts, on Blackwell under "
@@ -1562,7 +1556,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         gather_bytes=gather_bytes(Target(name=target_name(family), fp8_recipe=TARGET_RECIPES.get(recipe),
                                          float8_all_gather=family == "torchtitan" and titan_float8_all_gather(entry),
                                          fp8_params=not affirms(compact, bf16_parameters("fp4" if precision == "nvfp4" else "fp8"),
-                                                                r"\b\B")),
+                                                                HOLDS_ITS_VALUE)),
                                   precision),
         balanced_routing=balanced,
         ep_dispatcher="hybridep" if hybridep else "deepep" if deepep else "all-to-all",
@@ -2216,7 +2210,7 @@ def stated_options(entry: dict) -> dict:
         else:  # a layout, its spaces and commas dropped as Megatron-Core's parser drops them
             out[key] = re.sub(r"[\s,]", "", value.group(1))
     words = text.lower().replace("_", "-")  # what the text says in prose, where no option's name is used
-    if "cutedsl_fused_grouped_mlp" not in out.get("other", ()) and states(words, FUSED_GROUPED_MLP):
+    if "cutedsl_fused_grouped_mlp" not in out.get("other", ()) and affirms(words, FUSED_GROUPED_MLP):
         out.setdefault("other", []).append("cutedsl_fused_grouped_mlp")
     offloaded = re.search(OFFLOAD_WORDS, words)
     if "cpu_offloading_num_layers" not in out and offloaded and affirms(words, re.escape(offloaded.group(0))):
@@ -2324,7 +2318,7 @@ MODEL_FACTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "shared_experts": ("int", ("n_shared_experts", "num_shared_experts", "moe_shared_experts")),
     "dense_layers": ("int", ("first_k_dense_replace", "num_dense_layers")),
     "top_k": ("int", ("num_experts_per_tok", "moe_router_topk", "topk")),
-    "kv_heads": ("int", ("num_key_value_heads", "num_query_groups", "kv_heads")),
+    "kv_heads": ("int", ("num_key_value_heads", "num_query_groups")),
 }
 """The model's facts beyond the shared schema's fields that the reader takes (`model_block`,
 `software_of`), and the names Megatron-Core's and Hugging Face's configs give them
@@ -2343,6 +2337,7 @@ FACT_WORDS: dict[str, tuple[str, ...]] = {
     "yarn_factor": (r"yarn\W{0,3}\(?factor\W{0,3}(\d+(?:\.\d+)?)", r"yarn\W{0,3}x\s*(\d+(?:\.\d+)?)",
                     r"type\W{1,5}yarn\W{1,5}factor\W{1,5}(\d+(?:\.\d+)?)"),
     "capacity_factor": (r"capacity factor (?:of )?(\d+(?:\.\d+)?)", r"\bcf\W{0,3}(\d+(?:\.\d+)?)"),
+    "kv_heads": (r"\bgqa[- ]?(\d+)\b", r"(\d+) (?:kv|key[- ]value) heads", r"num[-_ ]key[-_ ]value[-_ ]heads\W{1,3}(\d+)"),
     "expert_bias": (r"experts?'? (?:\w+ ){0,2}(?:carry|have|with|use) (?:linear )?bias(?:es)?\b",
                     r"(?:linear )?bias(?:es)? (?:in|on) the (?:routed )?experts?"),
 }
@@ -2361,8 +2356,8 @@ def read_model_extra(entry: dict) -> dict:
     model = entry.get("model") or {}
     extra = model.get("extra")
     # a mapping's nested values too ("rope_scaling: {rope_type: yarn, factor: 32}"), as text
-    prose = "\n".join(x for x in (extra if isinstance(extra, str) else "; ".join(
-        f"{k}: {v}" for k, v in extra.items()) if isinstance(extra, dict) else "", str(model.get("arch") or "")) if x).lower()
+    extra_text = "; ".join(f"{k}: {v}" for k, v in extra.items()) if isinstance(extra, dict) else str(extra or "")
+    prose = "\n".join(x for x in (extra_text, str(model.get("arch") or "")) if x).lower()
     if not extra and not prose:
         return entry
     found: dict = {}
