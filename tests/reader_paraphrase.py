@@ -20,11 +20,14 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 published = importlib.import_module("published")
 
 ROWS: dict[str, tuple[dict, list]] = {}
+SOURCE_FILE: dict[str, str] = {}
+"""The data file each row of `ROWS` comes from."""
 for _path in sorted((ROOT / "benchmarks" / "data").glob("*.yaml")):
     _entries = yaml.safe_load(_path.read_text())
     if isinstance(_entries, list) and _entries and isinstance(_entries[0], dict) and "layout" in _entries[0]:
         for _row in _entries:
             ROWS[_row["id"]] = (_row, _entries)
+            SOURCE_FILE[_row["id"]] = _path.name
 
 
 # ------------------------------------------------------------------ row edits
@@ -136,7 +139,11 @@ MARKERS = ("random routing", "node-limited", "FP8 all-to-alls", "DeepEP", "Hybri
            "FP8 dot-product attention", "fused grouped MLP", "expert tensor parallelism")
 
 
-def reading(row, others):
+def reading(row, others, exact: bool = False):
+    """What the reader makes of `row`: its spec (but the source comment), every runtime fact, its
+    reported figure and convention, and the notes that only add a fact (`MARKERS`). A paraphrase
+    may write its figure rounded or per node: `exact` (a whole row transcribed again) also holds
+    the figure to 6 decimals and which published number it came from."""
     run = published.row_spec(row, others)
     if isinstance(run, published.Skipped):
         return {"SKIPPED": run.reason}
@@ -144,8 +151,11 @@ def reading(row, others):
     out = {f"sw.{k}": v for k, v in dataclasses.asdict(run.software).items() if not k.startswith("_")}
     out["spec"] = spec
     out["recompute_stated"] = run.recompute_stated
-    out["reported_tflops"] = round(run.reported_tflops, 3)
+    out["reported_tflops"] = round(run.reported_tflops, 6 if exact else 3)
+    if exact:
+        out["reported_from"] = run.reported_from
     out["convention"] = run.convention
+    out["fp8_linears_stated"] = run.fp8_linears_stated  # kept through `compiled` (`te_fp8_linears`)
     marks = [m for m in MARKERS if any(m in a for a in run.assumptions)]
     # note_stated_attention_kernel (applied in `compiled`): the Triton note
     if run.software.attention == "flash" and published.affirms(run.source_words, published.TRITON_ATTENTION):
