@@ -112,7 +112,7 @@ case("HybridEP negation on a DeepEP row", "modelzoo_qwen3_235b_crossnode_ep32_de
 
 # 6. TP communication overlap ---------------------------------------------------------------------
 TPO = r"tensor-parallel communication overlapped with the GEMMs, tp-comm-overlap \(.*?performance script\)"
-case("tp comm overlap", "dgxc2507_gb200_llama31_405b_bf16_128gpu", "software_of: states(compact,'tp[- ]comm[- ]overlap') ~l.1117",
+case("tp comm overlap", "dgxc2507_gb200_llama31_405b_bf16_128gpu", "software_of: affirms(compact,'tp[- ]comm[- ]overlap') ~l.1117",
      [], [rep(TPO, "")],
      [("para", p, [rep(TPO, p)]) for p in [
          "TP comm overlap enabled", "tp_comm_overlap: True", "--tp-comm-overlap",

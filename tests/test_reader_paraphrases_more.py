@@ -53,7 +53,7 @@ def negs(ops_of, texts):
 # 1. full-iteration CUDA graph -----------------------------------------------------------------
 R = "bridge2606_gb300_qwen3_30b_a3b_fp8mx"
 N = [recipe_text("cuda_graph_impl")]
-case("full-iteration CUDA graph", R, "software_of: host_sync states(compact,'full-iteration-cuda-graph'); stated_options cuda_graph_impl",
+case("full-iteration CUDA graph", R, "software_of: host_sync affirms(compact,'full-iteration-cuda-graph'); stated_options cuda_graph_impl",
      [recipe_text()], N,
      paras(lambda p: N + [note(p)], [
          "cuda_graph_impl: full_iteration", "cuda_graph_impl=\"full_iteration\"", "--cuda-graph-impl full_iteration",
@@ -70,7 +70,7 @@ case("full-iteration CUDA graph", R, "software_of: host_sync states(compact,'ful
 
 # 2. Transformer Engine FP8 attention -------------------------------------------------------------
 N = [recipe_text("fp8_dot_product_attention")]
-case("FP8 dot-product attention", R, "software_of: attention_fp8 states(compact,'fp8-dot-product-attention'); stated_options",
+case("FP8 dot-product attention", R, "software_of: attention_fp8 affirms(compact,'fp8-dot-product-attention'); stated_options",
      [recipe_text()], N,
      paras(lambda p: N + [note(p)], [
          "fp8_dot_product_attention: true", "--fp8-dot-product-attention", "fp8_dot_product_attention=True",
@@ -85,7 +85,7 @@ case("FP8 dot-product attention", R, "software_of: attention_fp8 states(compact,
 # 3. TE fused grouped MLP (gpt-oss: also the experts' bias and clamp) ------------------------------
 R3 = "bridge2606_gb300_gpt_oss_120b_fp8mx"
 N = [recipe_text("cutedsl_fused_grouped_mlp")]
-case("TE fused grouped MLP (gpt-oss)", R3, "software_of: fused_grouped_mlp states(compact,'fused-grouped-mlp'); read_recipe expert_bias/clamp via r['other'] only",
+case("TE fused grouped MLP (gpt-oss)", R3, "software_of: fused_grouped_mlp affirms(compact,'fused-grouped-mlp'); read_recipe expert_bias/clamp via r['other'] only",
      [recipe_text()], N,
      paras(lambda p: N + [note(p)], [
          "cutedsl_fused_grouped_mlp: true", "--cutedsl-fused-grouped-mlp", "cutedsl_fused_grouped_mlp=True",
