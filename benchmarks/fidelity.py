@@ -1772,7 +1772,10 @@ leaves a transcriber to: a config line, an override or a command line ("moe_a2a_
 `model.extra` (MLA's ranks, `sliding_window`, `num_nextn_predict_layers`) and the code's date
 beside its commit ("Megatron-LM commit 285068c8 of 2023-01-11");
 `tests/test_stated_options.py` checks all 269 rows with a recipe in three spellings and DGX
-Cloud's 72 rows from their evidence alone (before stop 59 every one of them read differently). A run that ran
+Cloud's 72 rows from their evidence alone (before stop 59 every one of them read differently). A layout field a row leaves empty and its words state ("CP=2" in a note with `layout.cp` null,
+"TP 1, CP 2, DP 4" in the locator, `--micro-batch-size 4` in quoted evidence) reads as the field where
+the words give it one value and the GPU count and the batch agree with it (`read_stated_degrees`,
+`tests/test_stated_degrees.py`; of the rows here one does, a `vpp 1` in its notes). A run that ran
 fitted in memory: where a row leaves recomputation out and the layout would not fit without it,
 as the run's runtime keeps memory (Megatron-LM's accounting with FlashAttention for fused-kernel
 runs, parc's own for eager ones), it is predicted with the least recomputation that fits

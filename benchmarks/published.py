@@ -2348,6 +2348,70 @@ ALTERNATE_LAYERS = r"(?:on |in )?(?:alternate|every other|every second) layers?|
 """A window that applies to every other layer: full attention every second layer (gpt-oss)."""
 
 
+DEGREE_NAMES: dict[str, str] = {
+    "tp": r"tensor[-_ ]model[-_ ]parallel[-_ ]size|tensor[-_ ]parallel(?:ism)?(?:[-_ ](?:size|degree))?|tp(?:[-_ ](?:size|degree))?",
+    "pp": r"pipeline[-_ ]model[-_ ]parallel[-_ ]size|pipeline[-_ ]parallel(?:ism)?(?:[-_ ](?:size|degree))?"
+          r"|pp(?:[-_ ](?:size|degree))?",
+    "vpp": r"virtual[-_ ]pipeline[-_ ]model[-_ ]parallel[-_ ]size|virtual[-_ ]pipeline(?:[-_ ](?:size|degree|stages))?"
+           r"|vpp?(?:[-_ ](?:size|degree))?",
+    "dp": r"data[-_ ]parallel(?:ism)?(?:[-_ ](?:size|degree))?|dp(?:[-_ ](?:size|degree))?",
+    "cp": r"context[-_ ]parallel(?:ism)?(?:[-_ ](?:size|degree))?|cp(?:[-_ ](?:size|degree))?",
+    "ep": r"expert[-_ ]model[-_ ]parallel[-_ ]size|expert[-_ ]parallel(?:ism)?(?:[-_ ](?:size|degree))?"
+          r"|ep(?:[-_ ](?:size|degree))?",
+    "micro_batch": r"micro[-_ ]?batch(?:[-_ ]size)?|mbs",
+    "global_batch": r"global[-_ ]batch(?:[-_ ]size)?|gbs",
+}
+"""The names a row's words give a layout field (`read_stated_degrees`): Megatron-Core's and NeMo's
+option names (`context_parallel_size`, `--micro-batch-size`), the words ("context parallelism",
+"pipeline-parallel degree") and the tables' abbreviations ("CP", "VP", "MBS", "GBS"); a virtual
+pipeline's or the experts' own degree is never the pipeline's or the dense layers' ("virtual
+pipeline parallel size", "expert tensor parallel size", `expert_tp`)."""
+
+DEGREE_VALUE = (r"\s*[\"']?\s*(?:[:=]|\bof\b|\bis\b|\()?\s*[\"']?\s*(\d+)"
+                r"(?!\d|[.,]\d|\s*[kmb](?![a-z])|\s*(?:[-–]|to\b)\s*\d|\s*(?:tokens?|gpus?|nodes?|layers?)\b)")
+"""A degree after its name: "CP 2", "CP=2", "cp: 2", "TP8", "context parallelism of 2",
+`--context-parallel-size 2`, `"context_parallel_size": 2`; never a range ("2-4"), a scaled figure
+("4M") or a count of something else ("8 GPUs")."""
+
+
+def read_stated_degrees(entry: dict) -> dict:
+    """A row with the layout fields it leaves empty (`layout.cp` null, no `micro_batch`) filled from
+    its own words, where those state the field (`DEGREE_NAMES`: "CP=2" in a note, "TP 1, CP 2, DP 4"
+    in the locator, `--micro-batch-size 1` in quoted evidence, "4-way context parallelism"). A
+    field the row fills is kept, and "n/a" is a degree of 1, never a gap. A field is read only
+    where the words give it one value (two runs described in one note state neither), and none is
+    kept where the row then cannot be read (the degrees disagree with its GPU count, the batch with
+    its replicas: `row_spec`). Each one read is listed among the run's assumptions."""
+    lay = entry.get("layout") or {}
+    open_fields = [f for f in DEGREE_NAMES if placeholder(lay.get(f)) and not unused(lay.get(f))]
+    if not open_fields:
+        return entry
+    text = "\n".join(_strings(entry.get("source"), entry.get("notes"), lay.get("extra"),
+                               (entry.get("model") or {}).get("extra")))
+    found: dict[str, int] = {}
+    for field_name in open_fields:
+        names = DEGREE_NAMES[field_name]
+        named = r"(?<![\w-])(?<!virtual[-_ ])(?<!expert[-_ ])(?:--)?(?:" + names + r")(?![a-z])"
+        values = {int(v) for v in re.findall(named + DEGREE_VALUE, text, flags=re.I)}
+        if field_name in ("tp", "pp", "dp", "cp", "ep"):  # "4-way context parallelism", "8-way TP"
+            values |= {int(v) for v in re.findall(r"(?<![\w.])(\d+)[- ]way\s+(?:" + names + r")(?![a-z])", text,
+                                                  flags=re.I)}
+        if len(values) == 1:
+            found[field_name] = values.pop()
+    if not found:
+        return entry
+    said = ", ".join(f"{k.replace('_', '-')} {v}" for k, v in found.items())
+    return dict(entry, layout=dict(lay, **found), stated_degrees=said)
+
+
+def gpus_of(hw: dict) -> int | None:
+    """The row's GPU count: `num_gpus` as a number, "16K GPUs" (16,384) or "192 nodes x 8 GPUs"."""
+    counted = re.fullmatch(r"\s*(\d+)\s*(?:nodes?\s*)?[x×*]\s*(\d+)(?:\s*gpus?)?\s*", str(hw.get("num_gpus") or ""),
+                           flags=re.I)  # "192 nodes x 8 GPUs", "256x8"
+    return (int(counted.group(1)) * int(counted.group(2)) if counted
+            else _int(hw.get("num_gpus"), "num_gpus", binary=True))  # "16K GPUs" is 16,384
+
+
 def read_model_extra(entry: dict) -> dict:
     """A row with the model facts (`MODEL_FACTS`) its `model.extra` states, a mapping or a text
     ("kv_lora_rank: 512, sliding_window 128"), or its `extra` and `arch` say in prose
@@ -2405,7 +2469,14 @@ def row_spec(entry: dict, others: list[dict] = ()) -> Run | Skipped:
     """The .par text of one published run, with the facts it had to assume; never raises.
     `others`, the rest of the file, may lend a missing global batch (`sibling_micro_batches`)."""
     try:
-        return _row_spec(read_recipe(read_model_extra(entry)), others)
+        read = read_recipe(read_model_extra(entry))
+        stated = read_stated_degrees(read)
+        try:
+            return _row_spec(stated, others)
+        except Unusable:
+            if stated is read:
+                raise
+            return _row_spec(read, others)  # its words describe another layout than its fields
     except Unusable as e:
         return Skipped(str(entry.get("id", "?")), str(e))
     except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError, OverflowError) as e:
@@ -2481,10 +2552,9 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     out = (entry.get("outcomes") or {}).get("reported") or {}
     src = entry.get("source") or {}
     notes: list[str] = []
-    counted = re.fullmatch(r"\s*(\d+)\s*(?:nodes?\s*)?[x×*]\s*(\d+)(?:\s*gpus?)?\s*", str(hw.get("num_gpus") or ""),
-                           flags=re.I)  # "192 nodes x 8 GPUs", "256x8"
-    gpus = (int(counted.group(1)) * int(counted.group(2)) if counted
-            else _int(hw.get("num_gpus"), "num_gpus", binary=True))  # "16K GPUs" is 16,384
+    gpus = gpus_of(hw)
+    if entry.get("stated_degrees"):
+        notes.append(f"{entry['stated_degrees']} (the layout field empty; stated in the row's words)")
     deg = layout_of(lay, gpus or 0, notes)
     tp, pp, dp, cp, ep = deg["tp"], deg["pp"], deg["dp"], deg["cp"], deg["ep"]
     gpus = gpus or tp * pp * dp * cp * (ep if deg["ep_axis"] else 1)

@@ -11,9 +11,9 @@ pipeline layout written with spaces, the model's facts in its architecture's wor
 embeddings, the activation, norm and position words and their denials), the reported figure under
 other keys and units, and the FLOP convention under other names. A "want" variant has no canonical
 row to compare with and states the fields it must read. The cases came from the second
-paraphrase-fuzzing pass of stop 59; with the reader of e90b6d2, 188 of these 402 checks fail. Left
-out, and said here: a parallel degree stated only in the notes with its layout
-field empty ("CP=2" with `layout.cp` null), which the schema's own field is for.
+paraphrase-fuzzing pass of stop 59; with the reader of e90b6d2, 188 of these 402 checks fail. A
+parallel degree stated only in the words with its layout field empty ("CP=2" with `layout.cp`
+null) has its own file, tests/test_stated_degrees.py.
 """
 
 from __future__ import annotations
