@@ -1170,6 +1170,9 @@ MEGATRON_WORDS = r"megatron|\bnemo(?!tron)|megascale|nvidia/|nvidia-nemo|nvcr\.i
 -DeepSpeed, NeMo (not Nemotron, a model), MegaScale (a Megatron-LM fork), NVIDIA's repositories
 and containers (`NVIDIA/Megatron-LM`, `NVIDIA-NeMo/...`, `nvcr.io/nvidia/nemo`) and DGX Cloud's
 benchmarks. NVIDIA's name alone, or an NVLink "bridge", names a GPU, not a runtime."""
+NEMO_WORDS = r"\bnemo(?!tron)|megatron[- _]bridge|nvidia-nemo"
+"""The words that name NeMo or Megatron-Bridge (whose recipes turn on Megatron-Core's distributed
+optimizer) as a row's runtime; not Nemotron, a model, nor an NVLink "bridge"."""
 TORCH_FSDP_WORDS = r"llm[- _]?foundry|composer|\btorch fsdp"
 """Sources whose runs are eager PyTorch with torch's FSDP and flash-attn's FlashAttention-2
 (MosaicML's llm-foundry through Composer): the runtime facts of `target torch`, parc's own job."""
@@ -1910,7 +1913,7 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
         if family == "megatron" and affirms(text.replace("_", "-"), DISTRIBUTED_OPTIMIZER):
             notes.append("zero1 (--overlap-param-gather needs the distributed optimizer)")
             return "zero1"
-        if family == "megatron" and ("nemo" in text or "bridge" in text):
+        if family == "megatron" and affirms(text, NEMO_WORDS):
             notes.append("zero1 (the distributed optimizer: NeMo's and Megatron-Bridge's default)")
             return "zero1"
         if family == "torchtitan":

@@ -483,3 +483,20 @@ def test_a_paraphrase_reads_as_its_statement_and_a_denial_as_its_absence(case, v
         assert want_diff(got, want[0]) == [], (fact, label)
     else:
         assert diff(got, _reading_of(rid, canon if kind == "para" else neutral)) == [], (fact, label)
+
+
+@pytest.mark.parametrize("words,sharding", [
+    ("the same recipe as Nemotron-4's", "none"),  # a model's name, not NeMo
+    ("GPUs paired by an NVLink bridge", "none"),  # hardware, not Megatron-Bridge
+    ("run in the NeMo 24.05 container", "zero1"),  # NeMo's recipes turn the distributed optimizer on
+    ("launched with Megatron-Bridge", "zero1"),
+    ("not NeMo: plain Megatron-LM", "none"),
+])
+def test_the_distributed_optimizer_default_follows_a_named_runtime(words, sharding):
+    """A Megatron row that leaves its sharding open takes NeMo's and Megatron-Bridge's default (the
+    distributed optimizer) only where its words name one of them as the runtime (`NEMO_WORDS`):
+    before stop 60 "nemo" or "bridge" anywhere in the text did, "Nemotron" and an NVLink bridge
+    among them."""
+    row, others = ROWS["megascale_megatron_175b_256gpu"]
+    got = reading(apply(row, [note(words)]), others)
+    assert f"dp {{ sharding {sharding} }}" in got["spec"], got["spec"]
