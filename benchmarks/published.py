@@ -1187,11 +1187,16 @@ DENIED_BEFORE = re.compile(r"(?:\bno|\bnot|\bnon|\bnever|\bneither|\bnor|\bwitho
 """A denial in the words just before a mention, within its clause: "no DeepEP", "without
 torch.compile", "did not use FlashAttention", "pre-FlashAttention"."""
 
-DENIED_AFTER = re.compile(r"^[^.;,()\n]{0,30}?\b(?:(?:was|were|is|are) not|not (?:used|set|enabled|on)|disabled"
+LEFT_OPEN_WORDS = r"not (?:stated|specified|confirmed|known|given)|unstated|unconfirmed|unknown"
+"""Words that leave what they follow open: "current scaling not stated", "DeepEP (unconfirmed)"."""
+LEFT_OPEN = r"\b(?:" + LEFT_OPEN_WORDS + r")\b"
+
+DENIED_AFTER = re.compile(r"^(?:\s*\()?[^.;,()\n]{0,30}?\b(?:(?:was|were|is|are) not|not (?:used|set|enabled|on)|disabled"
                           r"|turned off|switched off|unused|unavailable|was off|(?:was )?(?:published|released) later"
-                          r"|came later|postdates)\b")
+                          r"|came later|postdates|" + LEFT_OPEN_WORDS + r")\b")
 """A denial in the words just after a mention, within its clause: "FP8 dispatch was not used",
-"overlap_moe_expert_parallel_comm was disabled"."""
+"overlap_moe_expert_parallel_comm was disabled", "DeepEP (not used)"; and a mention its clause
+leaves open ("current scaling not stated", "DeepEP (unconfirmed)"), which states nothing either."""
 
 
 HOLDS_ITS_VALUE = r"\b\B"
@@ -1385,8 +1390,10 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         notes.append("flash-attn's FlashAttention-2 through Transformer Engine (stated: NVTE_FUSED_ATTN=0; "
                      "`attention-backend flash`)")
     compact = text.replace("_", "-")
-    # "ub_tp_comm_overlap false" (a launcher configuration quoted as evidence) states the opposite
-    tp_comm_overlap = affirms(compact, TP_OVERLAP)
+    # "ub_tp_comm_overlap false" (a launcher configuration quoted as evidence) states the opposite;
+    # the option's own value decides over a mention of userbuffers elsewhere ("the userbuffers config")
+    tp_option = option_stated(entry, "tp_comm_overlap")
+    tp_comm_overlap = tp_option if tp_option is not None else affirms(compact, TP_OVERLAP)
     if tp_comm_overlap or affirms(compact, ASYNC_TP):
         overlap, why = "all", "tensor-parallel communication overlap stated in the source"
     elif family == "megatron" and (year is None or year >= 2022):
@@ -1620,17 +1627,32 @@ def runtime_date(entry: dict) -> str:
 def container_release(entry: dict) -> str:
     """The NeMo container a row ran, "YY.MM", or "": the image's tag where the source names it
     (`nvcr.io/nvidia/nemo:24.09`; DGX Cloud's recipes carry their own release numbers beside it),
-    else the row's `release`, else its title's "26.06.01 NeMo container" / "NeMo25.04.rc2"."""
-    title = str((entry.get("source") or {}).get("title") or "")
+    else the row's `release`, else its title's "26.06.01 NeMo container" / "NeMo25.04.rc2", else the
+    one release the rest of its source and notes name ("image nvcr.io/nvidia/nemo:25.04.01" in its
+    evidence)."""
+    source = entry.get("source") or {}
+    title = str(source.get("title") or "")
     tag = re.search(r"nvidia/nemo:(\d\d\.\d\d)", title)
     if tag:
         return tag.group(1)
     stated = re.search(r"(\d\d\.\d\d)", str(entry.get("release") or ""))
     if stated:
         return stated.group(1)
-    found = re.search(r"(?<![\d.])(\d\d\.\d\d)(?:\.\d+)?(?:\.rc\d+)?\s+NeMo\s+container|NeMo\s*(\d\d\.\d\d)"
-                      r"|NeMo\s+container\s+(\d\d\.\d\d)", title, flags=re.I)
-    return next((g for g in found.groups() if g), "") if found else ""
+    found = re.search(CONTAINER_WORDS, title, flags=re.I)
+    if found:
+        return next(g for g in found.groups() if g)
+    # the rest of the row's words: only where they name one release (a note comparing two names neither)
+    rest = "\n".join(_strings(source.get("locator"), source.get("primary_evidence"), source.get("corroboration"),
+                               entry.get("notes")))
+    named = {next(g for g in m.groups() if g) for m in re.finditer(r"nvidia/nemo:(\d\d\.\d\d)|" + CONTAINER_WORDS,
+                                                                      rest, flags=re.I)}
+    return named.pop() if len(named) == 1 else ""
+
+
+CONTAINER_WORDS = (r"(?<![\d.])(\d\d\.\d\d)(?:\.\d+)?(?:\.rc\d+)?\s+NeMo\s+container|NeMo\s*(\d\d\.\d\d)"
+                   r"|NeMo\s+container\s+(\d\d\.\d\d)")
+"""A NeMo container's release in words: "26.06.01 NeMo container", "NeMo25.04.rc2", "NeMo 24.07",
+"NeMo container 25.02"."""
 
 
 SAVE_ORIGINAL_INPUT = ("25.09", "2025-08-19")
@@ -1769,7 +1791,10 @@ def fp8_recipe_of(entry: dict) -> str:
     1x128 tiles and 128x128 blocks, TE's `Float8BlockScaling`), else its default, delayed scaling.
     It decides the casts' bytes and how many quantize kernels each GEMM input launches
     (`kernels.QUANTIZE_KERNELS`)."""
-    text = re.sub(r"[\s_()-]+", "", _words((entry.get("layout") or {}).get("precision")))  # "FP8 (MX)" = "fp8mx"
+    words = _words((entry.get("layout") or {}).get("precision"))
+    # a clause that leaves the recipe open names none: "fp8 (delayed/current scaling not stated)"
+    words = " ".join(c for c in re.split(r"[(),;]", words) if not re.search(LEFT_OPEN, c))
+    text = re.sub(r"[\s_()-]+", "", words)  # "FP8 (MX)" = "fp8mx"
     if re.search(r"fp8mx|mxfp8|microscal|blockscal\w*mx|32elementblock|block32\b|block32scal", text):
         return "mxfp8"
     if re.search(r"blockwise|finegrained|1x128|128x128|fp8blockscal|float8blockscal|subchannel", text):
@@ -1923,10 +1948,10 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
         return "none"
     if isinstance(raw, int) and not isinstance(raw, bool) and 0 <= raw <= 3:  # a ZeRO stage: 0 is DDP
         return ("none", "zero1", "zero2", "zero3")[raw]
-    # what is denied ("no distributed optimizer", "without CPU offload", "DistributedDataParallel")
+    # what is denied ("no distributed optimizer", "without CPU offload", "FSDP 0", "DistributedDataParallel")
     # says nothing of the stage; a stage named anywhere else decides it
     stated = re.sub(r"\b(?:no|without|not)\s+[\w-]+(?:\s+optimi[sz]er)?|[\w-]+(?:\s+optimi[sz]er)?\W{0,3}"
-                    r"(?:off|false|disabled)\b|distributed[\s_-]*data[\s_-]*parallel", " ", _words(raw))
+                    r"(?:off|false|disabled|0)\b|distributed[\s_-]*data[\s_-]*parallel", " ", _words(raw))
     words = re.sub(r"[^a-z0-9]", "", stated)
     # FSDP that keeps the gathered parameters after the forward (SHARD_GRAD_OP): ZeRO-2
     kept = re.search(r"reshardafterforwardfalse|no(?:t)?resharding?afterforward|notreshardedafterforward"
@@ -2219,6 +2244,15 @@ def stated_options(entry: dict) -> dict:
     if "cpu_offloading_num_layers" not in out and offloaded and affirms(words, re.escape(offloaded.group(0))):
         out["cpu_offloading_num_layers"] = int(next(g for g in offloaded.groups() if g))
     return out
+
+
+def option_stated(entry: dict, key: str):
+    """One `recipe` option's value as the row states it: its `recipe` field, else its words
+    (`stated_options`); None where neither does."""
+    recipe = entry.get("recipe")
+    if isinstance(recipe, dict) and key in recipe:
+        return recipe[key]
+    return stated_options(entry).get(key)
 
 
 def read_recipe(entry: dict) -> dict:

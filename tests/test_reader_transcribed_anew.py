@@ -1,0 +1,78 @@
+"""What a second independent transcription of NeMo's and DGX Cloud's tables (stop 60: rows written
+from the primary sources, without the repository's rows in view, then read and compared) found
+read otherwise than its words meant. Each case edits a published row the way that transcription
+wrote it and compares the reading with the row as published (or with the facts it must read).
+
+- An option's own value decides over a mention of its library: "TP comm overlap off
+  (ub_tp_comm_overlap: False) ... names the userbuffers config" is no overlap (`option_stated`).
+- A sharding degree of 0 is a denial: "none (FSDP 0)" is no sharding, "distributed optimizer (FSDP
+  0)" ZeRO-1 (`sharding_of`).
+- A NeMo container named only in the evidence or the notes ("image nvcr.io/nvidia/nemo:25.04.01")
+  is the row's release where it is the only one named (`container_release`).
+- A clause that leaves a fact open names nothing: "fp8 (per-tensor delayed/current scaling not
+  stated)" is the default recipe, "DeepEP (unconfirmed)" no DeepEP (`LEFT_OPEN`).
+
+With the reader before these fixes (aa2fb75) 11 of the 16 tests fail; the four controls and "ZeRO-1
+(fsdp: 0)", which named its stage anyway, pass.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .reader_paraphrase import ROWS, apply, diff, note, reading, rep, setf, want_diff
+
+GPT3 = "nemo2407_h100_gpt3_175b_512gpu"  # NeMo 24.07, no tp overlap stated: Megatron's backward overlap
+DGXC = "dgxc2507_gb200_llama31_405b_bf16_128gpu"  # its container (25.04.01) named in its title
+MIXTRAL = "nemo2502_b200_mixtral_8x22b_256gpu"  # FP8, delayed scaling (the default)
+DEEPSEEK = "deepseek_v3_pretraining_2048xH800"
+
+SAME = [
+    (GPT3, [note("Launcher YAML turns TP comm overlap off (ub_tp_comm_overlap: False) even though its "
+                 "defaults list names the userbuffers config")]),
+    (GPT3, [note("ub_tp_comm_overlap: false; the userbuffers cfg file is still referenced")]),
+    (GPT3, [note("tp_comm_overlap=False (TE userbuffers not initialised)")]),
+    (DGXC, [setf("layout.zero_or_fsdp", "distributed optimizer (FSDP 0)")]),
+    (DGXC, [setf("layout.zero_or_fsdp", "ZeRO-1 (fsdp: 0)")]),
+    (DGXC, [rep(r"; the recipe runs NeMo 2 in the nvcr\.io/nvidia/nemo:25\.04\.01", ""),
+            setf("source.primary_evidence", ["DGX Cloud recipe, image nvcr.io/nvidia/nemo:25.04.01"])]),
+    (DGXC, [rep(r"; the recipe runs NeMo 2 in the nvcr\.io/nvidia/nemo:25\.04\.01", ""),
+            note("ran in the NeMo 25.04 container")]),
+    (MIXTRAL, [setf("layout.precision", "fp8 (per-tensor delayed/current scaling not stated for 25.02)")]),
+    (MIXTRAL, [setf("layout.precision", "FP8 (scaling recipe unknown; current scaling unconfirmed)")]),
+]
+
+
+@pytest.mark.parametrize("rid,ops", SAME, ids=[f"{r}-{i}" for i, (r, _) in enumerate(SAME)])
+def test_the_words_read_as_the_row_as_published(rid, ops):
+    row, others = ROWS[rid]
+    assert diff(reading(apply(row, ops), others), reading(row, others)) == []
+
+
+WANT = [
+    # controls: the same words stating the fact read it
+    (GPT3, [note("ub_tp_comm_overlap: True")], {"spec~": "tp-overlap all"}),
+    (GPT3, [note("TP communication overlap through userbuffers")], {"spec~": "tp-overlap all"}),
+    (DGXC, [setf("layout.zero_or_fsdp", "none (FSDP 0)")], {"spec~": "sharding none"}),
+    (DGXC, [setf("layout.zero_or_fsdp", "FSDP")], {"spec~": "sharding zero3"}),
+    (MIXTRAL, [setf("layout.precision", "FP8 (per-tensor current scaling)")], {"spec~": "fp8-recipe tensorwise"}),
+    (DEEPSEEK, [rep(r"DeepEP", "DeepEP (unconfirmed)")], {"sw.ep_dispatcher": "all-to-all"}),
+]
+
+
+def test_two_releases_named_outside_the_title_state_none():
+    """A note that compares two containers names neither as the row's: it reads as the row with no
+    container named at all."""
+    row, others = ROWS[DGXC]
+    stripped = apply(row, [rep(r"; the recipe runs NeMo 2 in the nvcr\.io/nvidia/nemo:25\.04\.01", "")])
+    compared = apply(stripped, [note("NeMo 25.04 here; NeMo 24.12 ran the same recipe slower")])
+    alone = apply(stripped, [note("NeMo 25.04 here")])
+    assert diff(reading(compared, others), reading(stripped, others)) == []
+    assert diff(reading(alone, others), reading(row, others)) == []
+    assert reading(alone, others) != reading(stripped, others)  # the release matters to this row
+
+
+@pytest.mark.parametrize("rid,ops,want", WANT, ids=[f"{r}-{i}" for i, (r, _, _) in enumerate(WANT)])
+def test_the_words_read_as_they_state(rid, ops, want):
+    row, others = ROWS[rid]
+    assert want_diff(reading(apply(row, ops), others), want) == []
