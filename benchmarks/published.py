@@ -107,10 +107,11 @@ def _words(*parts) -> str:
 
 
 def source_text(entry: dict) -> str:
-    """What the source says about its software: title, locator, evidence, notes, extras."""
+    """What the source says about its software: title, locator, evidence, notes, extras, and the
+    precision's own words ("MXFP8 with FP8 attention")."""
     lay = entry.get("layout") or {}
     return _words(entry.get("group"), entry.get("source"), entry.get("notes"), lay.get("extra"),
-                  (entry.get("model") or {}).get("extra"))
+                  (entry.get("model") or {}).get("extra"), lay.get("precision"))
 
 
 def source_year(entry: dict) -> int | None:
@@ -1183,9 +1184,9 @@ SET_OFF = r"""[\s"')\]]*(?:[:=]|\bis\b|\bwas\b)?[\s"'(\[]*(?:false|off|none|no|0
 "moe_a2a_overlap=false", "ub_tp_comm_overlap false", `"overlap": "false"`, "(False)"."""
 
 DENIED_BEFORE = re.compile(r"(?:\bno|\bnot|\bnon|\bnever|\bneither|\bnor|\bwithout|\bw/o|\bdisabled?|\bpre|\bpredates?|\bbefore"
-                           r"|\bunlike|\bexcept|\binstead of)[\s-]+(?:[\w.'-]+\s+){0,2}$")
+                           r"|\bunlike|\bexcept|\binstead of)[\s-]+(?:[\w.'-]+(?:\s+|\s*/\s*)){0,2}$")
 """A denial in the words just before a mention, within its clause: "no DeepEP", "without
-torch.compile", "did not use FlashAttention", "pre-FlashAttention"."""
+torch.compile", "did not use FlashAttention", "pre-FlashAttention", "no DeepEP/HybridEP"."""
 
 LEFT_OPEN_WORDS = r"not (?:stated|specified|confirmed|known|given)|unstated|unconfirmed|unknown"
 """Words that leave what they follow open: "current scaling not stated", "DeepEP (unconfirmed)"."""
@@ -1423,7 +1424,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         kernels = "fused" if compiled else "eager"
         if compiled:
             notes.append("torch.compile: fused kernels' speed (the eager runtime's without it)")
-    if affirms(compact, "force-load-balancing") or affirms(text, r"forced? (?:load[- ])?balanc|forced to (?:a )?balance"):
+    if affirms(compact, "force-load-balancing") or affirms(text, r"forced?[- ](?:load[- ])?balanc|forced to (?:a )?balance"):
         # Megatron-Core's benchmark mode replaces the router's logits with normal noise for every
         # token (megatron/core/transformer/moe/moe_utils.py, RandomSTE: "random logits of router
         # for load-balanced benchmark"): a random router, whose busiest rank the model's floor
@@ -1948,9 +1949,10 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
         return "none"
     if isinstance(raw, int) and not isinstance(raw, bool) and 0 <= raw <= 3:  # a ZeRO stage: 0 is DDP
         return ("none", "zero1", "zero2", "zero3")[raw]
-    # what is denied ("no distributed optimizer", "without CPU offload", "FSDP 0", "DistributedDataParallel")
+    # what is denied ("no distributed optimizer", "without CPU offload", "FSDP 0", "FSDP column: 0",
+    # "DistributedDataParallel")
     # says nothing of the stage; a stage named anywhere else decides it
-    stated = re.sub(r"\b(?:no|without|not)\s+[\w-]+(?:\s+optimi[sz]er)?|[\w-]+(?:\s+optimi[sz]er)?\W{0,3}"
+    stated = re.sub(r"\b(?:no|without|not)\s+[\w-]+(?:\s+optimi[sz]er)?|[\w-]+(?:\s+(?:optimi[sz]er|column|field))?\W{0,3}"
                     r"(?:off|false|disabled|0)\b|distributed[\s_-]*data[\s_-]*parallel", " ", _words(raw))
     words = re.sub(r"[^a-z0-9]", "", stated)
     # FSDP that keeps the gathered parameters after the forward (SHARD_GRAD_OP): ZeRO-2
@@ -2174,6 +2176,11 @@ space and its value (quoted or bare). A yes/no option named with no value after 
 command line's flag) unless a denial takes it back (`--no-...`, "no ...", "... was disabled":
 `affirms`)."""
 
+PADDED_TO_CAPACITY = (r"\bpad(?:s|ded|ding)?\b[^.;\n]{0,30}?\bcapacity\b|capacity[- ]factor[^;\n]{0,20}?\bwith "
+                      r"padding\b")
+"""The experts' inputs padded to their capacity, in words ("capacity factor 1.0 with padding", "pads
+to capacity", "inputs are padded to capacity"): `moe_pad_expert_input_to_capacity`."""
+
 OPTION_SEP = r"""["']?(?:\s*[:=]\s*|\s*\(\s*|\s+of\s+|\s+)["']?"""
 """Between an option's name and its value: `: `, `=`, ` (`, a space, a quote either side."""
 
@@ -2202,7 +2209,8 @@ def stated_options(entry: dict) -> dict:
     out: dict = {}
     for name, (key, kind) in STATED_OPTIONS.items():
         words = name.replace("_", "[_ -]")
-        said = re.search(r"(?<![\w-])(--no-)?(?:--)?" + words + r"(?![\w-])", text, flags=re.I)
+        # (not Megatron-Core's `moe_expert_rank_capacity_factor`, a receive buffer for CUDA graphs)
+        said = re.search(r"(?<![\w-])(?<!rank[-_ ])(--no-)?(?:--)?" + words + r"(?![\w-])", text, flags=re.I)
         if not said:
             continue
         rest = text[said.end():]
@@ -2240,6 +2248,8 @@ def stated_options(entry: dict) -> dict:
     words = text.lower().replace("_", "-")  # what the text says in prose, where no option's name is used
     if "cutedsl_fused_grouped_mlp" not in out.get("other", ()) and affirms(words, FUSED_GROUPED_MLP):
         out.setdefault("other", []).append("cutedsl_fused_grouped_mlp")
+    if "moe_pad_expert_input_to_capacity" not in out and affirms(words, PADDED_TO_CAPACITY):
+        out["moe_pad_expert_input_to_capacity"] = True
     offloaded = re.search(OFFLOAD_WORDS, words)
     if "cpu_offloading_num_layers" not in out and offloaded and affirms(words, re.escape(offloaded.group(0))):
         out["cpu_offloading_num_layers"] = int(next(g for g in offloaded.groups() if g))
@@ -2373,7 +2383,7 @@ FACT_WORDS: dict[str, tuple[str, ...]] = {
     "full_attention_every": (r"window[-_ ]attn[-_ ]skip[-_ ]freq\W{0,3}(\d+)",),
     "yarn_factor": (r"yarn\W{0,3}\(?factor\W{0,3}(\d+(?:\.\d+)?)", r"yarn\W{0,3}x\s*(\d+(?:\.\d+)?)",
                     r"type\W{1,5}yarn\W{1,5}factor\W{1,5}(\d+(?:\.\d+)?)"),
-    "capacity_factor": (r"capacity factor (?:of )?(\d+(?:\.\d+)?)", r"\bcf\W{0,3}(\d+(?:\.\d+)?)"),
+    "capacity_factor": (r"(?<!rank[-_ ])capacity factor (?:of )?(\d+(?:\.\d+)?)", r"\bcf\W{0,3}(\d+(?:\.\d+)?)"),
     "kv_heads": (r"\bgqa[- ]?(\d+)\b", r"(\d+) (?:kv|key[- ]value) heads", r"num[-_ ]key[-_ ]value[-_ ]heads\W{1,3}(\d+)"),
     "expert_bias": (r"experts?'? (?:\w+ ){0,2}(?:carry|have|with|use) (?:linear )?bias(?:es)?\b",
                     r"(?:linear )?bias(?:es)? (?:in|on) the (?:routed )?experts?"),
@@ -2416,7 +2426,8 @@ def read_stated_degrees(entry: dict) -> dict:
     its own words, where those state the field (`DEGREE_NAMES`: "CP=2" in a note, "TP 1, CP 2, DP 4"
     in the locator, `--micro-batch-size 1` in quoted evidence, "4-way context parallelism"). A
     field the row fills is kept, and "n/a" is a degree of 1, never a gap. A field is read only
-    where the words give it one value (two runs described in one note state neither), and none is
+    where every mention of it gives the same value (two runs described in one note state neither,
+    nor does "vp 5 in the config, no vp in the table"), and none is
     kept where the row then cannot be read (the degrees disagree with its GPU count, the batch with
     its replicas: `row_spec`). Each one read is listed among the run's assumptions."""
     lay = entry.get("layout") or {}
@@ -2427,13 +2438,14 @@ def read_stated_degrees(entry: dict) -> dict:
                                (entry.get("model") or {}).get("extra")))
     found: dict[str, int] = {}
     for field_name in open_fields:
-        names = DEGREE_NAMES[field_name]
-        named = r"(?<![\w-])(?<!virtual[-_ ])(?<!expert[-_ ])(?:--)?(?:" + names + r")(?![a-z])"
-        values = {int(v) for v in re.findall(named + DEGREE_VALUE, text, flags=re.I)}
-        if field_name in ("tp", "pp", "dp", "cp", "ep"):  # "4-way context parallelism", "8-way TP"
-            values |= {int(v) for v in re.findall(r"(?<![\w.])(\d+)[- ]way\s+(?:" + names + r")(?![a-z])", text,
-                                                  flags=re.I)}
-        if len(values) == 1:
+        named = (r"(?<![\w-])(?<!virtual[-_ ])(?<!expert[-_ ])(?:--)?(?:" + DEGREE_NAMES[field_name]
+                 + r")(?![a-z])")
+        values = set()
+        for mention in re.finditer(named, text, flags=re.I):
+            after = re.match(DEGREE_VALUE, text[mention.end():], flags=re.I)
+            way = re.search(r"(?<![\w.])(\d+)[- ]way\s+$", text[max(0, mention.start() - 12):mention.start()])
+            values.add(int(after.group(1)) if after else int(way.group(1)) if way else None)
+        if len(values) == 1 and None not in values:  # every mention states it, and the same
             found[field_name] = values.pop()
     if not found:
         return entry

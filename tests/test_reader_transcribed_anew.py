@@ -12,7 +12,13 @@ wrote it and compares the reading with the row as published (or with the facts i
 - A clause that leaves a fact open names nothing: "fp8 (per-tensor delayed/current scaling not
   stated)" is the default recipe, "DeepEP (unconfirmed)" no DeepEP (`LEFT_OPEN`).
 
-With the reader before these fixes (aa2fb75) 11 of the 16 tests fail; the four controls and "ZeRO-1
+And from a second such transcription, of Megatron-Bridge's tables: "FSDP column: 0" is no FSDP;
+"no DeepEP/HybridEP" denies both (`DENIED_BEFORE`); "we force-balance" is the forced router; the
+precision's own words state FP8 attention (`source_text`); an expert-rank capacity factor (a
+receive buffer for CUDA graphs) is no token-dropping capacity; "padded to capacity" in words is
+`moe_pad_expert_input_to_capacity` (`PADDED_TO_CAPACITY`).
+
+With the reader before these fixes (aa2fb75) 18 of the 23 tests fail; the four controls and "ZeRO-1
 (fsdp: 0)", which named its stage anyway, pass.
 """
 
@@ -20,12 +26,15 @@ from __future__ import annotations
 
 import pytest
 
-from .reader_paraphrase import ROWS, apply, diff, note, reading, rep, setf, want_diff
+from .reader_paraphrase import ROWS, apply, diff, note, reading, recipe_text, rep, setf, want_diff
 
 GPT3 = "nemo2407_h100_gpt3_175b_512gpu"  # NeMo 24.07, no tp overlap stated: Megatron's backward overlap
 DGXC = "dgxc2507_gb200_llama31_405b_bf16_128gpu"  # its container (25.04.01) named in its title
 MIXTRAL = "nemo2502_b200_mixtral_8x22b_256gpu"  # FP8, delayed scaling (the default)
 DEEPSEEK = "deepseek_v3_pretraining_2048xH800"
+ALLTOALL = "bridge2602_b200_qwen3_235b_a22b_fp8mx"  # the alltoall dispatcher, the router forced even
+GPT_OSS = "bridge2608_gb300_gpt_oss_120b_fp8mx"  # FP8 attention; an expert-rank capacity of 1.5 for graphs
+PADDED = "bridge2509_b200_qwen3_30b_a3b_fp8cs"  # capacity factor 1.0, inputs padded to it
 
 SAME = [
     (GPT3, [note("Launcher YAML turns TP comm overlap off (ub_tp_comm_overlap: False) even though its "
@@ -40,6 +49,15 @@ SAME = [
             note("ran in the NeMo 25.04 container")]),
     (MIXTRAL, [setf("layout.precision", "fp8 (per-tensor delayed/current scaling not stated for 25.02)")]),
     (MIXTRAL, [setf("layout.precision", "FP8 (scaling recipe unknown; current scaling unconfirmed)")]),
+    # the second transcription, of Megatron-Bridge's tables
+    (DGXC, [setf("layout.zero_or_fsdp", "Megatron distributed optimizer (FSDP column: 0)")]),
+    (ALLTOALL, [note("plain alltoall (no DeepEP/HybridEP)")]),
+    (ALLTOALL, [recipe_text("moe_router_force_load_balancing"), note("we force-balance the router's load")]),
+    (GPT_OSS, [recipe_text("fp8_dot_product_attention"),
+               setf("layout.precision", "MXFP8 with FP8 attention (fp8_dot_product_attention)")]),
+    (GPT_OSS, [note("expert-rank capacity factor 1.5 (a fixed receive buffer so CUDA graphs can capture the step)")]),
+    (PADDED, [recipe_text("moe_pad_expert_input_to_capacity"), note("inputs are padded to capacity")]),
+    (PADDED, [recipe_text("moe_pad_expert_input_to_capacity"), note("capacity factor 1.0 with padding")]),
 ]
 
 

@@ -63,6 +63,11 @@ NEGATIVE = [
     (CP_ROW, CP_QUIET + [setf("layout.dp", None), note("CPU 2 sockets per node")], {"spec~": "dp 8 on nodes"}),
     (CP_ROW, CP_QUIET + [setf("layout.dp", None), note("CP 2-4 across the table")], {"spec~": "dp 8 on nodes"}),
     (CP_ROW, CP_QUIET + [setf("layout.dp", None), note("CP 8 GPUs per group")], {"spec~": "dp 8 on nodes"}),
+    # a mention without a value makes the others open too: another config described beside the row's
+    (PP_ROW, [setf("layout.vpp", None), note("the recipe's config is pp 4, vp 5; the table prints no vp")],
+     {"spec!~": "virtual-stages 5"}),
+    (CP_ROW, CP_QUIET + [setf("layout.dp", None), note("CP 2 in the recipe; the table has a CP column")],
+     {"spec~": "dp 8 on nodes"}),
     # a degree the GPU count contradicts: the row as read from its fields alone
     (CP_ROW, CP_QUIET + [note("CP 4")], {"SKIPPED": None}),
     # the fields win over the words
