@@ -1313,7 +1313,8 @@ def bf16_parameters(fmt: str) -> str:
     `fp8_param_gather` off for an fp8 run, `fp4_param_gather` off for an NVFP4 one (`fmt` "fp8" or
     "fp4": the other format's flag says nothing of this run)."""
     return (fmt + r"-param-gather" + SET_OFF + r"|(?:nvfp4 |fp8 )?param(?:eter)?s? (?:all-)?gathered in bf16"
-            r"|bf16 (?:weights|parameters) kept|no " + fmt + r" parameter(?:s)? (?:all-)?gather|" + fmt
+            r"|bf16 (?:weights|parameters) (?:are |were )?kept|(?:weights|param(?:eter)?s) (?:are |were )?kept in bf16"
+            r"|not (?:all-)?gathered in " + fmt + r"|no " + fmt + r" parameter(?:s)? (?:all-)?gather|" + fmt
             + r"-param-gather[^.;,]{0,12}(?:not set|off|disabled|not used)")
 
 

@@ -16,9 +16,10 @@ And from a second such transcription, of Megatron-Bridge's tables: "FSDP column:
 "no DeepEP/HybridEP" denies both (`DENIED_BEFORE`); "we force-balance" is the forced router; the
 precision's own words state FP8 attention (`source_text`); an expert-rank capacity factor (a
 receive buffer for CUDA graphs) is no token-dropping capacity; "padded to capacity" in words is
-`moe_pad_expert_input_to_capacity` (`PADDED_TO_CAPACITY`).
+`moe_pad_expert_input_to_capacity` (`PADDED_TO_CAPACITY`); "BF16 parameters are kept" and "not
+all-gathered in FP4" are NVFP4's parameters gathered in bf16 (`bf16_parameters`).
 
-With the reader before these fixes (aa2fb75) 18 of the 23 tests fail; the four controls and "ZeRO-1
+With the reader before these fixes (aa2fb75) 20 of the 25 tests fail; the four controls and "ZeRO-1
 (fsdp: 0)", which named its stage anyway, pass.
 """
 
@@ -35,6 +36,7 @@ DEEPSEEK = "deepseek_v3_pretraining_2048xH800"
 ALLTOALL = "bridge2602_b200_qwen3_235b_a22b_fp8mx"  # the alltoall dispatcher, the router forced even
 GPT_OSS = "bridge2608_gb300_gpt_oss_120b_fp8mx"  # FP8 attention; an expert-rank capacity of 1.5 for graphs
 PADDED = "bridge2509_b200_qwen3_30b_a3b_fp8cs"  # capacity factor 1.0, inputs padded to it
+NVFP4 = "bridge260201_gb200_llama3_70b_nvfp4"  # NVFP4, its parameters gathered in bf16 (fp4_param_gather False)
 
 SAME = [
     (GPT3, [note("Launcher YAML turns TP comm overlap off (ub_tp_comm_overlap: False) even though its "
@@ -58,6 +60,8 @@ SAME = [
     (GPT_OSS, [note("expert-rank capacity factor 1.5 (a fixed receive buffer so CUDA graphs can capture the step)")]),
     (PADDED, [recipe_text("moe_pad_expert_input_to_capacity"), note("inputs are padded to capacity")]),
     (PADDED, [recipe_text("moe_pad_expert_input_to_capacity"), note("capacity factor 1.0 with padding")]),
+    (NVFP4, [recipe_text("fp4_param_gather"), note("BF16 parameters are kept")]),
+    (NVFP4, [recipe_text("fp4_param_gather"), note("weights not all-gathered in FP4")]),
 ]
 
 
