@@ -426,9 +426,9 @@ RATE = (r"(\d+(?:\.\d+)?)\s*(?:([GT])(?:(b/s|bps|bit/s|bits?|bE|b)|(B/s|Bps|[Bb]
 """A link rate with its unit: bits ("200Gb/s", "400 Gbps", "3.2 Tbps", "400G RoCE") or bytes per
 second ("50 GB/s", "400 GBps"). The unit's case is the unit: b is a bit, B a byte. A size without
 "/s" ("80GB") is memory, never a link."""
-GENERATIONS = {"edr": 100, "hdr": 200, "ndr": 400, "xdr": 800}
-"""InfiniBand generations by name, Gb/s per port."""
-GENERATION = r"\b(edr|hdr|ndr|xdr)"
+GENERATIONS = {"edr": 100, "hdr": 200, "ndr": 400, "xdr": 800, "omni-path": 100, "omnipath": 100, "opa": 100}
+"""InfiniBand generations by name, Gb/s per port, and Intel's Omni-Path (100 Gb/s a port)."""
+GENERATION = r"\b(edr|hdr|ndr|xdr|omni-?path|opa(?![a-z]))"
 """A generation's name where a note states one ("NDR", "NDR400", "HDR 200")."""
 NOT_NETWORK = ("nvlink", "nvswitch", "pcie", "xgmi", "infinity fabric", "hbm")
 """Words that make a rate in a hardware note a scale-up or memory figure, not the NICs'."""
@@ -443,11 +443,16 @@ def rate_gbits(found: re.Match, offset: int = 0) -> float:
 
 def _network_rates(text: str) -> list[re.Match]:
     """Rate phrases that speak of the network, not of NVLink, PCIe or memory: no such word in the
-    rate's own clause, before it back to the last "," ";" or "(" (or 16 characters) and after it up
-    to the next delimiter ("900 GB/s NVLink, 8x400 Gb/s IB": the first is NVLink's)."""
+    rate's own clause, before it back to the last "," ";" or "(" (or 40 characters) and after it up
+    to the next delimiter ("900 GB/s NVLink, 8x400 Gb/s IB": the first is NVLink's; "NVLink offers
+    a bandwidth of 160 GB/s": NVLink's); a rate alone in parentheses is what the words before them
+    name ("NVLink/NVSwitch inside a node (160 GB/s), InfiniBand between nodes (50 GB/s)")."""
     kept = []
     for found in re.finditer(r"(?:(\d+)\s*x\s*)?" + RATE, text):
-        before = re.split(r"[,;(]", text[max(0, found.start() - 16):found.start()])[-1].lower()
+        before = re.split(r"[,;(]", text[max(0, found.start() - 40):found.start()])[-1].lower()
+        if re.match(r"\s*\)", text[found.end():]) and re.search(r"\(\s*$", text[:found.start()]):
+            # "(160 GB/s)" alone in its parentheses: the rate of what the words before them name
+            before = re.split(r"[,;]", text[max(0, found.start() - 60):found.start()])[-1].lower()
         after = re.split(r"[,;()]", text[found.end():found.end() + 24])[0].lower()
         terabytes = found.group(3) == "T" and found.group(5)  # "2.4 TB/s": HBM's, no port moves that
         if not terabytes and not any(word in before or word in after for word in NOT_NETWORK):
@@ -458,8 +463,9 @@ def _network_rates(text: str) -> list[re.Match]:
 MAX_PORT_GBITS = 800
 """The fastest scale-out port in service (ConnectX-8 / XDR-class 800 Gb/s): an unscoped rate above it
 is a node's aggregate, not one NIC's."""
-NIC_NOUN = r"(?:nics?|hcas?|adapters?|ports?|rails?|connectx-\d+|cx-?\d+)"
-"""Words that name a network adapter: "8 HCAs", "8 x ConnectX-7", "eight-rail"."""
+NIC_NOUN = r"(?:nics?|hcas?|adapters?|ports?|rails?|links?|connectx-\d+|cx-?\d+)"
+"""Words that name a network adapter: "8 HCAs", "8 x ConnectX-7", "eight-rail", "4 Omni-Path links"
+(only in a clause about the compute fabric: `compute_clauses`)."""
 COUNTED_NICS = r"(\d+)\s*(?:x\s*)?(?:[\w-]+\s+){0,3}?" + NIC_NOUN + r"\b"
 """A count of adapters with up to three words between ("8 InfiniBand NICs", "8 x ConnectX-7")."""
 
@@ -541,7 +547,8 @@ def network_of(hw: dict, per_node: int, gpu: dict, notes: list[str]) -> str:
         if scope and scope.group(2).lower() == "gpu":
             return f"{per_node} x {gbits:g} Gb/s"
         if scope and re.search(NIC_NOUN, scope.group(1), flags=re.I):  # "eight 400 Gb/s NICs per node"
-            count = re.search(r"(\d+)\s*$", text[:found.start()])  # each NIC's rate, counted before it
+            # each NIC's rate, counted before it: "8 400 Gb/s NICs", "4 Omni-Path 100 Gbps links"
+            count = re.search(r"(\d+)\s*(?:[A-Za-z][\w-]*\s+){0,2}$", text[:found.start()])
             nics = int(count.group(1)) if count else gpu["nics"] * per_node // gpu["gpus_per_node"] or 1
             return f"{nics} x {gbits:g} Gb/s"
         if scope:
@@ -554,7 +561,7 @@ def network_of(hw: dict, per_node: int, gpu: dict, notes: list[str]) -> str:
             return f"{nics} x {gbits / nics:g} Gb/s"
         if unscoped is None:
             unscoped = gbits
-    counted = re.search(COUNTED_NICS, text, flags=re.I)
+    counted = re.search(COUNTED_NICS, ",".join(compute_clauses(text)), flags=re.I)
     rate = _stated_port_rate(text)
     if counted and rate:  # "8 InfiniBand NICs at 200Gbps", "8 x ConnectX-7 (400 Gb/s each)"
         if re.match(r"\s*(?:per|for each|to each)\s+gpu\b", text[counted.end():], flags=re.I):
@@ -1254,6 +1261,14 @@ def yarn_concentration(model: dict) -> float:
     return mscale(float(m)) / mscale(float(m_all))
 
 
+DEEPEP_MECHANISM = (r"(?:\bib\b|infiniband|rdma)[^.;\n]{0,60}?\bnvlink\b[^.;\n]{0,40}?\bforward"
+                    r"|(?:\bib\b|infiniband|rdma)[^.;\n]{0,60}?\bforward\w*[^.;\n]{0,30}?\bnvlink\b"
+                    r"|forward\w*[^.;\n]{0,40}?\bnvlink\b[^.;\n]{0,60}?(?:\bib\b|infiniband|rdma)")
+"""DeepEP's dispatch described by what it does, as DeepSeek-V3's report describes it before the
+library had its name: each token sent once per destination node over InfiniBand (RDMA), then
+forwarded over NVLink to its GPUs ("IB sends, then NVLink forwarding", "send it to each node over IB
+and forward it over NVLink")."""
+
 FLASH_WORDS = r"flash[- _]?attn|flash[- _]?attention|\bfa[23]\b|io-aware\b[^.;]{0,20}?attention|\bflash\b(?! storage| memory| drive)"
 """A fused attention kernel named: FlashAttention (-2, -3, flash-attn), "FA2", Dao et al.'s
 IO-aware attention, or "flash" where it does not name a storage medium."""
@@ -1273,10 +1288,13 @@ TP_OVERLAP = (r"tp[- ]comm[- ]overlap|\btp (?:communication |comm )?overlap|tens
 """Transformer Engine's userbuffers overlap of the tensor-parallel collectives with their GEMMs
 (Megatron-Core's `--tp-comm-overlap`, NeMo's `ub_tp_comm_overlap`), however written."""
 
-BF16_REDUCTION = (r"bf16 grad\w*[- ](?:all-?)?reduc|grad\w* (?:are |is |were )?(?:all-?)?reduc\w* (?:in|as|with) bf16"
-                  r"|bf16 reduce\b"
+BF16_REDUCTION = (r"bf16 grad\w*[- ](?:all-?)?reduc|grad\w* (?:are |is |were )?(?:all-?)?reduc[\w-]* (?:in|as|with) bf16"
+                  r"|bf16 reduce\b|mixed[-_ ]precision[\s\"':=]+pure\b|reduc\w*[^.;\n]{0,30}?dtypes?\b[^.;\n]{0,20}?\b(?:all )?"
+                  r"(?:bf16|bfloat16)"
                   r"|reduc\w* (?:the )?grad\w* in bf16|reduce-dtype[\s\"':=]+(?:torch\.)?(?:bf16|bfloat16)")
-"""Gradients reduced in bf16, in words ("gradients reduced in bf16", "bf16 gradient all-reduce")
+"""Gradients reduced in bf16, in words ("gradients reduced in bf16", "bf16 gradient all-reduce",
+"gradients reduce-scattered in bf16", "param, reduce and buffer dtypes all bf16"), as llm-foundry's
+FSDP `mixed_precision: PURE` (parameters, gradients and their reduction in bf16)
 or as torch FSDP's `MixedPrecision(reduce_dtype=torch.bfloat16)`."""
 
 COMPILE_WORDS = (r"torch\.compile|torch-compile|torch compile|torchinductor|\binductor\b|torch\.-dynamo|--compile\b"
@@ -1318,7 +1336,8 @@ def bf16_parameters(fmt: str) -> str:
             + r"-param-gather[^.;,]{0,12}(?:not set|off|disabled|not used)")
 
 
-UNFUSED_BACKEND = r"attention[-_ ]backend[\s:=\"']+(?:attnbackend\.)?(?:unfused|local)\b|\bunfused attention\b"
+UNFUSED_BACKEND = (r"attention[-_ ]backend[\s:=\"']+(?:attnbackend\.)?(?:unfused|local)\b|\bunfused attention\b"
+                   r"|\battention (?:\w+ ){0,2}unfused\b")
 """Megatron-Core told to run its unfused attention (`--attention-backend unfused`), or a source
 that says its attention was unfused, whatever its year."""
 
@@ -1381,8 +1400,12 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                        "recipe only (another runtime's kernels and casts differ)")
     # "without FlashAttention" / "before FlashAttention" / "no flash" name the kernel to deny it
     flash_stated = affirms(text, FLASH_WORDS)
-    unfused = (not flash_stated and year is not None and year <= 2022) or affirms(text, UNFUSED_BACKEND)
-    if unfused:
+    flash_denied = not flash_stated and re.search(FLASH_WORDS, text) is not None  # "FlashAttention was not used"
+    unfused = (not flash_stated and (flash_denied or (year is not None and year <= 2022))) \
+        or affirms(text, UNFUSED_BACKEND)
+    if unfused and (flash_denied or affirms(text, UNFUSED_BACKEND)):
+        notes.append("unfused attention (stated: no fused attention kernel; not expressible in a spec)")
+    elif unfused:
         notes.append(f"unfused attention (published {year}, before FlashAttention was in training "
                      "frameworks; not expressible in a spec)")
     # Transformer Engine told to run flash-attn's FlashAttention-2 instead of cuDNN's fused kernel:
@@ -1436,7 +1459,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     balanced = False
     # DeepEP's Hybrid-EP kernels (Megatron-Core's flex dispatcher, backend hybridep) before DeepEP's own
     hybridep = affirms(compact, r"hybrid[- ]?ep(?![\w+])|deepep'?s? hybrid")
-    deepep = not hybridep and (affirms(compact, r"deep[- ]?ep(?![\w+])|moe-enable-deepep")
+    deepep = not hybridep and (affirms(compact, r"deep[- ]?ep(?![\w+])|moe-enable-deepep|" + DEEPEP_MECHANISM)
                                or bool(re.search(r"moe-token-dispatcher-type[\s\"':=]+flex\b", compact)))
     if deepep:
         notes.append("DeepEP's dispatcher (stated): one copy per destination node over RDMA, forwarded over NVLink, "
@@ -1957,7 +1980,7 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
                     r"(?:off|false|disabled|0)\b|distributed[\s_-]*data[\s_-]*parallel", " ", _words(raw))
     words = re.sub(r"[^a-z0-9]", "", stated)
     # FSDP that keeps the gathered parameters after the forward (SHARD_GRAD_OP): ZeRO-2
-    kept = re.search(r"reshardafterforwardfalse|no(?:t)?resharding?afterforward|notreshardedafterforward"
+    kept = re.search(r"reshardafterforwardfalse|no(?:t)?reshard(?:ing)?afterforward|notreshardedafterforward"
                      r"|(?:parameters|params)(?:kept|stay|remain)gathered", re.sub(r"[^a-z0-9]", "", _words(raw))) is not None
     if "hsdp" in words or "hybrid" in words:
         return "hsdp"
@@ -2025,9 +2048,11 @@ def schedule_of(lay: dict, pp: int, notes: list[str], layers: int = 0) -> tuple[
     return "1f1b", 1
 
 
-def cp_flavour(text: str) -> str:
+def cp_flavour(text: str, family: str = "megatron") -> str:
     """How context-parallel ranks exchange K/V: Ulysses' all-to-all, an all-gather (Llama 3's),
-    else the ring (Megatron-LM's and torch's default), as the row's words state it of its context
+    else the runtime's default (Megatron-Core's ring; torch's all-gather, `_cp_options.rotate_method`
+    ALL_GATHER, which torchtitan keeps: `context_parallel_rotate_method` "allgather"), as the row's
+    words state it of its context
     parallelism: Megatron-Core's `cp_comm_type` (p2p, all_gather, a2a), or the exchange named in
     the same clause as the context parallelism ("all-gather based context parallelism", "CP with
     K/V all-gathered"), never another axis's collective (the experts' all-to-all, the optimizer's
@@ -2044,7 +2069,9 @@ def cp_flavour(text: str) -> str:
             return "all-to-all"
         if affirms(clause, r"all-?gather"):
             return "all-gather"
-    return "ring"
+        if affirms(clause, r"\bring\b|\bp2p\b|alltoall-?free|round-?robin"):
+            return "ring"
+    return "all-gather" if family in ("torchtitan", "torch") else "ring"
 
 
 def split_of(layers: int, chunks: int) -> list[int] | None:
@@ -2627,6 +2654,14 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
             notes.append("sequence parallelism on (the frameworks' choice with tensor parallelism)")
     schedule, vpp = schedule_of(lay, pp, notes, dims.layers)
     sharding = sharding_of(lay, family, text, notes)
+    if sharding == "zero2" and family == "megatron" and not affirms(text, r"deepspeed"):
+        # Megatron-Core's distributed optimizer (and MegaScale's, a fork) shards the optimizer state
+        # and main gradients, which some sources call ZeRO-2, but accumulates each micro-batch's
+        # gradients in a full buffer and reduce-scatters once per step: zero1's traffic (DeepSpeed's
+        # ZeRO-2 under Megatron-DeepSpeed does reduce every micro-batch)
+        sharding = "zero1"
+        notes.append("zero1 (ZeRO-2 as stated, on a Megatron runtime: its distributed optimizer reduce-scatters "
+                     "the accumulated gradients once per step)")
     expert_tp = expert_tp_of(lay, text)
     if expert_tp not in (None, 1):
         notes.append(f"expert tensor parallelism {expert_tp} not modelled: experts whole on each rank")
@@ -2718,7 +2753,7 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     elif cp > 1 and sharding != "none":  # a spec shards over the dp axis, which this layout has not
         notes.append(f"{sharding} over the cp ranks alone (dp 1): not expressible in a spec, read as no sharding")
     if cp > 1:
-        lines.append(f"cp {{ flavour {cp_flavour(text)} }}")
+        lines.append(f"cp {{ flavour {cp_flavour(text, family)} }}")
     spec = "\n".join(lines) + "\n"
 
     key_conv, conv = convention_of(entry)
@@ -2838,7 +2873,15 @@ def te_fp8_linears(family: str, precision: str, text: str) -> bool:
     fp8 (llm-foundry's H100 FP8 table: submit_benchmarks.py sets the MPT model's `fc_type: te` with
     `--precision fp8`): its linears' GEMMs run in fp8, which the `target torch` statement, parc's own
     runtime's, does not say, so the row's `fp8` is kept through `compiled`."""
-    return family == "torch" and precision == "fp8" and bool(re.search(r"fc[_-]type[\s:=\"']+te\b", text))
+    return family == "torch" and precision == "fp8" and (bool(re.search(r"fc[_-]type[\s:=\"']+te\b", text))
+                                                         or affirms(text, TE_LINEARS))
+
+
+TE_LINEARS = (r"transformer[- ]engine(?:'s)? (?:\w+ ){0,2}(?:linears?|modules?|layers?)|\bte\.linear\b"
+              r"|(?:linears?|linear layers?|gemms?|matmuls?)[^.;\n]{0,50}?(?:transformer[- ]engine|\bte\b)"
+              r"|(?:fp8|float8)[^.;\n]{0,20}?(?:via|through|with|by|\() ?(?:nvidia )?(?:transformer[- ]engine|\bte\b)")
+"""Transformer Engine's linears named in words ("the MPT linear layers are Transformer Engine
+modules", "te.Linear", "fp8 via Transformer Engine"): llm-foundry's `fc_type: te`."""
 
 
 def software_compiled(row: timing.Software, target: timing.Software, keep_fp8: bool = False) -> timing.Software:
