@@ -2489,6 +2489,35 @@ def gpus_of(hw: dict) -> int | None:
             else _int(hw.get("num_gpus"), "num_gpus", binary=True))  # "16K GPUs" is 16,384
 
 
+RECOMPUTE_WORDS = (r"(?:full|selective|uniform)[-_ ](?:activation[-_ ])?(?:recomput\w*|checkpoint\w*)"
+                   r"|(?:recomput\w*|checkpoint\w*)\b[^.;\n]{0,30}?\b(?:every|all|each) (?:\w+ )?layers?"
+                   r"|(?:every|all|each) (?:\w+ )?layers?(?:'s)?\b[^.;\n]{0,30}?\b(?:recomputed|checkpointed)"
+                   r"|--checkpoint-activations|--recompute-activations|--recompute-granularity[\s=:]+\w+"
+                   r"|activations?-checkpoint-method[\s=:]+uniform")
+"""Recomputation stated in words where the row's `recompute` field is empty: "full activation
+checkpointing", "every layer's activations recomputed", `--checkpoint-activations`,
+`--recompute-granularity full`. Not its absence ("without activation checkpointing"), which an
+empty field already reads as, and which a note as often says of another run of the source ("8K
+sequences pre-trained without activation checkpointing" beside a 128K row)."""
+
+
+def read_stated_recompute(entry: dict) -> dict:
+    """A row whose `recompute` field is empty, with the recomputation its own words state
+    (`RECOMPUTE_WORDS`, read from its notes, evidence and locator) put in the field as those words
+    say it, for `recompute_of` to read as it reads the field; a row whose words state none, or two
+    different ones, is unchanged. The field, where filled (or filled from the recipe), wins."""
+    lay = entry.get("layout") or {}
+    if not placeholder(lay.get("recompute")):
+        return entry
+    source = entry.get("source") or {}
+    text = "\n".join(_strings(source.get("locator"), source.get("primary_evidence"), entry.get("notes"))).lower()
+    said = {m.group(0) for m in re.finditer(RECOMPUTE_WORDS, text) if not denied(text, m)}
+    if len(said) != 1:
+        return entry
+    words = said.pop()
+    return dict(entry, layout=dict(lay, recompute=f"{words} (stated in the row's words)"))
+
+
 def read_model_extra(entry: dict) -> dict:
     """A row with the model facts (`MODEL_FACTS`) its `model.extra` states, a mapping or a text
     ("kv_lora_rank: 512, sliding_window 128"), or its `extra` and `arch` say in prose
@@ -2546,7 +2575,7 @@ def row_spec(entry: dict, others: list[dict] = ()) -> Run | Skipped:
     """The .par text of one published run, with the facts it had to assume; never raises.
     `others`, the rest of the file, may lend a missing global batch (`sibling_micro_batches`)."""
     try:
-        read = read_recipe(read_model_extra(entry))
+        read = read_stated_recompute(read_recipe(read_model_extra(entry)))
         stated = read_stated_degrees(read)
         try:
             return _row_spec(stated, others)

@@ -187,9 +187,11 @@ case("year of publication (unfused by year)", "narayanan21_t1_1.7B", "source_yea
 
 # 11. bf16 gradient reduction ---------------------------------------------------------------------
 BF = r"bf16 gradient reduction \(mixed_precision pure\)"
+# the precision field states it too (FSDP's PURE mixed precision), which stop 60's reader reads: taken out
+PURE = rep(r" \(FSDP mixed_precision PURE: parameters, gradient reduction and buffers in bf16\)", "")
 case("bf16 grad reduction (torch FSDP)", "mpt_a100_70b_s2048_g64_mb8", "software_of: grad_bytes ~l.1131",
-     [], [rep(BF, "")],
-     [("para", p, [rep(BF, p)]) for p in [
+     [], [PURE, rep(BF, "")],
+     [("para", p, [PURE, rep(BF, p)]) for p in [
          "BF16 gradient reduction", "gradients reduced in bf16 (mixed_precision PURE)", "bf16 gradient all-reduce",
          "gradient reduction in bf16", "reduce_dtype bf16", "mixed_precision: PURE (bf16 params, bf16 reduce)",
          "bf16 grad reduction", "BF16 gradient reduce-scatter",
