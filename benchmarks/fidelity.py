@@ -428,30 +428,30 @@ EAGER_RUNS = (
              "selective", "selective op", 8380, False, COMPILED_CHECK, compiled=True, precision="fp8",
              power_cap_w=500, hbm_bandwidth="2.4 TB/s"),
     EagerRun("llama3_70b_256xH100_tp8_fp8", TORCHTITAN_H100_2D, "llama3-70b", 256, "h100-sxm", 8192, 16,
-             "full", "full", 829, False, TP_CHECK, tp=8, compiled=True, precision="fp8", power_cap_w=500),
+             "full", "full", 829, False, TP_CHECK, tp=8, compiled=True, precision="fp8", power_cap_w=500, hbm_bandwidth="2.4 TB/s"),
     EagerRun("llama3_70b_256xH100_tp8_fp8_async", TORCHTITAN_H100_2D, "llama3-70b", 256, "h100-sxm", 8192, 16,
              "full", "full", 876, False, TP_CHECK, tp=8, compiled=True, precision="fp8", async_tp=True,
-             power_cap_w=500),
+             power_cap_w=500, hbm_bandwidth="2.4 TB/s"),
     EagerRun("llama3_70b_256xH100_tp8_bf16_2025", TORCHTITAN_ASYNC_TP, "llama3-70b", 256, "h100-sxm", 8192, 16,
-             "full", "full", 597.3, False, TP_CHECK, tp=8, compiled=True, power_cap_w=500),
+             "full", "full", 597.3, False, TP_CHECK, tp=8, compiled=True, power_cap_w=500, hbm_bandwidth="2.4 TB/s"),
     EagerRun("llama3_70b_256xH100_tp8_fp8_2025", TORCHTITAN_ASYNC_TP, "llama3-70b", 256, "h100-sxm", 8192, 16,
-             "full", "full", 809.8, False, TP_CHECK, tp=8, compiled=True, precision="fp8", power_cap_w=500),
+             "full", "full", 809.8, False, TP_CHECK, tp=8, compiled=True, precision="fp8", power_cap_w=500, hbm_bandwidth="2.4 TB/s"),
     EagerRun("llama3_8b_64xH100_tp8_bf16_2025", TORCHTITAN_ASYNC_TP, "llama3-8b", 64, "h100-sxm", 8192, 12,
-             "selective", "selective op", 4378, False, TP_CHECK, tp=8, compiled=True, power_cap_w=500),
+             "selective", "selective op", 4378, False, TP_CHECK, tp=8, compiled=True, power_cap_w=500, hbm_bandwidth="2.4 TB/s"),
     EagerRun("llama3_8b_64xH100_tp8_fp8_2025", TORCHTITAN_ASYNC_TP, "llama3-8b", 64, "h100-sxm", 8192, 12,
              "selective", "selective op", 5078.1, False, TP_CHECK, tp=8, compiled=True, precision="fp8",
-             power_cap_w=500),
+             power_cap_w=500, hbm_bandwidth="2.4 TB/s"),
     EagerRun("llama3_70b_256xH100_tp8_bf16_2025_async", TORCHTITAN_ASYNC_TP, "llama3-70b", 256, "h100-sxm", 8192,
-             16, "full", "full", 652.4, False, TP_CHECK, tp=8, compiled=True, async_tp=True, power_cap_w=500),
+             16, "full", "full", 652.4, False, TP_CHECK, tp=8, compiled=True, async_tp=True, power_cap_w=500, hbm_bandwidth="2.4 TB/s"),
     EagerRun("llama3_70b_256xH100_tp8_fp8_2025_async", TORCHTITAN_ASYNC_TP, "llama3-70b", 256, "h100-sxm", 8192,
              16, "full", "full", 942.4, False, TP_CHECK, tp=8, compiled=True, precision="fp8", async_tp=True,
-             power_cap_w=500),
+             power_cap_w=500, hbm_bandwidth="2.4 TB/s"),
     EagerRun("llama3_8b_64xH100_tp8_bf16_2025_async", TORCHTITAN_ASYNC_TP, "llama3-8b", 64, "h100-sxm", 8192, 12,
              "selective", "selective op", 4809.4, False, TP_CHECK, tp=8, compiled=True, async_tp=True,
-             power_cap_w=500),
+             power_cap_w=500, hbm_bandwidth="2.4 TB/s"),
     EagerRun("llama3_8b_64xH100_tp8_fp8_2025_async", TORCHTITAN_ASYNC_TP, "llama3-8b", 64, "h100-sxm", 8192, 12,
              "selective", "selective op", 5570.1, False, TP_CHECK, tp=8, compiled=True, precision="fp8",
-             async_tp=True, power_cap_w=500),
+             async_tp=True, power_cap_w=500, hbm_bandwidth="2.4 TB/s"),
     EagerRun("llama3_8b_32xH200_ac_op_compile_fp8", TORCHTITAN_H200, "llama3-8b", 32, "h200", 8192, 2,
              "selective", "selective op", 10938, False, H200_CHECK, compiled=True, precision="fp8",
              float8_all_gather=True),
@@ -1775,7 +1775,16 @@ beside its commit ("Megatron-LM commit 285068c8 of 2023-01-11");
 Cloud's 72 rows from their evidence alone (before stop 59 every one of them read differently). A layout field a row leaves empty and its words state ("CP=2" in a note with `layout.cp` null,
 "TP 1, CP 2, DP 4" in the locator, `--micro-batch-size 4` in quoted evidence) reads as the field where
 the words give it one value and the GPU count and the batch agree with it (`read_stated_degrees`,
-`tests/test_stated_degrees.py`; of the rows here one does, a `vpp 1` in its notes). A run that ran
+`tests/test_stated_degrees.py`; of the rows here one does, a `vpp 1` in its notes). Four independent
+transcriptions of 89 of these runs from their primary sources, written in the shared schema without
+the repository's rows in view (stop 60: NeMo's, DGX Cloud's and Megatron-Bridge's tables,
+torchtitan's and llm-foundry's, the papers), were read against the repository's rows; each
+misreading they found is a case in `tests/test_reader_transcribed_anew.py`: NVLink's rate read as
+the network's (DeepSeek-V3 at -49 % instead of -4 %), Omni-Path links uncounted (BLOOM's 4 x 100
+Gb/s read as 8 x 12.5), ZeRO-2 on a Megatron runtime read as a reduction every micro-batch
+(MegaScale at -67 %), "FSDP 0" read as FSDP (-61 %), a NeMo container named only in the evidence,
+an option's value outweighed by a mention of its library, Transformer Engine's fp8 linears and
+recomputation stated in words, and others. No repository row's prediction moved. A run that ran
 fitted in memory: where a row leaves recomputation out and the layout would not fit without it,
 as the run's runtime keeps memory (Megatron-LM's accounting with FlashAttention for fused-kernel
 runs, parc's own for eager ones), it is predicted with the least recomputation that fits

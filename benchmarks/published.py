@@ -2867,7 +2867,8 @@ def stated_loss_findings(run: Run, plan, runtime: str, findings: list[str]) -> l
     return [code for code in findings if code != "E0401"]
 
 
-TRITON_ATTENTION = (r"attn[_-]impl[\s\"':=]*triton|flash ?attention in triton|triton flash|triton implementation of flash ?attention"
+TRITON_ATTENTION = (r"attn[_-]impl[\s\"':=]*(?:default\s+)?triton|flash ?attention in triton|triton flash"
+                    r"|triton (?:implementation|port|version|kernel) of flash ?attention|flash ?attention'?s? triton"
                     r"|flash ?attention \(triton|attention\W{1,3}triton\b")
 """How a source states that its runs used FlashAttention in Triton (llm-foundry's `attn_impl: triton`)."""
 

@@ -28,11 +28,12 @@ parentheses read as what the words before them name and NVLink's rate never the 
 runtime read as its distributed optimizer's once-a-step reduction, "no reshard after forward",
 FlashAttention denied (or attention "ran unfused") read as unfused attention, and recomputation
 stated in a row's words with its field empty ("every layer's activations were recomputed",
-`--checkpoint-activations`: `read_stated_recompute`).
+`--checkpoint-activations`: `read_stated_recompute`), and FlashAttention's Triton kernel in other
+words ("the Triton port of FlashAttention": `TRITON_ATTENTION`).
 
 With the reader before the first of these fixes (aa2fb75) 20 of the first 25 tests fail (the four
 controls and "ZeRO-1 (fsdp: 0)", which named its stage anyway, pass); with the reader before the
-last batch (2b039a3) 22 of the last 27 fail (the two controls and the three recomputations left
+last batch (2b039a3) 24 of the last 29 fail (the two controls and the three recomputations left
 open pass).
 """
 
@@ -130,6 +131,10 @@ SAME_MORE = [
     (MPT_FP8, [NO_FC_TYPE, note("the MPT linear layers are Transformer Engine modules running their GEMMs in fp8")]),
     (MPT_FP8, [NO_FC_TYPE, note("fp8 via Transformer Engine")]),
     (MPT_FP8, [NO_FC_TYPE, note("te.Linear layers under fp8 autocast")]),
+    (MPT_FP8, [rep(r"`--attn_impl` default triton \(attn_impl: triton, FlashAttention in Triton\)",
+                   "the Triton port of FlashAttention")]),
+    (MPT_FP8, [rep(r"`--attn_impl` default triton \(attn_impl: triton, FlashAttention in Triton\)",
+                   "FlashAttention's Triton kernel")]),
     (MPT_PURE, [rep(r"bf16 gradient reduction \(mixed_precision pure\)", "FSDP mixed_precision PURE")]),
     (MPT_PURE, [rep(r"bf16 gradient reduction \(mixed_precision pure\)", "param, reduce and buffer dtypes all bf16")]),
     (MPT_PURE, [rep(r"bf16 gradient reduction \(mixed_precision pure\)", "gradients reduce-scattered in bf16")]),
