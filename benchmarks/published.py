@@ -174,6 +174,9 @@ def memory_of(value) -> float | None:
     """One GPU's memory in GB as a row writes it: 80, "80 GB", "8 x 80 GB" (a node's GPUs: one of
     them), "40960 MiB" (40 GiB, read as 40); None where no figure is given."""
     if isinstance(value, str):
+        # a node's total beside the GPU's ("80 (640 GB per node)"): the GPU's
+        value = re.sub(r"[(,;]?\s*\d[\d,]*(?:\.\d+)?\s*(?:gi?b|tb)?\s*(?:per|/|a)\s*(?:node|server|host|dgx)\b\)?", "",
+                       value, flags=re.I)
         found = re.search(r"(\d[\d,]*(?:\.\d+)?)\s*(mi?b|gi?b|tb)?\s*$|(\d[\d,]*(?:\.\d+)?)\s*(mi?b|gi?b)\b", value,
                           flags=re.I)
         if found:
@@ -332,6 +335,35 @@ def _other_peaks(key: str) -> tuple[float, ...]:
     return tuple(f / 1e12 for f in (g["fp8_flops"], g["bf16_flops"], FP4_SPARSE_FLOPS.get(key)) if f)
 
 
+def stated_peak_of(raw, precision: str) -> float | None:
+    """The dense peak (TFLOP/s) a row's `peak_tflops_dense_at_precision` states, however written:
+    a number; "989 TFLOP/s BF16 dense (1979 with sparsity)" (the dense one, never the sparse);
+    "5 PFLOP/s FP8 dense" (5,000: peta is a thousand tera); "FP8 1979 / BF16 989 (dense)" (the
+    row's precision's); "1979 (FP8, dense; 2x with sparsity)" (a factor is no peak)."""
+    if not isinstance(raw, str):
+        return figure(raw)
+    numbers = list(re.finditer(r"(?<![\w.])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\d.])(?!\s*[x×%])", raw))
+    if not numbers:
+        return None
+    candidates = []
+    for i, found in enumerate(numbers):
+        after = raw[found.end():numbers[i + 1].start() if i + 1 < len(numbers) else len(raw)].lower()
+        before = raw[numbers[i - 1].end() if i else 0:found.start()].lower()
+        value = float(found.group(1).replace(",", ""))
+        if re.match(r"\s*(?:p(?:eta)?flop|pf\b)", after):
+            value *= 1000
+        if re.search(r"sparse|sparsity|2:4", re.split(r"[;,/(]", after)[0]) or re.search(r"sparse\W*$", before):
+            continue
+        words = before[-12:] + re.split(r"[;,/]", after)[0]
+        named = re.findall(r"\b(bf16|fp16|fp8|fp4|nvfp4|mxfp8|tf32|fp32)\b", words)
+        candidates.append((value, named))
+    if not candidates:
+        return None
+    wanted = {"nvfp4": ("nvfp4", "fp4"), "fp8": ("fp8", "mxfp8"), "fp16": ("fp16",)}.get(precision, ("bf16", "fp16"))
+    matching = [v for v, named in candidates if any(n in wanted for n in named)]
+    return (matching or [candidates[0][0]])[0]
+
+
 def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str, int, float]:
     """The spec's `hardware { ... }` block, the GPU key, GPUs per node and the peak (TFLOP/s)."""
     name = hw.get("gpu") or ""
@@ -347,9 +379,7 @@ def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str
     if "a800" in lowered:
         overrides.append("link 200 GB/s")  # the A800: an A100 with NVLink cut to 400 GB/s bidirectional
     stated_peak = hw.get("peak_tflops_dense_at_precision")
-    dense = re.search(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s*(?:T?FLOP\S*\s*)?\(?\s*dense|dense\W*(?<![\w.])(\d[\d,]*(?:\.\d+)?)",
-                      str(stated_peak), flags=re.I) if isinstance(stated_peak, str) else None
-    peak = float((dense.group(1) or dense.group(2)).replace(",", "")) if dense else figure(stated_peak)
+    peak = stated_peak_of(stated_peak, precision)
     catalogue = _catalogue_peak(key, precision) if "v100" not in lowered else 125
     if isinstance(peak, (int, float)) and peak > 0 and precision == "nvfp4" and key in GPUS and any(
             abs(peak - other) <= 0.5 for other in _other_peaks(key)):
@@ -368,7 +398,10 @@ def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str
             notes.append(f"peak {peak:,.0f} TFLOP/s (the catalogue's {g['description']}; the row states none)")
     if isinstance(memory, (int, float)) and memory > 0 and abs(memory * 1e9 - g["hbm_bytes"]) > 0.1 * g["hbm_bytes"]:
         overrides.append(f"hbm {memory:g} GB")
-    per_node = _int(hw.get("gpus_per_node"), "gpus_per_node") or g["gpus_per_node"]
+    stated_per_node = hw.get("gpus_per_node")
+    named = re.search(r"(\d+)\s*(?:x\s*)?gpus?\b", stated_per_node, flags=re.I) if isinstance(stated_per_node, str) else None
+    per_node = (int(named.group(1)) if named  # "DGX H100 (8 GPUs)": not the 100 of its name
+                else _int(stated_per_node, "gpus_per_node") or g["gpus_per_node"])
     network = network_of(hw, per_node, g, notes)
     gpu = f"gpu {key}" + (f" {{ {', '.join(overrides)} }}" if overrides else "")
     limited = power_and_memory(hw, notes)
@@ -384,10 +417,12 @@ or cap."""
 
 POWER_LIMIT = (POWER + r"[\w\s-]{0,20}?\b(?:power[- ]?)?(?:cap(?:ped)?|limit(?:ed)?)\b"
                r"|\b(?:power[- ]?(?:cap|limit)|capped|limited to|(?:tdp|power) (?:limited|capped) (?:to|at))\D{0,20}?" + POWER
-               + r"|running at " + POWER + r"\s*\(power[- ]capped\)")
+               + r"|running at " + POWER + r"\s*\(power[- ]capped\)"
+               + r"|\bmax(?:imum)? (?:board )?power\W{0,3}" + POWER)
 """A power limit stated in a hardware note: "500 W power cap", "power limit 500W", "TDP limited to
-500 W", "500-watt power cap", "0.5 kW power limit", "running at 500 W (power-capped)". A figure
-that belongs to something else ("3000 W power supplies") is none."""
+500 W", "500-watt power cap", "0.5 kW power limit", "running at 500 W (power-capped)", "max
+power 500 W". A figure that belongs to something else ("3000 W power supplies") is none, and so is
+a part's TDP ("400 W TDP per GPU, no power cap"): its rating, not a cap."""
 
 
 def power_and_memory(hw: dict, notes: list[str]) -> list[str]:
@@ -412,7 +447,7 @@ def power_and_memory(hw: dict, notes: list[str]) -> list[str]:
         notes.append(f"power limit {watts:g} W stated: the peak is derated by the compiler")
     tbps = hw.get("hbm_bandwidth_tbps")
     if not isinstance(tbps, (int, float)) or tbps <= 0:
-        found = (re.search(r"\b(?:HBM|memory bandwidth)[\w\s(,:-]{0,14}?(\d+(?:\.\d+)?)\s*TB/s", text, flags=re.I)
+        found = (re.search(r"\b(?:HBM|memory bandwidth)[\w\s(,:@-]{0,14}?(\d+(?:\.\d+)?)\s*TB/s", text, flags=re.I)
                  or re.search(r"(\d+(?:\.\d+)?)\s*TB/s\)?\s*(?:of\s+)?(?:HBM|memory bandwidth)", text, flags=re.I))
         tbps = float(found.group(1)) if found else None
     if tbps:
@@ -431,6 +466,8 @@ GENERATIONS = {"edr": 100, "hdr": 200, "ndr": 400, "xdr": 800, "omni-path": 100,
 GENERATION = r"\b(edr|hdr|ndr|xdr|omni-?path|opa(?![a-z]))"
 """A generation's name where a note states one ("NDR", "NDR400", "HDR 200")."""
 NOT_NETWORK = ("nvlink", "nvswitch", "pcie", "xgmi", "infinity fabric", "hbm")
+NETWORK_WORDS = r"\b(?:ib|infiniband|roce\w*|ethernet|nics?|hcas?|rdma|efa|edr|hdr|ndr|xdr|omni-?path|connectx\S*)\b"
+"""Words that name the scale-out network itself."""
 """Words that make a rate in a hardware note a scale-up or memory figure, not the NICs'."""
 
 
@@ -448,11 +485,15 @@ def _network_rates(text: str) -> list[re.Match]:
     a bandwidth of 160 GB/s": NVLink's); a rate alone in parentheses is what the words before them
     name ("NVLink/NVSwitch inside a node (160 GB/s), InfiniBand between nodes (50 GB/s)")."""
     kept = []
-    for found in re.finditer(r"(?:(\d+)\s*x\s*)?" + RATE, text):
+    for found in re.finditer(r"(?:(\d+)\s*[x*]\s*)?" + RATE, text):
         before = re.split(r"[,;(]", text[max(0, found.start() - 40):found.start()])[-1].lower()
-        if re.match(r"\s*\)", text[found.end():]) and re.search(r"\(\s*$", text[:found.start()]):
-            # "(160 GB/s)" alone in its parentheses: the rate of what the words before them name
-            before = re.split(r"[,;]", text[max(0, found.start() - 60):found.start()])[-1].lower()
+        clause = re.split(r"[,;]", text[max(0, found.start() - 60):found.start()])[-1].lower()
+        inside = clause.rfind("(")
+        own = before + re.split(r"[)]", text[found.end():found.end() + 40])[0].lower()
+        if inside >= 0 and ")" not in clause[inside:] and not re.search(NETWORK_WORDS, own):
+            # in parentheses ("NVLink (900 GB/s per GPU)", "inside a node (report: about 160 GB/s)"):
+            # the rate of what the words before them name, unless its own words name the network
+            before = clause
         after = re.split(r"[,;()]", text[found.end():found.end() + 24])[0].lower()
         terabytes = found.group(3) == "T" and found.group(5)  # "2.4 TB/s": HBM's, no port moves that
         if not terabytes and not any(word in before or word in after for word in NOT_NETWORK):
@@ -466,7 +507,7 @@ is a node's aggregate, not one NIC's."""
 NIC_NOUN = r"(?:nics?|hcas?|adapters?|ports?|rails?|links?|connectx-\d+|cx-?\d+)"
 """Words that name a network adapter: "8 HCAs", "8 x ConnectX-7", "eight-rail", "4 Omni-Path links"
 (only in a clause about the compute fabric: `compute_clauses`)."""
-COUNTED_NICS = r"(\d+)\s*(?:x\s*)?(?:[\w-]+\s+){0,3}?" + NIC_NOUN + r"\b"
+COUNTED_NICS = r"(?<![\w-])(\d+)\s*(?:x\s*)?(?:[\w-]+\s+){0,3}?" + NIC_NOUN + r"\b"
 """A count of adapters with up to three words between ("8 InfiniBand NICs", "8 x ConnectX-7")."""
 
 
@@ -548,9 +589,14 @@ def network_of(hw: dict, per_node: int, gpu: dict, notes: list[str]) -> str:
             return f"{per_node} x {gbits:g} Gb/s"
         if scope and re.search(NIC_NOUN, scope.group(1), flags=re.I):  # "eight 400 Gb/s NICs per node"
             # each NIC's rate, counted before it: "8 400 Gb/s NICs", "4 Omni-Path 100 Gbps links"
-            count = re.search(r"(\d+)\s*(?:[A-Za-z][\w-]*\s+){0,2}$", text[:found.start()])
+            count = re.search(r"(?<![\w-])(\d+)\s*(?:[A-Za-z][\w-]*\s+){0,3}$", text[:found.start()])
             nics = int(count.group(1)) if count else gpu["nics"] * per_node // gpu["gpus_per_node"] or 1
             return f"{nics} x {gbits:g} Gb/s"
+        # "8 ports of 200 Gb/s per node", "8 HDR links at 200 Gb/s per node": a count of NICs before the rate
+        ported = re.search(r"(?<![\w-])(\d+)\s*(?:[A-Za-z][\w-]*\s+){0,2}?" + NIC_NOUN + r"\s+(?:of|at|@)\s*$",
+                           text[:found.start()], flags=re.I)
+        if scope and ported:
+            return f"{int(ported.group(1))} x {gbits:g} Gb/s"
         if scope:
             return f"{per_node} x {gbits / per_node:g} Gb/s"
         if found.group(3) == "T" or re.search(r"\b(?:aggregate|total|combined)\b", after, flags=re.I):
@@ -718,6 +764,26 @@ def mtp_from_words(arch: str, notes: list[str]) -> int:
     return depth
 
 
+def width_of(raw, name: str, hidden: int) -> int | None:
+    """An FFN width as a row writes it: a number ("14336", "14336 (SwiGLU)", "16K"), or a multiple
+    of the hidden size ("4h", "4 x hidden", "4*h", "2.6875 d_model"), or a product ("4 x 12288"),
+    whichever explicit number beside it wins ("4h (49152)", "4h = 49152"). Never the multiplier
+    alone: "4h" read as 4 would predict a model without its FFN."""
+    if not isinstance(raw, str):
+        return _int(raw, name, binary=True)
+    text = raw.replace("×", "x").replace(",", "")
+    stated = re.search(r"(?:=|\()\s*(\d{3,})\b", text)
+    if stated:
+        return int(stated.group(1))
+    product = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*[x*]\s*(\d{3,})\s*", text)
+    if product:
+        return round(float(product.group(1)) * int(product.group(2)))
+    multiple = re.match(r"\s*(\d+(?:\.\d+)?)\s*[x*]?\s*(?:h|hidden(?:[ _]size)?|d[ _]?model|d)\b", text, flags=re.I)
+    if multiple:
+        return round(float(multiple.group(1)) * hidden)
+    return _int(raw, name, binary=True)
+
+
 def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     """The spec's `model { ... }` block, and the shapes the FLOP conventions read."""
     missing = [k for k in ("layers", "hidden", "heads", "vocab", "seq_len") if m.get(k) is None]
@@ -751,6 +817,16 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
         if not size or heads % size:
             raise Unusable(f"`kv_heads` {raw_kv!r}: {heads} heads do not split into groups of {size}")
         raw_kv = heads // size
+    if isinstance(raw_kv, str) and not grouped:
+        # "GQA (8)", "8 (GQA)": the count; "MHA (96)", "none (MHA)", "n/a (MLA)": every head its own
+        counted = re.fullmatch(r"\s*(?:gqa|mqa)?\W*(\d+)\W*(?:gqa|mqa|kv[ _-]?heads?)?\W*", raw_kv, flags=re.I)
+        if re.search(r"\b(?:mha|multi[- ]head(?: attention)?|mla)\b", raw_kv, flags=re.I) and not re.search(
+                r"\b(?:gqa|mqa|group)", raw_kv, flags=re.I):
+            raw_kv = "MHA"
+        elif counted:
+            raw_kv = int(counted.group(1))
+        elif re.fullmatch(r"\s*(?:mqa|multi[- ]query(?: attention)?)\s*", raw_kv, flags=re.I):
+            raw_kv = 1
     kv = (heads if isinstance(raw_kv, str) and re.fullmatch(r"\s*(?:mha|multi[- ]head(?: attention)?)\s*", raw_kv,
                                                             flags=re.I)
           else int(grouped.group(1)) if grouped else _int(raw_kv, "kv_heads"))
@@ -776,8 +852,8 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     top_k = _int(m.get("top_k"), "top_k") or 0
     if experts and not top_k:
         raise Unusable("a mixture-of-experts model without its top-k (experts per token)")
-    ffn = _int(m.get("ffn"), "ffn", binary=True)
-    expert_ffn = _int(m.get("moe_ffn"), "moe_ffn", binary=True)
+    ffn = width_of(m.get("ffn"), "ffn", h)
+    expert_ffn = width_of(m.get("moe_ffn"), "moe_ffn", h)
     if experts and expert_ffn is None:
         expert_ffn = ffn
     if ffn is None and experts and expert_ffn:
@@ -1061,24 +1137,40 @@ def figure_kind(name, value) -> str | None:
     "TGS", "throughput: 4312 tokens/s/GPU", "tokens_per_s_per_node", "train_step_timing",
     "elapsed_time_per_iteration_ms", "samples/s", "model FLOPs utilization (%)"): "tflops",
     "mfu", "hfu", "aggregate", "tokens_gpu", "tokens_node", "tokens", "samples", "step",
-    "step_ms", or None."""
-    words = (str(name) + " " + (value if isinstance(value, str) else "")).lower().replace("_", " ")
+    "step_ms", "step_rate", "pct", "gpu_hours", or None. A count of tokens or samples without a
+    time ("tokens_per_batch: 16M") is no throughput."""
+    key = str(name).lower().replace("_", " ")
+    words = (key + " " + (value if isinstance(value, str) else "")).lower().replace("_", " ")
     if re.search(r"\bmfu\b|model flops? util", words):
         return "mfu"
     if re.search(r"\bhfu\b|hardware flops? util", words):
         return "hfu"
-    if re.search(r"pflop", words) and re.search(r"aggregate|total|cluster|all gpus", words):
+    if re.search(r"pflop|petaflop", words) and re.search(r"aggregate|total|cluster|all gpus", words):
         return "aggregate"
+    if re.search(r"(?:percent|%|pct)\W*(?:of\W*)?(?:theoretical\W*|the\W*)?peak", words):
+        return "pct"
+    if re.search(r"gpu[ -]?h(?:ou)?rs?\b", words) and re.search(r"trillion|\b1 ?t\b|\bt tokens", words):
+        return "gpu_hours"
     if re.search(r"tflop", words) and not re.search(r"aggregate|total|cluster", words):
         return "tflops"
-    if re.search(r"token|\btgs\b", words) and "hour" not in words:
-        if re.search(r"per[ -]?gpu|/ ?gpu|\btgs\b|gpu per s", words):
+    rate = re.search(r"/ ?s(?:ec)?\b|per ?s(?:ec(?:ond)?)?\b|\b(?:t|w|tok)ps\b|throughput|\btgs\b|\bwps\b|a second", words)
+    if re.search(r"token|\btoks?\b|\btgs\b", words) and "hour" not in words and rate:
+        if re.search(r"per[ -]?(?:gpu|device|chip|accelerator|rank)\b|/ ?(?:gpu|device|chip|rank)\b|\btgs\b|gpu per s",
+                     words):
             return "tokens_gpu"
-        return "tokens_node" if re.search(r"per[ -]?node|/ ?node", words) else "tokens"
-    if re.search(r"sample|\bseq(?:uence)?s? ?(?:/|per) ?s", words):
+        if re.search(r"per[ -]?(?:\d+[- ]gpu |dgx |gpu )?(?:node|server|host)\b|/ ?node\b", words):
+            return "tokens_node"
+        return "tokens"
+    if re.search(r"sample|\bseq(?:uence)?s? ?(?:/|per) ?s", words) and rate:
         return "samples"
-    if re.search(r"step|iter", words) and re.search(r"time|timing|second|duration|elapsed|\bs\b|\bms\b", words):
-        return "step_ms" if re.search(r"\bms\b|millisecond", words) and not isinstance(value, str) else "step"
+    if re.search(r"(?:steps?|iter\w*|\bit)\s*(?:/|per)\s*(?:s\b|sec)", words):
+        return "step_rate"  # "iterations per second", "train_steps_per_second", "it/s"
+    if re.search(r"step|iter|\bit\b", words) and re.search(r"time|timing|second|\bsec\b|duration|elapsed|\bs\b|\bms\b",
+                                                             words):
+        # a key in milliseconds whose value carries no unit of its own ("... (ms)": "12,910")
+        in_ms = re.search(r"\bms\b|millisecond", key) and not (
+            isinstance(value, str) and re.search(r"\d\s*(?:ms|s|sec\w*|min\w*)\b", value))
+        return "step_ms" if in_ms else "step"
     return None
 
 
@@ -1124,7 +1216,7 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
                 if v:
                     return (v if v > 1 else 100 * v) / 100 * peak, "reported MFU"
             elif kind == "pct":
-                v = number("pct_of_peak")
+                v = number("pct_of_peak", kinds=("pct",))
                 if v:
                     return v / 100 * peak, "reported % of peak"
             elif kind == "hfu" and hardware:
@@ -1135,8 +1227,9 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
                 v = number("step_time_s", "iteration_time_s", "step_s", "iteration_s", "step_time", "time_per_step_s",
                            "iteration_time", "seconds_per_step", "step_time (s)", seconds=True, kinds=("step",))
                 ms = number("step_time_ms", "iteration_time_ms", kinds=("step_ms",))
-                if v or ms:
-                    return model / ((v or ms / 1000) * gpus) / 1e12, "reported step time"
+                rate = number("steps_per_s", "iterations_per_s", kinds=("step_rate",))
+                if v or ms or rate:
+                    return model / ((v or (ms / 1000 if ms else 1 / rate)) * gpus) / 1e12, "reported step time"
             elif kind == "tokens":
                 v = number("tokens_per_s_per_gpu", "tokens_per_sec_per_gpu", "tokens_per_gpu_per_s",
                            "tokens_per_second_per_gpu", "tokens_per_gpu_per_second", "tokens/s/gpu", "tok/s/gpu",
@@ -1150,7 +1243,7 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
                 if v:
                     return model / (batch * per_seq.seq) * v / gpus / 1e12, "reported tokens/s"
                 v = number("gpu_hours_per_trillion_tokens", "gpu_hours_per_1t_tokens", "gpu_hours_per_1t",
-                           "h800_gpu_hours_per_trillion_tokens")
+                           "h800_gpu_hours_per_trillion_tokens", kinds=("gpu_hours",))
                 if v:  # DeepSeek-V3's report: "each trillion tokens requires 180K H800 GPU hours"
                     return model / (batch * per_seq.seq) * 1e12 / (v * 3600) / 1e12, "reported GPU hours per trillion tokens"
                 v = number("samples_per_s", "sequences_per_s", "samples_per_sec", kinds=("samples",))
@@ -1162,10 +1255,14 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
                     return v * 1000 / gpus, "reported aggregate PFLOP/s"
         return None
 
-    for number in (listed, worded):  # every listed key before any key read by its words
-        found = first(number)
-        if found:
-            return found
+    def either(*names, seconds: bool = False, kinds: tuple[str, ...] = ()) -> float | None:
+        """A listed key, else one read by its words, of the same kind: a step time under a key no
+        list holds ("s/iter") still comes before a listed TFLOP/s or MFU."""
+        return listed(*names, seconds=seconds, kinds=kinds) or (worded(seconds=seconds, kinds=kinds) if kinds else None)
+
+    found = first(either)
+    if found:
+        return found
     raise Unusable(f"no throughput reported that the FLOP convention `{key}` can be compared on")
 
 
@@ -1289,7 +1386,8 @@ TP_OVERLAP = (r"tp[- ]comm[- ]overlap|\btp (?:communication |comm )?overlap|tens
 (Megatron-Core's `--tp-comm-overlap`, NeMo's `ub_tp_comm_overlap`), however written."""
 
 BF16_REDUCTION = (r"bf16 grad\w*[- ](?:all-?)?reduc|grad\w* (?:are |is |were )?(?:all-?)?reduc[\w-]* (?:in|as|with) bf16"
-                  r"|bf16 reduce\b|mixed[-_ ]precision[\s\"':=]+pure\b|reduc\w*[^.;\n]{0,30}?dtypes?\b[^.;\n]{0,20}?\b(?:all )?"
+                  r"|bf16 reduce\b|grad\w*[- ]reduc\w*[- ](?:in[- ])?(?:bf16|bfloat16)\b|no fp32 grad\w*[- ]reduc"
+                  r"|mixed[-_ ]precision[\s\"':=]+pure\b|reduc\w*[^.;\n]{0,30}?dtypes?\b[^.;\n]{0,20}?\b(?:all )?"
                   r"(?:bf16|bfloat16)"
                   r"|reduc\w* (?:the )?grad\w* in bf16|reduce-dtype[\s\"':=]+(?:torch\.)?(?:bf16|bfloat16)")
 """Gradients reduced in bf16, in words ("gradients reduced in bf16", "bf16 gradient all-reduce",
@@ -1303,7 +1401,7 @@ COMPILE_WORDS = (r"torch\.compile|torch-compile|torch compile|torchinductor|\bin
 """torch.compile named as what ran: by name, its Inductor back end, a `--compile` flag or a
 compile option set on. "compiled from" (a table compiled from a file) names no compiler."""
 
-FP8_DISPATCH = (r"fp8[- ](?:token[- ]|all-to-all[- ])?dispatch|dispatch\w* (?:in|as|with) fp8|fp8 all-to-all"
+FP8_DISPATCH = (r"fp8[- ](?:token[- ]|all-to-all[- ])?dispatch|dispatch\w* (?:\w+ )?(?:in|as|with) fp8|fp8 all-to-all"
                 r"|quantiz\w* (?:in)?to fp8[^.;]{0,30}?\bdispatch"
                 r"|low-precision \(fp8\) dispatch|fp8 communication for the dispatch|moe-dispatch-fp8")
 """The all-to-alls into the experts carried in FP8 (DeepSeek-V3's low-precision dispatch)."""
@@ -1343,7 +1441,8 @@ that says its attention was unfused, whatever its year."""
 
 OFFLOAD_WORDS = (r"offload\w* (?:the )?activations of (\d+) layers|activations of (\d+) layers offloaded"
                  r"|(\d+) layers'? activations offloaded|activation offloading[^.;]{0,40}?\b(\d+)(?: of \d+)? layers"
-                 r"|activation offloading\W+(\d+) layers")
+                 r"|activation offloading\W+(\d+) layers|(?:cpu )?act(?:ivations?)? offload(?:ing)?\W+(\d+) layers"
+                 r"|(\d+) layers(?:'? activations)? offloaded(?: to (?:the )?(?:cpu|host))?")
 """Activations offloaded to host memory for a number of layers, in words (Megatron-Bridge's
 `cpu_offloading_num_layers`)."""
 
@@ -1458,8 +1557,11 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                      "load, kernels.routing_imbalance")
     balanced = False
     # DeepEP's Hybrid-EP kernels (Megatron-Core's flex dispatcher, backend hybridep) before DeepEP's own
-    hybridep = affirms(compact, r"hybrid[- ]?ep(?![\w+])|deepep'?s? hybrid")
-    deepep = not hybridep and (affirms(compact, r"deep[- ]?ep(?![\w+])|moe-enable-deepep|" + DEEPEP_MECHANISM)
+    dispatcher = option_stated(entry, "moe_token_dispatcher_type")
+    plain_dispatcher = dispatcher in ("alltoall", "all_to_all", "allgather", "all_gather", "alltoall_seq")  # no flex: no DeepEP, whatever is named
+    hybridep = not plain_dispatcher and affirms(compact, r"hybrid[- ]?ep(?![\w+])|deepep'?s? hybrid")
+    deepep = not hybridep and not plain_dispatcher and (affirms(compact, r"deep[- ]?ep(?![\w+])|moe-enable-deepep|"
+                                                                + DEEPEP_MECHANISM)
                                or bool(re.search(r"moe-token-dispatcher-type[\s\"':=]+flex\b", compact)))
     if deepep:
         notes.append("DeepEP's dispatcher (stated): one copy per destination node over RDMA, forwarded over NVLink, "
@@ -1958,6 +2060,8 @@ states sharded over the data-parallel ranks"."""
 
 def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
     raw = lay.get("zero_or_fsdp")
+    if isinstance(raw, str) and re.match(r"\s*(?:none|nothing|no\w*)\s+(?:stated|given|published|reported)\b", raw, re.I):
+        raw = None  # "none stated (FSDP column '/')": unstated, whatever its aside names
     words = re.sub(r"[^a-z0-9]", "", _words(raw))  # "ZeRO-3", "zero_3", "full_shard": one spelling
     if placeholder(raw):  # unstated, or "n/a", "not stated": the runtime's default
         if family == "megatron" and affirms(text.replace("_", "-"), DISTRIBUTED_OPTIMIZER):
@@ -2233,7 +2337,8 @@ def stated_options(entry: dict) -> dict:
     mlp]"). The first statement of each option counts; a yes/no option named with no value is on,
     as a command line's flag; names it does not know of are not read."""
     lay, model = entry.get("layout") or {}, entry.get("model") or {}
-    text = "\n".join(_strings(entry.get("source"), entry.get("notes"), lay.get("extra"), model.get("extra")))
+    text = "\n".join(_strings(entry.get("source"), entry.get("notes"), lay.get("extra"), model.get("extra"),
+                               lay.get("recompute")))  # "no AC; CPU act offload 80 layers"
     out: dict = {}
     for name, (key, kind) in STATED_OPTIONS.items():
         words = name.replace("_", "[_ -]")
@@ -2272,7 +2377,9 @@ def stated_options(entry: dict) -> dict:
             if modules or not named:  # "recompute_modules: []" states none; unknown names state nothing
                 out[key] = modules
         else:  # a layout, its spaces and commas dropped as Megatron-Core's parser drops them
-            out[key] = re.sub(r"[\s,]", "", value.group(1))
+            # what follows the layout in prose ("..14tmL, EP32", "..14tmL (recipe)") is not the layout's
+            written = re.sub(r"[\s,]", "", value.group(1))
+            out[key] = written[:written.rindex("L") + 1] if "L" in written else written.rstrip("(")
     words = text.lower().replace("_", "-")  # what the text says in prose, where no option's name is used
     if "cutedsl_fused_grouped_mlp" not in out.get("other", ()) and affirms(words, FUSED_GROUPED_MLP):
         out.setdefault("other", []).append("cutedsl_fused_grouped_mlp")
@@ -2386,7 +2493,7 @@ MODEL_FACTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "full_attention_every": ("int", ()),
     "expert_bias": ("bool", ("add_bias_linear",)),
     "activation_clamp": ("float", ("activation_func_clamp_value", "swiglu_limit")),
-    "yarn_factor": ("float", ()),
+    "yarn_factor": ("float", ("yarn_rotary_scaling_factor", "rope_scaling_factor")),
     "yarn_mscale": ("float", ()),
     "yarn_mscale_all_dim": ("float", ()),
     "capacity_factor": ("float", ("moe_expert_capacity_factor",)),
@@ -2410,11 +2517,13 @@ FACT_WORDS: dict[str, tuple[str, ...]] = {
     "window": (r"sliding[-_ ]window(?:[-_ ]attention)?\W{0,3}\(?\s*(\d+)", r"window[-_ ]size\W{0,3}(\d+)", r"\bswa\W{0,3}(\d+)"),
     "full_attention_every": (r"window[-_ ]attn[-_ ]skip[-_ ]freq\W{0,3}(\d+)",),
     "yarn_factor": (r"yarn\W{0,3}\(?factor\W{0,3}(\d+(?:\.\d+)?)", r"yarn\W{0,3}x\s*(\d+(?:\.\d+)?)",
-                    r"type\W{1,5}yarn\W{1,5}factor\W{1,5}(\d+(?:\.\d+)?)"),
+                    r"type\W{1,5}yarn\W{1,5}factor\W{1,5}(\d+(?:\.\d+)?)",
+                    r"yarn\b[^.;\n]{0,30}?\bfactor\W{0,3}(\d+(?:\.\d+)?)"),
     "capacity_factor": (r"(?<!rank[-_ ])capacity factor (?:of )?(\d+(?:\.\d+)?)", r"\bcf\W{0,3}(\d+(?:\.\d+)?)"),
     "kv_heads": (r"\bgqa[- ]?(\d+)\b", r"(\d+) (?:kv|key[- ]value) heads", r"num[-_ ]key[-_ ]value[-_ ]heads\W{1,3}(\d+)"),
     "expert_bias": (r"experts?'? (?:\w+ ){0,2}(?:carry|have|with|use) (?:linear )?bias(?:es)?\b",
-                    r"(?:linear )?bias(?:es)? (?:in|on) the (?:routed )?experts?"),
+                    r"(?:linear )?bias(?:es)? (?:in|on) the (?:routed )?experts?",
+                    r"\bbiased linears?\b|linear layers? with bias(?:es)?\b|add[-_ ]bias[-_ ]linear\W{0,3}(?:true|1)\b"),
 }
 """Prose forms of `MODEL_FACTS`: "1 shared expert", "the first 3 layers dense", "8 of 256 experts per
 token", "sliding-window attention (128)", "YaRN (factor 32)", "capacity factor of 1.25"."""
@@ -2482,11 +2591,19 @@ def read_stated_degrees(entry: dict) -> dict:
 
 
 def gpus_of(hw: dict) -> int | None:
-    """The row's GPU count: `num_gpus` as a number, "16K GPUs" (16,384) or "192 nodes x 8 GPUs"."""
-    counted = re.fullmatch(r"\s*(\d+)\s*(?:nodes?\s*)?[x×*]\s*(\d+)(?:\s*gpus?)?\s*", str(hw.get("num_gpus") or ""),
-                           flags=re.I)  # "192 nodes x 8 GPUs", "256x8"
-    return (int(counted.group(1)) * int(counted.group(2)) if counted
-            else _int(hw.get("num_gpus"), "num_gpus", binary=True))  # "16K GPUs" is 16,384
+    """The row's GPU count: `num_gpus` as a number, "16K GPUs" (16,384), "192 nodes x 8 GPUs", "64
+    nodes of 8 GPUs", "64 trays x 4", or the total written beside them ("64 x 8 = 512", "384 nodes
+    (3072 GPUs)")."""
+    raw = str(hw.get("num_gpus") or "")
+    grouped = re.search(r"node|server|tray|host|machine|[x×*]", raw, flags=re.I)
+    stated = re.search(r"(?:=\s*|\(\s*)(\d[\d,]*)\s*(?:gpus?\b|\)|$)", raw, flags=re.I)  # "64 x 8 = 512", "(3072 GPUs)"
+    if stated and grouped and int(stated.group(1).replace(",", "")) > 0:
+        return int(stated.group(1).replace(",", ""))
+    counted = re.fullmatch(r"\s*(\d+)\s*(?:(?:nodes?|servers?|trays?|hosts?|machines?)\s*(?:of|with)?\s*)?[x×*]?\s*"
+                           r"(\d+)(?:\s*gpus?(?:\s*(?:each|per \w+))?)?\s*", raw, flags=re.I)
+    if counted and grouped:  # "192 nodes x 8 GPUs", "256x8", "64 nodes of 8 GPUs", "64 trays x 4"
+        return int(counted.group(1)) * int(counted.group(2))
+    return _int(hw.get("num_gpus"), "num_gpus", binary=True)  # "16K GPUs" is 16,384
 
 
 RECOMPUTE_WORDS = (r"(?:full|selective|uniform)[-_ ](?:activation[-_ ])?(?:recomput\w*|checkpoint\w*)"
@@ -2502,15 +2619,27 @@ sequences pre-trained without activation checkpointing" beside a 128K row)."""
 
 
 def read_stated_recompute(entry: dict) -> dict:
-    """A row whose `recompute` field is empty, with the recomputation its own words state
-    (`RECOMPUTE_WORDS`, read from its notes, evidence and locator) put in the field as those words
-    say it, for `recompute_of` to read as it reads the field; a row whose words state none, or two
+    """A row whose `recompute` field is empty, with the recomputation its own words state, read
+    from its notes, evidence and locator, put in the field as those words say it, for
+    `recompute_of` to read as it reads the field: the modules a clause says are recomputed ("the
+    report states recomputation of RMSNorm and the MLA up-projections": `--recompute-modules
+    layernorm mla_up_proj`), else one of `RECOMPUTE_WORDS`; a row whose words state none, or two
     different ones, is unchanged. The field, where filled (or filled from the recipe), wins."""
     lay = entry.get("layout") or {}
     if not placeholder(lay.get("recompute")):
         return entry
     source = entry.get("source") or {}
     text = "\n".join(_strings(source.get("locator"), source.get("primary_evidence"), entry.get("notes"))).lower()
+    for clause in re.split(r"[.;\n]", text):  # modules named beside "recompute": Megatron-Core's selective
+        mention = re.search(r"recomput\w*", clause)
+        if not mention or denied(clause, mention):
+            continue
+        for words, module in MODULE_SPELLINGS:
+            clause = re.sub(words, module, clause)
+        modules = tuple(dict.fromkeys(m for m in re.findall(r"[a-z_]+", clause) if m in MODULE_WORDS and m != "core_attn"))
+        if modules:
+            return dict(entry, layout=dict(lay, recompute="--recompute-modules " + " ".join(modules)
+                                           + " (stated in the row's words)"))
     said = {m.group(0) for m in re.finditer(RECOMPUTE_WORDS, text) if not denied(text, m)}
     if len(said) != 1:
         return entry
