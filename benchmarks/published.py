@@ -1283,9 +1283,10 @@ TORCH_FSDP_WORDS = r"llm[- _]?foundry|composer|\btorch fsdp"
 (MosaicML's llm-foundry through Composer): the runtime facts of `target torch`, parc's own job."""
 
 
-SET_OFF = r"""[\s"')\]]*(?:[:=]|\bis\b|\bwas\b)?[\s"'(\[]*(?:false|off|none|no|0|disabled)\b"""
+SET_OFF = r"""[ \t"')\]]*(?:[:=]|\bis\b|\bwas\b)?[ \t"'(\[]*(?:false|off|none|no|0|disabled)\b"""
 """What follows an option set off as a row may write it: "tp_comm_overlap: False",
-"moe_a2a_overlap=false", "ub_tp_comm_overlap false", `"overlap": "false"`, "(False)"."""
+"moe_a2a_overlap=false", "ub_tp_comm_overlap false", `"overlap": "false"`, "(False)"; on its own
+line, never the next field's ("... padded to capacity" above a recompute field's "none")."""
 
 DENIED_BEFORE = re.compile(r"(?:\bno|\bnot|\bnon|\bnever|\bneither|\bnor|\bwithout|\bw/o|\bdisabled?|\bpre|\bpredates?|\bbefore"
                            r"|\bunlike|\bexcept|\binstead of)[\s-]+(?:[\w.'-]+(?:\s+|\s*/\s*)){0,2}$")
@@ -2478,7 +2479,8 @@ def read_recipe(entry: dict) -> dict:
         model["activation_clamp"] = None
         said.append("experts' bias and clamp inside Transformer Engine's fused grouped MLP "
                     "(recipe: cutedsl_fused_grouped_mlp)")
-    notes = "; ".join(str(x) for x in (entry.get("notes"), ", ".join(said)) if x)
+    # the row's own notes kept one a line (never a list's repr), the recipe's words after them
+    notes = _strings(entry.get("notes")) + ([", ".join(said)] if said else [])
     return dict(entry, notes=notes or None, layout=lay, model=model)
 
 

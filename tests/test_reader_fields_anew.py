@@ -132,3 +132,15 @@ def test_a_pipeline_layout_ends_at_its_loss_and_offload_reads_in_short_words():
         "cpu_offloading_num_layers"] == 80
     for words in ("grad reduce BF16", "DDP grad reduce bf16", "no FP32 grad reduce"):
         assert published.affirms(words.lower(), published.BF16_REDUCTION), words
+
+
+def test_a_recipe_read_keeps_the_notes_one_a_line():
+    """`read_recipe` put a row's list of notes into one string as the list's repr, quotes and
+    brackets and all, so that a note's clause ran into the next ("recompute cell empty in the
+    table', '--moe-expert-capacity-factor 1.25" read as recomputing the MoE layer)."""
+    import importlib
+    published = importlib.import_module("published")
+    row, _ = ROWS["modelzoo_qwen3_235b_intranode_ep8_deepep_tp4"]
+    read = published.read_recipe(apply(row, [note("--moe-expert-capacity-factor 1.25")]))
+    assert isinstance(read["notes"], list) and read["notes"][:len(row["notes"])] == row["notes"]
+    assert published.read_stated_recompute(read) is read  # "recompute cell empty": no recomputation stated

@@ -319,7 +319,7 @@ case("MLA in words (no rank fields)", R13, "model_block: named_mla / latent_from
 N = [setf("model.mtp_layers", DROP), rep(r"; multi-token prediction depth 1", "")]
 case("MTP in words", R13, "mtp_from_words / MODEL_FACTS mtp_layers", [], N,
      paras(lambda p: N + [extra(p)], ["num_nextn_predict_layers: 1", "mtp_num_layers: 1"])
-     + paras(lambda p: N + [rep(r"RMSNorm", "RMSNorm; " + p)], ["MTP depth 1", "1 MTP module", "multi-token prediction (D=1)",
+     + paras(lambda p: N + [rep(r"SwiGLU, RMSNorm", "SwiGLU, RMSNorm; " + p)], ["MTP depth 1", "1 MTP module", "multi-token prediction (D=1)",
                                                               "one multi-token-prediction module"]))
 case("MTP denied (Qwen3 row)", "modelzoo_qwen3_235b_crossnode_ep32_deepep", "mtp_from_words: \\bmtp\\b", [], [],
      negs(lambda p: [rep(r"every layer MoE", "every layer MoE, " + p)], ["no MTP", "without multi-token prediction",
