@@ -1784,7 +1784,18 @@ the network's (DeepSeek-V3 at -49 % instead of -4 %), Omni-Path links uncounted 
 Gb/s read as 8 x 12.5), ZeRO-2 on a Megatron runtime read as a reduction every micro-batch
 (MegaScale at -67 %), "FSDP 0" read as FSDP (-61 %), a NeMo container named only in the evidence,
 an option's value outweighed by a mention of its library, Transformer Engine's fp8 linears and
-recomputation stated in words, and others. No repository row's prediction moved. A run that ran
+recomputation stated in words, and others. A second round (a terse spreadsheet-style transcription
+of 25 runs, one of 30 mixture-of-experts runs, and 100 rewritings of 31 rows' model, hardware and
+outcome fields, of which 42 read differently) found 26 more, in `tests/test_reader_fields_anew.py`:
+an FFN width written "4h" read as 4 (+95 to +135 %), a peak in PFLOP/s read as TFLOP/s (-99.8 %),
+tokens per device read as totals, node-first GPU counts and kv heads in parentheses left out, a
+product's number taken for the NIC count, a stated alltoall dispatcher outweighed by a mention of
+DeepEP, and a row's list of notes turned into its repr by the recipe's reader. Of the 144 runs the
+transcriptions evaluated, the median |error| moved 8.9 -> 9.5 % and the 90th percentile 32.4 ->
+23.8 % (each set read by the reader of its day, then by the final one). Two repository rows moved
+with them: DeepSeek-V3's report row now reads the recomputation its own note states (RMSNorm and
+the MLA up-projections, -3.8 -> +7.0 %), and the H100 Qwen3-235B rows of 26.02-26.04.01 run without
+the TP overlap their config sets off (about 1 point each). A run that ran
 fitted in memory: where a row leaves recomputation out and the layout would not fit without it,
 as the run's runtime keeps memory (Megatron-LM's accounting with FlashAttention for fused-kernel
 runs, parc's own for eager ones), it is predicted with the least recomputation that fits
