@@ -352,7 +352,10 @@ def stated_peak_of(raw, precision: str) -> float | None:
         value = float(found.group(1).replace(",", ""))
         if re.match(r"\s*(?:p(?:eta)?flop|pf\b)", after):
             value *= 1000
-        if re.search(r"sparse|sparsity|2:4", re.split(r"[;,/(]", after)[0]) or re.search(r"sparse\W*$", before):
+        # a number's own words: up to the next ";" "," "/" after it (its parenthesis included: "624
+        # (sparse)"), back to the last ";" "," "/" ")" before it
+        if re.search(r"sparse|sparsity|2:4", re.split(r"[;,/]", after)[0]) or re.search(
+                r"sparse\W*$", re.split(r"[;,/)]", before)[-1]):
             continue
         words = before[-12:] + re.split(r"[;,/]", after)[0]
         named = re.findall(r"\b(bf16|fp16|fp8|fp4|nvfp4|mxfp8|tf32|fp32)\b", words)
