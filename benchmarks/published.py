@@ -1520,7 +1520,8 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     compact = text.replace("_", "-")
     # "ub_tp_comm_overlap false" (a launcher configuration quoted as evidence) states the opposite;
     # the option's own value decides over a mention of userbuffers elsewhere ("the userbuffers config")
-    tp_option = option_stated(entry, "tp_comm_overlap")
+    options = stated_recipe(entry)  # parsed once for the options read below
+    tp_option = options.get("tp_comm_overlap")
     tp_comm_overlap = tp_option if tp_option is not None else affirms(compact, TP_OVERLAP)
     if tp_comm_overlap or affirms(compact, ASYNC_TP):
         overlap, why = "all", "tensor-parallel communication overlap stated in the source"
@@ -1561,7 +1562,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                      "load, kernels.routing_imbalance")
     balanced = False
     # DeepEP's Hybrid-EP kernels (Megatron-Core's flex dispatcher, backend hybridep) before DeepEP's own
-    dispatcher = option_stated(entry, "moe_token_dispatcher_type")
+    dispatcher = options.get("moe_token_dispatcher_type")
     plain_dispatcher = dispatcher in ("alltoall", "all_to_all", "allgather", "all_gather", "alltoall_seq")  # no flex: no DeepEP, whatever is named
     hybridep = not plain_dispatcher and affirms(compact, r"hybrid[- ]?ep(?![\w+])|deepep'?s? hybrid")
     deepep = not hybridep and not plain_dispatcher and (affirms(compact, r"deep[- ]?ep(?![\w+])|moe-enable-deepep|"
@@ -1711,7 +1712,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         expert_bias=expert_bias,
         expert_clamp=expert_clamp,
         rope_unfused=rope_unfused,
-        pp_overlap=pp_overlap_of(entry, family, year),
+        pp_overlap=pp_overlap_of(entry, family, year, options),
     )
     return software, family
 
@@ -1818,20 +1819,22 @@ def save_original_input_of(entry: dict, family: str, precision: str, recipe: str
     return current
 
 
-def pp_overlap_of(entry: dict, family: str, year: int | None) -> str:
+def pp_overlap_of(entry: dict, family: str, year: int | None, options: dict | None = None) -> str:
     """Which chunk-boundary sends of an interleaved schedule the row's runtime runs beside the next
     chunk (`timing.Software.pp_overlap`), from what the row states of its software, first found:
     torch's pipelining (torchtitan, torch FSDP runs) "all"; another non-Megatron runtime "none";
     a stated `overlap_p2p_comm` flag; NeMo's launcher, whose configs state it; a NeMo container
     by its release (`NEMO2_RELEASE`), or Megatron-LM code by its date (`P2P_FORWARD_WAIT`:
     "backward" from then, else "all" from `P2P_OVERLAP_DEFAULT` on); a Megatron-family source
-    published from 2024 on "all"; else "none", as before."""
+    published from 2024 on "all"; else "none", as before. `options`: the row's `stated_recipe`,
+    where the caller has it."""
     if family in ("torchtitan", "torch"):
         return "all"
     if family != "megatron":
         return "none"
     text = source_text(entry).replace("-", "_")
-    stated = stated_options(entry).get("overlap_p2p_comm")  # `overlap_p2p_comm`, `--no-overlap-p2p-communication`
+    # `overlap_p2p_comm`, `--no-overlap-p2p-communication`
+    stated = (stated_recipe(entry) if options is None else options).get("overlap_p2p_comm")
     release = container_release(entry)
     date = runtime_date(entry)
     if release:
@@ -2395,13 +2398,12 @@ def stated_options(entry: dict) -> dict:
     return out
 
 
-def option_stated(entry: dict, key: str):
-    """One `recipe` option's value as the row states it: its `recipe` field, else its words
-    (`stated_options`); None where neither does."""
+def stated_recipe(entry: dict) -> dict:
+    """The `recipe` options a row states: its `recipe` field, over the same options in its words
+    (`stated_options`). What `read_recipe` reads, and what an option's own value decides where a
+    row's words also mention its library (`software_of`, `pp_overlap_of`)."""
     recipe = entry.get("recipe")
-    if isinstance(recipe, dict) and key in recipe:
-        return recipe[key]
-    return stated_options(entry).get(key)
+    return {**stated_options(entry), **(recipe if isinstance(recipe, dict) else {})}
 
 
 def read_recipe(entry: dict) -> dict:
@@ -2422,8 +2424,7 @@ def read_recipe(entry: dict) -> dict:
     (`fp4_param_gather` False: `target megatron { fp8-params off }`). The others (partial CUDA graphs, fused
     kernels) are kept in the row for the record. The options its text states (`stated_options`) are read
     as the same recipe, the `recipe` field first. A row that states none of them is unchanged."""
-    recipe = entry.get("recipe")
-    r = {**stated_options(entry), **(recipe if isinstance(recipe, dict) else {})}
+    r = stated_recipe(entry)
     if not r:
         return entry
     said = []

@@ -4,7 +4,7 @@ read otherwise than its words meant. Each case edits a published row the way tha
 wrote it and compares the reading with the row as published (or with the facts it must read).
 
 - An option's own value decides over a mention of its library: "TP comm overlap off
-  (ub_tp_comm_overlap: False) ... names the userbuffers config" is no overlap (`option_stated`).
+  (ub_tp_comm_overlap: False) ... names the userbuffers config" is no overlap (`stated_recipe`).
 - A sharding degree of 0 is a denial: "none (FSDP 0)" is no sharding, "distributed optimizer (FSDP
   0)" ZeRO-1 (`sharding_of`).
 - A NeMo container named only in the evidence or the notes ("image nvcr.io/nvidia/nemo:25.04.01")
