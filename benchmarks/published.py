@@ -1504,9 +1504,9 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     # "without FlashAttention" / "before FlashAttention" / "no flash" name the kernel to deny it
     flash_stated = affirms(text, FLASH_WORDS)
     flash_denied = not flash_stated and re.search(FLASH_WORDS, text) is not None  # "FlashAttention was not used"
-    unfused = (not flash_stated and (flash_denied or (year is not None and year <= 2022))) \
-        or affirms(text, UNFUSED_BACKEND)
-    if unfused and (flash_denied or affirms(text, UNFUSED_BACKEND)):
+    unfused_stated = flash_denied or affirms(text, UNFUSED_BACKEND)
+    unfused = unfused_stated or (not flash_stated and year is not None and year <= 2022)
+    if unfused_stated:
         notes.append("unfused attention (stated: no fused attention kernel; not expressible in a spec)")
     elif unfused:
         notes.append(f"unfused attention (published {year}, before FlashAttention was in training "
@@ -1970,6 +1970,15 @@ MODULE_SPELLINGS = ((r"\blayer[ -]norms?\b|\brms[ -]?norms?\b", "layernorm"), (r
 """Prose spellings of Megatron-Core's module names ("MoE activation", "layer norm")."""
 
 
+def spelled_as_modules(text: str) -> str:
+    """`text`, lower-cased by the caller, with each prose spelling of a module (`MODULE_SPELLINGS`)
+    written as the module's own name ("rmsnorm and the mla up-projections" -> "layernorm and the
+    mla_up_proj"): what `megatron_modules` and `read_stated_recompute` read modules from."""
+    for words, module in MODULE_SPELLINGS:
+        text = re.sub(words, module, text)
+    return text
+
+
 def modules_the_model_has(modules: tuple[str, ...], dims: Dims, notes: list[str]) -> tuple[str, ...]:
     """The stated modules that name a part of the model (the ones `recompute selective [...]` may
     write, E0628): a module of a part the model lacks recomputes nothing, and is noted."""
@@ -1989,9 +1998,7 @@ def megatron_modules(entry: dict) -> tuple[str, ...]:
     ("--recompute-modules mla_up_proj mlp", "recompute_modules: [mla_up_proj, mlp]") or after a
     leading "selective" ("selective (mla_up_proj, mlp)"). Words that are not Megatron-Core's
     module names are kept out, so "selective (the attention core)" names none."""
-    text = str((entry.get("layout") or {}).get("recompute") or "").lower()
-    for words, module in MODULE_SPELLINGS:  # "MoE activation", "layer norm": the module's own name
-        text = re.sub(words, module, text)
+    text = spelled_as_modules(str((entry.get("layout") or {}).get("recompute") or "").lower())
     found = (re.search(r"recompute[d]?[-_ ]modules(.*)", text, flags=re.S) or re.match(r"\s*selective\b(.*)", text, flags=re.S)
              or re.match(r"\s*recompute[d]?\s*:(.*)", text, flags=re.S))
     named = re.findall(r"[a-z_]+", found.group(1) if found else text)
@@ -2640,9 +2647,8 @@ def read_stated_recompute(entry: dict) -> dict:
         mention = re.search(r"recomput\w*", clause)
         if not mention or denied(clause, mention):
             continue
-        for words, module in MODULE_SPELLINGS:
-            clause = re.sub(words, module, clause)
-        modules = tuple(dict.fromkeys(m for m in re.findall(r"[a-z_]+", clause) if m in MODULE_WORDS and m != "core_attn"))
+        modules = tuple(dict.fromkeys(m for m in re.findall(r"[a-z_]+", spelled_as_modules(clause))
+                                      if m in MODULE_WORDS and m != "core_attn"))
         if modules:
             return dict(entry, layout=dict(lay, recompute="--recompute-modules " + " ".join(modules)
                                            + " (stated in the row's words)"))

@@ -35,7 +35,19 @@ from __future__ import annotations
 
 import pytest
 
-from .reader_paraphrase import DROP, ROWS, apply, diff, extra, note, reading, rep, setf, want_diff
+from .reader_paraphrase import (
+    DROP,
+    ROWS,
+    apply,
+    diff,
+    extra,
+    note,
+    published,
+    reading,
+    rep,
+    setf,
+    want_diff,
+)
 
 N145B = "narayanan21_t1_145B"  # ffn 49152 = 4 x 12288; 8 x 200 Gb/s HDR per node; A100
 B200_8K = "nemo2504_b200_llama3_8b_fp8_8k"  # peak 4,500 (FP8 dense)
@@ -123,8 +135,6 @@ def test_a_field_written_another_way_reads_as_it_states(rid, ops, want):
 
 
 def test_a_pipeline_layout_ends_at_its_loss_and_offload_reads_in_short_words():
-    import importlib
-    published = importlib.import_module("published")
     stated = published.stated_options({"notes": ["pp_layout Et*4|(t*4|)*14tmL, EP32", "CPU act offload 80 layers"]})
     assert stated["pipeline_model_parallel_layout"] == "Et*4|(t*4|)*14tmL"
     assert stated["cpu_offloading_num_layers"] == 80
@@ -138,8 +148,6 @@ def test_a_recipe_read_keeps_the_notes_one_a_line():
     """`read_recipe` put a row's list of notes into one string as the list's repr, quotes and
     brackets and all, so that a note's clause ran into the next ("recompute cell empty in the
     table', '--moe-expert-capacity-factor 1.25" read as recomputing the MoE layer)."""
-    import importlib
-    published = importlib.import_module("published")
     row, _ = ROWS["modelzoo_qwen3_235b_intranode_ep8_deepep_tp4"]
     read = published.read_recipe(apply(row, [note("--moe-expert-capacity-factor 1.25")]))
     assert isinstance(read["notes"], list) and read["notes"][:len(row["notes"])] == row["notes"]

@@ -13,7 +13,18 @@ from __future__ import annotations
 
 import pytest
 
-from .reader_paraphrase import DROP, ROWS, apply, diff, note, reading, rep, setf, want_diff
+from .reader_paraphrase import (
+    DROP,
+    ROWS,
+    apply,
+    diff,
+    note,
+    published,
+    reading,
+    rep,
+    setf,
+    want_diff,
+)
 
 CP_ROW = "nemo2504_b200_llama3_8b_fp8_32k"  # 8 B200, tp 1 x cp 2 x dp 4; its locator says "TP 1, CP 2, DP 4"
 PP_ROW = "nemo2407_h100_llama3_70b_64gpu"  # 64 H100, tp 4 x cp 2 x dp 2 x pp 4, vp 5, micro-batch 1
@@ -88,8 +99,6 @@ def test_words_that_do_not_state_the_field_read_as_nothing(rid, ops, want):
 
 
 def test_a_degree_read_from_the_words_is_an_assumption():
-    import importlib
-    published = importlib.import_module("published")
     row, others = ROWS[CP_ROW]
     run = published.row_spec(apply(row, CP_QUIET + [setf("layout.dp", None), note("CP=2")]), others)
     assert any(a.startswith("cp 2 (the layout field empty") for a in run.assumptions), run.assumptions
@@ -99,8 +108,6 @@ def test_a_degree_read_from_the_words_is_an_assumption():
 def test_the_published_rows_state_no_degree_their_fields_leave_open():
     """Every row in the repository fills the fields its words state (one states `vpp 1` in its
     notes with the field empty), so this reading changes no published row's prediction."""
-    import importlib
-    published = importlib.import_module("published")
     filled = {rid: published.read_stated_degrees(row).get("stated_degrees") for rid, (row, _) in ROWS.items()}
     assert filled
     assert {rid: s for rid, s in filled.items() if s} == {"modelzoo_qwen3_235b_intranode_ep8_deepep_fsdp": "vpp 1"}
