@@ -2603,18 +2603,32 @@ def read_stated_degrees(entry: dict) -> dict:
     return dict(entry, layout=dict(lay, **found), stated_degrees=said)
 
 
+GROUP_WORDS = r"(?:nodes?|servers?|trays?|hosts?|machines?|systems?|boxes)"
+"""What a row counts GPUs in groups of: "64 nodes", "32 DGX systems", "18 trays"."""
+
+PER_GROUP = r"(?:each|apiece|per\s+" + GROUP_WORDS + r"|/\s*" + GROUP_WORDS + r")"
+"""The words that make a GPU count a group's, not the job's: "8 GPUs each", "8 per node", "8/node"."""
+
+
 def gpus_of(hw: dict) -> int | None:
     """The row's GPU count: `num_gpus` as a number, "16K GPUs" (16,384), "192 nodes x 8 GPUs", "64
-    nodes of 8 GPUs", "64 trays x 4", or the total written beside them ("64 x 8 = 512", "384 nodes
-    (3072 GPUs)")."""
+    nodes of 8 GPUs", "64 trays x 4", "64 nodes (8 GPUs each)", "32 DGX nodes, 8 GPUs per node",
+    or the total written beside them ("64 x 8 = 512", "384 nodes (3072 GPUs)", "512 GPUs (64
+    nodes x 8)"). A total is a count of GPUs no group word qualifies; a group's count ("8 GPUs
+    each") multiplies the groups, never stands for the job."""
     raw = str(hw.get("num_gpus") or "")
-    grouped = re.search(r"node|server|tray|host|machine|[x×*]", raw, flags=re.I)
-    stated = re.search(r"(?:=\s*|\(\s*)(\d[\d,]*)\s*(?:gpus?\b|\)|$)", raw, flags=re.I)  # "64 x 8 = 512", "(3072 GPUs)"
-    if stated and grouped and int(stated.group(1).replace(",", "")) > 0:
+    grouped = re.search(GROUP_WORDS + r"|[x×*]", raw, flags=re.I)
+    stated = re.search(r"(?:=\s*|\(\s*|^\s*)(\d[\d,]*)\s*(?:gpus?\b|\)|$)(?!\s*" + PER_GROUP + ")", raw, flags=re.I)
+    if stated and grouped and int(stated.group(1).replace(",", "")) > 0:  # "64 x 8 = 512", "(3072 GPUs)"
         return int(stated.group(1).replace(",", ""))
-    counted = re.fullmatch(r"\s*(\d+)\s*(?:(?:nodes?|servers?|trays?|hosts?|machines?)\s*(?:of|with)?\s*)?[x×*]?\s*"
-                           r"(\d+)(?:\s*gpus?(?:\s*(?:each|per \w+))?)?\s*", raw, flags=re.I)
-    if counted and grouped:  # "192 nodes x 8 GPUs", "256x8", "64 nodes of 8 GPUs", "64 trays x 4"
+    groups = re.search(r"(\d[\d,]*)\s*(?:[a-z][\w-]*\s+){0,2}" + GROUP_WORDS + r"\b", raw, flags=re.I)
+    each = (re.search(r"(\d+)\s*[x×*]?\s*(?:(?!" + GROUP_WORDS + r")[a-z][\w-]*\s+)?(?:gpus?\s*|accelerators?\s*|devices?\s*)?"
+                      + PER_GROUP + r"(?![\w])", raw, flags=re.I)  # "8 GPUs each", "8x H100 each", "8 per node"
+            or re.search(GROUP_WORDS + r"\W*(?:each\s+)?(?:of|with|having|x|×|\*)\s*(\d+)", raw, flags=re.I))
+    if groups and each and groups.start(1) != each.start(1):  # "64 nodes (8 GPUs each)", "64 nodes of 8 GPUs"
+        return int(groups.group(1).replace(",", "")) * int(each.group(1))
+    counted = re.fullmatch(r"\s*(\d+)\s*[x×*]\s*(\d+)(?:\s*gpus?)?\s*", raw, flags=re.I)
+    if counted:  # "256x8", "64 * 4 GPUs"
         return int(counted.group(1)) * int(counted.group(2))
     return _int(hw.get("num_gpus"), "num_gpus", binary=True)  # "16K GPUs" is 16,384
 
