@@ -148,7 +148,9 @@ def test_the_three_steps_run_on_the_cpu(checked):
     assert len(timings) == 3
     for step in timings:
         assert step["forward_backward"] > 0 and step["optimizer"] > 0
-        assert step["clip"] < 1e-3  # the spec clips nothing: the phase is empty
+        # the spec clips nothing: the phase is empty, a sliver of the step however loaded the box
+        # (an absolute wall-clock bound failed at 4 ms on a loaded 2-core runner)
+        assert step["clip"] < 0.05 * step["forward_backward"]
     assert "peak" not in record  # no tracked step: no tracker
     kernels = json.loads((here / "out/kernels.json").read_text())
     assert [a["seq"] for a in kernels["attention"]] == [64, 128]
