@@ -1919,23 +1919,49 @@ def target_line(software: timing.Software, family: str, precision: str) -> str:
 # Layout and training settings
 
 
+FP8_RECIPES = (("mxfp8", r"fp8mx|mxfp8|microscal|blockscal\w*mx|32elementblock|block32\b|block32scal"),
+               ("blockwise", r"blockwise|finegrained|1x128|128x128|fp8blockscal|float8blockscal|subchannel"),
+               ("current", r"fp8cs|currentscal|tensorwise|pertensorcurrent"),
+               ("delayed", r"delayedscal|amaxhistory"))
+"""Transformer Engine's fp8 recipes as rows write them, matched with spaces, "_", "-" and
+parentheses removed ("FP8 (MX)" is "fp8mx"): MXFP8's 32-element blocks, DeepSeek-V3's 1x128 and
+128x128 blocks (`Float8BlockScaling`), per-tensor current scaling, delayed scaling."""
+
+FP8_RECIPE_OPTION = r"(?<![\w-])(?:--)?fp8[-_ ]recipe\W{0,4}(\w+)"
+"""The recipe option as a config or command line writes it: "--fp8-recipe tensorwise",
+"fp8_recipe: mxfp8", "fp8_recipe='blockwise'" (Megatron-Core's `--fp8-recipe` choices)."""
+
+
+def _fp8_recipes_named(words: str) -> list[str]:
+    """The recipes `words` name, in `FP8_RECIPES`' order, read with the clauses that leave the
+    recipe open left out ("fp8 (delayed/current scaling not stated)" names none)."""
+    words = " ".join(c for c in re.split(r"[(),;]", words.lower()) if not re.search(LEFT_OPEN, c))
+    text = re.sub(r"[\s_()-]+", "", words)  # "FP8 (MX)" = "fp8mx"
+    return [name for name, pattern in FP8_RECIPES if re.search(pattern, text)]
+
+
 def fp8_recipe_of(entry: dict) -> str:
     """Transformer Engine's fp8 recipe where the row names it (Megatron-Bridge's table: "FP8-CS",
     per-tensor current scaling; "FP8-MX", MXFP8; DeepSeek-V3's "fine-grained block-wise scaling",
     1x128 tiles and 128x128 blocks, TE's `Float8BlockScaling`), else its default, delayed scaling.
-    It decides the casts' bytes and how many quantize kernels each GEMM input launches
-    (`kernels.QUANTIZE_KERNELS`)."""
-    words = _words((entry.get("layout") or {}).get("precision"))
-    # a clause that leaves the recipe open names none: "fp8 (delayed/current scaling not stated)"
-    words = " ".join(c for c in re.split(r"[(),;]", words) if not re.search(LEFT_OPEN, c))
-    text = re.sub(r"[\s_()-]+", "", words)  # "FP8 (MX)" = "fp8mx"
-    if re.search(r"fp8mx|mxfp8|microscal|blockscal\w*mx|32elementblock|block32\b|block32scal", text):
-        return "mxfp8"
-    if re.search(r"blockwise|finegrained|1x128|128x128|fp8blockscal|float8blockscal|subchannel", text):
-        return "blockwise"
-    if re.search(r"fp8cs|currentscal|tensorwise|pertensorcurrent", text):
-        return "current"
-    return "delayed"
+    Read from the precision field; where that names none, from the recipe option the row's words
+    state ("--fp8-recipe tensorwise"), else from its notes and evidence where they name one recipe
+    and no other (a note comparing two decides nothing). It decides the casts' bytes and how many
+    quantize kernels each GEMM input launches (`kernels.QUANTIZE_KERNELS`)."""
+    named = _fp8_recipes_named(_words((entry.get("layout") or {}).get("precision")))
+    if named:
+        return named[0]
+    source = entry.get("source") or {}
+    rest = "\n".join(_strings(source.get("locator"), source.get("primary_evidence"), entry.get("notes"),
+                               entry.get("recipe")))
+    recipe = entry.get("recipe") if isinstance(entry.get("recipe"), dict) else {}
+    option = re.search(FP8_RECIPE_OPTION, rest, flags=re.I)
+    stated = recipe.get("fp8_recipe") or (option.group(1) if option else None)
+    if stated:  # the option decides, whatever else the words name
+        named = _fp8_recipes_named(str(stated))
+        return named[0] if named else "delayed"
+    named = _fp8_recipes_named(rest)
+    return named[0] if len(named) == 1 else "delayed"
 
 
 def precision_of(lay: dict) -> str:
@@ -1991,6 +2017,12 @@ def modules_the_model_has(modules: tuple[str, ...], dims: Dims, notes: list[str]
     return kept
 
 
+MODULE_SHORT = {"norm": "layernorm", "norms": "layernorm", "act": "moe_act", "up_proj": "mla_up_proj"}
+"""The short names a table gives Megatron-Core's modules in a list of them: Megatron-Core's
+ModelZoo writes `--recompute-modules layernorm moe_act` as "norm, act"; "up_proj" beside them is
+MLA's up projections (Megatron-Core has no other up-projection module)."""
+
+
 def megatron_modules(entry: dict) -> tuple[str, ...]:
     """The modules a row's recomputation names (Megatron-Core's selective recomputation by module,
     `--recompute-modules`, `megatron/training/arguments.py`; default `core_attn`), in the order
@@ -2001,10 +2033,12 @@ def megatron_modules(entry: dict) -> tuple[str, ...]:
     text = spelled_as_modules(str((entry.get("layout") or {}).get("recompute") or "").lower())
     found = (re.search(r"recompute[d]?[-_ ]modules(.*)", text, flags=re.S) or re.match(r"\s*selective\b(.*)", text, flags=re.S)
              or re.match(r"\s*recompute[d]?\s*:(.*)", text, flags=re.S))
-    named = re.findall(r"[a-z_]+", found.group(1) if found else text)
-    if not found and not any("_" in m and m in MODULE_WORDS and m != "core_attn" for m in named):
-        # without the option's name or "selective", only a module's own name (moe_act, mla_up_proj) says it;
-        # "core_attn" alone is Megatron-Core's default, Korthikanti et al.'s selective recomputation
+    named = [MODULE_SHORT.get(m, m) for m in re.findall(r"[a-z_]+", found.group(1) if found else text)]
+    listed = re.fullmatch(r"[\s,/+&]*(?:(?:" + "|".join(MODULE_SHORT) + r"|and)[\s,/+&]*)+", text)  # "norm, act"
+    if not found and not listed and not any("_" in m and m in MODULE_WORDS and m != "core_attn" for m in named):
+        # without the option's name or "selective", only a module's own name (moe_act, mla_up_proj), or a
+        # list of nothing but short names, says it; "core_attn" alone is Megatron-Core's default, Korthikanti
+        # et al.'s selective recomputation
         return ()
     return tuple(dict.fromkeys(m for m in named if m in MODULE_WORDS))
 
