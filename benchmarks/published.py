@@ -367,6 +367,11 @@ def stated_peak_of(raw, precision: str) -> float | None:
     return (matching or [candidates[0][0]])[0]
 
 
+H100_HBM2E_TBPS_PER_GB = 2.0 / 80
+"""HBM2e's rate on an H100, TB/s per GB of stacks: the H100 PCIe datasheet's 2.0 TB/s over its
+80 GB (five 16 GB stacks at 0.4 TB/s each)."""
+
+
 def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str, int, float]:
     """The spec's `hardware { ... }` block, the GPU key, GPUs per node and the peak (TFLOP/s)."""
     name = hw.get("gpu") or ""
@@ -410,6 +415,15 @@ def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str
     limited = power_and_memory(hw, notes)
     if "v100" in lowered and not any(line.startswith("hbm-bandwidth") for line in limited):
         limited.append("hbm-bandwidth 0.9 TB/s")  # V100 SXM2 datasheet: 900 GB/s HBM2
+    if (key.startswith("h100") and re.search(r"hbm2e", f"{name} {hw.get('note') or ''}", flags=re.I)
+            and not any(line.startswith("hbm-bandwidth") for line in limited)):
+        # an H100 with HBM2e stacks, not the SXM part's HBM3: the rate per GB of H100 PCIe's (2.0 TB/s
+        # over five 16 GB stacks), so Meta's 96 GB part has six stacks, 2.4 TB/s
+        stacks_gb = memory if isinstance(memory, (int, float)) and memory > 0 else g["hbm_bytes"] / 1e9
+        tbps = round(H100_HBM2E_TBPS_PER_GB * stacks_gb, 2)
+        limited.append(f"hbm-bandwidth {tbps:g} TB/s")
+        notes.append(f"HBM bandwidth {tbps:g} TB/s (HBM2e named on an H100: H100 PCIe's 2.0 TB/s for 80 GB, "
+                     "per GB of stacks)")
     limits = "".join(f", {line}" for line in limited)
     return f"hardware {{ {gpu}, network {network}{limits} }}", key, per_node, float(peak)
 
@@ -445,6 +459,11 @@ def power_and_memory(hw: dict, notes: list[str]) -> list[str]:
             watts = float(value) * (1000.0 if unit.lower() == "kw" else 1.0)
         elif smi:  # `nvidia-smi -pl 500`: watts
             watts = float(smi.group(1))
+        elif re.search(POWER, str(hw.get("gpu") or ""), flags=re.I):
+            # the part's own power in its name ("H100 96GB HBM2e (Grand Teton, 500 W)"): the board power it
+            # ran at, a limit wherever below the datasheet's (the compiler derates only then)
+            value, unit = re.search(POWER, str(hw["gpu"]), flags=re.I).groups()
+            watts = float(value) * (1000.0 if unit.lower() == "kw" else 1.0)
     if watts:
         out.append(f"power-limit {watts:g} W")
         notes.append(f"power limit {watts:g} W stated: the peak is derated by the compiler")
@@ -2805,17 +2824,49 @@ def sibling_micro_batches(entry: dict, others: list[dict]) -> tuple[int, str] | 
     return None
 
 
-def batch_of(entry: dict, replicas: int, others: list[dict], notes: list[str]) -> tuple[int, int]:
+TITAN_MICROBATCHES = (("2025-01-07", "the pp degree"), ("2025-04-08", "the pp degree x stages per rank"))
+"""torchtitan's pipeline micro-batches where a run sets none, by the date of its code: until
+pytorch/torchtitan#781 (2025-01-07) `n_microbatches` defaulted to the pp degree
+(parallelisms/pipelining_utils.py: "if n_microbatches is None: n_microbatches =
+pipeline_parallel_degree"), whatever the stages per rank; from it to #1073 (2025-04-08), to the pp
+degree times the stages per rank; #1073 replaced the count by `pipeline_parallel_microbatch_size`,
+default 1: a micro-batch of one sequence, the reader's default for every runtime."""
+
+
+def titan_micro_batches(entry: dict, family: str, pp: int, stages: int) -> tuple[int, str] | None:
+    """The micro-batches per pipeline torchtitan ran where a row states no micro-batch
+    (`TITAN_MICROBATCHES`), from the date of its code (`runtime_date`, else the publication's
+    year): None outside torchtitan, without pipeline parallelism, or from 2025-04-08 (or a run
+    not dated before it), where the micro-batch of one sequence is the default."""
+    if family != "torchtitan" or pp <= 1:
+        return None
+    date = runtime_date(entry) or str(source_year(entry) or "")
+    if not date:
+        return None
+    for until, rule in TITAN_MICROBATCHES:
+        if date < until[:len(date)]:  # a year decides only where the whole of it falls before the change
+            return (pp if rule == "the pp degree" else pp * stages), rule
+    return None
+
+
+def batch_of(entry: dict, replicas: int, others: list[dict], notes: list[str],
+             default_micro_batches: tuple[int, str] | None = None) -> tuple[int, int]:
     """Micro-batch and global batch (sequences): as published, else from gradient accumulation,
-    else borrowed from a sibling run (`sibling_micro_batches`)."""
+    else from the runtime's default count of micro-batches (`titan_micro_batches`), else 1; a
+    global batch unpublished is borrowed from a sibling run (`sibling_micro_batches`)."""
     lay = entry.get("layout") or {}
     micro = _int(lay.get("micro_batch"), "micro_batch")
     seq = _int((entry.get("model") or {}).get("seq_len"), "seq_len", binary=True)
     batch = global_batch_sequences(lay.get("global_batch"), seq, notes, replicas * (micro or 1))
     accum = _int(lay.get("grad_accum"), "grad_accum")
     if micro is None:
+        count = default_micro_batches[0] if default_micro_batches else 0
         if batch and accum and batch % (replicas * accum) == 0:
             micro = batch // (replicas * accum)
+        elif batch and count and batch % (replicas * count) == 0:
+            micro = batch // (replicas * count)
+            notes.append(f"micro-batch {micro}: {count} micro-batches per pipeline (torchtitan's default at the "
+                         f"run's date, {default_micro_batches[1]}; none stated)")
         else:
             micro = 1
             notes.append("micro-batch 1")
@@ -2863,14 +2914,17 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
         raise Unusable(f"NVFP4 on {GPUS[key]['description']}, which has no FP4 tensor cores")
     text = source_text(entry)
 
-    micro, batch = batch_of(entry, dp * (ep if deg["ep_axis"] else 1), others, notes)
+    schedule_notes: list[str] = []  # the schedule's, noted after the batch's and the recomputation's
+    schedule, vpp = schedule_of(lay, pp, schedule_notes, dims.layers)
+    micro, batch = batch_of(entry, dp * (ep if deg["ep_axis"] else 1), others, notes,
+                            titan_micro_batches(entry, family, pp, vpp))
     recompute = recompute_of(lay, dims.layers, family, notes)
     sp = stated_bool(lay.get("sequence_parallel"))
     if sp is None:
         sp = tp > 1
         if tp > 1:
             notes.append("sequence parallelism on (the frameworks' choice with tensor parallelism)")
-    schedule, vpp = schedule_of(lay, pp, notes, dims.layers)
+    notes += schedule_notes
     sharding = sharding_of(lay, family, text, notes)
     if sharding == "zero2" and family == "megatron" and not affirms(text, r"deepspeed"):
         # Megatron-Core's distributed optimizer (and MegaScale's, a fork) shards the optimizer state

@@ -11,16 +11,26 @@ its own open items and a third round of independent transcriptions (stop 61).
 - Megatron-Core's modules by the short names a table gives them: ModelZoo's "norm, act" is
   `--recompute-modules layernorm moe_act`; "up_proj" is MLA's (`MODULE_SHORT`; before, nothing or
   only "mlp" was read).
+- torchtitan's pipeline micro-batches where a row states no micro-batch: the pp degree until
+  2025-01-07, then the pp degree x stages per rank until 2025-04-08, then a micro-batch of one
+  sequence (`titan_micro_batches`; before, always one sequence, which read the 405B 3D runs of
+  December 2024 at 32 micro-batches for their 8 and put them +53 to +79 % too fast).
+- The GPU's own power in its name ("H100 96GB HBM2e (Grand Teton, 500 W)") is the power it ran at,
+  and HBM2e named on an H100 is 0.025 TB/s per GB of stacks (H100 PCIe's 2.0 TB/s over 80 GB): the
+  96 GB part's 2.4 TB/s (`power_and_memory`, `H100_HBM2E_TBPS_PER_GB`; before, neither was read and
+  the torchtitan 8B runs were +15 to +25 % too fast).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from .reader_paraphrase import ROWS, apply, diff, note, published, reading, setf
+from .reader_paraphrase import DROP, ROWS, apply, diff, note, published, reading, setf
 
 N145B = "narayanan21_t1_145B"  # 192 nodes of 8 A100
 CS = "bridge2602_h100_qwen3_235b_a22b_fp8cs"  # FP8-CS: per-tensor current scaling
+TITAN = "torchtitan_405b_512gpu_3d_1f1b"  # micro-batch 4: the pp degree's 8 micro-batches; 500 W, 2.4 TB/s
+TITAN_V = "torchtitan_405b_512gpu_3d_interleaved"
 ZOO = "modelzoo_qwen3_235b_crossnode_ep32_deepep"  # --recompute-modules layernorm moe_act, written "norm, act"
 
 
@@ -95,3 +105,30 @@ def test_modules_written_by_their_short_names_read_as_the_row_as_published(writt
 ])
 def test_megatron_modules_by_short_name(written, modules):
     assert published.megatron_modules({"layout": {"recompute": written}}) == modules
+
+
+@pytest.mark.parametrize("rid", [TITAN, TITAN_V])
+def test_torchtitan_pipeline_micro_batches_default_to_the_pp_degree_in_2024(rid):
+    row, others = ROWS[rid]
+    assert diff(reading(apply(row, [setf("layout.micro_batch", DROP)]), others), reading(row, others)) == []
+
+
+@pytest.mark.parametrize("date,count", [("2024-12", 8), ("2025-02-01", 16), ("2025-06", None), ("2025", None)])
+def test_torchtitan_micro_batches_follow_the_code_of_the_runs_date(date, count):
+    """pp 8 with two stages per rank: the pp degree, then the stages, then micro-batch 1 (None);
+    a year that holds a change decides nothing."""
+    entry = {"runtime": {"date": date}}
+    found = published.titan_micro_batches(entry, "torchtitan", 8, 2)
+    assert (found[0] if found else None) == count
+    assert published.titan_micro_batches(entry, "megatron", 8, 2) is None
+
+
+def test_the_gpus_power_and_hbm2e_in_its_name_are_read():
+    row, others = ROWS[TITAN]
+    ops = [setf("hardware.power_limit_w", DROP), setf("hardware.hbm_bandwidth_tbps", DROP),
+           setf("hardware.note", "400 Gb/s per GPU backend RDMA"),
+           setf("hardware.gpu", "H100 96GB HBM2e (Grand Teton, 500 W)")]
+    assert diff(reading(apply(row, ops), others), reading(row, others)) == []
+    # control: an H100 named without either runs at the SXM part's 700 W and 3.35 TB/s
+    plain = reading(apply(row, ops[:3] + [setf("hardware.gpu", "H100 SXM")]), others)
+    assert not any("power-limit" in line or "hbm-bandwidth" in line for line in plain["spec"])
