@@ -29,6 +29,7 @@ from parc.catalog.gpus import FP4_SPARSE_FLOPS, GPUS, PRECISION_PEAK
 from parc.kernels import DEEPEP_SMS, HYBRIDEP_SMS
 from parc.memory.inputs import keeps_original_input
 from parc.plan import Target
+from parc.power import BOARD_POWER
 from parc.spec import modules_of_absent_parts
 from parc.stages import empty_ends_split
 from parc.targets import gather_bytes, shared_overlap_applies
@@ -148,6 +149,20 @@ def _int(value, name: str, binary: bool = False) -> int | None:
         raise Unusable(f"`{name}` is not a whole number ({value!r})")
     if placeholder(value):  # "n/a", "not stated", "-": the row does not say
         return None
+    text = str(value)
+    spelled = re.fullmatch(r"\s*([a-z]+(?:-[a-z]+)?)\s*", text.lower())
+    if spelled and spelled.group(1) in SPELLED:  # "eight"
+        return SPELLED[spelled.group(1)]
+    # the number the field counts where it holds more than one: its own label's ("4 experts per rank,
+    # EP=64"), an arithmetic's result or a derivation's ("1536 / (8x8) = 24", "n/a (derived: 24)"), the
+    # sequences beside a token count ("4096 tokens (2 sequences)")
+    own = re.search(r"(?<![a-z])" + re.escape(name.split("_")[0]) + r"\s*[=:]\s*" + COUNT + r"(?![\d.])", text, flags=re.I)
+    result = (re.search(r"[/*×x+]\s*[^=]*=\s*" + COUNT + r"\s*\)?\s*$", text)
+              or re.search(r"\bderived\W{0,3}" + COUNT + r"\b", text, flags=re.I))
+    sequences = "token" in text.lower() and re.search(COUNT + r"\s*(?:seqs?|sequences|samples)\b", text, flags=re.I)
+    chosen = own if own and len(re.findall(r"\d+", text)) > 1 else result or sequences
+    if chosen:
+        return int(chosen.group(1).replace(",", ""))
     scaled = re.match(SCALED, str(value))
     if scaled:
         scale = BINARY_SCALE if binary or scaled.group(3) else DECIMAL_SCALE  # "8Ki" is binary whatever the field
@@ -165,7 +180,9 @@ def _int(value, name: str, binary: bool = False) -> int | None:
 
 
 PLACEHOLDER = (r"\s*(?:n/?a|null|unknown|unstated|unspecified|not\s+(?:stated|published|given|reported|specified)"
-               r"|[-–—?]+)?\s*\.?\s*(?:\((?:not|un)[^)]*\))?\s*")
+               r"|[-–—?]+)?\s*\.?\s*(?:\((?:not|un)[^)]*\))?\s*"
+               r"|\s*(?:unknown|unstated|unspecified|not\s+(?:stated|published|given|reported|specified))\s*[.,;:]?\s*"
+               r"\([^)]*\)\s*")  # "unstated (see recipe)": the aside says where, not what
 """What a transcriber writes for a field the source leaves open: "n/a", "not stated", "-", or
 nothing; such a field is unstated, never a value."""
 
@@ -197,19 +214,38 @@ def stated_bool(value) -> bool | None:
     text = str(value).strip().lower()
     if placeholder(value) or re.fullmatch(r"\(\s*(?:n/?a|none|unknown|\?)\s*\)|tbd", text):  # bare "none" is a no
         return None
+    if re.match(r"\W*(?:" + LEFT_OPEN_WORDS + r")\b", text):  # "not stated (default on with TP)"
+        return None
+    text = re.sub(r"^[a-z][\w -]*?\s*[:=]\s*(?=\S)", "", text)  # the subject's label: "SP: no", "sequence parallel: no"
     first = re.match(r"[\W_]*([a-z0-9]+|[✓✗])", text)
     token = first.group(1) if first else ""
     if token in ("no", "none", "n", "false", "off", "disabled", "disable", "0", "without", "not", "✗"):
         return False
     if token in ("yes", "y", "true", "on", "enabled", "enable", "1", "with", "✓"):
         return True
-    return not re.search(r"\b(?:off|disabled|false)\b", text)  # "SP off": the word after the subject
+    # the word after the subject: "SP off", "SP no", "sequence parallelism was not used"
+    return not re.search(r"\b(?:off|disabled|false|no|none|not|never)\b|✗", text)
+
+
+UNUSED_HEAD = r"(?:n/?a|none|no|off|disabled|unused|not[ -](?:used|applicable|enabled)|[-–—]+(?![a-z-]))"
+"""The words that write a parallel degree as not used, where they open the field."""
 
 
 def unused(value) -> bool:
-    """A parallel degree written as not used ("none", "n/a", "-", "off"): 1. Unlike "not stated"
-    or "unknown", which leave it open."""
-    return isinstance(value, str) and re.fullmatch(r"\s*(?:n/?a|none|no|off|[-–—]+)\s*", value, flags=re.I) is not None
+    """A parallel degree written as not used: "none", "n/a", "-", "off", also with words after them
+    ("n/a (no tensor parallelism)", "none (FSDP only)", "- (seq 2048)", "n/a: dense", "expert TP:
+    none"), "no TP", "no pipelining", "without experts", "single stage": 1. Unlike "not stated" or
+    "unknown", which leave it open, and a count derived beside the words ("n/a (derived: 24)")."""
+    if not isinstance(value, str):
+        return False
+    text = re.sub(r"^\s*[a-z][a-z _-]*:\s*(?=" + UNUSED_HEAD + r"\W*$)", "", value.lower())  # "expert TP: none"
+    if re.fullmatch(r"\s*" + UNUSED_HEAD + r"\s*", text):
+        return True
+    if re.search(r"deriv|=|" + LEFT_OPEN, text):
+        return False
+    return bool(re.match(r"\s*" + UNUSED_HEAD + r"\s*(?:[(:,;—–-]|$)", text)
+                or re.match(r"\s*(?:no|without)\s+(?!\d)\w", text)
+                or re.match(r"\s*single[ -](?:stage|replica|chunk|pipeline|model[ -]chunk)", text))
 
 
 def expert_tp_of(lay: dict, text: str) -> int | None:
@@ -232,10 +268,14 @@ def placeholder(value) -> bool:
 
 COUNT = r"(\d{1,3}(?:,\d{3})+|\d+)"
 """A whole number, bare or with thousands separators ("1,536", which must never read as 1)."""
-WHOLE = (r"\s*(?:[A-Za-z][A-Za-z _-]*?\s*[=:-]?\s*)?" + COUNT
-         + r"(?![\d.,]|[KkMm]i?(?![A-Za-z])|\s*(?:[-–]|to\b)\s*\d)")  # "2-4" is a range, no count
-"""A whole number as a row writes it: bare, after a label ("TP=8", "tp 8"), or with thousands
-separators ("1,536", which must never read as 1)."""
+WHOLE = (r"\s*(?:-{0,2}[A-Za-z][A-Za-z _-]*?\s*[=:(-]?\s*)?" + COUNT
+         + r"(?![\d.]|,\d|[KkMm]i?(?![A-Za-z])|\s*(?:[-–]|to\b)\s*\d)")  # "2-4" is a range, no count
+"""A whole number as a row writes it: bare, after a label ("TP=8", "tp 8", "TP(8)", a command
+line's "--tensor-model-parallel-size 8"), or with thousands separators ("1,536", which must never
+read as 1; "gbs=384, mbs=1" is 384)."""
+SPELLED = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "twelve": 12,
+           "sixteen": 16, "thirty-two": 32, "sixty-four": 64}
+"""Degrees and counts a field spells out ("eight", "four")."""
 SCALED = r"\s*(?:[A-Za-z][A-Za-z _-]*?\s*[=:-]?\s*)?(\d+(?:\.\d+)?)\s*([KkMmBb])(i?)(?![A-Za-z])"
 """A number with a multiplier letter: "2K", "128k", "1.5M", "seq=8K"; "8Ki" (binary, always)."""
 DECIMAL_SCALE = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9}
@@ -412,7 +452,7 @@ def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str
                 else _int(stated_per_node, "gpus_per_node") or g["gpus_per_node"])
     network = network_of(hw, per_node, g, notes)
     gpu = f"gpu {key}" + (f" {{ {', '.join(overrides)} }}" if overrides else "")
-    limited = power_and_memory(hw, notes)
+    limited = power_and_memory(hw, notes, BOARD_POWER.get(key))
     if "v100" in lowered and not any(line.startswith("hbm-bandwidth") for line in limited):
         limited.append("hbm-bandwidth 0.9 TB/s")  # V100 SXM2 datasheet: 900 GB/s HBM2
     if (key.startswith("h100") and re.search(r"hbm2e", f"{name} {hw.get('note') or ''}", flags=re.I)
@@ -442,11 +482,12 @@ power 500 W". A figure that belongs to something else ("3000 W power supplies") 
 a part's TDP ("400 W TDP per GPU, no power cap"): its rating, not a cap."""
 
 
-def power_and_memory(hw: dict, notes: list[str]) -> list[str]:
+def power_and_memory(hw: dict, notes: list[str], board: float | None = None) -> list[str]:
     """The spec's `power-limit` and `hbm-bandwidth` lines from a row's hardware: the optional
     fields `power_limit_w` and `hbm_bandwidth_tbps`, else a note's "500 W power cap" / "power
     limit 500W" and "HBM2e (2.4 TB/s)" / "2.4 TB/s HBM" (the compiler derates the peak,
-    `parc.power`; bytes per second, never bits, for memory)."""
+    `parc.power`; bytes per second, never bits, for memory), else a power in the GPU's name below
+    its `board` power ("H100 96GB HBM2e (Grand Teton, 500 W)"; "A100 (400W TDP)" is its own)."""
     out = []
     text = " ".join(str(hw.get(k) or "") for k in ("note", "network"))
     watts = hw.get("power_limit_w")
@@ -459,11 +500,12 @@ def power_and_memory(hw: dict, notes: list[str]) -> list[str]:
             watts = float(value) * (1000.0 if unit.lower() == "kw" else 1.0)
         elif smi:  # `nvidia-smi -pl 500`: watts
             watts = float(smi.group(1))
-        elif re.search(POWER, str(hw.get("gpu") or ""), flags=re.I):
-            # the part's own power in its name ("H100 96GB HBM2e (Grand Teton, 500 W)"): the board power it
-            # ran at, a limit wherever below the datasheet's (the compiler derates only then)
+        elif board and re.search(POWER, str(hw.get("gpu") or ""), flags=re.I):
+            # the part's own power in its name ("H100 96GB HBM2e (Grand Teton, 500 W)"): the power it ran
+            # at, a limit where below the datasheet's board power
             value, unit = re.search(POWER, str(hw["gpu"]), flags=re.I).groups()
-            watts = float(value) * (1000.0 if unit.lower() == "kw" else 1.0)
+            named = float(value) * (1000.0 if unit.lower() == "kw" else 1.0)
+            watts = named if named < board else None
     if watts:
         out.append(f"power-limit {watts:g} W")
         notes.append(f"power limit {watts:g} W stated: the peak is derated by the compiler")
@@ -1315,7 +1357,7 @@ DENIED_BEFORE = re.compile(r"(?:\bno|\bnot|\bnon|\bnever|\bneither|\bnor|\bwitho
 """A denial in the words just before a mention, within its clause: "no DeepEP", "without
 torch.compile", "did not use FlashAttention", "pre-FlashAttention", "no DeepEP/HybridEP"."""
 
-LEFT_OPEN_WORDS = r"not (?:stated|specified|confirmed|known|given)|unstated|unconfirmed|unknown"
+LEFT_OPEN_WORDS = r"not (?:stated|specified|confirmed|known|given|published)|unstated|unconfirmed|unknown"
 """Words that leave what they follow open: "current scaling not stated", "DeepEP (unconfirmed)"."""
 LEFT_OPEN = r"\b(?:" + LEFT_OPEN_WORDS + r")\b"
 
@@ -1630,8 +1672,10 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     # FSDP's traffic: under pipelining torch's stages defer the gradients' reduction to the last
     # micro-batch (`PipelineStage.backward_maybe_with_nosync`), where the megatron contract's
     # zero2 reduce-scatters every micro-batch.
-    torch_fsdp = family == "other" and re.search(r"\bfsdp\d?\b|fully[ _]shard|shard_grad_op|full_shard|hybrid_shard",
-                                                  _words((entry.get("layout") or {}).get("zero_or_fsdp")))
+    sharding_words = re.sub(r"reshard[\w-]*\W{0,3}(?:disabled|off|false|0)\b", " ",  # an option of FSDP, not a denial of it
+                            _words((entry.get("layout") or {}).get("zero_or_fsdp")))
+    torch_fsdp = family == "other" and affirms(sharding_words,
+                                               r"\bfsdp\d?\b|fully[ _]shard|shard_grad_op|full_shard|hybrid_shard")
     if torch_fsdp:
         notes.append("PyTorch FSDP's data-parallel traffic (FSDP stated, no Megatron runtime): under "
                      "pipelining the gradients are reduced once per step, after the last micro-batch")
@@ -1938,9 +1982,10 @@ def target_line(software: timing.Software, family: str, precision: str) -> str:
 # Layout and training settings
 
 
-FP8_RECIPES = (("mxfp8", r"fp8mx|mxfp8|microscal|blockscal\w*mx|32elementblock|block32\b|block32scal"),
+FP8_RECIPES = (("mxfp8", r"fp8mx|mxfp8|microscal|blockscal\w*mx|32elementblock|block32\b|block32scal|1x32(?!\d)|per32element"
+                         r"|e8m0"),
                ("blockwise", r"blockwise|finegrained|1x128|128x128|fp8blockscal|float8blockscal|subchannel"),
-               ("current", r"fp8cs|currentscal|tensorwise|pertensorcurrent"),
+               ("current", r"fp8cs|currentscal|tensorwise|pertensorcurrent|pertensordynamic|dynamicpertensor|dynamicscal"),
                ("delayed", r"delayedscal|amaxhistory"))
 """Transformer Engine's fp8 recipes as rows write them, matched with spaces, "_", "-" and
 parentheses removed ("FP8 (MX)" is "fp8mx"): MXFP8's 32-element blocks, DeepSeek-V3's 1x128 and
@@ -1954,7 +1999,8 @@ FP8_RECIPE_OPTION = r"(?<![\w-])(?:--)?fp8[-_ ]recipe\W{0,4}(\w+)"
 def _fp8_recipes_named(words: str) -> list[str]:
     """The recipes `words` name, in `FP8_RECIPES`' order, read with the clauses that leave the
     recipe open left out ("fp8 (delayed/current scaling not stated)" names none)."""
-    words = " ".join(c for c in re.split(r"[(),;]", words.lower()) if not re.search(LEFT_OPEN, c))
+    first, *rest = re.split(r"[(),;]", words.lower())  # a later clause that denies or compares names none
+    words = " ".join(c for c in [first] + [c for c in rest if not re.search(SET_ASIDE, c)] if not re.search(LEFT_OPEN, c))
     text = re.sub(r"[\s_()-]+", "", words)  # "FP8 (MX)" = "fp8mx"
     return [name for name, pattern in FP8_RECIPES if re.search(pattern, text)]
 
@@ -1983,23 +2029,57 @@ def fp8_recipe_of(entry: dict) -> str:
     return named[0] if len(named) == 1 else "delayed"
 
 
+NVFP4_WORDS = r"nv[- ]?fp4|fp4\W{0,3}(?:\w+\W+){0,3}?16[- ]element"
+"""NVFP4 by name, or by its definition: FP4 in blocks of 16 elements (MXFP4's are 32)."""
+
+SET_ASIDE = (r"\b(?:no|not|without|unused|disabled|off|false|none|vs\.?|versus|unlike|instead|separate|companion"
+             r"|other)\b|[:=]\s*(?:false|0)\b")
+"""Words that set a format named after the first clause aside: denied ("FP8 unused", "fp8=False",
+"no FP8 autocast") or named in contrast ("vs FP8 in the companion row")."""
+
+COMPUTE_WORDS = r"gemm|matmul|linear|layers|compute|recipe|autocast|transformer engine|\bte\b|training"
+"""Words that say a format named after the first clause is the GEMMs' ("BF16 (FP8 linears via TE)")."""
+
+
+def _formats(text: str) -> list[str]:
+    """The GEMM formats `text` names, in the reader's order of precedence."""
+    found = []
+    if re.search(NVFP4_WORDS, text):
+        found.append("nvfp4")
+    elif re.search(r"fp4|float4|\b4[- ]?bit", text):
+        found.append("fp4")
+    if re.search(r"fp8|float8|\be4m3|\be5m2", text):
+        found.append("fp8")
+    if re.search(r"(?<!b)fp16|(?<!b)float16|\bhalf\b", text):
+        found.append("fp16")
+    if re.search(r"bf16|bfloat16", text):
+        found.append("bf16")
+    return found
+
+
 def precision_of(lay: dict) -> str:
+    """The GEMMs' format a row's precision field states: the format its first clause names (its
+    precedence: NVFP4, fp8, fp16, bf16; "FP16 (A100 supports BF16 too)" is fp16), a later clause's
+    fp8 where it says the GEMMs run in it ("BF16 (FP8 linears via TE)"), a later clause's formats
+    where the first names none; never a format denied or set aside ("BF16 (FP8 unused)", "BF16
+    (vs FP8 in the companion row)"); bf16 where none is named."""
     # a negated format says which is not used: "BF16 (no FP8)", "FP8 disabled", "fp16 (not bf16)"
     # (only where the denial ends its clause: "fp8 disabled in the first layers" still runs fp8)
-    text = re.sub(r"\b(?:no|not|without)\s+(\w+)(?:\s+(?:training|gemms?|matmuls?|linears?|recipe|compute))?\s*(?=[),;]|$)"
-                  r"|(\w+)\s+(?:(?:was|were|is)\s+)?(?:disabled|off|not\s+used)\s*(?=[),;]|$)", " ",
-                  _words(lay.get("precision")))
-    if re.search(r"nv[- ]?fp4", text):
-        return "nvfp4"
-    if re.search(r"fp4|float4|\b4[- ]?bit", text):
+    first, *rest = re.split(r"[(),;]", _words(lay.get("precision")))
+    first = re.sub(r"\b(?:no|not|without)\s+(\w+)(?:\s+(?:training|gemms?|matmuls?|linears?|recipe|compute|autocast))?"
+                   r"\s*$|(\w+)\s+(?:(?:was|were|is)\s+)?(?:disabled|off|not\s+used)\s*$", " ", first)
+    kept = [c for c in rest if not re.search(SET_ASIDE, c)]
+    formats = _formats(first)
+    if "fp8" not in formats and any("fp8" in _formats(c) and re.search(COMPUTE_WORDS, c) for c in kept):
+        formats = ["fp8"]
+    formats = formats or _formats(" ".join(kept))
+    if formats and formats[0] == "fp4" and re.search(NVFP4_WORDS, _words(lay.get("precision"))):
+        formats = ["nvfp4"]  # "FP4 (NVIDIA's 16-element block format)"
+    if formats and formats[0] == "fp4":
         raise Unusable(f"precision `{lay.get('precision')}`: 4-bit GEMMs other than NVFP4 (MXFP4's 32-element "
                        "blocks), which parc does not model; read as NVFP4, fp8 or bf16 the run would be "
                        "predicted at another speed than it ran")
-    if "fp8" in text or "float8" in text or re.search(r"\be4m3|\be5m2", text):
-        return "fp8"
-    if re.search(r"fp16|float16|\bhalf\b", text) and not re.search(r"bf16|bfloat16", text):
-        return "fp16"
-    return "bf16"
+    return formats[0] if formats else "bf16"
 
 
 MODULE_WORDS = {"core_attn": "the attention core", "layernorm": "the two norms",
@@ -2082,24 +2162,26 @@ def recompute_of(lay: dict, layers: int, family: str, notes: list[str]) -> str:
         return "none"
     # a negation with no kind of recomputation named: "without activation checkpointing",
     # "activation_checkpointing: False", "checkpointing off"
-    subject = r"(?:activation[\s_-]*)?(?:recomput\w*|checkpoint\w*|remat\w*|ac)"
-    if (re.search(r"\b(?:no|not|without)\s+" + subject + r"\b|\b" + subject + r"\s*[:=]?\s*(?:off|false|disabled|none)\b"
-                  r"|\b" + subject + r"[^.;,]{0,20}?\b(?:(?:was|were) not used|not used|turned off|switched off|disabled)\b",
-                  text)
+    # (the subject whole: "activation_checkpointing_reentrant: false" is an option of it, not it)
+    subject = r"(?:activation[\s_-]*)?(?:recomput(?:e|ed|ation|ing)?|checkpoint(?:s|ed|ing)?|remat\w*|ac)(?![\w-])"
+    if (re.search(r"\b(?:no|not|without)\s+" + subject + r"|\b" + subject + r"\s*[:=]?\s*(?:off|false|disabled|none)\b"
+                  r"|\b" + subject + r"[^.;,]{0,20}?\b(?:(?:was|were) not used|not used|not enabled|turned off|switched off"
+                  r"|disabled)\b", text)
             and not re.search(r"\b(?:selective|full|uniform|block|every|partial|core|\d+\s*(?:of\s*\d+\s*)?layers?)\b",
                               text)):
         return "none"
-    if re.search(r"selective[\s_-]*layer|every (?:other|2nd|second) layer", text):
+    leading_full = re.match(r"\W*(?:full|uniform)\b", text)  # "full (not selective)": the rest compares
+    if not leading_full and re.search(r"selective[\s_-]*layer|every (?:other|2nd|second) layer", text):
         notes.append(f"selective per layer = full recomputation of every second layer (`full {layers // 2}`)")
         return f"full {layers // 2}"
-    if "selective" in text:
+    if not leading_full and "selective" in text:
         if family == "torchtitan":
             notes.append("torchtitan's per-op policy: `selective` under `target torchtitan` (every second "
                          "matmul of a block recomputed)")
         return "selective"
-    if re.search(r"--recompute-activations\b|\brecompute[-_ ]activations\b", text):
+    if not leading_full and re.search(r"--recompute-activations\b|\brecompute[-_ ]activations\b", text):
         return "selective"  # Megatron-LM's --recompute-activations: selective (Korthikanti et al. 2022)
-    if re.search(r"core[\s_-]*att(?:ention|n)|att(?:ention|n)[\s_-]*(?:core|only|recompute)|^(?:attention|attn)$"
+    if not leading_full and re.search(r"core[\s_-]*att(?:ention|n)|att(?:ention|n)[\s_-]*(?:core|only|recompute)|^(?:attention|attn)$"
                  r"|recompute\W*(?:attention|attn)\b|softmax[^.;]{0,40}?(?:attention|dropout)|attention[- ]over[- ]v\b", text):
         return "selective"  # recomputing the core attention alone is Korthikanti et al.'s selective
     if re.search(r"full|uniform|block|every (?:\w+ )?layer|all (?:\w+ )?layers|checkpoint|partial|^(?:yes|true|on|enabled)\b"
@@ -2151,8 +2233,13 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
                     r"(?:off|false|disabled|0)\b|distributed[\s_-]*data[\s_-]*parallel", " ", _words(raw))
     words = re.sub(r"[^a-z0-9]", "", stated)
     # FSDP that keeps the gathered parameters after the forward (SHARD_GRAD_OP): ZeRO-2
-    kept = re.search(r"reshardafterforwardfalse|no(?:t)?reshard(?:ing)?afterforward|notreshardedafterforward"
+    kept = re.search(r"reshardafterforward(?:false|disabled|off|0)|no(?:t)?reshard(?:ing)?afterforward|notreshardedafterforward"
                      r"|(?:parameters|params)(?:kept|stay|remain)gathered", re.sub(r"[^a-z0-9]", "", _words(raw))) is not None
+    if re.match(r"\s*(?:none|ddp)\b\W*\(", _words(raw)):  # "none (predates the distributed optimizer)": the aside explains
+        return "none"
+    zero_paper = re.search(r"p_?os(\W*\+\W*g)?(\W*\+\W*p)?", _words(raw))  # the ZeRO paper's P_os, P_os+g, P_os+g+p
+    if zero_paper and re.search(r"zero", _words(raw)):
+        return "zero3" if zero_paper.group(2) else "zero2" if zero_paper.group(1) else "zero1"
     if "hsdp" in words or "hybrid" in words:
         return "hsdp"
     if any(w in words for w in ("zero3", "stage3", "fullshard", "fullysharded", "fullyshard")):
@@ -2179,12 +2266,17 @@ def schedule_of(lay: dict, pp: int, notes: list[str], layers: int = 0) -> tuple[
     stages", "4 model chunks per rank", "V=4"; "--num-layers-per-virtual-pipeline-stage 2" with the
     model's `layers` over pp ranks)."""
     text = _words(lay.get("pipeline_schedule")).replace("_", "-")
+    text = re.sub(r"\b(" + "|".join(SPELLED) + r")\b", lambda m: str(SPELLED[m.group(1)]), text)  # "four virtual stages"
+    # words that leave only the count open ("interleaved (virtual stages unstated)") deny no interleaving
+    text = re.sub(r"\(?\s*(?:the\s+)?(?:number of\s+)?(?:virtual\s+)?(?:stages?|chunks?|vpp|degree)\s+(?:"
+                  + LEFT_OPEN_WORDS + r")\s*\)?", " ", text)
     vpp = 1 if unused(lay.get("vpp")) else _int(lay.get("vpp"), "vpp")
     per_stage = (re.search(r"layers[ -]per[ -]virtual[ -](?:pipeline[ -])?stage\s*[=:]?\s*(\d+)", text)
                  or re.search(r"(\d+)\s*layers[ -]per[ -]virtual[ -](?:pipeline[ -])?stage", text))
-    stated = (re.search(r"(?:\bvpp?(?:[ -]size)?|\bv(?=\s*=)|virtual[ -]?(?:pipeline[ -]?)?(?:model[ -])?(?:parallel[ -])?"
-                        r"(?:size|stages?|chunks?)?|num-model-chunks)\s*[=:]?\s*(\d+)", text)
-              or re.search(r"(\d+)\s*(?:virtual[ -]?(?:pipeline[ -]?)?(?:stages?|chunks?)|(?:model[ -])?chunks?[ -]per)", text)
+    stated = (re.search(r"(?:\bvpp?(?:[ -](?:size|degree))?|\bv(?=\s*=)|virtual[ -]?(?:pipeline[ -]?)?(?:model[ -])?"
+                        r"(?:parallel[ -])?(?:size|degree|stages?|chunks?)?|num-model-chunks)\s*[=:]?\s*(\d+)", text)
+              or re.search(r"(\d+)\s*(?:virtual[ -]?(?:pipeline[ -]?)?(?:stages?|chunks?)|v-?stages?\b|(?:model[ -])?chunks?[ -]per"
+                           r"|(?:interleaved\s+)?stages?\s+per\s+(?:device|rank|gpu))", text)
               or re.search(r"(?:interleav\w*|1f1b)\W[^.;]{0,12}?\bx?(\d+)\s*(?:model[ -])?chunks\b", text))
     if per_stage and layers and pp and int(per_stage.group(1)) and layers % (pp * int(per_stage.group(1))) == 0:
         stated_v = layers // (pp * int(per_stage.group(1)))
@@ -2207,7 +2299,12 @@ def schedule_of(lay: dict, pp: int, notes: list[str], layers: int = 0) -> tuple[
             notes.append("interleaved-zb with 2 virtual stages (torch's zero-bubble schedule interleaves; "
                          "parc has no single-chunk one)")
         return "interleaved-zb", max(vpp, 2)
-    if affirms(text, r"gpipe|\bafab\b|all[- ]forward[- ](?:then[- ])?all[- ]backward", SET_OFF + r"|\W{0,3}(?:'s|memory)"):
+    gpipe = re.search(r"gpipe|\bafab\b|all[- ]forward[- ](?:then[- ])?all[- ]backward", text)
+    compared = gpipe and (re.search(r"1f1b|interleav|pipedream", text[:gpipe.start()])  # "1F1B; GPipe would need more"
+                          or re.search(r"(?:rather than|instead of|\bvs\.?|versus|than|unlike|compared (?:with|to))\W*"
+                                       r"(?:the\s+)?$", text[:gpipe.start()]))  # "1F1B (vs GPipe)"
+    if not compared and affirms(text, r"gpipe|\bafab\b|all[- ]forward[- ](?:then[- ])?all[- ]backward",
+                                SET_OFF + r"|\W{0,3}(?:'s|memory)"):
         return "gpipe", 1
     if "interleav" in text or vpp > 1:
         if vpp < 2:
@@ -2297,8 +2394,8 @@ def layout_split(layout: str, chunks: int) -> tuple[list[int], int]:
 
 def layout_of(lay: dict, gpus: int, notes: list[str]) -> dict:
     """Degrees of every axis, with the one a row leaves out derived from its GPU count."""
-    # a degree written as not used is 1; for dp only "none" (its "n/a" leaves it to the GPU count)
-    deg = {a: 1 if unused(lay.get(a)) and (a != "dp" or _words(lay.get(a)).strip() == "none")
+    # a degree written as not used is 1; for dp not a bare placeholder (its "n/a" leaves it to the GPU count)
+    deg = {a: 1 if unused(lay.get(a)) and (a != "dp" or not placeholder(lay.get(a)))
            else _int(lay.get(a), a) for a in ("tp", "pp", "dp", "cp", "ep")}
     if all(deg[a] is None for a in ("tp", "pp", "dp")):  # the layout as one string: "TP8/PP4/DP16", "tp=8, pp=4"
         written = " ".join(str(v) for v in lay.values() if isinstance(v, str))
@@ -2513,7 +2610,7 @@ def read_recipe(entry: dict) -> dict:
     if "cutedsl_fused_grouped_mlp" in (r.get("other") or ()):
         said.append("fused-grouped-mlp (recipe: cutedsl_fused_grouped_mlp)")
     lay, model = dict(entry.get("layout") or {}), dict(entry.get("model") or {})
-    if not lay.get("recompute"):
+    if placeholder(lay.get("recompute")) or not str(lay.get("recompute")).strip():  # "not stated", "-": the recipe's
         if r.get("recompute_modules"):
             lay["recompute"] = "--recompute-modules " + " ".join(r["recompute_modules"])
         elif r.get("recompute") == "none" or r.get("recompute_modules") == []:
@@ -2690,7 +2787,9 @@ RECOMPUTE_WORDS = (r"(?:full|selective|uniform)[-_ ](?:activation[-_ ])?(?:recom
                    r"|(?:recomput\w*|checkpoint\w*)\b[^.;\n]{0,30}?\b(?:every|all|each) (?:\w+ )?layers?"
                    r"|(?:every|all|each) (?:\w+ )?layers?(?:'s)?\b[^.;\n]{0,30}?\b(?:recomputed|checkpointed)"
                    r"|--checkpoint-activations|--recompute-activations|--recompute-granularity[\s=:]+\w+"
-                   r"|activations?-checkpoint-method[\s=:]+uniform")
+                   r"|activations?-checkpoint-method[\s=:]+uniform"
+                   r"|recomput\w*\s+(?:all|every)\s+(?:of\s+)?(?:the\s+)?(?:layers'\s+)?activations"
+                   r"|(?:all|every)\s+(?:of\s+)?(?:the\s+)?activations\s+(?:were\s+|are\s+)?recomputed")
 """Recomputation stated in words where the row's `recompute` field is empty: "full activation
 checkpointing", "every layer's activations recomputed", `--checkpoint-activations`,
 `--recompute-granularity full`. Not its absence ("without activation checkpointing"), which an
@@ -2849,16 +2948,32 @@ def titan_micro_batches(entry: dict, family: str, pp: int, stages: int) -> tuple
     return None
 
 
+def count_of(value, name: str) -> int | None:
+    """A micro-batch or accumulation count as a row writes it: the number, or the one beside a
+    placeholder ("n/a (1)"); gradient accumulation written as not used ("none", "off", "no
+    accumulation") is 1; a count left open ("n/a (DualPipe micro-batches not published)") or a
+    micro-batch written as not used is unstated (None)."""
+    if isinstance(value, str):
+        beside = re.fullmatch(r"\s*(?:n/?a|none|off|[-–—]+)\W*\(\s*(\d+)\s*\)\s*", value, flags=re.I)
+        if beside:
+            return int(beside.group(1))
+        if unused(value) and not placeholder(value) and not re.match(r"\s*n/?a\b", value, flags=re.I):
+            return 1 if name == "grad_accum" else None
+        if re.search(LEFT_OPEN, value.lower()) or re.match(r"\s*n/?a\b", value, flags=re.I):
+            return None
+    return _int(value, name)
+
+
 def batch_of(entry: dict, replicas: int, others: list[dict], notes: list[str],
              default_micro_batches: tuple[int, str] | None = None) -> tuple[int, int]:
     """Micro-batch and global batch (sequences): as published, else from gradient accumulation,
     else from the runtime's default count of micro-batches (`titan_micro_batches`), else 1; a
     global batch unpublished is borrowed from a sibling run (`sibling_micro_batches`)."""
     lay = entry.get("layout") or {}
-    micro = _int(lay.get("micro_batch"), "micro_batch")
+    micro = count_of(lay.get("micro_batch"), "micro_batch")
     seq = _int((entry.get("model") or {}).get("seq_len"), "seq_len", binary=True)
     batch = global_batch_sequences(lay.get("global_batch"), seq, notes, replicas * (micro or 1))
-    accum = _int(lay.get("grad_accum"), "grad_accum")
+    accum = count_of(lay.get("grad_accum"), "grad_accum")
     if micro is None:
         count = default_micro_batches[0] if default_micro_batches else 0
         if batch and accum and batch % (replicas * accum) == 0:

@@ -283,10 +283,12 @@ case("power limit in hardware.note", "torchtitan_405b_512gpu_3d_1f1b", "power_an
          "running at 500 W (power-capped)", "500 W cap", "power cap: 500W", "nvidia-smi -pl 500",
          "limited to 500 W", "0.5 kW power limit",
      ]])
+# (the GPU named without its HBM2e, which alone gives the same 2.4 TB/s: `H100_HBM2E_TBPS_PER_GB`)
+PWG = PW + [setf("hardware.gpu", "H100 SXM (Grand Teton)")]
 case("HBM bandwidth in hardware.note", "torchtitan_405b_512gpu_3d_1f1b", "power_and_memory ~l.370",
-     PW + [setf("hardware.note", "400 Gb/s per GPU backend RDMA; 500W power limit; HBM2e 2.4 TB/s")],
-     PW + [setf("hardware.note", "400 Gb/s per GPU backend RDMA; 500W power limit")],
-     [("para", p, PW + [setf("hardware.note", "400 Gb/s per GPU backend RDMA; 500W power limit; " + p)]) for p in [
+     PWG + [setf("hardware.note", "400 Gb/s per GPU backend RDMA; 500W power limit; HBM2e 2.4 TB/s")],
+     PWG + [setf("hardware.note", "400 Gb/s per GPU backend RDMA; 500W power limit")],
+     [("para", p, PWG + [setf("hardware.note", "400 Gb/s per GPU backend RDMA; 500W power limit; " + p)]) for p in [
          "2.4 TB/s HBM2e", "memory bandwidth 2.4 TB/s", "HBM bandwidth: 2.4 TB/s", "2.4 TB/s memory bandwidth",
          "HBM2e at 2.4 TB/s", "HBM2e (2.4 TB/s)",
      ]])
