@@ -603,18 +603,28 @@ def _stated_port_rate(text: str) -> float | None:
     return float(GENERATIONS[found.group(1).lower()]) if found else None
 
 
+PORT_RATES = (25.0, 50.0, 100.0, 200.0, 400.0, 800.0)
+"""The Gb/s of network ports (Ethernet and InfiniBand generations): a G figure in parentheses after a
+GPU's name is a port only at one of these, else memory ("DGX-A100 (8x40G)")."""
+
+
 def _short_ports(text: str, per_node: int) -> str | None:
     """A count of ports at a rate written the short way, clause by clause, skipping clauses about
     NVLink, storage or management (`NOT_COMPUTE`): "4 x 200G", "8x400G", "4 x HDR200", "8x NDR400",
     and with the count after, "HDR200 x4", "200G HDR x 4 per node", "ConnectX-6 200G x4"; "per
-    GPU" counts each GPU's. A G figure after a GPU's name ("A100 80G x 8") is memory, not a port."""
+    GPU" counts each GPU's. A G figure after a GPU's name ("A100 80G x 8", "DGX-A100 (8x40G)") is memory,
+    not a port."""
     for clause in compute_clauses(text):
         port = r"(?:(?:edr|hdr|ndr|xdr)\s*(?P<gen>\d{2,4})|(?<![\d.])(?P<g>\d{2,4})\s*G(?![Bb]/?s?\b|B))"
         found = (re.search(r"(?P<count>\d+)\s*x\s*" + port, clause, flags=re.I)
                  or re.search(port + r"(?:\s*[A-Za-z]+){0,2}?\s*x\s*(?P<count>\d+)\b", clause, flags=re.I))
-        if not found or re.search(r"\b(?:[abh]|gb)\d{3}\w*\s*$", clause[:found.start()], flags=re.I):
+        if not found:
             continue
         count, rate = int(found.group("count")), float(found.group("gen") or found.group("g"))
+        after_gpu = re.search(r"\b(?:[abh]|gb)\d{3}\w*[\s(\[:,-]*$", clause[:found.start()], flags=re.I)
+        if after_gpu and (not re.search(r"[(\[:,-]\s*$", clause[:found.start()]) or rate not in PORT_RATES):
+            continue  # "A100 80G x 8", "DGX-A100 (8x40G)": memory; "DGX H100 (8x 400G NDR)" is the ports'
+
         if re.search(r"\bper\s+gpu\b", clause[found.end():], flags=re.I):
             count *= per_node
         return f"{count} x {rate:g} Gb/s"
@@ -965,7 +975,9 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
         fields.append(", ".join(f"{name} {ranks_of[key]}" for key, name in (
             ("kv_lora_rank", "kv-lora-rank"), ("q_lora_rank", "q-lora-rank"), ("qk_rope_head_dim", "rope-head-dim"),
             ("v_head_dim", "v-head-dim")) if key in ranks_of))
-    fields.append(f"activation {'swiglu' if swiglu else 'gelu'}, norm {'rmsnorm' if llama_like else 'layernorm'}, "
+    # a norm the row names decides ("DeepNorm Post-LN", "LayerNorm" beside RoPE: Nemotron-4, GLM-130B)
+    layer_norm = not affirms(arch, r"rmsnorm") and affirms(arch, r"layer[- ]?norm|\b(?:pre|post)[- ]?ln\b|deepnorm")
+    fields.append(f"activation {'swiglu' if swiglu else 'gelu'}, norm {'rmsnorm' if llama_like and not layer_norm else 'layernorm'}, "
                   f"position {'learned' if learned else 'none' if alibi else 'rope'}, "
                   f"tied-embeddings {'on' if tied else 'off'}")
     if experts:
@@ -1591,6 +1603,9 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                                     "under the weight-gradient GEMM, on by default since late 2021")
     else:
         overlap, why = "none", ""
+        if tp > 1 and family == "other":
+            notes.append("tp overlap: none (the row names no runtime whose default overlaps tensor-parallel "
+                         "communication)")
     if overlap == "all" and precision == "nvfp4" and family == "megatron":
         # Transformer Engine's userbuffers take no NVFP4 (E0630): NVIDIA's NVFP4 recipes turn them off
         overlap, why = "backward", ("the userbuffers overlap stated, which Transformer Engine has not for "
@@ -1729,6 +1744,10 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     if precision == "fp8" and recipe in TARGET_RECIPES:
         name = {"current": "per-tensor current scaling", "mxfp8": "MXFP8", "blockwise": "blockwise (1x128, 128x128)"}
         notes.append(f"Transformer Engine's {name[recipe]} fp8 recipe (stated: `fp8-recipe {TARGET_RECIPES[recipe]}`)")
+    if family == "torchtitan" and precision == "fp8" and titan_float8_all_gather(entry) \
+            and not affirms(compact, r"float8[- ]all[- ]?gather|fp8[- ]all[- ]?gather"):
+        notes.append("float8 all-gather (torchtitan's float8 configs gathered float8 weights until "
+                     f"{TITAN_ROWWISE}; not stated)")
     software = timing.Software(
         attention="unfused" if unfused else ("flash" if family in ("torchtitan", "torch")
                                              else "flash-te-fa2" if flash_attn_te else "flash-te"),
@@ -2240,6 +2259,13 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
     zero_paper = re.search(r"p_?os(\W*\+\W*g)?(\W*\+\W*p)?", _words(raw))  # the ZeRO paper's P_os, P_os+g, P_os+g+p
     if zero_paper and re.search(r"zero", _words(raw)):
         return "zero3" if zero_paper.group(2) else "zero2" if zero_paper.group(1) else "zero1"
+    if ("hsdp" in words or "hybrid" in words) and any(w in words for w in ("zero1", "stage1", "optimizerstate")) \
+            and not any(w in words for w in ("zero3", "stage3", "fullshard", "zero2", "stage2")):
+        # InternEvo's "Hybrid ZeRO: zero1 size 8": the optimizer state sharded over groups of the data
+        # ranks, the parameters whole: zero1's traffic, over every data rank in parc
+        notes.append(f"zero1 (`{raw}`: the optimizer state sharded over groups of the data ranks, read as over all "
+                     "of them)")
+        return "zero1"
     if "hsdp" in words or "hybrid" in words:
         return "hsdp"
     if any(w in words for w in ("zero3", "stage3", "fullshard", "fullysharded", "fullyshard")):
@@ -2316,7 +2342,7 @@ def schedule_of(lay: dict, pp: int, notes: list[str], layers: int = 0) -> tuple[
     return "1f1b", 1
 
 
-def cp_flavour(text: str, family: str = "megatron") -> str:
+def cp_flavour(text: str, family: str = "megatron", notes: list[str] | None = None) -> str:
     """How context-parallel ranks exchange K/V: Ulysses' all-to-all, an all-gather (Llama 3's),
     else the runtime's default (Megatron-Core's ring; torch's all-gather, `_cp_options.rotate_method`
     ALL_GATHER, which torchtitan keeps: `context_parallel_rotate_method` "allgather"), as the row's
@@ -2339,7 +2365,11 @@ def cp_flavour(text: str, family: str = "megatron") -> str:
             return "all-gather"
         if affirms(clause, r"\bring\b|\bp2p\b|alltoall-?free|round-?robin"):
             return "ring"
-    return "all-gather" if family in ("torchtitan", "torch") else "ring"
+    default = "all-gather" if family in ("torchtitan", "torch") else "ring"
+    if notes is not None:
+        notes.append(f"cp flavour {default} ({'torch' if default == 'all-gather' else 'Megatron-Core'}'s default; "
+                     "the exchange not stated)")
+    return default
 
 
 def split_of(layers: int, chunks: int) -> list[int] | None:
@@ -3140,7 +3170,7 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     elif cp > 1 and sharding != "none":  # a spec shards over the dp axis, which this layout has not
         notes.append(f"{sharding} over the cp ranks alone (dp 1): not expressible in a spec, read as no sharding")
     if cp > 1:
-        lines.append(f"cp {{ flavour {cp_flavour(text, family)} }}")
+        lines.append(f"cp {{ flavour {cp_flavour(text, family, notes)} }}")
     spec = "\n".join(lines) + "\n"
 
     key_conv, conv = convention_of(entry)

@@ -19,6 +19,14 @@ its own open items and a third round of independent transcriptions (stop 61).
   and HBM2e named on an H100 is 0.025 TB/s per GB of stacks (H100 PCIe's 2.0 TB/s over 80 GB): the
   96 GB part's 2.4 TB/s (`power_and_memory`, `H100_HBM2E_TBPS_PER_GB`; before, neither was read and
   the torchtitan 8B runs were +15 to +25 % too fast).
+- A G figure in parentheses after a GPU's name is memory unless it is a port's rate ("96 DGX-A100
+  (8x40G) servers" is no network; "DGX H100 (8x 400G NDR)" is) (`_short_ports`, `PORT_RATES`).
+- InternEvo's "Hybrid ZeRO: zero1 size 8" shards the optimizer state only: zero1, not HSDP's
+  zero3 (`sharding_of`).
+- A LayerNorm the row names beside RoPE is a LayerNorm (Nemotron-4, GLM-130B's DeepNorm Post-LN).
+- Defaults the reader fills are listed with the assumptions: Megatron-Core's ring or torch's
+  all-gather context parallelism, no tensor-parallel overlap where no runtime is named, torchtitan's
+  float8 all-gather by date.
 """
 
 from __future__ import annotations
@@ -132,3 +140,44 @@ def test_the_gpus_power_and_hbm2e_in_its_name_are_read():
     # control: an H100 named without either runs at the SXM part's 700 W and 3.35 TB/s
     plain = reading(apply(row, ops[:3] + [setf("hardware.gpu", "H100 SXM")]), others)
     assert not any("power-limit" in line or "hbm-bandwidth" in line for line in plain["spec"])
+
+
+@pytest.mark.parametrize("note,network", [
+    ("96 DGX-A100 (8x40G) servers; inter-node fabric not stated", None),
+    ("DGX H100 (8x 400G NDR)", "8 x 400 Gb/s"),
+    ("A100 80G x 8", None),
+    ("4 x 200G HDR", "4 x 200 Gb/s"),
+])
+def test_a_gpus_memory_in_parentheses_is_no_port(note, network):
+    assert published._short_ports(note, 8) == network
+
+
+def test_hybrid_zero1_is_zero1():
+    notes: list[str] = []
+    lay = {"zero_or_fsdp": "InternEvo Hybrid ZeRO: zero1 size 8 (optimizer states sharded within each 8-GPU node)"}
+    assert published.sharding_of(lay, "other", "", notes) == "zero1"
+    assert published.sharding_of({"zero_or_fsdp": "HSDP 8 x 64"}, "other", "", []) == "hsdp"  # control
+
+
+@pytest.mark.parametrize("arch,norm", [
+    ("dense decoder; RoPE; squared-ReLU MLP; LayerNorm", "layernorm"),
+    ("GLU (GeGLU), DeepNorm Post-LN, RoPE", "layernorm"),
+    ("dense decoder; RoPE; squared-ReLU MLP", "rmsnorm"),  # control: none named, RoPE's family
+    ("RMSNorm, RoPE (no LayerNorm)", "rmsnorm"),
+])
+def test_a_named_layer_norm_beside_rope_is_read(arch, norm):
+    model = {"layers": 4, "hidden": 512, "ffn": 2048, "heads": 8, "kv_heads": 8, "vocab": 1000, "seq_len": 512, "arch": arch}
+    text, _ = published.model_block(model, [])
+    assert f"norm {norm}" in text
+
+
+def test_the_defaults_filled_are_listed():
+    ids = ("torchtitan_405b_512gpu_4d_cp2_64k", "llama3_405b_8192gpu_tp8_pp16_dp64_8k", "nemo2504_b200_llama3_8b_fp8_32k")
+    titan, llama, nemo = (published.row_spec(*ROWS[rid]).assumptions for rid in ids)
+    assert any(a.startswith("float8 all-gather (torchtitan's float8 configs") for a in titan)
+    assert any(a.startswith("tp overlap: none (the row names no runtime") for a in llama)
+    assert any(a.startswith("cp flavour ring (Megatron-Core's default") for a in nemo)
+    # a flavour the row states is no default: torchtitan's all-gather named in its source
+    assert not any(a.startswith("cp flavour") for a in titan)
+    assert published.cp_flavour("context parallelism over 8 GPUs", "torchtitan", notes := []) == "all-gather"
+    assert notes and notes[0].startswith("cp flavour all-gather (torch's default")
