@@ -1369,7 +1369,14 @@ DENIED_BEFORE = re.compile(r"(?:\bno|\bnot|\bnon|\bnever|\bneither|\bnor|\bwitho
 """A denial in the words just before a mention, within its clause: "no DeepEP", "without
 torch.compile", "did not use FlashAttention", "pre-FlashAttention", "no DeepEP/HybridEP"."""
 
+HEDGED_BEFORE = re.compile(r"\b(?:recommend(?:s|ed)?|suggest(?:s|ed)?|advis(?:es|ed))\b")
+"""A mention its sentence only recommends ("the README recommends --use-distributed-optimizer"):
+what a source advises is not what the run did."""
+
 LEFT_OPEN_WORDS = r"not (?:stated|specified|confirmed|known|given|published)|unstated|unconfirmed|unknown"
+LEFT_OPEN_AFTER = re.compile(r"[^.;()\n]{0,80}?\b(?:are|is|were|was) (?:" + LEFT_OPEN_WORDS + r")\b")
+"""A sentence that names settings to say they are not stated ("Recompute, distributed optimizer and
+comm-overlap settings for the benchmarked run are not stated"): none of them is read."""
 """Words that leave what they follow open: "current scaling not stated", "DeepEP (unconfirmed)"."""
 LEFT_OPEN = r"\b(?:" + LEFT_OPEN_WORDS + r")\b"
 
@@ -1392,7 +1399,9 @@ def denied(text: str, found: re.Match, set_off: str = SET_OFF) -> bool:
     used", "fp8 dispatch: off": `set_off`, `DENIED_AFTER`)."""
     before = re.split(r"[.;,()\n]", text[max(0, found.start() - 60):found.start()])[-1]
     after = text[found.end():found.end() + 60]
-    return bool(DENIED_BEFORE.search(before) or re.match(set_off, after) or DENIED_AFTER.match(after))
+    sentence = re.split(r"(?<!\d)\.(?!\d)|\n", text[max(0, found.start() - 120):found.start()])[-1]
+    return bool(DENIED_BEFORE.search(before) or re.match(set_off, after) or DENIED_AFTER.match(after)
+                or HEDGED_BEFORE.search(sentence) or LEFT_OPEN_AFTER.match(text[found.end():found.end() + 100]))
 
 
 def affirms(text: str, pattern: str, set_off: str = SET_OFF) -> bool:
@@ -3053,6 +3062,9 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     model_text, dims = model_block(m, notes)
     software, family = software_of(entry, precision, tp, dp * cp, notes)
     hardware_text, key, per_node, peak = hardware_block(hw, precision, notes)
+    if gpus and gpus < per_node and per_node % gpus == 0:  # "4 GPUs of a DGX-H100": one node, partly used
+        notes.append(f"{gpus} GPUs of one {per_node}-GPU node: a node of {gpus} (no traffic leaves it)")
+        per_node = gpus
     if precision == "fp8" and not GPUS[key]["fp8_flops"]:
         raise Unusable(f"fp8 on {GPUS[key]['description']}, which has no FP8 tensor cores")
     if precision == "nvfp4" and not GPUS[key].get("fp4_flops"):

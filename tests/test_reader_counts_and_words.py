@@ -27,6 +27,10 @@ its own open items and a third round of independent transcriptions (stop 61).
 - Defaults the reader fills are listed with the assumptions: Megatron-Core's ring or torch's
   all-gather context parallelism, no tensor-parallel overlap where no runtime is named, torchtitan's
   float8 all-gather by date.
+- What a sentence only recommends, or names to say it is not stated, is not read ("Recompute,
+  distributed optimizer and comm-overlap settings ... are not stated (the README recommends
+  --use-distributed-optimizer)" states no zero1: `HEDGED_BEFORE`, `LEFT_OPEN_AFTER`).
+- Fewer GPUs than a node holds ("4 GPUs of a DGX-H100") are a node of that many (before: E0303).
 """
 
 from __future__ import annotations
@@ -181,3 +185,19 @@ def test_the_defaults_filled_are_listed():
     assert not any(a.startswith("cp flavour") for a in titan)
     assert published.cp_flavour("context parallelism over 8 GPUs", "torchtitan", notes := []) == "all-gather"
     assert notes and notes[0].startswith("cp flavour all-gather (torch's default")
+
+
+@pytest.mark.parametrize("text,stated", [
+    ("recompute, distributed optimizer and comm-overlap settings for the benchmarked run are not stated", False),
+    ("the readme recommends --use-distributed-optimizer", False),
+    ("trained with --use-distributed-optimizer", True),  # control
+    ("the distributed optimizer shards the optimizer state", True),  # control
+])
+def test_a_setting_recommended_or_left_open_is_not_stated(text, stated):
+    assert published.affirms(text, published.DISTRIBUTED_OPTIMIZER) is stated
+
+
+def test_fewer_gpus_than_a_node_are_a_node_of_that_many():
+    row, others = ROWS["nemo2403_llama2_7b_fp8_4k"]  # 4 GPUs, its node written as 4
+    eight = apply(row, [setf("hardware.gpus_per_node", 8)])
+    assert diff(reading(eight, others), reading(row, others)) == []
