@@ -150,6 +150,10 @@ def _int(value, name: str, binary: bool = False) -> int | None:
     if placeholder(value):  # "n/a", "not stated", "-": the row does not say
         return None
     text = str(value)
+    exact = re.fullmatch(r"\s*(?:~|≈|about|approx\.?|approximately|circa)\s*[\d.,]+\s*[KkMmBb]?\s*\(\s*" + COUNT + r"\s*\)\s*",
+                         text, flags=re.I)
+    if exact:  # "~51K (51,200)": the exact count beside the rounded one
+        return int(exact.group(1).replace(",", ""))
     spelled = re.fullmatch(r"\s*([a-z]+(?:-[a-z]+)?)\s*", text.lower())
     if spelled and spelled.group(1) in SPELLED:  # "eight"
         return SPELLED[spelled.group(1)]
@@ -194,6 +198,10 @@ def memory_of(value) -> float | None:
         # a node's total beside the GPU's ("80 (640 GB per node)"): the GPU's
         value = re.sub(r"[(,;]?\s*\d[\d,]*(?:\.\d+)?\s*(?:gi?b|tb)?\s*(?:per|/|a)\s*(?:node|server|host|dgx)\b\)?", "",
                        value, flags=re.I)
+        per_gpu = re.search(r"(\d[\d,]*(?:\.\d+)?)\s*(?:gi?b)?\s*(?:per|/|a)\s*gpu\b", value, flags=re.I)
+        if per_gpu:  # "96 per GPU", "(96 per GPU)"
+            return float(per_gpu.group(1).replace(",", ""))
+        value = re.sub(r"^\s*(\d[\d,]*(?:\.\d+)?)\s*(gi?b)?\s*\([^)]*\)\s*$", r"\1 \2", value, flags=re.I)  # "96 (HBM2e)"
         found = re.search(r"(\d[\d,]*(?:\.\d+)?)\s*(mi?b|gi?b|tb)?\s*$|(\d[\d,]*(?:\.\d+)?)\s*(mi?b|gi?b)\b", value,
                           flags=re.I)
         if found:
@@ -276,7 +284,7 @@ read as 1; "gbs=384, mbs=1" is 384)."""
 SPELLED = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "twelve": 12,
            "sixteen": 16, "thirty-two": 32, "sixty-four": 64}
 """Degrees and counts a field spells out ("eight", "four")."""
-SCALED = r"\s*(?:[A-Za-z][A-Za-z _-]*?\s*[=:-]?\s*)?(\d+(?:\.\d+)?)\s*([KkMmBb])(i?)(?![A-Za-z])"
+SCALED = r"\s*(?:[A-Za-z][A-Za-z _-]*?\s*[=:-]?\s*)?(\d+(?:\.\d+)?)\s*([KkMmBb])(i?)(?![A-Za-z\d])"
 """A number with a multiplier letter: "2K", "128k", "1.5M", "seq=8K"; "8Ki" (binary, always)."""
 DECIMAL_SCALE = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9}
 """Multipliers as counts and throughputs are written: "50K" vocabulary, "1.2M tokens/s"."""
@@ -468,13 +476,13 @@ def hardware_block(hw: dict, precision: str, notes: list[str]) -> tuple[str, str
     return f"hardware {{ {gpu}, network {network}{limits} }}", key, per_node, float(peak)
 
 
-POWER = r"(\d+(?:\.\d+)?)\s*(W\b|-?watts?\b|kW\b)"
+POWER = r"(\d+(?:\.\d+)?)\s*(-?W\b|-?watts?\b|kW\b)"
 """A power figure ("500 W", "500W", "500-watt", "0.5 kW"), which a hardware note states as a limit
 or cap."""
 
 POWER_LIMIT = (POWER + r"[\w\s-]{0,20}?\b(?:power[- ]?)?(?:cap(?:ped)?|limit(?:ed)?)\b"
                r"|\b(?:power[- ]?(?:cap|limit)|capped|limited to|(?:tdp|power) (?:limited|capped) (?:to|at))\D{0,20}?" + POWER
-               + r"|running at " + POWER + r"\s*\(power[- ]capped\)"
+               + r"|\brun(?:ning|s)? at " + POWER + r"\s*\(power[- ]capped\)"
                + r"|\bmax(?:imum)? (?:board )?power\W{0,3}" + POWER)
 """A power limit stated in a hardware note: "500 W power cap", "power limit 500W", "TDP limited to
 500 W", "500-watt power cap", "0.5 kW power limit", "running at 500 W (power-capped)", "max
@@ -616,7 +624,8 @@ def _short_ports(text: str, per_node: int) -> str | None:
     not a port."""
     for clause in compute_clauses(text):
         port = r"(?:(?:edr|hdr|ndr|xdr)\s*(?P<gen>\d{2,4})|(?<![\d.])(?P<g>\d{2,4})\s*G(?![Bb]/?s?\b|B))"
-        found = (re.search(r"(?P<count>\d+)\s*x\s*" + port, clause, flags=re.I)
+        found = (re.search(r"(?P<count>\d+)\s*x\s*(?P<named>(?:(?!(?:[abh]|gb)\d{3})[A-Za-z][\w-]*\s+){0,2})" + port, clause,
+                           flags=re.I)  # "4 x 200G", "4x OPA 100G" (not "8x H100 80G")
                  or re.search(port + r"(?:\s*[A-Za-z]+){0,2}?\s*x\s*(?P<count>\d+)\b", clause, flags=re.I))
         if not found:
             continue
@@ -650,10 +659,20 @@ def network_of(hw: dict, per_node: int, gpu: dict, notes: list[str]) -> str:
         if found.group(1):  # "8 x 200 Gb/s": a count of NICs, each at the rate
             return f"{int(found.group(1))} x {gbits:g} Gb/s"
         after = re.split(r"[,;]", text[found.end():])[0]  # the rate's own clause
-        # "NDR 400Gb/s x8", "200Gb/s x8 per node", "400Gb/s InfiniBand x8", "200 Gbps HDR InfiniBand x 4"
-        times = re.match(r"(?:\s*\)?\s*[A-Za-z][\w/-]*){0,3}?\s*\)?\s*x\s*(\d+)\b", after)
+        # a count with its "x" before the rate and the product or fabric between: "8x CX7 400G IB per
+        # node", "4x Intel Omni-Path 100 Gb/s", "8x Mellanox HDR 200Gb/s (compute) + 2x HDR storage"
+        before = re.search(r"(?<![\w-])(\d+)\s*[x×]\s*(?:[A-Za-z][\w-]*\s+){0,3}$", text[:found.start()])
+        if before and not re.search(r"gpus?\b|(?:[abh]|gb)\d{3}", text[before.end(1):found.start()], flags=re.I):
+            return f"{int(before.group(1))} x {gbits:g} Gb/s"
+        # "NDR 400Gb/s x8", "200Gb/s x8 per node", "400Gb/s InfiniBand x8", "200 Gbps HDR InfiniBand x 4", "(x4)"
+        times = re.match(r"(?:\s*\)?\s*[A-Za-z][\w/-]*){0,3}?\s*[()]?\s*x\s*(\d+)\b", after)
         if times:
             return f"{int(times.group(1))} x {gbits:g} Gb/s"
+        # a node's total with its links counted after it: "400 Gb/s Omni-Path per node (4 links)"
+        links = re.match(r"[^;]*?\bper\s+node\s*\(\s*(\d+)\s*(?:links?|ports?|nics?|hcas?|adapters?|rails?)\s*\)",
+                         text[found.end():], flags=re.I)
+        if links and int(links.group(1)):
+            return f"{int(links.group(1))} x {gbits / int(links.group(1)):g} Gb/s"
         counted_after = re.match(r"[\s),]*(\d+)\s*(?:x\s*)?(?:per\s+node|nics?|hcas?|ports?|adapters?|rails?)\b",
                                  text[found.end():], flags=re.I)  # "HDR (200 Gb/s), 4 per node"
         if counted_after:
@@ -895,7 +914,7 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
         # "GQA (8)", "8 (GQA)": the count; "MHA (96)", "none (MHA)", "n/a (MLA)": every head its own
         counted = re.fullmatch(r"\s*(?:gqa|mqa)?\W*(\d+)\W*(?:gqa|mqa|kv[ _-]?heads?)?\W*", raw_kv, flags=re.I)
         if re.search(r"\b(?:mha|multi[- ]head(?: attention)?|mla)\b", raw_kv, flags=re.I) and not re.search(
-                r"\b(?:gqa|mqa|group)", raw_kv, flags=re.I):
+                r"\b(?:gqa|mqa|group)", re.sub(r"\b(?:no|not|without)\s+(?:gqa|mqa)\b", "", raw_kv, flags=re.I), flags=re.I):
             raw_kv = "MHA"
         elif counted:
             raw_kv = int(counted.group(1))
@@ -1234,7 +1253,8 @@ def figure_kind(name, value) -> str | None:
         if re.search(r"per[ -]?(?:gpu|device|chip|accelerator|rank)\b|/ ?(?:gpu|device|chip|rank)\b|\btgs\b|gpu per s",
                      words):
             return "tokens_gpu"
-        if re.search(r"per[ -]?(?:\d+[- ]gpu |dgx |gpu )?(?:node|server|host)\b|/ ?node\b", words):
+        if re.search(r"per[ -]?(?:\d+[- ]gpu |dgx |gpu )?(?:node|server|host)\b|/ ?node\b|\bnode(?:'s)? (?:throughput|tokens)",
+                     words):
             return "tokens_node"
         return "tokens"
     if re.search(r"sample|\bseq(?:uence)?s? ?(?:/|per) ?s", words) and rate:
@@ -1250,9 +1270,44 @@ def figure_kind(name, value) -> str | None:
     return None
 
 
+def outcomes_as_rates(out: dict) -> dict:
+    """A row's reported figures with those written over more than one step or per other units put
+    as the keys `reported_tflops` reads: a time per N steps as one step's ("time_per_100_steps_s":
+    3783 is 37.83 s a step), days per trillion tokens as the job's tokens per second, tokens per
+    GPU-hour as tokens per second per GPU, a job's total with the per-GPU figure beside it ("26,240
+    tokens/s total (410 per GPU)") as that per-GPU figure. Other figures are kept as written."""
+    rates: dict = {}
+    for name, raw in out.items():
+        words = (str(name) + " " + (raw if isinstance(raw, str) else "")).lower().replace("_", " ")
+        steps = re.search(r"\b(?:per|for|every|of)\s+(\d+)\s*(?:steps?|iter\w*)\b", words)
+        if steps and int(steps.group(1)) > 1 and re.search(r"time|second|\bs\b|\bsec|duration|elapsed", words):
+            value = figure(raw, seconds=True)
+            if value:
+                rates["step_time_s"] = value / int(steps.group(1))
+                continue
+        if re.search(r"\bdays?\b", words) and re.search(r"(?:per|/)\s*(?:1\s*)?(?:trillion|1\s*t\b|t\b)\s*tokens?", words):
+            value = figure(raw)
+            if value:
+                rates["tokens_per_s"] = 1e12 / (value * 86400)
+                continue
+        if re.search(r"tokens?\s*(?:per|/)\s*gpu[ -]?h(?:ou)?r", words):
+            value = figure(raw)
+            if value:
+                rates["tokens_per_s_per_gpu"] = value / 3600
+                continue
+        aside = isinstance(raw, str) and re.search(r"\btotal\b|\bjob\b|\bcluster\b|all gpus", raw.lower()) and re.search(
+            r"\(\s*(?:~\s*)?(\d[\d,]*(?:\.\d+)?)\s*(?:tokens?/s\s*)?(?:per|/)\s*(?:gpu|device)\b[^)]*\)", raw, flags=re.I)
+        if aside and re.search(r"token", words):
+            rates["tokens_per_s_per_gpu"] = float(aside.group(1).replace(",", ""))
+            continue
+        rates[name] = raw
+    return rates
+
+
 def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch: int, gpus: int,
                     peak: float, recompute: str, per_node: int = 0) -> tuple[float, str]:
     """TFLOP/s per GPU in the row's convention, and which published number it came from."""
+    out = outcomes_as_rates(out)
     model = conv.model(per_seq) * batch
     hardware = conv.hardware(per_seq) * batch if conv.hardware else None
     # what the run measured (its step time, tokens or sequences per second: no FLOP count enters the
@@ -2792,6 +2847,9 @@ def read_stated_degrees(entry: dict) -> dict:
     return dict(entry, layout=dict(lay, **found), stated_degrees=said)
 
 
+GPU_MODEL = r"(?:[abhv]|gb|mi)\d{3}x?s?\b"
+"""A GPU counted by its model's name: "1536 A100s", "2048 H800s", "128 B200 GPUs", "64 GB200"."""
+
 GROUP_WORDS = r"(?:nodes?|servers?|trays?|hosts?|machines?|systems?|boxes)"
 """What a row counts GPUs in groups of: "64 nodes", "32 DGX systems", "18 trays"."""
 
@@ -2807,7 +2865,8 @@ def gpus_of(hw: dict) -> int | None:
     each") multiplies the groups, never stands for the job."""
     raw = str(hw.get("num_gpus") or "")
     grouped = re.search(GROUP_WORDS + r"|[x×*]", raw, flags=re.I)
-    stated = re.search(r"(?:=\s*|\(\s*|^\s*)(\d[\d,]*)\s*(?:gpus?\b|\)|$)(?!\s*" + PER_GROUP + ")", raw, flags=re.I)
+    stated = re.search(r"(?:=\s*|\(\s*|^\s*|[,/;]\s*)(\d[\d,]*)\s*(?:gpus?\b|" + GPU_MODEL + r"|\)|$)(?!\s*"
+                       + PER_GROUP + ")", raw, flags=re.I)
     if stated and grouped and int(stated.group(1).replace(",", "")) > 0:  # "64 x 8 = 512", "(3072 GPUs)"
         return int(stated.group(1).replace(",", ""))
     groups = re.search(r"(\d[\d,]*)\s*(?:[a-z][\w-]*\s+){0,2}" + GROUP_WORDS + r"\b", raw, flags=re.I)
@@ -3098,7 +3157,7 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     axes = [("tp", tp), ("cp", cp)] + ([("ep", ep)] if deg["ep_axis"] else []) + [("dp", dp), ("pp", pp)]
     written = [(n, d) for n, d in axes if d > 1] or [("tp", 1)]
     layout = " x ".join(f"{n} {d}" for n, d in written)
-    pcie = "pcie" in _words(hw.get("gpu"))
+    pcie = "pcie" in _words(hw.get("gpu")) and "sxm" not in _words(hw.get("gpu"))  # not "SXM5 (PCIe Gen5 host link)"
     if pcie:
         notes.append("PCIe part: intra-node traffic over PCIe; HBM bandwidth of the SXM part")
     rack = GPUS[key]["nvlink_domain"] > GPUS[key]["gpus_per_node"]  # GB200 and GB300 NVL72
