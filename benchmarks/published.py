@@ -1424,20 +1424,42 @@ DENIED_BEFORE = re.compile(r"(?:\bno|\bnot|\bnon|\bnever|\bneither|\bnor|\bwitho
 """A denial in the words just before a mention, within its clause: "no DeepEP", "without
 torch.compile", "did not use FlashAttention", "pre-FlashAttention", "no DeepEP/HybridEP"."""
 
+OTHER_RUNS = (r"\b(?:the|these|those)\b(?:[^.;()\n]|(?<=\d)\.(?=\d)){0,30}?\b(?:rows|runs|configs|configurations|versions"
+              r"|releases|recipes|tables|columns|containers)\b|\b(?:other|later|earlier|newer|older|larger|smaller|companion"
+              r"|another|second|third)\b(?:[^.;()\n]|(?<=\d)\.(?=\d)){0,30}?\b(?:rows?|runs?|configs?|configurations|versions?"
+              r"|releases?|recipes?|tables?|columns?|containers?|figures?)\b")
+"""A clause that names other rows, runs or releases ("the 8B runs use Async TP", "later Megatron versions
+use FlashAttention", "the 25.02 rows reduce gradients in bf16"): what it names is theirs."""
+
+SET_ASIDE_AFTER = re.compile(
+    r"^\)?(?:\([^)]*\)|[^.;()\n]|(?<=\d)\.(?=\d)){0,60}?\b(?:(?:is|are|was|were)\s+)?(?:recommended|suggested|advised|the fallback"
+    r"|the next optimi[sz]ation|used (?:only )?by the (?:larger|smaller|other)|used only (?:by|in)|in a later release|not here"
+    r"|not (?:in )?this (?:run|row|one)|this (?:one|run|row) does not|(?:is|are) separate"
+    r"|in (?:a|the) (?:separate|other) (?:table|column|row))\b|^[^.;()\n]{0,40}?\b(?:rows?|runs?|column|table) (?:is|are) "
+    r"separate\b|^[^.;\n]{0,60}?\(\s*not (?:in )?this (?:run|row|one)\s*\)|^\W{0,3}(?:would|could|might)\b"
+    r"|^[\w-]*\s+(?:rows?|runs?|column|table)\b|^[^.\n]{0,60}?;\s*this\b[^.;\n]{0,30}?\b(?:does not|did not|doesn't"
+    r"|leaves it off|has it off|is off)\b")
+"""Words after a mention that set it aside: a recommendation ("AsyncTP is recommended for H100"),
+another run's ("... is used by the larger configs only", "... are in the other column", "(not this
+run)"), a later release's."""
+
 HEDGED_BEFORE = re.compile(r"\b(?:recommend(?:s|ed)?|suggest(?:s|ed)?|advis(?:es|ed))\b")
 """A mention its sentence only recommends ("the README recommends --use-distributed-optimizer"):
 what a source advises is not what the run did."""
 
 LEFT_OPEN_WORDS = r"not (?:stated|specified|confirmed|known|given|published)|unstated|unconfirmed|unknown"
-LEFT_OPEN_AFTER = re.compile(r"[^.;()\n]{0,80}?\b(?:are|is|were|was) (?:" + LEFT_OPEN_WORDS + r")\b")
+LEFT_OPEN_AFTER = re.compile(r"[^.;()\n]{0,80}?\b(?:are|is|were|was) (?:" + LEFT_OPEN_WORDS + r")\b|\W{0,3}(?:"
+                             + LEFT_OPEN_WORDS + r")\b")
 """A sentence that names settings to say they are not stated ("Recompute, distributed optimizer and
 comm-overlap settings for the benchmarked run are not stated"): none of them is read."""
 """Words that leave what they follow open: "current scaling not stated", "DeepEP (unconfirmed)"."""
 LEFT_OPEN = r"\b(?:" + LEFT_OPEN_WORDS + r")\b"
 
-DENIED_AFTER = re.compile(r"^(?:\s*\()?[^.;,()\n]{0,30}?\b(?:(?:was|were|is|are) not|not (?:used|set|enabled|on)|disabled"
-                          r"|turned off|switched off|unused|unavailable|was off|(?:was )?(?:published|released) later"
-                          r"|came later|postdates|" + LEFT_OPEN_WORDS + r")\b")
+DENIED_AFTER = re.compile(r"^(?:\s*\(\s*(?=not\b|un|dis|off\b|no\b|left\b|(?:released|published|came|was|were|is|are)\b)|(?:\s*\([^)]*\))?)[^.;,()\n]{0,30}?\b(?:(?:was|were|is|are)"
+                          r" not|not (?:used|set|enabled|on|applied|available)|not yet available|disabled|turned off"
+                          r"|switched off|(?:was|were|is|are) off|left off|unused|unavailable|unsupported|did not exist"
+                          r"|didn't exist|would not|(?:was )?(?:published|released) later|came (?:in )?(?:a )?later|postdates|"
+                          + LEFT_OPEN_WORDS + r")\b")
 """A denial in the words just after a mention, within its clause: "FP8 dispatch was not used",
 "overlap_moe_expert_parallel_comm was disabled", "DeepEP (not used)"; and a mention its clause
 leaves open ("current scaling not stated", "DeepEP (unconfirmed)"), which states nothing either."""
@@ -1454,9 +1476,19 @@ def denied(text: str, found: re.Match, set_off: str = SET_OFF) -> bool:
     used", "fp8 dispatch: off": `set_off`, `DENIED_AFTER`)."""
     before = re.split(r"[.;,()\n]", text[max(0, found.start() - 60):found.start()])[-1]
     after = text[found.end():found.end() + 60]
-    sentence = re.split(r"(?<!\d)\.(?!\d)|\n", text[max(0, found.start() - 120):found.start()])[-1]
     return bool(DENIED_BEFORE.search(before) or re.match(set_off, after) or DENIED_AFTER.match(after)
-                or HEDGED_BEFORE.search(sentence) or LEFT_OPEN_AFTER.match(text[found.end():found.end() + 100]))
+                or set_aside(text, found))
+
+
+def set_aside(text: str, found: re.Match) -> bool:
+    """Whether the mention `found` is not the row's own fact: recommended (`HEDGED_BEFORE`,
+    `SET_ASIDE_AFTER`), named for other rows or runs (`OTHER_RUNS` in its clause, "unlike ..." in
+    its sentence), or left open (`LEFT_OPEN_AFTER`). Unlike a denial, which states the fact off."""
+    sentence = re.split(r"(?<!\d)\.(?!\d)|\n", text[max(0, found.start() - 120):found.start()])[-1]
+    clause = re.split(r"[;()\n]", sentence)[-1]
+    return bool(HEDGED_BEFORE.search(sentence) or re.search(r"\bunlike\b", sentence) or re.search(OTHER_RUNS, clause)
+                or SET_ASIDE_AFTER.match(text[found.end():found.end() + 120])
+                or LEFT_OPEN_AFTER.match(text[found.end():found.end() + 100]))
 
 
 def affirms(text: str, pattern: str, set_off: str = SET_OFF) -> bool:
@@ -1468,12 +1500,22 @@ def affirms(text: str, pattern: str, set_off: str = SET_OFF) -> bool:
     return any(not denied(text, found, set_off) for found in re.finditer(pattern, text))
 
 
+def dp_overlap_denied(compact: str, options: dict) -> bool:
+    """Whether the row states that its gradients' reduction does not overlap the backward
+    (`Software.dp_overlap` off): Megatron's `overlap_grad_reduce` set false or denied
+    ("--overlap-grad-reduce not set", "no --overlap-grad-reduce"), or in words ("gradient reduction
+    not overlapped with the backward")."""
+    if options.get("overlap_grad_reduce") is not None:
+        return not options["overlap_grad_reduce"]
+    return bool(re.search(r"grad\w*[- ](?:reduction|reduce|all-?reduce|reduce-scatter)\w*[^.;\n]{0,10}?\bnot overlapped", compact))
+
+
 def fsdp_version(family: str, text: str) -> str:
     """Whose copies the data-parallel runtime makes around its collectives (`Software.dp_copies`),
     from what the row's source states: torchtitan runs FSDP2; Composer (llm-foundry) wraps torch's
     FSDP1 (its flat parameters), as does a source that names FSDP1; one that names FSDP2 or
     `fully_shard` runs FSDP2. Otherwise, and outside the torch families, none is charged."""
-    if family == "torchtitan" or affirms(text, r"\bfsdp[- ]?v?2\b(?!-way)|fully[-_ ]shard\b"):
+    if family == "torchtitan" or affirms(uncompared(text), r"\bfsdp[- ]?v?2\b(?!-way)|fully[-_ ]shard\b"):
         return "fsdp2"
     if family == "torch" and affirms(text, r"\bfsdp[- ]?v?1\b|composer|llm[- _]?foundry"):
         return "fsdp1"
@@ -1507,11 +1549,13 @@ library had its name: each token sent once per destination node over InfiniBand 
 forwarded over NVLink to its GPUs ("IB sends, then NVLink forwarding", "send it to each node over IB
 and forward it over NVLink")."""
 
-FLASH_WORDS = r"flash[- _]?attn|flash[- _]?attention|\bfa[23]\b|io-aware\b[^.;]{0,20}?attention|\bflash\b(?! storage| memory| drive)"
+FLASH_WORDS = r"(?<!nvte[-_])flash[- _]?attn|flash[- _]?attention|\bfa[23]\b|io-aware\b[^.;]{0,20}?attention|\bflash\b(?! storage| memory| drive)"
 """A fused attention kernel named: FlashAttention (-2, -3, flash-attn), "FA2", Dao et al.'s
 IO-aware attention, or "flash" where it does not name a storage medium."""
 
-TE_FLASH_ATTN = (r"nvte[_-]fused[_-]attn[\"']?\s*[:=]\s*[\"']?0\b|attention[_ -]backend[\s:=\"']+(?:attnbackend\.)?"
+TE_FLASH_ATTN = (r"nvte[_-]fused[_-]attn[\"']?\s*[:= ]\s*[\"']?0\b|nvte[_-]fused[_-]attn (?:disabled|off)"
+                 r"|\bte\b[^.;]{0,20}?flash-?attn (?:rather than|instead of|over) cudnn|flash-?attn backend in (?:te|transformer engine)"
+                 r"|attention[_ -]backend[\s:=\"']+(?:attnbackend\.)?"
                  r"(?:flash\b|flash-?attn|flashattention)"
                  r"|(?:cudnn|fused) (?:fused )?attention (?:was |is )?(?:disabled|off|turned off)")
 """Transformer Engine told to run flash-attn's FlashAttention-2 instead of cuDNN's fused kernel:
@@ -1521,12 +1565,15 @@ flash` (`AttnBackend.flash`), or cuDNN's fused attention said to be off."""
 ASYNC_TP = r"async(?:hronous)?[- ]?(?:tp|tensor[- ]parall\w*)|enable-async-tensor-parallel|micro-?pipelined? tp"
 """torch's asynchronous tensor parallelism (torchtitan's `enable_async_tensor_parallel`)."""
 
-TP_OVERLAP = (r"tp[- ]comm[- ]overlap|\btp (?:communication |comm )?overlap|tensor[- ]parallel(?:ism)? (?:communication |comm )?"
-              r"overlap|tensor[- ]parallel communication overlapped|userbuffers|comm-gemm overlap")
+TP_OVERLAP = (r"tp[- ]comm[- ]overlap|\btp(?:/sp)? (?:communication |comm )?(?:is )?overlap\w*|tensor[- ]parallel(?:ism)? "
+              r"(?:communication |comm )?overlap|tensor[- ]parallel communication overlapped|userbuffers?|comm-gemm overlap"
+              r"|\bub overlap|overlapp\w* tensor[- ]parallel (?:all-gathers?|collectives|communication)")
 """Transformer Engine's userbuffers overlap of the tensor-parallel collectives with their GEMMs
 (Megatron-Core's `--tp-comm-overlap`, NeMo's `ub_tp_comm_overlap`), however written."""
 
-BF16_REDUCTION = (r"bf16 grad\w*[- ](?:all-?)?reduc|grad\w* (?:are |is |were )?(?:all-?)?reduc[\w-]* (?:in|as|with) bf16"
+BF16_REDUCTION = (r"(?:bf16|bfloat16) grad\w*[- ](?:all-?)?reduc|grad\w* (?:are |is |were )?(?:all-?)?reduc[\w-]* (?:in|as|with) bf16"
+                  r"|grad\w* (?:communicated|sync\w*) in bf16|bf16 grad\w* (?:communication|sync\w*)"
+                  r"|(?:reduce-scatter|all-?reduce) of grad\w* in bf16"
                   r"|bf16 reduce\b|grad\w*[- ]reduc\w*[- ](?:in[- ])?(?:bf16|bfloat16)\b|no fp32 grad\w*[- ]reduc"
                   r"|mixed[-_ ]precision[\s\"':=]+pure\b|reduc\w*[^.;\n]{0,30}?dtypes?\b[^.;\n]{0,20}?\b(?:all )?"
                   r"(?:bf16|bfloat16)"
@@ -1537,6 +1584,7 @@ FSDP `mixed_precision: PURE` (parameters, gradients and their reduction in bf16)
 or as torch FSDP's `MixedPrecision(reduce_dtype=torch.bfloat16)`."""
 
 COMPILE_WORDS = (r"torch\.compile|torch-compile|torch compile|torchinductor|\binductor\b|torch\.-dynamo|--compile\b"
+                 r"|--training\.compile\b"
                  r"|\bcompilation\b|compile\.enable\W*(?:true|on)"
                  r"|\bcompiled? (?:with|by|model|graph|mode)|\bcompile(?:d)?\b(?=[\s\"':=]*(?:true|on|yes|1)\b)")
 """torch.compile named as what ran: by name, its Inductor back end, a `--compile` flag or a
@@ -1548,19 +1596,24 @@ FP8_DISPATCH = (r"fp8[- ](?:token[- ]|all-to-all[- ])?dispatch|dispatch\w* (?:\w
 """The all-to-alls into the experts carried in FP8 (DeepSeek-V3's low-precision dispatch)."""
 
 EP_OVERLAP = (r"1f1b[- ](?:a2a |all-to-all |ep )?overlap(?! of p2p| of the pipeline)|(?:ep|expert-parallel) (?:a2a|all-to-all"
-              r"|communication) overlap|a2a overlap|moe-a2a-overlap")
+              r"|communication|comm) overlap|a2a overlap|moe-a2a-overlap|overlap of the (?:ep|expert-parallel) all-to-all"
+              r"|(?:ep|expert-parallel) (?:a2a|all-to-all) hidden by overlapping")
 """The expert-parallel all-to-alls overlapped with another micro-batch's computation (Megatron-
 Core's 1F1B all-to-all overlap), not the pipeline's sends ("1F1B overlap of P2P communication")."""
 
-FULL_ITERATION_GRAPH = (r"full[- ]iteration[- ]cuda[- ]graphs?|cuda[- ]graphs? (?:over|of|for|capturing) the (?:whole|entire|full)"
+FULL_ITERATION_GRAPH = (r"(?:full|whole|entire)[- ]iteration[- ](?:cuda[- ])?graphs?(?: capture)?|cuda[- ]graphs? captures? the"
+                        r" (?:entire|whole) (?:training )?(?:step|iteration)|cuda[- ]graphs?\W{1,3}full[- ]iteration"
+                        r"|cuda[- ]graphs? (?:over|of|for|capturing) the (?:whole|entire|full)"
                         r" (?:training )?iteration|(?:whole|entire) (?:training )?iteration captured in (?:one|a) cuda[- ]graph"
                         r"|cuda[- ]graph\W{1,3}full[- ]iteration|cuda-graph-impl\W{1,3}full-iteration")
 """A CUDA graph over the whole training iteration (Megatron-Core's `cuda_graph_impl: full_iteration`)."""
 
-FP8_ATTENTION = r"fp8[- ]dot[- ]product[- ]attention|fp8[- ](?:fused )?attention|fp8[- ]dpa|attention in fp8"
+FP8_ATTENTION = (r"fp8[- ]dot[- ]product[- ]attention|fp8[- ](?:fused )?attention|fp8[- ]dpa|attention in fp8|dpa in fp8"
+                 r"|fp8[- ]sdpa|fp8[- ]multi[- ]head[- ]attention|fp8[- ]mha|attention (?:computed |bmms |gemms )in fp8")
 """Transformer Engine's FP8 fused attention (Megatron-Core's `fp8_dot_product_attention`, "FP8 DPA")."""
 
-FUSED_GROUPED_MLP = r"fused[- ]grouped[- ]mlp(?!\W{0,3}0\b)|transformer-engine-op-fuser|te op fuser"
+FUSED_GROUPED_MLP = (r"fused[- ]grouped[- ]mlp(?!\W{0,3}0\b)|transformer-engine-op-fuser|te op fuser|cutedsl[- ]grouped[- ]mlp"
+                     r"|grouped[- ]mlp fusion")
 """Transformer Engine's fused grouped MLP for the routed experts (Megatron-Bridge's
 `cutedsl_fused_grouped_mlp`, Megatron-Core's `use_transformer_engine_op_fuser`)."""
 
@@ -1572,15 +1625,21 @@ def bf16_parameters(fmt: str) -> str:
     return (fmt + r"-param-gather" + SET_OFF + r"|(?:nvfp4 |fp8 )?param(?:eter)?s? (?:all-)?gathered in bf16"
             r"|bf16 (?:weights|parameters) (?:are |were )?kept|(?:weights|param(?:eter)?s) (?:are |were )?kept in bf16"
             r"|not (?:all-)?gathered in " + fmt + r"|no " + fmt + r" parameter(?:s)? (?:all-)?gather|" + fmt
-            + r"-param-gather[^.;,]{0,12}(?:not set|off|disabled|not used)")
+            + r"-param-gather[^.;,]{0,12}(?:not set|off|disabled|not used)|" + fmt + r"-params" + SET_OFF
+            + r"|(?:param(?:eter)?s|weights) (?:are |were )?all-gathered in bf16|bf16 param(?:eter)?s? all-gather"
+            + r"|" + fmt + r" param(?:eter)? all-gather (?:disabled|off)")
 
 
-UNFUSED_BACKEND = (r"attention[-_ ]backend[\s:=\"']+(?:attnbackend\.)?(?:unfused|local)\b|\bunfused attention\b"
-                   r"|\battention (?:\w+ ){0,2}unfused\b")
+UNFUSED_BACKEND = (r"attention[-_ ]backend[\s:=\"']+(?:attnbackend\.)?(?:unfused|local)\b|\b(?:un|non-?)fused (?:softmax )?attention\b"
+                   r"|\battention (?:\w+ ){0,2}unfused\b|\battention[^.;]{0,20}?without a fused kernel|\battention (?:was |is )?not fused")
 """Megatron-Core told to run its unfused attention (`--attention-backend unfused`), or a source
 that says its attention was unfused, whatever its year."""
 
 OFFLOAD_WORDS = (r"offload\w* (?:the )?activations of (\d+) layers|activations of (\d+) layers offloaded"
+                 r"|offloads? (\d+) layers of activations|offloading of activations \((\d+) layers\)"
+                 r"|offload-activations\W{1,3}(\d+)|activation cpu offload \(num-layers\W(\d+)\)"
+                 r"|(\d+) transformer layers'? activations offloaded|activations offloaded to (?:the )?(?:cpu|host) for (\d+) layers"
+                 r"|cpu-offloading\W{1,3}true \((\d+) layers\)"
                  r"|(\d+) layers'? activations offloaded|activation offloading[^.;]{0,40}?\b(\d+)(?: of \d+)? layers"
                  r"|activation offloading\W+(\d+) layers|(?:cpu )?act(?:ivations?)? offload(?:ing)?\W+(\d+) layers"
                  r"|(\d+) layers(?:'? activations)? offloaded(?: to (?:the )?(?:cpu|host))?")
@@ -1608,6 +1667,13 @@ def node_limit_of(compact: str) -> int:
     return 0
 
 
+def uncompared(text: str) -> str:
+    """`text` without its clauses that compare with another run, release or runtime (`COMPARED`):
+    "compared with Megatron-LM's published MFU", "torchtitan later reproduced a 405B run"."""
+    return "\n".join(c for c in re.split(r"[;\n]|(?<!\d)\.(?!\d)", text)
+                     if not re.search(COMPARED + r"|benchmarks? report", c, flags=re.I))
+
+
 def runtime_family(entry: dict) -> str:
     """Whose runtime a row ran, "torchtitan", "megatron", "torch" (eager PyTorch with torch's FSDP:
     llm-foundry's Composer) or "other", from the words that name it (`MEGATRON_WORDS`,
@@ -1619,7 +1685,7 @@ def runtime_family(entry: dict) -> str:
     source = entry.get("source") or {}
     primary = _words(entry.get("group"), source.get("title"), source.get("locator"), source.get("primary_evidence"),
                      lay.get("extra"), model.get("extra"))
-    for text in (primary, source_text(entry)):
+    for text in (primary, uncompared(source_text(entry))):
         if affirms(text, "torchtitan"):
             return "torchtitan"
         if affirms(text, MEGATRON_WORDS):
@@ -1692,7 +1758,8 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         kernels = "fused" if compiled else "eager"
         if compiled:
             notes.append("torch.compile: fused kernels' speed (the eager runtime's without it)")
-    if affirms(compact, "force-load-balancing") or affirms(text, r"forced?[- ](?:load[- ])?balanc|forced to (?:a )?balance"):
+    if affirms(compact, "force-load-balancing") or affirms(text, r"forced?[- ](?:expert[- ])?(?:load[- ])?balanc\w*|forced to (?:a )?"
+                                                            r"(?:balance|uniform)|load balancing forced"):
         # Megatron-Core's benchmark mode replaces the router's logits with normal noise for every
         # token (megatron/core/transformer/moe/moe_utils.py, RandomSTE: "random logits of router
         # for load-balanced benchmark"): a random router, whose busiest rank the model's floor
@@ -1730,7 +1797,8 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     # Megatron-Core's shared experts on their own stream beside the alltoall dispatcher's
     # all-to-alls (`Software.shared_expert_overlap`); Megatron-Bridge turns it off beside the 1F1B
     # overlap and under the flex dispatcher
-    shared_overlap = (affirms(compact, r"(?:moe-)?shared[- ]experts?[- ]overlap") and not ep_overlap and not (deepep or hybridep)
+    shared_overlap = (affirms(compact, r"(?:moe-)?shared[- ]experts?[- ](?:computation |compute )?overlap\w*|overlap[- ]shared[- ]experts?")
+                      and not ep_overlap and not (deepep or hybridep)
                       and bool((entry.get("model") or {}).get("shared_experts")) and shared_overlap_applies(tp))
     if shared_overlap:
         notes.append("shared experts beside the dispatcher's all-to-alls (stated: --moe-shared-expert-overlap; "
@@ -1738,7 +1806,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     # the dispatcher reads each layer's token counts on the host unless the runtime keeps them on
     # the GPU: inputs padded to a stated capacity, or a CUDA graph over the whole iteration
     host_sync = not (affirms(compact, r"pad(?:s|ded)?[- ](?:the[- ])?(?:experts?'?[- ])?inputs?[- ](?:of[- ]the[- ]experts[- ])?"
-                                     r"to[- ]capacity|inputs? padded to (?:the )?capacity")
+                                     r"to[- ]capacity|inputs? padded to (?:the )?capacity") or affirms(compact, PADDED_TO_CAPACITY)
                      or affirms(compact, FULL_ITERATION_GRAPH))
     if not host_sync:
         notes.append("no host read of the token counts (stated: experts' inputs padded to capacity or a "
@@ -1796,7 +1864,8 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                      "MXFP8 (not expressible in a spec)")
     # a fused cross-entropy the source states (llm-foundry's MPT: `loss_fn: fused_crossentropy`,
     # flash-attention's xentropy CUDA extension): one kernel each way on the 16-bit logits
-    loss_kernel = "xentropy" if family == "torch" and affirms(compact, r"fused[- ]?cross[- ]?entropy|fused ce\b|\bxentropy") \
+    loss_kernel = "xentropy" if family == "torch" and affirms(compact, r"fused[- ]?(?:softmax[- ])?cross[- ]?entropy|fused ce\b"
+                                                              r"|\bxentropy|cross[- ]?entropy fused") \
         else ""
     if loss_kernel:
         notes.append("flash-attention's fused cross-entropy (stated: llm-foundry's `loss_fn: fused_crossentropy`, "
@@ -1832,6 +1901,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         # ... whose zero-bubble weight passes recompute again (`timing.weight_pass_recomputes`)
         weight_pass_recomputes=family in ("torchtitan", "torch"),
         dp_copies=fsdp_version(family, text),
+        dp_overlap=not dp_overlap_denied(compact, options),
         # Megatron-LM's and TE's linears re-gather their saved sharded input in the backward
         # (`timing.regathered`); DTensor (torchtitan, FSDP with plain PyTorch) saves it gathered
         tp_regather=family == "megatron",
@@ -1882,23 +1952,45 @@ schedule waits on each forward send at once (`Software.pp_overlap` "backward"): 
 c270efc505's submodule addc601f57 (26.06) has it, 26.04's 23265d2 is the day before it."""
 
 
+COMPARED = (r"\b(?:compared (?:with|to)|than|versus|vs\.?|unlike|instead|as introduced by|introduced by|as in|same \w+ as"
+            r"|definition|defined|reproduc\w*|later|earlier|newer|older|slower|faster|another|other)\b|-style\b")
+"""Words that make a clause a comparison with another run, release or runtime ("compared with
+Megatron-LM commit ...", "a later container (NeMo 25.07)", "Megatron-style tensor parallelism"): what
+it names is not the row's own."""
+
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+          "november", "december")
+
+
+def _dates_in(clause: str) -> list[str]:
+    """The dates a clause writes: "2025-06-01", "2025/06/01", "1 June 2025", "June 1, 2025", as ISO."""
+    out = [f"{y}-{m}" + (f"-{d}" if d else "") for y, m, d in
+           re.findall(r"\b(20\d\d)[-/]([01]\d)(?:[-/]([0-3]\d))?\b", clause)]
+    out += [f"{y}-{MONTHS.index(m) + 1:02d}-{int(d):02d}" for d, m, y in
+            re.findall(r"\b(\d{1,2}) (" + "|".join(MONTHS) + r"),? (20\d\d)\b", clause)]
+    out += [f"{y}-{MONTHS.index(m) + 1:02d}-{int(d):02d}" for m, d, y in
+            re.findall(r"\b(" + "|".join(MONTHS) + r") (\d{1,2}),? (20\d\d)\b", clause)]
+    return out
+
+
 def runtime_date(entry: dict) -> str:
     """The date of the code a row ran, "YYYY", "YYYY-MM" or "YYYY-MM-DD", or "": its `runtime`
-    block's, else a date its text states beside the commit it names ("Megatron-LM commit
-    285068c8 of 2023-01-11", "at commit fa0315ae26 (2025-10-10)"): the shared schema has no
-    `runtime` block, so a transcriber who knows the date writes it there."""
+    block's, else a date its text states beside the code it names ("Megatron-LM commit 285068c8 of
+    2023-01-11", "at commit fa0315ae26 (2025-10-10)", "Megatron-LM 1a2b3c4d (2025-06-01)", "code as of
+    June 1, 2025", "Megatron-LM main of 2025/06/01"), never in a clause that compares another run's
+    (`COMPARED`): the shared schema has no `runtime` block, so a transcriber who knows the date
+    writes it there."""
     stated = str((entry.get("runtime") or {}).get("date") or "")
     if stated:
         return stated
-    text = source_text(entry)
-    found = re.search(r"commit\s+[0-9a-f]{7,40}\b[^.;\n]{0,40}?\b(20\d\d-[01]\d(?:-[0-3]\d)?)\b", text)
-    if found:
-        return found.group(1)
-    months = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-              "november", "december")
-    found = re.search(r"commit\s+[0-9a-f]{7,40}\b[^.;\n]{0,40}?\b(\d{1,2}) (" + "|".join(months) + r"),? (20\d\d)\b", text)
-    if found:  # "commit 285068c8 (authored 11 January 2023)"
-        return f"{found.group(3)}-{months.index(found.group(2)) + 1:02d}-{int(found.group(1)):02d}"
+    for clause in re.split(r"[;\n]|(?<!\d)\.(?!\d)", source_text(entry)):
+        if re.search(COMPARED, clause):
+            continue
+        if re.search(r"commit\s+[0-9a-f]{7,40}\b|\b(?:megatron[- ](?:lm|core)|nemo|torchtitan)\s+(?:main\s+)?(?:[0-9a-f]{7,40}\b|of\b)"
+                     r"|code as of|\bmain of\b", clause):
+            dates = _dates_in(clause)
+            if dates:
+                return dates[0]
     return ""
 
 
@@ -1922,13 +2014,15 @@ def container_release(entry: dict) -> str:
     # the rest of the row's words: only where they name one release (a note comparing two names neither)
     rest = "\n".join(_strings(source.get("locator"), source.get("primary_evidence"), source.get("corroboration"),
                                entry.get("notes")))
-    named = {next(g for g in m.groups() if g) for m in re.finditer(r"nvidia/nemo:(\d\d\.\d\d)|" + CONTAINER_WORDS,
-                                                                      rest, flags=re.I)}
+    named = {next(g for g in m.groups() if g) for clause in re.split(r"[;\n]|(?<!\d)\.(?!\d)", rest)
+             if not re.search(COMPARED, clause, flags=re.I)
+             for m in re.finditer(r"nemo:(\d\d\.\d\d)|" + CONTAINER_WORDS, clause, flags=re.I)}
     return named.pop() if len(named) == 1 else ""
 
 
-CONTAINER_WORDS = (r"(?<![\d.])(\d\d\.\d\d)(?:\.\d+)?(?:\.rc\d+)?\s+NeMo\s+container|NeMo\s*(\d\d\.\d\d)"
-                   r"|NeMo\s+container\s+(\d\d\.\d\d)")
+CONTAINER_WORDS = (r"(?<![\d.])(\d\d\.\d\d)(?:\.\d+)?(?:\.rc\d+)?\s+NeMo\s+container|NeMo\s*v?(\d\d\.\d\d)"
+                   r"|NeMo\s+(?:framework\s+)?(?:container\s+)?(\d\d\.\d\d)|release\s+(\d\d\.\d\d)\S*\s+of\s+the\s+NeMo"
+                   r"|NeMo\s*2?\s*\(container\s+(\d\d\.\d\d)")
 """A NeMo container's release in words: "26.06.01 NeMo container", "NeMo25.04.rc2", "NeMo 24.07",
 "NeMo container 25.02"."""
 
@@ -1965,6 +2059,12 @@ def save_original_input_of(entry: dict, family: str, precision: str, recipe: str
     return current
 
 
+PP_OVERLAP_WORDS = (r"(?:pipeline|\bpp)[- ](?:parallel[- ])?(?:p2p |send/recv )?(?:communication |comm )?(?:is )?overlap\w*"
+                    r"|overlap of (?:the )?pipeline[- ]parallel (?:send/recv|p2p|communication)|\bp2p (?:communication )?overlap\w*")
+"""The pipeline's sends overlapped with computation, in words ("PP communication overlap enabled",
+"pipeline p2p communication not overlapped", "P2P overlap: on")."""
+
+
 def pp_overlap_of(entry: dict, family: str, year: int | None, options: dict | None = None) -> str:
     """Which chunk-boundary sends of an interleaved schedule the row's runtime runs beside the next
     chunk (`timing.Software.pp_overlap`), from what the row states of its software, first found:
@@ -1981,6 +2081,10 @@ def pp_overlap_of(entry: dict, family: str, year: int | None, options: dict | No
     text = source_text(entry).replace("-", "_")
     # `overlap_p2p_comm`, `--no-overlap-p2p-communication`
     stated = (stated_recipe(entry) if options is None else options).get("overlap_p2p_comm")
+    if stated is None and re.search(r"(?:pipeline|\bpp|\bp2p)[^.;\n]{0,30}?\bnot overlapped", text.replace("_", " ")):
+        stated = False  # "pipeline p2p communication not overlapped"
+    if stated is None and re.search(PP_OVERLAP_WORDS, text.replace("_", " ")):  # said in words: on, or denied
+        stated = affirms(text.replace("_", " "), PP_OVERLAP_WORDS)
     release = container_release(entry)
     date = runtime_date(entry)
     if release:
@@ -2008,9 +2112,23 @@ and the registry that replaced the TOML on 2026-02-23, 9810191bb), so FSDP2 gath
 weights; torchtitan 0.3, which `target torchtitan` generates for, gathers bf16."""
 
 
+FLOAT8_ALL_GATHER = r"float8[- ]all[- ]?gather|all[- ]?gathers? float8 weights|float8 weights (?:are )?all[- ]?gathered"
+"""FSDP2 gathering torchao's float8 weights (torchtitan's `enable_fsdp_float8_all_gather`)."""
+
+
 def titan_float8_all_gather(entry: dict) -> bool:
-    """Whether a torchtitan row's float8 run gathered float8 weights: its run (the runtime's date,
-    else the publication's year) predates `TITAN_ROWWISE`."""
+    """Whether a torchtitan row's float8 run gathered float8 weights: as the row states it (its
+    `enable_fsdp_float8_all_gather`, the float8 all-gather affirmed or denied, weights gathered in
+    bf16), else whether its run (the runtime's date, else the publication's year) predates
+    `TITAN_ROWWISE`."""
+    text = source_text(entry).replace("_", "-")
+    option = re.search(r"enable-fsdp-float8-all-gather\W{0,4}(true|false)", text)
+    if option:
+        return option.group(1) == "true"
+    if affirms(text, r"all[- ]?gathers? bf16 weights|weights (?:are )?all[- ]?gathered in bf16"):
+        return False
+    if re.search(FLOAT8_ALL_GATHER, text):
+        return affirms(text, FLOAT8_ALL_GATHER)
     date = runtime_date(entry)
     if date:
         return date < TITAN_ROWWISE[:len(date)]
@@ -2290,6 +2408,11 @@ unstated: `--use-distributed-optimizer`, `--overlap-param-gather` (which needs i
 states sharded over the data-parallel ranks"."""
 
 
+DISTRIBUTED_OPTIMIZER_NAMES = r"distributedoptimi[sz]er|\bdist-?opt\b|distributed-fused-adam|overlap-param-sync"
+"""The distributed optimizer by its class's or its options' names ("DistributedOptimizer", "dist-opt on",
+NeMo 1's `distributed_fused_adam` and its `overlap_param_sync`)."""
+
+
 def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
     raw = lay.get("zero_or_fsdp")
     if isinstance(raw, str) and re.match(r"\s*(?:none|nothing|no\w*)\s+(?:stated|given|published|reported)\b", raw, re.I):
@@ -2301,6 +2424,10 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
             return "zero1"
         if family == "megatron" and affirms(text, NEMO_WORDS):
             notes.append("zero1 (the distributed optimizer: NeMo's and Megatron-Bridge's default)")
+            return "zero1"
+        if affirms(text.replace("_", "-"), DISTRIBUTED_OPTIMIZER_NAMES):
+            notes.append("zero1 (the distributed optimizer named: Megatron's DistributedOptimizer, NeMo's "
+                         "distributed_fused_adam)")
             return "zero1"
         if family == "torchtitan":
             notes.append("zero3 (torchtitan shards with FSDP2)")
@@ -2557,6 +2684,7 @@ STATED_OPTIONS: dict[str, tuple[str, str]] = {
     "pipeline_layout": ("pipeline_model_parallel_layout", "layout"),
     "pp_layout": ("pipeline_model_parallel_layout", "layout"),
     "overlap_p2p_comm": ("overlap_p2p_comm", "bool"),
+    "overlap_grad_reduce": ("overlap_grad_reduce", "bool"),  # Megatron-LM's `--overlap-grad-reduce`
     "overlap_p2p_communication": ("overlap_p2p_comm", "bool"),  # Megatron-LM's `--no-overlap-p2p-communication`
 }
 """The options `read_recipe` reads, as a row's text may state them instead of a `recipe`: Megatron-
@@ -2601,8 +2729,9 @@ def stated_options(entry: dict) -> dict:
     for name, (key, kind) in STATED_OPTIONS.items():
         words = name.replace("_", "[_ -]")
         # (not Megatron-Core's `moe_expert_rank_capacity_factor`, a receive buffer for CUDA graphs)
-        said = re.search(r"(?<![\w-])(?<!rank[-_ ])(--no-)?(?:--)?" + words + r"(?![\w-])", text, flags=re.I)
-        if not said:
+        said = next((m for m in re.finditer(r"(?<![\w-])(?<!rank[-_ ])(--no-)?(?:--)?" + words + r"(?![\w-])", text,
+                                            flags=re.I) if not set_aside(text.lower(), m)), None)
+        if not said:  # not named, or named only as recommended, another run's or left open
             continue
         rest = text[said.end():]
         value = re.match(OPTION_VALUES[kind], rest, flags=0 if kind == "layout" else re.I)

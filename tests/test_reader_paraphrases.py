@@ -218,11 +218,11 @@ case("forced balance (assumption only)", "modelzoo_qwen3_235b_longctx_16k_cp1_fo
 
 # 13. fused cross-entropy (torch) -----------------------------------------------------------------
 case("fused cross-entropy (torch)", "mpt_h100big_70b_s2048_g512_mb8", "software_of: loss_kernel ~l.1290",
-     [], [rep(r"fused_crossentropy|xentropy", "")],
+     [], [rep(r"fused_crossentropy|xentropy|fused softmax cross-entropy", "")],
      [("para", p, [rep(r"xentropy", "zz"), rep(r"fused_crossentropy", p)]) for p in [
          "fused cross-entropy", "fused_cross_entropy", "FusedCrossEntropy", "fused CE (xentropy)",
          "fused-crossentropy",
-     ]] + [("neg", p, [rep(r"fused_crossentropy|xentropy", ""), note(p)]) for p in [
+     ]] + [("neg", p, [rep(r"fused_crossentropy|xentropy|fused softmax cross-entropy", ""), note(p)]) for p in [
          "loss_fn: torch_crossentropy (not fused_crossentropy)", "fused_crossentropy unavailable; torch loss",
      ]])
 

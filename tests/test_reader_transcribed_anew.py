@@ -97,13 +97,16 @@ WANT = [
 
 
 def test_two_releases_named_outside_the_title_state_none():
-    """A note that compares two containers names neither as the row's: it reads as the row with no
-    container named at all."""
+    """A note that names two containers names neither as the row's: it reads as the row with no
+    container named at all; one that compares another with its own (stop 61: the comparison's
+    clause is set aside, `COMPARED`) names its own."""
     row, others = ROWS[DGXC]
     stripped = apply(row, [rep(r"; the recipe runs NeMo 2 in the nvcr\.io/nvidia/nemo:25\.04\.01", "")])
+    both = apply(stripped, [note("NeMo 25.04 or NeMo 24.12")])
     compared = apply(stripped, [note("NeMo 25.04 here; NeMo 24.12 ran the same recipe slower")])
     alone = apply(stripped, [note("NeMo 25.04 here")])
-    assert diff(reading(compared, others), reading(stripped, others)) == []
+    assert diff(reading(both, others), reading(stripped, others)) == []
+    assert diff(reading(compared, others), reading(alone, others)) == []
     assert diff(reading(alone, others), reading(row, others)) == []
     assert reading(alone, others) != reading(stripped, others)  # the release matters to this row
 
