@@ -2635,7 +2635,9 @@ def layout_of(lay: dict, gpus: int, notes: list[str]) -> dict:
         deg[missing] = gpus // rest
         notes.append(f"{missing} {deg[missing]} (unstated: GPUs / the other degrees)")
     else:
-        raise Unusable("tp, pp and dp are not published for this run; any layout would be a guess")
+        unknown = [a for a in ("tp", "pp", "dp") if deg[a] is None] + ([] if gpus else ["the GPU count"])
+        raise Unusable(f"{' and '.join(unknown) if len(unknown) < 3 else ', '.join(unknown[:-1]) + ' and ' + unknown[-1]} "
+                       f"{'is' if len(unknown) == 1 else 'are'} not published for this run; any layout would be a guess")
     for a, d in deg.items():
         if d == 0:
             raise Unusable(f"`{a}` is 0")

@@ -201,3 +201,13 @@ def test_fewer_gpus_than_a_node_are_a_node_of_that_many():
     row, others = ROWS["nemo2403_llama2_7b_fp8_4k"]  # 4 GPUs, its node written as 4
     eight = apply(row, [setf("hardware.gpus_per_node", 8)])
     assert diff(reading(eight, others), reading(row, others)) == []
+
+
+@pytest.mark.parametrize("layout,gpus,missing", [
+    ({"tp": 1, "pp": 16}, 0, "dp and the GPU count are not published"),  # DeepSeek-V2: tp 1 and pp 16 stated
+    ({"tp": 8}, 0, "pp, dp and the GPU count are not published"),
+    ({"tp": 8}, 64, "pp and dp are not published"),
+])
+def test_a_layout_left_out_names_what_is_missing(layout, gpus, missing):
+    with pytest.raises(published.Unusable, match=missing):
+        published.layout_of(layout, gpus, [])
