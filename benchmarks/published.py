@@ -1419,50 +1419,69 @@ SET_OFF = r"""[ \t"')\]]*(?:[:=]|\bis\b|\bwas\b)?[ \t"'(\[]*(?:false|off|none|no
 "moe_a2a_overlap=false", "ub_tp_comm_overlap false", `"overlap": "false"`, "(False)"; on its own
 line, never the next field's ("... padded to capacity" above a recompute field's "none")."""
 
-DENIED_BEFORE = re.compile(r"(?:\bno|\bnot|\bnon|\bnever|\bneither|\bnor|\bwithout|\bw/o|\bdisabled?|\bpre|\bpredates?|\bbefore"
-                           r"|\bunlike|\bexcept|\binstead of)[\s-]+(?:[\w.'-]+(?:\s+|\s*/\s*)){0,2}$")
+DENIED_BEFORE = re.compile(r"(?:\bno|\bnot|\bnon|\bnever|\bneither|\bnor|\bwithout|\bw/o|\bdisabled?|\bpre(?!-?train)|\bpredates?"
+                           r"|\bbefore|\bunlike|\bexcept|\binstead of)[\s-]+(?:[\w.'-]+(?:\s+|\s*/\s*)){0,2}$")
 """A denial in the words just before a mention, within its clause: "no DeepEP", "without
-torch.compile", "did not use FlashAttention", "pre-FlashAttention", "no DeepEP/HybridEP"."""
+torch.compile", "did not use FlashAttention", "pre-FlashAttention", "no DeepEP/HybridEP" (not
+"pre-training with ...")."""
 
-OTHER_RUNS = (r"\b(?:the|these|those)\b(?:[^.;()\n]|(?<=\d)\.(?=\d)){0,30}?\b(?:rows|runs|configs|configurations|versions"
-              r"|releases|recipes|tables|columns|containers)\b|\b(?:other|later|earlier|newer|older|larger|smaller|companion"
-              r"|another|second|third)\b(?:[^.;()\n]|(?<=\d)\.(?=\d)){0,30}?\b(?:rows?|runs?|configs?|configurations|versions?"
-              r"|releases?|recipes?|tables?|columns?|containers?|figures?)\b")
+OTHER_RUNS = (r"\b(?:the|these|those)\b(?:[^.;,()\n]|(?<=\d)\.(?=\d)){0,30}?\b(?:rows|configs|configurations|versions|releases"
+              r"|recipes|tables|columns|containers|(?:\d[\w.,-]*|gpu) runs)\b|\b(?:other|later|earlier|newer|older|larger|smaller"
+              r"|companion|another|second|third|previous|prior|next|follow-up|future)\b(?:[^.;,()\n]|(?<=\d)\.(?=\d)){0,30}?"
+              r"\b(?:rows?|runs?|configs?|configurations|versions?|releases?|recipes?|tables?|columns?|containers?|figures?"
+              r"|experiments?)\b")
 """A clause that names other rows, runs or releases ("the 8B runs use Async TP", "later Megatron versions
-use FlashAttention", "the 25.02 rows reduce gradients in bf16"): what it names is theirs."""
+use FlashAttention", "the 25.02 rows reduce gradients in bf16", "the previous release used ..."): what
+it names is theirs, unless the clause says it of this run too (`SELF`)."""
+
+SELF = (r"\b(?:this|our|the same)(?: [\w.-]+)? (?:run|job|row|one|configuration|config|recipe|table|release|experiment)s?\b"
+        r"|\bhere\b"
+        r"|\bthese runs\b|\bwe (?:use|used|run|ran|enable|enabled)\b")
+"""Words by which a sentence speaks of the row's own run ("this run enables ...", "(enabled here)",
+"the runs in this table use ..."): a fact it names is the row's, whatever else the sentence compares."""
+
+SELF_DENIED = (r"\b(?:this|our)(?: [\w.-]+){0,2} (?:run|job|row|one)\b[^.;\n]{0,20}?\b(?:does not|did not|doesn't|didn't|not"
+               r"|leaves it off|has it off|keeps it off)\b"
+               r"|\bnot (?:in )?(?:this|our) (?:run|job|row|one)\b|\bnot here\b")
+"""Words that say the row's own run lacks what the sentence names ("this one does not", "(not this run)")."""
 
 SET_ASIDE_AFTER = re.compile(
-    r"^\)?(?:\([^)]*\)|[^.;()\n]|(?<=\d)\.(?=\d)){0,60}?\b(?:(?:is|are|was|were)\s+)?(?:recommended|suggested|advised|the fallback"
-    r"|the next optimi[sz]ation|used (?:only )?by the (?:larger|smaller|other)|used only (?:by|in)|in a later release|not here"
-    r"|not (?:in )?this (?:run|row|one)|this (?:one|run|row) does not|(?:is|are) separate"
-    r"|in (?:a|the) (?:separate|other) (?:table|column|row))\b|^[^.;()\n]{0,40}?\b(?:rows?|runs?|column|table) (?:is|are) "
-    r"separate\b|^[^.;\n]{0,60}?\(\s*not (?:in )?this (?:run|row|one)\s*\)|^\W{0,3}(?:would|could|might)\b"
-    r"|^[\w-]*\s+(?:rows?|runs?|column|table)\b|^[^.\n]{0,60}?;\s*this\b[^.;\n]{0,30}?\b(?:does not|did not|doesn't"
-    r"|leaves it off|has it off|is off)\b")
-"""Words after a mention that set it aside: a recommendation ("AsyncTP is recommended for H100"),
-another run's ("... is used by the larger configs only", "... are in the other column", "(not this
-run)"), a later release's."""
+    r"^\)?(?:[\w-]+\s+){0,2}?\W{0,3}(?:(?:is|are|was|were)\s+)?(?:recommended|suggested|advised|the fallback"
+    r"|the next optimi[sz]ation)\b"
+    r"|^[^.;\n]{0,60}?\(\s*not (?:in )?this (?:run|row|one)\s*\)"
+    r"|^(?:\([^)]*\)|[^.;,()\n]|(?<=\d)\.(?=\d)){0,60}?\b(?:used (?:only )?by the (?:larger|smaller|other)|used only (?:by|in)"
+    r"|in a later release|the default in (?:newer|later) releases|(?:is|are) separate|in (?:a|the) (?:separate|other)"
+    r" (?:table|column|row))\b|^[^.;,()\n]{0,40}?\b(?:rows?|column|table) (?:is|are) separate\b"
+    r"|^\W{0,3}(?:would|could|might|should|can|will)\b|^[\w-]*\s+(?:rows?|column|table)\b"
+    r"|^[^.\n]{0,60}?;\s*this(?: [\w.-]+){0,2} (?:one|run|row) (?:(?:does not|did not|doesn't)\s*(?:[.;)\n]|$)"
+    r"|leaves it off|has it off|keeps it off)")
+"""Words after a mention that set it aside: a recommendation ("AsyncTP is recommended for H100"), a
+possibility ("X would speed this up", "X can be enabled"), another run's ("... is used by the larger
+configs only", "... are in the other column", "the 8B row"), a later release's, or this run's lack
+of it elliptically ("the 8B runs use X; this one does not")."""
 
-HEDGED_BEFORE = re.compile(r"\b(?:recommend(?:s|ed)?|suggest(?:s|ed)?|advis(?:es|ed))\b")
-"""A mention its sentence only recommends ("the README recommends --use-distributed-optimizer"):
-what a source advises is not what the run did."""
+HEDGED_BEFORE = re.compile(r"\b(?:recommend(?:s|ed)?|suggest(?:s|ed)?|advis(?:es|ed)|if|whether|planned|future|would|could|should)\b")
+"""A mention its clause only recommends or supposes ("the README recommends --use-distributed-
+optimizer", "if FP8 attention were enabled"): what a source advises is not what the run did."""
 
 LEFT_OPEN_WORDS = r"not (?:stated|specified|confirmed|known|given|published)|unstated|unconfirmed|unknown"
-LEFT_OPEN_AFTER = re.compile(r"[^.;()\n]{0,80}?\b(?:are|is|were|was) (?:" + LEFT_OPEN_WORDS + r")\b|\W{0,3}(?:"
-                             + LEFT_OPEN_WORDS + r")\b")
-"""A sentence that names settings to say they are not stated ("Recompute, distributed optimizer and
-comm-overlap settings for the benchmarked run are not stated"): none of them is read."""
 """Words that leave what they follow open: "current scaling not stated", "DeepEP (unconfirmed)"."""
+LEFT_OPEN_AFTER = re.compile(r"[^.;,()\n]{0,70}?\b(?:are|is|were|was) (?:" + LEFT_OPEN_WORDS + r")\b|\W{0,3}(?:"
+                             + LEFT_OPEN_WORDS + r")\b")
+"""A clause that names settings to say they are not stated ("Recompute, distributed optimizer and
+comm-overlap settings for the benchmarked run are not stated"): none of them is read."""
 LEFT_OPEN = r"\b(?:" + LEFT_OPEN_WORDS + r")\b"
 
-DENIED_AFTER = re.compile(r"^(?:\s*\(\s*(?=not\b|un|dis|off\b|no\b|left\b|(?:released|published|came|was|were|is|are)\b)|(?:\s*\([^)]*\))?)[^.;,()\n]{0,30}?\b(?:(?:was|were|is|are)"
+DENIED_AFTER = re.compile(r"^(?:\s*\(\s*(?=not\b|un|dis|off\b|no\b|left\b|(?:released|published|came|was|were|is|are)\b)|(?:\s*\([^)]*\))?)"
+                          r"(?:(?!\b(?:on|enabled|used|and|but|though|while)\b)[^.;,()\n]){0,30}?\b(?:(?:was|were|is|are)"
                           r" not|not (?:used|set|enabled|on|applied|available)|not yet available|disabled|turned off"
                           r"|switched off|(?:was|were|is|are) off|left off|unused|unavailable|unsupported|did not exist"
                           r"|didn't exist|would not|(?:was )?(?:published|released) later|came (?:in )?(?:a )?later|postdates|"
                           + LEFT_OPEN_WORDS + r")\b")
-"""A denial in the words just after a mention, within its clause: "FP8 dispatch was not used",
-"overlap_moe_expert_parallel_comm was disabled", "DeepEP (not used)"; and a mention its clause
-leaves open ("current scaling not stated", "DeepEP (unconfirmed)"), which states nothing either."""
+"""A denial in the words just after a mention, within its clause and before anything affirms it:
+"FP8 dispatch was not used", "overlap_moe_expert_parallel_comm was disabled", "DeepEP (not used)";
+and a mention its clause leaves open ("current scaling not stated", "DeepEP (unconfirmed)"), which
+states nothing either (not "X is on here even though SP is not")."""
 
 
 HOLDS_ITS_VALUE = r"\b\B"
@@ -1472,32 +1491,58 @@ HOLDS_ITS_VALUE = r"\b\B"
 
 def denied(text: str, found: re.Match, set_off: str = SET_OFF) -> bool:
     """Whether a denial in its own clause takes the mention `found` back: before it ("no DeepEP",
-    "without fp8 dispatch", "predates FlashAttention": `DENIED_BEFORE`) or after it ("DeepEP not
-    used", "fp8 dispatch: off": `set_off`, `DENIED_AFTER`)."""
-    before = re.split(r"[.;,()\n]", text[max(0, found.start() - 60):found.start()])[-1]
+    "without fp8 dispatch", "predates FlashAttention": `DENIED_BEFORE`; a command line's flags are
+    each their own clause) or after it ("DeepEP not used", "fp8 dispatch: off": `set_off`,
+    `DENIED_AFTER`). A mention only set aside (`set_aside`) is not denied: it states nothing."""
+    before = re.split(r"[.;,()\n]|\s--(?=\w)", text[max(0, found.start() - 60):found.start()])[-1]
     after = text[found.end():found.end() + 60]
-    return bool(DENIED_BEFORE.search(before) or re.match(set_off, after) or DENIED_AFTER.match(after)
-                or set_aside(text, found))
+    return bool(DENIED_BEFORE.search(before) or re.match(set_off, after) or DENIED_AFTER.match(after))
+
+
+def clause_of(text: str, found: re.Match) -> tuple[str, str]:
+    """The words of the mention `found`'s sentence before it, and of its clause before it (split at
+    commas, semicolons and parentheses; a mention inside parentheses takes the words before them)."""
+    sentence = re.split(r"(?<!\d)\.(?!\d)|\n", text[max(0, found.start() - 120):found.start()])[-1]
+    parts = re.split(r"[;,()]", sentence)
+    clause = parts[-1]
+    if not clause.strip() and len(parts) > 1 and sentence.rstrip().endswith("("):
+        clause = parts[-2]  # "the NeMo 2 rows (bf16 gradient reduction)": the words the parenthesis glosses
+    return sentence, clause
 
 
 def set_aside(text: str, found: re.Match) -> bool:
-    """Whether the mention `found` is not the row's own fact: recommended (`HEDGED_BEFORE`,
-    `SET_ASIDE_AFTER`), named for other rows or runs (`OTHER_RUNS` in its clause, "unlike ..." in
-    its sentence), or left open (`LEFT_OPEN_AFTER`). Unlike a denial, which states the fact off."""
-    sentence = re.split(r"(?<!\d)\.(?!\d)|\n", text[max(0, found.start() - 120):found.start()])[-1]
-    clause = re.split(r"[;()\n]", sentence)[-1]
-    return bool(HEDGED_BEFORE.search(sentence) or re.search(r"\bunlike\b", sentence) or re.search(OTHER_RUNS, clause)
-                or SET_ASIDE_AFTER.match(text[found.end():found.end() + 120])
-                or LEFT_OPEN_AFTER.match(text[found.end():found.end() + 100]))
+    """Whether the mention `found` states nothing of the row's own run: recommended or supposed
+    (`HEDGED_BEFORE` in its clause, `SET_ASIDE_AFTER`), named for other rows, runs or releases
+    (`OTHER_RUNS` or "unlike" in its clause), compared with (`COMPARED` before it in its clause), or
+    left open (`LEFT_OPEN_AFTER`); never where its sentence speaks of this run (`SELF`) without
+    saying it lacks it (`SELF_DENIED`). Unlike a denial, which states the fact off."""
+    sentence, clause = clause_of(text, found)
+    after = re.sub(r"^\w+", "", text[found.end():found.end() + 120])  # from the end of the mention's word
+    after_clause = re.match(r"(?:\s*\([^)]*\))?(?:[^,;.()\n]|(?<=\d)\.(?=\d))*", after).group(0)  # its clause, an aside after it
+    whole = sentence + text[found.start():found.end()] + re.split(r"(?<!\d)\.(?!\d)|\n", after)[0]
+    if re.search(SELF, clause + " " + after_clause) and not re.search(SELF_DENIED, whole):
+        return False
+    hedges = list(HEDGED_BEFORE.finditer(sentence))  # "recommends A, B and C": the list is recommended, up to a verb
+    hedged = bool(hedges) and not re.search(r"\b(?:is|are|was|were|uses?|used|enables?|enabled|runs?|ran|sets?|turns?)\b|;",
+                                            re.sub(r"--[\w-]*", " ", sentence[hedges[-1].end():]))
+    return bool(hedged or re.search(r"\bunlike\b", clause) or re.search(OTHER_RUNS, clause)
+                or re.search(COMPARED_BEFORE, clause) or SET_ASIDE_AFTER.match(after)
+                or re.search(OTHER_RUNS, re.sub(r"\([^)]*\)", " ", after_clause)) or LEFT_OPEN_AFTER.match(after[:100]))
 
 
 def affirms(text: str, pattern: str, set_off: str = SET_OFF) -> bool:
     """Whether `text` (lower-cased; in `software_of`'s `compact`, `_` written `-`) states what
-    `pattern` names: some mention of it that no denial takes back (`denied`). One denied mention
-    does not cancel another ("FlashAttention-2 (not FlashAttention-1)" states FlashAttention); a
-    config pasted into a note ("moe_router_force_load_balancing: False") names an option to set
-    it off."""
-    return any(not denied(text, found, set_off) for found in re.finditer(pattern, text))
+    `pattern` names: some mention of it that no denial takes back (`denied`) and that is the row's
+    own (`set_aside`). One denied mention does not cancel another ("FlashAttention-2 (not
+    FlashAttention-1)" states FlashAttention); a config pasted into a note
+    ("moe_router_force_load_balancing: False") names an option to set it off."""
+    return any(not denied(text, found, set_off) and not set_aside(text, found) for found in re.finditer(pattern, text))
+
+
+def denies(text: str, pattern: str, set_off: str = SET_OFF) -> bool:
+    """Whether `text` states what `pattern` names off: some mention of it denied (`denied`), none
+    affirmed; a mention only set aside states neither ("later Megatron versions use FlashAttention")."""
+    return not affirms(text, pattern, set_off) and any(denied(text, found, set_off) for found in re.finditer(pattern, text))
 
 
 def dp_overlap_denied(compact: str, options: dict) -> bool:
@@ -1706,7 +1751,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                        "recipe only (another runtime's kernels and casts differ)")
     # "without FlashAttention" / "before FlashAttention" / "no flash" name the kernel to deny it
     flash_stated = affirms(text, FLASH_WORDS)
-    flash_denied = not flash_stated and re.search(FLASH_WORDS, text) is not None  # "FlashAttention was not used"
+    flash_denied = not flash_stated and denies(text, FLASH_WORDS)  # "FlashAttention was not used"
     unfused_stated = flash_denied or affirms(text, UNFUSED_BACKEND)
     unfused = unfused_stated or (not flash_stated and year is not None and year <= 2022)
     if unfused_stated:
@@ -1958,6 +2003,11 @@ COMPARED = (r"\b(?:compared (?:with|to)|than|versus|vs\.?|unlike|instead|as intr
 Megatron-LM commit ...", "a later container (NeMo 25.07)", "Megatron-style tensor parallelism"): what
 it names is not the row's own."""
 
+COMPARED_BEFORE = (r"\b(?:compared (?:with|to)|than|versus|vs\.?|as introduced by|introduced by|same \w+ as"
+                   r"|reproduc\w*)\b")
+"""Comparison words before a mention in its clause ("compared with runs using X", "faster than
+NeMo's recipe"): the mention is what the row is compared with."""
+
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
           "november", "december")
 
@@ -2084,7 +2134,8 @@ def pp_overlap_of(entry: dict, family: str, year: int | None, options: dict | No
     if stated is None and re.search(r"(?:pipeline|\bpp|\bp2p)[^.;\n]{0,30}?\bnot overlapped", text.replace("_", " ")):
         stated = False  # "pipeline p2p communication not overlapped"
     if stated is None and re.search(PP_OVERLAP_WORDS, text.replace("_", " ")):  # said in words: on, or denied
-        stated = affirms(text.replace("_", " "), PP_OVERLAP_WORDS)
+        words = text.replace("_", " ")
+        stated = True if affirms(words, PP_OVERLAP_WORDS) else False if denies(words, PP_OVERLAP_WORDS) else None
     release = container_release(entry)
     date = runtime_date(entry)
     if release:
@@ -2127,7 +2178,7 @@ def titan_float8_all_gather(entry: dict) -> bool:
         return option.group(1) == "true"
     if affirms(text, r"all[- ]?gathers? bf16 weights|weights (?:are )?all[- ]?gathered in bf16"):
         return False
-    if re.search(FLOAT8_ALL_GATHER, text):
+    if affirms(text, FLOAT8_ALL_GATHER) or denies(text, FLOAT8_ALL_GATHER):
         return affirms(text, FLOAT8_ALL_GATHER)
     date = runtime_date(entry)
     if date:
@@ -2741,7 +2792,7 @@ def stated_options(entry: dict) -> dict:
             if value is not None:
                 on = value.group(1).lower() in ON_WORDS
             else:  # a flag: on, unless denied ("--no-...", "no ...", "... was disabled")
-                clause = re.split(r"[.;,()\n]", text[max(0, said.start() - 60):said.start()])[-1].lower()
+                clause = re.split(r"[.;,()\n]|\s--(?=\w)", text[max(0, said.start() - 60):said.start()])[-1].lower()
                 on = not (said.group(1) or DENIED_BEFORE.search(clause) or DENIED_AFTER.match(rest.lower()))
             if key == "other":
                 if on:
@@ -3040,14 +3091,14 @@ def read_stated_recompute(entry: dict) -> dict:
     text = "\n".join(_strings(source.get("locator"), source.get("primary_evidence"), entry.get("notes"))).lower()
     for clause in re.split(r"[.;\n]", text):  # modules named beside "recompute": Megatron-Core's selective
         mention = re.search(r"recomput\w*", clause)
-        if not mention or denied(clause, mention):
+        if not mention or denied(clause, mention) or set_aside(clause, mention):
             continue
         modules = tuple(dict.fromkeys(m for m in re.findall(r"[a-z_]+", spelled_as_modules(clause))
                                       if m in MODULE_WORDS and m != "core_attn"))
         if modules:
             return dict(entry, layout=dict(lay, recompute="--recompute-modules " + " ".join(modules)
                                            + " (stated in the row's words)"))
-    said = {m.group(0) for m in re.finditer(RECOMPUTE_WORDS, text) if not denied(text, m)}
+    said = {m.group(0) for m in re.finditer(RECOMPUTE_WORDS, text) if not denied(text, m) and not set_aside(text, m)}
     if len(said) != 1:
         return entry
     words = said.pop()
