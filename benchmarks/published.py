@@ -160,10 +160,12 @@ def _int(value, name: str, binary: bool = False) -> int | None:
     # the number the field counts where it holds more than one: its own label's ("4 experts per rank,
     # EP=64"), an arithmetic's result or a derivation's ("1536 / (8x8) = 24", "n/a (derived: 24)"), the
     # sequences beside a token count ("4096 tokens (2 sequences)")
-    own = re.search(r"(?<![a-z])" + re.escape(name.split("_")[0]) + r"\s*[=:]\s*" + COUNT + r"(?![\d.])", text, flags=re.I)
-    result = (re.search(r"[/*×x+]\s*[^=]*=\s*" + COUNT + r"\s*\)?\s*$", text)
+    label = FIELD_LABELS.get(name, re.escape(name.split("_")[0]))
+    own = re.search(r"(?<![\w-])(?<![a-z] )(?:" + label + r")\s*[=:]\s*" + COUNT + r"(?![\d.])", text, flags=re.I)
+    result = (re.search(r"\d\s*[/*×x+]\s*[\d(][^=]*=\s*" + COUNT + r"\s*\)?\s*$", text)
               or re.search(r"\bderived\W{0,3}" + COUNT + r"\b", text, flags=re.I))
-    sequences = "token" in text.lower() and re.search(COUNT + r"\s*(?:seqs?|sequences|samples)\b", text, flags=re.I)
+    sequences = (name in ("micro_batch", "global_batch") and "token" in text.lower()
+                 and re.search(COUNT + r"\s*(?:seqs?|sequences|samples)\b", text, flags=re.I))
     chosen = own if own and len(re.findall(r"\d+", text)) > 1 else result or sequences
     if chosen:
         return int(chosen.group(1).replace(",", ""))
@@ -224,15 +226,18 @@ def stated_bool(value) -> bool | None:
         return None
     if re.match(r"\W*(?:" + LEFT_OPEN_WORDS + r")\b", text):  # "not stated (default on with TP)"
         return None
-    text = re.sub(r"^[a-z][\w -]*?\s*[:=]\s*(?=\S)", "", text)  # the subject's label: "SP: no", "sequence parallel: no"
+    label = re.match(r"^([a-z][\w -]*?)\s*[:=]\s*(?=\S)", text)  # the subject's label: "SP: no", "sequence parallel: no"
+    if label and label.group(1).strip() not in ("no", "yes", "n", "y", "none", "on", "off", "true", "false"):
+        text = text[label.end():]
     first = re.match(r"[\W_]*([a-z0-9]+|[✓✗])", text)
     token = first.group(1) if first else ""
     if token in ("no", "none", "n", "false", "off", "disabled", "disable", "0", "without", "not", "✗"):
         return False
     if token in ("yes", "y", "true", "on", "enabled", "enable", "1", "with", "✓"):
         return True
-    # the word after the subject: "SP off", "SP no", "sequence parallelism was not used"
-    return not re.search(r"\b(?:off|disabled|false|no|none|not|never)\b|✗", text)
+    # the words after the subject, in its clause: "SP off", "SP no", "sequence parallelism was not used" (not
+    # "Megatron SP (not Ulysses)", whose aside denies something else)
+    return not re.search(r"\b(?:off|disabled|false|no|none|not|never)\b|✗", re.split(r"[(,;]", text)[0])
 
 
 UNUSED_HEAD = r"(?:n/?a|none|no|off|disabled|unused|not[ -](?:used|applicable|enabled)|[-–—]+(?![a-z-]))"
@@ -249,7 +254,7 @@ def unused(value) -> bool:
     text = re.sub(r"^\s*[a-z][a-z _-]*:\s*(?=" + UNUSED_HEAD + r"\W*$)", "", value.lower())  # "expert TP: none"
     if re.fullmatch(r"\s*" + UNUSED_HEAD + r"\s*", text):
         return True
-    if re.search(r"deriv|=|" + LEFT_OPEN, text):
+    if re.search(r"deriv|" + LEFT_OPEN, text):
         return False
     return bool(re.match(r"\s*" + UNUSED_HEAD + r"\s*(?:[(:,;—–-]|$)", text)
                 or re.match(r"\s*(?:no|without)\s+(?!\d)\w", text)
@@ -281,6 +286,9 @@ WHOLE = (r"\s*(?:-{0,2}[A-Za-z][A-Za-z _-]*?\s*[=:(-]?\s*)?" + COUNT
 """A whole number as a row writes it: bare, after a label ("TP=8", "tp 8", "TP(8)", a command
 line's "--tensor-model-parallel-size 8"), or with thousands separators ("1,536", which must never
 read as 1; "gbs=384, mbs=1" is 384)."""
+FIELD_LABELS = {"global_batch": r"gbs|global[ _-]?batch(?:[ _-]?size)?", "micro_batch": r"mbs|micro[ _-]?batch(?:[ _-]?size)?",
+                "grad_accum": r"grad(?:ient)?[ _-]?accum\w*"}
+"""The labels a field's own number follows where its value holds several ("gbs=384, mbs=1")."""
 SPELLED = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "twelve": 12,
            "sixteen": 16, "thirty-two": 32, "sixty-four": 64}
 """Degrees and counts a field spells out ("eight", "four")."""
@@ -508,7 +516,8 @@ def power_and_memory(hw: dict, notes: list[str], board: float | None = None) -> 
             watts = float(value) * (1000.0 if unit.lower() == "kw" else 1.0)
         elif smi:  # `nvidia-smi -pl 500`: watts
             watts = float(smi.group(1))
-        elif board and re.search(POWER, str(hw.get("gpu") or ""), flags=re.I):
+        elif board and re.search(POWER, str(hw.get("gpu") or ""), flags=re.I) and not re.search(
+                r"tdp|pcie|v100", str(hw.get("gpu")), flags=re.I):
             # the part's own power in its name ("H100 96GB HBM2e (Grand Teton, 500 W)"): the power it ran
             # at, a limit where below the datasheet's board power
             value, unit = re.search(POWER, str(hw["gpu"]), flags=re.I).groups()
@@ -624,13 +633,13 @@ def _short_ports(text: str, per_node: int) -> str | None:
     not a port."""
     for clause in compute_clauses(text):
         port = r"(?:(?:edr|hdr|ndr|xdr)\s*(?P<gen>\d{2,4})|(?<![\d.])(?P<g>\d{2,4})\s*G(?![Bb]/?s?\b|B))"
-        found = (re.search(r"(?P<count>\d+)\s*x\s*(?P<named>(?:(?!(?:[abh]|gb)\d{3})[A-Za-z][\w-]*\s+){0,2})" + port, clause,
+        found = (re.search(r"(?<![\w-])(?P<count>\d+)\s*x\s*(?P<named>(?:(?!" + GPU_MODEL + r")[A-Za-z][\w-]*\s+){0,2})" + port, clause,
                            flags=re.I)  # "4 x 200G", "4x OPA 100G" (not "8x H100 80G")
                  or re.search(port + r"(?:\s*[A-Za-z]+){0,2}?\s*x\s*(?P<count>\d+)\b", clause, flags=re.I))
         if not found:
             continue
         count, rate = int(found.group("count")), float(found.group("gen") or found.group("g"))
-        after_gpu = re.search(r"\b(?:[abh]|gb)\d{3}\w*[\s(\[:,-]*$", clause[:found.start()], flags=re.I)
+        after_gpu = re.search(r"\b(?:[abhv]|gb|mi)\d{3}\w*[\s(\[:,-]*$", clause[:found.start()], flags=re.I)
         if after_gpu and (not re.search(r"[(\[:,-]\s*$", clause[:found.start()]) or rate not in PORT_RATES):
             continue  # "A100 80G x 8", "DGX-A100 (8x40G)": memory; "DGX H100 (8x 400G NDR)" is the ports'
 
@@ -995,7 +1004,7 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
             ("kv_lora_rank", "kv-lora-rank"), ("q_lora_rank", "q-lora-rank"), ("qk_rope_head_dim", "rope-head-dim"),
             ("v_head_dim", "v-head-dim")) if key in ranks_of))
     # a norm the row names decides ("DeepNorm Post-LN", "LayerNorm" beside RoPE: Nemotron-4, GLM-130B)
-    layer_norm = not affirms(arch, r"rmsnorm") and affirms(arch, r"layer[- ]?norm|\b(?:pre|post)[- ]?ln\b|deepnorm")
+    layer_norm = not affirms(arch, r"rmsnorm") and affirms(arch, r"(?<!qk[- ])(?<!qk)layer[- ]?norm|deepnorm")
     fields.append(f"activation {'swiglu' if swiglu else 'gelu'}, norm {'rmsnorm' if llama_like and not layer_norm else 'layernorm'}, "
                   f"position {'learned' if learned else 'none' if alibi else 'rope'}, "
                   f"tied-embeddings {'on' if tied else 'off'}")
@@ -1279,28 +1288,30 @@ def outcomes_as_rates(out: dict) -> dict:
     rates: dict = {}
     for name, raw in out.items():
         words = (str(name) + " " + (raw if isinstance(raw, str) else "")).lower().replace("_", " ")
-        steps = re.search(r"\b(?:per|for|every|of)\s+(\d+)\s*(?:steps?|iter\w*)\b", words)
-        if steps and int(steps.group(1)) > 1 and re.search(r"time|second|\bs\b|\bsec|duration|elapsed", words):
+        key = str(name).lower().replace("_", " ")
+        steps = re.search(r"\b(?:per|for|every)\s+(\d+)\s*(?:steps?|iter\w*)\b", key)  # the key names the span
+        if steps and int(steps.group(1)) > 1 and "token" not in key and re.search(r"time|duration|elapsed|\bs\b|sec", key):
             value = figure(raw, seconds=True)
             if value:
-                rates["step_time_s"] = value / int(steps.group(1))
+                rates.setdefault("step_time_s", value / int(steps.group(1)))
                 continue
-        if re.search(r"\bdays?\b", words) and re.search(r"(?:per|/)\s*(?:1\s*)?(?:trillion|1\s*t\b|t\b)\s*tokens?", words):
+        if re.search(r"\bdays?\b", words) and not re.search(r"gpu[ -]?days?", words) and re.search(
+                r"(?:per|/)\s*(?:1\s*)?(?:trillion|1\s*t\b|t\b)\s*tokens?", words):
             value = figure(raw)
             if value:
-                rates["tokens_per_s"] = 1e12 / (value * 86400)
+                rates.setdefault("tokens_per_s", 1e12 / (value * 86400))
                 continue
         if re.search(r"tokens?\s*(?:per|/)\s*gpu[ -]?h(?:ou)?r", words):
             value = figure(raw)
             if value:
-                rates["tokens_per_s_per_gpu"] = value / 3600
+                rates.setdefault("tokens_per_s_per_gpu", value / 3600)
                 continue
         aside = isinstance(raw, str) and re.search(r"\btotal\b|\bjob\b|\bcluster\b|all gpus", raw.lower()) and re.search(
             r"\(\s*(?:~\s*)?(\d[\d,]*(?:\.\d+)?)\s*(?:tokens?/s\s*)?(?:per|/)\s*(?:gpu|device)\b[^)]*\)", raw, flags=re.I)
         if aside and re.search(r"token", words):
-            rates["tokens_per_s_per_gpu"] = float(aside.group(1).replace(",", ""))
+            rates.setdefault("tokens_per_s_per_gpu", float(aside.group(1).replace(",", "")))
             continue
-        rates[name] = raw
+        rates.setdefault(name, raw)
     return rates
 
 
@@ -1923,7 +1934,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         name = {"current": "per-tensor current scaling", "mxfp8": "MXFP8", "blockwise": "blockwise (1x128, 128x128)"}
         notes.append(f"Transformer Engine's {name[recipe]} fp8 recipe (stated: `fp8-recipe {TARGET_RECIPES[recipe]}`)")
     if family == "torchtitan" and precision == "fp8" and titan_float8_all_gather(entry) \
-            and not affirms(compact, r"float8[- ]all[- ]?gather|fp8[- ]all[- ]?gather"):
+            and not re.search(FLOAT8_ALL_GATHER + r"|enable-fsdp-float8-all-gather|fp8[- ]all[- ]?gather", compact):
         notes.append("float8 all-gather (torchtitan's float8 configs gathered float8 weights until "
                      f"{TITAN_ROWWISE}; not stated)")
     software = timing.Software(
@@ -2131,7 +2142,8 @@ def pp_overlap_of(entry: dict, family: str, year: int | None, options: dict | No
     text = source_text(entry).replace("-", "_")
     # `overlap_p2p_comm`, `--no-overlap-p2p-communication`
     stated = (stated_recipe(entry) if options is None else options).get("overlap_p2p_comm")
-    if stated is None and re.search(r"(?:pipeline|\bpp|\bp2p)[^.;\n]{0,30}?\bnot overlapped", text.replace("_", " ")):
+    if stated is None and re.search(r"(?:\bp2p|send/recv|pipeline[- ](?:parallel[- ])?(?:p2p|communication|comm|send\w*)|\bpp "
+                                    r"(?:p2p|communication|comm))[^.;,\n]{0,20}?\bnot overlapped", text.replace("_", " ")):
         stated = False  # "pipeline p2p communication not overlapped"
     if stated is None and re.search(PP_OVERLAP_WORDS, text.replace("_", " ")):  # said in words: on, or denied
         words = text.replace("_", " ")
@@ -2236,14 +2248,14 @@ def target_line(software: timing.Software, family: str, precision: str) -> str:
 
 FP8_RECIPES = (("mxfp8", r"fp8mx|mxfp8|microscal|blockscal\w*mx|32elementblock|block32\b|block32scal|1x32(?!\d)|per32element"
                          r"|e8m0"),
-               ("blockwise", r"blockwise|finegrained|1x128|128x128|fp8blockscal|float8blockscal|subchannel"),
+               ("blockwise", r"blockwise|finegrained(?:block|scal|quant)|1x128|128x128|fp8blockscal|float8blockscal|subchannel"),
                ("current", r"fp8cs|currentscal|tensorwise|pertensorcurrent|pertensordynamic|dynamicpertensor|dynamicscal"),
                ("delayed", r"delayedscal|amaxhistory"))
 """Transformer Engine's fp8 recipes as rows write them, matched with spaces, "_", "-" and
 parentheses removed ("FP8 (MX)" is "fp8mx"): MXFP8's 32-element blocks, DeepSeek-V3's 1x128 and
 128x128 blocks (`Float8BlockScaling`), per-tensor current scaling, delayed scaling."""
 
-FP8_RECIPE_OPTION = r"(?<![\w-])(?:--)?fp8[-_ ]recipe\W{0,4}(\w+)"
+FP8_RECIPE_OPTION = r"(?<![\w-])(?:--fp8-recipe|fp8_recipe)\W{0,4}(\w+)|(?<![\w-])fp8[- ]recipe\s*[:=]\s*[\"']?(\w+)"
 """The recipe option as a config or command line writes it: "--fp8-recipe tensorwise",
 "fp8_recipe: mxfp8", "fp8_recipe='blockwise'" (Megatron-Core's `--fp8-recipe` choices)."""
 
@@ -2273,7 +2285,7 @@ def fp8_recipe_of(entry: dict) -> str:
                                entry.get("recipe")))
     recipe = entry.get("recipe") if isinstance(entry.get("recipe"), dict) else {}
     option = re.search(FP8_RECIPE_OPTION, rest, flags=re.I)
-    stated = recipe.get("fp8_recipe") or (option.group(1) if option else None)
+    stated = recipe.get("fp8_recipe") or (next(g for g in option.groups() if g) if option else None)
     if stated:  # the option decides, whatever else the words name
         named = _fp8_recipes_named(str(stated))
         return named[0] if named else "delayed"
@@ -2284,8 +2296,8 @@ def fp8_recipe_of(entry: dict) -> str:
 NVFP4_WORDS = r"nv[- ]?fp4|fp4\W{0,3}(?:\w+\W+){0,3}?16[- ]element"
 """NVFP4 by name, or by its definition: FP4 in blocks of 16 elements (MXFP4's are 32)."""
 
-SET_ASIDE = (r"\b(?:no|not|without|unused|disabled|off|false|none|vs\.?|versus|unlike|instead|separate|companion"
-             r"|other)\b|[:=]\s*(?:false|0)\b")
+SET_ASIDE = (r"\b(?:no|not|without|unused|disabled|off|false|none|vs\.?|versus|unlike|instead|separate|separately|companion"
+             r"|other|later|earlier|older|previous)\b|[:=]\s*(?:false|0)\b")
 """Words that set a format named after the first clause aside: denied ("FP8 unused", "fp8=False",
 "no FP8 autocast") or named in contrast ("vs FP8 in the companion row")."""
 
@@ -2325,7 +2337,7 @@ def precision_of(lay: dict) -> str:
     if "fp8" not in formats and any("fp8" in _formats(c) and re.search(COMPUTE_WORDS, c) for c in kept):
         formats = ["fp8"]
     formats = formats or _formats(" ".join(kept))
-    if formats and formats[0] == "fp4" and re.search(NVFP4_WORDS, _words(lay.get("precision"))):
+    if formats and formats[0] == "fp4" and re.search(NVFP4_WORDS, " ".join([first] + kept)):
         formats = ["nvfp4"]  # "FP4 (NVIDIA's 16-element block format)"
     if formats and formats[0] == "fp4":
         raise Unusable(f"precision `{lay.get('precision')}`: 4-bit GEMMs other than NVFP4 (MXFP4's 32-element "
@@ -2496,9 +2508,10 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
     # FSDP that keeps the gathered parameters after the forward (SHARD_GRAD_OP): ZeRO-2
     kept = re.search(r"reshardafterforward(?:false|disabled|off|0)|no(?:t)?reshard(?:ing)?afterforward|notreshardedafterforward"
                      r"|(?:parameters|params)(?:kept|stay|remain)gathered", re.sub(r"[^a-z0-9]", "", _words(raw))) is not None
-    if re.match(r"\s*(?:none|ddp)\b\W*\(", _words(raw)):  # "none (predates the distributed optimizer)": the aside explains
-        return "none"
-    zero_paper = re.search(r"p_?os(\W*\+\W*g)?(\W*\+\W*p)?", _words(raw))  # the ZeRO paper's P_os, P_os+g, P_os+g+p
+    if re.match(r"\s*(?:none|ddp)\b\W*\((?![^)]*\b(?:zero|fsdp|shard\w*|sharded)\b)[^)]*\bpredates\b|\s*none\b\W*\(",
+                _words(raw)) and not re.match(r"\s*ddp\b\W*\([^)]*\b(?:distributed|zero|shard)", _words(raw)):
+        return "none"  # "none (predates the distributed optimizer)": the aside explains; "DDP (distributed optimizer)" is zero1
+    zero_paper = re.search(r"\bp_?os\b(\W*\+\W*g)?(\W*\+\W*p)?", _words(raw))  # the ZeRO paper's P_os, P_os+g, P_os+g+p
     if zero_paper and re.search(r"zero", _words(raw)):
         return "zero3" if zero_paper.group(2) else "zero2" if zero_paper.group(1) else "zero1"
     if ("hsdp" in words or "hybrid" in words) and any(w in words for w in ("zero1", "stage1", "optimizerstate")) \
@@ -3051,7 +3064,7 @@ def gpus_of(hw: dict) -> int | None:
                        + PER_GROUP + ")", raw, flags=re.I)
     if stated and grouped and int(stated.group(1).replace(",", "")) > 0:  # "64 x 8 = 512", "(3072 GPUs)"
         return int(stated.group(1).replace(",", ""))
-    groups = re.search(r"(\d[\d,]*)\s*(?:[a-z][\w-]*\s+){0,2}" + GROUP_WORDS + r"\b", raw, flags=re.I)
+    groups = re.search(r"(\d[\d,]*)\s*(?:(?!gpus?\b|per\b)[a-z][\w-]*\s+){0,2}" + GROUP_WORDS + r"\b", raw, flags=re.I)
     each = (re.search(r"(\d+)\s*[x×*]?\s*(?:(?!" + GROUP_WORDS + r")[a-z][\w-]*\s+)?(?:gpus?\s*|accelerators?\s*|devices?\s*)?"
                       + PER_GROUP + r"(?![\w])", raw, flags=re.I)  # "8 GPUs each", "8x H100 each", "8 per node"
             or re.search(GROUP_WORDS + r"\W*(?:each\s+)?(?:of|with|having|x|×|\*)\s*(\d+)", raw, flags=re.I))
@@ -3237,7 +3250,9 @@ def count_of(value, name: str) -> int | None:
         beside = re.fullmatch(r"\s*(?:n/?a|none|off|[-–—]+)\W*\(\s*(\d+)\s*\)\s*", value, flags=re.I)
         if beside:
             return int(beside.group(1))
-        if unused(value) and not placeholder(value) and not re.match(r"\s*n/?a\b", value, flags=re.I):
+        if re.search(r"\d", value) and not unused(value):  # "1 (not stated)", "n/a (derived: 16)": the number
+            return _int(value, name)
+        if unused(value) and not placeholder(value):  # "none", "no accumulation", "n/a (no accumulation)"
             return 1 if name == "grad_accum" else None
         if re.search(LEFT_OPEN, value.lower()) or re.match(r"\s*n/?a\b", value, flags=re.I):
             return None
@@ -3341,7 +3356,8 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     layout = " x ".join(f"{n} {d}" for n, d in written)
     pcie = "pcie" in _words(hw.get("gpu")) and "sxm" not in _words(hw.get("gpu"))  # not "SXM5 (PCIe Gen5 host link)"
     if pcie:
-        notes.append("PCIe part: intra-node traffic over PCIe; HBM bandwidth of the SXM part")
+        notes.append("PCIe part: intra-node traffic over PCIe" + ("" if "hbm-bandwidth" in hardware_text
+                                                                  else "; HBM bandwidth of the SXM part"))
     rack = GPUS[key]["nvlink_domain"] > GPUS[key]["gpus_per_node"]  # GB200 and GB300 NVL72
     link = "pcie" if pcie else "nvl72" if rack else "xgmi" if key == "mi300x" else "nvlink"
     lines = [

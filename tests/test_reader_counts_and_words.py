@@ -211,3 +211,37 @@ def test_fewer_gpus_than_a_node_are_a_node_of_that_many():
 def test_a_layout_left_out_names_what_is_missing(layout, gpus, missing):
     with pytest.raises(published.Unusable, match=missing):
         published.layout_of(layout, gpus, [])
+
+
+# A review of stop 61's reader found these misread by its own first fixes; each now reads as it says.
+REVIEWED = [
+    (lambda: published.stated_bool("Megatron SP (not Ulysses)"), True),  # the aside denies something else
+    (lambda: published.stated_bool("no: TP=1"), False),  # a yes/no word is no label
+    (lambda: published.outcomes_as_rates({"step_time_s": "12.3 (mean of 50 iterations)"})["step_time_s"],
+     "12.3 (mean of 50 iterations)"),  # an average over steps is one step's time
+    (lambda: "step_time_s" in published.outcomes_as_rates({"tokens_per_s": "52,000 (average of 100 steps)"}), False),
+    (lambda: "tokens_per_s" in published.outcomes_as_rates({"gpu_days_per_trillion_tokens": 7500}), False),
+    (lambda: published.count_of("1 (not stated)", "micro_batch"), 1),
+    (lambda: published.count_of("n/a (no accumulation)", "grad_accum"), 1),
+    (lambda: published._int("4096 (max_position_embeddings = 8192)", "seq_len"), 4096),
+    (lambda: published._int("8 (expert TP: 1)", "tp"), 8),
+    (lambda: published._int("8192 tokens (packed from 4 samples)", "seq_len"), 8192),
+    (lambda: published._int("mbs: 1, gbs: 1536", "global_batch"), 1536),
+    (lambda: published.precision_of({"precision": "BF16 (FP8 training in a later run)"}), "bf16"),
+    (lambda: published.fp8_recipe_of({"layout": {"precision": "fp8"}, "notes": ["fine-grained experts"]}), "delayed"),
+    (lambda: published.sharding_of({"zero_or_fsdp": "ZeRO-3 (Composer FSDP)"}, "other", "", []), "zero3"),
+    (lambda: published.sharding_of({"zero_or_fsdp": "DDP (distributed optimizer)"}, "megatron", "", []), "zero1"),
+    (lambda: published.gpus_of({"num_gpus": "8 GPUs per node, 64 nodes"}), 512),
+    (lambda: published._short_ports("MI300X 192G x 8", 8), None),
+    (lambda: published.unused("none (TP=8 in other rows)"), True),
+]
+
+
+@pytest.mark.parametrize("case,want", REVIEWED, ids=[str(i) for i in range(len(REVIEWED))])
+def test_what_the_review_found_reads_as_it_says(case, want):
+    assert case() == want
+
+
+def test_mxfp4_denied_beside_nvfp4_is_no_nvfp4():
+    with pytest.raises(published.Unusable, match="NVFP4"):
+        published.precision_of({"precision": "MXFP4 (not NVFP4)"})
