@@ -592,8 +592,8 @@ COUNTED_NICS = r"(?<![\w-])(\d+)\s*(?:x\s*)?(?:[\w-]+\s+){0,3}?" + NIC_NOUN + r"
 """A count of adapters with up to three words between ("8 InfiniBand NICs", "8 x ConnectX-7")."""
 
 
-NUMBERS = {"one": 1, "two": 2, "four": 4, "eight": 8, "sixteen": 16}
-"""Counts a note may spell out ("eight 400 Gb/s NICs per node")."""
+NUMBERS = SPELLED
+"""Counts a note may spell out ("eight 400 Gb/s NICs per node"): the fields' spelled numbers."""
 NUMBER_WORDS = r"\b(" + "|".join(NUMBERS) + r")\b"
 
 
@@ -1573,7 +1573,7 @@ def fsdp_version(family: str, text: str) -> str:
     `fully_shard` runs FSDP2. Otherwise, and outside the torch families, none is charged."""
     if family == "torchtitan" or affirms(uncompared(text), r"\bfsdp[- ]?v?2\b(?!-way)|fully[-_ ]shard\b"):
         return "fsdp2"
-    if family == "torch" and affirms(text, r"\bfsdp[- ]?v?1\b|composer|llm[- _]?foundry"):
+    if family == "torch" and affirms(uncompared(text), r"\bfsdp[- ]?v?1\b|composer|llm[- _]?foundry"):
         return "fsdp1"
     return "none"
 
@@ -1726,7 +1726,7 @@ def node_limit_of(compact: str) -> int:
 def uncompared(text: str) -> str:
     """`text` without its clauses that compare with another run, release or runtime (`COMPARED`):
     "compared with Megatron-LM's published MFU", "torchtitan later reproduced a 405B run"."""
-    return "\n".join(c for c in re.split(r"[;\n]|(?<!\d)\.(?!\d)", text)
+    return "\n".join(c for c in re.split(r"[;,\n]|(?<!\d)\.(?!\d)", text)
                      if not re.search(COMPARED + r"|benchmarks? report", c, flags=re.I))
 
 
@@ -1861,8 +1861,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                      "timing.shared_beside_ep)")
     # the dispatcher reads each layer's token counts on the host unless the runtime keeps them on
     # the GPU: inputs padded to a stated capacity, or a CUDA graph over the whole iteration
-    host_sync = not (affirms(compact, r"pad(?:s|ded)?[- ](?:the[- ])?(?:experts?'?[- ])?inputs?[- ](?:of[- ]the[- ]experts[- ])?"
-                                     r"to[- ]capacity|inputs? padded to (?:the )?capacity") or affirms(compact, PADDED_TO_CAPACITY)
+    host_sync = not (affirms(compact, PADDED_TO_CAPACITY)
                      or affirms(compact, FULL_ITERATION_GRAPH))
     if not host_sync:
         notes.append("no host read of the token counts (stated: experts' inputs padded to capacity or a "

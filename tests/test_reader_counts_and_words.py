@@ -234,6 +234,8 @@ REVIEWED = [
     (lambda: published.gpus_of({"num_gpus": "8 GPUs per node, 64 nodes"}), 512),
     (lambda: published._short_ports("MI300X 192G x 8", 8), None),
     (lambda: published.unused("none (TP=8 in other rows)"), True),
+    (lambda: published.uncompared("trained with torchtitan, 1.3x faster than the fsdp1 baseline"), "trained with torchtitan"),
+    (lambda: published.fsdp_version("torch", "llm-foundry with fsdp2, faster than fsdp1"), "fsdp2"),
 ]
 
 
