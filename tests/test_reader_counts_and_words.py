@@ -238,7 +238,7 @@ REVIEWED = [
     (lambda: published.fsdp_version("torch", "llm-foundry with fsdp2, faster than fsdp1"), "fsdp2"),
     # a comparison earlier in the clause is not the mention's (the full suite's re-transcribed Bridge row)
     (lambda: published.affirms("gradients reduced in bf16 rather than fp32 and the tensor-parallel communication is "
-                               "overlapped with the gemms", published.TP_OVERLAP), True),
+                               "overlapped with the gemms (tp-comm-overlap)", published.TP_OVERLAP), True),
     (lambda: published.affirms("compared with runs using userbuffers, this one is slower", published.TP_OVERLAP), False),
 ]
 
