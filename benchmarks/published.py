@@ -3352,7 +3352,10 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
         notes.append(f"expert tensor parallelism {expert_tp} not modelled: experts whole on each rank")
 
     axes = [("tp", tp), ("cp", cp)] + ([("ep", ep)] if deg["ep_axis"] else []) + [("dp", dp), ("pp", pp)]
-    written = [(n, d) for n, d in axes if d > 1] or [("tp", 1)]
+    # a sharded job over the cp ranks alone (torchtitan's FSDP and Megatron's distributed optimizer
+    # shard over dp x cp) writes `dp 1`, so that its `dp { sharding }` has an axis to attach to
+    sharded_over_cp = dp == 1 and cp > 1 and sharding != "none"
+    written = [(n, d) for n, d in axes if d > 1 or (n == "dp" and sharded_over_cp)] or [("tp", 1)]
     layout = " x ".join(f"{n} {d}" for n, d in written)
     pcie = "pcie" in _words(hw.get("gpu")) and "sxm" not in _words(hw.get("gpu"))  # not "SXM5 (PCIe Gen5 host link)"
     if pcie:
@@ -3434,10 +3437,8 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     if sharding == "hsdp":
         notes.append("hsdp read as zero3 over all data-parallel ranks (the shard group is not published)")
         sharding = "zero3"
-    if dp > 1:
+    if dp > 1 or sharded_over_cp:
         lines.append(f"dp {{ sharding {sharding} }}")
-    elif cp > 1 and sharding != "none":  # a spec shards over the dp axis, which this layout has not
-        notes.append(f"{sharding} over the cp ranks alone (dp 1): not expressible in a spec, read as no sharding")
     if cp > 1:
         lines.append(f"cp {{ flavour {cp_flavour(text, family, notes)} }}")
     spec = "\n".join(lines) + "\n"

@@ -251,3 +251,24 @@ def test_what_the_review_found_reads_as_it_says(case, want):
 def test_mxfp4_denied_beside_nvfp4_is_no_nvfp4():
     with pytest.raises(published.Unusable, match="NVFP4"):
         published.precision_of({"precision": "MXFP4 (not NVFP4)"})
+
+
+CP_ALONE = "torchtitan_405b_512gpu_4d_cp8_256k"  # tp 8 x cp 8 x pp 8 on 512 GPUs: no data ranks
+
+
+def test_fsdp_over_the_cp_ranks_alone_is_written_and_fits():
+    """torchtitan shards FSDP over dp_shard x cp (its `dp_shard_cp` mesh), so a job with cp 8 and no
+    data ranks still shards its parameters 8 ways. The reader writes `dp 1` so the spec can say
+    so; before, it read the job unsharded, and the 405B at 256K tokens, which ran, failed the
+    memory check (E0401)."""
+    row, others = ROWS[CP_ALONE]
+    run = published.row_spec(row, others)
+    assert not isinstance(run, published.Skipped)
+    assert "tp 8 x cp 8 x dp 1 x pp 8 on" in run.spec
+    assert "dp { sharding zero3 }" in run.spec
+    run = published.compiled(run)
+    assert not isinstance(run, published.Skipped)
+    assert "E0401" not in run.findings
+    # an unsharded job over cp alone writes no dp axis
+    plain = published.row_spec(apply(row, [setf("layout.zero_or_fsdp", "none (plain DDP)")]), others)
+    assert " dp 1" not in plain.spec and "dp {" not in plain.spec
