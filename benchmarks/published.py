@@ -3073,7 +3073,40 @@ def gpus_of(hw: dict) -> int | None:
     counted = re.fullmatch(r"\s*(\d+)\s*[x×*]\s*(\d+)(?:\s*gpus?)?\s*", raw, flags=re.I)
     if counted:  # "256x8", "64 * 4 GPUs"
         return int(counted.group(1)) * int(counted.group(2))
+    boxes = boxes_of(raw, hw.get("gpus_per_node"))
+    if boxes:
+        return boxes
     return _int(hw.get("num_gpus"), "num_gpus", binary=True)  # "16K GPUs" is 16,384
+
+
+BOX = r"[dh]gx[-\s]?(?:a100|h100|h200|h800|h20|b200|b300)\b"
+"""A server named by its product, which holds 8 GPUs: "DGX B200", "HGX H100", "DGX-A100"."""
+
+RACK = r"(?:gb200|gb300)?[-\s]?nvl(\d+)(?:\s+(?:racks?|systems?|domains?))?"
+"""A rack named by its NVLink domain, which holds that many GPUs: "GB200 NVL72 racks"."""
+
+
+def boxes_of(raw: str, per_group) -> int | None:
+    """GPUs counted by the groups that hold them, where no count per group is written beside them
+    (`gpus_of` reads those): "4 DGX B200 systems" and "one DGX B200" (8 each, as every DGX and HGX
+    of these parts holds), "2 GB200 NVL72 racks" (72 each), "64 nodes" with the row's
+    `gpus_per_node`. None where the field counts no group, or a plain group ("nodes") whose size the
+    row does not state. A digit inside a part's name ("B200") is never a count."""
+    count = r"(?<![\w.])(\d[\d,]*|" + "|".join(SPELLED) + r")\s*[x×]?\s*(?:[a-z][\w-]*\s+){0,2}?"
+    rack = re.search(count + RACK, raw, flags=re.I)
+    box = re.search(count + BOX, raw, flags=re.I)
+    group = re.search(count + GROUP_WORDS + r"\b", raw, flags=re.I)
+    found = rack or box or group
+    if not found:
+        return None
+    n = found.group(1).lower().replace(",", "")
+    n = SPELLED[n] if n in SPELLED else int(n)
+    if rack:
+        return n * int(rack.group(2))
+    stated = per_group if isinstance(per_group, int) and not isinstance(per_group, bool) and per_group > 0 else None
+    if box:
+        return n * (stated or 8)
+    return n * stated if stated else None
 
 
 RECOMPUTE_WORDS = (r"(?:full|selective|uniform)[-_ ](?:activation[-_ ])?(?:recomput\w*|checkpoint\w*)"

@@ -70,6 +70,26 @@ def test_a_gpu_count_per_group_multiplies_the_groups(written, gpus):
     assert published.gpus_of({"num_gpus": written}) == gpus
 
 
+@pytest.mark.parametrize("written,per_node,gpus", [
+    ("4 DGX B200 systems", None, 32),
+    ("2 DGX H100 nodes", None, 16),
+    ("4x DGX H100", None, 32),
+    ("one DGX B200", None, 8),  # before: 200, the digits of the part's name
+    ("eight DGX-H100 nodes", None, 64),
+    ("8 HGX H100 servers", None, 64),
+    ("4 GB200 NVL72 racks", 4, 288),  # a rack is its NVLink domain, not its trays' 4 GPUs
+    ("two NVL72 racks", None, 144),
+    ("64 nodes", 4, 256),  # the row's own GPUs per node
+    # controls: a count of GPUs stands; a plain group of unstated size is read as before
+    ("256 H800 GPUs (32 nodes)", 8, 256),
+    ("32 B200 GPUs", 8, 32),
+    ("4 nodes", None, 4),
+])
+def test_gpus_counted_by_the_boxes_that_hold_them(written, per_node, gpus):
+    """A DGX or HGX holds 8 GPUs and an NVL72 rack 72: "4 DGX B200 systems" is 32 GPUs, not 4."""
+    assert published.gpus_of({"num_gpus": written, "gpus_per_node": per_node}) == gpus
+
+
 @pytest.mark.parametrize("written", ["192 nodes (8 GPUs each)", "192 DGX A100 nodes, 8 GPUs per node",
                                      "192 nodes each with 8 GPUs"])
 def test_a_row_whose_gpus_are_counted_per_node_reads_as_published(written):
