@@ -107,6 +107,25 @@ def _words(*parts) -> str:
     return "\n".join(_strings(*parts)).lower()
 
 
+SENTENCE_END = r"(?<!\d)\.(?!\d)|\n"
+"""Where a sentence ends: a full stop that is not a decimal point ("v0.8", "1.5 TB/s") or a line
+(each field and note is its own line, `_words`)."""
+
+
+def clauses(text: str, at: str = ";") -> list[str]:
+    """`text` cut into its sentences (`SENTENCE_END`) and, within them, at each of the characters
+    of `at`: "" for whole sentences, ";" for clauses (the default), ";," for the pieces between
+    commas too. One splitter for every reading that asks what one sentence or clause says."""
+    return re.split((f"[{re.escape(at)}]|" if at else "") + SENTENCE_END, text)
+
+
+def words_before(text: str, start: int, reach: int = 60) -> str:
+    """The words of a mention's own clause just before it (at most `reach` characters): cut at
+    sentence and clause ends, commas and parentheses, and before a command line's next flag ("--a
+    --no-b": each flag is its own clause). What a denial before a mention must sit in."""
+    return re.split(r"[.;,()\n]|\s--(?=\w)", text[max(0, start - reach):start])[-1]
+
+
 def source_text(entry: dict) -> str:
     """What the source says about its software: title, locator, evidence, notes, extras, and the
     precision's own words ("MXFP8 with FP8 attention")."""
@@ -1505,7 +1524,7 @@ def denied(text: str, found: re.Match, set_off: str = SET_OFF) -> bool:
     "without fp8 dispatch", "predates FlashAttention": `DENIED_BEFORE`; a command line's flags are
     each their own clause) or after it ("DeepEP not used", "fp8 dispatch: off": `set_off`,
     `DENIED_AFTER`). A mention only set aside (`set_aside`) is not denied: it states nothing."""
-    before = re.split(r"[.;,()\n]|\s--(?=\w)", text[max(0, found.start() - 60):found.start()])[-1]
+    before = words_before(text, found.start())
     after = text[found.end():found.end() + 60]
     return bool(DENIED_BEFORE.search(before) or re.match(set_off, after) or DENIED_AFTER.match(after))
 
@@ -1513,7 +1532,7 @@ def denied(text: str, found: re.Match, set_off: str = SET_OFF) -> bool:
 def clause_of(text: str, found: re.Match) -> tuple[str, str]:
     """The words of the mention `found`'s sentence before it, and of its clause before it (split at
     commas, semicolons and parentheses; a mention inside parentheses takes the words before them)."""
-    sentence = re.split(r"(?<!\d)\.(?!\d)|\n", text[max(0, found.start() - 120):found.start()])[-1]
+    sentence = clauses(text[max(0, found.start() - 120):found.start()], at="")[-1]
     parts = re.split(r"[;,()]", sentence)
     clause = parts[-1]
     if not clause.strip() and len(parts) > 1 and sentence.rstrip().endswith("("):
@@ -1530,7 +1549,7 @@ def set_aside(text: str, found: re.Match) -> bool:
     sentence, clause = clause_of(text, found)
     after = re.sub(r"^\w+", "", text[found.end():found.end() + 120])  # from the end of the mention's word
     after_clause = re.match(r"(?:\s*\([^)]*\))?(?:[^,;.()\n]|(?<=\d)\.(?=\d))*", after).group(0)  # its clause, an aside after it
-    whole = sentence + text[found.start():found.end()] + re.split(r"(?<!\d)\.(?!\d)|\n", after)[0]
+    whole = sentence + text[found.start():found.end()] + clauses(after, at="")[0]
     if re.search(SELF, clause + " " + after_clause) and not re.search(SELF_DENIED, whole):
         return False
     hedges = list(HEDGED_BEFORE.finditer(sentence))  # "recommends A, B and C": the list is recommended, up to a verb
@@ -1713,7 +1732,7 @@ def node_limit_of(compact: str) -> int:
                     r"(?:routed|sent|dispatched) to at most " + number + r" nodes",
                     r"at most " + number + r" nodes per token"):
         for found in re.finditer(pattern, compact):
-            sentence = re.split(r"[.;\n]", compact[:found.start()])[-1]
+            sentence = clauses(compact[:found.start()])[-1]
             if re.search(r"\b(?:no|not|without)\s+node[- ]limited", sentence):
                 continue  # "no node-limited routing (at most 4 nodes per token in the paper's setup)"
             if not denied(compact, found) \
@@ -1726,7 +1745,7 @@ def node_limit_of(compact: str) -> int:
 def uncompared(text: str) -> str:
     """`text` without its clauses that compare with another run, release or runtime (`COMPARED`):
     "compared with Megatron-LM's published MFU", "torchtitan later reproduced a 405B run"."""
-    return "\n".join(c for c in re.split(r"[;,\n]|(?<!\d)\.(?!\d)", text)
+    return "\n".join(c for c in clauses(text, at=";,")
                      if not re.search(COMPARED + r"|benchmarks? report", c, flags=re.I))
 
 
@@ -2044,7 +2063,7 @@ def runtime_date(entry: dict) -> str:
     stated = str((entry.get("runtime") or {}).get("date") or "")
     if stated:
         return stated
-    for clause in re.split(r"[;\n]|(?<!\d)\.(?!\d)", source_text(entry)):
+    for clause in clauses(source_text(entry)):
         if re.search(COMPARED, clause):
             continue
         if re.search(r"commit\s+[0-9a-f]{7,40}\b|\b(?:megatron[- ](?:lm|core)|nemo|torchtitan)\s+(?:main\s+)?(?:[0-9a-f]{7,40}\b|of\b)"
@@ -2075,7 +2094,7 @@ def container_release(entry: dict) -> str:
     # the rest of the row's words: only where they name one release (a note comparing two names neither)
     rest = "\n".join(_strings(source.get("locator"), source.get("primary_evidence"), source.get("corroboration"),
                                entry.get("notes")))
-    named = {next(g for g in m.groups() if g) for clause in re.split(r"[;\n]|(?<!\d)\.(?!\d)", rest)
+    named = {next(g for g in m.groups() if g) for clause in clauses(rest)
              if not re.search(COMPARED, clause, flags=re.I)
              for m in re.finditer(r"nemo:(\d\d\.\d\d)|" + CONTAINER_WORDS, clause, flags=re.I)}
     return named.pop() if len(named) == 1 else ""
@@ -2610,7 +2629,7 @@ def cp_flavour(text: str, family: str = "megatron", notes: list[str] | None = No
     stated = re.search(r"cp-comm-type[\s\"':=]+(p2p|all-?gather|a2a\+p2p|a2a)\b", words)
     if stated:
         return {"p2p": "ring", "a2a": "all-to-all", "a2a+p2p": "all-to-all"}.get(stated.group(1), "all-gather")
-    for clause in re.split(r"[.;\n]", words):
+    for clause in clauses(words):
         if not re.search(r"context[- ]parallel|\bcp\b|ulysses", clause):
             continue
         if affirms(clause, r"ulysses|all-to-all|\ba2a\b") and not re.search(r"\b(?:ep|expert|moe|token)s?\b[^,]{0,20}all-to-all",
@@ -2805,7 +2824,7 @@ def stated_options(entry: dict) -> dict:
             if value is not None:
                 on = value.group(1).lower() in ON_WORDS
             else:  # a flag: on, unless denied ("--no-...", "no ...", "... was disabled")
-                clause = re.split(r"[.;,()\n]|\s--(?=\w)", text[max(0, said.start() - 60):said.start()])[-1].lower()
+                clause = words_before(text, said.start()).lower()
                 on = not (said.group(1) or DENIED_BEFORE.search(clause) or DENIED_AFTER.match(rest.lower()))
             if key == "other":
                 if on:
@@ -3135,7 +3154,7 @@ def read_stated_recompute(entry: dict) -> dict:
         return entry
     source = entry.get("source") or {}
     text = "\n".join(_strings(source.get("locator"), source.get("primary_evidence"), entry.get("notes"))).lower()
-    for clause in re.split(r"[.;\n]", text):  # modules named beside "recompute": Megatron-Core's selective
+    for clause in clauses(text):  # modules named beside "recompute": Megatron-Core's selective
         mention = re.search(r"recomput\w*", clause)
         if not mention or denied(clause, mention) or set_aside(clause, mention):
             continue
