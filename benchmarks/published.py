@@ -267,10 +267,14 @@ def unused(value) -> bool:
     """A parallel degree written as not used: "none", "n/a", "-", "off", also with words after them
     ("n/a (no tensor parallelism)", "none (FSDP only)", "- (seq 2048)", "n/a: dense", "expert TP:
     none"), "no TP", "no pipelining", "without experts", "single stage": 1. Unlike "not stated" or
-    "unknown", which leave it open, and a count derived beside the words ("n/a (derived: 24)")."""
+    "unknown", which leave it open, and a count derived beside the words ("n/a (derived: 24)"). Where
+    the source wrote it may follow ("NA in table")."""
     if not isinstance(value, str):
         return False
     text = re.sub(r"^\s*[a-z][a-z _-]*:\s*(?=" + UNUSED_HEAD + r"\W*$)", "", value.lower())  # "expert TP: none"
+    # where the source wrote it: "NA in table (read as no interleaving)" is the table's "NA"
+    text = re.sub(r"^(\s*" + UNUSED_HEAD + r")\s+(?:in|per)\s+(?:the\s+)?(?:table|source|column|readme|paper|docs?)\b",
+                  r"\1", text)
     if re.fullmatch(r"\s*" + UNUSED_HEAD + r"\s*", text):
         return True
     if re.search(r"deriv|" + LEFT_OPEN, text):
@@ -607,8 +611,9 @@ is a node's aggregate, not one NIC's."""
 NIC_NOUN = r"(?:nics?|hcas?|adapters?|ports?|rails?|links?|connectx-\d+|cx-?\d+)"
 """Words that name a network adapter: "8 HCAs", "8 x ConnectX-7", "eight-rail", "4 Omni-Path links"
 (only in a clause about the compute fabric: `compute_clauses`)."""
-COUNTED_NICS = r"(?<![\w-])(\d+)\s*(?:x\s*)?(?:[\w-]+\s+){0,3}?" + NIC_NOUN + r"\b"
-"""A count of adapters with up to three words between ("8 InfiniBand NICs", "8 x ConnectX-7")."""
+COUNTED_NICS = r"(?<![\w-])(\d+)\s*(?:x\s*)?(?:[\w-]+\s+|\([^()]{0,20}\)\s*){0,3}?" + NIC_NOUN + r"\b"
+"""A count of adapters with up to three words (or a short aside) between ("8 InfiniBand NICs", "8 x
+ConnectX-7", "4 Omni-Path (OPA) links")."""
 
 
 NUMBERS = SPELLED
@@ -905,8 +910,43 @@ def width_of(raw, name: str, hidden: int) -> int | None:
     return _int(raw, name, binary=True)
 
 
+TOKENIZERS = (
+    (r"\bopt\b", 50272, "OPT's GPT-2 BPE with its special tokens (Zhang et al. 2022; its configs' vocab_size)"),
+    (r"\bgpt[- ]?(?:2|3)\b|\bgpt3\b|megatron[- ]turing|\bmt-nlg\b", 50257,
+     "GPT-2's byte-pair encoding, which GPT-3 kept (Brown et al. 2020, Section 2.1)"),
+    (r"\bmpt\b|gpt-?neox|pythia", 50432, "the GPT-NeoX tokenizer padded to 50,432 (MPT's and GPT-NeoX-20B's configs)"),
+    (r"\bbloom\b", 250880, "BLOOM's tokenizer, padded (BigScience 2022)"),
+    (r"llama[- ]?3|llama3", 128256, "Llama 3's tiktoken-based tokenizer (Dubey et al. 2024)"),
+    (r"llama[- ]?2|llama2|\bllama\b", 32000, "Llama and Llama 2's SentencePiece tokenizer (Touvron et al. 2023)"),
+    (r"mixtral[- ]?8x22b", 32768, "Mixtral 8x22B's tokenizer (its model card: 32,768)"),
+    (r"mixtral|mistral", 32000, "Mistral's and Mixtral 8x7B's SentencePiece tokenizer"),
+    (r"nemotron", 256000, "Nemotron-4's SentencePiece tokenizer (Parmar et al. 2024)"),
+    (r"qwen[- ]?(?:2|3)", 151936, "Qwen2's and Qwen3's tokenizer (their configs' vocab_size)"),
+    (r"deepseek[- ]?(?:v3|r1)", 129280, "DeepSeek-V3's tokenizer (DeepSeek-AI 2024)"),
+    (r"deepseek[- ]?v2", 102400, "DeepSeek-V2's tokenizer (DeepSeek-AI 2024)"),
+    (r"gpt[- ]?oss", 201088, "gpt-oss's o200k_harmony tokenizer (OpenAI 2025 model card)"),
+    (r"falcon", 65024, "Falcon's tokenizer (Almazrouei et al. 2023)"),
+)
+"""A model's vocabulary where a row leaves `vocab` empty: the tokenizer its name names (the first
+pattern that matches). A fact of the model, never fitted; the logits are a few per cent of a
+large model's FLOPs, so the row reads as published with it rather than not at all."""
+
+
+def tokenizer_vocab(m: dict, notes: list[str]) -> int | None:
+    """The vocabulary of the tokenizer a row's model name (or its `arch`) names (`TOKENIZERS`),
+    noted as an assumption; None where it names none parc knows."""
+    name = _words(m.get("name"), m.get("arch"))
+    for pattern, vocab, source in TOKENIZERS:
+        if re.search(pattern, name):
+            notes.append(f"vocab {vocab:,} (unstated: {source})")
+            return vocab
+    return None
+
+
 def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     """The spec's `model { ... }` block, and the shapes the FLOP conventions read."""
+    if m.get("vocab") is None:
+        m = dict(m, vocab=tokenizer_vocab(m, notes))
     missing = [k for k in ("layers", "hidden", "heads", "vocab", "seq_len") if m.get(k) is None]
     if missing:
         raise Unusable("the model's " + ", ".join(f"`{k}`" for k in missing) + " not published")
@@ -1825,6 +1865,14 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                          "only bf16 forces fp32)")
     if affirms(compact, "grad-reduce-in-bf16") or affirms(compact, BF16_REDUCTION):
         grad_bytes = 2
+    elif (family == "megatron" and precision != "fp16" and container_release(entry) in NEMO_BF16_REDUCTION
+          and affirms(text, NEMO_PERFORMANCE_WORDS)
+          and not denies(compact, "grad-reduce-in-bf16") and not denies(compact, BF16_REDUCTION)
+          and not re.search(r"reduc\w*[^.;\n]{0,40}?\b(?:fp32|float32)\b|\b(?:fp32|float32)\b[^.;\n]{0,40}?reduc", compact)):
+        grad_bytes = 2
+        if dp > 1:
+            notes.append(f"gradients reduced in bf16 (unstated: NeMo {container_release(entry)}'s performance recipes "
+                         "set grad_reduce_in_fp32 False for every model, NVIDIA/NeMo 78f445f822)")
     kernels = "fused"
     if family == "torch":
         kernels = "eager"
@@ -2014,6 +2062,20 @@ schedule then does is `timing.Software.pp_overlap`'s "all". NeMo 2's `MegatronCo
 virtual stages, and NeMo 1's launcher configs state it (NeMo-Framework-Launcher
 conf/training/llama/llama3_1_70b.yaml, dgxc-benchmarking nemo_megatron/gpt3_175b_hydra.yaml:
 `overlap_p2p_comm: true`, `batch_p2p_comm: false`); NeMo 1's example configs leave it off."""
+
+NEMO_BF16_REDUCTION = ("25.02", "25.04")
+"""NeMo containers whose performance recipes reduce every model's gradients in bf16: NVIDIA/NeMo
+78f445f822 (2025-01-30) sets `recipe.trainer.plugins.grad_reduce_in_fp32 = False` in each
+pretraining script of scripts/llm/performance (v2.2.0, the 25.02 container) and
+scripts/performance/llm (v2.3.0, 25.04), which the Performance Summary's and DGX Cloud
+Benchmarking's figures of those containers come from. Earlier releases' scripts leave NeMo's default
+(fp32); later ones were not read, so they keep it too."""
+
+NEMO_PERFORMANCE_WORDS = (r"performance[-_ ]summary|performance recipes?|scripts/(?:llm/)?performance"
+                          r"|dgxc[-_ ]benchmarking|dgx cloud benchmarking")
+"""The words that name NeMo's performance scripts as what produced a row's figure: its Performance
+Summary page, its performance recipes, DGX Cloud Benchmarking (whose recipes launch them)."""
+
 
 NEMO2_RELEASE = "24.09"
 """The first NeMo 2 container (NeMo 1d5de59460, 2024-09-06: `MegatronCommOverlapCallback` sets
@@ -2288,6 +2350,15 @@ def _fp8_recipes_named(words: str) -> list[str]:
     return [name for name, pattern in FP8_RECIPES if re.search(pattern, text)]
 
 
+def _before_others(clause: str) -> str:
+    """The words of `clause` before it names other runs or releases (`OTHER_RUNS`, unless it has
+    spoken of this run first: `SELF`) or a comparison (`COMPARED`)."""
+    others, own = re.search(OTHER_RUNS, clause), re.search(SELF, clause)
+    cuts = [m.start() for m in (re.search(COMPARED, clause), others if not own or others and others.start() < own.start()
+                                else None) if m]
+    return clause[:min(cuts)] if cuts else clause
+
+
 def fp8_recipe_of(entry: dict) -> str:
     """Transformer Engine's fp8 recipe where the row names it (Megatron-Bridge's table: "FP8-CS",
     per-tensor current scaling; "FP8-MX", MXFP8; DeepSeek-V3's "fine-grained block-wise scaling",
@@ -2308,7 +2379,10 @@ def fp8_recipe_of(entry: dict) -> str:
     if stated:  # the option decides, whatever else the words name
         named = _fp8_recipes_named(str(stated))
         return named[0] if named else "delayed"
-    named = _fp8_recipes_named(rest)
+    # what a clause says after it names another run's or release's recipe ("later (25.04+) versions
+    # state per-tensor current scaling") or compares with one is not this row's
+    own = "\n".join(_before_others(c) for c in clauses(rest.lower()))
+    named = _fp8_recipes_named(own)
     return named[0] if len(named) == 1 else "delayed"
 
 
@@ -2499,6 +2573,22 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
     raw = lay.get("zero_or_fsdp")
     if isinstance(raw, str) and re.match(r"\s*(?:none|nothing|no\w*)\s+(?:stated|given|published|reported)\b", raw, re.I):
         raw = None  # "none stated (FSDP column '/')": unstated, whatever its aside names
+    if isinstance(raw, str) and re.search(r"(?:distributed[- ]optimi[sz]er|optimi[sz]er[- ](?:state[- ])?shard\w*|\bzero\b)"
+                                          r"[^.;,)]{0,30}?\b(?:" + LEFT_OPEN_WORDS + r")", raw, re.I) \
+            and not re.search(r"\b(?:zero[- ]?[123]|fsdp(?!\W{0,3}(?:0|column|off|no)\b)|hsdp|shard(?:ed|ing)? (?:params|parameters|weights))",
+                              re.sub(r"fsdp\W{0,3}(?:0|off|none|no)\b", "", raw, flags=re.I), re.I):
+        # "none (FSDP 0, DDP; distributed-optimizer setting not stated)": no FSDP, and the optimizer's
+        # sharding left open: the runtime's default, as an empty field
+        raw = None
+    if isinstance(raw, str) and family == "megatron" and affirms(text, NEMO_WORDS) \
+            and re.search(r"fsdp\W{0,12}?(?:column\W{0,3})?(?:0|off|no|false|disabled|none)\b|\b(?:no|without|not)\s+(?:megatron[- ])?fsdp",
+                          raw, re.I) \
+            and not re.search(r"zero|distributed[- ]optimi|optimi[sz]er[- ](?:state[- ])?shard|shard(?:ed|ing)|hsdp"
+                              r"|fsdp\W{0,12}?(?:column\W{0,3})?(?:1|on|yes|true)\b", raw, re.I):
+        # NeMo's and Megatron-Bridge's tables have an FSDP column and no distributed-optimizer one:
+        # "none (table FSDP=0: DDP)" says the run did not use FSDP, not that its optimizer was whole
+        # (their recipes turn the distributed optimizer on): the runtime's default, as an empty field
+        raw = None
     words = re.sub(r"[^a-z0-9]", "", _words(raw))  # "ZeRO-3", "zero_3", "full_shard": one spelling
     if placeholder(raw):  # unstated, or "n/a", "not stated": the runtime's default
         if family == "megatron" and affirms(text.replace("_", "-"), DISTRIBUTED_OPTIMIZER):

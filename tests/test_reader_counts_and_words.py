@@ -292,3 +292,111 @@ def test_fsdp_over_the_cp_ranks_alone_is_written_and_fits():
     # an unsharded job over cp alone writes no dp axis
     plain = published.row_spec(apply(row, [setf("layout.zero_or_fsdp", "none (plain DDP)")]), others)
     assert " dp 1" not in plain.spec and "dp {" not in plain.spec
+
+
+@pytest.mark.parametrize("name,vocab", [
+    ("GPT3 175B", 50257),
+    ("GPT-3 175B", 50257),
+    ("OPT-175B", 50272),
+    ("Llama 3.1 405B", 128256),
+    ("LLAMA2-7B", 32000),
+    ("Nemotron-4 340B", 256000),
+    ("Mixtral 8x22B", 32768),
+    ("Mixtral 8x7B", 32000),
+    ("Qwen3-235B-A22B", 151936),
+    ("DeepSeek-V3", 129280),
+])
+def test_an_unstated_vocabulary_is_the_named_models_tokenizer(name, vocab):
+    """A row that leaves `vocab` empty (NeMo's tables print only the model's name) reads with the
+    tokenizer its name names; before, the row was left out ("the model's `vocab` not published")."""
+    notes: list[str] = []
+    assert published.tokenizer_vocab({"name": name}, notes) == vocab
+    assert notes and "unstated" in notes[0]
+
+
+def test_a_vocabulary_no_name_gives_is_still_unpublished():
+    notes: list[str] = []
+    assert published.tokenizer_vocab({"name": "an in-house 30B model"}, notes) is None and not notes
+
+
+@pytest.mark.parametrize("written,unused", [
+    ("NA in table (read as no interleaving)", True),
+    ("n/a in the source", True),
+    ("none in table", True),
+    ("NA in table (not stated)", False),  # left open: unstated, not 1
+    ("n/a (derived: 24)", False),
+])
+def test_a_degree_the_table_wrote_as_na_is_not_used(written, unused):
+    """DGX Cloud's tables print "NA" for a virtual pipeline they do not use; a transcriber writes where
+    it saw it ("NA in table"). Before, the row was left out (`vpp` is not a whole number)."""
+    assert published.unused(written) is unused
+
+
+@pytest.mark.parametrize("note,recipe", [
+    # another release's recipe is not the row's (before: current scaling, read from the later release)
+    ("FP8 scaling recipe not stated in this (25.02) version of the page; later (25.04+) versions state per-tensor "
+     "current scaling.", "delayed"),
+    ("the 25.09 rows used FP8-CS", "delayed"),
+    # controls: the row's own recipe, also beside a comparison or another release
+    ("the run used per-tensor current scaling", "current"),
+    ("this run used per-tensor current scaling, as later releases do", "current"),
+    ("per-tensor current scaling (compared with delayed scaling in the previous release)", "current"),
+    ("MXFP8 recipe, unlike the 25.09 rows which used FP8-CS", "mxfp8"),
+])
+def test_an_fp8_recipe_named_for_another_release_is_not_the_rows(note, recipe):
+    assert published.fp8_recipe_of({"layout": {"precision": "FP8"}, "notes": [note]}) == recipe
+
+
+NEMO_B200 = "nemo2502_b200_nemotron4_340b_128gpu"  # NeMo 25.02, Performance Summary, tp 8 pp 4 dp 4
+
+
+def test_nemo_performance_recipes_of_25_02_and_25_04_reduce_gradients_in_bf16():
+    """NeMo 78f445f822 set grad_reduce_in_fp32 False in every performance script of the 25.02 and
+    25.04 containers: a row of those tables that does not say how it reduced reads bf16, as the
+    repository's row, which states it, does (before: fp32, -23 % on the 340B at dp 4). Not before
+    25.02, nor where the row states fp32."""
+    row, others = ROWS[NEMO_B200]
+    stated = reading(row, others)
+    assert stated["sw.grad_bytes"] == 2
+    bare = apply(row, [setf("notes", "results from NVIDIA's performance recipes (Performance Summary page)")])
+    assert reading(bare, others)["sw.grad_bytes"] == 2
+    fp32 = apply(row, [setf("notes", "Performance Summary page; gradients reduced in fp32")])
+    assert reading(fp32, others)["sw.grad_bytes"] == 4
+    older = apply(bare, [setf("source.title", "NeMo Framework user guide, Performance Summary, NeMo 24.12 container")])
+    assert reading(older, others)["sw.grad_bytes"] == 4
+    denied = apply(row, [setf("notes", "Performance Summary page; grad-reduce-in-bf16 not set")])
+    assert reading(denied, others)["sw.grad_bytes"] == 4
+
+
+@pytest.mark.parametrize("written,sharding", [
+    ("none (FSDP 0, DDP; distributed-optimizer setting not stated)", "zero1"),  # before: none
+    ("DDP (ZeRO stage unknown)", "zero1"),
+    ("distributed optimizer not stated", "zero1"),
+    ("none (table FSDP=0: DDP)", "zero1"),  # the table's FSDP column: no FSDP, the recipes' optimizer
+    ("no FSDP", "zero1"),
+    ("none (FSDP 0; no distributed optimizer)", "none"),
+    # controls: a stated sharding, or none stated as none
+    ("FSDP (ZeRO-3); distributed optimizer not stated", "zero3"),
+    ("none (plain DDP)", "none"),
+    ("ZeRO-1 (distributed optimizer)", "zero1"),
+])
+def test_an_optimizer_sharding_left_open_is_the_runtimes_default(written, sharding):
+    """A Megatron-Bridge table has no distributed-optimizer column; a transcriber who writes "none
+    (FSDP 0, DDP; distributed-optimizer setting not stated)" states no FSDP and leaves the optimizer's
+    sharding open: NeMo's and Bridge's default, the distributed optimizer (before: no sharding, which
+    put DeepSeek-V3 on 1,024 H100 over its memory and recomputing)."""
+    assert published.sharding_of({"zero_or_fsdp": written}, "megatron", "nvidia-nemo/megatron-bridge", []) == sharding
+
+
+@pytest.mark.parametrize("note,network", [
+    # Jean Zay's nodes as BLOOM's transcriber wrote them: four 100 Gb/s Omni-Path links, the count
+    # with an aside before its noun (before: the generation's rate on the A100 node's usual 8 NICs)
+    ("Jean Zay (IDRIS): 8x A100 80GB per node, NVLink intra-node, 4 Omni-Path (OPA) links per node, dedicated "
+     "NCCL subnet", "4 x 100 Gb/s"),
+    ("4 Omni-Path links per node", "4 x 100 Gb/s"),
+    ("8 InfiniBand (HDR) NICs", "8 x 200 Gb/s"),
+])
+def test_nics_counted_with_an_aside_before_their_noun(note, network):
+    from parc.catalog.gpus import GPUS
+
+    assert published.network_of({"note": note}, 8, GPUS["a100-80gb"], []) == network

@@ -197,13 +197,16 @@ case("bf16 grad reduction (torch FSDP)", "mpt_a100_70b_s2048_g64_mb8", "software
          "bf16 grad reduction", "BF16 gradient reduce-scatter",
      ]])
 GR = r"gradients reduced in bf16, grad-reduce-in-bf16 \(.*?= False`\);"
+# the row's 25.04 container reduces in bf16 unstated (`NEMO_BF16_REDUCTION`): read as a 24.12 one,
+# whose recipes reduce in fp32, so that the statement alone decides
+OLDER = rep(r"nemo:25\.04\.01", "nemo:24.12.01")
 case("bf16 grad reduction (Megatron)", "dgxc2507_gb200_llama31_405b_bf16_128gpu", "software_of ~l.1131; stated_options",
-     [], [rep(GR, "")],
-     [("para", p, [rep(GR, p)]) for p in [
+     [OLDER], [OLDER, rep(GR, "")],
+     [("para", p, [OLDER, rep(GR, p)]) for p in [
          "--grad-reduce-in-bf16;", "grad_reduce_in_fp32: False;", "grad_reduce_in_fp32 = False;",
          "gradients reduced in bf16;", "bf16 gradient all-reduce;", "grad_sync_dtype: bf16;",
          "grad_reduce_in_fp32: 'False';", "grad_reduce_in_fp32: \"false\";", "reduce gradients in BF16;",
-     ]] + [("neg", p, [rep(GR, ""), note(p)]) for p in [
+     ]] + [("neg", p, [OLDER, rep(GR, ""), note(p)]) for p in [
          "no bf16 gradient reduction (fp32)", "grad-reduce-in-bf16 not set", "grad_reduce_in_bf16 was off",
      ]])
 

@@ -5,8 +5,10 @@ wrote it and compares the reading with the row as published (or with the facts i
 
 - An option's own value decides over a mention of its library: "TP comm overlap off
   (ub_tp_comm_overlap: False) ... names the userbuffers config" is no overlap (`stated_recipe`).
-- A sharding degree of 0 is a denial: "none (FSDP 0)" is no sharding, "distributed optimizer (FSDP
-  0)" ZeRO-1 (`sharding_of`).
+- A sharding degree of 0 is a denial: "distributed optimizer (FSDP 0)" is ZeRO-1 (`sharding_of`). On
+  NeMo's and Megatron-Bridge's rows "none (FSDP 0)" denies FSDP only (their tables' FSDP column):
+  the recipes' distributed optimizer stands (stop 62; before, no sharding, which put the 405B over
+  its GB200's memory), unless the words deny the optimizer's sharding too.
 - A NeMo container named only in the evidence or the notes ("image nvcr.io/nvidia/nemo:25.04.01")
   is the row's release where it is the only one named (`container_release`).
 - A clause that leaves a fact open names nothing: "fp8 (per-tensor delayed/current scaling not
@@ -89,7 +91,8 @@ WANT = [
     # controls: the same words stating the fact read it
     (GPT3, [note("ub_tp_comm_overlap: True")], {"spec~": "tp-overlap all"}),
     (GPT3, [note("TP communication overlap through userbuffers")], {"spec~": "tp-overlap all"}),
-    (DGXC, [setf("layout.zero_or_fsdp", "none (FSDP 0)")], {"spec~": "sharding none"}),
+    (DGXC, [setf("layout.zero_or_fsdp", "none (FSDP 0)")], {"spec~": "sharding zero1"}),
+    (DGXC, [setf("layout.zero_or_fsdp", "none (FSDP 0; no distributed optimizer)")], {"spec~": "sharding none"}),
     (DGXC, [setf("layout.zero_or_fsdp", "FSDP")], {"spec~": "sharding zero3"}),
     (MIXTRAL, [setf("layout.precision", "FP8 (per-tensor current scaling)")], {"spec~": "fp8-recipe tensorwise"}),
     (DEEPSEEK, [rep(r"DeepEP", "DeepEP (unconfirmed)")], {"sw.ep_dispatcher": "all-to-all"}),
