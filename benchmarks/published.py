@@ -554,6 +554,19 @@ def power_and_memory(hw: dict, notes: list[str], board: float | None = None) -> 
         found = (re.search(r"\b(?:HBM|memory bandwidth)[\w\s(,:@-]{0,14}?(\d+(?:\.\d+)?)\s*TB/s", text, flags=re.I)
                  or re.search(r"(\d+(?:\.\d+)?)\s*TB/s\)?\s*(?:of\s+)?(?:HBM|memory bandwidth)", text, flags=re.I))
         tbps = float(found.group(1)) if found else None
+        # a superchip's or a node's bandwidth over the GPUs it names ("GB200 superchip (72 Arm cores,
+        # 2x Blackwell GPUs, 16 TB/s memory bandwidth)"): each GPU's share
+        scope = text[max(0, found.start() - 120):found.start()] if found else ""
+        shared = re.search(r"(?<![\w.])(\d+)\s*x?\s*(?:[\w-]+\s+){0,2}?gpus?\b", scope, flags=re.I)
+        after = text[found.end():found.end() + 40] if found else ""
+        if tbps and shared and int(shared.group(1)) > 1 and (
+                re.search(r"superchip", scope, flags=re.I)
+                or re.search(r"\b(?:aggregate|total|combined)\b|\bper\s+(?:node|superchip|tray|board)\b", after, flags=re.I)):
+            notes.append(f"HBM bandwidth {tbps:g} TB/s stated for {shared.group(1)} GPUs together: "
+                         f"{tbps / int(shared.group(1)):g} TB/s each")
+            tbps /= int(shared.group(1))
+            out.append(f"hbm-bandwidth {tbps:g} TB/s")
+            return out
     if tbps:
         out.append(f"hbm-bandwidth {tbps:g} TB/s")
         notes.append(f"HBM bandwidth {tbps:g} TB/s stated")

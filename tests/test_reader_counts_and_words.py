@@ -400,3 +400,16 @@ def test_nics_counted_with_an_aside_before_their_noun(note, network):
     from parc.catalog.gpus import GPUS
 
     assert published.network_of({"note": note}, 8, GPUS["a100-80gb"], []) == network
+
+
+@pytest.mark.parametrize("note,line", [
+    # DGX Cloud's README describes the GB200 superchip: two GPUs share the 16 TB/s (before: 16 TB/s each)
+    ("GB200 superchip (72 Arm cores, 2x Blackwell GPUs, 16 TB/s memory bandwidth), NVLink 5th generation 3.6 TB/s",
+     "hbm-bandwidth 8 TB/s"),
+    ("node of 8 GPUs, 64 TB/s HBM aggregate", "hbm-bandwidth 8 TB/s"),
+    # controls: a GPU's own bandwidth beside a count of GPUs per node
+    ("8 GPUs per node, HBM 3.35 TB/s", "hbm-bandwidth 3.35 TB/s"),
+    ("H100 96GB HBM2e @ 2.4TB/s", "hbm-bandwidth 2.4 TB/s"),
+])
+def test_a_superchips_memory_bandwidth_is_shared_by_its_gpus(note, line):
+    assert published.power_and_memory({"note": note}, []) == [line]
