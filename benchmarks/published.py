@@ -58,6 +58,9 @@ class Run:
     plan: object = None
     findings: list[str] = field(default_factory=list)
     recompute_stated: bool = True
+    whole_layers_only: bool = False
+    """The runtime recomputes every layer or none (Megatron-LM before Korthikanti et al. 2022's
+    selective and per-layer recomputation): what `least_recompute_that_fits` may choose."""
     """False when the row leaves recomputation out (then `compiled` picks the least that fits)."""
     source_words: str = ""
     """What the row's source says about its software (`source_text`), for the facts a spec cannot state."""
@@ -205,11 +208,12 @@ def _int(value, name: str, binary: bool = False) -> int | None:
 
 
 PLACEHOLDER = (r"\s*(?:n/?a|null|unknown|unstated|unspecified|not\s+(?:stated|published|given|reported|specified)"
-               r"|[-–—?]+)?\s*\.?\s*(?:\((?:not|un)[^)]*\))?\s*"
+               r"|[-–—?]+)?\s*\.?\s*(?:\((?:not|un)[^)]*\)"
+               r"|\([^)]*\b(?:not\s+(?:stated|published|given|reported|specified)|unstated|unknown|unspecified)\b[^)]*\))?\s*"
                r"|\s*(?:unknown|unstated|unspecified|not\s+(?:stated|published|given|reported|specified))\s*[.,;:]?\s*"
                r"\([^)]*\)\s*")  # "unstated (see recipe)": the aside says where, not what
-"""What a transcriber writes for a field the source leaves open: "n/a", "not stated", "-", or
-nothing; such a field is unstated, never a value."""
+"""What a transcriber writes for a field the source leaves open: "n/a", "not stated", "-", "?
+(interleaved, V not stated)", or nothing; such a field is unstated, never a value."""
 
 
 def memory_of(value) -> float | None:
@@ -613,6 +617,8 @@ def _network_rates(text: str) -> list[re.Match]:
             before = clause
         after = re.split(r"[,;()]", text[found.end():found.end() + 24])[0].lower()
         terabytes = found.group(3) == "T" and found.group(5)  # "2.4 TB/s": HBM's, no port moves that
+        if re.search(SWITCH_WORDS, re.split(r"[,;](?![^()]*\))", text[:found.start()])[-1], flags=re.I):
+            continue  # "Tomahawk 4 switches (25.6Tbps, ...)": the switch's capacity
         if not terabytes and not any(word in before or word in after for word in NOT_NETWORK):
             kept.append(found)
     return kept
@@ -639,10 +645,24 @@ NOT_COMPUTE = NOT_NETWORK + ("storage", "mgmt", "management", "frontend", "front
 storage and management networks ("2x 200G storage")."""
 
 
+SWITCH_WORDS = r"\bswitch(?:es)?\b|\btor\b|top[- ]of[- ]rack|tomahawk|\bspine\b|\bleaf\b|\bclos\b"
+"""Words that name the fabric's switches: a port count or rate after them in their clause is the
+switch's ("Broadcom Tomahawk 4 switches (25.6Tbps, 64x400G)", "ToR 400G split to 2x200G"), never
+the node's NICs; before them it may be ("8x 400G NICs to NDR switches")."""
+
+
 def compute_clauses(text: str) -> list[str]:
-    """A hardware note's clauses (between "," and ";") that may speak of the compute fabric: not of
-    NVLink, memory, storage or management (`NOT_COMPUTE`)."""
-    return [c for c in re.split(r"[,;]", text) if not any(word in c.lower() for word in NOT_COMPUTE)]
+    """A hardware note's clauses (between "," and ";" outside parentheses, so an aside stays with
+    what it describes) that may speak of the compute fabric: not of NVLink, memory, storage or
+    management (`NOT_COMPUTE`), and cut where they begin to describe the fabric's switches
+    (`SWITCH_WORDS`)."""
+    out = []
+    for clause in re.split(r"[,;](?![^()]*\))", text):
+        if any(word in clause.lower() for word in NOT_COMPUTE):
+            continue
+        switch = re.search(SWITCH_WORDS, clause, flags=re.I)
+        out.append(clause[:switch.start()] if switch else clause)
+    return out
 
 
 def _stated_port_rate(text: str) -> float | None:
@@ -1330,9 +1350,10 @@ def figure_kind(name, value) -> str | None:
     if re.search(r"tflop", words) and not re.search(r"aggregate|total|cluster", words):
         return "tflops"
     rate = re.search(r"/ ?s(?:ec)?\b|per ?s(?:ec(?:ond)?)?\b|\b(?:t|w|tok)ps\b|throughput|\btgs\b|\bwps\b|a second", words)
-    if re.search(r"token|\btoks?\b|\btgs\b", words) and "hour" not in words and rate:
-        if re.search(r"per[ -]?(?:gpu|device|chip|accelerator|rank)\b|/ ?(?:gpu|device|chip|rank)\b|\btgs\b|gpu per s",
-                     words):
+    # torchtitan's "TPS" (tokens per second; "tps_gpu", "TPS/GPU") and fairseq's "wps" count tokens
+    if re.search(r"token|\btoks?\b|\btgs\b|\btps\b|\bwps\b", words) and "hour" not in words and rate:
+        if re.search(r"per[ -]?(?:gpu|device|chip|accelerator|rank)\b|/ ?(?:gpu|device|chip|rank)\b|\btgs\b|gpu per s"
+                     r"|\b(?:tps|wps)\W*(?:gpu|device|chip|rank)\b", words):
             return "tokens_gpu"
         if re.search(r"per[ -]?(?:\d+[- ]gpu |dgx |gpu )?(?:node|server|host)\b|/ ?node\b|\bnode(?:'s)? (?:throughput|tokens)",
                      words):
@@ -2586,8 +2607,8 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
     raw = lay.get("zero_or_fsdp")
     if isinstance(raw, str) and re.match(r"\s*(?:none|nothing|no\w*)\s+(?:stated|given|published|reported)\b", raw, re.I):
         raw = None  # "none stated (FSDP column '/')": unstated, whatever its aside names
-    if isinstance(raw, str) and re.search(r"(?:distributed[- ]optimi[sz]er|optimi[sz]er[- ](?:state[- ])?shard\w*|\bzero\b)"
-                                          r"[^.;,)]{0,30}?\b(?:" + LEFT_OPEN_WORDS + r")", raw, re.I) \
+    if isinstance(raw, str) and re.search(r"(?:distributed[- ]optimi[sz]er|\bdist-?opt\b|optimi[sz]er[- ](?:state[- ])?shard\w*"
+                                          r"|\bzero\b)[^.;,)]{0,30}?\b(?:" + LEFT_OPEN_WORDS + r")", raw, re.I) \
             and not re.search(r"\b(?:zero[- ]?[123]|fsdp(?!\W{0,3}(?:0|column|off|no)\b)|hsdp|shard(?:ed|ing)? (?:params|parameters|weights))",
                               re.sub(r"fsdp\W{0,3}(?:0|off|none|no)\b", "", raw, flags=re.I), re.I):
         # "none (FSDP 0, DDP; distributed-optimizer setting not stated)": no FSDP, and the optimizer's
@@ -3614,24 +3635,45 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
                reported_tflops=reported, reported_from=source, spec=spec, software=software, assumptions=notes,
                fitted=fitted, conv_flops=conv.model(dims) * batch,
                recompute_stated=not placeholder(lay.get("recompute")), source_words=text,
-               fp8_linears_stated=te_fp8_linears(family, precision, text))
+               fp8_linears_stated=te_fp8_linears(family, precision, text),
+               whole_layers_only=family == "megatron" and before_partial_recompute(entry))
 
 
 UNSTATED_RECOMPUTE = "recompute none (unstated; the frameworks' default)"
 
+PARTIAL_RECOMPUTE = (2022, 5)
+"""When Megatron-LM gained recomputation of part of a model (Korthikanti et al., arXiv:2205.05198,
+May 2022: selective recomputation, and `--recompute-num-layers` beside `--recompute-method
+block`); before it, `--checkpoint-activations` recomputed every layer or none."""
 
-def least_recompute_that_fits(spec: str, plan, runtime: str, compile_spec, loss_kernel: str = ""):
+
+def before_partial_recompute(entry: dict) -> bool:
+    """Whether the row's run was published before `PARTIAL_RECOMPUTE`: its arXiv identifier's month
+    ("arXiv:2201.11990" is January 2022), else its year before 2022."""
+    title = str((entry.get("source") or {}).get("title") or "")
+    arxiv = re.search(r"arxiv[:\s]*(\d\d)(\d\d)\.\d{4,5}", title, flags=re.I)
+    if arxiv and 1 <= int(arxiv.group(2)) <= 12:
+        return (2000 + int(arxiv.group(1)), int(arxiv.group(2))) < PARTIAL_RECOMPUTE
+    year = source_year(entry)
+    return year is not None and year < PARTIAL_RECOMPUTE[0]
+
+
+def least_recompute_that_fits(spec: str, plan, runtime: str, compile_spec, loss_kernel: str = "",
+                              whole_layers_only: bool = False):
     """The cheapest recomputation under which the spec fits in memory as `runtime` keeps it
     (with the run's fused cross-entropy, `loss_kernel`, where its source states one):
     selective, then full recomputation of the first N layers of each pipeline chunk for the
     smallest N (memory falls as N grows), then every layer; None if even that does not fit. A
-    torchtitan run recomputes every layer or none (E0612): selective, then full."""
+    torchtitan run recomputes every layer or none (E0612): selective, then full. A runtime from
+    before `PARTIAL_RECOMPUTE` (`whole_layers_only`) had only every layer."""
     def fits(mode: str):
         text = spec.replace("recompute none", f"recompute {mode}", 1)
         result = compile_spec(text)
         return ((mode, text, result) if result.plan is not None and fits_memory(result.plan, runtime, loss_kernel)
                 else None)
 
+    if whole_layers_only:
+        return fits("full")
     if (found := fits("selective")):
         return found
     if plan.target.name == "torchtitan":  # no `full N` in torchtitan
@@ -3768,7 +3810,8 @@ def compiled(run: Run) -> Run | Skipped:
         runtime = targets.memory_runtime(result.plan.target)
         loss_kernel = run.software.loss_kernel
         if not run.recompute_stated and not fits_memory(result.plan, runtime, loss_kernel):
-            found = least_recompute_that_fits(run.spec, result.plan, runtime, compile_spec, loss_kernel)
+            found = least_recompute_that_fits(run.spec, result.plan, runtime, compile_spec, loss_kernel,
+                                              run.whole_layers_only)
             if found:
                 mode, run.spec, result = found
                 run.assumptions = [f"recompute {mode} (unstated; the least that fits in memory)"

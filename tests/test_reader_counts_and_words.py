@@ -413,3 +413,59 @@ def test_nics_counted_with_an_aside_before_their_noun(note, network):
 ])
 def test_a_superchips_memory_bandwidth_is_shared_by_its_gpus(note, line):
     assert published.power_and_memory({"note": note}, []) == [line]
+
+
+@pytest.mark.parametrize("key,kind", [
+    ("tps_gpu", "tokens_gpu"),  # torchtitan's TPS per GPU (before: no throughput, the row left out)
+    ("TPS/GPU", "tokens_gpu"),
+    ("wps", "tokens"),
+    ("mem_gib", None),
+])
+def test_tokens_per_second_by_torchtitans_name(key, kind):
+    assert published.figure_kind(key, 100) == kind
+
+
+@pytest.mark.parametrize("written,open_", [
+    ("? (interleaved, V not stated)", True),  # before: "`vpp` is not a whole number", the row left out
+    ("? (stages/rank not stated)", True),
+    ("null (not verified)", True),
+    ("n/a (no pipeline)", False),  # controls: not used, and a value with an aside
+    ("8 (not stated in table)", False),
+])
+def test_a_question_mark_with_an_aside_that_leaves_it_open_is_unstated(written, open_):
+    assert published.placeholder(written) is open_
+
+
+@pytest.mark.parametrize("note,network", [
+    # a switch's ports and capacity are not the node's NICs (before: 64 x 400 Gb/s per node)
+    ("Broadcom Tomahawk 4 switches (25.6Tbps, 64x400G), 3-layer CLOS 1:1; ToR 400G split to 2x200G", "8 x 200 Gb/s"),
+    # controls: the node's ports named before the switches they reach
+    ("8x 400 Gb/s NICs to NDR switches", "8 x 400 Gb/s"),
+    ("8x400G NDR; rail-optimized leaf switches", "8 x 400 Gb/s"),
+])
+def test_a_switchs_ports_are_not_the_nodes(note, network):
+    from parc.catalog.gpus import GPUS
+
+    assert published.network_of({"note": note}, 8, GPUS["a100-80gb"], []) == network
+
+
+def test_dist_opt_with_a_question_mark_is_left_open():
+    notes: list[str] = []
+    assert published.sharding_of({"zero_or_fsdp": "dist-opt? (not stated)"}, "megatron", "megascale megatron-lm",
+                                 notes) == "none"
+    assert notes == ["no optimizer sharding (unstated)"]
+
+
+MTNLG = "mtnlg_530b_2240gpu"  # Smith et al. 2022 (arXiv:2201.11990): 105 layers on 35 stages of 8 A100
+
+
+def test_a_run_before_partial_recomputation_recomputes_every_layer_or_none():
+    """Megatron-LM recomputed every layer or none until Korthikanti et al. (May 2022): MT-NLG's row,
+    its recomputation left open, fits only recomputing and is read with every layer recomputed, as
+    the repository's row states it (before: `full 2`, the least per-layer count that fits, +39 %)."""
+    row, others = ROWS[MTNLG]
+    assert published.before_partial_recompute(row)
+    run = published.compiled(published.row_spec(apply(row, [setf("layout.recompute", "null (not verified)")]), others))
+    assert "recompute full\n" in run.spec and not run.findings
+    later = apply(row, [setf("source.title", "A 2023 report, arXiv:2305.00001")])
+    assert not published.before_partial_recompute(later)
