@@ -1593,14 +1593,27 @@ HOLDS_ITS_VALUE = r"\b\B"
 "fp8-param-gather: false"): nothing after it can set it off, so this never matches."""
 
 
+NO_EFFECT_AFTER = (r"[^.;()\n]{0,40}?,?\s*but (?:that|it|this|which) (?:has|had|have) no effect"
+                   r"|[^.;,()\n]{0,40}?\b(?:is|was|are|were) ignored\b")
+"""A setting named only to say it does nothing: "the library also stores
+moe_flex_dispatcher_backend='deepep', but that has no effect unless the dispatcher is 'flex'"."""
+
+
 def denied(text: str, found: re.Match, set_off: str = SET_OFF) -> bool:
     """Whether a denial in its own clause takes the mention `found` back: before it ("no DeepEP",
     "without fp8 dispatch", "predates FlashAttention": `DENIED_BEFORE`; a command line's flags are
     each their own clause) or after it ("DeepEP not used", "fp8 dispatch: off": `set_off`,
     `DENIED_AFTER`). A mention only set aside (`set_aside`) is not denied: it states nothing."""
     before = words_before(text, found.start())
-    after = text[found.end():found.end() + 60]
-    return bool(DENIED_BEFORE.search(before) or re.match(set_off, after) or DENIED_AFTER.match(after))
+    after = text[found.end():found.end() + 120]  # room for an aside before the denial (`DENIED_AFTER`)
+    if DENIED_BEFORE.search(before) or re.match(set_off, after) or DENIED_AFTER.match(after) \
+            or re.match(NO_EFFECT_AFTER, after):
+        return True
+    # a mention inside an aside glosses what the words before it name, and shares its denial: "FP8
+    # attention (fp8_dot_product_attention / fp8_multi_head_attention) is not set"
+    opened = text.rfind("(", max(0, found.start() - 80), found.start())
+    closed = text.find(")", found.end(), found.end() + 80) if opened >= 0 and ")" not in text[opened:found.start()] else -1
+    return closed >= 0 and bool(DENIED_AFTER.match(text[closed + 1:closed + 61]))
 
 
 def clause_of(text: str, found: re.Match) -> tuple[str, str]:
@@ -1726,7 +1739,9 @@ BF16_REDUCTION = (r"(?:bf16|bfloat16) grad\w*[- ](?:all-?)?reduc|grad\w* (?:are 
                   r"|bf16 reduce\b|grad\w*[- ]reduc\w*[- ](?:in[- ])?(?:bf16|bfloat16)\b|no fp32 grad\w*[- ]reduc"
                   r"|mixed[-_ ]precision[\s\"':=]+pure\b|reduc\w*[^.;\n]{0,30}?dtypes?\b[^.;\n]{0,20}?\b(?:all )?"
                   r"(?:bf16|bfloat16)"
-                  r"|reduc\w* (?:the )?grad\w* in bf16|reduce-dtype[\s\"':=]+(?:torch\.)?(?:bf16|bfloat16)")
+                  r"|reduc\w* (?:the )?grad\w* in bf16|reduce-dtype[\s\"':=]+(?:torch\.)?(?:bf16|bfloat16)"
+                  r"|grad\w*[- ]reduc\w* (?:runs?|ran|happens?|is done|was done|occurs?|is performed) in (?:bf16|bfloat16)"
+                  r"|grad[- ]reduce[- ]in[- ]fp32\b[^.;\n]{0,60}?(?:\bto\b|[=:])\s*false\b")
 """Gradients reduced in bf16, in words ("gradients reduced in bf16", "bf16 gradient all-reduce",
 "gradients reduce-scattered in bf16", "param, reduce and buffer dtypes all bf16"), as llm-foundry's
 FSDP `mixed_precision: PURE` (parameters, gradients and their reduction in bf16)
@@ -2651,6 +2666,10 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
     # FSDP that keeps the gathered parameters after the forward (SHARD_GRAD_OP): ZeRO-2
     kept = re.search(r"reshardafterforward(?:false|disabled|off|0)|no(?:t)?reshard(?:ing)?afterforward|notreshardedafterforward"
                      r"|(?:parameters|params)(?:kept|stay|remain)gathered", re.sub(r"[^a-z0-9]", "", _words(raw))) is not None
+    aside = re.match(r"\s*none\b\W*\(([^)]*)\)", _words(raw))
+    if aside and re.search(r"distributed[- ]optimi[sz]er|\bdist-?opt\b|\bzero[- ]?1\b|optimi[sz]er[- ]states? shard", aside.group(1)) \
+            and not re.search(r"\b(?:no|not|without|off|disabled|predates|before|unused)\b", aside.group(1)):
+        return "zero1"  # "none (distributed optimizer)": no FSDP, the optimizer's state sharded
     if re.match(r"\s*(?:none|ddp)\b\W*\((?![^)]*\b(?:zero|fsdp|shard\w*|sharded)\b)[^)]*\bpredates\b|\s*none\b\W*\(",
                 _words(raw)) and not re.match(r"\s*ddp\b\W*\([^)]*\b(?:distributed|zero|shard)", _words(raw)):
         return "none"  # "none (predates the distributed optimizer)": the aside explains; "DDP (distributed optimizer)" is zero1
@@ -2944,12 +2963,15 @@ def stated_options(entry: dict) -> dict:
             continue
         rest = text[said.end():]
         value = re.match(OPTION_VALUES[kind], rest, flags=0 if kind == "layout" else re.I)
+        if value is None and kind in ("bool", "not"):
+            # a value set in words later in the clause: "sets both a.grad_reduce_in_fp32 and
+            # b.grad_reduce_in_fp32 to False"
+            value = re.match(r"(?:[^.;\n]|\.(?=\w)){0,80}?\bto\s+['\"]?(true|false|on|off)\b", rest, flags=re.I)
         if kind in ("bool", "not"):
             if value is not None:
                 on = value.group(1).lower() in ON_WORDS
-            else:  # a flag: on, unless denied ("--no-...", "no ...", "... was disabled")
-                clause = words_before(text, said.start()).lower()
-                on = not (said.group(1) or DENIED_BEFORE.search(clause) or DENIED_AFTER.match(rest.lower()))
+            else:  # a flag: on, unless denied ("--no-...", "no ...", "... was disabled", an aside's denial)
+                on = not (said.group(1) or denied(text.lower(), said))
             if key == "other":
                 if on:
                     out.setdefault("other", []).append(name)

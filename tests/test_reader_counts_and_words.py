@@ -469,3 +469,45 @@ def test_a_run_before_partial_recomputation_recomputes_every_layer_or_none():
     assert "recompute full\n" in run.spec and not run.findings
     later = apply(row, [setf("source.title", "A 2023 report, arXiv:2305.00001")])
     assert not published.before_partial_recompute(later)
+
+
+@pytest.mark.parametrize("written,sharding", [
+    ("none (distributed optimizer)", "zero1"),  # no FSDP; the optimizer's state sharded (before: none)
+    ("none (distributed optimizer not used)", "none"),
+    ("none (predates the distributed optimizer)", "none"),
+])
+def test_none_with_the_distributed_optimizer_beside_it_is_zero1(written, sharding):
+    assert published.sharding_of({"zero_or_fsdp": written}, "megatron", "megatron-bridge", []) == sharding
+
+
+@pytest.mark.parametrize("text,pattern,stated", [
+    # a mention in an aside shares the denial of what it glosses (before: FP8 attention stated)
+    ("fp8 attention (fp8-dot-product-attention / fp8-multi-head-attention) is not set anywhere in the perf "
+     "scripts, so the recipe leaves attention at its default (bf16).", "FP8_ATTENTION", False),
+    # a setting named only to say it does nothing (before: DeepEP)
+    ("the dispatcher stays at the library's 'alltoall' (the library also stores "
+     "moe-flex-dispatcher-backend='deepep', but that has no effect unless the dispatcher type is 'flex').",
+     "deepep", False),
+    # controls
+    ("fp8 attention on (fp8-dot-product-attention: true)", "FP8_ATTENTION", True),
+    ("uses deepep (20 sms)", "deepep", True),
+    # the gradients' reduction in prose and by its option set in words
+    ("gradient reduction runs in bf16", "BF16_REDUCTION", True),
+    ("the perf script sets both mixed-precision.grad-reduce-in-fp32 and ddp.grad-reduce-in-fp32 to false",
+     "BF16_REDUCTION", True),
+    ("grad-reduce-in-fp32: true", "BF16_REDUCTION", False),
+])
+def test_recipe_facts_in_prose_read_as_they_say(text, pattern, stated):
+    assert published.affirms(text, getattr(published, pattern, pattern)) is stated
+
+
+def test_an_option_set_in_words_later_in_its_clause():
+    """"sets both mixed_precision.grad_reduce_in_fp32 and ddp.grad_reduce_in_fp32 to False" sets it
+    false (before: the first mention, with no value beside it, read as a flag turned on); an option
+    in an aside that the sentence denies is not on."""
+    entry = {"notes": ["Gradient reduction runs in BF16: the perf script sets both "
+                       "mixed_precision.grad_reduce_in_fp32 and ddp.grad_reduce_in_fp32 to False.",
+                       "FP8 attention (fp8_dot_product_attention / fp8_multi_head_attention) is not set anywhere."]}
+    options = published.stated_options(entry)
+    assert options.get("grad_reduce_in_fp32") is False
+    assert "fp8_dot_product_attention" not in options.get("other", [])
