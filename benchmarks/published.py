@@ -3131,7 +3131,8 @@ FACT_WORDS: dict[str, tuple[str, ...]] = {
     "shared_experts": (r"(\d+|one|two) shared experts?\b", r"routed \+ (\d+) shared", r"\((one|two) shared experts?\)"),
     "dense_layers": (r"first (\d+) layers (?:are |being )?dense", r"(\d+) dense layers", r"moe[-_ ]layer[-_ ]freq\W+\[0\]\s*\*\s*(\d+)"),
     "top_k": (r"(\d+) (?:routed )?(?:of \d+ )?experts per token", r"\btop[- ]?(\d+)\b"),
-    "window": (r"sliding[-_ ]window(?:[-_ ]attention)?\W{0,3}\(?\s*(\d+)", r"window[-_ ]size\W{0,3}(\d+)", r"\bswa\W{0,3}(\d+)"),
+    "window": (r"sliding[-_ ]window(?:[-_ ]attention)?\W{0,3}\(?\s*(\d+)", r"window[-_ ]size\W{0,3}(\d+)", r"\bswa\W{0,3}(\d+)",
+               r"(\d+)[-_ ]tokens?[-_ ](?:sliding[-_ ]|local[-_ ])?window"),
     "full_attention_every": (r"window[-_ ]attn[-_ ]skip[-_ ]freq\W{0,3}(\d+)",),
     "yarn_factor": (r"yarn\W{0,3}\(?factor\W{0,3}(\d+(?:\.\d+)?)", r"yarn\W{0,3}x\s*(\d+(?:\.\d+)?)",
                     r"type\W{1,5}yarn\W{1,5}factor\W{1,5}(\d+(?:\.\d+)?)",
@@ -3143,7 +3144,8 @@ FACT_WORDS: dict[str, tuple[str, ...]] = {
                     r"\bbiased linears?\b|linear layers? with bias(?:es)?\b|add[-_ ]bias[-_ ]linear\W{0,3}(?:true|1)\b"),
 }
 """Prose forms of `MODEL_FACTS`: "1 shared expert", "the first 3 layers dense", "8 of 256 experts per
-token", "sliding-window attention (128)", "YaRN (factor 32)", "capacity factor of 1.25"."""
+token", "sliding-window attention (128)", "128-token sliding-window attention", "YaRN (factor 32)",
+"capacity factor of 1.25"."""
 
 ALTERNATE_LAYERS = r"(?:on |in )?(?:alternate|every other|every second) layers?|alternating"
 """A window that applies to every other layer: full attention every second layer (gpt-oss)."""
@@ -3326,7 +3328,7 @@ def read_model_extra(entry: dict) -> dict:
     # a mapping's nested values too ("rope_scaling: {rope_type: yarn, factor: 32}"), as text
     extra_text = "; ".join(f"{k}: {v}" for k, v in extra.items()) if isinstance(extra, dict) else str(extra or "")
     prose = "\n".join(x for x in (extra_text, str(model.get("arch") or "")) if x).lower()
-    if not extra and not prose:
+    if not extra and not prose and named_model(model) is None:
         return entry
     found: dict = {}
     for key, (kind, aliases) in MODEL_FACTS.items():
@@ -3361,12 +3363,51 @@ def read_model_extra(entry: dict) -> dict:
             else:
                 found[key] = int(float(value)) if kind == "int" else float(value)
             break
+    named = named_model_facts(model, found)
+    found.update(named)
     window = found.get("window") or model.get("window")
     if window and placeholder(model.get("full_attention_every")) and "full_attention_every" not in found \
             and re.search(r"(?:window|\bswa\b|sliding[-_ ]attention)[^.;]{0,40}?(?:" + ALTERNATE_LAYERS + r")|(?:"
                           + ALTERNATE_LAYERS + r")[^.;]{0,40}?(?:window|\bswa\b|sliding[-_ ]attention)", prose):
         found["full_attention_every"] = 2  # "sliding window 128 on alternate layers"
-    return dict(entry, model=dict(model, **found)) if found else entry
+    if not found:
+        return entry
+    read = dict(entry, model=dict(model, **found))
+    if named:
+        read["named_model_facts"] = (", ".join(f"{k.replace('_', ' ')} {v}" for k, v in named.items())
+                                     + f" (unstated: {NAMED_MODELS_SOURCE[named_model(model)]})")
+    return read
+
+
+NAMED_MODELS: dict[str, dict] = {
+    r"gpt[- ]?oss": {"window": 128, "full_attention_every": 2, "expert_bias": True, "activation_clamp": 7.0,
+                     "yarn_factor": 32.0},
+}
+"""Architecture facts of a model a row names but whose fields beyond the shared schema it may leave
+unsaid: gpt-oss's alternating 128-token sliding window, its experts' linear biases, the GLU input
+clamped at 7.0 and YaRN at factor 32 (`NAMED_MODELS_SOURCE`). Facts of the model, never fitted;
+a row that states a fact keeps its own."""
+
+NAMED_MODELS_SOURCE = {
+    r"gpt[- ]?oss": "gpt-oss's published config (openai/gpt-oss-120b and -20b config.json: sliding_window 128 on "
+                    "alternate layer_types, rope_scaling yarn factor 32, swiglu_limit 7.0; the experts' MLPs carry "
+                    "biases, OpenAI's gpt-oss model card, 2025)",
+}
+
+
+def named_model(model: dict) -> str | None:
+    """The `NAMED_MODELS` pattern the row's model name (or `arch`) matches, or None."""
+    name = _words(model.get("name"), model.get("arch"))
+    return next((pattern for pattern in NAMED_MODELS if re.search(pattern, name)), None)
+
+
+def named_model_facts(model: dict, found: dict) -> dict:
+    """The `NAMED_MODELS` facts of the named model that the row leaves unstated (neither its
+    fields nor its words, `found`, give them)."""
+    pattern = named_model(model)
+    if pattern is None:
+        return {}
+    return {k: v for k, v in NAMED_MODELS[pattern].items() if placeholder(model.get(k)) and k not in found}
 
 
 def row_spec(entry: dict, others: list[dict] = ()) -> Run | Skipped:
@@ -3509,6 +3550,8 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     gpus = gpus_of(hw)
     if entry.get("stated_degrees"):
         notes.append(f"{entry['stated_degrees']} (the layout field empty; stated in the row's words)")
+    if entry.get("named_model_facts"):
+        notes.append(entry["named_model_facts"])
     deg = layout_of(lay, gpus or 0, notes)
     tp, pp, dp, cp, ep = deg["tp"], deg["pp"], deg["dp"], deg["cp"], deg["ep"]
     gpus = gpus or tp * pp * dp * cp * (ep if deg["ep_axis"] else 1)
