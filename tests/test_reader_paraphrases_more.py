@@ -376,7 +376,10 @@ case("GQA in words (kv_heads null)", R15, "model_block: kv from the kv_heads fie
 
 # sliding window (gpt-oss) -----------------------------------------------------------------------
 R16 = "bridge2606_gb300_gpt_oss_120b_fp8mx"
-N = [setf("model.window", DROP), setf("model.full_attention_every", DROP),
+# unnamed: a row naming gpt-oss reads its published architecture where it leaves a fact unsaid
+# (`published.NAMED_MODELS`), so that only the words under test can state it
+UNNAMED = setf("model.name", "a mixture-of-experts model")
+N = [UNNAMED, setf("model.window", DROP), setf("model.full_attention_every", DROP),
      rep(r"; sliding-window attention \(128\) on alternate layers", "")]
 case("sliding window 128 on alternate layers", R16, "read_model_extra (model.extra only) / model_block window", [], N,
      paras(lambda p: N + [extra(p)], [
@@ -389,7 +392,7 @@ case("sliding window 128 on alternate layers", R16, "read_model_extra (model.ext
          "sliding-window attention (128) on alternate layers", "sliding_window 128 on alternate layers",
      ]))
 # gpt-oss's other model facts in model.extra (the shared schema has no field for them)
-N = [setf("model.yarn_factor", DROP)]
+N = [UNNAMED, setf("model.yarn_factor", DROP)]
 case("YaRN factor in words", R16, "read_model_extra yarn_factor", [], N,
      paras(lambda p: N + [extra(p)], ["yarn_factor: 32", "YaRN factor 32", "rope_scaling: {type: yarn, factor: 32}",
                                       "YaRN (factor 32)", "rope scaling yarn x32"]))
