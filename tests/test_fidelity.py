@@ -449,7 +449,9 @@ def test_torchtitans_selective_op_rows_are_read_under_its_own_policy(fidelity):
 
 def test_independently_transcribed_runs_are_read_as_their_sources_state(fidelity):
     """benchmarks/data/published_more.yaml (stop 61: Nemotron-4 15B, GLM-130B, InternEvo's InternLM-7B
-    table, the Megatron-Core MoE README's Mixtral 8x7B; never fitted): every row is read and
+    table, the Megatron-Core MoE README's Mixtral 8x7B; stop 62: DGX Cloud 25.04/25.05, BLOOM's
+    pre-launch benchmarks, Megatron-LM's 2021 GPT-3 example, Mixtral at MCore v0.9, DeepSeek-V3's
+    GB200 baseline; never fitted): every row is read and
     predicted within physics, and each source's figures agree with one another through its own
     FLOP count, typed here from the sources: Nemotron-4 15B's iteration time and MFU (Table 2),
     GLM-130B's HFU and MFU (43.3 and 32.5 %: its activation recomputation, 4/3), InternEvo's
@@ -458,7 +460,7 @@ def test_independently_transcribed_runs_are_read_as_their_sources_state(fidelity
     from .test_bounds import assert_within_physics
 
     rows, skipped = fidelity.load_rows(ROOT / "benchmarks" / "data" / "published_more.yaml")
-    assert not skipped and len(rows) == 13
+    assert not skipped and len(rows) == 34
     for r in rows:
         assert_within_physics(r.plan)
     by_id = {r.id: r for r in rows}
@@ -479,3 +481,20 @@ def test_independently_transcribed_runs_are_read_as_their_sources_state(fidelity
         assert abs(tgs * counted / 1e12 / tflops - 1) < 0.02, rid
         assert by_id[rid].reported_from == "reported tokens/s per GPU"
     assert by_id["mcore_moe_readme2024_mixtral8x7b_v08"].reported_tflops == 438
+    # stop 62. DGX Cloud's 25.04/25.05 tables: tokens/s x step time = global batch x sequence
+    # (GBS, seq, step s, tokens/s as the READMEs print them)
+    for rid, gbs, seq, step, tokens in (("dgxc2504_h100_llama31_8b_bf16_8", 128, 8192, 12.27, 85459),
+                                        ("dgxc2504_h100_nemotron4_340b_fp8_256", 64, 4096, 2.93, 89469),
+                                        ("dgxc2505_gb200_nemotron4_340b_bf16_128", 32, 4096, 2.189, 59877)):
+        assert abs(tokens * step / (gbs * seq) - 1) < 0.001, rid
+        assert by_id[rid].reported_from == "reported step time"
+    # BLOOM's pre-launch benchmarks and Megatron-LM's 2021 GPT-3 example: the TFLOP/s column is
+    # Narayanan et al.'s Eq. 3 of the iteration time, 96 B s l h^2 (1 + s/6h + V/16lh) / (t N)
+    for rid, batch, layers, h, vocab, gpus, t, tflops in (
+            ("bloom176b_bench_tp8pp12dp4_mbs2", 2048, 70, 14336, 250880, 384, 121.63, 128.92),
+            ("bloom181b_bench_tp8pp2dp24_mbs2", 2016, 72, 14336, 250880, 384, 136.13, 116.58),
+            ("bloom177b_bench_tp1pp48dp8_mbs1", 2048, 96, 12288, 250880, 384, 142.17, 111.3),
+            ("megatron_gpt3_175b_1024gpu", 1536, 96, 12288, 51200, 1024, 32, 138)):
+        s = 2048
+        eq3 = 96 * batch * s * layers * h * h * (1 + s / (6 * h) + vocab / (16 * layers * h)) / (t * gpus * 1e12)
+        assert abs(eq3 / tflops - 1) < 0.005, rid
