@@ -943,37 +943,50 @@ def width_of(raw, name: str, hidden: int) -> int | None:
     return _int(raw, name, binary=True)
 
 
-TOKENIZERS = (
-    (r"\bopt\b", 50272, "OPT's GPT-2 BPE with its special tokens (Zhang et al. 2022; its configs' vocab_size)"),
-    (r"\bgpt[- ]?(?:2|3)\b|\bgpt3\b|megatron[- ]turing|\bmt-nlg\b", 50257,
+NAMED_MODELS = (
+    (r"\bopt\b", {"vocab": 50272}, "OPT's GPT-2 BPE with its special tokens (Zhang et al. 2022; its configs' vocab_size)"),
+    (r"\bgpt[- ]?(?:2|3)\b|\bgpt3\b|megatron[- ]turing|\bmt-nlg\b", {"vocab": 50257},
      "GPT-2's byte-pair encoding, which GPT-3 kept (Brown et al. 2020, Section 2.1)"),
-    (r"\bmpt\b|gpt-?neox|pythia", 50432, "the GPT-NeoX tokenizer padded to 50,432 (MPT's and GPT-NeoX-20B's configs)"),
-    (r"\bbloom\b", 250880, "BLOOM's tokenizer, padded (BigScience 2022)"),
-    (r"llama[- ]?3|llama3", 128256, "Llama 3's tiktoken-based tokenizer (Dubey et al. 2024)"),
-    (r"llama[- ]?2|llama2|\bllama\b", 32000, "Llama and Llama 2's SentencePiece tokenizer (Touvron et al. 2023)"),
-    (r"mixtral[- ]?8x22b", 32768, "Mixtral 8x22B's tokenizer (its model card: 32,768)"),
-    (r"mixtral|mistral", 32000, "Mistral's and Mixtral 8x7B's SentencePiece tokenizer"),
-    (r"nemotron", 256000, "Nemotron-4's SentencePiece tokenizer (Parmar et al. 2024)"),
-    (r"qwen[- ]?(?:2|3)", 151936, "Qwen2's and Qwen3's tokenizer (their configs' vocab_size)"),
-    (r"deepseek[- ]?(?:v3|r1)", 129280, "DeepSeek-V3's tokenizer (DeepSeek-AI 2024)"),
-    (r"deepseek[- ]?v2", 102400, "DeepSeek-V2's tokenizer (DeepSeek-AI 2024)"),
-    (r"gpt[- ]?oss", 201088, "gpt-oss's o200k_harmony tokenizer (OpenAI 2025 model card)"),
-    (r"falcon", 65024, "Falcon's tokenizer (Almazrouei et al. 2023)"),
+    (r"\bmpt\b|gpt-?neox|pythia", {"vocab": 50432}, "the GPT-NeoX tokenizer padded to 50,432 (MPT's and GPT-NeoX-20B's configs)"),
+    (r"\bbloom\b", {"vocab": 250880}, "BLOOM's tokenizer, padded (BigScience 2022)"),
+    (r"llama[- ]?3|llama3", {"vocab": 128256}, "Llama 3's tiktoken-based tokenizer (Dubey et al. 2024)"),
+    (r"llama[- ]?2|llama2|\bllama\b", {"vocab": 32000}, "Llama and Llama 2's SentencePiece tokenizer (Touvron et al. 2023)"),
+    (r"mixtral[- ]?8x22b", {"vocab": 32768}, "Mixtral 8x22B's tokenizer (its model card: 32,768)"),
+    (r"mixtral|mistral", {"vocab": 32000}, "Mistral's and Mixtral 8x7B's SentencePiece tokenizer"),
+    (r"nemotron", {"vocab": 256000}, "Nemotron-4's SentencePiece tokenizer (Parmar et al. 2024)"),
+    (r"qwen[- ]?(?:2|3)", {"vocab": 151936}, "Qwen2's and Qwen3's tokenizer (their configs' vocab_size)"),
+    (r"deepseek[- ]?(?:v3|r1)", {"vocab": 129280}, "DeepSeek-V3's tokenizer (DeepSeek-AI 2024)"),
+    (r"deepseek[- ]?v2", {"vocab": 102400}, "DeepSeek-V2's tokenizer (DeepSeek-AI 2024)"),
+    (r"gpt[- ]?oss", {"vocab": 201088, "window": 128, "full_attention_every": 2, "expert_bias": True,
+                      "activation_clamp": 7.0, "yarn_factor": 32.0},
+     "gpt-oss's published config (openai/gpt-oss-120b and -20b config.json: vocab_size 201,088, sliding_window "
+     "128 on alternate layer_types, rope_scaling yarn factor 32, swiglu_limit 7.0; the experts' MLPs carry "
+     "biases, OpenAI's gpt-oss model card, 2025)"),
+    (r"falcon", {"vocab": 65024}, "Falcon's tokenizer (Almazrouei et al. 2023)"),
 )
-"""A model's vocabulary where a row leaves `vocab` empty: the tokenizer its name names (the first
-pattern that matches). A fact of the model, never fitted; the logits are a few per cent of a
-large model's FLOPs, so the row reads as published with it rather than not at all."""
+"""Facts of a model a row names but may leave unsaid, with their source: its tokenizer's
+vocabulary (the logits are a few per cent of a large model's FLOPs, so a row without `vocab` reads
+with it rather than not at all), and gpt-oss's architecture beyond the shared schema (the
+alternating 128-token sliding window, the experts' linear biases, the GLU input clamped at 7.0,
+YaRN at factor 32). The first pattern the model's name or `arch` matches decides. Facts of the
+model, never fitted; a row that states a fact keeps its own."""
+
+
+def named_model(model: dict) -> tuple[dict, str] | None:
+    """The `NAMED_MODELS` facts and their source for the model a row names (its name or `arch`),
+    or None."""
+    name = _words(model.get("name"), model.get("arch"))
+    return next(((facts, source) for pattern, facts, source in NAMED_MODELS if re.search(pattern, name)), None)
 
 
 def tokenizer_vocab(m: dict, notes: list[str]) -> int | None:
-    """The vocabulary of the tokenizer a row's model name (or its `arch`) names (`TOKENIZERS`),
+    """The vocabulary of the tokenizer a row's model name (or its `arch`) names (`NAMED_MODELS`),
     noted as an assumption; None where it names none parc knows."""
-    name = _words(m.get("name"), m.get("arch"))
-    for pattern, vocab, source in TOKENIZERS:
-        if re.search(pattern, name):
-            notes.append(f"vocab {vocab:,} (unstated: {source})")
-            return vocab
-    return None
+    named = named_model(m)
+    if named is None or "vocab" not in named[0]:
+        return None
+    notes.append(f"vocab {named[0]['vocab']:,} (unstated: {named[1]})")
+    return named[0]["vocab"]
 
 
 def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
@@ -3375,39 +3388,17 @@ def read_model_extra(entry: dict) -> dict:
     read = dict(entry, model=dict(model, **found))
     if named:
         read["named_model_facts"] = (", ".join(f"{k.replace('_', ' ')} {v}" for k, v in named.items())
-                                     + f" (unstated: {NAMED_MODELS_SOURCE[named_model(model)]})")
+                                     + f" (unstated: {named_model(model)[1]})")
     return read
 
 
-NAMED_MODELS: dict[str, dict] = {
-    r"gpt[- ]?oss": {"window": 128, "full_attention_every": 2, "expert_bias": True, "activation_clamp": 7.0,
-                     "yarn_factor": 32.0},
-}
-"""Architecture facts of a model a row names but whose fields beyond the shared schema it may leave
-unsaid: gpt-oss's alternating 128-token sliding window, its experts' linear biases, the GLU input
-clamped at 7.0 and YaRN at factor 32 (`NAMED_MODELS_SOURCE`). Facts of the model, never fitted;
-a row that states a fact keeps its own."""
-
-NAMED_MODELS_SOURCE = {
-    r"gpt[- ]?oss": "gpt-oss's published config (openai/gpt-oss-120b and -20b config.json: sliding_window 128 on "
-                    "alternate layer_types, rope_scaling yarn factor 32, swiglu_limit 7.0; the experts' MLPs carry "
-                    "biases, OpenAI's gpt-oss model card, 2025)",
-}
-
-
-def named_model(model: dict) -> str | None:
-    """The `NAMED_MODELS` pattern the row's model name (or `arch`) matches, or None."""
-    name = _words(model.get("name"), model.get("arch"))
-    return next((pattern for pattern in NAMED_MODELS if re.search(pattern, name)), None)
-
-
 def named_model_facts(model: dict, found: dict) -> dict:
-    """The `NAMED_MODELS` facts of the named model that the row leaves unstated (neither its
-    fields nor its words, `found`, give them)."""
-    pattern = named_model(model)
-    if pattern is None:
+    """The `NAMED_MODELS` facts beyond the shared schema (not its `vocab`) of the model the row
+    names that it leaves unstated (neither its fields nor its words, `found`, give them)."""
+    named = named_model(model)
+    if named is None:
         return {}
-    return {k: v for k, v in NAMED_MODELS[pattern].items() if placeholder(model.get(k)) and k not in found}
+    return {k: v for k, v in named[0].items() if k != "vocab" and placeholder(model.get(k)) and k not in found}
 
 
 def row_spec(entry: dict, others: list[dict] = ()) -> Run | Skipped:
