@@ -989,6 +989,10 @@ def tokenizer_vocab(m: dict, notes: list[str]) -> int | None:
     return named[0]["vocab"]
 
 
+STATE_SPACE_WORDS = r"\bmamba\w*|state[- ]space|\bssm\b|nemotron[- ]h\b|\bjamba\b"
+"""Words that name state-space (Mamba) layers in a model: Nemotron-H's, Jamba's hybrids."""
+
+
 def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     """The spec's `model { ... }` block, and the shapes the FLOP conventions read."""
     if m.get("vocab") is None:
@@ -1004,6 +1008,9 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     if zero:
         raise Unusable("the model's " + ", ".join(f"`{k}`" for k in zero) + " is 0")
     arch = _words(m.get("arch"), m.get("name"))
+    if affirms(arch, STATE_SPACE_WORDS):
+        raise Unusable("a hybrid of state-space (Mamba) and attention layers: parc models transformer layers only "
+                       "(read as a transformer of all its layers, its prediction would be another model's)")
     arch = re.sub(r"swish[- ]gated linear unit|swish-glu|silu-gated", "swiglu", arch)
     arch = re.sub(r"gated gelu|gelu-gated linear unit", "geglu", arch)
     arch = re.sub(r"\brms[- ]norm(?:ali[sz]ation)?\b", "rmsnorm", arch)
@@ -1261,11 +1268,14 @@ CONVENTION_WORDS = (
     (r"megascale", "megascale_mfu"), (r"narayanan", "narayanan_hfu"), (r"korthikanti", "korthikanti_mfu_hfu"),
     (r"torchtitan", "torchtitan"), (r"llm_?foundry", "llm_foundry_mfu"), (r"bloom|\b8_?n\b", "bloom_hfu_4x"),
     (r"dgxc|dgx_cloud", "nemo_dgxc_noncausal"), (r"bridge|megatron_core\w*(?<!non)_causal\b", "bridge_causal"),
-    (r"megatron_core", "megatron_core_model_flops"), (r"palm", "palm_mfu"),
+    (r"megatron_core", "megatron_core_model_flops"), (r"palm", "palm_mfu"), (r"nanotron", "palm_mfu"),
 )
 """A convention named in other words ("MFU (PaLM)", "torchtitan's MFU", "Narayanan et al. 2021 HFU",
 "Megatron-Core model FLOPs, causal"): the first source or counting its words name, in this order
-(MegaScale counts as PaLM does but is its own row family)."""
+(MegaScale counts as PaLM does but is its own row family). nanotron's `get_flops`
+(src/nanotron/models/llama.py) is PaLM's count: 3 x the forward's matrix products, the
+projections (grouped-query aware), the MLP's and the LM head's, plus the attention's two s x s
+products over the whole square, 6 N + 12 l H s per token with no recomputation."""
 
 
 def convention_key(value) -> str:
@@ -1546,10 +1556,11 @@ OTHER_RUNS = (r"\b(?:the|these|those)\b(?:[^.;,()\n]|(?<=\d)\.(?=\d)){0,30}?\b(?
               r"|recipes|tables|columns|containers|(?:\d[\w.,-]*|gpu) runs)\b|\b(?:other|later|earlier|newer|older|larger|smaller"
               r"|companion|another|second|third|previous|prior|next|follow-up|future)\b(?:[^.;,()\n]|(?<=\d)\.(?=\d)){0,30}?"
               r"\b(?:rows?|runs?|configs?|configurations|versions?|releases?|recipes?|tables?|columns?|containers?|figures?"
-              r"|experiments?)\b")
+              r"|experiments?)\b|\b(?:the )?same table\s*[:,]")
 """A clause that names other rows, runs or releases ("the 8B runs use Async TP", "later Megatron versions
-use FlashAttention", "the 25.02 rows reduce gradients in bf16", "the previous release used ..."): what
-it names is theirs, unless the clause says it of this run too (`SELF`)."""
+use FlashAttention", "the 25.02 rows reduce gradients in bf16", "the previous release used ...",
+"same table: FSDP + torch.compile 6,667"): what it names is theirs, unless the clause says it of
+this run too (`SELF`)."""
 
 SELF = (r"\b(?:this|our|the same)(?: [\w.-]+)? (?:run|job|row|one|configuration|config|recipe|table|release|experiment)s?\b"
         r"|\bhere\b"
@@ -2452,9 +2463,10 @@ NVFP4_WORDS = r"nv[- ]?fp4|fp4\W{0,3}(?:\w+\W+){0,3}?16[- ]element"
 """NVFP4 by name, or by its definition: FP4 in blocks of 16 elements (MXFP4's are 32)."""
 
 SET_ASIDE = (r"\b(?:no|not|without|unused|disabled|off|false|none|vs\.?|versus|unlike|instead|separate|separately|companion"
-             r"|other|later|earlier|older|previous)\b|[:=]\s*(?:false|0)\b")
+             r"|other|later|earlier|older|previous)\b|[:=]\s*(?:false|0)\b|\bin paren(?:s|theses)\b")
 """Words that set a format named after the first clause aside: denied ("FP8 unused", "fp8=False",
-"no FP8 autocast") or named in contrast ("vs FP8 in the companion row")."""
+"no FP8 autocast"), named in contrast ("vs FP8 in the companion row") or for a table's other
+figures ("MXFP8 in parens": its parenthesised ones)."""
 
 COMPUTE_WORDS = r"gemm|matmul|linear|layers|compute|recipe|autocast|transformer engine|\bte\b|training"
 """Words that say a format named after the first clause is the GEMMs' ("BF16 (FP8 linears via TE)")."""
@@ -2643,10 +2655,10 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
         # sharding left open: the runtime's default, as an empty field
         raw = None
     if isinstance(raw, str) and family == "megatron" and affirms(text, NEMO_WORDS) \
-            and re.search(r"fsdp\W{0,12}?(?:column\W{0,3})?(?:0|off|no|false|disabled|none)\b|\b(?:no|without|not)\s+(?:megatron[- ])?fsdp",
+            and re.search(r"fsdp\W{0,12}?(?:col(?:umn)?\W{0,3})?(?:0|off|no|false|disabled|none)\b|\b(?:no|without|not)\s+(?:megatron[- ])?fsdp",
                           raw, re.I) \
             and not re.search(r"zero|distributed[- ]optimi|optimi[sz]er[- ](?:state[- ])?shard|shard(?:ed|ing)|hsdp"
-                              r"|fsdp\W{0,12}?(?:column\W{0,3})?(?:1|on|yes|true)\b", raw, re.I):
+                              r"|fsdp\W{0,12}?(?:col(?:umn)?\W{0,3})?(?:1|on|yes|true)\b", raw, re.I):
         # NeMo's and Megatron-Bridge's tables have an FSDP column and no distributed-optimizer one:
         # "none (table FSDP=0: DDP)" says the run did not use FSDP, not that its optimizer was whole
         # (their recipes turn the distributed optimizer on): the runtime's default, as an empty field
@@ -2673,7 +2685,7 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
     # what is denied ("no distributed optimizer", "without CPU offload", "FSDP 0", "FSDP column: 0",
     # "DistributedDataParallel")
     # says nothing of the stage; a stage named anywhere else decides it
-    stated = re.sub(r"\b(?:no|without|not)\s+[\w-]+(?:\s+optimi[sz]er)?|[\w-]+(?:\s+(?:optimi[sz]er|column|field))?\W{0,3}"
+    stated = re.sub(r"\b(?:no|without|not)\s+[\w-]+(?:\s+optimi[sz]er)?|[\w-]+(?:\s+(?:optimi[sz]er|col(?:umn)?|field))?\W{0,3}"
                     r"(?:off|false|disabled|0)\b|distributed[\s_-]*data[\s_-]*parallel", " ", _words(raw))
     words = re.sub(r"[^a-z0-9]", "", stated)
     # FSDP that keeps the gathered parameters after the forward (SHARD_GRAD_OP): ZeRO-2

@@ -532,3 +532,46 @@ def test_gpt_oss_named_reads_with_its_published_architecture():
     # a row that states its own window keeps it
     own = dict(bare, model=dict(bare["model"], window=256))
     assert any("window 256" in line for line in reading(own, others)["spec"])
+
+
+def test_an_fsdp_col_of_0_on_a_bridge_row_keeps_the_distributed_optimizer():
+    """"DDP (FSDP col 0)": the table's FSDP column abbreviated (before: read as FSDP, zero3, which
+    Megatron-LM's torch FSDP2 refuses with pipeline parallelism: E0623, -71 %)."""
+    assert published.sharding_of({"zero_or_fsdp": "DDP (FSDP col 0)"}, "megatron", "megatron-bridge", []) == "zero1"
+    assert published.sharding_of({"zero_or_fsdp": "DDP (FSDP col 0)"}, "torch", "llm-foundry", []) == "none"
+
+
+@pytest.mark.parametrize("arch", ["hybrid Mamba2/attn: 54 Mamba, 54 MLP (sq-ReLU), 10 attn layers",
+                                  "Nemotron-H: hybrid state-space and attention"])
+def test_a_mamba_hybrid_is_left_out_not_read_as_a_transformer(arch):
+    """A hybrid of Mamba and attention layers is no transformer of all its layers (before: Nemotron-H
+    56B read as 118 transformer layers, -33 %): the row is left out with the reason."""
+    with pytest.raises(published.Unusable, match="state-space"):
+        published.model_block({"arch": arch, "layers": 118, "hidden": 8192, "heads": 64, "vocab": 131072,
+                               "seq_len": 8192}, [])
+
+
+def test_a_recipe_named_for_a_tables_parenthesised_figures_is_not_the_rows():
+    precision = ("not printed (no Precision col in 25.09 table); FP8 implied - footnote: '(..) = different "
+                 "quantization granularities: GB200/B200 32x32 for weights and activations' i.e. MXFP8 in parens")
+    assert published.fp8_recipe_of({"layout": {"precision": precision}}) == "delayed"
+    assert published.fp8_recipe_of({"layout": {"precision": "FP8 (MX)"}}) == "mxfp8"
+
+
+def test_what_the_same_table_says_of_its_other_rows_is_not_the_rows():
+    """"same table: FSDP + torch.compile 6,667 tps/gpu" names the table's other rows (before: this
+    eager row read as compiled, +17 %)."""
+    text = ("8b fsdp reaches 33% to 39% mfu.\nsame table: fsdp + torch.compile 6,667 tps/gpu (77.0 gib); + float8 "
+            "8,532 (76.8 gib).\nbf16 (no torch.compile, no float8 in this row)")
+    assert not published.affirms(text, published.COMPILE_WORDS)
+    assert published.affirms("fsdp + torch.compile (this row)", published.COMPILE_WORDS)
+
+
+def test_nanotrons_flop_count_is_palms():
+    """nanotron's get_flops (src/nanotron/models/llama.py): 3 x the forward's matrix products with
+    the LM head and the whole attention square, PaLM's 6 N + 12 l H s per token. A transcriber who
+    describes it in words names it (before: no convention, the playbook's MFU rows left out)."""
+    described = ("nanotron get_flops (src/nanotron/models/llama.py): model_flops = 3 x forward matmul flops; q,k,v,o "
+                 "projections (GQA-aware), SwiGLU 3 matrices, attention QK^T and AV as full non-causal s^2 terms, "
+                 "lm head 2*s*h*V; no recompute term")
+    assert published.convention_key(described) == "palm_mfu"
