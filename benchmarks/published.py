@@ -2201,6 +2201,9 @@ def runtime_date(entry: dict) -> str:
     for clause in clauses(source_text(entry)):
         if re.search(COMPARED, clause):
             continue
+        if re.search(r"\b(?:added|introduced|published|moved|renamed|removed|updated|edited)\s+(?:in|by|at|with)\s+"
+                     r"(?:the\s+)?commit", clause):
+            continue  # the document's commit ("table added in commit 820504e20, 2025-06-13"), not the code that ran
         if re.search(r"commit\s+[0-9a-f]{7,40}\b|\b(?:megatron[- ](?:lm|core)|nemo|torchtitan)\s+(?:main\s+)?(?:[0-9a-f]{7,40}\b|of\b)"
                      r"|code as of|\bmain of\b", clause):
             dates = _dates_in(clause)
@@ -3501,6 +3504,12 @@ def count_of(value, name: str) -> int | None:
     return _int(value, name)
 
 
+LOCAL_BATCH = (r"local[ _-]batch(?:[ _-]size)?|batch (?:size )?per (?:dp|data[- ]parallel) rank"
+               r"|per[- ](?:dp[- ]|data[- ]parallel[- ])?rank batch")
+"""How a row says its micro-batch field holds a data rank's batch (torchtitan's `local_batch_size`),
+which a pipeline schedule splits into micro-batches, not a micro-batch."""
+
+
 def batch_of(entry: dict, replicas: int, others: list[dict], notes: list[str],
              default_micro_batches: tuple[int, str] | None = None) -> tuple[int, int]:
     """Micro-batch and global batch (sequences): as published, else from gradient accumulation,
@@ -3509,6 +3518,13 @@ def batch_of(entry: dict, replicas: int, others: list[dict], notes: list[str],
     lay = entry.get("layout") or {}
     micro = count_of(lay.get("micro_batch"), "micro_batch")
     seq = _int((entry.get("model") or {}).get("seq_len"), "seq_len", binary=True)
+    pipelined = bool(default_micro_batches)  # a torchtitan pipeline: its micro-batches split each rank's batch
+    if micro is not None and pipelined and re.search(LOCAL_BATCH, _words(lay.get("micro_batch"), entry.get("notes"))):
+        # torchtitan's "local batch size" is a data rank's batch, which its pipeline schedule splits
+        # into micro-batches; written in the micro-batch field it is no micro-batch
+        notes.append(f"micro-batch field {micro} read as the data rank's local batch (stated), which the pipeline "
+                     "splits into micro-batches")
+        micro = None
     batch = global_batch_sequences(lay.get("global_batch"), seq, notes, replicas * (micro or 1))
     accum = count_of(lay.get("grad_accum"), "grad_accum")
     if micro is None:
@@ -3830,9 +3846,9 @@ def te_fp8_linears(family: str, precision: str, text: str) -> bool:
                                                          or affirms(text, TE_LINEARS))
 
 
-TE_LINEARS = (r"transformer[- ]engine(?:'s)? (?:\w+ ){0,2}(?:linears?|modules?|layers?)|\bte\.linear\b"
-              r"|(?:linears?|linear layers?|gemms?|matmuls?)[^.;\n]{0,50}?(?:transformer[- ]engine|\bte\b)"
-              r"|(?:fp8|float8)[^.;\n]{0,20}?(?:via|through|with|by|\() ?(?:nvidia )?(?:transformer[- ]engine|\bte\b)")
+TE_LINEARS = (r"transformer[- ]?engine(?:'s)? (?:\w+ ){0,2}(?:linears?|modules?|layers?)|\bte\.linear\b"
+              r"|(?:linears?|linear layers?|gemms?|matmuls?)[^.;\n]{0,50}?(?:transformer[- ]?engine|\bte\b)"
+              r"|(?:fp8|float8)[^.;\n]{0,20}?(?:via|through|with|by|\() ?(?:nvidia )?(?:transformer[- ]?engine|\bte\b)")
 """Transformer Engine's linears named in words ("the MPT linear layers are Transformer Engine
 modules", "te.Linear", "fp8 via Transformer Engine"): llm-foundry's `fc_type: te`."""
 

@@ -575,3 +575,25 @@ def test_nanotrons_flop_count_is_palms():
                  "projections (GQA-aware), SwiGLU 3 matrices, attention QK^T and AV as full non-causal s^2 terms, "
                  "lm head 2*s*h*V; no recompute term")
     assert published.convention_key(described) == "palm_mfu"
+
+
+def test_transformer_engine_written_as_one_word():
+    """"fp8 via TransformerEngine (amp_fp8)": llm-foundry's fp8 linears (before: none, the H100 FP8
+    row read in bf16, -28 %)."""
+    assert published.te_fp8_linears("torch", "fp8", "fp8 via transformerengine (amp_fp8), bf16 otherwise")
+
+
+TITAN_405B = "torchtitan_405b_512gpu_3d_interleaved"  # Dec 2024 runs: 8 micro-batches of 4 sequences
+
+
+def test_torchtitans_local_batch_in_the_micro_batch_field_and_a_documents_commit_date():
+    """A transcriber who puts torchtitan's "local batch size" (a data rank's 32 sequences) in the
+    micro-batch field and says so, and dates the benchmark file's commit (2025-06-13) beside the
+    runs' own code, reads as the row that states neither (before: micro-batch 32 over 8 stages,
+    over its memory, -62 %)."""
+    row, others = ROWS[TITAN_405B]
+    moved = apply(row, [setf("layout.micro_batch", 32),
+                        note("layout.micro_batch holds the stated local batch size (per DP rank)"),
+                        setf("source.locator", "benchmarks/llama3_h100_202412_torchtitan.md (added in commit "
+                                               "820504e20, 2025-06-13; runs at torchtitan 9dec370, Dec 2024)")])
+    assert reading(moved, others)["spec"] == reading(row, others)["spec"]
