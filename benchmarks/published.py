@@ -137,14 +137,30 @@ def source_text(entry: dict) -> str:
                   (entry.get("model") or {}).get("extra"), lay.get("precision"))
 
 
+ARXIV_ID = r"arxiv(?:\.org/(?:abs|pdf)/|[:.\s]+(?:preprint\s+)?(?:arxiv:)?)(\d\d)(\d\d)\.\d{4,5}"
+"""An arXiv identifier as a row writes it: "arXiv:2104.04473", "arxiv.org/abs/2104.04473", "arXiv
+preprint 2104.04473", "arXiv.2104.04473"."""
+
+
+def arxiv_month(entry: dict) -> tuple[int, int] | None:
+    """(year, month) of the row's arXiv identifier, its first submission, in its title, else its
+    locator; None where it has none."""
+    src = entry.get("source") or {}
+    for text in (src.get("title"), src.get("locator")):
+        found = re.search(ARXIV_ID, str(text or ""), flags=re.I)
+        if found and 1 <= int(found.group(2)) <= 12:
+            return 2000 + int(found.group(1)), int(found.group(2))
+    return None
+
+
 def source_year(entry: dict) -> int | None:
     """The year the run was published: its arXiv identifier's (the first submission: "arXiv:2205.05198"
     is 2022 whatever venue's year follows), else the first 20xx in the source's title (else its
     locator or the group's name), else a venue's abbreviated year ("SC '21", "SC21")."""
     src = entry.get("source") or {}
-    arxiv = re.search(r"arxiv[:\s]*(\d\d)(\d\d)\.\d{4,5}", str(src.get("title") or ""), flags=re.I)
-    if arxiv and 1 <= int(arxiv.group(2)) <= 12:  # first submitted then, whatever venue year follows it
-        return 2000 + int(arxiv.group(1))
+    month = arxiv_month(entry)
+    if month:  # first submitted then, whatever venue year follows it
+        return month[0]
     for text in (src.get("title"), src.get("locator"), entry.get("group")):
         found = re.findall(r"(?<!\d)(20[12]\d)(?!\d)", str(text or ""))
         if found:
@@ -207,9 +223,10 @@ def _int(value, name: str, binary: bool = False) -> int | None:
     raise Unusable(f"`{name}` is not a whole number ({value!r})")
 
 
-PLACEHOLDER = (r"\s*(?:n/?a|null|unknown|unstated|unspecified|not\s+(?:stated|published|given|reported|specified)"
-               r"|[-–—?]+)?\s*\.?\s*(?:\((?:not|un)[^)]*\)"
-               r"|\([^)]*\b(?:not\s+(?:stated|published|given|reported|specified)|unstated|unknown|unspecified)\b[^)]*\))?\s*"
+PLACEHOLDER = (r"\s*(?:n/?a|n/s|tb[ad]|null|unknown|unstated|unspecified|not\s+(?:stated|published|given|reported|specified)"
+               r"|[-–—?]+)?\s*\.?\s*(?:\((?:not|un|to be)[^)]*\)"
+               r"|\([^)]*\b(?:not\s+(?:stated|published|given|reported|specified)|unstated|unknown|unspecified)\b[^)]*\)"
+               r"|(?<=\?)\s*[^()\d]*\bnot (?:stated|published|given|reported)\b[^()\d]*)?\s*"
                r"|\s*(?:unknown|unstated|unspecified|not\s+(?:stated|published|given|reported|specified))\s*[.,;:]?\s*"
                r"\([^)]*\)\s*")  # "unstated (see recipe)": the aside says where, not what
 """What a transcriber writes for a field the source leaves open: "n/a", "not stated", "-", "?
@@ -561,9 +578,11 @@ def power_and_memory(hw: dict, notes: list[str], board: float | None = None) -> 
         # a superchip's or a node's bandwidth over the GPUs it names ("GB200 superchip (72 Arm cores,
         # 2x Blackwell GPUs, 16 TB/s memory bandwidth)"): each GPU's share
         scope = text[max(0, found.start() - 120):found.start()] if found else ""
+        scope = re.sub(NUMBER_WORDS, lambda word: str(NUMBERS[word.group(1).lower()]), scope, flags=re.I)
         shared = re.search(r"(?<![\w.])(\d+)\s*x?\s*(?:[\w-]+\s+){0,2}?gpus?\b", scope, flags=re.I)
         after = text[found.end():found.end() + 40] if found else ""
-        if tbps and shared and int(shared.group(1)) > 1 and (
+        per_gpu = re.match(r"[\w\s]{0,14}?(?:\b(?:per|for each|a)\s+gpu\b|/\s*gpu\b|\beach\b)", after, flags=re.I)
+        if tbps and shared and int(shared.group(1)) > 1 and not per_gpu and (
                 re.search(r"superchip", scope, flags=re.I)
                 or re.search(r"\b(?:aggregate|total|combined)\b|\bper\s+(?:node|superchip|tray|board)\b", after, flags=re.I)):
             notes.append(f"HBM bandwidth {tbps:g} TB/s stated for {shared.group(1)} GPUs together: "
@@ -617,8 +636,11 @@ def _network_rates(text: str) -> list[re.Match]:
             before = clause
         after = re.split(r"[,;()]", text[found.end():found.end() + 24])[0].lower()
         terabytes = found.group(3) == "T" and found.group(5)  # "2.4 TB/s": HBM's, no port moves that
-        if re.search(SWITCH_WORDS, re.split(r"[,;](?![^()]*\))", text[:found.start()])[-1], flags=re.I):
-            continue  # "Tomahawk 4 switches (25.6Tbps, ...)": the switch's capacity
+        start = max((m.end() for m in re.finditer(r"[,;](?![^()]*\))", text[:found.start()])), default=0)
+        end = next((m.start() for m in re.finditer(r"[,;](?![^()]*\))", text[found.end():])), len(text) - found.end())
+        side = _node_side(text[start:found.end() + end])
+        if side is None or found.group(0) not in side:
+            continue  # "Tomahawk 4 switches (25.6Tbps, ...)", "64x400GbE switches": the switch's ports
         if not terabytes and not any(word in before or word in after for word in NOT_NETWORK):
             kept.append(found)
     return kept
@@ -660,9 +682,31 @@ def compute_clauses(text: str) -> list[str]:
     for clause in re.split(r"[,;](?![^()]*\))", text):
         if any(word in clause.lower() for word in NOT_COMPUTE):
             continue
-        switch = re.search(SWITCH_WORDS, clause, flags=re.I)
-        out.append(clause[:switch.start()] if switch else clause)
+        kept = _node_side(clause)
+        if kept is not None:
+            out.append(kept)
     return out
+
+
+def _node_side(clause: str) -> str | None:
+    """The part of a note's clause that may speak of the node's NICs where it also describes the
+    fabric's switches (`SWITCH_WORDS`): the words before the switch where they name an adapter
+    ("8x 400G NICs to NDR switches"), else those after it that do ("HDR switches connecting 4x 200G
+    HCAs per node"), else none ("64x400G leaf switches": the switch's ports). A clause with no switch
+    is kept whole."""
+    # an aside that only describes the switches ("400 Gb/s per GPU RoCE (Arista 7800 and Minipack2
+    # switches; 3-layer Clos)") leaves the words around it the node's
+    clause = re.sub(r"\([^()]*\)", lambda aside: "" if re.search(SWITCH_WORDS, aside.group(0), flags=re.I)
+                    and not re.search(RATE + r"|\d+\s*[x×]\s*\d+\s*G", aside.group(0)) else aside.group(0), clause)
+    switch = re.search(SWITCH_WORDS, clause, flags=re.I)
+    if not switch:
+        return clause
+    node_words = NIC_NOUN + r"|\b\d+\s*[x×]\s*(?:[a-z][\w-]*\s*)?\d{2,4}\s*g|\bper (?:node|gpu|server)\b|\beach (?:node|gpu|server)\b"
+    if re.search(node_words, clause[:switch.start()], flags=re.I):
+        return clause[:switch.start()]
+    if re.search(r"\b(?:nics?|hcas?|adapters?|connectx-\d+|cx-?\d+)\b", clause[switch.end():], flags=re.I):
+        return clause[switch.end():]  # a switch's "ports" after it are its own
+    return None
 
 
 def _stated_port_rate(text: str) -> float | None:
@@ -950,11 +994,15 @@ NAMED_MODELS = (
     (r"\bmpt\b|gpt-?neox|pythia", {"vocab": 50432}, "the GPT-NeoX tokenizer padded to 50,432 (MPT's and GPT-NeoX-20B's configs)"),
     (r"\bbloom\b", {"vocab": 250880}, "BLOOM's tokenizer, padded (BigScience 2022)"),
     (r"llama[- ]?3|llama3", {"vocab": 128256}, "Llama 3's tiktoken-based tokenizer (Dubey et al. 2024)"),
-    (r"llama[- ]?2|llama2|\bllama\b", {"vocab": 32000}, "Llama and Llama 2's SentencePiece tokenizer (Touvron et al. 2023)"),
+    (r"llama[- ]?4|llama4", {"vocab": 202048}, "Llama 4's tokenizer (its configs' vocab_size, 202,048)"),
+    (r"llama[- ]?2|llama2|\bllama(?![- ]?\d(?:\.\d)?(?!\d))\b", {"vocab": 32000},
+     "Llama and Llama 2's SentencePiece tokenizer (Touvron et al. 2023)"),
     (r"mixtral[- ]?8x22b", {"vocab": 32768}, "Mixtral 8x22B's tokenizer (its model card: 32,768)"),
+    (r"mistral[- ]?nemo", {"vocab": 131072}, "Mistral NeMo's Tekken tokenizer (131,072)"),
     (r"mixtral|mistral", {"vocab": 32000}, "Mistral's and Mixtral 8x7B's SentencePiece tokenizer"),
-    (r"nemotron", {"vocab": 256000}, "Nemotron-4's SentencePiece tokenizer (Parmar et al. 2024)"),
-    (r"qwen[- ]?(?:2|3)", {"vocab": 151936}, "Qwen2's and Qwen3's tokenizer (their configs' vocab_size)"),
+    (r"nemotron-?4|nemotron(?![- ]?h\b)", {"vocab": 256000}, "Nemotron-4's SentencePiece tokenizer (Parmar et al. 2024)"),
+    (r"qwen[- ]?3", {"vocab": 151936}, "Qwen3's tokenizer (its configs' vocab_size)"),
+    (r"qwen[- ]?2", {"vocab": 152064}, "Qwen2's and Qwen2.5's tokenizer as their larger models' configs pad it (152,064)"),
     (r"deepseek[- ]?(?:v3|r1)", {"vocab": 129280}, "DeepSeek-V3's tokenizer (DeepSeek-AI 2024)"),
     (r"deepseek[- ]?v2", {"vocab": 102400}, "DeepSeek-V2's tokenizer (DeepSeek-AI 2024)"),
     (r"gpt[- ]?oss", {"vocab": 201088, "window": 128, "full_attention_every": 2, "expert_bias": True,
@@ -972,11 +1020,23 @@ YaRN at factor 32). The first pattern the model's name or `arch` matches decides
 model, never fitted; a row that states a fact keeps its own."""
 
 
+LIKENESS = r"\W{0,2}(?:style|like|architecture|arch|based|inspired|compatible|family)\b"
+"""Words after a model's name that make it another model's likeness ("Llama-style 7B", "OPT-like",
+"DeepSeek-V3 architecture"): not that model."""
+
+
 def named_model(model: dict) -> tuple[dict, str] | None:
-    """The `NAMED_MODELS` facts and their source for the model a row names (its name or `arch`),
-    or None."""
-    name = _words(model.get("name"), model.get("arch"))
-    return next(((facts, source) for pattern, facts, source in NAMED_MODELS if re.search(pattern, name)), None)
+    """The `NAMED_MODELS` facts and their source for the model a row's `name` names (its `arch`
+    describes a model, and often names another to compare), or None: never a name followed by
+    `LIKENESS` or denied ("custom 7B (not Llama)")."""
+    name = _words(model.get("name"))
+    for pattern, facts, source in NAMED_MODELS:
+        found = next((m for m in re.finditer(pattern, name)
+                      if not re.match(r"[\w.-]*" + LIKENESS, name[m.end():]) and not denied(name, m)
+                      and not set_aside(name, m)), None)
+        if found:
+            return facts, source
+    return None
 
 
 def tokenizer_vocab(m: dict, notes: list[str]) -> int | None:
@@ -989,13 +1049,43 @@ def tokenizer_vocab(m: dict, notes: list[str]) -> int | None:
     return named[0]["vocab"]
 
 
-STATE_SPACE_WORDS = r"\bmamba\w*|state[- ]space|\bssm\b|nemotron[- ]h\b|\bjamba\b"
-"""Words that name state-space (Mamba) layers in a model: Nemotron-H's, Jamba's hybrids."""
+STATE_SPACE_NAMES = r"nemotron[- ]?h\b|\bjamba\b|\bzamba\w*|\bsamba\b|\bmamba\w*"
+"""Model families built of state-space (Mamba) layers, by name: Nemotron-H, Jamba, Zamba, Samba, Mamba."""
+
+STATE_SPACE_LAYERS = (r"hybrid\b[^.;\n]{0,40}?(?:mamba|ssms?\b|state[- ]space)"
+                      r"|\b(?:\d+|some|half)\s+(?:of\s+the\s+)?(?:mamba\w*|ssms?)\s*(?:layers?|blocks?|mixers?)?"
+                      r"|(?:mamba\w*|ssms?|state[- ]space)[- ](?:layers?|blocks?|mixers?)"
+                      r"|(?:mamba\w*|ssms?|state[- ]space(?: layers)?)\s*(?:and|\+|/|with)\s*(?:attention|attn)"
+                      r"|(?:mamba\w*|ssms?|state[- ]space)[- ](?:\w+[- ])?hybrid"
+                      r"|state[- ]space[^.;\n]{0,20}?(?:layers?|blocks?|mixers?)")
+"""Words that give a model state-space layers: "hybrid Mamba2/attention", "54 Mamba layers", "SSMs and
+attention"."""
+
+STATE_SPACE_ELSEWHERE = r"baseline|\bstud(?:y|ies)\b|\bvs\b|versus|compar\w*|separate row|variant|\bunlike\b"
+"""Words by which a clause names state-space models only beside the row's transformer ("the Transformer
+baseline of the Mamba-2 study", "attention only (vs. Jamba)")."""
+
+
+def state_space_hybrid(m: dict) -> bool:
+    """Whether the row's model has state-space (Mamba) layers: its name names such a family (not a
+    likeness, `LIKENESS`), or its words give it such layers in a clause that does not name them only
+    as another model's (`STATE_SPACE_ELSEWHERE`)."""
+    name = _words(m.get("name"))
+    for found in re.finditer(STATE_SPACE_NAMES, name):
+        if not re.match(r"[\w.-]*" + LIKENESS, name[found.end():]) and not re.search(STATE_SPACE_ELSEWHERE, name):
+            return True
+    words = _words(m.get("arch"), m.get("extra"))
+    for clause in re.split(r"[;\n]|(?<![\d.]\w)(?<!\bvs)\.(?!\d)", words):
+        if re.search(STATE_SPACE_ELSEWHERE, clause):
+            continue
+        if any(not denied(clause, found) for found in re.finditer(STATE_SPACE_LAYERS, clause)):
+            return True
+    return False
 
 
 def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     """The spec's `model { ... }` block, and the shapes the FLOP conventions read."""
-    if m.get("vocab") is None:
+    if placeholder(m.get("vocab")):  # "null (not verified)", "n/a": unstated, as an empty field
         m = dict(m, vocab=tokenizer_vocab(m, notes))
     missing = [k for k in ("layers", "hidden", "heads", "vocab", "seq_len") if m.get(k) is None]
     if missing:
@@ -1008,7 +1098,7 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
     if zero:
         raise Unusable("the model's " + ", ".join(f"`{k}`" for k in zero) + " is 0")
     arch = _words(m.get("arch"), m.get("name"))
-    if affirms(arch, STATE_SPACE_WORDS):
+    if state_space_hybrid(m):
         raise Unusable("a hybrid of state-space (Mamba) and attention layers: parc models transformer layers only "
                        "(read as a transformer of all its layers, its prediction would be another model's)")
     arch = re.sub(r"swish[- ]gated linear unit|swish-glu|silu-gated", "swiglu", arch)
@@ -1129,7 +1219,7 @@ def model_block(m: dict, notes: list[str]) -> tuple[str, Dims]:
             fields.append(f"capacity-factor {factor}")
     if dims.mtp:  # multi-token prediction modules (Megatron-Core's mtp_num_layers)
         fields.append(f"mtp {dims.mtp}")
-    window = _int(m.get("window"), "window")
+    window = 0 if unused(m.get("window")) else _int(m.get("window"), "window")  # "none": no window
     if window:  # optional: the keys a token sees, itself included (HF sliding_window; Megatron (W-1, 0))
         every = _int(m.get("full_attention_every"), "full_attention_every")
         fields.append(f"window {window}" + (f", full-attention-every {every}" if every else ""))
@@ -1375,8 +1465,10 @@ def figure_kind(name, value) -> str | None:
     rate = re.search(r"/ ?s(?:ec)?\b|per ?s(?:ec(?:ond)?)?\b|\b(?:t|w|tok)ps\b|throughput|\btgs\b|\bwps\b|a second", words)
     # torchtitan's "TPS" (tokens per second; "tps_gpu", "TPS/GPU") and fairseq's "wps" count tokens
     if re.search(r"token|\btoks?\b|\btgs\b|\btps\b|\bwps\b", words) and "hour" not in words and rate:
+        # torchtitan's "tps" is per device (its metrics divide the rank's tokens by the step's time)
         if re.search(r"per[ -]?(?:gpu|device|chip|accelerator|rank)\b|/ ?(?:gpu|device|chip|rank)\b|\btgs\b|gpu per s"
-                     r"|\b(?:tps|wps)\W*(?:gpu|device|chip|rank)\b", words):
+                     r"|\b(?:tps|wps)\W*(?:gpu|device|chip|rank)\b", words) \
+                or (re.search(r"\btps\b", words) and not re.search(r"total|\bjob\b|cluster|aggregate|all gpus", words)):
             return "tokens_gpu"
         if re.search(r"per[ -]?(?:\d+[- ]gpu |dgx |gpu )?(?:node|server|host)\b|/ ?node\b|\bnode(?:'s)? (?:throughput|tokens)",
                      words):
@@ -1618,7 +1710,10 @@ HOLDS_ITS_VALUE = r"\b\B"
 
 
 NO_EFFECT_AFTER = (r"[^.;()\n]{0,40}?,?\s*but (?:that|it|this|which) (?:has|had|have) no effect"
-                   r"|[^.;,()\n]{0,40}?\b(?:is|was|are|were) ignored\b")
+                   r"|[^.;,()\n]{0,40}?\b(?:is|was|are|were) ignored\b"
+                   r"|[^.;()\n]{0,40}?\b(?:(?:is|was|are|were|but|and)\s+)?(?:\w+\s+)?sets?\s+(?:it\s+|them\s+)?to\s+['\"]?"
+                   r"(?:false|off|0|none|disabled)\b|[^.;()\n]{0,20}?\bset to ['\"]?(?:false|off|0|none)\b"
+                   r"|\s*(?:\([^)]*)?\)?\s*,\s*which (?:is|was|are|were) not\b")
 """A setting named only to say it does nothing: "the library also stores
 moe_flex_dispatcher_backend='deepep', but that has no effect unless the dispatcher is 'flex'"."""
 
@@ -1637,7 +1732,12 @@ def denied(text: str, found: re.Match, set_off: str = SET_OFF) -> bool:
     # attention (fp8_dot_product_attention / fp8_multi_head_attention) is not set"
     opened = text.rfind("(", max(0, found.start() - 80), found.start())
     closed = text.find(")", found.end(), found.end() + 80) if opened >= 0 and ")" not in text[opened:found.start()] else -1
-    return closed >= 0 and bool(DENIED_AFTER.match(text[closed + 1:closed + 61]))
+    if closed < 0:
+        return False
+    glossed = text[max(0, opened - 40):opened]  # "FP8 attention is not set (fp8_dot_product_attention)"
+    return bool(DENIED_AFTER.match(text[closed + 1:closed + 61]) or re.match(NO_EFFECT_AFTER, text[closed:closed + 61])
+                or re.match(NO_EFFECT_AFTER, text[closed + 1:closed + 61])
+                or re.search(r"\b(?:is|was|are|were) not (?:set|used|enabled|on)\s*$|\b(?:disabled|off)\s*$", glossed))
 
 
 def clause_of(text: str, found: re.Match) -> tuple[str, str]:
@@ -1936,12 +2036,17 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         if dp > 1:
             notes.append("fp16 gradients reduced in fp16 (Megatron-LM reduces in the parameters' dtype; "
                          "only bf16 forces fp32)")
-    if affirms(compact, "grad-reduce-in-bf16") or affirms(compact, BF16_REDUCTION):
+    # what the row's words say of its own release: a clause naming another release is that one's
+    release = container_release(entry)
+    own = "\n".join(c for c in clauses(compact) if not other_release(c, release) or re.search(SELF, c))
+    if affirms(own, "grad-reduce-in-bf16") or affirms(own, BF16_REDUCTION):
         grad_bytes = 2
-    elif (family == "megatron" and precision != "fp16" and container_release(entry) in NEMO_BF16_REDUCTION
+    elif (family == "megatron" and precision != "fp16" and release in NEMO_BF16_REDUCTION
           and affirms(text, NEMO_PERFORMANCE_WORDS)
-          and not denies(compact, "grad-reduce-in-bf16") and not denies(compact, BF16_REDUCTION)
-          and not re.search(r"reduc\w*[^.;\n]{0,40}?\b(?:fp32|float32)\b|\b(?:fp32|float32)\b[^.;\n]{0,40}?reduc", compact)):
+          and not denies(own, "grad-reduce-in-bf16") and not denies(own, BF16_REDUCTION)
+          and options.get("grad_reduce_in_fp32") is not True
+          and not re.search(r"reduc\w*[^.;\n]{0,40}?\b(?:fp32|float32)\b|\b(?:fp32|float32)\b[^.;\n]{0,40}?reduc"
+                            r"|grad-sync-dtype\W+(?:torch\.)?(?:fp32|float32)", own)):
         grad_bytes = 2
         if dp > 1:
             notes.append(f"gradients reduced in bf16 (unstated: NeMo {container_release(entry)}'s performance recipes "
@@ -2426,6 +2531,20 @@ def _fp8_recipes_named(words: str) -> list[str]:
     return [name for name, pattern in FP8_RECIPES if re.search(pattern, text)]
 
 
+RELEASE_NAMED = (r"(?:releases?|containers?|nemo|bridge|versions?|from|since|in|unlike|than|vs)\W{0,3}"
+                 r"(?:megatron-bridge\W{0,3})?(\d\d\.\d\d)\b"
+                 r"|(?<![\d.])(\d\d\.\d\d)(?:\.\d+)?(?:'s)?\W{0,3}(?:release|container|recipe|table|\+|on\b)")
+"""A NeMo or Megatron-Bridge release named in words ("the 25.04 release", "NeMo 25.04's recipe",
+"from 25.04 on", "Megatron-Bridge 25.09")."""
+
+
+def other_release(clause: str, own: str) -> bool:
+    """Whether `clause` names a release (`RELEASE_NAMED`) and not the row's own (`own`, "YY.MM"; a
+    row that names none has no release of its own to match)."""
+    named = {next(g for g in m.groups() if g) for m in re.finditer(RELEASE_NAMED, clause, flags=re.I)}
+    return bool(named) and own not in named
+
+
 def _before_others(clause: str) -> str:
     """The words of `clause` before it names other runs or releases (`OTHER_RUNS`, unless it has
     spoken of this run first: `SELF`) or a comparison (`COMPARED`)."""
@@ -2443,7 +2562,10 @@ def fp8_recipe_of(entry: dict) -> str:
     state ("--fp8-recipe tensorwise"), else from its notes and evidence where they name one recipe
     and no other (a note comparing two decides nothing). It decides the casts' bytes and how many
     quantize kernels each GEMM input launches (`kernels.QUANTIZE_KERNELS`)."""
-    named = _fp8_recipes_named(_words((entry.get("layout") or {}).get("precision")))
+    precision = _words((entry.get("layout") or {}).get("precision"))
+    first, *asides = re.split(r"[(),;]", precision)
+    release = container_release(entry)
+    named = _fp8_recipes_named(",".join([first] + [a for a in asides if not other_release(a, release)]))
     if named:
         return named[0]
     source = entry.get("source") or {}
@@ -2457,7 +2579,8 @@ def fp8_recipe_of(entry: dict) -> str:
         return named[0] if named else "delayed"
     # what a clause says after it names another run's or release's recipe ("later (25.04+) versions
     # state per-tensor current scaling") or compares with one is not this row's
-    own = "\n".join(_before_others(c) for c in clauses(rest.lower()))
+    release = container_release(entry)
+    own = "\n".join(_before_others(c) for c in clauses(rest.lower()) if not other_release(c, release))
     named = _fp8_recipes_named(own)
     return named[0] if len(named) == 1 else "delayed"
 
@@ -2646,6 +2769,10 @@ DISTRIBUTED_OPTIMIZER_NAMES = r"distributedoptimi[sz]er|\bdist-?opt\b|distribute
 NeMo 1's `distributed_fused_adam` and its `overlap_param_sync`)."""
 
 
+DIST_OPT_WORDS = r"distributed[- ]optimi[sz]er|\bdist-?opt\b|use-distributed-optimizer"
+"""The distributed optimizer by name, in a sharding field's words."""
+
+
 def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
     raw = lay.get("zero_or_fsdp")
     if isinstance(raw, str) and re.match(r"\s*(?:none|nothing|no\w*)\s+(?:stated|given|published|reported)\b", raw, re.I):
@@ -2657,9 +2784,13 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
         # "none (FSDP 0, DDP; distributed-optimizer setting not stated)": no FSDP, and the optimizer's
         # sharding left open: the runtime's default, as an empty field
         raw = None
-    if isinstance(raw, str) and family == "megatron" and affirms(text, NEMO_WORDS) \
-            and re.search(r"fsdp\W{0,12}?(?:col(?:umn)?\W{0,3})?(?:0|off|no|false|disabled|none)\b|\b(?:no|without|not)\s+(?:megatron[- ])?fsdp",
-                          raw, re.I) \
+    plain = raw.lower().replace("_", "-") if isinstance(raw, str) else ""
+    fsdp_off = bool(re.search(r"fsdp\W{0,12}?(?:col(?:umn)?\W{0,3})?(?:0|off|no|false|disabled|none|n/?a|-(?!\w)|✗|x\b)(?!\w)"
+                              r"|\b(?:no|without|not)\s+(?:megatron[- ])?fsdp", plain)) or denies(plain, r"\bfsdp\b")
+    if plain and family == "megatron" and affirms(text, NEMO_WORDS) and re.search(DIST_OPT_WORDS, plain) \
+            and denies(plain, DIST_OPT_WORDS) and (fsdp_off or "fsdp" not in plain):
+        return "none"  # "DDP; FSDP 0; distributed optimizer not used": neither
+    if isinstance(raw, str) and family == "megatron" and affirms(text, NEMO_WORDS) and fsdp_off \
             and not re.search(r"zero|distributed[- ]optimi|optimi[sz]er[- ](?:state[- ])?shard|shard(?:ed|ing)|hsdp"
                               r"|fsdp\W{0,12}?(?:col(?:umn)?\W{0,3})?(?:1|on|yes|true)\b", raw, re.I):
         # NeMo's and Megatron-Bridge's tables have an FSDP column and no distributed-optimizer one:
@@ -2995,6 +3126,8 @@ def stated_options(entry: dict) -> dict:
             # a value set in words later in the clause: "sets both a.grad_reduce_in_fp32 and
             # b.grad_reduce_in_fp32 to False"
             value = re.match(r"(?:[^.;\n]|\.(?=\w)){0,80}?\bto\s+['\"]?(true|false|on|off)\b", rest, flags=re.I)
+        if value is not None and re.match(NO_EFFECT_AFTER, rest[value.end():value.end() + 80], flags=re.I):
+            continue  # "stores fp8_dot_product_attention=True, but that has no effect": nothing stated
         if kind in ("bool", "not"):
             if value is not None:
                 on = value.group(1).lower() in ON_WORDS
@@ -3407,13 +3540,27 @@ def read_model_extra(entry: dict) -> dict:
     return read
 
 
+FACT_DENIALS = {
+    "window": r"sliding[- ]window|\bswa\b|\bwindow\w*", "full_attention_every": r"sliding[- ]window|\bswa\b|\bwindow\w*",
+    "expert_bias": r"bias(?:es)?\b", "activation_clamp": r"clamp\w*|swiglu[-_ ]limit", "yarn_factor": r"\byarn\b",
+}
+"""The words whose denial in a row's model text ("no sliding window", "experts without biases",
+"RoPE (no YaRN scaling)") takes a named model's fact (`NAMED_MODELS`) back."""
+
+
 def named_model_facts(model: dict, found: dict) -> dict:
     """The `NAMED_MODELS` facts beyond the shared schema (not its `vocab`) of the model the row
-    names that it leaves unstated (neither its fields nor its words, `found`, give them)."""
+    names that it leaves unstated (neither its fields nor its words, `found`, give them) and does
+    not deny (`FACT_DENIALS`; "full attention in every layer" denies the window)."""
     named = named_model(model)
     if named is None:
         return {}
-    return {k: v for k, v in named[0].items() if k != "vocab" and placeholder(model.get(k)) and k not in found}
+    words = _words(model.get("arch"), model.get("extra")).replace("_", "-")
+    every_layer = re.search(r"full attention (?:in|on|at) (?:every|all|each) layers?|no (?:sliding[- ])?window", words)
+    return {k: v for k, v in named[0].items()
+            if k != "vocab" and placeholder(model.get(k)) and k not in found
+            and not (k in FACT_DENIALS and denies(words, FACT_DENIALS[k]))
+            and not (k in ("window", "full_attention_every") and (every_layer or unused(model.get("window"))))}
 
 
 def row_spec(entry: dict, others: list[dict] = ()) -> Run | Skipped:
@@ -3734,10 +3881,14 @@ block`); before it, `--checkpoint-activations` recomputed every layer or none.""
 def before_partial_recompute(entry: dict) -> bool:
     """Whether the row's run was published before `PARTIAL_RECOMPUTE`: its arXiv identifier's month
     ("arXiv:2201.11990" is January 2022), else its year before 2022."""
-    title = str((entry.get("source") or {}).get("title") or "")
-    arxiv = re.search(r"arxiv[:\s]*(\d\d)(\d\d)\.\d{4,5}", title, flags=re.I)
-    if arxiv and 1 <= int(arxiv.group(2)) <= 12:
-        return (2000 + int(arxiv.group(1)), int(arxiv.group(2))) < PARTIAL_RECOMPUTE
+    month = arxiv_month(entry)
+    if month:
+        return month < PARTIAL_RECOMPUTE
+    src = entry.get("source") or {}
+    short = [m[:3] for m in MONTHS]
+    named = re.search(r"\b(" + "|".join(short) + r")\w*\.?\s+(20\d\d)\b", _words(src.get("title"), src.get("locator")))
+    if named:  # "(April 2022 README)"
+        return (int(named.group(2)), short.index(named.group(1)) + 1) < PARTIAL_RECOMPUTE
     year = source_year(entry)
     return year is not None and year < PARTIAL_RECOMPUTE[0]
 
