@@ -1711,8 +1711,9 @@ HOLDS_ITS_VALUE = r"\b\B"
 
 NO_EFFECT_AFTER = (r"[^.;()\n]{0,40}?,?\s*but (?:that|it|this|which) (?:has|had|have) no effect"
                    r"|[^.;,()\n]{0,40}?\b(?:is|was|are|were) ignored\b"
-                   r"|[^.;()\n]{0,40}?\b(?:(?:is|was|are|were|but|and)\s+)?(?:\w+\s+)?sets?\s+(?:it\s+|them\s+)?to\s+['\"]?"
-                   r"(?:false|off|0|none|disabled)\b|[^.;()\n]{0,20}?\bset to ['\"]?(?:false|off|0|none)\b"
+                   r"|\s*(?:[\w-]+\s+)?(?:(?:is|was|are|were|but|and)\s+)?(?:\w+\s+)?sets?\s+(?:it\s+|them\s+)?to\s+['\"]?"
+                   r"(?:false|off|0|none|disabled)\b|\s*(?:[\w-]+\s+){0,2}?(?:(?:is|was|are|were)\s+)?set to ['\"]?"
+                   r"(?:false|off|0|none)\b"
                    r"|\s*(?:\([^)]*)?\)?\s*,\s*which (?:is|was|are|were) not\b")
 """A setting named only to say it does nothing: "the library also stores
 moe_flex_dispatcher_backend='deepep', but that has no effect unless the dispatcher is 'flex'"."""

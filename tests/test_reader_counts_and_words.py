@@ -491,6 +491,10 @@ def test_none_with_the_distributed_optimizer_beside_it_is_zero1(written, shardin
     # controls
     ("fp8 attention on (fp8-dot-product-attention: true)", "FP8_ATTENTION", True),
     ("uses deepep (20 sms)", "deepep", True),
+    # "set to false" takes back only the mention it follows, not one a clause away
+    ("fp8-dot-product-attention was set to false", "FP8_ATTENTION", False),
+    ("the recipe names fp8-dot-product-attention but sets it to false", "FP8_ATTENTION", False),
+    ("fp8 attention on while cp is set to none", "FP8_ATTENTION", True),
     # the gradients' reduction in prose and by its option set in words
     ("gradient reduction runs in bf16", "BF16_REDUCTION", True),
     ("the perf script sets both mixed-precision.grad-reduce-in-fp32 and ddp.grad-reduce-in-fp32 to false",
