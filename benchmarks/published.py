@@ -58,10 +58,10 @@ class Run:
     plan: object = None
     findings: list[str] = field(default_factory=list)
     recompute_stated: bool = True
+    """False when the row leaves recomputation out (then `compiled` picks the least that fits)."""
     whole_layers_only: bool = False
     """The runtime recomputes every layer or none (Megatron-LM before Korthikanti et al. 2022's
     selective and per-layer recomputation): what `least_recompute_that_fits` may choose."""
-    """False when the row leaves recomputation out (then `compiled` picks the least that fits)."""
     source_words: str = ""
     """What the row's source says about its software (`source_text`), for the facts a spec cannot state."""
     fp8_linears_stated: bool = False
@@ -1016,13 +1016,18 @@ NAMED_MODELS = (
 vocabulary (the logits are a few per cent of a large model's FLOPs, so a row without `vocab` reads
 with it rather than not at all), and gpt-oss's architecture beyond the shared schema (the
 alternating 128-token sliding window, the experts' linear biases, the GLU input clamped at 7.0,
-YaRN at factor 32). The first pattern the model's name or `arch` matches decides. Facts of the
+YaRN at factor 32). The first pattern the model's name matches decides (`named_model`). Facts of the
 model, never fitted; a row that states a fact keeps its own."""
 
 
 LIKENESS = r"\W{0,2}(?:style|like|architecture|arch|based|inspired|compatible|family)\b"
 """Words after a model's name that make it another model's likeness ("Llama-style 7B", "OPT-like",
 "DeepSeek-V3 architecture"): not that model."""
+
+
+def likeness_after(name: str, end: int) -> bool:
+    """Whether the words after a model's name ending at `end` make it a likeness (`LIKENESS`)."""
+    return re.match(r"[\w.-]*" + LIKENESS, name[end:]) is not None
 
 
 def named_model(model: dict) -> tuple[dict, str] | None:
@@ -1032,7 +1037,7 @@ def named_model(model: dict) -> tuple[dict, str] | None:
     name = _words(model.get("name"))
     for pattern, facts, source in NAMED_MODELS:
         found = next((m for m in re.finditer(pattern, name)
-                      if not re.match(r"[\w.-]*" + LIKENESS, name[m.end():]) and not denied(name, m)
+                      if not likeness_after(name, m.end()) and not denied(name, m)
                       and not set_aside(name, m)), None)
         if found:
             return facts, source
@@ -1040,7 +1045,7 @@ def named_model(model: dict) -> tuple[dict, str] | None:
 
 
 def tokenizer_vocab(m: dict, notes: list[str]) -> int | None:
-    """The vocabulary of the tokenizer a row's model name (or its `arch`) names (`NAMED_MODELS`),
+    """The vocabulary of the tokenizer a row's model name names (`NAMED_MODELS`),
     noted as an assumption; None where it names none parc knows."""
     named = named_model(m)
     if named is None or "vocab" not in named[0]:
@@ -1072,7 +1077,7 @@ def state_space_hybrid(m: dict) -> bool:
     as another model's (`STATE_SPACE_ELSEWHERE`)."""
     name = _words(m.get("name"))
     for found in re.finditer(STATE_SPACE_NAMES, name):
-        if not re.match(r"[\w.-]*" + LIKENESS, name[found.end():]) and not re.search(STATE_SPACE_ELSEWHERE, name):
+        if not likeness_after(name, found.end()) and not re.search(STATE_SPACE_ELSEWHERE, name):
             return True
     words = _words(m.get("arch"), m.get("extra"))
     for clause in re.split(r"[;\n]|(?<![\d.]\w)(?<!\bvs)\.(?!\d)", words):
@@ -2050,7 +2055,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
                             r"|grad-sync-dtype\W+(?:torch\.)?(?:fp32|float32)", own)):
         grad_bytes = 2
         if dp > 1:
-            notes.append(f"gradients reduced in bf16 (unstated: NeMo {container_release(entry)}'s performance recipes "
+            notes.append(f"gradients reduced in bf16 (unstated: NeMo {release}'s performance recipes "
                          "set grad_reduce_in_fp32 False for every model, NVIDIA/NeMo 78f445f822)")
     kernels = "fused"
     if family == "torch":
@@ -2580,7 +2585,6 @@ def fp8_recipe_of(entry: dict) -> str:
         return named[0] if named else "delayed"
     # what a clause says after it names another run's or release's recipe ("later (25.04+) versions
     # state per-tensor current scaling") or compares with one is not this row's
-    release = container_release(entry)
     own = "\n".join(_before_others(c) for c in clauses(rest.lower()) if not other_release(c, release))
     named = _fp8_recipes_named(own)
     return named[0] if len(named) == 1 else "delayed"
