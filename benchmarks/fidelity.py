@@ -1698,8 +1698,9 @@ model FLOPs (`72 B L s h^2 (1 + s/6h + V/12hL)`; compared with the reported MFU,
 reported step time where no MFU is given); Megatron-Core's 2024 model FLOPs (non-causal). The
 runs' software, which a spec cannot state, is read from the source: runs published up to 2022
 predate FlashAttention in training frameworks (unfused attention); Megatron-LM overlaps the
-backward input-gradient reductions since late 2021, and the 2024 table states
-`--tp-comm-overlap`; Megatron-LM's selective recomputation is the attention core's.
+backward input-gradient reductions since late 2021 (Megatron-DeepSpeed, BLOOM's and MT-NLG's
+fork, all-reduced them synchronously until it merged upstream in July 2023), and the 2024 table
+states `--tp-comm-overlap`; Megatron-LM's selective recomputation is the attention core's.
 
 Unstated fields take Megatron-LM's defaults, listed per run in the last column: FFN 4h, no GQA,
 micro-batch 1, no recomputation, sequence parallelism on with tensor parallelism, the
@@ -2166,7 +2167,12 @@ Every row off by more than 20 %, its predicted step part by part (seconds):
   runs the same 530B model on the same Selene A100s with Megatron-LM and the model predicts them
   within a few percent (@PUBLIC_SAME_MODEL@); MT-NLG ran it with Megatron-DeepSpeed (DeepSpeed's
   pipeline engine, no interleaving) and is much slower than predicted; BLOOM, on the BigScience
-  fork of the same software, is slower than predicted too. Neither the bubble (charged for plain
+  fork of the same software, is slower than predicted too. Both are read with what that fork's
+  code does (`published.MEGATRON_DEEPSPEED_ASYNC_FROM`): its column-parallel linears all-reduce the
+  input gradient synchronously, before the weight-gradient GEMM (stop 63; it had been a reading
+  below, and moved MT-NLG's rows 2.7-2.8 points and BLOOM's 1.4); its pipeline engine's reduction
+  after the last micro-batch is the reading "gradients reduced after the forward-backward" below,
+  not the contract's ("Throughput against GPU count" says why). Neither the bubble (charged for plain
   1F1B at the rows' 160-240 micro-batches) nor the exposed communication is where the gap is; what
   DeepSpeed's pipeline engine costs beyond them (its point-to-point transfers and the engine's
   per-micro-batch work) is not modelled. Its schedule is not it: `TrainSchedule`

@@ -67,12 +67,6 @@ VARIANTS = (
             "both open facts at once"),
     Variant("mtnlg_530b", "sequence parallelism on", (("sequence-parallel off", "sequence-parallel on"),),
             "what the reader's default would have charged (sequence parallelism postdates the run)"),
-    Variant("mtnlg_530b", "tp overlap none", (("target megatron { flash-attention off }",
-                                                "target megatron { flash-attention off, tp-overlap none }"),),
-            "Megatron-DeepSpeed of 2021 may predate the backward overlap the reader assumes"),
-    Variant("bloom_176b", "tp overlap none", (("target megatron { flash-attention off }",
-                                               "target megatron { flash-attention off, tp-overlap none }"),),
-            "the BigScience fork of Megatron-DeepSpeed may predate the backward overlap the reader assumes"),
     Variant("megascale_megatron_", "attention unfused", (("target megatron\n", "target megatron { flash-attention off }\n"),),
             "MegaScale counts FlashAttention-2 among its operator gains over Megatron-LM (Section 3.3; 1.7 MFU points "
             "with its fused LayerNorm and GeLU, Table 3); whether the baseline ran an older FlashAttention or none "

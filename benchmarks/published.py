@@ -1633,6 +1633,16 @@ benchmarks. NVIDIA's name alone, or an NVLink "bridge", names a GPU, not a runti
 NEMO_WORDS = r"\bnemo(?!tron)|megatron[- _]bridge|nvidia-nemo"
 """The words that name NeMo or Megatron-Bridge (whose recipes turn on Megatron-Core's distributed
 optimizer) as a row's runtime; not Nemotron, a model, nor an NVLink "bridge"."""
+DEEPSPEED_WORDS = r"deepspeed"
+"""The words that name DeepSpeed, here Megatron-DeepSpeed (a row of the Megatron family that names
+it: BLOOM's, MT-NLG's, GLM-130B's)."""
+MEGATRON_DEEPSPEED_ASYNC_FROM = 2023
+"""The first year whose Megatron-DeepSpeed rows are read with Megatron-LM's asynchronous
+input-gradient all-reduce. The fork's `megatron/mpu/layers.py` (bigscience-workshop's at b1359ee,
+microsoft's at 1619965) all-reduces the input gradient in `copy_to_tensor_model_parallel_region`'s
+backward, before the weight-gradient GEMM, with nothing beside it; microsoft/Megatron-DeepSpeed
+took Megatron-Core's `tensor_parallel` layers, which overlap it, when it merged upstream
+Megatron-LM (9e72d571, 2023-07-04)."""
 TORCH_FSDP_WORDS = r"llm[- _]?foundry|composer|\btorch fsdp"
 """Sources whose runs are eager PyTorch with torch's FSDP and flash-attn's FlashAttention-2
 (MosaicML's llm-foundry through Composer): the runtime facts of `target torch`, parc's own job."""
@@ -2022,6 +2032,12 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     tp_comm_overlap = tp_option if tp_option is not None else affirms(compact, TP_OVERLAP)
     if tp_comm_overlap or affirms(compact, ASYNC_TP):
         overlap, why = "all", "tensor-parallel communication overlap stated in the source"
+    elif family == "megatron" and year is not None and year < MEGATRON_DEEPSPEED_ASYNC_FROM \
+            and affirms(uncompared(text), DEEPSPEED_WORDS):
+        overlap, why = "none", ""
+        if tp > 1:
+            notes.append(f"tp overlap: none (Megatron-DeepSpeed, published {year}: its column-parallel linears "
+                         "all-reduce the input gradient synchronously; not expressible in a spec)")
     elif family == "megatron" and (year is None or year >= 2022):
         overlap, why = "backward", ("Megatron-LM's asynchronous input-gradient all-reduce / reduce-scatter "
                                     "under the weight-gradient GEMM, on by default since late 2021")
