@@ -72,8 +72,8 @@ from published import Run, Skipped, compiled, row_spec  # noqa: E402
 # Rows as specs
 
 
-def load_rows(path: Path = PUBLISHED) -> tuple[list[Run], list[Skipped]]:
-    """Every run of a file in published.yaml's schema as a compiled spec, or why it is left out."""
+def read_entries(path: Path = PUBLISHED) -> list[dict]:
+    """The runs of a file in published.yaml's schema, as written (not yet read into specs)."""
     import yaml
 
     try:
@@ -84,7 +84,23 @@ def load_rows(path: Path = PUBLISHED) -> tuple[list[Run], list[Skipped]]:
         lists = [v for v in entries.values() if isinstance(v, list)]
         entries = entries.get("runs") if isinstance(entries.get("runs"), list) else next(
             (v for v in lists if any(isinstance(e, dict) and "id" in e for e in v)), [])
-    return compile_entries([e for e in entries or [] if isinstance(e, dict)])
+    return [e for e in entries or [] if isinstance(e, dict)]
+
+
+def load_rows(path: Path = PUBLISHED) -> tuple[list[Run], list[Skipped]]:
+    """Every run of a file in published.yaml's schema as a compiled spec, or why it is left out."""
+    return compile_entries(read_entries(path))
+
+
+def load_row(row_id: str, path: Path) -> Run | Skipped | None:
+    """One run of a file by its id, compiled alone (its file lends what the row leaves to its
+    siblings), or None when the file holds no run of that id."""
+    entries = read_entries(path)
+    entry = next((e for e in entries if e.get("id") == row_id), None)
+    if entry is None:
+        return None
+    row = row_spec(entry, entries)
+    return row if isinstance(row, Skipped) else compiled(row)
 
 
 def compile_entries(entries: list[dict]) -> tuple[list[Run], list[Skipped]]:

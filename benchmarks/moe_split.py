@@ -177,12 +177,13 @@ def layer_of(row_id: str, path: Path | None = None):
     import fidelity
 
     for candidate in [path] if path else fidelity.run_files():
-        rows, _ = fidelity.load_rows(candidate)
-        row = next((r for r in rows if r.id == row_id), None)
+        row = fidelity.load_row(row_id, candidate)
         if row is not None:
             break
     else:
         raise SystemExit(f"moe_split: no row {row_id!r} in {path or 'benchmarks/data/*.yaml'}")
+    if isinstance(row, fidelity.Skipped):
+        raise SystemExit(f"moe_split: {row_id} is left out: {row.reason}")
     p = fidelity.prepare(row)
     k, s, hw, sw = p.knobs, p.shape, p.hardware, row.software
     work = timing.layer_work(s, timing.LayerCase.of(k, True, sw), hw, DEFAULT)
