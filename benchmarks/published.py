@@ -110,9 +110,10 @@ def _words(*parts) -> str:
     return "\n".join(_strings(*parts)).lower()
 
 
-SENTENCE_END = r"(?<!\d)\.(?!\d)|\n"
-"""Where a sentence ends: a full stop that is not a decimal point ("v0.8", "1.5 TB/s") or a line
-(each field and note is its own line, `_words`)."""
+SENTENCE_END = r"(?<!\d)(?<![\d.]\w)(?<!\bvs)\.(?!\d)(?!\w\.)|\n"
+"""Where a sentence ends: a full stop after no digit (a decimal point, "v0.8", "1.5 TB/s", and a
+number's own full stop stay with it) and no abbreviation ("vs.", "e.g.", "i.e."), or a line (each
+field and note is its own line, `_words`)."""
 
 
 def clauses(text: str, at: str = ";") -> list[str]:
@@ -1080,7 +1081,7 @@ def state_space_hybrid(m: dict) -> bool:
         if not likeness_after(name, found.end()) and not re.search(STATE_SPACE_ELSEWHERE, name):
             return True
     words = _words(m.get("arch"), m.get("extra"))
-    for clause in re.split(r"[;\n]|(?<![\d.]\w)(?<!\bvs)\.(?!\d)", words):
+    for clause in clauses(words):
         if re.search(STATE_SPACE_ELSEWHERE, clause):
             continue
         if any(not denied(clause, found) for found in re.finditer(STATE_SPACE_LAYERS, clause)):

@@ -601,3 +601,15 @@ def test_torchtitans_local_batch_in_the_micro_batch_field_and_a_documents_commit
                         setf("source.locator", "benchmarks/llama3_h100_202412_torchtitan.md (added in commit "
                                                "820504e20, 2025-06-13; runs at torchtitan 9dec370, Dec 2024)")])
     assert reading(moved, others)["spec"] == reading(row, others)["spec"]
+
+
+@pytest.mark.parametrize(("text", "pieces"), [
+    ("FP8 vs. BF16 rows; this one BF16", ["FP8 vs. BF16 rows", " this one BF16"]),
+    ("dispatch e.g. DeepEP. Next", ["dispatch e.g. DeepEP", " Next"]),
+    ("HBM 1.5 TB/s, v0.8. Then", ["HBM 1.5 TB/s, v0.8. Then"]),  # a number keeps its full stop
+    ("ends here.\nnew line", ["ends here", "", "new line"]),
+])
+def test_one_sentence_splitter_keeps_abbreviations_and_decimals_whole(text, pieces):
+    """`clauses` (every reader's splitter, and since stop 63 `state_space_hybrid`'s, which had its own
+    for "vs."): a full stop in "vs.", "e.g." or "i.e.", or after a digit, ends no sentence."""
+    assert published.clauses(text) == pieces
