@@ -22,6 +22,8 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
 
 from parc import timing
 from parc.catalog.gpus import ALIASES as GPU_ALIASES
@@ -67,6 +69,9 @@ class Run:
     fp8_linears_stated: bool = False
     """The row's eager PyTorch runtime runs Transformer Engine's fp8 linears (`te_fp8_linears`), which
     its `target torch` statement cannot say: `compiled` keeps the row's `fp8`."""
+    compile_stated: bool = False
+    """The row's PyTorch FSDP runtime ran under torch.compile (`COMPILE_WORDS`), which its `target
+    torch` statement cannot say (parc's own job is eager): `compiled` keeps the row's fused kernels."""
 
 
 @dataclass
@@ -1644,9 +1649,11 @@ microsoft's at 1619965) all-reduces the input gradient in `copy_to_tensor_model_
 backward, before the weight-gradient GEMM, with nothing beside it; microsoft/Megatron-DeepSpeed
 took Megatron-Core's `tensor_parallel` layers, which overlap it, when it merged upstream
 Megatron-LM (9e72d571, 2023-07-04)."""
-TORCH_FSDP_WORDS = r"llm[- _]?foundry|composer|\btorch fsdp"
+TORCH_FSDP_WORDS = r"llm[- _]?foundry|composer|\btorch fsdp|\bfms[- _]fsdp\b|torch\.distributed\.fsdp|fullyshardeddataparallel"
 """Sources whose runs are eager PyTorch with torch's FSDP and flash-attn's FlashAttention-2
-(MosaicML's llm-foundry through Composer): the runtime facts of `target torch`, parc's own job."""
+(MosaicML's llm-foundry through Composer; IBM's fms-fsdp, torch's `FullyShardedDataParallel` by its
+module or class name): the runtime facts of `target torch`, parc's own job. "PyTorch FSDP" alone
+also describes in-house stacks built on it (Meta's for Llama 3), which are not named so."""
 
 
 SET_OFF = r"""[ \t"')\]]*(?:[:=]|\bis\b|\bwas\b)?[ \t"'(\[]*(?:false|off|none|no|0|disabled)\b"""
@@ -2075,9 +2082,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
             notes.append(f"gradients reduced in bf16 (unstated: NeMo {release}'s performance recipes "
                          "set grad_reduce_in_fp32 False for every model, NVIDIA/NeMo 78f445f822)")
     kernels = "fused"
-    if family == "torch":
-        kernels = "eager"
-    if family == "torchtitan":
+    if family in ("torchtitan", "torch"):
         compiled = affirms(text, COMPILE_WORDS)
         kernels = "fused" if compiled else "eager"
         if compiled:
@@ -2550,6 +2555,7 @@ def _fp8_recipes_named(words: str) -> list[str]:
     recipe open left out ("fp8 (delayed/current scaling not stated)" names none)."""
     first, *rest = re.split(r"[(),;]", words.lower())  # a later clause that denies or compares names none
     words = " ".join(c for c in [first] + [c for c in rest if not re.search(SET_ASIDE, c)] if not re.search(LEFT_OPEN, c))
+    words = re.sub(r"\bnon-\w+", " ", words)  # "the non-blockwise recipe" names no recipe
     text = re.sub(r"[\s_()-]+", "", words)  # "FP8 (MX)" = "fp8mx"
     return [name for name, pattern in FP8_RECIPES if re.search(pattern, text)]
 
@@ -2610,8 +2616,12 @@ def fp8_recipe_of(entry: dict) -> str:
 NVFP4_WORDS = r"nv[- ]?fp4|fp4\W{0,3}(?:\w+\W+){0,3}?16[- ]element"
 """NVFP4 by name, or by its definition: FP4 in blocks of 16 elements (MXFP4's are 32)."""
 
+PARENTHESISED_FIGURES = r"\bin paren(?:s|theses)\b|\bparenthesi[sz]ed\b|\bbracketed\b"
+"""Words that name a table's other figures, those it prints in parentheses ("MXFP8 in parens",
+"parenthesized 330 = blockwise"): what they say is those figures', not the row's."""
+
 SET_ASIDE = (r"\b(?:no|not|without|unused|disabled|off|false|none|vs\.?|versus|unlike|instead|separate|separately|companion"
-             r"|other|later|earlier|older|previous)\b|[:=]\s*(?:false|0)\b|\bin paren(?:s|theses)\b")
+             r"|other|later|earlier|older|previous)\b|[:=]\s*(?:false|0)\b|" + PARENTHESISED_FIGURES)
 """Words that set a format named after the first clause aside: denied ("FP8 unused", "fp8=False",
 "no FP8 autocast"), named in contrast ("vs FP8 in the companion row") or for a table's other
 figures ("MXFP8 in parens": its parenthesised ones)."""
@@ -3180,6 +3190,8 @@ def stated_options(entry: dict) -> dict:
         else:  # a layout, its spaces and commas dropped as Megatron-Core's parser drops them
             # what follows the layout in prose ("..14tmL, EP32", "..14tmL (recipe)") is not the layout's
             written = re.sub(r"[\s,]", "", value.group(1))
+            if not re.search(r"[EtmL]", written):
+                continue  # "an uneven pipeline layout (94 not divisible by 24)": a count, no layout
             out[key] = written[:written.rindex("L") + 1] if "L" in written else written.rstrip("(")
     words = text.lower().replace("_", "-")  # what the text says in prose, where no option's name is used
     if "cutedsl_fused_grouped_mlp" not in out.get("other", ()) and affirms(words, FUSED_GROUPED_MLP):
@@ -3198,6 +3210,90 @@ def stated_recipe(entry: dict) -> dict:
     row's words also mention its library (`software_of`, `pp_overlap_of`)."""
     recipe = entry.get("recipe")
     return {**stated_options(entry), **(recipe if isinstance(recipe, dict) else {})}
+
+
+PUBLISHED_RECIPES = Path(__file__).resolve().parent / "data"
+"""Where the repository keeps the published runs it transcribed with their performance recipes
+(each row's `recipe`, read from the framework's scripts at the table's commit)."""
+
+
+def release_of(entry: dict) -> str:
+    """The row's NeMo container release with its patch level where the row gives one ("26.02.01"):
+    `container_release`'s "YY.MM", followed by the ".NN" its `release`, title or locator writes."""
+    release = container_release(entry)
+    if not release:
+        return ""
+    source = entry.get("source") or {}
+    for text in (entry.get("release"), source.get("title"), source.get("locator")):
+        patched = re.search(r"(?<![\d.])" + re.escape(release) + r"\.(\d{1,2})(?![\d.])", str(text or ""))
+        if patched:
+            return f"{release}.{patched.group(1)}"
+    return release
+
+
+def run_key(entry: dict) -> tuple | None:
+    """What makes two rows the same published run of a NeMo or Megatron-Bridge table: the container
+    release, the GPU, the model's shape, the GEMMs' format, the GPU count and every degree, the
+    micro- and global batch. None where the row lacks one (nothing is matched on a guess)."""
+    lay, m, hw = entry.get("layout") or {}, entry.get("model") or {}, entry.get("hardware") or {}
+    try:
+        numbers = tuple(_int(lay.get(k), k) for k in ("tp", "pp", "cp", "micro_batch", "global_batch"))
+        shape = tuple(_int(m.get(k), k, binary=k == "hidden") for k in ("layers", "hidden"))
+        experts = _int(m.get("experts"), "experts") if not placeholder(m.get("experts")) else 0
+        ep = _int(lay.get("ep"), "ep") if not placeholder(lay.get("ep")) else 1
+        vpp = _int(lay.get("vpp"), "vpp") if not placeholder(lay.get("vpp")) else 1
+        key = (release_of(entry), gpu_key(str(hw.get("gpu") or ""), hw.get("gpu_memory_gb")), shape, experts or 0,
+               precision_of(lay), gpus_of(hw), numbers, ep or 1, vpp or 1)
+    except (Unusable, KeyError, TypeError, ValueError):
+        return None
+    if not key[0] or key[5] is None or any(v is None for v in (*shape, *numbers)):
+        return None
+    return key
+
+
+@lru_cache(maxsize=1)
+def _published_recipes() -> dict[tuple, list[dict]]:
+    """The repository's rows that carry a `recipe`, by `run_key`."""
+    import yaml
+
+    found: dict[tuple, list[dict]] = {}
+    for path in sorted(PUBLISHED_RECIPES.glob("*.yaml")):
+        rows = yaml.safe_load(path.read_text())
+        for row in rows if isinstance(rows, list) else ():
+            if isinstance(row, dict) and isinstance(row.get("recipe"), dict):
+                key = run_key(row)
+                if key is not None:
+                    found.setdefault(key, []).append(row)
+    return found
+
+
+def with_published_recipe(entry: dict) -> dict:
+    """A NeMo or Megatron-Bridge table row that states none of its recipe's options, with the recipe
+    of the same published run (`run_key`) where the repository transcribed it from the release's
+    performance scripts: the table prints the layout, the scripts set the dispatcher, the overlaps,
+    the recomputation and the CUDA graphs, and a transcriber of the table alone leaves them to the
+    runtime's defaults (Megatron-Bridge's MoE rows then read 20-40 % slow, stop 62). One run only:
+    where two of the repository's rows share the key and their recipes differ, none is taken."""
+    if entry.get("recipe") or stated_options(entry) or runtime_family(entry) != "megatron" \
+            or not affirms(source_text(entry), NEMO_WORDS):
+        return entry
+    key = run_key(entry)
+    twins = _published_recipes().get(key, []) if key else []
+    recipes = {repr(sorted(t["recipe"].items())) for t in twins}
+    if len(recipes) != 1 or any(t.get("id") == entry.get("id") for t in twins):
+        return entry
+    twin = twins[0]
+    model = dict(entry.get("model") or {})
+    mtp = (twin.get("model") or {}).get("mtp_layers")
+    if mtp and placeholder(model.get("mtp_layers")):
+        # the recipe's pipeline layout places the same run's multi-token prediction layer: the row
+        # leaves it unsaid, unless its words take it back ("DeepSeekV3 (w/o MTP)")
+        if denies(_words(model.get("name"), model.get("arch"), model.get("extra"), entry.get("notes")).replace("w/o", "without"),
+                  r"\bmtp\b|multi-token prediction"):
+            return entry
+        model["mtp_layers"] = mtp
+    return dict(entry, model=model, recipe=twin["recipe"],
+                recipe_from=f"{twin['id']} ({twin['recipe'].get('source', 'its recipe')})")
 
 
 def read_recipe(entry: dict) -> dict:
@@ -3589,7 +3685,7 @@ def row_spec(entry: dict, others: list[dict] = ()) -> Run | Skipped:
     """The .par text of one published run, with the facts it had to assume; never raises.
     `others`, the rest of the file, may lend a missing global batch (`sibling_micro_batches`)."""
     try:
-        read = read_stated_recompute(read_recipe(read_model_extra(entry)))
+        read = read_stated_recompute(read_recipe(with_published_recipe(read_model_extra(entry))))
         stated = read_stated_degrees(read)
         try:
             return _row_spec(stated, others)
@@ -3740,6 +3836,8 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
         notes.append(f"{entry['stated_degrees']} (the layout field empty; stated in the row's words)")
     if entry.get("named_model_facts"):
         notes.append(entry["named_model_facts"])
+    if entry.get("recipe_from"):
+        notes.append(f"the recipe of the same published run, unstated in the row: repository row {entry['recipe_from']}")
     deg = layout_of(lay, gpus or 0, notes)
     tp, pp, dp, cp, ep = deg["tp"], deg["pp"], deg["dp"], deg["cp"], deg["ep"]
     gpus = gpus or tp * pp * dp * cp * (ep if deg["ep_axis"] else 1)
@@ -3889,6 +3987,7 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
                fitted=fitted, conv_flops=conv.model(dims) * batch,
                recompute_stated=not placeholder(lay.get("recompute")), source_words=text,
                fp8_linears_stated=te_fp8_linears(family, precision, text),
+               compile_stated=family == "torch" and software.kernels == "fused",
                whole_layers_only=family == "megatron" and before_partial_recompute(entry))
 
 
@@ -4026,7 +4125,8 @@ TE_LINEARS = (r"transformer[- ]?engine(?:'s)? (?:\w+ ){0,2}(?:linears?|modules?|
 modules", "te.Linear", "fp8 via Transformer Engine"): llm-foundry's `fc_type: te`."""
 
 
-def software_compiled(row: timing.Software, target: timing.Software, keep_fp8: bool = False) -> timing.Software:
+def software_compiled(row: timing.Software, target: timing.Software, keep_fp8: bool = False,
+                      keep_kernels: bool = False) -> timing.Software:
     """The row's software with the fields its compiled `target` states taken from the target: built
     from the row's (`dataclasses.replace`), so that a field no target states is never lost. A
     `modules:` recomputation list is the row's own (a target names only the policy's family)."""
@@ -4035,6 +4135,8 @@ def software_compiled(row: timing.Software, target: timing.Software, keep_fp8: b
         stated["selective"] = row.selective
     if keep_fp8:  # the runtime's fp8 linears, which its target statement cannot say (`te_fp8_linears`)
         stated["fp8"], stated["fp8_scaling"] = row.fp8, row.fp8_scaling
+    if keep_kernels:  # torch.compile under plain PyTorch FSDP, which `target torch` cannot say
+        stated["kernels"] = row.kernels
     return replace(row, **stated)
 
 
@@ -4063,7 +4165,7 @@ def compiled(run: Run) -> Run | Skipped:
         # no spec states
         software = targets.software_of(result.plan)
         note_stated_attention_kernel(software, run)
-        run.software = software_compiled(run.software, software, run.fp8_linears_stated)
+        run.software = software_compiled(run.software, software, run.fp8_linears_stated, run.compile_stated)
         runtime = targets.memory_runtime(result.plan.target)
         loss_kernel = run.software.loss_kernel
         if not run.recompute_stated and not fits_memory(result.plan, runtime, loss_kernel):

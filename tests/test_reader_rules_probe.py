@@ -31,7 +31,6 @@ LEFT_OPEN = {
     # open: fp8 recipes named for other hardware or figures in other words; "is ignored" after an aside
     "precision 'FP8', note 'MXFP8 on Blackwell only'",
     "precision 'FP8', note 'current scaling (FP8-CS) here; MXFP8 in the B200 table'",
-    "precision 'FP8 (parenthesised: MXFP8)'",
     "precision 'FP8; MXFP8 in brackets'",
     "note 'FP8 attention (fp8_dot_product_attention) is ignored'",
 }

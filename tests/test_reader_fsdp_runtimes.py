@@ -1,0 +1,51 @@
+"""Stop 63's transcription of PyTorch FSDP runs from sources other than llm-foundry (IBM's fms-fsdp,
+its PyTorch blog posts, torchtitan) and of MoE runs from papers: the reader's faults it found.
+
+- IBM's fms-fsdp rows name their runtime by its repository ("fms-fsdp") and torch's class
+  (`torch.distributed.fsdp.FullyShardedDataParallel`), not "llm-foundry" or "torch FSDP": they were
+  read as no runtime (Megatron's fused kernels, +24..+74 %); they are eager PyTorch (`target torch`).
+  "PyTorch FSDP" alone still names no runtime: Meta's Llama 3 stack is described so.
+- torch.compile under plain PyTorch FSDP, which `target torch` cannot state, is kept as torchtitan's
+  is: the fused kernels' speed (`Run.compile_stated`).
+- A note that a "pipeline layout (94 not divisible by 24)" is uneven named no layout, yet was read
+  as one and the row left out.
+- "the non-blockwise FP8 recipe" named blockwise; "parenthesized 330 = blockwise" named the row's.
+"""
+
+from __future__ import annotations
+
+from .reader_paraphrase import ROWS, apply, note, published, setf
+
+MPT = "mpt_h100_7b_s2048_g8_mb6"
+
+
+def fsdp_entry(words: str) -> dict:
+    return {"id": "x", "source": {"title": words}, "layout": {}, "model": {}}
+
+
+def test_fms_fsdp_and_torchs_class_name_the_torch_runtime():
+    assert published.runtime_family(fsdp_entry("IBM foundation-model-stack/fms-fsdp README, throughput table")) == "torch"
+    assert published.runtime_family(fsdp_entry("main_training.py: torch.distributed.fsdp.FullyShardedDataParallel")) == "torch"
+    assert published.runtime_family(fsdp_entry("Meta's training stack (PyTorch FSDP, pipeline and context parallelism)")) == "other"
+
+
+def test_torch_compile_under_plain_fsdp_keeps_the_fused_kernels():
+    row, others = ROWS[MPT]
+    eager = published.compiled(published.row_spec(row, others))
+    compiled = published.compiled(published.row_spec(apply(row, [note("torch.compile: yes (compile: y)")]), others))
+    assert eager.software.kernels == "eager"
+    assert compiled.compile_stated and compiled.software.kernels == "fused"
+    assert "target torch" in compiled.spec  # the statement itself cannot say it
+
+
+def test_a_layer_count_beside_the_words_pipeline_layout_is_no_layout():
+    row, others = ROWS["bridge2608_gb200_qwen3_235b_a22b_fp8mx"]
+    said = apply(row, [setf("recipe", {"source": "x"}),
+                       note("VP 3 with PP 8 on 94 layers implies an uneven/custom pipeline layout (94 not divisible by 24)")])
+    assert "pipeline_model_parallel_layout" not in published.stated_options(said)
+    assert not isinstance(published.row_spec(said, others), published.Skipped)
+
+
+def test_a_negated_or_parenthesised_recipe_is_not_the_rows():
+    assert published._fp8_recipes_named("the non-blockwise fp8 recipe") == []
+    assert published.fp8_recipe_of({"layout": {"precision": "FP8 (parenthesized 330 = blockwise 128x128/1x128)"}}) == "delayed"
