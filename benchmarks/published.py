@@ -3253,12 +3253,18 @@ def run_key(entry: dict) -> tuple | None:
 
 @lru_cache(maxsize=1)
 def _published_recipes() -> dict[tuple, list[dict]]:
-    """The repository's rows that carry a `recipe`, by `run_key`."""
+    """The repository's rows that carry a `recipe`, by `run_key` (read once a process, and only the
+    files that hold one: libyaml's loader where it is built in, the pure-Python one's seconds
+    otherwise)."""
     import yaml
 
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     found: dict[tuple, list[dict]] = {}
     for path in sorted(PUBLISHED_RECIPES.glob("*.yaml")):
-        rows = yaml.safe_load(path.read_text())
+        text = path.read_text()
+        if "recipe:" not in text:
+            continue
+        rows = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
         for row in rows if isinstance(rows, list) else ():
             if isinstance(row, dict) and isinstance(row.get("recipe"), dict):
                 key = run_key(row)
