@@ -2186,7 +2186,9 @@ Every row off by more than 20 %, its predicted step part by part (seconds):
   fork of the same software, is slower than predicted too. Both are read with what that fork's
   code does (`published.MEGATRON_DEEPSPEED_ASYNC_FROM`): its column-parallel linears all-reduce the
   input gradient synchronously, before the weight-gradient GEMM (stop 63; it had been a reading
-  below, and moved MT-NLG's rows 2.7-2.8 points and BLOOM's 1.4); its pipeline engine's reduction
+  below, and moved MT-NLG's rows 2.7-2.8 points and BLOOM's 1.4; BigScience's own fork never took
+  the overlap nor a fused attention kernel, so a row naming BigScience is read so undated too,
+  `published.BIGSCIENCE_WORDS`, stop 64); its pipeline engine's reduction
   after the last micro-batch is the reading "gradients reduced after the forward-backward" below,
   not the contract's ("Throughput against GPU count" says why). Neither the bubble (charged for plain
   1F1B at the rows' 160-240 micro-batches) nor the exposed communication is where the gap is; what
@@ -2372,13 +2374,13 @@ the stored constants (error of the row's own figure; + is predicted faster):
 | InternLM-7B on InternEvo (8-1,024 A100) | 8 | 14.1 / 64.6 / 64.6 % | +11.9 to +64.6 % |
 | Mixtral 8x7B, Megatron-Core v0.8 (64 H100) | 1 | 19.3 % | +19.3 % |
 | DGX Cloud 25.04 H100, 25.05 GB200 | 9 | 3.9 / 27.0 / 29.3 % | -29.3 to +0.7 % |
-| BLOOM's pre-launch benchmarks (384 A100) | 9 | 24.1 / 42.6 / 52.4 % | +0.6 to +52.4 % |
+| BLOOM's pre-launch benchmarks (384 A100) | 9 | 16.9 / 34.1 / 43.7 % | -2.7 to +43.7 % |
 | GPT-3 175B, Megatron-LM 2021 (1,024 A100) | 1 | 1.6 % | +1.6 % |
 | Mixtral 8x7B, Megatron-Core v0.9 (64 H100) | 1 | 11.6 % | +11.6 % |
 | DeepSeek-V3 baseline, NCCL all-to-all (256 GB200) | 1 | 69.9 % | +69.9 % |
 | fms-fsdp, A100 (128 GPUs; eager and torch.compile) | 8 | 7.2 / 16.8 / 17.1 % | -6.3 to +17.1 % |
 | fms-fsdp, H100 (96 GPUs) | 4 | 17.7 / 24.8 / 26.2 % | +12.2 to +26.2 % |
-| all | 46 | 13.8 / 30.5 / 69.9 % | |
+| all | 46 | 13.3 / 30.5 / 69.9 % | |
 
 What each leaves open, and what it shows:
 
@@ -2397,13 +2399,17 @@ What each leaves open, and what it shows:
 - *DGX Cloud 25.04's Nemotron-4 340B* rows print "NA" for the virtual pipeline, read as none (the
   transcriber's reading): 8 stages, 16 micro-batches, a 30 % bubble, -29 % / -27 %; the 25.05
   README lists 12 virtual stages for the same H100 setup, under which the bubble is a twelfth.
-- *BLOOM's benchmarks* grow too fast with the tensor-parallel degree on one node: tp 1 +0.6 %, tp 2
-  +8..+16 %, tp 4 +24..+28 %, tp 8 +24..+52 %, where the model charges 5-6 s of a 85-90 s step to
-  exposed tensor-parallel traffic over NVLink. The source states NVLink inside Jean Zay's nodes,
-  not its topology; a tensor-parallel group on a slower link than the model's NVSwitch would show
-  so. The rows carry no date the reader takes (the chronicles' snapshot is undated), so they keep
-  the backward overlap that BLOOM's dated production row, read with Megatron-DeepSpeed's code
-  since stop 63, does without. No term is added.
+- *BLOOM's benchmarks* carry no date the reader takes (the chronicles' snapshot is undated). Until
+  stop 64 they kept Megatron-LM's backward overlap and the fused attention kernel, which BLOOM's
+  dated production row (2022) does without. They name BigScience, whose own Megatron-DeepSpeed fork
+  ran them and has neither at any commit (`published.BIGSCIENCE_WORDS`: at its head, 8387ae17 of
+  2023-12-07, `megatron/mpu/layers.py` has no `async_op` in its history and attention is `baddbmm`
+  and `FusedScaleMaskSoftmax`); read so, the nine rows moved from 24.1 / 42.6 / 52.4 % to the
+  figures above. They still grow too fast with the tensor-parallel degree on one node: tp 1
+  -2.7 %, tp 2 +4.6..+11.3 %, tp 4 +16.9..+21.8 %, tp 8 +16.8..+43.7 %, where the model charges
+  3.4-3.5 s (tp 4) and about 8 s (tp 8) of an 87-98 s step to exposed tensor-parallel traffic over
+  NVLink. The source states NVLink inside Jean Zay's nodes, not its topology; a tensor-parallel
+  group on a slower link than the model's NVSwitch would show so. No term is added.
 - *DeepSeek-V3's baseline* is the guide's starting point before Hybrid-EP, CUDA graphs and its
   fused kernels (its final row, 970 TFLOP/s, the repository reads at -5 %): the model credits the
   baseline 840 TFLOP/s, a fifth of the distance the guide's optimizations measured, so it misses

@@ -1649,6 +1649,13 @@ microsoft's at 1619965) all-reduces the input gradient in `copy_to_tensor_model_
 backward, before the weight-gradient GEMM, with nothing beside it; microsoft/Megatron-DeepSpeed
 took Megatron-Core's `tensor_parallel` layers, which overlap it, when it merged upstream
 Megatron-LM (9e72d571, 2023-07-04)."""
+BIGSCIENCE_WORDS = r"\bbig[- ]?science\b"
+"""The words that name BigScience, whose own Megatron-DeepSpeed fork (bigscience-workshop/Megatron-DeepSpeed)
+ran its trainings (BLOOM's tr11 and the benchmarks before it). That fork never took either of the
+two later kernels, whatever a row's year: at its head (8387ae17, 2023-12-07) `megatron/mpu/layers.py`
+all-reduces the column-parallel input gradient synchronously (no `async_op` in the file's history)
+and `megatron/model/transformer.py` computes attention unfused (`baddbmm`, then
+`FusedScaleMaskSoftmax`; no FlashAttention anywhere under `megatron/`)."""
 TORCH_FSDP_WORDS = r"llm[- _]?foundry|composer|\btorch fsdp|\bfms[- _]fsdp\b|torch\.distributed\.fsdp|fullyshardeddataparallel"
 """Sources whose runs are eager PyTorch with torch's FSDP and flash-attn's FlashAttention-2
 (MosaicML's llm-foundry through Composer; IBM's fms-fsdp, torch's `FullyShardedDataParallel` by its
@@ -2020,9 +2027,13 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     flash_stated = affirms(text, FLASH_WORDS)
     flash_denied = not flash_stated and denies(text, FLASH_WORDS)  # "FlashAttention was not used"
     unfused_stated = flash_denied or affirms(text, UNFUSED_BACKEND)
-    unfused = unfused_stated or (not flash_stated and year is not None and year <= 2022)
+    bigscience = family == "megatron" and affirms(uncompared(text), BIGSCIENCE_WORDS)
+    unfused = unfused_stated or (not flash_stated and (bigscience or (year is not None and year <= 2022)))
     if unfused_stated:
         notes.append("unfused attention (stated: no fused attention kernel; not expressible in a spec)")
+    elif unfused and bigscience:
+        notes.append("unfused attention (BigScience's Megatron-DeepSpeed fork, which has no fused attention "
+                     "kernel at any commit; not expressible in a spec)")
     elif unfused:
         notes.append(f"unfused attention (published {year}, before FlashAttention was in training "
                      "frameworks; not expressible in a spec)")
@@ -2040,6 +2051,11 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     tp_comm_overlap = tp_option if tp_option is not None else affirms(compact, TP_OVERLAP)
     if tp_comm_overlap or affirms(compact, ASYNC_TP):
         overlap, why = "all", "tensor-parallel communication overlap stated in the source"
+    elif bigscience:
+        overlap, why = "none", ""
+        if tp > 1:
+            notes.append("tp overlap: none (BigScience's Megatron-DeepSpeed fork: its column-parallel linears "
+                         "all-reduce the input gradient synchronously at every commit; not expressible in a spec)")
     elif family == "megatron" and year is not None and year < MEGATRON_DEEPSPEED_ASYNC_FROM \
             and affirms(uncompared(text), DEEPSPEED_WORDS):
         overlap, why = "none", ""
