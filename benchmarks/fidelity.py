@@ -75,10 +75,11 @@ from published import Run, Skipped, compiled, row_spec  # noqa: E402
 def read_entries(path: Path = PUBLISHED) -> list[dict]:
     """The runs of a file in published.yaml's schema, as written (not yet read into specs)."""
     import yaml
+    from yaml_data import read_yaml
 
     try:
-        entries = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as e:
+        entries = read_yaml(path)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
         raise SystemExit(f"fidelity: cannot read {path}: {e}") from None
     if isinstance(entries, dict):  # a file that wraps its list (`runs: [...]`): that key, else a list of runs
         lists = [v for v in entries.values() if isinstance(v, list)]

@@ -146,9 +146,9 @@ def fp8_cases(divide: int) -> list[dict]:
     distinct shape in DGXC (`megatron_gemms`), then the chunks userbuffers split them into at the
     row's tp (`userbuffers_chunks`), every dimension divided by `divide` (at least 16, a multiple
     of 16: fp8 kernels' alignment) where it is above 1, to test the script on a CPU."""
-    import yaml
+    from yaml_data import read_yaml
 
-    rows = yaml.safe_load((ROOT / DGXC).read_text(encoding="utf-8"))
+    rows = read_yaml(ROOT / DGXC)
     cases, seen = [], set()
     for row in rows:
         lay, gemms = row["layout"], megatron_gemms(row)

@@ -49,7 +49,7 @@ import sys
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-import yaml
+from yaml_data import read_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / "data" / "published_memory.yaml"
@@ -68,7 +68,7 @@ EIGHTY_GB_PART = "h100-sxm"
 
 
 def load(path: Path = DATA) -> dict:
-    return yaml.safe_load(path.read_text())
+    return read_yaml(path)
 
 
 def torchtitan_split(layers: int, chunks: int) -> list[int]:

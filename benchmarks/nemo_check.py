@@ -91,9 +91,9 @@ def _causal_rows(path: Path) -> list:
     """The rows of `path` read with attention counted causally (Megatron-Bridge's count) instead of
     the convention they state: the other reading of a table that publishes TFLOP/s alone."""
     import fidelity
-    import yaml
+    from yaml_data import read_yaml
 
-    entries = [{**e, "flop_convention": "bridge_causal"} for e in yaml.safe_load(path.read_text())]
+    entries = [{**e, "flop_convention": "bridge_causal"} for e in read_yaml(path)]
     rows, skipped = fidelity.compile_entries(entries)
     assert rows and not skipped, "a long-sequence row did not compile under a causal count"
     return rows

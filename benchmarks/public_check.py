@@ -114,9 +114,9 @@ def reduces_after_step(entry: dict) -> str | None:
 def after_step_variants(path: Path = PUBLIC) -> tuple[Variant, ...]:
     """The reading "gradients reduced after the forward-backward" for every row of `path` whose
     stated runtime does so (`reduces_after_step`)."""
-    import yaml
+    from yaml_data import read_yaml
 
-    entries = [e for e in yaml.safe_load(path.read_text()) or [] if isinstance(e, dict)]
+    entries = [e for e in read_yaml(path) or [] if isinstance(e, dict)]
     return tuple(Variant(e["id"], "gradients reduced after the forward-backward", (), why,
                          (("dp_overlap", False),), exact=True)
                  for e in entries if (why := reduces_after_step(e)))

@@ -3270,17 +3270,15 @@ def run_key(entry: dict) -> tuple | None:
 @lru_cache(maxsize=1)
 def _published_recipes() -> dict[tuple, list[dict]]:
     """The repository's rows that carry a `recipe`, by `run_key` (read once a process, and only the
-    files that hold one: libyaml's loader where it is built in, the pure-Python one's seconds
-    otherwise)."""
-    import yaml
+    files that hold one, with `yaml_data.load_yaml`)."""
+    from yaml_data import load_yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     found: dict[tuple, list[dict]] = {}
     for path in sorted(PUBLISHED_RECIPES.glob("*.yaml")):
         text = path.read_text()
         if "recipe:" not in text:
             continue
-        rows = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
+        rows = load_yaml(text)
         for row in rows if isinstance(rows, list) else ():
             if isinstance(row, dict) and isinstance(row.get("recipe"), dict):
                 key = run_key(row)

@@ -168,11 +168,11 @@ def release_order(release: str) -> tuple[int, ...]:
 def points(constants=None) -> list[Point]:
     """Every row of the four files, predicted with `constants` (the stored ones by default)."""
     import public_check
-    import yaml
+    from yaml_data import read_yaml
 
     out = []
     for path in FILES:
-        listed = yaml.safe_load(path.read_text())
+        listed = read_yaml(path)
         entries = {e["id"]: e for e in listed}
         results, _ = public_check.check(constants, path)
         for x in results:

@@ -39,6 +39,15 @@ def benchmark_script(name: str):
     return module
 
 
+_YAML_DATA = benchmark_script("yaml_data")
+
+
+def load_yaml(text: str):
+    """`text` parsed as `yaml.safe_load` parses it, with libyaml's loader where PyYAML has it
+    (benchmarks/yaml_data.py: the published runs are about 10 MB of YAML, read by many tests)."""
+    return _YAML_DATA.load_yaml(text)
+
+
 def rank_steps_of(plan) -> dict:
     """The time model's rank classes of a plan (`timing.rank_steps`, each with its ledger), as
     `timing.predict` builds them: the target's software and memory runtime, the stored constants."""

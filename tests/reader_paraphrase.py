@@ -12,9 +12,7 @@ import importlib
 import re
 import sys
 
-import yaml
-
-from .conftest import ROOT
+from .conftest import ROOT, load_yaml
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 published = importlib.import_module("published")
@@ -23,7 +21,7 @@ ROWS: dict[str, tuple[dict, list]] = {}
 SOURCE_FILE: dict[str, str] = {}
 """The data file each row of `ROWS` comes from."""
 for _path in sorted((ROOT / "benchmarks" / "data").glob("*.yaml")):
-    _entries = yaml.safe_load(_path.read_text())
+    _entries = load_yaml(_path.read_text())
     if isinstance(_entries, list) and _entries and isinstance(_entries[0], dict) and "layout" in _entries[0]:
         for _row in _entries:
             ROWS[_row["id"]] = (_row, _entries)

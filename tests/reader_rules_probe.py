@@ -13,11 +13,13 @@ import yaml
 
 from .reader_paraphrase import published as P
 
+from .conftest import load_yaml
+
 DATA = Path(__file__).resolve().parent.parent / "benchmarks" / "data"
 
 ROWS, FILES = {}, {}
 for f in sorted(glob.glob(str(DATA / '*.yaml'))):
-    d = yaml.safe_load(open(f))
+    d = load_yaml(open(f))
     if isinstance(d, list):
         FILES[f] = d
         for e in d:

@@ -13,13 +13,12 @@ from __future__ import annotations
 import sys
 
 import pytest
-import yaml
 from parc import targets, timing
 from parc.memory.inputs import shape_of
 from parc.pipeline import compile_text
 from parc.targets import software_of
 
-from .conftest import ROOT
+from .conftest import ROOT, load_yaml
 
 SPEC = """
 job attention
@@ -36,7 +35,7 @@ def _compiled(options: str):
 
 
 def _te_guide():
-    data = yaml.safe_load((ROOT / "benchmarks" / "data" / "attention_kernels.yaml").read_text())
+    data = load_yaml((ROOT / "benchmarks" / "data" / "attention_kernels.yaml").read_text())
     return data["te_guide"]
 
 

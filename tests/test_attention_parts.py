@@ -16,11 +16,12 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from parc import kernels, timing
 
+from .conftest import load_yaml
+
 ROOT = Path(__file__).resolve().parent.parent
-DATA = yaml.safe_load((ROOT / "benchmarks" / "data" / "attention_kernels.yaml").read_text())
+DATA = load_yaml((ROOT / "benchmarks" / "data" / "attention_kernels.yaml").read_text())
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import kernel_fit  # noqa: E402  (the yaml's reader, and the two-layer model it times: fixtures here)
 

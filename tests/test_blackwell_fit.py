@@ -9,12 +9,11 @@ import statistics
 import sys
 
 import pytest
-import yaml
 from parc import timing
 from parc.calibration import BLACKWELL_FITTED, DEFAULT
 from parc.pipeline import compile_text
 
-from .conftest import ROOT
+from .conftest import ROOT, load_yaml
 
 BENCHMARKS = ROOT / "benchmarks"
 
@@ -41,7 +40,7 @@ def _dense_blackwell_ids_by_hand() -> set[str]:
     ids = set()
     for name in ("nemo_performance.yaml", "nemo_performance_25_07.yaml", "megatron_bridge_releases.yaml",
                  "megatron_bridge_25_11.yaml", "megatron_bridge_releases_moe.yaml"):
-        for entry in yaml.safe_load((BENCHMARKS / "data" / name).read_text()):
+        for entry in load_yaml((BENCHMARKS / "data" / name).read_text()):
             if entry["hardware"]["gpu"].upper() in ("B200", "GB200") and not entry["model"].get("experts"):
                 ids.add(entry["id"])
     return ids

@@ -16,6 +16,8 @@ from parc import kernels, power, timing
 from parc.catalog import gpus
 from parc.pipeline import compile_text
 
+from .conftest import load_yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -102,9 +104,8 @@ def test_the_transcribed_rows_agree_with_their_own_tflops():
     tokens must give the TFLOP/s (gpt-oss left out: Bridge counts it its own way), so a mistyped
     cell or model shows. Every row reads: none is left out."""
     import published
-    import yaml
 
-    entries = yaml.safe_load(BLACKWELL_ULTRA.read_text())
+    entries = load_yaml(BLACKWELL_ULTRA.read_text())
     systems = {"GB300": 0, "B300": 0}
     for entry in entries:
         run = published.row_spec(entry)

@@ -15,9 +15,8 @@ import importlib
 import sys
 
 import pytest
-import yaml
 
-from .conftest import ROOT
+from .conftest import ROOT, load_yaml
 
 DATA = ROOT / "benchmarks" / "data"
 
@@ -97,7 +96,7 @@ def model_key(row_id: str) -> str:
 
 
 def load(name: str) -> dict:
-    return {r["id"]: r for r in yaml.safe_load((DATA / name).read_text())}
+    return {r["id"]: r for r in load_yaml((DATA / name).read_text())}
 
 
 @pytest.mark.parametrize("name,typed,key", [("megatron_bridge_releases.yaml", BRIDGE, "bridge_model_tflops_per_gpu"),

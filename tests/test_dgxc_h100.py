@@ -11,9 +11,8 @@ reader's use of each configuration's stated facts and the doc section are checke
 from __future__ import annotations
 
 import pytest
-import yaml
 
-from .conftest import ROOT, benchmark_script
+from .conftest import ROOT, benchmark_script, load_yaml
 
 # model: (layers, hidden, ffn, heads, kv heads, head dim, vocab, gated MLP, sequence)
 SHAPES = {
@@ -68,7 +67,7 @@ def flops_per_token(model: str, layers: int) -> float:
 
 
 def load():
-    return yaml.safe_load((ROOT / "benchmarks" / "data" / "dgxc_benchmarking_h100.yaml").read_text())
+    return load_yaml((ROOT / "benchmarks" / "data" / "dgxc_benchmarking_h100.yaml").read_text())
 
 
 def key_of(row_id: str) -> tuple[str, str, int]:

@@ -14,7 +14,7 @@ import sys
 import pytest
 from parc.calibration import DEFAULT, EAGER_FITTED, FITTED_NAMES, TIME_MODEL_SPREAD
 
-from .conftest import ROOT
+from .conftest import ROOT, load_yaml
 
 SCRIPT = ROOT / "benchmarks" / "fidelity.py"
 
@@ -75,9 +75,8 @@ def test_unstated_fields_are_listed_as_assumptions(rows):
 def test_korthikanti_conventions_agree_with_the_transcribed_step_times(fidelity, rows):
     """Eq. 7 model FLOPs / (step x GPUs x 312) reproduces the reported MFU: the formula is right."""
     evaluated, _, _ = rows
-    import yaml
 
-    data = {e["id"]: e for e in yaml.safe_load(fidelity.PUBLISHED.read_text())}
+    data = {e["id"]: e for e in load_yaml(fidelity.PUBLISHED.read_text())}
     checked = 0
     for r in evaluated:
         out = data[r.id]["outcomes"]["reported"]
@@ -112,6 +111,7 @@ def test_accuracy_on_the_published_runs(fidelity, rows):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("leave-one-source-out")
 def test_each_source_is_predicted_by_a_fit_without_it(fidelity, rows):
     """Out of sample, the measure of the fit (in the default run: the in-sample test above is only
     a sanity check): the constants fitted without a source predict its runs with median |error|
@@ -127,6 +127,7 @@ def test_each_source_is_predicted_by_a_fit_without_it(fidelity, rows):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("leave-one-source-out")
 def test_the_written_spread_is_the_one_the_stored_constants_refit_to(fidelity, rows):
     """`TIME_MODEL_SPREAD` is the leave-one-source-out spread recomputed from the stored
     constants (`--write` once leaves a consistent tree: the band is fitted with the refitted
@@ -225,6 +226,7 @@ def test_megatron_rows_are_predicted_with_fused_kernels(fidelity, rows):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("leave-one-source-out")
 def test_the_document_is_current(fidelity):
     """docs/time-model.md is the script's output for the stored constants (regenerate with --write;
     slow: the leave-one-source-out table refits twice)."""

@@ -16,6 +16,8 @@ from parc.memory import activations
 from parc.memory.inputs import knobs_of, shape_of
 from parc.pipeline import compile_text
 
+from .conftest import load_yaml
+
 SPEC = """tp 4 x dp 2 on nodes(8 gpus, nvlink)
 model llama3-8b
 hardware {{ gpu {gpu} }}
@@ -97,9 +99,8 @@ def test_the_reader_takes_deepseek_v3s_fine_grained_scaling_as_blockwise():
 
     assert recipe("FP8 (fine-grained block-wise scaling)") == "blockwise"
     assert recipe("FP8-CS") == "current" and recipe("FP8-MX") == "mxfp8" and recipe("FP8") == "delayed"
-    import yaml
 
-    entries = yaml.safe_load((ROOT / "benchmarks" / "data" / "published.yaml").read_text())
+    entries = load_yaml((ROOT / "benchmarks" / "data" / "published.yaml").read_text())
     (row,) = [e for e in entries if e["id"] == "deepseek_v3_pretraining_2048xH800"]
     run = published.row_spec(row)
     assert isinstance(run, published.Run)

@@ -17,7 +17,7 @@ from parc import timing
 from parc.calibration import DEFAULT
 from parc.memory.inputs import Shape
 
-from .conftest import ROOT
+from .conftest import ROOT, load_yaml
 
 HW = timing.Hardware("hopper", 989e12, 1979e12, 3.35e12, intra=450e9, nic=50e9, level=8)
 C = DEFAULT
@@ -98,9 +98,8 @@ def test_each_fp8_transfer_hides_beside_its_own_block_of_the_other_micro_batch()
 def test_the_reader_takes_it_from_the_deepseek_v3_report_alone():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import published
-    import yaml
 
-    entries = yaml.safe_load((ROOT / "benchmarks" / "data" / "published.yaml").read_text())
+    entries = load_yaml((ROOT / "benchmarks" / "data" / "published.yaml").read_text())
     runs = [published.row_spec(e) for e in entries]
     read = {r.id: r for r in runs if isinstance(r, published.Run)}
     assert read

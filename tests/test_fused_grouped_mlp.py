@@ -18,11 +18,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import yaml
 from parc import hbm, kernels, timing
 from parc.calibration import DEFAULT
 from parc.memory.inputs import shape_of
 from parc.pipeline import compile_text
+
+from .conftest import load_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -124,7 +125,7 @@ def test_the_reader_sets_the_fact_where_the_recipe_states_it():
 
     seen = {True: 0, False: 0}
     for name in ("megatron_bridge_25_11.yaml", "megatron_bridge_releases_moe.yaml"):
-        for entry in yaml.safe_load((ROOT / "benchmarks" / "data" / name).read_text()):
+        for entry in load_yaml((ROOT / "benchmarks" / "data" / name).read_text()):
             run = published.row_spec(entry)
             if not isinstance(run, published.Run):
                 continue

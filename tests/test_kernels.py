@@ -11,13 +11,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import yaml
 from parc import flops, kernels, timing
 from parc.calibration import DEFAULT
 from parc.memory.inputs import shape_of
 from parc.pipeline import compile_text
 
-DATA = yaml.safe_load((Path(__file__).resolve().parent.parent / "benchmarks" / "data"
+from .conftest import load_yaml
+
+DATA = load_yaml((Path(__file__).resolve().parent.parent / "benchmarks" / "data"
                        / "attention_kernels.yaml").read_text())
 CURVES = {"fa2": kernels.FA2_HOPPER, "cudnn": kernels.CUDNN_HOPPER}
 H100 = DATA["peaks"]["h100"]

@@ -12,12 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from parc import timing
 from parc.calibration import DEFAULT
 
+from .conftest import load_yaml
+
 ROOT = Path(__file__).resolve().parent.parent
-DATA = yaml.safe_load((ROOT / "benchmarks" / "data" / "memory_kernels.yaml").read_text())
+DATA = load_yaml((ROOT / "benchmarks" / "data" / "memory_kernels.yaml").read_text())
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import kernel_fit  # noqa: E402  (a catalogue part's Hardware: a fixture here)
 

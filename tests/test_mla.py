@@ -7,14 +7,13 @@ that state it.
 from __future__ import annotations
 
 import pytest
-import yaml
 from parc import flops, timing
 from parc.backends import job_diagnostics
 from parc.memory import parameters
 from parc.memory.inputs import shape_of
 from parc.pipeline import compile_text
 
-from .conftest import ROOT
+from .conftest import ROOT, load_yaml
 from .test_bridge_releases import deepseek_v3_flops_per_token
 
 DEEPSEEK_V3 = """\
@@ -172,7 +171,7 @@ def test_the_published_deepseek_rows_state_their_latent_attention():
     read = 0
     for name, wanted in (("published.yaml", "deepseek_v3_pretraining_2048xH800"),
                          ("megatron_bridge_releases_moe.yaml", "bridge2606_gb200_deepseek_v3_fp8mx")):
-        entries = yaml.safe_load((ROOT / "benchmarks" / "data" / name).read_text())
+        entries = load_yaml((ROOT / "benchmarks" / "data" / name).read_text())
         entry = next(e for e in entries if e["id"] == wanted)
         m = entry["model"]
         assert (m["kv_lora_rank"], m["q_lora_rank"], m["qk_rope_head_dim"], m["v_head_dim"]) == (512, 1536, 64, 128)

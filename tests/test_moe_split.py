@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from parc import timing
 from parc.calibration import DEFAULT
 
@@ -24,6 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import moe_split  # noqa: E402
+
+from .conftest import load_yaml  # noqa: E402
 
 KERNELS = ROOT / "benchmarks" / "data" / "fp8_gemm_kernels.yaml"
 H800 = timing.Hardware(generation="hopper", bf16=989e12, fp8=1979e12, hbm=3.35e12, intra=400e9, nic=50e9,
@@ -98,7 +99,7 @@ def test_no_part_is_charged_below_its_roofline(h100_qwen3):
 
 
 def _kernel_rows():
-    data = yaml.safe_load(KERNELS.read_text())
+    data = load_yaml(KERNELS.read_text())
     assert data["peak_fp8"] * 1e12 == H800.fp8
     dense = [(1, r["m"], r["n"], r["k"], r["tflops"]) for r in data["dense"]]
     grouped = [(r["groups"], r["m"], r["n"], r["k"], r["tflops"]) for r in data["grouped"]]

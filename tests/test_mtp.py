@@ -13,7 +13,7 @@ from parc.backends import job_diagnostics
 from parc.memory import parameters
 from parc.memory.inputs import knobs_of, shape_of
 
-from .conftest import ROOT
+from .conftest import ROOT, load_yaml
 from .test_bridge_releases import deepseek_v3_flops_per_token
 from .test_mla import DEEPSEEK_V3, plan_of
 
@@ -126,9 +126,8 @@ def test_layouts_parc_cannot_read_are_refused(layout, chunks):
 
 
 def test_the_bridge_deepseek_rows_read_their_mtp_and_layout():
-    import yaml
 
-    entries = yaml.safe_load((ROOT / "benchmarks" / "data" / "megatron_bridge_releases_moe.yaml").read_text())
+    entries = load_yaml((ROOT / "benchmarks" / "data" / "megatron_bridge_releases_moe.yaml").read_text())
     rows = [e for e in entries if "deepseek" in e["id"]]
     assert rows
     for entry in rows:
@@ -156,9 +155,8 @@ def test_without_a_layout_the_reader_places_the_mtp_layer_as_the_recipes_do():
     "Et|(tt|)*30mL" over 32) are what the reader's rule gives a row that states MTP and no layout:
     the MTP layer and each output pass counted as a layer of the last chunk, the rest even, the
     lighter first."""
-    import yaml
 
-    entries = yaml.safe_load((ROOT / "benchmarks" / "data" / "megatron_bridge_releases_moe.yaml").read_text())
+    entries = load_yaml((ROOT / "benchmarks" / "data" / "megatron_bridge_releases_moe.yaml").read_text())
     compared = 0
     for entry in entries:
         if not (entry.get("recipe") or {}).get("pipeline_model_parallel_layout"):
@@ -176,9 +174,8 @@ def test_a_row_naming_mla_and_mtp_in_words_reads_as_one_stating_them(name, rid):
     """A row whose `arch` says "multi-head latent attention" and "multi-token prediction" but
     states no ranks or depth is read with DeepSeek-V2/V3's ranks and one module, each said in its
     assumptions: the same spec as the row with the fields."""
-    import yaml
 
-    entries = yaml.safe_load((ROOT / "benchmarks" / "data" / name).read_text())
+    entries = load_yaml((ROOT / "benchmarks" / "data" / name).read_text())
     entry = next(e for e in entries if e["id"] == rid)
     worded = published.row_spec(_without(entry, "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "v_head_dim",
                                           "mtp_layers", "pipeline_model_parallel_layout"), entries)

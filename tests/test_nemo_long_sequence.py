@@ -8,9 +8,8 @@ typed here; the doc's part of the NeMo section is checked current."""
 from __future__ import annotations
 
 import pytest
-import yaml
 
-from .conftest import ROOT
+from .conftest import ROOT, load_yaml
 from .test_nemo_performance import _nemo_check
 
 # sequence (K tokens): (GPUs, global batch in sequences, tp, cp, dp, TFLOPS / GPU), typed from the table
@@ -42,7 +41,7 @@ def causal_flops_per_sequence(seq: int) -> float:
 
 
 def _rows():
-    return yaml.safe_load((ROOT / "benchmarks" / "data" / "nemo_long_sequence.yaml").read_text())
+    return load_yaml((ROOT / "benchmarks" / "data" / "nemo_long_sequence.yaml").read_text())
 
 
 def test_the_transcription_matches_the_typed_table():

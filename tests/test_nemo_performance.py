@@ -9,9 +9,8 @@ counter), not through benchmarks/published.py. The doc section is checked curren
 from __future__ import annotations
 
 import pytest
-import yaml
 
-from .conftest import ROOT, benchmark_script
+from .conftest import ROOT, benchmark_script, load_yaml
 
 # model: (layers, hidden, ffn, heads, kv heads, head dim, vocab, gated MLP, experts per token)
 SHAPES = {
@@ -73,7 +72,7 @@ def flops_per_token(model: str, seq: int, causal: bool) -> float:
 
 
 def load():
-    return yaml.safe_load((ROOT / "benchmarks" / "data" / "nemo_performance.yaml").read_text())
+    return load_yaml((ROOT / "benchmarks" / "data" / "nemo_performance.yaml").read_text())
 
 
 def model_key(row_id: str) -> str:

@@ -21,7 +21,7 @@ from parc.memory import estimate
 from parc.pipeline import compile_text
 from parc.source import SourceFile
 
-from .conftest import ROOT
+from .conftest import ROOT, load_yaml
 from .test_bounds import assert_within_physics
 
 NVFP4_ELEMENT = 0.5 + 1 / 16
@@ -339,9 +339,8 @@ def test_the_reader_leaves_out_nvfp4_it_cannot_predict():
     Transformer Engine, is left out with the reason, never predicted as bf16 or as TE's recipe."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import published
-    import yaml
 
-    row = yaml.safe_load((ROOT / "benchmarks" / "data" / "megatron_bridge_nvfp4.yaml").read_text())[0]
+    row = load_yaml((ROOT / "benchmarks" / "data" / "megatron_bridge_nvfp4.yaml").read_text())[0]
     hopper = dict(row, hardware=dict(row["hardware"], gpu="H100-SXM5-80GB", gpu_memory_gb=80,
                                      peak_tflops_dense_at_precision=None))
     skipped = published.row_spec(hopper)
@@ -431,9 +430,8 @@ def test_train_py_sets_fast_math_only_under_nvfp4(tmp_path, monkeypatch, fp4, ex
 def test_the_reader_runs_a_stated_userbuffers_overlap_as_megatrons_backward_under_nvfp4():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import published
-    import yaml
 
-    rows = yaml.safe_load((ROOT / "benchmarks" / "data" / "megatron_bridge_nvfp4.yaml").read_text())
+    rows = load_yaml((ROOT / "benchmarks" / "data" / "megatron_bridge_nvfp4.yaml").read_text())
     row = next(r for r in rows if r["layout"]["tp"] > 1)
     run = published.row_spec(dict(row, recipe=dict(row["recipe"], tp_comm_overlap=True)))
     target = next(line for line in run.spec.splitlines() if line.startswith("target"))

@@ -21,7 +21,7 @@ from parc.memory.inputs import knobs_of, shape_of
 from parc.pipeline import compile_text
 from parc.targets import software_of
 
-from .conftest import ROOT
+from .conftest import ROOT, load_yaml
 
 SPEC = """
 job pp_overlap
@@ -138,10 +138,9 @@ def _published():
     ("published_public.yaml", "torchtitan_405b_512gpu_3d_interleaved", "all"),
 ])
 def test_each_row_gets_the_sends_its_release_ships(file, row, expected):
-    import yaml
 
     published = _published()
-    entries = yaml.safe_load((ROOT / "benchmarks" / "data" / file).read_text())
+    entries = load_yaml((ROOT / "benchmarks" / "data" / file).read_text())
     entries = entries if isinstance(entries, list) else entries.get("runs", entries)
     entry = next(e for e in entries if e.get("id") == row)
     run = published.row_spec(entry, entries)

@@ -16,11 +16,10 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .conftest import ROOT
+from .conftest import ROOT, load_yaml
 
 CASES = ROOT / "tests" / "data" / "published_schema_cases.yaml"
 LEFT_OUT = {"tpu_palm", "no_throughput", "model_unpublished", "words_for_numbers", "degrees_disagree",
@@ -305,7 +304,7 @@ def test_any_damage_to_a_row_gives_a_run_or_a_reason(published, data):
     Run's spec goes through parc without an exception."""
     from parc.pipeline import compile_text
 
-    entries = [e for e in yaml.safe_load(CASES.read_text()) if isinstance(e, dict)]
+    entries = [e for e in load_yaml(CASES.read_text()) if isinstance(e, dict)]
     entry = json.loads(json.dumps(data.draw(st.sampled_from(entries))))
     for _ in range(data.draw(st.integers(1, 4))):
         section = data.draw(st.sampled_from(["model", "layout", "hardware"]))
@@ -583,7 +582,7 @@ def test_megatron_cores_flop_count_reproduces_bridges_published_tflops(published
     way (megatron_bridge_releases_moe.yaml's header)."""
     checked = {"mla": 0, "other": 0}
     for name in ("megatron_bridge_releases_moe.yaml", "megatron_bridge_releases.yaml", "megatron_bridge_25_11.yaml"):
-        for entry in yaml.safe_load((ROOT / "benchmarks" / "data" / name).read_text()):
+        for entry in load_yaml((ROOT / "benchmarks" / "data" / name).read_text()):
             reported = entry["outcomes"]["reported"]
             if "bridge_model_tflops_per_gpu" not in reported or "gpt_oss" in entry["id"]:
                 continue

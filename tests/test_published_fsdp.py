@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -17,7 +16,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import fsdp_check  # noqa: E402
 import published  # noqa: E402
 
-ENTRIES = yaml.safe_load(fsdp_check.MPT.read_text())
+from .conftest import load_yaml  # noqa: E402
+
+ENTRIES = load_yaml(fsdp_check.MPT.read_text())
 PEAK = {"H100-SXM5-80GB": 989e12, "A100-SXM4-80GB": 312e12, "A100-SXM4-40GB": 312e12}
 """llm-foundry's GPU_AVAILABLE_FLOPS for bf16 (scripts/train/benchmarking/collect_results.py, from
 Composer's speed monitor; its amp_fp8 entry for the H100, 1,979 TFLOP/s, is the FP8 rows')."""

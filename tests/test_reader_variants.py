@@ -19,7 +19,7 @@ import sys
 import pytest
 import yaml
 
-from .conftest import ROOT
+from .conftest import ROOT, load_yaml
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 published = importlib.import_module("published")
@@ -28,7 +28,7 @@ DATA = ROOT / "benchmarks" / "data"
 
 
 def _row(file: str, run_id: str) -> dict:
-    entries = yaml.safe_load((DATA / file).read_text())
+    entries = load_yaml((DATA / file).read_text())
     entries = entries["runs"] if isinstance(entries, dict) else entries
     return next(e for e in entries if e["id"] == run_id)
 
@@ -207,7 +207,7 @@ def test_a_range_is_no_count():
 
 def test_a_wrapped_file_reads_its_runs_list_whatever_comes_first(tmp_path):
     fidelity = importlib.import_module("fidelity")
-    rows = yaml.safe_load((DATA / "published.yaml").read_text())[:3]
+    rows = load_yaml((DATA / "published.yaml").read_text())[:3]
     path = tmp_path / "wrapped.yaml"
     path.write_text(yaml.safe_dump({"meta": {"sources": [{"title": "a"}]}, "notes": [{"x": 1}], "runs": rows}))
     runs, skipped = fidelity.load_rows(path)

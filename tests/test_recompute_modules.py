@@ -20,6 +20,8 @@ from parc.memory import activations
 from parc.memory.inputs import knobs_of, shape_of
 from parc.pipeline import compile_text
 
+from .conftest import load_yaml
+
 SPEC = """job m
 tp 2 x dp 4 on nodes(8 gpus, nvlink)
 ep 4 over dp
@@ -117,9 +119,8 @@ def test_the_reader_writes_a_rows_modules_into_its_spec():
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import published
-    import yaml
 
-    entries = yaml.safe_load((ROOT / "benchmarks" / "data" / "megatron_bridge_releases_moe.yaml").read_text())
+    entries = load_yaml((ROOT / "benchmarks" / "data" / "megatron_bridge_releases_moe.yaml").read_text())
     seen = 0
     for entry in entries:
         modules = (entry.get("recipe") or {}).get("recompute_modules")

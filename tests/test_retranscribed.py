@@ -23,12 +23,11 @@ up-projections).
 from __future__ import annotations
 
 import pytest
-import yaml
 
-from .conftest import ROOT
+from .conftest import ROOT, load_yaml
 from .reader_paraphrase import ROWS, SOURCE_FILE, diff, reading
 
-RETRANSCRIBED = yaml.safe_load((ROOT / "tests" / "data" / "retranscribed_rows.yaml").read_text())
+RETRANSCRIBED = load_yaml((ROOT / "tests" / "data" / "retranscribed_rows.yaml").read_text())
 NOT_SCHEMA = ("recipe", "runtime", "release", "published")
 
 

@@ -19,6 +19,8 @@ from parc.backends import megatron as backend
 from parc.calibration import DEFAULT
 from parc.pipeline import compile_text
 
+from .conftest import load_yaml
+
 MODEL = ("{ layers 4, hidden 2048, ffn 8192, heads 16, head-dim 128, vocab 32000, experts 16, top-k 2, "
          "expert-ffn 1024, shared-experts 2, moe-layers from 1 }")
 
@@ -120,14 +122,12 @@ def test_the_reader_takes_the_flag_from_a_recipe_that_states_it():
     `enable_deepep` branch), and states nothing."""
     import sys
 
-    import yaml
-
     from .conftest import ROOT
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import published
 
-    entries = yaml.safe_load((ROOT / "benchmarks" / "data" / "megatron_bridge_releases_moe.yaml").read_text())
+    entries = load_yaml((ROOT / "benchmarks" / "data" / "megatron_bridge_releases_moe.yaml").read_text())
     rows = [e for e in entries if e["id"].startswith("bridge2509_") and "deepseek" in e["id"]]
     stated = [e for e in rows if (e.get("recipe") or {}).get("moe_shared_expert_overlap")]
     unstated = [e for e in rows if e not in stated]

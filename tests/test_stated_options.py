@@ -23,9 +23,8 @@ import importlib
 import sys
 
 import pytest
-import yaml
 
-from .conftest import ROOT
+from .conftest import ROOT, load_yaml
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 published = importlib.import_module("published")
@@ -39,7 +38,7 @@ RECIPE_FILES = ("dgxc_benchmarking.yaml", "dgxc_benchmarking_h100.yaml", "megatr
 def _rows() -> list[tuple[str, dict, list[dict]]]:
     out = []
     for name in RECIPE_FILES:
-        entries = yaml.safe_load((DATA / name).read_text())
+        entries = load_yaml((DATA / name).read_text())
         for e in entries:
             if isinstance(e.get("recipe"), dict):
                 out.append((name, e, entries))
@@ -177,7 +176,7 @@ def test_the_recomputed_modules_however_written(recompute, modules):
 def _model_rows() -> list[tuple[dict, list[dict], list[str]]]:
     out = []
     for path in sorted(DATA.glob("*.yaml")):
-        entries = yaml.safe_load(path.read_text())
+        entries = load_yaml(path.read_text())
         if not isinstance(entries, list):
             continue
         for e in entries:
@@ -227,7 +226,7 @@ def test_the_code_s_date_stated_beside_its_commit_reads_as_the_runtime_block():
     activations blocking, before `overlap_p2p_comm`: with the `runtime` block removed and the
     date written beside the commit in the evidence, the row reads the same; with neither, the
     paper's 2024 reads as the later code."""
-    entries = yaml.safe_load((DATA / "published_public.yaml").read_text())
+    entries = load_yaml((DATA / "published_public.yaml").read_text())
     entry = next(e for e in entries if e["id"] == "megascale_megatron_175b_256gpu")
     assert entry["runtime"]["date"] == "2023-01-11"
     want = published.row_spec(entry, entries)
@@ -250,7 +249,7 @@ def test_dgx_cloud_rows_read_the_same_from_their_evidence_alone():
     70 of the 72 lost their bf16 gradient reduction and 59 their stated recomputation."""
     compared = 0
     for name in ("dgxc_benchmarking.yaml", "dgxc_benchmarking_h100.yaml"):
-        entries = yaml.safe_load((DATA / name).read_text())
+        entries = load_yaml((DATA / name).read_text())
         for entry in entries:
             bare = {k: v for k, v in entry.items() if k != "recipe"}
             want, got = published.row_spec(entry, entries), published.row_spec(bare, entries)

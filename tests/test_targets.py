@@ -12,12 +12,11 @@ import importlib.util
 import sys
 
 import pytest
-import yaml
 from parc import targets, timing
 from parc.memory import estimate
 from parc.pipeline import compile_text
 
-from .conftest import ROOT
+from .conftest import ROOT, load_yaml
 
 BASE = """\
 tp 8 x dp 4 x pp 4 on nodes(8 gpus, nvlink)
@@ -133,7 +132,7 @@ def test_published_specs_state_the_software_the_reader_infers():
     published = _load("published")
     checked = 0
     for path in PUBLISHED_FILES:
-        entries = yaml.safe_load(path.read_text())
+        entries = load_yaml(path.read_text())
         if isinstance(entries, dict):
             entries = next(v for v in entries.values() if isinstance(v, list))
         entries = [e for e in entries if isinstance(e, dict)]

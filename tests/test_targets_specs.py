@@ -13,12 +13,11 @@ import json
 import sys
 
 import pytest
-import yaml
 from parc.pipeline import compile_path
 
-from .conftest import ROOT, run_cli
+from .conftest import ROOT, load_yaml, run_cli
 
-RUNS = {row["spec"]: row for row in yaml.safe_load((ROOT / "tests/data/seed_runs.yaml").read_text())}
+RUNS = {row["spec"]: row for row in load_yaml((ROOT / "tests/data/seed_runs.yaml").read_text())}
 
 
 def explained(spec: str) -> dict:
@@ -143,7 +142,7 @@ def test_an_unfitted_megatron_run_from_a_spec():
     """A published Megatron-LM run the constants never saw, written as a spec
     (tests/data/specs/mtnlg-530b-2240.par: Korthikanti et al. 2022's 530B on 2,240 A100): parc's
     MFU within 10 % of the reported one, read from benchmarks/data/published.yaml."""
-    rows = {row["id"]: row for row in yaml.safe_load((ROOT / "benchmarks/data/published.yaml").read_text())}
+    rows = {row["id"]: row for row in load_yaml((ROOT / "benchmarks/data/published.yaml").read_text())}
     row = rows["korthikanti22_530B_2240gpu_selective_sp"]
     assert row["completeness"] != "full"  # partial rows are left out of the fit (benchmarks/fidelity.py)
     report = explained("tests/data/specs/mtnlg-530b-2240.par")

@@ -14,6 +14,8 @@ from parc.memory import estimate
 from parc.memory.inputs import shape_of
 from parc.pipeline import compile_text
 
+from .conftest import load_yaml
+
 BASE = """\
 tp 2 x dp 4 on nodes(8 gpus, nvlink)
 model llama3-8b {{ layers {layers}{model} }}
@@ -220,8 +222,6 @@ def test_published_gpt_oss_rows_state_the_bridges_window():
     row's spec: 18 of the 36 layers windowed."""
     import sys
 
-    import yaml
-
     from .conftest import ROOT
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -229,7 +229,7 @@ def test_published_gpt_oss_rows_state_the_bridges_window():
 
     rows = []
     for name in ("megatron_bridge_25_11.yaml", "megatron_bridge_releases_moe.yaml"):
-        rows += [r for r in yaml.safe_load((ROOT / "benchmarks" / "data" / name).read_text())
+        rows += [r for r in load_yaml((ROOT / "benchmarks" / "data" / name).read_text())
                  if r["model"]["name"] == "gpt-oss-120b"]
     assert len(rows) >= 16
     for entry in rows:

@@ -46,7 +46,10 @@ def resume_elsewhere(workdir: Path, saved: Path, spec: str, ranks: int, referenc
     return resume_dir
 
 
+@pytest.mark.long
 def test_resume_under_another_layout(workdir, reference):
+    """Two 8-rank runs; the default run keeps the fast case of the kind,
+    `test_zero1_saves_shards_and_resumes_under_another_dp_degree`."""
     saved = save_checkpoints(workdir, "tp2-dp4-sp", 8, reference, "tp2-dp4")
     resumed = resume_elsewhere(workdir, saved, "pp2-dp4", 8, reference, "pp2-dp4")
     assert (resumed / "step-4").is_dir()

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from .harness import compile_job, in_fresh_interpreter, plan_of, tensor_bytes
+from .harness import compile_job, in_fresh_interpreter, one_of_each_kind, plan_of, tensor_bytes
 
 pytestmark = pytest.mark.e2e
 
@@ -161,8 +161,11 @@ CASES = {
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("spec", sorted(CASES))
+@pytest.mark.parametrize("spec", one_of_each_kind(sorted(CASES), ["fsdp8", "hsdp", "copies-none-m2", "copies-zero2-m2",
+                                                                  "copies-zero1-m2"]))
 def test_dp_copies_ledger_equals_the_running_job(spec, tmp_path):
+    """One case of each sharding in the default run (ddp8 is copies-none-m2 with one micro-batch,
+    traffic-pp2-dp2 fsdp8 under a pipeline: `pytest -m long`)."""
     job = compile_job(spec, tmp_path)
     total, ops = measured_step(job)
     assert total > 0 and ops, f"{spec}: no copies recorded ({CASES[spec]})"

@@ -146,14 +146,31 @@ def test_the_pack_hook_sees_the_ledgers_bytes(workdir):
     assert counted == pytest.approx(ledger, rel=0.01)
 
 
-def test_offloading_keeps_the_losses_and_gradients(workdir):
-    plain = train(compile_job("tp2-pp2-dp2-1f1b", workdir), 8).check()
-    job = compile_job("tp2-pp2-dp2-offload", workdir)
-    assert "apply_activation_offloading(part)" in (job / "parallel.py").read_text()
-    offloaded = train(job, 8).check()
+def assert_same_training(offloaded, plain) -> None:
+    """Offloading moves saved activations to the host and back, bit for bit: the same losses and
+    gradients as the same layout without it."""
     assert sorted(offloaded.losses) == sorted(plain.losses) and offloaded.losses
     for step, loss in offloaded.losses.items():
         assert abs(loss - plain.losses[step]) <= LOSS_TOLERANCE, (step, loss, plain.losses[step])
+    assert offloaded.grads
     for step, grads in offloaded.grads.items():
+        assert grads
         for name, g in grads.items():
             assert (g - plain.grads[step][name]).abs().max().item() <= 1e-6, (step, name)
+
+
+def test_offloading_on_one_rank_keeps_the_losses_and_gradients(workdir, reference):
+    """The fast case of the kind (the default run): offload.par is the reference's model and batch
+    on one rank with 3 of its 8 blocks offloading."""
+    job = compile_job("offload", workdir)
+    assert "apply_activation_offloading(" in (job / "parallel.py").read_text()
+    assert_same_training(train(job, 1).check(), reference)
+
+
+@pytest.mark.long
+def test_offloading_keeps_the_losses_and_gradients(workdir):
+    """Under tp 2 x pp 2 x dp 2 (sequence parallel, 1F1B, ZeRO-1): two 8-rank runs."""
+    plain = train(compile_job("tp2-pp2-dp2-1f1b", workdir), 8).check()
+    job = compile_job("tp2-pp2-dp2-offload", workdir)
+    assert "apply_activation_offloading(part)" in (job / "parallel.py").read_text()
+    assert_same_training(train(job, 8).check(), plain)
