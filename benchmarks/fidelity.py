@@ -2374,14 +2374,14 @@ the stored constants (error of the row's own figure; + is predicted faster):
 | GLM-130B (768 A100) | 1 | 20.1 % | +20.1 % |
 | InternLM-7B on InternEvo (8-1,024 A100) | 8 | 14.1 / 64.6 / 64.6 % | +11.9 to +64.6 % |
 | Mixtral 8x7B, Megatron-Core v0.8 (64 H100) | 1 | 19.3 % | +19.3 % |
-| DGX Cloud 25.04 H100, 25.05 GB200 | 9 | 3.9 / 27.0 / 29.3 % | -29.3 to +0.7 % |
+| DGX Cloud 25.04 H100, 25.05 GB200 | 9 | 2.0 / 7.2 / 11.7 % | -11.7 to +0.7 % |
 | BLOOM's pre-launch benchmarks (384 A100) | 9 | 16.9 / 34.1 / 43.7 % | -2.7 to +43.7 % |
 | GPT-3 175B, Megatron-LM 2021 (1,024 A100) | 1 | 1.6 % | +1.6 % |
 | Mixtral 8x7B, Megatron-Core v0.9 (64 H100) | 1 | 11.6 % | +11.6 % |
 | DeepSeek-V3 baseline, NCCL all-to-all (256 GB200) | 1 | 69.9 % | +69.9 % |
 | fms-fsdp, A100 (128 GPUs; eager and torch.compile) | 8 | 7.2 / 16.8 / 17.1 % | -6.3 to +17.1 % |
 | fms-fsdp, H100 (96 GPUs) | 4 | 17.7 / 24.8 / 26.2 % | +12.2 to +26.2 % |
-| all | 46 | 13.3 / 30.5 / 69.9 % | |
+| all | 46 | 12.2 / 29.0 / 69.9 % | |
 
 What each leaves open, and what it shows:
 
@@ -2397,9 +2397,11 @@ What each leaves open, and what it shows:
 - *Mixtral 8x7B* pairs the README's headline (438 TFLOPS, "as of MCore v0.8"; 468 at v0.9) with
   its reference mapping of the same version (an inference the rows list); the 2024 runtime's
   unfused permutations and router are not modelled as such.
-- *DGX Cloud 25.04's Nemotron-4 340B* rows print "NA" for the virtual pipeline, read as none (the
-  transcriber's reading): 8 stages, 16 micro-batches, a 30 % bubble, -29 % / -27 %; the 25.05
-  README lists 12 virtual stages for the same H100 setup, under which the bubble is a twelfth.
+- *DGX Cloud 25.04's Nemotron-4 340B* rows: the README's layout table prints "NA" for the virtual
+  pipeline, which the transcriber read as none (8 stages, 16 micro-batches, a 30 % bubble: -29 % /
+  -27 %). The release's own `nemotron/launch.sh` at the tag sets `VP=12` for 340b and passes
+  `-vp $VP` (the 25.05 README prints 12 for the same setup), so since stop 64 the rows hold the
+  layout the script ran, with that line as evidence: a bubble of a twelfth, -3.6 % / -1.0 %.
 - *BLOOM's benchmarks* carry no date the reader takes (the chronicles' snapshot is undated). Until
   stop 64 they kept Megatron-LM's backward overlap and the fused attention kernel, which BLOOM's
   dated production row (2022) does without. They name BigScience, whose own Megatron-DeepSpeed fork
