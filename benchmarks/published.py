@@ -1882,6 +1882,12 @@ flash` (`AttnBackend.flash`), or cuDNN's fused attention said to be off."""
 ASYNC_TP = r"async(?:hronous)?[- ]?(?:tp|tensor[- ]parall\w*)|enable-async-tensor-parallel|micro-?pipelined? tp"
 """torch's asynchronous tensor parallelism (torchtitan's `enable_async_tensor_parallel`)."""
 
+NO_OPTIMIZATIONS = r"\boptimi[sz]ations?\b[\s\"':=|/]{0,4}none\b"
+"""A row's own cell of the optimizations it ran, written empty: torchtitan's performance tables put
+"None" beside "Float8" and "Float8 + Async TP" (docs/performance.md at 3faaa1a0de, Llama 3.1 405B on
+128 H100), so async TP named in the config the row quotes (`enable_async_tensor_parallel = true`,
+which the optimized rows ran) is not the row's."""
+
 TP_OVERLAP = (r"tp[- ]comm[- ]overlap|\btp(?:/sp)? (?:communication |comm )?(?:is )?overlap\w*|tensor[- ]parallel(?:ism)? "
               r"(?:communication |comm )?overlap|tensor[- ]parallel communication overlapped|userbuffers?|comm-gemm overlap"
               r"|\bub overlap|overlapp\w* tensor[- ]parallel (?:all-gathers?|collectives|communication)")
@@ -2049,7 +2055,8 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     options = stated_recipe(entry)  # parsed once for the options read below
     tp_option = options.get("tp_comm_overlap")
     tp_comm_overlap = tp_option if tp_option is not None else affirms(compact, TP_OVERLAP)
-    if tp_comm_overlap or affirms(compact, ASYNC_TP):
+    async_tp = affirms(compact, ASYNC_TP) and not re.search(NO_OPTIMIZATIONS, compact)
+    if tp_comm_overlap or async_tp:
         overlap, why = "all", "tensor-parallel communication overlap stated in the source"
     elif bigscience:
         overlap, why = "none", ""

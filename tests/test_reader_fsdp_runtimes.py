@@ -49,3 +49,26 @@ def test_a_layer_count_beside_the_words_pipeline_layout_is_no_layout():
 def test_a_negated_or_parenthesised_recipe_is_not_the_rows():
     assert published._fp8_recipes_named("the non-blockwise fp8 recipe") == []
     assert published.fp8_recipe_of({"layout": {"precision": "FP8 (parenthesized 330 = blockwise 128x128/1x128)"}}) == "delayed"
+
+
+def titan_entry(locator: str) -> dict:
+    return {"id": "x", "source": {"title": "pytorch/torchtitan docs/performance.md: Llama 3.1 405B on 128 H100",
+                                  "locator": locator,
+                                  "primary_evidence": ["train_configs/llama3_405b.toml: tensor_parallel_degree 8, compile = true, "
+                                                       "enable_async_tensor_parallel = true, enable_float8_linear = true"]},
+            "layout": {}, "model": {}}
+
+
+def test_a_row_whose_optimizations_are_none_did_not_run_the_async_tp_its_config_quote_names():
+    """torchtitan's 405B table (docs/performance.md at 3faaa1a0de) puts "None" beside "Float8" and
+    "Float8 + Async TP"; the config a transcriber quotes is the optimized rows'. Read before as
+    async TP (+38.6 %, an independent transcription of stop 63), now as none (+26.3 %)."""
+    def overlap(locator: str) -> str:
+        sw, family = published.software_of(titan_entry(locator), "bf16", 8, 16, [])
+        assert family == "torchtitan"
+        return sw.tp_overlap
+
+    assert overlap('table row 405B / Optimizations "Float8 + Async TP"') == "all"
+    assert overlap("table row 405B") == "all"  # the config quote alone is the row's
+    assert overlap('table row 405B / Optimizations "None"') == "none"
+    assert overlap("row 405B, optimizations: none") == "none"
