@@ -2401,7 +2401,10 @@ What each leaves open, and what it shows:
   pipeline, which the transcriber read as none (8 stages, 16 micro-batches, a 30 % bubble: -29 % /
   -27 %). The release's own `nemotron/launch.sh` at the tag sets `VP=12` for 340b and passes
   `-vp $VP` (the 25.05 README prints 12 for the same setup), so since stop 64 the rows hold the
-  layout the script ran, with that line as evidence: a bubble of a twelfth, -3.6 % / -1.0 %.
+  layout the script ran, with that line as evidence: a bubble of a twelfth, -3.6 % / -1.0 %. A
+  transcription of the table alone ("VP NA") reads the same run's virtual stages from these rows
+  (`published.with_published_virtual_stages`: the same-run key of the recipes below, but the
+  virtual pipeline; one run only, never a row's own), as stop 62's independent one now does.
 - *BLOOM's benchmarks* carry no date the reader takes (the chronicles' snapshot is undated). Until
   stop 64 they kept Megatron-LM's backward overlap and the fused attention kernel, which BLOOM's
   dated production row (2022) does without. They name BigScience, whose own Megatron-DeepSpeed fork

@@ -3323,6 +3323,45 @@ def with_published_recipe(entry: dict) -> dict:
                 recipe_from=f"{twin['id']} ({twin['recipe'].get('source', 'its recipe')})")
 
 
+@lru_cache(maxsize=1)
+def _published_virtual_stages() -> dict[tuple, list[tuple[str, int]]]:
+    """The repository's pipelined rows that state their virtual stages, as (id, stages) by `run_key`
+    without the virtual pipeline (read once a process, and only where a row asks)."""
+    from yaml_data import load_yaml
+
+    found: dict[tuple, list[tuple[str, int]]] = {}
+    for path in sorted(PUBLISHED_RECIPES.glob("*.yaml")):
+        rows = load_yaml(path.read_text())
+        for row in rows if isinstance(rows, list) else ():
+            vpp = ((row.get("layout") or {}).get("vpp") if isinstance(row, dict) else None)
+            if isinstance(vpp, int) and not isinstance(vpp, bool) and vpp > 1:
+                key = run_key(row)
+                if key is not None:
+                    found.setdefault(key[:-1], []).append((str(row.get("id")), vpp))
+    return found
+
+
+def with_published_virtual_stages(entry: dict) -> dict:
+    """A pipelined NeMo-family row whose table prints its virtual pipeline as not used ("NA"), with
+    the virtual stages of the same published run (`run_key` but the virtual pipeline) where the
+    repository holds them from the release's launch script: DGX Cloud Benchmarking 25.04's
+    Nemotron-4 340B table prints "VP NA" while its nemotron/launch.sh sets VP=12 and passes `-vp`
+    (stop 64; read as printed, the run's bubble is twelve times the run's). One run only: twins
+    that disagree lend nothing, and a row never lends to itself."""
+    lay = entry.get("layout") or {}
+    if not unused(lay.get("vpp")) or runtime_family(entry) != "megatron" \
+            or not affirms(source_text(entry), NEMO_WORDS):
+        return entry
+    key = run_key(dict(entry, layout=dict(lay, vpp=None)))
+    if key is None or key[6][1] < 2:
+        return entry
+    twins = _published_virtual_stages().get(key[:-1], [])
+    if len({vpp for _, vpp in twins}) != 1 or any(rid == entry.get("id") for rid, _ in twins):
+        return entry
+    twin, vpp = twins[0]
+    return dict(entry, layout=dict(lay, vpp=vpp), virtual_stages_from=f"{vpp} (repository row {twin})")
+
+
 def read_recipe(entry: dict) -> dict:
     """A row with the facts its `recipe` states (the framework's performance recipe for the run,
     megatron_bridge_releases_moe.yaml: Megatron-Bridge's option names and values), put as the
@@ -3712,7 +3751,8 @@ def row_spec(entry: dict, others: list[dict] = ()) -> Run | Skipped:
     """The .par text of one published run, with the facts it had to assume; never raises.
     `others`, the rest of the file, may lend a missing global batch (`sibling_micro_batches`)."""
     try:
-        read = read_stated_recompute(read_recipe(with_published_recipe(read_model_extra(entry))))
+        read = read_stated_recompute(read_recipe(with_published_recipe(with_published_virtual_stages(
+            read_model_extra(entry)))))
         stated = read_stated_degrees(read)
         try:
             return _row_spec(stated, others)
@@ -3865,6 +3905,9 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
         notes.append(entry["named_model_facts"])
     if entry.get("recipe_from"):
         notes.append(f"the recipe of the same published run, unstated in the row: repository row {entry['recipe_from']}")
+    if entry.get("virtual_stages_from"):
+        notes.append(f"the virtual stages of the same published run, printed as not used in the row: "
+                     f"{entry['virtual_stages_from']}")
     deg = layout_of(lay, gpus or 0, notes)
     tp, pp, dp, cp, ep = deg["tp"], deg["pp"], deg["dp"], deg["cp"], deg["ep"]
     gpus = gpus or tp * pp * dp * cp * (ep if deg["ep_axis"] else 1)

@@ -41,3 +41,26 @@ def test_the_bubble_is_the_interleaved_schedules(rid):
     p, v, m = 8, 12, 64 // 4
     assert step.microbatches == m
     assert step.bubble_fraction == pytest.approx((p - 1) / (v * m))
+
+
+def _as_printed(row: dict, **layout) -> dict:
+    """The row as the README table prints it (VP "NA"), as another transcriber would write it."""
+    printed = {"vpp": "NA in table", "pipeline_schedule": "1F1B"}
+    return dict(row, id=row["id"] + "_as_printed", layout={**row["layout"], **printed, **layout})
+
+
+def test_a_transcription_of_the_table_alone_reads_the_same_runs_virtual_stages():
+    """`published.with_published_virtual_stages`: the same run (release, GPU, model, format, GPUs,
+    degrees, batches) printed with "VP NA" takes the repository row's 12, and says so; a run the
+    key tells apart (another global batch), or the repository's own row, lends nothing."""
+    published = importlib.import_module("published")
+    entries = {e["id"]: e for e in load_yaml(DATA.read_text())}
+    assert ROWS
+    for rid in ROWS:
+        run = published.row_spec(_as_printed(entries[rid]), list(entries.values()))
+        assert "pp { schedule interleaved-1f1b, virtual-stages 12 }" in run.spec, rid
+        assert any(a.startswith("the virtual stages of the same published run") and rid in a for a in run.assumptions)
+        other = published.row_spec(_as_printed(entries[rid], global_batch=128), list(entries.values()))
+        assert "virtual-stages" not in other.spec and not any("same published run" in a for a in other.assumptions)
+        itself = dict(entries[rid], layout={**entries[rid]["layout"], "vpp": "NA in table", "pipeline_schedule": "1F1B"})
+        assert "virtual-stages" not in published.row_spec(itself, list(entries.values())).spec
