@@ -1663,9 +1663,11 @@ module or class name): the runtime facts of `target torch`, parc's own job. "PyT
 also describes in-house stacks built on it (Meta's for Llama 3), which are not named so."""
 
 
-SET_OFF = r"""[ \t"')\]]*(?:[:=]|\bis\b|\bwas\b)?[ \t"'(\[]*(?:false|off|none|no|0|disabled)\b"""
+SET_OFF = (r"""[ \t"')\]]*(?:(?:[:=]|\bis\b|\bwas\b)?[ \t"'(\[]*(?:false|off|none|no|0|disabled)\b"""
+           r"""|[:=][ \t"'(\[]*not\b)""")
 """What follows an option set off as a row may write it: "tp_comm_overlap: False",
-"moe_a2a_overlap=false", "ub_tp_comm_overlap false", `"overlap": "false"`, "(False)"; on its own
+"moe_a2a_overlap=false", "ub_tp_comm_overlap false", `"overlap": "false"`, "(False)", a field
+written off in words ("torch.compile: not mentioned in the doc", "DeepEP: not used"); on its own
 line, never the next field's ("... padded to capacity" above a recompute field's "none")."""
 
 DENIED_BEFORE = re.compile(r"(?:\bno|\bnot|\bnon|\bnever|\bneither|\bnor|\bwithout|\bw/o|\bdisabled?|\bpre(?!-?train)|\bpredates?"
