@@ -34,7 +34,8 @@ import pytest
 
 from .conftest import run_cli
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("faults")]
+"""One worker runs the module (the README's `--dist loadgroup`): its launched runs are cached per process."""
 
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
 SPEC = """\

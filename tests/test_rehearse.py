@@ -48,6 +48,9 @@ import pytest
 
 from .conftest import ROOT, run_cli
 
+pytestmark = pytest.mark.xdist_group("rehearse")
+"""One worker runs the module (the README's `--dist loadgroup`): `rehearse` caches each rehearsal per process."""
+
 FAST_SPEC = "tests/data/specs/rehearse-8k.par"
 
 

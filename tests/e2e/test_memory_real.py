@@ -35,7 +35,8 @@ import pytest
 
 from .harness import ROOT, compile_job, one_of_each_kind, plan_of, torchrun
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("memory-real")]
+"""One worker runs the module (the README's `--dist loadgroup`): its launched runs are cached per process."""
 
 CASES = (
     "mem-tp2-dp2-ddp",            # ddp, tp without SP, no recomputation, vocabulary 255 over tp 2

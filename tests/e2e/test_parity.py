@@ -119,11 +119,12 @@ def test_bf16_compute_runs_and_stays_close(workdir, reference):
     assert errors[worst] > 1e-5, "bf16 gradients identical to fp32: was bf16 applied?"
 
 
-def test_windowed_layout_matches_one_process(workdir, reference):
+@pytest.mark.xdist_group("windowed-reference")
+def test_windowed_layout_matches_one_process(workdir, reference, windowed_reference):
     """Sliding-window attention (window 8 on every other layer, seq 32) under tp 2 x dp 2 trains
     like its one-process reference, and that reference differs from the full-causal one (the
     window is applied, not dropped)."""
-    windowed = train(compile_job("window-reference", workdir), 1).check()
+    windowed = windowed_reference
     changed = max(abs(windowed.losses[s] - reference.losses[s]) for s in windowed.losses)
     assert changed > 1e-6, "the windowed reference trains exactly like the full-causal one"
     run = train(compile_job("window-tp2-dp2", workdir), plan_of("window-tp2-dp2").cluster.world_size)
@@ -136,6 +137,7 @@ def windowed_reference(workdir):
     return train(compile_job("window-reference", workdir), 1).check()
 
 
+@pytest.mark.xdist_group("windowed-reference")
 @pytest.mark.parametrize("spec", ["window-cp4-ring", "window-cp2-all-gather", "window-cp2-all-to-all"])
 def test_windowed_context_parallel_matches_one_process(workdir, windowed_reference, spec):
     """Sliding-window attention (window 8 on every other layer, seq 32) under context parallelism
