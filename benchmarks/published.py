@@ -2035,7 +2035,8 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     flash_stated = affirms(text, FLASH_WORDS)
     flash_denied = not flash_stated and denies(text, FLASH_WORDS)  # "FlashAttention was not used"
     unfused_stated = flash_denied or affirms(text, UNFUSED_BACKEND)
-    bigscience = family == "megatron" and affirms(uncompared(text), BIGSCIENCE_WORDS)
+    own = uncompared(text)  # the row's own words, comparisons with other runs set aside
+    bigscience = family == "megatron" and affirms(own, BIGSCIENCE_WORDS)
     unfused = unfused_stated or (not flash_stated and (bigscience or (year is not None and year <= 2022)))
     if unfused_stated:
         notes.append("unfused attention (stated: no fused attention kernel; not expressible in a spec)")
@@ -2066,7 +2067,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
             notes.append("tp overlap: none (BigScience's Megatron-DeepSpeed fork: its column-parallel linears "
                          "all-reduce the input gradient synchronously at every commit; not expressible in a spec)")
     elif family == "megatron" and year is not None and year < MEGATRON_DEEPSPEED_ASYNC_FROM \
-            and affirms(uncompared(text), DEEPSPEED_WORDS):
+            and affirms(own, DEEPSPEED_WORDS):
         overlap, why = "none", ""
         if tp > 1:
             notes.append(f"tp overlap: none (Megatron-DeepSpeed, published {year}: its column-parallel linears "
@@ -3276,23 +3277,30 @@ def run_key(entry: dict) -> tuple | None:
     return key
 
 
-@lru_cache(maxsize=1)
-def _published_recipes() -> dict[tuple, list[dict]]:
-    """The repository's rows that carry a `recipe`, by `run_key` (read once a process, and only the
-    files that hold one, with `yaml_data.load_yaml`)."""
+def _repository_rows(holding: str = ""):
+    """The repository's published rows (`PUBLISHED_RECIPES`' files, with `yaml_data.load_yaml`) with
+    their `run_key`, from the files whose text holds `holding` only (a file without "recipe:" holds
+    no recipe: not parsed); rows without a key are left out."""
     from yaml_data import load_yaml
 
-    found: dict[tuple, list[dict]] = {}
     for path in sorted(PUBLISHED_RECIPES.glob("*.yaml")):
         text = path.read_text()
-        if "recipe:" not in text:
+        if holding not in text:
             continue
         rows = load_yaml(text)
         for row in rows if isinstance(rows, list) else ():
-            if isinstance(row, dict) and isinstance(row.get("recipe"), dict):
-                key = run_key(row)
-                if key is not None:
-                    found.setdefault(key, []).append(row)
+            key = run_key(row) if isinstance(row, dict) else None
+            if key is not None:
+                yield row, key
+
+
+@lru_cache(maxsize=1)
+def _published_recipes() -> dict[tuple, list[dict]]:
+    """The repository's rows that carry a `recipe`, by `run_key` (read once a process)."""
+    found: dict[tuple, list[dict]] = {}
+    for row, key in _repository_rows("recipe:"):
+        if isinstance(row.get("recipe"), dict):
+            found.setdefault(key, []).append(row)
     return found
 
 
@@ -3329,17 +3337,11 @@ def with_published_recipe(entry: dict) -> dict:
 def _published_virtual_stages() -> dict[tuple, list[tuple[str, int]]]:
     """The repository's pipelined rows that state their virtual stages, as (id, stages) by `run_key`
     without the virtual pipeline (read once a process, and only where a row asks)."""
-    from yaml_data import load_yaml
-
     found: dict[tuple, list[tuple[str, int]]] = {}
-    for path in sorted(PUBLISHED_RECIPES.glob("*.yaml")):
-        rows = load_yaml(path.read_text())
-        for row in rows if isinstance(rows, list) else ():
-            vpp = ((row.get("layout") or {}).get("vpp") if isinstance(row, dict) else None)
-            if isinstance(vpp, int) and not isinstance(vpp, bool) and vpp > 1:
-                key = run_key(row)
-                if key is not None:
-                    found.setdefault(key[:-1], []).append((str(row.get("id")), vpp))
+    for row, key in _repository_rows():
+        vpp = (row.get("layout") or {}).get("vpp")
+        if isinstance(vpp, int) and not isinstance(vpp, bool) and vpp > 1:
+            found.setdefault(key[:-1], []).append((str(row.get("id")), vpp))
     return found
 
 
@@ -3355,7 +3357,8 @@ def with_published_virtual_stages(entry: dict) -> dict:
             or not affirms(source_text(entry), NEMO_WORDS):
         return entry
     key = run_key(dict(entry, layout=dict(lay, vpp=None)))
-    if key is None or key[6][1] < 2:
+    degrees = key[6] if key else ()  # run_key's (tp, pp, cp, micro_batch, global_batch)
+    if not degrees or degrees[1] < 2:
         return entry
     twins = _published_virtual_stages().get(key[:-1], [])
     if len({vpp for _, vpp in twins}) != 1 or any(rid == entry.get("id") for rid, _ in twins):

@@ -101,7 +101,8 @@ def test_each_hooks_entry_does_what_the_hook_promises(tmp_path):
     def run(hook: str) -> subprocess.CompletedProcess:
         entry = hooks[hook]["entry"].split()
         pattern = re.compile(hooks[hook]["files"])
-        files = sorted(str(p.relative_to(user)) for p in user.rglob("*") if p.is_file() and pattern.search(p.name))
+        files = sorted(name for name in (p.relative_to(user).as_posix() for p in user.rglob("*") if p.is_file())
+                       if pattern.search(name))
         assert files, hook
         return subprocess.run([str(parc), *entry[1:], *files], cwd=user, capture_output=True, text=True,
                               timeout=120, env={**os.environ, "NO_COLOR": "1"})

@@ -23,6 +23,14 @@ import pytest
 
 from .reader_paraphrase import ROWS, apply, note, published, reading, rep
 
+
+def fidelity_script():
+    """benchmarks/fidelity.py (on the path `reader_paraphrase` set), as the timing checks use it."""
+    import importlib
+
+    return importlib.import_module("fidelity")
+
+
 DEEPSPEED_ROWS = ("mtnlg_530b_2240gpu", "mtnlg_530b_2800gpu", "mtnlg_530b_3360gpu", "bloom_176b_384gpu_tp4_pp12_dp8")
 MEGATRON_LM_ROWS = ("korthikanti22_22B_selective_sp", "korthikanti22_530B_selective_sp", "megascale_megatron_175b_256gpu")
 
@@ -60,13 +68,7 @@ def test_the_synchronous_all_reduce_lengthens_the_step_by_no_more_than_its_own_s
     """Independent of the reader: the change is the tp all-reduce the backward used to hide, so the
     step grows, by at most the whole tp traffic of a step (`exposed['tp']` with nothing hidden is
     bounded by the ledger's tp seconds, which do not change)."""
-    import importlib
-    import sys
-
-    from .conftest import ROOT
-
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    fidelity = importlib.import_module("fidelity")
+    fidelity = fidelity_script()
     row, others = ROWS["mtnlg_530b_2240gpu"]
     run = published.compiled(published.row_spec(row, others))
     prepared = fidelity.prepare(run)
@@ -118,13 +120,7 @@ def test_the_fork_reading_slows_each_bench_row_by_no_more_than_its_exposed_tp_an
     """Independent of the reader: both facts only add work (a synchronous all-reduce, an unfused
     attention), so each benchmark row's step grows; and it grows by no more than the now exposed tp
     seconds plus the unfused attention's extra seconds, each read from the timing breakdown."""
-    import importlib
-    import sys
-
-    from .conftest import ROOT
-
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    fidelity = importlib.import_module("fidelity")
+    fidelity = fidelity_script()
     assert BIGSCIENCE_BENCH_ROWS
     for rid in BIGSCIENCE_BENCH_ROWS:
         row, others = ROWS[rid]
