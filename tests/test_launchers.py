@@ -279,7 +279,7 @@ def test_torchrun_sh_on_one_node_says_nothing_about_the_default(tmp_path):
     assert "endpoint_given" not in launchers.files(plan)["launch/torchrun.sh"]  # no unused variable
 
 
-def run_sbatch_script(plan, tmp_path, *args, cwd=None):
+def run_sbatch_script(plan, tmp_path, *args, cwd=None, cpus_on_node="96"):
     job = write_job(tmp_path / "job", launchers.files(plan))
     (job / "train.py").touch()  # the script only checks that it is submitted from the job directory
     record = tmp_path / "calls.jsonl"
@@ -288,7 +288,7 @@ def run_sbatch_script(plan, tmp_path, *args, cwd=None):
     fake_command(bin_dir, "scontrol", record, stdout="gpu-node-17\ngpu-node-18\n")
     env = clean_env(PATH=f"{bin_dir}:/usr/bin:/bin", SLURM_JOB_NODELIST="gpu-node-[17-18]",
                     SLURM_JOB_NUM_NODES="2", SLURM_GPUS_ON_NODE="4", SLURM_JOB_ID="4711",
-                    SLURM_CPUS_ON_NODE="96")
+                    SLURM_CPUS_ON_NODE=cpus_on_node)
     result = subprocess.run(["bash", str(job / "launch" / "slurm.sbatch"), *args], cwd=cwd or job, env=env,
                             capture_output=True, text=True, timeout=60)
     return result, records(record)
@@ -305,6 +305,16 @@ def test_slurm_script_runs_one_torchrun_per_node_with_the_first_host(hostile_pla
                             "--rdzv-id", "4711", "train.py", "--device", "cpu", "a b"]
     assert {k: srun["env"][k] for k in HOSTILE_VALUES} == HOSTILE_VALUES
     assert srun["env"]["OMP_NUM_THREADS"] == "24", "96 CPUs shared by 4 ranks"
+
+
+def test_slurm_script_gives_each_rank_a_thread_when_the_node_has_fewer_cpus_than_gpus(tmp_path):
+    """2 CPUs for 4 ranks: integer division gives 0, which libgomp rejects and replaces with every
+    core of the node for every rank (the Slurm test cluster's 8 ranks on 2 cores ran each step in
+    about 20 s so)."""
+    plan = plan_of(spec_text())
+    result, calls = run_sbatch_script(plan, tmp_path, cpus_on_node="2")
+    assert result.returncode == 0, result.stderr
+    assert calls[-1]["env"]["OMP_NUM_THREADS"] == "1"
 
 
 def test_slurm_script_keeps_a_given_omp_num_threads(tmp_path):

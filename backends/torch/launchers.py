@@ -229,9 +229,12 @@ SRUN_BINDING = [
 every CPU of its (exclusive) node, not Slurm's default of one, which on clusters that bind tasks
 to CPUs would put all of a node's ranks on one core; and every GPU of the node, unbound
 (`--gpu-bind=none`), since each worker takes `cuda:LOCAL_RANK` itself (train.py)."""
-OMP_THREADS = 'export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$((SLURM_CPUS_ON_NODE / SLURM_GPUS_ON_NODE))}"'
-"""CPU threads per rank: the node's CPUs shared by its ranks (torchrun would set 1), unless the
-spec's environment or the submitting shell sets OMP_NUM_THREADS."""
+OMP_THREADS = ('export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$((SLURM_CPUS_ON_NODE >= SLURM_GPUS_ON_NODE'
+               ' ? SLURM_CPUS_ON_NODE / SLURM_GPUS_ON_NODE : 1))}"')
+"""CPU threads per rank: the node's CPUs shared by its ranks (torchrun would set 1), at least one,
+unless the spec's environment or the submitting shell sets OMP_NUM_THREADS. Fewer CPUs than ranks
+would make the share 0, which libgomp rejects ("Invalid value for environment variable
+OMP_NUM_THREADS") and replaces with every core of the node for every rank."""
 
 PYXIS_MOUNT = Expansion('"--container-mounts=${PWD}:${PWD}"')
 PYXIS_WORKDIR = Expansion('"--container-workdir=${PWD}"')
