@@ -99,9 +99,10 @@ def test_every_launcher_number_is_the_plans(layout, batch, nodes, gpus):
     assert f"= {nodes * gpus} ranks" in readme
 
 
-FIXED_TEXT = re.compile(r"NCCL_(?:NVLS|COLLNET)_ENABLE=[01]|python3|>&2|exit 2|shift 2|head -n 1|--kill-on-bad-exit=1|c10d|127\.0\.0\.1|\[0\]|-gt 0|\$\{1#|\$[12]\b|\$\{?[12]:")
+FIXED_TEXT = re.compile(r"NCCL_(?:NVLS|COLLNET)_ENABLE=[01]|python3|>&2|exit 2|shift 2|head -n 1|--kill-on-bad-exit=1|c10d|127\.0\.0\.1|\[0\]|-gt 0|\$\{1#|\$[12]\b|\$\{?[12]:|: 1\)\)")
 """Numbers that are part of the scripts' fixed text, not facts about the job (NCCL's in-network
-switches are the hardware block's, checked in tests/test_in_network.py)."""
+switches are the hardware block's, checked in tests/test_in_network.py; `: 1))` is the floor of
+one CPU thread per rank)."""
 
 
 def numbers_in_commands(script: str) -> list[str]:
