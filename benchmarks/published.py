@@ -1534,6 +1534,15 @@ def outcomes_as_rates(out: dict) -> dict:
     return rates
 
 
+IMPLAUSIBLE_SHARE = 0.01
+"""A tokens-per-second figure whose words say neither per GPU nor the job's total is the job's
+total, unless that reading would put each GPU under this share of its dense peak in the row's own
+FLOP count while the per-GPU reading stays within the peak: then it is per GPU (torchtitan's
+"Median tokens/s" is its per-device `tps`). The slowest published runs the repository holds
+run at about 5 % (nanotron's 1.34B on 512 GPUs); an aggregate read as per GPU would be gpus
+times too fast, over the peak for all but the smallest jobs."""
+
+
 def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch: int, gpus: int,
                     peak: float, recompute: str, per_node: int = 0) -> tuple[float, str]:
     """TFLOP/s per GPU in the row's convention, and which published number it came from."""
@@ -1602,7 +1611,11 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
                     return model / (batch * per_seq.seq) * v / per_node / 1e12, "reported tokens/s per node"
                 v = number("tokens_per_s", "tokens_per_sec", "throughput_tokens_per_s", "tokens_per_second", kinds=("tokens",))
                 if v:
-                    return model / (batch * per_seq.seq) * v / gpus / 1e12, "reported tokens/s"
+                    per_gpu = model / (batch * per_seq.seq) * v / 1e12
+                    if gpus > 1 and per_gpu / gpus < IMPLAUSIBLE_SHARE * peak and per_gpu <= peak:
+                        return per_gpu, (f"reported tokens/s, per GPU (as the job's total, each GPU would run at "
+                                         f"{100 * per_gpu / gpus / peak:.2g} % of its peak)")
+                    return per_gpu / gpus, "reported tokens/s"
                 v = number("gpu_hours_per_trillion_tokens", "gpu_hours_per_1t_tokens", "gpu_hours_per_1t",
                            "h800_gpu_hours_per_trillion_tokens", kinds=("gpu_hours",))
                 if v:  # DeepSeek-V3's report: "each trillion tokens requires 180K H800 GPU hours"
@@ -2166,7 +2179,7 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
         notes.append("no host read of the token counts (stated: experts' inputs padded to capacity or a "
                      "full-iteration CUDA graph; Software.moe_host_sync off)")
     modules = megatron_modules(entry)
-    if modules:
+    if modules and maxtext_remat(_words((entry.get("layout") or {}).get("recompute"))) is None:  # recompute_of notes a policy
         notes.append(f"Megatron-Core's --recompute-modules {' '.join(modules)} (stated): "
                      + recompute_modules_text(modules) + " again before the backward (`recompute selective [...]`)")
     # A run that states FSDP (PyTorch's fully sharded data parallel) on no Megatron runtime moves
@@ -2737,14 +2750,58 @@ ModelZoo writes `--recompute-modules layernorm moe_act` as "norm, act"; "up_proj
 MLA's up projections (Megatron-Core has no other up-projection module)."""
 
 
+MAXTEXT_REMAT = {
+    "minimal": ("core_attn", "layernorm"), "minimal_offloaded": ("core_attn", "layernorm"),
+    "minimal_with_context": ("layernorm",), "save_dot_with_context_except_mlp": ("layernorm", "mlp"),
+    "save_dot_except_mlpwi": ("core_attn", "layernorm", "mlp"), "save_dot_except_mlp": ("core_attn", "layernorm", "mlp"),
+    "save_qkv_proj": ("core_attn", "layernorm", "mlp"), "qkv_proj_offloaded": ("core_attn", "layernorm", "mlp"),
+}
+"""MaxText's `remat_policy` names as the Megatron-Core modules whose work a layer runs again (MaxText
+`layers/decoders.py`, `get_remat_policy`: each policy the named activations it saves, everything
+else recomputed): `minimal` saves every weight matmul's output (`checkpoint_dots_with_no_batch_dims`)
+and recomputes the attention core and the element-wise work; `save_dot_except_mlp` saves the
+q/k/v and output projections, so the FFN runs again too; `save_qkv_proj` saves the q/k/v
+projections alone (the attention core, the output projection, the norms and the FFN again: the
+output projection is no module of Megatron-Core's and goes uncharged, `maxtext_remat`);
+`save_dot_except_mlpwi` keeps the FFN's down projection, charged again with the FFN. The
+`_offloaded` variants recompute what their base policy does. `full` is full recomputation;
+`save_out_proj` (only the output projection kept) is read as full too."""
+
+MAXTEXT_FULL = ("full", "save_out_proj")
+
+
+def maxtext_remat(text: str) -> str | None:
+    """The MaxText `remat_policy` a row's recomputation names (`MAXTEXT_REMAT`, `MAXTEXT_FULL`), or
+    None: after the option's name ("remat_policy=save_qkv_proj", "remat_policy: minimal"), or a
+    policy name no other runtime uses written alone ("save_dot_except_mlp")."""
+    named = re.search(r"remat[_ ]policy\W{0,3}([a-z_]+)", text)
+    if named and (named.group(1) in MAXTEXT_REMAT or named.group(1) in MAXTEXT_FULL):
+        return named.group(1)
+    alone = re.search(r"\b(" + "|".join(p for p in (*MAXTEXT_REMAT, *MAXTEXT_FULL) if "_" in p) + r")\b", text)
+    return alone.group(1) if alone else None
+
+
+def maxtext_note(policy: str) -> str:
+    if policy in MAXTEXT_FULL:
+        return f"MaxText's remat_policy {policy} (stated): every layer recomputed (`full`)"
+    modules = MAXTEXT_REMAT[policy]
+    unnamed = "; its output projection, no module of Megatron-Core's, is not charged again" if policy in (
+        "save_qkv_proj", "qkv_proj_offloaded") else ""
+    return (f"MaxText's remat_policy {policy} (stated): " + recompute_modules_text(modules)
+            + f" again before the backward (`recompute selective [{', '.join(modules)}]`{unnamed})")
+
+
 def megatron_modules(entry: dict) -> tuple[str, ...]:
     """The modules a row's recomputation names (Megatron-Core's selective recomputation by module,
     `--recompute-modules`, `megatron/training/arguments.py`; default `core_attn`), in the order
     written; () when it names none. Read after the option's name however it is written
     ("--recompute-modules mla_up_proj mlp", "recompute_modules: [mla_up_proj, mlp]") or after a
     leading "selective" ("selective (mla_up_proj, mlp)"). Words that are not Megatron-Core's
-    module names are kept out, so "selective (the attention core)" names none."""
+    module names are kept out, so "selective (the attention core)" names none. A MaxText remat
+    policy names the modules it recomputes (`MAXTEXT_REMAT`)."""
     text = spelled_as_modules(str((entry.get("layout") or {}).get("recompute") or "").lower())
+    if (policy := maxtext_remat(text)) is not None:
+        return MAXTEXT_REMAT.get(policy, ())
     found = (re.search(r"recompute[d]?[-_ ]modules(.*)", text, flags=re.S) or re.match(r"\s*selective\b(.*)", text, flags=re.S)
              or re.match(r"\s*recompute[d]?\s*:(.*)", text, flags=re.S))
     named = [MODULE_SHORT.get(m, m) for m in re.findall(r"[a-z_]+", found.group(1) if found else text)]
@@ -2771,6 +2828,9 @@ def recompute_of(lay: dict, layers: int, family: str, notes: list[str]) -> str:
     if placeholder(raw) or not text:
         notes.append(UNSTATED_RECOMPUTE)
         return "none"
+    if (policy := maxtext_remat(text)) is not None:
+        notes.append(maxtext_note(policy))
+        return "full" if policy in MAXTEXT_FULL else "selective"
     if megatron_modules({"layout": lay}):
         return "selective"  # Megatron-Core's selective recomputation by module (`software_of` names them)
     if text.startswith(("none", "no ", "off", "false", "disabled")) or text in ("no", "0"):

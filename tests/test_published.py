@@ -378,6 +378,8 @@ def test_network_rate_without_count_is_read_and_noted(published, note, network):
     ("recompute all layers", "full"), ("partial (4 layers)", "full 4"),
     ("--recompute-activations", "selective"),  # Megatron-LM's flag for Korthikanti's selective
     ("off", "none"), ("no checkpointing", "none"),
+    ("MaxText remat_policy=full", "full"), ("remat_policy: save_out_proj", "full"),  # only the output projection kept
+    ("selective: MaxText remat_policy=save_qkv_proj", "selective"),
 ])
 def test_recompute_phrasings(published, raw, expected):
     assert published.recompute_of({"recompute": raw}, 32, "megatron", []) == expected
@@ -438,6 +440,25 @@ def test_reported_numbers_written_with_units(published):
     for unread in ("n/a", "400-450"):  # a range is not a figure
         with pytest.raises(published.Unusable, match="no throughput"):
             published.reported_tflops({"tflops_per_gpu": unread}, conv, "k", dims, 8, 8, 989, "none")
+
+
+def test_tokens_per_second_unsaid_whose_total_reading_is_no_training_run_are_per_gpu(published):
+    """A tokens/s figure that says neither per GPU nor the job's is the job's, unless that reading
+    would put each GPU under 1 % of its peak while the per-GPU reading stays under it (torchtitan's
+    docs/mxfp8.md "Median tokens/s" of Llama 4 Scout on 256 GB200, its per-device `tps`: 6,169 read
+    as the job's was 0.1 % of the peak and 354x the prediction)."""
+    dims = published.Dims(layers=32, hidden=4096, ffn=14336, heads=32, kv_heads=8, head_dim=128, vocab=128256,
+                          seq=8192, swiglu=True, tied=False)
+    conv = published.convention_of({"flop_convention": "torchtitan"})[1]
+    per_gpu, said = published.reported_tflops({"tokens_per_s_median": 6169}, conv, "k", dims, 256, 256, 2500, "none")
+    assert per_gpu == pytest.approx(published.reported_tflops({"tokens_per_s_per_gpu": 6169}, conv, "k", dims, 256,
+                                                              256, 2500, "none")[0])
+    assert "per GPU" in said and 100 < per_gpu < 2500
+    # a job's total that is a training run's: 49,200 tokens/s on 8 H100 (6,150 each, about 36 % MFU)
+    total, said = published.reported_tflops({"tokens_per_s": 49200}, conv, "k", dims, 8, 8, 989, "none")
+    assert said == "reported tokens/s"
+    assert total == pytest.approx(published.reported_tflops({"tokens_per_s_per_gpu": 6150}, conv, "k", dims, 8, 8,
+                                                            989, "none")[0])
 
 
 def test_words_of_layouts_and_models(published):

@@ -168,9 +168,35 @@ def test_the_options_a_text_states(text, read):
     ("selective (the attention core)", ()),
     ("selective", ()),
     ("full", ()),
+    # MaxText's remat policies: what each recomputes, as Megatron-Core's modules
+    ("selective: MaxText remat_policy=save_qkv_proj (scan_layers=true)", ("core_attn", "layernorm", "mlp")),
+    ("remat_policy: minimal", ("core_attn", "layernorm")),
+    ("save_dot_except_mlp", ("core_attn", "layernorm", "mlp")),
+    ("remat_policy=full", ()),
+    ("minimal", ()),  # not a policy's name without the option's
 ])
 def test_the_recomputed_modules_however_written(recompute, modules):
     assert published.megatron_modules({"layout": {"recompute": recompute}}) == modules
+
+
+# MaxText layers/decoders.py `get_remat_policy`: the activations each policy saves (names of
+# `checkpoint_name` in its attention and MLP layers); written here from that source, not from
+# published.py. A layer's parts and the saved activation each needs to be skipped again:
+MAXTEXT_SAVED = {
+    "save_dot_except_mlp": {"query_proj", "value_proj", "key_proj", "qkv_proj", "out_proj"},
+    "save_qkv_proj": {"query_proj", "value_proj", "key_proj", "qkv_proj"},
+    "save_dot_with_context_except_mlp": {"query_proj", "value_proj", "key_proj", "qkv_proj", "context", "out_proj"},
+}
+PART_SKIPPED_BY = {"core_attn": "context", "mlp": "mlpwo"}  # the norms feed saved projections: recomputed always
+
+
+@pytest.mark.parametrize("policy", sorted(MAXTEXT_SAVED))
+def test_a_maxtext_policy_recomputes_the_modules_whose_outputs_it_does_not_save(policy):
+    expected = {"layernorm"} | {part for part, output in PART_SKIPPED_BY.items() if output not in MAXTEXT_SAVED[policy]}
+    assert set(published.megatron_modules({"layout": {"recompute": f"remat_policy={policy}"}})) == expected
+    notes = []
+    assert published.recompute_of({"recompute": f"remat_policy={policy}"}, 80, "megatron", notes) == "selective"
+    assert len(notes) == 1 and f"MaxText's remat_policy {policy}" in notes[0]
 
 
 def _model_rows() -> list[tuple[dict, list[dict], list[str]]]:
