@@ -415,7 +415,13 @@ GB200 (the same NVL72 tray, 160 SMs at 1,400 W against 148 at 1,200 W), B300 fro
 alone would give them their sibling's speed; their extra SMs and watts are what the law adds. Of
 the law's two factors only the power's is checked by a measured pair (B200 to GB200, equal SM
 counts: the law 1.063x, the sweeps 1.044x BF16 and 1.053x FP8); the SM count's (1.053x for 160
-against 148) follows from the same f^3 power but no pair of swept parts tests it."""
+against 148) follows from the same f^3 power. B300's own sweep, published since (Bekman's table,
+2025-12-09: 1,769.0 BF16 and 3,353.3 FP8 TFLOP/s, torch 2.9.1+cu130, "same as B200, newer
+torch/cuda"), sits below the law's 1,897 and 3,732. It is not B300's ceiling here:
+Megatron-Bridge's 19 B300 rows run faster than it allows (on it every one is slower and their
+median |error| goes from 6.3 % to 10.9 %; docs/time-model.md, "Blackwell Ultra"), as GB300's rows
+run about 1.2x GB200's where the law gives 1.108x; a newer part's sweep on a newer software stack
+records what that stack reached."""
 
 
 def carried_maximum(part: str, fp8: bool = False) -> float:
