@@ -1404,12 +1404,21 @@ def convention_of(entry: dict) -> tuple[str, Convention]:
     return key, STEP_ONLY
 
 
+BEFORE_CAUSAL_COUNT = (r"\bpytorch\W{0,3}v?2\.[0-5](?:\.\d+)?\b|\b(?:nemo|pytorch|ngc|nvcr)\W{0,3}(?:container\W{0,3})?(?:2[34])\.\d\d\b"
+                       r"|\b(?:mcore|megatron[- ]core)\W{0,3}v?0\.(?:[0-9]|1[01])\b")
+"""Software a row names that predates Megatron-Core's causal count (2025-03-06): PyTorch 2.5 or
+older (NGC's 25.01 container moved to 2.6), an NGC or NeMo container of 2023-2024, Megatron-Core
+v0.11 or older (core_r0.12.0 is the first release with it). A paper of 2025 that ran on such
+software reports its utilisation in the non-causal count (MoE Parallel Folding, arXiv 2504.14960:
+"PyTorch 2.5.0, CUDA 12.6")."""
+
+
 def _megatron_causal(entry: dict) -> bool:
     """Megatron-Core counted attention causally from 2025-03-06 (commit 8873b55d6a): the
     ModelZoo and Bridge tables, and any source dated 2025 or later."""
     text = source_text(entry)
     year = source_year(entry)
-    if re.search(r"non[- ]?causal", text):
+    if re.search(r"non[- ]?causal", text) or re.search(BEFORE_CAUSAL_COUNT, text):
         return False
     return "causal" in text or "modelzoo" in text.replace(" ", "") or "bridge" in text \
         or (year is not None and year >= 2025)
@@ -1538,7 +1547,8 @@ IMPLAUSIBLE_SHARE = 0.01
 """A tokens-per-second figure whose words say neither per GPU nor the job's total is the job's
 total, unless that reading would put each GPU under this share of its dense peak in the row's own
 FLOP count while the per-GPU reading stays within the peak: then it is per GPU (torchtitan's
-"Median tokens/s" is its per-device `tps`). The slowest published runs the repository holds
+"Median tokens/s" is its per-device `tps`). The other way too: a figure said to be per GPU that
+would run each GPU above its dense peak is the job's, where that reading is above this share. The slowest published runs the repository holds
 run at about 5 % (nanotron's 1.34B on 512 GPUs); an aggregate read as per GPU would be gpus
 times too fast, over the peak for all but the smallest jobs."""
 
@@ -1605,7 +1615,11 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
                            "tokens_per_second_per_gpu", "tokens_per_gpu_per_second", "tokens/s/gpu", "tok/s/gpu",
                            kinds=("tokens_gpu",))
                 if v:
-                    return model / (batch * per_seq.seq) * v / 1e12, "reported tokens/s per GPU"
+                    per_gpu = model / (batch * per_seq.seq) * v / 1e12
+                    if gpus > 1 and per_gpu > peak and IMPLAUSIBLE_SHARE * peak <= per_gpu / gpus:
+                        return per_gpu / gpus, (f"reported tokens/s, the job's (per GPU, each would run at "
+                                                f"{per_gpu / peak:.2g}x its dense peak)")
+                    return per_gpu, "reported tokens/s per GPU"
                 v = number(kinds=("tokens_node",)) if per_node else None
                 if v:
                     return model / (batch * per_seq.seq) * v / per_node / 1e12, "reported tokens/s per node"
@@ -2937,8 +2951,10 @@ def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
     # what is denied ("no distributed optimizer", "without CPU offload", "FSDP 0", "FSDP column: 0",
     # "DistributedDataParallel")
     # says nothing of the stage; a stage named anywhere else decides it
+    # and what it was used in place of ("ZeRO-1 instead of ZeRO-3", "rather than FSDP")
     stated = re.sub(r"\b(?:no|without|not)\s+[\w-]+(?:\s+optimi[sz]er)?|[\w-]+(?:\s+(?:optimi[sz]er|col(?:umn)?|field))?\W{0,3}"
-                    r"(?:off|false|disabled|0)\b|distributed[\s_-]*data[\s_-]*parallel", " ", _words(raw))
+                    r"(?:off|false|disabled|0)\b|distributed[\s_-]*data[\s_-]*parallel"
+                    r"|\b(?:instead\s+of|rather\s+than|in\s+place\s+of)\W{0,3}[\w-]+(?:\s+(?:stage\s+)?\d\b)?", " ", _words(raw))
     words = re.sub(r"[^a-z0-9]", "", stated)
     # FSDP that keeps the gathered parameters after the forward (SHARD_GRAD_OP): ZeRO-2
     kept = re.search(r"reshardafterforward(?:false|disabled|off|0)|no(?:t)?reshard(?:ing)?afterforward|notreshardedafterforward"
@@ -4106,9 +4122,19 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     spec = "\n".join(lines) + "\n"
 
     key_conv, conv = convention_of(entry)
-    if conv is STEP_ONLY:
-        notes.append(f"FLOP convention `{key_conv}` unknown: compared on the step time")
-    reported, source = reported_tflops(out, conv, key_conv, dims, batch, gpus, peak, recompute, per_node)
+    try:
+        reported, source = reported_tflops(out, conv, key_conv, dims, batch, gpus, peak, recompute, per_node)
+        if conv is STEP_ONLY:
+            notes.append(f"FLOP convention `{key_conv}` unknown: compared on the step time")
+    except Unusable:
+        if conv is not STEP_ONLY or family != "megatron":
+            raise
+        # no step time or tokens, only a utilisation: a Megatron-family runtime's own count, which it
+        # prints as TFLOP/s per GPU (`num_floating_point_operations`), is the one its figure is in
+        key_conv, conv = convention_of({**entry, "flop_convention": "megatron_core_model_flops"})
+        reported, source = reported_tflops(out, conv, key_conv, dims, batch, gpus, peak, recompute, per_node)
+        notes.append(f"FLOP convention `{convention_key(entry.get('flop_convention'))}` unknown and no step time or "
+                     f"tokens published: read in the runtime's own count, Megatron-Core's ({conv.label})")
     fitted = entry.get("completeness") == "full"
     if fitted and dims.experts:
         # the fitted constants are the dense kernels' (GEMM, launch, attention): the MoE physics

@@ -459,6 +459,9 @@ def test_tokens_per_second_unsaid_whose_total_reading_is_no_training_run_are_per
     assert said == "reported tokens/s"
     assert total == pytest.approx(published.reported_tflops({"tokens_per_s_per_gpu": 6150}, conv, "k", dims, 8, 8,
                                                             989, "none")[0])
+    # the job's total under a per-GPU key: 49,200 "tokens/s per GPU" would run each H100 at 2.9x its peak
+    misfiled, said = published.reported_tflops({"tokens_per_s_per_gpu": 49200}, conv, "k", dims, 8, 8, 989, "none")
+    assert misfiled == pytest.approx(total) and "the job's" in said
 
 
 def test_words_of_layouts_and_models(published):
@@ -471,7 +474,12 @@ def test_words_of_layouts_and_models(published):
     assert published.recompute_of({"recompute": "uniform, 1 layer"}, 32, "megatron", notes) == "full"  # groups of 1
     assert published.recompute_of({"recompute": "partial (core attention)"}, 32, "megatron", notes) == "selective"
     for raw, expected in (("ZeRO-3", "zero3"), ("shard_grad_op", "zero2"), ("distributed optimizer", "zero1"),
-                          ("FSDP2", "zero3"), ("none (DDP)", "none"), ("fully sharded", "zero3")):
+                          ("FSDP2", "zero3"), ("none (DDP)", "none"), ("fully sharded", "zero3"),
+                          # what a stage was used in place of is not the stage (MoE Parallel Folding's
+                          # TP+EP+DP baseline: "use ZeRO-1 instead of ZeRO-3", read as ZeRO-3: -73 %)
+                          ('ZeRO-1 (text: TP+EP+DP "use ZeRO-1 instead of ZeRO-3")', "zero1"),
+                          ("distributed optimizer rather than FSDP", "zero1"),
+                          ("ZeRO stage 1 in place of ZeRO stage 3", "zero1")):
         assert published.sharding_of({"zero_or_fsdp": raw}, "other", "", notes) == expected, raw
     text, dims = published.model_block({"layers": 96, "hidden": 18432, "heads": 96, "kv_heads": 8, "vocab": 256000,
                                         "seq_len": 4096, "ffn": 73728, "arch": "Nemotron-4: squared ReLU, RoPE, GQA"},
@@ -632,3 +640,19 @@ def test_a_torchtitan_row_recomputes_every_layer_or_none(published):
     assert least("target torchtitan") == "full"
     megatron = least("target megatron")
     assert megatron.startswith("full ") and int(megatron.split()[1]) < 32
+
+
+@pytest.mark.parametrize(("words", "causal"), [
+    ("Eos cluster, DGX H100; PyTorch 2.5.0, CUDA 12.6", False),  # MoE Parallel Folding (2025), run on 2024's stack
+    ("NeMo container 24.09", False),
+    ("Megatron-Core v0.9", False),
+    ("PyTorch 2.7.0, CUDA 12.8", True),
+    ("NeMo container 25.04", True),
+])
+def test_a_2025_source_on_software_older_than_megatron_cores_causal_count_is_read_non_causal(published, words, causal):
+    """Megatron-Core counted attention causally from 2025-03-06 (commit 8873b55d6a; core_r0.12.0):
+    a source dated 2025 whose runs name older software (PyTorch 2.5 or older, a 2023-2024
+    container, Megatron-Core v0.11 or older) reports in the non-causal count."""
+    entry = {"flop_convention": "megatron_core_model_flops",
+             "source": {"title": "A paper (arXiv 2504.00000, 2025)", "primary_evidence": [words]}}
+    assert published.convention_of(entry)[1].label.endswith("causal)") is causal

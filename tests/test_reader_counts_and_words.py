@@ -613,3 +613,20 @@ def test_one_sentence_splitter_keeps_abbreviations_and_decimals_whole(text, piec
     """`clauses` (every reader's splitter, and since stop 63 `state_space_hybrid`'s, which had its own
     for "vs."): a full stop in "vs.", "e.g." or "i.e.", or after a digit, ends no sentence."""
     assert published.clauses(text) == pieces
+
+
+def test_a_megatron_runs_utilisation_with_no_convention_is_read_in_megatron_cores_count():
+    """A Megatron-family row that gives only a utilisation and no FLOP convention (MoE Parallel
+    Folding's tables: MFU alone, "FLOP formula not written out") is read in the count its runtime
+    prints (Megatron-Core's `num_floating_point_operations`), not left out: the same figure as the
+    row that names that convention. A row of another runtime with nothing but a utilisation stays
+    out (no count is its runtime's own)."""
+    row, others = ROWS["megatron_readme2024_7.1B"]
+    named = reading(row, others)
+    unnamed_row = apply(row, [setf("flop_convention", "unspecified")])
+    unnamed = reading(unnamed_row, others)
+    assert unnamed["reported_tflops"] == named["reported_tflops"] and unnamed["convention"] == named["convention"]
+    run = published.row_spec(unnamed_row, others)
+    assert any("unknown and no step time or tokens" in a for a in run.assumptions)
+    other, siblings = ROWS["glm130b_768gpu"]
+    assert "SKIPPED" in reading(apply(other, [setf("flop_convention", "unspecified")]), siblings)
