@@ -2032,14 +2032,16 @@ def runtime_family(entry: dict) -> str:
     """Whose runtime a row ran, "torchtitan", "megatron", "torch" (eager PyTorch with torch's FSDP:
     llm-foundry's Composer) or "other", from the words that name it (`MEGATRON_WORDS`,
     `TORCH_FSDP_WORDS`), each mention taken only where no denial takes it back (`affirms`). The
-    row's own account of what ran (its source, its layout's and model's extras) decides before its
-    notes, where a comparison ("faster than torchtitan's figure") names
-    another runtime."""
+    row's own account of what ran decides before its notes, where a comparison ("faster than
+    torchtitan's figure") names another runtime; and of that account, the source's name (its
+    group, title and locator: "NVIDIA/Megatron-LM examples/llama/README.md") before its evidence
+    and extras, where a model's shape may be cited from another project ("the 70B shape as in
+    torchtitan's registry")."""
     lay, model = entry.get("layout") or {}, entry.get("model") or {}
     source = entry.get("source") or {}
-    primary = _words(entry.get("group"), source.get("title"), source.get("locator"), source.get("primary_evidence"),
-                     lay.get("extra"), model.get("extra"))
-    for text in (primary, uncompared(source_text(entry))):
+    named = _words(entry.get("group"), source.get("title"), source.get("locator"))
+    primary = _words(source.get("primary_evidence"), lay.get("extra"), model.get("extra"))
+    for text in (named, primary, uncompared(source_text(entry))):
         if affirms(text, "torchtitan"):
             return "torchtitan"
         if affirms(text, MEGATRON_WORDS):

@@ -630,3 +630,16 @@ def test_a_megatron_runs_utilisation_with_no_convention_is_read_in_megatron_core
     assert any("unknown and no step time or tokens" in a for a in run.assumptions)
     other, siblings = ROWS["glm130b_768gpu"]
     assert "SKIPPED" in reading(apply(other, [setf("flop_convention", "unspecified")]), siblings)
+
+
+def test_the_sources_name_decides_the_runtime_before_a_shape_cited_from_another_project():
+    """Megatron-LM's examples/llama README has no 70B script; a transcriber citing the 70B shape
+    "as in pytorch/torchtitan's model registry" in the model's extra made the row torchtitan's
+    (FSDP2, the least recomputation that fits: -49 %). The source's own name decides first; a
+    row with no runtime in its name still reads its evidence (the control)."""
+    row, others = ROWS["megatron_readme2024_7.1B"]
+    cited = apply(row, [setf("model.extra", {"arch_source": "the shape as in pytorch/torchtitan's registry"})])
+    assert published.runtime_family(cited) == "megatron"
+    unnamed = apply(cited, [setf("source.title", "A benchmark table"), setf("source.locator", "row 2"),
+                            setf("group", "g"), setf("source.primary_evidence", []), setf("notes", [])])
+    assert published.runtime_family(unnamed) == "torchtitan"
