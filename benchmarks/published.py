@@ -1548,9 +1548,10 @@ IMPLAUSIBLE_SHARE = 0.01
 total, unless that reading would put each GPU under this share of its dense peak in the row's own
 FLOP count while the per-GPU reading stays within the peak: then it is per GPU (torchtitan's
 "Median tokens/s" is its per-device `tps`). The other way too: a figure said to be per GPU that
-would run each GPU above its dense peak is the job's, where that reading is above this share. The slowest published runs the repository holds
-run at about 5 % (nanotron's 1.34B on 512 GPUs); an aggregate read as per GPU would be gpus
-times too fast, over the peak for all but the smallest jobs."""
+would run each GPU above its dense peak is the job's, where that reading is above this share.
+The slowest published runs the repository holds run at about 5 % (nanotron's 1.34B on 512 GPUs);
+an aggregate read as per GPU would be gpus times too fast, over the peak for all but the smallest
+jobs."""
 
 
 def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch: int, gpus: int,
@@ -1559,6 +1560,7 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
     out = outcomes_as_rates(out)
     model = conv.model(per_seq) * batch
     hardware = conv.hardware(per_seq) * batch if conv.hardware else None
+    per_token = model / (batch * per_seq.seq)  # FLOPs per token in the convention's count
     # what the run measured (its step time, tokens or sequences per second: no FLOP count enters the
     # ratio of predicted to reported) before what a convention derived from it (TFLOP/s, MFU, HFU),
     # which moves the error wherever the source's count differs from the convention as implemented
@@ -1615,17 +1617,17 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
                            "tokens_per_second_per_gpu", "tokens_per_gpu_per_second", "tokens/s/gpu", "tok/s/gpu",
                            kinds=("tokens_gpu",))
                 if v:
-                    per_gpu = model / (batch * per_seq.seq) * v / 1e12
+                    per_gpu = per_token * v / 1e12
                     if gpus > 1 and per_gpu > peak and IMPLAUSIBLE_SHARE * peak <= per_gpu / gpus:
                         return per_gpu / gpus, (f"reported tokens/s, the job's (per GPU, each would run at "
                                                 f"{per_gpu / peak:.2g}x its dense peak)")
                     return per_gpu, "reported tokens/s per GPU"
                 v = number(kinds=("tokens_node",)) if per_node else None
                 if v:
-                    return model / (batch * per_seq.seq) * v / per_node / 1e12, "reported tokens/s per node"
+                    return per_token * v / per_node / 1e12, "reported tokens/s per node"
                 v = number("tokens_per_s", "tokens_per_sec", "throughput_tokens_per_s", "tokens_per_second", kinds=("tokens",))
                 if v:
-                    per_gpu = model / (batch * per_seq.seq) * v / 1e12
+                    per_gpu = per_token * v / 1e12
                     if gpus > 1 and per_gpu / gpus < IMPLAUSIBLE_SHARE * peak and per_gpu <= peak:
                         return per_gpu, (f"reported tokens/s, per GPU (as the job's total, each GPU would run at "
                                          f"{100 * per_gpu / gpus / peak:.2g} % of its peak)")
@@ -1633,7 +1635,7 @@ def reported_tflops(out: dict, conv: Convention, key: str, per_seq: Dims, batch:
                 v = number("gpu_hours_per_trillion_tokens", "gpu_hours_per_1t_tokens", "gpu_hours_per_1t",
                            "h800_gpu_hours_per_trillion_tokens", kinds=("gpu_hours",))
                 if v:  # DeepSeek-V3's report: "each trillion tokens requires 180K H800 GPU hours"
-                    return model / (batch * per_seq.seq) * 1e12 / (v * 3600) / 1e12, "reported GPU hours per trillion tokens"
+                    return per_token * 1e12 / (v * 3600) / 1e12, "reported GPU hours per trillion tokens"
                 v = number("samples_per_s", "sequences_per_s", "samples_per_sec", kinds=("samples",))
                 if v:
                     return model / batch * v / gpus / 1e12, "reported sequences/s"
@@ -4124,6 +4126,7 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
     spec = "\n".join(lines) + "\n"
 
     key_conv, conv = convention_of(entry)
+    stated_key = key_conv
     try:
         reported, source = reported_tflops(out, conv, key_conv, dims, batch, gpus, peak, recompute, per_node)
         if conv is STEP_ONLY:
@@ -4135,7 +4138,7 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
         # prints as TFLOP/s per GPU (`num_floating_point_operations`), is the one its figure is in
         key_conv, conv = convention_of({**entry, "flop_convention": "megatron_core_model_flops"})
         reported, source = reported_tflops(out, conv, key_conv, dims, batch, gpus, peak, recompute, per_node)
-        notes.append(f"FLOP convention `{convention_key(entry.get('flop_convention'))}` unknown and no step time or "
+        notes.append(f"FLOP convention `{stated_key}` unknown and no step time or "
                      f"tokens published: read in the runtime's own count, Megatron-Core's ({conv.label})")
     fitted = entry.get("completeness") == "full"
     if fitted and dims.experts:
