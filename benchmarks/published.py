@@ -1685,6 +1685,13 @@ two later kernels, whatever a row's year: at its head (8387ae17, 2023-12-07) `me
 all-reduces the column-parallel input gradient synchronously (no `async_op` in the file's history)
 and `megatron/model/transformer.py` computes attention unfused (`baddbmm`, then
 `FusedScaleMaskSoftmax`; no FlashAttention anywhere under `megatron/`)."""
+TORCH_NATIVE_WORDS = r"\bolmo[- _]?core\b"
+"""Training programs built on torch's own parallelism as torchtitan is, whose runs are predicted
+as `target torchtitan` runs them: Ai2's OLMo-core (allenai/OLMo-core, src/olmo_core/nn/transformer:
+FSDP2's `fully_shard` on each block, `block.py`; `torch.compile` on each block and the LM head,
+`model.py`; flash-attn's FlashAttention-2 through `nn/attention`; HSDP over a
+`dp_replicate` x `dp_shard` device mesh, `distributed/parallel`): the same runtime facts as
+torchtitan's (per-block FSDP2, compiled blocks, FlashAttention-2 kernels)."""
 TORCH_FSDP_WORDS = r"llm[- _]?foundry|composer|\btorch fsdp|\bfms[- _]fsdp\b|torch\.distributed\.fsdp|fullyshardeddataparallel"
 """Sources whose runs are eager PyTorch with torch's FSDP and flash-attn's FlashAttention-2
 (MosaicML's llm-foundry through Composer; IBM's fms-fsdp, torch's `FullyShardedDataParallel` by its
@@ -2031,9 +2038,9 @@ def uncompared(text: str) -> str:
 
 
 def runtime_family(entry: dict) -> str:
-    """Whose runtime a row ran, "torchtitan", "megatron", "torch" (eager PyTorch with torch's FSDP:
-    llm-foundry's Composer) or "other", from the words that name it (`MEGATRON_WORDS`,
-    `TORCH_FSDP_WORDS`), each mention taken only where no denial takes it back (`affirms`). The
+    """Whose runtime a row ran, "torchtitan" (or a program built as it is, `TORCH_NATIVE_WORDS`),
+    "megatron", "torch" (eager PyTorch with torch's FSDP: llm-foundry's Composer) or "other", from
+    the words that name it (`MEGATRON_WORDS`, `TORCH_FSDP_WORDS`), each mention taken only where no denial takes it back (`affirms`). The
     row's own account of what ran decides before its notes, where a comparison ("faster than
     torchtitan's figure") names another runtime; and of that account, the source's name (its
     group, title and locator: "NVIDIA/Megatron-LM examples/llama/README.md") before its evidence
@@ -2044,7 +2051,7 @@ def runtime_family(entry: dict) -> str:
     named = _words(entry.get("group"), source.get("title"), source.get("locator"))
     primary = _words(source.get("primary_evidence"), lay.get("extra"), model.get("extra"))
     for text in (named, primary, uncompared(source_text(entry))):
-        if affirms(text, "torchtitan"):
+        if affirms(text, "torchtitan") or affirms(text, TORCH_NATIVE_WORDS):
             return "torchtitan"
         if affirms(text, MEGATRON_WORDS):
             return "megatron"
@@ -2059,6 +2066,10 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     text = source_text(entry)
     year = source_year(entry)
     family = runtime_family(entry)
+    native = re.search(TORCH_NATIVE_WORDS, text, re.I)
+    if family == "torchtitan" and native and not affirms(text, "torchtitan"):
+        notes.append(f"runtime read as torchtitan's (stated: {native.group(0)}, built as torchtitan is: FSDP2 and "
+                     "torch.compile on each block, FlashAttention-2)")
     if precision == "nvfp4" and family != "megatron":
         raise Unusable("NVFP4 outside Megatron-LM and Transformer Engine: parc models Transformer Engine's NVFP4 "
                        "recipe only (another runtime's kernels and casts differ)")
@@ -2909,6 +2920,37 @@ DIST_OPT_WORDS = r"distributed[- ]optimi[sz]er|\bdist-?opt\b|use-distributed-opt
 """The distributed optimizer by name, in a sharding field's words."""
 
 
+HSDP_DEGREES = {
+    "replicate": r"(?:dp[-_ ]?)?rep(?:licat\w*|s?)\b",
+    "shard": r"(?:dp[-_ ]?)?shard(?:ing|ed|s)?\b",
+}
+"""The names of hybrid sharding's two degrees as a row states them: "shard dim 8, replicate dim 64",
+"DP-rep 64 | DP-shard 8" (Olmo 3's Table 34), `dp_replicate: 64`, `dp_shard: 8` (OLMo-core's and
+torchtitan's mesh names)."""
+
+
+def hsdp_groups(lay: dict, dp: int) -> tuple[int, int] | None:
+    """(replicas, ranks each replica is sharded over) of a hybrid-sharded row, as its sharding field
+    and layout extras state them, where they multiply to the data-parallel degree (one stated and
+    dividing it gives the other); None where neither is stated or they do not fit the degree."""
+    extra = lay.get("extra")
+    words = _words(lay.get("zero_or_fsdp"), "; ".join(f"{k}: {v}" for k, v in extra.items())
+                   if isinstance(extra, dict) else extra)
+    found: dict[str, int] = {}
+    for key, name in HSDP_DEGREES.items():
+        said = re.search(r"(?<![\w-])" + name + r"\W{0,3}(?:dim(?:ension)?|size|degree|group)?\W{0,3}(\d+)\b", words)
+        if said:
+            found[key] = int(said.group(1))
+    replicate, shard = found.get("replicate"), found.get("shard")
+    if replicate and not shard and dp % replicate == 0:
+        shard = dp // replicate
+    if shard and not replicate and dp % shard == 0:
+        replicate = dp // shard
+    if replicate and shard and replicate * shard == dp:
+        return replicate, shard
+    return None
+
+
 def sharding_of(lay: dict, family: str, text: str, notes: list[str]) -> str:
     raw = lay.get("zero_or_fsdp")
     if isinstance(raw, str) and re.match(r"\s*(?:none|nothing|no\w*)\s+(?:stated|given|published|reported)\b", raw, re.I):
@@ -3580,6 +3622,49 @@ token", "sliding-window attention (128)", "128-token sliding-window attention", 
 ALTERNATE_LAYERS = r"(?:on |in )?(?:alternate|every other|every second) layers?|alternating"
 """A window that applies to every other layer: full attention every second layer (gpt-oss)."""
 
+WINDOW_WORDS = r"window|\bswa\b|sliding[-_ ]attention"
+"""The words that name a sliding attention window in a model's prose."""
+
+WINDOWED_SHARE = (r"(\d+)\s*(?:/|of every|out of every|out of|in every|of each)\s*(\d+)\s*"
+                  r"(?:of\s+(?:the\s+|all\s+)?)?layers?\b")
+"""A share of the layers, "3/4 of layers", "3 of every 4 layers", "3 out of 4 layers": with a
+window named beside it, the windowed layers' share."""
+
+ORDINALS = {"second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8}
+
+FULL_EVERY = (r"(?:full|global)[- ]attention\s+(?:on\s+|in\s+|at\s+|for\s+)?(?:every|each)\s+"
+              r"(\d+)(?:st|nd|rd|th)?[- ]?(?:\s|-)*layers?|every\s+(\d+)(?:st|nd|rd|th)?\s+layers?\s+"
+              r"(?:is\s+|uses\s+|has\s+|keeps\s+)?(?:full|global)")
+"""Full attention every N-th layer, "full attention every 4th layer", "every 4th layer uses full
+attention" (ordinal words are read as their numbers first, `ORDINALS`)."""
+
+
+def full_attention_period(prose: str) -> int | None:
+    """Every how many layers a windowed model keeps full causal attention, from its prose: (N - 1)
+    of every N layers windowed ("SWA on 3/4 of layers", "sliding-window attention on 3 of every 4
+    layers": Olmo 3's [4096, 4096, 4096, full] pattern), a window list that ends in full attention
+    ("[4096, 4096, 4096, -1]", OLMo-core's `SlidingWindowAttentionConfig.pattern`), or "full
+    attention every 4th layer". None where the prose says none of these, or a share that is not
+    one full layer in N (a spec's `full-attention-every N` states no other pattern)."""
+    text = re.sub(r"\b(" + "|".join(ORDINALS) + r")\b", lambda m: str(ORDINALS[m.group(1)]), prose.lower())
+    for clause in re.split(r"[.;\n]", text):
+        if not re.search(WINDOW_WORDS, clause):
+            continue
+        for share in re.finditer(WINDOWED_SHARE, clause):
+            windowed, every = int(share.group(1)), int(share.group(2))
+            if every >= 2 and windowed == every - 1:
+                return every
+        pattern = re.search(r"\[((?:\s*\d+\s*,)+)\s*(?:-1|none|null|full)\s*\]", clause)
+        if pattern:
+            sizes = {e.strip() for e in pattern.group(1).split(",") if e.strip()}
+            if len(sizes) == 1:
+                return pattern.group(1).count(",") + 1
+    for said in re.finditer(FULL_EVERY, text):
+        every = int(said.group(1) or said.group(2))
+        if every >= 2:
+            return every
+    return None
+
 
 DEGREE_NAMES: dict[str, str] = {
     "tp": r"tensor[-_ ]model[-_ ]parallel[-_ ]size|tensor[-_ ]parallel(?:ism)?(?:[-_ ](?:size|degree))?|tp(?:[-_ ](?:size|degree))?",
@@ -3800,6 +3885,10 @@ def read_model_extra(entry: dict) -> dict:
             and re.search(r"(?:window|\bswa\b|sliding[-_ ]attention)[^.;]{0,40}?(?:" + ALTERNATE_LAYERS + r")|(?:"
                           + ALTERNATE_LAYERS + r")[^.;]{0,40}?(?:window|\bswa\b|sliding[-_ ]attention)", prose):
         found["full_attention_every"] = 2  # "sliding window 128 on alternate layers"
+    if window and placeholder(model.get("full_attention_every")) and "full_attention_every" not in found:
+        period = full_attention_period(prose)
+        if period:
+            found["full_attention_every"] = period  # "sliding window 4096 on 3 of every 4 layers"
     if not found:
         return entry
     read = dict(entry, model=dict(model, **found))
@@ -4117,8 +4206,13 @@ def _row_spec(entry: dict, others: list[dict]) -> Run:
             notes.append(f"layers split {min(split)}-{max(split)} per stage (uneven; the lighter at the ends)")
         lines.append(f"pp {{ {', '.join(options)} }}")
     if sharding == "hsdp":
-        notes.append("hsdp read as zero3 over all data-parallel ranks (the shard group is not published)")
-        sharding = "zero3"
+        groups = hsdp_groups(lay, dp)
+        if groups:
+            sharding = f"hsdp {groups[0]} x {groups[1]}"
+            notes.append(f"hsdp: {groups[0]} replicas, each sharded over {groups[1]} ranks (stated)")
+        else:
+            notes.append("hsdp read as zero3 over all data-parallel ranks (the shard group is not published)")
+            sharding = "zero3"
     if dp > 1 or sharded_over_cp:
         lines.append(f"dp {{ sharding {sharding} }}")
     if cp > 1:
