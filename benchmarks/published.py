@@ -2037,6 +2037,21 @@ def uncompared(text: str) -> str:
                      if not re.search(COMPARED + r"|benchmarks? report", c, flags=re.I))
 
 
+ATTENTION_FIELD = r"attn|attention(?:[ _-](?:kernel|backend|impl\w*|type|kind))?|attn[ _-]impl\w*"
+"""The names of a row's own field for its attention kernel, in its layout's or model's extras
+(`attention_kernel: Without FlashAttention`, `attn_implementation: flash_attention_2`)."""
+
+
+def attention_field(entry: dict) -> str:
+    """The words of the row's own attention-kernel field (`ATTENTION_FIELD`), "" where it has none."""
+    for block in ((entry.get("layout") or {}).get("extra"), (entry.get("model") or {}).get("extra")):
+        if isinstance(block, dict):
+            for key, value in block.items():
+                if re.fullmatch(ATTENTION_FIELD, str(key).strip().lower()) and not placeholder(value):
+                    return _words(value)
+    return ""
+
+
 def runtime_family(entry: dict) -> str:
     """Whose runtime a row ran, "torchtitan" (or a program built as it is, `TORCH_NATIVE_WORDS`),
     "megatron", "torch" (eager PyTorch with torch's FSDP: llm-foundry's Composer) or "other", from
@@ -2073,9 +2088,13 @@ def software_of(entry: dict, precision: str, tp: int, dp: int, notes: list[str])
     if precision == "nvfp4" and family != "megatron":
         raise Unusable("NVFP4 outside Megatron-LM and Transformer Engine: parc models Transformer Engine's NVFP4 "
                        "recipe only (another runtime's kernels and casts differ)")
-    # "without FlashAttention" / "before FlashAttention" / "no flash" name the kernel to deny it
-    flash_stated = affirms(text, FLASH_WORDS)
-    flash_denied = not flash_stated and denies(text, FLASH_WORDS)  # "FlashAttention was not used"
+    # "without FlashAttention" / "before FlashAttention" / "no flash" name the kernel to deny it;
+    # the row's own attention field decides before the rest of its source, whose title may name
+    # the kernel another column of the same table ran ("FlashAttention-2" above a baseline column)
+    kernel_field = attention_field(entry)
+    said = kernel_field if kernel_field and (affirms(kernel_field, FLASH_WORDS) or denies(kernel_field, FLASH_WORDS)) else text
+    flash_stated = affirms(said, FLASH_WORDS)
+    flash_denied = not flash_stated and denies(said, FLASH_WORDS)  # "FlashAttention was not used"
     unfused_stated = flash_denied or affirms(text, UNFUSED_BACKEND)
     own = uncompared(text)  # the row's own words, comparisons with other runs set aside
     bigscience = family == "megatron" and affirms(own, BIGSCIENCE_WORDS)
