@@ -2055,12 +2055,12 @@ def attention_field(entry: dict) -> str:
 def runtime_family(entry: dict) -> str:
     """Whose runtime a row ran, "torchtitan" (or a program built as it is, `TORCH_NATIVE_WORDS`),
     "megatron", "torch" (eager PyTorch with torch's FSDP: llm-foundry's Composer) or "other", from
-    the words that name it (`MEGATRON_WORDS`, `TORCH_FSDP_WORDS`), each mention taken only where no denial takes it back (`affirms`). The
-    row's own account of what ran decides before its notes, where a comparison ("faster than
-    torchtitan's figure") names another runtime; and of that account, the source's name (its
-    group, title and locator: "NVIDIA/Megatron-LM examples/llama/README.md") before its evidence
-    and extras, where a model's shape may be cited from another project ("the 70B shape as in
-    torchtitan's registry")."""
+    the words that name it (`MEGATRON_WORDS`, `TORCH_FSDP_WORDS`), each mention taken only where no
+    denial takes it back (`affirms`). The row's own account of what ran decides before its notes,
+    where a comparison ("faster than torchtitan's figure") names another runtime; and of that
+    account, the source's name (its group, title and locator: "NVIDIA/Megatron-LM
+    examples/llama/README.md") before its evidence and extras, where a model's shape may be cited
+    from another project ("the 70B shape as in torchtitan's registry")."""
     lay, model = entry.get("layout") or {}, entry.get("model") or {}
     source = entry.get("source") or {}
     named = _words(entry.get("group"), source.get("title"), source.get("locator"))
@@ -3901,8 +3901,8 @@ def read_model_extra(entry: dict) -> dict:
     found.update(named)
     window = found.get("window") or model.get("window")
     if window and placeholder(model.get("full_attention_every")) and "full_attention_every" not in found \
-            and re.search(r"(?:window|\bswa\b|sliding[-_ ]attention)[^.;]{0,40}?(?:" + ALTERNATE_LAYERS + r")|(?:"
-                          + ALTERNATE_LAYERS + r")[^.;]{0,40}?(?:window|\bswa\b|sliding[-_ ]attention)", prose):
+            and re.search(r"(?:" + WINDOW_WORDS + r")[^.;]{0,40}?(?:" + ALTERNATE_LAYERS + r")|(?:"
+                          + ALTERNATE_LAYERS + r")[^.;]{0,40}?(?:" + WINDOW_WORDS + r")", prose):
         found["full_attention_every"] = 2  # "sliding window 128 on alternate layers"
     if window and placeholder(model.get("full_attention_every")) and "full_attention_every" not in found:
         period = full_attention_period(prose)
