@@ -109,6 +109,13 @@ def _strings(*parts) -> list[str]:
     return out
 
 
+def keyed(value):
+    """A mapping as one "key: value; ..." text, where its keys say what its numbers are
+    (`dp_shard: 8`, `sliding_window: 128`), which `_words` (values only) would drop; anything else
+    as it is."""
+    return "; ".join(f"{k}: {v}" for k, v in value.items()) if isinstance(value, dict) else value
+
+
 def _words(*parts) -> str:
     """Every string in the given fields (nested lists and dicts too), lower-cased, one text: one
     line each, so that no clause runs from one field or note into the next (`affirms`)."""
@@ -2952,9 +2959,7 @@ def hsdp_groups(lay: dict, dp: int) -> tuple[int, int] | None:
     """(replicas, ranks each replica is sharded over) of a hybrid-sharded row, as its sharding field
     and layout extras state them, where they multiply to the data-parallel degree (one stated and
     dividing it gives the other); None where neither is stated or they do not fit the degree."""
-    extra = lay.get("extra")
-    words = _words(lay.get("zero_or_fsdp"), "; ".join(f"{k}: {v}" for k, v in extra.items())
-                   if isinstance(extra, dict) else extra)
+    words = _words(lay.get("zero_or_fsdp"), keyed(lay.get("extra")))
     found: dict[str, int] = {}
     for key, name in HSDP_DEGREES.items():
         said = re.search(r"(?<![\w-])" + name + r"\W{0,3}(?:dim(?:ension)?|size|degree|group)?\W{0,3}(\d+)\b", words)
@@ -3860,7 +3865,7 @@ def read_model_extra(entry: dict) -> dict:
     model = entry.get("model") or {}
     extra = model.get("extra")
     # a mapping's nested values too ("rope_scaling: {rope_type: yarn, factor: 32}"), as text
-    extra_text = "; ".join(f"{k}: {v}" for k, v in extra.items()) if isinstance(extra, dict) else str(extra or "")
+    extra_text = str(keyed(extra) or "")
     prose = "\n".join(x for x in (extra_text, str(model.get("arch") or "")) if x).lower()
     if not extra and not prose and named_model(model) is None:
         return entry
@@ -3900,14 +3905,13 @@ def read_model_extra(entry: dict) -> dict:
     named = named_model_facts(model, found)
     found.update(named)
     window = found.get("window") or model.get("window")
-    if window and placeholder(model.get("full_attention_every")) and "full_attention_every" not in found \
-            and re.search(r"(?:" + WINDOW_WORDS + r")[^.;]{0,40}?(?:" + ALTERNATE_LAYERS + r")|(?:"
-                          + ALTERNATE_LAYERS + r")[^.;]{0,40}?(?:" + WINDOW_WORDS + r")", prose):
-        found["full_attention_every"] = 2  # "sliding window 128 on alternate layers"
     if window and placeholder(model.get("full_attention_every")) and "full_attention_every" not in found:
-        period = full_attention_period(prose)
+        # "sliding window 128 on alternate layers", else "sliding window 4096 on 3 of every 4 layers"
+        alternate = re.search(r"(?:" + WINDOW_WORDS + r")[^.;]{0,40}?(?:" + ALTERNATE_LAYERS + r")|(?:"
+                              + ALTERNATE_LAYERS + r")[^.;]{0,40}?(?:" + WINDOW_WORDS + r")", prose)
+        period = 2 if alternate else full_attention_period(prose)
         if period:
-            found["full_attention_every"] = period  # "sliding window 4096 on 3 of every 4 layers"
+            found["full_attention_every"] = period
     if not found:
         return entry
     read = dict(entry, model=dict(model, **found))
